@@ -85,6 +85,8 @@ fn main() {
         .opaque_type("rte_gtp_psc_generic_hdr")
         .allowlist_type("rte_.*")
         .allowlist_var("RTE_.*")
+        .allowlist_var("RING_F_.*")
+        .allowlist_var("SOCKET_ID_ANY")
         .derive_default(true)
         .layout_tests(false)
         .generate_comments(false)

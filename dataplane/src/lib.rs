@@ -1,1 +1,9 @@
-//! ddpdk data plane.
+//! ddpdk data plane: everything that runs per packet on a data core.
+//!
+//! - [`port`]: the `Port` trait, DPDK ethdev ports, an in-memory pair for tests.
+//! - [`config`]: the (port, queue, lcore) forwarding table, validated before anything starts.
+//! - [`fwd`]: testpmd-like forwarding engines (`io`, `rxonly`, `txonly`) and the per-lcore loop.
+
+pub mod config;
+pub mod fwd;
+pub mod port;

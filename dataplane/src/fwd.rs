@@ -1,0 +1,355 @@
+//! testpmd-like forwarding engines and the poll loop of one data lcore.
+//!
+//! Until the protocol engine exists the data cores run these; afterwards they stay as the
+//! raw-I/O baseline for benchmarks and as a way to validate a NIC.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+use serde::Serialize;
+
+use crate::config::FwdStream;
+use crate::port::{PacketBuf, Port};
+
+/// What a data lcore does with its streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FwdMode {
+    /// Receive a burst, transmit it unchanged on the stream's TX port.
+    Io,
+    /// Receive and free.
+    RxOnly,
+    /// Transmit generated UDP/IPv4 frames, ignore RX.
+    TxOnly,
+}
+
+impl FwdMode {
+    pub const ALL: [FwdMode; 3] = [FwdMode::Io, FwdMode::RxOnly, FwdMode::TxOnly];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FwdMode::Io => "io",
+            FwdMode::RxOnly => "rxonly",
+            FwdMode::TxOnly => "txonly",
+        }
+    }
+}
+
+impl fmt::Display for FwdMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for FwdMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        FwdMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown forwarding mode '{s}' (expected io, rxonly or txonly)"))
+    }
+}
+
+/// Counters of one data lcore. Each has a single writer (its lcore), so updates are plain
+/// load + store rather than read-modify-write; readers on other threads see a recent value.
+#[derive(Debug, Default)]
+pub struct LcoreCounters {
+    pub rx_packets: AtomicU64,
+    pub rx_bytes: AtomicU64,
+    pub tx_packets: AtomicU64,
+    pub tx_bytes: AtomicU64,
+    /// Packets `tx_burst` did not take after the retries, freed.
+    pub tx_dropped: AtomicU64,
+    /// Bursts for which the mempool could not supply buffers (txonly).
+    pub alloc_failed: AtomicU64,
+    /// Loop iterations, busy or idle.
+    pub polls: AtomicU64,
+    /// Loop iterations that received or sent nothing.
+    pub idle_polls: AtomicU64,
+}
+
+/// A point-in-time copy of [`LcoreCounters`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct LcoreSnapshot {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_dropped: u64,
+    pub alloc_failed: u64,
+    pub polls: u64,
+    pub idle_polls: u64,
+}
+
+#[inline]
+fn bump(a: &AtomicU64, n: u64) {
+    a.store(a.load(Relaxed).wrapping_add(n), Relaxed);
+}
+
+impl LcoreCounters {
+    pub fn snapshot(&self) -> LcoreSnapshot {
+        LcoreSnapshot {
+            rx_packets: self.rx_packets.load(Relaxed),
+            rx_bytes: self.rx_bytes.load(Relaxed),
+            tx_packets: self.tx_packets.load(Relaxed),
+            tx_bytes: self.tx_bytes.load(Relaxed),
+            tx_dropped: self.tx_dropped.load(Relaxed),
+            alloc_failed: self.alloc_failed.load(Relaxed),
+            polls: self.polls.load(Relaxed),
+            idle_polls: self.idle_polls.load(Relaxed),
+        }
+    }
+}
+
+impl std::ops::AddAssign for LcoreSnapshot {
+    fn add_assign(&mut self, o: Self) {
+        self.rx_packets += o.rx_packets;
+        self.rx_bytes += o.rx_bytes;
+        self.tx_packets += o.tx_packets;
+        self.tx_bytes += o.tx_bytes;
+        self.tx_dropped += o.tx_dropped;
+        self.alloc_failed += o.alloc_failed;
+        self.polls += o.polls;
+        self.idle_polls += o.idle_polls;
+    }
+}
+
+/// The frame txonly sends: Ethernet II / IPv4 / UDP from 198.18.0.1:9 to 198.18.0.2:9
+/// (RFC 2544 benchmarking range), `len` bytes on the wire without FCS, zero payload.
+pub fn txonly_frame(src_mac: [u8; 6], dst_mac: [u8; 6], len: usize) -> Vec<u8> {
+    const HEADERS: usize = 14 + 20 + 8;
+    let len = len.max(HEADERS);
+    let payload = vec![0u8; len - HEADERS];
+    let builder = etherparse::PacketBuilder::ethernet2(src_mac, dst_mac)
+        .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+        .udp(9, 9);
+    let mut frame = Vec::with_capacity(len);
+    // Writing into a Vec cannot fail and the sizes are far below the IPv4/UDP limits for any
+    // frame a port can carry; fall back to the bare header size if a caller asks for more.
+    if builder.write(&mut frame, &payload).is_err() {
+        frame.clear();
+        frame.resize(HEADERS, 0);
+    }
+    frame
+}
+
+/// A stream with its ports resolved.
+#[derive(Debug)]
+pub struct Stream<P> {
+    pub spec: FwdStream,
+    pub rx: Arc<P>,
+    pub tx: Arc<P>,
+}
+
+/// Everything one data lcore needs to run.
+#[derive(Debug)]
+pub struct LcoreLoop<P: Port> {
+    pub streams: Vec<Stream<P>>,
+    pub mode: FwdMode,
+    pub burst: usize,
+    /// Extra offers of what `tx_burst` did not take before it is freed and counted.
+    pub tx_retries: u32,
+    /// txonly frame (copied into each buffer).
+    pub template: Vec<u8>,
+    pub counters: Arc<CachePadded<LcoreCounters>>,
+    pub stop: Arc<AtomicBool>,
+}
+
+impl<P: Port> LcoreLoop<P> {
+    /// Transmits one burst of the template on every stream's TX queue (testpmd `--tx-first`).
+    pub fn tx_first(&self) {
+        let mut bufs = Vec::with_capacity(self.burst);
+        for s in &self.streams {
+            self.tx_template_burst(s, &mut bufs);
+        }
+    }
+
+    fn tx_template_burst(&self, s: &Stream<P>, bufs: &mut Vec<P::Buf>) -> usize {
+        let c = &self.counters;
+        if !s.tx.alloc_bulk(bufs, self.burst, self.template.len()) {
+            bump(&c.alloc_failed, 1);
+            return 0;
+        }
+        for b in bufs.iter_mut() {
+            let d = b.data_mut();
+            let n = d.len().min(self.template.len());
+            d[..n].copy_from_slice(&self.template[..n]);
+        }
+        let out = s.tx.tx_burst_all(s.spec.tx_queue, bufs, self.tx_retries);
+        bump(&c.tx_packets, out.sent as u64);
+        bump(&c.tx_bytes, (out.sent * self.template.len()) as u64);
+        bump(&c.tx_dropped, out.dropped as u64);
+        out.sent
+    }
+
+    /// Polls until `stop` is set. Returns 0, the lcore function's status.
+    pub fn run(&self) -> i32 {
+        let c = &self.counters;
+        let mut bufs: Vec<P::Buf> = Vec::with_capacity(self.burst);
+        // Checking the stop flag once per sweep over the streams keeps it off the per-packet path.
+        while !self.stop.load(std::sync::atomic::Ordering::Acquire) {
+            let mut work = 0;
+            for s in &self.streams {
+                work += match self.mode {
+                    FwdMode::TxOnly => self.tx_template_burst(s, &mut bufs),
+                    FwdMode::RxOnly | FwdMode::Io => {
+                        let n = s.rx.rx_burst(s.spec.rx_queue, &mut bufs, self.burst);
+                        if n > 0 {
+                            bump(&c.rx_packets, n as u64);
+                            let bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+                            bump(&c.rx_bytes, bytes);
+                            if self.mode == FwdMode::Io {
+                                let out =
+                                    s.tx.tx_burst_all(s.spec.tx_queue, &mut bufs, self.tx_retries);
+                                bump(&c.tx_packets, out.sent as u64);
+                                bump(&c.tx_bytes, bytes - out.dropped_bytes);
+                                bump(&c.tx_dropped, out.dropped as u64);
+                            } else {
+                                bufs.clear();
+                            }
+                        }
+                        n
+                    }
+                };
+            }
+            bump(&c.polls, 1);
+            if work == 0 {
+                bump(&c.idle_polls, 1);
+            }
+        }
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::port::mem::{pair, HeapBuf};
+    use std::time::{Duration, Instant};
+
+    fn stream(
+        rx: &Arc<crate::port::mem::MemPort>,
+        tx: &Arc<crate::port::mem::MemPort>,
+    ) -> Stream<crate::port::mem::MemPort> {
+        Stream {
+            spec: FwdStream {
+                lcore: 1,
+                rx_port: rx.id(),
+                rx_queue: 0,
+                tx_port: tx.id(),
+                tx_queue: 0,
+            },
+            rx: Arc::clone(rx),
+            tx: Arc::clone(tx),
+        }
+    }
+
+    fn lcore(
+        streams: Vec<Stream<crate::port::mem::MemPort>>,
+        mode: FwdMode,
+    ) -> LcoreLoop<crate::port::mem::MemPort> {
+        LcoreLoop {
+            streams,
+            mode,
+            burst: 8,
+            tx_retries: 0,
+            template: txonly_frame([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 64),
+            counters: Arc::default(),
+            stop: Arc::default(),
+        }
+    }
+
+    fn run_until(l: &LcoreLoop<crate::port::mem::MemPort>, done: impl Fn() -> bool) {
+        std::thread::scope(|sc| {
+            sc.spawn(|| l.run());
+            let t0 = Instant::now();
+            while !done() && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::yield_now();
+            }
+            l.stop.store(true, Relaxed);
+        });
+    }
+
+    #[test]
+    fn txonly_frame_is_a_valid_udp_ipv4_frame_of_the_requested_length() {
+        let f = txonly_frame([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 64);
+        assert_eq!(f.len(), 64);
+        let p = etherparse::SlicedPacket::from_ethernet(&f).expect("parses");
+        match p.net {
+            Some(etherparse::NetSlice::Ipv4(ip)) => {
+                assert_eq!(ip.header().source(), [198, 18, 0, 1]);
+                assert_eq!(ip.header().destination(), [198, 18, 0, 2]);
+                assert_eq!(ip.header().total_len(), 50);
+            }
+            other => panic!("not IPv4: {other:?}"),
+        }
+        assert_eq!(txonly_frame([0; 6], [0; 6], 1500).len(), 1500);
+    }
+
+    #[test]
+    fn io_forwards_every_packet_intact_to_the_peer_port() {
+        // wire 1: a0 <-> a1, wire 2: b0 <-> b1; the lcore forwards a1 -> b0.
+        let (a0, a1) = pair(1, 1024);
+        let (b0, b1) = pair(1, 1024);
+        let (a1, b0) = (Arc::new(a1), Arc::new(b0));
+        let sent: Vec<HeapBuf> = (0..100u8).map(|i| HeapBuf(vec![i; 64])).collect();
+        let mut out = sent.clone();
+        a0.tx_burst_all(0, &mut out, 0);
+        let l = lcore(vec![stream(&a1, &b0)], FwdMode::Io);
+        run_until(&l, || l.counters.tx_packets.load(Relaxed) >= 100);
+        let mut got = Vec::new();
+        b1.rx_burst(0, &mut got, 1000);
+        assert_eq!(got, sent);
+        let snap = l.counters.snapshot();
+        assert_eq!(
+            (snap.rx_packets, snap.tx_packets, snap.tx_dropped),
+            (100, 100, 0)
+        );
+        assert_eq!(snap.rx_bytes, 6400);
+        assert_eq!(snap.tx_bytes, 6400);
+    }
+
+    #[test]
+    fn txonly_fills_a_full_tx_queue_then_counts_what_it_drops() {
+        let (a, b) = pair(1, 20);
+        let a = Arc::new(a);
+        let l = lcore(vec![stream(&a, &a)], FwdMode::TxOnly);
+        run_until(&l, || l.counters.tx_dropped.load(Relaxed) >= 16);
+        let snap = l.counters.snapshot();
+        assert_eq!(
+            snap.tx_packets, 20,
+            "exactly the queue's capacity was taken"
+        );
+        assert!(snap.tx_dropped >= 16);
+        let mut got = Vec::new();
+        assert_eq!(b.rx_burst(0, &mut got, 100), 20);
+        assert!(got.iter().all(|p| p.0 == l.template));
+    }
+
+    #[test]
+    fn rxonly_counts_and_frees() {
+        let (a0, a1) = pair(1, 1024);
+        let a1 = Arc::new(a1);
+        let mut out: Vec<HeapBuf> = (0..50).map(|_| HeapBuf(vec![0; 100])).collect();
+        a0.tx_burst_all(0, &mut out, 0);
+        let l = lcore(vec![stream(&a1, &a1)], FwdMode::RxOnly);
+        run_until(&l, || l.counters.rx_packets.load(Relaxed) >= 50);
+        let snap = l.counters.snapshot();
+        assert_eq!(
+            (snap.rx_packets, snap.rx_bytes, snap.tx_packets),
+            (50, 5000, 0)
+        );
+    }
+
+    #[test]
+    fn modes_parse_from_their_testpmd_names() {
+        for m in FwdMode::ALL {
+            assert_eq!(m.as_str().parse::<FwdMode>(), Ok(m));
+        }
+        assert!("mac".parse::<FwdMode>().is_err());
+    }
+}

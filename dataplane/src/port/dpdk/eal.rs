@@ -1,0 +1,192 @@
+//! EAL initialisation, lcores and launching work on them.
+
+use std::ffi::{c_int, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use dpdk_sys as sys;
+
+use super::DpdkError;
+
+static EAL_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// The initialised EAL. DPDK allows one per process; [`Eal::init`] refuses a second.
+/// Dropping it runs `rte_eal_cleanup`, so drop every port and pool first.
+#[derive(Debug)]
+pub struct Eal {
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+/// Work launched on an lcore; [`Eal::join`] waits for it.
+#[derive(Debug)]
+#[must_use = "an lcore that is not joined keeps running"]
+pub struct LcoreJoin {
+    pub lcore: u32,
+}
+
+type Work = Box<dyn FnOnce() -> i32 + Send + 'static>;
+
+unsafe extern "C" fn trampoline(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the Box<Work> leaked by Eal::launch for exactly this call; DPDK passes it
+    // back once, so reclaiming it here is the single owner.
+    let work: Box<Work> = unsafe { Box::from_raw(arg.cast::<Work>()) };
+    work()
+}
+
+impl Eal {
+    /// Initialises the EAL from command-line style arguments (`args[0]` is the program name).
+    pub fn init<S: AsRef<str>>(args: &[S]) -> Result<Eal, DpdkError> {
+        if EAL_TAKEN.swap(true, Ordering::SeqCst) {
+            return Err(DpdkError::new(
+                "rte_eal_init (EAL already initialised in this process)",
+                114,
+            ));
+        }
+        let mut c_args = Vec::with_capacity(args.len());
+        for a in args {
+            match CString::new(a.as_ref()) {
+                Ok(c) => c_args.push(c),
+                Err(_) => return Err(DpdkError::new(format!("EAL argument {:?}", a.as_ref()), 22)),
+            }
+        }
+        // EAL keeps pointers into argv (device arguments, for one), so the strings live as long
+        // as the process.
+        let argv: Vec<*mut std::ffi::c_char> = c_args.into_iter().map(CString::into_raw).collect();
+        let argv = argv.leak();
+        // SAFETY: argv holds argc valid NUL-terminated strings that are never freed.
+        let rc = unsafe { sys::rte_eal_init(argv.len() as c_int, argv.as_mut_ptr()) };
+        if rc < 0 {
+            EAL_TAKEN.store(false, Ordering::SeqCst);
+            return Err(DpdkError::from_rte_errno("rte_eal_init"));
+        }
+        Ok(Eal {
+            _not_send: std::marker::PhantomData,
+        })
+    }
+
+    /// The lcore this (main) thread runs on.
+    pub fn main_lcore(&self) -> u32 {
+        // SAFETY: EAL is initialised.
+        unsafe { sys::rte_get_main_lcore() }
+    }
+
+    /// Enabled lcores other than the main one, in id order.
+    pub fn worker_lcores(&self) -> Vec<u32> {
+        let mut v = Vec::new();
+        // SAFETY: EAL is initialised; rte_get_next_lcore walks the enabled-lcore table.
+        let mut l = unsafe { sys::rte_get_next_lcore(u32::MAX, 1, 0) };
+        while l < sys::RTE_MAX_LCORE {
+            v.push(l);
+            // SAFETY: as above.
+            l = unsafe { sys::rte_get_next_lcore(l, 1, 0) };
+        }
+        v
+    }
+
+    /// True if `lcore` is enabled in this EAL instance (`-l`, `-c`, `--lcores`).
+    pub fn lcore_enabled(&self, lcore: u32) -> bool {
+        // SAFETY: EAL is initialised; the function bounds-checks lcore_id.
+        lcore < sys::RTE_MAX_LCORE && unsafe { sys::rte_lcore_is_enabled(lcore) } != 0
+    }
+
+    /// The NUMA socket of `lcore`.
+    pub fn lcore_socket(&self, lcore: u32) -> u32 {
+        // SAFETY: EAL is initialised; out-of-range ids return SOCKET_ID_ANY.
+        unsafe { sys::rte_lcore_to_socket_id(lcore) }
+    }
+
+    /// The ids of all probed ethdev ports.
+    pub fn port_ids(&self) -> Vec<u16> {
+        let mut v = Vec::new();
+        let max = u64::from(sys::RTE_MAX_ETHPORTS);
+        // SAFETY: EAL is initialised; this is RTE_ETH_FOREACH_DEV.
+        let mut p =
+            unsafe { sys::rte_eth_find_next_owned_by(0, u64::from(sys::RTE_ETH_DEV_NO_OWNER)) };
+        while p < max {
+            v.push(p as u16);
+            // SAFETY: as above.
+            p = unsafe {
+                sys::rte_eth_find_next_owned_by(p as u16 + 1, u64::from(sys::RTE_ETH_DEV_NO_OWNER))
+            };
+        }
+        v
+    }
+
+    /// Creates two ethdevs wired back to back through a pair of `rte_ring`s (the `net_ring` PMD):
+    /// what one transmits the other receives. Returns their port ids.
+    pub fn create_ring_pair(&self, name: &str, ring_size: u32) -> Result<(u16, u16), DpdkError> {
+        let mk_ring = |suffix: &str| -> Result<*mut sys::rte_ring, DpdkError> {
+            let n = CString::new(format!("{name}_{suffix}"))
+                .map_err(|_| DpdkError::new("ring name", 22))?;
+            // SAFETY: valid name; single-producer/single-consumer because exactly one TX queue
+            // feeds each ring and one RX queue drains it.
+            let r = unsafe {
+                sys::rte_ring_create(
+                    n.as_ptr(),
+                    ring_size,
+                    sys::SOCKET_ID_ANY,
+                    sys::RING_F_SP_ENQ | sys::RING_F_SC_DEQ,
+                )
+            };
+            if r.is_null() {
+                Err(DpdkError::from_rte_errno(format!(
+                    "rte_ring_create({name}_{suffix})"
+                )))
+            } else {
+                Ok(r)
+            }
+        };
+        let mut ab = mk_ring("ab")?;
+        let mut ba = mk_ring("ba")?;
+        let mk_port = |suffix: &str, rx: &mut *mut sys::rte_ring, tx: &mut *mut sys::rte_ring| {
+            let n = CString::new(format!("{name}{suffix}"))
+                .map_err(|_| DpdkError::new("port name", 22))?;
+            // SAFETY: rx/tx point at one valid ring pointer each, as the counts say.
+            let rc =
+                unsafe { sys::rte_eth_from_rings(n.as_ptr(), rx, 1, tx, 1, sys::rte_socket_id()) };
+            if rc < 0 {
+                Err(DpdkError::from_rte_errno(format!(
+                    "rte_eth_from_rings({name}{suffix})"
+                )))
+            } else {
+                Ok(rc as u16)
+            }
+        };
+        let a = mk_port("0", &mut ba, &mut ab)?;
+        let b = mk_port("1", &mut ab, &mut ba)?;
+        Ok((a, b))
+    }
+
+    /// Runs `work` on worker `lcore`. The lcore must be idle.
+    pub fn launch<F>(&self, lcore: u32, work: F) -> Result<LcoreJoin, DpdkError>
+    where
+        F: FnOnce() -> i32 + Send + 'static,
+    {
+        let boxed: Box<Work> = Box::new(Box::new(work));
+        let arg = Box::into_raw(boxed).cast::<c_void>();
+        // SAFETY: trampoline takes back ownership of `arg` exactly once when DPDK runs it.
+        let rc = unsafe { sys::rte_eal_remote_launch(Some(trampoline), arg, lcore) };
+        if rc < 0 {
+            // SAFETY: DPDK refused the launch, so the trampoline will never run: we still own it.
+            drop(unsafe { Box::from_raw(arg.cast::<Work>()) });
+            return Err(DpdkError::new(
+                format!("rte_eal_remote_launch(lcore {lcore})"),
+                -rc,
+            ));
+        }
+        Ok(LcoreJoin { lcore })
+    }
+
+    /// Waits for work launched on an lcore and returns its result.
+    pub fn join(&self, job: LcoreJoin) -> i32 {
+        // SAFETY: EAL is initialised; waiting on a launched worker lcore.
+        unsafe { sys::rte_eal_wait_lcore(job.lcore) }
+    }
+}
+
+impl Drop for Eal {
+    fn drop(&mut self) {
+        // SAFETY: every DPDK object ddpdk owns borrows or outlives the Eal by construction of the
+        // callers (ports and pools are dropped before it); cleanup runs once.
+        unsafe { sys::rte_eal_cleanup() };
+    }
+}

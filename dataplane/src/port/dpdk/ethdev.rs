@@ -1,0 +1,420 @@
+//! DPDK ethdev ports.
+
+use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dpdk_sys as sys;
+
+use super::{check, DpdkError, Mbuf, Mempool};
+use crate::port::{LinkStatus, Port, PortStats};
+
+// RTE_ETH_RSS_* are RTE_BIT64() macros, which bindgen does not evaluate (rte_ethdev.h).
+const RSS_IPV4: u64 = 1 << 2;
+const RSS_NONFRAG_IPV4_UDP: u64 = 1 << 5;
+const RSS_NONFRAG_IPV4_SCTP: u64 = 1 << 6;
+const RSS_IPV6: u64 = 1 << 8;
+const RSS_NONFRAG_IPV6_UDP: u64 = 1 << 11;
+const RSS_NONFRAG_IPV6_SCTP: u64 = 1 << 12;
+/// SCTP first: associations are steered on the SCTP 5-tuple where the NIC can hash it.
+const RSS_WANTED: u64 = RSS_NONFRAG_IPV4_SCTP
+    | RSS_NONFRAG_IPV6_SCTP
+    | RSS_NONFRAG_IPV4_UDP
+    | RSS_NONFRAG_IPV6_UDP
+    | RSS_IPV4
+    | RSS_IPV6;
+
+/// How to configure a port's queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortConf {
+    pub nb_rxq: u16,
+    pub nb_txq: u16,
+    pub nb_rxd: u16,
+    pub nb_txd: u16,
+    pub promiscuous: bool,
+}
+
+impl Default for PortConf {
+    fn default() -> Self {
+        Self {
+            nb_rxq: 1,
+            nb_txq: 1,
+            nb_rxd: 1024,
+            nb_txd: 1024,
+            promiscuous: true,
+        }
+    }
+}
+
+/// What a device says about itself before it is configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortInfo {
+    pub port_id: u16,
+    pub name: String,
+    pub driver: String,
+    pub socket: i32,
+    pub max_rx_queues: u16,
+    pub max_tx_queues: u16,
+    pub mac: [u8; 6],
+    pub mtu: u16,
+    pub rss_offloads: u64,
+}
+
+impl PortInfo {
+    /// Queries `port_id`.
+    pub fn query(port_id: u16) -> Result<PortInfo, DpdkError> {
+        let mut info = sys::rte_eth_dev_info::default();
+        // SAFETY: `info` is a valid out-parameter.
+        check(|| format!("rte_eth_dev_info_get(port {port_id})"), unsafe {
+            sys::rte_eth_dev_info_get(port_id, &mut info)
+        })?;
+        let mut name = [0 as c_char; sys::RTE_ETH_NAME_MAX_LEN as usize];
+        // SAFETY: buffer of RTE_ETH_NAME_MAX_LEN bytes as the API requires.
+        check(
+            || format!("rte_eth_dev_get_name_by_port({port_id})"),
+            unsafe { sys::rte_eth_dev_get_name_by_port(port_id, name.as_mut_ptr()) },
+        )?;
+        // SAFETY: NUL-terminated by DPDK within the buffer.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let driver = if info.driver_name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: driver_name is a static NUL-terminated string owned by the PMD.
+            unsafe { CStr::from_ptr(info.driver_name) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let mut mac = sys::rte_ether_addr::default();
+        // SAFETY: valid out-parameter.
+        unsafe { sys::rte_eth_macaddr_get(port_id, &mut mac) };
+        let mut mtu = 0u16;
+        // SAFETY: valid out-parameter.
+        unsafe { sys::rte_eth_dev_get_mtu(port_id, &mut mtu) };
+        // SAFETY: plain query.
+        let socket = unsafe { sys::rte_eth_dev_socket_id(port_id) };
+        Ok(PortInfo {
+            port_id,
+            name,
+            driver,
+            socket,
+            max_rx_queues: info.max_rx_queues,
+            max_tx_queues: info.max_tx_queues,
+            mac: mac.addr_bytes,
+            mtu,
+            rss_offloads: info.flow_type_rss_offloads,
+        })
+    }
+}
+
+const STOPPED: u8 = 0;
+const STARTED: u8 = 1;
+const CLOSED: u8 = 2;
+
+/// A configured DPDK ethdev port.
+#[derive(Debug)]
+pub struct DpdkPort {
+    info: PortInfo,
+    conf: PortConf,
+    pool: Arc<Mempool>,
+    state: AtomicU8,
+}
+
+impl DpdkPort {
+    /// Configures `port_id` with `conf`, its RX queues drawing from `pool`.
+    pub fn configure(
+        port_id: u16,
+        conf: PortConf,
+        pool: Arc<Mempool>,
+    ) -> Result<DpdkPort, DpdkError> {
+        let info = PortInfo::query(port_id)?;
+        if conf.nb_rxq == 0 || conf.nb_rxq > info.max_rx_queues {
+            return Err(DpdkError::new(
+                format!(
+                    "port {port_id} ({}): {} RX queues requested, device supports 1..={}",
+                    info.name, conf.nb_rxq, info.max_rx_queues
+                ),
+                22,
+            ));
+        }
+        if conf.nb_txq == 0 || conf.nb_txq > info.max_tx_queues {
+            return Err(DpdkError::new(
+                format!(
+                    "port {port_id} ({}): {} TX queues requested, device supports 1..={}",
+                    info.name, conf.nb_txq, info.max_tx_queues
+                ),
+                22,
+            ));
+        }
+        let mut eth_conf = sys::rte_eth_conf::default();
+        let rss_hf = info.rss_offloads & RSS_WANTED;
+        if conf.nb_rxq > 1 && rss_hf != 0 {
+            eth_conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
+            eth_conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+        }
+        // SAFETY: eth_conf is a valid, fully initialised configuration.
+        check(
+            || format!("rte_eth_dev_configure(port {port_id})"),
+            unsafe { sys::rte_eth_dev_configure(port_id, conf.nb_rxq, conf.nb_txq, &eth_conf) },
+        )?;
+        let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
+        // SAFETY: valid out-parameters; the device clamps to its descriptor limits.
+        check(
+            || format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {port_id})"),
+            unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &mut nb_rxd, &mut nb_txd) },
+        )?;
+        let socket = if info.socket < 0 {
+            0
+        } else {
+            info.socket as u32
+        };
+        for q in 0..conf.nb_rxq {
+            // SAFETY: NULL rx_conf selects the device defaults; the pool outlives the port.
+            check(
+                || format!("rte_eth_rx_queue_setup(port {port_id}, queue {q})"),
+                unsafe {
+                    sys::rte_eth_rx_queue_setup(
+                        port_id,
+                        q,
+                        nb_rxd,
+                        socket,
+                        std::ptr::null(),
+                        pool.as_ptr(),
+                    )
+                },
+            )?;
+        }
+        for q in 0..conf.nb_txq {
+            // SAFETY: NULL tx_conf selects the device defaults.
+            check(
+                || format!("rte_eth_tx_queue_setup(port {port_id}, queue {q})"),
+                unsafe {
+                    sys::rte_eth_tx_queue_setup(port_id, q, nb_txd, socket, std::ptr::null())
+                },
+            )?;
+        }
+        Ok(DpdkPort {
+            info,
+            conf: PortConf {
+                nb_rxd,
+                nb_txd,
+                ..conf
+            },
+            pool,
+            state: AtomicU8::new(STOPPED),
+        })
+    }
+
+    pub fn info(&self) -> &PortInfo {
+        &self.info
+    }
+
+    /// The configuration in force (descriptor counts as adjusted by the device).
+    pub fn conf(&self) -> PortConf {
+        self.conf
+    }
+
+    pub fn pool(&self) -> &Arc<Mempool> {
+        &self.pool
+    }
+
+    pub fn start(&self) -> Result<(), DpdkError> {
+        let id = self.info.port_id;
+        // SAFETY: the port is configured.
+        check(|| format!("rte_eth_dev_start(port {id})"), unsafe {
+            sys::rte_eth_dev_start(id)
+        })?;
+        if self.conf.promiscuous {
+            // Virtual devices may not support it; that is not an error for us.
+            // SAFETY: started port.
+            unsafe { sys::rte_eth_promiscuous_enable(id) };
+        }
+        self.state.store(STARTED, Ordering::Release);
+        Ok(())
+    }
+
+    pub fn stop(&self) -> Result<(), DpdkError> {
+        if self
+            .state
+            .compare_exchange(STARTED, STOPPED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            let id = self.info.port_id;
+            // SAFETY: the port was started; no lcore polls it any more (the caller joined them).
+            check(|| format!("rte_eth_dev_stop(port {id})"), unsafe {
+                sys::rte_eth_dev_stop(id)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Stops (if needed) and closes the port, releasing its queues' mbufs to the pool.
+    pub fn close(&self) -> Result<(), DpdkError> {
+        self.stop()?;
+        if self.state.swap(CLOSED, Ordering::AcqRel) != CLOSED {
+            let id = self.info.port_id;
+            // SAFETY: the port is stopped and nothing uses it any more.
+            check(|| format!("rte_eth_dev_close(port {id})"), unsafe {
+                sys::rte_eth_dev_close(id)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Polls the link until it is up or `timeout` passes; returns the last status seen.
+    pub fn wait_link_up(&self, timeout: Duration) -> LinkStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let l = self.link();
+            if l.up || Instant::now() >= deadline {
+                return l;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for DpdkPort {
+    fn drop(&mut self) {
+        // Errors cannot be reported from drop; close() is called explicitly on the normal path.
+        let _ = self.close();
+    }
+}
+
+impl Port for DpdkPort {
+    type Buf = Mbuf;
+
+    fn id(&self) -> u16 {
+        self.info.port_id
+    }
+    fn name(&self) -> &str {
+        &self.info.name
+    }
+    fn nb_rx_queues(&self) -> u16 {
+        self.conf.nb_rxq
+    }
+    fn nb_tx_queues(&self) -> u16 {
+        self.conf.nb_txq
+    }
+    fn mac(&self) -> [u8; 6] {
+        self.info.mac
+    }
+
+    #[inline]
+    fn rx_burst(&self, queue: u16, out: &mut Vec<Mbuf>, max: usize) -> usize {
+        out.reserve(max);
+        let spare = out.spare_capacity_mut();
+        let n = max.min(spare.len()).min(usize::from(u16::MAX));
+        // SAFETY: `spare` has room for n pointers and Mbuf is repr(transparent) over
+        // NonNull<rte_mbuf>; DPDK writes `got` valid mbuf pointers whose ownership passes to us.
+        // The queue belongs to the calling lcore (validated fwd table).
+        let got = unsafe {
+            sys::rte_eth_rx_burst(
+                self.info.port_id,
+                queue,
+                spare.as_mut_ptr().cast(),
+                n as u16,
+            )
+        };
+        let old = out.len();
+        // SAFETY: the first `got` spare slots were initialised above.
+        unsafe { out.set_len(old + usize::from(got)) };
+        usize::from(got)
+    }
+
+    #[inline]
+    fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
+        let n = pkts.len().min(usize::from(u16::MAX));
+        // SAFETY: pkts holds n valid owned mbufs laid out as rte_mbuf pointers; the queue belongs
+        // to the calling lcore.
+        let sent = usize::from(unsafe {
+            sys::rte_eth_tx_burst(self.info.port_id, queue, pkts.as_mut_ptr().cast(), n as u16)
+        });
+        // The device now owns the first `sent` mbufs: forget them without dropping (freeing)
+        // them, and move the rest to the front.
+        let left = pkts.len() - sent;
+        // SAFETY: ranges are within the vector; the first `sent` elements are not dropped, the
+        // remaining `left` are moved (memmove) and the length is reduced to exactly those.
+        unsafe {
+            let base = pkts.as_mut_ptr();
+            std::ptr::copy(base.add(sent), base, left);
+            pkts.set_len(left);
+        }
+        sent
+    }
+
+    fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize, len: usize) -> bool {
+        self.pool.alloc_bulk(out, n, len)
+    }
+
+    fn link(&self) -> LinkStatus {
+        let mut l = sys::rte_eth_link::default();
+        // SAFETY: valid out-parameter.
+        let rc = unsafe { sys::rte_eth_link_get_nowait(self.info.port_id, &mut l) };
+        if rc < 0 {
+            return LinkStatus::default();
+        }
+        LinkStatus {
+            up: l.link_status() == sys::RTE_ETH_LINK_UP as u16,
+            speed_mbps: l.link_speed,
+            full_duplex: l.link_duplex() == sys::RTE_ETH_LINK_FULL_DUPLEX as u16,
+        }
+    }
+
+    fn stats(&self) -> PortStats {
+        let mut s = sys::rte_eth_stats::default();
+        // SAFETY: valid out-parameter.
+        if unsafe { sys::rte_eth_stats_get(self.info.port_id, &mut s) } < 0 {
+            return PortStats::default();
+        }
+        PortStats {
+            rx_packets: s.ipackets,
+            tx_packets: s.opackets,
+            rx_bytes: s.ibytes,
+            tx_bytes: s.obytes,
+            rx_missed: s.imissed,
+            rx_errors: s.ierrors,
+            tx_errors: s.oerrors,
+            rx_nombuf: s.rx_nombuf,
+        }
+    }
+
+    fn xstats(&self) -> Vec<(String, u64)> {
+        let id = self.info.port_id;
+        // SAFETY: a NULL array with size 0 asks for the count.
+        let n = unsafe { sys::rte_eth_xstats_get_names(id, std::ptr::null_mut(), 0) };
+        if n <= 0 {
+            return Vec::new();
+        }
+        let n = n as usize;
+        let mut names = vec![sys::rte_eth_xstat_name::default(); n];
+        let mut values = vec![sys::rte_eth_xstat::default(); n];
+        // SAFETY: arrays of n elements as declared.
+        let got_names = unsafe { sys::rte_eth_xstats_get_names(id, names.as_mut_ptr(), n as u32) };
+        // SAFETY: as above.
+        let got_values = unsafe { sys::rte_eth_xstats_get(id, values.as_mut_ptr(), n as u32) };
+        if got_names < 0 || got_values < 0 {
+            return Vec::new();
+        }
+        let m = (got_names as usize).min(got_values as usize).min(n);
+        values[..m]
+            .iter()
+            .filter_map(|v| {
+                let name = names.get(v.id as usize)?;
+                // SAFETY: DPDK NUL-terminates names within RTE_ETH_XSTATS_NAME_SIZE.
+                let s = unsafe { CStr::from_ptr(name.name.as_ptr()) };
+                Some((s.to_string_lossy().into_owned(), v.value))
+            })
+            .collect()
+    }
+
+    fn reset_stats(&self) {
+        // SAFETY: plain call on a valid port.
+        unsafe {
+            sys::rte_eth_stats_reset(self.info.port_id);
+            sys::rte_eth_xstats_reset(self.info.port_id);
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Mempools and owned mbufs.
+
+use std::ffi::CString;
+use std::ptr::NonNull;
+
+use dpdk_sys as sys;
+
+use super::DpdkError;
+use crate::port::PacketBuf;
+
+/// A packet mbuf pool (`rte_pktmbuf_pool_create`). Freed on drop; every port whose queues use it
+/// holds an `Arc` to it, so it outlives them.
+#[derive(Debug)]
+pub struct Mempool {
+    ptr: NonNull<sys::rte_mempool>,
+    name: String,
+    size: u32,
+}
+
+// SAFETY: an rte_mempool is designed for concurrent use from any lcore (per-lcore caches plus a
+// multi-producer/multi-consumer ring); ddpdk only calls thread-safe functions on it.
+unsafe impl Send for Mempool {}
+// SAFETY: as above.
+unsafe impl Sync for Mempool {}
+
+impl Mempool {
+    /// Creates a pool of `n` mbufs with `data_room` bytes each (headroom included) on `socket`.
+    pub fn create(
+        name: &str,
+        n: u32,
+        cache: u32,
+        data_room: u16,
+        socket: i32,
+    ) -> Result<Self, DpdkError> {
+        let c_name = CString::new(name).map_err(|_| DpdkError::new("mempool name", 22))?;
+        let cache = cache.min(sys::RTE_MEMPOOL_CACHE_MAX_SIZE);
+        // SAFETY: valid name; DPDK validates the numbers.
+        let p = unsafe {
+            sys::rte_pktmbuf_pool_create(c_name.as_ptr(), n, cache, 0, data_room, socket)
+        };
+        NonNull::new(p)
+            .map(|ptr| Mempool {
+                ptr,
+                name: name.to_owned(),
+                size: n,
+            })
+            .ok_or_else(|| {
+                DpdkError::from_rte_errno(format!(
+                    "rte_pktmbuf_pool_create({name}, {n} mbufs of {data_room} B, socket {socket})"
+                ))
+            })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of mbufs the pool was created with.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// Mbufs currently free (in the pool's ring and the lcore caches).
+    pub fn avail_count(&self) -> u32 {
+        // SAFETY: valid pool.
+        unsafe { sys::rte_mempool_avail_count(self.ptr.as_ptr()) }
+    }
+
+    /// Mbufs currently out of the pool: in queues, rings or held by the application.
+    pub fn in_use_count(&self) -> u32 {
+        // SAFETY: valid pool.
+        unsafe { sys::rte_mempool_in_use_count(self.ptr.as_ptr()) }
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut sys::rte_mempool {
+        self.ptr.as_ptr()
+    }
+
+    /// Appends `n` mbufs with `len` data bytes each to `out`, all or nothing.
+    pub fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize, len: usize) -> bool {
+        out.reserve(n);
+        let spare = out.spare_capacity_mut();
+        // SAFETY: `spare` has room for n pointers; Mbuf is repr(transparent) over a non-null
+        // rte_mbuf pointer, so the pool writes exactly n valid Mbufs on success (rc == 0) and
+        // nothing on failure.
+        let rc = unsafe {
+            sys::rte_pktmbuf_alloc_bulk(self.as_ptr(), spare.as_mut_ptr().cast(), n as u32)
+        };
+        if rc != 0 {
+            return false;
+        }
+        let old = out.len();
+        // SAFETY: the n elements after `old` were initialised by the allocation above.
+        unsafe { out.set_len(old + n) };
+        let len16 = u16::try_from(len).unwrap_or(u16::MAX);
+        for m in &mut out[old..] {
+            m.set_len(len16);
+        }
+        true
+    }
+}
+
+impl Drop for Mempool {
+    fn drop(&mut self) {
+        // SAFETY: the pool is no longer referenced by any queue (ports hold an Arc and are
+        // dropped first); mbufs still outstanding would be a leak we report in tests.
+        unsafe { sys::rte_mempool_free(self.ptr.as_ptr()) };
+    }
+}
+
+/// An owned, single-segment `rte_mbuf`, freed on drop.
+///
+/// `repr(transparent)` over a non-null pointer so that a `Vec<Mbuf>` is the `struct rte_mbuf **`
+/// array that the burst functions read and write.
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct Mbuf(NonNull<sys::rte_mbuf>);
+
+// SAFETY: an mbuf is owned by exactly one Mbuf value at a time; moving it between lcores is how
+// DPDK is used (freeing goes back to the pool, which is thread-safe).
+unsafe impl Send for Mbuf {}
+
+impl Mbuf {
+    fn raw(&self) -> &sys::rte_mbuf {
+        // SAFETY: a live mbuf we own.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Room for data after the headroom in this mbuf's buffer.
+    pub fn tailroom_total(&self) -> usize {
+        let m = self.raw();
+        usize::from(m.buf_len) - usize::from(m.data_off)
+    }
+
+    /// Sets the data length of this single-segment mbuf, clamped to its room.
+    pub fn set_len(&mut self, len: u16) {
+        let room = self.tailroom_total() as u16;
+        let len = len.min(room);
+        // SAFETY: we own the mbuf; single segment, so pkt_len == data_len.
+        let m = unsafe { self.0.as_mut() };
+        m.data_len = len;
+        m.pkt_len = u32::from(len);
+    }
+
+    /// The RX port id DPDK recorded in the mbuf.
+    pub fn port(&self) -> u16 {
+        self.raw().port
+    }
+}
+
+impl PacketBuf for Mbuf {
+    fn data(&self) -> &[u8] {
+        let m = self.raw();
+        // SAFETY: buf_addr + data_off is the start of data_len initialised bytes inside the
+        // mbuf's buffer, which we own for the lifetime of &self.
+        unsafe {
+            std::slice::from_raw_parts(
+                m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                usize::from(m.data_len),
+            )
+        }
+    }
+
+    fn data_mut(&mut self) -> &mut [u8] {
+        let m = self.raw();
+        let (addr, off, len) = (m.buf_addr, m.data_off, m.data_len);
+        // SAFETY: as in data(), with exclusive access through &mut self.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                addr.cast::<u8>().add(usize::from(off)),
+                usize::from(len),
+            )
+        }
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.raw().data_len)
+    }
+}
+
+impl Drop for Mbuf {
+    fn drop(&mut self) {
+        // SAFETY: we own the mbuf (and any chained segments) and give it back exactly once.
+        unsafe { sys::rte_pktmbuf_free(self.0.as_ptr()) };
+    }
+}

@@ -1,0 +1,61 @@
+//! The DPDK ethdev implementation of [`Port`](super::Port), and the EAL it needs.
+//!
+//! This module and `dpdk-sys` are the only places in ddpdk with `unsafe` code; every block says
+//! why it is sound. The types here own DPDK objects and release them on drop, in the order DPDK
+//! requires: ports (stopped, then closed) before their mempools, everything before the EAL.
+
+mod eal;
+mod ethdev;
+mod mbuf;
+
+pub use eal::{Eal, LcoreJoin};
+pub use ethdev::{DpdkPort, PortConf, PortInfo};
+pub use mbuf::{Mbuf, Mempool};
+
+use std::ffi::CStr;
+
+/// A failed DPDK call: what was attempted and the (positive) errno DPDK returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpdkError {
+    pub op: String,
+    pub errno: i32,
+}
+
+impl DpdkError {
+    pub(crate) fn new(op: impl Into<String>, errno: i32) -> Self {
+        Self {
+            op: op.into(),
+            errno: errno.abs(),
+        }
+    }
+    /// An error from a call that reports through `rte_errno`.
+    pub(crate) fn from_rte_errno(op: impl Into<String>) -> Self {
+        Self::new(op, dpdk_sys::rte_errno())
+    }
+}
+
+impl std::fmt::Display for DpdkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: rte_strerror returns a pointer to a static or thread-local NUL-terminated
+        // string for any errno value.
+        let msg = unsafe { CStr::from_ptr(dpdk_sys::rte_strerror(self.errno)) };
+        write!(
+            f,
+            "{}: {} (errno {})",
+            self.op,
+            msg.to_string_lossy(),
+            self.errno
+        )
+    }
+}
+
+impl std::error::Error for DpdkError {}
+
+/// Converts a DPDK return code (negative errno on failure) into a `Result`.
+pub(crate) fn check(op: impl FnOnce() -> String, rc: i32) -> Result<i32, DpdkError> {
+    if rc < 0 {
+        Err(DpdkError::new(op(), -rc))
+    } else {
+        Ok(rc)
+    }
+}

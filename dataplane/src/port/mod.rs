@@ -1,0 +1,131 @@
+//! The port layer: burst RX/TX of packet buffers, link state and statistics.
+//!
+//! [`Port`] is implemented by the DPDK ethdev layer ([`dpdk::DpdkPort`]) and by an in-memory
+//! pair ([`mem::MemPort`]) for tests that need no DPDK. Everything above this module (poll loops,
+//! forwarding engines, later the protocol engine) is generic over `Port`.
+//!
+//! Buffer ownership is the leak guard: a buffer is a value that frees itself on drop, `rx_burst`
+//! appends owned buffers to a caller's vector, `tx_burst` removes from the caller's vector exactly
+//! the buffers the device took. What is left is still the caller's: retried or dropped (freed),
+//! and [`Port::tx_burst_all`] counts the drops.
+
+pub mod dpdk;
+pub mod mem;
+
+use serde::Serialize;
+
+/// A single-segment packet buffer owned by the caller.
+pub trait PacketBuf: Send {
+    /// The packet bytes.
+    fn data(&self) -> &[u8];
+    /// The packet bytes, writable.
+    fn data_mut(&mut self) -> &mut [u8];
+    /// Packet length in bytes.
+    fn len(&self) -> usize {
+        self.data().len()
+    }
+    /// True for a zero-length packet.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Link state as reported by the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct LinkStatus {
+    pub up: bool,
+    /// Megabits per second; 0 when unknown.
+    pub speed_mbps: u32,
+    pub full_duplex: bool,
+}
+
+impl std::fmt::Display for LinkStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.up {
+            let duplex = if self.full_duplex { "full" } else { "half" };
+            write!(f, "up, {} Mbps, {duplex}-duplex", self.speed_mbps)
+        } else {
+            f.write_str("down")
+        }
+    }
+}
+
+/// Basic port counters, with the meanings of `struct rte_eth_stats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct PortStats {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    /// Packets the device dropped because the RX queue was full (testpmd's RX-missed).
+    pub rx_missed: u64,
+    pub rx_errors: u64,
+    pub tx_errors: u64,
+    /// RX buffer allocation failures (testpmd's RX-nombuf).
+    pub rx_nombuf: u64,
+}
+
+/// The result of a [`Port::tx_burst_all`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TxOutcome {
+    pub sent: usize,
+    /// Buffers the device would not take after all retries; they were freed.
+    pub dropped: usize,
+    /// Bytes of the dropped buffers.
+    pub dropped_bytes: u64,
+}
+
+/// A network port with any number of RX and TX queues.
+///
+/// Queue methods take `&self` because DPDK's per-queue burst functions are safe to call from
+/// different threads on different queues. That one queue is used by one lcore at a time is the
+/// job of the validated (port, queue, lcore) table in [`crate::config`].
+pub trait Port: Send + Sync {
+    type Buf: PacketBuf;
+
+    /// The port id (the DPDK port id for ethdevs).
+    fn id(&self) -> u16;
+    /// A human-readable name (device name or test label).
+    fn name(&self) -> &str;
+    fn nb_rx_queues(&self) -> u16;
+    fn nb_tx_queues(&self) -> u16;
+    /// The port's MAC address.
+    fn mac(&self) -> [u8; 6];
+
+    /// Receives at most `max` packets from RX queue `queue`, appending them to `out`.
+    /// Returns the number received. Does not allocate when `out` has spare capacity.
+    fn rx_burst(&self, queue: u16, out: &mut Vec<Self::Buf>, max: usize) -> usize;
+
+    /// Offers the packets of `pkts`, front first, to TX queue `queue`. The packets the device
+    /// took are removed from `pkts` and the number is returned; the others remain, in order.
+    fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize;
+
+    /// Appends `n` fresh buffers of `len` data bytes each to `out`, or none at all (returns false)
+    /// when the pool cannot supply `n`.
+    fn alloc_bulk(&self, out: &mut Vec<Self::Buf>, n: usize, len: usize) -> bool;
+
+    fn link(&self) -> LinkStatus;
+    fn stats(&self) -> PortStats;
+    /// Extended statistics as (name, value) pairs.
+    fn xstats(&self) -> Vec<(String, u64)>;
+    fn reset_stats(&self);
+
+    /// Sends all of `pkts`, offering what the device did not take up to `retries` more times;
+    /// then frees what is left. `pkts` is empty afterwards: nothing leaks.
+    fn tx_burst_all(&self, queue: u16, pkts: &mut Vec<Self::Buf>, retries: u32) -> TxOutcome {
+        let mut sent = self.tx_burst(queue, pkts);
+        let mut tries = 0;
+        while !pkts.is_empty() && tries < retries {
+            sent += self.tx_burst(queue, pkts);
+            tries += 1;
+        }
+        let dropped = pkts.len();
+        let dropped_bytes = pkts.iter().map(|p| p.len() as u64).sum();
+        pkts.clear();
+        TxOutcome {
+            sent,
+            dropped,
+            dropped_bytes,
+        }
+    }
+}
