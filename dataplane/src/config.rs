@@ -242,7 +242,7 @@ impl FwdTable {
         let lcores = &workers[..nb_cores.min(workers.len())];
         let port_ids: Vec<u16> = topo.ports.keys().copied().collect();
         let peer = |i: usize| -> u16 {
-            let j = if i % 2 == 0 { i + 1 } else { i - 1 };
+            let j = if i.is_multiple_of(2) { i + 1 } else { i - 1 };
             port_ids.get(j).copied().unwrap_or(port_ids[i])
         };
         let mut streams = Vec::new();

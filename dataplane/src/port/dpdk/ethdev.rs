@@ -70,9 +70,9 @@ impl PortInfo {
             sys::rte_eth_dev_info_get(port_id, &mut info)
         })?;
         let mut name = [0 as c_char; sys::RTE_ETH_NAME_MAX_LEN as usize];
-        // SAFETY: buffer of RTE_ETH_NAME_MAX_LEN bytes as the API requires.
         check(
             || format!("rte_eth_dev_get_name_by_port({port_id})"),
+            // SAFETY: buffer of RTE_ETH_NAME_MAX_LEN bytes as the API requires.
             unsafe { sys::rte_eth_dev_get_name_by_port(port_id, name.as_mut_ptr()) },
         )?;
         // SAFETY: NUL-terminated by DPDK within the buffer.
@@ -154,15 +154,15 @@ impl DpdkPort {
             eth_conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
             eth_conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
         }
-        // SAFETY: eth_conf is a valid, fully initialised configuration.
         check(
             || format!("rte_eth_dev_configure(port {port_id})"),
+            // SAFETY: eth_conf is a valid, fully initialised configuration.
             unsafe { sys::rte_eth_dev_configure(port_id, conf.nb_rxq, conf.nb_txq, &eth_conf) },
         )?;
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
-        // SAFETY: valid out-parameters; the device clamps to its descriptor limits.
         check(
             || format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {port_id})"),
+            // SAFETY: valid out-parameters; the device clamps to its descriptor limits.
             unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &mut nb_rxd, &mut nb_txd) },
         )?;
         let socket = if info.socket < 0 {
@@ -171,9 +171,9 @@ impl DpdkPort {
             info.socket as u32
         };
         for q in 0..conf.nb_rxq {
-            // SAFETY: NULL rx_conf selects the device defaults; the pool outlives the port.
             check(
                 || format!("rte_eth_rx_queue_setup(port {port_id}, queue {q})"),
+                // SAFETY: NULL rx_conf selects the device defaults; the pool outlives the port.
                 unsafe {
                     sys::rte_eth_rx_queue_setup(
                         port_id,
@@ -187,9 +187,9 @@ impl DpdkPort {
             )?;
         }
         for q in 0..conf.nb_txq {
-            // SAFETY: NULL tx_conf selects the device defaults.
             check(
                 || format!("rte_eth_tx_queue_setup(port {port_id}, queue {q})"),
+                // SAFETY: NULL tx_conf selects the device defaults.
                 unsafe {
                     sys::rte_eth_tx_queue_setup(port_id, q, nb_txd, socket, std::ptr::null())
                 },

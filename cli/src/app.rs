@@ -1,0 +1,558 @@
+//! The running application: EAL, ports, mempools, the forwarding table and the data lcores.
+//! Everything here runs on the main lcore; data lcores only see their `LcoreLoop`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+use ddpdk_dataplane::config::{FwdTable, PortQueues, Topology};
+use ddpdk_dataplane::fwd::{
+    txonly_frame, FwdMode, LcoreCounters, LcoreLoop, LcoreSnapshot, Stream,
+};
+use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, PortInfo};
+use ddpdk_dataplane::port::{Port, PortStats};
+use serde_json::json;
+
+use crate::options::Options;
+use crate::shell::{
+    ClearCmd, ClearPortCmd, Command, PortShow, PortTarget, SetCmd, ShowCmd, ShowConfigCmd,
+};
+use crate::stats::{fwd_port_text, mac_text, port_stats_text, Rates};
+
+/// Mbufs each lcore may keep in its mempool cache.
+const MEMPOOL_CACHE: u32 = 256;
+/// Frames a net_ring port can hold (its rte_ring), counted in the pool size.
+const RING_PAIR_SIZE: u32 = 1024;
+
+/// What the caller should do after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+}
+
+struct Running {
+    mode: FwdMode,
+    stop: Arc<AtomicBool>,
+    joins: Vec<LcoreJoin>,
+    counters: Vec<(u32, Arc<CachePadded<LcoreCounters>>)>,
+    start_stats: BTreeMap<u16, PortStats>,
+    started: Instant,
+}
+
+/// The whole application. Fields drop in order: ports, then pools, then the EAL.
+pub struct App {
+    ports: Vec<Arc<DpdkPort>>,
+    pools: Vec<Arc<Mempool>>,
+    topo: Topology,
+    table: FwdTable,
+    mode: FwdMode,
+    burst: usize,
+    txpkts: usize,
+    tx_retries: u32,
+    tx_first: bool,
+    json: bool,
+    running: Option<Running>,
+    last_show: BTreeMap<u16, (Instant, PortStats)>,
+    eal: Eal,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("ports", &self.ports.len())
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+/// Mbufs needed by one port: every RX and TX descriptor full, plus what sits in a net_ring.
+fn mbufs_for_port(conf: &PortConf, driver: &str) -> u32 {
+    let ring = if driver.contains("ring") {
+        RING_PAIR_SIZE * u32::from(conf.nb_txq)
+    } else {
+        0
+    };
+    u32::from(conf.nb_rxq) * u32::from(conf.nb_rxd)
+        + u32::from(conf.nb_txq) * u32::from(conf.nb_txd)
+        + ring
+}
+
+impl App {
+    /// Sets up ports, pools and the forwarding table from the options. Nothing starts yet.
+    pub fn new(eal: Eal, opts: &Options) -> Result<App, String> {
+        if opts.ring_pair {
+            eal.create_ring_pair("ddpdk_ring", RING_PAIR_SIZE)
+                .map_err(|e| format!("cannot create the ring pair: {e}"))?;
+        }
+        let ids = eal.port_ids();
+        if ids.is_empty() {
+            return Err(
+                "no ports: give the EAL a device (-a PCI, --vdev=net_...) or pass --ring-pair"
+                    .into(),
+            );
+        }
+        let infos: Vec<PortInfo> = ids
+            .iter()
+            .map(|&p| PortInfo::query(p).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?;
+        let conf = PortConf {
+            nb_rxq: opts.rxq,
+            nb_txq: opts.txq,
+            nb_rxd: opts.rxd,
+            nb_txd: opts.txd,
+            promiscuous: true,
+        };
+        let burst = u32::from(opts.burst);
+        let nb_lcores = eal.worker_lcores().len() as u32 + 1;
+        // One pool per NUMA socket, sized as testpmd does: descriptors of the ports on that socket
+        // plus per-lcore caches and in-flight bursts.
+        let mut need: BTreeMap<i32, u32> = BTreeMap::new();
+        for i in &infos {
+            *need.entry(i.socket.max(0)).or_default() += mbufs_for_port(&conf, &i.driver);
+        }
+        let mut pools: BTreeMap<i32, Arc<Mempool>> = BTreeMap::new();
+        for (&socket, &n) in &need {
+            let n = opts.total_num_mbufs.unwrap_or_else(|| {
+                let total = n + nb_lcores * (MEMPOOL_CACHE + 2 * burst);
+                // Mempools are most memory-efficient at 2^k - 1 elements.
+                (total + 1).next_power_of_two() - 1
+            });
+            let pool = Mempool::create(
+                &format!("mbuf_pool_socket_{socket}"),
+                n,
+                MEMPOOL_CACHE,
+                dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+                socket,
+            )
+            .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?;
+            println!(
+                "ddpdk: created mbuf pool <{}>: n={n}, size={}, socket={socket}",
+                pool.name(),
+                dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE
+            );
+            pools.insert(socket, Arc::new(pool));
+        }
+        let mut ports = Vec::new();
+        for i in &infos {
+            let pool = Arc::clone(&pools[&i.socket.max(0)]);
+            println!(
+                "Configuring Port {} ({}, socket {})",
+                i.port_id, i.name, i.socket
+            );
+            let p = DpdkPort::configure(i.port_id, conf, pool).map_err(|e| e.to_string())?;
+            ports.push(Arc::new(p));
+        }
+        let mut lcores = eal.worker_lcores();
+        lcores.push(eal.main_lcore());
+        let topo = Topology {
+            ports: ports
+                .iter()
+                .map(|p| {
+                    (
+                        p.id(),
+                        PortQueues {
+                            nb_rxq: p.nb_rx_queues(),
+                            nb_txq: p.nb_tx_queues(),
+                        },
+                    )
+                })
+                .collect(),
+            lcores,
+            main_lcore: eal.main_lcore(),
+        };
+        let table = FwdTable::testpmd_default(&topo, usize::from(opts.nb_cores))
+            .map_err(|e| e.to_string())?;
+        if usize::from(opts.nb_cores) > topo.worker_lcores().len() {
+            return Err(format!(
+                "--nb-cores {} but the EAL has {} worker lcore(s); give it more with -l",
+                opts.nb_cores,
+                topo.worker_lcores().len()
+            ));
+        }
+        let app = App {
+            ports,
+            pools: pools.into_values().collect(),
+            topo,
+            table,
+            mode: opts.forward_mode.into(),
+            burst: usize::from(opts.burst),
+            txpkts: usize::from(opts.txpkts),
+            tx_retries: opts.tx_retry,
+            tx_first: opts.tx_first,
+            json: opts.json,
+            running: None,
+            last_show: BTreeMap::new(),
+            eal,
+        };
+        for p in &app.ports {
+            p.start().map_err(|e| e.to_string())?;
+        }
+        let timeout = Duration::from_secs_f64(opts.link_timeout);
+        for p in &app.ports {
+            let link = p.wait_link_up(timeout);
+            println!("Port {}: {} link {}", p.id(), mac_text(&p.mac()), link);
+        }
+        Ok(app)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    fn port(&self, id: u16) -> Result<&Arc<DpdkPort>, String> {
+        self.ports.iter().find(|p| p.id() == id).ok_or_else(|| {
+            let ids: Vec<String> = self.ports.iter().map(|p| p.id().to_string()).collect();
+            format!("port {id} does not exist (ports: {})", ids.join(", "))
+        })
+    }
+
+    fn targets(&self, t: PortTarget) -> Result<Vec<Arc<DpdkPort>>, String> {
+        match t {
+            PortTarget::All => Ok(self.ports.clone()),
+            PortTarget::Port(id) => Ok(vec![Arc::clone(self.port(id)?)]),
+        }
+    }
+
+    /// Executes one command, printing its output.
+    pub fn execute(&mut self, cmd: &Command) -> Result<Flow, String> {
+        match cmd {
+            Command::Start { tx_first } => self.start(tx_first.is_some() || self.tx_first)?,
+            Command::Stop => self.stop()?,
+            Command::Quit => return Ok(Flow::Quit),
+            Command::Help { section } => print!("{}", crate::shell::help(*section)),
+            Command::Set {
+                what: SetCmd::Fwd { mode },
+            } => {
+                if self.running.is_some() {
+                    return Err("stop forwarding first ('stop')".into());
+                }
+                self.mode = (*mode).into();
+                println!("Set {} packet forwarding mode", self.mode);
+            }
+            Command::Show {
+                what:
+                    ShowCmd::Config {
+                        what: ShowConfigCmd::Fwd,
+                    },
+            } => self.show_config_fwd(),
+            Command::Show {
+                what: ShowCmd::Port { what, target },
+            } => {
+                for p in self.targets(*target)? {
+                    match what {
+                        PortShow::Info => self.show_port_info(&p),
+                        PortShow::Stats => self.show_port_stats(&p),
+                        PortShow::Xstats => self.show_port_xstats(&p),
+                    }
+                }
+            }
+            Command::Clear {
+                what:
+                    ClearCmd::Port {
+                        what: ClearPortCmd::Stats { target },
+                    },
+            } => {
+                for p in self.targets(*target)? {
+                    p.reset_stats();
+                    self.last_show.remove(&p.id());
+                    println!("  NIC statistics for port {} cleared", p.id());
+                }
+            }
+        }
+        let _ = std::io::stdout().flush();
+        Ok(Flow::Continue)
+    }
+
+    /// Launches the forwarding engine on every lcore of the table.
+    pub fn start(&mut self, tx_first: bool) -> Result<(), String> {
+        if self.running.is_some() {
+            return Err("packet forwarding already started".into());
+        }
+        self.table.validate(&self.topo).map_err(|e| e.to_string())?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let template_src = self.ports.first().map(|p| p.mac()).unwrap_or_default();
+        let template = txonly_frame(template_src, [0x02, 0, 0, 0, 0, 0x02], self.txpkts);
+        let start_stats: BTreeMap<u16, PortStats> =
+            self.ports.iter().map(|p| (p.id(), p.stats())).collect();
+        let now = Instant::now();
+        for (&id, s) in &start_stats {
+            self.last_show.entry(id).or_insert((now, *s));
+        }
+        let mut joins = Vec::new();
+        let mut counters = Vec::new();
+        for (lcore, specs) in self.table.by_lcore() {
+            let streams = specs
+                .iter()
+                .map(|s| -> Result<Stream<DpdkPort>, String> {
+                    Ok(Stream {
+                        spec: *s,
+                        rx: Arc::clone(self.port(s.rx_port)?),
+                        tx: Arc::clone(self.port(s.tx_port)?),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let c: Arc<CachePadded<LcoreCounters>> = Arc::default();
+            let l = LcoreLoop {
+                streams,
+                mode: self.mode,
+                burst: self.burst,
+                tx_retries: self.tx_retries,
+                template: template.clone(),
+                counters: Arc::clone(&c),
+                stop: Arc::clone(&stop),
+            };
+            match self.eal.launch(lcore, move || {
+                if tx_first {
+                    l.tx_first();
+                }
+                l.run()
+            }) {
+                Ok(j) => joins.push(j),
+                Err(e) => {
+                    // Do not leave the lcores already launched running.
+                    stop.store(true, Ordering::Release);
+                    for j in joins {
+                        self.eal.join(j);
+                    }
+                    return Err(e.to_string());
+                }
+            }
+            counters.push((lcore, c));
+        }
+        println!(
+            "Start {} packet forwarding on {} lcore(s), burst {}",
+            self.mode,
+            joins.len(),
+            self.burst
+        );
+        self.running = Some(Running {
+            mode: self.mode,
+            stop,
+            joins,
+            counters,
+            start_stats,
+            started: Instant::now(),
+        });
+        Ok(())
+    }
+
+    /// Stops the data lcores, waits for them and prints the forwarding statistics.
+    pub fn stop(&mut self) -> Result<(), String> {
+        let Some(r) = self.running.take() else {
+            return Err("packet forwarding not started".into());
+        };
+        println!("Telling cores to stop...");
+        r.stop.store(true, Ordering::Release);
+        println!("Waiting for lcores to finish...");
+        for j in r.joins {
+            self.eal.join(j);
+        }
+        let elapsed = r.started.elapsed();
+        let mut total = LcoreSnapshot::default();
+        for (_, c) in &r.counters {
+            total += c.snapshot();
+        }
+        let mut per_port = Vec::new();
+        for p in &self.ports {
+            let now = p.stats();
+            let base = r.start_stats.get(&p.id()).copied().unwrap_or_default();
+            let d = |a: u64, b: u64| a.saturating_sub(b);
+            per_port.push((
+                p.id(),
+                d(now.rx_packets, base.rx_packets),
+                d(now.rx_missed, base.rx_missed),
+                d(now.tx_packets, base.tx_packets),
+                d(now.tx_errors, base.tx_errors),
+            ));
+        }
+        if self.json {
+            let ports: Vec<_> = per_port
+                .iter()
+                .map(|&(p, rx, rxd, tx, txd)| json!({"port": p, "rx_packets": rx, "rx_dropped": rxd, "tx_packets": tx, "tx_dropped": txd}))
+                .collect();
+            let lcores: Vec<_> = r
+                .counters
+                .iter()
+                .map(|(l, c)| json!({"lcore": l, "counters": c.snapshot()}))
+                .collect();
+            println!(
+                "{}",
+                json!({"event": "forward_stats", "mode": r.mode, "seconds": elapsed.as_secs_f64(), "ports": ports, "lcores": lcores, "total": total})
+            );
+        } else {
+            for &(p, rx, rxd, tx, txd) in &per_port {
+                print!("{}", fwd_port_text(p, rx, rxd, tx, txd));
+            }
+            let secs = elapsed.as_secs_f64().max(1e-9);
+            println!(
+                "  {:+^76}",
+                " Accumulated forward statistics for all lcores "
+            );
+            println!(
+                "  RX-packets: {:<14} TX-packets: {:<14} TX-dropped: {}",
+                total.rx_packets, total.tx_packets, total.tx_dropped
+            );
+            println!(
+                "  Over {:.3} s: RX {:.0} pps, TX {:.0} pps, TX {:.1} Mbit/s",
+                secs,
+                total.rx_packets as f64 / secs,
+                total.tx_packets as f64 / secs,
+                total.tx_bytes as f64 * 8.0 / secs / 1e6
+            );
+            println!("  {}", "+".repeat(76));
+            println!("Done.");
+        }
+        Ok(())
+    }
+
+    fn show_config_fwd(&self) {
+        if self.json {
+            println!(
+                "{}",
+                json!({"mode": self.mode, "burst": self.burst, "streams": self.table})
+            );
+            return;
+        }
+        println!(
+            "{} packet forwarding - ports={} - cores={} - streams={} - burst={}",
+            self.mode,
+            self.ports.len(),
+            self.table.by_lcore().len(),
+            self.table.streams.len(),
+            self.burst
+        );
+        print!("{}", self.table);
+    }
+
+    fn show_port_info(&self, p: &DpdkPort) {
+        let i = p.info();
+        let c = p.conf();
+        let link = p.link();
+        if self.json {
+            println!(
+                "{}",
+                json!({"port": i.port_id, "name": i.name, "driver": i.driver, "socket": i.socket,
+                       "mac": mac_text(&i.mac), "mtu": i.mtu, "link": link, "nb_rxq": c.nb_rxq, "nb_txq": c.nb_txq,
+                       "nb_rxd": c.nb_rxd, "nb_txd": c.nb_txd, "max_rx_queues": i.max_rx_queues,
+                       "max_tx_queues": i.max_tx_queues, "rss_offloads": i.rss_offloads})
+            );
+            return;
+        }
+        let title = format!(" Infos for port {} ", i.port_id);
+        println!("\n  {:*^76}", title);
+        println!("  MAC address: {}", mac_text(&i.mac));
+        println!("  Device name: {}", i.name);
+        println!("  Driver name: {}", i.driver);
+        println!("  Connect to socket: {}", i.socket);
+        println!("  Link status: {}", if link.up { "up" } else { "down" });
+        println!("  Link speed: {} Mbps", link.speed_mbps);
+        println!(
+            "  Link duplex: {}",
+            if link.full_duplex {
+                "full-duplex"
+            } else {
+                "half-duplex"
+            }
+        );
+        println!("  MTU: {}", i.mtu);
+        println!(
+            "  Current number of RX queues: {} ({} descriptors)",
+            c.nb_rxq, c.nb_rxd
+        );
+        println!("  Max possible RX queues: {}", i.max_rx_queues);
+        println!(
+            "  Current number of TX queues: {} ({} descriptors)",
+            c.nb_txq, c.nb_txd
+        );
+        println!("  Max possible TX queues: {}", i.max_tx_queues);
+        println!("  Supported RSS offload flow types: {:#x}", i.rss_offloads);
+    }
+
+    fn show_port_stats(&mut self, p: &DpdkPort) {
+        let now = Instant::now();
+        let s = p.stats();
+        let rates = match self.last_show.insert(p.id(), (now, s)) {
+            Some((t, prev)) => Rates::between(&prev, &s, now - t),
+            None => Rates::default(),
+        };
+        if self.json {
+            println!("{}", json!({"port": p.id(), "stats": s, "rates": rates}));
+        } else {
+            print!("{}", port_stats_text(p.id(), &s, &rates));
+        }
+    }
+
+    fn show_port_xstats(&self, p: &DpdkPort) {
+        let x = p.xstats();
+        if self.json {
+            let m: serde_json::Map<String, serde_json::Value> =
+                x.into_iter().map(|(k, v)| (k, v.into())).collect();
+            println!("{}", json!({"port": p.id(), "xstats": m}));
+            return;
+        }
+        println!("###### NIC extended statistics for port {:<2}", p.id());
+        for (k, v) in x {
+            println!("{k}: {v}");
+        }
+        println!("#########################################################################");
+    }
+
+    /// Periodic statistics (--stats-period): every port's stats block.
+    pub fn periodic_stats(&mut self) {
+        for p in self.ports.clone() {
+            self.show_port_stats(&p);
+        }
+        let _ = std::io::stdout().flush();
+    }
+
+    /// Stops forwarding if it runs, stops and closes every port, and checks that every mbuf is
+    /// back in its pool. Returns the number of mbufs missing (0 when nothing leaked).
+    pub fn shutdown(mut self) -> Result<u32, String> {
+        if self.running.is_some() {
+            self.stop()?;
+        }
+        // Frames still queued in a device (a net_ring holds what was sent and not yet received)
+        // are received and freed first, so every mbuf is accounted for.
+        let mut drained = 0usize;
+        let mut bufs = Vec::with_capacity(self.burst);
+        for p in &self.ports {
+            for q in 0..p.nb_rx_queues() {
+                loop {
+                    let n = p.rx_burst(q, &mut bufs, self.burst);
+                    bufs.clear();
+                    if n == 0 {
+                        break;
+                    }
+                    drained += n;
+                }
+            }
+        }
+        if drained > 0 {
+            println!("Drained {drained} packet(s) left in the RX queues");
+        }
+        let mut first_err = None;
+        for p in &self.ports {
+            println!("Stopping port {}...", p.id());
+            if let Err(e) = p.close() {
+                first_err.get_or_insert(e.to_string());
+            }
+            println!("Port {} is closed", p.id());
+        }
+        self.ports.clear();
+        let missing: u32 = self.pools.iter().map(|p| p.in_use_count()).sum();
+        if missing > 0 {
+            eprintln!(
+                "ddpdk: warning: {missing} mbuf(s) not back in their pool after closing the ports"
+            );
+        }
+        self.pools.clear();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(missing),
+        }
+    }
+}

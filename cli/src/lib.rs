@@ -1,0 +1,8 @@
+//! The `ddpdk` command: testpmd-style options, an interactive shell, and the application that
+//! ties EAL, ports and data lcores together.
+
+pub mod app;
+pub mod options;
+pub mod run;
+pub mod shell;
+pub mod stats;

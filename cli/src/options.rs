@@ -1,0 +1,221 @@
+//! The application options (after `--`), testpmd conventions.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::shell::ModeArg;
+
+/// ddpdk: a DPDK poll-mode Direct Data Placement over SCTP endpoint (RFC 5043).
+///
+/// Usage: ddpdk [EAL options] -- [options]. EAL options are DPDK's own (-l, --vdev, --no-huge,
+/// --file-prefix, ...; see `ddpdk -h -- ` for DPDK's list). Until the protocol engine lands the data
+/// cores run testpmd-like forwarding engines.
+#[derive(Debug, Clone, Parser, PartialEq)]
+#[command(name = "ddpdk", version, about, long_about = None, after_help = AFTER_HELP)]
+pub struct Options {
+    /// Run the interactive shell (prompt `ddpdk> `); commands are read from standard input.
+    #[arg(short = 'i', long)]
+    pub interactive: bool,
+
+    /// Start forwarding at once.
+    #[arg(short = 'a', long)]
+    pub auto_start: bool,
+
+    /// Number of forwarding lcores (worker lcores of the EAL).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=128))]
+    pub nb_cores: u16,
+
+    /// RX queues per port.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub rxq: u16,
+
+    /// TX queues per port.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub txq: u16,
+
+    /// RX descriptors per queue.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u16).range(32..=32768))]
+    pub rxd: u16,
+
+    /// TX descriptors per queue.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u16).range(32..=32768))]
+    pub txd: u16,
+
+    /// Packets per burst.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=512))]
+    pub burst: u16,
+
+    /// Forwarding engine.
+    #[arg(long, value_enum, default_value_t = ModeArg::Io)]
+    pub forward_mode: ModeArg,
+
+    /// Frame length sent by txonly (and tx_first), bytes without FCS.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=9000))]
+    pub txpkts: u16,
+
+    /// Extra tx_burst attempts before what a port did not take is freed and counted.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub tx_retry: u32,
+
+    /// Send one burst on every stream when forwarding starts (seeds io loops).
+    #[arg(long)]
+    pub tx_first: bool,
+
+    /// Print port statistics every N seconds while running (0: never).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub stats_period: u64,
+
+    /// Run for SECS seconds, then stop and exit (non-interactive runs).
+    #[arg(long, value_name = "SECS")]
+    pub run_for: Option<f64>,
+
+    /// Execute the commands of FILE at start-up (repeatable; in the order given).
+    #[arg(long, value_name = "FILE")]
+    pub cmdline_file: Vec<PathBuf>,
+
+    /// Print statistics and reports as JSON lines instead of tables.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Create two ports wired back to back through rte_rings (net_ring PMD) in addition to any
+    /// --vdev ports: the embedded default needs no NIC.
+    #[arg(long)]
+    pub ring_pair: bool,
+
+    /// Mbufs per pool (default: sized from the queue configuration).
+    #[arg(long, value_name = "N")]
+    pub total_num_mbufs: Option<u32>,
+
+    /// Seconds to wait for every port's link to come up.
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub link_timeout: f64,
+}
+
+const AFTER_HELP: &str = "\
+Examples:
+  ddpdk --no-huge -m 512 --no-pci -l 0-1 -- --ring-pair --tx-first -a --run-for 5 --stats-period 1
+  ddpdk -l 0-1 --vdev=net_memif0,role=server -- -i
+  ddpdk -l 0-1 -a 0000:03:00.0 -- --forward-mode rxonly --cmdline-file cmds.txt -a";
+
+impl Options {
+    /// Checks what clap cannot: value combinations.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(s) = self.run_for {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(format!(
+                    "--run-for must be a positive number of seconds, not {s}"
+                ));
+            }
+            if self.interactive {
+                return Err("--run-for and --interactive exclude each other".into());
+            }
+        }
+        if !(self.link_timeout.is_finite() && self.link_timeout >= 0.0) {
+            return Err(format!(
+                "--link-timeout must be zero or more seconds, not {}",
+                self.link_timeout
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Splits `argv` at the first `--`: EAL arguments (with the program name) before, ours after.
+/// Without `--`, every argument is ours and the EAL runs on its defaults.
+pub fn split_args(argv: &[String]) -> (Vec<String>, Vec<String>) {
+    let prog = argv.first().cloned().unwrap_or_else(|| "ddpdk".into());
+    let rest = argv.get(1..).unwrap_or_default();
+    match rest.iter().position(|a| a == "--") {
+        Some(i) => {
+            let mut eal = vec![prog.clone()];
+            eal.extend_from_slice(&rest[..i]);
+            let mut app = vec![prog];
+            app.extend_from_slice(&rest[i + 1..]);
+            (eal, app)
+        }
+        None => (vec![prog.clone()], argv.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn parse(s: &str) -> Result<Options, clap::Error> {
+        Options::try_parse_from(args(s))
+    }
+
+    #[test]
+    fn eal_and_app_args_split_at_the_first_double_dash() {
+        let (eal, app) = split_args(&args("ddpdk -l 0-1 --no-huge -- -i --rxq 2 -- x"));
+        assert_eq!(eal, args("ddpdk -l 0-1 --no-huge"));
+        assert_eq!(app, args("ddpdk -i --rxq 2 -- x"));
+        let (eal, app) = split_args(&args("ddpdk -i"));
+        assert_eq!(eal, args("ddpdk"));
+        assert_eq!(app, args("ddpdk -i"));
+    }
+
+    #[test]
+    fn every_option_parses() {
+        let o = parse(
+            "ddpdk -i -a --nb-cores 2 --rxq 2 --txq 3 --rxd 512 --txd 256 --burst 64 \
+             --forward-mode txonly --stats-period 2 --json --cmdline-file a --cmdline-file b \
+             --txpkts 1500 --tx-retry 4 --tx-first --ring-pair --total-num-mbufs 4095 --link-timeout 1",
+        )
+        .expect("parses");
+        assert!(o.interactive && o.auto_start && o.json && o.tx_first && o.ring_pair);
+        assert_eq!(
+            (o.nb_cores, o.rxq, o.txq, o.rxd, o.txd, o.burst),
+            (2, 2, 3, 512, 256, 64)
+        );
+        assert_eq!(o.forward_mode, ModeArg::Txonly);
+        assert_eq!(o.stats_period, 2);
+        assert_eq!(o.cmdline_file, vec![PathBuf::from("a"), PathBuf::from("b")]);
+        assert_eq!(
+            (o.txpkts, o.tx_retry, o.total_num_mbufs),
+            (1500, 4, Some(4095))
+        );
+        let o = parse("ddpdk --run-for 2.5").expect("parses");
+        assert_eq!(o.run_for, Some(2.5));
+        assert_eq!(o.validate(), Ok(()));
+    }
+
+    #[test]
+    fn defaults_are_testpmds() {
+        let o = parse("ddpdk").expect("parses");
+        assert_eq!((o.nb_cores, o.rxq, o.txq, o.burst), (1, 1, 1, 32));
+        assert_eq!(o.forward_mode, ModeArg::Io);
+        assert!(!o.interactive && !o.auto_start);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for bad in [
+            "ddpdk --burst 0",
+            "ddpdk --burst 513",
+            "ddpdk --rxq 0",
+            "ddpdk --nb-cores x",
+            "ddpdk --forward-mode mac",
+            "ddpdk --txpkts 20",
+            "ddpdk --no-such-option",
+            "ddpdk --stats-period -1",
+        ] {
+            assert!(parse(bad).is_err(), "{bad} was accepted");
+        }
+        for bad in [
+            "ddpdk --run-for 0",
+            "ddpdk --run-for -3",
+            "ddpdk -i --run-for 2",
+            "ddpdk --run-for nan",
+        ] {
+            if let Ok(o) = parse(bad) {
+                assert!(o.validate().is_err(), "{bad} was accepted");
+            }
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! The main lcore's loop: start-up, command sources (cmdline files, the interactive shell or a
+//! pipe), periodic statistics, `--run-for`, signals, and a clean shutdown.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use ddpdk_dataplane::port::dpdk::Eal;
+
+use crate::app::{App, Flow};
+use crate::options::{split_args, Options};
+use crate::shell;
+
+/// Exit status for bad command-line arguments (as clap uses).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status for a failure at run time (EAL, ports, a failing cmdline-file command).
+pub const EXIT_FAILURE: i32 = 1;
+
+/// How often the main lcore looks at signals, deadlines and the shell.
+const TICK: Duration = Duration::from_millis(50);
+
+enum Input {
+    Line(String),
+    /// End of input or Ctrl-D / Ctrl-C at the prompt.
+    End,
+}
+
+/// Runs ddpdk with `argv` (program name first) and returns the process exit status.
+pub fn main_with(argv: Vec<String>) -> i32 {
+    let (eal_args, app_args) = split_args(&argv);
+    let opts = match Options::try_parse_from(&app_args) {
+        Ok(o) => o,
+        Err(e) if !e.use_stderr() => {
+            // --help / --version
+            let _ = e.print();
+            return 0;
+        }
+        Err(e) => {
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ");
+            eprintln!("ddpdk: {first} (see 'ddpdk --help')");
+            return EXIT_USAGE;
+        }
+    };
+    if let Err(e) = opts.validate() {
+        eprintln!("ddpdk: {e}");
+        return EXIT_USAGE;
+    }
+    // Read every cmdline file before touching the EAL, so a missing file or a bad command is a
+    // usage error that costs nothing.
+    let mut scripts = Vec::new();
+    for f in &opts.cmdline_file {
+        match load_script(f) {
+            Ok(s) => scripts.push(s),
+            Err(e) => {
+                eprintln!("ddpdk: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+
+    let signalled = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&signalled)) {
+            eprintln!("ddpdk: cannot install the handler for signal {sig}: {e}");
+            return EXIT_FAILURE;
+        }
+    }
+
+    let eal = match Eal::init(&eal_args) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!(
+                "ddpdk: EAL initialisation failed: {e}{}",
+                eal_hint(&eal_args)
+            );
+            return EXIT_FAILURE;
+        }
+    };
+    let mut app = match App::new(eal, &opts) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ddpdk: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+
+    let status = drive(&mut app, &opts, &scripts, &signalled);
+    match app.shutdown() {
+        Ok(0) => {}
+        Ok(_) => return EXIT_FAILURE,
+        Err(e) => {
+            eprintln!("ddpdk: {e}");
+            return EXIT_FAILURE;
+        }
+    }
+    println!("Bye...");
+    status
+}
+
+type Script = Vec<(String, usize, shell::Command)>;
+
+fn load_script(path: &Path) -> Result<Script, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read cmdline file {}: {e}", path.display()))?;
+    let mut cmds = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        match shell::parse_line(line) {
+            Ok(Some(c)) => cmds.push((line.trim().to_string(), i + 1, c)),
+            Ok(None) => {}
+            Err(e) => return Err(format!("{}:{}: {e}", path.display(), i + 1)),
+        }
+    }
+    Ok(cmds)
+}
+
+fn eal_hint(eal_args: &[String]) -> &'static str {
+    let no_huge = eal_args.iter().any(|a| a == "--no-huge");
+    let huge_total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("HugePages_Total:"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u64>().ok())
+                })
+        })
+        .unwrap_or(0);
+    if !no_huge && huge_total == 0 {
+        "\n  no hugepages are reserved: run deploy/setup.sh, or pass --no-huge -m 512 to the EAL"
+    } else {
+        ""
+    }
+}
+
+/// Runs scripts, auto-start, then the shell or the wait; returns the exit status.
+fn drive(app: &mut App, opts: &Options, scripts: &[Script], signalled: &AtomicBool) -> i32 {
+    for (n, script) in scripts.iter().enumerate() {
+        let file = opts.cmdline_file[n].display();
+        println!("Read CLI commands from {file}");
+        for (text, line, cmd) in script {
+            println!("ddpdk> {text}");
+            match app.execute(cmd) {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Quit) => return 0,
+                Err(e) => {
+                    eprintln!("ddpdk: {file}:{line}: {e}");
+                    return EXIT_FAILURE;
+                }
+            }
+        }
+    }
+    if (opts.auto_start || !opts.interactive) && !app.is_running() {
+        if let Err(e) = app.start(opts.tx_first) {
+            eprintln!("ddpdk: {e}");
+            return EXIT_FAILURE;
+        }
+    }
+    let input = if opts.interactive {
+        Some(spawn_reader())
+    } else {
+        None
+    };
+    if !opts.interactive && opts.run_for.is_none() {
+        println!("Forwarding; press Ctrl-C (SIGINT) or send SIGTERM to stop.");
+    }
+    let deadline = opts
+        .run_for
+        .map(|s| Instant::now() + Duration::from_secs_f64(s));
+    let period = (opts.stats_period > 0).then(|| Duration::from_secs(opts.stats_period));
+    let mut next_stats = period.map(|p| Instant::now() + p);
+    let mut status = 0;
+    loop {
+        if signalled.load(Ordering::Relaxed) {
+            println!("\nSignal received, preparing to exit...");
+            break;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        if let (Some(p), Some(t)) = (period, next_stats) {
+            if now >= t {
+                app.periodic_stats();
+                next_stats = Some(t + p);
+            }
+        }
+        match &input {
+            None => std::thread::sleep(TICK),
+            Some((rx, ack)) => match rx.recv_timeout(TICK) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) | Ok(Input::End) => break,
+                Ok(Input::Line(l)) => {
+                    let flow = match shell::parse_line(&l) {
+                        Ok(None) => Flow::Continue,
+                        Ok(Some(cmd)) => app.execute(&cmd).unwrap_or_else(|e| {
+                            println!("{e}");
+                            status = EXIT_FAILURE;
+                            Flow::Continue
+                        }),
+                        Err(e) => {
+                            println!("{e}");
+                            status = EXIT_FAILURE;
+                            Flow::Continue
+                        }
+                    };
+                    if flow == Flow::Quit {
+                        break;
+                    }
+                    let _ = ack.send(());
+                }
+            },
+        }
+    }
+    status
+}
+
+/// Reads shell lines on a helper thread so the main lcore keeps serving signals, deadlines and
+/// periodic statistics. The reader waits for an acknowledgement after each line, so a command's
+/// output is printed before the next prompt.
+fn spawn_reader() -> (mpsc::Receiver<Input>, mpsc::Sender<()>) {
+    let (tx, rx) = mpsc::channel();
+    let (ack_tx, ack_rx) = mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("ddpdk-shell".into())
+        .spawn(move || {
+            if std::io::stdin().is_terminal() {
+                read_terminal(&tx, &ack_rx);
+            } else {
+                read_pipe(&tx, &ack_rx);
+            }
+            let _ = tx.send(Input::End);
+        })
+        .map(|_| ())
+        .unwrap_or_else(|e| eprintln!("ddpdk: cannot start the shell thread: {e}"));
+    (rx, ack_tx)
+}
+
+fn read_pipe(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { return };
+        if !line.trim().is_empty() {
+            println!("ddpdk> {}", line.trim());
+        }
+        if tx.send(Input::Line(line)).is_err() || ack.recv().is_err() {
+            return;
+        }
+    }
+}
+
+fn read_terminal(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
+    let config = rustyline::Config::builder()
+        .auto_add_history(true)
+        .max_history_size(1000)
+        .map(|b| b.build());
+    let Ok(config) = config else { return };
+    let Ok(mut rl) =
+        rustyline::Editor::<ShellHelper, rustyline::history::DefaultHistory>::with_config(config)
+    else {
+        read_pipe(tx, ack);
+        return;
+    };
+    rl.set_helper(Some(ShellHelper));
+    let history = std::env::var_os("HOME").map(|h| Path::new(&h).join(".ddpdk_history"));
+    if let Some(h) = &history {
+        let _ = rl.load_history(h);
+    }
+    // Ctrl-C and Ctrl-D at the prompt end the session, like testpmd's quit.
+    while let Ok(line) = rl.readline("ddpdk> ") {
+        if tx.send(Input::Line(line)).is_err() || ack.recv().is_err() {
+            break;
+        }
+    }
+    if let Some(h) = &history {
+        let _ = rl.save_history(h);
+    }
+}
+
+/// Tab completion from the shell grammar.
+struct ShellHelper;
+
+impl rustyline::completion::Completer for ShellHelper {
+    type Candidate = String;
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let (start, words) = shell::complete(&line[..pos]);
+        Ok((start, words.into_iter().map(|w| format!("{w} ")).collect()))
+    }
+}
+impl rustyline::hint::Hinter for ShellHelper {
+    type Hint = String;
+}
+impl rustyline::highlight::Highlighter for ShellHelper {}
+impl rustyline::validate::Validator for ShellHelper {}
+impl rustyline::Helper for ShellHelper {}
