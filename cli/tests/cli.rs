@@ -1,0 +1,350 @@
+//! End-to-end runs of the `ddpdk` binary: argument errors, scripted sessions from
+//! `--cmdline-file` and from a pipe on a real EAL (net_ring pair, no hugepages), signals.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+
+/// EAL arguments for a test run: no hugepages, no shared config (runs may overlap), no PCI.
+fn eal() -> Vec<String> {
+    [
+        "-l",
+        "0-1",
+        "--no-huge",
+        "-m",
+        "256",
+        "--no-shconf",
+        "--no-pci",
+        "--log-level=*:error",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn ddpdk(eal_args: &[String], app: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(eal_args).arg("--").args(app);
+    c.stdin(Stdio::null());
+    c
+}
+
+fn out(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn script(name: &str, body: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("ddpdk-cli-{}-{name}.txt", std::process::id()));
+    std::fs::write(&p, body).expect("write script");
+    p
+}
+
+/// The numbers of the "Forward statistics for port N" blocks: (port, rx, tx).
+fn forward_stats(stdout: &str) -> Vec<(u16, u64, u64)> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let mut v = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(rest) = l.split("Forward statistics for port ").nth(1) {
+            let port: u16 = rest
+                .split_whitespace()
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("port id");
+            let num = |line: &str, key: &str| -> u64 {
+                line.split(key)
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next())
+                    .and_then(|n| n.parse().ok())
+                    .expect(key)
+            };
+            v.push((
+                port,
+                num(lines[i + 1], "RX-packets:"),
+                num(lines[i + 2], "TX-packets:"),
+            ));
+        }
+    }
+    v
+}
+
+#[test]
+fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
+    for args in [
+        vec!["--burst", "0"],
+        vec!["--no-such-option"],
+        vec!["--forward-mode", "mac"],
+        vec!["--rxq", "many"],
+        vec!["--run-for", "-1"],
+        vec!["-i", "--run-for", "3"],
+        vec!["--cmdline-file", "/nonexistent/ddpdk-cmds"],
+    ] {
+        // No EAL arguments at all: if the EAL were initialised first, it would fail differently.
+        let o = Command::new(BIN)
+            .arg("--")
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        let (stdout, stderr) = out(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: not one line: {stderr}"
+        );
+        assert!(stderr.starts_with("ddpdk: "), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stdout.contains("EAL"),
+            "{args:?}"
+        );
+    }
+    let bad = script("bad", "show port stats 0\nshow port frob 0\n");
+    let o = Command::new(BIN)
+        .arg("--")
+        .arg("--cmdline-file")
+        .arg(&bad)
+        .output()
+        .expect("run");
+    let (_, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr.contains(":2: Bad command 'show port frob 0'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn help_lists_the_options() {
+    let o = Command::new(BIN).arg("--help").output().expect("run");
+    let (stdout, _) = out(&o);
+    assert_eq!(o.status.code(), Some(0));
+    for opt in [
+        "--interactive",
+        "--auto-start",
+        "--nb-cores",
+        "--rxq",
+        "--txd",
+        "--burst",
+        "--forward-mode",
+        "--stats-period",
+        "--run-for",
+        "--cmdline-file",
+        "--json",
+    ] {
+        assert!(stdout.contains(opt), "--help lacks {opt}");
+    }
+}
+
+#[test]
+fn cmdline_file_drives_a_whole_session_on_a_ring_pair() {
+    let cmds = script(
+        "session",
+        "# every command once\n\
+         show port info all\n\
+         show config fwd\n\
+         set fwd io\n\
+         start tx_first\n\
+         show port stats all\n\
+         stop\n\
+         show port xstats 0\n\
+         clear port stats all\n\
+         show port stats 1\n\
+         help all\n\
+         quit\n",
+    );
+    let o = ddpdk(
+        &eal(),
+        &[
+            "--ring-pair",
+            "--cmdline-file",
+            cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for want in [
+        "Infos for port 0",
+        "Infos for port 1",
+        "Driver name: net_ring",
+        "io packet forwarding - ports=2 - cores=1 - streams=2",
+        "RX P=0/Q=0 -> TX P=1/Q=0",
+        "RX P=1/Q=0 -> TX P=0/Q=0",
+        "Start io packet forwarding on 1 lcore(s)",
+        "NIC statistics for port 0",
+        "NIC extended statistics for port 0",
+        "NIC statistics for port 1 cleared",
+        "set fwd (io|rxonly|txonly)",
+        "Bye...",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    // tx_first seeded 32 frames per direction; io kept them moving until stop.
+    let fs = forward_stats(&stdout);
+    assert_eq!(fs.len(), 2, "{stdout}");
+    for &(port, rx, tx) in &fs {
+        assert!(rx > 0 && tx >= 32, "port {port}: rx {rx} tx {tx}");
+    }
+    // Back to back: what one port sent the other received, but for frames still in the rings.
+    let (tx0, rx1) = (fs[0].2, fs[1].1);
+    assert!(tx0 >= rx1 && tx0 - rx1 <= 64, "tx0 {tx0} rx1 {rx1}");
+    // After 'clear port stats all' the counters start from zero.
+    let after_clear = stdout
+        .split("NIC statistics for port 1 cleared")
+        .nth(1)
+        .expect("cleared");
+    assert!(after_clear.contains("RX-packets: 0 "), "{after_clear}");
+    assert!(
+        !stderr.contains("not back in their pool"),
+        "mbuf leak: {stderr}"
+    );
+}
+
+#[test]
+fn commands_from_a_pipe_run_in_order_and_a_bad_one_sets_the_status() {
+    let mut child = ddpdk(&eal(), &["--ring-pair", "-i"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"set fwd rxonly\nshow config fwd\nstart\nstart\nno such command\nstop\nquit\n")
+        .expect("write");
+    let o = child.wait_with_output().expect("wait");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a failed command must show in the status:\n{stdout}\n{stderr}"
+    );
+    let order = [
+        "ddpdk> set fwd rxonly",
+        "Set rxonly packet forwarding mode",
+        "rxonly packet forwarding - ports=2",
+        "Start rxonly packet forwarding",
+        "packet forwarding already started",
+        "Bad command 'no such command'",
+        "Forward statistics for port 0",
+        "Bye...",
+    ];
+    let mut at = 0;
+    for want in order {
+        let i = stdout[at..]
+            .find(want)
+            .unwrap_or_else(|| panic!("{want:?} missing or out of order in:\n{stdout}"));
+        at += i + want.len();
+    }
+}
+
+#[test]
+fn json_reports_are_machine_readable() {
+    let cmds = script("json", "start tx_first\nshow port stats 0\nstop\nquit\n");
+    let o = ddpdk(
+        &eal(),
+        &[
+            "--ring-pair",
+            "--json",
+            "--cmdline-file",
+            cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let docs: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("valid JSON"))
+        .collect();
+    let stats = docs
+        .iter()
+        .find(|d| d.get("stats").is_some())
+        .expect("port stats object");
+    assert_eq!(stats["port"], 0);
+    assert!(stats["stats"]["tx_packets"].as_u64().expect("number") >= 32);
+    let fwd = docs
+        .iter()
+        .find(|d| d["event"] == "forward_stats")
+        .expect("forward_stats event");
+    assert_eq!(fwd["mode"], "io");
+    assert_eq!(fwd["total"]["tx_dropped"], 0);
+    assert!(fwd["total"]["rx_packets"].as_u64().expect("number") > 0);
+}
+
+#[test]
+fn an_impossible_lcore_table_is_refused_with_a_clear_message() {
+    // Three lcores on two CPUs; two forwarding cores need a TX queue each on every port.
+    let mut e = eal();
+    e.splice(0..2, ["--lcores".to_string(), "0@0,1@1,2@1".to_string()]);
+    let o = ddpdk(
+        &e,
+        &["--ring-pair", "--nb-cores", "2", "--rxq", "1", "--txq", "1"],
+    )
+    .output()
+    .expect("run");
+    let (_, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "port 0 has 1 TX queues but 2 forwarding lcores transmit on it (use --txq 2)"
+        ),
+        "{stderr}"
+    );
+    let o = ddpdk(&eal(), &["--ring-pair", "--nb-cores", "2"])
+        .output()
+        .expect("run");
+    let (_, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("worker lcore"), "{stderr}");
+}
+
+#[test]
+fn sigterm_stops_cleanly() {
+    let child = ddpdk(&eal(), &["--ring-pair", "--tx-first"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Give the EAL time to start and forwarding to begin; the output is read only after exit.
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = child.id().to_string();
+    let k = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(k.success());
+    let t0 = Instant::now();
+    let o = child.wait_with_output().expect("wait");
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    for want in [
+        "Signal received",
+        "Forward statistics for port 0",
+        "Port 0 is closed",
+        "Port 1 is closed",
+        "Bye...",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?}:\n{stdout}");
+    }
+    assert!(
+        !stderr.contains("not back in their pool"),
+        "mbuf leak: {stderr}"
+    );
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Prints EAL arguments for running ddpdk on this host: hugepages when some are free and
+# hugetlbfs is mounted, --no-huge otherwise. No PCI scan (the embedded default uses virtual
+# devices only). Usage: deploy/eal-args.sh [LCORES] [MEMORY_MB] [FILE_PREFIX]
+lcores=${1:-0-1}
+mem=${2:-512}
+prefix=${3:-ddpdk}
+free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
+if [ "${free:-0}" -ge $(( mem / 2 )) ] && grep -qs ' hugetlbfs ' /proc/mounts; then
+  echo "-l $lcores -m $mem --no-pci --file-prefix $prefix --log-level=*:warning"
+else
+  echo "-l $lcores -m $mem --no-huge --no-pci --no-shconf --log-level=*:warning"
+fi
