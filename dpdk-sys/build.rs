@@ -59,6 +59,13 @@ fn main() {
         }
     };
 
+    // rte_eth_from_rings (ring-pair ports) lives in the net_ring PMD, which the shared libdpdk.pc
+    // does not list because EAL loads PMDs as plugins. The system librte_net_ring.so is the same
+    // file as the plugin, so EAL's dlopen finds it already loaded. A static link has it already.
+    if !statik {
+        println!("cargo:rustc-link-lib=dylib=rte_net_ring");
+    }
+
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let wrappers = out.join("static_wrappers");
 

@@ -22,10 +22,16 @@ use crate::shell::{
 };
 use crate::stats::{fwd_port_text, mac_text, port_stats_text, Rates};
 
+/// Smallest default pool: with fewer mbufs, a PMD that allocates per packet (memif) runs short of
+/// cached buffers under load; 2^14 - 1 is testpmd's order of magnitude at 35 MiB.
+const MIN_POOL: u32 = 16_383;
 /// Mbufs each lcore may keep in its mempool cache.
 const MEMPOOL_CACHE: u32 = 256;
 /// Frames a net_ring port can hold (its rte_ring), counted in the pool size.
 const RING_PAIR_SIZE: u32 = 1024;
+
+/// Longest wait for a memif peer's link to go down after closing its other end.
+const MEMIF_SETTLE: Duration = Duration::from_secs(1);
 
 /// What the caller should do after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +125,7 @@ impl App {
             let n = opts.total_num_mbufs.unwrap_or_else(|| {
                 let total = n + nb_lcores * (MEMPOOL_CACHE + 2 * burst);
                 // Mempools are most memory-efficient at 2^k - 1 elements.
-                (total + 1).next_power_of_two() - 1
+                ((total + 1).next_power_of_two() - 1).max(MIN_POOL)
             });
             let pool = Mempool::create(
                 &format!("mbuf_pool_socket_{socket}"),
@@ -535,12 +541,26 @@ impl App {
             println!("Drained {drained} packet(s) left in the RX queues");
         }
         let mut first_err = None;
-        for p in &self.ports {
+        for (i, p) in self.ports.iter().enumerate() {
             println!("Stopping port {}...", p.id());
             if let Err(e) = p.close() {
                 first_err.get_or_insert(e.to_string());
             }
             println!("Port {} is closed", p.id());
+            // DPDK 22.11's memif PMD: closing one end makes the interrupt thread tear down its
+            // peer; closing that peer from this thread at the same moment frees the same memory
+            // twice. Let the teardown finish (link down, then a grace period) before going on.
+            if p.info().driver.contains("memif") {
+                for q in &self.ports[i + 1..] {
+                    let t0 = Instant::now();
+                    while q.link().up && t0.elapsed() < MEMIF_SETTLE {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+                if i + 1 < self.ports.len() {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
         }
         self.ports.clear();
         let missing: u32 = self.pools.iter().map(|p| p.in_use_count()).sum();

@@ -118,10 +118,13 @@ impl std::ops::AddAssign for LcoreSnapshot {
     }
 }
 
+/// Bytes of Ethernet II + IPv4 + UDP headers at the front of a txonly frame.
+pub const TXONLY_HEADER_LEN: usize = 14 + 20 + 8;
+
 /// The frame txonly sends: Ethernet II / IPv4 / UDP from 198.18.0.1:9 to 198.18.0.2:9
 /// (RFC 2544 benchmarking range), `len` bytes on the wire without FCS, zero payload.
 pub fn txonly_frame(src_mac: [u8; 6], dst_mac: [u8; 6], len: usize) -> Vec<u8> {
-    const HEADERS: usize = 14 + 20 + 8;
+    const HEADERS: usize = TXONLY_HEADER_LEN;
     let len = len.max(HEADERS);
     let payload = vec![0u8; len - HEADERS];
     let builder = etherparse::PacketBuilder::ethernet2(src_mac, dst_mac)
@@ -153,7 +156,8 @@ pub struct LcoreLoop<P: Port> {
     pub burst: usize,
     /// Extra offers of what `tx_burst` did not take before it is freed and counted.
     pub tx_retries: u32,
-    /// txonly frame (copied into each buffer).
+    /// txonly frame. Only its headers are copied into each buffer, as testpmd's txonly does:
+    /// the payload is whatever the buffer held, and the cost per packet does not grow with size.
     pub template: Vec<u8>,
     pub counters: Arc<CachePadded<LcoreCounters>>,
     pub stop: Arc<AtomicBool>,
@@ -174,10 +178,11 @@ impl<P: Port> LcoreLoop<P> {
             bump(&c.alloc_failed, 1);
             return 0;
         }
+        let headers = &self.template[..TXONLY_HEADER_LEN.min(self.template.len())];
         for b in bufs.iter_mut() {
             let d = b.data_mut();
-            let n = d.len().min(self.template.len());
-            d[..n].copy_from_slice(&self.template[..n]);
+            let n = d.len().min(headers.len());
+            d[..n].copy_from_slice(&headers[..n]);
         }
         let out = s.tx.tx_burst_all(s.spec.tx_queue, bufs, self.tx_retries);
         bump(&c.tx_packets, out.sent as u64);
@@ -209,7 +214,7 @@ impl<P: Port> LcoreLoop<P> {
                                 bump(&c.tx_bytes, bytes - out.dropped_bytes);
                                 bump(&c.tx_dropped, out.dropped as u64);
                             } else {
-                                bufs.clear();
+                                s.rx.free_bulk(&mut bufs);
                             }
                         }
                         n
@@ -327,7 +332,8 @@ mod tests {
         assert!(snap.tx_dropped >= 16);
         let mut got = Vec::new();
         assert_eq!(b.rx_burst(0, &mut got, 100), 20);
-        assert!(got.iter().all(|p| p.0 == l.template));
+        assert!(got.iter().all(|p| p.0.len() == l.template.len()
+            && p.0[..TXONLY_HEADER_LEN] == l.template[..TXONLY_HEADER_LEN]));
     }
 
     #[test]

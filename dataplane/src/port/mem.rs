@@ -31,7 +31,6 @@ struct Counters {
     tx_packets: AtomicU64,
     rx_bytes: AtomicU64,
     tx_bytes: AtomicU64,
-    tx_errors: AtomicU64,
 }
 
 /// One end of an in-memory wire.
@@ -114,12 +113,8 @@ impl Port for MemPort {
         }
         self.counters.tx_packets.fetch_add(n as u64, Relaxed);
         self.counters.tx_bytes.fetch_add(bytes, Relaxed);
-        if !pkts.is_empty() {
-            // Same accounting as DPDK's net_ring: a refused packet is a TX error on the port.
-            self.counters
-                .tx_errors
-                .fetch_add(pkts.len() as u64, Relaxed);
-        }
+        // Like DPDK's net_ring, a packet refused because the queue is full is not a device TX
+        // error: it stays with the caller, which counts what it finally drops.
         n
     }
 
@@ -143,7 +138,6 @@ impl Port for MemPort {
             tx_packets: c.tx_packets.load(Relaxed),
             rx_bytes: c.rx_bytes.load(Relaxed),
             tx_bytes: c.tx_bytes.load(Relaxed),
-            tx_errors: c.tx_errors.load(Relaxed),
             ..PortStats::default()
         }
     }
@@ -155,19 +149,12 @@ impl Port for MemPort {
             ("tx_good_packets".into(), s.tx_packets),
             ("rx_good_bytes".into(), s.rx_bytes),
             ("tx_good_bytes".into(), s.tx_bytes),
-            ("tx_errors".into(), s.tx_errors),
         ]
     }
 
     fn reset_stats(&self) {
         let c = &self.counters;
-        for a in [
-            &c.rx_packets,
-            &c.tx_packets,
-            &c.rx_bytes,
-            &c.tx_bytes,
-            &c.tx_errors,
-        ] {
+        for a in [&c.rx_packets, &c.tx_packets, &c.rx_bytes, &c.tx_bytes] {
             a.store(0, Relaxed);
         }
     }

@@ -104,6 +104,11 @@ pub trait Port: Send + Sync {
     /// when the pool cannot supply `n`.
     fn alloc_bulk(&self, out: &mut Vec<Self::Buf>, n: usize, len: usize) -> bool;
 
+    /// Frees every buffer of `bufs`, leaving it empty. Devices with a bulk free override it.
+    fn free_bulk(&self, bufs: &mut Vec<Self::Buf>) {
+        bufs.clear();
+    }
+
     fn link(&self) -> LinkStatus;
     fn stats(&self) -> PortStats;
     /// Extended statistics as (name, value) pairs.
@@ -121,7 +126,7 @@ pub trait Port: Send + Sync {
         }
         let dropped = pkts.len();
         let dropped_bytes = pkts.iter().map(|p| p.len() as u64).sum();
-        pkts.clear();
+        self.free_bulk(pkts);
         TxOutcome {
             sent,
             dropped,

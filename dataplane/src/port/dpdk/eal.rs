@@ -7,14 +7,6 @@ use dpdk_sys as sys;
 
 use super::DpdkError;
 
-// `rte_eth_from_rings` (create_ring_pair) is defined in the net_ring PMD library, which the
-// shared `pkg-config libdpdk` does not list: EAL loads PMDs as plugins at run time. Without this
-// any binary calling create_ring_pair fails to link. The system librte_net_ring.so is the same
-// file as the plugin in the PMD directory, so EAL's dlopen finds it already loaded. (In a static
-// build the archive is linked whole and --as-needed drops this.)
-#[link(name = "rte_net_ring")]
-extern "C" {}
-
 static EAL_TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// The initialised EAL. DPDK allows one per process; [`Eal::init`] refuses a second.

@@ -349,6 +349,17 @@ impl Port for DpdkPort {
         self.pool.alloc_bulk(out, n, len)
     }
 
+    #[inline]
+    fn free_bulk(&self, bufs: &mut Vec<Mbuf>) {
+        // SAFETY: bufs holds len() owned mbufs laid out as rte_mbuf pointers; after the bulk free
+        // (which returns them to their pools in batches) the length is set to 0 so none is
+        // dropped a second time.
+        unsafe {
+            dpdk_sys::rte_pktmbuf_free_bulk(bufs.as_mut_ptr().cast(), bufs.len() as u32);
+            bufs.set_len(0);
+        }
+    }
+
     fn link(&self) -> LinkStatus {
         let mut l = sys::rte_eth_link::default();
         // SAFETY: valid out-parameter.
