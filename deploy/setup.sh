@@ -58,9 +58,10 @@ if [ -z "${NO_HUGEPAGES:-}" ]; then
     fi
     if [ "$have" -gt 0 ]; then
       if ! grep -qs ' /dev/hugepages hugetlbfs ' /proc/mounts; then
-        $SUDO mkdir -p /dev/hugepages 2>/dev/null || true
-        $SUDO mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages 2>/dev/null ||
+        if [ "$SUDO" = "__none__" ] || ! { $SUDO mkdir -p /dev/hugepages &&
+            $SUDO mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages; } 2>/dev/null; then
           say "cannot mount hugetlbfs on /dev/hugepages; runs use --no-huge"
+        fi
       fi
       say "hugepages: $have x 2 MiB reserved (wanted $want)"
     else

@@ -1,1 +1,2 @@
 //! ddpdk benchmarks.
+#![forbid(unsafe_code)]

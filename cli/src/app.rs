@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use ddpdk_dataplane::config::{FwdTable, PortQueues, Topology};
 use ddpdk_dataplane::fwd::{
-    txonly_frame, FwdMode, LcoreCounters, LcoreLoop, LcoreSnapshot, Stream,
+    txonly_frame, FwdMode, LcoreCounters, LcoreLoop, Stream, StreamCounters, StreamSnapshot,
 };
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, PortInfo};
 use ddpdk_dataplane::port::{Port, PortStats};
@@ -33,6 +33,10 @@ const RING_PAIR_SIZE: u32 = 1024;
 /// Longest wait for a memif peer's link to go down after closing its other end.
 const MEMIF_SETTLE: Duration = Duration::from_secs(1);
 
+/// Frames drained from one RX queue at shutdown, beyond its descriptors: a net_ring holds up to
+/// its ring size; anything more is a peer still sending.
+const DRAIN_LIMIT_PER_QUEUE: usize = RING_PAIR_SIZE as usize * 4;
+
 /// What the caller should do after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
@@ -40,11 +44,25 @@ pub enum Flow {
     Quit,
 }
 
+/// Prints an informational line: on stdout, or on stderr in JSON mode so that stdout carries
+/// JSON lines only.
+pub fn note(json: bool, msg: std::fmt::Arguments<'_>) {
+    if json {
+        eprintln!("{msg}");
+    } else {
+        println!("{msg}");
+    }
+}
+
 struct Running {
     mode: FwdMode,
     stop: Arc<AtomicBool>,
     joins: Vec<LcoreJoin>,
-    counters: Vec<(u32, Arc<CachePadded<LcoreCounters>>)>,
+    lcores: Vec<(u32, Arc<CachePadded<LcoreCounters>>)>,
+    streams: Vec<(
+        ddpdk_dataplane::config::FwdStream,
+        Arc<CachePadded<StreamCounters>>,
+    )>,
     start_stats: BTreeMap<u16, PortStats>,
     started: Instant,
 }
@@ -64,6 +82,18 @@ pub struct App {
     running: Option<Running>,
     last_show: BTreeMap<u16, (Instant, PortStats)>,
     eal: Eal,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        // On any path that skips shutdown(), data lcores must not outlive the ports and the EAL.
+        if let Some(r) = self.running.take() {
+            r.stop.store(true, Ordering::Release);
+            for j in r.joins {
+                self.eal.join(j);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for App {
@@ -91,7 +121,7 @@ impl App {
     /// Sets up ports, pools and the forwarding table from the options. Nothing starts yet.
     pub fn new(eal: Eal, opts: &Options) -> Result<App, String> {
         if opts.ring_pair {
-            eal.create_ring_pair("ddpdk_ring", RING_PAIR_SIZE)
+            eal.create_ring_pair("ddpdk_ring", RING_PAIR_SIZE, opts.rxq.max(opts.txq))
                 .map_err(|e| format!("cannot create the ring pair: {e}"))?;
         }
         let ids = eal.port_ids();
@@ -135,19 +165,25 @@ impl App {
                 socket,
             )
             .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?;
-            println!(
-                "ddpdk: created mbuf pool <{}>: n={n}, size={}, socket={socket}",
-                pool.name(),
-                dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE
+            note(
+                opts.json,
+                format_args!(
+                    "ddpdk: created mbuf pool <{}>: n={n}, size={}, socket={socket}",
+                    pool.name(),
+                    dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE
+                ),
             );
             pools.insert(socket, Arc::new(pool));
         }
         let mut ports = Vec::new();
         for i in &infos {
             let pool = Arc::clone(&pools[&i.socket.max(0)]);
-            println!(
-                "Configuring Port {} ({}, socket {})",
-                i.port_id, i.name, i.socket
+            note(
+                opts.json,
+                format_args!(
+                    "Configuring Port {} ({}, socket {})",
+                    i.port_id, i.name, i.socket
+                ),
             );
             let p = DpdkPort::configure(i.port_id, conf, pool).map_err(|e| e.to_string())?;
             ports.push(Arc::new(p));
@@ -200,7 +236,10 @@ impl App {
         let timeout = Duration::from_secs_f64(opts.link_timeout);
         for p in &app.ports {
             let link = p.wait_link_up(timeout);
-            println!("Port {}: {} link {}", p.id(), mac_text(&p.mac()), link);
+            note(
+                opts.json,
+                format_args!("Port {}: {} link {}", p.id(), mac_text(&p.mac()), link),
+            );
         }
         Ok(app)
     }
@@ -226,10 +265,13 @@ impl App {
     /// Executes one command, printing its output.
     pub fn execute(&mut self, cmd: &Command) -> Result<Flow, String> {
         match cmd {
-            Command::Start { tx_first } => self.start(tx_first.is_some() || self.tx_first)?,
+            Command::Start { tx_first } => self.start(tx_first.is_some())?,
             Command::Stop => self.stop()?,
             Command::Quit => return Ok(Flow::Quit),
-            Command::Help { section } => print!("{}", crate::shell::help(*section)),
+            Command::Help { section } => note(
+                self.json,
+                format_args!("{}", crate::shell::help(*section).trim_end()),
+            ),
             Command::Set {
                 what: SetCmd::Fwd { mode },
             } => {
@@ -237,7 +279,10 @@ impl App {
                     return Err("stop forwarding first ('stop')".into());
                 }
                 self.mode = (*mode).into();
-                println!("Set {} packet forwarding mode", self.mode);
+                note(
+                    self.json,
+                    format_args!("Set {} packet forwarding mode", self.mode),
+                );
             }
             Command::Show {
                 what:
@@ -265,7 +310,14 @@ impl App {
                 for p in self.targets(*target)? {
                     p.reset_stats();
                     self.last_show.remove(&p.id());
-                    println!("  NIC statistics for port {} cleared", p.id());
+                    // Forwarding statistics at stop count from the clear on.
+                    if let Some(r) = self.running.as_mut() {
+                        r.start_stats.insert(p.id(), PortStats::default());
+                    }
+                    note(
+                        self.json,
+                        format_args!("  NIC statistics for port {} cleared", p.id()),
+                    );
                 }
             }
         }
@@ -273,11 +325,13 @@ impl App {
         Ok(Flow::Continue)
     }
 
-    /// Launches the forwarding engine on every lcore of the table.
+    /// Launches the forwarding engine on every lcore of the table. `--tx-first` applies to the
+    /// first start only, as in testpmd; later ones send a first burst when asked (`start tx_first`).
     pub fn start(&mut self, tx_first: bool) -> Result<(), String> {
         if self.running.is_some() {
             return Err("packet forwarding already started".into());
         }
+        let tx_first = tx_first || std::mem::take(&mut self.tx_first);
         self.table.validate(&self.topo).map_err(|e| e.to_string())?;
         let stop = Arc::new(AtomicBool::new(false));
         let template_src = self.ports.first().map(|p| p.mac()).unwrap_or_default();
@@ -290,6 +344,7 @@ impl App {
         }
         let mut joins = Vec::new();
         let mut counters = Vec::new();
+        let mut stream_counters = Vec::new();
         for (lcore, specs) in self.table.by_lcore() {
             let streams = specs
                 .iter()
@@ -298,9 +353,11 @@ impl App {
                         spec: *s,
                         rx: Arc::clone(self.port(s.rx_port)?),
                         tx: Arc::clone(self.port(s.tx_port)?),
+                        counters: Arc::default(),
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            stream_counters.extend(streams.iter().map(|s| (s.spec, Arc::clone(&s.counters))));
             let c: Arc<CachePadded<LcoreCounters>> = Arc::default();
             let l = LcoreLoop {
                 streams,
@@ -329,17 +386,21 @@ impl App {
             }
             counters.push((lcore, c));
         }
-        println!(
-            "Start {} packet forwarding on {} lcore(s), burst {}",
-            self.mode,
-            joins.len(),
-            self.burst
+        note(
+            self.json,
+            format_args!(
+                "Start {} packet forwarding on {} lcore(s), burst {}",
+                self.mode,
+                joins.len(),
+                self.burst
+            ),
         );
         self.running = Some(Running {
             mode: self.mode,
             stop,
             joins,
-            counters,
+            lcores: counters,
+            streams: stream_counters,
             start_stats,
             started: Instant::now(),
         });
@@ -347,33 +408,44 @@ impl App {
     }
 
     /// Stops the data lcores, waits for them and prints the forwarding statistics.
+    ///
+    /// Per port, as testpmd: RX-packets are what the streams polling the port received,
+    /// RX-dropped what the device missed or could not buffer; TX-packets what the streams
+    /// transmitting on the port sent, TX-dropped what they freed after tx_burst refused it plus
+    /// the device's own TX errors.
     pub fn stop(&mut self) -> Result<(), String> {
         let Some(r) = self.running.take() else {
             return Err("packet forwarding not started".into());
         };
-        println!("Telling cores to stop...");
+        note(self.json, format_args!("Telling cores to stop..."));
         r.stop.store(true, Ordering::Release);
-        println!("Waiting for lcores to finish...");
+        note(self.json, format_args!("Waiting for lcores to finish..."));
         for j in r.joins {
             self.eal.join(j);
         }
         let elapsed = r.started.elapsed();
-        let mut total = LcoreSnapshot::default();
-        for (_, c) in &r.counters {
+        let mut total = StreamSnapshot::default();
+        for (_, c) in &r.streams {
             total += c.snapshot();
         }
         let mut per_port = Vec::new();
         for p in &self.ports {
-            let now = p.stats();
-            let base = r.start_stats.get(&p.id()).copied().unwrap_or_default();
+            let (id, now) = (p.id(), p.stats());
+            let base = r.start_stats.get(&id).copied().unwrap_or_default();
             let d = |a: u64, b: u64| a.saturating_sub(b);
-            per_port.push((
-                p.id(),
-                d(now.rx_packets, base.rx_packets),
-                d(now.rx_missed, base.rx_missed),
-                d(now.tx_packets, base.tx_packets),
-                d(now.tx_errors, base.tx_errors),
-            ));
+            let (mut rx, mut tx, mut tx_dropped) = (0, 0, d(now.tx_errors, base.tx_errors));
+            for (spec, c) in &r.streams {
+                let c = c.snapshot();
+                if spec.rx_port == id {
+                    rx += c.rx_packets;
+                }
+                if spec.tx_port == id {
+                    tx += c.tx_packets;
+                    tx_dropped += c.tx_dropped;
+                }
+            }
+            let rx_dropped = d(now.rx_missed, base.rx_missed) + d(now.rx_nombuf, base.rx_nombuf);
+            per_port.push((id, rx, rx_dropped, tx, tx_dropped));
         }
         if self.json {
             let ports: Vec<_> = per_port
@@ -381,13 +453,22 @@ impl App {
                 .map(|&(p, rx, rxd, tx, txd)| json!({"port": p, "rx_packets": rx, "rx_dropped": rxd, "tx_packets": tx, "tx_dropped": txd}))
                 .collect();
             let lcores: Vec<_> = r
-                .counters
+                .lcores
                 .iter()
-                .map(|(l, c)| json!({"lcore": l, "counters": c.snapshot()}))
+                .map(|(l, c)| {
+                    json!({"lcore": l, "polls": c.polls.load(Ordering::Relaxed),
+                           "idle_polls": c.idle_polls.load(Ordering::Relaxed)})
+                })
+                .collect();
+            let streams: Vec<_> = r
+                .streams
+                .iter()
+                .map(|(spec, c)| json!({"stream": spec, "counters": c.snapshot()}))
                 .collect();
             println!(
                 "{}",
-                json!({"event": "forward_stats", "mode": r.mode, "seconds": elapsed.as_secs_f64(), "ports": ports, "lcores": lcores, "total": total})
+                json!({"event": "forward_stats", "mode": r.mode, "seconds": elapsed.as_secs_f64(),
+                       "ports": ports, "streams": streams, "lcores": lcores, "total": total})
             );
         } else {
             for &(p, rx, rxd, tx, txd) in &per_port {
@@ -396,18 +477,17 @@ impl App {
             let secs = elapsed.as_secs_f64().max(1e-9);
             println!(
                 "  {:+^76}",
-                " Accumulated forward statistics for all lcores "
+                " Accumulated forward statistics for all ports "
             );
             println!(
                 "  RX-packets: {:<14} TX-packets: {:<14} TX-dropped: {}",
                 total.rx_packets, total.tx_packets, total.tx_dropped
             );
             println!(
-                "  Over {:.3} s: RX {:.0} pps, TX {:.0} pps, TX {:.1} Mbit/s",
+                "  Over {:.3} s: RX {:.0} pps, TX {:.0} pps",
                 secs,
                 total.rx_packets as f64 / secs,
                 total.tx_packets as f64 / secs,
-                total.tx_bytes as f64 * 8.0 / secs / 1e6
             );
             println!("  {}", "+".repeat(76));
             println!("Done.");
@@ -522,31 +602,38 @@ impl App {
             self.stop()?;
         }
         // Frames still queued in a device (a net_ring holds what was sent and not yet received)
-        // are received and freed first, so every mbuf is accounted for.
+        // are received and freed first, so every mbuf is accounted for. Bounded: a peer that keeps
+        // sending must not hold up the shutdown.
         let mut drained = 0usize;
         let mut bufs = Vec::with_capacity(self.burst);
         for p in &self.ports {
+            let limit = DRAIN_LIMIT_PER_QUEUE + usize::from(p.conf().nb_rxd);
             for q in 0..p.nb_rx_queues() {
-                loop {
+                let mut from_queue = 0;
+                while from_queue < limit {
                     let n = p.rx_burst(q, &mut bufs, self.burst);
-                    bufs.clear();
+                    p.free_bulk(&mut bufs);
                     if n == 0 {
                         break;
                     }
-                    drained += n;
+                    from_queue += n;
                 }
+                drained += from_queue;
             }
         }
         if drained > 0 {
-            println!("Drained {drained} packet(s) left in the RX queues");
+            note(
+                self.json,
+                format_args!("Drained {drained} packet(s) left in the RX queues"),
+            );
         }
         let mut first_err = None;
         for (i, p) in self.ports.iter().enumerate() {
-            println!("Stopping port {}...", p.id());
+            note(self.json, format_args!("Stopping port {}...", p.id()));
             if let Err(e) = p.close() {
                 first_err.get_or_insert(e.to_string());
             }
-            println!("Port {} is closed", p.id());
+            note(self.json, format_args!("Port {} is closed", p.id()));
             // DPDK 22.11's memif PMD: closing one end makes the interrupt thread tear down its
             // peer; closing that peer from this thread at the same moment frees the same memory
             // twice. Let the teardown finish (link down, then a grace period) before going on.

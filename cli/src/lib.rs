@@ -1,5 +1,6 @@
 //! The `ddpdk` command: testpmd-style options, an interactive shell, and the application that
 //! ties EAL, ports and data lcores together.
+#![forbid(unsafe_code)]
 
 pub mod app;
 pub mod options;

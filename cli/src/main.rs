@@ -1,4 +1,5 @@
 //! `ddpdk [EAL options] -- [options]`: see `ddpdk --help`.
+#![forbid(unsafe_code)]
 
 fn main() {
     // Arguments that are not UTF-8 are passed on lossily rather than panicking; clap or the EAL

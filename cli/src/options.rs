@@ -50,8 +50,9 @@ pub struct Options {
     #[arg(long, value_enum, default_value_t = ModeArg::Io)]
     pub forward_mode: ModeArg,
 
-    /// Frame length sent by txonly (and tx_first), bytes without FCS.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=9000))]
+    /// Frame length sent by txonly (and tx_first), bytes without FCS; at most one mbuf's data
+    /// room (2048), as frames are single-segment.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=2048))]
     pub txpkts: u16,
 
     /// Extra tx_burst attempts before what a port did not take is freed and counted.
@@ -63,7 +64,8 @@ pub struct Options {
     pub tx_first: bool,
 
     /// Print port statistics every N seconds while running (0: never).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub stats_period: u64,
 
     /// Run for SECS seconds, then stop and exit (non-interactive runs).
@@ -92,6 +94,9 @@ pub struct Options {
     pub link_timeout: f64,
 }
 
+/// The longest --run-for: a year, far from where `Instant + Duration` could overflow.
+const MAX_SECS: f64 = 365.0 * 86_400.0;
+
 const AFTER_HELP: &str = "\
 Examples:
   ddpdk --no-huge -m 512 --no-pci -l 0-1 -- --ring-pair --tx-first -a --run-for 5 --stats-period 1
@@ -102,18 +107,18 @@ impl Options {
     /// Checks what clap cannot: value combinations.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(s) = self.run_for {
-            if !(s.is_finite() && s > 0.0) {
+            if !(s.is_finite() && s > 0.0 && s <= MAX_SECS) {
                 return Err(format!(
-                    "--run-for must be a positive number of seconds, not {s}"
+                    "--run-for must be a number of seconds in (0, {MAX_SECS}], not {s}"
                 ));
             }
             if self.interactive {
                 return Err("--run-for and --interactive exclude each other".into());
             }
         }
-        if !(self.link_timeout.is_finite() && self.link_timeout >= 0.0) {
+        if !(self.link_timeout.is_finite() && (0.0..=3600.0).contains(&self.link_timeout)) {
             return Err(format!(
-                "--link-timeout must be zero or more seconds, not {}",
+                "--link-timeout must be a number of seconds in [0, 3600], not {}",
                 self.link_timeout
             ));
         }
@@ -204,6 +209,8 @@ mod tests {
             "ddpdk --txpkts 20",
             "ddpdk --no-such-option",
             "ddpdk --stats-period -1",
+            "ddpdk --stats-period 18446744073709551615",
+            "ddpdk --txpkts 9000",
         ] {
             assert!(parse(bad).is_err(), "{bad} was accepted");
         }
@@ -212,6 +219,9 @@ mod tests {
             "ddpdk --run-for -3",
             "ddpdk -i --run-for 2",
             "ddpdk --run-for nan",
+            "ddpdk --run-for 1e300",
+            "ddpdk --link-timeout 1e300",
+            "ddpdk --link-timeout -1",
         ] {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");

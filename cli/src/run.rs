@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use ddpdk_dataplane::port::dpdk::Eal;
 
-use crate::app::{App, Flow};
+use crate::app::{note, App, Flow};
 use crate::options::{split_args, Options};
 use crate::shell;
 
@@ -69,7 +69,15 @@ pub fn main_with(argv: Vec<String>) -> i32 {
 
     let signalled = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&signalled)) {
+        // The first SIGINT/SIGTERM asks for a clean shutdown; a second one, while it is under
+        // way, exits at once (status 1) so that nothing can hold the process.
+        let registered = signal_hook::flag::register_conditional_shutdown(
+            sig,
+            EXIT_FAILURE,
+            Arc::clone(&signalled),
+        )
+        .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&signalled)));
+        if let Err(e) = registered {
             eprintln!("ddpdk: cannot install the handler for signal {sig}: {e}");
             return EXIT_FAILURE;
         }
@@ -82,7 +90,12 @@ pub fn main_with(argv: Vec<String>) -> i32 {
                 "ddpdk: EAL initialisation failed: {e}{}",
                 eal_hint(&eal_args)
             );
-            return EXIT_FAILURE;
+            // EINVAL: the EAL refused its arguments (it has printed its usage above).
+            return if e.errno == 22 {
+                EXIT_USAGE
+            } else {
+                EXIT_FAILURE
+            };
         }
     };
     let mut app = match App::new(eal, &opts) {
@@ -93,7 +106,16 @@ pub fn main_with(argv: Vec<String>) -> i32 {
         }
     };
 
-    let status = drive(&mut app, &opts, &scripts, &signalled);
+    // A signal during set-up (the link wait can take seconds) means: do not start forwarding.
+    let status = if signalled.load(Ordering::Relaxed) {
+        note(
+            opts.json,
+            format_args!("Signal received during set-up, preparing to exit..."),
+        );
+        0
+    } else {
+        drive(&mut app, &opts, &scripts, &signalled)
+    };
     match app.shutdown() {
         Ok(0) => {}
         Ok(_) => return EXIT_FAILURE,
@@ -102,7 +124,7 @@ pub fn main_with(argv: Vec<String>) -> i32 {
             return EXIT_FAILURE;
         }
     }
-    println!("Bye...");
+    note(opts.json, format_args!("Bye..."));
     status
 }
 
@@ -147,9 +169,9 @@ fn eal_hint(eal_args: &[String]) -> &'static str {
 fn drive(app: &mut App, opts: &Options, scripts: &[Script], signalled: &AtomicBool) -> i32 {
     for (n, script) in scripts.iter().enumerate() {
         let file = opts.cmdline_file[n].display();
-        println!("Read CLI commands from {file}");
+        note(opts.json, format_args!("Read CLI commands from {file}"));
         for (text, line, cmd) in script {
-            println!("ddpdk> {text}");
+            note(opts.json, format_args!("ddpdk> {text}"));
             match app.execute(cmd) {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Quit) => return 0,
@@ -166,14 +188,21 @@ fn drive(app: &mut App, opts: &Options, scripts: &[Script], signalled: &AtomicBo
             return EXIT_FAILURE;
         }
     }
+    // At a terminal a typo is just a typo; from a pipe it makes the exit status 1, so that
+    // scripts notice.
+    let typos_count = !std::io::stdin().is_terminal();
     let input = if opts.interactive {
-        Some(spawn_reader())
+        Some(spawn_reader(opts.json))
     } else {
         None
     };
     if !opts.interactive && opts.run_for.is_none() {
-        println!("Forwarding; press Ctrl-C (SIGINT) or send SIGTERM to stop.");
+        note(
+            opts.json,
+            format_args!("Forwarding; press Ctrl-C (SIGINT) or send SIGTERM to stop."),
+        );
     }
+    // Options::validate bounds both durations, so these additions cannot overflow.
     let deadline = opts
         .run_for
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
@@ -182,7 +211,10 @@ fn drive(app: &mut App, opts: &Options, scripts: &[Script], signalled: &AtomicBo
     let mut status = 0;
     loop {
         if signalled.load(Ordering::Relaxed) {
-            println!("\nSignal received, preparing to exit...");
+            note(
+                opts.json,
+                format_args!("\nSignal received, preparing to exit..."),
+            );
             break;
         }
         let now = Instant::now();
@@ -204,13 +236,17 @@ fn drive(app: &mut App, opts: &Options, scripts: &[Script], signalled: &AtomicBo
                     let flow = match shell::parse_line(&l) {
                         Ok(None) => Flow::Continue,
                         Ok(Some(cmd)) => app.execute(&cmd).unwrap_or_else(|e| {
-                            println!("{e}");
-                            status = EXIT_FAILURE;
+                            note(opts.json, format_args!("{e}"));
+                            if typos_count {
+                                status = EXIT_FAILURE;
+                            }
                             Flow::Continue
                         }),
                         Err(e) => {
-                            println!("{e}");
-                            status = EXIT_FAILURE;
+                            note(opts.json, format_args!("{e}"));
+                            if typos_count {
+                                status = EXIT_FAILURE;
+                            }
                             Flow::Continue
                         }
                     };
@@ -228,7 +264,7 @@ fn drive(app: &mut App, opts: &Options, scripts: &[Script], signalled: &AtomicBo
 /// Reads shell lines on a helper thread so the main lcore keeps serving signals, deadlines and
 /// periodic statistics. The reader waits for an acknowledgement after each line, so a command's
 /// output is printed before the next prompt.
-fn spawn_reader() -> (mpsc::Receiver<Input>, mpsc::Sender<()>) {
+fn spawn_reader(json: bool) -> (mpsc::Receiver<Input>, mpsc::Sender<()>) {
     let (tx, rx) = mpsc::channel();
     let (ack_tx, ack_rx) = mpsc::channel::<()>();
     std::thread::Builder::new()
@@ -237,7 +273,7 @@ fn spawn_reader() -> (mpsc::Receiver<Input>, mpsc::Sender<()>) {
             if std::io::stdin().is_terminal() {
                 read_terminal(&tx, &ack_rx);
             } else {
-                read_pipe(&tx, &ack_rx);
+                read_pipe(&tx, &ack_rx, json);
             }
             let _ = tx.send(Input::End);
         })
@@ -246,11 +282,11 @@ fn spawn_reader() -> (mpsc::Receiver<Input>, mpsc::Sender<()>) {
     (rx, ack_tx)
 }
 
-fn read_pipe(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
+fn read_pipe(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>, json: bool) {
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return };
         if !line.trim().is_empty() {
-            println!("ddpdk> {}", line.trim());
+            note(json, format_args!("ddpdk> {}", line.trim()));
         }
         if tx.send(Input::Line(line)).is_err() || ack.recv().is_err() {
             return;
@@ -267,7 +303,7 @@ fn read_terminal(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
     let Ok(mut rl) =
         rustyline::Editor::<ShellHelper, rustyline::history::DefaultHistory>::with_config(config)
     else {
-        read_pipe(tx, ack);
+        read_pipe(tx, ack, false);
         return;
     };
     rl.set_helper(Some(ShellHelper));

@@ -259,7 +259,12 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
 /// Completion candidates for the partial `line` (cursor at its end): the start offset of the
 /// word being completed and the matching words.
 pub fn complete(line: &str) -> (usize, Vec<&'static str>) {
-    let start = line.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    // The word being completed starts after the last whitespace character, whatever its width
+    // in UTF-8 (a no-break space is two bytes).
+    let start = line
+        .char_indices()
+        .rfind(|(_, c)| c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let done: Vec<&str> = line[..start].split_whitespace().collect();
     let partial = &line[start..];
     let cands = next_words(&done)
@@ -420,6 +425,9 @@ mod tests {
         assert_eq!(complete("set fwd "), (8, vec!["io", "rxonly", "txonly"]));
         assert_eq!(complete("st"), (0, vec!["start", "stop"]));
         assert!(complete("quit ").1.is_empty());
+        // Multi-byte whitespace before the cursor must not split a character.
+        assert_eq!(complete("show\u{a0}po"), (6, vec!["port"]));
+        assert_eq!(complete("show\u{3000}"), (7, vec!["port", "config"]));
         // Every completed command is one the parser accepts.
         for line in [
             "show port info all",

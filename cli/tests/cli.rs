@@ -272,11 +272,13 @@ fn json_reports_are_machine_readable() {
     .expect("run");
     let (stdout, stderr) = out(&o);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
+    // In JSON mode stdout carries JSON lines only; the chatter goes to stderr.
     let docs: Vec<serde_json::Value> = stdout
         .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).expect("valid JSON"))
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}")))
         .collect();
+    assert!(stderr.contains("Bye..."), "{stderr}");
     let stats = docs
         .iter()
         .find(|d| d.get("stats").is_some())
@@ -336,9 +338,18 @@ fn sigterm_stops_cleanly() {
         .status()
         .expect("kill");
     assert!(k.success());
+    // A watchdog turns a hang into a failure instead of a stuck test run.
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(30));
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    });
     let t0 = Instant::now();
     let o = child.wait_with_output().expect("wait");
-    assert!(t0.elapsed() < Duration::from_secs(30));
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "ddpdk did not stop on SIGTERM"
+    );
+    drop(watchdog);
     let (stdout, stderr) = out(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     for want in [
@@ -353,5 +364,101 @@ fn sigterm_stops_cleanly() {
     assert!(
         !stderr.contains("not back in their pool"),
         "mbuf leak: {stderr}"
+    );
+}
+
+#[test]
+fn two_forwarding_lcores_on_two_queues_lose_no_frame() {
+    // Three lcores on two CPUs: main 0, forwarding lcores 1 and 2; each port has 2 queue pairs.
+    let mut e = eal();
+    e.splice(0..2, ["--lcores".to_string(), "0@0,1@1,2@1".to_string()]);
+    let cmds = script("twocores", "show config fwd\nstart tx_first\nstop\nquit\n");
+    let o = ddpdk(
+        &e,
+        &[
+            "--ring-pair",
+            "--nb-cores",
+            "2",
+            "--rxq",
+            "2",
+            "--txq",
+            "2",
+            "--cmdline-file",
+            cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    for want in [
+        "io packet forwarding - ports=2 - cores=2 - streams=4",
+        "Logical Core 1 forwards packets on 2 streams:",
+        "Logical Core 2 forwards packets on 2 streams:",
+        "RX P=0/Q=1 -> TX P=1/Q=1",
+        "Start io packet forwarding on 2 lcore(s)",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    // Four streams seeded with 32 frames each: 128 frames in flight, whatever the timing.
+    let fs = forward_stats(&stdout);
+    let (sent, received) = (
+        fs.iter().map(|f| f.2).sum::<u64>(),
+        fs.iter().map(|f| f.1).sum::<u64>(),
+    );
+    assert_eq!(sent - received, 128, "{fs:?}");
+    assert!(stdout.contains("Drained 128 packet(s)"), "{stdout}");
+    assert!(!stderr.contains("not back in their pool"), "{stderr}");
+}
+
+#[test]
+fn txonly_frames_are_all_accounted_for() {
+    // Nobody receives: every frame sent stays in the rings until shutdown drains it; what the
+    // full rings refused was freed (TX-dropped) and is not in the count.
+    let cmds = script(
+        "txonly",
+        "set fwd txonly\nstart\nshow port stats all\nstop\nquit\n",
+    );
+    let o = ddpdk(
+        &eal(),
+        &[
+            "--ring-pair",
+            "--txpkts",
+            "128",
+            "--cmdline-file",
+            cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let fs = forward_stats(&stdout);
+    assert_eq!(fs.len(), 2);
+    let sent: u64 = fs.iter().map(|f| f.2).sum();
+    assert!(
+        fs.iter().all(|f| f.1 == 0),
+        "txonly receives nothing: {fs:?}"
+    );
+    assert!(sent > 0);
+    assert!(
+        stdout.contains(&format!("Drained {sent} packet(s)")),
+        "sent {sent}:\n{stdout}"
+    );
+    // Each ring holds 1023 frames; a port never has more than that in flight.
+    assert!(fs.iter().all(|f| f.2 <= 1023), "{fs:?}");
+    assert!(!stderr.contains("not back in their pool"), "{stderr}");
+}
+
+#[test]
+fn bad_eal_arguments_exit_with_status_2() {
+    let o = ddpdk(&["--no-such-eal-option".to_string()], &[])
+        .output()
+        .expect("run");
+    let (_, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("ddpdk: EAL initialisation failed"),
+        "{stderr}"
     );
 }

@@ -279,7 +279,7 @@ impl fmt::Display for FwdTable {
         for (lcore, streams) in self.by_lcore() {
             writeln!(
                 f,
-                "Logical Core {lcore} (socket 0) forwards packets on {} streams:",
+                "Logical Core {lcore} forwards packets on {} streams:",
                 streams.len()
             )?;
             for s in streams {

@@ -4,6 +4,9 @@
 //! - [`config`]: the (port, queue, lcore) forwarding table, validated before anything starts.
 //! - [`fwd`]: testpmd-like forwarding engines (`io`, `rxonly`, `txonly`) and the per-lcore loop.
 
+// `unsafe` is allowed only in the DPDK port layer (`port::dpdk`), which opts in.
+#![deny(unsafe_code)]
+
 pub mod config;
 pub mod fwd;
 pub mod port;

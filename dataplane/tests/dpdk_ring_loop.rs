@@ -13,7 +13,6 @@
 
 mod common;
 
-use std::ffi::CString;
 use std::time::Duration;
 
 use common::*;
@@ -26,13 +25,10 @@ const OFFERED: u32 = 4096;
 
 /// The usable capacity of the ring behind net_ring0's queue 0, from DPDK itself. net_ring
 /// creates it as `ETH_RXTX0_<device name>` with count 1024 and without RING_F_EXACT_SZ.
-fn ring_capacity(dev: &str) -> u32 {
-    let name = CString::new(format!("ETH_RXTX0_{dev}")).expect("ring name");
-    // SAFETY: EAL is initialised and the name is a valid C string.
-    let r = unsafe { dpdk_sys::rte_ring_lookup(name.as_ptr()) };
-    assert!(!r.is_null(), "net_ring's ring {name:?} not found");
-    // SAFETY: a valid ring found above, alive while the port is not closed.
-    unsafe { dpdk_sys::rte_ring_get_capacity(r) }
+fn ring_capacity(eal: &ddpdk_dataplane::port::dpdk::Eal, dev: &str) -> u32 {
+    let name = format!("ETH_RXTX0_{dev}");
+    eal.ring_capacity(&name)
+        .unwrap_or_else(|| panic!("net_ring's ring {name:?} not found"))
 }
 
 #[test]
@@ -74,7 +70,7 @@ fn ring_loopback_round_trip_and_no_tx_leak() {
     assert_eq!(pool.in_use_count(), 0, "all round-trip buffers freed");
 
     // 2. Fill the ring without receiving: the surplus is dropped (freed), never leaked.
-    let cap = ring_capacity("net_ring0");
+    let cap = ring_capacity(&eal, "net_ring0");
     assert_eq!(cap, 1023, "net_ring's ring: count 1024, capacity 1023");
     port.reset_stats();
     let (mut sent, mut dropped, mut dropped_bytes) = (0usize, 0usize, 0u64);

@@ -22,7 +22,9 @@ fn ring_pair_back_to_back() {
     let eal = start_eal(&args);
     assert!(eal.port_ids().is_empty(), "no ports before the pair");
 
-    let (a_id, b_id) = eal.create_ring_pair("rp", 1024).expect("create_ring_pair");
+    let (a_id, b_id) = eal
+        .create_ring_pair("rp", 1024, 1)
+        .expect("create_ring_pair");
     assert_ne!(a_id, b_id);
     let mut ids = eal.port_ids();
     ids.sort_unstable();

@@ -7,6 +7,7 @@
 //! so the two busy-polling lcores have a CPU each on a 2-core host. The rate is the receiver's
 //! port counter (memif `ipackets`), sampled every second by the tool's own `--stats-period`,
 //! the first and last samples dropped, the median kept.
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -94,7 +95,7 @@ fn spawn(
             c.args(eal(lcores, &prefix, &vdev)).arg("--");
             c.arg(format!("--forward-mode={mode}"));
             c.arg(format!("--txpkts={size}"));
-            c.args(["--stats-period", "1", "--total-num-mbufs=16384"]);
+            c.args(["--stats-period", "1", "--total-num-mbufs=16383"]);
             c
         }
     };
@@ -108,6 +109,20 @@ fn interrupt(child: &Child) {
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();
+}
+
+/// Gives an interrupted process 15 s to exit, then kills it, so a stuck tool cannot hang the
+/// benchmark. Its output is small enough to sit in the pipe meanwhile.
+fn reap(mut child: Child) -> std::io::Result<std::process::Output> {
+    let t0 = std::time::Instant::now();
+    while child.try_wait()?.is_none() {
+        if t0.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output()
 }
 
 /// Per-second receive rates printed by the receiver.
@@ -146,15 +161,15 @@ fn measure(args: &Args, tool: Tool, size: u16, tag: &str) -> Result<u64, String>
         Ok(c) => c,
         Err(e) => {
             interrupt(&rx);
-            let _ = rx.wait_with_output();
+            let _ = reap(rx);
             return Err(format!("{tool:?} sender: {e}"));
         }
     };
     std::thread::sleep(Duration::from_secs(args.secs + 1));
     interrupt(&tx);
     interrupt(&rx);
-    let _ = tx.wait_with_output();
-    let out = rx.wait_with_output().map_err(|e| e.to_string())?;
+    let _ = reap(tx);
+    let out = reap(rx).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&sock);
     let mut s: Vec<u64> = rx_samples(tool, &String::from_utf8_lossy(&out.stdout))
         .into_iter()

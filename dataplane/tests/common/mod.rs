@@ -7,7 +7,6 @@
 // Not every test binary uses every helper.
 #![allow(dead_code)]
 
-use std::ffi::CStr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -80,10 +79,7 @@ impl Drop for TestEal {
 /// Starts the EAL with `args`.
 pub fn start_eal(args: &[String]) -> TestEal {
     let eal = Eal::init(args).unwrap_or_else(|e| panic!("EAL init with {args:?}: {e}"));
-    // SAFETY: the EAL is initialised; the function returns a pointer to a static NUL-terminated
-    // string that we copy at once.
-    let dir = unsafe { CStr::from_ptr(dpdk_sys::rte_eal_get_runtime_dir()) };
-    let runtime_dir = PathBuf::from(dir.to_string_lossy().into_owned());
+    let runtime_dir = eal.runtime_dir();
     TestEal {
         eal: Some(eal),
         runtime_dir,

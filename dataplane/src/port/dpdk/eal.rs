@@ -29,7 +29,9 @@ unsafe extern "C" fn trampoline(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the Box<Work> leaked by Eal::launch for exactly this call; DPDK passes it
     // back once, so reclaiming it here is the single owner.
     let work: Box<Work> = unsafe { Box::from_raw(arg.cast::<Work>()) };
-    work()
+    // A panic must not unwind into C; the lcore reports failure and the main lcore carries on
+    // to a clean shutdown.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(-1)
 }
 
 impl Eal {
@@ -94,6 +96,28 @@ impl Eal {
         unsafe { sys::rte_lcore_to_socket_id(lcore) }
     }
 
+    /// The EAL's runtime directory (`/var/run/dpdk/<file-prefix>` for root).
+    pub fn runtime_dir(&self) -> std::path::PathBuf {
+        // SAFETY: EAL is initialised; the function returns a pointer to a static NUL-terminated
+        // string, copied at once.
+        let dir = unsafe { std::ffi::CStr::from_ptr(sys::rte_eal_get_runtime_dir()) };
+        std::path::PathBuf::from(dir.to_string_lossy().into_owned())
+    }
+
+    /// The capacity of the `rte_ring` called `name`, if it exists (for example the ring of a
+    /// `net_ring` vdev, `ETH_RXTX<queue>_<device>`).
+    pub fn ring_capacity(&self, name: &str) -> Option<u32> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: EAL is initialised and the name is a valid C string.
+        let r = unsafe { sys::rte_ring_lookup(c.as_ptr()) };
+        if r.is_null() {
+            return None;
+        }
+        // SAFETY: a ring found by lookup; rings are never freed behind our back while the EAL
+        // lives (net_ring frees its rings only when its port is closed, on this thread).
+        Some(unsafe { sys::rte_ring_get_capacity(r) })
+    }
+
     /// The ids of all probed ethdev ports.
     pub fn port_ids(&self) -> Vec<u16> {
         let mut v = Vec::new();
@@ -111,12 +135,19 @@ impl Eal {
         v
     }
 
-    /// Creates two ethdevs wired back to back through a pair of `rte_ring`s (the `net_ring` PMD):
-    /// what one transmits the other receives. Returns their port ids.
-    pub fn create_ring_pair(&self, name: &str, ring_size: u32) -> Result<(u16, u16), DpdkError> {
-        let mk_ring = |suffix: &str| -> Result<*mut sys::rte_ring, DpdkError> {
-            let n = CString::new(format!("{name}_{suffix}"))
-                .map_err(|_| DpdkError::new("ring name", 22))?;
+    /// Creates two ethdevs wired back to back through `rte_ring`s (the `net_ring` PMD), with
+    /// `queues` queue pairs: what one port transmits on TX queue q the other receives on RX
+    /// queue q. Returns their port ids. The rings live as long as the process (a failed call
+    /// leaves the rings it made; names are unique per `name`).
+    pub fn create_ring_pair(
+        &self,
+        name: &str,
+        ring_size: u32,
+        queues: u16,
+    ) -> Result<(u16, u16), DpdkError> {
+        let mk_ring = |dir: &str, q: u16| -> Result<*mut sys::rte_ring, DpdkError> {
+            let ring = format!("{name}_{dir}{q}");
+            let n = CString::new(ring.as_str()).map_err(|_| DpdkError::new("ring name", 22))?;
             // SAFETY: valid name; single-producer/single-consumer because exactly one TX queue
             // feeds each ring and one RX queue drains it.
             let r = unsafe {
@@ -129,28 +160,39 @@ impl Eal {
             };
             if r.is_null() {
                 Err(DpdkError::from_rte_errno(format!(
-                    "rte_ring_create({name}_{suffix})"
+                    "rte_ring_create({ring})"
                 )))
             } else {
                 Ok(r)
             }
         };
-        let mut ab = mk_ring("ab")?;
-        let mut ba = mk_ring("ba")?;
-        let mk_port = |suffix: &str, rx: &mut *mut sys::rte_ring, tx: &mut *mut sys::rte_ring| {
-            let n = CString::new(format!("{name}{suffix}"))
-                .map_err(|_| DpdkError::new("port name", 22))?;
-            // SAFETY: rx/tx point at one valid ring pointer each, as the counts say.
-            let rc =
-                unsafe { sys::rte_eth_from_rings(n.as_ptr(), rx, 1, tx, 1, sys::rte_socket_id()) };
-            if rc < 0 {
-                Err(DpdkError::from_rte_errno(format!(
-                    "rte_eth_from_rings({name}{suffix})"
-                )))
-            } else {
-                Ok(rc as u16)
-            }
-        };
+        let queues = queues.max(1);
+        let mut ab = (0..queues)
+            .map(|q| mk_ring("ab", q))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut ba = (0..queues)
+            .map(|q| mk_ring("ba", q))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mk_port =
+            |suffix: &str, rx: &mut [*mut sys::rte_ring], tx: &mut [*mut sys::rte_ring]| {
+                let n = CString::new(format!("{name}{suffix}"))
+                    .map_err(|_| DpdkError::new("port name", 22))?;
+                // SAFETY: rx and tx hold `queues` valid ring pointers each, as the counts say; the
+                // PMD copies the pointer arrays.
+                let rc = unsafe {
+                    sys::rte_eth_from_rings(
+                        n.as_ptr(),
+                        rx.as_mut_ptr(),
+                        u32::from(queues),
+                        tx.as_mut_ptr(),
+                        u32::from(queues),
+                        sys::rte_socket_id(),
+                    )
+                };
+                u16::try_from(rc).map_err(|_| {
+                    DpdkError::from_rte_errno(format!("rte_eth_from_rings({name}{suffix})"))
+                })
+            };
         let a = mk_port("0", &mut ba, &mut ab)?;
         let b = mk_port("1", &mut ab, &mut ba)?;
         Ok((a, b))
@@ -185,8 +227,12 @@ impl Eal {
 
 impl Drop for Eal {
     fn drop(&mut self) {
-        // SAFETY: every DPDK object ddpdk owns borrows or outlives the Eal by construction of the
-        // callers (ports and pools are dropped before it); cleanup runs once.
-        unsafe { sys::rte_eal_cleanup() };
+        // SAFETY: waiting for every worker lcore first means no launched work still polls a
+        // device when the EAL is torn down (callers set their stop flags before dropping). Ports
+        // and pools are dropped before the Eal by the owners' field order; cleanup runs once.
+        unsafe {
+            sys::rte_eal_mp_wait_lcore();
+            sys::rte_eal_cleanup();
+        }
     }
 }

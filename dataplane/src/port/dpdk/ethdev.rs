@@ -159,21 +159,29 @@ impl DpdkPort {
             // SAFETY: eth_conf is a valid, fully initialised configuration.
             unsafe { sys::rte_eth_dev_configure(port_id, conf.nb_rxq, conf.nb_txq, &eth_conf) },
         )?;
+        // From here on the device is configured: if a later step fails, dropping `port` closes
+        // it, so no half-configured device keeps references to the pool.
+        let mut port = DpdkPort {
+            info,
+            conf,
+            pool,
+            state: AtomicU8::new(STOPPED),
+        };
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
         check(
             || format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {port_id})"),
             // SAFETY: valid out-parameters; the device clamps to its descriptor limits.
             unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &mut nb_rxd, &mut nb_txd) },
         )?;
-        let socket = if info.socket < 0 {
-            0
-        } else {
-            info.socket as u32
-        };
+        port.conf.nb_rxd = nb_rxd;
+        port.conf.nb_txd = nb_txd;
+        // SOCKET_ID_ANY (virtual devices) becomes socket 0, where the pool was created.
+        let socket = u32::try_from(port.info.socket).unwrap_or(0);
         for q in 0..conf.nb_rxq {
             check(
                 || format!("rte_eth_rx_queue_setup(port {port_id}, queue {q})"),
-                // SAFETY: NULL rx_conf selects the device defaults; the pool outlives the port.
+                // SAFETY: NULL rx_conf selects the device defaults; the pool outlives the port
+                // (the port holds an Arc to it).
                 unsafe {
                     sys::rte_eth_rx_queue_setup(
                         port_id,
@@ -181,7 +189,7 @@ impl DpdkPort {
                         nb_rxd,
                         socket,
                         std::ptr::null(),
-                        pool.as_ptr(),
+                        port.pool.as_ptr(),
                     )
                 },
             )?;
@@ -195,16 +203,7 @@ impl DpdkPort {
                 },
             )?;
         }
-        Ok(DpdkPort {
-            info,
-            conf: PortConf {
-                nb_rxd,
-                nb_txd,
-                ..conf
-            },
-            pool,
-            state: AtomicU8::new(STOPPED),
-        })
+        Ok(port)
     }
 
     pub fn info(&self) -> &PortInfo {
@@ -304,6 +303,10 @@ impl Port for DpdkPort {
 
     #[inline]
     fn rx_burst(&self, queue: u16, out: &mut Vec<Mbuf>, max: usize) -> usize {
+        // rte_eth_rx_burst does not check the queue id in release builds of DPDK.
+        if queue >= self.conf.nb_rxq {
+            return 0;
+        }
         out.reserve(max);
         let spare = out.spare_capacity_mut();
         let n = max.min(spare.len()).min(usize::from(u16::MAX));
@@ -326,6 +329,9 @@ impl Port for DpdkPort {
 
     #[inline]
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
+        if queue >= self.conf.nb_txq {
+            return 0;
+        }
         let n = pkts.len().min(usize::from(u16::MAX));
         // SAFETY: pkts holds n valid owned mbufs laid out as rte_mbuf pointers; the queue belongs
         // to the calling lcore.
