@@ -19,9 +19,11 @@ run: build
 	$(DDPDK) $$(deploy/eal-args.sh 0-1 512 ddpdk-run) -- --ring-pair --tx-first -a \
 		--run-for $(RUN_SECS) --stats-period 1
 
+# Unit, DPDK and end-to-end tests; ends with one line totalling every test binary's results.
 test: setup
-	$(CARGO) test --workspace --all-targets
-	$(CARGO) test --workspace --doc
+	@mkdir -p target
+	set -o pipefail; $(CARGO) test --workspace --all-targets 2>&1 | tee target/test-output.txt
+	@awk '/^test result:/ {p += $$4; f += $$6} END {printf "tests: %d passed, %d failed\n", p, f}' target/test-output.txt
 
 lint: setup
 	$(CARGO) fmt --all -- --check
