@@ -95,7 +95,9 @@ fn main() {
         .allowlist_var("RING_F_.*")
         .allowlist_var("SOCKET_ID_ANY")
         .derive_default(true)
-        .layout_tests(false)
+        // Compile-time assertions that every bound struct has the size, alignment and field
+        // offsets of the C definition: the port layer reads rte_mbuf fields directly.
+        .layout_tests(true)
         .generate_comments(false)
         .prepend_enum_name(false)
         .wrap_static_fns(true)

@@ -45,6 +45,13 @@ fn script(name: &str, body: &str) -> PathBuf {
     p
 }
 
+/// Fails with the whole output when any of `wants` is missing from it.
+fn assert_has_all(text: &str, wants: &[&str]) {
+    for want in wants {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+}
+
 /// The numbers of the "Forward statistics for port N" blocks: (port, rx, tx).
 fn forward_stats(stdout: &str) -> Vec<(u16, u64, u64)> {
     let lines: Vec<&str> = stdout.lines().collect();
@@ -174,22 +181,23 @@ fn cmdline_file_drives_a_whole_session_on_a_ring_pair() {
         Some(0),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    for want in [
-        "Infos for port 0",
-        "Infos for port 1",
-        "Driver name: net_ring",
-        "io packet forwarding - ports=2 - cores=1 - streams=2",
-        "RX P=0/Q=0 -> TX P=1/Q=0",
-        "RX P=1/Q=0 -> TX P=0/Q=0",
-        "Start io packet forwarding on 1 lcore(s)",
-        "NIC statistics for port 0",
-        "NIC extended statistics for port 0",
-        "NIC statistics for port 1 cleared",
-        "set fwd (io|rxonly|txonly)",
-        "Bye...",
-    ] {
-        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
-    }
+    assert_has_all(
+        &stdout,
+        &[
+            "Infos for port 0",
+            "Infos for port 1",
+            "Driver name: net_ring",
+            "io packet forwarding - ports=2 - cores=1 - streams=2",
+            "RX P=0/Q=0 -> TX P=1/Q=0",
+            "RX P=1/Q=0 -> TX P=0/Q=0",
+            "Start io packet forwarding on 1 lcore(s)",
+            "NIC statistics for port 0",
+            "NIC extended statistics for port 0",
+            "NIC statistics for port 1 cleared",
+            "set fwd (io|rxonly|txonly)",
+            "Bye...",
+        ],
+    );
     // tx_first seeded 32 frames per stream; io forwards each frame it receives, so however long
     // forwarding ran, what was sent minus what was received is exactly the 64 frames still in
     // the rings at stop, and shutdown drains exactly those.
@@ -391,15 +399,16 @@ fn two_forwarding_lcores_on_two_queues_lose_no_frame() {
     .expect("run");
     let (stdout, stderr) = out(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    for want in [
-        "io packet forwarding - ports=2 - cores=2 - streams=4",
-        "Logical Core 1 forwards packets on 2 streams:",
-        "Logical Core 2 forwards packets on 2 streams:",
-        "RX P=0/Q=1 -> TX P=1/Q=1",
-        "Start io packet forwarding on 2 lcore(s)",
-    ] {
-        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
-    }
+    assert_has_all(
+        &stdout,
+        &[
+            "io packet forwarding - ports=2 - cores=2 - streams=4",
+            "Logical Core 1 forwards packets on 2 streams:",
+            "Logical Core 2 forwards packets on 2 streams:",
+            "RX P=0/Q=1 -> TX P=1/Q=1",
+            "Start io packet forwarding on 2 lcore(s)",
+        ],
+    );
     // Four streams seeded with 32 frames each: 128 frames in flight, whatever the timing.
     let fs = forward_stats(&stdout);
     let (sent, received) = (
