@@ -3,6 +3,7 @@
 //! - [`port`]: the `Port` trait, DPDK ethdev ports, an in-memory pair for tests.
 //! - [`config`]: the (port, queue, lcore) forwarding table, validated before anything starts.
 //! - [`fwd`]: testpmd-like forwarding engines (`io`, `rxonly`, `txonly`) and the per-lcore loop.
+//! - [`wire`]: zero-copy views of Ethernet/IP/SCTP/DDP headers, CRC32c.
 
 // `unsafe` is allowed only in the DPDK port layer (`port::dpdk`), which opts in.
 #![deny(unsafe_code)]
@@ -10,3 +11,4 @@
 pub mod config;
 pub mod fwd;
 pub mod port;
+pub mod wire;
