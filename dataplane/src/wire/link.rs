@@ -1,1 +1,422 @@
-//! placeholder: filled by the link-layer work
+//! Link and network layers, through `etherparse`: Ethernet II, single and double VLAN, IPv4
+//! (options included) and IPv6 (extension headers included), down to the SCTP packet.
+//!
+//! Nothing is copied: the result borrows the frame. Fragments of either IP version are reported
+//! as [`Error::Fragment`] and never handed on as if they were whole packets (reassembly is a later
+//! decision). The IPv4 header checksum is verified here; the SCTP CRC32c is the caller's next step.
+
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use etherparse::{NetSlice, SlicedPacket, VlanSlice};
+
+use super::{Error, Result};
+
+/// IANA protocol number of SCTP (RFC 9260 §1.3 / IANA "Protocol Numbers").
+pub const IP_PROTO_SCTP: u8 = 132;
+/// EtherType of IPv4.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of ARP.
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+/// EtherType of IPv6.
+pub const ETHERTYPE_IPV6: u16 = 0x86dd;
+/// Length of an Ethernet II header without VLAN tags.
+pub const ETHERNET_HEADER_LEN: usize = 14;
+
+/// The network-layer facts a receiver needs about an SCTP packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpInfo {
+    V4 {
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        ttl: u8,
+        /// The whole TOS byte: DSCP and ECN.
+        tos: u8,
+        dont_fragment: bool,
+    },
+    V6 {
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        hop_limit: u8,
+        /// DSCP and ECN.
+        traffic_class: u8,
+    },
+}
+
+impl IpInfo {
+    pub fn src(&self) -> IpAddr {
+        match *self {
+            IpInfo::V4 { src, .. } => IpAddr::V4(src),
+            IpInfo::V6 { src, .. } => IpAddr::V6(src),
+        }
+    }
+
+    pub fn dst(&self) -> IpAddr {
+        match *self {
+            IpInfo::V4 { dst, .. } => IpAddr::V4(dst),
+            IpInfo::V6 { dst, .. } => IpAddr::V6(dst),
+        }
+    }
+}
+
+/// VLAN ids (12 bits each) of a tagged frame, outermost first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VlanTags {
+    pub outer: Option<u16>,
+    pub inner: Option<u16>,
+}
+
+/// An Ethernet frame that carries one whole SCTP packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SctpFrame<'a> {
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub vlan: VlanTags,
+    pub ip: IpInfo,
+    /// The SCTP packet, cut at the length the IP header gives (Ethernet padding excluded).
+    pub sctp: &'a [u8],
+}
+
+/// The EtherType of a frame after any VLAN tags, or `None` if the frame is too short to say.
+/// Lets a receiver route ARP and the like before trying [`parse_sctp`].
+pub fn ether_type(frame: &[u8]) -> Option<u16> {
+    let mut off = 12;
+    loop {
+        let t = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+        match t {
+            // 802.1Q, 802.1ad and the old QinQ value carry a 4-byte tag before the next type.
+            0x8100 | 0x88a8 | 0x9100 => off += 4,
+            _ => return Some(t),
+        }
+    }
+}
+
+/// Slices `frame` down to its SCTP packet.
+///
+/// Errors: [`Error::Truncated`] when a header or the IP payload runs past the frame,
+/// [`Error::Malformed`] for an impossible header (bad IP version or IHL),
+/// [`Error::BadChecksum`] for a wrong IPv4 header checksum, [`Error::Fragment`] for any IP
+/// fragment, [`Error::Unsupported`] for another EtherType or IP protocol.
+pub fn parse_sctp(frame: &[u8]) -> Result<SctpFrame<'_>> {
+    let sliced = SlicedPacket::from_ethernet(frame).map_err(|e| {
+        use etherparse::err::packet::SliceError;
+        match e {
+            SliceError::Len(_) => Error::Truncated,
+            _ => Error::Malformed,
+        }
+    })?;
+    let (src_mac, dst_mac) = match &sliced.link {
+        Some(etherparse::LinkSlice::Ethernet2(eth)) => (eth.source(), eth.destination()),
+        _ => return Err(Error::Unsupported),
+    };
+    let vlan = match &sliced.vlan {
+        None => VlanTags::default(),
+        Some(VlanSlice::SingleVlan(v)) => VlanTags {
+            outer: Some(v.vlan_identifier().value()),
+            inner: None,
+        },
+        Some(VlanSlice::DoubleVlan(v)) => VlanTags {
+            outer: Some(v.outer().vlan_identifier().value()),
+            inner: Some(v.inner().vlan_identifier().value()),
+        },
+    };
+    let (ip, payload) = match &sliced.net {
+        Some(NetSlice::Ipv4(v4)) => {
+            let h = v4.header();
+            if !ipv4_header_checksum_ok(h.slice()) {
+                return Err(Error::BadChecksum);
+            }
+            let info = IpInfo::V4 {
+                src: Ipv4Addr::from(h.source()),
+                dst: Ipv4Addr::from(h.destination()),
+                ttl: h.ttl(),
+                tos: h.slice().get(1).copied().unwrap_or(0),
+                dont_fragment: h.dont_fragment(),
+            };
+            (info, v4.payload())
+        }
+        Some(NetSlice::Ipv6(v6)) => {
+            let h = v6.header();
+            let info = IpInfo::V6 {
+                src: Ipv6Addr::from(h.source()),
+                dst: Ipv6Addr::from(h.destination()),
+                hop_limit: h.hop_limit(),
+                traffic_class: h.traffic_class(),
+            };
+            (info, v6.payload())
+        }
+        None => return Err(Error::Unsupported),
+    };
+    // Checked before the protocol: a fragment's protocol says nothing about what it carries
+    // until it is reassembled, and a non-first fragment must never reach the SCTP parser.
+    if payload.fragmented {
+        return Err(Error::Fragment);
+    }
+    if payload.ip_number.0 != IP_PROTO_SCTP {
+        return Err(Error::Unsupported);
+    }
+    Ok(SctpFrame {
+        src_mac,
+        dst_mac,
+        vlan,
+        ip,
+        sctp: payload.payload,
+    })
+}
+
+/// RFC 791 §3.1: the one's complement sum of the header, checksum included, is all ones.
+fn ipv4_header_checksum_ok(header: &[u8]) -> bool {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w.get(1).copied().unwrap_or(0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum == 0xffff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::{IpNumber, Ipv4Header, Ipv6Header, PacketBuilder};
+
+    const SRC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const DST: [u8; 6] = [2, 0, 0, 0, 0, 2];
+    /// A stand-in SCTP packet: a common header and one COOKIE ACK chunk.
+    const SCTP: [u8; 16] = [
+        0x13, 0x89, 0x13, 0x8a, 0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 11, 0, 0, 4,
+    ];
+
+    fn vlan(id: u16) -> etherparse::SingleVlanHeader {
+        etherparse::SingleVlanHeader {
+            vlan_id: id.try_into().expect("12-bit id"),
+            ..Default::default()
+        }
+    }
+
+    /// Ethernet (optionally VLAN-tagged) / IPv4 198.18.0.1 -> 198.18.0.2 / [`SCTP`].
+    fn v4_frame(tags: Option<etherparse::VlanHeader>) -> Vec<u8> {
+        let eth = PacketBuilder::ethernet2(SRC, DST);
+        let mut out = Vec::new();
+        match tags {
+            None => eth.ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64).write(
+                &mut out,
+                IpNumber(IP_PROTO_SCTP),
+                &SCTP,
+            ),
+            Some(v) => eth
+                .vlan(v)
+                .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+                .write(&mut out, IpNumber(IP_PROTO_SCTP), &SCTP),
+        }
+        .expect("build");
+        out
+    }
+
+    #[test]
+    fn ipv4_sctp_frame_yields_addresses_and_the_exact_sctp_bytes() {
+        let f = v4_frame(None);
+        let p = parse_sctp(&f).expect("parses");
+        assert_eq!((p.src_mac, p.dst_mac), (SRC, DST));
+        assert_eq!(p.vlan, VlanTags::default());
+        assert_eq!(p.ip.src(), IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1)));
+        assert_eq!(p.ip.dst(), IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)));
+        assert_eq!(p.sctp, &SCTP);
+        assert_eq!(ether_type(&f), Some(ETHERTYPE_IPV4));
+    }
+
+    #[test]
+    fn single_and_double_vlan_tags_are_reported_outermost_first() {
+        let f = v4_frame(Some(etherparse::VlanHeader::Single(vlan(100))));
+        let p = parse_sctp(&f).expect("parses");
+        assert_eq!(
+            p.vlan,
+            VlanTags {
+                outer: Some(100),
+                inner: None
+            }
+        );
+        assert_eq!(p.sctp, &SCTP);
+        let f = v4_frame(Some(etherparse::VlanHeader::Double(
+            etherparse::DoubleVlanHeader {
+                outer: etherparse::SingleVlanHeader {
+                    ether_type: etherparse::EtherType::VLAN_TAGGED_FRAME,
+                    ..vlan(200)
+                },
+                inner: vlan(300),
+            },
+        )));
+        let p = parse_sctp(&f).expect("parses");
+        assert_eq!(
+            p.vlan,
+            VlanTags {
+                outer: Some(200),
+                inner: Some(300)
+            }
+        );
+        assert_eq!(p.sctp, &SCTP);
+        assert_eq!(ether_type(&f), Some(ETHERTYPE_IPV4));
+    }
+
+    #[test]
+    fn ipv4_options_are_skipped_by_the_header_length() {
+        let mut h = Ipv4Header::new(
+            SCTP.len() as u16,
+            64,
+            IpNumber(IP_PROTO_SCTP),
+            [198, 18, 0, 1],
+            [198, 18, 0, 2],
+        )
+        .expect("header");
+        // Two NOPs and an End-of-options padded to 8 bytes: IHL 7.
+        h.options = [1u8, 1, 0, 0, 0, 0, 0, 0][..].try_into().expect("options");
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2(SRC, DST)
+            .ip(etherparse::IpHeaders::Ipv4(h, Default::default()))
+            .write(&mut out, IpNumber(IP_PROTO_SCTP), &SCTP)
+            .expect("build");
+        assert_eq!(out[14] & 0x0f, 7, "IHL");
+        assert_eq!(parse_sctp(&out).expect("parses").sctp, &SCTP);
+    }
+
+    #[test]
+    fn ipv6_with_extension_headers_reaches_sctp() {
+        let src = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let dst = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2(SRC, DST)
+            .ipv6(src, dst, 64)
+            .write(&mut out, IpNumber(IP_PROTO_SCTP), &SCTP)
+            .expect("build");
+        let p = parse_sctp(&out).expect("parses");
+        assert_eq!(p.ip.src(), IpAddr::V6(Ipv6Addr::from(src)));
+        assert_eq!(p.sctp, &SCTP);
+        assert_eq!(ether_type(&out), Some(ETHERTYPE_IPV6));
+        // The same with a Hop-by-Hop and a Destination Options header in front of SCTP.
+        let ext = etherparse::Ipv6Extensions {
+            hop_by_hop_options: Some(
+                etherparse::Ipv6RawExtHeader::new_raw(IpNumber(60), &[1, 4, 0, 0, 0, 0])
+                    .expect("hbh"),
+            ),
+            destination_options: Some(
+                etherparse::Ipv6RawExtHeader::new_raw(IpNumber(IP_PROTO_SCTP), &[1, 4, 0, 0, 0, 0])
+                    .expect("dst"),
+            ),
+            ..Default::default()
+        };
+        let h = Ipv6Header {
+            source: src,
+            destination: dst,
+            hop_limit: 64,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2(SRC, DST)
+            .ip(etherparse::IpHeaders::Ipv6(h, ext))
+            .write(&mut out, IpNumber(IP_PROTO_SCTP), &SCTP)
+            .expect("build");
+        assert_eq!(out[14 + 6], 0, "next header is Hop-by-Hop");
+        assert_eq!(parse_sctp(&out).expect("parses").sctp, &SCTP);
+    }
+
+    #[test]
+    fn ipv4_fragments_first_and_later_are_reported_never_parsed() {
+        for (more, offset) in [(true, 0u16), (true, 8), (false, 8)] {
+            let mut h = Ipv4Header::new(
+                SCTP.len() as u16,
+                64,
+                IpNumber(IP_PROTO_SCTP),
+                [198, 18, 0, 1],
+                [198, 18, 0, 2],
+            )
+            .expect("header");
+            h.more_fragments = more;
+            h.fragment_offset = offset.try_into().expect("offset");
+            let mut out = Vec::new();
+            PacketBuilder::ethernet2(SRC, DST)
+                .ip(etherparse::IpHeaders::Ipv4(h, Default::default()))
+                .write(&mut out, IpNumber(IP_PROTO_SCTP), &SCTP)
+                .expect("build");
+            assert_eq!(
+                parse_sctp(&out),
+                Err(Error::Fragment),
+                "MF={more} offset={offset}"
+            );
+        }
+    }
+
+    #[test]
+    fn ipv6_fragment_header_is_reported_as_a_fragment() {
+        let ext = etherparse::Ipv6Extensions {
+            fragment: Some(etherparse::Ipv6FragmentHeader::new(
+                IpNumber(IP_PROTO_SCTP),
+                0.try_into().expect("offset"),
+                true,
+                0x1234,
+            )),
+            ..Default::default()
+        };
+        let h = Ipv6Header {
+            hop_limit: 64,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2(SRC, DST)
+            .ip(etherparse::IpHeaders::Ipv6(h, ext))
+            .write(&mut out, IpNumber(IP_PROTO_SCTP), &SCTP)
+            .expect("build");
+        assert_eq!(parse_sctp(&out), Err(Error::Fragment));
+    }
+
+    #[test]
+    fn other_protocols_and_ethertypes_are_unsupported() {
+        let mut udp = Vec::new();
+        PacketBuilder::ethernet2(SRC, DST)
+            .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+            .udp(9, 9)
+            .write(&mut udp, &[0; 8])
+            .expect("build");
+        assert_eq!(parse_sctp(&udp), Err(Error::Unsupported));
+        let mut arp = vec![0u8; 42];
+        arp[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+        assert_eq!(ether_type(&arp), Some(ETHERTYPE_ARP));
+        assert_eq!(parse_sctp(&arp), Err(Error::Unsupported));
+    }
+
+    #[test]
+    fn a_bad_ipv4_header_checksum_is_caught() {
+        let mut f = v4_frame(None);
+        f[14 + 10] ^= 0x01;
+        assert_eq!(parse_sctp(&f), Err(Error::BadChecksum));
+    }
+
+    #[test]
+    fn ethernet_padding_is_not_part_of_the_sctp_packet() {
+        let mut f = v4_frame(None);
+        assert_eq!(f.len(), 50);
+        f.resize(60, 0); // the minimum Ethernet frame, padded by the sender
+        assert_eq!(parse_sctp(&f).expect("parses").sctp, &SCTP);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_never_a_panic() {
+        let f = v4_frame(Some(etherparse::VlanHeader::Double(
+            etherparse::DoubleVlanHeader {
+                outer: etherparse::SingleVlanHeader {
+                    ether_type: etherparse::EtherType::VLAN_TAGGED_FRAME,
+                    ..vlan(1)
+                },
+                inner: vlan(2),
+            },
+        )));
+        assert!(parse_sctp(&f).is_ok());
+        for n in 0..f.len() {
+            let e = parse_sctp(&f[..n]).expect_err("a prefix cannot be a whole packet");
+            assert!(
+                matches!(e, Error::Truncated | Error::Unsupported | Error::Malformed),
+                "{n}: {e:?}"
+            );
+        }
+        assert_eq!(ether_type(&f[..13]), None);
+    }
+}
