@@ -13,6 +13,7 @@
 //!
 //! memif registers a multi-process action at probe time, so this EAL keeps the shared config
 //! (no `--no-shconf`) under a unique `--file-prefix`; the socket lives in a per-process temp dir.
+#![cfg(feature = "dpdk")]
 
 mod common;
 

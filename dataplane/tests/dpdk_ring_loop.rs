@@ -10,6 +10,7 @@
 //!    pool at once (in use == exactly what the ring holds), opackets == 1023 (net_ring counts no
 //!    oerrors for refused packets), and after draining RX (the first 1023 packets, intact and in
 //!    order) and closing the port every mbuf is back in the pool.
+#![cfg(feature = "dpdk")]
 
 mod common;
 

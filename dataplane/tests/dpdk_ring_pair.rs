@@ -2,6 +2,7 @@
 //! receives and vice versa, intact and in order, nothing loops back to the sender, both
 //! directions can be in flight at once without mixing, the counters of the two sides agree
 //! exactly (A.tx == B.rx, B.tx == A.rx), and every mbuf is back in the pool at the end.
+#![cfg(feature = "dpdk")]
 
 mod common;
 

@@ -9,6 +9,7 @@
 //! the buffers the device took. What is left is still the caller's: retried or dropped (freed),
 //! and [`Port::tx_burst_all`] counts the drops.
 
+#[cfg(feature = "dpdk")]
 #[allow(unsafe_code)]
 pub mod dpdk;
 pub mod mem;
