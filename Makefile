@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUN_SECS ?= 5
 DDPDK := target/release/ddpdk
 
-.PHONY: run test setup build lint bench clean
+.PHONY: run test setup build lint bench fuzz clean
 
 setup:
 	@bash deploy/setup.sh
@@ -33,6 +33,19 @@ lint: setup
 bench: setup
 	$(CARGO) build --release --bin ddpdk -p ddpdk-cli
 	$(CARGO) run --release -p ddpdk-benches --bin raw-io-bench -- --ddpdk $(DDPDK)
+
+# Coverage-guided fuzzing of the wire parsers (cargo fuzz, libFuzzer + ASan), corpus seeded from
+# the golden captures. RUSTC_BOOTSTRAP lets the machine's stable toolchain take the sanitizer
+# flags cargo fuzz passes. FUZZ_TARGET=all runs every target for FUZZ_SECS each.
+FUZZ_TARGET ?= all
+FUZZ_SECS ?= 600
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	python3 dataplane/fuzz/seed_corpus.py
+	cd dataplane/fuzz && for t in $$( [ "$(FUZZ_TARGET)" = all ] && RUSTC_BOOTSTRAP=1 cargo fuzz list || echo $(FUZZ_TARGET)); do \
+		echo "== fuzz $$t for $(FUZZ_SECS) s"; \
+		RUSTC_BOOTSTRAP=1 cargo fuzz run $$t corpus/$$t -- -max_total_time=$(FUZZ_SECS) || exit 1; \
+	done
 
 clean:
 	$(CARGO) clean

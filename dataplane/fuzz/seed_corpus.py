@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Seeds each fuzz target's corpus from the golden captures in shared/vectors.
+
+link_frame gets whole frames; sctp_packet and init_params get the SCTP packets; ddp_segment gets
+the user data of every PPID 16/17 DATA chunk. Idempotent: files are named after capture and frame.
+"""
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VECTORS = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "vectors"))
+
+
+def frames(path):
+    with open(path, "rb") as f:
+        b = f.read()
+    magic, = struct.unpack_from("<I", b, 0)
+    assert magic == 0xA1B2C3D4, path
+    off = 24
+    n = 0
+    while off + 16 <= len(b):
+        incl, = struct.unpack_from("<I", b, off + 8)
+        n += 1
+        yield n, b[off + 16: off + 16 + incl]
+        off += 16 + incl
+
+
+def data_chunks(sctp):
+    off = 12
+    while off + 4 <= len(sctp):
+        ctype, _flags, length = struct.unpack_from("!BBH", sctp, off)
+        if length < 4:
+            return
+        if ctype == 0 and length >= 16:
+            ppid, = struct.unpack_from("!I", sctp, off + 12)
+            yield ppid, sctp[off + 16: off + length]
+        off += (length + 3) & ~3
+
+
+def main():
+    if not os.path.isdir(VECTORS):
+        sys.exit(f"no captures at {VECTORS}")
+    out = {t: os.path.join(HERE, "corpus", t) for t in ("link_frame", "sctp_packet", "init_params", "ddp_segment")}
+    for d in out.values():
+        os.makedirs(d, exist_ok=True)
+    count = 0
+    for name in sorted(os.listdir(VECTORS)):
+        if not name.endswith(".pcap"):
+            continue
+        stem = name[:-5]
+        for n, frame in frames(os.path.join(VECTORS, name)):
+            def put(target, tag, data):
+                nonlocal count
+                with open(os.path.join(out[target], f"{stem}-{n}{tag}"), "wb") as f:
+                    f.write(data)
+                count += 1
+            put("link_frame", "", frame)
+            sctp = frame[34:]
+            put("sctp_packet", "", sctp)
+            if len(sctp) > 16 and sctp[12] in (1, 2):  # INIT, INIT ACK
+                put("init_params", "", sctp)
+            for i, (ppid, payload) in enumerate(data_chunks(sctp)):
+                if ppid in (16, 17):
+                    put("ddp_segment", f"-{i}", bytes([ppid]) + payload)
+    print(f"seeded {count} corpus files under {os.path.join(HERE, 'corpus')}")
+
+
+if __name__ == "__main__":
+    main()
