@@ -1,1 +1,201 @@
-//! placeholder: filled by the CRC32c work
+//! The SCTP checksum: CRC32c (Castagnoli) over the whole packet, RFC 9260 §6.8 and Appendix A.
+//!
+//! The arithmetic comes from the `crc-fast` crate (carry-less multiply folding: PCLMULQDQ /
+//! VPCLMULQDQ on x86-64, PMULL on ARMv8, a table fallback elsewhere), chosen over the `crc32c`
+//! crate on `benches/benches/crc32c.rs`: on this project's machines it was 2.3 to 4.5 times
+//! faster at 1500 and 9000 bytes and on par at 64. This module only knows where the checksum
+//! lives in an SCTP packet and in which byte order it is carried.
+//!
+//! Byte order: RFC 9260 Appendix A computes the CRC with the reflected polynomial and stores
+//! the result so that the least significant byte of the CRC value comes first on the wire. With
+//! the CRC value as RFC 3720 §B.4 defines it (CRC-32/ISCSI), the four bytes at offset 8
+//! of the common header are therefore `crc.to_le_bytes()`. Every frame of the golden captures in
+//! `../shared/vectors/` (written by usrsctp) verifies with this convention; see the tests below
+//! and `dataplane/tests/vectors_ddp.rs`.
+
+/// Offset of the checksum field in the SCTP common header (RFC 9260 §3.1).
+const CHECKSUM: core::ops::Range<usize> = 8..12;
+
+/// Length of the SCTP common header: source port, destination port, verification tag,
+/// checksum (RFC 9260 §3.1). Anything shorter is not an SCTP packet.
+pub const COMMON_HEADER_LEN: usize = 12;
+
+/// CRC32c of `bytes` (initial value all ones, reflected, final XOR all ones: RFC 3720 §B.4).
+#[inline]
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    crc_fast::crc32_iscsi(bytes)
+}
+
+/// The checksum of an SCTP packet, computed as if its checksum field held zero
+/// (RFC 9260 §6.8: "the checksum field is set to zero" for the computation).
+///
+/// The packet is not copied or modified: the CRC runs over the 12-byte common header rebuilt on
+/// the stack with a zero checksum field, then continues over bytes 12.. (two updates of one
+/// streaming digest, which holds no heap state). Each update has a fixed cost, so the header is
+/// one piece rather than two around the zeros. A packet shorter than the common header has no checksum field; its
+/// bytes are taken as they are (callers use [`verify`] or [`fill`], which refuse it).
+pub fn sctp_checksum(packet: &[u8]) -> u32 {
+    match (packet.get(..CHECKSUM.start), packet.get(CHECKSUM.end..)) {
+        (Some(head), Some(tail)) => {
+            let mut header = [0u8; COMMON_HEADER_LEN];
+            header[..CHECKSUM.start].copy_from_slice(head);
+            let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+            digest.update(&header);
+            digest.update(tail);
+            // CRC-32 algorithms return the 32-bit value in the low half of the u64.
+            digest.finalize() as u32
+        }
+        _ => crc32c(packet),
+    }
+}
+
+/// Whether the checksum field of `packet` matches its contents (RFC 9260 §6.8: a receiver that
+/// finds a mismatch silently discards the packet). Packets shorter than the 12-byte common header
+/// are never valid.
+pub fn verify(packet: &[u8]) -> bool {
+    match packet.get(CHECKSUM) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]) == sctp_checksum(packet),
+        _ => false,
+    }
+}
+
+/// Computes the checksum of `packet` and writes it into the checksum field, as the last step of
+/// building a packet (RFC 9260 §6.8). The field is zeroed in place first, so the CRC is one pass
+/// over the packet. A packet shorter than the common header is left untouched.
+pub fn fill(packet: &mut [u8]) {
+    if packet.len() < COMMON_HEADER_LEN {
+        return;
+    }
+    if let Some(field) = packet.get_mut(CHECKSUM) {
+        field.fill(0);
+    }
+    let crc = crc32c(packet);
+    if let Some(field) = packet.get_mut(CHECKSUM) {
+        field.copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    // RFC 3720 §B.4 (quoted by RFC 9260 Appendix A as the CRC32c reference): the check values of
+    // the four 32-byte test patterns.
+    #[test]
+    fn rfc3720_b4_32_zero_bytes() {
+        assert_eq!(crc32c(&[0u8; 32]), 0x8A91_36AA);
+    }
+
+    #[test]
+    fn rfc3720_b4_32_ones_bytes() {
+        assert_eq!(crc32c(&[0xffu8; 32]), 0x62A8_AB43);
+    }
+
+    #[test]
+    fn rfc3720_b4_32_incrementing_bytes() {
+        let b: [u8; 32] = core::array::from_fn(|i| i as u8);
+        assert_eq!(crc32c(&b), 0x46DD_794E);
+    }
+
+    #[test]
+    fn rfc3720_b4_32_decrementing_bytes() {
+        let b: [u8; 32] = core::array::from_fn(|i| 31 - i as u8);
+        assert_eq!(crc32c(&b), 0x113F_DB5C);
+    }
+
+    #[test]
+    fn check_value_of_123456789_is_the_catalogue_one() {
+        // The CRC catalogue's check value of CRC-32/ISCSI.
+        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+    }
+
+    /// `assoc-ddp-default.pcap` frame 4 (server to client), byte for byte as usrsctp sent it:
+    /// ports 5002 → 5001, verification tag 0xf5986614, checksum, one 4-byte COOKIE-ACK chunk.
+    fn cookie_ack() -> [u8; 16] {
+        [
+            0x13, 0x8a, 0x13, 0x89, 0xf5, 0x98, 0x66, 0x14, 0x72, 0xb5, 0x8e, 0x9a, 0x0b, 0x00,
+            0x00, 0x04,
+        ]
+    }
+
+    #[test]
+    fn usrsctp_packet_carries_crc_least_significant_byte_first() {
+        assert_eq!(sctp_checksum(&cookie_ack()), 0x9a8e_b572);
+        assert!(verify(&cookie_ack()));
+    }
+
+    #[test]
+    fn checksum_is_the_crc_of_the_packet_with_a_zero_field() {
+        let p = cookie_ack();
+        let mut zeroed = p;
+        zeroed[8..12].fill(0);
+        assert_eq!(sctp_checksum(&p), crc32c(&zeroed));
+    }
+
+    #[test]
+    fn fill_then_verify() {
+        let mut p = cookie_ack();
+        p[8..12].copy_from_slice(&[0xa5; 4]);
+        assert!(!verify(&p));
+        fill(&mut p);
+        assert_eq!(p, cookie_ack());
+        assert!(verify(&p));
+    }
+
+    #[test]
+    fn every_single_bit_flip_fails_verification() {
+        let p = cookie_ack();
+        for byte in 0..p.len() {
+            for bit in 0..8 {
+                let mut q = p;
+                q[byte] ^= 1 << bit;
+                assert!(!verify(&q), "flip of byte {byte} bit {bit} went unnoticed");
+            }
+        }
+    }
+
+    #[test]
+    fn packet_shorter_than_common_header_never_verifies() {
+        for len in 0..COMMON_HEADER_LEN {
+            assert!(!verify(&[0u8; COMMON_HEADER_LEN][..len]));
+        }
+    }
+
+    #[test]
+    fn fill_leaves_packet_shorter_than_common_header_untouched() {
+        for len in 0..COMMON_HEADER_LEN {
+            let mut b = [0xa5u8; COMMON_HEADER_LEN];
+            fill(&mut b[..len]);
+            assert_eq!(b, [0xa5u8; COMMON_HEADER_LEN]);
+        }
+    }
+
+    #[test]
+    fn common_header_alone_is_checksummed() {
+        let mut p = [1u8, 2, 3, 4, 5, 6, 7, 8, 0xa5, 0xa5, 0xa5, 0xa5];
+        fill(&mut p);
+        assert!(verify(&p));
+        assert_eq!(
+            sctp_checksum(&p),
+            crc32c(&[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0])
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn filled_packets_verify_and_checksum_ignores_the_field(
+            mut p in proptest::collection::vec(any::<u8>(), COMMON_HEADER_LEN..1600),
+            junk in any::<[u8; 4]>(),
+        ) {
+            p[8..12].copy_from_slice(&junk);
+            let crc = sctp_checksum(&p);
+            let mut zeroed = p.clone();
+            zeroed[8..12].fill(0);
+            prop_assert_eq!(crc, crc32c(&zeroed));
+            fill(&mut p);
+            prop_assert!(verify(&p));
+            prop_assert_eq!(&p[8..12], &crc.to_le_bytes()[..]);
+        }
+    }
+}
