@@ -40,19 +40,46 @@ pub fn read(name: &str) -> Vec<Frame> {
     let b = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(b.len() >= 24, "{name}: no pcap global header");
     let u32le = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-    assert_eq!(u32le(0), 0xa1b2_c3d4, "{name}: not a little-endian microsecond pcap");
-    assert_eq!((u16::from_le_bytes([b[4], b[5]]), u16::from_le_bytes([b[6], b[7]])), (2, 4));
+    assert_eq!(
+        u32le(0),
+        0xa1b2_c3d4,
+        "{name}: not a little-endian microsecond pcap"
+    );
+    assert_eq!(
+        (
+            u16::from_le_bytes([b[4], b[5]]),
+            u16::from_le_bytes([b[6], b[7]])
+        ),
+        (2, 4)
+    );
     assert_eq!(u32le(20), 1, "{name}: link type is not Ethernet");
     let mut frames = Vec::new();
     let mut off = 24;
     while off < b.len() {
-        assert!(off + 16 <= b.len(), "{name}: truncated record header at {off}");
+        assert!(
+            off + 16 <= b.len(),
+            "{name}: truncated record header at {off}"
+        );
         let (ts_sec, ts_usec, incl) = (u32le(off), u32le(off + 4), u32le(off + 8) as usize);
         let orig = u32le(off + 12) as usize;
-        assert_eq!(incl, orig, "{name}: frame {} was cut by the snap length", frames.len() + 1);
+        assert_eq!(
+            incl,
+            orig,
+            "{name}: frame {} was cut by the snap length",
+            frames.len() + 1
+        );
         let start = off + 16;
-        assert!(start + incl <= b.len(), "{name}: truncated frame {}", frames.len() + 1);
-        frames.push(Frame { number: frames.len() + 1, ts_sec, ts_usec, data: b[start..start + incl].to_vec() });
+        assert!(
+            start + incl <= b.len(),
+            "{name}: truncated frame {}",
+            frames.len() + 1
+        );
+        frames.push(Frame {
+            number: frames.len() + 1,
+            ts_sec,
+            ts_usec,
+            data: b[start..start + incl].to_vec(),
+        });
         off = start + incl;
     }
     frames
@@ -60,7 +87,12 @@ pub fn read(name: &str) -> Vec<Frame> {
 
 /// The SCTP packet of a vectors frame: the captures are Ethernet II + 20-byte IPv4 + SCTP.
 pub fn sctp_bytes(f: &Frame) -> &[u8] {
-    assert_eq!(&f.data[12..14], &[0x08, 0x00], "frame {}: not IPv4", f.number);
+    assert_eq!(
+        &f.data[12..14],
+        &[0x08, 0x00],
+        "frame {}: not IPv4",
+        f.number
+    );
     assert_eq!(f.data[14], 0x45, "frame {}: IPv4 with options", f.number);
     assert_eq!(f.data[23], 132, "frame {}: not SCTP", f.number);
     &f.data[34..]
