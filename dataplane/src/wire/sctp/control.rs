@@ -1,0 +1,490 @@
+//! The control chunks with small bodies: HEARTBEAT, HEARTBEAT ACK, ABORT, SHUTDOWN, ERROR,
+//! COOKIE ECHO, SHUTDOWN COMPLETE (RFC 9260 §3.3.5 to §3.3.13). SHUTDOWN ACK and COOKIE ACK
+//! have no value and are unit variants of [`super::ChunkRepr`].
+
+use super::cause::CauseRepr;
+use super::chunk::{emit_header, expect_type, Chunk, ChunkType};
+use super::list::List;
+use super::param::{Param, ParamRepr, ParamType};
+use super::{
+    padded, read_u32, split_tlv, write_u32, Error, Result, CHUNK_HEADER_LEN, PARAM_HEADER_LEN,
+};
+
+/// The T bit of ABORT and SHUTDOWN COMPLETE (RFC 9260 §3.3.7, §3.3.13): set when the sender
+/// reflected the verification tag of the packet it answers instead of using its peer's tag.
+const T_BIT: u8 = 0x01;
+
+/// Parses the body of HEARTBEAT and HEARTBEAT ACK: exactly one Heartbeat Info parameter
+/// (RFC 9260 §3.3.5, §3.3.6). Returns its value, the sender-specific information.
+fn parse_heartbeat_info<'a, T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<&'a [u8]> {
+    let value = chunk.value_ref();
+    if value.len() < PARAM_HEADER_LEN {
+        // The chunk is shorter than a chunk header plus a parameter header.
+        return Err(Error::BadLength);
+    }
+    let (param, used) = split_tlv(value, PARAM_HEADER_LEN)?;
+    let param = Param::new_checked(param)?;
+    if param.param_type() != ParamType::HeartbeatInfo || used != value.len() {
+        // Another parameter, or something after the Heartbeat Info: not a HEARTBEAT body.
+        return Err(Error::Malformed);
+    }
+    Ok(param.value_ref())
+}
+
+fn heartbeat_chunk_len(info: &[u8]) -> usize {
+    CHUNK_HEADER_LEN + PARAM_HEADER_LEN + info.len()
+}
+
+fn emit_heartbeat(t: ChunkType, info: &[u8], buf: &mut [u8]) {
+    let value = emit_header(buf, t, 0, PARAM_HEADER_LEN + info.len());
+    ParamRepr::HeartbeatInfo(info).emit(value);
+}
+
+/// A HEARTBEAT chunk (RFC 9260 §3.3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeartbeatRepr<'a> {
+    /// The value of the Heartbeat Info parameter, opaque to the receiver.
+    pub info: &'a [u8],
+}
+
+impl<'a> HeartbeatRepr<'a> {
+    /// Parses a HEARTBEAT: `BadLength` without room for a parameter, `Malformed` unless the
+    /// value is exactly one Heartbeat Info parameter; parameter length errors as usual.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
+        expect_type(chunk, ChunkType::Heartbeat)?;
+        Ok(HeartbeatRepr {
+            info: parse_heartbeat_info(chunk)?,
+        })
+    }
+
+    /// The HEARTBEAT ACK that answers this HEARTBEAT: the same information (§3.3.6).
+    pub fn ack(&self) -> HeartbeatAckRepr<'a> {
+        HeartbeatAckRepr { info: self.info }
+    }
+
+    pub fn chunk_len(&self) -> usize {
+        heartbeat_chunk_len(self.info)
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        padded(self.chunk_len())
+    }
+
+    /// Writes the chunk and its zero padding into `buf[..self.buffer_len()]`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than `buffer_len()`, or the chunk is longer than 65535 bytes.
+    pub fn emit(&self, buf: &mut [u8]) {
+        emit_heartbeat(ChunkType::Heartbeat, self.info, buf);
+    }
+}
+
+/// A HEARTBEAT ACK chunk (RFC 9260 §3.3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeartbeatAckRepr<'a> {
+    /// The Heartbeat Info value copied from the HEARTBEAT.
+    pub info: &'a [u8],
+}
+
+impl<'a> HeartbeatAckRepr<'a> {
+    /// Parses a HEARTBEAT ACK with the rules of [`HeartbeatRepr::parse`].
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
+        expect_type(chunk, ChunkType::HeartbeatAck)?;
+        Ok(HeartbeatAckRepr {
+            info: parse_heartbeat_info(chunk)?,
+        })
+    }
+
+    pub fn chunk_len(&self) -> usize {
+        heartbeat_chunk_len(self.info)
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        padded(self.chunk_len())
+    }
+
+    /// Writes the chunk and its zero padding into `buf[..self.buffer_len()]`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than `buffer_len()`, or the chunk is longer than 65535 bytes.
+    pub fn emit(&self, buf: &mut [u8]) {
+        emit_heartbeat(ChunkType::HeartbeatAck, self.info, buf);
+    }
+}
+
+/// An ABORT chunk (RFC 9260 §3.3.7): zero or more error causes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortRepr<'a> {
+    /// T bit: the verification tag is reflected (§8.5.1).
+    pub t_bit: bool,
+    pub causes: List<'a, CauseRepr<'a>>,
+}
+
+impl<'a> AbortRepr<'a> {
+    /// Parses an ABORT; every cause must parse (cause length and padding errors as usual).
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
+        expect_type(chunk, ChunkType::Abort)?;
+        Ok(AbortRepr {
+            t_bit: chunk.flags() & T_BIT != 0,
+            causes: List::parse(chunk.value_ref())?,
+        })
+    }
+
+    /// The chunk length field; the last cause's padding is not counted (RFC 9260 §3.2).
+    pub fn chunk_len(&self) -> usize {
+        CHUNK_HEADER_LEN + self.causes.wire_len()
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        padded(self.chunk_len())
+    }
+
+    /// Writes the chunk and its zero padding into `buf[..self.buffer_len()]`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than `buffer_len()`, or the chunk is longer than 65535 bytes.
+    pub fn emit(&self, buf: &mut [u8]) {
+        let flags = if self.t_bit { T_BIT } else { 0 };
+        let value = emit_header(buf, ChunkType::Abort, flags, self.causes.wire_len());
+        self.causes.emit(value);
+    }
+}
+
+/// A SHUTDOWN chunk (RFC 9260 §3.3.8), length 8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ShutdownRepr {
+    /// The last TSN received in sequence.
+    pub cum_tsn_ack: u32,
+}
+
+impl ShutdownRepr {
+    /// Parses a SHUTDOWN: any length but 8 is `BadLength`.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&T>) -> Result<Self> {
+        expect_type(chunk, ChunkType::Shutdown)?;
+        match chunk.value() {
+            v if v.len() == 4 => Ok(ShutdownRepr {
+                cum_tsn_ack: read_u32(v),
+            }),
+            _ => Err(Error::BadLength),
+        }
+    }
+
+    pub const fn chunk_len(&self) -> usize {
+        CHUNK_HEADER_LEN + 4
+    }
+
+    pub const fn buffer_len(&self) -> usize {
+        self.chunk_len()
+    }
+
+    /// Writes the chunk into `buf[..8]`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than 8 bytes.
+    pub fn emit(&self, buf: &mut [u8]) {
+        write_u32(
+            emit_header(buf, ChunkType::Shutdown, 0, 4),
+            self.cum_tsn_ack,
+        );
+    }
+}
+
+/// An Operation Error (ERROR) chunk (RFC 9260 §3.3.10): one or more error causes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorChunkRepr<'a> {
+    /// Not empty in a parsed Repr.
+    pub causes: List<'a, CauseRepr<'a>>,
+}
+
+impl<'a> ErrorChunkRepr<'a> {
+    /// Parses an ERROR; without any cause it is `BadLength` (the chunk is shorter than a
+    /// chunk header and one cause header).
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
+        expect_type(chunk, ChunkType::Error)?;
+        let value = chunk.value_ref();
+        if value.is_empty() {
+            return Err(Error::BadLength);
+        }
+        Ok(ErrorChunkRepr {
+            causes: List::parse(value)?,
+        })
+    }
+
+    /// The chunk length field; the last cause's padding is not counted (RFC 9260 §3.2).
+    pub fn chunk_len(&self) -> usize {
+        CHUNK_HEADER_LEN + self.causes.wire_len()
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        padded(self.chunk_len())
+    }
+
+    /// Writes the chunk and its zero padding into `buf[..self.buffer_len()]`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than `buffer_len()`, or the chunk is longer than 65535 bytes.
+    pub fn emit(&self, buf: &mut [u8]) {
+        let value = emit_header(buf, ChunkType::Error, 0, self.causes.wire_len());
+        self.causes.emit(value);
+    }
+}
+
+/// A COOKIE ECHO chunk (RFC 9260 §3.3.11): the State Cookie from the INIT ACK, as is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CookieEchoRepr<'a> {
+    pub cookie: &'a [u8],
+}
+
+impl<'a> CookieEchoRepr<'a> {
+    /// Parses a COOKIE ECHO; the cookie is whatever the chunk length covers (its padding is the
+    /// chunk padding).
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
+        expect_type(chunk, ChunkType::CookieEcho)?;
+        Ok(CookieEchoRepr {
+            cookie: chunk.value_ref(),
+        })
+    }
+
+    pub fn chunk_len(&self) -> usize {
+        CHUNK_HEADER_LEN + self.cookie.len()
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        padded(self.chunk_len())
+    }
+
+    /// Writes the chunk and its zero padding into `buf[..self.buffer_len()]`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than `buffer_len()`, or the chunk is longer than 65535 bytes.
+    pub fn emit(&self, buf: &mut [u8]) {
+        let value = emit_header(buf, ChunkType::CookieEcho, 0, self.cookie.len());
+        value[..self.cookie.len()].copy_from_slice(self.cookie);
+    }
+}
+
+/// A SHUTDOWN COMPLETE chunk (RFC 9260 §3.3.13), length 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ShutdownCompleteRepr {
+    /// T bit: the verification tag is reflected (§8.5.1).
+    pub t_bit: bool,
+}
+
+impl ShutdownCompleteRepr {
+    /// Parses a SHUTDOWN COMPLETE: any length but 4 is `BadLength`.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&T>) -> Result<Self> {
+        expect_type(chunk, ChunkType::ShutdownComplete)?;
+        if !chunk.value().is_empty() {
+            return Err(Error::BadLength);
+        }
+        Ok(ShutdownCompleteRepr {
+            t_bit: chunk.flags() & T_BIT != 0,
+        })
+    }
+
+    pub const fn chunk_len(&self) -> usize {
+        CHUNK_HEADER_LEN
+    }
+
+    pub const fn buffer_len(&self) -> usize {
+        CHUNK_HEADER_LEN
+    }
+
+    /// Writes the chunk into `buf[..4]`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than 4 bytes.
+    pub fn emit(&self, buf: &mut [u8]) {
+        let flags = if self.t_bit { T_BIT } else { 0 };
+        emit_header(buf, ChunkType::ShutdownComplete, flags, 0);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::super::cause::CauseCode;
+    use super::super::chunk::tests::{emitted, parse};
+    use super::super::chunk::ChunkRepr;
+    use super::*;
+
+    /// abort.pcap frame 11: User-Initiated Abort "DDP stream terminated", chunk length 29.
+    const ABORT: [u8; 32] = [
+        0x06, 0x00, 0x00, 0x1d, // ABORT, T=0, length 29
+        0x00, 0x0c, 0x00, 0x19, // User-Initiated Abort, length 25
+        b'D', b'D', b'P', b' ', b's', b't', b'r', b'e', b'a', b'm', b' ', b't', b'e', b'r', b'm',
+        b'i', b'n', b'a', b't', b'e', b'd', 0x00, 0x00, 0x00,
+    ];
+
+    const REASON: CauseRepr<'static> = CauseRepr::UserInitiatedAbort {
+        reason: b"DDP stream terminated",
+    };
+
+    #[test]
+    fn abort_with_user_initiated_abort_from_usrsctp() {
+        let causes = [REASON];
+        let r = AbortRepr {
+            t_bit: false,
+            causes: List::new(&causes),
+        };
+        assert_eq!((r.chunk_len(), r.buffer_len()), (29, 32));
+        assert_eq!(parse(&ABORT), Ok(ChunkRepr::Abort(r)));
+        assert_eq!(emitted(&ChunkRepr::Abort(r)), ABORT);
+    }
+
+    #[test]
+    fn abort_t_bit_and_no_causes() {
+        let r = AbortRepr {
+            t_bit: true,
+            causes: List::empty(),
+        };
+        let b = emitted(&ChunkRepr::Abort(r));
+        assert_eq!(b, [6, 1, 0, 4]);
+        assert_eq!(parse(&b), Ok(ChunkRepr::Abort(r)));
+    }
+
+    #[test]
+    fn abort_cause_errors_fail_the_chunk() {
+        // Cause length running past the chunk.
+        let mut b = ABORT;
+        b[7] = 0x1a;
+        assert_eq!(parse(&b), Err(Error::Truncated));
+        // Cause length below 4.
+        let mut b = ABORT;
+        b[7] = 3;
+        assert_eq!(parse(&b), Err(Error::BadLength));
+        // Chunk length ending inside the cause's padding.
+        let mut b = ABORT;
+        b[3] = 30;
+        assert_eq!(parse(&b), Err(Error::BadPadding));
+        // Chunk length including the cause's padding: accepted.
+        let mut b = ABORT;
+        b[3] = 32;
+        assert_eq!(parse(&b), parse(&ABORT));
+        // 1 to 3 bytes that cannot hold a cause header.
+        assert_eq!(parse(&[6, 0, 0, 6, 0, 12]), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn error_chunk_with_causes() {
+        let causes = [
+            CauseRepr::NoUserData { tsn: 9 },
+            CauseRepr::InvalidStreamIdentifier { stream_id: 3 },
+        ];
+        let r = ErrorChunkRepr {
+            causes: List::new(&causes),
+        };
+        let b = emitted(&ChunkRepr::Error(r));
+        assert_eq!(
+            b,
+            [9, 0, 0, 20, 0, 9, 0, 8, 0, 0, 0, 9, 0, 1, 0, 8, 0, 3, 0, 0]
+        );
+        assert_eq!(parse(&b), Ok(ChunkRepr::Error(r)));
+        let ChunkRepr::Error(e) = parse(&b).unwrap() else {
+            unreachable!()
+        };
+        let codes: Vec<_> = e.causes.iter().map(|c| c.code()).collect();
+        assert_eq!(
+            codes,
+            [CauseCode::NoUserData, CauseCode::InvalidStreamIdentifier]
+        );
+    }
+
+    #[test]
+    fn error_chunk_without_causes_is_bad_length() {
+        assert_eq!(parse(&[9, 0, 0, 4]), Err(Error::BadLength));
+    }
+
+    #[test]
+    fn heartbeat_round_trip_and_ack() {
+        let info = [1, 2, 3, 4, 5, 6, 7];
+        let r = HeartbeatRepr { info: &info };
+        let b = emitted(&ChunkRepr::Heartbeat(r));
+        assert_eq!(b, [4, 0, 0, 15, 0, 1, 0, 11, 1, 2, 3, 4, 5, 6, 7, 0]);
+        assert_eq!(parse(&b), Ok(ChunkRepr::Heartbeat(r)));
+        let ack = emitted(&ChunkRepr::HeartbeatAck(r.ack()));
+        assert_eq!(ack[0], 5);
+        assert_eq!(ack[1..], b[1..]);
+        assert_eq!(parse(&ack), Ok(ChunkRepr::HeartbeatAck(r.ack())));
+    }
+
+    #[test]
+    fn heartbeat_length_including_info_padding_is_accepted() {
+        let b = [4, 0, 0, 16, 0, 1, 0, 11, 1, 2, 3, 4, 5, 6, 7, 0];
+        assert_eq!(
+            parse(&b),
+            Ok(ChunkRepr::Heartbeat(HeartbeatRepr {
+                info: &[1, 2, 3, 4, 5, 6, 7]
+            }))
+        );
+    }
+
+    #[test]
+    fn heartbeat_without_info_is_bad_length() {
+        assert_eq!(parse(&[4, 0, 0, 4]), Err(Error::BadLength));
+        assert_eq!(parse(&[4, 0, 0, 6, 0, 1]), Err(Error::BadLength));
+        assert_eq!(parse(&[4, 0, 0, 8, 0, 1, 0, 3]), Err(Error::BadLength));
+    }
+
+    #[test]
+    fn heartbeat_info_length_past_chunk_is_truncated() {
+        assert_eq!(parse(&[4, 0, 0, 8, 0, 1, 0, 9]), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn heartbeat_with_another_parameter_is_malformed() {
+        assert_eq!(parse(&[4, 0, 0, 8, 0, 7, 0, 4]), Err(Error::Malformed));
+        assert_eq!(
+            parse(&[5, 0, 0, 12, 0, 1, 0, 4, 0, 1, 0, 4]),
+            Err(Error::Malformed)
+        );
+    }
+
+    #[test]
+    fn shutdown_is_eight_bytes() {
+        let b = [7, 0, 0, 8, 0xce, 0x26, 0xfd, 0x64];
+        let r = ShutdownRepr {
+            cum_tsn_ack: 3458661732,
+        };
+        assert_eq!(parse(&b), Ok(ChunkRepr::Shutdown(r)));
+        let mut buf = [0xa5; 8];
+        r.emit(&mut buf);
+        assert_eq!(buf, b);
+        assert_eq!(parse(&[7, 0, 0, 4]), Err(Error::BadLength));
+        assert_eq!(
+            parse(&[7, 0, 0, 12, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Err(Error::BadLength)
+        );
+    }
+
+    #[test]
+    fn shutdown_complete_t_bit() {
+        assert_eq!(
+            parse(&[14, 0, 0, 4]),
+            Ok(ChunkRepr::ShutdownComplete(ShutdownCompleteRepr {
+                t_bit: false
+            }))
+        );
+        assert_eq!(
+            parse(&[14, 1, 0, 4]),
+            Ok(ChunkRepr::ShutdownComplete(ShutdownCompleteRepr {
+                t_bit: true
+            }))
+        );
+        let mut buf = [0xa5; 4];
+        ShutdownCompleteRepr { t_bit: true }.emit(&mut buf);
+        assert_eq!(buf, [14, 1, 0, 4]);
+        assert_eq!(parse(&[14, 0, 0, 8, 0, 0, 0, 0]), Err(Error::BadLength));
+    }
+
+    #[test]
+    fn cookie_echo_carries_the_cookie_as_is() {
+        let r = CookieEchoRepr {
+            cookie: &[9, 8, 7, 6, 5],
+        };
+        let b = emitted(&ChunkRepr::CookieEcho(r));
+        assert_eq!(b, [10, 0, 0, 9, 9, 8, 7, 6, 5, 0, 0, 0]);
+        assert_eq!(parse(&b), Ok(ChunkRepr::CookieEcho(r)));
+        assert_eq!(parse(&b[..9]), Ok(ChunkRepr::CookieEcho(r)));
+    }
+}
