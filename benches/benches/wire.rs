@@ -109,10 +109,7 @@ fn payload_len(frame_len: usize) -> usize {
 /// returns (STag, TO, payload length) of a DDP segment or (0, cumulative TSN ack, 0) of a SACK.
 fn receive(frame: &[u8]) -> Option<(u32, u64, usize)> {
     let f = link::parse_sctp(frame).ok()?;
-    if !crc32c::verify(f.sctp) {
-        return None;
-    }
-    let packet = sctp::Packet::new_checked(f.sctp).ok()?;
+    let packet = sctp::Packet::new_verified(f.sctp).ok()?;
     HeaderRepr::parse(&packet).ok()?;
     let mut found = None;
     for chunk in packet.chunks_ref() {

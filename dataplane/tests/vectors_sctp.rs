@@ -725,3 +725,31 @@ fn usrsctp_init_parameters_round_trip_one_by_one() {
         }
     }
 }
+
+/// RFC 9260 §6.8: a packet whose CRC32c does not match is identified as such and never parsed
+/// further. Every captured packet passes `new_verified`; any single flipped bit, in the header
+/// or in a chunk, makes it `BadChecksum` before a chunk is looked at.
+#[test]
+fn a_bad_checksum_is_identified_before_any_chunk_is_parsed() {
+    use ddpdk_dataplane::wire::Error;
+    for name in pcap::capture_names() {
+        for f in pcap::read(&name) {
+            let sctp = pcap::sctp_bytes(&f);
+            assert!(Packet::new_verified(sctp).is_ok(), "{name} #{}", f.number);
+            for byte in [0, 5, 8, 11, 12, sctp.len() - 1] {
+                let mut bad = sctp.to_vec();
+                bad[byte] ^= 0x10;
+                assert_eq!(
+                    Packet::new_verified(&bad[..]).err(),
+                    Some(Error::BadChecksum),
+                    "{name} #{} byte {byte}",
+                    f.number
+                );
+            }
+        }
+    }
+    assert_eq!(
+        Packet::new_verified(&[0u8; 11][..]).err(),
+        Some(ddpdk_dataplane::wire::Error::Truncated)
+    );
+}

@@ -39,6 +39,19 @@ impl<T: AsRef<[u8]>> Packet<T> {
         Ok(p)
     }
 
+    /// Wraps a received packet after [`Packet::check_len`] and the CRC32c check (RFC 9260 §6.8:
+    /// a packet whose checksum does not match is discarded). This is the receive path's entry:
+    /// a packet with a bad checksum is identified as [`Error::BadChecksum`] and no view of it is
+    /// handed out, so nothing in it is parsed further.
+    pub fn new_verified(buffer: T) -> Result<Self> {
+        let p = Self::new_checked(buffer)?;
+        if crate::wire::crc32c::verify(p.buffer.as_ref()) {
+            Ok(p)
+        } else {
+            Err(Error::BadChecksum)
+        }
+    }
+
     /// `Truncated` if the buffer is shorter than the 12-byte common header.
     pub fn check_len(&self) -> Result<()> {
         if self.buffer.as_ref().len() < HEADER_LEN {
