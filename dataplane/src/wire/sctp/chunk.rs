@@ -9,7 +9,7 @@ use super::data::DataRepr;
 use super::init::{InitAckRepr, InitRepr};
 use super::sack::SackRepr;
 use super::{
-    code_enum, length_field, padded, read_u16, write_u16, zero_padding, Error, Result,
+    code_enum, length_field, padded, read_u16, tlv_len, write_u16, zero_padding, Error, Result,
     UnrecognizedAction, CHUNK_HEADER_LEN,
 };
 
@@ -85,16 +85,7 @@ impl<T: AsRef<[u8]>> Chunk<T> {
     /// `Truncated` if the buffer is shorter than the chunk header or than the chunk length,
     /// `BadLength` if the chunk length is below 4 (RFC 9260 §3.2).
     pub fn check_len(&self) -> Result<()> {
-        let b = self.buffer.as_ref();
-        let len = b.get(field::LENGTH).map(read_u16).ok_or(Error::Truncated)?;
-        let len = usize::from(len);
-        if len < CHUNK_HEADER_LEN {
-            Err(Error::BadLength)
-        } else if b.len() < len {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
+        tlv_len(self.buffer.as_ref(), CHUNK_HEADER_LEN).map(|_| ())
     }
 
     pub fn into_inner(self) -> T {

@@ -3,7 +3,7 @@
 
 use super::chunk::{emit_header, expect_type, Chunk, ChunkType};
 use super::{
-    padded, read_u16, read_u32, write_u16, write_u32, Error, Result, CHUNK_HEADER_LEN,
+    padded, read_u16, read_u32, tlv_len, write_u16, write_u32, Error, Result, CHUNK_HEADER_LEN,
     DATA_HEADER_LEN,
 };
 
@@ -56,18 +56,7 @@ impl<T: AsRef<[u8]>> DataChunk<T> {
     /// `BadLength` if the chunk length is below the 16-byte DATA header, `Truncated` if the
     /// buffer is shorter than the chunk length (or holds no length field).
     pub fn check_len(&self) -> Result<()> {
-        let b = self.buffer.as_ref();
-        // The length field first: a chunk whose length is below the minimum is BadLength even
-        // when the buffer holds no more than that length.
-        let len = b.get(field::LENGTH).map(read_u16).ok_or(Error::Truncated)?;
-        let len = usize::from(len);
-        if len < DATA_HEADER_LEN {
-            Err(Error::BadLength)
-        } else if b.len() < len {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
+        tlv_len(self.buffer.as_ref(), DATA_HEADER_LEN).map(|_| ())
     }
 
     pub fn into_inner(self) -> T {

@@ -206,14 +206,7 @@ fn length_field(len: usize) -> u16 {
 /// with the padding rule of the module documentation. Returns the element's `length` bytes and
 /// how many bytes it occupies with its padding.
 fn split_tlv(bytes: &[u8], min_len: usize) -> Result<(&[u8], usize)> {
-    // Every TLV here has a 4-byte header with the 16-bit length at offset 2.
-    let len = match bytes.get(2..4) {
-        Some(l) => usize::from(read_u16(l)),
-        None => return Err(Error::Truncated),
-    };
-    if len < min_len {
-        return Err(Error::BadLength);
-    }
+    let len = tlv_len(bytes, min_len)?;
     let element = bytes.get(..len).ok_or(Error::Truncated)?;
     let with_padding = padded(len);
     let occupied = if bytes.len() >= with_padding {
@@ -224,6 +217,23 @@ fn split_tlv(bytes: &[u8], min_len: usize) -> Result<(&[u8], usize)> {
         return Err(Error::BadPadding);
     };
     Ok((element, occupied))
+}
+
+/// The length rule shared by every type-length-value element, chunk (RFC 9260 §3.2), parameter
+/// (§3.2.1) and error cause (§3.3.10): a 4-byte header with the 16-bit length at offset 2,
+/// counting header and value but not padding. Returns that length, or `Truncated` if `bytes`
+/// holds no length field or fewer bytes than it says, `BadLength` if it is below `min_len`.
+/// The length is checked before the buffer size, so a too-short length is always `BadLength`.
+fn tlv_len(bytes: &[u8], min_len: usize) -> Result<usize> {
+    let len = bytes.get(2..4).map(read_u16).ok_or(Error::Truncated)?;
+    let len = usize::from(len);
+    if len < min_len {
+        Err(Error::BadLength)
+    } else if bytes.len() < len {
+        Err(Error::Truncated)
+    } else {
+        Ok(len)
+    }
 }
 
 /// Writes zeros over the padding after an element of `len` bytes (RFC 9260 §3.2: "the sender

@@ -6,8 +6,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::list::{List, ListElement};
 use super::{
-    code_enum, length_field, pad_len, padded, read_u16, read_u32, split_tlv, write_u16, write_u32,
-    zero_padding, Error, Result, UnrecognizedAction, PARAM_HEADER_LEN,
+    code_enum, length_field, pad_len, padded, read_u16, read_u32, split_tlv, tlv_len, write_u16,
+    write_u32, zero_padding, Error, Result, UnrecognizedAction, PARAM_HEADER_LEN,
 };
 
 code_enum! {
@@ -95,16 +95,7 @@ impl<T: AsRef<[u8]>> Param<T> {
     /// `Truncated` if the buffer is shorter than the header or than the length field says,
     /// `BadLength` if the length field is below the header size.
     pub fn check_len(&self) -> Result<()> {
-        let b = self.buffer.as_ref();
-        let len = b.get(field::LENGTH).map(read_u16).ok_or(Error::Truncated)?;
-        let len = usize::from(len);
-        if len < PARAM_HEADER_LEN {
-            Err(Error::BadLength)
-        } else if b.len() < len {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
+        tlv_len(self.buffer.as_ref(), PARAM_HEADER_LEN).map(|_| ())
     }
 
     pub fn into_inner(self) -> T {

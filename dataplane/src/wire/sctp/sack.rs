@@ -3,7 +3,8 @@
 use super::chunk::{emit_header, expect_type, Chunk, ChunkType};
 use super::list::{List, ListElement};
 use super::{
-    padded, read_u16, read_u32, write_u16, write_u32, Error, Result, CHUNK_HEADER_LEN, SACK_MIN_LEN,
+    padded, read_u16, read_u32, tlv_len, write_u16, write_u32, Error, Result, CHUNK_HEADER_LEN,
+    SACK_MIN_LEN,
 };
 
 mod field {
@@ -45,16 +46,7 @@ impl<T: AsRef<[u8]>> SackChunk<T> {
     /// (RFC 9260 §3.3.4: the counts size the chunk).
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
-        // The length field first: a chunk whose length is below the minimum is BadLength even
-        // when the buffer holds no more than that length.
-        let len = b.get(field::LENGTH).map(read_u16).ok_or(Error::Truncated)?;
-        let len = usize::from(len);
-        if len < SACK_MIN_LEN {
-            return Err(Error::BadLength);
-        }
-        if b.len() < len {
-            return Err(Error::Truncated);
-        }
+        let len = tlv_len(b, SACK_MIN_LEN)?;
         // Two 16-bit counts: the sum times 4 fits a usize on every target.
         let entries = usize::from(read_u16(&b[field::NUM_GAP_ACK_BLOCKS]))
             + usize::from(read_u16(&b[field::NUM_DUP_TSNS]));
