@@ -4,6 +4,7 @@
 //! - [`config`]: the (port, queue, lcore) forwarding table, validated before anything starts.
 //! - [`fwd`]: testpmd-like forwarding engines (`io`, `rxonly`, `txonly`) and the per-lcore loop.
 //! - [`wire`]: zero-copy views of Ethernet/IP/SCTP/DDP headers, CRC32c.
+//! - [`sctp`]: the sans-IO SCTP association engine (endpoint, association, timers).
 
 // `unsafe` is allowed only in the DPDK port layer (`port::dpdk`), which opts in.
 #![deny(unsafe_code)]
@@ -11,4 +12,5 @@
 pub mod config;
 pub mod fwd;
 pub mod port;
+pub mod sctp;
 pub mod wire;

@@ -1,0 +1,1918 @@
+//! One SCTP association, sans-IO (RFC 9260 as specialised for DDP by RFC 5043).
+//!
+//! The caller owns the clock and the wire: it passes every packet for this association to
+//! [`Association::handle`], sends whatever [`Association::poll_transmit`] writes, calls
+//! [`Association::handle_timeout`] when [`Association::poll_timeout`] says, and takes
+//! [`Event`]s from [`Association::poll_event`]. Messages are handed up during `handle`, straight
+//! from the packet buffer, through the caller's [`Deliver`]: nothing is copied or kept on the
+//! receive side, which is what lets DDP place payload directly (DESIGN.md).
+//!
+//! The association is single-homed: one path, with its own MTU, RTO, congestion window and
+//! heartbeat. The caller finds the association of a packet by its addresses and ports; an
+//! association answers INIT and COOKIE ECHO itself for the collision and restart cases of §5.2,
+//! while packets that match no association go to [`super::Endpoint`].
+//!
+//! # Memory
+//!
+//! Allocated when the association is made and never again on the data path:
+//! `send_slots * max_message` bytes of send buffer plus 48 bytes of book-keeping per slot,
+//! `tsn_window / 8` bytes of received-TSN bitmap, the peer's cookie while it is being echoed
+//! (handshake only), and a fixed ~1.3 KiB for pending control chunks. With the default
+//! configuration (256 slots, 1480-byte path MTU, 8192-TSN window) that is about 380 KiB.
+
+use core::time::Duration;
+use std::collections::VecDeque;
+
+use super::config::{self, Config};
+use super::cookie::{Cookie, CookieKey, Prf};
+use super::endpoint;
+use super::rto::Rto;
+use super::send_queue::SendQueue;
+use super::serial;
+use super::time::Instant;
+use super::tsn_map::{Insert, TsnMap};
+use crate::wire::crc32c;
+use crate::wire::sctp::{
+    AbortRepr, CauseRepr, Chunk, ChunkRepr, ChunkType, CookieEchoRepr, DataChunk, DataRepr,
+    ErrorChunkRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr, HeartbeatRepr, InitAckRepr,
+    InitRepr, List, Packet, PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, ShutdownRepr,
+    DATA_HEADER_LEN, HEADER_LEN,
+};
+
+/// A message handed to the layer above: one whole, unordered DATA chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message<'a> {
+    pub stream: u16,
+    pub ppid: u32,
+    pub tsn: u32,
+    pub data: &'a [u8],
+}
+
+/// Where received messages go, in the order they arrive (RFC 5043 §10: DDP orders by DDP-SSN
+/// itself). Called during [`Association::handle`], with the payload still in the packet.
+pub trait Deliver {
+    fn deliver(&mut self, msg: Message<'_>);
+}
+
+impl<F: FnMut(Message<'_>)> Deliver for F {
+    fn deliver(&mut self, msg: Message<'_>) {
+        self(msg)
+    }
+}
+
+/// Association states (RFC 9260 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    CookieWait,
+    CookieEchoed,
+    Established,
+    ShutdownPending,
+    ShutdownSent,
+    ShutdownReceived,
+    ShutdownAckSent,
+    Closed,
+}
+
+/// Why an association ended. Every way out of an association produces exactly one
+/// [`Event::Closed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Graceful SHUTDOWN / SHUTDOWN ACK / SHUTDOWN COMPLETE (§9.2), whichever side started it.
+    Shutdown,
+    /// The peer sent ABORT; the first cause code, if any.
+    PeerAbort { cause: Option<u16> },
+    /// [`Association::abort`] was called.
+    LocalAbort,
+    /// The peer's Adaptation Layer Indication was absent (`None`) or not DDP (RFC 5043
+    /// §11.1); we sent ABORT.
+    AdaptationRefused { peer: Option<u32> },
+    /// Association.Max.Retrans consecutive T3-rtx, heartbeat or T2 failures (§8.2).
+    Unreachable,
+    /// Max.Init.Retransmits exceeded in COOKIE-WAIT or COOKIE-ECHOED (§5.1).
+    InitFailed,
+    /// The peer broke a rule; we sent ABORT with a Protocol Violation or No User Data cause.
+    ProtocolViolation(&'static str),
+}
+
+/// What the layer above learns besides messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// COOKIE ACK received or COOKIE ECHO accepted: ESTABLISHED.
+    Connected {
+        streams: u16,
+        peer_adaptation: u32,
+    },
+    /// The peer restarted (§5.2.4 case A): its new incarnation is connected; `lost` messages
+    /// we had queued for the old one were dropped.
+    Restarted {
+        lost: u64,
+    },
+    /// The peer started a graceful shutdown: no new messages can be sent.
+    ShutdownReceived,
+    Closed(CloseReason),
+}
+
+/// Why [`Association::send`] refused a message. Nothing was queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// SCTP cannot carry an empty message (RFC 9260 §6.2, No User Data).
+    Empty,
+    /// Larger than one unfragmented DATA chunk on the path (RFC 5043 §9).
+    TooBig { max: usize },
+    /// Stream id not below the negotiated number of streams.
+    InvalidStream,
+    /// Every send slot is in use; retry after acknowledgements.
+    Full,
+    /// Shutdown started (by us or the peer) or the association is closed.
+    NotOpen,
+}
+
+impl core::fmt::Display for SendError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SendError::Empty => f.write_str("empty message"),
+            SendError::TooBig { max } => {
+                write!(f, "message larger than {max} bytes (no SCTP fragmentation)")
+            }
+            SendError::InvalidStream => f.write_str("stream id beyond the negotiated streams"),
+            SendError::Full => f.write_str("send buffer full"),
+            SendError::NotOpen => f.write_str("association not open for sending"),
+        }
+    }
+}
+
+impl std::error::Error for SendError {}
+
+/// Why [`Association::handle`] dropped a packet (each is also counted in [`Stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discard {
+    BadChecksum,
+    Malformed,
+    /// Ports are not this association's.
+    WrongPorts,
+    /// Verification tag rules of §8.5 / §8.5.1.
+    BadVerificationTag,
+    /// INIT with other chunks or with a non-zero verification tag (§6.10, §8.5.1).
+    BadInit,
+    Closed,
+}
+
+/// Counters: everything dropped, retransmitted or refused is counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub packets_in: u64,
+    pub packets_out: u64,
+    pub bad_checksum: u64,
+    pub malformed: u64,
+    pub bad_vtag: u64,
+    pub data_in: u64,
+    pub bytes_in: u64,
+    pub dup_tsns: u64,
+    /// DATA beyond the TSN window, dropped unacknowledged.
+    pub tsn_out_of_window: u64,
+    pub invalid_stream: u64,
+    pub data_out: u64,
+    pub bytes_out: u64,
+    pub t3_expiries: u64,
+    pub t3_retransmits: u64,
+    pub fast_retransmits: u64,
+    pub sacks_in: u64,
+    pub sacks_out: u64,
+    /// SACKs older than the cumulative ack point, or acknowledging TSNs never sent.
+    pub bad_sacks: u64,
+    pub heartbeats_out: u64,
+    pub heartbeat_acks_in: u64,
+    pub unknown_chunks: u64,
+    pub errors_in: u64,
+    pub stale_cookies: u64,
+    pub init_retransmits: u64,
+    pub adaptation_refused: u64,
+}
+
+/// Timers, indexed into a table (DESIGN.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+enum Timer {
+    /// T1-init in COOKIE-WAIT, T1-cookie in COOKIE-ECHOED (§5.1).
+    T1,
+    /// T2-shutdown (§9.2).
+    T2,
+    /// T3-rtx (§6.3.2).
+    T3,
+    /// Heartbeat on an idle path (§8.3).
+    Heartbeat,
+    /// Delayed SACK (§6.2).
+    Sack,
+    /// T5-shutdown-guard (§9.2).
+    T5,
+}
+const TIMERS: usize = 6;
+
+/// Causes queued for one ERROR chunk; variable parts live in `Pending::error_bytes`.
+#[derive(Debug, Clone, Copy)]
+enum PendingCause {
+    InvalidStream(u16),
+    UnrecognizedChunk { off: usize, len: usize },
+    UnrecognizedParams { off: usize, len: usize },
+    StaleCookie(u32),
+    CookieWhileShuttingDown,
+}
+const MAX_PENDING_CAUSES: usize = 4;
+const ERROR_BYTES: usize = 512;
+const HB_ACK_INFO: usize = 512;
+const HB_INFO_LEN: usize = 16;
+const MAX_GAP_BLOCKS: usize = 64;
+
+#[derive(Debug, Clone, Copy)]
+enum AbortCause {
+    User,
+    Adaptation,
+    Violation(&'static str),
+    NoUserData(u32),
+}
+
+#[derive(Debug)]
+struct Pending {
+    init: bool,
+    cookie_echo: bool,
+    /// Bundle new DATA with the next COOKIE ECHO (its first transmission only).
+    data_with_cookie: bool,
+    cookie_ack: bool,
+    shutdown: bool,
+    shutdown_ack: bool,
+    shutdown_complete: bool,
+    heartbeat: bool,
+    hb_ack: Option<usize>,
+    hb_ack_info: [u8; HB_ACK_INFO],
+    abort: Option<AbortCause>,
+    causes: [Option<PendingCause>; MAX_PENDING_CAUSES],
+    error_bytes: Vec<u8>,
+    /// The next packet may carry fast retransmissions regardless of cwnd (§7.2.4 step 3).
+    fast_rtx: bool,
+    sack: bool,
+    sack_now: bool,
+    data_packets: u32,
+}
+
+/// The path's transmission state (§6.3, §7.2, §8.3).
+#[derive(Debug)]
+struct Path {
+    /// Largest SCTP packet.
+    mtu: usize,
+    cwnd: usize,
+    ssthresh: usize,
+    partial_bytes_acked: usize,
+    flight: usize,
+    rto: Rto,
+    /// Nonce of the HEARTBEAT awaiting its ACK.
+    hb_nonce: Option<u64>,
+}
+
+/// One association. See the module documentation.
+#[derive(Debug)]
+pub struct Association {
+    cfg: Config,
+    key: CookieKey,
+    prf: Prf,
+    state: State,
+    local_port: u16,
+    peer_port: u16,
+    peer_addr: [u8; 16],
+    local_tag: u32,
+    peer_tag: u32,
+    streams: u16,
+    peer_adaptation: u32,
+    local_initial_tsn: u32,
+    peer_cookie: Vec<u8>,
+    init_retransmits: u32,
+    // Send side.
+    sq: SendQueue,
+    next_tsn: u32,
+    cum_ack_point: u32,
+    peer_rwnd: u32,
+    path: Path,
+    fast_recovery_exit: Option<u32>,
+    burst_budget: u32,
+    /// The TSN being timed for RTT and when it was sent (one measurement per round trip).
+    timed: Option<(u32, Instant)>,
+    error_count: u32,
+    // Receive side.
+    rx: TsnMap,
+    gaps: [GapAckBlock; MAX_GAP_BLOCKS],
+    pending: Pending,
+    pending_init_ack: Option<PendingInitAck>,
+    timers: [Option<Instant>; TIMERS],
+    events: VecDeque<Event>,
+    closed_reported: bool,
+    stats: Stats,
+}
+
+/// Book size of a message in the flight and the peer's window: the padded DATA chunk.
+fn book(len: usize) -> usize {
+    (DATA_HEADER_LEN + len + 3) & !3
+}
+
+/// Initial cwnd (RFC 9260 §7.2.1).
+fn initial_cwnd(mtu: usize) -> usize {
+    (4 * mtu).min((2 * mtu).max(4404))
+}
+
+impl Association {
+    fn blank(cfg: Config, key: CookieKey, label: u64, peer_addr: [u8; 16], peer_port: u16) -> Self {
+        let prf = Prf::new(key, label);
+        Association {
+            cfg,
+            key,
+            prf,
+            state: State::Closed,
+            local_port: cfg.local_port,
+            peer_port,
+            peer_addr,
+            local_tag: 0,
+            peer_tag: 0,
+            streams: cfg.streams,
+            peer_adaptation: 0,
+            local_initial_tsn: 0,
+            peer_cookie: Vec::new(),
+            init_retransmits: 0,
+            sq: SendQueue::new(cfg.send_slots, cfg.max_message()),
+            next_tsn: 0,
+            cum_ack_point: 0,
+            peer_rwnd: 0,
+            path: Path {
+                mtu: cfg.path_mtu,
+                cwnd: initial_cwnd(cfg.path_mtu),
+                ssthresh: usize::MAX,
+                partial_bytes_acked: 0,
+                flight: 0,
+                rto: Rto::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
+                hb_nonce: None,
+            },
+            fast_recovery_exit: None,
+            burst_budget: cfg.max_burst,
+            timed: None,
+            error_count: 0,
+            rx: TsnMap::new(0, cfg.tsn_window),
+            gaps: [GapAckBlock { start: 0, end: 0 }; MAX_GAP_BLOCKS],
+            pending: Pending {
+                init: false,
+                cookie_echo: false,
+                data_with_cookie: false,
+                cookie_ack: false,
+                shutdown: false,
+                shutdown_ack: false,
+                shutdown_complete: false,
+                heartbeat: false,
+                hb_ack: None,
+                hb_ack_info: [0; HB_ACK_INFO],
+                abort: None,
+                causes: [None; MAX_PENDING_CAUSES],
+                error_bytes: Vec::with_capacity(ERROR_BYTES),
+                fast_rtx: false,
+                sack: false,
+                sack_now: false,
+                data_packets: 0,
+            },
+            pending_init_ack: None,
+            timers: [None; TIMERS],
+            events: VecDeque::with_capacity(8),
+            closed_reported: false,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Active open (§5.1 A): COOKIE-WAIT with an INIT to send. `label` must differ between
+    /// associations made with one key (it separates their random streams).
+    pub(super) fn connect(
+        cfg: Config,
+        key: CookieKey,
+        label: u64,
+        now: Instant,
+        peer_addr: [u8; 16],
+        peer_port: u16,
+    ) -> Self {
+        let mut a = Self::blank(cfg, key, label, peer_addr, peer_port);
+        a.local_tag = a.prf.nonzero_u32();
+        a.local_initial_tsn = a.prf.nonzero_u32();
+        a.next_tsn = a.local_initial_tsn;
+        a.cum_ack_point = a.local_initial_tsn.wrapping_sub(1);
+        a.state = State::CookieWait;
+        a.pending.init = true;
+        a.arm(Timer::T1, now + a.path.rto.rto());
+        a
+    }
+
+    /// The association a valid COOKIE ECHO describes (§5.1.5 step 4): ESTABLISHED, with a
+    /// COOKIE ACK to send.
+    pub(super) fn from_cookie(
+        cfg: Config,
+        key: CookieKey,
+        label: u64,
+        now: Instant,
+        c: &Cookie,
+    ) -> Self {
+        let mut a = Self::blank(cfg, key, label, c.peer_addr, c.peer_port);
+        a.adopt_cookie(c);
+        a.state = State::Established;
+        a.pending.cookie_ack = true;
+        a.events.push_back(Event::Connected {
+            streams: a.streams,
+            peer_adaptation: a.peer_adaptation,
+        });
+        a.arm_heartbeat(now);
+        a
+    }
+
+    /// Takes every negotiated value from a cookie (new association, restart, collision).
+    fn adopt_cookie(&mut self, c: &Cookie) {
+        self.local_tag = c.local_tag;
+        self.peer_tag = c.peer_tag;
+        self.local_initial_tsn = c.local_initial_tsn;
+        self.next_tsn = c.local_initial_tsn;
+        self.cum_ack_point = c.local_initial_tsn.wrapping_sub(1);
+        self.peer_rwnd = c.peer_a_rwnd;
+        self.streams = c.streams;
+        self.peer_adaptation = c.peer_adaptation;
+        self.rx = TsnMap::new(c.peer_initial_tsn, self.cfg.tsn_window);
+        self.path.ssthresh = c.peer_a_rwnd as usize;
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Streams in each direction (RFC 5043 §8: equal both ways).
+    pub fn streams(&self) -> u16 {
+        self.streams
+    }
+
+    pub fn local_tag(&self) -> u32 {
+        self.local_tag
+    }
+
+    pub fn peer_tag(&self) -> u32 {
+        self.peer_tag
+    }
+
+    pub fn peer_port(&self) -> u16 {
+        self.peer_port
+    }
+
+    pub fn peer_addr(&self) -> [u8; 16] {
+        self.peer_addr
+    }
+
+    pub fn rto(&self) -> Duration {
+        self.path.rto.rto()
+    }
+
+    /// Smoothed RTT, once measured.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.path.rto.srtt()
+    }
+
+    pub fn cwnd(&self) -> usize {
+        self.path.cwnd
+    }
+
+    /// The largest message [`Association::send`] takes on the current path MTU.
+    pub fn max_message(&self) -> usize {
+        config::max_message(self.path.mtu).min(self.sq.slot_size())
+    }
+
+    /// A new path MTU (for example from ICMP "packet too big"). Messages already queued that
+    /// no longer fit are still sent whole: RFC 5043 §9 prefers IP fragmentation to SCTP's.
+    pub fn set_path_mtu(&mut self, mtu: usize) {
+        self.path.mtu = mtu.clamp(config::MIN_PATH_MTU, 65_535);
+    }
+
+    /// Messages queued or awaiting acknowledgement.
+    pub fn queued(&self) -> u64 {
+        self.sq.queued()
+    }
+
+    /// True once the association has ended and has nothing left to send.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed && !self.has_output()
+    }
+
+    fn has_output(&self) -> bool {
+        self.pending.abort.is_some() || self.pending.shutdown_complete
+    }
+
+    /// Memory held by this association, in bytes (see the module documentation).
+    pub fn memory(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + self.sq.heap_bytes()
+            + self.rx.heap_bytes()
+            + self.pending.error_bytes.capacity()
+            + self.peer_cookie.capacity()
+            + self.events.capacity() * core::mem::size_of::<Event>()
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Queues a message: one unordered, unfragmented DATA chunk (RFC 5043 §9, §10). Allowed
+    /// from COOKIE-WAIT on (it leaves with or after the COOKIE ECHO) until shutdown starts.
+    pub fn send(&mut self, stream: u16, ppid: u32, data: &[u8]) -> Result<(), SendError> {
+        match self.state {
+            State::CookieWait | State::CookieEchoed | State::Established => {}
+            _ => return Err(SendError::NotOpen),
+        }
+        if data.is_empty() {
+            return Err(SendError::Empty);
+        }
+        if data.len() > self.max_message() {
+            return Err(SendError::TooBig {
+                max: self.max_message(),
+            });
+        }
+        if stream >= self.streams {
+            return Err(SendError::InvalidStream);
+        }
+        if self.sq.is_full() {
+            return Err(SendError::Full);
+        }
+        if self.sq.outstanding() == 0 {
+            self.burst_budget = self.cfg.max_burst;
+        }
+        self.sq.push(stream, ppid, data);
+        Ok(())
+    }
+
+    /// Graceful shutdown (§9.2): no more sends; SHUTDOWN leaves once everything queued is
+    /// acknowledged.
+    pub fn shutdown(&mut self, now: Instant) {
+        match self.state {
+            State::Established => {
+                self.state = State::ShutdownPending;
+                self.progress_shutdown(now);
+            }
+            State::CookieWait | State::CookieEchoed => self.abort(),
+            _ => {}
+        }
+    }
+
+    /// ABORT (§9.1) with a User-Initiated Abort cause; queued messages are dropped.
+    pub fn abort(&mut self) {
+        if self.state == State::Closed {
+            return;
+        }
+        if self.state == State::CookieWait {
+            // No peer tag yet: nothing can carry an ABORT the peer would accept.
+            self.close(CloseReason::LocalAbort);
+            return;
+        }
+        self.pending.abort = Some(AbortCause::User);
+        self.close(CloseReason::LocalAbort);
+    }
+
+    fn close(&mut self, why: CloseReason) {
+        self.state = State::Closed;
+        self.timers = [None; TIMERS];
+        self.sq.clear();
+        self.path.flight = 0;
+        if !self.closed_reported {
+            self.closed_reported = true;
+            self.events.push_back(Event::Closed(why));
+        }
+    }
+
+    fn abort_with(&mut self, cause: AbortCause, why: CloseReason) {
+        self.pending.abort = Some(cause);
+        self.close(why);
+    }
+
+    fn arm(&mut self, t: Timer, at: Instant) {
+        self.timers[t as usize] = Some(at);
+    }
+
+    fn stop(&mut self, t: Timer) {
+        self.timers[t as usize] = None;
+    }
+
+    fn running(&self, t: Timer) -> bool {
+        self.timers[t as usize].is_some()
+    }
+
+    fn arm_heartbeat(&mut self, now: Instant) {
+        if let Some(iv) = self.cfg.hb_interval {
+            if self.path.hb_nonce.is_none() {
+                self.arm(Timer::Heartbeat, now + iv + self.path.rto.rto());
+            }
+        }
+    }
+
+    /// The earliest timer, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.iter().flatten().min().copied()
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Receive
+    // ------------------------------------------------------------------------------------
+
+    /// Processes one SCTP packet (common header and chunks; the IP layer has been removed).
+    /// Messages are handed to `rx` as their DATA chunks are processed.
+    pub fn handle<D: Deliver + ?Sized>(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        rx: &mut D,
+    ) -> Result<(), Discard> {
+        let pkt = match Packet::new_verified(packet) {
+            Ok(p) => p,
+            Err(crate::wire::Error::BadChecksum) => {
+                self.stats.bad_checksum += 1;
+                return Err(Discard::BadChecksum);
+            }
+            Err(_) => {
+                self.stats.malformed += 1;
+                return Err(Discard::Malformed);
+            }
+        };
+        if pkt.dst_port() != self.local_port || pkt.src_port() != self.peer_port {
+            return Err(Discard::WrongPorts);
+        }
+        if self.state == State::Closed {
+            return Err(Discard::Closed);
+        }
+        self.stats.packets_in += 1;
+        let vtag = pkt.verification_tag();
+        let chunks = pkt.chunks_ref();
+        let mut first = chunks.clone();
+        let first_type = match first.next() {
+            Some(Ok(c)) => c.chunk_type(),
+            _ => {
+                self.stats.malformed += 1;
+                return Err(Discard::Malformed);
+            }
+        };
+        // §8.5.1 rule A: INIT travels alone with tag 0.
+        if first_type == ChunkType::Init {
+            if vtag != 0 || first.next().is_some() {
+                self.stats.malformed += 1;
+                return Err(Discard::BadInit);
+            }
+        } else if !matches!(
+            first_type,
+            ChunkType::Abort | ChunkType::ShutdownComplete | ChunkType::CookieEcho
+        ) && vtag != self.local_tag
+        {
+            // §8.5: every other packet must carry our tag. ABORT and SHUTDOWN COMPLETE are
+            // checked per chunk (T bit, rules B and C); COOKIE ECHO against its cookie
+            // (§5.2.4).
+            self.stats.bad_vtag += 1;
+            return Err(Discard::BadVerificationTag);
+        }
+
+        let mut got_data = false;
+        let mut offset = HEADER_LEN;
+        for c in chunks {
+            let Ok(chunk) = c else {
+                self.stats.malformed += 1;
+                break;
+            };
+            let len = chunk.as_bytes().len();
+            let chunk_off = offset;
+            offset += (len + 3) & !3;
+            match self.handle_chunk(now, vtag, &chunk, packet, chunk_off, rx, &mut got_data) {
+                Flow::Continue => {}
+                Flow::Stop => break,
+            }
+            if self.state == State::Closed {
+                break;
+            }
+        }
+        if got_data {
+            self.after_data(now);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn handle_chunk<D: Deliver + ?Sized>(
+        &mut self,
+        now: Instant,
+        vtag: u32,
+        chunk: &Chunk<&[u8]>,
+        packet: &[u8],
+        chunk_off: usize,
+        rx: &mut D,
+        got_data: &mut bool,
+    ) -> Flow {
+        let t = chunk.chunk_type();
+        if t == ChunkType::Data {
+            return self.on_data(chunk, rx, got_data);
+        }
+        let repr = match ChunkRepr::parse(chunk) {
+            Ok(r) => r,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return Flow::Stop;
+            }
+        };
+        match repr {
+            ChunkRepr::Data(_) => unreachable!("handled above"),
+            ChunkRepr::Init(init) => {
+                self.on_init(now, chunk, &init);
+                Flow::Stop
+            }
+            ChunkRepr::InitAck(ack) => {
+                self.on_init_ack(now, chunk, &ack);
+                Flow::Continue
+            }
+            ChunkRepr::CookieEcho(ce) => self.on_cookie_echo(now, vtag, ce.cookie),
+            ChunkRepr::CookieAck => {
+                if self.state == State::CookieEchoed {
+                    self.stop(Timer::T1);
+                    self.state = State::Established;
+                    self.peer_cookie = Vec::new();
+                    self.error_count = 0;
+                    self.events.push_back(Event::Connected {
+                        streams: self.streams,
+                        peer_adaptation: self.peer_adaptation,
+                    });
+                    self.arm_heartbeat(now);
+                    if self.sq.outstanding() > 0 && !self.running(Timer::T3) {
+                        self.arm(Timer::T3, now + self.path.rto.rto());
+                    }
+                }
+                Flow::Continue
+            }
+            ChunkRepr::Sack(sack) => {
+                self.stats.sacks_in += 1;
+                if self.sending_state() {
+                    let gaps = GapAcks {
+                        blocks: sack.gap_ack_blocks,
+                    };
+                    self.on_sack(now, sack.cum_tsn_ack, sack.a_rwnd, Some(&gaps));
+                }
+                Flow::Continue
+            }
+            ChunkRepr::Heartbeat(hb) => {
+                if hb.info.len() <= HB_ACK_INFO && self.state != State::CookieWait {
+                    self.pending.hb_ack_info[..hb.info.len()].copy_from_slice(hb.info);
+                    self.pending.hb_ack = Some(hb.info.len());
+                }
+                Flow::Continue
+            }
+            ChunkRepr::HeartbeatAck(ack) => {
+                self.on_heartbeat_ack(now, ack.info);
+                Flow::Continue
+            }
+            ChunkRepr::Abort(abort) => {
+                // §8.5.1 rule B: our tag without T, or the peer's tag with T.
+                let ok = (!abort.t_bit && vtag == self.local_tag)
+                    || (abort.t_bit && vtag == self.peer_tag && self.peer_tag != 0);
+                if !ok {
+                    self.stats.bad_vtag += 1;
+                    return Flow::Stop;
+                }
+                let cause = abort.causes.iter().next().map(|c| u16::from(c.code()));
+                self.close(CloseReason::PeerAbort { cause });
+                Flow::Stop
+            }
+            ChunkRepr::Shutdown(s) => {
+                self.on_shutdown(now, s.cum_tsn_ack);
+                Flow::Continue
+            }
+            ChunkRepr::ShutdownAck => {
+                match self.state {
+                    // §9.2: SHUTDOWN ACK in SHUTDOWN-SENT, or in SHUTDOWN-ACK-SENT when both
+                    // sides shut down at once: answer SHUTDOWN COMPLETE and close.
+                    State::ShutdownSent | State::ShutdownAckSent => {
+                        self.pending.shutdown_complete = true;
+                        self.close(CloseReason::Shutdown);
+                    }
+                    // §9.2 / §8.5.1 E: in COOKIE-WAIT or COOKIE-ECHOED it is out of the blue.
+                    _ => {}
+                }
+                Flow::Continue
+            }
+            ChunkRepr::ShutdownComplete(sc) => {
+                // §8.5.1 rule C.
+                let ok = (!sc.t_bit && vtag == self.local_tag)
+                    || (sc.t_bit && vtag == self.peer_tag && self.peer_tag != 0);
+                if !ok {
+                    self.stats.bad_vtag += 1;
+                    return Flow::Stop;
+                }
+                if self.state == State::ShutdownAckSent {
+                    self.close(CloseReason::Shutdown);
+                }
+                Flow::Stop
+            }
+            ChunkRepr::Error(e) => {
+                self.on_error(now, &e);
+                Flow::Continue
+            }
+            ChunkRepr::Unknown(u) => {
+                self.stats.unknown_chunks += 1;
+                let action = u.action();
+                if action.reports() {
+                    let bytes = &packet[chunk_off..chunk_off + chunk.as_bytes().len()];
+                    self.queue_cause_bytes(bytes, |off, len| PendingCause::UnrecognizedChunk {
+                        off,
+                        len,
+                    });
+                }
+                if action.continues() {
+                    Flow::Continue
+                } else {
+                    Flow::Stop
+                }
+            }
+        }
+    }
+
+    fn sending_state(&self) -> bool {
+        matches!(
+            self.state,
+            State::Established
+                | State::ShutdownPending
+                | State::ShutdownSent
+                | State::ShutdownReceived
+                | State::ShutdownAckSent
+        )
+    }
+
+    fn on_data<D: Deliver + ?Sized>(
+        &mut self,
+        chunk: &Chunk<&[u8]>,
+        rx: &mut D,
+        got_data: &mut bool,
+    ) -> Flow {
+        let Ok(view) = DataChunk::new_checked(chunk.bytes_ref()) else {
+            self.stats.malformed += 1;
+            return Flow::Stop;
+        };
+        if !self.sending_state() {
+            // DATA before the handshake completed: not ours to take.
+            return Flow::Continue;
+        }
+        if view.user_data().is_empty() {
+            // §6.2: DATA without user data is answered with ABORT, cause No User Data.
+            let tsn = view.tsn();
+            self.abort_with(
+                AbortCause::NoUserData(tsn),
+                CloseReason::ProtocolViolation("DATA chunk without user data (RFC 9260 §6.2)"),
+            );
+            return Flow::Stop;
+        }
+        if !view.unordered() {
+            self.abort_with(
+                AbortCause::Violation(ORDERED_DATA),
+                CloseReason::ProtocolViolation(ORDERED_DATA),
+            );
+            return Flow::Stop;
+        }
+        if !(view.beginning() && view.ending()) {
+            self.abort_with(
+                AbortCause::Violation(FRAGMENTED_DATA),
+                CloseReason::ProtocolViolation(FRAGMENTED_DATA),
+            );
+            return Flow::Stop;
+        }
+        let tsn = view.tsn();
+        match self.rx.insert(tsn) {
+            Insert::New => {
+                *got_data = true;
+                if view.immediate() {
+                    self.pending.sack_now = true;
+                }
+                if view.stream_id() >= self.streams {
+                    // §6.5: acknowledge, report Invalid Stream Identifier, discard.
+                    self.stats.invalid_stream += 1;
+                    self.queue_cause(PendingCause::InvalidStream(view.stream_id()));
+                    return Flow::Continue;
+                }
+                self.stats.data_in += 1;
+                self.stats.bytes_in += view.user_data().len() as u64;
+                rx.deliver(Message {
+                    stream: view.stream_id(),
+                    ppid: view.ppid(),
+                    tsn,
+                    data: view.user_data_ref(),
+                });
+            }
+            Insert::Duplicate => {
+                // §6.2: a packet with only duplicate DATA is SACKed at once.
+                self.stats.dup_tsns += 1;
+                *got_data = true;
+                self.pending.sack_now = true;
+            }
+            Insert::OutOfWindow => {
+                self.stats.tsn_out_of_window += 1;
+            }
+        }
+        Flow::Continue
+    }
+
+    /// After a packet that carried DATA: SACK now or later (§6.2, §6.7).
+    fn after_data(&mut self, now: Instant) {
+        self.pending.sack = true;
+        self.pending.data_packets += 1;
+        if self.pending.data_packets >= self.cfg.sack_freq || self.rx.has_gaps() {
+            self.pending.sack_now = true;
+        }
+        if self.state == State::ShutdownSent {
+            // §9.2: in SHUTDOWN-SENT every DATA is answered at once with SACK and SHUTDOWN.
+            self.pending.sack_now = true;
+            self.pending.shutdown = true;
+        }
+        if !self.pending.sack_now && !self.running(Timer::Sack) {
+            self.arm(Timer::Sack, now + self.cfg.sack_delay);
+        }
+    }
+
+    fn queue_cause(&mut self, c: PendingCause) {
+        if let Some(slot) = self.pending.causes.iter_mut().find(|s| s.is_none()) {
+            *slot = Some(c);
+        }
+    }
+
+    fn queue_cause_bytes(&mut self, bytes: &[u8], make: impl FnOnce(usize, usize) -> PendingCause) {
+        let off = self.pending.error_bytes.len();
+        if off + bytes.len() <= ERROR_BYTES && self.pending.causes.iter().any(Option::is_none) {
+            self.pending.error_bytes.extend_from_slice(bytes);
+            self.queue_cause(make(off, bytes.len()));
+        }
+    }
+
+    fn on_sack(&mut self, now: Instant, cum: u32, a_rwnd: u32, gaps: Option<&GapAcks<'_>>) {
+        if serial::lt(cum, self.cum_ack_point) {
+            // §6.2.1 D i: older than what we know; out of order.
+            self.stats.bad_sacks += 1;
+            return;
+        }
+        if serial::ge(cum, self.next_tsn) {
+            // Acknowledges a TSN never sent.
+            self.stats.bad_sacks += 1;
+            return;
+        }
+        let cwnd_full = self.path.flight >= self.path.cwnd;
+        let mut bytes_acked = 0usize;
+        let cum_advanced = serial::gt(cum, self.cum_ack_point);
+        // Cumulative acknowledgement frees slots from the front.
+        while let Some(front) = self.sq.front() {
+            if serial::gt(front.tsn, cum) {
+                break;
+            }
+            let s = *front;
+            if s.in_flight {
+                self.path.flight -= book(s.len);
+            }
+            if !s.gap_acked {
+                bytes_acked += book(s.len);
+                self.rtt_sample(now, s.tsn, s.tx_count);
+            }
+            self.sq.pop_front();
+        }
+        self.cum_ack_point = cum;
+        if cum_advanced {
+            self.error_count = 0;
+        }
+
+        // Gap ack blocks (§6.2.1 D iii-iv): mark what they cover, unmark what they no longer
+        // cover (the receiver may renege), and count miss indications (§7.2.4).
+        let mut highest_newly_acked = if cum_advanced { Some(cum) } else { None };
+        let mut highest_reported: Option<u32> = None;
+        if let Some(g) = gaps {
+            for seq in self.sq.outstanding_seqs() {
+                let s = *self.sq.slot(seq);
+                let acked = g.covers(cum, s.tsn);
+                if acked {
+                    highest_reported = Some(s.tsn);
+                }
+                if acked && !s.gap_acked {
+                    let slot = self.sq.slot_mut(seq);
+                    slot.gap_acked = true;
+                    slot.rtx = false;
+                    if slot.in_flight {
+                        slot.in_flight = false;
+                        self.path.flight -= book(s.len);
+                    }
+                    bytes_acked += book(s.len);
+                    highest_newly_acked = Some(s.tsn);
+                    self.rtt_sample(now, s.tsn, s.tx_count);
+                } else if !acked && s.gap_acked {
+                    self.sq.slot_mut(seq).gap_acked = false;
+                }
+            }
+        }
+
+        // HTNA (§7.2.4): misses count below the highest TSN newly acknowledged, or below
+        // the highest reported at all when in Fast Recovery and the cumulative point moved.
+        let in_fr = self.fast_recovery_exit.is_some();
+        let threshold = if in_fr && cum_advanced {
+            highest_reported
+        } else {
+            highest_newly_acked
+        };
+        let mut new_fast_rtx = false;
+        if let Some(th) = threshold {
+            for seq in self.sq.outstanding_seqs() {
+                let s = self.sq.slot_mut(seq);
+                if s.gap_acked || s.rtx || s.fast_rtx_done || !serial::lt(s.tsn, th) {
+                    continue;
+                }
+                s.misses += 1;
+                if s.misses >= 3 {
+                    s.rtx = true;
+                    s.fast_rtx_done = true;
+                    let len = s.len;
+                    if s.in_flight {
+                        s.in_flight = false;
+                        self.path.flight -= book(len);
+                    }
+                    new_fast_rtx = true;
+                }
+            }
+        }
+        if let Some(exit) = self.fast_recovery_exit {
+            if serial::ge(cum, exit) {
+                self.fast_recovery_exit = None;
+            }
+        }
+        if new_fast_rtx {
+            if self.fast_recovery_exit.is_none() {
+                // §7.2.4 step 2 / §7.2.3: enter Fast Recovery.
+                self.path.ssthresh = (self.path.cwnd / 2).max(4 * self.path.mtu);
+                self.path.cwnd = self.path.ssthresh;
+                self.path.partial_bytes_acked = 0;
+                self.fast_recovery_exit = Some(self.next_tsn.wrapping_sub(1));
+            }
+            self.pending.fast_rtx = true;
+            self.timed = None;
+        }
+
+        // Congestion window growth (§7.2.1, §7.2.2): only when the cumulative point moves,
+        // the window was in use, and not in Fast Recovery.
+        if cum_advanced && self.fast_recovery_exit.is_none() && !new_fast_rtx {
+            let mtu = self.path.mtu;
+            if self.path.cwnd <= self.path.ssthresh {
+                if cwnd_full {
+                    self.path.cwnd += bytes_acked.min(mtu);
+                }
+            } else {
+                self.path.partial_bytes_acked += bytes_acked;
+                if self.path.partial_bytes_acked >= self.path.cwnd && cwnd_full {
+                    self.path.partial_bytes_acked -= self.path.cwnd;
+                    self.path.cwnd += mtu;
+                }
+            }
+        }
+        if self.path.flight == 0 {
+            self.path.partial_bytes_acked = 0;
+        }
+        // §6.2.1 D ii: rwnd = a_rwnd - bytes in flight.
+        self.peer_rwnd = a_rwnd.saturating_sub(self.path.flight as u32);
+
+        // T3-rtx (§6.3.2 R2, R3).
+        if self.sq.outstanding() == 0 {
+            self.stop(Timer::T3);
+        } else if cum_advanced {
+            self.arm(Timer::T3, now + self.path.rto.rto());
+        }
+        self.burst_budget = self.cfg.max_burst;
+        self.progress_shutdown(now);
+    }
+
+    fn rtt_sample(&mut self, now: Instant, tsn: u32, tx_count: u32) {
+        if let Some((timed, at)) = self.timed {
+            if timed == tsn {
+                self.timed = None;
+                // Karn's rule (§6.3.1 C5): never from a retransmitted chunk.
+                if tx_count == 1 {
+                    self.path.rto.sample(now.saturating_since(at));
+                }
+            }
+        }
+    }
+
+    fn on_heartbeat_ack(&mut self, now: Instant, info: &[u8]) {
+        if info.len() != HB_INFO_LEN {
+            return;
+        }
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&info[..8]);
+        let nonce = u64::from_be_bytes(n);
+        if self.path.hb_nonce != Some(nonce) {
+            return;
+        }
+        n.copy_from_slice(&info[8..]);
+        let sent = Instant::from_nanos(u64::from_be_bytes(n));
+        self.stats.heartbeat_acks_in += 1;
+        self.path.hb_nonce = None;
+        self.error_count = 0;
+        self.path.rto.sample(now.saturating_since(sent));
+        self.arm_heartbeat(now);
+    }
+
+    fn on_shutdown(&mut self, now: Instant, cum: u32) {
+        match self.state {
+            State::Established | State::ShutdownPending => {
+                self.state = State::ShutdownReceived;
+                self.events.push_back(Event::ShutdownReceived);
+            }
+            State::ShutdownSent => {
+                // §9.2: both sides shut down at once: SHUTDOWN ACK at once.
+                self.state = State::ShutdownReceived;
+            }
+            State::ShutdownReceived | State::ShutdownAckSent => {}
+            _ => return,
+        }
+        // §9.2: the Cumulative TSN Ack of SHUTDOWN acknowledges like a SACK's, without gaps.
+        if serial::ge(cum, self.cum_ack_point) && serial::lt(cum, self.next_tsn) {
+            let rwnd = self.peer_rwnd.saturating_add(self.path.flight as u32);
+            self.on_sack(now, cum, rwnd, None);
+        }
+        self.progress_shutdown(now);
+    }
+
+    /// Moves a shutdown along once nothing is outstanding (§9.2).
+    fn progress_shutdown(&mut self, now: Instant) {
+        if !self.sq.is_empty() {
+            return;
+        }
+        match self.state {
+            State::ShutdownPending => {
+                self.state = State::ShutdownSent;
+                self.pending.shutdown = true;
+                self.start_t2(now);
+            }
+            State::ShutdownReceived => {
+                self.state = State::ShutdownAckSent;
+                self.pending.shutdown_ack = true;
+                self.start_t2(now);
+            }
+            _ => {}
+        }
+    }
+
+    fn start_t2(&mut self, now: Instant) {
+        self.stop(Timer::T3);
+        self.stop(Timer::Heartbeat);
+        self.arm(Timer::T2, now + self.path.rto.rto());
+        // §9.2: the SHUTDOWN sender also starts T5-shutdown-guard; the SHUTDOWN ACK sender is
+        // bounded by Association.Max.Retrans on T2 alone.
+        if self.state == State::ShutdownSent && !self.running(Timer::T5) {
+            self.arm(Timer::T5, now + self.cfg.shutdown_guard);
+        }
+    }
+
+    fn on_error(&mut self, now: Instant, e: &ErrorChunkRepr<'_>) {
+        self.stats.errors_in += 1;
+        for cause in e.causes.iter() {
+            if let CauseRepr::StaleCookie { .. } = cause {
+                if self.state == State::CookieEchoed {
+                    // §5.2.6: start over with a new INIT (a fresh cookie), counted against
+                    // Max.Init.Retransmits.
+                    self.stats.stale_cookies += 1;
+                    self.init_retransmits += 1;
+                    if self.init_retransmits > self.cfg.max_init_retransmits {
+                        self.close(CloseReason::InitFailed);
+                        return;
+                    }
+                    self.state = State::CookieWait;
+                    self.pending.cookie_echo = false;
+                    self.pending.init = true;
+                    self.arm(Timer::T1, now + self.path.rto.rto());
+                }
+            }
+        }
+    }
+
+    /// INIT on an existing association (§5.2.1, §5.2.2, §9.2).
+    fn on_init(&mut self, now: Instant, chunk: &Chunk<&[u8]>, init: &InitRepr<'_>) {
+        if self.state == State::ShutdownAckSent {
+            // §9.2: discard and retransmit SHUTDOWN ACK.
+            self.pending.shutdown_ack = true;
+            return;
+        }
+        let params = endpoint::walk_init_params(chunk, init);
+        if params.adaptation != Some(self.cfg.adaptation_indication) {
+            self.stats.adaptation_refused += 1;
+            return;
+        }
+        // §5.2.1 (COOKIE-WAIT, COOKIE-ECHOED): our own Initiate Tag again; tie-tags are the
+        // tags we have (none for the peer in COOKIE-WAIT). §5.2.2 (any later state): a new
+        // tag, and the current tags as tie-tags so a COOKIE ECHO can be recognised as a
+        // restart.
+        let (local_tag, local_tsn, local_tie, peer_tie) = match self.state {
+            State::CookieWait => (self.local_tag, self.local_initial_tsn, self.local_tag, 0),
+            State::CookieEchoed => (
+                self.local_tag,
+                self.local_initial_tsn,
+                self.local_tag,
+                self.peer_tag,
+            ),
+            _ => (
+                self.prf.nonzero_u32(),
+                self.prf.nonzero_u32(),
+                self.local_tag,
+                self.peer_tag,
+            ),
+        };
+        let cookie = endpoint::cookie_for_init(
+            &self.cfg,
+            now,
+            init,
+            &params,
+            self.peer_addr,
+            self.peer_port,
+            local_tag,
+            local_tsn,
+            local_tie,
+            peer_tie,
+        );
+        self.pending_init_ack = Some(PendingInitAck {
+            cookie: cookie.seal(&self.key),
+            peer_tag: init.initiate_tag,
+            local_tag,
+            local_tsn,
+        });
+    }
+
+    fn on_init_ack(&mut self, now: Instant, chunk: &Chunk<&[u8]>, ack: &InitAckRepr<'_>) {
+        if self.state != State::CookieWait {
+            // §5.2.3: an unexpected INIT ACK is discarded.
+            return;
+        }
+        let init = &ack.0;
+        let params = endpoint::walk_init_params(chunk, init);
+        self.peer_tag = init.initiate_tag;
+        if params.adaptation != Some(self.cfg.adaptation_indication) {
+            // RFC 5043 §11.1: DDP procedures must not run without DDP's indication.
+            self.stats.adaptation_refused += 1;
+            self.abort_with(
+                AbortCause::Adaptation,
+                CloseReason::AdaptationRefused {
+                    peer: params.adaptation,
+                },
+            );
+            return;
+        }
+        let Some(cookie) = params.cookie else {
+            self.stats.malformed += 1;
+            return;
+        };
+        self.peer_cookie.clear();
+        self.peer_cookie.extend_from_slice(cookie);
+        self.streams = self
+            .cfg
+            .streams
+            .min(init.outbound_streams)
+            .min(init.inbound_streams);
+        self.peer_adaptation = params.adaptation.unwrap_or(0);
+        self.peer_rwnd = init.a_rwnd;
+        self.path.ssthresh = init.a_rwnd as usize;
+        self.rx = TsnMap::new(init.initial_tsn, self.cfg.tsn_window);
+        // §3.2.1: unrecognized parameters of an INIT ACK are reported in an ERROR bundled
+        // with the COOKIE ECHO.
+        let params_bytes = &chunk.bytes_ref()[crate::wire::sctp::INIT_MIN_LEN..];
+        for &(off, len) in params.unrecognized() {
+            self.queue_cause_bytes(&params_bytes[off..off + len], |off, len| {
+                PendingCause::UnrecognizedParams { off, len }
+            });
+        }
+        self.state = State::CookieEchoed;
+        self.pending.init = false;
+        self.pending.cookie_echo = true;
+        self.pending.data_with_cookie = true;
+        // T1-cookie starts from the current RTO; init retransmits keep counting (§5.1 C).
+        self.arm(Timer::T1, now + self.path.rto.rto());
+    }
+
+    /// COOKIE ECHO on an existing association (§5.2.4).
+    fn on_cookie_echo(&mut self, now: Instant, vtag: u32, bytes: &[u8]) -> Flow {
+        let Ok(c) = Cookie::open(bytes, &self.key) else {
+            self.stats.malformed += 1;
+            return Flow::Stop;
+        };
+        if let Some(staleness) = c.staleness(now) {
+            // §5.1.5 step 3 (checked for every case of §5.2.4).
+            self.stats.stale_cookies += 1;
+            self.queue_cause(PendingCause::StaleCookie(staleness));
+            return Flow::Stop;
+        }
+        // §5.1.5 step 2: the packet must carry the tag the cookie gives us.
+        if c.local_tag != vtag || c.local_port != self.local_port || c.peer_port != self.peer_port {
+            self.stats.bad_vtag += 1;
+            return Flow::Stop;
+        }
+        let local_match = c.local_tag == self.local_tag;
+        let peer_match = c.peer_tag == self.peer_tag;
+        if !local_match
+            && !peer_match
+            && c.local_tie_tag == self.local_tag
+            && c.peer_tie_tag == self.peer_tag
+        {
+            // Case A: the peer restarted.
+            if self.state == State::ShutdownAckSent {
+                self.queue_cause(PendingCause::CookieWhileShuttingDown);
+                self.pending.shutdown_ack = true;
+                return Flow::Stop;
+            }
+            let lost = self.sq.clear();
+            self.timers = [None; TIMERS];
+            self.path.flight = 0;
+            self.path.cwnd = initial_cwnd(self.path.mtu);
+            self.path.partial_bytes_acked = 0;
+            self.path.rto = Rto::new(self.cfg.rto_initial, self.cfg.rto_min, self.cfg.rto_max);
+            self.path.hb_nonce = None;
+            self.fast_recovery_exit = None;
+            self.timed = None;
+            self.error_count = 0;
+            self.adopt_cookie(&c);
+            self.state = State::Established;
+            self.pending.cookie_ack = true;
+            self.events.push_back(Event::Restarted { lost });
+            self.arm_heartbeat(now);
+            return Flow::Continue;
+        }
+        if local_match && !peer_match {
+            // Case B: simultaneous open; the peer picked a new tag.
+            self.peer_tag = c.peer_tag;
+            self.adopt_negotiated(&c);
+            self.enter_established_from_echo(now);
+            return Flow::Continue;
+        }
+        if !local_match && peer_match && c.local_tie_tag == 0 && c.peer_tie_tag == 0 {
+            // Case C: a stale COOKIE ECHO from an earlier INIT; discard.
+            return Flow::Stop;
+        }
+        if local_match && peer_match {
+            // Case D: a retransmitted COOKIE ECHO, or ours crossed theirs.
+            if self.state == State::CookieWait {
+                self.adopt_negotiated(&c);
+            }
+            self.enter_established_from_echo(now);
+            return Flow::Continue;
+        }
+        Flow::Stop
+    }
+
+    /// Case B and D: the peer's values from the cookie, keeping our send side.
+    fn adopt_negotiated(&mut self, c: &Cookie) {
+        self.peer_rwnd = c.peer_a_rwnd;
+        self.streams = c.streams;
+        self.peer_adaptation = c.peer_adaptation;
+        if matches!(self.state, State::CookieWait | State::CookieEchoed) {
+            self.rx = TsnMap::new(c.peer_initial_tsn, self.cfg.tsn_window);
+            self.path.ssthresh = c.peer_a_rwnd as usize;
+        }
+    }
+
+    fn enter_established_from_echo(&mut self, now: Instant) {
+        if matches!(self.state, State::CookieWait | State::CookieEchoed) {
+            self.stop(Timer::T1);
+            self.state = State::Established;
+            self.pending.init = false;
+            self.pending.cookie_echo = false;
+            self.events.push_back(Event::Connected {
+                streams: self.streams,
+                peer_adaptation: self.peer_adaptation,
+            });
+            self.arm_heartbeat(now);
+        }
+        self.pending.cookie_ack = true;
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Timers
+    // ------------------------------------------------------------------------------------
+
+    /// Runs every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for i in 0..TIMERS {
+            match self.timers[i] {
+                Some(at) if at <= now => {}
+                _ => continue,
+            }
+            self.timers[i] = None;
+            if self.state == State::Closed {
+                return;
+            }
+            match i {
+                x if x == Timer::T1 as usize => self.on_t1(now),
+                x if x == Timer::T2 as usize => self.on_t2(now),
+                x if x == Timer::T3 as usize => self.on_t3(now),
+                x if x == Timer::Heartbeat as usize => self.on_heartbeat_timer(now),
+                x if x == Timer::Sack as usize => {
+                    if self.pending.sack {
+                        self.pending.sack_now = true;
+                    }
+                }
+                _ => {
+                    // T5-shutdown-guard (§9.2): give up and ABORT.
+                    self.abort_with(AbortCause::User, CloseReason::Unreachable);
+                }
+            }
+        }
+    }
+
+    fn on_t1(&mut self, now: Instant) {
+        self.init_retransmits += 1;
+        self.stats.init_retransmits += 1;
+        if self.init_retransmits > self.cfg.max_init_retransmits {
+            self.close(CloseReason::InitFailed);
+            return;
+        }
+        self.path.rto.back_off();
+        match self.state {
+            State::CookieWait => self.pending.init = true,
+            State::CookieEchoed => self.pending.cookie_echo = true,
+            _ => return,
+        }
+        self.arm(Timer::T1, now + self.path.rto.rto());
+    }
+
+    fn on_t2(&mut self, now: Instant) {
+        if self.count_error() {
+            return;
+        }
+        self.path.rto.back_off();
+        match self.state {
+            State::ShutdownSent => self.pending.shutdown = true,
+            State::ShutdownAckSent => self.pending.shutdown_ack = true,
+            _ => return,
+        }
+        self.arm(Timer::T2, now + self.path.rto.rto());
+    }
+
+    /// One more consecutive failure (§8.2); true if the association is now gone.
+    fn count_error(&mut self) -> bool {
+        self.error_count += 1;
+        if self.error_count > self.cfg.assoc_max_retrans {
+            self.abort_with(AbortCause::User, CloseReason::Unreachable);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn on_t3(&mut self, now: Instant) {
+        if self.sq.outstanding() == 0 {
+            return;
+        }
+        self.stats.t3_expiries += 1;
+        if self.state == State::CookieEchoed {
+            // DATA that went with the COOKIE ECHO waits for the handshake (T1 drives it).
+            self.arm(Timer::T3, now + self.path.rto.rto());
+            return;
+        }
+        if self.count_error() {
+            return;
+        }
+        // §6.3.3 E1: ssthresh = max(cwnd/2, 4 MTU), cwnd = 1 MTU.
+        self.path.ssthresh = (self.path.cwnd / 2).max(4 * self.path.mtu);
+        self.path.cwnd = self.path.mtu;
+        self.path.partial_bytes_acked = 0;
+        // E2.
+        self.path.rto.back_off();
+        // E3: everything outstanding and not gap-acked is retransmitted.
+        for seq in self.sq.outstanding_seqs() {
+            let s = self.sq.slot_mut(seq);
+            if !s.gap_acked {
+                s.rtx = true;
+                s.in_flight = false;
+            }
+        }
+        self.path.flight = 0;
+        self.fast_recovery_exit = None;
+        self.timed = None;
+        self.arm(Timer::T3, now + self.path.rto.rto());
+    }
+
+    fn on_heartbeat_timer(&mut self, now: Instant) {
+        if !matches!(
+            self.state,
+            State::Established | State::ShutdownPending | State::ShutdownReceived
+        ) {
+            return;
+        }
+        if self.path.hb_nonce.is_some() {
+            // The last HEARTBEAT went unanswered for an RTO (§8.3).
+            if self.count_error() {
+                return;
+            }
+            self.path.rto.back_off();
+        }
+        self.path.hb_nonce = Some(self.prf.next_u64());
+        self.pending.heartbeat = true;
+        self.arm(Timer::Heartbeat, now + self.path.rto.rto());
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Transmit
+    // ------------------------------------------------------------------------------------
+
+    /// Writes the next packet to send into `buf` and returns its length (CRC32c filled), or
+    /// `None` when there is nothing to send now. Call until `None`.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let limit = buf.len().min(self.path.mtu);
+        let buf = &mut buf[..limit];
+        let len = self.build(now, buf)?;
+        crc32c::fill(&mut buf[..len]);
+        self.stats.packets_out += 1;
+        Some(len)
+    }
+
+    fn header(&self, vtag: u32) -> HeaderRepr {
+        HeaderRepr {
+            src_port: self.local_port,
+            dst_port: self.peer_port,
+            verification_tag: vtag,
+        }
+    }
+
+    fn build(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        // Packets that travel alone.
+        if let Some(cause) = self.pending.abort.take() {
+            return self.build_abort(buf, cause);
+        }
+        if self.pending.shutdown_complete {
+            self.pending.shutdown_complete = false;
+            let mut b = PacketBuilder::new(buf, &self.header(self.peer_tag)).ok()?;
+            b.push(&ChunkRepr::ShutdownComplete(ShutdownCompleteRepr {
+                t_bit: false,
+            }))
+            .ok()?;
+            return Some(b.packet_len());
+        }
+        if self.state == State::Closed {
+            return None;
+        }
+        if let Some(ack) = self.pending_init_ack.take() {
+            return self.build_init_ack(buf, &ack);
+        }
+        if self.pending.init && self.state == State::CookieWait {
+            self.pending.init = false;
+            let params = [ParamRepr::AdaptationLayerIndication(
+                self.cfg.adaptation_indication,
+            )];
+            let init = InitRepr {
+                initiate_tag: self.local_tag,
+                a_rwnd: self.cfg.a_rwnd,
+                outbound_streams: self.cfg.streams,
+                inbound_streams: self.cfg.streams,
+                initial_tsn: self.local_initial_tsn,
+                params: List::new(&params),
+            };
+            let mut b = PacketBuilder::new(buf, &self.header(0)).ok()?;
+            b.push(&ChunkRepr::Init(init)).ok()?;
+            return Some(b.packet_len());
+        }
+
+        let mut b = PacketBuilder::new(buf, &self.header(self.peer_tag)).ok()?;
+        let mut any = false;
+        let mut cookie_packet = false;
+        if self.pending.cookie_echo && self.state == State::CookieEchoed {
+            let ce = ChunkRepr::CookieEcho(CookieEchoRepr {
+                cookie: &self.peer_cookie,
+            });
+            if b.push(&ce).is_ok() {
+                self.pending.cookie_echo = false;
+                any = true;
+                cookie_packet = true;
+            }
+        }
+        if self.pending.cookie_ack && b.push(&ChunkRepr::CookieAck).is_ok() {
+            self.pending.cookie_ack = false;
+            any = true;
+        }
+        let data_next = self.data_ready(cookie_packet);
+        if self.pending.sack && (self.pending.sack_now || data_next || any) {
+            any |= self.push_sack(&mut b);
+        }
+        if let Some(n) = self.pending.hb_ack {
+            let info = &self.pending.hb_ack_info[..n];
+            if b.push(&ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info }))
+                .is_ok()
+            {
+                self.pending.hb_ack = None;
+                any = true;
+            }
+        }
+        if self.pending.heartbeat {
+            if let Some(nonce) = self.path.hb_nonce {
+                let mut info = [0u8; HB_INFO_LEN];
+                info[..8].copy_from_slice(&nonce.to_be_bytes());
+                info[8..].copy_from_slice(&now.as_nanos().to_be_bytes());
+                if b.push(&ChunkRepr::Heartbeat(HeartbeatRepr { info: &info }))
+                    .is_ok()
+                {
+                    self.pending.heartbeat = false;
+                    self.stats.heartbeats_out += 1;
+                    any = true;
+                }
+            } else {
+                self.pending.heartbeat = false;
+            }
+        }
+        if self.pending.causes[0].is_some() && self.push_error(&mut b) {
+            any = true;
+        }
+        if self.pending.shutdown && self.state == State::ShutdownSent {
+            let s = ChunkRepr::Shutdown(ShutdownRepr {
+                cum_tsn_ack: self.rx.cum_tsn(),
+            });
+            if b.push(&s).is_ok() {
+                self.pending.shutdown = false;
+                any = true;
+            }
+        } else {
+            self.pending.shutdown = false;
+        }
+        if self.pending.shutdown_ack && self.state == State::ShutdownAckSent {
+            if b.push(&ChunkRepr::ShutdownAck).is_ok() {
+                self.pending.shutdown_ack = false;
+                any = true;
+            }
+        } else {
+            self.pending.shutdown_ack = false;
+        }
+        if data_next {
+            any |= self.push_data(now, &mut b, cookie_packet);
+        }
+        if any {
+            Some(b.packet_len())
+        } else {
+            None
+        }
+    }
+
+    /// Whether DATA can go in the next packet (retransmissions or new data, §6.1).
+    fn data_ready(&self, cookie_packet: bool) -> bool {
+        let open = match self.state {
+            State::Established | State::ShutdownPending | State::ShutdownReceived => true,
+            State::CookieEchoed => cookie_packet && self.pending.data_with_cookie,
+            _ => false,
+        };
+        if !open {
+            return false;
+        }
+        let has_rtx = self.sq.outstanding_seqs().any(|seq| self.sq.slot(seq).rtx);
+        if has_rtx && (self.pending.fast_rtx || self.path.flight < self.path.cwnd) {
+            return true;
+        }
+        if let Some(seq) = self.sq.next_unsent() {
+            let size = book(self.sq.slot(seq).len);
+            return self.burst_budget > 0
+                && self.path.flight < self.path.cwnd
+                && (size <= self.peer_rwnd as usize || self.path.flight == 0);
+        }
+        false
+    }
+
+    fn push_sack(&mut self, b: &mut PacketBuilder<'_>) -> bool {
+        let n = self.rx.gap_blocks(&mut self.gaps);
+        let sack = ChunkRepr::Sack(SackRepr {
+            cum_tsn_ack: self.rx.cum_tsn(),
+            a_rwnd: self.cfg.a_rwnd,
+            gap_ack_blocks: List::new(&self.gaps[..n]),
+            dup_tsns: List::new(self.rx.dups()),
+        });
+        if b.push(&sack).is_err() {
+            return false;
+        }
+        self.rx.clear_dups();
+        self.pending.sack = false;
+        self.pending.sack_now = false;
+        self.pending.data_packets = 0;
+        self.stop(Timer::Sack);
+        self.stats.sacks_out += 1;
+        true
+    }
+
+    fn push_error(&mut self, b: &mut PacketBuilder<'_>) -> bool {
+        let bytes = &self.pending.error_bytes;
+        let mut causes = [CauseRepr::OutOfResource; MAX_PENDING_CAUSES];
+        let mut n = 0;
+        for c in self.pending.causes.iter().flatten() {
+            causes[n] = match *c {
+                PendingCause::InvalidStream(stream_id) => {
+                    CauseRepr::InvalidStreamIdentifier { stream_id }
+                }
+                PendingCause::UnrecognizedChunk { off, len } => CauseRepr::UnrecognizedChunkType {
+                    chunk: &bytes[off..off + len],
+                },
+                PendingCause::UnrecognizedParams { off, len } => {
+                    CauseRepr::UnrecognizedParameters {
+                        params: &bytes[off..off + len],
+                    }
+                }
+                PendingCause::StaleCookie(staleness) => CauseRepr::StaleCookie { staleness },
+                PendingCause::CookieWhileShuttingDown => CauseRepr::CookieReceivedWhileShuttingDown,
+            };
+            n += 1;
+        }
+        let e = ChunkRepr::Error(ErrorChunkRepr {
+            causes: List::new(&causes[..n]),
+        });
+        let ok = b.push(&e).is_ok();
+        // Sent or not (too big for the packet), the report is not retried.
+        self.pending.causes = [None; MAX_PENDING_CAUSES];
+        self.pending.error_bytes.clear();
+        ok
+    }
+
+    fn push_data(&mut self, now: Instant, b: &mut PacketBuilder<'_>, cookie_packet: bool) -> bool {
+        let mut any = false;
+        // Retransmissions first, oldest first (§6.3.3 E3, §7.2.4 step 3).
+        let fast = self.pending.fast_rtx;
+        for seq in self.sq.outstanding_seqs() {
+            let s = *self.sq.slot(seq);
+            if !s.rtx {
+                continue;
+            }
+            if !fast && self.path.flight >= self.path.cwnd {
+                break;
+            }
+            let d = DataRepr {
+                immediate: false,
+                unordered: true,
+                beginning: true,
+                ending: true,
+                tsn: s.tsn,
+                stream_id: s.stream,
+                ssn: 0,
+                ppid: s.ppid,
+                user_data: self.sq.payload(seq),
+            };
+            if b.push(&ChunkRepr::Data(d)).is_err() {
+                break;
+            }
+            let slot = self.sq.slot_mut(seq);
+            slot.rtx = false;
+            slot.in_flight = true;
+            slot.tx_count += 1;
+            slot.sent_at = now;
+            self.path.flight += book(s.len);
+            if fast {
+                self.stats.fast_retransmits += 1;
+            } else {
+                self.stats.t3_retransmits += 1;
+            }
+            any = true;
+            // §7.2.4 step 4 / §6.3.2 R4: restart T3 when the earliest outstanding TSN goes
+            // again, start it if it is not running.
+            if seq == self.sq.outstanding_seqs().start || !self.running(Timer::T3) {
+                self.arm(Timer::T3, now + self.path.rto.rto());
+            }
+        }
+        self.pending.fast_rtx = false;
+        if any {
+            // A packet with retransmissions carries no new data (keeps the cwnd rules simple
+            // and the retransmission small, §7.2.4 step 3).
+            return true;
+        }
+        // New data.
+        let mut sent_new = false;
+        while let Some(seq) = self.sq.next_unsent() {
+            let s = *self.sq.slot(seq);
+            let size = book(s.len);
+            if self.path.flight >= self.path.cwnd
+                || (size > self.peer_rwnd as usize && self.path.flight > 0)
+            {
+                break;
+            }
+            if cookie_packet && !self.pending.data_with_cookie {
+                break;
+            }
+            let d = DataRepr {
+                immediate: false,
+                unordered: true,
+                beginning: true,
+                ending: true,
+                tsn: self.next_tsn,
+                stream_id: s.stream,
+                ssn: 0,
+                ppid: s.ppid,
+                user_data: self.sq.payload(seq),
+            };
+            if b.push(&ChunkRepr::Data(d)).is_err() {
+                break;
+            }
+            let tsn = self.next_tsn;
+            self.next_tsn = tsn.wrapping_add(1);
+            let slot = self.sq.slot_mut(seq);
+            slot.tsn = tsn;
+            slot.tx_count = 1;
+            slot.sent_at = now;
+            slot.in_flight = true;
+            self.sq.mark_sent();
+            self.path.flight += size;
+            self.peer_rwnd = self.peer_rwnd.saturating_sub(size as u32);
+            self.stats.data_out += 1;
+            self.stats.bytes_out += s.len as u64;
+            if self.timed.is_none() {
+                self.timed = Some((tsn, now));
+            }
+            sent_new = true;
+        }
+        if cookie_packet {
+            self.pending.data_with_cookie = false;
+        }
+        if sent_new {
+            self.burst_budget = self.burst_budget.saturating_sub(1);
+            if !self.running(Timer::T3) {
+                self.arm(Timer::T3, now + self.path.rto.rto());
+            }
+            // The path is not idle (§8.3): push the heartbeat back.
+            if self.path.hb_nonce.is_none() {
+                self.arm_heartbeat(now);
+            }
+        }
+        sent_new
+    }
+
+    fn build_abort(&mut self, buf: &mut [u8], cause: AbortCause) -> Option<usize> {
+        let c = match cause {
+            AbortCause::User => CauseRepr::UserInitiatedAbort { reason: &[] },
+            AbortCause::Adaptation => CauseRepr::UserInitiatedAbort {
+                reason: ADAPTATION_REASON.as_bytes(),
+            },
+            AbortCause::Violation(info) => CauseRepr::ProtocolViolation {
+                info: info.as_bytes(),
+            },
+            AbortCause::NoUserData(tsn) => CauseRepr::NoUserData { tsn },
+        };
+        let causes = [c];
+        let abort = ChunkRepr::Abort(AbortRepr {
+            t_bit: false,
+            causes: List::new(&causes),
+        });
+        let mut b = PacketBuilder::new(buf, &self.header(self.peer_tag)).ok()?;
+        b.push(&abort).ok()?;
+        Some(b.packet_len())
+    }
+
+    fn build_init_ack(&mut self, buf: &mut [u8], ack: &PendingInitAck) -> Option<usize> {
+        let params = [
+            ParamRepr::AdaptationLayerIndication(self.cfg.adaptation_indication),
+            ParamRepr::StateCookie(&ack.cookie),
+        ];
+        let init_ack = InitAckRepr(InitRepr {
+            initiate_tag: ack.local_tag,
+            a_rwnd: self.cfg.a_rwnd,
+            outbound_streams: self.cfg.streams,
+            inbound_streams: self.cfg.streams,
+            initial_tsn: ack.local_tsn,
+            params: List::new(&params),
+        });
+        let mut b = PacketBuilder::new(buf, &self.header(ack.peer_tag)).ok()?;
+        b.push(&ChunkRepr::InitAck(init_ack)).ok()?;
+        Some(b.packet_len())
+    }
+}
+
+/// What to do with the rest of a packet after a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+const ORDERED_DATA: &str = "ordered DATA on a DDP association (RFC 5043 §10)";
+const FRAGMENTED_DATA: &str = "fragmented DATA on a DDP association (RFC 5043 §9)";
+/// The reason carried in the ABORT that refuses a peer without DDP's adaptation indication.
+pub const ADAPTATION_REASON: &str =
+    "RFC 5043 §11.1: DDP requires Adaptation Layer Indication 0x00000001";
+
+/// An INIT ACK an association owes (§5.2.1, §5.2.2).
+#[derive(Debug, Clone, Copy)]
+struct PendingInitAck {
+    cookie: [u8; super::cookie::COOKIE_LEN],
+    peer_tag: u32,
+    local_tag: u32,
+    local_tsn: u32,
+}
+
+/// The gap ack blocks of a SACK, checked: blocks that are empty, reversed or out of order are
+/// ignored (they acknowledge nothing).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GapAcks<'a> {
+    blocks: List<'a, GapAckBlock>,
+}
+
+impl GapAcks<'_> {
+    fn covers(&self, cum: u32, tsn: u32) -> bool {
+        let off = tsn.wrapping_sub(cum);
+        if off == 0 || off > u32::from(u16::MAX) {
+            return false;
+        }
+        let off = off as u16;
+        self.blocks
+            .iter()
+            .any(|g| g.start != 0 && g.start <= g.end && g.start <= off && off <= g.end)
+    }
+}

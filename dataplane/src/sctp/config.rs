@@ -1,0 +1,120 @@
+//! Association parameters: the protocol constants of RFC 9260 §16 and the sizes that bound an
+//! association's memory.
+
+use core::time::Duration;
+
+use crate::wire::sctp::ADAPTATION_INDICATION_DDP;
+
+/// Everything an association or endpoint is configured with. `Default` gives RFC 9260 §16's
+/// suggested values and DDP's adaptation indication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Our SCTP port.
+    pub local_port: u16,
+    /// Streams in each direction: OS = MIS in our INIT and INIT ACK (RFC 5043 §8); the
+    /// association uses the smallest of ours and the peer's two.
+    pub streams: u16,
+    /// The a_rwnd we advertise. Messages are handed to the layer above as they arrive (no
+    /// receive buffer is kept), so it stays constant.
+    pub a_rwnd: u32,
+    /// The largest SCTP packet (common header and chunks) for the path: the path MTU minus the
+    /// IP header. Messages larger than what one DATA chunk can carry in it are refused at the
+    /// source (RFC 5043 §9: no SCTP fragmentation).
+    pub path_mtu: usize,
+    pub rto_initial: Duration,
+    pub rto_min: Duration,
+    pub rto_max: Duration,
+    /// Max.Burst (§6.1 D): new-data packets sent in one go after a SACK or a timer.
+    pub max_burst: u32,
+    pub assoc_max_retrans: u32,
+    pub max_init_retransmits: u32,
+    pub valid_cookie_life: Duration,
+    /// T5-shutdown-guard (§9.2): how long the SHUTDOWN sender waits before it ABORTs;
+    /// RFC 9260 recommends 5 × RTO.Max.
+    pub shutdown_guard: Duration,
+    /// HB.interval (§8.3); `None` turns heartbeats off.
+    pub hb_interval: Option<Duration>,
+    /// Delayed SACK (§6.2): at most this long after unacknowledged DATA arrives ...
+    pub sack_delay: Duration,
+    /// ... and at least one SACK every this many packets with DATA.
+    pub sack_freq: u32,
+    /// Messages queued or in flight at once. With `path_mtu` this fixes the send buffer:
+    /// `send_slots * max_message()` bytes, allocated when the association is made.
+    pub send_slots: usize,
+    /// TSNs above the cumulative point the receiver can record (one bit each).
+    pub tsn_window: usize,
+    /// The Adaptation Layer Indication we send and require (RFC 5043 §5.1, §11.1).
+    pub adaptation_indication: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            local_port: 5002,
+            streams: 8,
+            a_rwnd: 131_072,
+            path_mtu: 1500 - 20,
+            rto_initial: Duration::from_secs(1),
+            rto_min: Duration::from_secs(1),
+            rto_max: Duration::from_secs(60),
+            max_burst: 4,
+            assoc_max_retrans: 10,
+            max_init_retransmits: 8,
+            valid_cookie_life: Duration::from_secs(60),
+            shutdown_guard: Duration::from_secs(300),
+            hb_interval: Some(Duration::from_secs(30)),
+            sack_delay: Duration::from_millis(200),
+            sack_freq: 2,
+            send_slots: 256,
+            tsn_window: 8192,
+            adaptation_indication: ADAPTATION_INDICATION_DDP,
+        }
+    }
+}
+
+/// Smallest path MTU we run on: RFC 5043 §9 requires DDP segments of 516 bytes without
+/// fragmentation, which with the common header and a DATA chunk header is 544.
+pub const MIN_PATH_MTU: usize =
+    516 + crate::wire::sctp::HEADER_LEN + crate::wire::sctp::DATA_HEADER_LEN;
+
+impl Config {
+    /// The largest message one unfragmented DATA chunk carries on `path_mtu`.
+    pub fn max_message(&self) -> usize {
+        max_message(self.path_mtu)
+    }
+
+    /// Checks the values that would make an association misbehave.
+    pub fn validate(&self) -> Result<(), &'static str> {
+        if self.local_port == 0 {
+            return Err("local_port must not be 0 (RFC 9260 §3.1)");
+        }
+        if self.streams == 0 {
+            return Err("streams must be at least 1");
+        }
+        if self.a_rwnd < crate::wire::sctp::MIN_A_RWND {
+            return Err("a_rwnd must be at least 1500 (RFC 9260 §3.3.2)");
+        }
+        if self.path_mtu < MIN_PATH_MTU || self.path_mtu > 65_535 {
+            return Err("path_mtu must be between 544 and 65535 bytes");
+        }
+        if self.rto_min > self.rto_max || self.rto_min.is_zero() {
+            return Err("need 0 < rto_min <= rto_max");
+        }
+        if self.send_slots == 0 || self.send_slots > 32_767 {
+            // RFC 5043 §10: DDP-SSN ordering needs fewer than 32768 chunks in flight per stream.
+            return Err("send_slots must be between 1 and 32767 (RFC 5043 §10)");
+        }
+        if self.max_burst == 0 || self.sack_freq == 0 {
+            return Err("max_burst and sack_freq must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// The largest message one unfragmented DATA chunk carries in an SCTP packet of `path_mtu`
+/// bytes.
+pub fn max_message(path_mtu: usize) -> usize {
+    // Rounded down to 4 so the padded chunk still fits.
+    (path_mtu.saturating_sub(crate::wire::sctp::HEADER_LEN + crate::wire::sctp::DATA_HEADER_LEN))
+        & !3
+}

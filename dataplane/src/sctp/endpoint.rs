@@ -1,0 +1,477 @@
+//! The SCTP endpoint: packets that match no association (RFC 9260 §8.4), answered without
+//! keeping any state. An INIT gets an INIT ACK whose State Cookie carries everything (§5.1.3),
+//! so an INIT flood costs CPU for an HMAC and no memory; a valid COOKIE ECHO becomes an
+//! [`Association`]. This is what the control thread runs; the data cores run associations.
+
+use std::net::IpAddr;
+
+use super::assoc::{Association, Deliver, ADAPTATION_REASON};
+use super::config::Config;
+use super::cookie::{Cookie, CookieKey, Prf, COOKIE_LEN};
+use super::time::Instant;
+use crate::wire::crc32c;
+use crate::wire::sctp::{
+    AbortRepr, CauseRepr, Chunk, ChunkRepr, ChunkType, ErrorChunkRepr, HeaderRepr, InitAckRepr,
+    InitChunk, InitRepr, List, Packet, PacketBuilder, ParamRepr, ShutdownCompleteRepr,
+    UnrecognizedAction, INIT_MIN_LEN,
+};
+
+/// Unrecognized parameters reported per INIT or INIT ACK; more are dropped silently.
+const MAX_UNRECOGNIZED: usize = 8;
+/// Longest Cookie Preservative we honour (RFC 9260 §5.2.6 lets the receiver ignore it).
+const MAX_PRESERVATIVE_MS: u32 = 60_000;
+
+/// What an INIT or INIT ACK's parameters say, walked with the §3.2.1 rules.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct InitParams<'a> {
+    pub adaptation: Option<u32>,
+    pub cookie: Option<&'a [u8]>,
+    pub cookie_preservative: Option<u32>,
+    /// (offset, length) of each parameter to report, within the parameter bytes.
+    unrecognized: [(usize, usize); MAX_UNRECOGNIZED],
+    n_unrecognized: usize,
+}
+
+impl InitParams<'_> {
+    pub fn unrecognized(&self) -> &[(usize, usize)] {
+        &self.unrecognized[..self.n_unrecognized]
+    }
+}
+
+/// Walks the parameters in order. Unknown ones follow their type's upper bits (§3.2.1): `00`
+/// stops the walk, `01` stops it and reports, `10` skips, `11` skips and reports. Reports are
+/// Unrecognized Parameter in an INIT ACK (answering INIT) or an ERROR bundled with the COOKIE
+/// ECHO (answering INIT ACK).
+pub(super) fn walk_init_params<'a>(
+    _chunk: &Chunk<&'a [u8]>,
+    init: &InitRepr<'a>,
+) -> InitParams<'a> {
+    let mut p = InitParams {
+        adaptation: None,
+        cookie: None,
+        cookie_preservative: None,
+        unrecognized: [(0, 0); MAX_UNRECOGNIZED],
+        n_unrecognized: 0,
+    };
+    let mut off = 0;
+    for param in init.params.iter() {
+        let len = param.param_len();
+        match param {
+            ParamRepr::AdaptationLayerIndication(v) => {
+                p.adaptation.get_or_insert(v);
+            }
+            ParamRepr::StateCookie(c) => {
+                p.cookie.get_or_insert(c);
+            }
+            ParamRepr::CookiePreservative(ms) => p.cookie_preservative = Some(ms),
+            ParamRepr::Unknown { param_type, .. } => {
+                let action = UnrecognizedAction::of_param_type(param_type);
+                if action.reports() && p.n_unrecognized < MAX_UNRECOGNIZED {
+                    p.unrecognized[p.n_unrecognized] = (off, len);
+                    p.n_unrecognized += 1;
+                }
+                if !action.continues() {
+                    break;
+                }
+            }
+            // Addresses (we are single-homed and reply to the packet's source), Supported
+            // Address Types, Supported Extensions (we list none, so the peer uses none) and
+            // Forward-TSN-Supported (not offered back, so PR-SCTP stays off) need nothing.
+            _ => {}
+        }
+        off += (len + 3) & !3;
+    }
+    p
+}
+
+/// The cookie for an INIT (§5.1.3, and §5.2.1/§5.2.2 with tie-tags).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn cookie_for_init(
+    cfg: &Config,
+    now: Instant,
+    init: &InitRepr<'_>,
+    params: &InitParams<'_>,
+    peer_addr: [u8; 16],
+    peer_port: u16,
+    local_tag: u32,
+    local_tsn: u32,
+    local_tie_tag: u32,
+    peer_tie_tag: u32,
+) -> Cookie {
+    let extra = params
+        .cookie_preservative
+        .unwrap_or(0)
+        .min(MAX_PRESERVATIVE_MS);
+    Cookie {
+        created: now,
+        lifespan: cfg.valid_cookie_life + core::time::Duration::from_millis(u64::from(extra)),
+        local_tag,
+        peer_tag: init.initiate_tag,
+        local_initial_tsn: local_tsn,
+        peer_initial_tsn: init.initial_tsn,
+        peer_a_rwnd: init.a_rwnd,
+        local_tie_tag,
+        peer_tie_tag,
+        peer_adaptation: params.adaptation.unwrap_or(0),
+        // RFC 5043 §8: one number both ways, the smallest anyone asked for.
+        streams: cfg
+            .streams
+            .min(init.outbound_streams)
+            .min(init.inbound_streams),
+        local_port: cfg.local_port,
+        peer_port,
+        peer_addr,
+    }
+}
+
+/// An address as the 16 bytes cookies bind to.
+pub fn addr_bytes(addr: IpAddr) -> [u8; 16] {
+    match addr {
+        IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+        IpAddr::V6(a) => a.octets(),
+    }
+}
+
+/// Why the endpoint dropped a packet without answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ignored {
+    BadChecksum,
+    Malformed,
+    /// Not our port.
+    WrongPort,
+    /// §8.4 rule 2: an out-of-the-blue ABORT.
+    Abort,
+    /// §8.4 rule 6: SHUTDOWN COMPLETE.
+    ShutdownComplete,
+    /// §8.4 rule 7: COOKIE ACK, or an ERROR (Stale Cookie or otherwise).
+    CookieAckOrError,
+    /// INIT with a non-zero tag or bundled with other chunks (§8.5.1 A, §6.10), or with an
+    /// Initiate Tag of 0 (§3.3.2).
+    BadInit,
+    /// COOKIE ECHO whose MAC does not verify, or that does not match the packet's tag, ports
+    /// or source address (§5.1.5 steps 1-2).
+    BadCookie,
+    /// The answer does not fit the output buffer.
+    NoRoom,
+}
+
+/// The endpoint's answer to a packet that matched no association.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Nothing to send (counted).
+    Ignored(Ignored),
+    /// A reply of this many bytes is in the output buffer (INIT ACK, ABORT, SHUTDOWN
+    /// COMPLETE, ERROR), CRC32c filled, to the packet's source.
+    Reply(usize),
+    /// A valid COOKIE ECHO made an association. It has processed the whole packet (DATA
+    /// bundled with the COOKIE ECHO was delivered) and has its COOKIE ACK to send.
+    Accepted(Box<Association>),
+}
+
+/// Counters of everything the endpoint saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    pub packets_in: u64,
+    pub inits: u64,
+    pub init_acks_out: u64,
+    pub cookies_accepted: u64,
+    pub bad_cookies: u64,
+    pub stale_cookies: u64,
+    /// INITs refused for their Adaptation Layer Indication (RFC 5043 §11.1).
+    pub adaptation_refused: u64,
+    /// INITs refused for a zero OS/MIS or a_rwnd below 1500 (§3.3.2).
+    pub invalid_inits: u64,
+    pub ootb_aborts_out: u64,
+    pub ootb_shutdown_completes_out: u64,
+    pub ignored: u64,
+    pub bad_checksum: u64,
+}
+
+/// The endpoint of one local port.
+#[derive(Debug)]
+pub struct Endpoint {
+    cfg: Config,
+    key: CookieKey,
+    prf: Prf,
+    next_label: u64,
+    stats: EndpointStats,
+}
+
+impl Endpoint {
+    /// `secret` keys the cookie MAC and every random value (verification tags, initial TSNs,
+    /// heartbeat nonces); it must come from a real random source in production.
+    pub fn new(cfg: Config, secret: [u8; 32]) -> Result<Self, &'static str> {
+        cfg.validate()?;
+        let key = CookieKey::new(secret);
+        Ok(Endpoint {
+            cfg,
+            key,
+            prf: Prf::new(key, u64::MAX),
+            next_label: 0,
+            stats: EndpointStats::default(),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    fn label(&mut self) -> u64 {
+        self.next_label += 1;
+        self.next_label
+    }
+
+    /// Active open towards `peer`: an association in COOKIE-WAIT whose first
+    /// `poll_transmit` is the INIT.
+    pub fn connect(&mut self, now: Instant, peer: IpAddr, peer_port: u16) -> Association {
+        let label = self.label();
+        Association::connect(self.cfg, self.key, label, now, addr_bytes(peer), peer_port)
+    }
+
+    fn ignore(&mut self, why: Ignored) -> Outcome {
+        self.stats.ignored += 1;
+        Outcome::Ignored(why)
+    }
+
+    /// A packet from `peer` that matched no association (§8.4). A reply goes into `out`.
+    pub fn handle<D: Deliver + ?Sized>(
+        &mut self,
+        now: Instant,
+        peer: IpAddr,
+        packet: &[u8],
+        out: &mut [u8],
+        rx: &mut D,
+    ) -> Outcome {
+        self.stats.packets_in += 1;
+        let pkt = match Packet::new_verified(packet) {
+            Ok(p) => p,
+            Err(crate::wire::Error::BadChecksum) => {
+                self.stats.bad_checksum += 1;
+                return self.ignore(Ignored::BadChecksum);
+            }
+            Err(_) => return self.ignore(Ignored::Malformed),
+        };
+        let Ok(hdr) = HeaderRepr::parse(&pkt) else {
+            return self.ignore(Ignored::Malformed);
+        };
+        if hdr.dst_port != self.cfg.local_port {
+            return self.ignore(Ignored::WrongPort);
+        }
+        let mut n_chunks = 0;
+        let mut first = None;
+        for c in pkt.chunks_ref() {
+            let Ok(c) = c else {
+                return self.ignore(Ignored::Malformed);
+            };
+            if c.chunk_type() == ChunkType::Abort {
+                return self.ignore(Ignored::Abort);
+            }
+            if first.is_none() {
+                first = Some(c);
+            }
+            n_chunks += 1;
+        }
+        let Some(first) = first else {
+            return self.ignore(Ignored::Malformed);
+        };
+        let reply_hdr = HeaderRepr {
+            src_port: hdr.dst_port,
+            dst_port: hdr.src_port,
+            verification_tag: hdr.verification_tag,
+        };
+        match first.chunk_type() {
+            ChunkType::Init => {
+                if hdr.verification_tag != 0 || n_chunks != 1 {
+                    return self.ignore(Ignored::BadInit);
+                }
+                self.on_init(now, peer, hdr, &first, out)
+            }
+            ChunkType::CookieEcho => self.on_cookie_echo(now, peer, hdr, &first, packet, out, rx),
+            ChunkType::ShutdownAck => {
+                // §8.4 rule 5: SHUTDOWN COMPLETE, tag reflected, T bit set.
+                self.stats.ootb_shutdown_completes_out += 1;
+                let sc = ChunkRepr::ShutdownComplete(ShutdownCompleteRepr { t_bit: true });
+                self.reply(out, &reply_hdr, &sc)
+            }
+            ChunkType::ShutdownComplete => self.ignore(Ignored::ShutdownComplete),
+            ChunkType::CookieAck | ChunkType::Error => self.ignore(Ignored::CookieAckOrError),
+            _ => {
+                // §8.4 rule 8: ABORT, tag reflected, T bit set.
+                self.stats.ootb_aborts_out += 1;
+                let abort = ChunkRepr::Abort(AbortRepr {
+                    t_bit: true,
+                    causes: List::empty(),
+                });
+                self.reply(out, &reply_hdr, &abort)
+            }
+        }
+    }
+
+    fn reply(&mut self, out: &mut [u8], hdr: &HeaderRepr, chunk: &ChunkRepr<'_>) -> Outcome {
+        let Ok(mut b) = PacketBuilder::new(out, hdr) else {
+            return self.ignore(Ignored::NoRoom);
+        };
+        if b.push(chunk).is_err() {
+            return self.ignore(Ignored::NoRoom);
+        }
+        let len = b.packet_len();
+        crc32c::fill(&mut out[..len]);
+        Outcome::Reply(len)
+    }
+
+    fn on_init(
+        &mut self,
+        now: Instant,
+        peer: IpAddr,
+        hdr: HeaderRepr,
+        chunk: &Chunk<&[u8]>,
+        out: &mut [u8],
+    ) -> Outcome {
+        self.stats.inits += 1;
+        let init = match InitRepr::parse(chunk) {
+            Ok(i) => i,
+            Err(crate::wire::Error::Malformed) => {
+                // §3.3.2: tag 0 is dropped; OS or MIS of 0, or a_rwnd below 1500, is answered
+                // with ABORT (Invalid Mandatory Parameter) on the INIT's own tag.
+                let tag = InitChunk::new_checked(chunk.bytes_ref())
+                    .map(|c| c.initiate_tag())
+                    .unwrap_or(0);
+                if tag == 0 {
+                    return self.ignore(Ignored::BadInit);
+                }
+                self.stats.invalid_inits += 1;
+                let causes = [CauseRepr::InvalidMandatoryParameter];
+                return self.abort_reply(out, hdr, tag, &causes);
+            }
+            Err(_) => return self.ignore(Ignored::Malformed),
+        };
+        let params = walk_init_params(chunk, &init);
+        if params.adaptation != Some(self.cfg.adaptation_indication) {
+            // RFC 5043 §11.1 (and §7.1: an endpoint restricted to DDP refuses the rest).
+            self.stats.adaptation_refused += 1;
+            let causes = [CauseRepr::UserInitiatedAbort {
+                reason: ADAPTATION_REASON.as_bytes(),
+            }];
+            return self.abort_reply(out, hdr, init.initiate_tag, &causes);
+        }
+        let local_tag = self.prf.nonzero_u32();
+        let local_tsn = self.prf.nonzero_u32();
+        let cookie = cookie_for_init(
+            &self.cfg,
+            now,
+            &init,
+            &params,
+            addr_bytes(peer),
+            hdr.src_port,
+            local_tag,
+            local_tsn,
+            0,
+            0,
+        )
+        .seal(&self.key);
+        let params_bytes = &chunk.bytes_ref()[INIT_MIN_LEN..];
+        let mut reprs = [ParamRepr::ForwardTsnSupported; 2 + MAX_UNRECOGNIZED];
+        reprs[0] = ParamRepr::AdaptationLayerIndication(self.cfg.adaptation_indication);
+        reprs[1] = ParamRepr::StateCookie(&cookie);
+        let mut n = 2;
+        for &(off, len) in params.unrecognized() {
+            // §3.3.3: each unrecognized parameter, whole, in an Unrecognized Parameter.
+            reprs[n] = ParamRepr::UnrecognizedParameter(&params_bytes[off..off + len]);
+            n += 1;
+        }
+        let ack = ChunkRepr::InitAck(InitAckRepr(InitRepr {
+            initiate_tag: local_tag,
+            a_rwnd: self.cfg.a_rwnd,
+            outbound_streams: self.cfg.streams,
+            inbound_streams: self.cfg.streams,
+            initial_tsn: local_tsn,
+            params: List::new(&reprs[..n]),
+        }));
+        let reply_hdr = HeaderRepr {
+            src_port: hdr.dst_port,
+            dst_port: hdr.src_port,
+            verification_tag: init.initiate_tag,
+        };
+        let r = self.reply(out, &reply_hdr, &ack);
+        if matches!(r, Outcome::Reply(_)) {
+            self.stats.init_acks_out += 1;
+        }
+        r
+    }
+
+    fn abort_reply(
+        &mut self,
+        out: &mut [u8],
+        hdr: HeaderRepr,
+        tag: u32,
+        causes: &[CauseRepr<'_>],
+    ) -> Outcome {
+        let reply_hdr = HeaderRepr {
+            src_port: hdr.dst_port,
+            dst_port: hdr.src_port,
+            verification_tag: tag,
+        };
+        let abort = ChunkRepr::Abort(AbortRepr {
+            t_bit: false,
+            causes: List::new(causes),
+        });
+        self.reply(out, &reply_hdr, &abort)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_cookie_echo<D: Deliver + ?Sized>(
+        &mut self,
+        now: Instant,
+        peer: IpAddr,
+        hdr: HeaderRepr,
+        chunk: &Chunk<&[u8]>,
+        packet: &[u8],
+        out: &mut [u8],
+        rx: &mut D,
+    ) -> Outcome {
+        let bytes = chunk.value_ref();
+        if bytes.len() != COOKIE_LEN {
+            self.stats.bad_cookies += 1;
+            return self.ignore(Ignored::BadCookie);
+        }
+        let Ok(c) = Cookie::open(bytes, &self.key) else {
+            self.stats.bad_cookies += 1;
+            return self.ignore(Ignored::BadCookie);
+        };
+        // §5.1.5 step 2: the packet's tag and ports, and (single-homed) its source, must be
+        // those the cookie was issued for.
+        if c.local_tag != hdr.verification_tag
+            || c.local_port != hdr.dst_port
+            || c.peer_port != hdr.src_port
+            || c.peer_addr != addr_bytes(peer)
+        {
+            self.stats.bad_cookies += 1;
+            return self.ignore(Ignored::BadCookie);
+        }
+        if let Some(staleness) = c.staleness(now) {
+            // §5.1.5 step 3: ERROR with Stale Cookie, on the peer's tag.
+            self.stats.stale_cookies += 1;
+            let causes = [CauseRepr::StaleCookie { staleness }];
+            let reply_hdr = HeaderRepr {
+                src_port: hdr.dst_port,
+                dst_port: hdr.src_port,
+                verification_tag: c.peer_tag,
+            };
+            let e = ChunkRepr::Error(ErrorChunkRepr {
+                causes: List::new(&causes),
+            });
+            return self.reply(out, &reply_hdr, &e);
+        }
+        self.stats.cookies_accepted += 1;
+        let label = self.label();
+        let mut a = Association::from_cookie(self.cfg, self.key, label, now, &c);
+        // The association takes the packet again: its COOKIE ECHO is case D of §5.2.4 (a
+        // no-op), then any DATA bundled after it is delivered and acknowledged.
+        let _ = a.handle(now, packet, rx);
+        Outcome::Accepted(Box::new(a))
+    }
+}

@@ -1,0 +1,147 @@
+//! The send buffer: a ring of fixed-size message slots, allocated once per association.
+//!
+//! Every message is one whole DATA chunk (RFC 5043 §9), so a slot holds exactly one message,
+//! TSNs are given out in ring order on first transmission, and the cumulative ack frees slots
+//! from the front. The ring has three parts: `[head, sent)` have TSNs and await acknowledgement,
+//! `[sent, tail)` wait for their first transmission.
+
+use super::time::Instant;
+
+/// Book-keeping for one message.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Slot {
+    pub stream: u16,
+    pub ppid: u32,
+    pub len: usize,
+    /// Valid once sent.
+    pub tsn: u32,
+    /// Last transmission.
+    pub sent_at: Instant,
+    /// Transmissions so far (Karn's rule: only `tx_count == 1` chunks are timed).
+    pub tx_count: u32,
+    /// Covered by a gap ack block of the latest SACK.
+    pub gap_acked: bool,
+    /// Counted in the flight size.
+    pub in_flight: bool,
+    /// Marked for retransmission (T3-rtx or fast retransmit).
+    pub rtx: bool,
+    /// Fast-retransmitted once already (RFC 9260 §7.2.4: only once per TSN).
+    pub fast_rtx_done: bool,
+    /// Miss indications (§7.2.4).
+    pub misses: u32,
+}
+
+#[derive(Debug)]
+pub struct SendQueue {
+    data: Box<[u8]>,
+    slots: Box<[Slot]>,
+    slot_size: usize,
+    head: u64,
+    sent: u64,
+    tail: u64,
+}
+
+impl SendQueue {
+    pub fn new(slots: usize, slot_size: usize) -> Self {
+        SendQueue {
+            data: vec![0; slots * slot_size].into_boxed_slice(),
+            slots: vec![Slot::default(); slots].into_boxed_slice(),
+            slot_size,
+            head: 0,
+            sent: 0,
+            tail: 0,
+        }
+    }
+
+    pub fn slot_size(&self) -> usize {
+        self.slot_size
+    }
+
+    fn idx(&self, seq: u64) -> usize {
+        (seq % self.slots.len() as u64) as usize
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.tail - self.head == self.slots.len() as u64
+    }
+
+    /// Nothing queued or awaiting acknowledgement.
+    pub fn is_empty(&self) -> bool {
+        self.tail == self.head
+    }
+
+    /// Messages with TSNs not yet cumulatively acknowledged.
+    pub fn outstanding(&self) -> u64 {
+        self.sent - self.head
+    }
+
+    pub fn queued(&self) -> u64 {
+        self.tail - self.head
+    }
+
+    /// Copies a message in; the caller has checked it fits a slot and the ring is not full.
+    pub fn push(&mut self, stream: u16, ppid: u32, msg: &[u8]) {
+        let i = self.idx(self.tail);
+        let off = i * self.slot_size;
+        self.data[off..off + msg.len()].copy_from_slice(msg);
+        self.slots[i] = Slot {
+            stream,
+            ppid,
+            len: msg.len(),
+            ..Slot::default()
+        };
+        self.tail += 1;
+    }
+
+    /// Sequence numbers of the messages awaiting acknowledgement, oldest first.
+    pub fn outstanding_seqs(&self) -> core::ops::Range<u64> {
+        self.head..self.sent
+    }
+
+    pub fn next_unsent(&self) -> Option<u64> {
+        (self.sent < self.tail).then_some(self.sent)
+    }
+
+    /// Moves the first unsent message into the outstanding part.
+    pub fn mark_sent(&mut self) {
+        debug_assert!(self.sent < self.tail);
+        self.sent += 1;
+    }
+
+    pub fn front(&self) -> Option<&Slot> {
+        (self.head < self.sent).then(|| &self.slots[self.idx(self.head)])
+    }
+
+    /// Frees the oldest outstanding message.
+    pub fn pop_front(&mut self) {
+        debug_assert!(self.head < self.sent);
+        self.head += 1;
+    }
+
+    pub fn slot(&self, seq: u64) -> &Slot {
+        &self.slots[self.idx(seq)]
+    }
+
+    pub fn slot_mut(&mut self, seq: u64) -> &mut Slot {
+        let i = self.idx(seq);
+        &mut self.slots[i]
+    }
+
+    pub fn payload(&self, seq: u64) -> &[u8] {
+        let i = self.idx(seq);
+        let off = i * self.slot_size;
+        &self.data[off..off + self.slots[i].len]
+    }
+
+    /// Drops every message (restart or close); returns how many were dropped unacknowledged.
+    pub fn clear(&mut self) -> u64 {
+        let n = self.tail - self.head;
+        self.head = self.tail;
+        self.sent = self.tail;
+        n
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.data.len() + self.slots.len() * core::mem::size_of::<Slot>()
+    }
+}

@@ -1,0 +1,221 @@
+//! The receiver's record of DATA TSNs (RFC 9260 §6.2): the cumulative TSN ack point, which TSNs
+//! above it arrived (for gap ack blocks) and which arrived twice (for the duplicate TSN list).
+//!
+//! Memory is fixed at creation: a ring bitmap of `window` bits above the cumulative point and a
+//! short duplicate list. A TSN beyond the window is refused, never recorded: the sender will
+//! retransmit it once the window has moved (RFC 9260 §6.2 lets a receiver drop DATA it has no
+//! room for, as long as it does not acknowledge it).
+
+use super::serial;
+use crate::wire::sctp::GapAckBlock;
+
+/// Duplicate TSNs remembered between two SACKs; more are counted but not listed.
+pub const MAX_DUP_TSNS: usize = 16;
+
+/// What [`TsnMap::insert`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Insert {
+    /// First arrival: deliver the chunk.
+    New,
+    /// At or below the cumulative point, or already recorded above it: do not deliver again;
+    /// reported in the next SACK's duplicate list.
+    Duplicate,
+    /// Too far above the cumulative point to record: drop without acknowledging.
+    OutOfWindow,
+}
+
+#[derive(Debug)]
+pub struct TsnMap {
+    /// The highest TSN received in sequence (the Cumulative TSN Ack of our SACKs).
+    cum_tsn: u32,
+    /// Highest TSN recorded, `cum_tsn` when nothing is above it.
+    highest: u32,
+    /// Bit `(base + d) % window` is TSN `cum_tsn + 1 + d`.
+    bits: Box<[u64]>,
+    base: usize,
+    dups: [u32; MAX_DUP_TSNS],
+    n_dups: usize,
+}
+
+impl TsnMap {
+    /// A map whose first expected TSN is `initial_tsn` (the peer's Initial TSN, RFC 9260
+    /// §5.1); `window` is rounded up to a multiple of 64 and at most 32768, so gap ack offsets
+    /// fit their 16 bits.
+    pub fn new(initial_tsn: u32, window: usize) -> Self {
+        let words = window.clamp(64, 32768).div_ceil(64);
+        TsnMap {
+            cum_tsn: initial_tsn.wrapping_sub(1),
+            highest: initial_tsn.wrapping_sub(1),
+            bits: vec![0; words].into_boxed_slice(),
+            base: 0,
+            dups: [0; MAX_DUP_TSNS],
+            n_dups: 0,
+        }
+    }
+
+    fn window(&self) -> usize {
+        self.bits.len() * 64
+    }
+
+    fn bit(&self, d: usize) -> bool {
+        let i = (self.base + d) % self.window();
+        self.bits[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    fn set(&mut self, d: usize, on: bool) {
+        let i = (self.base + d) % self.window();
+        if on {
+            self.bits[i / 64] |= 1 << (i % 64);
+        } else {
+            self.bits[i / 64] &= !(1 << (i % 64));
+        }
+    }
+
+    pub fn cum_tsn(&self) -> u32 {
+        self.cum_tsn
+    }
+
+    /// Whether TSNs above the cumulative point have arrived (RFC 9260 §6.7: while gaps exist,
+    /// every arriving DATA is SACKed at once).
+    pub fn has_gaps(&self) -> bool {
+        self.highest != self.cum_tsn
+    }
+
+    /// Records `tsn`.
+    pub fn insert(&mut self, tsn: u32) -> Insert {
+        if serial::le(tsn, self.cum_tsn) {
+            self.note_dup(tsn);
+            return Insert::Duplicate;
+        }
+        let d = tsn.wrapping_sub(self.cum_tsn).wrapping_sub(1) as usize;
+        if d >= self.window() {
+            return Insert::OutOfWindow;
+        }
+        if self.bit(d) {
+            self.note_dup(tsn);
+            return Insert::Duplicate;
+        }
+        self.set(d, true);
+        if serial::gt(tsn, self.highest) {
+            self.highest = tsn;
+        }
+        // Move the cumulative point over every TSN now in sequence.
+        while self.bit(0) {
+            self.set(0, false);
+            self.base = (self.base + 1) % self.window();
+            self.cum_tsn = self.cum_tsn.wrapping_add(1);
+        }
+        Insert::New
+    }
+
+    fn note_dup(&mut self, tsn: u32) {
+        if self.n_dups < MAX_DUP_TSNS {
+            self.dups[self.n_dups] = tsn;
+            self.n_dups += 1;
+        }
+    }
+
+    /// The duplicates since the last [`TsnMap::clear_dups`].
+    pub fn dups(&self) -> &[u32] {
+        &self.dups[..self.n_dups]
+    }
+
+    pub fn clear_dups(&mut self) {
+        self.n_dups = 0;
+    }
+
+    /// Writes the gap ack blocks (RFC 9260 §3.3.4: offsets from the cumulative TSN, in order)
+    /// into `out` and returns how many; stops when `out` is full (the SACK then reports fewer
+    /// blocks, which the sender reads as "not yet received", never as acknowledged).
+    pub fn gap_blocks(&self, out: &mut [GapAckBlock]) -> usize {
+        let span = self.highest.wrapping_sub(self.cum_tsn) as usize;
+        let mut n = 0;
+        let mut d = 0;
+        while d < span && n < out.len() {
+            if !self.bit(d) {
+                d += 1;
+                continue;
+            }
+            let start = d;
+            while d < span && self.bit(d) {
+                d += 1;
+            }
+            // Offsets are 1-based (TSN cum+1 is offset 1); window <= 32768 keeps them in u16.
+            out[n] = GapAckBlock {
+                start: (start + 1) as u16,
+                end: d as u16,
+            };
+            n += 1;
+        }
+        n
+    }
+
+    /// Memory held, for the per-association bound.
+    pub fn heap_bytes(&self) -> usize {
+        self.bits.len() * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(m: &TsnMap) -> Vec<(u16, u16)> {
+        let mut out = [GapAckBlock { start: 0, end: 0 }; 8];
+        let n = m.gap_blocks(&mut out);
+        out[..n].iter().map(|b| (b.start, b.end)).collect()
+    }
+
+    /// RFC 9260 §3.3.4's own example: received 1..=2 (cum 2), then 4, 5, 7, and 2 twice.
+    #[test]
+    fn rfc_9260_3_3_4_example() {
+        let mut m = TsnMap::new(1, 256);
+        assert_eq!(m.insert(1), Insert::New);
+        assert_eq!(m.insert(2), Insert::New);
+        assert_eq!(m.insert(4), Insert::New);
+        assert_eq!(m.insert(5), Insert::New);
+        assert_eq!(m.insert(7), Insert::New);
+        assert_eq!(m.insert(2), Insert::Duplicate);
+        assert_eq!(m.cum_tsn(), 2);
+        assert_eq!(blocks(&m), vec![(2, 3), (5, 5)]);
+        assert_eq!(m.dups(), &[2]);
+        assert!(m.has_gaps());
+        assert_eq!(m.insert(3), Insert::New);
+        assert_eq!(m.cum_tsn(), 5);
+        assert_eq!(blocks(&m), vec![(2, 2)]);
+        assert_eq!(m.insert(6), Insert::New);
+        assert_eq!(m.cum_tsn(), 7);
+        assert!(!m.has_gaps());
+        assert!(blocks(&m).is_empty());
+    }
+
+    #[test]
+    fn wraps_tsn_and_ring() {
+        let mut m = TsnMap::new(u32::MAX - 100, 64);
+        for i in 0..1000u32 {
+            assert_eq!(m.insert((u32::MAX - 100).wrapping_add(i)), Insert::New);
+        }
+        assert_eq!(m.cum_tsn(), (u32::MAX - 100).wrapping_add(999));
+    }
+
+    #[test]
+    fn refuses_beyond_window_without_recording() {
+        let mut m = TsnMap::new(10, 64);
+        assert_eq!(m.insert(10 + 64), Insert::OutOfWindow);
+        assert_eq!(m.insert(10 + 63), Insert::New);
+        assert!(m.has_gaps());
+        assert_eq!(m.cum_tsn(), 9);
+    }
+
+    #[test]
+    fn duplicate_list_is_bounded() {
+        let mut m = TsnMap::new(1, 64);
+        m.insert(1);
+        for _ in 0..40 {
+            assert_eq!(m.insert(1), Insert::Duplicate);
+        }
+        assert_eq!(m.dups().len(), MAX_DUP_TSNS);
+        m.clear_dups();
+        assert!(m.dups().is_empty());
+    }
+}
