@@ -620,6 +620,10 @@ impl Association {
 
     /// Processes one SCTP packet (common header and chunks; the IP layer has been removed).
     /// Messages are handed to `rx` as their DATA chunks are processed.
+    ///
+    /// Call [`Association::poll_transmit`] before the next `handle`: while TSNs are missing,
+    /// every packet with DATA is owed its own SACK (RFC 9260 §6.7), and the peer's fast
+    /// retransmit counts those SACKs (§7.2.4); polling once per burst would merge them.
     pub fn handle<D: Deliver + ?Sized>(
         &mut self,
         now: Instant,

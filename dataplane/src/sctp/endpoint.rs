@@ -64,8 +64,11 @@ pub(super) fn walk_init_params<'a>(
                 p.cookie.get_or_insert(c);
             }
             ParamRepr::CookiePreservative(ms) => p.cookie_preservative = Some(ms),
-            ParamRepr::Unknown { param_type, .. } => {
-                let action = UnrecognizedAction::of_param_type(param_type);
+            // We parse Forward-TSN-Supported but do not implement PR-SCTP: to the
+            // association it is unrecognized, and its type bits (11) say skip and report
+            // (RFC 3758 §3.1, RFC 9260 §3.2.1).
+            ParamRepr::ForwardTsnSupported | ParamRepr::Unknown { .. } => {
+                let action = UnrecognizedAction::of_param_type(u16::from(param.param_type()));
                 if action.reports() && p.n_unrecognized < MAX_UNRECOGNIZED {
                     p.unrecognized[p.n_unrecognized] = (off, len);
                     p.n_unrecognized += 1;
@@ -75,8 +78,8 @@ pub(super) fn walk_init_params<'a>(
                 }
             }
             // Addresses (we are single-homed and reply to the packet's source), Supported
-            // Address Types, Supported Extensions (we list none, so the peer uses none) and
-            // Forward-TSN-Supported (not offered back, so PR-SCTP stays off) need nothing.
+            // Address Types and Supported Extensions (we list none back, so the peer uses
+            // none) need nothing.
             _ => {}
         }
         off += (len + 3) & !3;

@@ -1,0 +1,1083 @@
+//! One test per protocol rule of the association engine: each drives our endpoint and
+//! association with hand-made or intercepted packets and checks exactly what the RFC says.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use ddpdk_dataplane::sctp::{
+    Association, CloseReason, Config, Discard, Endpoint, Event, Ignored, Instant, Message, Outcome,
+    SendError, State, ADAPTATION_REASON,
+};
+use ddpdk_dataplane::wire::crc32c;
+use ddpdk_dataplane::wire::sctp::{
+    AbortRepr, CauseRepr, ChunkRepr, DataRepr, HeaderRepr, InitRepr, List, Packet, PacketBuilder,
+    ParamRepr, SackRepr, ShutdownCompleteRepr, UnknownChunkRepr,
+};
+
+const C_PORT: u16 = 5001;
+const S_PORT: u16 = 5002;
+const C_ADDR: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
+const S_ADDR: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
+
+fn t(ms: u64) -> Instant {
+    Instant::from_nanos(1_000_000_000 + ms * 1_000_000)
+}
+
+fn cfg(port: u16) -> Config {
+    Config {
+        local_port: port,
+        rto_initial: Duration::from_millis(100),
+        rto_min: Duration::from_millis(100),
+        rto_max: Duration::from_millis(800),
+        hb_interval: None,
+        ..Config::default()
+    }
+}
+
+fn endpoint(port: u16, seed: u8) -> Endpoint {
+    Endpoint::new(cfg(port), [seed; 32]).unwrap()
+}
+
+/// Builds a packet from chunks, CRC32c filled.
+fn packet(src: u16, dst: u16, vtag: u32, chunks: &[ChunkRepr<'_>]) -> Vec<u8> {
+    let mut buf = vec![0u8; 9000];
+    let hdr = HeaderRepr {
+        src_port: src,
+        dst_port: dst,
+        verification_tag: vtag,
+    };
+    let mut b = PacketBuilder::new(&mut buf, &hdr).unwrap();
+    for c in chunks {
+        b.push(c).unwrap();
+    }
+    let n = b.packet_len();
+    buf.truncate(n);
+    crc32c::fill(&mut buf);
+    buf
+}
+
+/// The chunks of a packet, parsed (the packet must be valid).
+fn chunks(p: &[u8]) -> Vec<ChunkRepr<'_>> {
+    let pkt = Packet::new_verified(p).unwrap();
+    pkt.chunks_ref()
+        .map(|c| ChunkRepr::parse(&c.unwrap()).unwrap())
+        .collect()
+}
+
+fn vtag(p: &[u8]) -> u32 {
+    Packet::new_checked(p).unwrap().verification_tag()
+}
+
+fn drain(a: &mut Association, now: Instant) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while let Some(n) = a.poll_transmit(now, &mut buf) {
+        out.push(buf[..n].to_vec());
+    }
+    out
+}
+
+fn events(a: &mut Association) -> Vec<Event> {
+    std::iter::from_fn(|| a.poll_event()).collect()
+}
+
+fn ignore(_: Message<'_>) {}
+
+fn init_chunk(tag: u32, params: &[ParamRepr<'_>]) -> Vec<u8> {
+    let init = ChunkRepr::Init(InitRepr {
+        initiate_tag: tag,
+        a_rwnd: 65536,
+        outbound_streams: 4,
+        inbound_streams: 4,
+        initial_tsn: 1000,
+        params: List::new(params),
+    });
+    packet(C_PORT, S_PORT, 0, &[init])
+}
+
+/// A connected pair over a perfect, instant network: the client's association and the
+/// server's, after the four-way handshake.
+struct Pair {
+    c: Association,
+    s: Association,
+    got_c: Vec<(u16, u32, Vec<u8>)>,
+    got_s: Vec<(u16, u32, Vec<u8>)>,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let mut cep = endpoint(C_PORT, 1);
+        let mut sep = endpoint(S_PORT, 2);
+        let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+        let mut out = vec![0u8; 65536];
+        let init = drain(&mut c, t(0));
+        let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+            panic!("INIT not answered")
+        };
+        c.handle(t(1), &out[..n], &mut ignore).unwrap();
+        let echo = drain(&mut c, t(1));
+        let Outcome::Accepted(s) = sep.handle(t(1), C_ADDR, &echo[0], &mut out, &mut ignore) else {
+            panic!("COOKIE ECHO not accepted")
+        };
+        let mut p = Pair {
+            c,
+            s: *s,
+            got_c: Vec::new(),
+            got_s: Vec::new(),
+        };
+        p.exchange(t(2), |_, _| true);
+        assert_eq!(p.c.state(), State::Established);
+        assert_eq!(p.s.state(), State::Established);
+        p
+    }
+
+    /// Moves packets both ways until both are quiet, one packet at a time with the receiver
+    /// polled after each (the engine's contract: SACKs reporting gaps are due per packet,
+    /// RFC 9260 §6.7); `keep(to_server, packet)` may drop some. Returns the packets that
+    /// crossed, in order, with their direction.
+    fn exchange(
+        &mut self,
+        now: Instant,
+        mut keep: impl FnMut(bool, &[u8]) -> bool,
+    ) -> Vec<(bool, Vec<u8>)> {
+        let mut log = Vec::new();
+        let mut queue: std::collections::VecDeque<(bool, Vec<u8>)> = Default::default();
+        queue.extend(drain(&mut self.c, now).into_iter().map(|p| (true, p)));
+        queue.extend(drain(&mut self.s, now).into_iter().map(|p| (false, p)));
+        while let Some((to_server, p)) = queue.pop_front() {
+            if !keep(to_server, &p) {
+                continue;
+            }
+            let (rx, got) = if to_server {
+                (&mut self.s, &mut self.got_s)
+            } else {
+                (&mut self.c, &mut self.got_c)
+            };
+            let _ = rx.handle(now, &p, &mut |m: Message<'_>| {
+                got.push((m.stream, m.ppid, m.data.to_vec()))
+            });
+            log.push((to_server, p));
+            queue.extend(drain(&mut self.c, now).into_iter().map(|p| (true, p)));
+            queue.extend(drain(&mut self.s, now).into_iter().map(|p| (false, p)));
+        }
+        log
+    }
+
+    /// Fires both sides' timers due at `now`.
+    fn tick(&mut self, now: Instant) {
+        for a in [&mut self.c, &mut self.s] {
+            if a.poll_timeout().is_some_and(|x| x <= now) {
+                a.handle_timeout(now);
+            }
+        }
+    }
+}
+
+fn has<'a>(cs: &[ChunkRepr<'a>], f: impl Fn(&ChunkRepr<'a>) -> bool) -> bool {
+    cs.iter().any(f)
+}
+
+// ---------------------------------------------------------------------------------------
+// Handshake and cookie (RFC 9260 §5.1)
+// ---------------------------------------------------------------------------------------
+
+/// §5.1.3: the responder keeps no state before a valid COOKIE ECHO, so any number of INITs
+/// costs it nothing: 10000 INITs each get an INIT ACK, and the cookie of the very first one is
+/// still accepted after all the others (its state travelled in the cookie).
+#[test]
+fn init_flood_keeps_no_state_5_1_3() {
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 2048];
+    let ali = [ParamRepr::AdaptationLayerIndication(1)];
+    let mut first_ack = None;
+    for i in 0..10_000u32 {
+        let init = init_chunk(0x1000 + i, &ali);
+        match sep.handle(t(0), C_ADDR, &init, &mut out, &mut ignore) {
+            Outcome::Reply(n) => {
+                if first_ack.is_none() {
+                    first_ack = Some(out[..n].to_vec());
+                }
+            }
+            o => panic!("INIT {i}: {o:?}"),
+        }
+    }
+    assert_eq!(sep.stats().init_acks_out, 10_000);
+    let ack = first_ack.unwrap();
+    let cs = chunks(&ack);
+    let ChunkRepr::InitAck(ia) = cs[0] else {
+        panic!("not an INIT ACK")
+    };
+    assert_eq!(
+        vtag(&ack),
+        0x1000,
+        "INIT ACK carries the INIT's Initiate Tag"
+    );
+    assert_eq!(ia.0.adaptation_indication(), Some(1), "RFC 5043 §5.1");
+    assert_eq!(ia.0.outbound_streams, ia.0.inbound_streams, "RFC 5043 §8");
+    let cookie = ia.state_cookie().unwrap();
+    let echo = packet(
+        C_PORT,
+        S_PORT,
+        ia.0.initiate_tag,
+        &[ChunkRepr::CookieEcho(
+            ddpdk_dataplane::wire::sctp::CookieEchoRepr { cookie },
+        )],
+    );
+    let Outcome::Accepted(mut a) = sep.handle(t(10), C_ADDR, &echo, &mut out, &mut ignore) else {
+        panic!("first cookie refused after the flood")
+    };
+    assert_eq!(a.peer_tag(), 0x1000);
+    assert_eq!(a.state(), State::Established);
+    let reply = drain(&mut a, t(10));
+    assert!(has(&chunks(&reply[0]), |c| matches!(
+        c,
+        ChunkRepr::CookieAck
+    )));
+}
+
+fn handshake_to_echo() -> (Endpoint, Association, Vec<u8>) {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut sep = endpoint(S_PORT, 2);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let mut out = vec![0u8; 65536];
+    let init = drain(&mut c, t(0));
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!()
+    };
+    c.handle(t(1), &out[..n], &mut ignore).unwrap();
+    let echo = drain(&mut c, t(1)).remove(0);
+    (sep, c, echo)
+}
+
+/// §5.1.5 steps 1-2: a cookie whose MAC fails, or a COOKIE ECHO on another tag, from another
+/// address, is silently discarded; nothing is created.
+#[test]
+fn forged_or_misdirected_cookie_is_discarded_5_1_5() {
+    let (mut sep, _c, echo) = handshake_to_echo();
+    let mut out = vec![0u8; 2048];
+    let mut forged = echo.clone();
+    let last = forged.len() - 1;
+    forged[last - 8] ^= 0x01; // inside the cookie's MAC
+    crc32c::fill(&mut forged);
+    assert!(matches!(
+        sep.handle(t(2), C_ADDR, &forged, &mut out, &mut ignore),
+        Outcome::Ignored(Ignored::BadCookie)
+    ));
+    let mut wrong_tag = echo.clone();
+    wrong_tag[4] ^= 0xff;
+    crc32c::fill(&mut wrong_tag);
+    assert!(matches!(
+        sep.handle(t(2), C_ADDR, &wrong_tag, &mut out, &mut ignore),
+        Outcome::Ignored(Ignored::BadCookie)
+    ));
+    let elsewhere = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 99));
+    assert!(matches!(
+        sep.handle(t(2), elsewhere, &echo, &mut out, &mut ignore),
+        Outcome::Ignored(Ignored::BadCookie)
+    ));
+    assert_eq!(sep.stats().bad_cookies, 3);
+    assert!(matches!(
+        sep.handle(t(2), C_ADDR, &echo, &mut out, &mut ignore),
+        Outcome::Accepted(_)
+    ));
+}
+
+/// §5.1.5 step 3: past Valid.Cookie.Life the COOKIE ECHO gets an ERROR with Stale Cookie
+/// (staleness in microseconds) on the peer's tag; the client starts over with an INIT
+/// (§5.2.6).
+#[test]
+fn stale_cookie_is_answered_and_the_client_starts_over_5_1_5() {
+    let (mut sep, mut c, echo) = handshake_to_echo();
+    let mut out = vec![0u8; 2048];
+    let late = t(1) + Duration::from_secs(60) + Duration::from_millis(3);
+    let Outcome::Reply(n) = sep.handle(late, C_ADDR, &echo, &mut out, &mut ignore) else {
+        panic!("stale cookie not answered")
+    };
+    assert_eq!(vtag(&out[..n]), c.local_tag());
+    let cs = chunks(&out[..n]);
+    let ChunkRepr::Error(e) = cs[0] else { panic!() };
+    let staleness = match e.causes.iter().next().unwrap() {
+        CauseRepr::StaleCookie { staleness } => staleness,
+        other => panic!("{other:?}"),
+    };
+    assert!((2_000..=4_000).contains(&staleness), "{staleness} us");
+    c.handle(late, &out[..n], &mut ignore).unwrap();
+    assert_eq!(c.state(), State::CookieWait);
+    let again = drain(&mut c, late);
+    assert!(matches!(chunks(&again[0])[0], ChunkRepr::Init(_)));
+}
+
+/// §5.1 (and issue 4): DATA bundled with the COOKIE ECHO is accepted and delivered by the new
+/// association, and acknowledged with the COOKIE ACK.
+#[test]
+fn data_bundled_with_cookie_echo_is_delivered() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut sep = endpoint(S_PORT, 2);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    c.send(1, 16, b"early bird").unwrap();
+    let mut out = vec![0u8; 65536];
+    let init = drain(&mut c, t(0));
+    assert_eq!(init.len(), 1, "INIT travels alone");
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!()
+    };
+    c.handle(t(1), &out[..n], &mut ignore).unwrap();
+    let echo = drain(&mut c, t(1));
+    let cs = chunks(&echo[0]);
+    assert!(
+        matches!(cs[0], ChunkRepr::CookieEcho(_)),
+        "COOKIE ECHO first"
+    );
+    assert!(has(
+        &cs,
+        |c| matches!(c, ChunkRepr::Data(d) if d.user_data == b"early bird")
+    ));
+    let mut got = Vec::new();
+    let Outcome::Accepted(mut s) =
+        sep.handle(t(1), C_ADDR, &echo[0], &mut out, &mut |m: Message<'_>| {
+            got.push((m.stream, m.ppid, m.data.to_vec()))
+        })
+    else {
+        panic!()
+    };
+    assert_eq!(got, vec![(1, 16, b"early bird".to_vec())]);
+    let reply = drain(&mut s, t(1));
+    let cs = chunks(&reply[0]);
+    assert!(matches!(cs[0], ChunkRepr::CookieAck));
+    assert!(has(&cs, |c| matches!(c, ChunkRepr::Sack(_))));
+}
+
+/// T1-init (§5.1 A, §5.1.6 of RFC 9260 §5.1): an unanswered INIT is retransmitted with a
+/// doubled RTO, Max.Init.Retransmits times, and then the association fails.
+#[test]
+fn unanswered_init_retransmits_then_fails_5_1() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let mut sent = vec![t(0)];
+    drain(&mut c, t(0));
+    while let Some(at) = c.poll_timeout() {
+        c.handle_timeout(at);
+        if !drain(&mut c, at).is_empty() {
+            sent.push(at);
+        }
+    }
+    assert_eq!(sent.len(), 1 + cfg(C_PORT).max_init_retransmits as usize);
+    let gaps: Vec<u64> = sent
+        .windows(2)
+        .map(|w| (w[1].as_nanos() - w[0].as_nanos()) / 1_000_000)
+        .collect();
+    assert_eq!(&gaps[..4], &[100, 200, 400, 800], "RTO doubles to RTO.Max");
+    assert!(gaps[4..].iter().all(|&g| g == 800));
+    assert_eq!(events(&mut c), vec![Event::Closed(CloseReason::InitFailed)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Adaptation Layer Indication (RFC 5043 §5.1, §11.1)
+// ---------------------------------------------------------------------------------------
+
+/// RFC 5043 §11.1: an INIT without DDP's indication, or with another value, is refused with
+/// ABORT on the INIT's tag, carrying a reason, and counted.
+#[test]
+fn init_without_ddp_adaptation_is_refused_5043_11_1() {
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 2048];
+    for (tag, params) in [
+        (7u32, &[][..]),
+        (8, &[ParamRepr::AdaptationLayerIndication(2)][..]),
+    ] {
+        let init = init_chunk(tag, params);
+        let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init, &mut out, &mut ignore) else {
+            panic!()
+        };
+        assert_eq!(vtag(&out[..n]), tag);
+        let cs = chunks(&out[..n]);
+        let ChunkRepr::Abort(a) = cs[0] else { panic!() };
+        assert!(!a.t_bit);
+        assert_eq!(
+            a.causes.iter().next(),
+            Some(CauseRepr::UserInitiatedAbort {
+                reason: ADAPTATION_REASON.as_bytes()
+            })
+        );
+    }
+    assert_eq!(sep.stats().adaptation_refused, 2);
+    assert_eq!(sep.stats().init_acks_out, 0);
+}
+
+/// RFC 5043 §11.1 on the active side: an INIT ACK without the indication ends the association
+/// with ABORT, reported as AdaptationRefused.
+#[test]
+fn init_ack_without_ddp_adaptation_is_refused_5043_11_1() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let init = drain(&mut c, t(0));
+    let ChunkRepr::Init(i) = chunks(&init[0])[0] else {
+        panic!()
+    };
+    let cookie = [0u8; 8];
+    let params = [ParamRepr::StateCookie(&cookie)];
+    let ack = ChunkRepr::InitAck(ddpdk_dataplane::wire::sctp::InitAckRepr(InitRepr {
+        initiate_tag: 0xabcd,
+        a_rwnd: 65536,
+        outbound_streams: 4,
+        inbound_streams: 4,
+        initial_tsn: 5,
+        params: List::new(&params),
+    }));
+    let p = packet(S_PORT, C_PORT, i.initiate_tag, &[ack]);
+    c.handle(t(1), &p, &mut ignore).unwrap();
+    assert_eq!(
+        events(&mut c),
+        vec![Event::Closed(CloseReason::AdaptationRefused { peer: None })]
+    );
+    let out = drain(&mut c, t(1));
+    assert_eq!(vtag(&out[0]), 0xabcd);
+    assert!(matches!(chunks(&out[0])[0], ChunkRepr::Abort(_)));
+    assert_eq!(c.stats().adaptation_refused, 1);
+    assert!(c.is_closed());
+}
+
+/// RFC 9260 §3.2.1: unknown INIT parameters follow their type's upper bits. 0x8xxx (10) is
+/// skipped silently; 0xCxxx (11) is skipped and reported in the INIT ACK as Unrecognized
+/// Parameter; 0x4xxx (01) stops the walk and is reported; after a stop, later parameters
+/// (here the ALI) are not processed.
+#[test]
+fn unknown_init_parameters_follow_3_2_1() {
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 2048];
+    let skip = ParamRepr::Unknown {
+        param_type: 0x8123,
+        value: b"skip",
+    };
+    let report = ParamRepr::Unknown {
+        param_type: 0xC123,
+        value: b"report",
+    };
+    let params = [skip, ParamRepr::AdaptationLayerIndication(1), report];
+    let init = init_chunk(9, &params);
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init, &mut out, &mut ignore) else {
+        panic!()
+    };
+    let cs = chunks(&out[..n]);
+    let ChunkRepr::InitAck(ia) = cs[0] else {
+        panic!()
+    };
+    let reported: Vec<&[u8]> =
+        ia.0.params
+            .iter()
+            .filter_map(|p| match p {
+                ParamRepr::UnrecognizedParameter(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+    // The report holds the whole parameter: type 0xC123, length 10, "report".
+    assert_eq!(reported, vec![&b"\xc1\x23\x00\x0areport"[..]]);
+    // A 01 parameter before the ALI stops the walk: the ALI is never seen, so the INIT is
+    // refused, and the stopping parameter is reported (01 = stop and report).
+    let stop = ParamRepr::Unknown {
+        param_type: 0x4123,
+        value: b"stop",
+    };
+    let init = init_chunk(10, &[stop, ParamRepr::AdaptationLayerIndication(1)]);
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init, &mut out, &mut ignore) else {
+        panic!()
+    };
+    assert!(matches!(chunks(&out[..n])[0], ChunkRepr::Abort(_)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Out of the blue (§8.4) and verification tags (§8.5)
+// ---------------------------------------------------------------------------------------
+
+/// §8.4 rules 2, 5, 6, 7, 8 and §8.5.1 A.
+#[test]
+fn out_of_the_blue_packets_8_4() {
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 2048];
+    let mut h = |p: Vec<u8>| match sep.handle(t(0), C_ADDR, &p, &mut out, &mut ignore) {
+        Outcome::Reply(n) => Ok(out[..n].to_vec()),
+        Outcome::Ignored(why) => Err(why),
+        Outcome::Accepted(_) => panic!("accepted"),
+    };
+    let abort = ChunkRepr::Abort(AbortRepr {
+        t_bit: false,
+        causes: List::empty(),
+    });
+    let sack = ChunkRepr::Sack(SackRepr {
+        cum_tsn_ack: 1,
+        a_rwnd: 1500,
+        gap_ack_blocks: List::empty(),
+        dup_tsns: List::empty(),
+    });
+    // Rule 2: anything with an ABORT in it, even after another chunk, is dropped silently.
+    assert_eq!(
+        h(packet(C_PORT, S_PORT, 77, &[sack, abort])),
+        Err(Ignored::Abort)
+    );
+    // Rule 5: SHUTDOWN ACK -> SHUTDOWN COMPLETE, tag reflected, T bit set.
+    let r = h(packet(C_PORT, S_PORT, 77, &[ChunkRepr::ShutdownAck])).unwrap();
+    assert_eq!(vtag(&r), 77);
+    assert_eq!(
+        chunks(&r)[0],
+        ChunkRepr::ShutdownComplete(ShutdownCompleteRepr { t_bit: true })
+    );
+    // Rule 6 and 7: SHUTDOWN COMPLETE, COOKIE ACK and ERROR are dropped.
+    let sc = ChunkRepr::ShutdownComplete(ShutdownCompleteRepr { t_bit: false });
+    assert_eq!(
+        h(packet(C_PORT, S_PORT, 77, &[sc])),
+        Err(Ignored::ShutdownComplete)
+    );
+    assert_eq!(
+        h(packet(C_PORT, S_PORT, 77, &[ChunkRepr::CookieAck])),
+        Err(Ignored::CookieAckOrError)
+    );
+    // Rule 8: anything else gets ABORT with the tag reflected and the T bit.
+    let r = h(packet(C_PORT, S_PORT, 77, &[sack])).unwrap();
+    assert_eq!(vtag(&r), 77);
+    assert!(matches!(
+        chunks(&r)[0],
+        ChunkRepr::Abort(AbortRepr { t_bit: true, .. })
+    ));
+    // §8.5.1 A: an INIT with a non-zero tag, or bundled with anything, is dropped.
+    let init = ChunkRepr::Init(InitRepr {
+        initiate_tag: 5,
+        a_rwnd: 65536,
+        outbound_streams: 1,
+        inbound_streams: 1,
+        initial_tsn: 1,
+        params: List::new(&[ParamRepr::AdaptationLayerIndication(1)]),
+    });
+    assert_eq!(h(packet(C_PORT, S_PORT, 3, &[init])), Err(Ignored::BadInit));
+    assert_eq!(
+        h(packet(C_PORT, S_PORT, 0, &[init, ChunkRepr::CookieAck])),
+        Err(Ignored::BadInit)
+    );
+    // §3.3.2: an Initiate Tag of 0 is dropped silently.
+    assert_eq!(
+        h(init_chunk(0, &[ParamRepr::AdaptationLayerIndication(1)])),
+        Err(Ignored::BadInit)
+    );
+    // A corrupted packet never gets past CRC32c.
+    let mut bad = packet(C_PORT, S_PORT, 77, &[sack]);
+    bad[14] ^= 1;
+    assert_eq!(h(bad), Err(Ignored::BadChecksum));
+}
+
+/// §8.5: an established association drops packets that do not carry its tag; §8.5.1 B: ABORT
+/// is taken with our tag and no T bit, or with the peer's tag and the T bit, and nothing else.
+#[test]
+fn verification_tag_rules_8_5() {
+    let mut p = Pair::new();
+    let (ours, theirs) = (p.s.local_tag(), p.s.peer_tag());
+    let sack = ChunkRepr::Sack(SackRepr {
+        cum_tsn_ack: 0,
+        a_rwnd: 1500,
+        gap_ack_blocks: List::empty(),
+        dup_tsns: List::empty(),
+    });
+    assert_eq!(
+        p.s.handle(
+            t(5),
+            &packet(C_PORT, S_PORT, ours ^ 1, &[sack]),
+            &mut ignore
+        ),
+        Err(Discard::BadVerificationTag)
+    );
+    let abort = |t_bit| {
+        ChunkRepr::Abort(AbortRepr {
+            t_bit,
+            causes: List::empty(),
+        })
+    };
+    // Our tag with T set, and the peer's tag without T: both wrong.
+    let _ = p.s.handle(
+        t(5),
+        &packet(C_PORT, S_PORT, ours, &[abort(true)]),
+        &mut ignore,
+    );
+    let _ = p.s.handle(
+        t(5),
+        &packet(C_PORT, S_PORT, theirs, &[abort(false)]),
+        &mut ignore,
+    );
+    assert_eq!(p.s.state(), State::Established);
+    assert_eq!(p.s.stats().bad_vtag, 3);
+    // The peer's tag with T set (what an endpoint without a TCB sends): accepted.
+    let _ = p.s.handle(
+        t(5),
+        &packet(C_PORT, S_PORT, theirs, &[abort(true)]),
+        &mut ignore,
+    );
+    assert_eq!(
+        events(&mut p.s).last(),
+        Some(&Event::Closed(CloseReason::PeerAbort { cause: None }))
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Data (RFC 9260 §6, RFC 5043 §9, §10)
+// ---------------------------------------------------------------------------------------
+
+fn data(tsn: u32, stream: u16, unordered: bool, b: bool, e: bool, payload: &[u8]) -> ChunkRepr<'_> {
+    ChunkRepr::Data(DataRepr {
+        immediate: false,
+        unordered,
+        beginning: b,
+        ending: e,
+        tsn,
+        stream_id: stream,
+        ssn: 0,
+        ppid: 16,
+        user_data: payload,
+    })
+}
+
+/// RFC 5043 §10 and §9: ordered or fragmented DATA is never delivered; the association is
+/// aborted with a Protocol Violation that says why.
+#[test]
+fn ordered_or_fragmented_data_is_refused_5043_9_10() {
+    for (unordered, b, e, why) in [
+        (false, true, true, "RFC 5043 §10"),
+        (true, true, false, "RFC 5043 §9"),
+        (true, false, true, "RFC 5043 §9"),
+    ] {
+        let mut p = Pair::new();
+        let tag = p.s.local_tag();
+        let mut got = 0;
+        let pkt = packet(C_PORT, S_PORT, tag, &[data(1, 0, unordered, b, e, b"x")]);
+        let _ = p.s.handle(t(5), &pkt, &mut |_: Message<'_>| got += 1);
+        assert_eq!(got, 0, "nothing delivered");
+        let ev = events(&mut p.s);
+        let Some(Event::Closed(CloseReason::ProtocolViolation(msg))) = ev.last() else {
+            panic!("{ev:?}")
+        };
+        assert!(msg.contains(why), "{msg}");
+        let out = drain(&mut p.s, t(5));
+        let cs = chunks(&out[0]);
+        let ChunkRepr::Abort(a) = cs[0] else { panic!() };
+        assert!(matches!(
+            a.causes.iter().next(),
+            Some(CauseRepr::ProtocolViolation { info }) if std::str::from_utf8(info).unwrap().contains(why)
+        ));
+    }
+}
+
+/// §6.5: DATA on a stream beyond the negotiated count is acknowledged, not delivered, and
+/// reported with an ERROR carrying Invalid Stream Identifier.
+#[test]
+fn invalid_stream_is_acked_and_reported_6_5() {
+    let mut p = Pair::new();
+    p.c.send(0, 16, b"hello").unwrap();
+    let log = p.exchange(t(5), |_, _| true);
+    let first_tsn = log
+        .iter()
+        .find_map(|(_, pk)| {
+            chunks(pk).into_iter().find_map(|c| match c {
+                ChunkRepr::Data(d) => Some(d.tsn),
+                _ => None,
+            })
+        })
+        .unwrap();
+    let streams = p.s.streams();
+    let tag = p.s.local_tag();
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(first_tsn + 1, streams, true, true, true, b"bad")],
+    );
+    let mut got = 0;
+    p.s.handle(t(6), &pkt, &mut |_: Message<'_>| got += 1)
+        .unwrap();
+    assert_eq!(got, 0);
+    let out = drain(&mut p.s, t(6));
+    let all: Vec<_> = out.iter().flat_map(|o| chunks(o)).collect();
+    assert!(has(&all, |c| matches!(c, ChunkRepr::Error(e)
+        if e.causes.iter().next() == Some(CauseRepr::InvalidStreamIdentifier { stream_id: streams }))));
+    assert!(has(
+        &all,
+        |c| matches!(c, ChunkRepr::Sack(s) if s.cum_tsn_ack == first_tsn + 1)
+    ));
+    assert_eq!(p.s.stats().invalid_stream, 1);
+}
+
+/// §6.2: one packet of DATA is acknowledged within the delayed-ack time, not at once; a
+/// second packet is acknowledged at once; a duplicate is acknowledged at once and listed.
+#[test]
+fn delayed_and_immediate_sacks_6_2() {
+    let mut p = Pair::new();
+    p.c.send(0, 16, b"one").unwrap();
+    let c_out = drain(&mut p.c, t(10));
+    assert_eq!(c_out.len(), 1);
+    let _ = p.s.handle(t(10), &c_out[0], &mut ignore);
+    assert!(
+        drain(&mut p.s, t(10)).is_empty(),
+        "first packet: SACK delayed"
+    );
+    assert_eq!(p.s.poll_timeout(), Some(t(10) + Duration::from_millis(200)));
+    // The same packet again: a duplicate TSN, SACKed at once and listed.
+    let _ = p.s.handle(t(20), &c_out[0], &mut ignore);
+    let out = drain(&mut p.s, t(20));
+    let cs = chunks(&out[0]);
+    let ChunkRepr::Sack(s) = cs[0] else { panic!() };
+    assert_eq!(s.dup_tsns.len(), 1);
+    // Delayed ack timer expiry produces the SACK.
+    p.c.send(0, 16, b"two").unwrap();
+    let c_out = drain(&mut p.c, t(30));
+    let _ = p.s.handle(t(30), &c_out[0], &mut ignore);
+    assert!(drain(&mut p.s, t(30)).is_empty());
+    p.tick(t(230));
+    let out = drain(&mut p.s, t(230));
+    assert!(matches!(chunks(&out[0])[0], ChunkRepr::Sack(_)));
+}
+
+/// §7.2.4: a lost DATA chunk is fast-retransmitted after three miss indications, before
+/// T3-rtx fires, and cwnd is halved (ssthresh = max(cwnd/2, 4 MTU)).
+#[test]
+fn fast_retransmit_on_third_miss_7_2_4() {
+    let mut p = Pair::new();
+    for i in 0..8u8 {
+        p.c.send(0, 16, &[i; 1000]).unwrap();
+    }
+    let mut dropped = None;
+    let log = p.exchange(t(10), |to_server, pk| {
+        if to_server && dropped.is_none() {
+            if let Some(ChunkRepr::Data(d)) = chunks(pk).first() {
+                dropped = Some(d.tsn);
+                return false;
+            }
+        }
+        true
+    });
+    let lost = dropped.unwrap();
+    let rtx: Vec<_> = log
+        .iter()
+        .filter(|(to_s, pk)| {
+            *to_s
+                && chunks(pk)
+                    .iter()
+                    .any(|c| matches!(c, ChunkRepr::Data(d) if d.tsn == lost))
+        })
+        .collect();
+    assert_eq!(rtx.len(), 1, "retransmitted once, without any timer");
+    assert_eq!(p.c.stats().fast_retransmits, 1);
+    assert_eq!(p.c.stats().t3_expiries, 0);
+    assert_eq!(p.got_s.len(), 8);
+}
+
+/// §6.3.3 and §8.2: with the path cut, T3-rtx retransmits with a doubling RTO, and after
+/// Association.Max.Retrans consecutive expiries the association is reported unreachable.
+#[test]
+fn cut_path_fails_the_association_6_3_3_8_2() {
+    let mut p = Pair::new();
+    p.c.send(0, 16, b"into the void").unwrap();
+    drain(&mut p.c, t(10));
+    let mut expiries = Vec::new();
+    while let Some(at) = p.c.poll_timeout() {
+        p.c.handle_timeout(at);
+        if !drain(&mut p.c, at).is_empty() {
+            expiries.push(at);
+        }
+        if p.c.state() == State::Closed {
+            break;
+        }
+    }
+    assert_eq!(
+        p.c.stats().t3_expiries,
+        u64::from(cfg(C_PORT).assoc_max_retrans) + 1
+    );
+    let gaps: Vec<u64> = expiries
+        .windows(2)
+        .map(|w| (w[1].as_nanos() - w[0].as_nanos()) / 1_000_000)
+        .collect();
+    assert_eq!(
+        &gaps[..3],
+        &[200, 400, 800],
+        "E2: RTO doubles, capped at RTO.Max"
+    );
+    assert_eq!(
+        events(&mut p.c).last(),
+        Some(&Event::Closed(CloseReason::Unreachable))
+    );
+}
+
+/// §8.3: an idle path gets a HEARTBEAT after HB.interval + RTO; the peer echoes the info and
+/// the ACK clears it.
+#[test]
+fn heartbeat_on_an_idle_path_8_3() {
+    let mut cep = Endpoint::new(
+        Config {
+            hb_interval: Some(Duration::from_millis(1000)),
+            ..cfg(C_PORT)
+        },
+        [1; 32],
+    )
+    .unwrap();
+    let mut sep = endpoint(S_PORT, 2);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let mut out = vec![0u8; 4096];
+    let init = drain(&mut c, t(0));
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!()
+    };
+    c.handle(t(0), &out[..n], &mut ignore).unwrap();
+    let echo = drain(&mut c, t(0));
+    let Outcome::Accepted(mut s) = sep.handle(t(0), C_ADDR, &echo[0], &mut out, &mut ignore) else {
+        panic!()
+    };
+    let ack = drain(&mut s, t(0));
+    c.handle(t(0), &ack[0], &mut ignore).unwrap();
+    assert_eq!(c.poll_timeout(), Some(t(1100)), "HB.interval + RTO");
+    c.handle_timeout(t(1100));
+    let hb = drain(&mut c, t(1100));
+    let ChunkRepr::Heartbeat(h) = chunks(&hb[0])[0] else {
+        panic!()
+    };
+    let _ = s.handle(t(1130), &hb[0], &mut ignore);
+    let hb_ack = drain(&mut s, t(1130));
+    let ChunkRepr::HeartbeatAck(a) = chunks(&hb_ack[0])[0] else {
+        panic!()
+    };
+    assert_eq!(a.info, h.info);
+    c.handle(t(1130), &hb_ack[0], &mut ignore).unwrap();
+    assert_eq!(c.stats().heartbeat_acks_in, 1);
+    assert_eq!(
+        c.srtt(),
+        Some(Duration::from_millis(30)),
+        "RTT measured from the HEARTBEAT"
+    );
+}
+
+/// §3.2: unknown chunk types follow their upper bits: 01 stops the packet and reports, 11
+/// skips and reports, 10 skips silently, 00 stops silently.
+#[test]
+fn unknown_chunks_follow_3_2() {
+    let mut p = Pair::new();
+    let tag = p.s.local_tag();
+    let unk = |t| {
+        ChunkRepr::Unknown(UnknownChunkRepr {
+            chunk_type: t,
+            flags: 0,
+            value: b"abcd",
+        })
+    };
+    let hb = ChunkRepr::Heartbeat(ddpdk_dataplane::wire::sctp::HeartbeatRepr { info: b"hb" });
+    let cases = [
+        (0xC1, true, true),
+        (0x81, true, false),
+        (0x41, false, true),
+        (0x3f, false, false),
+    ];
+    for (ty, continues, reports) in cases {
+        let pkt = packet(C_PORT, S_PORT, tag, &[unk(ty), hb]);
+        p.s.handle(t(5), &pkt, &mut ignore).unwrap();
+        let out: Vec<_> = drain(&mut p.s, t(5));
+        let all: Vec<_> = out.iter().flat_map(|o| chunks(o)).collect();
+        assert_eq!(
+            has(&all, |c| matches!(c, ChunkRepr::HeartbeatAck(_))),
+            continues,
+            "type {ty:#x}: processing after it"
+        );
+        assert_eq!(
+            has(&all, |c| matches!(c, ChunkRepr::Error(e)
+                if matches!(e.causes.iter().next(), Some(CauseRepr::UnrecognizedChunkType { chunk }) if chunk[0] == ty))),
+            reports,
+            "type {ty:#x}: reported"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Collisions and restart (§5.2)
+// ---------------------------------------------------------------------------------------
+
+/// §5.2.1 and §5.2.4: both sides send INIT at once. Each answers the other's INIT from
+/// COOKIE-WAIT with its own tag (no new association); the COOKIE ECHOs meet the existing
+/// associations (cases B/D) and exactly one association per side ends up ESTABLISHED, with
+/// matching tags, and carries data.
+#[test]
+fn simultaneous_open_5_2_1() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut sep = endpoint(S_PORT, 2);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let mut s = sep.connect(t(0), C_ADDR, C_PORT);
+    let mut got = Vec::new();
+    for step in 0..10u64 {
+        let now = t(step);
+        let from_c = drain(&mut c, now);
+        let from_s = drain(&mut s, now);
+        for pk in &from_c {
+            let _ = s.handle(now, pk, &mut |m: Message<'_>| got.push(m.data.to_vec()));
+        }
+        for pk in &from_s {
+            let _ = c.handle(now, pk, &mut ignore);
+        }
+        if step == 5 {
+            c.send(0, 16, b"after the collision").unwrap();
+        }
+    }
+    assert_eq!(c.state(), State::Established);
+    assert_eq!(s.state(), State::Established);
+    assert_eq!(c.local_tag(), s.peer_tag());
+    assert_eq!(s.local_tag(), c.peer_tag());
+    assert!(events(&mut c).contains(&Event::Connected {
+        streams: 8,
+        peer_adaptation: 1
+    }));
+    assert_eq!(got, vec![b"after the collision".to_vec()]);
+}
+
+/// §5.2.2 and §5.2.4 case A: the client restarts (new incarnation, same address and port).
+/// The server's association answers the INIT with tie-tags, recognises the restart in the
+/// COOKIE ECHO, reports it, drops what it had queued for the old peer, and carries data with
+/// the new one.
+#[test]
+fn peer_restart_5_2_4_a() {
+    let mut p = Pair::new();
+    p.s.send(0, 16, b"for the old incarnation").unwrap();
+    let _ = drain(&mut p.s, t(10)); // lost with the old client
+    let mut cep2 = endpoint(C_PORT, 9);
+    let mut c2 = cep2.connect(t(20), S_ADDR, S_PORT);
+    let old_tag = p.s.local_tag();
+    let mut got = Vec::new();
+    for step in 20..30u64 {
+        let now = t(step);
+        for pk in drain(&mut c2, now) {
+            let _ =
+                p.s.handle(now, &pk, &mut |m: Message<'_>| got.push(m.data.to_vec()));
+        }
+        for pk in drain(&mut p.s, now) {
+            let _ = c2.handle(now, &pk, &mut ignore);
+        }
+        if step == 25 {
+            c2.send(0, 16, b"new incarnation").unwrap();
+        }
+    }
+    assert_eq!(c2.state(), State::Established);
+    assert_ne!(p.s.local_tag(), old_tag, "new tags after the restart");
+    assert_eq!(p.s.peer_tag(), c2.local_tag());
+    assert!(events(&mut p.s).contains(&Event::Restarted { lost: 1 }));
+    assert_eq!(got, vec![b"new incarnation".to_vec()]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Send side limits and shutdown
+// ---------------------------------------------------------------------------------------
+
+/// RFC 5043 §9: a message larger than one unfragmented DATA chunk is refused at the source;
+/// so are empty messages, streams beyond the negotiated count, and sends after shutdown.
+#[test]
+fn send_refusals_5043_9() {
+    let mut p = Pair::new();
+    let max = p.c.max_message();
+    assert_eq!(max, 1480 - 12 - 16);
+    assert_eq!(
+        p.c.send(0, 16, &vec![0; max + 1]),
+        Err(SendError::TooBig { max })
+    );
+    assert!(p.c.send(0, 16, &vec![0; max]).is_ok());
+    assert_eq!(p.c.send(0, 16, b""), Err(SendError::Empty));
+    assert_eq!(
+        p.c.send(p.c.streams(), 16, b"x"),
+        Err(SendError::InvalidStream)
+    );
+    p.c.shutdown(t(3));
+    assert_eq!(p.c.send(0, 16, b"x"), Err(SendError::NotOpen));
+}
+
+/// §9.2: SHUTDOWN waits until every outstanding message is acknowledged; then SHUTDOWN,
+/// SHUTDOWN ACK and SHUTDOWN COMPLETE close both sides, each with Closed(Shutdown).
+#[test]
+fn shutdown_waits_for_outstanding_data_9_2() {
+    let mut p = Pair::new();
+    p.c.send(0, 16, b"last words").unwrap();
+    let first = drain(&mut p.c, t(10));
+    p.c.shutdown(t(10));
+    assert_eq!(p.c.state(), State::ShutdownPending);
+    assert!(
+        drain(&mut p.c, t(10)).is_empty(),
+        "no SHUTDOWN while data is outstanding"
+    );
+    let mut delivered = 0;
+    let _ =
+        p.s.handle(t(11), &first[0], &mut |_: Message<'_>| delivered += 1);
+    assert_eq!(delivered, 1);
+    p.tick(t(211)); // the server's delayed SACK
+    let log = p.exchange(t(211), |_, _| true);
+    let kinds: Vec<(bool, Vec<String>)> = log
+        .iter()
+        .map(|(d, pk)| {
+            (
+                *d,
+                chunks(pk)
+                    .iter()
+                    .map(|c| format!("{:?}", c.chunk_type()))
+                    .collect(),
+            )
+        })
+        .collect();
+    assert!(
+        kinds
+            .iter()
+            .any(|(d, k)| *d && k.contains(&"Shutdown".to_string())),
+        "{kinds:?}"
+    );
+    assert!(kinds
+        .iter()
+        .any(|(d, k)| !*d && k.contains(&"ShutdownAck".to_string())));
+    assert!(kinds
+        .iter()
+        .any(|(d, k)| *d && k.contains(&"ShutdownComplete".to_string())));
+    assert_eq!(
+        events(&mut p.c).last(),
+        Some(&Event::Closed(CloseReason::Shutdown))
+    );
+    let se = events(&mut p.s);
+    assert!(se.contains(&Event::ShutdownReceived));
+    assert_eq!(se.last(), Some(&Event::Closed(CloseReason::Shutdown)));
+    assert!(p.c.is_closed() && p.s.is_closed());
+}
+
+/// §9.1: abort() sends ABORT with a User-Initiated Abort cause on the peer's tag; the peer
+/// reports PeerAbort with that cause code (12).
+#[test]
+fn abort_both_ways_9_1() {
+    let mut p = Pair::new();
+    p.c.abort();
+    assert_eq!(
+        events(&mut p.c).last(),
+        Some(&Event::Closed(CloseReason::LocalAbort))
+    );
+    let out = drain(&mut p.c, t(5));
+    assert_eq!(out.len(), 1);
+    assert_eq!(vtag(&out[0]), p.s.local_tag());
+    let _ = p.s.handle(t(5), &out[0], &mut ignore);
+    assert_eq!(
+        events(&mut p.s).last(),
+        Some(&Event::Closed(CloseReason::PeerAbort { cause: Some(12) }))
+    );
+    assert!(p.c.is_closed() && p.s.is_closed());
+}
+
+/// Issue 4 item 5: the association's memory is fixed when it is made and documented; moving
+/// messages does not grow it.
+#[test]
+fn memory_is_bounded_and_fixed() {
+    let mut p = Pair::new();
+    let before = p.c.memory();
+    // Default config: 256 slots of 1452 bytes, an 8192-TSN bitmap.
+    assert!(before > 256 * 1452 && before < 512 * 1024, "{before}");
+    for round in 0..20u64 {
+        for i in 0..50u8 {
+            p.c.send(0, 16, &[i; 1400]).unwrap();
+        }
+        let now = t(10 + round * 1000);
+        p.exchange(now, |_, _| true);
+        p.tick(now + Duration::from_millis(500));
+        p.exchange(now + Duration::from_millis(500), |_, _| true);
+    }
+    assert_eq!(p.got_s.len(), 1000);
+    assert_eq!(p.c.memory(), before);
+}
