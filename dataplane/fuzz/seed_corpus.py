@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Seeds each fuzz target's corpus from the golden captures in shared/vectors.
 
-link_frame gets whole frames; sctp_packet and init_params get the SCTP packets; ddp_segment gets
+link_frame gets whole frames; sctp_packet and init_params get the SCTP packets, sctp_assoc each
+packet as one record for the association under attack; ddp_segment gets
 the user data of every PPID 16/17 DATA chunk. Idempotent: files are named after capture and frame.
 """
 import os
@@ -41,7 +42,7 @@ def data_chunks(sctp):
 def main():
     if not os.path.isdir(VECTORS):
         sys.exit(f"no captures at {VECTORS}")
-    out = {t: os.path.join(HERE, "corpus", t) for t in ("link_frame", "sctp_packet", "init_params", "ddp_segment")}
+    out = {t: os.path.join(HERE, "corpus", t) for t in ("link_frame", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc")}
     for d in out.values():
         os.makedirs(d, exist_ok=True)
     count = 0
@@ -58,6 +59,9 @@ def main():
             put("link_frame", "", frame)
             sctp = frame[34:]
             put("sctp_packet", "", sctp)
+            # sctp_assoc reads records of [kind, length (16 bits), packet]; kind 0 sends the
+            # packet to the established association with its tag rewritten.
+            put("sctp_assoc", "", bytes([0]) + len(sctp).to_bytes(2, "big") + sctp)
             if len(sctp) > 16 and sctp[12] in (1, 2):  # INIT, INIT ACK
                 put("init_params", "", sctp)
             for i, (ppid, payload) in enumerate(data_chunks(sctp)):
