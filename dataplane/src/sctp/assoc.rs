@@ -214,7 +214,6 @@ enum PendingCause {
     InvalidStream(u16),
     UnrecognizedChunk { off: usize, len: usize },
     UnrecognizedParams { off: usize, len: usize },
-    StaleCookie(u32),
     CookieWhileShuttingDown,
 }
 const MAX_PENDING_CAUSES: usize = 4;
@@ -249,6 +248,12 @@ struct Pending {
     error_bytes: Vec<u8>,
     /// The next packet may carry fast retransmissions regardless of cwnd (§7.2.4 step 3).
     fast_rtx: bool,
+    /// SHUTDOWN COMPLETE with the T bit on this tag: a SHUTDOWN ACK that reached us in
+    /// COOKIE-WAIT or COOKIE-ECHOED is out of the blue (§8.5.1 E, §8.4 rule 5).
+    ootb_shutdown_complete: Option<u32>,
+    /// A Stale Cookie ERROR (staleness in µs) on the tag from the cookie (§5.1.5 step 3): the
+    /// peer that echoed it may have a new tag.
+    stale_cookie: Option<(u32, u32)>,
     sack: bool,
     sack_now: bool,
     data_packets: u32,
@@ -369,6 +374,8 @@ impl Association {
                 causes: [None; MAX_PENDING_CAUSES],
                 error_bytes: Vec::with_capacity(ERROR_BYTES),
                 fast_rtx: false,
+                ootb_shutdown_complete: None,
+                stale_cookie: None,
                 sack: false,
                 sack_now: false,
                 data_packets: 0,
@@ -501,7 +508,9 @@ impl Association {
     }
 
     fn has_output(&self) -> bool {
-        self.pending.abort.is_some() || self.pending.shutdown_complete
+        self.pending.abort.is_some()
+            || self.pending.shutdown_complete
+            || self.pending.ootb_shutdown_complete.is_some()
     }
 
     /// Memory held by this association, in bytes (see the module documentation).
@@ -658,6 +667,15 @@ impl Association {
                 return Err(Discard::Malformed);
             }
         };
+        if first_type == ChunkType::ShutdownAck
+            && matches!(self.state, State::CookieWait | State::CookieEchoed)
+        {
+            // §8.5.1 E: out of the blue here (a peer still in SHUTDOWN-ACK-SENT from an earlier
+            // association on these ports), so §8.4 rule 5: SHUTDOWN COMPLETE on its tag with
+            // the T bit, and no change of state.
+            self.pending.ootb_shutdown_complete = Some(vtag);
+            return Ok(());
+        }
         // §8.5.1 rule A: INIT travels alone with tag 0.
         if first_type == ChunkType::Init {
             if vtag != 0 || first.next().is_some() {
@@ -795,7 +813,7 @@ impl Association {
                         self.pending.shutdown_complete = true;
                         self.close(CloseReason::Shutdown);
                     }
-                    // §9.2 / §8.5.1 E: in COOKIE-WAIT or COOKIE-ECHOED it is out of the blue.
+                    // In COOKIE-WAIT and COOKIE-ECHOED it was answered before the chunk loop.
                     _ => {}
                 }
                 Flow::Continue
@@ -913,7 +931,11 @@ impl Association {
                 self.pending.sack_now = true;
             }
             Insert::OutOfWindow => {
+                // §6.2: a dropped DATA chunk is answered at once with a SACK, so the sender
+                // learns where we are (and our a_rwnd, which shrinks as the map fills).
                 self.stats.tsn_out_of_window += 1;
+                *got_data = true;
+                self.pending.sack_now = true;
             }
         }
         Flow::Continue
@@ -927,9 +949,12 @@ impl Association {
             self.pending.sack_now = true;
         }
         if self.state == State::ShutdownSent {
-            // §9.2: in SHUTDOWN-SENT every DATA is answered at once with SACK and SHUTDOWN.
+            // §9.2: in SHUTDOWN-SENT every packet with DATA is answered at once with SACK and
+            // SHUTDOWN, and T2-shutdown restarts: the peer is alive and draining.
             self.pending.sack_now = true;
             self.pending.shutdown = true;
+            self.error_count = 0;
+            self.arm(Timer::T2, now + self.path.rto.rto());
         }
         if !self.pending.sack_now && !self.running(Timer::Sack) {
             self.arm(Timer::Sack, now + self.cfg.sack_delay);
@@ -980,18 +1005,23 @@ impl Association {
             self.sq.pop_front();
         }
         self.cum_ack_point = cum;
-        if cum_advanced {
-            self.error_count = 0;
-        }
 
         // Gap ack blocks (§6.2.1 D iii-iv): mark what they cover, unmark what they no longer
         // cover (the receiver may renege), and count miss indications (§7.2.4).
         let mut highest_newly_acked = if cum_advanced { Some(cum) } else { None };
         let mut highest_reported: Option<u32> = None;
         if let Some(g) = gaps {
+            // Outstanding TSNs rise with the ring and valid blocks rise too: one merge walk,
+            // O(slots + blocks), however many blocks a peer crams into a SACK.
+            let mut blocks = g.valid();
+            let mut block = blocks.next();
             for seq in self.sq.outstanding_seqs() {
                 let s = *self.sq.slot(seq);
-                let acked = g.covers(cum, s.tsn);
+                let off = s.tsn.wrapping_sub(cum);
+                while block.is_some_and(|(_, end)| u32::from(end) < off) {
+                    block = blocks.next();
+                }
+                let acked = block.is_some_and(|(start, _)| u32::from(start) <= off);
                 if acked {
                     highest_reported = Some(s.tsn);
                 }
@@ -1057,6 +1087,10 @@ impl Association {
             self.timed = None;
         }
 
+        if bytes_acked > 0 {
+            // §8.1: an acknowledgement of outstanding DATA clears the error counter.
+            self.error_count = 0;
+        }
         // Congestion window growth (§7.2.1, §7.2.2): only when the cumulative point moves,
         // the window was in use, and not in Fast Recovery.
         if cum_advanced && self.fast_recovery_exit.is_none() && !new_fast_rtx {
@@ -1070,6 +1104,9 @@ impl Association {
                 if self.path.partial_bytes_acked >= self.path.cwnd && cwnd_full {
                     self.path.partial_bytes_acked -= self.path.cwnd;
                     self.path.cwnd += mtu;
+                } else if !cwnd_full && self.path.partial_bytes_acked > self.path.cwnd {
+                    // §7.2.2: an application-limited sender does not bank credit.
+                    self.path.partial_bytes_acked = self.path.cwnd;
                 }
             }
         }
@@ -1206,12 +1243,12 @@ impl Association {
             self.stats.adaptation_refused += 1;
             return;
         }
-        // §5.2.1 (COOKIE-WAIT, COOKIE-ECHOED): our own Initiate Tag again; tie-tags are the
-        // tags we have (none for the peer in COOKIE-WAIT). §5.2.2 (any later state): a new
+        // §5.2.1 (COOKIE-WAIT, COOKIE-ECHOED): our own Initiate Tag again; tie-tags are zero
+        // in COOKIE-WAIT and the tags we have in COOKIE-ECHOED. §5.2.2 (any later state): a new
         // tag, and the current tags as tie-tags so a COOKIE ECHO can be recognised as a
         // restart.
         let (local_tag, local_tsn, local_tie, peer_tie) = match self.state {
-            State::CookieWait => (self.local_tag, self.local_initial_tsn, self.local_tag, 0),
+            State::CookieWait => (self.local_tag, self.local_initial_tsn, 0, 0),
             State::CookieEchoed => (
                 self.local_tag,
                 self.local_initial_tsn,
@@ -1291,7 +1328,9 @@ impl Association {
         self.pending.init = false;
         self.pending.cookie_echo = true;
         self.pending.data_with_cookie = true;
-        // T1-cookie starts from the current RTO; init retransmits keep counting (§5.1 C).
+        // §5.1 C: T1-cookie retransmits the COOKIE ECHO up to Max.Init.Retransmits times of its
+        // own.
+        self.init_retransmits = 0;
         self.arm(Timer::T1, now + self.path.rto.rto());
     }
 
@@ -1301,12 +1340,6 @@ impl Association {
             self.stats.malformed += 1;
             return Flow::Stop;
         };
-        if let Some(staleness) = c.staleness(now) {
-            // §5.1.5 step 3 (checked for every case of §5.2.4).
-            self.stats.stale_cookies += 1;
-            self.queue_cause(PendingCause::StaleCookie(staleness));
-            return Flow::Stop;
-        }
         // §5.1.5 step 2: the packet must carry the tag the cookie gives us.
         if c.local_tag != vtag || c.local_port != self.local_port || c.peer_port != self.peer_port {
             self.stats.bad_vtag += 1;
@@ -1314,6 +1347,16 @@ impl Association {
         }
         let local_match = c.local_tag == self.local_tag;
         let peer_match = c.peer_tag == self.peer_tag;
+        // §5.1.5 step 3, except for case D: when both tags are the current association's,
+        // "consider the State Cookie valid even if the lifespan is exceeded" (§5.2.4) - a
+        // COOKIE ECHO retransmitted after COOKIE ACKs were lost must still be answered.
+        if !(local_match && peer_match) {
+            if let Some(staleness) = c.staleness(now) {
+                self.stats.stale_cookies += 1;
+                self.pending.stale_cookie = Some((c.peer_tag, staleness));
+                return Flow::Stop;
+            }
+        }
         if !local_match
             && !peer_match
             && c.local_tie_tag == self.local_tag
@@ -1468,7 +1511,7 @@ impl Association {
             return;
         }
         self.stats.t3_expiries += 1;
-        if self.state == State::CookieEchoed {
+        if matches!(self.state, State::CookieWait | State::CookieEchoed) {
             // DATA that went with the COOKIE ECHO waits for the handshake (T1 drives it).
             self.arm(Timer::T3, now + self.path.rto.rto());
             return;
@@ -1522,8 +1565,6 @@ impl Association {
     /// Writes the next packet to send into `buf` and returns its length (CRC32c filled), or
     /// `None` when there is nothing to send now. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let limit = buf.len().min(self.path.mtu);
-        let buf = &mut buf[..limit];
         let len = self.build(now, buf)?;
         crc32c::fill(&mut buf[..len]);
         self.stats.packets_out += 1;
@@ -1538,10 +1579,28 @@ impl Association {
         }
     }
 
-    fn build(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        // Packets that travel alone.
+    /// Packets that travel alone: ABORT, out-of-the-blue answers, SHUTDOWN COMPLETE,
+    /// INIT ACK, INIT.
+    fn build_lone(&mut self, buf: &mut [u8]) -> Option<usize> {
         if let Some(cause) = self.pending.abort.take() {
             return self.build_abort(buf, cause);
+        }
+        if let Some(tag) = self.pending.ootb_shutdown_complete.take() {
+            let mut b = PacketBuilder::new(buf, &self.header(tag)).ok()?;
+            b.push(&ChunkRepr::ShutdownComplete(ShutdownCompleteRepr {
+                t_bit: true,
+            }))
+            .ok()?;
+            return Some(b.packet_len());
+        }
+        if let Some((tag, staleness)) = self.pending.stale_cookie.take() {
+            let causes = [CauseRepr::StaleCookie { staleness }];
+            let e = ChunkRepr::Error(ErrorChunkRepr {
+                causes: List::new(&causes),
+            });
+            let mut b = PacketBuilder::new(buf, &self.header(tag)).ok()?;
+            b.push(&e).ok()?;
+            return Some(b.packet_len());
         }
         if self.pending.shutdown_complete {
             self.pending.shutdown_complete = false;
@@ -1575,7 +1634,21 @@ impl Association {
             b.push(&ChunkRepr::Init(init)).ok()?;
             return Some(b.packet_len());
         }
+        None
+    }
 
+    fn build(&mut self, now: Instant, full: &mut [u8]) -> Option<usize> {
+        let limit = full.len().min(self.path.mtu);
+        if let Some(n) = self.build_lone(&mut full[..limit]) {
+            return Some(n);
+        }
+        if self.state == State::Closed {
+            return None;
+        }
+        if let Some(n) = self.build_oversized(now, full) {
+            return Some(n);
+        }
+        let buf = &mut full[..limit];
         let mut b = PacketBuilder::new(buf, &self.header(self.peer_tag)).ok()?;
         let mut any = false;
         let mut cookie_packet = false;
@@ -1594,7 +1667,19 @@ impl Association {
             any = true;
         }
         let data_next = self.data_ready(cookie_packet);
-        if self.pending.sack && (self.pending.sack_now || data_next || any) {
+        // §7.2.4 step 3: a fast retransmission goes at once; a SACK that would leave no room
+        // for it waits for the next packet.
+        let crowds_rtx = self.pending.fast_rtx
+            && self
+                .sq
+                .outstanding_seqs()
+                .find(|&q| self.sq.slot(q).rtx)
+                .is_some_and(|q| {
+                    let n = self.rx.gap_blocks(&mut self.gaps);
+                    let sack = 16 + 4 * n + 4 * self.rx.dups().len();
+                    b.remaining() < sack + book(self.sq.slot(q).len)
+                });
+        if self.pending.sack && (self.pending.sack_now || data_next || any) && !crowds_rtx {
             any |= self.push_sack(&mut b);
         }
         if let Some(n) = self.pending.hb_ack {
@@ -1622,8 +1707,15 @@ impl Association {
                 self.pending.heartbeat = false;
             }
         }
-        if self.pending.causes[0].is_some() && self.push_error(&mut b) {
-            any = true;
+        if self.pending.causes[0].is_some() {
+            // Only INIT may carry tag 0 (§8.5.1 A): reports made before the peer's tag is
+            // known are dropped.
+            if self.peer_tag != 0 && self.push_error(&mut b) {
+                any = true;
+            } else if self.peer_tag == 0 {
+                self.pending.causes = [None; MAX_PENDING_CAUSES];
+                self.pending.error_bytes.clear();
+            }
         }
         if self.pending.shutdown && self.state == State::ShutdownSent {
             let s = ChunkRepr::Shutdown(ShutdownRepr {
@@ -1654,6 +1746,40 @@ impl Association {
         }
     }
 
+    /// The next DATA chunk to go (the oldest marked for retransmission, else the next new
+    /// one) if sending is allowed now, with its sequence number.
+    fn next_data(&self) -> Option<u64> {
+        if !matches!(
+            self.state,
+            State::Established | State::ShutdownPending | State::ShutdownReceived
+        ) {
+            return None;
+        }
+        if let Some(seq) = self.sq.outstanding_seqs().find(|&q| self.sq.slot(q).rtx) {
+            return (self.pending.fast_rtx || self.path.flight < self.path.cwnd).then_some(seq);
+        }
+        let seq = self.sq.next_unsent()?;
+        let size = book(self.sq.slot(seq).len);
+        (self.burst_budget > 0
+            && self.path.flight < self.path.cwnd
+            && (size <= self.peer_rwnd as usize || self.path.flight == 0))
+            .then_some(seq)
+    }
+
+    /// A message queued before the path MTU dropped can be larger than a packet now. It goes
+    /// alone, in a packet above the path MTU that IP fragments: RFC 5043 §9 allows IP
+    /// fragmentation where SCTP's would be the alternative, and the queue must not stall
+    /// behind it.
+    fn build_oversized(&mut self, now: Instant, full: &mut [u8]) -> Option<usize> {
+        let seq = self.next_data()?;
+        let size = HEADER_LEN + book(self.sq.slot(seq).len);
+        if size <= self.path.mtu || size > full.len() {
+            return None;
+        }
+        let mut b = PacketBuilder::new(&mut full[..size], &self.header(self.peer_tag)).ok()?;
+        self.push_data(now, &mut b, false).then(|| b.packet_len())
+    }
+
     /// Whether DATA can go in the next packet (retransmissions or new data, §6.1).
     fn data_ready(&self, cookie_packet: bool) -> bool {
         let open = match self.state {
@@ -1677,11 +1803,24 @@ impl Association {
         false
     }
 
+    /// Messages leave the receiver as they arrive, so the only receive resource is the TSN
+    /// map: a_rwnd stays at its configured value until the TSNs recorded above the cumulative
+    /// point fill half the map, then shrinks to 0 as the map fills (§6.2 lets a_rwnd fall).
+    fn advertised_rwnd(&self) -> u32 {
+        let (span, window) = (self.rx.span(), self.rx.window());
+        if span <= window / 2 {
+            self.cfg.a_rwnd
+        } else {
+            let left = window.saturating_sub(span) as u64;
+            (u64::from(self.cfg.a_rwnd) * left / (window as u64 / 2)) as u32
+        }
+    }
+
     fn push_sack(&mut self, b: &mut PacketBuilder<'_>) -> bool {
         let n = self.rx.gap_blocks(&mut self.gaps);
         let sack = ChunkRepr::Sack(SackRepr {
             cum_tsn_ack: self.rx.cum_tsn(),
-            a_rwnd: self.cfg.a_rwnd,
+            a_rwnd: self.advertised_rwnd(),
             gap_ack_blocks: List::new(&self.gaps[..n]),
             dup_tsns: List::new(self.rx.dups()),
         });
@@ -1714,7 +1853,6 @@ impl Association {
                         params: &bytes[off..off + len],
                     }
                 }
-                PendingCause::StaleCookie(staleness) => CauseRepr::StaleCookie { staleness },
                 PendingCause::CookieWhileShuttingDown => CauseRepr::CookieReceivedWhileShuttingDown,
             };
             n += 1;
@@ -1773,8 +1911,8 @@ impl Association {
                 self.arm(Timer::T3, now + self.path.rto.rto());
             }
         }
-        self.pending.fast_rtx = false;
         if any {
+            self.pending.fast_rtx = false;
             // A packet with retransmissions carries no new data (keeps the cwnd rules simple
             // and the retransmission small, §7.2.4 step 3).
             return true;
@@ -1908,15 +2046,18 @@ pub(super) struct GapAcks<'a> {
     blocks: List<'a, GapAckBlock>,
 }
 
-impl GapAcks<'_> {
-    fn covers(&self, cum: u32, tsn: u32) -> bool {
-        let off = tsn.wrapping_sub(cum);
-        if off == 0 || off > u32::from(u16::MAX) {
-            return false;
-        }
-        let off = off as u16;
-        self.blocks
-            .iter()
-            .any(|g| g.start != 0 && g.start <= g.end && g.start <= off && off <= g.end)
+impl<'a> GapAcks<'a> {
+    /// The blocks as (start, end) offsets, keeping only those that are non-empty, start above
+    /// the cumulative TSN and lie above the previous block (§3.3.4: blocks are in order and
+    /// do not overlap); a peer's malformed block acknowledges nothing.
+    fn valid(&self) -> impl Iterator<Item = (u16, u16)> + 'a {
+        let mut prev_end = 0u16;
+        self.blocks.iter().filter_map(move |g| {
+            if g.start == 0 || g.start > g.end || g.start <= prev_end {
+                return None;
+            }
+            prev_end = g.end;
+            Some((g.start, g.end))
+        })
     }
 }

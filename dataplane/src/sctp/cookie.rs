@@ -156,6 +156,11 @@ impl Cookie {
     /// `Some(microseconds)` past its lifespan at `now` (§5.1.5 step 3: answered with a Stale
     /// Cookie error carrying this measure), `None` while it is valid.
     pub fn staleness(&self, now: Instant) -> Option<u32> {
+        if self.created > now {
+            // From the future: our clock never runs backwards, so this cookie was minted under
+            // another clock epoch. Too old to trust, by an unknown amount.
+            return Some(u32::MAX);
+        }
         let age = now.saturating_since(self.created);
         (age > self.lifespan)
             .then(|| u32::try_from((age - self.lifespan).as_micros()).unwrap_or(u32::MAX))

@@ -127,6 +127,11 @@ pub(super) fn cookie_for_init(
     }
 }
 
+fn is_stale_cookie_error(chunk: &Chunk<&[u8]>) -> bool {
+    matches!(ChunkRepr::parse(chunk), Ok(ChunkRepr::Error(e))
+        if e.causes.iter().any(|c| matches!(c, CauseRepr::StaleCookie { .. })))
+}
+
 /// An address as the 16 bytes cookies bind to.
 pub fn addr_bytes(addr: IpAddr) -> [u8; 16] {
     match addr {
@@ -146,7 +151,9 @@ pub enum Ignored {
     Abort,
     /// §8.4 rule 6: SHUTDOWN COMPLETE.
     ShutdownComplete,
-    /// §8.4 rule 7: COOKIE ACK, or an ERROR (Stale Cookie or otherwise).
+    /// §8.4 rule 1: the source is not a unicast address.
+    NotUnicast,
+    /// §8.4 rule 7: COOKIE ACK, or an ERROR reporting a Stale Cookie.
     CookieAckOrError,
     /// INIT with a non-zero tag or bundled with other chunks (§8.5.1 A, §6.10), or with an
     /// Initiate Tag of 0 (§3.3.2).
@@ -250,6 +257,14 @@ impl Endpoint {
         rx: &mut D,
     ) -> Outcome {
         self.stats.packets_in += 1;
+        let unicast = match peer {
+            IpAddr::V4(a) => !(a.is_broadcast() || a.is_multicast() || a.is_unspecified()),
+            IpAddr::V6(a) => !(a.is_multicast() || a.is_unspecified()),
+        };
+        if !unicast {
+            // §8.4 rule 1: nothing from a non-unicast source is answered.
+            return self.ignore(Ignored::NotUnicast);
+        }
         let pkt = match Packet::new_verified(packet) {
             Ok(p) => p,
             Err(crate::wire::Error::BadChecksum) => {
@@ -301,7 +316,12 @@ impl Endpoint {
                 self.reply(out, &reply_hdr, &sc)
             }
             ChunkType::ShutdownComplete => self.ignore(Ignored::ShutdownComplete),
-            ChunkType::CookieAck | ChunkType::Error => self.ignore(Ignored::CookieAckOrError),
+            ChunkType::CookieAck => self.ignore(Ignored::CookieAckOrError),
+            // §8.4 rule 7 spares an ERROR only when it reports a Stale Cookie; any other is
+            // answered by rule 8 below.
+            ChunkType::Error if is_stale_cookie_error(&first) => {
+                self.ignore(Ignored::CookieAckOrError)
+            }
             _ => {
                 // §8.4 rule 8: ABORT, tag reflected, T bit set.
                 self.stats.ootb_aborts_out += 1;

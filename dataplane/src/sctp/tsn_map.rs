@@ -53,8 +53,14 @@ impl TsnMap {
         }
     }
 
-    fn window(&self) -> usize {
+    /// TSNs the map can record above the cumulative point.
+    pub fn window(&self) -> usize {
         self.bits.len() * 64
+    }
+
+    /// How far above the cumulative point the highest recorded TSN is.
+    pub fn span(&self) -> usize {
+        self.highest.wrapping_sub(self.cum_tsn) as usize
     }
 
     fn bit(&self, d: usize) -> bool {
