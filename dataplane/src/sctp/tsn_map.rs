@@ -39,10 +39,11 @@ pub struct TsnMap {
 
 impl TsnMap {
     /// A map whose first expected TSN is `initial_tsn` (the peer's Initial TSN, RFC 9260
-    /// §5.1); `window` is rounded up to a multiple of 64 and at most 32768, so gap ack offsets
-    /// fit their 16 bits.
+    /// §5.1); `window` is rounded up to a power of two (ring indices are masks, not
+    /// divisions, on the per-DATA path) between 64 and 32768, so gap ack offsets fit their 16
+    /// bits.
     pub fn new(initial_tsn: u32, window: usize) -> Self {
-        let words = window.clamp(64, 32768).div_ceil(64);
+        let words = window.clamp(64, 32768).next_power_of_two() / 64;
         TsnMap {
             cum_tsn: initial_tsn.wrapping_sub(1),
             highest: initial_tsn.wrapping_sub(1),
@@ -64,12 +65,12 @@ impl TsnMap {
     }
 
     fn bit(&self, d: usize) -> bool {
-        let i = (self.base + d) % self.window();
+        let i = (self.base + d) & (self.window() - 1);
         self.bits[i / 64] & (1 << (i % 64)) != 0
     }
 
     fn set(&mut self, d: usize, on: bool) {
-        let i = (self.base + d) % self.window();
+        let i = (self.base + d) & (self.window() - 1);
         if on {
             self.bits[i / 64] |= 1 << (i % 64);
         } else {
@@ -108,7 +109,7 @@ impl TsnMap {
         // Move the cumulative point over every TSN now in sequence.
         while self.bit(0) {
             self.set(0, false);
-            self.base = (self.base + 1) % self.window();
+            self.base = (self.base + 1) & (self.window() - 1);
             self.cum_tsn = self.cum_tsn.wrapping_add(1);
         }
         Insert::New
