@@ -224,6 +224,8 @@ const MAX_GAP_BLOCKS: usize = 64;
 
 #[derive(Debug, Clone, Copy)]
 enum AbortCause {
+    /// Our own giving up (retransmission limits, T5): no cause fits, so none is sent.
+    Timeout,
     User,
     Adaptation,
     Violation(&'static str),
@@ -298,6 +300,8 @@ pub struct Association {
     path: Path,
     fast_recovery_exit: Option<u32>,
     burst_budget: u32,
+    /// A SACK arrived since T3-rtx last fired: the peer is alive (§6.1 A, zero window probes).
+    sack_since_t3: bool,
     /// The TSN being timed for RTT and when it was sent (one measurement per round trip).
     timed: Option<(u32, Instant)>,
     error_count: u32,
@@ -355,6 +359,7 @@ impl Association {
             },
             fast_recovery_exit: None,
             burst_budget: cfg.max_burst,
+            sack_since_t3: false,
             timed: None,
             error_count: 0,
             rx: TsnMap::new(0, cfg.tsn_window),
@@ -770,6 +775,7 @@ impl Association {
             }
             ChunkRepr::Sack(sack) => {
                 self.stats.sacks_in += 1;
+                self.sack_since_t3 = true;
                 if self.sending_state() {
                     let gaps = GapAcks {
                         blocks: sack.gap_ack_blocks,
@@ -1167,7 +1173,14 @@ impl Association {
                 // §9.2: both sides shut down at once: SHUTDOWN ACK at once.
                 self.state = State::ShutdownReceived;
             }
-            State::ShutdownReceived | State::ShutdownAckSent => {}
+            State::ShutdownReceived => {}
+            State::ShutdownAckSent => {
+                // §9.2: our SHUTDOWN ACK was lost and the peer repeats its SHUTDOWN: answer at
+                // once rather than on our own T2.
+                self.pending.shutdown_ack = true;
+                self.arm(Timer::T2, now + self.path.rto.rto());
+                return;
+            }
             _ => return,
         }
         // §9.2: the Cumulative TSN Ack of SHUTDOWN acknowledges like a SACK's, without gaps.
@@ -1460,7 +1473,7 @@ impl Association {
                 }
                 _ => {
                     // T5-shutdown-guard (§9.2): give up and ABORT.
-                    self.abort_with(AbortCause::User, CloseReason::Unreachable);
+                    self.abort_with(AbortCause::Timeout, CloseReason::Unreachable);
                 }
             }
         }
@@ -1499,7 +1512,7 @@ impl Association {
     fn count_error(&mut self) -> bool {
         self.error_count += 1;
         if self.error_count > self.cfg.assoc_max_retrans {
-            self.abort_with(AbortCause::User, CloseReason::Unreachable);
+            self.abort_with(AbortCause::Timeout, CloseReason::Unreachable);
             true
         } else {
             false
@@ -1516,7 +1529,11 @@ impl Association {
             self.arm(Timer::T3, now + self.path.rto.rto());
             return;
         }
-        if self.count_error() {
+        // §6.1 A: while the peer keeps answering zero window probes with SACKs, the
+        // unacknowledged probes do not count against the association.
+        let probing_live_peer = self.peer_rwnd == 0 && self.sack_since_t3;
+        self.sack_since_t3 = false;
+        if !probing_live_peer && self.count_error() {
             return;
         }
         // §6.3.3 E1: ssthresh = max(cwnd/2, 4 MTU), cwnd = 1 MTU.
@@ -1979,19 +1996,20 @@ impl Association {
 
     fn build_abort(&mut self, buf: &mut [u8], cause: AbortCause) -> Option<usize> {
         let c = match cause {
-            AbortCause::User => CauseRepr::UserInitiatedAbort { reason: &[] },
-            AbortCause::Adaptation => CauseRepr::UserInitiatedAbort {
+            AbortCause::Timeout => None,
+            AbortCause::User => Some(CauseRepr::UserInitiatedAbort { reason: &[] }),
+            AbortCause::Adaptation => Some(CauseRepr::UserInitiatedAbort {
                 reason: ADAPTATION_REASON.as_bytes(),
-            },
-            AbortCause::Violation(info) => CauseRepr::ProtocolViolation {
+            }),
+            AbortCause::Violation(info) => Some(CauseRepr::ProtocolViolation {
                 info: info.as_bytes(),
-            },
-            AbortCause::NoUserData(tsn) => CauseRepr::NoUserData { tsn },
+            }),
+            AbortCause::NoUserData(tsn) => Some(CauseRepr::NoUserData { tsn }),
         };
-        let causes = [c];
+        let causes = [c.unwrap_or(CauseRepr::OutOfResource)];
         let abort = ChunkRepr::Abort(AbortRepr {
             t_bit: false,
-            causes: List::new(&causes),
+            causes: List::new(&causes[..usize::from(c.is_some())]),
         });
         let mut b = PacketBuilder::new(buf, &self.header(self.peer_tag)).ok()?;
         b.push(&abort).ok()?;
