@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUN_SECS ?= 5
 DDPDK := target/release/ddpdk
 
-.PHONY: run test setup build lint bench fuzz clean
+.PHONY: run test setup build lint bench bench-sctp fuzz clean
 
 setup:
 	@bash deploy/setup.sh
@@ -33,6 +33,10 @@ lint: setup
 bench: setup
 	$(CARGO) build --release --bin ddpdk -p ddpdk-cli
 	$(CARGO) run --release -p ddpdk-benches --bin raw-io-bench -- --ddpdk $(DDPDK)
+
+# The SCTP engine next to usrsctp, in memory, same messages, same run (see benches/README.md).
+bench-sctp: setup
+	$(CARGO) run --release -p ddpdk-benches --bin sctp-bench -- $(SCTP_BENCH_ARGS)
 
 # Coverage-guided fuzzing of the wire parsers (cargo fuzz, libFuzzer + ASan), corpus seeded from
 # the golden captures. RUSTC_BOOTSTRAP lets the machine's stable toolchain take the sanitizer
