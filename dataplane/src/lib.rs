@@ -5,12 +5,15 @@
 //! - [`fwd`]: testpmd-like forwarding engines (`io`, `rxonly`, `txonly`) and the per-lcore loop.
 //! - [`wire`]: zero-copy views of Ethernet/IP/SCTP/DDP headers, CRC32c.
 //! - [`sctp`]: the sans-IO SCTP association engine (endpoint, association, timers).
+//! - [`mem`]: Steering Tags, protection domains, untagged receive queues: the RFC 5041 §7.1
+//!   checks before placement.
 
 // `unsafe` is allowed only in the DPDK port layer (`port::dpdk`), which opts in.
 #![deny(unsafe_code)]
 
 pub mod config;
 pub mod fwd;
+pub mod mem;
 pub mod port;
 pub mod sctp;
 pub mod wire;

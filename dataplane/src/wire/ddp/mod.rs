@@ -17,8 +17,11 @@
 //! Sizes here follow one convention: a *DDP Segment* (and so the MULPDU, RFC 5041 §2.2) excludes
 //! the DDP-SSN, which belongs to the SCTP adaptation; a *chunk payload* includes it.
 
+pub mod error;
 pub mod segment;
 pub mod session;
+
+pub use error::DdpError;
 
 pub use segment::{
     Header, Packet as SegmentPacket, Repr as SegmentRepr, TaggedHeader, UntaggedHeader,

@@ -1,0 +1,441 @@
+//! Steering Tags (RFC 5041 §2.2, §8.2, §8.3) and the checks a tagged segment passes before a
+//! byte moves (RFC 5041 §7.1, in the order siw applies them: STag valid → protection domain →
+//! stream association → access right → base and bounds with the 64-bit wrap check).
+//!
+//! An STag is a 24-bit index into the table and an 8-bit key. Indices are handed out from a
+//! random start and every reuse of an index takes the next key, so a stale or guessed STag
+//! fails the whole-STag comparison. The table belongs to one owner (the control thread builds
+//! it, each data core holds its own copy updated by message; DESIGN.md): nothing here is shared
+//! or locked.
+
+use core::fmt;
+
+use crate::wire::ddp::DdpError;
+
+/// A Steering Tag: `index << 8 | key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Stag(pub u32);
+
+impl Stag {
+    pub const fn new(index: u32, key: u8) -> Stag {
+        Stag((index & 0x00ff_ffff) << 8 | key as u32)
+    }
+    pub const fn index(self) -> u32 {
+        self.0 >> 8
+    }
+    pub const fn key(self) -> u8 {
+        self.0 as u8
+    }
+}
+
+impl fmt::Display for Stag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#010x}", self.0)
+    }
+}
+
+/// A protection domain (RFC 5041 §8.2): locally defined, never on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Pd(pub u32);
+
+/// A DDP stream's local identity (RFC 5041 §8.2 "DDP Stream ID"): never on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StreamId(pub u64);
+
+/// Access rights of a registration (RFC 5041 §8.3.1 items 4-5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Access(u8);
+
+impl Access {
+    pub const LOCAL_READ: Access = Access(1);
+    pub const LOCAL_WRITE: Access = Access(2);
+    /// The peer may place into the region (tagged DDP segments, RDMA Write).
+    pub const REMOTE_WRITE: Access = Access(4);
+    /// The peer may read from it (RDMA Read source).
+    pub const REMOTE_READ: Access = Access(8);
+
+    pub const fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+    pub const fn union(self, other: Access) -> Access {
+        Access(self.0 | other.0)
+    }
+}
+
+impl core::ops::BitOr for Access {
+    type Output = Access;
+    fn bitor(self, o: Access) -> Access {
+        self.union(o)
+    }
+}
+
+/// Which memory a registration covers: region `region`, bytes from `offset`. The region
+/// itself (hugepage memory) is the memory module's; the table only steers to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RegionSlice {
+    pub region: u32,
+    pub offset: u64,
+}
+
+/// One registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registration {
+    pub pd: Pd,
+    pub access: Access,
+    /// RFC 5041 §8.2 DDP Stream association: when set, no other stream may use the STag.
+    pub stream: Option<StreamId>,
+    /// The Tagged Offset of the first byte (RFC 5041 §2.2 TO: the base).
+    pub to_base: u64,
+    pub len: u64,
+    pub memory: RegionSlice,
+}
+
+/// Where a validated segment goes: `len` bytes at `offset` of region `region`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub region: u32,
+    pub offset: u64,
+    pub len: usize,
+}
+
+/// Why a registration was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterError {
+    /// Every index is in use.
+    Full,
+    /// `to_base + len` does not fit 64 bits: the range must be addressable by TO.
+    RangeWraps,
+}
+
+impl fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RegisterError::Full => "STag table full",
+            RegisterError::RangeWraps => "TO range wraps past 2^64",
+        })
+    }
+}
+
+impl std::error::Error for RegisterError {}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    key: u8,
+    reg: Option<Registration>,
+}
+
+/// The STag table: fixed capacity, chosen at creation.
+#[derive(Debug)]
+pub struct StagTable {
+    slots: Box<[Slot]>,
+    /// Free indices, taken from the front; the order starts at a random point.
+    free: std::collections::VecDeque<u32>,
+}
+
+/// The largest table: 24-bit indices.
+pub const MAX_STAGS: usize = 1 << 24;
+
+impl StagTable {
+    /// A table of `capacity` STags (at most 2^24). `random` picks the first index and the
+    /// initial keys, so STags are not predictable from one connection to the next (RFC 5041
+    /// §8.3: a peer must not guess its way into memory); pass a real random value.
+    pub fn new(capacity: usize, random: u64) -> StagTable {
+        let capacity = capacity.clamp(1, MAX_STAGS);
+        let start = (random % capacity as u64) as u32;
+        let slots = (0..capacity)
+            .map(|i| Slot {
+                key: (random >> 32) as u8 ^ (i as u8).wrapping_mul(151),
+                reg: None,
+            })
+            .collect();
+        let free = (0..capacity as u32)
+            .map(|i| (start + i) % capacity as u32)
+            .collect();
+        StagTable { slots, free }
+    }
+
+    /// Registers memory and returns its STag.
+    pub fn register(&mut self, reg: Registration) -> Result<Stag, RegisterError> {
+        if reg.to_base.checked_add(reg.len).is_none() {
+            // The end of the range, to_base + len, must itself be a 64-bit value: a segment
+            // reaching it would fail check 5 anyway.
+            return Err(RegisterError::RangeWraps);
+        }
+        let index = self.free.pop_front().ok_or(RegisterError::Full)?;
+        let slot = &mut self.slots[index as usize];
+        // A new key for every reuse: the previous holder's STag no longer matches.
+        slot.key = slot.key.wrapping_add(1);
+        slot.reg = Some(reg);
+        Ok(Stag::new(index, slot.key))
+    }
+
+    /// Invalidates an STag (RFC 5041 §8.3.1 item 6: after this, nothing placed through it).
+    /// The index goes to the back of the free list, so it is reused as late as possible.
+    pub fn invalidate(&mut self, stag: Stag) -> Option<Registration> {
+        let slot = self.slots.get_mut(stag.index() as usize)?;
+        if slot.key != stag.key() {
+            return None;
+        }
+        let reg = slot.reg.take()?;
+        self.free.push_back(stag.index());
+        Some(reg)
+    }
+
+    /// The registration of exactly this STag: index and key must both match.
+    pub fn lookup(&self, stag: Stag) -> Option<&Registration> {
+        let slot = self.slots.get(stag.index() as usize)?;
+        if slot.key != stag.key() {
+            return None;
+        }
+        slot.reg.as_ref()
+    }
+
+    /// Registrations in use.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// RFC 5041 §7.1, tagged: whether a segment of `len` payload bytes for `stag` at `to`,
+    /// arriving on `stream` of protection domain `pd`, may be placed, and where. Nothing is
+    /// placed by this call; on `Err` nothing may be.
+    ///
+    /// Order and numbers (§7.2): unknown STag or wrong key → Invalid STag; another protection
+    /// domain or another stream (§8.2) → STag not associated with DDP Stream; no remote write
+    /// right → Invalid STag (§7.1 check 2: the STag has no buffer that allows placement; siw
+    /// answers the same); TO below the base → Base or bounds (check 3); TO + len past 2^64 →
+    /// TO wrap (check 5, tested before check 4 so the sum is never taken wrapped); TO + len past
+    /// the end → Base or bounds (check 4). A zero-length segment places nothing and is not
+    /// validated (§7.1 covers "non-zero-length" segments).
+    pub fn check_tagged(
+        &self,
+        stag: Stag,
+        to: u64,
+        len: usize,
+        stream: StreamId,
+        pd: Pd,
+    ) -> Result<Placement, DdpError> {
+        if len == 0 {
+            return Ok(Placement {
+                region: 0,
+                offset: 0,
+                len: 0,
+            });
+        }
+        let reg = self.lookup(stag).ok_or(DdpError::InvalidStag)?;
+        if reg.pd != pd || reg.stream.is_some_and(|s| s != stream) {
+            return Err(DdpError::StagNotAssociated);
+        }
+        if !reg.access.contains(Access::REMOTE_WRITE) {
+            return Err(DdpError::InvalidStag);
+        }
+        if to < reg.to_base {
+            return Err(DdpError::BaseOrBounds);
+        }
+        let rel = to - reg.to_base;
+        if rel >= reg.len {
+            return Err(DdpError::BaseOrBounds);
+        }
+        let len64 = len as u64;
+        if to.checked_add(len64).is_none() {
+            return Err(DdpError::ToWrap);
+        }
+        // rel < reg.len and len fits: no overflow here.
+        if rel + len64 > reg.len {
+            return Err(DdpError::BaseOrBounds);
+        }
+        Ok(Placement {
+            region: reg.memory.region,
+            offset: reg.memory.offset + rel,
+            len,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PD: Pd = Pd(1);
+    const S: StreamId = StreamId(7);
+
+    fn reg(to_base: u64, len: u64) -> Registration {
+        Registration {
+            pd: PD,
+            access: Access::REMOTE_WRITE | Access::LOCAL_READ,
+            stream: None,
+            to_base,
+            len,
+            memory: RegionSlice {
+                region: 3,
+                offset: 4096,
+            },
+        }
+    }
+
+    #[test]
+    fn stag_is_24_bit_index_and_8_bit_key() {
+        let s = Stag::new(0x12_3456, 0x78);
+        assert_eq!(s.0, 0x1234_5678);
+        assert_eq!((s.index(), s.key()), (0x12_3456, 0x78));
+    }
+
+    /// RFC 5041 §7.1 tagged checks 3-4 at the region's first and last byte.
+    #[test]
+    fn first_and_last_byte_are_in_bounds_one_past_is_not() {
+        let mut t = StagTable::new(16, 99);
+        let stag = t
+            .register(reg(0x1000, 100))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ok = |to, len| t.check_tagged(stag, to, len, S, PD);
+        assert_eq!(
+            ok(0x1000, 1),
+            Ok(Placement {
+                region: 3,
+                offset: 4096,
+                len: 1
+            })
+        );
+        assert_eq!(ok(0x1000 + 99, 1).map(|p| p.offset), Ok(4096 + 99));
+        assert_eq!(ok(0x1000, 100).map(|p| p.len), Ok(100));
+        assert_eq!(ok(0x1000 + 100, 1), Err(DdpError::BaseOrBounds), "one past");
+        assert_eq!(ok(0x1000 - 1, 1), Err(DdpError::BaseOrBounds), "one before");
+        assert_eq!(ok(0x1000 + 99, 2), Err(DdpError::BaseOrBounds), "runs past");
+        assert_eq!(ok(0x1000, 101), Err(DdpError::BaseOrBounds));
+    }
+
+    /// RFC 5041 §7.1 tagged check 5: a 64-bit TO + length that wraps is TO wrap, whatever the
+    /// registration.
+    #[test]
+    fn to_wrap_is_its_own_error() {
+        let mut t = StagTable::new(16, 5);
+        // The highest registrable range ends at u64::MAX (exclusive).
+        let stag = t
+            .register(reg(u64::MAX - 10, 10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            t.check_tagged(stag, u64::MAX - 1, 1, S, PD)
+                .map(|p| p.offset),
+            Ok(4096 + 9),
+            "the last byte is placeable"
+        );
+        assert_eq!(
+            t.check_tagged(stag, u64::MAX - 1, 4, S, PD),
+            Err(DdpError::ToWrap),
+            "TO + len passes 2^64"
+        );
+        assert_eq!(
+            t.check_tagged(stag, u64::MAX - 2, 2, S, PD).map(|p| p.len),
+            Ok(2),
+            "ends exactly at the last byte: TO + len = 2^64 - 1, no wrap"
+        );
+        assert_eq!(
+            t.register(reg(u64::MAX - 9, 10)),
+            Err(RegisterError::RangeWraps)
+        );
+    }
+
+    /// RFC 5041 §8.2: both association mechanisms; §7.2 code 0x1/0x02.
+    #[test]
+    fn protection_domain_and_stream_association() {
+        let mut t = StagTable::new(16, 5);
+        let any_stream = t.register(reg(0, 64)).unwrap_or_else(|e| panic!("{e}"));
+        let one_stream = t
+            .register(Registration {
+                stream: Some(S),
+                ..reg(0, 64)
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(t.check_tagged(any_stream, 0, 8, StreamId(99), PD).is_ok());
+        assert_eq!(
+            t.check_tagged(any_stream, 0, 8, S, Pd(2)),
+            Err(DdpError::StagNotAssociated),
+            "another protection domain"
+        );
+        assert!(t.check_tagged(one_stream, 0, 8, S, PD).is_ok());
+        assert_eq!(
+            t.check_tagged(one_stream, 0, 8, StreamId(8), PD),
+            Err(DdpError::StagNotAssociated),
+            "another stream of the same domain"
+        );
+    }
+
+    /// RFC 5041 §8.3.1 item 5: a region without remote write is not a placement target.
+    #[test]
+    fn read_only_region_refuses_placement() {
+        let mut t = StagTable::new(16, 5);
+        let ro = t
+            .register(Registration {
+                access: Access::REMOTE_READ | Access::LOCAL_READ,
+                ..reg(0, 64)
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.check_tagged(ro, 0, 8, S, PD), Err(DdpError::InvalidStag));
+    }
+
+    /// RFC 5041 §8.3.1 item 6 and the whole-STag comparison: after invalidation the STag is
+    /// dead, and when its index is reused the old STag (old key) still does not reach the new
+    /// registration.
+    #[test]
+    fn invalidated_and_stale_stags_fail() {
+        let mut t = StagTable::new(1, 5);
+        let old = t.register(reg(0, 64)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(t.invalidate(old).is_some());
+        assert_eq!(t.check_tagged(old, 0, 8, S, PD), Err(DdpError::InvalidStag));
+        assert!(t.invalidate(old).is_none(), "invalidated once");
+        let new = t.register(reg(0, 64)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(new.index(), old.index());
+        assert_ne!(new, old);
+        assert_eq!(t.check_tagged(old, 0, 8, S, PD), Err(DdpError::InvalidStag));
+        assert!(t.check_tagged(new, 0, 8, S, PD).is_ok());
+        assert_eq!(t.register(reg(0, 1)), Err(RegisterError::Full));
+    }
+
+    /// Random STags from an attacker: none reaches a registration except by guessing all 32
+    /// bits of one.
+    #[test]
+    fn random_stags_are_refused() {
+        let mut t = StagTable::new(1024, 0x1234_5678_9abc_def0);
+        let mut live = Vec::new();
+        for _ in 0..100 {
+            live.push(t.register(reg(0, 4096)).unwrap_or_else(|e| panic!("{e}")));
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut hits = 0;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let s = Stag(x as u32);
+            if live.contains(&s) {
+                continue;
+            }
+            if t.check_tagged(s, 0, 1, S, PD).is_ok() {
+                hits += 1;
+            }
+        }
+        assert_eq!(hits, 0);
+    }
+
+    /// Indices start at a random point: two tables seeded differently give different first
+    /// STags.
+    #[test]
+    fn allocation_starts_at_a_random_point() {
+        let a = StagTable::new(1 << 16, 1).register(reg(0, 1));
+        let b = StagTable::new(1 << 16, 0xdead_beef_0000_4321).register(reg(0, 1));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn zero_length_segments_place_nothing_and_are_not_checked() {
+        let t = StagTable::new(4, 0);
+        assert_eq!(
+            t.check_tagged(Stag(0xffff_ffff), 0, 0, S, PD)
+                .map(|p| p.len),
+            Ok(0)
+        );
+    }
+}

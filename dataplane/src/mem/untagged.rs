@@ -1,0 +1,234 @@
+//! Untagged receive buffers (RFC 5041 §5.1.2, §5.4) and the checks an untagged segment passes
+//! before a byte moves (RFC 5041 §7.1, untagged checks 1-5).
+//!
+//! Each DDP stream has a few queues (QN); the ULP posts buffers to a queue, and the n-th buffer
+//! posted receives the message with the n-th Message Sequence Number. MSNs start at 1 and wrap
+//! at 2^32 (RFC 5041 §4.3). A queue's depth is fixed when it is made.
+
+use std::collections::VecDeque;
+
+use super::stag::{Placement, RegionSlice};
+use crate::wire::ddp::DdpError;
+
+/// A posted buffer: `len` bytes of region memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostedBuffer {
+    pub memory: RegionSlice,
+    pub len: u32,
+}
+
+/// `post` refused the buffer: the queue holds its depth already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueFull;
+
+impl core::fmt::Display for QueueFull {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("untagged receive queue full")
+    }
+}
+
+impl std::error::Error for QueueFull {}
+
+/// The buffers of one queue, MSN order.
+#[derive(Debug)]
+pub struct UntaggedQueue {
+    /// MSN of the oldest posted buffer (the next message to complete).
+    head_msn: u32,
+    buffers: VecDeque<PostedBuffer>,
+    depth: usize,
+}
+
+impl UntaggedQueue {
+    /// A queue of at most `depth` posted buffers; the first message has MSN 1.
+    pub fn new(depth: usize) -> Self {
+        UntaggedQueue {
+            head_msn: 1,
+            buffers: VecDeque::with_capacity(depth),
+            depth,
+        }
+    }
+
+    pub fn post(&mut self, buf: PostedBuffer) -> Result<(), QueueFull> {
+        if self.buffers.len() >= self.depth {
+            return Err(QueueFull);
+        }
+        self.buffers.push_back(buf);
+        Ok(())
+    }
+
+    /// The MSN of the next message to complete.
+    pub fn head_msn(&self) -> u32 {
+        self.head_msn
+    }
+
+    pub fn posted(&self) -> usize {
+        self.buffers.len()
+    }
+
+    /// RFC 5041 §7.1 untagged checks 2-5 for a segment of message `msn` at offset `mo`.
+    ///
+    /// The MSN picks the buffer, so it is judged first: an MSN below the head (already
+    /// completed) or beyond what the queue could ever hold is out of range (0x2/0x03, check 5);
+    /// one the queue could hold but whose buffer is not posted yet is no buffer (0x2/0x02,
+    /// check 2). Then MO past the buffer is Invalid MO (0x2/0x04, check 3) and MO + length past
+    /// it is too long (0x2/0x05, check 4). A zero-length segment still needs its buffer (its
+    /// message completes into it) but has no MO to check.
+    pub fn check(&self, msn: u32, mo: u32, len: usize) -> Result<Placement, DdpError> {
+        let d = msn.wrapping_sub(self.head_msn) as usize;
+        if d >= self.depth {
+            return Err(DdpError::MsnRange);
+        }
+        let buf = self.buffers.get(d).ok_or(DdpError::NoBuffer)?;
+        if len == 0 {
+            return Ok(Placement {
+                region: buf.memory.region,
+                offset: buf.memory.offset,
+                len: 0,
+            });
+        }
+        if mo >= buf.len {
+            return Err(DdpError::InvalidMo);
+        }
+        if u64::from(mo) + len as u64 > u64::from(buf.len) {
+            return Err(DdpError::TooLong);
+        }
+        Ok(Placement {
+            region: buf.memory.region,
+            offset: buf.memory.offset + u64::from(mo),
+            len,
+        })
+    }
+
+    /// The head message was delivered: its buffer leaves the queue and the next MSN becomes
+    /// the head.
+    pub fn complete(&mut self) -> Option<PostedBuffer> {
+        let b = self.buffers.pop_front()?;
+        self.head_msn = self.head_msn.wrapping_add(1);
+        Some(b)
+    }
+}
+
+/// The queues of one DDP stream.
+#[derive(Debug)]
+pub struct UntaggedQueues {
+    queues: Box<[UntaggedQueue]>,
+}
+
+impl UntaggedQueues {
+    /// `n` queues (QN 0 .. n-1) of `depth` buffers each.
+    pub fn new(n: usize, depth: usize) -> Self {
+        UntaggedQueues {
+            queues: (0..n).map(|_| UntaggedQueue::new(depth)).collect(),
+        }
+    }
+
+    pub fn queue(&mut self, qn: u32) -> Option<&mut UntaggedQueue> {
+        self.queues.get_mut(qn as usize)
+    }
+
+    /// RFC 5041 §7.1 untagged check 1 (QN valid for this stream, else 0x2/0x01), then the
+    /// queue's own checks.
+    pub fn check(&self, qn: u32, msn: u32, mo: u32, len: usize) -> Result<Placement, DdpError> {
+        self.queues
+            .get(qn as usize)
+            .ok_or(DdpError::InvalidQn)?
+            .check(msn, mo, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buf(offset: u64, len: u32) -> PostedBuffer {
+        PostedBuffer {
+            memory: RegionSlice { region: 1, offset },
+            len,
+        }
+    }
+
+    fn queues() -> UntaggedQueues {
+        let mut q = UntaggedQueues::new(3, 4);
+        for i in 0..2u64 {
+            q.queue(1)
+                .map(|q| q.post(buf(i * 1000, 100)))
+                .unwrap_or_else(|| panic!("queue 1"))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        q
+    }
+
+    /// Each RFC 5041 §7.1 untagged check with its §7.2 code.
+    #[test]
+    fn each_check_has_its_code() {
+        let q = queues();
+        assert_eq!(q.check(3, 1, 0, 10), Err(DdpError::InvalidQn), "check 1");
+        assert_eq!(
+            q.check(0, 1, 0, 10),
+            Err(DdpError::NoBuffer),
+            "check 2: nothing posted"
+        );
+        assert_eq!(
+            q.check(1, 3, 0, 10),
+            Err(DdpError::NoBuffer),
+            "check 2: MSN 3 not posted"
+        );
+        assert_eq!(
+            q.check(1, 5, 0, 10),
+            Err(DdpError::MsnRange),
+            "check 5: beyond depth"
+        );
+        assert_eq!(
+            q.check(1, 0, 0, 10),
+            Err(DdpError::MsnRange),
+            "check 5: below the head"
+        );
+        assert_eq!(q.check(1, 1, 100, 1), Err(DdpError::InvalidMo), "check 3");
+        assert_eq!(q.check(1, 1, 95, 6), Err(DdpError::TooLong), "check 4");
+        assert_eq!(
+            q.check(1, 2, 95, 5),
+            Ok(Placement {
+                region: 1,
+                offset: 1095,
+                len: 5
+            }),
+            "the second buffer's last bytes"
+        );
+        assert_eq!(
+            q.check(1, 1, 0, 100).map(|p| p.offset),
+            Ok(0),
+            "first byte, whole buffer"
+        );
+    }
+
+    /// RFC 5041 §4.3: MSNs start at 1 and wrap at 2^32; completion moves the head.
+    #[test]
+    fn msn_starts_at_one_and_wraps() {
+        let mut q = UntaggedQueue::new(2);
+        assert_eq!(q.head_msn(), 1);
+        q.head_msn = u32::MAX;
+        q.post(buf(0, 10)).unwrap_or_else(|e| panic!("{e}"));
+        q.post(buf(10, 10)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(q.post(buf(20, 10)), Err(QueueFull));
+        assert!(q.check(u32::MAX, 0, 1).is_ok());
+        assert_eq!(
+            q.check(0, 0, 1).map(|p| p.offset),
+            Ok(10),
+            "MSN 0 follows 2^32 - 1"
+        );
+        assert_eq!(q.complete(), Some(buf(0, 10)));
+        assert_eq!(q.head_msn(), 0);
+        assert_eq!(
+            q.check(u32::MAX, 0, 1),
+            Err(DdpError::MsnRange),
+            "completed"
+        );
+    }
+
+    #[test]
+    fn zero_length_needs_a_buffer_but_no_offset_check() {
+        let q = queues();
+        assert_eq!(q.check(1, 1, 5000, 0).map(|p| p.len), Ok(0));
+        assert_eq!(q.check(0, 1, 0, 0), Err(DdpError::NoBuffer));
+    }
+}
