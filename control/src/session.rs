@@ -1,0 +1,1643 @@
+//! The RFC 5043 §6 DDP Stream Session Control state machine of one DDP stream, sans-IO.
+//!
+//! A DDP stream is the pair of like-numbered SCTP streams of an association (RFC 5043 §6, §8);
+//! one [`Session`] follows one DDP Stream Session on it, in both directions. It reads no clock,
+//! owns no socket and touches no SCTP state (DESIGN.md, "Protocol cores are sans-IO"):
+//!
+//! - the ULP drives it with [`Session::initiate`], [`Session::accept`], [`Session::reject`],
+//!   [`Session::terminate`], and asks [`Session::next_ddp_ssn`] for the DDP-SSN of every DDP
+//!   Segment it sends (PPID 16);
+//! - the receive path feeds it every DDP chunk of the stream: [`Session::on_control`] (PPID 17)
+//!   and [`Session::on_segment`] (PPID 16, the DDP-SSN only);
+//! - SCTP reports delivery with [`Session::on_acked`] / [`Session::acked_through`], and the end
+//!   of the association with [`Session::association_ended`];
+//! - the caller drains [`Session::poll_transmit`] (control messages to send, each with its
+//!   DDP-SSN) and [`Session::poll_event`] (what the ULP must hear).
+//!
+//! Legality is judged in the *normative* order of RFC 5043 §6.1, the DDP-SSN order, not in the
+//! order SCTP happens to deliver unordered chunks: a passive side's segment may arrive at the
+//! active side before the Accept that precedes it, and a Terminate may arrive before the last
+//! segments; both are legal. What §6.1 calls a pattern is checked per direction:
+//!
+//! ```text
+//! active  → passive:  Initiate(0) [segments 1.. (only after the Accept arrived)] [Terminate]
+//! passive → active:   Accept(0)   [segments 1..]                                [Terminate]
+//!                   | Reject(0)                                   (ULP decision, §6.3)
+//!                   | Terminate(0)                                (no ULP decision, §6.4)
+//! ```
+//!
+//! Nothing here is on the data path: allocations (event Private Data, the 4 KiB reorder bitmap
+//! once chunks arrive out of order) are bounded and happen on the control thread.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use ddpdk_dataplane::wire::ddp::{
+    FunctionCode, Message, PrivateData, SessionControlRepr, MAX_PRIVATE_DATA_LEN,
+};
+
+/// The receive window of DDP-SSNs: an incoming DDP-SSN must lie in
+/// `[lowest not yet received, that + 32768)` (RFC 5043 §10: the DDP-SSN orders chunks "without
+/// special logic" while fewer than 32768 are in flight).
+pub const SSN_WINDOW: u64 = 32768;
+
+/// At most this many chunks of one stream may be unacknowledged at the sender (RFC 5043 §10:
+/// "refrain from sending more than 32767 Data Chunks for a single stream without
+/// acknowledgment").
+pub const MAX_OUTSTANDING: u64 = 32767;
+
+/// Words of the reorder bitmap: one bit per position of the window.
+const BITMAP_WORDS: usize = (SSN_WINDOW / 64) as usize;
+
+/// The DDP-SSN space is 16 bits (RFC 5043 §5.2.1); positions are kept as `u64` counts from the
+/// start of the session and only their low 16 bits go on the wire.
+const SSN_SPACE: u64 = 1 << 16;
+
+/// Which end of the session this is (RFC 5043 §6.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Sent the Initiate.
+    Active,
+    /// Received the Initiate.
+    Passive,
+}
+
+/// Where the session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// No session on the stream yet.
+    Idle,
+    /// Active: the Initiate is sent, the response is awaited.
+    InitiateSent,
+    /// Passive: the Initiate is with the ULP, awaiting its decision (§6.4).
+    InitiateReceived,
+    /// Accepted: DDP Segments may flow (§6.2).
+    Established,
+    /// Over; DDP Segments may no longer be sent. Late chunks of the peer that the patterns
+    /// allow are still accepted (they were sent before the peer learnt of the end).
+    Terminated(TerminationReason),
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TerminationReason {
+    /// The local ULP called [`Session::terminate`].
+    LocalTerminate,
+    /// The peer sent a Terminate.
+    PeerTerminate,
+    /// The local ULP rejected the Initiate (§6.3).
+    LocalReject,
+    /// The peer's ULP rejected our Initiate (§6.3).
+    PeerReject,
+    /// An Initiate arrived with the pending-Initiate limit reached and was answered with a
+    /// Terminate without reaching the ULP (§5.2.3, §6.4).
+    PendingLimit,
+    /// The peer broke the rules (§6.1: "the DDP Stream Session MUST be terminated").
+    ProtocolError(ProtocolError),
+    /// The SCTP association is gone (§11.3), reported on every stream by the caller.
+    AssociationEnded,
+}
+
+impl fmt::Display for TerminationReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TerminationReason::LocalTerminate => f.write_str("terminated by the local ULP"),
+            TerminationReason::PeerTerminate => f.write_str("terminated by the peer"),
+            TerminationReason::LocalReject => f.write_str("rejected by the local ULP"),
+            TerminationReason::PeerReject => f.write_str("rejected by the peer's ULP"),
+            TerminationReason::PendingLimit => {
+                f.write_str("too many Initiates pending a ULP decision")
+            }
+            TerminationReason::ProtocolError(e) => write!(f, "protocol error: {e}"),
+            TerminationReason::AssociationEnded => f.write_str("association ended"),
+        }
+    }
+}
+
+/// A received chunk that fits none of the legal patterns (RFC 5043 §6.1) or breaks a format
+/// rule (§5.2.3) or the DDP-SSN window (§10). Each one terminates the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProtocolError {
+    /// DDP-SSN outside `[lowest missing, lowest missing + 32768)` (§10).
+    OutOfWindow,
+    /// A DDP-SSN already received: SCTP delivers every chunk once, so the peer reused it (§6).
+    Duplicate,
+    /// A chunk placed after the peer's final Terminate or Reject in DDP-SSN order (§6.2, §6.3).
+    AfterFinal,
+    /// Something other than an Initiate at DDP-SSN 0 on a stream without a session (§6.2).
+    NotInitiated,
+    /// An Initiate anywhere but DDP-SSN 0 of the passive side's inbound direction (§6.2).
+    UnexpectedInitiate,
+    /// An Accept anywhere but DDP-SSN 0 of the active side's inbound direction (§6.2).
+    UnexpectedAccept,
+    /// A Reject anywhere but DDP-SSN 0 of the active side's inbound direction (§6.3).
+    UnexpectedReject,
+    /// A DDP Segment before the Accept in the pattern (§6.2, §6.6).
+    SegmentBeforeAccept,
+    /// A Function Code RFC 5043 does not define (§5.2.3; no §6.5 extension is enabled).
+    UnknownFunction(u16),
+    /// More than 512 bytes of Private Data (§5.2.3).
+    PrivateDataTooLong,
+    /// Private Data on a Terminate (§5.2.3).
+    PrivateDataOnTerminate,
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::OutOfWindow => f.write_str("DDP-SSN outside the receive window"),
+            ProtocolError::Duplicate => f.write_str("DDP-SSN received twice"),
+            ProtocolError::AfterFinal => f.write_str("chunk after the peer's final message"),
+            ProtocolError::NotInitiated => f.write_str("chunk on a stream without a session"),
+            ProtocolError::UnexpectedInitiate => f.write_str("unexpected Initiate"),
+            ProtocolError::UnexpectedAccept => f.write_str("unexpected Accept"),
+            ProtocolError::UnexpectedReject => f.write_str("unexpected Reject"),
+            ProtocolError::SegmentBeforeAccept => f.write_str("DDP Segment before the Accept"),
+            ProtocolError::UnknownFunction(code) => write!(f, "unknown function code {code:#x}"),
+            ProtocolError::PrivateDataTooLong => f.write_str("Private Data over 512 bytes"),
+            ProtocolError::PrivateDataOnTerminate => f.write_str("Private Data on a Terminate"),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// A local call the session refuses; nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalError {
+    /// No session on the stream yet.
+    NoSession,
+    /// `initiate` on a stream that already has (or had) a session.
+    AlreadyStarted,
+    /// `accept` / `reject` without an Initiate pending a ULP decision.
+    NotPending,
+    /// A DDP Segment before the session is accepted (§6.2, §6.6).
+    NotEstablished,
+    /// The session is over.
+    Terminated,
+    /// More than 512 bytes of Private Data (§5.2.3).
+    PrivateDataTooLong,
+    /// Sending would leave 32768 chunks unacknowledged (§10).
+    WouldExceedWindow,
+    /// An acknowledgement for a DDP-SSN that was never sent.
+    NotSent,
+}
+
+impl fmt::Display for LocalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LocalError::NoSession => "no session on this stream",
+            LocalError::AlreadyStarted => "the stream already has a session",
+            LocalError::NotPending => "no Initiate pending a ULP decision",
+            LocalError::NotEstablished => "the session is not accepted yet",
+            LocalError::Terminated => "the session is terminated",
+            LocalError::PrivateDataTooLong => "Private Data over 512 bytes",
+            LocalError::WouldExceedWindow => "32767 chunks already unacknowledged",
+            LocalError::NotSent => "acknowledgement of a DDP-SSN never sent",
+        })
+    }
+}
+
+impl std::error::Error for LocalError {}
+
+/// Owned ULP Private Data, at most 512 bytes by construction (RFC 5043 §5.2.3).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct OwnedPrivateData(Vec<u8>);
+
+impl OwnedPrivateData {
+    /// Copies `bytes`; [`LocalError::PrivateDataTooLong`] over 512 bytes.
+    pub fn new(bytes: &[u8]) -> Result<OwnedPrivateData, LocalError> {
+        if bytes.len() > MAX_PRIVATE_DATA_LEN {
+            Err(LocalError::PrivateDataTooLong)
+        } else {
+            Ok(OwnedPrivateData(bytes.to_vec()))
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The wire type, for [`SessionControlRepr`].
+    pub fn as_wire(&self) -> PrivateData<'_> {
+        PrivateData::new(&self.0).expect("OwnedPrivateData holds at most 512 bytes")
+    }
+}
+
+/// A control message the session asks to send.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ControlMessage {
+    Initiate(OwnedPrivateData),
+    Accept(OwnedPrivateData),
+    Reject(OwnedPrivateData),
+    Terminate,
+}
+
+impl ControlMessage {
+    pub fn function_code(&self) -> FunctionCode {
+        match self {
+            ControlMessage::Initiate(_) => FunctionCode::Initiate,
+            ControlMessage::Accept(_) => FunctionCode::Accept,
+            ControlMessage::Reject(_) => FunctionCode::Reject,
+            ControlMessage::Terminate => FunctionCode::Terminate,
+        }
+    }
+}
+
+/// One DDP Stream Session Control message (PPID 17) to send on this stream, unordered.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Transmit {
+    pub ddp_ssn: u16,
+    pub message: ControlMessage,
+}
+
+impl Transmit {
+    /// The wire representation, ready for [`SessionControlRepr::emit`].
+    pub fn repr(&self) -> SessionControlRepr<'_> {
+        let message = match &self.message {
+            ControlMessage::Initiate(d) => Message::Initiate(d.as_wire()),
+            ControlMessage::Accept(d) => Message::Accept(d.as_wire()),
+            ControlMessage::Reject(d) => Message::Reject(d.as_wire()),
+            ControlMessage::Terminate => Message::Terminate,
+        };
+        SessionControlRepr {
+            ddp_ssn: self.ddp_ssn,
+            message,
+        }
+    }
+}
+
+/// What the ULP must hear. Received control messages are reported with their Private Data
+/// (§5.2.3: "SHOULD be reported to the ULP ... Private Data MUST be available").
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// Passive: an Initiate awaits [`Session::accept`], [`Session::reject`] or
+    /// [`Session::terminate`].
+    InitiateReceived { private_data: OwnedPrivateData },
+    /// Active: the peer accepted.
+    Accepted { private_data: OwnedPrivateData },
+    /// Active: the peer's ULP rejected.
+    Rejected { private_data: OwnedPrivateData },
+    /// The peer sent a Terminate.
+    TerminateReceived,
+    /// The session is over; reported once.
+    SessionTerminated { reason: TerminationReason },
+}
+
+/// The finite limit on Initiates pending a ULP decision (RFC 5043 §6.4: "There MUST be a finite
+/// limit"), shared by the sessions of one endpoint or association: clone it into each.
+///
+/// A session holds one slot from the Initiate's arrival until the ULP decides, the session
+/// ends, or the session is dropped, so a slot can never leak.
+#[derive(Debug, Clone)]
+pub struct PendingLimit {
+    inner: Arc<PendingInner>,
+}
+
+#[derive(Debug)]
+struct PendingInner {
+    max: usize,
+    pending: AtomicUsize,
+}
+
+impl PendingLimit {
+    /// At most `max` Initiates pending at once; `0` refuses every Initiate with a Terminate.
+    pub fn new(max: usize) -> PendingLimit {
+        PendingLimit {
+            inner: Arc::new(PendingInner {
+                max,
+                pending: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    pub fn max(&self) -> usize {
+        self.inner.max
+    }
+
+    /// Initiates currently awaiting a ULP decision.
+    pub fn pending(&self) -> usize {
+        self.inner.pending.load(Ordering::Acquire)
+    }
+
+    fn try_acquire(&self) -> Option<PendingSlot> {
+        let max = self.inner.max;
+        self.inner
+            .pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| PendingSlot {
+                limit: self.clone(),
+            })
+    }
+}
+
+/// One pending Initiate; released on drop.
+#[derive(Debug)]
+struct PendingSlot {
+    limit: PendingLimit,
+}
+
+impl Drop for PendingSlot {
+    fn drop(&mut self) {
+        self.limit.inner.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Where a DDP-SSN falls relative to a [`SeqWindow`].
+enum Position {
+    /// In `[base, base + SSN_WINDOW)`, as a position counted from the session start.
+    Ahead(u64),
+    /// Below `base`: already seen.
+    Behind,
+    /// Neither.
+    OutOfWindow,
+}
+
+/// Which positions of one direction have been seen (received, or acknowledged): everything
+/// below `base`, plus the bits of a ring over `[base, base + SSN_WINDOW)`. The ring is only
+/// allocated when something is seen out of order, so in-order traffic costs no memory.
+#[derive(Debug, Clone, Default)]
+struct SeqWindow {
+    base: u64,
+    bits: Vec<u64>,
+    /// Bits set in `bits`: while 0, an in-order position needs no bitmap work.
+    set: u32,
+    highest: Option<u64>,
+}
+
+impl SeqWindow {
+    fn locate(&self, ssn: u16) -> Position {
+        // Modular distance on the 16-bit DDP-SSN (the low 16 bits of `base` are its DDP-SSN).
+        let ahead = u64::from(ssn.wrapping_sub((self.base % SSN_SPACE) as u16));
+        if ahead < SSN_WINDOW {
+            return Position::Ahead(self.base + ahead);
+        }
+        // The other half of the space: behind `base`, if the session is that long.
+        if SSN_SPACE - ahead <= self.base {
+            Position::Behind
+        } else {
+            Position::OutOfWindow
+        }
+    }
+
+    fn bit(pos: u64) -> (usize, u64) {
+        let index = (pos % SSN_WINDOW) as usize;
+        (index / 64, 1 << (index % 64))
+    }
+
+    fn is_seen(&self, pos: u64) -> bool {
+        if pos < self.base {
+            return true;
+        }
+        if self.bits.is_empty() || pos >= self.base + SSN_WINDOW {
+            return false;
+        }
+        let (word, mask) = SeqWindow::bit(pos);
+        self.bits[word] & mask != 0
+    }
+
+    /// Marks `pos`, which must be in the window and not yet seen.
+    fn mark(&mut self, pos: u64) {
+        debug_assert!(pos >= self.base && pos < self.base + SSN_WINDOW && !self.is_seen(pos));
+        self.highest = Some(self.highest.map_or(pos, |h| h.max(pos)));
+        if pos == self.base && self.set == 0 {
+            self.base += 1;
+            return;
+        }
+        if self.bits.is_empty() {
+            self.bits = vec![0; BITMAP_WORDS];
+        }
+        let (word, mask) = SeqWindow::bit(pos);
+        self.bits[word] |= mask;
+        self.set += 1;
+        loop {
+            let (word, mask) = SeqWindow::bit(self.base);
+            if self.bits[word] & mask == 0 {
+                break;
+            }
+            self.bits[word] &= !mask;
+            self.set -= 1;
+            self.base += 1;
+        }
+    }
+}
+
+/// The DDP Stream Session of one DDP stream (RFC 5043 §6). See the module documentation.
+#[derive(Debug)]
+pub struct Session {
+    role: Option<Role>,
+    state: State,
+    /// Passive: the Accept is sent; active: the Accept is received.
+    accepted: bool,
+    /// Our last message is sent or queued (Reject or Terminate), or no longer needed: nothing
+    /// more leaves this side (§6.2: "The final User Data Chunk for each side MAY be a ...
+    /// Terminate").
+    tx_closed: bool,
+    /// A Terminate is owed but held back by §6.6 or the §10 window.
+    terminate_queued: bool,
+    /// Position of the last control message we sent (§6.6).
+    last_control: Option<u64>,
+    /// Position (DDP-SSN count) of our next chunk.
+    tx_next: u64,
+    /// Which of our chunks the peer has (SCTP acks, or a response proving receipt).
+    tx_acked: SeqWindow,
+    /// Which of the peer's chunks arrived.
+    rx: SeqWindow,
+    /// Position of the peer's final message (Terminate or Reject), once received.
+    peer_final: Option<u64>,
+    association_ended: bool,
+    limit: PendingLimit,
+    slot: Option<PendingSlot>,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+}
+
+/// What an inbound chunk is, once its format is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Inbound {
+    Initiate,
+    Accept,
+    Reject,
+    Terminate,
+    Segment,
+}
+
+impl Session {
+    /// A stream without a session. Its role is decided by the first event: [`Session::initiate`]
+    /// makes it active, a received Initiate passive. `limit` is the endpoint's (or
+    /// association's) shared pending-Initiate limit (§6.4).
+    pub fn new(limit: PendingLimit) -> Session {
+        Session {
+            role: None,
+            state: State::Idle,
+            accepted: false,
+            tx_closed: false,
+            terminate_queued: false,
+            last_control: None,
+            tx_next: 0,
+            tx_acked: SeqWindow::default(),
+            rx: SeqWindow::default(),
+            peer_final: None,
+            association_ended: false,
+            limit,
+            slot: None,
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn role(&self) -> Option<Role> {
+        self.role
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn pending_limit(&self) -> &PendingLimit {
+        &self.limit
+    }
+
+    /// Our chunks sent and not yet acknowledged, counted from the lowest unacknowledged one
+    /// (the span the receiver's window must cover, §10).
+    pub fn outstanding(&self) -> u64 {
+        self.tx_next - self.tx_acked.base
+    }
+
+    /// The next control message to send, if any.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next event for the ULP, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    // ---- local (ULP) calls ----
+
+    /// Active side: sends the Initiate (DDP-SSN 0, §6.1/§6.2) with `private_data` (§5.2.3: it
+    /// MUST be included, MAY be empty, MUST NOT exceed 512 bytes).
+    pub fn initiate(&mut self, private_data: &[u8]) -> Result<(), LocalError> {
+        if self.state != State::Idle {
+            return Err(LocalError::AlreadyStarted);
+        }
+        let data = OwnedPrivateData::new(private_data)?;
+        self.role = Some(Role::Active);
+        self.state = State::InitiateSent;
+        self.send_control(ControlMessage::Initiate(data));
+        Ok(())
+    }
+
+    /// Passive side: accepts the pending Initiate (§6.2). DDP Segments may follow at once: §6.6
+    /// restricts only the active side, and the active side orders early segments by DDP-SSN.
+    pub fn accept(&mut self, private_data: &[u8]) -> Result<(), LocalError> {
+        if self.state != State::InitiateReceived {
+            return Err(LocalError::NotPending);
+        }
+        let data = OwnedPrivateData::new(private_data)?;
+        self.slot = None;
+        self.accepted = true;
+        self.state = State::Established;
+        self.send_control(ControlMessage::Accept(data));
+        Ok(())
+    }
+
+    /// Passive side: rejects the pending Initiate (§6.3). This is the only way a Reject is
+    /// ever sent: "A DDP Stream Session Reject message MUST NOT be sent unless the rejection
+    /// is at the direction of the ULP" (RFC 5043 §6.3), so every refusal the session decides
+    /// by itself (limit, protocol error) is a Terminate.
+    pub fn reject(&mut self, private_data: &[u8]) -> Result<(), LocalError> {
+        if self.state != State::InitiateReceived {
+            return Err(LocalError::NotPending);
+        }
+        let data = OwnedPrivateData::new(private_data)?;
+        self.send_control(ControlMessage::Reject(data));
+        // §6.3: the Reject is the passive side's only message; nothing follows it.
+        self.tx_closed = true;
+        self.end(TerminationReason::LocalReject);
+        Ok(())
+    }
+
+    /// Ends the session with a Terminate (§6.2), or, while an Initiate is pending, refuses it
+    /// with a Terminate (the §6.4 pattern). The Terminate may be held back until the previous
+    /// control message is known to be received (§6.6) or the §10 window has room; it then
+    /// appears in [`Session::poll_transmit`] after the acknowledgement that frees it.
+    pub fn terminate(&mut self) -> Result<(), LocalError> {
+        match self.state {
+            State::Idle => Err(LocalError::NoSession),
+            State::Terminated(_) => Err(LocalError::Terminated),
+            State::InitiateSent | State::InitiateReceived | State::Established => {
+                self.end(TerminationReason::LocalTerminate);
+                self.owe_terminate();
+                Ok(())
+            }
+        }
+    }
+
+    /// `Ok` if a DDP Segment may be sent now.
+    pub fn may_send_segment(&self) -> Result<(), LocalError> {
+        match self.state {
+            State::Established => {}
+            State::Idle => return Err(LocalError::NoSession),
+            // RFC 5043 §6.2 and §6.6: the active side sends no segment before the Accept has
+            // arrived; the passive side none before it accepted.
+            State::InitiateSent | State::InitiateReceived => {
+                return Err(LocalError::NotEstablished)
+            }
+            State::Terminated(_) => return Err(LocalError::Terminated),
+        }
+        self.window_has_room()
+    }
+
+    /// Allocates the DDP-SSN of the next DDP Segment (PPID 16) of this stream. DDP-SSNs are
+    /// consecutive (§6: "MUST NOT have any gaps"), so call this only for a segment that will
+    /// be handed to SCTP.
+    pub fn next_ddp_ssn(&mut self) -> Result<u16, LocalError> {
+        self.may_send_segment()?;
+        let ssn = (self.tx_next % SSN_SPACE) as u16;
+        self.tx_next += 1;
+        Ok(ssn)
+    }
+
+    /// SCTP acknowledged our chunk with DDP-SSN `ssn` (repeats are harmless). May release a
+    /// held-back Terminate.
+    pub fn on_acked(&mut self, ssn: u16) -> Result<(), LocalError> {
+        if self.association_ended {
+            return Ok(());
+        }
+        match self.tx_acked.locate(ssn) {
+            Position::Ahead(pos) if pos < self.tx_next => {
+                if !self.tx_acked.is_seen(pos) {
+                    self.tx_acked.mark(pos);
+                }
+            }
+            Position::Behind => {}
+            Position::Ahead(_) | Position::OutOfWindow => return Err(LocalError::NotSent),
+        }
+        self.flush();
+        Ok(())
+    }
+
+    /// SCTP acknowledged every chunk of ours up to and including DDP-SSN `ssn`.
+    pub fn acked_through(&mut self, ssn: u16) -> Result<(), LocalError> {
+        if self.association_ended {
+            return Ok(());
+        }
+        match self.tx_acked.locate(ssn) {
+            Position::Ahead(pos) if pos < self.tx_next => {
+                for p in self.tx_acked.base..=pos {
+                    if !self.tx_acked.is_seen(p) {
+                        self.tx_acked.mark(p);
+                    }
+                }
+            }
+            Position::Behind => {}
+            Position::Ahead(_) | Position::OutOfWindow => return Err(LocalError::NotSent),
+        }
+        self.flush();
+        Ok(())
+    }
+
+    /// The association ended (§11.3): the session ends without a Terminate (there is nothing
+    /// left to carry it), and nothing of it can be outstanding any more.
+    pub fn association_ended(&mut self) {
+        self.association_ended = true;
+        self.transmits.clear();
+        self.terminate_queued = false;
+        self.tx_closed = true;
+        self.slot = None;
+        match self.state {
+            State::Terminated(_) => {}
+            State::Idle => self.state = State::Terminated(TerminationReason::AssociationEnded),
+            State::InitiateSent | State::InitiateReceived | State::Established => {
+                self.end(TerminationReason::AssociationEnded)
+            }
+        }
+    }
+
+    /// Whether the stream id may carry a new session: this one is over and none of its chunks
+    /// can still be in flight (§6.6: "MUST NOT be reused ... while any Data Chunk from a prior
+    /// session might be outstanding"). Ours must all be acknowledged; the peer's are known to
+    /// be all received only when it sent a final message, and are otherwise its own §6.6 duty.
+    pub fn can_reuse(&self) -> bool {
+        if !matches!(self.state, State::Terminated(_)) {
+            return false;
+        }
+        if self.association_ended {
+            return true;
+        }
+        let ours_acked = !self.terminate_queued && self.tx_acked.base == self.tx_next;
+        let theirs_received = self.peer_final.is_none_or(|f| self.rx.base > f);
+        ours_acked && theirs_received
+    }
+
+    // ---- received chunks ----
+
+    /// A DDP Stream Session Control message (PPID 17) arrived on this stream. `Err` means the
+    /// message broke the rules: if the session was not over yet, it is now (a Terminate is
+    /// queued and [`Event::SessionTerminated`] reported).
+    pub fn on_control(
+        &mut self,
+        ssn: u16,
+        function: FunctionCode,
+        private_data: &[u8],
+    ) -> Result<(), ProtocolError> {
+        if self.association_ended {
+            return Ok(());
+        }
+        let kind = match function {
+            FunctionCode::Initiate => Inbound::Initiate,
+            FunctionCode::Accept => Inbound::Accept,
+            FunctionCode::Reject => Inbound::Reject,
+            FunctionCode::Terminate => Inbound::Terminate,
+            // RFC 5043 §6.1/§6.5: no ULP-specific sequence is enabled, so an unknown function
+            // fits no pattern.
+            FunctionCode::Unknown(code) => return self.fail(ProtocolError::UnknownFunction(code)),
+        };
+        // RFC 5043 §5.2.3: "Private Data length MUST NOT exceed 512 bytes in any message."
+        if private_data.len() > MAX_PRIVATE_DATA_LEN {
+            return self.fail(ProtocolError::PrivateDataTooLong);
+        }
+        // RFC 5043 §5.2.3: "Private Data MUST NOT be included in the ... Terminate message."
+        if kind == Inbound::Terminate && !private_data.is_empty() {
+            return self.fail(ProtocolError::PrivateDataOnTerminate);
+        }
+        self.receive(ssn, kind, private_data)
+    }
+
+    /// A DDP Segment Chunk (PPID 16) with DDP-SSN `ssn` arrived on this stream. `Ok` means it
+    /// belongs to this session's legal sequence; `Err` as for [`Session::on_control`], and the
+    /// segment must not be placed.
+    pub fn on_segment(&mut self, ssn: u16) -> Result<(), ProtocolError> {
+        if self.association_ended {
+            return Ok(());
+        }
+        self.receive(ssn, Inbound::Segment, &[])
+    }
+
+    fn receive(
+        &mut self,
+        ssn: u16,
+        kind: Inbound,
+        private_data: &[u8],
+    ) -> Result<(), ProtocolError> {
+        // RFC 5043 §10: the DDP-SSN must be accountable by chunks still in flight.
+        let pos = match self.rx.locate(ssn) {
+            Position::Ahead(pos) if self.rx.is_seen(pos) => {
+                return self.fail(ProtocolError::Duplicate)
+            }
+            Position::Ahead(pos) => pos,
+            Position::Behind => return self.fail(ProtocolError::Duplicate),
+            Position::OutOfWindow => return self.fail(ProtocolError::OutOfWindow),
+        };
+        // RFC 5043 §6.2/§6.3: nothing follows the peer's Terminate or Reject in DDP-SSN order.
+        if self.peer_final.is_some_and(|f| pos > f) {
+            return self.fail(ProtocolError::AfterFinal);
+        }
+        // RFC 5043 §6.1-§6.4: the chunk's place in the normative (DDP-SSN) order of the peer's
+        // direction must be one its pattern allows.
+        let verdict = match (self.role, kind) {
+            (None, Inbound::Initiate) if pos == 0 && self.state == State::Idle => Ok(()),
+            (None, _) => Err(ProtocolError::NotInitiated),
+            // §6.2: one Initiate, from the active side, at DDP-SSN 0 (a second one, or one
+            // crossing ours, is illegal).
+            (Some(_), Inbound::Initiate) => Err(ProtocolError::UnexpectedInitiate),
+            // §6.2-§6.4: the passive side's first message answers the Initiate.
+            (Some(Role::Active), Inbound::Accept | Inbound::Reject | Inbound::Terminate)
+                if pos == 0 =>
+            {
+                Ok(())
+            }
+            (Some(Role::Active), Inbound::Segment) if pos == 0 => {
+                Err(ProtocolError::SegmentBeforeAccept)
+            }
+            (_, Inbound::Accept) => Err(ProtocolError::UnexpectedAccept),
+            (_, Inbound::Reject) => Err(ProtocolError::UnexpectedReject),
+            // §6.2 and §6.6: the active side sends segments only after the Accept arrived, and
+            // we sent none; SCTP cannot deliver them before the Initiate either.
+            (Some(Role::Passive), Inbound::Segment) if !self.accepted => {
+                Err(ProtocolError::SegmentBeforeAccept)
+            }
+            // §6.2: segments, and the optional final Terminate, after the first message.
+            (Some(_), Inbound::Segment | Inbound::Terminate) => Ok(()),
+        };
+        verdict.or_else(|e| self.fail(e))?;
+        // §6.2/§6.3/§6.4: a final message must not precede chunks already received.
+        let is_final = matches!(kind, Inbound::Terminate | Inbound::Reject);
+        if is_final && self.rx.highest.is_some_and(|h| h > pos) {
+            return self.fail(ProtocolError::AfterFinal);
+        }
+        self.rx.mark(pos);
+        self.apply(pos, kind, private_data);
+        self.flush();
+        Ok(())
+    }
+
+    /// The effects of a legal inbound chunk.
+    fn apply(&mut self, pos: u64, kind: Inbound, private_data: &[u8]) {
+        // Checked by `on_control`; the fallback is never taken.
+        let data = || OwnedPrivateData::new(private_data).unwrap_or_default();
+        let live = !matches!(self.state, State::Terminated(_));
+        if self.role == Some(Role::Active) && pos == 0 {
+            // §6.6: "a responsive DDP Stream Session Control message" proves the Initiate
+            // arrived, as an SCTP ack would.
+            if !self.tx_acked.is_seen(0) && self.tx_next > 0 {
+                self.tx_acked.mark(0);
+            }
+        }
+        match kind {
+            Inbound::Initiate => {
+                self.role = Some(Role::Passive);
+                if let Some(slot) = self.limit.try_acquire() {
+                    self.slot = Some(slot);
+                    self.state = State::InitiateReceived;
+                    self.events.push_back(Event::InitiateReceived {
+                        private_data: data(),
+                    });
+                } else {
+                    // RFC 5043 §6.4 (and §5.2.3): over the limit the Initiate is not forwarded
+                    // to the ULP and "the passive side MUST respond ... with a DDP Stream
+                    // Terminate Message" (not a Reject, §6.3).
+                    self.end(TerminationReason::PendingLimit);
+                    self.owe_terminate();
+                }
+            }
+            Inbound::Accept => {
+                self.accepted = true;
+                self.events.push_back(Event::Accepted {
+                    private_data: data(),
+                });
+                if self.state == State::InitiateSent {
+                    self.state = State::Established;
+                }
+            }
+            Inbound::Reject | Inbound::Terminate => {
+                self.peer_final = Some(pos);
+                self.events.push_back(if kind == Inbound::Reject {
+                    Event::Rejected {
+                        private_data: data(),
+                    }
+                } else {
+                    Event::TerminateReceived
+                });
+                // The peer ended the session: §6.2 needs one Terminate, §6.3 none from us, so
+                // a Terminate we still owe is dropped and nothing more is sent.
+                self.terminate_queued = false;
+                self.tx_closed = true;
+                if live {
+                    self.end(if kind == Inbound::Reject {
+                        TerminationReason::PeerReject
+                    } else {
+                        TerminationReason::PeerTerminate
+                    });
+                }
+            }
+            Inbound::Segment => {}
+        }
+    }
+
+    // ---- internals ----
+
+    /// RFC 5043 §6.1: a chunk fitting no legal pattern terminates the session (once).
+    fn fail(&mut self, e: ProtocolError) -> Result<(), ProtocolError> {
+        if !matches!(self.state, State::Terminated(_)) {
+            self.end(TerminationReason::ProtocolError(e));
+            self.owe_terminate();
+        }
+        Err(e)
+    }
+
+    fn end(&mut self, reason: TerminationReason) {
+        self.state = State::Terminated(reason);
+        // The Initiate no longer awaits the ULP (§6.4's count).
+        self.slot = None;
+        self.events.push_back(Event::SessionTerminated { reason });
+    }
+
+    /// Queue our final Terminate unless this side's last message is already out.
+    fn owe_terminate(&mut self) {
+        if self.tx_closed {
+            return;
+        }
+        self.tx_closed = true;
+        self.terminate_queued = true;
+        self.flush();
+    }
+
+    /// Sends a held-back Terminate once it is allowed.
+    fn flush(&mut self) {
+        if !self.terminate_queued || self.association_ended {
+            return;
+        }
+        // RFC 5043 §6.6: "A DDP Stream Session Control message MUST NOT be sent if it may be
+        // received before a prior DDP Stream Session Control message within the same DDP
+        // Stream Session": the previous one must be acknowledged (or answered) first.
+        let prior_received = self.last_control.is_none_or(|c| self.tx_acked.is_seen(c));
+        // RFC 5043 §10: the Terminate is a chunk like any other.
+        if prior_received && self.window_has_room().is_ok() {
+            self.terminate_queued = false;
+            self.send_control(ControlMessage::Terminate);
+        }
+    }
+
+    fn window_has_room(&self) -> Result<(), LocalError> {
+        // RFC 5043 §10: never more than 32767 chunks without acknowledgment, counted as the
+        // span from the lowest unacknowledged one, which is what the receiver's window sees.
+        if self.outstanding() >= MAX_OUTSTANDING {
+            Err(LocalError::WouldExceedWindow)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn send_control(&mut self, message: ControlMessage) {
+        let ddp_ssn = (self.tx_next % SSN_SPACE) as u16;
+        self.last_control = Some(self.tx_next);
+        self.tx_next += 1;
+        self.transmits.push_back(Transmit { ddp_ssn, message });
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use ddpdk_dataplane::wire::ddp::SessionControlPacket;
+
+    const BIG: &[u8] = &[0xaa; MAX_PRIVATE_DATA_LEN + 1];
+    const MAX: &[u8] = &[0x55; MAX_PRIVATE_DATA_LEN];
+
+    fn pd(bytes: &[u8]) -> OwnedPrivateData {
+        OwnedPrivateData::new(bytes).unwrap()
+    }
+
+    fn events(s: &mut Session) -> Vec<Event> {
+        std::iter::from_fn(|| s.poll_event()).collect()
+    }
+
+    fn transmits(s: &mut Session) -> Vec<Transmit> {
+        std::iter::from_fn(|| s.poll_transmit()).collect()
+    }
+
+    fn terminated(reason: TerminationReason) -> Event {
+        Event::SessionTerminated { reason }
+    }
+
+    /// Feeds one control message through the wire format (emit, then parse as the receive path
+    /// does) into `to`.
+    fn feed(t: &Transmit, to: &mut Session) -> Result<(), ProtocolError> {
+        let repr = t.repr();
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut SessionControlPacket::new_unchecked(&mut buf[..]))
+            .unwrap();
+        let packet = SessionControlPacket::new_checked(&buf[..]).unwrap();
+        to.on_control(
+            packet.ddp_ssn(),
+            packet.function_code(),
+            packet.private_data(),
+        )
+    }
+
+    /// Delivers every control message `from` has queued (including any that an
+    /// acknowledgement releases) to `to`, and acknowledges each to `from` as SCTP would.
+    fn deliver(from: &mut Session, to: &mut Session) {
+        while let Some(t) = from.poll_transmit() {
+            feed(&t, to).unwrap();
+            from.on_acked(t.ddp_ssn).unwrap();
+        }
+    }
+
+    /// One DDP Segment from `from` to `to`, acknowledged; returns its DDP-SSN.
+    fn segment(from: &mut Session, to: &mut Session) -> u16 {
+        let ssn = from.next_ddp_ssn().unwrap();
+        to.on_segment(ssn).unwrap();
+        from.on_acked(ssn).unwrap();
+        ssn
+    }
+
+    /// Active `a` and passive `p`, accepted, everything delivered and acknowledged.
+    fn established() -> (Session, Session) {
+        let mut a = Session::new(PendingLimit::new(4));
+        let mut p = Session::new(PendingLimit::new(4));
+        a.initiate(b"hello").unwrap();
+        deliver(&mut a, &mut p);
+        assert_eq!(
+            events(&mut p),
+            [Event::InitiateReceived {
+                private_data: pd(b"hello")
+            }]
+        );
+        p.accept(b"ok").unwrap();
+        deliver(&mut p, &mut a);
+        assert_eq!(
+            events(&mut a),
+            [Event::Accepted {
+                private_data: pd(b"ok")
+            }]
+        );
+        assert_eq!(
+            (a.state(), p.state()),
+            (State::Established, State::Established)
+        );
+        (a, p)
+    }
+
+    #[test]
+    fn rfc5043_6_2_accepted_then_active_terminates() {
+        let (mut a, mut p) = established();
+        // §5.2.1/§6.1: each direction counts from 0 (Initiate/Accept), segments follow 1, 2, ..
+        assert_eq!([1, 2, 3].map(|_| segment(&mut a, &mut p)), [1, 2, 3]);
+        assert_eq!([1, 2].map(|_| segment(&mut p, &mut a)), [1, 2]);
+        a.terminate().unwrap();
+        let t = transmits(&mut a);
+        assert_eq!(
+            t,
+            [Transmit {
+                ddp_ssn: 4,
+                message: ControlMessage::Terminate
+            }]
+        );
+        feed(&t[0], &mut p).unwrap();
+        a.on_acked(4).unwrap();
+        assert_eq!(
+            events(&mut a),
+            [terminated(TerminationReason::LocalTerminate)]
+        );
+        assert_eq!(
+            events(&mut p),
+            [
+                Event::TerminateReceived,
+                terminated(TerminationReason::PeerTerminate)
+            ]
+        );
+        // One Terminate suffices (§6.2); the passive side owes none.
+        assert!(transmits(&mut p).is_empty());
+        assert_eq!(a.next_ddp_ssn(), Err(LocalError::Terminated));
+        assert_eq!(p.may_send_segment(), Err(LocalError::Terminated));
+        assert_eq!(p.terminate(), Err(LocalError::Terminated));
+        assert!(a.can_reuse() && p.can_reuse());
+    }
+
+    #[test]
+    fn rfc5043_6_2_accepted_then_passive_terminates() {
+        let (mut a, mut p) = established();
+        segment(&mut p, &mut a);
+        segment(&mut a, &mut p);
+        p.terminate().unwrap();
+        deliver(&mut p, &mut a);
+        assert_eq!(
+            events(&mut p),
+            [terminated(TerminationReason::LocalTerminate)]
+        );
+        assert_eq!(
+            events(&mut a),
+            [
+                Event::TerminateReceived,
+                terminated(TerminationReason::PeerTerminate)
+            ]
+        );
+        assert!(a.can_reuse() && p.can_reuse());
+    }
+
+    #[test]
+    fn rfc5043_6_2_both_sides_terminate_crossing() {
+        let (mut a, mut p) = established();
+        segment(&mut a, &mut p);
+        a.terminate().unwrap();
+        p.terminate().unwrap();
+        deliver(&mut a, &mut p);
+        deliver(&mut p, &mut a);
+        // "The final User Data Chunk for each side MAY be a DDP Stream Terminate" (§6.2).
+        assert_eq!(
+            events(&mut a),
+            [
+                terminated(TerminationReason::LocalTerminate),
+                Event::TerminateReceived
+            ]
+        );
+        assert_eq!(
+            events(&mut p),
+            [
+                terminated(TerminationReason::LocalTerminate),
+                Event::TerminateReceived
+            ]
+        );
+        assert_eq!(
+            a.state(),
+            State::Terminated(TerminationReason::LocalTerminate)
+        );
+        assert!(a.can_reuse() && p.can_reuse());
+    }
+
+    #[test]
+    fn rfc5043_6_3_rejected_by_the_ulp() {
+        let mut a = Session::new(PendingLimit::new(4));
+        let mut p = Session::new(PendingLimit::new(4));
+        a.initiate(b"hello").unwrap();
+        deliver(&mut a, &mut p);
+        events(&mut p);
+        p.reject(b"no").unwrap();
+        let t = transmits(&mut p);
+        assert_eq!(
+            t,
+            [Transmit {
+                ddp_ssn: 0,
+                message: ControlMessage::Reject(pd(b"no"))
+            }]
+        );
+        feed(&t[0], &mut a).unwrap();
+        p.on_acked(0).unwrap();
+        assert_eq!(
+            events(&mut a),
+            [
+                Event::Rejected {
+                    private_data: pd(b"no")
+                },
+                terminated(TerminationReason::PeerReject)
+            ]
+        );
+        assert_eq!(events(&mut p), [terminated(TerminationReason::LocalReject)]);
+        // §6.3: the sequence is Initiate, Reject: no Terminate from either side.
+        assert!(transmits(&mut a).is_empty() && transmits(&mut p).is_empty());
+        assert!(a.can_reuse() && p.can_reuse());
+        assert_eq!(a.may_send_segment(), Err(LocalError::Terminated));
+    }
+
+    #[test]
+    fn rfc5043_6_4_pending_limit_answered_with_terminate() {
+        let limit = PendingLimit::new(1);
+        let (mut a1, mut p1) = (Session::new(limit.clone()), Session::new(limit.clone()));
+        let (mut a2, mut p2) = (Session::new(limit.clone()), Session::new(limit.clone()));
+        a1.initiate(b"one").unwrap();
+        deliver(&mut a1, &mut p1);
+        assert_eq!(limit.pending(), 1);
+        a2.initiate(b"two").unwrap();
+        deliver(&mut a2, &mut p2);
+        // Not forwarded to the ULP (§5.2.3), answered with a Terminate at DDP-SSN 0, never a
+        // Reject (§6.3, §6.4).
+        assert_eq!(
+            events(&mut p2),
+            [terminated(TerminationReason::PendingLimit)]
+        );
+        let t = transmits(&mut p2);
+        assert_eq!(
+            t,
+            [Transmit {
+                ddp_ssn: 0,
+                message: ControlMessage::Terminate
+            }]
+        );
+        feed(&t[0], &mut a2).unwrap();
+        p2.on_acked(0).unwrap();
+        assert_eq!(
+            events(&mut a2),
+            [
+                Event::TerminateReceived,
+                terminated(TerminationReason::PeerTerminate)
+            ]
+        );
+        assert!(a2.can_reuse() && p2.can_reuse());
+        assert_eq!(limit.pending(), 1);
+        // The ULP's decision frees the slot; the next Initiate reaches the ULP again.
+        p1.accept(b"").unwrap();
+        assert_eq!(limit.pending(), 0);
+        let (mut a3, mut p3) = (Session::new(limit.clone()), Session::new(limit.clone()));
+        a3.initiate(b"three").unwrap();
+        deliver(&mut a3, &mut p3);
+        assert_eq!(
+            events(&mut p3),
+            [Event::InitiateReceived {
+                private_data: pd(b"three")
+            }]
+        );
+        assert_eq!(limit.pending(), 1);
+        // A session dropped while its Initiate is pending cannot leak the slot.
+        drop(p3);
+        assert_eq!(limit.pending(), 0);
+    }
+
+    #[test]
+    fn rfc5043_6_4_ulp_or_peer_ends_a_pending_initiate() {
+        let limit = PendingLimit::new(2);
+        // The ULP refuses with a Terminate: the §6.4 pattern on the wire.
+        let (mut a, mut p) = (Session::new(limit.clone()), Session::new(limit.clone()));
+        a.initiate(b"").unwrap();
+        deliver(&mut a, &mut p);
+        p.terminate().unwrap();
+        assert_eq!(limit.pending(), 0);
+        deliver(&mut p, &mut a);
+        assert_eq!(
+            a.state(),
+            State::Terminated(TerminationReason::PeerTerminate)
+        );
+        // The active side gives up while the passive ULP decides: the slot is freed.
+        let (mut a, mut p) = (Session::new(limit.clone()), Session::new(limit.clone()));
+        a.initiate(b"").unwrap();
+        deliver(&mut a, &mut p);
+        assert_eq!(limit.pending(), 1);
+        a.terminate().unwrap();
+        deliver(&mut a, &mut p);
+        assert_eq!(limit.pending(), 0);
+        assert_eq!(
+            p.state(),
+            State::Terminated(TerminationReason::PeerTerminate)
+        );
+        assert_eq!(p.accept(b""), Err(LocalError::NotPending));
+    }
+
+    #[test]
+    fn rfc5043_6_6_terminate_waits_until_the_initiate_is_acked() {
+        let mut a = Session::new(PendingLimit::new(4));
+        let mut p = Session::new(PendingLimit::new(4));
+        a.initiate(b"").unwrap();
+        let initiate = transmits(&mut a);
+        a.terminate().unwrap();
+        // It could overtake the unacknowledged Initiate: held back.
+        assert!(transmits(&mut a).is_empty());
+        assert!(!a.can_reuse());
+        a.on_acked(0).unwrap();
+        let terminate = transmits(&mut a);
+        assert_eq!(
+            terminate,
+            [Transmit {
+                ddp_ssn: 1,
+                message: ControlMessage::Terminate
+            }]
+        );
+        feed(&initiate[0], &mut p).unwrap();
+        feed(&terminate[0], &mut p).unwrap();
+        assert_eq!(
+            p.state(),
+            State::Terminated(TerminationReason::PeerTerminate)
+        );
+    }
+
+    #[test]
+    fn rfc5043_6_6_a_response_proves_the_initiate_arrived() {
+        let mut a = Session::new(PendingLimit::new(4));
+        let mut p = Session::new(PendingLimit::new(4));
+        a.initiate(b"").unwrap();
+        let initiate = transmits(&mut a);
+        a.terminate().unwrap();
+        feed(&initiate[0], &mut p).unwrap();
+        p.accept(b"").unwrap();
+        // The Accept arrives before SCTP's ack of the Initiate: the Terminate may go.
+        deliver(&mut p, &mut a);
+        let t = transmits(&mut a);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].message, ControlMessage::Terminate);
+        feed(&t[0], &mut p).unwrap();
+        assert_eq!(
+            p.state(),
+            State::Terminated(TerminationReason::PeerTerminate)
+        );
+    }
+
+    #[test]
+    fn rfc5043_6_6_passive_terminate_waits_for_the_accept_ack() {
+        let mut a = Session::new(PendingLimit::new(4));
+        let mut p = Session::new(PendingLimit::new(4));
+        a.initiate(b"").unwrap();
+        deliver(&mut a, &mut p);
+        p.accept(b"").unwrap();
+        let accept = transmits(&mut p);
+        p.terminate().unwrap();
+        assert!(transmits(&mut p).is_empty());
+        feed(&accept[0], &mut a).unwrap();
+        p.on_acked(0).unwrap();
+        deliver(&mut p, &mut a);
+        assert_eq!(
+            a.state(),
+            State::Terminated(TerminationReason::PeerTerminate)
+        );
+    }
+
+    #[test]
+    fn rfc5043_6_6_active_sends_no_segment_before_the_accept() {
+        let mut a = Session::new(PendingLimit::new(4));
+        assert_eq!(a.may_send_segment(), Err(LocalError::NoSession));
+        a.initiate(b"").unwrap();
+        a.on_acked(0).unwrap();
+        // Even with the Initiate acknowledged: no §6.5 sequence is enabled.
+        assert_eq!(a.next_ddp_ssn(), Err(LocalError::NotEstablished));
+        a.on_control(0, FunctionCode::Accept, b"").unwrap();
+        assert_eq!(a.next_ddp_ssn(), Ok(1));
+    }
+
+    #[test]
+    fn rfc5043_6_1_passive_segments_may_overtake_the_accept() {
+        let mut a = Session::new(PendingLimit::new(4));
+        let mut p = Session::new(PendingLimit::new(4));
+        a.initiate(b"").unwrap();
+        deliver(&mut a, &mut p);
+        p.accept(b"").unwrap();
+        let accept = transmits(&mut p);
+        // Normative order is by DDP-SSN (§6.1): segments 1 and 2 follow the Accept at 0 even
+        // if SCTP delivers them first.
+        let (s1, s2) = (p.next_ddp_ssn().unwrap(), p.next_ddp_ssn().unwrap());
+        a.on_segment(s2).unwrap();
+        a.on_segment(s1).unwrap();
+        assert_eq!(a.state(), State::InitiateSent);
+        feed(&accept[0], &mut a).unwrap();
+        assert_eq!(a.state(), State::Established);
+        assert_eq!(a.rx.base, 3);
+    }
+
+    #[test]
+    fn rfc5043_6_1_terminate_may_overtake_the_last_segments() {
+        let (mut a, mut p) = established();
+        let ssns = [1, 2, 3].map(|_| a.next_ddp_ssn().unwrap());
+        a.terminate().unwrap();
+        let t = transmits(&mut a);
+        assert_eq!(t[0].ddp_ssn, 4);
+        feed(&t[0], &mut p).unwrap();
+        assert_eq!(
+            p.state(),
+            State::Terminated(TerminationReason::PeerTerminate)
+        );
+        // The peer's chunks 1..3 are still outstanding: the stream is not reusable yet.
+        assert!(!p.can_reuse());
+        for ssn in [ssns[1], ssns[0], ssns[2]] {
+            p.on_segment(ssn).unwrap();
+        }
+        assert!(p.can_reuse());
+        assert_eq!(p.on_segment(5), Err(ProtocolError::AfterFinal));
+    }
+
+    /// Where the table's session starts from; everything it sent is acknowledged.
+    #[derive(Debug, Clone, Copy)]
+    enum Setup {
+        PassiveIdle,
+        PassivePending,
+        PassiveEstablished,
+        PassiveRejected,
+        ActiveAwaiting,
+        ActiveEstablished,
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum In {
+        Ctl(u16, FunctionCode, &'static [u8]),
+        Seg(u16),
+    }
+
+    fn setup(which: Setup) -> Session {
+        let mut s = Session::new(PendingLimit::new(4));
+        match which {
+            Setup::PassiveIdle => {}
+            Setup::PassivePending => {
+                s.on_control(0, FunctionCode::Initiate, b"").unwrap();
+            }
+            Setup::PassiveEstablished => {
+                s.on_control(0, FunctionCode::Initiate, b"").unwrap();
+                s.accept(b"").unwrap();
+                s.on_acked(0).unwrap();
+            }
+            Setup::PassiveRejected => {
+                s.on_control(0, FunctionCode::Initiate, b"").unwrap();
+                s.reject(b"").unwrap();
+                s.on_acked(0).unwrap();
+            }
+            Setup::ActiveAwaiting => {
+                s.initiate(b"").unwrap();
+                s.on_acked(0).unwrap();
+            }
+            Setup::ActiveEstablished => {
+                s.initiate(b"").unwrap();
+                s.on_acked(0).unwrap();
+                s.on_control(0, FunctionCode::Accept, b"").unwrap();
+            }
+        }
+        events(&mut s);
+        transmits(&mut s);
+        s
+    }
+
+    fn step(s: &mut Session, input: In) -> Result<(), ProtocolError> {
+        match input {
+            In::Ctl(ssn, f, data) => s.on_control(ssn, f, data),
+            In::Seg(ssn) => s.on_segment(ssn),
+        }
+    }
+
+    #[test]
+    fn rfc5043_6_1_illegal_sequences_terminate_the_session() {
+        use FunctionCode::{Accept, Initiate, Reject, Terminate};
+        use ProtocolError as E;
+        use Setup::*;
+        use TerminationReason as R;
+        let pe = R::ProtocolError;
+        #[rustfmt::skip]
+        let table: &[(&str, Setup, &[In], ProtocolError, TerminationReason)] = &[
+            ("§6.2 segment before any Initiate", PassiveIdle, &[In::Seg(0)], E::NotInitiated, pe(E::NotInitiated)),
+            ("§6.2 Accept on a stream without a session", PassiveIdle, &[In::Ctl(0, Accept, b"")], E::NotInitiated, pe(E::NotInitiated)),
+            ("§6.1 Initiate not at DDP-SSN 0", PassiveIdle, &[In::Ctl(1, Initiate, b"")], E::NotInitiated, pe(E::NotInitiated)),
+            ("§6.2 Terminate on a stream without a session", PassiveIdle, &[In::Ctl(0, Terminate, b"")], E::NotInitiated, pe(E::NotInitiated)),
+            ("§5.2.3/§6.5 unknown function code", PassiveIdle, &[In::Ctl(0, FunctionCode::Unknown(5), b"")], E::UnknownFunction(5), pe(E::UnknownFunction(5))),
+            ("§5.2.3 Initiate with 513 bytes of Private Data", PassiveIdle, &[In::Ctl(0, Initiate, BIG)], E::PrivateDataTooLong, pe(E::PrivateDataTooLong)),
+            ("§6.2/§6.6 segment before our Accept", PassivePending, &[In::Seg(1)], E::SegmentBeforeAccept, pe(E::SegmentBeforeAccept)),
+            ("§6.2 a second Initiate", PassivePending, &[In::Ctl(1, Initiate, b"")], E::UnexpectedInitiate, pe(E::UnexpectedInitiate)),
+            ("§10 the Initiate's DDP-SSN again", PassivePending, &[In::Ctl(0, Initiate, b"")], E::Duplicate, pe(E::Duplicate)),
+            ("§6.2 Accept from the active side", PassivePending, &[In::Ctl(1, Accept, b"")], E::UnexpectedAccept, pe(E::UnexpectedAccept)),
+            ("§6.3 Reject from the active side", PassiveEstablished, &[In::Seg(1), In::Ctl(2, Reject, b"")], E::UnexpectedReject, pe(E::UnexpectedReject)),
+            ("§5.2.3 Private Data on a Terminate", PassiveEstablished, &[In::Ctl(1, Terminate, b"x")], E::PrivateDataOnTerminate, pe(E::PrivateDataOnTerminate)),
+            ("§6.2 an Initiate crossing ours", ActiveAwaiting, &[In::Ctl(0, Initiate, b"")], E::UnexpectedInitiate, pe(E::UnexpectedInitiate)),
+            ("§6.2 segment in the Accept's place", ActiveAwaiting, &[In::Seg(0)], E::SegmentBeforeAccept, pe(E::SegmentBeforeAccept)),
+            ("§6.2 Accept not at DDP-SSN 0", ActiveAwaiting, &[In::Ctl(1, Accept, b"")], E::UnexpectedAccept, pe(E::UnexpectedAccept)),
+            ("§6.3 Reject behind segments already received", ActiveAwaiting, &[In::Seg(1), In::Ctl(0, Reject, b"")], E::AfterFinal, pe(E::AfterFinal)),
+            ("§5.2.3 Reject with 513 bytes of Private Data", ActiveAwaiting, &[In::Ctl(0, Reject, BIG)], E::PrivateDataTooLong, pe(E::PrivateDataTooLong)),
+            ("§6.3 Reject after Accept", ActiveEstablished, &[In::Ctl(1, Reject, b"")], E::UnexpectedReject, pe(E::UnexpectedReject)),
+            ("§6.2 a second Accept", ActiveEstablished, &[In::Seg(1), In::Ctl(2, Accept, b"")], E::UnexpectedAccept, pe(E::UnexpectedAccept)),
+            ("§10 the Accept's DDP-SSN again", ActiveEstablished, &[In::Ctl(0, Accept, b"")], E::Duplicate, pe(E::Duplicate)),
+            ("§10 a segment twice, out of order", ActiveEstablished, &[In::Seg(3), In::Seg(3)], E::Duplicate, pe(E::Duplicate)),
+            ("§10 a segment twice, in order", ActiveEstablished, &[In::Seg(1), In::Seg(1)], E::Duplicate, pe(E::Duplicate)),
+            ("§10 DDP-SSN out of the window", ActiveEstablished, &[In::Seg(40000)], E::OutOfWindow, pe(E::OutOfWindow)),
+            ("§6.2 Terminate behind segments already received", ActiveEstablished, &[In::Seg(5), In::Ctl(3, Terminate, b"")], E::AfterFinal, pe(E::AfterFinal)),
+            // The session already ended legally: the reason stays, nothing more is sent.
+            ("§6.2 segment after the Terminate", ActiveEstablished, &[In::Ctl(3, Terminate, b""), In::Seg(4)], E::AfterFinal, R::PeerTerminate),
+            ("§6.2 control message after the Terminate", ActiveEstablished, &[In::Ctl(1, Terminate, b""), In::Ctl(2, Accept, b"")], E::AfterFinal, R::PeerTerminate),
+            ("§6.3 segment after the Reject", ActiveAwaiting, &[In::Ctl(0, Reject, b""), In::Seg(1)], E::AfterFinal, R::PeerReject),
+            ("§6.4 segment after a non-ULP Terminate", ActiveAwaiting, &[In::Ctl(0, Terminate, b""), In::Seg(1)], E::AfterFinal, R::PeerTerminate),
+            ("§6.3 segment after our Reject", PassiveRejected, &[In::Seg(1)], E::SegmentBeforeAccept, R::LocalReject),
+        ];
+        for &(rule, which, inputs, error, reason) in table {
+            let mut s = setup(which);
+            let (last, legal) = inputs.split_last().unwrap();
+            for &input in legal {
+                assert_eq!(step(&mut s, input), Ok(()), "{rule}: {input:?}");
+            }
+            assert_eq!(step(&mut s, *last), Err(error), "{rule}");
+            assert_eq!(s.state(), State::Terminated(reason), "{rule}");
+            let ended = events(&mut s)
+                .into_iter()
+                .filter(|e| matches!(e, Event::SessionTerminated { .. }))
+                .collect::<Vec<_>>();
+            // Reported once; for `PassiveRejected` that was during the setup.
+            if matches!(which, PassiveRejected) {
+                assert!(ended.is_empty(), "{rule}");
+            } else {
+                assert_eq!(ended, [terminated(reason)], "{rule}");
+            }
+            let sent = transmits(&mut s);
+            if matches!(reason, R::ProtocolError(_)) {
+                // §6.1 "MUST be terminated", and by a Terminate, never a Reject (§6.3).
+                assert_eq!(sent.len(), 1, "{rule}");
+                assert_eq!(sent[0].message, ControlMessage::Terminate, "{rule}");
+            } else {
+                assert!(sent.is_empty(), "{rule}");
+            }
+        }
+    }
+
+    #[test]
+    fn rfc5043_10_gap_filled_out_of_order() {
+        let mut s = setup(Setup::ActiveEstablished);
+        for ssn in [4, 2, 3] {
+            s.on_segment(ssn).unwrap();
+        }
+        assert_eq!(s.rx.base, 1);
+        s.on_segment(1).unwrap();
+        assert_eq!((s.rx.base, s.rx.set), (5, 0));
+        // Below the window's base: already received.
+        assert_eq!(s.on_segment(2), Err(ProtocolError::Duplicate));
+    }
+
+    #[test]
+    fn rfc5043_10_receive_window_edges() {
+        // After the Accept (0) the lowest missing is 1: [1, 32769) is acceptable.
+        let mut s = setup(Setup::ActiveEstablished);
+        s.on_segment(32768).unwrap();
+        s.on_segment(1).unwrap();
+        let mut s = setup(Setup::ActiveEstablished);
+        assert_eq!(s.on_segment(32769), Err(ProtocolError::OutOfWindow));
+        // The same for a control message.
+        let mut s = setup(Setup::ActiveEstablished);
+        assert_eq!(
+            s.on_control(32769, FunctionCode::Terminate, b""),
+            Err(ProtocolError::OutOfWindow)
+        );
+    }
+
+    #[test]
+    fn rfc5043_5_2_1_ddp_ssn_wraps_without_gaps() {
+        let (mut a, mut p) = established();
+        let mut last = 0u16;
+        for _ in 0..70_000 {
+            let ssn = segment(&mut a, &mut p);
+            assert_eq!(ssn, last.wrapping_add(1));
+            last = ssn;
+        }
+        // Far behind the window after the wrap: a repeat, not a new chunk.
+        assert_eq!(
+            p.on_segment(last.wrapping_sub(100)),
+            Err(ProtocolError::Duplicate)
+        );
+    }
+
+    #[test]
+    fn rfc5043_10_sender_window_of_32767() {
+        let (mut a, mut p) = established();
+        for i in 1..=32767u16 {
+            let ssn = p.next_ddp_ssn().unwrap();
+            assert_eq!(ssn, i);
+            a.on_segment(ssn).unwrap();
+        }
+        assert_eq!(p.outstanding(), 32767);
+        assert_eq!(p.may_send_segment(), Err(LocalError::WouldExceedWindow));
+        assert_eq!(p.next_ddp_ssn(), Err(LocalError::WouldExceedWindow));
+        // An acknowledgement above the lowest outstanding chunk does not open the window:
+        // the receiver's window starts at the lowest chunk it misses.
+        p.on_acked(2).unwrap();
+        assert_eq!(p.next_ddp_ssn(), Err(LocalError::WouldExceedWindow));
+        p.on_acked(1).unwrap();
+        for expected in [32768, 32769] {
+            let ssn = p.next_ddp_ssn().unwrap();
+            assert_eq!(ssn, expected);
+            a.on_segment(ssn).unwrap();
+        }
+        assert_eq!(p.next_ddp_ssn(), Err(LocalError::WouldExceedWindow));
+        // The Terminate is a chunk too: held back until there is room.
+        p.terminate().unwrap();
+        assert!(transmits(&mut p).is_empty());
+        p.acked_through(100).unwrap();
+        let t = transmits(&mut p);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].ddp_ssn, 32770);
+        feed(&t[0], &mut a).unwrap();
+        assert_eq!(
+            a.state(),
+            State::Terminated(TerminationReason::PeerTerminate)
+        );
+        assert!(!p.can_reuse());
+        p.acked_through(32770).unwrap();
+        assert!(p.can_reuse());
+    }
+
+    #[test]
+    fn rfc5043_5_2_3_private_data_limits_at_the_source() {
+        let mut a = Session::new(PendingLimit::new(4));
+        assert_eq!(a.initiate(BIG), Err(LocalError::PrivateDataTooLong));
+        assert_eq!(a.state(), State::Idle);
+        assert!(transmits(&mut a).is_empty());
+        a.initiate(MAX).unwrap();
+        let t = transmits(&mut a);
+        assert_eq!(t[0].repr().buffer_len(), 4 + MAX_PRIVATE_DATA_LEN);
+
+        let mut p = setup(Setup::PassivePending);
+        assert_eq!(p.accept(BIG), Err(LocalError::PrivateDataTooLong));
+        assert_eq!(p.reject(BIG), Err(LocalError::PrivateDataTooLong));
+        assert_eq!(p.state(), State::InitiateReceived);
+        assert!(transmits(&mut p).is_empty());
+        // "MAY be of zero length" (§5.2.3).
+        p.accept(b"").unwrap();
+        assert_eq!(
+            transmits(&mut p)[0].repr().message,
+            Message::Accept(PrivateData::EMPTY)
+        );
+        assert!(OwnedPrivateData::new(BIG).is_err());
+    }
+
+    #[test]
+    fn rfc5043_5_2_3_private_data_reported_on_receipt() {
+        let mut p = setup(Setup::PassiveIdle);
+        p.on_control(0, FunctionCode::Initiate, MAX).unwrap();
+        assert_eq!(
+            events(&mut p),
+            [Event::InitiateReceived {
+                private_data: pd(MAX)
+            }]
+        );
+    }
+
+    #[test]
+    fn rfc5043_6_6_can_reuse_only_after_termination_and_acknowledgement() {
+        let (mut a, mut p) = established();
+        assert!(!a.can_reuse() && !p.can_reuse());
+        let ssn = a.next_ddp_ssn().unwrap();
+        a.terminate().unwrap();
+        let t = transmits(&mut a);
+        assert_eq!(t[0].ddp_ssn, 2);
+        assert!(!a.can_reuse());
+        a.on_acked(2).unwrap();
+        // The segment is still unacknowledged.
+        assert!(!a.can_reuse());
+        a.on_acked(ssn).unwrap();
+        assert!(a.can_reuse());
+        // The passive side learns of the end before the segment: not reusable until it came.
+        feed(&t[0], &mut p).unwrap();
+        assert!(!p.can_reuse());
+        p.on_segment(ssn).unwrap();
+        assert!(p.can_reuse());
+    }
+
+    #[test]
+    fn rfc5043_11_3_association_end_terminates_every_session() {
+        let (mut a, _p) = established();
+        let _ = a.next_ddp_ssn().unwrap();
+        a.association_ended();
+        assert_eq!(
+            events(&mut a),
+            [terminated(TerminationReason::AssociationEnded)]
+        );
+        assert!(transmits(&mut a).is_empty());
+        // Nothing of a dead association can be outstanding.
+        assert!(a.can_reuse());
+
+        let limit = PendingLimit::new(1);
+        let mut p = Session::new(limit.clone());
+        p.on_control(0, FunctionCode::Initiate, b"").unwrap();
+        p.association_ended();
+        assert_eq!(limit.pending(), 0);
+        assert_eq!(
+            p.state(),
+            State::Terminated(TerminationReason::AssociationEnded)
+        );
+
+        // A stream that never had a session reports nothing.
+        let mut idle = Session::new(limit);
+        idle.association_ended();
+        assert!(events(&mut idle).is_empty());
+    }
+
+    #[test]
+    fn local_calls_out_of_place_are_refused() {
+        let mut s = Session::new(PendingLimit::new(4));
+        assert_eq!(s.accept(b""), Err(LocalError::NotPending));
+        assert_eq!(s.reject(b""), Err(LocalError::NotPending));
+        assert_eq!(s.terminate(), Err(LocalError::NoSession));
+        assert_eq!(s.on_acked(0), Err(LocalError::NotSent));
+        s.initiate(b"").unwrap();
+        assert_eq!(s.initiate(b""), Err(LocalError::AlreadyStarted));
+        // §6.3: a Reject only from the passive side's ULP.
+        assert_eq!(s.reject(b""), Err(LocalError::NotPending));
+        assert_eq!(s.on_acked(1), Err(LocalError::NotSent));
+        assert_eq!(s.acked_through(5), Err(LocalError::NotSent));
+        s.on_acked(0).unwrap();
+        s.on_acked(0).unwrap();
+    }
+
+    #[test]
+    fn errors_display() {
+        for e in [
+            ProtocolError::OutOfWindow,
+            ProtocolError::UnknownFunction(7),
+            ProtocolError::PrivateDataOnTerminate,
+        ] {
+            assert!(!e.to_string().is_empty());
+            assert!(TerminationReason::ProtocolError(e)
+                .to_string()
+                .contains(&e.to_string()));
+        }
+        assert_eq!(
+            TerminationReason::AssociationEnded.to_string(),
+            "association ended"
+        );
+        assert!(!LocalError::WouldExceedWindow.to_string().is_empty());
+    }
+}
