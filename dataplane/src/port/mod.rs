@@ -13,6 +13,9 @@
 #[allow(unsafe_code)]
 pub mod dpdk;
 pub mod mem;
+// Region memory is written by data cores while the application reads it: raw copies only.
+#[allow(unsafe_code)]
+pub mod region;
 
 use serde::Serialize;
 

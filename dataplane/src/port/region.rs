@@ -1,0 +1,232 @@
+//! Region memory: what a remote peer writes into (RFC 5041 §8.3: an Advertised Buffer).
+//!
+//! This is port-layer memory for the same reason mbufs are: the wire writes into it. A data
+//! core places validated segments with [`Region::place`] while the application may be reading
+//! other parts of the same region, so the bytes are never exposed as a `&[u8]` or `&mut [u8]`:
+//! every access is a bounds-checked copy in or out through the raw mapping (DESIGN.md: "Memory
+//! that a core writes while the application may read it is never exposed as a plain &[u8]
+//! while placement can happen"). The happens-before edge that makes a placed message visible
+//! to the application is the completion event (Release on the core, Acquire in the poller),
+//! not anything here.
+//!
+//! Memory comes from 2 MiB huge pages (`MAP_HUGETLB`) when the host has them free, else from
+//! normal pages, which [`Region::huge`] reports so the caller can warn. DPDK's own hugepage
+//! heap joins when regions are registered through the DPDK port (DMA-able memory).
+
+use core::fmt;
+use core::ptr::NonNull;
+
+use memmap2::{MmapMut, MmapOptions};
+
+/// An access outside the region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfBounds {
+    pub offset: u64,
+    pub len: usize,
+    pub region_len: usize,
+}
+
+impl fmt::Display for OutOfBounds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} bytes at offset {} outside a region of {} bytes",
+            self.len, self.offset, self.region_len
+        )
+    }
+}
+
+impl std::error::Error for OutOfBounds {}
+
+/// A block of memory that data cores place into and the application reads from.
+pub struct Region {
+    /// Owns the mapping (unmapped on drop); never dereferenced after `ptr` is taken from it.
+    _map: MmapMut,
+    ptr: NonNull<u8>,
+    len: usize,
+    huge: bool,
+}
+
+impl fmt::Debug for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Region")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .field("huge", &self.huge)
+            .finish()
+    }
+}
+
+// SAFETY: the region is a plain block of process memory owned by this value; every access goes
+// through the bounds-checked copies below, which are valid from any thread. Concurrent copies
+// into overlapping bytes can only come from a peer targeting the same bytes twice, and leave
+// those bytes with one of the values written, exactly as a NIC's DMA would; no Rust reference
+// to the bytes ever exists for such a race to invalidate.
+unsafe impl Send for Region {}
+// SAFETY: as for Send: `&Region` only allows the copies below.
+unsafe impl Sync for Region {}
+
+const HUGE_PAGE: usize = 2 << 20;
+
+impl Region {
+    /// Maps `len` bytes (at least 1), zeroed: huge pages if possible, else normal pages.
+    pub fn new(len: usize) -> std::io::Result<Region> {
+        let len = len.max(1);
+        let huge_len = len.div_ceil(HUGE_PAGE) * HUGE_PAGE;
+        let (mut map, huge) = match MmapOptions::new().len(huge_len).huge(Some(21)).map_anon() {
+            Ok(m) => (m, true),
+            Err(_) => (MmapOptions::new().len(len).map_anon()?, false),
+        };
+        let ptr = NonNull::new(map.as_mut_ptr()).ok_or(std::io::ErrorKind::OutOfMemory)?;
+        Ok(Region {
+            _map: map,
+            ptr,
+            len,
+            huge,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the region lives on huge pages.
+    pub fn huge(&self) -> bool {
+        self.huge
+    }
+
+    fn span(&self, offset: u64, len: usize) -> Result<usize, OutOfBounds> {
+        let err = OutOfBounds {
+            offset,
+            len,
+            region_len: self.len,
+        };
+        let start = usize::try_from(offset).map_err(|_| err)?;
+        match start.checked_add(len) {
+            Some(end) if end <= self.len => Ok(start),
+            _ => Err(err),
+        }
+    }
+
+    /// Copies `src` to `offset` (a validated placement).
+    pub fn place(&self, offset: u64, src: &[u8]) -> Result<(), OutOfBounds> {
+        let start = self.span(offset, src.len())?;
+        // SAFETY: `start + src.len() <= self.len`, so the destination lies inside the mapping,
+        // which lives as long as `self`; `src` is a distinct Rust slice, so the ranges do not
+        // overlap. No reference to the destination bytes exists (module documentation).
+        unsafe {
+            core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(start), src.len());
+        }
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes from `offset` out.
+    pub fn read(&self, offset: u64, dst: &mut [u8]) -> Result<(), OutOfBounds> {
+        let start = self.span(offset, dst.len())?;
+        // SAFETY: the source range is inside the mapping (checked above); `dst` is a distinct
+        // exclusive slice.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self.ptr.as_ptr().add(start),
+                dst.as_mut_ptr(),
+                dst.len(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Writes `len` copies of `byte` from `offset`.
+    pub fn fill(&self, offset: u64, len: usize, byte: u8) -> Result<(), OutOfBounds> {
+        let start = self.span(offset, len)?;
+        // SAFETY: the range is inside the mapping (checked above).
+        unsafe {
+            core::ptr::write_bytes(self.ptr.as_ptr().add(start), byte, len);
+        }
+        Ok(())
+    }
+
+    /// CRC32c of `len` bytes from `offset`, read through a bounce buffer so no reference to
+    /// region bytes is held while cores may place (for `mr checksum` and tests).
+    pub fn crc32c(&self, offset: u64, len: usize) -> Result<u32, OutOfBounds> {
+        self.span(offset, len)?;
+        let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+        let mut bounce = vec![0u8; len.min(64 * 1024)];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(bounce.len());
+            self.read(offset + done as u64, &mut bounce[..n])?;
+            digest.update(&bounce[..n]);
+            done += n;
+        }
+        Ok(digest.finalize() as u32)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    #[test]
+    fn place_read_fill_within_bounds_only() {
+        let r = Region::new(4096).unwrap();
+        assert_eq!(r.len(), 4096);
+        r.place(4090, b"abcdef").unwrap();
+        let mut out = [0u8; 6];
+        r.read(4090, &mut out).unwrap();
+        assert_eq!(&out, b"abcdef");
+        assert!(r.place(4091, b"abcdef").is_err(), "one byte past the end");
+        assert!(r.place(u64::MAX, b"a").is_err());
+        assert!(r.read(4096, &mut [0u8; 1]).is_err());
+        r.fill(0, 4096, 0x5a).unwrap();
+        r.read(4090, &mut out).unwrap();
+        assert_eq!(out, [0x5a; 6]);
+        assert!(r.fill(1, 4096, 0).is_err());
+    }
+
+    #[test]
+    fn crc32c_matches_the_bytes() {
+        let r = Region::new(200_000).unwrap();
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 255) as u8).collect();
+        r.place(0, &data).unwrap();
+        assert_eq!(
+            r.crc32c(0, data.len()).unwrap(),
+            crate::wire::crc32c::crc32c(&data)
+        );
+        assert_eq!(
+            r.crc32c(5, 10).unwrap(),
+            crate::wire::crc32c::crc32c(&data[5..15])
+        );
+    }
+
+    /// Two threads place into disjoint halves at once; after both are joined (the
+    /// happens-before edge) every byte is what its writer put there.
+    #[test]
+    fn concurrent_placement_into_disjoint_ranges() {
+        let r = std::sync::Arc::new(Region::new(1 << 20).unwrap());
+        let half = (1 << 19) as u64;
+        let writers: Vec<_> = (0..2u8)
+            .map(|k| {
+                let r = r.clone();
+                std::thread::spawn(move || {
+                    for i in 0..512u64 {
+                        r.place(u64::from(k) * half + i * 1024, &[k + 1; 1024])
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let mut a = vec![0u8; 1 << 19];
+        r.read(0, &mut a).unwrap();
+        assert!(a.iter().all(|&b| b == 1));
+        r.read(half, &mut a).unwrap();
+        assert!(a.iter().all(|&b| b == 2));
+    }
+}
