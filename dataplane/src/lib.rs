@@ -5,6 +5,7 @@
 //! - [`fwd`]: testpmd-like forwarding engines (`io`, `rxonly`, `txonly`) and the per-lcore loop.
 //! - [`wire`]: zero-copy views of Ethernet/IP/SCTP/DDP headers, CRC32c.
 //! - [`sctp`]: the sans-IO SCTP association engine (endpoint, association, timers).
+//! - [`ddp`]: DDP receive-side message completion and in-order delivery.
 //! - [`mem`]: Steering Tags, protection domains, untagged receive queues: the RFC 5041 §7.1
 //!   checks before placement.
 
@@ -12,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod config;
+pub mod ddp;
 pub mod fwd;
 pub mod mem;
 pub mod port;

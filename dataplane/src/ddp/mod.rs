@@ -1,0 +1,10 @@
+//! DDP over SCTP, the protocol core above the wire views of [`crate::wire::ddp`]: sans-IO, no
+//! clock, no allocation per segment (DESIGN.md, "Protocol cores are sans-IO").
+//!
+//! - [`delivery`]: the receive side's message completion and in-order delivery tracker
+//!   (RFC 5041 §5.3, §5.4; RFC 5043 §5.2.1, §10). Placement happens elsewhere, as soon as a
+//!   segment arrives; this module decides when a DDP Message is complete and may be Delivered.
+
+pub mod delivery;
+
+pub use delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
