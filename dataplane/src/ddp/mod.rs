@@ -4,7 +4,11 @@
 //! - [`delivery`]: the receive side's message completion and in-order delivery tracker
 //!   (RFC 5041 §5.3, §5.4; RFC 5043 §5.2.1, §10). Placement happens elsewhere, as soon as a
 //!   segment arrives; this module decides when a DDP Message is complete and may be Delivered.
+//! - [`rx`]: one stream's receive path: DDP-SSN window, version, the RFC 5041 §7.1 checks,
+//!   placement into region memory, then in-order delivery; the first error latches.
 
 pub mod delivery;
+pub mod rx;
 
 pub use delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
+pub use rx::{HeaderCopy, Indication, Regions, RxError, RxStats, StreamRx};

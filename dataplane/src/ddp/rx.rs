@@ -1,0 +1,598 @@
+//! The receive path of one DDP stream: check, then place, then deliver (RFC 5041 §7.1, §5.4).
+//!
+//! A DDP Segment Chunk (PPID 16) goes through, in order: the DDP-SSN window (RFC 5043 §10), the
+//! DDP version, the §7.1 checks of its buffer model ([`crate::mem`]), and only then one copy of
+//! its payload into region memory ([`crate::port::region`]); the delivery tracker
+//! ([`super::delivery`]) then hands complete messages to the ULP in DDP-SSN order.
+//!
+//! The first error on a stream places nothing, is reported once with the DDP header and the
+//! segment length, and latches: every later segment on the stream is dropped silently and
+//! counted (§7.1: "DDP MUST silently drop any subsequent incoming DDP Segments"). Sending one
+//! more message before tearing the stream down (§7.1, RFC 5043 §6.2.2) is the send side's.
+
+use core::fmt;
+
+use super::delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
+use crate::mem::{Pd, PostedBuffer, QueueFull, Stag, StagTable, StreamId, UntaggedQueues};
+use crate::port::region::Region;
+use crate::wire::ddp::{DdpError, Header, SegmentPacket, SegmentRepr, DDP_VERSION};
+
+/// Regions by number, as registrations name them.
+pub trait Regions {
+    fn region(&self, id: u32) -> Option<&Region>;
+}
+
+impl Regions for [Region] {
+    fn region(&self, id: u32) -> Option<&Region> {
+        self.get(id as usize)
+    }
+}
+
+impl Regions for Vec<Region> {
+    fn region(&self, id: u32) -> Option<&Region> {
+        self.get(id as usize)
+    }
+}
+
+/// Why a stream stopped accepting segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxError {
+    /// A §7.2 error, with its number.
+    Ddp(DdpError),
+    /// The DDP-SSN was a duplicate or outside the window (RFC 5043 §10: "An invalid DDP-SSN
+    /// MAY result in termination of the DDP stream").
+    Sequence(DeliveryError),
+    /// Shorter than its own header: no DDP header to report.
+    Truncated,
+}
+
+impl fmt::Display for RxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RxError::Ddp(e) => e.fmt(f),
+            RxError::Sequence(e) => write!(f, "invalid DDP-SSN: {e}"),
+            RxError::Truncated => f.write_str("DDP segment shorter than its header"),
+        }
+    }
+}
+
+impl std::error::Error for RxError {}
+
+/// The DDP-SSN and DDP header of a refused segment, as received (RFC 5041 §7.1: the error
+/// report "SHOULD include ... the DDP Header").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderCopy {
+    bytes: [u8; 20],
+    len: u8,
+}
+
+impl HeaderCopy {
+    fn of(chunk: &[u8]) -> HeaderCopy {
+        let tagged = chunk.get(2).is_some_and(|c| c & 0x80 != 0);
+        let n = chunk.len().min(if tagged { 16 } else { 20 });
+        let mut bytes = [0u8; 20];
+        bytes[..n].copy_from_slice(&chunk[..n]);
+        HeaderCopy {
+            bytes,
+            len: n as u8,
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// What the ULP learns from the receive path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Indication {
+    /// A complete message, in DDP-SSN order; for an untagged message, the buffer it filled.
+    Delivered {
+        message: Delivered,
+        buffer: Option<PostedBuffer>,
+    },
+    /// The stream's first error: nothing of this segment was placed.
+    Error {
+        error: RxError,
+        header: HeaderCopy,
+        segment_len: usize,
+    },
+}
+
+/// Counters of one stream's receive path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxStats {
+    pub segments: u64,
+    pub placed_bytes: u64,
+    pub messages: u64,
+    pub errors: u64,
+    /// Segments dropped silently after the stream's first error.
+    pub dropped_after_error: u64,
+}
+
+/// One DDP stream's receive side.
+#[derive(Debug)]
+pub struct StreamRx {
+    stream: StreamId,
+    pd: Pd,
+    delivery: StreamDelivery,
+    queues: UntaggedQueues,
+    error: Option<RxError>,
+    stats: RxStats,
+}
+
+impl StreamRx {
+    /// `first_ddp_ssn` is the first DDP-SSN of a segment (after the session's control
+    /// messages); `queues` untagged queues of `depth` buffers each.
+    pub fn new(
+        stream: StreamId,
+        pd: Pd,
+        first_ddp_ssn: u16,
+        queues: usize,
+        depth: usize,
+    ) -> StreamRx {
+        StreamRx {
+            stream,
+            pd,
+            delivery: StreamDelivery::with_defaults(first_ddp_ssn),
+            queues: UntaggedQueues::new(queues, depth),
+            error: None,
+            stats: RxStats::default(),
+        }
+    }
+
+    /// Posts an untagged receive buffer to queue `qn` (RFC 4296 §2.1.2 "post a receive
+    /// buffer").
+    pub fn post(&mut self, qn: u32, buf: PostedBuffer) -> Result<(), QueueFull> {
+        self.queues.queue(qn).ok_or(QueueFull)?.post(buf)
+    }
+
+    pub fn stats(&self) -> &RxStats {
+        &self.stats
+    }
+
+    /// The error that stopped the stream, if any.
+    pub fn failed(&self) -> Option<RxError> {
+        self.error
+    }
+
+    /// One DDP Segment Chunk payload (DDP-SSN onwards). Indications go to `ulp`: at most one
+    /// error, and any messages this segment completed. Returns the bytes placed.
+    pub fn on_segment<R: Regions + ?Sized>(
+        &mut self,
+        chunk: &[u8],
+        stags: &StagTable,
+        regions: &R,
+        ulp: &mut impl FnMut(Indication),
+    ) -> usize {
+        if self.error.is_some() {
+            self.stats.dropped_after_error += 1;
+            return 0;
+        }
+        self.stats.segments += 1;
+        match self.check_and_place(chunk, stags, regions) {
+            Ok(placed) => {
+                self.deliver(ulp);
+                placed
+            }
+            Err(error) => {
+                self.error = Some(error);
+                self.stats.errors += 1;
+                ulp(Indication::Error {
+                    error,
+                    header: HeaderCopy::of(chunk),
+                    segment_len: chunk.len().saturating_sub(2),
+                });
+                0
+            }
+        }
+    }
+
+    fn check_and_place<R: Regions + ?Sized>(
+        &mut self,
+        chunk: &[u8],
+        stags: &StagTable,
+        regions: &R,
+    ) -> Result<usize, RxError> {
+        let packet = SegmentPacket::new_checked(chunk).map_err(|_| RxError::Truncated)?;
+        if packet.version() != DDP_VERSION {
+            // RFC 5041 §7.2: the version error of the segment's own buffer model.
+            return Err(RxError::Ddp(if packet.tagged() {
+                DdpError::TaggedVersion
+            } else {
+                DdpError::UntaggedVersion
+            }));
+        }
+        let seg = SegmentRepr::parse(&packet).map_err(|_| RxError::Truncated)?;
+        self.delivery
+            .check(seg.ddp_ssn, seg.last)
+            .map_err(RxError::Sequence)?;
+        let len = seg.payload.len();
+        let placement = match seg.header {
+            Header::Tagged(h) => stags.check_tagged(Stag(h.stag), h.to, len, self.stream, self.pd),
+            Header::Untagged(h) => self.queues.check(h.qn, h.msn, h.mo, len),
+        }
+        .map_err(RxError::Ddp)?;
+        let info = if seg.last {
+            // An untagged MO + length beyond 2^32 was already refused as too long.
+            Some(MessageInfo::of_last_segment(&seg).ok_or(RxError::Ddp(DdpError::TooLong))?)
+        } else {
+            None
+        };
+        if len > 0 {
+            // A registration naming a region that is gone, or larger than it, is our fault.
+            let region = regions
+                .region(placement.region)
+                .ok_or(RxError::Ddp(DdpError::LocalCatastrophic))?;
+            region
+                .place(placement.offset, seg.payload)
+                .map_err(|_| RxError::Ddp(DdpError::LocalCatastrophic))?;
+        }
+        // `check` passed, so recording cannot fail.
+        self.delivery
+            .on_placed(seg.ddp_ssn, info)
+            .map_err(RxError::Sequence)?;
+        self.stats.placed_bytes += len as u64;
+        Ok(len)
+    }
+
+    fn deliver(&mut self, ulp: &mut impl FnMut(Indication)) {
+        while let Some(message) = self.delivery.poll_delivery() {
+            let buffer = match message.info {
+                MessageInfo::Untagged { qn, msn, .. } => {
+                    // Delivery is in DDP-SSN order, and a queue's messages must complete in
+                    // MSN order: a peer that numbered them otherwise gets MSN range.
+                    let q = self.queues.queue(qn);
+                    match q {
+                        Some(q) if q.head_msn() == msn => q.complete(),
+                        _ => {
+                            let error = RxError::Ddp(DdpError::MsnRange);
+                            self.error = Some(error);
+                            self.stats.errors += 1;
+                            ulp(Indication::Error {
+                                error,
+                                header: HeaderCopy {
+                                    bytes: [0; 20],
+                                    len: 0,
+                                },
+                                segment_len: 0,
+                            });
+                            return;
+                        }
+                    }
+                }
+                MessageInfo::Tagged { .. } => None,
+            };
+            self.stats.messages += 1;
+            ulp(Indication::Delivered { message, buffer });
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use crate::mem::{Access, RegionSlice, Registration};
+    use crate::wire::ddp::{TaggedHeader, UntaggedHeader};
+
+    const PD: Pd = Pd(1);
+    const S: StreamId = StreamId(3);
+
+    fn tagged(ssn: u16, last: bool, stag: Stag, to: u64, payload: &[u8]) -> Vec<u8> {
+        let r = SegmentRepr {
+            ddp_ssn: ssn,
+            last,
+            header: Header::Tagged(TaggedHeader {
+                rsvd_ulp: 0x5a,
+                stag: stag.0,
+                to,
+            }),
+            payload,
+        };
+        let mut buf = vec![0u8; r.buffer_len()];
+        r.emit(&mut SegmentPacket::new_unchecked(&mut buf[..]))
+            .unwrap();
+        buf
+    }
+
+    fn untagged(ssn: u16, last: bool, qn: u32, msn: u32, mo: u32, payload: &[u8]) -> Vec<u8> {
+        let r = SegmentRepr {
+            ddp_ssn: ssn,
+            last,
+            header: Header::Untagged(UntaggedHeader {
+                rsvd_ulp: [1, 2, 3, 4, 5],
+                qn,
+                msn,
+                mo,
+            }),
+            payload,
+        };
+        let mut buf = vec![0u8; r.buffer_len()];
+        r.emit(&mut SegmentPacket::new_unchecked(&mut buf[..]))
+            .unwrap();
+        buf
+    }
+
+    struct Fixture {
+        regions: Vec<Region>,
+        stags: StagTable,
+        stag: Stag,
+        rx: StreamRx,
+        got: Vec<Indication>,
+    }
+
+    fn fixture() -> Fixture {
+        let regions = vec![Region::new(1 << 16).unwrap(), Region::new(1 << 16).unwrap()];
+        let mut stags = StagTable::new(64, 77);
+        let stag = stags
+            .register(Registration {
+                pd: PD,
+                access: Access::REMOTE_WRITE,
+                stream: Some(S),
+                to_base: 0x10_0000,
+                len: 4096,
+                memory: RegionSlice {
+                    region: 0,
+                    offset: 1024,
+                },
+            })
+            .unwrap();
+        let mut rx = StreamRx::new(S, PD, 1, 2, 4);
+        for i in 0..2 {
+            rx.post(
+                0,
+                PostedBuffer {
+                    memory: RegionSlice {
+                        region: 1,
+                        offset: i * 1000,
+                    },
+                    len: 1000,
+                },
+            )
+            .unwrap();
+        }
+        Fixture {
+            regions,
+            stags,
+            stag,
+            rx,
+            got: Vec::new(),
+        }
+    }
+
+    impl Fixture {
+        fn feed(&mut self, chunk: &[u8]) -> usize {
+            let got = &mut self.got;
+            self.rx
+                .on_segment(chunk, &self.stags, &self.regions, &mut |i| got.push(i))
+        }
+        fn digest(&self) -> (u32, u32) {
+            (
+                self.regions[0].crc32c(0, 1 << 16).unwrap(),
+                self.regions[1].crc32c(0, 1 << 16).unwrap(),
+            )
+        }
+    }
+
+    /// RFC 5041 §5.4 with unordered arrival: a three-segment tagged message arriving last
+    /// segment first is placed byte for byte as it arrives and delivered once, complete.
+    #[test]
+    fn tagged_message_out_of_order_is_placed_then_delivered_once() {
+        let mut f = fixture();
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        let segs = [
+            tagged(1, false, f.stag, 0x10_0000, &data[..1000]),
+            tagged(2, false, f.stag, 0x10_0000 + 1000, &data[1000..2000]),
+            tagged(3, true, f.stag, 0x10_0000 + 2000, &data[2000..]),
+        ];
+        assert_eq!(f.feed(&segs[2]), 1000);
+        assert_eq!(f.feed(&segs[0]), 1000);
+        assert!(
+            f.got.is_empty(),
+            "nothing delivered while segment 2 is missing"
+        );
+        assert_eq!(f.feed(&segs[1]), 1000);
+        let mut out = vec![0u8; 3000];
+        f.regions[0].read(1024, &mut out).unwrap();
+        assert_eq!(out, data);
+        assert_eq!(f.got.len(), 1);
+        let Indication::Delivered { message, buffer } = f.got[0] else {
+            panic!("{:?}", f.got[0])
+        };
+        assert_eq!(
+            (
+                message.first_ddp_ssn,
+                message.last_ddp_ssn,
+                message.segments
+            ),
+            (1, 3, 3)
+        );
+        assert_eq!(
+            message.info,
+            MessageInfo::Tagged {
+                stag: f.stag.0,
+                rsvd_ulp: 0x5a
+            },
+            "RsvdULP delivered (RFC 5041 §5.4)"
+        );
+        assert_eq!(buffer, None);
+    }
+
+    /// RFC 5041 §5.4: an untagged message is delivered with its length (MO + length of the L
+    /// segment) and the buffer it filled, which leaves the queue.
+    #[test]
+    fn untagged_message_delivered_with_its_length_and_buffer() {
+        let mut f = fixture();
+        assert_eq!(f.feed(&untagged(2, true, 0, 1, 600, b"world")), 5);
+        assert_eq!(f.feed(&untagged(1, false, 0, 1, 0, &[7u8; 600])), 600);
+        let Indication::Delivered { message, buffer } = f.got[0] else {
+            panic!()
+        };
+        assert_eq!(
+            message.info,
+            MessageInfo::Untagged {
+                qn: 0,
+                msn: 1,
+                message_len: 605,
+                rsvd_ulp: [1, 2, 3, 4, 5]
+            }
+        );
+        assert_eq!(buffer.map(|b| b.memory.offset), Some(0));
+        let mut out = [0u8; 5];
+        f.regions[1].read(600, &mut out).unwrap();
+        assert_eq!(&out, b"world");
+        // MSN 1 is complete: MSN 2 is the head now, and another MSN 1 is out of range.
+        assert_eq!(f.feed(&untagged(3, true, 0, 2, 0, b"x")), 1);
+        assert_eq!(f.got.len(), 2);
+    }
+
+    /// RFC 5041 §7.1: every check refuses with its exact code, places zero bytes, reports
+    /// the header and segment length, and latches: the next (valid) segment is dropped.
+    #[test]
+    fn every_check_places_nothing_reports_once_and_latches() {
+        fn other_stag(f: &Fixture) -> Stag {
+            Stag(f.stag.0 ^ 0x100)
+        }
+        type Make = Box<dyn Fn(&Fixture) -> Vec<u8>>;
+        let cases: Vec<(&str, Make, RxError)> = vec![
+            (
+                "invalid STag",
+                Box::new(|f| tagged(1, true, other_stag(f), 0x10_0000, b"x")),
+                RxError::Ddp(DdpError::InvalidStag),
+            ),
+            (
+                "below the base",
+                Box::new(|f| tagged(1, true, f.stag, 0x0f_ffff, b"x")),
+                RxError::Ddp(DdpError::BaseOrBounds),
+            ),
+            (
+                "past the last byte",
+                Box::new(|f| tagged(1, true, f.stag, 0x10_0000 + 4095, b"xy")),
+                RxError::Ddp(DdpError::BaseOrBounds),
+            ),
+            (
+                "TO far past the end (check 3 precedes the wrap check)",
+                Box::new(|f| tagged(1, true, f.stag, u64::MAX, b"xy")),
+                RxError::Ddp(DdpError::BaseOrBounds),
+            ),
+            (
+                "invalid QN",
+                Box::new(|_| untagged(1, true, 9, 1, 0, b"x")),
+                RxError::Ddp(DdpError::InvalidQn),
+            ),
+            (
+                "no buffer",
+                Box::new(|_| untagged(1, true, 1, 1, 0, b"x")),
+                RxError::Ddp(DdpError::NoBuffer),
+            ),
+            (
+                "MSN range",
+                Box::new(|_| untagged(1, true, 0, 7, 0, b"x")),
+                RxError::Ddp(DdpError::MsnRange),
+            ),
+            (
+                "invalid MO",
+                Box::new(|_| untagged(1, true, 0, 1, 1000, b"x")),
+                RxError::Ddp(DdpError::InvalidMo),
+            ),
+            (
+                "too long",
+                Box::new(|_| untagged(1, true, 0, 1, 999, b"xy")),
+                RxError::Ddp(DdpError::TooLong),
+            ),
+            (
+                "DDP-SSN behind the window (RFC 5043 §10)",
+                Box::new(|f| tagged(0, true, f.stag, 0x10_0000, b"x")),
+                RxError::Sequence(DeliveryError::Duplicate),
+            ),
+            (
+                "truncated",
+                Box::new(|_| vec![0, 1, 0x81]),
+                RxError::Truncated,
+            ),
+            (
+                "tagged version",
+                Box::new(|f| {
+                    let mut c = tagged(1, true, f.stag, 0x10_0000, b"x");
+                    c[2] = (c[2] & !3) | 2;
+                    c
+                }),
+                RxError::Ddp(DdpError::TaggedVersion),
+            ),
+            (
+                "untagged version",
+                Box::new(|_| {
+                    let mut c = untagged(1, true, 0, 1, 0, b"x");
+                    c[2] &= !3;
+                    c
+                }),
+                RxError::Ddp(DdpError::UntaggedVersion),
+            ),
+        ];
+        for (what, make, want) in cases {
+            let mut f = fixture();
+            let before = f.digest();
+            let chunk = make(&f);
+            assert_eq!(f.feed(&chunk), 0, "{what}");
+            assert_eq!(f.digest(), before, "{what}: zero bytes placed");
+            let [Indication::Error {
+                error,
+                header,
+                segment_len,
+            }] = f.got[..]
+            else {
+                panic!("{what}: {:?}", f.got)
+            };
+            assert_eq!(error, want, "{what}");
+            assert_eq!(
+                header.as_bytes(),
+                &chunk[..chunk.len().min(header.as_bytes().len())],
+                "{what}"
+            );
+            assert_eq!(segment_len, chunk.len() - 2, "{what}");
+            // §7.1: later segments are dropped silently, even valid ones.
+            let valid = tagged(1, true, f.stag, 0x10_0000, b"fine");
+            assert_eq!(f.feed(&valid), 0, "{what}");
+            assert_eq!(f.digest(), before, "{what}: nothing after the error either");
+            assert_eq!(f.got.len(), 1, "{what}: reported once");
+            assert_eq!(f.rx.stats().dropped_after_error, 1);
+            assert_eq!(f.rx.failed(), Some(want));
+        }
+    }
+
+    /// RFC 5041 §8.2: a valid STag of another protection domain or another stream places
+    /// nothing.
+    #[test]
+    fn valid_stag_of_another_pd_or_stream_is_refused() {
+        for (pd, stream) in [(Pd(2), S), (PD, StreamId(4))] {
+            let mut f = fixture();
+            f.rx = StreamRx::new(stream, pd, 1, 1, 1);
+            let before = f.digest();
+            assert_eq!(f.feed(&tagged(1, true, f.stag, 0x10_0000, b"x")), 0);
+            assert_eq!(f.digest(), before);
+            assert!(matches!(
+                f.got[..],
+                [Indication::Error {
+                    error: RxError::Ddp(DdpError::StagNotAssociated),
+                    ..
+                }]
+            ));
+        }
+    }
+
+    /// Delivery in DDP-SSN order across queues must also be MSN order per queue: a peer that
+    /// numbers otherwise gets MSN range, not a message in the wrong buffer.
+    #[test]
+    fn msn_out_of_ddp_ssn_order_is_refused_at_delivery() {
+        let mut f = fixture();
+        f.feed(&untagged(1, true, 0, 2, 0, b"second first"));
+        assert!(matches!(
+            f.got[..],
+            [Indication::Error {
+                error: RxError::Ddp(DdpError::MsnRange),
+                ..
+            }]
+        ));
+    }
+}
