@@ -6,9 +6,13 @@
 //!   segment arrives; this module decides when a DDP Message is complete and may be Delivered.
 //! - [`rx`]: one stream's receive path: DDP-SSN window, version, the RFC 5041 §7.1 checks,
 //!   placement into region memory, then in-order delivery; the first error latches.
+//! - [`tx`]: one stream's sender: DDP Messages cut into segment chunks at the MULPDU, with
+//!   consecutive DDP-SSNs.
 
 pub mod delivery;
 pub mod rx;
+pub mod tx;
 
 pub use delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
 pub use rx::{HeaderCopy, Indication, Regions, RxError, RxStats, StreamRx};
+pub use tx::{mulpdu, StreamTx, Target, TxError};
