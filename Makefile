@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUN_SECS ?= 5
 DDPDK := target/release/ddpdk
 
-.PHONY: run test setup build lint bench bench-sctp fuzz clean
+.PHONY: run test setup build lint bench bench-sctp bench-ddp fuzz clean
 
 setup:
 	@bash deploy/setup.sh
@@ -37,6 +37,10 @@ bench: setup
 # The SCTP engine next to usrsctp, in memory, same messages, same run (see benches/README.md).
 bench-sctp: setup
 	$(CARGO) run --release -p ddpdk-benches --bin sctp-bench -- $(SCTP_BENCH_ARGS)
+
+# The DDP receive path next to memcpy into the same 1 GiB region (see benches/README.md).
+bench-ddp: setup
+	$(CARGO) run --release -p ddpdk-benches --bin ddp-rx-bench -- $(DDP_BENCH_ARGS)
 
 # Coverage-guided fuzzing of the wire parsers (cargo fuzz, libFuzzer + ASan), corpus seeded from
 # the golden captures. RUSTC_BOOTSTRAP lets the machine's stable toolchain take the sanitizer

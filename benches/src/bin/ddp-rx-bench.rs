@@ -1,0 +1,237 @@
+//! Placement efficiency (issue 5 item 8): the complete receive path of one core - CRC32c
+//! check, SCTP parse, TSN/SACK bookkeeping, DDP parse, the RFC 5041 §7.1 checks, placement -
+//! over pre-built SCTP packets of tagged DDP segments into a 1 GiB region, next to a plain copy
+//! of the same payload bytes to the same offsets of the same region, in the same run. The ratio
+//! copy time / receive-path time is the placement efficiency (1.0 = as fast as memcpy).
+//!
+//! `cargo run --release -p ddpdk-benches --bin ddp-rx-bench -- --sizes 64,512,1438,8938`
+
+use std::hint::black_box;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Instant as WallClock;
+
+use clap::Parser;
+use ddpdk_dataplane::ddp::{self, Indication, StreamRx, StreamTx, Target};
+use ddpdk_dataplane::mem::{Access, Pd, RegionSlice, Registration, StagTable, StreamId};
+use ddpdk_dataplane::port::region::Region;
+use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant, Message, Outcome};
+
+#[derive(Parser, Debug)]
+#[command(about = "DDP receive path vs memcpy into the same 1 GiB region")]
+struct Args {
+    /// DDP payload sizes in bytes (one tagged segment each).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 512, 1438, 8938])]
+    sizes: Vec<usize>,
+    /// Payload bytes per measurement (the segment count follows from the size).
+    #[arg(long, default_value_t = 256 << 20)]
+    bytes: usize,
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+}
+
+const REGION: usize = 1 << 30;
+const SECRET: [u8; 32] = [0x42; 32];
+const C: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
+const S: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
+const PD: Pd = Pd(1);
+const SID: StreamId = StreamId(1);
+
+fn config(port: u16) -> Config {
+    Config {
+        local_port: port,
+        // Jumbo frames, so the largest size is one segment in one packet.
+        path_mtu: 9216,
+        send_slots: 1024,
+        // No heartbeats bundled into the recorded packets.
+        hb_interval: None,
+        ..Config::default()
+    }
+}
+
+/// A receiving association made from `echo`: the same secret, the same packet, the same
+/// association every time (the endpoint is deterministic), so each round starts fresh.
+fn receiver(now: Instant, echo: &[u8]) -> Association {
+    let mut ep = Endpoint::new(config(5002), SECRET).expect("config");
+    let mut out = vec![0u8; 65536];
+    match ep.handle(now, C, echo, &mut out, &mut |_: Message<'_>| {}) {
+        Outcome::Accepted(a) => *a,
+        o => panic!("COOKIE ECHO not accepted: {o:?}"),
+    }
+}
+
+/// The client's packets carrying `n` tagged segments of `size` bytes, and where each payload
+/// lands (region offset, payload offset in its packet).
+struct Frames {
+    echo: Vec<u8>,
+    packets: Vec<Vec<u8>>,
+    copies: Vec<(usize, usize, usize, usize)>, // (packet, start, len, region offset)
+}
+
+fn build(size: usize, n: usize, stag: u32, now: Instant) -> Frames {
+    let mut cep = Endpoint::new(config(5001), [1; 32]).expect("config");
+    let mut sep = Endpoint::new(config(5002), SECRET).expect("config");
+    let mut c = cep.connect(now, S, 5002);
+    let mut buf = vec![0u8; 65536];
+    let mut out = vec![0u8; 65536];
+    let n1 = c.poll_transmit(now, &mut buf).expect("INIT");
+    let Outcome::Reply(m) = sep.handle(now, C, &buf[..n1], &mut out, &mut |_: Message<'_>| {})
+    else {
+        panic!("INIT not answered")
+    };
+    c.handle(now, &out[..m], &mut |_: Message<'_>| {})
+        .expect("INIT ACK");
+    let n2 = c.poll_transmit(now, &mut buf).expect("COOKIE ECHO");
+    let echo = buf[..n2].to_vec();
+    let mut s = receiver(now, &echo);
+    while let Some(k) = s.poll_transmit(now, &mut buf) {
+        let _ = c.handle(now, &buf[..k], &mut |_: Message<'_>| {});
+    }
+    let mut tx = StreamTx::new(1, ddp::mulpdu(c.max_message()));
+    let mut seg = vec![0u8; tx.mulpdu() + 2];
+    let payload: Vec<u8> = (0..size).map(|i| (i * 31 + 7) as u8).collect();
+    let slots = REGION / size;
+    let mut packets = Vec::new();
+    let mut copies = Vec::new();
+    let mut t = now;
+    // One segment per frame: each message is polled out alone before the next is queued.
+    for sent in 0..n {
+        let to = ((sent % slots) * size) as u64;
+        let mut chunk = Vec::new();
+        tx.send(
+            Target::Tagged {
+                stag,
+                to,
+                rsvd_ulp: 0,
+            },
+            &payload,
+            &mut seg,
+            &mut |c| chunk = c.to_vec(),
+        )
+        .expect("one segment");
+        while c.send(1, 16, &chunk).is_err() {
+            flush(&mut s, &mut c, &mut t, &mut out);
+        }
+        loop {
+            let mut any = false;
+            while let Some(k) = c.poll_transmit(t, &mut buf) {
+                any = true;
+                let pkt = buf[..k].to_vec();
+                // DATA chunk header (16) + DDP-SSN (2) + tagged header (14) = 32 bytes.
+                let mut off = 12;
+                while off + 16 <= pkt.len() {
+                    let len = usize::from(u16::from_be_bytes([pkt[off + 2], pkt[off + 3]]));
+                    if pkt[off] == 0 {
+                        let index = copies.len();
+                        copies.push((packets.len(), off + 32, size, (index % slots) * size));
+                    }
+                    off += (len + 3) & !3;
+                }
+                let _ = s.handle(t, &pkt, &mut |_: Message<'_>| {});
+                packets.push(pkt);
+                while let Some(k2) = s.poll_transmit(t, &mut out) {
+                    let _ = c.handle(t, &out[..k2], &mut |_: Message<'_>| {});
+                }
+            }
+            if any {
+                break;
+            }
+            // The window is closed: let the delayed SACK out.
+            flush(&mut s, &mut c, &mut t, &mut out);
+        }
+    }
+    assert_eq!(copies.len(), n, "every segment found in the packets");
+    Frames {
+        echo,
+        packets,
+        copies,
+    }
+}
+
+/// Moves time on by a delayed-ack interval and lets the receiver's SACK reach the sender.
+fn flush(s: &mut Association, c: &mut Association, t: &mut Instant, out: &mut [u8]) {
+    *t += std::time::Duration::from_millis(250);
+    s.handle_timeout(*t);
+    while let Some(k) = s.poll_transmit(*t, out) {
+        let _ = c.handle(*t, &out[..k], &mut |_: Message<'_>| {});
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let region = Region::new(REGION).expect("1 GiB region");
+    if !region.huge() {
+        eprintln!("warning: no free huge pages; the region is on normal pages");
+    }
+    let regions = vec![region];
+    let now = Instant::from_nanos(1_000_000_000);
+    println!("size   segments  packets | receive path: Mpps  GB/s | memcpy: GB/s | efficiency");
+    for &size in &args.sizes {
+        let mut stags = StagTable::new(16, 9);
+        let stag = stags
+            .register(Registration {
+                pd: PD,
+                access: Access::REMOTE_WRITE,
+                stream: Some(SID),
+                to_base: 0,
+                len: REGION as u64,
+                memory: RegionSlice {
+                    region: 0,
+                    offset: 0,
+                },
+            })
+            .expect("register");
+        let n = (args.bytes / size).max(1);
+        let frames = build(size, n, stag.0, now);
+        let mut effs = Vec::new();
+        for round in 0..args.rounds {
+            // The receive path, from a fresh association and stream each round.
+            let mut assoc = receiver(now, &frames.echo);
+            let mut rx = StreamRx::new(SID, PD, 1, 1, 1);
+            let mut sack = vec![0u8; 65536];
+            let mut delivered = 0u64;
+            let mut errors = 0u64;
+            let t0 = WallClock::now();
+            for pkt in &frames.packets {
+                let _ = assoc.handle(now, pkt, &mut |m: Message<'_>| {
+                    rx.on_segment(m.data, &stags, &regions, &mut |i| match i {
+                        Indication::Delivered { .. } => delivered += 1,
+                        Indication::Error { .. } => errors += 1,
+                    });
+                });
+                while let Some(k) = assoc.poll_transmit(now, &mut sack) {
+                    black_box(&sack[..k]);
+                }
+            }
+            let ours = t0.elapsed().as_secs_f64();
+            assert_eq!(
+                (delivered, errors),
+                (n as u64, 0),
+                "every segment placed and delivered"
+            );
+            // memcpy of the same payload bytes to the same offsets.
+            let t1 = WallClock::now();
+            for &(p, start, len, off) in &frames.copies {
+                regions[0]
+                    .place(off as u64, &frames.packets[p][start..start + len])
+                    .expect("in the region");
+            }
+            black_box(&regions);
+            let copy = t1.elapsed().as_secs_f64();
+            let bytes = (n * size) as f64;
+            let eff = copy / ours;
+            effs.push(eff);
+            println!(
+                "{size:>5} {n:>9} {:>8} | round {round}: {:>6.2} {:>6.2} | {:>6.2} | {eff:.3}",
+                frames.packets.len(),
+                n as f64 / ours / 1e6,
+                bytes / ours / 1e9,
+                bytes / copy / 1e9,
+            );
+        }
+        effs.sort_by(f64::total_cmp);
+        println!(
+            "{size:>5} median placement efficiency {:.3}",
+            effs[effs.len() / 2]
+        );
+    }
+}
