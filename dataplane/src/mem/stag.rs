@@ -128,8 +128,11 @@ struct Slot {
 #[derive(Debug)]
 pub struct StagTable {
     slots: Box<[Slot]>,
-    /// Free indices, taken from the front; the order starts at a random point.
+    /// Free indices, taken from the front; the order starts at a random point. Empty and
+    /// unused in a replica, whose STags are chosen by the master.
     free: std::collections::VecDeque<u32>,
+    replica: bool,
+    used: usize,
 }
 
 /// The largest table: 24-bit indices.
@@ -151,7 +154,39 @@ impl StagTable {
         let free = (0..capacity as u32)
             .map(|i| (start + i) % capacity as u32)
             .collect();
-        StagTable { slots, free }
+        StagTable {
+            slots,
+            free,
+            replica: false,
+            used: 0,
+        }
+    }
+
+    /// A data core's copy of a master table: registrations arrive with their STags
+    /// ([`StagTable::insert`]) rather than being allocated here.
+    pub fn replica(capacity: usize) -> StagTable {
+        let capacity = capacity.clamp(1, MAX_STAGS);
+        StagTable {
+            slots: vec![Slot { key: 0, reg: None }; capacity].into_boxed_slice(),
+            free: std::collections::VecDeque::new(),
+            replica: true,
+            used: 0,
+        }
+    }
+
+    /// Puts a registration the master made under exactly its STag (replicas only; a master
+    /// allocates with [`StagTable::register`]). An STag beyond the capacity is ignored.
+    pub fn insert(&mut self, stag: Stag, reg: Registration) {
+        debug_assert!(self.replica, "a master table allocates its own STags");
+        if let Some(slot) = self.slots.get_mut(stag.index() as usize) {
+            if slot.reg.is_none() {
+                self.used += 1;
+            }
+            *slot = Slot {
+                key: stag.key(),
+                reg: Some(reg),
+            };
+        }
     }
 
     /// Registers memory and returns its STag.
@@ -166,6 +201,7 @@ impl StagTable {
         // A new key for every reuse: the previous holder's STag no longer matches.
         slot.key = slot.key.wrapping_add(1);
         slot.reg = Some(reg);
+        self.used += 1;
         Ok(Stag::new(index, slot.key))
     }
 
@@ -177,7 +213,10 @@ impl StagTable {
             return None;
         }
         let reg = slot.reg.take()?;
-        self.free.push_back(stag.index());
+        self.used -= 1;
+        if !self.replica {
+            self.free.push_back(stag.index());
+        }
         Some(reg)
     }
 
@@ -192,7 +231,7 @@ impl StagTable {
 
     /// Registrations in use.
     pub fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.used
     }
 
     pub fn is_empty(&self) -> bool {

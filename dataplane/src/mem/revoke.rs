@@ -1,0 +1,297 @@
+//! STag changes across data cores, with RFC 5041 §8.3.1 item 6's guarantee: once
+//! [`Coordinator::revoke`] returns, no data core can place into that registration any more.
+//!
+//! Each data core holds its own replica of the STag table ([`CoreStags`]), read without locks on
+//! the fast path. The control thread's [`Coordinator`] owns the master table and changes the
+//! replicas only by message, over one bounded channel per core (DESIGN.md: "The control thread
+//! changes a core's state only by message"). A core applies pending commands between packets
+//! ([`CoreStags::poll`]), never in the middle of placing one, and acknowledges each invalidation
+//! with its epoch. `revoke` removes the STag from the master, sends the invalidation to every
+//! core and waits until every core has acknowledged that epoch: after that, a segment naming the
+//! STag fails the whole-STag lookup on every core, so nothing more is placed. A core never
+//! blocks: if the acknowledgement channel were full it would retry on its next poll.
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::time::Duration;
+
+use super::stag::{RegisterError, Registration, Stag, StagTable};
+
+/// A change to a core's replica.
+#[derive(Debug, Clone, Copy)]
+pub enum Command {
+    /// Insert exactly this STag (index and key as the master chose them).
+    Register(Stag, Registration),
+    /// Invalidate it, then acknowledge `epoch`.
+    Invalidate(Stag, u64),
+}
+
+/// One data core's replica.
+#[derive(Debug)]
+pub struct CoreStags {
+    core: usize,
+    table: StagTable,
+    commands: Receiver<Command>,
+    acks: SyncSender<(usize, u64)>,
+    /// An acknowledgement the channel had no room for, sent again on the next poll.
+    unsent_ack: Option<u64>,
+}
+
+impl CoreStags {
+    /// The table the fast path checks segments against.
+    pub fn table(&self) -> &StagTable {
+        &self.table
+    }
+
+    /// Applies every pending command (call between packets). Never blocks. Returns how many.
+    pub fn poll(&mut self) -> usize {
+        if let Some(epoch) = self.unsent_ack.take() {
+            self.ack(epoch);
+        }
+        let mut n = 0;
+        while let Ok(cmd) = self.commands.try_recv() {
+            n += 1;
+            match cmd {
+                Command::Register(stag, reg) => self.table.insert(stag, reg),
+                Command::Invalidate(stag, epoch) => {
+                    self.table.invalidate(stag);
+                    self.ack(epoch);
+                }
+            }
+        }
+        n
+    }
+
+    fn ack(&mut self, epoch: u64) {
+        match self.acks.try_send((self.core, epoch)) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+            Err(TrySendError::Full(_)) => self.unsent_ack = Some(epoch),
+        }
+    }
+}
+
+/// Why a revocation did not complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevokeError {
+    /// No such registration.
+    Unknown,
+    /// A core did not acknowledge within the timeout (stalled or gone). The STag is already
+    /// refused by every core that did acknowledge and by the master; the caller must not reuse
+    /// the memory until the core is known dead.
+    Timeout { acked: usize, cores: usize },
+}
+
+impl core::fmt::Display for RevokeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RevokeError::Unknown => f.write_str("no such STag"),
+            RevokeError::Timeout { acked, cores } => {
+                write!(
+                    f,
+                    "only {acked} of {cores} data cores acknowledged the revocation"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for RevokeError {}
+
+/// The control thread's side.
+#[derive(Debug)]
+pub struct Coordinator {
+    master: StagTable,
+    cores: Vec<SyncSender<Command>>,
+    acks: Receiver<(usize, u64)>,
+    epoch: u64,
+}
+
+impl Coordinator {
+    /// A master table of `capacity` STags and `cores` replicas, each with a command channel of
+    /// `depth` entries.
+    pub fn new(
+        capacity: usize,
+        random: u64,
+        cores: usize,
+        depth: usize,
+    ) -> (Coordinator, Vec<CoreStags>) {
+        let (ack_tx, ack_rx) = mpsc::sync_channel(cores * depth.max(1));
+        let mut senders = Vec::new();
+        let mut replicas = Vec::new();
+        for core in 0..cores {
+            let (tx, rx) = mpsc::sync_channel(depth.max(1));
+            senders.push(tx);
+            replicas.push(CoreStags {
+                core,
+                table: StagTable::replica(capacity),
+                commands: rx,
+                acks: ack_tx.clone(),
+                unsent_ack: None,
+            });
+        }
+        (
+            Coordinator {
+                master: StagTable::new(capacity, random),
+                cores: senders,
+                acks: ack_rx,
+                epoch: 0,
+            },
+            replicas,
+        )
+    }
+
+    pub fn master(&self) -> &StagTable {
+        &self.master
+    }
+
+    /// Registers in the master and tells every core; the caller may advertise the STag once
+    /// this returns (a core that has not polled yet refuses it, never misplaces it).
+    pub fn register(&mut self, reg: Registration) -> Result<Stag, RegisterError> {
+        let stag = self.master.register(reg)?;
+        for core in &self.cores {
+            // Blocks only the control thread, and only while a core's channel is full.
+            let _ = core.send(Command::Register(stag, reg));
+        }
+        Ok(stag)
+    }
+
+    /// Invalidates `stag` everywhere; returns once every core has acknowledged, so no core can
+    /// place into the registration afterwards (RFC 5041 §8.3.1 item 6).
+    pub fn revoke(&mut self, stag: Stag, timeout: Duration) -> Result<Registration, RevokeError> {
+        let reg = self.master.invalidate(stag).ok_or(RevokeError::Unknown)?;
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let mut live = 0;
+        for core in &self.cores {
+            if core.send(Command::Invalidate(stag, epoch)).is_ok() {
+                live += 1;
+            }
+        }
+        let mut acked = vec![false; self.cores.len()];
+        let mut n = 0;
+        while n < live {
+            match self.acks.recv_timeout(timeout) {
+                Ok((core, e)) if e == epoch && !acked[core] => {
+                    acked[core] = true;
+                    n += 1;
+                }
+                // An acknowledgement of an earlier revocation that timed out.
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    return Err(RevokeError::Timeout {
+                        acked: n,
+                        cores: self.cores.len(),
+                    });
+                }
+            }
+        }
+        Ok(reg)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::mem::{Access, Pd, RegionSlice, StreamId};
+    use crate::port::region::Region;
+
+    fn reg() -> Registration {
+        Registration {
+            pd: Pd(1),
+            access: Access::REMOTE_WRITE,
+            stream: None,
+            to_base: 0,
+            len: 4096,
+            memory: RegionSlice {
+                region: 0,
+                offset: 0,
+            },
+        }
+    }
+
+    /// RFC 5041 §8.3.1 item 6 with two data cores placing as fast as they can. Once revoke()
+    /// returns, the region is wiped; each core then completes many more placement attempts
+    /// (counted, so the test waits for work, not for time). Any byte placed after the revoke
+    /// would survive the wipe: the region must still be all zeros.
+    #[test]
+    fn nothing_is_placed_after_revoke_returns() {
+        let (mut coord, replicas) = Coordinator::new(64, 7, 2, 16);
+        let region = Arc::new(Region::new(4096).unwrap());
+        let stag = coord.register(reg()).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let attempts: Vec<Arc<AtomicU64>> = (0..2).map(|_| Arc::new(AtomicU64::new(0))).collect();
+        let placed: Vec<Arc<AtomicU64>> = (0..2).map(|_| Arc::new(AtomicU64::new(0))).collect();
+        let threads: Vec<_> = replicas
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut core)| {
+                let (region, stop) = (region.clone(), stop.clone());
+                let (attempts, placed) = (attempts[i].clone(), placed[i].clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        // Between packets: commands first.
+                        core.poll();
+                        // One "segment": check, then place.
+                        if let Ok(p) =
+                            core.table()
+                                .check_tagged(stag, 0, 64, StreamId(i as u64), Pd(1))
+                        {
+                            region.place(p.offset + 64 * i as u64, &[0xee; 64]).unwrap();
+                            placed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        attempts.fetch_add(1, Ordering::Release);
+                    }
+                })
+            })
+            .collect();
+        // Let both cores place for a while (by count, not by time).
+        while placed.iter().any(|p| p.load(Ordering::Relaxed) < 1000) {
+            std::thread::yield_now();
+        }
+        coord.revoke(stag, Duration::from_secs(30)).unwrap();
+        region.fill(0, 4096, 0).unwrap();
+        let after: Vec<u64> = attempts.iter().map(|a| a.load(Ordering::Acquire)).collect();
+        while attempts
+            .iter()
+            .zip(&after)
+            .any(|(a, &b)| a.load(Ordering::Acquire) < b + 10_000)
+        {
+            std::thread::yield_now();
+        }
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(
+            region.crc32c(0, 4096).unwrap(),
+            crate::wire::crc32c::crc32c(&[0; 4096])
+        );
+        assert_eq!(
+            coord.revoke(stag, Duration::from_secs(1)),
+            Err(RevokeError::Unknown)
+        );
+    }
+
+    /// A core that never polls makes revoke time out, and says how many acknowledged.
+    #[test]
+    fn a_stalled_core_is_reported() {
+        let (mut coord, mut replicas) = Coordinator::new(8, 1, 2, 4);
+        let stag = coord.register(reg()).unwrap();
+        let mut live = replicas.remove(0);
+        let t = std::thread::spawn(move || {
+            while live.poll() == 0 {
+                std::thread::yield_now();
+            }
+            live
+        });
+        // Long enough for the live core to answer on a loaded machine; the stalled one never does.
+        let r = coord.revoke(stag, Duration::from_secs(2));
+        assert_eq!(r, Err(RevokeError::Timeout { acked: 1, cores: 2 }));
+        let live = t.join().unwrap();
+        assert!(live.table().lookup(stag).is_none());
+        drop(replicas);
+    }
+}
