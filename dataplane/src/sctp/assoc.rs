@@ -162,6 +162,12 @@ pub enum Discard {
 pub struct Stats {
     pub packets_in: u64,
     pub packets_out: u64,
+    /// Packets for other ports, handed to this association by mistake.
+    pub wrong_ports: u64,
+    /// Packets that arrived after the association closed.
+    pub after_close: u64,
+    /// DATA chunks before COOKIE ACK (COOKIE-WAIT, COOKIE-ECHOED), dropped unacknowledged.
+    pub data_not_established: u64,
     pub bad_checksum: u64,
     pub malformed: u64,
     pub bad_vtag: u64,
@@ -656,9 +662,11 @@ impl Association {
             }
         };
         if pkt.dst_port() != self.local_port || pkt.src_port() != self.peer_port {
+            self.stats.wrong_ports += 1;
             return Err(Discard::WrongPorts);
         }
         if self.state == State::Closed {
+            self.stats.after_close += 1;
             return Err(Discard::Closed);
         }
         self.stats.packets_in += 1;
@@ -700,16 +708,12 @@ impl Association {
         }
 
         let mut got_data = false;
-        let mut offset = HEADER_LEN;
         for c in chunks {
             let Ok(chunk) = c else {
                 self.stats.malformed += 1;
                 break;
             };
-            let len = chunk.as_bytes().len();
-            let chunk_off = offset;
-            offset += (len + 3) & !3;
-            match self.handle_chunk(now, vtag, &chunk, packet, chunk_off, rx, &mut got_data) {
+            match self.handle_chunk(now, vtag, &chunk, rx, &mut got_data) {
                 Flow::Continue => {}
                 Flow::Stop => break,
             }
@@ -723,14 +727,11 @@ impl Association {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn handle_chunk<D: Deliver + ?Sized>(
         &mut self,
         now: Instant,
         vtag: u32,
         chunk: &Chunk<&[u8]>,
-        packet: &[u8],
-        chunk_off: usize,
         rx: &mut D,
         got_data: &mut bool,
     ) -> Flow {
@@ -748,7 +749,7 @@ impl Association {
         match repr {
             ChunkRepr::Data(_) => unreachable!("handled above"),
             ChunkRepr::Init(init) => {
-                self.on_init(now, chunk, &init);
+                self.on_init(now, &init);
                 Flow::Stop
             }
             ChunkRepr::InitAck(ack) => {
@@ -796,10 +797,7 @@ impl Association {
                 Flow::Continue
             }
             ChunkRepr::Abort(abort) => {
-                // §8.5.1 rule B: our tag without T, or the peer's tag with T.
-                let ok = (!abort.t_bit && vtag == self.local_tag)
-                    || (abort.t_bit && vtag == self.peer_tag && self.peer_tag != 0);
-                if !ok {
+                if !self.t_bit_tag_ok(abort.t_bit, vtag) {
                     self.stats.bad_vtag += 1;
                     return Flow::Stop;
                 }
@@ -825,10 +823,7 @@ impl Association {
                 Flow::Continue
             }
             ChunkRepr::ShutdownComplete(sc) => {
-                // §8.5.1 rule C.
-                let ok = (!sc.t_bit && vtag == self.local_tag)
-                    || (sc.t_bit && vtag == self.peer_tag && self.peer_tag != 0);
-                if !ok {
+                if !self.t_bit_tag_ok(sc.t_bit, vtag) {
                     self.stats.bad_vtag += 1;
                     return Flow::Stop;
                 }
@@ -845,10 +840,8 @@ impl Association {
                 self.stats.unknown_chunks += 1;
                 let action = u.action();
                 if action.reports() {
-                    let bytes = &packet[chunk_off..chunk_off + chunk.as_bytes().len()];
-                    self.queue_cause_bytes(bytes, |off, len| PendingCause::UnrecognizedChunk {
-                        off,
-                        len,
+                    self.queue_cause_bytes(chunk.bytes_ref(), |off, len| {
+                        PendingCause::UnrecognizedChunk { off, len }
                     });
                 }
                 if action.continues() {
@@ -857,6 +850,16 @@ impl Association {
                     Flow::Stop
                 }
             }
+        }
+    }
+
+    /// §8.5.1 rules B (ABORT) and C (SHUTDOWN COMPLETE): our tag without the T bit, or the
+    /// peer's tag with it (what a peer without a TCB reflects).
+    fn t_bit_tag_ok(&self, t_bit: bool, vtag: u32) -> bool {
+        if t_bit {
+            vtag == self.peer_tag && self.peer_tag != 0
+        } else {
+            vtag == self.local_tag
         }
     }
 
@@ -883,6 +886,7 @@ impl Association {
         };
         if !self.sending_state() {
             // DATA before the handshake completed: not ours to take.
+            self.stats.data_not_established += 1;
             return Flow::Continue;
         }
         if view.user_data().is_empty() {
@@ -1032,9 +1036,9 @@ impl Association {
                     highest_reported = Some(s.tsn);
                 }
                 if acked && !s.gap_acked {
+                    self.sq.set_rtx(seq, false);
                     let slot = self.sq.slot_mut(seq);
                     slot.gap_acked = true;
-                    slot.rtx = false;
                     if slot.in_flight {
                         slot.in_flight = false;
                         self.path.flight -= book(s.len);
@@ -1065,13 +1069,13 @@ impl Association {
                 }
                 s.misses += 1;
                 if s.misses >= 3 {
-                    s.rtx = true;
                     s.fast_rtx_done = true;
                     let len = s.len;
                     if s.in_flight {
                         s.in_flight = false;
                         self.path.flight -= book(len);
                     }
+                    self.sq.set_rtx(seq, true);
                     new_fast_rtx = true;
                 }
             }
@@ -1245,13 +1249,13 @@ impl Association {
     }
 
     /// INIT on an existing association (§5.2.1, §5.2.2, §9.2).
-    fn on_init(&mut self, now: Instant, chunk: &Chunk<&[u8]>, init: &InitRepr<'_>) {
+    fn on_init(&mut self, now: Instant, init: &InitRepr<'_>) {
         if self.state == State::ShutdownAckSent {
             // §9.2: discard and retransmit SHUTDOWN ACK.
             self.pending.shutdown_ack = true;
             return;
         }
-        let params = endpoint::walk_init_params(chunk, init);
+        let params = endpoint::walk_init_params(init);
         if params.adaptation != Some(self.cfg.adaptation_indication) {
             self.stats.adaptation_refused += 1;
             return;
@@ -1301,7 +1305,7 @@ impl Association {
             return;
         }
         let init = &ack.0;
-        let params = endpoint::walk_init_params(chunk, init);
+        let params = endpoint::walk_init_params(init);
         self.peer_tag = init.initiate_tag;
         if params.adaptation != Some(self.cfg.adaptation_indication) {
             // RFC 5043 §11.1: DDP procedures must not run without DDP's indication.
@@ -1546,8 +1550,8 @@ impl Association {
         for seq in self.sq.outstanding_seqs() {
             let s = self.sq.slot_mut(seq);
             if !s.gap_acked {
-                s.rtx = true;
                 s.in_flight = false;
+                self.sq.set_rtx(seq, true);
             }
         }
         self.path.flight = 0;
@@ -1687,15 +1691,11 @@ impl Association {
         // §7.2.4 step 3: a fast retransmission goes at once; a SACK that would leave no room
         // for it waits for the next packet.
         let crowds_rtx = self.pending.fast_rtx
-            && self
-                .sq
-                .outstanding_seqs()
-                .find(|&q| self.sq.slot(q).rtx)
-                .is_some_and(|q| {
-                    let n = self.rx.gap_blocks(&mut self.gaps);
-                    let sack = 16 + 4 * n + 4 * self.rx.dups().len();
-                    b.remaining() < sack + book(self.sq.slot(q).len)
-                });
+            && self.sq.first_rtx().is_some_and(|q| {
+                let n = self.rx.gap_blocks(&mut self.gaps);
+                let sack = 16 + 4 * n + 4 * self.rx.dups().len();
+                b.remaining() < sack + book(self.sq.slot(q).len)
+            });
         if self.pending.sack && (self.pending.sack_now || data_next || any) && !crowds_rtx {
             any |= self.push_sack(&mut b);
         }
@@ -1772,7 +1772,7 @@ impl Association {
         ) {
             return None;
         }
-        if let Some(seq) = self.sq.outstanding_seqs().find(|&q| self.sq.slot(q).rtx) {
+        if let Some(seq) = self.sq.first_rtx() {
             return (self.pending.fast_rtx || self.path.flight < self.path.cwnd).then_some(seq);
         }
         let seq = self.sq.next_unsent()?;
@@ -1807,7 +1807,7 @@ impl Association {
         if !open {
             return false;
         }
-        let has_rtx = self.sq.outstanding_seqs().any(|seq| self.sq.slot(seq).rtx);
+        let has_rtx = self.sq.first_rtx().is_some();
         if has_rtx && (self.pending.fast_rtx || self.path.flight < self.path.cwnd) {
             return true;
         }
@@ -1888,7 +1888,11 @@ impl Association {
         let mut any = false;
         // Retransmissions first, oldest first (§6.3.3 E3, §7.2.4 step 3).
         let fast = self.pending.fast_rtx;
-        for seq in self.sq.outstanding_seqs() {
+        let from = self
+            .sq
+            .first_rtx()
+            .unwrap_or(self.sq.outstanding_seqs().end);
+        for seq in from..self.sq.outstanding_seqs().end {
             let s = *self.sq.slot(seq);
             if !s.rtx {
                 continue;
@@ -1910,8 +1914,8 @@ impl Association {
             if b.push(&ChunkRepr::Data(d)).is_err() {
                 break;
             }
+            self.sq.set_rtx(seq, false);
             let slot = self.sq.slot_mut(seq);
-            slot.rtx = false;
             slot.in_flight = true;
             slot.tx_count += 1;
             slot.sent_at = now;

@@ -42,10 +42,7 @@ impl InitParams<'_> {
 /// stops the walk, `01` stops it and reports, `10` skips, `11` skips and reports. Reports are
 /// Unrecognized Parameter in an INIT ACK (answering INIT) or an ERROR bundled with the COOKIE
 /// ECHO (answering INIT ACK).
-pub(super) fn walk_init_params<'a>(
-    _chunk: &Chunk<&'a [u8]>,
-    init: &InitRepr<'a>,
-) -> InitParams<'a> {
+pub(super) fn walk_init_params<'a>(init: &InitRepr<'a>) -> InitParams<'a> {
     let mut p = InitParams {
         adaptation: None,
         cookie: None,
@@ -372,7 +369,7 @@ impl Endpoint {
             }
             Err(_) => return self.ignore(Ignored::Malformed),
         };
-        let params = walk_init_params(chunk, &init);
+        let params = walk_init_params(&init);
         if params.adaptation != Some(self.cfg.adaptation_indication) {
             // RFC 5043 §11.1 (and §7.1: an endpoint restricted to DDP refuses the rest).
             self.stats.adaptation_refused += 1;

@@ -23,7 +23,8 @@ pub struct Slot {
     pub gap_acked: bool,
     /// Counted in the flight size.
     pub in_flight: bool,
-    /// Marked for retransmission (T3-rtx or fast retransmit).
+    /// Marked for retransmission (T3-rtx or fast retransmit). Written only through
+    /// [`SendQueue::set_rtx`], which keeps the count of marked messages.
     pub rtx: bool,
     /// Fast-retransmitted once already (RFC 9260 §7.2.4: only once per TSN).
     pub fast_rtx_done: bool,
@@ -39,6 +40,9 @@ pub struct SendQueue {
     head: u64,
     sent: u64,
     tail: u64,
+    /// Outstanding messages marked for retransmission: the transmit path asks "anything to
+    /// retransmit?" on every packet, and the answer is almost always no.
+    rtx_marked: usize,
 }
 
 impl SendQueue {
@@ -50,6 +54,7 @@ impl SendQueue {
             head: 0,
             sent: 0,
             tail: 0,
+            rtx_marked: 0,
         }
     }
 
@@ -115,7 +120,30 @@ impl SendQueue {
     /// Frees the oldest outstanding message.
     pub fn pop_front(&mut self) {
         debug_assert!(self.head < self.sent);
+        self.set_rtx(self.head, false);
         self.head += 1;
+    }
+
+    /// Marks or unmarks an outstanding message for retransmission.
+    pub fn set_rtx(&mut self, seq: u64, on: bool) {
+        let i = self.idx(seq);
+        let slot = &mut self.slots[i];
+        if slot.rtx != on {
+            slot.rtx = on;
+            if on {
+                self.rtx_marked += 1;
+            } else {
+                self.rtx_marked -= 1;
+            }
+        }
+    }
+
+    /// The oldest outstanding message marked for retransmission; O(1) when none is.
+    pub fn first_rtx(&self) -> Option<u64> {
+        if self.rtx_marked == 0 {
+            return None;
+        }
+        self.outstanding_seqs().find(|&q| self.slot(q).rtx)
     }
 
     pub fn slot(&self, seq: u64) -> &Slot {
@@ -136,6 +164,11 @@ impl SendQueue {
     /// Drops every message (restart or close); returns how many were dropped unacknowledged.
     pub fn clear(&mut self) -> u64 {
         let n = self.tail - self.head;
+        for seq in self.head..self.sent {
+            let i = self.idx(seq);
+            self.slots[i].rtx = false;
+        }
+        self.rtx_marked = 0;
         self.head = self.tail;
         self.sent = self.tail;
         n
