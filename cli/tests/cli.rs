@@ -333,13 +333,32 @@ fn an_impossible_lcore_table_is_refused_with_a_clear_message() {
 
 #[test]
 fn sigterm_stops_cleanly() {
-    let child = ddpdk(&eal(), &["--ring-pair", "--tx-first"])
+    let mut child = ddpdk(&eal(), &["--ring-pair", "--tx-first"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    // Give the EAL time to start and forwarding to begin; the output is read only after exit.
-    std::thread::sleep(Duration::from_millis(1500));
+    // A signal during set-up means "do not start"; wait for forwarding to have started (however
+    // slow the machine) rather than for a fixed time, keeping what was read for the checks below.
+    let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("read stdout");
+        assert!(n > 0, "ddpdk exited before forwarding started:\n{head}");
+        head.push_str(&line);
+        if line.starts_with("Start ") {
+            break;
+        }
+    }
+    let stderr_reader = {
+        let mut e = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut s);
+            s
+        })
+    };
     let pid = child.id().to_string();
     let k = Command::new("kill")
         .args(["-TERM", &pid])
@@ -352,14 +371,16 @@ fn sigterm_stops_cleanly() {
         let _ = Command::new("kill").args(["-KILL", &pid]).status();
     });
     let t0 = Instant::now();
-    let o = child.wait_with_output().expect("wait");
+    let mut stdout = head;
+    std::io::Read::read_to_string(&mut reader, &mut stdout).expect("read stdout");
+    let status = child.wait().expect("wait");
     assert!(
         t0.elapsed() < Duration::from_secs(30),
         "ddpdk did not stop on SIGTERM"
     );
     drop(watchdog);
-    let (stdout, stderr) = out(&o);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let stderr = stderr_reader.join().expect("stderr reader");
+    assert_eq!(status.code(), Some(0), "{stdout}\n{stderr}");
     for want in [
         "Signal received",
         "Forward statistics for port 0",
@@ -423,7 +444,9 @@ fn two_forwarding_lcores_on_two_queues_lose_no_frame() {
 #[test]
 fn txonly_frames_are_all_accounted_for() {
     // Nobody receives: every frame sent stays in the rings until shutdown drains it; what the
-    // full rings refused was freed (TX-dropped) and is not in the count.
+    // full rings refused was freed (TX-dropped) and is not in the count. `--tx-first` makes each
+    // lcore send one burst per stream before it looks at the stop flag, so frames are sent
+    // however late a loaded machine schedules the lcores (without it, `stop` could come first).
     let cmds = script(
         "txonly",
         "set fwd txonly\nstart\nshow port stats all\nstop\nquit\n",
@@ -432,6 +455,7 @@ fn txonly_frames_are_all_accounted_for() {
         &eal(),
         &[
             "--ring-pair",
+            "--tx-first",
             "--txpkts",
             "128",
             "--cmdline-file",
@@ -449,7 +473,8 @@ fn txonly_frames_are_all_accounted_for() {
         fs.iter().all(|f| f.1 == 0),
         "txonly receives nothing: {fs:?}"
     );
-    assert!(sent > 0);
+    // Two streams, one first burst of 32 each into empty rings.
+    assert!(sent >= 64, "{fs:?}");
     assert!(
         stdout.contains(&format!("Drained {sent} packet(s)")),
         "sent {sent}:\n{stdout}"
