@@ -767,6 +767,45 @@ fn fast_retransmit_on_third_miss_7_2_4() {
     assert_eq!(p.got_s.len(), 8);
 }
 
+/// Messages are numbered in the order queued, and a message is settled (the Data Source's
+/// completion, RFC 5041 §5.4) only once the Cumulative TSN Ack covers it: a gap ack may be
+/// reneged (RFC 9260 §6.2.1), so a gap-acked message is not settled.
+#[test]
+fn only_the_cumulative_ack_settles_a_message_6_2_1() {
+    let mut p = Pair::new();
+    // Each a full packet, so one can be lost alone.
+    let full = vec![1u8; p.c.max_message()];
+    assert_eq!(p.c.send(0, 16, &full).unwrap(), 0);
+    assert_eq!(p.c.send(0, 16, &full).unwrap(), 1);
+    let room = p.c.send_room();
+    let mut first = true;
+    p.exchange(t(10), |to_server, pk| {
+        let drop = to_server && first && matches!(chunks(pk).first(), Some(ChunkRepr::Data(_)));
+        first &= !drop;
+        !drop
+    });
+    assert_eq!(p.got_s.len(), 1, "the second arrived and was gap-acked");
+    assert_eq!(p.c.settled_before(), 0, "a gap ack settles nothing");
+    assert_eq!(p.c.send_room(), room, "both still held");
+    // T3-rtx brings the first one; the cumulative ack then covers both.
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    p.exchange(at, |_, _| true);
+    assert_eq!(p.got_s.len(), 2);
+    // The gap is filled, so the server's SACK waits for its delayed-ack timer (§6.2).
+    assert_eq!(p.c.settled_before(), 0);
+    let sack_at = p.s.poll_timeout().unwrap();
+    p.s.handle_timeout(sack_at);
+    p.exchange(sack_at, |_, _| true);
+    assert_eq!(p.c.settled_before(), 2);
+    assert_eq!(p.c.send_room(), room + 2);
+    assert_eq!(
+        p.c.send(0, 16, &[3; 10]).unwrap(),
+        2,
+        "numbers keep counting"
+    );
+}
+
 /// §6.3.3 and §8.2: with the path cut, T3-rtx retransmits with a doubling RTO, and after
 /// Association.Max.Retrans consecutive expiries the association is reported unreachable.
 #[test]

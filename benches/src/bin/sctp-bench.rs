@@ -319,7 +319,7 @@ impl Pair for Ours {
         while next < n {
             copy_index(msg, next);
             match self.client.send(STREAM, PPID, msg) {
-                Ok(()) => next += 1,
+                Ok(_) => next += 1,
                 Err(SendError::Full) => break,
                 Err(e) => return Err(format!("send: {e}")),
             }

@@ -540,7 +540,9 @@ impl Association {
 
     /// Queues a message: one unordered, unfragmented DATA chunk (RFC 5043 §9, §10). Allowed
     /// from COOKIE-WAIT on (it leaves with or after the COOKIE ECHO) until shutdown starts.
-    pub fn send(&mut self, stream: u16, ppid: u32, data: &[u8]) -> Result<(), SendError> {
+    /// Returns the message's number: messages are numbered from 0 in the order queued, and
+    /// [`Association::settled_before`] tells which are no longer in SCTP's hands.
+    pub fn send(&mut self, stream: u16, ppid: u32, data: &[u8]) -> Result<u64, SendError> {
         match self.state {
             State::CookieWait | State::CookieEchoed | State::Established => {}
             _ => return Err(SendError::NotOpen),
@@ -562,8 +564,21 @@ impl Association {
         if self.sq.outstanding() == 0 {
             self.burst_budget = self.cfg.max_burst;
         }
-        self.sq.push(stream, ppid, data);
-        Ok(())
+        Ok(self.sq.push(stream, ppid, data))
+    }
+
+    /// Every message numbered below this is settled: acknowledged by the peer's Cumulative TSN
+    /// Ack (final, unlike a gap ack, which the peer may renege: RFC 9260 §6.2.1), or dropped by
+    /// a peer restart or the end of the association, which [`Event::Restarted`] and
+    /// [`Event::Closed`] report. Read the events first: a message below this number that was
+    /// not dropped was acknowledged (RFC 5041 §5.4: the Data Source's completion).
+    pub fn settled_before(&self) -> u64 {
+        self.sq.head()
+    }
+
+    /// How many more messages [`Association::send`] takes now.
+    pub fn send_room(&self) -> usize {
+        self.sq.room()
     }
 
     /// Graceful shutdown (§9.2): no more sends; SHUTDOWN leaves once everything queued is

@@ -84,8 +84,19 @@ impl SendQueue {
         self.tail - self.head
     }
 
+    /// Messages that can still be pushed.
+    pub fn room(&self) -> usize {
+        self.slots.len() - (self.tail - self.head) as usize
+    }
+
+    /// Sequence number of the oldest message still held (acknowledged or dropped below it).
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
     /// Copies a message in; the caller has checked it fits a slot and the ring is not full.
-    pub fn push(&mut self, stream: u16, ppid: u32, msg: &[u8]) {
+    /// Returns its sequence number.
+    pub fn push(&mut self, stream: u16, ppid: u32, msg: &[u8]) -> u64 {
         let i = self.idx(self.tail);
         let off = i * self.slot_size;
         self.data[off..off + msg.len()].copy_from_slice(msg);
@@ -96,6 +107,7 @@ impl SendQueue {
             ..Slot::default()
         };
         self.tail += 1;
+        self.tail - 1
     }
 
     /// Sequence numbers of the messages awaiting acknowledgement, oldest first.

@@ -615,7 +615,7 @@ impl Interop {
                     break;
                 }
                 match a.send(*stream, *ppid, data) {
-                    Ok(()) => {
+                    Ok(_) => {
                         self.our_outbox.pop_front();
                     }
                     Err(ddpdk_dataplane::sctp::SendError::Full) => break,
