@@ -7,7 +7,7 @@
 //! in order to allow bundling of Control Chunks"), and never below 516.
 
 use crate::wire::ddp::{
-    self, Header, SegmentPacket, SegmentRepr, Segments, TaggedHeader, UntaggedHeader,
+    self, Header, SegmentPacket, SegmentRepr, SegmentSpan, Segments, TaggedHeader, UntaggedHeader,
 };
 
 /// Room kept in every DATA chunk's packet for a bundled SACK: its 16 fixed bytes and four gap
@@ -100,41 +100,55 @@ impl StreamTx {
         }
         let mut n = 0;
         for span in segments {
-            let header = match target {
-                Target::Tagged { stag, to, rsvd_ulp } => Header::Tagged(TaggedHeader {
-                    rsvd_ulp,
-                    stag,
-                    // Checked above: no segment's TO wraps.
-                    to: to + u64::from(span.offset),
-                }),
-                Target::Untagged { qn, msn, rsvd_ulp } => Header::Untagged(UntaggedHeader {
-                    rsvd_ulp,
-                    qn,
-                    msn,
-                    mo: span.offset,
-                }),
-            };
-            let start = span.offset as usize;
-            let repr = SegmentRepr {
-                ddp_ssn: self.next_ddp_ssn,
-                last: span.last,
-                header,
-                payload: &message[start..start + span.len as usize],
-            };
-            let out = &mut buf[..repr.buffer_len()];
-            // `buf` holds MULPDU + 2 and the segment is at most that: emit cannot fail.
-            if repr
-                .emit(&mut SegmentPacket::new_unchecked(&mut *out))
-                .is_err()
-            {
-                return Err(TxError::MulpduTooSmall);
-            }
-            send(out);
+            let len = emit_segment(target, message, span, self.next_ddp_ssn, buf)?;
+            send(&buf[..len]);
             self.next_ddp_ssn = self.next_ddp_ssn.wrapping_add(1);
             n += 1;
         }
         Ok(n)
     }
+}
+
+/// Writes the segment chunk payload (DDP-SSN, DDP header, ULP payload) that carries `span` of
+/// `message` to `target` into `buf`; returns its length. The caller has checked the whole
+/// message (length below 2^32, no TO wrap) before its first segment, as [`StreamTx::send`]
+/// does. [`TxError::MulpduTooSmall`] if `buf` cannot hold the segment.
+pub fn emit_segment(
+    target: Target,
+    message: &[u8],
+    span: SegmentSpan,
+    ddp_ssn: u16,
+    buf: &mut [u8],
+) -> Result<usize, TxError> {
+    let header = match target {
+        Target::Tagged { stag, to, rsvd_ulp } => Header::Tagged(TaggedHeader {
+            rsvd_ulp,
+            stag,
+            to: span.to(to).ok_or(TxError::ToWrap)?,
+        }),
+        Target::Untagged { qn, msn, rsvd_ulp } => Header::Untagged(UntaggedHeader {
+            rsvd_ulp,
+            qn,
+            msn,
+            mo: span.offset,
+        }),
+    };
+    let start = span.offset as usize;
+    let payload = message
+        .get(start..start + span.len as usize)
+        .ok_or(TxError::TooLong)?;
+    let repr = SegmentRepr {
+        ddp_ssn,
+        last: span.last,
+        header,
+        payload,
+    };
+    let out = buf
+        .get_mut(..repr.buffer_len())
+        .ok_or(TxError::MulpduTooSmall)?;
+    repr.emit(&mut SegmentPacket::new_unchecked(&mut *out))
+        .map_err(|_| TxError::MulpduTooSmall)?;
+    Ok(out.len())
 }
 
 #[cfg(test)]

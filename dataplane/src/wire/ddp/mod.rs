@@ -145,6 +145,18 @@ impl Segments {
             next_offset: Some(0),
         })
     }
+
+    /// The segments from octet `offset` of the message on: a sender that hands segments to
+    /// the LLP as room frees up resumes where it stopped, without recounting from the start.
+    /// [`Error::BadLength`] if `offset` lies past the message.
+    pub fn resume(message_len: u32, mulpdu: usize, tagged: bool, offset: u32) -> Result<Segments> {
+        if offset > message_len {
+            return Err(Error::BadLength);
+        }
+        let mut s = Segments::new(message_len, mulpdu, tagged)?;
+        s.next_offset = Some(offset);
+        Ok(s)
+    }
 }
 
 impl Iterator for Segments {
@@ -263,6 +275,27 @@ mod tests {
         );
         assert_eq!(it.next(), None);
         assert_eq!(it.next(), None);
+    }
+
+    /// Resuming at any segment boundary yields exactly the rest of the full cut; past the end
+    /// is refused.
+    #[test]
+    fn resume_at_a_boundary_continues_the_same_cut() {
+        for (len, tagged) in [
+            (0u32, true),
+            (2048, false),
+            (10_000, true),
+            (1486 * 3, true),
+        ] {
+            let all: Vec<_> = Segments::new(len, 1500, tagged).unwrap().collect();
+            for (i, s) in all.iter().enumerate() {
+                let rest: Vec<_> = Segments::resume(len, 1500, tagged, s.offset)
+                    .unwrap()
+                    .collect();
+                assert_eq!(rest, all[i..], "len {len} from {}", s.offset);
+            }
+        }
+        assert!(Segments::resume(10, 1500, true, 11).is_err());
     }
 
     #[test]
