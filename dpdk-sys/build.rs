@@ -30,6 +30,8 @@ const FUNCTIONS: &[&str] = &[
     "rte_zmalloc.*",
     "rte_free",
     "rte_mem_virt2iova",
+    "rte_mem_virt2memseg",
+    "rte_mem_virt2memseg_list",
     "rte_flow_.*",
     "rte_vdev_.*",
     "rte_dev_.*",

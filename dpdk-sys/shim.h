@@ -1,6 +1,10 @@
 #ifndef DDPDK_SHIM_H
 #define DDPDK_SHIM_H
+#include <stddef.h>
 /* What bindgen cannot wrap: rte_errno is a per-lcore (thread-local) variable behind a macro. */
 int ddpdk_rte_errno(void);
 void ddpdk_set_rte_errno(int value);
+/* The system's base page size (sysconf(_SC_PAGESIZE)): what memory that is not on huge pages
+ * is mapped with. DPDK's own rte_mem_page_size() is internal API. */
+size_t ddpdk_sys_page_size(void);
 #endif

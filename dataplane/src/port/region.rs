@@ -9,14 +9,25 @@
 //! to the application is the completion event (Release on the core, Acquire in the poller),
 //! not anything here.
 //!
-//! Memory comes from 2 MiB huge pages (`MAP_HUGETLB`) when the host has them free, else from
-//! normal pages, which [`Region::huge`] reports so the caller can warn. DPDK's own hugepage
-//! heap joins when regions are registered through the DPDK port (DMA-able memory).
+//! Memory comes from one of two sources, both zeroed:
+//!
+//! - [`Region::new`]: an anonymous mapping on 2 MiB huge pages (`MAP_HUGETLB`) when the host
+//!   has them free, else on normal pages, which [`Region::huge`] reports so the caller can warn.
+//!   Unmapped on drop. Needs no DPDK.
+//! - `Region::from_dpdk` (crate feature `dpdk`): DPDK's own heap (`rte_zmalloc_socket`), on the
+//!   NUMA socket asked for, i.e. the hugepage memory the EAL reserved (DMA-able, IOVA-mapped).
+//!   [`Region::huge`] and [`Region::page_size`] report the page size of the memseg list that
+//!   backs the allocation, so an EAL started with `--no-huge` gives normal pages and says so.
+//!   Given back with `rte_free` on drop, which must happen before the EAL is cleaned up (as for
+//!   pools and ports: `rte_eal_cleanup` unmaps DPDK memory).
 
 use core::fmt;
 use core::ptr::NonNull;
 
 use memmap2::{MmapMut, MmapOptions};
+
+#[cfg(feature = "dpdk")]
+use crate::port::dpdk::{DpdkError, Eal};
 
 /// An access outside the region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,11 +51,36 @@ impl std::error::Error for OutOfBounds {}
 
 /// A block of memory that data cores place into and the application reads from.
 pub struct Region {
-    /// Owns the mapping (unmapped on drop); never dereferenced after `ptr` is taken from it.
-    _map: MmapMut,
+    /// Owns the memory (released on drop); never dereferenced after `ptr` is taken from it.
+    _backing: Backing,
     ptr: NonNull<u8>,
     len: usize,
     huge: bool,
+    page_size: Option<usize>,
+}
+
+/// Where a region's memory comes from, and so how it is given back.
+enum Backing {
+    /// An anonymous mapping, unmapped when dropped.
+    Mmap { _map: MmapMut },
+    /// An element of DPDK's heap, given back with `rte_free` when dropped.
+    #[cfg(feature = "dpdk")]
+    Dpdk { _alloc: DpdkAlloc },
+}
+
+/// Owns one `rte_zmalloc_socket` allocation.
+#[cfg(feature = "dpdk")]
+struct DpdkAlloc(NonNull<u8>);
+
+#[cfg(feature = "dpdk")]
+impl Drop for DpdkAlloc {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from rte_zmalloc_socket and is freed exactly once, here. The
+        // owning Region has no other way to reach it after this (it is being dropped), and the
+        // EAL is still up because regions are dropped before the Eal (module documentation).
+        // rte_free takes the heap lock, so any thread may call it.
+        unsafe { dpdk_sys::rte_free(self.0.as_ptr().cast()) }
+    }
 }
 
 impl fmt::Debug for Region {
@@ -68,6 +104,17 @@ unsafe impl Sync for Region {}
 
 const HUGE_PAGE: usize = 2 << 20;
 
+/// Alignment of DPDK regions: a normal page, so placement offsets map to pages the way they do
+/// in an mmap region. DPDK's minimum is a cache line (64).
+#[cfg(feature = "dpdk")]
+const DPDK_ALIGN: u32 = 4096;
+
+/// `ENOMEM` and `EINVAL`, for DPDK calls that fail without setting `rte_errno`.
+#[cfg(feature = "dpdk")]
+const ENOMEM: i32 = 12;
+#[cfg(feature = "dpdk")]
+const EINVAL: i32 = 22;
+
 impl Region {
     /// Maps `len` bytes (at least 1), zeroed: huge pages if possible, else normal pages.
     pub fn new(len: usize) -> std::io::Result<Region> {
@@ -79,10 +126,64 @@ impl Region {
         };
         let ptr = NonNull::new(map.as_mut_ptr()).ok_or(std::io::ErrorKind::OutOfMemory)?;
         Ok(Region {
-            _map: map,
+            _backing: Backing::Mmap { _map: map },
             ptr,
             len,
             huge,
+            page_size: huge.then_some(HUGE_PAGE),
+        })
+    }
+
+    /// Allocates `len` bytes (at least 1), zeroed, from DPDK's heap with `rte_zmalloc_socket`:
+    /// on NUMA socket `socket`, or any socket (`SOCKET_ID_ANY`) for `None`. The memory is
+    /// aligned to 4 KiB and lives on whatever pages the EAL reserved; [`Region::huge`] and
+    /// [`Region::page_size`] report them. `eal` proves the EAL is up; drop the region before
+    /// the EAL (`rte_eal_cleanup` unmaps DPDK's memory).
+    ///
+    /// Fails with `EINVAL` for a socket number DPDK cannot represent, and with DPDK's
+    /// `rte_errno` (or `ENOMEM`) when the heap cannot supply the memory.
+    #[cfg(feature = "dpdk")]
+    pub fn from_dpdk(eal: &Eal, len: usize, socket: Option<u32>) -> Result<Region, DpdkError> {
+        let _ = eal; // its existence is the proof that the EAL is up
+        let len = len.max(1);
+        let op = || format!("rte_zmalloc_socket({len} bytes, socket {socket:?})");
+        let socket_id = match socket {
+            None => dpdk_sys::SOCKET_ID_ANY,
+            Some(s) => i32::try_from(s).map_err(|_| DpdkError::new(op(), EINVAL))?,
+        };
+        // SAFETY: sets the calling thread's rte_errno, so a stale value is not reported below.
+        unsafe { dpdk_sys::ddpdk_set_rte_errno(0) };
+        // SAFETY: the EAL is initialised (`eal` exists); the type string is a static C string;
+        // the alignment is a power of two; DPDK checks size and socket and returns NULL on
+        // failure.
+        let raw = unsafe {
+            dpdk_sys::rte_zmalloc_socket(c"ddpdk_region".as_ptr(), len, DPDK_ALIGN, socket_id)
+        };
+        let Some(ptr) = NonNull::new(raw.cast::<u8>()) else {
+            let errno = match dpdk_sys::rte_errno() {
+                0 => ENOMEM,
+                e => e,
+            };
+            return Err(DpdkError::new(op(), errno));
+        };
+        // Owned from here on: freed when the region (or this value, on a panic) is dropped.
+        let alloc = DpdkAlloc(ptr);
+        // SAFETY: `ptr` is a live DPDK heap element, so it lies in one memseg list (a heap
+        // element never spans lists). The list is part of the EAL's memory configuration and
+        // stays valid while the EAL lives; it is read at once, not kept.
+        let page_size = unsafe {
+            let msl = dpdk_sys::rte_mem_virt2memseg_list(ptr.as_ptr().cast_const().cast());
+            msl.as_ref().map(|msl| msl.page_sz)
+        }
+        .and_then(|p| usize::try_from(p).ok());
+        // SAFETY: sysconf(_SC_PAGESIZE); no preconditions.
+        let base_page = unsafe { dpdk_sys::ddpdk_sys_page_size() };
+        Ok(Region {
+            _backing: Backing::Dpdk { _alloc: alloc },
+            ptr,
+            len,
+            huge: page_size.is_some_and(|p| p > base_page),
+            page_size,
         })
     }
 
@@ -97,6 +198,13 @@ impl Region {
     /// Whether the region lives on huge pages.
     pub fn huge(&self) -> bool {
         self.huge
+    }
+
+    /// The size of the pages backing the region, where the source tells: the memseg list's page
+    /// size for DPDK memory (4 KiB under `--no-huge`), 2 MiB for a `MAP_HUGETLB` mapping. `None`
+    /// for a mapping on normal pages (the system's base page size, which `std` does not expose).
+    pub fn page_size(&self) -> Option<usize> {
+        self.page_size
     }
 
     fn span(&self, offset: u64, len: usize) -> Result<usize, OutOfBounds> {
