@@ -8,4 +8,6 @@
 //!   (Initiate / Accept / Reject / Terminate, DDP-SSN windows), sans-IO.
 #![forbid(unsafe_code)]
 
+pub mod conn;
+pub mod memory;
 pub mod session;

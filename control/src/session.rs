@@ -142,6 +142,8 @@ pub enum ProtocolError {
     PrivateDataTooLong,
     /// Private Data on a Terminate (§5.2.3).
     PrivateDataOnTerminate,
+    /// A chunk too short for its DDP-SSN and header (§5.2.2, §5.2.3).
+    Truncated,
 }
 
 impl fmt::Display for ProtocolError {
@@ -158,6 +160,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::UnknownFunction(code) => write!(f, "unknown function code {code:#x}"),
             ProtocolError::PrivateDataTooLong => f.write_str("Private Data over 512 bytes"),
             ProtocolError::PrivateDataOnTerminate => f.write_str("Private Data on a Terminate"),
+            ProtocolError::Truncated => f.write_str("chunk shorter than its header"),
         }
     }
 }
@@ -709,6 +712,15 @@ impl Session {
             return self.fail(ProtocolError::PrivateDataOnTerminate);
         }
         self.receive(ssn, kind, private_data)
+    }
+
+    /// A DDP chunk of this stream too short to carry its DDP-SSN and header: it fits no
+    /// pattern (§6.1), so the session ends like for any other protocol error.
+    pub fn on_truncated(&mut self) -> Result<(), ProtocolError> {
+        if self.association_ended {
+            return Ok(());
+        }
+        self.fail(ProtocolError::Truncated)
     }
 
     /// A DDP Segment Chunk (PPID 16) with DDP-SSN `ssn` arrived on this stream. `Ok` means it

@@ -188,7 +188,7 @@ impl Net {
         self.queue.peek().map(|p| p.at)
     }
 
-    fn pop_due(&mut self, now: Instant) -> Option<(bool, Vec<u8>)> {
+    pub fn pop_due(&mut self, now: Instant) -> Option<(bool, Vec<u8>)> {
         if self.queue.peek().is_some_and(|p| p.at <= now) {
             self.queue.pop().map(|p| (p.to_server, p.bytes))
         } else {

@@ -1,0 +1,1087 @@
+//! One DDP connection: an SCTP association whose like-numbered stream pairs are DDP streams
+//! (RFC 5043 §6), with the ULP operations of RFC 4296 §2.1.2 on top, polled verbs-style.
+//!
+//! A [`Connection`] owns the [`Association`] and, per SCTP stream id, the RFC 5043 §6 session
+//! ([`Session`]), the receive path ([`StreamRx`]: check, place, deliver) and the queue of send
+//! work requests. It is sans-IO like everything under it: the caller feeds packets
+//! ([`Connection::handle`]), timers ([`Connection::handle_timeout`]) and ULP calls, and drains
+//! packets ([`Connection::poll_transmit`]), send completions ([`Connection::poll_completion`])
+//! and indications ([`Connection::poll_indication`]).
+//!
+//! - **Sending.** [`Connection::post_send`] queues a DDP Message (untagged to a queue, or tagged
+//!   to a peer's STag and TO). Messages leave in the order posted on their stream (RFC 5041
+//!   §5.3), cut at the MULPDU (RFC 5043 §9) as SCTP has room, each segment one unordered DATA
+//!   chunk with the session's next DDP-SSN. A message completes once SCTP's cumulative ack
+//!   covers its last segment (RFC 5041 §5.4, Data Source). Untagged MSNs are counted per queue
+//!   from 1 (RFC 5041 §5.1.2).
+//! - **Receiving.** A segment first passes the session (is it legal in the §6.1 pattern, in
+//!   the §10 window?), then [`StreamRx`] (the §7.1 checks, placement, in-order delivery).
+//!   Untagged messages complete the posted receive in posting order; tagged ones are
+//!   indicated with their STag and RsvdULP (RFC 5041 §5.4).
+//! - **Errors.** The first receive error on a stream is indicated with the DDP header and
+//!   segment length; later segments are dropped (RFC 5041 §7.1). The ULP may then post one
+//!   more message, for example an RDMAP Terminate (§7.1: "SHOULD enable the ULP to send one
+//!   additional DDP Message before terminating the DDP Stream"); once everything posted has
+//!   gone to SCTP, the session is terminated.
+//! - **The association's end** terminates every session (RFC 5043 §11.3), flushes every
+//!   queued send and posted receive, and is indicated once. A peer restart does the same to
+//!   the sessions (the peer kept none) but the association lives on.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::net::IpAddr;
+
+use ddpdk_dataplane::ddp::{self, emit_segment, HeaderCopy, MessageInfo, RxError, StreamRx};
+use ddpdk_dataplane::ddp::{Target, TxError};
+use ddpdk_dataplane::mem::{Pd, PostedBuffer, QueueFull, Stag, StreamId};
+use ddpdk_dataplane::sctp::{
+    Association, CloseReason, Discard, Endpoint, Event as SctpEvent, Instant,
+    Message as SctpMessage, Outcome, SendError,
+};
+use ddpdk_dataplane::wire::ddp::{
+    max_payload, FunctionCode, Segments, SessionControlPacket, PPID_DDP_SEGMENT,
+    PPID_SESSION_CONTROL,
+};
+
+use crate::memory::Memory;
+use crate::session::{Event as SessionEvent, LocalError, PendingLimit, Session, State};
+
+/// Sizes fixed when a connection is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnConfig {
+    /// Untagged queues per DDP stream: QN 0 .. queues-1 (RFC 5041 §5.1.2; RDMAP uses 3).
+    pub queues: u32,
+    /// Receive buffers each queue can hold posted.
+    pub recv_depth: usize,
+    /// Send work requests queued (not yet wholly handed to SCTP) across the connection.
+    pub max_sends: usize,
+}
+
+impl Default for ConnConfig {
+    fn default() -> Self {
+        ConnConfig {
+            queues: 3,
+            recv_depth: 256,
+            max_sends: 4096,
+        }
+    }
+}
+
+/// The buffer model and destination of a message to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendKind {
+    /// To the next buffer the peer posted on queue `qn` (RFC 4296 `ddp_send`).
+    Untagged { qn: u32, rsvd_ulp: [u8; 5] },
+    /// To the peer's registered buffer `stag` from Tagged Offset `to` (RFC 4296 `ddp_send_ddp`).
+    /// `rsvd_ulp` reaches the peer's ULP with the delivery (RFC 5041 §5.4): it carries RFC
+    /// 4296's `ddp_notify_t` message id, as RDMAP carries its opcode there.
+    Tagged { stag: Stag, to: u64, rsvd_ulp: u8 },
+}
+
+/// A send work request. The message is moved in, so posting copies nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendRequest {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    pub stream: u16,
+    pub kind: SendKind,
+    pub data: Vec<u8>,
+    /// Whether a successful completion is reported (failures always are).
+    pub signaled: bool,
+}
+
+/// Why a ULP call was refused. Nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostError {
+    /// The association is not established yet, or is over.
+    NotConnected,
+    /// No such stream on this association.
+    InvalidStream,
+    /// The session does not allow it (state, Private Data size).
+    Session(LocalError),
+    /// A previous session's chunks may still be outstanding (RFC 5043 §6.6).
+    StreamBusy,
+    /// After a receive error the one further message is already posted (RFC 5041 §7.1).
+    StreamFailed,
+    /// QN beyond the stream's queues (receive side).
+    InvalidQn,
+    /// The queue or the connection's send queue is full.
+    Full,
+    Tx(TxError),
+}
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PostError::NotConnected => f.write_str("association not established"),
+            PostError::InvalidStream => f.write_str("no such stream"),
+            PostError::Session(e) => e.fmt(f),
+            PostError::StreamBusy => {
+                f.write_str("the previous session's chunks may still be outstanding")
+            }
+            PostError::StreamFailed => {
+                f.write_str("stream failed: its one last message is already posted")
+            }
+            PostError::InvalidQn => f.write_str("no such queue"),
+            PostError::Full => f.write_str("queue full"),
+            PostError::Tx(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PostError {}
+
+impl From<LocalError> for PostError {
+    fn from(e: LocalError) -> Self {
+        PostError::Session(e)
+    }
+}
+
+/// How a send ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// SCTP's cumulative ack covers the whole message (RFC 5041 §5.4, Data Source).
+    Success,
+    /// Not (wholly) sent, or its delivery is unknown: the session or association ended first.
+    Flushed,
+}
+
+/// A send completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub wr_id: u64,
+    pub stream: u16,
+    pub status: Status,
+}
+
+/// What the ULP hears (RFC 4296 `ddp_ind_t` and the session events of RFC 5043 §5.2.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Indication {
+    /// The association is established; `mulpdu` is the largest DDP Segment (RFC 5043 §9).
+    Connected { streams: u16, mulpdu: usize },
+    /// A session event on a stream.
+    Session { stream: u16, event: SessionEvent },
+    /// An untagged message filled the posted receive `wr_id` (RFC 5041 §5.4: with its length
+    /// and RsvdULP).
+    Received {
+        stream: u16,
+        wr_id: u64,
+        qn: u32,
+        msn: u32,
+        len: u32,
+        rsvd_ulp: [u8; 5],
+    },
+    /// A tagged message was delivered (RFC 5041 §5.4).
+    TaggedDelivered {
+        stream: u16,
+        stag: Stag,
+        rsvd_ulp: u8,
+    },
+    /// The stream's first receive error (RFC 5041 §7.1): nothing of the segment was placed.
+    Error {
+        stream: u16,
+        error: RxError,
+        header: HeaderCopy,
+        segment_len: usize,
+    },
+    /// A posted receive returned unused: its session ended.
+    RecvFlushed { stream: u16, qn: u32, wr_id: u64 },
+    /// The peer restarted (RFC 9260 §5.2.4): every session ended; the association continues.
+    PeerRestarted,
+    /// The association is over (after every stream's session ended).
+    Closed(CloseReason),
+}
+
+/// RFC 4296 `msizes_t`: the largest message of each model that fits one DDP Segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxSizes {
+    pub mulpdu: usize,
+    pub untagged: usize,
+    pub tagged: usize,
+}
+
+/// Counters: everything dropped is counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnStats {
+    pub segments_sent: u64,
+    pub control_sent: u64,
+    pub segments_received: u64,
+    pub control_received: u64,
+    /// Chunks whose PPID is neither 16 nor 17 (RFC 5043 §5.2).
+    pub unknown_ppid: u64,
+    /// Segments the session refused (illegal in the §6.1 pattern or outside the §10 window).
+    pub refused_by_session: u64,
+    /// Segments that arrived after this side's session ended.
+    pub after_session_end: u64,
+    pub messages_sent: u64,
+    pub flushed_sends: u64,
+    pub flushed_receives: u64,
+}
+
+#[derive(Debug)]
+struct PendingSend {
+    req: SendRequest,
+    target: Target,
+    /// Octet offset of the next segment.
+    offset: u32,
+}
+
+#[derive(Debug)]
+struct DdpStream {
+    session: Session,
+    /// Counts sessions on this stream id, so that late acknowledgements and stream-bound
+    /// STags of an earlier session never apply to a later one.
+    generation: u32,
+    rx: Option<StreamRx>,
+    /// Posted receive `wr_id`s per QN, in posting (= MSN) order.
+    posted: Vec<VecDeque<u64>>,
+    /// Next MSN per QN we send to, from 1 (RFC 5041 §5.1.2); (QN, MSN) pairs.
+    next_msn: Vec<(u32, u32)>,
+    sends: VecDeque<PendingSend>,
+    /// A control message SCTP had no room for.
+    control: Option<crate::session::Transmit>,
+    /// After a receive error: how many more messages the ULP may post (RFC 5041 §7.1).
+    grace: Option<u8>,
+    /// On the ready list.
+    ready: bool,
+}
+
+impl DdpStream {
+    fn new(limit: &PendingLimit, generation: u32) -> DdpStream {
+        DdpStream {
+            session: Session::new(limit.clone()),
+            generation,
+            rx: None,
+            posted: Vec::new(),
+            next_msn: Vec::new(),
+            sends: VecDeque::new(),
+            control: None,
+            grace: None,
+            ready: false,
+        }
+    }
+}
+
+/// One of our SCTP messages not yet settled.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    number: u64,
+    stream: u16,
+    generation: u32,
+    ddp_ssn: u16,
+    /// The send it completes, if it is a message's last segment and the send is signaled.
+    completion: Option<u64>,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Connection {
+    id: u32,
+    assoc: Association,
+    cfg: ConnConfig,
+    limit: PendingLimit,
+    streams: Vec<DdpStream>,
+    ready: VecDeque<u16>,
+    in_flight: VecDeque<InFlight>,
+    sink: Sink,
+    segment: Vec<u8>,
+    connected: bool,
+    closed: bool,
+}
+
+impl Connection {
+    /// Wraps an association (connecting, or just accepted by an `Endpoint`). `id` tells this
+    /// connection's streams apart from other connections' in stream-bound registrations
+    /// ([`Connection::stream_id`]); `limit` is the endpoint's pending-Initiate limit (RFC
+    /// 5043 §6.4), shared by its connections.
+    pub fn new(id: u32, assoc: Association, cfg: ConnConfig, limit: PendingLimit) -> Connection {
+        let mut c = Connection {
+            id,
+            assoc,
+            cfg,
+            limit,
+            streams: Vec::new(),
+            ready: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            sink: Sink::default(),
+            segment: Vec::new(),
+            connected: false,
+            closed: false,
+        };
+        c.after_sctp();
+        c
+    }
+
+    pub fn association(&self) -> &Association {
+        &self.assoc
+    }
+
+    pub fn stats(&self) -> &ConnStats {
+        &self.sink.stats
+    }
+
+    /// Whether the association has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments).
+    pub fn set_path_mtu(&mut self, mtu: usize) {
+        self.assoc.set_path_mtu(mtu);
+    }
+
+    /// Graceful SCTP shutdown once everything queued is acknowledged.
+    pub fn shutdown(&mut self, now: Instant) {
+        self.assoc.shutdown(now);
+        self.after_sctp();
+    }
+
+    pub fn abort(&mut self) {
+        self.assoc.abort();
+        self.after_sctp();
+    }
+
+    /// RFC 4296 `ddp_max_msizes`: the MULPDU and the largest untagged and tagged messages one
+    /// segment carries, for the path as it is now.
+    pub fn max_sizes(&self) -> MaxSizes {
+        let mulpdu = ddp::mulpdu(self.assoc.max_message());
+        MaxSizes {
+            mulpdu,
+            untagged: max_payload(mulpdu, false),
+            tagged: max_payload(mulpdu, true),
+        }
+    }
+
+    /// The local identity of the current session on `stream`, for registrations bound to it
+    /// (RFC 5041 §8.2): unique per connection, stream and session.
+    pub fn stream_id(&self, stream: u16) -> Option<StreamId> {
+        let s = self.streams.get(usize::from(stream))?;
+        Some(StreamId(
+            u64::from(self.id) << 48 | u64::from(s.generation) << 16 | u64::from(stream),
+        ))
+    }
+
+    /// The session state of `stream`.
+    pub fn session_state(&self, stream: u16) -> Option<State> {
+        Some(self.streams.get(usize::from(stream))?.session.state())
+    }
+
+    // ---- sessions (RFC 5043 §6) ----
+
+    /// Starts a session on `stream` as the active side, for protection domain `pd` (RFC 5043
+    /// §6: one PD per session). A stream whose previous session is over may be reused once
+    /// none of its chunks can be outstanding (§6.6).
+    pub fn initiate(&mut self, stream: u16, pd: Pd, private_data: &[u8]) -> Result<(), PostError> {
+        self.reuse_if_over(stream)?;
+        let sid = self.stream_id(stream).ok_or(PostError::InvalidStream)?;
+        let s = &mut self.streams[usize::from(stream)];
+        s.session.initiate(private_data)?;
+        open_receive(s, sid, pd, &self.cfg);
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    /// Accepts the Initiate pending on `stream` for protection domain `pd` (§6.2).
+    pub fn accept(&mut self, stream: u16, pd: Pd, private_data: &[u8]) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        let sid = self.stream_id(stream).ok_or(PostError::InvalidStream)?;
+        let s = &mut self.streams[usize::from(stream)];
+        s.session.accept(private_data)?;
+        open_receive(s, sid, pd, &self.cfg);
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    /// Rejects the Initiate pending on `stream` (§6.3).
+    pub fn reject(&mut self, stream: u16, private_data: &[u8]) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        self.streams[usize::from(stream)]
+            .session
+            .reject(private_data)?;
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    /// Ends the session on `stream` with a Terminate (§6.2), or refuses a pending Initiate
+    /// with one (§6.4). Sends not yet handed to SCTP are flushed; the association goes on
+    /// (RFC 5043 §11.3).
+    pub fn terminate(&mut self, stream: u16) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        self.streams[usize::from(stream)].session.terminate()?;
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    // ---- data (RFC 4296 §2.1.2) ----
+
+    /// RFC 4296 `ddp_post_recv`: `buffer` (from [`Memory::receive_buffer`]) takes the next
+    /// untagged message on queue `qn` of `stream`; its MSN is the number of buffers posted to
+    /// the queue before it, plus one.
+    pub fn post_recv(
+        &mut self,
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+        buffer: PostedBuffer,
+    ) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        let s = &mut self.streams[usize::from(stream)];
+        if matches!(s.session.state(), State::Terminated(_)) {
+            return Err(PostError::Session(LocalError::Terminated));
+        }
+        let rx =
+            s.rx.as_mut()
+                .ok_or(PostError::Session(LocalError::NotEstablished))?;
+        let posted = s.posted.get_mut(qn as usize).ok_or(PostError::InvalidQn)?;
+        rx.post(qn, buffer).map_err(|QueueFull| PostError::Full)?;
+        posted.push_back(wr_id);
+        Ok(())
+    }
+
+    /// RFC 4296 `ddp_send` / `ddp_send_ddp`: queues a message on its stream. It leaves once
+    /// the session allows segments (§6.2, §6.6), in posting order.
+    pub fn post_send(&mut self, req: SendRequest) -> Result<(), PostError> {
+        self.check_stream(req.stream)?;
+        if self.sink.queued_sends >= self.cfg.max_sends {
+            return Err(PostError::Full);
+        }
+        let len = u32::try_from(req.data.len()).map_err(|_| PostError::Tx(TxError::TooLong))?;
+        let stream = req.stream;
+        let s = &mut self.streams[usize::from(stream)];
+        if s.grace == Some(0) {
+            return Err(PostError::StreamFailed);
+        }
+        match s.session.state() {
+            State::Established | State::InitiateSent => {}
+            State::Idle => return Err(LocalError::NoSession.into()),
+            State::InitiateReceived => return Err(LocalError::NotEstablished.into()),
+            State::Terminated(_) => return Err(LocalError::Terminated.into()),
+        }
+        let target = match req.kind {
+            SendKind::Tagged { stag, to, rsvd_ulp } => {
+                // RFC 5041 §7.1 check 5 at the source: the Data Sink would refuse it.
+                to.checked_add(u64::from(len))
+                    .ok_or(PostError::Tx(TxError::ToWrap))?;
+                Target::Tagged {
+                    stag: stag.0,
+                    to,
+                    rsvd_ulp,
+                }
+            }
+            SendKind::Untagged { qn, rsvd_ulp } => {
+                let msn = match s.next_msn.iter_mut().find(|(q, _)| *q == qn) {
+                    Some((_, next)) => {
+                        let m = *next;
+                        *next = next.wrapping_add(1);
+                        m
+                    }
+                    None => {
+                        s.next_msn.push((qn, 2));
+                        1
+                    }
+                };
+                Target::Untagged { qn, msn, rsvd_ulp }
+            }
+        };
+        if let Some(g) = s.grace.as_mut() {
+            *g -= 1;
+        }
+        s.sends.push_back(PendingSend {
+            req,
+            target,
+            offset: 0,
+        });
+        self.sink.queued_sends += 1;
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.sink.completions.pop_front()
+    }
+
+    pub fn poll_indication(&mut self) -> Option<Indication> {
+        self.sink.indications.pop_front()
+    }
+
+    // ---- SCTP ----
+
+    /// One SCTP packet for this association. Its DDP chunks are checked, placed into `memory`
+    /// and delivered before this returns.
+    pub fn handle(&mut self, now: Instant, packet: &[u8], memory: &Memory) -> Result<(), Discard> {
+        self.grow_streams();
+        let Connection {
+            assoc,
+            streams,
+            sink,
+            limit,
+            ..
+        } = self;
+        let r = assoc.handle(now, packet, &mut |m: SctpMessage<'_>| {
+            route(m, streams, memory, sink, limit)
+        });
+        self.after_sctp();
+        r
+    }
+
+    /// A chunk that reached us outside [`Connection::handle`] (bundled with the COOKIE ECHO
+    /// that created the association).
+    fn route_one(&mut self, stream: u16, ppid: u32, data: &[u8], memory: &Memory) {
+        self.grow_streams();
+        let m = SctpMessage {
+            stream,
+            ppid,
+            tsn: 0,
+            data,
+        };
+        route(m, &mut self.streams, memory, &mut self.sink, &self.limit);
+        self.progress();
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.assoc.poll_timeout()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.assoc.handle_timeout(now);
+        self.after_sctp();
+    }
+
+    /// The next SCTP packet to send, written to `buf`.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.pump();
+        self.session_events();
+        self.assoc.poll_transmit(now, buf)
+    }
+
+    // ---- internals ----
+
+    fn check_stream(&self, stream: u16) -> Result<(), PostError> {
+        if !self.connected || self.closed {
+            return Err(PostError::NotConnected);
+        }
+        if usize::from(stream) >= self.streams.len() {
+            return Err(PostError::InvalidStream);
+        }
+        Ok(())
+    }
+
+    fn reuse_if_over(&mut self, stream: u16) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        let s = &mut self.streams[usize::from(stream)];
+        if matches!(s.session.state(), State::Terminated(_)) {
+            if !s.session.can_reuse() || s.control.is_some() {
+                return Err(PostError::StreamBusy);
+            }
+            renew(stream, s, &self.limit, &mut self.sink);
+        }
+        Ok(())
+    }
+
+    fn mark_ready(&mut self, stream: u16) {
+        if let Some(s) = self.streams.get_mut(usize::from(stream)) {
+            if !s.ready {
+                s.ready = true;
+                self.ready.push_back(stream);
+            }
+        }
+    }
+
+    fn grow_streams(&mut self) {
+        let n = usize::from(self.assoc.streams());
+        while self.streams.len() < n {
+            self.streams.push(DdpStream::new(&self.limit, 0));
+        }
+    }
+
+    /// After anything SCTP did: its events, then what its acknowledgements settled, then the
+    /// sessions' events, then more to send.
+    fn after_sctp(&mut self) {
+        self.grow_streams();
+        while let Some(e) = self.assoc.poll_event() {
+            match e {
+                SctpEvent::Connected { streams, .. } => {
+                    self.connected = true;
+                    let mulpdu = self.max_sizes().mulpdu;
+                    self.sink
+                        .indications
+                        .push_back(Indication::Connected { streams, mulpdu });
+                }
+                SctpEvent::Restarted { .. } => {
+                    // The peer kept no DDP state; what we had queued for it is gone.
+                    self.end_all_sessions();
+                    self.sink.indications.push_back(Indication::PeerRestarted);
+                }
+                SctpEvent::ShutdownReceived => {}
+                SctpEvent::Closed(reason) => {
+                    self.end_all_sessions();
+                    self.closed = true;
+                    self.sink.indications.push_back(Indication::Closed(reason));
+                }
+            }
+        }
+        self.settle();
+        self.progress();
+    }
+
+    fn end_all_sessions(&mut self) {
+        for f in self.in_flight.drain(..) {
+            if let Some(wr_id) = f.completion {
+                self.sink.stats.flushed_sends += 1;
+                self.sink.completions.push_back(Completion {
+                    wr_id,
+                    stream: f.stream,
+                    status: Status::Flushed,
+                });
+            }
+        }
+        for s in &mut self.streams {
+            s.control = None;
+            s.session.association_ended();
+        }
+        self.session_events();
+    }
+
+    /// Our messages below SCTP's settled mark are acknowledged (events already handled the
+    /// dropped ones): tell their sessions, complete their sends.
+    fn settle(&mut self) {
+        let before = self.assoc.settled_before();
+        while let Some(f) = self.in_flight.front().copied() {
+            if f.number >= before {
+                break;
+            }
+            self.in_flight.pop_front();
+            if let Some(s) = self.streams.get_mut(usize::from(f.stream)) {
+                if s.generation == f.generation {
+                    // Only ever our own DDP-SSNs: an error here is a bug, not a peer's doing.
+                    let _ = s.session.on_acked(f.ddp_ssn);
+                }
+            }
+            if let Some(wr_id) = f.completion {
+                self.sink.completions.push_back(Completion {
+                    wr_id,
+                    stream: f.stream,
+                    status: Status::Success,
+                });
+            }
+            // An ack may release a held-back Terminate or widen the §10 window.
+            self.mark_ready(f.stream);
+        }
+    }
+
+    fn progress(&mut self) {
+        self.session_events();
+        self.pump();
+        self.session_events();
+    }
+
+    /// Moves session events to the ULP; a session that ended flushes its stream.
+    fn session_events(&mut self) {
+        for (i, s) in self.streams.iter_mut().enumerate() {
+            // Any event may come with a control message to send (an Accept proving the
+            // Initiate arrived releases a held-back Terminate, §6.6).
+            if drain_events(i as u16, s, &mut self.sink) && !s.ready {
+                s.ready = true;
+                self.ready.push_back(i as u16);
+            }
+        }
+    }
+
+    /// Hands control messages and segments to SCTP while it has room, streams taking turns
+    /// one segment at a time.
+    fn pump(&mut self) {
+        if !self.connected || self.closed {
+            return;
+        }
+        let mulpdu = ddp::mulpdu(self.assoc.max_message());
+        if self.segment.len() < mulpdu + 2 {
+            self.segment.resize(mulpdu + 2, 0);
+        }
+        let mut idle_turns = 0;
+        while idle_turns < self.ready.len() {
+            if self.assoc.send_room() == 0 {
+                return;
+            }
+            let Some(stream) = self.ready.pop_front() else {
+                return;
+            };
+            match self.send_one(stream, mulpdu) {
+                Turn::Sent => {
+                    idle_turns = 0;
+                    self.ready.push_back(stream);
+                }
+                Turn::Blocked => {
+                    idle_turns += 1;
+                    self.ready.push_back(stream);
+                }
+                Turn::Done => self.streams[usize::from(stream)].ready = false,
+            }
+        }
+    }
+
+    /// One control message or segment of `stream` to SCTP.
+    fn send_one(&mut self, stream: u16, mulpdu: usize) -> Turn {
+        let i = usize::from(stream);
+        let s = &mut self.streams[i];
+        // Control messages first: they open and close the session.
+        if let Some(t) = s.control.take().or_else(|| s.session.poll_transmit()) {
+            let repr = t.repr();
+            let mut buf = [0u8; 4 + 512];
+            let n = repr.buffer_len();
+            if repr
+                .emit(&mut SessionControlPacket::new_unchecked(&mut buf[..n]))
+                .is_err()
+            {
+                return Turn::Done;
+            }
+            return match self.assoc.send(stream, PPID_SESSION_CONTROL, &buf[..n]) {
+                Ok(number) => {
+                    self.sink.stats.control_sent += 1;
+                    self.in_flight.push_back(InFlight {
+                        number,
+                        stream,
+                        generation: s.generation,
+                        ddp_ssn: t.ddp_ssn,
+                        completion: None,
+                    });
+                    Turn::Sent
+                }
+                Err(SendError::Full) => {
+                    s.control = Some(t);
+                    Turn::Blocked
+                }
+                // The association is closing: nothing more will leave.
+                Err(_) => Turn::Done,
+            };
+        }
+        let Some(p) = s.sends.front_mut() else {
+            // §7.1: the one further message after a receive error has gone; end the session.
+            if s.grace == Some(0) && !matches!(s.session.state(), State::Terminated(_)) {
+                let _ = s.session.terminate();
+                return Turn::Sent;
+            }
+            return Turn::Done;
+        };
+        match s.session.may_send_segment() {
+            Ok(()) => {}
+            // Waiting for the Accept (§6.6) or for acknowledgements (§10).
+            Err(LocalError::NotEstablished | LocalError::WouldExceedWindow) => {
+                return Turn::Blocked
+            }
+            // The session ended: its event flushes the queue.
+            Err(_) => return Turn::Done,
+        }
+        let tagged = matches!(p.target, Target::Tagged { .. });
+        let len = p.req.data.len() as u32;
+        let Some(span) = Segments::resume(len, mulpdu, tagged, p.offset)
+            .ok()
+            .and_then(|mut it| it.next())
+        else {
+            return Turn::Done;
+        };
+        // The DDP-SSN is taken only once the segment is sure to be written; SCTP has room
+        // (checked by the caller) and the segment fits its largest message (the MULPDU).
+        let n = match emit_segment(p.target, &p.req.data, span, 0, &mut self.segment) {
+            Ok(n) => n,
+            Err(_) => return Turn::Done,
+        };
+        let Ok(ddp_ssn) = s.session.next_ddp_ssn() else {
+            return Turn::Blocked;
+        };
+        self.segment[..2].copy_from_slice(&ddp_ssn.to_be_bytes());
+        let number = match self
+            .assoc
+            .send(stream, PPID_DDP_SEGMENT, &self.segment[..n])
+        {
+            Ok(number) => number,
+            // Shutdown started: the DDP-SSN is lost with the association.
+            Err(_) => return Turn::Done,
+        };
+        self.sink.stats.segments_sent += 1;
+        p.offset = span.offset + span.len;
+        let mut completion = None;
+        if span.last {
+            let p = s.sends.pop_front().map(|p| p.req);
+            self.sink.queued_sends -= 1;
+            self.sink.stats.messages_sent += 1;
+            if let Some(req) = p.filter(|r| r.signaled) {
+                completion = Some(req.wr_id);
+            }
+        }
+        self.in_flight.push_back(InFlight {
+            number,
+            stream,
+            generation: s.generation,
+            ddp_ssn,
+            completion,
+        });
+        Turn::Sent
+    }
+}
+
+/// The DDP side of an SCTP endpoint: makes [`Connection`]s, actively ([`Listener::connect`])
+/// or from a peer's COOKIE ECHO ([`Listener::handle`]), all sharing one pending-Initiate
+/// limit (RFC 5043 §6.4).
+#[derive(Debug)]
+pub struct Listener {
+    endpoint: Endpoint,
+    cfg: ConnConfig,
+    limit: PendingLimit,
+    next_id: u32,
+    early: Vec<(u16, u32, Vec<u8>)>,
+}
+
+/// What [`Listener::handle`] made of a packet that matched no connection.
+#[derive(Debug)]
+pub enum Accept {
+    /// Nothing to send (the endpoint counts why).
+    Ignored,
+    /// A reply of this many bytes is in the output buffer, to the packet's source.
+    Reply(usize),
+    /// A new connection; it holds its COOKIE ACK to send.
+    Connection(Box<Connection>),
+}
+
+impl Listener {
+    pub fn new(endpoint: Endpoint, cfg: ConnConfig, limit: PendingLimit) -> Listener {
+        Listener {
+            endpoint,
+            cfg,
+            limit,
+            next_id: 0,
+            early: Vec::new(),
+        }
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn id(&mut self) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1);
+        self.next_id
+    }
+
+    /// Starts an association to `peer`.
+    pub fn connect(&mut self, now: Instant, peer: IpAddr, port: u16) -> Connection {
+        let assoc = self.endpoint.connect(now, peer, port);
+        let id = self.id();
+        Connection::new(id, assoc, self.cfg, self.limit.clone())
+    }
+
+    /// A packet from `peer` that matched no connection. DDP chunks bundled with a COOKIE ECHO
+    /// (an Initiate sent from COOKIE-WAIT) reach the new connection's sessions.
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        peer: IpAddr,
+        packet: &[u8],
+        out: &mut [u8],
+        memory: &Memory,
+    ) -> Accept {
+        let early = &mut self.early;
+        early.clear();
+        let outcome = self
+            .endpoint
+            .handle(now, peer, packet, out, &mut |m: SctpMessage<'_>| {
+                early.push((m.stream, m.ppid, m.data.to_vec()))
+            });
+        match outcome {
+            Outcome::Ignored(_) => Accept::Ignored,
+            Outcome::Reply(n) => Accept::Reply(n),
+            Outcome::Accepted(assoc) => {
+                let id = self.id();
+                let mut c = Connection::new(id, *assoc, self.cfg, self.limit.clone());
+                for (stream, ppid, data) in self.early.drain(..) {
+                    c.route_one(stream, ppid, &data, memory);
+                }
+                Accept::Connection(Box::new(c))
+            }
+        }
+    }
+}
+
+/// What the ULP is owed, kept apart from the streams so both can be borrowed at once.
+#[derive(Debug, Default)]
+struct Sink {
+    indications: VecDeque<Indication>,
+    completions: VecDeque<Completion>,
+    stats: ConnStats,
+    /// Send work requests not yet wholly handed to SCTP.
+    queued_sends: usize,
+}
+
+/// Moves one stream's session events to the ULP and, once its session has ended, flushes its
+/// queued sends and posted receives. Returns whether there was any event.
+fn drain_events(stream: u16, s: &mut DdpStream, out: &mut Sink) -> bool {
+    let mut any = false;
+    while let Some(event) = s.session.poll_event() {
+        any = true;
+        let ended = matches!(event, SessionEvent::SessionTerminated { .. });
+        out.indications
+            .push_back(Indication::Session { stream, event });
+        if ended {
+            flush(stream, s, out);
+        }
+    }
+    any
+}
+
+fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    for p in s.sends.drain(..) {
+        out.queued_sends -= 1;
+        out.stats.flushed_sends += 1;
+        out.completions.push_back(Completion {
+            wr_id: p.req.wr_id,
+            stream,
+            status: Status::Flushed,
+        });
+    }
+    for (qn, q) in s.posted.iter_mut().enumerate() {
+        for wr_id in q.drain(..) {
+            out.stats.flushed_receives += 1;
+            out.indications.push_back(Indication::RecvFlushed {
+                stream,
+                qn: qn as u32,
+                wr_id,
+            });
+        }
+    }
+    s.rx = None;
+}
+
+/// Replaces a stream whose session is over with a fresh one for the next session, after
+/// anything the old one still had to say.
+fn renew(stream: u16, s: &mut DdpStream, limit: &PendingLimit, out: &mut Sink) {
+    drain_events(stream, s, out);
+    flush(stream, s, out);
+    *s = DdpStream::new(limit, s.generation.wrapping_add(1));
+}
+
+enum Turn {
+    Sent,
+    Blocked,
+    Done,
+}
+
+/// Gives a stream its receive path for protection domain `pd`.
+fn open_receive(s: &mut DdpStream, sid: StreamId, pd: Pd, cfg: &ConnConfig) {
+    // Segments follow the first control message of the peer's direction: DDP-SSN 1 (§6.1).
+    s.rx = Some(StreamRx::new(
+        sid,
+        pd,
+        1,
+        cfg.queues as usize,
+        cfg.recv_depth,
+    ));
+    s.posted = (0..cfg.queues).map(|_| VecDeque::new()).collect();
+}
+
+/// One DDP chunk from SCTP, during `Association::handle`.
+fn route(
+    m: SctpMessage<'_>,
+    streams: &mut [DdpStream],
+    memory: &Memory,
+    out: &mut Sink,
+    limit: &PendingLimit,
+) {
+    let stream = m.stream;
+    let Some(s) = streams.get_mut(usize::from(stream)) else {
+        return;
+    };
+
+    match m.ppid {
+        PPID_SESSION_CONTROL => {
+            out.stats.control_received += 1;
+            let Ok(p) = SessionControlPacket::new_checked(m.data) else {
+                let _ = s.session.on_truncated();
+                return;
+            };
+            // A new session on a stream whose previous one is over (§6.6 is the peer's duty;
+            // `can_reuse` says whether ours allows it too).
+            if p.ddp_ssn() == 0
+                && p.function_code() == FunctionCode::Initiate
+                && matches!(s.session.state(), State::Terminated(_))
+                && s.session.can_reuse()
+                && s.control.is_none()
+            {
+                renew(stream, s, limit, out);
+            }
+            let _ = s
+                .session
+                .on_control(p.ddp_ssn(), p.function_code(), p.private_data());
+        }
+        PPID_DDP_SEGMENT => {
+            out.stats.segments_received += 1;
+            let Some(ssn) = m.data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+                let _ = s.session.on_truncated();
+                return;
+            };
+            if s.session.on_segment(ssn).is_err() {
+                out.stats.refused_by_session += 1;
+                return;
+            }
+            if matches!(s.session.state(), State::Terminated(_)) {
+                out.stats.after_session_end += 1;
+                return;
+            }
+            let DdpStream {
+                rx, posted, grace, ..
+            } = s;
+            let Some(rx) = rx.as_mut() else {
+                out.stats.after_session_end += 1;
+                return;
+            };
+            rx.on_segment(m.data, memory.stags(), memory, &mut |ind| match ind {
+                ddp::Indication::Delivered { message, .. } => match message.info {
+                    MessageInfo::Tagged { stag, rsvd_ulp } => {
+                        out.indications.push_back(Indication::TaggedDelivered {
+                            stream,
+                            stag: Stag(stag),
+                            rsvd_ulp,
+                        })
+                    }
+                    MessageInfo::Untagged {
+                        qn,
+                        msn,
+                        message_len,
+                        rsvd_ulp,
+                    } => {
+                        // The queue's buffers complete in MSN order, which is posting order.
+                        let wr_id = posted
+                            .get_mut(qn as usize)
+                            .and_then(|q| q.pop_front())
+                            .unwrap_or(u64::MAX);
+                        out.indications.push_back(Indication::Received {
+                            stream,
+                            wr_id,
+                            qn,
+                            msn,
+                            len: message_len,
+                            rsvd_ulp,
+                        })
+                    }
+                },
+                ddp::Indication::Error {
+                    error,
+                    header,
+                    segment_len,
+                } => {
+                    *grace = Some(1);
+                    out.indications.push_back(Indication::Error {
+                        stream,
+                        error,
+                        header,
+                        segment_len,
+                    })
+                }
+            });
+        }
+        _ => out.stats.unknown_ppid += 1,
+    }
+}
