@@ -384,16 +384,16 @@ fn attack(
 
     let req = make(w, spd, treg);
     let len = req.data.len();
+    let (header, max) = match req.kind {
+        SendKind::Tagged { .. } => (14, w.server.conn().max_sizes().tagged),
+        SendKind::Untagged { .. } => (18, w.server.conn().max_sizes().untagged),
+    };
     w.client.conn().post_send(req).unwrap();
     wait(w, "the error", |w| !errors(&w.server).is_empty());
     let errs = errors(&w.server);
     assert_eq!(errs.len(), 1);
     assert_eq!(errs[0].1, RxError::Ddp(want));
-    assert_eq!(
-        errs[0].2,
-        14 + len.min(w.server.conn().max_sizes().tagged),
-        "segment length"
-    );
+    assert_eq!(errs[0].2, header + len.min(max), "segment length");
     assert!(
         read(&w.server, tr, 0, 4096).iter().all(|&b| b == 0),
         "nothing placed"
@@ -518,6 +518,28 @@ fn attack_one_byte_past_the_end() {
         &mut w,
         |_, _, reg| tagged(1, S, reg.stag, reg.to_base + 4096 - 99, vec![0xaa; 100]),
         DdpError::BaseOrBounds,
+    );
+}
+
+/// RFC 5041 §7.1 untagged check 1: a QN the stream does not have is Invalid QN (0x2/0x01).
+#[test]
+fn attack_untagged_invalid_qn() {
+    let mut w = World::perfect(1500);
+    attack(
+        &mut w,
+        |_, _, _| untagged(1, S, 7, vec![0xaa; 100]),
+        DdpError::InvalidQn,
+    );
+}
+
+/// RFC 5041 §7.1 untagged check 2: no buffer posted for the MSN is No Buffer (0x2/0x02).
+#[test]
+fn attack_untagged_without_a_posted_buffer() {
+    let mut w = World::perfect(1500);
+    attack(
+        &mut w,
+        |_, _, _| untagged(1, S, 1, vec![0xaa; 2000]),
+        DdpError::NoBuffer,
     );
 }
 

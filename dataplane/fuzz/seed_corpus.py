@@ -3,7 +3,8 @@
 
 link_frame gets whole frames; sctp_packet and init_params get the SCTP packets, sctp_assoc each
 packet as one record for the association under attack; ddp_segment gets
-the user data of every PPID 16/17 DATA chunk. Idempotent: files are named after capture and frame.
+the user data of every PPID 16/17 DATA chunk, and ddp_conn the same chunks as records for the
+server connection under attack (tagged ones with the registered STag stamped in). Idempotent: files are named after capture and frame.
 """
 import os
 import struct
@@ -42,7 +43,7 @@ def data_chunks(sctp):
 def main():
     if not os.path.isdir(VECTORS):
         sys.exit(f"no captures at {VECTORS}")
-    out = {t: os.path.join(HERE, "corpus", t) for t in ("link_frame", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc")}
+    out = {t: os.path.join(HERE, "corpus", t) for t in ("link_frame", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc", "ddp_conn")}
     for d in out.values():
         os.makedirs(d, exist_ok=True)
     count = 0
@@ -67,6 +68,10 @@ def main():
             for i, (ppid, payload) in enumerate(data_chunks(sctp)):
                 if ppid in (16, 17):
                     put("ddp_segment", f"-{i}", bytes([ppid]) + payload)
+                    # ddp_conn records: [stream, kind, length (16 bits), chunk]; kind 0 is
+                    # PPID 16, kind 2 PPID 17, bit 2 stamps the registered STag.
+                    kind = 2 if ppid == 17 else (4 if len(payload) > 2 and payload[2] & 0x80 else 0)
+                    put("ddp_conn", f"-{i}", bytes([1, kind]) + len(payload).to_bytes(2, "big") + payload)
     print(f"seeded {count} corpus files under {os.path.join(HERE, 'corpus')}")
 
 
