@@ -30,6 +30,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ddpdk_dataplane::ddp::{self, emit_segment, HeaderCopy, MessageInfo, RxError, StreamRx};
 use ddpdk_dataplane::ddp::{Target, TxError};
@@ -44,7 +45,12 @@ use ddpdk_dataplane::wire::ddp::{
 };
 
 use crate::memory::Memory;
-use crate::session::{Event as SessionEvent, LocalError, PendingLimit, Session, State};
+use crate::session::{
+    Event as SessionEvent, LocalError, PendingLimit, Session, State, TerminationReason,
+};
+
+/// SCTP chunk type of COOKIE ECHO (RFC 9260 §3.3.11).
+const COOKIE_ECHO: u8 = 10;
 
 /// Sizes fixed when a connection is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,9 +232,15 @@ struct PendingSend {
     offset: u32,
 }
 
+/// Stream identities (RFC 5041 §8.2 "DDP Stream ID", local only) are unique for the life of the
+/// process: one per session, whatever the connection, so memory bound to one session is never
+/// usable from another, here or on another connection.
+static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
+
 #[derive(Debug)]
 struct DdpStream {
     session: Session,
+    sid: StreamId,
     /// Counts sessions on this stream id, so that late acknowledgements and stream-bound
     /// STags of an earlier session never apply to a later one.
     generation: u32,
@@ -250,6 +262,7 @@ impl DdpStream {
     fn new(limit: &PendingLimit, generation: u32) -> DdpStream {
         DdpStream {
             session: Session::new(limit.clone()),
+            sid: StreamId(NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed)),
             generation,
             rx: None,
             posted: Vec::new(),
@@ -269,14 +282,14 @@ struct InFlight {
     stream: u16,
     generation: u32,
     ddp_ssn: u16,
-    /// The send it completes, if it is a message's last segment and the send is signaled.
-    completion: Option<u64>,
+    /// The send it completes, if it is a message's last segment: its `wr_id` and whether a
+    /// success is reported (a failure always is).
+    completion: Option<(u64, bool)>,
 }
 
 /// See the module documentation.
 #[derive(Debug)]
 pub struct Connection {
-    id: u32,
     assoc: Association,
     cfg: ConnConfig,
     limit: PendingLimit,
@@ -290,13 +303,10 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Wraps an association (connecting, or just accepted by an `Endpoint`). `id` tells this
-    /// connection's streams apart from other connections' in stream-bound registrations
-    /// ([`Connection::stream_id`]); `limit` is the endpoint's pending-Initiate limit (RFC
-    /// 5043 §6.4), shared by its connections.
-    pub fn new(id: u32, assoc: Association, cfg: ConnConfig, limit: PendingLimit) -> Connection {
+    /// Wraps an association (connecting, or just accepted by an `Endpoint`). `limit` is the
+    /// endpoint's pending-Initiate limit (RFC 5043 §6.4), shared by its connections.
+    pub fn new(assoc: Association, cfg: ConnConfig, limit: PendingLimit) -> Connection {
         let mut c = Connection {
-            id,
             assoc,
             cfg,
             limit,
@@ -353,12 +363,9 @@ impl Connection {
     }
 
     /// The local identity of the current session on `stream`, for registrations bound to it
-    /// (RFC 5041 §8.2): unique per connection, stream and session.
+    /// (RFC 5041 §8.2): unique per session, across connections.
     pub fn stream_id(&self, stream: u16) -> Option<StreamId> {
-        let s = self.streams.get(usize::from(stream))?;
-        Some(StreamId(
-            u64::from(self.id) << 48 | u64::from(s.generation) << 16 | u64::from(stream),
-        ))
+        Some(self.streams.get(usize::from(stream))?.sid)
     }
 
     /// The session state of `stream`.
@@ -373,10 +380,9 @@ impl Connection {
     /// none of its chunks can be outstanding (§6.6).
     pub fn initiate(&mut self, stream: u16, pd: Pd, private_data: &[u8]) -> Result<(), PostError> {
         self.reuse_if_over(stream)?;
-        let sid = self.stream_id(stream).ok_or(PostError::InvalidStream)?;
         let s = &mut self.streams[usize::from(stream)];
         s.session.initiate(private_data)?;
-        open_receive(s, sid, pd, &self.cfg);
+        open_receive(s, pd, &self.cfg, true);
         self.mark_ready(stream);
         self.progress();
         Ok(())
@@ -385,10 +391,9 @@ impl Connection {
     /// Accepts the Initiate pending on `stream` for protection domain `pd` (§6.2).
     pub fn accept(&mut self, stream: u16, pd: Pd, private_data: &[u8]) -> Result<(), PostError> {
         self.check_stream(stream)?;
-        let sid = self.stream_id(stream).ok_or(PostError::InvalidStream)?;
         let s = &mut self.streams[usize::from(stream)];
         s.session.accept(private_data)?;
-        open_receive(s, sid, pd, &self.cfg);
+        open_receive(s, pd, &self.cfg, false);
         self.mark_ready(stream);
         self.progress();
         Ok(())
@@ -514,6 +519,21 @@ impl Connection {
     /// One SCTP packet for this association. Its DDP chunks are checked, placed into `memory`
     /// and delivered before this returns.
     pub fn handle(&mut self, now: Instant, packet: &[u8], memory: &Memory) -> Result<(), Discard> {
+        // A COOKIE ECHO comes first in its packet (RFC 9260 §5.1) and may restart the
+        // association (§5.2.4): the DDP chunks bundled with it belong to the peer's new
+        // incarnation, so they are routed only after the restart has ended the old sessions.
+        // Rare, so the copy does not matter.
+        if packet.get(12) == Some(&COOKIE_ECHO) {
+            let mut early = Vec::new();
+            let r = self.assoc.handle(now, packet, &mut |m: SctpMessage<'_>| {
+                early.push((m.stream, m.ppid, m.data.to_vec()))
+            });
+            self.after_sctp();
+            for (stream, ppid, data) in early {
+                self.route_one(stream, ppid, &data, memory);
+            }
+            return r;
+        }
         self.grow_streams();
         let Connection {
             assoc,
@@ -565,7 +585,8 @@ impl Connection {
         if !self.connected || self.closed {
             return Err(PostError::NotConnected);
         }
-        if usize::from(stream) >= self.streams.len() {
+        // A restart may have negotiated fewer streams than we have state for.
+        if usize::from(stream) >= self.streams.len() || stream >= self.assoc.streams() {
             return Err(PostError::InvalidStream);
         }
         Ok(())
@@ -630,13 +651,24 @@ impl Connection {
     }
 
     fn end_all_sessions(&mut self) {
+        // Messages below `dropped_from` were acknowledged before the restart or close (perhaps
+        // by a SACK in the same packet); the rest were dropped.
+        let acked_before = self.assoc.dropped_from();
         for f in self.in_flight.drain(..) {
-            if let Some(wr_id) = f.completion {
+            let Some((wr_id, signaled)) = f.completion else {
+                continue;
+            };
+            let status = if f.number < acked_before {
+                Status::Success
+            } else {
                 self.sink.stats.flushed_sends += 1;
+                Status::Flushed
+            };
+            if signaled || status == Status::Flushed {
                 self.sink.completions.push_back(Completion {
                     wr_id,
                     stream: f.stream,
-                    status: Status::Flushed,
+                    status,
                 });
             }
         }
@@ -662,7 +694,7 @@ impl Connection {
                     let _ = s.session.on_acked(f.ddp_ssn);
                 }
             }
-            if let Some(wr_id) = f.completion {
+            if let Some((wr_id, true)) = f.completion {
                 self.sink.completions.push_back(Completion {
                     wr_id,
                     stream: f.stream,
@@ -739,6 +771,8 @@ impl Connection {
             {
                 return Turn::Done;
             }
+            // The session counted the message as sent; if the association is closing or the
+            // stream is gone, the association's end ends the session too.
             return match self.assoc.send(stream, PPID_SESSION_CONTROL, &buf[..n]) {
                 Ok(number) => {
                     self.sink.stats.control_sent += 1;
@@ -784,23 +818,36 @@ impl Connection {
         else {
             return Turn::Done;
         };
-        // The DDP-SSN is taken only once the segment is sure to be written; SCTP has room
-        // (checked by the caller) and the segment fits its largest message (the MULPDU).
+        // The DDP-SSN is taken only once SCTP is sure to take the segment: DDP-SSNs have no
+        // gaps (RFC 5043 §6).
         let n = match emit_segment(p.target, &p.req.data, span, 0, &mut self.segment) {
             Ok(n) => n,
-            Err(_) => return Turn::Done,
+            Err(_) => {
+                flush_sends(stream, s, &mut self.sink);
+                return Turn::Done;
+            }
         };
+        match self.assoc.check_send(stream, n) {
+            Ok(()) => {}
+            Err(SendError::Full) => return Turn::Blocked,
+            // Shutdown started, the stream is gone, or (a bug) the MULPDU does not fit: the
+            // message cannot leave.
+            Err(_) => {
+                flush_sends(stream, s, &mut self.sink);
+                return Turn::Done;
+            }
+        }
         let Ok(ddp_ssn) = s.session.next_ddp_ssn() else {
             return Turn::Blocked;
         };
         self.segment[..2].copy_from_slice(&ddp_ssn.to_be_bytes());
-        let number = match self
+        let Ok(number) = self
             .assoc
             .send(stream, PPID_DDP_SEGMENT, &self.segment[..n])
-        {
-            Ok(number) => number,
-            // Shutdown started: the DDP-SSN is lost with the association.
-            Err(_) => return Turn::Done,
+        else {
+            // check_send said yes a moment ago; nothing changed in between.
+            flush_sends(stream, s, &mut self.sink);
+            return Turn::Done;
         };
         self.sink.stats.segments_sent += 1;
         p.offset = span.offset + span.len;
@@ -809,8 +856,8 @@ impl Connection {
             let p = s.sends.pop_front().map(|p| p.req);
             self.sink.queued_sends -= 1;
             self.sink.stats.messages_sent += 1;
-            if let Some(req) = p.filter(|r| r.signaled) {
-                completion = Some(req.wr_id);
+            if let Some(req) = p {
+                completion = Some((req.wr_id, req.signaled));
             }
         }
         self.in_flight.push_back(InFlight {
@@ -832,7 +879,6 @@ pub struct Listener {
     endpoint: Endpoint,
     cfg: ConnConfig,
     limit: PendingLimit,
-    next_id: u32,
     early: Vec<(u16, u32, Vec<u8>)>,
 }
 
@@ -853,7 +899,6 @@ impl Listener {
             endpoint,
             cfg,
             limit,
-            next_id: 0,
             early: Vec::new(),
         }
     }
@@ -862,16 +907,10 @@ impl Listener {
         &self.endpoint
     }
 
-    fn id(&mut self) -> u32 {
-        self.next_id = self.next_id.wrapping_add(1);
-        self.next_id
-    }
-
     /// Starts an association to `peer`.
     pub fn connect(&mut self, now: Instant, peer: IpAddr, port: u16) -> Connection {
         let assoc = self.endpoint.connect(now, peer, port);
-        let id = self.id();
-        Connection::new(id, assoc, self.cfg, self.limit.clone())
+        Connection::new(assoc, self.cfg, self.limit.clone())
     }
 
     /// A packet from `peer` that matched no connection. DDP chunks bundled with a COOKIE ECHO
@@ -895,8 +934,7 @@ impl Listener {
             Outcome::Ignored(_) => Accept::Ignored,
             Outcome::Reply(n) => Accept::Reply(n),
             Outcome::Accepted(assoc) => {
-                let id = self.id();
-                let mut c = Connection::new(id, *assoc, self.cfg, self.limit.clone());
+                let mut c = Connection::new(*assoc, self.cfg, self.limit.clone());
                 for (stream, ppid, data) in self.early.drain(..) {
                     c.route_one(stream, ppid, &data, memory);
                 }
@@ -926,13 +964,25 @@ fn drain_events(stream: u16, s: &mut DdpStream, out: &mut Sink) -> bool {
         out.indications
             .push_back(Indication::Session { stream, event });
         if ended {
-            flush(stream, s, out);
+            flush_sends(stream, s, out);
+            // The peer's Terminate may overtake its last segments (RFC 5043 §6.1: order is
+            // by DDP-SSN): they are still placed and delivered, until its direction is done.
+            let peer_ended =
+                s.session.state() == State::Terminated(TerminationReason::PeerTerminate);
+            if !peer_ended || s.session.inbound_complete() {
+                flush_receives(stream, s, out);
+            }
         }
     }
     any
 }
 
 fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    flush_sends(stream, s, out);
+    flush_receives(stream, s, out);
+}
+
+fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     for p in s.sends.drain(..) {
         out.queued_sends -= 1;
         out.stats.flushed_sends += 1;
@@ -942,6 +992,9 @@ fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
             status: Status::Flushed,
         });
     }
+}
+
+fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     for (qn, q) in s.posted.iter_mut().enumerate() {
         for wr_id in q.drain(..) {
             out.stats.flushed_receives += 1;
@@ -960,7 +1013,10 @@ fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
 fn renew(stream: u16, s: &mut DdpStream, limit: &PendingLimit, out: &mut Sink) {
     drain_events(stream, s, out);
     flush(stream, s, out);
+    // Its id may be on the ready list: keep the flag that says so.
+    let ready = s.ready;
     *s = DdpStream::new(limit, s.generation.wrapping_add(1));
+    s.ready = ready;
 }
 
 enum Turn {
@@ -969,13 +1025,15 @@ enum Turn {
     Done,
 }
 
-/// Gives a stream its receive path for protection domain `pd`.
-fn open_receive(s: &mut DdpStream, sid: StreamId, pd: Pd, cfg: &ConnConfig) {
-    // Segments follow the first control message of the peer's direction: DDP-SSN 1 (§6.1).
+/// Gives a stream its receive path for protection domain `pd`. The peer's direction starts
+/// with its control message at DDP-SSN 0 (§6.1): the passive side has it already (the
+/// Initiate) and expects segments from 1; the active side expects the Accept at 0, and
+/// delivers nothing that follows it until it has arrived.
+fn open_receive(s: &mut DdpStream, pd: Pd, cfg: &ConnConfig, active: bool) {
     s.rx = Some(StreamRx::new(
-        sid,
+        s.sid,
         pd,
-        1,
+        u16::from(!active),
         cfg.queues as usize,
         cfg.recv_depth,
     ));
@@ -994,7 +1052,6 @@ fn route(
     let Some(s) = streams.get_mut(usize::from(stream)) else {
         return;
     };
-
     match m.ppid {
         PPID_SESSION_CONTROL => {
             out.stats.control_received += 1;
@@ -1002,19 +1059,30 @@ fn route(
                 let _ = s.session.on_truncated();
                 return;
             };
-            // A new session on a stream whose previous one is over (§6.6 is the peer's duty;
-            // `can_reuse` says whether ours allows it too).
-            if p.ddp_ssn() == 0
-                && p.function_code() == FunctionCode::Initiate
-                && matches!(s.session.state(), State::Terminated(_))
-                && s.session.can_reuse()
+            let (ssn, function) = (p.ddp_ssn(), p.function_code());
+            // The peer starts a new session on a stream whose previous one is over for us
+            // (§6.6: that nothing of its old session is outstanding is the initiator's duty).
+            if ssn == 0
+                && function == FunctionCode::Initiate
+                && s.session.accepts_new_session()
                 && s.control.is_none()
             {
                 renew(stream, s, limit, out);
             }
-            let _ = s
-                .session
-                .on_control(p.ddp_ssn(), p.function_code(), p.private_data());
+            if s.session
+                .on_control(ssn, function, p.private_data())
+                .is_ok()
+            {
+                // Messages after it in DDP-SSN order may now be delivered (the active side's
+                // first segments wait for the Accept).
+                let DdpStream {
+                    rx, posted, grace, ..
+                } = s;
+                if let Some(rx) = rx.as_mut() {
+                    let _ =
+                        rx.on_control(ssn, &mut |ind| indicate(stream, posted, grace, out, ind));
+                }
+            }
         }
         PPID_DDP_SEGMENT => {
             out.stats.segments_received += 1;
@@ -1026,62 +1094,82 @@ fn route(
                 out.stats.refused_by_session += 1;
                 return;
             }
-            if matches!(s.session.state(), State::Terminated(_)) {
-                out.stats.after_session_end += 1;
-                return;
+            // After the session ended, only the peer's own last segments, overtaken by its
+            // Terminate, are still placed (the receive side stays open for exactly those).
+            if let State::Terminated(reason) = s.session.state() {
+                if reason != TerminationReason::PeerTerminate {
+                    out.stats.after_session_end += 1;
+                    return;
+                }
             }
             let DdpStream {
                 rx, posted, grace, ..
             } = s;
-            let Some(rx) = rx.as_mut() else {
+            let Some(rx_path) = rx.as_mut() else {
                 out.stats.after_session_end += 1;
                 return;
             };
-            rx.on_segment(m.data, memory.stags(), memory, &mut |ind| match ind {
-                ddp::Indication::Delivered { message, .. } => match message.info {
-                    MessageInfo::Tagged { stag, rsvd_ulp } => {
-                        out.indications.push_back(Indication::TaggedDelivered {
-                            stream,
-                            stag: Stag(stag),
-                            rsvd_ulp,
-                        })
-                    }
-                    MessageInfo::Untagged {
-                        qn,
-                        msn,
-                        message_len,
-                        rsvd_ulp,
-                    } => {
-                        // The queue's buffers complete in MSN order, which is posting order.
-                        let wr_id = posted
-                            .get_mut(qn as usize)
-                            .and_then(|q| q.pop_front())
-                            .unwrap_or(u64::MAX);
-                        out.indications.push_back(Indication::Received {
-                            stream,
-                            wr_id,
-                            qn,
-                            msn,
-                            len: message_len,
-                            rsvd_ulp,
-                        })
-                    }
-                },
-                ddp::Indication::Error {
-                    error,
-                    header,
-                    segment_len,
-                } => {
-                    *grace = Some(1);
-                    out.indications.push_back(Indication::Error {
-                        stream,
-                        error,
-                        header,
-                        segment_len,
-                    })
-                }
+            rx_path.on_segment(m.data, memory.stags(), memory, &mut |ind| {
+                indicate(stream, posted, grace, out, ind)
             });
+            if matches!(s.session.state(), State::Terminated(_)) && s.session.inbound_complete() {
+                flush_receives(stream, s, out);
+            }
         }
         _ => out.stats.unknown_ppid += 1,
+    }
+}
+
+/// One receive-path indication to the ULP.
+fn indicate(
+    stream: u16,
+    posted: &mut [VecDeque<u64>],
+    grace: &mut Option<u8>,
+    out: &mut Sink,
+    ind: ddp::Indication,
+) {
+    match ind {
+        ddp::Indication::Delivered { message, .. } => match message.info {
+            MessageInfo::Tagged { stag, rsvd_ulp } => {
+                out.indications.push_back(Indication::TaggedDelivered {
+                    stream,
+                    stag: Stag(stag),
+                    rsvd_ulp,
+                })
+            }
+            MessageInfo::Untagged {
+                qn,
+                msn,
+                message_len,
+                rsvd_ulp,
+            } => {
+                // The queue's buffers complete in MSN order, which is posting order.
+                let wr_id = posted
+                    .get_mut(qn as usize)
+                    .and_then(|q| q.pop_front())
+                    .unwrap_or(u64::MAX);
+                out.indications.push_back(Indication::Received {
+                    stream,
+                    wr_id,
+                    qn,
+                    msn,
+                    len: message_len,
+                    rsvd_ulp,
+                })
+            }
+        },
+        ddp::Indication::Error {
+            error,
+            header,
+            segment_len,
+        } => {
+            *grace = Some(1);
+            out.indications.push_back(Indication::Error {
+                stream,
+                error,
+                header,
+                segment_len,
+            })
+        }
     }
 }

@@ -204,6 +204,7 @@ impl Memory {
                 offset: reg.memory.offset + offset,
             },
             len,
+            stag: Some(stag),
         })
     }
 }

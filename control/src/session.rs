@@ -664,10 +664,12 @@ impl Session {
         }
     }
 
-    /// Whether the stream id may carry a new session: this one is over and none of its chunks
-    /// can still be in flight (§6.6: "MUST NOT be reused ... while any Data Chunk from a prior
-    /// session might be outstanding"). Ours must all be acknowledged; the peer's are known to
-    /// be all received only when it sent a final message, and are otherwise its own §6.6 duty.
+    /// Whether we may start a new session on this stream id: this one is over and none of its
+    /// chunks, ours or the peer's, can still be in flight (§6.6: "MUST NOT be reused ... while
+    /// any Data Chunk from a prior session might be outstanding"). Ours must all be
+    /// acknowledged; the peer's are known to be all received only once its final message
+    /// (Terminate or Reject) and everything before it arrived ([`Session::inbound_complete`]).
+    /// A peer that never answers our Terminate leaves the stream id unusable for us.
     pub fn can_reuse(&self) -> bool {
         if !matches!(self.state, State::Terminated(_)) {
             return false;
@@ -675,9 +677,31 @@ impl Session {
         if self.association_ended {
             return true;
         }
-        let ours_acked = !self.terminate_queued && self.tx_acked.base == self.tx_next;
-        let theirs_received = self.peer_final.is_none_or(|f| self.rx.base > f);
-        ours_acked && theirs_received
+        let ours_acked = !self.terminate_queued
+            && self.transmits.is_empty()
+            && self.tx_acked.base == self.tx_next;
+        ours_acked && self.inbound_complete()
+    }
+
+    /// Whether every chunk the peer will send in this session has arrived: its final message
+    /// and everything before it in DDP-SSN order, or, after we rejected, its Initiate (§6.3: the
+    /// active side sends nothing more).
+    pub fn inbound_complete(&self) -> bool {
+        if self.association_ended || self.state == State::Terminated(TerminationReason::LocalReject)
+        {
+            return true;
+        }
+        self.peer_final.is_some_and(|f| self.rx.base > f)
+    }
+
+    /// Whether an Initiate from the peer (DDP-SSN 0) may start a new session on this stream id:
+    /// this session is over and we have nothing left to send in it. The peer starting a new
+    /// session asserts that nothing of the old one is outstanding on its side, which is its
+    /// §6.6 duty; our unacknowledged chunks, if any, can only be duplicates SCTP will discard.
+    pub fn accepts_new_session(&self) -> bool {
+        matches!(self.state, State::Terminated(_))
+            && !self.terminate_queued
+            && self.transmits.is_empty()
     }
 
     // ---- received chunks ----
@@ -838,10 +862,17 @@ impl Session {
                 } else {
                     Event::TerminateReceived
                 });
-                // The peer ended the session: §6.2 needs one Terminate, §6.3 none from us, so
-                // a Terminate we still owe is dropped and nothing more is sent.
-                self.terminate_queued = false;
-                self.tx_closed = true;
+                if kind == Inbound::Reject {
+                    // §6.3: Initiate and Reject are the whole sequence; a Terminate we still
+                    // owe is dropped and nothing more is sent.
+                    self.terminate_queued = false;
+                    self.tx_closed = true;
+                } else if !self.tx_closed {
+                    // §6.2: "The final User Data Chunk for each side MAY be a DDP Stream
+                    // Terminate". Ours answers the peer's, so that the peer learns where our
+                    // direction ends and may reuse the stream id without guessing (§6.6).
+                    self.owe_terminate();
+                }
                 if live {
                     self.end(if kind == Inbound::Reject {
                         TerminationReason::PeerReject
@@ -1028,8 +1059,28 @@ mod tests {
                 terminated(TerminationReason::PeerTerminate)
             ]
         );
-        // One Terminate suffices (§6.2); the passive side owes none.
-        assert!(transmits(&mut p).is_empty());
+        // One Terminate suffices (§6.2), but each side MAY end with one: the passive side
+        // answers, after its two segments, so the active side learns where its direction ends.
+        assert!(
+            !a.can_reuse(),
+            "the peer's direction is not known complete yet"
+        );
+        let answer = transmits(&mut p);
+        assert_eq!(
+            answer,
+            [Transmit {
+                ddp_ssn: 3,
+                message: ControlMessage::Terminate
+            }]
+        );
+        assert!(!p.can_reuse(), "our Terminate is not acknowledged yet");
+        feed(&answer[0], &mut a).unwrap();
+        p.on_acked(3).unwrap();
+        assert_eq!(events(&mut a), [Event::TerminateReceived]);
+        assert!(
+            transmits(&mut a).is_empty(),
+            "a Terminate is not answered twice"
+        );
         assert_eq!(a.next_ddp_ssn(), Err(LocalError::Terminated));
         assert_eq!(p.may_send_segment(), Err(LocalError::Terminated));
         assert_eq!(p.terminate(), Err(LocalError::Terminated));
@@ -1054,6 +1105,10 @@ mod tests {
                 terminated(TerminationReason::PeerTerminate)
             ]
         );
+        // The active side answers; only then does the passive side know the stream is clear.
+        assert!(!p.can_reuse());
+        deliver(&mut a, &mut p);
+        assert_eq!(events(&mut p), [Event::TerminateReceived]);
         assert!(a.can_reuse() && p.can_reuse());
     }
 
@@ -1154,6 +1209,9 @@ mod tests {
                 terminated(TerminationReason::PeerTerminate)
             ]
         );
+        // The active side answers (§6.2: each side MAY end with a Terminate); then both know
+        // the stream id is clear (§6.6).
+        deliver(&mut a2, &mut p2);
         assert!(a2.can_reuse() && p2.can_reuse());
         assert_eq!(limit.pending(), 1);
         // The ULP's decision frees the slot; the next Initiate reaches the ULP again.
@@ -1318,6 +1376,12 @@ mod tests {
         for ssn in [ssns[1], ssns[0], ssns[2]] {
             p.on_segment(ssn).unwrap();
         }
+        assert!(p.inbound_complete());
+        assert!(
+            !p.can_reuse(),
+            "its answering Terminate is not acknowledged yet"
+        );
+        deliver(&mut p, &mut a);
         assert!(p.can_reuse());
         assert_eq!(p.on_segment(5), Err(ProtocolError::AfterFinal));
     }
@@ -1437,8 +1501,9 @@ mod tests {
                 assert_eq!(ended, [terminated(reason)], "{rule}");
             }
             let sent = transmits(&mut s);
-            if matches!(reason, R::ProtocolError(_)) {
-                // §6.1 "MUST be terminated", and by a Terminate, never a Reject (§6.3).
+            if matches!(reason, R::ProtocolError(_) | R::PeerTerminate) {
+                // §6.1 "MUST be terminated", and by a Terminate, never a Reject (§6.3); a
+                // peer's Terminate is answered by ours (§6.2), once.
                 assert_eq!(sent.len(), 1, "{rule}");
                 assert_eq!(sent[0].message, ControlMessage::Terminate, "{rule}");
             } else {
@@ -1526,7 +1591,9 @@ mod tests {
             a.state(),
             State::Terminated(TerminationReason::PeerTerminate)
         );
-        assert!(!p.can_reuse());
+        deliver(&mut a, &mut p);
+        assert!(p.inbound_complete());
+        assert!(!p.can_reuse(), "its own chunks are not all acknowledged");
         p.acked_through(32770).unwrap();
         assert!(p.can_reuse());
     }
@@ -1580,12 +1647,33 @@ mod tests {
         // The segment is still unacknowledged.
         assert!(!a.can_reuse());
         a.on_acked(ssn).unwrap();
-        assert!(a.can_reuse());
+        // Ours are all acknowledged, but the peer may still have chunks of this session in
+        // flight until its own final message arrives.
+        assert!(!a.can_reuse() && !a.inbound_complete());
         // The passive side learns of the end before the segment: not reusable until it came.
         feed(&t[0], &mut p).unwrap();
-        assert!(!p.can_reuse());
+        assert!(!p.inbound_complete());
         p.on_segment(ssn).unwrap();
-        assert!(p.can_reuse());
+        assert!(p.inbound_complete());
+        // Its answering Terminate tells the active side that the peer's direction is done.
+        deliver(&mut p, &mut a);
+        assert!(a.can_reuse() && p.can_reuse());
+    }
+
+    /// §6.6: a peer's new Initiate on a stream whose session is over starts a new session as
+    /// soon as we owe nothing more in the old one; before that it belongs to the old one.
+    #[test]
+    fn rfc5043_6_6_new_initiate_accepted_once_we_owe_nothing() {
+        let (mut a, mut p) = established();
+        assert!(!p.accepts_new_session(), "still established");
+        a.terminate().unwrap();
+        let t = transmits(&mut a);
+        feed(&t[0], &mut p).unwrap();
+        // p owes its answering Terminate: not yet.
+        assert!(!p.accepts_new_session());
+        let answer = transmits(&mut p);
+        assert_eq!(answer.len(), 1);
+        assert!(p.accepts_new_session());
     }
 
     #[test]

@@ -21,14 +21,17 @@
 //! - a ring bitmap, one bit per index in the window: "Placed". A bit is cleared as soon as `cum`
 //!   passes it, so the bitmap only ever describes the window.
 //! - a min-heap of the L segments not yet Delivered, keyed by absolute index, each with its
-//!   [`MessageInfo`]. Its capacity, `max_pending_messages`, is fixed at construction.
+//!   [`MessageInfo`], and of the session control chunks interleaved with them (which end no
+//!   message but bound the next one, [`StreamDelivery::on_control`]). It holds at most
+//!   `max_pending_messages`; 256 entries are allocated up front and it grows from there only
+//!   while a peer really has that many messages waiting behind one missing chunk.
 //! - `base`: the absolute index of the first segment of the next message to Deliver.
 //!
 //! The next message is ready exactly when the heap's smallest L index is below `cum`: all its
 //! segments and all earlier ones are then Placed, no earlier L is pending (it would be smaller),
 //! so every earlier message has been Delivered. Per segment: one bit set, amortised O(1)
 //! word-at-a-time advance of `cum`, and for an L segment one heap push and one pop,
-//! O(log `max_pending_messages`). Nothing is allocated after [`StreamDelivery::new`].
+//! O(log `max_pending_messages`).
 //!
 //! # Choices where the RFCs leave room
 //!
@@ -67,8 +70,13 @@ use crate::wire::ddp::{Header, SegmentRepr};
 pub const MAX_WINDOW: u16 = 32768;
 /// The window a stream gets unless configured otherwise: the largest.
 pub const DEFAULT_WINDOW: u16 = MAX_WINDOW;
-/// L segments a stream may hold Placed but not yet Delivered unless configured otherwise.
-pub const DEFAULT_MAX_PENDING_MESSAGES: usize = 256;
+/// L segments a stream may hold Placed but not yet Delivered unless configured otherwise: as
+/// many as the window, so no sender within RFC 5043 §10 can exceed it (one late chunk with a
+/// window's worth of small messages placed behind it is legal).
+pub const DEFAULT_MAX_PENDING_MESSAGES: usize = MAX_WINDOW as usize;
+/// Pending-message entries allocated up front; the table grows (rarely: only while that many
+/// messages wait behind one missing chunk) up to its maximum.
+pub const PREALLOCATED_PENDING: usize = 256;
 
 const WORD_BITS: usize = u64::BITS as usize;
 
@@ -170,7 +178,8 @@ impl std::error::Error for DeliveryError {}
 #[derive(Debug, Clone, Copy)]
 struct PendingLast {
     index: u64,
-    info: MessageInfo,
+    /// `None` for a session control chunk: a boundary that delivers nothing.
+    info: Option<MessageInfo>,
 }
 
 impl PartialEq for PendingLast {
@@ -196,10 +205,11 @@ impl Ord for PendingLast {
 /// Completion and in-order Delivery of the DDP Messages of one DDP stream, one direction
 /// (RFC 5041 §5.3, §5.4). See the [module documentation](self) for the design.
 ///
-/// Memory, all allocated by [`StreamDelivery::new`]: one bit per DDP-SSN of the window rounded
-/// up to a power of two (at least 64), plus [`StreamDelivery::PENDING_ENTRY_BYTES`] per pending
-/// message; [`StreamDelivery::heap_bytes`] gives the total. With [`DEFAULT_WINDOW`] and
-/// [`DEFAULT_MAX_PENDING_MESSAGES`]: 4096 + 256 × 32 = 12288 bytes.
+/// Memory: one bit per DDP-SSN of the window rounded up to a power of two (at least 64), plus
+/// [`StreamDelivery::PENDING_ENTRY_BYTES`] per pending message, 256 of them allocated by
+/// [`StreamDelivery::new`] and at most `max_pending_messages`; [`StreamDelivery::heap_bytes`]
+/// gives the total. With the defaults: 4096 + 256 × 32 = 12288 bytes, growing to at most
+/// 4096 + 32768 × 32 (1 MiB) under a peer that keeps a whole window of messages waiting.
 #[derive(Debug, Clone)]
 pub struct StreamDelivery {
     /// DDP-SSN of absolute index 0.
@@ -252,7 +262,7 @@ impl StreamDelivery {
             mask: (bits - 1) as u64,
             cum: 0,
             base: 0,
-            pending: BinaryHeap::with_capacity(max_pending_messages),
+            pending: BinaryHeap::with_capacity(max_pending_messages.min(PREALLOCATED_PENDING)),
             max_pending: max_pending_messages,
         }
     }
@@ -289,9 +299,28 @@ impl StreamDelivery {
         let (word, bit) = self.slot(index);
         self.placed[word] |= 1 << bit;
         if let Some(info) = last {
-            // No reallocation: len < max_pending <= capacity, checked above.
-            self.pending.push(PendingLast { index, info });
+            self.pending.push(PendingLast {
+                index,
+                info: Some(info),
+            });
         }
+        if index == self.cum {
+            self.advance();
+        }
+        Ok(())
+    }
+
+    /// Records that the chunk with DDP-SSN `ddp_ssn` was a session control message (RFC 5043
+    /// §5.2.3: control messages take DDP-SSNs too). It delivers nothing, but no message spans
+    /// it, and no later message is delivered before it has arrived: the active side's first
+    /// segments wait for the Accept that precedes them in DDP-SSN order (RFC 5043 §6.1,
+    /// RFC 5041 §5.4).
+    pub fn on_control(&mut self, ddp_ssn: u16) -> Result<(), DeliveryError> {
+        self.check(ddp_ssn, true)?;
+        let index = self.index_of(ddp_ssn)?;
+        let (word, bit) = self.slot(index);
+        self.placed[word] |= 1 << bit;
+        self.pending.push(PendingLast { index, info: None });
         if index == self.cum {
             self.advance();
         }
@@ -301,18 +330,22 @@ impl StreamDelivery {
     /// The next DDP Message the ULP may have, in DDP-SSN order (RFC 5041 §5.3, §5.4), or `None`
     /// if the next one is not complete yet. Each message is returned once.
     pub fn poll_delivery(&mut self) -> Option<Delivered> {
-        if self.pending.peek()?.index >= self.cum {
-            return None;
+        loop {
+            if self.pending.peek()?.index >= self.cum {
+                return None;
+            }
+            let last = self.pending.pop()?;
+            let first = self.base;
+            self.base = last.index + 1;
+            // A control chunk: nothing to deliver, the next message starts after it.
+            let Some(info) = last.info else { continue };
+            return Some(Delivered {
+                first_ddp_ssn: self.ssn_of(first),
+                last_ddp_ssn: self.ssn_of(last.index),
+                segments: last.index - first + 1,
+                info,
+            });
         }
-        let last = self.pending.pop()?;
-        let first = self.base;
-        self.base = last.index + 1;
-        Some(Delivered {
-            first_ddp_ssn: self.ssn_of(first),
-            last_ddp_ssn: self.ssn_of(last.index),
-            segments: last.index - first + 1,
-            info: last.info,
-        })
     }
 
     /// DDP-SSN of the first segment not yet Placed: the left edge of the receive window.
@@ -869,7 +902,7 @@ mod tests {
         // Small windows still get one whole word; odd windows round up to a power of two.
         assert_eq!(StreamDelivery::new(0, 1, 1).heap_bytes(), 8 + 32);
         assert_eq!(StreamDelivery::new(0, 100, 1).heap_bytes(), 16 + 32);
-        // Full use of the pending table and the window allocates nothing more.
+        // Full use of a pending table within the preallocation allocates nothing more.
         let mut t = StreamDelivery::new(0, 128, 128);
         let before = t.heap_bytes();
         for ssn in (0..128u16).rev() {
@@ -877,6 +910,35 @@ mod tests {
         }
         assert_eq!(t.heap_bytes(), before);
         assert_eq!(std::iter::from_fn(|| t.poll_delivery()).count(), 128);
+    }
+
+    /// RFC 5043 §6.1 / RFC 5041 §5.4: a message after a control chunk waits for it, and no
+    /// message spans it.
+    #[test]
+    fn a_control_chunk_bounds_and_gates_delivery() {
+        let mut t = StreamDelivery::with_defaults(0);
+        // The passive side's first segment (DDP-SSN 1) before its Accept (0).
+        t.on_placed(1, Some(tagged(1))).unwrap();
+        assert_eq!(t.poll_delivery(), None, "waits for the Accept");
+        t.on_control(0).unwrap();
+        let d = t.poll_delivery().unwrap();
+        assert_eq!((d.first_ddp_ssn, d.segments), (1, 1));
+        assert_eq!(t.on_control(0), Err(DeliveryError::Duplicate));
+        assert_eq!(t.poll_delivery(), None);
+    }
+
+    /// RFC 5043 §10: a sender may have 32767 chunks outstanding, so a whole window of messages
+    /// may wait behind one missing chunk; the table grows to hold them.
+    #[test]
+    fn a_window_of_messages_behind_one_gap_is_legal() {
+        let mut t = StreamDelivery::with_defaults(0);
+        let before = t.heap_bytes();
+        for ssn in 1..32768u16 {
+            t.on_placed(ssn, Some(tagged(ssn.into()))).unwrap();
+        }
+        assert!(t.heap_bytes() > before, "grew past the preallocation");
+        t.on_placed(0, Some(tagged(0))).unwrap();
+        assert_eq!(std::iter::from_fn(|| t.poll_delivery()).count(), 32768);
     }
 
     #[test]

@@ -156,6 +156,24 @@ impl StreamRx {
         self.error
     }
 
+    /// The peer's session control message with DDP-SSN `ddp_ssn` arrived (RFC 5043 §5.2.3):
+    /// messages after it in DDP-SSN order, placed already, may now be delivered. `Err` if the
+    /// DDP-SSN does not fit the stream's window (the session judges that first).
+    pub fn on_control(
+        &mut self,
+        ddp_ssn: u16,
+        ulp: &mut impl FnMut(Indication),
+    ) -> Result<(), RxError> {
+        if self.error.is_some() {
+            return Ok(());
+        }
+        self.delivery
+            .on_control(ddp_ssn)
+            .map_err(RxError::Sequence)?;
+        self.deliver(ulp);
+        Ok(())
+    }
+
     /// One DDP Segment Chunk payload (DDP-SSN onwards). Indications go to `ulp`: at most one
     /// error, and any messages this segment completed. Returns the bytes placed.
     pub fn on_segment<R: Regions + ?Sized>(
@@ -210,7 +228,15 @@ impl StreamRx {
         let len = seg.payload.len();
         let placement = match seg.header {
             Header::Tagged(h) => stags.check_tagged(Stag(h.stag), h.to, len, self.stream, self.pd),
-            Header::Untagged(h) => self.queues.check(h.qn, h.msn, h.mo, len),
+            Header::Untagged(h) => self.queues.check(h.qn, h.msn, h.mo, len).and_then(|p| {
+                // Check 2 again for the memory under the buffer: it may have been deregistered
+                // since the buffer was posted, and then it no longer "allows Placement".
+                let stag = self.queues.buffer(h.qn, h.msn).and_then(|b| b.stag);
+                match stag {
+                    Some(stag) if stags.lookup(stag).is_none() => Err(DdpError::NoBuffer),
+                    _ => Ok(p),
+                }
+            }),
         }
         .map_err(RxError::Ddp)?;
         let info = if seg.last {
@@ -348,6 +374,7 @@ mod tests {
                         offset: i * 1000,
                     },
                     len: 1000,
+                    stag: None,
                 },
             )
             .unwrap();

@@ -164,6 +164,18 @@ mod tests {
         assert_eq!(mulpdu(300), 516);
     }
 
+    /// RFC 5043 §9 at the smallest path MTU we accept: a 516-byte segment with its DDP-SSN
+    /// still goes in one DATA chunk (the MULPDU is never below 516 and never needs SCTP
+    /// fragmentation).
+    #[test]
+    fn the_516_floor_fits_the_smallest_path_mtu() {
+        use crate::sctp::{max_message, MIN_PATH_MTU};
+        let max = max_message(MIN_PATH_MTU);
+        assert_eq!(mulpdu(max), 516);
+        assert!(mulpdu(max) + 2 <= max, "{} + 2 > {max}", mulpdu(max));
+        assert!(mulpdu(max_message(MIN_PATH_MTU - 1)) + 2 > max_message(MIN_PATH_MTU - 1));
+    }
+
     /// RFC 5041 §5.2 tagged example: 2048 octets, initial TO 16384, MULPDU 1500: two segments,
     /// TO 16384 with 1486 octets and TO 17870 with 562, L on the second; DDP-SSNs consecutive.
     #[test]

@@ -7,14 +7,17 @@
 
 use std::collections::VecDeque;
 
-use super::stag::{Placement, RegionSlice};
+use super::stag::{Placement, RegionSlice, Stag};
 use crate::wire::ddp::DdpError;
 
-/// A posted buffer: `len` bytes of region memory.
+/// A posted buffer: `len` bytes of region memory, within the registration `stag` when it was
+/// posted from one. Placement checks that registration is still valid, so deregistering memory
+/// also stops posted buffers in it from being filled (RFC 5041 §8.3.1 item 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PostedBuffer {
     pub memory: RegionSlice,
     pub len: u32,
+    pub stag: Option<Stag>,
 }
 
 /// `post` refused the buffer: the queue holds its depth already.
@@ -126,6 +129,12 @@ impl UntaggedQueues {
         self.queues.get_mut(qn as usize)
     }
 
+    /// The buffer posted for message `msn` of queue `qn`, if any.
+    pub fn buffer(&self, qn: u32, msn: u32) -> Option<&PostedBuffer> {
+        let q = self.queues.get(qn as usize)?;
+        q.buffers.get(msn.wrapping_sub(q.head_msn) as usize)
+    }
+
     /// RFC 5041 §7.1 untagged check 1 (QN valid for this stream, else 0x2/0x01), then the
     /// queue's own checks.
     pub fn check(&self, qn: u32, msn: u32, mo: u32, len: usize) -> Result<Placement, DdpError> {
@@ -144,6 +153,7 @@ mod tests {
         PostedBuffer {
             memory: RegionSlice { region: 1, offset },
             len,
+            stag: None,
         }
     }
 

@@ -543,14 +543,25 @@ impl Association {
     /// Returns the message's number: messages are numbered from 0 in the order queued, and
     /// [`Association::settled_before`] tells which are no longer in SCTP's hands.
     pub fn send(&mut self, stream: u16, ppid: u32, data: &[u8]) -> Result<u64, SendError> {
+        self.check_send(stream, data.len())?;
+        if self.sq.outstanding() == 0 {
+            self.burst_budget = self.cfg.max_burst;
+        }
+        Ok(self.sq.push(stream, ppid, data))
+    }
+
+    /// Whether [`Association::send`] would take a message of `len` bytes on `stream` now: the
+    /// same checks, nothing queued. Lets a caller that numbers its messages itself (DDP-SSNs)
+    /// take a number only for a message that will be sent.
+    pub fn check_send(&self, stream: u16, len: usize) -> Result<(), SendError> {
         match self.state {
             State::CookieWait | State::CookieEchoed | State::Established => {}
             _ => return Err(SendError::NotOpen),
         }
-        if data.is_empty() {
+        if len == 0 {
             return Err(SendError::Empty);
         }
-        if data.len() > self.max_message() {
+        if len > self.max_message() {
             return Err(SendError::TooBig {
                 max: self.max_message(),
             });
@@ -561,10 +572,7 @@ impl Association {
         if self.sq.is_full() {
             return Err(SendError::Full);
         }
-        if self.sq.outstanding() == 0 {
-            self.burst_budget = self.cfg.max_burst;
-        }
-        Ok(self.sq.push(stream, ppid, data))
+        Ok(())
     }
 
     /// Every message numbered below this is settled: acknowledged by the peer's Cumulative TSN
@@ -574,6 +582,13 @@ impl Association {
     /// not dropped was acknowledged (RFC 5041 §5.4: the Data Source's completion).
     pub fn settled_before(&self) -> u64 {
         self.sq.head()
+    }
+
+    /// When [`Event::Restarted`] or [`Event::Closed`] reports that queued messages were
+    /// dropped: the number of the first one dropped. Those below it were acknowledged, even if
+    /// the acknowledgement came in the same packet as the ABORT or the restarting COOKIE ECHO.
+    pub fn dropped_from(&self) -> u64 {
+        self.sq.dropped_from()
     }
 
     /// How many more messages [`Association::send`] takes now.

@@ -73,9 +73,12 @@ impl Default for Config {
 }
 
 /// Smallest path MTU we run on: RFC 5043 §9 requires DDP segments of 516 bytes without
-/// fragmentation, which with the common header and a DATA chunk header is 544.
-pub const MIN_PATH_MTU: usize =
-    516 + crate::wire::sctp::HEADER_LEN + crate::wire::sctp::DATA_HEADER_LEN;
+/// fragmentation. With its 2-byte DDP-SSN that is 518 bytes of DATA user data, 520 padded
+/// (`max_message` rounds down to 4), plus the common header and a DATA chunk header: 548.
+pub const MIN_PATH_MTU: usize = (crate::wire::ddp::DDP_SSN_LEN + crate::wire::ddp::MIN_MULPDU)
+    .next_multiple_of(4)
+    + crate::wire::sctp::HEADER_LEN
+    + crate::wire::sctp::DATA_HEADER_LEN;
 
 impl Config {
     /// The largest message one unfragmented DATA chunk carries on `path_mtu`.
@@ -95,7 +98,7 @@ impl Config {
             return Err("a_rwnd must be at least 1500 (RFC 9260 §3.3.2)");
         }
         if self.path_mtu < MIN_PATH_MTU || self.path_mtu > 65_535 {
-            return Err("path_mtu must be between 544 and 65535 bytes");
+            return Err("path_mtu must be between 548 and 65535 bytes (RFC 5043 §9)");
         }
         if self.rto_min > self.rto_max || self.rto_min.is_zero() {
             return Err("need 0 < rto_min <= rto_max");

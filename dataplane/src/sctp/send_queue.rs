@@ -43,6 +43,7 @@ pub struct SendQueue {
     /// Outstanding messages marked for retransmission: the transmit path asks "anything to
     /// retransmit?" on every packet, and the answer is almost always no.
     rtx_marked: usize,
+    dropped_from: u64,
 }
 
 impl SendQueue {
@@ -55,6 +56,7 @@ impl SendQueue {
             sent: 0,
             tail: 0,
             rtx_marked: 0,
+            dropped_from: 0,
         }
     }
 
@@ -173,8 +175,15 @@ impl SendQueue {
         &self.data[off..off + self.slots[i].len]
     }
 
+    /// Sequence number of the first message the last [`SendQueue::clear`] dropped: those
+    /// below it that were freed before were acknowledged.
+    pub fn dropped_from(&self) -> u64 {
+        self.dropped_from
+    }
+
     /// Drops every message (restart or close); returns how many were dropped unacknowledged.
     pub fn clear(&mut self) -> u64 {
+        self.dropped_from = self.head;
         let n = self.tail - self.head;
         for seq in self.head..self.sent {
             let i = self.idx(seq);

@@ -1,0 +1,884 @@
+//! A DDP `Connection` against a raw SCTP peer that sends hand-made DDP chunks (`Duo`), and
+//! against another connection (`tests/world`): the corners an independent review of
+//! `control/src/conn.rs` found, each now a regression test named after its rule, plus probes
+//! with crafted chunks.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+mod world;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use ddpdk_control::conn::{
+    Accept, Completion, ConnConfig, Connection, Indication, Listener, SendKind, SendRequest, Status,
+};
+use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId, Registered};
+use ddpdk_control::session::{Event, PendingLimit, State};
+use ddpdk_dataplane::mem::{Access, Pd, Stag};
+use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant};
+use world::{Side, World};
+
+// ------------------------------------------------------------------------------------------
+// Helpers shared with the World harness
+// ------------------------------------------------------------------------------------------
+
+const S: u16 = 1;
+
+fn session_events(side: &Side, stream: u16) -> Vec<Event> {
+    side.indications
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Session { stream: s, event } if *s == stream => Some(event.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn wait(w: &mut World, what: &str, mut f: impl FnMut(&mut World) -> bool) {
+    let until = w.now + Duration::from_secs(60);
+    assert!(w.run_until(until, &mut f), "timed out waiting for {what}");
+}
+
+fn open(w: &mut World, stream: u16) -> (Pd, Pd) {
+    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
+    w.client.conn().initiate(stream, cpd, b"hello").unwrap();
+    wait(w, "the Initiate", |w| {
+        session_events(&w.server, stream)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. }))
+    });
+    w.server.conn().accept(stream, spd, b"welcome").unwrap();
+    wait(w, "the Accept", |w| {
+        session_events(&w.client, stream)
+            .iter()
+            .any(|e| matches!(e, Event::Accepted { .. }))
+    });
+    (cpd, spd)
+}
+
+fn region(
+    side: &mut Side,
+    pd: Pd,
+    len: usize,
+    access: Access,
+    bound: Option<u16>,
+) -> (RegionId, Registered) {
+    let r = side.memory.alloc_region(len).unwrap();
+    let stream = bound.map(|s| side.conn().stream_id(s).unwrap());
+    let reg = side
+        .memory
+        .register(MemoryRegistration {
+            pd,
+            region: r,
+            offset: 0,
+            len: len as u64,
+            access,
+            stream,
+            to_base: 0x7000_0000_0000,
+        })
+        .unwrap();
+    (r, reg)
+}
+
+fn tagged(wr_id: u64, stream: u16, stag: Stag, to: u64, data: Vec<u8>) -> SendRequest {
+    SendRequest {
+        wr_id,
+        stream,
+        kind: SendKind::Tagged {
+            stag,
+            to,
+            rsvd_ulp: 0x5a,
+        },
+        data,
+        signaled: true,
+    }
+}
+
+fn read(side: &Side, r: RegionId, offset: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    side.memory.region(r).unwrap().read(offset, &mut v).unwrap();
+    v
+}
+
+// ------------------------------------------------------------------------------------------
+// A raw SCTP peer (crafted DDP chunks) against a real server Connection
+// ------------------------------------------------------------------------------------------
+
+const RAW_PORT: u16 = 6001;
+const SRV_PORT: u16 = 6002;
+
+fn raw_addr() -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1))
+}
+fn srv_addr() -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2))
+}
+
+struct Duo {
+    now: Instant,
+    raw: Association,
+    /// (stream, ppid, data) the raw peer received.
+    raw_rx: Vec<(u16, u32, Vec<u8>)>,
+    listener: Listener,
+    conn: Option<Box<Connection>>,
+    memory: Memory,
+    inds: Vec<Indication>,
+    comps: Vec<Completion>,
+    buf: Vec<u8>,
+}
+
+fn sctp(port: u16, slots: usize) -> Config {
+    Config {
+        local_port: port,
+        send_slots: slots,
+        ..world::sctp_config(1500)
+    }
+}
+
+impl Duo {
+    fn new(raw_slots: usize) -> Duo {
+        let now = Instant::from_nanos(1_000_000_000);
+        let mut raw_ep = Endpoint::new(sctp(RAW_PORT, raw_slots), [7; 32]).unwrap();
+        let raw = raw_ep.connect(now, srv_addr(), SRV_PORT);
+        let ep = Endpoint::new(sctp(SRV_PORT, 256), [9; 32]).unwrap();
+        let (memory, _) = Memory::new(1024, 0, 0x1234_5678_9abc);
+        let mut d = Duo {
+            now,
+            raw,
+            raw_rx: Vec::new(),
+            listener: Listener::new(ep, ConnConfig::default(), PendingLimit::new(16)),
+            conn: None,
+            memory,
+            inds: Vec::new(),
+            comps: Vec::new(),
+            buf: vec![0; 65536],
+        };
+        d.settle();
+        assert!(d.conn.is_some(), "association up");
+        d
+    }
+
+    fn conn(&mut self) -> &mut Connection {
+        self.conn.as_mut().unwrap()
+    }
+
+    fn drain(&mut self) {
+        if let Some(c) = self.conn.as_mut() {
+            while let Some(x) = c.poll_completion() {
+                self.comps.push(x);
+            }
+            while let Some(x) = c.poll_indication() {
+                self.inds.push(x);
+            }
+        }
+    }
+
+    fn deliver_to_server(&mut self, p: &[u8]) {
+        let live = self
+            .conn
+            .as_ref()
+            .is_some_and(|c| !c.association().is_closed());
+        if live {
+            let memory = &self.memory;
+            let _ = self.conn.as_mut().unwrap().handle(self.now, p, memory);
+        } else {
+            let mut out = vec![0u8; 65536];
+            match self
+                .listener
+                .handle(self.now, raw_addr(), p, &mut out, &self.memory)
+            {
+                Accept::Ignored => {}
+                Accept::Reply(n) => {
+                    let rx = &mut self.raw_rx;
+                    let _ = self.raw.handle(
+                        self.now,
+                        &out[..n],
+                        &mut |m: ddpdk_dataplane::sctp::Message<'_>| {
+                            rx.push((m.stream, m.ppid, m.data.to_vec()))
+                        },
+                    );
+                }
+                Accept::Connection(c) => self.conn = Some(c),
+            }
+        }
+        self.drain();
+    }
+
+    /// One exchange round; returns whether any packet moved.
+    fn round(&mut self) -> bool {
+        let mut moved = false;
+        let mut pkts = Vec::new();
+        while let Some(n) = self.raw.poll_transmit(self.now, &mut self.buf) {
+            pkts.push(self.buf[..n].to_vec());
+        }
+        for p in pkts {
+            moved = true;
+            self.deliver_to_server(&p);
+        }
+        let mut pkts = Vec::new();
+        if let Some(c) = self.conn.as_mut() {
+            while let Some(n) = c.poll_transmit(self.now, &mut self.buf) {
+                pkts.push(self.buf[..n].to_vec());
+            }
+        }
+        self.drain();
+        for p in pkts {
+            moved = true;
+            let rx = &mut self.raw_rx;
+            let _ = self
+                .raw
+                .handle(self.now, &p, &mut |m: ddpdk_dataplane::sctp::Message<
+                    '_,
+                >| {
+                    rx.push((m.stream, m.ppid, m.data.to_vec()))
+                });
+        }
+        moved
+    }
+
+    /// Exchanges packets (zero delay) and runs timers for `d` of virtual time.
+    fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        loop {
+            while self.round() {}
+            let next = [
+                self.raw.poll_timeout(),
+                self.conn.as_ref().and_then(|c| c.poll_timeout()),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next else { return };
+            if next > until {
+                self.now = until;
+                return;
+            }
+            self.now = self.now.max(next);
+            if self.raw.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.raw.handle_timeout(self.now);
+            }
+            if let Some(c) = self.conn.as_mut() {
+                if c.poll_timeout().is_some_and(|t| t <= self.now) {
+                    c.handle_timeout(self.now);
+                }
+            }
+            self.drain();
+        }
+    }
+
+    fn settle(&mut self) {
+        self.run_for(Duration::from_millis(50));
+    }
+
+    fn send(&mut self, stream: u16, ppid: u32, data: &[u8]) {
+        self.raw.send(stream, ppid, data).unwrap();
+    }
+
+    fn events(&self, stream: u16) -> Vec<Event> {
+        self.inds
+            .iter()
+            .filter_map(|i| match i {
+                Indication::Session { stream: s, event } if *s == stream => Some(event.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The raw peer opens a session on `stream` (active); the server's ULP accepts with `pd`.
+    fn open(&mut self, stream: u16, pd: Pd) {
+        self.send(stream, 17, &ctl(0, 1, b""));
+        self.settle();
+        assert!(self
+            .events(stream)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. })));
+        self.conn().accept(stream, pd, b"").unwrap();
+        self.settle();
+        assert!(self
+            .raw_rx
+            .iter()
+            .any(|(s, p, d)| *s == stream && *p == 17 && d[2..4] == [0, 2]));
+    }
+}
+
+/// A DDP Stream Session Control message: DDP-SSN, function code, Private Data.
+fn ctl(ssn: u16, code: u16, pd: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ssn.to_be_bytes());
+    v.extend_from_slice(&code.to_be_bytes());
+    v.extend_from_slice(pd);
+    v
+}
+
+/// A tagged DDP Segment chunk payload.
+fn tseg(ssn: u16, last: bool, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ssn.to_be_bytes());
+    v.push(0x80 | if last { 0x40 } else { 0 } | 0x01);
+    v.push(0x5a);
+    v.extend_from_slice(&stag.to_be_bytes());
+    v.extend_from_slice(&to.to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// An untagged DDP Segment chunk payload.
+fn useg(ssn: u16, last: bool, qn: u32, msn: u32, mo: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ssn.to_be_bytes());
+    v.push(if last { 0x40 } else { 0 } | 0x01);
+    v.extend_from_slice(&[1, 2, 3, 4, 5]);
+    v.extend_from_slice(&qn.to_be_bytes());
+    v.extend_from_slice(&msn.to_be_bytes());
+    v.extend_from_slice(&mo.to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+// ------------------------------------------------------------------------------------------
+// The rules
+// ------------------------------------------------------------------------------------------
+
+/// Harness check: a well-formed untagged message from the raw peer is delivered.
+#[test]
+fn raw_peer_untagged_message_is_delivered() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    let r = d.memory.alloc_region(4096).unwrap();
+    let reg = d
+        .memory
+        .register(MemoryRegistration {
+            pd,
+            region: r,
+            offset: 0,
+            len: 4096,
+            access: Access::LOCAL_WRITE,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    let b = d.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
+    d.conn().post_recv(S, 0, 11, b).unwrap();
+    d.send(S, 16, &useg(1, true, 0, 1, 0, b"hi"));
+    d.settle();
+    assert!(d.inds.iter().any(|i| matches!(
+        i,
+        Indication::Received {
+            wr_id: 11,
+            len: 2,
+            ..
+        }
+    )));
+}
+
+/// RFC 5043 §6.2 / §10 with RFC 5041 §5.4: in DDP-SSN order the peer sent
+/// Initiate(0), segment(1), Terminate(2) — a legal pattern (the §6.2 note: the RDMAP Terminate
+/// message precedes the DDP Stream Terminate). SCTP is unordered, so the Terminate may arrive
+/// first. The session accepts the late segment (session.rs documents "Late chunks of the peer
+/// that the patterns allow are still accepted"), but conn.rs `route` drops every segment once
+/// the state is Terminated and `flush` has already returned the posted buffer: the message is
+/// never delivered.
+#[test]
+fn rfc5043_6_1_terminate_overtaking_the_last_segment_still_delivers_it() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    let r = d.memory.alloc_region(4096).unwrap();
+    let reg = d
+        .memory
+        .register(MemoryRegistration {
+            pd,
+            region: r,
+            offset: 0,
+            len: 4096,
+            access: Access::LOCAL_WRITE,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    let b = d.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
+    d.conn().post_recv(S, 0, 11, b).unwrap();
+    // Terminate (DDP-SSN 2) overtakes the last segment (DDP-SSN 1).
+    d.send(S, 17, &ctl(2, 4, b""));
+    d.send(S, 16, &useg(1, true, 0, 1, 0, b"rdmap terminate"));
+    d.settle();
+    let received = d
+        .inds
+        .iter()
+        .any(|i| matches!(i, Indication::Received { wr_id: 11, .. }));
+    let stats = *d.conn().stats();
+    assert!(
+        received,
+        "the message sent before the Terminate must be delivered; got {:?}, stats {:?}",
+        d.inds, stats
+    );
+}
+
+/// RFC 5043 §10 lets a sender have up to 32767 chunks of a stream unacknowledged, and SCTP
+/// delivers them unordered; RFC 5041 §5.3 lets the sink place out of order. One chunk late
+/// (here DDP-SSN 1, sent last as if it were retransmitted) with 257 one-segment messages
+/// behind it is legal, but `StreamRx` is built with `StreamDelivery::with_defaults`
+/// (256 pending messages; conn.rs `open_receive`), so the 257th L segment is a fatal
+/// `Sequence(TooManyPending)` stream error and everything after it is dropped.
+#[test]
+fn rfc5043_10_a_window_of_messages_behind_one_late_chunk_is_legal() {
+    let mut d = Duo::new(1024);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    for ssn in 2..=258u16 {
+        // Zero-length tagged messages: no STag needed (RFC 5041 §7.1 checks non-zero ones).
+        d.send(S, 16, &tseg(ssn, true, 0xdead_beef, 0, b""));
+        if ssn % 64 == 0 {
+            d.settle();
+        }
+    }
+    d.settle();
+    d.send(S, 16, &tseg(1, true, 0xdead_beef, 0, b""));
+    d.settle();
+    let errors: Vec<_> = d
+        .inds
+        .iter()
+        .filter(|i| matches!(i, Indication::Error { .. }))
+        .cloned()
+        .collect();
+    let delivered = d
+        .inds
+        .iter()
+        .filter(|i| matches!(i, Indication::TaggedDelivered { .. }))
+        .count();
+    assert!(errors.is_empty(), "legal traffic refused: {errors:?}");
+    assert_eq!(delivered, 258);
+}
+
+/// RFC 5043 §6.6 / liveness. The client ends the session; as soon as the server has the
+/// Terminate, every chunk of the old session is accounted for on the server (its own are
+/// acknowledged, the client's final arrived), so it may reuse the stream id and initiates.
+/// The client's SCTP has not yet processed (or, in the same packet, `settle` has not yet run
+/// for) the SACK of its Terminate: conn.rs `route` reads `can_reuse()` during
+/// `Association::handle`, before `after_sctp` → `settle` marks the Terminate acknowledged, so
+/// the Initiate falls into the old, terminated session as a "Duplicate" and is dropped
+/// silently. Nothing is ever answered; the server's session hangs in InitiateSent.
+#[test]
+fn rfc5043_6_6_initiate_right_after_our_terminate_starts_a_new_session() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (_, spd) = open(&mut w, S);
+    w.run_for(Duration::from_secs(1));
+    w.client.conn().terminate(S).unwrap();
+    wait(&mut w, "the Terminate", |w| {
+        session_events(&w.server, S).contains(&Event::TerminateReceived)
+    });
+    // The server reuses the stream as soon as its own §6.6 check allows (its answering
+    // Terminate acknowledged); the client may not yet have processed that acknowledgement.
+    wait(&mut w, "reuse allowed", |w| {
+        w.server.conn().initiate(S, spd, b"again").is_ok()
+    });
+    w.run_for(Duration::from_secs(30));
+    let got = session_events(&w.client, S)
+        .iter()
+        .filter(|e| matches!(e, Event::InitiateReceived { .. }))
+        .count();
+    assert_eq!(
+        got,
+        1,
+        "the client never hears the second Initiate; server state {:?}",
+        w.server.conn().session_state(S)
+    );
+}
+
+/// RFC 5043 §6.6: "A DDP Stream Identifier MUST NOT be reused for another DDP Stream Session
+/// while any Data Chunk from a prior session might be outstanding" (and §6: "Data Chunks from
+/// one DDP Stream Session are never carried over to the next session"). `Session::can_reuse`
+/// only checks our own chunks when the peer sent no final message (session.rs: "otherwise
+/// its own §6.6 duty"), so after a local Terminate, once it is acknowledged, the client
+/// re-initiates while the server's SCTP is still sending segments of the old session. They are
+/// accepted by the new session (active side: any DDP-SSN > 0) and placed by the new StreamRx,
+/// with the new session's PD and stream identity: bytes land in client memory during the new
+/// session, before any Accept.
+#[test]
+fn rfc5043_6_no_chunk_of_a_previous_session_is_placed_in_the_next() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, _) = open(&mut w, S);
+    let (cr, creg) = region(&mut w.client, cpd, 256 << 10, Access::REMOTE_WRITE, None);
+    w.server
+        .conn()
+        .post_send(tagged(1, S, creg.stag, creg.to_base, vec![0xab; 200_000]))
+        .unwrap();
+    wait(&mut w, "the first segments", |w| {
+        w.client.conn().stats().segments_received >= 3
+    });
+    w.client.conn().terminate(S).unwrap();
+    wait(&mut w, "reuse allowed", |w| {
+        w.client.conn().initiate(S, cpd, b"again").is_ok()
+    });
+    let before = read(&w.client, cr, 0, 256 << 10);
+    let recv_before = w.client.conn().stats().segments_received;
+    w.run_for(Duration::from_secs(5));
+    let after = read(&w.client, cr, 0, 256 << 10);
+    let changed = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+    let recv_after = w.client.conn().stats().segments_received;
+    assert_eq!(
+        changed,
+        0,
+        "{changed} bytes of the old session placed during the new one \
+         ({} old segments reached the new session; client events {:?})",
+        recv_after - recv_before,
+        session_events(&w.client, S)
+    );
+}
+
+/// RFC 5043 §9 / §6 ("DDP-SSNs ... MUST NOT have any gaps") / liveness. At the smallest
+/// path MTU the association accepts (544, `MIN_PATH_MTU`; also what `set_path_mtu` clamps an
+/// ICMP "packet too big" to), `Association::max_message()` is 516 but `ddp::mulpdu` floors the
+/// segment at 516 + 2 bytes of DDP-SSN = 518. conn.rs `send_one` takes the DDP-SSN
+/// (`next_ddp_ssn`) and then `Association::send` fails with `TooBig`, which is treated as
+/// `Turn::Done`: the DDP-SSN is burnt, the stream leaves the ready list, the send never
+/// completes (and every later pump burns another DDP-SSN on the same message).
+#[test]
+fn rfc5043_9_smallest_path_mtu_carries_516_byte_segments() {
+    let mut w = World::perfect(ddpdk_dataplane::sctp::MIN_PATH_MTU);
+    w.establish();
+    let (_, spd) = open(&mut w, S);
+    let (_, sreg) = region(&mut w.server, spd, 8192, Access::REMOTE_WRITE, Some(S));
+    let sizes = w.client.conn().max_sizes();
+    // A message the ULP was told fits one segment.
+    w.client
+        .conn()
+        .post_send(tagged(1, S, sreg.stag, sreg.to_base, vec![7; sizes.tagged]))
+        .unwrap();
+    w.run_for(Duration::from_secs(10));
+    assert_eq!(
+        w.client
+            .completions
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        vec![(1, Status::Success)],
+        "max_sizes {sizes:?}, max_message {}, client stats {:?}",
+        w.client.conn().association().max_message(),
+        w.client.conn().stats()
+    );
+}
+
+/// Accounting: a send's outcome is reported when it fails even if unsignaled (`SendRequest::
+/// signaled`: "failures always are"; `Status::Flushed`: "its delivery is unknown: the session
+/// or association ended first"). An unsignaled send wholly handed to SCTP and then lost with
+/// the association gets no completion: conn.rs `send_one` records `completion: None` for it
+/// and `end_all_sessions` flushes only in-flight entries with `Some`. (Queued, not yet handed
+/// over, unsignaled sends *are* flushed by `flush`, so the two halves disagree.)
+#[test]
+fn unsignaled_send_in_flight_is_flushed_when_the_association_ends() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (_, spd) = open(&mut w, S);
+    let (_, sreg) = region(&mut w.server, spd, 8192, Access::REMOTE_WRITE, Some(S));
+    let mut req = tagged(1, S, sreg.stag, sreg.to_base, vec![7; 100]);
+    req.signaled = false;
+    w.client.conn().post_send(req).unwrap();
+    assert_eq!(w.client.conn().stats().messages_sent, 1, "handed to SCTP");
+    // The association ends before the SACK.
+    w.client.conn().abort();
+    w.flush();
+    assert_eq!(
+        w.client
+            .completions
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        vec![(1, Status::Flushed)]
+    );
+}
+
+/// RFC 5041 §8.2 / §8.3.1 item 2: "if an STag is limited in scope to a single DDP Stream, no
+/// other DDP Stream can use the STag". Stream identities are unique per session across every
+/// connection of the process, so a registration bound to one never passes the stream check of
+/// another (found by review: identities once packed a 32-bit connection number into 16 bits).
+#[test]
+fn rfc5041_8_2_stream_identities_are_unique_across_connections() {
+    let mut ep = Endpoint::new(sctp(SRV_PORT, 16), [3; 32]).unwrap();
+    let now = Instant::from_nanos(1);
+    let limit = PendingLimit::new(4);
+    let mut ids = std::collections::HashSet::new();
+    let mut first = None;
+    for port in 0..100u16 {
+        let c = Connection::new(
+            ep.connect(now, raw_addr(), RAW_PORT + port),
+            ConnConfig::default(),
+            limit.clone(),
+        );
+        for s in 0..4 {
+            if let Some(id) = c.stream_id(s) {
+                assert!(ids.insert(id), "{id:?} reused");
+                first.get_or_insert(id);
+            }
+        }
+    }
+    assert_eq!(ids.len(), 400, "100 connections of 4 streams each");
+    let (mut memory, _) = Memory::new(16, 0, 99);
+    let pd = memory.alloc_pd();
+    let r = memory.alloc_region(4096).unwrap();
+    let reg = memory
+        .register(MemoryRegistration {
+            pd,
+            region: r,
+            offset: 0,
+            len: 4096,
+            access: Access::REMOTE_WRITE,
+            stream: first,
+            to_base: 0,
+        })
+        .unwrap();
+    for id in ids.iter().filter(|id| Some(**id) != first) {
+        assert_eq!(
+            memory.stags().check_tagged(reg.stag, 0, 100, *id, pd),
+            Err(ddpdk_dataplane::wire::ddp::DdpError::StagNotAssociated)
+        );
+    }
+}
+
+/// RFC 9260 §5.2.4 restart with DATA bundled behind the COOKIE ECHO (allowed, §5.1), carrying
+/// the restarted peer's first Initiate (RFC 5043 §6.2). conn.rs routes DATA chunks during
+/// `Association::handle`, but handles `Event::Restarted` only afterwards in `after_sctp`: the
+/// new incarnation's Initiate reaches the *old* session state and is then wiped by
+/// `end_all_sessions` (`association_ended` clears the session, and it never sends the
+/// Terminate §6.4 would owe). The new peer never gets an answer.
+#[test]
+fn rfc9260_5_2_4_initiate_bundled_with_a_restart_reaches_the_new_session() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    // The peer restarts: a new endpoint incarnation on the same address and port, with its
+    // first Initiate queued before the handshake (it rides with the COOKIE ECHO).
+    let mut ep2 = Endpoint::new(sctp(RAW_PORT, 256), [8; 32]).unwrap();
+    let mut raw2 = ep2.connect(d.now, srv_addr(), SRV_PORT);
+    raw2.send(2, 17, &ctl(0, 1, b"new incarnation")).unwrap();
+    d.raw = raw2;
+    d.raw_rx.clear();
+    d.run_for(Duration::from_secs(5));
+    assert!(
+        d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::PeerRestarted)),
+        "restart seen: {:?}",
+        d.inds
+    );
+    assert_eq!(
+        d.conn().session_state(2),
+        Some(State::InitiateReceived),
+        "events on stream 2: {:?}; raw peer got {:?}",
+        d.events(2),
+        d.raw_rx
+    );
+}
+
+/// A restarted peer may negotiate fewer streams (`adopt_cookie` sets `streams` from the new
+/// cookie), but conn.rs only ever grows `streams` (`grow_streams`), so `check_stream` keeps
+/// accepting stream ids the association no longer has. `initiate` returns Ok, then `send_one`
+/// gets `SendError::InvalidStream` from SCTP, treats it as `Turn::Done` and drops the Initiate:
+/// the session sits in InitiateSent forever with nothing sent and no error.
+#[test]
+fn streams_lost_in_a_restart_refuse_initiate() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    let mut cfg = sctp(RAW_PORT, 256);
+    cfg.streams = 2;
+    let mut ep2 = Endpoint::new(cfg, [8; 32]).unwrap();
+    d.raw = ep2.connect(d.now, srv_addr(), SRV_PORT);
+    d.run_for(Duration::from_secs(2));
+    assert!(d
+        .inds
+        .iter()
+        .any(|i| matches!(i, Indication::PeerRestarted)));
+    let streams = d.conn().association().streams();
+    let r = d.conn().initiate(5, pd, b"");
+    d.run_for(Duration::from_secs(5));
+    assert!(
+        r.is_err() || d.conn().session_state(5) != Some(State::InitiateSent),
+        "association has {streams} streams; initiate(5) = {r:?}; state {:?}; control sent {}",
+        d.conn().session_state(5),
+        d.conn().stats().control_sent
+    );
+}
+
+/// memory.rs `deregister` documents "once this returns Ok, no data core can place into the
+/// memory through `stag`" (RFC 5041 §8.3.1 items 4 and 6: revoking the buffer). A posted
+/// receive made from that registration (`Memory::receive_buffer` copies the region slice out
+/// of it) keeps receiving peer bytes after the deregistration: nothing ties a
+/// `PostedBuffer` to its STag. Low severity (local ULP must not deregister posted memory), but
+/// the memory may already be re-registered elsewhere.
+#[test]
+fn rfc5041_8_3_1_deregistration_stops_posted_receives() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    let r = d.memory.alloc_region(4096).unwrap();
+    let reg = d
+        .memory
+        .register(MemoryRegistration {
+            pd,
+            region: r,
+            offset: 0,
+            len: 4096,
+            access: Access::LOCAL_WRITE,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    let b = d.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
+    d.conn().post_recv(S, 0, 11, b).unwrap();
+    d.memory.deregister(reg.stag).unwrap();
+    d.send(S, 16, &useg(1, true, 0, 1, 0, b"after deregister"));
+    d.settle();
+    let mut got = vec![0u8; 16];
+    d.memory.region(r).unwrap().read(0, &mut got).unwrap();
+    assert_ne!(
+        &got[..],
+        b"after deregister",
+        "placed into deregistered memory: {:?}",
+        d.inds
+    );
+}
+
+/// Robustness probe (expected to pass): crafted chunks — short, huge MSN/QN/TO, wrapping
+/// DDP-SSNs, Initiates on used streams, unknown PPIDs — must not panic the receive path.
+#[test]
+fn crafted_chunks_do_not_panic() {
+    let mut rng = world::Rng::new(77);
+    for round in 0..40 {
+        let mut d = Duo::new(1024);
+        let pd = d.memory.alloc_pd();
+        if round % 2 == 0 {
+            d.open(S, pd);
+            let r = d.memory.alloc_region(4096).unwrap();
+            let reg = d
+                .memory
+                .register(MemoryRegistration {
+                    pd,
+                    region: r,
+                    offset: 0,
+                    len: 4096,
+                    access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+                    stream: None,
+                    to_base: u64::MAX - 4096,
+                })
+                .unwrap();
+            for q in 0..3 {
+                let b = d.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
+                d.conn().post_recv(S, q, q as u64, b).unwrap();
+            }
+        }
+        for _ in 0..300 {
+            let stream = (rng.below(3)) as u16;
+            let ssn = match rng.below(4) {
+                0 => 0,
+                1 => rng.below(8) as u16,
+                2 => 0xffff - rng.below(4) as u16,
+                _ => rng.next_u64() as u16,
+            };
+            let chunk = match rng.below(7) {
+                0 => {
+                    let n = rng.below(4) as usize;
+                    (0..n).map(|_| rng.next_u64() as u8).collect::<Vec<u8>>()
+                }
+                1 => ctl(ssn, rng.below(6) as u16, &vec![1; rng.below(600) as usize]),
+                2 => tseg(
+                    ssn,
+                    rng.chance(0.5),
+                    rng.next_u64() as u32,
+                    u64::MAX - rng.below(5000),
+                    &vec![9; rng.below(1400) as usize],
+                ),
+                3 => useg(
+                    ssn,
+                    rng.chance(0.5),
+                    [0, 1, 2, u32::MAX][rng.below(4) as usize],
+                    [0, 1, 2, u32::MAX, u32::MAX - 1][rng.below(5) as usize],
+                    [0, 1, 255, u32::MAX - 10, u32::MAX][rng.below(5) as usize],
+                    &vec![9; rng.below(1400) as usize],
+                ),
+                4 => {
+                    let mut c = useg(ssn, true, 0, 1, 0, b"x");
+                    c[2] = rng.next_u64() as u8;
+                    c
+                }
+                5 => ctl(0, 1, b""),
+                _ => vec![0; 2 + rng.below(30) as usize],
+            };
+            let ppid = [16, 17, 16, 17, 0, 99][rng.below(6) as usize];
+            if chunk.is_empty() {
+                continue;
+            }
+            let _ = d.raw.send(stream, ppid, &chunk);
+            if rng.chance(0.1) {
+                d.settle();
+            }
+            if rng.chance(0.02) {
+                let _ = d.conn().terminate(stream);
+            }
+            if rng.chance(0.02) {
+                let _ = d.conn().accept(stream, pd, b"");
+            }
+        }
+        d.settle();
+        let st = *d.conn().stats();
+        assert!(
+            st.segments_received + st.control_received + st.unknown_ppid > 100,
+            "{st:?}"
+        );
+    }
+}
+
+/// Probe (expected to pass): DDP-SSN wrap past 65535 within one session.
+#[test]
+fn rfc5043_5_2_1_ddp_ssn_wraps_within_a_session() {
+    let mut d = Duo::new(1024);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    let n: u32 = 70_000;
+    for i in 1..=n {
+        d.send(S, 16, &tseg(i as u16, true, 1, 0, b""));
+        if i % 500 == 0 {
+            d.settle();
+            d.inds
+                .retain(|i| !matches!(i, Indication::TaggedDelivered { .. }));
+        }
+    }
+    d.settle();
+    assert!(
+        !d.inds.iter().any(|i| matches!(i, Indication::Error { .. })),
+        "{:?}",
+        d.inds
+    );
+    assert_eq!(d.conn().session_state(S), Some(State::Established));
+    assert_eq!(d.conn().stats().segments_received, u64::from(n));
+}
+
+/// RFC 5043 §6.1/§6.3 (normative order is the DDP-SSN's): the server initiates, the peer
+/// answers Reject(0) but also sends a segment with DDP-SSN 1, which arrives first. The active
+/// side opened its receive path at `initiate` and the session accepts any DDP-SSN > 0 before
+/// the answer, so the segment is placed and *delivered* to the ULP, which then learns the
+/// session was rejected (the Reject is then flagged AfterFinal). §6.3's point — no resources
+/// committed before the answer — is lost; the ULP sees a delivery on a never-accepted session.
+#[test]
+fn rfc5043_6_3_nothing_is_delivered_before_the_answer() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    assert!(d
+        .raw_rx
+        .iter()
+        .any(|(s, p, c)| *s == S && *p == 17 && c[2..4] == [0, 1]));
+    d.send(S, 16, &tseg(1, true, 0x1234, 0, b""));
+    d.send(S, 17, &ctl(0, 3, b"no"));
+    d.settle();
+    let delivered = d
+        .inds
+        .iter()
+        .any(|i| matches!(i, Indication::TaggedDelivered { stream: S, .. }));
+    assert!(!delivered, "delivered on a rejected session: {:?}", d.inds);
+}
