@@ -647,7 +647,9 @@ impl Connection {
             }
         }
         self.settle();
-        self.progress();
+        self.session_events();
+        self.pump();
+        self.session_events();
     }
 
     fn end_all_sessions(&mut self) {
@@ -676,6 +678,7 @@ impl Connection {
             s.control = None;
             s.session.association_ended();
         }
+        self.sink.touched = true;
         self.session_events();
     }
 
@@ -692,6 +695,7 @@ impl Connection {
                 if s.generation == f.generation {
                     // Only ever our own DDP-SSNs: an error here is a bug, not a peer's doing.
                     let _ = s.session.on_acked(f.ddp_ssn);
+                    self.sink.touched = true;
                 }
             }
             if let Some((wr_id, true)) = f.completion {
@@ -706,7 +710,9 @@ impl Connection {
         }
     }
 
+    /// After a ULP call: its session events, more to send, and what sending caused.
     fn progress(&mut self) {
+        self.sink.touched = true;
         self.session_events();
         self.pump();
         self.session_events();
@@ -714,6 +720,9 @@ impl Connection {
 
     /// Moves session events to the ULP; a session that ended flushes its stream.
     fn session_events(&mut self) {
+        if !std::mem::take(&mut self.sink.touched) {
+            return;
+        }
         for (i, s) in self.streams.iter_mut().enumerate() {
             // Any event may come with a control message to send (an Accept proving the
             // Initiate arrived releases a held-back Terminate, §6.6).
@@ -762,6 +771,7 @@ impl Connection {
         let s = &mut self.streams[i];
         // Control messages first: they open and close the session.
         if let Some(t) = s.control.take().or_else(|| s.session.poll_transmit()) {
+            self.sink.touched = true;
             let repr = t.repr();
             let mut buf = [0u8; 4 + 512];
             let n = repr.buffer_len();
@@ -797,6 +807,7 @@ impl Connection {
             // §7.1: the one further message after a receive error has gone; end the session.
             if s.grace == Some(0) && !matches!(s.session.state(), State::Terminated(_)) {
                 let _ = s.session.terminate();
+                self.sink.touched = true;
                 return Turn::Sent;
             }
             return Turn::Done;
@@ -952,6 +963,9 @@ struct Sink {
     stats: ConnStats,
     /// Send work requests not yet wholly handed to SCTP.
     queued_sends: usize,
+    /// A session may have events: set wherever a session is called for anything but an
+    /// in-order segment, so the per-packet path does not visit every stream for nothing.
+    touched: bool,
 }
 
 /// Moves one stream's session events to the ULP and, once its session has ended, flushes its
@@ -1055,6 +1069,7 @@ fn route(
     match m.ppid {
         PPID_SESSION_CONTROL => {
             out.stats.control_received += 1;
+            out.touched = true;
             let Ok(p) = SessionControlPacket::new_checked(m.data) else {
                 let _ = s.session.on_truncated();
                 return;
@@ -1088,10 +1103,12 @@ fn route(
             out.stats.segments_received += 1;
             let Some(ssn) = m.data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
                 let _ = s.session.on_truncated();
+                out.touched = true;
                 return;
             };
             if s.session.on_segment(ssn).is_err() {
                 out.stats.refused_by_session += 1;
+                out.touched = true;
                 return;
             }
             // After the session ended, only the peer's own last segments, overtaken by its

@@ -4,6 +4,11 @@
 //! of the same payload bytes to the same offsets of the same region, in the same run. The ratio
 //! copy time / receive-path time is the placement efficiency (1.0 = as fast as memcpy).
 //!
+//! Two receive paths per size: `stream` (the association feeding `StreamRx` directly) and
+//! `conn` (the ULP API's `Connection`: the session's legality and window check on every
+//! segment, routing, indications), over the same packets; the session's Initiate rides with
+//! the COOKIE ECHO.
+//!
 //! `cargo run --release -p ddpdk-benches --bin ddp-rx-bench -- --sizes 64,512,1438,8938`
 
 use std::hint::black_box;
@@ -11,8 +16,11 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallClock;
 
 use clap::Parser;
+use ddpdk_control::conn::{Accept, ConnConfig, Indication as UlpIndication, Listener};
+use ddpdk_control::memory::{Memory, MemoryRegistration};
+use ddpdk_control::session::PendingLimit;
 use ddpdk_dataplane::ddp::{self, Indication, StreamRx, StreamTx, Target};
-use ddpdk_dataplane::mem::{Access, Pd, RegionSlice, Registration, StagTable, StreamId};
+use ddpdk_dataplane::mem::{Access, Pd, StreamId};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant, Message, Outcome};
 
@@ -33,7 +41,6 @@ const REGION: usize = 1 << 30;
 const SECRET: [u8; 32] = [0x42; 32];
 const C: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
 const S: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
-const PD: Pd = Pd(1);
 const SID: StreamId = StreamId(1);
 
 fn config(port: u16) -> Config {
@@ -80,6 +87,8 @@ fn build(size: usize, n: usize, stag: u32, now: Instant) -> Frames {
     };
     c.handle(now, &out[..m], &mut |_: Message<'_>| {})
         .expect("INIT ACK");
+    // The DDP Stream Session Initiate (RFC 5043 §6.2) rides with the COOKIE ECHO.
+    c.send(1, 17, &[0, 0, 0, 1]).expect("Initiate");
     let n2 = c.poll_transmit(now, &mut buf).expect("COOKIE ECHO");
     let echo = buf[..n2].to_vec();
     let mut s = receiver(now, &echo);
@@ -158,45 +167,51 @@ fn flush(s: &mut Association, c: &mut Association, t: &mut Instant, out: &mut [u
 
 fn main() {
     let args = Args::parse();
+    // One Memory for both receive paths: its STag table is what they check against, its
+    // region what they place into, and the memcpy baseline copies into the same region.
+    let (mut memory, _) = Memory::new(64, 0, 9);
     let region = Region::new(REGION).expect("1 GiB region");
     if !region.huge() {
         eprintln!("warning: no free huge pages; the region is on normal pages");
     }
-    let regions = vec![region];
+    // Touch every page once, so no path pays for first-touch faults the other does not.
+    region.fill(0, REGION, 0).expect("in the region");
+    let region = memory.add_region(region);
+    let pd = memory.alloc_pd();
     let now = Instant::from_nanos(1_000_000_000);
     println!("size   segments  packets | receive path: Mpps  GB/s | memcpy: GB/s | efficiency");
     for &size in &args.sizes {
-        let mut stags = StagTable::new(16, 9);
-        let stag = stags
-            .register(Registration {
-                pd: PD,
-                access: Access::REMOTE_WRITE,
-                stream: Some(SID),
-                to_base: 0,
+        let reg = memory
+            .register(MemoryRegistration {
+                pd,
+                region,
+                offset: 0,
                 len: REGION as u64,
-                memory: RegionSlice {
-                    region: 0,
-                    offset: 0,
-                },
+                access: Access::REMOTE_WRITE,
+                stream: None,
+                to_base: 0,
             })
             .expect("register");
         let n = (args.bytes / size).max(1);
-        let frames = build(size, n, stag.0, now);
+        let frames = build(size, n, reg.stag.0, now);
         let mut effs = Vec::new();
+        let mut conn_effs = Vec::new();
         for round in 0..args.rounds {
             // The receive path, from a fresh association and stream each round.
             let mut assoc = receiver(now, &frames.echo);
-            let mut rx = StreamRx::new(SID, PD, 1, 1, 1);
+            let mut rx = StreamRx::new(SID, pd, 1, 1, 1);
             let mut sack = vec![0u8; 65536];
             let mut delivered = 0u64;
             let mut errors = 0u64;
             let t0 = WallClock::now();
             for pkt in &frames.packets {
                 let _ = assoc.handle(now, pkt, &mut |m: Message<'_>| {
-                    rx.on_segment(m.data, &stags, &regions, &mut |i| match i {
-                        Indication::Delivered { .. } => delivered += 1,
-                        Indication::Error { .. } => errors += 1,
-                    });
+                    if m.ppid == 16 {
+                        rx.on_segment(m.data, memory.stags(), &memory, &mut |i| match i {
+                            Indication::Delivered { .. } => delivered += 1,
+                            Indication::Error { .. } => errors += 1,
+                        });
+                    }
                 });
                 while let Some(k) = assoc.poll_transmit(now, &mut sack) {
                     black_box(&sack[..k]);
@@ -208,30 +223,79 @@ fn main() {
                 (n as u64, 0),
                 "every segment placed and delivered"
             );
-            // memcpy of the same payload bytes to the same offsets.
-            let t1 = WallClock::now();
-            for &(p, start, len, off) in &frames.copies {
-                regions[0]
-                    .place(off as u64, &frames.packets[p][start..start + len])
-                    .expect("in the region");
-            }
-            black_box(&regions);
-            let copy = t1.elapsed().as_secs_f64();
+            let copy = memcpy(&frames, &memory);
+            let conn_time = through_connection(&frames, &memory, pd, now, n);
             let bytes = (n * size) as f64;
-            let eff = copy / ours;
-            effs.push(eff);
-            println!(
-                "{size:>5} {n:>9} {:>8} | round {round}: {:>6.2} {:>6.2} | {:>6.2} | {eff:.3}",
-                frames.packets.len(),
-                n as f64 / ours / 1e6,
-                bytes / ours / 1e9,
-                bytes / copy / 1e9,
-            );
+            for (path, time, list) in [
+                ("stream", ours, &mut effs),
+                ("conn  ", conn_time, &mut conn_effs),
+            ] {
+                let eff = copy / time;
+                list.push(eff);
+                println!(
+                    "{size:>5} {n:>9} {:>8} | {path} {round}: {:>6.2} {:>6.2} | {:>6.2} | {eff:.3}",
+                    frames.packets.len(),
+                    n as f64 / time / 1e6,
+                    bytes / time / 1e9,
+                    bytes / copy / 1e9,
+                );
+            }
         }
         effs.sort_by(f64::total_cmp);
+        conn_effs.sort_by(f64::total_cmp);
         println!(
-            "{size:>5} median placement efficiency {:.3}",
-            effs[effs.len() / 2]
+            "{size:>5} median placement efficiency: stream {:.3}, conn {:.3}",
+            effs[effs.len() / 2],
+            conn_effs[conn_effs.len() / 2]
         );
     }
+}
+
+/// A plain copy of every payload to the offset its segment names, in the same region: the
+/// baseline. Returns seconds.
+fn memcpy(frames: &Frames, memory: &Memory) -> f64 {
+    let r = &memory.regions()[0];
+    let t = WallClock::now();
+    for &(p, start, len, off) in &frames.copies {
+        r.place(off as u64, &frames.packets[p][start..start + len])
+            .expect("in the region");
+    }
+    black_box(r);
+    t.elapsed().as_secs_f64()
+}
+
+/// The same packets through a `Connection` made by a `Listener` from the same COOKIE ECHO (its
+/// session's Initiate accepted), placing into the same memory. Returns seconds.
+fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n: usize) -> f64 {
+    let ep = Endpoint::new(config(5002), SECRET).expect("config");
+    let mut listener = Listener::new(ep, ConnConfig::default(), PendingLimit::new(4));
+    let mut out = vec![0u8; 65536];
+    let Accept::Connection(mut conn) = listener.handle(now, C, &frames.echo, &mut out, memory)
+    else {
+        panic!("COOKIE ECHO not accepted")
+    };
+    conn.accept(1, pd, b"").expect("accept the Initiate");
+    while conn.poll_indication().is_some() {}
+    let mut sack = vec![0u8; 65536];
+    let (mut delivered, mut other) = (0u64, 0u64);
+    let t0 = WallClock::now();
+    for pkt in &frames.packets {
+        let _ = conn.handle(now, pkt, memory);
+        while let Some(k) = conn.poll_transmit(now, &mut sack) {
+            black_box(&sack[..k]);
+        }
+        while let Some(i) = conn.poll_indication() {
+            match i {
+                UlpIndication::TaggedDelivered { .. } => delivered += 1,
+                _ => other += 1,
+            }
+        }
+    }
+    let t = t0.elapsed().as_secs_f64();
+    assert_eq!(
+        (delivered, other),
+        (n as u64, 0),
+        "every segment placed and delivered through the connection"
+    );
+    t
 }
