@@ -8,6 +8,8 @@
 //! - [`ddp`]: DDP receive-side message completion and in-order delivery.
 //! - [`mem`]: Steering Tags, protection domains, untagged receive queues: the RFC 5041 §7.1
 //!   checks before placement.
+//! - [`net`]: our link and network addresses: frames sorted, ARP and IPv6 Neighbor Discovery
+//!   answered, SCTP packets framed for the wire.
 
 // `unsafe` is allowed only in the DPDK port layer (`port::dpdk`), which opts in.
 #![deny(unsafe_code)]
@@ -16,6 +18,7 @@ pub mod config;
 pub mod ddp;
 pub mod fwd;
 pub mod mem;
+pub mod net;
 pub mod port;
 pub mod sctp;
 pub mod wire;

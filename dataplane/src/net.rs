@@ -1,0 +1,837 @@
+//! The endpoint's own link and network addresses, sans-IO: which received frames are ours,
+//! ARP (RFC 826) and IPv6 Neighbor Discovery (RFC 4861 §7) answered for our addresses, and
+//! outgoing SCTP packets framed in Ethernet and IPv4 or IPv6, so the endpoint works on a real
+//! segment or a veth without static tables.
+//!
+//! [`Interface::receive`] sorts every frame into: an SCTP packet for one of our addresses, a
+//! reply to send (ARP reply, Neighbor Advertisement), or a drop with its reason, counted.
+//! Neighbours are learnt from ARP, from Neighbor Discovery and from the source of every SCTP
+//! packet we accept, in a small fixed table (no allocation after creation).
+//! [`Interface::frame_sctp`] writes the Ethernet and IP headers in front of an SCTP packet the
+//! caller has already placed at [`Interface::header_len`]; when the neighbour is unknown it
+//! writes a solicitation instead and says so.
+
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use etherparse::Icmpv6Type;
+
+use crate::wire::link::{
+    self, ether_type, SctpFrame, ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4,
+    ETHERTYPE_IPV6, IP_PROTO_SCTP,
+};
+use crate::wire::Error;
+
+pub const IPV4_HEADER_LEN: usize = 20;
+pub const IPV6_HEADER_LEN: usize = 40;
+const ARP_LEN: usize = 28;
+const ICMPV6: u8 = 58;
+const ND_SOLICIT: u8 = 135;
+const ND_ADVERT: u8 = 136;
+/// RFC 4861 §7.1.1 / §7.1.2: Neighbor Discovery messages must arrive with hop limit 255.
+const ND_HOP_LIMIT: u8 = 255;
+const BROADCAST: [u8; 6] = [0xff; 6];
+/// Hop limit / TTL of the packets we send.
+const TTL: u8 = 64;
+
+/// Why a frame was not ours to take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drop {
+    /// Neither IPv4, IPv6 nor ARP.
+    OtherEtherType,
+    /// Addressed to another MAC (not broadcast, not an IPv6 multicast we listen to).
+    OtherMac,
+    /// An IP packet for an address that is not ours.
+    OtherAddress,
+    /// IP, but neither SCTP nor Neighbor Discovery.
+    OtherProtocol,
+    /// An IP fragment: SCTP packets are never fragmented by us, and reassembly is not done.
+    Fragment,
+    /// IPv4 header checksum wrong.
+    BadIpChecksum,
+    /// Shorter than its headers, or a header that cannot be.
+    Malformed,
+    /// ARP that is not a request for one of our IPv4 addresses (replies are only learnt).
+    ArpNotForUs,
+    /// Neighbor Discovery that fails RFC 4861 §7.1 validity (hop limit, code, length) or is
+    /// not a solicitation for our address.
+    NdNotForUs,
+}
+
+/// Counters: every frame lands in exactly one of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InterfaceStats {
+    pub sctp: u64,
+    pub arp_replies: u64,
+    pub nd_adverts: u64,
+    /// ARP replies and Neighbor Advertisements for us, learnt.
+    pub neighbour_answers: u64,
+    pub other_ether_type: u64,
+    pub other_mac: u64,
+    pub other_address: u64,
+    pub other_protocol: u64,
+    pub fragments: u64,
+    pub bad_ip_checksum: u64,
+    pub malformed: u64,
+    pub arp_not_for_us: u64,
+    pub nd_not_for_us: u64,
+    /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
+    pub solicitations: u64,
+}
+
+/// What a received frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rx<'a> {
+    /// An SCTP packet for one of our addresses (its CRC32c not yet checked).
+    Sctp(SctpFrame<'a>),
+    /// A reply of this many bytes is in the output buffer: send it.
+    Reply(usize),
+    /// Taken by the interface itself (an ARP reply or Neighbor Advertisement for us, learnt);
+    /// nothing to send.
+    Consumed,
+    Dropped(Drop),
+}
+
+/// [`Interface::frame_sctp`] could not frame the packet: the neighbour's MAC is unknown. A
+/// solicitation of this many bytes is in the output buffer instead (send it; the SCTP packet
+/// is lost, and SCTP retransmits it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unresolved {
+    pub solicitation: usize,
+}
+
+/// How many neighbours are remembered (replaced oldest first).
+pub const NEIGHBOURS: usize = 64;
+
+/// One port's addresses and neighbours.
+#[derive(Debug, Clone)]
+pub struct Interface {
+    mac: [u8; 6],
+    ipv4: Option<Ipv4Addr>,
+    ipv6: Option<Ipv6Addr>,
+    neighbours: [(IpAddr, [u8; 6]); NEIGHBOURS],
+    used: usize,
+    next_victim: usize,
+    ip_id: u16,
+    stats: InterfaceStats,
+}
+
+impl Interface {
+    pub fn new(mac: [u8; 6], ipv4: Option<Ipv4Addr>, ipv6: Option<Ipv6Addr>) -> Interface {
+        Interface {
+            mac,
+            ipv4,
+            ipv6,
+            neighbours: [(IpAddr::V4(Ipv4Addr::UNSPECIFIED), [0; 6]); NEIGHBOURS],
+            used: 0,
+            next_victim: 0,
+            ip_id: 0,
+            stats: InterfaceStats::default(),
+        }
+    }
+
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    pub fn stats(&self) -> &InterfaceStats {
+        &self.stats
+    }
+
+    /// Whether `ip` is one of our addresses.
+    pub fn is_ours(&self, ip: IpAddr) -> bool {
+        match ip {
+            IpAddr::V4(a) => self.ipv4 == Some(a),
+            IpAddr::V6(a) => self.ipv6 == Some(a),
+        }
+    }
+
+    /// The MAC of neighbour `ip`, if known.
+    pub fn neighbour(&self, ip: IpAddr) -> Option<[u8; 6]> {
+        self.neighbours[..self.used]
+            .iter()
+            .find(|(a, _)| *a == ip)
+            .map(|(_, m)| *m)
+    }
+
+    /// Remembers (or refreshes) a neighbour; also a way to configure one statically.
+    pub fn learn(&mut self, ip: IpAddr, mac: [u8; 6]) {
+        if ip.is_unspecified() || ip.is_multicast() || mac == BROADCAST || mac[0] & 1 != 0 {
+            return;
+        }
+        if let Some(e) = self.neighbours[..self.used]
+            .iter_mut()
+            .find(|(a, _)| *a == ip)
+        {
+            e.1 = mac;
+            return;
+        }
+        let slot = if self.used < NEIGHBOURS {
+            self.used += 1;
+            self.used - 1
+        } else {
+            let v = self.next_victim;
+            self.next_victim = (v + 1) % NEIGHBOURS;
+            v
+        };
+        self.neighbours[slot] = (ip, mac);
+    }
+
+    /// Sorts one received frame; a reply, if any, is written to `out` (at least 86 bytes).
+    pub fn receive<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
+        let rx = self.classify(frame, out);
+        let s = &mut self.stats;
+        match rx {
+            Rx::Sctp(_) => s.sctp += 1,
+            Rx::Reply(_) => {}
+            Rx::Consumed => s.neighbour_answers += 1,
+            Rx::Dropped(d) => match d {
+                Drop::OtherEtherType => s.other_ether_type += 1,
+                Drop::OtherMac => s.other_mac += 1,
+                Drop::OtherAddress => s.other_address += 1,
+                Drop::OtherProtocol => s.other_protocol += 1,
+                Drop::Fragment => s.fragments += 1,
+                Drop::BadIpChecksum => s.bad_ip_checksum += 1,
+                Drop::Malformed => s.malformed += 1,
+                Drop::ArpNotForUs => s.arp_not_for_us += 1,
+                Drop::NdNotForUs => s.nd_not_for_us += 1,
+            },
+        }
+        rx
+    }
+
+    fn classify<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
+        let Some(dst) = frame.get(..6) else {
+            return Rx::Dropped(Drop::Malformed);
+        };
+        // Ours, broadcast, or IPv6 multicast (33:33:..., RFC 2464 §7: solicited-node
+        // addresses for Neighbor Discovery).
+        let multicast6 = dst[0] == 0x33 && dst[1] == 0x33;
+        if dst != self.mac && dst != BROADCAST && !multicast6 {
+            return Rx::Dropped(Drop::OtherMac);
+        }
+        match ether_type(frame) {
+            Some(ETHERTYPE_ARP) => self.arp(frame, out),
+            Some(ETHERTYPE_IPV4) | Some(ETHERTYPE_IPV6) => self.ip(frame, out),
+            Some(_) => Rx::Dropped(Drop::OtherEtherType),
+            None => Rx::Dropped(Drop::Malformed),
+        }
+    }
+
+    fn ip<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
+        match link::parse_sctp(frame) {
+            Ok(f) => {
+                if !self.is_ours(f.ip.dst()) {
+                    return Rx::Dropped(Drop::OtherAddress);
+                }
+                // Only unicast to our MAC carries SCTP for us.
+                if frame[..6] != self.mac {
+                    return Rx::Dropped(Drop::OtherMac);
+                }
+                self.learn(f.ip.src(), f.src_mac);
+                Rx::Sctp(f)
+            }
+            Err(Error::Unsupported) => self.neighbour_discovery(frame, out),
+            Err(Error::Fragment) => Rx::Dropped(Drop::Fragment),
+            Err(Error::BadChecksum) => Rx::Dropped(Drop::BadIpChecksum),
+            Err(_) => Rx::Dropped(Drop::Malformed),
+        }
+    }
+
+    /// RFC 826: answer a request for our IPv4 address; learn the sender of any ARP for us.
+    fn arp<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
+        let off = arp_offset(frame);
+        let Some(a) = frame.get(off..off + ARP_LEN) else {
+            return Rx::Dropped(Drop::Malformed);
+        };
+        // Ethernet (1) / IPv4 (0x0800), 6-byte and 4-byte addresses.
+        if a[..6] != [0, 1, 0x08, 0x00, 6, 4] {
+            return Rx::Dropped(Drop::ArpNotForUs);
+        }
+        let op = u16::from_be_bytes([a[6], a[7]]);
+        let sha: [u8; 6] = a[8..14].try_into().unwrap_or_default();
+        let spa = Ipv4Addr::new(a[14], a[15], a[16], a[17]);
+        let tpa = Ipv4Addr::new(a[24], a[25], a[26], a[27]);
+        let Some(ours) = self.ipv4.filter(|ip| *ip == tpa) else {
+            return Rx::Dropped(Drop::ArpNotForUs);
+        };
+        self.learn(IpAddr::V4(spa), sha);
+        match op {
+            1 => {}
+            2 => return Rx::Consumed,
+            _ => return Rx::Dropped(Drop::ArpNotForUs),
+        }
+        let Some(o) = out.get_mut(..ETHERNET_HEADER_LEN + ARP_LEN) else {
+            return Rx::Dropped(Drop::Malformed);
+        };
+        ethernet(o, sha, self.mac, ETHERTYPE_ARP);
+        write_arp(&mut o[ETHERNET_HEADER_LEN..], 2, self.mac, ours, sha, spa);
+        self.stats.arp_replies += 1;
+        Rx::Reply(o.len())
+    }
+
+    /// RFC 4861 §7.2.3-§7.2.4: answer a Neighbor Solicitation for our IPv6 address with a
+    /// solicited Neighbor Advertisement carrying our link-layer address.
+    fn neighbour_discovery<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
+        // Untagged frames only: Neighbor Discovery on a VLAN is not ours to answer here.
+        let ip = ETHERNET_HEADER_LEN;
+        let Some(h) = frame.get(ip..ip + IPV6_HEADER_LEN) else {
+            return Rx::Dropped(Drop::OtherProtocol);
+        };
+        if ether_type(frame) != Some(ETHERTYPE_IPV6) || h[0] >> 4 != 6 || h[6] != ICMPV6 {
+            return Rx::Dropped(Drop::OtherProtocol);
+        }
+        let Some(ours) = self.ipv6 else {
+            return Rx::Dropped(Drop::NdNotForUs);
+        };
+        let payload_len = usize::from(u16::from_be_bytes([h[4], h[5]]));
+        let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).unwrap_or_default());
+        let Some(icmp) = frame.get(ip + IPV6_HEADER_LEN..ip + IPV6_HEADER_LEN + payload_len) else {
+            return Rx::Dropped(Drop::Malformed);
+        };
+        // §7.1.1 / §7.1.2: hop limit 255, code 0, at least 24 bytes.
+        let kind = icmp.first().copied();
+        if h[7] != ND_HOP_LIMIT
+            || icmp.len() < 24
+            || icmp[1] != 0
+            || !matches!(kind, Some(ND_SOLICIT | ND_ADVERT))
+        {
+            return Rx::Dropped(Drop::NdNotForUs);
+        }
+        let target = Ipv6Addr::from(<[u8; 16]>::try_from(&icmp[8..24]).unwrap_or_default());
+        // The link-layer address option: source (type 1) in a solicitation, target (type 2)
+        // in an advertisement (§4.6.1); the frame's source if there is none.
+        let want_option = if kind == Some(ND_SOLICIT) { 1 } else { 2 };
+        let mut link_addr = [0u8; 6];
+        link_addr.copy_from_slice(&frame[6..12]);
+        let mut opt = &icmp[24..];
+        while opt.len() >= 8 {
+            let len = usize::from(opt[1]) * 8;
+            if len == 0 || len > opt.len() {
+                return Rx::Dropped(Drop::NdNotForUs);
+            }
+            if opt[0] == want_option && len == 8 {
+                link_addr.copy_from_slice(&opt[2..8]);
+            }
+            opt = &opt[len..];
+        }
+        if kind == Some(ND_ADVERT) {
+            // §7.2.5: an advertisement teaches the target's link-layer address.
+            if target.is_multicast() || target == ours {
+                return Rx::Dropped(Drop::NdNotForUs);
+            }
+            self.learn(IpAddr::V6(target), link_addr);
+            return Rx::Consumed;
+        }
+        if target != ours {
+            return Rx::Dropped(Drop::NdNotForUs);
+        }
+        let reply_mac = link_addr;
+        // §7.2.4: to the solicitor, or to all nodes if it has no address yet (DAD).
+        let (dst, dst_mac, solicited) = if src.is_unspecified() {
+            (
+                Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1),
+                [0x33, 0x33, 0, 0, 0, 1],
+                false,
+            )
+        } else {
+            self.learn(IpAddr::V6(src), reply_mac);
+            (src, reply_mac, true)
+        };
+        let len = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN + 32;
+        let Some(o) = out.get_mut(..len) else {
+            return Rx::Dropped(Drop::Malformed);
+        };
+        ethernet(o, dst_mac, self.mac, ETHERTYPE_IPV6);
+        ipv6_header(
+            &mut o[ETHERNET_HEADER_LEN..],
+            ours,
+            dst,
+            ICMPV6,
+            32,
+            ND_HOP_LIMIT,
+        );
+        // R = 0 (not a router), S = solicited, O = override (§4.4).
+        let flags = if solicited { 0x60 } else { 0x20 };
+        let mut body = [0u8; 24];
+        body[..16].copy_from_slice(&ours.octets());
+        body[16] = 2; // target link-layer address
+        body[17] = 1;
+        body[18..24].copy_from_slice(&self.mac);
+        let icmp_out = &mut o[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
+        write_icmpv6(icmp_out, ND_ADVERT, [flags, 0, 0, 0], &body, ours, dst);
+        self.stats.nd_adverts += 1;
+        Rx::Reply(len)
+    }
+
+    /// Bytes of Ethernet and IP header in front of an SCTP packet to `dst`.
+    pub fn header_len(dst: IpAddr) -> usize {
+        ETHERNET_HEADER_LEN
+            + match dst {
+                IpAddr::V4(_) => IPV4_HEADER_LEN,
+                IpAddr::V6(_) => IPV6_HEADER_LEN,
+            }
+    }
+
+    /// Frames the SCTP packet of `sctp_len` bytes the caller placed at
+    /// `out[header_len(dst)..]`, to `dst` from our address of the same family; returns the
+    /// frame's length. If the neighbour is unknown, `out` gets a solicitation instead.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than the frame, or we have no address of `dst`'s family: both are
+    /// the caller's configuration, not peer input.
+    pub fn frame_sctp(
+        &mut self,
+        dst: IpAddr,
+        sctp_len: usize,
+        out: &mut [u8],
+    ) -> Result<usize, Unresolved> {
+        let Some(mac) = self.neighbour(dst) else {
+            return Err(Unresolved {
+                solicitation: self.solicit(dst, out),
+            });
+        };
+        let h = Interface::header_len(dst);
+        match dst {
+            IpAddr::V4(d) => {
+                let src = self.ipv4.expect("an IPv4 address to send from");
+                ethernet(out, mac, self.mac, ETHERTYPE_IPV4);
+                self.ip_id = self.ip_id.wrapping_add(1);
+                ipv4_header(
+                    &mut out[ETHERNET_HEADER_LEN..h],
+                    src,
+                    d,
+                    sctp_len,
+                    self.ip_id,
+                );
+            }
+            IpAddr::V6(d) => {
+                let src = self.ipv6.expect("an IPv6 address to send from");
+                ethernet(out, mac, self.mac, ETHERTYPE_IPV6);
+                ipv6_header(
+                    &mut out[ETHERNET_HEADER_LEN..h],
+                    src,
+                    d,
+                    IP_PROTO_SCTP,
+                    sctp_len,
+                    TTL,
+                );
+            }
+        }
+        Ok(h + sctp_len)
+    }
+
+    /// Writes an ARP request (IPv4) or a Neighbor Solicitation (IPv6) for `ip` to `out`;
+    /// returns its length.
+    pub fn solicit(&mut self, ip: IpAddr, out: &mut [u8]) -> usize {
+        self.stats.solicitations += 1;
+        match ip {
+            IpAddr::V4(target) => {
+                let src = self.ipv4.unwrap_or(Ipv4Addr::UNSPECIFIED);
+                ethernet(out, BROADCAST, self.mac, ETHERTYPE_ARP);
+                write_arp(
+                    &mut out[ETHERNET_HEADER_LEN..],
+                    1,
+                    self.mac,
+                    src,
+                    [0; 6],
+                    target,
+                );
+                ETHERNET_HEADER_LEN + ARP_LEN
+            }
+            IpAddr::V6(target) => {
+                let src = self.ipv6.unwrap_or(Ipv6Addr::UNSPECIFIED);
+                // RFC 4291 §2.7.1: the solicited-node multicast address of the target.
+                let t = target.octets();
+                let group = Ipv6Addr::from([
+                    0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, t[13], t[14], t[15],
+                ]);
+                let dst_mac = [0x33, 0x33, 0xff, t[13], t[14], t[15]];
+                ethernet(out, dst_mac, self.mac, ETHERTYPE_IPV6);
+                ipv6_header(
+                    &mut out[ETHERNET_HEADER_LEN..],
+                    src,
+                    group,
+                    ICMPV6,
+                    32,
+                    ND_HOP_LIMIT,
+                );
+                let mut body = [0u8; 24];
+                body[..16].copy_from_slice(&target.octets());
+                body[16] = 1; // source link-layer address
+                body[17] = 1;
+                body[18..24].copy_from_slice(&self.mac);
+                let icmp = &mut out[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
+                write_icmpv6(icmp, ND_SOLICIT, [0; 4], &body, src, group);
+                ETHERNET_HEADER_LEN + IPV6_HEADER_LEN + 32
+            }
+        }
+    }
+}
+
+/// Where the ARP payload starts: after the Ethernet header and any VLAN tags.
+fn arp_offset(frame: &[u8]) -> usize {
+    let mut off = 12;
+    while let Some(t) = frame.get(off..off + 2) {
+        match u16::from_be_bytes([t[0], t[1]]) {
+            0x8100 | 0x88a8 | 0x9100 => off += 4,
+            _ => break,
+        }
+    }
+    off + 2
+}
+
+fn ethernet(out: &mut [u8], dst: [u8; 6], src: [u8; 6], ether_type: u16) {
+    out[..6].copy_from_slice(&dst);
+    out[6..12].copy_from_slice(&src);
+    out[12..14].copy_from_slice(&ether_type.to_be_bytes());
+}
+
+fn write_arp(out: &mut [u8], op: u16, sha: [u8; 6], spa: Ipv4Addr, tha: [u8; 6], tpa: Ipv4Addr) {
+    out[..6].copy_from_slice(&[0, 1, 0x08, 0x00, 6, 4]);
+    out[6..8].copy_from_slice(&op.to_be_bytes());
+    out[8..14].copy_from_slice(&sha);
+    out[14..18].copy_from_slice(&spa.octets());
+    out[18..24].copy_from_slice(&tha);
+    out[24..28].copy_from_slice(&tpa.octets());
+}
+
+/// An IPv4 header without options, Don't Fragment set (RFC 5043 §9: DDP segments are sized
+/// not to need IP fragmentation), TTL 64, protocol SCTP.
+fn ipv4_header(out: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload: usize, id: u16) {
+    let total = (IPV4_HEADER_LEN + payload) as u16;
+    out[0] = 0x45;
+    out[1] = 0;
+    out[2..4].copy_from_slice(&total.to_be_bytes());
+    out[4..6].copy_from_slice(&id.to_be_bytes());
+    out[6..8].copy_from_slice(&0x4000u16.to_be_bytes());
+    out[8] = TTL;
+    out[9] = IP_PROTO_SCTP;
+    out[10..12].copy_from_slice(&[0, 0]);
+    out[12..16].copy_from_slice(&src.octets());
+    out[16..20].copy_from_slice(&dst.octets());
+    let sum = internet_checksum(&out[..IPV4_HEADER_LEN]);
+    out[10..12].copy_from_slice(&sum.to_be_bytes());
+}
+
+fn ipv6_header(
+    out: &mut [u8],
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    next: u8,
+    payload: usize,
+    hop_limit: u8,
+) {
+    out[..4].copy_from_slice(&[0x60, 0, 0, 0]);
+    out[4..6].copy_from_slice(&(payload as u16).to_be_bytes());
+    out[6] = next;
+    out[7] = hop_limit;
+    out[8..24].copy_from_slice(&src.octets());
+    out[24..40].copy_from_slice(&dst.octets());
+}
+
+/// An ICMPv6 message: type, code 0, checksum (RFC 4443 §2.3, computed by etherparse over the
+/// pseudo-header), four bytes of type-specific fields, then `body`.
+fn write_icmpv6(
+    out: &mut [u8],
+    ty: u8,
+    fields: [u8; 4],
+    body: &[u8],
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+) {
+    let t = Icmpv6Type::Unknown {
+        type_u8: ty,
+        code_u8: 0,
+        bytes5to8: fields,
+    };
+    // The body is at most 24 bytes, far below the 2^32 limit: the computation cannot fail.
+    let sum = t
+        .calc_checksum(src.octets(), dst.octets(), body)
+        .unwrap_or(0);
+    out[0] = ty;
+    out[1] = 0;
+    out[2..4].copy_from_slice(&sum.to_be_bytes());
+    out[4..8].copy_from_slice(&fields);
+    out[8..8 + body.len()].copy_from_slice(body);
+}
+
+/// RFC 1071 ones' complement sum over an even-length header.
+fn internet_checksum(b: &[u8]) -> u16 {
+    let mut sum = 0u32;
+    for w in b.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
+
+    const MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+    const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
+    const IP4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+    const PEER4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+    const IP6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+    const PEER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+
+    fn iface() -> Interface {
+        Interface::new(MAC, Some(IP4), Some(IP6))
+    }
+
+    fn arp_frame(op: u16, dst_mac: [u8; 6], spa: Ipv4Addr, tpa: Ipv4Addr) -> Vec<u8> {
+        let mut f = vec![0u8; ETHERNET_HEADER_LEN + ARP_LEN];
+        ethernet(&mut f, dst_mac, PEER_MAC, ETHERTYPE_ARP);
+        write_arp(
+            &mut f[ETHERNET_HEADER_LEN..],
+            op,
+            PEER_MAC,
+            spa,
+            [0; 6],
+            tpa,
+        );
+        f
+    }
+
+    fn sctp4(dst: Ipv4Addr, dst_mac: [u8; 6]) -> Vec<u8> {
+        let mut f = Vec::new();
+        PacketBuilder::ethernet2(PEER_MAC, dst_mac)
+            .ipv4(PEER4.octets(), dst.octets(), 64)
+            .write(&mut f, IpNumber(IP_PROTO_SCTP), &[0u8; 28])
+            .unwrap();
+        f
+    }
+
+    use etherparse::IpNumber;
+
+    /// RFC 826: a request for our address is answered with our MAC, to the requester, and
+    /// teaches us the requester; a request for another address is not answered.
+    #[test]
+    fn arp_request_for_us_is_answered_rfc826() {
+        let mut i = iface();
+        let mut out = [0u8; 128];
+        let Rx::Reply(n) = i.receive(&arp_frame(1, BROADCAST, PEER4, IP4), &mut out) else {
+            panic!()
+        };
+        let r = &out[..n];
+        assert_eq!(&r[..6], &PEER_MAC, "to the requester");
+        assert_eq!(&r[6..12], &MAC);
+        assert_eq!(&r[12..14], &ETHERTYPE_ARP.to_be_bytes());
+        let a = &r[ETHERNET_HEADER_LEN..];
+        assert_eq!(u16::from_be_bytes([a[6], a[7]]), 2, "a reply");
+        assert_eq!(&a[8..14], &MAC, "sender hardware address: ours");
+        assert_eq!(&a[14..18], &IP4.octets());
+        assert_eq!(&a[18..24], &PEER_MAC);
+        assert_eq!(&a[24..28], &PEER4.octets());
+        assert_eq!(i.neighbour(IpAddr::V4(PEER4)), Some(PEER_MAC));
+        let other = Ipv4Addr::new(198, 18, 0, 9);
+        assert_eq!(
+            i.receive(&arp_frame(1, BROADCAST, PEER4, other), &mut out),
+            Rx::Dropped(Drop::ArpNotForUs)
+        );
+        // A reply to us is learnt, not answered.
+        let mut j = iface();
+        assert_eq!(
+            j.receive(&arp_frame(2, MAC, PEER4, IP4), &mut out),
+            Rx::Consumed
+        );
+        assert_eq!(j.neighbour(IpAddr::V4(PEER4)), Some(PEER_MAC));
+        assert_eq!((i.stats().arp_replies, i.stats().arp_not_for_us), (1, 1));
+    }
+
+    /// Every frame that is not for us lands in one counter, and nothing is handed on.
+    #[test]
+    fn frames_not_for_us_are_counted_by_reason() {
+        let mut i = iface();
+        let mut out = [0u8; 128];
+        let other_ip = Ipv4Addr::new(198, 18, 0, 9);
+        assert_eq!(
+            i.receive(&sctp4(IP4, [0x02, 9, 9, 9, 9, 9]), &mut out),
+            Rx::Dropped(Drop::OtherMac)
+        );
+        assert_eq!(
+            i.receive(&sctp4(other_ip, MAC), &mut out),
+            Rx::Dropped(Drop::OtherAddress)
+        );
+        let mut udp = Vec::new();
+        PacketBuilder::ethernet2(PEER_MAC, MAC)
+            .ipv4(PEER4.octets(), IP4.octets(), 64)
+            .udp(1, 2)
+            .write(&mut udp, &[1, 2, 3])
+            .unwrap();
+        assert_eq!(i.receive(&udp, &mut out), Rx::Dropped(Drop::OtherProtocol));
+        let mut bad = sctp4(IP4, MAC);
+        bad[ETHERNET_HEADER_LEN + 10] ^= 0xff;
+        assert_eq!(i.receive(&bad, &mut out), Rx::Dropped(Drop::BadIpChecksum));
+        let mut vlan_other = sctp4(IP4, MAC);
+        vlan_other[12..14].copy_from_slice(&0x88ccu16.to_be_bytes()); // LLDP
+        assert_eq!(
+            i.receive(&vlan_other, &mut out),
+            Rx::Dropped(Drop::OtherEtherType)
+        );
+        assert_eq!(
+            i.receive(&[1, 2, 3], &mut out),
+            Rx::Dropped(Drop::Malformed)
+        );
+        let good = sctp4(IP4, MAC);
+        let Rx::Sctp(f) = i.receive(&good, &mut out) else {
+            panic!()
+        };
+        assert_eq!(f.sctp.len(), 28);
+        // The sender of an SCTP packet for us becomes a known neighbour.
+        assert_eq!(i.neighbour(IpAddr::V4(PEER4)), Some(PEER_MAC));
+        let s = i.stats();
+        assert_eq!(
+            (
+                s.other_mac,
+                s.other_address,
+                s.other_protocol,
+                s.bad_ip_checksum,
+                s.other_ether_type,
+                s.malformed,
+                s.sctp
+            ),
+            (1, 1, 1, 1, 1, 1, 1)
+        );
+    }
+
+    /// SCTP packets leave in Ethernet + IPv4 (DF, TTL 64, correct header checksum) or IPv6,
+    /// from our address to the neighbour's MAC, and parse back to the same SCTP bytes.
+    #[test]
+    fn sctp_packets_are_framed_for_both_families() {
+        let mut i = iface();
+        let sctp: Vec<u8> = (0..40u8).collect();
+        for (dst, mac) in [(IpAddr::V4(PEER4), PEER_MAC), (IpAddr::V6(PEER6), PEER_MAC)] {
+            let mut out = vec![0u8; 256];
+            let h = Interface::header_len(dst);
+            out[h..h + sctp.len()].copy_from_slice(&sctp);
+            assert!(
+                i.frame_sctp(dst, sctp.len(), &mut out).is_err(),
+                "unknown yet"
+            );
+            i.learn(dst, mac);
+            out[h..h + sctp.len()].copy_from_slice(&sctp);
+            let n = i.frame_sctp(dst, sctp.len(), &mut out).unwrap();
+            let f = link::parse_sctp(&out[..n]).unwrap();
+            assert_eq!(f.sctp, &sctp[..]);
+            assert_eq!((f.dst_mac, f.src_mac), (mac, MAC));
+            assert_eq!(f.ip.dst(), dst);
+            assert!(i.is_ours(f.ip.src()));
+            if let IpInfo::V4 {
+                dont_fragment, ttl, ..
+            } = f.ip
+            {
+                assert!(dont_fragment && ttl == 64);
+            }
+        }
+        assert_eq!(i.stats().solicitations, 2);
+    }
+
+    use crate::wire::link::IpInfo;
+
+    /// An unknown neighbour gets an ARP request (IPv4) or a Neighbor Solicitation to its
+    /// solicited-node group (IPv6, RFC 4861 §7.2.2) instead of the packet; another
+    /// `Interface` answers it, and the answer teaches the first one the MAC.
+    #[test]
+    fn unresolved_neighbours_are_solicited_and_learnt() {
+        let mut a = iface();
+        let mut b = Interface::new(PEER_MAC, Some(PEER4), Some(PEER6));
+        for dst in [IpAddr::V4(PEER4), IpAddr::V6(PEER6)] {
+            let mut out = vec![0u8; 256];
+            let Err(Unresolved { solicitation }) = a.frame_sctp(dst, 10, &mut out) else {
+                panic!()
+            };
+            let mut reply = vec![0u8; 256];
+            let Rx::Reply(n) = b.receive(&out[..solicitation], &mut reply) else {
+                panic!("{dst}: not answered: {:?}", b.stats())
+            };
+            // The solicitor is learnt from its solicitation.
+            assert_eq!(
+                b.neighbour(if dst.is_ipv4() {
+                    IpAddr::V4(IP4)
+                } else {
+                    IpAddr::V6(IP6)
+                }),
+                Some(MAC)
+            );
+            let mut sink = vec![0u8; 256];
+            assert_eq!(a.receive(&reply[..n], &mut sink), Rx::Consumed);
+            assert_eq!(a.neighbour(dst), Some(PEER_MAC), "{dst}");
+            assert!(a.frame_sctp(dst, 10, &mut out).is_ok());
+        }
+        assert_eq!((b.stats().arp_replies, b.stats().nd_adverts), (1, 1));
+    }
+
+    /// RFC 4861 §7.2.4: the advertisement answers the solicitor, is solicited and override,
+    /// hop limit 255, carries our link-layer address, and its ICMPv6 checksum verifies
+    /// (checked by etherparse, independently of how we wrote it). §7.1.1: a solicitation with
+    /// another hop limit is not valid and is not answered.
+    #[test]
+    fn neighbor_solicitation_is_answered_rfc4861_7_2_4() {
+        let mut a = iface();
+        let mut b = Interface::new(PEER_MAC, Some(PEER4), Some(PEER6));
+        let mut ns = vec![0u8; 256];
+        let n = b.solicit(IpAddr::V6(IP6), &mut ns);
+        let mut out = vec![0u8; 256];
+        let Rx::Reply(m) = a.receive(&ns[..n], &mut out) else {
+            panic!()
+        };
+        let p = SlicedPacket::from_ethernet(&out[..m]).unwrap();
+        let Some(NetSlice::Ipv6(v6)) = &p.net else {
+            panic!()
+        };
+        assert_eq!(v6.header().hop_limit(), 255);
+        assert_eq!(Ipv6Addr::from(v6.header().destination()), PEER6);
+        let Some(TransportSlice::Icmpv6(icmp)) = &p.transport else {
+            panic!()
+        };
+        assert_eq!(icmp.type_u8(), ND_ADVERT);
+        let want = icmp
+            .icmp_type()
+            .calc_checksum(
+                v6.header().source(),
+                v6.header().destination(),
+                icmp.payload(),
+            )
+            .unwrap();
+        assert_eq!(icmp.checksum(), want, "ICMPv6 checksum");
+        assert_eq!(icmp.bytes5to8()[0], 0x60, "solicited, override");
+        assert_eq!(&icmp.payload()[..16], &IP6.octets());
+        assert_eq!(&icmp.payload()[18..24], &MAC);
+        // The same solicitation with hop limit 64 is invalid.
+        let mut bad = ns[..n].to_vec();
+        bad[ETHERNET_HEADER_LEN + 7] = 64;
+        assert_eq!(a.receive(&bad, &mut out), Rx::Dropped(Drop::NdNotForUs));
+        assert_eq!(a.neighbour(IpAddr::V6(PEER6)), Some(PEER_MAC));
+    }
+
+    /// The table is fixed: beyond its size the oldest entries make room.
+    #[test]
+    fn neighbour_table_is_bounded() {
+        let mut i = iface();
+        for k in 0..(NEIGHBOURS as u32 + 10) {
+            i.learn(
+                IpAddr::V4(Ipv4Addr::from(0xc612_1000 + k)),
+                [2, 0, 0, 0, 0, 1],
+            );
+        }
+        assert_eq!(i.used, NEIGHBOURS);
+        assert!(i
+            .neighbour(IpAddr::V4(Ipv4Addr::from(0xc612_1000)))
+            .is_none());
+        assert!(i
+            .neighbour(IpAddr::V4(Ipv4Addr::from(
+                0xc612_1000 + NEIGHBOURS as u32 + 9
+            )))
+            .is_some());
+        // Multicast and broadcast are never learnt.
+        i.learn(IpAddr::V4(PEER4), BROADCAST);
+        assert!(i.neighbour(IpAddr::V4(PEER4)).is_none());
+    }
+}
