@@ -1,0 +1,261 @@
+//! One DDP/SCTP endpoint on one queue of one port, on the calling thread: raw frames in
+//! (`rx_burst`) through [`Interface`] (ours? ARP and Neighbor Discovery answered), SCTP packets
+//! to their [`Connection`] or to the [`Listener`], and everything the connections have to send
+//! framed and out (`tx_burst`), with the connections' timers run from the caller's clock.
+//!
+//! This is the single-core shape of the engine: the poll loop a data core runs, with the
+//! control work (INIT, COOKIE ECHO, sessions, STags) done inline. Splitting the control work
+//! onto its own thread and the associations across cores keeps these pieces and moves the
+//! boundaries between them.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ddpdk_dataplane::net::{Interface, Rx};
+use ddpdk_dataplane::port::{PacketBuf, Port};
+use ddpdk_dataplane::sctp::{Endpoint, Instant};
+
+use crate::conn::{Accept, ConnConfig, Connection, Listener};
+use crate::memory::Memory;
+use crate::session::PendingLimit;
+
+/// Frames taken per `rx_burst`.
+pub const BURST: usize = 32;
+/// Largest frame we build: a jumbo SCTP packet plus Ethernet and IPv6 headers.
+const FRAME_MAX: usize = 9216 + 14 + 40;
+/// `tx_burst` retries before frames are dropped (and counted).
+const TX_RETRIES: u32 = 4;
+
+/// A connection's handle in its engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnId(pub usize);
+
+/// Counters of the engine's own work (the interface, connections and associations count
+/// theirs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    pub frames_in: u64,
+    pub frames_out: u64,
+    /// Frames the port did not take after the retries; freed.
+    pub tx_dropped: u64,
+    /// No buffer to build a frame in; the frame is lost (SCTP retransmits).
+    pub no_buffer: u64,
+    /// SCTP packets lost because the neighbour was unknown (a solicitation went instead).
+    pub unresolved: u64,
+    /// SCTP packets for no connection that the endpoint ignored (it counts why).
+    pub ignored: u64,
+}
+
+/// See the module documentation.
+pub struct Engine<P: Port> {
+    port: Arc<P>,
+    queue: u16,
+    iface: Interface,
+    listener: Listener,
+    memory: Memory,
+    conns: Vec<Connection>,
+    rx: Vec<P::Buf>,
+    tx: Vec<P::Buf>,
+    frame: Vec<u8>,
+    stats: EngineStats,
+}
+
+impl<P: Port> Engine<P> {
+    /// An endpoint on `queue` of `port` with addresses `iface`, answering INITs with
+    /// `endpoint`, placing into `memory`.
+    pub fn new(
+        port: Arc<P>,
+        queue: u16,
+        iface: Interface,
+        endpoint: Endpoint,
+        cfg: ConnConfig,
+        limit: PendingLimit,
+        memory: Memory,
+    ) -> Engine<P> {
+        Engine {
+            port,
+            queue,
+            iface,
+            listener: Listener::new(endpoint, cfg, limit),
+            memory,
+            conns: Vec::new(),
+            rx: Vec::with_capacity(BURST),
+            tx: Vec::with_capacity(BURST),
+            frame: vec![0; FRAME_MAX],
+            stats: EngineStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    pub fn interface(&self) -> &Interface {
+        &self.iface
+    }
+
+    /// Teaches the interface a neighbour (a static entry; ARP and ND learn the rest).
+    pub fn learn(&mut self, ip: IpAddr, mac: [u8; 6]) {
+        self.iface.learn(ip, mac);
+    }
+
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    pub fn memory_mut(&mut self) -> &mut Memory {
+        &mut self.memory
+    }
+
+    pub fn listener(&self) -> &Listener {
+        &self.listener
+    }
+
+    /// Opens an association to `peer`, `port`.
+    pub fn connect(&mut self, now: Instant, peer: IpAddr, port: u16) -> ConnId {
+        let c = self.listener.connect(now, peer, port);
+        self.conns.push(c);
+        ConnId(self.conns.len() - 1)
+    }
+
+    pub fn conn(&mut self, id: ConnId) -> Option<&mut Connection> {
+        self.conns.get_mut(id.0)
+    }
+
+    /// Every connection, in the order made (closed ones included, until [`Engine::remove`]).
+    pub fn conn_ids(&self) -> impl Iterator<Item = ConnId> {
+        (0..self.conns.len()).map(ConnId)
+    }
+
+    /// The ULP's memory and a connection at once (to post buffers from registered memory).
+    pub fn conn_and_memory(&mut self, id: ConnId) -> Option<(&mut Connection, &mut Memory)> {
+        Some((self.conns.get_mut(id.0)?, &mut self.memory))
+    }
+
+    /// The earliest time a connection's timer is due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.conns.iter().filter_map(|c| c.poll_timeout()).min()
+    }
+
+    /// One turn of the poll loop at `now`: a burst received and handled, due timers run,
+    /// everything there is to send framed and transmitted. Returns the frames moved.
+    pub fn poll(&mut self, now: Instant) -> usize {
+        let mut moved = 0;
+        let mut rx = std::mem::take(&mut self.rx);
+        let n = self.port.rx_burst(self.queue, &mut rx, BURST);
+        for buf in rx.drain(..) {
+            self.stats.frames_in += 1;
+            self.receive(now, buf.data());
+        }
+        self.rx = rx;
+        moved += n;
+        for c in &mut self.conns {
+            if c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
+        }
+        for i in 0..self.conns.len() {
+            let peer = peer_ip(&self.conns[i]);
+            let h = Interface::header_len(peer);
+            while let Some(len) = self.conns[i].poll_transmit(now, &mut self.frame[h..]) {
+                moved += 1;
+                self.send_sctp(peer, len);
+            }
+        }
+        self.flush();
+        moved
+    }
+
+    fn receive(&mut self, now: Instant, frame: &[u8]) {
+        let mut reply = [0u8; 128];
+        match self.iface.receive(frame, &mut reply) {
+            Rx::Reply(n) => self.send_raw(&reply[..n]),
+            Rx::Consumed | Rx::Dropped(_) => {}
+            Rx::Sctp(f) => {
+                let peer = f.ip.src();
+                let peer_port = f.sctp.get(..2).map(|p| u16::from_be_bytes([p[0], p[1]]));
+                let owner = self.conns.iter_mut().find(|c| {
+                    !c.association().is_closed()
+                        && peer_ip(c) == peer
+                        && Some(c.association().peer_port()) == peer_port
+                });
+                if let Some(c) = owner {
+                    let _ = c.handle(now, f.sctp, &self.memory);
+                    return;
+                }
+                let h = Interface::header_len(peer);
+                let mut out = std::mem::take(&mut self.frame);
+                match self
+                    .listener
+                    .handle(now, peer, f.sctp, &mut out[h..], &self.memory)
+                {
+                    Accept::Ignored => self.stats.ignored += 1,
+                    Accept::Reply(n) => {
+                        self.frame = out;
+                        self.send_sctp(peer, n);
+                        return;
+                    }
+                    Accept::Connection(c) => self.conns.push(*c),
+                }
+                self.frame = out;
+            }
+        }
+    }
+
+    /// Frames the SCTP packet of `len` bytes at `self.frame[header_len..]` and queues it.
+    fn send_sctp(&mut self, peer: IpAddr, len: usize) {
+        let mut frame = std::mem::take(&mut self.frame);
+        match self.iface.frame_sctp(peer, len, &mut frame) {
+            Ok(n) => self.send_raw(&frame[..n]),
+            Err(u) => {
+                self.stats.unresolved += 1;
+                self.send_raw(&frame[..u.solicitation]);
+            }
+        }
+        self.frame = frame;
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let mut one = Vec::with_capacity(1);
+        if !self.port.alloc_bulk(&mut one, 1, bytes.len()) {
+            self.stats.no_buffer += 1;
+            return;
+        }
+        if let Some(mut b) = one.pop() {
+            b.data_mut()[..bytes.len()].copy_from_slice(bytes);
+            self.tx.push(b);
+        }
+        if self.tx.len() >= BURST {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.tx.is_empty() {
+            return;
+        }
+        let out = self.port.tx_burst_all(self.queue, &mut self.tx, TX_RETRIES);
+        self.stats.frames_out += out.sent as u64;
+        self.stats.tx_dropped += out.dropped as u64;
+    }
+}
+
+impl<P: Port> std::fmt::Debug for Engine<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("port", &self.port.name())
+            .field("queue", &self.queue)
+            .field("connections", &self.conns.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// The peer's address as the association keeps it (IPv4 as v4-mapped IPv6).
+fn peer_ip(c: &Connection) -> IpAddr {
+    let v6 = std::net::Ipv6Addr::from(c.association().peer_addr());
+    match v6.to_ipv4_mapped() {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(v6),
+    }
+}
