@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
+pub mod loopback;
 pub mod options;
 pub mod run;
 pub mod shell;

@@ -9,8 +9,8 @@ use crate::shell::ModeArg;
 /// ddpdk: a DPDK poll-mode Direct Data Placement over SCTP endpoint (RFC 5043).
 ///
 /// Usage: ddpdk [EAL options] -- [options]. EAL options are DPDK's own (-l, --vdev, --no-huge,
-/// --file-prefix, ...; see `ddpdk -h -- ` for DPDK's list). Until the protocol engine lands the data
-/// cores run testpmd-like forwarding engines.
+/// --file-prefix, ...; see `ddpdk -h -- ` for DPDK's list). --ddp-loopback runs the DDP/SCTP
+/// endpoint pair on a net_ring pair; otherwise the data cores run testpmd-like forwarding engines.
 #[derive(Debug, Clone, Parser, PartialEq)]
 #[command(name = "ddpdk", version, about, long_about = None, after_help = AFTER_HELP)]
 pub struct Options {
@@ -89,6 +89,18 @@ pub struct Options {
     #[arg(long, value_name = "N")]
     pub total_num_mbufs: Option<u32>,
 
+    /// The main job on the embedded default: two DDP/SCTP endpoints on a net_ring pair in this
+    /// process set up an association and a DDP session, move tagged and untagged messages of
+    /// several sizes with every placed byte verified, tear down, and print throughput and
+    /// latency. Forwarding options are ignored.
+    #[arg(long)]
+    pub ddp_loopback: bool,
+
+    /// Payload bytes per message size in --ddp-loopback (at most 4096 messages a size).
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
+    pub ddp_bytes: u64,
+
     /// Seconds to wait for every port's link to come up.
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub link_timeout: f64,
@@ -99,6 +111,7 @@ const MAX_SECS: f64 = 365.0 * 86_400.0;
 
 const AFTER_HELP: &str = "\
 Examples:
+  ddpdk --no-huge -m 512 --no-pci -l 0-1 -- --ddp-loopback --ddp-bytes 8388608
   ddpdk --no-huge -m 512 --no-pci -l 0-1 -- --ring-pair --tx-first -a --run-for 5 --stats-period 1
   ddpdk -l 0-1 --vdev=net_memif0,role=server -- -i
   ddpdk -l 0-1 -a 0000:03:00.0 -- --forward-mode rxonly --cmdline-file cmds.txt -a";
