@@ -10,8 +10,9 @@ set -euo pipefail
 # Build: DPDK headers/libraries and pkg-config (dpdk-sys), libclang (bindgen), a C compiler.
 # Run/test: the dpdk package ships the PMDs (net_ring, net_memif, net_pcap ...) and dpdk-dev the
 # tools (dpdk-testpmd for the benchmark baseline, dpdk-dumpcap, dpdk-telemetry.py).
-# Test peers: libusrsctp-dev (the reference SCTP stack), iproute2 (network namespaces, veth).
-PACKAGES=(libdpdk-dev dpdk dpdk-dev pkg-config libclang-dev clang gcc make libusrsctp-dev iproute2 procps)
+# Test peers: libusrsctp-dev (the reference SCTP stack), iproute2 (network namespaces, veth),
+# tshark (an independent dissector that checks our frames' CRC32c and chunks).
+PACKAGES=(libdpdk-dev dpdk dpdk-dev pkg-config libclang-dev clang gcc make libusrsctp-dev iproute2 procps tshark)
 
 say() { printf 'setup: %s\n' "$*"; }
 SUDO=""
@@ -31,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   say "packages present"
 fi

@@ -101,6 +101,10 @@ pub struct Options {
           value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
     pub ddp_bytes: u64,
 
+    /// With --ddp-loopback: write every frame both endpoints transmit to this pcap file.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+
     /// Seconds to wait for every port's link to come up.
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub link_timeout: f64,

@@ -46,6 +46,9 @@ pub struct EngineStats {
     pub ignored: u64,
 }
 
+/// Sees every frame an engine transmits (a capture, for example), in order.
+pub type Tap = std::sync::Arc<std::sync::Mutex<dyn FnMut(&[u8]) + Send>>;
+
 /// See the module documentation.
 pub struct Engine<P: Port> {
     port: Arc<P>,
@@ -58,6 +61,7 @@ pub struct Engine<P: Port> {
     tx: Vec<P::Buf>,
     frame: Vec<u8>,
     stats: EngineStats,
+    tap: Option<Tap>,
 }
 
 impl<P: Port> Engine<P> {
@@ -83,7 +87,14 @@ impl<P: Port> Engine<P> {
             tx: Vec::with_capacity(BURST),
             frame: vec![0; FRAME_MAX],
             stats: EngineStats::default(),
+            tap: None,
         }
+    }
+
+    /// Shows every transmitted frame to `tap` before it is queued (a software capture: it
+    /// costs a lock and a call per frame).
+    pub fn set_tap(&mut self, tap: Tap) {
+        self.tap = Some(tap);
     }
 
     pub fn stats(&self) -> &EngineStats {
@@ -216,6 +227,11 @@ impl<P: Port> Engine<P> {
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
+        if let Some(t) = &self.tap {
+            if let Ok(mut f) = t.lock() {
+                f(bytes);
+            }
+        }
         let mut one = Vec::with_capacity(1);
         if !self.port.alloc_bulk(&mut one, 1, bytes.len()) {
             self.stats.no_buffer += 1;
