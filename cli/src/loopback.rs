@@ -667,7 +667,7 @@ fn closed(log: &[Indication]) -> bool {
 
 /// Random bytes from the kernel: the cookie secrets and the STag tables' starting points must
 /// not be guessable (RFC 9260 §5.1.3, RFC 5041 §8.3).
-fn random<const N: usize>() -> Result<[u8; N], String> {
+pub fn random<const N: usize>() -> Result<[u8; N], String> {
     use std::io::Read;
     let mut b = [0u8; N];
     std::fs::File::open("/dev/urandom")

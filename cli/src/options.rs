@@ -101,6 +101,35 @@ pub struct Options {
           value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
     pub ddp_bytes: u64,
 
+    /// Be a DDP/SCTP server on the EAL's first port: accept associations and sessions, offer
+    /// each session a registered region in the Accept's Private Data (needs --ip).
+    #[arg(long, conflicts_with = "ddp_connect")]
+    pub ddp_listen: bool,
+
+    /// Be a DDP/SCTP client of the server at ADDR on the EAL's first port: open a session and
+    /// write --ddp-size tagged messages into the offered region for --run-for seconds (needs
+    /// --ip).
+    #[arg(long, value_name = "ADDR")]
+    pub ddp_connect: Option<std::net::IpAddr>,
+
+    /// Our IPv4 or IPv6 address for --ddp-listen / --ddp-connect.
+    #[arg(long, value_name = "ADDR")]
+    pub ip: Option<std::net::IpAddr>,
+
+    /// SCTP port of --ddp-listen / --ddp-connect.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u16).range(1..))]
+    pub sctp_port: u16,
+
+    /// Size of each tagged write of --ddp-connect, bytes.
+    #[arg(long, default_value_t = 65536, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
+    pub ddp_size: u64,
+
+    /// Size of the region --ddp-listen registers for each session, bytes.
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
+    pub region_bytes: u64,
+
     /// With --ddp-loopback: write every frame both endpoints transmit to this pcap file.
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,

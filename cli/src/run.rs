@@ -101,6 +101,9 @@ pub fn main_with(argv: Vec<String>) -> i32 {
     if opts.ddp_loopback {
         return crate::loopback::run(eal, &opts, &signalled);
     }
+    if opts.ddp_listen || opts.ddp_connect.is_some() {
+        return crate::endpoint::run(eal, &opts, &signalled);
+    }
     let mut app = match App::new(eal, &opts) {
         Ok(a) => a,
         Err(e) => {
