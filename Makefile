@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUN_SECS ?= 5
 DDPDK := target/release/ddpdk
 
-.PHONY: run run-fwd test setup build lint bench bench-sctp bench-ddp fuzz clean
+.PHONY: run run-fwd test setup build lint bench bench-goodput bench-sctp bench-ddp fuzz clean
 
 setup:
 	@bash deploy/setup.sh
@@ -41,6 +41,12 @@ lint: setup
 bench: setup
 	$(CARGO) build --release --bin ddpdk -p ddpdk-cli
 	$(CARGO) run --release -p ddpdk-benches --bin raw-io-bench -- --ddpdk $(DDPDK)
+
+# DDP tagged-write goodput between two ddpdk processes over net_memif, next to the raw
+# txonly -> rxonly rate of the same link, as a ratio (see benches/README.md).
+bench-goodput: setup
+	$(CARGO) build --release --bin ddpdk -p ddpdk-cli
+	$(CARGO) run --release -p ddpdk-benches --bin ddp-goodput-bench -- --ddpdk $(DDPDK)
 
 # The SCTP engine next to usrsctp, in memory, same messages, same run (see benches/README.md).
 bench-sctp: setup

@@ -1,0 +1,277 @@
+//! Tagged-write goodput between two `ddpdk` processes over `net_memif` (issue 6 item 8), next to
+//! the raw I/O ceiling of the same link measured in the same run: `txonly` → `rxonly` at the
+//! frame size a full DDP segment makes. The result is the ratio goodput / (raw frames per
+//! second × segment payload): the share of the raw ceiling that arrives as placed DDP payload.
+//!
+//! Each round runs both, alternating which goes first: the raw pair (the receiver's median
+//! per-second `rx_pps`), then the DDP pair (`--ddp-listen` and `--ddp-connect`, the client's
+//! goodput over `--secs`). Segments are 1438 bytes (1424 of payload; path MTU 1500, the default);
+//! 8938-byte segments need jumbo mbufs, which the endpoint does not configure yet.
+#![forbid(unsafe_code)]
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use clap::Parser;
+
+/// DDP payload of a full tagged segment at path MTU 1500: the MULPDU (1438, RFC 5043 §9, 32
+/// bytes kept for a bundled SACK) less the 14-byte tagged header.
+const SEGMENT_PAYLOAD: f64 = 1438.0 - 14.0;
+/// The frame such a segment travels in: 1438 + DDP-SSN 2 + DATA header 16 + SCTP header 12 +
+/// IPv4 20 + Ethernet 14.
+const FRAME: u16 = 1438 + 2 + 16 + 12 + 20 + 14;
+
+#[derive(Debug, Parser)]
+#[command(about = "DDP tagged-write goodput over net_memif next to the raw txonly -> rxonly rate")]
+struct Args {
+    /// The ddpdk binary (build with `cargo build --release`).
+    #[arg(long, default_value = "target/release/ddpdk")]
+    ddpdk: PathBuf,
+    /// Size of each tagged write, bytes (cut into 1438-byte segments).
+    #[arg(long, default_value_t = 1 << 20)]
+    write_size: u64,
+    /// Seconds of traffic per measurement.
+    #[arg(long, default_value_t = 5)]
+    secs: u64,
+    /// Rounds (each measures both).
+    #[arg(long, default_value_t = 2)]
+    rounds: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn eal(lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
+    [
+        "--lcores",
+        lcores,
+        "--no-huge",
+        "-m",
+        "1024",
+        "--no-pci",
+        "--log-level=*:error",
+        &format!("--file-prefix={prefix}"),
+        &format!("--vdev=net_memif0,role={role},id=0,socket={sock}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn spawn(args: &Args, eal: Vec<String>, app: &[String]) -> std::io::Result<Child> {
+    Command::new(&args.ddpdk)
+        .args(eal)
+        .arg("--")
+        .args(app)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+fn interrupt(child: &Child) {
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+}
+
+fn reap(mut child: Child) -> std::io::Result<std::process::Output> {
+    let t0 = std::time::Instant::now();
+    while child.try_wait()?.is_none() {
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output()
+}
+
+fn sock(tag: &str) -> String {
+    let p = std::env::temp_dir().join(format!("ddpdk-goodput-{}-{tag}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p.to_string_lossy().into_owned()
+}
+
+/// Raw frames per second at `FRAME` bytes: txonly → rxonly, the receiver's median sample.
+fn raw(args: &Args, tag: &str) -> Result<f64, String> {
+    let sock = sock(tag);
+    let common = |mode: &str| -> Vec<String> {
+        [
+            "--forward-mode",
+            mode,
+            "--txpkts",
+            &FRAME.to_string(),
+            "--stats-period",
+            "1",
+            "--json",
+            "--link-timeout",
+            "0",
+            "--total-num-mbufs",
+            "16383",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let rx = spawn(
+        args,
+        eal("0@0,1@1", &format!("gp-{tag}-rx"), "server", &sock),
+        &common("rxonly"),
+    )
+    .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(1500));
+    let tx = spawn(
+        args,
+        eal("0@1,1@0", &format!("gp-{tag}-tx"), "client", &sock),
+        &common("txonly"),
+    )
+    .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_secs(args.secs + 1));
+    interrupt(&tx);
+    interrupt(&rx);
+    let _ = reap(tx);
+    let out = reap(rx).map_err(|e| e.to_string())?;
+    let mut s: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("rates")?.get("rx_pps")?.as_u64())
+        .filter(|&x| x > 0)
+        .collect();
+    if s.len() >= 3 {
+        s.remove(0);
+        s.pop();
+    }
+    s.sort_unstable();
+    s.get(s.len() / 2)
+        .map(|&x| x as f64)
+        .ok_or_else(|| "raw: the receiver saw no traffic".into())
+}
+
+/// DDP goodput in payload bytes per second, as the client reports it.
+fn ddp(args: &Args, tag: &str) -> Result<f64, String> {
+    let sock = sock(tag);
+    let server_app: Vec<String> = [
+        "--ddp-listen",
+        "--ip",
+        "198.18.0.2",
+        "--run-for",
+        "60",
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut server = spawn(
+        args,
+        eal("0@0", &format!("gp-{tag}-srv"), "server", &sock),
+        &server_app,
+    )
+    .map_err(|e| e.to_string())?;
+    // Start the client once the server listens.
+    let mut err = std::io::BufReader::new(server.stderr.take().ok_or("server stderr")?);
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            return Err("ddp: the server exited before listening".into());
+        }
+        if line.contains("(listening)") {
+            break;
+        }
+    }
+    let drain = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let client_app: Vec<String> = [
+        "--ddp-connect",
+        "198.18.0.2",
+        "--ip",
+        "198.18.0.1",
+        "--run-for",
+        &args.secs.to_string(),
+        "--ddp-size",
+        &args.write_size.to_string(),
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let client = spawn(
+        args,
+        eal("0@1", &format!("gp-{tag}-cli"), "client", &sock),
+        &client_app,
+    )
+    .map_err(|e| e.to_string())?;
+    let out = reap(client).map_err(|e| e.to_string())?;
+    let _ = reap(server);
+    let server_log = drain.join().unwrap_or_default();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("ddp_goodput")?.get("bytes_per_s")?.as_f64())
+        .ok_or_else(|| {
+            format!(
+                "ddp: no goodput report\n{}\n{server_log}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+fn main() {
+    let args = Args::parse();
+    let (mut raws, mut ddps, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..args.rounds {
+        let tag = r.to_string();
+        let pair = if r % 2 == 0 {
+            (raw(&args, &tag), ddp(&args, &tag))
+        } else {
+            let d = ddp(&args, &tag);
+            (raw(&args, &tag), d)
+        };
+        match pair {
+            (Ok(pps), Ok(goodput)) => {
+                let ratio = goodput / (pps * SEGMENT_PAYLOAD);
+                if !args.json {
+                    println!(
+                        "round {r}: raw {:.3} Mpps at {FRAME} B ({:.1} MB/s of segment payload) | DDP goodput {:.1} MB/s | ratio {ratio:.3}",
+                        pps / 1e6,
+                        pps * SEGMENT_PAYLOAD / 1e6,
+                        goodput / 1e6
+                    );
+                }
+                raws.push(pps);
+                ddps.push(goodput);
+                ratios.push(ratio);
+            }
+            (a, b) => {
+                eprintln!("ddp-goodput-bench: round {r}: raw {a:?}, ddp {b:?}");
+                std::process::exit(1);
+            }
+        }
+    }
+    let (Some(p), Some(g), Some(q)) = (median(raws), median(ddps), median(ratios)) else {
+        std::process::exit(1);
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"frame": FRAME, "raw_pps": p, "ddp_goodput_bytes_per_s": g, "ratio": q, "write_size": args.write_size})
+        );
+    } else {
+        println!(
+            "median: raw {:.3} Mpps, DDP goodput {:.1} MB/s, {:.3} of the raw ceiling",
+            p / 1e6,
+            g / 1e6,
+            q
+        );
+    }
+}
