@@ -100,7 +100,8 @@ impl Node {
         let ep = Endpoint::new(
             Config {
                 local_port: opts.sctp_port,
-                path_mtu: 1500,
+                // A 1500-byte link less the IPv4 header (the engine adjusts it for IPv6).
+                path_mtu: 1480,
                 send_slots: 1024,
                 ..Config::default()
             },
@@ -294,7 +295,10 @@ impl Node {
         let json = opts.json;
         let setup = Duration::from_secs(30);
         let now = self.now();
-        let id = self.engine.connect(now, peer, opts.sctp_port);
+        let id = self
+            .engine
+            .connect(now, peer, opts.sctp_port)
+            .ok_or("no room for a connection")?;
         let mut log = Vec::new();
         self.poll_until("the association", signalled, setup, |n| {
             drain(&mut n.engine, id, &mut log);

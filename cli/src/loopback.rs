@@ -110,8 +110,9 @@ impl Loopback {
             let ep = Endpoint::new(
                 Config {
                     local_port: SCTP_PORT,
-                    // Frames fit one mbuf (2048 bytes of data room).
-                    path_mtu: 1500,
+                    // A 1500-byte link (the engine sets each association's path MTU from the
+                    // link MTU and the peer's address family); frames fit one mbuf.
+                    path_mtu: 1480,
                     send_slots: 1024,
                     ..Config::default()
                 },
@@ -183,7 +184,10 @@ impl Loopback {
         let json = opts.json;
         // Association.
         let now = self.now();
-        let cc = self.client.connect(now, IpAddr::V4(SERVER), SCTP_PORT);
+        let cc = self
+            .client
+            .connect(now, IpAddr::V4(SERVER), SCTP_PORT)
+            .ok_or("no room for a connection")?;
         let mut client_log = Vec::new();
         let mut server_log = Vec::new();
         self.poll_until("the association", signalled, |l| {

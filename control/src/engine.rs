@@ -25,6 +25,11 @@ pub const BURST: usize = 32;
 const FRAME_MAX: usize = 9216 + 14 + 40;
 /// `tx_burst` retries before frames are dropped (and counted).
 const TX_RETRIES: u32 = 4;
+/// Connections an engine holds at most; closed ones are reclaimed first when a new one needs
+/// room.
+pub const MAX_CONNECTIONS: usize = 256;
+/// The link MTU unless told otherwise ([`Engine::set_link_mtu`]).
+const LINK_MTU: usize = 1500;
 
 /// A connection's handle in its engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,6 +49,12 @@ pub struct EngineStats {
     pub unresolved: u64,
     /// SCTP packets for no connection that the endpoint ignored (it counts why).
     pub ignored: u64,
+    /// Frames larger than a transmit buffer (a reply to an oversized INIT, say); not sent.
+    pub too_big: u64,
+    /// New associations refused because [`MAX_CONNECTIONS`] are open.
+    pub refused: u64,
+    /// Packets for a connection that its association discarded (bad CRC32c or tag, ...).
+    pub discarded: u64,
 }
 
 /// Sees every frame an engine transmits (a capture, for example), in order.
@@ -56,7 +67,9 @@ pub struct Engine<P: Port> {
     iface: Interface,
     listener: Listener,
     memory: Memory,
-    conns: Vec<Connection>,
+    /// Slots; a removed connection leaves `None`, reused by the next one.
+    conns: Vec<Option<Connection>>,
+    link_mtu: usize,
     rx: Vec<P::Buf>,
     tx: Vec<P::Buf>,
     frame: Vec<u8>,
@@ -83,6 +96,7 @@ impl<P: Port> Engine<P> {
             listener: Listener::new(endpoint, cfg, limit),
             memory,
             conns: Vec::new(),
+            link_mtu: LINK_MTU,
             rx: Vec::with_capacity(BURST),
             tx: Vec::with_capacity(BURST),
             frame: vec![0; FRAME_MAX],
@@ -91,8 +105,8 @@ impl<P: Port> Engine<P> {
         }
     }
 
-    /// Shows every transmitted frame to `tap` before it is queued (a software capture: it
-    /// costs a lock and a call per frame).
+    /// Shows every frame queued for transmission to `tap` (a software capture: it costs a
+    /// lock and a call per frame; frames the port then refuses are counted in `tx_dropped`).
     pub fn set_tap(&mut self, tap: Tap) {
         self.tap = Some(tap);
     }
@@ -107,7 +121,45 @@ impl<P: Port> Engine<P> {
 
     /// Teaches the interface a neighbour (a static entry; ARP and ND learn the rest).
     pub fn learn(&mut self, ip: IpAddr, mac: [u8; 6]) {
-        self.iface.learn(ip, mac);
+        self.iface.learn_static(ip, mac);
+    }
+
+    /// The link's MTU (IP packet size): each association's path MTU is it less its IP
+    /// header, so IPv4 and IPv6 peers both fit (RFC 5043 §9 sizes segments from it).
+    pub fn set_link_mtu(&mut self, mtu: usize) {
+        self.link_mtu = mtu;
+    }
+
+    fn path_mtu(&self, peer: IpAddr) -> usize {
+        self.link_mtu
+            - (Interface::header_len(peer) - ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN)
+    }
+
+    /// Takes a connection into a free slot, reclaiming closed ones when the engine is full.
+    fn adopt(&mut self, mut c: Connection) -> Option<ConnId> {
+        c.set_path_mtu(self.path_mtu(peer_ip(&c)));
+        let slot = match self.conns.iter().position(Option::is_none) {
+            Some(k) => k,
+            None if self.conns.len() < MAX_CONNECTIONS => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+            None => {
+                let k = self
+                    .conns
+                    .iter()
+                    .position(|c| c.as_ref().is_some_and(|c| c.association().is_closed()))?;
+                self.conns[k] = None;
+                k
+            }
+        };
+        self.conns[slot] = Some(c);
+        Some(ConnId(slot))
+    }
+
+    /// Forgets a connection (after its `Closed` indication, say); its id may be reused.
+    pub fn remove(&mut self, id: ConnId) -> Option<Connection> {
+        self.conns.get_mut(id.0)?.take()
     }
 
     pub fn memory(&self) -> &Memory {
@@ -122,30 +174,37 @@ impl<P: Port> Engine<P> {
         &self.listener
     }
 
-    /// Opens an association to `peer`, `port`.
-    pub fn connect(&mut self, now: Instant, peer: IpAddr, port: u16) -> ConnId {
+    /// Opens an association to `peer`, `port`; `None` if [`MAX_CONNECTIONS`] are open.
+    pub fn connect(&mut self, now: Instant, peer: IpAddr, port: u16) -> Option<ConnId> {
         let c = self.listener.connect(now, peer, port);
-        self.conns.push(c);
-        ConnId(self.conns.len() - 1)
+        self.adopt(c)
     }
 
     pub fn conn(&mut self, id: ConnId) -> Option<&mut Connection> {
-        self.conns.get_mut(id.0)
+        self.conns.get_mut(id.0)?.as_mut()
     }
 
-    /// Every connection, in the order made (closed ones included, until [`Engine::remove`]).
-    pub fn conn_ids(&self) -> impl Iterator<Item = ConnId> {
-        (0..self.conns.len()).map(ConnId)
+    /// Every connection held, closed ones included until [`Engine::remove`].
+    pub fn conn_ids(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.conns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_some())
+            .map(|(k, _)| ConnId(k))
     }
 
     /// The ULP's memory and a connection at once (to post buffers from registered memory).
     pub fn conn_and_memory(&mut self, id: ConnId) -> Option<(&mut Connection, &mut Memory)> {
-        Some((self.conns.get_mut(id.0)?, &mut self.memory))
+        Some((self.conns.get_mut(id.0)?.as_mut()?, &mut self.memory))
     }
 
     /// The earliest time a connection's timer is due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.conns.iter().filter_map(|c| c.poll_timeout()).min()
+        self.conns
+            .iter()
+            .flatten()
+            .filter_map(|c| c.poll_timeout())
+            .min()
     }
 
     /// One turn of the poll loop at `now`: a burst received and handled, due timers run,
@@ -160,17 +219,22 @@ impl<P: Port> Engine<P> {
         }
         self.rx = rx;
         moved += n;
-        for c in &mut self.conns {
+        for c in self.conns.iter_mut().flatten() {
             if c.poll_timeout().is_some_and(|t| t <= now) {
                 c.handle_timeout(now);
             }
         }
         for i in 0..self.conns.len() {
-            let peer = peer_ip(&self.conns[i]);
+            let Some(peer) = self.conns[i].as_ref().map(peer_ip) else {
+                continue;
+            };
             let h = Interface::header_len(peer);
-            while let Some(len) = self.conns[i].poll_transmit(now, &mut self.frame[h..]) {
+            while let Some(len) = self.conns[i]
+                .as_mut()
+                .and_then(|c| c.poll_transmit(now, &mut self.frame[h..]))
+            {
                 moved += 1;
-                self.send_sctp(peer, len);
+                self.send_sctp(now, peer, len);
             }
         }
         self.flush();
@@ -185,13 +249,18 @@ impl<P: Port> Engine<P> {
             Rx::Sctp(f) => {
                 let peer = f.ip.src();
                 let peer_port = f.sctp.get(..2).map(|p| u16::from_be_bytes([p[0], p[1]]));
-                let owner = self.conns.iter_mut().find(|c| {
+                let owner = self.conns.iter_mut().flatten().find(|c| {
                     !c.association().is_closed()
                         && peer_ip(c) == peer
                         && Some(c.association().peer_port()) == peer_port
                 });
                 if let Some(c) = owner {
-                    let _ = c.handle(now, f.sctp, &self.memory);
+                    // Only a packet its association authenticated (CRC32c, verification tag)
+                    // teaches us where the peer is.
+                    match c.handle(now, f.sctp, &self.memory) {
+                        Ok(()) => self.iface.confirm(peer, f.src_mac),
+                        Err(_) => self.stats.discarded += 1,
+                    }
                     return;
                 }
                 let h = Interface::header_len(peer);
@@ -203,10 +272,17 @@ impl<P: Port> Engine<P> {
                     Accept::Ignored => self.stats.ignored += 1,
                     Accept::Reply(n) => {
                         self.frame = out;
-                        self.send_sctp(peer, n);
+                        self.send_sctp(now, peer, n);
                         return;
                     }
-                    Accept::Connection(c) => self.conns.push(*c),
+                    Accept::Connection(c) => {
+                        // A valid cookie authenticates the peer.
+                        if self.adopt(*c).is_some() {
+                            self.iface.confirm(peer, f.src_mac);
+                        } else {
+                            self.stats.refused += 1;
+                        }
+                    }
                 }
                 self.frame = out;
             }
@@ -214,33 +290,43 @@ impl<P: Port> Engine<P> {
     }
 
     /// Frames the SCTP packet of `len` bytes at `self.frame[header_len..]` and queues it.
-    fn send_sctp(&mut self, peer: IpAddr, len: usize) {
+    fn send_sctp(&mut self, now: Instant, peer: IpAddr, len: usize) {
         let mut frame = std::mem::take(&mut self.frame);
-        match self.iface.frame_sctp(peer, len, &mut frame) {
+        match self.iface.frame_sctp(now, peer, len, &mut frame) {
             Ok(n) => self.send_raw(&frame[..n]),
             Err(u) => {
                 self.stats.unresolved += 1;
-                self.send_raw(&frame[..u.solicitation]);
+                if u.solicitation > 0 {
+                    self.send_raw(&frame[..u.solicitation]);
+                }
             }
         }
         self.frame = frame;
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
-        if let Some(t) = &self.tap {
-            if let Ok(mut f) = t.lock() {
-                f(bytes);
-            }
-        }
         let mut one = Vec::with_capacity(1);
         if !self.port.alloc_bulk(&mut one, 1, bytes.len()) {
             self.stats.no_buffer += 1;
             return;
         }
-        if let Some(mut b) = one.pop() {
-            b.data_mut()[..bytes.len()].copy_from_slice(bytes);
-            self.tx.push(b);
+        let Some(mut b) = one.pop() else {
+            self.stats.no_buffer += 1;
+            return;
+        };
+        // A buffer holds at most its data room: a larger frame (a reply to an oversized INIT)
+        // is not sent; the buffer goes back to its pool.
+        let Some(room) = b.data_mut().get_mut(..bytes.len()) else {
+            self.stats.too_big += 1;
+            return;
+        };
+        room.copy_from_slice(bytes);
+        if let Some(t) = &self.tap {
+            if let Ok(mut f) = t.lock() {
+                f(bytes);
+            }
         }
+        self.tx.push(b);
         if self.tx.len() >= BURST {
             self.flush();
         }

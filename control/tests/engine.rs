@@ -91,7 +91,7 @@ fn indications(e: &mut Engine<MemPort>, id: ConnId, log: &mut Vec<Indication>) {
 
 fn transfer(peer: IpAddr) {
     let mut p = Pair::new();
-    let ca = p.a.connect(p.now, peer, PORT);
+    let ca = p.a.connect(p.now, peer, PORT).unwrap();
     let (mut la, mut lb) = (Vec::new(), Vec::new());
     p.run_until("the association", |p| {
         indications(&mut p.a, ca, &mut la);

@@ -92,7 +92,9 @@ fn two_engines_on_a_net_ring_pair_move_a_tagged_message() {
             }
         };
 
-    let ca = engines[0].connect(now(), IpAddr::V4(addrs[1]), SCTP_PORT);
+    let ca = engines[0]
+        .connect(now(), IpAddr::V4(addrs[1]), SCTP_PORT)
+        .unwrap();
     let apd = engines[0].memory_mut().alloc_pd();
     let bpd = engines[1].memory_mut().alloc_pd();
     let mut la = Vec::new();

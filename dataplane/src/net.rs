@@ -5,19 +5,31 @@
 //!
 //! [`Interface::receive`] sorts every frame into: an SCTP packet for one of our addresses, a
 //! reply to send (ARP reply, Neighbor Advertisement), or a drop with its reason, counted.
-//! Neighbours are learnt from ARP, from Neighbor Discovery and from the source of every SCTP
-//! packet we accept, in a small fixed table (no allocation after creation).
+//!
+//! Neighbours live in a small fixed table (no allocation after creation) and are learnt only
+//! from what can be trusted: ARP for our address (RFC 826), valid Neighbor Discovery (RFC 4861
+//! §7.1, checksum included; advertisements only for addresses we asked about or already know,
+//! §7.2.5, and the Override flag obeyed), and, through [`Interface::confirm`], SCTP packets the
+//! association has authenticated (CRC32c and verification tag). An SCTP packet is never taken
+//! at its word before that, so a forged frame cannot redirect a peer's traffic. Static entries
+//! ([`Interface::learn_static`]) are never replaced; when the table is full the least recently
+//! confirmed dynamic entry goes.
+//!
 //! [`Interface::frame_sctp`] writes the Ethernet and IP headers in front of an SCTP packet the
 //! caller has already placed at [`Interface::header_len`]; when the neighbour is unknown it
-//! writes a solicitation instead and says so.
+//! writes a solicitation instead, at most one per destination per second (RFC 1122 §2.3.2.1,
+//! RFC 4861 §7.2.2), and says so. VLAN-tagged frames are not ours yet: dropped and counted.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use etherparse::Icmpv6Type;
 
+use core::time::Duration;
+
+use crate::sctp::Instant;
 use crate::wire::link::{
-    self, ether_type, SctpFrame, ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4,
-    ETHERTYPE_IPV6, IP_PROTO_SCTP,
+    self, SctpFrame, ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6,
+    IP_PROTO_SCTP,
 };
 use crate::wire::Error;
 
@@ -32,6 +44,13 @@ const ND_HOP_LIMIT: u8 = 255;
 const BROADCAST: [u8; 6] = [0xff; 6];
 /// Hop limit / TTL of the packets we send.
 const TTL: u8 = 64;
+/// Ethernet frames are at least this long without FCS; shorter ones are padded.
+const ETHERNET_MIN: usize = 60;
+/// At most one solicitation per destination per this long (RFC 1122 §2.3.2.1: "no more than
+/// one ARP request per second"; RFC 4861 §7.2.2 RetransTimer is 1 s).
+const SOLICIT_INTERVAL: Duration = Duration::from_secs(1);
+/// Destinations being resolved at once.
+const PENDING: usize = 16;
 
 /// Why a frame was not ours to take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +71,8 @@ pub enum Drop {
     Malformed,
     /// ARP that is not a request for one of our IPv4 addresses (replies are only learnt).
     ArpNotForUs,
+    /// A VLAN-tagged frame (no VLAN is configured).
+    Vlan,
     /// Neighbor Discovery that fails RFC 4861 §7.1 validity (hop limit, code, length) or is
     /// not a solicitation for our address.
     NdNotForUs,
@@ -74,6 +95,7 @@ pub struct InterfaceStats {
     pub malformed: u64,
     pub arp_not_for_us: u64,
     pub nd_not_for_us: u64,
+    pub vlan: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
 }
@@ -92,8 +114,8 @@ pub enum Rx<'a> {
 }
 
 /// [`Interface::frame_sctp`] could not frame the packet: the neighbour's MAC is unknown. A
-/// solicitation of this many bytes is in the output buffer instead (send it; the SCTP packet
-/// is lost, and SCTP retransmits it).
+/// solicitation of this many bytes is in the output buffer instead (send it; 0 when one went
+/// out less than a second ago). The SCTP packet is lost, and SCTP retransmits it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unresolved {
     pub solicitation: usize,
@@ -102,15 +124,27 @@ pub struct Unresolved {
 /// How many neighbours are remembered (replaced oldest first).
 pub const NEIGHBOURS: usize = 64;
 
+#[derive(Debug, Clone, Copy)]
+struct Neighbour {
+    ip: IpAddr,
+    mac: [u8; 6],
+    /// Never replaced by learning.
+    fixed: bool,
+    /// When it was last learnt or confirmed (a counter): the least recent goes first.
+    stamp: u64,
+}
+
 /// One port's addresses and neighbours.
 #[derive(Debug, Clone)]
 pub struct Interface {
     mac: [u8; 6],
     ipv4: Option<Ipv4Addr>,
     ipv6: Option<Ipv6Addr>,
-    neighbours: [(IpAddr, [u8; 6]); NEIGHBOURS],
+    neighbours: [Neighbour; NEIGHBOURS],
     used: usize,
-    next_victim: usize,
+    clock: u64,
+    /// Destinations we solicited, and when.
+    pending: [Option<(IpAddr, Instant)>; PENDING],
     ip_id: u16,
     stats: InterfaceStats,
 }
@@ -121,9 +155,15 @@ impl Interface {
             mac,
             ipv4,
             ipv6,
-            neighbours: [(IpAddr::V4(Ipv4Addr::UNSPECIFIED), [0; 6]); NEIGHBOURS],
+            neighbours: [Neighbour {
+                ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                mac: [0; 6],
+                fixed: false,
+                stamp: 0,
+            }; NEIGHBOURS],
             used: 0,
-            next_victim: 0,
+            clock: 0,
+            pending: [None; PENDING],
             ip_id: 0,
             stats: InterfaceStats::default(),
         }
@@ -149,31 +189,69 @@ impl Interface {
     pub fn neighbour(&self, ip: IpAddr) -> Option<[u8; 6]> {
         self.neighbours[..self.used]
             .iter()
-            .find(|(a, _)| *a == ip)
-            .map(|(_, m)| *m)
+            .find(|n| n.ip == ip)
+            .map(|n| n.mac)
     }
 
-    /// Remembers (or refreshes) a neighbour; also a way to configure one statically.
-    pub fn learn(&mut self, ip: IpAddr, mac: [u8; 6]) {
-        if ip.is_unspecified() || ip.is_multicast() || mac == BROADCAST || mac[0] & 1 != 0 {
+    /// A static neighbour: never replaced by what is learnt from the wire.
+    pub fn learn_static(&mut self, ip: IpAddr, mac: [u8; 6]) {
+        self.insert(ip, mac, true);
+    }
+
+    /// `mac` sent an SCTP packet from `ip` that its association authenticated (CRC32c and
+    /// verification tag): learnt, or refreshed so that it stays in the table.
+    pub fn confirm(&mut self, ip: IpAddr, mac: [u8; 6]) {
+        self.insert(ip, mac, false);
+    }
+
+    fn insert(&mut self, ip: IpAddr, mac: [u8; 6], fixed: bool) {
+        let broadcast = matches!(ip, IpAddr::V4(a) if a.is_broadcast());
+        if ip.is_unspecified() || ip.is_multicast() || broadcast || mac[0] & 1 != 0 {
             return;
         }
-        if let Some(e) = self.neighbours[..self.used]
-            .iter_mut()
-            .find(|(a, _)| *a == ip)
-        {
-            e.1 = mac;
+        self.clock += 1;
+        let stamp = self.clock;
+        for p in self.pending.iter_mut() {
+            if p.is_some_and(|(a, _)| a == ip) {
+                *p = None;
+            }
+        }
+        if let Some(n) = self.neighbours[..self.used].iter_mut().find(|n| n.ip == ip) {
+            if !n.fixed || fixed {
+                *n = Neighbour {
+                    ip,
+                    mac,
+                    fixed,
+                    stamp,
+                };
+            }
             return;
         }
         let slot = if self.used < NEIGHBOURS {
             self.used += 1;
             self.used - 1
         } else {
-            let v = self.next_victim;
-            self.next_victim = (v + 1) % NEIGHBOURS;
-            v
+            // The least recently confirmed dynamic entry; if every entry is static, none.
+            match self.neighbours[..self.used]
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| !n.fixed)
+                .min_by_key(|(_, n)| n.stamp)
+            {
+                Some((k, _)) => k,
+                None => return,
+            }
         };
-        self.neighbours[slot] = (ip, mac);
+        self.neighbours[slot] = Neighbour {
+            ip,
+            mac,
+            fixed,
+            stamp,
+        };
+    }
+
+    fn is_pending(&self, ip: IpAddr) -> bool {
+        self.pending.iter().any(|p| p.is_some_and(|(a, _)| a == ip))
     }
 
     /// Sorts one received frame; a reply, if any, is written to `out` (at least 86 bytes).
@@ -193,6 +271,7 @@ impl Interface {
                 Drop::BadIpChecksum => s.bad_ip_checksum += 1,
                 Drop::Malformed => s.malformed += 1,
                 Drop::ArpNotForUs => s.arp_not_for_us += 1,
+                Drop::Vlan => s.vlan += 1,
                 Drop::NdNotForUs => s.nd_not_for_us += 1,
             },
         }
@@ -209,25 +288,32 @@ impl Interface {
         if dst != self.mac && dst != BROADCAST && !multicast6 {
             return Rx::Dropped(Drop::OtherMac);
         }
-        match ether_type(frame) {
-            Some(ETHERTYPE_ARP) => self.arp(frame, out),
-            Some(ETHERTYPE_IPV4) | Some(ETHERTYPE_IPV6) => self.ip(frame, out),
-            Some(_) => Rx::Dropped(Drop::OtherEtherType),
-            None => Rx::Dropped(Drop::Malformed),
+        let Some(t) = frame.get(12..14) else {
+            return Rx::Dropped(Drop::Malformed);
+        };
+        match u16::from_be_bytes([t[0], t[1]]) {
+            ETHERTYPE_ARP => self.arp(frame, out),
+            ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => self.ip(frame, out),
+            0x8100 | 0x88a8 | 0x9100 => Rx::Dropped(Drop::Vlan),
+            _ => Rx::Dropped(Drop::OtherEtherType),
         }
     }
 
     fn ip<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
         match link::parse_sctp(frame) {
             Ok(f) => {
-                if !self.is_ours(f.ip.dst()) {
+                // IPv4-mapped IPv6 addresses never appear on the wire (RFC 4291 §2.5.5.2) and
+                // a source is never multicast: neither can be answered.
+                let src = f.ip.src();
+                if !self.is_ours(f.ip.dst()) || mapped(src) || src.is_multicast() {
                     return Rx::Dropped(Drop::OtherAddress);
                 }
                 // Only unicast to our MAC carries SCTP for us.
                 if frame[..6] != self.mac {
                     return Rx::Dropped(Drop::OtherMac);
                 }
-                self.learn(f.ip.src(), f.src_mac);
+                // Not learnt here: the association authenticates the packet first
+                // (`Interface::confirm`).
                 Rx::Sctp(f)
             }
             Err(Error::Unsupported) => self.neighbour_discovery(frame, out),
@@ -239,7 +325,7 @@ impl Interface {
 
     /// RFC 826: answer a request for our IPv4 address; learn the sender of any ARP for us.
     fn arp<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
-        let off = arp_offset(frame);
+        let off = ETHERNET_HEADER_LEN;
         let Some(a) = frame.get(off..off + ARP_LEN) else {
             return Rx::Dropped(Drop::Malformed);
         };
@@ -254,30 +340,32 @@ impl Interface {
         let Some(ours) = self.ipv4.filter(|ip| *ip == tpa) else {
             return Rx::Dropped(Drop::ArpNotForUs);
         };
-        self.learn(IpAddr::V4(spa), sha);
+        // RFC 826: the sender of an ARP packet for us is merged into the table.
+        self.insert(IpAddr::V4(spa), sha, false);
         match op {
             1 => {}
             2 => return Rx::Consumed,
             _ => return Rx::Dropped(Drop::ArpNotForUs),
         }
-        let Some(o) = out.get_mut(..ETHERNET_HEADER_LEN + ARP_LEN) else {
+        let Some(o) = out.get_mut(..ETHERNET_MIN) else {
             return Rx::Dropped(Drop::Malformed);
         };
+        o.fill(0);
         ethernet(o, sha, self.mac, ETHERTYPE_ARP);
         write_arp(&mut o[ETHERNET_HEADER_LEN..], 2, self.mac, ours, sha, spa);
         self.stats.arp_replies += 1;
         Rx::Reply(o.len())
     }
 
-    /// RFC 4861 §7.2.3-§7.2.4: answer a Neighbor Solicitation for our IPv6 address with a
-    /// solicited Neighbor Advertisement carrying our link-layer address.
+    /// RFC 4861 §7.2.3-§7.2.5: answer a valid Neighbor Solicitation for our IPv6 address with a
+    /// solicited Neighbor Advertisement carrying our link-layer address; learn from valid
+    /// advertisements for addresses we asked about or know.
     fn neighbour_discovery<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
-        // Untagged frames only: Neighbor Discovery on a VLAN is not ours to answer here.
         let ip = ETHERNET_HEADER_LEN;
         let Some(h) = frame.get(ip..ip + IPV6_HEADER_LEN) else {
             return Rx::Dropped(Drop::OtherProtocol);
         };
-        if ether_type(frame) != Some(ETHERTYPE_IPV6) || h[0] >> 4 != 6 || h[6] != ICMPV6 {
+        if frame[12..14] != ETHERTYPE_IPV6.to_be_bytes() || h[0] >> 4 != 6 || h[6] != ICMPV6 {
             return Rx::Dropped(Drop::OtherProtocol);
         }
         let Some(ours) = self.ipv6 else {
@@ -285,48 +373,78 @@ impl Interface {
         };
         let payload_len = usize::from(u16::from_be_bytes([h[4], h[5]]));
         let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).unwrap_or_default());
+        let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).unwrap_or_default());
         let Some(icmp) = frame.get(ip + IPV6_HEADER_LEN..ip + IPV6_HEADER_LEN + payload_len) else {
             return Rx::Dropped(Drop::Malformed);
         };
-        // §7.1.1 / §7.1.2: hop limit 255, code 0, at least 24 bytes.
+        // §7.1.1 / §7.1.2: hop limit 255, a valid ICMP checksum, code 0, at least 24 bytes,
+        // a target that is not multicast, a source that is never multicast.
         let kind = icmp.first().copied();
         if h[7] != ND_HOP_LIMIT
             || icmp.len() < 24
             || icmp[1] != 0
             || !matches!(kind, Some(ND_SOLICIT | ND_ADVERT))
+            || !icmpv6_checksum_ok(icmp, src, dst)
+            || src.is_multicast()
         {
             return Rx::Dropped(Drop::NdNotForUs);
         }
         let target = Ipv6Addr::from(<[u8; 16]>::try_from(&icmp[8..24]).unwrap_or_default());
-        // The link-layer address option: source (type 1) in a solicitation, target (type 2)
-        // in an advertisement (§4.6.1); the frame's source if there is none.
+        if target.is_multicast() {
+            return Rx::Dropped(Drop::NdNotForUs);
+        }
+        // The link-layer address option: source (type 1) in a solicitation, target (type 2) in
+        // an advertisement (§4.6.1). Options of length 0 make the message invalid.
         let want_option = if kind == Some(ND_SOLICIT) { 1 } else { 2 };
-        let mut link_addr = [0u8; 6];
-        link_addr.copy_from_slice(&frame[6..12]);
+        let mut link_addr = None;
         let mut opt = &icmp[24..];
-        while opt.len() >= 8 {
-            let len = usize::from(opt[1]) * 8;
+        while !opt.is_empty() {
+            let len = usize::from(*opt.get(1).unwrap_or(&0)) * 8;
             if len == 0 || len > opt.len() {
                 return Rx::Dropped(Drop::NdNotForUs);
             }
             if opt[0] == want_option && len == 8 {
-                link_addr.copy_from_slice(&opt[2..8]);
+                let mut m = [0u8; 6];
+                m.copy_from_slice(&opt[2..8]);
+                link_addr = Some(m);
             }
             opt = &opt[len..];
         }
         if kind == Some(ND_ADVERT) {
-            // §7.2.5: an advertisement teaches the target's link-layer address.
-            if target.is_multicast() || target == ours {
+            let (solicited, override_flag) = (icmp[4] & 0x40 != 0, icmp[4] & 0x20 != 0);
+            // §7.1.2: a solicited advertisement is never sent to a multicast address.
+            if (solicited && dst.is_multicast()) || target == ours {
                 return Rx::Dropped(Drop::NdNotForUs);
             }
-            self.learn(IpAddr::V6(target), link_addr);
+            let t = IpAddr::V6(target);
+            match (link_addr, self.neighbour(t)) {
+                // §7.2.5: no entry and not being resolved: discard; no link-layer address: no
+                // new information for us (we keep no reachability state).
+                (None, _) => {}
+                (Some(_), None) if !self.is_pending(t) => {}
+                // §7.2.5: with O clear, a different address does not replace the cached one.
+                (Some(m), Some(old)) if !override_flag && m != old => {}
+                (Some(m), _) => self.insert(t, m, false),
+            }
             return Rx::Consumed;
         }
         if target != ours {
             return Rx::Dropped(Drop::NdNotForUs);
         }
-        let reply_mac = link_addr;
-        // §7.2.4: to the solicitor, or to all nodes if it has no address yet (DAD).
+        // §7.1.1: a solicitation from the unspecified address (duplicate address detection)
+        // carries no source link-layer address.
+        if src.is_unspecified() && link_addr.is_some() {
+            return Rx::Dropped(Drop::NdNotForUs);
+        }
+        // §7.2.3: the solicitor is learnt from its option only; without one the reply still
+        // goes to the frame's source.
+        let mut reply_mac = [0u8; 6];
+        reply_mac.copy_from_slice(&frame[6..12]);
+        if let Some(m) = link_addr {
+            self.insert(IpAddr::V6(src), m, false);
+            reply_mac = m;
+        }
+        // §7.2.4: to the solicitor, or to all nodes if it has no address yet.
         let (dst, dst_mac, solicited) = if src.is_unspecified() {
             (
                 Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1),
@@ -334,7 +452,6 @@ impl Interface {
                 false,
             )
         } else {
-            self.learn(IpAddr::V6(src), reply_mac);
             (src, reply_mac, true)
         };
         let len = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN + 32;
@@ -374,7 +491,8 @@ impl Interface {
 
     /// Frames the SCTP packet of `sctp_len` bytes the caller placed at
     /// `out[header_len(dst)..]`, to `dst` from our address of the same family; returns the
-    /// frame's length. If the neighbour is unknown, `out` gets a solicitation instead.
+    /// frame's length. If the neighbour is unknown, `out` gets a solicitation instead (or
+    /// nothing, when one went out less than a second ago).
     ///
     /// # Panics
     ///
@@ -382,13 +500,14 @@ impl Interface {
     /// the caller's configuration, not peer input.
     pub fn frame_sctp(
         &mut self,
+        now: Instant,
         dst: IpAddr,
         sctp_len: usize,
         out: &mut [u8],
     ) -> Result<usize, Unresolved> {
         let Some(mac) = self.neighbour(dst) else {
             return Err(Unresolved {
-                solicitation: self.solicit(dst, out),
+                solicitation: self.solicit_limited(now, dst, out),
             });
         };
         let h = Interface::header_len(dst);
@@ -421,13 +540,42 @@ impl Interface {
         Ok(h + sctp_len)
     }
 
+    /// A solicitation for `ip`, unless one went out less than [`SOLICIT_INTERVAL`] ago
+    /// (then 0 bytes). The destination is remembered as being resolved, so that its answer is
+    /// learnt (RFC 4861 §7.2.5).
+    fn solicit_limited(&mut self, now: Instant, ip: IpAddr, out: &mut [u8]) -> usize {
+        if let Some(Some((_, at))) = self
+            .pending
+            .iter()
+            .find(|p| p.is_some_and(|(a, _)| a == ip))
+        {
+            if now.saturating_since(*at) < SOLICIT_INTERVAL {
+                return 0;
+            }
+        }
+        // Its own slot, a free one, or the oldest.
+        let slot = self
+            .pending
+            .iter()
+            .position(|p| p.is_some_and(|(a, _)| a == ip))
+            .or_else(|| self.pending.iter().position(Option::is_none))
+            .unwrap_or_else(|| {
+                (0..PENDING)
+                    .min_by_key(|&k| self.pending[k].map(|(_, t)| t))
+                    .unwrap_or(0)
+            });
+        self.pending[slot] = Some((ip, now));
+        self.solicit(ip, out)
+    }
+
     /// Writes an ARP request (IPv4) or a Neighbor Solicitation (IPv6) for `ip` to `out`;
-    /// returns its length.
+    /// returns its length. Not rate-limited: [`Interface::frame_sctp`] is.
     pub fn solicit(&mut self, ip: IpAddr, out: &mut [u8]) -> usize {
         self.stats.solicitations += 1;
         match ip {
             IpAddr::V4(target) => {
                 let src = self.ipv4.unwrap_or(Ipv4Addr::UNSPECIFIED);
+                out[..ETHERNET_MIN].fill(0);
                 ethernet(out, BROADCAST, self.mac, ETHERTYPE_ARP);
                 write_arp(
                     &mut out[ETHERNET_HEADER_LEN..],
@@ -437,7 +585,7 @@ impl Interface {
                     [0; 6],
                     target,
                 );
-                ETHERNET_HEADER_LEN + ARP_LEN
+                ETHERNET_MIN
             }
             IpAddr::V6(target) => {
                 let src = self.ipv6.unwrap_or(Ipv6Addr::UNSPECIFIED);
@@ -469,16 +617,29 @@ impl Interface {
     }
 }
 
-/// Where the ARP payload starts: after the Ethernet header and any VLAN tags.
-fn arp_offset(frame: &[u8]) -> usize {
-    let mut off = 12;
-    while let Some(t) = frame.get(off..off + 2) {
-        match u16::from_be_bytes([t[0], t[1]]) {
-            0x8100 | 0x88a8 | 0x9100 => off += 4,
-            _ => break,
-        }
-    }
-    off + 2
+/// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+fn mapped(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(a) if a.to_ipv4_mapped().is_some())
+}
+
+/// RFC 4443 §2.3: the ICMPv6 checksum over the pseudo-header verifies.
+fn icmpv6_checksum_ok(icmp: &[u8], src: Ipv6Addr, dst: Ipv6Addr) -> bool {
+    let (Some(&ty), Some(&code), Some(sum), Some(fields), Some(body)) = (
+        icmp.first(),
+        icmp.get(1),
+        icmp.get(2..4),
+        icmp.get(4..8),
+        icmp.get(8..),
+    ) else {
+        return false;
+    };
+    let t = Icmpv6Type::Unknown {
+        type_u8: ty,
+        code_u8: code,
+        bytes5to8: [fields[0], fields[1], fields[2], fields[3]],
+    };
+    t.calc_checksum(src.octets(), dst.octets(), body)
+        .is_ok_and(|c| c == u16::from_be_bytes([sum[0], sum[1]]))
 }
 
 fn ethernet(out: &mut [u8], dst: [u8; 6], src: [u8; 6], ether_type: u16) {
@@ -580,6 +741,8 @@ mod tests {
     const PEER4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
     const IP6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
     const PEER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+
+    const T0: Instant = Instant::from_nanos(1_000_000_000);
 
     fn iface() -> Interface {
         Interface::new(MAC, Some(IP4), Some(IP6))
@@ -684,8 +847,28 @@ mod tests {
             panic!()
         };
         assert_eq!(f.sctp.len(), 28);
-        // The sender of an SCTP packet for us becomes a known neighbour.
-        assert_eq!(i.neighbour(IpAddr::V4(PEER4)), Some(PEER_MAC));
+        // An SCTP packet is not taken at its word: its sender is learnt only once the
+        // association has authenticated it (`confirm`).
+        assert_eq!(i.neighbour(IpAddr::V4(PEER4)), None);
+        // VLAN-tagged frames are not ours (no VLAN configured).
+        let mut tagged = good[..12].to_vec();
+        tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
+        tagged.extend_from_slice(&good[12..]);
+        assert_eq!(i.receive(&tagged, &mut out), Rx::Dropped(Drop::Vlan));
+        // An IPv4-mapped IPv6 source never appears on the wire.
+        let mut mapped6 = Vec::new();
+        PacketBuilder::ethernet2(PEER_MAC, MAC)
+            .ipv6(
+                Ipv4Addr::new(198, 18, 0, 2).to_ipv6_mapped().octets(),
+                IP6.octets(),
+                64,
+            )
+            .write(&mut mapped6, IpNumber(IP_PROTO_SCTP), &[0u8; 28])
+            .unwrap();
+        assert_eq!(
+            i.receive(&mapped6, &mut out),
+            Rx::Dropped(Drop::OtherAddress)
+        );
         let s = i.stats();
         assert_eq!(
             (
@@ -695,9 +878,10 @@ mod tests {
                 s.bad_ip_checksum,
                 s.other_ether_type,
                 s.malformed,
-                s.sctp
+                s.sctp,
+                s.vlan
             ),
-            (1, 1, 1, 1, 1, 1, 1)
+            (1, 2, 1, 1, 1, 1, 1, 1)
         );
     }
 
@@ -712,12 +896,12 @@ mod tests {
             let h = Interface::header_len(dst);
             out[h..h + sctp.len()].copy_from_slice(&sctp);
             assert!(
-                i.frame_sctp(dst, sctp.len(), &mut out).is_err(),
+                i.frame_sctp(T0, dst, sctp.len(), &mut out).is_err(),
                 "unknown yet"
             );
-            i.learn(dst, mac);
+            i.learn_static(dst, mac);
             out[h..h + sctp.len()].copy_from_slice(&sctp);
-            let n = i.frame_sctp(dst, sctp.len(), &mut out).unwrap();
+            let n = i.frame_sctp(T0, dst, sctp.len(), &mut out).unwrap();
             let f = link::parse_sctp(&out[..n]).unwrap();
             assert_eq!(f.sctp, &sctp[..]);
             assert_eq!((f.dst_mac, f.src_mac), (mac, MAC));
@@ -744,7 +928,7 @@ mod tests {
         let mut b = Interface::new(PEER_MAC, Some(PEER4), Some(PEER6));
         for dst in [IpAddr::V4(PEER4), IpAddr::V6(PEER6)] {
             let mut out = vec![0u8; 256];
-            let Err(Unresolved { solicitation }) = a.frame_sctp(dst, 10, &mut out) else {
+            let Err(Unresolved { solicitation }) = a.frame_sctp(T0, dst, 10, &mut out) else {
                 panic!()
             };
             let mut reply = vec![0u8; 256];
@@ -763,7 +947,7 @@ mod tests {
             let mut sink = vec![0u8; 256];
             assert_eq!(a.receive(&reply[..n], &mut sink), Rx::Consumed);
             assert_eq!(a.neighbour(dst), Some(PEER_MAC), "{dst}");
-            assert!(a.frame_sctp(dst, 10, &mut out).is_ok());
+            assert!(a.frame_sctp(T0, dst, 10, &mut out).is_ok());
         }
         assert_eq!((b.stats().arp_replies, b.stats().nd_adverts), (1, 1));
     }
@@ -811,27 +995,65 @@ mod tests {
         assert_eq!(a.neighbour(IpAddr::V6(PEER6)), Some(PEER_MAC));
     }
 
-    /// The table is fixed: beyond its size the oldest entries make room.
+    /// The table is fixed: beyond its size the least recently confirmed dynamic entry makes
+    /// room, static entries stay, and a peer that keeps confirming stays.
     #[test]
-    fn neighbour_table_is_bounded() {
+    fn neighbour_table_is_bounded_and_keeps_what_is_used() {
         let mut i = iface();
-        for k in 0..(NEIGHBOURS as u32 + 10) {
-            i.learn(
+        i.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+        let live = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 7));
+        for k in 0..(NEIGHBOURS as u32 * 3) {
+            i.confirm(
                 IpAddr::V4(Ipv4Addr::from(0xc612_1000 + k)),
                 [2, 0, 0, 0, 0, 1],
             );
+            i.confirm(live, [2, 0, 0, 0, 0, 7]);
         }
         assert_eq!(i.used, NEIGHBOURS);
         assert!(i
             .neighbour(IpAddr::V4(Ipv4Addr::from(0xc612_1000)))
             .is_none());
-        assert!(i
-            .neighbour(IpAddr::V4(Ipv4Addr::from(
-                0xc612_1000 + NEIGHBOURS as u32 + 9
-            )))
-            .is_some());
+        assert_eq!(
+            i.neighbour(IpAddr::V4(PEER4)),
+            Some(PEER_MAC),
+            "static stays"
+        );
+        assert_eq!(
+            i.neighbour(live),
+            Some([2, 0, 0, 0, 0, 7]),
+            "the live peer stays"
+        );
+        // A static entry is not replaced by what is learnt.
+        i.confirm(IpAddr::V4(PEER4), [2, 9, 9, 9, 9, 9]);
+        assert_eq!(i.neighbour(IpAddr::V4(PEER4)), Some(PEER_MAC));
         // Multicast and broadcast are never learnt.
-        i.learn(IpAddr::V4(PEER4), BROADCAST);
-        assert!(i.neighbour(IpAddr::V4(PEER4)).is_none());
+        let mut j = iface();
+        j.confirm(IpAddr::V4(PEER4), BROADCAST);
+        j.confirm(IpAddr::V4(Ipv4Addr::BROADCAST), PEER_MAC);
+        assert_eq!(j.used, 0);
+    }
+
+    /// RFC 1122 §2.3.2.1: at most one solicitation per destination per second.
+    #[test]
+    fn solicitations_are_rate_limited_rfc1122_2_3_2_1() {
+        let mut i = iface();
+        let mut out = vec![0u8; 256];
+        let dst = IpAddr::V4(PEER4);
+        let sizes: Vec<usize> = (0..5)
+            .map(|k| {
+                let now = T0 + Duration::from_millis(100 * k);
+                i.frame_sctp(now, dst, 10, &mut out)
+                    .unwrap_err()
+                    .solicitation
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            [60, 0, 0, 0, 0],
+            "one ARP request, padded to 60 bytes"
+        );
+        let again = i.frame_sctp(T0 + Duration::from_millis(1000), dst, 10, &mut out);
+        assert_eq!(again, Err(Unresolved { solicitation: 60 }));
+        assert_eq!(i.stats().solicitations, 2);
     }
 }

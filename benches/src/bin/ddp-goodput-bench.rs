@@ -5,7 +5,7 @@
 //!
 //! Each round runs both, alternating which goes first: the raw pair (the receiver's median
 //! per-second `rx_pps`), then the DDP pair (`--ddp-listen` and `--ddp-connect`, the client's
-//! goodput over `--secs`). Segments are 1438 bytes (1424 of payload; path MTU 1500, the default);
+//! goodput over `--secs`). Segments are 1418 bytes (1404 of payload; a 1500-byte link);
 //! 8938-byte segments need jumbo mbufs, which the endpoint does not configure yet.
 #![forbid(unsafe_code)]
 
@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use clap::Parser;
 
-/// DDP payload of a full tagged segment at path MTU 1500: the MULPDU (1438, RFC 5043 §9, 32
-/// bytes kept for a bundled SACK) less the 14-byte tagged header.
-const SEGMENT_PAYLOAD: f64 = 1438.0 - 14.0;
-/// The frame such a segment travels in: 1438 + DDP-SSN 2 + DATA header 16 + SCTP header 12 +
+/// DDP payload of a full tagged segment on a 1500-byte link over IPv4: the MULPDU (1418, RFC
+/// 5043 §9, 32 bytes kept for a bundled SACK) less the 14-byte tagged header.
+const SEGMENT_PAYLOAD: f64 = 1418.0 - 14.0;
+/// The frame such a segment travels in: 1418 + DDP-SSN 2 + DATA header 16 + SCTP header 12 +
 /// IPv4 20 + Ethernet 14.
-const FRAME: u16 = 1438 + 2 + 16 + 12 + 20 + 14;
+const FRAME: u16 = 1418 + 2 + 16 + 12 + 20 + 14;
 
 #[derive(Debug, Parser)]
 #[command(about = "DDP tagged-write goodput over net_memif next to the raw txonly -> rxonly rate")]
@@ -29,7 +29,7 @@ struct Args {
     /// The ddpdk binary (build with `cargo build --release`).
     #[arg(long, default_value = "target/release/ddpdk")]
     ddpdk: PathBuf,
-    /// Size of each tagged write, bytes (cut into 1438-byte segments).
+    /// Size of each tagged write, bytes (cut into 1418-byte segments).
     #[arg(long, default_value_t = 1 << 20)]
     write_size: u64,
     /// Seconds of traffic per measurement.

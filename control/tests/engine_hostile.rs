@@ -1,11 +1,11 @@
-//! Review demonstrations for `net::Interface`, `engine::Engine` (scratch file of the review).
-//!
-//! Every `#[test]` here asserts the behaviour the RFCs (or robustness) ask for; a failing test
-//! is a confirmed finding. `fuzz_interface_never_panics` is a passing robustness check.
-//!
-//! Run: cargo test -p ddpdk-control --test review_engine
+//! `net::Interface` and `engine::Engine` against hostile and awkward frames, from an
+//! independent review: each test was a demonstrated defect (forged frames redirecting a
+//! peer, RFC 4861 validity and caching, multicast sources, VLANs, IPv4-mapped peers,
+//! unbounded connections, ARP flooding, IPv6 MTU, an INIT that made a reply too big for an
+//! mbuf) and now holds the fixed behaviour; `fuzz_interface_never_panics` throws 300k mutated
+//! frames at the interface.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 #[path = "../../dataplane/tests/common/mod.rs"]
 mod common;
@@ -93,6 +93,7 @@ fn icmpv6_sum(src: Ipv6Addr, dst: Ipv6Addr, msg: &[u8]) -> u16 {
 }
 
 /// An ND message (NS 135 / NA 136): `flags` is byte 4, then target, then options.
+#[allow(clippy::too_many_arguments)] // one per field of the message under test
 fn nd(
     src_mac: [u8; 6],
     dst_mac: [u8; 6],
@@ -126,7 +127,9 @@ fn lla(ty: u8, mac: [u8; 6]) -> Vec<u8> {
 fn solicited_node(a: Ipv6Addr) -> (Ipv6Addr, [u8; 6]) {
     let t = a.octets();
     (
-        Ipv6Addr::from([0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, t[13], t[14], t[15]]),
+        Ipv6Addr::from([
+            0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, t[13], t[14], t[15],
+        ]),
         [0x33, 0x33, 0xff, t[13], t[14], t[15]],
     )
 }
@@ -177,7 +180,7 @@ fn param(ty: u16, value: &[u8]) -> Vec<u8> {
     let mut p = ty.to_be_bytes().to_vec();
     p.extend_from_slice(&((4 + value.len()) as u16).to_be_bytes());
     p.extend_from_slice(value);
-    while p.len() % 4 != 0 {
+    while !p.len().is_multiple_of(4) {
         p.push(0);
     }
     p
@@ -244,7 +247,7 @@ fn iface() -> Interface {
 #[test]
 fn forged_sctp_with_bad_crc_rewrites_a_neighbour() {
     let mut i = iface();
-    i.learn(IpAddr::V4(PEER4), PEER_MAC); // static, or learnt by ARP
+    i.confirm(IpAddr::V4(PEER4), PEER_MAC); // static, or learnt by ARP
     let junk = sctp(1, SCTP_PORT, 0xdead_beef, &chunk(0, 0, &[0; 8]), false);
     let f = sctp4_frame(MAC, EVIL_MAC, PEER4, IP4, &junk);
     let mut out = [0u8; 128];
@@ -261,7 +264,7 @@ fn forged_sctp_with_bad_crc_rewrites_a_neighbour() {
 #[test]
 fn forged_sctp_sources_evict_live_neighbours() {
     let mut i = iface();
-    i.learn(IpAddr::V4(PEER4), PEER_MAC);
+    i.confirm(IpAddr::V4(PEER4), PEER_MAC);
     let junk = sctp(1, SCTP_PORT, 1, &chunk(0, 0, &[0; 8]), false);
     let mut out = [0u8; 128];
     for k in 0..64u32 {
@@ -294,7 +297,11 @@ fn unsolicited_na_creates_no_entry_rfc4861_7_2_5() {
     );
     let mut out = [0u8; 128];
     let _ = i.receive(&f, &mut out);
-    assert_eq!(i.neighbour(IpAddr::V6(PEER6)), None, "entry created by an unsolicited NA");
+    assert_eq!(
+        i.neighbour(IpAddr::V6(PEER6)),
+        None,
+        "entry created by an unsolicited NA"
+    );
 }
 
 /// RFC 4861 §7.2.5: with the Override flag clear and a different link-layer address the
@@ -302,11 +309,25 @@ fn unsolicited_na_creates_no_entry_rfc4861_7_2_5() {
 #[test]
 fn na_without_override_does_not_replace_rfc4861_7_2_5() {
     let mut i = iface();
-    i.learn(IpAddr::V6(PEER6), PEER_MAC);
-    let f = nd(EVIL_MAC, MAC, PEER6, IP6, 136, 0x40, PEER6, &lla(2, EVIL_MAC), true);
+    i.confirm(IpAddr::V6(PEER6), PEER_MAC);
+    let f = nd(
+        EVIL_MAC,
+        MAC,
+        PEER6,
+        IP6,
+        136,
+        0x40,
+        PEER6,
+        &lla(2, EVIL_MAC),
+        true,
+    );
     let mut out = [0u8; 128];
     let _ = i.receive(&f, &mut out);
-    assert_eq!(i.neighbour(IpAddr::V6(PEER6)), Some(PEER_MAC), "O=0 NA overrode the cache");
+    assert_eq!(
+        i.neighbour(IpAddr::V6(PEER6)),
+        Some(PEER_MAC),
+        "O=0 NA overrode the cache"
+    );
 }
 
 /// RFC 4861 §7.1.2 (and §7.1.1): "ICMP Checksum is valid" is a validity condition. A
@@ -314,17 +335,37 @@ fn na_without_override_does_not_replace_rfc4861_7_2_5() {
 #[test]
 fn nd_with_bad_icmpv6_checksum_is_invalid_rfc4861_7_1() {
     let mut i = iface();
-    i.learn(IpAddr::V6(PEER6), PEER_MAC);
+    i.confirm(IpAddr::V6(PEER6), PEER_MAC);
     let mut out = [0u8; 128];
-    let na = nd(EVIL_MAC, MAC, PEER6, IP6, 136, 0x60, PEER6, &lla(2, EVIL_MAC), false);
+    let na = nd(
+        EVIL_MAC,
+        MAC,
+        PEER6,
+        IP6,
+        136,
+        0x60,
+        PEER6,
+        &lla(2, EVIL_MAC),
+        false,
+    );
     let r_na = i.receive(&na, &mut out);
+    let learnt = i.neighbour(IpAddr::V6(PEER6));
     let (g, gm) = solicited_node(IP6);
-    let ns = nd(PEER_MAC, gm, PEER6, g, 135, 0, IP6, &lla(1, PEER_MAC), false);
+    let ns = nd(
+        PEER_MAC,
+        gm,
+        PEER6,
+        g,
+        135,
+        0,
+        IP6,
+        &lla(1, PEER_MAC),
+        false,
+    );
     let r_ns = i.receive(&ns, &mut out);
-    assert_eq!(
-        (i.neighbour(IpAddr::V6(PEER6)), r_na, matches!(r_ns, Rx::Reply(_))),
-        (Some(PEER_MAC), r_na, false),
-        "bad-checksum NA learnt ({r_na:?}) / bad-checksum NS answered ({r_ns:?})"
+    assert!(
+        learnt == Some(PEER_MAC) && !matches!(r_na, Rx::Consumed) && !matches!(r_ns, Rx::Reply(_)),
+        "bad-checksum NA: {r_na:?}, cache now {learnt:02x?}; bad-checksum NS: {r_ns:?}"
     );
 }
 
@@ -335,7 +376,17 @@ fn ns_from_a_multicast_source_is_not_answered() {
     let mut i = iface();
     let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
     let (g, gm) = solicited_node(IP6);
-    let ns = nd(PEER_MAC, gm, all_nodes, g, 135, 0, IP6, &lla(1, PEER_MAC), true);
+    let ns = nd(
+        PEER_MAC,
+        gm,
+        all_nodes,
+        g,
+        135,
+        0,
+        IP6,
+        &lla(1, PEER_MAC),
+        true,
+    );
     let mut out = [0u8; 128];
     let r = i.receive(&ns, &mut out);
     if let Rx::Reply(n) = r {
@@ -372,13 +423,39 @@ fn vlan_tagged_arp_is_not_answered_untagged() {
 #[test]
 fn fuzz_interface_never_panics() {
     let (g, gm) = solicited_node(IP6);
-    let seeds = vec![
+    let seeds = [
         arp_req(None, PEER_MAC, PEER4, IP4),
         arp_req(Some(7), PEER_MAC, PEER4, IP4),
         nd(PEER_MAC, gm, PEER6, g, 135, 0, IP6, &lla(1, PEER_MAC), true),
-        nd(PEER_MAC, MAC, PEER6, IP6, 136, 0x60, PEER6, &lla(2, PEER_MAC), true),
-        nd(PEER_MAC, MAC, Ipv6Addr::UNSPECIFIED, g, 135, 0, IP6, &[], true),
-        sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &sctp(1, 2, 3, &init_chunk(9, &[]), true)),
+        nd(
+            PEER_MAC,
+            MAC,
+            PEER6,
+            IP6,
+            136,
+            0x60,
+            PEER6,
+            &lla(2, PEER_MAC),
+            true,
+        ),
+        nd(
+            PEER_MAC,
+            MAC,
+            Ipv6Addr::UNSPECIFIED,
+            g,
+            135,
+            0,
+            IP6,
+            &[],
+            true,
+        ),
+        sctp4_frame(
+            MAC,
+            PEER_MAC,
+            PEER4,
+            IP4,
+            &sctp(1, 2, 3, &init_chunk(9, &[]), true),
+        ),
     ];
     let mut x = 0x1234_5678_9abc_def0u64;
     let mut rnd = || {
@@ -412,7 +489,15 @@ fn fuzz_interface_never_panics() {
 fn engine_on(port: Arc<MemPort>, iface: Interface, cfg: Config, seed: u8) -> Engine<MemPort> {
     let ep = Endpoint::new(cfg, [seed; 32]).unwrap();
     let (memory, _) = Memory::new(64, 0, u64::from(seed) * 7919);
-    Engine::new(port, 0, iface, ep, ConnConfig::default(), PendingLimit::new(8), memory)
+    Engine::new(
+        port,
+        0,
+        iface,
+        ep,
+        ConnConfig::default(),
+        PendingLimit::new(8),
+        memory,
+    )
 }
 
 fn cfg() -> Config {
@@ -469,47 +554,69 @@ fn run(
     done(a, b)
 }
 
-/// engine.rs:271 `peer_ip` turns an IPv4-mapped IPv6 peer (::ffff:a.b.c.d) into IPv4, while
-/// `receive` routes by the packet's real source (IPv6): no packet from such a peer ever
-/// reaches its connection, every retransmitted COOKIE ECHO makes one more connection, and
-/// what those connections send goes out as IPv4 (ARP for a.b.c.d) instead of to the peer.
+/// An IPv4-mapped IPv6 address (::ffff:a.b.c.d) never appears on the wire (RFC 4291
+/// §2.5.5.2): packets from one are dropped as not ours, so no connection is made for it and
+/// nothing is ever sent as IPv4 to the embedded address (review: each retransmitted COOKIE
+/// ECHO used to make one more connection, answered by ARP for a.b.c.d).
 #[test]
-fn v4_mapped_ipv6_peer_gets_one_working_connection() {
+fn v4_mapped_ipv6_peer_is_not_answered() {
     let (pa, pb) = pair(1, 1024);
     let mapped = Ipv4Addr::new(198, 18, 0, 99).to_ipv6_mapped();
-    let mut a = engine_on(Arc::new(pa), Interface::new(MAC, Some(IP4), Some(IP6)), cfg(), 1);
-    let mut b = engine_on(Arc::new(pb), Interface::new(PEER_MAC, None, Some(mapped)), cfg(), 2);
+    let mut a = engine_on(
+        Arc::new(pa),
+        Interface::new(MAC, Some(IP4), Some(IP6)),
+        cfg(),
+        1,
+    );
+    let mut b = engine_on(
+        Arc::new(pb),
+        Interface::new(PEER_MAC, None, Some(mapped)),
+        cfg(),
+        2,
+    );
     a.learn(IpAddr::V6(mapped), PEER_MAC);
     b.learn(IpAddr::V6(IP6), MAC);
     let mut now = Instant::from_nanos(1_000_000_000);
-    let cb = b.connect(now, IpAddr::V6(IP6), SCTP_PORT);
+    let cb = b.connect(now, IpAddr::V6(IP6), SCTP_PORT).unwrap();
     let mut log = Vec::new();
     let up = run(&mut now, &mut a, &mut b, 30, |_, b| {
         drain(b, cb, &mut log);
-        log.iter().any(|i| matches!(i, Indication::Connected { .. }))
+        log.iter()
+            .any(|i| matches!(i, Indication::Connected { .. }))
     });
+    assert!(!up);
+    assert_eq!(a.conn_ids().count(), 0, "no connection for a mapped source");
     assert!(
-        up && a.conn_ids().count() == 1,
-        "peer {mapped}: connected {up}; server made {} connection(s), {} unresolved \
-         (ARP sent for the IPv4 form) ",
-        a.conn_ids().count(),
-        a.stats().unresolved
+        a.interface().stats().other_address > 0,
+        "{:?}",
+        a.interface().stats()
+    );
+    assert_eq!(
+        a.stats().unresolved,
+        0,
+        "no ARP for the embedded IPv4 address"
     );
 }
 
-/// Associations made by peers are never removed (engine.rs:59; the `Engine::remove` named in
-/// `conn_ids`' doc does not exist) and their number is not bounded: a peer that runs
-/// INIT / COOKIE ECHO / ABORT from fresh source ports grows `conns` (each with its send
-/// queue) forever, and every received packet and every poll walks the whole vector.
+/// Connections are bounded (`MAX_CONNECTIONS`): a peer that runs INIT / COOKIE ECHO / ABORT
+/// from fresh source ports gets its closed connections reclaimed for the next ones, and
+/// `Engine::remove` forgets one (review: they were kept forever, unbounded).
 #[test]
 fn peer_made_connections_are_reclaimed() {
     let (pa, pb) = pair(1, 4096);
     let mut a = engine_on(Arc::new(pa), iface(), cfg(), 1);
+    a.learn(IpAddr::V4(PEER4), PEER_MAC);
     let now = Instant::from_nanos(1_000_000_000);
-    const N: u16 = 200;
+    const N: u16 = 300;
     for k in 0..N {
         let sport = 20_000 + k;
-        let init = sctp(sport, SCTP_PORT, 0, &init_chunk(0x1000 + u32::from(k), &[]), true);
+        let init = sctp(
+            sport,
+            SCTP_PORT,
+            0,
+            &init_chunk(0x1000 + u32::from(k), &[]),
+            true,
+        );
         send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &init));
         a.poll(now);
         let (tag, cookie) = recv_raw(&pb)
@@ -530,117 +637,41 @@ fn peer_made_connections_are_reclaimed() {
         .filter(|id| a.conn(**id).unwrap().is_closed())
         .count();
     assert!(
-        ids.len() < usize::from(N),
-        "{} connections kept, {closed} of them closed, none reclaimable",
+        ids.len() <= ddpdk_control::engine::MAX_CONNECTIONS,
+        "{} connections kept, {closed} of them closed",
         ids.len()
     );
+    assert_eq!(a.stats().refused, 0, "closed ones made room");
+    assert!(a.remove(ids[0]).is_some());
+    assert_eq!(a.conn_ids().count(), ids.len() - 1);
 }
 
-/// Two engines over IPv4, associated; B's neighbour entry at A is then evicted (64 junk SCTP
-/// frames, see above) and A has data to send. RFC 1122 §2.3.2.1: "a mechanism to prevent ARP
-/// flooding ... MUST be included" (recommended at most 1 per second per destination);
-/// RFC 4861 §7.2.2 likewise rate-limits NS. `Engine::send_sctp` sends one ARP request per
-/// SCTP packet it cannot frame (engine.rs:221).
-#[test]
-fn unresolved_neighbour_is_not_flooded_with_solicitations_rfc1122() {
-    let (pa, pb) = pair(1, 4096);
-    let pb = Arc::new(pb);
-    let mut a = engine_on(Arc::new(pa), Interface::new(MAC, Some(IP4), None), cfg(), 1);
-    let mut b = engine_on(Arc::clone(&pb), Interface::new(PEER_MAC, Some(PEER4), None), cfg(), 2);
-    let mut now = Instant::from_nanos(1_000_000_000);
-    let ca = a.connect(now, IpAddr::V4(PEER4), SCTP_PORT);
-    let mut log = Vec::new();
-    assert!(run(&mut now, &mut a, &mut b, 30, |a, _| {
-        drain(a, ca, &mut log);
-        log.iter().any(|i| matches!(i, Indication::Connected { .. }))
-    }));
-    // Quiet, then evict.
-    run(&mut now, &mut a, &mut b, 1, |_, _| false);
-    let junk = sctp(1, SCTP_PORT, 1, &chunk(0, 0, &[0; 8]), false);
-    for k in 0..64u32 {
-        let src = Ipv4Addr::from(0x0a00_0000 + k);
-        send_raw(&pb, &sctp4_frame(MAC, EVIL_MAC, src, IP4, &junk));
-    }
-    a.poll(now);
-    assert_eq!(a.interface().neighbour(IpAddr::V4(PEER4)), None, "setup: evicted");
-    // A session and a burst of data: one poll of A.
-    let apd = a.memory_mut().alloc_pd();
-    let _ = apd;
-    let c = a.conn(ca).unwrap();
-    for k in 0..8 {
-        let _ = c.post_send(SendRequest {
-            wr_id: k,
-            stream: 0,
-            kind: SendKind::Untagged {
-                qn: 0,
-                rsvd_ulp: [0; 5],
-            },
-            data: vec![0; 1000],
-            signaled: false,
-        });
-    }
-    // Whatever A has to send (SCTP heartbeats, SACKs, DATA, session control) in a few polls
-    // within one millisecond of virtual time.
-    let before = a.interface().stats().solicitations;
-    let mut arps = 0;
-    for _ in 0..4 {
-        a.poll(now);
-        arps += recv_raw(&pb)
-            .iter()
-            .filter(|f| f[12..14] == [8, 6] && f[20..22] == [0, 1])
-            .count();
-        now = now + Duration::from_micros(100);
-        if let Some(c) = a.conn(ca) {
-            c.handle_timeout(now + Duration::from_secs(5)); // force retransmissions too
-        }
-    }
-    let _ = MemoryRegistration {
-        pd: apd,
-        region: a.memory_mut().alloc_region(4096).unwrap(),
-        offset: 0,
-        len: 4096,
-        access: Access::LOCAL_WRITE,
-        stream: None,
-        to_base: 0,
-    };
-    assert!(
-        arps <= 1,
-        "{arps} ARP requests for {PEER4} within 0.4 ms ({} solicitations counted)",
-        a.interface().stats().solicitations - before
-    );
-}
-
-/// Config::path_mtu is "the path MTU minus the IP header" (config.rs:20) and defaults to
-/// 1500 - 20. The engine frames it in IPv6 unchanged, so on IPv6 every full-size packet is a
-/// 1520-byte IP packet (a 1534-byte frame): above a 1500-byte link MTU, dropped by a real
-/// NIC/switch (DF is implicit in IPv6). The engine never relates path_mtu to the family.
-#[test]
-fn ipv6_frames_fit_a_1500_byte_mtu_with_the_default_config() {
-    let (pa, pb) = pair(1, 4096);
-    let mut a = engine_on(Arc::new(pa), iface(), cfg(), 1);
-    let mut b = engine_on(Arc::new(pb), Interface::new(PEER_MAC, Some(PEER4), Some(PEER6)), cfg(), 2);
-    let max = Arc::new(Mutex::new(0usize));
-    let m2 = Arc::clone(&max);
-    a.set_tap(Arc::new(Mutex::new(move |f: &[u8]| {
-        let mut m = m2.lock().unwrap();
-        *m = (*m).max(f.len());
-    })));
-    let mut now = Instant::from_nanos(1_000_000_000);
-    let ca = a.connect(now, IpAddr::V6(PEER6), SCTP_PORT);
+/// Associates A with B (A connects to `peer`), opens a DDP session on stream 1 (B accepts)
+/// and returns A's connection and a tagged STag of B's (64 KiB, remote write).
+fn session(
+    now: &mut Instant,
+    a: &mut Engine<MemPort>,
+    b: &mut Engine<MemPort>,
+    peer: IpAddr,
+) -> (ConnId, ddpdk_dataplane::mem::Stag) {
+    let ca = a.connect(*now, peer, SCTP_PORT).unwrap();
     let mut la = Vec::new();
-    assert!(run(&mut now, &mut a, &mut b, 30, |a, _| {
+    assert!(run(now, a, b, 30, |a, _| {
         drain(a, ca, &mut la);
         la.iter().any(|i| matches!(i, Indication::Connected { .. }))
     }));
     let apd = a.memory_mut().alloc_pd();
     a.conn(ca).unwrap().initiate(1, apd, b"x").unwrap();
+    let mut lb = Vec::new();
+    assert!(run(now, a, b, 10, |_, b| {
+        let first = b.conn_ids().next();
+        if let Some(cb) = first {
+            drain(b, cb, &mut lb);
+        }
+        lb.iter().any(|i| matches!(i, Indication::Session { .. }))
+    }));
     let cb = b.conn_ids().next().unwrap();
     let bpd = b.memory_mut().alloc_pd();
-    let mut lb = Vec::new();
-    run(&mut now, &mut a, &mut b, 10, |_, b| {
-        drain(b, cb, &mut lb);
-        !lb.is_empty() && lb.iter().any(|i| matches!(i, Indication::Session { .. }))
-    });
     b.conn(cb).unwrap().accept(1, bpd, b"").unwrap();
     let r = b.memory_mut().alloc_region(1 << 16).unwrap();
     let reg = b
@@ -655,41 +686,97 @@ fn ipv6_frames_fit_a_1500_byte_mtu_with_the_default_config() {
             to_base: 0,
         })
         .unwrap();
-    run(&mut now, &mut a, &mut b, 10, |a, _| {
+    la.clear();
+    assert!(run(now, a, b, 10, |a, _| {
         drain(a, ca, &mut la);
-        la.iter().filter(|i| matches!(i, Indication::Session { .. })).count() >= 1
-    });
+        la.iter().any(|i| matches!(i, Indication::Session { .. }))
+    }));
+    (ca, reg.stag)
+}
+
+fn tagged(stag: ddpdk_dataplane::mem::Stag, len: usize, wr_id: u64) -> SendRequest {
+    SendRequest {
+        wr_id,
+        stream: 1,
+        kind: SendKind::Tagged {
+            stag,
+            to: 0,
+            rsvd_ulp: 0,
+        },
+        data: vec![7; len],
+        signaled: true,
+    }
+}
+
+/// RFC 1122 §2.3.2.1: "a mechanism to prevent ARP flooding ... MUST be included" (at most one
+/// request per second per destination); RFC 4861 §7.2.2 likewise. Five associations opened at
+/// once to an address nobody answers send one ARP request, not five (review: one per
+/// unframeable SCTP packet, in the same poll).
+#[test]
+fn unresolved_neighbour_is_not_flooded_with_solicitations_rfc1122() {
+    let (pa, pb) = pair(1, 4096);
+    let pb = Arc::new(pb);
+    let mut a = engine_on(Arc::new(pa), Interface::new(MAC, Some(IP4), None), cfg(), 1);
+    let now = Instant::from_nanos(1_000_000_000);
+    let nobody = Ipv4Addr::new(198, 18, 0, 77);
+    for k in 0..5 {
+        a.connect(now, IpAddr::V4(nobody), SCTP_PORT + k).unwrap();
+    }
+    a.poll(now);
+    let arps = recv_raw(&pb)
+        .iter()
+        .filter(|f| f[12..14] == [8, 6] && f[20..22] == [0, 1])
+        .count();
+    assert_eq!(arps, 1, "ARP requests for {nobody} in one poll");
+    assert_eq!(a.stats().unresolved, 5, "five INITs could not be framed");
+    // A second later the next attempt may ask again.
+    a.poll(now + Duration::from_millis(999));
+    assert_eq!(recv_raw(&pb).len(), 0);
+}
+
+/// Config::path_mtu is the path MTU less the IP header; the engine sets each association's
+/// from the link MTU and its peer's address family, so full-size IPv6 packets fit a
+/// 1500-byte link (review: IPv6 got the IPv4 value, 20 bytes too much).
+#[test]
+fn ipv6_frames_fit_a_1500_byte_mtu_with_the_default_config() {
+    let (pa, pb) = pair(1, 4096);
+    let mut a = engine_on(Arc::new(pa), iface(), cfg(), 1);
+    let mut b = engine_on(
+        Arc::new(pb),
+        Interface::new(PEER_MAC, Some(PEER4), Some(PEER6)),
+        cfg(),
+        2,
+    );
+    let max = Arc::new(Mutex::new(0usize));
+    let m2 = Arc::clone(&max);
+    a.set_tap(Arc::new(Mutex::new(move |f: &[u8]| {
+        let mut m = m2.lock().unwrap();
+        *m = (*m).max(f.len());
+    })));
+    let mut now = Instant::from_nanos(1_000_000_000);
+    let (ca, stag) = session(&mut now, &mut a, &mut b, IpAddr::V6(PEER6));
     a.conn(ca)
         .unwrap()
-        .post_send(SendRequest {
-            wr_id: 1,
-            stream: 1,
-            kind: SendKind::Tagged {
-                stag: reg.stag,
-                to: 0,
-                rsvd_ulp: 0,
-            },
-            data: vec![7; 1 << 16],
-            signaled: true,
-        })
+        .post_send(tagged(stag, 1 << 16, 1))
         .unwrap();
-    run(&mut now, &mut a, &mut b, 10, |a, _| {
+    assert!(run(&mut now, &mut a, &mut b, 10, |a, _| {
         a.conn(ca).unwrap().poll_completion().is_some()
-    });
+    }));
     let m = *max.lock().unwrap();
-    assert!(m <= 1514, "largest IPv6 frame sent: {m} bytes (IP packet {})", m - 14);
+    assert!(
+        m <= 1514,
+        "largest IPv6 frame sent: {m} bytes (IP packet {})",
+        m - 14
+    );
 }
 
 // ---------------------------------------------------------------- Engine on DPDK (one EAL per
 // process: keep this the only DPDK test in the file)
 
-/// engine.rs:236-241: `send_raw` allocates an mbuf of `bytes.len()` and copies into
-/// `data_mut()[..bytes.len()]`, but `Mbuf::set_len` clamps to the data room (2048 with
-/// RTE_MBUF_DEFAULT_BUF_SIZE, the loopback's pool), so any frame over 2048 bytes panics
-/// (and `panic = "abort"` in release). The engine's frame buffer is 9270 bytes and the
-/// listener's replies are not bounded by the path MTU: an INIT ACK is the INIT plus a
-/// 96-byte cookie plus 4 bytes per reported unknown parameter (RFC 9260 §3.3.3). One INIT of
-/// 1962 bytes (fits a 2048-byte mbuf) from the wire aborts the process.
+/// An INIT ACK is the INIT plus a 96-byte cookie plus 4 bytes per reported unknown parameter
+/// (RFC 9260 §3.3.3), so a large INIT (1962 bytes, fits one mbuf) makes a reply larger than an
+/// mbuf's 2048-byte data room: it is not sent, and counted (review: the copy into the mbuf
+/// panicked, which aborts a release build).
 #[test]
 fn dpdk_big_init_does_not_panic_the_engine() {
     use common::{eal_args, pool, start_eal};
@@ -738,12 +825,17 @@ fn dpdk_big_init_does_not_panic_the_engine() {
     }
     let init = sctp(40_000, SCTP_PORT, 0, &init_chunk(0xabcd, &extra), true);
     let frame = sctp4_frame(mac, PEER_MAC, PEER4, IP4, &init);
-    assert!(frame.len() <= 2048, "the INIT fits one mbuf: {}", frame.len());
+    assert!(
+        frame.len() <= 2048,
+        "the INIT fits one mbuf: {}",
+        frame.len()
+    );
     let mut v = Vec::new();
     assert!(ports[1].alloc_bulk(&mut v, 1, frame.len()));
     v[0].data_mut().copy_from_slice(&frame);
     assert_eq!(ports[1].tx_burst(0, &mut v), 1);
     let now = Instant::from_nanos(1_000_000_000);
+    e.learn(IpAddr::V4(PEER4), PEER_MAC);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         for _ in 0..10 {
             e.poll(now);
@@ -753,6 +845,7 @@ fn dpdk_big_init_does_not_panic_the_engine() {
     ports[1].rx_burst(0, &mut got, 32);
     let lens: Vec<usize> = got.iter().map(|b| b.len()).collect();
     drop(got);
+    let too_big = e.stats().too_big;
     drop(e);
     for p in &ports {
         let _ = p.stop();
@@ -762,5 +855,6 @@ fn dpdk_big_init_does_not_panic_the_engine() {
         "a {}-byte INIT from the wire panicked the engine (see the panic message above)",
         frame.len()
     );
-    let _ = lens;
+    assert!(lens.iter().all(|&l| l <= 2048), "{lens:?}");
+    assert_eq!(too_big, 1, "the INIT ACK, too big for an mbuf, counted");
 }
