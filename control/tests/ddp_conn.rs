@@ -9,88 +9,15 @@ mod world;
 use std::time::Duration;
 
 use ddpdk_control::conn::{Indication, PostError, SendKind, SendRequest, Status};
-use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
+use ddpdk_control::memory::Registered;
 use ddpdk_control::session::{Event, LocalError, State, TerminationReason};
 use ddpdk_dataplane::ddp::RxError;
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::sctp::CloseReason;
 use ddpdk_dataplane::wire::ddp::DdpError;
-use world::{Side, World};
+use world::{open, read, region, session_events, tagged, wait, Side, World};
 
 const S: u16 = 1;
-
-fn session_events(side: &Side, stream: u16) -> Vec<Event> {
-    side.indications
-        .iter()
-        .filter_map(|i| match i {
-            Indication::Session { stream: s, event } if *s == stream => Some(event.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn wait(w: &mut World, what: &str, mut f: impl FnMut(&mut World) -> bool) {
-    let until = w.now + Duration::from_secs(60);
-    assert!(w.run_until(until, &mut f), "timed out waiting for {what}");
-}
-
-/// Client initiates on `stream`, server accepts; returns (client PD, server PD).
-fn open(w: &mut World, stream: u16) -> (Pd, Pd) {
-    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
-    w.client.conn().initiate(stream, cpd, b"hello").unwrap();
-    wait(w, "the Initiate", |w| {
-        session_events(&w.server, stream)
-            .iter()
-            .any(|e| matches!(e, Event::InitiateReceived { .. }))
-    });
-    w.server.conn().accept(stream, spd, b"welcome").unwrap();
-    wait(w, "the Accept", |w| {
-        session_events(&w.client, stream)
-            .iter()
-            .any(|e| matches!(e, Event::Accepted { .. }))
-    });
-    (cpd, spd)
-}
-
-/// A region of `len` bytes on `side`, registered whole for `pd` with `access`, bound to the
-/// current session of `stream` when `bound`.
-fn region(
-    side: &mut Side,
-    pd: Pd,
-    len: usize,
-    access: Access,
-    bound: Option<u16>,
-) -> (RegionId, Registered) {
-    let r = side.memory.alloc_region(len).unwrap();
-    let stream = bound.map(|s| side.conn().stream_id(s).unwrap());
-    let reg = side
-        .memory
-        .register(MemoryRegistration {
-            pd,
-            region: r,
-            offset: 0,
-            len: len as u64,
-            access,
-            stream,
-            to_base: 0x7000_0000_0000,
-        })
-        .unwrap();
-    (r, reg)
-}
-
-fn tagged(wr_id: u64, stream: u16, stag: Stag, to: u64, data: Vec<u8>) -> SendRequest {
-    SendRequest {
-        wr_id,
-        stream,
-        kind: SendKind::Tagged {
-            stag,
-            to,
-            rsvd_ulp: 0x5a,
-        },
-        data,
-        signaled: true,
-    }
-}
 
 fn untagged(wr_id: u64, stream: u16, qn: u32, data: Vec<u8>) -> SendRequest {
     SendRequest {
@@ -109,12 +36,6 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31) ^ seed)
         .collect()
-}
-
-fn read(side: &Side, r: RegionId, offset: u64, len: usize) -> Vec<u8> {
-    let mut v = vec![0u8; len];
-    side.memory.region(r).unwrap().read(offset, &mut v).unwrap();
-    v
 }
 
 fn completions(side: &Side) -> Vec<(u64, Status)> {

@@ -11,95 +11,19 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use ddpdk_control::conn::{
-    Accept, Completion, ConnConfig, Connection, Indication, Listener, SendKind, SendRequest, Status,
+    Accept, Completion, ConnConfig, Connection, Indication, Listener, Status,
 };
-use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId, Registered};
+use ddpdk_control::memory::{Memory, MemoryRegistration};
 use ddpdk_control::session::{Event, PendingLimit, State};
-use ddpdk_dataplane::mem::{Access, Pd, Stag};
+use ddpdk_dataplane::mem::{Access, Pd};
 use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant};
-use world::{Side, World};
+use world::{open, read, region, session_events, tagged, wait, World};
 
 // ------------------------------------------------------------------------------------------
 // Helpers shared with the World harness
 // ------------------------------------------------------------------------------------------
 
 const S: u16 = 1;
-
-fn session_events(side: &Side, stream: u16) -> Vec<Event> {
-    side.indications
-        .iter()
-        .filter_map(|i| match i {
-            Indication::Session { stream: s, event } if *s == stream => Some(event.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn wait(w: &mut World, what: &str, mut f: impl FnMut(&mut World) -> bool) {
-    let until = w.now + Duration::from_secs(60);
-    assert!(w.run_until(until, &mut f), "timed out waiting for {what}");
-}
-
-fn open(w: &mut World, stream: u16) -> (Pd, Pd) {
-    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
-    w.client.conn().initiate(stream, cpd, b"hello").unwrap();
-    wait(w, "the Initiate", |w| {
-        session_events(&w.server, stream)
-            .iter()
-            .any(|e| matches!(e, Event::InitiateReceived { .. }))
-    });
-    w.server.conn().accept(stream, spd, b"welcome").unwrap();
-    wait(w, "the Accept", |w| {
-        session_events(&w.client, stream)
-            .iter()
-            .any(|e| matches!(e, Event::Accepted { .. }))
-    });
-    (cpd, spd)
-}
-
-fn region(
-    side: &mut Side,
-    pd: Pd,
-    len: usize,
-    access: Access,
-    bound: Option<u16>,
-) -> (RegionId, Registered) {
-    let r = side.memory.alloc_region(len).unwrap();
-    let stream = bound.map(|s| side.conn().stream_id(s).unwrap());
-    let reg = side
-        .memory
-        .register(MemoryRegistration {
-            pd,
-            region: r,
-            offset: 0,
-            len: len as u64,
-            access,
-            stream,
-            to_base: 0x7000_0000_0000,
-        })
-        .unwrap();
-    (r, reg)
-}
-
-fn tagged(wr_id: u64, stream: u16, stag: Stag, to: u64, data: Vec<u8>) -> SendRequest {
-    SendRequest {
-        wr_id,
-        stream,
-        kind: SendKind::Tagged {
-            stag,
-            to,
-            rsvd_ulp: 0x5a,
-        },
-        data,
-        signaled: true,
-    }
-}
-
-fn read(side: &Side, r: RegionId, offset: u64, len: usize) -> Vec<u8> {
-    let mut v = vec![0u8; len];
-    side.memory.region(r).unwrap().read(offset, &mut v).unwrap();
-    v
-}
 
 // ------------------------------------------------------------------------------------------
 // A raw SCTP peer (crafted DDP chunks) against a real server Connection
@@ -302,6 +226,36 @@ impl Duo {
     }
 }
 
+impl Duo {
+    /// A 4 KiB local-write region of `pd`, its first 256 bytes posted to queue 0 of stream
+    /// `S` as receive `wr_id`.
+    fn posted_buffer(
+        &mut self,
+        pd: Pd,
+        wr_id: u64,
+    ) -> (
+        ddpdk_control::memory::RegionId,
+        ddpdk_control::memory::Registered,
+    ) {
+        let r = self.memory.alloc_region(4096).unwrap();
+        let reg = self
+            .memory
+            .register(MemoryRegistration {
+                pd,
+                region: r,
+                offset: 0,
+                len: 4096,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0,
+            })
+            .unwrap();
+        let b = self.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
+        self.conn().post_recv(S, 0, wr_id, b).unwrap();
+        (r, reg)
+    }
+}
+
 /// A DDP Stream Session Control message: DDP-SSN, function code, Private Data.
 fn ctl(ssn: u16, code: u16, pd: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();
@@ -346,21 +300,7 @@ fn raw_peer_untagged_message_is_delivered() {
     let mut d = Duo::new(256);
     let pd = d.memory.alloc_pd();
     d.open(S, pd);
-    let r = d.memory.alloc_region(4096).unwrap();
-    let reg = d
-        .memory
-        .register(MemoryRegistration {
-            pd,
-            region: r,
-            offset: 0,
-            len: 4096,
-            access: Access::LOCAL_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .unwrap();
-    let b = d.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
-    d.conn().post_recv(S, 0, 11, b).unwrap();
+    d.posted_buffer(pd, 11);
     d.send(S, 16, &useg(1, true, 0, 1, 0, b"hi"));
     d.settle();
     assert!(d.inds.iter().any(|i| matches!(
@@ -385,21 +325,7 @@ fn rfc5043_6_1_terminate_overtaking_the_last_segment_still_delivers_it() {
     let mut d = Duo::new(256);
     let pd = d.memory.alloc_pd();
     d.open(S, pd);
-    let r = d.memory.alloc_region(4096).unwrap();
-    let reg = d
-        .memory
-        .register(MemoryRegistration {
-            pd,
-            region: r,
-            offset: 0,
-            len: 4096,
-            access: Access::LOCAL_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .unwrap();
-    let b = d.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
-    d.conn().post_recv(S, 0, 11, b).unwrap();
+    d.posted_buffer(pd, 11);
     // Terminate (DDP-SSN 2) overtakes the last segment (DDP-SSN 1).
     d.send(S, 17, &ctl(2, 4, b""));
     d.send(S, 16, &useg(1, true, 0, 1, 0, b"rdmap terminate"));
@@ -715,21 +641,7 @@ fn rfc5041_8_3_1_deregistration_stops_posted_receives() {
     let mut d = Duo::new(256);
     let pd = d.memory.alloc_pd();
     d.open(S, pd);
-    let r = d.memory.alloc_region(4096).unwrap();
-    let reg = d
-        .memory
-        .register(MemoryRegistration {
-            pd,
-            region: r,
-            offset: 0,
-            len: 4096,
-            access: Access::LOCAL_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .unwrap();
-    let b = d.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
-    d.conn().post_recv(S, 0, 11, b).unwrap();
+    let (r, reg) = d.posted_buffer(pd, 11);
     d.memory.deregister(reg.stag).unwrap();
     d.send(S, 16, &useg(1, true, 0, 1, 0, b"after deregister"));
     d.settle();

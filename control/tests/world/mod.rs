@@ -7,9 +7,12 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use ddpdk_control::conn::{Accept, Completion, ConnConfig, Connection, Indication, Listener};
-use ddpdk_control::memory::Memory;
-use ddpdk_control::session::PendingLimit;
+use ddpdk_control::conn::{
+    Accept, Completion, ConnConfig, Connection, Indication, Listener, SendKind, SendRequest,
+};
+use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId, Registered};
+use ddpdk_control::session::{Event, PendingLimit};
+use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 
 #[path = "../../../dataplane/tests/sim/mod.rs"]
@@ -251,4 +254,98 @@ pub fn connected(s: &Side) -> bool {
     s.indications
         .iter()
         .any(|i| matches!(i, Indication::Connected { .. }))
+}
+
+// ---- helpers shared by the connection tests
+
+pub fn session_events(side: &Side, stream: u16) -> Vec<Event> {
+    side.indications
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Session { stream: s, event } if *s == stream => Some(event.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs until `f` holds; fails the test after a minute of virtual time.
+pub fn wait(w: &mut World, what: &str, mut f: impl FnMut(&mut World) -> bool) {
+    let until = w.now + Duration::from_secs(60);
+    assert!(w.run_until(until, &mut f), "timed out waiting for {what}");
+}
+
+/// Client initiates on `stream`, server accepts; returns (client PD, server PD).
+pub fn open(w: &mut World, stream: u16) -> (Pd, Pd) {
+    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
+    w.client
+        .conn()
+        .initiate(stream, cpd, b"hello")
+        .expect("initiate");
+    wait(w, "the Initiate", |w| {
+        session_events(&w.server, stream)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. }))
+    });
+    w.server
+        .conn()
+        .accept(stream, spd, b"welcome")
+        .expect("accept");
+    wait(w, "the Accept", |w| {
+        session_events(&w.client, stream)
+            .iter()
+            .any(|e| matches!(e, Event::Accepted { .. }))
+    });
+    (cpd, spd)
+}
+
+/// A region of `len` bytes on `side`, registered whole for `pd` with `access`, bound to the
+/// current session of `stream` when `bound`.
+pub fn region(
+    side: &mut Side,
+    pd: Pd,
+    len: usize,
+    access: Access,
+    bound: Option<u16>,
+) -> (RegionId, Registered) {
+    let r = side.memory.alloc_region(len).expect("region");
+    let stream = bound.map(|s| side.conn().stream_id(s).expect("stream"));
+    let reg = side
+        .memory
+        .register(MemoryRegistration {
+            pd,
+            region: r,
+            offset: 0,
+            len: len as u64,
+            access,
+            stream,
+            to_base: 0x7000_0000_0000,
+        })
+        .expect("register");
+    (r, reg)
+}
+
+/// A signaled tagged write with RsvdULP 0x5a.
+pub fn tagged(wr_id: u64, stream: u16, stag: Stag, to: u64, data: Vec<u8>) -> SendRequest {
+    SendRequest {
+        wr_id,
+        stream,
+        kind: SendKind::Tagged {
+            stag,
+            to,
+            rsvd_ulp: 0x5a,
+        },
+        data,
+        signaled: true,
+    }
+}
+
+/// `len` bytes of `side`'s region `r` from `offset`.
+pub fn read(side: &Side, r: RegionId, offset: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    side.memory
+        .region(r)
+        .expect("region")
+        .read(offset, &mut v)
+        .expect("in bounds");
+    v
 }
