@@ -203,6 +203,8 @@ impl Node {
             .run_for
             .map(|s| Wall::now() + Duration::from_secs_f64(s));
         let mut closed = false;
+        // The regions offered, to checksum at the end (`mr checksum`).
+        let mut offered: Vec<(u16, Stag, ddpdk_control::memory::RegionId)> = Vec::new();
         while !closed {
             if signalled.load(Ordering::Relaxed) || deadline.is_some_and(|d| Wall::now() > d) {
                 break;
@@ -263,11 +265,25 @@ impl Node {
                 if let Some(c) = self.engine.conn(id) {
                     c.accept(stream, pd, &offer).map_err(|e| e.to_string())?;
                 }
+                offered.push((stream, reg.stag, r));
                 note(
                     json,
                     format_args!(
                         "Session {stream} accepted: STag {} TO {} length {}",
                         reg.stag, reg.to_base, reg.len
+                    ),
+                );
+            }
+        }
+        // What was placed, for the client to compare with what it wrote.
+        for (stream, stag, r) in offered {
+            if let Some(region) = self.engine.memory().region(r) {
+                let crc = region.crc32c(0, region.len()).map_err(|e| e.to_string())?;
+                note(
+                    json,
+                    format_args!(
+                        "Session {stream} region STag {stag}: crc32c {crc:#010x} over {} bytes",
+                        region.len()
                     ),
                 );
             }
@@ -384,6 +400,16 @@ impl Node {
             }
         }
         let elapsed = t0.elapsed().as_secs_f64();
+        // What the offered region must hold now: the message in every slot written at least
+        // once, zeros elsewhere (DPDK hands out zeroed memory).
+        let expected_crc = {
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            let mut image = vec![0u8; len];
+            for slot in 0..(done.min(slots) as usize) {
+                image[slot * size..(slot + 1) * size].copy_from_slice(&data);
+            }
+            ddpdk_dataplane::wire::crc32c::crc32c(&image)
+        };
         let bytes = done * size as u64;
         let goodput = bytes as f64 / elapsed;
         self.engine
@@ -413,6 +439,8 @@ impl Node {
         if json {
             let v = serde_json::json!({
                 "ddp_goodput": {
+                    "region_crc32c": format!("{expected_crc:#010x}"),
+                    "region_len": len,
                     "size": size,
                     "messages": done,
                     "seconds": elapsed,
@@ -432,6 +460,7 @@ impl Node {
                 latency.value_at_quantile(0.5),
                 latency.value_at_quantile(0.99)
             );
+            println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
         }
         Ok(())
     }

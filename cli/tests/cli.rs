@@ -681,6 +681,8 @@ fn two_processes_over_memif_move_tagged_writes() {
             "198.18.0.2",
             "--run-for",
             "30",
+            "--region-bytes",
+            "1048576",
             "--json",
         ],
     )
@@ -743,4 +745,13 @@ fn two_processes_over_memif_move_tagged_writes() {
         "client completed {messages}:\n{serr}"
     );
     assert!(serr.contains("Association closed: Shutdown"), "{serr}");
+    // Byte-exact across the processes: the server's region holds what the client wrote.
+    let crc = report["ddp_goodput"]["region_crc32c"]
+        .as_str()
+        .unwrap_or("none");
+    let len = report["ddp_goodput"]["region_len"].as_u64().unwrap_or(0);
+    assert!(
+        serr.contains(&format!("crc32c {crc} over {len} bytes")),
+        "client expects {crc} over {len}:\n{serr}"
+    );
 }
