@@ -143,7 +143,14 @@ impl Node {
     }
 
     fn now(&self) -> Instant {
-        Instant::from_nanos(1_000_000_000 + self.start.elapsed().as_nanos() as u64)
+        self.at(Wall::now())
+    }
+
+    /// The engine's clock at wall time `w`.
+    fn at(&self, w: Wall) -> Instant {
+        Instant::from_nanos(
+            1_000_000_000 + w.saturating_duration_since(self.start).as_nanos() as u64,
+        )
     }
 
     fn poll(&mut self) -> usize {
@@ -158,15 +165,17 @@ impl Node {
         timeout: Duration,
         mut done: impl FnMut(&mut Node) -> bool,
     ) -> Result<(), String> {
-        let deadline = Wall::now() + timeout;
+        // One clock read per turn: the poll loop's own cost is mostly reading the clock.
+        let deadline = self.now() + timeout;
         while !done(self) {
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted while waiting for {what}"));
             }
-            if Wall::now() > deadline {
+            let t = self.now();
+            if t > deadline {
                 return Err(format!("timed out waiting for {what}"));
             }
-            if self.poll() == 0 {
+            if self.engine.poll(t) == 0 {
                 std::hint::spin_loop();
             }
         }
@@ -364,11 +373,13 @@ impl Node {
         let end = t0 + Duration::from_secs_f64(secs);
         let mut posted: std::collections::VecDeque<(u64, Wall)> = Default::default();
         let (mut wr, mut done) = (0u64, 0u64);
-        while Wall::now() < end || !posted.is_empty() {
+        // One clock read per turn of the loop.
+        let mut w = Wall::now();
+        while w < end || !posted.is_empty() {
             if signalled.load(Ordering::Relaxed) {
                 return Err("interrupted".into());
             }
-            while posted.len() < WINDOW && Wall::now() < end {
+            while posted.len() < WINDOW && w < end {
                 let c = self.engine.conn(id).ok_or("connection gone")?;
                 c.post_send(SendRequest {
                     wr_id: wr,
@@ -382,20 +393,22 @@ impl Node {
                     signaled: true,
                 })
                 .map_err(|e| e.to_string())?;
-                posted.push_back((wr, Wall::now()));
+                posted.push_back((wr, w));
                 wr += 1;
             }
-            self.poll();
+            let t = self.at(w);
+            self.engine.poll(t);
+            w = Wall::now();
             while let Some(c) = self.engine.conn(id).and_then(|c| c.poll_completion()) {
                 if c.status != Status::Success {
                     return Err(format!("write {} ended {:?}", c.wr_id, c.status));
                 }
                 if let Some((_, at)) = posted.pop_front() {
-                    let _ = latency.record(at.elapsed().as_micros() as u64);
+                    let _ = latency.record(w.saturating_duration_since(at).as_micros() as u64);
                 }
                 done += 1;
             }
-            if Wall::now() > end + setup {
+            if w > end + setup {
                 return Err("writes did not complete".into());
             }
         }

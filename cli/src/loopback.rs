@@ -164,15 +164,16 @@ impl Loopback {
         signalled: &AtomicBool,
         mut done: impl FnMut(&mut Loopback) -> bool,
     ) -> Result<(), String> {
-        let deadline = Wall::now() + STEP_TIMEOUT;
+        // One clock read per turn: the poll loop's own cost is mostly reading the clock.
+        let deadline = self.now() + STEP_TIMEOUT;
         while !done(self) {
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted while waiting for {what}"));
             }
-            if Wall::now() > deadline {
+            let t = self.now();
+            if t > deadline {
                 return Err(format!("timed out waiting for {what}"));
             }
-            let t = self.now();
             if self.client.poll(t) + self.server.poll(t) == 0 {
                 std::hint::spin_loop();
             }
