@@ -222,6 +222,12 @@ pub struct ConnStats {
     pub messages_sent: u64,
     pub flushed_sends: u64,
     pub flushed_receives: u64,
+    /// DDP chunks on a stream we keep no state for (SCTP checks stream ids, so none expected).
+    pub unknown_stream: u64,
+    /// Session control messages the session refused (each ends the session, RFC 5043 §6.1).
+    pub control_refused: u64,
+    /// Control messages SCTP no longer took (the association was closing).
+    pub control_lost: u64,
 }
 
 #[derive(Debug)]
@@ -800,7 +806,10 @@ impl Connection {
                     Turn::Blocked
                 }
                 // The association is closing: nothing more will leave.
-                Err(_) => Turn::Done,
+                Err(_) => {
+                    self.sink.stats.control_lost += 1;
+                    Turn::Done
+                }
             };
         }
         let Some(p) = s.sends.front_mut() else {
@@ -1064,6 +1073,7 @@ fn route(
 ) {
     let stream = m.stream;
     let Some(s) = streams.get_mut(usize::from(stream)) else {
+        out.stats.unknown_stream += 1;
         return;
     };
     match m.ppid {
@@ -1071,6 +1081,7 @@ fn route(
             out.stats.control_received += 1;
             out.touched = true;
             let Ok(p) = SessionControlPacket::new_checked(m.data) else {
+                out.stats.control_refused += 1;
                 let _ = s.session.on_truncated();
                 return;
             };
@@ -1086,8 +1097,10 @@ fn route(
             }
             if s.session
                 .on_control(ssn, function, p.private_data())
-                .is_ok()
+                .is_err()
             {
+                out.stats.control_refused += 1;
+            } else {
                 // Messages after it in DDP-SSN order may now be delivered (the active side's
                 // first segments wait for the Accept).
                 let DdpStream {
@@ -1102,6 +1115,7 @@ fn route(
         PPID_DDP_SEGMENT => {
             out.stats.segments_received += 1;
             let Some(ssn) = m.data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+                out.stats.refused_by_session += 1;
                 let _ = s.session.on_truncated();
                 out.touched = true;
                 return;

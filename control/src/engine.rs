@@ -72,6 +72,9 @@ pub struct Engine<P: Port> {
     link_mtu: usize,
     rx: Vec<P::Buf>,
     tx: Vec<P::Buf>,
+    /// Where `alloc_bulk` puts the one buffer of a frame being built (kept: no allocation per
+    /// frame).
+    spare: Vec<P::Buf>,
     frame: Vec<u8>,
     stats: EngineStats,
     tap: Option<Tap>,
@@ -99,6 +102,7 @@ impl<P: Port> Engine<P> {
             link_mtu: LINK_MTU,
             rx: Vec::with_capacity(BURST),
             tx: Vec::with_capacity(BURST),
+            spare: Vec::with_capacity(1),
             frame: vec![0; FRAME_MAX],
             stats: EngineStats::default(),
             tap: None,
@@ -305,12 +309,11 @@ impl<P: Port> Engine<P> {
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
-        let mut one = Vec::with_capacity(1);
-        if !self.port.alloc_bulk(&mut one, 1, bytes.len()) {
+        if !self.port.alloc_bulk(&mut self.spare, 1, bytes.len()) {
             self.stats.no_buffer += 1;
             return;
         }
-        let Some(mut b) = one.pop() else {
+        let Some(mut b) = self.spare.pop() else {
             self.stats.no_buffer += 1;
             return;
         };
