@@ -28,6 +28,7 @@ use ddpdk_dataplane::sctp::{CloseReason, Config, Endpoint, Instant};
 use hdrhistogram::Histogram;
 
 use crate::app::note;
+use crate::loopback::{drain, exit_status, random};
 use crate::options::Options;
 
 const STREAM: u16 = 1;
@@ -37,16 +38,8 @@ const OFFER_LEN: usize = 20;
 
 /// Runs the endpoint and returns the exit status.
 pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
-    match Node::new(&eal, opts).and_then(|mut n| n.run(&eal, opts, signalled)) {
-        Ok(()) => {
-            note(opts.json, format_args!("Bye..."));
-            0
-        }
-        Err(e) => {
-            eprintln!("ddpdk: {e}");
-            1
-        }
-    }
+    let r = Node::new(&eal, opts).and_then(|mut n| n.run(&eal, opts, signalled));
+    exit_status(r, opts.json)
 }
 
 struct Node {
@@ -105,9 +98,9 @@ impl Node {
                 send_slots: 1024,
                 ..Config::default()
             },
-            crate::loopback::random::<32>()?,
+            random::<32>()?,
         )?;
-        let (memory, _) = Memory::new(1024, 0, u64::from_ne_bytes(crate::loopback::random::<8>()?));
+        let (memory, _) = Memory::new(1024, 0, u64::from_ne_bytes(random::<8>()?));
         let (v4, v6) = match ip {
             IpAddr::V4(a) => (Some(a), None),
             IpAddr::V6(a) => (None, Some(a)),
@@ -476,13 +469,5 @@ impl Node {
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
         }
         Ok(())
-    }
-}
-
-fn drain<P: Port>(e: &mut Engine<P>, id: ConnId, log: &mut Vec<Indication>) {
-    if let Some(c) = e.conn(id) {
-        while let Some(i) = c.poll_indication() {
-            log.push(i);
-        }
     }
 }

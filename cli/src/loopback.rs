@@ -41,13 +41,19 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs the loopback and returns the exit status.
 pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
-    match Loopback::new(&eal, opts).and_then(|mut l| l.run(&eal, opts, signalled)) {
+    let r = Loopback::new(&eal, opts).and_then(|mut l| l.run(&eal, opts, signalled));
+    exit_status(r.map_err(|e| format!("ddp-loopback: {e}")), opts.json)
+}
+
+/// The process exit status of a DDP mode's result, with its last words.
+pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
+    match r {
         Ok(()) => {
-            note(opts.json, format_args!("Bye..."));
+            note(json, format_args!("Bye..."));
             0
         }
         Err(e) => {
-            eprintln!("ddpdk: ddp-loopback: {e}");
+            eprintln!("ddpdk: {e}");
             1
         }
     }
@@ -641,7 +647,8 @@ fn conn<P: Port>(
     e.conn(id).ok_or_else(|| "connection gone".to_string())
 }
 
-fn drain<P: Port>(e: &mut Engine<P>, id: ConnId, log: &mut Vec<Indication>) {
+/// Moves a connection's indications into `log`.
+pub(crate) fn drain<P: Port>(e: &mut Engine<P>, id: ConnId, log: &mut Vec<Indication>) {
     if let Some(c) = e.conn(id) {
         while let Some(i) = c.poll_indication() {
             log.push(i);
@@ -672,7 +679,7 @@ fn closed(log: &[Indication]) -> bool {
 
 /// Random bytes from the kernel: the cookie secrets and the STag tables' starting points must
 /// not be guessable (RFC 9260 §5.1.3, RFC 5041 §8.3).
-pub fn random<const N: usize>() -> Result<[u8; N], String> {
+pub(crate) fn random<const N: usize>() -> Result<[u8; N], String> {
     use std::io::Read;
     let mut b = [0u8; N];
     std::fs::File::open("/dev/urandom")

@@ -13,14 +13,14 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
-use common::{eal_args, pool, start_eal};
+use common::{eal_args, pool, ring_pair_ports, start_eal};
 use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest, Status};
 use ddpdk_control::engine::Engine;
 use ddpdk_control::memory::{Memory, MemoryRegistration};
 use ddpdk_control::session::{Event, PendingLimit};
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::net::Interface;
-use ddpdk_dataplane::port::dpdk::{DpdkPort, PortConf};
+use ddpdk_dataplane::port::dpdk::DpdkPort;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 use ddpdk_dataplane::wire::crc32c::crc32c;
@@ -30,21 +30,8 @@ const SCTP_PORT: u16 = 5000;
 #[test]
 fn two_engines_on_a_net_ring_pair_move_a_tagged_message() {
     let eal = start_eal(&eal_args("engine", false, &[]));
-    let (a_id, b_id) = eal.create_ring_pair("eng", 1024, 1).unwrap();
     let pool = pool("engine", 4095);
-    let conf = PortConf {
-        nb_rxd: 512,
-        nb_txd: 512,
-        ..PortConf::default()
-    };
-    let ports: Vec<Arc<DpdkPort>> = [a_id, b_id]
-        .into_iter()
-        .map(|id| Arc::new(DpdkPort::configure(id, conf, pool.clone()).unwrap()))
-        .collect();
-    for p in &ports {
-        p.start().unwrap();
-        assert!(p.wait_link_up(Duration::from_secs(2)).up);
-    }
+    let ports = ring_pair_ports(&eal, "eng", &pool, 512);
     let mut macs = [ports[0].mac(), ports[1].mac()];
     if macs[0] == macs[1] {
         // net_ring may give both ends one address; the interface needs its own.

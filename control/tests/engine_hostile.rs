@@ -779,24 +779,10 @@ fn ipv6_frames_fit_a_1500_byte_mtu_with_the_default_config() {
 /// panicked, which aborts a release build).
 #[test]
 fn dpdk_big_init_does_not_panic_the_engine() {
-    use common::{eal_args, pool, start_eal};
-    use ddpdk_dataplane::port::dpdk::{DpdkPort, PortConf};
+    use common::{eal_args, pool, ring_pair_ports, start_eal};
     let eal = start_eal(&eal_args("review-engine", false, &[]));
-    let (a_id, b_id) = eal.create_ring_pair("rev", 1024, 1).unwrap();
     let pool = pool("review", 1023);
-    let conf = PortConf {
-        nb_rxd: 256,
-        nb_txd: 256,
-        ..PortConf::default()
-    };
-    let ports: Vec<Arc<DpdkPort>> = [a_id, b_id]
-        .into_iter()
-        .map(|id| Arc::new(DpdkPort::configure(id, conf, pool.clone()).unwrap()))
-        .collect();
-    for p in &ports {
-        p.start().unwrap();
-        assert!(p.wait_link_up(Duration::from_secs(2)).up);
-    }
+    let ports = ring_pair_ports(&eal, "rev", &pool, 256);
     let mut mac = ports[0].mac();
     mac[5] ^= 0x40;
     let ep = Endpoint::new(

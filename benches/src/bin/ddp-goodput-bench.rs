@@ -15,6 +15,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use clap::Parser;
+use ddpdk_benches::procs::{ddpdk_rx_pps, interrupt, reap};
+
+/// How long a finished or interrupted process gets to exit before it is killed.
+const GRACE: Duration = Duration::from_secs(30);
 
 /// DDP payload of a full tagged segment on a 1500-byte link over IPv4: the MULPDU (1418, RFC
 /// 5043 §9, 32 bytes kept for a bundled SACK) less the 14-byte tagged header.
@@ -71,24 +75,6 @@ fn spawn(args: &Args, eal: Vec<String>, app: &[String]) -> std::io::Result<Child
         .spawn()
 }
 
-fn interrupt(child: &Child) {
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-}
-
-fn reap(mut child: Child) -> std::io::Result<std::process::Output> {
-    let t0 = std::time::Instant::now();
-    while child.try_wait()?.is_none() {
-        if t0.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output()
-}
-
 fn sock(tag: &str) -> String {
     let p = std::env::temp_dir().join(format!("ddpdk-goodput-{}-{tag}.sock", std::process::id()));
     let _ = std::fs::remove_file(&p);
@@ -132,12 +118,10 @@ fn raw(args: &Args, tag: &str) -> Result<f64, String> {
     std::thread::sleep(Duration::from_secs(args.secs + 1));
     interrupt(&tx);
     interrupt(&rx);
-    let _ = reap(tx);
-    let out = reap(rx).map_err(|e| e.to_string())?;
-    let mut s: Vec<u64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v.get("rates")?.get("rx_pps")?.as_u64())
+    let _ = reap(tx, GRACE);
+    let out = reap(rx, GRACE).map_err(|e| e.to_string())?;
+    let mut s: Vec<u64> = ddpdk_rx_pps(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
         .filter(|&x| x > 0)
         .collect();
     if s.len() >= 3 {
@@ -206,8 +190,8 @@ fn ddp(args: &Args, tag: &str) -> Result<f64, String> {
         &client_app,
     )
     .map_err(|e| e.to_string())?;
-    let out = reap(client).map_err(|e| e.to_string())?;
-    let _ = reap(server);
+    let out = reap(client, GRACE).map_err(|e| e.to_string())?;
+    let _ = reap(server, GRACE);
     let server_log = drain.join().unwrap_or_default();
     String::from_utf8_lossy(&out.stdout)
         .lines()

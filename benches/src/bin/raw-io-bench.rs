@@ -14,6 +14,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use clap::Parser;
+use ddpdk_benches::procs::{ddpdk_rx_pps, interrupt, reap};
+
+/// How long an interrupted tool gets to exit before it is killed.
+const GRACE: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Parser)]
 #[command(about = "ddpdk vs dpdk-testpmd: txonly -> rxonly over net_memif, as a ratio")]
@@ -105,34 +109,10 @@ fn spawn(
         .spawn()
 }
 
-fn interrupt(child: &Child) {
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-}
-
-/// Gives an interrupted process 15 s to exit, then kills it, so a stuck tool cannot hang the
-/// benchmark. Its output is small enough to sit in the pipe meanwhile.
-fn reap(mut child: Child) -> std::io::Result<std::process::Output> {
-    let t0 = std::time::Instant::now();
-    while child.try_wait()?.is_none() {
-        if t0.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output()
-}
-
 /// Per-second receive rates printed by the receiver.
 fn rx_samples(tool: Tool, out: &str) -> Vec<u64> {
     match tool {
-        Tool::Ddpdk => out
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| v.get("rates")?.get("rx_pps")?.as_u64())
-            .collect(),
+        Tool::Ddpdk => ddpdk_rx_pps(out),
         Tool::Testpmd => out
             .lines()
             .filter_map(|l| l.split("Rx-pps:").nth(1))
@@ -161,15 +141,15 @@ fn measure(args: &Args, tool: Tool, size: u16, tag: &str) -> Result<u64, String>
         Ok(c) => c,
         Err(e) => {
             interrupt(&rx);
-            let _ = reap(rx);
+            let _ = reap(rx, GRACE);
             return Err(format!("{tool:?} sender: {e}"));
         }
     };
     std::thread::sleep(Duration::from_secs(args.secs + 1));
     interrupt(&tx);
     interrupt(&rx);
-    let _ = reap(tx);
-    let out = reap(rx).map_err(|e| e.to_string())?;
+    let _ = reap(tx, GRACE);
+    let out = reap(rx, GRACE).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&sock);
     let mut s: Vec<u64> = rx_samples(tool, &String::from_utf8_lossy(&out.stdout))
         .into_iter()

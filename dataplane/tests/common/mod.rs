@@ -236,3 +236,31 @@ pub fn send_and_check(tx: &DpdkPort, rx: &DpdkPort, tag: u8, first: u32, n: u32)
         "unexpected extra packets"
     );
 }
+
+/// A started `net_ring` pair named `name` (what one port transmits the other receives), each
+/// port with `desc` RX and TX descriptors on `pool`, links up.
+pub fn ring_pair_ports(
+    eal: &TestEal,
+    name: &str,
+    pool: &std::sync::Arc<Mempool>,
+    desc: u16,
+) -> Vec<std::sync::Arc<DpdkPort>> {
+    let (a, b) = eal
+        .create_ring_pair(name, 1024, 1)
+        .unwrap_or_else(|e| panic!("ring pair {name}: {e}"));
+    let conf = ddpdk_dataplane::port::dpdk::PortConf {
+        nb_rxd: desc,
+        nb_txd: desc,
+        ..Default::default()
+    };
+    [a, b]
+        .into_iter()
+        .map(|id| {
+            let p = DpdkPort::configure(id, conf, std::sync::Arc::clone(pool))
+                .unwrap_or_else(|e| panic!("configure port {id}: {e}"));
+            p.start().unwrap_or_else(|e| panic!("start port {id}: {e}"));
+            assert!(p.wait_link_up(Duration::from_secs(2)).up, "port {id} link");
+            std::sync::Arc::new(p)
+        })
+        .collect()
+}
