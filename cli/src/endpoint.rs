@@ -248,7 +248,9 @@ impl Node {
                 let pd = self.engine.memory_mut().alloc_pd();
                 let region = Region::from_dpdk(eal, region_len, None).map_err(|e| e.to_string())?;
                 let m = self.engine.memory_mut();
-                let r = m.add_region(region);
+                let r = m
+                    .add_region(region)
+                    .map_err(|_| "region table full".to_string())?;
                 let reg = m
                     .register(MemoryRegistration {
                         pd,

@@ -343,7 +343,10 @@ impl Loopback {
     /// server's memory. It is dropped with the engines, before the EAL.
     fn dpdk_region(&mut self, eal: &Eal, len: usize) -> Result<RegionId, String> {
         let r = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
-        Ok(self.server.memory_mut().add_region(r))
+        self.server
+            .memory_mut()
+            .add_region(r)
+            .map_err(|_| "region table full".to_string())
     }
 
     /// `n` tagged writes of `size` bytes, WINDOW in flight, each to its own slot of the

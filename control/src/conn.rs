@@ -44,7 +44,7 @@ use ddpdk_dataplane::wire::ddp::{
     PPID_SESSION_CONTROL,
 };
 
-use crate::memory::Memory;
+use crate::memory::Place;
 use crate::session::{
     Event as SessionEvent, LocalError, PendingLimit, Session, State, TerminationReason,
 };
@@ -522,9 +522,16 @@ impl Connection {
 
     // ---- SCTP ----
 
-    /// One SCTP packet for this association. Its DDP chunks are checked, placed into `memory`
+    /// One SCTP packet for this association. Its DDP chunks are checked against `place`'s STag
+    /// table (the master, `&Memory`, or a data core's replica), placed into its regions
     /// and delivered before this returns.
-    pub fn handle(&mut self, now: Instant, packet: &[u8], memory: &Memory) -> Result<(), Discard> {
+    pub fn handle<'m>(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        place: impl Into<Place<'m>>,
+    ) -> Result<(), Discard> {
+        let memory = place.into();
         // A COOKIE ECHO comes first in its packet (RFC 9260 §5.1) and may restart the
         // association (§5.2.4): the DDP chunks bundled with it belong to the peer's new
         // incarnation, so they are routed only after the restart has ended the old sessions.
@@ -557,7 +564,7 @@ impl Connection {
 
     /// A chunk that reached us outside [`Connection::handle`] (bundled with the COOKIE ECHO
     /// that created the association).
-    fn route_one(&mut self, stream: u16, ppid: u32, data: &[u8], memory: &Memory) {
+    fn route_one(&mut self, stream: u16, ppid: u32, data: &[u8], memory: Place<'_>) {
         self.grow_streams();
         let m = SctpMessage {
             stream,
@@ -935,14 +942,15 @@ impl Listener {
 
     /// A packet from `peer` that matched no connection. DDP chunks bundled with a COOKIE ECHO
     /// (an Initiate sent from COOKIE-WAIT) reach the new connection's sessions.
-    pub fn handle(
+    pub fn handle<'m>(
         &mut self,
         now: Instant,
         peer: IpAddr,
         packet: &[u8],
         out: &mut [u8],
-        memory: &Memory,
+        place: impl Into<Place<'m>>,
     ) -> Accept {
+        let memory = place.into();
         let early = &mut self.early;
         early.clear();
         let outcome = self
@@ -1067,7 +1075,7 @@ fn open_receive(s: &mut DdpStream, pd: Pd, cfg: &ConnConfig, active: bool) {
 fn route(
     m: SctpMessage<'_>,
     streams: &mut [DdpStream],
-    memory: &Memory,
+    memory: Place<'_>,
     out: &mut Sink,
     limit: &PendingLimit,
 ) {
@@ -1140,7 +1148,7 @@ fn route(
                 out.stats.after_session_end += 1;
                 return;
             };
-            rx_path.on_segment(m.data, memory.stags(), memory, &mut |ind| {
+            rx_path.on_segment(m.data, memory.stags, memory.regions, &mut |ind| {
                 indicate(stream, posted, grace, out, ind)
             });
             if matches!(s.session.state(), State::Terminated(_)) && s.session.inbound_complete() {

@@ -18,13 +18,8 @@ use ddpdk_dataplane::sctp::{Endpoint, Instant};
 use crate::conn::{Accept, ConnConfig, Connection, Listener};
 use crate::memory::Memory;
 use crate::session::PendingLimit;
-
-/// Frames taken per `rx_burst`.
-pub const BURST: usize = 32;
-/// Largest frame we build: a jumbo SCTP packet plus Ethernet and IPv6 headers.
-const FRAME_MAX: usize = 9216 + 14 + 40;
-/// `tx_burst` retries before frames are dropped (and counted).
-const TX_RETRIES: u32 = 4;
+use crate::xmit::Tx;
+pub use crate::xmit::{Tap, BURST};
 /// Connections an engine holds at most; closed ones are reclaimed first when a new one needs
 /// room.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -57,13 +52,11 @@ pub struct EngineStats {
     pub discarded: u64,
 }
 
-/// Sees every frame an engine transmits (a capture, for example), in order.
-pub type Tap = std::sync::Arc<std::sync::Mutex<dyn FnMut(&[u8]) + Send>>;
-
 /// See the module documentation.
 pub struct Engine<P: Port> {
     port: Arc<P>,
     queue: u16,
+    out: Tx<P>,
     iface: Interface,
     listener: Listener,
     memory: Memory,
@@ -71,13 +64,7 @@ pub struct Engine<P: Port> {
     conns: Vec<Option<Connection>>,
     link_mtu: usize,
     rx: Vec<P::Buf>,
-    tx: Vec<P::Buf>,
-    /// Where `alloc_bulk` puts the one buffer of a frame being built (kept: no allocation per
-    /// frame).
-    spare: Vec<P::Buf>,
-    frame: Vec<u8>,
     stats: EngineStats,
-    tap: Option<Tap>,
 }
 
 impl<P: Port> Engine<P> {
@@ -93,6 +80,7 @@ impl<P: Port> Engine<P> {
         memory: Memory,
     ) -> Engine<P> {
         Engine {
+            out: Tx::new(Arc::clone(&port), queue),
             port,
             queue,
             iface,
@@ -101,22 +89,26 @@ impl<P: Port> Engine<P> {
             conns: Vec::new(),
             link_mtu: LINK_MTU,
             rx: Vec::with_capacity(BURST),
-            tx: Vec::with_capacity(BURST),
-            spare: Vec::with_capacity(1),
-            frame: vec![0; FRAME_MAX],
             stats: EngineStats::default(),
-            tap: None,
         }
     }
 
     /// Shows every frame queued for transmission to `tap` (a software capture: it costs a
     /// lock and a call per frame; frames the port then refuses are counted in `tx_dropped`).
     pub fn set_tap(&mut self, tap: Tap) {
-        self.tap = Some(tap);
+        self.out.tap = Some(tap);
     }
 
-    pub fn stats(&self) -> &EngineStats {
-        &self.stats
+    pub fn stats(&self) -> EngineStats {
+        let t = &self.out.stats;
+        EngineStats {
+            frames_out: t.frames_out,
+            tx_dropped: t.tx_dropped,
+            no_buffer: t.no_buffer,
+            unresolved: t.unresolved,
+            too_big: t.too_big,
+            ..self.stats
+        }
     }
 
     pub fn interface(&self) -> &Interface {
@@ -235,20 +227,20 @@ impl<P: Port> Engine<P> {
             let h = Interface::header_len(peer);
             while let Some(len) = self.conns[i]
                 .as_mut()
-                .and_then(|c| c.poll_transmit(now, &mut self.frame[h..]))
+                .and_then(|c| c.poll_transmit(now, &mut self.out.frame[h..]))
             {
                 moved += 1;
-                self.send_sctp(now, peer, len);
+                self.out.send_sctp(now, &mut self.iface, peer, len);
             }
         }
-        self.flush();
+        self.out.flush();
         moved
     }
 
     fn receive(&mut self, now: Instant, frame: &[u8]) {
         let mut reply = [0u8; 128];
         match self.iface.receive(frame, &mut reply) {
-            Rx::Reply(n) => self.send_raw(&reply[..n]),
+            Rx::Reply(n) => self.out.send_raw(&reply[..n]),
             Rx::Consumed | Rx::Dropped(_) => {}
             Rx::Sctp(f) => {
                 let peer = f.ip.src();
@@ -268,15 +260,15 @@ impl<P: Port> Engine<P> {
                     return;
                 }
                 let h = Interface::header_len(peer);
-                let mut out = std::mem::take(&mut self.frame);
+                let mut out = std::mem::take(&mut self.out.frame);
                 match self
                     .listener
                     .handle(now, peer, f.sctp, &mut out[h..], &self.memory)
                 {
                     Accept::Ignored => self.stats.ignored += 1,
                     Accept::Reply(n) => {
-                        self.frame = out;
-                        self.send_sctp(now, peer, n);
+                        self.out.frame = out;
+                        self.out.send_sctp(now, &mut self.iface, peer, n);
                         return;
                     }
                     Accept::Connection(c) => {
@@ -288,60 +280,9 @@ impl<P: Port> Engine<P> {
                         }
                     }
                 }
-                self.frame = out;
+                self.out.frame = out;
             }
         }
-    }
-
-    /// Frames the SCTP packet of `len` bytes at `self.frame[header_len..]` and queues it.
-    fn send_sctp(&mut self, now: Instant, peer: IpAddr, len: usize) {
-        let mut frame = std::mem::take(&mut self.frame);
-        match self.iface.frame_sctp(now, peer, len, &mut frame) {
-            Ok(n) => self.send_raw(&frame[..n]),
-            Err(u) => {
-                self.stats.unresolved += 1;
-                if u.solicitation > 0 {
-                    self.send_raw(&frame[..u.solicitation]);
-                }
-            }
-        }
-        self.frame = frame;
-    }
-
-    fn send_raw(&mut self, bytes: &[u8]) {
-        if !self.port.alloc_bulk(&mut self.spare, 1, bytes.len()) {
-            self.stats.no_buffer += 1;
-            return;
-        }
-        let Some(mut b) = self.spare.pop() else {
-            self.stats.no_buffer += 1;
-            return;
-        };
-        // A buffer holds at most its data room: a larger frame (a reply to an oversized INIT)
-        // is not sent; the buffer goes back to its pool.
-        let Some(room) = b.data_mut().get_mut(..bytes.len()) else {
-            self.stats.too_big += 1;
-            return;
-        };
-        room.copy_from_slice(bytes);
-        if let Some(t) = &self.tap {
-            if let Ok(mut f) = t.lock() {
-                f(bytes);
-            }
-        }
-        self.tx.push(b);
-        if self.tx.len() >= BURST {
-            self.flush();
-        }
-    }
-
-    fn flush(&mut self) {
-        if self.tx.is_empty() {
-            return;
-        }
-        let out = self.port.tx_burst_all(self.queue, &mut self.tx, TX_RETRIES);
-        self.stats.frames_out += out.sent as u64;
-        self.stats.tx_dropped += out.dropped as u64;
     }
 }
 

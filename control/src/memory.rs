@@ -9,6 +9,7 @@
 //! immediate for the same reason.
 
 use core::fmt;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use ddpdk_dataplane::ddp::Regions;
@@ -75,10 +76,55 @@ impl fmt::Display for MemoryError {
 
 impl std::error::Error for MemoryError {}
 
+/// Regions an endpoint may hold at most.
+pub const MAX_REGIONS: usize = 1024;
+
+/// The regions of one endpoint, shared by the control thread and every data core. Append-only:
+/// a slot is set once and never changed or emptied while anyone holds the table, so a data
+/// core reads it without a lock (one acquire load per lookup), and memory a registration names
+/// outlives every core that could place into it.
+#[derive(Debug)]
+pub struct RegionTable {
+    slots: Box<[OnceLock<Region>]>,
+}
+
+impl RegionTable {
+    fn new() -> RegionTable {
+        RegionTable {
+            slots: (0..MAX_REGIONS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+}
+
+impl Regions for RegionTable {
+    fn region(&self, id: u32) -> Option<&Region> {
+        self.slots.get(id as usize)?.get()
+    }
+}
+
+/// What placement checks against and writes into: an STag table (the master, or a data core's
+/// replica) and the regions.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    pub stags: &'a StagTable,
+    pub regions: &'a RegionTable,
+}
+
+impl<'a> From<&'a Memory> for Place<'a> {
+    fn from(m: &'a Memory) -> Place<'a> {
+        Place {
+            stags: m.stags.master(),
+            regions: &m.regions,
+        }
+    }
+}
+
 /// Regions, protection domains and STags of one DDP endpoint.
 #[derive(Debug)]
 pub struct Memory {
-    regions: Vec<Region>,
+    regions: Arc<RegionTable>,
+    /// Slots of `regions` in use.
+    nb_regions: usize,
     stags: Coordinator,
     next_pd: u32,
     revoke_timeout: Duration,
@@ -92,7 +138,8 @@ impl Memory {
         let (coordinator, replicas) = Coordinator::new(stags, random, cores, 64);
         (
             Memory {
-                regions: Vec::new(),
+                regions: Arc::new(RegionTable::new()),
+                nb_regions: 0,
                 stags: coordinator,
                 next_pd: 1,
                 revoke_timeout: Duration::from_secs(1),
@@ -112,21 +159,34 @@ impl Memory {
     /// normal pages (check [`Region::huge`] and warn).
     pub fn alloc_region(&mut self, len: usize) -> std::io::Result<RegionId> {
         let region = Region::new(len)?;
-        Ok(self.add_region(region))
+        self.add_region(region)
+            .map_err(|_| std::io::Error::other("region table full"))
     }
 
-    /// Adds a region made elsewhere (for example from DPDK's hugepage heap).
-    pub fn add_region(&mut self, region: Region) -> RegionId {
-        self.regions.push(region);
-        RegionId(self.regions.len() as u32 - 1)
+    /// Adds a region made elsewhere (for example from DPDK's hugepage heap). Fails (giving the
+    /// region back) when [`MAX_REGIONS`] are held.
+    pub fn add_region(&mut self, region: Region) -> Result<RegionId, Region> {
+        let Some(slot) = self.regions.slots.get(self.nb_regions) else {
+            return Err(region);
+        };
+        slot.set(region)?;
+        self.nb_regions += 1;
+        Ok(RegionId(self.nb_regions as u32 - 1))
     }
 
     pub fn region(&self, id: RegionId) -> Option<&Region> {
-        self.regions.get(id.0 as usize)
+        self.regions.region(id.0)
     }
 
-    pub fn regions(&self) -> &[Region] {
+    /// The regions, to share with data cores.
+    pub fn region_table(&self) -> &Arc<RegionTable> {
         &self.regions
+    }
+
+    /// Placement against the master STag table (no data cores, or the control thread's own
+    /// placement of chunks bundled with a COOKIE ECHO).
+    pub fn place(&self) -> Place<'_> {
+        Place::from(self)
     }
 
     /// The STag table placement checks against when no data core holds a replica.
@@ -211,7 +271,7 @@ impl Memory {
 
 impl Regions for Memory {
     fn region(&self, id: u32) -> Option<&Region> {
-        self.regions.get(id as usize)
+        self.regions.region(id)
     }
 }
 

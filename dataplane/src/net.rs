@@ -147,6 +147,8 @@ pub struct Interface {
     pending: [Option<(IpAddr, Instant)>; PENDING],
     ip_id: u16,
     stats: InterfaceStats,
+    /// The last neighbour learnt from the wire, until [`Interface::take_learnt`].
+    learnt: Option<(IpAddr, [u8; 6])>,
 }
 
 impl Interface {
@@ -166,7 +168,23 @@ impl Interface {
             pending: [None; PENDING],
             ip_id: 0,
             stats: InterfaceStats::default(),
+            learnt: None,
         }
+    }
+
+    /// Our address of `peer`'s family, the one packets to `peer` come from.
+    pub fn address_for(&self, peer: IpAddr) -> Option<IpAddr> {
+        match peer {
+            IpAddr::V4(_) => self.ipv4.map(IpAddr::V4),
+            IpAddr::V6(_) => self.ipv6.map(IpAddr::V6),
+        }
+    }
+
+    /// The neighbour the last ARP or Neighbor Discovery frame taught us, once: so that an
+    /// endpoint with several interface replicas (one per data core) can share what one of them
+    /// heard, wherever the device steered the answer.
+    pub fn take_learnt(&mut self) -> Option<(IpAddr, [u8; 6])> {
+        self.learnt.take()
     }
 
     pub fn mac(&self) -> [u8; 6] {
@@ -201,7 +219,10 @@ impl Interface {
     /// `mac` sent an SCTP packet from `ip` that its association authenticated (CRC32c and
     /// verification tag): learnt, or refreshed so that it stays in the table.
     pub fn confirm(&mut self, ip: IpAddr, mac: [u8; 6]) {
+        let learnt = self.learnt;
         self.insert(ip, mac, false);
+        // Only what ARP and ND teach is worth sharing: every core confirms its own peers.
+        self.learnt = learnt;
     }
 
     fn insert(&mut self, ip: IpAddr, mac: [u8; 6], fixed: bool) {
@@ -211,6 +232,9 @@ impl Interface {
         }
         self.clock += 1;
         let stamp = self.clock;
+        if !fixed {
+            self.learnt = Some((ip, mac));
+        }
         for p in self.pending.iter_mut() {
             if p.is_some_and(|(a, _)| a == ip) {
                 *p = None;
@@ -510,6 +534,23 @@ impl Interface {
                 solicitation: self.solicit_limited(now, dst, out),
             });
         };
+        Ok(self.frame_sctp_to(mac, dst, sctp_len, out))
+    }
+
+    /// As [`Interface::frame_sctp`], to link address `mac` without consulting the neighbour
+    /// table: for a reply that goes back where its request came from (an INIT ACK to the
+    /// INIT's source, RFC 9260 §5.1), without learning from an unauthenticated packet.
+    ///
+    /// # Panics
+    ///
+    /// As [`Interface::frame_sctp`].
+    pub fn frame_sctp_to(
+        &mut self,
+        mac: [u8; 6],
+        dst: IpAddr,
+        sctp_len: usize,
+        out: &mut [u8],
+    ) -> usize {
         let h = Interface::header_len(dst);
         match dst {
             IpAddr::V4(d) => {
@@ -537,7 +578,7 @@ impl Interface {
                 );
             }
         }
-        Ok(h + sctp_len)
+        h + sctp_len
     }
 
     /// A solicitation for `ip`, unless one went out less than [`SOLICIT_INTERVAL`] ago

@@ -176,7 +176,7 @@ fn main() {
     }
     // Touch every page once, so no path pays for first-touch faults the other does not.
     region.fill(0, REGION, 0).expect("in the region");
-    let region = memory.add_region(region);
+    let region = memory.add_region(region).expect("an empty region table");
     let pd = memory.alloc_pd();
     let now = Instant::from_nanos(1_000_000_000);
     println!("size   segments  packets | receive path: Mpps  GB/s | memcpy: GB/s | efficiency");
@@ -254,7 +254,9 @@ fn main() {
 /// A plain copy of every payload to the offset its segment names, in the same region: the
 /// baseline. Returns seconds.
 fn memcpy(frames: &Frames, memory: &Memory) -> f64 {
-    let r = &memory.regions()[0];
+    let r = memory
+        .region(ddpdk_control::memory::RegionId(0))
+        .expect("the bench region");
     let t = WallClock::now();
     for &(p, start, len, off) in &frames.copies {
         r.place(off as u64, &frames.packets[p][start..start + len])

@@ -480,6 +480,10 @@ impl Association {
         self.peer_port
     }
 
+    pub fn local_port(&self) -> u16 {
+        self.local_port
+    }
+
     pub fn peer_addr(&self) -> [u8; 16] {
         self.peer_addr
     }
