@@ -1,0 +1,1183 @@
+//! The endpoint in the product's shape: data cores that own associations and run the whole
+//! per-packet path, and a control thread that sets associations up and manages memory.
+//!
+//! ```text
+//!  RX queue k ─► DataCore k: rx_burst → Interface (ARP/ND answered) → steer
+//!                  ├─ owned by core j ≠ k ───────────────► dispatch ring of core j
+//!                  ├─ owned here → Connection: CRC32c, SCTP, DDP check → place → deliver
+//!                  └─ no association (INIT, COOKIE ECHO, OOTB) ──► packet ring ─► Control
+//!  Control (TX queue `cores`): INIT → INIT ACK; COOKIE ECHO → Connection → Command::Adopt
+//!           to its owner; connect(); STag register/revoke (every core acknowledges);
+//!           ULP operations → Command::Op; events ◄── event rings ◄── cores
+//! ```
+//!
+//! **Ownership and steering.** An association belongs to the core its SCTP 5-tuple hashes to
+//! ([`Steering`]: Toeplitz with the common RSS key, then a 128-entry redirection table filled
+//! round-robin, which is how a NIC with SCTP RSS spreads the same packets over its RX queues).
+//! A core that receives a packet for another core's association moves the buffer to that core's
+//! dispatch ring (virtual devices have no RSS; with a NIC that has it, the ring stays empty).
+//!
+//! **Rings and back-pressure.** Every ring is bounded. A data core never waits on the control
+//! thread: when the packet ring is full the packet is dropped and counted (the peer
+//! retransmits its INIT or COOKIE ECHO); when an event ring is full the core keeps the event and
+//! stops taking more from its connections until the next poll (they queue what they owe), so
+//! no completion or indication is ever lost. Commands to a core wait in the control thread's
+//! outbox, bounded too: a full outbox refuses the ULP's operation ([`RuntimeError::Busy`]).
+//!
+//! **Memory.** The control thread owns [`Memory`]; each core holds a replica of the STag table
+//! ([`CoreStags`]) and the shared, append-only [`RegionTable`]. A deregistration returns only
+//! after every core has acknowledged it (RFC 5041 §8.3.1 item 6), so the cores must be polling.
+//!
+//! **Sessions.** Each stream's RFC 5043 §6 machine runs where the stream's DDP-SSN order is
+//! known, in its connection on the owning core: a session control message and the segments
+//! around it are judged in one sequence (§6.1), without a round trip between threads per
+//! message. The control thread carries the ULP's side of it: session events come up as
+//! [`Event::Indication`]s and the ULP's Initiate / Accept / Reject / Terminate go down as
+//! [`Op`]s.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+
+use ddpdk_dataplane::mem::{CoreStags, Pd, PostedBuffer};
+use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
+use ddpdk_dataplane::port::{PacketBuf, Port};
+use ddpdk_dataplane::sctp::{Endpoint, Instant};
+
+use crate::conn::{
+    Accept, Completion, ConnConfig, ConnStats, Connection, Indication, Listener, PostError,
+    SendRequest,
+};
+use crate::memory::{Memory, Place, RegionTable};
+use crate::session::{PendingLimit, State};
+use crate::xmit::{Tap, Tx, TxStats, BURST};
+
+/// Connections a data core holds at most; closed ones are reclaimed first.
+pub const MAX_CONNECTIONS_PER_CORE: usize = 256;
+/// Entries in the redirection table [`Steering`] models.
+pub const RETA_SIZE: usize = 128;
+/// The RSS key most NICs and DPDK's examples use (Microsoft's RSS verification suite), so a
+/// NIC programmed with it and a round-robin RETA agrees with [`Steering`].
+pub const RSS_KEY: [u8; 40] = [
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+    0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+];
+
+/// The Toeplitz hash of `input` under `key` (the RSS hash function).
+pub fn toeplitz(key: &[u8; 40], input: &[u8]) -> u32 {
+    let mut hash = 0u32;
+    let mut window = u32::from_be_bytes([key[0], key[1], key[2], key[3]]);
+    let mut next = 32usize;
+    for &byte in input {
+        for bit in (0..8).rev() {
+            if byte >> bit & 1 == 1 {
+                hash ^= window;
+            }
+            let k = key.get(next / 8).map_or(0, |b| b >> (7 - next % 8) & 1);
+            window = window << 1 | u32::from(k);
+            next += 1;
+        }
+    }
+    hash
+}
+
+/// Which data core owns an association: the RSS hash of its 5-tuple as the peer's packets
+/// carry it (source = peer), through a round-robin redirection table.
+#[derive(Debug, Clone, Copy)]
+pub struct Steering {
+    cores: usize,
+}
+
+impl Steering {
+    pub fn new(cores: usize) -> Steering {
+        Steering {
+            cores: cores.max(1),
+        }
+    }
+
+    pub fn owner(&self, peer: IpAddr, local: IpAddr, peer_port: u16, local_port: u16) -> usize {
+        if self.cores == 1 {
+            return 0;
+        }
+        let mut input = [0u8; 36];
+        let n = match (peer, local) {
+            (IpAddr::V4(p), IpAddr::V4(l)) => {
+                input[..4].copy_from_slice(&p.octets());
+                input[4..8].copy_from_slice(&l.octets());
+                8
+            }
+            (p, l) => {
+                input[..16].copy_from_slice(&v6(p).octets());
+                input[16..32].copy_from_slice(&v6(l).octets());
+                32
+            }
+        };
+        input[n..n + 2].copy_from_slice(&peer_port.to_be_bytes());
+        input[n + 2..n + 4].copy_from_slice(&local_port.to_be_bytes());
+        let hash = toeplitz(&RSS_KEY, &input[..n + 4]);
+        (hash as usize % RETA_SIZE) % self.cores
+    }
+}
+
+fn v6(a: IpAddr) -> std::net::Ipv6Addr {
+    match a {
+        IpAddr::V4(a) => a.to_ipv6_mapped(),
+        IpAddr::V6(a) => a,
+    }
+}
+
+/// A connection's name across the runtime (the control thread assigns it; events carry it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnHandle(pub u64);
+
+impl std::fmt::Display for ConnHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A ULP operation on a connection, carried out by its owning core (RFC 4296 §2.1.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Initiate {
+        stream: u16,
+        pd: Pd,
+        private_data: Vec<u8>,
+    },
+    Accept {
+        stream: u16,
+        pd: Pd,
+        private_data: Vec<u8>,
+    },
+    Reject {
+        stream: u16,
+        private_data: Vec<u8>,
+    },
+    Terminate {
+        stream: u16,
+    },
+    PostRecv {
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+        buffer: PostedBuffer,
+    },
+    PostSend(SendRequest),
+    /// Graceful SHUTDOWN of the association.
+    Shutdown,
+    Abort,
+}
+
+impl Op {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Initiate { .. } => "initiate",
+            Op::Accept { .. } => "accept",
+            Op::Reject { .. } => "reject",
+            Op::Terminate { .. } => "terminate",
+            Op::PostRecv { .. } => "post_recv",
+            Op::PostSend(_) => "post_send",
+            Op::Shutdown => "shutdown",
+            Op::Abort => "abort",
+        }
+    }
+}
+
+/// What the ULP hears from the runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A peer's COOKIE ECHO made a connection; it went to `core`.
+    Accepted {
+        conn: ConnHandle,
+        peer: IpAddr,
+        peer_port: u16,
+        core: usize,
+    },
+    Indication {
+        conn: ConnHandle,
+        indication: Indication,
+    },
+    Completion {
+        conn: ConnHandle,
+        completion: Completion,
+    },
+    /// An [`Op`] the connection refused; nothing changed.
+    Refused {
+        conn: ConnHandle,
+        op: &'static str,
+        error: PostError,
+    },
+    /// An [`Op`] for a connection its core no longer holds.
+    Unknown { conn: ConnHandle, op: &'static str },
+    /// A core's answer to [`Control::request_reports`].
+    Report(Box<CoreReport>),
+}
+
+/// Why the runtime refused a call. Nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeError {
+    /// No such connection (never made, or forgotten).
+    NoSuchConnection,
+    /// The owning core's command ring and the outbox in front of it are full: retry after
+    /// [`Control::poll`].
+    Busy,
+    /// We have no address of the peer's family.
+    NoAddress,
+    /// The port has fewer queues than the cores need (RX: one per core; TX: one per core and
+    /// one for the control thread).
+    Queues { rx: u16, tx: u16, cores: usize },
+}
+
+impl std::fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuntimeError::NoSuchConnection => f.write_str("no such connection"),
+            RuntimeError::Busy => f.write_str("the owning core's command ring is full"),
+            RuntimeError::NoAddress => f.write_str("no local address of the peer's family"),
+            RuntimeError::Queues { rx, tx, cores } => write!(
+                f,
+                "{cores} data cores need {cores} RX and {} TX queues; the port has {rx} and {tx}",
+                cores + 1
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// Sizes of the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// Data cores: core k polls RX queue k and sends on TX queue k; the control thread sends
+    /// on TX queue `cores`.
+    pub cores: usize,
+    /// Entries of each ring (commands, events, packets to the control thread, dispatch).
+    pub ring_depth: usize,
+    /// The link MTU: each association's path MTU is it less its IP header.
+    pub link_mtu: usize,
+    /// Registrations the STag table holds.
+    pub stags: usize,
+    /// Seeds STag allocation (RFC 5041 §8.3: pass a real random value).
+    pub random: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            cores: 1,
+            ring_depth: 1024,
+            link_mtu: 1500,
+            stags: 4096,
+            random: 0x5eed,
+        }
+    }
+}
+
+/// A data core's counters (its interface and connections count their own).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoreStats {
+    pub frames_in: u64,
+    /// Frames that came from a sibling core's dispatch ring.
+    pub dispatched_in: u64,
+    /// Frames moved to the owning core's dispatch ring.
+    pub dispatched_out: u64,
+    /// Frames for another core dropped because its dispatch ring was full.
+    pub dispatch_dropped: u64,
+    /// Packets for no association handed to the control thread.
+    pub to_control: u64,
+    /// Packets for the control thread dropped because its ring was full.
+    pub control_dropped: u64,
+    /// Packets a connection's association discarded (bad CRC32c or tag, ...).
+    pub discarded: u64,
+    /// Times the event ring was full and the core held its events back.
+    pub events_held: u64,
+    /// Connections adopted from the control thread.
+    pub adopted: u64,
+    /// Connections the core had no room for (it holds [`MAX_CONNECTIONS_PER_CORE`]); aborted.
+    pub refused: u64,
+    pub commands: u64,
+    pub tx: TxStats,
+}
+
+/// One association as a report shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssocInfo {
+    pub conn: ConnHandle,
+    pub peer: IpAddr,
+    pub peer_port: u16,
+    pub state: String,
+    pub streams: u16,
+    /// Streams with a session that is not idle, and its state.
+    pub sessions: Vec<(u16, State)>,
+    pub stats: ConnStats,
+}
+
+/// What one data core holds and has done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreReport {
+    pub core: usize,
+    pub stats: CoreStats,
+    pub iface: InterfaceStats,
+    pub assocs: Vec<AssocInfo>,
+    /// STags the core's replica holds.
+    pub stags: usize,
+}
+
+enum Command {
+    Adopt {
+        conn: ConnHandle,
+        c: Box<Connection>,
+        /// Where the COOKIE ECHO came from (the cookie authenticated it).
+        peer_mac: Option<[u8; 6]>,
+    },
+    Op {
+        conn: ConnHandle,
+        op: Op,
+    },
+    /// A neighbour another core's interface learnt from ARP or ND.
+    Neighbour(IpAddr, [u8; 6]),
+    Forget(ConnHandle),
+    Report,
+}
+
+enum Upcall {
+    Event(Event),
+    Learnt {
+        core: usize,
+        ip: IpAddr,
+        mac: [u8; 6],
+    },
+}
+
+struct Slot {
+    conn: ConnHandle,
+    c: Connection,
+    peer: IpAddr,
+    peer_port: u16,
+}
+
+/// One data core: see the module documentation. Move it to its thread and call
+/// [`DataCore::poll`] in a loop (or [`DataCore::run`]).
+pub struct DataCore<P: Port> {
+    index: usize,
+    port: Arc<P>,
+    /// The RX queues this core polls: its own, and every `cores`-th one after it, so a port
+    /// with more RX queues than cores (a ring-based virtual device delivers on the queue
+    /// number its peer sent on, the peer's control queue included) has every queue polled.
+    rx_queues: Vec<u16>,
+    iface: Interface,
+    steer: Steering,
+    slots: Vec<Option<Slot>>,
+    stags: CoreStags,
+    regions: Arc<RegionTable>,
+    commands: Receiver<Command>,
+    packets_up: SyncSender<P::Buf>,
+    events_up: SyncSender<Upcall>,
+    /// Upcalls the event ring had no room for, sent first, in order, on the next poll; while
+    /// any wait, nothing more is taken from the connections.
+    held: VecDeque<Upcall>,
+    dispatch_in: Receiver<P::Buf>,
+    dispatch_out: Vec<SyncSender<P::Buf>>,
+    out: Tx<P>,
+    rx: Vec<P::Buf>,
+    stats: CoreStats,
+}
+
+/// Builds the control side and `cfg.cores` data cores of one endpoint on `port`.
+pub fn build<P: Port>(
+    port: Arc<P>,
+    iface: Interface,
+    endpoint: Endpoint,
+    conn_cfg: ConnConfig,
+    limit: PendingLimit,
+    cfg: RuntimeConfig,
+) -> Result<(Control<P>, Vec<DataCore<P>>), RuntimeError> {
+    let cores = cfg.cores.max(1);
+    let (rxq, txq) = (port.nb_rx_queues(), port.nb_tx_queues());
+    if usize::from(rxq) < cores || usize::from(txq) < cores + 1 {
+        return Err(RuntimeError::Queues {
+            rx: rxq,
+            tx: txq,
+            cores,
+        });
+    }
+    let depth = cfg.ring_depth.max(1);
+    let (memory, replicas) = Memory::new(cfg.stags, cores, cfg.random);
+    let (packets_tx, packets_rx) = mpsc::sync_channel(depth);
+    let (events_tx, events_rx) = mpsc::sync_channel(depth);
+    let mut dispatch_tx = Vec::new();
+    let mut dispatch_rx = Vec::new();
+    for _ in 0..cores {
+        let (t, r) = mpsc::sync_channel(depth);
+        dispatch_tx.push(t);
+        dispatch_rx.push(r);
+    }
+    let steer = Steering::new(cores);
+    let mut links = Vec::new();
+    let mut data = Vec::new();
+    for (index, (stags, dispatch_in)) in replicas.into_iter().zip(dispatch_rx).enumerate() {
+        let (cmd_tx, cmd_rx) = mpsc::sync_channel(depth);
+        links.push(CoreLink {
+            commands: cmd_tx,
+            outbox: VecDeque::new(),
+        });
+        data.push(DataCore {
+            index,
+            port: Arc::clone(&port),
+            rx_queues: (index..usize::from(rxq))
+                .step_by(cores)
+                .map(|q| q as u16)
+                .collect(),
+            iface: iface.clone(),
+            steer,
+            slots: Vec::new(),
+            stags,
+            regions: Arc::clone(memory.region_table()),
+            commands: cmd_rx,
+            packets_up: packets_tx.clone(),
+            events_up: events_tx.clone(),
+            held: VecDeque::new(),
+            dispatch_in,
+            dispatch_out: dispatch_tx.clone(),
+            out: Tx::new(Arc::clone(&port), index as u16),
+            rx: Vec::with_capacity(BURST),
+            stats: CoreStats::default(),
+        });
+    }
+    let control = Control {
+        out: Tx::new(Arc::clone(&port), cores as u16),
+        iface,
+        listener: Listener::new(endpoint, conn_cfg, limit),
+        memory,
+        steer,
+        cores: links,
+        outbox_limit: depth,
+        packets: packets_rx,
+        events: events_rx,
+        next_conn: 1,
+        owners: HashMap::new(),
+        ready: VecDeque::new(),
+        link_mtu: cfg.link_mtu,
+        stats: ControlStats::default(),
+    };
+    Ok((control, data))
+}
+
+/// A monotonic clock for the runtime's threads: every caller of one `Clock` (or of its
+/// clones) reads the same time line.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock(std::time::Instant);
+
+impl Clock {
+    pub fn new() -> Clock {
+        Clock(std::time::Instant::now())
+    }
+
+    /// Nanoseconds since the clock was made, plus one second (so no timer sits at zero).
+    pub fn now(&self) -> Instant {
+        let ns = self.0.elapsed().as_nanos() as u64;
+        Instant::from_nanos(1_000_000_000 + ns)
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+/// The path MTU of an association to `peer` on a link of `link_mtu`.
+fn path_mtu(link_mtu: usize, peer: IpAddr) -> usize {
+    link_mtu - (Interface::header_len(peer) - ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN)
+}
+
+impl<P: Port> DataCore<P> {
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn stats(&self) -> CoreStats {
+        CoreStats {
+            tx: self.out.stats,
+            ..self.stats
+        }
+    }
+
+    /// Shows every frame this core queues for transmission to `tap`.
+    pub fn set_tap(&mut self, tap: Tap) {
+        self.out.tap = Some(tap);
+    }
+
+    /// Polls until `stop` is set. With `yield_when_idle`, a turn that moved nothing yields the
+    /// CPU (for hosts where the cores are shared; a dedicated core spins).
+    pub fn run(&mut self, clock: Clock, stop: &AtomicBool, yield_when_idle: bool) {
+        while !stop.load(Ordering::Acquire) {
+            if self.poll(clock.now()) == 0 && yield_when_idle {
+                std::thread::yield_now();
+            }
+        }
+        self.out.flush();
+    }
+
+    /// One turn of the poll loop at `now`: commands and STag changes applied, frames from
+    /// sibling cores and from the RX queue handled, due timers run, everything to send framed
+    /// and transmitted, what the connections owe the ULP sent up. Returns the work done.
+    pub fn poll(&mut self, now: Instant) -> usize {
+        // STag changes apply between packets, never in the middle of placing one.
+        let mut work = self.stags.poll();
+        work += self.commands(now);
+        for _ in 0..BURST {
+            match self.dispatch_in.try_recv() {
+                Ok(b) => {
+                    self.stats.dispatched_in += 1;
+                    self.frame_in(now, b, true);
+                    work += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        let mut rx = std::mem::take(&mut self.rx);
+        for k in 0..self.rx_queues.len() {
+            work += self.port.rx_burst(self.rx_queues[k], &mut rx, BURST);
+            for b in rx.drain(..) {
+                self.stats.frames_in += 1;
+                self.frame_in(now, b, false);
+            }
+        }
+        self.rx = rx;
+        for s in self.slots.iter_mut().flatten() {
+            if s.c.poll_timeout().is_some_and(|t| t <= now) {
+                s.c.handle_timeout(now);
+            }
+        }
+        for s in self.slots.iter_mut().flatten() {
+            let h = Interface::header_len(s.peer);
+            while let Some(len) = s.c.poll_transmit(now, &mut self.out.frame[h..]) {
+                work += 1;
+                self.out.send_sctp(now, &mut self.iface, s.peer, len);
+            }
+        }
+        self.out.flush();
+        work + self.upcalls()
+    }
+
+    fn commands(&mut self, now: Instant) -> usize {
+        let mut n = 0;
+        while let Ok(cmd) = self.commands.try_recv() {
+            n += 1;
+            self.stats.commands += 1;
+            match cmd {
+                Command::Adopt { conn, c, peer_mac } => self.adopt(now, conn, *c, peer_mac),
+                Command::Op { conn, op } => self.op(now, conn, op),
+                Command::Neighbour(ip, mac) => self.iface.confirm(ip, mac),
+                Command::Forget(conn) => {
+                    if let Some(k) = self.find(conn) {
+                        self.slots[k] = None;
+                    }
+                }
+                Command::Report => {
+                    let report = self.report();
+                    let _ = self.up(Upcall::Event(Event::Report(Box::new(report))));
+                }
+            }
+        }
+        n
+    }
+
+    fn find(&self, conn: ConnHandle) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.conn == conn))
+    }
+
+    fn adopt(
+        &mut self,
+        now: Instant,
+        conn: ConnHandle,
+        mut c: Connection,
+        peer_mac: Option<[u8; 6]>,
+    ) {
+        let peer = peer_ip(&c);
+        let slot = match self.slots.iter().position(Option::is_none) {
+            Some(k) => Some(k),
+            None if self.slots.len() < MAX_CONNECTIONS_PER_CORE => {
+                self.slots.push(None);
+                Some(self.slots.len() - 1)
+            }
+            None => self
+                .slots
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|s| s.c.is_closed())),
+        };
+        let Some(k) = slot else {
+            self.stats.refused += 1;
+            // The peer hears an ABORT rather than silence.
+            c.abort();
+            let h = Interface::header_len(peer);
+            while let Some(len) = c.poll_transmit(now, &mut self.out.frame[h..]) {
+                self.out.send_sctp(now, &mut self.iface, peer, len);
+            }
+            return;
+        };
+        if let Some(mac) = peer_mac {
+            self.iface.confirm(peer, mac);
+        }
+        self.stats.adopted += 1;
+        let peer_port = c.association().peer_port();
+        self.slots[k] = Some(Slot {
+            conn,
+            c,
+            peer,
+            peer_port,
+        });
+    }
+
+    fn op(&mut self, now: Instant, conn: ConnHandle, op: Op) {
+        let name = op.name();
+        let Some(k) = self.find(conn) else {
+            let _ = self.up(Upcall::Event(Event::Unknown { conn, op: name }));
+            return;
+        };
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
+        let c = &mut s.c;
+        let r = match op {
+            Op::Initiate {
+                stream,
+                pd,
+                private_data,
+            } => c.initiate(stream, pd, &private_data),
+            Op::Accept {
+                stream,
+                pd,
+                private_data,
+            } => c.accept(stream, pd, &private_data),
+            Op::Reject {
+                stream,
+                private_data,
+            } => c.reject(stream, &private_data),
+            Op::Terminate { stream } => c.terminate(stream),
+            Op::PostRecv {
+                stream,
+                qn,
+                wr_id,
+                buffer,
+            } => c.post_recv(stream, qn, wr_id, buffer),
+            Op::PostSend(req) => c.post_send(req),
+            Op::Shutdown => {
+                c.shutdown(now);
+                Ok(())
+            }
+            Op::Abort => {
+                c.abort();
+                Ok(())
+            }
+        };
+        if let Err(error) = r {
+            let _ = self.up(Upcall::Event(Event::Refused {
+                conn,
+                op: name,
+                error,
+            }));
+        }
+    }
+
+    fn frame_in(&mut self, now: Instant, buf: P::Buf, dispatched: bool) {
+        enum Next {
+            Done,
+            Dispatch(usize),
+            ToControl,
+        }
+        let mut reply = [0u8; 128];
+        let next = match self.iface.receive(buf.data(), &mut reply) {
+            Rx::Reply(n) => {
+                self.out.send_raw(&reply[..n]);
+                Next::Done
+            }
+            Rx::Consumed | Rx::Dropped(_) => Next::Done,
+            Rx::Sctp(f) => {
+                let peer = f.ip.src();
+                let (peer_port, local_port) = match f.sctp.get(..4) {
+                    Some(p) => (
+                        u16::from_be_bytes([p[0], p[1]]),
+                        u16::from_be_bytes([p[2], p[3]]),
+                    ),
+                    // Too short for a common header: the control thread's endpoint counts it.
+                    None => (0, 0),
+                };
+                let owner = if dispatched {
+                    self.index
+                } else {
+                    self.steer.owner(peer, f.ip.dst(), peer_port, local_port)
+                };
+                let found = self.slots.iter_mut().flatten().find(|s| {
+                    s.peer == peer && s.peer_port == peer_port && !s.c.association().is_closed()
+                });
+                match found {
+                    _ if owner != self.index => Next::Dispatch(owner),
+                    Some(s) => {
+                        let place = Place {
+                            stags: self.stags.table(),
+                            regions: &self.regions,
+                        };
+                        // Only a packet its association authenticated (CRC32c, verification
+                        // tag) teaches us where the peer is.
+                        match s.c.handle(now, f.sctp, place) {
+                            Ok(()) => self.iface.confirm(peer, f.src_mac),
+                            Err(_) => self.stats.discarded += 1,
+                        }
+                        Next::Done
+                    }
+                    None => Next::ToControl,
+                }
+            }
+        };
+        // Whatever ARP or ND taught this core, every core should know: the answer to one
+        // core's solicitation may arrive on another core's queue.
+        if let Some((ip, mac)) = self.iface.take_learnt() {
+            let _ = self.up(Upcall::Learnt {
+                core: self.index,
+                ip,
+                mac,
+            });
+        }
+        match next {
+            Next::Done => {}
+            Next::Dispatch(k) => match self.dispatch_out[k].try_send(buf) {
+                Ok(()) => self.stats.dispatched_out += 1,
+                Err(_) => self.stats.dispatch_dropped += 1,
+            },
+            Next::ToControl => match self.packets_up.try_send(buf) {
+                Ok(()) => self.stats.to_control += 1,
+                Err(_) => self.stats.control_dropped += 1,
+            },
+        }
+    }
+
+    /// Sends an upcall, or holds it (behind any already held) if the ring is full. Returns
+    /// whether it went.
+    fn up(&mut self, u: Upcall) -> bool {
+        if !self.held.is_empty() {
+            self.held.push_back(u);
+            return false;
+        }
+        match self.events_up.try_send(u) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => true,
+            Err(TrySendError::Full(u)) => {
+                self.stats.events_held += 1;
+                self.held.push_back(u);
+                false
+            }
+        }
+    }
+
+    /// Moves what the connections owe the ULP to the event ring, in order, until it is full.
+    /// Returns how many went.
+    fn upcalls(&mut self) -> usize {
+        let mut n = 0;
+        while let Some(u) = self.held.pop_front() {
+            match self.events_up.try_send(u) {
+                Ok(()) | Err(TrySendError::Disconnected(_)) => n += 1,
+                Err(TrySendError::Full(u)) => {
+                    self.held.push_front(u);
+                    return n;
+                }
+            }
+        }
+        for k in 0..self.slots.len() {
+            while let Some(s) = self.slots[k].as_mut() {
+                let conn = s.conn;
+                let e = if let Some(indication) = s.c.poll_indication() {
+                    Event::Indication { conn, indication }
+                } else if let Some(completion) = s.c.poll_completion() {
+                    Event::Completion { conn, completion }
+                } else {
+                    break;
+                };
+                if !self.up(Upcall::Event(e)) {
+                    return n;
+                }
+                n += 1;
+            }
+        }
+        n
+    }
+
+    fn report(&self) -> CoreReport {
+        CoreReport {
+            core: self.index,
+            stats: self.stats(),
+            iface: *self.iface.stats(),
+            assocs: self
+                .slots
+                .iter()
+                .flatten()
+                .map(|s| AssocInfo {
+                    conn: s.conn,
+                    peer: s.peer,
+                    peer_port: s.peer_port,
+                    state: format!("{:?}", s.c.association().state()),
+                    streams: s.c.association().streams(),
+                    sessions: (0..s.c.association().streams())
+                        .filter_map(|k| {
+                            s.c.session_state(k)
+                                .filter(|st| *st != State::Idle)
+                                .map(|st| (k, st))
+                        })
+                        .collect(),
+                    stats: *s.c.stats(),
+                })
+                .collect(),
+            stags: self.stags.table().len(),
+        }
+    }
+}
+
+/// The peer's address as the association keeps it (IPv4 as v4-mapped IPv6).
+fn peer_ip(c: &Connection) -> IpAddr {
+    let v6 = std::net::Ipv6Addr::from(c.association().peer_addr());
+    match v6.to_ipv4_mapped() {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(v6),
+    }
+}
+
+struct CoreLink {
+    commands: SyncSender<Command>,
+    /// Commands the core's ring had no room for, in order.
+    outbox: VecDeque<Command>,
+}
+
+/// The control thread's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ControlStats {
+    /// Packets the cores handed up.
+    pub packets: u64,
+    /// INIT ACKs, ABORTs and other replies sent.
+    pub replies: u64,
+    /// Packets the endpoint ignored (it counts why).
+    pub ignored: u64,
+    /// Connections made from COOKIE ECHOs.
+    pub accepted: u64,
+    /// Connections opened by the ULP.
+    pub connected: u64,
+    /// Neighbours learnt by one core and shared with the others.
+    pub neighbours_shared: u64,
+    pub tx: TxStats,
+}
+
+/// The control side of the endpoint: see the module documentation. It runs on the thread that
+/// calls [`Control::poll`] (the application's, or one of its own).
+pub struct Control<P: Port> {
+    out: Tx<P>,
+    iface: Interface,
+    listener: Listener,
+    memory: Memory,
+    steer: Steering,
+    cores: Vec<CoreLink>,
+    outbox_limit: usize,
+    packets: Receiver<P::Buf>,
+    events: Receiver<Upcall>,
+    next_conn: u64,
+    /// Which core owns each connection.
+    owners: HashMap<ConnHandle, usize>,
+    ready: VecDeque<Event>,
+    link_mtu: usize,
+    stats: ControlStats,
+}
+
+impl<P: Port> Control<P> {
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// Registering and deregistering go through here; a deregistration waits for every core.
+    pub fn memory_mut(&mut self) -> &mut Memory {
+        &mut self.memory
+    }
+
+    pub fn listener(&self) -> &Listener {
+        &self.listener
+    }
+
+    pub fn stats(&self) -> ControlStats {
+        ControlStats {
+            tx: self.out.stats,
+            ..self.stats
+        }
+    }
+
+    pub fn cores(&self) -> usize {
+        self.cores.len()
+    }
+
+    /// Shows every frame the control thread queues for transmission to `tap`.
+    pub fn set_tap(&mut self, tap: Tap) {
+        self.out.tap = Some(tap);
+    }
+
+    /// The core that owns `conn`.
+    pub fn owner(&self, conn: ConnHandle) -> Option<usize> {
+        self.owners.get(&conn).copied()
+    }
+
+    /// Connections made and not forgotten.
+    pub fn connections(&self) -> impl Iterator<Item = (ConnHandle, usize)> + '_ {
+        self.owners.iter().map(|(c, k)| (*c, *k))
+    }
+
+    /// Opens an association to `peer`, `port`; it goes to its owning core, which sends the
+    /// INIT.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        peer: IpAddr,
+        port: u16,
+    ) -> Result<ConnHandle, RuntimeError> {
+        let local = self
+            .iface
+            .address_for(peer)
+            .ok_or(RuntimeError::NoAddress)?;
+        let mut c = self.listener.connect(now, peer, port);
+        let core = self
+            .steer
+            .owner(peer, local, port, c.association().local_port());
+        c.set_path_mtu(path_mtu(self.link_mtu, peer));
+        let conn = self.new_handle(core);
+        self.stats.connected += 1;
+        self.command(
+            core,
+            Command::Adopt {
+                conn,
+                c: Box::new(c),
+                peer_mac: None,
+            },
+            true,
+        )?;
+        Ok(conn)
+    }
+
+    /// Hands `op` to the connection's core. Its refusal, if any, comes back as
+    /// [`Event::Refused`].
+    pub fn submit(&mut self, conn: ConnHandle, op: Op) -> Result<(), RuntimeError> {
+        let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
+        self.command(core, Command::Op { conn, op }, false)
+    }
+
+    /// Drops a connection (after its `Closed` indication, say) from its core.
+    pub fn forget(&mut self, conn: ConnHandle) -> Result<(), RuntimeError> {
+        let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
+        self.command(core, Command::Forget(conn), true)?;
+        self.owners.remove(&conn);
+        Ok(())
+    }
+
+    /// Asks every core for a [`CoreReport`]; they come back as [`Event::Report`].
+    pub fn request_reports(&mut self) {
+        for k in 0..self.cores.len() {
+            let _ = self.command(k, Command::Report, true);
+        }
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.ready.pop_front()
+    }
+
+    fn new_handle(&mut self, core: usize) -> ConnHandle {
+        let conn = ConnHandle(self.next_conn);
+        self.next_conn += 1;
+        self.owners.insert(conn, core);
+        conn
+    }
+
+    /// Queues a command to core `k`. `must` commands (a connection, a forget, a report) are
+    /// never refused: losing one would lose an association.
+    fn command(&mut self, k: usize, cmd: Command, must: bool) -> Result<(), RuntimeError> {
+        let link = &mut self.cores[k];
+        if link.outbox.is_empty() {
+            match link.commands.try_send(cmd) {
+                Ok(()) | Err(TrySendError::Disconnected(_)) => return Ok(()),
+                Err(TrySendError::Full(cmd)) => {
+                    link.outbox.push_back(cmd);
+                    return Ok(());
+                }
+            }
+        }
+        if !must && link.outbox.len() >= self.outbox_limit {
+            return Err(RuntimeError::Busy);
+        }
+        link.outbox.push_back(cmd);
+        Ok(())
+    }
+
+    /// One turn of the control loop: packets the cores handed up (INIT, COOKIE ECHO, OOTB),
+    /// upcalls, queued commands. Returns the work done.
+    pub fn poll(&mut self, now: Instant) -> usize {
+        let mut work = 0;
+        for _ in 0..BURST {
+            let Ok(b) = self.packets.try_recv() else {
+                break;
+            };
+            work += 1;
+            self.stats.packets += 1;
+            self.packet(now, b);
+        }
+        while let Ok(u) = self.events.try_recv() {
+            work += 1;
+            match u {
+                Upcall::Event(e) => self.ready.push_back(e),
+                Upcall::Learnt { core, ip, mac } => {
+                    self.stats.neighbours_shared += 1;
+                    for k in (0..self.cores.len()).filter(|&k| k != core) {
+                        let _ = self.command(k, Command::Neighbour(ip, mac), false);
+                    }
+                }
+            }
+        }
+        for link in &mut self.cores {
+            while let Some(cmd) = link.outbox.pop_front() {
+                match link.commands.try_send(cmd) {
+                    Ok(()) | Err(TrySendError::Disconnected(_)) => work += 1,
+                    Err(TrySendError::Full(cmd)) => {
+                        link.outbox.push_front(cmd);
+                        break;
+                    }
+                }
+            }
+        }
+        self.out.flush();
+        work
+    }
+
+    fn packet(&mut self, now: Instant, buf: P::Buf) {
+        let mut reply = [0u8; 128];
+        let Rx::Sctp(f) = self.iface.receive(buf.data(), &mut reply) else {
+            // Cores hand up only SCTP packets for our addresses.
+            self.stats.ignored += 1;
+            return;
+        };
+        let peer = f.ip.src();
+        let h = Interface::header_len(peer);
+        let mut out = std::mem::take(&mut self.out.frame);
+        let accept = self
+            .listener
+            .handle(now, peer, f.sctp, &mut out[h..], self.memory.place());
+        self.out.frame = out;
+        match accept {
+            Accept::Ignored => self.stats.ignored += 1,
+            // RFC 9260 §5.1: the INIT ACK goes to the INIT's source; its link address is
+            // where the INIT came from, and nothing is learnt from an unauthenticated packet.
+            Accept::Reply(n) => {
+                self.stats.replies += 1;
+                self.out.send_sctp_to(&mut self.iface, f.src_mac, peer, n);
+            }
+            Accept::Connection(mut c) => {
+                self.stats.accepted += 1;
+                let peer_port = c.association().peer_port();
+                let core =
+                    self.steer
+                        .owner(peer, f.ip.dst(), peer_port, c.association().local_port());
+                c.set_path_mtu(path_mtu(self.link_mtu, peer));
+                let conn = self.new_handle(core);
+                let _ = self.command(
+                    core,
+                    Command::Adopt {
+                        conn,
+                        c,
+                        peer_mac: Some(f.src_mac),
+                    },
+                    true,
+                );
+                self.ready.push_back(Event::Accepted {
+                    conn,
+                    peer,
+                    peer_port,
+                    core,
+                });
+            }
+        }
+    }
+}
+
+impl<P: Port> std::fmt::Debug for Control<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("cores", &self.cores.len())
+            .field("connections", &self.owners.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl<P: Port> std::fmt::Debug for DataCore<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataCore")
+            .field("index", &self.index)
+            .field("connections", &self.slots.iter().flatten().count())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    /// The RSS verification vectors (Microsoft, "Verifying the RSS Hash Calculation"): the
+    /// software hash agrees with what a NIC computes, so a NIC with SCTP RSS and this key
+    /// steers each association to the core [`Steering`] names.
+    #[test]
+    fn toeplitz_matches_the_rss_verification_vectors() {
+        let v4 = |src: [u8; 4], dst: [u8; 4], sp: u16, dp: u16| {
+            let mut i = Vec::new();
+            i.extend_from_slice(&src);
+            i.extend_from_slice(&dst);
+            i.extend_from_slice(&sp.to_be_bytes());
+            i.extend_from_slice(&dp.to_be_bytes());
+            toeplitz(&RSS_KEY, &i)
+        };
+        assert_eq!(
+            v4([66, 9, 149, 187], [161, 142, 100, 80], 2794, 1766),
+            0x51cc_c178
+        );
+        assert_eq!(
+            v4([199, 92, 111, 2], [65, 69, 140, 83], 14230, 4739),
+            0xc626_b0ea
+        );
+        assert_eq!(
+            v4([24, 19, 198, 95], [12, 22, 207, 184], 12898, 38024),
+            0x5c2b_394a
+        );
+        let src: Ipv6Addr = "3ffe:2501:200:1fff::7"
+            .parse()
+            .unwrap_or(Ipv6Addr::UNSPECIFIED);
+        let dst: Ipv6Addr = "3ffe:2501:200:3::1"
+            .parse()
+            .unwrap_or(Ipv6Addr::UNSPECIFIED);
+        let mut i = Vec::new();
+        i.extend_from_slice(&src.octets());
+        i.extend_from_slice(&dst.octets());
+        i.extend_from_slice(&2794u16.to_be_bytes());
+        i.extend_from_slice(&1766u16.to_be_bytes());
+        assert_eq!(toeplitz(&RSS_KEY, &i), 0x4020_7d3d);
+    }
+
+    /// Ownership depends on the whole 5-tuple and spreads associations over the cores.
+    #[test]
+    fn steering_spreads_associations_over_cores() {
+        let s = Steering::new(2);
+        let local = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
+        let mut seen = [0usize; 2];
+        for k in 0..64u8 {
+            let peer = IpAddr::V4(Ipv4Addr::new(198, 18, 1, k));
+            seen[s.owner(peer, local, 5000, 5000)] += 1;
+        }
+        assert!(seen[0] > 8 && seen[1] > 8, "{seen:?}");
+        assert_eq!(Steering::new(1).owner(local, local, 1, 2), 0);
+    }
+}

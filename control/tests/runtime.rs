@@ -1,0 +1,662 @@
+//! The endpoint in its product shape (`runtime`): data cores on their own threads own the
+//! associations and place inline; a control thread answers INITs, turns COOKIE ECHOs into
+//! associations for the owning core, and registers and revokes STags. Two endpoints with two
+//! data cores each, wired back to back by the in-memory port pair.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest, Status};
+use ddpdk_control::memory::MemoryRegistration;
+use ddpdk_control::runtime::{
+    build, Clock, ConnHandle, Control, CoreReport, DataCore, Event, Op, RuntimeConfig, Steering,
+};
+use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
+use ddpdk_dataplane::ddp::RxError;
+use ddpdk_dataplane::mem::{Access, Stag};
+use ddpdk_dataplane::net::Interface;
+use ddpdk_dataplane::port::mem::{pair, MemPort};
+use ddpdk_dataplane::port::Port;
+use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
+use ddpdk_dataplane::wire::crc32c::crc32c;
+use ddpdk_dataplane::wire::ddp::DdpError;
+
+const PORT: u16 = 5000;
+const CORES: usize = 2;
+
+fn endpoint(seed: u8) -> Endpoint {
+    Endpoint::new(
+        Config {
+            local_port: PORT,
+            ..Config::default()
+        },
+        [seed; 32],
+    )
+    .unwrap()
+}
+
+fn runtime(
+    port: MemPort,
+    v4: Ipv4Addr,
+    v6: Ipv6Addr,
+    seed: u8,
+    cfg: RuntimeConfig,
+) -> (Control<MemPort>, Vec<DataCore<MemPort>>) {
+    let iface = Interface::new(port.mac(), Some(v4), Some(v6));
+    build(
+        Arc::new(port),
+        iface,
+        endpoint(seed),
+        ConnConfig::default(),
+        PendingLimit::new(8),
+        RuntimeConfig {
+            random: u64::from(seed) * 7919,
+            ..cfg
+        },
+    )
+    .unwrap()
+}
+
+/// One endpoint whose data cores run on their own threads; the test thread is its control
+/// thread.
+struct Side {
+    control: Control<MemPort>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<DataCore<MemPort>>>,
+    events: Vec<Event>,
+}
+
+impl Side {
+    fn start(control: Control<MemPort>, cores: Vec<DataCore<MemPort>>, clock: Clock) -> Side {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = cores
+            .into_iter()
+            .map(|mut core| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    // This host has two CPUs for four data cores and two control loops.
+                    core.run(clock, &stop, true);
+                    core
+                })
+            })
+            .collect();
+        Side {
+            control,
+            stop,
+            threads,
+            events: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self, clock: Clock) {
+        self.control.poll(clock.now());
+        while let Some(e) = self.control.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    fn stop(self) -> (Control<MemPort>, Vec<DataCore<MemPort>>) {
+        self.stop.store(true, Ordering::Release);
+        let cores = self
+            .threads
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        (self.control, cores)
+    }
+}
+
+fn until(
+    what: &str,
+    a: &mut Side,
+    b: &mut Side,
+    clock: Clock,
+    mut done: impl FnMut(&Side, &Side) -> bool,
+) {
+    let limit = std::time::Instant::now() + Duration::from_secs(60);
+    while !done(a, b) {
+        assert!(
+            std::time::Instant::now() < limit,
+            "timed out waiting for {what}"
+        );
+        a.poll(clock);
+        b.poll(clock);
+        std::thread::yield_now();
+    }
+}
+
+fn session_event(events: &[Event], conn: ConnHandle, pred: impl Fn(&SessionEvent) -> bool) -> bool {
+    events.iter().any(|e| {
+        matches!(e, Event::Indication { conn: c, indication: Indication::Session { event, .. } }
+            if *c == conn && pred(event))
+    })
+}
+
+const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const B6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+
+/// A server IPv4 address for which the client's IPv4 and IPv6 associations are owned by
+/// different cores on the server, and the IPv4 one by different cores on the two sides (so the
+/// server's receiving core must hand its packets to the owner through the dispatch ring).
+fn server_v4() -> Ipv4Addr {
+    let s = Steering::new(CORES);
+    let v6_owner = s.owner(IpAddr::V6(A6), IpAddr::V6(B6), PORT, PORT);
+    (2..=250u8)
+        .map(|k| Ipv4Addr::new(198, 18, 0, k))
+        .find(|&b4| {
+            let at_b = s.owner(IpAddr::V4(A4), IpAddr::V4(b4), PORT, PORT);
+            let at_a = s.owner(IpAddr::V4(b4), IpAddr::V4(A4), PORT, PORT);
+            at_b != v6_owner && at_a != at_b
+        })
+        .unwrap()
+}
+
+fn tagged(wr_id: u64, stag: Stag, to: u64, data: Vec<u8>) -> Op {
+    Op::PostSend(SendRequest {
+        wr_id,
+        stream: 1,
+        kind: SendKind::Tagged {
+            stag,
+            to,
+            rsvd_ulp: 0,
+        },
+        data,
+        signaled: true,
+    })
+}
+
+/// Issue 6 items 1–3: associations over IPv4 and IPv6 land on different data cores by the
+/// 5-tuple hash, the server's control thread answers the INITs and hands each association to
+/// its owner, packets that arrive on the wrong core's queue are dispatched to the owner, tagged
+/// writes on both associations are placed byte-exact by the owning cores, and a
+/// deregistration returns only once both cores refuse the STag (RFC 5041 §8.3.1 item 6): a
+/// later write naming it is refused with its exact code and places nothing.
+#[test]
+fn two_data_cores_own_their_associations_and_place_byte_exact() {
+    let b4 = server_v4();
+    let clock = Clock::new();
+    let (pa, pb) = pair((CORES + 1) as u16, 1024);
+    let cfg = RuntimeConfig {
+        cores: CORES,
+        ..RuntimeConfig::default()
+    };
+    let (ca, cores_a) = runtime(pa, A4, A6, 1, cfg);
+    let (cb, cores_b) = runtime(pb, b4, B6, 2, cfg);
+    let mut a = Side::start(ca, cores_a, clock);
+    let mut b = Side::start(cb, cores_b, clock);
+
+    // Server memory: one region, one remote-write STag; each association writes its own half.
+    const HALF: usize = 1 << 20;
+    let bpd = b.control.memory_mut().alloc_pd();
+    let region = b.control.memory_mut().alloc_region(2 * HALF).unwrap();
+    let reg = b
+        .control
+        .memory_mut()
+        .register(MemoryRegistration {
+            pd: bpd,
+            region,
+            offset: 0,
+            len: 2 * HALF as u64,
+            access: Access::REMOTE_WRITE,
+            stream: None,
+            to_base: 0x4000_0000,
+        })
+        .unwrap();
+
+    let peers = [IpAddr::V4(b4), IpAddr::V6(B6)];
+    let conns: Vec<ConnHandle> = peers
+        .iter()
+        .map(|&p| a.control.connect(clock.now(), p, PORT).unwrap())
+        .collect();
+    until("both associations", &mut a, &mut b, clock, |a, b| {
+        let up = |c: &ConnHandle| {
+            a.events.iter().any(|e| {
+                matches!(e, Event::Indication { conn, indication: Indication::Connected { .. } } if conn == c)
+            })
+        };
+        conns.iter().all(up)
+            && b.events
+                .iter()
+                .filter(|e| matches!(e, Event::Accepted { .. }))
+                .count()
+                == 2
+    });
+    // Each side put each association on the core the 5-tuple hash names, and the two
+    // associations are on different cores.
+    let s = Steering::new(CORES);
+    for (c, peer) in conns.iter().zip(peers) {
+        let local = match peer {
+            IpAddr::V4(_) => IpAddr::V4(A4),
+            IpAddr::V6(_) => IpAddr::V6(A6),
+        };
+        assert_eq!(a.control.owner(*c), Some(s.owner(peer, local, PORT, PORT)));
+    }
+    let accepted: Vec<(ConnHandle, IpAddr, usize)> = b
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Accepted {
+                conn, peer, core, ..
+            } => Some((*conn, *peer, *core)),
+            _ => None,
+        })
+        .collect();
+    let mut server_cores: Vec<usize> = accepted.iter().map(|x| x.2).collect();
+    server_cores.sort_unstable();
+    assert_eq!(server_cores, vec![0, 1], "one association per server core");
+    for &(conn, peer, core) in &accepted {
+        let local = match peer {
+            IpAddr::V4(_) => IpAddr::V4(b4),
+            IpAddr::V6(_) => IpAddr::V6(B6),
+        };
+        assert_eq!(core, s.owner(peer, local, PORT, PORT));
+        assert_eq!(b.control.owner(conn), Some(core));
+    }
+
+    // A session on stream 1 of each, accepted by the server's ULP.
+    let apd = a.control.memory_mut().alloc_pd();
+    for &c in &conns {
+        a.control
+            .submit(
+                c,
+                Op::Initiate {
+                    stream: 1,
+                    pd: apd,
+                    private_data: b"rt".to_vec(),
+                },
+            )
+            .unwrap();
+    }
+    until("both Initiates", &mut a, &mut b, clock, |_, b| {
+        accepted.iter().all(|x| {
+            session_event(&b.events, x.0, |e| {
+                matches!(e, SessionEvent::InitiateReceived { .. })
+            })
+        })
+    });
+    for x in &accepted {
+        b.control
+            .submit(
+                x.0,
+                Op::Accept {
+                    stream: 1,
+                    pd: bpd,
+                    private_data: Vec::new(),
+                },
+            )
+            .unwrap();
+    }
+    until("both Accepts", &mut a, &mut b, clock, |a, _| {
+        conns
+            .iter()
+            .all(|&c| session_event(&a.events, c, |e| matches!(e, SessionEvent::Accepted { .. })))
+    });
+
+    // Tagged writes of several sizes on both associations, into their halves.
+    let image: Vec<u8> = (0..2 * HALF as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let mut wr = 0u64;
+    for (k, &c) in conns.iter().enumerate() {
+        let mut off = k * HALF;
+        for size in [1000usize, 65536, 300_000, HALF - 366_536] {
+            wr += 1;
+            let data = image[off..off + size].to_vec();
+            a.control
+                .submit(c, tagged(wr, reg.stag, reg.to_base + off as u64, data))
+                .unwrap();
+            off += size;
+        }
+        assert_eq!(off, (k + 1) * HALF);
+    }
+    until("every completion", &mut a, &mut b, clock, |a, b| {
+        let done = a
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Completion { .. }))
+            .count();
+        let delivered = b
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::TaggedDelivered { .. },
+                        ..
+                    }
+                )
+            })
+            .count();
+        done == 8 && delivered == 8
+    });
+    for e in &a.events {
+        if let Event::Completion { completion, .. } = e {
+            assert_eq!(completion.status, Status::Success, "{e:?}");
+        }
+        assert!(!matches!(e, Event::Refused { .. }), "{e:?}");
+    }
+    let crc = |b: &Side| {
+        let r = b.control.memory().region(region).unwrap();
+        r.crc32c(0, 2 * HALF).unwrap()
+    };
+    assert_eq!(crc(&b), crc32c(&image), "placed bytes");
+
+    // Deregistration: every core acknowledges before it returns; afterwards the owning core
+    // refuses a write naming the STag (RFC 5041 §7.2: invalid STag) and places nothing.
+    b.control.memory_mut().deregister(reg.stag).unwrap();
+    a.control
+        .submit(
+            conns[0],
+            tagged(99, reg.stag, reg.to_base, vec![0xee; 4096]),
+        )
+        .unwrap();
+    let server_conn = accepted.iter().find(|x| x.1 == IpAddr::V4(A4)).unwrap().0;
+    until("the refusal", &mut a, &mut b, clock, |_, b| {
+        b.events.iter().any(|e| {
+            matches!(e, Event::Indication { conn, indication: Indication::Error { error, .. } }
+                if *conn == server_conn && *error == RxError::Ddp(DdpError::InvalidStag))
+        })
+    });
+    assert_eq!(crc(&b), crc32c(&image), "nothing placed after revoke");
+
+    // Reports: each association is on the core that owns it, and the server's receiving core
+    // dispatched the IPv4 association's packets to its owner.
+    b.control.request_reports();
+    until("the reports", &mut a, &mut b, clock, |_, b| {
+        b.events
+            .iter()
+            .filter(|e| matches!(e, Event::Report(_)))
+            .count()
+            == CORES
+    });
+    let reports: Vec<&CoreReport> = b
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Report(r) => Some(&**r),
+            _ => None,
+        })
+        .collect();
+    for &(conn, _, core) in &accepted {
+        let held: Vec<usize> = reports
+            .iter()
+            .filter(|r| r.assocs.iter().any(|x| x.conn == conn))
+            .map(|r| r.core)
+            .collect();
+        assert_eq!(held, vec![core]);
+    }
+    let dispatched: u64 = reports.iter().map(|r| r.stats.dispatched_out).sum();
+    let received: u64 = reports.iter().map(|r| r.stats.dispatched_in).sum();
+    assert!(
+        dispatched > 100,
+        "the IPv4 association crosses cores: {dispatched}"
+    );
+    assert_eq!(dispatched, received);
+    for r in &reports {
+        assert_eq!(
+            (r.stats.dispatch_dropped, r.stats.control_dropped),
+            (0, 0),
+            "{r:?}"
+        );
+        assert_eq!(r.stags, 0, "the revoked STag is gone from core {}", r.core);
+    }
+    assert_eq!(b.control.stats().accepted, 2);
+
+    // Graceful shutdown of both.
+    for &c in &conns {
+        a.control.submit(c, Op::Shutdown).unwrap();
+    }
+    until("both closed", &mut a, &mut b, clock, |a, b| {
+        let closed = |s: &Side| {
+            s.events
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e,
+                        Event::Indication {
+                            indication: Indication::Closed(_),
+                            ..
+                        }
+                    )
+                })
+                .count()
+        };
+        closed(a) == 2 && closed(b) == 2
+    });
+    a.stop();
+    b.stop();
+}
+
+/// A peer's INIT as a frame: a sans-IO endpoint on `src_port` makes it, an interface frames it.
+fn init_frame(src_port: u16, to: Ipv4Addr, to_mac: [u8; 6]) -> Vec<u8> {
+    let mut ep = Endpoint::new(
+        Config {
+            local_port: src_port,
+            ..Config::default()
+        },
+        [9; 32],
+    )
+    .unwrap();
+    let now = Instant::from_nanos(1_000_000_000);
+    let mut assoc = ep.connect(now, IpAddr::V4(to), PORT);
+    let mut iface = Interface::new([2, 0, 0, 0, 0, 9], Some(A4), None);
+    iface.learn_static(IpAddr::V4(to), to_mac);
+    let mut frame = vec![0u8; 2048];
+    let h = Interface::header_len(IpAddr::V4(to));
+    let len = assoc.poll_transmit(now, &mut frame[h..]).unwrap();
+    let n = iface
+        .frame_sctp(now, IpAddr::V4(to), len, &mut frame)
+        .unwrap();
+    frame.truncate(n);
+    frame
+}
+
+/// Issue 6 item 2: a flooded control thread never stalls a data core. With the packet ring
+/// full, further INITs are dropped and counted; the core's poll returns; what did get through
+/// is answered once the control thread runs.
+#[test]
+fn a_full_control_ring_drops_and_counts_instead_of_stalling() {
+    let b4 = Ipv4Addr::new(198, 18, 0, 2);
+    let (pa, pb) = pair(2, 1024);
+    let b_mac = pb.mac();
+    let (mut control, mut cores) = runtime(
+        pb,
+        b4,
+        B6,
+        2,
+        RuntimeConfig {
+            cores: 1,
+            ring_depth: 2,
+            ..RuntimeConfig::default()
+        },
+    );
+    let mut frames: Vec<_> = (0..10)
+        .map(|k| ddpdk_dataplane::port::mem::HeapBuf(init_frame(6000 + k, b4, b_mac)))
+        .collect();
+    assert_eq!(pa.tx_burst(0, &mut frames), 10);
+    let now = Instant::from_nanos(1_000_000_000);
+    cores[0].poll(now);
+    let s = cores[0].stats();
+    assert_eq!(
+        (s.frames_in, s.to_control, s.control_dropped),
+        (10, 2, 8),
+        "{s:?}"
+    );
+    control.poll(now);
+    assert_eq!(
+        control.stats().replies,
+        2,
+        "an INIT ACK for each INIT handed up"
+    );
+    control.poll(now);
+    let mut out = Vec::new();
+    pa.rx_burst(1, &mut out, 32);
+    assert_eq!(
+        out.len(),
+        2,
+        "INIT ACKs leave by the control thread's own TX queue"
+    );
+}
+
+/// Issue 6 item 2: when the event ring is full the core holds its events back, in order, and
+/// the ULP still gets every completion. Everything runs on this thread in virtual time.
+#[test]
+fn a_full_event_ring_delays_completions_but_loses_none() {
+    let b4 = Ipv4Addr::new(198, 18, 0, 2);
+    let (pa, pb) = pair(2, 4096);
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ring_depth: 4,
+        ..RuntimeConfig::default()
+    };
+    let (mut ca, mut ka) = runtime(pa, A4, A6, 1, cfg);
+    let (mut cb, mut kb) = runtime(pb, b4, B6, 2, cfg);
+    let mut now = Instant::from_nanos(1_000_000_000);
+    let mut ea = Vec::new();
+    let mut eb = Vec::new();
+    fn turn(
+        now: Instant,
+        (ca, ka, ea): (
+            &mut Control<MemPort>,
+            &mut [DataCore<MemPort>],
+            &mut Vec<Event>,
+        ),
+        (cb, kb, eb): (
+            &mut Control<MemPort>,
+            &mut [DataCore<MemPort>],
+            &mut Vec<Event>,
+        ),
+        poll_a: bool,
+    ) {
+        ka[0].poll(now);
+        kb[0].poll(now);
+        if poll_a {
+            ca.poll(now);
+            while let Some(e) = ca.poll_event() {
+                ea.push(e);
+            }
+        }
+        cb.poll(now);
+        while let Some(e) = cb.poll_event() {
+            eb.push(e);
+        }
+    }
+    macro_rules! turn {
+        ($poll_a:expr) => {
+            turn(
+                now,
+                (&mut ca, &mut ka, &mut ea),
+                (&mut cb, &mut kb, &mut eb),
+                $poll_a,
+            )
+        };
+    }
+    let conn = ca.connect(now, IpAddr::V4(b4), PORT).unwrap();
+    let bpd = cb.memory_mut().alloc_pd();
+    let region = cb.memory_mut().alloc_region(1 << 16).unwrap();
+    let reg = cb
+        .memory_mut()
+        .register(MemoryRegistration {
+            pd: bpd,
+            region,
+            offset: 0,
+            len: 1 << 16,
+            access: Access::REMOTE_WRITE,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    let apd = ca.memory_mut().alloc_pd();
+    let mut step = 0;
+    while !session_event(&ea, conn, |e| matches!(e, SessionEvent::Accepted { .. })) {
+        step += 1;
+        assert!(step < 100_000, "no session");
+        turn!(true);
+        if ea.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        }) && step % 1000 == 1
+        {
+            let _ = ca.submit(
+                conn,
+                Op::Initiate {
+                    stream: 1,
+                    pd: apd,
+                    private_data: Vec::new(),
+                },
+            );
+        }
+        for e in eb.drain(..) {
+            if let Event::Indication {
+                conn: c,
+                indication:
+                    Indication::Session {
+                        event: SessionEvent::InitiateReceived { .. },
+                        ..
+                    },
+            } = e
+            {
+                cb.submit(
+                    c,
+                    Op::Accept {
+                        stream: 1,
+                        pd: bpd,
+                        private_data: Vec::new(),
+                    },
+                )
+                .unwrap();
+            }
+        }
+        now += Duration::from_micros(100);
+    }
+    ea.clear();
+    // 40 signaled writes; A's control thread is not polled while they complete.
+    // (The ULP's outbox is as deep as the ring: it waits for room.)
+    for k in 0..40u64 {
+        while ca
+            .submit(conn, tagged(k, reg.stag, k * 1000, vec![k as u8; 1000]))
+            .is_err()
+        {
+            ca.poll(now);
+            ka[0].poll(now);
+        }
+    }
+    ca.poll(now);
+    while let Some(e) = ca.poll_event() {
+        ea.push(e);
+    }
+    for _ in 0..20_000 {
+        turn!(false);
+        now += Duration::from_micros(100);
+    }
+    assert!(ka[0].stats().events_held > 0, "{:?}", ka[0].stats());
+    for _ in 0..200 {
+        turn!(true);
+    }
+    let done: Vec<u64> = ea
+        .iter()
+        .filter_map(|e| match e {
+            Event::Completion { completion, .. } if completion.status == Status::Success => {
+                Some(completion.wr_id)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        done,
+        (0..40).collect::<Vec<_>>(),
+        "every completion, in posting order"
+    );
+}
