@@ -28,7 +28,7 @@ use ddpdk_dataplane::sctp::{CloseReason, Config, Endpoint, Instant};
 use hdrhistogram::Histogram;
 
 use crate::app::note;
-use crate::loopback::{drain, exit_status, random};
+use crate::loopback::{exit_status, random};
 use crate::options::Options;
 
 const STREAM: u16 = 1;
@@ -471,5 +471,14 @@ impl Node {
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
         }
         Ok(())
+    }
+}
+
+/// Moves a connection's indications into `log`.
+fn drain<P: Port>(e: &mut Engine<P>, id: ConnId, log: &mut Vec<Indication>) {
+    if let Some(c) = e.conn(id) {
+        while let Some(i) = c.poll_indication() {
+            log.push(i);
+        }
     }
 }

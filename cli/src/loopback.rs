@@ -1,25 +1,32 @@
 //! `--ddp-loopback`: the main job on the embedded default. Two DDP/SCTP endpoints on two DPDK
-//! `net_ring` ports wired back to back, in this process: the client resolves the server by ARP,
-//! sets up an association with the DDP adaptation indication, opens a DDP Stream Session,
-//! the server registers regions in DPDK hugepage memory, the client moves tagged and untagged
-//! messages of several sizes, every placed byte is verified, everything is torn down, and what
-//! happened is printed with throughput and a latency histogram.
+//! `net_ring` ports wired back to back, in this process, each in the product's shape: data
+//! cores on their own threads own the associations and place inline, and a control thread
+//! (this one, for both endpoints) answers INITs, hands associations to their cores and
+//! manages STags. The client resolves the server by ARP, sets up an association with the DDP
+//! adaptation indication, opens a DDP Stream Session, the server registers regions in DPDK
+//! hugepage memory, the client moves tagged and untagged messages of several sizes, every
+//! placed byte is verified, everything is torn down (STags revoked with every core's
+//! acknowledgement), and what happened is printed with throughput and a latency histogram.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest, Status};
-use ddpdk_control::engine::{ConnId, Engine};
-use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId};
+use ddpdk_control::conn::{Completion, ConnConfig, Indication, SendKind, SendRequest, Status};
+use ddpdk_control::memory::{MemoryRegistration, RegionId};
+use ddpdk_control::runtime::{
+    self, Clock, ConnHandle, Control, ControlStats, CoreStats, DataCore, Event as RtEvent, Op,
+    RuntimeConfig,
+};
 use ddpdk_control::session::{Event, PendingLimit};
-use ddpdk_dataplane::mem::{Access, Pd};
+use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::Port;
-use ddpdk_dataplane::sctp::{CloseReason, Config, Endpoint, Instant};
+use ddpdk_dataplane::sctp::{CloseReason, Config, Endpoint};
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use hdrhistogram::Histogram;
 
@@ -41,7 +48,12 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs the loopback and returns the exit status.
 pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
-    let r = Loopback::new(&eal, opts).and_then(|mut l| l.run(&eal, opts, signalled));
+    let r = Loopback::new(&eal, opts).and_then(|mut l| {
+        let r = l.run(&eal, opts, signalled);
+        // The data cores stop (and give back their buffers) whatever happened.
+        let stats = l.stop();
+        r.and_then(|()| l.finish(opts.json, stats))
+    });
     exit_status(r.map_err(|e| format!("ddp-loopback: {e}")), opts.json)
 }
 
@@ -59,12 +71,95 @@ pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
     }
 }
 
+/// One endpoint: its control side (polled on this thread) and its data cores' threads.
+struct Side {
+    control: Control<DpdkPort>,
+    threads: Vec<JoinHandle<DataCore<DpdkPort>>>,
+    /// Events not yet consumed, in arrival order.
+    log: Vec<RtEvent>,
+}
+
+impl Side {
+    fn start(
+        control: Control<DpdkPort>,
+        cores: Vec<DataCore<DpdkPort>>,
+        clock: Clock,
+        stop: &Arc<AtomicBool>,
+    ) -> Side {
+        let threads = cores
+            .into_iter()
+            .map(|mut core| {
+                let stop = Arc::clone(stop);
+                std::thread::spawn(move || {
+                    // Two endpoints' cores and their control thread share this host's CPUs:
+                    // an idle core yields.
+                    core.run(clock, &stop, true);
+                    core
+                })
+            })
+            .collect();
+        Side {
+            control,
+            threads,
+            log: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self, clock: Clock) -> usize {
+        let n = self.control.poll(clock.now());
+        while let Some(e) = self.control.poll_event() {
+            self.log.push(e);
+        }
+        n
+    }
+
+    /// Removes and returns the completions logged so far.
+    fn completions(&mut self) -> Vec<Completion> {
+        let mut out = Vec::new();
+        self.log.retain(|e| match e {
+            RtEvent::Completion { completion, .. } => {
+                out.push(*completion);
+                false
+            }
+            _ => true,
+        });
+        out
+    }
+
+    /// Removes and returns the indications logged so far, failing on a refused operation.
+    fn indications(&mut self) -> Result<Vec<Indication>, String> {
+        let mut out = Vec::new();
+        let mut refused = None;
+        self.log.retain(|e| match e {
+            RtEvent::Indication { indication, .. } => {
+                out.push(indication.clone());
+                false
+            }
+            RtEvent::Refused { op, error, .. } => {
+                refused = Some(format!("{op} refused: {error}"));
+                false
+            }
+            _ => true,
+        });
+        refused.map_or(Ok(out), Err)
+    }
+
+    /// Removes the `Posted` events logged so far; returns how many.
+    fn posted(&mut self) -> usize {
+        let before = self.log.len();
+        self.log.retain(|e| !matches!(e, RtEvent::Posted { .. }));
+        before - self.log.len()
+    }
+}
+
 struct Loopback {
-    start: Wall,
-    client: Engine<DpdkPort>,
-    server: Engine<DpdkPort>,
+    clock: Clock,
+    client: Side,
+    server: Side,
+    stop: Arc<AtomicBool>,
     ports: Vec<Arc<DpdkPort>>,
     pool: Arc<Mempool>,
+    cores: usize,
 }
 
 /// One size's results.
@@ -76,15 +171,24 @@ struct Row {
     latency: Histogram<u64>,
 }
 
+/// Everything an endpoint's threads did, for the summary.
+struct SideStats {
+    cores: Vec<CoreStats>,
+    control: ControlStats,
+}
+
 impl Loopback {
     fn new(eal: &Eal, opts: &Options) -> Result<Loopback, String> {
+        let cores = usize::from(opts.data_cores);
+        // A queue pair per data core and one more for the control thread's transmissions.
+        let queues = (cores + 1) as u16;
         let (a, b) = eal
-            .create_ring_pair("ddpdk_ddp", 1024, 1)
+            .create_ring_pair("ddpdk_ddp", 1024, queues)
             .map_err(|e| format!("cannot create the ring pair: {e}"))?;
         let pool = Arc::new(
             Mempool::create(
                 "ddp_loopback_pool",
-                8191,
+                8191 * u32::from(queues),
                 256,
                 dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
                 0,
@@ -92,8 +196,8 @@ impl Loopback {
             .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
         );
         let conf = PortConf {
-            nb_rxq: 1,
-            nb_txq: 1,
+            nb_rxq: queues,
+            nb_txq: queues,
             nb_rxd: 1024,
             nb_txd: 1024,
             promiscuous: true,
@@ -112,11 +216,14 @@ impl Loopback {
         if macs[0] == macs[1] {
             macs[1][5] ^= 1;
         }
-        let make = |k: usize, ip: Ipv4Addr| -> Result<Engine<DpdkPort>, String> {
+        let tap = opts.pcap.as_deref().map(pcap_tap).transpose()?;
+        let clock = Clock::new();
+        let stop = Arc::new(AtomicBool::new(false));
+        let make = |k: usize, ip: Ipv4Addr| -> Result<Side, String> {
             let ep = Endpoint::new(
                 Config {
                     local_port: SCTP_PORT,
-                    // A 1500-byte link (the engine sets each association's path MTU from the
+                    // A 1500-byte link (the runtime sets each association's path MTU from the
                     // link MTU and the peer's address family); frames fit one mbuf.
                     path_mtu: 1480,
                     send_slots: 1024,
@@ -124,114 +231,161 @@ impl Loopback {
                 },
                 random::<32>()?,
             )?;
-            let (memory, _) = Memory::new(1024, 0, u64::from_ne_bytes(random::<8>()?));
-            Ok(Engine::new(
+            let (mut control, mut data) = runtime::build(
                 Arc::clone(&ports[k]),
-                0,
                 Interface::new(macs[k], Some(ip), None),
                 ep,
                 ConnConfig::default(),
                 PendingLimit::new(16),
-                memory,
-            ))
+                RuntimeConfig {
+                    cores,
+                    random: u64::from_ne_bytes(random::<8>()?),
+                    ..RuntimeConfig::default()
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            if let Some(tap) = &tap {
+                control.set_tap(Arc::clone(tap));
+                for d in &mut data {
+                    d.set_tap(Arc::clone(tap));
+                }
+            }
+            Ok(Side::start(control, data, clock, &stop))
         };
-        let mut client = make(0, CLIENT)?;
-        let mut server = make(1, SERVER)?;
-        if let Some(path) = &opts.pcap {
-            let tap = pcap_tap(path)?;
-            client.set_tap(Arc::clone(&tap));
-            server.set_tap(tap);
-        }
+        let client = make(0, CLIENT)?;
+        let server = make(1, SERVER)?;
         note(
             opts.json,
             format_args!(
-                "DDP loopback: client {CLIENT} on {}, server {SERVER} on {}, SCTP port {SCTP_PORT}",
+                "DDP loopback: client {CLIENT} on {}, server {SERVER} on {}, SCTP port \
+                 {SCTP_PORT}; {cores} data core(s) each, control thread on the main thread",
                 ports[0].name(),
                 ports[1].name()
             ),
         );
         Ok(Loopback {
-            start: Wall::now(),
+            clock,
             client,
             server,
+            stop,
             ports,
             pool,
+            cores,
         })
     }
 
-    fn now(&self) -> Instant {
-        Instant::from_nanos(1_000_000_000 + self.start.elapsed().as_nanos() as u64)
-    }
-
-    /// Polls both endpoints until `done`, or fails after the step timeout or on a signal.
+    /// Polls both control sides until `done`, or fails after the step timeout or on a signal.
     fn poll_until(
         &mut self,
         what: &str,
         signalled: &AtomicBool,
-        mut done: impl FnMut(&mut Loopback) -> bool,
+        mut done: impl FnMut(&mut Loopback) -> Result<bool, String>,
     ) -> Result<(), String> {
-        // One clock read per turn: the poll loop's own cost is mostly reading the clock.
-        let deadline = self.now() + STEP_TIMEOUT;
-        while !done(self) {
+        let deadline = Wall::now() + STEP_TIMEOUT;
+        while !done(self)? {
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted while waiting for {what}"));
             }
-            let t = self.now();
-            if t > deadline {
+            if Wall::now() > deadline {
                 return Err(format!("timed out waiting for {what}"));
             }
-            if self.client.poll(t) + self.server.poll(t) == 0 {
-                std::hint::spin_loop();
+            if self.client.poll(self.clock) + self.server.poll(self.clock) == 0 {
+                std::thread::yield_now();
             }
         }
         Ok(())
     }
 
+    fn submit(side: &mut Side, clock: Clock, conn: ConnHandle, op: Op) -> Result<(), String> {
+        let mut op = Some(op);
+        let deadline = Wall::now() + STEP_TIMEOUT;
+        loop {
+            let Some(o) = op.take() else {
+                return Ok(());
+            };
+            match side.control.submit(conn, o.clone()) {
+                Ok(()) => return Ok(()),
+                // The core's command ring is full: let it catch up.
+                Err(runtime::RuntimeError::Busy) if Wall::now() < deadline => {
+                    op = Some(o);
+                    std::thread::yield_now();
+                    side.control.poll(clock.now());
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
     fn run(&mut self, eal: &Eal, opts: &Options, signalled: &AtomicBool) -> Result<(), String> {
         let json = opts.json;
-        // Association.
-        let now = self.now();
+        // Association: the client's control thread hands it to the owning data core, which
+        // sends the INIT; the server's control thread answers it and adopts the COOKIE ECHO.
         let cc = self
             .client
-            .connect(now, IpAddr::V4(SERVER), SCTP_PORT)
-            .ok_or("no room for a connection")?;
+            .control
+            .connect(self.clock.now(), IpAddr::V4(SERVER), SCTP_PORT)
+            .map_err(|e| e.to_string())?;
         let mut client_log = Vec::new();
-        let mut server_log = Vec::new();
+        let mut sc = None;
         self.poll_until("the association", signalled, |l| {
-            drain(&mut l.client, cc, &mut client_log);
-            connected(&client_log).is_some() && l.server.conn_ids().next().is_some()
+            client_log.extend(l.client.indications()?);
+            for e in &l.server.log {
+                if let RtEvent::Accepted { conn, .. } = e {
+                    sc = Some(*conn);
+                }
+            }
+            Ok(connected(&client_log).is_some() && sc.is_some())
         })?;
-        let sc = self
-            .server
-            .conn_ids()
-            .next()
-            .ok_or("no server connection")?;
+        let sc = sc.ok_or("no server connection")?;
         let (streams, mulpdu) = connected(&client_log).unwrap_or_default();
+        let (core_c, core_s) = (
+            self.client.control.owner(cc).unwrap_or(0),
+            self.server.control.owner(sc).unwrap_or(0),
+        );
         note(
             json,
             format_args!(
                 "Association up: {streams} streams, adaptation indication DDP, MULPDU {mulpdu} \
-                 (client resolved the server by ARP: {} solicitation(s))",
-                self.client.interface().stats().solicitations
+                 (client core {core_c}, server core {core_s}; the client resolved the server \
+                 by ARP)"
             ),
         );
 
         // A DDP Stream Session on stream 1.
-        let cpd = self.client.memory_mut().alloc_pd();
-        let spd = self.server.memory_mut().alloc_pd();
-        conn(&mut self.client, cc)?
-            .initiate(STREAM, cpd, b"ddpdk loopback")
-            .map_err(|e| e.to_string())?;
+        let cpd = self.client.control.memory_mut().alloc_pd();
+        let spd = self.server.control.memory_mut().alloc_pd();
+        Self::submit(
+            &mut self.client,
+            self.clock,
+            cc,
+            Op::Initiate {
+                stream: STREAM,
+                pd: cpd,
+                private_data: b"ddpdk loopback".to_vec(),
+            },
+        )?;
+        let mut server_log = Vec::new();
         self.poll_until("the Initiate", signalled, |l| {
-            drain(&mut l.server, sc, &mut server_log);
-            has_session_event(&server_log, |e| matches!(e, Event::InitiateReceived { .. }))
+            server_log.extend(l.server.indications()?);
+            Ok(has_session_event(&server_log, |e| {
+                matches!(e, Event::InitiateReceived { .. })
+            }))
         })?;
-        conn(&mut self.server, sc)?
-            .accept(STREAM, spd, b"welcome")
-            .map_err(|e| e.to_string())?;
+        Self::submit(
+            &mut self.server,
+            self.clock,
+            sc,
+            Op::Accept {
+                stream: STREAM,
+                pd: spd,
+                private_data: b"welcome".to_vec(),
+            },
+        )?;
         self.poll_until("the Accept", signalled, |l| {
-            drain(&mut l.client, cc, &mut client_log);
-            has_session_event(&client_log, |e| matches!(e, Event::Accepted { .. }))
+            client_log.extend(l.client.indications()?);
+            Ok(has_session_event(&client_log, |e| {
+                matches!(e, Event::Accepted { .. })
+            }))
         })?;
         note(json, format_args!("DDP Stream Session {STREAM} accepted"));
 
@@ -239,25 +393,17 @@ impl Loopback {
         // message, and receive buffers.
         let largest = *TAGGED_SIZES.iter().max().unwrap_or(&0);
         let tagged_len = WINDOW * largest;
-        let untagged_len = WINDOW * UNTAGGED_SIZES.iter().max().unwrap_or(&0);
-        let (tr, treg, ur, ureg) = {
-            let tr = self.dpdk_region(eal, tagged_len)?;
-            let ur = self.dpdk_region(eal, untagged_len)?;
-            let m = self.server.memory_mut();
-            let treg = m
-                .register(registration(spd, tr, tagged_len, Access::REMOTE_WRITE))
-                .map_err(|e| e.to_string())?;
-            let ureg = m
-                .register(registration(spd, ur, untagged_len, Access::LOCAL_WRITE))
-                .map_err(|e| e.to_string())?;
-            (tr, treg, ur, ureg)
-        };
-        let huge = self
-            .server
-            .memory()
-            .region(tr)
-            .map(|r| r.huge())
-            .unwrap_or(false);
+        let untagged_len = 2 * WINDOW * UNTAGGED_SIZES.iter().max().unwrap_or(&0);
+        let tr = self.dpdk_region(eal, tagged_len)?;
+        let ur = self.dpdk_region(eal, untagged_len)?;
+        let m = self.server.control.memory_mut();
+        let treg = m
+            .register(registration(spd, tr, tagged_len, Access::REMOTE_WRITE))
+            .map_err(|e| e.to_string())?;
+        let ureg = m
+            .register(registration(spd, ur, untagged_len, Access::LOCAL_WRITE))
+            .map_err(|e| e.to_string())?;
+        let huge = m.region(tr).map(|r| r.huge()).unwrap_or(false);
         note(
             json,
             format_args!(
@@ -288,43 +434,131 @@ impl Loopback {
         }
         print_rows(json, &rows);
 
-        // Teardown: the client terminates the session, the server answers; SHUTDOWN.
-        conn(&mut self.client, cc)?
-            .terminate(STREAM)
-            .map_err(|e| e.to_string())?;
+        // Teardown: the client terminates the session, the server answers; SHUTDOWN; the
+        // server revokes its STags, each revocation acknowledged by every data core.
+        Self::submit(
+            &mut self.client,
+            self.clock,
+            cc,
+            Op::Terminate { stream: STREAM },
+        )?;
         server_log.clear();
         self.poll_until("the Terminate", signalled, |l| {
-            drain(&mut l.server, sc, &mut server_log);
-            has_session_event(&server_log, |e| *e == Event::TerminateReceived)
+            server_log.extend(l.server.indications()?);
+            Ok(has_session_event(&server_log, |e| {
+                *e == Event::TerminateReceived
+            }))
         })?;
-        let now = self.now();
-        conn(&mut self.client, cc)?.shutdown(now);
+        Self::submit(&mut self.client, self.clock, cc, Op::Shutdown)?;
         client_log.clear();
         server_log.clear();
         self.poll_until("the SHUTDOWN", signalled, |l| {
-            drain(&mut l.client, cc, &mut client_log);
-            drain(&mut l.server, sc, &mut server_log);
-            closed(&client_log) && closed(&server_log)
+            client_log.extend(l.client.indications()?);
+            server_log.extend(l.server.indications()?);
+            Ok(closed(&client_log) && closed(&server_log))
         })?;
-        for (label, e) in [("client", &self.client), ("server", &self.server)] {
-            let s = e.stats();
-            note(
-                json,
-                format_args!(
-                    "{label}: {} frames in, {} out, {} tx dropped, {} unresolved",
-                    s.frames_in, s.frames_out, s.tx_dropped, s.unresolved
-                ),
-            );
-        }
         note(
             json,
             format_args!("Session terminated, association shut down"),
         );
-        // Quiet, then every mbuf back.
-        loop {
-            let t = self.now();
-            if self.client.poll(t) + self.server.poll(t) == 0 {
-                break;
+        for stag in [treg.stag, ureg.stag] {
+            self.server
+                .control
+                .memory_mut()
+                .deregister(stag)
+                .map_err(|e| format!("deregistering STag {stag}: {e}"))?;
+        }
+        note(
+            json,
+            format_args!(
+                "Deregistered STags {} and {} (all {} server data core(s) acknowledged)",
+                treg.stag, ureg.stag, self.cores
+            ),
+        );
+        // Quiet: the cores keep polling until nothing moves, so every frame in flight is
+        // received and its buffer freed.
+        let mut quiet = Wall::now();
+        let deadline = Wall::now() + STEP_TIMEOUT;
+        while quiet.elapsed() < Duration::from_millis(50) && Wall::now() < deadline {
+            if self.client.poll(self.clock) + self.server.poll(self.clock) > 0 {
+                quiet = Wall::now();
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    /// Stops and joins every data core; returns what each side did.
+    fn stop(&mut self) -> [SideStats; 2] {
+        self.stop.store(true, Ordering::Release);
+        let mut out = Vec::new();
+        for side in [&mut self.client, &mut self.server] {
+            let cores = side
+                .threads
+                .drain(..)
+                .filter_map(|t| t.join().ok())
+                .map(|c| c.stats())
+                .collect();
+            out.push(SideStats {
+                cores,
+                control: side.control.stats(),
+            });
+        }
+        let server = out.pop();
+        let client = out.pop();
+        [
+            client.unwrap_or(SideStats {
+                cores: Vec::new(),
+                control: ControlStats::default(),
+            }),
+            server.unwrap_or(SideStats {
+                cores: Vec::new(),
+                control: ControlStats::default(),
+            }),
+        ]
+    }
+
+    /// The summary, and every mbuf back in its pool.
+    fn finish(&mut self, json: bool, stats: [SideStats; 2]) -> Result<(), String> {
+        for (label, s) in ["client", "server"].iter().zip(&stats) {
+            for (k, c) in s.cores.iter().enumerate() {
+                note(
+                    json,
+                    format_args!(
+                        "{label} core {k}: {} frames in, {} out, {} dispatched to / {} from \
+                         other cores, {} to control ({} dropped), {} tx dropped, {} unresolved",
+                        c.frames_in,
+                        c.tx.frames_out,
+                        c.dispatched_out,
+                        c.dispatched_in,
+                        c.to_control,
+                        c.control_dropped,
+                        c.tx.tx_dropped,
+                        c.tx.unresolved
+                    ),
+                );
+            }
+            note(
+                json,
+                format_args!(
+                    "{label} control: {} packets, {} replies, {} associations accepted, {} \
+                     opened, {} frames out",
+                    s.control.packets,
+                    s.control.replies,
+                    s.control.accepted,
+                    s.control.connected,
+                    s.control.tx.frames_out
+                ),
+            );
+        }
+        // The rings between threads went with the data cores; drain what the devices still
+        // hold (nothing, after the quiet period, unless a step failed), then stop them.
+        let mut left = Vec::new();
+        for p in &self.ports {
+            for q in 0..p.nb_rx_queues() {
+                while p.rx_burst(q, &mut left, 64) > 0 {
+                    left.clear();
+                }
             }
         }
         for p in &self.ports {
@@ -340,10 +574,11 @@ impl Loopback {
     }
 
     /// A region of DPDK hugepage memory (normal pages under `--no-huge`), added to the
-    /// server's memory. It is dropped with the engines, before the EAL.
+    /// server's memory. It is freed with the last holder of the region table, before the EAL.
     fn dpdk_region(&mut self, eal: &Eal, len: usize) -> Result<RegionId, String> {
         let r = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
         self.server
+            .control
             .memory_mut()
             .add_region(r)
             .map_err(|_| "region table full".to_string())
@@ -356,13 +591,14 @@ impl Loopback {
         &mut self,
         size: usize,
         n: usize,
-        stag: ddpdk_dataplane::mem::Stag,
+        stag: Stag,
         region: RegionId,
         wr: &mut u64,
-        cc: ConnId,
-        sc: ConnId,
+        cc: ConnHandle,
+        sc: ConnHandle,
         signalled: &AtomicBool,
     ) -> Result<Row, String> {
+        let _ = sc;
         let mut latency = hist()?;
         let t0 = Wall::now();
         let mut sent = 0usize;
@@ -374,8 +610,11 @@ impl Loopback {
                 let slot = sent % WINDOW;
                 let data = pattern(*wr, size);
                 let crc = crc32c(&data);
-                conn(&mut self.client, cc)?
-                    .post_send(SendRequest {
+                Self::submit(
+                    &mut self.client,
+                    self.clock,
+                    cc,
+                    Op::PostSend(SendRequest {
                         wr_id: *wr,
                         stream: STREAM,
                         kind: SendKind::Tagged {
@@ -385,17 +624,21 @@ impl Loopback {
                         },
                         data,
                         signaled: true,
-                    })
-                    .map_err(|e| e.to_string())?;
+                    }),
+                )?;
                 inflight.push((*wr, Wall::now(), slot, crc));
                 sent += 1;
             }
             let mut completed = Vec::new();
             self.poll_until("tagged completions", signalled, |l| {
-                if let Some(c) = l.client.conn(cc).and_then(|c| c.poll_completion()) {
-                    completed.push(c);
+                completed.extend(l.client.completions());
+                if let Some(e) = l.client.indications()?.into_iter().find_map(|i| match i {
+                    Indication::Error { error, .. } => Some(error),
+                    _ => None,
+                }) {
+                    return Err(format!("client refused a segment: {e}"));
                 }
-                !completed.is_empty()
+                Ok(!completed.is_empty())
             })?;
             for c in completed {
                 if c.status != Status::Success {
@@ -409,9 +652,14 @@ impl Loopback {
                 latency
                     .record(posted.elapsed().as_nanos() as u64 / 1000)
                     .map_err(|e| e.to_string())?;
-                // Acknowledged by SCTP means received by the server's SCTP; it was placed
-                // when its segments were handled. Verify the bytes in the region.
-                let r = self.server.memory().region(region).ok_or("region gone")?;
+                // Acknowledged by SCTP means received by the server's SCTP; its data core
+                // placed it before acknowledging. Verify the bytes in the region.
+                let r = self
+                    .server
+                    .control
+                    .memory()
+                    .region(region)
+                    .ok_or("region gone")?;
                 let got = r
                     .crc32c((slot * size) as u64, size)
                     .map_err(|e| e.to_string())?;
@@ -421,7 +669,7 @@ impl Loopback {
                 done += 1;
             }
             // The deliveries the server's ULP is told about.
-            while let Some(i) = conn(&mut self.server, sc)?.poll_indication() {
+            for i in self.server.indications()? {
                 if let Indication::Error { error, .. } = i {
                     return Err(format!("server refused a segment: {error}"));
                 }
@@ -436,46 +684,63 @@ impl Loopback {
         })
     }
 
-    /// `n` untagged sends of `size` bytes, each into a buffer the server posted.
+    /// `n` untagged sends of `size` bytes, each into a buffer the server posted. The client
+    /// sends a message only when the server's core has confirmed the buffer for it (the
+    /// server's ULP grants credit after its post takes effect, as RDMA ULPs do).
     #[allow(clippy::too_many_arguments)]
     fn untagged(
         &mut self,
         size: usize,
         n: usize,
         pd: Pd,
-        stag: ddpdk_dataplane::mem::Stag,
+        stag: Stag,
         region: RegionId,
         wr: &mut u64,
-        cc: ConnId,
-        sc: ConnId,
+        cc: ConnHandle,
+        sc: ConnHandle,
         signalled: &AtomicBool,
     ) -> Result<Row, String> {
         let slot_len = *UNTAGGED_SIZES.iter().max().unwrap_or(&0);
+        let slots = 2 * WINDOW;
         let mut latency = hist()?;
         let t0 = Wall::now();
-        let mut sent = 0usize;
-        let mut done = 0usize;
+        let (mut posted, mut credit, mut sent, mut done, mut received) = (0, 0, 0, 0, 0);
         // (wr_id, posted at, slot, crc), in posting order = MSN order.
         let mut inflight: Vec<(u64, Wall, usize, u32)> = Vec::new();
-        let mut received = 0usize;
-        let mut next_slot = 0usize;
         while done < n || received < n {
-            while sent < n && inflight.len() < WINDOW {
-                *wr += 1;
-                let slot = next_slot % WINDOW;
-                next_slot += 1;
+            // Receive buffers: as many as there are slots not holding an undelivered message.
+            while posted < n && posted - received < slots {
+                let slot = posted % slots;
                 let buf = self
                     .server
+                    .control
                     .memory()
                     .receive_buffer(pd, stag, (slot * slot_len) as u64, slot_len as u32)
                     .map_err(|e| e.to_string())?;
-                conn(&mut self.server, sc)?
-                    .post_recv(STREAM, 0, slot as u64, buf)
-                    .map_err(|e| e.to_string())?;
+                Self::submit(
+                    &mut self.server,
+                    self.clock,
+                    sc,
+                    Op::PostRecv {
+                        stream: STREAM,
+                        qn: 0,
+                        wr_id: slot as u64,
+                        buffer: buf,
+                    },
+                )?;
+                posted += 1;
+            }
+            credit += self.server.posted();
+            while sent < credit && inflight.len() < WINDOW {
+                *wr += 1;
+                let slot = sent % slots;
                 let data = pattern(*wr, size);
                 let crc = crc32c(&data);
-                conn(&mut self.client, cc)?
-                    .post_send(SendRequest {
+                Self::submit(
+                    &mut self.client,
+                    self.clock,
+                    cc,
+                    Op::PostSend(SendRequest {
                         wr_id: *wr,
                         stream: STREAM,
                         kind: SendKind::Untagged {
@@ -484,21 +749,22 @@ impl Loopback {
                         },
                         data,
                         signaled: true,
-                    })
-                    .map_err(|e| e.to_string())?;
+                    }),
+                )?;
                 inflight.push((*wr, Wall::now(), slot, crc));
                 sent += 1;
             }
             let mut events = Vec::new();
             let mut completions = Vec::new();
             self.poll_until("untagged messages", signalled, |l| {
-                if let Some(c) = l.client.conn(cc).and_then(|c| c.poll_completion()) {
-                    completions.push(c);
-                }
-                if let Some(i) = l.server.conn(sc).and_then(|c| c.poll_indication()) {
-                    events.push(i);
-                }
-                !completions.is_empty() || !events.is_empty()
+                completions.extend(l.client.completions());
+                events.extend(l.server.indications()?);
+                let posts = l
+                    .server
+                    .log
+                    .iter()
+                    .any(|e| matches!(e, RtEvent::Posted { .. }));
+                Ok(!completions.is_empty() || !events.is_empty() || posts)
             })?;
             for c in completions {
                 if c.status != Status::Success {
@@ -509,14 +775,22 @@ impl Loopback {
             for i in events {
                 match i {
                     Indication::Received { wr_id, len, .. } => {
-                        let (_, posted, slot, crc) = inflight.remove(0);
+                        if inflight.is_empty() {
+                            return Err("a message nobody sent".into());
+                        }
+                        let (_, at, slot, crc) = inflight.remove(0);
                         if wr_id != slot as u64 || len as usize != size {
                             return Err(format!(
                                 "untagged message in buffer {wr_id}, {len} bytes; expected \
                                  buffer {slot}, {size} bytes"
                             ));
                         }
-                        let r = self.server.memory().region(region).ok_or("region gone")?;
+                        let r = self
+                            .server
+                            .control
+                            .memory()
+                            .region(region)
+                            .ok_or("region gone")?;
                         let got = r
                             .crc32c((slot * slot_len) as u64, size)
                             .map_err(|e| e.to_string())?;
@@ -524,7 +798,7 @@ impl Loopback {
                             return Err(format!("untagged message of {size} bytes differs"));
                         }
                         latency
-                            .record(posted.elapsed().as_nanos() as u64 / 1000)
+                            .record(at.elapsed().as_nanos() as u64 / 1000)
                             .map_err(|e| e.to_string())?;
                         received += 1;
                     }
@@ -534,6 +808,13 @@ impl Loopback {
                     _ => {}
                 }
             }
+        }
+        // Every buffer posted was used: the credit matches.
+        credit += self.server.posted();
+        if credit != n {
+            return Err(format!(
+                "{credit} receive buffers confirmed for {n} messages"
+            ));
         }
         Ok(Row {
             kind: "untagged",
@@ -641,22 +922,6 @@ fn pattern(wr: u64, len: usize) -> Vec<u8> {
             x as u8
         })
         .collect()
-}
-
-fn conn<P: Port>(
-    e: &mut Engine<P>,
-    id: ConnId,
-) -> Result<&mut ddpdk_control::conn::Connection, String> {
-    e.conn(id).ok_or_else(|| "connection gone".to_string())
-}
-
-/// Moves a connection's indications into `log`.
-pub(crate) fn drain<P: Port>(e: &mut Engine<P>, id: ConnId, log: &mut Vec<Indication>) {
-    if let Some(c) = e.conn(id) {
-        while let Some(i) = c.poll_indication() {
-            log.push(i);
-        }
-    }
 }
 
 fn connected(log: &[Indication]) -> Option<(u16, usize)> {

@@ -96,6 +96,13 @@ pub struct Options {
     #[arg(long)]
     pub ddp_loopback: bool,
 
+    /// Data cores of each --ddp-loopback endpoint (threads that own associations and place
+    /// inline; the control thread is the main one). With more than one, associations are
+    /// steered by their SCTP 5-tuple and packets handed between cores in software.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(1..=16))]
+    pub data_cores: u8,
+
     /// Payload bytes per message size in --ddp-loopback (at most 4096 messages a size).
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
           value_parser = clap::value_parser!(u64).range(1..=1 << 40))]

@@ -497,14 +497,22 @@ fn bad_eal_arguments_exit_with_status_2() {
     );
 }
 
-/// The main job on the embedded default (`--ddp-loopback`): two endpoints on a net_ring pair
-/// resolve each other by ARP, set up an association and a DDP session, move tagged and
-/// untagged messages of every size with each placed byte verified, tear down, and exit 0.
+/// The main job on the embedded default (`--ddp-loopback`), here with two data cores per
+/// endpoint: two endpoints on a net_ring pair resolve each other by ARP, set up an association
+/// and a DDP session, move tagged and untagged messages of every size with each placed byte
+/// verified, tear down (STags revoked with both cores' acknowledgement), and exit 0.
 #[test]
 fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
     let o = ddpdk(
         &eal(),
-        &["--ddp-loopback", "--ddp-bytes", "262144", "--json"],
+        &[
+            "--ddp-loopback",
+            "--data-cores",
+            "2",
+            "--ddp-bytes",
+            "262144",
+            "--json",
+        ],
     )
     .output()
     .expect("run");
@@ -512,9 +520,11 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     for want in [
         "Association up: 8 streams, adaptation indication DDP",
-        "resolved the server by ARP: 1 solicitation",
+        "the client resolved the server by ARP",
         "DDP Stream Session 1 accepted",
         "Session terminated, association shut down",
+        "(all 2 server data core(s) acknowledged)",
+        "server control: 2 packets, 1 replies, 1 associations accepted",
         "Bye...",
     ] {
         assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");

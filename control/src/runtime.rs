@@ -204,6 +204,14 @@ pub enum Event {
         conn: ConnHandle,
         completion: Completion,
     },
+    /// A receive buffer ([`Op::PostRecv`]) is posted: from now on the core can place into it,
+    /// so the ULP may grant the peer credit for it.
+    Posted {
+        conn: ConnHandle,
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+    },
     /// An [`Op`] the connection refused; nothing changed.
     Refused {
         conn: ConnHandle,
@@ -645,6 +653,7 @@ impl<P: Port> DataCore<P> {
             return;
         };
         let c = &mut s.c;
+        let mut posted = None;
         let r = match op {
             Op::Initiate {
                 stream,
@@ -666,7 +675,15 @@ impl<P: Port> DataCore<P> {
                 qn,
                 wr_id,
                 buffer,
-            } => c.post_recv(stream, qn, wr_id, buffer),
+            } => {
+                posted = Some(Event::Posted {
+                    conn,
+                    stream,
+                    qn,
+                    wr_id,
+                });
+                c.post_recv(stream, qn, wr_id, buffer)
+            }
             Op::PostSend(req) => c.post_send(req),
             Op::Shutdown => {
                 c.shutdown(now);
@@ -677,12 +694,18 @@ impl<P: Port> DataCore<P> {
                 Ok(())
             }
         };
-        if let Err(error) = r {
-            let _ = self.up(Upcall::Event(Event::Refused {
-                conn,
-                op: name,
-                error,
-            }));
+        match (r, posted) {
+            (Err(error), _) => {
+                let _ = self.up(Upcall::Event(Event::Refused {
+                    conn,
+                    op: name,
+                    error,
+                }));
+            }
+            (Ok(()), Some(e)) => {
+                let _ = self.up(Upcall::Event(e));
+            }
+            (Ok(()), None) => {}
         }
     }
 
