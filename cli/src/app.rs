@@ -117,6 +117,37 @@ fn mbufs_for_port(conf: &PortConf, driver: &str) -> u32 {
         + ring
 }
 
+/// What the command loop drives: the forwarding engines ([`App`]) or the DDP endpoint
+/// ([`crate::ddp_app::DdpApp`]).
+pub trait Shell {
+    /// Executes one command, printing its output.
+    fn execute(&mut self, cmd: &Command) -> Result<Flow, String>;
+    fn is_running(&self) -> bool;
+    fn start(&mut self, tx_first: bool) -> Result<(), String>;
+    /// What `--stats-period` prints.
+    fn periodic_stats(&mut self);
+    /// Said when running without a shell until a signal.
+    fn running_note(&self) -> &'static str;
+}
+
+impl Shell for App {
+    fn execute(&mut self, cmd: &Command) -> Result<Flow, String> {
+        App::execute(self, cmd)
+    }
+    fn is_running(&self) -> bool {
+        App::is_running(self)
+    }
+    fn start(&mut self, tx_first: bool) -> Result<(), String> {
+        App::start(self, tx_first)
+    }
+    fn periodic_stats(&mut self) {
+        App::periodic_stats(self)
+    }
+    fn running_note(&self) -> &'static str {
+        "Forwarding; press Ctrl-C (SIGINT) or send SIGTERM to stop."
+    }
+}
+
 impl App {
     /// Sets up ports, pools and the forwarding table from the options. Nothing starts yet.
     pub fn new(eal: Eal, opts: &Options) -> Result<App, String> {
@@ -319,6 +350,19 @@ impl App {
                         format_args!("  NIC statistics for port {} cleared", p.id()),
                     );
                 }
+            }
+            Command::Show {
+                what: ShowCmd::Assoc | ShowCmd::Session | ShowCmd::Mr | ShowCmd::Fwd { .. },
+            }
+            | Command::Assoc { .. }
+            | Command::Session { .. }
+            | Command::Mr { .. }
+            | Command::Send { .. }
+            | Command::Recv { .. }
+            | Command::Wait { .. } => {
+                return Err(
+                    "not a DDP endpoint: start ddpdk with --ip ADDR for the DDP commands".into(),
+                )
             }
         }
         let _ = std::io::stdout().flush();

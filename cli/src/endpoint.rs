@@ -51,8 +51,9 @@ struct Node {
 
 impl Node {
     fn new(eal: &Eal, opts: &Options) -> Result<Node, String> {
-        let ip = opts
+        let ip = *opts
             .ip
+            .first()
             .ok_or("--ddp-listen and --ddp-connect need --ip ADDR")?;
         let id = *eal
             .port_ids()

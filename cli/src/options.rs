@@ -119,9 +119,26 @@ pub struct Options {
     #[arg(long, value_name = "ADDR")]
     pub ddp_connect: Option<std::net::IpAddr>,
 
-    /// Our IPv4 or IPv6 address for --ddp-listen / --ddp-connect.
+    /// Our IPv4 or IPv6 address (give one of each family at most). Without --ddp-listen or
+    /// --ddp-connect it makes ddpdk a DDP endpoint on the EAL's first port, driven by the DDP
+    /// shell commands (`help ddp`).
     #[arg(long, value_name = "ADDR")]
-    pub ip: Option<std::net::IpAddr>,
+    pub ip: Vec<std::net::IpAddr>,
+
+    /// DDP endpoint: accept every DDP Stream Session a peer initiates (offering the region of
+    /// `session offer STAG` in the Accept's Private Data); without it sessions are refused.
+    #[arg(long)]
+    pub listen: bool,
+
+    /// DDP endpoint: a data core with nothing to do yields its CPU instead of spinning (for
+    /// hosts whose CPUs the data cores share with other work, such as test runners).
+    #[arg(long)]
+    pub yield_when_idle: bool,
+
+    /// DDP endpoint: SCTP streams we ask for (OS = MIS, RFC 5043 §8); one DDP stream each.
+    #[arg(long, default_value_t = 8, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub streams: u16,
 
     /// SCTP port of --ddp-listen / --ddp-connect.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u16).range(1..))]
@@ -168,6 +185,20 @@ impl Options {
             if self.interactive {
                 return Err("--run-for and --interactive exclude each other".into());
             }
+        }
+        let v4 = self.ip.iter().filter(|a| a.is_ipv4()).count();
+        if v4 > 1 || self.ip.len() - v4 > 1 {
+            return Err("--ip: at most one IPv4 and one IPv6 address".into());
+        }
+        if let Some(a) = self
+            .ip
+            .iter()
+            .find(|a| a.is_unspecified() || a.is_multicast() || a.is_loopback())
+        {
+            return Err(format!("--ip {a}: not a unicast address for an interface"));
+        }
+        if self.listen && self.ip.is_empty() {
+            return Err("--listen needs --ip ADDR".into());
         }
         if !(self.link_timeout.is_finite() && (0.0..=3600.0).contains(&self.link_timeout)) {
             return Err(format!(

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use ddpdk_dataplane::port::dpdk::Eal;
 
-use crate::app::{note, App, Flow};
+use crate::app::{note, App, Flow, Shell};
 use crate::options::{split_args, Options};
 use crate::shell;
 
@@ -104,6 +104,33 @@ pub fn main_with(argv: Vec<String>) -> i32 {
     if opts.ddp_listen || opts.ddp_connect.is_some() {
         return crate::endpoint::run(eal, &opts, &signalled);
     }
+    if !opts.ip.is_empty() {
+        let mut app = match crate::ddp_app::DdpApp::new(eal, &opts) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("ddpdk: {e}");
+                return EXIT_FAILURE;
+            }
+        };
+        let status = if signalled.load(Ordering::Relaxed) {
+            0
+        } else {
+            drive(&mut app, &opts, &scripts, &signalled)
+        };
+        match app.shutdown() {
+            Ok(0) => {}
+            Ok(n) => {
+                eprintln!("ddpdk: warning: {n} mbuf(s) not back in their pool");
+                return EXIT_FAILURE;
+            }
+            Err(e) => {
+                eprintln!("ddpdk: {e}");
+                return EXIT_FAILURE;
+            }
+        }
+        note(opts.json, format_args!("Bye..."));
+        return status;
+    }
     let mut app = match App::new(eal, &opts) {
         Ok(a) => a,
         Err(e) => {
@@ -172,7 +199,7 @@ fn eal_hint(eal_args: &[String]) -> &'static str {
 }
 
 /// Runs scripts, auto-start, then the shell or the wait; returns the exit status.
-fn drive(app: &mut App, opts: &Options, scripts: &[Script], signalled: &AtomicBool) -> i32 {
+fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &AtomicBool) -> i32 {
     for (n, script) in scripts.iter().enumerate() {
         let file = opts.cmdline_file[n].display();
         note(opts.json, format_args!("Read CLI commands from {file}"));
@@ -203,10 +230,7 @@ fn drive(app: &mut App, opts: &Options, scripts: &[Script], signalled: &AtomicBo
         None
     };
     if !opts.interactive && opts.run_for.is_none() {
-        note(
-            opts.json,
-            format_args!("Forwarding; press Ctrl-C (SIGINT) or send SIGTERM to stop."),
-        );
+        note(opts.json, format_args!("{}", app.running_note()));
     }
     // Options::validate bounds both durations, so these additions cannot overflow.
     let deadline = opts

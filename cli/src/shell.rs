@@ -75,6 +75,7 @@ pub enum HelpSection {
     Display,
     Config,
     Ports,
+    Ddp,
     All,
 }
 
@@ -111,6 +112,181 @@ pub enum Command {
     /// Stop forwarding, close the ports and exit.
     #[command(alias = "exit")]
     Quit,
+    /// SCTP associations of the DDP endpoint.
+    Assoc {
+        #[command(subcommand)]
+        what: AssocCmd,
+    },
+    /// DDP Stream Sessions (RFC 5043 §6).
+    Session {
+        #[command(subcommand)]
+        what: SessionCmd,
+    },
+    /// Registered memory regions and their STags.
+    Mr {
+        #[command(subcommand)]
+        what: MrCmd,
+    },
+    /// DDP messages to the peer.
+    Send {
+        #[command(subcommand)]
+        what: SendCmd,
+    },
+    /// Receive buffers for untagged messages.
+    Recv {
+        #[command(subcommand)]
+        what: RecvCmd,
+    },
+    /// wait closed [SECS]: wait until at least one association was set up and every one is
+    /// closed (for scripts: a server's script waits for its client).
+    Wait {
+        #[arg(value_enum)]
+        what: WaitArg,
+        secs: Option<u32>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitArg {
+    Closed,
+}
+
+/// An association's number (`show assoc`).
+pub type AssocId = u64;
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum AssocCmd {
+    /// assoc open ADDR [PORT]: set up an association (waits until it is up).
+    Open {
+        addr: std::net::IpAddr,
+        port: Option<u16>,
+    },
+    /// assoc close ID [abort]: SHUTDOWN (or ABORT) and wait until it is closed.
+    Close {
+        id: AssocId,
+        #[arg(value_enum)]
+        how: Option<CloseHow>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CloseHow {
+    Abort,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum SessionCmd {
+    /// session open ID STREAM [TEXT]: send an Initiate (Private Data TEXT) and wait for the
+    /// peer's Accept or Reject.
+    Open {
+        id: AssocId,
+        stream: u16,
+        text: Option<String>,
+    },
+    /// session close ID STREAM: send a Terminate and wait until the session is over.
+    Close { id: AssocId, stream: u16 },
+    /// session offer STAG: offer this region in the Accept of every session we accept.
+    Offer { stag: StagArg },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AccessArg {
+    /// The peer may write into it (tagged messages).
+    RemoteWrite,
+    /// The peer may read it.
+    RemoteRead,
+    /// Receive buffers for untagged messages (local write).
+    Local,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DigestArg {
+    Crc32c,
+    Sha256,
+}
+
+/// An STag: `0x...`, decimal, `last` (the region registered last here) or `offer` (the
+/// region the peer offered on the stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagArg {
+    Value(u32),
+    Last,
+    Offer,
+}
+
+impl FromStr for StagArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "offer" {
+            return Ok(StagArg::Offer);
+        }
+        if s == "last" {
+            return Ok(StagArg::Last);
+        }
+        let v = match s.strip_prefix("0x") {
+            Some(h) => u32::from_str_radix(h, 16),
+            None => s.parse(),
+        };
+        v.map(StagArg::Value)
+            .map_err(|_| format!("'{s}' is not an STag (0x..., a number, 'last' or 'offer')"))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum MrCmd {
+    /// mr reg LEN [remote-write|remote-read|local]: a region of DPDK memory, registered.
+    Reg {
+        len: u64,
+        #[arg(value_enum)]
+        access: Option<AccessArg>,
+    },
+    /// mr dereg STAG: revoke (every data core acknowledges) and forget.
+    Dereg { stag: StagArg },
+    /// mr fill STAG BYTE: set every byte of the region.
+    Fill { stag: StagArg, byte: u8 },
+    /// mr checksum STAG [crc32c|sha256]: a digest of the region's bytes.
+    Checksum {
+        stag: StagArg,
+        #[arg(value_enum)]
+        digest: Option<DigestArg>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum SendCmd {
+    /// send tagged ID STREAM STAG TO SIZE [COUNT]: COUNT tagged writes of SIZE bytes to the
+    /// peer's STAG at TO, TO+SIZE, ... (waits for every completion).
+    Tagged {
+        id: AssocId,
+        stream: u16,
+        stag: StagArg,
+        to: u64,
+        size: u32,
+        count: Option<u32>,
+    },
+    /// send untagged ID STREAM QN SIZE [COUNT]: COUNT untagged messages of SIZE bytes to queue
+    /// QN (waits for every completion).
+    Untagged {
+        id: AssocId,
+        stream: u16,
+        qn: u32,
+        size: u32,
+        count: Option<u32>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum RecvCmd {
+    /// recv post ID STREAM QN STAG LEN [COUNT]: COUNT receive buffers of LEN bytes, back to
+    /// back from the start of the local region STAG (waits until the core has them).
+    Post {
+        id: AssocId,
+        stream: u16,
+        qn: u32,
+        stag: StagArg,
+        len: u32,
+        count: Option<u32>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -126,6 +302,31 @@ pub enum ShowCmd {
         #[command(subcommand)]
         what: ShowConfigCmd,
     },
+    /// show assoc: associations, their core, state and counters.
+    Assoc,
+    /// show session: DDP Stream Sessions that are not idle.
+    Session,
+    /// show mr: registered regions (STag, TO, length, access).
+    Mr,
+    /// show fwd stats all: per-data-core counters.
+    Fwd {
+        #[command(subcommand)]
+        what: ShowFwdCmd,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum ShowFwdCmd {
+    /// Counters of every data core and of the control thread.
+    Stats {
+        #[arg(value_enum)]
+        target: AllArg,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AllArg {
+    All,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -215,6 +416,29 @@ Configuration:
 Ports:
   clear port stats (N|all)             Reset the counters of a port.
 ";
+    const DDP: &str = "\
+DDP endpoint (ddpdk --ip ADDR ...):
+  assoc open ADDR [PORT]               Set up an SCTP association (waits until it is up).
+  assoc close ID [abort]               SHUTDOWN (or ABORT) an association.
+  session open ID STREAM [TEXT]        Initiate a DDP Stream Session; waits for the answer.
+  session close ID STREAM              Terminate a session.
+  session offer STAG                   Offer region STAG in the Accept of sessions we accept.
+  mr reg LEN [remote-write|remote-read|local]
+                                       Allocate and register a region; prints its STag.
+  mr dereg STAG                        Deregister (every data core acknowledges).
+  mr fill STAG BYTE                    Set every byte of a region.
+  mr checksum STAG [crc32c|sha256]     Digest of a region's bytes.
+  send tagged ID STREAM STAG TO SIZE [COUNT]
+                                       Tagged writes (STAG 'offer': the peer's offer).
+  send untagged ID STREAM QN SIZE [COUNT]
+                                       Untagged messages to queue QN.
+  recv post ID STREAM QN STAG LEN [COUNT]
+                                       Post receive buffers from local region STAG.
+  show assoc | show session | show mr  Associations, sessions, regions.
+  show fwd stats all                   Per-data-core and control-thread counters.
+  wait closed [SECS]                   Wait until associations came and all closed.
+STAG is 0x..., a number, 'last' (registered last here) or 'offer' (the peer's offer).
+";
     match section {
         None => "\
 Help is available for the following sections:
@@ -223,6 +447,7 @@ Help is available for the following sections:
   help display                         Displaying port, stats and configuration.
   help config                          Configuration.
   help ports                           Port counters.
+  help ddp                             The DDP endpoint: associations, sessions, memory.
   help all                             All of the above.
 "
         .to_string(),
@@ -230,7 +455,8 @@ Help is available for the following sections:
         Some(HelpSection::Display) => DISPLAY.into(),
         Some(HelpSection::Config) => CONFIG.into(),
         Some(HelpSection::Ports) => PORTS.into(),
-        Some(HelpSection::All) => [CONTROL, DISPLAY, CONFIG, PORTS].join("\n"),
+        Some(HelpSection::Ddp) => DDP.into(),
+        Some(HelpSection::All) => [CONTROL, DISPLAY, CONFIG, PORTS, DDP].join("\n"),
     }
 }
 
@@ -239,10 +465,21 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
     const PORT_ARGS: &[&str] = &["all", "0", "1"];
     match words {
         [] => vec![
-            "start", "stop", "show", "clear", "set", "help", "quit", "exit",
+            "start", "stop", "show", "clear", "set", "help", "quit", "exit", "assoc", "session",
+            "mr", "send", "recv", "wait",
         ],
+        ["wait"] => vec!["closed"],
+        ["assoc"] => vec!["open", "close"],
+        ["session"] => vec!["open", "close", "offer"],
+        ["mr"] => vec!["reg", "dereg", "fill", "checksum"],
+        ["mr", "reg", _] => vec!["remote-write", "remote-read", "local"],
+        ["mr", "checksum", _] => vec!["crc32c", "sha256"],
+        ["send"] => vec!["tagged", "untagged"],
+        ["recv"] => vec!["post"],
+        ["show", "fwd"] => vec!["stats"],
+        ["show", "fwd", "stats"] => vec!["all"],
         ["start"] => vec!["tx_first"],
-        ["show"] => vec!["port", "config"],
+        ["show"] => vec!["port", "config", "assoc", "session", "mr", "fwd"],
         ["show", "port"] => vec!["info", "stats", "xstats"],
         ["show", "port", _] => PORT_ARGS.to_vec(),
         ["show", "config"] => vec!["fwd"],
@@ -251,7 +488,7 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
         ["clear", "port", "stats"] => PORT_ARGS.to_vec(),
         ["set"] => vec!["fwd"],
         ["set", "fwd"] => vec!["io", "rxonly", "txonly"],
-        ["help"] => vec!["control", "display", "config", "ports", "all"],
+        ["help"] => vec!["control", "display", "config", "ports", "ddp", "all"],
         _ => Vec::new(),
     }
 }
@@ -369,6 +606,91 @@ mod tests {
     }
 
     #[test]
+    fn ddp_commands_parse() {
+        assert_eq!(
+            ok("assoc open 198.18.0.2 5000"),
+            Command::Assoc {
+                what: AssocCmd::Open {
+                    addr: "198.18.0.2"
+                        .parse()
+                        .unwrap_or(std::net::IpAddr::from([0; 4])),
+                    port: Some(5000)
+                }
+            }
+        );
+        assert_eq!(
+            ok("assoc close 3 abort"),
+            Command::Assoc {
+                what: AssocCmd::Close {
+                    id: 3,
+                    how: Some(CloseHow::Abort)
+                }
+            }
+        );
+        assert_eq!(
+            ok("mr reg 65536 remote-write"),
+            Command::Mr {
+                what: MrCmd::Reg {
+                    len: 65536,
+                    access: Some(AccessArg::RemoteWrite)
+                }
+            }
+        );
+        assert_eq!(
+            ok("mr checksum 0x1a2b sha256"),
+            Command::Mr {
+                what: MrCmd::Checksum {
+                    stag: StagArg::Value(0x1a2b),
+                    digest: Some(DigestArg::Sha256)
+                }
+            }
+        );
+        assert_eq!(
+            ok("send tagged 1 1 offer 0 4096 8"),
+            Command::Send {
+                what: SendCmd::Tagged {
+                    id: 1,
+                    stream: 1,
+                    stag: StagArg::Offer,
+                    to: 0,
+                    size: 4096,
+                    count: Some(8)
+                }
+            }
+        );
+        assert_eq!(
+            ok("recv post 1 1 0 77 1000 4"),
+            Command::Recv {
+                what: RecvCmd::Post {
+                    id: 1,
+                    stream: 1,
+                    qn: 0,
+                    stag: StagArg::Value(77),
+                    len: 1000,
+                    count: Some(4)
+                }
+            }
+        );
+        assert_eq!(
+            ok("show fwd stats all"),
+            Command::Show {
+                what: ShowCmd::Fwd {
+                    what: ShowFwdCmd::Stats {
+                        target: AllArg::All
+                    }
+                }
+            }
+        );
+        for bad in [
+            "mr checksum zz",
+            "assoc open nowhere",
+            "send tagged 1 1 0x1",
+        ] {
+            assert!(parse_line(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn blank_lines_and_comments_are_not_commands() {
         assert_eq!(parse_line(""), Ok(None));
         assert_eq!(parse_line("   "), Ok(None));
@@ -427,7 +749,10 @@ mod tests {
         assert!(complete("quit ").1.is_empty());
         // Multi-byte whitespace before the cursor must not split a character.
         assert_eq!(complete("show\u{a0}po"), (6, vec!["port"]));
-        assert_eq!(complete("show\u{3000}"), (7, vec!["port", "config"]));
+        assert_eq!(
+            complete("show\u{3000}"),
+            (7, vec!["port", "config", "assoc", "session", "mr", "fwd"])
+        );
         // Every completed command is one the parser accepts.
         for line in [
             "show port info all",

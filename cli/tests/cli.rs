@@ -765,3 +765,136 @@ fn two_processes_over_memif_move_tagged_writes() {
         "client expects {crc} over {len}:\n{serr}"
     );
 }
+
+/// Issue 6 item 5: the DDP shell, driven by `--cmdline-file` alone in two processes over
+/// `net_memif`. The server registers a region and offers it to sessions it accepts
+/// (`--listen`), waits for its client, then checksums the region; the client opens an
+/// association and a session, writes 1 MiB of tagged messages into the offered region, shows
+/// the association and the per-core counters, closes the session and the association. The
+/// server's `mr checksum` (CRC32c) equals the CRC32c of the bytes the client wrote.
+#[test]
+fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-shell-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sock = dir.join("memif.sock");
+    let eal = |role: &str, lcores: &str| -> Vec<String> {
+        [
+            "--lcores",
+            lcores,
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "--log-level=*:error",
+            &format!("--file-prefix=ddpdk-shell-{role}-{}", std::process::id()),
+            &format!(
+                "--vdev=net_memif0,role={role},id=0,socket={}",
+                sock.to_str().expect("utf-8")
+            ),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let server_cmds = script(
+        "shell-server",
+        "mr reg 1048576 remote-write\nsession offer last\nshow mr\nwait closed 60\n\
+         mr checksum last\nmr checksum last sha256\nshow fwd stats all\nquit\n",
+    );
+    let client_cmds = script(
+        "shell-client",
+        "assoc open 198.18.0.2\nsession open 1 1 hello\nshow session\n\
+         send tagged 1 1 offer 0 65536 16\nshow assoc\nshow fwd stats all\n\
+         session close 1 1\nassoc close 1\nquit\n",
+    );
+    let server = ddpdk(
+        &eal("server", "0@0,1@1"),
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--listen",
+            "--yield-when-idle",
+            "--cmdline-file",
+            server_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("server");
+    // The client starts once the server's port is up (its memif socket listens then).
+    let mut server = server;
+    let mut reader = std::io::BufReader::new(server.stdout.take().expect("stdout"));
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("server stdout");
+        assert!(n > 0, "server exited before its port was up:\n{head}");
+        head.push_str(&line);
+        if line.contains("DDP endpoint on port") {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
+        s
+    });
+    let client = ddpdk(
+        &eal("client", "0@1,1@0"),
+        &[
+            "--ip",
+            "198.18.0.1",
+            "--yield-when-idle",
+            "--cmdline-file",
+            client_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("client");
+    let s = server.wait_with_output().expect("server exit");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (cout, cerr) = out(&client);
+    let (_, serr) = out(&s);
+    let sout = head + &rest.join().expect("server stdout reader");
+    let client_text = cout + &cerr;
+    let server_text = sout + &serr;
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(s.status.code(), Some(0), "server:\n{server_text}");
+    for want in [
+        "Association 1 up: to 198.18.0.2 port 5000 on data core 0, 8 streams, adaptation \
+         indication DDP",
+        "Session 1 of association 1: established; the peer offers STag",
+        "association 1 stream 1: Established",
+        "Sent 16 x 65536 bytes on association 1 stream 1",
+        "------- Data core 0 (associations 1",
+        "Session 1 of association 1: terminated",
+        "Association 1 closed: Shutdown",
+    ] {
+        assert!(
+            client_text.contains(want),
+            "client lacks {want:?}:\n{client_text}"
+        );
+    }
+    for want in [
+        "Association 1 accepted from 198.18.0.1 port 5000",
+        "All 1 association(s) closed",
+        "remote-write  (offered)",
+        "accepted: 1",
+    ] {
+        assert!(
+            server_text.contains(want),
+            "server lacks {want:?}:\n{server_text}"
+        );
+    }
+    let written = client_text
+        .split("crc32c of the bytes written ")
+        .nth(1)
+        .and_then(|t| t.get(..10))
+        .unwrap_or_else(|| panic!("no crc from the client:\n{client_text}"));
+    assert!(
+        server_text.contains(&format!("crc32c {written} over 1048576 bytes")),
+        "the server's region is not what the client wrote ({written}):\n{server_text}"
+    );
+    assert!(server_text.contains(" sha256 "), "{server_text}");
+}

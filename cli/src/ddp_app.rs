@@ -1,0 +1,1332 @@
+//! The DDP endpoint behind the shell (`ddpdk --ip ADDR ...`): one endpoint on the EAL's first
+//! port, in the product's shape. Its data cores run pinned on the EAL's worker lcores (one
+//! RX and one TX queue each), its control thread (INIT, COOKIE ECHO, sessions of `--listen`,
+//! STags) runs on a thread of its own, and the shell drives both with the DDP commands
+//! (`help ddp`): associations, sessions, memory regions, tagged and untagged sends, and the
+//! views `show assoc`, `show session`, `show mr`, `show fwd stats all`.
+//!
+//! Commands that start something wait until it is done (an association up, a session
+//! answered, every send completed), so a `--cmdline-file` reads as a sequence of steps.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant as Wall};
+
+use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest, Status};
+use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
+use ddpdk_control::runtime::{
+    self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeConfig,
+};
+use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
+use ddpdk_dataplane::mem::{Access, Pd, Stag};
+use ddpdk_dataplane::net::Interface;
+use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf};
+use ddpdk_dataplane::port::region::Region;
+use ddpdk_dataplane::port::Port;
+use ddpdk_dataplane::sctp::{Config, Endpoint};
+use ddpdk_dataplane::wire::crc32c::crc32c;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::app::{note, Flow};
+use crate::loopback::random;
+use crate::options::Options;
+use crate::shell::{
+    AccessArg, AssocCmd, AssocId, Command, DigestArg, MrCmd, RecvCmd, SendCmd, SessionCmd, ShowCmd,
+    StagArg,
+};
+use crate::stats::mac_text;
+
+/// How long a command waits for what it started.
+const WAIT: Duration = Duration::from_secs(15);
+/// Sends in flight per `send` command.
+const WINDOW: usize = 64;
+/// The Private Data of an Accept that offers a region: STag (4), TO (8), length (8), big-endian
+/// (the same as `--ddp-listen`'s).
+const OFFER_LEN: usize = 20;
+/// The most one `send` command writes (it builds the image to report its CRC32c).
+const MAX_SEND_BYTES: u64 = 1 << 30;
+
+/// A session as the shell sees it.
+#[derive(Debug, Clone, Default)]
+struct SessionView {
+    state: String,
+    /// The region the peer offered in its Accept: STag, TO, length.
+    offer: Option<(Stag, u64, u64)>,
+}
+
+/// An association as the shell sees it, kept up to date by the control thread.
+#[derive(Debug, Clone)]
+struct ConnView {
+    peer: IpAddr,
+    peer_port: u16,
+    core: usize,
+    /// Streams and MULPDU, once up.
+    up: Option<(u16, usize)>,
+    closed: Option<String>,
+    sessions: BTreeMap<u16, SessionView>,
+    completed: u64,
+    failed: u64,
+    tagged_delivered: u64,
+    untagged_received: u64,
+    received_bytes: u64,
+    errors: u64,
+    refused: u64,
+    posted: u64,
+}
+
+/// What the control thread and the shell share.
+struct Shared {
+    control: Control<DpdkPort>,
+    json: bool,
+    listen: bool,
+    pd: Pd,
+    /// Offered in the Accept of sessions we accept.
+    offer: Option<Registered>,
+    conns: BTreeMap<ConnHandle, ConnView>,
+    reports: Vec<CoreReport>,
+}
+
+impl Shared {
+    fn view(
+        &mut self,
+        conn: ConnHandle,
+        peer: IpAddr,
+        peer_port: u16,
+        core: usize,
+    ) -> &mut ConnView {
+        self.conns.entry(conn).or_insert(ConnView {
+            peer,
+            peer_port,
+            core,
+            up: None,
+            closed: None,
+            sessions: BTreeMap::new(),
+            completed: 0,
+            failed: 0,
+            tagged_delivered: 0,
+            untagged_received: 0,
+            received_bytes: 0,
+            errors: 0,
+            refused: 0,
+            posted: 0,
+        })
+    }
+
+    /// Folds one event into the views; answers Initiates (accept with `--listen`, else reject).
+    fn on_event(&mut self, e: RtEvent) {
+        let json = self.json;
+        match e {
+            RtEvent::Accepted {
+                conn,
+                peer,
+                peer_port,
+                core,
+            } => {
+                self.view(conn, peer, peer_port, core);
+                note(
+                    json,
+                    format_args!(
+                        "Association {conn} accepted from {peer} port {peer_port} (data core {core})"
+                    ),
+                );
+            }
+            RtEvent::Completion { conn, completion } => {
+                if let Some(v) = self.conns.get_mut(&conn) {
+                    if completion.status == Status::Success {
+                        v.completed += 1;
+                    } else {
+                        v.failed += 1;
+                    }
+                }
+            }
+            RtEvent::Posted { conn, .. } => {
+                if let Some(v) = self.conns.get_mut(&conn) {
+                    v.posted += 1;
+                }
+            }
+            RtEvent::Refused { conn, op, error } => {
+                if let Some(v) = self.conns.get_mut(&conn) {
+                    v.refused += 1;
+                }
+                note(
+                    json,
+                    format_args!("Association {conn}: {op} refused: {error}"),
+                );
+            }
+            RtEvent::Unknown { conn, op } => {
+                note(
+                    json,
+                    format_args!("Association {conn}: {op}: no such association on its core"),
+                );
+            }
+            RtEvent::Report(r) => self.reports.push(*r),
+            RtEvent::Indication { conn, indication } => self.on_indication(conn, indication),
+        }
+    }
+
+    fn on_indication(&mut self, conn: ConnHandle, i: Indication) {
+        let json = self.json;
+        let (listen, pd, offer) = (self.listen, self.pd, self.offer);
+        let Some(v) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let mut answer = None;
+        match i {
+            Indication::Connected { streams, mulpdu } => v.up = Some((streams, mulpdu)),
+            Indication::Closed(reason) => {
+                v.closed = Some(format!("{reason:?}"));
+                note(
+                    json,
+                    format_args!(
+                        "Association {conn} with {} port {} closed: {reason:?}",
+                        v.peer, v.peer_port
+                    ),
+                );
+            }
+            Indication::PeerRestarted => {
+                v.sessions.clear();
+                note(json, format_args!("Association {conn}: the peer restarted"));
+            }
+            Indication::TaggedDelivered { .. } => v.tagged_delivered += 1,
+            Indication::Received { len, .. } => {
+                v.untagged_received += 1;
+                v.received_bytes += u64::from(len);
+            }
+            Indication::RecvFlushed { .. } => {}
+            Indication::Error { stream, error, .. } => {
+                v.errors += 1;
+                note(
+                    json,
+                    format_args!("Association {conn} stream {stream}: segment refused: {error}"),
+                );
+            }
+            Indication::Session { stream, event } => {
+                let s = v.sessions.entry(stream).or_default();
+                match event {
+                    SessionEvent::InitiateReceived { .. } => {
+                        s.state = "initiate received".into();
+                        answer = Some(stream);
+                    }
+                    SessionEvent::Accepted { private_data } => {
+                        s.state = "established".into();
+                        s.offer = parse_offer(private_data.as_bytes());
+                    }
+                    SessionEvent::Rejected { .. } => s.state = "rejected".into(),
+                    // After ours, the peer's answering Terminate changes nothing (§6.2).
+                    SessionEvent::TerminateReceived if !s.state.starts_with("terminated") => {
+                        s.state = "terminate received".into()
+                    }
+                    SessionEvent::TerminateReceived => {}
+                    SessionEvent::SessionTerminated { reason } => {
+                        s.state = format!("terminated ({reason})");
+                        note(
+                            json,
+                            format_args!(
+                                "Association {conn} stream {stream}: session terminated: {reason}"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // RFC 5043 §6.4: the passive side's ULP answers every Initiate.
+        if let Some(stream) = answer {
+            let op = if listen {
+                let mut data = Vec::new();
+                if let Some(o) = offer {
+                    data.extend_from_slice(&o.stag.0.to_be_bytes());
+                    data.extend_from_slice(&o.to_base.to_be_bytes());
+                    data.extend_from_slice(&o.len.to_be_bytes());
+                }
+                if let Some(s) = v.sessions.get_mut(&stream) {
+                    s.state = "established".into();
+                }
+                Op::Accept {
+                    stream,
+                    pd,
+                    private_data: data,
+                }
+            } else {
+                if let Some(s) = v.sessions.get_mut(&stream) {
+                    s.state = "rejected by us".into();
+                }
+                Op::Reject {
+                    stream,
+                    private_data: b"not listening".to_vec(),
+                }
+            };
+            if let Err(e) = self.control.submit(conn, op) {
+                note(
+                    json,
+                    format_args!("Association {conn}: cannot answer the Initiate: {e}"),
+                );
+            }
+        }
+    }
+}
+
+fn parse_offer(b: &[u8]) -> Option<(Stag, u64, u64)> {
+    if b.len() != OFFER_LEN {
+        return None;
+    }
+    let u64_at = |k: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[k..k + 8]);
+        u64::from_be_bytes(x)
+    };
+    Some((
+        Stag(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+        u64_at(4),
+        u64_at(12),
+    ))
+}
+
+/// A region the shell registered.
+#[derive(Debug, Clone, Copy)]
+struct Mr {
+    region: RegionId,
+    reg: Registered,
+    access: AccessArg,
+}
+
+/// See the module documentation.
+pub struct DdpApp {
+    json: bool,
+    port: Arc<DpdkPort>,
+    pool: Arc<Mempool>,
+    shared: Arc<Mutex<Shared>>,
+    clock: Clock,
+    stop: Arc<AtomicBool>,
+    control_thread: Option<JoinHandle<()>>,
+    lcores: Vec<LcoreJoin>,
+    sctp_port: u16,
+    pd: Pd,
+    mrs: BTreeMap<u32, Mr>,
+    /// Messages sent so far, so every message's bytes differ.
+    sent: u64,
+    /// The STag registered last (`last`).
+    last_mr: Option<u32>,
+    eal: Eal,
+}
+
+impl std::fmt::Debug for DdpApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DdpApp")
+            .field("port", &self.port.name())
+            .field("cores", &self.lcores.len())
+            .field("regions", &self.mrs.len())
+            .finish()
+    }
+}
+
+fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    // A panic on another thread leaves the views as they were; they are still usable.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl DdpApp {
+    pub fn new(eal: Eal, opts: &Options) -> Result<DdpApp, String> {
+        let id = *eal
+            .port_ids()
+            .first()
+            .ok_or("no port: give the EAL a device (--vdev=net_memif0,... or -a PCI)")?;
+        let workers = eal.worker_lcores();
+        let cores = usize::from(opts.nb_cores);
+        if workers.len() < cores {
+            return Err(format!(
+                "--nb-cores {cores} data cores but the EAL has {} worker lcore(s); give it \
+                 more with -l (the main lcore runs the shell)",
+                workers.len()
+            ));
+        }
+        let queues = (cores + 1) as u16;
+        let conf = PortConf {
+            nb_rxq: queues,
+            nb_txq: queues,
+            nb_rxd: opts.rxd,
+            nb_txd: opts.txd,
+            promiscuous: true,
+        };
+        let need = u32::from(queues) * (u32::from(opts.rxd) + u32::from(opts.txd)) + 8192;
+        let pool = Arc::new(
+            Mempool::create(
+                "ddp_app_pool",
+                (need + 1).next_power_of_two() - 1,
+                256,
+                dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+                0,
+            )
+            .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
+        );
+        let port =
+            Arc::new(DpdkPort::configure(id, conf, Arc::clone(&pool)).map_err(|e| e.to_string())?);
+        port.start().map_err(|e| e.to_string())?;
+        let link = port.wait_link_up(Duration::from_secs_f64(opts.link_timeout));
+        let v4 = opts.ip.iter().find_map(|a| match a {
+            IpAddr::V4(a) => Some(*a),
+            IpAddr::V6(_) => None,
+        });
+        let v6 = opts.ip.iter().find_map(|a| match a {
+            IpAddr::V6(a) => Some(*a),
+            IpAddr::V4(_) => None,
+        });
+        let ep = Endpoint::new(
+            Config {
+                local_port: opts.sctp_port,
+                streams: opts.streams,
+                path_mtu: 1480,
+                send_slots: 1024,
+                ..Config::default()
+            },
+            random::<32>()?,
+        )?;
+        let (mut control, data) = runtime::build(
+            Arc::clone(&port),
+            Interface::new(port.mac(), v4, v6),
+            ep,
+            ConnConfig::default(),
+            PendingLimit::new(64),
+            RuntimeConfig {
+                cores,
+                random: u64::from_ne_bytes(random::<8>()?),
+                ..RuntimeConfig::default()
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let pd = control.memory_mut().alloc_pd();
+        let clock = Clock::new();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut lcores = Vec::new();
+        let yield_when_idle = opts.yield_when_idle;
+        for (mut core, &lcore) in data.into_iter().zip(&workers) {
+            let stop = Arc::clone(&stop);
+            let k = core.index();
+            let job = eal
+                .launch(lcore, move || {
+                    // A pinned lcore spins (it is the core's only work) unless told to share.
+                    core.run(clock, &stop, yield_when_idle);
+                    0
+                })
+                .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))?;
+            lcores.push(job);
+        }
+        let shared = Arc::new(Mutex::new(Shared {
+            control,
+            json: opts.json,
+            listen: opts.listen,
+            pd,
+            offer: None,
+            conns: BTreeMap::new(),
+            reports: Vec::new(),
+        }));
+        let control_thread = {
+            let shared = Arc::clone(&shared);
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("ddpdk-control".into())
+                .spawn(move || control_loop(&shared, clock, &stop))
+                .map_err(|e| format!("cannot start the control thread: {e}"))?
+        };
+        note(
+            opts.json,
+            format_args!(
+                "DDP endpoint on port {} ({}, {}, link {}): {} SCTP port {}, {} streams, {} \
+                 data core(s) on lcore(s) {:?}, control thread{}",
+                port.id(),
+                port.name(),
+                mac_text(&port.mac()),
+                if link.up { "up" } else { "down" },
+                opts.ip
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                opts.sctp_port,
+                opts.streams,
+                cores,
+                &workers[..cores],
+                if opts.listen {
+                    "; accepting sessions (--listen)"
+                } else {
+                    ""
+                }
+            ),
+        );
+        Ok(DdpApp {
+            json: opts.json,
+            port,
+            pool,
+            shared,
+            clock,
+            stop,
+            control_thread: Some(control_thread),
+            lcores,
+            sctp_port: opts.sctp_port,
+            pd,
+            mrs: BTreeMap::new(),
+            sent: 0,
+            last_mr: None,
+            eal,
+        })
+    }
+
+    /// Waits until `f` has an answer, with the views locked while it looks.
+    fn wait<T>(
+        &self,
+        what: &str,
+        mut f: impl FnMut(&mut Shared) -> Option<Result<T, String>>,
+    ) -> Result<T, String> {
+        let deadline = Wall::now() + WAIT;
+        loop {
+            if let Some(r) = f(&mut lock(&self.shared)) {
+                return r;
+            }
+            if Wall::now() > deadline {
+                return Err(format!("timed out waiting for {what}"));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn conn(&self, id: AssocId) -> Result<ConnHandle, String> {
+        let c = ConnHandle(id);
+        if lock(&self.shared).conns.contains_key(&c) {
+            Ok(c)
+        } else {
+            Err(format!("no association {id} (see 'show assoc')"))
+        }
+    }
+
+    fn mr(&self, stag: StagArg) -> Result<Mr, String> {
+        match stag {
+            StagArg::Value(v) => self
+                .mrs
+                .get(&v)
+                .copied()
+                .ok_or_else(|| format!("no local region with STag {:#010x} (see 'show mr')", v)),
+            StagArg::Last => self
+                .last_mr
+                .and_then(|v| self.mrs.get(&v).copied())
+                .ok_or_else(|| "no region registered here yet ('mr reg')".to_string()),
+            StagArg::Offer => Err("'offer' names the peer's region; give a local STag".into()),
+        }
+    }
+
+    fn submit(&self, conn: ConnHandle, op: Op) -> Result<(), String> {
+        let deadline = Wall::now() + WAIT;
+        loop {
+            match lock(&self.shared).control.submit(conn, op.clone()) {
+                Ok(()) => return Ok(()),
+                Err(runtime::RuntimeError::Busy) if Wall::now() < deadline => {}
+                Err(e) => return Err(e.to_string()),
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Executes one command, printing its output.
+    pub fn execute(&mut self, cmd: &Command) -> Result<Flow, String> {
+        match cmd {
+            Command::Quit => return Ok(Flow::Quit),
+            Command::Start { .. } => note(
+                self.json,
+                format_args!("The DDP endpoint runs from start-up; 'quit' stops it"),
+            ),
+            Command::Stop => self.show_fwd_stats()?,
+            Command::Help { section } => note(
+                self.json,
+                format_args!("{}", crate::shell::help(*section).trim_end()),
+            ),
+            Command::Assoc { what } => self.assoc(what)?,
+            Command::Session { what } => self.session(what)?,
+            Command::Mr { what } => self.mr_cmd(what)?,
+            Command::Send { what } => self.send(what)?,
+            Command::Recv {
+                what:
+                    RecvCmd::Post {
+                        id,
+                        stream,
+                        qn,
+                        stag,
+                        len,
+                        count,
+                    },
+            } => self.recv_post(*id, *stream, *qn, *stag, *len, count.unwrap_or(1))?,
+            Command::Show { what } => match what {
+                ShowCmd::Assoc => self.show_assoc()?,
+                ShowCmd::Session => self.show_session()?,
+                ShowCmd::Mr => self.show_mr(),
+                ShowCmd::Fwd { .. } => self.show_fwd_stats()?,
+                ShowCmd::Port { .. } | ShowCmd::Config { .. } => {
+                    let s = self.port.stats();
+                    note(
+                        self.json,
+                        format_args!(
+                            "Port {}: RX-packets {} RX-bytes {} RX-missed {} | TX-packets {} \
+                             TX-bytes {} TX-errors {}",
+                            self.port.id(),
+                            s.rx_packets,
+                            s.rx_bytes,
+                            s.rx_missed,
+                            s.tx_packets,
+                            s.tx_bytes,
+                            s.tx_errors
+                        ),
+                    );
+                }
+            },
+            Command::Wait { secs, .. } => {
+                let deadline = Wall::now() + Duration::from_secs(u64::from(secs.unwrap_or(60)));
+                loop {
+                    let (seen, open) = {
+                        let s = lock(&self.shared);
+                        let open = s.conns.values().filter(|v| v.closed.is_none()).count();
+                        (s.conns.len(), open)
+                    };
+                    if seen > 0 && open == 0 {
+                        note(self.json, format_args!("All {seen} association(s) closed"));
+                        break;
+                    }
+                    if Wall::now() > deadline {
+                        return Err(format!(
+                            "timed out: {seen} association(s) seen, {open} still open"
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            Command::Set { .. } | Command::Clear { .. } => {
+                return Err("a forwarding command: this ddpdk is a DDP endpoint".into())
+            }
+        }
+        let _ = std::io::stdout().flush();
+        Ok(Flow::Continue)
+    }
+
+    fn assoc(&mut self, what: &AssocCmd) -> Result<(), String> {
+        match *what {
+            AssocCmd::Open { addr, port } => {
+                let port = port.unwrap_or(self.sctp_port);
+                let conn = {
+                    let mut s = lock(&self.shared);
+                    let now = self.clock.now();
+                    let c = s
+                        .control
+                        .connect(now, addr, port)
+                        .map_err(|e| e.to_string())?;
+                    let core = s.control.owner(c).unwrap_or(0);
+                    s.view(c, addr, port, core);
+                    c
+                };
+                let (streams, mulpdu, core) = self.wait("the association", |s| {
+                    let v = s.conns.get(&conn)?;
+                    if let Some(r) = &v.closed {
+                        return Some(Err(format!("association to {addr} failed: {r}")));
+                    }
+                    v.up.map(|(st, m)| Ok((st, m, v.core)))
+                })?;
+                note(
+                    self.json,
+                    format_args!(
+                        "Association {conn} up: to {addr} port {port} on data core {core}, \
+                         {streams} streams, adaptation indication DDP, MULPDU {mulpdu}"
+                    ),
+                );
+            }
+            AssocCmd::Close { id, how } => {
+                let conn = self.conn(id)?;
+                let op = if how.is_some() {
+                    Op::Abort
+                } else {
+                    Op::Shutdown
+                };
+                self.submit(conn, op)?;
+                let r = self.wait("the association to close", |s| {
+                    s.conns.get(&conn)?.closed.clone().map(Ok)
+                })?;
+                note(self.json, format_args!("Association {conn} closed: {r}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn session(&mut self, what: &SessionCmd) -> Result<(), String> {
+        match what {
+            SessionCmd::Open { id, stream, text } => {
+                let conn = self.conn(*id)?;
+                let stream = *stream;
+                lock(&self.shared)
+                    .conns
+                    .get_mut(&conn)
+                    .map(|v| v.sessions.insert(stream, SessionView::default()));
+                self.submit(
+                    conn,
+                    Op::Initiate {
+                        stream,
+                        pd: self.pd,
+                        private_data: text.clone().unwrap_or_default().into_bytes(),
+                    },
+                )?;
+                let s = self.wait("the peer's answer", |s| {
+                    let v = s.conns.get(&conn)?;
+                    if v.closed.is_some() {
+                        return Some(Err("the association closed".into()));
+                    }
+                    let st = v.sessions.get(&stream)?;
+                    (st.state == "established"
+                        || st.state == "rejected"
+                        || st.state.starts_with("terminated"))
+                    .then(|| Ok(st.clone()))
+                })?;
+                match s.offer {
+                    Some((stag, to, len)) => note(
+                        self.json,
+                        format_args!(
+                            "Session {stream} of association {conn}: {}; the peer offers STag \
+                             {stag} TO {to:#x} length {len}",
+                            s.state
+                        ),
+                    ),
+                    None => note(
+                        self.json,
+                        format_args!("Session {stream} of association {conn}: {}", s.state),
+                    ),
+                }
+                if s.state != "established" {
+                    return Err(format!("session {stream} {}", s.state));
+                }
+            }
+            SessionCmd::Close { id, stream } => {
+                let conn = self.conn(*id)?;
+                let stream = *stream;
+                self.submit(conn, Op::Terminate { stream })?;
+                let state = self.wait("the session to end", |s| {
+                    let st = s.conns.get(&conn)?.sessions.get(&stream)?;
+                    st.state
+                        .starts_with("terminated")
+                        .then(|| Ok(st.state.clone()))
+                })?;
+                note(
+                    self.json,
+                    format_args!("Session {stream} of association {conn}: {state}"),
+                );
+            }
+            SessionCmd::Offer { stag } => {
+                let mr = self.mr(*stag)?;
+                lock(&self.shared).offer = Some(mr.reg);
+                note(
+                    self.json,
+                    format_args!(
+                        "Sessions we accept are offered STag {} TO {:#x} length {}",
+                        mr.reg.stag, mr.reg.to_base, mr.reg.len
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn mr_cmd(&mut self, what: &MrCmd) -> Result<(), String> {
+        match *what {
+            MrCmd::Reg { len, access } => {
+                let access = access.unwrap_or(AccessArg::RemoteWrite);
+                let bytes = usize::try_from(len).map_err(|_| "length too large")?;
+                if bytes == 0 {
+                    return Err("a region needs at least one byte".into());
+                }
+                let region = Region::from_dpdk(&self.eal, bytes, None)
+                    .map_err(|e| format!("{e} (give the EAL more memory: -m)"))?;
+                let huge = region.huge();
+                let mut s = lock(&self.shared);
+                let m = s.control.memory_mut();
+                let id = m.add_region(region).map_err(|_| "region table full")?;
+                let rights = match access {
+                    AccessArg::RemoteWrite => Access::REMOTE_WRITE,
+                    AccessArg::RemoteRead => Access::REMOTE_READ,
+                    AccessArg::Local => Access::LOCAL_WRITE,
+                };
+                let reg = m
+                    .register(MemoryRegistration {
+                        pd: self.pd,
+                        region: id,
+                        offset: 0,
+                        len,
+                        access: rights,
+                        stream: None,
+                        to_base: 0,
+                    })
+                    .map_err(|e| e.to_string())?;
+                drop(s);
+                self.last_mr = Some(reg.stag.0);
+                self.mrs.insert(
+                    reg.stag.0,
+                    Mr {
+                        region: id,
+                        reg,
+                        access,
+                    },
+                );
+                if self.json {
+                    println!(
+                        "{}",
+                        json!({"mr": {"stag": reg.stag.0, "to": reg.to_base, "len": reg.len,
+                            "access": access_text(access), "huge": huge}})
+                    );
+                } else {
+                    note(
+                        false,
+                        format_args!(
+                            "MR registered: STag {} TO {:#x} length {} {} ({} pages)",
+                            reg.stag,
+                            reg.to_base,
+                            reg.len,
+                            access_text(access),
+                            if huge { "huge" } else { "normal" }
+                        ),
+                    );
+                }
+            }
+            MrCmd::Dereg { stag } => {
+                let mr = self.mr(stag)?;
+                let cores = {
+                    let mut s = lock(&self.shared);
+                    s.control
+                        .memory_mut()
+                        .deregister(mr.reg.stag)
+                        .map_err(|e| e.to_string())?;
+                    if s.offer.is_some_and(|o| o.stag == mr.reg.stag) {
+                        s.offer = None;
+                    }
+                    s.control.cores()
+                };
+                self.mrs.remove(&mr.reg.stag.0);
+                note(
+                    self.json,
+                    format_args!(
+                        "MR STag {} deregistered (all {cores} data core(s) acknowledged)",
+                        mr.reg.stag
+                    ),
+                );
+            }
+            MrCmd::Fill { stag, byte } => {
+                let mr = self.mr(stag)?;
+                let s = lock(&self.shared);
+                let r = s.control.memory().region(mr.region).ok_or("region gone")?;
+                r.fill(0, mr.reg.len as usize, byte)
+                    .map_err(|e| e.to_string())?;
+                note(
+                    self.json,
+                    format_args!(
+                        "MR STag {}: {} bytes set to {byte:#04x}",
+                        mr.reg.stag, mr.reg.len
+                    ),
+                );
+            }
+            MrCmd::Checksum { stag, digest } => {
+                let mr = self.mr(stag)?;
+                let s = lock(&self.shared);
+                let r = s.control.memory().region(mr.region).ok_or("region gone")?;
+                let len = mr.reg.len as usize;
+                let (name, value) = match digest.unwrap_or(DigestArg::Crc32c) {
+                    DigestArg::Crc32c => (
+                        "crc32c",
+                        format!("{:#010x}", r.crc32c(0, len).map_err(|e| e.to_string())?),
+                    ),
+                    DigestArg::Sha256 => {
+                        let mut h = Sha256::new();
+                        let mut buf = vec![0u8; 1 << 16];
+                        let mut off = 0usize;
+                        while off < len {
+                            let n = (len - off).min(buf.len());
+                            r.read(off as u64, &mut buf[..n])
+                                .map_err(|e| e.to_string())?;
+                            h.update(&buf[..n]);
+                            off += n;
+                        }
+                        let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+                        ("sha256", hex)
+                    }
+                };
+                if self.json {
+                    println!(
+                        "{}",
+                        json!({"checksum": {"stag": mr.reg.stag.0, "len": len, name: value}})
+                    );
+                } else {
+                    note(
+                        false,
+                        format_args!("MR STag {} {name} {value} over {len} bytes", mr.reg.stag),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, what: &SendCmd) -> Result<(), String> {
+        let (id, stream, count, size) = match *what {
+            SendCmd::Tagged {
+                id,
+                stream,
+                size,
+                count,
+                ..
+            }
+            | SendCmd::Untagged {
+                id,
+                stream,
+                size,
+                count,
+                ..
+            } => (id, stream, count.unwrap_or(1), size),
+        };
+        let conn = self.conn(id)?;
+        let total = u64::from(size) * u64::from(count);
+        if total > MAX_SEND_BYTES {
+            return Err(format!("at most {MAX_SEND_BYTES} bytes per send command"));
+        }
+        let target = match *what {
+            SendCmd::Tagged { stag, to, .. } => {
+                let (stag, to) = match stag {
+                    StagArg::Value(v) => (Stag(v), to),
+                    StagArg::Last => (self.mr(stag)?.reg.stag, to),
+                    StagArg::Offer => {
+                        let s = lock(&self.shared);
+                        let (st, base, _) = s
+                            .conns
+                            .get(&conn)
+                            .and_then(|v| v.sessions.get(&stream))
+                            .and_then(|s| s.offer)
+                            .ok_or(format!("the peer offered no region on stream {stream}"))?;
+                        (st, base + to)
+                    }
+                };
+                to.checked_add(total)
+                    .ok_or("TO + bytes wraps (RFC 5041 §7.1 check 5)")?;
+                Some((stag, to))
+            }
+            SendCmd::Untagged { .. } => None,
+        };
+        let qn = match *what {
+            SendCmd::Untagged { qn, .. } => qn,
+            SendCmd::Tagged { .. } => 0,
+        };
+        let (base, base_failed) = {
+            let s = lock(&self.shared);
+            let v = s.conns.get(&conn).ok_or("association gone")?;
+            (v.completed + v.failed, v.failed)
+        };
+        let mut image_crc = Vec::new();
+        let t0 = Wall::now();
+        let mut posted = 0u32;
+        while posted < count {
+            let done = {
+                let s = lock(&self.shared);
+                let v = s.conns.get(&conn).ok_or("association gone")?;
+                if let Some(r) = &v.closed {
+                    return Err(format!("association closed: {r}"));
+                }
+                v.completed + v.failed - base
+            };
+            if u64::from(posted) - done >= WINDOW as u64 {
+                std::thread::sleep(Duration::from_micros(50));
+                continue;
+            }
+            self.sent += 1;
+            let data = pattern(self.sent, size as usize);
+            if target.is_some() {
+                image_crc.extend_from_slice(&data);
+            }
+            let kind = match target {
+                Some((stag, to)) => SendKind::Tagged {
+                    stag,
+                    to: to + u64::from(posted) * u64::from(size),
+                    rsvd_ulp: 0,
+                },
+                None => SendKind::Untagged {
+                    qn,
+                    rsvd_ulp: [0; 5],
+                },
+            };
+            self.submit(
+                conn,
+                Op::PostSend(SendRequest {
+                    wr_id: self.sent,
+                    stream,
+                    kind,
+                    data,
+                    signaled: true,
+                }),
+            )?;
+            posted += 1;
+        }
+        let failed = self.wait("every completion", |s| {
+            let v = s.conns.get(&conn)?;
+            let done = v.completed + v.failed - base;
+            if done >= u64::from(count) {
+                return Some(Ok(v.failed - base_failed));
+            }
+            v.closed
+                .as_ref()
+                .map(|r| Err(format!("association closed: {r}")))
+        })?;
+        let secs = t0.elapsed().as_secs_f64();
+        let crc = (!image_crc.is_empty()).then(|| crc32c(&image_crc));
+        if self.json {
+            println!(
+                "{}",
+                json!({"send": {"assoc": id, "stream": stream, "messages": count,
+                    "size": size, "seconds": secs, "mb_per_s": total as f64 / secs / 1e6,
+                    "crc32c": crc, "failed": failed}})
+            );
+        } else {
+            note(
+                false,
+                format_args!(
+                    "Sent {count} x {size} bytes on association {id} stream {stream} in {:.3} s \
+                     ({:.1} MB/s){}",
+                    secs,
+                    total as f64 / secs / 1e6,
+                    crc.map(|c| format!("; crc32c of the bytes written {c:#010x}"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        if failed > 0 {
+            return Err(format!("{failed} send(s) flushed"));
+        }
+        Ok(())
+    }
+
+    fn recv_post(
+        &mut self,
+        id: AssocId,
+        stream: u16,
+        qn: u32,
+        stag: StagArg,
+        len: u32,
+        count: u32,
+    ) -> Result<(), String> {
+        let conn = self.conn(id)?;
+        let mr = self.mr(stag)?;
+        let base = lock(&self.shared).conns.get(&conn).map_or(0, |v| v.posted);
+        for k in 0..count {
+            let buf = lock(&self.shared)
+                .control
+                .memory()
+                .receive_buffer(self.pd, mr.reg.stag, u64::from(k) * u64::from(len), len)
+                .map_err(|e| e.to_string())?;
+            self.submit(
+                conn,
+                Op::PostRecv {
+                    stream,
+                    qn,
+                    wr_id: u64::from(k),
+                    buffer: buf,
+                },
+            )?;
+        }
+        self.wait("the receive buffers", |s| {
+            let v = s.conns.get(&conn)?;
+            (v.posted - base >= u64::from(count)).then_some(Ok(()))
+        })?;
+        note(
+            self.json,
+            format_args!(
+                "Posted {count} receive buffer(s) of {len} bytes on association {id} stream \
+                 {stream} queue {qn}"
+            ),
+        );
+        Ok(())
+    }
+
+    /// Asks every core for its report and waits for them.
+    fn reports(&self) -> Result<Vec<CoreReport>, String> {
+        let cores = {
+            let mut s = lock(&self.shared);
+            s.reports.clear();
+            s.control.request_reports();
+            s.control.cores()
+        };
+        let mut r = self.wait("the data cores' reports", |s| {
+            (s.reports.len() >= cores).then(|| Ok(std::mem::take(&mut s.reports)))
+        })?;
+        r.sort_by_key(|x| x.core);
+        Ok(r)
+    }
+
+    fn show_assoc(&self) -> Result<(), String> {
+        let reports = self.reports()?;
+        let s = lock(&self.shared);
+        if !self.json {
+            println!(
+                "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>6}",
+                "id",
+                "peer",
+                "port",
+                "core",
+                "state",
+                "streams",
+                "seg in",
+                "seg out",
+                "errors",
+                "drops"
+            );
+        }
+        for r in &reports {
+            for a in &r.assocs {
+                let v = s.conns.get(&a.conn);
+                let drops = a.stats.refused_by_session
+                    + a.stats.after_session_end
+                    + a.stats.unknown_ppid
+                    + a.stats.unknown_stream;
+                if self.json {
+                    println!(
+                        "{}",
+                        json!({"assoc": a.conn.0, "peer": a.peer.to_string(),
+                            "port": a.peer_port, "core": r.core, "state": a.state,
+                            "streams": a.streams, "segments_in": a.stats.segments_received,
+                            "segments_out": a.stats.segments_sent,
+                            "errors": v.map_or(0, |v| v.errors), "drops": drops})
+                    );
+                } else {
+                    println!(
+                        "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>6}",
+                        a.conn.0,
+                        a.peer.to_string(),
+                        a.peer_port,
+                        r.core,
+                        a.state,
+                        a.streams,
+                        a.stats.segments_received,
+                        a.stats.segments_sent,
+                        v.map_or(0, |v| v.errors),
+                        drops
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn show_session(&self) -> Result<(), String> {
+        let reports = self.reports()?;
+        let s = lock(&self.shared);
+        for r in &reports {
+            for a in &r.assocs {
+                for (stream, state) in &a.sessions {
+                    let offer = s
+                        .conns
+                        .get(&a.conn)
+                        .and_then(|v| v.sessions.get(stream))
+                        .and_then(|x| x.offer);
+                    if self.json {
+                        println!(
+                            "{}",
+                            json!({"assoc": a.conn.0, "stream": stream,
+                                "state": format!("{state:?}"),
+                                "offer": offer.map(|(st, to, len)| json!({"stag": st.0, "to": to, "len": len}))})
+                        );
+                    } else {
+                        println!(
+                            "  association {} stream {stream}: {state:?}{}",
+                            a.conn.0,
+                            offer
+                                .map(|(st, to, len)| format!(
+                                    "; peer offers STag {st} TO {to:#x} length {len}"
+                                ))
+                                .unwrap_or_default()
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn show_mr(&self) {
+        let offered = lock(&self.shared).offer.map(|o| o.stag);
+        for mr in self.mrs.values() {
+            if self.json {
+                println!(
+                    "{}",
+                    json!({"mr": {"stag": mr.reg.stag.0, "to": mr.reg.to_base,
+                        "len": mr.reg.len, "access": access_text(mr.access),
+                        "offered": offered == Some(mr.reg.stag)}})
+                );
+            } else {
+                println!(
+                    "  STag {}  TO {:#x}  length {}  {}{}",
+                    mr.reg.stag,
+                    mr.reg.to_base,
+                    mr.reg.len,
+                    access_text(mr.access),
+                    if offered == Some(mr.reg.stag) {
+                        "  (offered)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+    }
+
+    fn show_fwd_stats(&self) -> Result<(), String> {
+        let reports = self.reports()?;
+        let c = lock(&self.shared).control.stats();
+        for r in &reports {
+            let st = &r.stats;
+            if self.json {
+                println!(
+                    "{}",
+                    json!({"core": r.core, "frames_in": st.frames_in,
+                        "frames_out": st.tx.frames_out, "dispatched_in": st.dispatched_in,
+                        "dispatched_out": st.dispatched_out,
+                        "dispatch_dropped": st.dispatch_dropped, "to_control": st.to_control,
+                        "control_dropped": st.control_dropped, "discarded": st.discarded,
+                        "tx_dropped": st.tx.tx_dropped, "no_buffer": st.tx.no_buffer,
+                        "unresolved": st.tx.unresolved, "associations": r.assocs.len(),
+                        "stags": r.stags, "arp_replies": r.iface.arp_replies,
+                        "not_ours": r.iface.other_address + r.iface.other_mac
+                            + r.iface.other_ether_type + r.iface.other_protocol})
+                );
+            } else {
+                println!(
+                    "  ------- Data core {} (associations {}, STags {}) -------\n  \
+                     RX-frames: {:<12} TX-frames: {:<12} TX-dropped: {:<8} no-buffer: {}\n  \
+                     dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
+                     discarded: {:<8} unresolved: {:<8} ARP/ND answered: {} not ours: {}",
+                    r.core,
+                    r.assocs.len(),
+                    r.stags,
+                    st.frames_in,
+                    st.tx.frames_out,
+                    st.tx.tx_dropped,
+                    st.tx.no_buffer,
+                    st.dispatched_in,
+                    st.dispatched_out,
+                    st.dispatch_dropped,
+                    st.to_control,
+                    st.control_dropped,
+                    st.discarded,
+                    st.tx.unresolved,
+                    r.iface.arp_replies + r.iface.nd_adverts,
+                    r.iface.other_address
+                        + r.iface.other_mac
+                        + r.iface.other_ether_type
+                        + r.iface.other_protocol
+                );
+            }
+        }
+        if self.json {
+            println!(
+                "{}",
+                json!({"control": {"packets": c.packets, "replies": c.replies,
+                    "ignored": c.ignored, "accepted": c.accepted, "connected": c.connected,
+                    "frames_out": c.tx.frames_out}})
+            );
+        } else {
+            println!(
+                "  ------- Control thread -------\n  packets: {:<8} replies: {:<8} ignored: {:<8} \
+                 accepted: {:<6} opened: {:<6} TX-frames: {}",
+                c.packets, c.replies, c.ignored, c.accepted, c.connected, c.tx.frames_out
+            );
+        }
+        Ok(())
+    }
+
+    /// Stops the data cores and the control thread; returns the mbufs not back in their pool.
+    pub fn shutdown(mut self) -> Result<u32, String> {
+        // Associations still up end with an ABORT, so the peer is not left waiting.
+        let open: Vec<ConnHandle> = lock(&self.shared)
+            .conns
+            .iter()
+            .filter(|(_, v)| v.closed.is_none())
+            .map(|(c, _)| *c)
+            .collect();
+        for c in open {
+            let _ = lock(&self.shared).control.submit(c, Op::Abort);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.control_thread.take() {
+            let _ = t.join();
+        }
+        for job in self.lcores.drain(..) {
+            self.eal.join(job);
+        }
+        let mut left = Vec::new();
+        for q in 0..self.port.nb_rx_queues() {
+            while self.port.rx_burst(q, &mut left, 64) > 0 {
+                left.clear();
+            }
+        }
+        let _ = self.port.stop();
+        Ok(self.pool.in_use_count())
+    }
+}
+
+fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
+        let work = {
+            let mut s = lock(shared);
+            let n = s.control.poll(clock.now());
+            let mut events = 0;
+            while let Some(e) = s.control.poll_event() {
+                events += 1;
+                s.on_event(e);
+            }
+            n + events
+        };
+        if work == 0 {
+            // Control work is rare; a short sleep leaves the CPU to the data cores.
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+}
+
+fn access_text(a: AccessArg) -> &'static str {
+    match a {
+        AccessArg::RemoteWrite => "remote-write",
+        AccessArg::RemoteRead => "remote-read",
+        AccessArg::Local => "local",
+    }
+}
+
+/// The bytes of message `n`: distinct per message.
+fn pattern(n: u64, len: usize) -> Vec<u8> {
+    let mut x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+impl crate::app::Shell for DdpApp {
+    fn execute(&mut self, cmd: &Command) -> Result<Flow, String> {
+        DdpApp::execute(self, cmd)
+    }
+    fn is_running(&self) -> bool {
+        true
+    }
+    fn start(&mut self, _tx_first: bool) -> Result<(), String> {
+        Ok(())
+    }
+    fn periodic_stats(&mut self) {
+        if let Err(e) = self.show_fwd_stats() {
+            eprintln!("ddpdk: {e}");
+        }
+    }
+    fn running_note(&self) -> &'static str {
+        "DDP endpoint running; press Ctrl-C (SIGINT) or send SIGTERM to stop."
+    }
+}
