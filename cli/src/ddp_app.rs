@@ -35,6 +35,7 @@ use sha2::{Digest, Sha256};
 use crate::app::{note, Flow};
 use crate::loopback::random;
 use crate::options::Options;
+use crate::shell::WaitArg;
 use crate::shell::{
     AccessArg, AssocCmd, AssocId, Command, DigestArg, MrCmd, RecvCmd, SendCmd, SessionCmd, ShowCmd,
     StagArg,
@@ -580,7 +581,35 @@ impl DdpApp {
                     );
                 }
             },
-            Command::Wait { secs, .. } => {
+            Command::Wait {
+                what: WaitArg::Session,
+                secs,
+            } => {
+                let deadline = Wall::now() + Duration::from_secs(u64::from(secs.unwrap_or(60)));
+                loop {
+                    let found = lock(&self.shared).conns.iter().find_map(|(c, v)| {
+                        v.sessions
+                            .iter()
+                            .find(|(_, s)| s.state == "established")
+                            .map(|(k, _)| (*c, *k))
+                    });
+                    if let Some((c, k)) = found {
+                        note(
+                            self.json,
+                            format_args!("Session {k} of association {c} is established"),
+                        );
+                        break;
+                    }
+                    if Wall::now() > deadline {
+                        return Err("timed out waiting for a session".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            Command::Wait {
+                what: WaitArg::Closed,
+                secs,
+            } => {
                 let deadline = Wall::now() + Duration::from_secs(u64::from(secs.unwrap_or(60)));
                 loop {
                     let (seen, open) = {

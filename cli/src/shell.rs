@@ -137,8 +137,8 @@ pub enum Command {
         #[command(subcommand)]
         what: RecvCmd,
     },
-    /// wait closed [SECS]: wait until at least one association was set up and every one is
-    /// closed (for scripts: a server's script waits for its client).
+    /// wait (closed|session) [SECS]: wait until associations came and every one is closed, or
+    /// until a session is established (for scripts: a server's script waits for its client).
     Wait {
         #[arg(value_enum)]
         what: WaitArg,
@@ -149,6 +149,7 @@ pub enum Command {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WaitArg {
     Closed,
+    Session,
 }
 
 /// An association's number (`show assoc`).
@@ -437,6 +438,7 @@ DDP endpoint (ddpdk --ip ADDR ...):
   show assoc | show session | show mr  Associations, sessions, regions.
   show fwd stats all                   Per-data-core and control-thread counters.
   wait closed [SECS]                   Wait until associations came and all closed.
+  wait session [SECS]                  Wait until a DDP Stream Session is established.
 STAG is 0x..., a number, 'last' (registered last here) or 'offer' (the peer's offer).
 ";
     match section {
@@ -468,7 +470,7 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
             "start", "stop", "show", "clear", "set", "help", "quit", "exit", "assoc", "session",
             "mr", "send", "recv", "wait",
         ],
-        ["wait"] => vec!["closed"],
+        ["wait"] => vec!["closed", "session"],
         ["assoc"] => vec!["open", "close"],
         ["session"] => vec!["open", "close", "offer"],
         ["mr"] => vec!["reg", "dereg", "fill", "checksum"],

@@ -13,6 +13,7 @@ const HINT: &str = "On Debian 12: apt-get install libusrsctp-dev   (or run deplo
 /// The functions we call. Listed one by one so the bindings stay small and deliberate.
 const FUNCTIONS: &[&str] = &[
     "usrsctp_init_nothreads",
+    "usrsctp_init",
     "usrsctp_socket",
     "usrsctp_setsockopt",
     "usrsctp_bind",

@@ -47,6 +47,8 @@ mod sys {
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 }
 
+pub mod raw;
+
 /// Holds the sysctl defaults read right after `usrsctp_init_nothreads`; `None` until the first
 /// [`Stack::lock`] initialises usrsctp.
 static STACK: Mutex<Option<Vec<u32>>> = Mutex::new(None);
@@ -190,6 +192,10 @@ impl Stack {
         // A test that panicked while holding the lock poisons it; the state it protects is
         // reset below, so carry on.
         let mut guard = STACK.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(
+            !raw::initialised(),
+            "usrsctp runs on raw IP sockets in this process; AF_CONN mode is not available"
+        );
         let defaults = guard.get_or_insert_with(|| {
             // SAFETY: called once per process (guarded by STACK's None state), with a callback
             // of the signature usrsctp expects and no debug printer.
@@ -340,8 +346,27 @@ impl Stack {
         if sock.is_null() {
             return Err(io::Error::last_os_error());
         }
+        ep.configure(adaptation)?;
+        let sconn = ep.sockaddr(local_port);
+        // SAFETY: `sconn` is a valid sockaddr_conn of the length passed; usrsctp copies it.
+        check(unsafe {
+            sys::usrsctp_bind(
+                sock,
+                ptr::from_ref(&sconn).cast_mut().cast(),
+                size_of::<sys::sockaddr_conn>() as sys::socklen_t,
+            )
+        })?;
+        Ok(ep)
+    }
+}
+
+impl Endpoint {
+    /// Non-blocking, SCTP_NODELAY, SCTP_RECVRCVINFO, the notifications `recv` parses, and the
+    /// Adaptation Layer Indication (`None`: left out of INIT/INIT-ACK).
+    fn configure(&self, adaptation: Option<u32>) -> io::Result<()> {
+        let ep = self;
         // SAFETY: `sock` is a live socket owned by `ep`.
-        check(unsafe { sys::usrsctp_set_non_blocking(sock, 1) })?;
+        check(unsafe { sys::usrsctp_set_non_blocking(ep.sock, 1) })?;
         ep.setsockopt(sys::SCTP_NODELAY, &1 as &c_int)?;
         ep.setsockopt(sys::SCTP_RECVRCVINFO, &1 as &c_int)?;
         for kind in [
@@ -365,16 +390,7 @@ impl Stack {
             };
             ep.setsockopt(sys::SCTP_ADAPTATION_LAYER, &adapt)?;
         }
-        let sconn = ep.sockaddr(local_port);
-        // SAFETY: `sconn` is a valid sockaddr_conn of the length passed; usrsctp copies it.
-        check(unsafe {
-            sys::usrsctp_bind(
-                sock,
-                ptr::from_ref(&sconn).cast_mut().cast(),
-                size_of::<sys::sockaddr_conn>() as sys::socklen_t,
-            )
-        })?;
-        Ok(ep)
+        Ok(())
     }
 }
 
@@ -816,6 +832,9 @@ impl Drop for Endpoint {
                 );
                 sys::usrsctp_close(so);
             }
+        }
+        if self.addr == raw::NO_CONN_ADDR {
+            return;
         }
         // SAFETY: registered in Stack::endpoint_with_adaptation, deregistered only here.
         unsafe { sys::usrsctp_deregister_address(conn_addr(self.addr)) };

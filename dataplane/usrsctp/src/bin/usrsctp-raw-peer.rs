@@ -1,0 +1,265 @@
+//! A DDP-over-SCTP client made of usrsctp on raw IP sockets and DDP framing written here from
+//! the RFCs (not ddpdk's code), for the black-box interoperability test of the `ddpdk` binary
+//! across a veth.
+//!
+//! ```text
+//! usrsctp-raw-peer LOCAL_IPV4 PEER_IPV4 PORT BYTES SIZE UNTAGGED
+//! ```
+//!
+//! It associates with the peer with Adaptation Layer Indication 1 (RFC 5043 §11.1, and requires
+//! the peer's to be 1), opens a DDP Stream Session on stream 1 (Initiate, PPID 17), reads the
+//! region the peer offers in its Accept's Private Data (STag, TO, length: 20 bytes,
+//! big-endian), receives UNTAGGED untagged messages (PPID 16) and checks their DDP headers,
+//! writes BYTES into the region as tagged messages of SIZE bytes (PPID 16, segments of
+//! `SEGMENT` bytes, each in one unfragmented DATA chunk), terminates the session, waits for the
+//! peer's Terminate, and shuts the association down. Every DATA chunk it sends is unordered.
+//! It prints one line per step; the last says `ok`. Exit status 1 on any failure.
+
+use std::net::Ipv4Addr;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use ddpdk_usrsctp::{raw, Endpoint, Message, Notification, Received};
+
+const STREAM: u16 = 1;
+/// RFC 5043 §5.1: the PPIDs of DDP Segments and of DDP Stream Session Control.
+const PPID_SEGMENT: u32 = 16;
+const PPID_CONTROL: u32 = 17;
+/// RFC 5043 §5.2 function codes.
+const INITIATE: u16 = 1;
+const ACCEPT: u16 = 2;
+const TERMINATE: u16 = 4;
+/// Payload bytes per tagged DDP Segment: 2 (DDP-SSN) + 14 (tagged header) + 1400 fits a DATA
+/// chunk on a 1500-byte link with room to spare.
+const SEGMENT: usize = 1400;
+const STEP: Duration = Duration::from_secs(20);
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => {
+            println!("ok");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("usrsctp-raw-peer: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], k: usize, name: &str) -> Result<T, String> {
+    args.get(k)
+        .ok_or_else(|| format!("missing {name}"))?
+        .parse()
+        .map_err(|_| format!("bad {name}"))
+}
+
+/// The next message or notification, waiting at most `STEP`.
+fn next(ep: &mut Endpoint, what: &str) -> Result<Received, String> {
+    let deadline = Instant::now() + STEP;
+    loop {
+        if let Some(r) = ep.recv() {
+            return Ok(r);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("timed out waiting for {what}"));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// The next message, failing on a notification that ends the association.
+fn next_message(ep: &mut Endpoint, what: &str) -> Result<Message, String> {
+    loop {
+        match next(ep, what)? {
+            Received::Message(m) => return Ok(m),
+            Received::Notification(
+                n @ (Notification::CommLost { .. }
+                | Notification::ShutdownEvent
+                | Notification::CantStartAssoc { .. }),
+            ) => return Err(format!("{what}: the association ended: {n:?}")),
+            Received::Notification(_) => {}
+        }
+    }
+}
+
+fn send(ep: &mut Endpoint, ppid: u32, data: &[u8]) -> Result<(), String> {
+    let deadline = Instant::now() + STEP;
+    loop {
+        match ep.send(STREAM, ppid, true, data) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            Err(e) => return Err(format!("send: {e}")),
+        }
+    }
+}
+
+fn be16(b: &[u8], k: usize) -> u16 {
+    u16::from_be_bytes([b[k], b[k + 1]])
+}
+
+fn be32(b: &[u8], k: usize) -> u32 {
+    u32::from_be_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]])
+}
+
+fn be64(b: &[u8], k: usize) -> u64 {
+    (u64::from(be32(b, k)) << 32) | u64::from(be32(b, k + 4))
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().collect();
+    let local: Ipv4Addr = arg(&args, 1, "LOCAL_IPV4")?;
+    let peer: Ipv4Addr = arg(&args, 2, "PEER_IPV4")?;
+    let port: u16 = arg(&args, 3, "PORT")?;
+    let bytes: u64 = arg(&args, 4, "BYTES")?;
+    let size: u64 = arg(&args, 5, "SIZE")?;
+    let untagged: u32 = arg(&args, 6, "UNTAGGED")?;
+    if size == 0 {
+        return Err("SIZE must be positive".into());
+    }
+    raw::init().map_err(|e| format!("usrsctp init: {e}"))?;
+    let mut ep =
+        Endpoint::raw_ipv4(local, port, Some(1)).map_err(|e| format!("usrsctp socket: {e}"))?;
+    ep.connect_ipv4(peer, port)
+        .map_err(|e| format!("connect: {e}"))?;
+
+    // The association, and the peer's Adaptation Layer Indication.
+    let (mut up, mut adaptation) = (None, None);
+    while up.is_none() || adaptation.is_none() {
+        match next(&mut ep, "the association")? {
+            Received::Notification(Notification::CommUp {
+                inbound_streams,
+                outbound_streams,
+            }) => up = Some((inbound_streams, outbound_streams)),
+            Received::Notification(Notification::AdaptationIndication(a)) => adaptation = Some(a),
+            Received::Notification(n @ Notification::CantStartAssoc { .. }) => {
+                return Err(format!("no association: {n:?}"))
+            }
+            other => return Err(format!("before COMM_UP: {other:?}")),
+        }
+    }
+    let (inbound, outbound) = up.unwrap_or_default();
+    let adaptation = adaptation.unwrap_or_default();
+    println!(
+        "associated: {inbound} inbound / {outbound} outbound streams, adaptation indication \
+         {adaptation:#010x}"
+    );
+    if adaptation != 1 {
+        return Err("the peer's adaptation indication is not DDP (1)".into());
+    }
+
+    // RFC 5043 §6: Initiate with DDP-SSN 0 and Private Data, then the peer's Accept.
+    let mut initiate = vec![0, 0];
+    initiate.extend_from_slice(&INITIATE.to_be_bytes());
+    initiate.extend_from_slice(b"usrsctp peer");
+    send(&mut ep, PPID_CONTROL, &initiate)?;
+    let accept = next_message(&mut ep, "the Accept")?;
+    let d = &accept.data;
+    if accept.ppid != PPID_CONTROL || accept.stream != STREAM || !accept.unordered || d.len() < 4 {
+        return Err(format!(
+            "expected an unordered Accept on stream 1: {accept:?}"
+        ));
+    }
+    if be16(d, 0) != 0 || be16(d, 2) != ACCEPT {
+        return Err(format!(
+            "expected Accept with DDP-SSN 0: SSN {} function {}",
+            be16(d, 0),
+            be16(d, 2)
+        ));
+    }
+    let offer = &d[4..];
+    if offer.len() != 20 {
+        return Err(format!(
+            "Accept's Private Data is {} bytes, not an offer",
+            offer.len()
+        ));
+    }
+    let (stag, to, len) = (be32(offer, 0), be64(offer, 4), be64(offer, 12));
+    println!("session accepted: the peer offers STag {stag:#010x} TO {to:#x} length {len}");
+    if bytes > len {
+        return Err(format!("{bytes} bytes do not fit the offered {len}"));
+    }
+
+    // The peer's untagged messages (RFC 5041 §4.4 header after the DDP-SSN): DDP-SSN 1, 2,
+    // ... after its Accept; QN 0; MSN 1, 2, ...; MO 0; the last segment (L) of each.
+    let mut peer_ssn = 1u16;
+    for msn in 1..=untagged {
+        let m = next_message(&mut ep, "an untagged message")?;
+        let d = &m.data;
+        if m.ppid != PPID_SEGMENT || !m.unordered || d.len() < 2 + 18 {
+            return Err(format!("expected an unordered DDP Segment: {m:?}"));
+        }
+        let ctl = d[2];
+        let (ssn, qn, got_msn, mo) = (be16(d, 0), be32(d, 8), be32(d, 12), be32(d, 16));
+        if ctl & 0x80 != 0 || ctl & 0x40 == 0 || ctl & 0x03 != 1 {
+            return Err(format!(
+                "untagged control byte {ctl:#04x}: want T=0 L=1 DV=1"
+            ));
+        }
+        if (ssn, qn, got_msn, mo) != (peer_ssn, 0, msn, 0) {
+            return Err(format!(
+                "untagged message: DDP-SSN {ssn} QN {qn} MSN {got_msn} MO {mo}; want \
+                 {peer_ssn} 0 {msn} 0"
+            ));
+        }
+        peer_ssn = peer_ssn.wrapping_add(1);
+        println!(
+            "untagged message {msn}: {} bytes, DDP-SSN {ssn}, QN {qn}, MSN {got_msn}",
+            d.len() - 20
+        );
+    }
+
+    // Tagged writes: the image, message by message, segment by segment.
+    let image: Vec<u8> = (0..bytes)
+        .map(|i| (i.wrapping_mul(0x9e37_79b9) >> 13) as u8)
+        .collect();
+    let mut ssn = 1u16;
+    let mut messages = 0;
+    for (k, message) in image.chunks(size as usize).enumerate() {
+        let base = to + k as u64 * size;
+        let segments = message.chunks(SEGMENT).count();
+        for (j, seg) in message.chunks(SEGMENT).enumerate() {
+            let mut p = Vec::with_capacity(16 + seg.len());
+            p.extend_from_slice(&ssn.to_be_bytes());
+            // T = 1, L on the last segment, DV = 1; RsvdULP 0.
+            p.push(0x80 | if j + 1 == segments { 0x40 } else { 0 } | 0x01);
+            p.push(0);
+            p.extend_from_slice(&stag.to_be_bytes());
+            p.extend_from_slice(&(base + (j * SEGMENT) as u64).to_be_bytes());
+            p.extend_from_slice(seg);
+            send(&mut ep, PPID_SEGMENT, &p)?;
+            ssn = ssn.wrapping_add(1);
+        }
+        messages += 1;
+    }
+    println!(
+        "wrote {bytes} bytes in {messages} tagged messages: crc32c {:#010x}",
+        crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, &image) as u32
+    );
+
+    // Terminate, and the peer's answering Terminate (RFC 5043 §6.2).
+    let mut terminate = ssn.to_be_bytes().to_vec();
+    terminate.extend_from_slice(&TERMINATE.to_be_bytes());
+    send(&mut ep, PPID_CONTROL, &terminate)?;
+    loop {
+        let m = next_message(&mut ep, "the peer's Terminate")?;
+        if m.ppid == PPID_CONTROL && m.data.len() >= 4 && be16(&m.data, 2) == TERMINATE {
+            println!("session terminated (DDP-SSN {})", be16(&m.data, 0));
+            break;
+        }
+    }
+    ep.shutdown().map_err(|e| format!("shutdown: {e}"))?;
+    loop {
+        match next(&mut ep, "SHUTDOWN COMPLETE")? {
+            Received::Notification(Notification::ShutdownComplete) => break,
+            Received::Notification(n @ Notification::CommLost { .. }) => {
+                return Err(format!("instead of a shutdown: {n:?}"))
+            }
+            _ => {}
+        }
+    }
+    println!("association shut down");
+    Ok(())
+}
