@@ -192,7 +192,7 @@ impl App {
                 &format!("mbuf_pool_socket_{socket}"),
                 n,
                 MEMPOOL_CACHE,
-                dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+                opts.mbuf_size,
                 socket,
             )
             .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?;
@@ -201,7 +201,7 @@ impl App {
                 format_args!(
                     "ddpdk: created mbuf pool <{}>: n={n}, size={}, socket={socket}",
                     pool.name(),
-                    dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE
+                    opts.mbuf_size
                 ),
             );
             pools.insert(socket, Arc::new(pool));

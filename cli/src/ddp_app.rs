@@ -359,13 +359,29 @@ impl DdpApp {
                 "ddp_app_pool",
                 (need + 1).next_power_of_two() - 1,
                 256,
-                dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+                opts.ddp_mbuf_size(),
                 0,
             )
             .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
         );
         let port =
             Arc::new(DpdkPort::configure(id, conf, Arc::clone(&pool)).map_err(|e| e.to_string())?);
+        if opts.mtu != 1500 {
+            match port.set_mtu(opts.mtu) {
+                Ok(()) => {}
+                // Virtual devices such as net_memif have no MTU to set: they carry whatever
+                // fits their buffers, and the mbufs are sized for the frame.
+                Err(e) if e.errno == 95 => note(
+                    opts.json,
+                    format_args!(
+                        "{}: no MTU setting; frames up to {} bytes",
+                        port.name(),
+                        opts.mtu
+                    ),
+                ),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
         port.start().map_err(|e| e.to_string())?;
         let link = port.wait_link_up(Duration::from_secs_f64(opts.link_timeout));
         let v4 = opts.ip.iter().find_map(|a| match a {
@@ -380,7 +396,8 @@ impl DdpApp {
             Config {
                 local_port: opts.sctp_port,
                 streams: opts.streams,
-                path_mtu: 1480,
+                // The link less the IPv4 header (the runtime adjusts it for IPv6).
+                path_mtu: usize::from(opts.mtu) - 20,
                 send_slots: 1024,
                 ..Config::default()
             },
@@ -394,6 +411,7 @@ impl DdpApp {
             PendingLimit::new(64),
             RuntimeConfig {
                 cores,
+                link_mtu: usize::from(opts.mtu),
                 random: u64::from_ne_bytes(random::<8>()?),
                 ..RuntimeConfig::default()
             },

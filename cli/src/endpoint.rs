@@ -60,14 +60,8 @@ impl Node {
             .first()
             .ok_or("no port: give the EAL a device (--vdev=net_memif0,... or -a PCI)")?;
         let pool = Arc::new(
-            Mempool::create(
-                "ddp_endpoint_pool",
-                16383,
-                256,
-                dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
-                0,
-            )
-            .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
+            Mempool::create("ddp_endpoint_pool", 16383, 256, opts.ddp_mbuf_size(), 0)
+                .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
         );
         let conf = PortConf {
             nb_rxq: 1,
@@ -78,6 +72,22 @@ impl Node {
         };
         let port =
             Arc::new(DpdkPort::configure(id, conf, Arc::clone(&pool)).map_err(|e| e.to_string())?);
+        if opts.mtu != 1500 {
+            match port.set_mtu(opts.mtu) {
+                Ok(()) => {}
+                // Virtual devices such as net_memif have no MTU to set: they carry whatever
+                // fits their buffers, and the mbufs are sized for the frame.
+                Err(e) if e.errno == 95 => note(
+                    opts.json,
+                    format_args!(
+                        "{}: no MTU setting; frames up to {} bytes",
+                        port.name(),
+                        opts.mtu
+                    ),
+                ),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
         port.start().map_err(|e| e.to_string())?;
         // A listener waits for its peer however long it takes (a memif server's link comes up
         // when the client connects); a client needs the link now.
@@ -94,8 +104,8 @@ impl Node {
         let ep = Endpoint::new(
             Config {
                 local_port: opts.sctp_port,
-                // A 1500-byte link less the IPv4 header (the engine adjusts it for IPv6).
-                path_mtu: 1480,
+                // The link less the IPv4 header (the engine adjusts it for IPv6).
+                path_mtu: usize::from(opts.mtu) - 20,
                 send_slots: 1024,
                 ..Config::default()
             },
@@ -106,7 +116,7 @@ impl Node {
             IpAddr::V4(a) => (Some(a), None),
             IpAddr::V6(a) => (None, Some(a)),
         };
-        let engine = Engine::new(
+        let mut engine = Engine::new(
             Arc::clone(&port),
             0,
             Interface::new(port.mac(), v4, v6),
@@ -115,6 +125,7 @@ impl Node {
             PendingLimit::new(16),
             memory,
         );
+        engine.set_link_mtu(usize::from(opts.mtu));
         note(
             opts.json,
             format_args!(

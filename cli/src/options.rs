@@ -51,9 +51,22 @@ pub struct Options {
     pub forward_mode: ModeArg,
 
     /// Frame length sent by txonly (and tx_first), bytes without FCS; at most one mbuf's data
-    /// room (2048), as frames are single-segment.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=2048))]
+    /// room (--mbuf-size less its 128-byte headroom), as frames are single-segment.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=9600))]
     pub txpkts: u16,
+
+    /// Size of each mbuf's buffer, bytes, its 128-byte headroom included (testpmd's
+    /// --mbuf-size). Jumbo frames need 9216 + 128 or so.
+    #[arg(long, default_value_t = 2176, value_name = "BYTES",
+          value_parser = clap::value_parser!(u16).range(1024..=16384))]
+    pub mbuf_size: u16,
+
+    /// The link MTU of a DDP endpoint (IP packet bytes; --ddp-listen, --ddp-connect, --ip).
+    /// Association path MTUs and DDP segment sizes follow from it (RFC 5043 §9); above 1500
+    /// the mbufs grow to hold a whole frame.
+    #[arg(long, default_value_t = 1500, value_name = "BYTES",
+          value_parser = clap::value_parser!(u16).range(576..=9000))]
+    pub mtu: u16,
 
     /// Extra tx_burst attempts before what a port did not take is freed and counted.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
@@ -174,6 +187,12 @@ Examples:
   ddpdk -l 0-1 -a 0000:03:00.0 -- --forward-mode rxonly --cmdline-file cmds.txt -a";
 
 impl Options {
+    /// The mbuf size of a DDP endpoint: --mbuf-size, grown to hold a whole frame of --mtu
+    /// (Ethernet header and headroom included).
+    pub fn ddp_mbuf_size(&self) -> u16 {
+        self.mbuf_size.max(self.mtu + 14 + 128)
+    }
+
     /// Checks what clap cannot: value combinations.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(s) = self.run_for {
@@ -185,6 +204,12 @@ impl Options {
             if self.interactive {
                 return Err("--run-for and --interactive exclude each other".into());
             }
+        }
+        if u32::from(self.txpkts) + 128 > u32::from(self.mbuf_size) {
+            return Err(format!(
+                "--txpkts {} does not fit one mbuf of --mbuf-size {} (128 bytes are headroom)",
+                self.txpkts, self.mbuf_size
+            ));
         }
         let v4 = self.ip.iter().filter(|a| a.is_ipv4()).count();
         if v4 > 1 || self.ip.len() - v4 > 1 {
@@ -294,7 +319,8 @@ mod tests {
             "ddpdk --no-such-option",
             "ddpdk --stats-period -1",
             "ddpdk --stats-period 18446744073709551615",
-            "ddpdk --txpkts 9000",
+            "ddpdk --txpkts 9601",
+            "ddpdk --mtu 9001",
         ] {
             assert!(parse(bad).is_err(), "{bad} was accepted");
         }
@@ -306,6 +332,11 @@ mod tests {
             "ddpdk --run-for 1e300",
             "ddpdk --link-timeout 1e300",
             "ddpdk --link-timeout -1",
+            "ddpdk --txpkts 2100",
+            "ddpdk --txpkts 9000 --mbuf-size 9000",
+            "ddpdk --ip 198.18.0.1 --ip 198.18.0.2",
+            "ddpdk --ip 127.0.0.1",
+            "ddpdk --listen",
         ] {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");

@@ -5,8 +5,10 @@
 //!
 //! Each round runs both, alternating which goes first: the raw pair (the receiver's median
 //! per-second `rx_pps`), then the DDP pair (`--ddp-listen` and `--ddp-connect`, the client's
-//! goodput over `--secs`). Segments are 1418 bytes (1404 of payload; a 1500-byte link);
-//! 8938-byte segments need jumbo mbufs, which the endpoint does not configure yet.
+//! goodput over `--secs`). Two links by default: MTU 1500 (1418-byte segments, 1404 bytes of
+//! payload) and MTU 9000 (8918-byte segments, 8904 of payload; jumbo mbufs, memif buffers of
+//! 9216 bytes so a frame is one descriptor). The MULPDU keeps 32 bytes of each packet for a
+//! bundled SACK (RFC 5043 §9), so segments are 20 bytes short of the link's largest.
 #![forbid(unsafe_code)]
 
 use std::io::BufRead;
@@ -20,12 +22,32 @@ use ddpdk_benches::procs::{ddpdk_rx_pps, interrupt, reap};
 /// How long a finished or interrupted process gets to exit before it is killed.
 const GRACE: Duration = Duration::from_secs(30);
 
-/// DDP payload of a full tagged segment on a 1500-byte link over IPv4: the MULPDU (1418, RFC
-/// 5043 §9, 32 bytes kept for a bundled SACK) less the 14-byte tagged header.
-const SEGMENT_PAYLOAD: f64 = 1418.0 - 14.0;
-/// The frame such a segment travels in: 1418 + DDP-SSN 2 + DATA header 16 + SCTP header 12 +
+/// The MULPDU on a link of `mtu` over IPv4 (RFC 5043 §9): the IP packet less IPv4 (20), the
+/// SCTP common header (12), a DATA chunk header (16), the DDP-SSN (2) and 32 bytes kept for a
+/// bundled SACK.
+fn mulpdu(mtu: u16) -> u16 {
+    mtu - 20 - 12 - 16 - 2 - 32
+}
+
+/// DDP payload of a full tagged segment: the MULPDU less the 14-byte tagged header.
+fn segment_payload(mtu: u16) -> f64 {
+    f64::from(mulpdu(mtu) - 14)
+}
+
+/// The frame a full segment travels in: MULPDU + DDP-SSN 2 + DATA header 16 + SCTP header 12 +
 /// IPv4 20 + Ethernet 14.
-const FRAME: u16 = 1418 + 2 + 16 + 12 + 20 + 14;
+fn frame(mtu: u16) -> u16 {
+    mulpdu(mtu) + 2 + 16 + 12 + 20 + 14
+}
+
+/// memif buffers big enough for one frame each, and mbufs to match (headroom 128).
+fn memif_bsize(mtu: u16) -> u16 {
+    if mtu > 1500 {
+        9216
+    } else {
+        2048
+    }
+}
 
 #[derive(Debug, Parser)]
 #[command(about = "DDP tagged-write goodput over net_memif next to the raw txonly -> rxonly rate")]
@@ -42,12 +64,15 @@ struct Args {
     /// Rounds (each measures both).
     #[arg(long, default_value_t = 2)]
     rounds: u32,
-    /// Print one JSON object instead of a table.
+    /// Link MTUs to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1500u16, 9000])]
+    mtus: Vec<u16>,
+    /// Print one JSON object per MTU instead of a table.
     #[arg(long)]
     json: bool,
 }
 
-fn eal(lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
+fn eal(lcores: &str, prefix: &str, role: &str, sock: &str, mtu: u16) -> Vec<String> {
     [
         "--lcores",
         lcores,
@@ -57,7 +82,10 @@ fn eal(lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
         "--no-pci",
         "--log-level=*:error",
         &format!("--file-prefix={prefix}"),
-        &format!("--vdev=net_memif0,role={role},id=0,socket={sock}"),
+        &format!(
+            "--vdev=net_memif0,role={role},id=0,socket={sock},bsize={}",
+            memif_bsize(mtu)
+        ),
     ]
     .iter()
     .map(|s| s.to_string())
@@ -81,15 +109,17 @@ fn sock(tag: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// Raw frames per second at `FRAME` bytes: txonly → rxonly, the receiver's median sample.
-fn raw(args: &Args, tag: &str) -> Result<f64, String> {
+/// Raw frames per second at `frame(mtu)` bytes: txonly → rxonly, the receiver's median sample.
+fn raw(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
     let sock = sock(tag);
     let common = |mode: &str| -> Vec<String> {
         [
             "--forward-mode",
             mode,
             "--txpkts",
-            &FRAME.to_string(),
+            &frame(mtu).to_string(),
+            "--mbuf-size",
+            &(memif_bsize(mtu) + 128).to_string(),
             "--stats-period",
             "1",
             "--json",
@@ -104,14 +134,14 @@ fn raw(args: &Args, tag: &str) -> Result<f64, String> {
     };
     let rx = spawn(
         args,
-        eal("0@0,1@1", &format!("gp-{tag}-rx"), "server", &sock),
+        eal("0@0,1@1", &format!("gp-{tag}-rx"), "server", &sock, mtu),
         &common("rxonly"),
     )
     .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(1500));
     let tx = spawn(
         args,
-        eal("0@1,1@0", &format!("gp-{tag}-tx"), "client", &sock),
+        eal("0@1,1@0", &format!("gp-{tag}-tx"), "client", &sock, mtu),
         &common("txonly"),
     )
     .map_err(|e| e.to_string())?;
@@ -135,7 +165,7 @@ fn raw(args: &Args, tag: &str) -> Result<f64, String> {
 }
 
 /// DDP goodput in payload bytes per second, as the client reports it.
-fn ddp(args: &Args, tag: &str) -> Result<f64, String> {
+fn ddp(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
     let sock = sock(tag);
     let server_app: Vec<String> = [
         "--ddp-listen",
@@ -143,6 +173,8 @@ fn ddp(args: &Args, tag: &str) -> Result<f64, String> {
         "198.18.0.2",
         "--run-for",
         "60",
+        "--mtu",
+        &mtu.to_string(),
         "--json",
     ]
     .iter()
@@ -150,7 +182,7 @@ fn ddp(args: &Args, tag: &str) -> Result<f64, String> {
     .collect();
     let mut server = spawn(
         args,
-        eal("0@0", &format!("gp-{tag}-srv"), "server", &sock),
+        eal("0@0", &format!("gp-{tag}-srv"), "server", &sock, mtu),
         &server_app,
     )
     .map_err(|e| e.to_string())?;
@@ -179,6 +211,8 @@ fn ddp(args: &Args, tag: &str) -> Result<f64, String> {
         &args.secs.to_string(),
         "--ddp-size",
         &args.write_size.to_string(),
+        "--mtu",
+        &mtu.to_string(),
         "--json",
     ]
     .iter()
@@ -186,7 +220,7 @@ fn ddp(args: &Args, tag: &str) -> Result<f64, String> {
     .collect();
     let client = spawn(
         args,
-        eal("0@1", &format!("gp-{tag}-cli"), "client", &sock),
+        eal("0@1", &format!("gp-{tag}-cli"), "client", &sock, mtu),
         &client_app,
     )
     .map_err(|e| e.to_string())?;
@@ -212,23 +246,34 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 fn main() {
     let args = Args::parse();
+    for &mtu in &args.mtus {
+        if !(576..=9000).contains(&mtu) {
+            eprintln!("ddp-goodput-bench: MTU {mtu} outside 576..=9000");
+            std::process::exit(2);
+        }
+        measure(&args, mtu);
+    }
+}
+
+fn measure(args: &Args, mtu: u16) {
+    let (frame, payload) = (frame(mtu), segment_payload(mtu));
     let (mut raws, mut ddps, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..args.rounds {
-        let tag = r.to_string();
+        let tag = format!("{mtu}-{r}");
         let pair = if r % 2 == 0 {
-            (raw(&args, &tag), ddp(&args, &tag))
+            (raw(args, &tag, mtu), ddp(args, &tag, mtu))
         } else {
-            let d = ddp(&args, &tag);
-            (raw(&args, &tag), d)
+            let d = ddp(args, &tag, mtu);
+            (raw(args, &tag, mtu), d)
         };
         match pair {
             (Ok(pps), Ok(goodput)) => {
-                let ratio = goodput / (pps * SEGMENT_PAYLOAD);
+                let ratio = goodput / (pps * payload);
                 if !args.json {
                     println!(
-                        "round {r}: raw {:.3} Mpps at {FRAME} B ({:.1} MB/s of segment payload) | DDP goodput {:.1} MB/s | ratio {ratio:.3}",
+                        "MTU {mtu} round {r}: raw {:.3} Mpps at {frame} B ({:.1} MB/s of segment payload) | DDP goodput {:.1} MB/s | ratio {ratio:.3}",
                         pps / 1e6,
-                        pps * SEGMENT_PAYLOAD / 1e6,
+                        pps * payload / 1e6,
                         goodput / 1e6
                     );
                 }
@@ -237,7 +282,7 @@ fn main() {
                 ratios.push(ratio);
             }
             (a, b) => {
-                eprintln!("ddp-goodput-bench: round {r}: raw {a:?}, ddp {b:?}");
+                eprintln!("ddp-goodput-bench: MTU {mtu} round {r}: raw {a:?}, ddp {b:?}");
                 std::process::exit(1);
             }
         }
@@ -248,11 +293,13 @@ fn main() {
     if args.json {
         println!(
             "{}",
-            serde_json::json!({"frame": FRAME, "raw_pps": p, "ddp_goodput_bytes_per_s": g, "ratio": q, "write_size": args.write_size})
+            serde_json::json!({"mtu": mtu, "segment": mulpdu(mtu), "frame": frame, "raw_pps": p,
+                "ddp_goodput_bytes_per_s": g, "ratio": q, "write_size": args.write_size})
         );
     } else {
         println!(
-            "median: raw {:.3} Mpps, DDP goodput {:.1} MB/s, {:.3} of the raw ceiling",
+            "MTU {mtu} (segments of {} bytes) median: raw {:.3} Mpps, DDP goodput {:.1} MB/s, {:.3} of the raw ceiling",
+            mulpdu(mtu),
             p / 1e6,
             g / 1e6,
             q

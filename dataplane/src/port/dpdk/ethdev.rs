@@ -219,6 +219,18 @@ impl DpdkPort {
         &self.pool
     }
 
+    /// Sets the device's MTU (IP packet size; before `start`). Frames up to it plus the
+    /// Ethernet header must fit one mbuf of the port's pool: the caller sizes the pool.
+    pub fn set_mtu(&self, mtu: u16) -> Result<(), DpdkError> {
+        let id = self.info.port_id;
+        check(
+            || format!("rte_eth_dev_set_mtu(port {id}, {mtu})"),
+            // SAFETY: plain call on a configured port; DPDK checks the value against the device.
+            unsafe { sys::rte_eth_dev_set_mtu(id, mtu) },
+        )
+        .map(drop)
+    }
+
     pub fn start(&self) -> Result<(), DpdkError> {
         let id = self.info.port_id;
         // SAFETY: the port is configured.
