@@ -512,6 +512,11 @@ impl Connection {
         Ok(())
     }
 
+    /// Whether completions or indications wait to be polled.
+    pub fn owes_ulp(&self) -> bool {
+        !self.sink.completions.is_empty() || !self.sink.indications.is_empty()
+    }
+
     pub fn poll_completion(&mut self) -> Option<Completion> {
         self.sink.completions.pop_front()
     }

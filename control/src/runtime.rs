@@ -334,7 +334,7 @@ pub struct CoreReport {
     pub stags: usize,
 }
 
-enum Command {
+enum Command<B> {
     Adopt {
         conn: ConnHandle,
         c: Box<Connection>,
@@ -349,6 +349,10 @@ enum Command {
     Neighbour(IpAddr, [u8; 6]),
     Forget(ConnHandle),
     Report,
+    /// A packet for an association this core owns that reached the control thread (it arrived
+    /// before the core had adopted the association: a duplicated or retransmitted COOKIE
+    /// ECHO, say). Behind the Adopt in the same ring, so it finds the association.
+    Packet(B),
 }
 
 enum Upcall {
@@ -381,7 +385,7 @@ pub struct DataCore<P: Port> {
     slots: Vec<Option<Slot>>,
     stags: CoreStags,
     regions: Arc<RegionTable>,
-    commands: Receiver<Command>,
+    commands: Receiver<Command<P::Buf>>,
     packets_up: SyncSender<P::Buf>,
     events_up: SyncSender<Upcall>,
     /// Upcalls the event ring had no room for, sent first, in order, on the next poll; while
@@ -467,6 +471,7 @@ pub fn build<P: Port>(
         events: events_rx,
         next_conn: 1,
         owners: HashMap::new(),
+        live: HashMap::new(),
         ready: VecDeque::new(),
         link_mtu: cfg.link_mtu,
         stats: ControlStats::default(),
@@ -583,9 +588,13 @@ impl<P: Port> DataCore<P> {
                 Command::Neighbour(ip, mac) => self.iface.confirm(ip, mac),
                 Command::Forget(conn) => {
                     if let Some(k) = self.find(conn) {
-                        self.slots[k] = None;
+                        // What it still owes the ULP goes up first.
+                        if let Some(mut s) = self.slots[k].take() {
+                            self.drain_owed(conn, &mut s.c);
+                        }
                     }
                 }
+                Command::Packet(buf) => self.frame_in(now, buf, true),
                 Command::Report => {
                     let report = self.report();
                     let _ = self.up(Upcall::Event(Event::Report(Box::new(report))));
@@ -615,24 +624,26 @@ impl<P: Port> DataCore<P> {
                 self.slots.push(None);
                 Some(self.slots.len() - 1)
             }
-            None => self
-                .slots
-                .iter()
-                .position(|s| s.as_ref().is_some_and(|s| s.c.is_closed())),
+            // A closed connection's slot, once it has told the ULP everything.
+            None => self.slots.iter().position(|s| {
+                s.as_ref()
+                    .is_some_and(|s| s.c.is_closed() && !s.c.owes_ulp())
+            }),
         };
+        if let Some(mac) = peer_mac {
+            self.iface.confirm(peer, mac);
+        }
         let Some(k) = slot else {
             self.stats.refused += 1;
-            // The peer hears an ABORT rather than silence.
+            // The peer hears an ABORT rather than silence, and the ULP hears Closed.
             c.abort();
             let h = Interface::header_len(peer);
             while let Some(len) = c.poll_transmit(now, &mut self.out.frame[h..]) {
                 self.out.send_sctp(now, &mut self.iface, peer, len);
             }
+            self.drain_owed(conn, &mut c);
             return;
         };
-        if let Some(mac) = peer_mac {
-            self.iface.confirm(peer, mac);
-        }
         self.stats.adopted += 1;
         let peer_port = c.association().peer_port();
         self.slots[k] = Some(Slot {
@@ -814,10 +825,12 @@ impl<P: Port> DataCore<P> {
         for k in 0..self.slots.len() {
             while let Some(s) = self.slots[k].as_mut() {
                 let conn = s.conn;
-                let e = if let Some(indication) = s.c.poll_indication() {
-                    Event::Indication { conn, indication }
-                } else if let Some(completion) = s.c.poll_completion() {
+                // Completions first: a Closed indication must not overtake the completions
+                // of sends it ended (the ULP may forget the connection on Closed).
+                let e = if let Some(completion) = s.c.poll_completion() {
                     Event::Completion { conn, completion }
+                } else if let Some(indication) = s.c.poll_indication() {
+                    Event::Indication { conn, indication }
                 } else {
                     break;
                 };
@@ -828,6 +841,16 @@ impl<P: Port> DataCore<P> {
             }
         }
         n
+    }
+
+    /// Sends up (or holds) everything `c` still owes the ULP, completions first.
+    fn drain_owed(&mut self, conn: ConnHandle, c: &mut Connection) {
+        while let Some(completion) = c.poll_completion() {
+            let _ = self.up(Upcall::Event(Event::Completion { conn, completion }));
+        }
+        while let Some(indication) = c.poll_indication() {
+            let _ = self.up(Upcall::Event(Event::Indication { conn, indication }));
+        }
     }
 
     fn report(&self) -> CoreReport {
@@ -869,10 +892,10 @@ fn peer_ip(c: &Connection) -> IpAddr {
     }
 }
 
-struct CoreLink {
-    commands: SyncSender<Command>,
+struct CoreLink<B> {
+    commands: SyncSender<Command<B>>,
     /// Commands the core's ring had no room for, in order.
-    outbox: VecDeque<Command>,
+    outbox: VecDeque<Command<B>>,
 }
 
 /// The control thread's counters.
@@ -888,8 +911,12 @@ pub struct ControlStats {
     pub accepted: u64,
     /// Connections opened by the ULP.
     pub connected: u64,
-    /// Neighbours learnt by one core and shared with the others.
+    /// Neighbours learnt by one core and shared with the others (one per core told).
     pub neighbours_shared: u64,
+    /// Packets of a live association that reached the control thread and went to its core.
+    pub forwarded: u64,
+    /// Of those, dropped because the core's command queue was full.
+    pub forward_dropped: u64,
     pub tx: TxStats,
 }
 
@@ -901,8 +928,11 @@ pub struct Control<P: Port> {
     listener: Listener,
     memory: Memory,
     steer: Steering,
-    cores: Vec<CoreLink>,
+    cores: Vec<CoreLink<P::Buf>>,
     outbox_limit: usize,
+    /// Live associations by peer address and port: a packet of one that reaches the control
+    /// thread goes to its core (never a second association for the same peer).
+    live: HashMap<(IpAddr, u16), ConnHandle>,
     packets: Receiver<P::Buf>,
     events: Receiver<Upcall>,
     next_conn: u64,
@@ -961,6 +991,11 @@ impl<P: Port> Control<P> {
         peer: IpAddr,
         port: u16,
     ) -> Result<ConnHandle, RuntimeError> {
+        // An IPv4-mapped peer is an IPv4 peer: its packets come as IPv4 and are steered so.
+        let peer = match peer {
+            IpAddr::V6(a) => a.to_ipv4_mapped().map_or(peer, IpAddr::V4),
+            v4 => v4,
+        };
         let local = self
             .iface
             .address_for(peer)
@@ -971,6 +1006,7 @@ impl<P: Port> Control<P> {
             .owner(peer, local, port, c.association().local_port());
         c.set_path_mtu(path_mtu(self.link_mtu, peer));
         let conn = self.new_handle(core);
+        self.live.insert((peer, port), conn);
         self.stats.connected += 1;
         self.command(
             core,
@@ -996,6 +1032,7 @@ impl<P: Port> Control<P> {
         let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
         self.command(core, Command::Forget(conn), true)?;
         self.owners.remove(&conn);
+        self.live.retain(|_, c| *c != conn);
         Ok(())
     }
 
@@ -1019,7 +1056,7 @@ impl<P: Port> Control<P> {
 
     /// Queues a command to core `k`. `must` commands (a connection, a forget, a report) are
     /// never refused: losing one would lose an association.
-    fn command(&mut self, k: usize, cmd: Command, must: bool) -> Result<(), RuntimeError> {
+    fn command(&mut self, k: usize, cmd: Command<P::Buf>, must: bool) -> Result<(), RuntimeError> {
         let link = &mut self.cores[k];
         if link.outbox.is_empty() {
             match link.commands.try_send(cmd) {
@@ -1052,11 +1089,22 @@ impl<P: Port> Control<P> {
         while let Ok(u) = self.events.try_recv() {
             work += 1;
             match u {
-                Upcall::Event(e) => self.ready.push_back(e),
+                Upcall::Event(e) => {
+                    if let Event::Indication {
+                        conn,
+                        indication: Indication::Closed(_),
+                    } = &e
+                    {
+                        let conn = *conn;
+                        self.live.retain(|_, c| *c != conn);
+                    }
+                    self.ready.push_back(e);
+                }
                 Upcall::Learnt { core, ip, mac } => {
-                    self.stats.neighbours_shared += 1;
                     for k in (0..self.cores.len()).filter(|&k| k != core) {
-                        let _ = self.command(k, Command::Neighbour(ip, mac), false);
+                        if self.command(k, Command::Neighbour(ip, mac), false).is_ok() {
+                            self.stats.neighbours_shared += 1;
+                        }
                     }
                 }
             }
@@ -1084,6 +1132,16 @@ impl<P: Port> Control<P> {
             return;
         };
         let peer = f.ip.src();
+        let peer_port = f.sctp.get(..2).map(|p| u16::from_be_bytes([p[0], p[1]]));
+        if let Some(&conn) = peer_port.and_then(|p| self.live.get(&(peer, p))) {
+            if let Some(core) = self.owner(conn) {
+                self.stats.forwarded += 1;
+                if self.command(core, Command::Packet(buf), false).is_err() {
+                    self.stats.forward_dropped += 1;
+                }
+                return;
+            }
+        }
         let h = Interface::header_len(peer);
         let mut out = std::mem::take(&mut self.out.frame);
         let accept = self
@@ -1106,6 +1164,7 @@ impl<P: Port> Control<P> {
                         .owner(peer, f.ip.dst(), peer_port, c.association().local_port());
                 c.set_path_mtu(path_mtu(self.link_mtu, peer));
                 let conn = self.new_handle(core);
+                self.live.insert((peer, peer_port), conn);
                 let _ = self.command(
                     core,
                     Command::Adopt {

@@ -12,7 +12,7 @@
 //! blocks: if the acknowledgement channel were full it would retry on its next poll.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::stag::{RegisterError, Registration, Stag, StagTable};
 
@@ -96,6 +96,30 @@ impl core::fmt::Display for RevokeError {
 
 impl std::error::Error for RevokeError {}
 
+/// How long a registration waits for room in a core's channel.
+const REGISTER_WAIT: Duration = Duration::from_secs(1);
+
+enum SendBy {
+    Gone,
+    Timeout,
+}
+
+/// Sends without blocking past `deadline` (a core drains its channel between packets; one that
+/// does not for that long is stalled).
+fn send_by(core: &SyncSender<Command>, mut cmd: Command, deadline: Instant) -> Result<(), SendBy> {
+    loop {
+        match core.try_send(cmd) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Disconnected(_)) => return Err(SendBy::Gone),
+            Err(TrySendError::Full(c)) if Instant::now() < deadline => {
+                cmd = c;
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            Err(TrySendError::Full(_)) => return Err(SendBy::Timeout),
+        }
+    }
+}
+
 /// The control thread's side.
 #[derive(Debug)]
 pub struct Coordinator {
@@ -147,9 +171,11 @@ impl Coordinator {
     /// this returns (a core that has not polled yet refuses it, never misplaces it).
     pub fn register(&mut self, reg: Registration) -> Result<Stag, RegisterError> {
         let stag = self.master.register(reg)?;
+        let deadline = Instant::now() + REGISTER_WAIT;
         for core in &self.cores {
-            // Blocks only the control thread, and only while a core's channel is full.
-            let _ = core.send(Command::Register(stag, reg));
+            // Waits only while a core's channel is full, and not for a stalled core: a core
+            // that misses the registration refuses the STag, it never misplaces.
+            let _ = send_by(core, Command::Register(stag, reg), deadline);
         }
         Ok(stag)
     }
@@ -160,10 +186,20 @@ impl Coordinator {
         let reg = self.master.invalidate(stag).ok_or(RevokeError::Unknown)?;
         self.epoch += 1;
         let epoch = self.epoch;
+        let deadline = Instant::now() + timeout;
         let mut live = 0;
         for core in &self.cores {
-            if core.send(Command::Invalidate(stag, epoch)).is_ok() {
-                live += 1;
+            match send_by(core, Command::Invalidate(stag, epoch), deadline) {
+                Ok(()) => live += 1,
+                // The core is gone: it places nothing any more.
+                Err(SendBy::Gone) => {}
+                // A stalled core whose channel stays full cannot be told.
+                Err(SendBy::Timeout) => {
+                    return Err(RevokeError::Timeout {
+                        acked: 0,
+                        cores: self.cores.len(),
+                    })
+                }
             }
         }
         let mut acked = vec![false; self.cores.len()];
