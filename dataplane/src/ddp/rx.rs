@@ -230,11 +230,18 @@ impl StreamRx {
             Header::Tagged(h) => stags.check_tagged(Stag(h.stag), h.to, len, self.stream, self.pd),
             Header::Untagged(h) => self.queues.check(h.qn, h.msn, h.mo, len).and_then(|p| {
                 // Check 2 again for the memory under the buffer: it may have been deregistered
-                // since the buffer was posted, and then it no longer "allows Placement".
-                let stag = self.queues.buffer(h.qn, h.msn).and_then(|b| b.stag);
-                match stag {
-                    Some(stag) if stags.lookup(stag).is_none() => Err(DdpError::NoBuffer),
-                    _ => Ok(p),
+                // since the buffer was posted, and then it no longer "allows Placement". The
+                // STag must still name local-write memory that holds the whole buffer: a
+                // re-issued STag value (same index and key, RFC 5041 §8.3) for other memory
+                // does not revive a stale buffer.
+                match self.queues.buffer(h.qn, h.msn) {
+                    Some(b) => match b.stag {
+                        Some(stag) if !stags.lookup(stag).is_some_and(|r| r.holds(b)) => {
+                            Err(DdpError::NoBuffer)
+                        }
+                        _ => Ok(p),
+                    },
+                    None => Ok(p),
                 }
             }),
         }
@@ -444,6 +451,80 @@ mod tests {
             "RsvdULP delivered (RFC 5041 §5.4)"
         );
         assert_eq!(buffer, None);
+    }
+
+    /// RFC 5041 §8.3.1 item 6 for posted buffers: after the registration under a buffer is
+    /// revoked, a registration that reuses the same STag value for other memory does not make
+    /// the stale buffer placeable again.
+    #[test]
+    fn a_reissued_stag_does_not_revive_a_stale_posted_buffer() {
+        let mut f = fixture();
+        let local = |offset: u64| Registration {
+            pd: PD,
+            access: Access::LOCAL_WRITE,
+            stream: None,
+            to_base: 0,
+            len: 2000,
+            memory: RegionSlice { region: 1, offset },
+        };
+        let s = Stag(0x0000_0542);
+        // A data core's replica: the master's choices are inserted as they come.
+        f.stags = StagTable::replica(64);
+        f.stags.insert(s, local(4000));
+        let mut rx = StreamRx::new(S, PD, 1, 2, 4);
+        rx.post(
+            0,
+            PostedBuffer {
+                memory: RegionSlice {
+                    region: 1,
+                    offset: 4000,
+                },
+                len: 1000,
+                stag: Some(s),
+            },
+        )
+        .unwrap();
+        f.rx = rx;
+        f.stags.invalidate(s);
+        f.stags.insert(s, local(20_000));
+        let before = f.digest();
+        assert_eq!(f.feed(&untagged(1, true, 0, 1, 0, &[9u8; 100])), 0);
+        assert_eq!(f.digest(), before, "nothing placed");
+        assert!(
+            matches!(
+                f.got.first(),
+                Some(Indication::Error {
+                    error: RxError::Ddp(DdpError::NoBuffer),
+                    ..
+                })
+            ),
+            "{:?}",
+            f.got
+        );
+        // The same STag naming the buffer's memory again is fine.
+        let mut g = fixture();
+        g.stags = StagTable::replica(64);
+        g.stags.insert(s, local(4000));
+        let mut rx = StreamRx::new(S, PD, 1, 2, 4);
+        rx.post(
+            0,
+            PostedBuffer {
+                memory: RegionSlice {
+                    region: 1,
+                    offset: 4000,
+                },
+                len: 1000,
+                stag: Some(s),
+            },
+        )
+        .unwrap();
+        g.rx = rx;
+        assert_eq!(
+            g.feed(&untagged(1, true, 0, 1, 0, &[9u8; 100])),
+            100,
+            "{:?}",
+            g.got
+        );
     }
 
     /// RFC 5041 §5.4: an untagged message is delivered with its length (MO + length of the L

@@ -90,6 +90,21 @@ pub struct Registration {
     pub memory: RegionSlice,
 }
 
+impl Registration {
+    /// Whether this registration allows local writes into all of `buffer`'s memory.
+    pub fn holds(&self, buffer: &crate::mem::PostedBuffer) -> bool {
+        let (start, end) = (
+            self.memory.offset,
+            self.memory.offset.saturating_add(self.len),
+        );
+        let b = buffer.memory.offset;
+        self.access.contains(Access::LOCAL_WRITE)
+            && buffer.memory.region == self.memory.region
+            && b >= start
+            && b.saturating_add(u64::from(buffer.len)) <= end
+    }
+}
+
 /// Where a validated segment goes: `len` bytes at `offset` of region `region`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
