@@ -24,7 +24,7 @@ use ddpdk_control::runtime::{
 use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::net::Interface;
-use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf};
+use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, SctpSteering};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Endpoint};
@@ -383,6 +383,23 @@ impl DdpApp {
             }
         }
         port.start().map_err(|e| e.to_string())?;
+        // Where the device can hash SCTP, it steers each association to its owning core itself
+        // (same key and table as the software hash); otherwise cores hand packets over.
+        let steering = port
+            .program_sctp_rss(&runtime::RSS_KEY, cores as u16)
+            .map_err(|e| e.to_string())?;
+        let (reta_size, steering_text) = match steering {
+            SctpSteering::Rss { hash, reta_size } => (
+                usize::from(reta_size),
+                format!(
+                    "RSS on the SCTP 5-tuple (hash types {hash:#x}, {reta_size}-entry table over                      {cores} queue(s))"
+                ),
+            ),
+            SctpSteering::None(why) => (
+                runtime::RETA_SIZE,
+                format!("software dispatch between data cores ({why})"),
+            ),
+        };
         let link = port.wait_link_up(Duration::from_secs_f64(opts.link_timeout));
         let v4 = opts.ip.iter().find_map(|a| match a {
             IpAddr::V4(a) => Some(*a),
@@ -411,6 +428,7 @@ impl DdpApp {
             PendingLimit::new(64),
             RuntimeConfig {
                 cores,
+                reta_size,
                 link_mtu: usize::from(opts.mtu),
                 random: u64::from_ne_bytes(random::<8>()?),
                 ..RuntimeConfig::default()
@@ -455,7 +473,7 @@ impl DdpApp {
             opts.json,
             format_args!(
                 "DDP endpoint on port {} ({}, {}, link {}): {} SCTP port {}, {} streams, {} \
-                 data core(s) on lcore(s) {:?}, control thread{}",
+                 data core(s) on lcore(s) {:?}, control thread{}; steering: {steering_text}",
                 port.id(),
                 port.name(),
                 mac_text(&port.mac()),

@@ -89,12 +89,20 @@ pub fn toeplitz(key: &[u8; 40], input: &[u8]) -> u32 {
 #[derive(Debug, Clone, Copy)]
 pub struct Steering {
     cores: usize,
+    reta_size: usize,
 }
 
 impl Steering {
+    /// `cores` data cores behind a [`RETA_SIZE`]-entry table.
     pub fn new(cores: usize) -> Steering {
+        Steering::with_reta(cores, RETA_SIZE)
+    }
+
+    /// As the device's table of `reta_size` entries holding queue `i % cores` at entry `i`.
+    pub fn with_reta(cores: usize, reta_size: usize) -> Steering {
         Steering {
             cores: cores.max(1),
+            reta_size: reta_size.max(1),
         }
     }
 
@@ -118,7 +126,7 @@ impl Steering {
         input[n..n + 2].copy_from_slice(&peer_port.to_be_bytes());
         input[n + 2..n + 4].copy_from_slice(&local_port.to_be_bytes());
         let hash = toeplitz(&RSS_KEY, &input[..n + 4]);
-        (hash as usize % RETA_SIZE) % self.cores
+        (hash as usize % self.reta_size) % self.cores
     }
 }
 
@@ -270,6 +278,9 @@ pub struct RuntimeConfig {
     pub stags: usize,
     /// Seeds STag allocation (RFC 5041 §8.3: pass a real random value).
     pub random: u64,
+    /// Entries of the device's RSS redirection table when it steers SCTP (so the software
+    /// hash agrees with it); [`RETA_SIZE`] otherwise.
+    pub reta_size: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -280,6 +291,7 @@ impl Default for RuntimeConfig {
             link_mtu: 1500,
             stags: 4096,
             random: 0x5eed,
+            reta_size: RETA_SIZE,
         }
     }
 }
@@ -427,7 +439,7 @@ pub fn build<P: Port>(
         dispatch_tx.push(t);
         dispatch_rx.push(r);
     }
-    let steer = Steering::new(cores);
+    let steer = Steering::with_reta(cores, cfg.reta_size);
     let mut links = Vec::new();
     let mut data = Vec::new();
     for (index, (stags, dispatch_in)) in replicas.into_iter().zip(dispatch_rx).enumerate() {
@@ -1261,5 +1273,12 @@ mod tests {
         }
         assert!(seen[0] > 8 && seen[1] > 8, "{seen:?}");
         assert_eq!(Steering::new(1).owner(local, local, 1, 2), 0);
+        // A device's larger table: entry hash % 512, queue entry % cores.
+        let (s3, t3) = (Steering::with_reta(3, 512), Steering::with_reta(3, 128));
+        let peer = IpAddr::V4(Ipv4Addr::new(66, 9, 149, 187));
+        let dst = IpAddr::V4(Ipv4Addr::new(161, 142, 100, 80));
+        // 0x51ccc178 % 512 = 376 -> queue 1; % 128 = 120 -> queue 0.
+        assert_eq!(s3.owner(peer, dst, 2794, 1766), 376 % 3);
+        assert_eq!(t3.owner(peer, dst, 2794, 1766), 120 % 3);
     }
 }

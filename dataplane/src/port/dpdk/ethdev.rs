@@ -59,6 +59,21 @@ pub struct PortInfo {
     pub mac: [u8; 6],
     pub mtu: u16,
     pub rss_offloads: u64,
+    /// Entries of the RSS redirection table (0: none).
+    pub reta_size: u16,
+    /// Bytes of the RSS hash key the device takes (0: none).
+    pub hash_key_size: u8,
+}
+
+/// How a port spreads received SCTP packets over RX queues, once programmed by
+/// [`DpdkPort::program_sctp_rss`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SctpSteering {
+    /// RSS hashes the SCTP 5-tuple (IPv4 and/or IPv6) with our key; the redirection table
+    /// of `reta_size` entries holds queue `i % queues` at entry `i`.
+    Rss { hash: u64, reta_size: u16 },
+    /// No SCTP hashing: packets reach whichever queue the device picks (software dispatch).
+    None(&'static str),
 }
 
 impl PortInfo {
@@ -105,6 +120,8 @@ impl PortInfo {
             mac: mac.addr_bytes,
             mtu,
             rss_offloads: info.flow_type_rss_offloads,
+            reta_size: info.reta_size,
+            hash_key_size: info.hash_key_size,
         })
     }
 }
@@ -229,6 +246,60 @@ impl DpdkPort {
             unsafe { sys::rte_eth_dev_set_mtu(id, mtu) },
         )
         .map(drop)
+    }
+
+    /// Makes the device steer SCTP packets as a software Toeplitz hash with `key` and a
+    /// round-robin redirection table over the first `queues` RX queues would: the hash key, the
+    /// SCTP hash types it offers, and the table. Call after `start`. Devices without SCTP RSS
+    /// (virtual devices) are left alone and say why.
+    pub fn program_sctp_rss(&self, key: &[u8; 40], queues: u16) -> Result<SctpSteering, DpdkError> {
+        let id = self.info.port_id;
+        let sctp = self.info.rss_offloads & (RSS_NONFRAG_IPV4_SCTP | RSS_NONFRAG_IPV6_SCTP);
+        if queues <= 1 || self.conf.nb_rxq <= 1 {
+            return Ok(SctpSteering::None("one data queue: nothing to spread"));
+        }
+        if sctp == 0 {
+            return Ok(SctpSteering::None("the device cannot hash SCTP"));
+        }
+        if usize::from(self.info.hash_key_size) != key.len() {
+            return Ok(SctpSteering::None("the device's RSS key is not 40 bytes"));
+        }
+        let reta_size = self.info.reta_size;
+        if reta_size == 0 || !reta_size.is_multiple_of(64) {
+            return Ok(SctpSteering::None("no redirection table to program"));
+        }
+        let mut k = *key;
+        let mut conf = sys::rte_eth_rss_conf {
+            rss_key: k.as_mut_ptr(),
+            rss_key_len: key.len() as u8,
+            rss_hf: self.info.rss_offloads & RSS_WANTED,
+        };
+        check(
+            || format!("rte_eth_dev_rss_hash_update(port {id})"),
+            // SAFETY: `conf` points at a 40-byte key that lives for the call; DPDK copies it.
+            unsafe { sys::rte_eth_dev_rss_hash_update(id, &mut conf) },
+        )?;
+        let mut reta: Vec<sys::rte_eth_rss_reta_entry64> = (0..reta_size / 64)
+            .map(|g| {
+                let mut e = sys::rte_eth_rss_reta_entry64 {
+                    mask: u64::MAX,
+                    reta: [0; 64],
+                };
+                for (j, q) in e.reta.iter_mut().enumerate() {
+                    *q = (u32::from(g) * 64 + j as u32) as u16 % queues;
+                }
+                e
+            })
+            .collect();
+        check(
+            || format!("rte_eth_dev_rss_reta_update(port {id})"),
+            // SAFETY: `reta` holds reta_size / 64 groups, as many as reta_size says.
+            unsafe { sys::rte_eth_dev_rss_reta_update(id, reta.as_mut_ptr(), reta_size) },
+        )?;
+        Ok(SctpSteering::Rss {
+            hash: sctp,
+            reta_size,
+        })
     }
 
     pub fn start(&self) -> Result<(), DpdkError> {

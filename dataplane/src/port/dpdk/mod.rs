@@ -9,7 +9,7 @@ mod ethdev;
 mod mbuf;
 
 pub use eal::{Eal, LcoreJoin};
-pub use ethdev::{DpdkPort, PortConf, PortInfo};
+pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
 pub use mbuf::{Mbuf, Mempool};
 
 use std::ffi::CStr;
