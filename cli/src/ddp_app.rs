@@ -33,7 +33,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::app::{note, Flow};
-use crate::loopback::random;
+use crate::loopback::{pattern, random};
 use crate::options::Options;
 use crate::shell::WaitArg;
 use crate::shell::{
@@ -364,25 +364,7 @@ impl DdpApp {
             )
             .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
         );
-        let port =
-            Arc::new(DpdkPort::configure(id, conf, Arc::clone(&pool)).map_err(|e| e.to_string())?);
-        if opts.mtu != 1500 {
-            match port.set_mtu(opts.mtu) {
-                Ok(()) => {}
-                // Virtual devices such as net_memif have no MTU to set: they carry whatever
-                // fits their buffers, and the mbufs are sized for the frame.
-                Err(e) if e.errno == 95 => note(
-                    opts.json,
-                    format_args!(
-                        "{}: no MTU setting; frames up to {} bytes",
-                        port.name(),
-                        opts.mtu
-                    ),
-                ),
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        port.start().map_err(|e| e.to_string())?;
+        let port = crate::endpoint::start_port(id, conf, &pool, opts)?;
         // Where the device can hash SCTP, it steers each association to its owning core itself
         // (same key and table as the software hash); otherwise cores hand packets over.
         let steering = port
@@ -1361,19 +1343,6 @@ fn access_text(a: AccessArg) -> &'static str {
         AccessArg::RemoteRead => "remote-read",
         AccessArg::Local => "local",
     }
-}
-
-/// The bytes of message `n`: distinct per message.
-fn pattern(n: u64, len: usize) -> Vec<u8> {
-    let mut x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 impl crate::app::Shell for DdpApp {

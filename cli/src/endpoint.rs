@@ -70,25 +70,7 @@ impl Node {
             nb_txd: 1024,
             promiscuous: true,
         };
-        let port =
-            Arc::new(DpdkPort::configure(id, conf, Arc::clone(&pool)).map_err(|e| e.to_string())?);
-        if opts.mtu != 1500 {
-            match port.set_mtu(opts.mtu) {
-                Ok(()) => {}
-                // Virtual devices such as net_memif have no MTU to set: they carry whatever
-                // fits their buffers, and the mbufs are sized for the frame.
-                Err(e) if e.errno == 95 => note(
-                    opts.json,
-                    format_args!(
-                        "{}: no MTU setting; frames up to {} bytes",
-                        port.name(),
-                        opts.mtu
-                    ),
-                ),
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        port.start().map_err(|e| e.to_string())?;
+        let port = start_port(id, conf, &pool, opts)?;
         // A listener waits for its peer however long it takes (a memif server's link comes up
         // when the client connects); a client needs the link now.
         if opts.ddp_connect.is_some() {
@@ -493,4 +475,33 @@ fn drain<P: Port>(e: &mut Engine<P>, id: ConnId, log: &mut Vec<Indication>) {
             log.push(i);
         }
     }
+}
+
+/// Configures port `id` of a DDP endpoint with `conf` and `pool`, sets its MTU to `--mtu`
+/// (a device without an MTU setting, such as net_memif, is noted and used: it carries what fits
+/// its buffers, and the mbufs are sized for the frame), and starts it.
+pub(crate) fn start_port(
+    id: u16,
+    conf: PortConf,
+    pool: &Arc<Mempool>,
+    opts: &Options,
+) -> Result<Arc<DpdkPort>, String> {
+    let port =
+        Arc::new(DpdkPort::configure(id, conf, Arc::clone(pool)).map_err(|e| e.to_string())?);
+    if opts.mtu != 1500 {
+        match port.set_mtu(opts.mtu) {
+            Ok(()) => {}
+            Err(e) if e.errno == 95 => note(
+                opts.json,
+                format_args!(
+                    "{}: no MTU setting; frames up to {} bytes",
+                    port.name(),
+                    opts.mtu
+                ),
+            ),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    port.start().map_err(|e| e.to_string())?;
+    Ok(port)
 }

@@ -912,7 +912,7 @@ fn registration(pd: Pd, region: RegionId, len: usize, access: Access) -> MemoryR
 }
 
 /// The bytes of message `wr`: distinct per message, so a misplaced one is noticed.
-fn pattern(wr: u64, len: usize) -> Vec<u8> {
+pub(crate) fn pattern(wr: u64, len: usize) -> Vec<u8> {
     let mut x = wr.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..len)
         .map(|_| {

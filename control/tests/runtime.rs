@@ -5,20 +5,23 @@
 
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
+mod rt;
+use rt::{session_event, tagged};
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{ConnConfig, Indication, Status};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::runtime::{
     build, Clock, ConnHandle, Control, CoreReport, DataCore, Event, Op, RuntimeConfig, Steering,
 };
 use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
 use ddpdk_dataplane::ddp::RxError;
-use ddpdk_dataplane::mem::{Access, Stag};
+use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::port::Port;
@@ -130,13 +133,6 @@ fn until(
     }
 }
 
-fn session_event(events: &[Event], conn: ConnHandle, pred: impl Fn(&SessionEvent) -> bool) -> bool {
-    events.iter().any(|e| {
-        matches!(e, Event::Indication { conn: c, indication: Indication::Session { event, .. } }
-            if *c == conn && pred(event))
-    })
-}
-
 const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
 const B6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
@@ -155,20 +151,6 @@ fn server_v4() -> Ipv4Addr {
             at_b != v6_owner && at_a != at_b
         })
         .unwrap()
-}
-
-fn tagged(wr_id: u64, stag: Stag, to: u64, data: Vec<u8>) -> Op {
-    Op::PostSend(SendRequest {
-        wr_id,
-        stream: 1,
-        kind: SendKind::Tagged {
-            stag,
-            to,
-            rsvd_ulp: 0,
-        },
-        data,
-        signaled: true,
-    })
 }
 
 /// Issue 6 items 1–3: associations over IPv4 and IPv6 land on different data cores by the

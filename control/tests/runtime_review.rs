@@ -3,18 +3,21 @@
 
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
+mod rt;
+use rt::{session_event, tagged};
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest};
+use ddpdk_control::conn::{ConnConfig, Indication};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::runtime::{
     build, ConnHandle, Control, DataCore, Event, Op, RuntimeConfig, Steering,
     MAX_CONNECTIONS_PER_CORE,
 };
 use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
-use ddpdk_dataplane::mem::{Access, Stag};
+use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::net::{Interface, Rx};
 use ddpdk_dataplane::port::mem::{pair, HeapBuf, MemPort};
 use ddpdk_dataplane::port::{PacketBuf, Port};
@@ -125,13 +128,6 @@ impl Duo {
 fn connected(events: &[Event], conn: ConnHandle) -> bool {
     events.iter().any(|e| {
         matches!(e, Event::Indication { conn: c, indication: Indication::Connected { .. } } if *c == conn)
-    })
-}
-
-fn session_event(events: &[Event], conn: ConnHandle, pred: impl Fn(&SessionEvent) -> bool) -> bool {
-    events.iter().any(|e| {
-        matches!(e, Event::Indication { conn: c, indication: Indication::Session { event, .. } }
-            if *c == conn && pred(event))
     })
 }
 
@@ -466,20 +462,6 @@ fn a_refused_adoption_is_reported_to_the_ulp() {
         ca.owner(extra)
     );
     drop(pb);
-}
-
-fn tagged(wr_id: u64, stag: Stag, to: u64, data: Vec<u8>) -> Op {
-    Op::PostSend(SendRequest {
-        wr_id,
-        stream: 1,
-        kind: SendKind::Tagged {
-            stag,
-            to,
-            rsvd_ulp: 0,
-        },
-        data,
-        signaled: true,
-    })
 }
 
 // ---------------------------------------------------------------------------------------------
