@@ -531,6 +531,15 @@ impl<P: Port> DataCore<P> {
         }
     }
 
+    /// The earliest timer of this core's associations (a simulation skips idle time to it).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.slots
+            .iter()
+            .flatten()
+            .filter_map(|s| s.c.poll_timeout())
+            .min()
+    }
+
     /// Shows every frame this core queues for transmission to `tap`.
     pub fn set_tap(&mut self, tap: Tap) {
         self.out.tap = Some(tap);

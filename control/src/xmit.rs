@@ -66,7 +66,13 @@ impl<P: Port> Tx<P> {
     pub fn send_sctp(&mut self, now: Instant, iface: &mut Interface, peer: IpAddr, len: usize) {
         let mut frame = std::mem::take(&mut self.frame);
         match iface.frame_sctp(now, peer, len, &mut frame) {
-            Ok(n) => self.send_raw(&frame[..n]),
+            Ok(n) => {
+                self.send_raw(&frame[..n]);
+                let probe = iface.probe_if_stale(now, peer, &mut frame);
+                if probe > 0 {
+                    self.send_raw(&frame[..probe]);
+                }
+            }
             Err(u) => {
                 self.stats.unresolved += 1;
                 if u.solicitation > 0 {

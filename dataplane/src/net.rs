@@ -49,6 +49,9 @@ const ETHERNET_MIN: usize = 60;
 /// At most one solicitation per destination per this long (RFC 1122 §2.3.2.1: "no more than
 /// one ARP request per second"; RFC 4861 §7.2.2 RetransTimer is 1 s).
 const SOLICIT_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a neighbour stays trusted without confirmation while we send to it (RFC 4861
+/// §10 REACHABLE_TIME).
+pub const REACHABLE_TIME: Duration = Duration::from_secs(30);
 /// Destinations being resolved at once.
 const PENDING: usize = 16;
 
@@ -98,6 +101,8 @@ pub struct InterfaceStats {
     pub vlan: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
+    /// Solicitations for neighbours we kept sending to without confirmation.
+    pub stale_probes: u64,
 }
 
 /// What a received frame is.
@@ -132,6 +137,11 @@ struct Neighbour {
     fixed: bool,
     /// When it was last learnt or confirmed (a counter): the least recent goes first.
     stamp: u64,
+    /// Learnt or confirmed since the last transmission to it (its time is taken then: learning
+    /// happens where no clock is passed in).
+    fresh: bool,
+    /// When a transmission last found it fresh.
+    confirmed: Option<Instant>,
 }
 
 /// One port's addresses and neighbours.
@@ -162,6 +172,8 @@ impl Interface {
                 mac: [0; 6],
                 fixed: false,
                 stamp: 0,
+                fresh: false,
+                confirmed: None,
             }; NEIGHBOURS],
             used: 0,
             clock: 0,
@@ -247,6 +259,8 @@ impl Interface {
                     mac,
                     fixed,
                     stamp,
+                    fresh: true,
+                    confirmed: n.confirmed,
                 };
             }
             return;
@@ -271,6 +285,8 @@ impl Interface {
             mac,
             fixed,
             stamp,
+            fresh: true,
+            confirmed: None,
         };
     }
 
@@ -535,6 +551,35 @@ impl Interface {
             });
         };
         Ok(self.frame_sctp_to(mac, dst, sctp_len, out))
+    }
+
+    /// After a frame to `dst` went out: a solicitation (its length in `out`; 0 for none) when
+    /// nothing confirmed `dst` — no ARP or ND answer, no authenticated packet — for
+    /// [`REACHABLE_TIME`] while we keep sending to it, at most one a second. A stale entry (the
+    /// peer's NIC changed, or a damaged answer taught a wrong address) is re-learnt by the answer
+    /// instead of black-holing the association (RFC 4861 §7.3 keeps reachability the same way).
+    pub fn probe_if_stale(&mut self, now: Instant, dst: IpAddr, out: &mut [u8]) -> usize {
+        let Some(n) = self.neighbours[..self.used]
+            .iter_mut()
+            .find(|n| n.ip == dst)
+        else {
+            return 0;
+        };
+        if n.fixed {
+            return 0;
+        }
+        if n.fresh || n.confirmed.is_none() {
+            n.fresh = false;
+            n.confirmed = Some(now);
+            return 0;
+        }
+        match n.confirmed {
+            Some(t) if now.saturating_since(t) >= REACHABLE_TIME => {
+                self.stats.stale_probes += 1;
+                self.solicit_limited(now, dst, out)
+            }
+            _ => 0,
+        }
     }
 
     /// As [`Interface::frame_sctp`], to link address `mac` without consulting the neighbour
@@ -813,6 +858,48 @@ mod tests {
     }
 
     use etherparse::IpNumber;
+
+    /// RFC 4861 §7.3 reachability, for ARP too: a neighbour we keep sending to that nothing
+    /// confirms for REACHABLE_TIME is solicited again (at most once a second), and its answer
+    /// replaces a wrong address; a confirmed one is left alone, a static one never probed.
+    #[test]
+    fn a_neighbour_unconfirmed_for_reachable_time_is_solicited_again() {
+        let mut a = iface();
+        let peer = IpAddr::V4(PEER4);
+        // A wrong address, learnt (say from a damaged answer).
+        a.confirm(peer, [0x02, 0, 0, 0, 0, 0x66]);
+        let mut out = [0u8; 128];
+        let at = |s: u64| T0 + Duration::from_millis(s);
+        assert_eq!(a.probe_if_stale(at(0), peer, &mut out), 0, "fresh");
+        assert_eq!(a.probe_if_stale(at(29_000), peer, &mut out), 0);
+        let n = a.probe_if_stale(at(30_000), peer, &mut out);
+        assert_eq!(n, ETHERNET_MIN, "an ARP request after REACHABLE_TIME");
+        assert_eq!(&out[..6], &BROADCAST);
+        assert_eq!(
+            a.probe_if_stale(at(30_500), peer, &mut out),
+            0,
+            "one a second"
+        );
+        assert_eq!(a.stats().stale_probes, 2);
+        // The answer corrects the entry; then it is fresh again.
+        let reply = arp_frame(2, MAC, PEER4, IP4);
+        assert_eq!(a.receive(&reply, &mut out), Rx::Consumed);
+        assert_eq!(a.neighbour(peer), Some(PEER_MAC));
+        assert_eq!(a.probe_if_stale(at(31_000), peer, &mut out), 0);
+        assert_eq!(
+            a.probe_if_stale(at(60_000), peer, &mut out),
+            0,
+            "confirmed at 31 s"
+        );
+        // Authenticated traffic keeps it confirmed.
+        a.confirm(peer, PEER_MAC);
+        assert_eq!(a.probe_if_stale(at(75_000), peer, &mut out), 0);
+        // A static entry is never probed.
+        let mut b = iface();
+        b.learn_static(peer, PEER_MAC);
+        assert_eq!(b.probe_if_stale(at(0), peer, &mut out), 0);
+        assert_eq!(b.probe_if_stale(at(100_000), peer, &mut out), 0);
+    }
 
     /// RFC 826: a request for our address is answered with our MAC, to the requester, and
     /// teaches us the requester; a request for another address is not answered.
