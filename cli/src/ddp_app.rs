@@ -26,7 +26,7 @@ use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, SctpSteering};
 use ddpdk_dataplane::port::region::Region;
-use ddpdk_dataplane::port::Port;
+use ddpdk_dataplane::port::{ChecksumOffload, Port};
 use ddpdk_dataplane::sctp::{Config, Endpoint};
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use serde_json::json;
@@ -455,7 +455,8 @@ impl DdpApp {
             opts.json,
             format_args!(
                 "DDP endpoint on port {} ({}, {}, link {}): {} SCTP port {}, {} streams, {} \
-                 data core(s) on lcore(s) {:?}, control thread{}; steering: {steering_text}",
+                 data core(s) on lcore(s) {:?}, control thread{}; steering: {steering_text}; \
+                 SCTP CRC32c: {}",
                 port.id(),
                 port.name(),
                 mac_text(&port.mac()),
@@ -473,6 +474,18 @@ impl DdpApp {
                     "; accepting sessions (--listen)"
                 } else {
                     ""
+                },
+                match port.sctp_checksum_offload() {
+                    ChecksumOffload { tx: true, rx: true } => "device (TX and RX)",
+                    ChecksumOffload {
+                        tx: true,
+                        rx: false,
+                    } => "device on TX, software on RX",
+                    ChecksumOffload {
+                        tx: false,
+                        rx: true,
+                    } => "software on TX, device on RX",
+                    ChecksumOffload { .. } => "software",
                 }
             ),
         );

@@ -342,6 +342,11 @@ impl Connection {
     }
 
     /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments).
+    /// With `on`, the device computes the CRC32c of every packet this connection sends.
+    pub fn set_tx_checksum_offload(&mut self, on: bool) {
+        self.assoc.set_tx_checksum_offload(on);
+    }
+
     pub fn set_path_mtu(&mut self, mtu: usize) {
         self.assoc.set_path_mtu(mtu);
     }
@@ -536,6 +541,18 @@ impl Connection {
         packet: &[u8],
         place: impl Into<Place<'m>>,
     ) -> Result<(), Discard> {
+        self.handle_checked(now, packet, place, false)
+    }
+
+    /// As [`Connection::handle`], for a packet whose CRC32c the receiving device already found
+    /// good (RX checksum offload).
+    pub fn handle_checked<'m>(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        place: impl Into<Place<'m>>,
+        checksum_verified: bool,
+    ) -> Result<(), Discard> {
         let memory = place.into();
         // A COOKIE ECHO comes first in its packet (RFC 9260 §5.1) and may restart the
         // association (§5.2.4): the DDP chunks bundled with it belong to the peer's new
@@ -543,9 +560,12 @@ impl Connection {
         // Rare, so the copy does not matter.
         if packet.get(12) == Some(&COOKIE_ECHO) {
             let mut early = Vec::new();
-            let r = self.assoc.handle(now, packet, &mut |m: SctpMessage<'_>| {
-                early.push((m.stream, m.ppid, m.data.to_vec()))
-            });
+            let r = self.assoc.handle_checked(
+                now,
+                packet,
+                &mut |m: SctpMessage<'_>| early.push((m.stream, m.ppid, m.data.to_vec())),
+                checksum_verified,
+            );
             self.after_sctp();
             for (stream, ppid, data) in early {
                 self.route_one(stream, ppid, &data, memory);
@@ -560,9 +580,12 @@ impl Connection {
             limit,
             ..
         } = self;
-        let r = assoc.handle(now, packet, &mut |m: SctpMessage<'_>| {
-            route(m, streams, memory, sink, limit)
-        });
+        let r = assoc.handle_checked(
+            now,
+            packet,
+            &mut |m: SctpMessage<'_>| route(m, streams, memory, sink, limit),
+            checksum_verified,
+        );
         self.after_sctp();
         r
     }

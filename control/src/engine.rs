@@ -230,7 +230,7 @@ impl<P: Port> Engine<P> {
                 .and_then(|c| c.poll_transmit(now, &mut self.out.frame[h..]))
             {
                 moved += 1;
-                self.out.send_sctp(now, &mut self.iface, peer, len);
+                self.out.send_sctp(now, &mut self.iface, peer, len, false);
             }
         }
         self.out.flush();
@@ -268,7 +268,7 @@ impl<P: Port> Engine<P> {
                     Accept::Ignored => self.stats.ignored += 1,
                     Accept::Reply(n) => {
                         self.out.frame = out;
-                        self.out.send_sctp(now, &mut self.iface, peer, n);
+                        self.out.send_sctp(now, &mut self.iface, peer, n, false);
                         return;
                     }
                     Accept::Connection(c) => {

@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 use ddpdk_dataplane::mem::{CoreStags, Pd, PostedBuffer};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
-use ddpdk_dataplane::port::{PacketBuf, Port};
+use ddpdk_dataplane::port::{ChecksumOffload, PacketBuf, Port};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
 
 use crate::conn::{
@@ -312,6 +312,8 @@ pub struct CoreStats {
     pub control_dropped: u64,
     /// Packets a connection's association discarded (bad CRC32c or tag, ...).
     pub discarded: u64,
+    /// Packets whose CRC32c the device found bad (RX checksum offload); dropped.
+    pub checksum_bad: u64,
     /// Times the event ring was full and the core held its events back.
     pub events_held: u64,
     /// Connections adopted from the control thread.
@@ -388,6 +390,8 @@ struct Slot {
 pub struct DataCore<P: Port> {
     index: usize,
     port: Arc<P>,
+    /// What the device does for SCTP's CRC32c.
+    offload: ChecksumOffload,
     /// The RX queues this core polls: its own, and every `cores`-th one after it, so a port
     /// with more RX queues than cores (a ring-based virtual device delivers on the queue
     /// number its peer sent on, the peer's control queue included) has every queue polled.
@@ -450,6 +454,7 @@ pub fn build<P: Port>(
         });
         data.push(DataCore {
             index,
+            offload: port.sctp_checksum_offload(),
             port: Arc::clone(&port),
             rx_queues: (index..usize::from(rxq))
                 .step_by(cores)
@@ -591,7 +596,8 @@ impl<P: Port> DataCore<P> {
             let h = Interface::header_len(s.peer);
             while let Some(len) = s.c.poll_transmit(now, &mut self.out.frame[h..]) {
                 work += 1;
-                self.out.send_sctp(now, &mut self.iface, s.peer, len);
+                self.out
+                    .send_sctp(now, &mut self.iface, s.peer, len, self.offload.tx);
             }
         }
         self.out.flush();
@@ -639,6 +645,7 @@ impl<P: Port> DataCore<P> {
         peer_mac: Option<[u8; 6]>,
     ) {
         let peer = peer_ip(&c);
+        c.set_tx_checksum_offload(self.offload.tx);
         let slot = match self.slots.iter().position(Option::is_none) {
             Some(k) => Some(k),
             None if self.slots.len() < MAX_CONNECTIONS_PER_CORE => {
@@ -660,7 +667,8 @@ impl<P: Port> DataCore<P> {
             c.abort();
             let h = Interface::header_len(peer);
             while let Some(len) = c.poll_transmit(now, &mut self.out.frame[h..]) {
-                self.out.send_sctp(now, &mut self.iface, peer, len);
+                self.out
+                    .send_sctp(now, &mut self.iface, peer, len, self.offload.tx);
             }
             self.drain_owed(conn, &mut c);
             return;
@@ -748,6 +756,12 @@ impl<P: Port> DataCore<P> {
             ToControl,
         }
         let mut reply = [0u8; 128];
+        // RFC 9260 App. A checked by the device (RX checksum offload), or by software below.
+        let verdict = if self.offload.rx {
+            buf.l4_checksum_verdict()
+        } else {
+            None
+        };
         let next = match self.iface.receive(buf.data(), &mut reply) {
             Rx::Reply(n) => {
                 self.out.send_raw(&reply[..n]);
@@ -774,6 +788,10 @@ impl<P: Port> DataCore<P> {
                 });
                 match found {
                     _ if owner != self.index => Next::Dispatch(owner),
+                    _ if verdict == Some(false) => {
+                        self.stats.checksum_bad += 1;
+                        Next::Done
+                    }
                     Some(s) => {
                         let place = Place {
                             stags: self.stags.table(),
@@ -781,7 +799,10 @@ impl<P: Port> DataCore<P> {
                         };
                         // Only a packet its association authenticated (CRC32c, verification
                         // tag) teaches us where the peer is.
-                        match s.c.handle(now, f.sctp, place) {
+                        match s
+                            .c
+                            .handle_checked(now, f.sctp, place, verdict == Some(true))
+                        {
                             Ok(()) => self.iface.confirm(peer, f.src_mac),
                             Err(_) => self.stats.discarded += 1,
                         }

@@ -62,12 +62,26 @@ impl<P: Port> Tx<P> {
 
     /// Frames the SCTP packet of `len` bytes at `self.frame[header_len(peer)..]` to `peer`
     /// through `iface`'s neighbour table, and queues it (a solicitation instead when the
-    /// neighbour is unknown).
-    pub fn send_sctp(&mut self, now: Instant, iface: &mut Interface, peer: IpAddr, len: usize) {
+    /// neighbour is unknown). With `device_checksum` the device fills its CRC32c.
+    pub fn send_sctp(
+        &mut self,
+        now: Instant,
+        iface: &mut Interface,
+        peer: IpAddr,
+        len: usize,
+        device_checksum: bool,
+    ) {
         let mut frame = std::mem::take(&mut self.frame);
         match iface.frame_sctp(now, peer, len, &mut frame) {
             Ok(n) => {
-                self.send_raw(&frame[..n]);
+                let l3 =
+                    Interface::header_len(peer) - ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN;
+                let offload = device_checksum.then_some((
+                    ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN,
+                    l3,
+                    peer.is_ipv6(),
+                ));
+                self.send_bytes(&frame[..n], offload);
                 let probe = iface.probe_if_stale(now, peer, &mut frame);
                 if probe > 0 {
                     self.send_raw(&frame[..probe]);
@@ -93,6 +107,12 @@ impl<P: Port> Tx<P> {
 
     /// Queues a copy of `bytes`; sends a burst when one is full.
     pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.send_bytes(bytes, None);
+    }
+
+    /// As [`Tx::send_raw`]; with `sctp_checksum` = (link header, IP header, IPv6) the device is
+    /// asked to fill the frame's SCTP CRC32c.
+    fn send_bytes(&mut self, bytes: &[u8], sctp_checksum: Option<(usize, usize, bool)>) {
         if !self.port.alloc_bulk(&mut self.spare, 1, bytes.len()) {
             self.stats.no_buffer += 1;
             return;
@@ -108,6 +128,9 @@ impl<P: Port> Tx<P> {
             return;
         };
         room.copy_from_slice(bytes);
+        if let Some((l2, l3, ipv6)) = sctp_checksum {
+            b.request_sctp_checksum(l2, l3, ipv6);
+        }
         if let Some(t) = &self.tap {
             if let Ok(mut f) = t.lock() {
                 f(bytes);

@@ -460,7 +460,7 @@ fn a_full_control_ring_drops_and_counts_instead_of_stalling() {
         },
     );
     let mut frames: Vec<_> = (0..10)
-        .map(|k| ddpdk_dataplane::port::mem::HeapBuf(init_frame(6000 + k, b4, b_mac)))
+        .map(|k| ddpdk_dataplane::port::mem::HeapBuf::new(init_frame(6000 + k, b4, b_mac)))
         .collect();
     assert_eq!(pa.tx_burst(0, &mut frames), 10);
     let now = Instant::from_nanos(1_000_000_000);
@@ -641,4 +641,176 @@ fn a_full_event_ring_delays_completions_but_loses_none() {
         (0..40).collect::<Vec<_>>(),
         "every completion, in posting order"
     );
+}
+
+/// Issue 6 item 4: where the device offers SCTP checksum offload, data cores leave the CRC32c
+/// to it. Every frame a data core queues carries a zero checksum field (RFC 9260 App. A: the
+/// device computes it), the device fills it, the receiving device checks it and the receiving
+/// core trusts its verdict; a frame the device found bad is dropped and counted.
+#[test]
+fn checksum_offload_leaves_the_crc32c_to_the_device() {
+    use ddpdk_dataplane::port::mem::pair_with_offload;
+    use ddpdk_dataplane::port::ChecksumOffload;
+    use ddpdk_dataplane::wire::link::parse_sctp;
+    let b4 = Ipv4Addr::new(198, 18, 0, 2);
+    let offload = ChecksumOffload { tx: true, rx: true };
+    let (pa, pb) = pair_with_offload(2, 4096, offload);
+    let (pa, pb) = (Arc::new(pa), Arc::new(pb));
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ..RuntimeConfig::default()
+    };
+    let make = |p: &Arc<MemPort>, v4, v6, seed: u8| {
+        build(
+            Arc::clone(p),
+            Interface::new(p.mac(), Some(v4), Some(v6)),
+            endpoint(seed),
+            ConnConfig::default(),
+            PendingLimit::new(8),
+            cfg,
+        )
+        .unwrap()
+    };
+    let (mut ca, mut ka) = make(&pa, A4, A6, 1);
+    let (mut cb, mut kb) = make(&pb, b4, B6, 2);
+    // What the client's data core hands the device, before the device touches it.
+    let zero = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
+    let seen = Arc::clone(&zero);
+    ka[0].set_tap(Arc::new(std::sync::Mutex::new(move |f: &[u8]| {
+        if let Ok(p) = parse_sctp(f) {
+            let mut z = seen.lock().unwrap();
+            z.0 += 1;
+            if p.sctp[8..12] == [0, 0, 0, 0] {
+                z.1 += 1;
+            }
+        }
+    })));
+    let mut now = Instant::from_nanos(1_000_000_000);
+    let (mut ea, mut eb) = (Vec::new(), Vec::new());
+    let conn = ca.connect(now, IpAddr::V4(b4), PORT).unwrap();
+    let bpd = cb.memory_mut().alloc_pd();
+    let region = cb.memory_mut().alloc_region(1 << 16).unwrap();
+    let reg = cb
+        .memory_mut()
+        .register(MemoryRegistration {
+            pd: bpd,
+            region,
+            offset: 0,
+            len: 1 << 16,
+            access: Access::REMOTE_WRITE,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    let apd = ca.memory_mut().alloc_pd();
+    let data: Vec<u8> = (0..60_000u32).map(|i| (i * 7 + 3) as u8).collect();
+    let (mut initiated, mut answered, mut sent) = (false, false, false);
+    for _ in 0..200_000 {
+        ka[0].poll(now);
+        kb[0].poll(now);
+        ca.poll(now);
+        cb.poll(now);
+        while let Some(e) = ca.poll_event() {
+            ea.push(e);
+        }
+        while let Some(e) = cb.poll_event() {
+            eb.push(e);
+        }
+        let up = ea.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        });
+        if up && !initiated {
+            initiated = true;
+            let op = Op::Initiate {
+                stream: 1,
+                pd: apd,
+                private_data: Vec::new(),
+            };
+            ca.submit(conn, op).unwrap();
+        }
+        let asked = eb.iter().find_map(|e| match e {
+            Event::Indication {
+                conn,
+                indication:
+                    Indication::Session {
+                        event: SessionEvent::InitiateReceived { .. },
+                        ..
+                    },
+            } => Some(*conn),
+            _ => None,
+        });
+        if let (Some(c), false) = (asked, answered) {
+            answered = true;
+            let op = Op::Accept {
+                stream: 1,
+                pd: bpd,
+                private_data: Vec::new(),
+            };
+            cb.submit(c, op).unwrap();
+        }
+        if session_event(&ea, conn, |e| matches!(e, SessionEvent::Accepted { .. })) && !sent {
+            sent = true;
+            ca.submit(conn, tagged(1, reg.stag, 0, data.clone()))
+                .unwrap();
+        }
+        if ea.iter().any(|e| matches!(e, Event::Completion { .. })) {
+            break;
+        }
+        now += Duration::from_micros(200);
+    }
+    let done: Vec<&Event> = ea
+        .iter()
+        .filter(|e| matches!(e, Event::Completion { .. }))
+        .collect();
+    assert!(
+        matches!(done.as_slice(), [Event::Completion { completion, .. }] if completion.status == Status::Success),
+        "{ea:?}"
+    );
+    let r = cb.memory().region(region).unwrap();
+    assert_eq!(
+        r.crc32c(0, data.len()).unwrap(),
+        crc32c(&data),
+        "placed bytes"
+    );
+    let (frames, zeroed) = *zero.lock().unwrap();
+    assert!(
+        frames > 40,
+        "{frames} SCTP frames from the client's data core"
+    );
+    assert_eq!(zeroed, frames, "the data core computed no CRC32c");
+    assert!(
+        pa.crc_filled() >= frames,
+        "the device filled {} of {frames}",
+        pa.crc_filled()
+    );
+    assert_eq!(kb[0].stats().checksum_bad, 0);
+    assert_eq!(kb[0].stats().discarded, 0);
+
+    // A frame the device finds bad is dropped and counted, never handed to SCTP.
+    let before = kb[0].stats();
+    let peer_port_frame = {
+        let mut iface = Interface::new(pa.mac(), Some(A4), None);
+        iface.learn_static(IpAddr::V4(b4), pb.mac());
+        let mut f = vec![0u8; 2048];
+        let h = Interface::header_len(IpAddr::V4(b4));
+        // An SCTP common header from the client's port to ours, with a wrong checksum.
+        f[h..h + 2].copy_from_slice(&PORT.to_be_bytes());
+        f[h + 2..h + 4].copy_from_slice(&PORT.to_be_bytes());
+        f[h + 8..h + 12].copy_from_slice(&[1, 2, 3, 4]);
+        let n = iface.frame_sctp(now, IpAddr::V4(b4), 12, &mut f).unwrap();
+        f.truncate(n);
+        f
+    };
+    let mut v = vec![ddpdk_dataplane::port::mem::HeapBuf::new(peer_port_frame)];
+    assert_eq!(pa.tx_burst(0, &mut v), 1);
+    kb[0].poll(now);
+    let after = kb[0].stats();
+    assert_eq!(after.checksum_bad, before.checksum_bad + 1);
+    assert_eq!(after.discarded, before.discarded);
 }

@@ -214,7 +214,7 @@ fn a_duplicated_cookie_echo_makes_one_association() {
     let mut buf = vec![0u8; 9300];
     let len = assoc.poll_transmit(now, &mut buf[h..]).unwrap();
     let init = frame(&mut iface, IpAddr::V4(b4), buf.clone(), len);
-    assert_eq!(pa.tx_burst(0, &mut vec![HeapBuf(init)]), 1);
+    assert_eq!(pa.tx_burst(0, &mut vec![HeapBuf::new(init)]), 1);
     kb[0].poll(now);
     cb.poll(now);
     let mut got = Vec::new();
@@ -230,7 +230,7 @@ fn a_duplicated_cookie_echo_makes_one_association() {
     let len = assoc.poll_transmit(now, &mut buf[h..]).unwrap();
     let echo = frame(&mut iface, IpAddr::V4(b4), buf.clone(), len);
     // The network duplicates the COOKIE ECHO.
-    let mut two = vec![HeapBuf(echo.clone()), HeapBuf(echo)];
+    let mut two = vec![HeapBuf::new(echo.clone()), HeapBuf::new(echo)];
     assert_eq!(pa.tx_burst(0, &mut two), 2);
     let mut events = Vec::new();
     for _ in 0..10 {

@@ -119,7 +119,7 @@ impl Sim {
                 work += 1;
                 let dst = if to_b { &self.b } else { &self.a };
                 let q = self.rng.below(u64::from(QUEUES)) as u16;
-                let mut v = vec![HeapBuf(bytes)];
+                let mut v = vec![HeapBuf::new(bytes)];
                 // A full queue drops, as a device's would.
                 let _ = dst.wire.tx_burst(q, &mut v);
             }

@@ -293,7 +293,7 @@ mod tests {
         let (a0, a1) = pair(1, 1024);
         let (b0, b1) = pair(1, 1024);
         let (a1, b0) = (Arc::new(a1), Arc::new(b0));
-        let sent: Vec<HeapBuf> = (0..100u8).map(|i| HeapBuf(vec![i; 64])).collect();
+        let sent: Vec<HeapBuf> = (0..100u8).map(|i| HeapBuf::new(vec![i; 64])).collect();
         let mut out = sent.clone();
         a0.tx_burst_all(0, &mut out, 0);
         let l = lcore(vec![stream(&a1, &b0)], FwdMode::Io);
@@ -323,15 +323,15 @@ mod tests {
         assert!(snap.tx_dropped >= 16);
         let mut got = Vec::new();
         assert_eq!(b.rx_burst(0, &mut got, 100), 20);
-        assert!(got.iter().all(|p| p.0.len() == l.template.len()
-            && p.0[..TXONLY_HEADER_LEN] == l.template[..TXONLY_HEADER_LEN]));
+        assert!(got.iter().all(|p| p.bytes.len() == l.template.len()
+            && p.bytes[..TXONLY_HEADER_LEN] == l.template[..TXONLY_HEADER_LEN]));
     }
 
     #[test]
     fn rxonly_counts_and_frees() {
         let (a0, a1) = pair(1, 1024);
         let a1 = Arc::new(a1);
-        let mut out: Vec<HeapBuf> = (0..50).map(|_| HeapBuf(vec![0; 100])).collect();
+        let mut out: Vec<HeapBuf> = (0..50).map(|_| HeapBuf::new(vec![0; 100])).collect();
         a0.tx_burst_all(0, &mut out, 0);
         let l = lcore(vec![stream(&a1, &a1)], FwdMode::RxOnly);
         run_until(&l, || l.streams[0].counters.rx_packets.load(Relaxed) >= 50);

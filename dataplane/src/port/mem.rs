@@ -8,18 +8,46 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{LinkStatus, PacketBuf, Port, PortStats};
+use super::{ChecksumOffload, LinkStatus, PacketBuf, Port, PortStats};
 
-/// A heap-allocated packet buffer.
+/// A heap-allocated packet buffer, with the offload requests and verdicts a device's
+/// descriptor would carry.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HeapBuf(pub Vec<u8>);
+pub struct HeapBuf {
+    pub bytes: Vec<u8>,
+    /// The sender asked the device to fill the SCTP CRC32c; the SCTP header starts here.
+    pub sctp_checksum_at: Option<usize>,
+    /// What the receiving device found of the L4 checksum (with RX offload on).
+    pub l4_verdict: Option<bool>,
+}
+
+impl HeapBuf {
+    pub fn new(bytes: Vec<u8>) -> HeapBuf {
+        HeapBuf {
+            bytes,
+            ..HeapBuf::default()
+        }
+    }
+}
+
+impl From<Vec<u8>> for HeapBuf {
+    fn from(bytes: Vec<u8>) -> HeapBuf {
+        HeapBuf::new(bytes)
+    }
+}
 
 impl PacketBuf for HeapBuf {
     fn data(&self) -> &[u8] {
-        &self.0
+        &self.bytes
     }
     fn data_mut(&mut self) -> &mut [u8] {
-        &mut self.0
+        &mut self.bytes
+    }
+    fn request_sctp_checksum(&mut self, l2: usize, l3: usize, _ipv6: bool) {
+        self.sctp_checksum_at = Some(l2 + l3);
+    }
+    fn l4_checksum_verdict(&self) -> Option<bool> {
+        self.l4_verdict
     }
 }
 
@@ -31,6 +59,8 @@ struct Counters {
     tx_packets: AtomicU64,
     rx_bytes: AtomicU64,
     tx_bytes: AtomicU64,
+    /// SCTP CRC32cs the emulated device filled on transmit.
+    crc_filled: AtomicU64,
 }
 
 /// One end of an in-memory wire.
@@ -43,11 +73,26 @@ pub struct MemPort {
     rx: Arc<[Queue]>,
     tx: Arc<[Queue]>,
     counters: Counters,
+    /// SCTP checksum offload of this port's device, and of the peer's (which checks what
+    /// this one sends, as the receiving device would).
+    offload: ChecksumOffload,
+    peer_offload: ChecksumOffload,
 }
 
 /// Two ports wired back to back with `queues` queue pairs, each direction of each queue holding
 /// at most `capacity` packets.
 pub fn pair(queues: u16, capacity: usize) -> (MemPort, MemPort) {
+    pair_with_offload(queues, capacity, ChecksumOffload::default())
+}
+
+/// As [`pair`], both devices offering `offload` for SCTP's CRC32c: on transmit a device fills
+/// the checksum of a frame whose sender asked ([`PacketBuf::request_sctp_checksum`]), on receive
+/// it reports whether the checksum is right ([`PacketBuf::l4_checksum_verdict`]).
+pub fn pair_with_offload(
+    queues: u16,
+    capacity: usize,
+    offload: ChecksumOffload,
+) -> (MemPort, MemPort) {
     let mk = || -> Arc<[Queue]> { (0..queues).map(|_| Queue::default()).collect() };
     let (a_to_b, b_to_a) = (mk(), mk());
     let port = |id: u16, rx: &Arc<[Queue]>, tx: &Arc<[Queue]>| MemPort {
@@ -58,11 +103,18 @@ pub fn pair(queues: u16, capacity: usize) -> (MemPort, MemPort) {
         rx: Arc::clone(rx),
         tx: Arc::clone(tx),
         counters: Counters::default(),
+        offload,
+        peer_offload: offload,
     };
     (port(0, &b_to_a, &a_to_b), port(1, &a_to_b, &b_to_a))
 }
 
 impl MemPort {
+    /// SCTP CRC32cs this port's emulated device filled on transmit.
+    pub fn crc_filled(&self) -> u64 {
+        self.counters.crc_filled.load(Relaxed)
+    }
+
     fn queue<'a>(qs: &'a [Queue], q: u16) -> std::sync::MutexGuard<'a, VecDeque<HeapBuf>> {
         // A poisoned queue only means a test thread panicked mid-burst; the data is still valid.
         qs[usize::from(q)]
@@ -73,6 +125,10 @@ impl MemPort {
 
 impl Port for MemPort {
     type Buf = HeapBuf;
+
+    fn sctp_checksum_offload(&self) -> ChecksumOffload {
+        self.offload
+    }
 
     fn id(&self) -> u16 {
         self.id
@@ -95,7 +151,7 @@ impl Port for MemPort {
         let n = max.min(q.len());
         let mut bytes = 0;
         for b in q.drain(..n) {
-            bytes += b.0.len() as u64;
+            bytes += b.bytes.len() as u64;
             out.push(b);
         }
         self.counters.rx_packets.fetch_add(n as u64, Relaxed);
@@ -107,8 +163,24 @@ impl Port for MemPort {
         let mut q = Self::queue(&self.tx, queue);
         let n = pkts.len().min(self.capacity - q.len());
         let mut bytes = 0;
-        for b in pkts.drain(..n) {
-            bytes += b.0.len() as u64;
+        for mut b in pkts.drain(..n) {
+            bytes += b.bytes.len() as u64;
+            // The emulated device: it fills the CRC32c it was asked for (RFC 9260 App. A) and
+            // the receiving one checks it, as hardware with SCTP checksum offload does.
+            if let Some(at) = b.sctp_checksum_at.take() {
+                if self.offload.tx {
+                    if let Some(sctp) = b.bytes.get_mut(at..) {
+                        crate::wire::crc32c::fill(sctp);
+                        self.counters.crc_filled.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+            b.l4_verdict = None;
+            if self.peer_offload.rx {
+                if let Ok(f) = crate::wire::link::parse_sctp(&b.bytes) {
+                    b.l4_verdict = Some(crate::wire::crc32c::verify(f.sctp));
+                }
+            }
             q.push_back(b);
         }
         self.counters.tx_packets.fetch_add(n as u64, Relaxed);
@@ -119,7 +191,7 @@ impl Port for MemPort {
     }
 
     fn alloc_bulk(&self, out: &mut Vec<HeapBuf>, n: usize, len: usize) -> bool {
-        out.extend((0..n).map(|_| HeapBuf(vec![0; len])));
+        out.extend((0..n).map(|_| HeapBuf::new(vec![0; len])));
         true
     }
 
@@ -166,7 +238,7 @@ mod tests {
 
     fn bufs(n: u8) -> Vec<HeapBuf> {
         (0..n)
-            .map(|i| HeapBuf(vec![i; 60 + usize::from(i)]))
+            .map(|i| HeapBuf::new(vec![i; 60 + usize::from(i)]))
             .collect()
     }
 
@@ -197,7 +269,7 @@ mod tests {
         assert_eq!(a.tx_burst(0, &mut out), 4);
         assert_eq!(out.len(), 2);
         assert_eq!(
-            out[0].0[0], 4,
+            out[0].bytes[0], 4,
             "the untaken packets are the last ones, in order"
         );
         let outcome = a.tx_burst_all(0, &mut out, 3);

@@ -33,6 +33,24 @@ pub trait PacketBuf: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Asks the device to compute this frame's SCTP CRC32c (RFC 9260 App. A): `l2` bytes of
+    /// link header and `l3` of IP header precede the SCTP packet. Only for ports whose
+    /// [`Port::sctp_checksum_offload`] has `tx`; others ignore it.
+    fn request_sctp_checksum(&mut self, _l2: usize, _l3: usize, _ipv6: bool) {}
+    /// What the receiving device found of the frame's L4 checksum: `Some(true)` good,
+    /// `Some(false)` bad, `None` not checked (then software checks it).
+    fn l4_checksum_verdict(&self) -> Option<bool> {
+        None
+    }
+}
+
+/// What a port's device does for SCTP's CRC32c.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ChecksumOffload {
+    /// It computes the checksum of frames that ask for it.
+    pub tx: bool,
+    /// It checks received SCTP packets and says so in each buffer.
+    pub rx: bool,
 }
 
 /// Link state as reported by the device.
@@ -90,6 +108,11 @@ pub trait Port: Send + Sync {
 
     /// The port id (the DPDK port id for ethdevs).
     fn id(&self) -> u16;
+
+    /// The SCTP checksum offload the device offers and the port enabled (none by default).
+    fn sctp_checksum_offload(&self) -> ChecksumOffload {
+        ChecksumOffload::default()
+    }
     /// A human-readable name (device name or test label).
     fn name(&self) -> &str;
     fn nb_rx_queues(&self) -> u16;

@@ -288,6 +288,8 @@ pub struct Association {
     key: CookieKey,
     prf: Prf,
     state: State,
+    /// The device fills the CRC32c of what we send (`poll_transmit` leaves it zero).
+    tx_checksum_offload: bool,
     local_port: u16,
     peer_port: u16,
     peer_addr: [u8; 16],
@@ -340,6 +342,7 @@ impl Association {
             key,
             prf,
             state: State::Closed,
+            tx_checksum_offload: false,
             local_port: cfg.local_port,
             peer_port,
             peer_addr,
@@ -478,6 +481,12 @@ impl Association {
 
     pub fn peer_port(&self) -> u16 {
         self.peer_port
+    }
+
+    /// With `on`, [`Association::poll_transmit`] leaves the CRC32c to the device (TX checksum
+    /// offload): the caller must ask the device for it on every packet.
+    pub fn set_tx_checksum_offload(&mut self, on: bool) {
+        self.tx_checksum_offload = on;
     }
 
     pub fn local_port(&self) -> u16 {
@@ -684,7 +693,24 @@ impl Association {
         packet: &[u8],
         rx: &mut D,
     ) -> Result<(), Discard> {
-        let pkt = match Packet::new_verified(packet) {
+        self.handle_checked(now, packet, rx, false)
+    }
+
+    /// As [`Association::handle`], for a packet whose CRC32c the receiving device already
+    /// found good (`checksum_verified`: RX checksum offload); it is not computed again.
+    pub fn handle_checked<D: Deliver + ?Sized>(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        rx: &mut D,
+        checksum_verified: bool,
+    ) -> Result<(), Discard> {
+        let checked = if checksum_verified {
+            Packet::new_checked(packet)
+        } else {
+            Packet::new_verified(packet)
+        };
+        let pkt = match checked {
             Ok(p) => p,
             Err(crate::wire::Error::BadChecksum) => {
                 self.stats.bad_checksum += 1;
@@ -1621,7 +1647,12 @@ impl Association {
     /// `None` when there is nothing to send now. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let len = self.build(now, buf)?;
-        crc32c::fill(&mut buf[..len]);
+        if self.tx_checksum_offload {
+            // RFC 9260 App. A: the checksum field is zero while the device computes it.
+            buf[8..12].fill(0);
+        } else {
+            crc32c::fill(&mut buf[..len]);
+        }
         self.stats.packets_out += 1;
         Some(len)
     }

@@ -219,6 +219,18 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
         .output()
         .unwrap();
     let (status, server_text) = server_out.join().unwrap();
+    // The capture writes what the kernel still holds after the processes end: stop it only
+    // once the file has stopped growing.
+    let size = || std::fs::metadata(&pcap).map(|m| m.len()).unwrap_or(0);
+    let (mut last, mut stable) = (size(), Instant::now());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stable.elapsed() < Duration::from_millis(1500) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = size();
+        if now != last {
+            (last, stable) = (now, Instant::now());
+        }
+    }
     let _ = Command::new("kill")
         .args(["-INT", &capture.id().to_string()])
         .output();

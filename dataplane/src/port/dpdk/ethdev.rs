@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use dpdk_sys as sys;
 
 use super::{check, DpdkError, Mbuf, Mempool};
-use crate::port::{LinkStatus, Port, PortStats};
+use crate::port::{ChecksumOffload, LinkStatus, Port, PortStats};
 
 // RTE_ETH_RSS_* are RTE_BIT64() macros, which bindgen does not evaluate (rte_ethdev.h).
 const RSS_IPV4: u64 = 1 << 2;
@@ -17,6 +17,9 @@ const RSS_NONFRAG_IPV4_SCTP: u64 = 1 << 6;
 const RSS_IPV6: u64 = 1 << 8;
 const RSS_NONFRAG_IPV6_UDP: u64 = 1 << 11;
 const RSS_NONFRAG_IPV6_SCTP: u64 = 1 << 12;
+// RTE_ETH_{TX,RX}_OFFLOAD_SCTP_CKSUM, RTE_BIT64() macros too.
+const TX_OFFLOAD_SCTP_CKSUM: u64 = 1 << 4;
+const RX_OFFLOAD_SCTP_CKSUM: u64 = 1 << 17;
 /// SCTP first: associations are steered on the SCTP 5-tuple where the NIC can hash it.
 const RSS_WANTED: u64 = RSS_NONFRAG_IPV4_SCTP
     | RSS_NONFRAG_IPV6_SCTP
@@ -63,6 +66,8 @@ pub struct PortInfo {
     pub reta_size: u16,
     /// Bytes of the RSS hash key the device takes (0: none).
     pub hash_key_size: u8,
+    pub tx_offload_capa: u64,
+    pub rx_offload_capa: u64,
 }
 
 /// How a port spreads received SCTP packets over RX queues, once programmed by
@@ -122,6 +127,8 @@ impl PortInfo {
             rss_offloads: info.flow_type_rss_offloads,
             reta_size: info.reta_size,
             hash_key_size: info.hash_key_size,
+            tx_offload_capa: info.tx_offload_capa,
+            rx_offload_capa: info.rx_offload_capa,
         })
     }
 }
@@ -135,6 +142,8 @@ const CLOSED: u8 = 2;
 pub struct DpdkPort {
     info: PortInfo,
     conf: PortConf,
+    /// SCTP CRC32c offloads the device offers, enabled at configuration.
+    offload: ChecksumOffload,
     pool: Arc<Mempool>,
     state: AtomicU8,
 }
@@ -171,6 +180,18 @@ impl DpdkPort {
             eth_conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
             eth_conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
         }
+        // SCTP's CRC32c in the device where it can: the data cores then neither compute nor
+        // check it in software.
+        let offload = ChecksumOffload {
+            tx: info.tx_offload_capa & TX_OFFLOAD_SCTP_CKSUM != 0,
+            rx: info.rx_offload_capa & RX_OFFLOAD_SCTP_CKSUM != 0,
+        };
+        if offload.tx {
+            eth_conf.txmode.offloads |= TX_OFFLOAD_SCTP_CKSUM;
+        }
+        if offload.rx {
+            eth_conf.rxmode.offloads |= RX_OFFLOAD_SCTP_CKSUM;
+        }
         check(
             || format!("rte_eth_dev_configure(port {port_id})"),
             // SAFETY: eth_conf is a valid, fully initialised configuration.
@@ -181,6 +202,7 @@ impl DpdkPort {
         let mut port = DpdkPort {
             info,
             conf,
+            offload,
             pool,
             state: AtomicU8::new(STOPPED),
         };
@@ -367,6 +389,10 @@ impl Drop for DpdkPort {
 
 impl Port for DpdkPort {
     type Buf = Mbuf;
+
+    fn sctp_checksum_offload(&self) -> ChecksumOffload {
+        self.offload
+    }
 
     fn id(&self) -> u16 {
         self.info.port_id

@@ -187,7 +187,32 @@ impl PacketBuf for Mbuf {
     fn len(&self) -> usize {
         usize::from(self.raw().data_len)
     }
+
+    fn request_sctp_checksum(&mut self, l2: usize, l3: usize, ipv6: bool) {
+        // SAFETY: we own the mbuf; ol_flags and the tx_offload word are plain fields the PMD
+        // reads at tx_burst. tx_offload packs l2_len (7 bits) then l3_len (9 bits).
+        let m = unsafe { self.0.as_mut() };
+        m.ol_flags |= TX_SCTP_CKSUM | if ipv6 { TX_IPV6 } else { TX_IPV4 };
+        m.__bindgen_anon_3.tx_offload = (l2 as u64 & 0x7f) | ((l3 as u64 & 0x1ff) << 7);
+    }
+
+    fn l4_checksum_verdict(&self) -> Option<bool> {
+        match self.raw().ol_flags & RX_L4_CKSUM_MASK {
+            RX_L4_CKSUM_GOOD => Some(true),
+            RX_L4_CKSUM_BAD => Some(false),
+            // Unknown, or "none" (both bits: the checksum was not verified as a whole).
+            _ => None,
+        }
+    }
 }
+
+// rte_mbuf_core.h flags (RTE_BIT64-style macros bindgen does not evaluate).
+const TX_SCTP_CKSUM: u64 = 2 << 52;
+const TX_IPV4: u64 = 1 << 55;
+const TX_IPV6: u64 = 1 << 56;
+const RX_L4_CKSUM_BAD: u64 = 1 << 3;
+const RX_L4_CKSUM_GOOD: u64 = 1 << 8;
+const RX_L4_CKSUM_MASK: u64 = RX_L4_CKSUM_BAD | RX_L4_CKSUM_GOOD;
 
 impl Drop for Mbuf {
     fn drop(&mut self) {
