@@ -35,6 +35,7 @@ const FUNCTIONS: &[&str] = &[
     "rte_flow_.*",
     "rte_vdev_.*",
     "rte_dev_.*",
+    "rte_pdump_init",
     "ddpdk_.*",
 ];
 

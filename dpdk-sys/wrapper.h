@@ -18,4 +18,5 @@
 #include <rte_flow.h>
 #include <rte_dev.h>
 #include <rte_bus_vdev.h>
+#include <rte_pdump.h>
 #include "shim.h"

@@ -898,3 +898,233 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     );
     assert!(server_text.contains(" sha256 "), "{server_text}");
 }
+
+/// Removes the hugepage files an EAL with `prefix` left behind (a primary keeps them after it
+/// exits, so that secondaries could attach; they hold the pages until removed).
+fn remove_hugepage_files(prefix: &str) {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    for dir in mounts
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+    {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                if e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{prefix}map_"))
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
+/// Issue 6 item 7: a capture taken by DPDK's own tool. `dpdk-dumpcap` (a secondary process; the
+/// endpoint enables pdump at start-up) records both directions of the server's `net_memif` port
+/// while a client writes 1 MiB of tagged messages over an association; tshark finds every
+/// SCTP checksum good, the association's whole life, the Adaptation Layer Indication in INIT
+/// and INIT ACK, and DDP's PPIDs 16 and 17. Needs free huge pages (deploy/setup.sh reserves
+/// them): a secondary process attaches through them.
+#[test]
+fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
+    let free = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("HugePages_Free:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    assert!(
+        free >= 128,
+        "needs 128 free 2 MiB huge pages (deploy/setup.sh reserves them); {free} free"
+    );
+    let id = std::process::id();
+    let dir = std::env::temp_dir().join(format!("ddpdk-dumpcap-{id}"));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sock = dir.join("memif.sock");
+    let pcap = dir.join("server.pcapng");
+    let (srv_prefix, cli_prefix) = (format!("ddpdk-dc-s{id}"), format!("ddpdk-dc-c{id}"));
+    // The primaries' hugepage files go however the test ends.
+    struct Pages(Vec<String>);
+    impl Drop for Pages {
+        fn drop(&mut self) {
+            for p in &self.0 {
+                remove_hugepage_files(p);
+            }
+        }
+    }
+    let _pages = Pages(vec![srv_prefix.clone(), cli_prefix.clone()]);
+    let eal = |role: &str, lcores: &str, prefix: &str| -> Vec<String> {
+        [
+            "--lcores",
+            lcores,
+            "-m",
+            "128",
+            "--no-pci",
+            "--log-level=*:error",
+            &format!("--file-prefix={prefix}"),
+            &format!(
+                "--vdev=net_memif0,role={role},id=0,socket={}",
+                sock.to_str().expect("utf-8")
+            ),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let server_cmds = script(
+        "dumpcap-server",
+        "mr reg 1048576\nsession offer last\nwait closed 60\nquit\n",
+    );
+    let client_cmds = script(
+        "dumpcap-client",
+        "assoc open 198.18.0.2\nsession open 1 1 capture\nsend tagged 1 1 offer 0 65536 16\n\
+         session close 1 1\nassoc close 1\nquit\n",
+    );
+    let mut server = ddpdk(
+        &eal("server", "0@0,1@1", &srv_prefix),
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--listen",
+            "--yield-when-idle",
+            "--cmdline-file",
+            server_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("server");
+    let mut reader = std::io::BufReader::new(server.stdout.take().expect("stdout"));
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("server stdout");
+        assert!(n > 0, "server exited before its port was up:\n{head}");
+        head.push_str(&line);
+        if line.contains("DDP endpoint on port") {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
+        s
+    });
+    let mut dumpcap = Command::new("dpdk-dumpcap")
+        .args(["--file-prefix", &srv_prefix, "-i", "net_memif0", "-w"])
+        .arg(&pcap)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dpdk-dumpcap (package dpdk-dev; deploy/setup.sh installs it)");
+    // It names its output file on stderr once the capture is set up.
+    let mut dc_err = std::io::BufReader::new(dumpcap.stderr.take().expect("stderr"));
+    let mut dc_head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut dc_err, &mut line).expect("dumpcap stderr");
+        assert!(n > 0, "dpdk-dumpcap exited:\n{dc_head}");
+        dc_head.push_str(&line);
+        if line.starts_with("File:") {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let dc_rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut dc_err, &mut s);
+        s
+    });
+    let client = ddpdk(
+        &eal("client", "0@1,1@0", &cli_prefix),
+        &[
+            "--ip",
+            "198.18.0.1",
+            "--yield-when-idle",
+            "--cmdline-file",
+            client_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("client");
+    let s = server.wait_with_output().expect("server exit");
+    // dumpcap stops by itself once its primary is gone; a signal in case it did not.
+    let _ = Command::new("kill")
+        .args(["-INT", &dumpcap.id().to_string()])
+        .output();
+    let _ = dumpcap.wait();
+    let dc_text = dc_head + &dc_rest.join().unwrap_or_default();
+    let server_text = head + &rest.join().unwrap_or_default();
+    let (cout, cerr) = out(&client);
+    assert_eq!(client.status.code(), Some(0), "client:\n{cout}\n{cerr}");
+    assert_eq!(s.status.code(), Some(0), "server:\n{server_text}");
+    assert!(
+        server_text.contains("All 1 association(s) closed"),
+        "{server_text}"
+    );
+    let fields = |filter: &str, field: &str| -> Vec<String> {
+        let t = Command::new("tshark")
+            .arg("-r")
+            .arg(&pcap)
+            .args([
+                "-o",
+                "sctp.checksum:CRC 32c",
+                "-Y",
+                filter,
+                "-T",
+                "fields",
+                "-e",
+                field,
+            ])
+            .output()
+            .expect("tshark");
+        assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+        String::from_utf8_lossy(&t.stdout)
+            .lines()
+            .flat_map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>())
+            .filter(|v| !v.is_empty())
+            .collect()
+    };
+    let status = fields("sctp", "sctp.checksum.status");
+    assert!(
+        status.len() > 700,
+        "{} SCTP packets captured:\n{dc_text}",
+        status.len()
+    );
+    assert!(status.iter().all(|s| s == "1"), "a bad checksum");
+    let chunks = fields("sctp", "sctp.chunk_type");
+    for (t, name) in [
+        ("1", "INIT"),
+        ("2", "INIT ACK"),
+        ("10", "COOKIE ECHO"),
+        ("11", "COOKIE ACK"),
+        ("0", "DATA"),
+        ("3", "SACK"),
+        ("7", "SHUTDOWN"),
+        ("8", "SHUTDOWN ACK"),
+        ("14", "SHUTDOWN COMPLETE"),
+    ] {
+        assert!(
+            chunks.iter().any(|c| c == t),
+            "no {name} chunk in the capture"
+        );
+    }
+    let adaptation = fields(
+        "sctp.chunk_type == 1 || sctp.chunk_type == 2",
+        "sctp.parameter_type",
+    );
+    assert_eq!(
+        adaptation.iter().filter(|p| p.as_str() == "0xc006").count(),
+        2,
+        "{adaptation:?}"
+    );
+    let ppids = fields("sctp.chunk_type == 0", "sctp.data_payload_proto_id");
+    assert!(ppids.iter().any(|p| p == "16") && ppids.iter().any(|p| p == "17"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -60,6 +60,10 @@ impl Eal {
             EAL_TAKEN.store(false, Ordering::SeqCst);
             return Err(DpdkError::from_rte_errno("rte_eal_init"));
         }
+        // Lets `dpdk-dumpcap` (a secondary process) capture our ports' traffic. Without shared
+        // memory (--no-huge, --no-shconf) there is no secondary, and the call fails harmlessly.
+        // SAFETY: EAL is initialised; the call only registers a multi-process handler.
+        let _ = unsafe { sys::rte_pdump_init() };
         Ok(Eal {
             _not_send: std::marker::PhantomData,
         })
