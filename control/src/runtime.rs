@@ -612,7 +612,7 @@ impl<P: Port> DataCore<P> {
             match cmd {
                 Command::Adopt { conn, c, peer_mac } => self.adopt(now, conn, *c, peer_mac),
                 Command::Op { conn, op } => self.op(now, conn, op),
-                Command::Neighbour(ip, mac) => self.iface.confirm(ip, mac),
+                Command::Neighbour(ip, mac) => self.iface.learn_shared(ip, mac),
                 Command::Forget(conn) => {
                     if let Some(k) = self.find(conn) {
                         // What it still owes the ULP goes up first.
@@ -895,7 +895,8 @@ impl<P: Port> DataCore<P> {
         }
     }
 
-    fn report(&self) -> CoreReport {
+    /// What `show fwd stats` and `show assoc` show: counters, interface, associations.
+    pub fn report(&self) -> CoreReport {
         CoreReport {
             core: self.index,
             stats: self.stats(),

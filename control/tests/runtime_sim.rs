@@ -50,9 +50,10 @@ struct End {
     events: Vec<Event>,
 }
 
-fn end(v4: Ipv4Addr, v6: Ipv6Addr, link_mtu: usize, rng: &mut Rng) -> End {
+fn end(v4: Ipv4Addr, v6: Ipv6Addr, mac: [u8; 6], link_mtu: usize, rng: &mut Rng) -> End {
     let (port, wire) = pair(QUEUES, 1 << 14);
-    let iface = Interface::new(port.mac(), Some(v4), Some(v6));
+    // Each end's pair is its own, so the pairs' MACs repeat: the endpoints get distinct ones.
+    let iface = Interface::new(mac, Some(v4), Some(v6));
     let ep = Endpoint::new(
         Config {
             local_port: PORT,
@@ -185,8 +186,8 @@ fn run_seed(seed: u64) -> u64 {
     let link_mtu = (cfg.mtu + 20).max(1280);
     cfg.mtu = link_mtu + 14;
     let net = Net::new(cfg, Rng::new(rng.next_u64()));
-    let a = end(A4, A6, link_mtu, &mut rng);
-    let b = end(B4, B6, link_mtu, &mut rng);
+    let a = end(A4, A6, [2, 0, 0, 0, 0, 0xa], link_mtu, &mut rng);
+    let b = end(B4, B6, [2, 0, 0, 0, 0, 0xb], link_mtu, &mut rng);
     let mut s = Sim {
         now: Instant::from_nanos(1_000_000_000),
         net,
@@ -297,7 +298,30 @@ fn run_seed(seed: u64) -> u64 {
     let mut seen = HashMap::new();
     for e in &s.a.events {
         if let Event::Completion { conn, completion } = e {
-            assert_eq!(completion.status, Status::Success, "seed {seed}: {e:?}");
+            if completion.status != Status::Success {
+                for k in s.a.cores.iter().chain(&s.b.cores) {
+                    eprintln!("{:#?}", k.report());
+                }
+            }
+            assert_eq!(
+                completion.status,
+                Status::Success,
+                "seed {seed}: {e:?}\nclient: {:?}\nserver: {:?}",
+                s.a.events
+                    .iter()
+                    .filter(|x| !matches!(x, Event::Completion { .. }))
+                    .collect::<Vec<_>>(),
+                s.b.events
+                    .iter()
+                    .filter(|x| !matches!(
+                        x,
+                        Event::Indication {
+                            indication: Indication::TaggedDelivered { .. },
+                            ..
+                        }
+                    ))
+                    .collect::<Vec<_>>()
+            );
             assert_eq!(
                 expected.get(&completion.wr_id),
                 Some(conn),

@@ -229,11 +229,26 @@ impl Interface {
     }
 
     /// `mac` sent an SCTP packet from `ip` that its association authenticated (CRC32c and
-    /// verification tag): learnt, or refreshed so that it stays in the table.
+    /// verification tag): learnt if `ip` is unknown, or confirmed so that it stays in the table
+    /// and is not probed. A known neighbour's link address is not changed: the Ethernet header
+    /// is outside what SCTP authenticates (a damaged or forged source address must not redirect
+    /// an association); upper-layer progress only confirms reachability (RFC 4861 §7.3.1), and a
+    /// changed address is learnt from ARP or ND when the entry goes stale.
     pub fn confirm(&mut self, ip: IpAddr, mac: [u8; 6]) {
+        if self.neighbour(ip).is_some_and(|known| known != mac) {
+            return;
+        }
         let learnt = self.learnt;
         self.insert(ip, mac, false);
         // Only what ARP and ND teach is worth sharing: every core confirms its own peers.
+        self.learnt = learnt;
+    }
+
+    /// What another replica of this interface (another data core's) learnt from ARP or ND:
+    /// taken as if this one had heard the answer.
+    pub fn learn_shared(&mut self, ip: IpAddr, mac: [u8; 6]) {
+        let learnt = self.learnt;
+        self.insert(ip, mac, false);
         self.learnt = learnt;
     }
 
@@ -858,6 +873,36 @@ mod tests {
     }
 
     use etherparse::IpNumber;
+
+    /// RFC 4861 §7.3.1: an authenticated packet confirms a known neighbour but does not change
+    /// its link address (the Ethernet header is outside SCTP's CRC32c and verification tag); an
+    /// unknown one is learnt from it, and ARP still updates a known one.
+    #[test]
+    fn confirmation_never_changes_a_known_link_address() {
+        let mut a = iface();
+        let peer = IpAddr::V4(PEER4);
+        a.confirm(peer, PEER_MAC);
+        assert_eq!(a.neighbour(peer), Some(PEER_MAC), "learnt when unknown");
+        a.confirm(peer, [0x02, 0, 0, 0x02, 0, 0x02]);
+        assert_eq!(
+            a.neighbour(peer),
+            Some(PEER_MAC),
+            "a damaged source is not taken"
+        );
+        let mut out = [0u8; 128];
+        let mut b = iface();
+        b.confirm(peer, [0x02, 0, 0, 0, 0, 0x66]);
+        let reply = arp_frame(2, MAC, PEER4, IP4);
+        b.solicit(peer, &mut out);
+        assert_eq!(b.receive(&reply, &mut out), Rx::Consumed);
+        assert_eq!(b.neighbour(peer), Some(PEER_MAC), "ARP updates it");
+        b.learn_shared(peer, [0x02, 0, 0, 0, 0, 0x77]);
+        assert_eq!(
+            b.neighbour(peer),
+            Some([0x02, 0, 0, 0, 0, 0x77]),
+            "as does a shared answer"
+        );
+    }
 
     /// RFC 4861 §7.3 reachability, for ARP too: a neighbour we keep sending to that nothing
     /// confirms for REACHABLE_TIME is solicited again (at most once a second), and its answer
