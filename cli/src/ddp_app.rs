@@ -77,8 +77,15 @@ struct ConnView {
     received_bytes: u64,
     errors: u64,
     refused: u64,
+    /// The last operation the core refused, and why.
+    last_refusal: Option<String>,
+    /// Completions by `wr_id` (true: success), until the command that posted them takes them.
+    done: BTreeMap<u64, bool>,
     posted: u64,
 }
+
+/// Completions kept for commands that gave up waiting (the oldest go first).
+const DONE_KEPT: usize = 1 << 16;
 
 /// What the control thread and the shell share.
 struct Shared {
@@ -114,6 +121,8 @@ impl Shared {
             received_bytes: 0,
             errors: 0,
             refused: 0,
+            last_refusal: None,
+            done: BTreeMap::new(),
             posted: 0,
         })
     }
@@ -138,10 +147,15 @@ impl Shared {
             }
             RtEvent::Completion { conn, completion } => {
                 if let Some(v) = self.conns.get_mut(&conn) {
-                    if completion.status == Status::Success {
+                    let ok = completion.status == Status::Success;
+                    if ok {
                         v.completed += 1;
                     } else {
                         v.failed += 1;
+                    }
+                    v.done.insert(completion.wr_id, ok);
+                    if v.done.len() > DONE_KEPT {
+                        v.done.pop_first();
                     }
                 }
             }
@@ -153,6 +167,7 @@ impl Shared {
             RtEvent::Refused { conn, op, error } => {
                 if let Some(v) = self.conns.get_mut(&conn) {
                     v.refused += 1;
+                    v.last_refusal = Some(format!("{op} refused: {error}"));
                 }
                 note(
                     json,
@@ -244,28 +259,35 @@ impl Shared {
                     data.extend_from_slice(&o.to_base.to_be_bytes());
                     data.extend_from_slice(&o.len.to_be_bytes());
                 }
-                if let Some(s) = v.sessions.get_mut(&stream) {
-                    s.state = "established".into();
-                }
                 Op::Accept {
                     stream,
                     pd,
                     private_data: data,
                 }
             } else {
-                if let Some(s) = v.sessions.get_mut(&stream) {
-                    s.state = "rejected by us".into();
-                }
                 Op::Reject {
                     stream,
                     private_data: b"not listening".to_vec(),
                 }
             };
-            if let Err(e) = self.control.submit(conn, op) {
-                note(
-                    json,
-                    format_args!("Association {conn}: cannot answer the Initiate: {e}"),
-                );
+            let accepting = matches!(op, Op::Accept { .. });
+            let state = match self.control.submit(conn, op) {
+                Ok(()) if accepting => "established".to_string(),
+                Ok(()) => "rejected by us".to_string(),
+                Err(e) => {
+                    note(
+                        json,
+                        format_args!("Association {conn}: cannot answer the Initiate: {e}"),
+                    );
+                    format!("unanswered ({e})")
+                }
+            };
+            if let Some(s) = self
+                .conns
+                .get_mut(&conn)
+                .and_then(|v| v.sessions.get_mut(&stream))
+            {
+                s.state = state;
             }
         }
     }
@@ -367,9 +389,10 @@ impl DdpApp {
         let port = crate::endpoint::start_port(id, conf, &pool, opts)?;
         // Where the device can hash SCTP, it steers each association to its owning core itself
         // (same key and table as the software hash); otherwise cores hand packets over.
+        // A device that refuses the programming still works: the cores dispatch in software.
         let steering = port
             .program_sctp_rss(&runtime::RSS_KEY, cores as u16)
-            .map_err(|e| e.to_string())?;
+            .unwrap_or(SctpSteering::None("the device refused the RSS programming"));
         let (reta_size, steering_text) = match steering {
             SctpSteering::Rss { hash, reta_size } => (
                 usize::from(reta_size),
@@ -532,6 +555,11 @@ impl DdpApp {
         } else {
             Err(format!("no association {id} (see 'show assoc')"))
         }
+    }
+
+    /// Operations of `conn` the core refused so far (a command fails on a new one).
+    fn refusals(&self, conn: ConnHandle) -> u64 {
+        lock(&self.shared).conns.get(&conn).map_or(0, |v| v.refused)
     }
 
     fn mr(&self, stag: StagArg) -> Result<Mr, String> {
@@ -720,10 +748,11 @@ impl DdpApp {
             SessionCmd::Open { id, stream, text } => {
                 let conn = self.conn(*id)?;
                 let stream = *stream;
-                lock(&self.shared)
+                let refused = self.refusals(conn);
+                let previous = lock(&self.shared)
                     .conns
                     .get_mut(&conn)
-                    .map(|v| v.sessions.insert(stream, SessionView::default()));
+                    .and_then(|v| v.sessions.insert(stream, SessionView::default()));
                 self.submit(
                     conn,
                     Op::Initiate {
@@ -732,17 +761,33 @@ impl DdpApp {
                         private_data: text.clone().unwrap_or_default().into_bytes(),
                     },
                 )?;
-                let s = self.wait("the peer's answer", |s| {
+                let answer = self.wait("the peer's answer", |s| {
                     let v = s.conns.get(&conn)?;
                     if v.closed.is_some() {
                         return Some(Err("the association closed".into()));
+                    }
+                    if v.refused > refused {
+                        return Some(Err(v.last_refusal.clone().unwrap_or_default()));
                     }
                     let st = v.sessions.get(&stream)?;
                     (st.state == "established"
                         || st.state == "rejected"
                         || st.state.starts_with("terminated"))
                     .then(|| Ok(st.clone()))
-                })?;
+                });
+                let s = match answer {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // A refused Initiate changed nothing: the view of a session that is
+                        // still there comes back.
+                        if let (Some(p), Some(v)) =
+                            (previous, lock(&self.shared).conns.get_mut(&conn))
+                        {
+                            v.sessions.insert(stream, p);
+                        }
+                        return Err(e);
+                    }
+                };
                 match s.offer {
                     Some((stag, to, len)) => note(
                         self.json,
@@ -764,9 +809,14 @@ impl DdpApp {
             SessionCmd::Close { id, stream } => {
                 let conn = self.conn(*id)?;
                 let stream = *stream;
+                let refused = self.refusals(conn);
                 self.submit(conn, Op::Terminate { stream })?;
                 let state = self.wait("the session to end", |s| {
-                    let st = s.conns.get(&conn)?.sessions.get(&stream)?;
+                    let v = s.conns.get(&conn)?;
+                    if v.refused > refused {
+                        return Some(Err(v.last_refusal.clone().unwrap_or_default()));
+                    }
+                    let st = v.sessions.get(&stream)?;
                     st.state
                         .starts_with("terminated")
                         .then(|| Ok(st.state.clone()))
@@ -976,27 +1026,44 @@ impl DdpApp {
             SendCmd::Untagged { qn, .. } => qn,
             SendCmd::Tagged { .. } => 0,
         };
-        let (base, base_failed) = {
-            let s = lock(&self.shared);
+        // This command's work requests: wr_ids first.., one per message. Only their completions
+        // count, and a refusal by the core ends the command with its reason.
+        let first = self.sent + 1;
+        let base_refused = lock(&self.shared)
+            .conns
+            .get(&conn)
+            .ok_or("association gone")?
+            .refused;
+        let progress = |s: &Shared| -> Result<(u64, u64), String> {
             let v = s.conns.get(&conn).ok_or("association gone")?;
-            (v.completed + v.failed, v.failed)
+            if v.refused > base_refused {
+                return Err(v.last_refusal.clone().unwrap_or_else(|| "refused".into()));
+            }
+            let ours = v.done.range(first..);
+            let (done, failed) = ours.fold((0, 0), |(d, f), (_, ok)| (d + 1, f + u64::from(!ok)));
+            if done < u64::from(count) {
+                if let Some(r) = &v.closed {
+                    return Err(format!("association closed: {r}"));
+                }
+            }
+            Ok((done, failed))
         };
         let mut image_crc = Vec::new();
         let t0 = Wall::now();
         let mut posted = 0u32;
+        let mut stalled = Wall::now();
         while posted < count {
-            let done = {
-                let s = lock(&self.shared);
-                let v = s.conns.get(&conn).ok_or("association gone")?;
-                if let Some(r) = &v.closed {
-                    return Err(format!("association closed: {r}"));
-                }
-                v.completed + v.failed - base
-            };
+            let (done, _) = progress(&lock(&self.shared))?;
             if u64::from(posted) - done >= WINDOW as u64 {
+                if stalled.elapsed() > WAIT {
+                    return Err(format!(
+                        "timed out: {done} of {posted} posted sends completed"
+                    ));
+                }
                 std::thread::sleep(Duration::from_micros(50));
                 continue;
             }
+            stalled = Wall::now();
             self.sent += 1;
             let data = pattern(self.sent, size as usize);
             if target.is_some() {
@@ -1025,16 +1092,13 @@ impl DdpApp {
             )?;
             posted += 1;
         }
-        let failed = self.wait("every completion", |s| {
-            let v = s.conns.get(&conn)?;
-            let done = v.completed + v.failed - base;
-            if done >= u64::from(count) {
-                return Some(Ok(v.failed - base_failed));
-            }
-            v.closed
-                .as_ref()
-                .map(|r| Err(format!("association closed: {r}")))
+        let failed = self.wait("every completion", |s| match progress(s) {
+            Err(e) => Some(Err(e)),
+            Ok((done, failed)) => (done >= u64::from(count)).then_some(Ok(failed)),
         })?;
+        if let Some(v) = lock(&self.shared).conns.get_mut(&conn) {
+            v.done.retain(|wr, _| *wr < first);
+        }
         let secs = t0.elapsed().as_secs_f64();
         let crc = (!image_crc.is_empty()).then(|| crc32c(&image_crc));
         if self.json {
@@ -1075,6 +1139,7 @@ impl DdpApp {
         let conn = self.conn(id)?;
         let mr = self.mr(stag)?;
         let base = lock(&self.shared).conns.get(&conn).map_or(0, |v| v.posted);
+        let refused = self.refusals(conn);
         for k in 0..count {
             let buf = lock(&self.shared)
                 .control
@@ -1093,6 +1158,9 @@ impl DdpApp {
         }
         self.wait("the receive buffers", |s| {
             let v = s.conns.get(&conn)?;
+            if v.refused > refused {
+                return Some(Err(v.last_refusal.clone().unwrap_or_default()));
+            }
             (v.posted - base >= u64::from(count)).then_some(Ok(()))
         })?;
         note(
@@ -1301,35 +1369,60 @@ impl DdpApp {
     }
 
     /// Stops the data cores and the control thread; returns the mbufs not back in their pool.
-    pub fn shutdown(mut self) -> Result<u32, String> {
+    pub fn shutdown(self) -> Result<u32, String> {
+        let DdpApp {
+            port,
+            pool,
+            shared,
+            stop,
+            control_thread,
+            lcores,
+            eal,
+            ..
+        } = self;
         // Associations still up end with an ABORT, so the peer is not left waiting.
-        let open: Vec<ConnHandle> = lock(&self.shared)
+        let open: Vec<ConnHandle> = lock(&shared)
             .conns
             .iter()
             .filter(|(_, v)| v.closed.is_none())
             .map(|(c, _)| *c)
             .collect();
         for c in open {
-            let _ = lock(&self.shared).control.submit(c, Op::Abort);
+            let _ = lock(&shared).control.submit(c, Op::Abort);
         }
         std::thread::sleep(Duration::from_millis(50));
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.control_thread.take() {
+        stop.store(true, Ordering::Release);
+        if let Some(t) = control_thread {
             let _ = t.join();
         }
-        for job in self.lcores.drain(..) {
-            self.eal.join(job);
+        for job in lcores {
+            eal.join(job);
         }
+        // The control side last: buffers still in its rings (handed up after its last poll)
+        // go back to the pool with it, and the regions are freed before the EAL.
+        drop(shared);
         let mut left = Vec::new();
-        for q in 0..self.port.nb_rx_queues() {
-            while self.port.rx_burst(q, &mut left, 64) > 0 {
+        for q in 0..port.nb_rx_queues() {
+            // Bounded: a peer that keeps sending cannot hold the shutdown.
+            for _ in 0..DRAIN_BURSTS {
+                if port.rx_burst(q, &mut left, 64) == 0 {
+                    break;
+                }
                 left.clear();
             }
         }
-        let _ = self.port.stop();
-        Ok(self.pool.in_use_count())
+        let _ = port.stop();
+        let in_use = pool.in_use_count();
+        // Port and pool before the EAL they live in.
+        drop(port);
+        drop(pool);
+        drop(eal);
+        Ok(in_use)
     }
 }
+
+/// Bursts drained from each RX queue at shutdown, at most.
+const DRAIN_BURSTS: usize = 256;
 
 fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
     while !stop.load(Ordering::Acquire) {

@@ -341,12 +341,12 @@ impl Connection {
         self.closed
     }
 
-    /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments).
     /// With `on`, the device computes the CRC32c of every packet this connection sends.
     pub fn set_tx_checksum_offload(&mut self, on: bool) {
         self.assoc.set_tx_checksum_offload(on);
     }
 
+    /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments).
     pub fn set_path_mtu(&mut self, mtu: usize) {
         self.assoc.set_path_mtu(mtu);
     }

@@ -287,8 +287,12 @@ impl DpdkPort {
             return Ok(SctpSteering::None("the device's RSS key is not 40 bytes"));
         }
         let reta_size = self.info.reta_size;
-        if reta_size == 0 || !reta_size.is_multiple_of(64) {
-            return Ok(SctpSteering::None("no redirection table to program"));
+        // Devices index the table with the hash's low bits: the software hash agrees with a
+        // modulo only for a power of two (and the table is programmed in groups of 64).
+        if reta_size < 64 || !reta_size.is_power_of_two() {
+            return Ok(SctpSteering::None(
+                "no redirection table the software hash can model",
+            ));
         }
         let mut k = *key;
         let mut conf = sys::rte_eth_rss_conf {

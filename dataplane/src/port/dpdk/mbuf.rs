@@ -200,7 +200,10 @@ impl PacketBuf for Mbuf {
         match self.raw().ol_flags & RX_L4_CKSUM_MASK {
             RX_L4_CKSUM_GOOD => Some(true),
             RX_L4_CKSUM_BAD => Some(false),
-            // Unknown, or "none" (both bits: the checksum was not verified as a whole).
+            // NONE (both bits): "the L4 checksum is not correct in the packet data, but the
+            // integrity of the L4 data is verified" (rte_mbuf_core.h).
+            RX_L4_CKSUM_MASK => Some(true),
+            // UNKNOWN: not checked; software does it.
             _ => None,
         }
     }

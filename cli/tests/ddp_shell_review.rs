@@ -1,0 +1,147 @@
+//! Regressions from an independent review of the DDP endpoint shell, on the binary: each test
+//! demonstrated a defect (named in its comment) and failed before its fix.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+
+fn script(name: &str, body: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("ddpdk-zz2-{}-{name}.txt", std::process::id()));
+    std::fs::write(&p, body).expect("write script");
+    p
+}
+
+fn eal(tag: &str, role: &str, lcores: &str, sock: &str) -> Vec<String> {
+    vec![
+        "--lcores".into(),
+        lcores.into(),
+        "--no-huge".into(),
+        "-m".into(),
+        "512".into(),
+        "--no-pci".into(),
+        "--log-level=*:error".into(),
+        format!(
+            "--file-prefix=ddpdk-zz2-{tag}-{role}-{}",
+            std::process::id()
+        ),
+        format!("--vdev=net_memif0,role={role},id=0,socket={sock}"),
+    ]
+}
+
+fn spawn(eal: &[String], app: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(eal)
+        .arg("--")
+        .args(app)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ddpdk")
+}
+
+/// Waits for `c` up to `limit`; kills it when it is still running. Returns (exited, output).
+fn finish(mut c: Child, limit: Duration) -> (bool, String) {
+    let t0 = Instant::now();
+    let exited = loop {
+        if c.try_wait().expect("try_wait").is_some() {
+            break true;
+        }
+        if t0.elapsed() > limit {
+            let _ = c.kill();
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let o = c.wait_with_output().expect("output");
+    (
+        exited,
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr),
+    )
+}
+
+/// Runs a --listen server and a client over net_memif; returns (client exited in time, client
+/// output, server output).
+fn run_pair(tag: &str, client_cmds: &str, limit: Duration) -> (bool, String, String) {
+    let dir = std::env::temp_dir().join(format!("ddpdk-zz2-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let sock = dir.join("memif.sock");
+    let sock = sock.to_str().expect("utf-8");
+    let server_cmds = script(
+        &format!("{tag}-server"),
+        "mr reg 65536 remote-write\nsession offer last\nwait closed 55\nquit\n",
+    );
+    let client_cmds = script(&format!("{tag}-client"), client_cmds);
+    let mut server = spawn(
+        &eal(tag, "server", "0@0,1@1", sock),
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--listen",
+            "--yield-when-idle",
+            "--cmdline-file",
+            server_cmds.to_str().expect("utf-8"),
+        ],
+    );
+    let mut reader = std::io::BufReader::new(server.stdout.take().expect("stdout"));
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = reader.read_line(&mut line).expect("server stdout");
+        assert!(n > 0, "server exited before its port was up:\n{head}");
+        head.push_str(&line);
+        if line.contains("DDP endpoint on port") {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
+        s
+    });
+    let client = spawn(
+        &eal(tag, "client", "0@1,1@0", sock),
+        &[
+            "--ip",
+            "198.18.0.1",
+            "--yield-when-idle",
+            "--cmdline-file",
+            client_cmds.to_str().expect("utf-8"),
+        ],
+    );
+    let (exited, ctext) = finish(client, limit);
+    let (_, serr) = finish(server, Duration::from_secs(70));
+    let stext = head + &rest.join().unwrap_or_default() + &serr;
+    let _ = std::fs::remove_dir_all(&dir);
+    (exited, ctext, stext)
+}
+
+/// Review finding, fixed: `send` counted only completions; a post the core refuses (here: no session on the
+/// stream, RFC 5043 §6 — LocalError::NoSession) comes back as Event::Refused, which `send`
+/// ignores. After WINDOW (64) refused posts the posting loop of DdpApp::send
+/// (cli/src/ddp_app.rs, `while posted < count` ... `continue`) spins with no deadline: the
+/// command, and the whole endpoint, hang forever instead of reporting the refusal.
+#[test]
+fn send_refused_by_the_core_hangs_the_shell_forever() {
+    let (exited, ctext, _stext) = run_pair(
+        "refused",
+        "assoc open 198.18.0.2\nsend untagged 1 1 0 100 100\nassoc close 1\nquit\n",
+        Duration::from_secs(45),
+    );
+    assert!(
+        ctext.contains("Association 1 up"),
+        "set-up failed, not the defect:\n{ctext}"
+    );
+    assert!(
+        exited,
+        "the client's 'send' of 100 refused messages never returned (killed after 45 s):\n{ctext}"
+    );
+    // The command fails with the core's reason, which stops the script (status 1).
+    assert!(
+        ctext.contains("post_send refused: no session on this stream"),
+        "{ctext}"
+    );
+}
