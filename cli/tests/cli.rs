@@ -6,6 +6,11 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "common/procs.rs"]
+mod procs;
+#[path = "common/tshark.rs"]
+mod tshark;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 
 /// EAL arguments for a test run: no hugepages, no shared config (runs may overlap), no PCI.
@@ -589,28 +594,7 @@ fn every_frame_on_the_wire_passes_tshark() {
     .expect("run");
     let (stdout, stderr) = out(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    let fields = |filter: &str, field: &str| -> Vec<String> {
-        let t = Command::new("tshark")
-            .args(["-r", pcap.to_str().expect("utf-8")])
-            .args([
-                "-o",
-                "sctp.checksum:CRC 32c",
-                "-Y",
-                filter,
-                "-T",
-                "fields",
-                "-e",
-                field,
-            ])
-            .output()
-            .expect("tshark (deploy/setup.sh installs it)");
-        assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
-        String::from_utf8_lossy(&t.stdout)
-            .lines()
-            .flat_map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>())
-            .filter(|v| !v.is_empty())
-            .collect()
-    };
+    let fields = |filter: &str, field: &str| tshark::fields(&pcap, filter, field);
     let status = fields("sctp", "sctp.checksum.status");
     assert!(status.len() > 100, "{} SCTP packets", status.len());
     // Wireshark's checksum status: 1 good, 0 bad, 2 unverified.
@@ -664,24 +648,9 @@ fn two_processes_over_memif_move_tagged_writes() {
     let dir = std::env::temp_dir().join(format!("ddpdk-ep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcore: &str| -> Vec<String> {
-        [
-            "--lcores",
-            lcore,
-            "--no-huge",
-            "-m",
-            "512",
-            "--no-pci",
-            "--log-level=*:error",
-            &format!("--file-prefix=ddpdk-ep-{role}-{}", std::process::id()),
-            &format!(
-                "--vdev=net_memif0,role={role},id=0,socket={}",
-                sock.to_str().expect("utf-8")
-            ),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    let eal = |role: &str, lcore: &str| {
+        let prefix = format!("ddpdk-ep-{role}-{}", std::process::id());
+        procs::memif_eal(role, lcore, &prefix, &sock, 512, false)
     };
     let mut server = ddpdk(
         &eal("server", "0@0"),
@@ -702,22 +671,10 @@ fn two_processes_over_memif_move_tagged_writes() {
     .expect("server");
     // The client starts once the server's memif socket exists (its "listening" line), however
     // slow the machine; the rest of the server's output is collected meanwhile.
-    let mut reader = std::io::BufReader::new(server.stderr.take().expect("stderr"));
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("server stderr");
-        assert!(n > 0, "server exited before listening:\n{head}");
-        head.push_str(&line);
-        if line.contains("(listening)") {
-            break;
-        }
-    }
-    let rest = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
-        s
-    });
+    let (head, rest) =
+        procs::read_until(server.stderr.take().expect("stderr"), "the server", |l| {
+            l.contains("(listening)")
+        });
     let client = ddpdk(
         &eal("client", "0@1"),
         &[
@@ -777,24 +734,9 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     let dir = std::env::temp_dir().join(format!("ddpdk-shell-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcores: &str| -> Vec<String> {
-        [
-            "--lcores",
-            lcores,
-            "--no-huge",
-            "-m",
-            "512",
-            "--no-pci",
-            "--log-level=*:error",
-            &format!("--file-prefix=ddpdk-shell-{role}-{}", std::process::id()),
-            &format!(
-                "--vdev=net_memif0,role={role},id=0,socket={}",
-                sock.to_str().expect("utf-8")
-            ),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    let eal = |role: &str, lcores: &str| {
+        let prefix = format!("ddpdk-shell-{role}-{}", std::process::id());
+        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
     };
     let server_cmds = script(
         "shell-server",
@@ -824,22 +766,10 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     .expect("server");
     // The client starts once the server's port is up (its memif socket listens then).
     let mut server = server;
-    let mut reader = std::io::BufReader::new(server.stdout.take().expect("stdout"));
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("server stdout");
-        assert!(n > 0, "server exited before its port was up:\n{head}");
-        head.push_str(&line);
-        if line.contains("DDP endpoint on port") {
-            break;
-        }
-    }
-    let rest = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
-        s
-    });
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("DDP endpoint on port")
+        });
     let client = ddpdk(
         &eal("client", "0@1,1@0"),
         &[
@@ -957,23 +887,8 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
         }
     }
     let _pages = Pages(vec![srv_prefix.clone(), cli_prefix.clone()]);
-    let eal = |role: &str, lcores: &str, prefix: &str| -> Vec<String> {
-        [
-            "--lcores",
-            lcores,
-            "-m",
-            "128",
-            "--no-pci",
-            "--log-level=*:error",
-            &format!("--file-prefix={prefix}"),
-            &format!(
-                "--vdev=net_memif0,role={role},id=0,socket={}",
-                sock.to_str().expect("utf-8")
-            ),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    let eal = |role: &str, lcores: &str, prefix: &str| {
+        procs::memif_eal(role, lcores, prefix, &sock, 128, true)
     };
     let server_cmds = script(
         "dumpcap-server",
@@ -999,22 +914,10 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
     .stderr(Stdio::piped())
     .spawn()
     .expect("server");
-    let mut reader = std::io::BufReader::new(server.stdout.take().expect("stdout"));
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("server stdout");
-        assert!(n > 0, "server exited before its port was up:\n{head}");
-        head.push_str(&line);
-        if line.contains("DDP endpoint on port") {
-            break;
-        }
-    }
-    let rest = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
-        s
-    });
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("DDP endpoint on port")
+        });
     let mut dumpcap = Command::new("dpdk-dumpcap")
         .args(["--file-prefix", &srv_prefix, "-i", "net_memif0", "-w"])
         .arg(&pcap)
@@ -1024,23 +927,12 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
         .spawn()
         .expect("dpdk-dumpcap (package dpdk-dev; deploy/setup.sh installs it)");
     // It names its output file on stderr once the capture is set up.
-    let mut dc_err = std::io::BufReader::new(dumpcap.stderr.take().expect("stderr"));
-    let mut dc_head = String::new();
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut dc_err, &mut line).expect("dumpcap stderr");
-        assert!(n > 0, "dpdk-dumpcap exited:\n{dc_head}");
-        dc_head.push_str(&line);
-        if line.starts_with("File:") {
-            break;
-        }
-    }
+    let (dc_head, dc_rest) = procs::read_until(
+        dumpcap.stderr.take().expect("stderr"),
+        "dpdk-dumpcap",
+        |l| l.starts_with("File:"),
+    );
     std::thread::sleep(Duration::from_millis(500));
-    let dc_rest = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut dc_err, &mut s);
-        s
-    });
     let client = ddpdk(
         &eal("client", "0@1,1@0", &cli_prefix),
         &[
@@ -1068,29 +960,7 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
         server_text.contains("All 1 association(s) closed"),
         "{server_text}"
     );
-    let fields = |filter: &str, field: &str| -> Vec<String> {
-        let t = Command::new("tshark")
-            .arg("-r")
-            .arg(&pcap)
-            .args([
-                "-o",
-                "sctp.checksum:CRC 32c",
-                "-Y",
-                filter,
-                "-T",
-                "fields",
-                "-e",
-                field,
-            ])
-            .output()
-            .expect("tshark");
-        assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
-        String::from_utf8_lossy(&t.stdout)
-            .lines()
-            .flat_map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>())
-            .filter(|v| !v.is_empty())
-            .collect()
-    };
+    let fields = |filter: &str, field: &str| tshark::fields(&pcap, filter, field);
     let status = fields("sctp", "sctp.checksum.status");
     assert!(
         status.len() > 700,

@@ -1,10 +1,12 @@
 //! Regressions from an independent review of the DDP endpoint shell, on the binary: each test
 //! demonstrated a defect (named in its comment) and failed before its fix.
 
-use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "common/procs.rs"]
+mod procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 
@@ -15,20 +17,15 @@ fn script(name: &str, body: &str) -> PathBuf {
 }
 
 fn eal(tag: &str, role: &str, lcores: &str, sock: &str) -> Vec<String> {
-    vec![
-        "--lcores".into(),
-        lcores.into(),
-        "--no-huge".into(),
-        "-m".into(),
-        "512".into(),
-        "--no-pci".into(),
-        "--log-level=*:error".into(),
-        format!(
-            "--file-prefix=ddpdk-zz2-{tag}-{role}-{}",
-            std::process::id()
-        ),
-        format!("--vdev=net_memif0,role={role},id=0,socket={sock}"),
-    ]
+    let prefix = format!("ddpdk-zz2-{tag}-{role}-{}", std::process::id());
+    procs::memif_eal(
+        role,
+        lcores,
+        &prefix,
+        std::path::Path::new(sock),
+        512,
+        false,
+    )
 }
 
 fn spawn(eal: &[String], app: &[&str]) -> Child {
@@ -86,22 +83,10 @@ fn run_pair(tag: &str, client_cmds: &str, limit: Duration) -> (bool, String, Str
             server_cmds.to_str().expect("utf-8"),
         ],
     );
-    let mut reader = std::io::BufReader::new(server.stdout.take().expect("stdout"));
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        let n = reader.read_line(&mut line).expect("server stdout");
-        assert!(n > 0, "server exited before its port was up:\n{head}");
-        head.push_str(&line);
-        if line.contains("DDP endpoint on port") {
-            break;
-        }
-    }
-    let rest = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
-        s
-    });
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("DDP endpoint on port")
+        });
     let client = spawn(
         &eal(tag, "client", "0@1,1@0", sock),
         &[

@@ -22,6 +22,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../../../cli/tests/common/tshark.rs"]
+mod tshark;
+use tshark::fields;
+
 const PEER: &str = env!("CARGO_BIN_EXE_usrsctp-raw-peer");
 
 fn sh(args: &[&str]) -> Output {
@@ -88,31 +92,6 @@ fn ddpdk_binary() -> PathBuf {
 
 fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
-}
-
-/// tshark's values of `field` over the packets matching `filter` (one per occurrence).
-fn fields(pcap: &Path, filter: &str, field: &str) -> Vec<String> {
-    let o = Command::new("tshark")
-        .arg("-r")
-        .arg(pcap)
-        .args([
-            "-o",
-            "sctp.checksum:CRC 32c",
-            "-Y",
-            filter,
-            "-T",
-            "fields",
-            "-e",
-            field,
-        ])
-        .output()
-        .expect("tshark (deploy/setup.sh installs it)");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .flat_map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>())
-        .filter(|v| !v.is_empty())
-        .collect()
 }
 
 fn wait_for_line(child: &mut Child, want: &str) -> String {

@@ -1,0 +1,61 @@
+//! Running `ddpdk` processes against each other in tests.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::thread::JoinHandle;
+
+/// Reads `stream` line by line until `ready` accepts a line (a process saying it is up),
+/// failing if it ends first; returns what was read and a thread that collects the rest.
+pub fn read_until<R: Read + Send + 'static>(
+    stream: R,
+    what: &str,
+    ready: impl Fn(&str) -> bool,
+) -> (String, JoinHandle<String>) {
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = reader
+            .read_line(&mut line)
+            .expect("read the process's output");
+        assert!(n > 0, "{what} ended before it was ready:\n{head}");
+        head.push_str(&line);
+        if ready(&line) {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = reader.read_to_string(&mut s);
+        s
+    });
+    (head, rest)
+}
+
+/// EAL arguments for one process on a `net_memif` port: `role` server or client on `sock`,
+/// `lcores` as `--lcores` takes them, its own `prefix`, and `memory` MB, on huge pages or not.
+pub fn memif_eal(
+    role: &str,
+    lcores: &str,
+    prefix: &str,
+    sock: &Path,
+    memory: u32,
+    huge: bool,
+) -> Vec<String> {
+    let mut v = vec!["--lcores".to_string(), lcores.to_string()];
+    if !huge {
+        v.push("--no-huge".into());
+    }
+    v.extend([
+        "-m".to_string(),
+        memory.to_string(),
+        "--no-pci".into(),
+        "--log-level=*:error".into(),
+        format!("--file-prefix={prefix}"),
+        format!(
+            "--vdev=net_memif0,role={role},id=0,socket={}",
+            sock.to_str().expect("utf-8")
+        ),
+    ]);
+    v
+}
