@@ -41,7 +41,12 @@ fuzz_target!(|data: &[u8]| {
         for p in peers {
             let h = Interface::header_len(p);
             match i.frame_sctp(now, p, 12, &mut frame_out) {
-                Ok(n) => assert_eq!(n, h + 12),
+                Ok(n) => {
+                    assert_eq!(n, h + 12);
+                    // A stale neighbour is solicited again, within the buffer.
+                    let probe = i.probe_if_stale(now, p, &mut frame_out);
+                    assert!(probe <= frame_out.len());
+                }
                 Err(u) => assert!(u.solicitation <= frame_out.len()),
             }
             if let Some(m) = i.neighbour(p) {
