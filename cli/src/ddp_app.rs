@@ -95,6 +95,8 @@ struct Shared {
     pd: Pd,
     /// Offered in the Accept of sessions we accept.
     offer: Option<Registered>,
+    /// Receive buffers posted for every session we accept: QN, local STag, length, count.
+    auto_recv: Option<(u32, Stag, u32, u32)>,
     conns: BTreeMap<ConnHandle, ConnView>,
     reports: Vec<CoreReport>,
 }
@@ -271,7 +273,37 @@ impl Shared {
                 }
             };
             let accepting = matches!(op, Op::Accept { .. });
-            let state = match self.control.submit(conn, op) {
+            let submitted = self.control.submit(conn, op);
+            // Buffers behind the Accept, in the same command ring: the core posts them before it
+            // sends the Accept, so the peer cannot send into a queue still empty.
+            if let (Ok(()), true, Some((qn, stag, len, count))) =
+                (&submitted, accepting, self.auto_recv)
+            {
+                for k in 0..count {
+                    let posted = self
+                        .control
+                        .memory()
+                        .receive_buffer(pd, stag, u64::from(k) * u64::from(len), len)
+                        .map_err(|e| e.to_string())
+                        .and_then(|buffer| {
+                            let op = Op::PostRecv {
+                                stream,
+                                qn,
+                                wr_id: u64::from(k),
+                                buffer,
+                            };
+                            self.control.submit(conn, op).map_err(|e| e.to_string())
+                        });
+                    if let Err(e) = posted {
+                        note(
+                            json,
+                            format_args!("Association {conn}: receive buffer {k} not posted: {e}"),
+                        );
+                        break;
+                    }
+                }
+            }
+            let state = match submitted {
                 Ok(()) if accepting => "established".to_string(),
                 Ok(()) => "rejected by us".to_string(),
                 Err(e) => {
@@ -463,6 +495,7 @@ impl DdpApp {
             listen: opts.listen,
             pd,
             offer: None,
+            auto_recv: None,
             conns: BTreeMap::new(),
             reports: Vec::new(),
         }));
@@ -574,6 +607,7 @@ impl DdpApp {
                 .and_then(|v| self.mrs.get(&v).copied())
                 .ok_or_else(|| "no region registered here yet ('mr reg')".to_string()),
             StagArg::Offer => Err("'offer' names the peer's region; give a local STag".into()),
+            StagArg::All => Err("'all' is for 'mr checksum' only".into()),
         }
     }
 
@@ -617,6 +651,32 @@ impl DdpApp {
                         count,
                     },
             } => self.recv_post(*id, *stream, *qn, *stag, *len, count.unwrap_or(1))?,
+            Command::Recv {
+                what:
+                    RecvCmd::Auto {
+                        qn,
+                        stag,
+                        len,
+                        count,
+                    },
+            } => {
+                let mr = self.mr(*stag)?;
+                if u64::from(*len) * u64::from(*count) > mr.reg.len {
+                    return Err(format!(
+                        "{count} buffers of {len} bytes do not fit STag {} ({} bytes)",
+                        mr.reg.stag, mr.reg.len
+                    ));
+                }
+                lock(&self.shared).auto_recv = Some((*qn, mr.reg.stag, *len, *count));
+                note(
+                    self.json,
+                    format_args!(
+                        "Sessions we accept get {count} receive buffer(s) of {len} bytes on \
+                         queue {qn} from STag {}",
+                        mr.reg.stag
+                    ),
+                );
+            }
             Command::Show { what } => match what {
                 ShowCmd::Assoc => self.show_assoc()?,
                 ShowCmd::Session => self.show_session()?,
@@ -937,6 +997,18 @@ impl DdpApp {
                     ),
                 );
             }
+            MrCmd::Checksum {
+                stag: StagArg::All,
+                digest,
+            } => {
+                let all: Vec<u32> = self.mrs.keys().copied().collect();
+                for v in all {
+                    self.mr_cmd(&MrCmd::Checksum {
+                        stag: StagArg::Value(v),
+                        digest,
+                    })?;
+                }
+            }
             MrCmd::Checksum { stag, digest } => {
                 let mr = self.mr(stag)?;
                 let s = lock(&self.shared);
@@ -1004,7 +1076,7 @@ impl DdpApp {
             SendCmd::Tagged { stag, to, .. } => {
                 let (stag, to) = match stag {
                     StagArg::Value(v) => (Stag(v), to),
-                    StagArg::Last => (self.mr(stag)?.reg.stag, to),
+                    StagArg::Last | StagArg::All => (self.mr(stag)?.reg.stag, to),
                     StagArg::Offer => {
                         let s = lock(&self.shared);
                         let (st, base, _) = s
@@ -1066,9 +1138,7 @@ impl DdpApp {
             stalled = Wall::now();
             self.sent += 1;
             let data = pattern(self.sent, size as usize);
-            if target.is_some() {
-                image_crc.extend_from_slice(&data);
-            }
+            image_crc.extend_from_slice(&data);
             let kind = match target {
                 Some((stag, to)) => SendKind::Tagged {
                     stag,
@@ -1116,8 +1186,11 @@ impl DdpApp {
                      ({:.1} MB/s){}",
                     secs,
                     total as f64 / secs / 1e6,
-                    crc.map(|c| format!("; crc32c of the bytes written {c:#010x}"))
-                        .unwrap_or_default()
+                    crc.map(|c| format!(
+                        "; crc32c of the bytes {} {c:#010x}",
+                        if target.is_some() { "written" } else { "sent" }
+                    ))
+                    .unwrap_or_default()
                 ),
             );
         }

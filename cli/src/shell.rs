@@ -213,6 +213,8 @@ pub enum StagArg {
     Value(u32),
     Last,
     Offer,
+    /// Every local region (`mr checksum all`).
+    All,
 }
 
 impl FromStr for StagArg {
@@ -223,6 +225,9 @@ impl FromStr for StagArg {
         }
         if s == "last" {
             return Ok(StagArg::Last);
+        }
+        if s == "all" {
+            return Ok(StagArg::All);
         }
         let v = match s.strip_prefix("0x") {
             Some(h) => u32::from_str_radix(h, 16),
@@ -287,6 +292,15 @@ pub enum RecvCmd {
         stag: StagArg,
         len: u32,
         count: Option<u32>,
+    },
+    /// recv auto QN STAG LEN COUNT: with --listen, every session we accept gets COUNT receive
+    /// buffers of LEN bytes on queue QN from the local region STAG, posted right behind the
+    /// Accept (in the same command ring, so before the peer can send).
+    Auto {
+        qn: u32,
+        stag: StagArg,
+        len: u32,
+        count: u32,
     },
 }
 
@@ -428,13 +442,14 @@ DDP endpoint (ddpdk --ip ADDR ...):
                                        Allocate and register a region; prints its STag.
   mr dereg STAG                        Deregister (every data core acknowledges).
   mr fill STAG BYTE                    Set every byte of a region.
-  mr checksum STAG [crc32c|sha256]     Digest of a region's bytes.
+  mr checksum STAG [crc32c|sha256]     Digest of a region's bytes ('all': every region).
   send tagged ID STREAM STAG TO SIZE [COUNT]
                                        Tagged writes (STAG 'offer': the peer's offer).
   send untagged ID STREAM QN SIZE [COUNT]
                                        Untagged messages to queue QN.
   recv post ID STREAM QN STAG LEN [COUNT]
                                        Post receive buffers from local region STAG.
+  recv auto QN STAG LEN COUNT          With --listen: buffers for every session accepted.
   show assoc | show session | show mr  Associations, sessions, regions.
   show fwd stats all                   Per-data-core and control-thread counters.
   wait closed [SECS]                   Wait until associations came and all closed.
@@ -477,7 +492,7 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
         ["mr", "reg", _] => vec!["remote-write", "remote-read", "local"],
         ["mr", "checksum", _] => vec!["crc32c", "sha256"],
         ["send"] => vec!["tagged", "untagged"],
-        ["recv"] => vec!["post"],
+        ["recv"] => vec!["post", "auto"],
         ["show", "fwd"] => vec!["stats"],
         ["show", "fwd", "stats"] => vec!["all"],
         ["start"] => vec!["tx_first"],
@@ -683,10 +698,31 @@ mod tests {
                 }
             }
         );
+        assert_eq!(
+            ok("recv auto 0 last 1000 8"),
+            Command::Recv {
+                what: RecvCmd::Auto {
+                    qn: 0,
+                    stag: StagArg::Last,
+                    len: 1000,
+                    count: 8
+                }
+            }
+        );
+        assert_eq!(
+            ok("mr checksum all"),
+            Command::Mr {
+                what: MrCmd::Checksum {
+                    stag: StagArg::All,
+                    digest: None
+                }
+            }
+        );
         for bad in [
             "mr checksum zz",
             "assoc open nowhere",
             "send tagged 1 1 0x1",
+            "recv auto 0 last 1000",
         ] {
             assert!(parse_line(bad).is_err(), "{bad}");
         }

@@ -725,10 +725,12 @@ fn two_processes_over_memif_move_tagged_writes() {
 
 /// Issue 6 item 5: the DDP shell, driven by `--cmdline-file` alone in two processes over
 /// `net_memif`. The server registers a region and offers it to sessions it accepts
-/// (`--listen`), waits for its client, then checksums the region; the client opens an
-/// association and a session, writes 1 MiB of tagged messages into the offered region, shows
-/// the association and the per-core counters, closes the session and the association. The
-/// server's `mr checksum` (CRC32c) equals the CRC32c of the bytes the client wrote.
+/// (`--listen`), and has receive buffers posted for each (`recv auto`); it waits for its
+/// client, then checksums its regions. The client opens an association and a session, writes
+/// 1 MiB of tagged messages into the offered region, sends eight untagged messages, shows the
+/// association and the per-core counters, closes the session and the association. The
+/// server's `mr checksum` (CRC32c) equals the CRC32c of the bytes the client wrote, and of the
+/// untagged bytes it sent.
 #[test]
 fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     let dir = std::env::temp_dir().join(format!("ddpdk-shell-{}", std::process::id()));
@@ -740,13 +742,15 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     };
     let server_cmds = script(
         "shell-server",
-        "mr reg 1048576 remote-write\nsession offer last\nshow mr\nwait closed 60\n\
-         mr checksum last\nmr checksum last sha256\nshow fwd stats all\nquit\n",
+        "mr reg 8000 local\nrecv auto 0 last 1000 8\n\
+         mr reg 1048576 remote-write\nsession offer last\nshow mr\nwait closed 60\n\
+         mr checksum all\nmr checksum last sha256\nshow fwd stats all\nquit\n",
     );
     let client_cmds = script(
         "shell-client",
         "assoc open 198.18.0.2\nsession open 1 1 hello\nshow session\n\
-         send tagged 1 1 offer 0 65536 16\nshow assoc\nshow fwd stats all\n\
+         send tagged 1 1 offer 0 65536 16\nsend untagged 1 1 0 1000 8\nshow assoc\n\
+         show fwd stats all\n\
          session close 1 1\nassoc close 1\nquit\n",
     );
     let server = ddpdk(
@@ -827,6 +831,17 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
         "the server's region is not what the client wrote ({written}):\n{server_text}"
     );
     assert!(server_text.contains(" sha256 "), "{server_text}");
+    // Untagged: eight messages into the eight buffers posted behind the Accept (`recv auto`),
+    // in MSN order, back to back: the server's 8000-byte region is what the client sent.
+    let sent = client_text
+        .split("crc32c of the bytes sent ")
+        .nth(1)
+        .and_then(|t| t.get(..10))
+        .unwrap_or_else(|| panic!("no untagged crc from the client:\n{client_text}"));
+    assert!(
+        server_text.contains(&format!("crc32c {sent} over 8000 bytes")),
+        "the server's receive buffers do not hold what the client sent ({sent}):\n{server_text}"
+    );
 }
 
 /// Removes the hugepage files an EAL with `prefix` left behind (a primary keeps them after it
