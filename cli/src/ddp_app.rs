@@ -70,11 +70,6 @@ struct ConnView {
     up: Option<(u16, usize)>,
     closed: Option<String>,
     sessions: BTreeMap<u16, SessionView>,
-    completed: u64,
-    failed: u64,
-    tagged_delivered: u64,
-    untagged_received: u64,
-    received_bytes: u64,
     errors: u64,
     refused: u64,
     /// The last operation the core refused, and why.
@@ -116,11 +111,6 @@ impl Shared {
             up: None,
             closed: None,
             sessions: BTreeMap::new(),
-            completed: 0,
-            failed: 0,
-            tagged_delivered: 0,
-            untagged_received: 0,
-            received_bytes: 0,
             errors: 0,
             refused: 0,
             last_refusal: None,
@@ -149,13 +139,8 @@ impl Shared {
             }
             RtEvent::Completion { conn, completion } => {
                 if let Some(v) = self.conns.get_mut(&conn) {
-                    let ok = completion.status == Status::Success;
-                    if ok {
-                        v.completed += 1;
-                    } else {
-                        v.failed += 1;
-                    }
-                    v.done.insert(completion.wr_id, ok);
+                    v.done
+                        .insert(completion.wr_id, completion.status == Status::Success);
                     if v.done.len() > DONE_KEPT {
                         v.done.pop_first();
                     }
@@ -210,12 +195,10 @@ impl Shared {
                 v.sessions.clear();
                 note(json, format_args!("Association {conn}: the peer restarted"));
             }
-            Indication::TaggedDelivered { .. } => v.tagged_delivered += 1,
-            Indication::Received { len, .. } => {
-                v.untagged_received += 1;
-                v.received_bytes += u64::from(len);
-            }
-            Indication::RecvFlushed { .. } => {}
+            // Counted by the core (`show assoc`); the shell has nothing to wait for on them.
+            Indication::TaggedDelivered { .. }
+            | Indication::Received { .. }
+            | Indication::RecvFlushed { .. } => {}
             Indication::Error { stream, error, .. } => {
                 v.errors += 1;
                 note(

@@ -426,7 +426,7 @@ impl Loopback {
         let mut wr = 0u64;
         for &size in &TAGGED_SIZES {
             let n = (budget / size).clamp(1, 4096);
-            rows.push(self.tagged(size, n, treg.stag, tr, &mut wr, cc, sc, signalled)?);
+            rows.push(self.tagged(size, n, treg.stag, tr, &mut wr, cc, signalled)?);
         }
         for &size in &UNTAGGED_SIZES {
             let n = (budget / size).clamp(1, 4096);
@@ -584,6 +584,29 @@ impl Loopback {
             .map_err(|_| "region table full".to_string())
     }
 
+    /// Posts the client's next message (work request `wr` + 1) of `size` bytes on the stream;
+    /// returns the CRC32c its bytes must have once placed.
+    fn post_send(
+        &mut self,
+        cc: ConnHandle,
+        wr: &mut u64,
+        kind: SendKind,
+        size: usize,
+    ) -> Result<u32, String> {
+        *wr += 1;
+        let data = pattern(*wr, size);
+        let crc = crc32c(&data);
+        let req = SendRequest {
+            wr_id: *wr,
+            stream: STREAM,
+            kind,
+            data,
+            signaled: true,
+        };
+        Self::submit(&mut self.client, self.clock, cc, Op::PostSend(req))?;
+        Ok(crc)
+    }
+
     /// `n` tagged writes of `size` bytes, WINDOW in flight, each to its own slot of the
     /// region; every message's bytes are checked once it is delivered.
     #[allow(clippy::too_many_arguments)]
@@ -595,10 +618,8 @@ impl Loopback {
         region: RegionId,
         wr: &mut u64,
         cc: ConnHandle,
-        sc: ConnHandle,
         signalled: &AtomicBool,
     ) -> Result<Row, String> {
-        let _ = sc;
         let mut latency = hist()?;
         let t0 = Wall::now();
         let mut sent = 0usize;
@@ -606,26 +627,13 @@ impl Loopback {
         let mut done = 0usize;
         while done < n {
             while sent < n && inflight.len() < WINDOW {
-                *wr += 1;
                 let slot = sent % WINDOW;
-                let data = pattern(*wr, size);
-                let crc = crc32c(&data);
-                Self::submit(
-                    &mut self.client,
-                    self.clock,
-                    cc,
-                    Op::PostSend(SendRequest {
-                        wr_id: *wr,
-                        stream: STREAM,
-                        kind: SendKind::Tagged {
-                            stag,
-                            to: (slot * size) as u64,
-                            rsvd_ulp: 0,
-                        },
-                        data,
-                        signaled: true,
-                    }),
-                )?;
+                let kind = SendKind::Tagged {
+                    stag,
+                    to: (slot * size) as u64,
+                    rsvd_ulp: 0,
+                };
+                let crc = self.post_send(cc, wr, kind, size)?;
                 inflight.push((*wr, Wall::now(), slot, crc));
                 sent += 1;
             }
@@ -732,25 +740,12 @@ impl Loopback {
             }
             credit += self.server.posted();
             while sent < credit && inflight.len() < WINDOW {
-                *wr += 1;
                 let slot = sent % slots;
-                let data = pattern(*wr, size);
-                let crc = crc32c(&data);
-                Self::submit(
-                    &mut self.client,
-                    self.clock,
-                    cc,
-                    Op::PostSend(SendRequest {
-                        wr_id: *wr,
-                        stream: STREAM,
-                        kind: SendKind::Untagged {
-                            qn: 0,
-                            rsvd_ulp: [0; 5],
-                        },
-                        data,
-                        signaled: true,
-                    }),
-                )?;
+                let kind = SendKind::Untagged {
+                    qn: 0,
+                    rsvd_ulp: [0; 5],
+                };
+                let crc = self.post_send(cc, wr, kind, size)?;
                 inflight.push((*wr, Wall::now(), slot, crc));
                 sent += 1;
             }

@@ -328,6 +328,15 @@ impl Connection {
         c
     }
 
+    /// The peer's address as packets carry it (the association keeps IPv4 as v4-mapped IPv6).
+    pub fn peer_ip(&self) -> IpAddr {
+        let v6 = std::net::Ipv6Addr::from(self.assoc.peer_addr());
+        match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        }
+    }
+
     pub fn association(&self) -> &Association {
         &self.assoc
     }

@@ -127,13 +127,12 @@ impl<P: Port> Engine<P> {
     }
 
     fn path_mtu(&self, peer: IpAddr) -> usize {
-        self.link_mtu
-            - (Interface::header_len(peer) - ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN)
+        self.link_mtu - Interface::ip_header_len(peer)
     }
 
     /// Takes a connection into a free slot, reclaiming closed ones when the engine is full.
     fn adopt(&mut self, mut c: Connection) -> Option<ConnId> {
-        c.set_path_mtu(self.path_mtu(peer_ip(&c)));
+        c.set_path_mtu(self.path_mtu(c.peer_ip()));
         let slot = match self.conns.iter().position(Option::is_none) {
             Some(k) => k,
             None if self.conns.len() < MAX_CONNECTIONS => {
@@ -221,7 +220,7 @@ impl<P: Port> Engine<P> {
             }
         }
         for i in 0..self.conns.len() {
-            let Some(peer) = self.conns[i].as_ref().map(peer_ip) else {
+            let Some(peer) = self.conns[i].as_ref().map(Connection::peer_ip) else {
                 continue;
             };
             let h = Interface::header_len(peer);
@@ -247,7 +246,7 @@ impl<P: Port> Engine<P> {
                 let peer_port = f.sctp.get(..2).map(|p| u16::from_be_bytes([p[0], p[1]]));
                 let owner = self.conns.iter_mut().flatten().find(|c| {
                     !c.association().is_closed()
-                        && peer_ip(c) == peer
+                        && c.peer_ip() == peer
                         && Some(c.association().peer_port()) == peer_port
                 });
                 if let Some(c) = owner {
@@ -294,14 +293,5 @@ impl<P: Port> std::fmt::Debug for Engine<P> {
             .field("connections", &self.conns.len())
             .field("stats", &self.stats)
             .finish()
-    }
-}
-
-/// The peer's address as the association keeps it (IPv4 as v4-mapped IPv6).
-fn peer_ip(c: &Connection) -> IpAddr {
-    let v6 = std::net::Ipv6Addr::from(c.association().peer_addr());
-    match v6.to_ipv4_mapped() {
-        Some(v4) => IpAddr::V4(v4),
-        None => IpAddr::V6(v6),
     }
 }

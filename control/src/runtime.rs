@@ -521,7 +521,7 @@ impl Default for Clock {
 
 /// The path MTU of an association to `peer` on a link of `link_mtu`.
 fn path_mtu(link_mtu: usize, peer: IpAddr) -> usize {
-    link_mtu - (Interface::header_len(peer) - ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN)
+    link_mtu - Interface::ip_header_len(peer)
 }
 
 impl<P: Port> DataCore<P> {
@@ -644,7 +644,7 @@ impl<P: Port> DataCore<P> {
         mut c: Connection,
         peer_mac: Option<[u8; 6]>,
     ) {
-        let peer = peer_ip(&c);
+        let peer = c.peer_ip();
         c.set_tx_checksum_offload(self.offload.tx);
         let slot = match self.slots.iter().position(Option::is_none) {
             Some(k) => Some(k),
@@ -923,15 +923,6 @@ impl<P: Port> DataCore<P> {
                 .collect(),
             stags: self.stags.table().len(),
         }
-    }
-}
-
-/// The peer's address as the association keeps it (IPv4 as v4-mapped IPv6).
-fn peer_ip(c: &Connection) -> IpAddr {
-    let v6 = std::net::Ipv6Addr::from(c.association().peer_addr());
-    match v6.to_ipv4_mapped() {
-        Some(v4) => IpAddr::V4(v4),
-        None => IpAddr::V6(v6),
     }
 }
 

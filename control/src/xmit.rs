@@ -72,19 +72,19 @@ impl<P: Port> Tx<P> {
         device_checksum: bool,
     ) {
         let mut frame = std::mem::take(&mut self.frame);
-        match iface.frame_sctp(now, peer, len, &mut frame) {
-            Ok(n) => {
-                let l3 =
-                    Interface::header_len(peer) - ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN;
+        match iface.frame_sctp_reachable(now, peer, len, &mut frame) {
+            Ok((n, stale)) => {
                 let offload = device_checksum.then_some((
                     ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN,
-                    l3,
+                    Interface::ip_header_len(peer),
                     peer.is_ipv6(),
                 ));
                 self.send_bytes(&frame[..n], offload);
-                let probe = iface.probe_if_stale(now, peer, &mut frame);
-                if probe > 0 {
-                    self.send_raw(&frame[..probe]);
+                if stale {
+                    let probe = iface.probe(now, peer, &mut frame);
+                    if probe > 0 {
+                        self.send_raw(&frame[..probe]);
+                    }
                 }
             }
             Err(u) => {

@@ -537,11 +537,16 @@ impl Interface {
 
     /// Bytes of Ethernet and IP header in front of an SCTP packet to `dst`.
     pub fn header_len(dst: IpAddr) -> usize {
-        ETHERNET_HEADER_LEN
-            + match dst {
-                IpAddr::V4(_) => IPV4_HEADER_LEN,
-                IpAddr::V6(_) => IPV6_HEADER_LEN,
-            }
+        ETHERNET_HEADER_LEN + Interface::ip_header_len(dst)
+    }
+
+    /// Bytes of IP header in front of an SCTP packet to `dst` (a path MTU is the link MTU less
+    /// these).
+    pub fn ip_header_len(dst: IpAddr) -> usize {
+        match dst {
+            IpAddr::V4(_) => IPV4_HEADER_LEN,
+            IpAddr::V6(_) => IPV6_HEADER_LEN,
+        }
     }
 
     /// Frames the SCTP packet of `sctp_len` bytes the caller placed at
@@ -574,27 +579,56 @@ impl Interface {
     /// peer's NIC changed, or a damaged answer taught a wrong address) is re-learnt by the answer
     /// instead of black-holing the association (RFC 4861 §7.3 keeps reachability the same way).
     pub fn probe_if_stale(&mut self, now: Instant, dst: IpAddr, out: &mut [u8]) -> usize {
-        let Some(n) = self.neighbours[..self.used]
-            .iter_mut()
-            .find(|n| n.ip == dst)
-        else {
-            return 0;
+        match self.slot(dst) {
+            Some(k) if self.stale(k, now) => self.probe(now, dst, out),
+            _ => 0,
+        }
+    }
+
+    /// As [`Interface::frame_sctp`] followed by [`Interface::probe_if_stale`], with one
+    /// neighbour lookup (the per-packet path): the frame's length, and whether `dst` is stale
+    /// (then send [`Interface::probe`] after the frame).
+    pub fn frame_sctp_reachable(
+        &mut self,
+        now: Instant,
+        dst: IpAddr,
+        sctp_len: usize,
+        out: &mut [u8],
+    ) -> Result<(usize, bool), Unresolved> {
+        let Some(k) = self.slot(dst) else {
+            return Err(Unresolved {
+                solicitation: self.solicit_limited(now, dst, out),
+            });
         };
+        let (mac, stale) = (self.neighbours[k].mac, self.stale(k, now));
+        Ok((self.frame_sctp_to(mac, dst, sctp_len, out), stale))
+    }
+
+    /// A solicitation for a stale neighbour (its length in `out`; 0 when one went out less than
+    /// a second ago), counted.
+    pub fn probe(&mut self, now: Instant, dst: IpAddr, out: &mut [u8]) -> usize {
+        self.stats.stale_probes += 1;
+        self.solicit_limited(now, dst, out)
+    }
+
+    fn slot(&self, ip: IpAddr) -> Option<usize> {
+        self.neighbours[..self.used].iter().position(|n| n.ip == ip)
+    }
+
+    /// Whether neighbour `k`, sent to at `now`, went unconfirmed for [`REACHABLE_TIME`]; a fresh
+    /// confirmation is dated here.
+    fn stale(&mut self, k: usize, now: Instant) -> bool {
+        let n = &mut self.neighbours[k];
         if n.fixed {
-            return 0;
+            return false;
         }
         if n.fresh || n.confirmed.is_none() {
             n.fresh = false;
             n.confirmed = Some(now);
-            return 0;
+            return false;
         }
-        match n.confirmed {
-            Some(t) if now.saturating_since(t) >= REACHABLE_TIME => {
-                self.stats.stale_probes += 1;
-                self.solicit_limited(now, dst, out)
-            }
-            _ => 0,
-        }
+        n.confirmed
+            .is_some_and(|t| now.saturating_since(t) >= REACHABLE_TIME)
     }
 
     /// As [`Interface::frame_sctp`], to link address `mac` without consulting the neighbour
