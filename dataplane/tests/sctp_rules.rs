@@ -1120,3 +1120,98 @@ fn memory_is_bounded_and_fixed() {
     assert_eq!(p.got_s.len(), 1000);
     assert_eq!(p.c.memory(), before);
 }
+
+/// Zero-copy transmit (RFC 5043 §9 still holds: one message, one whole DATA chunk): a message
+/// whose tail lives outside the association goes out as a packet with a hole where the tail
+/// belongs. The chunk length counts the tail (RFC 9260 §3.3.1), the padding after it is zero
+/// (§3.2), nothing is written into the hole, and the CRC32c is left to whoever fills it. A
+/// retransmission (§6.3.3) leaves the same hole again, and at most MAX_HOLES spans go in one
+/// packet.
+#[test]
+fn external_tails_leave_holes_the_sender_fills_9260_3_3_1() {
+    use ddpdk_dataplane::sctp::{ExtRef, MAX_HOLES};
+    let mut p = Pair::new();
+    // The "registered memory" the tails are read from.
+    let memory: Vec<u8> = (0..64 * 1024u32).map(|i| (i * 7 + 3) as u8).collect();
+    let n_msgs = MAX_HOLES + 2;
+    let mut expect = Vec::new();
+    for i in 0..n_msgs {
+        let head = [i as u8; 6];
+        // Odd lengths, so every chunk needs padding after its tail.
+        let ext = ExtRef {
+            key: 9,
+            offset: (i * 1000) as u64,
+            len: 101 + 2 * i as u32,
+        };
+        p.c.send_ext(0, 16, &head, Some(ext)).unwrap();
+        let mut m = head.to_vec();
+        m.extend_from_slice(&memory[ext.offset as usize..][..ext.len as usize]);
+        expect.push(m);
+    }
+    let fill = |buf: &mut [u8], holes: &[ddpdk_dataplane::sctp::Hole]| {
+        for h in holes {
+            assert_eq!(h.ext.key, 9);
+            let src = &memory[h.ext.offset as usize..][..h.ext.len as usize];
+            buf[h.at..h.at + src.len()].copy_from_slice(src);
+        }
+        crc32c::fill(buf);
+    };
+    let mut sent = Vec::new();
+    let mut buf = vec![0xEEu8; 65536];
+    while let Some(n) = p.c.poll_transmit(t(10), &mut buf) {
+        let holes = p.c.holes().to_vec();
+        assert!(!holes.is_empty() && holes.len() <= MAX_HOLES, "{holes:?}");
+        assert_eq!(&buf[8..12], &[0; 4], "CRC32c left for the filler");
+        for h in &holes {
+            assert!(
+                buf[h.at..h.at + h.ext.len as usize]
+                    .iter()
+                    .all(|&b| b == 0xEE),
+                "nothing written into the hole"
+            );
+            // Chunks start 4-aligned in the packet, so the padding runs to the next multiple.
+            let end = h.at + h.ext.len as usize;
+            let pad = &buf[end..end.next_multiple_of(4)];
+            assert!(!pad.is_empty() || end.is_multiple_of(4));
+            assert!(pad.iter().all(|&b| b == 0), "padding zeroed");
+        }
+        fill(&mut buf[..n], &holes);
+        for c in chunks(&buf[..n]) {
+            let ChunkRepr::Data(d) = c else { continue };
+            assert!(
+                d.beginning && d.ending && d.unordered,
+                "one whole unordered chunk"
+            );
+        }
+        sent.push((buf[..n].to_vec(), holes.len()));
+        buf.fill(0xEE);
+    }
+    assert_eq!(
+        sent.iter().map(|s| s.1).collect::<Vec<_>>(),
+        vec![MAX_HOLES, n_msgs - MAX_HOLES],
+        "at most MAX_HOLES tails per packet"
+    );
+    // The first packet is lost; the second arrives.
+    let _ = p.s.handle(t(10), &sent[1].0, &mut |m: Message<'_>| {
+        p.got_s.push((m.stream, m.ppid, m.data.to_vec()))
+    });
+    // T3-rtx: the lost messages go again, with their holes, and are filled the same way.
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    let n = p.c.poll_transmit(at, &mut buf).unwrap();
+    let holes = p.c.holes().to_vec();
+    assert_eq!(
+        holes.len(),
+        MAX_HOLES,
+        "the retransmission misses the same tails"
+    );
+    fill(&mut buf[..n], &holes);
+    let _ = p.s.handle(at, &buf[..n], &mut |m: Message<'_>| {
+        p.got_s.push((m.stream, m.ppid, m.data.to_vec()))
+    });
+    let mut got: Vec<Vec<u8>> = p.got_s.iter().map(|g| g.2.clone()).collect();
+    got.sort();
+    expect.sort();
+    assert_eq!(got, expect, "every message arrived whole, tail included");
+    assert_eq!(p.c.stats().t3_retransmits, MAX_HOLES as u64);
+}

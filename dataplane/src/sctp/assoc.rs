@@ -27,7 +27,7 @@ use super::config::{self, Config};
 use super::cookie::{Cookie, CookieKey, Prf};
 use super::endpoint;
 use super::rto::Rto;
-use super::send_queue::SendQueue;
+use super::send_queue::{ExtRef, Hole, SendQueue};
 use super::serial;
 use super::time::Instant;
 use super::tsn_map::{Insert, TsnMap};
@@ -322,6 +322,38 @@ pub struct Association {
     events: VecDeque<Event>,
     closed_reported: bool,
     stats: Stats,
+    /// Where the packet `poll_transmit` built last misses external bytes.
+    holes: [Hole; MAX_HOLES],
+    n_holes: usize,
+}
+
+/// External spans ([`ExtRef`]) one packet may miss: bounds the buffer chain a zero-copy
+/// transmit builds (one segment per span, one per header run between them).
+pub const MAX_HOLES: usize = 4;
+
+/// Adds one DATA chunk to `b`, leaving a hole for its external tail (recorded in `holes`);
+/// false when it does not fit, or the packet has all the holes it may have.
+fn push_chunk(
+    b: &mut PacketBuilder<'_>,
+    d: &DataRepr<'_>,
+    ext: Option<ExtRef>,
+    holes: &mut [Hole; MAX_HOLES],
+    n_holes: &mut usize,
+) -> bool {
+    let Some(ext) = ext else {
+        return b.push(&ChunkRepr::Data(*d)).is_ok();
+    };
+    if *n_holes == MAX_HOLES {
+        return false;
+    }
+    match b.push_data_with_tail(d, ext.len as usize) {
+        Ok(at) => {
+            holes[*n_holes] = Hole { at, ext };
+            *n_holes += 1;
+            true
+        }
+        Err(_) => false,
+    }
 }
 
 /// Book size of a message in the flight and the peer's window: the padded DATA chunk.
@@ -398,6 +430,15 @@ impl Association {
             timers: [None; TIMERS],
             events: VecDeque::with_capacity(8),
             closed_reported: false,
+            holes: [Hole {
+                at: 0,
+                ext: ExtRef {
+                    key: 0,
+                    offset: 0,
+                    len: 0,
+                },
+            }; MAX_HOLES],
+            n_holes: 0,
             stats: Stats::default(),
         }
     }
@@ -489,6 +530,11 @@ impl Association {
         self.tx_checksum_offload = on;
     }
 
+    /// Whether the device fills the CRC32c of what this association sends.
+    pub fn tx_checksum_offload(&self) -> bool {
+        self.tx_checksum_offload
+    }
+
     pub fn local_port(&self) -> u16 {
         self.local_port
     }
@@ -556,11 +602,32 @@ impl Association {
     /// Returns the message's number: messages are numbered from 0 in the order queued, and
     /// [`Association::settled_before`] tells which are no longer in SCTP's hands.
     pub fn send(&mut self, stream: u16, ppid: u32, data: &[u8]) -> Result<u64, SendError> {
-        self.check_send(stream, data.len())?;
+        self.send_ext(stream, ppid, data, None)
+    }
+
+    /// As [`Association::send`], for the message `head` followed by the bytes `ext` names,
+    /// which the association does not copy: every packet carrying the message leaves a
+    /// [`Hole`] for them ([`Association::holes`]). The caller keeps those bytes unchanged until
+    /// the message is settled ([`Association::settled_before`]).
+    pub fn send_ext(
+        &mut self,
+        stream: u16,
+        ppid: u32,
+        head: &[u8],
+        ext: Option<ExtRef>,
+    ) -> Result<u64, SendError> {
+        self.check_send(stream, head.len() + ext.map_or(0, |e| e.len as usize))?;
         if self.sq.outstanding() == 0 {
             self.burst_budget = self.cfg.max_burst;
         }
-        Ok(self.sq.push(stream, ppid, data))
+        Ok(self.sq.push_ext(stream, ppid, head, ext))
+    }
+
+    /// The external spans the last packet [`Association::poll_transmit`] built is missing, in
+    /// packet order. While there are any, its CRC32c field is zero: whoever fills the holes (or
+    /// gathers them into a buffer chain) computes the checksum, or has the device do it.
+    pub fn holes(&self) -> &[Hole] {
+        &self.holes[..self.n_holes]
     }
 
     /// Whether [`Association::send`] would take a message of `len` bytes on `stream` now: the
@@ -1646,8 +1713,9 @@ impl Association {
     /// Writes the next packet to send into `buf` and returns its length (CRC32c filled), or
     /// `None` when there is nothing to send now. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.n_holes = 0;
         let len = self.build(now, buf)?;
-        if self.tx_checksum_offload {
+        if self.tx_checksum_offload || self.n_holes > 0 {
             // RFC 9260 App. A: the checksum field is zero while the device computes it.
             buf[8..12].fill(0);
         } else {
@@ -1976,7 +2044,7 @@ impl Association {
                 ppid: s.ppid,
                 user_data: self.sq.payload(seq),
             };
-            if b.push(&ChunkRepr::Data(d)).is_err() {
+            if !push_chunk(b, &d, s.ext, &mut self.holes, &mut self.n_holes) {
                 break;
             }
             self.sq.set_rtx(seq, false);
@@ -2027,7 +2095,7 @@ impl Association {
                 ppid: s.ppid,
                 user_data: self.sq.payload(seq),
             };
-            if b.push(&ChunkRepr::Data(d)).is_err() {
+            if !push_chunk(b, &d, s.ext, &mut self.holes, &mut self.n_holes) {
                 break;
             }
             let tsn = self.next_tsn;

@@ -27,10 +27,11 @@ mod tsn_map;
 
 pub use assoc::{
     Association, CloseReason, Deliver, Discard, Event, Message, SendError, State, Stats,
-    ADAPTATION_REASON,
+    ADAPTATION_REASON, MAX_HOLES,
 };
 pub use config::{max_message, Config, MIN_PATH_MTU};
 pub use cookie::{Cookie, CookieError, CookieKey, COOKIE_LEN};
 pub use endpoint::{addr_bytes, Endpoint, EndpointStats, Ignored, Outcome};
+pub use send_queue::{ExtRef, Hole};
 pub use time::Instant;
 pub use tsn_map::{Insert, TsnMap, MAX_DUP_TSNS};

@@ -30,6 +30,28 @@ pub struct Slot {
     pub fast_rtx_done: bool,
     /// Miss indications (§7.2.4).
     pub misses: u32,
+    /// The message's tail, outside the ring (zero-copy transmit): `len` counts it, the ring
+    /// holds only the `len - ext.len` bytes before it.
+    pub ext: Option<ExtRef>,
+}
+
+/// Message bytes an association does not copy: a span of memory the caller names (a region of
+/// registered memory, say) and keeps unchanged until the message is acknowledged. The
+/// association never reads it; a built packet leaves a [`Hole`] where it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtRef {
+    /// The caller's name for the memory (a region id).
+    pub key: u32,
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// Where a built packet is missing an [`ExtRef`]'s bytes: `ext.len` bytes at `at` (counted from
+/// the start of the SCTP packet). Nothing was written there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hole {
+    pub at: usize,
+    pub ext: ExtRef,
 }
 
 #[derive(Debug)]
@@ -98,14 +120,16 @@ impl SendQueue {
 
     /// Copies a message in; the caller has checked it fits a slot and the ring is not full.
     /// Returns its sequence number.
-    pub fn push(&mut self, stream: u16, ppid: u32, msg: &[u8]) -> u64 {
+    /// `head` is held here, the bytes `ext` names (if any) follow it outside the ring.
+    pub fn push_ext(&mut self, stream: u16, ppid: u32, head: &[u8], ext: Option<ExtRef>) -> u64 {
         let i = self.idx(self.tail);
         let off = i * self.slot_size;
-        self.data[off..off + msg.len()].copy_from_slice(msg);
+        self.data[off..off + head.len()].copy_from_slice(head);
         self.slots[i] = Slot {
             stream,
             ppid,
-            len: msg.len(),
+            len: head.len() + ext.map_or(0, |e| e.len as usize),
+            ext,
             ..Slot::default()
         };
         self.tail += 1;
@@ -169,10 +193,14 @@ impl SendQueue {
         &mut self.slots[i]
     }
 
+    /// The bytes of message `seq` held in the ring: all of it, or the part before its
+    /// [`ExtRef`].
     pub fn payload(&self, seq: u64) -> &[u8] {
         let i = self.idx(seq);
         let off = i * self.slot_size;
-        &self.data[off..off + self.slots[i].len]
+        let slot = &self.slots[i];
+        let held = slot.len - slot.ext.map_or(0, |e| e.len as usize);
+        &self.data[off..off + held]
     }
 
     /// Sequence number of the first message the last [`SendQueue::clear`] dropped: those

@@ -228,6 +228,24 @@ impl<'a> DataRepr<'a> {
         d.set_ppid(self.ppid);
         d.user_data_mut().copy_from_slice(self.user_data);
     }
+
+    /// As [`DataRepr::emit`] for a chunk whose user data is `user_data` followed by `tail`
+    /// bytes written by someone else (zero-copy transmit): the chunk length counts them, the
+    /// padding after them is zeroed, and `buf[DATA_HEADER_LEN + user_data.len()..][..tail]` is
+    /// left as it was. `buf` holds `padded(chunk_len() + tail)` bytes.
+    ///
+    /// # Panics
+    /// As [`DataRepr::emit`].
+    pub fn emit_with_tail(&self, buf: &mut [u8], tail: usize) {
+        let len = self.chunk_len() + tail;
+        emit_header(buf, ChunkType::Data, self.flags(), len - CHUNK_HEADER_LEN);
+        let mut d = DataChunk::new_unchecked(buf);
+        d.set_tsn(self.tsn);
+        d.set_stream_id(self.stream_id);
+        d.set_ssn(self.ssn);
+        d.set_ppid(self.ppid);
+        d.user_data_mut()[..self.user_data.len()].copy_from_slice(self.user_data);
+    }
 }
 
 #[cfg(test)]

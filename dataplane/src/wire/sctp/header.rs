@@ -3,8 +3,9 @@
 use core::iter::FusedIterator;
 
 use super::chunk::{Chunk, ChunkRepr};
+use super::data::DataRepr;
 use super::{
-    read_u16, read_u32, split_tlv, write_u16, write_u32, Error, Result, CHUNK_HEADER_LEN,
+    padded, read_u16, read_u32, split_tlv, write_u16, write_u32, Error, Result, CHUNK_HEADER_LEN,
     HEADER_LEN,
 };
 
@@ -260,6 +261,22 @@ impl<'b> PacketBuilder<'b> {
         chunk.emit(room);
         self.len = end;
         Ok(())
+    }
+
+    /// Appends a DATA chunk whose user data ends with `tail` bytes this builder does not
+    /// write ([`DataRepr::emit_with_tail`]); returns where they go in the packet. Errors as for
+    /// [`PacketBuilder::push`].
+    pub fn push_data_with_tail(&mut self, chunk: &DataRepr<'_>, tail: usize) -> Result<usize> {
+        let len = chunk.chunk_len() + tail;
+        if len > usize::from(u16::MAX) {
+            return Err(Error::BadLength);
+        }
+        let end = self.len.checked_add(padded(len)).ok_or(Error::Truncated)?;
+        let room = self.buf.get_mut(self.len..end).ok_or(Error::Truncated)?;
+        chunk.emit_with_tail(room, tail);
+        let at = self.len + chunk.chunk_len();
+        self.len = end;
+        Ok(at)
     }
 
     /// Bytes written so far, header included.
