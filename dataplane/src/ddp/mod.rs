@@ -15,4 +15,4 @@ pub mod tx;
 
 pub use delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
 pub use rx::{HeaderCopy, Indication, Regions, RxError, RxStats, StreamRx};
-pub use tx::{emit_segment, mulpdu, StreamTx, Target, TxError};
+pub use tx::{emit_segment, emit_segment_header, mulpdu, StreamTx, Target, TxError};

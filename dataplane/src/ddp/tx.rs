@@ -120,6 +120,32 @@ pub fn emit_segment(
     ddp_ssn: u16,
     buf: &mut [u8],
 ) -> Result<usize, TxError> {
+    let start = span.offset as usize;
+    let payload = message
+        .get(start..start + span.len as usize)
+        .ok_or(TxError::TooLong)?;
+    emit(target, payload, span, ddp_ssn, buf)
+}
+
+/// As [`emit_segment`] without the ULP payload: the DDP-SSN and DDP header only, for a
+/// segment whose `span.len` payload bytes follow from elsewhere (zero-copy transmit from a
+/// registered region). DDP headers carry no length (RFC 5041 §4), so the header is the same.
+pub fn emit_segment_header(
+    target: Target,
+    span: SegmentSpan,
+    ddp_ssn: u16,
+    buf: &mut [u8],
+) -> Result<usize, TxError> {
+    emit(target, &[], span, ddp_ssn, buf)
+}
+
+fn emit(
+    target: Target,
+    payload: &[u8],
+    span: SegmentSpan,
+    ddp_ssn: u16,
+    buf: &mut [u8],
+) -> Result<usize, TxError> {
     let header = match target {
         Target::Tagged { stag, to, rsvd_ulp } => Header::Tagged(TaggedHeader {
             rsvd_ulp,
@@ -133,10 +159,6 @@ pub fn emit_segment(
             mo: span.offset,
         }),
     };
-    let start = span.offset as usize;
-    let payload = message
-        .get(start..start + span.len as usize)
-        .ok_or(TxError::TooLong)?;
     let repr = SegmentRepr {
         ddp_ssn,
         last: span.last,

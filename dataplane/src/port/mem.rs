@@ -5,9 +5,10 @@
 //! surplus is not taken by `tx_burst` and stays with the caller.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::region::Region;
 use super::{ChecksumOffload, LinkStatus, PacketBuf, Port, PortStats};
 
 /// A heap-allocated packet buffer, with the offload requests and verdicts a device's
@@ -19,6 +20,9 @@ pub struct HeapBuf {
     pub sctp_checksum_at: Option<usize>,
     /// What the receiving device found of the L4 checksum (with RX offload on).
     pub l4_verdict: Option<bool>,
+    /// Buffers chained into this one ([`PacketBuf::chain`]); their bytes are appended, as
+    /// the device would send them.
+    pub chained: usize,
 }
 
 impl HeapBuf {
@@ -49,6 +53,11 @@ impl PacketBuf for HeapBuf {
     fn l4_checksum_verdict(&self) -> Option<bool> {
         self.l4_verdict
     }
+    fn chain(&mut self, next: HeapBuf) -> Result<(), HeapBuf> {
+        self.bytes.extend_from_slice(&next.bytes);
+        self.chained += 1 + next.chained;
+        Ok(())
+    }
 }
 
 type Queue = Mutex<VecDeque<HeapBuf>>;
@@ -61,6 +70,8 @@ struct Counters {
     tx_bytes: AtomicU64,
     /// SCTP CRC32cs the emulated device filled on transmit.
     crc_filled: AtomicU64,
+    /// Region spans handed out by `attach_region`.
+    attached: AtomicU64,
 }
 
 /// One end of an in-memory wire.
@@ -77,6 +88,8 @@ pub struct MemPort {
     /// this one sends, as the receiving device would).
     offload: ChecksumOffload,
     peer_offload: ChecksumOffload,
+    /// Whether `attach_region` emulates a device that sends region memory in a chain.
+    zero_copy: AtomicBool,
 }
 
 /// Two ports wired back to back with `queues` queue pairs, each direction of each queue holding
@@ -105,6 +118,7 @@ pub fn pair_with_offload(
         counters: Counters::default(),
         offload,
         peer_offload: offload,
+        zero_copy: AtomicBool::new(true),
     };
     (port(0, &b_to_a, &a_to_b), port(1, &a_to_b, &b_to_a))
 }
@@ -113,6 +127,16 @@ impl MemPort {
     /// SCTP CRC32cs this port's emulated device filled on transmit.
     pub fn crc_filled(&self) -> u64 {
         self.counters.crc_filled.load(Relaxed)
+    }
+
+    /// Region spans [`Port::attach_region`] handed out.
+    pub fn attached(&self) -> u64 {
+        self.counters.attached.load(Relaxed)
+    }
+
+    /// Whether [`Port::attach_region`] works (on by default), to test both transmit paths.
+    pub fn set_zero_copy(&self, on: bool) {
+        self.zero_copy.store(on, Relaxed);
     }
 
     fn queue<'a>(qs: &'a [Queue], q: u16) -> std::sync::MutexGuard<'a, VecDeque<HeapBuf>> {
@@ -193,6 +217,18 @@ impl Port for MemPort {
     fn alloc_bulk(&self, out: &mut Vec<HeapBuf>, n: usize, len: usize) -> bool {
         out.extend((0..n).map(|_| HeapBuf::new(vec![0; len])));
         true
+    }
+
+    /// The emulated device reads the region when the buffer is made rather than when it is
+    /// sent; to the sender the contract is the same (the bytes stay put until acknowledged).
+    fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<HeapBuf> {
+        if !self.zero_copy.load(Relaxed) {
+            return None;
+        }
+        let mut bytes = vec![0; len];
+        region.read(offset, &mut bytes).ok()?;
+        self.counters.attached.fetch_add(1, Relaxed);
+        Some(HeapBuf::new(bytes))
     }
 
     fn link(&self) -> LinkStatus {

@@ -19,13 +19,16 @@ pub mod region;
 
 use serde::Serialize;
 
-/// A single-segment packet buffer owned by the caller.
+use region::Region;
+
+/// A packet buffer owned by the caller: one segment, or the head of a chain built for a
+/// zero-copy transmit ([`PacketBuf::chain`], [`Port::attach_region`]).
 pub trait PacketBuf: Send {
-    /// The packet bytes.
+    /// The packet bytes (of the first segment, for a chain: see [`PacketBuf::gather_into`]).
     fn data(&self) -> &[u8];
-    /// The packet bytes, writable.
+    /// The packet bytes, writable (of the first segment, for a chain).
     fn data_mut(&mut self) -> &mut [u8];
-    /// Packet length in bytes.
+    /// Packet length in bytes (of the first segment, for a chain).
     fn len(&self) -> usize {
         self.data().len()
     }
@@ -41,6 +44,20 @@ pub trait PacketBuf: Send {
     /// `Some(false)` bad, `None` not checked (then software checks it).
     fn l4_checksum_verdict(&self) -> Option<bool> {
         None
+    }
+    /// Appends `next` (and any chain behind it) to this frame, so the device sends both as one
+    /// frame; hands `next` back when this buffer type cannot chain or the chain is full.
+    fn chain(&mut self, next: Self) -> Result<(), Self>
+    where
+        Self: Sized,
+    {
+        Err(next)
+    }
+    /// For a frame in several segments (a received chain), its bytes gathered into `out`
+    /// (cleared first) and true; false, with `out` untouched, when [`PacketBuf::data`] is the
+    /// whole frame.
+    fn gather_into(&self, _out: &mut Vec<u8>) -> bool {
+        false
     }
 }
 
@@ -131,6 +148,14 @@ pub trait Port: Send + Sync {
     /// Appends `n` fresh buffers of `len` data bytes each to `out`, or none at all (returns false)
     /// when the pool cannot supply `n`.
     fn alloc_bulk(&self, out: &mut Vec<Self::Buf>, n: usize, len: usize) -> bool;
+
+    /// A buffer whose data is `len` bytes of `region` from `offset`, referenced and not copied
+    /// (zero-copy transmit), to be chained behind a header buffer. `None` when the device
+    /// cannot send chains or the region is not memory it can read (the caller then copies).
+    /// The region must stay unchanged until the frame is sent, and outlives the buffer.
+    fn attach_region(&self, _region: &Region, _offset: u64, _len: usize) -> Option<Self::Buf> {
+        None
+    }
 
     /// Frees every buffer of `bufs`, leaving it empty. Devices with a bulk free override it.
     fn free_bulk(&self, bufs: &mut Vec<Self::Buf>) {

@@ -68,18 +68,87 @@ enum Backing {
     Dpdk { _alloc: DpdkAlloc },
 }
 
-/// Owns one `rte_zmalloc_socket` allocation.
+/// Owns one `rte_zmalloc_socket` allocation, and the shared-info block through which mbufs
+/// reference it for zero-copy transmit (`rte_pktmbuf_attach_extbuf`).
 #[cfg(feature = "dpdk")]
-struct DpdkAlloc(NonNull<u8>);
+struct DpdkAlloc {
+    ptr: NonNull<u8>,
+    /// Its refcnt is 1 (this allocation's own reference) plus one per attached mbuf not yet
+    /// freed; the free callback therefore never runs, since the region outlives its mbufs.
+    shinfo: NonNull<dpdk_sys::rte_mbuf_ext_shared_info>,
+    /// The EAL maps IOVA = VA, so a span's IOVA is its address.
+    iova_is_va: bool,
+}
+
+/// The IOVA of `addr`: its memseg's IOVA plus the offset into it (what the device would DMA).
+/// `rte_malloc_virt2iova` only takes the start of an allocation.
+///
+/// # Safety
+/// `addr` lies in memory the EAL manages (a DPDK heap element), and the EAL is up.
+#[cfg(feature = "dpdk")]
+unsafe fn memseg_iova(addr: *const u8) -> Option<u64> {
+    // SAFETY: per the contract; a null list makes DPDK find it, and a null result means no
+    // memseg holds the address. The memseg is read at once, not kept.
+    let ms = unsafe { dpdk_sys::rte_mem_virt2memseg(addr.cast(), core::ptr::null()).as_ref()? };
+    // SAFETY: `addr` is the memseg's start address (a union of two views of one pointer).
+    let base = unsafe { ms.__bindgen_anon_1.addr_64 };
+    if ms.iova == u64::MAX {
+        return None;
+    }
+    Some(ms.iova + (addr as u64 - base))
+}
+
+/// The free callback of a region's shared info: never reached (see [`DpdkAlloc::shinfo`]);
+/// the region, not its last mbuf, gives the memory back.
+#[cfg(feature = "dpdk")]
+unsafe extern "C" fn region_extbuf_free(
+    _addr: *mut core::ffi::c_void,
+    _opaque: *mut core::ffi::c_void,
+) {
+}
+
+#[cfg(feature = "dpdk")]
+impl DpdkAlloc {
+    fn new(ptr: NonNull<u8>) -> DpdkAlloc {
+        let shinfo = Box::new(dpdk_sys::rte_mbuf_ext_shared_info {
+            free_cb: Some(region_extbuf_free),
+            fcb_opaque: core::ptr::null_mut(),
+            refcnt: 1,
+        });
+        DpdkAlloc {
+            ptr,
+            shinfo: NonNull::from(Box::leak(shinfo)),
+            // SAFETY: reads the EAL's configured IOVA mode; the EAL is up (the caller holds
+            // an `Eal`).
+            iova_is_va: unsafe { dpdk_sys::rte_eal_iova_mode() } == dpdk_sys::RTE_IOVA_VA,
+        }
+    }
+}
 
 #[cfg(feature = "dpdk")]
 impl Drop for DpdkAlloc {
     fn drop(&mut self) {
+        // SAFETY: `shinfo` came from Box::leak in `new` and is only read atomically here.
+        let refs = unsafe { dpdk_sys::rte_mbuf_ext_refcnt_read(self.shinfo.as_ptr()) };
+        if refs > 1 {
+            // An mbuf still references the memory (a frame not yet sent, say): freeing it would
+            // let the device read freed memory. Leak it instead; this cannot happen while the
+            // engine owns the region table, which outlives every port queue.
+            eprintln!(
+                "ddpdk: region dropped while {} mbuf(s) reference it; not freed",
+                refs - 1
+            );
+            return;
+        }
         // SAFETY: the pointer came from rte_zmalloc_socket and is freed exactly once, here. The
-        // owning Region has no other way to reach it after this (it is being dropped), and the
-        // EAL is still up because regions are dropped before the Eal (module documentation).
-        // rte_free takes the heap lock, so any thread may call it.
-        unsafe { dpdk_sys::rte_free(self.0.as_ptr().cast()) }
+        // owning Region has no other way to reach it after this (it is being dropped), no mbuf
+        // references it (checked above), and the EAL is still up because regions are dropped
+        // before the Eal (module documentation). rte_free takes the heap lock, so any thread
+        // may call it. `shinfo` is given back to the Box it came from, once.
+        unsafe {
+            dpdk_sys::rte_free(self.ptr.as_ptr().cast());
+            drop(Box::from_raw(self.shinfo.as_ptr()));
+        }
     }
 }
 
@@ -167,7 +236,7 @@ impl Region {
             return Err(DpdkError::new(op(), errno));
         };
         // Owned from here on: freed when the region (or this value, on a panic) is dropped.
-        let alloc = DpdkAlloc(ptr);
+        let alloc = DpdkAlloc::new(ptr);
         // SAFETY: `ptr` is a live DPDK heap element, so it lies in one memseg list (a heap
         // element never spans lists). The list is part of the EAL's memory configuration and
         // stays valid while the EAL lives; it is read at once, not kept.
@@ -260,9 +329,22 @@ impl Region {
     /// CRC32c of `len` bytes from `offset`, read through a bounce buffer so no reference to
     /// region bytes is held while cores may place (for `mr checksum` and tests).
     pub fn crc32c(&self, offset: u64, len: usize) -> Result<u32, OutOfBounds> {
+        let mut digest = crate::wire::crc32c::Stream::default();
+        self.digest(&mut digest, offset, len)?;
+        Ok(digest.finish())
+    }
+
+    /// Feeds `len` bytes from `offset` to a running CRC `digest` (the software checksum of a
+    /// frame that carries region memory by reference), through a bounce buffer as in
+    /// [`Region::crc32c`].
+    pub fn digest(
+        &self,
+        digest: &mut crate::wire::crc32c::Stream,
+        offset: u64,
+        len: usize,
+    ) -> Result<(), OutOfBounds> {
         self.span(offset, len)?;
-        let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
-        let mut bounce = vec![0u8; len.min(64 * 1024)];
+        let mut bounce = [0u8; 2048];
         let mut done = 0;
         while done < len {
             let n = (len - done).min(bounce.len());
@@ -270,7 +352,61 @@ impl Region {
             digest.update(&bounce[..n]);
             done += n;
         }
-        Ok(digest.finalize() as u32)
+        Ok(())
+    }
+
+    /// Makes `m` (a fresh, direct mbuf) reference `len` bytes of this region from `offset`
+    /// instead of its own buffer (`rte_pktmbuf_attach_extbuf`), for zero-copy transmit. False,
+    /// with `m` unchanged, when the region is not DPDK memory, the span is out of bounds or
+    /// longer than an mbuf can describe, or it is not contiguous in IOVA space (a device could
+    /// not DMA it as one segment).
+    #[cfg(feature = "dpdk")]
+    pub(crate) fn attach_to(
+        &self,
+        m: NonNull<dpdk_sys::rte_mbuf>,
+        offset: u64,
+        len: usize,
+    ) -> bool {
+        let Backing::Dpdk { _alloc: alloc } = &self._backing else {
+            return false;
+        };
+        let Ok(start) = self.span(offset, len) else {
+            return false;
+        };
+        let (Ok(len16), false) = (u16::try_from(len), len == 0) else {
+            return false;
+        };
+        // SAFETY: `start + len <= self.len` (span), so the address is inside the allocation.
+        let addr = unsafe { self.ptr.as_ptr().add(start) };
+        let iova = if alloc.iova_is_va {
+            addr as u64
+        } else {
+            // SAFETY: both addresses lie inside a live DPDK heap element, hence in memsegs of
+            // the EAL's memory configuration.
+            let (first, last) = unsafe { (memseg_iova(addr), memseg_iova(addr.add(len - 1))) };
+            match (first, last) {
+                (Some(f), Some(l)) if l == f.wrapping_add(len as u64 - 1) => f,
+                _ => return false,
+            }
+        };
+        let shinfo = alloc.shinfo.as_ptr();
+        // SAFETY: `shinfo` is live while the region is (DpdkAlloc); its refcnt is atomic. The
+        // count is a u16: stop well before it could wrap.
+        if unsafe { dpdk_sys::rte_mbuf_ext_refcnt_read(shinfo) } >= u16::MAX - 1 {
+            return false;
+        }
+        // SAFETY: `m` is a fresh mbuf the caller owns (refcnt 1, direct). The reference taken
+        // here is dropped by DPDK when the mbuf is freed (__rte_pktmbuf_free_extbuf), and the
+        // region outlives that: DpdkAlloc leaks rather than free memory still referenced.
+        // data_len/pkt_len are set to the span attached, which attach_extbuf left at zero.
+        unsafe {
+            dpdk_sys::rte_mbuf_ext_refcnt_update(shinfo, 1);
+            dpdk_sys::rte_pktmbuf_attach_extbuf(m.as_ptr(), addr.cast(), iova, len16, shinfo);
+            let mb = &mut *m.as_ptr();
+            mb.data_len = len16;
+            mb.pkt_len = u32::from(len16);
+        }
+        true
     }
 }
 

@@ -26,6 +26,34 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
     crc_fast::crc32_iscsi(bytes)
 }
 
+/// A CRC32c computed piece by piece: a frame whose bytes are not in one buffer (a header
+/// followed by region memory sent by reference).
+pub struct Stream(crc_fast::Digest);
+
+impl core::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Stream({:#010x})", self.finish())
+    }
+}
+
+impl Default for Stream {
+    fn default() -> Self {
+        Stream(crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi))
+    }
+}
+
+impl Stream {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The CRC32c of everything fed so far.
+    pub fn finish(&self) -> u32 {
+        // CRC-32 algorithms return the 32-bit value in the low half of the u64.
+        self.0.finalize() as u32
+    }
+}
+
 /// The checksum of an SCTP packet, computed as if its checksum field held zero
 /// (RFC 9260 §6.8: "the checksum field is set to zero" for the computation).
 ///

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use dpdk_sys as sys;
 
 use super::{check, DpdkError, Mbuf, Mempool};
+use crate::port::region::Region;
 use crate::port::{ChecksumOffload, LinkStatus, Port, PortStats};
 
 // RTE_ETH_RSS_* are RTE_BIT64() macros, which bindgen does not evaluate (rte_ethdev.h).
@@ -19,6 +20,8 @@ const RSS_NONFRAG_IPV6_UDP: u64 = 1 << 11;
 const RSS_NONFRAG_IPV6_SCTP: u64 = 1 << 12;
 // RTE_ETH_{TX,RX}_OFFLOAD_SCTP_CKSUM, RTE_BIT64() macros too.
 const TX_OFFLOAD_SCTP_CKSUM: u64 = 1 << 4;
+/// RTE_ETH_TX_OFFLOAD_MULTI_SEGS: the device sends mbuf chains.
+const TX_OFFLOAD_MULTI_SEGS: u64 = 1 << 15;
 const RX_OFFLOAD_SCTP_CKSUM: u64 = 1 << 17;
 /// SCTP first: associations are steered on the SCTP 5-tuple where the NIC can hash it.
 const RSS_WANTED: u64 = RSS_NONFRAG_IPV4_SCTP
@@ -144,6 +147,8 @@ pub struct DpdkPort {
     conf: PortConf,
     /// SCTP CRC32c offloads the device offers, enabled at configuration.
     offload: ChecksumOffload,
+    /// The device sends mbuf chains, so region memory can go out attached, not copied.
+    multi_seg: bool,
     pool: Arc<Mempool>,
     state: AtomicU8,
 }
@@ -192,6 +197,11 @@ impl DpdkPort {
         if offload.rx {
             eth_conf.rxmode.offloads |= RX_OFFLOAD_SCTP_CKSUM;
         }
+        // Chains let tagged payload leave straight from registered regions (zero-copy).
+        let multi_seg = info.tx_offload_capa & TX_OFFLOAD_MULTI_SEGS != 0;
+        if multi_seg {
+            eth_conf.txmode.offloads |= TX_OFFLOAD_MULTI_SEGS;
+        }
         check(
             || format!("rte_eth_dev_configure(port {port_id})"),
             // SAFETY: eth_conf is a valid, fully initialised configuration.
@@ -203,6 +213,7 @@ impl DpdkPort {
             info,
             conf,
             offload,
+            multi_seg,
             pool,
             state: AtomicU8::new(STOPPED),
         };
@@ -243,6 +254,12 @@ impl DpdkPort {
             )?;
         }
         Ok(port)
+    }
+
+    /// Whether the device sends mbuf chains, so [`Port::attach_region`] sends region memory
+    /// without copying it.
+    pub fn zero_copy_tx(&self) -> bool {
+        self.multi_seg
     }
 
     pub fn info(&self) -> &PortInfo {
@@ -396,6 +413,15 @@ impl Port for DpdkPort {
 
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
         self.offload
+    }
+
+    fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Mbuf> {
+        if !self.multi_seg {
+            return None;
+        }
+        let m = Mbuf::alloc(&self.pool)?;
+        // A refused attach leaves `m` a plain mbuf, freed on return.
+        region.attach_to(m.as_non_null(), offset, len).then_some(m)
     }
 
     fn id(&self) -> u16 {

@@ -117,7 +117,7 @@ impl Drop for Mempool {
     }
 }
 
-/// An owned, single-segment `rte_mbuf`, freed on drop.
+/// An owned `rte_mbuf` (with any segments chained to it), freed on drop.
 ///
 /// `repr(transparent)` over a non-null pointer so that a `Vec<Mbuf>` is the `struct rte_mbuf **`
 /// array that the burst functions read and write.
@@ -155,7 +155,30 @@ impl Mbuf {
     pub fn port(&self) -> u16 {
         self.raw().port
     }
+
+    /// Segments in this mbuf's chain.
+    pub fn nb_segs(&self) -> u16 {
+        self.raw().nb_segs
+    }
+
+    /// Whether this segment references memory outside its pool (an attached region span).
+    pub fn is_external(&self) -> bool {
+        self.raw().ol_flags & F_EXTERNAL != 0
+    }
+
+    /// A fresh mbuf from `pool`, or `None` when it is empty.
+    pub(crate) fn alloc(pool: &Mempool) -> Option<Mbuf> {
+        // SAFETY: a valid pool; a null return means empty.
+        NonNull::new(unsafe { sys::rte_pktmbuf_alloc(pool.as_ptr()) }).map(Mbuf)
+    }
+
+    pub(crate) fn as_non_null(&self) -> NonNull<sys::rte_mbuf> {
+        self.0
+    }
 }
+
+/// RTE_MBUF_F_EXTERNAL (rte_mbuf_core.h): the buffer is not the mbuf's own.
+const F_EXTERNAL: u64 = 1 << 61;
 
 impl PacketBuf for Mbuf {
     fn data(&self) -> &[u8] {
@@ -194,6 +217,41 @@ impl PacketBuf for Mbuf {
         let m = unsafe { self.0.as_mut() };
         m.ol_flags |= TX_SCTP_CKSUM | if ipv6 { TX_IPV6 } else { TX_IPV4 };
         m.__bindgen_anon_3.tx_offload = (l2 as u64 & 0x7f) | ((l3 as u64 & 0x1ff) << 7);
+    }
+
+    fn chain(&mut self, next: Mbuf) -> Result<(), Mbuf> {
+        // SAFETY: both are live mbufs we own, heads of their chains; on success the tail is
+        // owned by our chain (freed with it), so its handle is forgotten, not dropped. On
+        // failure (-EOVERFLOW: too many segments) nothing changed.
+        let rc = unsafe { sys::rte_pktmbuf_chain(self.0.as_ptr(), next.0.as_ptr()) };
+        if rc == 0 {
+            std::mem::forget(next);
+            Ok(())
+        } else {
+            Err(next)
+        }
+    }
+
+    fn gather_into(&self, out: &mut Vec<u8>) -> bool {
+        let head = self.raw();
+        if head.nb_segs <= 1 {
+            return false;
+        }
+        out.clear();
+        out.reserve(head.pkt_len as usize);
+        let mut seg: *const sys::rte_mbuf = self.0.as_ptr();
+        // SAFETY: we own the chain; each segment's `next` is null or a live segment of it, and
+        // each segment's data lies inside its (own or external) buffer as in data().
+        unsafe {
+            while let Some(m) = seg.as_ref() {
+                out.extend_from_slice(std::slice::from_raw_parts(
+                    m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                    usize::from(m.data_len),
+                ));
+                seg = m.next;
+            }
+        }
+        true
     }
 
     fn l4_checksum_verdict(&self) -> Option<bool> {
