@@ -1139,7 +1139,7 @@ impl DdpApp {
                     wr_id: self.sent,
                     stream,
                     kind,
-                    data,
+                    data: data.into(),
                     signaled: true,
                 }),
             )?;

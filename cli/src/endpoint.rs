@@ -378,7 +378,7 @@ impl Node {
                         to: to + (wr % slots) * size as u64,
                         rsvd_ulp: 0,
                     },
-                    data: data.clone(),
+                    data: data.clone().into(),
                     signaled: true,
                 })
                 .map_err(|e| e.to_string())?;

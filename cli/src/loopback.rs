@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{Completion, ConnConfig, Indication, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{
+    Completion, ConnConfig, Indication, Payload, SendKind, SendRequest, Status,
+};
 use ddpdk_control::memory::{MemoryRegistration, RegionId};
 use ddpdk_control::runtime::{
     self, Clock, ConnHandle, Control, ControlStats, CoreStats, DataCore, Event as RtEvent, Op,
@@ -396,6 +398,15 @@ impl Loopback {
         let untagged_len = 2 * WINDOW * UNTAGGED_SIZES.iter().max().unwrap_or(&0);
         let tr = self.dpdk_region(eal, tagged_len)?;
         let ur = self.dpdk_region(eal, untagged_len)?;
+        // The client's tagged writes leave from a region of its own (RFC 4296's local
+        // buffer), sent by reference where the port chains buffers (zero-copy transmit).
+        let source = Region::from_dpdk(eal, tagged_len, None).map_err(|e| e.to_string())?;
+        let src = self
+            .client
+            .control
+            .memory_mut()
+            .add_region(source)
+            .map_err(|_| "region table full".to_string())?;
         let m = self.server.control.memory_mut();
         let treg = m
             .register(registration(spd, tr, tagged_len, Access::REMOTE_WRITE))
@@ -426,7 +437,7 @@ impl Loopback {
         let mut wr = 0u64;
         for &size in &TAGGED_SIZES {
             let n = (budget / size).clamp(1, 4096);
-            rows.push(self.tagged(size, n, treg.stag, tr, &mut wr, cc, signalled)?);
+            rows.push(self.tagged(size, n, (treg.stag, tr), src, &mut wr, cc, signalled)?);
         }
         for &size in &UNTAGGED_SIZES {
             let n = (budget / size).clamp(1, 4096);
@@ -525,16 +536,20 @@ impl Loopback {
                 note(
                     json,
                     format_args!(
-                        "{label} core {k}: {} frames in, {} out, {} dispatched to / {} from \
-                         other cores, {} to control ({} dropped), {} tx dropped, {} unresolved",
+                        "{label} core {k}: {} frames in ({} chained), {} out, {} dispatched to / \
+                         {} from other cores, {} to control ({} dropped), {} tx dropped, {} \
+                         unresolved; region spans sent by reference {}, copied {}",
                         c.frames_in,
+                        c.rx_chained,
                         c.tx.frames_out,
                         c.dispatched_out,
                         c.dispatched_in,
                         c.to_control,
                         c.control_dropped,
                         c.tx.tx_dropped,
-                        c.tx.unresolved
+                        c.tx.unresolved,
+                        c.tx.zero_copy_spans,
+                        c.tx.copied_spans,
                     ),
                 );
             }
@@ -584,18 +599,37 @@ impl Loopback {
             .map_err(|_| "region table full".to_string())
     }
 
-    /// Posts the client's next message (work request `wr` + 1) of `size` bytes on the stream;
-    /// returns the CRC32c its bytes must have once placed.
+    /// Posts the client's next message (work request `wr` + 1) of `size` bytes on the stream,
+    /// from `source` (a client region and offset, written first) or moved in; returns the
+    /// CRC32c its bytes must have once placed.
     fn post_send(
         &mut self,
         cc: ConnHandle,
         wr: &mut u64,
         kind: SendKind,
         size: usize,
+        source: Option<(RegionId, u64)>,
     ) -> Result<u32, String> {
         *wr += 1;
         let data = pattern(*wr, size);
         let crc = crc32c(&data);
+        let data = match source {
+            Some((region, offset)) => {
+                self.client
+                    .control
+                    .memory()
+                    .region(region)
+                    .ok_or("source region gone")?
+                    .place(offset, &data)
+                    .map_err(|e| e.to_string())?;
+                Payload::Region {
+                    region,
+                    offset,
+                    len: u32::try_from(size).map_err(|e| e.to_string())?,
+                }
+            }
+            None => data.into(),
+        };
         let req = SendRequest {
             wr_id: *wr,
             stream: STREAM,
@@ -607,15 +641,16 @@ impl Loopback {
         Ok(crc)
     }
 
-    /// `n` tagged writes of `size` bytes, WINDOW in flight, each to its own slot of the
-    /// region; every message's bytes are checked once it is delivered.
+    /// `n` tagged writes of `size` bytes, WINDOW in flight, each from its own slot of the
+    /// client's `src` region to its own slot of the server's; every message's bytes are
+    /// checked once it is delivered.
     #[allow(clippy::too_many_arguments)]
     fn tagged(
         &mut self,
         size: usize,
         n: usize,
-        stag: Stag,
-        region: RegionId,
+        (stag, region): (Stag, RegionId),
+        src: RegionId,
         wr: &mut u64,
         cc: ConnHandle,
         signalled: &AtomicBool,
@@ -633,7 +668,8 @@ impl Loopback {
                     to: (slot * size) as u64,
                     rsvd_ulp: 0,
                 };
-                let crc = self.post_send(cc, wr, kind, size)?;
+                let from = (src, (slot * size) as u64);
+                let crc = self.post_send(cc, wr, kind, size, Some(from))?;
                 inflight.push((*wr, Wall::now(), slot, crc));
                 sent += 1;
             }
@@ -745,7 +781,7 @@ impl Loopback {
                     qn: 0,
                     rsvd_ulp: [0; 5],
                 };
-                let crc = self.post_send(cc, wr, kind, size)?;
+                let crc = self.post_send(cc, wr, kind, size, None)?;
                 inflight.push((*wr, Wall::now(), slot, crc));
                 sent += 1;
             }

@@ -567,6 +567,37 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
         assert!(r["latency_us"]["p50"].as_u64().unwrap_or(0) >= 1, "{r}");
     }
     assert!(!stderr.contains("not back in their pool"), "{stderr}");
+    // Issue 6 item 4: net_ring sends mbuf chains, so the client's tagged payload left by
+    // reference to its source region (rte_pktmbuf_attach_extbuf), none of it copied, and the
+    // server received those chains; every region was given back (none still referenced).
+    let sum = |side: &str, before: &str, after: &str| -> u64 {
+        stderr
+            .lines()
+            .filter(|l| l.starts_with(&format!("{side} core ")))
+            .filter_map(|l| {
+                l.split(before)
+                    .nth(1)?
+                    .split(after)
+                    .next()?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum()
+    };
+    let by_reference = sum("client", "sent by reference ", ",");
+    assert!(
+        by_reference > 100,
+        "{by_reference} spans by reference:\n{stderr}"
+    );
+    assert_eq!(sum("client", "copied ", "\n"), 0, "{stderr}");
+    // One chain per packet (a 1500-byte packet holds one tagged segment of these sizes).
+    let chained = sum("server", "frames in (", " chained");
+    assert!(
+        chained > 100 && chained <= by_reference,
+        "{chained} chains:\n{stderr}"
+    );
+    assert!(!stderr.contains("not freed"), "{stderr}");
 }
 
 /// Every frame the two endpoints put on the wire, dissected by tshark (an independent SCTP

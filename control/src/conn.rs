@@ -31,20 +31,24 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use ddpdk_dataplane::ddp::{self, emit_segment, HeaderCopy, MessageInfo, RxError, StreamRx};
+use ddpdk_dataplane::ddp::{
+    self, emit_segment, emit_segment_header, HeaderCopy, MessageInfo, Regions, RxError, StreamRx,
+};
 use ddpdk_dataplane::ddp::{Target, TxError};
 use ddpdk_dataplane::mem::{Pd, PostedBuffer, QueueFull, Stag, StreamId};
 use ddpdk_dataplane::sctp::{
-    Association, CloseReason, Discard, Endpoint, Event as SctpEvent, Instant,
+    Association, CloseReason, Discard, Endpoint, Event as SctpEvent, ExtRef, Hole, Instant,
     Message as SctpMessage, Outcome, SendError,
 };
+use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::{
     max_payload, FunctionCode, Segments, SessionControlPacket, PPID_DDP_SEGMENT,
     PPID_SESSION_CONTROL,
 };
 
-use crate::memory::Place;
+use crate::memory::{Place, RegionId, RegionTable};
 use crate::session::{
     Event as SessionEvent, LocalError, PendingLimit, Session, State, TerminationReason,
 };
@@ -84,14 +88,50 @@ pub enum SendKind {
     Tagged { stag: Stag, to: u64, rsvd_ulp: u8 },
 }
 
-/// A send work request. The message is moved in, so posting copies nothing.
+/// Where the bytes of a message to send are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Payload {
+    /// Moved in with the request; SCTP's send queue copies them.
+    Bytes(Vec<u8>),
+    /// `len` bytes of a region this endpoint registered, from `offset`: the local buffer of
+    /// RFC 4296 §2.1.2, sent without a copy where the port can chain buffers
+    /// ([`ddpdk_dataplane::port::Port::attach_region`]). The ULP leaves those bytes unchanged
+    /// until the send completes.
+    Region {
+        region: RegionId,
+        offset: u64,
+        len: u32,
+    },
+}
+
+impl Payload {
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Bytes(b) => b.len(),
+            Payload::Region { len, .. } => *len as usize,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Vec<u8>> for Payload {
+    fn from(bytes: Vec<u8>) -> Payload {
+        Payload::Bytes(bytes)
+    }
+}
+
+/// A send work request. The message is moved in (or named in a region), so posting copies
+/// nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendRequest {
     /// Returned in the completion.
     pub wr_id: u64,
     pub stream: u16,
     pub kind: SendKind,
-    pub data: Vec<u8>,
+    pub data: Payload,
     /// Whether a successful completion is reported (failures always are).
     pub signaled: bool,
 }
@@ -114,6 +154,8 @@ pub enum PostError {
     /// The queue or the connection's send queue is full.
     Full,
     Tx(TxError),
+    /// A [`Payload::Region`] names no region of this endpoint, or bytes outside it.
+    BadRegion,
 }
 
 impl fmt::Display for PostError {
@@ -131,6 +173,7 @@ impl fmt::Display for PostError {
             PostError::InvalidQn => f.write_str("no such queue"),
             PostError::Full => f.write_str("queue full"),
             PostError::Tx(e) => e.fmt(f),
+            PostError::BadRegion => f.write_str("source span outside the registered regions"),
         }
     }
 }
@@ -304,6 +347,8 @@ pub struct Connection {
     in_flight: VecDeque<InFlight>,
     sink: Sink,
     segment: Vec<u8>,
+    /// Where [`Payload::Region`] sends read from ([`Connection::use_regions`]).
+    regions: Option<Arc<RegionTable>>,
     connected: bool,
     closed: bool,
 }
@@ -321,11 +366,17 @@ impl Connection {
             in_flight: VecDeque::new(),
             sink: Sink::default(),
             segment: Vec::new(),
+            regions: None,
             connected: false,
             closed: false,
         };
         c.after_sctp();
         c
+    }
+
+    /// The endpoint's regions, so that sends may name their bytes there ([`Payload::Region`]).
+    pub fn use_regions(&mut self, regions: Arc<RegionTable>) {
+        self.regions = Some(regions);
     }
 
     /// The peer's address as packets carry it (the association keeps IPv4 as v4-mapped IPv6).
@@ -475,6 +526,24 @@ impl Connection {
             return Err(PostError::Full);
         }
         let len = u32::try_from(req.data.len()).map_err(|_| PostError::Tx(TxError::TooLong))?;
+        if let Payload::Region {
+            region,
+            offset,
+            len,
+        } = req.data
+        {
+            let r = self
+                .regions
+                .as_deref()
+                .and_then(|t| t.region(region.0))
+                .ok_or(PostError::BadRegion)?;
+            if offset
+                .checked_add(u64::from(len))
+                .is_none_or(|end| end > r.len() as u64)
+            {
+                return Err(PostError::BadRegion);
+            }
+        }
         let stream = req.stream;
         let s = &mut self.streams[usize::from(stream)];
         if s.grace == Some(0) {
@@ -622,11 +691,52 @@ impl Connection {
         self.after_sctp();
     }
 
-    /// The next SCTP packet to send, written to `buf`.
+    /// The next SCTP packet to send, written to `buf` whole: region bytes of
+    /// [`Payload::Region`] sends are copied in, and the CRC32c filled (unless the device
+    /// computes it).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.pump();
         self.session_events();
-        self.assoc.poll_transmit(now, buf)
+        let n = self.assoc.poll_transmit(now, buf)?;
+        let holes = self.assoc.holes();
+        if holes.is_empty() {
+            return Some(n);
+        }
+        // Spans were checked against the regions when posted, and regions are never removed:
+        // a failed read here is a bug, and the packet goes out damaged (its checksum below
+        // stays wrong), to be retransmitted like a lost one.
+        if let Some(regions) = self.regions.as_deref() {
+            for h in holes {
+                if let Some(r) = regions.region(h.ext.key) {
+                    let _ = r.read(h.ext.offset, &mut buf[h.at..h.at + h.ext.len as usize]);
+                }
+            }
+        }
+        if !self.assoc.tx_checksum_offload() {
+            crc32c::fill(&mut buf[..n]);
+        }
+        Some(n)
+    }
+
+    /// As [`Connection::poll_transmit`], leaving region bytes out: the packet has a hole for
+    /// each span (in order), and while there are holes its CRC32c is zero. The caller sends
+    /// the spans by reference (a buffer chain) and computes the checksum, or has the device
+    /// do it. Spans are within the regions of [`Connection::use_regions`] (checked when
+    /// posted) and unchanged until their sends complete.
+    pub fn poll_transmit_gather(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(usize, &[Hole])> {
+        self.pump();
+        self.session_events();
+        let n = self.assoc.poll_transmit(now, buf)?;
+        Some((n, self.assoc.holes()))
+    }
+
+    /// The regions sends may read from.
+    pub fn regions(&self) -> Option<&Arc<RegionTable>> {
+        self.regions.as_ref()
     }
 
     // ---- internals ----
@@ -884,14 +994,30 @@ impl Connection {
         };
         // The DDP-SSN is taken only once SCTP is sure to take the segment: DDP-SSNs have no
         // gaps (RFC 5043 §6).
-        let n = match emit_segment(p.target, &p.req.data, span, 0, &mut self.segment) {
+        // A region's bytes stay where they are: SCTP holds the header and a reference.
+        let (emitted, ext) = match p.req.data {
+            Payload::Bytes(ref data) => (
+                emit_segment(p.target, data, span, 0, &mut self.segment),
+                None,
+            ),
+            Payload::Region { region, offset, .. } => (
+                emit_segment_header(p.target, span, 0, &mut self.segment),
+                (span.len > 0).then_some(ExtRef {
+                    key: region.0,
+                    offset: offset + u64::from(span.offset),
+                    len: span.len,
+                }),
+            ),
+        };
+        let n = match emitted {
             Ok(n) => n,
             Err(_) => {
                 flush_sends(stream, s, &mut self.sink);
                 return Turn::Done;
             }
         };
-        match self.assoc.check_send(stream, n) {
+        let whole = n + ext.map_or(0, |e| e.len as usize);
+        match self.assoc.check_send(stream, whole) {
             Ok(()) => {}
             Err(SendError::Full) => return Turn::Blocked,
             // Shutdown started, the stream is gone, or (a bug) the MULPDU does not fit: the
@@ -907,7 +1033,7 @@ impl Connection {
         self.segment[..2].copy_from_slice(&ddp_ssn.to_be_bytes());
         let Ok(number) = self
             .assoc
-            .send(stream, PPID_DDP_SEGMENT, &self.segment[..n])
+            .send_ext(stream, PPID_DDP_SEGMENT, &self.segment[..n], ext)
         else {
             // check_send said yes a moment ago; nothing changed in between.
             flush_sends(stream, s, &mut self.sink);

@@ -314,6 +314,11 @@ pub struct CoreStats {
     pub discarded: u64,
     /// Packets whose CRC32c the device found bad (RX checksum offload); dropped.
     pub checksum_bad: u64,
+    /// Frames that arrived as a buffer chain (a peer's zero-copy frame over `net_ring`, a
+    /// jumbo frame in small device buffers) and were copied into one buffer to be parsed.
+    pub rx_chained: u64,
+    /// Of those, lost because no buffer was free for the copy.
+    pub rx_chained_dropped: u64,
     /// Times the event ring was full and the core held its events back.
     pub events_held: u64,
     /// Connections adopted from the control thread.
@@ -411,6 +416,9 @@ pub struct DataCore<P: Port> {
     dispatch_out: Vec<SyncSender<P::Buf>>,
     out: Tx<P>,
     rx: Vec<P::Buf>,
+    /// Where a received chain is gathered, and the buffer it is copied to.
+    linear: Vec<u8>,
+    linear_buf: Vec<P::Buf>,
     stats: CoreStats,
 }
 
@@ -473,6 +481,8 @@ pub fn build<P: Port>(
             dispatch_out: dispatch_tx.clone(),
             out: Tx::new(Arc::clone(&port), index as u16),
             rx: Vec::with_capacity(BURST),
+            linear: Vec::new(),
+            linear_buf: Vec::with_capacity(1),
             stats: CoreStats::default(),
         });
     }
@@ -583,7 +593,9 @@ impl<P: Port> DataCore<P> {
             work += self.port.rx_burst(self.rx_queues[k], &mut rx, BURST);
             for b in rx.drain(..) {
                 self.stats.frames_in += 1;
-                self.frame_in(now, b, false);
+                if let Some(b) = self.single_segment(b) {
+                    self.frame_in(now, b, false);
+                }
             }
         }
         self.rx = rx;
@@ -594,14 +606,44 @@ impl<P: Port> DataCore<P> {
         }
         for s in self.slots.iter_mut().flatten() {
             let h = Interface::header_len(s.peer);
-            while let Some(len) = s.c.poll_transmit(now, &mut self.out.frame[h..]) {
+            while let Some((len, holes)) = s.c.poll_transmit_gather(now, &mut self.out.frame[h..]) {
                 work += 1;
-                self.out
-                    .send_sctp(now, &mut self.iface, s.peer, len, self.offload.tx);
+                self.out.send_sctp_gather(
+                    now,
+                    &mut self.iface,
+                    s.peer,
+                    len,
+                    holes,
+                    &self.regions,
+                    self.offload.tx,
+                );
             }
         }
         self.out.flush();
         work + self.upcalls()
+    }
+
+    /// `buf` as one segment: a received chain is copied into a fresh buffer, so that the
+    /// parsers, the dispatch rings and the control thread all see whole frames.
+    fn single_segment(&mut self, buf: P::Buf) -> Option<P::Buf> {
+        if !buf.gather_into(&mut self.linear) {
+            return Some(buf);
+        }
+        self.stats.rx_chained += 1;
+        let copy = self
+            .port
+            .alloc_bulk(&mut self.linear_buf, 1, self.linear.len())
+            .then(|| self.linear_buf.pop())
+            .flatten()
+            .and_then(|mut b| {
+                let room = b.data_mut().get_mut(..self.linear.len())?;
+                room.copy_from_slice(&self.linear);
+                Some(b)
+            });
+        if copy.is_none() {
+            self.stats.rx_chained_dropped += 1;
+        }
+        copy
     }
 
     fn commands(&mut self, now: Instant) -> usize {
@@ -646,6 +688,7 @@ impl<P: Port> DataCore<P> {
     ) {
         let peer = c.peer_ip();
         c.set_tx_checksum_offload(self.offload.tx);
+        c.use_regions(Arc::clone(&self.regions));
         let slot = match self.slots.iter().position(Option::is_none) {
             Some(k) => Some(k),
             None if self.slots.len() < MAX_CONNECTIONS_PER_CORE => {

@@ -5,9 +5,14 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use ddpdk_dataplane::ddp::Regions;
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::{PacketBuf, Port};
-use ddpdk_dataplane::sctp::Instant;
+use ddpdk_dataplane::sctp::{Hole, Instant};
+use ddpdk_dataplane::wire::crc32c::Stream;
+use ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN;
+
+use crate::memory::RegionTable;
 
 /// Frames sent per `tx_burst`.
 pub const BURST: usize = 32;
@@ -31,6 +36,27 @@ pub struct TxStats {
     pub unresolved: u64,
     /// Frames larger than a transmit buffer (a reply to an oversized INIT, say); not sent.
     pub too_big: u64,
+    /// Region spans sent by reference in a buffer chain (zero-copy transmit).
+    pub zero_copy_spans: u64,
+    /// Region spans copied into the frame because the port could not attach them.
+    pub copied_spans: u64,
+}
+
+/// Fills the CRC32c of the SCTP `packet` whose `holes` are still empty, reading the spans
+/// from their regions (RFC 9260 §6.8: computed with the checksum field zero).
+fn sctp_checksum_pieces(packet: &mut [u8], holes: &[Hole], regions: &RegionTable) {
+    packet[8..12].fill(0);
+    let mut crc = Stream::default();
+    let mut done = 0;
+    for h in holes {
+        crc.update(&packet[done..h.at]);
+        if let Some(r) = regions.region(h.ext.key) {
+            let _ = r.digest(&mut crc, h.ext.offset, h.ext.len as usize);
+        }
+        done = h.at + h.ext.len as usize;
+    }
+    crc.update(&packet[done..]);
+    packet[8..12].copy_from_slice(&crc.finish().to_le_bytes());
 }
 
 /// One TX queue of one port, owned by one thread.
@@ -71,15 +97,34 @@ impl<P: Port> Tx<P> {
         len: usize,
         device_checksum: bool,
     ) {
+        self.frame_sctp(
+            now,
+            iface,
+            peer,
+            len,
+            device_checksum,
+            |tx, frame, _, offload| tx.send_bytes(frame, offload),
+        );
+    }
+
+    /// Frames the SCTP packet of `len` bytes for `peer` and hands the frame, where its SCTP
+    /// packet starts, and the offload request to `send`; or sends a solicitation instead.
+    /// Then re-solicits a neighbour nothing confirmed lately.
+    fn frame_sctp(
+        &mut self,
+        now: Instant,
+        iface: &mut Interface,
+        peer: IpAddr,
+        len: usize,
+        device_checksum: bool,
+        send: impl FnOnce(&mut Self, &mut [u8], usize, Option<(usize, usize, bool)>),
+    ) {
         let mut frame = std::mem::take(&mut self.frame);
         match iface.frame_sctp_reachable(now, peer, len, &mut frame) {
             Ok((n, stale)) => {
-                let offload = device_checksum.then_some((
-                    ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN,
-                    Interface::ip_header_len(peer),
-                    peer.is_ipv6(),
-                ));
-                self.send_bytes(&frame[..n], offload);
+                let l3 = Interface::ip_header_len(peer);
+                let offload = device_checksum.then_some((ETHERNET_HEADER_LEN, l3, peer.is_ipv6()));
+                send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload);
                 if stale {
                     let probe = iface.probe(now, peer, &mut frame);
                     if probe > 0 {
@@ -95,6 +140,117 @@ impl<P: Port> Tx<P> {
             }
         }
         self.frame = frame;
+    }
+
+    /// As [`Tx::send_sctp`], for a packet with `holes` where region spans belong
+    /// ([`crate::conn::Connection::poll_transmit_gather`]). The frame goes as a buffer chain:
+    /// the bytes around the holes copied, each span attached by reference
+    /// ([`Port::attach_region`]). Where the port cannot attach a span, the spans are copied
+    /// into one buffer instead. The CRC32c is the device's with `device_checksum`, else
+    /// computed here over the pieces.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_sctp_gather(
+        &mut self,
+        now: Instant,
+        iface: &mut Interface,
+        peer: IpAddr,
+        len: usize,
+        holes: &[Hole],
+        regions: &RegionTable,
+        device_checksum: bool,
+    ) {
+        if holes.is_empty() {
+            return self.send_sctp(now, iface, peer, len, device_checksum);
+        }
+        self.frame_sctp(
+            now,
+            iface,
+            peer,
+            len,
+            device_checksum,
+            |tx, frame, at, offload| {
+                if offload.is_none() {
+                    sctp_checksum_pieces(&mut frame[at..], holes, regions);
+                }
+                tx.send_chain(frame, at, holes, regions, offload)
+            },
+        );
+    }
+
+    /// Queues `frame` (its SCTP packet at `at`, with `holes`) as a buffer chain, or as one
+    /// buffer with the spans copied in when the port cannot attach them.
+    fn send_chain(
+        &mut self,
+        frame: &mut [u8],
+        at: usize,
+        holes: &[Hole],
+        regions: &RegionTable,
+        offload: Option<(usize, usize, bool)>,
+    ) {
+        let mut head: Option<P::Buf> = None;
+        let mut done = 0;
+        let mut chained = true;
+        for h in holes {
+            let start = at + h.at;
+            let end = start + h.ext.len as usize;
+            let span = regions
+                .region(h.ext.key)
+                .and_then(|r| self.port.attach_region(r, h.ext.offset, h.ext.len as usize));
+            let (Some(span), Some(before)) = (span, self.copy_buf(&frame[done..start])) else {
+                chained = false;
+                break;
+            };
+            let linked = match head.as_mut() {
+                None => {
+                    head = Some(before);
+                    Ok(())
+                }
+                Some(hd) => hd.chain(before).map_err(drop),
+            };
+            if linked.is_err() || head.as_mut().is_some_and(|hd| hd.chain(span).is_err()) {
+                chained = false;
+                break;
+            }
+            done = end;
+        }
+        if chained && done < frame.len() {
+            match self.copy_buf(&frame[done..]) {
+                Some(tail) => chained = head.as_mut().is_some_and(|hd| hd.chain(tail).is_ok()),
+                None => chained = false,
+            }
+        }
+        let need_flat = !chained || self.tap.is_some();
+        if need_flat {
+            for h in holes {
+                let start = at + h.at;
+                if let Some(r) = regions.region(h.ext.key) {
+                    let _ = r.read(h.ext.offset, &mut frame[start..start + h.ext.len as usize]);
+                }
+            }
+        }
+        if !chained {
+            // The partial chain goes back to its pool; the frame goes as one copied buffer.
+            drop(head);
+            self.stats.copied_spans += holes.len() as u64;
+            return self.send_bytes(frame, offload);
+        }
+        let Some(b) = head else {
+            return;
+        };
+        self.stats.zero_copy_spans += holes.len() as u64;
+        self.enqueue(b, frame, offload);
+    }
+
+    /// A buffer holding a copy of `bytes`.
+    fn copy_buf(&mut self, bytes: &[u8]) -> Option<P::Buf> {
+        if !self.port.alloc_bulk(&mut self.spare, 1, bytes.len()) {
+            self.stats.no_buffer += 1;
+            return None;
+        }
+        let mut b = self.spare.pop()?;
+        let room = b.data_mut().get_mut(..bytes.len())?;
+        room.copy_from_slice(bytes);
+        Some(b)
     }
 
     /// As [`Tx::send_sctp`], to link address `mac` (a reply to where a request came from).
@@ -128,6 +284,17 @@ impl<P: Port> Tx<P> {
             return;
         };
         room.copy_from_slice(bytes);
+        self.enqueue(b, bytes, sctp_checksum);
+    }
+
+    /// Queues the frame `b` holds (`bytes`, as the tap sees it), with its checksum request;
+    /// sends a burst when one is full.
+    fn enqueue(
+        &mut self,
+        mut b: P::Buf,
+        bytes: &[u8],
+        sctp_checksum: Option<(usize, usize, bool)>,
+    ) {
         if let Some((l2, l3, ipv6)) = sctp_checksum {
             b.request_sctp_checksum(l2, l3, ipv6);
         }

@@ -27,7 +27,7 @@ fn untagged(wr_id: u64, stream: u16, qn: u32, data: Vec<u8>) -> SendRequest {
             qn,
             rsvd_ulp: [1, 2, 3, 4, 5],
         },
-        data,
+        data: data.into(),
         signaled: true,
     }
 }

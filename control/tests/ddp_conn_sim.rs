@@ -224,7 +224,7 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
                     wr_id: wr,
                     stream: *s,
                     kind,
-                    data,
+                    data: data.into(),
                     signaled: true,
                 })
                 .map_err(|e| e.to_string())?;

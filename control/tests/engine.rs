@@ -183,7 +183,7 @@ fn transfer(peer: IpAddr) {
             to: treg.to_base,
             rsvd_ulp: 3,
         },
-        data: big.clone(),
+        data: big.clone().into(),
         signaled: true,
     })
     .unwrap();
@@ -194,7 +194,7 @@ fn transfer(peer: IpAddr) {
             qn: 0,
             rsvd_ulp: [0; 5],
         },
-        data: small.clone(),
+        data: small.clone().into(),
         signaled: true,
     })
     .unwrap();

@@ -143,7 +143,7 @@ fn two_engines_on_a_net_ring_pair_move_a_tagged_message() {
                 to: 0,
                 rsvd_ulp: 0,
             },
-            data: data.clone(),
+            data: data.clone().into(),
             signaled: true,
         })
         .unwrap();

@@ -703,7 +703,7 @@ fn tagged(stag: ddpdk_dataplane::mem::Stag, len: usize, wr_id: u64) -> SendReque
             to: 0,
             rsvd_ulp: 0,
         },
-        data: vec![7; len],
+        data: vec![7; len].into(),
         signaled: true,
     }
 }

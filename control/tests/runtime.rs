@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{session_event, tagged};
+use rt::{remote_write, session_event, tagged, Lockstep};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -545,15 +545,7 @@ fn a_full_event_ring_delays_completions_but_loses_none() {
     let region = cb.memory_mut().alloc_region(1 << 16).unwrap();
     let reg = cb
         .memory_mut()
-        .register(MemoryRegistration {
-            pd: bpd,
-            region,
-            offset: 0,
-            len: 1 << 16,
-            access: Access::REMOTE_WRITE,
-            stream: None,
-            to_base: 0,
-        })
+        .register(remote_write(bpd, region, 1 << 16))
         .unwrap();
     let apd = ca.memory_mut().alloc_pd();
     let mut step = 0;
@@ -671,12 +663,11 @@ fn checksum_offload_leaves_the_crc32c_to_the_device() {
         )
         .unwrap()
     };
-    let (mut ca, mut ka) = make(&pa, A4, A6, 1);
-    let (mut cb, mut kb) = make(&pb, b4, B6, 2);
+    let (mut a, mut b) = (make(&pa, A4, A6, 1), make(&pb, b4, B6, 2));
     // What the client's data core hands the device, before the device touches it.
     let zero = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
     let seen = Arc::clone(&zero);
-    ka[0].set_tap(Arc::new(std::sync::Mutex::new(move |f: &[u8]| {
+    a.1[0].set_tap(Arc::new(std::sync::Mutex::new(move |f: &[u8]| {
         if let Ok(p) = parse_sctp(f) {
             let mut z = seen.lock().unwrap();
             z.0 += 1;
@@ -685,85 +676,27 @@ fn checksum_offload_leaves_the_crc32c_to_the_device() {
             }
         }
     })));
-    let mut now = Instant::from_nanos(1_000_000_000);
-    let (mut ea, mut eb) = (Vec::new(), Vec::new());
-    let conn = ca.connect(now, IpAddr::V4(b4), PORT).unwrap();
-    let bpd = cb.memory_mut().alloc_pd();
-    let region = cb.memory_mut().alloc_region(1 << 16).unwrap();
-    let reg = cb
-        .memory_mut()
-        .register(MemoryRegistration {
-            pd: bpd,
-            region,
-            offset: 0,
-            len: 1 << 16,
-            access: Access::REMOTE_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .unwrap();
-    let apd = ca.memory_mut().alloc_pd();
+    let bpd = b.0.memory_mut().alloc_pd();
+    let region = b.0.memory_mut().alloc_region(1 << 16).unwrap();
+    let reg =
+        b.0.memory_mut()
+            .register(remote_write(bpd, region, 1 << 16))
+            .unwrap();
+    let apd = a.0.memory_mut().alloc_pd();
     let data: Vec<u8> = (0..60_000u32).map(|i| (i * 7 + 3) as u8).collect();
-    let (mut initiated, mut answered, mut sent) = (false, false, false);
-    for _ in 0..200_000 {
-        ka[0].poll(now);
-        kb[0].poll(now);
-        ca.poll(now);
-        cb.poll(now);
-        while let Some(e) = ca.poll_event() {
-            ea.push(e);
-        }
-        while let Some(e) = cb.poll_event() {
-            eb.push(e);
-        }
-        let up = ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        });
-        if up && !initiated {
-            initiated = true;
-            let op = Op::Initiate {
-                stream: 1,
-                pd: apd,
-                private_data: Vec::new(),
-            };
-            ca.submit(conn, op).unwrap();
-        }
-        let asked = eb.iter().find_map(|e| match e {
-            Event::Indication {
-                conn,
-                indication:
-                    Indication::Session {
-                        event: SessionEvent::InitiateReceived { .. },
-                        ..
-                    },
-            } => Some(*conn),
-            _ => None,
-        });
-        if let (Some(c), false) = (asked, answered) {
-            answered = true;
-            let op = Op::Accept {
-                stream: 1,
-                pd: bpd,
-                private_data: Vec::new(),
-            };
-            cb.submit(c, op).unwrap();
-        }
-        if session_event(&ea, conn, |e| matches!(e, SessionEvent::Accepted { .. })) && !sent {
-            sent = true;
-            ca.submit(conn, tagged(1, reg.stag, 0, data.clone()))
-                .unwrap();
-        }
-        if ea.iter().any(|e| matches!(e, Event::Completion { .. })) {
-            break;
-        }
-        now += Duration::from_micros(200);
-    }
+    let mut l = Lockstep::open(a, b, IpAddr::V4(b4), PORT, apd, bpd);
+    l.ca.submit(l.conn, tagged(1, reg.stag, 0, data.clone()))
+        .unwrap();
+    l.run_until("the completion", |l| {
+        l.ea.iter().any(|e| matches!(e, Event::Completion { .. }))
+    });
+    let Lockstep {
+        ea,
+        cb,
+        mut kb,
+        now,
+        ..
+    } = l;
     let done: Vec<&Event> = ea
         .iter()
         .filter(|e| matches!(e, Event::Completion { .. }))

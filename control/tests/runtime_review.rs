@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{session_event, tagged};
+use rt::{remote_write, session_event, tagged};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -488,15 +488,7 @@ fn forget_after_closed_loses_no_completion() {
     let region = d.cb.memory_mut().alloc_region(1 << 16).unwrap();
     let reg =
         d.cb.memory_mut()
-            .register(MemoryRegistration {
-                pd: bpd,
-                region,
-                offset: 0,
-                len: 1 << 16,
-                access: Access::REMOTE_WRITE,
-                stream: None,
-                to_base: 0,
-            })
+            .register(remote_write(bpd, region, 1 << 16))
             .unwrap();
     let apd = d.ca.memory_mut().alloc_pd();
     let mut step = 0;

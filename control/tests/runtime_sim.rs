@@ -20,7 +20,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ddpdk_control::conn::{ConnConfig, Indication, Status};
+use ddpdk_control::conn::{ConnConfig, Indication, Payload, Status};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::runtime::{build, ConnHandle, Control, DataCore, Event, Op, RuntimeConfig};
 use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
@@ -211,6 +211,9 @@ fn run_seed(seed: u64) -> u64 {
             })
             .unwrap();
     let apd = s.a.control.memory_mut().alloc_pd();
+    // Half the writes leave from the client's own region (zero-copy transmit: packets with
+    // holes, buffer chains, retransmissions re-reading the region).
+    let source = s.a.control.memory_mut().alloc_region(REGION).unwrap();
     let peers = [IpAddr::V4(B4), IpAddr::V6(B6)];
     let now = s.now;
     let conns: Vec<ConnHandle> = peers
@@ -285,8 +288,19 @@ fn run_seed(seed: u64) -> u64 {
             image[off..off + len].copy_from_slice(&data);
             wr += 1;
             expected.insert(wr, c);
+            let payload = if wr % 2 == 1 {
+                let r = s.a.control.memory().region(source).unwrap();
+                r.place(off as u64, &data).unwrap();
+                Payload::Region {
+                    region: source,
+                    offset: off as u64,
+                    len: len as u32,
+                }
+            } else {
+                data.into()
+            };
             s.a.control
-                .submit(c, tagged(wr, reg.stag, off as u64, data))
+                .submit(c, tagged(wr, reg.stag, off as u64, payload))
                 .unwrap();
             off += len;
         }
@@ -360,6 +374,8 @@ fn run_seed(seed: u64) -> u64 {
     let dispatched: u64 = cores.clone().map(|k| k.stats().dispatched_out).sum();
     let received: u64 = cores.map(|k| k.stats().dispatched_in).sum();
     assert_eq!(dispatched, received, "seed {seed}: a dispatched frame lost");
+    let by_reference: u64 = s.a.cores.iter().map(|k| k.stats().tx.zero_copy_spans).sum();
+    assert!(by_reference > 0, "seed {seed}: no region span went by reference");
     dispatched
 }
 

@@ -1,12 +1,21 @@
 //! Helpers shared by the runtime tests.
+// Each test binary uses some of these helpers, not all.
+#![allow(dead_code)]
 
-use ddpdk_control::conn::{Indication, SendKind, SendRequest};
-use ddpdk_control::runtime::{ConnHandle, Event, Op};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest};
+use ddpdk_control::memory::{MemoryRegistration, RegionId};
+use ddpdk_control::runtime::{ConnHandle, Control, DataCore, Event, Op};
 use ddpdk_control::session::Event as SessionEvent;
-use ddpdk_dataplane::mem::Stag;
+use ddpdk_dataplane::mem::{Access, Pd, Stag};
+use ddpdk_dataplane::port::Port;
+use ddpdk_dataplane::sctp::Instant;
 
-/// A signaled tagged write of `data` to `stag` at `to` on stream 1.
-pub fn tagged(wr_id: u64, stag: Stag, to: u64, data: Vec<u8>) -> Op {
+/// A signaled tagged write of `data` (bytes, or a span of a local region) to `stag` at `to`
+/// on stream 1.
+pub fn tagged(wr_id: u64, stag: Stag, to: u64, data: impl Into<Payload>) -> Op {
     Op::PostSend(SendRequest {
         wr_id,
         stream: 1,
@@ -15,9 +24,22 @@ pub fn tagged(wr_id: u64, stag: Stag, to: u64, data: Vec<u8>) -> Op {
             to,
             rsvd_ulp: 0,
         },
-        data,
+        data: data.into(),
         signaled: true,
     })
+}
+
+/// A remote-write registration of the first `len` bytes of `region` for `pd`, any stream.
+pub fn remote_write(pd: Pd, region: RegionId, len: u64) -> MemoryRegistration {
+    MemoryRegistration {
+        pd,
+        region,
+        offset: 0,
+        len,
+        access: Access::REMOTE_WRITE,
+        stream: None,
+        to_base: 0,
+    }
 }
 
 /// Whether `events` hold a session event of `conn` that `pred` accepts.
@@ -30,4 +52,115 @@ pub fn session_event(
         matches!(e, Event::Indication { conn: c, indication: Indication::Session { event, .. } }
             if *c == conn && pred(event))
     })
+}
+
+/// Two endpoints of one data core each, polled in lockstep on the test thread (a simulated
+/// 200 µs a step), with a DDP Stream Session open on stream 1 between them.
+pub struct Lockstep<P: Port> {
+    pub ca: Control<P>,
+    pub ka: Vec<DataCore<P>>,
+    pub cb: Control<P>,
+    pub kb: Vec<DataCore<P>>,
+    pub ea: Vec<Event>,
+    pub eb: Vec<Event>,
+    pub now: Instant,
+    /// The client's connection.
+    pub conn: ConnHandle,
+}
+
+impl<P: Port> Lockstep<P> {
+    /// `a` connects to `b` at `server`:`port`, initiates a session on stream 1 for its
+    /// protection domain `apd`, `b` accepts it for `bpd`; returns once `a` has the Accept.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(
+        (ca, ka): (Control<P>, Vec<DataCore<P>>),
+        (cb, kb): (Control<P>, Vec<DataCore<P>>),
+        server: IpAddr,
+        port: u16,
+        apd: Pd,
+        bpd: Pd,
+    ) -> Lockstep<P> {
+        let now = Instant::from_nanos(1_000_000_000);
+        let mut ca = ca;
+        let conn = ca.connect(now, server, port).unwrap();
+        let mut l = Lockstep {
+            ca,
+            ka,
+            cb,
+            kb,
+            ea: Vec::new(),
+            eb: Vec::new(),
+            now,
+            conn,
+        };
+        l.run_until("the association", |l| {
+            l.ea.iter().any(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Connected { .. },
+                        ..
+                    }
+                )
+            })
+        });
+        let op = Op::Initiate {
+            stream: 1,
+            pd: apd,
+            private_data: Vec::new(),
+        };
+        l.ca.submit(conn, op).unwrap();
+        l.run_until("the Initiate", |l| {
+            session_event(&l.eb, l.server_conn(), |e| {
+                matches!(e, SessionEvent::InitiateReceived { .. })
+            })
+        });
+        let op = Op::Accept {
+            stream: 1,
+            pd: bpd,
+            private_data: Vec::new(),
+        };
+        let sc = l.server_conn();
+        l.cb.submit(sc, op).unwrap();
+        l.run_until("the Accept", |l| {
+            session_event(&l.ea, conn, |e| matches!(e, SessionEvent::Accepted { .. }))
+        });
+        l
+    }
+
+    /// The server's handle of the connection (from its first indication).
+    pub fn server_conn(&self) -> ConnHandle {
+        self.eb
+            .iter()
+            .find_map(|e| match e {
+                Event::Indication { conn, .. } => Some(*conn),
+                _ => None,
+            })
+            .unwrap_or(self.conn)
+    }
+
+    /// Polls every core and control side once, then advances the clock.
+    pub fn step(&mut self) {
+        self.ka[0].poll(self.now);
+        self.kb[0].poll(self.now);
+        self.ca.poll(self.now);
+        self.cb.poll(self.now);
+        self.ea.extend(std::iter::from_fn(|| self.ca.poll_event()));
+        self.eb.extend(std::iter::from_fn(|| self.cb.poll_event()));
+        self.now += Duration::from_micros(200);
+    }
+
+    /// Steps until `done` holds; fails the test after 400 000 steps (80 simulated seconds).
+    pub fn run_until(&mut self, what: &str, mut done: impl FnMut(&Self) -> bool) {
+        for _ in 0..400_000 {
+            if done(self) {
+                return;
+            }
+            self.step();
+        }
+        panic!(
+            "no {what} after 80 simulated seconds: {:?} / {:?}",
+            self.ea, self.eb
+        );
+    }
 }

@@ -334,7 +334,7 @@ pub fn tagged(wr_id: u64, stream: u16, stag: Stag, to: u64, data: Vec<u8>) -> Se
             to,
             rsvd_ulp: 0x5a,
         },
-        data,
+        data: data.into(),
         signaled: true,
     }
 }
