@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{ConnConfig, Indication, Payload, SendKind, SendRequest, Status};
 use ddpdk_control::engine::{ConnId, Engine};
 use ddpdk_control::memory::{Memory, MemoryRegistration};
 use ddpdk_control::session::{Event, PendingLimit};
@@ -29,7 +29,7 @@ use hdrhistogram::Histogram;
 
 use crate::app::note;
 use crate::loopback::{exit_status, random};
-use crate::options::Options;
+use crate::options::{DdpSource, Options};
 
 const STREAM: u16 = 1;
 const WINDOW: usize = 16;
@@ -171,7 +171,7 @@ impl Node {
 
     fn run(&mut self, eal: &Eal, opts: &Options, signalled: &AtomicBool) -> Result<(), String> {
         let r = match opts.ddp_connect {
-            Some(peer) => self.client(peer, opts, signalled),
+            Some(peer) => self.client(eal, peer, opts, signalled),
             None => self.server(eal, opts, signalled),
         };
         // Quiet, then every mbuf back.
@@ -302,6 +302,7 @@ impl Node {
 
     fn client(
         &mut self,
+        eal: &Eal,
         peer: IpAddr,
         opts: &Options,
         signalled: &AtomicBool,
@@ -355,6 +356,25 @@ impl Node {
         );
 
         let data: Vec<u8> = (0..size).map(|i| (i as u8).wrapping_mul(31)).collect();
+        // Every write sends the same bytes: from one registered region of DPDK memory (RFC
+        // 4296's local buffer, sent by reference where the port chains mbufs), or moved in.
+        let source = match opts.ddp_source {
+            DdpSource::Region => {
+                let r = Region::from_dpdk(eal, size, None).map_err(|e| e.to_string())?;
+                r.place(0, &data).map_err(|e| e.to_string())?;
+                let region = self
+                    .engine
+                    .memory_mut()
+                    .add_region(r)
+                    .map_err(|_| "region table full".to_string())?;
+                Some(Payload::Region {
+                    region,
+                    offset: 0,
+                    len: u32::try_from(size).map_err(|e| e.to_string())?,
+                })
+            }
+            DdpSource::Bytes => None,
+        };
         let mut latency =
             Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())?;
         let secs = opts.run_for.unwrap_or(5.0);
@@ -378,7 +398,7 @@ impl Node {
                         to: to + (wr % slots) * size as u64,
                         rsvd_ulp: 0,
                     },
-                    data: data.clone().into(),
+                    data: source.clone().unwrap_or_else(|| data.clone().into()),
                     signaled: true,
                 })
                 .map_err(|e| e.to_string())?;
@@ -438,6 +458,7 @@ impl Node {
             log.iter()
                 .any(|i| matches!(i, Indication::Closed(CloseReason::Shutdown)))
         })?;
+        let stats = self.engine.stats();
         if json {
             let v = serde_json::json!({
                 "ddp_goodput": {
@@ -447,6 +468,9 @@ impl Node {
                     "messages": done,
                     "seconds": elapsed,
                     "bytes_per_s": goodput,
+                    "source": format!("{:?}", opts.ddp_source).to_lowercase(),
+                    "spans_by_reference": stats.zero_copy_spans,
+                    "spans_copied": stats.copied_spans,
                     "latency_us": {
                         "p50": latency.value_at_quantile(0.5),
                         "p99": latency.value_at_quantile(0.99),
@@ -463,6 +487,10 @@ impl Node {
                 latency.value_at_quantile(0.99)
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
+            println!(
+                "client: region spans sent by reference {}, copied {}",
+                stats.zero_copy_spans, stats.copied_spans
+            );
         }
         Ok(())
     }

@@ -162,6 +162,12 @@ pub struct Options {
           value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
     pub ddp_size: u64,
 
+    /// Where --ddp-connect's writes come from: `region` (a registered region in DPDK memory,
+    /// sent by reference where the port chains mbufs: zero-copy) or `bytes` (a buffer moved
+    /// into each send and copied into SCTP's send queue).
+    #[arg(long, value_enum, default_value = "region")]
+    pub ddp_source: DdpSource,
+
     /// Size of the region --ddp-listen registers for each session, bytes.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
           value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
@@ -343,4 +349,11 @@ mod tests {
             }
         }
     }
+}
+
+/// Where a client's tagged writes come from (`--ddp-source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DdpSource {
+    Region,
+    Bytes,
 }

@@ -50,6 +50,11 @@ pub struct EngineStats {
     pub refused: u64,
     /// Packets for a connection that its association discarded (bad CRC32c or tag, ...).
     pub discarded: u64,
+    /// Frames that arrived as buffer chains (parsed from a gathered copy).
+    pub rx_chained: u64,
+    /// Region spans sent by reference (zero-copy), and copied because the port could not.
+    pub zero_copy_spans: u64,
+    pub copied_spans: u64,
 }
 
 /// See the module documentation.
@@ -64,6 +69,8 @@ pub struct Engine<P: Port> {
     conns: Vec<Option<Connection>>,
     link_mtu: usize,
     rx: Vec<P::Buf>,
+    /// Where a received chain is gathered.
+    linear: Vec<u8>,
     stats: EngineStats,
 }
 
@@ -89,6 +96,7 @@ impl<P: Port> Engine<P> {
             conns: Vec::new(),
             link_mtu: LINK_MTU,
             rx: Vec::with_capacity(BURST),
+            linear: Vec::new(),
             stats: EngineStats::default(),
         }
     }
@@ -107,6 +115,8 @@ impl<P: Port> Engine<P> {
             no_buffer: t.no_buffer,
             unresolved: t.unresolved,
             too_big: t.too_big,
+            zero_copy_spans: t.zero_copy_spans,
+            copied_spans: t.copied_spans,
             ..self.stats
         }
     }
@@ -133,6 +143,7 @@ impl<P: Port> Engine<P> {
     /// Takes a connection into a free slot, reclaiming closed ones when the engine is full.
     fn adopt(&mut self, mut c: Connection) -> Option<ConnId> {
         c.set_path_mtu(self.path_mtu(c.peer_ip()));
+        c.use_regions(Arc::clone(self.memory.region_table()));
         let slot = match self.conns.iter().position(Option::is_none) {
             Some(k) => k,
             None if self.conns.len() < MAX_CONNECTIONS => {
@@ -208,10 +219,19 @@ impl<P: Port> Engine<P> {
         let mut moved = 0;
         let mut rx = std::mem::take(&mut self.rx);
         let n = self.port.rx_burst(self.queue, &mut rx, BURST);
+        let mut linear = std::mem::take(&mut self.linear);
         for buf in rx.drain(..) {
             self.stats.frames_in += 1;
-            self.receive(now, buf.data());
+            // A chain (a jumbo frame in small device buffers, a peer's zero-copy frame over
+            // net_ring) is parsed from a gathered copy.
+            if buf.gather_into(&mut linear) {
+                self.stats.rx_chained += 1;
+                self.receive(now, &linear);
+            } else {
+                self.receive(now, buf.data());
+            }
         }
+        self.linear = linear;
         self.rx = rx;
         moved += n;
         for c in self.conns.iter_mut().flatten() {
@@ -224,12 +244,14 @@ impl<P: Port> Engine<P> {
                 continue;
             };
             let h = Interface::header_len(peer);
-            while let Some(len) = self.conns[i]
-                .as_mut()
-                .and_then(|c| c.poll_transmit(now, &mut self.out.frame[h..]))
-            {
+            let Some(c) = self.conns[i].as_mut() else {
+                continue;
+            };
+            while let Some((len, holes)) = c.poll_transmit_gather(now, &mut self.out.frame[h..]) {
                 moved += 1;
-                self.out.send_sctp(now, &mut self.iface, peer, len, false);
+                let regions = self.memory.region_table();
+                self.out
+                    .send_sctp_gather(now, &mut self.iface, peer, len, holes, regions, false);
             }
         }
         self.out.flush();

@@ -375,7 +375,10 @@ fn run_seed(seed: u64) -> u64 {
     let received: u64 = cores.map(|k| k.stats().dispatched_in).sum();
     assert_eq!(dispatched, received, "seed {seed}: a dispatched frame lost");
     let by_reference: u64 = s.a.cores.iter().map(|k| k.stats().tx.zero_copy_spans).sum();
-    assert!(by_reference > 0, "seed {seed}: no region span went by reference");
+    assert!(
+        by_reference > 0,
+        "seed {seed}: no region span went by reference"
+    );
     dispatched
 }
 

@@ -40,12 +40,13 @@ fn frame(mtu: u16) -> u16 {
     mulpdu(mtu) + 2 + 16 + 12 + 20 + 14
 }
 
-/// memif buffers big enough for one frame each, and mbufs to match (headroom 128).
-fn memif_bsize(mtu: u16) -> u16 {
-    if mtu > 1500 {
-        9216
-    } else {
-        2048
+/// memif buffers big enough for one frame each (unless `--memif-bsize` says otherwise:
+/// smaller buffers make jumbo frames travel as chained descriptors, received as mbuf chains).
+fn memif_bsize(mtu: u16, forced: Option<u16>) -> u16 {
+    match forced {
+        Some(b) => b,
+        None if mtu > 1500 => 9216,
+        None => 2048,
     }
 }
 
@@ -67,12 +68,19 @@ struct Args {
     /// Link MTUs to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [1500u16, 9000])]
     mtus: Vec<u16>,
+    /// Where the client's writes come from, comma-separated: `region` (registered DPDK
+    /// memory, sent by reference: zero-copy) and/or `bytes` (moved into each send, copied).
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("region"), String::from("bytes")])]
+    sources: Vec<String>,
+    /// memif buffer size for every link (default: one buffer per frame).
+    #[arg(long)]
+    memif_bsize: Option<u16>,
     /// Print one JSON object per MTU instead of a table.
     #[arg(long)]
     json: bool,
 }
 
-fn eal(lcores: &str, prefix: &str, role: &str, sock: &str, mtu: u16) -> Vec<String> {
+fn eal(args: &Args, lcores: &str, prefix: &str, role: &str, sock: &str, mtu: u16) -> Vec<String> {
     [
         "--lcores",
         lcores,
@@ -84,7 +92,7 @@ fn eal(lcores: &str, prefix: &str, role: &str, sock: &str, mtu: u16) -> Vec<Stri
         &format!("--file-prefix={prefix}"),
         &format!(
             "--vdev=net_memif0,role={role},id=0,socket={sock},bsize={}",
-            memif_bsize(mtu)
+            memif_bsize(mtu, args.memif_bsize)
         ),
     ]
     .iter()
@@ -119,7 +127,7 @@ fn raw(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
             "--txpkts",
             &frame(mtu).to_string(),
             "--mbuf-size",
-            &(memif_bsize(mtu) + 128).to_string(),
+            &(memif_bsize(mtu, args.memif_bsize) + 128).to_string(),
             "--stats-period",
             "1",
             "--json",
@@ -134,14 +142,28 @@ fn raw(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
     };
     let rx = spawn(
         args,
-        eal("0@0,1@1", &format!("gp-{tag}-rx"), "server", &sock, mtu),
+        eal(
+            args,
+            "0@0,1@1",
+            &format!("gp-{tag}-rx"),
+            "server",
+            &sock,
+            mtu,
+        ),
         &common("rxonly"),
     )
     .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(1500));
     let tx = spawn(
         args,
-        eal("0@1,1@0", &format!("gp-{tag}-tx"), "client", &sock, mtu),
+        eal(
+            args,
+            "0@1,1@0",
+            &format!("gp-{tag}-tx"),
+            "client",
+            &sock,
+            mtu,
+        ),
         &common("txonly"),
     )
     .map_err(|e| e.to_string())?;
@@ -164,8 +186,11 @@ fn raw(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
         .ok_or_else(|| "raw: the receiver saw no traffic".into())
 }
 
-/// DDP goodput in payload bytes per second, as the client reports it.
-fn ddp(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
+/// DDP goodput in payload bytes per second, as the client reports it, with its writes from
+/// `source`.
+fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<f64, String> {
+    let tag = format!("{tag}-{source}");
+    let tag = tag.as_str();
     let sock = sock(tag);
     let server_app: Vec<String> = [
         "--ddp-listen",
@@ -182,7 +207,7 @@ fn ddp(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
     .collect();
     let mut server = spawn(
         args,
-        eal("0@0", &format!("gp-{tag}-srv"), "server", &sock, mtu),
+        eal(args, "0@0", &format!("gp-{tag}-srv"), "server", &sock, mtu),
         &server_app,
     )
     .map_err(|e| e.to_string())?;
@@ -211,6 +236,8 @@ fn ddp(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
         &args.secs.to_string(),
         "--ddp-size",
         &args.write_size.to_string(),
+        "--ddp-source",
+        source,
         "--mtu",
         &mtu.to_string(),
         "--json",
@@ -220,23 +247,33 @@ fn ddp(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
     .collect();
     let client = spawn(
         args,
-        eal("0@1", &format!("gp-{tag}-cli"), "client", &sock, mtu),
+        eal(args, "0@1", &format!("gp-{tag}-cli"), "client", &sock, mtu),
         &client_app,
     )
     .map_err(|e| e.to_string())?;
     let out = reap(client, GRACE).map_err(|e| e.to_string())?;
     let _ = reap(server, GRACE);
     let server_log = drain.join().unwrap_or_default();
-    String::from_utf8_lossy(&out.stdout)
+    let report = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find_map(|v| v.get("ddp_goodput")?.get("bytes_per_s")?.as_f64())
+        .find_map(|v| v.get("ddp_goodput").cloned())
         .ok_or_else(|| {
             format!(
                 "ddp: no goodput report\n{}\n{server_log}",
                 String::from_utf8_lossy(&out.stderr)
             )
-        })
+        })?;
+    // A zero-copy run that copied is not what it claims to measure.
+    let by_reference = report["spans_by_reference"].as_u64().unwrap_or(0);
+    if source == "region" && (by_reference == 0 || report["spans_copied"].as_u64() != Some(0)) {
+        return Err(format!(
+            "ddp: region source but not sent by reference: {report}"
+        ));
+    }
+    report["bytes_per_s"]
+        .as_f64()
+        .ok_or_else(|| format!("ddp: no bytes_per_s in {report}"))
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -257,52 +294,96 @@ fn main() {
 
 fn measure(args: &Args, mtu: u16) {
     let (frame, payload) = (frame(mtu), segment_payload(mtu));
-    let (mut raws, mut ddps, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let n = args.sources.len();
+    let mut raws = Vec::new();
+    let mut goodputs: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
     for r in 0..args.rounds {
         let tag = format!("{mtu}-{r}");
-        let pair = if r % 2 == 0 {
-            (raw(args, &tag, mtu), ddp(args, &tag, mtu))
-        } else {
-            let d = ddp(args, &tag, mtu);
-            (raw(args, &tag, mtu), d)
-        };
-        match pair {
-            (Ok(pps), Ok(goodput)) => {
-                let ratio = goodput / (pps * payload);
-                if !args.json {
-                    println!(
-                        "MTU {mtu} round {r}: raw {:.3} Mpps at {frame} B ({:.1} MB/s of segment payload) | DDP goodput {:.1} MB/s | ratio {ratio:.3}",
-                        pps / 1e6,
-                        pps * payload / 1e6,
-                        goodput / 1e6
-                    );
-                }
-                raws.push(pps);
-                ddps.push(goodput);
-                ratios.push(ratio);
-            }
-            (a, b) => {
-                eprintln!("ddp-goodput-bench: MTU {mtu} round {r}: raw {a:?}, ddp {b:?}");
+        // The raw pair and each DDP source in turn, starting one later each round.
+        let mut got: Vec<Option<f64>> = vec![None; n];
+        let mut pps = None;
+        for k in 0..=n {
+            let j = (k + r as usize) % (n + 1);
+            let result = if j == n {
+                raw(args, &tag, mtu).map(|p| pps = Some(p))
+            } else {
+                ddp(args, &tag, mtu, &args.sources[j]).map(|g| got[j] = Some(g))
+            };
+            if let Err(e) = result {
+                eprintln!("ddp-goodput-bench: MTU {mtu} round {r}: {e}");
                 std::process::exit(1);
             }
         }
+        let Some(pps) = pps else {
+            std::process::exit(1);
+        };
+        raws.push(pps);
+        let mut line = format!(
+            "MTU {mtu} round {r}: raw {:.3} Mpps at {frame} B ({:.1} MB/s of segment payload)",
+            pps / 1e6,
+            pps * payload / 1e6
+        );
+        for (j, g) in got.iter().enumerate() {
+            let g = g.unwrap_or(0.0);
+            let ratio = g / (pps * payload);
+            line += &format!(
+                " | DDP from {} {:.1} MB/s, ratio {ratio:.3}",
+                args.sources[j],
+                g / 1e6
+            );
+            goodputs[j].push(g);
+            ratios[j].push(ratio);
+        }
+        if !args.json {
+            println!("{line}");
+        }
     }
-    let (Some(p), Some(g), Some(q)) = (median(raws), median(ddps), median(ratios)) else {
+    let Some(p) = median(raws) else {
         std::process::exit(1);
     };
+    let medians: Vec<(f64, f64)> = goodputs
+        .into_iter()
+        .zip(ratios)
+        .map(|(g, q)| (median(g).unwrap_or(0.0), median(q).unwrap_or(0.0)))
+        .collect();
     if args.json {
+        let per: serde_json::Map<String, serde_json::Value> = args
+            .sources
+            .iter()
+            .zip(&medians)
+            .map(|(s, (g, q))| {
+                (
+                    s.clone(),
+                    serde_json::json!({"ddp_goodput_bytes_per_s": g, "ratio": q}),
+                )
+            })
+            .collect();
         println!(
             "{}",
             serde_json::json!({"mtu": mtu, "segment": mulpdu(mtu), "frame": frame, "raw_pps": p,
-                "ddp_goodput_bytes_per_s": g, "ratio": q, "write_size": args.write_size})
+                "sources": per, "write_size": args.write_size})
         );
     } else {
-        println!(
-            "MTU {mtu} (segments of {} bytes) median: raw {:.3} Mpps, DDP goodput {:.1} MB/s, {:.3} of the raw ceiling",
+        let mut line = format!(
+            "MTU {mtu} (segments of {} bytes) median: raw {:.3} Mpps",
             mulpdu(mtu),
-            p / 1e6,
-            g / 1e6,
-            q
+            p / 1e6
         );
+        for (s, (g, q)) in args.sources.iter().zip(&medians) {
+            line += &format!(
+                "; DDP from {s} {:.1} MB/s, {q:.3} of the raw ceiling",
+                g / 1e6
+            );
+        }
+        if let (Some(z), Some(c)) = (
+            args.sources.iter().position(|s| s == "region"),
+            args.sources.iter().position(|s| s == "bytes"),
+        ) {
+            if medians[c].0 > 0.0 {
+                line += &format!("; zero-copy / copy {:.3}", medians[z].0 / medians[c].0);
+            }
+        }
+        println!("{line}");
     }
 }
