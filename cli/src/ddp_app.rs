@@ -408,7 +408,19 @@ impl DdpApp {
         let steering = port
             .program_sctp_rss(&runtime::RSS_KEY, cores as u16)
             .unwrap_or(SctpSteering::None("the device refused the RSS programming"));
+        // Without SCTP RSS, a device that matches SCTP in rte_flow rules gets one rule per
+        // association, to its owner's queue; one without either leaves it to the cores.
+        let flow_rules = match (&steering, opts.ip.first()) {
+            (SctpSteering::None(_), Some(&local)) => {
+                port.enable_sctp_flow_rules(local, cores as u16)
+            }
+            _ => Err("RSS steers SCTP".to_string()),
+        };
         let (reta_size, steering_text) = match steering {
+            SctpSteering::None(_) if flow_rules.is_ok() => (
+                runtime::RETA_SIZE,
+                "rte_flow rules: one per association, to its owning core's queue".to_string(),
+            ),
             SctpSteering::Rss { hash, reta_size } => (
                 usize::from(reta_size),
                 format!(
@@ -417,7 +429,10 @@ impl DdpApp {
             ),
             SctpSteering::None(why) => (
                 runtime::RETA_SIZE,
-                format!("software dispatch between data cores ({why})"),
+                format!(
+                    "software dispatch between data cores (no SCTP RSS: {why}; no rte_flow: {})",
+                    flow_rules.as_ref().err().map_or("", String::as_str)
+                ),
             ),
         };
         let link = port.wait_link_up(Duration::from_secs_f64(opts.link_timeout));
@@ -449,6 +464,7 @@ impl DdpApp {
             RuntimeConfig {
                 cores,
                 reta_size,
+                flow_rules: flow_rules.is_ok(),
                 link_mtu: usize::from(opts.mtu),
                 random: u64::from_ne_bytes(random::<8>()?),
                 ..RuntimeConfig::default()
@@ -1412,13 +1428,24 @@ impl DdpApp {
                 "{}",
                 json!({"control": {"packets": c.packets, "replies": c.replies,
                     "ignored": c.ignored, "accepted": c.accepted, "connected": c.connected,
-                    "frames_out": c.tx.frames_out}})
+                    "frames_out": c.tx.frames_out, "flow_rules": c.flow_rules,
+                    "flow_rules_refused": c.flow_rules_refused,
+                    "flow_rules_removed": c.flow_rules_removed}})
             );
         } else {
             println!(
                 "  ------- Control thread -------\n  packets: {:<8} replies: {:<8} ignored: {:<8} \
-                 accepted: {:<6} opened: {:<6} TX-frames: {}",
-                c.packets, c.replies, c.ignored, c.accepted, c.connected, c.tx.frames_out
+                 accepted: {:<6} opened: {:<6} TX-frames: {}\n  \
+                 flow rules installed: {:<6} refused: {:<6} removed: {}",
+                c.packets,
+                c.replies,
+                c.ignored,
+                c.accepted,
+                c.connected,
+                c.tx.frames_out,
+                c.flow_rules,
+                c.flow_rules_refused,
+                c.flow_rules_removed
             );
         }
         Ok(())

@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 use ddpdk_dataplane::mem::{CoreStags, Pd, PostedBuffer};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
-use ddpdk_dataplane::port::{ChecksumOffload, PacketBuf, Port};
+use ddpdk_dataplane::port::{ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
 
 use crate::conn::{
@@ -281,6 +281,9 @@ pub struct RuntimeConfig {
     /// Entries of the device's RSS redirection table when it steers SCTP (so the software
     /// hash agrees with it); [`RETA_SIZE`] otherwise.
     pub reta_size: usize,
+    /// The control thread installs a device flow rule per association
+    /// ([`Port::steer_sctp`]) that steers its packets to the owner's RX queue.
+    pub flow_rules: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -292,6 +295,7 @@ impl Default for RuntimeConfig {
             stags: 4096,
             random: 0x5eed,
             reta_size: RETA_SIZE,
+            flow_rules: false,
         }
     }
 }
@@ -499,6 +503,8 @@ pub fn build<P: Port>(
         next_conn: 1,
         owners: HashMap::new(),
         live: HashMap::new(),
+        flow_rules: cfg.flow_rules,
+        flows: HashMap::new(),
         ready: VecDeque::new(),
         link_mtu: cfg.link_mtu,
         stats: ControlStats::default(),
@@ -994,6 +1000,11 @@ pub struct ControlStats {
     pub forwarded: u64,
     /// Of those, dropped because the core's command queue was full.
     pub forward_dropped: u64,
+    /// Device flow rules installed for associations (with `flow_rules` on), refused by the
+    /// device (software dispatch then steers those), and removed when they ended.
+    pub flow_rules: u64,
+    pub flow_rules_refused: u64,
+    pub flow_rules_removed: u64,
     pub tx: TxStats,
 }
 
@@ -1015,6 +1026,9 @@ pub struct Control<P: Port> {
     next_conn: u64,
     /// Which core owns each connection.
     owners: HashMap<ConnHandle, usize>,
+    /// Associations are steered by device flow rules, and the rule of each.
+    flow_rules: bool,
+    flows: HashMap<ConnHandle, FlowRule>,
     ready: VecDeque<Event>,
     link_mtu: usize,
     stats: ControlStats,
@@ -1084,6 +1098,7 @@ impl<P: Port> Control<P> {
         c.set_path_mtu(path_mtu(self.link_mtu, peer));
         let conn = self.new_handle(core);
         self.live.insert((peer, port), conn);
+        self.steer_flow(conn, local, &c, core);
         self.stats.connected += 1;
         self.command(
             core,
@@ -1110,7 +1125,37 @@ impl<P: Port> Control<P> {
         self.command(core, Command::Forget(conn), true)?;
         self.owners.remove(&conn);
         self.live.retain(|_, c| *c != conn);
+        self.unsteer_flow(conn);
         Ok(())
+    }
+
+    /// With flow rules on, has the device steer `c`'s packets (to `local`) to `core`'s RX
+    /// queue, before the core adopts it. A refused rule leaves the software dispatch to it.
+    fn steer_flow(&mut self, conn: ConnHandle, local: IpAddr, c: &Connection, core: usize) {
+        if !self.flow_rules {
+            return;
+        }
+        let flow = SctpFlow {
+            local,
+            peer: c.peer_ip(),
+            local_port: c.association().local_port(),
+            peer_port: c.association().peer_port(),
+        };
+        match self.out.port().steer_sctp(&flow, core as u16) {
+            Ok(rule) => {
+                self.stats.flow_rules += 1;
+                self.flows.insert(conn, rule);
+            }
+            Err(_) => self.stats.flow_rules_refused += 1,
+        }
+    }
+
+    /// Removes the flow rule of an association that is over.
+    fn unsteer_flow(&mut self, conn: ConnHandle) {
+        if let Some(rule) = self.flows.remove(&conn) {
+            self.out.port().unsteer_sctp(rule);
+            self.stats.flow_rules_removed += 1;
+        }
     }
 
     /// Asks every core for a [`CoreReport`]; they come back as [`Event::Report`].
@@ -1174,6 +1219,7 @@ impl<P: Port> Control<P> {
                     {
                         let conn = *conn;
                         self.live.retain(|_, c| *c != conn);
+                        self.unsteer_flow(conn);
                     }
                     self.ready.push_back(e);
                 }
@@ -1242,6 +1288,7 @@ impl<P: Port> Control<P> {
                 c.set_path_mtu(path_mtu(self.link_mtu, peer));
                 let conn = self.new_handle(core);
                 self.live.insert((peer, peer_port), conn);
+                self.steer_flow(conn, f.ip.dst(), &c, core);
                 let _ = self.command(
                     core,
                     Command::Adopt {

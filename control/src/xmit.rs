@@ -86,6 +86,10 @@ impl<P: Port> Tx<P> {
         }
     }
 
+    pub fn port(&self) -> &Arc<P> {
+        &self.port
+    }
+
     /// Frames the SCTP packet of `len` bytes at `self.frame[header_len(peer)..]` to `peer`
     /// through `iface`'s neighbour table, and queues it (a solicitation instead when the
     /// neighbour is unknown). With `device_checksum` the device fills its CRC32c.

@@ -747,3 +747,95 @@ fn checksum_offload_leaves_the_crc32c_to_the_device() {
     assert_eq!(after.checksum_bad, before.checksum_bad + 1);
     assert_eq!(after.discarded, before.discarded);
 }
+
+/// Issue 6 item 3, `rte_flow` where the device has it: the server's control thread installs a
+/// device flow rule per association (its addresses and ports → the owning core's RX queue),
+/// so the association's packets arrive at the owner and no core hands any to another; the rule
+/// goes when the association ends. The same run without rules needs software dispatch (the
+/// client's hash puts the association on the other queue), which is the contrast.
+#[test]
+fn flow_rules_steer_each_association_to_its_owner() {
+    let run = |rules: bool| {
+        let b4 = server_v4();
+        let (pa, pb) = pair(CORES as u16 + 1, 4096);
+        pb.set_flow_rules(rules);
+        let (pa, pb) = (Arc::new(pa), Arc::new(pb));
+        let cfg = |flow_rules| RuntimeConfig {
+            cores: CORES,
+            flow_rules,
+            ..RuntimeConfig::default()
+        };
+        let make = |p: &Arc<MemPort>, v4, v6, seed: u8, flow_rules| {
+            build(
+                Arc::clone(p),
+                Interface::new(p.mac(), Some(v4), Some(v6)),
+                endpoint(seed),
+                ConnConfig::default(),
+                PendingLimit::new(8),
+                cfg(flow_rules),
+            )
+            .unwrap()
+        };
+        let (mut a, mut b) = (make(&pa, A4, A6, 1, false), make(&pb, b4, B6, 2, rules));
+        let bpd = b.0.memory_mut().alloc_pd();
+        let region = b.0.memory_mut().alloc_region(1 << 18).unwrap();
+        let reg =
+            b.0.memory_mut()
+                .register(remote_write(bpd, region, 1 << 18))
+                .unwrap();
+        let apd = a.0.memory_mut().alloc_pd();
+        let mut l = Lockstep::open(a, b, IpAddr::V4(b4), PORT, apd, bpd);
+        // The INIT and COOKIE ECHO came before any rule (the COOKIE ECHO makes it): count
+        // what the cores handed over after the session was up.
+        let dispatched =
+            |l: &Lockstep<MemPort>| -> u64 { l.kb.iter().map(|k| k.stats().dispatched_out).sum() };
+        let before = dispatched(&l);
+        if rules {
+            let installed = pb.flow_rules();
+            let owner = Steering::new(CORES).owner(IpAddr::V4(A4), IpAddr::V4(b4), PORT, PORT);
+            assert_eq!(installed.len(), 1, "one rule per association");
+            assert_eq!(installed[0].0.peer, IpAddr::V4(A4));
+            assert_eq!(installed[0].0.local, IpAddr::V4(b4));
+            assert_eq!(usize::from(installed[0].1), owner, "to the owner's queue");
+        }
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 11 + 1) as u8).collect();
+        l.ca.submit(l.conn, tagged(1, reg.stag, 0, data.clone()))
+            .unwrap();
+        l.run_until("the completion", |l| {
+            l.ea.iter().any(|e| matches!(e, Event::Completion { .. }))
+        });
+        let placed =
+            l.cb.memory()
+                .region(region)
+                .unwrap()
+                .crc32c(0, data.len())
+                .unwrap();
+        assert_eq!(placed, crc32c(&data));
+        l.ca.submit(l.conn, Op::Shutdown).unwrap();
+        l.run_until("the close", |l| {
+            l.eb.iter().any(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Closed(_),
+                        ..
+                    }
+                )
+            })
+        });
+        for _ in 0..10 {
+            l.step();
+        }
+        (dispatched(&l) - before, l.cb.stats(), pb.flow_rules().len())
+    };
+    let (without, _, _) = run(false);
+    assert!(
+        without > 20,
+        "{without} frames dispatched in software without rules"
+    );
+    let (with, stats, left) = run(true);
+    assert_eq!(with, 0, "the device put every frame on its owner's queue");
+    assert_eq!((stats.flow_rules, stats.flow_rules_refused), (1, 0));
+    assert_eq!(stats.flow_rules_removed, 1);
+    assert_eq!(left, 0, "the rule went with the association");
+}

@@ -54,8 +54,8 @@ pub fn session_event(
     })
 }
 
-/// Two endpoints of one data core each, polled in lockstep on the test thread (a simulated
-/// 200 µs a step), with a DDP Stream Session open on stream 1 between them.
+/// Two endpoints polled in lockstep on the test thread (every data core, then each control
+/// side; a simulated 200 µs a step), with a DDP Stream Session open on stream 1 between them.
 pub struct Lockstep<P: Port> {
     pub ca: Control<P>,
     pub ka: Vec<DataCore<P>>,
@@ -141,8 +141,9 @@ impl<P: Port> Lockstep<P> {
 
     /// Polls every core and control side once, then advances the clock.
     pub fn step(&mut self) {
-        self.ka[0].poll(self.now);
-        self.kb[0].poll(self.now);
+        for k in self.ka.iter_mut().chain(&mut self.kb) {
+            k.poll(self.now);
+        }
         self.ca.poll(self.now);
         self.cb.poll(self.now);
         self.ea.extend(std::iter::from_fn(|| self.ca.poll_event()));

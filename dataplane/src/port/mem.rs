@@ -9,7 +9,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::region::Region;
-use super::{ChecksumOffload, LinkStatus, PacketBuf, Port, PortStats};
+use super::{ChecksumOffload, FlowRule, LinkStatus, PacketBuf, Port, PortStats, SctpFlow};
+
+/// A poisoned lock only means a test thread panicked; the data is still valid.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A heap-allocated packet buffer, with the offload requests and verdicts a device's
 /// descriptor would carry.
@@ -90,6 +95,18 @@ pub struct MemPort {
     peer_offload: ChecksumOffload,
     /// Whether `attach_region` emulates a device that sends region memory in a chain.
     zero_copy: AtomicBool,
+    /// The emulated device's flow rules (`steer_sctp`), when it has them; the peer's sending
+    /// side applies them, as this device's receive side would.
+    flow_rules: AtomicBool,
+    rules: Arc<Mutex<Rules>>,
+    peer_rules: Arc<Mutex<Rules>>,
+}
+
+/// Installed flow rules: (id, match, RX queue), and the next id.
+#[derive(Debug, Default)]
+struct Rules {
+    installed: Vec<(usize, SctpFlow, u16)>,
+    next: usize,
 }
 
 /// Two ports wired back to back with `queues` queue pairs, each direction of each queue holding
@@ -108,7 +125,12 @@ pub fn pair_with_offload(
 ) -> (MemPort, MemPort) {
     let mk = || -> Arc<[Queue]> { (0..queues).map(|_| Queue::default()).collect() };
     let (a_to_b, b_to_a) = (mk(), mk());
-    let port = |id: u16, rx: &Arc<[Queue]>, tx: &Arc<[Queue]>| MemPort {
+    let (rules_a, rules_b) = (Arc::default(), Arc::default());
+    let port = |id: u16,
+                rx: &Arc<[Queue]>,
+                tx: &Arc<[Queue]>,
+                own: &Arc<Mutex<Rules>>,
+                peer: &Arc<Mutex<Rules>>| MemPort {
         id,
         name: format!("mem{id}"),
         mac: [0x02, 0, 0, 0, 0, id as u8 + 1],
@@ -119,8 +141,14 @@ pub fn pair_with_offload(
         offload,
         peer_offload: offload,
         zero_copy: AtomicBool::new(true),
+        flow_rules: AtomicBool::new(false),
+        rules: Arc::clone(own),
+        peer_rules: Arc::clone(peer),
     };
-    (port(0, &b_to_a, &a_to_b), port(1, &a_to_b, &b_to_a))
+    (
+        port(0, &b_to_a, &a_to_b, &rules_a, &rules_b),
+        port(1, &a_to_b, &b_to_a, &rules_b, &rules_a),
+    )
 }
 
 impl MemPort {
@@ -132,6 +160,46 @@ impl MemPort {
     /// Region spans [`Port::attach_region`] handed out.
     pub fn attached(&self) -> u64 {
         self.counters.attached.load(Relaxed)
+    }
+
+    /// Whether the emulated device has flow rules ([`Port::steer_sctp`]; off by default).
+    pub fn set_flow_rules(&self, on: bool) {
+        self.flow_rules.store(on, Relaxed);
+    }
+
+    /// Flow rules installed now.
+    pub fn flow_rules(&self) -> Vec<(SctpFlow, u16)> {
+        lock(&self.rules)
+            .installed
+            .iter()
+            .map(|(_, f, q)| (*f, *q))
+            .collect()
+    }
+
+    /// The RX queue of the peer that a frame sent on TX queue `queue` reaches: the queue of the
+    /// peer's flow rule that matches it, else `queue`.
+    fn peer_queue(&self, frame: &[u8], queue: u16) -> u16 {
+        let rules = lock(&self.peer_rules);
+        if rules.installed.is_empty() {
+            return queue;
+        }
+        let Ok(f) = crate::wire::link::parse_sctp(frame) else {
+            return queue;
+        };
+        let Some(&[a, b, c, d]) = f.sctp.get(..4) else {
+            return queue;
+        };
+        let flow = SctpFlow {
+            local: f.ip.dst(),
+            peer: f.ip.src(),
+            local_port: u16::from_be_bytes([c, d]),
+            peer_port: u16::from_be_bytes([a, b]),
+        };
+        rules
+            .installed
+            .iter()
+            .find(|r| r.1 == flow)
+            .map_or(queue, |r| r.2)
     }
 
     /// Whether [`Port::attach_region`] works (on by default), to test both transmit paths.
@@ -184,10 +252,18 @@ impl Port for MemPort {
     }
 
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<HeapBuf>) -> usize {
-        let mut q = Self::queue(&self.tx, queue);
-        let n = pkts.len().min(self.capacity - q.len());
+        let mut n = 0;
         let mut bytes = 0;
-        for mut b in pkts.drain(..n) {
+        // In order; the first packet whose queue is full stops the burst (it and the rest stay
+        // with the caller).
+        while let Some(first) = pkts.first() {
+            let target = self.peer_queue(&first.bytes, queue);
+            let mut q = Self::queue(&self.tx, target);
+            if q.len() >= self.capacity {
+                break;
+            }
+            let mut b = pkts.remove(0);
+            n += 1;
             bytes += b.bytes.len() as u64;
             // The emulated device: it fills the CRC32c it was asked for (RFC 9260 App. A) and
             // the receiving one checks it, as hardware with SCTP checksum offload does.
@@ -229,6 +305,24 @@ impl Port for MemPort {
         region.read(offset, &mut bytes).ok()?;
         self.counters.attached.fetch_add(1, Relaxed);
         Some(HeapBuf::new(bytes))
+    }
+
+    fn steer_sctp(&self, flow: &SctpFlow, queue: u16) -> Result<FlowRule, String> {
+        if !self.flow_rules.load(Relaxed) {
+            return Err("the emulated device has no flow rules".into());
+        }
+        if usize::from(queue) >= self.rx.len() {
+            return Err(format!("no RX queue {queue}"));
+        }
+        let mut rules = lock(&self.rules);
+        let id = rules.next;
+        rules.next += 1;
+        rules.installed.push((id, *flow, queue));
+        Ok(FlowRule::new(id))
+    }
+
+    fn unsteer_sctp(&self, rule: FlowRule) {
+        lock(&self.rules).installed.retain(|r| r.0 != rule.id());
     }
 
     fn link(&self) -> LinkStatus {

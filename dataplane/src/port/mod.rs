@@ -70,6 +70,30 @@ pub struct ChecksumOffload {
     pub rx: bool,
 }
 
+/// One SCTP association's packets as they arrive: from `peer`:`peer_port` to
+/// `local`:`local_port` (what a device flow rule matches to steer them, [`Port::steer_sctp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SctpFlow {
+    pub local: std::net::IpAddr,
+    pub peer: std::net::IpAddr,
+    pub local_port: u16,
+    pub peer_port: u16,
+}
+
+/// A device flow rule [`Port::steer_sctp`] installed; only the port that made it can remove it.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct FlowRule(usize);
+
+impl FlowRule {
+    pub(crate) fn new(id: usize) -> FlowRule {
+        FlowRule(id)
+    }
+
+    pub(crate) fn id(&self) -> usize {
+        self.0
+    }
+}
+
 /// Link state as reported by the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct LinkStatus {
@@ -156,6 +180,16 @@ pub trait Port: Send + Sync {
     fn attach_region(&self, _region: &Region, _offset: u64, _len: usize) -> Option<Self::Buf> {
         None
     }
+
+    /// Installs a device rule that steers `flow`'s packets to RX queue `queue` (`rte_flow`), so
+    /// that they reach the core owning the association without a software hand-off. `Err` with
+    /// the device's reason when it has no such rules or refused this one.
+    fn steer_sctp(&self, _flow: &SctpFlow, _queue: u16) -> Result<FlowRule, String> {
+        Err("the port has no flow rules".into())
+    }
+
+    /// Removes a rule [`Port::steer_sctp`] installed.
+    fn unsteer_sctp(&self, _rule: FlowRule) {}
 
     /// Frees every buffer of `bufs`, leaving it empty. Devices with a bulk free override it.
     fn free_bulk(&self, bufs: &mut Vec<Self::Buf>) {

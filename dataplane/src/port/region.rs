@@ -355,6 +355,21 @@ impl Region {
         Ok(())
     }
 
+    /// Mbufs that reference this region now (zero-copy frames not yet freed); 0 for memory
+    /// outside DPDK.
+    #[cfg(feature = "dpdk")]
+    pub fn mbuf_references(&self) -> usize {
+        match &self._backing {
+            Backing::Dpdk { _alloc: a } => {
+                // SAFETY: `shinfo` lives as long as the allocation; its refcnt is read
+                // atomically.
+                let refs = unsafe { dpdk_sys::rte_mbuf_ext_refcnt_read(a.shinfo.as_ptr()) };
+                usize::from(refs).saturating_sub(1)
+            }
+            Backing::Mmap { .. } => 0,
+        }
+    }
+
     /// Makes `m` (a fresh, direct mbuf) reference `len` bytes of this region from `offset`
     /// instead of its own buffer (`rte_pktmbuf_attach_extbuf`), for zero-copy transmit. False,
     /// with `m` unchanged, when the region is not DPDK memory, the span is out of bounds or

@@ -9,7 +9,7 @@ use dpdk_sys as sys;
 
 use super::{check, DpdkError, Mbuf, Mempool};
 use crate::port::region::Region;
-use crate::port::{ChecksumOffload, LinkStatus, Port, PortStats};
+use crate::port::{ChecksumOffload, FlowRule, LinkStatus, Port, PortStats, SctpFlow};
 
 // RTE_ETH_RSS_* are RTE_BIT64() macros, which bindgen does not evaluate (rte_ethdev.h).
 const RSS_IPV4: u64 = 1 << 2;
@@ -149,6 +149,8 @@ pub struct DpdkPort {
     offload: ChecksumOffload,
     /// The device sends mbuf chains, so region memory can go out attached, not copied.
     multi_seg: bool,
+    /// SCTP associations are steered by `rte_flow` rules ([`DpdkPort::enable_sctp_flow_rules`]).
+    flow_rules: std::sync::atomic::AtomicBool,
     pool: Arc<Mempool>,
     state: AtomicU8,
 }
@@ -214,6 +216,7 @@ impl DpdkPort {
             conf,
             offload,
             multi_seg,
+            flow_rules: std::sync::atomic::AtomicBool::new(false),
             pool,
             state: AtomicU8::new(STOPPED),
         };
@@ -345,6 +348,38 @@ impl DpdkPort {
         })
     }
 
+    /// Steers each SCTP association to its owner's RX queue with an `rte_flow` rule
+    /// ([`Port::steer_sctp`]), for a device that cannot hash SCTP but matches it in flow rules.
+    /// Checks first that the device would take such a rule (`rte_flow_validate`, for an
+    /// association from `local`'s family to queue `queues - 1`); `Err` with its reason if not,
+    /// and the port keeps software dispatch.
+    pub fn enable_sctp_flow_rules(
+        &self,
+        local: std::net::IpAddr,
+        queues: u16,
+    ) -> Result<(), String> {
+        if queues <= 1 || self.conf.nb_rxq <= 1 {
+            return Err("one data queue: nothing to steer".into());
+        }
+        let peer = match local {
+            std::net::IpAddr::V4(_) => {
+                std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 19, 255, 254))
+            }
+            std::net::IpAddr::V6(_) => std::net::IpAddr::V6(std::net::Ipv6Addr::new(
+                0x2001, 0xdb8, 0, 0, 0, 0, 0, 0xfffe,
+            )),
+        };
+        let probe = SctpFlow {
+            local,
+            peer,
+            local_port: 1,
+            peer_port: 1,
+        };
+        super::flow::validate(self.info.port_id, &probe, queues - 1)?;
+        self.flow_rules.store(true, Ordering::Release);
+        Ok(())
+    }
+
     pub fn start(&self) -> Result<(), DpdkError> {
         let id = self.info.port_id;
         // SAFETY: the port is configured.
@@ -413,6 +448,17 @@ impl Port for DpdkPort {
 
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
         self.offload
+    }
+
+    fn steer_sctp(&self, flow: &SctpFlow, queue: u16) -> Result<FlowRule, String> {
+        if !self.flow_rules.load(Ordering::Acquire) {
+            return Err("flow rules not enabled on this port".into());
+        }
+        super::flow::create(self.info.port_id, flow, queue).map(FlowRule::new)
+    }
+
+    fn unsteer_sctp(&self, rule: FlowRule) {
+        super::flow::destroy(self.info.port_id, rule.id());
     }
 
     fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Mbuf> {

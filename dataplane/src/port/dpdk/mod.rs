@@ -6,6 +6,7 @@
 
 mod eal;
 mod ethdev;
+mod flow;
 mod mbuf;
 
 pub use eal::{Eal, LcoreJoin};

@@ -1,0 +1,169 @@
+//! `rte_flow` rules that steer one SCTP association to one RX queue (issue 6 item 3): for
+//! devices that match SCTP ports in flow rules but cannot hash SCTP for RSS, so each
+//! association's packets still arrive at the queue of the core that owns it.
+//!
+//! The rule is `eth / ipv4|ipv6 src is PEER dst is LOCAL / sctp src is PPORT dst is LPORT /
+//! end actions queue index Q / end`, ingress, group 0, priority 0.
+
+use std::ffi::CStr;
+use std::net::IpAddr;
+
+use dpdk_sys as sys;
+
+use crate::port::SctpFlow;
+
+/// The specs and masks of one rule's pattern, kept alive while DPDK reads them.
+struct Pattern {
+    v4: [sys::rte_flow_item_ipv4; 2],
+    v6: [sys::rte_flow_item_ipv6; 2],
+    sctp: [sys::rte_flow_item_sctp; 2],
+    queue: sys::rte_flow_action_queue,
+}
+
+impl Pattern {
+    fn new(flow: &SctpFlow, queue: u16) -> Pattern {
+        let mut p = Pattern {
+            v4: [sys::rte_flow_item_ipv4::default(); 2],
+            v6: [sys::rte_flow_item_ipv6::default(); 2],
+            sctp: [sys::rte_flow_item_sctp::default(); 2],
+            queue: sys::rte_flow_action_queue { index: queue },
+        };
+        match (flow.peer, flow.local) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                // Big-endian in memory, as on the wire: the octets in order.
+                p.v4[0].hdr.src_addr = u32::from_ne_bytes(src.octets());
+                p.v4[0].hdr.dst_addr = u32::from_ne_bytes(dst.octets());
+                p.v4[1].hdr.src_addr = u32::MAX;
+                p.v4[1].hdr.dst_addr = u32::MAX;
+            }
+            (src, dst) => {
+                let v6 = |a: IpAddr| match a {
+                    IpAddr::V6(a) => a.octets(),
+                    IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+                };
+                p.v6[0].hdr.src_addr = v6(src);
+                p.v6[0].hdr.dst_addr = v6(dst);
+                p.v6[1].hdr.src_addr = [0xff; 16];
+                p.v6[1].hdr.dst_addr = [0xff; 16];
+            }
+        }
+        p.sctp[0].hdr.src_port = u16::from_ne_bytes(flow.peer_port.to_be_bytes());
+        p.sctp[0].hdr.dst_port = u16::from_ne_bytes(flow.local_port.to_be_bytes());
+        p.sctp[1].hdr.src_port = u16::MAX;
+        p.sctp[1].hdr.dst_port = u16::MAX;
+        p
+    }
+
+    /// The item list; it points into `self`, which must outlive its use.
+    fn items(&self, v4: bool) -> [sys::rte_flow_item; 4] {
+        let item = |t, spec: *const core::ffi::c_void, mask: *const core::ffi::c_void| {
+            sys::rte_flow_item {
+                type_: t,
+                spec,
+                last: core::ptr::null(),
+                mask,
+            }
+        };
+        let none = core::ptr::null();
+        let ip = if v4 {
+            item(
+                sys::RTE_FLOW_ITEM_TYPE_IPV4,
+                (&self.v4[0] as *const sys::rte_flow_item_ipv4).cast(),
+                (&self.v4[1] as *const sys::rte_flow_item_ipv4).cast(),
+            )
+        } else {
+            item(
+                sys::RTE_FLOW_ITEM_TYPE_IPV6,
+                (&self.v6[0] as *const sys::rte_flow_item_ipv6).cast(),
+                (&self.v6[1] as *const sys::rte_flow_item_ipv6).cast(),
+            )
+        };
+        [
+            item(sys::RTE_FLOW_ITEM_TYPE_ETH, none, none),
+            ip,
+            item(
+                sys::RTE_FLOW_ITEM_TYPE_SCTP,
+                (&self.sctp[0] as *const sys::rte_flow_item_sctp).cast(),
+                (&self.sctp[1] as *const sys::rte_flow_item_sctp).cast(),
+            ),
+            item(sys::RTE_FLOW_ITEM_TYPE_END, none, none),
+        ]
+    }
+
+    fn actions(&self) -> [sys::rte_flow_action; 2] {
+        [
+            sys::rte_flow_action {
+                type_: sys::RTE_FLOW_ACTION_TYPE_QUEUE,
+                conf: (&self.queue as *const sys::rte_flow_action_queue).cast(),
+            },
+            sys::rte_flow_action {
+                type_: sys::RTE_FLOW_ACTION_TYPE_END,
+                conf: core::ptr::null(),
+            },
+        ]
+    }
+}
+
+fn attr() -> sys::rte_flow_attr {
+    let mut a = sys::rte_flow_attr::default();
+    a.set_ingress(1);
+    a
+}
+
+/// The device's reason from an `rte_flow_error`, or the errno's; when the error names one of
+/// `items`, which (0 ETH, 1 IP, 2 SCTP).
+fn reason(e: &sys::rte_flow_error, rc: i32, items: &[sys::rte_flow_item]) -> String {
+    // SAFETY: DPDK sets `message` to null or to a NUL-terminated static string.
+    let msg = unsafe { e.message.as_ref().map(|m| CStr::from_ptr(m)) };
+    let text = match msg {
+        Some(m) => m.to_string_lossy().into_owned(),
+        None => super::DpdkError::new("rte_flow", rc).to_string(),
+    };
+    let item = (e.type_ == sys::RTE_FLOW_ERROR_TYPE_ITEM)
+        .then(|| items.iter().position(|i| core::ptr::eq(i, e.cause.cast())))
+        .flatten();
+    match item {
+        Some(k) => format!("{text} (pattern item {k})"),
+        None => text,
+    }
+}
+
+/// Whether `port` would accept the rule for `flow` to `queue` (`rte_flow_validate`).
+pub(crate) fn validate(port: u16, flow: &SctpFlow, queue: u16) -> Result<(), String> {
+    let p = Pattern::new(flow, queue);
+    let (items, actions) = (p.items(flow.peer.is_ipv4()), p.actions());
+    let mut err = sys::rte_flow_error::default();
+    // SAFETY: attr, items and actions are valid, END-terminated and point into `p`, which
+    // lives across the call; DPDK only reads them and writes `err`.
+    let rc = unsafe {
+        sys::rte_flow_validate(port, &attr(), items.as_ptr(), actions.as_ptr(), &mut err)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(reason(&err, rc, &items))
+    }
+}
+
+/// Installs the rule for `flow` to `queue` (`rte_flow_create`); the handle as an address.
+pub(crate) fn create(port: u16, flow: &SctpFlow, queue: u16) -> Result<usize, String> {
+    let p = Pattern::new(flow, queue);
+    let (items, actions) = (p.items(flow.peer.is_ipv4()), p.actions());
+    let mut err = sys::rte_flow_error::default();
+    // SAFETY: as in validate; the device copies what it needs of the pattern.
+    let rule =
+        unsafe { sys::rte_flow_create(port, &attr(), items.as_ptr(), actions.as_ptr(), &mut err) };
+    if rule.is_null() {
+        Err(reason(&err, dpdk_sys::rte_errno(), &items))
+    } else {
+        Ok(rule as usize)
+    }
+}
+
+/// Removes a rule `create` installed on `port`.
+pub(crate) fn destroy(port: u16, rule: usize) {
+    let mut err = sys::rte_flow_error::default();
+    // SAFETY: `rule` came from rte_flow_create on this port and is destroyed once (the
+    // FlowRule that carried it was consumed).
+    unsafe { sys::rte_flow_destroy(port, rule as *mut sys::rte_flow, &mut err) };
+}
