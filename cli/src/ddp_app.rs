@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{ConnConfig, Indication, Payload, SendKind, SendRequest, Status};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::runtime::{
     self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeConfig,
@@ -1050,12 +1050,13 @@ impl DdpApp {
     }
 
     fn send(&mut self, what: &SendCmd) -> Result<(), String> {
-        let (id, stream, count, size) = match *what {
+        let (id, stream, count, size, from) = match *what {
             SendCmd::Tagged {
                 id,
                 stream,
                 size,
                 count,
+                from,
                 ..
             }
             | SendCmd::Untagged {
@@ -1063,8 +1064,24 @@ impl DdpApp {
                 stream,
                 size,
                 count,
+                from,
                 ..
-            } => (id, stream, count.unwrap_or(1), size),
+            } => (id, stream, count.unwrap_or(1), size, from),
+        };
+        // A local source region: whole SIZE slots of it, used in turn.
+        let source = match from {
+            Some(s) => {
+                let mr = self.mr(s)?;
+                let slots = mr.reg.len / u64::from(size.max(1));
+                if slots == 0 {
+                    return Err(format!(
+                        "the source region holds {} bytes, less than one message",
+                        mr.reg.len
+                    ));
+                }
+                Some((mr.region, slots))
+            }
+            None => None,
         };
         let conn = self.conn(id)?;
         let total = u64::from(size) * u64::from(count);
@@ -1136,8 +1153,32 @@ impl DdpApp {
             }
             stalled = Wall::now();
             self.sent += 1;
-            let data = pattern(self.sent, size as usize);
-            image_crc.extend_from_slice(&data);
+            let data = match source {
+                Some((region, slots)) => {
+                    let offset = (u64::from(posted) % slots) * u64::from(size);
+                    // What the message carries, for the command's CRC32c; the message itself
+                    // leaves from the region.
+                    let mut bytes = vec![0; size as usize];
+                    lock(&self.shared)
+                        .control
+                        .memory()
+                        .region(region)
+                        .ok_or("source region gone")?
+                        .read(offset, &mut bytes)
+                        .map_err(|e| e.to_string())?;
+                    image_crc.extend_from_slice(&bytes);
+                    Payload::Region {
+                        region,
+                        offset,
+                        len: size,
+                    }
+                }
+                None => {
+                    let data = pattern(self.sent, size as usize);
+                    image_crc.extend_from_slice(&data);
+                    data.into()
+                }
+            };
             let kind = match target {
                 Some((stag, to)) => SendKind::Tagged {
                     stag,
@@ -1155,7 +1196,7 @@ impl DdpApp {
                     wr_id: self.sent,
                     stream,
                     kind,
-                    data: data.into(),
+                    data,
                     signaled: true,
                 }),
             )?;
@@ -1391,6 +1432,8 @@ impl DdpApp {
                         "control_dropped": st.control_dropped, "discarded": st.discarded,
                         "tx_dropped": st.tx.tx_dropped, "no_buffer": st.tx.no_buffer,
                         "unresolved": st.tx.unresolved, "associations": r.assocs.len(),
+                        "zero_copy_spans": st.tx.zero_copy_spans,
+                        "copied_spans": st.tx.copied_spans, "rx_chained": st.rx_chained,
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
                         "not_ours": r.iface.other_address + r.iface.other_mac
                             + r.iface.other_ether_type + r.iface.other_protocol})
@@ -1400,7 +1443,8 @@ impl DdpApp {
                     "  ------- Data core {} (associations {}, STags {}) -------\n  \
                      RX-frames: {:<12} TX-frames: {:<12} TX-dropped: {:<8} no-buffer: {}\n  \
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
-                     discarded: {:<8} unresolved: {:<8} ARP/ND answered: {} not ours: {}",
+                     discarded: {:<8} unresolved: {:<8} ARP/ND answered: {} not ours: {}\n  \
+                     region spans by reference: {:<8} copied: {:<8} RX chains gathered: {}",
                     r.core,
                     r.assocs.len(),
                     r.stags,
@@ -1419,7 +1463,10 @@ impl DdpApp {
                     r.iface.other_address
                         + r.iface.other_mac
                         + r.iface.other_ether_type
-                        + r.iface.other_protocol
+                        + r.iface.other_protocol,
+                    st.tx.zero_copy_spans,
+                    st.tx.copied_spans,
+                    st.rx_chained
                 );
             }
         }

@@ -260,8 +260,8 @@ pub enum MrCmd {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum SendCmd {
-    /// send tagged ID STREAM STAG TO SIZE [COUNT]: COUNT tagged writes of SIZE bytes to the
-    /// peer's STAG at TO, TO+SIZE, ... (waits for every completion).
+    /// send tagged ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]: COUNT tagged writes of
+    /// SIZE bytes to the peer's STAG at TO, TO+SIZE, ... (waits for every completion).
     Tagged {
         id: AssocId,
         stream: u16,
@@ -269,15 +269,23 @@ pub enum SendCmd {
         to: u64,
         size: u32,
         count: Option<u32>,
+        /// Send from this local region (STag, or `last`) instead of a generated pattern:
+        /// message k is its SIZE bytes at k*SIZE, wrapping at the last whole SIZE, sent by
+        /// reference where the port chains mbufs (zero-copy).
+        #[arg(long)]
+        from: Option<StagArg>,
     },
-    /// send untagged ID STREAM QN SIZE [COUNT]: COUNT untagged messages of SIZE bytes to queue
-    /// QN (waits for every completion).
+    /// send untagged ID STREAM QN SIZE [COUNT] [--from LOCAL_STAG]: COUNT untagged messages of
+    /// SIZE bytes to queue QN (waits for every completion).
     Untagged {
         id: AssocId,
         stream: u16,
         qn: u32,
         size: u32,
         count: Option<u32>,
+        /// As for `send tagged`.
+        #[arg(long)]
+        from: Option<StagArg>,
     },
 }
 
@@ -671,7 +679,21 @@ mod tests {
                     stag: StagArg::Offer,
                     to: 0,
                     size: 4096,
-                    count: Some(8)
+                    count: Some(8),
+                    from: None
+                }
+            }
+        );
+        assert_eq!(
+            ok("send untagged 1 1 0 100 --from last"),
+            Command::Send {
+                what: SendCmd::Untagged {
+                    id: 1,
+                    stream: 1,
+                    qn: 0,
+                    size: 100,
+                    count: None,
+                    from: Some(StagArg::Last)
                 }
             }
         );

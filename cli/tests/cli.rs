@@ -787,8 +787,9 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     let client_cmds = script(
         "shell-client",
         "assoc open 198.18.0.2\nsession open 1 1 hello\nshow session\n\
-         send tagged 1 1 offer 0 65536 16\nsend untagged 1 1 0 1000 8\nshow assoc\n\
-         show fwd stats all\n\
+         send tagged 1 1 offer 0 65536 16\nsend untagged 1 1 0 1000 8\n\
+         mr reg 131072 local\nmr fill last 90\nsend tagged 1 1 offer 0 65536 16 --from last\n\
+         show assoc\nshow fwd stats all\n\
          session close 1 1\nassoc close 1\nquit\n",
     );
     let server = ddpdk(
@@ -859,14 +860,31 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
             "server lacks {want:?}:\n{server_text}"
         );
     }
+    // The last tagged send went from the client's own region (byte 90 throughout) over the
+    // whole offered region, by reference (net_memif sends chains): the server holds 1 MiB of
+    // 90s, and the client's report of what it wrote agrees.
     let written = client_text
         .split("crc32c of the bytes written ")
-        .nth(1)
+        .nth(2)
         .and_then(|t| t.get(..10))
         .unwrap_or_else(|| panic!("no crc from the client:\n{client_text}"));
     assert!(
         server_text.contains(&format!("crc32c {written} over 1048576 bytes")),
         "the server's region is not what the client wrote ({written}):\n{server_text}"
+    );
+    let nineties = format!(
+        "{:#010x}",
+        ddpdk_dataplane::wire::crc32c::crc32c(&vec![90u8; 1 << 20])
+    );
+    assert_eq!(written, nineties, "the client sent its region's bytes");
+    let by_reference: u64 = client_text
+        .split("region spans by reference: ")
+        .skip(1)
+        .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert!(
+        by_reference >= 16 * 46,
+        "{by_reference} spans by reference:\n{client_text}"
     );
     assert!(server_text.contains(" sha256 "), "{server_text}");
     // Untagged: eight messages into the eight buffers posted behind the Accept (`recv auto`),
