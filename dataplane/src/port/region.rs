@@ -73,7 +73,7 @@ enum Backing {
 #[cfg(feature = "dpdk")]
 struct DpdkAlloc {
     ptr: NonNull<u8>,
-    /// Its refcnt is 1 (this allocation's own reference) plus one per attached mbuf not yet
+    /// Its refcnt is [`BASE_REFS`] (this allocation's own) plus one per attached mbuf not yet
     /// freed; the free callback therefore never runs, since the region outlives its mbufs.
     shinfo: NonNull<dpdk_sys::rte_mbuf_ext_shared_info>,
     /// The EAL maps IOVA = VA, so a span's IOVA is its address.
@@ -98,6 +98,13 @@ unsafe fn memseg_iova(addr: *const u8) -> Option<u64> {
     Some(ms.iova + (addr as u64 - base))
 }
 
+/// The references a region holds on its own shared info. Two, not one: DPDK's
+/// `rte_mbuf_ext_refcnt_update` (and the extbuf free) takes a non-atomic fast path when it reads
+/// a count of 1, assuming a sole owner; the data cores attach and free spans of one region
+/// concurrently, so the count must never read 1 while the region lives.
+#[cfg(feature = "dpdk")]
+const BASE_REFS: u16 = 2;
+
 /// The free callback of a region's shared info: never reached (see [`DpdkAlloc::shinfo`]);
 /// the region, not its last mbuf, gives the memory back.
 #[cfg(feature = "dpdk")]
@@ -113,7 +120,7 @@ impl DpdkAlloc {
         let shinfo = Box::new(dpdk_sys::rte_mbuf_ext_shared_info {
             free_cb: Some(region_extbuf_free),
             fcb_opaque: core::ptr::null_mut(),
-            refcnt: 1,
+            refcnt: BASE_REFS,
         });
         DpdkAlloc {
             ptr,
@@ -130,13 +137,13 @@ impl Drop for DpdkAlloc {
     fn drop(&mut self) {
         // SAFETY: `shinfo` came from Box::leak in `new` and is only read atomically here.
         let refs = unsafe { dpdk_sys::rte_mbuf_ext_refcnt_read(self.shinfo.as_ptr()) };
-        if refs > 1 {
+        if refs != BASE_REFS {
             // An mbuf still references the memory (a frame not yet sent, say): freeing it would
             // let the device read freed memory. Leak it instead; this cannot happen while the
             // engine owns the region table, which outlives every port queue.
             eprintln!(
                 "ddpdk: region dropped while {} mbuf(s) reference it; not freed",
-                refs - 1
+                refs.wrapping_sub(BASE_REFS)
             );
             return;
         }
@@ -364,7 +371,7 @@ impl Region {
                 // SAFETY: `shinfo` lives as long as the allocation; its refcnt is read
                 // atomically.
                 let refs = unsafe { dpdk_sys::rte_mbuf_ext_refcnt_read(a.shinfo.as_ptr()) };
-                usize::from(refs).saturating_sub(1)
+                usize::from(refs.wrapping_sub(BASE_REFS))
             }
             Backing::Mmap { .. } => 0,
         }
