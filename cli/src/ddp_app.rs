@@ -1079,7 +1079,7 @@ impl DdpApp {
                         mr.reg.len
                     ));
                 }
-                Some((mr.region, slots))
+                Some((mr.region, mr.reg, slots))
             }
             None => None,
         };
@@ -1154,7 +1154,7 @@ impl DdpApp {
             stalled = Wall::now();
             self.sent += 1;
             let data = match source {
-                Some((region, slots)) => {
+                Some((region, reg, slots)) => {
                     let offset = (u64::from(posted) % slots) * u64::from(size);
                     // What the message carries, for the command's CRC32c; the message itself
                     // leaves from the region.
@@ -1167,9 +1167,11 @@ impl DdpApp {
                         .read(offset, &mut bytes)
                         .map_err(|e| e.to_string())?;
                     image_crc.extend_from_slice(&bytes);
-                    Payload::Region {
-                        region,
-                        offset,
+                    // Named by its STag, as verbs name a local buffer: the core checks it
+                    // (protection domain, bounds) before anything is sent.
+                    Payload::Local {
+                        stag: reg.stag,
+                        to: reg.to_base + offset,
                         len: size,
                     }
                 }

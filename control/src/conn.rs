@@ -93,10 +93,16 @@ pub enum SendKind {
 pub enum Payload {
     /// Moved in with the request; SCTP's send queue copies them.
     Bytes(Vec<u8>),
-    /// `len` bytes of a region this endpoint registered, from `offset`: the local buffer of
-    /// RFC 4296 §2.1.2, sent without a copy where the port can chain buffers
-    /// ([`ddpdk_dataplane::port::Port::attach_region`]). The ULP leaves those bytes unchanged
-    /// until the send completes.
+    /// `len` bytes of the local registration `stag` from Tagged Offset `to`: the local buffer
+    /// of RFC 4296 §2.1.2, named as verbs name it (an lkey). It must be registered in the
+    /// protection domain of the stream's session; local read is implied by any registration,
+    /// as in verbs ([`Connection::resolve_local`] checks, and turns it into a
+    /// [`Payload::Region`]).
+    Local { stag: Stag, to: u64, len: u32 },
+    /// `len` bytes of a region of this endpoint from `offset`, sent without a copy where the
+    /// port can chain buffers ([`ddpdk_dataplane::port::Port::attach_region`]). The raw form,
+    /// with no protection-domain check: for an application sending its own memory. The ULP
+    /// leaves those bytes unchanged until the send completes.
     Region {
         region: RegionId,
         offset: u64,
@@ -108,7 +114,7 @@ impl Payload {
     pub fn len(&self) -> usize {
         match self {
             Payload::Bytes(b) => b.len(),
-            Payload::Region { len, .. } => *len as usize,
+            Payload::Local { len, .. } | Payload::Region { len, .. } => *len as usize,
         }
     }
 
@@ -156,6 +162,9 @@ pub enum PostError {
     Tx(TxError),
     /// A [`Payload::Region`] names no region of this endpoint, or bytes outside it.
     BadRegion,
+    /// A [`Payload::Local`] names no registration of this endpoint, one of another protection
+    /// domain than the stream's session, or bytes outside it (or was posted unresolved).
+    BadLocalStag,
 }
 
 impl fmt::Display for PostError {
@@ -174,6 +183,9 @@ impl fmt::Display for PostError {
             PostError::Full => f.write_str("queue full"),
             PostError::Tx(e) => e.fmt(f),
             PostError::BadRegion => f.write_str("source span outside the registered regions"),
+            PostError::BadLocalStag => {
+                f.write_str("source STag unknown, of another protection domain, or too short")
+            }
         }
     }
 }
@@ -334,6 +346,9 @@ struct InFlight {
     /// The send it completes, if it is a message's last segment: its `wr_id` and whether a
     /// success is reported (a failure always is).
     completion: Option<(u64, bool)>,
+    /// The completion is a `Flushed` one, held until this chunk settles: the send was cut
+    /// short, but its segments already in SCTP's queue read the ULP's region until then.
+    flushed: bool,
 }
 
 /// See the module documentation.
@@ -526,6 +541,9 @@ impl Connection {
             return Err(PostError::Full);
         }
         let len = u32::try_from(req.data.len()).map_err(|_| PostError::Tx(TxError::TooLong))?;
+        if matches!(req.data, Payload::Local { .. }) {
+            return Err(PostError::BadLocalStag);
+        }
         if let Payload::Region {
             region,
             offset,
@@ -702,9 +720,9 @@ impl Connection {
         if holes.is_empty() {
             return Some(n);
         }
-        // Spans were checked against the regions when posted, and regions are never removed:
-        // a failed read here is a bug, and the packet goes out damaged (its checksum below
-        // stays wrong), to be retransmitted like a lost one.
+        // Spans were checked against the regions when posted, and regions are never removed,
+        // so every read succeeds (only swapping in another table with `use_regions` after
+        // posting could make one fail, leaving stale bytes in the packet).
         if let Some(regions) = self.regions.as_deref() {
             for h in holes {
                 if let Some(r) = regions.region(h.ext.key) {
@@ -737,6 +755,41 @@ impl Connection {
     /// The regions sends may read from.
     pub fn regions(&self) -> Option<&Arc<RegionTable>> {
         self.regions.as_ref()
+    }
+
+    /// Resolves a [`Payload::Local`] of a send on `stream` against `stags` (the STag table
+    /// the caller places with) into the [`Payload::Region`] it names, after the checks a verbs
+    /// provider makes of a local key: the STag is valid (index and key), in the protection
+    /// domain of the stream's session, and holds `[to, to + len)`. Local read needs no access
+    /// bit (verbs grant it to every registration). Other payloads are returned as they are.
+    pub fn resolve_local(
+        &self,
+        stream: u16,
+        data: Payload,
+        stags: &ddpdk_dataplane::mem::StagTable,
+    ) -> Result<Payload, PostError> {
+        let Payload::Local { stag, to, len } = data else {
+            return Ok(data);
+        };
+        let pd = self
+            .streams
+            .get(usize::from(stream))
+            .and_then(|s| s.rx.as_ref())
+            .map(StreamRx::pd)
+            .ok_or(PostError::Session(LocalError::NotEstablished))?;
+        let reg = stags.lookup(stag).ok_or(PostError::BadLocalStag)?;
+        let inside = to.checked_sub(reg.to_base).filter(|rel| {
+            rel.checked_add(u64::from(len))
+                .is_some_and(|end| end <= reg.len)
+        });
+        match inside {
+            Some(rel) if reg.pd == pd => Ok(Payload::Region {
+                region: RegionId(reg.memory.region),
+                offset: reg.memory.offset + rel,
+                len,
+            }),
+            _ => Err(PostError::BadLocalStag),
+        }
     }
 
     // ---- internals ----
@@ -820,7 +873,10 @@ impl Connection {
             let Some((wr_id, signaled)) = f.completion else {
                 continue;
             };
-            let status = if f.number < acked_before {
+            let status = if f.flushed {
+                // Cut short earlier (and counted then); its segments have settled now.
+                Status::Flushed
+            } else if f.number < acked_before {
                 Status::Success
             } else {
                 self.sink.stats.flushed_sends += 1;
@@ -858,15 +914,45 @@ impl Connection {
                     self.sink.touched = true;
                 }
             }
-            if let Some((wr_id, true)) = f.completion {
-                self.sink.completions.push_back(Completion {
+            match f.completion {
+                Some((wr_id, _)) if f.flushed => self.sink.completions.push_back(Completion {
+                    wr_id,
+                    stream: f.stream,
+                    status: Status::Flushed,
+                }),
+                Some((wr_id, true)) => self.sink.completions.push_back(Completion {
                     wr_id,
                     stream: f.stream,
                     status: Status::Success,
-                });
+                }),
+                _ => {}
             }
             // An ack may release a held-back Terminate or widen the §10 window.
             self.mark_ready(f.stream);
+        }
+    }
+
+    /// Hangs each cut-short region send's Flushed completion on its stream's last chunk in
+    /// SCTP's queue, so that it comes when that chunk settles (acknowledged or dropped); at
+    /// once if none is left.
+    fn defer_flushed(&mut self) {
+        for (stream, generation, wr_id) in std::mem::take(&mut self.sink.deferred) {
+            let last = self
+                .in_flight
+                .iter_mut()
+                .rev()
+                .find(|f| f.stream == stream && f.generation == generation);
+            match last {
+                Some(f) if f.completion.is_none() => {
+                    f.completion = Some((wr_id, true));
+                    f.flushed = true;
+                }
+                _ => self.sink.completions.push_back(Completion {
+                    wr_id,
+                    stream,
+                    status: Status::Flushed,
+                }),
+            }
         }
     }
 
@@ -890,6 +976,9 @@ impl Connection {
                 s.ready = true;
                 self.ready.push_back(i as u16);
             }
+        }
+        if !self.sink.deferred.is_empty() {
+            self.defer_flushed();
         }
     }
 
@@ -922,6 +1011,9 @@ impl Connection {
                 }
                 Turn::Done => self.streams[usize::from(stream)].ready = false,
             }
+            if !self.sink.deferred.is_empty() {
+                self.defer_flushed();
+            }
         }
     }
 
@@ -952,6 +1044,7 @@ impl Connection {
                         generation: s.generation,
                         ddp_ssn: t.ddp_ssn,
                         completion: None,
+                        flushed: false,
                     });
                     Turn::Sent
                 }
@@ -1008,6 +1101,8 @@ impl Connection {
                     len: span.len,
                 }),
             ),
+            // Refused by post_send: never queued.
+            Payload::Local { .. } => (Err(TxError::TooLong), None),
         };
         let n = match emitted {
             Ok(n) => n,
@@ -1056,6 +1151,7 @@ impl Connection {
             generation: s.generation,
             ddp_ssn,
             completion,
+            flushed: false,
         });
         Turn::Sent
     }
@@ -1146,6 +1242,9 @@ struct Sink {
     /// A session may have events: set wherever a session is called for anything but an
     /// in-order segment, so the per-packet path does not visit every stream for nothing.
     touched: bool,
+    /// Flushed region sends (stream, generation, wr_id) whose Flushed completion waits for
+    /// their segments already in SCTP's queue ([`Connection::defer_flushed`]).
+    deferred: Vec<(u16, u32, u64)>,
 }
 
 /// Moves one stream's session events to the ULP and, once its session has ended, flushes its
@@ -1180,6 +1279,12 @@ fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     for p in s.sends.drain(..) {
         out.queued_sends -= 1;
         out.stats.flushed_sends += 1;
+        // Part of a region send is in SCTP's queue, still to be read from the region: the ULP
+        // gets its buffer back (the completion) only once that part has settled.
+        if p.offset > 0 && matches!(p.req.data, Payload::Region { .. }) {
+            out.deferred.push((stream, s.generation, p.req.wr_id));
+            continue;
+        }
         out.completions.push_back(Completion {
             wr_id: p.req.wr_id,
             stream,

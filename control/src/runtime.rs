@@ -47,8 +47,8 @@ use ddpdk_dataplane::port::{ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
 
 use crate::conn::{
-    Accept, Completion, ConnConfig, ConnStats, Connection, Indication, Listener, PostError,
-    SendRequest,
+    Accept, Completion, ConnConfig, ConnStats, Connection, Indication, Listener, Payload,
+    PostError, SendRequest,
 };
 use crate::memory::{Memory, Place, RegionTable};
 use crate::session::{PendingLimit, State};
@@ -773,7 +773,17 @@ impl<P: Port> DataCore<P> {
                 });
                 c.post_recv(stream, qn, wr_id, buffer)
             }
-            Op::PostSend(req) => c.post_send(req),
+            Op::PostSend(mut req) => {
+                // A local STag is checked against this core's STag replica, as placement is.
+                let data = std::mem::replace(&mut req.data, Payload::Bytes(Vec::new()));
+                match c.resolve_local(req.stream, data, self.stags.table()) {
+                    Ok(data) => {
+                        req.data = data;
+                        c.post_send(req)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
             Op::Shutdown => {
                 c.shutdown(now);
                 Ok(())
@@ -1005,6 +1015,8 @@ pub struct ControlStats {
     pub flow_rules: u64,
     pub flow_rules_refused: u64,
     pub flow_rules_removed: u64,
+    /// Rules the device would not remove (they stay until the port closes).
+    pub flow_rules_remove_failed: u64,
     pub tx: TxStats,
 }
 
@@ -1153,8 +1165,10 @@ impl<P: Port> Control<P> {
     /// Removes the flow rule of an association that is over.
     fn unsteer_flow(&mut self, conn: ConnHandle) {
         if let Some(rule) = self.flows.remove(&conn) {
-            self.out.port().unsteer_sctp(rule);
-            self.stats.flow_rules_removed += 1;
+            match self.out.port().unsteer_sctp(rule) {
+                Ok(()) => self.stats.flow_rules_removed += 1,
+                Err(_) => self.stats.flow_rules_remove_failed += 1,
+            }
         }
     }
 

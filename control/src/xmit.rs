@@ -36,7 +36,8 @@ pub struct TxStats {
     pub unresolved: u64,
     /// Frames larger than a transmit buffer (a reply to an oversized INIT, say); not sent.
     pub too_big: u64,
-    /// Region spans sent by reference in a buffer chain (zero-copy transmit).
+    /// Region spans queued by reference in a buffer chain (zero-copy transmit); a frame the
+    /// port then refuses counts in `tx_dropped` too.
     pub zero_copy_spans: u64,
     /// Region spans copied into the frame because the port could not attach them.
     pub copied_spans: u64,
@@ -193,8 +194,11 @@ impl<P: Port> Tx<P> {
     ) {
         let mut head: Option<P::Buf> = None;
         let mut done = 0;
-        let mut chained = true;
-        for h in holes {
+        // Each span and the bytes before it, and the bytes after the last: a chain longer than
+        // the device takes (some NICs stop at 8 segments) is not built.
+        let segments = 2 * holes.len() + 1;
+        let mut chained = segments <= self.port.max_tx_segments();
+        for h in holes.iter().take_while(|_| chained) {
             let start = at + h.at;
             let end = start + h.ext.len as usize;
             let span = regions
@@ -247,8 +251,8 @@ impl<P: Port> Tx<P> {
 
     /// A buffer holding a copy of `bytes`.
     fn copy_buf(&mut self, bytes: &[u8]) -> Option<P::Buf> {
+        // No buffer: the caller falls back to one copied buffer, which counts a failure.
         if !self.port.alloc_bulk(&mut self.spare, 1, bytes.len()) {
-            self.stats.no_buffer += 1;
             return None;
         }
         let mut b = self.spare.pop()?;

@@ -237,3 +237,96 @@ fn a_span_outside_the_regions_is_refused() {
         .count();
     assert_eq!(ok, WRITES - 2, "the other writes went");
 }
+
+/// A send may name its bytes by a local STag (`Payload::Local`, RFC 4296's local buffer as
+/// verbs name it): the owning core checks it against its STag replica as a verbs provider
+/// checks a local key. A registration in the stream session's protection domain sends its
+/// bytes (by reference); another domain's STag, an unknown STag, a stale key and a span past
+/// the registration are refused with `BadLocalStag`, and nothing of them is sent.
+#[test]
+fn local_stags_are_checked_like_local_keys() {
+    use ddpdk_control::memory::MemoryRegistration;
+    use ddpdk_dataplane::mem::{Access, Stag};
+    let (pa, pb) = pair_with_offload(2, 4096, ChecksumOffload::default());
+    let (pa, pb) = (Arc::new(pa), Arc::new(pb));
+    let (mut a, mut b) = (side(&pa, A4, 1), side(&pb, B4, 2));
+    let total = 4 * SIZE;
+    let bpd = b.0.memory_mut().alloc_pd();
+    let sink = b.0.memory_mut().alloc_region(total).unwrap();
+    let reg =
+        b.0.memory_mut()
+            .register(remote_write(bpd, sink, total as u64))
+            .unwrap();
+    let apd = a.0.memory_mut().alloc_pd();
+    let other_pd = a.0.memory_mut().alloc_pd();
+    let source = a.0.memory_mut().alloc_region(total).unwrap();
+    let image: Vec<u8> = (0..total as u32).map(|i| (i * 7 + 1) as u8).collect();
+    a.0.memory()
+        .region(source)
+        .unwrap()
+        .place(0, &image)
+        .unwrap();
+    let local = |pd| MemoryRegistration {
+        pd,
+        region: source,
+        offset: SIZE as u64,
+        len: 2 * SIZE as u64,
+        access: Access::LOCAL_WRITE,
+        stream: None,
+        to_base: 0x1000,
+    };
+    let mine = a.0.memory_mut().register(local(apd)).unwrap();
+    let theirs = a.0.memory_mut().register(local(other_pd)).unwrap();
+    let mut l = Lockstep::open(a, b, IpAddr::V4(B4), PORT, apd, bpd);
+    let send = |stag: Stag, to: u64| Payload::Local {
+        stag,
+        to,
+        len: SIZE as u32,
+    };
+    let stale = Stag::new(mine.stag.index(), mine.stag.key().wrapping_add(1));
+    let posts = [
+        // The second slot of the registration (region bytes 2·SIZE..3·SIZE) to TO 0.
+        (1, send(mine.stag, 0x1000 + SIZE as u64)),
+        (2, send(theirs.stag, 0x1000)),
+        (3, send(Stag::new(0x00ab_cdef, 1), 0x1000)),
+        (4, send(stale, 0x1000)),
+        (5, send(mine.stag, 0x1000 + SIZE as u64 + 1)),
+        (6, send(mine.stag, 0x0fff)),
+    ];
+    for (wr, data) in posts {
+        l.ca.submit(l.conn, tagged(wr, reg.stag, 0, data)).unwrap();
+    }
+    l.run_until("every post's end", |l| {
+        l.ea.iter()
+            .filter(|e| matches!(e, Event::Completion { .. } | Event::Refused { .. }))
+            .count()
+            == 6
+    });
+    let refused =
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Refused {
+                        error: PostError::BadLocalStag,
+                        ..
+                    }
+                )
+            })
+            .count();
+    assert_eq!(refused, 5, "{:?}", l.ea);
+    assert!(
+        l.ea.iter()
+            .any(|e| matches!(e, Event::Completion { completion, .. }
+            if completion.wr_id == 1 && completion.status == Status::Success)),
+        "{:?}",
+        l.ea
+    );
+    let placed = l.cb.memory().region(sink).unwrap().crc32c(0, SIZE).unwrap();
+    assert_eq!(
+        placed,
+        crc32c(&image[2 * SIZE..3 * SIZE]),
+        "the registration's bytes"
+    );
+    assert!(l.ka[0].stats().tx.zero_copy_spans > 0);
+}

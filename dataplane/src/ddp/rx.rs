@@ -122,6 +122,12 @@ pub struct StreamRx {
 }
 
 impl StreamRx {
+    /// The protection domain the stream's session was opened for (RFC 5043 §6: one PD per
+    /// session).
+    pub fn pd(&self) -> Pd {
+        self.pd
+    }
+
     /// `first_ddp_ssn` is the first DDP-SSN of a segment (after the session's control
     /// messages); `queues` untagged queues of `depth` buffers each.
     pub fn new(

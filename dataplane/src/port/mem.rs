@@ -321,8 +321,9 @@ impl Port for MemPort {
         Ok(FlowRule::new(id))
     }
 
-    fn unsteer_sctp(&self, rule: FlowRule) {
+    fn unsteer_sctp(&self, rule: FlowRule) -> Result<(), String> {
         lock(&self.rules).installed.retain(|r| r.0 != rule.id());
+        Ok(())
     }
 
     fn link(&self) -> LinkStatus {

@@ -181,6 +181,12 @@ pub trait Port: Send + Sync {
         None
     }
 
+    /// Most buffers one transmitted frame may be made of (a chain from
+    /// [`Port::attach_region`] and [`PacketBuf::chain`]); longer chains are not built.
+    fn max_tx_segments(&self) -> usize {
+        usize::MAX
+    }
+
     /// Installs a device rule that steers `flow`'s packets to RX queue `queue` (`rte_flow`), so
     /// that they reach the core owning the association without a software hand-off. `Err` with
     /// the device's reason when it has no such rules or refused this one.
@@ -188,8 +194,11 @@ pub trait Port: Send + Sync {
         Err("the port has no flow rules".into())
     }
 
-    /// Removes a rule [`Port::steer_sctp`] installed.
-    fn unsteer_sctp(&self, _rule: FlowRule) {}
+    /// Removes a rule [`Port::steer_sctp`] installed; `Err` with the device's reason if it
+    /// would not.
+    fn unsteer_sctp(&self, _rule: FlowRule) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Frees every buffer of `bufs`, leaving it empty. Devices with a bulk free override it.
     fn free_bulk(&self, bufs: &mut Vec<Self::Buf>) {

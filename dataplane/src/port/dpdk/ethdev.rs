@@ -71,6 +71,9 @@ pub struct PortInfo {
     pub hash_key_size: u8,
     pub tx_offload_capa: u64,
     pub rx_offload_capa: u64,
+    /// Most segments one transmitted frame may have (`tx_desc_lim`: the smaller of
+    /// `nb_seg_max` and `nb_mtu_seg_max`, where the device sets them).
+    pub tx_seg_max: u16,
 }
 
 /// How a port spreads received SCTP packets over RX queues, once programmed by
@@ -132,6 +135,12 @@ impl PortInfo {
             hash_key_size: info.hash_key_size,
             tx_offload_capa: info.tx_offload_capa,
             rx_offload_capa: info.rx_offload_capa,
+            // 0 means the device did not say; DPDK fills in UINT16_MAX by default.
+            tx_seg_max: [info.tx_desc_lim.nb_seg_max, info.tx_desc_lim.nb_mtu_seg_max]
+                .into_iter()
+                .filter(|&n| n > 0)
+                .min()
+                .unwrap_or(u16::MAX),
         })
     }
 }
@@ -450,6 +459,10 @@ impl Port for DpdkPort {
         self.offload
     }
 
+    fn max_tx_segments(&self) -> usize {
+        usize::from(self.info.tx_seg_max)
+    }
+
     fn steer_sctp(&self, flow: &SctpFlow, queue: u16) -> Result<FlowRule, String> {
         if !self.flow_rules.load(Ordering::Acquire) {
             return Err("flow rules not enabled on this port".into());
@@ -457,8 +470,8 @@ impl Port for DpdkPort {
         super::flow::create(self.info.port_id, flow, queue).map(FlowRule::new)
     }
 
-    fn unsteer_sctp(&self, rule: FlowRule) {
-        super::flow::destroy(self.info.port_id, rule.id());
+    fn unsteer_sctp(&self, rule: FlowRule) -> Result<(), String> {
+        super::flow::destroy(self.info.port_id, rule.id())
     }
 
     fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Mbuf> {

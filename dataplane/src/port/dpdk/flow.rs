@@ -128,8 +128,22 @@ fn reason(e: &sys::rte_flow_error, rc: i32, items: &[sys::rte_flow_item]) -> Str
     }
 }
 
+/// A packet's two addresses are of one family; a rule mixing them would match nothing we send
+/// (and the IPv4 item would be left empty, a wildcard).
+fn same_family(flow: &SctpFlow) -> Result<(), String> {
+    if flow.peer.is_ipv4() == flow.local.is_ipv4() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} and {} are of different address families",
+            flow.peer, flow.local
+        ))
+    }
+}
+
 /// Whether `port` would accept the rule for `flow` to `queue` (`rte_flow_validate`).
 pub(crate) fn validate(port: u16, flow: &SctpFlow, queue: u16) -> Result<(), String> {
+    same_family(flow)?;
     let p = Pattern::new(flow, queue);
     let (items, actions) = (p.items(flow.peer.is_ipv4()), p.actions());
     let mut err = sys::rte_flow_error::default();
@@ -147,6 +161,7 @@ pub(crate) fn validate(port: u16, flow: &SctpFlow, queue: u16) -> Result<(), Str
 
 /// Installs the rule for `flow` to `queue` (`rte_flow_create`); the handle as an address.
 pub(crate) fn create(port: u16, flow: &SctpFlow, queue: u16) -> Result<usize, String> {
+    same_family(flow)?;
     let p = Pattern::new(flow, queue);
     let (items, actions) = (p.items(flow.peer.is_ipv4()), p.actions());
     let mut err = sys::rte_flow_error::default();
@@ -161,9 +176,14 @@ pub(crate) fn create(port: u16, flow: &SctpFlow, queue: u16) -> Result<usize, St
 }
 
 /// Removes a rule `create` installed on `port`.
-pub(crate) fn destroy(port: u16, rule: usize) {
+pub(crate) fn destroy(port: u16, rule: usize) -> Result<(), String> {
     let mut err = sys::rte_flow_error::default();
     // SAFETY: `rule` came from rte_flow_create on this port and is destroyed once (the
     // FlowRule that carried it was consumed).
-    unsafe { sys::rte_flow_destroy(port, rule as *mut sys::rte_flow, &mut err) };
+    let rc = unsafe { sys::rte_flow_destroy(port, rule as *mut sys::rte_flow, &mut err) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(reason(&err, rc, &[]))
+    }
 }
