@@ -1,13 +1,17 @@
 //! The whole SCTP receive path under attack: an established association and a listening
 //! endpoint take a sequence of peer-controlled packets (each with its CRC32c fixed up, so the
 //! input reaches the chunk handlers rather than dying at the checksum) interleaved with timer
-//! firings. Nothing may panic, overflow or grow: the association's memory is fixed.
+//! firings, and messages queued with external tails (zero-copy). Nothing may panic, overflow or
+//! grow: the association's memory is fixed, and every packet's holes lie in order inside it,
+//! at most MAX_HOLES of them.
 #![no_main]
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use ddpdk_dataplane::sctp::{Config, Endpoint, Instant, Message, Outcome};
+use ddpdk_dataplane::sctp::{
+    Association, Config, Endpoint, ExtRef, Instant, Message, Outcome, MAX_HOLES,
+};
 use ddpdk_dataplane::wire::crc32c;
 use libfuzzer_sys::fuzz_target;
 
@@ -30,14 +34,26 @@ fuzz_target!(|data: &[u8]| {
     let mut sink = |_: Message<'_>| {};
     // Handshake, so the fuzz input meets an ESTABLISHED association.
     let n = c.poll_transmit(now, &mut buf).expect("INIT");
-    let Outcome::Reply(m) = sep.handle(now, C, &buf[..n], &mut out, &mut sink) else { return };
+    let Outcome::Reply(m) = sep.handle(now, C, &buf[..n], &mut out, &mut sink) else {
+        return;
+    };
     let _ = c.handle(now, &out[..m], &mut sink);
     let n = c.poll_transmit(now, &mut buf).expect("COOKIE ECHO");
     let Outcome::Accepted(mut s) = sep.handle(now, C, &buf[..n], &mut out, &mut sink) else {
         return;
     };
     let _ = s.send(0, 16, b"outstanding");
-    while s.poll_transmit(now, &mut buf).is_some() {}
+    let _ = s.send_ext(
+        0,
+        16,
+        b"head",
+        Some(ExtRef {
+            key: 1,
+            offset: 0,
+            len: 1001,
+        }),
+    );
+    drain(&mut s, now, &mut buf);
     let mem = s.memory();
     // The input: records of [kind, len_hi, len_lo, bytes...].
     let mut rest = data;
@@ -56,6 +72,15 @@ fuzz_target!(|data: &[u8]| {
             crc32c::fill(&mut pkt);
         }
         now += Duration::from_millis(u64::from(kind >> 2));
+        // Some records also queue a message with an external tail of the record's length.
+        if kind % 5 == 4 && len > 0 {
+            let ext = ExtRef {
+                key: u32::from(kind),
+                offset: 7,
+                len: len as u32,
+            };
+            let _ = s.send_ext(1, 16, &pkt[..len.min(18)], Some(ext));
+        }
         if kind & 2 == 0 {
             let _ = s.handle(now, &pkt, &mut sink);
         } else {
@@ -66,8 +91,22 @@ fuzz_target!(|data: &[u8]| {
                 s.handle_timeout(now);
             }
         }
-        while s.poll_transmit(now, &mut buf).is_some() {}
+        drain(&mut s, now, &mut buf);
         while s.poll_event().is_some() {}
         assert_eq!(s.memory(), mem, "association memory grew");
     }
 });
+
+/// Sends everything due, checking each packet's holes.
+fn drain(s: &mut Association, now: Instant, buf: &mut [u8]) {
+    while let Some(n) = s.poll_transmit(now, buf) {
+        let holes = s.holes();
+        assert!(holes.len() <= MAX_HOLES);
+        let mut end = 12;
+        for h in holes {
+            assert!(h.at >= end + 16, "a hole follows its chunk header");
+            end = h.at + h.ext.len as usize;
+            assert!(end <= n, "a hole inside the packet");
+        }
+    }
+}
