@@ -60,6 +60,11 @@ fn region_spans_travel_by_reference_and_are_released() {
         let mut whole = head.clone();
         whole.extend_from_slice(&image[off..off + len]);
         whole.extend_from_slice(&tail);
+        assert_eq!(
+            h.frame_len(),
+            whole.len(),
+            "the chain's length is the frame's"
+        );
         want.push(whole);
         frames.push(h);
     }

@@ -53,6 +53,10 @@ pub trait PacketBuf: Send {
     {
         Err(next)
     }
+    /// The whole frame's length, every segment of a chain included.
+    fn frame_len(&self) -> usize {
+        self.len()
+    }
     /// For a frame in several segments (a received chain), its bytes gathered into `out`
     /// (cleared first) and true; false, with `out` untouched, when [`PacketBuf::data`] is the
     /// whole frame.
@@ -221,7 +225,7 @@ pub trait Port: Send + Sync {
             tries += 1;
         }
         let dropped = pkts.len();
-        let dropped_bytes = pkts.iter().map(|p| p.len() as u64).sum();
+        let dropped_bytes = pkts.iter().map(|p| p.frame_len() as u64).sum();
         self.free_bulk(pkts);
         TxOutcome {
             sent,

@@ -211,6 +211,10 @@ impl PacketBuf for Mbuf {
         usize::from(self.raw().data_len)
     }
 
+    fn frame_len(&self) -> usize {
+        self.raw().pkt_len as usize
+    }
+
     fn request_sctp_checksum(&mut self, l2: usize, l3: usize, ipv6: bool) {
         // SAFETY: we own the mbuf; ol_flags and the tx_offload word are plain fields the PMD
         // reads at tx_burst. tx_offload packs l2_len (7 bits) then l3_len (9 bits).
