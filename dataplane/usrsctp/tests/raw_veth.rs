@@ -130,8 +130,9 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
     let cmds = dir.join("server.cmds");
     std::fs::write(
         &cmds,
-        "mr reg 1048576 remote-write\nsession offer last\nwait session 60\n\
-         send untagged 1 1 0 1000 2\nwait closed 60\nmr checksum last\nshow fwd stats all\nquit\n",
+        "mr reg 1048576 remote-write\nsession offer last\nmr reg 2000 local\nmr fill last 90\n\
+         wait session 60\nsend untagged 1 1 0 1000 2 --from last\nwait closed 60\n\
+         mr checksum all\nshow fwd stats all\nquit\n",
     )
     .unwrap();
 
@@ -228,6 +229,8 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
         "session accepted: the peer offers STag",
         "untagged message 1: 1000 bytes, DDP-SSN 1, QN 0, MSN 1",
         "untagged message 2: 1000 bytes, DDP-SSN 2, QN 0, MSN 2",
+        // ddpdk sent them from its local region (byte 90 throughout), by reference.
+        "MSN 1, payload crc32c 0x",
         "session terminated",
         "association shut down",
     ] {
@@ -247,6 +250,19 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
             "ddpdk lacks {want:?}:\n{server_text}"
         );
     }
+    // The untagged messages left ddpdk from its region: usrsctp received exactly its bytes, and
+    // af_packet sent each as an mbuf chain with the payload attached (zero-copy).
+    let nineties = format!(
+        "payload crc32c {:#010x}",
+        crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, &[90u8; 1000]) as u32
+    );
+    assert_eq!(peer_text.matches(&nineties).count(), 2, "{peer_text}");
+    let by_reference: u64 = server_text
+        .split("region spans by reference: ")
+        .skip(1)
+        .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(by_reference, 2, "{server_text}");
     // Byte-exact: ddpdk's region holds what usrsctp's side wrote.
     let written = peer_text
         .split("tagged messages: crc32c ")

@@ -206,8 +206,10 @@ fn run() -> Result<(), String> {
         }
         peer_ssn = peer_ssn.wrapping_add(1);
         println!(
-            "untagged message {msn}: {} bytes, DDP-SSN {ssn}, QN {qn}, MSN {got_msn}",
-            d.len() - 20
+            "untagged message {msn}: {} bytes, DDP-SSN {ssn}, QN {qn}, MSN {got_msn}, payload \
+             crc32c {:#010x}",
+            d.len() - 20,
+            crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, &d[20..]) as u32
         );
     }
 
