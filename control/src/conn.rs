@@ -23,6 +23,12 @@
 //!   more message, for example an RDMAP Terminate (§7.1: "SHOULD enable the ULP to send one
 //!   additional DDP Message before terminating the DDP Stream"); once everything posted has
 //!   gone to SCTP, the session is terminated.
+//! - **Session control elsewhere.** With [`Connection::set_remote_sessions`] (the runtime's
+//!   data cores), a DDP Stream Session Control message leaves with its stream's session
+//!   ([`Connection::poll_session_call`]); the control thread runs the §6 machine on it and the
+//!   session comes back ([`Connection::return_session`]). The stream's chunks behind it wait,
+//!   so the machine still sees them in order; the caller holds the connection's packets and
+//!   ULP calls meanwhile ([`Connection::sessions_lent`]).
 //! - **The association's end** terminates every session (RFC 5043 §11.3), flushes every
 //!   queued send and posted receive, and is indicated once. A peer restart does the same to
 //!   the sessions (the peer kept none) but the association lives on.
@@ -283,6 +289,8 @@ pub struct ConnStats {
     pub control_refused: u64,
     /// Control messages SCTP no longer took (the association was closing).
     pub control_lost: u64,
+    /// Control messages whose session machine ran on another thread ([`SessionCall`]).
+    pub sessions_lent: u64,
 }
 
 #[derive(Debug)]
@@ -317,6 +325,68 @@ struct DdpStream {
     grace: Option<u8>,
     /// On the ready list.
     ready: bool,
+    /// The session is away at the control thread ([`SessionCall`]); `session` holds a
+    /// placeholder meanwhile.
+    lent: Option<Box<Lent>>,
+}
+
+/// What happened on a stream while its session was away.
+#[derive(Debug)]
+struct Lent {
+    /// The session's state when it left (what [`Connection::session_state`] reports).
+    state: State,
+    /// This stream's DDP chunks that came behind the control message in the same packet, to
+    /// be routed, in order, once the session is back.
+    held: Vec<(u32, Vec<u8>)>,
+    /// Our chunks SCTP acknowledged meanwhile (their DDP-SSNs).
+    acks: Vec<u16>,
+    /// The association ended (or the peer restarted) meanwhile.
+    ended: bool,
+}
+
+/// A DDP Stream Session Control message (PPID 17) that a data core hands, with its stream's
+/// RFC 5043 §6 session, to the thread that runs the session machine (the control thread):
+/// [`SessionCall::run`] applies the message there, and [`Connection::return_session`] takes
+/// the session back on the core. Meanwhile the core holds the stream's later chunks, and the
+/// connection's packets wait ([`Connection::sessions_lent`]), so the machine still judges every
+/// chunk of the stream in arrival order.
+#[derive(Debug)]
+pub struct SessionCall {
+    stream: u16,
+    generation: u32,
+    session: Box<Session>,
+    ssn: u16,
+    function: FunctionCode,
+    private_data: Vec<u8>,
+    result: Option<Result<(), crate::session::ProtocolError>>,
+}
+
+impl SessionCall {
+    /// Runs the session machine on the message (RFC 5043 §6.1–§6.4: its place in the
+    /// pattern, the pending-Initiate limit, the events for the ULP, the Terminate owed).
+    pub fn run(&mut self) {
+        if self.result.is_none() {
+            self.result = Some(self.session.on_control(
+                self.ssn,
+                self.function,
+                &self.private_data,
+            ));
+        }
+    }
+
+    pub fn stream(&self) -> u16 {
+        self.stream
+    }
+
+    pub fn function(&self) -> FunctionCode {
+        self.function
+    }
+
+    /// What the machine made of the message, once run: `Err` if it broke the §6.1 pattern
+    /// (the session then ended).
+    pub fn result(&self) -> Option<Result<(), crate::session::ProtocolError>> {
+        self.result
+    }
 }
 
 impl DdpStream {
@@ -332,6 +402,7 @@ impl DdpStream {
             control: None,
             grace: None,
             ready: false,
+            lent: None,
         }
     }
 }
@@ -364,6 +435,9 @@ pub struct Connection {
     segment: Vec<u8>,
     /// Where [`Payload::Region`] sends read from ([`Connection::use_regions`]).
     regions: Option<Arc<RegionTable>>,
+    /// Session control messages go to another thread with their session
+    /// ([`Connection::set_remote_sessions`]).
+    remote_sessions: bool,
     connected: bool,
     closed: bool,
 }
@@ -382,6 +456,7 @@ impl Connection {
             sink: Sink::default(),
             segment: Vec::new(),
             regions: None,
+            remote_sessions: false,
             connected: false,
             closed: false,
         };
@@ -456,7 +531,90 @@ impl Connection {
 
     /// The session state of `stream`.
     pub fn session_state(&self, stream: u16) -> Option<State> {
-        Some(self.streams.get(usize::from(stream))?.session.state())
+        let s = self.streams.get(usize::from(stream))?;
+        Some(
+            s.lent
+                .as_ref()
+                .map_or_else(|| s.session.state(), |l| l.state),
+        )
+    }
+
+    // ---- the session machine on another thread ----
+
+    /// Hands every DDP Stream Session Control message (PPID 17), with its stream's session,
+    /// to whoever polls [`Connection::poll_session_call`] (the control thread), instead of
+    /// running the RFC 5043 §6 machine here. Off by default (one thread runs everything).
+    pub fn set_remote_sessions(&mut self, on: bool) {
+        self.remote_sessions = on;
+    }
+
+    /// The next session lent out with a control message, to run and give back.
+    pub fn poll_session_call(&mut self) -> Option<SessionCall> {
+        self.sink.calls.pop_front()
+    }
+
+    /// Whether a session is away: the caller holds this connection's packets and ULP calls
+    /// until it is back (they are judged in order then).
+    pub fn sessions_lent(&self) -> bool {
+        self.sink.lent > 0
+    }
+
+    /// Takes back a session lent out with `call`, once run: what happened meanwhile is
+    /// applied to it (acknowledgements, the association's end), the message takes effect on
+    /// the receive path, and the stream's chunks held behind it are routed.
+    pub fn return_session<'m>(&mut self, mut call: SessionCall, place: impl Into<Place<'m>>) {
+        let memory = place.into();
+        let stream = call.stream;
+        let Some(s) = self.streams.get_mut(usize::from(stream)) else {
+            return;
+        };
+        if s.generation != call.generation {
+            return;
+        }
+        let Some(lent) = s.lent.take() else {
+            return;
+        };
+        self.sink.lent -= 1;
+        call.run();
+        s.session = *call.session;
+        for ssn in lent.acks {
+            let _ = s.session.on_acked(ssn);
+        }
+        if lent.ended {
+            // Its end was told when the association ended; what the machine said of the
+            // message since is moot.
+            s.session.association_ended();
+            while s.session.poll_event().is_some() {}
+        }
+        // The message's events come before anything it or the chunks behind it deliver.
+        if drain_events(stream, s, &mut self.sink) {
+            self.sink.wake.push(stream);
+        }
+        if call.result == Some(Ok(())) {
+            // Messages after it in DDP-SSN order may now be delivered (the active side's
+            // first segments wait for the Accept).
+            let DdpStream {
+                rx, posted, grace, ..
+            } = s;
+            if let Some(rx) = rx.as_mut() {
+                let sink = &mut self.sink;
+                let _ = rx.on_control(call.ssn, &mut |ind| {
+                    indicate(stream, posted, grace, sink, ind)
+                });
+            }
+        } else {
+            self.sink.stats.control_refused += 1;
+        }
+        self.sink.touched = true;
+        let mut held = lent.held.into_iter();
+        for (ppid, data) in held.by_ref() {
+            self.route_one(stream, ppid, &data, memory);
+            if let Some(again) = self.streams[usize::from(stream)].lent.as_mut() {
+                again.held.extend(held);
+                break;
+            }
+        }
+        self.progress();
     }
 
     // ---- sessions (RFC 5043 §6) ----
@@ -674,12 +832,14 @@ impl Connection {
             streams,
             sink,
             limit,
+            remote_sessions,
             ..
         } = self;
+        let remote = *remote_sessions;
         let r = assoc.handle_checked(
             now,
             packet,
-            &mut |m: SctpMessage<'_>| route(m, streams, memory, sink, limit),
+            &mut |m: SctpMessage<'_>| route(m, streams, memory, sink, limit, remote),
             checksum_verified,
         );
         self.after_sctp();
@@ -696,7 +856,14 @@ impl Connection {
             tsn: 0,
             data,
         };
-        route(m, &mut self.streams, memory, &mut self.sink, &self.limit);
+        route(
+            m,
+            &mut self.streams,
+            memory,
+            &mut self.sink,
+            &self.limit,
+            self.remote_sessions,
+        );
         self.progress();
     }
 
@@ -802,6 +969,10 @@ impl Connection {
         if usize::from(stream) >= self.streams.len() || stream >= self.assoc.streams() {
             return Err(PostError::InvalidStream);
         }
+        // The session is away at the control thread: the caller retries once it is back.
+        if self.streams[usize::from(stream)].lent.is_some() {
+            return Err(PostError::StreamBusy);
+        }
         Ok(())
     }
 
@@ -890,9 +1061,27 @@ impl Connection {
                 });
             }
         }
-        for s in &mut self.streams {
+        for (i, s) in self.streams.iter_mut().enumerate() {
             s.control = None;
-            s.session.association_ended();
+            match s.lent.as_mut() {
+                // The session is at the control thread: the ULP hears the end now, in order
+                // with the association's (§11.3), and the session is ended when it is back.
+                Some(lent) if !lent.ended => {
+                    lent.ended = true;
+                    if !matches!(lent.state, State::Terminated(_)) {
+                        lent.state = State::Terminated(TerminationReason::AssociationEnded);
+                        self.sink.indications.push_back(Indication::Session {
+                            stream: i as u16,
+                            event: SessionEvent::SessionTerminated {
+                                reason: TerminationReason::AssociationEnded,
+                            },
+                        });
+                    }
+                    flush(i as u16, s, &mut self.sink);
+                }
+                Some(_) => {}
+                None => s.session.association_ended(),
+            }
         }
         self.sink.touched = true;
         self.session_events();
@@ -909,8 +1098,14 @@ impl Connection {
             self.in_flight.pop_front();
             if let Some(s) = self.streams.get_mut(usize::from(f.stream)) {
                 if s.generation == f.generation {
-                    // Only ever our own DDP-SSNs: an error here is a bug, not a peer's doing.
-                    let _ = s.session.on_acked(f.ddp_ssn);
+                    match s.lent.as_mut() {
+                        Some(lent) => lent.acks.push(f.ddp_ssn),
+                        // Only ever our own DDP-SSNs: an error here is a bug, not a peer's
+                        // doing.
+                        None => {
+                            let _ = s.session.on_acked(f.ddp_ssn);
+                        }
+                    }
                     self.sink.touched = true;
                 }
             }
@@ -977,6 +1172,14 @@ impl Connection {
                 self.ready.push_back(i as u16);
             }
         }
+        for i in std::mem::take(&mut self.sink.wake) {
+            if let Some(s) = self.streams.get_mut(usize::from(i)) {
+                if !s.ready {
+                    s.ready = true;
+                    self.ready.push_back(i);
+                }
+            }
+        }
         if !self.sink.deferred.is_empty() {
             self.defer_flushed();
         }
@@ -1021,6 +1224,10 @@ impl Connection {
     fn send_one(&mut self, stream: u16, mulpdu: usize) -> Turn {
         let i = usize::from(stream);
         let s = &mut self.streams[i];
+        // Nothing of the stream leaves while its session is away.
+        if s.lent.is_some() {
+            return Turn::Blocked;
+        }
         // Control messages first: they open and close the session.
         if let Some(t) = s.control.take().or_else(|| s.session.poll_transmit()) {
             self.sink.touched = true;
@@ -1245,6 +1452,13 @@ struct Sink {
     /// Flushed region sends (stream, generation, wr_id) whose Flushed completion waits for
     /// their segments already in SCTP's queue ([`Connection::defer_flushed`]).
     deferred: Vec<(u16, u32, u64)>,
+    /// Sessions lent out with a control message, not yet polled.
+    calls: VecDeque<SessionCall>,
+    /// Streams whose session is away.
+    lent: usize,
+    /// Streams whose session events were drained where they arose (a control message's, in
+    /// the middle of a packet): they may have a control message to send.
+    wake: Vec<u16>,
 }
 
 /// Moves one stream's session events to the ULP and, once its session has ended, flushes its
@@ -1346,12 +1560,19 @@ fn route(
     memory: Place<'_>,
     out: &mut Sink,
     limit: &PendingLimit,
+    remote: bool,
 ) {
     let stream = m.stream;
     let Some(s) = streams.get_mut(usize::from(stream)) else {
         out.stats.unknown_stream += 1;
         return;
     };
+    // The session is away with an earlier chunk of this packet: this one waits for it, so the
+    // machine sees the stream's chunks in the order they came.
+    if let Some(lent) = s.lent.as_mut() {
+        lent.held.push((m.ppid, m.data.to_vec()));
+        return;
+    }
     match m.ppid {
         PPID_SESSION_CONTROL => {
             out.stats.control_received += 1;
@@ -1371,10 +1592,35 @@ fn route(
             {
                 renew(stream, s, limit, out);
             }
-            if s.session
-                .on_control(ssn, function, p.private_data())
-                .is_err()
-            {
+            if remote {
+                // RFC 5043 §6 on the control thread: the session goes with the message.
+                let session = std::mem::replace(&mut s.session, Session::new(limit.clone()));
+                s.lent = Some(Box::new(Lent {
+                    state: session.state(),
+                    held: Vec::new(),
+                    acks: Vec::new(),
+                    ended: false,
+                }));
+                out.lent += 1;
+                out.stats.sessions_lent += 1;
+                out.calls.push_back(SessionCall {
+                    stream,
+                    generation: s.generation,
+                    session: Box::new(session),
+                    ssn,
+                    function,
+                    private_data: p.private_data().to_vec(),
+                    result: None,
+                });
+                return;
+            }
+            let verdict = s.session.on_control(ssn, function, p.private_data());
+            // What the message means for the ULP comes before anything behind it in the
+            // packet (an Accept before the first delivery it allows).
+            if drain_events(stream, s, out) {
+                out.wake.push(stream);
+            }
+            if verdict.is_err() {
                 out.stats.control_refused += 1;
             } else {
                 // Messages after it in DDP-SSN order may now be delivered (the active side's

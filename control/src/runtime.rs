@@ -48,7 +48,7 @@ use ddpdk_dataplane::sctp::{Endpoint, Instant};
 
 use crate::conn::{
     Accept, Completion, ConnConfig, ConnStats, Connection, Indication, Listener, Payload,
-    PostError, SendRequest,
+    PostError, SendRequest, SessionCall,
 };
 use crate::memory::{Memory, Place, RegionTable};
 use crate::session::{PendingLimit, State};
@@ -318,6 +318,12 @@ pub struct CoreStats {
     pub discarded: u64,
     /// Packets whose CRC32c the device found bad (RX checksum offload); dropped.
     pub checksum_bad: u64,
+    /// Packets held while a session of their association was at the control thread, and
+    /// those dropped because [`MAX_PARKED`] were held already.
+    pub parked: u64,
+    pub parked_dropped: u64,
+    /// Control messages sent to the control thread with their session (RFC 5043 §6).
+    pub sessions_lent: u64,
     /// Frames that arrived as a buffer chain (a peer's zero-copy frame over `net_ring`, a
     /// jumbo frame in small device buffers) and were copied into one buffer to be parsed.
     pub rx_chained: u64,
@@ -376,10 +382,21 @@ enum Command<B> {
     /// before the core had adopted the association: a duplicated or retransmitted COOKIE
     /// ECHO, say). Behind the Adopt in the same ring, so it finds the association.
     Packet(B),
+    /// A session the control thread ran a control message through, coming back.
+    SessionReturn {
+        conn: ConnHandle,
+        call: Box<SessionCall>,
+    },
 }
 
 enum Upcall {
     Event(Event),
+    /// A DDP Stream Session Control message and its session, for the control thread to run
+    /// the RFC 5043 §6 machine on.
+    Session {
+        conn: ConnHandle,
+        call: Box<SessionCall>,
+    },
     Learnt {
         core: usize,
         ip: IpAddr,
@@ -387,12 +404,21 @@ enum Upcall {
     },
 }
 
-struct Slot {
+struct Slot<B> {
     conn: ConnHandle,
     c: Connection,
     peer: IpAddr,
     peer_port: u16,
+    /// While a session is away at the control thread: the connection's packets and ULP
+    /// operations, held in arrival order (packets bounded by [`MAX_PARKED`]).
+    parked: VecDeque<B>,
+    deferred: VecDeque<Op>,
 }
+
+/// Packets a connection may have waiting while one of its sessions is at the control thread
+/// (a thread round trip); beyond it they are dropped and counted, and SCTP retransmits them,
+/// since it never saw them.
+pub const MAX_PARKED: usize = 256;
 
 /// One data core: see the module documentation. Move it to its thread and call
 /// [`DataCore::poll`] in a loop (or [`DataCore::run`]).
@@ -407,7 +433,7 @@ pub struct DataCore<P: Port> {
     rx_queues: Vec<u16>,
     iface: Interface,
     steer: Steering,
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Option<Slot<P::Buf>>>,
     stags: CoreStags,
     regions: Arc<RegionTable>,
     commands: Receiver<Command<P::Buf>>,
@@ -610,6 +636,7 @@ impl<P: Port> DataCore<P> {
                 s.c.handle_timeout(now);
             }
         }
+        self.lend_sessions();
         for s in self.slots.iter_mut().flatten() {
             let h = Interface::header_len(s.peer);
             while let Some((len, holes)) = s.c.poll_transmit_gather(now, &mut self.out.frame[h..]) {
@@ -652,6 +679,86 @@ impl<P: Port> DataCore<P> {
         copy
     }
 
+    /// A session back from the control thread: into its connection, then the connection's
+    /// held packets and operations, in order, until one sends a session away again.
+    fn session_return(&mut self, now: Instant, conn: ConnHandle, call: SessionCall) {
+        let Some(k) = self.find(conn) else {
+            return;
+        };
+        if let Some(s) = self.slots[k].as_mut() {
+            let place = Place {
+                stags: self.stags.table(),
+                regions: &self.regions,
+            };
+            s.c.return_session(call, place);
+        }
+        loop {
+            let Some(s) = self.slots[k].as_mut() else {
+                return;
+            };
+            if s.c.sessions_lent() {
+                break;
+            }
+            if let Some(b) = s.parked.pop_front() {
+                self.replay(now, k, b);
+                continue;
+            }
+            let Some(op) = s.deferred.pop_front() else {
+                break;
+            };
+            self.op(now, conn, op, true);
+        }
+        self.lend_sessions();
+    }
+
+    /// A held packet of the connection in slot `k`, handled as if it had just arrived.
+    fn replay(&mut self, now: Instant, k: usize, buf: P::Buf) {
+        let verdict = if self.offload.rx {
+            buf.l4_checksum_verdict()
+        } else {
+            None
+        };
+        let mut reply = [0u8; 128];
+        let Rx::Sctp(f) = self.iface.receive(buf.data(), &mut reply) else {
+            return;
+        };
+        let peer = f.ip.src();
+        if verdict == Some(false) {
+            self.stats.checksum_bad += 1;
+            return;
+        }
+        let place = Place {
+            stags: self.stags.table(),
+            regions: &self.regions,
+        };
+        if let Some(s) = self.slots[k].as_mut() {
+            match s
+                .c
+                .handle_checked(now, f.sctp, place, verdict == Some(true))
+            {
+                Ok(()) => self.iface.confirm(peer, f.src_mac),
+                Err(_) => self.stats.discarded += 1,
+            }
+        }
+    }
+
+    /// Sends the control messages connections set aside, with their sessions, to the control
+    /// thread (events ring; held in order when it is full, never dropped).
+    fn lend_sessions(&mut self) {
+        for k in 0..self.slots.len() {
+            while let Some(call) = self.slots[k].as_mut().and_then(|s| s.c.poll_session_call()) {
+                let Some(conn) = self.slots[k].as_ref().map(|s| s.conn) else {
+                    break;
+                };
+                self.stats.sessions_lent += 1;
+                let _ = self.up(Upcall::Session {
+                    conn,
+                    call: Box::new(call),
+                });
+            }
+        }
+    }
+
     fn commands(&mut self, now: Instant) -> usize {
         let mut n = 0;
         while let Ok(cmd) = self.commands.try_recv() {
@@ -659,7 +766,7 @@ impl<P: Port> DataCore<P> {
             self.stats.commands += 1;
             match cmd {
                 Command::Adopt { conn, c, peer_mac } => self.adopt(now, conn, *c, peer_mac),
-                Command::Op { conn, op } => self.op(now, conn, op),
+                Command::Op { conn, op } => self.op(now, conn, op, false),
                 Command::Neighbour(ip, mac) => self.iface.learn_shared(ip, mac),
                 Command::Forget(conn) => {
                     if let Some(k) = self.find(conn) {
@@ -670,6 +777,7 @@ impl<P: Port> DataCore<P> {
                     }
                 }
                 Command::Packet(buf) => self.frame_in(now, buf, true),
+                Command::SessionReturn { conn, call } => self.session_return(now, conn, *call),
                 Command::Report => {
                     let report = self.report();
                     let _ = self.up(Upcall::Event(Event::Report(Box::new(report))));
@@ -695,6 +803,8 @@ impl<P: Port> DataCore<P> {
         let peer = c.peer_ip();
         c.set_tx_checksum_offload(self.offload.tx);
         c.use_regions(Arc::clone(&self.regions));
+        // DESIGN.md: PPID 17 goes to the control thread, which runs the §6 machine.
+        c.set_remote_sessions(true);
         let slot = match self.slots.iter().position(Option::is_none) {
             Some(k) => Some(k),
             None if self.slots.len() < MAX_CONNECTIONS_PER_CORE => {
@@ -729,10 +839,14 @@ impl<P: Port> DataCore<P> {
             c,
             peer,
             peer_port,
+            parked: VecDeque::new(),
+            deferred: VecDeque::new(),
         });
     }
 
-    fn op(&mut self, now: Instant, conn: ConnHandle, op: Op) {
+    /// An operation from the ULP; `queued` when it comes off the connection's deferred queue
+    /// (in order, so it must not queue behind the ones after it).
+    fn op(&mut self, now: Instant, conn: ConnHandle, op: Op, queued: bool) {
         let name = op.name();
         let Some(k) = self.find(conn) else {
             let _ = self.up(Upcall::Event(Event::Unknown { conn, op: name }));
@@ -741,6 +855,15 @@ impl<P: Port> DataCore<P> {
         let Some(s) = self.slots[k].as_mut() else {
             return;
         };
+        // A session is at the control thread: the operation waits for it, in order.
+        if s.c.sessions_lent() || (!queued && !s.deferred.is_empty()) {
+            if queued {
+                s.deferred.push_front(op);
+            } else {
+                s.deferred.push_back(op);
+            }
+            return;
+        }
         let c = &mut s.c;
         let mut posted = None;
         let r = match op {
@@ -850,6 +973,18 @@ impl<P: Port> DataCore<P> {
                     _ if verdict == Some(false) => {
                         self.stats.checksum_bad += 1;
                         Next::Done
+                    }
+                    Some(s) if s.c.sessions_lent() || !s.parked.is_empty() => {
+                        // One of its sessions is at the control thread: the packet waits, so
+                        // its chunks meet the session in arrival order. Unseen by SCTP, a
+                        // packet dropped here is retransmitted.
+                        if s.parked.len() < MAX_PARKED {
+                            s.parked.push_back(buf);
+                            self.stats.parked += 1;
+                        } else {
+                            self.stats.parked_dropped += 1;
+                        }
+                        return;
                     }
                     Some(s) => {
                         let place = Place {
@@ -1010,6 +1145,9 @@ pub struct ControlStats {
     pub forwarded: u64,
     /// Of those, dropped because the core's command queue was full.
     pub forward_dropped: u64,
+    /// DDP Stream Session Control messages (PPID 17) the cores forwarded, each run through its
+    /// stream's RFC 5043 §6 session machine here.
+    pub session_messages: u64,
     /// Device flow rules installed for associations (with `flow_rules` on), refused by the
     /// device (software dispatch then steers those), and removed when they ended.
     pub flow_rules: u64,
@@ -1236,6 +1374,15 @@ impl<P: Port> Control<P> {
                         self.unsteer_flow(conn);
                     }
                     self.ready.push_back(e);
+                }
+                Upcall::Session { conn, mut call } => {
+                    // RFC 5043 §6: the session machine runs here, then the session goes back
+                    // to the core that holds the stream's later chunks for it.
+                    call.run();
+                    self.stats.session_messages += 1;
+                    if let Some(core) = self.owner(conn) {
+                        let _ = self.command(core, Command::SessionReturn { conn, call }, true);
+                    }
                 }
                 Upcall::Learnt { core, ip, mac } => {
                     for k in (0..self.cores.len()).filter(|&k| k != core) {

@@ -58,6 +58,11 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
     let mut rng = Rng::new(seed ^ 0xc0ff);
     let net = NetConfig::hostile(&mut rng);
     let mut w = World::new(net, ConnConfig::default(), 16, &mut rng);
+    // Odd seeds run the RFC 5043 §6 machine as the runtime does: on a "control thread" that
+    // answers after a delay, with packets held meanwhile.
+    if seed % 2 == 1 {
+        w.set_remote_sessions(Duration::from_micros(20 + (seed * 7919) % 2000));
+    }
     let limit = w.now + Duration::from_secs(4 * 3600);
     w.connect();
     if !w.run_until(limit, |w| {
@@ -403,6 +408,18 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
     let st = w.server.conn().stats();
     if st.refused_by_session != 0 || st.unknown_ppid != 0 {
         return Err(format!("server counted drops: {st:?}"));
+    }
+    // Remote seeds: every control message each side received went to the "control thread".
+    let cs = w.client.conn().stats();
+    if seed % 2 == 1
+        && (st.sessions_lent != st.control_received || cs.sessions_lent != cs.control_received)
+    {
+        return Err(format!(
+            "control messages not lent: server {st:?} client {cs:?}"
+        ));
+    }
+    if seed % 2 == 1 && (st.sessions_lent == 0 || cs.sessions_lent == 0) {
+        return Err("no session went to the control thread".into());
     }
     Ok(out)
 }

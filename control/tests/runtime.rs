@@ -839,3 +839,112 @@ fn flow_rules_steer_each_association_to_its_owner() {
     assert_eq!(stats.flow_rules_removed, 1);
     assert_eq!(left, 0, "the rule went with the association");
 }
+
+/// Issue 6 item 2 (DESIGN.md: "DATA PPID 17 → control thread"): every DDP Stream Session
+/// Control message a data core receives goes, with its stream's session, to the control thread,
+/// which runs the RFC 5043 §6 machine on it and sends the session back; the core holds the
+/// stream's later chunks (and the connection's packets and operations) meanwhile. The session
+/// opens (Initiate at the server, Accept at the client), a write goes through, and a Terminate
+/// each way closes it, every one of those four messages run by a control thread, none by a
+/// core; the ULP hears the same events as ever, in order.
+#[test]
+fn session_control_messages_run_on_the_control_thread() {
+    let b4 = Ipv4Addr::new(198, 18, 0, 2);
+    let (pa, pb) = pair(2, 4096);
+    let (pa, pb) = (Arc::new(pa), Arc::new(pb));
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ..RuntimeConfig::default()
+    };
+    let make = |p: &Arc<MemPort>, v4, v6, seed: u8| {
+        build(
+            Arc::clone(p),
+            Interface::new(p.mac(), Some(v4), Some(v6)),
+            endpoint(seed),
+            ConnConfig::default(),
+            PendingLimit::new(8),
+            cfg,
+        )
+        .unwrap()
+    };
+    let (mut a, mut b) = (make(&pa, A4, A6, 1), make(&pb, b4, B6, 2));
+    let bpd = b.0.memory_mut().alloc_pd();
+    let region = b.0.memory_mut().alloc_region(1 << 16).unwrap();
+    let reg =
+        b.0.memory_mut()
+            .register(remote_write(bpd, region, 1 << 16))
+            .unwrap();
+    let apd = a.0.memory_mut().alloc_pd();
+    let mut l = Lockstep::open(a, b, IpAddr::V4(b4), PORT, apd, bpd);
+    assert_eq!(
+        l.cb.stats().session_messages,
+        1,
+        "the Initiate, at the server"
+    );
+    assert_eq!(
+        l.ca.stats().session_messages,
+        1,
+        "the Accept, at the client"
+    );
+    let data: Vec<u8> = (0..50_000u32).map(|i| (i * 3 + 1) as u8).collect();
+    l.ca.submit(l.conn, tagged(1, reg.stag, 0, data.clone()))
+        .unwrap();
+    l.ca.submit(l.conn, Op::Terminate { stream: 1 }).unwrap();
+    l.run_until("both sides' session end", |l| {
+        let ended = |events: &[Event]| {
+            events.iter().any(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Session {
+                            event: SessionEvent::SessionTerminated { .. },
+                            ..
+                        },
+                        ..
+                    }
+                )
+            })
+        };
+        // The client ended its session at once (it terminated); it then hears the server's
+        // answering Terminate.
+        ended(&l.ea)
+            && ended(&l.eb)
+            && session_event(&l.ea, l.conn, |e| {
+                matches!(e, SessionEvent::TerminateReceived)
+            })
+    });
+    assert!(session_event(&l.eb, l.server_conn(), |e| matches!(
+        e,
+        SessionEvent::TerminateReceived
+    )));
+    assert!(session_event(&l.ea, l.conn, |e| matches!(
+        e,
+        SessionEvent::TerminateReceived
+    )));
+    assert!(
+        l.ea.iter()
+            .any(|e| matches!(e, Event::Completion { completion, .. }
+            if completion.status == Status::Success)),
+        "the write before the Terminate completed"
+    );
+    let placed =
+        l.cb.memory()
+            .region(region)
+            .unwrap()
+            .crc32c(0, data.len())
+            .unwrap();
+    assert_eq!(placed, crc32c(&data));
+    for (control, core) in [
+        (l.ca.stats(), l.ka[0].stats()),
+        (l.cb.stats(), l.kb[0].stats()),
+    ] {
+        assert_eq!(
+            control.session_messages, 2,
+            "Initiate or Accept, then a Terminate"
+        );
+        assert_eq!(
+            core.sessions_lent, control.session_messages,
+            "every one lent was run"
+        );
+    }
+}

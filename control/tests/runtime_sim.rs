@@ -379,6 +379,15 @@ fn run_seed(seed: u64) -> u64 {
         by_reference > 0,
         "seed {seed}: no region span went by reference"
     );
+    // Every session control message the cores received was run by a control thread.
+    for e in [&s.a, &s.b] {
+        let lent: u64 = e.cores.iter().map(|k| k.stats().sessions_lent).sum();
+        let run = e.control.stats().session_messages;
+        assert!(
+            run >= 2 && lent == run,
+            "seed {seed}: {lent} lent, {run} run"
+        );
+    }
     dispatched
 }
 

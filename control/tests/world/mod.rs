@@ -4,11 +4,13 @@
 
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use ddpdk_control::conn::{
     Accept, Completion, ConnConfig, Connection, Indication, Listener, SendKind, SendRequest,
+    SessionCall,
 };
 use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId, Registered};
 use ddpdk_control::session::{Event, PendingLimit};
@@ -30,7 +32,15 @@ pub struct Side {
     pub memory: Memory,
     pub completions: Vec<Completion>,
     pub indications: Vec<Indication>,
+    /// With remote sessions: sessions away at the "control thread", each back at its time,
+    /// and the packets that wait for them.
+    calls: Vec<(Instant, SessionCall)>,
+    parked: VecDeque<Vec<u8>>,
+    pub parked_dropped: u64,
 }
+
+/// Packets a side holds while a session is away (as the runtime's `MAX_PARKED`).
+const MAX_PARKED: usize = 256;
 
 impl Side {
     pub fn conn(&mut self) -> &mut Connection {
@@ -56,6 +66,9 @@ pub struct World {
     pub client: Side,
     pub server: Side,
     buf: Vec<u8>,
+    /// Session control messages go to a "control thread" with their session, and come back
+    /// this long after (the runtime's shape; `None`: run where they arrive).
+    remote: Option<Duration>,
 }
 
 /// SCTP timers suited to the hostile network (RFC 9260 defaults would make thousands of seeds
@@ -97,6 +110,9 @@ fn side(
         memory,
         completions: Vec::new(),
         indications: Vec::new(),
+        calls: Vec::new(),
+        parked: VecDeque::new(),
+        parked_dropped: 0,
     }
 }
 
@@ -124,6 +140,50 @@ impl World {
                 rng,
             ),
             buf: vec![0; 65_536],
+            remote: None,
+        }
+    }
+
+    /// Runs every session control message on a "control thread" that answers after `delay`
+    /// (the runtime's shape), holding each side's packets meanwhile.
+    pub fn set_remote_sessions(&mut self, delay: Duration) {
+        self.remote = Some(delay);
+        for side in [&mut self.client, &mut self.server] {
+            if let Some(c) = side.conn.as_mut() {
+                c.set_remote_sessions(true);
+            }
+        }
+    }
+
+    /// Lends out what the connections set aside, and takes back what is due, replaying the
+    /// packets that waited.
+    fn sessions(&mut self) {
+        let Some(delay) = self.remote else {
+            return;
+        };
+        let now = self.now;
+        for side in [&mut self.client, &mut self.server] {
+            let Some(c) = side.conn.as_mut() else {
+                continue;
+            };
+            c.set_remote_sessions(true);
+            while let Some(call) = c.poll_session_call() {
+                side.calls.push((now + delay, call));
+            }
+            while let Some(k) = side.calls.iter().position(|(at, _)| *at <= now) {
+                let (_, mut call) = side.calls.remove(k);
+                call.run();
+                c.return_session(call, &side.memory);
+                while !c.sessions_lent() {
+                    let Some(p) = side.parked.pop_front() else {
+                        break;
+                    };
+                    let _ = c.handle(now, &p, &side.memory);
+                }
+                while let Some(call) = c.poll_session_call() {
+                    side.calls.push((now + delay, call));
+                }
+            }
         }
     }
 
@@ -167,6 +227,22 @@ impl World {
             }
             side.drain();
         }
+        if self.remote.is_some() {
+            self.sessions();
+            for to_server in [true, false] {
+                let side = if to_server {
+                    &mut self.client
+                } else {
+                    &mut self.server
+                };
+                if let Some(c) = side.conn.as_mut() {
+                    while let Some(n) = c.poll_transmit(self.now, &mut self.buf) {
+                        self.net.send(self.now, to_server, &self.buf[..n]);
+                    }
+                }
+                side.drain();
+            }
+        }
     }
 
     /// Advances virtual time to the next packet arrival or timer and handles it; false when
@@ -175,6 +251,11 @@ impl World {
         let timers = [&self.client, &self.server]
             .iter()
             .filter_map(|s| s.conn.as_ref().and_then(|c| c.poll_timeout()))
+            .chain(
+                [&self.client, &self.server]
+                    .iter()
+                    .flat_map(|s| s.calls.iter().map(|(at, _)| *at)),
+            )
             .min();
         let next = match (self.net.next_at(), timers) {
             (Some(a), Some(b)) => a.min(b),
@@ -205,7 +286,17 @@ impl World {
             if live {
                 let memory = &side.memory;
                 if let Some(c) = side.conn.as_mut() {
-                    let _ = c.handle(self.now, &bytes, memory);
+                    if c.sessions_lent() || !side.parked.is_empty() {
+                        // A session is away: the packet waits (unseen by SCTP, so one
+                        // dropped here is retransmitted).
+                        if side.parked.len() < MAX_PARKED {
+                            side.parked.push_back(bytes);
+                        } else {
+                            side.parked_dropped += 1;
+                        }
+                    } else {
+                        let _ = c.handle(self.now, &bytes, memory);
+                    }
                 }
             } else {
                 match side
