@@ -568,13 +568,15 @@ impl Connection {
         let Some(s) = self.streams.get_mut(usize::from(stream)) else {
             return;
         };
-        if s.generation != call.generation {
-            return;
-        }
         let Some(lent) = s.lent.take() else {
             return;
         };
         self.sink.lent -= 1;
+        // Not this stream's session any more (nothing renews a stream while its session is
+        // away, so this is only defence): the stream is free again, the old session dropped.
+        if s.generation != call.generation {
+            return;
+        }
         call.run();
         s.session = *call.session;
         for ssn in lent.acks {
@@ -587,7 +589,7 @@ impl Connection {
             while s.session.poll_event().is_some() {}
         }
         // The message's events come before anything it or the chunks behind it deliver.
-        if drain_events(stream, s, &mut self.sink) {
+        if indicate_events(stream, s, &mut self.sink) {
             self.sink.wake.push(stream);
         }
         if call.result == Some(Ok(())) {
@@ -606,7 +608,10 @@ impl Connection {
             self.sink.stats.control_refused += 1;
         }
         self.sink.touched = true;
-        let mut held = lent.held.into_iter();
+        // Chunks behind the message of an association that has ended meanwhile start
+        // nothing (a held Initiate would open a session on a closed association).
+        let held = if lent.ended { Vec::new() } else { lent.held };
+        let mut held = held.into_iter();
         for (ppid, data) in held.by_ref() {
             self.route_one(stream, ppid, &data, memory);
             if let Some(again) = self.streams[usize::from(stream)].lent.as_mut() {
@@ -833,13 +838,14 @@ impl Connection {
             sink,
             limit,
             remote_sessions,
+            connected,
             ..
         } = self;
-        let remote = *remote_sessions;
+        let (remote, connected) = (*remote_sessions, *connected);
         let r = assoc.handle_checked(
             now,
             packet,
-            &mut |m: SctpMessage<'_>| route(m, streams, memory, sink, limit, remote),
+            &mut |m: SctpMessage<'_>| route(m, streams, memory, sink, limit, remote, connected),
             checksum_verified,
         );
         self.after_sctp();
@@ -863,6 +869,7 @@ impl Connection {
             &mut self.sink,
             &self.limit,
             self.remote_sessions,
+            self.connected,
         );
         self.progress();
     }
@@ -1172,6 +1179,13 @@ impl Connection {
                 self.ready.push_back(i as u16);
             }
         }
+        for (i, generation) in std::mem::take(&mut self.sink.end_flush) {
+            if let Some(s) = self.streams.get_mut(usize::from(i)) {
+                if s.generation == generation {
+                    end_flush(i, s, &mut self.sink);
+                }
+            }
+        }
         for i in std::mem::take(&mut self.sink.wake) {
             if let Some(s) = self.streams.get_mut(usize::from(i)) {
                 if !s.ready {
@@ -1459,6 +1473,9 @@ struct Sink {
     /// Streams whose session events were drained where they arose (a control message's, in
     /// the middle of a packet): they may have a control message to send.
     wake: Vec<u16>,
+    /// Streams (and their generation) whose session ended in the middle of a packet: what the
+    /// end flushes waits for the packet's acknowledgements, so completions keep their order.
+    end_flush: Vec<(u16, u32)>,
 }
 
 /// Moves one stream's session events to the ULP and, once its session has ended, flushes its
@@ -1471,17 +1488,37 @@ fn drain_events(stream: u16, s: &mut DdpStream, out: &mut Sink) -> bool {
         out.indications
             .push_back(Indication::Session { stream, event });
         if ended {
-            flush_sends(stream, s, out);
-            // The peer's Terminate may overtake its last segments (RFC 5043 §6.1: order is
-            // by DDP-SSN): they are still placed and delivered, until its direction is done.
-            let peer_ended =
-                s.session.state() == State::Terminated(TerminationReason::PeerTerminate);
-            if !peer_ended || s.session.inbound_complete() {
-                flush_receives(stream, s, out);
-            }
+            end_flush(stream, s, out);
         }
     }
     any
+}
+
+/// As [`drain_events`] in the middle of a packet: a session's end is indicated now, and what
+/// it flushes later ([`Sink::end_flush`]).
+fn indicate_events(stream: u16, s: &mut DdpStream, out: &mut Sink) -> bool {
+    let mut any = false;
+    while let Some(event) = s.session.poll_event() {
+        any = true;
+        if matches!(event, SessionEvent::SessionTerminated { .. }) {
+            out.end_flush.push((stream, s.generation));
+        }
+        out.indications
+            .push_back(Indication::Session { stream, event });
+    }
+    any
+}
+
+/// What a session's end flushes: its queued sends, and its posted receives once nothing more
+/// can come for them.
+fn end_flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    flush_sends(stream, s, out);
+    // The peer's Terminate may overtake its last segments (RFC 5043 §6.1: order is by
+    // DDP-SSN): they are still placed and delivered, until its direction is done.
+    let peer_ended = s.session.state() == State::Terminated(TerminationReason::PeerTerminate);
+    if !peer_ended || s.session.inbound_complete() {
+        flush_receives(stream, s, out);
+    }
 }
 
 fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
@@ -1561,6 +1598,7 @@ fn route(
     out: &mut Sink,
     limit: &PendingLimit,
     remote: bool,
+    connected: bool,
 ) {
     let stream = m.stream;
     let Some(s) = streams.get_mut(usize::from(stream)) else {
@@ -1616,8 +1654,9 @@ fn route(
             }
             let verdict = s.session.on_control(ssn, function, p.private_data());
             // What the message means for the ULP comes before anything behind it in the
-            // packet (an Accept before the first delivery it allows).
-            if drain_events(stream, s, out) {
+            // packet (an Accept before the first delivery it allows), but after the
+            // association's own news (a COOKIE ACK earlier in the packet: Connected first).
+            if connected && indicate_events(stream, s, out) {
                 out.wake.push(stream);
             }
             if verdict.is_err() {

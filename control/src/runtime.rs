@@ -410,9 +410,16 @@ struct Slot<B> {
     peer: IpAddr,
     peer_port: u16,
     /// While a session is away at the control thread: the connection's packets and ULP
-    /// operations, held in arrival order (packets bounded by [`MAX_PARKED`]).
-    parked: VecDeque<B>,
-    deferred: VecDeque<Op>,
+    /// operations, held together in arrival order (a receive posted before a message was sent
+    /// must take it), packets bounded by [`MAX_PARKED`].
+    waiting: VecDeque<Waiting<B>>,
+    parked: usize,
+}
+
+/// A packet or an operation held while a session is at the control thread.
+enum Waiting<B> {
+    Packet(B),
+    Op(Op),
 }
 
 /// Packets a connection may have waiting while one of its sessions is at the control thread
@@ -699,14 +706,14 @@ impl<P: Port> DataCore<P> {
             if s.c.sessions_lent() {
                 break;
             }
-            if let Some(b) = s.parked.pop_front() {
-                self.replay(now, k, b);
-                continue;
+            match s.waiting.pop_front() {
+                Some(Waiting::Packet(b)) => {
+                    s.parked -= 1;
+                    self.replay(now, k, b);
+                }
+                Some(Waiting::Op(op)) => self.op(now, conn, op, true),
+                None => break,
             }
-            let Some(op) = s.deferred.pop_front() else {
-                break;
-            };
-            self.op(now, conn, op, true);
         }
         self.lend_sessions();
     }
@@ -813,8 +820,12 @@ impl<P: Port> DataCore<P> {
             }
             // A closed connection's slot, once it has told the ULP everything.
             None => self.slots.iter().position(|s| {
-                s.as_ref()
-                    .is_some_and(|s| s.c.is_closed() && !s.c.owes_ulp())
+                s.as_ref().is_some_and(|s| {
+                    s.c.is_closed()
+                        && !s.c.owes_ulp()
+                        && !s.c.sessions_lent()
+                        && s.waiting.is_empty()
+                })
             }),
         };
         if let Some(mac) = peer_mac {
@@ -839,8 +850,8 @@ impl<P: Port> DataCore<P> {
             c,
             peer,
             peer_port,
-            parked: VecDeque::new(),
-            deferred: VecDeque::new(),
+            waiting: VecDeque::new(),
+            parked: 0,
         });
     }
 
@@ -856,11 +867,11 @@ impl<P: Port> DataCore<P> {
             return;
         };
         // A session is at the control thread: the operation waits for it, in order.
-        if s.c.sessions_lent() || (!queued && !s.deferred.is_empty()) {
+        if s.c.sessions_lent() || (!queued && !s.waiting.is_empty()) {
             if queued {
-                s.deferred.push_front(op);
+                s.waiting.push_front(Waiting::Op(op));
             } else {
-                s.deferred.push_back(op);
+                s.waiting.push_back(Waiting::Op(op));
             }
             return;
         }
@@ -974,12 +985,13 @@ impl<P: Port> DataCore<P> {
                         self.stats.checksum_bad += 1;
                         Next::Done
                     }
-                    Some(s) if s.c.sessions_lent() || !s.parked.is_empty() => {
+                    Some(s) if s.c.sessions_lent() || !s.waiting.is_empty() => {
                         // One of its sessions is at the control thread: the packet waits, so
                         // its chunks meet the session in arrival order. Unseen by SCTP, a
                         // packet dropped here is retransmitted.
-                        if s.parked.len() < MAX_PARKED {
-                            s.parked.push_back(buf);
+                        if s.parked < MAX_PARKED {
+                            s.waiting.push_back(Waiting::Packet(buf));
+                            s.parked += 1;
                             self.stats.parked += 1;
                         } else {
                             self.stats.parked_dropped += 1;

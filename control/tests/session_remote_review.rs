@@ -1,0 +1,379 @@
+//! Regressions from an independent review of moving the RFC 5043 §6 machine to the control
+//! thread: a raw SCTP peer (hand-made DDP chunks) against a server `Connection` with an
+//! emulated control thread (packets parked while a session is away, replayed after its
+//! return). Two failed as written: a held Initiate routed after the association had ended
+//! opened a session on a closed association (and held a §6.4 pending slot); and a session's
+//! end in the middle of a packet flushed queued sends before the packet's SACK completed the
+//! earlier ones, out of posting order. The other two pinned the reference behaviour.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use ddpdk_control::conn::{
+    Accept, Completion, ConnConfig, Connection, Indication, Listener, SendKind, SendRequest,
+    SessionCall, Status,
+};
+use ddpdk_control::memory::Memory;
+use ddpdk_control::session::{Event, PendingLimit};
+use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant, Message};
+use ddpdk_dataplane::wire::crc32c;
+
+const S: u16 = 1;
+const RAW_PORT: u16 = 6001;
+const SRV_PORT: u16 = 6002;
+
+fn raw_addr() -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1))
+}
+fn srv_addr() -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2))
+}
+
+fn sctp(port: u16, slots: usize) -> Config {
+    Config {
+        local_port: port,
+        send_slots: slots,
+        path_mtu: 1500,
+        rto_initial: Duration::from_millis(200),
+        rto_min: Duration::from_millis(50),
+        rto_max: Duration::from_secs(2),
+        ..Config::default()
+    }
+}
+
+fn ctl(ssn: u16, code: u16, pd: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ssn.to_be_bytes());
+    v.extend_from_slice(&code.to_be_bytes());
+    v.extend_from_slice(pd);
+    v
+}
+
+struct Rig {
+    now: Instant,
+    raw: Association,
+    raw_rx: Vec<(u16, u32, Vec<u8>)>,
+    listener: Listener,
+    limit: PendingLimit,
+    conn: Option<Box<Connection>>,
+    memory: Memory,
+    inds: Vec<Indication>,
+    comps: Vec<Completion>,
+    buf: Vec<u8>,
+    /// Emulated control thread.
+    remote: bool,
+    auto: bool,
+    calls: VecDeque<SessionCall>,
+    parked: VecDeque<Vec<u8>>,
+}
+
+impl Rig {
+    fn new(srv_slots: usize, remote: bool) -> Rig {
+        let now = Instant::from_nanos(1_000_000_000);
+        let mut raw_ep = Endpoint::new(sctp(RAW_PORT, 256), [7; 32]).unwrap();
+        let raw = raw_ep.connect(now, srv_addr(), SRV_PORT);
+        let ep = Endpoint::new(sctp(SRV_PORT, srv_slots), [9; 32]).unwrap();
+        let (memory, _) = Memory::new(1024, 0, 0x1234_5678_9abc);
+        let limit = PendingLimit::new(16);
+        let mut r = Rig {
+            now,
+            raw,
+            raw_rx: Vec::new(),
+            listener: Listener::new(ep, ConnConfig::default(), limit.clone()),
+            limit,
+            conn: None,
+            memory,
+            inds: Vec::new(),
+            comps: Vec::new(),
+            buf: vec![0; 65536],
+            remote,
+            auto: true,
+            calls: VecDeque::new(),
+            parked: VecDeque::new(),
+        };
+        r.run_for(Duration::from_millis(50));
+        assert!(r.conn.is_some(), "association up");
+        r
+    }
+
+    fn conn(&mut self) -> &mut Connection {
+        self.conn.as_mut().unwrap()
+    }
+
+    fn drain(&mut self) {
+        if let Some(c) = self.conn.as_mut() {
+            while let Some(x) = c.poll_completion() {
+                self.comps.push(x);
+            }
+            while let Some(x) = c.poll_indication() {
+                self.inds.push(x);
+            }
+            while let Some(call) = c.poll_session_call() {
+                self.calls.push_back(call);
+            }
+        }
+    }
+
+    /// The emulated control thread runs every lent session and returns it; the core then
+    /// replays what it parked.
+    fn control(&mut self) {
+        while let Some(mut call) = self.calls.pop_front() {
+            call.run();
+            let c = self.conn.as_mut().unwrap();
+            c.return_session(call, &self.memory);
+            while !c.sessions_lent() {
+                let Some(p) = self.parked.pop_front() else {
+                    break;
+                };
+                let _ = c.handle(self.now, &p, &self.memory);
+            }
+            self.drain();
+        }
+    }
+
+    fn deliver_to_server(&mut self, p: &[u8]) {
+        let live = self
+            .conn
+            .as_ref()
+            .is_some_and(|c| !c.association().is_closed());
+        if live {
+            let c = self.conn.as_mut().unwrap();
+            if c.sessions_lent() || !self.parked.is_empty() {
+                self.parked.push_back(p.to_vec());
+            } else {
+                let _ = c.handle(self.now, p, &self.memory);
+            }
+        } else {
+            let mut out = vec![0u8; 65536];
+            match self
+                .listener
+                .handle(self.now, raw_addr(), p, &mut out, &self.memory)
+            {
+                Accept::Ignored => {}
+                Accept::Reply(n) => {
+                    let rx = &mut self.raw_rx;
+                    let _ = self.raw.handle(self.now, &out[..n], &mut |m: Message<'_>| {
+                        rx.push((m.stream, m.ppid, m.data.to_vec()))
+                    });
+                }
+                Accept::Connection(mut c) => {
+                    c.set_remote_sessions(self.remote);
+                    self.conn = Some(c);
+                }
+            }
+        }
+        self.drain();
+        if self.auto {
+            self.control();
+        }
+    }
+
+    fn raw_packets(&mut self) -> Vec<Vec<u8>> {
+        let mut v = Vec::new();
+        while let Some(n) = self.raw.poll_transmit(self.now, &mut self.buf) {
+            v.push(self.buf[..n].to_vec());
+        }
+        v
+    }
+
+    fn server_to_raw(&mut self) -> bool {
+        let mut pkts = Vec::new();
+        if let Some(c) = self.conn.as_mut() {
+            while let Some(n) = c.poll_transmit(self.now, &mut self.buf) {
+                pkts.push(self.buf[..n].to_vec());
+            }
+        }
+        self.drain();
+        let moved = !pkts.is_empty();
+        for p in pkts {
+            let rx = &mut self.raw_rx;
+            let _ = self.raw.handle(self.now, &p, &mut |m: Message<'_>| {
+                rx.push((m.stream, m.ppid, m.data.to_vec()))
+            });
+        }
+        moved
+    }
+
+    fn round(&mut self) -> bool {
+        let pkts = self.raw_packets();
+        let mut moved = !pkts.is_empty();
+        for p in pkts {
+            self.deliver_to_server(&p);
+        }
+        moved |= self.server_to_raw();
+        moved
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        loop {
+            while self.round() {}
+            let next = [
+                self.raw.poll_timeout(),
+                self.conn.as_ref().and_then(|c| c.poll_timeout()),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next else { return };
+            if next > until {
+                self.now = until;
+                return;
+            }
+            self.now = self.now.max(next);
+            if self.raw.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.raw.handle_timeout(self.now);
+            }
+            if let Some(c) = self.conn.as_mut() {
+                if c.poll_timeout().is_some_and(|t| t <= self.now) {
+                    c.handle_timeout(self.now);
+                }
+            }
+            self.drain();
+        }
+    }
+
+    fn events(&self, stream: u16) -> Vec<Event> {
+        self.inds
+            .iter()
+            .filter_map(|i| match i {
+                Indication::Session { stream: s, event } if *s == stream => Some(event.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The raw peer opens a session on `S`; the server's ULP accepts it.
+    fn open(&mut self) {
+        self.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
+        self.run_for(Duration::from_millis(50));
+        assert!(self
+            .events(S)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. })));
+        let pd = self.memory.alloc_pd();
+        self.conn().accept(S, pd, b"").unwrap();
+        self.run_for(Duration::from_millis(500));
+        assert!(self
+            .raw_rx
+            .iter()
+            .any(|(s, p, d)| *s == S && *p == 17 && d[2..4] == [0, 2]));
+    }
+}
+
+/// Appends an ABORT chunk (no causes, T bit clear) to a packet and fixes its CRC32c.
+fn with_abort(p: &[u8]) -> Vec<u8> {
+    let mut v = p.to_vec();
+    v.extend_from_slice(&[6, 0, 0, 4]);
+    v[8..12].copy_from_slice(&[0; 4]);
+    crc32c::fill(&mut v);
+    v
+}
+
+/// A peer packet carries two control messages for one stream, the second a fresh Initiate,
+/// and ends with an ABORT. Judged where it arrives, the Initiate meets the old session
+/// before the association is over, and the ULP hears nothing of stream `S` after Closed.
+/// With the machine on the control thread, the Initiate is held behind the first message,
+/// the ABORT ends the association meanwhile, and on the session's return the Initiate starts
+/// a new session on the closed association: the ULP hears InitiateReceived after Closed, and a
+/// §6.4 pending-Initiate slot is held by a session on a dead association.
+#[test]
+fn a_held_initiate_after_the_association_ended_starts_no_session() {
+    let mut r = Rig::new(256, true);
+    r.auto = false;
+    // A junk Accept on the idle stream (lent), then an Initiate (held behind it).
+    r.raw.send(S, 17, &ctl(0, 2, b"")).unwrap();
+    r.raw.send(S, 17, &ctl(0, 1, b"late")).unwrap();
+    let pkts = r.raw_packets();
+    assert_eq!(pkts.len(), 1, "both control messages in one packet");
+    let p = with_abort(&pkts[0]);
+    r.deliver_to_server(&p);
+    assert!(r.conn().association().is_closed(), "the ABORT was taken");
+    assert!(r.conn().sessions_lent());
+    r.control();
+    r.drain();
+    let closed = r
+        .inds
+        .iter()
+        .position(|i| matches!(i, Indication::Closed(_)))
+        .expect("Closed");
+    let after: Vec<Indication> = r.inds[closed + 1..].to_vec();
+    let pending = r.limit.pending();
+    let lent = r.conn().sessions_lent();
+    assert!(
+        after.is_empty() && pending == 0 && !lent,
+        "indications after Closed: {after:?}; pending-Initiate slots held: {pending}; \
+         all: {:?}",
+        r.inds
+    );
+}
+
+/// The same packet judged in place (remote sessions off): the reference behaviour.
+#[test]
+fn reference_inline_nothing_after_closed() {
+    let mut r = Rig::new(256, false);
+    r.raw.send(S, 17, &ctl(0, 2, b"")).unwrap();
+    r.raw.send(S, 17, &ctl(0, 1, b"late")).unwrap();
+    let pkts = r.raw_packets();
+    assert_eq!(pkts.len(), 1);
+    let p = with_abort(&pkts[0]);
+    r.deliver_to_server(&p);
+    r.drain();
+    let closed = r
+        .inds
+        .iter()
+        .position(|i| matches!(i, Indication::Closed(_)))
+        .expect("Closed");
+    assert!(r.inds[closed + 1..].is_empty(), "{:?}", r.inds);
+    assert_eq!(r.limit.pending(), 0);
+}
+
+fn write(wr_id: u64) -> SendRequest {
+    SendRequest {
+        wr_id,
+        stream: S,
+        kind: SendKind::Tagged {
+            stag: ddpdk_dataplane::mem::Stag(0x1234_5600),
+            to: 0,
+            rsvd_ulp: 0,
+        },
+        data: vec![wr_id as u8; 100].into(),
+        signaled: true,
+    }
+}
+
+/// Send completions come in posting order on a stream (verbs; RFC 5041 §5.4 completes a
+/// message once SCTP acknowledged it). Send A is in flight, send B waits for SCTP room; the
+/// peer's SACK of A and its Terminate arrive in one packet (control chunks before DATA).
+/// A completes Success, then B Flushed. Single-thread path (remote sessions off).
+fn completion_order(remote: bool) {
+    let mut r = Rig::new(1, remote);
+    r.open();
+    r.conn().post_send(write(1)).unwrap();
+    r.conn().post_send(write(2)).unwrap();
+    // A to the peer; B waits (one send slot).
+    assert!(r.server_to_raw());
+    assert!(r.raw_rx.iter().any(|(s, p, _)| *s == S && *p == 16));
+    // The peer's Terminate (its DDP-SSN 1: after its Initiate) with the SACK of A.
+    r.raw.send(S, 17, &ctl(1, 4, b"")).unwrap();
+    let pkts = r.raw_packets();
+    assert_eq!(pkts.len(), 1);
+    assert_eq!(pkts[0][12], 3, "SACK first, bundled with the DATA");
+    r.deliver_to_server(&pkts[0]);
+    r.run_for(Duration::from_millis(500));
+    let got: Vec<(u64, Status)> = r.comps.iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(got, vec![(1, Status::Success), (2, Status::Flushed)]);
+}
+
+#[test]
+fn completions_stay_in_posting_order_single_thread() {
+    completion_order(false);
+}
+
+#[test]
+fn completions_stay_in_posting_order_remote() {
+    completion_order(true);
+}
