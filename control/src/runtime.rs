@@ -45,6 +45,7 @@ use ddpdk_dataplane::mem::{CoreStags, Pd, PostedBuffer};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
 use ddpdk_dataplane::port::{ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
+use ddpdk_dataplane::wire::link::parse_sctp;
 
 use crate::conn::{
     Accept, Completion, ConnConfig, ConnStats, Connection, Indication, Listener, Payload,
@@ -719,33 +720,37 @@ impl<P: Port> DataCore<P> {
     }
 
     /// A held packet of the connection in slot `k`, handled as if it had just arrived.
+    /// The interface counted it and its checksum verdict was checked when it arrived; it is
+    /// only parsed again here.
     fn replay(&mut self, now: Instant, k: usize, buf: P::Buf) {
-        let verdict = if self.offload.rx {
-            buf.l4_checksum_verdict()
-        } else {
-            None
-        };
-        let mut reply = [0u8; 128];
-        let Rx::Sctp(f) = self.iface.receive(buf.data(), &mut reply) else {
-            return;
-        };
-        let peer = f.ip.src();
-        if verdict == Some(false) {
-            self.stats.checksum_bad += 1;
-            return;
+        let verified = self.offload.rx && buf.l4_checksum_verdict() == Some(true);
+        if let Ok(f) = parse_sctp(buf.data()) {
+            self.deliver(now, k, f.sctp, f.ip.src(), f.src_mac, verified);
         }
+    }
+
+    /// An SCTP packet for the connection in slot `k`, checked and placed against this core's
+    /// STag replica. Only a packet its association authenticated (CRC32c, verification tag)
+    /// teaches us where the peer is.
+    fn deliver(
+        &mut self,
+        now: Instant,
+        k: usize,
+        sctp: &[u8],
+        peer: IpAddr,
+        src_mac: [u8; 6],
+        verified: bool,
+    ) {
         let place = Place {
             stags: self.stags.table(),
             regions: &self.regions,
         };
-        if let Some(s) = self.slots[k].as_mut() {
-            match s
-                .c
-                .handle_checked(now, f.sctp, place, verdict == Some(true))
-            {
-                Ok(()) => self.iface.confirm(peer, f.src_mac),
-                Err(_) => self.stats.discarded += 1,
-            }
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
+        match s.c.handle_checked(now, sctp, place, verified) {
+            Ok(()) => self.iface.confirm(peer, src_mac),
+            Err(_) => self.stats.discarded += 1,
         }
     }
 
@@ -976,16 +981,18 @@ impl<P: Port> DataCore<P> {
                 } else {
                     self.steer.owner(peer, f.ip.dst(), peer_port, local_port)
                 };
-                let found = self.slots.iter_mut().flatten().find(|s| {
-                    s.peer == peer && s.peer_port == peer_port && !s.c.association().is_closed()
+                let found = self.slots.iter().position(|s| {
+                    s.as_ref().is_some_and(|s| {
+                        s.peer == peer && s.peer_port == peer_port && !s.c.association().is_closed()
+                    })
                 });
-                match found {
+                match found.and_then(|k| Some((k, self.slots[k].as_mut()?))) {
                     _ if owner != self.index => Next::Dispatch(owner),
                     _ if verdict == Some(false) => {
                         self.stats.checksum_bad += 1;
                         Next::Done
                     }
-                    Some(s) if s.c.sessions_lent() || !s.waiting.is_empty() => {
+                    Some((_, s)) if s.c.sessions_lent() || !s.waiting.is_empty() => {
                         // One of its sessions is at the control thread: the packet waits, so
                         // its chunks meet the session in arrival order. Unseen by SCTP, a
                         // packet dropped here is retransmitted.
@@ -998,20 +1005,8 @@ impl<P: Port> DataCore<P> {
                         }
                         return;
                     }
-                    Some(s) => {
-                        let place = Place {
-                            stags: self.stags.table(),
-                            regions: &self.regions,
-                        };
-                        // Only a packet its association authenticated (CRC32c, verification
-                        // tag) teaches us where the peer is.
-                        match s
-                            .c
-                            .handle_checked(now, f.sctp, place, verdict == Some(true))
-                        {
-                            Ok(()) => self.iface.confirm(peer, f.src_mac),
-                            Err(_) => self.stats.discarded += 1,
-                        }
+                    Some((k, _)) => {
+                        self.deliver(now, k, f.sctp, peer, f.src_mac, verdict == Some(true));
                         Next::Done
                     }
                     None => Next::ToControl,

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{remote_write, session_event, tagged, Lockstep};
+use rt::{remote_write, runtime, session_event, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,12 +14,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ddpdk_control::conn::{ConnConfig, Indication, Status};
+use ddpdk_control::conn::{Indication, Status};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::runtime::{
-    build, Clock, ConnHandle, Control, CoreReport, DataCore, Event, Op, RuntimeConfig, Steering,
+    Clock, ConnHandle, Control, CoreReport, DataCore, Event, Op, RuntimeConfig, Steering,
 };
-use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
+use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::ddp::RxError;
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::net::Interface;
@@ -29,41 +29,7 @@ use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use ddpdk_dataplane::wire::ddp::DdpError;
 
-const PORT: u16 = 5000;
 const CORES: usize = 2;
-
-fn endpoint(seed: u8) -> Endpoint {
-    Endpoint::new(
-        Config {
-            local_port: PORT,
-            ..Config::default()
-        },
-        [seed; 32],
-    )
-    .unwrap()
-}
-
-fn runtime(
-    port: MemPort,
-    v4: Ipv4Addr,
-    v6: Ipv6Addr,
-    seed: u8,
-    cfg: RuntimeConfig,
-) -> (Control<MemPort>, Vec<DataCore<MemPort>>) {
-    let iface = Interface::new(port.mac(), Some(v4), Some(v6));
-    build(
-        Arc::new(port),
-        iface,
-        endpoint(seed),
-        ConnConfig::default(),
-        PendingLimit::new(8),
-        RuntimeConfig {
-            random: u64::from(seed) * 7919,
-            ..cfg
-        },
-    )
-    .unwrap()
-}
 
 /// One endpoint whose data cores run on their own threads; the test thread is its control
 /// thread.
@@ -652,17 +618,7 @@ fn checksum_offload_leaves_the_crc32c_to_the_device() {
         cores: 1,
         ..RuntimeConfig::default()
     };
-    let make = |p: &Arc<MemPort>, v4, v6, seed: u8| {
-        build(
-            Arc::clone(p),
-            Interface::new(p.mac(), Some(v4), Some(v6)),
-            endpoint(seed),
-            ConnConfig::default(),
-            PendingLimit::new(8),
-            cfg,
-        )
-        .unwrap()
-    };
+    let make = |p: &Arc<MemPort>, v4, v6, seed: u8| runtime(Arc::clone(p), v4, v6, seed, cfg);
     let (mut a, mut b) = (make(&pa, A4, A6, 1), make(&pb, b4, B6, 2));
     // What the client's data core hands the device, before the device touches it.
     let zero = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
@@ -766,15 +722,7 @@ fn flow_rules_steer_each_association_to_its_owner() {
             ..RuntimeConfig::default()
         };
         let make = |p: &Arc<MemPort>, v4, v6, seed: u8, flow_rules| {
-            build(
-                Arc::clone(p),
-                Interface::new(p.mac(), Some(v4), Some(v6)),
-                endpoint(seed),
-                ConnConfig::default(),
-                PendingLimit::new(8),
-                cfg(flow_rules),
-            )
-            .unwrap()
+            runtime(Arc::clone(p), v4, v6, seed, cfg(flow_rules))
         };
         let (mut a, mut b) = (make(&pa, A4, A6, 1, false), make(&pb, b4, B6, 2, rules));
         let bpd = b.0.memory_mut().alloc_pd();
@@ -856,17 +804,7 @@ fn session_control_messages_run_on_the_control_thread() {
         cores: 1,
         ..RuntimeConfig::default()
     };
-    let make = |p: &Arc<MemPort>, v4, v6, seed: u8| {
-        build(
-            Arc::clone(p),
-            Interface::new(p.mac(), Some(v4), Some(v6)),
-            endpoint(seed),
-            ConnConfig::default(),
-            PendingLimit::new(8),
-            cfg,
-        )
-        .unwrap()
-    };
+    let make = |p: &Arc<MemPort>, v4, v6, seed: u8| runtime(Arc::clone(p), v4, v6, seed, cfg);
     let (mut a, mut b) = (make(&pa, A4, A6, 1), make(&pb, b4, B6, 2));
     let bpd = b.0.memory_mut().alloc_pd();
     let region = b.0.memory_mut().alloc_region(1 << 16).unwrap();

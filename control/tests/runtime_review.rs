@@ -4,70 +4,22 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{remote_write, session_event, tagged};
+use rt::{endpoint_with, remote_write, runtime, runtime_with, session_event, tagged, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
 use std::time::Duration;
 
-use ddpdk_control::conn::{ConnConfig, Indication};
+use ddpdk_control::conn::Indication;
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::runtime::{
-    build, ConnHandle, Control, DataCore, Event, Op, RuntimeConfig, Steering,
-    MAX_CONNECTIONS_PER_CORE,
+    ConnHandle, Control, DataCore, Event, Op, RuntimeConfig, Steering, MAX_CONNECTIONS_PER_CORE,
 };
-use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
+use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::net::{Interface, Rx};
 use ddpdk_dataplane::port::mem::{pair, HeapBuf, MemPort};
 use ddpdk_dataplane::port::{PacketBuf, Port};
-use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
-
-const PORT: u16 = 5000;
-
-fn endpoint_cfg(seed: u8, cfg: Config) -> Endpoint {
-    Endpoint::new(
-        Config {
-            local_port: PORT,
-            ..cfg
-        },
-        [seed; 32],
-    )
-    .unwrap()
-}
-
-fn runtime_with(
-    port: MemPort,
-    v4: Ipv4Addr,
-    v6: Ipv6Addr,
-    seed: u8,
-    cfg: RuntimeConfig,
-    sctp: Config,
-) -> (Control<MemPort>, Vec<DataCore<MemPort>>) {
-    let iface = Interface::new(port.mac(), Some(v4), Some(v6));
-    build(
-        Arc::new(port),
-        iface,
-        endpoint_cfg(seed, sctp),
-        ConnConfig::default(),
-        PendingLimit::new(8),
-        RuntimeConfig {
-            random: u64::from(seed) * 7919,
-            ..cfg
-        },
-    )
-    .unwrap()
-}
-
-fn runtime(
-    port: MemPort,
-    v4: Ipv4Addr,
-    v6: Ipv6Addr,
-    seed: u8,
-    cfg: RuntimeConfig,
-) -> (Control<MemPort>, Vec<DataCore<MemPort>>) {
-    runtime_with(port, v4, v6, seed, cfg, Config::default())
-}
+use ddpdk_dataplane::sctp::{Config, Instant};
 
 const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
@@ -204,7 +156,7 @@ fn a_duplicated_cookie_echo_makes_one_association() {
         },
     );
     // The peer: a sans-IO endpoint behind an interface on the other end of the pair.
-    let mut ep = endpoint_cfg(9, Config::default());
+    let mut ep = endpoint_with(9, Config::default());
     let now = t0();
     let mut assoc = ep.connect(now, IpAddr::V4(b4), PORT);
     // (The peer's endpoint has local port PORT too; the server sees it as peer port 5000.)

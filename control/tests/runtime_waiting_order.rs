@@ -7,22 +7,16 @@
 #![allow(clippy::unwrap_used)]
 
 mod rt;
-use rt::{remote_write, Lockstep};
+use rt::{remote_write, runtime, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use ddpdk_control::conn::{ConnConfig, Indication, SendKind, SendRequest};
+use ddpdk_control::conn::{Indication, SendKind, SendRequest};
 use ddpdk_control::memory::MemoryRegistration;
-use ddpdk_control::runtime::{build, Event, Op, RuntimeConfig};
-use ddpdk_control::session::PendingLimit;
+use ddpdk_control::runtime::{Event, Op, RuntimeConfig};
 use ddpdk_dataplane::mem::Access;
-use ddpdk_dataplane::net::Interface;
-use ddpdk_dataplane::port::mem::pair;
-use ddpdk_dataplane::port::Port;
-use ddpdk_dataplane::sctp::{Config, Endpoint};
-
-const PORT: u16 = 5000;
+use ddpdk_dataplane::port::mem::{pair, MemPort};
 
 /// The client's ULP posts a receive on stream 1, and only then (by any other channel: here
 /// the test itself) has the server send the untagged message it is for. A session of another
@@ -35,29 +29,11 @@ fn a_receive_posted_before_the_message_was_sent_takes_it() {
     let (a6, b6): (Ipv6Addr, Ipv6Addr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
     let (pa, pb) = pair(2, 4096);
     let (pa, pb) = (Arc::new(pa), Arc::new(pb));
-    let make = |p: &Arc<_>, v4, v6, seed: u8| {
-        let p: &Arc<ddpdk_dataplane::port::mem::MemPort> = p;
-        build(
-            Arc::clone(p),
-            Interface::new(p.mac(), Some(v4), Some(v6)),
-            Endpoint::new(
-                Config {
-                    local_port: PORT,
-                    ..Config::default()
-                },
-                [seed; 32],
-            )
-            .unwrap(),
-            ConnConfig::default(),
-            PendingLimit::new(8),
-            RuntimeConfig {
-                cores: 1,
-                random: u64::from(seed) * 7919,
-                ..RuntimeConfig::default()
-            },
-        )
-        .unwrap()
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ..RuntimeConfig::default()
     };
+    let make = |p: &Arc<MemPort>, v4, v6, seed: u8| runtime(Arc::clone(p), v4, v6, seed, cfg);
     let (mut a, mut b) = (make(&pa, a4, a6, 1), make(&pb, b4, b6, 2));
     let bpd = b.0.memory_mut().alloc_pd();
     let bregion = b.0.memory_mut().alloc_region(4096).unwrap();

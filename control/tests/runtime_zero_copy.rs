@@ -10,23 +10,19 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{remote_write, tagged, Lockstep};
+use rt::{remote_write, runtime, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use ddpdk_control::conn::Status;
-use ddpdk_control::conn::{ConnConfig, Payload, PostError};
+use ddpdk_control::conn::{Payload, PostError};
 use ddpdk_control::memory::RegionId;
-use ddpdk_control::runtime::{build, Control, CoreStats, DataCore, Event, RuntimeConfig};
-use ddpdk_control::session::PendingLimit;
-use ddpdk_dataplane::net::Interface;
+use ddpdk_control::runtime::{Control, CoreStats, DataCore, Event, RuntimeConfig};
 use ddpdk_dataplane::port::mem::{pair_with_offload, MemPort};
-use ddpdk_dataplane::port::{ChecksumOffload, Port};
-use ddpdk_dataplane::sctp::{Config, Endpoint};
+use ddpdk_dataplane::port::ChecksumOffload;
 use ddpdk_dataplane::wire::crc32c::crc32c;
 
-const PORT: u16 = 5000;
 const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 /// Writes per run, and bytes per write: several segments each, the last one short and not a
@@ -37,26 +33,11 @@ const SIZE: usize = 10_001;
 type Side = (Control<MemPort>, Vec<DataCore<MemPort>>);
 
 fn side(port: &Arc<MemPort>, v4: Ipv4Addr, seed: u8) -> Side {
-    build(
-        Arc::clone(port),
-        Interface::new(port.mac(), Some(v4), None),
-        Endpoint::new(
-            Config {
-                local_port: PORT,
-                ..Config::default()
-            },
-            [seed; 32],
-        )
-        .unwrap(),
-        ConnConfig::default(),
-        PendingLimit::new(8),
-        RuntimeConfig {
-            cores: 1,
-            random: u64::from(seed) * 7919,
-            ..RuntimeConfig::default()
-        },
-    )
-    .unwrap()
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ..RuntimeConfig::default()
+    };
+    runtime(Arc::clone(port), v4, None, seed, cfg)
 }
 
 /// What one run saw.

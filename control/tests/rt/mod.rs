@@ -2,16 +2,72 @@
 // Each test binary uses some of these helpers, not all.
 #![allow(dead_code)]
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 use std::time::Duration;
 
+use ddpdk_control::conn::ConnConfig;
 use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest};
 use ddpdk_control::memory::{MemoryRegistration, RegionId};
-use ddpdk_control::runtime::{ConnHandle, Control, DataCore, Event, Op};
-use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::runtime::{build, ConnHandle, Control, DataCore, Event, Op, RuntimeConfig};
+use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
+use ddpdk_dataplane::net::Interface;
+use ddpdk_dataplane::port::mem::MemPort;
 use ddpdk_dataplane::port::Port;
-use ddpdk_dataplane::sctp::Instant;
+use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
+
+/// The SCTP port of every test endpoint.
+pub const PORT: u16 = 5000;
+
+/// An endpoint on `port` at `v4` (and `v6`) with `sctp`'s SCTP settings on [`PORT`]: its
+/// control side and data cores (`cfg`), its cookie secret and STag allocation seeded by `seed`.
+pub fn runtime_with(
+    port: impl Into<Arc<MemPort>>,
+    v4: Ipv4Addr,
+    v6: impl Into<Option<Ipv6Addr>>,
+    seed: u8,
+    cfg: RuntimeConfig,
+    sctp: Config,
+) -> (Control<MemPort>, Vec<DataCore<MemPort>>) {
+    let port = port.into();
+    let iface = Interface::new(port.mac(), Some(v4), v6.into());
+    build(
+        port,
+        iface,
+        endpoint_with(seed, sctp),
+        ConnConfig::default(),
+        PendingLimit::new(8),
+        RuntimeConfig {
+            random: u64::from(seed) * 7919,
+            ..cfg
+        },
+    )
+    .unwrap()
+}
+
+/// An SCTP endpoint on [`PORT`] with `sctp`'s settings, its cookie secret from `seed`.
+pub fn endpoint_with(seed: u8, sctp: Config) -> Endpoint {
+    Endpoint::new(
+        Config {
+            local_port: PORT,
+            ..sctp
+        },
+        [seed; 32],
+    )
+    .unwrap()
+}
+
+/// As [`runtime_with`], with the default SCTP settings.
+pub fn runtime(
+    port: impl Into<Arc<MemPort>>,
+    v4: Ipv4Addr,
+    v6: impl Into<Option<Ipv6Addr>>,
+    seed: u8,
+    cfg: RuntimeConfig,
+) -> (Control<MemPort>, Vec<DataCore<MemPort>>) {
+    runtime_with(port, v4, v6, seed, cfg, Config::default())
+}
 
 /// A signaled tagged write of `data` (bytes, or a span of a local region) to `stag` at `to`
 /// on stream 1.
