@@ -343,12 +343,14 @@ fn read_terminal(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
     }
     // Ctrl-C and Ctrl-D at the prompt end the session, like testpmd's quit.
     while let Ok(line) = rl.readline("ddpdk> ") {
+        // Saved before the line runs: `quit` ends the process without waking this thread
+        // again, and a history that only a clean exit writes loses the session.
+        if let Some(h) = &history {
+            let _ = rl.append_history(h);
+        }
         if tx.send(Input::Line(line)).is_err() || ack.recv().is_err() {
             break;
         }
-    }
-    if let Some(h) = &history {
-        let _ = rl.save_history(h);
     }
 }
 
