@@ -21,7 +21,7 @@ use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::runtime::{
     self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeConfig,
 };
-use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
+use ddpdk_control::session::{Event as SessionEvent, PendingLimit, State};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, SctpSteering};
@@ -70,7 +70,6 @@ struct ConnView {
     up: Option<(u16, usize)>,
     closed: Option<String>,
     sessions: BTreeMap<u16, SessionView>,
-    errors: u64,
     refused: u64,
     /// The last operation the core refused, and why.
     last_refusal: Option<String>,
@@ -111,7 +110,6 @@ impl Shared {
             up: None,
             closed: None,
             sessions: BTreeMap::new(),
-            errors: 0,
             refused: 0,
             last_refusal: None,
             done: BTreeMap::new(),
@@ -199,8 +197,9 @@ impl Shared {
             Indication::TaggedDelivered { .. }
             | Indication::Received { .. }
             | Indication::RecvFlushed { .. } => {}
+            // The core's connection terminates the session right after (ConnConfig's
+            // `on_receive_error`); its SessionTerminated follows.
             Indication::Error { stream, error, .. } => {
-                v.errors += 1;
                 note(
                     json,
                     format_args!("Association {conn} stream {stream}: segment refused: {error}"),
@@ -1305,10 +1304,9 @@ impl DdpApp {
 
     fn show_assoc(&self) -> Result<(), String> {
         let reports = self.reports()?;
-        let s = lock(&self.shared);
         if !self.json {
             println!(
-                "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>6}",
+                "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>8} {:>8} {:>6}",
                 "id",
                 "peer",
                 "port",
@@ -1318,37 +1316,42 @@ impl DdpApp {
                 "seg in",
                 "seg out",
                 "errors",
+                "oversize",
+                "faulted",
                 "drops"
             );
         }
         for r in &reports {
             for a in &r.assocs {
-                let v = s.conns.get(&a.conn);
-                let drops = a.stats.refused_by_session
-                    + a.stats.after_session_end
-                    + a.stats.unknown_ppid
-                    + a.stats.unknown_stream;
+                let st = &a.stats;
+                let drops = st.refused_by_session
+                    + st.after_session_end
+                    + st.unknown_ppid
+                    + st.unknown_stream;
                 if self.json {
                     println!(
                         "{}",
                         json!({"assoc": a.conn.0, "peer": a.peer.to_string(),
                             "port": a.peer_port, "core": r.core, "state": a.state,
-                            "streams": a.streams, "segments_in": a.stats.segments_received,
-                            "segments_out": a.stats.segments_sent,
-                            "errors": v.map_or(0, |v| v.errors), "drops": drops})
+                            "streams": a.streams, "segments_in": st.segments_received,
+                            "segments_out": st.segments_sent, "errors": st.receive_errors,
+                            "oversize": st.oversize_segments,
+                            "sessions_faulted": st.sessions_faulted, "drops": drops})
                     );
                 } else {
                     println!(
-                        "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>6}",
+                        "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>8} {:>8} {:>6}",
                         a.conn.0,
                         a.peer.to_string(),
                         a.peer_port,
                         r.core,
                         a.state,
                         a.streams,
-                        a.stats.segments_received,
-                        a.stats.segments_sent,
-                        v.map_or(0, |v| v.errors),
+                        st.segments_received,
+                        st.segments_sent,
+                        st.receive_errors,
+                        st.oversize_segments,
+                        st.sessions_faulted,
                         drops
                     );
                 }
@@ -1372,13 +1375,14 @@ impl DdpApp {
                         println!(
                             "{}",
                             json!({"assoc": a.conn.0, "stream": stream,
-                                "state": format!("{state:?}"),
+                                "state": format!("{state:?}"), "text": state_text(*state),
                                 "offer": offer.map(|(st, to, len)| json!({"stag": st.0, "to": to, "len": len}))})
                         );
                     } else {
                         println!(
-                            "  association {} stream {stream}: {state:?}{}",
+                            "  association {} stream {stream}: {}{}",
                             a.conn.0,
+                            state_text(*state),
                             offer
                                 .map(|(st, to, len)| format!(
                                     "; peer offers STag {st} TO {to:#x} length {len}"
@@ -1572,6 +1576,17 @@ fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
             // Control work is rare; a short sleep leaves the CPU to the data cores.
             std::thread::sleep(Duration::from_micros(100));
         }
+    }
+}
+
+/// A session's state in words, with why it ended.
+fn state_text(state: State) -> String {
+    match state {
+        State::Idle => "Idle".into(),
+        State::InitiateSent => "InitiateSent".into(),
+        State::InitiateReceived => "InitiateReceived".into(),
+        State::Established => "Established".into(),
+        State::Terminated(reason) => format!("Terminated ({reason})"),
     }
 }
 

@@ -50,7 +50,7 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::{
-    max_payload, FunctionCode, Segments, SessionControlPacket, PPID_DDP_SEGMENT,
+    max_payload, FunctionCode, Segments, SessionControlPacket, DDP_SSN_LEN, PPID_DDP_SEGMENT,
     PPID_SESSION_CONTROL,
 };
 
@@ -71,6 +71,8 @@ pub struct ConnConfig {
     pub recv_depth: usize,
     /// Send work requests queued (not yet wholly handed to SCTP) across the connection.
     pub max_sends: usize,
+    /// What ends a stream after its first receive error.
+    pub on_receive_error: OnReceiveError,
 }
 
 impl Default for ConnConfig {
@@ -79,8 +81,23 @@ impl Default for ConnConfig {
             queues: 3,
             recv_depth: 256,
             max_sends: 4096,
+            on_receive_error: OnReceiveError::Terminate,
         }
     }
+}
+
+/// How the ULP above a connection ends a stream whose receive path failed. DDP itself only
+/// indicates the error and drops what follows (RFC 5041 §7.1); the stream ends when the ULP
+/// says so (§6.2.2), after at most one more message of its own (§7.1: "DDP SHOULD enable the
+/// ULP to send one additional DDP Message before terminating the DDP Stream").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnReceiveError {
+    /// The session is terminated as the error is indicated (a Terminate goes to the peer,
+    /// queued sends are flushed): the endpoint's ULP has no error message of its own to send.
+    Terminate,
+    /// The session is terminated once the ULP's one further message has gone to SCTP (an
+    /// RDMAP Terminate, say), or when the ULP terminates it.
+    AfterLastMessage,
 }
 
 /// The buffer model and destination of a message to send.
@@ -291,6 +308,15 @@ pub struct ConnStats {
     pub control_lost: u64,
     /// Control messages whose session machine ran on another thread ([`SessionCall`]).
     pub sessions_lent: u64,
+    /// Streams whose receive path failed: the first error of each, indicated to the ULP
+    /// (RFC 5041 §7.1; the segments after it are counted per stream, `RxStats`).
+    pub receive_errors: u64,
+    /// DDP Segments larger than the MULPDU we announced, rejected (RFC 5043 §9); each stops
+    /// its stream as a receive error.
+    pub oversize_segments: u64,
+    /// Sessions terminated because their stream's receive path failed
+    /// ([`OnReceiveError::Terminate`]).
+    pub sessions_faulted: u64,
 }
 
 #[derive(Debug)]
@@ -440,6 +466,9 @@ pub struct Connection {
     remote_sessions: bool,
     connected: bool,
     closed: bool,
+    /// The largest MULPDU announced to the ULP (RFC 5043 §9): segments above it are refused.
+    /// A path MTU that shrinks later lowers what we send, not what the peer was told it may.
+    rx_mulpdu: usize,
 }
 
 impl Connection {
@@ -459,6 +488,7 @@ impl Connection {
             remote_sessions: false,
             connected: false,
             closed: false,
+            rx_mulpdu: 0,
         };
         c.after_sctp();
         c
@@ -839,13 +869,18 @@ impl Connection {
             limit,
             remote_sessions,
             connected,
+            rx_mulpdu,
             ..
         } = self;
-        let (remote, connected) = (*remote_sessions, *connected);
+        let how = Routing {
+            remote: *remote_sessions,
+            connected: *connected,
+            mulpdu: (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())),
+        };
         let r = assoc.handle_checked(
             now,
             packet,
-            &mut |m: SctpMessage<'_>| route(m, streams, memory, sink, limit, remote, connected),
+            &mut |m: SctpMessage<'_>| route(m, streams, memory, sink, limit, how),
             checksum_verified,
         );
         self.after_sctp();
@@ -862,14 +897,18 @@ impl Connection {
             tsn: 0,
             data,
         };
+        let how = Routing {
+            remote: self.remote_sessions,
+            connected: self.connected,
+            mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())),
+        };
         route(
             m,
             &mut self.streams,
             memory,
             &mut self.sink,
             &self.limit,
-            self.remote_sessions,
-            self.connected,
+            how,
         );
         self.progress();
     }
@@ -1020,6 +1059,7 @@ impl Connection {
                 SctpEvent::Connected { streams, .. } => {
                     self.connected = true;
                     let mulpdu = self.max_sizes().mulpdu;
+                    self.rx_mulpdu = self.rx_mulpdu.max(mulpdu);
                     self.sink
                         .indications
                         .push_back(Indication::Connected { streams, mulpdu });
@@ -1168,6 +1208,9 @@ impl Connection {
 
     /// Moves session events to the ULP; a session that ended flushes its stream.
     fn session_events(&mut self) {
+        if !self.sink.faulted.is_empty() {
+            self.end_faulted();
+        }
         if !std::mem::take(&mut self.sink.touched) {
             return;
         }
@@ -1196,6 +1239,26 @@ impl Connection {
         }
         if !self.sink.deferred.is_empty() {
             self.defer_flushed();
+        }
+    }
+
+    /// Ends the sessions of streams whose receive path failed, as the endpoint's ULP
+    /// ([`OnReceiveError::Terminate`]; RFC 5041 §6.2.2): the error was indicated first, and
+    /// the Terminate tells the peer that nothing more on the stream will be placed.
+    fn end_faulted(&mut self) {
+        let faulted = std::mem::take(&mut self.sink.faulted);
+        if self.cfg.on_receive_error != OnReceiveError::Terminate {
+            return;
+        }
+        for (stream, error) in faulted {
+            let Some(s) = self.streams.get_mut(usize::from(stream)) else {
+                continue;
+            };
+            if s.lent.is_none() && s.session.terminate_for_error(error).is_ok() {
+                self.sink.stats.sessions_faulted += 1;
+                self.sink.touched = true;
+                self.mark_ready(stream);
+            }
         }
     }
 
@@ -1476,6 +1539,9 @@ struct Sink {
     /// Streams (and their generation) whose session ended in the middle of a packet: what the
     /// end flushes waits for the packet's acknowledgements, so completions keep their order.
     end_flush: Vec<(u16, u32)>,
+    /// Streams whose receive path failed in the middle of a packet, and why: with
+    /// [`OnReceiveError::Terminate`] their sessions end once the packet is through.
+    faulted: Vec<(u16, RxError)>,
 }
 
 /// Moves one stream's session events to the ULP and, once its session has ended, flushes its
@@ -1590,6 +1656,17 @@ fn open_receive(s: &mut DdpStream, pd: Pd, cfg: &ConnConfig, active: bool) {
     s.posted = (0..cfg.queues).map(|_| VecDeque::new()).collect();
 }
 
+/// What [`route`] needs to know of the connection besides its streams.
+#[derive(Debug, Clone, Copy)]
+struct Routing {
+    /// Session control messages leave with their session ([`Connection::set_remote_sessions`]).
+    remote: bool,
+    /// The association's Connected has been indicated.
+    connected: bool,
+    /// The largest DDP Segment we announced (RFC 5043 §9).
+    mulpdu: usize,
+}
+
 /// One DDP chunk from SCTP, during `Association::handle`.
 fn route(
     m: SctpMessage<'_>,
@@ -1597,9 +1674,11 @@ fn route(
     memory: Place<'_>,
     out: &mut Sink,
     limit: &PendingLimit,
-    remote: bool,
-    connected: bool,
+    how: Routing,
 ) {
+    let Routing {
+        remote, connected, ..
+    } = how;
     let stream = m.stream;
     let Some(s) = streams.get_mut(usize::from(stream)) else {
         out.stats.unknown_stream += 1;
@@ -1701,6 +1780,21 @@ fn route(
                 out.stats.after_session_end += 1;
                 return;
             };
+            // RFC 5043 §9: "The SCTP adaptation layer MUST reject DDP Segments that are larger
+            // than the maximum size specified", whether or not SCTP had to fragment them. The
+            // session counted its DDP-SSN above, so the window moves on; the stream stops.
+            let segment_len = m.data.len() - DDP_SSN_LEN;
+            if segment_len > how.mulpdu {
+                out.stats.oversize_segments += 1;
+                let error = RxError::Oversize {
+                    len: u32::try_from(segment_len).unwrap_or(u32::MAX),
+                    max: u32::try_from(how.mulpdu).unwrap_or(u32::MAX),
+                };
+                rx_path.refuse(m.data, error, &mut |ind| {
+                    indicate(stream, posted, grace, out, ind)
+                });
+                return;
+            }
             rx_path.on_segment(m.data, memory.stags, memory.regions, &mut |ind| {
                 indicate(stream, posted, grace, out, ind)
             });
@@ -1756,6 +1850,8 @@ fn indicate(
             segment_len,
         } => {
             *grace = Some(1);
+            out.stats.receive_errors += 1;
+            out.faulted.push((stream, error));
             out.indications.push_back(Indication::Error {
                 stream,
                 error,

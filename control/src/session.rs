@@ -34,6 +34,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use ddpdk_dataplane::ddp::RxError;
 use ddpdk_dataplane::wire::ddp::{
     FunctionCode, Message, PrivateData, SessionControlRepr, MAX_PRIVATE_DATA_LEN,
 };
@@ -98,6 +99,9 @@ pub enum TerminationReason {
     ProtocolError(ProtocolError),
     /// The SCTP association is gone (§11.3), reported on every stream by the caller.
     AssociationEnded,
+    /// The stream's receive path failed (RFC 5041 §7.1, or the adaptation's §9 size check)
+    /// and the endpoint's ULP tore the stream down (RFC 5041 §6.2.2) with a Terminate.
+    ReceiveError(RxError),
 }
 
 impl fmt::Display for TerminationReason {
@@ -112,6 +116,7 @@ impl fmt::Display for TerminationReason {
             }
             TerminationReason::ProtocolError(e) => write!(f, "protocol error: {e}"),
             TerminationReason::AssociationEnded => f.write_str("association ended"),
+            TerminationReason::ReceiveError(e) => write!(f, "receive error: {e}"),
         }
     }
 }
@@ -572,11 +577,22 @@ impl Session {
     /// control message is known to be received (§6.6) or the §10 window has room; it then
     /// appears in [`Session::poll_transmit`] after the acknowledgement that frees it.
     pub fn terminate(&mut self) -> Result<(), LocalError> {
+        self.terminate_with(TerminationReason::LocalTerminate)
+    }
+
+    /// As [`Session::terminate`], for the ULP that ends the stream because of a receive
+    /// error (RFC 5041 §6.2.2: the DDP Stream ends only when the ULP says so), recorded as
+    /// the reason.
+    pub fn terminate_for_error(&mut self, error: RxError) -> Result<(), LocalError> {
+        self.terminate_with(TerminationReason::ReceiveError(error))
+    }
+
+    fn terminate_with(&mut self, reason: TerminationReason) -> Result<(), LocalError> {
         match self.state {
             State::Idle => Err(LocalError::NoSession),
             State::Terminated(_) => Err(LocalError::Terminated),
             State::InitiateSent | State::InitiateReceived | State::Established => {
-                self.end(TerminationReason::LocalTerminate);
+                self.end(reason);
                 self.owe_terminate();
                 Ok(())
             }

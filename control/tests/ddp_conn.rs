@@ -8,7 +8,9 @@ mod world;
 
 use std::time::Duration;
 
-use ddpdk_control::conn::{Indication, PostError, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{
+    ConnConfig, Indication, OnReceiveError, PostError, SendKind, SendRequest, Status,
+};
 use ddpdk_control::memory::Registered;
 use ddpdk_control::session::{Event, LocalError, State, TerminationReason};
 use ddpdk_dataplane::ddp::RxError;
@@ -283,6 +285,18 @@ fn too_many_pending_initiates_are_terminated_6_4() {
     assert_eq!(w.client.conn().session_state(1), Some(State::InitiateSent));
 }
 
+/// Connections whose ULP sends one more message after a receive error before the stream ends
+/// (RFC 5041 §7.1; how RDMAP sends its Terminate).
+fn last_message_world() -> World {
+    World::perfect_with(
+        1500,
+        ConnConfig {
+            on_receive_error: OnReceiveError::AfterLastMessage,
+            ..ConnConfig::default()
+        },
+    )
+}
+
 /// One attack: the client sends `req` (a tagged write the server must refuse). Checks RFC 5041
 /// §7.1: the exact error, zero bytes placed, later segments dropped silently, and the one
 /// further message the server's ULP may send before the stream is terminated.
@@ -374,7 +388,7 @@ fn attack(
 /// RFC 5041 §7.1 tagged check 1 / §8.3: an STag the peer guessed is refused as Invalid STag.
 #[test]
 fn attack_random_stag() {
-    let mut w = World::perfect(1500);
+    let mut w = last_message_world();
     attack(
         &mut w,
         |_, _, reg| {
@@ -390,7 +404,7 @@ fn attack_random_stag() {
 /// stream.
 #[test]
 fn attack_stag_of_another_protection_domain() {
-    let mut w = World::perfect(1500);
+    let mut w = last_message_world();
     attack(
         &mut w,
         |w, _, _| {
@@ -405,7 +419,7 @@ fn attack_stag_of_another_protection_domain() {
 /// RFC 5041 §8.2: an STag bound to another DDP stream of the same PD is refused on this one.
 #[test]
 fn attack_stag_bound_to_another_stream() {
-    let mut w = World::perfect(1500);
+    let mut w = last_message_world();
     attack(
         &mut w,
         |w, spd, _| {
@@ -420,7 +434,7 @@ fn attack_stag_bound_to_another_stream() {
 /// allows placement.
 #[test]
 fn attack_write_into_read_only_region() {
-    let mut w = World::perfect(1500);
+    let mut w = last_message_world();
     attack(
         &mut w,
         |w, spd, _| {
@@ -434,7 +448,7 @@ fn attack_write_into_read_only_region() {
 /// RFC 5041 §7.1 tagged check 4: one byte past the last registered byte is Base or Bounds.
 #[test]
 fn attack_one_byte_past_the_end() {
-    let mut w = World::perfect(1500);
+    let mut w = last_message_world();
     attack(
         &mut w,
         |_, _, reg| tagged(1, S, reg.stag, reg.to_base + 4096 - 99, vec![0xaa; 100]),
@@ -445,7 +459,7 @@ fn attack_one_byte_past_the_end() {
 /// RFC 5041 §7.1 untagged check 1: a QN the stream does not have is Invalid QN (0x2/0x01).
 #[test]
 fn attack_untagged_invalid_qn() {
-    let mut w = World::perfect(1500);
+    let mut w = last_message_world();
     attack(
         &mut w,
         |_, _, _| untagged(1, S, 7, vec![0xaa; 100]),
@@ -456,7 +470,7 @@ fn attack_untagged_invalid_qn() {
 /// RFC 5041 §7.1 untagged check 2: no buffer posted for the MSN is No Buffer (0x2/0x02).
 #[test]
 fn attack_untagged_without_a_posted_buffer() {
-    let mut w = World::perfect(1500);
+    let mut w = last_message_world();
     attack(
         &mut w,
         |_, _, _| untagged(1, S, 1, vec![0xaa; 2000]),

@@ -14,9 +14,11 @@ use ddpdk_control::conn::{
     Accept, Completion, ConnConfig, Connection, Indication, Listener, Status,
 };
 use ddpdk_control::memory::{Memory, MemoryRegistration};
-use ddpdk_control::session::{Event, PendingLimit, State};
+use ddpdk_control::session::{Event, PendingLimit, State, TerminationReason};
+use ddpdk_dataplane::ddp::RxError;
 use ddpdk_dataplane::mem::{Access, Pd};
 use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant};
+use ddpdk_dataplane::wire::ddp::DdpError;
 use world::{open, read, region, session_events, tagged, wait, World};
 
 // ------------------------------------------------------------------------------------------
@@ -793,4 +795,181 @@ fn rfc5043_6_3_nothing_is_delivered_before_the_answer() {
         .iter()
         .any(|i| matches!(i, Indication::TaggedDelivered { stream: S, .. }));
     assert!(!delivered, "delivered on a rejected session: {:?}", d.inds);
+}
+
+impl Duo {
+    /// A region of `len` bytes of `pd`, registered for remote write at TO `to_base`.
+    fn remote_write_region(
+        &mut self,
+        pd: Pd,
+        len: u64,
+        to_base: u64,
+    ) -> (
+        ddpdk_control::memory::RegionId,
+        ddpdk_control::memory::Registered,
+    ) {
+        let r = self.memory.alloc_region(len as usize).unwrap();
+        let reg = self
+            .memory
+            .register(MemoryRegistration {
+                pd,
+                region: r,
+                offset: 0,
+                len,
+                access: Access::REMOTE_WRITE,
+                stream: None,
+                to_base,
+            })
+            .unwrap();
+        (r, reg)
+    }
+
+    fn region_bytes(&self, r: ddpdk_control::memory::RegionId, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        self.memory.region(r).unwrap().read(0, &mut v).unwrap();
+        v
+    }
+
+    /// The stream errors the server indicated: (error, segment length).
+    fn errors(&self) -> Vec<(RxError, usize)> {
+        self.inds
+            .iter()
+            .filter_map(|i| match i {
+                Indication::Error {
+                    error, segment_len, ..
+                } => Some((*error, *segment_len)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether the raw peer received a DDP Stream Session Terminate on `stream`.
+    fn got_terminate(&self, stream: u16) -> bool {
+        self.raw_rx
+            .iter()
+            .any(|(s, p, d)| *s == stream && *p == 17 && d.get(2..4) == Some(&[0, 4]))
+    }
+}
+
+/// RFC 5043 §9: "The SCTP adaptation layer MUST reject DDP Segments that are larger than the
+/// maximum size specified." A segment of exactly the MULPDU we announced is placed; one
+/// octet more (still one unfragmented DATA chunk) is refused, counted, places nothing, and
+/// stops the stream as a receive error.
+#[test]
+fn rfc5043_9_segment_over_the_mulpdu_is_refused_and_counted() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    let mulpdu = d.conn().max_sizes().mulpdu;
+    let tagged_header = 14;
+    let (r, reg) = d.remote_write_region(pd, 8192, 0);
+    let exact = vec![0x11; mulpdu - tagged_header];
+    let over = vec![0x22; mulpdu - tagged_header + 1];
+    d.send(S, 16, &tseg(1, true, reg.stag.0, 0, &exact));
+    d.settle();
+    d.send(S, 16, &tseg(2, true, reg.stag.0, 4096, &over));
+    d.settle();
+    let bytes = d.region_bytes(r, 8192);
+    assert!(
+        bytes[..exact.len()].iter().all(|&b| b == 0x11),
+        "a segment of exactly the MULPDU ({mulpdu}) is placed"
+    );
+    assert!(
+        bytes[4096..].iter().all(|&b| b == 0),
+        "nothing of the oversize segment is placed"
+    );
+    assert_eq!(
+        d.errors(),
+        vec![(
+            RxError::Oversize {
+                len: mulpdu as u32 + 1,
+                max: mulpdu as u32
+            },
+            mulpdu + 1
+        )]
+    );
+    let st = *d.conn().stats();
+    assert_eq!((st.oversize_segments, st.receive_errors), (1, 1), "{st:?}");
+    // The endpoint's ULP ends the stream (RFC 5041 §6.2.2).
+    assert!(d.got_terminate(S), "a Terminate went to the peer");
+    assert!(matches!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::ReceiveError(
+            RxError::Oversize { .. }
+        )))
+    ));
+}
+
+/// RFC 5041 §7.1 with §6.2.2: after an invalid STag, a bounds violation or a TO that wraps,
+/// the error is indicated with its §7.2 number and nothing is placed; the endpoint, as the
+/// ULP, then ends the faulted stream: a Terminate goes to the peer, the session reads
+/// Terminated with the error as its reason, the counters say so, and a valid write that
+/// follows is not placed.
+#[test]
+fn rfc5041_6_2_2_a_receive_error_ends_the_session_with_a_terminate() {
+    const BASE: u64 = 0x1000;
+    // A registration that reaches the top of the TO space, where a segment inside it can wrap
+    // (check 5) before it leaves the bounds (check 4).
+    const TOP: u64 = u64::MAX - 4096;
+    type Make = fn(u32) -> Vec<u8>;
+    let cases: [(&str, u64, Make, DdpError); 3] = [
+        (
+            "invalid STag",
+            BASE,
+            |stag| tseg(1, true, stag ^ 0x01, BASE, &[0xaa; 100]),
+            DdpError::InvalidStag,
+        ),
+        (
+            "base or bounds",
+            BASE,
+            |stag| tseg(1, true, stag, BASE + 4096 - 99, &[0xaa; 100]),
+            DdpError::BaseOrBounds,
+        ),
+        (
+            "TO wrap",
+            TOP,
+            |stag| tseg(1, true, stag, u64::MAX - 9, &[0xaa; 100]),
+            DdpError::ToWrap,
+        ),
+    ];
+    for (name, to_base, make, want) in cases {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open(S, pd);
+        let (r, reg) = d.remote_write_region(pd, 4096, to_base);
+        d.send(S, 16, &make(reg.stag.0));
+        d.settle();
+        assert_eq!(
+            d.errors().iter().map(|e| e.0).collect::<Vec<_>>(),
+            vec![RxError::Ddp(want)],
+            "{name}"
+        );
+        assert!(d.got_terminate(S), "{name}: a Terminate went to the peer");
+        assert_eq!(
+            d.conn().session_state(S),
+            Some(State::Terminated(TerminationReason::ReceiveError(
+                RxError::Ddp(want)
+            ))),
+            "{name}"
+        );
+        assert!(d.events(S).contains(&Event::SessionTerminated {
+            reason: TerminationReason::ReceiveError(RxError::Ddp(want))
+        }));
+        let st = *d.conn().stats();
+        assert_eq!(
+            (st.receive_errors, st.sessions_faulted),
+            (1, 1),
+            "{name}: {st:?}"
+        );
+        // A valid write after the Terminate: dropped, counted, not placed.
+        d.send(S, 16, &tseg(2, true, reg.stag.0, to_base, &[0xbb; 100]));
+        d.settle();
+        assert!(
+            d.region_bytes(r, 4096).iter().all(|&b| b == 0),
+            "{name}: nothing placed"
+        );
+        assert_eq!(d.conn().stats().after_session_end, 1, "{name}");
+        // The association lives on (RFC 5043 §11.3).
+        assert!(!d.conn().is_closed(), "{name}");
+    }
 }

@@ -189,8 +189,13 @@ impl World {
 
     /// A perfect network with the given path MTU.
     pub fn perfect(mtu: usize) -> World {
+        World::perfect_with(mtu, ConnConfig::default())
+    }
+
+    /// A perfect network, both connections configured with `conn`.
+    pub fn perfect_with(mtu: usize, conn: ConnConfig) -> World {
         let mut rng = Rng::new(1);
-        World::new(NetConfig::perfect(mtu), ConnConfig::default(), 16, &mut rng)
+        World::new(NetConfig::perfect(mtu), conn, 16, &mut rng)
     }
 
     /// The client opens the association.

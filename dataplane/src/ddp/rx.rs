@@ -35,7 +35,7 @@ impl Regions for Vec<Region> {
 }
 
 /// Why a stream stopped accepting segments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RxError {
     /// A §7.2 error, with its number.
     Ddp(DdpError),
@@ -44,6 +44,11 @@ pub enum RxError {
     Sequence(DeliveryError),
     /// Shorter than its own header: no DDP header to report.
     Truncated,
+    /// The SCTP adaptation rejected the segment: `len` octets (DDP-SSN excluded) over the
+    /// MULPDU `max` it announced (RFC 5043 §9: it "MUST reject DDP Segments that are larger
+    /// than the maximum size specified"). An LLP error, so no §7.2 number (type 0x3 is the
+    /// LLP's own).
+    Oversize { len: u32, max: u32 },
 }
 
 impl fmt::Display for RxError {
@@ -52,6 +57,10 @@ impl fmt::Display for RxError {
             RxError::Ddp(e) => e.fmt(f),
             RxError::Sequence(e) => write!(f, "invalid DDP-SSN: {e}"),
             RxError::Truncated => f.write_str("DDP segment shorter than its header"),
+            RxError::Oversize { len, max } => write!(
+                f,
+                "DDP segment of {len} octets over the MULPDU of {max} (RFC 5043 §9)"
+            ),
         }
     }
 }
@@ -200,16 +209,32 @@ impl StreamRx {
                 placed
             }
             Err(error) => {
-                self.error = Some(error);
-                self.stats.errors += 1;
-                ulp(Indication::Error {
-                    error,
-                    header: HeaderCopy::of(chunk),
-                    segment_len: chunk.len().saturating_sub(2),
-                });
+                self.fail(chunk, error, ulp);
                 0
             }
         }
+    }
+
+    /// A segment the layer below refused before DDP could check it ([`RxError::Oversize`]):
+    /// nothing of it is placed, and it stops the stream as a §7.1 error does (RFC 5041 §6.2.2:
+    /// a fatal error the LLP reports is indicated to the ULP).
+    pub fn refuse(&mut self, chunk: &[u8], error: RxError, ulp: &mut impl FnMut(Indication)) {
+        if self.error.is_some() {
+            self.stats.dropped_after_error += 1;
+            return;
+        }
+        self.stats.segments += 1;
+        self.fail(chunk, error, ulp);
+    }
+
+    fn fail(&mut self, chunk: &[u8], error: RxError, ulp: &mut impl FnMut(Indication)) {
+        self.error = Some(error);
+        self.stats.errors += 1;
+        ulp(Indication::Error {
+            error,
+            header: HeaderCopy::of(chunk),
+            segment_len: chunk.len().saturating_sub(2),
+        });
     }
 
     fn check_and_place<R: Regions + ?Sized>(
