@@ -374,6 +374,12 @@ fn run_seed(seed: u64) -> u64 {
     let dispatched: u64 = cores.clone().map(|k| k.stats().dispatched_out).sum();
     let received: u64 = cores.map(|k| k.stats().dispatched_in).sum();
     assert_eq!(dispatched, received, "seed {seed}: a dispatched frame lost");
+    // Frames arrive on random queues, so every seed has some that the cores must hand to each
+    // other (a property of each run, not an average over runs: the number varies with loss).
+    assert!(
+        dispatched > 0,
+        "seed {seed}: no frame dispatched between cores"
+    );
     let by_reference: u64 = s.a.cores.iter().map(|k| k.stats().tx.zero_copy_spans).sum();
     assert!(
         by_reference > 0,
@@ -400,9 +406,9 @@ fn seeds() -> u64 {
 
 #[test]
 fn runtime_over_a_hostile_network_many_seeds() {
-    let dispatched: u64 = (0..seeds()).map(run_seed).sum();
-    // Frames arrive on random queues: the cores must have handed many to each other.
-    assert!(dispatched > 100 * seeds(), "{dispatched} frames dispatched");
+    for seed in 0..seeds() {
+        run_seed(seed);
+    }
 }
 
 #[test]

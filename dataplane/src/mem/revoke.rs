@@ -205,7 +205,11 @@ impl Coordinator {
         let mut acked = vec![false; self.cores.len()];
         let mut n = 0;
         while n < live {
-            match self.acks.recv_timeout(timeout) {
+            // One deadline for all the cores together: waiting `timeout` afresh for each
+            // acknowledgement let slow cores (or stale acknowledgements of an earlier
+            // revocation) stretch the wait to cores × timeout, or forever.
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.acks.recv_timeout(left) {
                 Ok((core, e)) if e == epoch && !acked[core] => {
                     acked[core] = true;
                     n += 1;
@@ -329,5 +333,39 @@ mod tests {
         let live = t.join().unwrap();
         assert!(live.table().lookup(stag).is_none());
         drop(replicas);
+    }
+
+    /// The timeout bounds the whole revocation, not each acknowledgement: a core that keeps
+    /// sending acknowledgements of an earlier epoch (late answers to a revocation that timed
+    /// out, say) must not keep a stalled revocation waiting. The chatty core acknowledges an
+    /// old epoch every 10 ms for 20 s; the revocation gives up after its 200 ms, while the
+    /// chatter still runs (each stale acknowledgement used to restart the wait).
+    #[test]
+    fn one_deadline_bounds_the_whole_revocation() {
+        let (mut coord, mut replicas) = Coordinator::new(8, 1, 2, 4);
+        let stag = coord.register(reg()).unwrap();
+        let chatty = replicas.remove(0);
+        let acks = chatty.acks.clone();
+        let chatting = Arc::new(AtomicBool::new(true));
+        let flag = Arc::clone(&chatting);
+        let t = std::thread::spawn(move || {
+            for _ in 0..2000 {
+                if !flag.load(Ordering::Relaxed) {
+                    break;
+                }
+                let _ = acks.try_send((0, 0));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            flag.store(false, Ordering::Relaxed);
+        });
+        let r = coord.revoke(stag, Duration::from_millis(200));
+        let still_chatting = chatting.swap(false, Ordering::Relaxed);
+        t.join().unwrap();
+        assert_eq!(r, Err(RevokeError::Timeout { acked: 0, cores: 2 }));
+        assert!(
+            still_chatting,
+            "the revocation waited until the stale acknowledgements stopped"
+        );
+        drop((chatty, replicas));
     }
 }
