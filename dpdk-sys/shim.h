@@ -7,4 +7,8 @@ void ddpdk_set_rte_errno(int value);
 /* The system's base page size (sysconf(_SC_PAGESIZE)): what memory that is not on huge pages
  * is mapped with. DPDK's own rte_mem_page_size() is internal API. */
 size_t ddpdk_sys_page_size(void);
+/* The calling thread's timer slack (prctl PR_SET_TIMERSLACK): how late the kernel may end its
+ * timed sleeps, 50 us by default, which would dominate a data core's short idle sleeps.
+ * 0 on success, -1 with errno otherwise. */
+int ddpdk_set_timer_slack_ns(unsigned long ns);
 #endif

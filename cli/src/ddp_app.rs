@@ -19,7 +19,7 @@ use std::time::{Duration, Instant as Wall};
 use ddpdk_control::conn::{ConnConfig, Indication, Payload, SendKind, SendRequest, Status};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::runtime::{
-    self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeConfig,
+    self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, IdlePolicy, Op, RuntimeConfig,
 };
 use ddpdk_control::session::{Event as SessionEvent, PendingLimit, State};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
@@ -474,14 +474,19 @@ impl DdpApp {
         let clock = Clock::new();
         let stop = Arc::new(AtomicBool::new(false));
         let mut lcores = Vec::new();
-        let yield_when_idle = opts.yield_when_idle;
+        let idle = opts.idle_policy();
         for (mut core, &lcore) in data.into_iter().zip(&workers) {
             let stop = Arc::clone(&stop);
             let k = core.index();
             let job = eal
                 .launch(lcore, move || {
-                    // A pinned lcore spins (it is the core's only work) unless told to share.
-                    core.run(clock, &stop, yield_when_idle);
+                    if let IdlePolicy::Sleep { .. } = idle {
+                        // Sleeps of a few µs must not end 50 µs late (the default slack).
+                        if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
+                            eprintln!("ddpdk: data core {k}: {e}; idle sleeps end late");
+                        }
+                    }
+                    core.run(clock, &stop, idle);
                     0
                 })
                 .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))?;
@@ -1561,20 +1566,27 @@ impl DdpApp {
 const DRAIN_BURSTS: usize = 256;
 
 fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
+    /// Control work is rare, and the cores ring the thread's doorbell when they hand it some:
+    /// an idle thread sleeps up to this long (for the command outbox, which nobody rings for).
+    const MAX_SLEEP: Duration = Duration::from_millis(5);
+    let turn = || {
+        let mut s = lock(shared);
+        let n = s.control.poll(clock.now());
+        let mut events = 0;
+        while let Some(e) = s.control.poll_event() {
+            events += 1;
+            s.on_event(e);
+        }
+        n + events
+    };
+    let doorbell = lock(shared).control.doorbell();
+    doorbell.attach();
+    let mut sleep = Duration::from_micros(50);
     while !stop.load(Ordering::Acquire) {
-        let work = {
-            let mut s = lock(shared);
-            let n = s.control.poll(clock.now());
-            let mut events = 0;
-            while let Some(e) = s.control.poll_event() {
-                events += 1;
-                s.on_event(e);
-            }
-            n + events
-        };
-        if work == 0 {
-            // Control work is rare; a short sleep leaves the CPU to the data cores.
-            std::thread::sleep(Duration::from_micros(100));
+        if turn() > 0 || doorbell.sleep_unless(sleep, turn) > 0 {
+            sleep = Duration::from_micros(50);
+        } else {
+            sleep = (sleep * 2).min(MAX_SLEEP);
         }
     }
 }

@@ -19,8 +19,8 @@ use ddpdk_control::conn::{
 };
 use ddpdk_control::memory::{MemoryRegistration, RegionId};
 use ddpdk_control::runtime::{
-    self, Clock, ConnHandle, Control, ControlStats, CoreStats, DataCore, Event as RtEvent, Op,
-    RuntimeConfig,
+    self, Clock, ConnHandle, Control, ControlStats, CoreStats, DataCore, Event as RtEvent,
+    IdlePolicy, Op, RuntimeConfig,
 };
 use ddpdk_control::session::{Event, PendingLimit};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
@@ -95,7 +95,7 @@ impl Side {
                 std::thread::spawn(move || {
                     // Two endpoints' cores and their control thread share this host's CPUs:
                     // an idle core yields.
-                    core.run(clock, &stop, true);
+                    core.run(clock, &stop, IdlePolicy::default());
                     core
                 })
             })

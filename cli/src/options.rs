@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use ddpdk_control::runtime::IdlePolicy;
 
 use crate::shell::ModeArg;
 
@@ -143,10 +144,20 @@ pub struct Options {
     #[arg(long)]
     pub listen: bool,
 
-    /// DDP endpoint: a data core with nothing to do yields its CPU instead of spinning (for
-    /// hosts whose CPUs the data cores share with other work, such as test runners).
-    #[arg(long)]
-    pub yield_when_idle: bool,
+    /// DDP endpoint: what a data core with nothing to do does. `sleep` (the default, DPDK
+    /// l3fwd-power's adaptive back-off): after a few hundred empty polls it sleeps, 1 µs at
+    /// first, doubling up to 50 µs, and after 10 ms without work up to --idle-sleep-max-us;
+    /// commands and frames from sibling cores wake it at once. `spin`: it polls without pause
+    /// (a CPU of its own, the lowest latency).
+    #[arg(long, value_enum, default_value = "sleep")]
+    pub idle: IdleArg,
+
+    /// DDP endpoint: the longest sleep of an idle data core, µs: how long a frame may wait
+    /// for a core idle for over 10 ms (with --idle sleep; 50 keeps every wake-up within tens
+    /// of µs, at the CPU cost of waking 20 000 times a second).
+    #[arg(long, default_value_t = 1000, value_name = "US",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub idle_sleep_max_us: u32,
 
     /// DDP endpoint: SCTP streams we ask for (OS = MIS, RFC 5043 §8); one DDP stream each.
     #[arg(long, default_value_t = 8, value_name = "N",
@@ -193,6 +204,16 @@ Examples:
   ddpdk -l 0-1 -a 0000:03:00.0 -- --forward-mode rxonly --cmdline-file cmds.txt -a";
 
 impl Options {
+    /// What an idle data core of the DDP endpoint does (--idle, --idle-sleep-max-us).
+    pub fn idle_policy(&self) -> IdlePolicy {
+        match self.idle {
+            IdleArg::Spin => IdlePolicy::Spin,
+            IdleArg::Sleep => IdlePolicy::Sleep {
+                max_sleep: std::time::Duration::from_micros(u64::from(self.idle_sleep_max_us)),
+            },
+        }
+    }
+
     /// The mbuf size of a DDP endpoint: --mbuf-size, grown to hold a whole frame of --mtu
     /// (Ethernet header and headroom included).
     pub fn ddp_mbuf_size(&self) -> u16 {
@@ -285,9 +306,11 @@ mod tests {
         let o = parse(
             "ddpdk -i -a --nb-cores 2 --rxq 2 --txq 3 --rxd 512 --txd 256 --burst 64 \
              --forward-mode txonly --stats-period 2 --json --cmdline-file a --cmdline-file b \
-             --txpkts 1500 --tx-retry 4 --tx-first --ring-pair --total-num-mbufs 4095 --link-timeout 1",
+             --txpkts 1500 --tx-retry 4 --tx-first --ring-pair --total-num-mbufs 4095 --link-timeout 1 \
+             --idle spin --idle-sleep-max-us 20",
         )
         .expect("parses");
+        assert_eq!((o.idle, o.idle_sleep_max_us), (IdleArg::Spin, 20));
         assert!(o.interactive && o.auto_start && o.json && o.tx_first && o.ring_pair);
         assert_eq!(
             (o.nb_cores, o.rxq, o.txq, o.rxd, o.txd, o.burst),
@@ -327,6 +350,8 @@ mod tests {
             "ddpdk --stats-period 18446744073709551615",
             "ddpdk --txpkts 9601",
             "ddpdk --mtu 9001",
+            "ddpdk --idle yield",
+            "ddpdk --idle-sleep-max-us 0",
         ] {
             assert!(parse(bad).is_err(), "{bad} was accepted");
         }
@@ -349,6 +374,13 @@ mod tests {
             }
         }
     }
+}
+
+/// What an idle data core does (`--idle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum IdleArg {
+    Sleep,
+    Spin,
 }
 
 /// Where a client's tagged writes come from (`--ddp-source`).

@@ -798,7 +798,6 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
             "--ip",
             "198.18.0.2",
             "--listen",
-            "--yield-when-idle",
             "--cmdline-file",
             server_cmds.to_str().expect("utf-8"),
         ],
@@ -818,7 +817,6 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
         &[
             "--ip",
             "198.18.0.1",
-            "--yield-when-idle",
             "--cmdline-file",
             client_cmds.to_str().expect("utf-8"),
         ],
@@ -976,7 +974,6 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
             "--ip",
             "198.18.0.2",
             "--listen",
-            "--yield-when-idle",
             "--cmdline-file",
             server_cmds.to_str().expect("utf-8"),
         ],
@@ -1009,7 +1006,6 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
         &[
             "--ip",
             "198.18.0.1",
-            "--yield-when-idle",
             "--cmdline-file",
             client_cmds.to_str().expect("utf-8"),
         ],

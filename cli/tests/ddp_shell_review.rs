@@ -78,7 +78,6 @@ fn run_pair(tag: &str, client_cmds: &str, limit: Duration) -> (bool, String, Str
             "--ip",
             "198.18.0.2",
             "--listen",
-            "--yield-when-idle",
             "--cmdline-file",
             server_cmds.to_str().expect("utf-8"),
         ],
@@ -92,7 +91,6 @@ fn run_pair(tag: &str, client_cmds: &str, limit: Duration) -> (bool, String, Str
         &[
             "--ip",
             "198.18.0.1",
-            "--yield-when-idle",
             "--cmdline-file",
             client_cmds.to_str().expect("utf-8"),
         ],

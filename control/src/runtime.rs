@@ -37,9 +37,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+use std::time::Duration;
 
 use ddpdk_dataplane::mem::{CoreStags, Pd, PostedBuffer};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
@@ -428,6 +430,92 @@ enum Waiting<B> {
 /// since it never saw them.
 pub const MAX_PARKED: usize = 256;
 
+/// How a data core waits when a poll turn finds nothing to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdlePolicy {
+    /// Poll without pause: a CPU of its own, the lowest latency (testpmd's way).
+    Spin,
+    /// DPDK `l3fwd-power`'s adaptive back-off: after [`IDLE_SPINS`] empty turns the core
+    /// sleeps, 1 µs at first, doubling with every empty turn up to [`LIGHT_SLEEP`]; once idle
+    /// for [`DEEP_IDLE_AFTER`] it keeps doubling up to `max_sleep`. Every wake-up costs CPU
+    /// (on a VM a 50 µs cap costs a quarter of a CPU), so a core that pauses between bursts
+    /// answers within tens of µs while an idle one costs little. A command from the control
+    /// thread or a frame a sibling core dispatches wakes the core at once ([`Doorbell`]); a
+    /// frame from the device waits at most the current sleep.
+    Sleep { max_sleep: Duration },
+}
+
+impl IdlePolicy {
+    /// The default longest sleep of an idle core.
+    pub const MAX_SLEEP: Duration = Duration::from_millis(1);
+}
+
+impl Default for IdlePolicy {
+    fn default() -> Self {
+        IdlePolicy::Sleep {
+            max_sleep: IdlePolicy::MAX_SLEEP,
+        }
+    }
+}
+
+/// The longest sleep of a core that did something in the last [`DEEP_IDLE_AFTER`].
+pub const LIGHT_SLEEP: Duration = Duration::from_micros(50);
+/// Idle time after which a sleeping core backs off beyond [`LIGHT_SLEEP`].
+pub const DEEP_IDLE_AFTER: Duration = Duration::from_millis(10);
+
+/// Empty poll turns before a core with [`IdlePolicy::Sleep`] starts to sleep: a burst that
+/// pauses for a few microseconds finds the core still polling.
+pub const IDLE_SPINS: u32 = 256;
+
+/// Wakes a thread that sleeps while idle (a data core, the control thread): whoever puts work
+/// in one of its rings rings its doorbell.
+#[derive(Debug, Default)]
+pub struct Doorbell {
+    sleeping: AtomicBool,
+    thread: OnceLock<Thread>,
+}
+
+impl Doorbell {
+    /// Makes the calling thread the one this doorbell wakes (once; later calls change nothing).
+    pub fn attach(&self) {
+        let _ = self.thread.set(std::thread::current());
+    }
+
+    /// After work was put in the thread's ring. With the fences, either this sees the thread
+    /// asleep (and unparks it), or the thread, which looks at its rings after saying it
+    /// sleeps ([`Doorbell::sleep_unless`]), sees the work.
+    pub fn ring(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) {
+            if let Some(t) = self.thread.get() {
+                t.unpark();
+            }
+        }
+    }
+
+    /// Sleeps the attached thread for at most `d` (a ring wakes it), unless `work`, run after
+    /// the sleep is announced, finds something to do. Returns what `work` did.
+    pub fn sleep_unless(&self, d: Duration, work: impl FnOnce() -> usize) -> usize {
+        self.sleeping.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let n = work();
+        if n == 0 {
+            std::thread::park_timeout(d);
+        }
+        self.sleeping.store(false, Ordering::Relaxed);
+        n
+    }
+}
+
+/// Counters of a core's idle time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdleStats {
+    /// Times the core slept.
+    pub sleeps: u64,
+    /// Times it was about to sleep and found work when it looked again.
+    pub sleeps_avoided: u64,
+}
+
 /// One data core: see the module documentation. Move it to its thread and call
 /// [`DataCore::poll`] in a loop (or [`DataCore::run`]).
 pub struct DataCore<P: Port> {
@@ -452,12 +540,19 @@ pub struct DataCore<P: Port> {
     held: VecDeque<Upcall>,
     dispatch_in: Receiver<P::Buf>,
     dispatch_out: Vec<SyncSender<P::Buf>>,
+    /// Every core's doorbell (this one's at `index`): a frame dispatched to a sibling wakes it.
+    doorbells: Arc<[Doorbell]>,
+    /// The control thread's: rung after a turn that handed it packets or upcalls.
+    control_bell: Arc<Doorbell>,
+    /// This turn handed the control thread something.
+    rang_control: bool,
     out: Tx<P>,
     rx: Vec<P::Buf>,
     /// Where a received chain is gathered, and the buffer it is copied to.
     linear: Vec<u8>,
     linear_buf: Vec<P::Buf>,
     stats: CoreStats,
+    idle: IdleStats,
 }
 
 /// Builds the control side and `cfg.cores` data cores of one endpoint on `port`.
@@ -490,6 +585,8 @@ pub fn build<P: Port>(
         dispatch_rx.push(r);
     }
     let steer = Steering::with_reta(cores, cfg.reta_size);
+    let doorbells: Arc<[Doorbell]> = (0..cores).map(|_| Doorbell::default()).collect();
+    let control_bell = Arc::new(Doorbell::default());
     let mut links = Vec::new();
     let mut data = Vec::new();
     for (index, (stags, dispatch_in)) in replicas.into_iter().zip(dispatch_rx).enumerate() {
@@ -517,11 +614,15 @@ pub fn build<P: Port>(
             held: VecDeque::new(),
             dispatch_in,
             dispatch_out: dispatch_tx.clone(),
+            doorbells: Arc::clone(&doorbells),
+            control_bell: Arc::clone(&control_bell),
+            rang_control: false,
             out: Tx::new(Arc::clone(&port), index as u16),
             rx: Vec::with_capacity(BURST),
             linear: Vec::new(),
             linear_buf: Vec::with_capacity(1),
             stats: CoreStats::default(),
+            idle: IdleStats::default(),
         });
     }
     let control = Control {
@@ -531,6 +632,8 @@ pub fn build<P: Port>(
         memory,
         steer,
         cores: links,
+        doorbells,
+        bell: control_bell,
         outbox_limit: depth,
         packets: packets_rx,
         events: events_rx,
@@ -600,15 +703,54 @@ impl<P: Port> DataCore<P> {
         self.out.tap = Some(tap);
     }
 
-    /// Polls until `stop` is set. With `yield_when_idle`, a turn that moved nothing yields the
-    /// CPU (for hosts where the cores are shared; a dedicated core spins).
-    pub fn run(&mut self, clock: Clock, stop: &AtomicBool, yield_when_idle: bool) {
+    /// Polls until `stop` is set, on the calling thread; an idle core waits as `idle` says.
+    pub fn run(&mut self, clock: Clock, stop: &AtomicBool, idle: IdlePolicy) {
+        let doorbell = Arc::clone(&self.doorbells);
+        let doorbell = &doorbell[self.index];
+        doorbell.attach();
+        const FIRST: Duration = Duration::from_micros(1);
+        let mut empty = 0u32;
+        let mut sleep = FIRST;
+        // When the core last did something.
+        let mut busy = clock.now();
         while !stop.load(Ordering::Acquire) {
-            if self.poll(clock.now()) == 0 && yield_when_idle {
-                std::thread::yield_now();
+            let now = clock.now();
+            if self.poll(now) > 0 {
+                (empty, sleep, busy) = (0, FIRST, now);
+                continue;
             }
+            let IdlePolicy::Sleep { max_sleep } = idle else {
+                continue;
+            };
+            empty = empty.saturating_add(1);
+            if empty < IDLE_SPINS {
+                std::hint::spin_loop();
+                continue;
+            }
+            let now = clock.now();
+            let cap = if now.saturating_since(busy) < DEEP_IDLE_AFTER {
+                max_sleep.min(LIGHT_SLEEP)
+            } else {
+                max_sleep
+            };
+            // Never past the next SCTP timer.
+            let until_timer = self.poll_timeout().map_or(cap, |t| t.saturating_since(now));
+            // The rings are looked at once more after the sleep is announced: work put there
+            // before a doorbell could see us asleep is found then.
+            if doorbell.sleep_unless(sleep.min(cap).min(until_timer), || self.poll(now)) > 0 {
+                self.idle.sleeps_avoided += 1;
+                (empty, sleep, busy) = (0, FIRST, now);
+                continue;
+            }
+            self.idle.sleeps += 1;
+            sleep = (sleep * 2).min(cap);
         }
         self.out.flush();
+    }
+
+    /// How often this core slept ([`DataCore::run`] with [`IdlePolicy::Sleep`]).
+    pub fn idle_stats(&self) -> IdleStats {
+        self.idle
     }
 
     /// One turn of the poll loop at `now`: commands and STag changes applied, frames from
@@ -661,7 +803,11 @@ impl<P: Port> DataCore<P> {
             }
         }
         self.out.flush();
-        work + self.upcalls()
+        let work = work + self.upcalls();
+        if std::mem::take(&mut self.rang_control) {
+            self.control_bell.ring();
+        }
+        work
     }
 
     /// `buf` as one segment: a received chain is copied into a fresh buffer, so that the
@@ -1025,11 +1171,17 @@ impl<P: Port> DataCore<P> {
         match next {
             Next::Done => {}
             Next::Dispatch(k) => match self.dispatch_out[k].try_send(buf) {
-                Ok(()) => self.stats.dispatched_out += 1,
+                Ok(()) => {
+                    self.stats.dispatched_out += 1;
+                    self.doorbells[k].ring();
+                }
                 Err(_) => self.stats.dispatch_dropped += 1,
             },
             Next::ToControl => match self.packets_up.try_send(buf) {
-                Ok(()) => self.stats.to_control += 1,
+                Ok(()) => {
+                    self.stats.to_control += 1;
+                    self.rang_control = true;
+                }
                 Err(_) => self.stats.control_dropped += 1,
             },
         }
@@ -1043,7 +1195,11 @@ impl<P: Port> DataCore<P> {
             return false;
         }
         match self.events_up.try_send(u) {
-            Ok(()) | Err(TrySendError::Disconnected(_)) => true,
+            Ok(()) => {
+                self.rang_control = true;
+                true
+            }
+            Err(TrySendError::Disconnected(_)) => true,
             Err(TrySendError::Full(u)) => {
                 self.stats.events_held += 1;
                 self.held.push_back(u);
@@ -1058,7 +1214,11 @@ impl<P: Port> DataCore<P> {
         let mut n = 0;
         while let Some(u) = self.held.pop_front() {
             match self.events_up.try_send(u) {
-                Ok(()) | Err(TrySendError::Disconnected(_)) => n += 1,
+                Ok(()) => {
+                    n += 1;
+                    self.rang_control = true;
+                }
+                Err(TrySendError::Disconnected(_)) => n += 1,
                 Err(TrySendError::Full(u)) => {
                     self.held.push_front(u);
                     return n;
@@ -1174,6 +1334,10 @@ pub struct Control<P: Port> {
     memory: Memory,
     steer: Steering,
     cores: Vec<CoreLink<P::Buf>>,
+    /// Rung after a command is put in a core's ring.
+    doorbells: Arc<[Doorbell]>,
+    /// The cores ring this one after handing the control thread work.
+    bell: Arc<Doorbell>,
     outbox_limit: usize,
     /// Live associations by peer address and port: a packet of one that reaches the control
     /// thread goes to its core (never a second association for the same peer).
@@ -1219,6 +1383,12 @@ impl<P: Port> Control<P> {
     /// Shows every frame the control thread queues for transmission to `tap`.
     pub fn set_tap(&mut self, tap: Tap) {
         self.out.tap = Some(tap);
+    }
+
+    /// The doorbell the data cores ring when they hand the control thread packets or events:
+    /// the thread that polls this `Control` attaches to it and sleeps on it when idle.
+    pub fn doorbell(&self) -> Arc<Doorbell> {
+        Arc::clone(&self.bell)
     }
 
     /// The core that owns `conn`.
@@ -1341,7 +1511,11 @@ impl<P: Port> Control<P> {
         let link = &mut self.cores[k];
         if link.outbox.is_empty() {
             match link.commands.try_send(cmd) {
-                Ok(()) | Err(TrySendError::Disconnected(_)) => return Ok(()),
+                Ok(()) => {
+                    self.doorbells[k].ring();
+                    return Ok(());
+                }
+                Err(TrySendError::Disconnected(_)) => return Ok(()),
                 Err(TrySendError::Full(cmd)) => {
                     link.outbox.push_back(cmd);
                     return Ok(());
@@ -1400,10 +1574,14 @@ impl<P: Port> Control<P> {
                 }
             }
         }
-        for link in &mut self.cores {
+        for (link, doorbell) in self.cores.iter_mut().zip(self.doorbells.iter()) {
             while let Some(cmd) = link.outbox.pop_front() {
                 match link.commands.try_send(cmd) {
-                    Ok(()) | Err(TrySendError::Disconnected(_)) => work += 1,
+                    Ok(()) => {
+                        work += 1;
+                        doorbell.ring();
+                    }
+                    Err(TrySendError::Disconnected(_)) => work += 1,
                     Err(TrySendError::Full(cmd)) => {
                         link.outbox.push_front(cmd);
                         break;
@@ -1539,6 +1717,45 @@ mod tests {
         i.extend_from_slice(&2794u16.to_be_bytes());
         i.extend_from_slice(&1766u16.to_be_bytes());
         assert_eq!(toeplitz(&RSS_KEY, &i), 0x4020_7d3d);
+    }
+
+    /// A doorbell wakes its sleeping thread, and work put in the ring just before the thread
+    /// announced its sleep is never lost (the thread's look at its ring after the
+    /// announcement finds it). The sleeper sleeps an hour unless woken: each of the 2000 rounds
+    /// ends only through the protocol, racing the ring against the sleep.
+    #[test]
+    fn doorbell_wakes_its_sleeper_and_loses_no_work() {
+        use std::sync::atomic::AtomicU64;
+        let bell = Arc::new(Doorbell::default());
+        let pending = Arc::new(AtomicU64::new(0));
+        let (done_tx, done_rx) = mpsc::channel();
+        let sleeper = {
+            let (bell, pending) = (Arc::clone(&bell), Arc::clone(&pending));
+            std::thread::spawn(move || {
+                bell.attach();
+                let mut handled = 0u64;
+                while handled < 2000 {
+                    let take = || pending.swap(0, Ordering::AcqRel) as usize;
+                    let n = match take() {
+                        0 => bell.sleep_unless(Duration::from_secs(3600), take),
+                        n => n,
+                    };
+                    handled += n as u64;
+                    if n > 0 {
+                        let _ = done_tx.send(handled);
+                    }
+                }
+            })
+        };
+        for round in 1..=2000u64 {
+            pending.fetch_add(1, Ordering::AcqRel);
+            bell.ring();
+            let got = done_rx
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("round {round}: the sleeper was never woken"));
+            assert_eq!(got, round);
+        }
+        sleeper.join().unwrap_or_else(|_| panic!("sleeper"));
     }
 
     /// Ownership depends on the whole 5-tuple and spreads associations over the cores.

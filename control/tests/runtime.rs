@@ -17,7 +17,8 @@ use std::time::Duration;
 use ddpdk_control::conn::{Indication, Status};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::runtime::{
-    Clock, ConnHandle, Control, CoreReport, DataCore, Event, Op, RuntimeConfig, Steering,
+    Clock, ConnHandle, Control, CoreReport, DataCore, Event, IdlePolicy, Op, RuntimeConfig,
+    Steering,
 };
 use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::ddp::RxError;
@@ -49,7 +50,7 @@ impl Side {
                 let stop = Arc::clone(&stop);
                 std::thread::spawn(move || {
                     // This host has two CPUs for four data cores and two control loops.
-                    core.run(clock, &stop, true);
+                    core.run(clock, &stop, IdlePolicy::default());
                     core
                 })
             })

@@ -174,7 +174,6 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
             "--ip",
             "198.18.2.2",
             "--listen",
-            "--yield-when-idle",
             "--cmdline-file",
         ])
         .arg(&cmds)
