@@ -917,6 +917,11 @@ impl Connection {
         self.assoc.poll_timeout()
     }
 
+    /// A SACK is owed before the next packet is handled ([`Association::sack_due`]).
+    pub fn sack_due(&self) -> bool {
+        self.assoc.sack_due()
+    }
+
     pub fn handle_timeout(&mut self, now: Instant) {
         self.assoc.handle_timeout(now);
         self.after_sctp();

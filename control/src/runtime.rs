@@ -334,6 +334,9 @@ pub struct CoreStats {
     pub rx_chained_dropped: u64,
     /// Times the event ring was full and the core held its events back.
     pub events_held: u64,
+    /// Times a packet owed its own SACK and the core transmitted before the next packet of
+    /// its burst (RFC 9260 §6.2, §6.7).
+    pub sacks_between_packets: u64,
     /// Connections adopted from the control thread.
     pub adopted: u64,
     /// Connections the core had no room for (it holds [`MAX_CONNECTIONS_PER_CORE`]); aborted.
@@ -787,20 +790,8 @@ impl<P: Port> DataCore<P> {
             }
         }
         self.lend_sessions();
-        for s in self.slots.iter_mut().flatten() {
-            let h = Interface::header_len(s.peer);
-            while let Some((len, holes)) = s.c.poll_transmit_gather(now, &mut self.out.frame[h..]) {
-                work += 1;
-                self.out.send_sctp_gather(
-                    now,
-                    &mut self.iface,
-                    s.peer,
-                    len,
-                    holes,
-                    &self.regions,
-                    self.offload.tx,
-                );
-            }
+        for k in 0..self.slots.len() {
+            work += self.transmit(now, k);
         }
         self.out.flush();
         let work = work + self.upcalls();
@@ -808,6 +799,29 @@ impl<P: Port> DataCore<P> {
             self.control_bell.ring();
         }
         work
+    }
+
+    /// Frames everything the connection in slot `k` has to send into the TX batch. Returns
+    /// the packets.
+    fn transmit(&mut self, now: Instant, k: usize) -> usize {
+        let Some(s) = self.slots[k].as_mut() else {
+            return 0;
+        };
+        let h = Interface::header_len(s.peer);
+        let mut n = 0;
+        while let Some((len, holes)) = s.c.poll_transmit_gather(now, &mut self.out.frame[h..]) {
+            n += 1;
+            self.out.send_sctp_gather(
+                now,
+                &mut self.iface,
+                s.peer,
+                len,
+                holes,
+                &self.regions,
+                self.offload.tx,
+            );
+        }
+        n
     }
 
     /// `buf` as one segment: a received chain is copied into a fresh buffer, so that the
@@ -897,6 +911,13 @@ impl<P: Port> DataCore<P> {
         match s.c.handle_checked(now, sctp, place, verified) {
             Ok(()) => self.iface.confirm(peer, src_mac),
             Err(_) => self.stats.discarded += 1,
+        }
+        // RFC 9260 §6.2 / §6.7: a packet that needs its own SACK (every second one, a
+        // duplicate, any while gaps exist) gets it before the next packet of the burst is
+        // handled; otherwise SACKs of a whole burst merge into one.
+        if s.c.sack_due() {
+            self.stats.sacks_between_packets += 1;
+            self.transmit(now, k);
         }
     }
 

@@ -567,6 +567,14 @@ impl Association {
         self.path.mtu = mtu.clamp(config::MIN_PATH_MTU, 65_535);
     }
 
+    /// A SACK is owed now, not after the delay (RFC 9260 §6.2: for every second packet with
+    /// DATA, at once for a duplicate; §6.7: for every packet while gaps exist). A caller that
+    /// handles a burst of packets transmits before it handles the next one, so that each
+    /// packet that needs its own SACK gets one (fast retransmit counts them, §7.2.4).
+    pub fn sack_due(&self) -> bool {
+        self.pending.sack && self.pending.sack_now
+    }
+
     /// Messages queued or awaiting acknowledgement.
     pub fn queued(&self) -> u64 {
         self.sq.queued()
