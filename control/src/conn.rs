@@ -26,9 +26,14 @@
 //! - **Session control elsewhere.** With [`Connection::set_remote_sessions`] (the runtime's
 //!   data cores), a DDP Stream Session Control message leaves with its stream's session
 //!   ([`Connection::poll_session_call`]); the control thread runs the §6 machine on it and the
-//!   session comes back ([`Connection::return_session`]). The stream's chunks behind it wait,
-//!   so the machine still sees them in order; the caller holds the connection's packets and
-//!   ULP calls meanwhile ([`Connection::sessions_lent`]).
+//!   session comes back ([`Connection::return_session`]). Meanwhile only that stream waits:
+//!   its later chunks and the ULP's operations on it ([`Connection::apply`]) are held, in
+//!   arrival order, so the machine still sees the stream in order; the other streams and the
+//!   association go on.
+//! - **Receive buffer.** What the connection holds for the peer (chunks of a stream whose
+//!   session is away, indications the ULP has not polled) is its receive buffer: each SACK
+//!   advertises what is left (RFC 9260 §6.2), and new DATA beyond it is dropped
+//!   unacknowledged and counted, never buffered.
 //! - **The association's end** terminates every session (RFC 5043 §11.3), flushes every
 //!   queued send and posted receive, and is indicated once. A peer restart does the same to
 //!   the sessions (the peer kept none) but the association lives on.
@@ -45,8 +50,8 @@ use ddpdk_dataplane::ddp::{
 use ddpdk_dataplane::ddp::{Target, TxError};
 use ddpdk_dataplane::mem::{Pd, PostedBuffer, QueueFull, Stag, StreamId};
 use ddpdk_dataplane::sctp::{
-    Association, CloseReason, Discard, Endpoint, Event as SctpEvent, ExtRef, Hole, Instant,
-    Message as SctpMessage, Outcome, SendError,
+    Association, CloseReason, Deliver, Discard, Endpoint, Event as SctpEvent, ExtRef, Hole,
+    Instant, Message as SctpMessage, Outcome, SendError,
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::{
@@ -61,6 +66,88 @@ use crate::session::{
 
 /// SCTP chunk type of COOKIE ECHO (RFC 9260 §3.3.11).
 const COOKIE_ECHO: u8 = 10;
+
+/// A ULP operation on a connection, carried out by its owning core (RFC 4296 §2.1.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Initiate {
+        stream: u16,
+        pd: Pd,
+        private_data: Vec<u8>,
+    },
+    Accept {
+        stream: u16,
+        pd: Pd,
+        private_data: Vec<u8>,
+    },
+    Reject {
+        stream: u16,
+        private_data: Vec<u8>,
+    },
+    Terminate {
+        stream: u16,
+    },
+    PostRecv {
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+        buffer: PostedBuffer,
+    },
+    PostSend(SendRequest),
+    /// Graceful SHUTDOWN of the association.
+    Shutdown,
+    Abort,
+}
+
+impl Op {
+    /// The stream the operation acts on (none for the association's own).
+    pub fn stream(&self) -> Option<u16> {
+        match self {
+            Op::Initiate { stream, .. }
+            | Op::Accept { stream, .. }
+            | Op::Reject { stream, .. }
+            | Op::Terminate { stream }
+            | Op::PostRecv { stream, .. } => Some(*stream),
+            Op::PostSend(req) => Some(req.stream),
+            Op::Shutdown | Op::Abort => None,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Initiate { .. } => "initiate",
+            Op::Accept { .. } => "accept",
+            Op::Reject { .. } => "reject",
+            Op::Terminate { .. } => "terminate",
+            Op::PostRecv { .. } => "post_recv",
+            Op::PostSend(_) => "post_send",
+            Op::Shutdown => "shutdown",
+            Op::Abort => "abort",
+        }
+    }
+}
+
+/// What [`Connection::apply`] did with an [`Op`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    Done,
+    /// A receive buffer is posted: from now on it can take a message.
+    Posted {
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+    },
+    /// Its stream's session is away at the control thread: the operation waits, in order
+    /// with the stream's chunks, and its result comes from [`Connection::poll_op_result`].
+    Deferred,
+}
+
+/// The result of an operation that was [`Applied::Deferred`], once applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpResult {
+    pub op: &'static str,
+    pub result: Result<Applied, PostError>,
+}
 
 /// Sizes fixed when a connection is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,6 +404,10 @@ pub struct ConnStats {
     /// Sessions terminated because their stream's receive path failed
     /// ([`OnReceiveError::Terminate`]).
     pub sessions_faulted: u64,
+    /// Chunks of a stream whose session was away, held (copied) until it came back.
+    pub chunks_held: u64,
+    /// Operations on such a stream, held likewise.
+    pub ops_held: u64,
 }
 
 #[derive(Debug)]
@@ -361,13 +452,21 @@ struct DdpStream {
 struct Lent {
     /// The session's state when it left (what [`Connection::session_state`] reports).
     state: State,
-    /// This stream's DDP chunks that came behind the control message in the same packet, to
-    /// be routed, in order, once the session is back.
-    held: Vec<(u32, Vec<u8>)>,
+    /// This stream's DDP chunks that came behind the control message, and the ULP's
+    /// operations on the stream, in arrival order, to be applied once the session is back.
+    /// Nothing of other streams waits: only the stream whose session is away is parked.
+    held: VecDeque<Held>,
     /// Our chunks SCTP acknowledged meanwhile (their DDP-SSNs).
     acks: Vec<u16>,
     /// The association ended (or the peer restarted) meanwhile.
     ended: bool,
+}
+
+/// A chunk or an operation waiting for its stream's session ([`Lent::held`]).
+#[derive(Debug)]
+enum Held {
+    Chunk { ppid: u32, data: Vec<u8> },
+    Op(Op),
 }
 
 /// A DDP Stream Session Control message (PPID 17) that a data core hands, with its stream's
@@ -469,6 +568,8 @@ pub struct Connection {
     /// The largest MULPDU announced to the ULP (RFC 5043 §9): segments above it are refused.
     /// A path MTU that shrinks later lowers what we send, not what the peer was told it may.
     rx_mulpdu: usize,
+    /// The ULP asked for a SHUTDOWN while a session was away ([`Connection::apply`]).
+    shutdown_deferred: bool,
 }
 
 impl Connection {
@@ -489,6 +590,7 @@ impl Connection {
             connected: false,
             closed: false,
             rx_mulpdu: 0,
+            shutdown_deferred: false,
         };
         c.after_sctp();
         c
@@ -592,7 +694,12 @@ impl Connection {
     /// Takes back a session lent out with `call`, once run: what happened meanwhile is
     /// applied to it (acknowledgements, the association's end), the message takes effect on
     /// the receive path, and the stream's chunks held behind it are routed.
-    pub fn return_session<'m>(&mut self, mut call: SessionCall, place: impl Into<Place<'m>>) {
+    pub fn return_session<'m>(
+        &mut self,
+        now: Instant,
+        mut call: SessionCall,
+        place: impl Into<Place<'m>>,
+    ) {
         let memory = place.into();
         let stream = call.stream;
         let Some(s) = self.streams.get_mut(usize::from(stream)) else {
@@ -638,18 +745,133 @@ impl Connection {
             self.sink.stats.control_refused += 1;
         }
         self.sink.touched = true;
-        // Chunks behind the message of an association that has ended meanwhile start
-        // nothing (a held Initiate would open a session on a closed association).
-        let held = if lent.ended { Vec::new() } else { lent.held };
-        let mut held = held.into_iter();
-        for (ppid, data) in held.by_ref() {
-            self.route_one(stream, ppid, &data, memory);
+        // What waited for the session, in arrival order, until a control message among it
+        // sends the session away again (the rest then waits for that one).
+        let (mut held, ended) = (lent.held, lent.ended);
+        while let Some(item) = held.pop_front() {
+            match item {
+                Held::Chunk { ppid, data } => {
+                    self.sink.held_bytes -= data.len();
+                    // Chunks behind the message of an association that has ended meanwhile
+                    // start nothing (a held Initiate would open a session on a closed
+                    // association).
+                    if !ended {
+                        self.route_one(stream, ppid, &data, memory);
+                    }
+                }
+                Held::Op(op) => {
+                    self.sink.held_ops -= 1;
+                    let name = op.name();
+                    let result = self.apply_stream_op(op, memory.stags);
+                    self.sink
+                        .op_results
+                        .push_back(OpResult { op: name, result });
+                }
+            }
             if let Some(again) = self.streams[usize::from(stream)].lent.as_mut() {
-                again.held.extend(held);
+                again.held.extend(held.drain(..));
                 break;
             }
         }
+        if self.shutdown_deferred && !self.sessions_lent() {
+            self.shutdown_deferred = false;
+            self.shutdown(now);
+        }
         self.progress();
+    }
+
+    // ---- the ULP's operations, as the runtime's cores apply them ----
+
+    /// Applies a ULP operation. One on a stream whose session is away at the control thread
+    /// waits for it, in order with the stream's chunks ([`Applied::Deferred`]; its result
+    /// comes from [`Connection::poll_op_result`]); the other streams go on. A local STag of
+    /// a send is resolved against `stags` (the caller's STag table) when the send is applied.
+    /// A SHUTDOWN waits until no session is away; an ABORT never waits.
+    pub fn apply(
+        &mut self,
+        now: Instant,
+        op: Op,
+        stags: &ddpdk_dataplane::mem::StagTable,
+    ) -> Result<Applied, PostError> {
+        match op {
+            Op::Abort => {
+                self.abort();
+                Ok(Applied::Done)
+            }
+            Op::Shutdown if self.sessions_lent() => {
+                self.shutdown_deferred = true;
+                self.sink.stats.ops_held += 1;
+                Ok(Applied::Deferred)
+            }
+            Op::Shutdown => {
+                self.shutdown(now);
+                Ok(Applied::Done)
+            }
+            op => {
+                let stream = op.stream().unwrap_or(0);
+                let lent = self
+                    .streams
+                    .get_mut(usize::from(stream))
+                    .and_then(|s| s.lent.as_mut());
+                if let Some(lent) = lent {
+                    if self.sink.held_ops >= MAX_HELD_OPS {
+                        return Err(PostError::Full);
+                    }
+                    lent.held.push_back(Held::Op(op));
+                    self.sink.held_ops += 1;
+                    self.sink.stats.ops_held += 1;
+                    return Ok(Applied::Deferred);
+                }
+                self.apply_stream_op(op, stags)
+            }
+        }
+    }
+
+    /// The result of an operation that [`Connection::apply`] deferred, once applied.
+    pub fn poll_op_result(&mut self) -> Option<OpResult> {
+        self.sink.op_results.pop_front()
+    }
+
+    fn apply_stream_op(
+        &mut self,
+        op: Op,
+        stags: &ddpdk_dataplane::mem::StagTable,
+    ) -> Result<Applied, PostError> {
+        match op {
+            Op::Initiate {
+                stream,
+                pd,
+                private_data,
+            } => self.initiate(stream, pd, &private_data),
+            Op::Accept {
+                stream,
+                pd,
+                private_data,
+            } => self.accept(stream, pd, &private_data),
+            Op::Reject {
+                stream,
+                private_data,
+            } => self.reject(stream, &private_data),
+            Op::Terminate { stream } => self.terminate(stream),
+            Op::PostRecv {
+                stream,
+                qn,
+                wr_id,
+                buffer,
+            } => {
+                self.post_recv(stream, qn, wr_id, buffer)?;
+                return Ok(Applied::Posted { stream, qn, wr_id });
+            }
+            Op::PostSend(mut req) => {
+                // A local STag is checked against the caller's STag table, as placement is.
+                let data = std::mem::replace(&mut req.data, Payload::Bytes(Vec::new()));
+                req.data = self.resolve_local(req.stream, data, stags)?;
+                self.post_send(req)
+            }
+            // Not a stream's: `apply` takes them.
+            Op::Shutdown | Op::Abort => Ok(()),
+        }
+        .map(|()| Applied::Done)
     }
 
     // ---- sessions (RFC 5043 §6) ----
@@ -808,7 +1030,9 @@ impl Connection {
 
     /// Whether completions or indications wait to be polled.
     pub fn owes_ulp(&self) -> bool {
-        !self.sink.completions.is_empty() || !self.sink.indications.is_empty()
+        !self.sink.completions.is_empty()
+            || !self.sink.indications.is_empty()
+            || !self.sink.op_results.is_empty()
     }
 
     pub fn poll_completion(&mut self) -> Option<Completion> {
@@ -876,13 +1100,16 @@ impl Connection {
             remote: *remote_sessions,
             connected: *connected,
             mulpdu: (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())),
+            budget: assoc.receive_buffer(),
         };
-        let r = assoc.handle_checked(
-            now,
-            packet,
-            &mut |m: SctpMessage<'_>| route(m, streams, memory, sink, limit, how),
-            checksum_verified,
-        );
+        let mut router = Router {
+            streams,
+            memory,
+            sink,
+            limit,
+            how,
+        };
+        let r = assoc.handle_checked(now, packet, &mut router, checksum_verified);
         self.after_sctp();
         r
     }
@@ -901,6 +1128,7 @@ impl Connection {
             remote: self.remote_sessions,
             connected: self.connected,
             mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())),
+            budget: self.assoc.receive_buffer(),
         };
         route(
             m,
@@ -933,6 +1161,7 @@ impl Connection {
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.pump();
         self.session_events();
+        self.tell_room();
         let n = self.assoc.poll_transmit(now, buf)?;
         let holes = self.assoc.holes();
         if holes.is_empty() {
@@ -966,8 +1195,22 @@ impl Connection {
     ) -> Option<(usize, &[Hole])> {
         self.pump();
         self.session_events();
+        self.tell_room();
         let n = self.assoc.poll_transmit(now, buf)?;
         Some((n, self.assoc.holes()))
+    }
+
+    /// Tells SCTP how much of the receive buffer is free now, for the a_rwnd of the next
+    /// SACK: the ULP may have taken indications since the last packet.
+    fn tell_room(&mut self) {
+        let room = self.sink.room(self.assoc.receive_buffer());
+        self.assoc.set_receive_room(room);
+    }
+
+    /// The receive buffer not taken by what the connection holds for the ULP (chunks of
+    /// streams whose session is away, indications not yet polled).
+    pub fn receive_room(&self) -> usize {
+        self.sink.room(self.assoc.receive_buffer())
     }
 
     /// The regions sends may read from.
@@ -1547,6 +1790,28 @@ struct Sink {
     /// Streams whose receive path failed in the middle of a packet, and why: with
     /// [`OnReceiveError::Terminate`] their sessions end once the packet is through.
     faulted: Vec<(u16, RxError)>,
+    /// Bytes of chunks held for sessions that are away ([`Lent::held`]): they count against
+    /// the receive buffer.
+    held_bytes: usize,
+    /// Operations held for sessions that are away.
+    held_ops: usize,
+    /// Results of held operations, once applied.
+    op_results: VecDeque<OpResult>,
+}
+
+/// Memory one indication owed to the ULP takes, counted against the receive buffer: a peer
+/// whose messages the ULP does not take fast enough is told a smaller a_rwnd.
+const INDICATION_COST: usize = std::mem::size_of::<Indication>();
+
+/// Operations a connection holds for its sessions that are away; more are refused
+/// ([`PostError::Full`]).
+pub const MAX_HELD_OPS: usize = 4096;
+
+impl Sink {
+    /// Bytes of the receive buffer (`budget`) not taken by held chunks and owed indications.
+    fn room(&self, budget: usize) -> usize {
+        budget.saturating_sub(self.held_bytes + self.indications.len() * INDICATION_COST)
+    }
 }
 
 /// Moves one stream's session events to the ULP and, once its session has ended, flushes its
@@ -1670,6 +1935,35 @@ struct Routing {
     connected: bool,
     /// The largest DDP Segment we announced (RFC 5043 §9).
     mulpdu: usize,
+    /// The receive buffer (the a_rwnd of our INIT).
+    budget: usize,
+}
+
+/// The connection's side of `Association::handle`: each DATA chunk is routed, and what the
+/// connection holds on the peer's behalf is the receive buffer SCTP may not overrun.
+struct Router<'a, 'm> {
+    streams: &'a mut [DdpStream],
+    memory: Place<'m>,
+    sink: &'a mut Sink,
+    limit: &'a PendingLimit,
+    how: Routing,
+}
+
+impl Deliver for Router<'_, '_> {
+    fn deliver(&mut self, m: SctpMessage<'_>) {
+        route(
+            m,
+            self.streams,
+            self.memory,
+            self.sink,
+            self.limit,
+            self.how,
+        );
+    }
+
+    fn room(&self) -> usize {
+        self.sink.room(self.how.budget)
+    }
 }
 
 /// One DDP chunk from SCTP, during `Association::handle`.
@@ -1689,10 +1983,16 @@ fn route(
         out.stats.unknown_stream += 1;
         return;
     };
-    // The session is away with an earlier chunk of this packet: this one waits for it, so the
-    // machine sees the stream's chunks in the order they came.
+    // The session is away with an earlier chunk of the stream: this one waits for it, so the
+    // machine sees the stream's chunks in the order they came. The copy counts against the
+    // receive buffer until it is routed (SCTP refuses what does not fit: `Router::room`).
     if let Some(lent) = s.lent.as_mut() {
-        lent.held.push((m.ppid, m.data.to_vec()));
+        out.held_bytes += m.data.len();
+        out.stats.chunks_held += 1;
+        lent.held.push_back(Held::Chunk {
+            ppid: m.ppid,
+            data: m.data.to_vec(),
+        });
         return;
     }
     match m.ppid {
@@ -1719,7 +2019,7 @@ fn route(
                 let session = std::mem::replace(&mut s.session, Session::new(limit.clone()));
                 s.lent = Some(Box::new(Lent {
                     state: session.state(),
-                    held: Vec::new(),
+                    held: VecDeque::new(),
                     acks: Vec::new(),
                     ended: false,
                 }));

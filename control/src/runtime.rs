@@ -17,23 +17,28 @@
 //! A core that receives a packet for another core's association moves the buffer to that core's
 //! dispatch ring (virtual devices have no RSS; with a NIC that has it, the ring stays empty).
 //!
-//! **Rings and back-pressure.** Every ring is bounded. A data core never waits on the control
-//! thread: when the packet ring is full the packet is dropped and counted (the peer
-//! retransmits its INIT or COOKIE ECHO); when an event ring is full the core keeps the event and
-//! stops taking more from its connections until the next poll (they queue what they owe), so
-//! no completion or indication is ever lost. Commands to a core wait in the control thread's
-//! outbox, bounded too: a full outbox refuses the ULP's operation ([`RuntimeError::Busy`]).
+//! **Rings and back-pressure.** Every ring and queue is bounded. A data core never waits on
+//! the control thread: when the packet ring is full the packet is dropped and counted (the
+//! peer retransmits its INIT or COOKIE ECHO); when an event ring is full the core keeps the
+//! event and stops taking more from its connections until the next poll. What a connection
+//! owes the ULP meanwhile is part of its receive buffer, so its SACKs advertise less (RFC 9260
+//! §6.2) and DATA beyond it is dropped unacknowledged: a stalled ULP stops the peer instead of
+//! growing the core's memory, and no completion or indication is ever lost. With
+//! [`MAX_HELD_UPCALLS`] held back the core stops taking commands too. Commands to a core wait
+//! in the control thread's outbox, bounded too: a full outbox refuses the ULP's operation
+//! ([`RuntimeError::Busy`]).
 //!
 //! **Memory.** The control thread owns [`Memory`]; each core holds a replica of the STag table
 //! ([`CoreStags`]) and the shared, append-only [`RegionTable`]. A deregistration returns only
 //! after every core has acknowledged it (RFC 5041 §8.3.1 item 6), so the cores must be polling.
 //!
-//! **Sessions.** Each stream's RFC 5043 §6 machine runs where the stream's DDP-SSN order is
-//! known, in its connection on the owning core: a session control message and the segments
-//! around it are judged in one sequence (§6.1), without a round trip between threads per
-//! message. The control thread carries the ULP's side of it: session events come up as
-//! [`Event::Indication`]s and the ULP's Initiate / Accept / Reject / Terminate go down as
-//! [`Op`]s.
+//! **Sessions.** A DDP Stream Session Control message (PPID 17) goes to the control thread with
+//! its stream's RFC 5043 §6 machine ([`SessionCall`]), which runs it there and sends the
+//! session back. Meanwhile only that stream waits: its later chunks and the ULP's operations
+//! on it are held in the connection, in arrival order, and applied when the session is back
+//! (so the machine judges the stream's chunks in one sequence, §6.1); the association's other
+//! streams, SACKs and heartbeats go on. Session events come up as [`Event::Indication`]s and
+//! the ULP's Initiate / Accept / Reject / Terminate go down as [`Op`]s.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -43,15 +48,15 @@ use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
 
-use ddpdk_dataplane::mem::{CoreStags, Pd, PostedBuffer};
+use ddpdk_dataplane::mem::CoreStags;
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
 use ddpdk_dataplane::port::{ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
-use ddpdk_dataplane::wire::link::parse_sctp;
 
+pub use crate::conn::Op;
 use crate::conn::{
-    Accept, Completion, ConnConfig, ConnStats, Connection, Indication, Listener, Payload,
-    PostError, SendRequest, SessionCall,
+    Accept, Applied, Completion, ConnConfig, ConnStats, Connection, Indication, Listener,
+    PostError, SessionCall,
 };
 use crate::memory::{Memory, Place, RegionTable};
 use crate::session::{PendingLimit, State};
@@ -147,53 +152,6 @@ pub struct ConnHandle(pub u64);
 impl std::fmt::Display for ConnHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)
-    }
-}
-
-/// A ULP operation on a connection, carried out by its owning core (RFC 4296 §2.1.2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    Initiate {
-        stream: u16,
-        pd: Pd,
-        private_data: Vec<u8>,
-    },
-    Accept {
-        stream: u16,
-        pd: Pd,
-        private_data: Vec<u8>,
-    },
-    Reject {
-        stream: u16,
-        private_data: Vec<u8>,
-    },
-    Terminate {
-        stream: u16,
-    },
-    PostRecv {
-        stream: u16,
-        qn: u32,
-        wr_id: u64,
-        buffer: PostedBuffer,
-    },
-    PostSend(SendRequest),
-    /// Graceful SHUTDOWN of the association.
-    Shutdown,
-    Abort,
-}
-
-impl Op {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Op::Initiate { .. } => "initiate",
-            Op::Accept { .. } => "accept",
-            Op::Reject { .. } => "reject",
-            Op::Terminate { .. } => "terminate",
-            Op::PostRecv { .. } => "post_recv",
-            Op::PostSend(_) => "post_send",
-            Op::Shutdown => "shutdown",
-            Op::Abort => "abort",
-        }
     }
 }
 
@@ -321,10 +279,6 @@ pub struct CoreStats {
     pub discarded: u64,
     /// Packets whose CRC32c the device found bad (RX checksum offload); dropped.
     pub checksum_bad: u64,
-    /// Packets held while a session of their association was at the control thread, and
-    /// those dropped because [`MAX_PARKED`] were held already.
-    pub parked: u64,
-    pub parked_dropped: u64,
     /// Control messages sent to the control thread with their session (RFC 5043 §6).
     pub sessions_lent: u64,
     /// Frames that arrived as a buffer chain (a peer's zero-copy frame over `net_ring`, a
@@ -334,6 +288,8 @@ pub struct CoreStats {
     pub rx_chained_dropped: u64,
     /// Times the event ring was full and the core held its events back.
     pub events_held: u64,
+    /// Neighbours this core learnt and did not tell the others: its upcalls were backed up.
+    pub learnt_dropped: u64,
     /// Times a packet owed its own SACK and the core transmitted before the next packet of
     /// its burst (RFC 9260 §6.2, §6.7).
     pub sacks_between_packets: u64,
@@ -356,6 +312,10 @@ pub struct AssocInfo {
     /// Streams with a session that is not idle, and its state.
     pub sessions: Vec<(u16, State)>,
     pub stats: ConnStats,
+    /// Bytes of its receive buffer free (the a_rwnd its next SACK may advertise at most).
+    pub receive_room: usize,
+    /// New DATA it dropped because the peer sent beyond that (RFC 9260 §6.2).
+    pub rwnd_dropped: u64,
 }
 
 /// What one data core holds and has done.
@@ -367,6 +327,9 @@ pub struct CoreReport {
     pub assocs: Vec<AssocInfo>,
     /// STags the core's replica holds.
     pub stags: usize,
+    /// Upcalls held back because the event ring is full (at most about
+    /// [`MAX_HELD_UPCALLS`]).
+    pub upcalls_held: usize,
 }
 
 enum Command<B> {
@@ -410,28 +373,20 @@ enum Upcall {
     },
 }
 
-struct Slot<B> {
+/// One connection a core owns. While one of its sessions is at the control thread, only that
+/// stream's chunks and operations wait (in the connection, [`Connection::apply`]); its other
+/// streams, SACKs and heartbeats go on.
+struct Slot {
     conn: ConnHandle,
     c: Connection,
     peer: IpAddr,
     peer_port: u16,
-    /// While a session is away at the control thread: the connection's packets and ULP
-    /// operations, held together in arrival order (a receive posted before a message was sent
-    /// must take it), packets bounded by [`MAX_PARKED`].
-    waiting: VecDeque<Waiting<B>>,
-    parked: usize,
 }
 
-/// A packet or an operation held while a session is at the control thread.
-enum Waiting<B> {
-    Packet(B),
-    Op(Op),
-}
-
-/// Packets a connection may have waiting while one of its sessions is at the control thread
-/// (a thread round trip); beyond it they are dropped and counted, and SCTP retransmits them,
-/// since it never saw them.
-pub const MAX_PARKED: usize = 256;
+/// Upcalls a core holds back when the event ring is full before it stops taking commands
+/// (whose results would add more): the control thread that does not drain its events slows
+/// its own operations, and the connections' receive buffers shrink the peers' a_rwnd.
+pub const MAX_HELD_UPCALLS: usize = 1024;
 
 /// How a data core waits when a poll turn finds nothing to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -532,7 +487,7 @@ pub struct DataCore<P: Port> {
     rx_queues: Vec<u16>,
     iface: Interface,
     steer: Steering,
-    slots: Vec<Option<Slot<P::Buf>>>,
+    slots: Vec<Option<Slot>>,
     stags: CoreStags,
     regions: Arc<RegionTable>,
     commands: Receiver<Command<P::Buf>>,
@@ -847,46 +802,44 @@ impl<P: Port> DataCore<P> {
         copy
     }
 
-    /// A session back from the control thread: into its connection, then the connection's
-    /// held packets and operations, in order, until one sends a session away again.
+    /// A session back from the control thread: into its connection, which applies what waited
+    /// for it (the stream's chunks and operations, in order).
     fn session_return(&mut self, now: Instant, conn: ConnHandle, call: SessionCall) {
         let Some(k) = self.find(conn) else {
             return;
         };
-        if let Some(s) = self.slots[k].as_mut() {
-            let place = Place {
-                stags: self.stags.table(),
-                regions: &self.regions,
-            };
-            s.c.return_session(call, place);
-        }
-        loop {
-            let Some(s) = self.slots[k].as_mut() else {
-                return;
-            };
-            if s.c.sessions_lent() {
-                break;
-            }
-            match s.waiting.pop_front() {
-                Some(Waiting::Packet(b)) => {
-                    s.parked -= 1;
-                    self.replay(now, k, b);
-                }
-                Some(Waiting::Op(op)) => self.op(now, conn, op, true),
-                None => break,
-            }
-        }
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
+        let place = Place {
+            stags: self.stags.table(),
+            regions: &self.regions,
+        };
+        s.c.return_session(now, call, place);
+        self.op_results(conn, k);
         self.lend_sessions();
     }
 
-    /// A held packet of the connection in slot `k`, handled as if it had just arrived.
-    /// The interface counted it and its checksum verdict was checked when it arrived; it is
-    /// only parsed again here.
-    fn replay(&mut self, now: Instant, k: usize, buf: P::Buf) {
-        let verified = self.offload.rx && buf.l4_checksum_verdict() == Some(true);
-        if let Ok(f) = parse_sctp(buf.data()) {
-            self.deliver(now, k, f.sctp, f.ip.src(), f.src_mac, verified);
+    /// Reports the results of operations that waited for a session.
+    fn op_results(&mut self, conn: ConnHandle, k: usize) {
+        while let Some(r) = self.slots[k].as_mut().and_then(|s| s.c.poll_op_result()) {
+            self.op_event(conn, r.op, r.result);
         }
+    }
+
+    /// What the ULP hears of an operation: a refusal, or a receive buffer posted.
+    fn op_event(&mut self, conn: ConnHandle, op: &'static str, result: Result<Applied, PostError>) {
+        let e = match result {
+            Err(error) => Event::Refused { conn, op, error },
+            Ok(Applied::Posted { stream, qn, wr_id }) => Event::Posted {
+                conn,
+                stream,
+                qn,
+                wr_id,
+            },
+            Ok(Applied::Done | Applied::Deferred) => return,
+        };
+        let _ = self.up(Upcall::Event(e));
     }
 
     /// An SCTP packet for the connection in slot `k`, checked and placed against this core's
@@ -940,12 +893,15 @@ impl<P: Port> DataCore<P> {
 
     fn commands(&mut self, now: Instant) -> usize {
         let mut n = 0;
-        while let Ok(cmd) = self.commands.try_recv() {
+        while self.held.len() < MAX_HELD_UPCALLS {
+            let Ok(cmd) = self.commands.try_recv() else {
+                break;
+            };
             n += 1;
             self.stats.commands += 1;
             match cmd {
                 Command::Adopt { conn, c, peer_mac } => self.adopt(now, conn, *c, peer_mac),
-                Command::Op { conn, op } => self.op(now, conn, op, false),
+                Command::Op { conn, op } => self.op(now, conn, op),
                 Command::Neighbour(ip, mac) => self.iface.learn_shared(ip, mac),
                 Command::Forget(conn) => {
                     if let Some(k) = self.find(conn) {
@@ -992,12 +948,8 @@ impl<P: Port> DataCore<P> {
             }
             // A closed connection's slot, once it has told the ULP everything.
             None => self.slots.iter().position(|s| {
-                s.as_ref().is_some_and(|s| {
-                    s.c.is_closed()
-                        && !s.c.owes_ulp()
-                        && !s.c.sessions_lent()
-                        && s.waiting.is_empty()
-                })
+                s.as_ref()
+                    .is_some_and(|s| s.c.is_closed() && !s.c.owes_ulp() && !s.c.sessions_lent())
             }),
         };
         if let Some(mac) = peer_mac {
@@ -1022,14 +974,12 @@ impl<P: Port> DataCore<P> {
             c,
             peer,
             peer_port,
-            waiting: VecDeque::new(),
-            parked: 0,
         });
     }
 
-    /// An operation from the ULP; `queued` when it comes off the connection's deferred queue
-    /// (in order, so it must not queue behind the ones after it).
-    fn op(&mut self, now: Instant, conn: ConnHandle, op: Op, queued: bool) {
+    /// An operation from the ULP, applied by its connection (or held there, in order, while
+    /// its stream's session is at the control thread).
+    fn op(&mut self, now: Instant, conn: ConnHandle, op: Op) {
         let name = op.name();
         let Some(k) = self.find(conn) else {
             let _ = self.up(Upcall::Event(Event::Unknown { conn, op: name }));
@@ -1038,80 +988,8 @@ impl<P: Port> DataCore<P> {
         let Some(s) = self.slots[k].as_mut() else {
             return;
         };
-        // A session is at the control thread: the operation waits for it, in order.
-        if s.c.sessions_lent() || (!queued && !s.waiting.is_empty()) {
-            if queued {
-                s.waiting.push_front(Waiting::Op(op));
-            } else {
-                s.waiting.push_back(Waiting::Op(op));
-            }
-            return;
-        }
-        let c = &mut s.c;
-        let mut posted = None;
-        let r = match op {
-            Op::Initiate {
-                stream,
-                pd,
-                private_data,
-            } => c.initiate(stream, pd, &private_data),
-            Op::Accept {
-                stream,
-                pd,
-                private_data,
-            } => c.accept(stream, pd, &private_data),
-            Op::Reject {
-                stream,
-                private_data,
-            } => c.reject(stream, &private_data),
-            Op::Terminate { stream } => c.terminate(stream),
-            Op::PostRecv {
-                stream,
-                qn,
-                wr_id,
-                buffer,
-            } => {
-                posted = Some(Event::Posted {
-                    conn,
-                    stream,
-                    qn,
-                    wr_id,
-                });
-                c.post_recv(stream, qn, wr_id, buffer)
-            }
-            Op::PostSend(mut req) => {
-                // A local STag is checked against this core's STag replica, as placement is.
-                let data = std::mem::replace(&mut req.data, Payload::Bytes(Vec::new()));
-                match c.resolve_local(req.stream, data, self.stags.table()) {
-                    Ok(data) => {
-                        req.data = data;
-                        c.post_send(req)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            Op::Shutdown => {
-                c.shutdown(now);
-                Ok(())
-            }
-            Op::Abort => {
-                c.abort();
-                Ok(())
-            }
-        };
-        match (r, posted) {
-            (Err(error), _) => {
-                let _ = self.up(Upcall::Event(Event::Refused {
-                    conn,
-                    op: name,
-                    error,
-                }));
-            }
-            (Ok(()), Some(e)) => {
-                let _ = self.up(Upcall::Event(e));
-            }
-            (Ok(()), None) => {}
-        }
+        let result = s.c.apply(now, op, self.stags.table());
+        self.op_event(conn, name, result);
     }
 
     fn frame_in(&mut self, now: Instant, buf: P::Buf, dispatched: bool) {
@@ -1159,19 +1037,6 @@ impl<P: Port> DataCore<P> {
                         self.stats.checksum_bad += 1;
                         Next::Done
                     }
-                    Some((_, s)) if s.c.sessions_lent() || !s.waiting.is_empty() => {
-                        // One of its sessions is at the control thread: the packet waits, so
-                        // its chunks meet the session in arrival order. Unseen by SCTP, a
-                        // packet dropped here is retransmitted.
-                        if s.parked < MAX_PARKED {
-                            s.waiting.push_back(Waiting::Packet(buf));
-                            s.parked += 1;
-                            self.stats.parked += 1;
-                        } else {
-                            self.stats.parked_dropped += 1;
-                        }
-                        return;
-                    }
                     Some((k, _)) => {
                         self.deliver(now, k, f.sctp, peer, f.src_mac, verdict == Some(true));
                         Next::Done
@@ -1182,12 +1047,18 @@ impl<P: Port> DataCore<P> {
         };
         // Whatever ARP or ND taught this core, every core should know: the answer to one
         // core's solicitation may arrive on another core's queue.
+        // With upcalls backed up, the news is dropped (counted): the other cores learn the
+        // neighbour from their own ARP or ND, later.
         if let Some((ip, mac)) = self.iface.take_learnt() {
-            let _ = self.up(Upcall::Learnt {
-                core: self.index,
-                ip,
-                mac,
-            });
+            if self.held.len() < MAX_HELD_UPCALLS {
+                let _ = self.up(Upcall::Learnt {
+                    core: self.index,
+                    ip,
+                    mac,
+                });
+            } else {
+                self.stats.learnt_dropped += 1;
+            }
         }
         match next {
             Next::Done => {}
@@ -1301,9 +1172,12 @@ impl<P: Port> DataCore<P> {
                         })
                         .collect(),
                     stats: *s.c.stats(),
+                    receive_room: s.c.receive_room(),
+                    rwnd_dropped: s.c.association().stats().rwnd_dropped,
                 })
                 .collect(),
             stags: self.stags.table().len(),
+            upcalls_held: self.held.len(),
         }
     }
 }

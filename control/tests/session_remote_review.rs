@@ -1,10 +1,12 @@
 //! Regressions from an independent review of moving the RFC 5043 §6 machine to the control
 //! thread: a raw SCTP peer (hand-made DDP chunks) against a server `Connection` with an
-//! emulated control thread (packets parked while a session is away, replayed after its
-//! return). Two failed as written: a held Initiate routed after the association had ended
+//! emulated control thread (the stream's chunks held in the connection while its session is
+//! away, applied after its return; the review's version parked whole packets). Two failed as written: a held Initiate routed after the association had ended
 //! opened a session on a closed association (and held a §6.4 pending slot); and a session's
 //! end in the middle of a packet flushed queued sends before the packet's SACK completed the
-//! earlier ones, out of posting order. The other two pinned the reference behaviour.
+//! earlier ones, out of posting order. The other two pinned the reference behaviour. At the
+//! end, issue 12's rules for a session that is away: only its stream waits, and what waits
+//! is the receive buffer the peer may not overrun.
 
 #![allow(clippy::unwrap_used)]
 
@@ -13,8 +15,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use ddpdk_control::conn::{
-    Accept, Completion, ConnConfig, Connection, Indication, Listener, SendKind, SendRequest,
-    SessionCall, Status,
+    Accept, Applied, Completion, ConnConfig, Connection, Indication, Listener, Op, OpResult,
+    SendKind, SendRequest, SessionCall, Status,
 };
 use ddpdk_control::memory::Memory;
 use ddpdk_control::session::{Event, PendingLimit};
@@ -67,7 +69,6 @@ struct Rig {
     remote: bool,
     auto: bool,
     calls: VecDeque<SessionCall>,
-    parked: VecDeque<Vec<u8>>,
 }
 
 impl Rig {
@@ -92,7 +93,6 @@ impl Rig {
             remote,
             auto: true,
             calls: VecDeque::new(),
-            parked: VecDeque::new(),
         };
         r.run_for(Duration::from_millis(50));
         assert!(r.conn.is_some(), "association up");
@@ -117,19 +117,13 @@ impl Rig {
         }
     }
 
-    /// The emulated control thread runs every lent session and returns it; the core then
-    /// replays what it parked.
+    /// The emulated control thread runs every lent session and returns it; the connection
+    /// then applies what waited for it.
     fn control(&mut self) {
         while let Some(mut call) = self.calls.pop_front() {
             call.run();
             let c = self.conn.as_mut().unwrap();
-            c.return_session(call, &self.memory);
-            while !c.sessions_lent() {
-                let Some(p) = self.parked.pop_front() else {
-                    break;
-                };
-                let _ = c.handle(self.now, &p, &self.memory);
-            }
+            c.return_session(self.now, call, &self.memory);
             self.drain();
         }
     }
@@ -141,11 +135,7 @@ impl Rig {
             .is_some_and(|c| !c.association().is_closed());
         if live {
             let c = self.conn.as_mut().unwrap();
-            if c.sessions_lent() || !self.parked.is_empty() {
-                self.parked.push_back(p.to_vec());
-            } else {
-                let _ = c.handle(self.now, p, &self.memory);
-            }
+            let _ = c.handle(self.now, p, &self.memory);
         } else {
             let mut out = vec![0u8; 65536];
             match self
@@ -177,6 +167,17 @@ impl Rig {
             v.push(self.buf[..n].to_vec());
         }
         v
+    }
+
+    /// What the server sends now (not delivered to the raw peer).
+    fn server_packets(&mut self) -> Vec<Vec<u8>> {
+        let mut pkts = Vec::new();
+        if let Some(c) = self.conn.as_mut() {
+            while let Some(n) = c.poll_transmit(self.now, &mut self.buf) {
+                pkts.push(self.buf[..n].to_vec());
+            }
+        }
+        pkts
     }
 
     fn server_to_raw(&mut self) -> bool {
@@ -376,4 +377,164 @@ fn completions_stay_in_posting_order_single_thread() {
 #[test]
 fn completions_stay_in_posting_order_remote() {
     completion_order(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 12: a session at the control thread parks only its own stream, and what it holds is the
+// receive buffer (a_rwnd), which a peer may not overrun.
+// ---------------------------------------------------------------------------------------------
+
+/// A tagged DDP Segment chunk payload of `len` zero bytes at DDP-SSN `ssn` (no STag needed when
+/// `len` is 0: RFC 5041 §7.1 checks non-zero segments).
+fn tseg(ssn: u16, len: usize) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ssn.to_be_bytes());
+    v.extend_from_slice(&[0xc1, 0, 0x12, 0x34, 0x56, 0x00]);
+    v.extend_from_slice(&0u64.to_be_bytes());
+    v.extend(std::iter::repeat_n(0u8, len));
+    v
+}
+
+/// `p` (one packet of DATA chunks) with its first chunk's TSN moved up by `by`, CRC32c fixed.
+fn with_tsn_plus(p: &[u8], by: u32) -> Vec<u8> {
+    let mut v = p.to_vec();
+    let tsn = u32::from_be_bytes([v[16], v[17], v[18], v[19]]).wrapping_add(by);
+    v[16..20].copy_from_slice(&tsn.to_be_bytes());
+    v[8..12].copy_from_slice(&[0; 4]);
+    crc32c::fill(&mut v);
+    v
+}
+
+/// The a_rwnd of the first SACK among `packets`.
+fn sack_a_rwnd(packets: &[Vec<u8>]) -> Option<u32> {
+    packets
+        .iter()
+        .find(|p| p.get(12) == Some(&3))
+        .map(|p| u32::from_be_bytes([p[20], p[21], p[22], p[23]]))
+}
+
+/// While stream 2's session is at the control thread, stream 1 goes on: a message on it is
+/// delivered and acknowledged, a HEARTBEAT is answered, and the ULP's operations on stream 1
+/// take effect at once, while those on stream 2 wait for its session (in order, their results
+/// reported when applied).
+#[test]
+fn a_waiting_session_parks_only_its_own_stream() {
+    let mut r = Rig::new(256, true);
+    r.open();
+    r.auto = false;
+    // The peer initiates on stream 2: its session goes to the control thread, which does not
+    // answer yet.
+    r.raw.send(2, 17, &ctl(0, 1, b"")).unwrap();
+    r.run_for(Duration::from_millis(50));
+    assert!(r.conn().sessions_lent());
+    // A zero-length tagged message on stream 1 (DDP-SSN 1 after the peer's Initiate).
+    r.raw.send(S, 16, &tseg(1, 0)).unwrap();
+    r.run_for(Duration::from_millis(50));
+    assert!(r.conn().sessions_lent(), "stream 2's session is still away");
+    assert!(
+        r.inds
+            .iter()
+            .any(|i| matches!(i, Indication::TaggedDelivered { stream: S, .. })),
+        "stream 1's message delivered meanwhile: {:?}",
+        r.inds
+    );
+    assert_eq!(r.raw.queued(), 0, "and acknowledged: nothing outstanding");
+    // Heartbeats are answered while the session is away (the association is not parked).
+    let acks = r.raw.stats().heartbeat_acks_in;
+    r.run_for(Duration::from_secs(40));
+    assert!(
+        r.raw.stats().heartbeat_acks_in > acks,
+        "no HEARTBEAT ACK while a session was away"
+    );
+    // Operations: stream 1 at once, stream 2 deferred.
+    // No local STags in these operations: an empty table resolves nothing.
+    let stags = ddpdk_dataplane::mem::StagTable::new(16, 1);
+    let now = r.now;
+    let on_1 = r.conn().apply(now, Op::Terminate { stream: S }, &stags);
+    assert_eq!(on_1, Ok(Applied::Done));
+    let pd = r.memory.alloc_pd();
+    let accept = Op::Accept {
+        stream: 2,
+        pd,
+        private_data: Vec::new(),
+    };
+    assert_eq!(r.conn().apply(now, accept, &stags), Ok(Applied::Deferred));
+    assert_eq!(
+        r.conn().apply(now, Op::Terminate { stream: 2 }, &stags),
+        Ok(Applied::Deferred)
+    );
+    assert_eq!(r.conn().stats().ops_held, 2);
+    // The session comes back: the held Accept, then the held Terminate, in order.
+    r.control();
+    let results: Vec<_> = std::iter::from_fn(|| r.conn().poll_op_result()).collect();
+    assert_eq!(
+        results,
+        vec![
+            OpResult {
+                op: "accept",
+                result: Ok(Applied::Done)
+            },
+            OpResult {
+                op: "terminate",
+                result: Ok(Applied::Done)
+            }
+        ]
+    );
+    r.run_for(Duration::from_millis(200));
+    let stream_2: Vec<u16> = r
+        .raw_rx
+        .iter()
+        .filter(|(s, p, _)| *s == 2 && *p == 17)
+        .map(|(_, _, d)| u16::from_be_bytes([d[2], d[3]]))
+        .collect();
+    assert_eq!(
+        stream_2,
+        vec![2, 4],
+        "Accept then Terminate reached the peer"
+    );
+}
+
+/// RFC 9260 §6.2: what the connection holds for a session that is away is its receive
+/// buffer. Each SACK's a_rwnd tells what is left; a peer that sends beyond it is dropped (the
+/// DATA unacknowledged) and counted, never buffered ("When the receiver's advertised window
+/// is 0, the receiver MUST drop any new incoming DATA chunk with a TSN larger than the largest
+/// TSN received so far"). Once the session is back and the chunks are routed, a SACK reopens
+/// the window at once. The peer here ignores a_rwnd: 200 chunks of 1 KiB against 128 KiB.
+#[test]
+fn rfc9260_6_2_a_peer_beyond_the_receive_buffer_is_dropped_and_counted() {
+    let mut r = Rig::new(256, true);
+    r.auto = false;
+    r.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
+    r.run_for(Duration::from_millis(50));
+    assert!(r.conn().sessions_lent());
+    r.raw.send(S, 16, &tseg(1, 1000)).unwrap();
+    let template = r.raw_packets();
+    assert_eq!(template.len(), 1);
+    assert_eq!(template[0][12], 0, "a DATA chunk first");
+    let budget = r.conn().association().receive_buffer();
+    let chunk = tseg(1, 1000).len();
+    for k in 0..200 {
+        r.deliver_to_server(&with_tsn_plus(&template[0], k));
+    }
+    let held = r.conn().stats().chunks_held;
+    let dropped = r.conn().association().stats().rwnd_dropped;
+    assert_eq!(held + dropped, 200, "every chunk held or dropped");
+    assert_eq!(
+        held as usize,
+        budget / chunk,
+        "held up to the buffer, no more"
+    );
+    assert!(r.conn().receive_room() < chunk);
+    let out = r.server_packets();
+    let told = sack_a_rwnd(&out).expect("a SACK");
+    assert!(told < chunk as u32, "a_rwnd {told} with the buffer full");
+    // The session comes back: the held chunks are routed and the room is free again.
+    r.control();
+    assert_eq!(r.conn().receive_room(), budget);
+    let out = r.server_packets();
+    assert_eq!(
+        sack_a_rwnd(&out),
+        Some(budget as u32),
+        "a window update SACK"
+    );
 }

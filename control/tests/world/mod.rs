@@ -4,7 +4,6 @@
 
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
-use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
@@ -32,15 +31,10 @@ pub struct Side {
     pub memory: Memory,
     pub completions: Vec<Completion>,
     pub indications: Vec<Indication>,
-    /// With remote sessions: sessions away at the "control thread", each back at its time,
-    /// and the packets that wait for them.
+    /// With remote sessions: sessions away at the "control thread", each back at its time
+    /// (the connection holds what waits for them).
     calls: Vec<(Instant, SessionCall)>,
-    parked: VecDeque<Vec<u8>>,
-    pub parked_dropped: u64,
 }
-
-/// Packets a side holds while a session is away (as the runtime's `MAX_PARKED`).
-const MAX_PARKED: usize = 256;
 
 impl Side {
     pub fn conn(&mut self) -> &mut Connection {
@@ -111,8 +105,6 @@ fn side(
         completions: Vec::new(),
         indications: Vec::new(),
         calls: Vec::new(),
-        parked: VecDeque::new(),
-        parked_dropped: 0,
     }
 }
 
@@ -155,8 +147,7 @@ impl World {
         }
     }
 
-    /// Lends out what the connections set aside, and takes back what is due, replaying the
-    /// packets that waited.
+    /// Lends out what the connections set aside, and takes back what is due.
     fn sessions(&mut self) {
         let Some(delay) = self.remote else {
             return;
@@ -173,13 +164,7 @@ impl World {
             while let Some(k) = side.calls.iter().position(|(at, _)| *at <= now) {
                 let (_, mut call) = side.calls.remove(k);
                 call.run();
-                c.return_session(call, &side.memory);
-                while !c.sessions_lent() {
-                    let Some(p) = side.parked.pop_front() else {
-                        break;
-                    };
-                    let _ = c.handle(now, &p, &side.memory);
-                }
+                c.return_session(now, call, &side.memory);
                 while let Some(call) = c.poll_session_call() {
                     side.calls.push((now + delay, call));
                 }
@@ -291,17 +276,7 @@ impl World {
             if live {
                 let memory = &side.memory;
                 if let Some(c) = side.conn.as_mut() {
-                    if c.sessions_lent() || !side.parked.is_empty() {
-                        // A session is away: the packet waits (unseen by SCTP, so one
-                        // dropped here is retransmitted).
-                        if side.parked.len() < MAX_PARKED {
-                            side.parked.push_back(bytes);
-                        } else {
-                            side.parked_dropped += 1;
-                        }
-                    } else {
-                        let _ = c.handle(self.now, &bytes, memory);
-                    }
+                    let _ = c.handle(self.now, &bytes, memory);
                 }
             } else {
                 match side

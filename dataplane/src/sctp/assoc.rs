@@ -52,6 +52,13 @@ pub struct Message<'a> {
 /// itself). Called during [`Association::handle`], with the payload still in the packet.
 pub trait Deliver {
     fn deliver(&mut self, msg: Message<'_>);
+
+    /// Bytes the layer above can still take: what it holds of delivered messages and has not
+    /// released counts against the association's a_rwnd (RFC 9260 §6.2). A new DATA chunk
+    /// larger than this is dropped unacknowledged; each SACK advertises at most this.
+    fn room(&self) -> usize {
+        usize::MAX
+    }
 }
 
 impl<F: FnMut(Message<'_>)> Deliver for F {
@@ -176,6 +183,9 @@ pub struct Stats {
     pub dup_tsns: u64,
     /// DATA beyond the TSN window, dropped unacknowledged.
     pub tsn_out_of_window: u64,
+    /// New DATA larger than the receive buffer left (the a_rwnd the peer was told, or less),
+    /// dropped unacknowledged (RFC 9260 §6.2): a peer that ignores a_rwnd is not buffered.
+    pub rwnd_dropped: u64,
     pub invalid_stream: u64,
     pub data_out: u64,
     pub bytes_out: u64,
@@ -315,6 +325,10 @@ pub struct Association {
     error_count: u32,
     // Receive side.
     rx: TsnMap,
+    /// What the layer above can still take ([`Deliver::room`]), as last told.
+    rx_room: u32,
+    /// The a_rwnd of the last SACK sent.
+    rwnd_told: u32,
     gaps: [GapAckBlock; MAX_GAP_BLOCKS],
     pending: Pending,
     pending_init_ack: Option<PendingInitAck>,
@@ -330,6 +344,11 @@ pub struct Association {
 /// External spans ([`ExtRef`]) one packet may miss: bounds the buffer chain a zero-copy
 /// transmit builds (one segment per span, one per header run between them).
 pub const MAX_HOLES: usize = 4;
+
+/// A receive room as an a_rwnd value.
+fn clamp_room(room: usize) -> u32 {
+    u32::try_from(room).unwrap_or(u32::MAX)
+}
 
 /// Adds one DATA chunk to `b`, leaving a hole for its external tail (recorded in `holes`);
 /// false when it does not fit, or the packet has all the holes it may have.
@@ -404,6 +423,8 @@ impl Association {
             timed: None,
             error_count: 0,
             rx: TsnMap::new(0, cfg.tsn_window),
+            rx_room: cfg.a_rwnd,
+            rwnd_told: cfg.a_rwnd,
             gaps: [GapAckBlock { start: 0, end: 0 }; MAX_GAP_BLOCKS],
             pending: Pending {
                 init: false,
@@ -856,10 +877,29 @@ impl Association {
                 break;
             }
         }
+        self.rx_room = clamp_room(rx.room());
         if got_data {
             self.after_data(now);
         }
         Ok(())
+    }
+
+    /// What the layer above can still take, when it changed outside [`Association::handle`]
+    /// (it released what it held): the next SACK advertises at most this. A window that
+    /// reopens is told at once (RFC 9260 §6.2's window update), so the peer does not wait
+    /// for a zero-window probe.
+    pub fn set_receive_room(&mut self, room: usize) {
+        self.rx_room = clamp_room(room);
+        let (budget, told) = (self.cfg.a_rwnd, self.rwnd_told);
+        if told < budget / 4 && self.rx_room >= budget / 2 && self.sending_state() {
+            self.pending.sack = true;
+            self.pending.sack_now = true;
+        }
+    }
+
+    /// The receive buffer advertised in INIT (the most any SACK advertises).
+    pub fn receive_buffer(&self) -> usize {
+        self.cfg.a_rwnd as usize
     }
 
     fn handle_chunk<D: Deliver + ?Sized>(
@@ -1048,6 +1088,16 @@ impl Association {
             return Flow::Stop;
         }
         let tsn = view.tsn();
+        // RFC 9260 §6.2: "When the receiver's advertised window is 0, the receiver MUST drop
+        // any new incoming DATA chunk with a TSN larger than the largest TSN received so far";
+        // one larger than what is left is dropped alike. A TSN below it fills a gap: nothing
+        // is held for reordering here, so it is taken (it frees the window).
+        if serial::gt(tsn, self.rx.highest()) && view.user_data().len() > rx.room() {
+            self.stats.rwnd_dropped += 1;
+            *got_data = true;
+            self.pending.sack_now = true;
+            return Flow::Continue;
+        }
         match self.rx.insert(tsn) {
             Insert::New => {
                 *got_data = true;
@@ -1966,19 +2016,21 @@ impl Association {
     /// point fill half the map, then shrinks to 0 as the map fills (§6.2 lets a_rwnd fall).
     fn advertised_rwnd(&self) -> u32 {
         let (span, window) = (self.rx.span(), self.rx.window());
-        if span <= window / 2 {
+        let by_map = if span <= window / 2 {
             self.cfg.a_rwnd
         } else {
             let left = window.saturating_sub(span) as u64;
             (u64::from(self.cfg.a_rwnd) * left / (window as u64 / 2)) as u32
-        }
+        };
+        by_map.min(self.rx_room)
     }
 
     fn push_sack(&mut self, b: &mut PacketBuilder<'_>) -> bool {
         let n = self.rx.gap_blocks(&mut self.gaps);
+        let a_rwnd = self.advertised_rwnd();
         let sack = ChunkRepr::Sack(SackRepr {
             cum_tsn_ack: self.rx.cum_tsn(),
-            a_rwnd: self.advertised_rwnd(),
+            a_rwnd,
             gap_ack_blocks: List::new(&self.gaps[..n]),
             dup_tsns: List::new(self.rx.dups()),
         });
@@ -1986,6 +2038,7 @@ impl Association {
             return false;
         }
         self.rx.clear_dups();
+        self.rwnd_told = a_rwnd;
         self.pending.sack = false;
         self.pending.sack_now = false;
         self.pending.data_packets = 0;

@@ -14,8 +14,11 @@ pub struct Config {
     /// Streams in each direction: OS = MIS in our INIT and INIT ACK (RFC 5043 §8); the
     /// association uses the smallest of ours and the peer's two.
     pub streams: u16,
-    /// The a_rwnd we advertise. Messages are handed to the layer above as they arrive (no
-    /// receive buffer is kept), so it stays constant.
+    /// The receive buffer we advertise (a_rwnd) at most. Messages are handed to the layer
+    /// above as they arrive; what it has not yet released ([`Deliver::room`]) and the TSN map
+    /// make the a_rwnd of each SACK smaller.
+    ///
+    /// [`Deliver::room`]: super::Deliver::room
     pub a_rwnd: u32,
     /// The largest SCTP packet (common header and chunks) for the path: the path MTU minus the
     /// IP header. Messages larger than what one DATA chunk can carry in it are refused at the

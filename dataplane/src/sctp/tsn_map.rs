@@ -82,6 +82,11 @@ impl TsnMap {
         self.cum_tsn
     }
 
+    /// The highest TSN received (the cumulative point when nothing is above it).
+    pub fn highest(&self) -> u32 {
+        self.highest
+    }
+
     /// Whether TSNs above the cumulative point have arrived (RFC 9260 §6.7: while gaps exist,
     /// every arriving DATA is SACKed at once).
     pub fn has_gaps(&self) -> bool {

@@ -1,0 +1,130 @@
+//! A data core's queues are bounded, and what they hold is the receive buffer the peer is
+//! told about: a ULP (control thread) that stops taking events shrinks the peer's window to
+//! nothing instead of growing the core's memory, and loses nothing.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+mod rt;
+use rt::{remote_write, runtime, runtime_with, tagged, Lockstep, PORT};
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ddpdk_control::conn::{Indication, Status};
+use ddpdk_control::runtime::{Event, RuntimeConfig, MAX_HELD_UPCALLS};
+use ddpdk_dataplane::port::mem::pair;
+use ddpdk_dataplane::sctp::Config;
+
+/// The server's receive buffer (the a_rwnd of its INIT).
+const BUFFER: u32 = 16_384;
+const WRITES: u64 = 3000;
+
+/// The server's control thread stops polling (a stalled ULP). The client writes 3000 small
+/// tagged messages. The server's event ring fills, then its connection's receive buffer (the
+/// indications it owes): its SACKs advertise a window too small for a segment, the client
+/// stops, and the server's core holds no more than its bounds. Once the ULP polls again every
+/// write completes, and every message is indicated once.
+#[test]
+fn a_stalled_ulp_closes_the_window_and_bounds_the_core() {
+    let (a4, b4) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
+    let (a6, b6): (Ipv6Addr, Ipv6Addr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+    let (pa, pb) = pair(2, 4096);
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ring_depth: 8,
+        ..RuntimeConfig::default()
+    };
+    let a = runtime(Arc::new(pa), a4, a6, 1, cfg);
+    let mut b = runtime_with(
+        Arc::new(pb),
+        b4,
+        b6,
+        2,
+        cfg,
+        Config {
+            a_rwnd: BUFFER,
+            ..Config::default()
+        },
+    );
+    let bpd = b.0.memory_mut().alloc_pd();
+    let region = b.0.memory_mut().alloc_region(1 << 20).unwrap();
+    let reg =
+        b.0.memory_mut()
+            .register(remote_write(bpd, region, 1 << 20))
+            .unwrap();
+    let mut a = a;
+    let apd = a.0.memory_mut().alloc_pd();
+    let l = Lockstep::open(a, b, IpAddr::V4(b4), PORT, apd, bpd);
+    run(l, reg.stag, reg.to_base);
+}
+
+fn run<P: ddpdk_dataplane::port::Port>(
+    mut l: Lockstep<P>,
+    stag: ddpdk_dataplane::mem::Stag,
+    to: u64,
+) {
+    let mut submitted = 0u64;
+    let completed = |l: &Lockstep<P>| {
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Completion { completion, .. } if completion.status == Status::Success
+                )
+            })
+            .count() as u64
+    };
+    // The server's ULP is stalled: its cores run, its control thread does not.
+    for _ in 0..50_000 {
+        while submitted < WRITES {
+            let op = tagged(submitted, stag, to + (submitted % 1024) * 64, vec![7; 64]);
+            if l.ca.submit(l.conn, op).is_err() {
+                break;
+            }
+            submitted += 1;
+        }
+        for k in l.ka.iter_mut().chain(&mut l.kb) {
+            k.poll(l.now);
+        }
+        l.ca.poll(l.now);
+        l.ea.extend(std::iter::from_fn(|| l.ca.poll_event()));
+        l.now += Duration::from_micros(200);
+    }
+    let stalled_at = completed(&l);
+    let report = l.kb[0].report();
+    let server = &report.assocs[0];
+    assert!(
+        stalled_at < WRITES,
+        "the client was never held back ({stalled_at} writes completed)"
+    );
+    assert!(
+        server.receive_room < 64 + 16,
+        "the receive buffer is full ({} bytes left)",
+        server.receive_room
+    );
+    assert!(
+        report.upcalls_held <= MAX_HELD_UPCALLS,
+        "{} upcalls held",
+        report.upcalls_held
+    );
+    assert_eq!(server.stats.receive_errors, 0);
+    // The ULP resumes: everything completes and is indicated exactly once.
+    l.run_until("every write completed", |l| completed(l) == WRITES);
+    l.run_until("every message indicated", |l| {
+        l.eb.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::TaggedDelivered { .. },
+                        ..
+                    }
+                )
+            })
+            .count() as u64
+            == WRITES
+    });
+    let report = l.kb[0].report();
+    assert_eq!(report.assocs[0].receive_room, BUFFER as usize);
+}
