@@ -767,6 +767,45 @@ fn fast_retransmit_on_third_miss_7_2_4() {
     assert_eq!(p.got_s.len(), 8);
 }
 
+/// RFC 9260 §6.1 D: Max.Burst limits how many packets of new DATA one transmit opportunity
+/// (one `poll_transmit` loop, until it returns nothing) sends; the next opportunity sends more
+/// while cwnd allows, without waiting for a SACK. A budget that only SACKs refill keeps a
+/// sender from ever filling its cwnd (§7.2.1 grows it only when it is fully used), so it
+/// stays at the initial window forever.
+#[test]
+fn max_burst_limits_one_transmit_opportunity_6_1() {
+    let mut p = Pair::new();
+    for i in 0..16u8 {
+        p.c.send(0, 16, &[i; 1000]).unwrap();
+    }
+    let first = drain(&mut p.c, t(10));
+    let burst = Config::default().max_burst as usize;
+    assert_eq!(first.len(), burst, "one opportunity: Max.Burst packets");
+    let second = drain(&mut p.c, t(10));
+    assert!(
+        !second.is_empty(),
+        "the next opportunity sends more without a SACK"
+    );
+    // Both within the congestion window: §6.1 B lets the last packet exceed it by < 1 MTU.
+    let sent: usize = first.iter().chain(&second).map(Vec::len).sum();
+    assert!(
+        sent < p.c.cwnd() + 1500,
+        "{sent} bytes in flight, cwnd {}",
+        p.c.cwnd()
+    );
+    let cwnd = p.c.cwnd();
+    // With its window used, acknowledgements grow it (slow start, §7.2.1).
+    for pk in first.iter().chain(&second) {
+        let _ = p.s.handle(t(11), pk, &mut ignore);
+    }
+    p.exchange(t(11), |_, _| true);
+    assert!(
+        p.c.cwnd() > cwnd,
+        "cwnd {} did not grow from {cwnd}",
+        p.c.cwnd()
+    );
+}
+
 /// Messages are numbered in the order queued, and a message is settled (the Data Source's
 /// completion, RFC 5041 §5.4) only once the Cumulative TSN Ack covers it: a gap ack may be
 /// reneged (RFC 9260 §6.2.1), so a gap-acked message is not settled.

@@ -1772,7 +1772,14 @@ impl Association {
     /// `None` when there is nothing to send now. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.n_holes = 0;
-        let len = self.build(now, buf)?;
+        let Some(len) = self.build(now, buf) else {
+            // The caller's transmit opportunity ends here. RFC 9260 §6.1 D: Max.Burst limits
+            // the packets of new DATA one opportunity sends; it does not ration the window
+            // across opportunities (a budget refilled only by SACKs keeps the sender from ever
+            // filling its cwnd, so slow start never grows it).
+            self.burst_budget = self.cfg.max_burst;
+            return None;
+        };
         if self.tx_checksum_offload || self.n_holes > 0 {
             // RFC 9260 App. A: the checksum field is zero while the device computes it.
             buf[8..12].fill(0);
