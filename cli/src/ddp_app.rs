@@ -16,24 +16,21 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{ConnConfig, Indication, Payload, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest, Status};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
-use ddpdk_control::runtime::{
-    self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, IdlePolicy, Op, RuntimeConfig,
-};
-use ddpdk_control::session::{Event as SessionEvent, PendingLimit, State};
+use ddpdk_control::runtime::{self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op};
+use ddpdk_control::session::{Event as SessionEvent, State};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
-use ddpdk_dataplane::net::Interface;
-use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, SctpSteering};
+use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{ChecksumOffload, Port};
-use ddpdk_dataplane::sctp::{Config, Endpoint};
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::app::{note, Flow};
-use crate::loopback::{pattern, random};
+use crate::loopback::pattern;
+use crate::node::{Node, Placement};
 use crate::options::Options;
 use crate::shell::WaitArg;
 use crate::shell::{
@@ -335,12 +332,13 @@ struct Mr {
 pub struct DdpApp {
     json: bool,
     port: Arc<DpdkPort>,
-    pool: Arc<Mempool>,
+    /// The port, its pool and the data cores (taken at shutdown).
+    node: Option<Node>,
     shared: Arc<Mutex<Shared>>,
     clock: Clock,
+    /// Stops the control thread.
     stop: Arc<AtomicBool>,
     control_thread: Option<JoinHandle<()>>,
-    lcores: Vec<LcoreJoin>,
     sctp_port: u16,
     pd: Pd,
     mrs: BTreeMap<u32, Mr>,
@@ -355,7 +353,7 @@ impl std::fmt::Debug for DdpApp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DdpApp")
             .field("port", &self.port.name())
-            .field("cores", &self.lcores.len())
+            .field("node", &self.node)
             .field("regions", &self.mrs.len())
             .finish()
     }
@@ -368,130 +366,10 @@ fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 
 impl DdpApp {
     pub fn new(eal: Eal, opts: &Options) -> Result<DdpApp, String> {
-        let id = *eal
-            .port_ids()
-            .first()
-            .ok_or("no port: give the EAL a device (--vdev=net_memif0,... or -a PCI)")?;
-        let workers = eal.worker_lcores();
-        let cores = usize::from(opts.nb_cores);
-        if workers.len() < cores {
-            return Err(format!(
-                "--nb-cores {cores} data cores but the EAL has {} worker lcore(s); give it \
-                 more with -l (the main lcore runs the shell)",
-                workers.len()
-            ));
-        }
-        let queues = (cores + 1) as u16;
-        let conf = PortConf {
-            nb_rxq: queues,
-            nb_txq: queues,
-            nb_rxd: opts.rxd,
-            nb_txd: opts.txd,
-            promiscuous: true,
-        };
-        let need = u32::from(queues) * (u32::from(opts.rxd) + u32::from(opts.txd)) + 8192;
-        let pool = Arc::new(
-            Mempool::create(
-                "ddp_app_pool",
-                (need + 1).next_power_of_two() - 1,
-                256,
-                opts.ddp_mbuf_size(),
-                0,
-            )
-            .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
-        );
-        let port = crate::endpoint::start_port(id, conf, &pool, opts)?;
-        // Where the device can hash SCTP, it steers each association to its owning core itself
-        // (same key and table as the software hash); otherwise cores hand packets over.
-        // A device that refuses the programming still works: the cores dispatch in software.
-        let steering = port
-            .program_sctp_rss(&runtime::RSS_KEY, cores as u16)
-            .unwrap_or(SctpSteering::None("the device refused the RSS programming"));
-        // Without SCTP RSS, a device that matches SCTP in rte_flow rules gets one rule per
-        // association, to its owner's queue; one without either leaves it to the cores.
-        let flow_rules = match (&steering, opts.ip.first()) {
-            (SctpSteering::None(_), Some(&local)) => {
-                port.enable_sctp_flow_rules(local, cores as u16)
-            }
-            _ => Err("RSS steers SCTP".to_string()),
-        };
-        let (reta_size, steering_text) = match steering {
-            SctpSteering::None(_) if flow_rules.is_ok() => (
-                runtime::RETA_SIZE,
-                "rte_flow rules: one per association, to its owning core's queue".to_string(),
-            ),
-            SctpSteering::Rss { hash, reta_size } => (
-                usize::from(reta_size),
-                format!(
-                    "RSS on the SCTP 5-tuple (hash types {hash:#x}, {reta_size}-entry table over                      {cores} queue(s))"
-                ),
-            ),
-            SctpSteering::None(why) => (
-                runtime::RETA_SIZE,
-                format!(
-                    "software dispatch between data cores (no SCTP RSS: {why}; no rte_flow: {})",
-                    flow_rules.as_ref().err().map_or("", String::as_str)
-                ),
-            ),
-        };
-        let link = port.wait_link_up(Duration::from_secs_f64(opts.link_timeout));
-        let v4 = opts.ip.iter().find_map(|a| match a {
-            IpAddr::V4(a) => Some(*a),
-            IpAddr::V6(_) => None,
-        });
-        let v6 = opts.ip.iter().find_map(|a| match a {
-            IpAddr::V6(a) => Some(*a),
-            IpAddr::V4(_) => None,
-        });
-        let ep = Endpoint::new(
-            Config {
-                local_port: opts.sctp_port,
-                streams: opts.streams,
-                // The link less the IPv4 header (the runtime adjusts it for IPv6).
-                path_mtu: usize::from(opts.mtu) - 20,
-                send_slots: 1024,
-                ..Config::default()
-            },
-            random::<32>()?,
-        )?;
-        let (mut control, data) = runtime::build(
-            Arc::clone(&port),
-            Interface::new(port.mac(), v4, v6),
-            ep,
-            ConnConfig::default(),
-            PendingLimit::new(64),
-            RuntimeConfig {
-                cores,
-                reta_size,
-                flow_rules: flow_rules.is_ok(),
-                link_mtu: usize::from(opts.mtu),
-                random: u64::from_ne_bytes(random::<8>()?),
-                ..RuntimeConfig::default()
-            },
-        )
-        .map_err(|e| e.to_string())?;
+        let (node, mut control) = Node::start(&eal, opts, "ddp_app_pool", Placement::Workers, 64)?;
         let pd = control.memory_mut().alloc_pd();
-        let clock = Clock::new();
+        let clock = node.clock;
         let stop = Arc::new(AtomicBool::new(false));
-        let mut lcores = Vec::new();
-        let idle = opts.idle_policy();
-        for (mut core, &lcore) in data.into_iter().zip(&workers) {
-            let stop = Arc::clone(&stop);
-            let k = core.index();
-            let job = eal
-                .launch(lcore, move || {
-                    if let IdlePolicy::Sleep { .. } = idle {
-                        // Sleeps of a few µs must not end 50 µs late (the default slack).
-                        if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
-                            eprintln!("ddpdk: data core {k}: {e}; idle sleeps end late");
-                        }
-                    }
-                    core.run(clock, &stop, idle);
-                    0
-                })
-                .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))?;
-            lcores.push(job);
-        }
         let shared = Arc::new(Mutex::new(Shared {
             control,
             json: opts.json,
@@ -502,6 +380,7 @@ impl DdpApp {
             conns: BTreeMap::new(),
             reports: Vec::new(),
         }));
+        let port = Arc::clone(&node.port);
         let control_thread = {
             let shared = Arc::clone(&shared);
             let stop = Arc::clone(&stop);
@@ -514,12 +393,12 @@ impl DdpApp {
             opts.json,
             format_args!(
                 "DDP endpoint on port {} ({}, {}, link {}): {} SCTP port {}, {} streams, {} \
-                 data core(s) on lcore(s) {:?}, control thread{}; steering: {steering_text}; \
+                 data core(s) on lcore(s) {:?}, control thread{}; steering: {}; \
                  SCTP CRC32c: {}",
                 port.id(),
                 port.name(),
                 mac_text(&port.mac()),
-                if link.up { "up" } else { "down" },
+                if node.link_up { "up" } else { "down" },
                 opts.ip
                     .iter()
                     .map(ToString::to_string)
@@ -527,13 +406,14 @@ impl DdpApp {
                     .join(" and "),
                 opts.sctp_port,
                 opts.streams,
-                cores,
-                &workers[..cores],
+                node.cores,
+                node.core_lcores,
                 if opts.listen {
                     "; accepting sessions (--listen)"
                 } else {
                     ""
                 },
+                node.steering,
                 match port.sctp_checksum_offload() {
                     ChecksumOffload { tx: true, rx: true } => "device (TX and RX)",
                     ChecksumOffload {
@@ -551,12 +431,11 @@ impl DdpApp {
         Ok(DdpApp {
             json: opts.json,
             port,
-            pool,
+            node: Some(node),
             shared,
             clock,
             stop,
             control_thread: Some(control_thread),
-            lcores,
             sctp_port: opts.sctp_port,
             pd,
             mrs: BTreeMap::new(),
@@ -1513,11 +1392,10 @@ impl DdpApp {
     pub fn shutdown(self) -> Result<u32, String> {
         let DdpApp {
             port,
-            pool,
+            node,
             shared,
             stop,
             control_thread,
-            lcores,
             eal,
             ..
         } = self;
@@ -1536,34 +1414,19 @@ impl DdpApp {
         if let Some(t) = control_thread {
             let _ = t.join();
         }
-        for job in lcores {
-            eal.join(job);
-        }
-        // The control side last: buffers still in its rings (handed up after its last poll)
+        let Some(mut node) = node else {
+            return Ok(0);
+        };
+        node.halt(&eal);
+        // The control side next: buffers still in its rings (handed up after its last poll)
         // go back to the pool with it, and the regions are freed before the EAL.
         drop(shared);
-        let mut left = Vec::new();
-        for q in 0..port.nb_rx_queues() {
-            // Bounded: a peer that keeps sending cannot hold the shutdown.
-            for _ in 0..DRAIN_BURSTS {
-                if port.rx_burst(q, &mut left, 64) == 0 {
-                    break;
-                }
-                left.clear();
-            }
-        }
-        let _ = port.stop();
-        let in_use = pool.in_use_count();
-        // Port and pool before the EAL they live in.
         drop(port);
-        drop(pool);
+        let in_use = node.close();
         drop(eal);
         Ok(in_use)
     }
 }
-
-/// Bursts drained from each RX queue at shutdown, at most.
-const DRAIN_BURSTS: usize = 256;
 
 fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
     /// Control work is rare, and the cores ring the thread's doorbell when they hand it some:

@@ -1,5 +1,8 @@
 //! `--ddp-listen` / `--ddp-connect ADDR`: one DDP/SCTP endpoint on the EAL's first port (a
-//! NIC, `net_memif`, `net_af_packet` ...), for two `ddpdk` processes or a peer elsewhere.
+//! NIC, `net_memif`, `net_af_packet` ...), for two `ddpdk` processes or a peer elsewhere, on
+//! the runtime the product ships ([`crate::node`]): its data cores on the EAL's worker lcores,
+//! or, with none (`--lcores 0@N`), one data core polled by the main lcore between turns of the
+//! control side, so that a whole endpoint runs on one CPU.
 //!
 //! The server (`--ddp-listen`) accepts associations and DDP Stream Sessions; for each session it
 //! registers a region of DPDK memory for remote write and hands its STag, TO and length to the
@@ -10,218 +13,235 @@
 //! prints its goodput and latency. The server prints what it received when the association
 //! ends.
 
+use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{ConnConfig, Indication, Payload, SendKind, SendRequest, Status};
-use ddpdk_control::engine::{ConnId, Engine};
-use ddpdk_control::memory::{Memory, MemoryRegistration};
-use ddpdk_control::session::{Event, PendingLimit};
+use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest, Status};
+use ddpdk_control::memory::{MemoryRegistration, RegionId};
+use ddpdk_control::runtime::{
+    ConnHandle, Control, CoreReport, Event, IdlePolicy, Op, RuntimeError, IDLE_SPINS,
+};
+use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::mem::{Access, Stag};
-use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::Port;
-use ddpdk_dataplane::sctp::{CloseReason, Config, Endpoint, Instant};
+use ddpdk_dataplane::sctp::CloseReason;
 use hdrhistogram::Histogram;
 
 use crate::app::note;
-use crate::loopback::{exit_status, random};
+use crate::loopback::exit_status;
+use crate::node::{Node, Placement};
 use crate::options::{DdpSource, Options};
 
 const STREAM: u16 = 1;
+/// Writes in flight.
 const WINDOW: usize = 16;
 /// STag (4), TO (8), length (8).
 const OFFER_LEN: usize = 20;
 
 /// Runs the endpoint and returns the exit status.
 pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
-    let r = Node::new(&eal, opts).and_then(|mut n| n.run(&eal, opts, signalled));
+    let r = Job::new(&eal, opts).and_then(|mut job| {
+        let r = match opts.ddp_connect {
+            Some(peer) => job.client(&eal, peer, opts, signalled),
+            None => job.server(&eal, opts, signalled),
+        };
+        // Quiet (the last SHUTDOWN COMPLETE out), then every mbuf back.
+        let quiet = Wall::now() + Duration::from_millis(200);
+        while Wall::now() < quiet {
+            job.poll();
+        }
+        let left = job.close(&eal);
+        r?;
+        if left != 0 {
+            return Err(format!("{left} mbufs not back in their pool"));
+        }
+        Ok(())
+    });
     exit_status(r, opts.json)
 }
 
-struct Node {
-    start: Wall,
-    engine: Engine<DpdkPort>,
-    port: Arc<DpdkPort>,
-    pool: Arc<Mempool>,
+/// The endpoint and the ULP's view of it: the control side is polled here, with the data
+/// core when it runs inline.
+struct Job {
+    node: Node,
+    control: Control<DpdkPort>,
+    events: VecDeque<Event>,
+    idle: Backoff,
+    json: bool,
 }
 
-impl Node {
-    fn new(eal: &Eal, opts: &Options) -> Result<Node, String> {
+impl Job {
+    fn new(eal: &Eal, opts: &Options) -> Result<Job, String> {
         let ip = *opts
             .ip
             .first()
             .ok_or("--ddp-listen and --ddp-connect need --ip ADDR")?;
-        let id = *eal
-            .port_ids()
-            .first()
-            .ok_or("no port: give the EAL a device (--vdev=net_memif0,... or -a PCI)")?;
-        let pool = Arc::new(
-            Mempool::create("ddp_endpoint_pool", 16383, 256, opts.ddp_mbuf_size(), 0)
-                .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
-        );
-        let conf = PortConf {
-            nb_rxq: 1,
-            nb_txq: 1,
-            nb_rxd: 1024,
-            nb_txd: 1024,
-            promiscuous: true,
-        };
-        let port = start_port(id, conf, &pool, opts)?;
+        let (node, control) = Node::start(
+            eal,
+            opts,
+            "ddp_endpoint_pool",
+            Placement::WorkersOrInline,
+            16,
+        )?;
         // A listener waits for its peer however long it takes (a memif server's link comes up
         // when the client connects); a client needs the link now.
-        if opts.ddp_connect.is_some() {
-            let link = port.wait_link_up(Duration::from_secs_f64(opts.link_timeout));
-            if !link.up && opts.link_timeout > 0.0 {
-                return Err(format!(
-                    "{}: link down after {} s",
-                    port.name(),
-                    opts.link_timeout
-                ));
-            }
+        if opts.ddp_connect.is_some() && !node.link_up && opts.link_timeout > 0.0 {
+            return Err(format!(
+                "{}: link down after {} s",
+                node.port.name(),
+                opts.link_timeout
+            ));
         }
-        let ep = Endpoint::new(
-            Config {
-                local_port: opts.sctp_port,
-                // The link less the IPv4 header (the engine adjusts it for IPv6).
-                path_mtu: usize::from(opts.mtu) - 20,
-                send_slots: 1024,
-                ..Config::default()
-            },
-            random::<32>()?,
-        )?;
-        let (memory, _) = Memory::new(1024, 0, u64::from_ne_bytes(random::<8>()?));
-        let (v4, v6) = match ip {
-            IpAddr::V4(a) => (Some(a), None),
-            IpAddr::V6(a) => (None, Some(a)),
-        };
-        let mut engine = Engine::new(
-            Arc::clone(&port),
-            0,
-            Interface::new(port.mac(), v4, v6),
-            ep,
-            ConnConfig::default(),
-            PendingLimit::new(16),
-            memory,
-        );
-        engine.set_link_mtu(usize::from(opts.mtu));
         note(
             opts.json,
             format_args!(
-                "DDP endpoint {ip} SCTP port {} on {} ({})",
+                "DDP endpoint {ip} SCTP port {} on {} ({}); {} data core(s) {}; steering: {}",
                 opts.sctp_port,
-                port.name(),
+                node.port.name(),
                 if opts.ddp_listen {
                     "listening"
                 } else {
                     "connecting"
-                }
+                },
+                node.cores,
+                if node.is_inline() {
+                    "polled by the main lcore".to_string()
+                } else {
+                    format!("on lcore(s) {:?}", node.core_lcores)
+                },
+                node.steering
             ),
         );
-        Ok(Node {
-            start: Wall::now(),
-            engine,
-            port,
-            pool,
+        let idle = Backoff::new(if node.is_inline() {
+            opts.idle_policy()
+        } else {
+            // The data cores run elsewhere and ring this thread when they hand it work.
+            IdlePolicy::default()
+        });
+        Ok(Job {
+            node,
+            control,
+            events: VecDeque::new(),
+            idle,
+            json: opts.json,
         })
     }
 
-    fn now(&self) -> Instant {
-        self.at(Wall::now())
-    }
-
-    /// The engine's clock at wall time `w`.
-    fn at(&self, w: Wall) -> Instant {
-        Instant::from_nanos(
-            1_000_000_000 + w.saturating_duration_since(self.start).as_nanos() as u64,
-        )
-    }
-
+    /// One turn: the inline data core, then the control side; events queued.
     fn poll(&mut self) -> usize {
-        let t = self.now();
-        self.engine.poll(t)
+        let mut n = self.node.poll_inline();
+        n += self.control.poll(self.node.clock.now());
+        while let Some(e) = self.control.poll_event() {
+            self.events.push_back(e);
+            n += 1;
+        }
+        n
     }
 
-    fn poll_until(
+    /// Polls until `done` finds what it waits for in the events (it takes what it uses).
+    fn wait_for<T>(
         &mut self,
         what: &str,
         signalled: &AtomicBool,
         timeout: Duration,
-        mut done: impl FnMut(&mut Node) -> bool,
-    ) -> Result<(), String> {
-        // One clock read per turn: the poll loop's own cost is mostly reading the clock.
-        let deadline = self.now() + timeout;
-        while !done(self) {
+        mut done: impl FnMut(&mut VecDeque<Event>) -> Option<T>,
+    ) -> Result<T, String> {
+        let deadline = Wall::now() + timeout;
+        loop {
+            if let Some(t) = done(&mut self.events) {
+                return Ok(t);
+            }
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted while waiting for {what}"));
             }
-            let t = self.now();
-            if t > deadline {
+            if Wall::now() > deadline {
                 return Err(format!("timed out waiting for {what}"));
             }
-            if self.engine.poll(t) == 0 {
-                std::hint::spin_loop();
-            }
+            let n = self.poll();
+            self.idle.after(n);
         }
-        Ok(())
     }
 
-    fn run(&mut self, eal: &Eal, opts: &Options, signalled: &AtomicBool) -> Result<(), String> {
-        let r = match opts.ddp_connect {
-            Some(peer) => self.client(eal, peer, opts, signalled),
-            None => self.server(eal, opts, signalled),
-        };
-        // Quiet, then every mbuf back.
-        let quiet = Wall::now() + Duration::from_millis(200);
-        while Wall::now() < quiet {
-            self.poll();
+    /// The data cores' reports.
+    fn reports(&mut self, signalled: &AtomicBool) -> Result<Vec<CoreReport>, String> {
+        if self.node.is_inline() {
+            return Ok(self.node.inline_reports());
         }
-        let _ = self.port.stop();
-        r?;
-        if self.pool.in_use_count() != 0 {
-            return Err(format!(
-                "{} mbufs not back in their pool",
-                self.pool.in_use_count()
-            ));
-        }
-        Ok(())
+        self.control.request_reports();
+        let cores = self.node.cores;
+        let mut got = Vec::new();
+        self.wait_for("the data cores' reports", signalled, WAIT, |events| {
+            events.retain(|e| match e {
+                Event::Report(r) => {
+                    got.push((**r).clone());
+                    false
+                }
+                _ => true,
+            });
+            (got.len() >= cores).then_some(())
+        })?;
+        Ok(got)
+    }
+
+    /// Stops the data cores and the port; returns the mbufs not back in their pool.
+    fn close(self, eal: &Eal) -> u32 {
+        let Job {
+            mut node, control, ..
+        } = self;
+        node.halt(eal);
+        // Buffers still in the control side's rings go back to the pool with it.
+        drop(control);
+        node.close()
     }
 
     fn server(&mut self, eal: &Eal, opts: &Options, signalled: &AtomicBool) -> Result<(), String> {
         let json = opts.json;
         let region_len = usize::try_from(opts.region_bytes).unwrap_or(usize::MAX);
-        let mut conn: Option<ConnId> = None;
+        let mut conn: Option<ConnHandle> = None;
         let (mut delivered, mut errors) = (0u64, 0u64);
         let mut deadline = opts
             .run_for
             .map(|s| Wall::now() + Duration::from_secs_f64(s));
         let mut closed = false;
         // The regions offered, to checksum at the end (`mr checksum`).
-        let mut offered: Vec<(u16, Stag, ddpdk_control::memory::RegionId)> = Vec::new();
+        let mut offered: Vec<(u16, Stag, RegionId)> = Vec::new();
         while !closed {
             if signalled.load(Ordering::Relaxed) || deadline.is_some_and(|d| Wall::now() > d) {
                 break;
             }
-            self.poll();
-            if conn.is_none() {
-                conn = self.engine.conn_ids().next();
-                if conn.is_some() {
-                    // One association at a time: the run ends with it.
-                    deadline = None;
-                    note(json, format_args!("Association accepted"));
-                }
-            }
-            let Some(id) = conn else { continue };
-            let mut accept = Vec::new();
-            while let Some(i) = self.engine.conn(id).and_then(|c| c.poll_indication()) {
+            let n = self.poll();
+            self.idle.after(n);
+            while let Some(e) = self.events.pop_front() {
+                let (c, i) = match e {
+                    Event::Accepted { conn: c, .. } if conn.is_none() => {
+                        // One association at a time: the run ends with it.
+                        conn = Some(c);
+                        deadline = None;
+                        note(json, format_args!("Association accepted"));
+                        continue;
+                    }
+                    Event::Indication {
+                        conn: c,
+                        indication,
+                    } if Some(c) == conn => (c, indication),
+                    Event::Refused { op, error, .. } => {
+                        return Err(format!("{op} refused: {error}"));
+                    }
+                    _ => continue,
+                };
                 match i {
                     Indication::Session {
                         stream,
-                        event: Event::InitiateReceived { .. },
-                    } => accept.push(stream),
+                        event: SessionEvent::InitiateReceived { .. },
+                    } => {
+                        let (stag, region) = self.offer(eal, c, stream, region_len)?;
+                        offered.push((stream, stag, region));
+                    }
                     Indication::TaggedDelivered { .. } => delivered += 1,
                     Indication::Error { error, .. } => {
                         errors += 1;
@@ -229,7 +249,7 @@ impl Node {
                     }
                     Indication::Session {
                         stream,
-                        event: Event::SessionTerminated { reason },
+                        event: SessionEvent::SessionTerminated { reason },
                     } => note(json, format_args!("Session {stream} terminated: {reason}")),
                     Indication::Closed(reason) => {
                         note(json, format_args!("Association closed: {reason:?}"));
@@ -238,44 +258,10 @@ impl Node {
                     _ => {}
                 }
             }
-            for stream in accept {
-                let pd = self.engine.memory_mut().alloc_pd();
-                let region = Region::from_dpdk(eal, region_len, None).map_err(|e| e.to_string())?;
-                let m = self.engine.memory_mut();
-                let r = m
-                    .add_region(region)
-                    .map_err(|_| "region table full".to_string())?;
-                let reg = m
-                    .register(MemoryRegistration {
-                        pd,
-                        region: r,
-                        offset: 0,
-                        len: region_len as u64,
-                        access: Access::REMOTE_WRITE,
-                        stream: None,
-                        to_base: 0,
-                    })
-                    .map_err(|e| e.to_string())?;
-                let mut offer = [0u8; OFFER_LEN];
-                offer[..4].copy_from_slice(&reg.stag.0.to_be_bytes());
-                offer[4..12].copy_from_slice(&reg.to_base.to_be_bytes());
-                offer[12..20].copy_from_slice(&reg.len.to_be_bytes());
-                if let Some(c) = self.engine.conn(id) {
-                    c.accept(stream, pd, &offer).map_err(|e| e.to_string())?;
-                }
-                offered.push((stream, reg.stag, r));
-                note(
-                    json,
-                    format_args!(
-                        "Session {stream} accepted: STag {} TO {} length {}",
-                        reg.stag, reg.to_base, reg.len
-                    ),
-                );
-            }
         }
         // What was placed, for the client to compare with what it wrote.
         for (stream, stag, r) in offered {
-            if let Some(region) = self.engine.memory().region(r) {
+            if let Some(region) = self.control.memory().region(r) {
                 let crc = region.crc32c(0, region.len()).map_err(|e| e.to_string())?;
                 note(
                     json,
@@ -286,18 +272,65 @@ impl Node {
                 );
             }
         }
-        let s = self.engine.stats();
+        let reports = self.reports(signalled)?;
+        let frames_in: u64 = reports.iter().map(|r| r.stats.frames_in).sum();
+        let frames_out: u64 = reports.iter().map(|r| r.stats.tx.frames_out).sum();
         note(
             json,
             format_args!(
-                "server: {delivered} tagged messages delivered, {errors} errors; {} frames in, {} out",
-                s.frames_in, s.frames_out
+                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out"
             ),
         );
         if errors > 0 {
             return Err(format!("{errors} segments refused"));
         }
         Ok(())
+    }
+
+    /// Registers a region for the session the peer initiates on `stream` and accepts it,
+    /// offering the region in the Accept's Private Data.
+    fn offer(
+        &mut self,
+        eal: &Eal,
+        conn: ConnHandle,
+        stream: u16,
+        len: usize,
+    ) -> Result<(Stag, RegionId), String> {
+        let m = self.control.memory_mut();
+        let pd = m.alloc_pd();
+        let region = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
+        let r = m
+            .add_region(region)
+            .map_err(|_| "region table full".to_string())?;
+        let reg = m
+            .register(MemoryRegistration {
+                pd,
+                region: r,
+                offset: 0,
+                len: len as u64,
+                access: Access::REMOTE_WRITE,
+                stream: None,
+                to_base: 0,
+            })
+            .map_err(|e| e.to_string())?;
+        let mut offer = Vec::with_capacity(OFFER_LEN);
+        offer.extend_from_slice(&reg.stag.0.to_be_bytes());
+        offer.extend_from_slice(&reg.to_base.to_be_bytes());
+        offer.extend_from_slice(&reg.len.to_be_bytes());
+        let op = Op::Accept {
+            stream,
+            pd,
+            private_data: offer,
+        };
+        self.control.submit(conn, op).map_err(|e| e.to_string())?;
+        note(
+            self.json,
+            format_args!(
+                "Session {stream} accepted: STag {} TO {} length {}",
+                reg.stag, reg.to_base, reg.len
+            ),
+        );
+        Ok((reg.stag, r))
     }
 
     fn client(
@@ -308,37 +341,48 @@ impl Node {
         signalled: &AtomicBool,
     ) -> Result<(), String> {
         let json = opts.json;
-        let setup = Duration::from_secs(30);
-        let now = self.now();
-        let id = self
-            .engine
+        let now = self.node.clock.now();
+        let conn = self
+            .control
             .connect(now, peer, opts.sctp_port)
-            .ok_or("no room for a connection")?;
-        let mut log = Vec::new();
-        self.poll_until("the association", signalled, setup, |n| {
-            drain(&mut n.engine, id, &mut log);
-            log.iter()
-                .any(|i| matches!(i, Indication::Connected { .. }))
-        })?;
-        let pd = self.engine.memory_mut().alloc_pd();
-        self.engine
-            .conn(id)
-            .ok_or("connection gone")?
-            .initiate(STREAM, pd, b"")
             .map_err(|e| e.to_string())?;
-        let mut offer = None;
-        self.poll_until("the Accept", signalled, setup, |n| {
-            drain(&mut n.engine, id, &mut log);
-            offer = log.iter().find_map(|i| match i {
-                Indication::Session {
-                    event: Event::Accepted { private_data },
-                    ..
-                } => Some(private_data.as_bytes().to_vec()),
-                _ => None,
-            });
-            offer.is_some()
+        let is = |e: &Event, f: &dyn Fn(&Indication) -> bool| matches!(e, Event::Indication { conn: c, indication } if *c == conn && f(indication));
+        self.wait_for("the association", signalled, WAIT, |events| {
+            take(events, |e| {
+                is(e, &|i| matches!(i, Indication::Connected { .. }))
+            })
         })?;
-        let offer = offer.unwrap_or_default();
+        let pd = self.control.memory_mut().alloc_pd();
+        let op = Op::Initiate {
+            stream: STREAM,
+            pd,
+            private_data: Vec::new(),
+        };
+        self.control.submit(conn, op).map_err(|e| e.to_string())?;
+        let offer = self.wait_for("the Accept", signalled, WAIT, |events| {
+            take(events, |e| {
+                is(e, &|i| {
+                    matches!(
+                        i,
+                        Indication::Session {
+                            event: SessionEvent::Accepted { .. },
+                            ..
+                        }
+                    )
+                })
+            })
+        })?;
+        let offer = match offer {
+            Event::Indication {
+                indication:
+                    Indication::Session {
+                        event: SessionEvent::Accepted { private_data },
+                        ..
+                    },
+                ..
+            } => private_data.as_bytes().to_vec(),
+            _ => Vec::new(),
+        };
         if offer.len() != OFFER_LEN {
             return Err(format!(
                 "the server's Accept carries {} bytes, not an STag offer",
@@ -363,7 +407,7 @@ impl Node {
                 let r = Region::from_dpdk(eal, size, None).map_err(|e| e.to_string())?;
                 r.place(0, &data).map_err(|e| e.to_string())?;
                 let region = self
-                    .engine
+                    .control
                     .memory_mut()
                     .add_region(r)
                     .map_err(|_| "region table full".to_string())?;
@@ -380,7 +424,7 @@ impl Node {
         let secs = opts.run_for.unwrap_or(5.0);
         let t0 = Wall::now();
         let end = t0 + Duration::from_secs_f64(secs);
-        let mut posted: std::collections::VecDeque<(u64, Wall)> = Default::default();
+        let mut posted: VecDeque<(u64, Wall)> = VecDeque::new();
         let (mut wr, mut done) = (0u64, 0u64);
         // One clock read per turn of the loop.
         let mut w = Wall::now();
@@ -389,8 +433,7 @@ impl Node {
                 return Err("interrupted".into());
             }
             while posted.len() < WINDOW && w < end {
-                let c = self.engine.conn(id).ok_or("connection gone")?;
-                c.post_send(SendRequest {
+                let op = Op::PostSend(SendRequest {
                     wr_id: wr,
                     stream: STREAM,
                     kind: SendKind::Tagged {
@@ -400,24 +443,41 @@ impl Node {
                     },
                     data: source.clone().unwrap_or_else(|| data.clone().into()),
                     signaled: true,
-                })
-                .map_err(|e| e.to_string())?;
+                });
+                match self.control.submit(conn, op) {
+                    Ok(()) => {}
+                    // The core's command ring is full: the rest next turn.
+                    Err(RuntimeError::Busy) => break,
+                    Err(e) => return Err(e.to_string()),
+                }
                 posted.push_back((wr, w));
                 wr += 1;
             }
-            let t = self.at(w);
-            self.engine.poll(t);
+            self.poll();
             w = Wall::now();
-            while let Some(c) = self.engine.conn(id).and_then(|c| c.poll_completion()) {
-                if c.status != Status::Success {
-                    return Err(format!("write {} ended {:?}", c.wr_id, c.status));
+            while let Some(e) = self.events.pop_front() {
+                match e {
+                    Event::Completion { completion: c, .. } => {
+                        if c.status != Status::Success {
+                            return Err(format!("write {} ended {:?}", c.wr_id, c.status));
+                        }
+                        if let Some((_, at)) = posted.pop_front() {
+                            let _ =
+                                latency.record(w.saturating_duration_since(at).as_micros() as u64);
+                        }
+                        done += 1;
+                    }
+                    Event::Refused { op, error, .. } => {
+                        return Err(format!("{op} refused: {error}"));
+                    }
+                    Event::Indication {
+                        indication: Indication::Closed(reason),
+                        ..
+                    } => return Err(format!("the association closed: {reason:?}")),
+                    _ => {}
                 }
-                if let Some((_, at)) = posted.pop_front() {
-                    let _ = latency.record(w.saturating_duration_since(at).as_micros() as u64);
-                }
-                done += 1;
             }
-            if w > end + setup {
+            if w > end + WAIT {
                 return Err("writes did not complete".into());
             }
         }
@@ -434,31 +494,35 @@ impl Node {
         };
         let bytes = done * size as u64;
         let goodput = bytes as f64 / elapsed;
-        self.engine
-            .conn(id)
-            .ok_or("connection gone")?
-            .terminate(STREAM)
+        let reports = self.reports(signalled)?;
+        let by_reference: u64 = reports.iter().map(|r| r.stats.tx.zero_copy_spans).sum();
+        let copied: u64 = reports.iter().map(|r| r.stats.tx.copied_spans).sum();
+        self.control
+            .submit(conn, Op::Terminate { stream: STREAM })
             .map_err(|e| e.to_string())?;
-        self.poll_until("the peer's Terminate", signalled, setup, |n| {
-            drain(&mut n.engine, id, &mut log);
-            log.iter().any(|i| {
-                matches!(
-                    i,
-                    Indication::Session {
-                        event: Event::TerminateReceived,
-                        ..
-                    }
-                )
+        self.wait_for("the peer's Terminate", signalled, WAIT, |events| {
+            take(events, |e| {
+                is(e, &|i| {
+                    matches!(
+                        i,
+                        Indication::Session {
+                            event: SessionEvent::TerminateReceived,
+                            ..
+                        }
+                    )
+                })
             })
         })?;
-        let now = self.now();
-        self.engine.conn(id).ok_or("connection gone")?.shutdown(now);
-        self.poll_until("the SHUTDOWN", signalled, setup, |n| {
-            drain(&mut n.engine, id, &mut log);
-            log.iter()
-                .any(|i| matches!(i, Indication::Closed(CloseReason::Shutdown)))
+        self.control
+            .submit(conn, Op::Shutdown)
+            .map_err(|e| e.to_string())?;
+        self.wait_for("the SHUTDOWN", signalled, WAIT, |events| {
+            take(events, |e| {
+                is(e, &|i| {
+                    matches!(i, Indication::Closed(CloseReason::Shutdown))
+                })
+            })
         })?;
-        let stats = self.engine.stats();
         if json {
             let v = serde_json::json!({
                 "ddp_goodput": {
@@ -469,8 +533,8 @@ impl Node {
                     "seconds": elapsed,
                     "bytes_per_s": goodput,
                     "source": format!("{:?}", opts.ddp_source).to_lowercase(),
-                    "spans_by_reference": stats.zero_copy_spans,
-                    "spans_copied": stats.copied_spans,
+                    "spans_by_reference": by_reference,
+                    "spans_copied": copied,
                     "latency_us": {
                         "p50": latency.value_at_quantile(0.5),
                         "p99": latency.value_at_quantile(0.99),
@@ -487,21 +551,55 @@ impl Node {
                 latency.value_at_quantile(0.99)
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
-            println!(
-                "client: region spans sent by reference {}, copied {}",
-                stats.zero_copy_spans, stats.copied_spans
-            );
+            println!("client: region spans sent by reference {by_reference}, copied {copied}");
         }
         Ok(())
     }
 }
 
-/// Moves a connection's indications into `log`.
-fn drain<P: Port>(e: &mut Engine<P>, id: ConnId, log: &mut Vec<Indication>) {
-    if let Some(c) = e.conn(id) {
-        while let Some(i) = c.poll_indication() {
-            log.push(i);
+/// How long a step of the set-up or teardown may take.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Removes and returns the first event `f` accepts.
+fn take(events: &mut VecDeque<Event>, f: impl Fn(&Event) -> bool) -> Option<Event> {
+    let k = events.iter().position(f)?;
+    events.remove(k)
+}
+
+/// How the main lcore waits when a turn found nothing: as an idle data core does (it may be
+/// polling one inline), without the doorbells (nothing else runs on this thread to ring them).
+#[derive(Debug)]
+struct Backoff {
+    policy: IdlePolicy,
+    empty: u32,
+    sleep: Duration,
+}
+
+impl Backoff {
+    fn new(policy: IdlePolicy) -> Backoff {
+        Backoff {
+            policy,
+            empty: 0,
+            sleep: Duration::from_micros(1),
         }
+    }
+
+    /// After a turn that did `work`.
+    fn after(&mut self, work: usize) {
+        let IdlePolicy::Sleep { max_sleep } = self.policy else {
+            return;
+        };
+        if work > 0 {
+            (self.empty, self.sleep) = (0, Duration::from_micros(1));
+            return;
+        }
+        self.empty = self.empty.saturating_add(1);
+        if self.empty < IDLE_SPINS {
+            std::hint::spin_loop();
+            return;
+        }
+        std::thread::sleep(self.sleep);
+        self.sleep = (self.sleep * 2).min(max_sleep);
     }
 }
 

@@ -6,6 +6,7 @@ pub mod app;
 pub mod ddp_app;
 pub mod endpoint;
 pub mod loopback;
+pub mod node;
 pub mod options;
 pub mod run;
 pub mod shell;

@@ -1,0 +1,277 @@
+//! One DDP/SCTP endpoint in the runtime's shape on the EAL's first port, as every DDP job of
+//! `ddpdk` brings it up: the port and its pool, SCTP steering (RSS, flow rules or software
+//! dispatch), the runtime (`control::runtime`: data cores and the control side), and the data
+//! cores running on the EAL's worker lcores, or polled by the caller's own thread where there
+//! is no worker lcore for them (one data core then: `--lcores 0@N` runs a whole endpoint on
+//! one CPU).
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ddpdk_control::conn::ConnConfig;
+use ddpdk_control::runtime::{self, Clock, Control, DataCore, IdlePolicy, RuntimeConfig};
+use ddpdk_control::session::PendingLimit;
+use ddpdk_dataplane::net::Interface;
+use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, SctpSteering};
+use ddpdk_dataplane::port::Port;
+use ddpdk_dataplane::sctp::{Config, Endpoint};
+
+use crate::endpoint::start_port;
+use crate::loopback::random;
+use crate::options::Options;
+
+/// Where the data cores run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// On the EAL's worker lcores only (`--nb-cores` of them).
+    Workers,
+    /// On the worker lcores if the EAL has any, else one data core polled by the caller.
+    WorkersOrInline,
+}
+
+/// The running endpoint, less its control side (the caller polls that).
+pub struct Node {
+    pub port: Arc<DpdkPort>,
+    pub pool: Arc<Mempool>,
+    pub clock: Clock,
+    stop: Arc<AtomicBool>,
+    lcores: Vec<LcoreJoin>,
+    /// Data cores the caller polls ([`Node::poll_inline`]).
+    inline: Vec<DataCore<DpdkPort>>,
+    /// How SCTP is steered to the data cores, in words.
+    pub steering: String,
+    pub link_up: bool,
+    pub cores: usize,
+    /// The lcores the data cores run on (empty when polled inline).
+    pub core_lcores: Vec<u32>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("port", &self.port.name())
+            .field("cores", &self.cores)
+            .field("inline", &self.inline.len())
+            .finish()
+    }
+}
+
+impl Node {
+    /// Brings the endpoint up on the EAL's first port with `opts` (`--ip`, `--nb-cores`,
+    /// `--mtu`, `--streams`, `--sctp-port`, `--idle`, ...). `pool_name` names its mbuf pool.
+    pub fn start(
+        eal: &Eal,
+        opts: &Options,
+        pool_name: &str,
+        placement: Placement,
+        pending: usize,
+    ) -> Result<(Node, Control<DpdkPort>), String> {
+        let id = *eal
+            .port_ids()
+            .first()
+            .ok_or("no port: give the EAL a device (--vdev=net_memif0,... or -a PCI)")?;
+        let workers = eal.worker_lcores();
+        let inline = workers.is_empty() && placement == Placement::WorkersOrInline;
+        let cores = if inline {
+            1
+        } else {
+            usize::from(opts.nb_cores)
+        };
+        if !inline && workers.len() < cores {
+            return Err(format!(
+                "{cores} data cores but the EAL has {} worker lcore(s); give it more with -l \
+                 (the main lcore runs the control side)",
+                workers.len()
+            ));
+        }
+        let queues = (cores + 1) as u16;
+        let conf = PortConf {
+            nb_rxq: queues,
+            nb_txq: queues,
+            nb_rxd: opts.rxd,
+            nb_txd: opts.txd,
+            promiscuous: true,
+        };
+        let need = u32::from(queues) * (u32::from(opts.rxd) + u32::from(opts.txd)) + 8192;
+        let pool = Arc::new(
+            Mempool::create(
+                pool_name,
+                (need + 1).next_power_of_two() - 1,
+                256,
+                opts.ddp_mbuf_size(),
+                0,
+            )
+            .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
+        );
+        let port = start_port(id, conf, &pool, opts)?;
+        let (reta_size, flow_rules, steering) = steer(&port, cores, opts.ip.first().copied());
+        let link = port.wait_link_up(Duration::from_secs_f64(opts.link_timeout));
+        let v4 = opts.ip.iter().find_map(|a| match a {
+            IpAddr::V4(a) => Some(*a),
+            IpAddr::V6(_) => None,
+        });
+        let v6 = opts.ip.iter().find_map(|a| match a {
+            IpAddr::V6(a) => Some(*a),
+            IpAddr::V4(_) => None,
+        });
+        let ep = Endpoint::new(
+            Config {
+                local_port: opts.sctp_port,
+                streams: opts.streams,
+                // The link less the IPv4 header (the runtime adjusts it for IPv6).
+                path_mtu: usize::from(opts.mtu) - 20,
+                send_slots: 1024,
+                ..Config::default()
+            },
+            random::<32>()?,
+        )?;
+        let (control, data) = runtime::build(
+            Arc::clone(&port),
+            Interface::new(port.mac(), v4, v6),
+            ep,
+            ConnConfig::default(),
+            PendingLimit::new(pending),
+            RuntimeConfig {
+                cores,
+                reta_size,
+                flow_rules,
+                link_mtu: usize::from(opts.mtu),
+                random: u64::from_ne_bytes(random::<8>()?),
+                ..RuntimeConfig::default()
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let clock = Clock::new();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut node = Node {
+            port,
+            pool,
+            clock,
+            stop,
+            lcores: Vec::new(),
+            inline: Vec::new(),
+            steering,
+            link_up: link.up,
+            cores,
+            core_lcores: Vec::new(),
+        };
+        if inline {
+            node.inline = data;
+            return Ok((node, control));
+        }
+        let idle = opts.idle_policy();
+        for (mut core, &lcore) in data.into_iter().zip(&workers) {
+            let stop = Arc::clone(&node.stop);
+            let k = core.index();
+            let job = eal
+                .launch(lcore, move || {
+                    if let IdlePolicy::Sleep { .. } = idle {
+                        // Sleeps of a few µs must not end 50 µs late (the default slack).
+                        if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
+                            eprintln!("ddpdk: data core {k}: {e}; idle sleeps end late");
+                        }
+                    }
+                    core.run(clock, &stop, idle);
+                    0
+                })
+                .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))?;
+            node.lcores.push(job);
+            node.core_lcores.push(lcore);
+        }
+        Ok((node, control))
+    }
+
+    /// One turn of the data cores this thread polls (none when they run on worker lcores).
+    pub fn poll_inline(&mut self) -> usize {
+        let now = self.clock.now();
+        self.inline.iter_mut().map(|k| k.poll(now)).sum()
+    }
+
+    /// Whether the data cores are polled by this thread.
+    pub fn is_inline(&self) -> bool {
+        !self.inline.is_empty()
+    }
+
+    /// The reports of the data cores this thread polls.
+    pub fn inline_reports(&self) -> Vec<runtime::CoreReport> {
+        self.inline.iter().map(DataCore::report).collect()
+    }
+
+    /// Stops the data cores and waits for them.
+    pub fn halt(&mut self, eal: &Eal) {
+        self.stop.store(true, Ordering::Release);
+        for job in self.lcores.drain(..) {
+            eal.join(job);
+        }
+    }
+
+    /// After [`Node::halt`] and once the control side is dropped (buffers still in its rings
+    /// go back to the pool with it): drains the RX queues, stops the port, and returns the
+    /// mbufs not back in their pool.
+    pub fn close(self) -> u32 {
+        let Node {
+            port, pool, inline, ..
+        } = self;
+        drop(inline);
+        let mut left = Vec::new();
+        for q in 0..port.nb_rx_queues() {
+            // Bounded: a peer that keeps sending cannot hold the shutdown.
+            for _ in 0..DRAIN_BURSTS {
+                if port.rx_burst(q, &mut left, 64) == 0 {
+                    break;
+                }
+                left.clear();
+            }
+        }
+        let _ = port.stop();
+        let in_use = pool.in_use_count();
+        // Port before its pool.
+        drop(port);
+        drop(pool);
+        in_use
+    }
+}
+
+/// Bursts drained from each RX queue at shutdown, at most.
+const DRAIN_BURSTS: usize = 256;
+
+/// Where the device can hash SCTP it steers each association to its owning core itself (same
+/// key and table as the software hash); where it matches SCTP in rte_flow rules it gets one
+/// rule per association; otherwise the cores hand packets over. Returns the redirection
+/// table size, whether flow rules steer, and what steers, in words.
+fn steer(port: &DpdkPort, cores: usize, local: Option<IpAddr>) -> (usize, bool, String) {
+    // A device that refuses the programming still works: the cores dispatch in software.
+    let rss = port
+        .program_sctp_rss(&runtime::RSS_KEY, cores as u16)
+        .unwrap_or(SctpSteering::None("the device refused the RSS programming"));
+    let flow_rules = match (&rss, local) {
+        (SctpSteering::None(_), Some(local)) => port.enable_sctp_flow_rules(local, cores as u16),
+        (SctpSteering::None(_), None) => Err("no local address".to_string()),
+        _ => Err("RSS steers SCTP".to_string()),
+    };
+    match rss {
+        SctpSteering::None(_) if flow_rules.is_ok() => (
+            runtime::RETA_SIZE,
+            true,
+            "rte_flow rules: one per association, to its owning core's queue".to_string(),
+        ),
+        SctpSteering::Rss { hash, reta_size } => (
+            usize::from(reta_size),
+            false,
+            format!(
+                "RSS on the SCTP 5-tuple (hash types {hash:#x}, {reta_size}-entry table over \
+                 {cores} queue(s))"
+            ),
+        ),
+        SctpSteering::None(why) => (
+            runtime::RETA_SIZE,
+            false,
+            format!(
+                "software dispatch between data cores (no SCTP RSS: {why}; no rte_flow: {})",
+                flow_rules.as_ref().err().map_or("", String::as_str)
+            ),
+        ),
+    }
+}
