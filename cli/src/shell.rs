@@ -50,6 +50,8 @@ pub enum ModeArg {
     Io,
     Rxonly,
     Txonly,
+    /// Receive, CRC32c, copy each payload into a region: the placement ceiling.
+    Rxplace,
 }
 
 impl From<ModeArg> for FwdMode {
@@ -58,6 +60,7 @@ impl From<ModeArg> for FwdMode {
             ModeArg::Io => FwdMode::Io,
             ModeArg::Rxonly => FwdMode::RxOnly,
             ModeArg::Txonly => FwdMode::TxOnly,
+            ModeArg::Rxplace => FwdMode::RxPlace,
         }
     }
 }
@@ -375,7 +378,7 @@ pub enum ClearPortCmd {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum SetCmd {
-    /// set fwd (io|rxonly|txonly)
+    /// set fwd (io|rxonly|txonly|rxplace)
     Fwd {
         #[arg(value_enum)]
         mode: ModeArg,
@@ -433,7 +436,7 @@ Display:
 ";
     const CONFIG: &str = "\
 Configuration:
-  set fwd (io|rxonly|txonly)           Forwarding engine for the next start.
+  set fwd (io|rxonly|txonly|rxplace)   Forwarding engine for the next start.
 ";
     const PORTS: &str = "\
 Ports:
@@ -512,7 +515,7 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
         ["clear", "port"] => vec!["stats"],
         ["clear", "port", "stats"] => PORT_ARGS.to_vec(),
         ["set"] => vec!["fwd"],
-        ["set", "fwd"] => vec!["io", "rxonly", "txonly"],
+        ["set", "fwd"] => vec!["io", "rxonly", "txonly", "rxplace"],
         ["help"] => vec!["control", "display", "config", "ports", "ddp", "all"],
         _ => Vec::new(),
     }
@@ -609,6 +612,7 @@ mod tests {
         for (w, m) in [
             ("io", ModeArg::Io),
             ("rxonly", ModeArg::Rxonly),
+            ("rxplace", ModeArg::Rxplace),
             ("txonly", ModeArg::Txonly),
         ] {
             assert_eq!(
@@ -804,7 +808,10 @@ mod tests {
         assert_eq!(complete("sh"), (0, vec!["show"]));
         assert_eq!(complete("show port s"), (10, vec!["stats"]));
         assert_eq!(complete("show port stats "), (16, vec!["all", "0", "1"]));
-        assert_eq!(complete("set fwd "), (8, vec!["io", "rxonly", "txonly"]));
+        assert_eq!(
+            complete("set fwd "),
+            (8, vec!["io", "rxonly", "txonly", "rxplace"])
+        );
         assert_eq!(complete("st"), (0, vec!["start", "stop"]));
         assert!(complete("quit ").1.is_empty());
         // Multi-byte whitespace before the cursor must not split a character.

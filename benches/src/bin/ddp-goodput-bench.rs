@@ -1,11 +1,16 @@
-//! Tagged-write goodput between two `ddpdk` processes over `net_memif` (issue 6 item 8), next to
-//! the raw I/O ceiling of the same link measured in the same run: `txonly` → `rxonly` at the
-//! frame size a full DDP segment makes. The result is the ratio goodput / (raw frames per
-//! second × segment payload): the share of the raw ceiling that arrives as placed DDP payload.
+//! Tagged-write goodput between two `ddpdk` processes over `net_memif` (issue 6 item 8, issue
+//! 13 item 2), next to two ceilings of the same link measured in the same run, at the frame size
+//! a full DDP segment makes:
+//! - raw: `txonly` → `rxonly`, frames received and freed: what the link carries;
+//! - placement: `txonly` → `rxplace`, each frame's CRC32c computed and its payload copied into
+//!   a 64 MiB region in DPDK memory, with no protocol: what a placing receiver can do here.
 //!
-//! Each round runs both, alternating which goes first: the raw pair (the receiver's median
-//! per-second `rx_pps`), then the DDP pair (`--ddp-listen` and `--ddp-connect`, the client's
-//! goodput over `--secs`). Two links by default: MTU 1500 (1418-byte segments, 1404 bytes of
+//! Goodput is reported as a ratio to each (frames per second × segment payload): the share of
+//! the ceiling that arrives as placed DDP payload.
+//!
+//! Each round runs them all, in an order that rotates from round to round: the two ceilings
+//! (the receiver's median per-second `rx_pps`), then the DDP pair for each source
+//! (`--ddp-listen` and `--ddp-connect`, the client's goodput over `--secs`). Two links by default: MTU 1500 (1418-byte segments, 1404 bytes of
 //! payload) and MTU 9000 (8918-byte segments, 8904 of payload; jumbo mbufs, memif buffers of
 //! 9216 bytes so a frame is one descriptor). The MULPDU keeps 32 bytes of each packet for a
 //! bundled SACK (RFC 5043 §9), so segments are 20 bytes short of the link's largest.
@@ -117,8 +122,11 @@ fn sock(tag: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// Raw frames per second at `frame(mtu)` bytes: txonly → rxonly, the receiver's median sample.
-fn raw(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
+/// Frames per second at `frame(mtu)` bytes from txonly into a receiver in forwarding mode
+/// `mode` (rxonly or rxplace): the receiver's median sample.
+fn raw(args: &Args, tag: &str, mtu: u16, mode: &str) -> Result<f64, String> {
+    let tag = format!("{tag}-{mode}");
+    let tag = tag.as_str();
     let sock = sock(tag);
     let common = |mode: &str| -> Vec<String> {
         [
@@ -150,7 +158,7 @@ fn raw(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
             &sock,
             mtu,
         ),
-        &common("rxonly"),
+        &common(mode),
     )
     .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(1500));
@@ -183,7 +191,7 @@ fn raw(args: &Args, tag: &str, mtu: u16) -> Result<f64, String> {
     s.sort_unstable();
     s.get(s.len() / 2)
         .map(|&x| x as f64)
-        .ok_or_else(|| "raw: the receiver saw no traffic".into())
+        .ok_or_else(|| format!("{mode}: the receiver saw no traffic"))
 }
 
 /// DDP goodput in payload bytes per second, as the client reports it, with its writes from
@@ -293,95 +301,108 @@ fn main() {
 }
 
 fn measure(args: &Args, mtu: u16) {
+    const CEILINGS: [&str; 2] = ["rxonly", "rxplace"];
     let (frame, payload) = (frame(mtu), segment_payload(mtu));
     let n = args.sources.len();
-    let mut raws = Vec::new();
+    let runs = CEILINGS.len() + n;
+    // Frames per second of each ceiling, per round.
+    let mut ceilings: Vec<Vec<f64>> = vec![Vec::new(); CEILINGS.len()];
     let mut goodputs: Vec<Vec<f64>> = vec![Vec::new(); n];
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
     for r in 0..args.rounds {
         let tag = format!("{mtu}-{r}");
-        // The raw pair and each DDP source in turn, starting one later each round.
-        let mut got: Vec<Option<f64>> = vec![None; n];
-        let mut pps = None;
-        for k in 0..=n {
-            let j = (k + r as usize) % (n + 1);
-            let result = if j == n {
-                raw(args, &tag, mtu).map(|p| pps = Some(p))
-            } else {
-                ddp(args, &tag, mtu, &args.sources[j]).map(|g| got[j] = Some(g))
+        let mut got: Vec<Option<f64>> = vec![None; runs];
+        for k in 0..runs {
+            let j = (k + r as usize) % runs;
+            let result = match j.checked_sub(CEILINGS.len()) {
+                None => raw(args, &tag, mtu, CEILINGS[j]),
+                Some(s) => ddp(args, &tag, mtu, &args.sources[s]),
             };
-            if let Err(e) = result {
-                eprintln!("ddp-goodput-bench: MTU {mtu} round {r}: {e}");
-                std::process::exit(1);
+            match result {
+                Ok(v) => got[j] = Some(v),
+                Err(e) => {
+                    eprintln!("ddp-goodput-bench: MTU {mtu} round {r}: {e}");
+                    std::process::exit(1);
+                }
             }
         }
-        let Some(pps) = pps else {
-            std::process::exit(1);
-        };
-        raws.push(pps);
+        let (raw_pps, place_pps) = (got[0].unwrap_or(0.0), got[1].unwrap_or(0.0));
+        ceilings[0].push(raw_pps);
+        ceilings[1].push(place_pps);
         let mut line = format!(
-            "MTU {mtu} round {r}: raw {:.3} Mpps at {frame} B ({:.1} MB/s of segment payload)",
-            pps / 1e6,
-            pps * payload / 1e6
+            "MTU {mtu} round {r}: raw {:.3} Mpps at {frame} B ({:.1} MB/s of segment payload), \
+             placement {:.1} MB/s",
+            raw_pps / 1e6,
+            raw_pps * payload / 1e6,
+            place_pps * payload / 1e6
         );
-        for (j, g) in got.iter().enumerate() {
+        for (s, g) in got[CEILINGS.len()..].iter().enumerate() {
             let g = g.unwrap_or(0.0);
-            let ratio = g / (pps * payload);
             line += &format!(
-                " | DDP from {} {:.1} MB/s, ratio {ratio:.3}",
-                args.sources[j],
-                g / 1e6
+                " | DDP from {} {:.1} MB/s, {:.3} of placement, {:.3} of raw",
+                args.sources[s],
+                g / 1e6,
+                g / (place_pps * payload),
+                g / (raw_pps * payload)
             );
-            goodputs[j].push(g);
-            ratios[j].push(ratio);
+            goodputs[s].push(g);
         }
         if !args.json {
             println!("{line}");
         }
     }
-    let Some(p) = median(raws) else {
+    let (Some(raw_pps), Some(place_pps)) =
+        (median(ceilings[0].clone()), median(ceilings[1].clone()))
+    else {
         std::process::exit(1);
     };
-    let medians: Vec<(f64, f64)> = goodputs
+    // Ratios of the medians: each figure is the median of its own rounds.
+    let medians: Vec<f64> = goodputs
         .into_iter()
-        .zip(ratios)
-        .map(|(g, q)| (median(g).unwrap_or(0.0), median(q).unwrap_or(0.0)))
+        .map(|g| median(g).unwrap_or(0.0))
         .collect();
+    let (raw_bps, place_bps) = (raw_pps * payload, place_pps * payload);
     if args.json {
         let per: serde_json::Map<String, serde_json::Value> = args
             .sources
             .iter()
             .zip(&medians)
-            .map(|(s, (g, q))| {
+            .map(|(s, g)| {
                 (
                     s.clone(),
-                    serde_json::json!({"ddp_goodput_bytes_per_s": g, "ratio": q}),
+                    serde_json::json!({"ddp_goodput_bytes_per_s": g,
+                        "ratio_to_placement": g / place_bps, "ratio_to_raw": g / raw_bps}),
                 )
             })
             .collect();
         println!(
             "{}",
-            serde_json::json!({"mtu": mtu, "segment": mulpdu(mtu), "frame": frame, "raw_pps": p,
+            serde_json::json!({"mtu": mtu, "segment": mulpdu(mtu), "frame": frame,
+                "raw_pps": raw_pps, "placement_bytes_per_s": place_bps,
                 "sources": per, "write_size": args.write_size})
         );
     } else {
         let mut line = format!(
-            "MTU {mtu} (segments of {} bytes) median: raw {:.3} Mpps",
+            "MTU {mtu} (segments of {} bytes) median: raw {:.3} Mpps ({:.1} MB/s), placement \
+             {:.1} MB/s",
             mulpdu(mtu),
-            p / 1e6
+            raw_pps / 1e6,
+            raw_bps / 1e6,
+            place_bps / 1e6
         );
-        for (s, (g, q)) in args.sources.iter().zip(&medians) {
+        for (s, g) in args.sources.iter().zip(&medians) {
             line += &format!(
-                "; DDP from {s} {:.1} MB/s, {q:.3} of the raw ceiling",
-                g / 1e6
+                "; DDP from {s} {:.1} MB/s, {:.3} of placement, {:.3} of raw",
+                g / 1e6,
+                g / place_bps,
+                g / raw_bps
             );
         }
         if let (Some(z), Some(c)) = (
             args.sources.iter().position(|s| s == "region"),
             args.sources.iter().position(|s| s == "bytes"),
         ) {
-            if medians[c].0 > 0.0 {
-                line += &format!("; zero-copy / copy {:.3}", medians[z].0 / medians[c].0);
+            if medians[c] > 0.0 {
+                line += &format!("; zero-copy / copy {:.3}", medians[z] / medians[c]);
             }
         }
         println!("{line}");
