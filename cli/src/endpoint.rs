@@ -22,7 +22,7 @@ use std::time::{Duration, Instant as Wall};
 use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest, Status};
 use ddpdk_control::memory::{MemoryRegistration, RegionId};
 use ddpdk_control::runtime::{
-    ConnHandle, Control, CoreReport, Event, IdlePolicy, Op, RuntimeError, IDLE_SPINS,
+    Backoff, ConnHandle, Control, CoreReport, Event, IdlePolicy, Op, RuntimeError,
 };
 use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::mem::{Access, Stag};
@@ -117,12 +117,18 @@ impl Job {
                 node.steering
             ),
         );
-        let idle = Backoff::new(if node.is_inline() {
+        // The main lcore waits as an idle data core does (it may be polling one inline), its
+        // sleeps ending on time; without the doorbells (nothing else polls the data core to
+        // ring them when it runs here).
+        let policy = if node.is_inline() {
+            if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
+                eprintln!("ddpdk: {e}; idle sleeps end late");
+            }
             opts.idle_policy()
         } else {
-            // The data cores run elsewhere and ring this thread when they hand it work.
             IdlePolicy::default()
-        });
+        };
+        let idle = Backoff::new(policy, node.clock.now());
         Ok(Job {
             node,
             control,
@@ -163,7 +169,14 @@ impl Job {
                 return Err(format!("timed out waiting for {what}"));
             }
             let n = self.poll();
-            self.idle.after(n);
+            self.pause(n);
+        }
+    }
+
+    /// After a turn that did `work`: sleeps if the back-off says so.
+    fn pause(&mut self, work: usize) {
+        if let Some(d) = self.idle.after(self.node.clock.now(), work) {
+            std::thread::sleep(d);
         }
     }
 
@@ -215,7 +228,7 @@ impl Job {
                 break;
             }
             let n = self.poll();
-            self.idle.after(n);
+            self.pause(n);
             while let Some(e) = self.events.pop_front() {
                 let (c, i) = match e {
                     Event::Accepted { conn: c, .. } if conn.is_none() => {
@@ -497,6 +510,12 @@ impl Job {
         let reports = self.reports(signalled)?;
         let by_reference: u64 = reports.iter().map(|r| r.stats.tx.zero_copy_spans).sum();
         let copied: u64 = reports.iter().map(|r| r.stats.tx.copied_spans).sum();
+        let sctp = reports
+            .iter()
+            .flat_map(|r| &r.assocs)
+            .find(|a| a.conn == conn)
+            .map(|a| (a.sctp, a.cwnd))
+            .unwrap_or_default();
         self.control
             .submit(conn, Op::Terminate { stream: STREAM })
             .map_err(|e| e.to_string())?;
@@ -535,6 +554,15 @@ impl Job {
                     "source": format!("{:?}", opts.ddp_source).to_lowercase(),
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
+                    "sctp": {
+                        "packets_out": sctp.0.packets_out,
+                        "data_out": sctp.0.data_out,
+                        "sacks_in": sctp.0.sacks_in,
+                        "fast_retransmits": sctp.0.fast_retransmits,
+                        "t3_expiries": sctp.0.t3_expiries,
+                        "t3_retransmits": sctp.0.t3_retransmits,
+                        "cwnd": sctp.1,
+                    },
                     "latency_us": {
                         "p50": latency.value_at_quantile(0.5),
                         "p99": latency.value_at_quantile(0.99),
@@ -552,6 +580,17 @@ impl Job {
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
             println!("client: region spans sent by reference {by_reference}, copied {copied}");
+            println!(
+                "client: SCTP {} packets out ({} DATA), {} SACKs in, {} fast retransmits, {} T3 \
+                 expiries ({} chunks), cwnd {} bytes",
+                sctp.0.packets_out,
+                sctp.0.data_out,
+                sctp.0.sacks_in,
+                sctp.0.fast_retransmits,
+                sctp.0.t3_expiries,
+                sctp.0.t3_retransmits,
+                sctp.1
+            );
         }
         Ok(())
     }
@@ -564,43 +603,6 @@ const WAIT: Duration = Duration::from_secs(30);
 fn take(events: &mut VecDeque<Event>, f: impl Fn(&Event) -> bool) -> Option<Event> {
     let k = events.iter().position(f)?;
     events.remove(k)
-}
-
-/// How the main lcore waits when a turn found nothing: as an idle data core does (it may be
-/// polling one inline), without the doorbells (nothing else runs on this thread to ring them).
-#[derive(Debug)]
-struct Backoff {
-    policy: IdlePolicy,
-    empty: u32,
-    sleep: Duration,
-}
-
-impl Backoff {
-    fn new(policy: IdlePolicy) -> Backoff {
-        Backoff {
-            policy,
-            empty: 0,
-            sleep: Duration::from_micros(1),
-        }
-    }
-
-    /// After a turn that did `work`.
-    fn after(&mut self, work: usize) {
-        let IdlePolicy::Sleep { max_sleep } = self.policy else {
-            return;
-        };
-        if work > 0 {
-            (self.empty, self.sleep) = (0, Duration::from_micros(1));
-            return;
-        }
-        self.empty = self.empty.saturating_add(1);
-        if self.empty < IDLE_SPINS {
-            std::hint::spin_loop();
-            return;
-        }
-        std::thread::sleep(self.sleep);
-        self.sleep = (self.sleep * 2).min(max_sleep);
-    }
 }
 
 /// Configures port `id` of a DDP endpoint with `conf` and `pool`, sets its MTU to `--mtu`

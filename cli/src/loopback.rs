@@ -859,7 +859,7 @@ impl Loopback {
 
 /// A tap that writes every frame to a pcap file (microsecond timestamps, Ethernet link type):
 /// what both endpoints transmit, so every frame on the wire once.
-fn pcap_tap(path: &std::path::Path) -> Result<ddpdk_control::engine::Tap, String> {
+fn pcap_tap(path: &std::path::Path) -> Result<ddpdk_control::xmit::Tap, String> {
     use std::io::Write;
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut w = std::io::BufWriter::new(file);

@@ -123,6 +123,7 @@ impl Node {
                 // The link less the IPv4 header (the runtime adjusts it for IPv6).
                 path_mtu: usize::from(opts.mtu) - 20,
                 send_slots: 1024,
+                a_rwnd: 4 << 20,
                 ..Config::default()
             },
             random::<32>()?,

@@ -6,14 +6,15 @@
 //!   `ddp_register` / `ddp_deregister`).
 //! - [`conn`]: one association's DDP streams behind the RFC 4296 §2.1.2 operations, polled
 //!   verbs-style; [`conn::Listener`] makes connections.
-//! - [`engine`]: a whole endpoint on one port queue, frames in and out, on the calling thread.
-//! - [`runtime`]: the endpoint spread over data cores that own associations and a control
-//!   thread that sets them up, with steering between cores.
+//! - [`runtime`]: the endpoint: data cores that own associations and run the per-packet path
+//!   ([`runtime::DataCore::poll`], the one loop the product, the tests and the benches run),
+//!   and a control thread that sets them up, with steering between cores.
+//! - [`xmit`]: the transmit side of one TX queue (batched, never leaking a buffer) and the
+//!   [`xmit::Tap`] that shows every frame queued on it.
 #![forbid(unsafe_code)]
 
 pub mod conn;
-pub mod engine;
 pub mod memory;
 pub mod runtime;
 pub mod session;
-mod xmit;
+pub mod xmit;

@@ -314,8 +314,11 @@ pub struct AssocInfo {
     pub stats: ConnStats,
     /// Bytes of its receive buffer free (the a_rwnd its next SACK may advertise at most).
     pub receive_room: usize,
-    /// New DATA it dropped because the peer sent beyond that (RFC 9260 §6.2).
-    pub rwnd_dropped: u64,
+    /// Its SCTP counters (retransmissions, SACKs, drops by reason: `rwnd_dropped` counts new
+    /// DATA beyond the receive buffer, RFC 9260 §6.2).
+    pub sctp: ddpdk_dataplane::sctp::Stats,
+    /// Its congestion window, bytes.
+    pub cwnd: usize,
 }
 
 /// What one data core holds and has done.
@@ -393,8 +396,8 @@ pub const MAX_HELD_UPCALLS: usize = 1024;
 pub enum IdlePolicy {
     /// Poll without pause: a CPU of its own, the lowest latency (testpmd's way).
     Spin,
-    /// DPDK `l3fwd-power`'s adaptive back-off: after [`IDLE_SPINS`] empty turns the core
-    /// sleeps, 1 µs at first, doubling with every empty turn up to [`LIGHT_SLEEP`]; once idle
+    /// DPDK `l3fwd-power`'s adaptive back-off: [`SPIN_BEFORE_SLEEP`] after its last work the
+    /// core starts to sleep, 1 µs at first, doubling with every empty turn up to [`LIGHT_SLEEP`]; once idle
     /// for [`DEEP_IDLE_AFTER`] it keeps doubling up to `max_sleep`. Every wake-up costs CPU
     /// (on a VM a 50 µs cap costs a quarter of a CPU), so a core that pauses between bursts
     /// answers within tens of µs while an idle one costs little. A command from the control
@@ -421,9 +424,60 @@ pub const LIGHT_SLEEP: Duration = Duration::from_micros(50);
 /// Idle time after which a sleeping core backs off beyond [`LIGHT_SLEEP`].
 pub const DEEP_IDLE_AFTER: Duration = Duration::from_millis(10);
 
-/// Empty poll turns before a core with [`IdlePolicy::Sleep`] starts to sleep: a burst that
-/// pauses for a few microseconds finds the core still polling.
-pub const IDLE_SPINS: u32 = 256;
+/// How long a core with [`IdlePolicy::Sleep`] keeps polling after its last work before it
+/// starts to sleep: a transfer whose packets pause for a round trip finds it still polling
+/// (sleeping there would stretch every round trip by a sleep and a wake-up).
+pub const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(200);
+
+/// The back-off of [`IdlePolicy::Sleep`], for any loop that polls (a data core's, or a thread
+/// that polls one inline with other work).
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    policy: IdlePolicy,
+    /// When the loop last did something.
+    busy: Instant,
+    /// The next sleep.
+    sleep: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_micros(1);
+
+    pub fn new(policy: IdlePolicy, now: Instant) -> Backoff {
+        Backoff {
+            policy,
+            busy: now,
+            sleep: Backoff::FIRST,
+        }
+    }
+
+    /// After a turn at `now` that did `work`: how long to sleep before the next one, if at
+    /// all. Polling goes on for [`SPIN_BEFORE_SLEEP`] after the last work; then sleeps double
+    /// from 1 µs up to [`LIGHT_SLEEP`], and after [`DEEP_IDLE_AFTER`] up to the policy's
+    /// `max_sleep`.
+    pub fn after(&mut self, now: Instant, work: usize) -> Option<Duration> {
+        let IdlePolicy::Sleep { max_sleep } = self.policy else {
+            return None;
+        };
+        if work > 0 {
+            (self.busy, self.sleep) = (now, Backoff::FIRST);
+            return None;
+        }
+        let idle = now.saturating_since(self.busy);
+        if idle < SPIN_BEFORE_SLEEP {
+            std::hint::spin_loop();
+            return None;
+        }
+        let cap = if idle < DEEP_IDLE_AFTER {
+            max_sleep.min(LIGHT_SLEEP)
+        } else {
+            max_sleep
+        };
+        let sleep = self.sleep.min(cap);
+        self.sleep = (self.sleep * 2).min(cap);
+        Some(sleep)
+    }
+}
 
 /// Wakes a thread that sleeps while idle (a data core, the control thread): whoever puts work
 /// in one of its rings rings its doorbell.
@@ -647,6 +701,11 @@ impl<P: Port> DataCore<P> {
         }
     }
 
+    /// This core's interface: its addresses, the neighbours it knows, its counters.
+    pub fn interface(&self) -> &Interface {
+        &self.iface
+    }
+
     /// The earliest timer of this core's associations (a simulation skips idle time to it).
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.slots
@@ -666,42 +725,25 @@ impl<P: Port> DataCore<P> {
         let doorbell = Arc::clone(&self.doorbells);
         let doorbell = &doorbell[self.index];
         doorbell.attach();
-        const FIRST: Duration = Duration::from_micros(1);
-        let mut empty = 0u32;
-        let mut sleep = FIRST;
-        // When the core last did something.
-        let mut busy = clock.now();
+        let mut backoff = Backoff::new(idle, clock.now());
         while !stop.load(Ordering::Acquire) {
             let now = clock.now();
-            if self.poll(now) > 0 {
-                (empty, sleep, busy) = (0, FIRST, now);
+            let work = self.poll(now);
+            let Some(sleep) = backoff.after(now, work) else {
                 continue;
-            }
-            let IdlePolicy::Sleep { max_sleep } = idle else {
-                continue;
-            };
-            empty = empty.saturating_add(1);
-            if empty < IDLE_SPINS {
-                std::hint::spin_loop();
-                continue;
-            }
-            let now = clock.now();
-            let cap = if now.saturating_since(busy) < DEEP_IDLE_AFTER {
-                max_sleep.min(LIGHT_SLEEP)
-            } else {
-                max_sleep
             };
             // Never past the next SCTP timer.
-            let until_timer = self.poll_timeout().map_or(cap, |t| t.saturating_since(now));
+            let sleep = self
+                .poll_timeout()
+                .map_or(sleep, |t| sleep.min(t.saturating_since(now)));
             // The rings are looked at once more after the sleep is announced: work put there
             // before a doorbell could see us asleep is found then.
-            if doorbell.sleep_unless(sleep.min(cap).min(until_timer), || self.poll(now)) > 0 {
+            if doorbell.sleep_unless(sleep, || self.poll(now)) > 0 {
                 self.idle.sleeps_avoided += 1;
-                (empty, sleep, busy) = (0, FIRST, now);
-                continue;
+                backoff.after(now, 1);
+            } else {
+                self.idle.sleeps += 1;
             }
-            self.idle.sleeps += 1;
-            sleep = (sleep * 2).min(cap);
         }
         self.out.flush();
     }
@@ -1173,7 +1215,8 @@ impl<P: Port> DataCore<P> {
                         .collect(),
                     stats: *s.c.stats(),
                     receive_room: s.c.receive_room(),
-                    rwnd_dropped: s.c.association().stats().rwnd_dropped,
+                    sctp: *s.c.association().stats(),
+                    cwnd: s.c.association().cwnd(),
                 })
                 .collect(),
             stags: self.stags.table().len(),

@@ -1,5 +1,5 @@
-//! The transmit side of one TX queue, shared by every thread shape of the engine: frames are
-//! built in one scratch buffer, copied into a port buffer and sent in bursts; whatever the
+//! The transmit side of one TX queue, shared by the data cores and the control thread: frames
+//! are built in one scratch buffer, copied into a port buffer and sent in bursts; whatever the
 //! port does not take after a few retries is freed and counted, never leaked.
 
 use std::net::IpAddr;

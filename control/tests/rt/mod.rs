@@ -13,6 +13,7 @@ use ddpdk_control::runtime::{build, ConnHandle, Control, DataCore, Event, Op, Ru
 use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::net::Interface;
+use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
 use ddpdk_dataplane::port::mem::MemPort;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
@@ -32,6 +33,19 @@ pub fn runtime_with(
 ) -> (Control<MemPort>, Vec<DataCore<MemPort>>) {
     let port = port.into();
     let iface = Interface::new(port.mac(), Some(v4), v6.into());
+    runtime_on(port, iface, seed, cfg, sctp)
+}
+
+/// An endpoint on any `port` behind `iface` (its addresses, and any neighbour taught to it
+/// beforehand) with `sctp`'s SCTP settings on [`PORT`]: its control side and data cores
+/// (`cfg`), its cookie secret and STag allocation seeded by `seed`.
+pub fn runtime_on<P: Port>(
+    port: Arc<P>,
+    iface: Interface,
+    seed: u8,
+    cfg: RuntimeConfig,
+    sctp: Config,
+) -> (Control<P>, Vec<DataCore<P>>) {
     build(
         port,
         iface,
@@ -111,7 +125,8 @@ pub fn session_event(
 }
 
 /// Two endpoints polled in lockstep on the test thread (every data core, then each control
-/// side; a simulated 200 µs a step), with a DDP Stream Session open on stream 1 between them.
+/// side; a simulated 200 µs a step), `a` the client of one connection to `b` (with a DDP
+/// Stream Session open on stream 1 between them once [`Lockstep::open`] returns).
 pub struct Lockstep<P: Port> {
     pub ca: Control<P>,
     pub ka: Vec<DataCore<P>>,
@@ -136,19 +151,8 @@ impl<P: Port> Lockstep<P> {
         apd: Pd,
         bpd: Pd,
     ) -> Lockstep<P> {
-        let now = Instant::from_nanos(1_000_000_000);
-        let mut ca = ca;
-        let conn = ca.connect(now, server, port).unwrap();
-        let mut l = Lockstep {
-            ca,
-            ka,
-            cb,
-            kb,
-            ea: Vec::new(),
-            eb: Vec::new(),
-            now,
-            conn,
-        };
+        let mut l = Lockstep::connect((ca, ka), (cb, kb), server, port);
+        let conn = l.conn;
         l.run_until("the association", |l| {
             l.ea.iter().any(|e| {
                 matches!(
@@ -184,6 +188,28 @@ impl<P: Port> Lockstep<P> {
         l
     }
 
+    /// `a` connects to `b` at `server`:`port`; nothing is polled yet.
+    pub fn connect(
+        (ca, ka): (Control<P>, Vec<DataCore<P>>),
+        (cb, kb): (Control<P>, Vec<DataCore<P>>),
+        server: IpAddr,
+        port: u16,
+    ) -> Lockstep<P> {
+        let now = Instant::from_nanos(1_000_000_000);
+        let mut ca = ca;
+        let conn = ca.connect(now, server, port).unwrap();
+        Lockstep {
+            ca,
+            ka,
+            cb,
+            kb,
+            ea: Vec::new(),
+            eb: Vec::new(),
+            now,
+            conn,
+        }
+    }
+
     /// The server's handle of the connection (from its first indication).
     pub fn server_conn(&self) -> ConnHandle {
         self.eb
@@ -195,16 +221,32 @@ impl<P: Port> Lockstep<P> {
             .unwrap_or(self.conn)
     }
 
-    /// Polls every core and control side once, then advances the clock.
-    pub fn step(&mut self) {
+    /// Polls every core and control side once, then advances the clock. Returns the work
+    /// they did (frames received and sent, commands, upcalls, events).
+    pub fn step(&mut self) -> usize {
+        let mut work = 0;
         for k in self.ka.iter_mut().chain(&mut self.kb) {
-            k.poll(self.now);
+            work += k.poll(self.now);
         }
-        self.ca.poll(self.now);
-        self.cb.poll(self.now);
+        work += self.ca.poll(self.now);
+        work += self.cb.poll(self.now);
+        let (ea, eb) = (self.ea.len(), self.eb.len());
         self.ea.extend(std::iter::from_fn(|| self.ca.poll_event()));
         self.eb.extend(std::iter::from_fn(|| self.cb.poll_event()));
+        work += self.ea.len() - ea + self.eb.len() - eb;
         self.now += Duration::from_micros(200);
+        work
+    }
+
+    /// Steps until a step does no work: then no frame is in flight between the two (each
+    /// step receives what the one before sent), and nothing is queued between the threads.
+    pub fn run_until_quiet(&mut self) {
+        for _ in 0..400_000 {
+            if self.step() == 0 {
+                return;
+            }
+        }
+        panic!("never quiet after 80 simulated seconds");
     }
 
     /// Steps until `done` holds; fails the test after 400 000 steps (80 simulated seconds).
@@ -220,4 +262,37 @@ impl<P: Port> Lockstep<P> {
             self.ea, self.eb
         );
     }
+}
+
+/// A started `net_ring` pair named `name` with `queues` RX and TX queues a port (what one
+/// port transmits on queue q the other receives on queue q), `desc` descriptors a queue on
+/// `pool`, links up: a runtime of `queues - 1` data cores fits on each end (the control thread
+/// sends on the last TX queue).
+pub fn ring_pair(
+    eal: &Eal,
+    name: &str,
+    pool: &Arc<Mempool>,
+    queues: u16,
+    desc: u16,
+) -> Vec<Arc<DpdkPort>> {
+    let (a, b) = eal
+        .create_ring_pair(name, 1024, queues)
+        .unwrap_or_else(|e| panic!("ring pair {name}: {e}"));
+    let conf = PortConf {
+        nb_rxq: queues,
+        nb_txq: queues,
+        nb_rxd: desc,
+        nb_txd: desc,
+        ..PortConf::default()
+    };
+    [a, b]
+        .into_iter()
+        .map(|id| {
+            let p = DpdkPort::configure(id, conf, Arc::clone(pool))
+                .unwrap_or_else(|e| panic!("configure port {id}: {e}"));
+            p.start().unwrap_or_else(|e| panic!("start port {id}: {e}"));
+            assert!(p.wait_link_up(Duration::from_secs(2)).up, "port {id} link");
+            Arc::new(p)
+        })
+        .collect()
 }
