@@ -16,7 +16,7 @@ use ddpdk_control::session::PendingLimit;
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, SctpSteering};
 use ddpdk_dataplane::port::Port;
-use ddpdk_dataplane::sctp::{Config, Endpoint};
+use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 
 use crate::endpoint::start_port;
 use crate::loopback::random;
@@ -184,9 +184,9 @@ impl Node {
         Ok((node, control))
     }
 
-    /// One turn of the data cores this thread polls (none when they run on worker lcores).
-    pub fn poll_inline(&mut self) -> usize {
-        let now = self.clock.now();
+    /// One turn at `now` of the data cores this thread polls (none when they run on worker
+    /// lcores).
+    pub fn poll_inline(&mut self, now: Instant) -> usize {
         self.inline.iter_mut().map(|k| k.poll(now)).sum()
     }
 

@@ -909,9 +909,12 @@ impl<P: Port> DataCore<P> {
         }
         // RFC 9260 §6.2 / §6.7: a packet that needs its own SACK (every second one, a
         // duplicate, any while gaps exist) gets it before the next packet of the burst is
-        // handled; otherwise SACKs of a whole burst merge into one.
+        // handled; otherwise SACKs of a whole burst merge into one. A packet that opened the
+        // window (a SACK) is a transmit opportunity too (§6.1: Max.Burst per opportunity).
         if s.c.sack_due() {
             self.stats.sacks_between_packets += 1;
+            self.transmit(now, k);
+        } else if s.c.association().has_data_to_send() {
             self.transmit(now, k);
         }
     }

@@ -320,6 +320,8 @@ pub struct Association {
     burst_budget: u32,
     /// A SACK arrived since T3-rtx last fired: the peer is alive (§6.1 A, zero window probes).
     sack_since_t3: bool,
+    /// Outstanding messages a gap ack block covers (slots with `gap_acked`).
+    gap_acked: usize,
     /// The TSN being timed for RTT and when it was sent (one measurement per round trip).
     timed: Option<(u32, Instant)>,
     error_count: u32,
@@ -421,6 +423,7 @@ impl Association {
             burst_budget: cfg.max_burst,
             sack_since_t3: false,
             timed: None,
+            gap_acked: 0,
             error_count: 0,
             rx: TsnMap::new(0, cfg.tsn_window),
             rx_room: cfg.a_rwnd,
@@ -596,6 +599,14 @@ impl Association {
         self.pending.sack && self.pending.sack_now
     }
 
+    /// DATA could go now (retransmissions, or new DATA within cwnd and the peer's window,
+    /// §6.1): a caller that handles a burst of packets gives the association a transmit
+    /// opportunity after a packet that opened the window, as a stack that sends on each SACK
+    /// does, rather than once for the whole burst.
+    pub fn has_data_to_send(&self) -> bool {
+        self.data_ready(false)
+    }
+
     /// Messages queued or awaiting acknowledgement.
     pub fn queued(&self) -> u64 {
         self.sq.queued()
@@ -736,6 +747,7 @@ impl Association {
         self.state = State::Closed;
         self.timers = [None; TIMERS];
         self.sq.clear();
+        self.gap_acked = 0;
         self.path.flight = 0;
         if !self.closed_reported {
             self.closed_reported = true;
@@ -1193,7 +1205,9 @@ impl Association {
             if s.in_flight {
                 self.path.flight -= book(s.len);
             }
-            if !s.gap_acked {
+            if s.gap_acked {
+                self.gap_acked -= 1;
+            } else {
                 bytes_acked += book(s.len);
                 self.rtt_sample(now, s.tsn, s.tx_count);
             }
@@ -1202,9 +1216,12 @@ impl Association {
         self.cum_ack_point = cum;
 
         // Gap ack blocks (§6.2.1 D iii-iv): mark what they cover, unmark what they no longer
-        // cover (the receiver may renege), and count miss indications (§7.2.4).
+        // cover (the receiver may renege), and count miss indications (§7.2.4). A SACK without
+        // blocks, while nothing is marked, has nothing to do here: the walk over every
+        // outstanding slot is skipped (it made each SACK cost O(window)).
         let mut highest_newly_acked = if cum_advanced { Some(cum) } else { None };
         let mut highest_reported: Option<u32> = None;
+        let gaps = gaps.filter(|g| self.gap_acked > 0 || g.valid().next().is_some());
         if let Some(g) = gaps {
             // Outstanding TSNs rise with the ring and valid blocks rise too: one merge walk,
             // O(slots + blocks), however many blocks a peer crams into a SACK.
@@ -1222,6 +1239,7 @@ impl Association {
                 }
                 if acked && !s.gap_acked {
                     self.sq.set_rtx(seq, false);
+                    self.gap_acked += 1;
                     let slot = self.sq.slot_mut(seq);
                     slot.gap_acked = true;
                     if slot.in_flight {
@@ -1232,6 +1250,7 @@ impl Association {
                     highest_newly_acked = Some(s.tsn);
                     self.rtt_sample(now, s.tsn, s.tx_count);
                 } else if !acked && s.gap_acked {
+                    self.gap_acked -= 1;
                     self.sq.slot_mut(seq).gap_acked = false;
                 }
             }
@@ -1249,7 +1268,11 @@ impl Association {
         if let Some(th) = threshold {
             for seq in self.sq.outstanding_seqs() {
                 let s = self.sq.slot_mut(seq);
-                if s.gap_acked || s.rtx || s.fast_rtx_done || !serial::lt(s.tsn, th) {
+                // Outstanding TSNs rise with the ring: none after this one is below `th`.
+                if !serial::lt(s.tsn, th) {
+                    break;
+                }
+                if s.gap_acked || s.rtx || s.fast_rtx_done {
                     continue;
                 }
                 s.misses += 1;
@@ -1265,6 +1288,14 @@ impl Association {
                 }
             }
         }
+        debug_assert_eq!(
+            self.gap_acked,
+            self.sq
+                .outstanding_seqs()
+                .filter(|&q| self.sq.slot(q).gap_acked)
+                .count(),
+            "the count of gap-acked slots drifted"
+        );
         if let Some(exit) = self.fast_recovery_exit {
             if serial::ge(cum, exit) {
                 self.fast_recovery_exit = None;
@@ -1571,6 +1602,7 @@ impl Association {
                 return Flow::Stop;
             }
             let lost = self.sq.clear();
+            self.gap_acked = 0;
             self.timers = [None; TIMERS];
             self.path.flight = 0;
             self.path.cwnd = initial_cwnd(self.path.mtu);
