@@ -563,6 +563,8 @@ pub struct DataCore<P: Port> {
     /// Where a received chain is gathered, and the buffer it is copied to.
     linear: Vec<u8>,
     linear_buf: Vec<P::Buf>,
+    /// Where the interface writes an ARP or ND answer.
+    reply: [u8; 128],
     stats: CoreStats,
     idle: IdleStats,
 }
@@ -633,6 +635,7 @@ pub fn build<P: Port>(
             rx: Vec::with_capacity(BURST),
             linear: Vec::new(),
             linear_buf: Vec::with_capacity(1),
+            reply: [0; 128],
             stats: CoreStats::default(),
             idle: IdleStats::default(),
         });
@@ -1043,16 +1046,16 @@ impl<P: Port> DataCore<P> {
             Dispatch(usize),
             ToControl,
         }
-        let mut reply = [0u8; 128];
         // RFC 9260 App. A checked by the device (RX checksum offload), or by software below.
         let verdict = if self.offload.rx {
             buf.l4_checksum_verdict()
         } else {
             None
         };
-        let next = match self.iface.receive(buf.data(), &mut reply) {
+        // The reply buffer is the core's, not zeroed per frame: a reply writes all it sends.
+        let next = match self.iface.receive(buf.data(), &mut self.reply) {
             Rx::Reply(n) => {
-                self.out.send_raw(&reply[..n]);
+                self.out.send_raw(&self.reply[..n]);
                 Next::Done
             }
             Rx::Consumed | Rx::Dropped(_) => Next::Done,

@@ -235,7 +235,13 @@ impl Interface {
     /// an association); upper-layer progress only confirms reachability (RFC 4861 §7.3.1), and a
     /// changed address is learnt from ARP or ND when the entry goes stale.
     pub fn confirm(&mut self, ip: IpAddr, mac: [u8; 6]) {
-        if self.neighbour(ip).is_some_and(|known| known != mac) {
+        // Once per packet: one scan of the table for a known neighbour (the usual case).
+        if let Some(n) = self.neighbours[..self.used].iter_mut().find(|n| n.ip == ip) {
+            if n.mac == mac && !n.fixed {
+                self.clock += 1;
+                n.stamp = self.clock;
+                n.fresh = true;
+            }
             return;
         }
         let learnt = self.learnt;
