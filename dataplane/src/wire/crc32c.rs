@@ -20,6 +20,9 @@ const CHECKSUM: core::ops::Range<usize> = 8..12;
 /// checksum (RFC 9260 §3.1). Anything shorter is not an SCTP packet.
 pub const COMMON_HEADER_LEN: usize = 12;
 
+/// Packets up to this size are checksummed from a copy in one shot ([`sctp_checksum`]).
+const SMALL: usize = 256;
+
 /// CRC32c of `bytes` (initial value all ones, reflected, final XOR all ones: RFC 3720 §B.4).
 #[inline]
 pub fn crc32c(bytes: &[u8]) -> u32 {
@@ -63,6 +66,17 @@ impl Stream {
 /// one piece rather than two around the zeros. A packet shorter than the common header has no checksum field; its
 /// bytes are taken as they are (callers use [`verify`] or [`fill`], which refuse it).
 pub fn sctp_checksum(packet: &[u8]) -> u32 {
+    // A small packet (a SACK, a control chunk, a short segment) is copied with the field zeroed
+    // and checksummed in one shot: the fixed cost of each streaming update is much of the work
+    // at these sizes (callgrind, a 100-byte packet: 266 instructions in two updates, 191 in one;
+    // the crc32c crate's SSE 4.2 path took 254).
+    if (COMMON_HEADER_LEN..=SMALL).contains(&packet.len()) {
+        let mut copy = [0u8; SMALL];
+        let copy = &mut copy[..packet.len()];
+        copy.copy_from_slice(packet);
+        copy[CHECKSUM].fill(0);
+        return crc32c(copy);
+    }
     match (packet.get(..CHECKSUM.start), packet.get(CHECKSUM.end..)) {
         (Some(head), Some(tail)) => {
             let mut header = [0u8; COMMON_HEADER_LEN];

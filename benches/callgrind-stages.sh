@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Instructions per DDP segment on the receive path, by stage, counted by callgrind (the same
+# count every run, whatever else the machine does): ddp-rx-bench's `conn` path (the ULP API's
+# Connection, as a data core runs it) over N one-segment packets of each size.
+#
+#   benches/callgrind-stages.sh [SIZES] [PACKETS]     e.g. benches/callgrind-stages.sh 64,1438,8938 4096
+#
+# Stages are the inclusive counts of the functions that do them (nested stages are subtracted
+# where one calls the other); "total" is everything the path did, less making the association.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZES=${1:-64,1438,8938}
+PACKETS=${2:-4096}
+command -v valgrind >/dev/null || { echo "callgrind-stages: valgrind is not installed" >&2; exit 1; }
+cargo build --release -q -p ddpdk-benches --bin ddp-rx-bench
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+printf '%-6s %8s | %6s %6s %6s %6s %6s %6s %6s | %6s\n' size packets crc sctp ddp copy route sack conn total
+for size in ${SIZES//,/ }; do
+    bytes=$((size * PACKETS))
+    valgrind --tool=callgrind --toggle-collect='ddp_rx_bench::through_connection*' \
+        --callgrind-out-file="$out/cg.$size" \
+        target/release/ddp-rx-bench --sizes "$size" --rounds 1 --bytes "$bytes" >/dev/null 2>&1
+    # From a directory where the sources are not found: entries then name their files in full,
+    # and each function's own entry (the one with its object in brackets) is its inclusive count.
+    (cd "$out" && callgrind_annotate --inclusive=yes --threshold=100 --auto=no "cg.$size" >"ann.$size" 2>/dev/null)
+    # The inclusive count of a function (its own symbol's entries; inlined pieces elsewhere
+    # are counted where they are inlined).
+    inc() {
+        { grep -F ":$1 [" "$out/ann.$size" || true; } | awk '{gsub(",", "", $1); s += $1} END {print s + 0}'
+    }
+    all=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}' "$out/ann.$size")
+    setup=$(inc 'ddpdk_dataplane::sctp::assoc::Association::from_cookie')
+    crc=$(inc 'ddpdk_dataplane::wire::crc32c::verify')
+    sack=$(inc 'ddpdk_dataplane::sctp::assoc::Association::poll_transmit')
+    route=$(inc 'ddpdk_control::conn::route')
+    ddp=$(inc 'ddpdk_dataplane::ddp::rx::StreamRx::on_segment')
+    # The copies (libc's memcpy/memmove; on this path nearly all of it is the placement, and a
+    # `rep movsb` counts one instruction per byte moved under callgrind).
+    copy=$({ grep -E '__mem(move|cpy)_[a-z0-9_]+ \[' "$out/ann.$size" || true; } |
+        awk '{gsub(",", "", $1); s += $1} END {print s + 0}')
+    conn=$(inc 'ddpdk_control::conn::Connection::after_sctp')
+    total=$((all - setup))
+    # SCTP: what is left of the association's own work once the others are taken out.
+    sctp=$((total - crc - sack - route - conn))
+    per() { awk -v a="$1" -v n="$PACKETS" 'BEGIN {printf "%6.0f", a / n}'; }
+    printf '%-6s %8s | %s %s %s %s %s %s %s | %s\n' "$size" "$PACKETS" "$(per "$crc")" \
+        "$(per "$sctp")" "$(per "$((ddp - copy))")" "$(per "$copy")" "$(per "$((route - ddp))")" \
+        "$(per "$sack")" "$(per "$conn")" "$(per "$total")"
+done
+cat <<'EOF'
+crc: CRC32c verify; sctp: association (common header, chunks, TSN map) less the rest;
+ddp: DDP parse, DDP-SSN window, RFC 5041 §7.1 checks, delivery (placement copy apart);
+copy: the payload copy into the region (libc memcpy; callgrind counts each byte of a
+`rep movsb` as an instruction); route: the session's check and routing;
+sack: poll_transmit (a SACK every second packet, its CRC); conn: the connection's
+bookkeeping after each packet; total: all of it, per segment.
+EOF
