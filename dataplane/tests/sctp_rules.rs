@@ -32,6 +32,9 @@ fn cfg(port: u16) -> Config {
         rto_min: Duration::from_millis(100),
         rto_max: Duration::from_millis(800),
         hb_interval: None,
+        // The rules of §6.2 (delayed SACKs) as a peer without RFC 7053 sees them; the I bit
+        // has its own test.
+        immediate_sack_when_idle: false,
         ..Config::default()
     }
 }
@@ -731,6 +734,62 @@ fn delayed_and_immediate_sacks_6_2() {
     p.tick(t(230));
     let out = drain(&mut p.s, t(230));
     assert!(matches!(chunks(&out[0])[0], ChunkRepr::Sack(_)));
+}
+
+/// RFC 7053 §4.1: the last DATA chunk before the sender's queue runs dry carries the I bit,
+/// and the receiver SACKs it at once instead of after its delayed-ack timer (§6.2 would wait
+/// 200 ms for a lone packet). Chunks with more queued behind them do not carry it.
+#[test]
+fn the_last_chunk_before_idle_asks_for_an_immediate_sack_rfc7053() {
+    let mut p = Pair::new();
+    let with_bit = Config {
+        immediate_sack_when_idle: true,
+        ..cfg(C_PORT)
+    };
+    p.c = {
+        let mut cep = Endpoint::new(with_bit, [3; 32]).unwrap();
+        let mut sep = endpoint(S_PORT, 4);
+        let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+        let mut out = vec![0u8; 65536];
+        let init = drain(&mut c, t(0));
+        let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+            panic!("INIT not answered")
+        };
+        c.handle(t(1), &out[..n], &mut ignore).unwrap();
+        let echo = drain(&mut c, t(1));
+        let Outcome::Accepted(s) = sep.handle(t(1), C_ADDR, &echo[0], &mut out, &mut ignore) else {
+            panic!("COOKIE ECHO not accepted")
+        };
+        p.s = *s;
+        c
+    };
+    p.exchange(t(2), |_, _| true);
+    for i in 0..3u8 {
+        p.c.send(0, 16, &[i; 1000]).unwrap();
+    }
+    let out = drain(&mut p.c, t(10));
+    let bits: Vec<bool> = out
+        .iter()
+        .flat_map(|pk| chunks(pk))
+        .filter_map(|c| match c {
+            ChunkRepr::Data(d) => Some(d.immediate),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bits, vec![false, false, true], "only the last chunk asks");
+    // A lone message: SACKed at once, though one packet alone would wait for the timer.
+    p.exchange(t(10), |_, _| true);
+    p.c.send(0, 16, b"lone").unwrap();
+    let lone = drain(&mut p.c, t(20));
+    assert_eq!(lone.len(), 1);
+    let _ = p.s.handle(t(20), &lone[0], &mut ignore);
+    let reply = drain(&mut p.s, t(20));
+    assert!(
+        reply
+            .iter()
+            .any(|r| matches!(chunks(r)[0], ChunkRepr::Sack(_))),
+        "no SACK at once for a chunk with the I bit"
+    );
 }
 
 /// §7.2.4: a lost DATA chunk is fast-retransmitted after three miss indications, before

@@ -2185,7 +2185,11 @@ impl Association {
                 break;
             }
             let d = DataRepr {
-                immediate: false,
+                // RFC 7053 §4.1: the last DATA chunk before the sender runs out of data asks
+                // for a SACK at once (the I bit), so its acknowledgement does not wait for the
+                // peer's delayed-ack timer: a lone message completes in a round trip. A
+                // receiver that does not know the bit ignores it (RFC 9260 §3.3.1).
+                immediate: self.cfg.immediate_sack_when_idle && self.sq.is_last(seq),
                 unordered: true,
                 beginning: true,
                 ending: true,

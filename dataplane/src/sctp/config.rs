@@ -41,6 +41,10 @@ pub struct Config {
     pub sack_delay: Duration,
     /// ... and at least one SACK every this many packets with DATA.
     pub sack_freq: u32,
+    /// Set the I bit (RFC 7053 §4.1, SACK-IMMEDIATELY) on the last DATA chunk before the send
+    /// queue runs dry, so that the peer acknowledges it at once rather than after its delayed-
+    /// ack timer: a lone message completes in one round trip.
+    pub immediate_sack_when_idle: bool,
     /// Messages queued or in flight at once. With `path_mtu` this fixes the send buffer:
     /// `send_slots * max_message()` bytes, allocated when the association is made.
     pub send_slots: usize,
@@ -68,6 +72,7 @@ impl Default for Config {
             hb_interval: Some(Duration::from_secs(30)),
             sack_delay: Duration::from_millis(200),
             sack_freq: 2,
+            immediate_sack_when_idle: true,
             send_slots: 256,
             tsn_window: 8192,
             adaptation_indication: ADAPTATION_INDICATION_DDP,

@@ -145,6 +145,11 @@ impl SendQueue {
         (self.sent < self.tail).then_some(self.sent)
     }
 
+    /// Whether message `seq` is the last one queued (nothing behind it to send).
+    pub fn is_last(&self, seq: u64) -> bool {
+        seq + 1 == self.tail
+    }
+
     /// Moves the first unsent message into the outstanding part.
     pub fn mark_sent(&mut self) {
         debug_assert!(self.sent < self.tail);
