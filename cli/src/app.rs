@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -15,6 +15,7 @@ use ddpdk_dataplane::fwd::{
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, PortInfo};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{Port, PortStats};
+use hdrhistogram::Histogram;
 use serde_json::json;
 
 use crate::options::Options;
@@ -56,6 +57,8 @@ pub fn note(json: bool, msg: std::fmt::Arguments<'_>) {
 }
 
 struct Running {
+    /// ping's round trips (ns).
+    rtt: Option<Arc<Mutex<Histogram<u64>>>>,
     mode: FwdMode,
     stop: Arc<AtomicBool>,
     joins: Vec<LcoreJoin>,
@@ -104,6 +107,11 @@ impl std::fmt::Debug for App {
             .field("mode", &self.mode)
             .finish()
     }
+}
+
+/// Nanoseconds as microseconds.
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
 }
 
 /// The region rxplace copies payload into (a DDP server's default region size).
@@ -398,6 +406,11 @@ impl App {
             )),
             _ => None,
         };
+        // ping's round trips, in nanoseconds, from every lcore.
+        let rtt = (self.mode == FwdMode::Ping)
+            .then(|| Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).ok())
+            .flatten()
+            .map(|h| Arc::new(Mutex::new(h)));
         let mut joins = Vec::new();
         let mut counters = Vec::new();
         let mut stream_counters = Vec::new();
@@ -424,6 +437,7 @@ impl App {
                 counters: Arc::clone(&c),
                 stop: Arc::clone(&stop),
                 region: region.clone(),
+                rtt: rtt.clone(),
             };
             match self.eal.launch(lcore, move || {
                 if tx_first {
@@ -453,6 +467,7 @@ impl App {
             ),
         );
         self.running = Some(Running {
+            rtt,
             mode: self.mode,
             stop,
             joins,
@@ -522,10 +537,16 @@ impl App {
                 .iter()
                 .map(|(spec, c)| json!({"stream": spec, "counters": c.snapshot()}))
                 .collect();
+            let rtt = r.rtt.as_ref().map(|h| {
+                let h = h.lock().unwrap_or_else(PoisonError::into_inner);
+                json!({"count": h.len(), "p50": us(h.value_at_quantile(0.5)),
+                       "p99": us(h.value_at_quantile(0.99)), "max": us(h.max())})
+            });
             println!(
                 "{}",
                 json!({"event": "forward_stats", "mode": r.mode, "seconds": elapsed.as_secs_f64(),
-                       "ports": ports, "streams": streams, "lcores": lcores, "total": total})
+                       "ports": ports, "streams": streams, "lcores": lcores, "total": total,
+                       "rtt_us": rtt})
             );
         } else {
             for &(p, rx, rxd, tx, txd) in &per_port {
@@ -546,6 +567,17 @@ impl App {
                 total.rx_packets as f64 / secs,
                 total.tx_packets as f64 / secs,
             );
+            if let Some(h) = r.rtt.as_ref() {
+                let h = h.lock().unwrap_or_else(PoisonError::into_inner);
+                println!(
+                    "  Round trips: {} (lost {}), p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+                    h.len(),
+                    total.ping_lost,
+                    us(h.value_at_quantile(0.5)),
+                    us(h.value_at_quantile(0.99)),
+                    us(h.max())
+                );
+            }
             if r.mode == FwdMode::RxPlace {
                 println!(
                     "  Placed {} payload bytes ({:.1} MB/s) into a {} MiB region; CRC32c \

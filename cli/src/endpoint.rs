@@ -8,8 +8,8 @@
 //! registers a region of DPDK memory for remote write and hands its STag, TO and length to the
 //! client in the Accept's Private Data (RFC 5043 §5.2.3: Private Data is the ULP's; 20 bytes:
 //! STag, TO, length, big-endian). The client (`--ddp-connect`) sets up the association and the
-//! session, then writes tagged messages of `--ddp-size` bytes across that region, `WINDOW` in
-//! flight, for `--run-for` seconds, terminates the session, shuts the association down and
+//! session, then writes tagged messages of `--ddp-size` bytes across that region,
+//! `--ddp-window` in flight, for `--run-for` seconds, terminates the session, shuts the association down and
 //! prints its goodput and latency. The server prints what it received when the association
 //! ends.
 
@@ -38,8 +38,6 @@ use crate::node::{Node, Placement};
 use crate::options::{DdpSource, Options};
 
 const STREAM: u16 = 1;
-/// Writes in flight.
-const WINDOW: usize = 16;
 /// STag (4), TO (8), length (8).
 const OFFER_LEN: usize = 20;
 
@@ -438,8 +436,10 @@ impl Job {
             }
             DdpSource::Bytes => None,
         };
+        // Nanoseconds: a lone small write completes in microseconds.
         let mut latency =
-            Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())?;
+            Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+        let window = opts.ddp_window as usize;
         let secs = opts.run_for.unwrap_or(5.0);
         self.poll();
         let t0 = self.now;
@@ -452,7 +452,7 @@ impl Job {
             if signalled.load(Ordering::Relaxed) {
                 return Err("interrupted".into());
             }
-            while posted.len() < WINDOW && w < end {
+            while posted.len() < window && w < end {
                 let op = Op::PostSend(SendRequest {
                     wr_id: wr,
                     stream: STREAM,
@@ -482,7 +482,7 @@ impl Job {
                             return Err(format!("write {} ended {:?}", c.wr_id, c.status));
                         }
                         if let Some((_, at)) = posted.pop_front() {
-                            let _ = latency.record(w.saturating_since(at).as_micros() as u64);
+                            let _ = latency.record(w.saturating_since(at).as_nanos() as u64);
                         }
                         done += 1;
                     }
@@ -569,20 +569,22 @@ impl Job {
                         "t3_retransmits": sctp.0.t3_retransmits,
                         "cwnd": sctp.1,
                     },
+                    "window": window,
                     "latency_us": {
-                        "p50": latency.value_at_quantile(0.5),
-                        "p99": latency.value_at_quantile(0.99),
-                        "max": latency.max(),
+                        "p50": us(latency.value_at_quantile(0.5)),
+                        "p99": us(latency.value_at_quantile(0.99)),
+                        "max": us(latency.max()),
                     },
                 }
             });
             println!("{v}");
         } else {
             println!(
-                "client: {done} tagged writes of {size} bytes in {elapsed:.2} s: {:.1} MB/s, latency p50 {} us, p99 {} us",
+                "client: {done} tagged writes of {size} bytes in {elapsed:.2} s ({window} in flight): \
+                 {:.1} MB/s, latency p50 {:.1} us, p99 {:.1} us",
                 goodput / 1e6,
-                latency.value_at_quantile(0.5),
-                latency.value_at_quantile(0.99)
+                us(latency.value_at_quantile(0.5)),
+                us(latency.value_at_quantile(0.99))
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
             println!("client: region spans sent by reference {by_reference}, copied {copied}");
@@ -600,6 +602,11 @@ impl Job {
         }
         Ok(())
     }
+}
+
+/// Nanoseconds as microseconds.
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
 }
 
 /// How long a step of the set-up or teardown may take.

@@ -173,6 +173,12 @@ pub struct Options {
           value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
     pub ddp_size: u64,
 
+    /// Tagged writes --ddp-connect keeps in flight: 1 measures write latency (perftest's
+    /// ib_write_lat: one outstanding write, its completion the end), more measure goodput.
+    #[arg(long, default_value_t = 16, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub ddp_window: u32,
+
     /// Where --ddp-connect's writes come from: `region` (a registered region in DPDK memory,
     /// sent by reference where the port chains mbufs: zero-copy) or `bytes` (a buffer moved
     /// into each send and copied into SCTP's send queue).

@@ -52,6 +52,10 @@ pub enum ModeArg {
     Txonly,
     /// Receive, CRC32c, copy each payload into a region: the placement ceiling.
     Rxplace,
+    /// Send every frame back with its Ethernet addresses swapped (the reflector of ping).
+    Echo,
+    /// One frame out, wait for it back, record the round trip: the raw latency.
+    Ping,
 }
 
 impl From<ModeArg> for FwdMode {
@@ -61,6 +65,8 @@ impl From<ModeArg> for FwdMode {
             ModeArg::Rxonly => FwdMode::RxOnly,
             ModeArg::Txonly => FwdMode::TxOnly,
             ModeArg::Rxplace => FwdMode::RxPlace,
+            ModeArg::Echo => FwdMode::Echo,
+            ModeArg::Ping => FwdMode::Ping,
         }
     }
 }
@@ -378,7 +384,7 @@ pub enum ClearPortCmd {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum SetCmd {
-    /// set fwd (io|rxonly|txonly|rxplace)
+    /// set fwd (io|rxonly|txonly|rxplace|echo|ping)
     Fwd {
         #[arg(value_enum)]
         mode: ModeArg,
@@ -436,7 +442,8 @@ Display:
 ";
     const CONFIG: &str = "\
 Configuration:
-  set fwd (io|rxonly|txonly|rxplace)   Forwarding engine for the next start.
+  set fwd (io|rxonly|txonly|rxplace|echo|ping)
+                                       Forwarding engine for the next start.
 ";
     const PORTS: &str = "\
 Ports:
@@ -515,7 +522,7 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
         ["clear", "port"] => vec!["stats"],
         ["clear", "port", "stats"] => PORT_ARGS.to_vec(),
         ["set"] => vec!["fwd"],
-        ["set", "fwd"] => vec!["io", "rxonly", "txonly", "rxplace"],
+        ["set", "fwd"] => vec!["io", "rxonly", "txonly", "rxplace", "echo", "ping"],
         ["help"] => vec!["control", "display", "config", "ports", "ddp", "all"],
         _ => Vec::new(),
     }
@@ -613,6 +620,8 @@ mod tests {
             ("io", ModeArg::Io),
             ("rxonly", ModeArg::Rxonly),
             ("rxplace", ModeArg::Rxplace),
+            ("echo", ModeArg::Echo),
+            ("ping", ModeArg::Ping),
             ("txonly", ModeArg::Txonly),
         ] {
             assert_eq!(
@@ -810,7 +819,7 @@ mod tests {
         assert_eq!(complete("show port stats "), (16, vec!["all", "0", "1"]));
         assert_eq!(
             complete("set fwd "),
-            (8, vec!["io", "rxonly", "txonly", "rxplace"])
+            (8, vec!["io", "rxonly", "txonly", "rxplace", "echo", "ping"])
         );
         assert_eq!(complete("st"), (0, vec!["start", "stop"]));
         assert!(complete("quit ").1.is_empty());

@@ -199,7 +199,7 @@ fn cmdline_file_drives_a_whole_session_on_a_ring_pair() {
             "NIC statistics for port 0",
             "NIC extended statistics for port 0",
             "NIC statistics for port 1 cleared",
-            "set fwd (io|rxonly|txonly|rxplace)",
+            "set fwd (io|rxonly|txonly|rxplace|echo|ping)",
             "Bye...",
         ],
     );

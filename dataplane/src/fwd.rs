@@ -6,9 +6,10 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crossbeam_utils::CachePadded;
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::config::FwdStream;
@@ -31,14 +32,22 @@ pub enum FwdMode {
     /// region, with no protocol at all: the physical limit of a placing receiver, the ceiling
     /// DDP goodput is measured against.
     RxPlace,
+    /// Receive, swap the Ethernet addresses, send back on the same queue: the reflector of a
+    /// raw ping-pong.
+    Echo,
+    /// Send one txonly frame, wait for it to come back (from an `echo` peer), record the round
+    /// trip, and again: the raw round trip DDP write latency is measured against.
+    Ping,
 }
 
 impl FwdMode {
-    pub const ALL: [FwdMode; 4] = [
+    pub const ALL: [FwdMode; 6] = [
         FwdMode::Io,
         FwdMode::RxOnly,
         FwdMode::TxOnly,
         FwdMode::RxPlace,
+        FwdMode::Echo,
+        FwdMode::Ping,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -47,9 +56,14 @@ impl FwdMode {
             FwdMode::RxOnly => "rxonly",
             FwdMode::TxOnly => "txonly",
             FwdMode::RxPlace => "rxplace",
+            FwdMode::Echo => "echo",
+            FwdMode::Ping => "ping",
         }
     }
 }
+
+/// How long ping waits for its frame to come back before it counts it lost and sends another.
+pub const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Where rxplace takes a frame's payload from: after the Ethernet, IPv4, SCTP common and DATA
 /// chunk headers, the DDP-SSN and the tagged DDP header (14 + 20 + 12 + 16 + 2 + 14), where a
@@ -72,7 +86,10 @@ impl FromStr for FwdMode {
             .into_iter()
             .find(|m| m.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown forwarding mode '{s}' (expected io, rxonly, txonly or rxplace)")
+                format!(
+                    "unknown forwarding mode '{s}' (expected io, rxonly, txonly, rxplace, echo or \
+                     ping)"
+                )
             })
     }
 }
@@ -94,6 +111,8 @@ pub struct StreamCounters {
     /// Frames whose CRC32c matched the 4 bytes where SCTP keeps it (rxplace; txonly frames
     /// carry none, so this stays near zero: the figure proves the CRC was computed).
     pub crc_matched: AtomicU64,
+    /// Pings that did not come back within [`PING_TIMEOUT`].
+    pub ping_lost: AtomicU64,
 }
 
 /// A point-in-time copy of [`StreamCounters`].
@@ -105,6 +124,7 @@ pub struct StreamSnapshot {
     pub alloc_failed: u64,
     pub placed_bytes: u64,
     pub crc_matched: u64,
+    pub ping_lost: u64,
 }
 
 impl StreamCounters {
@@ -116,6 +136,7 @@ impl StreamCounters {
             alloc_failed: self.alloc_failed.load(Relaxed),
             placed_bytes: self.placed_bytes.load(Relaxed),
             crc_matched: self.crc_matched.load(Relaxed),
+            ping_lost: self.ping_lost.load(Relaxed),
         }
     }
 }
@@ -128,6 +149,7 @@ impl std::ops::AddAssign for StreamSnapshot {
         self.alloc_failed += o.alloc_failed;
         self.placed_bytes += o.placed_bytes;
         self.crc_matched += o.crc_matched;
+        self.ping_lost += o.ping_lost;
     }
 }
 
@@ -191,6 +213,8 @@ pub struct LcoreLoop<P: Port> {
     pub stop: Arc<AtomicBool>,
     /// Where rxplace copies payload (consecutive offsets, wrapping); required by rxplace.
     pub region: Option<Arc<Region>>,
+    /// Where ping puts its round trips, in nanoseconds, when the loop stops; required by ping.
+    pub rtt: Option<Arc<Mutex<Histogram<u64>>>>,
 }
 
 impl<P: Port> LcoreLoop<P> {
@@ -203,8 +227,12 @@ impl<P: Port> LcoreLoop<P> {
     }
 
     fn tx_template_burst(&self, s: &Stream<P>, bufs: &mut Vec<P::Buf>) -> usize {
+        self.tx_template_burst_of(s, bufs, self.burst)
+    }
+
+    fn tx_template_burst_of(&self, s: &Stream<P>, bufs: &mut Vec<P::Buf>, n: usize) -> usize {
         let c = &s.counters;
-        if !s.tx.alloc_bulk(bufs, self.burst, self.template.len()) {
+        if !s.tx.alloc_bulk(bufs, n, self.template.len()) {
             bump(&c.alloc_failed, 1);
             return 0;
         }
@@ -264,6 +292,7 @@ impl<P: Port> LcoreLoop<P> {
         let c = &self.counters;
         let mut bufs: Vec<P::Buf> = Vec::with_capacity(self.burst);
         let mut at = 0u64;
+        let mut rtt = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).ok();
         // Checking the stop flag once per sweep over the streams keeps it off the per-packet path.
         while !self.stop.load(std::sync::atomic::Ordering::Acquire) {
             let mut work = 0;
@@ -271,6 +300,8 @@ impl<P: Port> LcoreLoop<P> {
                 work += match self.mode {
                     FwdMode::TxOnly => self.tx_template_burst(s, &mut bufs),
                     FwdMode::RxPlace => self.rx_place_burst(s, &mut bufs, &mut at),
+                    FwdMode::Echo => self.echo_burst(s, &mut bufs),
+                    FwdMode::Ping => self.ping(s, &mut bufs, rtt.as_mut()),
                     FwdMode::RxOnly | FwdMode::Io => {
                         let n = s.rx.rx_burst(s.spec.rx_queue, &mut bufs, self.burst);
                         if n > 0 {
@@ -294,7 +325,63 @@ impl<P: Port> LcoreLoop<P> {
                 bump(&c.idle_polls, 1);
             }
         }
+        if let (Some(shared), Some(mine)) = (self.rtt.as_ref(), rtt) {
+            let mut h = shared.lock().unwrap_or_else(PoisonError::into_inner);
+            let _ = h.add(mine);
+        }
         0
+    }
+
+    /// echo: one burst received and sent back with its Ethernet addresses swapped.
+    fn echo_burst(&self, s: &Stream<P>, bufs: &mut Vec<P::Buf>) -> usize {
+        let n = s.rx.rx_burst(s.spec.rx_queue, bufs, self.burst);
+        if n == 0 {
+            return 0;
+        }
+        for b in bufs.iter_mut() {
+            let f = b.data_mut();
+            if f.len() >= 12 {
+                let (dst, src) = f[..12].split_at_mut(6);
+                dst.swap_with_slice(src);
+            }
+        }
+        let sc = &s.counters;
+        bump(&sc.rx_packets, n as u64);
+        let out = s.tx.tx_burst_all(s.spec.tx_queue, bufs, self.tx_retries);
+        bump(&sc.tx_packets, out.sent as u64);
+        bump(&sc.tx_dropped, out.dropped as u64);
+        n
+    }
+
+    /// ping: one frame out, then wait (polling) until a frame comes back, or
+    /// [`PING_TIMEOUT`], or the stop flag; the round trip goes into `rtt`.
+    fn ping(
+        &self,
+        s: &Stream<P>,
+        bufs: &mut Vec<P::Buf>,
+        rtt: Option<&mut Histogram<u64>>,
+    ) -> usize {
+        let sc = &s.counters;
+        let sent = std::time::Instant::now();
+        if self.tx_template_burst_of(s, bufs, 1) == 0 {
+            return 0;
+        }
+        loop {
+            if s.rx.rx_burst(s.spec.rx_queue, bufs, self.burst) > 0 {
+                let elapsed = sent.elapsed();
+                bump(&sc.rx_packets, bufs.len() as u64);
+                s.rx.free_bulk(bufs);
+                if let Some(h) = rtt {
+                    let _ = h.record(elapsed.as_nanos() as u64);
+                }
+                return 1;
+            }
+            if sent.elapsed() > PING_TIMEOUT || self.stop.load(std::sync::atomic::Ordering::Acquire)
+            {
+                bump(&sc.ping_lost, 1);
+                return 1;
+            }
+        }
     }
 }
 
@@ -335,6 +422,7 @@ mod tests {
             counters: Arc::default(),
             stop: Arc::default(),
             region: None,
+            rtt: None,
         }
     }
 
@@ -450,6 +538,58 @@ mod tests {
         for (k, f) in sent.iter().enumerate() {
             assert_eq!(&placed[k * each..(k + 1) * each], &f[RXPLACE_PAYLOAD_AT..]);
         }
+    }
+
+    /// echo sends every frame back with its Ethernet addresses swapped; ping, against it,
+    /// records a round trip per frame and loses none.
+    #[test]
+    fn ping_against_echo_records_round_trips() {
+        let (a, b) = pair(1, 1024);
+        let (a, b) = (Arc::new(a), Arc::new(b));
+        let echo = lcore(vec![stream(&b, &b)], FwdMode::Echo);
+        let mut ping = lcore(vec![stream(&a, &a)], FwdMode::Ping);
+        let rtt = Arc::new(Mutex::new(
+            Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram"),
+        ));
+        ping.rtt = Some(Arc::clone(&rtt));
+        std::thread::scope(|sc| {
+            sc.spawn(|| echo.run());
+            sc.spawn(|| ping.run());
+            let t0 = Instant::now();
+            while ping.streams[0].counters.rx_packets.load(Relaxed) < 100
+                && t0.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::yield_now();
+            }
+            ping.stop.store(true, Relaxed);
+            echo.stop.store(true, Relaxed);
+        });
+        let got = rtt.lock().expect("histogram").len();
+        let snap = ping.streams[0].counters.snapshot();
+        assert!(got >= 100, "{got} round trips recorded");
+        assert_eq!(got, snap.rx_packets, "one round trip per frame back");
+        assert!(
+            snap.ping_lost <= 1,
+            "only the last ping may be cut by the stop"
+        );
+        let e = echo.streams[0].counters.snapshot();
+        assert_eq!(e.rx_packets, e.tx_packets, "echo sends back all it gets");
+        // The frames that came back have the addresses swapped.
+        let template = &ping.template;
+        let (mut a_out, mut b_out) = (Vec::new(), Vec::new());
+        let (c, d) = pair(1, 16);
+        c.tx_burst_all(0, &mut vec![HeapBuf::new(template.clone())], 0);
+        let (c, d) = (Arc::new(c), Arc::new(d));
+        let echo = lcore(vec![stream(&d, &d)], FwdMode::Echo);
+        run_until(&echo, || {
+            echo.streams[0].counters.tx_packets.load(Relaxed) >= 1
+        });
+        c.rx_burst(0, &mut a_out, 16);
+        d.rx_burst(0, &mut b_out, 16);
+        assert_eq!(a_out.len(), 1);
+        assert_eq!(a_out[0].bytes[..6], template[6..12]);
+        assert_eq!(a_out[0].bytes[6..12], template[..6]);
+        assert_eq!(a_out[0].bytes[12..], template[12..]);
     }
 
     #[test]

@@ -1,0 +1,255 @@
+//! DDP write latency between two `ddpdk` processes over `net_memif` (issue 13 item 4), next to
+//! the raw round trip of the same link measured in the same run.
+//!
+//! - DDP: `--ddp-listen` and `--ddp-connect --ddp-window 1`: one outstanding tagged write of
+//!   `SIZE` bytes, posted, placed in the server's region, acknowledged by SCTP, completed
+//!   (perftest's `ib_write_lat` semantics: the completion is the end); the client's p50 and
+//!   p99 (hdrhistogram, ns resolution).
+//! - raw: `--forward-mode echo` on one side and `--forward-mode ping` on the other: one frame
+//!   of the size of the write's first DDP frame goes out and comes back, no protocol at all.
+//!
+//! Each round runs both, alternating which goes first; each process has a CPU of its own, the
+//! endpoint's data core polled by its main lcore. Medians of the rounds' p50 and p99.
+#![forbid(unsafe_code)]
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use clap::Parser;
+use ddpdk_benches::procs::{interrupt, reap};
+
+const GRACE: Duration = Duration::from_secs(30);
+/// Ethernet 14, IPv4 20, SCTP common header 12, DATA chunk header 16, DDP-SSN 2, tagged DDP
+/// header 14: the frame of a tagged write is its payload plus these.
+const HEADERS: usize = 78;
+/// The payload one frame carries at MTU 1500 (the MULPDU, 1418, less the tagged header).
+const SEGMENT_PAYLOAD: usize = 1404;
+
+#[derive(Debug, Parser)]
+#[command(about = "DDP write latency over net_memif next to the raw round trip")]
+struct Args {
+    #[arg(long, default_value = "target/release/ddpdk")]
+    ddpdk: PathBuf,
+    /// Write sizes, bytes.
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 4096])]
+    sizes: Vec<usize>,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 3)]
+    secs: u64,
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+}
+
+fn eal(lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
+    [
+        "--lcores",
+        lcores,
+        "--no-huge",
+        "-m",
+        "1024",
+        "--no-pci",
+        "--log-level=*:error",
+        &format!("--file-prefix={prefix}"),
+        &format!("--vdev=net_memif0,role={role},id=0,socket={sock}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn spawn(args: &Args, eal: Vec<String>, app: &[&str]) -> std::io::Result<Child> {
+    Command::new(&args.ddpdk)
+        .args(eal)
+        .arg("--")
+        .args(app)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+fn sock(tag: &str) -> String {
+    let p = std::env::temp_dir().join(format!("ddpdk-lat-{}-{tag}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p.to_string_lossy().into_owned()
+}
+
+/// The JSON object of `key` among a process's output lines.
+fn report(out: &str, key: &str) -> Option<serde_json::Value> {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get(key).cloned())
+}
+
+/// (p50, p99) of the raw round trip, µs, for frames of `frame` bytes.
+fn raw(args: &Args, tag: &str, frame: usize) -> Result<(f64, f64), String> {
+    let sock = sock(&format!("{tag}-raw"));
+    let common = |mode: &'static str| -> Vec<String> {
+        let frame = frame.to_string();
+        [
+            "--forward-mode",
+            mode,
+            "--txpkts",
+            frame.as_str(),
+            "--json",
+            "--link-timeout",
+            "0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let echo_app = common("echo");
+    let echo_app: Vec<&str> = echo_app.iter().map(String::as_str).collect();
+    let echo = spawn(
+        args,
+        eal("0@0,1@0", &format!("lat-{tag}-echo"), "server", &sock),
+        &echo_app,
+    )
+    .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(1500));
+    let secs = args.secs.to_string();
+    let mut ping_app = common("ping");
+    ping_app.extend(["--run-for".to_string(), secs]);
+    let ping_app: Vec<&str> = ping_app.iter().map(String::as_str).collect();
+    let ping = spawn(
+        args,
+        eal("0@1,1@1", &format!("lat-{tag}-ping"), "client", &sock),
+        &ping_app,
+    )
+    .map_err(|e| e.to_string())?;
+    let out = reap(ping, GRACE + Duration::from_secs(args.secs)).map_err(|e| e.to_string())?;
+    interrupt(&echo);
+    let _ = reap(echo, GRACE);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rtt = report(&stdout, "rtt_us").ok_or_else(|| format!("raw: no round trips\n{stdout}"))?;
+    match (
+        rtt["p50"].as_f64(),
+        rtt["p99"].as_f64(),
+        rtt["count"].as_u64(),
+    ) {
+        (Some(p50), Some(p99), Some(n)) if n > 0 => Ok((p50, p99)),
+        _ => Err(format!("raw: no round trips: {rtt}")),
+    }
+}
+
+/// (p50, p99) of the DDP write latency, µs, for writes of `size` bytes.
+fn ddp(args: &Args, tag: &str, size: usize) -> Result<(f64, f64), String> {
+    let sock = sock(&format!("{tag}-ddp"));
+    let mut server = spawn(
+        args,
+        eal("0@0", &format!("lat-{tag}-srv"), "server", &sock),
+        &[
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--run-for",
+            "60",
+            "--json",
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    let mut err = std::io::BufReader::new(server.stderr.take().ok_or("server stderr")?);
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            return Err("ddp: the server exited before listening".into());
+        }
+        if line.contains("(listening)") {
+            break;
+        }
+    }
+    let drain = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let (secs, size_s) = (args.secs.to_string(), size.to_string());
+    let client = spawn(
+        args,
+        eal("0@1", &format!("lat-{tag}-cli"), "client", &sock),
+        &[
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ip",
+            "198.18.0.1",
+            "--run-for",
+            &secs,
+            "--ddp-size",
+            &size_s,
+            "--ddp-window",
+            "1",
+            "--json",
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    let out = reap(client, GRACE).map_err(|e| e.to_string())?;
+    let _ = reap(server, GRACE);
+    let server_log = drain.join().unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r = report(&stdout, "ddp_goodput").ok_or_else(|| {
+        format!(
+            "ddp: no report\n{stdout}\n{}\n{server_log}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    let lat = &r["latency_us"];
+    match (lat["p50"].as_f64(), lat["p99"].as_f64()) {
+        (Some(p50), Some(p99)) if r["messages"].as_u64().unwrap_or(0) > 0 => Ok((p50, p99)),
+        _ => Err(format!("ddp: no latency in {r}")),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn main() {
+    let args = Args::parse();
+    println!("size | raw round trip p50 / p99 us | DDP write p50 / p99 us | p50 ratio");
+    for &size in &args.sizes {
+        // The raw frame: the write's first DDP frame (one segment carries up to 1404 bytes).
+        let frame = HEADERS + size.min(SEGMENT_PAYLOAD);
+        let (mut raws, mut ddps) = (Vec::new(), Vec::new());
+        for r in 0..args.rounds {
+            let tag = format!("{size}-{r}");
+            let order: [bool; 2] = if r % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            };
+            for is_raw in order {
+                let got = if is_raw {
+                    raw(&args, &tag, frame).map(|x| raws.push(x))
+                } else {
+                    ddp(&args, &tag, size).map(|x| ddps.push(x))
+                };
+                if let Err(e) = got {
+                    eprintln!("ddp-latency-bench: size {size} round {r}: {e}");
+                    std::process::exit(1);
+                }
+            }
+            let (rw, dw) = (raws[raws.len() - 1], ddps[ddps.len() - 1]);
+            println!(
+                "{size} round {r} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1}",
+                rw.0,
+                rw.1,
+                dw.0,
+                dw.1,
+                dw.0 / rw.0
+            );
+        }
+        let raw50 = median(raws.iter().map(|x| x.0).collect());
+        let raw99 = median(raws.iter().map(|x| x.1).collect());
+        let ddp50 = median(ddps.iter().map(|x| x.0).collect());
+        let ddp99 = median(ddps.iter().map(|x| x.1).collect());
+        println!(
+            "{size} median ({frame}-byte raw frames) | {raw50:.1} / {raw99:.1} | {ddp50:.1} / \
+             {ddp99:.1} | {:.1}",
+            ddp50 / raw50
+        );
+    }
+}
