@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::app::{note, Flow};
 use crate::loopback::pattern;
-use crate::node::{Node, Placement};
+use crate::node::{Node, NodePort, Placement};
 use crate::options::Options;
 use crate::shell::WaitArg;
 use crate::shell::{
@@ -80,7 +80,7 @@ const DONE_KEPT: usize = 1 << 16;
 
 /// What the control thread and the shell share.
 struct Shared {
-    control: Control<DpdkPort>,
+    control: Control<NodePort>,
     json: bool,
     listen: bool,
     pd: Pd,
@@ -380,7 +380,7 @@ impl DdpApp {
             conns: BTreeMap::new(),
             reports: Vec::new(),
         }));
-        let port = Arc::clone(&node.port);
+        let port = Arc::clone(node.port.inner());
         let control_thread = {
             let shared = Arc::clone(&shared);
             let stop = Arc::clone(&stop);

@@ -34,7 +34,7 @@ use hdrhistogram::Histogram;
 
 use crate::app::note;
 use crate::loopback::exit_status;
-use crate::node::{Node, Placement};
+use crate::node::{Node, NodePort, Placement};
 use crate::options::{DdpSource, Options};
 
 const STREAM: u16 = 1;
@@ -67,7 +67,7 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
 /// core when it runs inline.
 struct Job {
     node: Node,
-    control: Control<DpdkPort>,
+    control: Control<NodePort>,
     events: VecDeque<Event>,
     idle: Backoff,
     json: bool,
@@ -295,7 +295,8 @@ impl Job {
         note(
             json,
             format_args!(
-                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out"
+                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {} dropped on purpose",
+                self.node.port.dropped()
             ),
         );
         if errors > 0 {
@@ -560,6 +561,7 @@ impl Job {
                     "source": format!("{:?}", opts.ddp_source).to_lowercase(),
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
+                    "fault_rx_dropped": self.node.port.dropped(),
                     "sctp": {
                         "packets_out": sctp.0.packets_out,
                         "data_out": sctp.0.data_out,
@@ -588,6 +590,12 @@ impl Job {
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
             println!("client: region spans sent by reference {by_reference}, copied {copied}");
+            if self.node.port.dropped() > 0 {
+                println!(
+                    "client: {} received frames dropped on purpose (--fault-drop)",
+                    self.node.port.dropped()
+                );
+            }
             println!(
                 "client: SCTP {} packets out ({} DATA), {} SACKs in, {} fast retransmits, {} T3 \
                  expiries ({} chunks), cwnd {} bytes",

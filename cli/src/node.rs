@@ -15,12 +15,17 @@ use ddpdk_control::runtime::{self, Clock, Control, DataCore, IdlePolicy, Runtime
 use ddpdk_control::session::PendingLimit;
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, SctpSteering};
+use ddpdk_dataplane::port::faults::{Faults, Faulty};
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 
 use crate::endpoint::start_port;
 use crate::loopback::random;
 use crate::options::Options;
+
+/// The port every DDP job runs on: the device, behind the fault injector of `--fault-drop`
+/// (which passes every frame through unless asked).
+pub type NodePort = Faulty<DpdkPort>;
 
 /// Where the data cores run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,13 +38,13 @@ pub enum Placement {
 
 /// The running endpoint, less its control side (the caller polls that).
 pub struct Node {
-    pub port: Arc<DpdkPort>,
+    pub port: Arc<NodePort>,
     pub pool: Arc<Mempool>,
     pub clock: Clock,
     stop: Arc<AtomicBool>,
     lcores: Vec<LcoreJoin>,
     /// Data cores the caller polls ([`Node::poll_inline`]).
-    inline: Vec<DataCore<DpdkPort>>,
+    inline: Vec<DataCore<NodePort>>,
     /// How SCTP is steered to the data cores, in words.
     pub steering: String,
     pub link_up: bool,
@@ -67,7 +72,7 @@ impl Node {
         pool_name: &str,
         placement: Placement,
         pending: usize,
-    ) -> Result<(Node, Control<DpdkPort>), String> {
+    ) -> Result<(Node, Control<NodePort>), String> {
         let id = *eal
             .port_ids()
             .first()
@@ -105,9 +110,18 @@ impl Node {
             )
             .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
         );
-        let port = start_port(id, conf, &pool, opts)?;
-        let (reta_size, flow_rules, steering) = steer(&port, cores, opts.ip.first().copied());
-        let link = port.wait_link_up(Duration::from_secs_f64(opts.link_timeout));
+        let device = start_port(id, conf, &pool, opts)?;
+        let (reta_size, flow_rules, steering) = steer(&device, cores, opts.ip.first().copied());
+        let port = Arc::new(Faulty::new(
+            device,
+            Faults {
+                drop: opts.fault_drop,
+                seed: opts.fault_seed,
+            },
+        ));
+        let link = port
+            .inner()
+            .wait_link_up(Duration::from_secs_f64(opts.link_timeout));
         let v4 = opts.ip.iter().find_map(|a| match a {
             IpAddr::V4(a) => Some(*a),
             IpAddr::V6(_) => None,
@@ -124,6 +138,8 @@ impl Node {
                 path_mtu: usize::from(opts.mtu) - 20,
                 send_slots: 1024,
                 a_rwnd: 4 << 20,
+                rto_min: Duration::from_millis(opts.rto_min_ms),
+                rto_initial: Duration::from_millis(opts.rto_initial_ms.max(opts.rto_min_ms)),
                 ..Config::default()
             },
             random::<32>()?,
@@ -226,7 +242,7 @@ impl Node {
                 left.clear();
             }
         }
-        let _ = port.stop();
+        let _ = port.inner().stop();
         let in_use = pool.in_use_count();
         // Port before its pool.
         drop(port);

@@ -173,6 +173,28 @@ pub struct Options {
           value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
     pub ddp_size: u64,
 
+    /// DDP endpoints: RTO.Min of every association, ms (RFC 9260 §6.3.1). RFC 9260 §16
+    /// suggests 1000 for the Internet; on a data-centre link whose round trip is microseconds a
+    /// T3-rtx expiry would stall a transfer for that long, so the default is 10.
+    #[arg(long, default_value_t = 10, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub rto_min_ms: u64,
+
+    /// DDP endpoints: RTO.Initial, ms (RFC 9260 §6.3.1), the timeout before the first round
+    /// trip is measured (INIT, COOKIE ECHO). RFC 9260 §16 suggests 1000; the default is 200.
+    #[arg(long, default_value_t = 200, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub rto_initial_ms: u64,
+
+    /// DDP endpoints: drop this share of received frames (0 to 1), on purpose, before the
+    /// data cores see them: loss to measure and soak under (a seeded fault injector).
+    #[arg(long, default_value_t = 0.0, value_name = "RATE")]
+    pub fault_drop: f64,
+
+    /// Seeds --fault-drop's draws (the same seed drops the same frames of the same traffic).
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub fault_seed: u64,
+
     /// Tagged writes --ddp-connect keeps in flight: 1 measures write latency (perftest's
     /// ib_write_lat: one outstanding write, its completion the end), more measure goodput.
     #[arg(long, default_value_t = 16, value_name = "N",

@@ -80,6 +80,11 @@ struct Args {
     /// memif buffer size for every link (default: one buffer per frame).
     #[arg(long)]
     memif_bsize: Option<u16>,
+    /// Shares of received frames each endpoint drops on purpose (`--fault-drop`), each
+    /// measured with writes from a region after the lossless runs of every round: e.g.
+    /// `0.001,0.01` (issue 13 item 9). None by default.
+    #[arg(long, value_delimiter = ',')]
+    losses: Vec<f64>,
     /// Print one JSON object per MTU instead of a table.
     #[arg(long)]
     json: bool,
@@ -196,10 +201,24 @@ fn raw(args: &Args, tag: &str, mtu: u16, mode: &str) -> Result<f64, String> {
 
 /// DDP goodput in payload bytes per second, as the client reports it, with its writes from
 /// `source`.
+/// What a DDP run reports: goodput, and the sender's recoveries.
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    bytes_per_s: f64,
+    fast_retransmits: u64,
+    t3_expiries: u64,
+}
+
 fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<f64, String> {
-    let tag = format!("{tag}-{source}");
+    ddp_run(args, tag, mtu, source, 0.0).map(|r| r.bytes_per_s)
+}
+
+/// One DDP pair, each endpoint dropping `loss` of what it receives.
+fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<Run, String> {
+    let tag = format!("{tag}-{source}-{loss}");
     let tag = tag.as_str();
     let sock = sock(tag);
+    let loss_s = loss.to_string();
     let server_app: Vec<String> = [
         "--ddp-listen",
         "--ip",
@@ -209,6 +228,10 @@ fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<f64, String> {
         "--mtu",
         &mtu.to_string(),
         "--json",
+        "--fault-drop",
+        &loss_s,
+        "--fault-seed",
+        "11",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -249,6 +272,10 @@ fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<f64, String> {
         "--mtu",
         &mtu.to_string(),
         "--json",
+        "--fault-drop",
+        &loss_s,
+        "--fault-seed",
+        "12",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -279,9 +306,13 @@ fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<f64, String> {
             "ddp: region source but not sent by reference: {report}"
         ));
     }
-    report["bytes_per_s"]
-        .as_f64()
-        .ok_or_else(|| format!("ddp: no bytes_per_s in {report}"))
+    Ok(Run {
+        bytes_per_s: report["bytes_per_s"]
+            .as_f64()
+            .ok_or_else(|| format!("ddp: no bytes_per_s in {report}"))?,
+        fast_retransmits: report["sctp"]["fast_retransmits"].as_u64().unwrap_or(0),
+        t3_expiries: report["sctp"]["t3_expiries"].as_u64().unwrap_or(0),
+    })
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -308,6 +339,7 @@ fn measure(args: &Args, mtu: u16) {
     // Frames per second of each ceiling, per round.
     let mut ceilings: Vec<Vec<f64>> = vec![Vec::new(); CEILINGS.len()];
     let mut goodputs: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut lossy: Vec<Vec<Run>> = vec![Vec::new(); args.losses.len()];
     for r in 0..args.rounds {
         let tag = format!("{mtu}-{r}");
         let mut got: Vec<Option<f64>> = vec![None; runs];
@@ -345,6 +377,24 @@ fn measure(args: &Args, mtu: u16) {
                 g / (raw_pps * payload)
             );
             goodputs[s].push(g);
+        }
+        for (k, &loss) in args.losses.iter().enumerate() {
+            match ddp_run(args, &tag, mtu, "region", loss) {
+                Ok(run) => {
+                    line += &format!(
+                        " | {:.1} % lost: {:.1} MB/s, {} fast retransmits, {} T3 expiries",
+                        loss * 100.0,
+                        run.bytes_per_s / 1e6,
+                        run.fast_retransmits,
+                        run.t3_expiries
+                    );
+                    lossy[k].push(run);
+                }
+                Err(e) => {
+                    eprintln!("ddp-goodput-bench: MTU {mtu} round {r} loss {loss}: {e}");
+                    std::process::exit(1);
+                }
+            }
         }
         if !args.json {
             println!("{line}");
@@ -404,6 +454,23 @@ fn measure(args: &Args, mtu: u16) {
             if medians[c] > 0.0 {
                 line += &format!("; zero-copy / copy {:.3}", medians[z] / medians[c]);
             }
+        }
+        let lossless = args
+            .sources
+            .iter()
+            .position(|s| s == "region")
+            .map(|z| medians[z]);
+        for (loss, runs) in args.losses.iter().zip(&lossy) {
+            let g = median(runs.iter().map(|r| r.bytes_per_s).collect()).unwrap_or(0.0);
+            line += &format!(
+                "; {:.1} % lost: {:.1} MB/s ({:.3} of lossless; fast retransmits {:?}, T3 \
+                 expiries {:?})",
+                loss * 100.0,
+                g / 1e6,
+                lossless.map_or(0.0, |l| g / l),
+                runs.iter().map(|r| r.fast_retransmits).collect::<Vec<_>>(),
+                runs.iter().map(|r| r.t3_expiries).collect::<Vec<_>>()
+            );
         }
         println!("{line}");
     }

@@ -12,6 +12,7 @@
 #[cfg(feature = "dpdk")]
 #[allow(unsafe_code)]
 pub mod dpdk;
+pub mod faults;
 pub mod mem;
 // Region memory is written by data cores while the application reads it: raw copies only.
 #[allow(unsafe_code)]
