@@ -73,10 +73,14 @@ pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
     }
 }
 
-/// One endpoint: its control side (polled on this thread) and its data cores' threads.
+/// One endpoint: its control side (polled on this thread) and its data cores: with one data
+/// core per endpoint, polled on this thread too (the two endpoints' whole work on one CPU,
+/// nothing handed between threads: on a 2-CPU host, two cores on threads of their own and the
+/// controls here would be three busy threads for two CPUs); with more, each on a thread.
 struct Side {
     control: Control<DpdkPort>,
     threads: Vec<JoinHandle<DataCore<DpdkPort>>>,
+    inline: Vec<DataCore<DpdkPort>>,
     /// Events not yet consumed, in arrival order.
     log: Vec<RtEvent>,
 }
@@ -88,13 +92,21 @@ impl Side {
         clock: Clock,
         stop: &Arc<AtomicBool>,
     ) -> Side {
+        if cores.len() == 1 {
+            return Side {
+                control,
+                threads: Vec::new(),
+                inline: cores,
+                log: Vec::new(),
+            };
+        }
         let threads = cores
             .into_iter()
             .map(|mut core| {
                 let stop = Arc::clone(stop);
                 std::thread::spawn(move || {
                     // Two endpoints' cores and their control thread share this host's CPUs:
-                    // an idle core yields.
+                    // an idle core sleeps.
                     core.run(clock, &stop, IdlePolicy::default());
                     core
                 })
@@ -103,12 +115,15 @@ impl Side {
         Side {
             control,
             threads,
+            inline: Vec::new(),
             log: Vec::new(),
         }
     }
 
     fn poll(&mut self, clock: Clock) -> usize {
-        let n = self.control.poll(clock.now());
+        let now = clock.now();
+        let mut n: usize = self.inline.iter_mut().map(|k| k.poll(now)).sum();
+        n += self.control.poll(now);
         while let Some(e) = self.control.poll_event() {
             self.log.push(e);
         }
@@ -298,20 +313,23 @@ impl Loopback {
         Ok(())
     }
 
-    fn submit(side: &mut Side, clock: Clock, conn: ConnHandle, op: Op) -> Result<(), String> {
-        let mut op = Some(op);
+    /// Submits `op` to the server's control side (`to_server`) or the client's; while the
+    /// owning core's command ring is full, both endpoints keep running until it has room.
+    fn submit(&mut self, to_server: bool, conn: ConnHandle, op: Op) -> Result<(), String> {
         let deadline = Wall::now() + STEP_TIMEOUT;
         loop {
-            let Some(o) = op.take() else {
-                return Ok(());
+            let side = if to_server {
+                &mut self.server
+            } else {
+                &mut self.client
             };
-            match side.control.submit(conn, o.clone()) {
+            match side.control.submit(conn, op.clone()) {
                 Ok(()) => return Ok(()),
                 // The core's command ring is full: let it catch up.
                 Err(runtime::RuntimeError::Busy) if Wall::now() < deadline => {
-                    op = Some(o);
-                    std::thread::yield_now();
-                    side.control.poll(clock.now());
+                    if self.client.poll(self.clock) + self.server.poll(self.clock) == 0 {
+                        std::thread::yield_now();
+                    }
                 }
                 Err(e) => return Err(e.to_string()),
             }
@@ -356,9 +374,8 @@ impl Loopback {
         // A DDP Stream Session on stream 1.
         let cpd = self.client.control.memory_mut().alloc_pd();
         let spd = self.server.control.memory_mut().alloc_pd();
-        Self::submit(
-            &mut self.client,
-            self.clock,
+        self.submit(
+            false,
             cc,
             Op::Initiate {
                 stream: STREAM,
@@ -373,9 +390,8 @@ impl Loopback {
                 matches!(e, Event::InitiateReceived { .. })
             }))
         })?;
-        Self::submit(
-            &mut self.server,
-            self.clock,
+        self.submit(
+            true,
             sc,
             Op::Accept {
                 stream: STREAM,
@@ -447,12 +463,7 @@ impl Loopback {
 
         // Teardown: the client terminates the session, the server answers; SHUTDOWN; the
         // server revokes its STags, each revocation acknowledged by every data core.
-        Self::submit(
-            &mut self.client,
-            self.clock,
-            cc,
-            Op::Terminate { stream: STREAM },
-        )?;
+        self.submit(false, cc, Op::Terminate { stream: STREAM })?;
         server_log.clear();
         self.poll_until("the Terminate", signalled, |l| {
             server_log.extend(l.server.indications()?);
@@ -460,7 +471,7 @@ impl Loopback {
                 *e == Event::TerminateReceived
             }))
         })?;
-        Self::submit(&mut self.client, self.clock, cc, Op::Shutdown)?;
+        self.submit(false, cc, Op::Shutdown)?;
         client_log.clear();
         server_log.clear();
         self.poll_until("the SHUTDOWN", signalled, |l| {
@@ -473,10 +484,18 @@ impl Loopback {
             format_args!("Session terminated, association shut down"),
         );
         for stag in [treg.stag, ureg.stag] {
-            self.server
-                .control
+            // Cores polled on this thread must turn to acknowledge the revocation.
+            let Side {
+                control, inline, ..
+            } = &mut self.server;
+            let clock = self.clock;
+            control
                 .memory_mut()
-                .deregister(stag)
+                .deregister_polling(stag, &mut || {
+                    for k in inline.iter_mut() {
+                        k.poll(clock.now());
+                    }
+                })
                 .map_err(|e| format!("deregistering STag {stag}: {e}"))?;
         }
         note(
@@ -508,6 +527,7 @@ impl Loopback {
                 .threads
                 .drain(..)
                 .filter_map(|t| t.join().ok())
+                .chain(side.inline.drain(..))
                 .map(|c| c.stats())
                 .collect();
             out.push(SideStats {
@@ -637,7 +657,7 @@ impl Loopback {
             data,
             signaled: true,
         };
-        Self::submit(&mut self.client, self.clock, cc, Op::PostSend(req))?;
+        self.submit(false, cc, Op::PostSend(req))?;
         Ok(crc)
     }
 
@@ -761,9 +781,8 @@ impl Loopback {
                     .memory()
                     .receive_buffer(pd, stag, (slot * slot_len) as u64, slot_len as u32)
                     .map_err(|e| e.to_string())?;
-                Self::submit(
-                    &mut self.server,
-                    self.clock,
+                self.submit(
+                    true,
                     sc,
                     Op::PostRecv {
                         stream: STREAM,

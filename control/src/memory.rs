@@ -235,6 +235,22 @@ impl Memory {
             })
     }
 
+    /// As [`Memory::deregister`], for a caller whose thread polls the data cores itself (they
+    /// must turn to acknowledge): `poll` runs while the acknowledgements are awaited.
+    pub fn deregister_polling(
+        &mut self,
+        stag: Stag,
+        poll: &mut dyn FnMut(),
+    ) -> Result<(), MemoryError> {
+        self.stags
+            .revoke_polling(stag, self.revoke_timeout, poll)
+            .map(|_| ())
+            .map_err(|e| match e {
+                RevokeError::Unknown => MemoryError::NoSuchStag,
+                e => MemoryError::Revoke(e),
+            })
+    }
+
     /// A receive buffer for posting: `len` bytes at `offset` of the registration `stag`,
     /// which must belong to `pd` and allow local writes (the buffer is filled by incoming
     /// untagged messages, RFC 5041 §5.1.2).

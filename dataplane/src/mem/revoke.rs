@@ -183,6 +183,26 @@ impl Coordinator {
     /// Invalidates `stag` everywhere; returns once every core has acknowledged, so no core can
     /// place into the registration afterwards (RFC 5041 §8.3.1 item 6).
     pub fn revoke(&mut self, stag: Stag, timeout: Duration) -> Result<Registration, RevokeError> {
+        self.revoke_with(stag, timeout, None)
+    }
+
+    /// As [`Coordinator::revoke`], for a caller that polls data cores itself (on the same
+    /// thread): `poll` runs while the acknowledgements are awaited, so those cores can give them.
+    pub fn revoke_polling(
+        &mut self,
+        stag: Stag,
+        timeout: Duration,
+        poll: &mut dyn FnMut(),
+    ) -> Result<Registration, RevokeError> {
+        self.revoke_with(stag, timeout, Some(poll))
+    }
+
+    fn revoke_with(
+        &mut self,
+        stag: Stag,
+        timeout: Duration,
+        mut poll: Option<&mut dyn FnMut()>,
+    ) -> Result<Registration, RevokeError> {
         let reg = self.master.invalidate(stag).ok_or(RevokeError::Unknown)?;
         self.epoch += 1;
         let epoch = self.epoch;
@@ -209,7 +229,19 @@ impl Coordinator {
             // acknowledgement let slow cores (or stale acknowledgements of an earlier
             // revocation) stretch the wait to cores × timeout, or forever.
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.acks.recv_timeout(left) {
+            let ack = match poll.as_mut() {
+                // The cores run on this thread: turn them while waiting.
+                Some(poll) => match self.acks.try_recv() {
+                    Ok(a) => Ok(a),
+                    Err(mpsc::TryRecvError::Empty) if !left.is_zero() => {
+                        poll();
+                        continue;
+                    }
+                    Err(_) => Err(RecvTimeoutError::Timeout),
+                },
+                None => self.acks.recv_timeout(left),
+            };
+            match ack {
                 Ok((core, e)) if e == epoch && !acked[core] => {
                     acked[core] = true;
                     n += 1;
@@ -333,6 +365,27 @@ mod tests {
         let live = t.join().unwrap();
         assert!(live.table().lookup(stag).is_none());
         drop(replicas);
+    }
+
+    /// A caller that polls its data cores on its own thread revokes with them turning meanwhile
+    /// (the plain revoke, which only waits, times out with those cores unpolled).
+    #[test]
+    fn a_revocation_can_turn_cores_polled_on_the_same_thread() {
+        let (mut coord, mut replicas) = Coordinator::new(8, 1, 1, 4);
+        let stag = coord.register(reg()).unwrap();
+        let mut polls = 0;
+        let r = coord.revoke_polling(stag, Duration::from_secs(5), &mut || {
+            polls += 1;
+            replicas[0].poll();
+        });
+        assert!(r.is_ok(), "{r:?}");
+        assert!(polls >= 1);
+        assert!(replicas[0].table().lookup(stag).is_none());
+        let stag = coord.register(reg()).unwrap();
+        assert_eq!(
+            coord.revoke(stag, Duration::from_millis(50)),
+            Err(RevokeError::Timeout { acked: 0, cores: 1 })
+        );
     }
 
     /// The timeout bounds the whole revocation, not each acknowledgement: a core that keeps
