@@ -4,7 +4,8 @@
 link_frame gets whole frames; sctp_packet and init_params get the SCTP packets, sctp_assoc each
 packet as one record for the association under attack; ddp_segment gets
 the user data of every PPID 16/17 DATA chunk, and ddp_conn the same chunks as records for the
-server connection under attack (tagged ones with the registered STag stamped in). Idempotent: files are named after capture and frame.
+server connection under attack (tagged ones with the registered STag stamped in);
+rdmap_headers gets hand-built RDMAP headers, which no capture carries yet. Idempotent: files are named after capture and frame.
 """
 import os
 import struct
@@ -43,7 +44,7 @@ def data_chunks(sctp):
 def main():
     if not os.path.isdir(VECTORS):
         sys.exit(f"no captures at {VECTORS}")
-    out = {t: os.path.join(HERE, "corpus", t) for t in ("link_frame", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc", "ddp_conn")}
+    out = {t: os.path.join(HERE, "corpus", t) for t in ("link_frame", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc", "ddp_conn", "rdmap_headers")}
     for d in out.values():
         os.makedirs(d, exist_ok=True)
     count = 0
@@ -72,6 +73,19 @@ def main():
                     # PPID 16, kind 2 PPID 17, bit 2 stamps the registered STag.
                     kind = 2 if ppid == 17 else (4 if len(payload) > 2 and payload[2] & 0x80 else 0)
                     put("ddp_conn", f"-{i}", bytes([1, kind]) + len(payload).to_bytes(2, "big") + payload)
+    # No capture carries RDMAP yet: rdmap_headers starts from hand-built headers (RFC 5040 §4.4,
+    # §4.8): a Read Request, and Terminates with no header, a tagged DDP header, and both.
+    read_request = bytes.fromhex("11223344" "0102030405060708" "00010000" "55667788" "0a0b0c0d0e0f1011")
+    seeds = {
+        "read-request": b"\x01" + read_request,
+        "terminate-bare": b"\x00" + bytes.fromhex("02070000"),
+        "terminate-tagged": b"\x00" + bytes.fromhex("1101c000" "0020" "8140deadbeef000000000000" "1000"),
+        "terminate-read": b"\x00" + bytes.fromhex("0100e000" "002e" "414100000000" "00000001" "00000007" "00000000") + read_request,
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(out["rdmap_headers"], name), "wb") as f:
+            f.write(data)
+        count += 1
     print(f"seeded {count} corpus files under {os.path.join(HERE, 'corpus')}")
 
 

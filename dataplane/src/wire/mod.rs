@@ -8,12 +8,15 @@
 //! - [`link`]: Ethernet II, VLAN, IPv4, IPv6 through `etherparse`, down to the SCTP packet.
 //! - [`sctp`]: the SCTP common header, chunks, parameters and error causes (RFC 9260).
 //! - [`ddp`]: DDP segments and stream session control carried over SCTP (RFC 5041, RFC 5043).
+//! - [`rdmap`]: RDMAP's control field in DDP's RsvdULP, the Read Request and Terminate headers
+//!   (RFC 5040 §4).
 //! - [`crc32c`]: the SCTP checksum (RFC 9260 Appendix A).
 #![forbid(unsafe_code)]
 
 pub mod crc32c;
 pub mod ddp;
 pub mod link;
+pub mod rdmap;
 pub mod sctp;
 
 use core::fmt;
