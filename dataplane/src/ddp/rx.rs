@@ -13,9 +13,12 @@
 use core::fmt;
 
 use super::delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
-use crate::mem::{Pd, PostedBuffer, QueueFull, Stag, StagTable, StreamId, UntaggedQueues};
+use crate::mem::{
+    Access, Pd, PostedBuffer, QueueFull, RegionSlice, Stag, StagTable, StreamId, UntaggedQueues,
+};
 use crate::port::region::Region;
 use crate::wire::ddp::{DdpError, Header, SegmentPacket, SegmentRepr, DDP_VERSION};
+use crate::wire::rdmap::RdmapError;
 
 /// Regions by number, as registrations name them.
 pub trait Regions {
@@ -49,6 +52,9 @@ pub enum RxError {
     /// than the maximum size specified"). An LLP error, so no §7.2 number (type 0x3 is the
     /// LLP's own).
     Oversize { len: u32, max: u32 },
+    /// The ULP above DDP refused the segment or the message: RDMAP's own checks (RFC 5040
+    /// §7), numbered as its Terminate reports them (§4.8).
+    Rdmap(RdmapError),
 }
 
 impl fmt::Display for RxError {
@@ -61,6 +67,7 @@ impl fmt::Display for RxError {
                 f,
                 "DDP segment of {len} octets over the MULPDU of {max} (RFC 5043 §9)"
             ),
+            RxError::Rdmap(e) => e.fmt(f),
         }
     }
 }
@@ -87,6 +94,53 @@ impl HeaderCopy {
         }
     }
 
+    /// A copy of `header` (DDP-SSN and DDP header, at most 20 bytes: the rest is cut), for an
+    /// error the ULP finds in a message after delivery.
+    pub fn from_bytes(header: &[u8]) -> HeaderCopy {
+        HeaderCopy::of(header)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// The ULP's own checks of a segment, run after DDP's version and sequence checks and before
+/// its buffer checks (RFC 5041 §7.1) and any placement: what RsvdULP carries is the ULP's, so
+/// DDP asks it whether the segment is one its protocol allows there (RDMAP: the opcode fits
+/// the buffer model and queue, RFC 5040 §4.2; a Read Response goes to an outstanding Read's
+/// Data Sink, §5.2), and which right a tagged segment's STag must grant.
+pub trait SegmentCheck {
+    /// `Ok` with the access a tagged segment needs (ignored for untagged ones), or the error
+    /// that stops the stream; nothing of the segment is placed then.
+    fn check(&mut self, segment: &SegmentRepr<'_>) -> Result<Access, RxError>;
+}
+
+/// Plain DDP (RFC 4296's ULP API): tagged segments need remote write, nothing else is asked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlainDdp;
+
+impl SegmentCheck for PlainDdp {
+    fn check(&mut self, _: &SegmentRepr<'_>) -> Result<Access, RxError> {
+        Ok(Access::REMOTE_WRITE)
+    }
+}
+
+/// Bytes of one inline receive buffer ([`StreamRx::set_inline_queue`]): room for an RDMA Read
+/// Request (28) and the largest Terminate (4 + 2 + 18 + 28 = 52, RFC 5040 §4.8).
+pub const INLINE_SLOT: usize = 64;
+
+/// The region number that stands for a stream's own inline buffers.
+const INLINE_REGION: u32 = u32::MAX;
+
+/// A whole message of an inline queue, copied out for the ULP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InlineMessage {
+    bytes: [u8; INLINE_SLOT],
+    len: u8,
+}
+
+impl InlineMessage {
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
@@ -99,6 +153,8 @@ pub enum Indication {
     Delivered {
         message: Delivered,
         buffer: Option<PostedBuffer>,
+        /// The message itself, if its queue is one of the stream's inline ones.
+        inline: Option<InlineMessage>,
     },
     /// The stream's first error: nothing of this segment was placed.
     Error {
@@ -128,6 +184,9 @@ pub struct StreamRx {
     queues: UntaggedQueues,
     error: Option<RxError>,
     stats: RxStats,
+    /// Memory of the inline queues, and which queues they are (QN, first slot, depth).
+    inline: Option<Region>,
+    inline_queues: Vec<(u32, usize, usize)>,
 }
 
 impl StreamRx {
@@ -153,7 +212,69 @@ impl StreamRx {
             queues: UntaggedQueues::new(queues, depth),
             error: None,
             stats: RxStats::default(),
+            inline: None,
+            inline_queues: Vec::new(),
         }
+    }
+
+    /// Makes queue `qn` one the stream fills from memory of its own: `depth` buffers of
+    /// [`INLINE_SLOT`] bytes, posted now and posted again as each message is delivered
+    /// (with a copy of it, [`Indication::Delivered`]`::inline`). For the queues a protocol
+    /// above keeps for itself (RDMAP's Read Requests and Terminates, RFC 5040 §4.2): the
+    /// §7.1 untagged checks apply to them as to any other, so a peer that sends more than
+    /// `depth` ahead, or a message longer than a slot, fails the stream with the DDP error
+    /// for it. Call once per queue, before any segment arrives; the queue must be empty.
+    pub fn set_inline_queue(&mut self, qn: u32, depth: usize) -> Result<(), QueueFull> {
+        let first = self.inline_queues.iter().map(|&(_, _, d)| d).sum::<usize>();
+        let taken = self.inline_queues.iter().any(|q| q.0 == qn);
+        if depth == 0 || taken || self.queues.queue(qn).is_none_or(|q| q.posted() > 0) {
+            return Err(QueueFull);
+        }
+        // One region for all of the stream's inline queues, grown by copying what the
+        // earlier ones hold (nothing, before the first segment).
+        let region = Region::new((first + depth) * INLINE_SLOT).map_err(|_| QueueFull)?;
+        if let Some(old) = self.inline.as_ref() {
+            let mut bytes = vec![0u8; old.len()];
+            if old.read(0, &mut bytes).is_ok() {
+                let _ = region.place(0, &bytes);
+            }
+        }
+        self.inline = Some(region);
+        self.inline_queues.push((qn, first, depth));
+        let queue = self.queues.queue(qn).ok_or(QueueFull)?;
+        for i in 0..depth {
+            queue.post(PostedBuffer {
+                memory: RegionSlice {
+                    region: INLINE_REGION,
+                    offset: ((first + i) * INLINE_SLOT) as u64,
+                },
+                len: INLINE_SLOT as u32,
+                stag: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Stops the stream for an error the ULP found in a message DDP delivered (RFC 5041
+    /// §7.1: the stream's later segments are dropped). `header` is the DDP-SSN and DDP
+    /// header of the message's segment, for the report.
+    pub fn fail_delivered(
+        &mut self,
+        error: RxError,
+        header: &[u8],
+        segment_len: usize,
+        ulp: &mut impl FnMut(Indication),
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        self.error = Some(error);
+        self.stats.errors += 1;
+        ulp(Indication::Error {
+            error,
+            header: HeaderCopy::of(header),
+            segment_len,
+        });
     }
 
     /// Posts an untagged receive buffer to queue `qn` (RFC 4296 §2.1.2 "post a receive
@@ -198,12 +319,24 @@ impl StreamRx {
         regions: &R,
         ulp: &mut impl FnMut(Indication),
     ) -> usize {
+        self.on_segment_checked(chunk, stags, regions, &mut PlainDdp, ulp)
+    }
+
+    /// As [`StreamRx::on_segment`], with the ULP's own checks of each segment ([`SegmentCheck`]).
+    pub fn on_segment_checked<R: Regions + ?Sized, C: SegmentCheck + ?Sized>(
+        &mut self,
+        chunk: &[u8],
+        stags: &StagTable,
+        regions: &R,
+        check: &mut C,
+        ulp: &mut impl FnMut(Indication),
+    ) -> usize {
         if self.error.is_some() {
             self.stats.dropped_after_error += 1;
             return 0;
         }
         self.stats.segments += 1;
-        match self.check_and_place(chunk, stags, regions) {
+        match self.check_and_place(chunk, stags, regions, check) {
             Ok(placed) => {
                 self.deliver(ulp);
                 placed
@@ -237,11 +370,12 @@ impl StreamRx {
         });
     }
 
-    fn check_and_place<R: Regions + ?Sized>(
+    fn check_and_place<R: Regions + ?Sized, C: SegmentCheck + ?Sized>(
         &mut self,
         chunk: &[u8],
         stags: &StagTable,
         regions: &R,
+        check: &mut C,
     ) -> Result<usize, RxError> {
         let packet = SegmentPacket::new_checked(chunk).map_err(|_| RxError::Truncated)?;
         if packet.version() != DDP_VERSION {
@@ -256,9 +390,12 @@ impl StreamRx {
         self.delivery
             .check(seg.ddp_ssn, seg.last)
             .map_err(RxError::Sequence)?;
+        let need = check.check(&seg)?;
         let len = seg.payload.len();
         let placement = match seg.header {
-            Header::Tagged(h) => stags.check_tagged(Stag(h.stag), h.to, len, self.stream, self.pd),
+            Header::Tagged(h) => stags
+                .check_access(Stag(h.stag), h.to, len, self.stream, self.pd, need)
+                .map_err(|f| f.as_ddp()),
             Header::Untagged(h) => self.queues.check(h.qn, h.msn, h.mo, len).and_then(|p| {
                 // Check 2 again for the memory under the buffer: it may have been deregistered
                 // since the buffer was posted, and then it no longer "allows Placement". The
@@ -285,9 +422,12 @@ impl StreamRx {
         };
         if len > 0 {
             // A registration naming a region that is gone, or larger than it, is our fault.
-            let region = regions
-                .region(placement.region)
-                .ok_or(RxError::Ddp(DdpError::LocalCatastrophic))?;
+            let region = if placement.region == INLINE_REGION && !seg.header.is_tagged() {
+                self.inline.as_ref()
+            } else {
+                regions.region(placement.region)
+            }
+            .ok_or(RxError::Ddp(DdpError::LocalCatastrophic))?;
             region
                 .place(placement.offset, seg.payload)
                 .map_err(|_| RxError::Ddp(DdpError::LocalCatastrophic))?;
@@ -302,13 +442,39 @@ impl StreamRx {
 
     fn deliver(&mut self, ulp: &mut impl FnMut(Indication)) {
         while let Some(message) = self.delivery.poll_delivery() {
+            let mut inline = None;
             let buffer = match message.info {
-                MessageInfo::Untagged { qn, msn, .. } => {
+                MessageInfo::Untagged {
+                    qn,
+                    msn,
+                    message_len,
+                    ..
+                } => {
                     // Delivery is in DDP-SSN order, and a queue's messages must complete in
                     // MSN order: a peer that numbered them otherwise gets MSN range.
                     let q = self.queues.queue(qn);
                     match q {
-                        Some(q) if q.head_msn() == msn => q.complete(),
+                        Some(q) if q.head_msn() == msn => {
+                            let done = q.complete();
+                            match done {
+                                // The stream's own buffer: copy the message out and post
+                                // the slot again, for the message `depth` MSNs on.
+                                Some(b) if b.memory.region == INLINE_REGION => {
+                                    let mut m = InlineMessage {
+                                        bytes: [0; INLINE_SLOT],
+                                        len: message_len.min(INLINE_SLOT as u32) as u8,
+                                    };
+                                    if let Some(r) = self.inline.as_ref() {
+                                        let n = usize::from(m.len);
+                                        let _ = r.read(b.memory.offset, &mut m.bytes[..n]);
+                                    }
+                                    inline = Some(m);
+                                    let _ = q.post(b);
+                                    None
+                                }
+                                other => other,
+                            }
+                        }
                         _ => {
                             let error = RxError::Ddp(DdpError::MsnRange);
                             self.error = Some(error);
@@ -328,7 +494,11 @@ impl StreamRx {
                 MessageInfo::Tagged { .. } => None,
             };
             self.stats.messages += 1;
-            ulp(Indication::Delivered { message, buffer });
+            ulp(Indication::Delivered {
+                message,
+                buffer,
+                inline,
+            });
         }
     }
 }
@@ -462,7 +632,10 @@ mod tests {
         f.regions[0].read(1024, &mut out).unwrap();
         assert_eq!(out, data);
         assert_eq!(f.got.len(), 1);
-        let Indication::Delivered { message, buffer } = f.got[0] else {
+        let Indication::Delivered {
+            message, buffer, ..
+        } = f.got[0]
+        else {
             panic!("{:?}", f.got[0])
         };
         assert_eq!(
@@ -565,7 +738,10 @@ mod tests {
         let mut f = fixture();
         assert_eq!(f.feed(&untagged(2, true, 0, 1, 600, b"world")), 5);
         assert_eq!(f.feed(&untagged(1, false, 0, 1, 0, &[7u8; 600])), 600);
-        let Indication::Delivered { message, buffer } = f.got[0] else {
+        let Indication::Delivered {
+            message, buffer, ..
+        } = f.got[0]
+        else {
             panic!()
         };
         assert_eq!(
@@ -733,5 +909,124 @@ mod tests {
                 ..
             }]
         ));
+    }
+
+    /// A ULP check that refuses every segment whose RsvdULP is 0xee, and asks tagged ones for
+    /// local write (as RDMAP asks of a Read Response's Data Sink).
+    struct Refuse;
+
+    impl SegmentCheck for Refuse {
+        fn check(&mut self, seg: &SegmentRepr<'_>) -> Result<Access, RxError> {
+            match seg.header {
+                Header::Tagged(h) if h.rsvd_ulp == 0xee => {
+                    Err(RxError::Rdmap(RdmapError::UnexpectedOpcode))
+                }
+                _ => Ok(Access::LOCAL_WRITE),
+            }
+        }
+    }
+
+    /// The ULP's check runs before any placement: a refused segment places nothing, is
+    /// reported once with its header, and latches the stream like a DDP error (RFC 5041
+    /// §7.1, RFC 5040 §7).
+    #[test]
+    fn a_segment_the_ulp_refuses_places_nothing_and_latches() {
+        let mut f = fixture();
+        let before = f.digest();
+        let mut seg = tagged(1, true, f.stag, 0x10_0000, b"refused");
+        seg[3] = 0xee;
+        let got = &mut f.got;
+        let placed =
+            f.rx.on_segment_checked(&seg, &f.stags, &f.regions, &mut Refuse, &mut |i| {
+                got.push(i)
+            });
+        assert_eq!(placed, 0);
+        assert_eq!(f.digest(), before);
+        let [Indication::Error { error, header, .. }] = f.got[..] else {
+            panic!("{:?}", f.got)
+        };
+        assert_eq!(error, RxError::Rdmap(RdmapError::UnexpectedOpcode));
+        assert_eq!(header.as_bytes(), &seg[..16]);
+        assert_eq!(f.rx.failed(), Some(error));
+    }
+
+    /// The right the ULP asks for is the one checked: the fixture's STag grants remote write
+    /// only, so a segment that needs local write is refused as Invalid STag (RFC 5041 §7.2
+    /// has no access-rights code).
+    #[test]
+    fn the_access_the_ulp_asks_for_is_checked() {
+        let mut f = fixture();
+        let seg = tagged(1, true, f.stag, 0x10_0000, b"needs local write");
+        let got = &mut f.got;
+        f.rx.on_segment_checked(&seg, &f.stags, &f.regions, &mut Refuse, &mut |i| {
+            got.push(i)
+        });
+        assert!(matches!(
+            f.got[..],
+            [Indication::Error {
+                error: RxError::Ddp(DdpError::InvalidStag),
+                ..
+            }]
+        ));
+    }
+
+    /// An inline queue takes messages into the stream's own memory, hands each over as a copy
+    /// and posts its slot again: a depth of 2 carries any number of messages, two at a time.
+    #[test]
+    fn inline_queue_delivers_copies_and_reposts() {
+        let mut f = fixture();
+        f.rx.set_inline_queue(1, 2).unwrap();
+        assert_eq!(
+            f.rx.set_inline_queue(1, 2),
+            Err(QueueFull),
+            "once per queue"
+        );
+        let before = f.digest();
+        for msn in 1..=5u32 {
+            let body = [msn as u8; 28];
+            f.feed(&untagged(msn as u16, true, 1, msn, 0, &body));
+            let Some(Indication::Delivered {
+                message,
+                inline,
+                buffer,
+            }) = f.got.pop()
+            else {
+                panic!("message {msn}: {:?}", f.got)
+            };
+            assert!(buffer.is_none(), "the slot is the stream's, not the ULP's");
+            assert_eq!(inline.unwrap().as_bytes(), &body);
+            assert!(
+                matches!(message.info, MessageInfo::Untagged { qn: 1, msn: m, .. } if m == msn)
+            );
+        }
+        assert_eq!(f.digest(), before, "no registered region was written");
+    }
+
+    /// The §7.1 checks hold on an inline queue: a message longer than a slot is too long, and
+    /// an MSN ahead of the posted slots finds no buffer.
+    #[test]
+    fn inline_queue_checks_length_and_msn_range() {
+        let mut f = fixture();
+        f.rx.set_inline_queue(1, 1).unwrap();
+        f.feed(&untagged(1, true, 1, 1, 0, &[0u8; INLINE_SLOT + 1]));
+        assert!(matches!(
+            f.got[..],
+            [Indication::Error {
+                error: RxError::Ddp(DdpError::TooLong),
+                ..
+            }]
+        ));
+        // MSN 2 while only MSN 1 has a slot: no buffer (0x2/0x02); an MSN beyond what the
+        // queue could ever hold (its capacity is the fixture's 4): out of range (0x2/0x03).
+        for (msn, want) in [(2, DdpError::NoBuffer), (5, DdpError::MsnRange)] {
+            let mut f = fixture();
+            f.rx.set_inline_queue(1, 1).unwrap();
+            f.feed(&untagged(1, true, 1, msn, 0, b"ahead"));
+            assert!(
+                matches!(f.got[..], [Indication::Error { error: RxError::Ddp(e), .. }] if e == want),
+                "MSN {msn}: {:?}",
+                f.got
+            );
+        }
     }
 }

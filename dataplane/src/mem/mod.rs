@@ -19,5 +19,6 @@ pub mod untagged;
 pub use revoke::{Command, Coordinator, CoreStags, RevokeError};
 pub use stag::{
     Access, Pd, Placement, RegionSlice, RegisterError, Registration, Stag, StagTable, StreamId,
+    TagFault,
 };
 pub use untagged::{PostedBuffer, QueueFull, UntaggedQueue, UntaggedQueues};

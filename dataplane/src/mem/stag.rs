@@ -11,6 +11,7 @@
 use core::fmt;
 
 use crate::wire::ddp::DdpError;
+use crate::wire::rdmap::RdmapError;
 
 /// A Steering Tag: `index << 8 | key`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -272,6 +273,24 @@ impl StagTable {
         stream: StreamId,
         pd: Pd,
     ) -> Result<Placement, DdpError> {
+        self.check_access(stag, to, len, stream, pd, Access::REMOTE_WRITE)
+            .map_err(TagFault::as_ddp)
+    }
+
+    /// The checks of [`StagTable::check_tagged`] for a use that needs `need` rather than remote
+    /// write: an RDMA Read Response into a Data Sink needs local write (the buffer is the
+    /// requester's own, RFC 5040 §5.2), an RDMA Read Request's Data Source remote read. The
+    /// fault keeps "access rights" apart, which RDMAP reports with a code of its own (RFC 5040
+    /// §4.8, 0x1/0x02) and DDP as Invalid STag. Same order, same zero-length rule.
+    pub fn check_access(
+        &self,
+        stag: Stag,
+        to: u64,
+        len: usize,
+        stream: StreamId,
+        pd: Pd,
+        need: Access,
+    ) -> Result<Placement, TagFault> {
         if len == 0 {
             return Ok(Placement {
                 region: 0,
@@ -279,33 +298,69 @@ impl StagTable {
                 len: 0,
             });
         }
-        let reg = self.lookup(stag).ok_or(DdpError::InvalidStag)?;
+        let reg = self.lookup(stag).ok_or(TagFault::InvalidStag)?;
         if reg.pd != pd || reg.stream.is_some_and(|s| s != stream) {
-            return Err(DdpError::StagNotAssociated);
+            return Err(TagFault::NotAssociated);
         }
-        if !reg.access.contains(Access::REMOTE_WRITE) {
-            return Err(DdpError::InvalidStag);
+        if !reg.access.contains(need) {
+            return Err(TagFault::AccessRights);
         }
         if to < reg.to_base {
-            return Err(DdpError::BaseOrBounds);
+            return Err(TagFault::BaseOrBounds);
         }
         let rel = to - reg.to_base;
         if rel >= reg.len {
-            return Err(DdpError::BaseOrBounds);
+            return Err(TagFault::BaseOrBounds);
         }
         let len64 = len as u64;
         if to.checked_add(len64).is_none() {
-            return Err(DdpError::ToWrap);
+            return Err(TagFault::ToWrap);
         }
         // rel < reg.len and len fits: no overflow here.
         if rel + len64 > reg.len {
-            return Err(DdpError::BaseOrBounds);
+            return Err(TagFault::BaseOrBounds);
         }
         Ok(Placement {
             region: reg.memory.region,
             offset: reg.memory.offset + rel,
             len,
         })
+    }
+}
+
+/// Why [`StagTable::check_access`] refused an STag use, before it is numbered by the layer
+/// that reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TagFault {
+    InvalidStag,
+    /// Another protection domain, or bound to another stream (RFC 5041 §8.2).
+    NotAssociated,
+    /// The registration does not grant the right the use needs.
+    AccessRights,
+    BaseOrBounds,
+    ToWrap,
+}
+
+impl TagFault {
+    /// The RFC 5041 §7.2 number: DDP has no access-rights code, so that is Invalid STag.
+    pub const fn as_ddp(self) -> DdpError {
+        match self {
+            TagFault::InvalidStag | TagFault::AccessRights => DdpError::InvalidStag,
+            TagFault::NotAssociated => DdpError::StagNotAssociated,
+            TagFault::BaseOrBounds => DdpError::BaseOrBounds,
+            TagFault::ToWrap => DdpError::ToWrap,
+        }
+    }
+
+    /// The RFC 5040 §4.8 number (Remote Protection Error).
+    pub const fn as_rdmap(self) -> RdmapError {
+        match self {
+            TagFault::InvalidStag => RdmapError::InvalidStag,
+            TagFault::NotAssociated => RdmapError::StagNotAssociated,
+            TagFault::AccessRights => RdmapError::AccessRights,
+            TagFault::BaseOrBounds => RdmapError::BaseOrBounds,
+            TagFault::ToWrap => RdmapError::ToWrap,
+        }
     }
 }
 
@@ -428,6 +483,40 @@ mod tests {
             })
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t.check_tagged(ro, 0, 8, S, PD), Err(DdpError::InvalidStag));
+    }
+
+    /// The same checks for a use that needs another right: an RDMA Read's Data Source needs
+    /// remote read (RFC 5040 §5.2), and a missing right is "access rights" to RDMAP (§4.8
+    /// 0x1/0x02) but Invalid STag to DDP (RFC 5041 §7.2 has no such code).
+    #[test]
+    fn rfc5040_4_8_access_rights_is_its_own_fault() {
+        let mut t = StagTable::new(16, 5);
+        let wo = t.register(reg(0, 64)).unwrap_or_else(|e| panic!("{e}"));
+        let fault = t.check_access(wo, 0, 8, S, PD, Access::REMOTE_READ);
+        assert_eq!(fault, Err(TagFault::AccessRights));
+        assert_eq!(
+            fault.map_err(TagFault::as_rdmap),
+            Err(RdmapError::AccessRights)
+        );
+        assert_eq!(fault.map_err(TagFault::as_ddp), Err(DdpError::InvalidStag));
+        // The order holds: the domain is judged before the right, bounds after it.
+        assert_eq!(
+            t.check_access(wo, 0, 8, S, Pd(9), Access::REMOTE_READ),
+            Err(TagFault::NotAssociated)
+        );
+        let rw = t
+            .register(Registration {
+                access: Access::REMOTE_READ | Access::LOCAL_READ,
+                ..reg(0, 64)
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            t.check_access(rw, 60, 8, S, PD, Access::REMOTE_READ),
+            Err(TagFault::BaseOrBounds)
+        );
+        assert!(t
+            .check_access(rw, 56, 8, S, PD, Access::REMOTE_READ)
+            .is_ok());
     }
 
     /// RFC 5041 §8.3.1 item 6 and the whole-STag comparison: after invalidation the STag is
