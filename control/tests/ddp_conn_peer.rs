@@ -1,6 +1,6 @@
 //! A DDP `Connection` against a raw SCTP peer that sends hand-made DDP chunks (`Duo`), and
 //! against another connection (`tests/world`): the corners an independent review of
-//! `control/src/conn.rs` found, each now a regression test named after its rule, plus probes
+//! `control/src/conn.rs` (now `control/src/conn/`) found, each now a regression test named after its rule, plus probes
 //! with crafted chunks.
 
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
@@ -319,7 +319,7 @@ fn raw_peer_untagged_message_is_delivered() {
 /// Initiate(0), segment(1), Terminate(2) — a legal pattern (the §6.2 note: the RDMAP Terminate
 /// message precedes the DDP Stream Terminate). SCTP is unordered, so the Terminate may arrive
 /// first. The session accepts the late segment (session.rs documents "Late chunks of the peer
-/// that the patterns allow are still accepted"), but conn.rs `route` drops every segment once
+/// that the patterns allow are still accepted"), but conn/route.rs `route` drops every segment once
 /// the state is Terminated and `flush` has already returned the posted buffer: the message is
 /// never delivered.
 #[test]
@@ -348,7 +348,7 @@ fn rfc5043_6_1_terminate_overtaking_the_last_segment_still_delivers_it() {
 /// delivers them unordered; RFC 5041 §5.3 lets the sink place out of order. One chunk late
 /// (here DDP-SSN 1, sent last as if it were retransmitted) with 257 one-segment messages
 /// behind it is legal, but `StreamRx` is built with `StreamDelivery::with_defaults`
-/// (256 pending messages; conn.rs `open_receive`), so the 257th L segment is a fatal
+/// (256 pending messages; conn/stream.rs `open_receive`), so the 257th L segment is a fatal
 /// `Sequence(TooManyPending)` stream error and everything after it is dropped.
 #[test]
 fn rfc5043_10_a_window_of_messages_behind_one_late_chunk_is_legal() {
@@ -384,7 +384,7 @@ fn rfc5043_10_a_window_of_messages_behind_one_late_chunk_is_legal() {
 /// Terminate, every chunk of the old session is accounted for on the server (its own are
 /// acknowledged, the client's final arrived), so it may reuse the stream id and initiates.
 /// The client's SCTP has not yet processed (or, in the same packet, `settle` has not yet run
-/// for) the SACK of its Terminate: conn.rs `route` reads `can_reuse()` during
+/// for) the SACK of its Terminate: conn/route.rs `route` reads `can_reuse()` during
 /// `Association::handle`, before `after_sctp` → `settle` marks the Terminate acknowledged, so
 /// the Initiate falls into the old, terminated session as a "Duplicate" and is dropped
 /// silently. Nothing is ever answered; the server's session hangs in InitiateSent.
@@ -461,7 +461,7 @@ fn rfc5043_6_no_chunk_of_a_previous_session_is_placed_in_the_next() {
 /// RFC 5043 §9 / §6 ("DDP-SSNs ... MUST NOT have any gaps") / liveness. At the smallest
 /// path MTU the association accepts (544, `MIN_PATH_MTU`; also what `set_path_mtu` clamps an
 /// ICMP "packet too big" to), `Association::max_message()` is 516 but `ddp::mulpdu` floors the
-/// segment at 516 + 2 bytes of DDP-SSN = 518. conn.rs `send_one` takes the DDP-SSN
+/// segment at 516 + 2 bytes of DDP-SSN = 518. conn/send.rs `send_one` takes the DDP-SSN
 /// (`next_ddp_ssn`) and then `Association::send` fails with `TooBig`, which is treated as
 /// `Turn::Done`: the DDP-SSN is burnt, the stream leaves the ready list, the send never
 /// completes (and every later pump burns another DDP-SSN on the same message).
@@ -494,7 +494,7 @@ fn rfc5043_9_smallest_path_mtu_carries_516_byte_segments() {
 /// Accounting: a send's outcome is reported when it fails even if unsignaled (`SendRequest::
 /// signaled`: "failures always are"; `Status::Flushed`: "its delivery is unknown: the session
 /// or association ended first"). An unsignaled send wholly handed to SCTP and then lost with
-/// the association gets no completion: conn.rs `send_one` records `completion: None` for it
+/// the association gets no completion: conn/send.rs `send_one` records `completion: None` for it
 /// and `end_all_sessions` flushes only in-flight entries with `Some`. (Queued, not yet handed
 /// over, unsignaled sends *are* flushed by `flush`, so the two halves disagree.)
 #[test]
@@ -568,7 +568,7 @@ fn rfc5041_8_2_stream_identities_are_unique_across_connections() {
 }
 
 /// RFC 9260 §5.2.4 restart with DATA bundled behind the COOKIE ECHO (allowed, §5.1), carrying
-/// the restarted peer's first Initiate (RFC 5043 §6.2). conn.rs routes DATA chunks during
+/// the restarted peer's first Initiate (RFC 5043 §6.2). conn/route.rs routes DATA chunks during
 /// `Association::handle`, but handles `Event::Restarted` only afterwards in `after_sctp`: the
 /// new incarnation's Initiate reaches the *old* session state and is then wiped by
 /// `end_all_sessions` (`association_ended` clears the session, and it never sends the
@@ -603,7 +603,7 @@ fn rfc9260_5_2_4_initiate_bundled_with_a_restart_reaches_the_new_session() {
 }
 
 /// A restarted peer may negotiate fewer streams (`adopt_cookie` sets `streams` from the new
-/// cookie), but conn.rs only ever grows `streams` (`grow_streams`), so `check_stream` keeps
+/// cookie), but the connection only ever grows `streams` (`grow_streams`), so `check_stream` keeps
 /// accepting stream ids the association no longer has. `initiate` returns Ok, then `send_one`
 /// gets `SendError::InvalidStream` from SCTP, treats it as `Turn::Done` and drops the Initiate:
 /// the session sits in InitiateSent forever with nothing sent and no error.

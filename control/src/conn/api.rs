@@ -1,0 +1,355 @@
+//! What the ULP sees of a connection: its operations, requests, errors, completions,
+//! indications and counters (RFC 4296 §2.1.2's ULP interface, polled verbs-style).
+
+use std::fmt;
+
+use ddpdk_dataplane::ddp::TxError;
+use ddpdk_dataplane::ddp::{HeaderCopy, RxError};
+use ddpdk_dataplane::mem::{Pd, PostedBuffer, Stag};
+use ddpdk_dataplane::sctp::CloseReason;
+
+use crate::memory::RegionId;
+use crate::session::{Event as SessionEvent, LocalError};
+
+/// A ULP operation on a connection, carried out by its owning core (RFC 4296 §2.1.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Initiate {
+        stream: u16,
+        pd: Pd,
+        private_data: Vec<u8>,
+    },
+    Accept {
+        stream: u16,
+        pd: Pd,
+        private_data: Vec<u8>,
+    },
+    Reject {
+        stream: u16,
+        private_data: Vec<u8>,
+    },
+    Terminate {
+        stream: u16,
+    },
+    PostRecv {
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+        buffer: PostedBuffer,
+    },
+    PostSend(SendRequest),
+    /// Graceful SHUTDOWN of the association.
+    Shutdown,
+    Abort,
+}
+
+impl Op {
+    /// The stream the operation acts on (none for the association's own).
+    pub fn stream(&self) -> Option<u16> {
+        match self {
+            Op::Initiate { stream, .. }
+            | Op::Accept { stream, .. }
+            | Op::Reject { stream, .. }
+            | Op::Terminate { stream }
+            | Op::PostRecv { stream, .. } => Some(*stream),
+            Op::PostSend(req) => Some(req.stream),
+            Op::Shutdown | Op::Abort => None,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Initiate { .. } => "initiate",
+            Op::Accept { .. } => "accept",
+            Op::Reject { .. } => "reject",
+            Op::Terminate { .. } => "terminate",
+            Op::PostRecv { .. } => "post_recv",
+            Op::PostSend(_) => "post_send",
+            Op::Shutdown => "shutdown",
+            Op::Abort => "abort",
+        }
+    }
+}
+
+/// What [`Connection::apply`] did with an [`Op`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    Done,
+    /// A receive buffer is posted: from now on it can take a message.
+    Posted {
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+    },
+    /// Its stream's session is away at the control thread: the operation waits, in order
+    /// with the stream's chunks, and its result comes from [`Connection::poll_op_result`].
+    Deferred,
+}
+
+/// The result of an operation that was [`Applied::Deferred`], once applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpResult {
+    pub op: &'static str,
+    pub result: Result<Applied, PostError>,
+}
+
+/// Sizes fixed when a connection is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnConfig {
+    /// Untagged queues per DDP stream: QN 0 .. queues-1 (RFC 5041 §5.1.2; RDMAP uses 3).
+    pub queues: u32,
+    /// Receive buffers each queue can hold posted.
+    pub recv_depth: usize,
+    /// Send work requests queued (not yet wholly handed to SCTP) across the connection.
+    pub max_sends: usize,
+    /// What ends a stream after its first receive error.
+    pub on_receive_error: OnReceiveError,
+}
+
+impl Default for ConnConfig {
+    fn default() -> Self {
+        ConnConfig {
+            queues: 3,
+            recv_depth: 256,
+            max_sends: 4096,
+            on_receive_error: OnReceiveError::Terminate,
+        }
+    }
+}
+
+/// How the ULP above a connection ends a stream whose receive path failed. DDP itself only
+/// indicates the error and drops what follows (RFC 5041 §7.1); the stream ends when the ULP
+/// says so (§6.2.2), after at most one more message of its own (§7.1: "DDP SHOULD enable the
+/// ULP to send one additional DDP Message before terminating the DDP Stream").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnReceiveError {
+    /// The session is terminated as the error is indicated (a Terminate goes to the peer,
+    /// queued sends are flushed): the endpoint's ULP has no error message of its own to send.
+    Terminate,
+    /// The session is terminated once the ULP's one further message has gone to SCTP (an
+    /// RDMAP Terminate, say), or when the ULP terminates it.
+    AfterLastMessage,
+}
+
+/// The buffer model and destination of a message to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendKind {
+    /// To the next buffer the peer posted on queue `qn` (RFC 4296 `ddp_send`).
+    Untagged { qn: u32, rsvd_ulp: [u8; 5] },
+    /// To the peer's registered buffer `stag` from Tagged Offset `to` (RFC 4296 `ddp_send_ddp`).
+    /// `rsvd_ulp` reaches the peer's ULP with the delivery (RFC 5041 §5.4): it carries RFC
+    /// 4296's `ddp_notify_t` message id, as RDMAP carries its opcode there.
+    Tagged { stag: Stag, to: u64, rsvd_ulp: u8 },
+}
+
+/// Where the bytes of a message to send are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Payload {
+    /// Moved in with the request; SCTP's send queue copies them.
+    Bytes(Vec<u8>),
+    /// `len` bytes of the local registration `stag` from Tagged Offset `to`: the local buffer
+    /// of RFC 4296 §2.1.2, named as verbs name it (an lkey). It must be registered in the
+    /// protection domain of the stream's session; local read is implied by any registration,
+    /// as in verbs ([`Connection::resolve_local`] checks, and turns it into a
+    /// [`Payload::Region`]).
+    Local { stag: Stag, to: u64, len: u32 },
+    /// `len` bytes of a region of this endpoint from `offset`, sent without a copy where the
+    /// port can chain buffers ([`ddpdk_dataplane::port::Port::attach_region`]). The raw form,
+    /// with no protection-domain check: for an application sending its own memory. The ULP
+    /// leaves those bytes unchanged until the send completes.
+    Region {
+        region: RegionId,
+        offset: u64,
+        len: u32,
+    },
+}
+
+impl Payload {
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Bytes(b) => b.len(),
+            Payload::Local { len, .. } | Payload::Region { len, .. } => *len as usize,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Vec<u8>> for Payload {
+    fn from(bytes: Vec<u8>) -> Payload {
+        Payload::Bytes(bytes)
+    }
+}
+
+/// A send work request. The message is moved in (or named in a region), so posting copies
+/// nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendRequest {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    pub stream: u16,
+    pub kind: SendKind,
+    pub data: Payload,
+    /// Whether a successful completion is reported (failures always are).
+    pub signaled: bool,
+}
+
+/// Why a ULP call was refused. Nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostError {
+    /// The association is not established yet, or is over.
+    NotConnected,
+    /// No such stream on this association.
+    InvalidStream,
+    /// The session does not allow it (state, Private Data size).
+    Session(LocalError),
+    /// A previous session's chunks may still be outstanding (RFC 5043 §6.6).
+    StreamBusy,
+    /// After a receive error the one further message is already posted (RFC 5041 §7.1).
+    StreamFailed,
+    /// QN beyond the stream's queues (receive side).
+    InvalidQn,
+    /// The queue or the connection's send queue is full.
+    Full,
+    Tx(TxError),
+    /// A [`Payload::Region`] names no region of this endpoint, or bytes outside it.
+    BadRegion,
+    /// A [`Payload::Local`] names no registration of this endpoint, one of another protection
+    /// domain than the stream's session, or bytes outside it (or was posted unresolved).
+    BadLocalStag,
+}
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PostError::NotConnected => f.write_str("association not established"),
+            PostError::InvalidStream => f.write_str("no such stream"),
+            PostError::Session(e) => e.fmt(f),
+            PostError::StreamBusy => {
+                f.write_str("the previous session's chunks may still be outstanding")
+            }
+            PostError::StreamFailed => {
+                f.write_str("stream failed: its one last message is already posted")
+            }
+            PostError::InvalidQn => f.write_str("no such queue"),
+            PostError::Full => f.write_str("queue full"),
+            PostError::Tx(e) => e.fmt(f),
+            PostError::BadRegion => f.write_str("source span outside the registered regions"),
+            PostError::BadLocalStag => {
+                f.write_str("source STag unknown, of another protection domain, or too short")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PostError {}
+
+impl From<LocalError> for PostError {
+    fn from(e: LocalError) -> Self {
+        PostError::Session(e)
+    }
+}
+
+/// How a send ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// SCTP's cumulative ack covers the whole message (RFC 5041 §5.4, Data Source).
+    Success,
+    /// Not (wholly) sent, or its delivery is unknown: the session or association ended first.
+    Flushed,
+}
+
+/// A send completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub wr_id: u64,
+    pub stream: u16,
+    pub status: Status,
+}
+
+/// What the ULP hears (RFC 4296 `ddp_ind_t` and the session events of RFC 5043 §5.2.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Indication {
+    /// The association is established; `mulpdu` is the largest DDP Segment (RFC 5043 §9).
+    Connected { streams: u16, mulpdu: usize },
+    /// A session event on a stream.
+    Session { stream: u16, event: SessionEvent },
+    /// An untagged message filled the posted receive `wr_id` (RFC 5041 §5.4: with its length
+    /// and RsvdULP).
+    Received {
+        stream: u16,
+        wr_id: u64,
+        qn: u32,
+        msn: u32,
+        len: u32,
+        rsvd_ulp: [u8; 5],
+    },
+    /// A tagged message was delivered (RFC 5041 §5.4).
+    TaggedDelivered {
+        stream: u16,
+        stag: Stag,
+        rsvd_ulp: u8,
+    },
+    /// The stream's first receive error (RFC 5041 §7.1): nothing of the segment was placed.
+    Error {
+        stream: u16,
+        error: RxError,
+        header: HeaderCopy,
+        segment_len: usize,
+    },
+    /// A posted receive returned unused: its session ended.
+    RecvFlushed { stream: u16, qn: u32, wr_id: u64 },
+    /// The peer restarted (RFC 9260 §5.2.4): every session ended; the association continues.
+    PeerRestarted,
+    /// The association is over (after every stream's session ended).
+    Closed(CloseReason),
+}
+
+/// RFC 4296 `msizes_t`: the largest message of each model that fits one DDP Segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxSizes {
+    pub mulpdu: usize,
+    pub untagged: usize,
+    pub tagged: usize,
+}
+
+/// Counters: everything dropped is counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnStats {
+    pub segments_sent: u64,
+    pub control_sent: u64,
+    pub segments_received: u64,
+    pub control_received: u64,
+    /// Chunks whose PPID is neither 16 nor 17 (RFC 5043 §5.2).
+    pub unknown_ppid: u64,
+    /// Segments the session refused (illegal in the §6.1 pattern or outside the §10 window).
+    pub refused_by_session: u64,
+    /// Segments that arrived after this side's session ended.
+    pub after_session_end: u64,
+    pub messages_sent: u64,
+    pub flushed_sends: u64,
+    pub flushed_receives: u64,
+    /// DDP chunks on a stream we keep no state for (SCTP checks stream ids, so none expected).
+    pub unknown_stream: u64,
+    /// Session control messages the session refused (each ends the session, RFC 5043 §6.1).
+    pub control_refused: u64,
+    /// Control messages SCTP no longer took (the association was closing).
+    pub control_lost: u64,
+    /// Control messages whose session machine ran on another thread ([`SessionCall`]).
+    pub sessions_lent: u64,
+    /// Streams whose receive path failed: the first error of each, indicated to the ULP
+    /// (RFC 5041 §7.1; the segments after it are counted per stream, `RxStats`).
+    pub receive_errors: u64,
+    /// DDP Segments larger than the MULPDU we announced, rejected (RFC 5043 §9); each stops
+    /// its stream as a receive error.
+    pub oversize_segments: u64,
+    /// Sessions terminated because their stream's receive path failed
+    /// ([`OnReceiveError::Terminate`]).
+    pub sessions_faulted: u64,
+    /// Chunks of a stream whose session was away, held (copied) until it came back.
+    pub chunks_held: u64,
+    /// Operations on such a stream, held likewise.
+    pub ops_held: u64,
+}

@@ -1,0 +1,284 @@
+//! The session machine on another thread: a DDP Stream Session Control message leaves with
+//! its stream's session ([`SessionCall`]) and comes back; meanwhile only that stream's chunks
+//! and operations wait ([`Connection::apply`]).
+
+use std::collections::VecDeque;
+
+use ddpdk_dataplane::sctp::Instant;
+use ddpdk_dataplane::wire::ddp::FunctionCode;
+
+use crate::memory::Place;
+use crate::session::{Session, State};
+
+use super::api::*;
+use super::route::*;
+use super::stream::*;
+use super::*;
+
+/// What happened on a stream while its session was away.
+#[derive(Debug)]
+pub(super) struct Lent {
+    /// The session's state when it left (what [`Connection::session_state`] reports).
+    pub(super) state: State,
+    /// This stream's DDP chunks that came behind the control message, and the ULP's
+    /// operations on the stream, in arrival order, to be applied once the session is back.
+    /// Nothing of other streams waits: only the stream whose session is away is parked.
+    pub(super) held: VecDeque<Held>,
+    /// Our chunks SCTP acknowledged meanwhile (their DDP-SSNs).
+    pub(super) acks: Vec<u16>,
+    /// The association ended (or the peer restarted) meanwhile.
+    pub(super) ended: bool,
+}
+
+/// A chunk or an operation waiting for its stream's session ([`Lent::held`]).
+#[derive(Debug)]
+pub(super) enum Held {
+    Chunk { ppid: u32, data: Vec<u8> },
+    Op(Op),
+}
+
+/// A DDP Stream Session Control message (PPID 17) that a data core hands, with its stream's
+/// RFC 5043 §6 session, to the thread that runs the session machine (the control thread):
+/// [`SessionCall::run`] applies the message there, and [`Connection::return_session`] takes
+/// the session back on the core. Meanwhile the core holds the stream's later chunks, and the
+/// connection's packets wait ([`Connection::sessions_lent`]), so the machine still judges every
+/// chunk of the stream in arrival order.
+#[derive(Debug)]
+pub struct SessionCall {
+    pub(super) stream: u16,
+    pub(super) generation: u32,
+    pub(super) session: Box<Session>,
+    pub(super) ssn: u16,
+    pub(super) function: FunctionCode,
+    pub(super) private_data: Vec<u8>,
+    pub(super) result: Option<Result<(), crate::session::ProtocolError>>,
+}
+
+impl SessionCall {
+    /// Runs the session machine on the message (RFC 5043 §6.1–§6.4: its place in the
+    /// pattern, the pending-Initiate limit, the events for the ULP, the Terminate owed).
+    pub fn run(&mut self) {
+        if self.result.is_none() {
+            self.result = Some(self.session.on_control(
+                self.ssn,
+                self.function,
+                &self.private_data,
+            ));
+        }
+    }
+
+    pub fn stream(&self) -> u16 {
+        self.stream
+    }
+
+    pub fn function(&self) -> FunctionCode {
+        self.function
+    }
+
+    /// What the machine made of the message, once run: `Err` if it broke the §6.1 pattern
+    /// (the session then ended).
+    pub fn result(&self) -> Option<Result<(), crate::session::ProtocolError>> {
+        self.result
+    }
+}
+
+impl Connection {
+    /// Hands every DDP Stream Session Control message (PPID 17), with its stream's session,
+    /// to whoever polls [`Connection::poll_session_call`] (the control thread), instead of
+    /// running the RFC 5043 §6 machine here. Off by default (one thread runs everything).
+    pub fn set_remote_sessions(&mut self, on: bool) {
+        self.remote_sessions = on;
+    }
+
+    /// The next session lent out with a control message, to run and give back.
+    pub fn poll_session_call(&mut self) -> Option<SessionCall> {
+        self.sink.calls.pop_front()
+    }
+
+    /// Whether a session is away: the caller holds this connection's packets and ULP calls
+    /// until it is back (they are judged in order then).
+    pub fn sessions_lent(&self) -> bool {
+        self.sink.lent > 0
+    }
+
+    /// Takes back a session lent out with `call`, once run: what happened meanwhile is
+    /// applied to it (acknowledgements, the association's end), the message takes effect on
+    /// the receive path, and the stream's chunks held behind it are routed.
+    pub fn return_session<'m>(
+        &mut self,
+        now: Instant,
+        mut call: SessionCall,
+        place: impl Into<Place<'m>>,
+    ) {
+        let memory = place.into();
+        let stream = call.stream;
+        let Some(s) = self.streams.get_mut(usize::from(stream)) else {
+            return;
+        };
+        let Some(lent) = s.lent.take() else {
+            return;
+        };
+        self.sink.lent -= 1;
+        // Not this stream's session any more (nothing renews a stream while its session is
+        // away, so this is only defence): the stream is free again, the old session dropped.
+        if s.generation != call.generation {
+            return;
+        }
+        call.run();
+        s.session = *call.session;
+        for ssn in lent.acks {
+            let _ = s.session.on_acked(ssn);
+        }
+        if lent.ended {
+            // Its end was told when the association ended; what the machine said of the
+            // message since is moot.
+            s.session.association_ended();
+            while s.session.poll_event().is_some() {}
+        }
+        // The message's events come before anything it or the chunks behind it deliver.
+        if indicate_events(stream, s, &mut self.sink) {
+            self.sink.wake.push(stream);
+        }
+        if call.result == Some(Ok(())) {
+            // Messages after it in DDP-SSN order may now be delivered (the active side's
+            // first segments wait for the Accept).
+            let DdpStream {
+                rx, posted, grace, ..
+            } = s;
+            if let Some(rx) = rx.as_mut() {
+                let sink = &mut self.sink;
+                let _ = rx.on_control(call.ssn, &mut |ind| {
+                    indicate(stream, posted, grace, sink, ind)
+                });
+            }
+        } else {
+            self.sink.stats.control_refused += 1;
+        }
+        self.sink.touched = true;
+        // What waited for the session, in arrival order, until a control message among it
+        // sends the session away again (the rest then waits for that one).
+        let (mut held, ended) = (lent.held, lent.ended);
+        while let Some(item) = held.pop_front() {
+            match item {
+                Held::Chunk { ppid, data } => {
+                    self.sink.held_bytes -= data.len();
+                    // Chunks behind the message of an association that has ended meanwhile
+                    // start nothing (a held Initiate would open a session on a closed
+                    // association).
+                    if !ended {
+                        self.route_one(stream, ppid, &data, memory);
+                    }
+                }
+                Held::Op(op) => {
+                    self.sink.held_ops -= 1;
+                    let name = op.name();
+                    let result = self.apply_stream_op(op, memory.stags);
+                    self.sink
+                        .op_results
+                        .push_back(OpResult { op: name, result });
+                }
+            }
+            if let Some(again) = self.streams[usize::from(stream)].lent.as_mut() {
+                again.held.extend(held.drain(..));
+                break;
+            }
+        }
+        if self.shutdown_deferred && !self.sessions_lent() {
+            self.shutdown_deferred = false;
+            self.shutdown(now);
+        }
+        self.progress();
+    }
+
+    /// Applies a ULP operation. One on a stream whose session is away at the control thread
+    /// waits for it, in order with the stream's chunks ([`Applied::Deferred`]; its result
+    /// comes from [`Connection::poll_op_result`]); the other streams go on. A local STag of
+    /// a send is resolved against `stags` (the caller's STag table) when the send is applied.
+    /// A SHUTDOWN waits until no session is away; an ABORT never waits.
+    pub fn apply(
+        &mut self,
+        now: Instant,
+        op: Op,
+        stags: &ddpdk_dataplane::mem::StagTable,
+    ) -> Result<Applied, PostError> {
+        match op {
+            Op::Abort => {
+                self.abort();
+                Ok(Applied::Done)
+            }
+            Op::Shutdown if self.sessions_lent() => {
+                self.shutdown_deferred = true;
+                self.sink.stats.ops_held += 1;
+                Ok(Applied::Deferred)
+            }
+            Op::Shutdown => {
+                self.shutdown(now);
+                Ok(Applied::Done)
+            }
+            op => {
+                let stream = op.stream().unwrap_or(0);
+                let lent = self
+                    .streams
+                    .get_mut(usize::from(stream))
+                    .and_then(|s| s.lent.as_mut());
+                if let Some(lent) = lent {
+                    if self.sink.held_ops >= MAX_HELD_OPS {
+                        return Err(PostError::Full);
+                    }
+                    lent.held.push_back(Held::Op(op));
+                    self.sink.held_ops += 1;
+                    self.sink.stats.ops_held += 1;
+                    return Ok(Applied::Deferred);
+                }
+                self.apply_stream_op(op, stags)
+            }
+        }
+    }
+
+    /// The result of an operation that [`Connection::apply`] deferred, once applied.
+    pub fn poll_op_result(&mut self) -> Option<OpResult> {
+        self.sink.op_results.pop_front()
+    }
+
+    pub(super) fn apply_stream_op(
+        &mut self,
+        op: Op,
+        stags: &ddpdk_dataplane::mem::StagTable,
+    ) -> Result<Applied, PostError> {
+        match op {
+            Op::Initiate {
+                stream,
+                pd,
+                private_data,
+            } => self.initiate(stream, pd, &private_data),
+            Op::Accept {
+                stream,
+                pd,
+                private_data,
+            } => self.accept(stream, pd, &private_data),
+            Op::Reject {
+                stream,
+                private_data,
+            } => self.reject(stream, &private_data),
+            Op::Terminate { stream } => self.terminate(stream),
+            Op::PostRecv {
+                stream,
+                qn,
+                wr_id,
+                buffer,
+            } => {
+                self.post_recv(stream, qn, wr_id, buffer)?;
+                return Ok(Applied::Posted { stream, qn, wr_id });
+            }
+            Op::PostSend(mut req) => {
+                // A local STag is checked against the caller's STag table, as placement is.
+                let data = std::mem::replace(&mut req.data, Payload::Bytes(Vec::new()));
+                req.data = self.resolve_local(req.stream, data, stags)?;
+                self.post_send(req)
+            }
+            // Not a stream's: `apply` takes them.
+            Op::Shutdown | Op::Abort => Ok(()),
+        }
+        .map(|()| Applied::Done)
+    }
+}

@@ -1,0 +1,86 @@
+//! Making connections: actively, or from a peer's COOKIE ECHO, all sharing one
+//! pending-Initiate limit (RFC 5043 §6.4).
+
+use std::net::IpAddr;
+
+use ddpdk_dataplane::sctp::{Endpoint, Instant, Message as SctpMessage, Outcome};
+
+use crate::memory::Place;
+use crate::session::PendingLimit;
+
+use super::api::*;
+use super::*;
+
+/// The DDP side of an SCTP endpoint: makes [`Connection`]s, actively ([`Listener::connect`])
+/// or from a peer's COOKIE ECHO ([`Listener::handle`]), all sharing one pending-Initiate
+/// limit (RFC 5043 §6.4).
+#[derive(Debug)]
+pub struct Listener {
+    pub(super) endpoint: Endpoint,
+    pub(super) cfg: ConnConfig,
+    pub(super) limit: PendingLimit,
+    pub(super) early: Vec<(u16, u32, Vec<u8>)>,
+}
+
+/// What [`Listener::handle`] made of a packet that matched no connection.
+#[derive(Debug)]
+pub enum Accept {
+    /// Nothing to send (the endpoint counts why).
+    Ignored,
+    /// A reply of this many bytes is in the output buffer, to the packet's source.
+    Reply(usize),
+    /// A new connection; it holds its COOKIE ACK to send.
+    Connection(Box<Connection>),
+}
+
+impl Listener {
+    pub fn new(endpoint: Endpoint, cfg: ConnConfig, limit: PendingLimit) -> Listener {
+        Listener {
+            endpoint,
+            cfg,
+            limit,
+            early: Vec::new(),
+        }
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Starts an association to `peer`.
+    pub fn connect(&mut self, now: Instant, peer: IpAddr, port: u16) -> Connection {
+        let assoc = self.endpoint.connect(now, peer, port);
+        Connection::new(assoc, self.cfg, self.limit.clone())
+    }
+
+    /// A packet from `peer` that matched no connection. DDP chunks bundled with a COOKIE ECHO
+    /// (an Initiate sent from COOKIE-WAIT) reach the new connection's sessions.
+    pub fn handle<'m>(
+        &mut self,
+        now: Instant,
+        peer: IpAddr,
+        packet: &[u8],
+        out: &mut [u8],
+        place: impl Into<Place<'m>>,
+    ) -> Accept {
+        let memory = place.into();
+        let early = &mut self.early;
+        early.clear();
+        let outcome = self
+            .endpoint
+            .handle(now, peer, packet, out, &mut |m: SctpMessage<'_>| {
+                early.push((m.stream, m.ppid, m.data.to_vec()))
+            });
+        match outcome {
+            Outcome::Ignored(_) => Accept::Ignored,
+            Outcome::Reply(n) => Accept::Reply(n),
+            Outcome::Accepted(assoc) => {
+                let mut c = Connection::new(*assoc, self.cfg, self.limit.clone());
+                for (stream, ppid, data) in self.early.drain(..) {
+                    c.route_one(stream, ppid, &data, memory);
+                }
+                Accept::Connection(Box::new(c))
+            }
+        }
+    }
+}

@@ -1,0 +1,771 @@
+//! One DDP connection: an SCTP association whose like-numbered stream pairs are DDP streams
+//! (RFC 5043 §6), with the ULP operations of RFC 4296 §2.1.2 on top, polled verbs-style.
+//!
+//! A [`Connection`] owns the [`Association`] and, per SCTP stream id, the RFC 5043 §6 session
+//! ([`Session`]), the receive path ([`StreamRx`]: check, place, deliver) and the queue of send
+//! work requests. It is sans-IO like everything under it: the caller feeds packets
+//! ([`Connection::handle`]), timers ([`Connection::handle_timeout`]) and ULP calls, and drains
+//! packets ([`Connection::poll_transmit`]), send completions ([`Connection::poll_completion`])
+//! and indications ([`Connection::poll_indication`]).
+//!
+//! - **Sending.** [`Connection::post_send`] queues a DDP Message (untagged to a queue, or tagged
+//!   to a peer's STag and TO). Messages leave in the order posted on their stream (RFC 5041
+//!   §5.3), cut at the MULPDU (RFC 5043 §9) as SCTP has room, each segment one unordered DATA
+//!   chunk with the session's next DDP-SSN. A message completes once SCTP's cumulative ack
+//!   covers its last segment (RFC 5041 §5.4, Data Source). Untagged MSNs are counted per queue
+//!   from 1 (RFC 5041 §5.1.2).
+//! - **Receiving.** A segment first passes the session (is it legal in the §6.1 pattern, in
+//!   the §10 window?), then [`StreamRx`] (the §7.1 checks, placement, in-order delivery).
+//!   Untagged messages complete the posted receive in posting order; tagged ones are
+//!   indicated with their STag and RsvdULP (RFC 5041 §5.4).
+//! - **Errors.** The first receive error on a stream is indicated with the DDP header and
+//!   segment length; later segments are dropped (RFC 5041 §7.1). The ULP may then post one
+//!   more message, for example an RDMAP Terminate (§7.1: "SHOULD enable the ULP to send one
+//!   additional DDP Message before terminating the DDP Stream"); once everything posted has
+//!   gone to SCTP, the session is terminated.
+//! - **Session control elsewhere.** With [`Connection::set_remote_sessions`] (the runtime's
+//!   data cores), a DDP Stream Session Control message leaves with its stream's session
+//!   ([`Connection::poll_session_call`]); the control thread runs the §6 machine on it and the
+//!   session comes back ([`Connection::return_session`]). Meanwhile only that stream waits:
+//!   its later chunks and the ULP's operations on it ([`Connection::apply`]) are held, in
+//!   arrival order, so the machine still sees the stream in order; the other streams and the
+//!   association go on.
+//! - **Receive buffer.** What the connection holds for the peer (chunks of a stream whose
+//!   session is away, indications the ULP has not polled) is its receive buffer: each SACK
+//!   advertises what is left (RFC 9260 §6.2), and new DATA beyond it is dropped
+//!   unacknowledged and counted, never buffered.
+//! - **The association's end** terminates every session (RFC 5043 §11.3), flushes every
+//!   queued send and posted receive, and is indicated once. A peer restart does the same to
+//!   the sessions (the peer kept none) but the association lives on.
+
+mod api;
+mod lend;
+mod listener;
+mod route;
+mod send;
+mod stream;
+
+pub use api::*;
+pub use lend::SessionCall;
+pub use listener::{Accept, Listener};
+pub use stream::MAX_HELD_OPS;
+
+use route::*;
+use send::*;
+use stream::*;
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ddpdk_dataplane::ddp::{self, Regions, StreamRx};
+use ddpdk_dataplane::ddp::{Target, TxError};
+use ddpdk_dataplane::mem::{Pd, PostedBuffer, QueueFull, StreamId};
+use ddpdk_dataplane::sctp::{
+    Association, Discard, Event as SctpEvent, Hole, Instant, Message as SctpMessage,
+};
+use ddpdk_dataplane::wire::crc32c;
+use ddpdk_dataplane::wire::ddp::max_payload;
+
+use crate::memory::{Place, RegionId, RegionTable};
+use crate::session::{Event as SessionEvent, LocalError, PendingLimit, State, TerminationReason};
+
+/// SCTP chunk type of COOKIE ECHO (RFC 9260 §3.3.11).
+const COOKIE_ECHO: u8 = 10;
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Connection {
+    assoc: Association,
+    cfg: ConnConfig,
+    limit: PendingLimit,
+    streams: Vec<DdpStream>,
+    ready: VecDeque<u16>,
+    in_flight: VecDeque<InFlight>,
+    sink: Sink,
+    segment: Vec<u8>,
+    /// Where [`Payload::Region`] sends read from ([`Connection::use_regions`]).
+    regions: Option<Arc<RegionTable>>,
+    /// Session control messages go to another thread with their session
+    /// ([`Connection::set_remote_sessions`]).
+    remote_sessions: bool,
+    connected: bool,
+    closed: bool,
+    /// The largest MULPDU announced to the ULP (RFC 5043 §9): segments above it are refused.
+    /// A path MTU that shrinks later lowers what we send, not what the peer was told it may.
+    rx_mulpdu: usize,
+    /// The ULP asked for a SHUTDOWN while a session was away ([`Connection::apply`]).
+    shutdown_deferred: bool,
+}
+
+impl Connection {
+    /// Wraps an association (connecting, or just accepted by an `Endpoint`). `limit` is the
+    /// endpoint's pending-Initiate limit (RFC 5043 §6.4), shared by its connections.
+    pub fn new(assoc: Association, cfg: ConnConfig, limit: PendingLimit) -> Connection {
+        let mut c = Connection {
+            assoc,
+            cfg,
+            limit,
+            streams: Vec::new(),
+            ready: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            sink: Sink::default(),
+            segment: Vec::new(),
+            regions: None,
+            remote_sessions: false,
+            connected: false,
+            closed: false,
+            rx_mulpdu: 0,
+            shutdown_deferred: false,
+        };
+        c.after_sctp();
+        c
+    }
+
+    /// The endpoint's regions, so that sends may name their bytes there ([`Payload::Region`]).
+    pub fn use_regions(&mut self, regions: Arc<RegionTable>) {
+        self.regions = Some(regions);
+    }
+
+    /// The peer's address as packets carry it (the association keeps IPv4 as v4-mapped IPv6).
+    pub fn peer_ip(&self) -> IpAddr {
+        let v6 = std::net::Ipv6Addr::from(self.assoc.peer_addr());
+        match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        }
+    }
+
+    pub fn association(&self) -> &Association {
+        &self.assoc
+    }
+
+    pub fn stats(&self) -> &ConnStats {
+        &self.sink.stats
+    }
+
+    /// Whether the association has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// With `on`, the device computes the CRC32c of every packet this connection sends.
+    pub fn set_tx_checksum_offload(&mut self, on: bool) {
+        self.assoc.set_tx_checksum_offload(on);
+    }
+
+    /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments).
+    pub fn set_path_mtu(&mut self, mtu: usize) {
+        self.assoc.set_path_mtu(mtu);
+    }
+
+    /// Graceful SCTP shutdown once everything queued is acknowledged.
+    pub fn shutdown(&mut self, now: Instant) {
+        self.assoc.shutdown(now);
+        self.after_sctp();
+    }
+
+    pub fn abort(&mut self) {
+        self.assoc.abort();
+        self.after_sctp();
+    }
+
+    /// RFC 4296 `ddp_max_msizes`: the MULPDU and the largest untagged and tagged messages one
+    /// segment carries, for the path as it is now.
+    pub fn max_sizes(&self) -> MaxSizes {
+        let mulpdu = ddp::mulpdu(self.assoc.max_message());
+        MaxSizes {
+            mulpdu,
+            untagged: max_payload(mulpdu, false),
+            tagged: max_payload(mulpdu, true),
+        }
+    }
+
+    /// The local identity of the current session on `stream`, for registrations bound to it
+    /// (RFC 5041 §8.2): unique per session, across connections.
+    pub fn stream_id(&self, stream: u16) -> Option<StreamId> {
+        Some(self.streams.get(usize::from(stream))?.sid)
+    }
+
+    /// The session state of `stream`.
+    pub fn session_state(&self, stream: u16) -> Option<State> {
+        let s = self.streams.get(usize::from(stream))?;
+        Some(
+            s.lent
+                .as_ref()
+                .map_or_else(|| s.session.state(), |l| l.state),
+        )
+    }
+
+    // ---- sessions (RFC 5043 §6) ----
+
+    /// Starts a session on `stream` as the active side, for protection domain `pd` (RFC 5043
+    /// §6: one PD per session). A stream whose previous session is over may be reused once
+    /// none of its chunks can be outstanding (§6.6).
+    pub fn initiate(&mut self, stream: u16, pd: Pd, private_data: &[u8]) -> Result<(), PostError> {
+        self.reuse_if_over(stream)?;
+        let s = &mut self.streams[usize::from(stream)];
+        s.session.initiate(private_data)?;
+        open_receive(s, pd, &self.cfg, true);
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    /// Accepts the Initiate pending on `stream` for protection domain `pd` (§6.2).
+    pub fn accept(&mut self, stream: u16, pd: Pd, private_data: &[u8]) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        let s = &mut self.streams[usize::from(stream)];
+        s.session.accept(private_data)?;
+        open_receive(s, pd, &self.cfg, false);
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    /// Rejects the Initiate pending on `stream` (§6.3).
+    pub fn reject(&mut self, stream: u16, private_data: &[u8]) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        self.streams[usize::from(stream)]
+            .session
+            .reject(private_data)?;
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    /// Ends the session on `stream` with a Terminate (§6.2), or refuses a pending Initiate
+    /// with one (§6.4). Sends not yet handed to SCTP are flushed; the association goes on
+    /// (RFC 5043 §11.3).
+    pub fn terminate(&mut self, stream: u16) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        self.streams[usize::from(stream)].session.terminate()?;
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    // ---- data (RFC 4296 §2.1.2) ----
+
+    /// RFC 4296 `ddp_post_recv`: `buffer` (from [`Memory::receive_buffer`]) takes the next
+    /// untagged message on queue `qn` of `stream`; its MSN is the number of buffers posted to
+    /// the queue before it, plus one.
+    pub fn post_recv(
+        &mut self,
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+        buffer: PostedBuffer,
+    ) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        let s = &mut self.streams[usize::from(stream)];
+        if matches!(s.session.state(), State::Terminated(_)) {
+            return Err(PostError::Session(LocalError::Terminated));
+        }
+        let rx =
+            s.rx.as_mut()
+                .ok_or(PostError::Session(LocalError::NotEstablished))?;
+        let posted = s.posted.get_mut(qn as usize).ok_or(PostError::InvalidQn)?;
+        rx.post(qn, buffer).map_err(|QueueFull| PostError::Full)?;
+        posted.push_back(wr_id);
+        Ok(())
+    }
+
+    /// RFC 4296 `ddp_send` / `ddp_send_ddp`: queues a message on its stream. It leaves once
+    /// the session allows segments (§6.2, §6.6), in posting order.
+    pub fn post_send(&mut self, req: SendRequest) -> Result<(), PostError> {
+        self.check_stream(req.stream)?;
+        if self.sink.queued_sends >= self.cfg.max_sends {
+            return Err(PostError::Full);
+        }
+        let len = u32::try_from(req.data.len()).map_err(|_| PostError::Tx(TxError::TooLong))?;
+        if matches!(req.data, Payload::Local { .. }) {
+            return Err(PostError::BadLocalStag);
+        }
+        if let Payload::Region {
+            region,
+            offset,
+            len,
+        } = req.data
+        {
+            let r = self
+                .regions
+                .as_deref()
+                .and_then(|t| t.region(region.0))
+                .ok_or(PostError::BadRegion)?;
+            if offset
+                .checked_add(u64::from(len))
+                .is_none_or(|end| end > r.len() as u64)
+            {
+                return Err(PostError::BadRegion);
+            }
+        }
+        let stream = req.stream;
+        let s = &mut self.streams[usize::from(stream)];
+        if s.grace == Some(0) {
+            return Err(PostError::StreamFailed);
+        }
+        match s.session.state() {
+            State::Established | State::InitiateSent => {}
+            State::Idle => return Err(LocalError::NoSession.into()),
+            State::InitiateReceived => return Err(LocalError::NotEstablished.into()),
+            State::Terminated(_) => return Err(LocalError::Terminated.into()),
+        }
+        let target = match req.kind {
+            SendKind::Tagged { stag, to, rsvd_ulp } => {
+                // RFC 5041 §7.1 check 5 at the source: the Data Sink would refuse it.
+                to.checked_add(u64::from(len))
+                    .ok_or(PostError::Tx(TxError::ToWrap))?;
+                Target::Tagged {
+                    stag: stag.0,
+                    to,
+                    rsvd_ulp,
+                }
+            }
+            SendKind::Untagged { qn, rsvd_ulp } => {
+                let msn = match s.next_msn.iter_mut().find(|(q, _)| *q == qn) {
+                    Some((_, next)) => {
+                        let m = *next;
+                        *next = next.wrapping_add(1);
+                        m
+                    }
+                    None => {
+                        s.next_msn.push((qn, 2));
+                        1
+                    }
+                };
+                Target::Untagged { qn, msn, rsvd_ulp }
+            }
+        };
+        if let Some(g) = s.grace.as_mut() {
+            *g -= 1;
+        }
+        s.sends.push_back(PendingSend {
+            req,
+            target,
+            offset: 0,
+        });
+        self.sink.queued_sends += 1;
+        self.mark_ready(stream);
+        self.progress();
+        Ok(())
+    }
+
+    /// Whether completions or indications wait to be polled.
+    pub fn owes_ulp(&self) -> bool {
+        !self.sink.completions.is_empty()
+            || !self.sink.indications.is_empty()
+            || !self.sink.op_results.is_empty()
+    }
+
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.sink.completions.pop_front()
+    }
+
+    pub fn poll_indication(&mut self) -> Option<Indication> {
+        self.sink.indications.pop_front()
+    }
+
+    // ---- SCTP ----
+
+    /// One SCTP packet for this association. Its DDP chunks are checked against `place`'s STag
+    /// table (the master, `&Memory`, or a data core's replica), placed into its regions
+    /// and delivered before this returns.
+    pub fn handle<'m>(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        place: impl Into<Place<'m>>,
+    ) -> Result<(), Discard> {
+        self.handle_checked(now, packet, place, false)
+    }
+
+    /// As [`Connection::handle`], for a packet whose CRC32c the receiving device already found
+    /// good (RX checksum offload).
+    pub fn handle_checked<'m>(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        place: impl Into<Place<'m>>,
+        checksum_verified: bool,
+    ) -> Result<(), Discard> {
+        let memory = place.into();
+        // A COOKIE ECHO comes first in its packet (RFC 9260 §5.1) and may restart the
+        // association (§5.2.4): the DDP chunks bundled with it belong to the peer's new
+        // incarnation, so they are routed only after the restart has ended the old sessions.
+        // Rare, so the copy does not matter.
+        if packet.get(12) == Some(&COOKIE_ECHO) {
+            let mut early = Vec::new();
+            let r = self.assoc.handle_checked(
+                now,
+                packet,
+                &mut |m: SctpMessage<'_>| early.push((m.stream, m.ppid, m.data.to_vec())),
+                checksum_verified,
+            );
+            self.after_sctp();
+            for (stream, ppid, data) in early {
+                self.route_one(stream, ppid, &data, memory);
+            }
+            return r;
+        }
+        self.grow_streams();
+        let Connection {
+            assoc,
+            streams,
+            sink,
+            limit,
+            remote_sessions,
+            connected,
+            rx_mulpdu,
+            ..
+        } = self;
+        let how = Routing {
+            remote: *remote_sessions,
+            connected: *connected,
+            mulpdu: (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())),
+            budget: assoc.receive_buffer(),
+        };
+        let mut router = Router {
+            streams,
+            memory,
+            sink,
+            limit,
+            how,
+        };
+        let r = assoc.handle_checked(now, packet, &mut router, checksum_verified);
+        self.after_sctp();
+        r
+    }
+
+    /// A chunk that reached us outside [`Connection::handle`] (bundled with the COOKIE ECHO
+    /// that created the association).
+    fn route_one(&mut self, stream: u16, ppid: u32, data: &[u8], memory: Place<'_>) {
+        self.grow_streams();
+        let m = SctpMessage {
+            stream,
+            ppid,
+            tsn: 0,
+            data,
+        };
+        let how = Routing {
+            remote: self.remote_sessions,
+            connected: self.connected,
+            mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())),
+            budget: self.assoc.receive_buffer(),
+        };
+        route(
+            m,
+            &mut self.streams,
+            memory,
+            &mut self.sink,
+            &self.limit,
+            how,
+        );
+        self.progress();
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.assoc.poll_timeout()
+    }
+
+    /// A SACK is owed before the next packet is handled ([`Association::sack_due`]).
+    pub fn sack_due(&self) -> bool {
+        self.assoc.sack_due()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.assoc.handle_timeout(now);
+        self.after_sctp();
+    }
+
+    /// The next SCTP packet to send, written to `buf` whole: region bytes of
+    /// [`Payload::Region`] sends are copied in, and the CRC32c filled (unless the device
+    /// computes it).
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.pump();
+        self.session_events();
+        self.tell_room();
+        let n = self.assoc.poll_transmit(now, buf)?;
+        let holes = self.assoc.holes();
+        if holes.is_empty() {
+            return Some(n);
+        }
+        // Spans were checked against the regions when posted, and regions are never removed,
+        // so every read succeeds (only swapping in another table with `use_regions` after
+        // posting could make one fail, leaving stale bytes in the packet).
+        if let Some(regions) = self.regions.as_deref() {
+            for h in holes {
+                if let Some(r) = regions.region(h.ext.key) {
+                    let _ = r.read(h.ext.offset, &mut buf[h.at..h.at + h.ext.len as usize]);
+                }
+            }
+        }
+        if !self.assoc.tx_checksum_offload() {
+            crc32c::fill(&mut buf[..n]);
+        }
+        Some(n)
+    }
+
+    /// As [`Connection::poll_transmit`], leaving region bytes out: the packet has a hole for
+    /// each span (in order), and while there are holes its CRC32c is zero. The caller sends
+    /// the spans by reference (a buffer chain) and computes the checksum, or has the device
+    /// do it. Spans are within the regions of [`Connection::use_regions`] (checked when
+    /// posted) and unchanged until their sends complete.
+    pub fn poll_transmit_gather(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(usize, &[Hole])> {
+        self.pump();
+        self.session_events();
+        self.tell_room();
+        let n = self.assoc.poll_transmit(now, buf)?;
+        Some((n, self.assoc.holes()))
+    }
+
+    /// Tells SCTP how much of the receive buffer is free now, for the a_rwnd of the next
+    /// SACK: the ULP may have taken indications since the last packet.
+    fn tell_room(&mut self) {
+        let room = self.sink.room(self.assoc.receive_buffer());
+        self.assoc.set_receive_room(room);
+    }
+
+    /// The receive buffer not taken by what the connection holds for the ULP (chunks of
+    /// streams whose session is away, indications not yet polled).
+    pub fn receive_room(&self) -> usize {
+        self.sink.room(self.assoc.receive_buffer())
+    }
+
+    /// The regions sends may read from.
+    pub fn regions(&self) -> Option<&Arc<RegionTable>> {
+        self.regions.as_ref()
+    }
+
+    /// Resolves a [`Payload::Local`] of a send on `stream` against `stags` (the STag table
+    /// the caller places with) into the [`Payload::Region`] it names, after the checks a verbs
+    /// provider makes of a local key: the STag is valid (index and key), in the protection
+    /// domain of the stream's session, and holds `[to, to + len)`. Local read needs no access
+    /// bit (verbs grant it to every registration). Other payloads are returned as they are.
+    pub fn resolve_local(
+        &self,
+        stream: u16,
+        data: Payload,
+        stags: &ddpdk_dataplane::mem::StagTable,
+    ) -> Result<Payload, PostError> {
+        let Payload::Local { stag, to, len } = data else {
+            return Ok(data);
+        };
+        let pd = self
+            .streams
+            .get(usize::from(stream))
+            .and_then(|s| s.rx.as_ref())
+            .map(StreamRx::pd)
+            .ok_or(PostError::Session(LocalError::NotEstablished))?;
+        let reg = stags.lookup(stag).ok_or(PostError::BadLocalStag)?;
+        let inside = to.checked_sub(reg.to_base).filter(|rel| {
+            rel.checked_add(u64::from(len))
+                .is_some_and(|end| end <= reg.len)
+        });
+        match inside {
+            Some(rel) if reg.pd == pd => Ok(Payload::Region {
+                region: RegionId(reg.memory.region),
+                offset: reg.memory.offset + rel,
+                len,
+            }),
+            _ => Err(PostError::BadLocalStag),
+        }
+    }
+
+    // ---- internals ----
+
+    fn check_stream(&self, stream: u16) -> Result<(), PostError> {
+        if !self.connected || self.closed {
+            return Err(PostError::NotConnected);
+        }
+        // A restart may have negotiated fewer streams than we have state for.
+        if usize::from(stream) >= self.streams.len() || stream >= self.assoc.streams() {
+            return Err(PostError::InvalidStream);
+        }
+        // The session is away at the control thread: the caller retries once it is back.
+        if self.streams[usize::from(stream)].lent.is_some() {
+            return Err(PostError::StreamBusy);
+        }
+        Ok(())
+    }
+
+    fn reuse_if_over(&mut self, stream: u16) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        let s = &mut self.streams[usize::from(stream)];
+        if matches!(s.session.state(), State::Terminated(_)) {
+            if !s.session.can_reuse() || s.control.is_some() {
+                return Err(PostError::StreamBusy);
+            }
+            renew(stream, s, &self.limit, &mut self.sink);
+        }
+        Ok(())
+    }
+
+    fn mark_ready(&mut self, stream: u16) {
+        if let Some(s) = self.streams.get_mut(usize::from(stream)) {
+            if !s.ready {
+                s.ready = true;
+                self.ready.push_back(stream);
+            }
+        }
+    }
+
+    fn grow_streams(&mut self) {
+        let n = usize::from(self.assoc.streams());
+        while self.streams.len() < n {
+            self.streams.push(DdpStream::new(&self.limit, 0));
+        }
+    }
+
+    /// After anything SCTP did: its events, then what its acknowledgements settled, then the
+    /// sessions' events, then more to send.
+    fn after_sctp(&mut self) {
+        self.grow_streams();
+        while let Some(e) = self.assoc.poll_event() {
+            match e {
+                SctpEvent::Connected { streams, .. } => {
+                    self.connected = true;
+                    let mulpdu = self.max_sizes().mulpdu;
+                    self.rx_mulpdu = self.rx_mulpdu.max(mulpdu);
+                    self.sink
+                        .indications
+                        .push_back(Indication::Connected { streams, mulpdu });
+                }
+                SctpEvent::Restarted { .. } => {
+                    // The peer kept no DDP state; what we had queued for it is gone.
+                    self.end_all_sessions();
+                    self.sink.indications.push_back(Indication::PeerRestarted);
+                }
+                SctpEvent::ShutdownReceived => {}
+                SctpEvent::Closed(reason) => {
+                    self.end_all_sessions();
+                    self.closed = true;
+                    self.sink.indications.push_back(Indication::Closed(reason));
+                }
+            }
+        }
+        self.settle();
+        self.session_events();
+        self.pump();
+        self.session_events();
+    }
+
+    fn end_all_sessions(&mut self) {
+        // Messages below `dropped_from` were acknowledged before the restart or close (perhaps
+        // by a SACK in the same packet); the rest were dropped.
+        let acked_before = self.assoc.dropped_from();
+        for f in self.in_flight.drain(..) {
+            let Some((wr_id, signaled)) = f.completion else {
+                continue;
+            };
+            let status = if f.flushed {
+                // Cut short earlier (and counted then); its segments have settled now.
+                Status::Flushed
+            } else if f.number < acked_before {
+                Status::Success
+            } else {
+                self.sink.stats.flushed_sends += 1;
+                Status::Flushed
+            };
+            if signaled || status == Status::Flushed {
+                self.sink.completions.push_back(Completion {
+                    wr_id,
+                    stream: f.stream,
+                    status,
+                });
+            }
+        }
+        for (i, s) in self.streams.iter_mut().enumerate() {
+            s.control = None;
+            match s.lent.as_mut() {
+                // The session is at the control thread: the ULP hears the end now, in order
+                // with the association's (§11.3), and the session is ended when it is back.
+                Some(lent) if !lent.ended => {
+                    lent.ended = true;
+                    if !matches!(lent.state, State::Terminated(_)) {
+                        lent.state = State::Terminated(TerminationReason::AssociationEnded);
+                        self.sink.indications.push_back(Indication::Session {
+                            stream: i as u16,
+                            event: SessionEvent::SessionTerminated {
+                                reason: TerminationReason::AssociationEnded,
+                            },
+                        });
+                    }
+                    flush(i as u16, s, &mut self.sink);
+                }
+                Some(_) => {}
+                None => s.session.association_ended(),
+            }
+        }
+        self.sink.touched = true;
+        self.session_events();
+    }
+
+    /// After a ULP call: its session events, more to send, and what sending caused.
+    fn progress(&mut self) {
+        self.sink.touched = true;
+        self.session_events();
+        self.pump();
+        self.session_events();
+    }
+
+    /// Moves session events to the ULP; a session that ended flushes its stream.
+    fn session_events(&mut self) {
+        if !self.sink.faulted.is_empty() {
+            self.end_faulted();
+        }
+        if !std::mem::take(&mut self.sink.touched) {
+            return;
+        }
+        for (i, s) in self.streams.iter_mut().enumerate() {
+            // Any event may come with a control message to send (an Accept proving the
+            // Initiate arrived releases a held-back Terminate, §6.6).
+            if drain_events(i as u16, s, &mut self.sink) && !s.ready {
+                s.ready = true;
+                self.ready.push_back(i as u16);
+            }
+        }
+        for (i, generation) in std::mem::take(&mut self.sink.end_flush) {
+            if let Some(s) = self.streams.get_mut(usize::from(i)) {
+                if s.generation == generation {
+                    end_flush(i, s, &mut self.sink);
+                }
+            }
+        }
+        for i in std::mem::take(&mut self.sink.wake) {
+            if let Some(s) = self.streams.get_mut(usize::from(i)) {
+                if !s.ready {
+                    s.ready = true;
+                    self.ready.push_back(i);
+                }
+            }
+        }
+        if !self.sink.deferred.is_empty() {
+            self.defer_flushed();
+        }
+    }
+
+    /// Ends the sessions of streams whose receive path failed, as the endpoint's ULP
+    /// ([`OnReceiveError::Terminate`]; RFC 5041 §6.2.2): the error was indicated first, and
+    /// the Terminate tells the peer that nothing more on the stream will be placed.
+    fn end_faulted(&mut self) {
+        let faulted = std::mem::take(&mut self.sink.faulted);
+        if self.cfg.on_receive_error != OnReceiveError::Terminate {
+            return;
+        }
+        for (stream, error) in faulted {
+            let Some(s) = self.streams.get_mut(usize::from(stream)) else {
+                continue;
+            };
+            if s.lent.is_none() && s.session.terminate_for_error(error).is_ok() {
+                self.sink.stats.sessions_faulted += 1;
+                self.sink.touched = true;
+                self.mark_ready(stream);
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! The receive side of a connection: each DATA chunk SCTP delivers is routed to its stream's
+//! session (PPID 17) or receive path (PPID 16, RFC 5043 §5.2), and what the receive path
+//! indicates becomes the ULP's.
+
+use std::collections::VecDeque;
+
+use ddpdk_dataplane::ddp::{self, MessageInfo, RxError};
+use ddpdk_dataplane::mem::Stag;
+use ddpdk_dataplane::sctp::{Deliver, Message as SctpMessage};
+use ddpdk_dataplane::wire::ddp::{
+    FunctionCode, SessionControlPacket, DDP_SSN_LEN, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
+};
+
+use crate::memory::Place;
+use crate::session::{PendingLimit, Session, State, TerminationReason};
+
+use super::api::*;
+use super::lend::*;
+use super::stream::*;
+
+/// What [`route`] needs to know of the connection besides its streams.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Routing {
+    /// Session control messages leave with their session ([`Connection::set_remote_sessions`]).
+    pub(super) remote: bool,
+    /// The association's Connected has been indicated.
+    pub(super) connected: bool,
+    /// The largest DDP Segment we announced (RFC 5043 §9).
+    pub(super) mulpdu: usize,
+    /// The receive buffer (the a_rwnd of our INIT).
+    pub(super) budget: usize,
+}
+
+/// The connection's side of `Association::handle`: each DATA chunk is routed, and what the
+/// connection holds on the peer's behalf is the receive buffer SCTP may not overrun.
+pub(super) struct Router<'a, 'm> {
+    pub(super) streams: &'a mut [DdpStream],
+    pub(super) memory: Place<'m>,
+    pub(super) sink: &'a mut Sink,
+    pub(super) limit: &'a PendingLimit,
+    pub(super) how: Routing,
+}
+
+impl Deliver for Router<'_, '_> {
+    fn deliver(&mut self, m: SctpMessage<'_>) {
+        route(
+            m,
+            self.streams,
+            self.memory,
+            self.sink,
+            self.limit,
+            self.how,
+        );
+    }
+
+    fn room(&self) -> usize {
+        self.sink.room(self.how.budget)
+    }
+}
+
+/// One DDP chunk from SCTP, during `Association::handle`.
+pub(super) fn route(
+    m: SctpMessage<'_>,
+    streams: &mut [DdpStream],
+    memory: Place<'_>,
+    out: &mut Sink,
+    limit: &PendingLimit,
+    how: Routing,
+) {
+    let Routing {
+        remote, connected, ..
+    } = how;
+    let stream = m.stream;
+    let Some(s) = streams.get_mut(usize::from(stream)) else {
+        out.stats.unknown_stream += 1;
+        return;
+    };
+    // The session is away with an earlier chunk of the stream: this one waits for it, so the
+    // machine sees the stream's chunks in the order they came. The copy counts against the
+    // receive buffer until it is routed (SCTP refuses what does not fit: `Router::room`).
+    if let Some(lent) = s.lent.as_mut() {
+        out.held_bytes += m.data.len();
+        out.stats.chunks_held += 1;
+        lent.held.push_back(Held::Chunk {
+            ppid: m.ppid,
+            data: m.data.to_vec(),
+        });
+        return;
+    }
+    match m.ppid {
+        PPID_SESSION_CONTROL => {
+            out.stats.control_received += 1;
+            out.touched = true;
+            let Ok(p) = SessionControlPacket::new_checked(m.data) else {
+                out.stats.control_refused += 1;
+                let _ = s.session.on_truncated();
+                return;
+            };
+            let (ssn, function) = (p.ddp_ssn(), p.function_code());
+            // The peer starts a new session on a stream whose previous one is over for us
+            // (§6.6: that nothing of its old session is outstanding is the initiator's duty).
+            if ssn == 0
+                && function == FunctionCode::Initiate
+                && s.session.accepts_new_session()
+                && s.control.is_none()
+            {
+                renew(stream, s, limit, out);
+            }
+            if remote {
+                // RFC 5043 §6 on the control thread: the session goes with the message.
+                let session = std::mem::replace(&mut s.session, Session::new(limit.clone()));
+                s.lent = Some(Box::new(Lent {
+                    state: session.state(),
+                    held: VecDeque::new(),
+                    acks: Vec::new(),
+                    ended: false,
+                }));
+                out.lent += 1;
+                out.stats.sessions_lent += 1;
+                out.calls.push_back(SessionCall {
+                    stream,
+                    generation: s.generation,
+                    session: Box::new(session),
+                    ssn,
+                    function,
+                    private_data: p.private_data().to_vec(),
+                    result: None,
+                });
+                return;
+            }
+            let verdict = s.session.on_control(ssn, function, p.private_data());
+            // What the message means for the ULP comes before anything behind it in the
+            // packet (an Accept before the first delivery it allows), but after the
+            // association's own news (a COOKIE ACK earlier in the packet: Connected first).
+            if connected && indicate_events(stream, s, out) {
+                out.wake.push(stream);
+            }
+            if verdict.is_err() {
+                out.stats.control_refused += 1;
+            } else {
+                // Messages after it in DDP-SSN order may now be delivered (the active side's
+                // first segments wait for the Accept).
+                let DdpStream {
+                    rx, posted, grace, ..
+                } = s;
+                if let Some(rx) = rx.as_mut() {
+                    let _ =
+                        rx.on_control(ssn, &mut |ind| indicate(stream, posted, grace, out, ind));
+                }
+            }
+        }
+        PPID_DDP_SEGMENT => {
+            out.stats.segments_received += 1;
+            let Some(ssn) = m.data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+                out.stats.refused_by_session += 1;
+                let _ = s.session.on_truncated();
+                out.touched = true;
+                return;
+            };
+            if s.session.on_segment(ssn).is_err() {
+                out.stats.refused_by_session += 1;
+                out.touched = true;
+                return;
+            }
+            // After the session ended, only the peer's own last segments, overtaken by its
+            // Terminate, are still placed (the receive side stays open for exactly those).
+            if let State::Terminated(reason) = s.session.state() {
+                if reason != TerminationReason::PeerTerminate {
+                    out.stats.after_session_end += 1;
+                    return;
+                }
+            }
+            let DdpStream {
+                rx, posted, grace, ..
+            } = s;
+            let Some(rx_path) = rx.as_mut() else {
+                out.stats.after_session_end += 1;
+                return;
+            };
+            // RFC 5043 §9: "The SCTP adaptation layer MUST reject DDP Segments that are larger
+            // than the maximum size specified", whether or not SCTP had to fragment them. The
+            // session counted its DDP-SSN above, so the window moves on; the stream stops.
+            let segment_len = m.data.len() - DDP_SSN_LEN;
+            if segment_len > how.mulpdu {
+                out.stats.oversize_segments += 1;
+                let error = RxError::Oversize {
+                    len: u32::try_from(segment_len).unwrap_or(u32::MAX),
+                    max: u32::try_from(how.mulpdu).unwrap_or(u32::MAX),
+                };
+                rx_path.refuse(m.data, error, &mut |ind| {
+                    indicate(stream, posted, grace, out, ind)
+                });
+                return;
+            }
+            rx_path.on_segment(m.data, memory.stags, memory.regions, &mut |ind| {
+                indicate(stream, posted, grace, out, ind)
+            });
+            if matches!(s.session.state(), State::Terminated(_)) && s.session.inbound_complete() {
+                flush_receives(stream, s, out);
+            }
+        }
+        _ => out.stats.unknown_ppid += 1,
+    }
+}
+
+/// One receive-path indication to the ULP.
+pub(super) fn indicate(
+    stream: u16,
+    posted: &mut [VecDeque<u64>],
+    grace: &mut Option<u8>,
+    out: &mut Sink,
+    ind: ddp::Indication,
+) {
+    match ind {
+        ddp::Indication::Delivered { message, .. } => match message.info {
+            MessageInfo::Tagged { stag, rsvd_ulp } => {
+                out.indications.push_back(Indication::TaggedDelivered {
+                    stream,
+                    stag: Stag(stag),
+                    rsvd_ulp,
+                })
+            }
+            MessageInfo::Untagged {
+                qn,
+                msn,
+                message_len,
+                rsvd_ulp,
+            } => {
+                // The queue's buffers complete in MSN order, which is posting order.
+                let wr_id = posted
+                    .get_mut(qn as usize)
+                    .and_then(|q| q.pop_front())
+                    .unwrap_or(u64::MAX);
+                out.indications.push_back(Indication::Received {
+                    stream,
+                    wr_id,
+                    qn,
+                    msn,
+                    len: message_len,
+                    rsvd_ulp,
+                })
+            }
+        },
+        ddp::Indication::Error {
+            error,
+            header,
+            segment_len,
+        } => {
+            *grace = Some(1);
+            out.stats.receive_errors += 1;
+            out.faulted.push((stream, error));
+            out.indications.push_back(Indication::Error {
+                stream,
+                error,
+                header,
+                segment_len,
+            })
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! One DDP stream of a connection (RFC 5043 §6: a like-numbered SCTP stream pair): its
+//! session, receive path, posted receives and queued sends, and what a session's end flushes;
+//! and the [`Sink`] that holds what the ULP is owed.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ddpdk_dataplane::ddp::{RxError, StreamRx};
+use ddpdk_dataplane::mem::{Pd, StreamId};
+
+use crate::session::{Event as SessionEvent, PendingLimit, Session, State, TerminationReason};
+
+use super::api::*;
+use super::lend::*;
+use super::send::*;
+
+/// Stream identities (RFC 5041 §8.2 "DDP Stream ID", local only) are unique for the life of the
+/// process: one per session, whatever the connection, so memory bound to one session is never
+/// usable from another, here or on another connection.
+pub(super) static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Debug)]
+pub(super) struct DdpStream {
+    pub(super) session: Session,
+    pub(super) sid: StreamId,
+    /// Counts sessions on this stream id, so that late acknowledgements and stream-bound
+    /// STags of an earlier session never apply to a later one.
+    pub(super) generation: u32,
+    pub(super) rx: Option<StreamRx>,
+    /// Posted receive `wr_id`s per QN, in posting (= MSN) order.
+    pub(super) posted: Vec<VecDeque<u64>>,
+    /// Next MSN per QN we send to, from 1 (RFC 5041 §5.1.2); (QN, MSN) pairs.
+    pub(super) next_msn: Vec<(u32, u32)>,
+    pub(super) sends: VecDeque<PendingSend>,
+    /// A control message SCTP had no room for.
+    pub(super) control: Option<crate::session::Transmit>,
+    /// After a receive error: how many more messages the ULP may post (RFC 5041 §7.1).
+    pub(super) grace: Option<u8>,
+    /// On the ready list.
+    pub(super) ready: bool,
+    /// The session is away at the control thread ([`SessionCall`]); `session` holds a
+    /// placeholder meanwhile.
+    pub(super) lent: Option<Box<Lent>>,
+}
+
+impl DdpStream {
+    pub(super) fn new(limit: &PendingLimit, generation: u32) -> DdpStream {
+        DdpStream {
+            session: Session::new(limit.clone()),
+            sid: StreamId(NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed)),
+            generation,
+            rx: None,
+            posted: Vec::new(),
+            next_msn: Vec::new(),
+            sends: VecDeque::new(),
+            control: None,
+            grace: None,
+            ready: false,
+            lent: None,
+        }
+    }
+}
+
+/// What the ULP is owed, kept apart from the streams so both can be borrowed at once.
+#[derive(Debug, Default)]
+pub(super) struct Sink {
+    pub(super) indications: VecDeque<Indication>,
+    pub(super) completions: VecDeque<Completion>,
+    pub(super) stats: ConnStats,
+    /// Send work requests not yet wholly handed to SCTP.
+    pub(super) queued_sends: usize,
+    /// A session may have events: set wherever a session is called for anything but an
+    /// in-order segment, so the per-packet path does not visit every stream for nothing.
+    pub(super) touched: bool,
+    /// Flushed region sends (stream, generation, wr_id) whose Flushed completion waits for
+    /// their segments already in SCTP's queue ([`Connection::defer_flushed`]).
+    pub(super) deferred: Vec<(u16, u32, u64)>,
+    /// Sessions lent out with a control message, not yet polled.
+    pub(super) calls: VecDeque<SessionCall>,
+    /// Streams whose session is away.
+    pub(super) lent: usize,
+    /// Streams whose session events were drained where they arose (a control message's, in
+    /// the middle of a packet): they may have a control message to send.
+    pub(super) wake: Vec<u16>,
+    /// Streams (and their generation) whose session ended in the middle of a packet: what the
+    /// end flushes waits for the packet's acknowledgements, so completions keep their order.
+    pub(super) end_flush: Vec<(u16, u32)>,
+    /// Streams whose receive path failed in the middle of a packet, and why: with
+    /// [`OnReceiveError::Terminate`] their sessions end once the packet is through.
+    pub(super) faulted: Vec<(u16, RxError)>,
+    /// Bytes of chunks held for sessions that are away ([`Lent::held`]): they count against
+    /// the receive buffer.
+    pub(super) held_bytes: usize,
+    /// Operations held for sessions that are away.
+    pub(super) held_ops: usize,
+    /// Results of held operations, once applied.
+    pub(super) op_results: VecDeque<OpResult>,
+}
+
+/// Memory one indication owed to the ULP takes, counted against the receive buffer: a peer
+/// whose messages the ULP does not take fast enough is told a smaller a_rwnd.
+pub(super) const INDICATION_COST: usize = std::mem::size_of::<Indication>();
+
+/// Operations a connection holds for its sessions that are away; more are refused
+/// ([`PostError::Full`]).
+pub const MAX_HELD_OPS: usize = 4096;
+
+impl Sink {
+    /// Bytes of the receive buffer (`budget`) not taken by held chunks and owed indications.
+    pub(super) fn room(&self, budget: usize) -> usize {
+        budget.saturating_sub(self.held_bytes + self.indications.len() * INDICATION_COST)
+    }
+}
+
+/// Moves one stream's session events to the ULP and, once its session has ended, flushes its
+/// queued sends and posted receives. Returns whether there was any event.
+pub(super) fn drain_events(stream: u16, s: &mut DdpStream, out: &mut Sink) -> bool {
+    let mut any = false;
+    while let Some(event) = s.session.poll_event() {
+        any = true;
+        let ended = matches!(event, SessionEvent::SessionTerminated { .. });
+        out.indications
+            .push_back(Indication::Session { stream, event });
+        if ended {
+            end_flush(stream, s, out);
+        }
+    }
+    any
+}
+
+/// As [`drain_events`] in the middle of a packet: a session's end is indicated now, and what
+/// it flushes later ([`Sink::end_flush`]).
+pub(super) fn indicate_events(stream: u16, s: &mut DdpStream, out: &mut Sink) -> bool {
+    let mut any = false;
+    while let Some(event) = s.session.poll_event() {
+        any = true;
+        if matches!(event, SessionEvent::SessionTerminated { .. }) {
+            out.end_flush.push((stream, s.generation));
+        }
+        out.indications
+            .push_back(Indication::Session { stream, event });
+    }
+    any
+}
+
+/// What a session's end flushes: its queued sends, and its posted receives once nothing more
+/// can come for them.
+pub(super) fn end_flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    flush_sends(stream, s, out);
+    // The peer's Terminate may overtake its last segments (RFC 5043 §6.1: order is by
+    // DDP-SSN): they are still placed and delivered, until its direction is done.
+    let peer_ended = s.session.state() == State::Terminated(TerminationReason::PeerTerminate);
+    if !peer_ended || s.session.inbound_complete() {
+        flush_receives(stream, s, out);
+    }
+}
+
+pub(super) fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    flush_sends(stream, s, out);
+    flush_receives(stream, s, out);
+}
+
+pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    for p in s.sends.drain(..) {
+        out.queued_sends -= 1;
+        out.stats.flushed_sends += 1;
+        // Part of a region send is in SCTP's queue, still to be read from the region: the ULP
+        // gets its buffer back (the completion) only once that part has settled.
+        if p.offset > 0 && matches!(p.req.data, Payload::Region { .. }) {
+            out.deferred.push((stream, s.generation, p.req.wr_id));
+            continue;
+        }
+        out.completions.push_back(Completion {
+            wr_id: p.req.wr_id,
+            stream,
+            status: Status::Flushed,
+        });
+    }
+}
+
+pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    for (qn, q) in s.posted.iter_mut().enumerate() {
+        for wr_id in q.drain(..) {
+            out.stats.flushed_receives += 1;
+            out.indications.push_back(Indication::RecvFlushed {
+                stream,
+                qn: qn as u32,
+                wr_id,
+            });
+        }
+    }
+    s.rx = None;
+}
+
+/// Replaces a stream whose session is over with a fresh one for the next session, after
+/// anything the old one still had to say.
+pub(super) fn renew(stream: u16, s: &mut DdpStream, limit: &PendingLimit, out: &mut Sink) {
+    drain_events(stream, s, out);
+    flush(stream, s, out);
+    // Its id may be on the ready list: keep the flag that says so.
+    let ready = s.ready;
+    *s = DdpStream::new(limit, s.generation.wrapping_add(1));
+    s.ready = ready;
+}
+
+/// Gives a stream its receive path for protection domain `pd`. The peer's direction starts
+/// with its control message at DDP-SSN 0 (§6.1): the passive side has it already (the
+/// Initiate) and expects segments from 1; the active side expects the Accept at 0, and
+/// delivers nothing that follows it until it has arrived.
+pub(super) fn open_receive(s: &mut DdpStream, pd: Pd, cfg: &ConnConfig, active: bool) {
+    s.rx = Some(StreamRx::new(
+        s.sid,
+        pd,
+        u16::from(!active),
+        cfg.queues as usize,
+        cfg.recv_depth,
+    ));
+    s.posted = (0..cfg.queues).map(|_| VecDeque::new()).collect();
+}
