@@ -6,6 +6,8 @@
 //!   `ddp_register` / `ddp_deregister`).
 //! - [`conn`]: one association's DDP streams behind the RFC 4296 §2.1.2 operations, polled
 //!   verbs-style; [`conn::Listener`] makes connections.
+//! - [`rdmap`]: RDMAP (RFC 5040) above DDP: the per-stream state of RDMA Write, Read, Send
+//!   and Terminate, and the ORD/IRD format of the session Private Data.
 //! - [`runtime`]: the endpoint: data cores that own associations and run the per-packet path
 //!   ([`runtime::DataCore::poll`], the one loop the product, the tests and the benches run),
 //!   and a control thread that sets them up, with steering between cores.
@@ -15,6 +17,7 @@
 
 pub mod conn;
 pub mod memory;
+pub mod rdmap;
 pub mod runtime;
 pub mod session;
 pub mod xmit;

@@ -14,5 +14,7 @@ pub mod rx;
 pub mod tx;
 
 pub use delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
-pub use rx::{HeaderCopy, Indication, Regions, RxError, RxStats, StreamRx};
+pub use rx::{
+    HeaderCopy, Indication, InlineMessage, Regions, RxError, RxStats, StreamRx, Ulp, INLINE_SLOT,
+};
 pub use tx::{emit_segment, emit_segment_header, mulpdu, StreamTx, Target, TxError};

@@ -105,24 +105,29 @@ impl HeaderCopy {
     }
 }
 
-/// The ULP's own checks of a segment, run after DDP's version and sequence checks and before
-/// its buffer checks (RFC 5041 §7.1) and any placement: what RsvdULP carries is the ULP's, so
-/// DDP asks it whether the segment is one its protocol allows there (RDMAP: the opcode fits
-/// the buffer model and queue, RFC 5040 §4.2; a Read Response goes to an outstanding Read's
-/// Data Sink, §5.2), and which right a tagged segment's STag must grant.
-pub trait SegmentCheck {
+/// The ULP above a stream's receive path: it hears what the path indicates, and may judge each
+/// segment first. Its check runs after DDP's version and sequence checks and before DDP's
+/// buffer checks (RFC 5041 §7.1) and any placement: what RsvdULP carries is the ULP's, so DDP
+/// asks it whether the segment is one its protocol allows there (RDMAP: the opcode fits the
+/// buffer model and queue, RFC 5040 §4.2; a Read Response goes only into an outstanding
+/// Read's Data Sink, §5.2), and which right a tagged segment's STag must grant.
+///
+/// Any `FnMut(Indication)` is a ULP that asks nothing more than plain DDP (RFC 4296's ULP API):
+/// tagged segments need remote write.
+pub trait Ulp {
     /// `Ok` with the access a tagged segment needs (ignored for untagged ones), or the error
     /// that stops the stream; nothing of the segment is placed then.
-    fn check(&mut self, segment: &SegmentRepr<'_>) -> Result<Access, RxError>;
+    fn check(&mut self, _segment: &SegmentRepr<'_>) -> Result<Access, RxError> {
+        Ok(Access::REMOTE_WRITE)
+    }
+
+    /// An indication of the receive path, in order.
+    fn indicate(&mut self, indication: Indication);
 }
 
-/// Plain DDP (RFC 4296's ULP API): tagged segments need remote write, nothing else is asked.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PlainDdp;
-
-impl SegmentCheck for PlainDdp {
-    fn check(&mut self, _: &SegmentRepr<'_>) -> Result<Access, RxError> {
-        Ok(Access::REMOTE_WRITE)
+impl<F: FnMut(Indication)> Ulp for F {
+    fn indicate(&mut self, indication: Indication) {
+        self(indication)
     }
 }
 
@@ -312,37 +317,25 @@ impl StreamRx {
 
     /// One DDP Segment Chunk payload (DDP-SSN onwards). Indications go to `ulp`: at most one
     /// error, and any messages this segment completed. Returns the bytes placed.
-    pub fn on_segment<R: Regions + ?Sized>(
+    pub fn on_segment<R: Regions + ?Sized, U: Ulp + ?Sized>(
         &mut self,
         chunk: &[u8],
         stags: &StagTable,
         regions: &R,
-        ulp: &mut impl FnMut(Indication),
-    ) -> usize {
-        self.on_segment_checked(chunk, stags, regions, &mut PlainDdp, ulp)
-    }
-
-    /// As [`StreamRx::on_segment`], with the ULP's own checks of each segment ([`SegmentCheck`]).
-    pub fn on_segment_checked<R: Regions + ?Sized, C: SegmentCheck + ?Sized>(
-        &mut self,
-        chunk: &[u8],
-        stags: &StagTable,
-        regions: &R,
-        check: &mut C,
-        ulp: &mut impl FnMut(Indication),
+        ulp: &mut U,
     ) -> usize {
         if self.error.is_some() {
             self.stats.dropped_after_error += 1;
             return 0;
         }
         self.stats.segments += 1;
-        match self.check_and_place(chunk, stags, regions, check) {
+        match self.check_and_place(chunk, stags, regions, ulp) {
             Ok(placed) => {
-                self.deliver(ulp);
+                self.deliver(&mut |i| ulp.indicate(i));
                 placed
             }
             Err(error) => {
-                self.fail(chunk, error, ulp);
+                self.fail(chunk, error, &mut |i| ulp.indicate(i));
                 0
             }
         }
@@ -370,12 +363,12 @@ impl StreamRx {
         });
     }
 
-    fn check_and_place<R: Regions + ?Sized, C: SegmentCheck + ?Sized>(
+    fn check_and_place<R: Regions + ?Sized, U: Ulp + ?Sized>(
         &mut self,
         chunk: &[u8],
         stags: &StagTable,
         regions: &R,
-        check: &mut C,
+        ulp: &mut U,
     ) -> Result<usize, RxError> {
         let packet = SegmentPacket::new_checked(chunk).map_err(|_| RxError::Truncated)?;
         if packet.version() != DDP_VERSION {
@@ -390,7 +383,7 @@ impl StreamRx {
         self.delivery
             .check(seg.ddp_ssn, seg.last)
             .map_err(RxError::Sequence)?;
-        let need = check.check(&seg)?;
+        let need = ulp.check(&seg)?;
         let len = seg.payload.len();
         let placement = match seg.header {
             Header::Tagged(h) => stags
@@ -911,11 +904,11 @@ mod tests {
         ));
     }
 
-    /// A ULP check that refuses every segment whose RsvdULP is 0xee, and asks tagged ones for
-    /// local write (as RDMAP asks of a Read Response's Data Sink).
-    struct Refuse;
+    /// A ULP that refuses every segment whose RsvdULP is 0xee, and asks tagged ones for local
+    /// write (as RDMAP asks of a Read Response's Data Sink).
+    struct Refuse<'a>(&'a mut Vec<Indication>);
 
-    impl SegmentCheck for Refuse {
+    impl Ulp for Refuse<'_> {
         fn check(&mut self, seg: &SegmentRepr<'_>) -> Result<Access, RxError> {
             match seg.header {
                 Header::Tagged(h) if h.rsvd_ulp == 0xee => {
@@ -923,6 +916,10 @@ mod tests {
                 }
                 _ => Ok(Access::LOCAL_WRITE),
             }
+        }
+
+        fn indicate(&mut self, i: Indication) {
+            self.0.push(i)
         }
     }
 
@@ -935,11 +932,8 @@ mod tests {
         let before = f.digest();
         let mut seg = tagged(1, true, f.stag, 0x10_0000, b"refused");
         seg[3] = 0xee;
-        let got = &mut f.got;
         let placed =
-            f.rx.on_segment_checked(&seg, &f.stags, &f.regions, &mut Refuse, &mut |i| {
-                got.push(i)
-            });
+            f.rx.on_segment(&seg, &f.stags, &f.regions, &mut Refuse(&mut f.got));
         assert_eq!(placed, 0);
         assert_eq!(f.digest(), before);
         let [Indication::Error { error, header, .. }] = f.got[..] else {
@@ -957,10 +951,7 @@ mod tests {
     fn the_access_the_ulp_asks_for_is_checked() {
         let mut f = fixture();
         let seg = tagged(1, true, f.stag, 0x10_0000, b"needs local write");
-        let got = &mut f.got;
-        f.rx.on_segment_checked(&seg, &f.stags, &f.regions, &mut Refuse, &mut |i| {
-            got.push(i)
-        });
+        f.rx.on_segment(&seg, &f.stags, &f.regions, &mut Refuse(&mut f.got));
         assert!(matches!(
             f.got[..],
             [Indication::Error {

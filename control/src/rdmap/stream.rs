@@ -1,0 +1,382 @@
+//! One RDMAP Stream: the RDMAP state of one DDP stream (RFC 5040 §5–§7).
+
+use std::collections::VecDeque;
+
+use ddpdk_dataplane::ddp::{Delivered, HeaderCopy, MessageInfo, RxError};
+use ddpdk_dataplane::mem::{Access, Pd, RegionSlice, Stag, StagTable, StreamId};
+use ddpdk_dataplane::wire::ddp::{
+    header_len, DdpError, Header, SegmentPacket, SegmentRepr, UntaggedHeader, DDP_SSN_LEN,
+};
+use ddpdk_dataplane::wire::rdmap::{
+    invalidate_stag, Control, Opcode, RdmapError, ReadRequest, TerminateError, TerminatePacket,
+    TerminateRepr, TerminatedSegment, QN_TERMINATE, RDMAP_VERSION,
+};
+
+use super::RdmaLimits;
+
+/// A Read Request this side sent, until its Read Response is delivered (RFC 5040 §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboundRead {
+    /// The work request it completes.
+    pub wr_id: u64,
+    pub signaled: bool,
+    /// Data Sink: where the response is placed, here.
+    pub sink: Stag,
+    pub sink_to: u64,
+    pub len: u32,
+}
+
+/// A Read Request to answer (RFC 5040 §5.2): its Data Source checked and found readable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadResponse {
+    /// The requester's Data Sink: the Read Response's STag and TO.
+    pub sink: Stag,
+    pub sink_to: u64,
+    /// The bytes to send, in this endpoint's regions (`None` for a zero-length Read).
+    pub source: Option<RegionSlice>,
+    pub len: u32,
+}
+
+/// What a delivered DDP Message means to RDMAP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upcall {
+    /// A Send of one of the four kinds (RFC 5040 §5.3): it completes the posted receive as
+    /// any untagged message does. The STag to invalidate, if it carries one.
+    Send {
+        opcode: Opcode,
+        invalidate: Option<Stag>,
+    },
+    /// An RDMA Write, placed: the Data Sink's ULP is not told (RFC 5040 §5.1).
+    Write,
+    /// A Read Request whose Data Source may be read: send the response.
+    Serve(ReadResponse),
+    /// The Read Response of this Read arrived whole: the Read is complete (§5.2).
+    ReadDone(OutboundRead),
+    /// The peer's Terminate (§5.4): the error it reports. Nothing more will come.
+    PeerTerminate(TerminateError),
+    /// RDMAP refuses the message: the stream fails with `error`, reported to the peer with
+    /// `header` (DDP-SSN and DDP header) and the Read Request concerned, if any (§4.8 R).
+    Fault {
+        error: RxError,
+        header: HeaderCopy,
+        segment_len: usize,
+        read_request: Option<ReadRequest>,
+    },
+}
+
+/// The RDMAP state of one DDP stream. See the module documentation.
+#[derive(Debug)]
+pub struct RdmapStream {
+    ours: RdmaLimits,
+    /// Read Requests this side may have outstanding: our ORD, then min(ORD, the peer's IRD)
+    /// once the peer's limits are known.
+    ord: u16,
+    /// Read Requests sent and not yet answered, oldest first (responses come in order).
+    orq: VecDeque<OutboundRead>,
+    /// Read Requests accepted whose responses are not yet wholly with SCTP.
+    serving: u16,
+    /// The peer's Terminate arrived.
+    peer_terminated: bool,
+}
+
+impl RdmapStream {
+    pub fn new(ours: RdmaLimits) -> RdmapStream {
+        RdmapStream {
+            ours,
+            ord: ours.ord,
+            orq: VecDeque::new(),
+            serving: 0,
+            peer_terminated: false,
+        }
+    }
+
+    /// The peer's limits, from its Initiate or Accept: our outbound reads are held to its IRD.
+    pub fn set_peer_limits(&mut self, peer: RdmaLimits) {
+        self.ord = self.ours.ord.min(peer.ird);
+    }
+
+    /// This side's limits as announced.
+    pub fn limits(&self) -> RdmaLimits {
+        self.ours
+    }
+
+    /// Read Requests this side may have outstanding now (min of our ORD and the peer's IRD).
+    pub fn ord(&self) -> u16 {
+        self.ord
+    }
+
+    /// Read Requests sent and not yet answered.
+    pub fn outstanding_reads(&self) -> usize {
+        self.orq.len()
+    }
+
+    /// Read Requests being served.
+    pub fn serving(&self) -> u16 {
+        self.serving
+    }
+
+    pub fn peer_terminated(&self) -> bool {
+        self.peer_terminated
+    }
+
+    /// Whether another Read Request may leave now (ORD, RFC 5040 §6.1).
+    pub fn may_send_read(&self) -> bool {
+        self.orq.len() < usize::from(self.ord)
+    }
+
+    /// A Read Request went to SCTP: its response is now awaited.
+    pub fn read_sent(&mut self, read: OutboundRead) {
+        self.orq.push_back(read);
+    }
+
+    /// A Read Response went wholly to SCTP: its IRD slot is free.
+    pub fn response_sent(&mut self) {
+        self.serving = self.serving.saturating_sub(1);
+    }
+
+    /// The Reads still outstanding, for flushing when the stream ends.
+    pub fn take_outstanding(&mut self) -> impl Iterator<Item = OutboundRead> + '_ {
+        self.orq.drain(..)
+    }
+
+    /// RFC 5040's checks of one segment before DDP checks its buffer and places it: the RDMAP
+    /// version (§4.1, else Invalid RDMAP version 0x2/0x05), the opcode against the buffer
+    /// model and queue of §4.2 (else Unexpected OpCode 0x2/0x06), and for a Read Response
+    /// (§5.2) an outstanding Read whose Data Sink holds the segment: none outstanding is
+    /// Unexpected OpCode; an STag no outstanding Read names is Invalid STag, and bytes outside
+    /// the Read's sink range are Base or bounds (DDP's tagged numbers, RFC 5041 §7.2: the
+    /// responder may write only where the Read asked, however large the registration).
+    /// Tagged segments need remote write (RDMA Write) or local write (Read Response: the Data
+    /// Sink is this side's own buffer).
+    pub fn check(&self, segment: &SegmentRepr<'_>) -> Result<Access, RxError> {
+        let rsvd_ulp = match &segment.header {
+            Header::Tagged(h) => h.rsvd_ulp,
+            Header::Untagged(h) => h.rsvd_ulp[0],
+        };
+        let control = Control::from_byte(rsvd_ulp);
+        if control.version != RDMAP_VERSION {
+            return Err(RxError::Rdmap(RdmapError::InvalidVersion));
+        }
+        match (control.opcode, &segment.header) {
+            (Opcode::Write, Header::Tagged(_)) => Ok(Access::REMOTE_WRITE),
+            (Opcode::ReadResponse, Header::Tagged(h)) => {
+                if self.orq.is_empty() {
+                    return Err(RxError::Rdmap(RdmapError::UnexpectedOpcode));
+                }
+                let len = segment.payload.len() as u64;
+                if len == 0 {
+                    return Ok(Access::LOCAL_WRITE);
+                }
+                let mut named = false;
+                for read in self.orq.iter().filter(|r| r.sink.0 == h.stag) {
+                    named = true;
+                    let inside = h.to.checked_sub(read.sink_to).is_some_and(|rel| {
+                        rel.checked_add(len)
+                            .is_some_and(|end| end <= u64::from(read.len))
+                    });
+                    if inside {
+                        return Ok(Access::LOCAL_WRITE);
+                    }
+                }
+                Err(RxError::Ddp(if named {
+                    DdpError::BaseOrBounds
+                } else {
+                    DdpError::InvalidStag
+                }))
+            }
+            // A queue RDMAP does not use: DDP's Invalid QN says it.
+            (_, Header::Untagged(h)) if h.qn > QN_TERMINATE => Ok(Access::REMOTE_WRITE),
+            (op, Header::Untagged(h)) if op.tagged() == Some(false) && op.queue() == Some(h.qn) => {
+                Ok(Access::REMOTE_WRITE)
+            }
+            _ => Err(RxError::Rdmap(RdmapError::UnexpectedOpcode)),
+        }
+    }
+
+    /// What a message DDP delivered means (every segment of it passed [`RdmapStream::check`]).
+    /// `inline` is the message itself when its queue is RDMAP's own (QN 1 and 2); `stags`,
+    /// `stream` and `pd` are what a Read Request's Data Source is checked against.
+    pub fn on_delivered(
+        &mut self,
+        message: &Delivered,
+        inline: Option<&[u8]>,
+        stags: &StagTable,
+        stream: StreamId,
+        pd: Pd,
+    ) -> Upcall {
+        match message.info {
+            MessageInfo::Tagged { stag, rsvd_ulp } => {
+                if Control::from_byte(rsvd_ulp).opcode != Opcode::ReadResponse {
+                    return Upcall::Write;
+                }
+                // Responses come in the order of their Requests (§5.2, §5.5): this one must
+                // answer the oldest outstanding Read.
+                match self.orq.front() {
+                    Some(read) if read.sink.0 == stag => {
+                        let read = *read;
+                        self.orq.pop_front();
+                        Upcall::ReadDone(read)
+                    }
+                    _ => Upcall::Fault {
+                        error: RxError::Rdmap(RdmapError::UnexpectedOpcode),
+                        header: HeaderCopy::from_bytes(&[]),
+                        segment_len: 0,
+                        read_request: None,
+                    },
+                }
+            }
+            MessageInfo::Untagged {
+                qn,
+                msn,
+                message_len,
+                rsvd_ulp,
+            } => {
+                let opcode = Control::from_byte(rsvd_ulp[0]).opcode;
+                let header = || untagged_header_copy(message.last_ddp_ssn, rsvd_ulp, qn, msn);
+                match opcode {
+                    Opcode::ReadRequest => {
+                        let bytes = inline.unwrap_or(&[]);
+                        self.serve(bytes, stags, stream, pd)
+                            .unwrap_or_else(|(error, read_request)| Upcall::Fault {
+                                error: RxError::Rdmap(error),
+                                header: header(),
+                                segment_len: header_len(false) + message_len as usize,
+                                read_request,
+                            })
+                    }
+                    Opcode::Terminate => {
+                        self.peer_terminated = true;
+                        let bytes = inline.unwrap_or(&[]);
+                        let error = match TerminatePacket::new_checked(bytes) {
+                            Ok(t) => t.error(),
+                            // Too short to say which: it ends the stream all the same.
+                            Err(_) => TerminateError::Rdmap(RdmapError::OperationUnspecified),
+                        };
+                        Upcall::PeerTerminate(error)
+                    }
+                    _ => Upcall::Send {
+                        opcode,
+                        invalidate: opcode
+                            .carries_invalidate_stag()
+                            .then(|| invalidate_stag(&rsvd_ulp).map(Stag))
+                            .flatten(),
+                    },
+                }
+            }
+        }
+    }
+
+    /// RFC 5040 §5.2 at the Data Source: the request is exactly its 28-byte header, within
+    /// IRD, and its Data Source is a registration of this stream's protection domain that
+    /// grants remote read and holds the whole range (RFC 5041 §7.1's order: STag, domain and
+    /// stream, right, base, wrap, bounds). A zero-length Read names no bytes and is not
+    /// checked.
+    fn serve(
+        &mut self,
+        bytes: &[u8],
+        stags: &StagTable,
+        stream: StreamId,
+        pd: Pd,
+    ) -> Result<Upcall, (RdmapError, Option<ReadRequest>)> {
+        let request =
+            ReadRequest::parse(bytes).map_err(|_| (RdmapError::OperationUnspecified, None))?;
+        if self.serving >= self.ours.ird {
+            // More than we said we would serve at once (siw answers the same).
+            return Err((RdmapError::CatastrophicStream, Some(request)));
+        }
+        let placement = stags
+            .check_access(
+                Stag(request.source_stag),
+                request.source_to,
+                request.size as usize,
+                stream,
+                pd,
+                Access::REMOTE_READ,
+            )
+            .map_err(|f| (f.as_rdmap(), Some(request)))?;
+        self.serving += 1;
+        Ok(Upcall::Serve(ReadResponse {
+            sink: Stag(request.sink_stag),
+            sink_to: request.sink_to,
+            source: (request.size > 0).then_some(RegionSlice {
+                region: placement.region,
+                offset: placement.offset,
+            }),
+            len: request.size,
+        }))
+    }
+}
+
+/// The DDP-SSN and untagged DDP header of a delivered message's last segment, rebuilt for an
+/// error report (MO of the last segment is unknown here; 0 stands for the whole message).
+fn untagged_header_copy(ddp_ssn: u16, rsvd_ulp: [u8; 5], qn: u32, msn: u32) -> HeaderCopy {
+    let repr = SegmentRepr {
+        ddp_ssn,
+        last: true,
+        header: Header::Untagged(UntaggedHeader {
+            rsvd_ulp,
+            qn,
+            msn,
+            mo: 0,
+        }),
+        payload: &[],
+    };
+    let mut buf = [0u8; DDP_SSN_LEN + 18];
+    let _ = repr.emit_header(&mut SegmentPacket::new_unchecked(&mut buf[..]));
+    HeaderCopy::from_bytes(&buf)
+}
+
+/// The payload of the Terminate that reports `error` (RFC 5040 §4.8): the layer, type and
+/// code; the DDP Segment Length and DDP header of the segment that caused it (`header`, as
+/// DDP copied it: DDP-SSN first) where its layout is known; and the Read Request concerned.
+///
+/// Errors with no number of their own in RFC 5040 or RFC 5041 (a DDP-SSN outside the window,
+/// RFC 5043 §10; a segment over the MULPDU, §9; one shorter than its header) are reported as
+/// RDMAP's Catastrophic error localized to the stream (0x2/0x07).
+pub fn terminate_payload(
+    error: RxError,
+    header: &HeaderCopy,
+    segment_len: usize,
+    read_request: Option<ReadRequest>,
+) -> Vec<u8> {
+    let reported = match error {
+        RxError::Ddp(e) => TerminateError::Ddp(e),
+        RxError::Rdmap(e) => TerminateError::Rdmap(e),
+        RxError::Sequence(_) | RxError::Truncated | RxError::Oversize { .. } => {
+            TerminateError::Rdmap(RdmapError::CatastrophicStream)
+        }
+    };
+    // The DDP header is the segment's layout only if its DDP version was understood.
+    let layout_known = !matches!(
+        error,
+        RxError::Ddp(DdpError::TaggedVersion | DdpError::UntaggedVersion)
+    );
+    let bytes = header.as_bytes();
+    let segment = bytes
+        .get(DDP_SSN_LEN..)
+        .filter(|h| {
+            layout_known
+                && h.first()
+                    .is_some_and(|&c| h.len() == header_len(c & 0x80 != 0))
+        })
+        .map(|ddp_header| TerminatedSegment {
+            segment_len: u16::try_from(segment_len).unwrap_or(u16::MAX),
+            ddp_header,
+        });
+    let repr = TerminateRepr {
+        error: reported,
+        segment_len_valid: segment.is_some(),
+        segment,
+        read_request,
+    };
+    let mut out = vec![0u8; repr.buffer_len()];
+    // The header was checked against its T bit above and the buffer is `buffer_len` long.
+    let _ = repr.emit(&mut out);
+    out
+}
+
+/// The RsvdULP of an RDMAP message (RFC 5040 §4.1): control field, and for an untagged one the
+/// Invalidate STag (zero unless it carries one).
+pub fn rsvd_ulp(opcode: Opcode, invalidate: Option<Stag>) -> [u8; 5] {
+    Control::new(opcode).untagged_rsvd_ulp(invalidate.map_or(0, |s| s.0))
+}
