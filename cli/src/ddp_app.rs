@@ -202,6 +202,14 @@ impl Shared {
                     format_args!("Association {conn} stream {stream}: segment refused: {error}"),
                 );
             }
+            Indication::RdmapTerminate { stream, error } => {
+                note(
+                    json,
+                    format_args!(
+                        "Association {conn} stream {stream}: the peer's RDMAP Terminate: {error}"
+                    ),
+                );
+            }
             Indication::Session { stream, event } => {
                 let s = v.sessions.entry(stream).or_default();
                 match event {

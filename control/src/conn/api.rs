@@ -196,6 +196,57 @@ pub struct SendRequest {
     pub signaled: bool,
 }
 
+/// An RDMA operation (RFC 5040 §5, RFC 4296 §2.2) on an RDMAP stream
+/// ([`Connection::initiate_rdmap`], [`Connection::accept_rdmap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdmaOp {
+    /// RDMA Write (§5.1): the data into the peer's buffer `stag` from Tagged Offset `to`. The
+    /// peer's ULP is not told.
+    Write { stag: Stag, to: u64 },
+    /// Send (§5.3) into the peer's next posted receive; with a Solicited Event, and with the
+    /// peer's STag to invalidate as it is delivered.
+    Send {
+        solicited: bool,
+        invalidate: Option<Stag>,
+    },
+    /// RDMA Read (§5.2): `len` bytes of the peer's buffer `source` from `source_to` into this
+    /// side's registration `sink` (local write) from `sink_to`. Completes when the Read
+    /// Response is wholly placed; at most ORD are outstanding, later ones wait in order.
+    Read {
+        source: Stag,
+        source_to: u64,
+        sink: Stag,
+        sink_to: u64,
+        len: u32,
+    },
+}
+
+/// An RDMA work request: what [`SendRequest`] is to plain DDP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdmaRequest {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    pub stream: u16,
+    pub op: RdmaOp,
+    /// The bytes of a Write or a Send (none for a Read).
+    pub data: Payload,
+    /// Whether a successful completion is reported (failures always are).
+    pub signaled: bool,
+}
+
+/// The RDMA Read state of an RDMAP stream ([`Connection::rdma_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RdmaStatus {
+    /// This side's limits as announced (IRD capped at the queue depth).
+    pub limits: crate::rdmap::RdmaLimits,
+    /// Read Requests this side may have outstanding: min(our ORD, the peer's IRD).
+    pub ord: u16,
+    /// Ours sent and not yet answered.
+    pub outstanding_reads: usize,
+    /// The peer's being answered.
+    pub serving: u16,
+}
+
 /// Why a ULP call was refused. Nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PostError {
@@ -219,6 +270,14 @@ pub enum PostError {
     /// A [`Payload::Local`] names no registration of this endpoint, one of another protection
     /// domain than the stream's session, or bytes outside it (or was posted unresolved).
     BadLocalStag,
+    /// An RDMA operation on a stream that is not an RDMAP stream, or a plain DDP send (or a
+    /// receive on a queue other than 0) on one that is: RDMAP owns its RsvdULP and queues.
+    NotRdmap,
+    /// The peer's Initiate did not carry RDMAP's parameters: it is no RDMAP peer.
+    PeerNotRdmap,
+    /// The RDMA Read's Data Sink is not a registration of this stream's protection domain
+    /// that grants local write and holds the range.
+    BadSink,
 }
 
 impl fmt::Display for PostError {
@@ -240,6 +299,13 @@ impl fmt::Display for PostError {
             PostError::BadLocalStag => {
                 f.write_str("source STag unknown, of another protection domain, or too short")
             }
+            PostError::NotRdmap => {
+                f.write_str("RDMA operations need an RDMAP stream, plain DDP sends a DDP one")
+            }
+            PostError::PeerNotRdmap => f.write_str("the peer's Initiate carries no RDMAP parameters"),
+            PostError::BadSink => f.write_str(
+                "Read sink STag unknown, of another protection domain, without local write, or too short",
+            ),
         }
     }
 }
@@ -301,6 +367,12 @@ pub enum Indication {
     },
     /// A posted receive returned unused: its session ended.
     RecvFlushed { stream: u16, qn: u32, wr_id: u64 },
+    /// The peer's RDMAP Terminate (RFC 5040 §5.4): the error it reports on the stream. The
+    /// stream's work ends; its session's end follows.
+    RdmapTerminate {
+        stream: u16,
+        error: ddpdk_dataplane::wire::rdmap::TerminateError,
+    },
     /// The peer restarted (RFC 9260 §5.2.4): every session ended; the association continues.
     PeerRestarted,
     /// The association is over (after every stream's session ended).
@@ -352,4 +424,14 @@ pub struct ConnStats {
     pub chunks_held: u64,
     /// Operations on such a stream, held likewise.
     pub ops_held: u64,
+    /// RDMA Read Requests served (RFC 5040 §5.2): the Data Source checked, the response queued.
+    pub reads_served: u64,
+    /// RDMA Reads of ours completed by their Read Response.
+    pub reads_completed: u64,
+    /// RDMAP Terminates sent, one per failed RDMAP stream (RFC 5040 §5.4).
+    pub rdmap_terminates_sent: u64,
+    /// RDMAP Terminates received.
+    pub rdmap_terminates_received: u64,
+    /// Sessions whose peer turned out not to speak RDMAP (no parameters in its Accept), ended.
+    pub rdmap_refused: u64,
 }

@@ -41,6 +41,7 @@
 mod api;
 mod lend;
 mod listener;
+mod rdmap;
 mod route;
 mod send;
 mod stream;
@@ -262,6 +263,10 @@ impl Connection {
         if matches!(s.session.state(), State::Terminated(_)) {
             return Err(PostError::Session(LocalError::Terminated));
         }
+        // RDMAP keeps queues 1 and 2 for itself (RFC 5040 §4.2): Sends arrive on 0.
+        if s.rdmap.is_some() && qn != 0 {
+            return Err(PostError::InvalidQn);
+        }
         let rx =
             s.rx.as_mut()
                 .ok_or(PostError::Session(LocalError::NotEstablished))?;
@@ -274,6 +279,16 @@ impl Connection {
     /// RFC 4296 `ddp_send` / `ddp_send_ddp`: queues a message on its stream. It leaves once
     /// the session allows segments (§6.2, §6.6), in posting order.
     pub fn post_send(&mut self, req: SendRequest) -> Result<(), PostError> {
+        self.check_stream(req.stream)?;
+        // An RDMAP stream's RsvdULP and queues are RDMAP's: [`Connection::post_rdma`].
+        if self.streams[usize::from(req.stream)].rdmap.is_some() {
+            return Err(PostError::NotRdmap);
+        }
+        self.queue_send(req, Origin::Ulp)
+    }
+
+    /// Queues a message of the ULP's, or one RDMAP makes, after the checks every send passes.
+    fn queue_send(&mut self, req: SendRequest, origin: Origin) -> Result<(), PostError> {
         self.check_stream(req.stream)?;
         if self.sink.queued_sends >= self.cfg.max_sends {
             return Err(PostError::Full);
@@ -322,20 +337,11 @@ impl Connection {
                     rsvd_ulp,
                 }
             }
-            SendKind::Untagged { qn, rsvd_ulp } => {
-                let msn = match s.next_msn.iter_mut().find(|(q, _)| *q == qn) {
-                    Some((_, next)) => {
-                        let m = *next;
-                        *next = next.wrapping_add(1);
-                        m
-                    }
-                    None => {
-                        s.next_msn.push((qn, 2));
-                        1
-                    }
-                };
-                Target::Untagged { qn, msn, rsvd_ulp }
-            }
+            SendKind::Untagged { qn, rsvd_ulp } => Target::Untagged {
+                qn,
+                msn: s.take_msn(qn),
+                rsvd_ulp,
+            },
         };
         if let Some(g) = s.grace.as_mut() {
             *g -= 1;
@@ -344,6 +350,7 @@ impl Connection {
             req,
             target,
             offset: 0,
+            origin,
         });
         self.sink.queued_sends += 1;
         self.mark_ready(stream);
@@ -424,6 +431,7 @@ impl Connection {
             connected: *connected,
             mulpdu: (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())),
             budget: assoc.receive_buffer(),
+            zero_copy: self.regions.is_some(),
         };
         let mut router = Router {
             streams,
@@ -452,6 +460,7 @@ impl Connection {
             connected: self.connected,
             mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())),
             budget: self.assoc.receive_buffer(),
+            zero_copy: self.regions.is_some(),
         };
         route(
             m,
@@ -718,6 +727,9 @@ impl Connection {
         if !self.sink.faulted.is_empty() {
             self.end_faulted();
         }
+        if !self.sink.not_rdmap.is_empty() {
+            self.end_not_rdmap();
+        }
         if !std::mem::take(&mut self.sink.touched) {
             return;
         }
@@ -754,13 +766,18 @@ impl Connection {
     /// the Terminate tells the peer that nothing more on the stream will be placed.
     fn end_faulted(&mut self) {
         let faulted = std::mem::take(&mut self.sink.faulted);
-        if self.cfg.on_receive_error != OnReceiveError::Terminate {
-            return;
-        }
         for (stream, error) in faulted {
             let Some(s) = self.streams.get_mut(usize::from(stream)) else {
                 continue;
             };
+            // An RDMAP stream tells the peer what went wrong first (RFC 5040 §5.4).
+            if s.rdmap.is_some() && s.lent.is_none() {
+                self.send_rdmap_terminate(stream, error);
+                continue;
+            }
+            if self.cfg.on_receive_error != OnReceiveError::Terminate {
+                continue;
+            }
             if s.lent.is_none() && s.session.terminate_for_error(error).is_ok() {
                 self.sink.stats.sessions_faulted += 1;
                 self.sink.touched = true;

@@ -29,6 +29,9 @@ pub(super) struct Routing {
     pub(super) mulpdu: usize,
     /// The receive buffer (the a_rwnd of our INIT).
     pub(super) budget: usize,
+    /// Sends may name region bytes ([`Connection::use_regions`]): Read Responses go by
+    /// reference.
+    pub(super) zero_copy: bool,
 }
 
 /// The connection's side of `Association::handle`: each DATA chunk is routed, and what the
@@ -170,31 +173,35 @@ pub(super) fn route(
                     return;
                 }
             }
-            let DdpStream {
-                rx, posted, grace, ..
-            } = s;
-            let Some(rx_path) = rx.as_mut() else {
-                out.stats.after_session_end += 1;
-                return;
-            };
             // RFC 5043 §9: "The SCTP adaptation layer MUST reject DDP Segments that are larger
             // than the maximum size specified", whether or not SCTP had to fragment them. The
             // session counted its DDP-SSN above, so the window moves on; the stream stops.
             let segment_len = m.data.len() - DDP_SSN_LEN;
-            if segment_len > how.mulpdu {
-                out.stats.oversize_segments += 1;
-                let error = RxError::Oversize {
-                    len: u32::try_from(segment_len).unwrap_or(u32::MAX),
-                    max: u32::try_from(how.mulpdu).unwrap_or(u32::MAX),
-                };
-                rx_path.refuse(m.data, error, &mut |ind| {
-                    indicate(stream, posted, grace, out, ind)
-                });
-                return;
-            }
-            rx_path.on_segment(m.data, memory.stags, memory.regions, &mut |ind| {
-                indicate(stream, posted, grace, out, ind)
+            let oversize = (segment_len > how.mulpdu).then(|| RxError::Oversize {
+                len: u32::try_from(segment_len).unwrap_or(u32::MAX),
+                max: u32::try_from(how.mulpdu).unwrap_or(u32::MAX),
             });
+            if s.rx.is_some() && oversize.is_some() {
+                out.stats.oversize_segments += 1;
+            }
+            if s.rdmap.is_some() {
+                super::rdmap::receive(stream, s, m.data, oversize, memory, out, how.zero_copy);
+            } else {
+                let DdpStream {
+                    rx, posted, grace, ..
+                } = s;
+                let Some(rx_path) = rx.as_mut() else {
+                    out.stats.after_session_end += 1;
+                    return;
+                };
+                let mut ulp = |ind| indicate(stream, posted, grace, out, ind);
+                match oversize {
+                    Some(error) => rx_path.refuse(m.data, error, &mut ulp),
+                    None => {
+                        rx_path.on_segment(m.data, memory.stags, memory.regions, &mut ulp);
+                    }
+                }
+            }
             if matches!(s.session.state(), State::Terminated(_)) && s.session.inbound_complete() {
                 flush_receives(stream, s, out);
             }

@@ -9,6 +9,7 @@ use ddpdk_dataplane::wire::ddp::{
     Segments, SessionControlPacket, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
 };
 
+use crate::rdmap::OutboundRead;
 use crate::session::{LocalError, State};
 
 use super::api::*;
@@ -21,6 +22,21 @@ pub(super) struct PendingSend {
     pub(super) target: Target,
     /// Octet offset of the next segment.
     pub(super) offset: u32,
+    pub(super) origin: Origin,
+}
+
+/// Whose message a send is: the ULP's, or one RDMAP makes (RFC 5040 §5.2, §5.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// The ULP's: it completes its work request when acknowledged (RFC 5041 §5.4).
+    Ulp,
+    /// An RDMA Read Request: it leaves within ORD, and its work request completes with the
+    /// Read Response, not with the acknowledgement.
+    Read(OutboundRead),
+    /// A Read Response: its IRD slot is free once it is wholly with SCTP.
+    Response,
+    /// RDMAP's Terminate.
+    Terminate,
 }
 
 /// One of our SCTP messages not yet settled.
@@ -208,6 +224,13 @@ impl Connection {
             // The session ended: its event flushes the queue.
             Err(_) => return Turn::Done,
         }
+        // A Read Request leaves only within ORD (RFC 5040 §6.1); what is behind it waits, so
+        // the stream's messages keep their order. A Read Response's arrival frees the slot.
+        if matches!(p.origin, Origin::Read(_))
+            && !s.rdmap.as_ref().is_some_and(|r| r.may_send_read())
+        {
+            return Turn::Blocked;
+        }
         let tagged = matches!(p.target, Target::Tagged { .. });
         let len = p.req.data.len() as u32;
         let Some(span) = Segments::resume(len, mulpdu, tagged, p.offset)
@@ -269,11 +292,23 @@ impl Connection {
         p.offset = span.offset + span.len;
         let mut completion = None;
         if span.last {
-            let p = s.sends.pop_front().map(|p| p.req);
+            let p = s.sends.pop_front();
             self.sink.queued_sends -= 1;
             self.sink.stats.messages_sent += 1;
-            if let Some(req) = p {
-                completion = Some((req.wr_id, req.signaled));
+            match p.map(|p| (p.origin, p.req)) {
+                Some((Origin::Ulp, req)) => completion = Some((req.wr_id, req.signaled)),
+                Some((Origin::Read(read), _)) => {
+                    if let Some(r) = s.rdmap.as_mut() {
+                        r.read_sent(read);
+                    }
+                }
+                Some((Origin::Response, _)) => {
+                    if let Some(r) = s.rdmap.as_mut() {
+                        r.response_sent();
+                    }
+                }
+                Some((Origin::Terminate, _)) => self.sink.stats.rdmap_terminates_sent += 1,
+                None => {}
             }
         }
         self.in_flight.push_back(InFlight {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ddpdk_dataplane::ddp::{RxError, StreamRx};
 use ddpdk_dataplane::mem::{Pd, StreamId};
 
+use crate::rdmap::{decode_private_data, RdmaLimits, RdmapStream};
 use crate::session::{Event as SessionEvent, PendingLimit, Session, State, TerminationReason};
 
 use super::api::*;
@@ -41,6 +42,10 @@ pub(super) struct DdpStream {
     /// The session is away at the control thread ([`SessionCall`]); `session` holds a
     /// placeholder meanwhile.
     pub(super) lent: Option<Box<Lent>>,
+    /// RDMAP's state, if the session is an RDMAP stream ([`Connection::initiate_rdmap`]).
+    pub(super) rdmap: Option<Box<RdmapStream>>,
+    /// The RDMA Read limits the peer's Initiate announced, if it carried RDMAP's parameters.
+    pub(super) peer_limits: Option<RdmaLimits>,
 }
 
 impl DdpStream {
@@ -57,6 +62,24 @@ impl DdpStream {
             grace: None,
             ready: false,
             lent: None,
+            rdmap: None,
+            peer_limits: None,
+        }
+    }
+
+    /// The MSN of the next message this side sends to queue `qn`, counted from 1 (RFC 5041
+    /// §5.1.2).
+    pub(super) fn take_msn(&mut self, qn: u32) -> u32 {
+        match self.next_msn.iter_mut().find(|(q, _)| *q == qn) {
+            Some((_, next)) => {
+                let m = *next;
+                *next = next.wrapping_add(1);
+                m
+            }
+            None => {
+                self.next_msn.push((qn, 2));
+                1
+            }
         }
     }
 }
@@ -93,6 +116,8 @@ pub(super) struct Sink {
     pub(super) held_bytes: usize,
     /// Operations held for sessions that are away.
     pub(super) held_ops: usize,
+    /// RDMAP streams whose peer accepted without RDMAP's parameters: their sessions end.
+    pub(super) not_rdmap: Vec<u16>,
     /// Results of held operations, once applied.
     pub(super) op_results: VecDeque<OpResult>,
 }
@@ -118,6 +143,7 @@ pub(super) fn drain_events(stream: u16, s: &mut DdpStream, out: &mut Sink) -> bo
     let mut any = false;
     while let Some(event) = s.session.poll_event() {
         any = true;
+        note_rdmap_parameters(stream, s, &event, out);
         let ended = matches!(event, SessionEvent::SessionTerminated { .. });
         out.indications
             .push_back(Indication::Session { stream, event });
@@ -134,6 +160,7 @@ pub(super) fn indicate_events(stream: u16, s: &mut DdpStream, out: &mut Sink) ->
     let mut any = false;
     while let Some(event) = s.session.poll_event() {
         any = true;
+        note_rdmap_parameters(stream, s, &event, out);
         if matches!(event, SessionEvent::SessionTerminated { .. }) {
             out.end_flush.push((stream, s.generation));
         }
@@ -141,6 +168,29 @@ pub(super) fn indicate_events(stream: u16, s: &mut DdpStream, out: &mut Sink) ->
             .push_back(Indication::Session { stream, event });
     }
     any
+}
+
+/// RDMAP's parameters in a session event's Private Data: the peer's Read limits. An RDMAP
+/// stream whose peer accepted without them is no RDMAP stream; its session is ended
+/// ([`Sink::not_rdmap`]).
+fn note_rdmap_parameters(stream: u16, s: &mut DdpStream, event: &SessionEvent, out: &mut Sink) {
+    match event {
+        SessionEvent::InitiateReceived { private_data } => {
+            s.peer_limits = decode_private_data(private_data.as_bytes()).map(|(l, _)| l);
+        }
+        SessionEvent::Accepted { private_data } => {
+            if let Some(r) = s.rdmap.as_mut() {
+                match decode_private_data(private_data.as_bytes()) {
+                    Some((peer, _)) => {
+                        s.peer_limits = Some(peer);
+                        r.set_peer_limits(peer);
+                    }
+                    None => out.not_rdmap.push(stream),
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// What a session's end flushes: its queued sends, and its posted receives once nothing more
@@ -164,14 +214,26 @@ pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     for p in s.sends.drain(..) {
         out.queued_sends -= 1;
         out.stats.flushed_sends += 1;
+        let wr_id = match p.origin {
+            Origin::Ulp => p.req.wr_id,
+            Origin::Read(read) => read.wr_id,
+            // RDMAP's own messages complete no work request of the ULP's.
+            Origin::Response => {
+                if let Some(r) = s.rdmap.as_mut() {
+                    r.response_sent();
+                }
+                continue;
+            }
+            Origin::Terminate => continue,
+        };
         // Part of a region send is in SCTP's queue, still to be read from the region: the ULP
         // gets its buffer back (the completion) only once that part has settled.
         if p.offset > 0 && matches!(p.req.data, Payload::Region { .. }) {
-            out.deferred.push((stream, s.generation, p.req.wr_id));
+            out.deferred.push((stream, s.generation, wr_id));
             continue;
         }
         out.completions.push_back(Completion {
-            wr_id: p.req.wr_id,
+            wr_id,
             stream,
             status: Status::Flushed,
         });
@@ -179,6 +241,17 @@ pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
 }
 
 pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    // Reads whose responses can no longer come end with the receive side (RFC 5040 §5.4).
+    if let Some(r) = s.rdmap.as_mut() {
+        for read in r.take_outstanding() {
+            out.stats.flushed_sends += 1;
+            out.completions.push_back(Completion {
+                wr_id: read.wr_id,
+                stream,
+                status: Status::Flushed,
+            });
+        }
+    }
     for (qn, q) in s.posted.iter_mut().enumerate() {
         for wr_id in q.drain(..) {
             out.stats.flushed_receives += 1;

@@ -43,9 +43,7 @@
 
 mod stream;
 
-pub use stream::{
-    rsvd_ulp, terminate_payload, OutboundRead, RdmapStream, ReadResponse, Upcall,
-};
+pub use stream::{rsvd_ulp, terminate_payload, OutboundRead, RdmapStream, ReadResponse, Upcall};
 
 use core::fmt;
 
@@ -92,10 +90,7 @@ impl fmt::Display for PrivateDataTooLong {
 impl std::error::Error for PrivateDataTooLong {}
 
 /// The Private Data of an RDMAP stream's Initiate or Accept: the limits, then `ulp`.
-pub fn encode_private_data(
-    limits: RdmaLimits,
-    ulp: &[u8],
-) -> Result<Vec<u8>, PrivateDataTooLong> {
+pub fn encode_private_data(limits: RdmaLimits, ulp: &[u8]) -> Result<Vec<u8>, PrivateDataTooLong> {
     if ulp.len() > MAX_ULP_PRIVATE_DATA {
         return Err(PrivateDataTooLong);
     }
@@ -136,7 +131,11 @@ mod tests {
         assert_eq!(&pd[..10], b"RDMP\x01\x00\x00\x04\x01\x2c");
         assert_eq!(decode_private_data(&pd), Some((limits, &b"hello"[..])));
         let full = encode_private_data(limits, &[7; MAX_ULP_PRIVATE_DATA]).unwrap();
-        assert_eq!(full.len(), MAX_PRIVATE_DATA_LEN, "RFC 5043 §5.2.3: at most 512");
+        assert_eq!(
+            full.len(),
+            MAX_PRIVATE_DATA_LEN,
+            "RFC 5043 §5.2.3: at most 512"
+        );
         assert_eq!(
             encode_private_data(limits, &[7; MAX_ULP_PRIVATE_DATA + 1]),
             Err(PrivateDataTooLong)
@@ -149,6 +148,10 @@ mod tests {
         assert_eq!(decode_private_data(b"RDMP"), None, "too short");
         let mut later = encode_private_data(RdmaLimits::default(), b"").unwrap();
         later[4] = 2;
-        assert_eq!(decode_private_data(&later), None, "a version we do not know");
+        assert_eq!(
+            decode_private_data(&later),
+            None,
+            "a version we do not know"
+        );
     }
 }

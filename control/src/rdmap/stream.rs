@@ -77,6 +77,8 @@ pub struct RdmapStream {
     serving: u16,
     /// The peer's Terminate arrived.
     peer_terminated: bool,
+    /// The payload of the Terminate owed for this stream's first error (§4.8).
+    terminate: Option<Vec<u8>>,
 }
 
 impl RdmapStream {
@@ -87,6 +89,7 @@ impl RdmapStream {
             orq: VecDeque::new(),
             serving: 0,
             peer_terminated: false,
+            terminate: None,
         }
     }
 
@@ -132,6 +135,17 @@ impl RdmapStream {
     /// A Read Response went wholly to SCTP: its IRD slot is free.
     pub fn response_sent(&mut self) {
         self.serving = self.serving.saturating_sub(1);
+    }
+
+    /// The Terminate payload ([`terminate_payload`]) for the stream's error; only the first
+    /// error of a stream is reported.
+    pub fn set_terminate(&mut self, payload: Vec<u8>) {
+        self.terminate.get_or_insert(payload);
+    }
+
+    /// The Terminate payload owed, once.
+    pub fn take_terminate(&mut self) -> Option<Vec<u8>> {
+        self.terminate.take()
     }
 
     /// The Reads still outstanding, for flushing when the stream ends.
@@ -236,13 +250,14 @@ impl RdmapStream {
                 match opcode {
                     Opcode::ReadRequest => {
                         let bytes = inline.unwrap_or(&[]);
-                        self.serve(bytes, stags, stream, pd)
-                            .unwrap_or_else(|(error, read_request)| Upcall::Fault {
+                        self.serve(bytes, stags, stream, pd).unwrap_or_else(
+                            |(error, read_request)| Upcall::Fault {
                                 error: RxError::Rdmap(error),
                                 header: header(),
                                 segment_len: header_len(false) + message_len as usize,
                                 read_request,
-                            })
+                            },
+                        )
                     }
                     Opcode::Terminate => {
                         self.peer_terminated = true;

@@ -1,0 +1,458 @@
+//! RDMAP streams on a connection: where [`crate::rdmap`] meets the DDP stream it runs on.
+//!
+//! A session opened with [`Connection::initiate_rdmap`] or [`Connection::accept_rdmap`] is an
+//! RDMAP stream: its segments pass RDMAP's checks before placement, its queues 1 and 2 are
+//! RDMAP's own (inline buffers, RFC 5040 §4.2), its delivered messages mean what RDMAP says
+//! (a Read Request is answered here, on the core that owns the association, from the
+//! registered region without a copy), and its first receive error goes to the peer as an
+//! RDMAP Terminate before the DDP Stream Session ends (RFC 5043 §11.3).
+
+use ddpdk_dataplane::ddp::{self, HeaderCopy, RxError, Target, Ulp};
+use ddpdk_dataplane::mem::{Access, Pd, StagTable, StreamId};
+use ddpdk_dataplane::wire::ddp::SegmentRepr;
+use ddpdk_dataplane::wire::rdmap::{Control, Opcode, ReadRequest, QN_READ_REQUEST, QN_TERMINATE};
+
+use crate::memory::{Place, RegionId};
+use crate::rdmap::{
+    encode_private_data, rsvd_ulp, terminate_payload, OutboundRead, RdmaLimits, RdmapStream,
+    ReadResponse, Upcall,
+};
+use crate::session::LocalError;
+
+use super::api::*;
+use super::route::*;
+use super::send::*;
+use super::stream::*;
+use super::*;
+
+/// The DDP stream's ULP when it is an RDMAP stream: RDMAP's checks, and what its delivered
+/// messages mean. What has to wait until DDP is done with the segment (responses to queue, an
+/// error found after delivery) is kept here.
+pub(super) struct RdmapUlp<'a> {
+    pub(super) stream: u16,
+    pub(super) rdmap: &'a mut RdmapStream,
+    pub(super) posted: &'a mut [std::collections::VecDeque<u64>],
+    pub(super) grace: &'a mut Option<u8>,
+    pub(super) out: &'a mut Sink,
+    pub(super) stags: &'a StagTable,
+    pub(super) sid: StreamId,
+    pub(super) pd: Pd,
+    /// Read Requests found good, to answer.
+    pub(super) serve: Vec<ReadResponse>,
+    /// An error RDMAP found in a delivered message: the stream fails with it.
+    pub(super) fault: Option<(RxError, HeaderCopy, usize, Option<ReadRequest>)>,
+}
+
+impl Ulp for RdmapUlp<'_> {
+    fn check(&mut self, segment: &SegmentRepr<'_>) -> Result<Access, RxError> {
+        self.rdmap.check(segment)
+    }
+
+    fn indicate(&mut self, ind: ddp::Indication) {
+        let (stream, out) = (self.stream, &mut *self.out);
+        match ind {
+            ddp::Indication::Delivered {
+                message, inline, ..
+            } => {
+                // After a fault nothing the same segment completed reaches the ULP.
+                if self.fault.is_some() {
+                    return;
+                }
+                let inline = inline.as_ref().map(|m| m.as_bytes());
+                match self
+                    .rdmap
+                    .on_delivered(&message, inline, self.stags, self.sid, self.pd)
+                {
+                    Upcall::Send { .. } => indicate(stream, self.posted, self.grace, out, ind),
+                    Upcall::Write => {}
+                    Upcall::Serve(response) => {
+                        out.stats.reads_served += 1;
+                        self.serve.push(response);
+                    }
+                    Upcall::ReadDone(read) => {
+                        out.stats.reads_completed += 1;
+                        if read.signaled {
+                            out.completions.push_back(Completion {
+                                wr_id: read.wr_id,
+                                stream,
+                                status: Status::Success,
+                            });
+                        }
+                        // An ORD slot is free: a waiting Read Request may go.
+                        out.wake.push(stream);
+                        out.touched = true;
+                    }
+                    Upcall::PeerTerminate(error) => {
+                        out.stats.rdmap_terminates_received += 1;
+                        out.indications
+                            .push_back(Indication::RdmapTerminate { stream, error });
+                    }
+                    Upcall::Fault {
+                        error,
+                        header,
+                        segment_len,
+                        read_request,
+                    } => self.fault = Some((error, header, segment_len, read_request)),
+                }
+            }
+            ddp::Indication::Error {
+                error,
+                header,
+                segment_len,
+            } => {
+                self.rdmap
+                    .set_terminate(terminate_payload(error, &header, segment_len, None));
+                indicate(stream, self.posted, self.grace, out, ind);
+            }
+        }
+    }
+}
+
+/// One DDP Segment of an RDMAP stream (the session has passed it). `oversize` is the
+/// adaptation's verdict (RFC 5043 §9); `zero_copy`: Read Responses may be sent from the
+/// regions by reference.
+pub(super) fn receive(
+    stream: u16,
+    s: &mut DdpStream,
+    chunk: &[u8],
+    oversize: Option<RxError>,
+    memory: Place<'_>,
+    out: &mut Sink,
+    zero_copy: bool,
+) {
+    let DdpStream {
+        rx,
+        posted,
+        grace,
+        rdmap,
+        sid,
+        ..
+    } = s;
+    let (Some(rx_path), Some(rdmap)) = (rx.as_mut(), rdmap.as_deref_mut()) else {
+        out.stats.after_session_end += 1;
+        return;
+    };
+    let mut ulp = RdmapUlp {
+        stream,
+        rdmap,
+        posted,
+        grace,
+        out: &mut *out,
+        stags: memory.stags,
+        sid: *sid,
+        pd: rx_path.pd(),
+        serve: Vec::new(),
+        fault: None,
+    };
+    match oversize {
+        Some(error) => rx_path.refuse(chunk, error, &mut |i| ulp.indicate(i)),
+        None => {
+            rx_path.on_segment(chunk, memory.stags, memory.regions, &mut ulp);
+        }
+    }
+    let RdmapUlp { serve, fault, .. } = ulp;
+    if let Some((error, header, segment_len, read_request)) = fault {
+        let DdpStream {
+            rx,
+            posted,
+            grace,
+            rdmap,
+            ..
+        } = s;
+        if let Some(rx_path) = rx.as_mut() {
+            rx_path.fail_delivered(error, header.as_bytes(), segment_len, &mut |i| {
+                indicate(stream, posted, grace, out, i)
+            });
+        }
+        if let Some(rdmap) = rdmap.as_deref_mut() {
+            rdmap.set_terminate(terminate_payload(error, &header, segment_len, read_request));
+            // Reads found good before the fault are not answered: the stream is failing.
+            for _ in &serve {
+                rdmap.response_sent();
+            }
+        }
+        return;
+    }
+    for response in serve {
+        queue_response(stream, s, response, out, zero_copy);
+    }
+}
+
+/// Queues the Read Response to `response` (RFC 5040 §5.2): a tagged message into the
+/// requester's Data Sink, its bytes read from the registered region when it leaves (by
+/// reference where the port chains buffers), behind what the stream has queued already.
+fn queue_response(
+    stream: u16,
+    s: &mut DdpStream,
+    response: ReadResponse,
+    out: &mut Sink,
+    zero_copy: bool,
+) {
+    let data = match response.source {
+        Some(src) if zero_copy => Payload::Region {
+            region: RegionId(src.region),
+            offset: src.offset,
+            len: response.len,
+        },
+        // Without the region table the bytes cannot be read when the segment leaves; nothing
+        // is sent that could be stale.
+        Some(_) => {
+            s.rdmap.as_deref_mut().map(RdmapStream::response_sent);
+            out.stats.flushed_sends += 1;
+            return;
+        }
+        None => Payload::Bytes(Vec::new()),
+    };
+    let rsvd_ulp = Control::new(Opcode::ReadResponse).tagged_rsvd_ulp();
+    s.sends.push_back(PendingSend {
+        req: SendRequest {
+            wr_id: 0,
+            stream,
+            kind: SendKind::Tagged {
+                stag: response.sink,
+                to: response.sink_to,
+                rsvd_ulp,
+            },
+            data,
+            signaled: false,
+        },
+        target: Target::Tagged {
+            stag: response.sink.0,
+            to: response.sink_to,
+            rsvd_ulp,
+        },
+        offset: 0,
+        origin: Origin::Response,
+    });
+    out.queued_sends += 1;
+    out.wake.push(stream);
+    out.touched = true;
+}
+
+impl Connection {
+    /// Starts an RDMAP stream on `stream` as the active side (RFC 5043 §6 Initiate): its
+    /// Private Data carries `limits` (RDMAP's format, [`crate::rdmap`]) and then the ULP's
+    /// own `private_data` (at most [`crate::rdmap::MAX_ULP_PRIVATE_DATA`] bytes). IRD is
+    /// capped at the queue depth of the connection (`ConnConfig::recv_depth`).
+    pub fn initiate_rdmap(
+        &mut self,
+        stream: u16,
+        pd: Pd,
+        limits: RdmaLimits,
+        private_data: &[u8],
+    ) -> Result<(), PostError> {
+        let limits = self.rdmap_limits(limits)?;
+        let data = encode_private_data(limits, private_data)
+            .map_err(|_| PostError::Session(LocalError::PrivateDataTooLong))?;
+        self.initiate(stream, pd, &data)?;
+        self.open_rdmap(stream, limits, None);
+        Ok(())
+    }
+
+    /// Accepts the pending Initiate on `stream` as an RDMAP stream: the Initiate must have
+    /// carried RDMAP's parameters ([`PostError::PeerNotRdmap`] otherwise; reject it then).
+    pub fn accept_rdmap(
+        &mut self,
+        stream: u16,
+        pd: Pd,
+        limits: RdmaLimits,
+        private_data: &[u8],
+    ) -> Result<(), PostError> {
+        self.check_stream(stream)?;
+        let peer = self.streams[usize::from(stream)]
+            .peer_limits
+            .ok_or(PostError::PeerNotRdmap)?;
+        let limits = self.rdmap_limits(limits)?;
+        let data = encode_private_data(limits, private_data)
+            .map_err(|_| PostError::Session(LocalError::PrivateDataTooLong))?;
+        self.accept(stream, pd, &data)?;
+        self.open_rdmap(stream, limits, Some(peer));
+        Ok(())
+    }
+
+    /// The RDMA Read state of `stream`, if it is an RDMAP stream.
+    pub fn rdma_status(&self, stream: u16) -> Option<RdmaStatus> {
+        let r = self.streams.get(usize::from(stream))?.rdmap.as_deref()?;
+        Some(RdmaStatus {
+            limits: r.limits(),
+            ord: r.ord(),
+            outstanding_reads: r.outstanding_reads(),
+            serving: r.serving(),
+        })
+    }
+
+    /// RFC 4296 §2.2's RDMA operations (RFC 5040 §5): an RDMA Write, a Send of one of its
+    /// four kinds, or an RDMA Read, on an RDMAP stream. A local STag of a Write or Send is
+    /// resolved against `stags` ([`Connection::resolve_local`]); a Read's Data Sink must be a
+    /// registration of the stream's protection domain with local write that holds the range.
+    /// Reads beyond ORD wait, in order with what is posted after them.
+    pub fn post_rdma(&mut self, req: RdmaRequest, stags: &StagTable) -> Result<(), PostError> {
+        self.check_stream(req.stream)?;
+        let s = &self.streams[usize::from(req.stream)];
+        if s.rdmap.is_none() {
+            return Err(PostError::NotRdmap);
+        }
+        let RdmaRequest {
+            wr_id,
+            stream,
+            op,
+            data,
+            signaled,
+        } = req;
+        let (kind, data, origin) = match op {
+            RdmaOp::Write { stag, to } => (
+                SendKind::Tagged {
+                    stag,
+                    to,
+                    rsvd_ulp: Control::new(Opcode::Write).tagged_rsvd_ulp(),
+                },
+                self.resolve_local(stream, data, stags)?,
+                Origin::Ulp,
+            ),
+            RdmaOp::Send {
+                solicited,
+                invalidate,
+            } => {
+                let opcode = match (solicited, invalidate.is_some()) {
+                    (false, false) => Opcode::Send,
+                    (false, true) => Opcode::SendInvalidate,
+                    (true, false) => Opcode::SendSe,
+                    (true, true) => Opcode::SendSeInvalidate,
+                };
+                (
+                    SendKind::Untagged {
+                        qn: 0,
+                        rsvd_ulp: rsvd_ulp(opcode, invalidate),
+                    },
+                    self.resolve_local(stream, data, stags)?,
+                    Origin::Ulp,
+                )
+            }
+            RdmaOp::Read {
+                source,
+                source_to,
+                sink,
+                sink_to,
+                len,
+            } => {
+                let (sid, pd) = (s.sid, s.rx.as_ref().map(|rx| rx.pd()));
+                let pd = pd.ok_or(PostError::Session(LocalError::NotEstablished))?;
+                stags
+                    .check_access(sink, sink_to, len as usize, sid, pd, Access::LOCAL_WRITE)
+                    .map_err(|_| PostError::BadSink)?;
+                let request = ReadRequest {
+                    sink_stag: sink.0,
+                    sink_to,
+                    size: len,
+                    source_stag: source.0,
+                    source_to,
+                };
+                (
+                    SendKind::Untagged {
+                        qn: QN_READ_REQUEST,
+                        rsvd_ulp: rsvd_ulp(Opcode::ReadRequest, None),
+                    },
+                    Payload::Bytes(request.to_bytes().to_vec()),
+                    Origin::Read(OutboundRead {
+                        wr_id,
+                        signaled,
+                        sink,
+                        sink_to,
+                        len,
+                    }),
+                )
+            }
+        };
+        self.queue_send(
+            SendRequest {
+                wr_id,
+                stream,
+                kind,
+                data,
+                signaled,
+            },
+            origin,
+        )
+    }
+
+    /// Limits this connection can honour: IRD is the depth of the inline Read Request queue.
+    fn rdmap_limits(&self, limits: RdmaLimits) -> Result<RdmaLimits, PostError> {
+        // RDMAP needs queues 0, 1 and 2 (RFC 5040 §4.2).
+        if self.cfg.queues <= QN_TERMINATE {
+            return Err(PostError::InvalidQn);
+        }
+        let depth = u16::try_from(self.cfg.recv_depth).unwrap_or(u16::MAX);
+        Ok(RdmaLimits {
+            ird: limits.ird.min(depth),
+            ord: limits.ord,
+        })
+    }
+
+    /// Makes the freshly opened session on `stream` an RDMAP stream: RDMAP's state, and its
+    /// queues 1 (IRD Read Requests) and 2 (one Terminate) filled from the stream's own memory.
+    fn open_rdmap(&mut self, stream: u16, limits: RdmaLimits, peer: Option<RdmaLimits>) {
+        let s = &mut self.streams[usize::from(stream)];
+        let mut r = RdmapStream::new(limits);
+        if let Some(peer) = peer {
+            r.set_peer_limits(peer);
+        }
+        s.rdmap = Some(Box::new(r));
+        if let Some(rx) = s.rx.as_mut() {
+            // Fresh queues of the configured depth: neither call can fail.
+            let _ = rx.set_inline_queue(QN_READ_REQUEST, usize::from(limits.ird.max(1)));
+            let _ = rx.set_inline_queue(QN_TERMINATE, 1);
+        }
+    }
+
+    /// The first receive error of an RDMAP stream: what was queued is flushed, the Terminate
+    /// that reports the error goes to the peer (RFC 5040 §5.4, §4.8; untagged on QN 2) as the
+    /// one further message DDP allows (RFC 5041 §7.1), and once it has gone to SCTP the DDP
+    /// Stream Session is terminated.
+    pub(super) fn send_rdmap_terminate(&mut self, stream: u16, error: RxError) {
+        let Some(s) = self.streams.get_mut(usize::from(stream)) else {
+            return;
+        };
+        let Some(r) = s.rdmap.as_deref_mut() else {
+            return;
+        };
+        let payload = r
+            .take_terminate()
+            .unwrap_or_else(|| terminate_payload(error, &HeaderCopy::from_bytes(&[]), 0, None));
+        flush_sends(stream, s, &mut self.sink);
+        let rsvd_ulp = rsvd_ulp(Opcode::Terminate, None);
+        let req = SendRequest {
+            wr_id: 0,
+            stream,
+            kind: SendKind::Untagged {
+                qn: QN_TERMINATE,
+                rsvd_ulp,
+            },
+            data: Payload::Bytes(payload),
+            signaled: false,
+        };
+        if self.queue_send(req, Origin::Terminate).is_err() {
+            // The session cannot carry it (it ended meanwhile): end it all the same.
+            let s = &mut self.streams[usize::from(stream)];
+            if s.session.terminate_for_error(error).is_ok() {
+                self.sink.stats.sessions_faulted += 1;
+            }
+        } else {
+            self.sink.stats.sessions_faulted += 1;
+        }
+        self.sink.touched = true;
+    }
+
+    /// RDMAP streams whose peer accepted without RDMAP's parameters: no RDMAP peer, so the
+    /// session ends before any RDMAP message is sent.
+    pub(super) fn end_not_rdmap(&mut self) {
+        for stream in std::mem::take(&mut self.sink.not_rdmap) {
+            if let Some(s) = self.streams.get_mut(usize::from(stream)) {
+                if s.session.terminate().is_ok() {
+                    self.sink.stats.rdmap_refused += 1;
+                    self.sink.touched = true;
+                    self.mark_ready(stream);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,535 @@
+//! RDMAP streams end to end over the simulated network (`tests/world`): RDMA Write, Read and
+//! the four Sends (RFC 5040 §5), ORD/IRD from the session Private Data, and the Terminate
+//! each error a peer can provoke at the Data Source produces (§4.8, §7), with nothing placed
+//! where the rule forbids it.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+mod world;
+
+use ddpdk_control::conn::{Indication, Payload, PostError, RdmaOp, RdmaRequest, Status};
+use ddpdk_control::memory::MemoryRegistration;
+use ddpdk_control::rdmap::RdmaLimits;
+use ddpdk_control::session::{Event, State, TerminationReason};
+use ddpdk_dataplane::ddp::RxError;
+use ddpdk_dataplane::mem::{Access, Pd, Stag};
+use ddpdk_dataplane::wire::rdmap::{Control, Opcode, RdmapError, TerminateError};
+use world::{read, region, session_events, wait, Side, World};
+
+const S: u16 = 1;
+/// `world::region` registers from this Tagged Offset.
+const BASE: u64 = 0x7000_0000_0000;
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(29) ^ seed)
+        .collect()
+}
+
+/// Client initiates an RDMAP stream, server accepts it; both may send from their regions.
+fn open_rdmap(w: &mut World, client: RdmaLimits, server: RdmaLimits) -> (Pd, Pd) {
+    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
+    w.client
+        .conn()
+        .initiate_rdmap(S, cpd, client, b"hello")
+        .unwrap();
+    wait(w, "the Initiate", |w| {
+        session_events(&w.server, S)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. }))
+    });
+    w.server
+        .conn()
+        .accept_rdmap(S, spd, server, b"welcome")
+        .unwrap();
+    wait(w, "the Accept", |w| {
+        session_events(&w.client, S)
+            .iter()
+            .any(|e| matches!(e, Event::Accepted { .. }))
+    });
+    for side in [&mut w.client, &mut w.server] {
+        let table = side.memory.region_table().clone();
+        side.conn().use_regions(table);
+    }
+    (cpd, spd)
+}
+
+fn rdma(side: &mut Side, wr_id: u64, op: RdmaOp, data: Payload) -> Result<(), PostError> {
+    let req = RdmaRequest {
+        wr_id,
+        stream: S,
+        op,
+        data,
+        signaled: true,
+    };
+    let Side { conn, memory, .. } = side;
+    conn.as_mut().unwrap().post_rdma(req, memory.stags())
+}
+
+fn completions(side: &Side) -> Vec<(u64, Status)> {
+    side.completions
+        .iter()
+        .map(|c| (c.wr_id, c.status))
+        .collect()
+}
+
+fn done(side: &Side, wr_id: u64) -> bool {
+    side.completions.iter().any(|c| c.wr_id == wr_id)
+}
+
+fn read_op(source: Stag, source_off: u64, sink: Stag, sink_off: u64, len: u32) -> RdmaOp {
+    RdmaOp::Read {
+        source,
+        source_to: BASE + source_off,
+        sink,
+        sink_to: BASE + sink_off,
+        len,
+    }
+}
+
+/// RFC 5040 §5.2: an RDMA Read of many segments brings the Data Source's bytes into the
+/// requester's Data Sink, and completes there once the whole response is placed; the
+/// responder's ULP is not involved.
+#[test]
+fn rfc5040_5_2_read_brings_the_source_bytes_into_the_sink() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (src, src_reg) = region(&mut w.server, spd, 1 << 20, Access::REMOTE_READ, None);
+    let data = pattern(300_000, 7);
+    w.server
+        .memory
+        .region(src)
+        .unwrap()
+        .place(4096, &data)
+        .unwrap();
+    let (sink, sink_reg) = region(&mut w.client, cpd, 1 << 20, Access::LOCAL_WRITE, None);
+    rdma(
+        &mut w.client,
+        1,
+        read_op(src_reg.stag, 4096, sink_reg.stag, 100, data.len() as u32),
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    wait(&mut w, "the Read", |w| done(&w.client, 1));
+    assert_eq!(completions(&w.client), [(1, Status::Success)]);
+    assert_eq!(read(&w.client, sink, 100, data.len()), data);
+    assert_eq!(
+        read(&w.client, sink, 0, 100),
+        vec![0; 100],
+        "nothing before the sink"
+    );
+    assert_eq!(w.server.conn().stats().reads_served, 1);
+    assert_eq!(w.client.conn().stats().reads_completed, 1);
+    assert!(
+        w.server.completions.is_empty()
+            && w.server.indications.iter().all(|i| !matches!(
+                i,
+                Indication::TaggedDelivered { .. } | Indication::Received { .. }
+            )),
+        "the responder's ULP hears nothing of a Read"
+    );
+}
+
+/// RFC 5040 §5.1: an RDMA Write is placed and its Data Sink's ULP is not told; the Data
+/// Source completes it once SCTP has acknowledged it.
+#[test]
+fn rfc5040_5_1_write_is_placed_and_not_indicated() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (dst, dst_reg) = region(&mut w.server, spd, 1 << 16, Access::REMOTE_WRITE, None);
+    let data = pattern(20_000, 3);
+    rdma(
+        &mut w.client,
+        9,
+        RdmaOp::Write {
+            stag: dst_reg.stag,
+            to: BASE + 512,
+        },
+        Payload::Bytes(data.clone()),
+    )
+    .unwrap();
+    wait(&mut w, "the Write", |w| done(&w.client, 9));
+    assert_eq!(completions(&w.client), [(9, Status::Success)]);
+    assert_eq!(read(&w.server, dst, 512, data.len()), data);
+    assert!(!w
+        .server
+        .indications
+        .iter()
+        .any(|i| matches!(i, Indication::TaggedDelivered { .. })));
+}
+
+/// RFC 5040 §5.3 and §4.1: the four Sends fill the peer's posted receives in order, each
+/// with its opcode (and the Invalidate STag of the two that carry one) in RsvdULP.
+#[test]
+fn rfc5040_5_3_sends_arrive_with_their_kind() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (rbuf, rreg) = region(&mut w.server, spd, 1 << 16, Access::LOCAL_WRITE, None);
+    for i in 0..4u64 {
+        let b = w
+            .server
+            .memory
+            .receive_buffer(spd, rreg.stag, i * 1024, 1024)
+            .unwrap();
+        w.server.conn().post_recv(S, 0, 100 + i, b).unwrap();
+    }
+    let kinds = [
+        (false, None, Opcode::Send),
+        (true, None, Opcode::SendSe),
+        (false, Some(Stag(0x1234_5601)), Opcode::SendInvalidate),
+        (true, Some(Stag(0x1234_5602)), Opcode::SendSeInvalidate),
+    ];
+    for (i, (solicited, invalidate, _)) in kinds.iter().enumerate() {
+        rdma(
+            &mut w.client,
+            i as u64,
+            RdmaOp::Send {
+                solicited: *solicited,
+                invalidate: *invalidate,
+            },
+            Payload::Bytes(vec![i as u8 + 1; 100]),
+        )
+        .unwrap();
+    }
+    wait(&mut w, "four Sends", |w| {
+        w.server
+            .indications
+            .iter()
+            .filter(|i| matches!(i, Indication::Received { .. }))
+            .count()
+            == 4
+    });
+    let got: Vec<_> = w
+        .server
+        .indications
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Received {
+                wr_id,
+                qn,
+                len,
+                rsvd_ulp,
+                ..
+            } => Some((*wr_id, *qn, *len, *rsvd_ulp)),
+            _ => None,
+        })
+        .collect();
+    for (i, (wr_id, qn, len, rsvd_ulp)) in got.into_iter().enumerate() {
+        let (_, invalidate, opcode) = kinds[i];
+        assert_eq!((wr_id, qn, len), (100 + i as u64, 0, 100));
+        assert_eq!(Control::from_byte(rsvd_ulp[0]), Control::new(opcode));
+        let stag = u32::from_be_bytes([rsvd_ulp[1], rsvd_ulp[2], rsvd_ulp[3], rsvd_ulp[4]]);
+        assert_eq!(stag, invalidate.map_or(0, |s| s.0), "{opcode}");
+        assert_eq!(
+            read(&w.server, rbuf, i as u64 * 1024, 100),
+            vec![i as u8 + 1; 100]
+        );
+    }
+}
+
+/// ORD and IRD from the Private Data (RFC 5043 §6.3's Read credits): the client asks for 16
+/// outstanding Reads, the server serves 2, so at most 2 are ever outstanding; six Reads all
+/// complete, in order, byte-exact.
+#[test]
+fn rfc5040_6_1_reads_are_held_to_the_peers_ird() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(
+        &mut w,
+        RdmaLimits { ird: 4, ord: 16 },
+        RdmaLimits { ird: 2, ord: 1 },
+    );
+    assert_eq!(w.client.conn().rdma_status(S).unwrap().ord, 2);
+    assert_eq!(w.server.conn().rdma_status(S).unwrap().ord, 1);
+    let (src, src_reg) = region(&mut w.server, spd, 1 << 20, Access::REMOTE_READ, None);
+    let data = pattern(6 * 50_000, 11);
+    w.server
+        .memory
+        .region(src)
+        .unwrap()
+        .place(0, &data)
+        .unwrap();
+    let (sink, sink_reg) = region(&mut w.client, cpd, 1 << 20, Access::LOCAL_WRITE, None);
+    for i in 0..6u64 {
+        rdma(
+            &mut w.client,
+            i,
+            read_op(src_reg.stag, i * 50_000, sink_reg.stag, i * 50_000, 50_000),
+            Payload::Bytes(Vec::new()),
+        )
+        .unwrap();
+    }
+    let mut most = 0;
+    wait(&mut w, "six Reads", |w| {
+        let c = w.client.conn().rdma_status(S).unwrap().outstanding_reads;
+        let s = w.server.conn().rdma_status(S).unwrap().serving;
+        most = most.max(c).max(usize::from(s));
+        w.client.completions.len() == 6
+    });
+    assert_eq!(most, 2, "never more than the server's IRD");
+    let order: Vec<u64> = w.client.completions.iter().map(|c| c.wr_id).collect();
+    assert_eq!(order, [0, 1, 2, 3, 4, 5]);
+    assert_eq!(read(&w.client, sink, 0, data.len()), data);
+}
+
+/// A plain DDP Initiate (no RDMAP parameters) cannot be accepted as an RDMAP stream.
+#[test]
+fn accept_rdmap_needs_an_rdmap_initiate() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
+    w.client.conn().initiate(S, cpd, b"plain").unwrap();
+    wait(&mut w, "the Initiate", |w| {
+        session_events(&w.server, S)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. }))
+    });
+    assert_eq!(
+        w.server
+            .conn()
+            .accept_rdmap(S, spd, RdmaLimits::default(), b""),
+        Err(PostError::PeerNotRdmap)
+    );
+}
+
+/// An RDMAP Initiate accepted by a plain DDP ULP: the Accept has no RDMAP parameters, so the
+/// initiator ends the session before any RDMAP message leaves.
+#[test]
+fn an_rdmap_stream_accepted_without_parameters_is_ended() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
+    w.client
+        .conn()
+        .initiate_rdmap(S, cpd, RdmaLimits::default(), b"")
+        .unwrap();
+    wait(&mut w, "the Initiate", |w| {
+        session_events(&w.server, S)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. }))
+    });
+    w.server.conn().accept(S, spd, b"plain").unwrap();
+    wait(&mut w, "the end", |w| {
+        matches!(
+            w.client.conn().session_state(S),
+            Some(State::Terminated(TerminationReason::LocalTerminate))
+        )
+    });
+    assert_eq!(w.client.conn().stats().rdmap_refused, 1);
+}
+
+/// A Read whose Data Source check fails at the responder: what the requester's ULP and each
+/// side's session see, and that the sink is untouched.
+struct Refused {
+    terminate: TerminateError,
+    server_error: RxError,
+    read_status: Status,
+    sink_untouched: bool,
+}
+
+fn refused_read(access: Access, op: impl Fn(Stag, Stag) -> RdmaOp) -> Refused {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (src, src_reg) = region(&mut w.server, spd, 1 << 16, access, None);
+    w.server
+        .memory
+        .region(src)
+        .unwrap()
+        .place(0, &[0xab; 1 << 16])
+        .unwrap();
+    let (sink, sink_reg) = region(&mut w.client, cpd, 1 << 16, Access::LOCAL_WRITE, None);
+    rdma(
+        &mut w.client,
+        5,
+        op(src_reg.stag, sink_reg.stag),
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    wait(&mut w, "the Terminate and the flushed Read", |w| {
+        done(&w.client, 5)
+            && w.client
+                .indications
+                .iter()
+                .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
+    });
+    wait(&mut w, "both sessions ended", |w| {
+        matches!(w.client.conn().session_state(S), Some(State::Terminated(_)))
+            && matches!(w.server.conn().session_state(S), Some(State::Terminated(_)))
+    });
+    let terminate = w
+        .client
+        .indications
+        .iter()
+        .find_map(|i| match i {
+            Indication::RdmapTerminate { error, .. } => Some(*error),
+            _ => None,
+        })
+        .unwrap();
+    let server_error = w
+        .server
+        .indications
+        .iter()
+        .find_map(|i| match i {
+            Indication::Error { error, .. } => Some(*error),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(w.server.conn().stats().rdmap_terminates_sent, 1);
+    assert_eq!(w.client.conn().stats().rdmap_terminates_received, 1);
+    assert_eq!(
+        w.server.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::LocalTerminate)),
+        "the responder ends the DDP session after its Terminate"
+    );
+    Refused {
+        terminate,
+        server_error,
+        read_status: w.client.completions[0].status,
+        sink_untouched: read(&w.client, sink, 0, 1 << 16) == vec![0; 1 << 16],
+    }
+}
+
+fn assert_refused(r: Refused, want: RdmapError) {
+    assert_eq!(r.terminate, TerminateError::Rdmap(want));
+    assert_eq!(r.server_error, RxError::Rdmap(want));
+    assert_eq!(r.read_status, Status::Flushed);
+    assert!(r.sink_untouched, "no byte placed");
+}
+
+/// RFC 5040 §4.8 0x1/0x02: a Data Source without remote read.
+#[test]
+fn rfc5040_4_8_read_without_remote_read_right_is_access_rights() {
+    let r = refused_read(Access::REMOTE_WRITE, |src, sink| {
+        read_op(src, 0, sink, 0, 100)
+    });
+    assert_refused(r, RdmapError::AccessRights);
+}
+
+/// RFC 5040 §4.8 0x1/0x00: a Data Source STag that names nothing.
+#[test]
+fn rfc5040_4_8_read_of_an_unknown_stag_is_invalid_stag() {
+    let r = refused_read(Access::REMOTE_READ, |src, sink| {
+        read_op(Stag(src.0 ^ 0x0100), 0, sink, 0, 100)
+    });
+    assert_refused(r, RdmapError::InvalidStag);
+}
+
+/// RFC 5040 §4.8 0x1/0x01: a range past the end of the Data Source.
+#[test]
+fn rfc5040_4_8_read_past_the_source_is_base_or_bounds() {
+    let r = refused_read(Access::REMOTE_READ, |src, sink| {
+        read_op(src, (1 << 16) - 10, sink, 0, 100)
+    });
+    assert_refused(r, RdmapError::BaseOrBounds);
+}
+
+/// RFC 5040 §4.8 0x1/0x04: a Data Source range that starts inside a registration at the top
+/// of the TO space and whose end wraps past 2^64.
+#[test]
+fn rfc5040_4_8_read_whose_range_wraps_is_to_wrap() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let r = w.server.memory.alloc_region(4096).unwrap();
+    let top = w
+        .server
+        .memory
+        .register(MemoryRegistration {
+            pd: spd,
+            region: r,
+            offset: 0,
+            len: 4096,
+            access: Access::REMOTE_READ,
+            stream: None,
+            to_base: u64::MAX - 4096,
+        })
+        .unwrap();
+    let (sink, sink_reg) = region(&mut w.client, cpd, 4096, Access::LOCAL_WRITE, None);
+    rdma(
+        &mut w.client,
+        5,
+        RdmaOp::Read {
+            source: top.stag,
+            source_to: u64::MAX - 50,
+            sink: sink_reg.stag,
+            sink_to: BASE,
+            len: 100,
+        },
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    wait(&mut w, "the Terminate", |w| {
+        w.client
+            .indications
+            .iter()
+            .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
+    });
+    assert!(w.client.indications.iter().any(|i| matches!(
+        i,
+        Indication::RdmapTerminate {
+            error: TerminateError::Rdmap(RdmapError::ToWrap),
+            ..
+        }
+    )));
+    assert_eq!(read(&w.client, sink, 0, 4096), vec![0; 4096]);
+}
+
+/// RFC 5040 §4.8 0x1/0x03: a Data Source of another protection domain.
+#[test]
+fn rfc5040_4_8_read_of_another_domains_stag_is_not_associated() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let other = w.server.memory.alloc_pd();
+    assert_ne!(other, spd);
+    let (_, src_reg) = region(&mut w.server, other, 4096, Access::REMOTE_READ, None);
+    let (sink, sink_reg) = region(&mut w.client, cpd, 4096, Access::LOCAL_WRITE, None);
+    rdma(
+        &mut w.client,
+        5,
+        read_op(src_reg.stag, 0, sink_reg.stag, 0, 100),
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    wait(&mut w, "the Terminate", |w| {
+        w.client
+            .indications
+            .iter()
+            .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
+    });
+    assert!(w.client.indications.iter().any(|i| matches!(
+        i,
+        Indication::RdmapTerminate {
+            error: TerminateError::Rdmap(RdmapError::StagNotAssociated),
+            ..
+        }
+    )));
+    assert_eq!(read(&w.client, sink, 0, 4096), vec![0; 4096]);
+}
+
+/// A Read's Data Sink is checked when posted, as a verbs provider checks an lkey: it must be
+/// this stream's domain and grant local write.
+#[test]
+fn a_read_into_a_sink_without_local_write_is_refused_when_posted() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (_, src_reg) = region(&mut w.server, spd, 4096, Access::REMOTE_READ, None);
+    let (_, ro) = region(&mut w.client, cpd, 4096, Access::REMOTE_READ, None);
+    assert_eq!(
+        rdma(
+            &mut w.client,
+            1,
+            read_op(src_reg.stag, 0, ro.stag, 0, 100),
+            Payload::Bytes(Vec::new())
+        ),
+        Err(PostError::BadSink)
+    );
+    // Plain DDP operations are not RDMAP's: refused on an RDMAP stream.
+    let req = world::tagged(2, S, src_reg.stag, 0, vec![1]);
+    assert_eq!(w.client.conn().post_send(req), Err(PostError::NotRdmap));
+}
