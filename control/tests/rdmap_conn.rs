@@ -533,3 +533,46 @@ fn a_read_into_a_sink_without_local_write_is_refused_when_posted() {
     let req = world::tagged(2, S, src_reg.stag, 0, vec![1]);
     assert_eq!(w.client.conn().post_send(req), Err(PostError::NotRdmap));
 }
+
+/// RFC 5040 §5.5: a stream's work completes in the order it was posted. A Read finishes when
+/// its response has arrived, a Write when SCTP acknowledges it, so a Write posted after a
+/// large Read finishes first; its completion still comes after the Read's. An unsignaled
+/// Write in between is never reported, and holds nothing up.
+#[test]
+fn rfc5040_5_5_completions_come_in_posting_order() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (_, src_reg) = region(&mut w.server, spd, 1 << 20, Access::REMOTE_READ, None);
+    let (_, dst_reg) = region(&mut w.server, spd, 4096, Access::REMOTE_WRITE, None);
+    let (_, sink_reg) = region(&mut w.client, cpd, 1 << 20, Access::LOCAL_WRITE, None);
+    rdma(
+        &mut w.client,
+        1,
+        read_op(src_reg.stag, 0, sink_reg.stag, 0, 1 << 20),
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    let write = |wr_id| RdmaRequest {
+        wr_id,
+        stream: S,
+        op: RdmaOp::Write {
+            stag: dst_reg.stag,
+            to: BASE,
+        },
+        data: Payload::Bytes(vec![9; 64]),
+        signaled: wr_id != 2,
+    };
+    for wr_id in [2, 3] {
+        let Side { conn, memory, .. } = &mut w.client;
+        conn.as_mut()
+            .unwrap()
+            .post_rdma(write(wr_id), memory.stags())
+            .unwrap();
+    }
+    wait(&mut w, "the Read and the Writes", |w| done(&w.client, 3));
+    assert_eq!(
+        completions(&w.client),
+        [(1, Status::Success), (3, Status::Success)]
+    );
+}

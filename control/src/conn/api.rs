@@ -38,6 +38,22 @@ pub enum Op {
         buffer: PostedBuffer,
     },
     PostSend(SendRequest),
+    /// [`Connection::initiate_rdmap`].
+    InitiateRdmap {
+        stream: u16,
+        pd: Pd,
+        limits: crate::rdmap::RdmaLimits,
+        private_data: Vec<u8>,
+    },
+    /// [`Connection::accept_rdmap`].
+    AcceptRdmap {
+        stream: u16,
+        pd: Pd,
+        limits: crate::rdmap::RdmaLimits,
+        private_data: Vec<u8>,
+    },
+    /// [`Connection::post_rdma`].
+    PostRdma(RdmaRequest),
     /// Graceful SHUTDOWN of the association.
     Shutdown,
     Abort,
@@ -51,8 +67,11 @@ impl Op {
             | Op::Accept { stream, .. }
             | Op::Reject { stream, .. }
             | Op::Terminate { stream }
-            | Op::PostRecv { stream, .. } => Some(*stream),
+            | Op::PostRecv { stream, .. }
+            | Op::InitiateRdmap { stream, .. }
+            | Op::AcceptRdmap { stream, .. } => Some(*stream),
             Op::PostSend(req) => Some(req.stream),
+            Op::PostRdma(req) => Some(req.stream),
             Op::Shutdown | Op::Abort => None,
         }
     }
@@ -65,6 +84,9 @@ impl Op {
             Op::Terminate { .. } => "terminate",
             Op::PostRecv { .. } => "post_recv",
             Op::PostSend(_) => "post_send",
+            Op::InitiateRdmap { .. } => "initiate_rdmap",
+            Op::AcceptRdmap { .. } => "accept_rdmap",
+            Op::PostRdma(_) => "post_rdma",
             Op::Shutdown => "shutdown",
             Op::Abort => "abort",
         }

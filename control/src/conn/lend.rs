@@ -276,6 +276,19 @@ impl Connection {
                 req.data = self.resolve_local(req.stream, data, stags)?;
                 self.post_send(req)
             }
+            Op::InitiateRdmap {
+                stream,
+                pd,
+                limits,
+                private_data,
+            } => self.initiate_rdmap(stream, pd, limits, &private_data),
+            Op::AcceptRdmap {
+                stream,
+                pd,
+                limits,
+                private_data,
+            } => self.accept_rdmap(stream, pd, limits, &private_data),
+            Op::PostRdma(req) => self.post_rdma(req, stags),
             // Not a stream's: `apply` takes them.
             Op::Shutdown | Op::Abort => Ok(()),
         }

@@ -346,11 +346,22 @@ impl Connection {
         if let Some(g) = s.grace.as_mut() {
             *g -= 1;
         }
+        // The ULP's work on an RDMAP stream completes in posting order (RFC 5040 §5.5).
+        let mut origin = origin;
+        let seq = match (&mut origin, s.rdmap.as_deref_mut()) {
+            (Origin::Ulp, Some(r)) => Some(r.begin(req.wr_id, req.signaled)),
+            (Origin::Read(read), Some(r)) => {
+                read.seq = r.begin(read.wr_id, read.signaled);
+                Some(read.seq)
+            }
+            _ => None,
+        };
         s.sends.push_back(PendingSend {
             req,
             target,
             offset: 0,
             origin,
+            seq,
         });
         self.sink.queued_sends += 1;
         self.mark_ready(stream);
@@ -667,8 +678,8 @@ impl Connection {
         // Messages below `dropped_from` were acknowledged before the restart or close (perhaps
         // by a SACK in the same packet); the rest were dropped.
         let acked_before = self.assoc.dropped_from();
-        for f in self.in_flight.drain(..) {
-            let Some((wr_id, signaled)) = f.completion else {
+        for f in std::mem::take(&mut self.in_flight) {
+            let Some(done) = f.completion else {
                 continue;
             };
             let status = if f.flushed {
@@ -680,13 +691,12 @@ impl Connection {
                 self.sink.stats.flushed_sends += 1;
                 Status::Flushed
             };
-            if signaled || status == Status::Flushed {
-                self.sink.completions.push_back(Completion {
-                    wr_id,
-                    stream: f.stream,
-                    status,
-                });
-            }
+            let rdmap = self
+                .streams
+                .get_mut(usize::from(f.stream))
+                .filter(|s| s.generation == f.generation)
+                .and_then(|s| s.rdmap.as_deref_mut());
+            report(&mut self.sink, rdmap, f.stream, done, status);
         }
         for (i, s) in self.streams.iter_mut().enumerate() {
             s.control = None;

@@ -71,13 +71,12 @@ impl Ulp for RdmapUlp<'_> {
                     }
                     Upcall::ReadDone(read) => {
                         out.stats.reads_completed += 1;
-                        if read.signaled {
-                            out.completions.push_back(Completion {
-                                wr_id: read.wr_id,
-                                stream,
-                                status: Status::Success,
-                            });
-                        }
+                        let done = Done {
+                            wr_id: read.wr_id,
+                            signaled: read.signaled,
+                            seq: Some(read.seq),
+                        };
+                        report(out, Some(&mut *self.rdmap), stream, done, Status::Success);
                         // An ORD slot is free: a waiting Read Request may go.
                         out.wake.push(stream);
                         out.touched = true;
@@ -223,6 +222,7 @@ fn queue_response(
         },
         offset: 0,
         origin: Origin::Response,
+        seq: None,
     });
     out.queued_sends += 1;
     out.wake.push(stream);
@@ -359,6 +359,7 @@ impl Connection {
                         sink,
                         sink_to,
                         len,
+                        seq: 0,
                     }),
                 )
             }

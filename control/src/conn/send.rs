@@ -23,6 +23,18 @@ pub(super) struct PendingSend {
     /// Octet offset of the next segment.
     pub(super) offset: u32,
     pub(super) origin: Origin,
+    /// Its place in an RDMAP stream's completion order.
+    pub(super) seq: Option<u64>,
+}
+
+/// A work request of the ULP's that a chunk in flight completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Done {
+    pub(super) wr_id: u64,
+    /// Whether a success is reported (a failure always is).
+    pub(super) signaled: bool,
+    /// Its place in an RDMAP stream's completion order.
+    pub(super) seq: Option<u64>,
 }
 
 /// Whose message a send is: the ULP's, or one RDMAP makes (RFC 5040 §5.2, §5.4).
@@ -46,9 +58,8 @@ pub(super) struct InFlight {
     pub(super) stream: u16,
     pub(super) generation: u32,
     pub(super) ddp_ssn: u16,
-    /// The send it completes, if it is a message's last segment: its `wr_id` and whether a
-    /// success is reported (a failure always is).
-    pub(super) completion: Option<(u64, bool)>,
+    /// The send it completes, if it is a message's last segment.
+    pub(super) completion: Option<Done>,
     /// The completion is a `Flushed` one, held until this chunk settles: the send was cut
     /// short, but its segments already in SCTP's queue read the ULP's region until then.
     pub(super) flushed: bool,
@@ -83,18 +94,18 @@ impl Connection {
                     self.sink.touched = true;
                 }
             }
-            match f.completion {
-                Some((wr_id, _)) if f.flushed => self.sink.completions.push_back(Completion {
-                    wr_id,
-                    stream: f.stream,
-                    status: Status::Flushed,
-                }),
-                Some((wr_id, true)) => self.sink.completions.push_back(Completion {
-                    wr_id,
-                    stream: f.stream,
-                    status: Status::Success,
-                }),
-                _ => {}
+            if let Some(done) = f.completion {
+                let status = if f.flushed {
+                    Status::Flushed
+                } else {
+                    Status::Success
+                };
+                let rdmap = self
+                    .streams
+                    .get_mut(usize::from(f.stream))
+                    .filter(|s| s.generation == f.generation)
+                    .and_then(|s| s.rdmap.as_deref_mut());
+                report(&mut self.sink, rdmap, f.stream, done, status);
             }
             // An ack may release a held-back Terminate or widen the §10 window.
             self.mark_ready(f.stream);
@@ -105,7 +116,7 @@ impl Connection {
     /// SCTP's queue, so that it comes when that chunk settles (acknowledged or dropped); at
     /// once if none is left.
     pub(super) fn defer_flushed(&mut self) {
-        for (stream, generation, wr_id) in std::mem::take(&mut self.sink.deferred) {
+        for (stream, generation, done) in std::mem::take(&mut self.sink.deferred) {
             let last = self
                 .in_flight
                 .iter_mut()
@@ -113,14 +124,17 @@ impl Connection {
                 .find(|f| f.stream == stream && f.generation == generation);
             match last {
                 Some(f) if f.completion.is_none() => {
-                    f.completion = Some((wr_id, true));
+                    f.completion = Some(done);
                     f.flushed = true;
                 }
-                _ => self.sink.completions.push_back(Completion {
-                    wr_id,
-                    stream,
-                    status: Status::Flushed,
-                }),
+                _ => {
+                    let rdmap = self
+                        .streams
+                        .get_mut(usize::from(stream))
+                        .filter(|s| s.generation == generation)
+                        .and_then(|s| s.rdmap.as_deref_mut());
+                    report(&mut self.sink, rdmap, stream, done, Status::Flushed);
+                }
             }
         }
     }
@@ -295,19 +309,25 @@ impl Connection {
             let p = s.sends.pop_front();
             self.sink.queued_sends -= 1;
             self.sink.stats.messages_sent += 1;
-            match p.map(|p| (p.origin, p.req)) {
-                Some((Origin::Ulp, req)) => completion = Some((req.wr_id, req.signaled)),
-                Some((Origin::Read(read), _)) => {
+            match p.map(|p| (p.origin, p.req, p.seq)) {
+                Some((Origin::Ulp, req, seq)) => {
+                    completion = Some(Done {
+                        wr_id: req.wr_id,
+                        signaled: req.signaled,
+                        seq,
+                    })
+                }
+                Some((Origin::Read(read), _, _)) => {
                     if let Some(r) = s.rdmap.as_mut() {
                         r.read_sent(read);
                     }
                 }
-                Some((Origin::Response, _)) => {
+                Some((Origin::Response, _, _)) => {
                     if let Some(r) = s.rdmap.as_mut() {
                         r.response_sent();
                     }
                 }
-                Some((Origin::Terminate, _)) => self.sink.stats.rdmap_terminates_sent += 1,
+                Some((Origin::Terminate, _, _)) => self.sink.stats.rdmap_terminates_sent += 1,
                 None => {}
             }
         }

@@ -95,9 +95,9 @@ pub(super) struct Sink {
     /// A session may have events: set wherever a session is called for anything but an
     /// in-order segment, so the per-packet path does not visit every stream for nothing.
     pub(super) touched: bool,
-    /// Flushed region sends (stream, generation, wr_id) whose Flushed completion waits for
-    /// their segments already in SCTP's queue ([`Connection::defer_flushed`]).
-    pub(super) deferred: Vec<(u16, u32, u64)>,
+    /// Flushed region sends (stream, generation, work request) whose Flushed completion waits
+    /// for their segments already in SCTP's queue ([`Connection::defer_flushed`]).
+    pub(super) deferred: Vec<(u16, u32, Done)>,
     /// Sessions lent out with a control message, not yet polled.
     pub(super) calls: VecDeque<SessionCall>,
     /// Streams whose session is away.
@@ -226,30 +226,65 @@ pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
             }
             Origin::Terminate => continue,
         };
+        let done = Done {
+            wr_id,
+            signaled: p.req.signaled,
+            seq: p.seq,
+        };
         // Part of a region send is in SCTP's queue, still to be read from the region: the ULP
         // gets its buffer back (the completion) only once that part has settled.
         if p.offset > 0 && matches!(p.req.data, Payload::Region { .. }) {
-            out.deferred.push((stream, s.generation, wr_id));
+            out.deferred.push((stream, s.generation, done));
             continue;
         }
+        report(out, s.rdmap.as_deref_mut(), stream, done, Status::Flushed);
+    }
+}
+
+/// A work request of the ULP's is over: its completion goes to the ULP at once (if signaled,
+/// or failed), or on an RDMAP stream once every work request posted before it is reported
+/// (RFC 5040 §5.5, [`RdmapStream::begin`]).
+pub(super) fn report(
+    out: &mut Sink,
+    rdmap: Option<&mut RdmapStream>,
+    stream: u16,
+    done: Done,
+    status: Status,
+) {
+    match (rdmap, done.seq) {
+        (Some(r), Some(seq)) => {
+            r.finish(seq, status == Status::Success);
+            while let Some((wr_id, signaled, ok)) = r.pop_done() {
+                push_completion(out, stream, wr_id, signaled, ok);
+            }
+        }
+        _ => push_completion(
+            out,
+            stream,
+            done.wr_id,
+            done.signaled,
+            status == Status::Success,
+        ),
+    }
+}
+
+fn push_completion(out: &mut Sink, stream: u16, wr_id: u64, signaled: bool, ok: bool) {
+    if signaled || !ok {
         out.completions.push_back(Completion {
             wr_id,
             stream,
-            status: Status::Flushed,
+            status: if ok { Status::Success } else { Status::Flushed },
         });
     }
 }
 
 pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
-    // Reads whose responses can no longer come end with the receive side (RFC 5040 §5.4).
-    if let Some(r) = s.rdmap.as_mut() {
-        for read in r.take_outstanding() {
-            out.stats.flushed_sends += 1;
-            out.completions.push_back(Completion {
-                wr_id: read.wr_id,
-                stream,
-                status: Status::Flushed,
-            });
+    // Reads whose responses can no longer come end with the receive side (RFC 5040 §5.4),
+    // and with them the stream's work: what is not reported yet is, in posting order.
+    if let Some(r) = s.rdmap.as_deref_mut() {
+        out.stats.flushed_sends += r.take_outstanding().count() as u64;
+        for (wr_id, signaled, ok) in r.flush_order() {
+            push_completion(out, stream, wr_id, signaled, ok);
         }
     }
     for (qn, q) in s.posted.iter_mut().enumerate() {

@@ -24,6 +24,8 @@ pub struct OutboundRead {
     pub sink: Stag,
     pub sink_to: u64,
     pub len: u32,
+    /// Its place in the stream's completion order ([`RdmapStream::begin`]).
+    pub seq: u64,
 }
 
 /// A Read Request to answer (RFC 5040 §5.2): its Data Source checked and found readable.
@@ -79,6 +81,19 @@ pub struct RdmapStream {
     peer_terminated: bool,
     /// The payload of the Terminate owed for this stream's first error (§4.8).
     terminate: Option<Vec<u8>>,
+    /// The ULP's work requests in posting order, until reported ([`RdmapStream::begin`]).
+    order: VecDeque<Order>,
+    next_seq: u64,
+}
+
+/// One work request in the completion order.
+#[derive(Debug, Clone, Copy)]
+struct Order {
+    seq: u64,
+    wr_id: u64,
+    signaled: bool,
+    /// Finished: successfully or not.
+    done: Option<bool>,
 }
 
 impl RdmapStream {
@@ -90,6 +105,8 @@ impl RdmapStream {
             serving: 0,
             peer_terminated: false,
             terminate: None,
+            order: VecDeque::new(),
+            next_seq: 0,
         }
     }
 
@@ -135,6 +152,52 @@ impl RdmapStream {
     /// A Read Response went wholly to SCTP: its IRD slot is free.
     pub fn response_sent(&mut self) {
         self.serving = self.serving.saturating_sub(1);
+    }
+
+    /// A work request of the ULP's was posted: its number in the completion order. RDMAP
+    /// completes a stream's work in the order it was posted (RFC 5040 §5.5), although a Read
+    /// finishes when its response arrives and a Send or Write when SCTP acknowledges it, so a
+    /// later Write may finish before an earlier Read: it is held until the Read is reported.
+    pub fn begin(&mut self, wr_id: u64, signaled: bool) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.order.push_back(Order {
+            seq,
+            wr_id,
+            signaled,
+            done: None,
+        });
+        seq
+    }
+
+    /// Work request `seq` finished (`ok`: successfully). Unknown numbers (reported already by
+    /// a flush) are ignored.
+    pub fn finish(&mut self, seq: u64, ok: bool) {
+        let Some(first) = self.order.front().map(|o| o.seq) else {
+            return;
+        };
+        let Some(i) = seq.checked_sub(first).and_then(|i| usize::try_from(i).ok()) else {
+            return;
+        };
+        if let Some(o) = self.order.get_mut(i) {
+            o.done.get_or_insert(ok);
+        }
+    }
+
+    /// The next work request to report, in posting order: `(wr_id, signaled, ok)`.
+    pub fn pop_done(&mut self) -> Option<(u64, bool, bool)> {
+        let o = self.order.front()?;
+        let ok = o.done?;
+        let o = self.order.pop_front()?;
+        Some((o.wr_id, o.signaled, ok))
+    }
+
+    /// Every work request not yet reported, in order: those finished with their result, the
+    /// rest as failed (flushed). The stream is over.
+    pub fn flush_order(&mut self) -> impl Iterator<Item = (u64, bool, bool)> + '_ {
+        self.order
+            .drain(..)
+            .map(|o| (o.wr_id, o.signaled, o.done.unwrap_or(false)))
     }
 
     /// The Terminate payload ([`terminate_payload`]) for the stream's error; only the first
