@@ -179,7 +179,7 @@ pub(super) fn receive(
 
 /// Queues the Read Response to `response` (RFC 5040 §5.2): a tagged message into the
 /// requester's Data Sink, its bytes read from the registered region when it leaves (by
-/// reference where the port chains buffers), behind what the stream has queued already.
+/// reference where the port chains buffers).
 fn queue_response(
     stream: u16,
     s: &mut DdpStream,
@@ -203,27 +203,43 @@ fn queue_response(
         None => Payload::Bytes(Vec::new()),
     };
     let rsvd_ulp = Control::new(Opcode::ReadResponse).tagged_rsvd_ulp();
-    s.sends.push_back(PendingSend {
-        req: SendRequest {
-            wr_id: 0,
-            stream,
-            kind: SendKind::Tagged {
-                stag: response.sink,
+    // Responses go ahead of the ULP's queued work (as an RNIC serves its inbound read queue
+    // apart from its send queue), in the order of their requests, but never into the middle
+    // of a message already partly sent. Behind the ULP's work they could wait forever: a
+    // Read Request held back by ORD waits for the peer's response, and the peer's response
+    // may be waiting, just the same, for ours.
+    let mut at = usize::from(s.sends.front().is_some_and(|p| p.offset > 0));
+    while s
+        .sends
+        .get(at)
+        .is_some_and(|p| p.origin == Origin::Response)
+    {
+        at += 1;
+    }
+    s.sends.insert(
+        at,
+        PendingSend {
+            req: SendRequest {
+                wr_id: 0,
+                stream,
+                kind: SendKind::Tagged {
+                    stag: response.sink,
+                    to: response.sink_to,
+                    rsvd_ulp,
+                },
+                data,
+                signaled: false,
+            },
+            target: Target::Tagged {
+                stag: response.sink.0,
                 to: response.sink_to,
                 rsvd_ulp,
             },
-            data,
-            signaled: false,
+            offset: 0,
+            origin: Origin::Response,
+            seq: None,
         },
-        target: Target::Tagged {
-            stag: response.sink.0,
-            to: response.sink_to,
-            rsvd_ulp,
-        },
-        offset: 0,
-        origin: Origin::Response,
-        seq: None,
-    });
+    );
     out.queued_sends += 1;
     out.wake.push(stream);
     out.touched = true;
