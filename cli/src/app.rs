@@ -371,6 +371,7 @@ impl App {
             | Command::Mr { .. }
             | Command::Send { .. }
             | Command::Recv { .. }
+            | Command::Rdma { .. }
             | Command::Wait { .. } => {
                 return Err(
                     "not a DDP endpoint: start ddpdk with --ip ADDR for the DDP commands".into(),

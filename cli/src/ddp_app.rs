@@ -16,8 +16,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{
+    Indication, Payload, RdmaOp, RdmaRequest, SendKind, SendRequest, Status,
+};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
+use ddpdk_control::rdmap::{decode_private_data, RdmaLimits};
 use ddpdk_control::runtime::{self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op};
 use ddpdk_control::session::{Event as SessionEvent, State};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
@@ -34,8 +37,8 @@ use crate::node::{Node, NodePort, Placement};
 use crate::options::Options;
 use crate::shell::WaitArg;
 use crate::shell::{
-    AccessArg, AssocCmd, AssocId, Command, DigestArg, MrCmd, RecvCmd, SendCmd, SessionCmd, ShowCmd,
-    StagArg,
+    AccessArg, AssocCmd, AssocId, Command, DigestArg, MrCmd, RdmaCmd, RecvCmd, SendCmd, SessionCmd,
+    ShowCmd, StagArg,
 };
 use crate::stats::mac_text;
 
@@ -49,12 +52,63 @@ const OFFER_LEN: usize = 20;
 /// The most one `send` command writes (it builds the image to report its CRC32c).
 const MAX_SEND_BYTES: u64 = 1 << 30;
 
+/// One `send` or `rdma` command: COUNT messages of SIZE bytes.
+struct Posting {
+    id: AssocId,
+    stream: u16,
+    size: u32,
+    count: u32,
+    from: Option<StagArg>,
+    verb: Verb,
+}
+
+/// What each message of a command is.
+#[derive(Debug, Clone, Copy)]
+enum Verb {
+    /// Plain DDP: tagged to the peer's STag, or untagged to queue `qn`.
+    Tagged {
+        stag: StagArg,
+        to: u64,
+    },
+    Untagged {
+        qn: u32,
+    },
+    /// RDMAP (RFC 5040 §5): Write, Send, Read into the local region `into`.
+    Write {
+        stag: StagArg,
+        to: u64,
+    },
+    Send {
+        solicited: bool,
+        invalidate: Option<StagArg>,
+    },
+    Read {
+        stag: StagArg,
+        to: u64,
+        into: StagArg,
+    },
+}
+
+impl Verb {
+    fn name(&self) -> &'static str {
+        match self {
+            Verb::Tagged { .. } => "tagged",
+            Verb::Untagged { .. } => "untagged",
+            Verb::Write { .. } => "rdma write",
+            Verb::Send { .. } => "rdma send",
+            Verb::Read { .. } => "rdma read",
+        }
+    }
+}
+
 /// A session as the shell sees it.
 #[derive(Debug, Clone, Default)]
 struct SessionView {
     state: String,
     /// The region the peer offered in its Accept: STag, TO, length.
     offer: Option<(Stag, u64, u64)>,
+    /// An RDMAP stream: the Initiate or Accept carried RDMAP's parameters.
+    rdmap: bool,
 }
 
 /// An association as the shell sees it, kept up to date by the control thread.
@@ -213,13 +267,21 @@ impl Shared {
             Indication::Session { stream, event } => {
                 let s = v.sessions.entry(stream).or_default();
                 match event {
-                    SessionEvent::InitiateReceived { .. } => {
+                    SessionEvent::InitiateReceived { private_data } => {
                         s.state = "initiate received".into();
-                        answer = Some(stream);
+                        s.rdmap = decode_private_data(private_data.as_bytes()).is_some();
+                        answer = Some((stream, s.rdmap));
                     }
                     SessionEvent::Accepted { private_data } => {
                         s.state = "established".into();
-                        s.offer = parse_offer(private_data.as_bytes());
+                        // RDMAP's parameters come first; the offer is the ULP's part.
+                        let bytes = private_data.as_bytes();
+                        let (rdmap, ulp) = match decode_private_data(bytes) {
+                            Some((_, ulp)) => (true, ulp),
+                            None => (false, bytes),
+                        };
+                        s.rdmap = rdmap;
+                        s.offer = parse_offer(ulp);
                     }
                     SessionEvent::Rejected { .. } => s.state = "rejected".into(),
                     // After ours, the peer's answering Terminate changes nothing (§6.2).
@@ -240,7 +302,7 @@ impl Shared {
             }
         }
         // RFC 5043 §6.4: the passive side's ULP answers every Initiate.
-        if let Some(stream) = answer {
+        if let Some((stream, rdmap)) = answer {
             let op = if listen {
                 let mut data = Vec::new();
                 if let Some(o) = offer {
@@ -248,10 +310,20 @@ impl Shared {
                     data.extend_from_slice(&o.to_base.to_be_bytes());
                     data.extend_from_slice(&o.len.to_be_bytes());
                 }
-                Op::Accept {
-                    stream,
-                    pd,
-                    private_data: data,
+                // An RDMAP Initiate is accepted as an RDMAP stream, with the default limits.
+                if rdmap {
+                    Op::AcceptRdmap {
+                        stream,
+                        pd,
+                        limits: RdmaLimits::default(),
+                        private_data: data,
+                    }
+                } else {
+                    Op::Accept {
+                        stream,
+                        pd,
+                        private_data: data,
+                    }
                 }
             } else {
                 Op::Reject {
@@ -259,7 +331,7 @@ impl Shared {
                     private_data: b"not listening".to_vec(),
                 }
             };
-            let accepting = matches!(op, Op::Accept { .. });
+            let accepting = matches!(op, Op::Accept { .. } | Op::AcceptRdmap { .. });
             let submitted = self.control.submit(conn, op);
             // Buffers behind the Accept, in the same command ring: the core posts them before it
             // sends the Accept, so the peer cannot send into a queue still empty.
@@ -530,6 +602,7 @@ impl DdpApp {
             Command::Session { what } => self.session(what)?,
             Command::Mr { what } => self.mr_cmd(what)?,
             Command::Send { what } => self.send(what)?,
+            Command::Rdma { what } => self.rdma(what)?,
             Command::Recv {
                 what:
                     RecvCmd::Post {
@@ -695,7 +768,14 @@ impl DdpApp {
 
     fn session(&mut self, what: &SessionCmd) -> Result<(), String> {
         match what {
-            SessionCmd::Open { id, stream, text } => {
+            SessionCmd::Open {
+                id,
+                stream,
+                text,
+                rdmap,
+                ird,
+                ord,
+            } => {
                 let conn = self.conn(*id)?;
                 let stream = *stream;
                 let refused = self.refusals(conn);
@@ -703,14 +783,25 @@ impl DdpApp {
                     .conns
                     .get_mut(&conn)
                     .and_then(|v| v.sessions.insert(stream, SessionView::default()));
-                self.submit(
-                    conn,
+                let private_data = text.clone().unwrap_or_default().into_bytes();
+                let op = if *rdmap {
+                    Op::InitiateRdmap {
+                        stream,
+                        pd: self.pd,
+                        limits: RdmaLimits {
+                            ird: *ird,
+                            ord: *ord,
+                        },
+                        private_data,
+                    }
+                } else {
                     Op::Initiate {
                         stream,
                         pd: self.pd,
-                        private_data: text.clone().unwrap_or_default().into_bytes(),
-                    },
-                )?;
+                        private_data,
+                    }
+                };
+                self.submit(conn, op)?;
                 let answer = self.wait("the peer's answer", |s| {
                     let v = s.conns.get(&conn)?;
                     if v.closed.is_some() {
@@ -808,6 +899,7 @@ impl DdpApp {
                 let rights = match access {
                     AccessArg::RemoteWrite => Access::REMOTE_WRITE,
                     AccessArg::RemoteRead => Access::REMOTE_READ,
+                    AccessArg::Remote => Access::REMOTE_WRITE | Access::REMOTE_READ,
                     AccessArg::Local => Access::LOCAL_WRITE,
                 };
                 let reg = m
@@ -941,69 +1033,181 @@ impl DdpApp {
     }
 
     fn send(&mut self, what: &SendCmd) -> Result<(), String> {
-        let (id, stream, count, size, from) = match *what {
+        let posting = match *what {
             SendCmd::Tagged {
                 id,
                 stream,
+                stag,
+                to,
                 size,
                 count,
                 from,
-                ..
-            }
-            | SendCmd::Untagged {
+            } => Posting {
+                id,
+                stream,
+                size,
+                count: count.unwrap_or(1),
+                from,
+                verb: Verb::Tagged { stag, to },
+            },
+            SendCmd::Untagged {
+                id,
+                stream,
+                qn,
+                size,
+                count,
+                from,
+            } => Posting {
+                id,
+                stream,
+                size,
+                count: count.unwrap_or(1),
+                from,
+                verb: Verb::Untagged { qn },
+            },
+        };
+        self.post(posting)
+    }
+
+    fn rdma(&mut self, what: &RdmaCmd) -> Result<(), String> {
+        let posting = match *what {
+            RdmaCmd::Write {
+                id,
+                stream,
+                stag,
+                to,
+                size,
+                count,
+                from,
+            } => Posting {
+                id,
+                stream,
+                size,
+                count: count.unwrap_or(1),
+                from,
+                verb: Verb::Write { stag, to },
+            },
+            RdmaCmd::Read {
+                id,
+                stream,
+                stag,
+                to,
+                size,
+                count,
+                into,
+            } => Posting {
+                id,
+                stream,
+                size,
+                count: count.unwrap_or(1),
+                from: None,
+                verb: Verb::Read { stag, to, into },
+            },
+            RdmaCmd::Send {
                 id,
                 stream,
                 size,
                 count,
+                solicited,
+                invalidate,
                 from,
-                ..
-            } => (id, stream, count.unwrap_or(1), size, from),
+            } => Posting {
+                id,
+                stream,
+                size,
+                count: count.unwrap_or(1),
+                from,
+                verb: Verb::Send {
+                    solicited,
+                    invalidate,
+                },
+            },
         };
+        self.post(posting)
+    }
+
+    /// The peer's STag and TO a command names: a value, or `offer` (the region the peer
+    /// offered on the stream, TO counted from its base).
+    fn remote(
+        &self,
+        conn: ConnHandle,
+        stream: u16,
+        stag: StagArg,
+        to: u64,
+    ) -> Result<(Stag, u64), String> {
+        match stag {
+            StagArg::Value(v) => Ok((Stag(v), to)),
+            StagArg::Last | StagArg::All => Ok((self.mr(stag)?.reg.stag, to)),
+            StagArg::Offer => {
+                let s = lock(&self.shared);
+                let (st, base, _) = s
+                    .conns
+                    .get(&conn)
+                    .and_then(|v| v.sessions.get(&stream))
+                    .and_then(|s| s.offer)
+                    .ok_or(format!("the peer offered no region on stream {stream}"))?;
+                Ok((st, base + to))
+            }
+        }
+    }
+
+    /// COUNT messages (or Reads) of SIZE bytes, at most `WINDOW` in flight; waits for every
+    /// completion and reports the rate and the CRC32c of the bytes sent, written or read.
+    fn post(&mut self, p: Posting) -> Result<(), String> {
+        let Posting {
+            id,
+            stream,
+            size,
+            count,
+            from,
+            verb,
+        } = p;
         // A local source region: whole SIZE slots of it, used in turn.
+        let slots_of = |mr: &Mr| -> Result<u64, String> {
+            let slots = mr.reg.len / u64::from(size.max(1));
+            if slots == 0 {
+                return Err(format!(
+                    "the local region holds {} bytes, less than one message",
+                    mr.reg.len
+                ));
+            }
+            Ok(slots)
+        };
         let source = match from {
             Some(s) => {
                 let mr = self.mr(s)?;
-                let slots = mr.reg.len / u64::from(size.max(1));
-                if slots == 0 {
-                    return Err(format!(
-                        "the source region holds {} bytes, less than one message",
-                        mr.reg.len
-                    ));
-                }
-                Some((mr.region, mr.reg, slots))
+                Some((mr.region, mr.reg, slots_of(&mr)?))
             }
             None => None,
         };
         let conn = self.conn(id)?;
         let total = u64::from(size) * u64::from(count);
         if total > MAX_SEND_BYTES {
-            return Err(format!("at most {MAX_SEND_BYTES} bytes per send command"));
+            return Err(format!("at most {MAX_SEND_BYTES} bytes per command"));
         }
-        let target = match *what {
-            SendCmd::Tagged { stag, to, .. } => {
-                let (stag, to) = match stag {
-                    StagArg::Value(v) => (Stag(v), to),
-                    StagArg::Last | StagArg::All => (self.mr(stag)?.reg.stag, to),
-                    StagArg::Offer => {
-                        let s = lock(&self.shared);
-                        let (st, base, _) = s
-                            .conns
-                            .get(&conn)
-                            .and_then(|v| v.sessions.get(&stream))
-                            .and_then(|s| s.offer)
-                            .ok_or(format!("the peer offered no region on stream {stream}"))?;
-                        (st, base + to)
-                    }
-                };
+        let target = match verb {
+            Verb::Tagged { stag, to } | Verb::Write { stag, to } | Verb::Read { stag, to, .. } => {
+                let (stag, to) = self.remote(conn, stream, stag, to)?;
                 to.checked_add(total)
                     .ok_or("TO + bytes wraps (RFC 5041 §7.1 check 5)")?;
                 Some((stag, to))
             }
-            SendCmd::Untagged { .. } => None,
+            Verb::Untagged { .. } | Verb::Send { .. } => None,
         };
-        let qn = match *what {
-            SendCmd::Untagged { qn, .. } => qn,
-            SendCmd::Tagged { .. } => 0,
+        let sink = match verb {
+            Verb::Read { into, .. } => {
+                let mr = self.mr(into)?;
+                let slots = slots_of(&mr)?;
+                Some((mr, slots))
+            }
+            _ => None,
+        };
+        let invalidate = match verb {
+            Verb::Send {
+                invalidate: Some(stag),
+                ..
+            } => Some(self.remote(conn, stream, stag, 0)?.0),
+            _ => None,
         };
         // This command's work requests: wr_ids first.., one per message. Only their completions
         // count, and a refusal by the core ends the command with its reason.
@@ -1036,7 +1240,7 @@ impl DdpApp {
             if u64::from(posted) - done >= WINDOW as u64 {
                 if stalled.elapsed() > WAIT {
                     return Err(format!(
-                        "timed out: {done} of {posted} posted sends completed"
+                        "timed out: {done} of {posted} posted work requests completed"
                     ));
                 }
                 std::thread::sleep(Duration::from_micros(50));
@@ -1044,8 +1248,10 @@ impl DdpApp {
             }
             stalled = Wall::now();
             self.sent += 1;
-            let data = match source {
-                Some((region, reg, slots)) => {
+            let at = u64::from(posted) * u64::from(size);
+            let data = match (source, &verb) {
+                (_, Verb::Read { .. }) => Payload::Bytes(Vec::new()),
+                (Some((region, reg, slots)), _) => {
                     let offset = (u64::from(posted) % slots) * u64::from(size);
                     // What the message carries, for the command's CRC32c; the message itself
                     // leaves from the region.
@@ -1066,33 +1272,61 @@ impl DdpApp {
                         len: size,
                     }
                 }
-                None => {
+                (None, _) => {
                     let data = pattern(self.sent, size as usize);
                     image_crc.extend_from_slice(&data);
                     data.into()
                 }
             };
-            let kind = match target {
-                Some((stag, to)) => SendKind::Tagged {
-                    stag,
-                    to: to + u64::from(posted) * u64::from(size),
-                    rsvd_ulp: 0,
-                },
-                None => SendKind::Untagged {
-                    qn,
-                    rsvd_ulp: [0; 5],
-                },
-            };
-            self.submit(
-                conn,
-                Op::PostSend(SendRequest {
+            let (stag, to) = target.unwrap_or((Stag(0), 0));
+            let rdma = |op| {
+                Op::PostRdma(RdmaRequest {
                     wr_id: self.sent,
                     stream,
-                    kind,
-                    data,
+                    op,
+                    data: data.clone(),
+                    signaled: true,
+                })
+            };
+            let op = match verb {
+                Verb::Tagged { .. } => Op::PostSend(SendRequest {
+                    wr_id: self.sent,
+                    stream,
+                    kind: SendKind::Tagged {
+                        stag,
+                        to: to + at,
+                        rsvd_ulp: 0,
+                    },
+                    data: data.clone(),
                     signaled: true,
                 }),
-            )?;
+                Verb::Untagged { qn } => Op::PostSend(SendRequest {
+                    wr_id: self.sent,
+                    stream,
+                    kind: SendKind::Untagged {
+                        qn,
+                        rsvd_ulp: [0; 5],
+                    },
+                    data: data.clone(),
+                    signaled: true,
+                }),
+                Verb::Write { .. } => rdma(RdmaOp::Write { stag, to: to + at }),
+                Verb::Send { solicited, .. } => rdma(RdmaOp::Send {
+                    solicited,
+                    invalidate,
+                }),
+                Verb::Read { .. } => {
+                    let (mr, slots) = sink.ok_or("no sink")?;
+                    rdma(RdmaOp::Read {
+                        source: stag,
+                        source_to: to + at,
+                        sink: mr.reg.stag,
+                        sink_to: mr.reg.to_base + (u64::from(posted) % slots) * u64::from(size),
+                        len: size,
+                    })
+                }
+            };
+            self.submit(conn, op)?;
             posted += 1;
         }
         let failed = self.wait("every completion", |s| match progress(s) {
@@ -1103,32 +1337,49 @@ impl DdpApp {
             v.done.retain(|wr, _| *wr < first);
         }
         let secs = t0.elapsed().as_secs_f64();
+        // A Read's bytes are those its sink now holds (the first pass over the sink's slots).
+        if let Some((mr, slots)) = sink {
+            let n = (u64::from(count).min(slots) * u64::from(size)) as usize;
+            let mut bytes = vec![0u8; n];
+            lock(&self.shared)
+                .control
+                .memory()
+                .region(mr.region)
+                .ok_or("sink region gone")?
+                .read(0, &mut bytes)
+                .map_err(|e| e.to_string())?;
+            image_crc = bytes;
+        }
         let crc = (!image_crc.is_empty()).then(|| crc32c(&image_crc));
+        let (what, verb_text) = match verb {
+            Verb::Tagged { .. } => ("written", "Sent"),
+            Verb::Write { .. } => ("written", "Wrote"),
+            Verb::Untagged { .. } | Verb::Send { .. } => ("sent", "Sent"),
+            Verb::Read { .. } => ("read", "Read"),
+        };
         if self.json {
             println!(
                 "{}",
                 json!({"send": {"assoc": id, "stream": stream, "messages": count,
                     "size": size, "seconds": secs, "mb_per_s": total as f64 / secs / 1e6,
-                    "crc32c": crc, "failed": failed}})
+                    "crc32c": crc, "failed": failed, "op": verb.name()}})
             );
         } else {
             note(
                 false,
                 format_args!(
-                    "Sent {count} x {size} bytes on association {id} stream {stream} in {:.3} s \
-                     ({:.1} MB/s){}",
+                    "{verb_text} {count} x {size} bytes on association {id} stream {stream} in \
+                     {:.3} s ({:.1} MB/s, {:.1} µs each){}",
                     secs,
                     total as f64 / secs / 1e6,
-                    crc.map(|c| format!(
-                        "; crc32c of the bytes {} {c:#010x}",
-                        if target.is_some() { "written" } else { "sent" }
-                    ))
-                    .unwrap_or_default()
+                    secs * 1e6 / f64::from(count.max(1)),
+                    crc.map(|c| format!("; crc32c of the bytes {what} {c:#010x}"))
+                        .unwrap_or_default()
                 ),
             );
         }
         if failed > 0 {
-            return Err(format!("{failed} send(s) flushed"));
+            return Err(format!("{failed} work request(s) flushed"));
         }
         Ok(())
     }
@@ -1258,23 +1509,23 @@ impl DdpApp {
         for r in &reports {
             for a in &r.assocs {
                 for (stream, state) in &a.sessions {
-                    let offer = s
-                        .conns
-                        .get(&a.conn)
-                        .and_then(|v| v.sessions.get(stream))
-                        .and_then(|x| x.offer);
+                    let view = s.conns.get(&a.conn).and_then(|v| v.sessions.get(stream));
+                    let offer = view.and_then(|x| x.offer);
+                    let rdmap = view.is_some_and(|x| x.rdmap);
                     if self.json {
                         println!(
                             "{}",
                             json!({"assoc": a.conn.0, "stream": stream,
                                 "state": format!("{state:?}"), "text": state_text(*state),
+                                "rdmap": rdmap,
                                 "offer": offer.map(|(st, to, len)| json!({"stag": st.0, "to": to, "len": len}))})
                         );
                     } else {
                         println!(
-                            "  association {} stream {stream}: {}{}",
+                            "  association {} stream {stream}: {}{}{}",
                             a.conn.0,
                             state_text(*state),
+                            if rdmap { " (RDMAP)" } else { "" },
                             offer
                                 .map(|(st, to, len)| format!(
                                     "; peer offers STag {st} TO {to:#x} length {len}"
@@ -1477,6 +1728,7 @@ fn access_text(a: AccessArg) -> &'static str {
     match a {
         AccessArg::RemoteWrite => "remote-write",
         AccessArg::RemoteRead => "remote-read",
+        AccessArg::Remote => "remote",
         AccessArg::Local => "local",
     }
 }

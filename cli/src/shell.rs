@@ -146,6 +146,11 @@ pub enum Command {
         #[command(subcommand)]
         what: RecvCmd,
     },
+    /// RDMA operations on an RDMAP session (RFC 5040): write, read, send.
+    Rdma {
+        #[command(subcommand)]
+        what: RdmaCmd,
+    },
     /// wait (closed|session) [SECS]: wait until associations came and every one is closed, or
     /// until a session is established (for scripts: a server's script waits for its client).
     Wait {
@@ -186,12 +191,22 @@ pub enum CloseHow {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum SessionCmd {
-    /// session open ID STREAM [TEXT]: send an Initiate (Private Data TEXT) and wait for the
-    /// peer's Accept or Reject.
+    /// session open ID STREAM [TEXT] [--rdmap [--ird N] [--ord N]]: send an Initiate (Private
+    /// Data TEXT) and wait for the peer's Accept or Reject; with --rdmap the session is an
+    /// RDMAP stream, its RDMA Read limits in front of TEXT.
     Open {
         id: AssocId,
         stream: u16,
         text: Option<String>,
+        /// Open an RDMAP stream (RDMA Write, Read, Send: `rdma ...`).
+        #[arg(long)]
+        rdmap: bool,
+        /// RDMA Reads we serve at once (IRD).
+        #[arg(long, default_value_t = 16)]
+        ird: u16,
+        /// RDMA Reads we want outstanding at once (ORD).
+        #[arg(long, default_value_t = 16)]
+        ord: u16,
     },
     /// session close ID STREAM: send a Terminate and wait until the session is over.
     Close { id: AssocId, stream: u16 },
@@ -203,8 +218,10 @@ pub enum SessionCmd {
 pub enum AccessArg {
     /// The peer may write into it (tagged messages).
     RemoteWrite,
-    /// The peer may read it.
+    /// The peer may read it (RDMA Read source).
     RemoteRead,
+    /// The peer may write and read it.
+    Remote,
     /// Receive buffers for untagged messages (local write).
     Local,
 }
@@ -292,6 +309,54 @@ pub enum SendCmd {
         qn: u32,
         size: u32,
         count: Option<u32>,
+        /// As for `send tagged`.
+        #[arg(long)]
+        from: Option<StagArg>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum RdmaCmd {
+    /// rdma write ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]: COUNT RDMA Writes of SIZE
+    /// bytes to the peer's STAG at TO, TO+SIZE, ... (waits for every completion).
+    Write {
+        id: AssocId,
+        stream: u16,
+        stag: StagArg,
+        to: u64,
+        size: u32,
+        count: Option<u32>,
+        /// As for `send tagged`.
+        #[arg(long)]
+        from: Option<StagArg>,
+    },
+    /// rdma read ID STREAM STAG TO SIZE [COUNT] --into LOCAL_STAG: COUNT RDMA Reads of SIZE
+    /// bytes from the peer's STAG at TO, TO+SIZE, ... into the local region (local write) at
+    /// 0, SIZE, ... (wrapping at its last whole SIZE); prints latency and the CRC32c read.
+    Read {
+        id: AssocId,
+        stream: u16,
+        stag: StagArg,
+        to: u64,
+        size: u32,
+        count: Option<u32>,
+        /// The Data Sink: a local region registered with local write.
+        #[arg(long)]
+        into: StagArg,
+    },
+    /// rdma send ID STREAM SIZE [COUNT] [--solicited] [--invalidate STAG] [--from LOCAL_STAG]:
+    /// COUNT Sends into the peer's posted receives (queue 0).
+    Send {
+        id: AssocId,
+        stream: u16,
+        size: u32,
+        count: Option<u32>,
+        /// Send with Solicited Event.
+        #[arg(long)]
+        solicited: bool,
+        /// Send with Invalidate: the peer's STag to invalidate.
+        #[arg(long)]
+        invalidate: Option<StagArg>,
         /// As for `send tagged`.
         #[arg(long)]
         from: Option<StagArg>,
@@ -453,10 +518,12 @@ Ports:
 DDP endpoint (ddpdk --ip ADDR ...):
   assoc open ADDR [PORT]               Set up an SCTP association (waits until it is up).
   assoc close ID [abort]               SHUTDOWN (or ABORT) an association.
-  session open ID STREAM [TEXT]        Initiate a DDP Stream Session; waits for the answer.
+  session open ID STREAM [TEXT] [--rdmap [--ird N] [--ord N]]
+                                       Initiate a DDP Stream Session (an RDMAP stream with
+                                       --rdmap); waits for the answer.
   session close ID STREAM              Terminate a session.
   session offer STAG                   Offer region STAG in the Accept of sessions we accept.
-  mr reg LEN [remote-write|remote-read|local]
+  mr reg LEN [remote-write|remote-read|remote|local]
                                        Allocate and register a region; prints its STag.
   mr dereg STAG                        Deregister (every data core acknowledges).
   mr fill STAG BYTE                    Set every byte of a region.
@@ -468,6 +535,12 @@ DDP endpoint (ddpdk --ip ADDR ...):
   recv post ID STREAM QN STAG LEN [COUNT]
                                        Post receive buffers from local region STAG.
   recv auto QN STAG LEN COUNT          With --listen: buffers for every session accepted.
+  rdma write ID STREAM STAG TO SIZE [COUNT]
+                                       RDMA Writes on an RDMAP session.
+  rdma read ID STREAM STAG TO SIZE [COUNT] --into LOCAL_STAG
+                                       RDMA Reads into a local region; prints latency.
+  rdma send ID STREAM SIZE [COUNT] [--solicited] [--invalidate STAG]
+                                       Sends into the peer's posted receives.
   show assoc | show session | show mr  Associations, sessions, regions.
   show fwd stats all                   Per-data-core and control-thread counters.
   wait closed [SECS]                   Wait until associations came and all closed.
@@ -501,13 +574,14 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
     match words {
         [] => vec![
             "start", "stop", "show", "clear", "set", "help", "quit", "exit", "assoc", "session",
-            "mr", "send", "recv", "wait",
+            "mr", "send", "recv", "rdma", "wait",
         ],
         ["wait"] => vec!["closed", "session"],
         ["assoc"] => vec!["open", "close"],
         ["session"] => vec!["open", "close", "offer"],
         ["mr"] => vec!["reg", "dereg", "fill", "checksum"],
-        ["mr", "reg", _] => vec!["remote-write", "remote-read", "local"],
+        ["mr", "reg", _] => vec!["remote-write", "remote-read", "remote", "local"],
+        ["rdma"] => vec!["write", "read", "send"],
         ["mr", "checksum", _] => vec!["crc32c", "sha256"],
         ["send"] => vec!["tagged", "untagged"],
         ["recv"] => vec!["post", "auto"],

@@ -1065,3 +1065,91 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
     assert!(ppids.iter().any(|p| p == "16") && ppids.iter().any(|p| p == "17"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 14 item 6: RDMA from the shell, two processes over `net_memif`. The server offers a
+/// region that grants remote read and write, filled with 77s, and posts receive buffers for
+/// each session (`recv auto`); the client opens an RDMAP session (`--rdmap`), reads the whole
+/// offered region into a local one with RDMA Reads, writes half of it back with RDMA Writes,
+/// and sends four Sends with Solicited Event. What the client read is the server's bytes (the
+/// CRC32c of 1 MiB of 77s), and the server never heard of the Reads or the Writes.
+#[test]
+fn rdma_shell_reads_writes_and_sends_over_memif() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-rdma-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sock = dir.join("memif.sock");
+    let eal = |role: &str, lcores: &str| {
+        let prefix = format!("ddpdk-rdma-{role}-{}", std::process::id());
+        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
+    };
+    let server_cmds = script(
+        "rdma-server",
+        "mr reg 8000 local\nrecv auto 0 last 1000 4\n\
+         mr reg 1048576 remote\nmr fill last 77\nsession offer last\nwait closed 60\n\
+         show fwd stats all\nquit\n",
+    );
+    let client_cmds = script(
+        "rdma-client",
+        "assoc open 198.18.0.2\nsession open 1 1 hello --rdmap --ird 4 --ord 8\nshow session\n\
+         mr reg 1048576 local\nrdma read 1 1 offer 0 65536 16 --into last\n\
+         rdma write 1 1 offer 0 65536 8\nrdma send 1 1 1000 4 --solicited\n\
+         session close 1 1\nassoc close 1\nquit\n",
+    );
+    let mut server = ddpdk(
+        &eal("server", "0@0,1@1"),
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--listen",
+            "--cmdline-file",
+            server_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("server");
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("DDP endpoint on port")
+        });
+    let client = ddpdk(
+        &eal("client", "0@1,1@0"),
+        &[
+            "--ip",
+            "198.18.0.1",
+            "--cmdline-file",
+            client_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("client");
+    let s = server.wait_with_output().expect("server exit");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (cout, cerr) = out(&client);
+    let (_, serr) = out(&s);
+    let client_text = cout + &cerr;
+    let server_text = head + &rest.join().expect("server stdout reader") + &serr;
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(s.status.code(), Some(0), "server:\n{server_text}");
+    let sevens = format!(
+        "{:#010x}",
+        ddpdk_dataplane::wire::crc32c::crc32c(&vec![77u8; 1 << 20])
+    );
+    for want in [
+        "association 1 stream 1: Established (RDMAP)".to_string(),
+        "Read 16 x 65536 bytes on association 1 stream 1".to_string(),
+        format!("crc32c of the bytes read {sevens}"),
+        "Wrote 8 x 65536 bytes on association 1 stream 1".to_string(),
+        "Sent 4 x 1000 bytes on association 1 stream 1".to_string(),
+        "Session 1 of association 1: terminated".to_string(),
+    ] {
+        assert!(
+            client_text.contains(&want),
+            "client lacks {want:?}:\n{client_text}"
+        );
+    }
+    assert!(
+        !server_text.contains("segment refused") && !server_text.contains("RDMAP Terminate"),
+        "{server_text}"
+    );
+}

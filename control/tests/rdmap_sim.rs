@@ -8,7 +8,8 @@
 //! A failing seed replays alone: `RDMA_SIM_SEED=<n> cargo test -p ddpdk-control --test
 //! rdmap_sim -- one_seed --nocapture`; `RDMA_SIM_SEEDS=<n>` runs more.
 
-#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+#![allow(clippy::unwrap_used)]
+// in a test, a failed unwrap is a failed test
 // Sides and streams index several tables at once (memory, plans, the peer's): plain
 // indices read best.
 #![allow(clippy::needless_range_loop)]
