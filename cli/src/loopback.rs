@@ -5,7 +5,9 @@
 //! manages STags. The client resolves the server by ARP, sets up an association with the DDP
 //! adaptation indication, opens a DDP Stream Session, the server registers regions in DPDK
 //! hugepage memory, the client moves tagged and untagged messages of several sizes, every
-//! placed byte is verified, everything is torn down (STags revoked with every core's
+//! placed byte is verified; then, on an RDMAP stream, the client reads the server's memory with
+//! RDMA Reads (served by the server's data core from the registered region) and every byte
+//! read is verified; everything is torn down (STags revoked with every core's
 //! acknowledgement), and what happened is printed with throughput and a latency histogram.
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -15,9 +17,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
 use ddpdk_control::conn::{
-    Completion, ConnConfig, Indication, Payload, SendKind, SendRequest, Status,
+    Completion, ConnConfig, Indication, Payload, RdmaOp, RdmaRequest, SendKind, SendRequest, Status,
 };
 use ddpdk_control::memory::{MemoryRegistration, RegionId};
+use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{
     self, Clock, ConnHandle, Control, ControlStats, CoreStats, DataCore, Event as RtEvent,
     IdlePolicy, Op, RuntimeConfig,
@@ -39,6 +42,10 @@ const SCTP_PORT: u16 = 5000;
 const CLIENT: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const SERVER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 const STREAM: u16 = 1;
+/// The RDMAP stream of the RDMA Reads.
+const RDMA_STREAM: u16 = 2;
+/// RDMA Read sizes, bytes.
+const READ_SIZES: [usize; 3] = [64, 16 << 10, 256 << 10];
 /// Tagged message sizes, bytes.
 const TAGGED_SIZES: [usize; 4] = [1024, 16 << 10, 256 << 10, 4 << 20];
 /// Untagged message sizes, bytes (one receive buffer each, of the largest size).
@@ -178,6 +185,9 @@ struct Loopback {
     pool: Arc<Mempool>,
     cores: usize,
 }
+
+/// An STag to deregister at the end, and whether it is the server's.
+type OwnedStag = (bool, Stag);
 
 /// One size's results.
 struct Row {
@@ -459,18 +469,24 @@ impl Loopback {
             let n = (budget / size).clamp(1, 4096);
             rows.push(self.untagged(size, n, spd, ureg.stag, ur, &mut wr, cc, sc, signalled)?);
         }
+        // RDMA Reads on an RDMAP stream: the server's memory, read by the client.
+        let (read_rows, read_stags) =
+            self.reads(eal, json, budget, (cpd, spd), &mut wr, (cc, sc), signalled)?;
+        rows.extend(read_rows);
         print_rows(json, &rows);
 
-        // Teardown: the client terminates the session, the server answers; SHUTDOWN; the
+        // Teardown: the client terminates the sessions, the server answers; SHUTDOWN; the
         // server revokes its STags, each revocation acknowledged by every data core.
-        self.submit(false, cc, Op::Terminate { stream: STREAM })?;
-        server_log.clear();
-        self.poll_until("the Terminate", signalled, |l| {
-            server_log.extend(l.server.indications()?);
-            Ok(has_session_event(&server_log, |e| {
-                *e == Event::TerminateReceived
-            }))
-        })?;
+        for stream in [STREAM, RDMA_STREAM] {
+            self.submit(false, cc, Op::Terminate { stream })?;
+            server_log.clear();
+            self.poll_until("the Terminate", signalled, |l| {
+                server_log.extend(l.server.indications()?);
+                Ok(server_log.iter().any(|i| {
+                    matches!(i, Indication::Session { stream: s, event: Event::TerminateReceived } if *s == stream)
+                }))
+            })?;
+        }
         self.submit(false, cc, Op::Shutdown)?;
         client_log.clear();
         server_log.clear();
@@ -483,11 +499,18 @@ impl Loopback {
             json,
             format_args!("Session terminated, association shut down"),
         );
-        for stag in [treg.stag, ureg.stag] {
+        for (server, stag) in [(true, treg.stag), (true, ureg.stag)]
+            .into_iter()
+            .chain(read_stags)
+        {
             // Cores polled on this thread must turn to acknowledge the revocation.
             let Side {
                 control, inline, ..
-            } = &mut self.server;
+            } = if server {
+                &mut self.server
+            } else {
+                &mut self.client
+            };
             let clock = self.clock;
             control
                 .memory_mut()
@@ -501,7 +524,8 @@ impl Loopback {
         note(
             json,
             format_args!(
-                "Deregistered STags {} and {} (all {} server data core(s) acknowledged)",
+                "Deregistered STags {} and {} and those of the RDMA Reads (all {} data core(s) \
+                 of each side acknowledged)",
                 treg.stag, ureg.stag, self.cores
             ),
         );
@@ -610,6 +634,176 @@ impl Loopback {
 
     /// A region of DPDK hugepage memory (normal pages under `--no-huge`), added to the
     /// server's memory. It is freed with the last holder of the region table, before the EAL.
+    /// Opens an RDMAP stream and has the client read the server's memory: for each size, `n`
+    /// RDMA Reads (at most ORD in flight) of their own slot of a server region that grants
+    /// remote read into the same slot of a client region, each slot checked once its Read
+    /// completes. Returns the rows and the STags to deregister (`true`: the server's).
+    #[allow(clippy::too_many_arguments)]
+    fn reads(
+        &mut self,
+        eal: &Eal,
+        json: bool,
+        budget: usize,
+        (cpd, spd): (Pd, Pd),
+        wr: &mut u64,
+        (cc, sc): (ConnHandle, ConnHandle),
+        signalled: &AtomicBool,
+    ) -> Result<(Vec<Row>, Vec<OwnedStag>), String> {
+        let limits = RdmaLimits { ird: 16, ord: 16 };
+        self.submit(
+            false,
+            cc,
+            Op::InitiateRdmap {
+                stream: RDMA_STREAM,
+                pd: cpd,
+                limits,
+                private_data: Vec::new(),
+            },
+        )?;
+        let mut log = Vec::new();
+        self.poll_until("the RDMAP Initiate", signalled, |l| {
+            log.extend(l.server.indications()?);
+            Ok(log.iter().any(|i| {
+                matches!(
+                    i,
+                    Indication::Session {
+                        stream: RDMA_STREAM,
+                        event: Event::InitiateReceived { .. }
+                    }
+                )
+            }))
+        })?;
+        self.submit(
+            true,
+            sc,
+            Op::AcceptRdmap {
+                stream: RDMA_STREAM,
+                pd: spd,
+                limits,
+                private_data: Vec::new(),
+            },
+        )?;
+        log.clear();
+        self.poll_until("the RDMAP Accept", signalled, |l| {
+            log.extend(l.client.indications()?);
+            Ok(log.iter().any(|i| {
+                matches!(
+                    i,
+                    Indication::Session {
+                        stream: RDMA_STREAM,
+                        event: Event::Accepted { .. }
+                    }
+                )
+            }))
+        })?;
+        let largest = *READ_SIZES.iter().max().unwrap_or(&0);
+        let len = usize::from(limits.ord) * largest;
+        // The server's source, filled with a pattern; the client's sink.
+        let src = self.dpdk_region(eal, len)?;
+        let sm = self.server.control.memory_mut();
+        let source = pattern(0x5eed, len);
+        sm.region(src)
+            .ok_or("source region gone")?
+            .place(0, &source)
+            .map_err(|e| e.to_string())?;
+        let sreg = sm
+            .register(registration(spd, src, len, Access::REMOTE_READ))
+            .map_err(|e| e.to_string())?;
+        let sink = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
+        let cm = self.client.control.memory_mut();
+        let dst = cm
+            .add_region(sink)
+            .map_err(|_| "region table full".to_string())?;
+        let creg = cm
+            .register(registration(cpd, dst, len, Access::LOCAL_WRITE))
+            .map_err(|e| e.to_string())?;
+        note(
+            json,
+            format_args!(
+                "RDMAP stream {RDMA_STREAM} accepted (IRD {}, ORD {}): the client reads STag {} \
+                 into STag {}",
+                limits.ird, limits.ord, sreg.stag, creg.stag
+            ),
+        );
+        let window = usize::from(limits.ord);
+        let mut rows = Vec::new();
+        for &size in &READ_SIZES {
+            let n = (budget / size).clamp(1, 4096);
+            let mut latency = hist()?;
+            let t0 = Wall::now();
+            let (mut sent, mut done) = (0usize, 0usize);
+            let mut inflight: Vec<(u64, Wall, usize)> = Vec::new();
+            while done < n {
+                while sent < n && inflight.len() < window {
+                    let slot = sent % window;
+                    let at = (slot * size) as u64;
+                    *wr += 1;
+                    let req = RdmaRequest {
+                        wr_id: *wr,
+                        stream: RDMA_STREAM,
+                        op: RdmaOp::Read {
+                            source: sreg.stag,
+                            source_to: at,
+                            sink: creg.stag,
+                            sink_to: at,
+                            len: u32::try_from(size).map_err(|e| e.to_string())?,
+                        },
+                        data: Payload::Bytes(Vec::new()),
+                        signaled: true,
+                    };
+                    self.submit(false, cc, Op::PostRdma(req))?;
+                    inflight.push((*wr, Wall::now(), slot));
+                    sent += 1;
+                }
+                let mut completed = Vec::new();
+                self.poll_until("RDMA Read completions", signalled, |l| {
+                    completed.extend(l.client.completions());
+                    for i in l.client.indications()? {
+                        if let Indication::RdmapTerminate { error, .. } = i {
+                            return Err(format!("the server terminated the RDMAP stream: {error}"));
+                        }
+                    }
+                    Ok(!completed.is_empty())
+                })?;
+                for c in completed {
+                    if c.status != Status::Success {
+                        return Err(format!("RDMA Read {} ended {:?}", c.wr_id, c.status));
+                    }
+                    let k = inflight
+                        .iter()
+                        .position(|f| f.0 == c.wr_id)
+                        .ok_or("completion of an unknown Read")?;
+                    let (_, posted, slot) = inflight.remove(k);
+                    latency
+                        .record(posted.elapsed().as_nanos() as u64 / 1000)
+                        .map_err(|e| e.to_string())?;
+                    let at = slot * size;
+                    let got = self
+                        .client
+                        .control
+                        .memory()
+                        .region(dst)
+                        .ok_or("sink region gone")?
+                        .crc32c(at as u64, size)
+                        .map_err(|e| e.to_string())?;
+                    if got != crc32c(&source[at..at + size]) {
+                        return Err(format!("RDMA Read of {size} bytes: bytes read differ"));
+                    }
+                    // A slot is read again only after this check.
+                    done += 1;
+                }
+            }
+            rows.push(Row {
+                kind: "read",
+                size,
+                messages: n,
+                secs: t0.elapsed().as_secs_f64(),
+                latency,
+            });
+        }
+        Ok((rows, vec![(true, sreg.stag), (false, creg.stag)]))
+    }
+
     fn dpdk_region(&mut self, eal: &Eal, len: usize) -> Result<RegionId, String> {
         let r = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
         self.server

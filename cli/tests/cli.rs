@@ -505,7 +505,8 @@ fn bad_eal_arguments_exit_with_status_2() {
 /// The main job on the embedded default (`--ddp-loopback`), here with two data cores per
 /// endpoint: two endpoints on a net_ring pair resolve each other by ARP, set up an association
 /// and a DDP session, move tagged and untagged messages of every size with each placed byte
-/// verified, tear down (STags revoked with both cores' acknowledgement), and exit 0.
+/// verified, read the server's memory with RDMA Reads on an RDMAP stream (each byte read
+/// verified), tear down (STags revoked with both cores' acknowledgement), and exit 0.
 #[test]
 fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
     let o = ddpdk(
@@ -528,7 +529,8 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
         "the client resolved the server by ARP",
         "DDP Stream Session 1 accepted",
         "Session terminated, association shut down",
-        "(all 2 server data core(s) acknowledged)",
+        "(all 2 data core(s) of each side acknowledged)",
+        "RDMAP stream 2 accepted (IRD 16, ORD 16)",
         "server control: 2 packets, 1 replies, 1 associations accepted",
         "Bye...",
     ] {
@@ -557,7 +559,10 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
             ("tagged", 4_194_304),
             ("untagged", 64),
             ("untagged", 1400),
-            ("untagged", 8000)
+            ("untagged", 8000),
+            ("read", 64),
+            ("read", 16384),
+            ("read", 262_144)
         ]
         .map(|(k, s)| (k.to_string(), s))
     );
