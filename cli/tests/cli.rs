@@ -2,6 +2,9 @@
 //! `--cmdline-file` and from a pipe on a real EAL (net_ring pair, no hugepages), signals.
 
 use std::io::Write;
+
+use ddpdk_dataplane::wire::ddp::{SegmentPacket, PPID_DDP_SEGMENT};
+use ddpdk_dataplane::wire::rdmap::{Control, Opcode, ReadRequest};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -609,8 +612,8 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
 /// implementation; `deploy/setup.sh` installs it): every SCTP packet's CRC32c is good (RFC 9260
 /// App. A), the association's whole life is there (INIT, INIT ACK, COOKIE ECHO, COOKIE ACK,
 /// DATA, SACK, SHUTDOWN, SHUTDOWN ACK, SHUTDOWN COMPLETE), INIT and INIT ACK carry the
-/// Adaptation Layer Indication (0xc006, RFC 5043 §11.1), DATA carries PPIDs 16 and 17, and the
-/// client's ARP request got its reply.
+/// Adaptation Layer Indication (0xc006, RFC 5043 §11.1), DATA carries PPIDs 16 and 17, the
+/// client's ARP request got its reply, and the RDMA Reads are on the wire as RFC 5040 §4 says.
 #[test]
 fn every_frame_on_the_wire_passes_tshark() {
     let dir = std::env::temp_dir().join(format!("ddpdk-pcap-{}", std::process::id()));
@@ -671,7 +674,103 @@ fn every_frame_on_the_wire_passes_tshark() {
         1,
         "one ARP reply"
     );
+    // The RDMA Reads on stream 2 (issue 14 item 6): tshark has no dissector for DDP over SCTP
+    // yet, so the DDP segments are decoded here from the same capture (RFC 5040 §4).
+    let stream2 = fields(
+        "sctp.chunk_type == 0 && sctp.data_sid == 2",
+        "sctp.data_payload_proto_id",
+    );
+    assert!(stream2.iter().any(|p| p == "16"), "{stream2:?}");
+    let rdmap = rdmap_segments(&std::fs::read(&pcap).expect("pcap"));
+    let requests: Vec<&RdmapSegment> = rdmap
+        .iter()
+        .filter(|s| s.opcode == Opcode::ReadRequest)
+        .collect();
+    let responses: Vec<&RdmapSegment> = rdmap
+        .iter()
+        .filter(|s| s.opcode == Opcode::ReadResponse)
+        .collect();
+    // 64 B, 16 KiB and 256 KiB Reads within the 64 KiB budget: 1024 + 4 + 1.
+    assert_eq!(requests.len(), 1029, "Read Requests");
+    for r in &requests {
+        assert_eq!(
+            (r.tagged, r.qn),
+            (false, Some(1)),
+            "untagged on QN 1: {r:?}"
+        );
+        let rr = r.read_request.expect("a 28-byte Read Request header");
+        assert!(
+            responses.iter().any(|p| p.stag == Some(rr.sink_stag)),
+            "a Read Response into the sink {:#x}",
+            rr.sink_stag
+        );
+    }
+    assert!(responses.iter().all(|p| p.tagged && p.version == 1));
+    let answered: u64 = responses.iter().map(|p| p.payload_len as u64).sum();
+    assert_eq!(answered, 1024 * 64 + 4 * 16384 + 262_144, "bytes read");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One RDMAP message segment of a capture: DDP over SCTP (PPID 16), as RFC 5040 §4 reads it.
+#[derive(Debug)]
+struct RdmapSegment {
+    tagged: bool,
+    version: u8,
+    opcode: Opcode,
+    qn: Option<u32>,
+    stag: Option<u32>,
+    read_request: Option<ReadRequest>,
+    payload_len: usize,
+}
+
+/// Every DDP segment of an RDMAP stream in a pcap of Ethernet/IPv4 frames (the loopback's
+/// `--pcap`): RDMAP's control field from RsvdULP, the Read Request header where there is one.
+fn rdmap_segments(pcap: &[u8]) -> Vec<RdmapSegment> {
+    let mut out = Vec::new();
+    let mut at = 24; // the pcap file header
+    while at + 16 <= pcap.len() {
+        let incl = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().expect("4 bytes")) as usize;
+        let frame = &pcap[at + 16..at + 16 + incl];
+        at += 16 + incl;
+        // Ethernet II, IPv4 (protocol 132), SCTP.
+        if frame.len() < 34 || frame[12..14] != [0x08, 0x00] || frame[23] != 132 {
+            continue;
+        }
+        let ihl = usize::from(frame[14] & 0x0f) * 4;
+        let total = usize::from(u16::from_be_bytes([frame[16], frame[17]]));
+        let sctp = &frame[14 + ihl..14 + total];
+        let mut off = 12;
+        while off + 4 <= sctp.len() {
+            let len = usize::from(u16::from_be_bytes([sctp[off + 2], sctp[off + 3]]));
+            assert!(len >= 4 && off + len <= sctp.len(), "chunk length");
+            let chunk = &sctp[off..off + len];
+            // DATA: type, flags, length, TSN, stream id, SSN, PPID, user data (RFC 9260 §3.3.1).
+            let data = (chunk[0] == 0 && len > 16).then(|| {
+                (
+                    u16::from_be_bytes([chunk[8], chunk[9]]),
+                    u32::from_be_bytes([chunk[12], chunk[13], chunk[14], chunk[15]]),
+                )
+            });
+            if data == Some((2, PPID_DDP_SEGMENT)) {
+                let seg = SegmentPacket::new_checked(&chunk[16..]).expect("a DDP segment");
+                let control = Control::from_rsvd_ulp(seg.rsvd_ulp()).expect("RsvdULP");
+                let payload = seg.payload();
+                out.push(RdmapSegment {
+                    tagged: seg.tagged(),
+                    version: control.version,
+                    opcode: control.opcode,
+                    qn: seg.qn(),
+                    stag: seg.stag(),
+                    read_request: (control.opcode == Opcode::ReadRequest)
+                        .then(|| ReadRequest::parse(payload).ok())
+                        .flatten(),
+                    payload_len: payload.len(),
+                });
+            }
+            off += len.next_multiple_of(4);
+        }
+    }
+    out
 }
 
 /// Two `ddpdk` processes over `net_memif`: a server (`--ddp-listen`) and a client
