@@ -763,9 +763,13 @@ impl<P: Port> DataCore<P> {
         // STag changes apply between packets, never in the middle of placing one.
         let mut work = self.stags.poll();
         work += self.commands(now);
-        for _ in 0..BURST {
+        for i in 0..BURST {
             match self.dispatch_in.try_recv() {
                 Ok(b) => {
+                    // As for a burst below: the STag changes made before this frame was sent.
+                    if i == 0 {
+                        work += self.stags.poll();
+                    }
                     self.stats.dispatched_in += 1;
                     self.frame_in(now, b, true);
                     work += 1;
@@ -775,7 +779,15 @@ impl<P: Port> DataCore<P> {
         }
         let mut rx = std::mem::take(&mut self.rx);
         for k in 0..self.rx_queues.len() {
-            work += self.port.rx_burst(self.rx_queues[k], &mut rx, BURST);
+            let n = self.port.rx_burst(self.rx_queues[k], &mut rx, BURST);
+            work += n;
+            // A registration is in this core's channel before the peer can learn its STag,
+            // so before any frame naming it can be in this burst: applying the channel now,
+            // after the burst and before its frames, means a legitimate write never meets a
+            // replica that does not know its STag yet (`Coordinator::register`).
+            if n > 0 {
+                work += self.stags.poll();
+            }
             for b in rx.drain(..) {
                 self.stats.frames_in += 1;
                 if let Some(b) = self.single_segment(b) {

@@ -168,14 +168,33 @@ impl Coordinator {
     }
 
     /// Registers in the master and tells every core; the caller may advertise the STag once
-    /// this returns (a core that has not polled yet refuses it, never misplaces it).
+    /// this returns. The command is in every live core's channel by then, and a core applies
+    /// its channel after it receives a burst and before it looks at one frame of it, so no
+    /// segment the peer sends after learning the STag can meet a core that does not know it:
+    /// a legitimate write is never answered with Invalid STag. A core whose channel stays full
+    /// past the wait (stalled) cannot be told: the registration is withdrawn
+    /// ([`RegisterError::CoreUnreachable`]) rather than left half made.
     pub fn register(&mut self, reg: Registration) -> Result<Stag, RegisterError> {
         let stag = self.master.register(reg)?;
         let deadline = Instant::now() + REGISTER_WAIT;
+        let mut told = 0;
         for core in &self.cores {
-            // Waits only while a core's channel is full, and not for a stalled core: a core
-            // that misses the registration refuses the STag, it never misplaces.
-            let _ = send_by(core, Command::Register(stag, reg), deadline);
+            match send_by(core, Command::Register(stag, reg), deadline) {
+                Ok(()) => told += 1,
+                // Gone: it places nothing any more.
+                Err(SendBy::Gone) => {}
+                Err(SendBy::Timeout) => {
+                    // Withdraw: the master forgets it, and the cores told already (and the
+                    // stalled one, if it ever drains) get the invalidation behind the
+                    // registration in the same channel.
+                    self.master.invalidate(stag);
+                    self.epoch += 1;
+                    for c in self.cores.iter().take(told + 1) {
+                        let _ = c.try_send(Command::Invalidate(stag, self.epoch));
+                    }
+                    return Err(RegisterError::CoreUnreachable);
+                }
+            }
         }
         Ok(stag)
     }
@@ -420,5 +439,28 @@ mod tests {
             "the revocation waited until the stale acknowledgements stopped"
         );
         drop((chatty, replicas));
+    }
+
+    /// A data core that never drains its channel cannot learn a registration: the
+    /// registration fails and is withdrawn from the master, instead of leaving a core that
+    /// would answer the peer's legitimate writes with Invalid STag.
+    #[test]
+    fn a_registration_no_core_can_miss() {
+        let (mut coord, mut replicas) = Coordinator::new(64, 7, 2, 2);
+        // Core 1 stalls: its channel of 2 fills and stays full.
+        let a = coord.register(reg()).unwrap();
+        let b = coord.register(reg()).unwrap();
+        replicas[0].poll();
+        let before = std::time::Instant::now();
+        assert_eq!(coord.register(reg()), Err(RegisterError::CoreUnreachable));
+        assert!(
+            before.elapsed() >= REGISTER_WAIT,
+            "it waited for room first"
+        );
+        assert_eq!(coord.master().len(), 2, "withdrawn from the master");
+        // The live core was told, then told to forget: it knows a and b only.
+        replicas[0].poll();
+        assert_eq!(replicas[0].table().len(), 2);
+        assert!(replicas[0].table().lookup(a).is_some() && replicas[0].table().lookup(b).is_some());
     }
 }

@@ -121,6 +121,9 @@ pub enum RegisterError {
     Full,
     /// `to_base + len` does not fit 64 bits: the range must be addressable by TO.
     RangeWraps,
+    /// A data core could not be told within the time allowed (its command channel stayed
+    /// full): the registration was withdrawn, since that core would refuse the STag.
+    CoreUnreachable,
 }
 
 impl fmt::Display for RegisterError {
@@ -128,6 +131,9 @@ impl fmt::Display for RegisterError {
         f.write_str(match self {
             RegisterError::Full => "STag table full",
             RegisterError::RangeWraps => "TO range wraps past 2^64",
+            RegisterError::CoreUnreachable => {
+                "a data core could not be told in time; the registration was withdrawn"
+            }
         })
     }
 }
