@@ -244,6 +244,17 @@ impl Shared {
                 v.sessions.clear();
                 note(json, format_args!("Association {conn}: the peer restarted"));
             }
+            // RFC 5040 §5.3: every data core has dropped it by the time this arrives.
+            Indication::Received {
+                stream,
+                invalidated: Some(stag),
+                ..
+            } => note(
+                json,
+                format_args!(
+                    "Association {conn} stream {stream}: the peer invalidated STag {stag}"
+                ),
+            ),
             // Counted by the core (`show assoc`); the shell has nothing to wait for on them.
             Indication::TaggedDelivered { .. }
             | Indication::Received { .. }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use ddpdk_dataplane::ddp::Regions;
 use ddpdk_dataplane::mem::{
     Access, Coordinator, CoreStags, Pd, PostedBuffer, RegionSlice, RegisterError, Registration,
-    RevokeError, Stag, StagTable, StreamId,
+    Revocation, RevokeError, Stag, StagTable, StreamId,
 };
 use ddpdk_dataplane::port::region::Region;
 
@@ -249,6 +249,26 @@ impl Memory {
                 RevokeError::Unknown => MemoryError::NoSuchStag,
                 e => MemoryError::Revoke(e),
             })
+    }
+
+    /// Starts revoking `stag` on every data core without waiting (a remote invalidation,
+    /// RFC 5040 §5.3, seen by the control thread, which must not stall its cores meanwhile);
+    /// ask [`Memory::revocation`] until it answers.
+    pub fn start_revoke(&mut self, stag: Stag) -> Result<Revocation, MemoryError> {
+        self.stags
+            .start_revoke(stag, self.revoke_timeout)
+            .map(|(_, r)| r)
+            .map_err(|e| match e {
+                RevokeError::Unknown => MemoryError::NoSuchStag,
+                e => MemoryError::Revoke(e),
+            })
+    }
+
+    /// `None` while a core has yet to acknowledge `r`; then its outcome. Never blocks.
+    pub fn revocation(&mut self, r: Revocation) -> Option<Result<(), MemoryError>> {
+        self.stags
+            .revocation(r)
+            .map(|done| done.map_err(MemoryError::Revoke))
     }
 
     /// A receive buffer for posting: `len` bytes at `offset` of the registration `stag`,

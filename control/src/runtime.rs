@@ -48,7 +48,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
 
-use ddpdk_dataplane::mem::CoreStags;
+use ddpdk_dataplane::mem::{CoreStags, Revocation};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
 use ddpdk_dataplane::port::{ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
@@ -658,6 +658,7 @@ pub fn build<P: Port>(
         flow_rules: cfg.flow_rules,
         flows: HashMap::new(),
         ready: VecDeque::new(),
+        gated: VecDeque::new(),
         link_mtu: cfg.link_mtu,
         stats: ControlStats::default(),
     };
@@ -873,6 +874,9 @@ impl<P: Port> DataCore<P> {
             regions: &self.regions,
         };
         s.c.return_session(now, call, place);
+        for stag in s.c.take_peer_invalidated() {
+            self.stags.invalidate_local(stag);
+        }
         self.op_results(conn, k);
         self.lend_sessions();
     }
@@ -921,6 +925,11 @@ impl<P: Port> DataCore<P> {
         match s.c.handle_checked(now, sctp, place, verified) {
             Ok(()) => self.iface.confirm(peer, src_mac),
             Err(_) => self.stats.discarded += 1,
+        }
+        // RFC 5040 §5.3: what the peer invalidated is invalid here before the next packet; the
+        // control thread revokes it on every core before the ULP hears of the Send.
+        for stag in s.c.take_peer_invalidated() {
+            self.stags.invalidate_local(stag);
         }
         // RFC 9260 §6.2 / §6.7: a packet that needs its own SACK (every second one, a
         // duplicate, any while gaps exist) gets it before the next packet of the burst is
@@ -1278,6 +1287,10 @@ pub struct ControlStats {
     pub flow_rules_removed: u64,
     /// Rules the device would not remove (they stay until the port closes).
     pub flow_rules_remove_failed: u64,
+    /// Remote invalidations (Send with Invalidate) revoked on every core before the ULP heard.
+    pub peer_invalidations: u64,
+    /// Of those, revocations a core did not acknowledge in time (it is stalled).
+    pub invalidation_timeouts: u64,
     pub tx: TxStats,
 }
 
@@ -1307,6 +1320,8 @@ pub struct Control<P: Port> {
     flow_rules: bool,
     flows: HashMap<ConnHandle, FlowRule>,
     ready: VecDeque<Event>,
+    /// Events waiting behind a remote invalidation's revocation ([`Control::gate`]).
+    gated: VecDeque<(Event, Option<Revocation>)>,
     link_mtu: usize,
     stats: ControlStats,
 }
@@ -1510,7 +1525,7 @@ impl<P: Port> Control<P> {
                         self.live.retain(|_, c| *c != conn);
                         self.unsteer_flow(conn);
                     }
-                    self.ready.push_back(e);
+                    self.gate(e);
                 }
                 Upcall::Session { conn, mut call } => {
                     // RFC 5043 §6: the session machine runs here, then the session goes back
@@ -1530,6 +1545,7 @@ impl<P: Port> Control<P> {
                 }
             }
         }
+        work += self.release_gated();
         for (link, doorbell) in self.cores.iter_mut().zip(self.doorbells.iter()) {
             while let Some(cmd) = link.outbox.pop_front() {
                 match link.commands.try_send(cmd) {
@@ -1547,6 +1563,57 @@ impl<P: Port> Control<P> {
         }
         self.out.flush();
         work
+    }
+
+    /// An event from a core on its way to the ULP. A Send with Invalidate's `Received` waits
+    /// until every core has acknowledged the STag's revocation (RFC 5040 §5.3 with RFC 5041
+    /// §8.3.1 item 6's guarantee: once the ULP hears that the peer invalidated it, nothing is
+    /// placed through it anywhere), and every event after it waits behind it, so the ULP sees
+    /// them in the order they came. The revocation does not block this thread: the cores may
+    /// be polled by it.
+    fn gate(&mut self, e: Event) {
+        let revocation = match &e {
+            Event::Indication {
+                indication:
+                    Indication::Received {
+                        invalidated: Some(stag),
+                        ..
+                    },
+                ..
+            } => {
+                self.stats.peer_invalidations += 1;
+                // Unknown: the ULP deregistered it meanwhile, which every core acknowledged.
+                self.memory.start_revoke(*stag).ok()
+            }
+            _ => None,
+        };
+        if revocation.is_none() && self.gated.is_empty() {
+            self.ready.push_back(e);
+        } else {
+            self.gated.push_back((e, revocation));
+        }
+    }
+
+    /// Lets gated events through as their revocations complete. A revocation some core never
+    /// acknowledged (stalled past the revocation timeout) lets its event through all the same,
+    /// counted in [`ControlStats::invalidation_timeouts`]: holding every later event forever
+    /// would stop the endpoint.
+    fn release_gated(&mut self) -> usize {
+        let mut n = 0;
+        while let Some((_, revocation)) = self.gated.front() {
+            if let Some(r) = *revocation {
+                match self.memory.revocation(r) {
+                    None => break,
+                    Some(Ok(())) => {}
+                    Some(Err(_)) => self.stats.invalidation_timeouts += 1,
+                }
+            }
+            if let Some((e, _)) = self.gated.pop_front() {
+                self.ready.push_back(e);
+                n += 1;
+            }
+        }
+        n
     }
 
     fn packet(&mut self, now: Instant, buf: P::Buf) {

@@ -156,7 +156,8 @@ fn accepted_session_moves_tagged_and_untagged_messages() {
                 qn: 0,
                 msn: 1,
                 len: 3000,
-                rsvd_ulp: [1, 2, 3, 4, 5]
+                rsvd_ulp: [1, 2, 3, 4, 5],
+                invalidated: None,
             }
         ],
         "in the order sent (RFC 5041 §5.3)"

@@ -176,11 +176,14 @@ fn rfc5040_5_3_sends_arrive_with_their_kind() {
             .unwrap();
         w.server.conn().post_recv(S, 0, 100 + i, b).unwrap();
     }
+    // The two that invalidate name STags of the server's that they may invalidate.
+    let (_, inv1) = region(&mut w.server, spd, 4096, Access::REMOTE_WRITE, None);
+    let (_, inv2) = region(&mut w.server, spd, 4096, Access::REMOTE_READ, None);
     let kinds = [
         (false, None, Opcode::Send),
         (true, None, Opcode::SendSe),
-        (false, Some(Stag(0x1234_5601)), Opcode::SendInvalidate),
-        (true, Some(Stag(0x1234_5602)), Opcode::SendSeInvalidate),
+        (false, Some(inv1.stag), Opcode::SendInvalidate),
+        (true, Some(inv2.stag), Opcode::SendSeInvalidate),
     ];
     for (i, (solicited, invalidate, _)) in kinds.iter().enumerate() {
         rdma(
@@ -212,14 +215,16 @@ fn rfc5040_5_3_sends_arrive_with_their_kind() {
                 qn,
                 len,
                 rsvd_ulp,
+                invalidated,
                 ..
-            } => Some((*wr_id, *qn, *len, *rsvd_ulp)),
+            } => Some((*wr_id, *qn, *len, *rsvd_ulp, *invalidated)),
             _ => None,
         })
         .collect();
-    for (i, (wr_id, qn, len, rsvd_ulp)) in got.into_iter().enumerate() {
+    for (i, (wr_id, qn, len, rsvd_ulp, invalidated)) in got.into_iter().enumerate() {
         let (_, invalidate, opcode) = kinds[i];
         assert_eq!((wr_id, qn, len), (100 + i as u64, 0, 100));
+        assert_eq!(invalidated, invalidate, "{opcode}: the STag it invalidated");
         assert_eq!(Control::from_byte(rsvd_ulp[0]), Control::new(opcode));
         let stag = u32::from_be_bytes([rsvd_ulp[1], rsvd_ulp[2], rsvd_ulp[3], rsvd_ulp[4]]);
         assert_eq!(stag, invalidate.map_or(0, |s| s.0), "{opcode}");
@@ -227,6 +232,171 @@ fn rfc5040_5_3_sends_arrive_with_their_kind() {
             read(&w.server, rbuf, i as u64 * 1024, 100),
             vec![i as u8 + 1; 100]
         );
+    }
+}
+
+/// RFC 5040 §5.3 (Send with Invalidate at the Data Sink): the STag is invalid before the
+/// stream's next message is looked at. The client writes through the server's STag, sends a
+/// Send with Invalidate naming it, and writes through it again at once: the first Write is
+/// placed, the Send completes naming the STag, and the second Write is refused as Invalid STag
+/// (RFC 5041 §7.1 check 1) with not one byte of it placed.
+#[test]
+fn rfc5040_5_3_send_with_invalidate_revokes_the_stag_before_the_next_message() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (dst, dst_reg) = region(&mut w.server, spd, 1 << 16, Access::REMOTE_WRITE, None);
+    let (_, rreg) = region(&mut w.server, spd, 4096, Access::LOCAL_WRITE, None);
+    let b = w
+        .server
+        .memory
+        .receive_buffer(spd, rreg.stag, 0, 1024)
+        .unwrap();
+    w.server.conn().post_recv(S, 0, 50, b).unwrap();
+    let write = |to: u64| RdmaOp::Write {
+        stag: dst_reg.stag,
+        to: BASE + to,
+    };
+    rdma(&mut w.client, 1, write(0), Payload::Bytes(vec![1; 200])).unwrap();
+    rdma(
+        &mut w.client,
+        2,
+        RdmaOp::Send {
+            solicited: false,
+            invalidate: Some(dst_reg.stag),
+        },
+        Payload::Bytes(vec![2; 64]),
+    )
+    .unwrap();
+    rdma(&mut w.client, 3, write(4096), Payload::Bytes(vec![3; 200])).unwrap();
+    wait(&mut w, "the Terminate", |w| {
+        w.client
+            .indications
+            .iter()
+            .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
+    });
+    let received: Vec<_> = w
+        .server
+        .indications
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Received {
+                wr_id, invalidated, ..
+            } => Some((*wr_id, *invalidated)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(received, [(50, Some(dst_reg.stag))]);
+    assert_eq!(
+        read(&w.server, dst, 0, 200),
+        vec![1; 200],
+        "the first Write"
+    );
+    assert_eq!(
+        read(&w.server, dst, 4096, 200),
+        vec![0; 200],
+        "nothing of the Write after the invalidation"
+    );
+    assert!(w.server.memory.stags().lookup(dst_reg.stag).is_none());
+    assert_eq!(w.server.conn().stats().stags_invalidated_by_peer, 1);
+    let error = w.server.indications.iter().find_map(|i| match i {
+        Indication::Error { error, .. } => Some(*error),
+        _ => None,
+    });
+    assert_eq!(
+        error,
+        Some(RxError::Ddp(
+            ddpdk_dataplane::wire::ddp::DdpError::InvalidStag
+        ))
+    );
+}
+
+/// What a Send with Invalidate may not invalidate (RFC 5040 §5.3 and §4.8, Remote Protection
+/// Error "STag cannot be invalidated"): an STag the server never issued, one of another
+/// protection domain, one bound to another stream. Each ends the stream with that Terminate,
+/// the Send's receive buffer is not completed as received, and a real STag stays valid.
+#[test]
+fn rfc5040_4_8_send_invalidating_what_the_stream_may_not_is_cannot_invalidate() {
+    for case in ["unknown", "another domain", "another stream"] {
+        let mut w = World::perfect(1500);
+        w.establish();
+        let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+        let target = match case {
+            "unknown" => None,
+            "another domain" => {
+                let other = w.server.memory.alloc_pd();
+                Some(region(&mut w.server, other, 4096, Access::REMOTE_WRITE, None).1)
+            }
+            _ => {
+                let mut reg = region(&mut w.server, spd, 4096, Access::REMOTE_WRITE, None).1;
+                // Deregister and register the same memory again, bound to stream 2.
+                w.server.memory.deregister(reg.stag).unwrap();
+                let region_id = w.server.memory.alloc_region(4096).unwrap();
+                reg = w
+                    .server
+                    .memory
+                    .register(MemoryRegistration {
+                        pd: spd,
+                        region: region_id,
+                        offset: 0,
+                        len: 4096,
+                        access: Access::REMOTE_WRITE,
+                        stream: Some(ddpdk_dataplane::mem::StreamId(u64::MAX)),
+                        to_base: BASE,
+                    })
+                    .unwrap();
+                Some(reg)
+            }
+        };
+        let stag = target.map_or(Stag(0x00ab_cd01), |r| r.stag);
+        let (_, rreg) = region(&mut w.server, spd, 4096, Access::LOCAL_WRITE, None);
+        let b = w
+            .server
+            .memory
+            .receive_buffer(spd, rreg.stag, 0, 1024)
+            .unwrap();
+        w.server.conn().post_recv(S, 0, 50, b).unwrap();
+        rdma(
+            &mut w.client,
+            1,
+            RdmaOp::Send {
+                solicited: true,
+                invalidate: Some(stag),
+            },
+            Payload::Bytes(vec![2; 64]),
+        )
+        .unwrap();
+        wait(&mut w, "the Terminate", |w| {
+            w.client
+                .indications
+                .iter()
+                .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
+        });
+        let terminate = w.client.indications.iter().find_map(|i| match i {
+            Indication::RdmapTerminate { error, .. } => Some(*error),
+            _ => None,
+        });
+        assert_eq!(
+            terminate,
+            Some(TerminateError::Rdmap(
+                RdmapError::ProtectionCannotInvalidate
+            )),
+            "{case}"
+        );
+        assert!(
+            !w.server
+                .indications
+                .iter()
+                .any(|i| matches!(i, Indication::Received { .. })),
+            "{case}: the Send does not complete"
+        );
+        if let Some(r) = target {
+            assert!(
+                w.server.memory.stags().lookup(r.stag).is_some(),
+                "{case}: still valid"
+            );
+        }
+        assert_eq!(w.server.conn().stats().stags_invalidated_by_peer, 0);
     }
 }
 

@@ -176,3 +176,136 @@ fn rdma_read_and_write_through_the_runtime() {
         }
     )));
 }
+
+/// RFC 5040 §5.3 with RFC 5041 §8.3.1 item 6's guarantee: a Send with Invalidate completes at
+/// the ULP only once every data core has dropped the STag. The server has two data cores; the
+/// one that does not own the association is held still after the Send arrives, and the
+/// Received waits for it; once it turns, the Received comes, naming the STag, and no table
+/// knows the STag any more.
+#[test]
+fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
+    let (pa, pb) = pair(3, 1024);
+    let a = runtime(pa, A4, A6, 1, RuntimeConfig::default());
+    let mut b = runtime(
+        pb,
+        B4,
+        B6,
+        2,
+        RuntimeConfig {
+            cores: 2,
+            ..RuntimeConfig::default()
+        },
+    );
+    let bpd = b.0.memory_mut().alloc_pd();
+    let m = b.0.memory_mut();
+    let dst = m.alloc_region(1 << 16).unwrap();
+    let dst_reg = m
+        .register(registration(bpd, dst, 1 << 16, Access::REMOTE_WRITE))
+        .unwrap();
+    let rbuf = m.alloc_region(4096).unwrap();
+    let rreg = m
+        .register(registration(bpd, rbuf, 4096, Access::LOCAL_WRITE))
+        .unwrap();
+    let buffer = m.receive_buffer(bpd, rreg.stag, 0, 1024).unwrap();
+    let mut a = a;
+    let apd = a.0.memory_mut().alloc_pd();
+    let mut l = Lockstep::connect(a, b, IpAddr::V4(B4), PORT);
+    let conn = l.conn;
+    l.run_until("the association", |l| {
+        l.ea.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        })
+    });
+    let open = Op::InitiateRdmap {
+        stream: 1,
+        pd: apd,
+        limits: RdmaLimits::default(),
+        private_data: Vec::new(),
+    };
+    l.ca.submit(conn, open).unwrap();
+    l.run_until("the Initiate", |l| {
+        session_event(&l.eb, l.server_conn(), |e| {
+            matches!(e, SessionEvent::InitiateReceived { .. })
+        })
+    });
+    let sc = l.server_conn();
+    let accept = Op::AcceptRdmap {
+        stream: 1,
+        pd: bpd,
+        limits: RdmaLimits::default(),
+        private_data: Vec::new(),
+    };
+    l.cb.submit(sc, accept).unwrap();
+    let post = Op::PostRecv {
+        stream: 1,
+        qn: 0,
+        wr_id: 70,
+        buffer,
+    };
+    l.cb.submit(sc, post).unwrap();
+    l.run_until("the Accept", |l| {
+        session_event(&l.ea, conn, |e| matches!(e, SessionEvent::Accepted { .. }))
+    });
+    let send = RdmaRequest {
+        wr_id: 1,
+        stream: 1,
+        op: RdmaOp::Send {
+            solicited: false,
+            invalidate: Some(dst_reg.stag),
+        },
+        data: Payload::Bytes(vec![7; 100]),
+        signaled: true,
+    };
+    l.ca.submit(conn, Op::PostRdma(send)).unwrap();
+    let owner = l.cb.owner(sc).unwrap();
+    let still = 1 - owner;
+    let received = |l: &Lockstep<MemPort>| {
+        l.eb.iter().find_map(|e| match e {
+            Event::Indication {
+                indication:
+                    Indication::Received {
+                        wr_id, invalidated, ..
+                    },
+                ..
+            } => Some((*wr_id, *invalidated)),
+            _ => None,
+        })
+    };
+    // Everything turns until the control thread has started the revocation (cores first, so
+    // none has seen the invalidation command yet); from then on `still` is held.
+    let mut steps = 0;
+    while l.cb.stats().peer_invalidations == 0 {
+        steps += 1;
+        assert!(steps < 100_000, "the Send never arrived");
+        for k in l.ka.iter_mut().chain(&mut l.kb) {
+            k.poll(l.now);
+        }
+        l.ca.poll(l.now);
+        l.cb.poll(l.now);
+        l.ea.extend(std::iter::from_fn(|| l.ca.poll_event()));
+        l.eb.extend(std::iter::from_fn(|| l.cb.poll_event()));
+        l.now += std::time::Duration::from_micros(200);
+    }
+    for _ in 0..50 {
+        l.kb[owner].poll(l.now);
+        l.cb.poll(l.now);
+        l.eb.extend(std::iter::from_fn(|| l.cb.poll_event()));
+    }
+    assert_eq!(received(&l), None, "a core has not acknowledged yet");
+    assert!(l.cb.memory().stags().lookup(dst_reg.stag).is_none());
+    l.kb[still].poll(l.now);
+    l.cb.poll(l.now);
+    l.eb.extend(std::iter::from_fn(|| l.cb.poll_event()));
+    assert_eq!(received(&l), Some((70, Some(dst_reg.stag))));
+    assert_eq!(l.cb.stats().peer_invalidations, 1);
+    assert_eq!(l.cb.stats().invalidation_timeouts, 0);
+    l.run_until("the Send's completion", |l| {
+        completions(l).contains(&(1, Status::Success))
+    });
+}

@@ -373,6 +373,11 @@ pub enum Indication {
         msn: u32,
         len: u32,
         rsvd_ulp: [u8; 5],
+        /// The STag a Send with Invalidate invalidated (RFC 5040 §5.3). In the runtime this
+        /// indication reaches the ULP only once every data core has acknowledged the
+        /// invalidation; a caller driving a [`Connection`] itself must first revoke it
+        /// ([`Connection::take_peer_invalidated`]).
+        invalidated: Option<Stag>,
     },
     /// A tagged message was delivered (RFC 5041 §5.4).
     TaggedDelivered {
@@ -456,4 +461,6 @@ pub struct ConnStats {
     pub rdmap_terminates_received: u64,
     /// Sessions whose peer turned out not to speak RDMAP (no parameters in its Accept), ended.
     pub rdmap_refused: u64,
+    /// STags the peer invalidated with a Send with Invalidate (RFC 5040 §5.3).
+    pub stags_invalidated_by_peer: u64,
 }

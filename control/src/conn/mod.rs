@@ -384,6 +384,15 @@ impl Connection {
         self.sink.indications.pop_front()
     }
 
+    /// The STags the peer invalidated (Send with Invalidate, RFC 5040 §5.3) since the last
+    /// call, for the owner of the STag tables to invalidate: in the table this connection is
+    /// placed with before its next packet, and everywhere before the ULP is given the
+    /// `Received` that names it. Until taken, this connection's RDMAP checks already treat
+    /// them as invalid.
+    pub fn take_peer_invalidated(&mut self) -> Vec<ddpdk_dataplane::mem::Stag> {
+        std::mem::take(&mut self.sink.peer_invalidated)
+    }
+
     // ---- SCTP ----
 
     /// One SCTP packet for this association. Its DDP chunks are checked against `place`'s STag

@@ -15,7 +15,7 @@ use ddpdk_dataplane::wire::rdmap::{Control, Opcode, ReadRequest, QN_READ_REQUEST
 use crate::memory::{Place, RegionId};
 use crate::rdmap::{
     encode_private_data, rsvd_ulp, terminate_payload, OutboundRead, RdmaLimits, RdmapStream,
-    ReadResponse, Upcall,
+    ReadResponse, Stags, Upcall,
 };
 use crate::session::LocalError;
 
@@ -45,7 +45,7 @@ pub(super) struct RdmapUlp<'a> {
 
 impl Ulp for RdmapUlp<'_> {
     fn check(&mut self, segment: &SegmentRepr<'_>) -> Result<Access, RxError> {
-        self.rdmap.check(segment)
+        self.rdmap.check(segment, &self.out.peer_invalidated)
     }
 
     fn indicate(&mut self, ind: ddp::Indication) {
@@ -59,11 +59,30 @@ impl Ulp for RdmapUlp<'_> {
                     return;
                 }
                 let inline = inline.as_ref().map(|m| m.as_bytes());
+                let stags = Stags {
+                    table: self.stags,
+                    revoked: &out.peer_invalidated,
+                };
                 match self
                     .rdmap
-                    .on_delivered(&message, inline, self.stags, self.sid, self.pd)
+                    .on_delivered(&message, inline, stags, self.sid, self.pd)
                 {
-                    Upcall::Send { .. } => indicate(stream, self.posted, self.grace, out, ind),
+                    Upcall::Send { invalidate, .. } => {
+                        indicate(stream, self.posted, self.grace, out, ind);
+                        if let Some(stag) = invalidate {
+                            // RFC 5040 §5.3: invalid for the rest of this packet now, in the
+                            // core's table before its next packet, on every core before the
+                            // ULP sees the completion (the owner of the tables takes it from
+                            // here: `Connection::take_peer_invalidated`).
+                            out.peer_invalidated.push(stag);
+                            out.stats.stags_invalidated_by_peer += 1;
+                            if let Some(Indication::Received { invalidated, .. }) =
+                                out.indications.back_mut()
+                            {
+                                *invalidated = Some(stag);
+                            }
+                        }
+                    }
                     Upcall::Write => {}
                     Upcall::Serve(response) => {
                         out.stats.reads_served += 1;

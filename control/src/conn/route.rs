@@ -245,6 +245,7 @@ pub(super) fn indicate(
                     msn,
                     len: message_len,
                     rsvd_ulp,
+                    invalidated: None,
                 })
             }
         },

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ddpdk_dataplane::ddp::{RxError, StreamRx};
-use ddpdk_dataplane::mem::{Pd, StreamId};
+use ddpdk_dataplane::mem::{Pd, Stag, StreamId};
 
 use crate::rdmap::{decode_private_data, RdmaLimits, RdmapStream};
 use crate::session::{Event as SessionEvent, PendingLimit, Session, State, TerminationReason};
@@ -120,6 +120,9 @@ pub(super) struct Sink {
     pub(super) not_rdmap: Vec<u16>,
     /// Results of held operations, once applied.
     pub(super) op_results: VecDeque<OpResult>,
+    /// STags the peer invalidated (Send with Invalidate, RFC 5040 §5.3) and the owner of the
+    /// STag tables has not taken yet: RDMAP's checks treat them as invalid meanwhile.
+    pub(super) peer_invalidated: Vec<Stag>,
 }
 
 /// Memory one indication owed to the ULP takes, counted against the receive buffer: a peer

@@ -43,7 +43,9 @@
 
 mod stream;
 
-pub use stream::{rsvd_ulp, terminate_payload, OutboundRead, RdmapStream, ReadResponse, Upcall};
+pub use stream::{
+    rsvd_ulp, terminate_payload, OutboundRead, RdmapStream, ReadResponse, Stags, Upcall,
+};
 
 use core::fmt;
 

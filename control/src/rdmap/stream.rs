@@ -3,7 +3,9 @@
 use std::collections::VecDeque;
 
 use ddpdk_dataplane::ddp::{Delivered, HeaderCopy, MessageInfo, RxError};
-use ddpdk_dataplane::mem::{Access, Pd, RegionSlice, Stag, StagTable, StreamId};
+use ddpdk_dataplane::mem::{
+    Access, Pd, Placement, RegionSlice, Registration, Stag, StagTable, StreamId, TagFault,
+};
 use ddpdk_dataplane::wire::ddp::{
     header_len, DdpError, Header, SegmentPacket, SegmentRepr, UntaggedHeader, DDP_SSN_LEN,
 };
@@ -64,6 +66,42 @@ pub enum Upcall {
         segment_len: usize,
         read_request: Option<ReadRequest>,
     },
+}
+
+/// The STags a segment is checked against: the table the core places with, less those the peer
+/// invalidated in the packet being received (RFC 5040 §5.3: a Send with Invalidate takes
+/// effect before the stream's next message, which may sit in the same packet, before the
+/// table itself is changed between packets).
+#[derive(Debug, Clone, Copy)]
+pub struct Stags<'a> {
+    pub table: &'a StagTable,
+    pub revoked: &'a [Stag],
+}
+
+impl Stags<'_> {
+    /// Whether `stag` names a live registration here.
+    pub fn lookup(&self, stag: Stag) -> Option<&Registration> {
+        if self.revoked.contains(&stag) {
+            return None;
+        }
+        self.table.lookup(stag)
+    }
+
+    /// [`StagTable::check_access`], an STag revoked in this packet being invalid.
+    pub fn check_access(
+        &self,
+        stag: Stag,
+        to: u64,
+        len: usize,
+        stream: StreamId,
+        pd: Pd,
+        need: Access,
+    ) -> Result<Placement, TagFault> {
+        if len > 0 && self.revoked.contains(&stag) {
+            return Err(TagFault::InvalidStag);
+        }
+        self.table.check_access(stag, to, len, stream, pd, need)
+    }
 }
 
 /// The RDMAP state of one DDP stream. See the module documentation.
@@ -225,9 +263,16 @@ impl RdmapStream {
     /// responder may write only where the Read asked, however large the registration).
     /// Tagged segments need remote write (RDMA Write) or local write (Read Response: the Data
     /// Sink is this side's own buffer).
-    pub fn check(&self, segment: &SegmentRepr<'_>) -> Result<Access, RxError> {
+    /// `revoked`: STags the peer invalidated earlier in the packet (see [`Stags`]); a tagged
+    /// segment naming one fails as Invalid STag (RFC 5041 §7.1 check 1) before DDP looks it up.
+    pub fn check(&self, segment: &SegmentRepr<'_>, revoked: &[Stag]) -> Result<Access, RxError> {
         let rsvd_ulp = match &segment.header {
-            Header::Tagged(h) => h.rsvd_ulp,
+            Header::Tagged(h) => {
+                if !segment.payload.is_empty() && revoked.contains(&Stag(h.stag)) {
+                    return Err(RxError::Ddp(DdpError::InvalidStag));
+                }
+                h.rsvd_ulp
+            }
             Header::Untagged(h) => h.rsvd_ulp[0],
         };
         let control = Control::from_byte(rsvd_ulp);
@@ -277,7 +322,7 @@ impl RdmapStream {
         &mut self,
         message: &Delivered,
         inline: Option<&[u8]>,
-        stags: &StagTable,
+        stags: Stags<'_>,
         stream: StreamId,
         pd: Pd,
     ) -> Upcall {
@@ -332,13 +377,32 @@ impl RdmapStream {
                         };
                         Upcall::PeerTerminate(error)
                     }
-                    _ => Upcall::Send {
-                        opcode,
-                        invalidate: opcode
+                    _ => {
+                        let invalidate = opcode
                             .carries_invalidate_stag()
                             .then(|| invalidate_stag(&rsvd_ulp).map(Stag))
-                            .flatten(),
-                    },
+                            .flatten();
+                        // RFC 5040 §5.3 (Send with Invalidate at the Data Sink): the STag must
+                        // name a live registration the stream could use itself (its
+                        // protection domain, and its stream if it is bound to one, RFC 5041
+                        // §8.2); anything else is the Remote Protection Error "STag cannot be
+                        // invalidated" of §4.8 (the code siw sends), and the Send does not
+                        // complete.
+                        let allowed = |stag: Stag| {
+                            stags
+                                .lookup(stag)
+                                .is_some_and(|r| r.pd == pd && r.stream.is_none_or(|s| s == stream))
+                        };
+                        match invalidate {
+                            Some(stag) if !allowed(stag) => Upcall::Fault {
+                                error: RxError::Rdmap(RdmapError::ProtectionCannotInvalidate),
+                                header: header(),
+                                segment_len: header_len(false) + message_len as usize,
+                                read_request: None,
+                            },
+                            _ => Upcall::Send { opcode, invalidate },
+                        }
+                    }
                 }
             }
         }
@@ -352,7 +416,7 @@ impl RdmapStream {
     fn serve(
         &mut self,
         bytes: &[u8],
-        stags: &StagTable,
+        stags: Stags<'_>,
         stream: StreamId,
         pd: Pd,
     ) -> Result<Upcall, (RdmapError, Option<ReadRequest>)> {

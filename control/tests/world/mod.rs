@@ -165,6 +165,9 @@ impl World {
                 let (_, mut call) = side.calls.remove(k);
                 call.run();
                 c.return_session(now, call, &side.memory);
+                for stag in c.take_peer_invalidated() {
+                    side.memory.deregister(stag).expect("a live STag");
+                }
                 while let Some(call) = c.poll_session_call() {
                     side.calls.push((now + delay, call));
                 }
@@ -277,6 +280,11 @@ impl World {
                 let memory = &side.memory;
                 if let Some(c) = side.conn.as_mut() {
                     let _ = c.handle(self.now, &bytes, memory);
+                    // The table owner's part of a remote invalidation (RFC 5040 §5.3): this
+                    // side's memory has no data cores, so revoking is immediate.
+                    for stag in c.take_peer_invalidated() {
+                        side.memory.deregister(stag).expect("a live STag");
+                    }
                 }
             } else {
                 match side

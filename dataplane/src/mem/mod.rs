@@ -16,7 +16,7 @@ pub mod revoke;
 pub mod stag;
 pub mod untagged;
 
-pub use revoke::{Command, Coordinator, CoreStags, RevokeError};
+pub use revoke::{Command, Coordinator, CoreStags, Revocation, RevokeError};
 pub use stag::{
     Access, Pd, Placement, RegionSlice, RegisterError, Registration, Stag, StagTable, StreamId,
     TagFault,

@@ -11,7 +11,7 @@
 //! STag fails the whole-STag lookup on every core, so nothing more is placed. A core never
 //! blocks: if the acknowledgement channel were full it would retry on its next poll.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
 use super::stag::{RegisterError, Registration, Stag, StagTable};
@@ -59,6 +59,14 @@ impl CoreStags {
             }
         }
         n
+    }
+
+    /// Invalidates `stag` in this replica at once, ahead of the coordinator's revocation: the
+    /// peer invalidated it with a Send with Invalidate (RFC 5040 §5.3), and the next segment
+    /// of the stream, here, must already find it invalid. The coordinator's revocation follows
+    /// for the other cores (and is acknowledged here as usual).
+    pub fn invalidate_local(&mut self, stag: Stag) -> Option<Registration> {
+        self.table.invalidate(stag)
     }
 
     fn ack(&mut self, epoch: u64) {
@@ -127,6 +135,7 @@ pub struct Coordinator {
     cores: Vec<SyncSender<Command>>,
     acks: Receiver<(usize, u64)>,
     epoch: u64,
+    inflight: Vec<Inflight>,
 }
 
 impl Coordinator {
@@ -158,6 +167,7 @@ impl Coordinator {
                 cores: senders,
                 acks: ack_rx,
                 epoch: 0,
+                inflight: Vec::new(),
             },
             replicas,
         )
@@ -222,61 +232,146 @@ impl Coordinator {
         timeout: Duration,
         mut poll: Option<&mut dyn FnMut()>,
     ) -> Result<Registration, RevokeError> {
+        let (reg, revocation) = self.start_revoke(stag, timeout)?;
+        loop {
+            if let Some(done) = self.revocation(revocation) {
+                return done.map(|()| reg);
+            }
+            match poll.as_mut() {
+                // The cores run on this thread: turn them while waiting.
+                Some(poll) => poll(),
+                None => {
+                    let left = self
+                        .inflight
+                        .iter()
+                        .find(|r| r.epoch == revocation.0)
+                        .map_or(Duration::ZERO, |r| {
+                            r.deadline.saturating_duration_since(Instant::now())
+                        });
+                    // Sleep on the channel (not a spin); a short slice, so a core's unsent
+                    // command is retried soon.
+                    if let Ok(ack) = self.acks.recv_timeout(left.min(Duration::from_millis(1))) {
+                        self.credit(ack);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts revoking `stag` without waiting: the master forgets it at once and every core is
+    /// sent the invalidation (a core whose channel is full is retried on each
+    /// [`Coordinator::revocation`] call). The caller asks [`Coordinator::revocation`] until it
+    /// answers; only then may it act as if no core can place through `stag` (a remote
+    /// invalidation's completion waits for this, RFC 5040 §5.3, as a deregistration does).
+    pub fn start_revoke(
+        &mut self,
+        stag: Stag,
+        timeout: Duration,
+    ) -> Result<(Registration, Revocation), RevokeError> {
         let reg = self.master.invalidate(stag).ok_or(RevokeError::Unknown)?;
         self.epoch += 1;
         let epoch = self.epoch;
-        let deadline = Instant::now() + timeout;
-        let mut live = 0;
-        for core in &self.cores {
-            match send_by(core, Command::Invalidate(stag, epoch), deadline) {
-                Ok(()) => live += 1,
+        let mut r = Inflight {
+            epoch,
+            stag,
+            deadline: Instant::now() + timeout,
+            acked: vec![false; self.cores.len()],
+            unsent: Vec::new(),
+            live: 0,
+            n: 0,
+        };
+        for (k, core) in self.cores.iter().enumerate() {
+            match core.try_send(Command::Invalidate(stag, epoch)) {
+                Ok(()) => r.live += 1,
                 // The core is gone: it places nothing any more.
-                Err(SendBy::Gone) => {}
-                // A stalled core whose channel stays full cannot be told.
-                Err(SendBy::Timeout) => {
-                    return Err(RevokeError::Timeout {
-                        acked: 0,
-                        cores: self.cores.len(),
-                    })
+                Err(TrySendError::Disconnected(_)) => {}
+                Err(TrySendError::Full(_)) => {
+                    r.live += 1;
+                    r.unsent.push(k);
                 }
             }
         }
-        let mut acked = vec![false; self.cores.len()];
-        let mut n = 0;
-        while n < live {
-            // One deadline for all the cores together: waiting `timeout` afresh for each
-            // acknowledgement let slow cores (or stale acknowledgements of an earlier
-            // revocation) stretch the wait to cores × timeout, or forever.
-            let left = deadline.saturating_duration_since(Instant::now());
-            let ack = match poll.as_mut() {
-                // The cores run on this thread: turn them while waiting.
-                Some(poll) => match self.acks.try_recv() {
-                    Ok(a) => Ok(a),
-                    Err(mpsc::TryRecvError::Empty) if !left.is_zero() => {
-                        poll();
-                        continue;
-                    }
-                    Err(_) => Err(RecvTimeoutError::Timeout),
-                },
-                None => self.acks.recv_timeout(left),
-            };
-            match ack {
-                Ok((core, e)) if e == epoch && !acked[core] => {
-                    acked[core] = true;
-                    n += 1;
-                }
-                // An acknowledgement of an earlier revocation that timed out.
-                Ok(_) => {}
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                    return Err(RevokeError::Timeout {
-                        acked: n,
-                        cores: self.cores.len(),
-                    });
-                }
-            }
-        }
-        Ok(reg)
+        self.inflight.push(r);
+        Ok((reg, Revocation(epoch)))
     }
+
+    /// Where `revocation` stands: `None` while cores have yet to acknowledge; `Some(Ok)` once
+    /// every live core has (and for a revocation no longer known, answered before);
+    /// `Some(Err(Timeout))` when its deadline passed first. Never blocks.
+    pub fn revocation(&mut self, revocation: Revocation) -> Option<Result<(), RevokeError>> {
+        self.progress();
+        let i = self.inflight.iter().position(|r| r.epoch == revocation.0)?;
+        let r = &self.inflight[i];
+        let result = if r.unsent.is_empty() && r.n == r.live {
+            Ok(())
+        } else if Instant::now() >= r.deadline {
+            Err(RevokeError::Timeout {
+                acked: r.n,
+                cores: self.cores.len(),
+            })
+        } else {
+            return None;
+        };
+        self.inflight.swap_remove(i);
+        Some(result)
+    }
+
+    /// Revocations started and not yet answered.
+    pub fn revocations_in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Sends what a full channel held back and credits every acknowledgement that came.
+    fn progress(&mut self) {
+        for r in &mut self.inflight {
+            let (stag, epoch) = (r.stag, r.epoch);
+            r.unsent.retain(
+                |&k| match self.cores[k].try_send(Command::Invalidate(stag, epoch)) {
+                    Ok(()) => false,
+                    Err(TrySendError::Disconnected(_)) => {
+                        r.live -= 1;
+                        false
+                    }
+                    Err(TrySendError::Full(_)) => true,
+                },
+            );
+        }
+        while let Ok(ack) = self.acks.try_recv() {
+            self.credit(ack);
+        }
+    }
+
+    /// Credits one core's acknowledgement to the revocation of its epoch. One of a revocation
+    /// that already timed out is dropped.
+    fn credit(&mut self, (core, epoch): (usize, u64)) {
+        if let Some(r) = self.inflight.iter_mut().find(|r| r.epoch == epoch) {
+            if let Some(a) = r.acked.get_mut(core).filter(|a| !**a) {
+                *a = true;
+                r.n += 1;
+            }
+        }
+    }
+}
+
+/// A revocation under way ([`Coordinator::start_revoke`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Revocation(u64);
+
+/// One revocation awaiting acknowledgements.
+#[derive(Debug)]
+struct Inflight {
+    epoch: u64,
+    stag: Stag,
+    /// One deadline for all the cores together: waiting afresh for each acknowledgement would
+    /// let slow cores (or stale acknowledgements of an earlier revocation) stretch the wait to
+    /// cores × timeout, or forever.
+    deadline: Instant,
+    acked: Vec<bool>,
+    /// Cores whose channel was full: sent again on each progress.
+    unsent: Vec<usize>,
+    /// Cores that must acknowledge (not gone), and how many have.
+    live: usize,
+    n: usize,
 }
 
 #[cfg(test)]
@@ -439,6 +534,45 @@ mod tests {
             "the revocation waited until the stale acknowledgements stopped"
         );
         drop((chatty, replicas));
+    }
+
+    /// Revocations under way side by side, and a blocking one among them, share the one
+    /// acknowledgement channel: each acknowledgement is credited to its own revocation, none
+    /// is lost to another's wait, and each answers only once every core has acknowledged it.
+    #[test]
+    fn revocations_in_flight_keep_their_own_acknowledgements() {
+        let (mut coord, mut replicas) = Coordinator::new(8, 1, 2, 4);
+        let (a, b, c) = (
+            coord.register(reg()).unwrap(),
+            coord.register(reg()).unwrap(),
+            coord.register(reg()).unwrap(),
+        );
+        for r in &mut replicas {
+            r.poll();
+        }
+        let (_, ra) = coord.start_revoke(a, Duration::from_secs(5)).unwrap();
+        let (_, rb) = coord.start_revoke(b, Duration::from_secs(5)).unwrap();
+        assert_eq!(coord.revocation(ra), None, "no core has acknowledged");
+        assert!(
+            coord.master().lookup(a).is_none(),
+            "the master forgot it at once"
+        );
+        replicas[0].poll();
+        assert_eq!(coord.revocation(rb), None, "one core of two");
+        // A blocking revocation turns both cores: it must leave a's and b's acknowledgements
+        // to them.
+        let r = coord.revoke_polling(c, Duration::from_secs(5), &mut || {
+            for r in &mut replicas {
+                r.poll();
+            }
+        });
+        assert!(r.is_ok());
+        assert_eq!(coord.revocation(rb), Some(Ok(())));
+        assert_eq!(coord.revocation(ra), Some(Ok(())));
+        assert_eq!(coord.revocations_in_flight(), 0);
+        for r in &replicas {
+            assert!([a, b, c].iter().all(|s| r.table().lookup(*s).is_none()));
+        }
     }
 
     /// A data core that never drains its channel cannot learn a registration: the
