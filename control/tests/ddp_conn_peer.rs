@@ -1,4 +1,4 @@
-//! A DDP `Connection` against a raw SCTP peer that sends hand-made DDP chunks (`Duo`), and
+//! A DDP `Connection` against a raw SCTP peer that sends hand-made DDP and RDMAP chunks (`Duo`), and
 //! against another connection (`tests/world`): the corners an independent review of
 //! `control/src/conn.rs` (now `control/src/conn/`) found, each now a regression test named after its rule, plus probes
 //! with crafted chunks.
@@ -971,5 +971,299 @@ fn rfc5041_6_2_2_a_receive_error_ends_the_session_with_a_terminate() {
         assert_eq!(d.conn().stats().after_session_end, 1, "{name}");
         // The association lives on (RFC 5043 §11.3).
         assert!(!d.conn().is_closed(), "{name}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// RDMAP from a hostile raw peer (RFC 5040 §4, §5, §7): each error produces the Terminate of
+// §4.8 with the right layer, type and code, ends the stream, and places nothing.
+// ------------------------------------------------------------------------------------------
+
+use ddpdk_control::conn::{Payload, RdmaOp, RdmaRequest};
+use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
+use ddpdk_dataplane::mem::Stag;
+use ddpdk_dataplane::wire::rdmap::{
+    Opcode, RdmapError, ReadRequest, TerminateError, TerminatePacket, QN_TERMINATE,
+};
+
+/// The RDMAP Control octet of `opcode` under RDMAP `version` (RFC 5040 §4.1: version in the
+/// top two bits, opcode in the low four).
+fn control(version: u8, opcode: Opcode) -> u8 {
+    (version << 6) | opcode.bits()
+}
+
+/// An untagged DDP Segment with RDMAP's RsvdULP: the Control octet, then four zero octets.
+fn rseg(ssn: u16, control: u8, qn: u32, msn: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ssn.to_be_bytes());
+    v.push(0x40 | 0x01);
+    v.extend_from_slice(&[control, 0, 0, 0, 0]);
+    v.extend_from_slice(&qn.to_be_bytes());
+    v.extend_from_slice(&msn.to_be_bytes());
+    v.extend_from_slice(&0u32.to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// A tagged DDP Segment with RDMAP's Control octet in RsvdULP.
+fn rtseg(ssn: u16, control: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
+    let mut v = tseg(ssn, true, stag, to, payload);
+    v[3] = control;
+    v
+}
+
+impl Duo {
+    /// The raw peer initiates an RDMAP stream on `stream` (its Read limits in the Private
+    /// Data); the server's ULP accepts it for `pd`.
+    fn open_rdmap(&mut self, stream: u16, pd: Pd) {
+        let limits = RdmaLimits { ird: 4, ord: 4 };
+        let pdata = encode_private_data(limits, b"").unwrap();
+        self.send(stream, 17, &ctl(0, 1, &pdata));
+        self.settle();
+        self.conn()
+            .accept_rdmap(stream, pd, limits, b"")
+            .expect("an RDMAP Initiate");
+        self.settle();
+    }
+
+    /// The RDMAP Terminates the raw peer received on `stream` (untagged, QN 2: RFC 5040 §4.8).
+    fn rdmap_terminates(&self, stream: u16) -> Vec<TerminateError> {
+        self.raw_rx
+            .iter()
+            .filter(|(s, p, d)| {
+                *s == stream
+                    && *p == 16
+                    && d.len() > 20
+                    && d[2] & 0x80 == 0
+                    && d[8..12] == QN_TERMINATE.to_be_bytes()
+            })
+            .filter_map(|(_, _, d)| TerminatePacket::new_checked(&d[20..]).ok())
+            .map(|t| t.error())
+            .collect()
+    }
+
+    /// Sends `segment` (DDP-SSN 1) on an RDMAP stream with a receive posted and a writable
+    /// region, and returns the Terminate it drew, with whether anything was placed anywhere.
+    fn provoke(segment: impl Fn(Stag) -> Vec<u8>) -> (Vec<TerminateError>, bool, Duo) {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        let (rbuf, _) = d.posted_buffer(pd, 40);
+        let (w, wreg) = d.remote_write_region(pd, 4096, 0x1000);
+        d.send(S, 16, &segment(wreg.stag));
+        d.settle();
+        let placed = d.region_bytes(rbuf, 4096).iter().any(|&b| b != 0)
+            || d.region_bytes(w, 4096).iter().any(|&b| b != 0);
+        (d.rdmap_terminates(S), placed, d)
+    }
+}
+
+fn assert_terminated(case: &str, got: (Vec<TerminateError>, bool, Duo), want: TerminateError) {
+    let (terminates, placed, mut d) = got;
+    assert_eq!(terminates, [want], "{case}: one Terminate, with its code");
+    assert!(!placed, "{case}: nothing placed");
+    assert!(
+        d.inds
+            .iter()
+            .all(|i| !matches!(i, Indication::Received { .. })),
+        "{case}: nothing delivered"
+    );
+    assert!(
+        matches!(d.conn().session_state(S), Some(State::Terminated(_))),
+        "{case}: the stream ends (RFC 5040 §7)"
+    );
+}
+
+/// RFC 5040 §4.1 / §7: a message of an RDMAP version other than 1, tagged or untagged, is
+/// Remote Operation Error "Invalid RDMAP version" (0x2/0x05).
+#[test]
+fn rfc5040_4_1_a_message_of_another_rdmap_version_is_terminated() {
+    for version in [0, 2, 3] {
+        let send = Duo::provoke(|_| rseg(1, control(version, Opcode::Send), 0, 1, &[0xaa; 64]));
+        assert_terminated(
+            &format!("Send, version {version}"),
+            send,
+            TerminateError::Rdmap(RdmapError::InvalidVersion),
+        );
+        let write = Duo::provoke(|stag| {
+            rtseg(
+                1,
+                control(version, Opcode::Write),
+                stag.0,
+                0x1000,
+                &[0xaa; 64],
+            )
+        });
+        assert_terminated(
+            &format!("Write, version {version}"),
+            write,
+            TerminateError::Rdmap(RdmapError::InvalidVersion),
+        );
+    }
+}
+
+/// RFC 5040 §4.2 / §7: an opcode the message's DDP model or queue does not carry (a Write
+/// sent untagged, a Send tagged, a Send on the Read Request queue, a Read Request on the Send
+/// queue, a reserved opcode) is Remote Operation Error "Unexpected OpCode" (0x2/0x06).
+#[test]
+fn rfc5040_4_2_an_opcode_out_of_place_is_unexpected_opcode() {
+    type Make = fn(Stag) -> Vec<u8>;
+    let cases: [(&str, Make); 5] = [
+        ("Write, untagged", |_| {
+            rseg(1, control(1, Opcode::Write), 0, 1, &[0xaa; 64])
+        }),
+        ("Send, tagged", |stag| {
+            rtseg(1, control(1, Opcode::Send), stag.0, 0x1000, &[0xaa; 64])
+        }),
+        ("Send on queue 1", |_| {
+            rseg(1, control(1, Opcode::Send), 1, 1, &[0xaa; 28])
+        }),
+        ("Read Request on queue 0", |_| {
+            rseg(1, control(1, Opcode::ReadRequest), 0, 1, &[0xaa; 28])
+        }),
+        ("reserved opcode 0xe", |_| {
+            rseg(1, (1 << 6) | 0xe, 0, 1, &[0xaa; 64])
+        }),
+    ];
+    for (case, make) in cases {
+        assert_terminated(
+            case,
+            Duo::provoke(make),
+            TerminateError::Rdmap(RdmapError::UnexpectedOpcode),
+        );
+    }
+}
+
+/// RFC 5040 §5.2: a Read Response when no Read is outstanding is "Unexpected OpCode", even
+/// into an STag the server owns and could write: nothing of it is placed.
+#[test]
+fn rfc5040_5_2_a_read_response_without_a_read_is_unexpected_opcode() {
+    assert_terminated(
+        "Read Response, no Read",
+        Duo::provoke(|stag| {
+            rtseg(
+                1,
+                control(1, Opcode::ReadResponse),
+                stag.0,
+                0x1000,
+                &[0xaa; 64],
+            )
+        }),
+        TerminateError::Rdmap(RdmapError::UnexpectedOpcode),
+    );
+}
+
+/// RFC 5040 §5.2 with RFC 5041 §7.1: a Read Response may only land in the Data Sink of the
+/// outstanding Read: past its end it is DDP "Base or bounds violation", into another STag
+/// DDP "Invalid STag" (tagged buffer errors, §4.8), and the server's Read ends flushed with
+/// not one byte placed in the sink.
+#[test]
+fn rfc5040_5_2_a_read_response_outside_the_sink_is_refused() {
+    type Make = fn(&ReadRequest) -> Vec<u8>;
+    let cases: [(&str, Make, DdpError); 3] = [
+        (
+            "past the sink's end",
+            |r| {
+                let to = r.sink_to + u64::from(r.size) - 10;
+                rtseg(
+                    1,
+                    control(1, Opcode::ReadResponse),
+                    r.sink_stag,
+                    to,
+                    &[0xaa; 64],
+                )
+            },
+            DdpError::BaseOrBounds,
+        ),
+        (
+            "before the sink",
+            |r| {
+                let to = r.sink_to - 1;
+                rtseg(
+                    1,
+                    control(1, Opcode::ReadResponse),
+                    r.sink_stag,
+                    to,
+                    &[0xaa; 64],
+                )
+            },
+            DdpError::BaseOrBounds,
+        ),
+        (
+            "into another STag",
+            |r| {
+                let stag = r.sink_stag ^ 0x0100;
+                rtseg(
+                    1,
+                    control(1, Opcode::ReadResponse),
+                    stag,
+                    r.sink_to,
+                    &[0xaa; 64],
+                )
+            },
+            DdpError::InvalidStag,
+        ),
+    ];
+    for (case, make, want) in cases {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        let sink = d.memory.alloc_region(4096).unwrap();
+        let sink_reg = d
+            .memory
+            .register(MemoryRegistration {
+                pd,
+                region: sink,
+                offset: 0,
+                len: 4096,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0x2000,
+            })
+            .unwrap();
+        let read = RdmaRequest {
+            wr_id: 9,
+            stream: S,
+            op: RdmaOp::Read {
+                source: Stag(0x0011_2201),
+                source_to: 0,
+                sink: sink_reg.stag,
+                sink_to: 0x2100,
+                len: 1000,
+            },
+            data: Payload::Bytes(Vec::new()),
+            signaled: true,
+        };
+        let Duo { conn, memory, .. } = &mut d;
+        conn.as_mut()
+            .unwrap()
+            .post_rdma(read, memory.stags())
+            .unwrap();
+        d.settle();
+        let request = d
+            .raw_rx
+            .iter()
+            .find(|(s, p, x)| *s == S && *p == 16 && x.len() == 48 && x[8..12] == [0, 0, 0, 1])
+            .map(|(_, _, x)| ReadRequest::parse(&x[20..]).unwrap())
+            .expect("the Read Request");
+        assert_eq!(
+            (request.sink_stag, request.sink_to, request.size),
+            (sink_reg.stag.0, 0x2100, 1000)
+        );
+        d.send(S, 16, &make(&request));
+        d.settle();
+        assert_eq!(d.rdmap_terminates(S), [TerminateError::Ddp(want)], "{case}");
+        assert!(
+            d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
+            "{case}: nothing placed"
+        );
+        assert_eq!(
+            d.comps
+                .iter()
+                .map(|c| (c.wr_id, c.status))
+                .collect::<Vec<_>>(),
+            [(9, Status::Flushed)],
+            "{case}: the Read ends flushed"
+        );
     }
 }
