@@ -200,7 +200,9 @@ impl Shared {
                     v.posted += 1;
                 }
             }
-            RtEvent::Refused { conn, op, error } => {
+            RtEvent::Refused {
+                conn, op, error, ..
+            } => {
                 if let Some(v) = self.conns.get_mut(&conn) {
                     v.refused += 1;
                     v.last_refusal = Some(format!("{op} refused: {error}"));

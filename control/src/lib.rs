@@ -11,6 +11,8 @@
 //! - [`runtime`]: the endpoint: data cores that own associations and run the per-packet path
 //!   ([`runtime::DataCore::poll`], the one loop the product, the tests and the benches run),
 //!   and a control thread that sets them up, with steering between cores.
+//! - [`verbs`]: the verbs-shaped API over the runtime (protection domains, memory regions,
+//!   queue pairs on RDMAP streams, completion queues; `docs/verbs.md` maps it to libibverbs).
 //! - [`xmit`]: the transmit side of one TX queue (batched, never leaking a buffer) and the
 //!   [`xmit::Tap`] that shows every frame queued on it.
 #![forbid(unsafe_code)]
@@ -20,4 +22,5 @@ pub mod memory;
 pub mod rdmap;
 pub mod runtime;
 pub mod session;
+pub mod verbs;
 pub mod xmit;

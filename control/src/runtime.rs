@@ -185,6 +185,8 @@ pub enum Event {
     Refused {
         conn: ConnHandle,
         op: &'static str,
+        /// The work request it would have posted, if any.
+        wr_id: Option<u64>,
         error: PostError,
     },
     /// An [`Op`] for a connection its core no longer holds.
@@ -884,14 +886,25 @@ impl<P: Port> DataCore<P> {
     /// Reports the results of operations that waited for a session.
     fn op_results(&mut self, conn: ConnHandle, k: usize) {
         while let Some(r) = self.slots[k].as_mut().and_then(|s| s.c.poll_op_result()) {
-            self.op_event(conn, r.op, r.result);
+            self.op_event(conn, r.op, r.wr_id, r.result);
         }
     }
 
     /// What the ULP hears of an operation: a refusal, or a receive buffer posted.
-    fn op_event(&mut self, conn: ConnHandle, op: &'static str, result: Result<Applied, PostError>) {
+    fn op_event(
+        &mut self,
+        conn: ConnHandle,
+        op: &'static str,
+        wr_id: Option<u64>,
+        result: Result<Applied, PostError>,
+    ) {
         let e = match result {
-            Err(error) => Event::Refused { conn, op, error },
+            Err(error) => Event::Refused {
+                conn,
+                op,
+                wr_id,
+                error,
+            },
             Ok(Applied::Posted { stream, qn, wr_id }) => Event::Posted {
                 conn,
                 stream,
@@ -1049,7 +1062,7 @@ impl<P: Port> DataCore<P> {
     /// An operation from the ULP, applied by its connection (or held there, in order, while
     /// its stream's session is at the control thread).
     fn op(&mut self, now: Instant, conn: ConnHandle, op: Op) {
-        let name = op.name();
+        let (name, wr_id) = (op.name(), op.wr_id());
         let Some(k) = self.find(conn) else {
             let _ = self.up(Upcall::Event(Event::Unknown { conn, op: name }));
             return;
@@ -1058,7 +1071,7 @@ impl<P: Port> DataCore<P> {
             return;
         };
         let result = s.c.apply(now, op, self.stags.table());
-        self.op_event(conn, name, result);
+        self.op_event(conn, name, wr_id, result);
     }
 
     fn frame_in(&mut self, now: Instant, buf: P::Buf, dispatched: bool) {

@@ -472,10 +472,12 @@ fn a_waiting_session_parks_only_its_own_stream() {
         vec![
             OpResult {
                 op: "accept",
+                wr_id: None,
                 result: Ok(Applied::Done)
             },
             OpResult {
                 op: "terminate",
+                wr_id: None,
                 result: Ok(Applied::Done)
             }
         ]

@@ -91,6 +91,16 @@ impl Op {
             Op::Abort => "abort",
         }
     }
+
+    /// The work request it posts, if any: what a refusal names.
+    pub fn wr_id(&self) -> Option<u64> {
+        match self {
+            Op::PostRecv { wr_id, .. } => Some(*wr_id),
+            Op::PostSend(req) => Some(req.wr_id),
+            Op::PostRdma(req) => Some(req.wr_id),
+            _ => None,
+        }
+    }
 }
 
 /// What [`Connection::apply`] did with an [`Op`].
@@ -112,6 +122,8 @@ pub enum Applied {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpResult {
     pub op: &'static str,
+    /// The work request's, if the operation posts one.
+    pub wr_id: Option<u64>,
     pub result: Result<Applied, PostError>,
 }
 

@@ -171,11 +171,13 @@ impl Connection {
                 }
                 Held::Op(op) => {
                     self.sink.held_ops -= 1;
-                    let name = op.name();
+                    let (name, wr_id) = (op.name(), op.wr_id());
                     let result = self.apply_stream_op(op, memory.stags);
-                    self.sink
-                        .op_results
-                        .push_back(OpResult { op: name, result });
+                    self.sink.op_results.push_back(OpResult {
+                        op: name,
+                        wr_id,
+                        result,
+                    });
                 }
             }
             if let Some(again) = self.streams[usize::from(stream)].lent.as_mut() {

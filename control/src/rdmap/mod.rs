@@ -44,7 +44,8 @@
 mod stream;
 
 pub use stream::{
-    rsvd_ulp, terminate_payload, OutboundRead, RdmapStream, ReadResponse, Stags, Upcall,
+    rsvd_ulp, terminate_error, terminate_payload, OutboundRead, RdmapStream, ReadResponse, Stags,
+    Upcall,
 };
 
 use core::fmt;

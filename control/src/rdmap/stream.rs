@@ -468,6 +468,17 @@ fn untagged_header_copy(ddp_ssn: u16, rsvd_ulp: [u8; 5], qn: u32, msn: u32) -> H
     HeaderCopy::from_bytes(&buf)
 }
 
+/// The error a Terminate reports for the receive error `error` (see [`terminate_payload`]).
+pub fn terminate_error(error: RxError) -> TerminateError {
+    match error {
+        RxError::Ddp(e) => TerminateError::Ddp(e),
+        RxError::Rdmap(e) => TerminateError::Rdmap(e),
+        RxError::Sequence(_) | RxError::Truncated | RxError::Oversize { .. } => {
+            TerminateError::Rdmap(RdmapError::CatastrophicStream)
+        }
+    }
+}
+
 /// The payload of the Terminate that reports `error` (RFC 5040 §4.8): the layer, type and
 /// code; the DDP Segment Length and DDP header of the segment that caused it (`header`, as
 /// DDP copied it: DDP-SSN first) where its layout is known; and the Read Request concerned.
@@ -481,13 +492,7 @@ pub fn terminate_payload(
     segment_len: usize,
     read_request: Option<ReadRequest>,
 ) -> Vec<u8> {
-    let reported = match error {
-        RxError::Ddp(e) => TerminateError::Ddp(e),
-        RxError::Rdmap(e) => TerminateError::Rdmap(e),
-        RxError::Sequence(_) | RxError::Truncated | RxError::Oversize { .. } => {
-            TerminateError::Rdmap(RdmapError::CatastrophicStream)
-        }
-    };
+    let reported = terminate_error(error);
     // The DDP header is the segment's layout only if its DDP version was understood.
     let layout_known = !matches!(
         error,

@@ -1,0 +1,996 @@
+//! A verbs-shaped API over the runtime: protection domains, memory regions with access flags,
+//! queue pairs bound to an RDMAP stream of a session, completion queues and work completions,
+//! as an RDMA programmer knows them from libibverbs (and as RFC 4296 §2.2.1 describes the
+//! operations). `docs/verbs.md` maps each call to its `rdma_*` and `ibv_*` counterparts.
+//!
+//! [`Verbs`] owns the runtime's [`Control`] and runs on its thread: [`Verbs::poll`] turns the
+//! control side, and turns what the data cores report (completions, received messages, session
+//! events, Terminates) into work completions on the queue pair's completion queues. The data
+//! cores run where the application put them (their own threads, or polled by the same thread
+//! before [`Verbs::poll`]).
+//!
+//! **Work requests.** `post_send` takes Send, Send with Invalidate, RDMA Write and RDMA Read
+//! (RFC 5040 §5) and Local Invalidate. A scatter-gather entry names local memory by lkey (the
+//! memory region's STag) and address (its Tagged Offset) and is checked against the region, its
+//! protection domain and its rights before anything is submitted; a failure completes the work
+//! request with [`WcStatus::LocalProtection`] and submits nothing. One entry is sent without a
+//! copy ([`Payload::Local`]); several are gathered into one buffer (a copy). An RDMA Read has
+//! exactly one entry, its Data Sink (as siw's `max_sge_rd`), and so does a receive.
+//!
+//! **Completions.** Send-queue completions come in posting order per queue pair (RFC 5040
+//! §5.5): an unsignaled work request that succeeded completes silently, and any failure is
+//! always reported. A receive completes with the byte length of the message, whether it was
+//! solicited, and the STag it invalidated (a Send with Invalidate, which every data core has
+//! dropped by then). When the stream ends (its session terminated, a Terminate either way, the
+//! association gone) the queue pair moves to [`QpState::Error`] and its outstanding work
+//! completes [`WcStatus::Flushed`]; the RDMAP error that ended it is [`Verbs::qp_error`].
+//!
+//! **Local Invalidate** revokes the STag on every data core without blocking this thread; its
+//! completion is reported once every core has acknowledged, so it may overtake the completions
+//! of work posted before it.
+
+use std::collections::{HashMap, VecDeque};
+
+use ddpdk_dataplane::mem::{Access, Pd, Revocation, Stag};
+use ddpdk_dataplane::port::Port;
+use ddpdk_dataplane::sctp::Instant;
+use ddpdk_dataplane::wire::rdmap::{Control as RdmapControl, TerminateError};
+
+use crate::conn::{Indication, Payload, PostError, RdmaOp, RdmaRequest, Status};
+use crate::memory::{MemoryError, MemoryRegistration, RegionId};
+use crate::rdmap::{terminate_error, RdmaLimits};
+use crate::runtime::{ConnHandle, Control, Event, Op, RuntimeError};
+use crate::session::Event as SessionEvent;
+
+/// A protection domain (`ibv_alloc_pd`; RFC 5041 §8.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProtectionDomain(pub Pd);
+
+/// A registered memory region (`ibv_reg_mr`): its lkey and rkey are one STag, its addresses
+/// Tagged Offsets from `addr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryRegion {
+    pub lkey: Stag,
+    pub rkey: Stag,
+    /// Tagged Offset of the first byte.
+    pub addr: u64,
+    pub len: u64,
+    pub access: Access,
+    pub pd: ProtectionDomain,
+    /// The endpoint memory behind it.
+    pub region: RegionId,
+}
+
+/// A completion queue (`ibv_create_cq`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cq(usize);
+
+/// A queue pair (`ibv_create_qp`): one RDMAP stream of one association.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Qp(pub u32);
+
+/// What a queue pair is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpInit {
+    pub pd: ProtectionDomain,
+    pub send_cq: Cq,
+    pub recv_cq: Cq,
+    /// The association and its stream the RDMAP stream runs on.
+    pub conn: ConnHandle,
+    pub stream: u16,
+    /// Read limits announced in the session's Private Data (ORD/IRD, `ibv_qp_attr`'s
+    /// `max_rd_atomic` / `max_dest_rd_atomic`).
+    pub limits: RdmaLimits,
+}
+
+/// A queue pair's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpState {
+    /// Created: receives may be posted.
+    Init,
+    /// The session's Initiate is out; waiting for the Accept.
+    Connecting,
+    /// Ready to send.
+    Rts,
+    /// The stream ended; outstanding work is flushed.
+    Error,
+}
+
+/// A scatter-gather entry (`ibv_sge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sge {
+    /// The local memory region's STag.
+    pub lkey: Stag,
+    /// Tagged Offset of the first byte.
+    pub addr: u64,
+    pub length: u32,
+}
+
+/// What a send-queue work request does (`ibv_wr_opcode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrOpcode {
+    Send,
+    /// Send with Invalidate: the peer invalidates `rkey` as the Send arrives (RFC 5040 §5.3).
+    SendWithInv {
+        rkey: Stag,
+    },
+    RdmaWrite {
+        rkey: Stag,
+        remote_addr: u64,
+    },
+    /// Reads `sg_list[0].length` bytes at the peer's `rkey`/`remote_addr` into `sg_list[0]`.
+    RdmaRead {
+        rkey: Stag,
+        remote_addr: u64,
+    },
+    /// Invalidates the local STag `lkey` on every data core.
+    LocalInv {
+        lkey: Stag,
+    },
+}
+
+/// A send-queue work request (`ibv_send_wr`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendWr {
+    pub wr_id: u64,
+    pub opcode: WrOpcode,
+    pub sg_list: Vec<Sge>,
+    /// `IBV_SEND_SIGNALED`: report its successful completion.
+    pub signaled: bool,
+    /// `IBV_SEND_SOLICITED`: a Send with Solicited Event (RFC 5040 §5.3).
+    pub solicited: bool,
+}
+
+/// A receive work request (`ibv_recv_wr`): exactly one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecvWr {
+    pub wr_id: u64,
+    pub sg_list: Vec<Sge>,
+}
+
+/// A work completion's status (`ibv_wc_status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WcStatus {
+    Success,
+    /// `IBV_WC_LOC_PROT_ERR`: an entry outside its region, of another protection domain,
+    /// without the right it needs, or an lkey no longer valid.
+    LocalProtection,
+    /// `IBV_WC_LOC_QP_OP_ERR`: the queue pair could not take it (state, a full queue, too
+    /// many entries).
+    LocalQpOperation,
+    /// `IBV_WC_WR_FLUSH_ERR`: the stream ended before it completed.
+    Flushed,
+}
+
+/// What a completed work request was (`ibv_wc_opcode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WcOpcode {
+    Send,
+    RdmaWrite,
+    RdmaRead,
+    LocalInv,
+    Recv,
+}
+
+/// A work completion (`ibv_wc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wc {
+    pub wr_id: u64,
+    pub status: WcStatus,
+    pub opcode: WcOpcode,
+    /// Bytes received (receive), or the work request's length.
+    pub byte_len: u32,
+    pub qp: Qp,
+    /// The STag a Send with Invalidate invalidated here (`IBV_WC_WITH_INV`, `invalidated_rkey`).
+    pub invalidated: Option<Stag>,
+    /// A receive of a Send with Solicited Event (`IBV_WC_WITH_SOLICITED` in spirit).
+    pub solicited: bool,
+}
+
+/// Why a verb was refused outright (`errno` of the verbs call); nothing was posted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerbsError {
+    NoSuchQp,
+    NoSuchCq,
+    /// The queue pair's state does not allow it (posting a send before it is ready, say).
+    QpState(QpState),
+    /// A queue pair on this stream of this association exists already.
+    StreamTaken,
+    Memory(MemoryError),
+    Runtime(RuntimeError),
+}
+
+impl std::fmt::Display for VerbsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerbsError::NoSuchQp => f.write_str("no such queue pair"),
+            VerbsError::NoSuchCq => f.write_str("no such completion queue"),
+            VerbsError::QpState(s) => write!(f, "the queue pair is {s:?}"),
+            VerbsError::StreamTaken => f.write_str("the stream has a queue pair already"),
+            VerbsError::Memory(e) => write!(f, "{e}"),
+            VerbsError::Runtime(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for VerbsError {}
+
+/// A send-queue work request waiting for its completion.
+#[derive(Debug, Clone, Copy)]
+struct Outstanding {
+    wr_id: u64,
+    opcode: WcOpcode,
+    byte_len: u32,
+}
+
+#[derive(Debug)]
+struct QpEntry {
+    init: QpInit,
+    state: QpState,
+    sq: VecDeque<Outstanding>,
+    rq: VecDeque<u64>,
+    /// Receives posted in [`QpState::Init`]: the stream has no receive path before its
+    /// session's Initiate or Accept, so they go to the core right behind it.
+    held_recvs: Vec<Op>,
+    error: Option<TerminateError>,
+}
+
+/// A Local Invalidate waiting for every core's acknowledgement.
+#[derive(Debug)]
+struct LocalInv {
+    qp: Qp,
+    wr_id: u64,
+    signaled: bool,
+    revocation: Revocation,
+}
+
+/// The verbs context: see the module documentation.
+#[derive(Debug)]
+pub struct Verbs<P: Port> {
+    control: Control<P>,
+    qps: Vec<Option<QpEntry>>,
+    by_stream: HashMap<(ConnHandle, u16), Qp>,
+    cqs: Vec<VecDeque<Wc>>,
+    local_invs: Vec<LocalInv>,
+    /// Runtime events verbs does not consume (connections accepted, sessions initiated by the
+    /// peer, reports), for the application's connection management.
+    events: VecDeque<Event>,
+}
+
+impl<P: Port> Verbs<P> {
+    pub fn new(control: Control<P>) -> Verbs<P> {
+        Verbs {
+            control,
+            qps: Vec::new(),
+            by_stream: HashMap::new(),
+            cqs: Vec::new(),
+            local_invs: Vec::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The runtime's control side (connections, reports, regions' bytes).
+    pub fn control(&self) -> &Control<P> {
+        &self.control
+    }
+
+    pub fn control_mut(&mut self) -> &mut Control<P> {
+        &mut self.control
+    }
+
+    /// `ibv_alloc_pd`.
+    pub fn alloc_pd(&mut self) -> ProtectionDomain {
+        ProtectionDomain(self.control.memory_mut().alloc_pd())
+    }
+
+    /// `ibv_reg_mr` (RFC 4296 `rdma_register`): `len` bytes of fresh memory registered whole
+    /// for `pd` with `access`, at Tagged Offset `addr`. Every data core knows the STag when
+    /// this returns ([`crate::memory::Memory::register`]).
+    pub fn reg_mr(
+        &mut self,
+        pd: ProtectionDomain,
+        len: usize,
+        access: Access,
+        addr: u64,
+    ) -> Result<MemoryRegion, VerbsError> {
+        let memory = self.control.memory_mut();
+        let region = memory.alloc_region(len).map_err(|_| {
+            // The region could not be allocated (memory, or the region table full).
+            VerbsError::Memory(MemoryError::NoSuchRegion)
+        })?;
+        let reg = memory
+            .register(MemoryRegistration {
+                pd: pd.0,
+                region,
+                offset: 0,
+                len: len as u64,
+                access,
+                stream: None,
+                to_base: addr,
+            })
+            .map_err(VerbsError::Memory)?;
+        Ok(MemoryRegion {
+            lkey: reg.stag,
+            rkey: reg.stag,
+            addr,
+            len: len as u64,
+            access,
+            pd,
+            region,
+        })
+    }
+
+    /// `ibv_dereg_mr` (RFC 4296 `rdma_deregister`): returns once no data core can place into
+    /// it (the cores must be polling meanwhile, on their own threads).
+    pub fn dereg_mr(&mut self, mr: MemoryRegion) -> Result<(), VerbsError> {
+        self.control
+            .memory_mut()
+            .deregister(mr.lkey)
+            .map_err(VerbsError::Memory)
+    }
+
+    /// `ibv_create_cq`.
+    pub fn create_cq(&mut self) -> Cq {
+        self.cqs.push(VecDeque::new());
+        Cq(self.cqs.len() - 1)
+    }
+
+    /// `ibv_create_qp`: a queue pair for `init.stream` of `init.conn`, in [`QpState::Init`].
+    pub fn create_qp(&mut self, init: QpInit) -> Result<Qp, VerbsError> {
+        if init.send_cq.0 >= self.cqs.len() || init.recv_cq.0 >= self.cqs.len() {
+            return Err(VerbsError::NoSuchCq);
+        }
+        if self.by_stream.contains_key(&(init.conn, init.stream)) {
+            return Err(VerbsError::StreamTaken);
+        }
+        let qp = Qp(self.qps.len() as u32);
+        self.qps.push(Some(QpEntry {
+            init,
+            state: QpState::Init,
+            sq: VecDeque::new(),
+            rq: VecDeque::new(),
+            held_recvs: Vec::new(),
+            error: None,
+        }));
+        self.by_stream.insert((init.conn, init.stream), qp);
+        Ok(qp)
+    }
+
+    /// `ibv_destroy_qp`: forgets it (its stream's session is not ended by this).
+    pub fn destroy_qp(&mut self, qp: Qp) -> Result<(), VerbsError> {
+        let e = self
+            .qps
+            .get_mut(qp.0 as usize)
+            .and_then(Option::take)
+            .ok_or(VerbsError::NoSuchQp)?;
+        self.by_stream.remove(&(e.init.conn, e.init.stream));
+        Ok(())
+    }
+
+    /// The active side's connect (`rdma_connect` of librdmacm): the RDMAP session's Initiate
+    /// goes out with the Read limits; the queue pair is [`QpState::Rts`] once the Accept comes.
+    pub fn connect_qp(&mut self, qp: Qp, private_data: &[u8]) -> Result<(), VerbsError> {
+        self.open_session(qp, private_data, false)
+    }
+
+    /// The passive side's accept (`rdma_accept`), after the peer's Initiate arrived (an
+    /// [`Event`] from [`Verbs::poll_event`]): the queue pair is ready to send at once, as
+    /// operations reach the core in order behind the Accept.
+    pub fn accept_qp(&mut self, qp: Qp, private_data: &[u8]) -> Result<(), VerbsError> {
+        self.open_session(qp, private_data, true)
+    }
+
+    fn open_session(
+        &mut self,
+        qp: Qp,
+        private_data: &[u8],
+        accept: bool,
+    ) -> Result<(), VerbsError> {
+        let e = self.entry(qp)?;
+        if e.state != QpState::Init {
+            return Err(VerbsError::QpState(e.state));
+        }
+        let QpInit {
+            conn,
+            stream,
+            pd,
+            limits,
+            ..
+        } = e.init;
+        let (pd, private_data) = (pd.0, private_data.to_vec());
+        let (op, next) = if accept {
+            let op = Op::AcceptRdmap {
+                stream,
+                pd,
+                limits,
+                private_data,
+            };
+            (op, QpState::Rts)
+        } else {
+            let op = Op::InitiateRdmap {
+                stream,
+                pd,
+                limits,
+                private_data,
+            };
+            (op, QpState::Connecting)
+        };
+        self.control.submit(conn, op).map_err(VerbsError::Runtime)?;
+        self.entry_mut(qp)?.state = next;
+        self.release_recvs(qp, conn)
+    }
+
+    pub fn qp_state(&self, qp: Qp) -> Option<QpState> {
+        self.entry(qp).ok().map(|e| e.state)
+    }
+
+    /// The RDMAP error that ended the queue pair's stream, from either side's Terminate.
+    pub fn qp_error(&self, qp: Qp) -> Option<TerminateError> {
+        self.entry(qp).ok().and_then(|e| e.error)
+    }
+
+    /// `ibv_post_send` (RFC 4296 `rdma_send`, `rdma_write`, `rdma_read`). Refused outright
+    /// (nothing posted) only for a queue pair that is not ready or a core that cannot take
+    /// more; a work request whose memory does not pass its checks completes with an error.
+    pub fn post_send(&mut self, qp: Qp, wr: &SendWr) -> Result<(), VerbsError> {
+        let e = self.entry(qp)?;
+        if e.state != QpState::Rts {
+            return Err(VerbsError::QpState(e.state));
+        }
+        let QpInit {
+            conn,
+            stream,
+            pd,
+            send_cq,
+            ..
+        } = e.init;
+        let (opcode, op) = match wr.opcode {
+            WrOpcode::Send => (
+                WcOpcode::Send,
+                RdmaOp::Send {
+                    solicited: wr.solicited,
+                    invalidate: None,
+                },
+            ),
+            WrOpcode::SendWithInv { rkey } => (
+                WcOpcode::Send,
+                RdmaOp::Send {
+                    solicited: wr.solicited,
+                    invalidate: Some(rkey),
+                },
+            ),
+            WrOpcode::RdmaWrite { rkey, remote_addr } => (
+                WcOpcode::RdmaWrite,
+                RdmaOp::Write {
+                    stag: rkey,
+                    to: remote_addr,
+                },
+            ),
+            WrOpcode::RdmaRead { rkey, remote_addr } => {
+                let [sink] = wr.sg_list[..] else {
+                    self.complete_now(
+                        qp,
+                        send_cq,
+                        wr,
+                        WcOpcode::RdmaRead,
+                        WcStatus::LocalQpOperation,
+                    );
+                    return Ok(());
+                };
+                if self.check_sge(pd, &sink, Access::LOCAL_WRITE).is_err() {
+                    self.complete_now(
+                        qp,
+                        send_cq,
+                        wr,
+                        WcOpcode::RdmaRead,
+                        WcStatus::LocalProtection,
+                    );
+                    return Ok(());
+                }
+                (
+                    WcOpcode::RdmaRead,
+                    RdmaOp::Read {
+                        source: rkey,
+                        source_to: remote_addr,
+                        sink: sink.lkey,
+                        sink_to: sink.addr,
+                        len: sink.length,
+                    },
+                )
+            }
+            WrOpcode::LocalInv { lkey } => return self.local_invalidate(qp, wr, pd, lkey),
+        };
+        let data = match opcode {
+            WcOpcode::RdmaRead => Payload::Bytes(Vec::new()),
+            _ => match self.gather(pd, &wr.sg_list) {
+                Ok(p) => p,
+                Err(()) => {
+                    self.complete_now(qp, send_cq, wr, opcode, WcStatus::LocalProtection);
+                    return Ok(());
+                }
+            },
+        };
+        let byte_len = wr
+            .sg_list
+            .iter()
+            .map(|s| s.length)
+            .fold(0u32, u32::saturating_add);
+        let req = RdmaRequest {
+            wr_id: wr.wr_id,
+            stream,
+            op,
+            data,
+            signaled: wr.signaled,
+        };
+        self.control
+            .submit(conn, Op::PostRdma(req))
+            .map_err(VerbsError::Runtime)?;
+        self.entry_mut(qp)?.sq.push_back(Outstanding {
+            wr_id: wr.wr_id,
+            opcode,
+            byte_len,
+        });
+        Ok(())
+    }
+
+    /// `ibv_post_recv` (RFC 4296 `rdma_post_recv`): one entry, local write needed.
+    pub fn post_recv(&mut self, qp: Qp, wr: &RecvWr) -> Result<(), VerbsError> {
+        let e = self.entry(qp)?;
+        if e.state == QpState::Error {
+            return Err(VerbsError::QpState(e.state));
+        }
+        let QpInit {
+            conn,
+            stream,
+            pd,
+            recv_cq,
+            ..
+        } = e.init;
+        let buffer = match wr.sg_list[..] {
+            [sge] => self
+                .check_sge(pd, &sge, Access::LOCAL_WRITE)
+                .and_then(|base| {
+                    self.control
+                        .memory()
+                        .receive_buffer(pd.0, sge.lkey, sge.addr - base, sge.length)
+                        .map_err(|_| WcStatus::LocalProtection)
+                }),
+            _ => Err(WcStatus::LocalQpOperation),
+        };
+        let buffer = match buffer {
+            Ok(b) => b,
+            Err(status) => {
+                self.push_wc(
+                    recv_cq,
+                    Wc {
+                        wr_id: wr.wr_id,
+                        status,
+                        opcode: WcOpcode::Recv,
+                        byte_len: 0,
+                        qp,
+                        invalidated: None,
+                        solicited: false,
+                    },
+                );
+                return Ok(());
+            }
+        };
+        let op = Op::PostRecv {
+            stream,
+            qn: 0,
+            wr_id: wr.wr_id,
+            buffer,
+        };
+        let e = self.entry_mut(qp)?;
+        if e.state == QpState::Init {
+            e.held_recvs.push(op);
+            e.rq.push_back(wr.wr_id);
+            return Ok(());
+        }
+        self.control.submit(conn, op).map_err(VerbsError::Runtime)?;
+        self.entry_mut(qp)?.rq.push_back(wr.wr_id);
+        Ok(())
+    }
+
+    /// `ibv_poll_cq`: up to `wc.len()` completions, oldest first; returns how many.
+    pub fn poll_cq(&mut self, cq: Cq, wc: &mut [Wc]) -> Result<usize, VerbsError> {
+        let q = self.cqs.get_mut(cq.0).ok_or(VerbsError::NoSuchCq)?;
+        let n = wc.len().min(q.len());
+        for (slot, c) in wc.iter_mut().zip(q.drain(..n)) {
+            *slot = c;
+        }
+        Ok(n)
+    }
+
+    /// Runtime events verbs did not consume: connections, a peer's Initiate to accept, reports.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// One turn: the control side, then its events into work completions. Returns the work
+    /// done.
+    pub fn poll(&mut self, now: Instant) -> usize {
+        let mut work = self.control.poll(now);
+        while let Some(e) = self.control.poll_event() {
+            work += 1;
+            self.event(e);
+        }
+        work + self.local_invalidations()
+    }
+
+    // ---- internals ----
+
+    /// Submits the receives posted before the session's Initiate or Accept, behind it.
+    fn release_recvs(&mut self, qp: Qp, conn: ConnHandle) -> Result<(), VerbsError> {
+        let held = std::mem::take(&mut self.entry_mut(qp)?.held_recvs);
+        for op in held {
+            // `must`-less: a full command ring refuses; the receive completes with an error
+            // rather than being lost.
+            let wr_id = op.wr_id();
+            if self.control.submit(conn, op).is_err() {
+                if let Some(wr_id) = wr_id {
+                    self.recv_completion(qp, wr_id, WcStatus::LocalQpOperation, 0, None, false);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn entry(&self, qp: Qp) -> Result<&QpEntry, VerbsError> {
+        self.qps
+            .get(qp.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or(VerbsError::NoSuchQp)
+    }
+
+    fn entry_mut(&mut self, qp: Qp) -> Result<&mut QpEntry, VerbsError> {
+        self.qps
+            .get_mut(qp.0 as usize)
+            .and_then(Option::as_mut)
+            .ok_or(VerbsError::NoSuchQp)
+    }
+
+    fn push_wc(&mut self, cq: Cq, wc: Wc) {
+        if let Some(q) = self.cqs.get_mut(cq.0) {
+            q.push_back(wc);
+        }
+    }
+
+    fn complete_now(&mut self, qp: Qp, cq: Cq, wr: &SendWr, opcode: WcOpcode, status: WcStatus) {
+        self.push_wc(
+            cq,
+            Wc {
+                wr_id: wr.wr_id,
+                status,
+                opcode,
+                byte_len: 0,
+                qp,
+                invalidated: None,
+                solicited: false,
+            },
+        );
+    }
+
+    /// Checks that `sge` lies in a live registration of `pd` granting `need`; returns the
+    /// registration's base Tagged Offset.
+    fn check_sge(&self, pd: ProtectionDomain, sge: &Sge, need: Access) -> Result<u64, WcStatus> {
+        let reg = self
+            .control
+            .memory()
+            .stags()
+            .lookup(sge.lkey)
+            .filter(|r| r.pd == pd.0 && r.access.contains(need))
+            .ok_or(WcStatus::LocalProtection)?;
+        let inside = sge.addr.checked_sub(reg.to_base).is_some_and(|rel| {
+            rel.checked_add(u64::from(sge.length))
+                .is_some_and(|end| end <= reg.len)
+        });
+        if inside {
+            Ok(reg.to_base)
+        } else {
+            Err(WcStatus::LocalProtection)
+        }
+    }
+
+    /// The bytes of a Send or a Write: one entry by reference, several gathered (a copy).
+    fn gather(&self, pd: ProtectionDomain, sg_list: &[Sge]) -> Result<Payload, ()> {
+        for sge in sg_list {
+            self.check_sge(pd, sge, Access::default()).map_err(|_| ())?;
+        }
+        match sg_list {
+            [] => Ok(Payload::Bytes(Vec::new())),
+            [sge] => Ok(Payload::Local {
+                stag: sge.lkey,
+                to: sge.addr,
+                len: sge.length,
+            }),
+            many => {
+                let memory = self.control.memory();
+                let mut bytes = Vec::new();
+                for sge in many {
+                    let reg = memory.stags().lookup(sge.lkey).ok_or(())?;
+                    let region = memory.region(RegionId(reg.memory.region)).ok_or(())?;
+                    let at = bytes.len();
+                    bytes.resize(at + sge.length as usize, 0);
+                    let offset = reg.memory.offset + (sge.addr - reg.to_base);
+                    region.read(offset, &mut bytes[at..]).map_err(|_| ())?;
+                }
+                Ok(Payload::Bytes(bytes))
+            }
+        }
+    }
+
+    fn local_invalidate(
+        &mut self,
+        qp: Qp,
+        wr: &SendWr,
+        pd: ProtectionDomain,
+        lkey: Stag,
+    ) -> Result<(), VerbsError> {
+        let send_cq = self.entry(qp)?.init.send_cq;
+        let ours = self
+            .control
+            .memory()
+            .stags()
+            .lookup(lkey)
+            .is_some_and(|r| r.pd == pd.0);
+        let started = if ours {
+            self.control.memory_mut().start_revoke(lkey).ok()
+        } else {
+            None
+        };
+        match started {
+            Some(revocation) => self.local_invs.push(LocalInv {
+                qp,
+                wr_id: wr.wr_id,
+                signaled: wr.signaled,
+                revocation,
+            }),
+            None => self.complete_now(
+                qp,
+                send_cq,
+                wr,
+                WcOpcode::LocalInv,
+                WcStatus::LocalProtection,
+            ),
+        }
+        Ok(())
+    }
+
+    /// Completes the Local Invalidates every core has acknowledged.
+    fn local_invalidations(&mut self) -> usize {
+        let mut done = Vec::new();
+        let memory = self.control.memory_mut();
+        self.local_invs
+            .retain(|l| match memory.revocation(l.revocation) {
+                None => true,
+                Some(r) => {
+                    done.push((l.qp, l.wr_id, l.signaled, r.is_ok()));
+                    false
+                }
+            });
+        let n = done.len();
+        for (qp, wr_id, signaled, ok) in done {
+            if ok && !signaled {
+                continue;
+            }
+            let Ok(cq) = self.entry(qp).map(|e| e.init.send_cq) else {
+                continue;
+            };
+            let status = if ok {
+                WcStatus::Success
+            } else {
+                WcStatus::LocalQpOperation
+            };
+            self.push_wc(
+                cq,
+                Wc {
+                    wr_id,
+                    status,
+                    opcode: WcOpcode::LocalInv,
+                    byte_len: 0,
+                    qp,
+                    invalidated: None,
+                    solicited: false,
+                },
+            );
+        }
+        n
+    }
+
+    fn qp_of(&self, conn: ConnHandle, stream: u16) -> Option<Qp> {
+        self.by_stream.get(&(conn, stream)).copied()
+    }
+
+    fn event(&mut self, e: Event) {
+        match e {
+            Event::Completion { conn, completion } => {
+                let Some(qp) = self.qp_of(conn, completion.stream) else {
+                    return self
+                        .events
+                        .push_back(Event::Completion { conn, completion });
+                };
+                let status = match completion.status {
+                    Status::Success => WcStatus::Success,
+                    Status::Flushed => WcStatus::Flushed,
+                };
+                self.send_completion(qp, completion.wr_id, status);
+            }
+            Event::Refused {
+                conn,
+                op,
+                wr_id: Some(wr_id),
+                error,
+            } => {
+                // A refused post: the queue pair of this connection holding the work request.
+                let recv = op == "post_recv";
+                let qp = self.by_stream.iter().find_map(|(&(c, _), &qp)| {
+                    let e = self.entry(qp).ok()?;
+                    let holds = if recv {
+                        e.rq.contains(&wr_id)
+                    } else {
+                        e.sq.iter().any(|o| o.wr_id == wr_id)
+                    };
+                    (c == conn && holds).then_some(qp)
+                });
+                let Some(qp) = qp else {
+                    return self.events.push_back(Event::Refused {
+                        conn,
+                        op,
+                        wr_id: Some(wr_id),
+                        error,
+                    });
+                };
+                let status = match error {
+                    PostError::BadLocalStag | PostError::BadRegion | PostError::BadSink => {
+                        WcStatus::LocalProtection
+                    }
+                    _ => WcStatus::LocalQpOperation,
+                };
+                if recv {
+                    self.recv_completion(qp, wr_id, status, 0, None, false);
+                } else {
+                    self.send_completion(qp, wr_id, status);
+                }
+            }
+            Event::Indication { conn, indication } => self.indication(conn, indication),
+            other => self.events.push_back(other),
+        }
+    }
+
+    fn indication(&mut self, conn: ConnHandle, indication: Indication) {
+        match indication {
+            Indication::Received {
+                stream,
+                wr_id,
+                len,
+                rsvd_ulp,
+                invalidated,
+                ..
+            } if self.qp_of(conn, stream).is_some() => {
+                let solicited = RdmapControl::from_byte(rsvd_ulp[0])
+                    .opcode
+                    .solicited_event();
+                if let Some(qp) = self.qp_of(conn, stream) {
+                    self.recv_completion(qp, wr_id, WcStatus::Success, len, invalidated, solicited);
+                }
+            }
+            Indication::RecvFlushed { stream, wr_id, qn } => match self.qp_of(conn, stream) {
+                Some(qp) => self.recv_completion(qp, wr_id, WcStatus::Flushed, 0, None, false),
+                None => self.events.push_back(Event::Indication {
+                    conn,
+                    indication: Indication::RecvFlushed { stream, wr_id, qn },
+                }),
+            },
+            Indication::Session { stream, event } => {
+                if let Some(qp) = self.qp_of(conn, stream) {
+                    if let Ok(e) = self.entry_mut(qp) {
+                        match &event {
+                            SessionEvent::Accepted { .. } if e.state == QpState::Connecting => {
+                                e.state = QpState::Rts;
+                            }
+                            SessionEvent::Rejected { .. }
+                            | SessionEvent::SessionTerminated { .. } => e.state = QpState::Error,
+                            _ => {}
+                        }
+                    }
+                }
+                self.events.push_back(Event::Indication {
+                    conn,
+                    indication: Indication::Session { stream, event },
+                });
+            }
+            Indication::RdmapTerminate { stream, error } => {
+                if let Some(e) = self
+                    .qp_of(conn, stream)
+                    .and_then(|qp| self.entry_mut(qp).ok())
+                {
+                    e.error = Some(error);
+                    e.state = QpState::Error;
+                }
+            }
+            Indication::Error { stream, error, .. } => {
+                if let Some(e) = self
+                    .qp_of(conn, stream)
+                    .and_then(|qp| self.entry_mut(qp).ok())
+                {
+                    // The error our Terminate reports (the peer's, if it came first, stays).
+                    e.error.get_or_insert(terminate_error(error));
+                    e.state = QpState::Error;
+                }
+            }
+            Indication::Closed(reason) => {
+                for e in self.qps.iter_mut().flatten() {
+                    if e.init.conn == conn {
+                        e.state = QpState::Error;
+                    }
+                }
+                self.events.push_back(Event::Indication {
+                    conn,
+                    indication: Indication::Closed(reason),
+                });
+            }
+            other => self.events.push_back(Event::Indication {
+                conn,
+                indication: other,
+            }),
+        }
+    }
+
+    /// The completion of `wr_id` on `qp`'s send queue: the ones posted before it without a
+    /// signal completed silently (completions keep posting order, RFC 5040 §5.5).
+    fn send_completion(&mut self, qp: Qp, wr_id: u64, status: WcStatus) {
+        let Ok(e) = self.entry_mut(qp) else {
+            return;
+        };
+        let Some(at) = e.sq.iter().position(|o| o.wr_id == wr_id) else {
+            return;
+        };
+        let done = e.sq.drain(..=at).next_back();
+        let cq = e.init.send_cq;
+        if let Some(o) = done {
+            self.push_wc(
+                cq,
+                Wc {
+                    wr_id,
+                    status,
+                    opcode: o.opcode,
+                    byte_len: o.byte_len,
+                    qp,
+                    invalidated: None,
+                    solicited: false,
+                },
+            );
+        }
+    }
+
+    fn recv_completion(
+        &mut self,
+        qp: Qp,
+        wr_id: u64,
+        status: WcStatus,
+        byte_len: u32,
+        invalidated: Option<Stag>,
+        solicited: bool,
+    ) {
+        let Ok(e) = self.entry_mut(qp) else {
+            return;
+        };
+        if let Some(at) = e.rq.iter().position(|&w| w == wr_id) {
+            e.rq.remove(at);
+        }
+        let cq = e.init.recv_cq;
+        self.push_wc(
+            cq,
+            Wc {
+                wr_id,
+                status,
+                opcode: WcOpcode::Recv,
+                byte_len,
+                qp,
+                invalidated,
+                solicited,
+            },
+        );
+    }
+}

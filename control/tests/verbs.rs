@@ -1,0 +1,516 @@
+//! The verbs-shaped API (`ddpdk_control::verbs`) end to end: two endpoints, each a runtime
+//! under a `Verbs` context, their data cores polled on the test thread. Work requests, their
+//! completions (opcode, byte length, status, the invalidated STag), errors as completion
+//! statuses, and the flush when a stream ends.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+mod rt;
+use rt::{runtime, PORT};
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use ddpdk_control::conn::Indication;
+use ddpdk_control::rdmap::RdmaLimits;
+use ddpdk_control::runtime::{ConnHandle, DataCore, Event, RuntimeConfig};
+use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::verbs::{
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Sge, Verbs,
+    VerbsError, Wc, WcOpcode, WcStatus, WrOpcode,
+};
+use ddpdk_dataplane::mem::Access;
+use ddpdk_dataplane::port::mem::{pair, MemPort};
+use ddpdk_dataplane::sctp::Instant;
+use ddpdk_dataplane::wire::ddp::DdpError;
+use ddpdk_dataplane::wire::rdmap::TerminateError;
+
+const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const B6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+
+/// One endpoint: its verbs context and its data cores.
+struct Node {
+    v: Verbs<MemPort>,
+    cores: Vec<DataCore<MemPort>>,
+    events: Vec<Event>,
+}
+
+struct Pair {
+    a: Node,
+    b: Node,
+    now: Instant,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let (pa, pb) = pair(2, 1024);
+        let (ca, ka) = runtime(pa, A4, A6, 1, RuntimeConfig::default());
+        let (cb, kb) = runtime(pb, B4, B6, 2, RuntimeConfig::default());
+        Pair {
+            a: Node {
+                v: Verbs::new(ca),
+                cores: ka,
+                events: Vec::new(),
+            },
+            b: Node {
+                v: Verbs::new(cb),
+                cores: kb,
+                events: Vec::new(),
+            },
+            now: Instant::from_nanos(1_000_000_000),
+        }
+    }
+
+    fn step(&mut self) {
+        for n in [&mut self.a, &mut self.b] {
+            for k in &mut n.cores {
+                k.poll(self.now);
+            }
+        }
+        for n in [&mut self.a, &mut self.b] {
+            n.v.poll(self.now);
+            n.events.extend(std::iter::from_fn(|| n.v.poll_event()));
+        }
+        self.now += Duration::from_micros(200);
+    }
+
+    fn run_until(&mut self, what: &str, mut done: impl FnMut(&mut Pair) -> bool) {
+        for _ in 0..200_000 {
+            if done(self) {
+                return;
+            }
+            self.step();
+        }
+        panic!("no {what} after 40 simulated seconds");
+    }
+}
+
+fn wcs(v: &mut Verbs<MemPort>, cq: Cq) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let mut buf = [Wc {
+        wr_id: 0,
+        status: WcStatus::Success,
+        opcode: WcOpcode::Send,
+        byte_len: 0,
+        qp: Qp(0),
+        invalidated: None,
+        solicited: false,
+    }; 4];
+    loop {
+        let n = v.poll_cq(cq, &mut buf).unwrap();
+        out.extend_from_slice(&buf[..n]);
+        if n < buf.len() {
+            return out;
+        }
+    }
+}
+
+fn sge(mr: &MemoryRegion, offset: u64, length: u32) -> Sge {
+    Sge {
+        lkey: mr.lkey,
+        addr: mr.addr + offset,
+        length,
+    }
+}
+
+fn wr(wr_id: u64, opcode: WrOpcode, sg_list: Vec<Sge>) -> SendWr {
+    SendWr {
+        wr_id,
+        opcode,
+        sg_list,
+        signaled: true,
+        solicited: false,
+    }
+}
+
+/// The client's queue pair connected to the server's, each with its CQs; the server posted
+/// `recvs` receives of 1 KiB from `recv_mr` before accepting.
+struct Connected {
+    p: Pair,
+    qa: Qp,
+    qb: Qp,
+    cqa: Cq,
+    cqb_send: Cq,
+    cqb_recv: Cq,
+    pda: ProtectionDomain,
+    pdb: ProtectionDomain,
+    recv_mr: MemoryRegion,
+}
+
+fn connected(recvs: u64) -> Connected {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let recv_mr =
+        p.b.v
+            .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let now = p.now;
+    let conn =
+        p.a.v
+            .control_mut()
+            .connect(now, IpAddr::V4(B4), PORT)
+            .unwrap();
+    p.run_until("the association", |p| {
+        p.a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        })
+    });
+    let cqa = p.a.v.create_cq();
+    let qa =
+        p.a.v
+            .create_qp(QpInit {
+                pd: pda,
+                send_cq: cqa,
+                recv_cq: cqa,
+                conn,
+                stream: 1,
+                limits: RdmaLimits::default(),
+            })
+            .unwrap();
+    assert_eq!(
+        p.a.v.post_send(qa, &wr(1, WrOpcode::Send, Vec::new())),
+        Err(VerbsError::QpState(QpState::Init)),
+        "no send before the queue pair is connected"
+    );
+    p.a.v.connect_qp(qa, b"verbs").unwrap();
+    let mut server_conn = None::<ConnHandle>;
+    p.run_until("the Initiate", |p| {
+        server_conn = p.b.events.iter().find_map(|e| match e {
+            Event::Indication {
+                conn,
+                indication:
+                    Indication::Session {
+                        stream: 1,
+                        event: SessionEvent::InitiateReceived { .. },
+                    },
+            } => Some(*conn),
+            _ => None,
+        });
+        server_conn.is_some()
+    });
+    let (cqb_send, cqb_recv) = (p.b.v.create_cq(), p.b.v.create_cq());
+    let qb =
+        p.b.v
+            .create_qp(QpInit {
+                pd: pdb,
+                send_cq: cqb_send,
+                recv_cq: cqb_recv,
+                conn: server_conn.unwrap(),
+                stream: 1,
+                limits: RdmaLimits::default(),
+            })
+            .unwrap();
+    for i in 0..recvs {
+        let r = RecvWr {
+            wr_id: 500 + i,
+            sg_list: vec![sge(&recv_mr, i * 1024, 1024)],
+        };
+        p.b.v.post_recv(qb, &r).unwrap();
+    }
+    p.b.v.accept_qp(qb, b"").unwrap();
+    p.run_until("the Accept", |p| p.a.v.qp_state(qa) == Some(QpState::Rts));
+    Connected {
+        p,
+        qa,
+        qb,
+        cqa,
+        cqb_send,
+        cqb_recv,
+        pda,
+        pdb,
+        recv_mr,
+    }
+}
+
+/// Write (two entries, gathered), Read, then Send with Solicited Event and Invalidate, one
+/// unsignaled Write among them: the client's send queue completes in posting order with each
+/// opcode and length (the unsignaled Write silently); the server's receive completes with the
+/// length, the solicited flag and the STag it invalidated, which no table knows any more; a
+/// Write through that STag afterwards ends the stream, and every queue pair's outstanding work
+/// is flushed, the RDMAP error kept (RFC 5040 §5, §5.3, §5.5, §7).
+#[test]
+fn verbs_work_requests_complete_in_order_with_their_opcodes() {
+    let mut c = connected(2);
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 1 << 16, Access::default(), 0x1000_0000)
+            .unwrap();
+    let sink =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 1 << 16, Access::LOCAL_WRITE, 0x2000_0000)
+            .unwrap();
+    let target =
+        c.p.b
+            .v
+            .reg_mr(
+                c.pdb,
+                1 << 16,
+                Access::REMOTE_WRITE | Access::REMOTE_READ,
+                0x3000_0000,
+            )
+            .unwrap();
+    let data: Vec<u8> = (0..12_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mem = c.p.a.v.control().memory();
+    mem.region(src.region).unwrap().place(0, &data).unwrap();
+    let write = |_wr_id, offset: u64| WrOpcode::RdmaWrite {
+        rkey: target.rkey,
+        remote_addr: target.addr + offset,
+    };
+    let (qa, cqa) = (c.qa, c.cqa);
+    let v = &mut c.p.a.v;
+    // 12 000 bytes as two entries: 5000 + 7000.
+    v.post_send(
+        qa,
+        &wr(
+            1,
+            write(1, 0),
+            vec![sge(&src, 0, 5000), sge(&src, 5000, 7000)],
+        ),
+    )
+    .unwrap();
+    let mut quiet = wr(2, write(2, 20_000), vec![sge(&src, 0, 100)]);
+    quiet.signaled = false;
+    v.post_send(qa, &quiet).unwrap();
+    v.post_send(
+        qa,
+        &wr(
+            3,
+            WrOpcode::RdmaRead {
+                rkey: target.rkey,
+                remote_addr: target.addr,
+            },
+            vec![sge(&sink, 64, 12_000)],
+        ),
+    )
+    .unwrap();
+    let mut send = wr(
+        4,
+        WrOpcode::SendWithInv { rkey: target.rkey },
+        vec![sge(&src, 0, 300)],
+    );
+    send.solicited = true;
+    v.post_send(qa, &send).unwrap();
+    let mut got = Vec::new();
+    c.p.run_until("three completions", |p| {
+        got.extend(wcs(&mut p.a.v, cqa));
+        got.len() >= 3
+    });
+    let summary: Vec<_> = got
+        .iter()
+        .map(|w| (w.wr_id, w.status, w.opcode, w.byte_len, w.qp))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (1, WcStatus::Success, WcOpcode::RdmaWrite, 12_000, qa),
+            (3, WcStatus::Success, WcOpcode::RdmaRead, 12_000, qa),
+            (4, WcStatus::Success, WcOpcode::Send, 300, qa),
+        ],
+        "posting order; the unsignaled Write completes silently"
+    );
+    let mut back = vec![0u8; 12_000];
+    let mem = c.p.a.v.control().memory();
+    mem.region(sink.region)
+        .unwrap()
+        .read(64, &mut back)
+        .unwrap();
+    assert_eq!(back, data, "the Read brought the written bytes back");
+
+    let mut recv = Vec::new();
+    let cqb_recv = c.cqb_recv;
+    c.p.run_until("the receive", |p| {
+        recv.extend(wcs(&mut p.b.v, cqb_recv));
+        !recv.is_empty()
+    });
+    assert_eq!(
+        recv[0],
+        Wc {
+            wr_id: 500,
+            status: WcStatus::Success,
+            opcode: WcOpcode::Recv,
+            byte_len: 300,
+            qp: c.qb,
+            invalidated: Some(target.rkey),
+            solicited: true,
+        }
+    );
+    let mut got300 = vec![0u8; 300];
+    let mem = c.p.b.v.control().memory();
+    mem.region(c.recv_mr.region)
+        .unwrap()
+        .read(0, &mut got300)
+        .unwrap();
+    assert_eq!(got300, data[..300]);
+    assert!(mem.stags().lookup(target.rkey).is_none(), "invalidated");
+
+    // The STag is gone: a Write through it ends the stream. The Write itself completes at
+    // the Data Source once SCTP has it acknowledged (RFC 5040 §5.1: the source's completion
+    // says nothing of placement); the Read behind it never gets its response and is flushed.
+    c.p.a
+        .v
+        .post_send(qa, &wr(5, write(5, 0), vec![sge(&src, 0, 100)]))
+        .unwrap();
+    let read = WrOpcode::RdmaRead {
+        rkey: target.rkey,
+        remote_addr: target.addr,
+    };
+    c.p.a
+        .v
+        .post_send(qa, &wr(6, read, vec![sge(&sink, 0, 100)]))
+        .unwrap();
+    let mut tail = Vec::new();
+    c.p.run_until("the flush", |p| {
+        tail.extend(wcs(&mut p.a.v, cqa));
+        tail.len() >= 2 && p.a.v.qp_state(qa) == Some(QpState::Error)
+    });
+    assert_eq!(
+        tail.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        [(5, WcStatus::Success), (6, WcStatus::Flushed)]
+    );
+    assert_eq!(
+        c.p.a.v.post_send(qa, &wr(7, WrOpcode::Send, Vec::new())),
+        Err(VerbsError::QpState(QpState::Error))
+    );
+    assert_eq!(
+        c.p.a.v.qp_error(qa),
+        Some(TerminateError::Ddp(DdpError::InvalidStag)),
+        "the peer's Terminate"
+    );
+    c.p.run_until("the server's flush", |p| {
+        recv.extend(wcs(&mut p.b.v, cqb_recv));
+        recv.len() >= 2
+    });
+    assert_eq!(
+        (recv[1].wr_id, recv[1].status),
+        (501, WcStatus::Flushed),
+        "the unused receive is flushed"
+    );
+    assert_eq!(c.p.b.v.qp_state(c.qb), Some(QpState::Error));
+    assert_eq!(
+        c.p.b.v.qp_error(c.qb),
+        Some(TerminateError::Ddp(DdpError::InvalidStag))
+    );
+}
+
+/// Errors as completion statuses: an entry outside its region, one of another protection
+/// domain, a receive into memory without local write, a Read with two sinks; each completes
+/// with its status at once and nothing reaches the wire (the peer's receive stays posted).
+#[test]
+fn verbs_bad_work_requests_complete_with_an_error_status() {
+    let mut c = connected(1);
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+            .unwrap();
+    let other_pd = c.p.a.v.alloc_pd();
+    let foreign =
+        c.p.a
+            .v
+            .reg_mr(other_pd, 4096, Access::LOCAL_WRITE, 0x5000_0000)
+            .unwrap();
+    let (qa, cqa) = (c.qa, c.cqa);
+    let v = &mut c.p.a.v;
+    v.post_send(qa, &wr(1, WrOpcode::Send, vec![sge(&src, 4000, 200)]))
+        .unwrap();
+    v.post_send(qa, &wr(2, WrOpcode::Send, vec![sge(&foreign, 0, 10)]))
+        .unwrap();
+    let read = WrOpcode::RdmaRead {
+        rkey: src.lkey,
+        remote_addr: 0,
+    };
+    v.post_send(
+        qa,
+        &wr(3, read, vec![sge(&foreign, 0, 10), sge(&foreign, 10, 10)]),
+    )
+    .unwrap();
+    v.post_recv(
+        qa,
+        &RecvWr {
+            wr_id: 4,
+            sg_list: vec![sge(&src, 0, 100)],
+        },
+    )
+    .unwrap();
+    let got: Vec<_> = wcs(v, cqa)
+        .iter()
+        .map(|w| (w.wr_id, w.status, w.opcode))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, WcStatus::LocalProtection, WcOpcode::Send),
+            (2, WcStatus::LocalProtection, WcOpcode::Send),
+            (3, WcStatus::LocalQpOperation, WcOpcode::RdmaRead),
+            (4, WcStatus::LocalProtection, WcOpcode::Recv),
+        ]
+    );
+    for _ in 0..200 {
+        c.p.step();
+    }
+    assert!(
+        wcs(&mut c.p.b.v, c.cqb_recv).is_empty(),
+        "nothing reached the peer"
+    );
+    assert_eq!(c.p.a.v.qp_state(qa), Some(QpState::Rts), "still usable");
+    let _ = c.cqb_send;
+}
+
+/// Local Invalidate: its completion comes once every data core has dropped the STag; an STag
+/// of another protection domain is not ours to invalidate (local protection error).
+#[test]
+fn verbs_local_invalidate_completes_once_the_stag_is_gone() {
+    let mut c = connected(0);
+    let mr =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::REMOTE_WRITE, 0x1000_0000)
+            .unwrap();
+    let other_pd = c.p.a.v.alloc_pd();
+    let foreign =
+        c.p.a
+            .v
+            .reg_mr(other_pd, 4096, Access::REMOTE_WRITE, 0x5000_0000)
+            .unwrap();
+    let (qa, cqa) = (c.qa, c.cqa);
+    c.p.a
+        .v
+        .post_send(qa, &wr(1, WrOpcode::LocalInv { lkey: mr.lkey }, Vec::new()))
+        .unwrap();
+    c.p.a
+        .v
+        .post_send(
+            qa,
+            &wr(2, WrOpcode::LocalInv { lkey: foreign.lkey }, Vec::new()),
+        )
+        .unwrap();
+    let mut got = Vec::new();
+    c.p.run_until("two completions", |p| {
+        got.extend(wcs(&mut p.a.v, cqa));
+        got.len() >= 2
+    });
+    got.sort_by_key(|w| w.wr_id);
+    assert_eq!(
+        got.iter()
+            .map(|w| (w.wr_id, w.status, w.opcode))
+            .collect::<Vec<_>>(),
+        [
+            (1, WcStatus::Success, WcOpcode::LocalInv),
+            (2, WcStatus::LocalProtection, WcOpcode::LocalInv),
+        ]
+    );
+    let stags = c.p.a.v.control().memory().stags();
+    assert!(stags.lookup(mr.lkey).is_none());
+    assert!(stags.lookup(foreign.lkey).is_some());
+}
