@@ -960,10 +960,10 @@ impl DdpApp {
                 let mr = self.mr(stag)?;
                 let cores = {
                     let mut s = lock(&self.shared);
-                    s.control
-                        .memory_mut()
-                        .deregister(mr.reg.stag)
-                        .map_err(|e| e.to_string())?;
+                    let m = s.control.memory_mut();
+                    m.deregister(mr.reg.stag).map_err(|e| e.to_string())?;
+                    // Its region was the MR's own: its slot is free for the next `mr reg`.
+                    m.free_region(mr.region).map_err(|e| e.to_string())?;
                     if s.offer.is_some_and(|o| o.stag == mr.reg.stag) {
                         s.offer = None;
                     }

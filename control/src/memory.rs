@@ -9,7 +9,9 @@
 //! immediate for the same reason.
 
 use core::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
 use std::time::Duration;
 
 use ddpdk_dataplane::ddp::Regions;
@@ -59,6 +61,8 @@ pub enum MemoryError {
     NoSuchStag,
     Register(RegisterError),
     Revoke(RevokeError),
+    /// An STag still names the region: deregister it first.
+    InUse,
 }
 
 impl fmt::Display for MemoryError {
@@ -70,35 +74,73 @@ impl fmt::Display for MemoryError {
             MemoryError::NoSuchStag => f.write_str("no such STag in this protection domain"),
             MemoryError::Register(e) => e.fmt(f),
             MemoryError::Revoke(e) => e.fmt(f),
+            MemoryError::InUse => f.write_str("an STag still names the region"),
         }
     }
 }
 
 impl std::error::Error for MemoryError {}
 
-/// Regions an endpoint may hold at most.
-pub const MAX_REGIONS: usize = 1024;
+/// Regions an endpoint holds at once at most; a slot is reused once its region is freed
+/// ([`Memory::free_region`]).
+pub const MAX_REGIONS: usize = 1 << SLOT_BITS;
+/// A [`RegionId`] is a slot (its low bits) and the slot's generation (the rest): an id of a
+/// freed region never finds the region that reuses its slot.
+const SLOT_BITS: u32 = 10;
+const GEN_MASK: u32 = u32::MAX >> SLOT_BITS;
 
-/// The regions of one endpoint, shared by the control thread and every data core. Append-only:
-/// a slot is set once and never changed or emptied while anyone holds the table, so a data
-/// core reads it without a lock (one acquire load per lookup), and memory a registration names
-/// outlives every core that could place into it.
+/// One region in its slot, with the generation its id carries.
+#[derive(Debug)]
+pub struct Slotted {
+    generation: u32,
+    region: Region,
+}
+
+/// The regions of one endpoint, shared by the control thread and every data core. A data core
+/// reads a slot without a lock or a reference-count write (an `arc_swap` load: the guard it
+/// holds while it places or sends keeps the region alive even if it is freed meanwhile, and
+/// nothing else can reach a freed region: its STags were revoked on every core first).
 #[derive(Debug)]
 pub struct RegionTable {
-    slots: Box<[OnceLock<Region>]>,
+    slots: Box<[ArcSwapOption<Slotted>]>,
+}
+
+/// A region found by id: derefs to it, and keeps it alive while held.
+#[derive(Debug)]
+pub struct RegionRef(arc_swap::Guard<Option<Arc<Slotted>>>);
+
+impl core::ops::Deref for RegionRef {
+    type Target = Region;
+    fn deref(&self) -> &Region {
+        match self.0.as_ref() {
+            Some(s) => &s.region,
+            // Built only from a full slot (`RegionTable::get`), and a guard never changes.
+            None => unreachable!("a RegionRef of an empty slot"),
+        }
+    }
 }
 
 impl RegionTable {
     fn new() -> RegionTable {
         RegionTable {
-            slots: (0..MAX_REGIONS).map(|_| OnceLock::new()).collect(),
+            slots: (0..MAX_REGIONS).map(|_| ArcSwapOption::empty()).collect(),
+        }
+    }
+
+    fn get(&self, id: u32) -> Option<RegionRef> {
+        let slot = self.slots.get((id & (MAX_REGIONS as u32 - 1)) as usize)?;
+        let guard = slot.load();
+        match guard.as_ref() {
+            Some(s) if s.generation == id >> SLOT_BITS => Some(RegionRef(guard)),
+            _ => None,
         }
     }
 }
 
 impl Regions for RegionTable {
-    fn region(&self, id: u32) -> Option<&Region> {
-        self.slots.get(id as usize)?.get()
+    type Ref<'a> = RegionRef;
+    fn region(&self, id: u32) -> Option<RegionRef> {
+        self.get(id)
     }
 }
 
@@ -123,8 +165,14 @@ impl<'a> From<&'a Memory> for Place<'a> {
 #[derive(Debug)]
 pub struct Memory {
     regions: Arc<RegionTable>,
-    /// Slots of `regions` in use.
-    nb_regions: usize,
+    /// Slots of `regions` never used yet start here.
+    fresh_slot: usize,
+    /// Slots freed, to reuse first, and each slot's next generation.
+    free_slots: Vec<u32>,
+    generations: Vec<u32>,
+    /// Freed regions some data core or mbuf may still hold (a guard taken before the free, a
+    /// zero-copy span not yet transmitted): their memory goes back once nothing does.
+    freed: Vec<Arc<Slotted>>,
     stags: Coordinator,
     next_pd: u32,
     revoke_timeout: Duration,
@@ -139,7 +187,10 @@ impl Memory {
         (
             Memory {
                 regions: Arc::new(RegionTable::new()),
-                nb_regions: 0,
+                fresh_slot: 0,
+                free_slots: Vec::new(),
+                generations: vec![0; MAX_REGIONS],
+                freed: Vec::new(),
                 stags: coordinator,
                 next_pd: 1,
                 revoke_timeout: Duration::from_secs(1),
@@ -166,16 +217,62 @@ impl Memory {
     /// Adds a region made elsewhere (for example from DPDK's hugepage heap). Fails (giving the
     /// region back) when [`MAX_REGIONS`] are held.
     pub fn add_region(&mut self, region: Region) -> Result<RegionId, Region> {
-        let Some(slot) = self.regions.slots.get(self.nb_regions) else {
-            return Err(region);
+        self.reap();
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot as usize,
+            None if self.fresh_slot < MAX_REGIONS => {
+                self.fresh_slot += 1;
+                self.fresh_slot - 1
+            }
+            None => return Err(region),
         };
-        slot.set(region)?;
-        self.nb_regions += 1;
-        Ok(RegionId(self.nb_regions as u32 - 1))
+        let generation = self.generations[slot];
+        self.regions.slots[slot].store(Some(Arc::new(Slotted { generation, region })));
+        Ok(RegionId(generation << SLOT_BITS | slot as u32))
     }
 
-    pub fn region(&self, id: RegionId) -> Option<&Region> {
-        self.regions.region(id.0)
+    /// Frees a region: its slot is reused by a later [`Memory::add_region`], under a new
+    /// generation, so `id` names nothing from now on. Refused while an STag still names it
+    /// (deregister those first: a revocation is what guarantees no data core places into it
+    /// any more). The ULP must not free a region that its own sends still name
+    /// ([`crate::conn::Payload::Region`] in flight): those spans would go out zeroed. The
+    /// memory itself goes back once no core and no mbuf holds it.
+    pub fn free_region(&mut self, id: RegionId) -> Result<(), MemoryError> {
+        let slot = (id.0 & (MAX_REGIONS as u32 - 1)) as usize;
+        if self.regions.get(id.0).is_none() {
+            return Err(MemoryError::NoSuchRegion);
+        }
+        if self.stags.master().names_region(id.0) {
+            return Err(MemoryError::InUse);
+        }
+        if let Some(gone) = self.regions.slots[slot].swap(None) {
+            self.freed.push(gone);
+        }
+        self.generations[slot] = (self.generations[slot] + 1) & GEN_MASK;
+        self.free_slots.push(slot as u32);
+        self.reap();
+        Ok(())
+    }
+
+    /// Regions held (allocated and not freed).
+    pub fn regions_in_use(&self) -> usize {
+        self.fresh_slot - self.free_slots.len()
+    }
+
+    /// Freed regions whose memory is still held by a core's guard or an mbuf.
+    pub fn regions_draining(&mut self) -> usize {
+        self.reap();
+        self.freed.len()
+    }
+
+    /// Gives back the memory of freed regions nothing holds any more.
+    fn reap(&mut self) {
+        self.freed
+            .retain(|s| Arc::strong_count(s) > 1 || s.region.mbuf_references() > 0);
+    }
+
+    pub fn region(&self, id: RegionId) -> Option<RegionRef> {
+        self.regions.get(id.0)
     }
 
     /// The regions, to share with data cores.
@@ -306,8 +403,9 @@ impl Memory {
 }
 
 impl Regions for Memory {
-    fn region(&self, id: u32) -> Option<&Region> {
-        self.regions.region(id)
+    type Ref<'a> = RegionRef;
+    fn region(&self, id: u32) -> Option<RegionRef> {
+        self.regions.get(id)
     }
 }
 
@@ -379,5 +477,80 @@ mod tests {
         );
         let b = m.receive_buffer(pd, rw.stag, 100, 96).unwrap();
         assert_eq!((b.memory.region, b.memory.offset, b.len), (r.0, 4196, 96));
+    }
+
+    /// Issue 14 item 4: a server that registers and frees regions for as long as it runs.
+    /// Five times as many regions as the table has slots go through register, deregister and
+    /// free; each reuses a slot under a new generation, so an old id finds nothing even though
+    /// its slot holds a region again.
+    #[test]
+    fn region_slots_are_reused_and_old_ids_find_nothing() {
+        let (mut m, _) = Memory::new(64, 0, 7);
+        let pd = m.alloc_pd();
+        let first = m.alloc_region(4096).unwrap();
+        m.region(first).unwrap().fill(0, 4096, 0xaa).unwrap();
+        m.free_region(first).unwrap();
+        for i in 0..5 * MAX_REGIONS {
+            let r = m.alloc_region(4096).unwrap();
+            let reg = m
+                .register(reg(pd, r, 0, 4096, Access::REMOTE_WRITE))
+                .unwrap();
+            m.region(r).unwrap().fill(0, 16, i as u8).unwrap();
+            m.deregister(reg.stag).unwrap();
+            m.free_region(r).unwrap();
+            assert!(m.region(r).is_none(), "freed: {i}");
+        }
+        assert_eq!(m.regions_in_use(), 0);
+        let again = m.alloc_region(4096).unwrap();
+        assert_eq!(again.0 % MAX_REGIONS as u32, first.0, "the slot is reused");
+        assert_ne!(again, first);
+        assert!(m.region(first).is_none(), "the old id finds nothing");
+        let mut b = [1u8; 16];
+        m.region(again).unwrap().read(0, &mut b).unwrap();
+        assert_eq!(b, [0; 16], "a reused slot holds fresh, zeroed memory");
+        assert_eq!(m.free_region(first), Err(MemoryError::NoSuchRegion));
+    }
+
+    /// A region an STag names is not freed (its revocation is what guarantees no core places
+    /// into it); once deregistered, it is.
+    #[test]
+    fn a_region_an_stag_names_is_not_freed() {
+        let (mut m, _) = Memory::new(8, 0, 7);
+        let pd = m.alloc_pd();
+        let r = m.alloc_region(8192).unwrap();
+        let a = m
+            .register(reg(pd, r, 0, 4096, Access::REMOTE_WRITE))
+            .unwrap();
+        let b = m
+            .register(reg(pd, r, 4096, 4096, Access::REMOTE_READ))
+            .unwrap();
+        assert_eq!(m.free_region(r), Err(MemoryError::InUse));
+        m.deregister(a.stag).unwrap();
+        assert_eq!(
+            m.free_region(r),
+            Err(MemoryError::InUse),
+            "b still names it"
+        );
+        m.deregister(b.stag).unwrap();
+        assert_eq!(m.free_region(r), Ok(()));
+    }
+
+    /// A data core that looked a region up before it was freed (mid-placement, or sending a
+    /// span) keeps it alive: the memory goes back only once the core lets go.
+    #[test]
+    fn a_freed_region_lives_while_a_core_holds_it() {
+        let (mut m, _) = Memory::new(8, 0, 7);
+        let r = m.alloc_region(4096).unwrap();
+        m.region(r).unwrap().fill(0, 4096, 0x5c).unwrap();
+        let table = Arc::clone(m.region_table());
+        let held = table.region(r.0).unwrap();
+        m.free_region(r).unwrap();
+        assert!(table.region(r.0).is_none(), "no new lookup finds it");
+        assert_eq!(m.regions_draining(), 1, "held by the core");
+        let mut b = [0u8; 8];
+        held.read(100, &mut b).unwrap();
+        assert_eq!(b, [0x5c; 8], "still the region's bytes");
+        drop(held);
+        assert_eq!(m.regions_draining(), 0, "given back");
     }
 }

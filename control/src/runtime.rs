@@ -29,7 +29,8 @@
 //! ([`RuntimeError::Busy`]).
 //!
 //! **Memory.** The control thread owns [`Memory`]; each core holds a replica of the STag table
-//! ([`CoreStags`]) and the shared, append-only [`RegionTable`]. A deregistration returns only
+//! ([`CoreStags`]) and the shared [`RegionTable`] (read without locks; a freed region's slot is
+//! reused under a new generation). A deregistration returns only
 //! after every core has acknowledged it (RFC 5041 §8.3.1 item 6), so the cores must be polling.
 //!
 //! **Sessions.** A DDP Stream Session Control message (PPID 17) goes to the control thread with

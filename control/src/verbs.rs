@@ -321,12 +321,16 @@ impl<P: Port> Verbs<P> {
     }
 
     /// `ibv_dereg_mr` (RFC 4296 `rdma_deregister`): returns once no data core can place into
-    /// it (the cores must be polling meanwhile, on their own threads).
+    /// it (the cores must be polling meanwhile, on their own threads), and frees its memory's
+    /// slot for later registrations. An STag already invalidated (locally or by the peer) is
+    /// no error: the memory is freed all the same.
     pub fn dereg_mr(&mut self, mr: MemoryRegion) -> Result<(), VerbsError> {
-        self.control
-            .memory_mut()
-            .deregister(mr.lkey)
-            .map_err(VerbsError::Memory)
+        let memory = self.control.memory_mut();
+        match memory.deregister(mr.lkey) {
+            Ok(()) | Err(MemoryError::NoSuchStag) => {}
+            Err(e) => return Err(VerbsError::Memory(e)),
+        }
+        memory.free_region(mr.region).map_err(VerbsError::Memory)
     }
 
     /// `ibv_create_cq`.

@@ -41,6 +41,8 @@ pub struct TxStats {
     pub zero_copy_spans: u64,
     /// Region spans copied into the frame because the port could not attach them.
     pub copied_spans: u64,
+    /// Spans whose region was freed before they were sent: sent as zeros.
+    pub stale_spans: u64,
 }
 
 /// Fills the CRC32c of the SCTP `packet` whose `holes` are still empty, reading the spans
@@ -201,9 +203,10 @@ impl<P: Port> Tx<P> {
         for h in holes.iter().take_while(|_| chained) {
             let start = at + h.at;
             let end = start + h.ext.len as usize;
-            let span = regions
-                .region(h.ext.key)
-                .and_then(|r| self.port.attach_region(r, h.ext.offset, h.ext.len as usize));
+            let span = regions.region(h.ext.key).and_then(|r| {
+                self.port
+                    .attach_region(&r, h.ext.offset, h.ext.len as usize)
+            });
             let (Some(span), Some(before)) = (span, self.copy_buf(&frame[done..start])) else {
                 chained = false;
                 break;
@@ -231,8 +234,15 @@ impl<P: Port> Tx<P> {
         if need_flat {
             for h in holes {
                 let start = at + h.at;
-                if let Some(r) = regions.region(h.ext.key) {
-                    let _ = r.read(h.ext.offset, &mut frame[start..start + h.ext.len as usize]);
+                let span = &mut frame[start..start + h.ext.len as usize];
+                // A span of a region freed under its send goes out zeroed, never as whatever
+                // an earlier frame left in this buffer.
+                let read = regions
+                    .region(h.ext.key)
+                    .map(|r| r.read(h.ext.offset, span));
+                if !matches!(read, Some(Ok(()))) {
+                    span.fill(0);
+                    self.stats.stale_spans += 1;
                 }
             }
         }

@@ -514,3 +514,67 @@ fn verbs_local_invalidate_completes_once_the_stag_is_gone() {
     assert!(stags.lookup(mr.lkey).is_none());
     assert!(stags.lookup(foreign.lkey).is_some());
 }
+
+/// Issue 14 item 4, memory that lasts: a server registers a fresh region for every Write it
+/// takes, and deregisters and frees it afterwards, 1500 times (more than the 1024 region
+/// slots): each Write lands byte-exact in its own region through the data core's replica, and
+/// the server ends holding no region.
+#[test]
+fn a_server_registers_and_frees_regions_for_as_long_as_it_runs() {
+    let mut c = connected(0);
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+            .unwrap();
+    let (qa, cqa) = (c.qa, c.cqa);
+    let before = c.p.b.v.control().memory().regions_in_use();
+    for i in 0..1500u32 {
+        let bytes = i.to_be_bytes().repeat(16);
+        let mem = c.p.a.v.control().memory();
+        mem.region(src.region).unwrap().place(0, &bytes).unwrap();
+        let mr =
+            c.p.b
+                .v
+                .reg_mr(c.pdb, 4096, Access::REMOTE_WRITE, 0x4000_0000)
+                .unwrap();
+        let op = WrOpcode::RdmaWrite {
+            rkey: mr.rkey,
+            remote_addr: mr.addr + 128,
+        };
+        c.p.a
+            .v
+            .post_send(qa, &wr(u64::from(i), op, vec![sge(&src, 0, 64)]))
+            .unwrap();
+        let mut got = Vec::new();
+        c.p.run_until("the Write", |p| {
+            got.extend(wcs(&mut p.a.v, cqa));
+            !got.is_empty()
+        });
+        assert_eq!(
+            (got[0].wr_id, got[0].status),
+            (u64::from(i), WcStatus::Success)
+        );
+        let mut placed = vec![0u8; 64];
+        let mem = c.p.b.v.control().memory();
+        mem.region(mr.region)
+            .unwrap()
+            .read(128, &mut placed)
+            .unwrap();
+        assert_eq!(placed, bytes, "write {i}");
+        // The server's data core is polled on this thread: it turns while the revocation waits.
+        let Node { v, cores, .. } = &mut c.p.b;
+        let now = c.p.now;
+        v.control_mut()
+            .memory_mut()
+            .deregister_polling(mr.lkey, &mut || {
+                for k in cores.iter_mut() {
+                    k.poll(now);
+                }
+            })
+            .unwrap();
+        v.control_mut().memory_mut().free_region(mr.region).unwrap();
+    }
+    assert_eq!(c.p.b.v.control().memory().regions_in_use(), before);
+    assert_eq!(c.p.a.v.qp_state(qa), Some(QpState::Rts));
+}

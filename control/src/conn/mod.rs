@@ -519,13 +519,17 @@ impl Connection {
         if holes.is_empty() {
             return Some(n);
         }
-        // Spans were checked against the regions when posted, and regions are never removed,
-        // so every read succeeds (only swapping in another table with `use_regions` after
-        // posting could make one fail, leaving stale bytes in the packet).
+        // Spans were checked against the regions when posted; a read fails only if the ULP
+        // freed the region under its own send (`Memory::free_region`).
         if let Some(regions) = self.regions.as_deref() {
             for h in holes {
-                if let Some(r) = regions.region(h.ext.key) {
-                    let _ = r.read(h.ext.offset, &mut buf[h.at..h.at + h.ext.len as usize]);
+                let span = &mut buf[h.at..h.at + h.ext.len as usize];
+                // A region freed under its send: zeros, not an earlier packet's bytes.
+                let read = regions
+                    .region(h.ext.key)
+                    .map(|r| r.read(h.ext.offset, span));
+                if !matches!(read, Some(Ok(()))) {
+                    span.fill(0);
                 }
             }
         }

@@ -22,16 +22,23 @@ use crate::wire::rdmap::RdmapError;
 
 /// Regions by number, as registrations name them.
 pub trait Regions {
-    fn region(&self, id: u32) -> Option<&Region>;
+    /// What a lookup holds while it uses the region: a plain reference where regions never go
+    /// away, a guard that keeps the region alive where they may be freed meanwhile.
+    type Ref<'a>: core::ops::Deref<Target = Region>
+    where
+        Self: 'a;
+    fn region(&self, id: u32) -> Option<Self::Ref<'_>>;
 }
 
 impl Regions for [Region] {
+    type Ref<'a> = &'a Region;
     fn region(&self, id: u32) -> Option<&Region> {
         self.get(id as usize)
     }
 }
 
 impl Regions for Vec<Region> {
+    type Ref<'a> = &'a Region;
     fn region(&self, id: u32) -> Option<&Region> {
         self.get(id as usize)
     }
@@ -415,15 +422,18 @@ impl StreamRx {
         };
         if len > 0 {
             // A registration naming a region that is gone, or larger than it, is our fault.
-            let region = if placement.region == INLINE_REGION && !seg.header.is_tagged() {
-                self.inline.as_ref()
+            let placed = if placement.region == INLINE_REGION && !seg.header.is_tagged() {
+                self.inline
+                    .as_ref()
+                    .map(|r| r.place(placement.offset, seg.payload))
             } else {
-                regions.region(placement.region)
+                regions
+                    .region(placement.region)
+                    .map(|r| r.place(placement.offset, seg.payload))
+            };
+            if !matches!(placed, Some(Ok(()))) {
+                return Err(RxError::Ddp(DdpError::LocalCatastrophic));
             }
-            .ok_or(RxError::Ddp(DdpError::LocalCatastrophic))?;
-            region
-                .place(placement.offset, seg.payload)
-                .map_err(|_| RxError::Ddp(DdpError::LocalCatastrophic))?;
         }
         // `check` passed, so recording cannot fail.
         self.delivery

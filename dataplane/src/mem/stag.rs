@@ -251,6 +251,14 @@ impl StagTable {
         slot.reg.as_ref()
     }
 
+    /// Whether any live registration steers into region `region` (a scan: for the control
+    /// path, before the region is freed).
+    pub fn names_region(&self, region: u32) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.reg.is_some_and(|r| r.memory.region == region))
+    }
+
     /// Registrations in use.
     pub fn len(&self) -> usize {
         self.used
