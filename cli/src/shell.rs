@@ -272,7 +272,7 @@ pub enum MrCmd {
         #[arg(value_enum)]
         access: Option<AccessArg>,
     },
-    /// mr dereg STAG: revoke (every data core acknowledges) and forget.
+    /// mr dereg STAG: revoke (every data core acknowledges), free its memory, and forget.
     Dereg { stag: StagArg },
     /// mr fill STAG BYTE: set every byte of the region.
     Fill { stag: StagArg, byte: u8 },
@@ -525,7 +525,7 @@ DDP endpoint (ddpdk --ip ADDR ...):
   session offer STAG                   Offer region STAG in the Accept of sessions we accept.
   mr reg LEN [remote-write|remote-read|remote|local]
                                        Allocate and register a region; prints its STag.
-  mr dereg STAG                        Deregister (every data core acknowledges).
+  mr dereg STAG                        Deregister (every data core acknowledges); free it.
   mr fill STAG BYTE                    Set every byte of a region.
   mr checksum STAG [crc32c|sha256]     Digest of a region's bytes ('all': every region).
   send tagged ID STREAM STAG TO SIZE [COUNT]
