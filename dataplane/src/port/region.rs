@@ -364,9 +364,9 @@ impl Region {
 
     /// Mbufs that reference this region now (zero-copy frames not yet freed); 0 for memory
     /// outside DPDK.
-    #[cfg(feature = "dpdk")]
     pub fn mbuf_references(&self) -> usize {
         match &self._backing {
+            #[cfg(feature = "dpdk")]
             Backing::Dpdk { _alloc: a } => {
                 // SAFETY: `shinfo` lives as long as the allocation; its refcnt is read
                 // atomically.
