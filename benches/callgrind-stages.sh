@@ -33,7 +33,7 @@ for size in ${SIZES//,/ }; do
     setup=$(inc 'ddpdk_dataplane::sctp::assoc::Association::from_cookie')
     crc=$(inc 'ddpdk_dataplane::wire::crc32c::verify')
     sack=$(inc 'ddpdk_dataplane::sctp::assoc::Association::poll_transmit')
-    route=$(inc 'ddpdk_control::conn::route')
+    route=$(inc 'ddpdk_control::conn::route::route')
     ddp=$(inc 'ddpdk_dataplane::ddp::rx::StreamRx::on_segment')
     # The copies (libc's memcpy/memmove; on this path nearly all of it is the placement, and a
     # `rep movsb` counts one instruction per byte moved under callgrind).

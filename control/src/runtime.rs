@@ -1104,23 +1104,25 @@ impl<P: Port> DataCore<P> {
                     // Too short for a common header: the control thread's endpoint counts it.
                     None => (0, 0),
                 };
-                let owner = if dispatched {
-                    self.index
-                } else {
-                    self.steer.owner(peer, f.ip.dst(), peer_port, local_port)
-                };
+                // A connection held here is this core's (only its owner adopts it), so the
+                // RSS hash is computed only for frames of no connection here.
                 let found = self.slots.iter().position(|s| {
                     s.as_ref().is_some_and(|s| {
                         s.peer == peer && s.peer_port == peer_port && !s.c.association().is_closed()
                     })
                 });
-                match found.and_then(|k| Some((k, self.slots[k].as_mut()?))) {
+                let owner = match found {
+                    Some(_) => self.index,
+                    None if dispatched => self.index,
+                    None => self.steer.owner(peer, f.ip.dst(), peer_port, local_port),
+                };
+                match found {
                     _ if owner != self.index => Next::Dispatch(owner),
                     _ if verdict == Some(false) => {
                         self.stats.checksum_bad += 1;
                         Next::Done
                     }
-                    Some((k, _)) => {
+                    Some(k) => {
                         self.deliver(now, k, f.sctp, peer, f.src_mac, verdict == Some(true));
                         Next::Done
                     }

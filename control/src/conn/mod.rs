@@ -771,7 +771,8 @@ impl Connection {
                 }
             }
         }
-        for i in std::mem::take(&mut self.sink.wake) {
+        // Drained in place: a Read's completion wakes its stream, and the buffer is kept.
+        for i in self.sink.wake.drain(..) {
             if let Some(s) = self.streams.get_mut(usize::from(i)) {
                 if !s.ready {
                     s.ready = true;
