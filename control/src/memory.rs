@@ -248,7 +248,9 @@ impl Memory {
         if let Some(gone) = self.regions.slots[slot].swap(None) {
             self.freed.push(gone);
         }
-        self.generations[slot] = (self.generations[slot] + 1) & GEN_MASK;
+        // Generations stop one short of GEN_MASK: no id is ever u32::MAX, the number DDP's
+        // receive path gives its own inline buffers (RDMAP's queues 1 and 2).
+        self.generations[slot] = (self.generations[slot] + 1) % GEN_MASK;
         self.free_slots.push(slot as u32);
         self.reap();
         Ok(())

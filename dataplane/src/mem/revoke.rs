@@ -187,20 +187,18 @@ impl Coordinator {
     pub fn register(&mut self, reg: Registration) -> Result<Stag, RegisterError> {
         let stag = self.master.register(reg)?;
         let deadline = Instant::now() + REGISTER_WAIT;
-        let mut told = 0;
         for core in &self.cores {
             match send_by(core, Command::Register(stag, reg), deadline) {
-                Ok(()) => told += 1,
                 // Gone: it places nothing any more.
-                Err(SendBy::Gone) => {}
+                Ok(()) | Err(SendBy::Gone) => {}
                 Err(SendBy::Timeout) => {
-                    // Withdraw: the master forgets it, and the cores told already (and the
-                    // stalled one, if it ever drains) get the invalidation behind the
-                    // registration in the same channel.
-                    self.master.invalidate(stag);
-                    self.epoch += 1;
-                    for c in self.cores.iter().take(told + 1) {
-                        let _ = c.try_send(Command::Invalidate(stag, self.epoch));
+                    // Withdraw: the master forgets it, and every core (the stalled one too, if
+                    // it ever drains) gets the invalidation behind the registration in the same
+                    // channel. Nobody waits for it: it is retried and forgotten in `progress`.
+                    if self.start_revoke(stag, REGISTER_WAIT).is_ok() {
+                        if let Some(r) = self.inflight.last_mut() {
+                            r.detached = true;
+                        }
                     }
                     return Err(RegisterError::CoreUnreachable);
                 }
@@ -279,6 +277,7 @@ impl Coordinator {
             unsent: Vec::new(),
             live: 0,
             n: 0,
+            detached: false,
         };
         for (k, core) in self.cores.iter().enumerate() {
             match core.try_send(Command::Invalidate(stag, epoch)) {
@@ -300,7 +299,9 @@ impl Coordinator {
     /// `Some(Err(Timeout))` when its deadline passed first. Never blocks.
     pub fn revocation(&mut self, revocation: Revocation) -> Option<Result<(), RevokeError>> {
         self.progress();
-        let i = self.inflight.iter().position(|r| r.epoch == revocation.0)?;
+        let Some(i) = self.inflight.iter().position(|r| r.epoch == revocation.0) else {
+            return Some(Ok(()));
+        };
         let r = &self.inflight[i];
         let result = if r.unsent.is_empty() && r.n == r.live {
             Ok(())
@@ -339,6 +340,11 @@ impl Coordinator {
         while let Ok(ack) = self.acks.try_recv() {
             self.credit(ack);
         }
+        let now = Instant::now();
+        self.inflight.retain(|r| {
+            let over = r.unsent.is_empty() && r.n == r.live || now >= r.deadline;
+            !(r.detached && over)
+        });
     }
 
     /// Credits one core's acknowledgement to the revocation of its epoch. One of a revocation
@@ -372,6 +378,8 @@ struct Inflight {
     /// Cores that must acknowledge (not gone), and how many have.
     live: usize,
     n: usize,
+    /// Nobody asks for its outcome (a withdrawn registration): forgotten once done or late.
+    detached: bool,
 }
 
 #[cfg(test)]
