@@ -1292,12 +1292,13 @@ impl DdpApp {
                 }
             };
             let (stag, to) = target.unwrap_or((Stag(0), 0));
-            let rdma = |op| {
+            // Each message's bytes move into its request: no copy here.
+            let rdma = |op, data| {
                 Op::PostRdma(RdmaRequest {
                     wr_id: self.sent,
                     stream,
                     op,
-                    data: data.clone(),
+                    data,
                     signaled: true,
                 })
             };
@@ -1310,7 +1311,7 @@ impl DdpApp {
                         to: to + at,
                         rsvd_ulp: 0,
                     },
-                    data: data.clone(),
+                    data,
                     signaled: true,
                 }),
                 Verb::Untagged { qn } => Op::PostSend(SendRequest {
@@ -1320,23 +1321,29 @@ impl DdpApp {
                         qn,
                         rsvd_ulp: [0; 5],
                     },
-                    data: data.clone(),
+                    data,
                     signaled: true,
                 }),
-                Verb::Write { .. } => rdma(RdmaOp::Write { stag, to: to + at }),
-                Verb::Send { solicited, .. } => rdma(RdmaOp::Send {
-                    solicited,
-                    invalidate,
-                }),
+                Verb::Write { .. } => rdma(RdmaOp::Write { stag, to: to + at }, data),
+                Verb::Send { solicited, .. } => rdma(
+                    RdmaOp::Send {
+                        solicited,
+                        invalidate,
+                    },
+                    data,
+                ),
                 Verb::Read { .. } => {
                     let (mr, slots) = sink.ok_or("no sink")?;
-                    rdma(RdmaOp::Read {
-                        source: stag,
-                        source_to: to + at,
-                        sink: mr.reg.stag,
-                        sink_to: mr.reg.to_base + (u64::from(posted) % slots) * u64::from(size),
-                        len: size,
-                    })
+                    rdma(
+                        RdmaOp::Read {
+                            source: stag,
+                            source_to: to + at,
+                            sink: mr.reg.stag,
+                            sink_to: mr.reg.to_base + (u64::from(posted) % slots) * u64::from(size),
+                            len: size,
+                        },
+                        data,
+                    )
                 }
             };
             self.submit(conn, op)?;

@@ -632,8 +632,6 @@ impl Loopback {
         Ok(())
     }
 
-    /// A region of DPDK hugepage memory (normal pages under `--no-huge`), added to the
-    /// server's memory. It is freed with the last holder of the region table, before the EAL.
     /// Opens an RDMAP stream and has the client read the server's memory: for each size, `n`
     /// RDMA Reads (at most ORD in flight) of their own slot of a server region that grants
     /// remote read into the same slot of a client region, each slot checked once its Read
@@ -804,6 +802,8 @@ impl Loopback {
         Ok((rows, vec![(true, sreg.stag), (false, creg.stag)]))
     }
 
+    /// A region of DPDK hugepage memory (normal pages under `--no-huge`), added to the
+    /// server's memory. It is freed with the last holder of the region table, before the EAL.
     fn dpdk_region(&mut self, eal: &Eal, len: usize) -> Result<RegionId, String> {
         let r = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
         self.server

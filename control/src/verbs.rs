@@ -187,6 +187,21 @@ pub struct Wc {
     pub solicited: bool,
 }
 
+impl Wc {
+    /// A completion with no length, no invalidated STag, not solicited.
+    pub fn new(wr_id: u64, status: WcStatus, opcode: WcOpcode, qp: Qp) -> Wc {
+        Wc {
+            wr_id,
+            status,
+            opcode,
+            byte_len: 0,
+            qp,
+            invalidated: None,
+            solicited: false,
+        }
+    }
+}
+
 /// Why a verb was refused outright (`errno` of the verbs call); nothing was posted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VerbsError {
@@ -564,18 +579,7 @@ impl<P: Port> Verbs<P> {
         let buffer = match buffer {
             Ok(b) => b,
             Err(status) => {
-                self.push_wc(
-                    recv_cq,
-                    Wc {
-                        wr_id: wr.wr_id,
-                        status,
-                        opcode: WcOpcode::Recv,
-                        byte_len: 0,
-                        qp,
-                        invalidated: None,
-                        solicited: false,
-                    },
-                );
+                self.push_wc(recv_cq, Wc::new(wr.wr_id, status, WcOpcode::Recv, qp));
                 return Ok(());
             }
         };
@@ -661,18 +665,7 @@ impl<P: Port> Verbs<P> {
     }
 
     fn complete_now(&mut self, qp: Qp, cq: Cq, wr: &SendWr, opcode: WcOpcode, status: WcStatus) {
-        self.push_wc(
-            cq,
-            Wc {
-                wr_id: wr.wr_id,
-                status,
-                opcode,
-                byte_len: 0,
-                qp,
-                invalidated: None,
-                solicited: false,
-            },
-        );
+        self.push_wc(cq, Wc::new(wr.wr_id, status, opcode, qp));
     }
 
     /// Checks that `sge` lies in a live registration of `pd` granting `need`; returns the
@@ -786,18 +779,7 @@ impl<P: Port> Verbs<P> {
             } else {
                 WcStatus::LocalQpOperation
             };
-            self.push_wc(
-                cq,
-                Wc {
-                    wr_id,
-                    status,
-                    opcode: WcOpcode::LocalInv,
-                    byte_len: 0,
-                    qp,
-                    invalidated: None,
-                    solicited: false,
-                },
-            );
+            self.push_wc(cq, Wc::new(wr_id, status, WcOpcode::LocalInv, qp));
         }
         n
     }
@@ -953,18 +935,11 @@ impl<P: Port> Verbs<P> {
         let done = e.sq.drain(..=at).next_back();
         let cq = e.init.send_cq;
         if let Some(o) = done {
-            self.push_wc(
-                cq,
-                Wc {
-                    wr_id,
-                    status,
-                    opcode: o.opcode,
-                    byte_len: o.byte_len,
-                    qp,
-                    invalidated: None,
-                    solicited: false,
-                },
-            );
+            let wc = Wc {
+                byte_len: o.byte_len,
+                ..Wc::new(wr_id, status, o.opcode, qp)
+            };
+            self.push_wc(cq, wc);
         }
     }
 
@@ -984,17 +959,12 @@ impl<P: Port> Verbs<P> {
             e.rq.remove(at);
         }
         let cq = e.init.recv_cq;
-        self.push_wc(
-            cq,
-            Wc {
-                wr_id,
-                status,
-                opcode: WcOpcode::Recv,
-                byte_len,
-                qp,
-                invalidated,
-                solicited,
-            },
-        );
+        let wc = Wc {
+            byte_len,
+            invalidated,
+            solicited,
+            ..Wc::new(wr_id, status, WcOpcode::Recv, qp)
+        };
+        self.push_wc(cq, wc);
     }
 }

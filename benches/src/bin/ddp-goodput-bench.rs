@@ -199,8 +199,6 @@ fn raw(args: &Args, tag: &str, mtu: u16, mode: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{mode}: the receiver saw no traffic"))
 }
 
-/// DDP goodput in payload bytes per second, as the client reports it, with its writes from
-/// `source`.
 /// What a DDP run reports: goodput, and the sender's recoveries.
 #[derive(Debug, Clone, Copy, Default)]
 struct Run {
@@ -209,6 +207,8 @@ struct Run {
     t3_expiries: u64,
 }
 
+/// DDP goodput in payload bytes per second, as the client reports it, with its writes from
+/// `source`.
 fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<f64, String> {
     ddp_run(args, tag, mtu, source, 0.0).map(|r| r.bytes_per_s)
 }

@@ -8,6 +8,7 @@ use ddpdk_dataplane::mem::{
 };
 use ddpdk_dataplane::wire::ddp::{
     header_len, DdpError, Header, SegmentPacket, SegmentRepr, UntaggedHeader, DDP_SSN_LEN,
+    UNTAGGED_HEADER_LEN,
 };
 use ddpdk_dataplane::wire::rdmap::{
     invalidate_stag, Control, Opcode, RdmapError, ReadRequest, TerminateError, TerminatePacket,
@@ -115,8 +116,6 @@ pub struct RdmapStream {
     orq: VecDeque<OutboundRead>,
     /// Read Requests accepted whose responses are not yet wholly with SCTP.
     serving: u16,
-    /// The peer's Terminate arrived.
-    peer_terminated: bool,
     /// The payload of the Terminate owed for this stream's first error (§4.8).
     terminate: Option<Vec<u8>>,
     /// The ULP's work requests in posting order, until reported ([`RdmapStream::begin`]).
@@ -141,7 +140,6 @@ impl RdmapStream {
             ord: ours.ord,
             orq: VecDeque::new(),
             serving: 0,
-            peer_terminated: false,
             terminate: None,
             order: VecDeque::new(),
             next_seq: 0,
@@ -171,10 +169,6 @@ impl RdmapStream {
     /// Read Requests being served.
     pub fn serving(&self) -> u16 {
         self.serving
-    }
-
-    pub fn peer_terminated(&self) -> bool {
-        self.peer_terminated
     }
 
     /// Whether another Read Request may leave now (ORD, RFC 5040 §6.1).
@@ -306,7 +300,8 @@ impl RdmapStream {
                     DdpError::InvalidStag
                 }))
             }
-            // A queue RDMAP does not use: DDP's Invalid QN says it.
+            // A queue RDMAP does not use (RFC 5040 §4.2 uses 0-2): DDP's Invalid QN says it
+            // (RFC 5041 §7.1, §7.2 untagged error 0x01).
             (_, Header::Untagged(h)) if h.qn > QN_TERMINATE => Ok(Access::REMOTE_WRITE),
             (op, Header::Untagged(h)) if op.tagged() == Some(false) && op.queue() == Some(h.qn) => {
                 Ok(Access::REMOTE_WRITE)
@@ -368,7 +363,6 @@ impl RdmapStream {
                         )
                     }
                     Opcode::Terminate => {
-                        self.peer_terminated = true;
                         let bytes = inline.unwrap_or(&[]);
                         let error = match TerminatePacket::new_checked(bytes) {
                             Ok(t) => t.error(),
@@ -420,6 +414,8 @@ impl RdmapStream {
         stream: StreamId,
         pd: Pd,
     ) -> Result<Upcall, (RdmapError, Option<ReadRequest>)> {
+        // Not the 28-byte header of RFC 5040 §4.4: no code of §4.8 names that, so the
+        // unspecified Remote Operation Error.
         let request =
             ReadRequest::parse(bytes).map_err(|_| (RdmapError::OperationUnspecified, None))?;
         if self.serving >= self.ours.ird {
@@ -463,7 +459,7 @@ fn untagged_header_copy(ddp_ssn: u16, rsvd_ulp: [u8; 5], qn: u32, msn: u32) -> H
         }),
         payload: &[],
     };
-    let mut buf = [0u8; DDP_SSN_LEN + 18];
+    let mut buf = [0u8; DDP_SSN_LEN + UNTAGGED_HEADER_LEN];
     let _ = repr.emit_header(&mut SegmentPacket::new_unchecked(&mut buf[..]));
     HeaderCopy::from_bytes(&buf)
 }

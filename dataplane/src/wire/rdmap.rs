@@ -32,7 +32,7 @@
 
 use core::fmt;
 
-use super::ddp::{header_len as ddp_header_len, DdpError};
+use super::ddp::{header_len as ddp_header_len, read_u32, read_u64, DdpError};
 use super::{Error, Result};
 
 /// The RDMAP version of RFC 5040: the RV field's only valid value (§4.1).
@@ -152,11 +152,6 @@ impl Opcode {
         matches!(self, Opcode::SendSe | Opcode::SendSeInvalidate)
     }
 
-    /// One of the four Send variants (RFC 5040 §5.3).
-    pub const fn is_send(self) -> bool {
-        matches!(self.queue(), Some(QN_SEND))
-    }
-
     /// The message's name as RFC 5040 §4.2 gives it.
     pub const fn name(self) -> &'static str {
         match self {
@@ -270,11 +265,11 @@ impl ReadRequest {
     /// The 28 header bytes; `b` holds at least that many.
     fn read(b: &[u8]) -> ReadRequest {
         ReadRequest {
-            sink_stag: be32(&b[0..4]),
-            sink_to: be64(&b[4..12]),
-            size: be32(&b[12..16]),
-            source_stag: be32(&b[16..20]),
-            source_to: be64(&b[20..28]),
+            sink_stag: read_u32(&b[0..4]),
+            sink_to: read_u64(&b[4..12]),
+            size: read_u32(&b[12..16]),
+            source_stag: read_u32(&b[16..20]),
+            source_to: read_u64(&b[20..28]),
         }
     }
 
@@ -785,14 +780,6 @@ impl<'a> TerminateRepr<'a> {
         }
         Ok(())
     }
-}
-
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn be64(b: &[u8]) -> u64 {
-    u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
 }
 
 #[cfg(test)]

@@ -198,12 +198,12 @@ fn read_u16(b: &[u8]) -> u16 {
 }
 
 #[inline]
-fn read_u32(b: &[u8]) -> u32 {
+pub(super) fn read_u32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 #[inline]
-fn read_u64(b: &[u8]) -> u64 {
+pub(super) fn read_u64(b: &[u8]) -> u64 {
     u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
 }
 
