@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{runtime, session_event, Lockstep, PORT};
+use rt::{runtime, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -14,7 +14,6 @@ use ddpdk_control::conn::{Indication, Payload, RdmaOp, RdmaRequest, Status};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{Event, Op, RuntimeConfig};
-use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::wire::crc32c::crc32c;
@@ -79,42 +78,20 @@ fn rdma_read_and_write_through_the_runtime() {
         .register(registration(apd, sink, 1 << 20, Access::LOCAL_WRITE))
         .unwrap();
 
-    let mut l = Lockstep::connect(a, b, IpAddr::V4(B4), PORT);
-    let conn = l.conn;
-    l.run_until("the association", |l| {
-        l.ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        })
-    });
     let open = Op::InitiateRdmap {
         stream: 1,
         pd: apd,
         limits: RdmaLimits { ird: 4, ord: 4 },
         private_data: Vec::new(),
     };
-    l.ca.submit(conn, open).unwrap();
-    l.run_until("the Initiate", |l| {
-        session_event(&l.eb, l.server_conn(), |e| {
-            matches!(e, SessionEvent::InitiateReceived { .. })
-        })
-    });
-    let sc = l.server_conn();
     let accept = Op::AcceptRdmap {
         stream: 1,
         pd: bpd,
         limits: RdmaLimits { ird: 2, ord: 4 },
         private_data: Vec::new(),
     };
-    l.cb.submit(sc, accept).unwrap();
-    l.run_until("the Accept", |l| {
-        session_event(&l.ea, conn, |e| matches!(e, SessionEvent::Accepted { .. }))
-    });
+    let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept]);
+    let conn = l.conn;
 
     // Three Reads of 256 KiB each (two at a time: the server's IRD) and one Write.
     for i in 0..3u64 {
@@ -209,49 +186,28 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
     let buffer = m.receive_buffer(bpd, rreg.stag, 0, 1024).unwrap();
     let mut a = a;
     let apd = a.0.memory_mut().alloc_pd();
-    let mut l = Lockstep::connect(a, b, IpAddr::V4(B4), PORT);
-    let conn = l.conn;
-    l.run_until("the association", |l| {
-        l.ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        })
-    });
     let open = Op::InitiateRdmap {
         stream: 1,
         pd: apd,
         limits: RdmaLimits::default(),
         private_data: Vec::new(),
     };
-    l.ca.submit(conn, open).unwrap();
-    l.run_until("the Initiate", |l| {
-        session_event(&l.eb, l.server_conn(), |e| {
-            matches!(e, SessionEvent::InitiateReceived { .. })
-        })
-    });
-    let sc = l.server_conn();
     let accept = Op::AcceptRdmap {
         stream: 1,
         pd: bpd,
         limits: RdmaLimits::default(),
         private_data: Vec::new(),
     };
-    l.cb.submit(sc, accept).unwrap();
+    // The receive right behind the Accept: the stream has no receive path before it.
     let post = Op::PostRecv {
         stream: 1,
         qn: 0,
         wr_id: 70,
         buffer,
     };
-    l.cb.submit(sc, post).unwrap();
-    l.run_until("the Accept", |l| {
-        session_event(&l.ea, conn, |e| matches!(e, SessionEvent::Accepted { .. }))
-    });
+    let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept, post]);
+    let conn = l.conn;
+    let sc = l.server_conn();
     let send = RdmaRequest {
         wr_id: 1,
         stream: 1,
@@ -283,14 +239,7 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
     while l.cb.stats().peer_invalidations == 0 {
         steps += 1;
         assert!(steps < 100_000, "the Send never arrived");
-        for k in l.ka.iter_mut().chain(&mut l.kb) {
-            k.poll(l.now);
-        }
-        l.ca.poll(l.now);
-        l.cb.poll(l.now);
-        l.ea.extend(std::iter::from_fn(|| l.ca.poll_event()));
-        l.eb.extend(std::iter::from_fn(|| l.cb.poll_event()));
-        l.now += std::time::Duration::from_micros(200);
+        l.step();
     }
     for _ in 0..50 {
         l.kb[owner].poll(l.now);

@@ -144,12 +144,36 @@ impl<P: Port> Lockstep<P> {
     /// protection domain `apd`, `b` accepts it for `bpd`; returns once `a` has the Accept.
     #[allow(clippy::too_many_arguments)]
     pub fn open(
-        (ca, ka): (Control<P>, Vec<DataCore<P>>),
-        (cb, kb): (Control<P>, Vec<DataCore<P>>),
+        a: (Control<P>, Vec<DataCore<P>>),
+        b: (Control<P>, Vec<DataCore<P>>),
         server: IpAddr,
         port: u16,
         apd: Pd,
         bpd: Pd,
+    ) -> Lockstep<P> {
+        let initiate = Op::Initiate {
+            stream: 1,
+            pd: apd,
+            private_data: Vec::new(),
+        };
+        let accept = Op::Accept {
+            stream: 1,
+            pd: bpd,
+            private_data: Vec::new(),
+        };
+        Lockstep::open_with(a, b, server, port, initiate, vec![accept])
+    }
+
+    /// As [`Lockstep::open`], with the client's `initiate` (its session's Initiate on stream
+    /// 1, plain or RDMAP) and the server's `accept` operations, submitted in order once the
+    /// Initiate is there (the Accept, then anything that must follow it at once).
+    pub fn open_with(
+        (ca, ka): (Control<P>, Vec<DataCore<P>>),
+        (cb, kb): (Control<P>, Vec<DataCore<P>>),
+        server: IpAddr,
+        port: u16,
+        initiate: Op,
+        accept: Vec<Op>,
     ) -> Lockstep<P> {
         let mut l = Lockstep::connect((ca, ka), (cb, kb), server, port);
         let conn = l.conn;
@@ -164,24 +188,16 @@ impl<P: Port> Lockstep<P> {
                 )
             })
         });
-        let op = Op::Initiate {
-            stream: 1,
-            pd: apd,
-            private_data: Vec::new(),
-        };
-        l.ca.submit(conn, op).unwrap();
+        l.ca.submit(conn, initiate).unwrap();
         l.run_until("the Initiate", |l| {
             session_event(&l.eb, l.server_conn(), |e| {
                 matches!(e, SessionEvent::InitiateReceived { .. })
             })
         });
-        let op = Op::Accept {
-            stream: 1,
-            pd: bpd,
-            private_data: Vec::new(),
-        };
         let sc = l.server_conn();
-        l.cb.submit(sc, op).unwrap();
+        for op in accept {
+            l.cb.submit(sc, op).unwrap();
+        }
         l.run_until("the Accept", |l| {
             session_event(&l.ea, conn, |e| matches!(e, SessionEvent::Accepted { .. }))
         });
