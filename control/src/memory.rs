@@ -11,7 +11,7 @@
 use core::fmt;
 use std::sync::Arc;
 
-use arc_swap::ArcSwapOption;
+use arc_swap::ArcSwap;
 use std::time::Duration;
 
 use ddpdk_dataplane::ddp::Regions;
@@ -96,50 +96,37 @@ pub struct Slotted {
     region: Region,
 }
 
-/// The regions of one endpoint, shared by the control thread and every data core. A data core
-/// reads a slot without a lock or a reference-count write (an `arc_swap` load: the guard it
-/// holds while it places or sends keeps the region alive even if it is freed meanwhile, and
-/// nothing else can reach a freed region: its STags were revoked on every core first).
-#[derive(Debug)]
+/// One snapshot of an endpoint's regions. Immutable: a data core reads a slot with a plain
+/// load, and the snapshot it holds keeps every region in it alive. [`Memory`] publishes a new
+/// snapshot through [`SharedRegions`] whenever a region is added or freed; a data core takes
+/// the latest once per poll, after it has applied its STag commands, so it knows every region
+/// an STag it knows names.
+#[derive(Debug, Clone)]
 pub struct RegionTable {
-    slots: Box<[ArcSwapOption<Slotted>]>,
+    slots: Box<[Option<Arc<Slotted>>]>,
 }
 
-/// A region found by id: derefs to it, and keeps it alive while held.
-#[derive(Debug)]
-pub struct RegionRef(arc_swap::Guard<Option<Arc<Slotted>>>);
-
-impl core::ops::Deref for RegionRef {
-    type Target = Region;
-    fn deref(&self) -> &Region {
-        match self.0.as_ref() {
-            Some(s) => &s.region,
-            // Built only from a full slot (`RegionTable::get`), and a guard never changes.
-            None => unreachable!("a RegionRef of an empty slot"),
-        }
-    }
-}
+/// Where the latest [`RegionTable`] is published, for data cores and connections.
+pub type SharedRegions = ArcSwap<RegionTable>;
 
 impl RegionTable {
     fn new() -> RegionTable {
         RegionTable {
-            slots: (0..MAX_REGIONS).map(|_| ArcSwapOption::empty()).collect(),
+            slots: vec![None; MAX_REGIONS].into_boxed_slice(),
         }
     }
 
-    fn get(&self, id: u32) -> Option<RegionRef> {
-        let slot = self.slots.get((id & (MAX_REGIONS as u32 - 1)) as usize)?;
-        let guard = slot.load();
-        match guard.as_ref() {
-            Some(s) if s.generation == id >> SLOT_BITS => Some(RegionRef(guard)),
+    fn get(&self, id: u32) -> Option<&Region> {
+        match self.slots.get((id & (MAX_REGIONS as u32 - 1)) as usize)? {
+            Some(s) if s.generation == id >> SLOT_BITS => Some(&s.region),
             _ => None,
         }
     }
 }
 
 impl Regions for RegionTable {
-    type Ref<'a> = RegionRef;
-    fn region(&self, id: u32) -> Option<RegionRef> {
+    type Ref<'a> = &'a Region;
+    fn region(&self, id: u32) -> Option<&Region> {
         self.get(id)
     }
 }
@@ -156,7 +143,7 @@ impl<'a> From<&'a Memory> for Place<'a> {
     fn from(m: &'a Memory) -> Place<'a> {
         Place {
             stags: m.stags.master(),
-            regions: &m.regions,
+            regions: &m.master,
         }
     }
 }
@@ -164,14 +151,16 @@ impl<'a> From<&'a Memory> for Place<'a> {
 /// Regions, protection domains and STags of one DDP endpoint.
 #[derive(Debug)]
 pub struct Memory {
-    regions: Arc<RegionTable>,
+    /// The regions as they are now; `published` holds the latest copy the cores see.
+    master: RegionTable,
+    published: Arc<SharedRegions>,
     /// Slots of `regions` never used yet start here.
     fresh_slot: usize,
     /// Slots freed, to reuse first, and each slot's next generation.
     free_slots: Vec<u32>,
     generations: Vec<u32>,
-    /// Freed regions some data core or mbuf may still hold (a guard taken before the free, a
-    /// zero-copy span not yet transmitted): their memory goes back once nothing does.
+    /// Freed regions some data core or mbuf may still hold (an earlier snapshot, a zero-copy
+    /// span not yet transmitted): their memory goes back once nothing does.
     freed: Vec<Arc<Slotted>>,
     stags: Coordinator,
     next_pd: u32,
@@ -186,7 +175,8 @@ impl Memory {
         let (coordinator, replicas) = Coordinator::new(stags, random, cores, 64);
         (
             Memory {
-                regions: Arc::new(RegionTable::new()),
+                master: RegionTable::new(),
+                published: Arc::new(ArcSwap::from_pointee(RegionTable::new())),
                 fresh_slot: 0,
                 free_slots: Vec::new(),
                 generations: vec![0; MAX_REGIONS],
@@ -227,7 +217,8 @@ impl Memory {
             None => return Err(region),
         };
         let generation = self.generations[slot];
-        self.regions.slots[slot].store(Some(Arc::new(Slotted { generation, region })));
+        self.master.slots[slot] = Some(Arc::new(Slotted { generation, region }));
+        self.publish();
         Ok(RegionId(generation << SLOT_BITS | slot as u32))
     }
 
@@ -239,15 +230,16 @@ impl Memory {
     /// memory itself goes back once no core and no mbuf holds it.
     pub fn free_region(&mut self, id: RegionId) -> Result<(), MemoryError> {
         let slot = (id.0 & (MAX_REGIONS as u32 - 1)) as usize;
-        if self.regions.get(id.0).is_none() {
+        if self.master.get(id.0).is_none() {
             return Err(MemoryError::NoSuchRegion);
         }
         if self.stags.master().names_region(id.0) {
             return Err(MemoryError::InUse);
         }
-        if let Some(gone) = self.regions.slots[slot].swap(None) {
+        if let Some(gone) = self.master.slots[slot].take() {
             self.freed.push(gone);
         }
+        self.publish();
         // Generations stop one short of GEN_MASK: no id is ever u32::MAX, the number DDP's
         // receive path gives its own inline buffers (RDMAP's queues 1 and 2).
         self.generations[slot] = (self.generations[slot] + 1) % GEN_MASK;
@@ -261,7 +253,7 @@ impl Memory {
         self.fresh_slot - self.free_slots.len()
     }
 
-    /// Freed regions whose memory is still held by a core's guard or an mbuf.
+    /// Freed regions whose memory is still held by a core's snapshot or an mbuf.
     pub fn regions_draining(&mut self) -> usize {
         self.reap();
         self.freed.len()
@@ -273,13 +265,18 @@ impl Memory {
             .retain(|s| Arc::strong_count(s) > 1 || s.region.mbuf_references() > 0);
     }
 
-    pub fn region(&self, id: RegionId) -> Option<RegionRef> {
-        self.regions.get(id.0)
+    pub fn region(&self, id: RegionId) -> Option<&Region> {
+        self.master.get(id.0)
     }
 
-    /// The regions, to share with data cores.
-    pub fn region_table(&self) -> &Arc<RegionTable> {
-        &self.regions
+    /// Where the regions are published, to share with data cores and connections.
+    pub fn region_table(&self) -> &Arc<SharedRegions> {
+        &self.published
+    }
+
+    /// Publishes the regions as they are now (a control-path copy of the slot table).
+    fn publish(&self) {
+        self.published.store(Arc::new(self.master.clone()));
     }
 
     /// Placement against the master STag table (no data cores, or the control thread's own
@@ -405,9 +402,9 @@ impl Memory {
 }
 
 impl Regions for Memory {
-    type Ref<'a> = RegionRef;
-    fn region(&self, id: u32) -> Option<RegionRef> {
-        self.regions.get(id)
+    type Ref<'a> = &'a Region;
+    fn region(&self, id: u32) -> Option<&Region> {
+        self.master.get(id)
     }
 }
 
@@ -544,13 +541,16 @@ mod tests {
         let (mut m, _) = Memory::new(8, 0, 7);
         let r = m.alloc_region(4096).unwrap();
         m.region(r).unwrap().fill(0, 4096, 0x5c).unwrap();
-        let table = Arc::clone(m.region_table());
-        let held = table.region(r.0).unwrap();
+        // The core's snapshot, taken before the free.
+        let held = m.region_table().load_full();
         m.free_region(r).unwrap();
-        assert!(table.region(r.0).is_none(), "no new lookup finds it");
+        assert!(
+            m.region_table().load().region(r.0).is_none(),
+            "no new snapshot has it"
+        );
         assert_eq!(m.regions_draining(), 1, "held by the core");
         let mut b = [0u8; 8];
-        held.read(100, &mut b).unwrap();
+        held.region(r.0).unwrap().read(100, &mut b).unwrap();
         assert_eq!(b, [0x5c; 8], "still the region's bytes");
         drop(held);
         assert_eq!(m.regions_draining(), 0, "given back");

@@ -29,8 +29,8 @@
 //! ([`RuntimeError::Busy`]).
 //!
 //! **Memory.** The control thread owns [`Memory`]; each core holds a replica of the STag table
-//! ([`CoreStags`]) and the shared [`RegionTable`] (read without locks; a freed region's slot is
-//! reused under a new generation). A deregistration returns only
+//! ([`CoreStags`]) and a snapshot of the regions ([`RegionTable`], refreshed with the replica; a
+//! freed region's slot is reused under a new generation). A deregistration returns only
 //! after every core has acknowledged it (RFC 5041 §8.3.1 item 6), so the cores must be polling.
 //!
 //! **Sessions.** A DDP Stream Session Control message (PPID 17) goes to the control thread with
@@ -59,7 +59,7 @@ use crate::conn::{
     Accept, Applied, Completion, ConnConfig, ConnStats, Connection, Indication, Listener,
     PostError, SessionCall,
 };
-use crate::memory::{Memory, Place, RegionTable};
+use crate::memory::{Memory, Place, RegionTable, SharedRegions};
 use crate::session::{PendingLimit, State};
 use crate::xmit::{Tap, Tx, TxStats, BURST};
 
@@ -546,7 +546,10 @@ pub struct DataCore<P: Port> {
     steer: Steering,
     slots: Vec<Option<Slot>>,
     stags: CoreStags,
+    /// The latest region snapshot this core took from `shared_regions` (refreshed with the
+    /// STag replica, so every region its STags name is in it; it keeps them alive).
     regions: Arc<RegionTable>,
+    shared_regions: Arc<SharedRegions>,
     commands: Receiver<Command<P::Buf>>,
     packets_up: SyncSender<P::Buf>,
     events_up: SyncSender<Upcall>,
@@ -624,7 +627,8 @@ pub fn build<P: Port>(
             steer,
             slots: Vec::new(),
             stags,
-            regions: Arc::clone(memory.region_table()),
+            regions: memory.region_table().load_full(),
+            shared_regions: Arc::clone(memory.region_table()),
             commands: cmd_rx,
             packets_up: packets_tx.clone(),
             events_up: events_tx.clone(),
@@ -760,19 +764,31 @@ impl<P: Port> DataCore<P> {
         self.idle
     }
 
+    /// Applies the STag changes the control thread sent, then takes the latest region snapshot
+    /// (one pointer comparison when nothing changed): a region is published before any STag
+    /// naming it is registered, so the snapshot has every region the replica names.
+    fn memory_changes(&mut self) -> usize {
+        let n = self.stags.poll();
+        let latest = self.shared_regions.load();
+        if !Arc::ptr_eq(&latest, &self.regions) {
+            self.regions = arc_swap::Guard::into_inner(latest);
+        }
+        n
+    }
+
     /// One turn of the poll loop at `now`: commands and STag changes applied, frames from
     /// sibling cores and from the RX queue handled, due timers run, everything to send framed
     /// and transmitted, what the connections owe the ULP sent up. Returns the work done.
     pub fn poll(&mut self, now: Instant) -> usize {
         // STag changes apply between packets, never in the middle of placing one.
-        let mut work = self.stags.poll();
+        let mut work = self.memory_changes();
         work += self.commands(now);
         for i in 0..BURST {
             match self.dispatch_in.try_recv() {
                 Ok(b) => {
                     // As for a burst below: the STag changes made before this frame was sent.
                     if i == 0 {
-                        work += self.stags.poll();
+                        work += self.memory_changes();
                     }
                     self.stats.dispatched_in += 1;
                     self.frame_in(now, b, true);
@@ -790,7 +806,7 @@ impl<P: Port> DataCore<P> {
             // after the burst and before its frames, means a legitimate write never meets a
             // replica that does not know its STag yet (`Coordinator::register`).
             if n > 0 {
-                work += self.stags.poll();
+                work += self.memory_changes();
             }
             for b in rx.drain(..) {
                 self.stats.frames_in += 1;
@@ -1020,7 +1036,7 @@ impl<P: Port> DataCore<P> {
     ) {
         let peer = c.peer_ip();
         c.set_tx_checksum_offload(self.offload.tx);
-        c.use_regions(Arc::clone(&self.regions));
+        c.use_regions(Arc::clone(&self.shared_regions));
         // DESIGN.md: PPID 17 goes to the control thread, which runs the §6 machine.
         c.set_remote_sessions(true);
         let slot = match self.slots.iter().position(Option::is_none) {

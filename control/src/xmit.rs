@@ -12,7 +12,7 @@ use ddpdk_dataplane::sctp::{Hole, Instant};
 use ddpdk_dataplane::wire::crc32c::Stream;
 use ddpdk_dataplane::wire::link::ETHERNET_HEADER_LEN;
 
-use crate::memory::{RegionRef, RegionTable};
+use crate::memory::RegionTable;
 
 /// Frames sent per `tx_burst`.
 pub const BURST: usize = 32;
@@ -46,17 +46,19 @@ pub struct TxStats {
 }
 
 /// Fills the CRC32c of the SCTP `packet` whose `holes` are still empty, reading the spans
-/// from their regions (`spans`, one per hole; RFC 9260 §6.8: computed with the checksum field
-/// zero). A span whose region is gone counts as the zeros [`Tx::send_chain`] sends for it.
-fn sctp_checksum_pieces(packet: &mut [u8], holes: &[Hole], spans: &[Option<RegionRef>]) {
+/// from their regions (RFC 9260 §6.8: computed with the checksum field zero). A span whose
+/// region is gone counts as the zeros [`Tx::send_chain`] sends for it.
+fn sctp_checksum_pieces(packet: &mut [u8], holes: &[Hole], regions: &RegionTable) {
     const ZEROS: [u8; 256] = [0; 256];
     packet[8..12].fill(0);
     let mut crc = Stream::default();
     let mut done = 0;
-    for (h, r) in holes.iter().zip(spans) {
+    for h in holes {
         crc.update(&packet[done..h.at]);
         let len = h.ext.len as usize;
-        let digested = r.as_ref().map(|r| r.digest(&mut crc, h.ext.offset, len));
+        let digested = regions
+            .region(h.ext.key)
+            .map(|r| r.digest(&mut crc, h.ext.offset, len));
         if !matches!(digested, Some(Ok(_))) {
             for n in (0..len).step_by(ZEROS.len()) {
                 crc.update(&ZEROS[..ZEROS.len().min(len - n)]);
@@ -78,9 +80,6 @@ pub(crate) struct Tx<P: Port> {
     spare: Vec<P::Buf>,
     /// The frame being built: SCTP packets are written at their header length's offset.
     pub frame: Vec<u8>,
-    /// The regions of the frame's holes, looked up once per packet (kept: no allocation per
-    /// frame; emptied after each, so no region is held past its packet).
-    spans: Vec<Option<RegionRef>>,
     pub tap: Option<Tap>,
     pub stats: TxStats,
 }
@@ -93,7 +92,6 @@ impl<P: Port> Tx<P> {
             bufs: Vec::with_capacity(BURST),
             spare: Vec::with_capacity(1),
             frame: vec![0; FRAME_MAX],
-            spans: Vec::new(),
             tap: None,
             stats: TxStats::default(),
         }
@@ -186,14 +184,10 @@ impl<P: Port> Tx<P> {
             len,
             device_checksum,
             |tx, frame, at, offload| {
-                let mut spans = std::mem::take(&mut tx.spans);
-                spans.extend(holes.iter().map(|h| regions.region(h.ext.key)));
                 if offload.is_none() {
-                    sctp_checksum_pieces(&mut frame[at..], holes, &spans);
+                    sctp_checksum_pieces(&mut frame[at..], holes, regions);
                 }
-                tx.send_chain(frame, at, holes, &spans, offload);
-                spans.clear();
-                tx.spans = spans;
+                tx.send_chain(frame, at, holes, regions, offload)
             },
         );
     }
@@ -205,7 +199,7 @@ impl<P: Port> Tx<P> {
         frame: &mut [u8],
         at: usize,
         holes: &[Hole],
-        spans: &[Option<RegionRef>],
+        regions: &RegionTable,
         offload: Option<(usize, usize, bool)>,
     ) {
         let mut head: Option<P::Buf> = None;
@@ -214,11 +208,11 @@ impl<P: Port> Tx<P> {
         // the device takes (some NICs stop at 8 segments) is not built.
         let segments = 2 * holes.len() + 1;
         let mut chained = segments <= self.port.max_tx_segments();
-        for (h, r) in holes.iter().zip(spans).take_while(|_| chained) {
+        for h in holes.iter().take_while(|_| chained) {
             let start = at + h.at;
             let end = start + h.ext.len as usize;
-            let span = r
-                .as_ref()
+            let span = regions
+                .region(h.ext.key)
                 .and_then(|r| self.port.attach_region(r, h.ext.offset, h.ext.len as usize));
             let (Some(span), Some(before)) = (span, self.copy_buf(&frame[done..start])) else {
                 chained = false;
@@ -245,12 +239,14 @@ impl<P: Port> Tx<P> {
         }
         let need_flat = !chained || self.tap.is_some();
         if need_flat {
-            for (h, r) in holes.iter().zip(spans) {
+            for h in holes {
                 let start = at + h.at;
                 let span = &mut frame[start..start + h.ext.len as usize];
                 // A span of a region freed under its send goes out zeroed, never as whatever
                 // an earlier frame left in this buffer.
-                let read = r.as_ref().map(|r| r.read(h.ext.offset, span));
+                let read = regions
+                    .region(h.ext.key)
+                    .map(|r| r.read(h.ext.offset, span));
                 if !matches!(read, Some(Ok(()))) {
                     span.fill(0);
                     self.stats.stale_spans += 1;

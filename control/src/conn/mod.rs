@@ -68,7 +68,7 @@ use ddpdk_dataplane::sctp::{
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::max_payload;
 
-use crate::memory::{Place, RegionId, RegionTable};
+use crate::memory::{Place, RegionId, SharedRegions};
 use crate::session::{Event as SessionEvent, LocalError, PendingLimit, State, TerminationReason};
 
 /// SCTP chunk type of COOKIE ECHO (RFC 9260 §3.3.11).
@@ -86,7 +86,7 @@ pub struct Connection {
     sink: Sink,
     segment: Vec<u8>,
     /// Where [`Payload::Region`] sends read from ([`Connection::use_regions`]).
-    regions: Option<Arc<RegionTable>>,
+    regions: Option<Arc<SharedRegions>>,
     /// Session control messages go to another thread with their session
     /// ([`Connection::set_remote_sessions`]).
     remote_sessions: bool,
@@ -124,7 +124,7 @@ impl Connection {
     }
 
     /// The endpoint's regions, so that sends may name their bytes there ([`Payload::Region`]).
-    pub fn use_regions(&mut self, regions: Arc<RegionTable>) {
+    pub fn use_regions(&mut self, regions: Arc<SharedRegions>) {
         self.regions = Some(regions);
     }
 
@@ -303,8 +303,8 @@ impl Connection {
             len,
         } = req.data
         {
-            let r = self
-                .regions
+            let table = self.regions.as_deref().map(|t| t.load());
+            let r = table
                 .as_deref()
                 .and_then(|t| t.region(region.0))
                 .ok_or(PostError::BadRegion)?;
@@ -521,7 +521,7 @@ impl Connection {
         }
         // Spans were checked against the regions when posted; a read fails only if the ULP
         // freed the region under its own send (`Memory::free_region`).
-        if let Some(regions) = self.regions.as_deref() {
+        if let Some(regions) = self.regions.as_deref().map(|t| t.load()) {
             for h in holes {
                 let span = &mut buf[h.at..h.at + h.ext.len as usize];
                 // A region freed under its send: zeros, not an earlier packet's bytes.
@@ -570,7 +570,7 @@ impl Connection {
     }
 
     /// The regions sends may read from.
-    pub fn regions(&self) -> Option<&Arc<RegionTable>> {
+    pub fn regions(&self) -> Option<&Arc<SharedRegions>> {
         self.regions.as_ref()
     }
 
