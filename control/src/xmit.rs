@@ -48,7 +48,7 @@ pub struct TxStats {
 /// Fills the CRC32c of the SCTP `packet` whose `holes` are still empty, reading the spans
 /// from their regions (RFC 9260 §6.8: computed with the checksum field zero). A span whose
 /// region is gone counts as the zeros [`Tx::send_chain`] sends for it.
-fn sctp_checksum_pieces(packet: &mut [u8], holes: &[Hole], regions: &RegionTable) {
+pub fn sctp_checksum_pieces(packet: &mut [u8], holes: &[Hole], regions: &RegionTable) {
     const ZEROS: [u8; 256] = [0; 256];
     packet[8..12].fill(0);
     let mut crc = Stream::default();

@@ -154,7 +154,7 @@ impl Connection {
         } else {
             self.sink.stats.control_refused += 1;
         }
-        self.sink.touched = true;
+        self.sink.touched.stream(stream);
         // What waited for the session, in arrival order, until a control message among it
         // sends the session away again (the rest then waits for that one).
         let (mut held, ended) = (lent.held, lent.ended);
@@ -189,7 +189,7 @@ impl Connection {
             self.shutdown_deferred = false;
             self.shutdown(now);
         }
-        self.progress();
+        self.progress(stream);
     }
 
     /// Applies a ULP operation. One on a stream whose session is away at the control thread

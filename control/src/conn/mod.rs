@@ -209,7 +209,7 @@ impl Connection {
         s.session.initiate(private_data)?;
         open_receive(s, pd, &self.cfg, true);
         self.mark_ready(stream);
-        self.progress();
+        self.progress(stream);
         Ok(())
     }
 
@@ -220,7 +220,7 @@ impl Connection {
         s.session.accept(private_data)?;
         open_receive(s, pd, &self.cfg, false);
         self.mark_ready(stream);
-        self.progress();
+        self.progress(stream);
         Ok(())
     }
 
@@ -231,7 +231,7 @@ impl Connection {
             .session
             .reject(private_data)?;
         self.mark_ready(stream);
-        self.progress();
+        self.progress(stream);
         Ok(())
     }
 
@@ -242,7 +242,7 @@ impl Connection {
         self.check_stream(stream)?;
         self.streams[usize::from(stream)].session.terminate()?;
         self.mark_ready(stream);
-        self.progress();
+        self.progress(stream);
         Ok(())
     }
 
@@ -365,7 +365,7 @@ impl Connection {
         });
         self.sink.queued_sends += 1;
         self.mark_ready(stream);
-        self.progress();
+        self.progress(stream);
         Ok(())
     }
 
@@ -490,7 +490,7 @@ impl Connection {
             &self.limit,
             how,
         );
-        self.progress();
+        self.progress(stream);
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -733,13 +733,14 @@ impl Connection {
                 None => s.session.association_ended(),
             }
         }
-        self.sink.touched = true;
+        self.sink.touched.all();
         self.session_events();
     }
 
-    /// After a ULP call: its session events, more to send, and what sending caused.
-    fn progress(&mut self) {
-        self.sink.touched = true;
+    /// After a ULP call on `stream`: its session events, more to send, and what sending
+    /// caused.
+    fn progress(&mut self, stream: u16) {
+        self.sink.touched.stream(stream);
         self.session_events();
         self.pump();
         self.session_events();
@@ -753,17 +754,31 @@ impl Connection {
         if !self.sink.not_rdmap.is_empty() {
             self.end_not_rdmap();
         }
-        if !std::mem::take(&mut self.sink.touched) {
+        if self.sink.touched.is_empty() {
             return;
         }
-        for (i, s) in self.streams.iter_mut().enumerate() {
-            // Any event may come with a control message to send (an Accept proving the
-            // Initiate arrived releases a held-back Terminate, §6.6).
-            if drain_events(i as u16, s, &mut self.sink) && !s.ready {
-                s.ready = true;
-                self.ready.push_back(i as u16);
+        // Any event may come with a control message to send (an Accept proving the Initiate
+        // arrived releases a held-back Terminate, §6.6). Draining touches no stream.
+        if self.sink.touched.is_all() {
+            for (i, s) in self.streams.iter_mut().enumerate() {
+                if drain_events(i as u16, s, &mut self.sink) && !s.ready {
+                    s.ready = true;
+                    self.ready.push_back(i as u16);
+                }
+            }
+        } else {
+            let mut k = 0;
+            while let Some(i) = self.sink.touched.get(k) {
+                k += 1;
+                if let Some(s) = self.streams.get_mut(usize::from(i)) {
+                    if drain_events(i, s, &mut self.sink) && !s.ready {
+                        s.ready = true;
+                        self.ready.push_back(i);
+                    }
+                }
             }
         }
+        self.sink.touched.clear();
         for (i, generation) in std::mem::take(&mut self.sink.end_flush) {
             if let Some(s) = self.streams.get_mut(usize::from(i)) {
                 if s.generation == generation {
@@ -804,7 +819,7 @@ impl Connection {
             }
             if s.lent.is_none() && s.session.terminate_for_error(error).is_ok() {
                 self.sink.stats.sessions_faulted += 1;
-                self.sink.touched = true;
+                self.sink.touched.stream(stream);
                 self.mark_ready(stream);
             }
         }

@@ -98,7 +98,7 @@ impl Ulp for RdmapUlp<'_> {
                         report(out, Some(&mut *self.rdmap), stream, done, Status::Success);
                         // An ORD slot is free: a waiting Read Request may go.
                         out.wake.push(stream);
-                        out.touched = true;
+                        out.touched.stream(stream);
                     }
                     Upcall::PeerTerminate(error) => {
                         out.stats.rdmap_terminates_received += 1;
@@ -261,7 +261,7 @@ fn queue_response(
     );
     out.queued_sends += 1;
     out.wake.push(stream);
-    out.touched = true;
+    out.touched.stream(stream);
 }
 
 impl Connection {
@@ -475,7 +475,7 @@ impl Connection {
         } else {
             self.sink.stats.sessions_faulted += 1;
         }
-        self.sink.touched = true;
+        self.sink.touched.stream(stream);
     }
 
     /// RDMAP streams whose peer accepted without RDMAP's parameters: no RDMAP peer, so the
@@ -485,7 +485,7 @@ impl Connection {
             if let Some(s) = self.streams.get_mut(usize::from(stream)) {
                 if s.session.terminate().is_ok() {
                     self.sink.stats.rdmap_refused += 1;
-                    self.sink.touched = true;
+                    self.sink.touched.stream(stream);
                     self.mark_ready(stream);
                 }
             }

@@ -93,7 +93,7 @@ pub(super) fn route(
     match m.ppid {
         PPID_SESSION_CONTROL => {
             out.stats.control_received += 1;
-            out.touched = true;
+            out.touched.stream(stream);
             let Ok(p) = SessionControlPacket::new_checked(m.data) else {
                 out.stats.control_refused += 1;
                 let _ = s.session.on_truncated();
@@ -157,12 +157,12 @@ pub(super) fn route(
             let Some(ssn) = m.data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
                 out.stats.refused_by_session += 1;
                 let _ = s.session.on_truncated();
-                out.touched = true;
+                out.touched.stream(stream);
                 return;
             };
             if s.session.on_segment(ssn).is_err() {
                 out.stats.refused_by_session += 1;
-                out.touched = true;
+                out.touched.stream(stream);
                 return;
             }
             // After the session ended, only the peer's own last segments, overtaken by its

@@ -91,7 +91,7 @@ impl Connection {
                             let _ = s.session.on_acked(f.ddp_ssn);
                         }
                     }
-                    self.sink.touched = true;
+                    self.sink.touched.stream(f.stream);
                 }
             }
             if let Some(done) = f.completion {
@@ -184,7 +184,7 @@ impl Connection {
         }
         // Control messages first: they open and close the session.
         if let Some(t) = s.control.take().or_else(|| s.session.poll_transmit()) {
-            self.sink.touched = true;
+            self.sink.touched.stream(stream);
             let repr = t.repr();
             let mut buf = [0u8; 4 + 512];
             let n = repr.buffer_len();
@@ -224,7 +224,7 @@ impl Connection {
             // §7.1: the one further message after a receive error has gone; end the session.
             if s.grace == Some(0) && !matches!(s.session.state(), State::Terminated(_)) {
                 let _ = s.session.terminate();
-                self.sink.touched = true;
+                self.sink.touched.stream(stream);
                 return Turn::Sent;
             }
             return Turn::Done;

@@ -84,6 +84,53 @@ impl DdpStream {
     }
 }
 
+/// The streams whose sessions may have events to move to the ULP
+/// ([`super::Connection::session_events`]): a few by number, or all of them.
+#[derive(Debug, Default)]
+pub(super) struct Touched {
+    all: bool,
+    streams: Vec<u16>,
+}
+
+impl Touched {
+    /// Beyond this many, the streams are all visited rather than listed.
+    const LISTED: usize = 16;
+
+    pub(super) fn stream(&mut self, stream: u16) {
+        if self.all || self.streams.last() == Some(&stream) {
+            return;
+        }
+        if self.streams.len() == Self::LISTED {
+            self.all();
+        } else {
+            self.streams.push(stream);
+        }
+    }
+
+    pub(super) fn all(&mut self) {
+        self.all = true;
+        self.streams.clear();
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        !self.all && self.streams.is_empty()
+    }
+
+    pub(super) fn is_all(&self) -> bool {
+        self.all
+    }
+
+    /// The `k`th listed stream.
+    pub(super) fn get(&self, k: usize) -> Option<u16> {
+        self.streams.get(k).copied()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.all = false;
+        self.streams.clear();
+    }
+}
+
 /// What the ULP is owed, kept apart from the streams so both can be borrowed at once.
 #[derive(Debug, Default)]
 pub(super) struct Sink {
@@ -92,9 +139,10 @@ pub(super) struct Sink {
     pub(super) stats: ConnStats,
     /// Send work requests not yet wholly handed to SCTP.
     pub(super) queued_sends: usize,
-    /// A session may have events: set wherever a session is called for anything but an
-    /// in-order segment, so the per-packet path does not visit every stream for nothing.
-    pub(super) touched: bool,
+    /// Sessions that may have events: noted wherever a session is called for anything but an
+    /// in-order segment, so neither the per-packet path nor a posted work request visits
+    /// every stream for nothing.
+    pub(super) touched: Touched,
     /// Flushed region sends (stream, generation, work request) whose Flushed completion waits
     /// for their segments already in SCTP's queue ([`Connection::defer_flushed`]).
     pub(super) deferred: Vec<(u16, u32, Done)>,

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Instructions per DDP segment on the send path, by stage, counted by callgrind (the same count
+# every run, whatever else the machine does): ddp-tx-bench's `gather` path (tagged writes from a
+# registered region, cut, framed and checksummed as the runtime's zero-copy sender does) over N
+# one-segment writes of each size. The companion of callgrind-stages.sh (the receive path).
+#
+#   benches/callgrind-tx-stages.sh [SIZES] [WRITES]     e.g. benches/callgrind-tx-stages.sh 64,1404,8904 2048
+#
+# Stages are inclusive counts of the functions that do them; "total" is everything the timed
+# loop did, per write.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZES=${1:-64,1404,8904}
+WRITES=${2:-2048}
+command -v valgrind >/dev/null || { echo "callgrind-tx-stages: valgrind is not installed" >&2; exit 1; }
+cargo build --release -q -p ddpdk-benches --bin ddp-tx-bench
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+printf '%-6s %8s | %6s %6s %6s %6s %6s | %6s\n' size writes ddp sctp crc sack rest total
+for size in ${SIZES//,/ }; do
+    bytes=$((size * WRITES))
+    valgrind --tool=callgrind --toggle-collect='ddp_tx_bench::run*' \
+        --callgrind-out-file="$out/cg.$size" \
+        target/release/ddp-tx-bench --sizes "$size" --rounds 1 --bytes "$bytes" --paths gather \
+        >/dev/null 2>&1
+    (cd "$out" && callgrind_annotate --inclusive=yes --threshold=100 --auto=no "cg.$size" >"ann.$size" 2>/dev/null)
+    inc() {
+        { grep -F ":$1 [" "$out/ann.$size" || true; } | awk '{gsub(",", "", $1); s += $1} END {print s + 0}'
+    }
+    all=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}' "$out/ann.$size")
+    pump=$(inc 'ddpdk_control::conn::send::<impl ddpdk_control::conn::Connection>::pump')
+    sctp=$(inc 'ddpdk_dataplane::sctp::assoc::Association::poll_transmit')
+    # The CRC32c of each packet over its header and region spans (the SACKs' own checksums are
+    # in `sack` and `rest`).
+    crc=$(inc 'ddp_tx_bench::checksum')
+    sack=$(inc 'ddpdk_control::conn::Connection::handle_checked')
+    rest=$((all - pump - sctp - crc - sack))
+    per() { awk -v a="$1" -v n="$WRITES" 'BEGIN {printf "%6.0f", a / n}'; }
+    printf '%-6s %8s | %s %s %s %s %s | %s\n' "$size" "$WRITES" "$(per "$pump")" \
+        "$(per "$sctp")" "$(per "$crc")" "$(per "$sack")" "$(per "$rest")" "$(per "$all")"
+done
+cat <<'EOF'
+ddp: the connection's pump (DDP
+segmentation, the session, the SCTP send queue); sctp: poll_transmit (chunks framed into
+packets, the send window); crc: each packet's CRC32c over its header and region spans;
+sack: the SACKs handled (their CRC32c checked, acknowledgement, cwnd, the writes'
+completions); rest: the work requests posted and their completions
+polled, the bench's SACKs made; total: all of the timed loop, per write.
+EOF
