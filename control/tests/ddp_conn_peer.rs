@@ -983,7 +983,8 @@ use ddpdk_control::conn::{Payload, RdmaOp, RdmaRequest};
 use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
 use ddpdk_dataplane::mem::Stag;
 use ddpdk_dataplane::wire::rdmap::{
-    Opcode, RdmapError, ReadRequest, TerminateError, TerminatePacket, QN_TERMINATE,
+    AtomicOp, AtomicRequest, AtomicResponse, Opcode, RdmapError, ReadRequest, TerminateError,
+    TerminatePacket, QN_TERMINATE,
 };
 
 /// The RDMAP Control octet of `opcode` under RDMAP `version` (RFC 5040 §4.1: version in the
@@ -1123,6 +1124,63 @@ fn rfc5040_4_2_an_opcode_out_of_place_is_unexpected_opcode() {
         }),
         ("reserved opcode 0xe", |_| {
             rseg(1, (1 << 6) | 0xe, 0, 1, &[0xaa; 64])
+        }),
+    ];
+    for (case, make) in cases {
+        assert_terminated(
+            case,
+            Duo::provoke(make),
+            TerminateError::Rdmap(RdmapError::UnexpectedOpcode),
+        );
+    }
+}
+
+/// RFC 7306 §1.1: a peer that does not support the extensions reports their messages as a
+/// Remote Operation Error "Unexpected OpCode". The server does not serve them yet, so each of
+/// the four, well formed on its own queue, ends the stream so, with nothing delivered; without
+/// the explicit refusal an Atomic Request would be taken for a Send and an Atomic Response
+/// reported as DDP's Invalid QN.
+#[test]
+fn rfc7306_1_1_extensions_not_served_are_unexpected_opcode() {
+    type Make = fn(Stag) -> Vec<u8>;
+    let cases: [(&str, Make); 4] = [
+        ("Immediate Data", |_| {
+            rseg(1, control(1, Opcode::ImmediateData), 0, 1, &[0xaa; 8])
+        }),
+        ("Immediate Data with SE", |_| {
+            rseg(1, control(1, Opcode::ImmediateDataSe), 0, 1, &[0xaa; 8])
+        }),
+        ("Atomic Request", |stag| {
+            let request = AtomicRequest {
+                op: AtomicOp::FetchAdd,
+                request_id: 7,
+                stag: stag.0,
+                to: 0x1000,
+                add_swap: 1,
+                add_swap_mask: 0,
+                compare: 0,
+                compare_mask: u64::MAX,
+            };
+            rseg(
+                1,
+                control(1, Opcode::AtomicRequest),
+                1,
+                1,
+                &request.to_bytes(),
+            )
+        }),
+        ("Atomic Response", |_| {
+            let response = AtomicResponse {
+                request_id: 7,
+                original: 41,
+            };
+            rseg(
+                1,
+                control(1, Opcode::AtomicResponse),
+                3,
+                1,
+                &response.to_bytes(),
+            )
         }),
     ];
     for (case, make) in cases {

@@ -300,6 +300,10 @@ impl RdmapStream {
                     DdpError::InvalidStag
                 }))
             }
+            // RFC 7306's messages are not served yet: they are answered as RFC 7306 §1.1 says
+            // a peer without the extensions answers them (Unexpected OpCode), before DDP
+            // places anything or reads an Atomic Response's queue (3) as an invalid one.
+            (op, _) if op.is_rfc7306() => Err(RxError::Rdmap(RdmapError::UnexpectedOpcode)),
             // A queue RDMAP does not use (RFC 5040 §4.2 uses 0-2): DDP's Invalid QN says it
             // (RFC 5041 §7.1, §7.2 untagged error 0x01).
             (_, Header::Untagged(h)) if h.qn > QN_TERMINATE => Ok(Access::REMOTE_WRITE),

@@ -25,6 +25,15 @@
 //!   Length and the DDP header of the segment that caused it, and the RDMA Read Request header
 //!   it concerned.
 //!
+//! RFC 7306 adds four messages, all untagged, each with a header of its own and no ULP Payload
+//! after it (RFC 7306 §4.1, §4.2):
+//! - Immediate Data and Immediate Data with SE (QN 0): exactly 8 bytes ([`immediate_data`],
+//!   §6.2, §6.3);
+//! - Atomic Request (QN 1, the Read Request queue): [`AtomicRequest`], 52 bytes (§5.2.1);
+//! - Atomic Response (QN 3, new): [`AtomicResponse`], 12 bytes (§5.2.2). RFC 7306 §4 says
+//!   "32 bytes"; its Figure 6 and every field description give 4 + 8, which is what goes on
+//!   the wire here.
+//!
 //! Which DDP buffer model and queue carries each message (§4.2) is [`Opcode::tagged`] and
 //! [`Opcode::queue`]; the semantics that check a received message against that table live
 //! above DDP, not here. Views follow the rest of `wire`: `new_checked` validates lengths once,
@@ -45,9 +54,18 @@ pub const QN_SEND: u32 = 0;
 pub const QN_READ_REQUEST: u32 = 1;
 /// Untagged queue of Terminate messages (RFC 5040 §4.2, §5.4).
 pub const QN_TERMINATE: u32 = 2;
+/// Untagged queue of Atomic Responses at the Requester (RFC 7306 §4.1, §5.2).
+pub const QN_ATOMIC_RESPONSE: u32 = 3;
 
 /// Length of the RDMA Read Request header (RFC 5040 §4.4): 4 + 8 + 4 + 4 + 8 bytes.
 pub const READ_REQUEST_LEN: usize = 28;
+/// Length of the Immediate Data of an Immediate Data message (RFC 7306 §6.2).
+pub const IMMEDIATE_DATA_LEN: usize = 8;
+/// Length of the Atomic Operation Request header (RFC 7306 §5.2.1, Figure 4): 4 + 4 + 4 + 8 +
+/// 4 × 8 bytes.
+pub const ATOMIC_REQUEST_LEN: usize = 52;
+/// Length of the Atomic Operation Response header (RFC 7306 §5.2.2, Figure 6): 4 + 8 bytes.
+pub const ATOMIC_RESPONSE_LEN: usize = 12;
 /// Length of the Terminate Control field (RFC 5040 §4.8).
 pub const TERMINATE_CONTROL_LEN: usize = 4;
 /// Length of the DDP Segment Length field of a Terminate header (RFC 5040 §4.8).
@@ -59,8 +77,8 @@ mod ctrl {
     pub const OPCODE: u8 = 0x0f;
 }
 
-/// An RDMA Message opcode (RFC 5040 §4.2). Unknown values (the reserved 1000b–1111b, until
-/// RFC 7306 gives some of them meaning) round-trip as [`Opcode::Unknown`].
+/// An RDMA Message opcode (RFC 5040 §4.2, RFC 7306 §4.1). Unknown values (1100b–1111b)
+/// round-trip as [`Opcode::Unknown`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Opcode {
     /// 0000b: RDMA Write, tagged.
@@ -79,6 +97,14 @@ pub enum Opcode {
     SendSeInvalidate,
     /// 0111b: Terminate, untagged on QN 2.
     Terminate,
+    /// 1000b: Immediate Data, untagged on QN 0 (RFC 7306 §6).
+    ImmediateData,
+    /// 1001b: Immediate Data with Solicited Event (RFC 7306 §6).
+    ImmediateDataSe,
+    /// 1010b: Atomic Request, untagged on QN 1 (RFC 7306 §5.2.1).
+    AtomicRequest,
+    /// 1011b: Atomic Response, untagged on QN 3 (RFC 7306 §5.2.2).
+    AtomicResponse,
     /// Any other 4-bit value.
     Unknown(u8),
 }
@@ -95,6 +121,10 @@ impl Opcode {
             0x5 => Opcode::SendSe,
             0x6 => Opcode::SendSeInvalidate,
             0x7 => Opcode::Terminate,
+            0x8 => Opcode::ImmediateData,
+            0x9 => Opcode::ImmediateDataSe,
+            0xa => Opcode::AtomicRequest,
+            0xb => Opcode::AtomicResponse,
             other => Opcode::Unknown(other),
         }
     }
@@ -110,12 +140,16 @@ impl Opcode {
             Opcode::SendSe => 0x5,
             Opcode::SendSeInvalidate => 0x6,
             Opcode::Terminate => 0x7,
+            Opcode::ImmediateData => 0x8,
+            Opcode::ImmediateDataSe => 0x9,
+            Opcode::AtomicRequest => 0xa,
+            Opcode::AtomicResponse => 0xb,
             Opcode::Unknown(bits) => bits & ctrl::OPCODE,
         }
     }
 
-    /// The DDP buffer model the message must use (RFC 5040 §4.2): `Some(true)` tagged,
-    /// `Some(false)` untagged, `None` for an opcode RFC 5040 does not define.
+    /// The DDP buffer model the message must use (RFC 5040 §4.2, RFC 7306 §4.1): `Some(true)`
+    /// tagged, `Some(false)` untagged, `None` for an opcode neither defines.
     pub const fn tagged(self) -> Option<bool> {
         match self {
             Opcode::Write | Opcode::ReadResponse => Some(true),
@@ -124,20 +158,29 @@ impl Opcode {
             | Opcode::SendInvalidate
             | Opcode::SendSe
             | Opcode::SendSeInvalidate
-            | Opcode::Terminate => Some(false),
+            | Opcode::Terminate
+            | Opcode::ImmediateData
+            | Opcode::ImmediateDataSe
+            | Opcode::AtomicRequest
+            | Opcode::AtomicResponse => Some(false),
             Opcode::Unknown(_) => None,
         }
     }
 
-    /// The untagged queue the message must arrive on (RFC 5040 §4.2), `None` for tagged and
-    /// unknown opcodes.
+    /// The untagged queue the message must arrive on (RFC 5040 §4.2, RFC 7306 §4.1), `None`
+    /// for tagged and unknown opcodes.
     pub const fn queue(self) -> Option<u32> {
         match self {
-            Opcode::Send | Opcode::SendInvalidate | Opcode::SendSe | Opcode::SendSeInvalidate => {
-                Some(QN_SEND)
-            }
-            Opcode::ReadRequest => Some(QN_READ_REQUEST),
+            Opcode::Send
+            | Opcode::SendInvalidate
+            | Opcode::SendSe
+            | Opcode::SendSeInvalidate
+            | Opcode::ImmediateData
+            | Opcode::ImmediateDataSe => Some(QN_SEND),
+            // RFC 7306 §5.2: Atomic Requests share the Read Request queue (and ORD/IRD).
+            Opcode::ReadRequest | Opcode::AtomicRequest => Some(QN_READ_REQUEST),
             Opcode::Terminate => Some(QN_TERMINATE),
+            Opcode::AtomicResponse => Some(QN_ATOMIC_RESPONSE),
             Opcode::Write | Opcode::ReadResponse | Opcode::Unknown(_) => None,
         }
     }
@@ -147,9 +190,24 @@ impl Opcode {
         matches!(self, Opcode::SendInvalidate | Opcode::SendSeInvalidate)
     }
 
-    /// Whether the message asks for a Solicited Event at the Data Sink (RFC 5040 §5.3).
+    /// Whether the message asks for a Solicited Event at the Data Sink (RFC 5040 §5.3, RFC
+    /// 7306 §6).
     pub const fn solicited_event(self) -> bool {
-        matches!(self, Opcode::SendSe | Opcode::SendSeInvalidate)
+        matches!(
+            self,
+            Opcode::SendSe | Opcode::SendSeInvalidate | Opcode::ImmediateDataSe
+        )
+    }
+
+    /// Whether RFC 7306 defines the message (Immediate Data, Atomic Operations).
+    pub const fn is_rfc7306(self) -> bool {
+        matches!(
+            self,
+            Opcode::ImmediateData
+                | Opcode::ImmediateDataSe
+                | Opcode::AtomicRequest
+                | Opcode::AtomicResponse
+        )
     }
 
     /// The message's name as RFC 5040 §4.2 gives it.
@@ -163,6 +221,10 @@ impl Opcode {
             Opcode::SendSe => "Send with Solicited Event",
             Opcode::SendSeInvalidate => "Send with Solicited Event and Invalidate",
             Opcode::Terminate => "Terminate",
+            Opcode::ImmediateData => "Immediate Data",
+            Opcode::ImmediateDataSe => "Immediate Data with Solicited Event",
+            Opcode::AtomicRequest => "Atomic Request",
+            Opcode::AtomicResponse => "Atomic Response",
             Opcode::Unknown(_) => "unknown opcode",
         }
     }
@@ -281,6 +343,161 @@ impl ReadRequest {
         b[12..16].copy_from_slice(&self.size.to_be_bytes());
         b[16..20].copy_from_slice(&self.source_stag.to_be_bytes());
         b[20..28].copy_from_slice(&self.source_to.to_be_bytes());
+        b
+    }
+}
+
+/// The 8 bytes of an Immediate Data or Immediate Data with SE message (RFC 7306 §6.2): the
+/// whole ULP Payload. The Data Sink "MUST check that [they] include exactly 8 bytes" (§6.3):
+/// [`Error::Truncated`] below, [`Error::BadLength`] above.
+pub fn immediate_data(payload: &[u8]) -> Result<[u8; IMMEDIATE_DATA_LEN]> {
+    match payload.try_into() {
+        Ok(data) => Ok(data),
+        Err(_) if payload.len() < IMMEDIATE_DATA_LEN => Err(Error::Truncated),
+        Err(_) => Err(Error::BadLength),
+    }
+}
+
+/// The Atomic Operation Code of an Atomic Request (RFC 7306 §5.2.1, Figure 5; 4 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// 0000b: masked Fetch and Add (§5.1.1).
+    FetchAdd,
+    /// 0010b: masked Compare and Swap (§5.1.2).
+    CmpSwap,
+    /// Any other value, 0001b included (reserved): the Responder surfaces an error (§5.2.1
+    /// item 4).
+    Unknown(u8),
+}
+
+impl AtomicOp {
+    pub const fn from_bits(bits: u8) -> AtomicOp {
+        match bits & 0x0f {
+            0x0 => AtomicOp::FetchAdd,
+            0x2 => AtomicOp::CmpSwap,
+            other => AtomicOp::Unknown(other),
+        }
+    }
+
+    pub const fn bits(self) -> u8 {
+        match self {
+            AtomicOp::FetchAdd => 0x0,
+            AtomicOp::CmpSwap => 0x2,
+            AtomicOp::Unknown(bits) => bits & 0x0f,
+        }
+    }
+}
+
+/// The Atomic Operation Request header (RFC 7306 §5.2.1, Figure 4), the whole ULP Payload of
+/// an Atomic Request. All fields big-endian on the wire (§5.1.1, §5.1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AtomicRequest {
+    /// AOpCode, the low 4 bits of the first word; the 28 bits above it are reserved (zero on
+    /// transmit, ignored on receive).
+    pub op: AtomicOp,
+    /// Chosen by the Requester, returned in the Atomic Response.
+    pub request_id: u32,
+    /// The Responder's Tagged Buffer.
+    pub stag: u32,
+    /// Where in it; the ULP Buffer address it names MUST be 64-bit aligned (§5.1.1, §8.2).
+    pub to: u64,
+    /// Add Data (FetchAdd) or Swap Data (CmpSwap).
+    pub add_swap: u64,
+    /// Add Mask (FetchAdd: a set bit is the most significant bit of a field, whose carry out is
+    /// discarded) or Swap Mask (CmpSwap: the bits swapped).
+    pub add_swap_mask: u64,
+    /// Compare Data (CmpSwap; zero on transmit for FetchAdd).
+    pub compare: u64,
+    /// Compare Mask (CmpSwap; all ones on transmit for FetchAdd).
+    pub compare_mask: u64,
+}
+
+impl AtomicRequest {
+    /// Parses an Atomic Request's ULP Payload: [`Error::Truncated`] below 52 bytes,
+    /// [`Error::BadLength`] above (no ULP payload may follow, RFC 7306 §4.2).
+    pub fn parse(payload: &[u8]) -> Result<AtomicRequest> {
+        match payload.len() {
+            n if n < ATOMIC_REQUEST_LEN => Err(Error::Truncated),
+            ATOMIC_REQUEST_LEN => Ok(AtomicRequest {
+                op: AtomicOp::from_bits(payload[3]),
+                request_id: read_u32(&payload[4..8]),
+                stag: read_u32(&payload[8..12]),
+                to: read_u64(&payload[12..20]),
+                add_swap: read_u64(&payload[20..28]),
+                add_swap_mask: read_u64(&payload[28..36]),
+                compare: read_u64(&payload[36..44]),
+                compare_mask: read_u64(&payload[44..52]),
+            }),
+            _ => Err(Error::BadLength),
+        }
+    }
+
+    /// The header as it goes on the wire (the reserved bits zero).
+    pub fn to_bytes(&self) -> [u8; ATOMIC_REQUEST_LEN] {
+        let mut b = [0u8; ATOMIC_REQUEST_LEN];
+        b[3] = self.op.bits();
+        b[4..8].copy_from_slice(&self.request_id.to_be_bytes());
+        b[8..12].copy_from_slice(&self.stag.to_be_bytes());
+        b[12..20].copy_from_slice(&self.to.to_be_bytes());
+        b[20..28].copy_from_slice(&self.add_swap.to_be_bytes());
+        b[28..36].copy_from_slice(&self.add_swap_mask.to_be_bytes());
+        b[36..44].copy_from_slice(&self.compare.to_be_bytes());
+        b[44..52].copy_from_slice(&self.compare_mask.to_be_bytes());
+        b
+    }
+
+    /// The value the operation leaves at the target, given the Original Remote Data Value
+    /// there; `None` for an operation RFC 7306 does not define.
+    ///
+    /// FetchAdd (§5.1.1) adds field by field, a carry out of a bit set in the Add Mask
+    /// discarded (an Add Mask of zero: one 64-bit add). With the fields' top bits cleared
+    /// no carry can leave a field, and the top bits are then the sum bits without carry out.
+    /// CmpSwap (§5.1.2) swaps the Swap Mask's bits in when the Compare Mask's bits match.
+    pub fn result(&self, original: u64) -> Option<u64> {
+        match self.op {
+            AtomicOp::FetchAdd => {
+                let top = self.add_swap_mask;
+                let low = (original & !top).wrapping_add(self.add_swap & !top);
+                Some(low ^ ((original ^ self.add_swap) & top))
+            }
+            AtomicOp::CmpSwap => Some(if (self.compare ^ original) & self.compare_mask == 0 {
+                (original & !self.add_swap_mask) | (self.add_swap & self.add_swap_mask)
+            } else {
+                original
+            }),
+            AtomicOp::Unknown(_) => None,
+        }
+    }
+}
+
+/// The Atomic Operation Response header (RFC 7306 §5.2.2, Figure 6), the whole ULP Payload of
+/// an Atomic Response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AtomicResponse {
+    /// The Request Identifier of the request answered.
+    pub request_id: u32,
+    /// The value at the target before the operation.
+    pub original: u64,
+}
+
+impl AtomicResponse {
+    /// Parses an Atomic Response's ULP Payload: exactly 12 bytes (see the module
+    /// documentation on §4's "32 bytes").
+    pub fn parse(payload: &[u8]) -> Result<AtomicResponse> {
+        match payload.len() {
+            n if n < ATOMIC_RESPONSE_LEN => Err(Error::Truncated),
+            ATOMIC_RESPONSE_LEN => Ok(AtomicResponse {
+                request_id: read_u32(&payload[0..4]),
+                original: read_u64(&payload[4..12]),
+            }),
+            _ => Err(Error::BadLength),
+        }
+    }
+
+    pub fn to_bytes(&self) -> [u8; ATOMIC_RESPONSE_LEN] {
+        let mut b = [0u8; ATOMIC_RESPONSE_LEN];
+        b[0..4].copy_from_slice(&self.request_id.to_be_bytes());
+        b[4..12].copy_from_slice(&self.original.to_be_bytes());
         b
     }
 }
@@ -837,11 +1054,182 @@ mod tests {
             assert_eq!(op.carries_invalidate_stag(), inval, "{op}");
             assert_eq!(op.solicited_event(), se, "{op}");
         }
-        for bits in 0b1000..=0b1111 {
+        for bits in 0b1100..=0b1111 {
             let op = Opcode::from_bits(bits);
             assert_eq!(op, Opcode::Unknown(bits));
             assert_eq!((op.bits(), op.tagged(), op.queue()), (bits, None, None));
+            assert!(!op.is_rfc7306());
         }
+    }
+
+    /// RFC 7306 §4.1 Figure 2: the four new messages, all untagged, their queues, no
+    /// Invalidate STag; Immediate Data with SE asks for a Solicited Event (§6).
+    #[test]
+    fn rfc7306_4_1_message_table() {
+        let table = [
+            (Opcode::ImmediateData, 0b1000, 0, false),
+            (Opcode::ImmediateDataSe, 0b1001, 0, true),
+            (Opcode::AtomicRequest, 0b1010, 1, false),
+            (Opcode::AtomicResponse, 0b1011, 3, false),
+        ];
+        for (op, bits, qn, se) in table {
+            assert_eq!(op.bits(), bits, "{op}");
+            assert_eq!(Opcode::from_bits(bits), op);
+            assert_eq!(op.tagged(), Some(false), "{op}");
+            assert_eq!(op.queue(), Some(qn), "{op}");
+            assert!(!op.carries_invalidate_stag(), "{op}");
+            assert_eq!(op.solicited_event(), se, "{op}");
+            assert!(op.is_rfc7306(), "{op}");
+        }
+        assert_eq!(QN_ATOMIC_RESPONSE, 3);
+    }
+
+    /// RFC 7306 §6.3: the Data Sink checks for exactly 8 bytes of Immediate Data.
+    #[test]
+    fn rfc7306_6_3_immediate_data_is_exactly_8_bytes() {
+        assert_eq!(
+            immediate_data(&[1, 2, 3, 4, 5, 6, 7, 8]),
+            Ok([1, 2, 3, 4, 5, 6, 7, 8])
+        );
+        assert_eq!(immediate_data(&[0; 7]), Err(Error::Truncated));
+        assert_eq!(immediate_data(&[]), Err(Error::Truncated));
+        assert_eq!(immediate_data(&[0; 9]), Err(Error::BadLength));
+    }
+
+    /// Every field distinct, in RFC 7306 §5.2.1 Figure 4 order.
+    const ATOMIC_REQUEST: [u8; 52] = [
+        0x00, 0x00, 0x00, 0x02, // Reserved, AOpCode 0010b: CmpSwap
+        0x11, 0x22, 0x33, 0x44, // Request Identifier
+        0x55, 0x66, 0x77, 0x88, // Remote STag
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x08, // Remote Tagged Offset
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, // Swap Data
+        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, // Swap Mask
+        0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, // Compare Data
+        0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, // Compare Mask
+    ];
+
+    #[test]
+    fn rfc7306_5_2_1_atomic_request_fixture() {
+        let r = AtomicRequest::parse(&ATOMIC_REQUEST).unwrap();
+        assert_eq!(
+            r,
+            AtomicRequest {
+                op: AtomicOp::CmpSwap,
+                request_id: 0x1122_3344,
+                stag: 0x5566_7788,
+                to: 0x1008,
+                add_swap: 0x0102_0304_0506_0708,
+                add_swap_mask: 0xffff_ffff_0000_0000,
+                compare: 0x0a0b_0c0d_0e0f_1011,
+                compare_mask: 0x0000_0000_ffff_ffff,
+            }
+        );
+        assert_eq!(r.to_bytes(), ATOMIC_REQUEST);
+        // The 28 reserved bits are ignored on receive and zero on transmit.
+        let mut reserved = ATOMIC_REQUEST;
+        reserved[0] = 0xff;
+        reserved[3] = 0xf0;
+        let r2 = AtomicRequest::parse(&reserved).unwrap();
+        assert_eq!(r2.op, AtomicOp::FetchAdd);
+        assert_eq!(r2.to_bytes()[..4], [0, 0, 0, 0]);
+        assert_eq!(
+            AtomicOp::from_bits(1),
+            AtomicOp::Unknown(1),
+            "0001b is reserved"
+        );
+        assert_eq!(
+            AtomicRequest::parse(&ATOMIC_REQUEST[..51]),
+            Err(Error::Truncated)
+        );
+        let mut long = ATOMIC_REQUEST.to_vec();
+        long.push(0);
+        assert_eq!(AtomicRequest::parse(&long), Err(Error::BadLength));
+    }
+
+    #[test]
+    fn rfc7306_5_2_2_atomic_response_fixture() {
+        let bytes = [0x11, 0x22, 0x33, 0x44, 1, 2, 3, 4, 5, 6, 7, 8];
+        let r = AtomicResponse::parse(&bytes).unwrap();
+        assert_eq!(
+            r,
+            AtomicResponse {
+                request_id: 0x1122_3344,
+                original: 0x0102_0304_0506_0708
+            }
+        );
+        assert_eq!(r.to_bytes(), bytes);
+        assert_eq!(AtomicResponse::parse(&bytes[..11]), Err(Error::Truncated));
+        assert_eq!(AtomicResponse::parse(&[0; 32]), Err(Error::BadLength));
+    }
+
+    /// RFC 7306 §5.1.1's pseudocode for the masked FetchAdd, transcribed bit by bit.
+    fn fetch_add_by_the_rfc(original: u64, add: u64, mask: u64) -> u64 {
+        let mut bit_location = 1u64;
+        let mut carry = 0u64;
+        let mut remote = 0u64;
+        for bit in 0..64 {
+            if bit != 0 {
+                bit_location <<= 1;
+            }
+            let val1 = (original & bit_location) >> bit;
+            let val2 = (add & bit_location) >> bit;
+            let sum = carry + val1 + val2;
+            carry = (sum & 2) >> 1;
+            if sum & 1 == 1 {
+                remote |= bit_location;
+            }
+            carry = u64::from(carry != 0 && mask & bit_location == 0);
+        }
+        remote
+    }
+
+    fn fetch_add(add: u64, mask: u64) -> AtomicRequest {
+        AtomicRequest {
+            op: AtomicOp::FetchAdd,
+            request_id: 0,
+            stag: 0,
+            to: 0,
+            add_swap: add,
+            add_swap_mask: mask,
+            compare: 0,
+            compare_mask: u64::MAX,
+        }
+    }
+
+    /// RFC 7306 §5.1.1: an Add Mask of zero is one 64-bit add; a set bit ends a field and
+    /// drops its carry.
+    #[test]
+    fn rfc7306_5_1_1_fetch_add_fields() {
+        assert_eq!(fetch_add(1, 0).result(41), Some(42));
+        assert_eq!(fetch_add(1, 0).result(u64::MAX), Some(0), "64-bit wrap");
+        // Two 32-bit fields: the low one overflows without touching the high one.
+        let two = fetch_add(0x0000_0001_0000_0001, 0x8000_0000_8000_0000);
+        assert_eq!(
+            two.result(0x0000_0005_ffff_ffff),
+            Some(0x0000_0006_0000_0000)
+        );
+        // Eight 8-bit counters.
+        let bytes = fetch_add(0x0101_0101_0101_0101, 0x8080_8080_8080_8080);
+        assert_eq!(
+            bytes.result(0xff00_ff00_ff00_ff00),
+            Some(0x0001_0001_0001_0001)
+        );
+    }
+
+    /// RFC 7306 §5.1.2: the Compare Mask's bits decide; the Swap Mask's bits are swapped in.
+    #[test]
+    fn rfc7306_5_1_2_cmp_swap() {
+        let r = AtomicRequest::parse(&ATOMIC_REQUEST).unwrap();
+        // The low word equals Compare Data's low word: the high word is swapped in.
+        let original = 0xdead_beef_0e0f_1011;
+        assert_eq!(r.result(original), Some(0x0102_0304_0e0f_1011));
+        // A low word that differs: nothing changes.
+        assert_eq!(r.result(0xdead_beef_0e0f_1012), Some(0xdead_beef_0e0f_1012));
+        let unknown = AtomicRequest {
+            op: AtomicOp::Unknown(1),
+            ..r
+        };
+        assert_eq!(unknown.result(1), None);
     }
 
     /// RFC 5040 §4.1: RV in the two high bits, two reserved bits, the opcode in the low four.
@@ -1039,6 +1427,26 @@ mod tests {
     }
 
     proptest! {
+        /// The field-wise add equals RFC 7306 §5.1.1's bit-serial pseudocode for every input.
+        #[test]
+        fn rfc7306_5_1_1_fetch_add_matches_the_pseudocode(
+            original in any::<u64>(), add in any::<u64>(), mask in any::<u64>()
+        ) {
+            prop_assert_eq!(
+                fetch_add(add, mask).result(original),
+                Some(fetch_add_by_the_rfc(original, add, mask))
+            );
+        }
+
+        #[test]
+        fn atomic_headers_round_trip(b in proptest::collection::vec(any::<u8>(), 52)) {
+            let r = AtomicRequest::parse(&b).unwrap();
+            prop_assert_eq!(AtomicRequest::parse(&r.to_bytes()).unwrap(), r);
+            prop_assert_eq!(&r.to_bytes()[4..], &b[4..]);
+            let resp = AtomicResponse::parse(&b[..12]).unwrap();
+            prop_assert_eq!(&resp.to_bytes()[..], &b[..12]);
+        }
+
         /// Whatever bytes a peer sends: the view never panics, and what parses emits back
         /// exactly.
         #[test]
