@@ -647,6 +647,7 @@ impl Connection {
         }
     }
 
+    #[inline]
     fn grow_streams(&mut self) {
         let n = usize::from(self.assoc.streams());
         while self.streams.len() < n {

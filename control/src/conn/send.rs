@@ -142,7 +142,8 @@ impl Connection {
     /// Hands control messages and segments to SCTP while it has room, streams taking turns
     /// one segment at a time.
     pub(super) fn pump(&mut self) {
-        if !self.connected || self.closed {
+        // Most calls (one after every packet) find nothing ready: leave before the MULPDU.
+        if !self.connected || self.closed || self.ready.is_empty() {
             return;
         }
         let mulpdu = ddp::mulpdu(self.assoc.max_message());
