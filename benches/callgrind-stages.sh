@@ -9,6 +9,7 @@
 # where one calls the other); "total" is everything the path did, less making the association.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/callgrind-lib.sh
 SIZES=${1:-64,1438,8938}
 PACKETS=${2:-4096}
 command -v valgrind >/dev/null || { echo "callgrind-stages: valgrind is not installed" >&2; exit 1; }
@@ -21,15 +22,10 @@ for size in ${SIZES//,/ }; do
     valgrind --tool=callgrind --toggle-collect='ddp_rx_bench::through_connection*' \
         --callgrind-out-file="$out/cg.$size" \
         target/release/ddp-rx-bench --sizes "$size" --rounds 1 --bytes "$bytes" >/dev/null 2>&1
-    # From a directory where the sources are not found: entries then name their files in full,
-    # and each function's own entry (the one with its object in brackets) is its inclusive count.
-    (cd "$out" && callgrind_annotate --inclusive=yes --threshold=100 --auto=no "cg.$size" >"ann.$size" 2>/dev/null)
-    # The inclusive count of a function (its own symbol's entries; inlined pieces elsewhere
-    # are counted where they are inlined).
-    inc() {
-        { grep -F ":$1 [" "$out/ann.$size" || true; } | awk '{gsub(",", "", $1); s += $1} END {print s + 0}'
-    }
-    all=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}' "$out/ann.$size")
+    cg_annotate "$out/cg.$size"
+    ann="$out/cg.$size.ann"
+    inc() { cg_inc "$ann" "$1"; }
+    all=$(cg_total "$ann")
     setup=$(inc 'ddpdk_dataplane::sctp::assoc::Association::from_cookie')
     crc=$(inc 'ddpdk_dataplane::wire::crc32c::verify')
     sack=$(inc 'ddpdk_dataplane::sctp::assoc::Association::poll_transmit')
@@ -37,13 +33,13 @@ for size in ${SIZES//,/ }; do
     ddp=$(inc 'ddpdk_dataplane::ddp::rx::StreamRx::on_segment')
     # The copies (libc's memcpy/memmove; on this path nearly all of it is the placement, and a
     # `rep movsb` counts one instruction per byte moved under callgrind).
-    copy=$({ grep -E '__mem(move|cpy)_[a-z0-9_]+ \[' "$out/ann.$size" || true; } |
+    copy=$({ grep -E '__mem(move|cpy)_[a-z0-9_]+ \[' "$ann" || true; } |
         awk '{gsub(",", "", $1); s += $1} END {print s + 0}')
     conn=$(inc 'ddpdk_control::conn::Connection::after_sctp')
     total=$((all - setup))
     # SCTP: what is left of the association's own work once the others are taken out.
     sctp=$((total - crc - sack - route - conn))
-    per() { awk -v a="$1" -v n="$PACKETS" 'BEGIN {printf "%6.0f", a / n}'; }
+    per() { cg_per "$1" "$PACKETS"; }
     printf '%-6s %8s | %s %s %s %s %s %s %s | %s\n' "$size" "$PACKETS" "$(per "$crc")" \
         "$(per "$sctp")" "$(per "$((ddp - copy))")" "$(per "$copy")" "$(per "$((route - ddp))")" \
         "$(per "$sack")" "$(per "$conn")" "$(per "$total")"

@@ -10,6 +10,7 @@
 # loop did, per write.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/callgrind-lib.sh
 SIZES=${1:-64,1404,8904}
 WRITES=${2:-2048}
 command -v valgrind >/dev/null || { echo "callgrind-tx-stages: valgrind is not installed" >&2; exit 1; }
@@ -23,11 +24,10 @@ for size in ${SIZES//,/ }; do
         --callgrind-out-file="$out/cg.$size" \
         target/release/ddp-tx-bench --sizes "$size" --rounds 1 --bytes "$bytes" --paths gather \
         >/dev/null 2>&1
-    (cd "$out" && callgrind_annotate --inclusive=yes --threshold=100 --auto=no "cg.$size" >"ann.$size" 2>/dev/null)
-    inc() {
-        { grep -F ":$1 [" "$out/ann.$size" || true; } | awk '{gsub(",", "", $1); s += $1} END {print s + 0}'
-    }
-    all=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}' "$out/ann.$size")
+    cg_annotate "$out/cg.$size"
+    ann="$out/cg.$size.ann"
+    inc() { cg_inc "$ann" "$1"; }
+    all=$(cg_total "$ann")
     pump=$(inc 'ddpdk_control::conn::send::<impl ddpdk_control::conn::Connection>::pump')
     sctp=$(inc 'ddpdk_dataplane::sctp::assoc::Association::poll_transmit')
     # The CRC32c of each packet over its header and region spans (the SACKs' own checksums are
@@ -35,7 +35,7 @@ for size in ${SIZES//,/ }; do
     crc=$(inc 'ddp_tx_bench::checksum')
     sack=$(inc 'ddpdk_control::conn::Connection::handle_checked')
     rest=$((all - pump - sctp - crc - sack))
-    per() { awk -v a="$1" -v n="$WRITES" 'BEGIN {printf "%6.0f", a / n}'; }
+    per() { cg_per "$1" "$WRITES"; }
     printf '%-6s %8s | %s %s %s %s %s | %s\n' "$size" "$WRITES" "$(per "$pump")" \
         "$(per "$sctp")" "$(per "$crc")" "$(per "$sack")" "$(per "$rest")" "$(per "$all")"
 done

@@ -36,3 +36,42 @@ pub mod procs {
             .collect()
     }
 }
+
+/// The registered memory of the in-process DDP benches (`ddp-rx-bench`, `ddp-tx-bench`).
+pub mod memory {
+    use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId};
+    use ddpdk_dataplane::mem::{Access, Pd, Stag};
+    use ddpdk_dataplane::port::region::Region;
+
+    /// A [`Memory`] with one region of `len` bytes (huge pages where free), every page
+    /// touched with `byte` so no measured path pays first-touch faults another does not, and
+    /// a protection domain.
+    pub fn with_region(len: usize, byte: u8, seed: u64) -> (Memory, RegionId, Pd) {
+        let (mut memory, _) = Memory::new(64, 0, seed);
+        let region = Region::new(len).expect("the bench region");
+        if !region.huge() {
+            eprintln!("warning: no free huge pages; the region is on normal pages");
+        }
+        region.fill(0, len, byte).expect("in the region");
+        let region = memory.add_region(region).expect("an empty region table");
+        let pd = memory.alloc_pd();
+        (memory, region, pd)
+    }
+
+    /// The first `len` bytes of `region` registered in `pd` for remote write, from Tagged
+    /// Offset 0.
+    pub fn remote_write(memory: &mut Memory, pd: Pd, region: RegionId, len: usize) -> Stag {
+        memory
+            .register(MemoryRegistration {
+                pd,
+                region,
+                offset: 0,
+                len: len as u64,
+                access: Access::REMOTE_WRITE,
+                stream: None,
+                to_base: 0,
+            })
+            .expect("register")
+            .stag
+    }
+}

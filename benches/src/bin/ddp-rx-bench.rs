@@ -16,12 +16,12 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallClock;
 
 use clap::Parser;
+use ddpdk_benches::memory::{remote_write, with_region};
 use ddpdk_control::conn::{Accept, ConnConfig, Indication as UlpIndication, Listener};
-use ddpdk_control::memory::{Memory, MemoryRegistration};
+use ddpdk_control::memory::Memory;
 use ddpdk_control::session::PendingLimit;
 use ddpdk_dataplane::ddp::{self, Indication, StreamRx, StreamTx, Target};
-use ddpdk_dataplane::mem::{Access, Pd, StreamId};
-use ddpdk_dataplane::port::region::Region;
+use ddpdk_dataplane::mem::{Pd, StreamId};
 use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant, Message, Outcome};
 
 #[derive(Parser, Debug)]
@@ -176,31 +176,13 @@ fn main() {
     let args = Args::parse();
     // One Memory for both receive paths: its STag table is what they check against, its
     // region what they place into, and the memcpy baseline copies into the same region.
-    let (mut memory, _) = Memory::new(64, 0, 9);
-    let region = Region::new(REGION).expect("1 GiB region");
-    if !region.huge() {
-        eprintln!("warning: no free huge pages; the region is on normal pages");
-    }
-    // Touch every page once, so no path pays for first-touch faults the other does not.
-    region.fill(0, REGION, 0).expect("in the region");
-    let region = memory.add_region(region).expect("an empty region table");
-    let pd = memory.alloc_pd();
+    let (mut memory, region, pd) = with_region(REGION, 0, 9);
     let now = Instant::from_nanos(1_000_000_000);
     println!("size   segments  packets | receive path: Mpps  GB/s | memcpy: GB/s | efficiency");
     for &size in &args.sizes {
-        let reg = memory
-            .register(MemoryRegistration {
-                pd,
-                region,
-                offset: 0,
-                len: REGION as u64,
-                access: Access::REMOTE_WRITE,
-                stream: None,
-                to_base: 0,
-            })
-            .expect("register");
+        let stag = remote_write(&mut memory, pd, region, REGION);
         let n = (args.bytes / size).max(1);
-        let frames = build(size, n, reg.stag.0, now);
+        let frames = build(size, n, stag.0, now);
         let mut effs = Vec::new();
         let mut conn_effs = Vec::new();
         for round in 0..args.rounds {

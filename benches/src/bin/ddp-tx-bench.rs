@@ -25,13 +25,14 @@ use std::sync::Arc;
 use std::time::Instant as WallClock;
 
 use clap::Parser;
+use ddpdk_benches::memory::{remote_write, with_region};
 use ddpdk_control::conn::{
     Accept, ConnConfig, Connection, Indication, Listener, Payload, SendKind, SendRequest,
 };
-use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId, RegionTable};
+use ddpdk_control::memory::{Memory, RegionId, RegionTable};
 use ddpdk_control::session::{Event, PendingLimit};
 use ddpdk_control::xmit::sctp_checksum_pieces;
-use ddpdk_dataplane::mem::{Access, Pd, Stag};
+use ddpdk_dataplane::mem::{Pd, Stag};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::sctp::{Config, Endpoint, Hole, Instant};
 use ddpdk_dataplane::wire::crc32c;
@@ -132,7 +133,7 @@ fn exchange(
     }
 }
 
-fn pair(now: Instant, cmem: &Memory, cpd: Pd, sink: Stag, mtu: usize) -> Pair {
+fn pair(now: Instant, cmem: &Memory, cpd: Pd, mtu: usize) -> Pair {
     let (mut smem, _) = Memory::new(64, 0, 5);
     let spd = smem.alloc_pd();
     let listener = |port| {
@@ -162,23 +163,11 @@ fn pair(now: Instant, cmem: &Memory, cpd: Pd, sink: Stag, mtu: usize) -> Pair {
     client.initiate(STREAM, cpd, b"").expect("Initiate");
     let _ = exchange(now, &mut client, &mut server, cmem, &smem, spd);
     // One write lands in a region of the server's, so the server's last packet is a SACK the
-    // loop can rewrite. The timed writes name `sink` and never reach the server.
-    let _ = sink;
-    let region = smem
+    // loop can rewrite. The timed writes name another STag and never reach the server.
+    let landing_region = smem
         .add_region(Region::new(1 << 16).expect("the server's region"))
         .expect("an empty region table");
-    let landing = smem
-        .register(MemoryRegistration {
-            pd: spd,
-            region,
-            offset: 0,
-            len: 1 << 16,
-            access: Access::REMOTE_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .expect("register")
-        .stag;
+    let landing = remote_write(&mut smem, spd, landing_region, 1 << 16);
     client
         .post_send(write(0, landing, 0, 64))
         .expect("the first write");
@@ -189,7 +178,6 @@ fn pair(now: Instant, cmem: &Memory, cpd: Pd, sink: Stag, mtu: usize) -> Pair {
             exchange(now, &mut client, &mut server, cmem, &smem, spd)
         })
         .expect("a SACK from the server");
-    let _ = &mut sl;
     Pair { client, sack }
 }
 
@@ -250,6 +238,7 @@ fn run(
         crc32c::fill(sack);
         let _ = c.handle(now, sack, memory);
     };
+    let gather = path == "gather";
     let t0 = WallClock::now();
     while completed < n {
         while posted < n && posted - completed < IN_FLIGHT {
@@ -259,7 +248,7 @@ fn run(
             posted += 1;
         }
         loop {
-            let tsn = if path == "gather" {
+            let tsn = if gather {
                 let Some((len, holes)) = c.poll_transmit_gather(now, &mut buf) else {
                     break;
                 };
@@ -318,29 +307,10 @@ fn memcpy(memory: &Memory, size: usize, n: usize) -> f64 {
 
 fn main() {
     let args = Args::parse();
-    let (mut memory, _) = Memory::new(64, 0, 9);
-    let region = Region::new(REGION).expect("the source region");
-    if !region.huge() {
-        eprintln!("warning: no free huge pages; the region is on normal pages");
-    }
-    // Every page touched (and the bytes not all zero), so no path pays first-touch faults.
-    region.fill(0, REGION, 0x5a).expect("in the region");
-    let region = memory.add_region(region).expect("an empty region table");
-    let pd = memory.alloc_pd();
-    // The sink STag the writes name: registered here only so it is a real STag; the peer is
-    // not simulated beyond its SACKs.
-    let sink = memory
-        .register(MemoryRegistration {
-            pd,
-            region,
-            offset: 0,
-            len: REGION as u64,
-            access: Access::REMOTE_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .expect("register")
-        .stag;
+    // Every byte written (not all zero), so no path pays first-touch faults.
+    let (mut memory, region, pd) = with_region(REGION, 0x5a, 9);
+    // The sink STag the writes name: a real STag; the peer is not simulated beyond its SACKs.
+    let sink = remote_write(&mut memory, pd, region, REGION);
     let now = Instant::from_nanos(1_000_000_000);
     println!("size   writes  packets | send path: Mpps  GB/s | memcpy: GB/s | efficiency");
     for &size in &args.sizes {
@@ -349,7 +319,7 @@ fn main() {
         for round in 0..args.rounds {
             let copy = memcpy(&memory, size, n);
             for path in &args.paths {
-                let mut p = pair(now, &memory, pd, sink, mtu(size));
+                let mut p = pair(now, &memory, pd, mtu(size));
                 let max = p.client.max_sizes().mulpdu;
                 assert!(size <= max, "{size} bytes is more than one segment ({max})");
                 let (time, packets) = run(path, &mut p, &memory, sink, size, n);

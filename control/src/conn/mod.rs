@@ -760,22 +760,13 @@ impl Connection {
         }
         // Any event may come with a control message to send (an Accept proving the Initiate
         // arrived releases a held-back Terminate, §6.6). Draining touches no stream.
-        if self.sink.touched.is_all() {
-            for (i, s) in self.streams.iter_mut().enumerate() {
-                if drain_events(i as u16, s, &mut self.sink) && !s.ready {
+        let mut k = 0;
+        while let Some(i) = self.sink.touched.nth(k, self.streams.len()) {
+            k += 1;
+            if let Some(s) = self.streams.get_mut(usize::from(i)) {
+                if drain_events(i, s, &mut self.sink) && !s.ready {
                     s.ready = true;
-                    self.ready.push_back(i as u16);
-                }
-            }
-        } else {
-            let mut k = 0;
-            while let Some(i) = self.sink.touched.get(k) {
-                k += 1;
-                if let Some(s) = self.streams.get_mut(usize::from(i)) {
-                    if drain_events(i, s, &mut self.sink) && !s.ready {
-                        s.ready = true;
-                        self.ready.push_back(i);
-                    }
+                    self.ready.push_back(i);
                 }
             }
         }

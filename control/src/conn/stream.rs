@@ -116,13 +116,14 @@ impl Touched {
         !self.all && self.streams.is_empty()
     }
 
-    pub(super) fn is_all(&self) -> bool {
-        self.all
-    }
-
-    /// The `k`th listed stream.
-    pub(super) fn get(&self, k: usize) -> Option<u16> {
-        self.streams.get(k).copied()
+    /// The `k`th stream to visit of an association's `streams`: the `k`th listed, or stream
+    /// `k` when all are touched.
+    pub(super) fn nth(&self, k: usize, streams: usize) -> Option<u16> {
+        if self.all {
+            (k < streams).then_some(k as u16)
+        } else {
+            self.streams.get(k).copied()
+        }
     }
 
     pub(super) fn clear(&mut self) {
