@@ -808,6 +808,19 @@ impl Duo {
         ddpdk_control::memory::RegionId,
         ddpdk_control::memory::Registered,
     ) {
+        self.region_with(pd, len, to_base, Access::REMOTE_WRITE)
+    }
+
+    fn region_with(
+        &mut self,
+        pd: Pd,
+        len: u64,
+        to_base: u64,
+        access: Access,
+    ) -> (
+        ddpdk_control::memory::RegionId,
+        ddpdk_control::memory::Registered,
+    ) {
         let r = self.memory.alloc_region(len as usize).unwrap();
         let reg = self
             .memory
@@ -816,7 +829,7 @@ impl Duo {
                 region: r,
                 offset: 0,
                 len,
-                access: Access::REMOTE_WRITE,
+                access,
                 stream: None,
                 to_base,
             })
@@ -983,8 +996,8 @@ use ddpdk_control::conn::{Payload, RdmaOp, RdmaRequest};
 use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
 use ddpdk_dataplane::mem::Stag;
 use ddpdk_dataplane::wire::rdmap::{
-    AtomicOp, AtomicRequest, AtomicResponse, Opcode, RdmapError, ReadRequest, TerminateError,
-    TerminatePacket, QN_TERMINATE,
+    AtomicOp, AtomicRequest, AtomicResponse, Control, Opcode, RdmapError, ReadRequest,
+    TerminateError, TerminatePacket, QN_ATOMIC_RESPONSE, QN_TERMINATE,
 };
 
 /// The RDMAP Control octet of `opcode` under RDMAP `version` (RFC 5040 §4.1: version in the
@@ -1046,11 +1059,19 @@ impl Duo {
     /// Sends `segment` (DDP-SSN 1) on an RDMAP stream with a receive posted and a writable
     /// region, and returns the Terminate it drew, with whether anything was placed anywhere.
     fn provoke(segment: impl Fn(Stag) -> Vec<u8>) -> (Vec<TerminateError>, bool, Duo) {
+        Duo::provoke_with(Access::REMOTE_WRITE, segment)
+    }
+
+    /// [`Duo::provoke`] with the region's access rights chosen.
+    fn provoke_with(
+        access: Access,
+        segment: impl Fn(Stag) -> Vec<u8>,
+    ) -> (Vec<TerminateError>, bool, Duo) {
         let mut d = Duo::new(256);
         let pd = d.memory.alloc_pd();
         d.open_rdmap(S, pd);
         let (rbuf, _) = d.posted_buffer(pd, 40);
-        let (w, wreg) = d.remote_write_region(pd, 4096, 0x1000);
+        let (w, wreg) = d.region_with(pd, 4096, 0x1000, access);
         d.send(S, 16, &segment(wreg.stag));
         d.settle();
         let placed = d.region_bytes(rbuf, 4096).iter().any(|&b| b != 0)
@@ -1135,61 +1156,232 @@ fn rfc5040_4_2_an_opcode_out_of_place_is_unexpected_opcode() {
     }
 }
 
-/// RFC 7306 §1.1: a peer that does not support the extensions reports their messages as a
-/// Remote Operation Error "Unexpected OpCode". The server does not serve them yet, so each of
-/// the four, well formed on its own queue, ends the stream so, with nothing delivered; without
-/// the explicit refusal an Atomic Request would be taken for a Send and an Atomic Response
-/// reported as DDP's Invalid QN.
+/// RFC 7306 §5.2.2 (with RFC 5040 §7): an Atomic Response when no Atomic is outstanding is
+/// "Unexpected OpCode" (0x2/0x06), like a Read Response without a Read; without the check it
+/// would be taken for DDP's Invalid QN or delivered to queue 3.
 #[test]
-fn rfc7306_1_1_extensions_not_served_are_unexpected_opcode() {
-    type Make = fn(Stag) -> Vec<u8>;
-    let cases: [(&str, Make); 4] = [
-        ("Immediate Data", |_| {
-            rseg(1, control(1, Opcode::ImmediateData), 0, 1, &[0xaa; 8])
-        }),
-        ("Immediate Data with SE", |_| {
-            rseg(1, control(1, Opcode::ImmediateDataSe), 0, 1, &[0xaa; 8])
-        }),
-        ("Atomic Request", |stag| {
-            let request = AtomicRequest {
-                op: AtomicOp::FetchAdd,
-                request_id: 7,
-                stag: stag.0,
-                to: 0x1000,
-                add_swap: 1,
-                add_swap_mask: 0,
-                compare: 0,
-                compare_mask: u64::MAX,
-            };
-            rseg(
-                1,
-                control(1, Opcode::AtomicRequest),
-                1,
-                1,
-                &request.to_bytes(),
-            )
-        }),
-        ("Atomic Response", |_| {
-            let response = AtomicResponse {
-                request_id: 7,
-                original: 41,
-            };
+fn rfc7306_5_2_2_an_atomic_response_without_an_atomic_is_unexpected_opcode() {
+    let response = AtomicResponse {
+        request_id: 7,
+        original: 41,
+    };
+    assert_terminated(
+        "Atomic Response, no Atomic",
+        Duo::provoke(|_| {
             rseg(
                 1,
                 control(1, Opcode::AtomicResponse),
-                3,
+                QN_ATOMIC_RESPONSE,
                 1,
                 &response.to_bytes(),
             )
+        }),
+        TerminateError::Rdmap(RdmapError::UnexpectedOpcode),
+    );
+}
+
+/// RFC 7306 §6.3: the Data Sink checks that Immediate Data is exactly 8 bytes. RFC 7306 names
+/// no code for it: the unspecified Remote Operation Error (0x2/0xFF), with nothing placed into
+/// the posted receive and nothing delivered.
+#[test]
+fn rfc7306_6_3_immediate_data_of_other_than_8_bytes_is_refused() {
+    type Make = fn(Stag) -> Vec<u8>;
+    let cases: [(&str, Make); 4] = [
+        ("7 bytes", |_| {
+            rseg(1, control(1, Opcode::ImmediateData), 0, 1, &[0xaa; 7])
+        }),
+        ("9 bytes", |_| {
+            rseg(1, control(1, Opcode::ImmediateData), 0, 1, &[0xaa; 9])
+        }),
+        ("none, with SE", |_| {
+            rseg(1, control(1, Opcode::ImmediateDataSe), 0, 1, &[])
+        }),
+        ("8 bytes at MO 8", |_| {
+            let mut v = rseg(1, control(1, Opcode::ImmediateData), 0, 1, &[0xaa; 8]);
+            v[16..20].copy_from_slice(&8u32.to_be_bytes());
+            v
         }),
     ];
     for (case, make) in cases {
         assert_terminated(
             case,
             Duo::provoke(make),
-            TerminateError::Rdmap(RdmapError::UnexpectedOpcode),
+            TerminateError::Rdmap(RdmapError::OperationUnspecified),
         );
     }
+}
+
+/// RFC 7306 §6.3 and §6.4: 8 bytes of Immediate Data consume the next posted receive and
+/// complete it as a Send would, with its kind in the RsvdULP.
+#[test]
+fn rfc7306_6_3_immediate_data_consumes_a_posted_receive() {
+    let (terminates, _, d) = Duo::provoke(|_| {
+        rseg(
+            1,
+            control(1, Opcode::ImmediateDataSe),
+            0,
+            1,
+            &7u64.to_be_bytes(),
+        )
+    });
+    assert!(terminates.is_empty(), "accepted: {terminates:?}");
+    let received: Vec<_> = d
+        .inds
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Received {
+                wr_id,
+                len,
+                rsvd_ulp,
+                ..
+            } => Some((*wr_id, *len, Control::from_byte(rsvd_ulp[0]).opcode)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(received, [(40, 8, Opcode::ImmediateDataSe)]);
+}
+
+fn atomic_request(op: AtomicOp, request_id: u32, stag: Stag, to: u64, add_swap: u64) -> Vec<u8> {
+    let request = AtomicRequest {
+        op,
+        request_id,
+        stag: stag.0,
+        to,
+        add_swap,
+        add_swap_mask: 0,
+        compare: 0,
+        compare_mask: u64::MAX,
+    };
+    rseg(
+        1,
+        control(1, Opcode::AtomicRequest),
+        1,
+        1,
+        &request.to_bytes(),
+    )
+}
+
+/// RFC 7306 §8.2: an Atomic Request whose target is not 64-bit aligned is RDMA layer Remote
+/// Operation Error "Catastrophic error, localized to RDMAP Stream" (0x2/0x07), and §5.1.1 /
+/// §5.1.2: the Responder's memory is not modified.
+#[test]
+fn rfc7306_8_2_a_misaligned_atomic_is_catastrophic_and_modifies_nothing() {
+    for to in [0x1004, 0x1001, 0x1ff7] {
+        assert_terminated(
+            &format!("FetchAdd at {to:#x}"),
+            Duo::provoke_with(Access::REMOTE_ATOMIC, |stag| {
+                atomic_request(AtomicOp::FetchAdd, 7, stag, to, 1)
+            }),
+            TerminateError::Rdmap(RdmapError::CatastrophicStream),
+        );
+    }
+}
+
+/// RFC 7306 §5.2.1 item 4: an Atomic Operation Code the Responder does not support surfaces an
+/// error (RFC 7306 names no code: the unspecified Remote Operation Error), memory untouched.
+#[test]
+fn rfc7306_5_2_1_an_unknown_atomic_opcode_is_an_error() {
+    for bits in [1, 3, 0xf] {
+        assert_terminated(
+            &format!("AOpCode {bits}"),
+            Duo::provoke_with(Access::REMOTE_ATOMIC, |stag| {
+                atomic_request(AtomicOp::Unknown(bits), 7, stag, 0x1000, 1)
+            }),
+            TerminateError::Rdmap(RdmapError::OperationUnspecified),
+        );
+    }
+}
+
+/// RFC 7306 §5 / RFC 5040 §4.8: an Atomic names its target as a Read or Write does, and is
+/// checked as strictly: a registration without the remote atomic right (remote write alone
+/// here) is a Remote Protection Error "access rights violation", an unknown STag "invalid
+/// STag", a word past the end "base or bounds", memory untouched.
+#[test]
+fn rfc5040_4_8_an_atomic_is_checked_like_a_read() {
+    assert_terminated(
+        "no remote atomic right",
+        Duo::provoke(|stag| atomic_request(AtomicOp::FetchAdd, 7, stag, 0x1000, 1)),
+        TerminateError::Rdmap(RdmapError::AccessRights),
+    );
+    assert_terminated(
+        "unknown STag",
+        Duo::provoke_with(Access::REMOTE_ATOMIC, |stag| {
+            atomic_request(AtomicOp::FetchAdd, 7, Stag(stag.0 ^ 0x100), 0x1000, 1)
+        }),
+        TerminateError::Rdmap(RdmapError::InvalidStag),
+    );
+    assert_terminated(
+        "past the end",
+        Duo::provoke_with(Access::REMOTE_ATOMIC, |stag| {
+            atomic_request(AtomicOp::FetchAdd, 7, stag, 0x1000 + 4096, 1)
+        }),
+        TerminateError::Rdmap(RdmapError::BaseOrBounds),
+    );
+}
+
+/// RFC 7306 §5.2.1 items 3 and 8, §5.2.2, §5.1.1: a valid Atomic Request is performed by RDMAP
+/// (not delivered to the ULP) and answered with an Atomic Response, untagged on queue 3, that
+/// echoes the Request Identifier and carries the word's original value; the word holds the sum
+/// in this machine's byte order. Two requests are answered in their order (§5.2.2 item 8).
+#[test]
+fn rfc7306_5_2_2_an_atomic_is_performed_and_answered_on_queue_3() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (w, wreg) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_ATOMIC);
+    d.memory
+        .region(w)
+        .unwrap()
+        .place(16, &40u64.to_ne_bytes())
+        .unwrap();
+    let mut second = atomic_request(AtomicOp::FetchAdd, 0x0b0b, wreg.stag, 0x1010, 2);
+    second[..2].copy_from_slice(&2u16.to_be_bytes());
+    second[12..16].copy_from_slice(&2u32.to_be_bytes());
+    d.send(
+        S,
+        16,
+        &atomic_request(AtomicOp::FetchAdd, 0x0a0a, wreg.stag, 0x1010, 1),
+    );
+    d.send(S, 16, &second);
+    d.settle();
+    let mut word = [0u8; 8];
+    d.memory.region(w).unwrap().read(16, &mut word).unwrap();
+    assert_eq!(u64::from_ne_bytes(word), 43, "40 + 1 + 2");
+    let responses: Vec<_> = d
+        .raw_rx
+        .iter()
+        .filter(|(s, p, v)| *s == S && *p == 16 && v.len() > 20 && v[2] & 0x80 == 0)
+        .filter(|(_, _, v)| v[8..12] == QN_ATOMIC_RESPONSE.to_be_bytes())
+        .map(|(_, _, v)| {
+            assert_eq!(Control::from_byte(v[3]).opcode, Opcode::AtomicResponse);
+            let msn = u32::from_be_bytes([v[12], v[13], v[14], v[15]]);
+            (msn, AtomicResponse::parse(&v[20..]).unwrap())
+        })
+        .collect();
+    let want = [
+        (
+            1,
+            AtomicResponse {
+                request_id: 0x0a0a,
+                original: 40,
+            },
+        ),
+        (
+            2,
+            AtomicResponse {
+                request_id: 0x0b0b,
+                original: 41,
+            },
+        ),
+    ];
+    assert_eq!(responses, want);
+    assert!(
+        d.inds
+            .iter()
+            .all(|i| !matches!(i, Indication::Received { .. })),
+        "not delivered to the ULP"
+    );
+    assert_eq!(d.conn().stats().atomics_served, 2);
 }
 
 /// RFC 5040 §5.2: a Read Response when no Read is outstanding is "Unexpected OpCode", even

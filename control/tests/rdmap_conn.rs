@@ -7,8 +7,10 @@
 
 mod world;
 
-use ddpdk_control::conn::{Indication, Payload, PostError, RdmaOp, RdmaRequest, Status};
-use ddpdk_control::memory::MemoryRegistration;
+use ddpdk_control::conn::{
+    AtomicOperation, Indication, Payload, PostError, RdmaOp, RdmaRequest, Status,
+};
+use ddpdk_control::memory::{MemoryRegistration, RegionId};
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::session::{Event, State, TerminationReason};
 use ddpdk_dataplane::ddp::RxError;
@@ -744,5 +746,340 @@ fn rfc5040_5_5_completions_come_in_posting_order() {
     assert_eq!(
         completions(&w.client),
         [(1, Status::Success), (3, Status::Success)]
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// RFC 7306: Atomic Operations and Immediate Data between two connections.
+// ------------------------------------------------------------------------------------------
+
+/// The server's 64-bit word at `offset` of `r`, in this machine's byte order.
+fn word(side: &Side, r: RegionId, offset: u64) -> u64 {
+    let b = read(side, r, offset, 8);
+    u64::from_ne_bytes(b.try_into().unwrap())
+}
+
+/// Runs `op` on the server's word at offset 64 of its atomic region, the original value going
+/// to offset `8 * wr_id` of the client's sink, and returns the completion's status.
+fn atomic(w: &mut World, wr_id: u64, op: AtomicOperation, stag: Stag, sink: Stag) -> Status {
+    rdma(
+        &mut w.client,
+        wr_id,
+        RdmaOp::Atomic {
+            op,
+            stag,
+            to: BASE + 64,
+            sink,
+            sink_to: BASE + 8 * wr_id,
+        },
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    wait(w, "the Atomic", |w| done(&w.client, wr_id));
+    w.client
+        .completions
+        .iter()
+        .find(|c| c.wr_id == wr_id)
+        .unwrap()
+        .status
+}
+
+struct Atomics {
+    w: World,
+    word: RegionId,
+    stag: Stag,
+    sink: RegionId,
+    sink_stag: Stag,
+    cpd: Pd,
+}
+
+fn atomics(initial: u64) -> Atomics {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (word, reg) = region(&mut w.server, spd, 4096, Access::REMOTE_ATOMIC, None);
+    w.server
+        .memory
+        .region(word)
+        .unwrap()
+        .place(64, &initial.to_ne_bytes())
+        .unwrap();
+    let (sink, sink_reg) = region(&mut w.client, cpd, 4096, Access::LOCAL_WRITE, None);
+    Atomics {
+        w,
+        word,
+        stag: reg.stag,
+        sink,
+        sink_stag: sink_reg.stag,
+        cpd,
+    }
+}
+
+/// RFC 7306 §5.1.1: FetchAdd returns the word's original value to the requester's sink and
+/// adds, field by field under the Add Mask (a carry out of a field's top bit is discarded;
+/// mask 0 is one 64-bit add); the responder's ULP is not involved (§5.2.1 item 3).
+#[test]
+fn rfc7306_5_1_1_fetch_add_returns_the_original_and_adds_by_fields() {
+    let mut a = atomics(40);
+    let add = |add, mask| AtomicOperation::FetchAdd { add, mask };
+    let st = atomic(&mut a.w, 1, add(5, 0), a.stag, a.sink_stag);
+    assert_eq!(st, Status::Success);
+    assert_eq!(word(&a.w.client, a.sink, 8), 40, "the original value");
+    assert_eq!(word(&a.w.server, a.word, 64), 45);
+    // Two 32-bit fields: the high one wraps without carrying into anything.
+    a.w.server
+        .memory
+        .region(a.word)
+        .unwrap()
+        .place(64, &0xffff_ffff_0000_0001u64.to_ne_bytes())
+        .unwrap();
+    let two_fields = 0x8000_0000_8000_0000;
+    atomic(
+        &mut a.w,
+        2,
+        add(0x1_0000_0001, two_fields),
+        a.stag,
+        a.sink_stag,
+    );
+    assert_eq!(word(&a.w.client, a.sink, 16), 0xffff_ffff_0000_0001);
+    assert_eq!(word(&a.w.server, a.word, 64), 0x0000_0000_0000_0002);
+    assert_eq!(a.w.server.conn().stats().atomics_served, 2);
+    assert_eq!(a.w.client.conn().stats().atomics_completed, 2);
+    assert!(
+        a.w.server.completions.is_empty()
+            && a.w
+                .server
+                .indications
+                .iter()
+                .all(|i| !matches!(i, Indication::Received { .. })),
+        "the responder's ULP hears nothing of an Atomic"
+    );
+}
+
+/// RFC 7306 §5.1.2: CmpSwap swaps the Swap Mask's bits in only when the word matches the
+/// Compare Data under the Compare Mask, and returns the original value either way.
+#[test]
+fn rfc7306_5_1_2_cmp_swap_swaps_only_when_the_masked_compare_matches() {
+    let mut a = atomics(0x1234);
+    let cas = |compare, compare_mask, swap, swap_mask| AtomicOperation::CmpSwap {
+        compare,
+        compare_mask,
+        swap,
+        swap_mask,
+    };
+    atomic(
+        &mut a.w,
+        1,
+        cas(0x1234, !0, 0x9999, !0),
+        a.stag,
+        a.sink_stag,
+    );
+    assert_eq!(word(&a.w.client, a.sink, 8), 0x1234);
+    assert_eq!(word(&a.w.server, a.word, 64), 0x9999, "matched: swapped");
+    atomic(
+        &mut a.w,
+        2,
+        cas(0x1234, !0, 0x5555, !0),
+        a.stag,
+        a.sink_stag,
+    );
+    assert_eq!(word(&a.w.client, a.sink, 16), 0x9999);
+    assert_eq!(word(&a.w.server, a.word, 64), 0x9999, "no match: unchanged");
+    // Only the low byte compared, only the second byte swapped.
+    atomic(
+        &mut a.w,
+        3,
+        cas(0x0099, 0xff, 0xab00, 0xff00),
+        a.stag,
+        a.sink_stag,
+    );
+    assert_eq!(word(&a.w.client, a.sink, 24), 0x9999);
+    assert_eq!(word(&a.w.server, a.word, 64), 0xab99);
+}
+
+/// RFC 7306 §5.2: Atomic Requests share ORD/IRD with RDMA Reads: never more of both together
+/// outstanding than the peer's IRD, and every work request completes in posting order (RFC
+/// 5040 §5.5), the Atomics' values and the Reads' bytes where they belong.
+#[test]
+fn rfc7306_5_2_atomics_share_ord_with_reads() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(
+        &mut w,
+        RdmaLimits { ird: 4, ord: 16 },
+        RdmaLimits { ird: 2, ord: 1 },
+    );
+    let (src, src_reg) = region(
+        &mut w.server,
+        spd,
+        1 << 20,
+        Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+        None,
+    );
+    let data = pattern(200_000, 3);
+    w.server
+        .memory
+        .region(src)
+        .unwrap()
+        .place(4096, &data)
+        .unwrap();
+    let (sink, sink_reg) = region(&mut w.client, cpd, 1 << 20, Access::LOCAL_WRITE, None);
+    for i in 0..8u64 {
+        let op = if i % 2 == 0 {
+            read_op(
+                src_reg.stag,
+                4096 + i * 25_000,
+                sink_reg.stag,
+                4096 + i * 25_000,
+                25_000,
+            )
+        } else {
+            RdmaOp::Atomic {
+                op: AtomicOperation::FetchAdd { add: 1, mask: 0 },
+                stag: src_reg.stag,
+                to: BASE,
+                sink: sink_reg.stag,
+                sink_to: BASE + 8 * i,
+            }
+        };
+        rdma(&mut w.client, i, op, Payload::Bytes(Vec::new())).unwrap();
+    }
+    let mut most = 0;
+    wait(&mut w, "four Reads and four Atomics", |w| {
+        let c = w.client.conn().rdma_status(S).unwrap();
+        let s = w.server.conn().rdma_status(S).unwrap().serving;
+        most = most
+            .max(c.outstanding_reads + c.outstanding_atomics)
+            .max(usize::from(s));
+        w.client.completions.len() == 8
+    });
+    assert_eq!(
+        most, 2,
+        "never more than the server's IRD, Reads and Atomics together"
+    );
+    let order: Vec<u64> = w.client.completions.iter().map(|c| c.wr_id).collect();
+    assert_eq!(order, [0, 1, 2, 3, 4, 5, 6, 7]);
+    let originals: Vec<u64> = [1u64, 3, 5, 7]
+        .iter()
+        .map(|i| word(&w.client, sink, 8 * i))
+        .collect();
+    assert_eq!(
+        originals,
+        [0, 1, 2, 3],
+        "performed in order, one after the other"
+    );
+    assert_eq!(word(&w.server, src, 0), 4);
+    for i in (0..8u64).step_by(2) {
+        let at = 4096 + i * 25_000;
+        let want = &data[(i * 25_000) as usize..((i + 1) * 25_000) as usize];
+        assert_eq!(read(&w.client, sink, at, 25_000), want);
+    }
+}
+
+/// Posting an Atomic checks what this side can: the remote word must be 64-bit aligned (RFC
+/// 7306 §5.1.1; the peer would end the stream), and the sink a writable registration of the
+/// stream's domain with room for the 8-byte value. Nothing is sent.
+#[test]
+fn an_atomic_is_refused_when_posted_if_misaligned_or_its_sink_is_bad() {
+    let mut a = atomics(0);
+    let op = AtomicOperation::FetchAdd { add: 1, mask: 0 };
+    let post = |w: &mut World, to, sink, sink_to| {
+        rdma(
+            &mut w.client,
+            1,
+            RdmaOp::Atomic {
+                op,
+                stag: a.stag,
+                to,
+                sink,
+                sink_to,
+            },
+            Payload::Bytes(Vec::new()),
+        )
+    };
+    assert_eq!(
+        post(&mut a.w, BASE + 4, a.sink_stag, BASE),
+        Err(PostError::Misaligned)
+    );
+    assert_eq!(
+        post(&mut a.w, BASE, a.sink_stag, BASE + 4090),
+        Err(PostError::BadSink),
+        "no room for 8 bytes"
+    );
+    let cpd = a.cpd;
+    let (_, ro) = region(&mut a.w.client, cpd, 4096, Access::REMOTE_READ, None);
+    assert_eq!(
+        post(&mut a.w, BASE, ro.stag, BASE),
+        Err(PostError::BadSink),
+        "no local write"
+    );
+    a.w.run_for(std::time::Duration::from_millis(50));
+    assert_eq!(word(&a.w.server, a.word, 64), 0, "nothing performed");
+    assert_eq!(a.w.server.conn().stats().atomics_served, 0);
+}
+
+/// RFC 7306 §6: Immediate Data puts its 8 bytes into the peer's next posted receive and
+/// completes there as a Send does (§6.4), its kind (with or without Solicited Event) in the
+/// RsvdULP; at the source it completes when acknowledged.
+#[test]
+fn rfc7306_6_immediate_data_completes_a_posted_receive() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (rbuf, rreg) = region(&mut w.server, spd, 1 << 16, Access::LOCAL_WRITE, None);
+    for i in 0..2u64 {
+        let b = w
+            .server
+            .memory
+            .receive_buffer(spd, rreg.stag, i * 1024, 1024)
+            .unwrap();
+        w.server.conn().post_recv(S, 0, 100 + i, b).unwrap();
+    }
+    for (i, solicited) in [false, true].into_iter().enumerate() {
+        let data = (0x0102_0304_0506_0708u64 + i as u64).to_be_bytes();
+        let op = RdmaOp::ImmediateData { data, solicited };
+        rdma(&mut w.client, i as u64, op, Payload::Bytes(Vec::new())).unwrap();
+    }
+    wait(&mut w, "two Immediate Data", |w| {
+        w.client.completions.len() == 2
+            && w.server
+                .indications
+                .iter()
+                .filter(|i| matches!(i, Indication::Received { .. }))
+                .count()
+                == 2
+    });
+    assert_eq!(
+        completions(&w.client),
+        [(0, Status::Success), (1, Status::Success)]
+    );
+    let got: Vec<_> = w
+        .server
+        .indications
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Received {
+                wr_id,
+                len,
+                rsvd_ulp,
+                ..
+            } => Some((*wr_id, *len, Control::from_byte(rsvd_ulp[0]).opcode)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (100, 8, Opcode::ImmediateData),
+            (101, 8, Opcode::ImmediateDataSe)
+        ]
+    );
+    assert_eq!(
+        read(&w.server, rbuf, 0, 8),
+        0x0102_0304_0506_0708u64.to_be_bytes()
+    );
+    assert_eq!(
+        read(&w.server, rbuf, 1024, 8),
+        0x0102_0304_0506_0709u64.to_be_bytes()
     );
 }

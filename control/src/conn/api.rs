@@ -7,6 +7,7 @@ use ddpdk_dataplane::ddp::TxError;
 use ddpdk_dataplane::ddp::{HeaderCopy, RxError};
 use ddpdk_dataplane::mem::{Pd, PostedBuffer, Stag};
 use ddpdk_dataplane::sctp::CloseReason;
+use ddpdk_dataplane::wire::rdmap::{AtomicOp, AtomicRequest};
 
 use crate::memory::RegionId;
 use crate::session::{Event as SessionEvent, LocalError};
@@ -130,7 +131,8 @@ pub struct OpResult {
 /// Sizes fixed when a connection is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnConfig {
-    /// Untagged queues per DDP stream: QN 0 .. queues-1 (RFC 5041 §5.1.2; RDMAP uses 3).
+    /// Untagged queues per DDP stream: QN 0 .. queues-1 (RFC 5041 §5.1.2; RDMAP uses 3,
+    /// and a 4th for RFC 7306's Atomic Responses).
     pub queues: u32,
     /// Receive buffers each queue can hold posted.
     pub recv_depth: usize,
@@ -143,7 +145,7 @@ pub struct ConnConfig {
 impl Default for ConnConfig {
     fn default() -> Self {
         ConnConfig {
-            queues: 3,
+            queues: 4,
             recv_depth: 256,
             max_sends: 4096,
             on_receive_error: OnReceiveError::Terminate,
@@ -253,6 +255,63 @@ pub enum RdmaOp {
         sink_to: u64,
         len: u32,
     },
+    /// RFC 7306 §5: an Atomic Operation on the peer's 64-bit word at `stag` / `to` (64-bit
+    /// aligned; the peer's registration grants remote atomic access). The word's original
+    /// value lands in this side's `sink` / `sink_to` (8 bytes of a registration with local
+    /// write) in this machine's byte order, and the work request completes when the Atomic
+    /// Response arrives. Counted against ORD with the Reads (§5.2).
+    Atomic {
+        op: AtomicOperation,
+        stag: Stag,
+        to: u64,
+        sink: Stag,
+        sink_to: u64,
+    },
+    /// RFC 7306 §6: 8 bytes of Immediate Data into the peer's next posted receive (with a
+    /// Solicited Event if `solicited`). It completes as a Send does (§6.4).
+    ImmediateData { data: [u8; 8], solicited: bool },
+}
+
+/// The two Atomic Operations of RFC 7306 §5.1, with their masks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicOperation {
+    /// §5.1.1: adds `add` to the word, field by field; a bit set in `mask` marks the top bit
+    /// of a field, whose carry out is discarded (0: one 64-bit add).
+    FetchAdd { add: u64, mask: u64 },
+    /// §5.1.2: if the word's bits under `compare_mask` equal `compare`'s, its bits under
+    /// `swap_mask` become `swap`'s.
+    CmpSwap {
+        compare: u64,
+        compare_mask: u64,
+        swap: u64,
+        swap_mask: u64,
+    },
+}
+
+impl AtomicOperation {
+    /// The Atomic Request header for it (RFC 7306 §5.2.1; fields an operation does not use are
+    /// set as Figure 5 says: Compare Data 0 and Compare Mask all ones for FetchAdd).
+    pub fn request(self, request_id: u32, stag: Stag, to: u64) -> AtomicRequest {
+        let (op, add_swap, add_swap_mask, compare, compare_mask) = match self {
+            AtomicOperation::FetchAdd { add, mask } => (AtomicOp::FetchAdd, add, mask, 0, u64::MAX),
+            AtomicOperation::CmpSwap {
+                compare,
+                compare_mask,
+                swap,
+                swap_mask,
+            } => (AtomicOp::CmpSwap, swap, swap_mask, compare, compare_mask),
+        };
+        AtomicRequest {
+            op,
+            request_id,
+            stag: stag.0,
+            to,
+            add_swap,
+            add_swap_mask,
+            compare,
+            compare_mask,
+        }
+    }
 }
 
 /// An RDMA work request: what [`SendRequest`] is to plain DDP.
@@ -277,6 +336,8 @@ pub struct RdmaStatus {
     pub ord: u16,
     /// Ours sent and not yet answered.
     pub outstanding_reads: usize,
+    /// RFC 7306 Atomics of ours sent and not yet answered (they share ORD with the Reads).
+    pub outstanding_atomics: usize,
     /// The peer's being answered.
     pub serving: u16,
 }
@@ -309,9 +370,11 @@ pub enum PostError {
     NotRdmap,
     /// The peer's Initiate did not carry RDMAP's parameters: it is no RDMAP peer.
     PeerNotRdmap,
-    /// The RDMA Read's Data Sink is not a registration of this stream's protection domain
-    /// that grants local write and holds the range.
+    /// The RDMA Read's (or Atomic's) Data Sink is not a registration of this stream's
+    /// protection domain that grants local write and holds the range.
     BadSink,
+    /// An Atomic's remote word is not 64-bit aligned (RFC 7306 §5.1.1, §5.1.2).
+    Misaligned,
 }
 
 impl fmt::Display for PostError {
@@ -338,8 +401,9 @@ impl fmt::Display for PostError {
             }
             PostError::PeerNotRdmap => f.write_str("the peer's Initiate carries no RDMAP parameters"),
             PostError::BadSink => f.write_str(
-                "Read sink STag unknown, of another protection domain, without local write, or too short",
+                "sink STag unknown, of another protection domain, without local write, or too short",
             ),
+            PostError::Misaligned => f.write_str("atomic target not 64-bit aligned"),
         }
     }
 }
@@ -467,6 +531,13 @@ pub struct ConnStats {
     pub reads_served: u64,
     /// RDMA Reads of ours completed by their Read Response.
     pub reads_completed: u64,
+    /// RFC 7306 Atomic Requests performed and answered.
+    pub atomics_served: u64,
+    /// Atomics of ours completed by their Atomic Response.
+    pub atomics_completed: u64,
+    /// Atomic Responses whose sink was no longer a writable registration of the stream: the
+    /// value was dropped and the work request completed in error.
+    pub atomic_results_lost: u64,
     /// RDMAP Terminates sent, one per failed RDMAP stream (RFC 5040 §5.4).
     pub rdmap_terminates_sent: u64,
     /// RDMAP Terminates received.

@@ -354,6 +354,10 @@ impl Connection {
                 read.seq = r.begin(read.wr_id, read.signaled);
                 Some(read.seq)
             }
+            (Origin::Atomic(atomic), Some(r)) => {
+                atomic.seq = r.begin(atomic.wr_id, atomic.signaled);
+                Some(atomic.seq)
+            }
             _ => None,
         };
         s.sends.push_back(PendingSend {

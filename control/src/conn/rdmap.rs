@@ -10,12 +10,15 @@
 use ddpdk_dataplane::ddp::{self, HeaderCopy, RxError, Target, Ulp};
 use ddpdk_dataplane::mem::{Access, Pd, StagTable, StreamId};
 use ddpdk_dataplane::wire::ddp::SegmentRepr;
-use ddpdk_dataplane::wire::rdmap::{Control, Opcode, ReadRequest, QN_READ_REQUEST, QN_TERMINATE};
+use ddpdk_dataplane::wire::rdmap::{
+    AtomicRequest, AtomicResponse, Control, Opcode, RdmapError, ReadRequest, QN_ATOMIC_RESPONSE,
+    QN_READ_REQUEST, QN_SEND, QN_TERMINATE,
+};
 
 use crate::memory::{Place, RegionId};
 use crate::rdmap::{
-    encode_private_data, rsvd_ulp, terminate_payload, OutboundRead, RdmaLimits, RdmapStream,
-    ReadResponse, Stags, Upcall,
+    encode_private_data, rsvd_ulp, terminate_payload, AtomicServe, OutboundAtomic, OutboundRead,
+    RdmaLimits, RdmapStream, ReadResponse, Stags, Upcall, ATOMIC_WORD,
 };
 use crate::session::LocalError;
 
@@ -28,6 +31,13 @@ use super::*;
 /// The DDP stream's ULP when it is an RDMAP stream: RDMAP's checks, and what its delivered
 /// messages mean. What has to wait until DDP is done with the segment (responses to queue, an
 /// error found after delivery) is kept here.
+/// A request of the peer's to answer: both kinds share queue 1 and IRD (RFC 7306 §5.2), and
+/// their responses go out in the order the requests were delivered (§5.2.2 item 8, §7).
+pub(super) enum Serve {
+    Read(ReadResponse),
+    Atomic(AtomicServe),
+}
+
 pub(super) struct RdmapUlp<'a> {
     pub(super) stream: u16,
     pub(super) rdmap: &'a mut RdmapStream,
@@ -37,8 +47,10 @@ pub(super) struct RdmapUlp<'a> {
     pub(super) stags: &'a StagTable,
     pub(super) sid: StreamId,
     pub(super) pd: Pd,
-    /// Read Requests found good, to answer.
-    pub(super) serve: Vec<ReadResponse>,
+    /// Read and Atomic Requests found good, to answer in their order.
+    pub(super) serve: Vec<Serve>,
+    /// Atomic Responses delivered: the Atomic and the Original Remote Data Value.
+    pub(super) atomics_done: Vec<(OutboundAtomic, u64)>,
     /// An error RDMAP found in a delivered message: the stream fails with it.
     pub(super) fault: Option<(RxError, HeaderCopy, usize, Option<ReadRequest>)>,
 }
@@ -86,7 +98,11 @@ impl Ulp for RdmapUlp<'_> {
                     Upcall::Write => {}
                     Upcall::Serve(response) => {
                         out.stats.reads_served += 1;
-                        self.serve.push(response);
+                        self.serve.push(Serve::Read(response));
+                    }
+                    Upcall::Atomic(atomic) => self.serve.push(Serve::Atomic(atomic)),
+                    Upcall::AtomicDone { atomic, original } => {
+                        self.atomics_done.push((atomic, original));
                     }
                     Upcall::ReadDone(read) => {
                         out.stats.reads_completed += 1;
@@ -160,6 +176,7 @@ pub(super) fn receive(
         sid: *sid,
         pd: rx_path.pd(),
         serve: Vec::new(),
+        atomics_done: Vec::new(),
         fault: None,
     };
     match oversize {
@@ -168,32 +185,135 @@ pub(super) fn receive(
             rx_path.on_segment(chunk, memory.stags, memory.regions, &mut ulp);
         }
     }
-    let RdmapUlp { serve, fault, .. } = ulp;
+    let RdmapUlp {
+        serve,
+        atomics_done,
+        fault,
+        ..
+    } = ulp;
+    for (atomic, original) in atomics_done {
+        complete_atomic(stream, s, atomic, original, memory, out);
+    }
     if let Some((error, header, segment_len, read_request)) = fault {
-        let DdpStream {
-            rx,
-            posted,
-            grace,
-            rdmap,
-            ..
-        } = s;
-        if let Some(rx_path) = rx.as_mut() {
-            rx_path.fail_delivered(error, header.as_bytes(), segment_len, &mut |i| {
-                indicate(stream, posted, grace, out, i)
-            });
-        }
-        if let Some(rdmap) = rdmap.as_deref_mut() {
-            rdmap.set_terminate(terminate_payload(error, &header, segment_len, read_request));
-            // Reads found good before the fault are not answered: the stream is failing.
-            for _ in &serve {
-                rdmap.response_sent();
-            }
-        }
+        fail(
+            stream,
+            s,
+            out,
+            (error, header, segment_len, read_request),
+            serve.len(),
+        );
         return;
     }
-    for response in serve {
-        queue_response(stream, s, response, out, zero_copy);
+    let mut serve = serve.into_iter();
+    while let Some(request) = serve.next() {
+        match request {
+            Serve::Read(response) => queue_response(stream, s, response, out, zero_copy),
+            Serve::Atomic(atomic) => match execute_atomic(&atomic, memory) {
+                Some(original) => {
+                    out.stats.atomics_served += 1;
+                    queue_atomic_response(stream, s, atomic.request, original, out);
+                }
+                None => {
+                    // The checked target is not in this core's regions (or not aligned in
+                    // memory): the operation cannot be performed, nothing was modified.
+                    let error = RxError::Rdmap(RdmapError::CatastrophicStream);
+                    let none = HeaderCopy::from_bytes(&[]);
+                    fail(stream, s, out, (error, none, 0, None), 1 + serve.len());
+                    return;
+                }
+            },
+        }
     }
+}
+
+/// RDMAP found an error in a delivered message: the stream fails with it (RFC 5040 §7), and
+/// the `unanswered` requests accepted before it hand back their IRD slots unanswered.
+fn fail(
+    stream: u16,
+    s: &mut DdpStream,
+    out: &mut Sink,
+    (error, header, segment_len, read_request): (RxError, HeaderCopy, usize, Option<ReadRequest>),
+    unanswered: usize,
+) {
+    let DdpStream {
+        rx,
+        posted,
+        grace,
+        rdmap,
+        ..
+    } = s;
+    if let Some(rx_path) = rx.as_mut() {
+        rx_path.fail_delivered(error, header.as_bytes(), segment_len, &mut |i| {
+            indicate(stream, posted, grace, out, i)
+        });
+    }
+    if let Some(rdmap) = rdmap.as_deref_mut() {
+        rdmap.set_terminate(terminate_payload(error, &header, segment_len, read_request));
+        for _ in 0..unanswered {
+            rdmap.response_sent();
+        }
+    }
+}
+
+/// RFC 7306 §5.1: performs the Atomic on its target word, atomically with respect to every
+/// other atomic on this endpoint's memory from any core (§5.3). The original value, or `None`
+/// when the word cannot be reached (nothing was read or written).
+fn execute_atomic(atomic: &AtomicServe, memory: Place<'_>) -> Option<u64> {
+    let region = memory.regions.region(atomic.target.region)?;
+    let request = atomic.request;
+    region
+        .fetch_update_u64(atomic.target.offset, |original| {
+            request.result(original).filter(|&new| new != original)
+        })
+        .ok()
+}
+
+/// An Atomic Response arrived (RFC 7306 §5.2.2): the Original Remote Data Value goes into the
+/// Atomic's sink, in this machine's byte order, and the Atomic completes (§5.4 rule 7). A sink
+/// deregistered meanwhile takes nothing: the work request completes in error.
+fn complete_atomic(
+    stream: u16,
+    s: &mut DdpStream,
+    atomic: OutboundAtomic,
+    original: u64,
+    memory: Place<'_>,
+    out: &mut Sink,
+) {
+    let pd = s.rx.as_ref().map(|rx| rx.pd());
+    let written = pd.is_some_and(|pd| {
+        memory
+            .stags
+            .check_access(
+                atomic.sink,
+                atomic.sink_to,
+                ATOMIC_WORD,
+                s.sid,
+                pd,
+                Access::LOCAL_WRITE,
+            )
+            .ok()
+            .and_then(|p| {
+                let region = memory.regions.region(p.region)?;
+                region.place(p.offset, &original.to_ne_bytes()).ok()
+            })
+            .is_some()
+    });
+    let status = if written {
+        out.stats.atomics_completed += 1;
+        Status::Success
+    } else {
+        out.stats.atomic_results_lost += 1;
+        Status::Flushed
+    };
+    let done = Done {
+        wr_id: atomic.wr_id,
+        signaled: atomic.signaled,
+        seq: Some(atomic.seq),
+    };
+    report(out, s.rdmap.as_deref_mut(), stream, done, status);
+    // An ORD slot is free: a waiting Read or Atomic Request may go.
+    out.wake.push(stream);
+    out.touched.stream(stream);
 }
 
 /// Queues the Read Response to `response` (RFC 5040 §5.2): a tagged message into the
@@ -222,6 +342,65 @@ fn queue_response(
         None => Payload::Bytes(Vec::new()),
     };
     let rsvd_ulp = Control::new(Opcode::ReadResponse).tagged_rsvd_ulp();
+    let req = SendRequest {
+        wr_id: 0,
+        stream,
+        kind: SendKind::Tagged {
+            stag: response.sink,
+            to: response.sink_to,
+            rsvd_ulp,
+        },
+        data,
+        signaled: false,
+    };
+    let target = Target::Tagged {
+        stag: response.sink.0,
+        to: response.sink_to,
+        rsvd_ulp,
+    };
+    queue_rdmap_response(stream, s, req, target, out);
+}
+
+/// Queues the Atomic Response to `request` (RFC 7306 §5.2.2): untagged on queue 3, echoing
+/// its Request Identifier, with the value the word held before.
+fn queue_atomic_response(
+    stream: u16,
+    s: &mut DdpStream,
+    request: AtomicRequest,
+    original: u64,
+    out: &mut Sink,
+) {
+    let rsvd_ulp = rsvd_ulp(Opcode::AtomicResponse, None);
+    let response = AtomicResponse {
+        request_id: request.request_id,
+        original,
+    };
+    let req = SendRequest {
+        wr_id: 0,
+        stream,
+        kind: SendKind::Untagged {
+            qn: QN_ATOMIC_RESPONSE,
+            rsvd_ulp,
+        },
+        data: Payload::Bytes(response.to_bytes().to_vec()),
+        signaled: false,
+    };
+    let target = Target::Untagged {
+        qn: QN_ATOMIC_RESPONSE,
+        msn: s.take_msn(QN_ATOMIC_RESPONSE),
+        rsvd_ulp,
+    };
+    queue_rdmap_response(stream, s, req, target, out);
+}
+
+/// Puts a response to the peer's request on the stream's send queue.
+fn queue_rdmap_response(
+    stream: u16,
+    s: &mut DdpStream,
+    req: SendRequest,
+    target: Target,
+    out: &mut Sink,
+) {
     // Responses go ahead of the ULP's queued work (as an RNIC serves its inbound read queue
     // apart from its send queue), in the order of their requests, but never into the middle
     // of a message already partly sent. Behind the ULP's work they could wait forever: a
@@ -238,22 +417,8 @@ fn queue_response(
     s.sends.insert(
         at,
         PendingSend {
-            req: SendRequest {
-                wr_id: 0,
-                stream,
-                kind: SendKind::Tagged {
-                    stag: response.sink,
-                    to: response.sink_to,
-                    rsvd_ulp,
-                },
-                data,
-                signaled: false,
-            },
-            target: Target::Tagged {
-                stag: response.sink.0,
-                to: response.sink_to,
-                rsvd_ulp,
-            },
+            req,
+            target,
             offset: 0,
             origin: Origin::Response,
             seq: None,
@@ -312,6 +477,7 @@ impl Connection {
             limits: r.limits(),
             ord: r.ord(),
             outstanding_reads: r.outstanding_reads(),
+            outstanding_atomics: r.outstanding_atomics(),
             serving: r.serving(),
         })
     }
@@ -398,6 +564,62 @@ impl Connection {
                     }),
                 )
             }
+            RdmaOp::Atomic {
+                op,
+                stag,
+                to,
+                sink,
+                sink_to,
+            } => {
+                // The Atomic Response arrives on queue 3 (RFC 7306 §5.2.2 item 5).
+                if self.cfg.queues <= QN_ATOMIC_RESPONSE {
+                    return Err(PostError::InvalidQn);
+                }
+                // §5.1.1, §5.1.2: the peer would refuse it and end the stream.
+                if to % ATOMIC_WORD as u64 != 0 {
+                    return Err(PostError::Misaligned);
+                }
+                let (sid, pd) = (s.sid, s.rx.as_ref().map(|rx| rx.pd()));
+                let pd = pd.ok_or(PostError::Session(LocalError::NotEstablished))?;
+                stags
+                    .check_access(sink, sink_to, ATOMIC_WORD, sid, pd, Access::LOCAL_WRITE)
+                    .map_err(|_| PostError::BadSink)?;
+                let request_id = self.streams[usize::from(stream)]
+                    .rdmap
+                    .as_deref_mut()
+                    .map_or(0, RdmapStream::next_request_id);
+                let request = op.request(request_id, stag, to);
+                (
+                    SendKind::Untagged {
+                        qn: QN_READ_REQUEST,
+                        rsvd_ulp: rsvd_ulp(Opcode::AtomicRequest, None),
+                    },
+                    Payload::Bytes(request.to_bytes().to_vec()),
+                    Origin::Atomic(OutboundAtomic {
+                        wr_id,
+                        signaled,
+                        sink,
+                        sink_to,
+                        request_id,
+                        seq: 0,
+                    }),
+                )
+            }
+            RdmaOp::ImmediateData { data, solicited } => {
+                let opcode = if solicited {
+                    Opcode::ImmediateDataSe
+                } else {
+                    Opcode::ImmediateData
+                };
+                (
+                    SendKind::Untagged {
+                        qn: QN_SEND,
+                        rsvd_ulp: rsvd_ulp(opcode, None),
+                    },
+                    Payload::Bytes(data.to_vec()),
+                    Origin::Ulp,
+                )
+            }
         };
         self.queue_send(
             SendRequest {
@@ -425,7 +647,8 @@ impl Connection {
     }
 
     /// Makes the freshly opened session on `stream` an RDMAP stream: RDMAP's state, and its
-    /// queues 1 (IRD Read Requests) and 2 (one Terminate) filled from the stream's own memory.
+    /// queues 1 (IRD Read and Atomic Requests), 2 (one Terminate) and, where configured, 3
+    /// (ORD Atomic Responses) filled from the stream's own memory.
     fn open_rdmap(&mut self, stream: u16, limits: RdmaLimits, peer: Option<RdmaLimits>) {
         let s = &mut self.streams[usize::from(stream)];
         let mut r = RdmapStream::new(limits);
@@ -437,6 +660,8 @@ impl Connection {
             // Fresh queues of the configured depth: neither call can fail.
             let _ = rx.set_inline_queue(QN_READ_REQUEST, usize::from(limits.ird.max(1)));
             let _ = rx.set_inline_queue(QN_TERMINATE, 1);
+            // RFC 7306 §5.2.2 item 5: room for an Atomic Response per Atomic within ORD.
+            let _ = rx.set_inline_queue(QN_ATOMIC_RESPONSE, usize::from(limits.ord.max(1)));
         }
     }
 

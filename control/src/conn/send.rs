@@ -9,7 +9,7 @@ use ddpdk_dataplane::wire::ddp::{
     Segments, SessionControlPacket, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
 };
 
-use crate::rdmap::OutboundRead;
+use crate::rdmap::{OutboundAtomic, OutboundRead};
 use crate::session::{LocalError, State};
 
 use super::api::*;
@@ -45,7 +45,10 @@ pub(super) enum Origin {
     /// An RDMA Read Request: it leaves within ORD, and its work request completes with the
     /// Read Response, not with the acknowledgement.
     Read(OutboundRead),
-    /// A Read Response: its IRD slot is free once it is wholly with SCTP.
+    /// An RFC 7306 Atomic Request: within ORD like a Read, and its work request completes
+    /// with the Atomic Response.
+    Atomic(OutboundAtomic),
+    /// A Read or Atomic Response: its IRD slot is free once it is wholly with SCTP.
     Response,
     /// RDMAP's Terminate.
     Terminate,
@@ -239,9 +242,10 @@ impl Connection {
             // The session ended: its event flushes the queue.
             Err(_) => return Turn::Done,
         }
-        // A Read Request leaves only within ORD (RFC 5040 §6.1); what is behind it waits, so
-        // the stream's messages keep their order. A Read Response's arrival frees the slot.
-        if matches!(p.origin, Origin::Read(_))
+        // A Read Request leaves only within ORD (RFC 5040 §6.1), and so does an Atomic
+        // Request (RFC 7306 §5.2); what is behind it waits, so the stream's messages keep
+        // their order. A response's arrival frees the slot.
+        if matches!(p.origin, Origin::Read(_) | Origin::Atomic(_))
             && !s.rdmap.as_ref().is_some_and(|r| r.may_send_read())
         {
             return Turn::Blocked;
@@ -321,6 +325,11 @@ impl Connection {
                 Some((Origin::Read(read), _, _)) => {
                     if let Some(r) = s.rdmap.as_mut() {
                         r.read_sent(read);
+                    }
+                }
+                Some((Origin::Atomic(atomic), _, _)) => {
+                    if let Some(r) = s.rdmap.as_mut() {
+                        r.atomic_sent(atomic);
                     }
                 }
                 Some((Origin::Response, _, _)) => {

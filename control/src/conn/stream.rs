@@ -269,6 +269,7 @@ pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
         let wr_id = match p.origin {
             Origin::Ulp => p.req.wr_id,
             Origin::Read(read) => read.wr_id,
+            Origin::Atomic(atomic) => atomic.wr_id,
             // RDMAP's own messages complete no work request of the ULP's.
             Origin::Response => {
                 if let Some(r) = s.rdmap.as_mut() {
@@ -335,6 +336,7 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     // and with them the stream's work: what is not reported yet is, in posting order.
     if let Some(r) = s.rdmap.as_deref_mut() {
         out.stats.flushed_sends += r.take_outstanding().count() as u64;
+        out.stats.flushed_sends += r.take_outstanding_atomics().count() as u64;
         for (wr_id, signaled, ok) in r.flush_order() {
             push_completion(out, stream, wr_id, signaled, ok);
         }

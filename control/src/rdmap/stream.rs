@@ -11,8 +11,9 @@ use ddpdk_dataplane::wire::ddp::{
     UNTAGGED_HEADER_LEN,
 };
 use ddpdk_dataplane::wire::rdmap::{
-    invalidate_stag, Control, Opcode, RdmapError, ReadRequest, TerminateError, TerminatePacket,
-    TerminateRepr, TerminatedSegment, QN_TERMINATE, RDMAP_VERSION,
+    invalidate_stag, AtomicOp, AtomicRequest, AtomicResponse, Control, Opcode, RdmapError,
+    ReadRequest, TerminateError, TerminatePacket, TerminateRepr, TerminatedSegment,
+    IMMEDIATE_DATA_LEN, QN_ATOMIC_RESPONSE, QN_SEND, RDMAP_VERSION,
 };
 
 use super::RdmaLimits;
@@ -42,6 +43,30 @@ pub struct ReadResponse {
     pub len: u32,
 }
 
+/// An Atomic Request this side sent, until its Atomic Response is delivered (RFC 7306 §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboundAtomic {
+    /// The work request it completes.
+    pub wr_id: u64,
+    pub signaled: bool,
+    /// Where the Original Remote Data Value goes, here: 8 bytes of a registration with local
+    /// write, written in this machine's byte order.
+    pub sink: Stag,
+    pub sink_to: u64,
+    /// The Request Identifier the response echoes (§5.2.2).
+    pub request_id: u32,
+    /// Its place in the stream's completion order ([`RdmapStream::begin`]).
+    pub seq: u64,
+}
+
+/// An Atomic Request to execute and answer (RFC 7306 §5.2.1): its target word checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AtomicServe {
+    pub request: AtomicRequest,
+    /// The word, in this endpoint's regions: 8 bytes with remote atomic right, 64-bit aligned.
+    pub target: RegionSlice,
+}
+
 /// What a delivered DDP Message means to RDMAP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Upcall {
@@ -55,6 +80,15 @@ pub enum Upcall {
     Write,
     /// A Read Request whose Data Source may be read: send the response.
     Serve(ReadResponse),
+    /// An Atomic Request whose target may be operated on: execute it, send the response
+    /// (RFC 7306 §5.2.1 item 8), in order with the Read Responses (§5.2.2 item 8, §7).
+    Atomic(AtomicServe),
+    /// The Atomic Response of this Atomic arrived: the Atomic is complete (§5.4 rule 7) and
+    /// `original` is the value the word held before it.
+    AtomicDone {
+        atomic: OutboundAtomic,
+        original: u64,
+    },
     /// The Read Response of this Read arrived whole: the Read is complete (§5.2).
     ReadDone(OutboundRead),
     /// The peer's Terminate (§5.4): the error it reports. Nothing more will come.
@@ -114,6 +148,10 @@ pub struct RdmapStream {
     ord: u16,
     /// Read Requests sent and not yet answered, oldest first (responses come in order).
     orq: VecDeque<OutboundRead>,
+    /// Atomic Requests sent and not yet answered, oldest first; they share ORD with the Reads
+    /// (RFC 7306 §5.2) but their responses may pass Read Responses (§7's table).
+    aoq: VecDeque<OutboundAtomic>,
+    next_request_id: u32,
     /// Read Requests accepted whose responses are not yet wholly with SCTP.
     serving: u16,
     /// The payload of the Terminate owed for this stream's first error (§4.8).
@@ -139,6 +177,8 @@ impl RdmapStream {
             ours,
             ord: ours.ord,
             orq: VecDeque::new(),
+            aoq: VecDeque::new(),
+            next_request_id: 0,
             serving: 0,
             terminate: None,
             order: VecDeque::new(),
@@ -171,9 +211,27 @@ impl RdmapStream {
         self.serving
     }
 
-    /// Whether another Read Request may leave now (ORD, RFC 5040 §6.1).
+    /// Atomic Requests sent and not yet answered.
+    pub fn outstanding_atomics(&self) -> usize {
+        self.aoq.len()
+    }
+
+    /// Whether another Read Request or Atomic Request may leave now (ORD, RFC 5040 §6.1;
+    /// RFC 7306 §5.2: the two share it).
     pub fn may_send_read(&self) -> bool {
-        self.orq.len() < usize::from(self.ord)
+        self.orq.len() + self.aoq.len() < usize::from(self.ord)
+    }
+
+    /// The Request Identifier of the next Atomic Request (§5.2.1): numbered in posting order.
+    pub fn next_request_id(&mut self) -> u32 {
+        let id = self.next_request_id;
+        self.next_request_id = id.wrapping_add(1);
+        id
+    }
+
+    /// An Atomic Request went to SCTP: its response is now awaited.
+    pub fn atomic_sent(&mut self, atomic: OutboundAtomic) {
+        self.aoq.push_back(atomic);
     }
 
     /// A Read Request went to SCTP: its response is now awaited.
@@ -248,6 +306,11 @@ impl RdmapStream {
         self.orq.drain(..)
     }
 
+    /// The Atomics still outstanding, for flushing when the stream ends.
+    pub fn take_outstanding_atomics(&mut self) -> impl Iterator<Item = OutboundAtomic> + '_ {
+        self.aoq.drain(..)
+    }
+
     /// RFC 5040's checks of one segment before DDP checks its buffer and places it: the RDMAP
     /// version (§4.1, else Invalid RDMAP version 0x2/0x05), the opcode against the buffer
     /// model and queue of §4.2 (else Unexpected OpCode 0x2/0x06), and for a Read Response
@@ -300,13 +363,28 @@ impl RdmapStream {
                     DdpError::InvalidStag
                 }))
             }
-            // RFC 7306's messages are not served yet: they are answered as RFC 7306 §1.1 says
-            // a peer without the extensions answers them (Unexpected OpCode), before DDP
-            // places anything or reads an Atomic Response's queue (3) as an invalid one.
-            (op, _) if op.is_rfc7306() => Err(RxError::Rdmap(RdmapError::UnexpectedOpcode)),
-            // A queue RDMAP does not use (RFC 5040 §4.2 uses 0-2): DDP's Invalid QN says it
-            // (RFC 5041 §7.1, §7.2 untagged error 0x01).
-            (_, Header::Untagged(h)) if h.qn > QN_TERMINATE => Ok(Access::REMOTE_WRITE),
+            // RFC 7306 §5.2.2: an Atomic Response answers an outstanding Atomic Request.
+            (Opcode::AtomicResponse, Header::Untagged(h)) if h.qn == QN_ATOMIC_RESPONSE => {
+                if self.aoq.is_empty() {
+                    Err(RxError::Rdmap(RdmapError::UnexpectedOpcode))
+                } else {
+                    Ok(Access::REMOTE_WRITE)
+                }
+            }
+            // RFC 7306 §6.3: Immediate Data is exactly 8 bytes, so one whole segment; anything
+            // else is refused before DDP places it into the posted receive. RFC 7306 names no
+            // code for it: the unspecified Remote Operation Error (0x2/0xFF).
+            (Opcode::ImmediateData | Opcode::ImmediateDataSe, Header::Untagged(h))
+                if h.qn == QN_SEND
+                    && !(h.mo == 0
+                        && segment.last
+                        && segment.payload.len() == IMMEDIATE_DATA_LEN) =>
+            {
+                Err(RxError::Rdmap(RdmapError::OperationUnspecified))
+            }
+            // A queue RDMAP does not use (RFC 5040 §4.2 and RFC 7306 §10.2 use 0-3): DDP's
+            // Invalid QN says it (RFC 5041 §7.1, §7.2 untagged error 0x01).
+            (_, Header::Untagged(h)) if h.qn > QN_ATOMIC_RESPONSE => Ok(Access::REMOTE_WRITE),
             (op, Header::Untagged(h)) if op.tagged() == Some(false) && op.queue() == Some(h.qn) => {
                 Ok(Access::REMOTE_WRITE)
             }
@@ -365,6 +443,40 @@ impl RdmapStream {
                                 read_request,
                             },
                         )
+                    }
+                    Opcode::AtomicRequest => {
+                        let bytes = inline.unwrap_or(&[]);
+                        self.serve_atomic(bytes, stags, stream, pd)
+                            .unwrap_or_else(|error| Upcall::Fault {
+                                error: RxError::Rdmap(error),
+                                header: header(),
+                                segment_len: header_len(false) + message_len as usize,
+                                // RFC 7306 §8.1 item 2: the Terminated RDMA Header is zero.
+                                read_request: None,
+                            })
+                    }
+                    Opcode::AtomicResponse => {
+                        // RFC 7306 §5.2.2: it echoes the Request Identifier of the oldest
+                        // Atomic outstanding (the responder answers in order, item 8); any
+                        // other is invalid, and item 7 asks for an error: RFC 7306 names no
+                        // code, so the unspecified Remote Operation Error.
+                        let response = AtomicResponse::parse(inline.unwrap_or(&[])).ok();
+                        match (response, self.aoq.front()) {
+                            (Some(r), Some(a)) if r.request_id == a.request_id => {
+                                let atomic = *a;
+                                self.aoq.pop_front();
+                                Upcall::AtomicDone {
+                                    atomic,
+                                    original: r.original,
+                                }
+                            }
+                            _ => Upcall::Fault {
+                                error: RxError::Rdmap(RdmapError::OperationUnspecified),
+                                header: header(),
+                                segment_len: header_len(false) + message_len as usize,
+                                read_request: None,
+                            },
+                        }
                     }
                     Opcode::Terminate => {
                         let bytes = inline.unwrap_or(&[]);
@@ -448,6 +560,56 @@ impl RdmapStream {
         }))
     }
 }
+
+impl RdmapStream {
+    /// RFC 7306 §5.2.1 at the Responder: the request is exactly its 52-byte header, within IRD
+    /// (shared with Read Requests, §5.2), of an Atomic Operation this side performs (item 4:
+    /// anything else is an error; RFC 7306 names no code, so the unspecified Remote Operation
+    /// Error), on 8 bytes of a registration of this stream's protection domain that grants the
+    /// remote atomic right (RFC 5041 §7.1's order: STag, domain and stream, right, base, wrap,
+    /// bounds), 64-bit aligned (§8.2: else Catastrophic error localized to the stream, 0x2/0x07).
+    /// Memory is not touched here; nothing is when a check fails (§5.1.1, §5.1.2).
+    fn serve_atomic(
+        &mut self,
+        bytes: &[u8],
+        stags: Stags<'_>,
+        stream: StreamId,
+        pd: Pd,
+    ) -> Result<Upcall, RdmapError> {
+        let request = AtomicRequest::parse(bytes).map_err(|_| RdmapError::OperationUnspecified)?;
+        if self.serving >= self.ours.ird {
+            return Err(RdmapError::CatastrophicStream);
+        }
+        if matches!(request.op, AtomicOp::Unknown(_)) {
+            return Err(RdmapError::OperationUnspecified);
+        }
+        let placement = stags
+            .check_access(
+                Stag(request.stag),
+                request.to,
+                ATOMIC_WORD,
+                stream,
+                pd,
+                Access::REMOTE_ATOMIC,
+            )
+            .map_err(|f| f.as_rdmap())?;
+        // Regions start on a page, so the offset's alignment is the address's.
+        if placement.offset % ATOMIC_WORD as u64 != 0 {
+            return Err(RdmapError::CatastrophicStream);
+        }
+        self.serving += 1;
+        Ok(Upcall::Atomic(AtomicServe {
+            request,
+            target: RegionSlice {
+                region: placement.region,
+                offset: placement.offset,
+            },
+        }))
+    }
+}
+
+/// The word an Atomic Operation reads and writes (RFC 7306 §5: 64 bits).
+pub const ATOMIC_WORD: usize = 8;
 
 /// The DDP-SSN and untagged DDP header of a delivered message's last segment, rebuilt for an
 /// error report (MO of the last segment is unknown here; 0 stands for the whole message).

@@ -54,6 +54,11 @@ impl Access {
     pub const REMOTE_WRITE: Access = Access(4);
     /// The peer may read from it (RDMA Read source).
     pub const REMOTE_READ: Access = Access(8);
+    /// The peer may run RFC 7306's atomic operations on it. RFC 7306 leaves the right unnamed
+    /// (§5: "the advertisement of Tagged Buffer information for Atomic Operations is outside
+    /// the scope"); an atomic reads and writes the word, so it is a right of its own, as
+    /// InfiniBand's `IBV_ACCESS_REMOTE_ATOMIC`, that remote read or write alone does not grant.
+    pub const REMOTE_ATOMIC: Access = Access(16);
 
     pub const fn contains(self, other: Access) -> bool {
         self.0 & other.0 == other.0

@@ -23,6 +23,7 @@
 
 use core::fmt;
 use core::ptr::NonNull;
+use core::sync::atomic::Ordering;
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -48,6 +49,25 @@ impl fmt::Display for OutOfBounds {
 }
 
 impl std::error::Error for OutOfBounds {}
+
+/// Why an atomic operation on region memory was not performed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicFault {
+    OutOfBounds(OutOfBounds),
+    /// The word is not 64-bit aligned (RFC 7306 §5.1.1, §5.1.2).
+    Misaligned,
+}
+
+impl fmt::Display for AtomicFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AtomicFault::OutOfBounds(e) => e.fmt(f),
+            AtomicFault::Misaligned => f.write_str("atomic target not 64-bit aligned"),
+        }
+    }
+}
+
+impl std::error::Error for AtomicFault {}
 
 /// A block of memory that data cores place into and the application reads from.
 pub struct Region {
@@ -369,6 +389,35 @@ impl Region {
         Ok(())
     }
 
+    /// RFC 7306's atomic read-modify-write of the 64-bit word at `offset`, in this machine's
+    /// byte order (§5.1.1: "performed in the endian format of the target memory"): `f` maps the
+    /// original value to the new one (`None`: leave it, as a CmpSwap that did not match).
+    /// Returns the original value. Atomic against every other atomic operation on the word,
+    /// from any data core (§5.3, §5.4 rule 2); a placement into the same bytes is not ordered
+    /// with it (§5.4 rule 2's note makes that optional). The word must lie in the region and be
+    /// 64-bit aligned (§5.1.1, §5.1.2); otherwise nothing is read or written.
+    pub fn fetch_update_u64(
+        &self,
+        offset: u64,
+        f: impl FnMut(u64) -> Option<u64>,
+    ) -> Result<u64, AtomicFault> {
+        let start = self.span(offset, 8).map_err(AtomicFault::OutOfBounds)?;
+        // SAFETY: `start + 8 <= self.len` (checked above), so the pointer is inside the
+        // mapping, which lives as long as `self`.
+        let word = unsafe { self.ptr.as_ptr().add(start) };
+        if word.align_offset(core::mem::align_of::<u64>()) != 0 {
+            return Err(AtomicFault::Misaligned);
+        }
+        // SAFETY: `word` is valid for 8 bytes and aligned for u64 (checked above). Region bytes
+        // are never exposed as Rust references (module documentation), so no `&`/`&mut` to
+        // them is alive; other cores reach the word only through raw copies or this same
+        // atomic view. The atomic lives only for this call.
+        let atomic = unsafe { core::sync::atomic::AtomicU64::from_ptr(word.cast::<u64>()) };
+        Ok(atomic
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, f)
+            .unwrap_or_else(|original| original))
+    }
+
     /// Mbufs that reference this region now (zero-copy frames not yet freed); 0 for memory
     /// outside DPDK.
     pub fn mbuf_references(&self) -> usize {
@@ -459,6 +508,56 @@ mod tests {
         r.read(4090, &mut out).unwrap();
         assert_eq!(out, [0x5a; 6]);
         assert!(r.fill(1, 4096, 0).is_err());
+    }
+
+    #[test]
+    fn rfc7306_5_1_atomic_word_is_native_order_aligned_and_in_bounds() {
+        let r = Region::new(4096).unwrap();
+        r.place(8, &41u64.to_ne_bytes()).unwrap();
+        assert_eq!(r.fetch_update_u64(8, |v| Some(v + 1)), Ok(41));
+        let mut out = [0u8; 8];
+        r.read(8, &mut out).unwrap();
+        assert_eq!(
+            u64::from_ne_bytes(out),
+            42,
+            "written back in the memory's byte order"
+        );
+        // `None` leaves the word (a CmpSwap that did not match) and still returns it.
+        assert_eq!(r.fetch_update_u64(8, |_| None), Ok(42));
+        r.read(8, &mut out).unwrap();
+        assert_eq!(u64::from_ne_bytes(out), 42);
+        // §5.1.1: a misaligned target is an error and memory is not modified.
+        r.place(16, &[0xaa; 16]).unwrap();
+        assert_eq!(
+            r.fetch_update_u64(20, |_| Some(0)),
+            Err(AtomicFault::Misaligned)
+        );
+        let mut all = [0u8; 16];
+        r.read(16, &mut all).unwrap();
+        assert_eq!(all, [0xaa; 16]);
+        assert!(matches!(
+            r.fetch_update_u64(4096 - 4, |_| Some(0)),
+            Err(AtomicFault::OutOfBounds(_))
+        ));
+    }
+
+    #[test]
+    fn rfc7306_5_3_atomics_from_several_threads_lose_no_update() {
+        let r = std::sync::Arc::new(Region::new(4096).unwrap());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let r = r.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..10_000 {
+                        r.fetch_update_u64(64, |v| Some(v + 1)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(r.fetch_update_u64(64, |_| None), Ok(40_000));
     }
 
     #[test]
