@@ -31,12 +31,12 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use ddpdk_dataplane::mem::{Access, Pd, Revocation, Stag};
+use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer, Revocation, Stag};
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::Instant;
-use ddpdk_dataplane::wire::rdmap::{Control as RdmapControl, TerminateError};
+use ddpdk_dataplane::wire::rdmap::{Control as RdmapControl, Opcode, TerminateError};
 
-use crate::conn::{Indication, Payload, PostError, RdmaOp, RdmaRequest, Status};
+use crate::conn::{AtomicOperation, Indication, Payload, PostError, RdmaOp, RdmaRequest, Status};
 use crate::memory::{MemoryError, MemoryRegistration, RegionId};
 use crate::rdmap::{terminate_error, RdmaLimits};
 use crate::runtime::{ConnHandle, Control, Event, Op, RuntimeError};
@@ -127,6 +127,33 @@ pub enum WrOpcode {
     LocalInv {
         lkey: Stag,
     },
+    /// RFC 7306 §5.1.1 FetchAdd (`IBV_WR_ATOMIC_FETCH_AND_ADD`, with the masked form of
+    /// `ibv_exp`'s extended atomics): adds `add` to the peer's 64-bit word at `rkey` /
+    /// `remote_addr`, field by field under `mask` (0: one 64-bit add); its original value goes
+    /// to `sg_list[0]` (exactly 8 bytes).
+    AtomicFetchAdd {
+        rkey: Stag,
+        remote_addr: u64,
+        add: u64,
+        mask: u64,
+    },
+    /// RFC 7306 §5.1.2 CmpSwap (`IBV_WR_ATOMIC_CMP_AND_SWP`, masked): where the word's bits
+    /// under `compare_mask` equal `compare`'s, its bits under `swap_mask` become `swap`'s; the
+    /// original value goes to `sg_list[0]` (exactly 8 bytes).
+    AtomicCmpSwap {
+        rkey: Stag,
+        remote_addr: u64,
+        compare: u64,
+        compare_mask: u64,
+        swap: u64,
+        swap_mask: u64,
+    },
+    /// RFC 7306 §6 Immediate Data: 8 bytes into the peer's next posted receive, which
+    /// completes with them (`IBV_WC_RECV` with `IBV_WC_WITH_IMM` in spirit); `sg_list` is empty.
+    /// After an RDMA Write it is iWARP's RDMA Write with Immediate.
+    ImmediateData {
+        data: [u8; 8],
+    },
 }
 
 /// A send-queue work request (`ibv_send_wr`).
@@ -170,6 +197,12 @@ pub enum WcOpcode {
     RdmaRead,
     LocalInv,
     Recv,
+    /// `IBV_WC_FETCH_ADD`.
+    FetchAdd,
+    /// `IBV_WC_COMP_SWAP`.
+    CompSwap,
+    /// Immediate Data sent (RFC 7306 §6).
+    ImmediateData,
 }
 
 /// A work completion (`ibv_wc`).
@@ -185,6 +218,9 @@ pub struct Wc {
     pub invalidated: Option<Stag>,
     /// A receive of a Send with Solicited Event (`IBV_WC_WITH_SOLICITED` in spirit).
     pub solicited: bool,
+    /// A receive of RFC 7306 Immediate Data: its 8 bytes, as sent (`IBV_WC_WITH_IMM`,
+    /// `imm_data`); they are also the first 8 bytes of the receive buffer (§6.2).
+    pub imm_data: Option<[u8; 8]>,
 }
 
 impl Wc {
@@ -198,6 +234,7 @@ impl Wc {
             qp,
             invalidated: None,
             solicited: false,
+            imm_data: None,
         }
     }
 }
@@ -243,7 +280,8 @@ struct QpEntry {
     init: QpInit,
     state: QpState,
     sq: VecDeque<Outstanding>,
-    rq: VecDeque<u64>,
+    /// Receives posted: their wr_id and buffer (where Immediate Data is read from).
+    rq: VecDeque<(u64, PostedBuffer)>,
     /// Receives posted in [`QpState::Init`]: the stream has no receive path before its
     /// session's Initiate or Accept, so they go to the core right behind it.
     held_recvs: Vec<Op>,
@@ -518,9 +556,57 @@ impl<P: Port> Verbs<P> {
                 )
             }
             WrOpcode::LocalInv { lkey } => return self.local_invalidate(qp, wr, pd, lkey),
+            WrOpcode::AtomicFetchAdd {
+                rkey,
+                remote_addr,
+                add,
+                mask,
+            } => {
+                let op = AtomicOperation::FetchAdd { add, mask };
+                match self.atomic(qp, wr, op, rkey, remote_addr) {
+                    Some(op) => (WcOpcode::FetchAdd, op),
+                    None => return Ok(()),
+                }
+            }
+            WrOpcode::AtomicCmpSwap {
+                rkey,
+                remote_addr,
+                compare,
+                compare_mask,
+                swap,
+                swap_mask,
+            } => {
+                let op = AtomicOperation::CmpSwap {
+                    compare,
+                    compare_mask,
+                    swap,
+                    swap_mask,
+                };
+                match self.atomic(qp, wr, op, rkey, remote_addr) {
+                    Some(op) => (WcOpcode::CompSwap, op),
+                    None => return Ok(()),
+                }
+            }
+            WrOpcode::ImmediateData { data } => {
+                if !wr.sg_list.is_empty() {
+                    let opcode = WcOpcode::ImmediateData;
+                    self.complete_now(qp, send_cq, wr, opcode, WcStatus::LocalQpOperation);
+                    return Ok(());
+                }
+                (
+                    WcOpcode::ImmediateData,
+                    RdmaOp::ImmediateData {
+                        data,
+                        solicited: wr.solicited,
+                    },
+                )
+            }
         };
         let data = match opcode {
-            WcOpcode::RdmaRead => Payload::Bytes(Vec::new()),
+            WcOpcode::RdmaRead
+            | WcOpcode::FetchAdd
+            | WcOpcode::CompSwap
+            | WcOpcode::ImmediateData => Payload::Bytes(Vec::new()),
             _ => match self.gather(pd, &wr.sg_list) {
                 Ok(p) => p,
                 Err(()) => {
@@ -550,6 +636,43 @@ impl<P: Port> Verbs<P> {
             byte_len,
         });
         Ok(())
+    }
+
+    /// An Atomic's work request checked as `ibv_post_send` does: one entry of exactly 8 bytes
+    /// with local write for the original value, a 64-bit aligned remote address. A failure
+    /// completes it at once (`None`).
+    fn atomic(
+        &mut self,
+        qp: Qp,
+        wr: &SendWr,
+        op: AtomicOperation,
+        rkey: Stag,
+        remote_addr: u64,
+    ) -> Option<RdmaOp> {
+        let (pd, send_cq) = self.entry(qp).ok().map(|e| (e.init.pd, e.init.send_cq))?;
+        let opcode = match op {
+            AtomicOperation::FetchAdd { .. } => WcOpcode::FetchAdd,
+            AtomicOperation::CmpSwap { .. } => WcOpcode::CompSwap,
+        };
+        let status = match wr.sg_list[..] {
+            [sink] if sink.length == 8 && remote_addr.is_multiple_of(8) => {
+                match self.check_sge(pd, &sink, Access::LOCAL_WRITE) {
+                    Ok(_) => {
+                        return Some(RdmaOp::Atomic {
+                            op,
+                            stag: rkey,
+                            to: remote_addr,
+                            sink: sink.lkey,
+                            sink_to: sink.addr,
+                        })
+                    }
+                    Err(status) => status,
+                }
+            }
+            _ => WcStatus::LocalQpOperation,
+        };
+        self.complete_now(qp, send_cq, wr, opcode, status);
+        None
     }
 
     /// `ibv_post_recv` (RFC 4296 `rdma_post_recv`): one entry, local write needed.
@@ -592,11 +715,11 @@ impl<P: Port> Verbs<P> {
         let e = self.entry_mut(qp)?;
         if e.state == QpState::Init {
             e.held_recvs.push(op);
-            e.rq.push_back(wr.wr_id);
+            e.rq.push_back((wr.wr_id, buffer));
             return Ok(());
         }
         self.control.submit(conn, op).map_err(VerbsError::Runtime)?;
-        self.entry_mut(qp)?.rq.push_back(wr.wr_id);
+        self.entry_mut(qp)?.rq.push_back((wr.wr_id, buffer));
         Ok(())
     }
 
@@ -637,7 +760,12 @@ impl<P: Port> Verbs<P> {
             let wr_id = op.wr_id();
             if self.control.submit(conn, op).is_err() {
                 if let Some(wr_id) = wr_id {
-                    self.recv_completion(qp, wr_id, WcStatus::LocalQpOperation, 0, None, false);
+                    self.recv_completion(Wc::new(
+                        wr_id,
+                        WcStatus::LocalQpOperation,
+                        WcOpcode::Recv,
+                        qp,
+                    ));
                 }
             }
         }
@@ -813,7 +941,7 @@ impl<P: Port> Verbs<P> {
                 let qp = self.by_stream.iter().find_map(|(&(c, _), &qp)| {
                     let e = self.entry(qp).ok()?;
                     let holds = if recv {
-                        e.rq.contains(&wr_id)
+                        e.rq.iter().any(|&(w, _)| w == wr_id)
                     } else {
                         e.sq.iter().any(|o| o.wr_id == wr_id)
                     };
@@ -834,7 +962,7 @@ impl<P: Port> Verbs<P> {
                     _ => WcStatus::LocalQpOperation,
                 };
                 if recv {
-                    self.recv_completion(qp, wr_id, status, 0, None, false);
+                    self.recv_completion(Wc::new(wr_id, status, WcOpcode::Recv, qp));
                 } else {
                     self.send_completion(qp, wr_id, status);
                 }
@@ -854,15 +982,23 @@ impl<P: Port> Verbs<P> {
                 invalidated,
                 ..
             } if self.qp_of(conn, stream).is_some() => {
-                let solicited = RdmapControl::from_byte(rsvd_ulp[0])
-                    .opcode
-                    .solicited_event();
+                let opcode = RdmapControl::from_byte(rsvd_ulp[0]).opcode;
+                let immediate = matches!(opcode, Opcode::ImmediateData | Opcode::ImmediateDataSe);
                 if let Some(qp) = self.qp_of(conn, stream) {
-                    self.recv_completion(qp, wr_id, WcStatus::Success, len, invalidated, solicited);
+                    let wc = Wc {
+                        byte_len: len,
+                        invalidated,
+                        solicited: opcode.solicited_event(),
+                        imm_data: immediate.then(|| self.immediate_data(qp, wr_id)).flatten(),
+                        ..Wc::new(wr_id, WcStatus::Success, WcOpcode::Recv, qp)
+                    };
+                    self.recv_completion(wc);
                 }
             }
             Indication::RecvFlushed { stream, wr_id, qn } => match self.qp_of(conn, stream) {
-                Some(qp) => self.recv_completion(qp, wr_id, WcStatus::Flushed, 0, None, false),
+                Some(qp) => {
+                    self.recv_completion(Wc::new(wr_id, WcStatus::Flushed, WcOpcode::Recv, qp))
+                }
                 None => self.events.push_back(Event::Indication {
                     conn,
                     indication: Indication::RecvFlushed { stream, wr_id, qn },
@@ -943,28 +1079,30 @@ impl<P: Port> Verbs<P> {
         }
     }
 
-    fn recv_completion(
-        &mut self,
-        qp: Qp,
-        wr_id: u64,
-        status: WcStatus,
-        byte_len: u32,
-        invalidated: Option<Stag>,
-        solicited: bool,
-    ) {
-        let Ok(e) = self.entry_mut(qp) else {
+    /// The completion of a posted receive (`wc.wr_id`) on `wc.qp`'s receive queue.
+    fn recv_completion(&mut self, wc: Wc) {
+        let Ok(e) = self.entry_mut(wc.qp) else {
             return;
         };
-        if let Some(at) = e.rq.iter().position(|&w| w == wr_id) {
+        if let Some(at) = e.rq.iter().position(|&(w, _)| w == wc.wr_id) {
             e.rq.remove(at);
         }
         let cq = e.init.recv_cq;
-        let wc = Wc {
-            byte_len,
-            invalidated,
-            solicited,
-            ..Wc::new(wr_id, status, WcOpcode::Recv, qp)
-        };
         self.push_wc(cq, wc);
+    }
+
+    /// The 8 bytes of Immediate Data that filled the receive `wr_id` (RFC 7306 §6.2: the first
+    /// 8 bytes of the buffer). Read before the completion is queued, while the buffer is still
+    /// the receive's: the application has not had it back.
+    fn immediate_data(&self, qp: Qp, wr_id: u64) -> Option<[u8; 8]> {
+        let e = self.entry(qp).ok()?;
+        let &(_, buffer) = e.rq.iter().find(|&&(w, _)| w == wr_id)?;
+        let mut data = [0u8; 8];
+        let region = self
+            .control
+            .memory()
+            .region(RegionId(buffer.memory.region))?;
+        region.read(buffer.memory.offset, &mut data).ok()?;
+        Some(data)
     }
 }

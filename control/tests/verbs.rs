@@ -23,7 +23,7 @@ use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::sctp::Instant;
 use ddpdk_dataplane::wire::ddp::DdpError;
-use ddpdk_dataplane::wire::rdmap::TerminateError;
+use ddpdk_dataplane::wire::rdmap::{RdmapError, TerminateError};
 
 const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
@@ -97,6 +97,7 @@ fn wcs(v: &mut Verbs<MemPort>, cq: Cq) -> Vec<Wc> {
         qp: Qp(0),
         invalidated: None,
         solicited: false,
+        imm_data: None,
     }; 4];
     loop {
         let n = v.poll_cq(cq, &mut buf).unwrap();
@@ -343,6 +344,7 @@ fn verbs_work_requests_complete_in_order_with_their_opcodes() {
             qp: c.qb,
             invalidated: Some(target.rkey),
             solicited: true,
+            imm_data: None,
         }
     );
     let mut got300 = vec![0u8; 300];
@@ -577,4 +579,157 @@ fn a_server_registers_and_frees_regions_for_as_long_as_it_runs() {
     }
     assert_eq!(c.p.b.v.control().memory().regions_in_use(), before);
     assert_eq!(c.p.a.v.qp_state(qa), Some(QpState::Rts));
+}
+
+/// RFC 7306 through the verbs, on the runtime's data cores: FetchAdd and CmpSwap on the
+/// server's word (registered with remote atomic access) complete with their opcodes and leave
+/// the original values in the client's 8-byte entries; Immediate Data completes the server's
+/// posted receive with its 8 bytes in `imm_data`. Malformed atomics complete in error and send
+/// nothing: an entry that is not 8 bytes, a misaligned remote address, a registration without
+/// remote atomic access at the server (which ends the stream: RDMA layer, Remote Protection
+/// Error, access rights).
+#[test]
+fn verbs_atomics_and_immediate_data() {
+    let mut c = connected(2);
+    let word =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, 4096, Access::REMOTE_ATOMIC, 0x5000_0000)
+            .unwrap();
+    c.p.b
+        .v
+        .control()
+        .memory()
+        .region(word.region)
+        .unwrap()
+        .place(8, &100u64.to_ne_bytes())
+        .unwrap();
+    let sink =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x6000_0000)
+            .unwrap();
+    let (qa, cqa) = (c.qa, c.cqa);
+    let fadd = WrOpcode::AtomicFetchAdd {
+        rkey: word.rkey,
+        remote_addr: word.addr + 8,
+        add: 23,
+        mask: 0,
+    };
+    let cas = WrOpcode::AtomicCmpSwap {
+        rkey: word.rkey,
+        remote_addr: word.addr + 8,
+        compare: 123,
+        compare_mask: !0,
+        swap: 7,
+        swap_mask: !0,
+    };
+    c.p.a
+        .v
+        .post_send(qa, &wr(1, fadd, vec![sge(&sink, 0, 8)]))
+        .unwrap();
+    c.p.a
+        .v
+        .post_send(qa, &wr(2, cas, vec![sge(&sink, 8, 8)]))
+        .unwrap();
+    let imm = WrOpcode::ImmediateData { data: *b"immdata!" };
+    c.p.a.v.post_send(qa, &wr(3, imm, Vec::new())).unwrap();
+    // Refused at the source, nothing sent: a 4-byte entry, a misaligned word.
+    c.p.a
+        .v
+        .post_send(qa, &wr(4, fadd, vec![sge(&sink, 16, 4)]))
+        .unwrap();
+    let misaligned = WrOpcode::AtomicFetchAdd {
+        rkey: word.rkey,
+        remote_addr: word.addr + 12,
+        add: 1,
+        mask: 0,
+    };
+    c.p.a
+        .v
+        .post_send(qa, &wr(5, misaligned, vec![sge(&sink, 16, 8)]))
+        .unwrap();
+    let mut got = Vec::new();
+    c.p.run_until("five completions", |p| {
+        got.extend(wcs(&mut p.a.v, cqa));
+        got.len() == 5
+    });
+    let summary: Vec<_> = got.iter().map(|w| (w.wr_id, w.opcode, w.status)).collect();
+    assert_eq!(
+        summary,
+        [
+            (4, WcOpcode::FetchAdd, WcStatus::LocalQpOperation),
+            (5, WcOpcode::FetchAdd, WcStatus::LocalQpOperation),
+            (1, WcOpcode::FetchAdd, WcStatus::Success),
+            (2, WcOpcode::CompSwap, WcStatus::Success),
+            (3, WcOpcode::ImmediateData, WcStatus::Success),
+        ]
+    );
+    let value = |v: &Verbs<MemPort>, mr: &MemoryRegion, at: u64| {
+        let mut b = [0u8; 8];
+        v.control()
+            .memory()
+            .region(mr.region)
+            .unwrap()
+            .read(at, &mut b)
+            .unwrap();
+        u64::from_ne_bytes(b)
+    };
+    assert_eq!(value(&c.p.a.v, &sink, 0), 100, "FetchAdd's original");
+    assert_eq!(value(&c.p.a.v, &sink, 8), 123, "CmpSwap's original");
+    assert_eq!(
+        value(&c.p.a.v, &sink, 16),
+        0,
+        "the refused ones wrote nothing"
+    );
+    assert_eq!(value(&c.p.b.v, &word, 8), 7, "100 + 23, then swapped");
+
+    let cqb_recv = c.cqb_recv;
+    let mut recv = Vec::new();
+    c.p.run_until("the Immediate Data", |p| {
+        recv.extend(wcs(&mut p.b.v, cqb_recv));
+        !recv.is_empty()
+    });
+    assert_eq!(
+        recv[0],
+        Wc {
+            byte_len: 8,
+            imm_data: Some(*b"immdata!"),
+            ..Wc::new(500, WcStatus::Success, WcOpcode::Recv, c.qb)
+        }
+    );
+
+    // An STag without remote atomic access at the server: the stream ends.
+    let plain =
+        c.p.b
+            .v
+            .reg_mr(
+                c.pdb,
+                4096,
+                Access::REMOTE_WRITE | Access::REMOTE_READ,
+                0x5100_0000,
+            )
+            .unwrap();
+    let denied = WrOpcode::AtomicFetchAdd {
+        rkey: plain.rkey,
+        remote_addr: plain.addr,
+        add: 1,
+        mask: 0,
+    };
+    c.p.a
+        .v
+        .post_send(qa, &wr(6, denied, vec![sge(&sink, 24, 8)]))
+        .unwrap();
+    got.clear();
+    c.p.run_until("the refused Atomic", |p| {
+        got.extend(wcs(&mut p.a.v, cqa));
+        !got.is_empty()
+    });
+    assert_eq!((got[0].wr_id, got[0].status), (6, WcStatus::Flushed));
+    assert_eq!(c.p.a.v.qp_state(qa), Some(QpState::Error));
+    assert_eq!(
+        c.p.a.v.qp_error(qa),
+        Some(TerminateError::Rdmap(RdmapError::AccessRights))
+    );
+    assert_eq!(value(&c.p.b.v, &plain, 0), 0, "nothing performed");
 }

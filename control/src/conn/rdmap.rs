@@ -576,7 +576,7 @@ impl Connection {
                     return Err(PostError::InvalidQn);
                 }
                 // §5.1.1, §5.1.2: the peer would refuse it and end the stream.
-                if to % ATOMIC_WORD as u64 != 0 {
+                if !to.is_multiple_of(ATOMIC_WORD as u64) {
                     return Err(PostError::Misaligned);
                 }
                 let (sid, pd) = (s.sid, s.rx.as_ref().map(|rx| rx.pd()));

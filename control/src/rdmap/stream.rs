@@ -594,7 +594,7 @@ impl RdmapStream {
             )
             .map_err(|f| f.as_rdmap())?;
         // Regions start on a page, so the offset's alignment is the address's.
-        if placement.offset % ATOMIC_WORD as u64 != 0 {
+        if !placement.offset.is_multiple_of(ATOMIC_WORD as u64) {
             return Err(RdmapError::CatastrophicStream);
         }
         self.serving += 1;
