@@ -17,10 +17,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
 use ddpdk_control::conn::{
-    Indication, Payload, RdmaOp, RdmaRequest, SendKind, SendRequest, Status,
+    AtomicOperation, Indication, Payload, RdmaOp, RdmaRequest, SendKind, SendRequest, Status,
 };
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
-use ddpdk_control::rdmap::{decode_private_data, RdmaLimits};
+use ddpdk_control::rdmap::{decode_private_data, RdmaLimits, ATOMIC_WORD};
 use ddpdk_control::runtime::{self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op};
 use ddpdk_control::session::{Event as SessionEvent, State};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
@@ -28,6 +28,7 @@ use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{ChecksumOffload, Port};
 use ddpdk_dataplane::wire::crc32c::crc32c;
+use ddpdk_dataplane::wire::rdmap::IMMEDIATE_DATA_LEN;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -87,6 +88,25 @@ enum Verb {
         to: u64,
         into: StagArg,
     },
+    /// RFC 7306 §5.1: atomics on the peer's word, the original values into `into`.
+    FetchAdd {
+        stag: StagArg,
+        to: u64,
+        add: u64,
+        into: StagArg,
+    },
+    CmpSwap {
+        stag: StagArg,
+        to: u64,
+        compare: u64,
+        swap: u64,
+        into: StagArg,
+    },
+    /// RFC 7306 §6: `value`'s 8 bytes, big-endian.
+    Immediate {
+        value: u64,
+        solicited: bool,
+    },
 }
 
 impl Verb {
@@ -97,6 +117,9 @@ impl Verb {
             Verb::Write { .. } => "rdma write",
             Verb::Send { .. } => "rdma send",
             Verb::Read { .. } => "rdma read",
+            Verb::FetchAdd { .. } => "rdma fetch-add",
+            Verb::CmpSwap { .. } => "rdma cmp-swap",
+            Verb::Immediate { .. } => "rdma imm",
         }
     }
 }
@@ -913,6 +936,9 @@ impl DdpApp {
                     AccessArg::RemoteWrite => Access::REMOTE_WRITE,
                     AccessArg::RemoteRead => Access::REMOTE_READ,
                     AccessArg::Remote => Access::REMOTE_WRITE | Access::REMOTE_READ,
+                    AccessArg::RemoteAtomic => {
+                        Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
+                    }
                     AccessArg::Local => Access::LOCAL_WRITE,
                 };
                 let reg = m
@@ -1135,6 +1161,66 @@ impl DdpApp {
                     invalidate,
                 },
             },
+            RdmaCmd::FetchAdd {
+                id,
+                stream,
+                stag,
+                to,
+                add,
+                count,
+                into,
+            } => Posting {
+                id,
+                stream,
+                size: ATOMIC_WORD as u32,
+                count: count.unwrap_or(1),
+                from: None,
+                verb: Verb::FetchAdd {
+                    stag,
+                    to,
+                    add: add.0,
+                    into,
+                },
+            },
+            RdmaCmd::CmpSwap {
+                id,
+                stream,
+                stag,
+                to,
+                compare,
+                swap,
+                into,
+            } => Posting {
+                id,
+                stream,
+                size: ATOMIC_WORD as u32,
+                count: 1,
+                from: None,
+                verb: Verb::CmpSwap {
+                    stag,
+                    to,
+                    compare: compare.0,
+                    swap: swap.0,
+                    into,
+                },
+            },
+            RdmaCmd::Imm {
+                id,
+                stream,
+                value,
+                count,
+                solicited,
+            } => Posting {
+                id,
+                stream,
+                size: IMMEDIATE_DATA_LEN as u32,
+                count: count.unwrap_or(1),
+                from: None,
+                verb: Verb::Immediate {
+                    value: value.0,
+                    solicited,
+                },
+            },
         };
         self.post(posting)
     }
@@ -1199,16 +1285,20 @@ impl DdpApp {
             return Err(format!("at most {MAX_SEND_BYTES} bytes per command"));
         }
         let target = match verb {
-            Verb::Tagged { stag, to } | Verb::Write { stag, to } | Verb::Read { stag, to, .. } => {
+            Verb::Tagged { stag, to }
+            | Verb::Write { stag, to }
+            | Verb::Read { stag, to, .. }
+            | Verb::FetchAdd { stag, to, .. }
+            | Verb::CmpSwap { stag, to, .. } => {
                 let (stag, to) = self.remote(conn, stream, stag, to)?;
                 to.checked_add(total)
                     .ok_or("TO + bytes wraps (RFC 5041 §7.1 check 5)")?;
                 Some((stag, to))
             }
-            Verb::Untagged { .. } | Verb::Send { .. } => None,
+            Verb::Untagged { .. } | Verb::Send { .. } | Verb::Immediate { .. } => None,
         };
         let sink = match verb {
-            Verb::Read { into, .. } => {
+            Verb::Read { into, .. } | Verb::FetchAdd { into, .. } | Verb::CmpSwap { into, .. } => {
                 let mr = self.mr(into)?;
                 let slots = slots_of(&mr)?;
                 Some((mr, slots))
@@ -1263,7 +1353,13 @@ impl DdpApp {
             self.sent += 1;
             let at = u64::from(posted) * u64::from(size);
             let data = match (source, &verb) {
-                (_, Verb::Read { .. }) => Payload::Bytes(Vec::new()),
+                (_, Verb::Read { .. } | Verb::FetchAdd { .. } | Verb::CmpSwap { .. }) => {
+                    Payload::Bytes(Vec::new())
+                }
+                (_, Verb::Immediate { value, .. }) => {
+                    image_crc.extend_from_slice(&value.to_be_bytes());
+                    Payload::Bytes(Vec::new())
+                }
                 (Some((region, reg, slots)), _) => {
                     let offset = (u64::from(posted) % slots) * u64::from(size);
                     // What the message carries, for the command's CRC32c; the message itself
@@ -1332,6 +1428,37 @@ impl DdpApp {
                     },
                     data,
                 ),
+                Verb::FetchAdd { .. } | Verb::CmpSwap { .. } => {
+                    let (mr, slots) = sink.ok_or("no sink")?;
+                    let op = match verb {
+                        Verb::CmpSwap { compare, swap, .. } => AtomicOperation::CmpSwap {
+                            compare,
+                            compare_mask: u64::MAX,
+                            swap,
+                            swap_mask: u64::MAX,
+                        },
+                        Verb::FetchAdd { add, .. } => AtomicOperation::FetchAdd { add, mask: 0 },
+                        _ => return Err("not an atomic".into()),
+                    };
+                    let slot = (u64::from(posted) % slots) * u64::from(size);
+                    rdma(
+                        RdmaOp::Atomic {
+                            op,
+                            stag,
+                            to,
+                            sink: mr.reg.stag,
+                            sink_to: mr.reg.to_base + slot,
+                        },
+                        data,
+                    )
+                }
+                Verb::Immediate { value, solicited } => rdma(
+                    RdmaOp::ImmediateData {
+                        data: value.to_be_bytes(),
+                        solicited,
+                    },
+                    data,
+                ),
                 Verb::Read { .. } => {
                     let (mr, slots) = sink.ok_or("no sink")?;
                     rdma(
@@ -1357,8 +1484,22 @@ impl DdpApp {
             v.done.retain(|wr, _| *wr < first);
         }
         let secs = t0.elapsed().as_secs_f64();
+        // An atomic's result: the original value of the last one, in the sink's last slot.
+        let mut original = None;
+        if let (Some((mr, slots)), Verb::FetchAdd { .. } | Verb::CmpSwap { .. }) = (sink, verb) {
+            let slot = (u64::from(count.saturating_sub(1)) % slots) * u64::from(size);
+            let mut b = [0u8; ATOMIC_WORD];
+            lock(&self.shared)
+                .control
+                .memory()
+                .region(mr.region)
+                .ok_or("sink region gone")?
+                .read(slot, &mut b)
+                .map_err(|e| e.to_string())?;
+            original = Some(u64::from_ne_bytes(b));
+        }
         // A Read's bytes are those its sink now holds (the first pass over the sink's slots).
-        if let Some((mr, slots)) = sink {
+        if let (Some((mr, slots)), Verb::Read { .. }) = (sink, verb) {
             let n = (u64::from(count).min(slots) * u64::from(size)) as usize;
             let mut bytes = vec![0u8; n];
             lock(&self.shared)
@@ -1376,13 +1517,29 @@ impl DdpApp {
             Verb::Write { .. } => ("written", "Wrote"),
             Verb::Untagged { .. } | Verb::Send { .. } => ("sent", "Sent"),
             Verb::Read { .. } => ("read", "Read"),
+            Verb::FetchAdd { .. } => ("fetched", "FetchAdd"),
+            Verb::CmpSwap { .. } => ("fetched", "CmpSwap"),
+            Verb::Immediate { .. } => ("sent", "Sent Immediate Data"),
+        };
+        let result = match (verb, original) {
+            (Verb::CmpSwap { compare, .. }, Some(v)) => format!(
+                "; original value {v:#018x}, {}",
+                if v == compare {
+                    "swapped"
+                } else {
+                    "not swapped"
+                }
+            ),
+            (_, Some(v)) => format!("; last original value {v:#018x}"),
+            _ => String::new(),
         };
         if self.json {
             println!(
                 "{}",
                 json!({"send": {"assoc": id, "stream": stream, "messages": count,
                     "size": size, "seconds": secs, "mb_per_s": total as f64 / secs / 1e6,
-                    "crc32c": crc, "failed": failed, "op": verb.name()}})
+                    "crc32c": crc, "failed": failed, "op": verb.name(),
+                    "original": original}})
             );
         } else {
             note(
@@ -1393,8 +1550,12 @@ impl DdpApp {
                     secs,
                     total as f64 / secs / 1e6,
                     secs * 1e6 / f64::from(count.max(1)),
-                    crc.map(|c| format!("; crc32c of the bytes {what} {c:#010x}"))
-                        .unwrap_or_default()
+                    if original.is_some() {
+                        result
+                    } else {
+                        crc.map(|c| format!("; crc32c of the bytes {what} {c:#010x}"))
+                            .unwrap_or_default()
+                    }
                 ),
             );
         }
@@ -1749,6 +1910,7 @@ fn access_text(a: AccessArg) -> &'static str {
         AccessArg::RemoteWrite => "remote-write",
         AccessArg::RemoteRead => "remote-read",
         AccessArg::Remote => "remote",
+        AccessArg::RemoteAtomic => "remote-atomic",
         AccessArg::Local => "local",
     }
 }

@@ -222,6 +222,8 @@ pub enum AccessArg {
     RemoteRead,
     /// The peer may write and read it.
     Remote,
+    /// The peer may write and read it and run RFC 7306 atomics on it.
+    RemoteAtomic,
     /// Receive buffers for untagged messages (local write).
     Local,
 }
@@ -266,7 +268,8 @@ impl FromStr for StagArg {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum MrCmd {
-    /// mr reg LEN [remote-write|remote-read|local]: a region of DPDK memory, registered.
+    /// mr reg LEN [remote-write|remote-read|remote|remote-atomic|local]: a region of DPDK
+    /// memory, registered.
     Reg {
         len: u64,
         #[arg(value_enum)]
@@ -361,6 +364,61 @@ pub enum RdmaCmd {
         #[arg(long)]
         from: Option<StagArg>,
     },
+    /// rdma fetch-add ID STREAM STAG TO ADD [COUNT] --into LOCAL_STAG: COUNT RFC 7306 FetchAdds
+    /// of ADD on the peer's 64-bit word at STAG/TO (remote-atomic there, 8-aligned), one after
+    /// another; the original values land in the local region's 8-byte slots (local write).
+    /// Prints the last one.
+    FetchAdd {
+        id: AssocId,
+        stream: u16,
+        stag: StagArg,
+        to: u64,
+        add: U64Arg,
+        count: Option<u32>,
+        /// Where the original values go: a local region registered with local write.
+        #[arg(long)]
+        into: StagArg,
+    },
+    /// rdma cmp-swap ID STREAM STAG TO COMPARE SWAP --into LOCAL_STAG: one RFC 7306 CmpSwap
+    /// (all 64 bits compared and swapped); prints the original value and whether it swapped.
+    CmpSwap {
+        id: AssocId,
+        stream: u16,
+        stag: StagArg,
+        to: u64,
+        compare: U64Arg,
+        swap: U64Arg,
+        /// As for `fetch-add`.
+        #[arg(long)]
+        into: StagArg,
+    },
+    /// rdma imm ID STREAM VALUE [COUNT] [--solicited]: COUNT RFC 7306 Immediate Data messages,
+    /// VALUE's 8 bytes big-endian, into the peer's posted receives (queue 0).
+    Imm {
+        id: AssocId,
+        stream: u16,
+        value: U64Arg,
+        count: Option<u32>,
+        /// Immediate Data with Solicited Event.
+        #[arg(long)]
+        solicited: bool,
+    },
+}
+
+/// A 64-bit operand: decimal, or hexadecimal with `0x`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct U64Arg(pub u64);
+
+impl FromStr for U64Arg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let v = match s.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16),
+            None => s.parse(),
+        };
+        v.map(U64Arg)
+            .map_err(|_| format!("'{s}' is not a 64-bit number (decimal or 0x...)"))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -523,7 +581,7 @@ DDP endpoint (ddpdk --ip ADDR ...):
                                        --rdmap); waits for the answer.
   session close ID STREAM              Terminate a session.
   session offer STAG                   Offer region STAG in the Accept of sessions we accept.
-  mr reg LEN [remote-write|remote-read|remote|local]
+  mr reg LEN [remote-write|remote-read|remote|remote-atomic|local]
                                        Allocate and register a region; prints its STag.
   mr dereg STAG                        Deregister (every data core acknowledges); free it.
   mr fill STAG BYTE                    Set every byte of a region.
@@ -541,6 +599,12 @@ DDP endpoint (ddpdk --ip ADDR ...):
                                        RDMA Reads into a local region; prints latency.
   rdma send ID STREAM SIZE [COUNT] [--solicited] [--invalidate STAG]
                                        Sends into the peer's posted receives.
+  rdma fetch-add ID STREAM STAG TO ADD [COUNT] --into LOCAL_STAG
+                                       RFC 7306 FetchAdds on the peer's word.
+  rdma cmp-swap ID STREAM STAG TO COMPARE SWAP --into LOCAL_STAG
+                                       One RFC 7306 CmpSwap on the peer's word.
+  rdma imm ID STREAM VALUE [COUNT] [--solicited]
+                                       RFC 7306 Immediate Data into the peer's receives.
   show assoc | show session | show mr  Associations, sessions, regions.
   show fwd stats all                   Per-data-core and control-thread counters.
   wait closed [SECS]                   Wait until associations came and all closed.
@@ -580,8 +644,14 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
         ["assoc"] => vec!["open", "close"],
         ["session"] => vec!["open", "close", "offer"],
         ["mr"] => vec!["reg", "dereg", "fill", "checksum"],
-        ["mr", "reg", _] => vec!["remote-write", "remote-read", "remote", "local"],
-        ["rdma"] => vec!["write", "read", "send"],
+        ["mr", "reg", _] => vec![
+            "remote-write",
+            "remote-read",
+            "remote",
+            "remote-atomic",
+            "local",
+        ],
+        ["rdma"] => vec!["write", "read", "send", "fetch-add", "cmp-swap", "imm"],
         ["mr", "checksum", _] => vec!["crc32c", "sha256"],
         ["send"] => vec!["tagged", "untagged"],
         ["recv"] => vec!["post", "auto"],

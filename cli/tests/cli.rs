@@ -1170,12 +1170,14 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 14 item 6: RDMA from the shell, two processes over `net_memif`. The server offers a
-/// region that grants remote read and write, filled with 77s, and posts receive buffers for
-/// each session (`recv auto`); the client opens an RDMAP session (`--rdmap`), reads the whole
-/// offered region into a local one with RDMA Reads, writes half of it back with RDMA Writes,
-/// and sends four Sends with Solicited Event. What the client read is the server's bytes (the
-/// CRC32c of 1 MiB of 77s), and the server never heard of the Reads or the Writes.
+/// Issue 14 items 6 and 7: RDMA from the shell, two processes over `net_memif`. The server
+/// offers a region that grants remote read, write and atomic access, filled with 77s, and posts
+/// receive buffers for each session (`recv auto`); the client opens an RDMAP session
+/// (`--rdmap`), reads the whole offered region into a local one with RDMA Reads, runs RFC 7306
+/// FetchAdds and CmpSwaps on one word of it, sends Immediate Data, writes half of the region
+/// back with RDMA Writes, and sends four Sends with Solicited Event. What the client read is
+/// the server's bytes (the CRC32c of 1 MiB of 77s), the atomics return the values the RFC's
+/// arithmetic gives, and the server never heard of the Reads, Atomics or Writes.
 #[test]
 fn rdma_shell_reads_writes_and_sends_over_memif() {
     let dir = std::env::temp_dir().join(format!("ddpdk-rdma-{}", std::process::id()));
@@ -1187,14 +1189,18 @@ fn rdma_shell_reads_writes_and_sends_over_memif() {
     };
     let server_cmds = script(
         "rdma-server",
-        "mr reg 8000 local\nrecv auto 0 last 1000 4\n\
-         mr reg 1048576 remote\nmr fill last 77\nsession offer last\nwait closed 60\n\
+        "mr reg 8000 local\nrecv auto 0 last 1000 6\n\
+         mr reg 1048576 remote-atomic\nmr fill last 77\nsession offer last\nwait closed 60\n\
          show fwd stats all\nquit\n",
     );
     let client_cmds = script(
         "rdma-client",
         "assoc open 198.18.0.2\nsession open 1 1 hello --rdmap --ird 4 --ord 8\nshow session\n\
          mr reg 1048576 local\nrdma read 1 1 offer 0 65536 16 --into last\n\
+         rdma fetch-add 1 1 offer 8 5 3 --into last\n\
+         rdma cmp-swap 1 1 offer 8 0x4d4d4d4d4d4d4d5c 7 --into last\n\
+         rdma cmp-swap 1 1 offer 8 0x4d4d4d4d4d4d4d5c 9 --into last\n\
+         rdma imm 1 1 0x1122334455667788 2 --solicited\n\
          rdma write 1 1 offer 0 65536 8\nrdma send 1 1 1000 4 --solicited\n\
          session close 1 1\nassoc close 1\nquit\n",
     );
@@ -1243,6 +1249,13 @@ fn rdma_shell_reads_writes_and_sends_over_memif() {
         "association 1 stream 1: Established (RDMAP)".to_string(),
         "Read 16 x 65536 bytes on association 1 stream 1".to_string(),
         format!("crc32c of the bytes read {sevens}"),
+        // RFC 7306: the word of 77s gets 5 three times (the last FetchAdd sees two adds),
+        // is swapped to 7 once, and the second CmpSwap no longer matches.
+        "FetchAdd 3 x 8 bytes on association 1 stream 1".to_string(),
+        "last original value 0x4d4d4d4d4d4d4d57".to_string(),
+        "original value 0x4d4d4d4d4d4d4d5c, swapped".to_string(),
+        "original value 0x0000000000000007, not swapped".to_string(),
+        "Sent Immediate Data 2 x 8 bytes on association 1 stream 1 in".to_string(),
         "Wrote 8 x 65536 bytes on association 1 stream 1".to_string(),
         "Sent 4 x 1000 bytes on association 1 stream 1".to_string(),
         "Session 1 of association 1: terminated".to_string(),
