@@ -7,7 +7,8 @@
 //! hugepage memory, the client moves tagged and untagged messages of several sizes, every
 //! placed byte is verified; then, on an RDMAP stream, the client reads the server's memory with
 //! RDMA Reads (served by the server's data core from the registered region) and every byte
-//! read is verified; everything is torn down (STags revoked with every core's
+//! read is verified, then RFC 7306 FetchAdds on one word of the server's (each original value
+//! and the sum verified); everything is torn down (STags revoked with every core's
 //! acknowledgement), and what happened is printed with throughput and a latency histogram.
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -17,10 +18,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
 use ddpdk_control::conn::{
-    Completion, ConnConfig, Indication, Payload, RdmaOp, RdmaRequest, SendKind, SendRequest, Status,
+    AtomicOperation, Completion, ConnConfig, Indication, Payload, RdmaOp, RdmaRequest, SendKind,
+    SendRequest, Status,
 };
 use ddpdk_control::memory::{MemoryRegistration, RegionId};
-use ddpdk_control::rdmap::RdmaLimits;
+use ddpdk_control::rdmap::{RdmaLimits, ATOMIC_WORD};
 use ddpdk_control::runtime::{
     self, Clock, ConnHandle, Control, ControlStats, CoreStats, DataCore, Event as RtEvent,
     IdlePolicy, Op, RuntimeConfig,
@@ -524,7 +526,7 @@ impl Loopback {
         note(
             json,
             format_args!(
-                "Deregistered STags {} and {} and those of the RDMA Reads (all {} data core(s) \
+                "Deregistered STags {} and {} and those of the RDMA Reads and Atomics (all {} data core(s) \
                  of each side acknowledged)",
                 treg.stag, ureg.stag, self.cores
             ),
@@ -799,7 +801,98 @@ impl Loopback {
                 latency,
             });
         }
-        Ok((rows, vec![(true, sreg.stag), (false, creg.stag)]))
+        // RFC 7306 FetchAdds of 1 on one word of a server region that grants remote atomic
+        // access, at most ORD in flight (they share it with Reads, §5.2): performed in order by
+        // the server's data core, each returns the count before it, and the word ends at the
+        // count.
+        let words = self.dpdk_region(eal, 4096)?;
+        let wreg = self
+            .server
+            .control
+            .memory_mut()
+            .register(registration(spd, words, 4096, Access::REMOTE_ATOMIC))
+            .map_err(|e| e.to_string())?;
+        let n = (budget / ATOMIC_WORD).clamp(1, len / ATOMIC_WORD).min(4096);
+        let mut latency = hist()?;
+        let t0 = Wall::now();
+        let (mut sent, mut done) = (0usize, 0usize);
+        let mut inflight: Vec<(u64, Wall)> = Vec::new();
+        while done < n {
+            while sent < n && inflight.len() < window {
+                *wr += 1;
+                let req = RdmaRequest {
+                    wr_id: *wr,
+                    stream: RDMA_STREAM,
+                    op: RdmaOp::Atomic {
+                        op: AtomicOperation::FetchAdd { add: 1, mask: 0 },
+                        stag: wreg.stag,
+                        to: 0,
+                        sink: creg.stag,
+                        sink_to: (sent * ATOMIC_WORD) as u64,
+                    },
+                    data: Payload::Bytes(Vec::new()),
+                    signaled: true,
+                };
+                self.submit(false, cc, Op::PostRdma(req))?;
+                inflight.push((*wr, Wall::now()));
+                sent += 1;
+            }
+            let mut completed = Vec::new();
+            self.poll_until("FetchAdd completions", signalled, |l| {
+                completed.extend(l.client.completions());
+                for i in l.client.indications()? {
+                    if let Indication::RdmapTerminate { error, .. } = i {
+                        return Err(format!("the server terminated the RDMAP stream: {error}"));
+                    }
+                }
+                Ok(!completed.is_empty())
+            })?;
+            for c in completed {
+                if c.status != Status::Success {
+                    return Err(format!("FetchAdd {} ended {:?}", c.wr_id, c.status));
+                }
+                let k = inflight
+                    .iter()
+                    .position(|f| f.0 == c.wr_id)
+                    .ok_or("completion of an unknown FetchAdd")?;
+                let (_, posted) = inflight.remove(k);
+                latency
+                    .record(posted.elapsed().as_nanos() as u64 / 1000)
+                    .map_err(|e| e.to_string())?;
+                done += 1;
+            }
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let word = |memory: &ddpdk_control::memory::Memory, r: RegionId, at: usize| {
+            let mut b = [0u8; ATOMIC_WORD];
+            memory
+                .region(r)
+                .ok_or("region gone")?
+                .read(at as u64, &mut b)
+                .map_err(|e| e.to_string())?;
+            Ok::<u64, String>(u64::from_ne_bytes(b))
+        };
+        for k in 0..n {
+            let original = word(self.client.control.memory(), dst, k * ATOMIC_WORD)?;
+            if original != k as u64 {
+                return Err(format!("FetchAdd {k} returned {original}, not {k}"));
+            }
+        }
+        let total = word(self.server.control.memory(), words, 0)?;
+        if total != n as u64 {
+            return Err(format!("{n} FetchAdds of 1 left the word at {total}"));
+        }
+        rows.push(Row {
+            kind: "fetchadd",
+            size: ATOMIC_WORD,
+            messages: n,
+            secs,
+            latency,
+        });
+        Ok((
+            rows,
+            vec![(true, sreg.stag), (false, creg.stag), (true, wreg.stag)],
+        ))
     }
 
     /// A region of DPDK hugepage memory (normal pages under `--no-huge`), added to the

@@ -4,7 +4,9 @@
 use std::io::Write;
 
 use ddpdk_dataplane::wire::ddp::{SegmentPacket, PPID_DDP_SEGMENT};
-use ddpdk_dataplane::wire::rdmap::{Control, Opcode, ReadRequest};
+use ddpdk_dataplane::wire::rdmap::{
+    AtomicOp, AtomicRequest, AtomicResponse, Control, Opcode, ReadRequest,
+};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -565,7 +567,8 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
             ("untagged", 8000),
             ("read", 64),
             ("read", 16384),
-            ("read", 262_144)
+            ("read", 262_144),
+            ("fetchadd", 8)
         ]
         .map(|(k, s)| (k.to_string(), s))
     );
@@ -613,7 +616,8 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
 /// App. A), the association's whole life is there (INIT, INIT ACK, COOKIE ECHO, COOKIE ACK,
 /// DATA, SACK, SHUTDOWN, SHUTDOWN ACK, SHUTDOWN COMPLETE), INIT and INIT ACK carry the
 /// Adaptation Layer Indication (0xc006, RFC 5043 §11.1), DATA carries PPIDs 16 and 17, the
-/// client's ARP request got its reply, and the RDMA Reads are on the wire as RFC 5040 §4 says.
+/// client's ARP request got its reply, and the RDMA Reads (RFC 5040 §4) and FetchAdds (RFC
+/// 7306 §5.2) are on the wire as the RFCs say.
 #[test]
 fn every_frame_on_the_wire_passes_tshark() {
     let dir = std::env::temp_dir().join(format!("ddpdk-pcap-{}", std::process::id()));
@@ -708,6 +712,42 @@ fn every_frame_on_the_wire_passes_tshark() {
     assert!(responses.iter().all(|p| p.tagged && p.version == 1));
     let answered: u64 = responses.iter().map(|p| p.payload_len as u64).sum();
     assert_eq!(answered, 1024 * 64 + 4 * 16384 + 262_144, "bytes read");
+    // The loopback's FetchAdds (issue 14 item 7): Atomic Requests untagged on QN 1, each
+    // answered by an Atomic Response untagged on QN 3 that echoes its Request Identifier
+    // (RFC 7306 §5.2.1, §5.2.2).
+    let atomic_requests: Vec<AtomicRequest> = rdmap
+        .iter()
+        .filter(|s| s.opcode == Opcode::AtomicRequest)
+        .map(|s| {
+            assert_eq!((s.tagged, s.qn), (false, Some(1)), "{s:?}");
+            AtomicRequest::parse(&s.payload).expect("a 52-byte Atomic Request header")
+        })
+        .collect();
+    let atomic_responses: Vec<AtomicResponse> = rdmap
+        .iter()
+        .filter(|s| s.opcode == Opcode::AtomicResponse)
+        .map(|s| {
+            assert_eq!((s.tagged, s.qn), (false, Some(3)), "{s:?}");
+            AtomicResponse::parse(&s.payload).expect("a 12-byte Atomic Response header")
+        })
+        .collect();
+    assert_eq!(atomic_requests.len(), 4096, "Atomic Requests");
+    assert!(atomic_requests
+        .iter()
+        .all(|r| r.op == AtomicOp::FetchAdd && r.add_swap == 1));
+    let answered_ids: Vec<u32> = atomic_responses.iter().map(|r| r.request_id).collect();
+    let request_ids: Vec<u32> = atomic_requests.iter().map(|r| r.request_id).collect();
+    assert_eq!(
+        answered_ids, request_ids,
+        "one response per request, in order"
+    );
+    assert!(
+        atomic_responses
+            .iter()
+            .enumerate()
+            .all(|(k, r)| r.original == k as u64),
+        "performed one after another"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -721,6 +761,8 @@ struct RdmapSegment {
     stag: Option<u32>,
     read_request: Option<ReadRequest>,
     payload_len: usize,
+    /// The payload of an untagged segment (RDMAP's own headers: RFC 7306's are whole here).
+    payload: Vec<u8>,
 }
 
 /// Every DDP segment of an RDMAP stream in a pcap of Ethernet/IPv4 frames (the loopback's
@@ -765,6 +807,11 @@ fn rdmap_segments(pcap: &[u8]) -> Vec<RdmapSegment> {
                         .then(|| ReadRequest::parse(payload).ok())
                         .flatten(),
                     payload_len: payload.len(),
+                    payload: if seg.tagged() {
+                        Vec::new()
+                    } else {
+                        payload.to_vec()
+                    },
                 });
             }
             off += len.next_multiple_of(4);

@@ -1384,6 +1384,40 @@ fn rfc7306_5_2_2_an_atomic_is_performed_and_answered_on_queue_3() {
     assert_eq!(d.conn().stats().atomics_served, 2);
 }
 
+/// A connection that was given no region table (`Connection::use_regions`) cannot read a Read
+/// Response's bytes as they leave. It used to count the Read as served and send nothing, so
+/// the requester waited forever; now the stream ends at once with RDMAP's Local Catastrophic
+/// Error (RFC 5040 §4.8, 0x0/0x00), and nothing is read or placed.
+#[test]
+fn a_read_this_connection_cannot_serve_ends_the_stream_out_loud() {
+    let (terminates, placed, mut d) = Duo::provoke_with(Access::REMOTE_READ, |stag| {
+        let request = ReadRequest {
+            sink_stag: 0x99,
+            sink_to: 0,
+            size: 64,
+            source_stag: stag.0,
+            source_to: 0x1000,
+        };
+        rseg(
+            1,
+            control(1, Opcode::ReadRequest),
+            1,
+            1,
+            &request.to_bytes(),
+        )
+    });
+    assert_eq!(
+        terminates,
+        [TerminateError::Rdmap(RdmapError::LocalCatastrophic)]
+    );
+    assert!(!placed);
+    assert_eq!(d.conn().stats().reads_unservable, 1);
+    assert!(matches!(
+        d.conn().session_state(S),
+        Some(State::Terminated(_))
+    ));
+}
+
 /// RFC 5040 §5.2: a Read Response when no Read is outstanding is "Unexpected OpCode", even
 /// into an STag the server owns and could write: nothing of it is placed.
 #[test]

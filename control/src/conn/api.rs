@@ -531,6 +531,10 @@ pub struct ConnStats {
     pub reads_served: u64,
     /// RDMA Reads of ours completed by their Read Response.
     pub reads_completed: u64,
+    /// Read Requests this connection could not answer because it has no region table
+    /// ([`Connection::use_regions`]): each ended its stream with RDMAP's Local Catastrophic
+    /// Error.
+    pub reads_unservable: u64,
     /// RFC 7306 Atomic Requests performed and answered.
     pub atomics_served: u64,
     /// Atomics of ours completed by their Atomic Response.

@@ -207,7 +207,19 @@ pub(super) fn receive(
     let mut serve = serve.into_iter();
     while let Some(request) = serve.next() {
         match request {
-            Serve::Read(response) => queue_response(stream, s, response, out, zero_copy),
+            Serve::Read(response) => {
+                if response.source.is_some() && !zero_copy {
+                    // Without its region table (`Connection::use_regions`) this connection
+                    // cannot read the bytes as the response leaves. Said, not swallowed: the
+                    // requester would wait for the response forever.
+                    out.stats.reads_unservable += 1;
+                    let error = RxError::Rdmap(RdmapError::LocalCatastrophic);
+                    let none = HeaderCopy::from_bytes(&[]);
+                    fail(stream, s, out, (error, none, 0, None), 1 + serve.len());
+                    return;
+                }
+                queue_response(stream, s, response, out)
+            }
             Serve::Atomic(atomic) => match execute_atomic(&atomic, memory) {
                 Some(original) => {
                     out.stats.atomics_served += 1;
@@ -319,26 +331,13 @@ fn complete_atomic(
 /// Queues the Read Response to `response` (RFC 5040 §5.2): a tagged message into the
 /// requester's Data Sink, its bytes read from the registered region when it leaves (by
 /// reference where the port chains buffers).
-fn queue_response(
-    stream: u16,
-    s: &mut DdpStream,
-    response: ReadResponse,
-    out: &mut Sink,
-    zero_copy: bool,
-) {
+fn queue_response(stream: u16, s: &mut DdpStream, response: ReadResponse, out: &mut Sink) {
     let data = match response.source {
-        Some(src) if zero_copy => Payload::Region {
+        Some(src) => Payload::Region {
             region: RegionId(src.region),
             offset: src.offset,
             len: response.len,
         },
-        // Without the region table the bytes cannot be read when the segment leaves; nothing
-        // is sent that could be stale.
-        Some(_) => {
-            s.rdmap.as_deref_mut().map(RdmapStream::response_sent);
-            out.stats.flushed_sends += 1;
-            return;
-        }
         None => Payload::Bytes(Vec::new()),
     };
     let rsvd_ulp = Control::new(Opcode::ReadResponse).tagged_rsvd_ulp();
