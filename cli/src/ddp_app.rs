@@ -1285,15 +1285,15 @@ impl DdpApp {
             return Err(format!("at most {MAX_SEND_BYTES} bytes per command"));
         }
         let target = match verb {
-            Verb::Tagged { stag, to }
-            | Verb::Write { stag, to }
-            | Verb::Read { stag, to, .. }
-            | Verb::FetchAdd { stag, to, .. }
-            | Verb::CmpSwap { stag, to, .. } => {
+            Verb::Tagged { stag, to } | Verb::Write { stag, to } | Verb::Read { stag, to, .. } => {
                 let (stag, to) = self.remote(conn, stream, stag, to)?;
                 to.checked_add(total)
                     .ok_or("TO + bytes wraps (RFC 5041 §7.1 check 5)")?;
                 Some((stag, to))
+            }
+            // Every atomic of the command names the same word.
+            Verb::FetchAdd { stag, to, .. } | Verb::CmpSwap { stag, to, .. } => {
+                Some(self.remote(conn, stream, stag, to)?)
             }
             Verb::Untagged { .. } | Verb::Send { .. } | Verb::Immediate { .. } => None,
         };

@@ -639,8 +639,9 @@ impl<P: Port> Verbs<P> {
     }
 
     /// An Atomic's work request checked as `ibv_post_send` does: one entry of exactly 8 bytes
-    /// with local write for the original value, a 64-bit aligned remote address. A failure
-    /// completes it at once (`None`).
+    /// with local write for the original value. A failure completes it at once (`None`). The
+    /// remote word's alignment is the peer's to check (RFC 7306 §5.2.1: the Tagged Offset may
+    /// start anywhere, the address it names must be aligned).
     fn atomic(
         &mut self,
         qp: Qp,
@@ -655,20 +656,18 @@ impl<P: Port> Verbs<P> {
             AtomicOperation::CmpSwap { .. } => WcOpcode::CompSwap,
         };
         let status = match wr.sg_list[..] {
-            [sink] if sink.length == 8 && remote_addr.is_multiple_of(8) => {
-                match self.check_sge(pd, &sink, Access::LOCAL_WRITE) {
-                    Ok(_) => {
-                        return Some(RdmaOp::Atomic {
-                            op,
-                            stag: rkey,
-                            to: remote_addr,
-                            sink: sink.lkey,
-                            sink_to: sink.addr,
-                        })
-                    }
-                    Err(status) => status,
+            [sink] if sink.length == 8 => match self.check_sge(pd, &sink, Access::LOCAL_WRITE) {
+                Ok(_) => {
+                    return Some(RdmaOp::Atomic {
+                        op,
+                        stag: rkey,
+                        to: remote_addr,
+                        sink: sink.lkey,
+                        sink_to: sink.addr,
+                    })
                 }
-            }
+                Err(status) => status,
+            },
             _ => WcStatus::LocalQpOperation,
         };
         self.complete_now(qp, send_cq, wr, opcode, status);

@@ -976,11 +976,10 @@ fn rfc7306_5_2_atomics_share_ord_with_reads() {
     }
 }
 
-/// Posting an Atomic checks what this side can: the remote word must be 64-bit aligned (RFC
-/// 7306 §5.1.1; the peer would end the stream), and the sink a writable registration of the
+/// Posting an Atomic checks what this side can: the sink must be a writable registration of the
 /// stream's domain with room for the 8-byte value. Nothing is sent.
 #[test]
-fn an_atomic_is_refused_when_posted_if_misaligned_or_its_sink_is_bad() {
+fn an_atomic_is_refused_when_posted_if_its_sink_is_bad() {
     let mut a = atomics(0);
     let op = AtomicOperation::FetchAdd { add: 1, mask: 0 };
     let post = |w: &mut World, to, sink, sink_to| {
@@ -997,10 +996,6 @@ fn an_atomic_is_refused_when_posted_if_misaligned_or_its_sink_is_bad() {
             Payload::Bytes(Vec::new()),
         )
     };
-    assert_eq!(
-        post(&mut a.w, BASE + 4, a.sink_stag, BASE),
-        Err(PostError::Misaligned)
-    );
     assert_eq!(
         post(&mut a.w, BASE, a.sink_stag, BASE + 4090),
         Err(PostError::BadSink),
@@ -1082,4 +1077,43 @@ fn rfc7306_6_immediate_data_completes_a_posted_receive() {
         read(&w.server, rbuf, 1024, 8),
         0x0102_0304_0506_0709u64.to_be_bytes()
     );
+}
+
+/// RFC 7306 §8.2 end to end: the requester cannot know the address its Tagged Offset names
+/// (§5.2.1), so a misaligned Atomic goes out; the responder refuses it with Remote Operation
+/// Error "Catastrophic error, localized to RDMAP Stream" (0x2/0x07) and leaves its memory as it
+/// was (§5.1.1), and the requester's Atomic completes in error as its stream ends.
+#[test]
+fn rfc7306_8_2_a_misaligned_atomic_ends_the_stream_and_modifies_nothing() {
+    let mut a = atomics(0x0102_0304_0506_0708);
+    rdma(
+        &mut a.w.client,
+        1,
+        RdmaOp::Atomic {
+            op: AtomicOperation::FetchAdd { add: 1, mask: 0 },
+            stag: a.stag,
+            to: BASE + 60,
+            sink: a.sink_stag,
+            sink_to: BASE,
+        },
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    wait(&mut a.w, "the Atomic's end", |w| done(&w.client, 1));
+    assert_eq!(completions(&a.w.client), [(1, Status::Flushed)]);
+    assert!(
+        a.w.client.indications.iter().any(|i| matches!(
+            i,
+            Indication::RdmapTerminate {
+                error: TerminateError::Rdmap(RdmapError::CatastrophicStream),
+                ..
+            }
+        )),
+        "the responder's Terminate: {:?}",
+        a.w.client.indications
+    );
+    let mut want = vec![0u8; 8];
+    want.extend_from_slice(&0x0102_0304_0506_0708u64.to_ne_bytes());
+    assert_eq!(read(&a.w.server, a.word, 56, 16), want, "nothing modified");
+    assert_eq!(a.w.server.conn().stats().atomics_served, 0);
 }

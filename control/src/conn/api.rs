@@ -255,8 +255,9 @@ pub enum RdmaOp {
         sink_to: u64,
         len: u32,
     },
-    /// RFC 7306 §5: an Atomic Operation on the peer's 64-bit word at `stag` / `to` (64-bit
-    /// aligned; the peer's registration grants remote atomic access). The word's original
+    /// RFC 7306 §5: an Atomic Operation on the peer's 64-bit word at `stag` / `to` (the address
+    /// it names 64-bit aligned, which the peer checks, §8.2; the peer's registration grants
+    /// remote atomic access). The word's original
     /// value lands in this side's `sink` / `sink_to` (8 bytes of a registration with local
     /// write) in this machine's byte order, and the work request completes when the Atomic
     /// Response arrives. Counted against ORD with the Reads (§5.2).
@@ -373,8 +374,6 @@ pub enum PostError {
     /// The RDMA Read's (or Atomic's) Data Sink is not a registration of this stream's
     /// protection domain that grants local write and holds the range.
     BadSink,
-    /// An Atomic's remote word is not 64-bit aligned (RFC 7306 §5.1.1, §5.1.2).
-    Misaligned,
 }
 
 impl fmt::Display for PostError {
@@ -403,7 +402,6 @@ impl fmt::Display for PostError {
             PostError::BadSink => f.write_str(
                 "sink STag unknown, of another protection domain, without local write, or too short",
             ),
-            PostError::Misaligned => f.write_str("atomic target not 64-bit aligned"),
         }
     }
 }

@@ -28,9 +28,6 @@ use super::send::*;
 use super::stream::*;
 use super::*;
 
-/// The DDP stream's ULP when it is an RDMAP stream: RDMAP's checks, and what its delivered
-/// messages mean. What has to wait until DDP is done with the segment (responses to queue, an
-/// error found after delivery) is kept here.
 /// A request of the peer's to answer: both kinds share queue 1 and IRD (RFC 7306 §5.2), and
 /// their responses go out in the order the requests were delivered (§5.2.2 item 8, §7).
 pub(super) enum Serve {
@@ -38,6 +35,9 @@ pub(super) enum Serve {
     Atomic(AtomicServe),
 }
 
+/// The DDP stream's ULP when it is an RDMAP stream: RDMAP's checks, and what its delivered
+/// messages mean. What has to wait until DDP is done with the segment (responses to queue, an
+/// error found after delivery) is kept here.
 pub(super) struct RdmapUlp<'a> {
     pub(super) stream: u16,
     pub(super) rdmap: &'a mut RdmapStream,
@@ -227,8 +227,8 @@ pub(super) fn receive(
                 }
                 None => {
                     // The checked target is not in this core's regions (or not aligned in
-                    // memory): the operation cannot be performed, nothing was modified.
-                    let error = RxError::Rdmap(RdmapError::CatastrophicStream);
+                    // memory): a fault of ours, not the peer's. Nothing was modified.
+                    let error = RxError::Rdmap(RdmapError::LocalCatastrophic);
                     let none = HeaderCopy::from_bytes(&[]);
                     fail(stream, s, out, (error, none, 0, None), 1 + serve.len());
                     return;
@@ -574,10 +574,9 @@ impl Connection {
                 if self.cfg.queues <= QN_ATOMIC_RESPONSE {
                     return Err(PostError::InvalidQn);
                 }
-                // §5.1.1, §5.1.2: the peer would refuse it and end the stream.
-                if !to.is_multiple_of(ATOMIC_WORD as u64) {
-                    return Err(PostError::Misaligned);
-                }
+                // Alignment is the peer's to check: §5.2.1 lets the Tagged Offset start
+                // anywhere as long as the address it names is 64-bit aligned, and only the
+                // peer knows the address.
                 let (sid, pd) = (s.sid, s.rx.as_ref().map(|rx| rx.pd()));
                 let pd = pd.ok_or(PostError::Session(LocalError::NotEstablished))?;
                 stags
@@ -632,7 +631,9 @@ impl Connection {
         )
     }
 
-    /// Limits this connection can honour: IRD is the depth of the inline Read Request queue.
+    /// Limits this connection can honour: IRD is the depth of the inline Read Request queue,
+    /// and ORD that of the Atomic Response queue (RFC 7306 §5.2.2 item 5: a buffer there for
+    /// every Atomic outstanding).
     fn rdmap_limits(&self, limits: RdmaLimits) -> Result<RdmaLimits, PostError> {
         // RDMAP needs queues 0, 1 and 2 (RFC 5040 §4.2).
         if self.cfg.queues <= QN_TERMINATE {
@@ -641,7 +642,7 @@ impl Connection {
         let depth = u16::try_from(self.cfg.recv_depth).unwrap_or(u16::MAX);
         Ok(RdmaLimits {
             ird: limits.ird.min(depth),
-            ord: limits.ord,
+            ord: limits.ord.min(depth),
         })
     }
 

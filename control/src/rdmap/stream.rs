@@ -152,7 +152,8 @@ pub struct RdmapStream {
     /// (RFC 7306 §5.2) but their responses may pass Read Responses (§7's table).
     aoq: VecDeque<OutboundAtomic>,
     next_request_id: u32,
-    /// Read Requests accepted whose responses are not yet wholly with SCTP.
+    /// Read and Atomic Requests accepted whose responses are not yet wholly with SCTP (they
+    /// share IRD, RFC 7306 §5.2).
     serving: u16,
     /// The payload of the Terminate owed for this stream's first error (§4.8).
     terminate: Option<Vec<u8>>,
@@ -206,7 +207,7 @@ impl RdmapStream {
         self.orq.len()
     }
 
-    /// Read Requests being served.
+    /// Read and Atomic Requests being served.
     pub fn serving(&self) -> u16 {
         self.serving
     }

@@ -405,13 +405,18 @@ impl Region {
         // SAFETY: `start + 8 <= self.len` (checked above), so the pointer is inside the
         // mapping, which lives as long as `self`.
         let word = unsafe { self.ptr.as_ptr().add(start) };
-        if word.align_offset(core::mem::align_of::<u64>()) != 0 {
+        if !word.cast::<u64>().is_aligned() {
             return Err(AtomicFault::Misaligned);
         }
         // SAFETY: `word` is valid for 8 bytes and aligned for u64 (checked above). Region bytes
         // are never exposed as Rust references (module documentation), so no `&`/`&mut` to
-        // them is alive; other cores reach the word only through raw copies or this same
-        // atomic view. The atomic lives only for this call.
+        // them is alive. The atomic lives only for this call. Other atomics on the word are
+        // ordered with it (RFC 7306 §5.3). A placement or `read` of the same bytes by another
+        // core at the same moment (a peer's RDMA Write on another association, the
+        // application) is a plain copy racing an atomic: formally a data race in Rust's model,
+        // accepted here as it is for every region byte (module documentation), where the
+        // hardware makes an aligned 8-byte atomic indivisible to such copies on x86-64 and
+        // AArch64, and RFC 7306 §5.4 rule 2 makes atomicity against non-atomic access optional.
         let atomic = unsafe { core::sync::atomic::AtomicU64::from_ptr(word.cast::<u64>()) };
         Ok(atomic
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, f)
