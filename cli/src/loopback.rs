@@ -755,20 +755,7 @@ impl Loopback {
                     inflight.push((*wr, Wall::now(), slot));
                     sent += 1;
                 }
-                let mut completed = Vec::new();
-                self.poll_until("RDMA Read completions", signalled, |l| {
-                    completed.extend(l.client.completions());
-                    for i in l.client.indications()? {
-                        if let Indication::RdmapTerminate { error, .. } = i {
-                            return Err(format!("the server terminated the RDMAP stream: {error}"));
-                        }
-                    }
-                    Ok(!completed.is_empty())
-                })?;
-                for c in completed {
-                    if c.status != Status::Success {
-                        return Err(format!("RDMA Read {} ended {:?}", c.wr_id, c.status));
-                    }
+                for c in self.rdma_completions("RDMA Read", signalled)? {
                     let k = inflight
                         .iter()
                         .position(|f| f.0 == c.wr_id)
@@ -837,20 +824,7 @@ impl Loopback {
                 inflight.push((*wr, Wall::now()));
                 sent += 1;
             }
-            let mut completed = Vec::new();
-            self.poll_until("FetchAdd completions", signalled, |l| {
-                completed.extend(l.client.completions());
-                for i in l.client.indications()? {
-                    if let Indication::RdmapTerminate { error, .. } = i {
-                        return Err(format!("the server terminated the RDMAP stream: {error}"));
-                    }
-                }
-                Ok(!completed.is_empty())
-            })?;
-            for c in completed {
-                if c.status != Status::Success {
-                    return Err(format!("FetchAdd {} ended {:?}", c.wr_id, c.status));
-                }
+            for c in self.rdma_completions("FetchAdd", signalled)? {
                 let k = inflight
                     .iter()
                     .position(|f| f.0 == c.wr_id)
@@ -893,6 +867,29 @@ impl Loopback {
             rows,
             vec![(true, sreg.stag), (false, creg.stag), (true, wreg.stag)],
         ))
+    }
+
+    /// The client's next completions on the RDMAP stream (at least one), each successful; the
+    /// server's Terminate, or a failed work request, is an error.
+    fn rdma_completions(
+        &mut self,
+        what: &str,
+        signalled: &AtomicBool,
+    ) -> Result<Vec<Completion>, String> {
+        let mut completed = Vec::new();
+        self.poll_until(&format!("{what} completions"), signalled, |l| {
+            completed.extend(l.client.completions());
+            for i in l.client.indications()? {
+                if let Indication::RdmapTerminate { error, .. } = i {
+                    return Err(format!("the server terminated the RDMAP stream: {error}"));
+                }
+            }
+            Ok(!completed.is_empty())
+        })?;
+        match completed.iter().find(|c| c.status != Status::Success) {
+            Some(c) => Err(format!("{what} {} ended {:?}", c.wr_id, c.status)),
+            None => Ok(completed),
+        }
     }
 
     /// A region of DPDK hugepage memory (normal pages under `--no-huge`), added to the
