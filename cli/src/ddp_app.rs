@@ -1388,6 +1388,17 @@ impl DdpApp {
                 }
             };
             let (stag, to) = target.unwrap_or((Stag(0), 0));
+            // Atomic k of the command names the word; its original value goes to sink slot k.
+            let atomic = |op, sink: Option<(Mr, u64)>, k: u32| -> Result<RdmaOp, String> {
+                let (mr, slots) = sink.ok_or("no sink")?;
+                Ok(RdmaOp::Atomic {
+                    op,
+                    stag,
+                    to,
+                    sink: mr.reg.stag,
+                    sink_to: mr.reg.to_base + (u64::from(k) % slots) * u64::from(size),
+                })
+            };
             // Each message's bytes move into its request: no copy here.
             let rdma = |op, data| {
                 Op::PostRdma(RdmaRequest {
@@ -1428,29 +1439,18 @@ impl DdpApp {
                     },
                     data,
                 ),
-                Verb::FetchAdd { .. } | Verb::CmpSwap { .. } => {
-                    let (mr, slots) = sink.ok_or("no sink")?;
-                    let op = match verb {
-                        Verb::CmpSwap { compare, swap, .. } => AtomicOperation::CmpSwap {
-                            compare,
-                            compare_mask: u64::MAX,
-                            swap,
-                            swap_mask: u64::MAX,
-                        },
-                        Verb::FetchAdd { add, .. } => AtomicOperation::FetchAdd { add, mask: 0 },
-                        _ => return Err("not an atomic".into()),
+                Verb::FetchAdd { add, .. } => {
+                    let op = AtomicOperation::FetchAdd { add, mask: 0 };
+                    rdma(atomic(op, sink, posted)?, data)
+                }
+                Verb::CmpSwap { compare, swap, .. } => {
+                    let op = AtomicOperation::CmpSwap {
+                        compare,
+                        compare_mask: u64::MAX,
+                        swap,
+                        swap_mask: u64::MAX,
                     };
-                    let slot = (u64::from(posted) % slots) * u64::from(size);
-                    rdma(
-                        RdmaOp::Atomic {
-                            op,
-                            stag,
-                            to,
-                            sink: mr.reg.stag,
-                            sink_to: mr.reg.to_base + slot,
-                        },
-                        data,
-                    )
+                    rdma(atomic(op, sink, posted)?, data)
                 }
                 Verb::Immediate { value, solicited } => rdma(
                     RdmaOp::ImmediateData {

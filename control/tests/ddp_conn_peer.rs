@@ -1225,20 +1225,7 @@ fn rfc7306_6_3_immediate_data_consumes_a_posted_receive() {
         )
     });
     assert!(terminates.is_empty(), "accepted: {terminates:?}");
-    let received: Vec<_> = d
-        .inds
-        .iter()
-        .filter_map(|i| match i {
-            Indication::Received {
-                wr_id,
-                len,
-                rsvd_ulp,
-                ..
-            } => Some((*wr_id, *len, Control::from_byte(rsvd_ulp[0]).opcode)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(received, [(40, 8, Opcode::ImmediateDataSe)]);
+    assert_eq!(world::received(&d.inds), [(40, 8, Opcode::ImmediateDataSe)]);
 }
 
 fn atomic_request(op: AtomicOp, request_id: u32, stag: Stag, to: u64, add_swap: u64) -> Vec<u8> {

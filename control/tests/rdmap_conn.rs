@@ -170,14 +170,7 @@ fn rfc5040_5_3_sends_arrive_with_their_kind() {
     w.establish();
     let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
     let (rbuf, rreg) = region(&mut w.server, spd, 1 << 16, Access::LOCAL_WRITE, None);
-    for i in 0..4u64 {
-        let b = w
-            .server
-            .memory
-            .receive_buffer(spd, rreg.stag, i * 1024, 1024)
-            .unwrap();
-        w.server.conn().post_recv(S, 0, 100 + i, b).unwrap();
-    }
+    world::post_receives(&mut w.server, S, spd, rreg.stag, 1024, 4, 100);
     // The two that invalidate name STags of the server's that they may invalidate.
     let (_, inv1) = region(&mut w.server, spd, 4096, Access::REMOTE_WRITE, None);
     let (_, inv2) = region(&mut w.server, spd, 4096, Access::REMOTE_READ, None);
@@ -1022,14 +1015,7 @@ fn rfc7306_6_immediate_data_completes_a_posted_receive() {
     w.establish();
     let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
     let (rbuf, rreg) = region(&mut w.server, spd, 1 << 16, Access::LOCAL_WRITE, None);
-    for i in 0..2u64 {
-        let b = w
-            .server
-            .memory
-            .receive_buffer(spd, rreg.stag, i * 1024, 1024)
-            .unwrap();
-        w.server.conn().post_recv(S, 0, 100 + i, b).unwrap();
-    }
+    world::post_receives(&mut w.server, S, spd, rreg.stag, 1024, 2, 100);
     for (i, solicited) in [false, true].into_iter().enumerate() {
         let data = (0x0102_0304_0506_0708u64 + i as u64).to_be_bytes();
         let op = RdmaOp::ImmediateData { data, solicited };
@@ -1048,22 +1034,8 @@ fn rfc7306_6_immediate_data_completes_a_posted_receive() {
         completions(&w.client),
         [(0, Status::Success), (1, Status::Success)]
     );
-    let got: Vec<_> = w
-        .server
-        .indications
-        .iter()
-        .filter_map(|i| match i {
-            Indication::Received {
-                wr_id,
-                len,
-                rsvd_ulp,
-                ..
-            } => Some((*wr_id, *len, Control::from_byte(rsvd_ulp[0]).opcode)),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        got,
+        world::received(&w.server.indications),
         [
             (100, 8, Opcode::ImmediateData),
             (101, 8, Opcode::ImmediateDataSe)

@@ -428,3 +428,44 @@ pub fn read(side: &Side, r: RegionId, offset: u64, len: usize) -> Vec<u8> {
         .expect("in bounds");
     v
 }
+
+/// The receives an indication log completed: (wr_id, length, RDMAP opcode from the RsvdULP).
+pub fn received(log: &[Indication]) -> Vec<(u64, u32, ddpdk_dataplane::wire::rdmap::Opcode)> {
+    log.iter()
+        .filter_map(|i| match i {
+            Indication::Received {
+                wr_id,
+                len,
+                rsvd_ulp,
+                ..
+            } => Some((
+                *wr_id,
+                *len,
+                ddpdk_dataplane::wire::rdmap::Control::from_byte(rsvd_ulp[0]).opcode,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Posts `n` receives of `len` bytes on queue 0 of `stream`, back to back from the start of
+/// the registration `stag`, wr_ids `first`, `first + 1`, ...
+pub fn post_receives(
+    side: &mut Side,
+    stream: u16,
+    pd: Pd,
+    stag: Stag,
+    len: u32,
+    n: u64,
+    first: u64,
+) {
+    for i in 0..n {
+        let b = side
+            .memory
+            .receive_buffer(pd, stag, i * u64::from(len), len)
+            .expect("receive buffer");
+        side.conn()
+            .post_recv(stream, 0, first + i, b)
+            .expect("post_recv");
+    }
+}
