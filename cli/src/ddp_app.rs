@@ -1761,7 +1761,8 @@ impl DdpApp {
                         "dispatch_dropped": st.dispatch_dropped, "to_control": st.to_control,
                         "control_dropped": st.control_dropped, "discarded": st.discarded,
                         "tx_dropped": st.tx.tx_dropped, "no_buffer": st.tx.no_buffer,
-                        "unresolved": st.tx.unresolved, "associations": r.assocs.len(),
+                        "unresolved": st.tx.unresolved, "held_sent": st.tx.held_sent,
+                        "associations": r.assocs.len(),
                         "zero_copy_spans": st.tx.zero_copy_spans,
                         "copied_spans": st.tx.copied_spans, "rx_chained": st.rx_chained,
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
@@ -1773,7 +1774,8 @@ impl DdpApp {
                     "  ------- Data core {} (associations {}, STags {}) -------\n  \
                      RX-frames: {:<12} TX-frames: {:<12} TX-dropped: {:<8} no-buffer: {}\n  \
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
-                     discarded: {:<8} unresolved: {:<8} ARP/ND answered: {} not ours: {}\n  \
+                     discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
+                     ARP/ND answered: {} not ours: {}\n  \
                      region spans by reference: {:<8} copied: {:<8} RX chains gathered: {}",
                     r.core,
                     r.assocs.len(),
@@ -1789,6 +1791,7 @@ impl DdpApp {
                     st.control_dropped,
                     st.discarded,
                     st.tx.unresolved,
+                    st.tx.held_sent,
                     r.iface.arp_replies + r.iface.nd_adverts,
                     r.iface.other_address
                         + r.iface.other_mac

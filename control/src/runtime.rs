@@ -816,6 +816,8 @@ impl<P: Port> DataCore<P> {
             }
         }
         self.rx = rx;
+        // Packets that waited for an ARP or ND answer go first, in the order they were made.
+        work += self.out.release_held(now, &self.iface);
         for s in self.slots.iter_mut().flatten() {
             if s.c.poll_timeout().is_some_and(|t| t <= now) {
                 s.c.handle_timeout(now);

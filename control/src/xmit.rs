@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use ddpdk_dataplane::ddp::Regions;
-use ddpdk_dataplane::net::Interface;
+use ddpdk_dataplane::net::{Interface, SOLICITATION_MAX};
 use ddpdk_dataplane::port::{PacketBuf, Port};
 use ddpdk_dataplane::sctp::{Hole, Instant};
 use ddpdk_dataplane::wire::crc32c::Stream;
@@ -20,6 +20,15 @@ pub const BURST: usize = 32;
 pub const FRAME_MAX: usize = 9216 + 14 + 40;
 /// `tx_burst` retries before frames are dropped (and counted).
 const TX_RETRIES: u32 = 4;
+/// SCTP packets a queue holds while their neighbour is being resolved. Without it the first
+/// packet to a peer not yet in the table (an INIT, say) is lost and waits out its
+/// retransmission timer, a whole RTO.Initial; Linux's neighbour layer holds packets the same
+/// way (`unres_qlen`). A few suffice: SCTP sends little before the peer first answers.
+const HELD_MAX: usize = 4;
+/// A held packet whose neighbour has not answered for this long is dropped (counted in
+/// `unresolved`): three solicitations went unanswered (RFC 1122 §2.3.2.1 sends one a second),
+/// and SCTP retransmits on its own timers.
+const HOLD_TIME: core::time::Duration = core::time::Duration::from_secs(3);
 
 /// Sees every frame queued for transmission (a capture, for example), in order.
 pub type Tap = Arc<std::sync::Mutex<dyn FnMut(&[u8]) + Send>>;
@@ -32,8 +41,11 @@ pub struct TxStats {
     pub tx_dropped: u64,
     /// No buffer to build a frame in; the frame is lost (SCTP retransmits).
     pub no_buffer: u64,
-    /// SCTP packets lost because the neighbour was unknown (a solicitation went instead).
+    /// SCTP packets lost because the neighbour was unknown (a solicitation went instead) and
+    /// could not be held, or was not resolved in time.
     pub unresolved: u64,
+    /// SCTP packets held while their neighbour was resolved, then sent.
+    pub held_sent: u64,
     /// Frames larger than a transmit buffer (a reply to an oversized INIT, say); not sent.
     pub too_big: u64,
     /// Region spans queued by reference in a buffer chain (zero-copy transmit); a frame the
@@ -70,6 +82,15 @@ pub fn sctp_checksum_pieces(packet: &mut [u8], holes: &[Hole], regions: &RegionT
     packet[8..12].copy_from_slice(&crc.finish().to_le_bytes());
 }
 
+/// A framed SCTP packet waiting for its neighbour's link address.
+struct Held {
+    peer: IpAddr,
+    since: Instant,
+    /// The whole frame; its destination MAC is written once the neighbour is known.
+    frame: Vec<u8>,
+    offload: Option<(usize, usize, bool)>,
+}
+
 /// One TX queue of one port, owned by one thread.
 pub(crate) struct Tx<P: Port> {
     port: Arc<P>,
@@ -82,6 +103,9 @@ pub(crate) struct Tx<P: Port> {
     pub frame: Vec<u8>,
     pub tap: Option<Tap>,
     pub stats: TxStats,
+    held: Vec<Held>,
+    /// Where a solicitation is written while the packet it is for waits in `frame`.
+    solicitation: [u8; SOLICITATION_MAX],
 }
 
 impl<P: Port> Tx<P> {
@@ -94,6 +118,8 @@ impl<P: Port> Tx<P> {
             frame: vec![0; FRAME_MAX],
             tap: None,
             stats: TxStats::default(),
+            held: Vec::new(),
+            solicitation: [0; SOLICITATION_MAX],
         }
     }
 
@@ -118,13 +144,38 @@ impl<P: Port> Tx<P> {
             peer,
             len,
             device_checksum,
+            true,
             |tx, frame, _, offload| tx.send_bytes(frame, offload),
         );
     }
 
+    /// Sends the held packets whose neighbour is now known; drops (and counts) those held too
+    /// long. Returns the packets sent. Cheap when nothing is held: call it every poll.
+    pub fn release_held(&mut self, now: Instant, iface: &Interface) -> usize {
+        if self.held.is_empty() {
+            return 0;
+        }
+        let mut sent = 0;
+        for mut h in std::mem::take(&mut self.held) {
+            match iface.neighbour(h.peer) {
+                Some(mac) => {
+                    h.frame[..6].copy_from_slice(&mac);
+                    self.send_bytes(&h.frame, h.offload);
+                    self.stats.held_sent += 1;
+                    sent += 1;
+                }
+                None if now.saturating_since(h.since) >= HOLD_TIME => self.stats.unresolved += 1,
+                None => self.held.push(h),
+            }
+        }
+        sent
+    }
+
     /// Frames the SCTP packet of `len` bytes for `peer` and hands the frame, where its SCTP
-    /// packet starts, and the offload request to `send`; or sends a solicitation instead.
-    /// Then re-solicits a neighbour nothing confirmed lately.
+    /// packet starts, and the offload request to `send`; or sends a solicitation instead, and
+    /// with `hold` keeps the framed packet until the answer ([`Tx::release_held`]). Then
+    /// re-solicits a neighbour nothing confirmed lately.
+    #[allow(clippy::too_many_arguments)]
     fn frame_sctp(
         &mut self,
         now: Instant,
@@ -132,10 +183,11 @@ impl<P: Port> Tx<P> {
         peer: IpAddr,
         len: usize,
         device_checksum: bool,
+        hold: bool,
         send: impl FnOnce(&mut Self, &mut [u8], usize, Option<(usize, usize, bool)>),
     ) {
         let mut frame = std::mem::take(&mut self.frame);
-        match iface.frame_sctp_reachable(now, peer, len, &mut frame) {
+        match iface.frame_sctp_reachable(now, peer, len, &mut frame, &mut self.solicitation) {
             Ok((n, stale)) => {
                 let l3 = Interface::ip_header_len(peer);
                 let offload = device_checksum.then_some((ETHERNET_HEADER_LEN, l3, peer.is_ipv6()));
@@ -148,9 +200,26 @@ impl<P: Port> Tx<P> {
                 }
             }
             Err(u) => {
-                self.stats.unresolved += 1;
                 if u.solicitation > 0 {
-                    self.send_raw(&frame[..u.solicitation]);
+                    let solicitation = self.solicitation;
+                    self.send_raw(&solicitation[..u.solicitation]);
+                }
+                if hold && self.held.len() < HELD_MAX {
+                    // Framed now, addressed once the neighbour answers.
+                    let n = iface.frame_sctp_to([0; 6], peer, len, &mut frame);
+                    let l3 = Interface::ip_header_len(peer);
+                    self.held.push(Held {
+                        peer,
+                        since: now,
+                        frame: frame[..n].to_vec(),
+                        offload: device_checksum.then_some((
+                            ETHERNET_HEADER_LEN,
+                            l3,
+                            peer.is_ipv6(),
+                        )),
+                    });
+                } else {
+                    self.stats.unresolved += 1;
                 }
             }
         }
@@ -183,6 +252,9 @@ impl<P: Port> Tx<P> {
             peer,
             len,
             device_checksum,
+            // A zero-copy packet names region spans that may change before an answer comes:
+            // not held (only DATA is sent that way, after the peer answered once).
+            false,
             |tx, frame, at, offload| {
                 if offload.is_none() {
                     sctp_checksum_pieces(&mut frame[at..], holes, regions);
@@ -344,5 +416,91 @@ impl<P: Port> Tx<P> {
             .tx_burst_all(self.queue, &mut self.bufs, TX_RETRIES);
         self.stats.frames_out += out.sent as u64;
         self.stats.tx_dropped += out.dropped as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+    use super::*;
+    use core::net::Ipv4Addr;
+    use core::time::Duration;
+    use ddpdk_dataplane::port::mem;
+    use ddpdk_dataplane::wire::link::ETHERTYPE_ARP;
+
+    const OURS: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+    const PEER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+    const PEER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+    fn received(port: &mem::MemPort) -> Vec<Vec<u8>> {
+        let mut bufs = Vec::new();
+        port.rx_burst(0, &mut bufs, 64);
+        bufs.iter().map(|b| b.data().to_vec()).collect()
+    }
+
+    /// Queues an SCTP packet of `len` bytes marked with `mark` for PEER.
+    fn send(tx: &mut Tx<mem::MemPort>, iface: &mut Interface, now: Instant, mark: u8) {
+        let h = Interface::header_len(IpAddr::V4(PEER));
+        tx.frame[h..h + 40].fill(mark);
+        tx.send_sctp(now, iface, IpAddr::V4(PEER), 40, false);
+        tx.flush();
+    }
+
+    /// RFC 1122 §2.3.2.2: packets to an unresolved neighbour are saved, not discarded, and go
+    /// out, addressed, in order once the answer is in; at most HELD_MAX, the rest counted.
+    #[test]
+    fn packets_wait_for_the_neighbour_rfc1122_2_3_2_2() {
+        let (a, b) = mem::pair(1, 64);
+        let mut tx = Tx::new(Arc::new(a), 0);
+        let mut iface = Interface::new([2, 0, 0, 0, 0, 1], Some(OURS), None);
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for mark in 0..HELD_MAX as u8 + 1 {
+            send(&mut tx, &mut iface, t0, mark);
+        }
+        // One ARP request went (RFC 1122 §2.3.2.1 limits them), no SCTP packet.
+        let out = received(&b);
+        assert_eq!(out.len(), 1);
+        assert_eq!(&out[0][12..14], &ETHERTYPE_ARP.to_be_bytes());
+        assert_eq!((tx.stats.unresolved, tx.stats.held_sent), (1, 0));
+        assert_eq!(tx.release_held(t0, &iface), 0, "nothing is known yet");
+
+        iface.learn_static(IpAddr::V4(PEER), PEER_MAC);
+        assert_eq!(tx.release_held(t0, &iface), HELD_MAX);
+        tx.flush();
+        let out = received(&b);
+        assert_eq!(out.len(), HELD_MAX);
+        let h = Interface::header_len(IpAddr::V4(PEER));
+        for (mark, f) in out.iter().enumerate() {
+            assert_eq!(&f[..6], &PEER_MAC, "addressed to the neighbour");
+            assert_eq!(f[h], mark as u8, "in the order they were made");
+        }
+        assert_eq!(tx.stats.held_sent, HELD_MAX as u64);
+        assert_eq!(tx.release_held(t0, &iface), 0, "each sent once");
+    }
+
+    /// A neighbour that never answers: its packets are dropped after HOLD_TIME and counted.
+    #[test]
+    fn held_packets_expire_unanswered() {
+        let (a, b) = mem::pair(1, 64);
+        let mut tx = Tx::new(Arc::new(a), 0);
+        let mut iface = Interface::new([2, 0, 0, 0, 0, 1], Some(OURS), None);
+        let t0 = Instant::from_nanos(1_000_000_000);
+        send(&mut tx, &mut iface, t0, 7);
+        assert_eq!(tx.release_held(t0 + HOLD_TIME / 2, &iface), 0);
+        assert_eq!(tx.stats.unresolved, 0, "still waiting");
+        assert_eq!(tx.release_held(t0 + HOLD_TIME, &iface), 0);
+        assert_eq!(tx.stats.unresolved, 1, "given up and counted");
+        iface.learn_static(IpAddr::V4(PEER), PEER_MAC);
+        assert_eq!(
+            tx.release_held(t0 + HOLD_TIME + Duration::from_secs(1), &iface),
+            0
+        );
+        tx.flush();
+        let sctp = received(&b)
+            .iter()
+            .filter(|f| f[12..14] != ETHERTYPE_ARP.to_be_bytes())
+            .count();
+        assert_eq!(sctp, 0, "an expired packet is never sent");
     }
 }

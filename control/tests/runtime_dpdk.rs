@@ -20,7 +20,7 @@ use ddpdk_control::runtime::{Event, RuntimeConfig};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::DpdkPort;
 use ddpdk_dataplane::port::Port;
-use ddpdk_dataplane::sctp::Config;
+use ddpdk_dataplane::sctp::{Config, Instant};
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use rt::{remote_write, ring_pair, runtime_on, tagged, Lockstep, PORT};
 
@@ -59,6 +59,16 @@ fn two_runtimes_on_a_net_ring_pair_move_a_tagged_message() {
         1,
         "resolved by ARP: {:?}",
         l.kb[0].report().iface
+    );
+    // RFC 1122 §2.3.2.2 (ARP packet queue): the INIT, made before the server's MAC was known,
+    // waited for the ARP answer instead of being lost, so the session is open long before
+    // T1-init (RTO.Initial) could have resent it.
+    let t = l.ka[0].stats().tx;
+    assert_eq!((t.held_sent, t.unresolved), (1, 0), "{t:?}");
+    let opened_after = l.now.saturating_since(Instant::from_nanos(1_000_000_000));
+    assert!(
+        opened_after < Config::default().rto_initial / 2,
+        "session open after {opened_after:?}"
     );
 
     let data: Vec<u8> = (0..(256u32 << 10))

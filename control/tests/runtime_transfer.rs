@@ -75,15 +75,17 @@ fn transfer(peer: IpAddr) {
     // Association, then a DDP session on stream 1, the server accepting.
     let mut l = Lockstep::open(a, b, peer, PORT, apd, bpd);
 
-    // The client learnt the server by ARP / ND, not from a table: its core's first INIT went as
-    // a solicitation instead, the server's core answered once, and SCTP retransmitted the INIT.
-    // The server learnt the client from its (authenticated) COOKIE ECHO and never asked.
+    // The client learnt the server by ARP / ND, not from a table: its core's first INIT waited
+    // behind a solicitation (RFC 1122 §2.3.2.2), the server's core answered once, and the INIT
+    // went then. The server learnt the client from its (authenticated) COOKIE ECHO and never
+    // asked.
     let (sa, sb) = (l.ka[0].interface().stats(), l.kb[0].interface().stats());
     assert_eq!(sa.solicitations, 1, "{sa:?}");
     assert_eq!(sb.arp_replies + sb.nd_adverts, 1, "{sb:?}");
     assert_eq!(sa.neighbour_answers, 1, "{sa:?}");
     assert_eq!(sb.solicitations, 0, "{sb:?}");
-    assert_eq!(l.ka[0].stats().tx.unresolved, 1, "{:?}", l.ka[0].stats());
+    let t = l.ka[0].stats().tx;
+    assert_eq!((t.unresolved, t.held_sent), (0, 1), "{t:?}");
     assert_eq!(l.ka[0].interface().neighbour(peer), Some(b_mac));
 
     // The server posts its receive buffer; the client sends once the server's core has it.

@@ -52,6 +52,9 @@ const SOLICIT_INTERVAL: Duration = Duration::from_secs(1);
 /// How long a neighbour stays trusted without confirmation while we send to it (RFC 4861
 /// §10 REACHABLE_TIME).
 pub const REACHABLE_TIME: Duration = Duration::from_secs(30);
+/// The longest solicitation [`Interface::solicit`] writes: a Neighbor Solicitation with its
+/// source link-layer address option (14 + 40 + 32 bytes); an ARP request is 60.
+pub const SOLICITATION_MAX: usize = 86;
 /// Destinations being resolved at once.
 const PENDING: usize = 16;
 
@@ -593,17 +596,20 @@ impl Interface {
 
     /// As [`Interface::frame_sctp`] followed by [`Interface::probe_if_stale`], with one
     /// neighbour lookup (the per-packet path): the frame's length, and whether `dst` is stale
-    /// (then send [`Interface::probe`] after the frame).
+    /// (then send [`Interface::probe`] after the frame). A solicitation goes to `solicit_out`
+    /// (at least [`SOLICITATION_MAX`] bytes), so the unsent packet in `out` stays whole for a
+    /// caller that holds it until the answer.
     pub fn frame_sctp_reachable(
         &mut self,
         now: Instant,
         dst: IpAddr,
         sctp_len: usize,
         out: &mut [u8],
+        solicit_out: &mut [u8],
     ) -> Result<(usize, bool), Unresolved> {
         let Some(k) = self.slot(dst) else {
             return Err(Unresolved {
-                solicitation: self.solicit_limited(now, dst, out),
+                solicitation: self.solicit_limited(now, dst, solicit_out),
             });
         };
         let (mac, stale) = (self.neighbours[k].mac, self.stale(k, now));
