@@ -13,7 +13,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
@@ -30,7 +30,7 @@ use ddpdk_control::runtime::{
 use ddpdk_control::session::{Event, PendingLimit};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::net::Interface;
-use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
+use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{CloseReason, Config, Endpoint};
@@ -54,6 +54,9 @@ const TAGGED_SIZES: [usize; 4] = [1024, 16 << 10, 256 << 10, 4 << 20];
 const UNTAGGED_SIZES: [usize; 3] = [64, 1400, 8000];
 /// Messages in flight at once.
 const WINDOW: usize = 16;
+/// A tagged write from a source region carries its work request and offset this often (less
+/// than the smallest MULPDU, so every segment carries one).
+const STAMP_EVERY: usize = 512;
 /// Longest wait for any one step.
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -62,7 +65,7 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
     let r = Loopback::new(&eal, opts).and_then(|mut l| {
         let r = l.run(&eal, opts, signalled);
         // The data cores stop (and give back their buffers) whatever happened.
-        let stats = l.stop();
+        let stats = l.stop(&eal);
         r.and_then(|()| l.finish(opts.json, stats))
     });
     exit_status(r.map_err(|e| format!("ddp-loopback: {e}")), opts.json)
@@ -82,12 +85,25 @@ pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
     }
 }
 
-/// One endpoint: its control side (polled on this thread) and its data cores: with one data
-/// core per endpoint, polled on this thread too (the two endpoints' whole work on one CPU,
-/// nothing handed between threads: on a 2-CPU host, two cores on threads of their own and the
-/// controls here would be three busy threads for two CPUs); with more, each on a thread.
+/// Where an endpoint's data cores run.
+enum Placement {
+    /// Polled on this thread, with both control sides and the harness.
+    Inline,
+    /// Each on a worker lcore of its own (a CPU of its own, as the product runs them).
+    Lcores(Vec<u32>),
+    /// Each on a plain thread, sharing this thread's CPUs (too few worker lcores for them).
+    Threads,
+}
+
+/// One endpoint: its control side (polled on this thread) and its data cores, each on a worker
+/// lcore while the EAL has enough of them (`make run`'s `-l 0-1` has one: the server's data
+/// core gets it, so sender and receiver each have a CPU, as between two processes), else one
+/// inline (polled here) or several on threads.
 struct Side {
     control: Control<DpdkPort>,
+    /// The worker lcores running data cores, and where each core comes back when it stops.
+    lcores: Vec<LcoreJoin>,
+    returned: Option<mpsc::Receiver<DataCore<DpdkPort>>>,
     threads: Vec<JoinHandle<DataCore<DpdkPort>>>,
     inline: Vec<DataCore<DpdkPort>>,
     /// Events not yet consumed, in arrival order.
@@ -96,37 +112,75 @@ struct Side {
 
 impl Side {
     fn start(
+        eal: &Eal,
         control: Control<DpdkPort>,
         cores: Vec<DataCore<DpdkPort>>,
-        clock: Clock,
-        stop: &Arc<AtomicBool>,
-    ) -> Side {
-        if cores.len() == 1 {
-            return Side {
-                control,
-                threads: Vec::new(),
-                inline: cores,
-                log: Vec::new(),
-            };
-        }
-        let threads = cores
-            .into_iter()
-            .map(|mut core| {
-                let stop = Arc::clone(stop);
-                std::thread::spawn(move || {
-                    // Two endpoints' cores and their control thread share this host's CPUs:
-                    // an idle core sleeps.
-                    core.run(clock, &stop, IdlePolicy::default());
-                    core
-                })
-            })
-            .collect();
-        Side {
+        (clock, stop, idle): (Clock, &Arc<AtomicBool>, IdlePolicy),
+        placement: Placement,
+    ) -> Result<Side, String> {
+        let mut side = Side {
             control,
-            threads,
+            lcores: Vec::new(),
+            returned: None,
+            threads: Vec::new(),
             inline: Vec::new(),
             log: Vec::new(),
+        };
+        match placement {
+            Placement::Inline => side.inline = cores,
+            Placement::Lcores(lcores) => {
+                let (give_back, returned) = mpsc::channel();
+                side.returned = Some(returned);
+                for (mut core, lcore) in cores.into_iter().zip(lcores) {
+                    let (stop, give_back) = (Arc::clone(stop), give_back.clone());
+                    let k = core.index();
+                    let job = eal
+                        .launch(lcore, move || {
+                            if let IdlePolicy::Sleep { .. } = idle {
+                                // Sleeps of a few µs must not end 50 µs late (the default).
+                                if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
+                                    eprintln!("ddpdk: data core {k}: {e}; idle sleeps end late");
+                                }
+                            }
+                            core.run(clock, &stop, idle);
+                            let _ = give_back.send(core);
+                            0
+                        })
+                        .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))?;
+                    side.lcores.push(job);
+                }
+            }
+            Placement::Threads => {
+                side.threads = cores
+                    .into_iter()
+                    .map(|mut core| {
+                        let stop = Arc::clone(stop);
+                        std::thread::spawn(move || {
+                            // They share this thread's CPUs: an idle core sleeps.
+                            core.run(clock, &stop, IdlePolicy::default());
+                            core
+                        })
+                    })
+                    .collect();
+            }
         }
+        Ok(side)
+    }
+
+    /// Stops nothing: collects the data cores once `stop` is set.
+    fn join(&mut self, eal: &Eal) -> Vec<DataCore<DpdkPort>> {
+        for job in self.lcores.drain(..) {
+            eal.join(job);
+        }
+        let mut cores: Vec<_> = self
+            .returned
+            .take()
+            .map(|r| r.try_iter().collect())
+            .unwrap_or_default();
+        cores.extend(self.threads.drain(..).filter_map(|t| t.join().ok()));
+        cores.append(&mut self.inline);
+        cores.sort_by_key(|c| c.index());
+        cores
     }
 
     fn poll(&mut self, clock: Clock) -> usize {
@@ -186,8 +240,6 @@ struct Loopback {
     ports: Vec<Arc<DpdkPort>>,
     pool: Arc<Mempool>,
     cores: usize,
-    /// The buffer a message's bytes are made in before they go into a source region.
-    scratch: Vec<u8>,
 }
 
 /// An STag to deregister at the end, and whether it is the server's.
@@ -250,7 +302,8 @@ impl Loopback {
         let tap = opts.pcap.as_deref().map(pcap_tap).transpose()?;
         let clock = Clock::new();
         let stop = Arc::new(AtomicBool::new(false));
-        let make = |k: usize, ip: Ipv4Addr| -> Result<Side, String> {
+        type Parts = (Control<DpdkPort>, Vec<DataCore<DpdkPort>>);
+        let make = |k: usize, ip: Ipv4Addr| -> Result<Parts, String> {
             let ep = Endpoint::new(
                 Config {
                     local_port: SCTP_PORT,
@@ -281,15 +334,38 @@ impl Loopback {
                     d.set_tap(Arc::clone(tap));
                 }
             }
-            Ok(Side::start(control, data, clock, &stop))
+            Ok((control, data))
         };
-        let client = make(0, CLIENT)?;
-        let server = make(1, SERVER)?;
+        let (client, server) = (make(0, CLIENT)?, make(1, SERVER)?);
+        // Worker lcores go to the server's cores first: with one worker (`make run`), sender
+        // and receiver each get a CPU of their own.
+        let mut workers = eal.worker_lcores().into_iter();
+        let mut placement = |n: usize| {
+            if workers.len() >= n {
+                Placement::Lcores(workers.by_ref().take(n).collect())
+            } else if n == 1 {
+                Placement::Inline
+            } else {
+                Placement::Threads
+            }
+        };
+        let run = (clock, &stop, opts.idle_policy());
+        let sp = placement(cores);
+        let cp = placement(cores);
+        let where_ = |p: &Placement| match p {
+            Placement::Inline => "on the main thread".to_string(),
+            Placement::Lcores(l) => format!("on lcore(s) {l:?}"),
+            Placement::Threads => "on threads sharing the main thread's CPUs".to_string(),
+        };
+        let placed = format!("server's {}, client's {}", where_(&sp), where_(&cp));
+        let server = Side::start(eal, server.0, server.1, run, sp)?;
+        let client = Side::start(eal, client.0, client.1, run, cp)?;
         note(
             opts.json,
             format_args!(
                 "DDP loopback: client {CLIENT} on {}, server {SERVER} on {}, SCTP port \
-                 {SCTP_PORT}; {cores} data core(s) each, control thread on the main thread",
+                 {SCTP_PORT}; {cores} data core(s) each ({placed}), control threads on the \
+                 main thread",
                 ports[0].name(),
                 ports[1].name()
             ),
@@ -302,7 +378,6 @@ impl Loopback {
             ports,
             pool,
             cores,
-            scratch: Vec::new(),
         })
     }
 
@@ -432,6 +507,9 @@ impl Loopback {
         // The client's tagged writes leave from a region of its own (RFC 4296's local
         // buffer), sent by reference where the port chains buffers (zero-copy transmit).
         let source = Region::from_dpdk(eal, tagged_len, None).map_err(|e| e.to_string())?;
+        source
+            .place(0, &pattern(0x50_75ce, tagged_len))
+            .map_err(|e| e.to_string())?;
         let src = self
             .client
             .control
@@ -548,17 +626,11 @@ impl Loopback {
     }
 
     /// Stops and joins every data core; returns what each side did.
-    fn stop(&mut self) -> [SideStats; 2] {
+    fn stop(&mut self, eal: &Eal) -> [SideStats; 2] {
         self.stop.store(true, Ordering::Release);
         let mut out = Vec::new();
         for side in [&mut self.client, &mut self.server] {
-            let cores = side
-                .threads
-                .drain(..)
-                .filter_map(|t| t.join().ok())
-                .chain(side.inline.drain(..))
-                .map(|c| c.stats())
-                .collect();
+            let cores = side.join(eal).iter().map(DataCore::stats).collect();
             out.push(SideStats {
                 cores,
                 control: side.control.stats(),
@@ -909,8 +981,15 @@ impl Loopback {
     }
 
     /// Posts the client's next message (work request `wr` + 1) of `size` bytes on the stream,
-    /// from `source` (a client region and offset, written first) or moved in; returns the
+    /// from `source` (a client region and offset, stamped first) or moved in; returns the
     /// CRC32c its bytes must have once placed.
+    ///
+    /// A source slot is filled with a pattern once ([`Loopback::run`]); each message then
+    /// stamps its work request and offset into every [`STAMP_EVERY`] bytes of it rather than
+    /// remaking every byte, so the harness is not what the row measures. Every DDP segment of
+    /// a message spans a stamp (segments are longer than the interval, or the message is one
+    /// segment), so a segment that was lost, misplaced or left over from an earlier message in
+    /// the slot still changes the CRC32c.
     fn post_send(
         &mut self,
         cc: ConnHandle,
@@ -920,29 +999,38 @@ impl Loopback {
         source: Option<(RegionId, u64)>,
     ) -> Result<u32, String> {
         *wr += 1;
-        let mut data = std::mem::take(&mut self.scratch);
-        data.resize(size, 0);
-        fill_pattern(*wr, &mut data);
-        let crc = crc32c(&data);
-        let data = match source {
+        let (crc, data) = match source {
             Some((region, offset)) => {
-                let placed = self
+                let r = self
                     .client
                     .control
                     .memory()
                     .region(region)
-                    .ok_or("source region gone")?
-                    .place(offset, &data)
-                    .map_err(|e| e.to_string());
-                self.scratch = data;
-                placed?;
-                Payload::Region {
-                    region,
-                    offset,
-                    len: u32::try_from(size).map_err(|e| e.to_string())?,
+                    .ok_or("source region gone")?;
+                for at in (0..size).step_by(STAMP_EVERY) {
+                    let mut stamp = [0u8; 16];
+                    stamp[..8].copy_from_slice(&wr.to_le_bytes());
+                    stamp[8..].copy_from_slice(&(at as u64).to_le_bytes());
+                    let n = stamp.len().min(size - at);
+                    r.place(offset + at as u64, &stamp[..n])
+                        .map_err(|e| e.to_string())?;
                 }
+                let crc = r.crc32c(offset, size).map_err(|e| e.to_string())?;
+                let len = u32::try_from(size).map_err(|e| e.to_string())?;
+                (
+                    crc,
+                    Payload::Region {
+                        region,
+                        offset,
+                        len,
+                    },
+                )
             }
-            None => data.into(),
+            None => {
+                let mut data = vec![0; size];
+                fill_pattern(*wr, &mut data);
+                (crc32c(&data), data.into())
+            }
         };
         let req = SendRequest {
             wr_id: *wr,
