@@ -35,6 +35,10 @@ struct Args {
     bytes: usize,
     #[arg(long, default_value_t = 3)]
     rounds: u32,
+    /// Also run the `conn` path on this many cores at once, each with its own association and
+    /// region, next to the same path on one of them (issue 13 item 7: per-core scaling).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 const REGION: usize = 1 << 30;
@@ -178,13 +182,27 @@ fn main() {
     // region what they place into, and the memcpy baseline copies into the same region.
     let (mut memory, region, pd) = with_region(REGION, 0, 9);
     let now = Instant::from_nanos(1_000_000_000);
+    // The cores' own memories, made as the first one was (the same seed), so that the same
+    // registrations give the same STags and every core replays the same frames.
+    let mut cores: Vec<_> = (0..if args.threads > 1 { args.threads } else { 0 })
+        .map(|_| with_region(REGION, 0, 9))
+        .collect();
     println!("size   segments  packets | receive path: Mpps  GB/s | memcpy: GB/s | efficiency");
+    let mut scaling = Vec::new();
     for &size in &args.sizes {
         let stag = remote_write(&mut memory, pd, region, REGION);
+        for (m, r, p) in &mut cores {
+            assert_eq!(
+                remote_write(m, *p, *r, REGION),
+                stag,
+                "the same STag on every core"
+            );
+        }
         let n = (args.bytes / size).max(1);
         let frames = build(size, n, stag.0, now);
         let mut effs = Vec::new();
         let mut conn_effs = Vec::new();
+        let mut ratios = Vec::new();
         for round in 0..args.rounds {
             // The receive path, from a fresh association and stream each round.
             let mut assoc = receiver(now, &frames.echo);
@@ -229,6 +247,23 @@ fn main() {
                     bytes / copy / 1e9,
                 );
             }
+            if !cores.is_empty() {
+                let (one, all) = on_cores(&frames, &mut cores, now, n);
+                let ratio = all / one;
+                ratios.push(ratio);
+                println!(
+                    "{size:>5} {n:>9} {:>8} | conn on 1 core {round}: {:>6.2} Mpps, on {} cores \
+                     at once: {:>6.2} Mpps aggregate = {ratio:.2} x",
+                    frames.packets.len(),
+                    one / 1e6,
+                    cores.len(),
+                    all / 1e6,
+                );
+            }
+        }
+        if !ratios.is_empty() {
+            ratios.sort_by(f64::total_cmp);
+            scaling.push((size, ratios[ratios.len() / 2]));
         }
         effs.sort_by(f64::total_cmp);
         conn_effs.sort_by(f64::total_cmp);
@@ -238,6 +273,60 @@ fn main() {
             conn_effs[conn_effs.len() / 2]
         );
     }
+    for (size, ratio) in scaling {
+        println!(
+            "{size:>5} median scaling of the conn path: {} cores at once = {ratio:.2} x one core",
+            cores.len()
+        );
+    }
+}
+
+/// The `conn` path on the first core alone, then on every core at once (each pinned to its
+/// CPU, its own association and region, the same frames, started together). Returns the
+/// segments a second of one core and of all of them together.
+fn on_cores(
+    frames: &Frames,
+    cores: &mut [(Memory, ddpdk_control::memory::RegionId, Pd)],
+    now: Instant,
+    n: usize,
+) -> (f64, f64) {
+    let ids = core_affinity::get_core_ids().unwrap_or_default();
+    let pin = |k: usize| {
+        if let Some(id) = ids.get(k % ids.len().max(1)) {
+            core_affinity::set_for_current(*id);
+        }
+    };
+    let count = cores.len();
+    let one = std::thread::scope(|s| {
+        let (memory, _, pd) = &mut cores[0];
+        s.spawn(move || {
+            pin(0);
+            through_connection(frames, memory, *pd, now, n)
+        })
+        .join()
+        .expect("the core's thread")
+    });
+    let start = std::sync::Barrier::new(count);
+    let times: Vec<f64> = std::thread::scope(|s| {
+        let handles: Vec<_> = cores
+            .iter_mut()
+            .enumerate()
+            .map(|(k, (memory, _, pd))| {
+                let start = &start;
+                s.spawn(move || {
+                    pin(k);
+                    start.wait();
+                    through_connection(frames, memory, *pd, now, n)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a core's thread"))
+            .collect()
+    });
+    let slowest = times.iter().copied().fold(0.0, f64::max);
+    (n as f64 / one, (n * count) as f64 / slowest)
 }
 
 /// A plain copy of every payload to the offset its segment names, in the same region: the
