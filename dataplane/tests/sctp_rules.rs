@@ -736,6 +736,48 @@ fn delayed_and_immediate_sacks_6_2() {
     assert!(matches!(chunks(&out[0])[0], ChunkRepr::Sack(_)));
 }
 
+/// §3.3.4 and §6.2: the SACK a receiver sends alone (no gaps, no duplicates, nothing else
+/// owed: the short path of `poll_transmit`) is the packet the general builder makes for the
+/// same SACK, byte for byte and checksum included, and it settles the sender's message.
+#[test]
+fn a_bare_sack_is_what_the_builder_would_write_3_3_4() {
+    let mut p = Pair::new();
+    for k in 0..2u8 {
+        p.c.send(0, 16, &[k; 40]).unwrap();
+        let c_out = drain(&mut p.c, t(10));
+        assert_eq!(c_out.len(), 1);
+        let _ = p.s.handle(t(10), &c_out[0], &mut ignore);
+    }
+    // Every second packet is acknowledged at once (§6.2).
+    let out = drain(&mut p.s, t(10));
+    assert_eq!(out.len(), 1, "one SACK for two packets");
+    let cs = chunks(&out[0]);
+    let [ChunkRepr::Sack(sack)] = cs[..] else {
+        panic!("a lone SACK: {cs:?}")
+    };
+    assert_eq!((sack.gap_ack_blocks.len(), sack.dup_tsns.len()), (0, 0));
+    let expected = packet(
+        S_PORT,
+        C_PORT,
+        vtag(&out[0]),
+        &[ChunkRepr::Sack(SackRepr {
+            cum_tsn_ack: sack.cum_tsn_ack,
+            a_rwnd: sack.a_rwnd,
+            gap_ack_blocks: List::new(&[]),
+            dup_tsns: List::new(&[]),
+        })],
+    );
+    assert_eq!(out[0], expected);
+    let _ = p.c.handle(t(11), &out[0], &mut ignore);
+    assert_eq!(p.c.stats().sacks_in, 1);
+    assert!(drain(&mut p.c, t(11)).is_empty(), "nothing left to send");
+    assert_eq!(
+        p.c.poll_timeout(),
+        None,
+        "T3 stopped: everything acknowledged"
+    );
+}
+
 /// RFC 7053 §4.1: the last DATA chunk before the sender's queue runs dry carries the I bit,
 /// and the receiver SACKs it at once instead of after its delayed-ack timer (§6.2 would wait
 /// 200 ms for a lone packet). Chunks with more queued behind them do not carry it.

@@ -36,7 +36,7 @@ use crate::wire::sctp::{
     AbortRepr, CauseRepr, Chunk, ChunkRepr, ChunkType, CookieEchoRepr, DataChunk, DataRepr,
     ErrorChunkRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr, HeartbeatRepr, InitAckRepr,
     InitRepr, List, Packet, PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, ShutdownRepr,
-    DATA_HEADER_LEN, HEADER_LEN,
+    DATA_HEADER_LEN, HEADER_LEN, SACK_MIN_LEN,
 };
 
 /// A message handed to the layer above: one whole, unordered DATA chunk.
@@ -1890,6 +1890,23 @@ impl Association {
 
     fn build(&mut self, now: Instant, full: &mut [u8]) -> Option<usize> {
         let limit = full.len().min(self.path.mtu);
+        // A receiving core's usual turn, first and cheap: nothing is owed but perhaps a SACK,
+        // and no DATA may go. The packet is a bare SACK (RFC 9260 §3.3.4, no gap blocks or
+        // duplicates) or nothing, exactly as the general builder below would make it.
+        if self.state == State::Established
+            && self.owes_nothing_but_sack()
+            && !self.data_ready(false)
+        {
+            if !(self.pending.sack && self.pending.sack_now) {
+                return None;
+            }
+            if self.rx.span() == 0
+                && self.rx.dups().is_empty()
+                && limit >= HEADER_LEN + SACK_MIN_LEN
+            {
+                return Some(self.write_bare_sack(full));
+            }
+        }
         if let Some(n) = self.build_lone(&mut full[..limit]) {
             return Some(n);
         }
@@ -2064,6 +2081,59 @@ impl Association {
         by_map.min(self.rx_room)
     }
 
+    /// Whether nothing but a SACK is owed: no handshake or teardown chunk, no HEARTBEAT or
+    /// its ACK, no ERROR, no ABORT, no fast retransmission.
+    fn owes_nothing_but_sack(&self) -> bool {
+        let p = &self.pending;
+        !(p.init
+            || p.cookie_echo
+            || p.cookie_ack
+            || p.shutdown
+            || p.shutdown_ack
+            || p.shutdown_complete
+            || p.heartbeat
+            || p.fast_rtx)
+            && p.hb_ack.is_none()
+            && p.abort.is_none()
+            && p.causes[0].is_none()
+            && p.ootb_shutdown_complete.is_none()
+            && p.stale_cookie.is_none()
+            && self.pending_init_ack.is_none()
+    }
+
+    /// Writes a packet of one SACK without gap blocks or duplicate TSNs into `buf` (at least
+    /// 28 bytes), checksum zero; returns its length. The bytes [`PacketBuilder`] would write
+    /// for the same SACK, without its generality.
+    fn write_bare_sack(&mut self, buf: &mut [u8]) -> usize {
+        let a_rwnd = self.advertised_rwnd();
+        let len = HEADER_LEN + SACK_MIN_LEN;
+        let p = &mut buf[..len];
+        p[0..2].copy_from_slice(&self.local_port.to_be_bytes());
+        p[2..4].copy_from_slice(&self.peer_port.to_be_bytes());
+        p[4..8].copy_from_slice(&self.peer_tag.to_be_bytes());
+        p[8..12].fill(0);
+        p[12] = u8::from(ChunkType::Sack);
+        p[13] = 0;
+        p[14..16].copy_from_slice(&(SACK_MIN_LEN as u16).to_be_bytes());
+        p[16..20].copy_from_slice(&self.rx.cum_tsn().to_be_bytes());
+        p[20..24].copy_from_slice(&a_rwnd.to_be_bytes());
+        // Number of gap ack blocks, number of duplicate TSNs.
+        p[24..28].fill(0);
+        self.sack_sent(a_rwnd);
+        len
+    }
+
+    /// Bookkeeping once a SACK advertising `a_rwnd` is in a packet.
+    fn sack_sent(&mut self, a_rwnd: u32) {
+        self.rx.clear_dups();
+        self.rwnd_told = a_rwnd;
+        self.pending.sack = false;
+        self.pending.sack_now = false;
+        self.pending.data_packets = 0;
+        self.stop(Timer::Sack);
+        self.stats.sacks_out += 1;
+    }
+
     fn push_sack(&mut self, b: &mut PacketBuilder<'_>) -> bool {
         let n = self.rx.gap_blocks(&mut self.gaps);
         let a_rwnd = self.advertised_rwnd();
@@ -2076,13 +2146,7 @@ impl Association {
         if b.push(&sack).is_err() {
             return false;
         }
-        self.rx.clear_dups();
-        self.rwnd_told = a_rwnd;
-        self.pending.sack = false;
-        self.pending.sack_now = false;
-        self.pending.data_packets = 0;
-        self.stop(Timer::Sack);
-        self.stats.sacks_out += 1;
+        self.sack_sent(a_rwnd);
         true
     }
 
