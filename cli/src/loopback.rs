@@ -38,6 +38,7 @@ use ddpdk_dataplane::wire::crc32c::crc32c;
 use hdrhistogram::Histogram;
 
 use crate::app::note;
+use crate::node::launch_core;
 use crate::options::Options;
 
 const SCTP_PORT: u16 = 5000;
@@ -131,22 +132,11 @@ impl Side {
             Placement::Lcores(lcores) => {
                 let (give_back, returned) = mpsc::channel();
                 side.returned = Some(returned);
-                for (mut core, lcore) in cores.into_iter().zip(lcores) {
-                    let (stop, give_back) = (Arc::clone(stop), give_back.clone());
-                    let k = core.index();
-                    let job = eal
-                        .launch(lcore, move || {
-                            if let IdlePolicy::Sleep { .. } = idle {
-                                // Sleeps of a few µs must not end 50 µs late (the default).
-                                if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
-                                    eprintln!("ddpdk: data core {k}: {e}; idle sleeps end late");
-                                }
-                            }
-                            core.run(clock, &stop, idle);
-                            let _ = give_back.send(core);
-                            0
-                        })
-                        .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))?;
+                for (core, lcore) in cores.into_iter().zip(lcores) {
+                    let give_back = give_back.clone();
+                    let job = launch_core(eal, lcore, core, (clock, stop, idle), move |core| {
+                        let _ = give_back.send(core);
+                    })?;
                     side.lcores.push(job);
                 }
             }

@@ -179,21 +179,8 @@ impl Node {
             return Ok((node, control));
         }
         let idle = opts.idle_policy();
-        for (mut core, &lcore) in data.into_iter().zip(&workers) {
-            let stop = Arc::clone(&node.stop);
-            let k = core.index();
-            let job = eal
-                .launch(lcore, move || {
-                    if let IdlePolicy::Sleep { .. } = idle {
-                        // Sleeps of a few µs must not end 50 µs late (the default slack).
-                        if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
-                            eprintln!("ddpdk: data core {k}: {e}; idle sleeps end late");
-                        }
-                    }
-                    core.run(clock, &stop, idle);
-                    0
-                })
-                .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))?;
+        for (core, &lcore) in data.into_iter().zip(&workers) {
+            let job = launch_core(eal, lcore, core, (clock, &node.stop, idle), drop)?;
             node.lcores.push(job);
             node.core_lcores.push(lcore);
         }
@@ -291,4 +278,33 @@ fn steer(port: &DpdkPort, cores: usize, local: Option<IpAddr>) -> (usize, bool, 
             ),
         ),
     }
+}
+
+/// Runs data core `core` on worker `lcore` with `idle` until `stop`, then hands it to `done`
+/// (its counters, its buffers).
+pub(crate) fn launch_core<P>(
+    eal: &Eal,
+    lcore: u32,
+    mut core: DataCore<P>,
+    (clock, stop, idle): (Clock, &Arc<AtomicBool>, IdlePolicy),
+    done: impl FnOnce(DataCore<P>) + Send + 'static,
+) -> Result<LcoreJoin, String>
+where
+    P: Port,
+    DataCore<P>: Send + 'static,
+{
+    let stop = Arc::clone(stop);
+    let k = core.index();
+    eal.launch(lcore, move || {
+        if let IdlePolicy::Sleep { .. } = idle {
+            // Sleeps of a few µs must not end 50 µs late (the default slack).
+            if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
+                eprintln!("ddpdk: data core {k}: {e}; idle sleeps end late");
+            }
+        }
+        core.run(clock, &stop, idle);
+        done(core);
+        0
+    })
+    .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))
 }
