@@ -799,7 +799,7 @@ impl Loopback {
             let mut latency = hist()?;
             let t0 = Wall::now();
             let (mut sent, mut done) = (0usize, 0usize);
-            let mut inflight: Vec<(u64, Wall, usize)> = Vec::new();
+            let mut inflight: Vec<InFlight<usize>> = Vec::new();
             while done < n {
                 while sent < n && inflight.len() < window {
                     let slot = sent % window;
@@ -823,14 +823,7 @@ impl Loopback {
                     sent += 1;
                 }
                 for c in self.rdma_completions("RDMA Read", signalled)? {
-                    let k = inflight
-                        .iter()
-                        .position(|f| f.0 == c.wr_id)
-                        .ok_or("completion of an unknown Read")?;
-                    let (_, posted, slot) = inflight.remove(k);
-                    latency
-                        .record(posted.elapsed().as_nanos() as u64 / 1000)
-                        .map_err(|e| e.to_string())?;
+                    let slot = settle(&mut inflight, c.wr_id, &mut latency, "Read")?;
                     let at = slot * size;
                     let got = self
                         .client
@@ -870,7 +863,7 @@ impl Loopback {
         let mut latency = hist()?;
         let t0 = Wall::now();
         let (mut sent, mut done) = (0usize, 0usize);
-        let mut inflight: Vec<(u64, Wall)> = Vec::new();
+        let mut inflight: Vec<InFlight<()>> = Vec::new();
         while done < n {
             while sent < n && inflight.len() < window {
                 *wr += 1;
@@ -888,18 +881,11 @@ impl Loopback {
                     signaled: true,
                 };
                 self.submit(false, cc, Op::PostRdma(req))?;
-                inflight.push((*wr, Wall::now()));
+                inflight.push((*wr, Wall::now(), ()));
                 sent += 1;
             }
             for c in self.rdma_completions("FetchAdd", signalled)? {
-                let k = inflight
-                    .iter()
-                    .position(|f| f.0 == c.wr_id)
-                    .ok_or("completion of an unknown FetchAdd")?;
-                let (_, posted) = inflight.remove(k);
-                latency
-                    .record(posted.elapsed().as_nanos() as u64 / 1000)
-                    .map_err(|e| e.to_string())?;
+                settle(&mut inflight, c.wr_id, &mut latency, "FetchAdd")?;
                 done += 1;
             }
         }
@@ -1050,7 +1036,7 @@ impl Loopback {
         let mut latency = hist()?;
         let t0 = Wall::now();
         let mut sent = 0usize;
-        let mut inflight: Vec<(u64, Wall, usize, u32)> = Vec::new();
+        let mut inflight: Vec<InFlight<(usize, u32)>> = Vec::new();
         let mut done = 0usize;
         while done < n {
             while sent < n && inflight.len() < WINDOW {
@@ -1062,7 +1048,7 @@ impl Loopback {
                 };
                 let from = (src, (slot * size) as u64);
                 let crc = self.post_send(cc, wr, kind, size, Some(from))?;
-                inflight.push((*wr, Wall::now(), slot, crc));
+                inflight.push((*wr, Wall::now(), (slot, crc)));
                 sent += 1;
             }
             let mut completed = Vec::new();
@@ -1080,14 +1066,7 @@ impl Loopback {
                 if c.status != Status::Success {
                     return Err(format!("tagged write {} ended {:?}", c.wr_id, c.status));
                 }
-                let k = inflight
-                    .iter()
-                    .position(|f| f.0 == c.wr_id)
-                    .ok_or("completion of an unknown write")?;
-                let (_, posted, slot, crc) = inflight.remove(k);
-                latency
-                    .record(posted.elapsed().as_nanos() as u64 / 1000)
-                    .map_err(|e| e.to_string())?;
+                let (slot, crc) = settle(&mut inflight, c.wr_id, &mut latency, "write")?;
                 // Acknowledged by SCTP means received by the server's SCTP; its data core
                 // placed it before acknowledging. Verify the bytes in the region.
                 let r = self
@@ -1277,6 +1256,29 @@ fn pcap_tap(path: &std::path::Path) -> Result<ddpdk_control::xmit::Tap, String> 
         let _ = w.write_all(&rec).and_then(|_| w.flush());
     };
     Ok(Arc::new(std::sync::Mutex::new(tap)))
+}
+
+/// A posted work request awaiting its completion: its id, when it was posted, and what the
+/// check of its result needs.
+type InFlight<T> = (u64, Wall, T);
+
+/// Takes the completed work request `wr_id` out of `inflight`, records its latency in µs, and
+/// returns what its check needs.
+fn settle<T>(
+    inflight: &mut Vec<InFlight<T>>,
+    wr_id: u64,
+    latency: &mut Histogram<u64>,
+    what: &str,
+) -> Result<T, String> {
+    let k = inflight
+        .iter()
+        .position(|f| f.0 == wr_id)
+        .ok_or_else(|| format!("completion of an unknown {what}"))?;
+    let (_, posted, check) = inflight.remove(k);
+    latency
+        .record(posted.elapsed().as_nanos() as u64 / 1000)
+        .map_err(|e| e.to_string())?;
+    Ok(check)
 }
 
 fn hist() -> Result<Histogram<u64>, String> {

@@ -156,18 +156,23 @@ impl<P: Port> Tx<P> {
             return 0;
         }
         let mut sent = 0;
-        for mut h in std::mem::take(&mut self.held) {
-            match iface.neighbour(h.peer) {
-                Some(mac) => {
-                    h.frame[..6].copy_from_slice(&mac);
-                    self.send_bytes(&h.frame, h.offload);
-                    self.stats.held_sent += 1;
-                    sent += 1;
-                }
-                None if now.saturating_since(h.since) >= HOLD_TIME => self.stats.unresolved += 1,
-                None => self.held.push(h),
+        // Taken out so that sending can borrow the queue; put back with its capacity.
+        let mut held = std::mem::take(&mut self.held);
+        held.retain_mut(|h| match iface.neighbour(h.peer) {
+            Some(mac) => {
+                h.frame[..6].copy_from_slice(&mac);
+                self.send_bytes(&h.frame, h.offload);
+                self.stats.held_sent += 1;
+                sent += 1;
+                false
             }
-        }
+            None if now.saturating_since(h.since) >= HOLD_TIME => {
+                self.stats.unresolved += 1;
+                false
+            }
+            None => true,
+        });
+        self.held = held;
         sent
     }
 
@@ -187,10 +192,10 @@ impl<P: Port> Tx<P> {
         send: impl FnOnce(&mut Self, &mut [u8], usize, Option<(usize, usize, bool)>),
     ) {
         let mut frame = std::mem::take(&mut self.frame);
+        let l3 = Interface::ip_header_len(peer);
+        let offload = device_checksum.then_some((ETHERNET_HEADER_LEN, l3, peer.is_ipv6()));
         match iface.frame_sctp_reachable(now, peer, len, &mut frame, &mut self.solicitation) {
             Ok((n, stale)) => {
-                let l3 = Interface::ip_header_len(peer);
-                let offload = device_checksum.then_some((ETHERNET_HEADER_LEN, l3, peer.is_ipv6()));
                 send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload);
                 if stale {
                     let probe = iface.probe(now, peer, &mut frame);
@@ -207,16 +212,11 @@ impl<P: Port> Tx<P> {
                 if hold && self.held.len() < HELD_MAX {
                     // Framed now, addressed once the neighbour answers.
                     let n = iface.frame_sctp_to([0; 6], peer, len, &mut frame);
-                    let l3 = Interface::ip_header_len(peer);
                     self.held.push(Held {
                         peer,
                         since: now,
                         frame: frame[..n].to_vec(),
-                        offload: device_checksum.then_some((
-                            ETHERNET_HEADER_LEN,
-                            l3,
-                            peer.is_ipv6(),
-                        )),
+                        offload,
                     });
                 } else {
                     self.stats.unresolved += 1;

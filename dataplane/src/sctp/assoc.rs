@@ -2084,20 +2084,42 @@ impl Association {
     /// Whether nothing but a SACK is owed: no handshake or teardown chunk, no HEARTBEAT or
     /// its ACK, no ERROR, no ABORT, no fast retransmission.
     fn owes_nothing_but_sack(&self) -> bool {
-        let p = &self.pending;
-        !(p.init
-            || p.cookie_echo
-            || p.cookie_ack
-            || p.shutdown
-            || p.shutdown_ack
-            || p.shutdown_complete
-            || p.heartbeat
-            || p.fast_rtx)
-            && p.hb_ack.is_none()
-            && p.abort.is_none()
-            && p.causes[0].is_none()
-            && p.ootb_shutdown_complete.is_none()
-            && p.stale_cookie.is_none()
+        // Every field named (no `..`): a chunk added to `Pending` must be weighed here, or the
+        // short path of `build` would never send it.
+        let Pending {
+            init,
+            cookie_echo,
+            data_with_cookie: _,
+            cookie_ack,
+            shutdown,
+            shutdown_ack,
+            shutdown_complete,
+            heartbeat,
+            hb_ack,
+            hb_ack_info: _,
+            abort,
+            causes,
+            error_bytes: _,
+            fast_rtx,
+            ootb_shutdown_complete,
+            stale_cookie,
+            sack: _,
+            sack_now: _,
+            data_packets: _,
+        } = &self.pending;
+        !(*init
+            || *cookie_echo
+            || *cookie_ack
+            || *shutdown
+            || *shutdown_ack
+            || *shutdown_complete
+            || *heartbeat
+            || *fast_rtx)
+            && hb_ack.is_none()
+            && abort.is_none()
+            && causes[0].is_none()
+            && ootb_shutdown_complete.is_none()
+            && stale_cookie.is_none()
             && self.pending_init_ack.is_none()
     }
 
