@@ -535,6 +535,9 @@ pub struct ConnStats {
     pub reads_unservable: u64,
     /// RFC 7306 Atomic Requests performed and answered.
     pub atomics_served: u64,
+    /// Atomic Requests that passed every check but whose target this core could not reach
+    /// (not in its region table): each ended its stream with RDMAP's Local Catastrophic Error.
+    pub atomics_unservable: u64,
     /// Atomics of ours completed by their Atomic Response.
     pub atomics_completed: u64,
     /// Atomic Responses whose sink was no longer a writable registration of the stream: the

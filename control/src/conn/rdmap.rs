@@ -15,7 +15,7 @@ use ddpdk_dataplane::wire::rdmap::{
     QN_READ_REQUEST, QN_SEND, QN_TERMINATE,
 };
 
-use crate::memory::{Place, RegionId};
+use crate::memory::{Place, RegionId, RegionTable};
 use crate::rdmap::{
     encode_private_data, rsvd_ulp, terminate_payload, AtomicServe, OutboundAtomic, OutboundRead,
     RdmaLimits, RdmapStream, ReadResponse, Stags, Upcall, ATOMIC_WORD,
@@ -45,14 +45,59 @@ pub(super) struct RdmapUlp<'a> {
     pub(super) grace: &'a mut Option<u8>,
     pub(super) out: &'a mut Sink,
     pub(super) stags: &'a StagTable,
+    /// Where an Atomic Response's value is written.
+    pub(super) regions: &'a RegionTable,
     pub(super) sid: StreamId,
     pub(super) pd: Pd,
     /// Read and Atomic Requests found good, to answer in their order.
     pub(super) serve: Vec<Serve>,
-    /// Atomic Responses delivered: the Atomic and the Original Remote Data Value.
-    pub(super) atomics_done: Vec<(OutboundAtomic, u64)>,
     /// An error RDMAP found in a delivered message: the stream fails with it.
     pub(super) fault: Option<(RxError, HeaderCopy, usize, Option<ReadRequest>)>,
+}
+
+impl RdmapUlp<'_> {
+    /// An Atomic Response arrived (RFC 7306 §5.2.2): the Original Remote Data Value goes into
+    /// the Atomic's sink, in this machine's byte order, and the Atomic completes (§5.4 rule 7).
+    /// A sink deregistered meanwhile, or invalidated by the peer earlier in this packet (RFC
+    /// 5040 §5.3), takes nothing: the work request completes in error.
+    fn complete_atomic(&mut self, atomic: OutboundAtomic, original: u64) {
+        let out = &mut *self.out;
+        let stags = Stags {
+            table: self.stags,
+            revoked: &out.peer_invalidated,
+        };
+        let written = stags
+            .check_access(
+                atomic.sink,
+                atomic.sink_to,
+                ATOMIC_WORD,
+                self.sid,
+                self.pd,
+                Access::LOCAL_WRITE,
+            )
+            .ok()
+            .and_then(|p| {
+                let region = self.regions.region(p.region)?;
+                region.place(p.offset, &original.to_ne_bytes()).ok()
+            })
+            .is_some();
+        let status = if written {
+            out.stats.atomics_completed += 1;
+            Status::Success
+        } else {
+            out.stats.atomic_results_lost += 1;
+            Status::Flushed
+        };
+        let done = Done {
+            wr_id: atomic.wr_id,
+            signaled: atomic.signaled,
+            seq: Some(atomic.seq),
+        };
+        report(out, Some(&mut *self.rdmap), self.stream, done, status);
+        // An ORD slot is free: a waiting Read or Atomic Request may go.
+        out.wake.push(self.stream);
+        out.touched.stream(self.stream);
+    }
 }
 
 impl Ulp for RdmapUlp<'_> {
@@ -102,7 +147,7 @@ impl Ulp for RdmapUlp<'_> {
                     }
                     Upcall::Atomic(atomic) => self.serve.push(Serve::Atomic(atomic)),
                     Upcall::AtomicDone { atomic, original } => {
-                        self.atomics_done.push((atomic, original));
+                        self.complete_atomic(atomic, original);
                     }
                     Upcall::ReadDone(read) => {
                         out.stats.reads_completed += 1;
@@ -173,10 +218,10 @@ pub(super) fn receive(
         grace,
         out: &mut *out,
         stags: memory.stags,
+        regions: memory.regions,
         sid: *sid,
         pd: rx_path.pd(),
         serve: Vec::new(),
-        atomics_done: Vec::new(),
         fault: None,
     };
     match oversize {
@@ -185,15 +230,7 @@ pub(super) fn receive(
             rx_path.on_segment(chunk, memory.stags, memory.regions, &mut ulp);
         }
     }
-    let RdmapUlp {
-        serve,
-        atomics_done,
-        fault,
-        ..
-    } = ulp;
-    for (atomic, original) in atomics_done {
-        complete_atomic(stream, s, atomic, original, memory, out);
-    }
+    let RdmapUlp { serve, fault, .. } = ulp;
     if let Some((error, header, segment_len, read_request)) = fault {
         fail(
             stream,
@@ -228,6 +265,7 @@ pub(super) fn receive(
                 None => {
                     // The checked target is not in this core's regions (or not aligned in
                     // memory): a fault of ours, not the peer's. Nothing was modified.
+                    out.stats.atomics_unservable += 1;
                     let error = RxError::Rdmap(RdmapError::LocalCatastrophic);
                     let none = HeaderCopy::from_bytes(&[]);
                     fail(stream, s, out, (error, none, 0, None), 1 + serve.len());
@@ -278,54 +316,6 @@ fn execute_atomic(atomic: &AtomicServe, memory: Place<'_>) -> Option<u64> {
             request.result(original).filter(|&new| new != original)
         })
         .ok()
-}
-
-/// An Atomic Response arrived (RFC 7306 §5.2.2): the Original Remote Data Value goes into the
-/// Atomic's sink, in this machine's byte order, and the Atomic completes (§5.4 rule 7). A sink
-/// deregistered meanwhile takes nothing: the work request completes in error.
-fn complete_atomic(
-    stream: u16,
-    s: &mut DdpStream,
-    atomic: OutboundAtomic,
-    original: u64,
-    memory: Place<'_>,
-    out: &mut Sink,
-) {
-    let pd = s.rx.as_ref().map(|rx| rx.pd());
-    let written = pd.is_some_and(|pd| {
-        memory
-            .stags
-            .check_access(
-                atomic.sink,
-                atomic.sink_to,
-                ATOMIC_WORD,
-                s.sid,
-                pd,
-                Access::LOCAL_WRITE,
-            )
-            .ok()
-            .and_then(|p| {
-                let region = memory.regions.region(p.region)?;
-                region.place(p.offset, &original.to_ne_bytes()).ok()
-            })
-            .is_some()
-    });
-    let status = if written {
-        out.stats.atomics_completed += 1;
-        Status::Success
-    } else {
-        out.stats.atomic_results_lost += 1;
-        Status::Flushed
-    };
-    let done = Done {
-        wr_id: atomic.wr_id,
-        signaled: atomic.signaled,
-        seq: Some(atomic.seq),
-    };
-    report(out, s.rdmap.as_deref_mut(), stream, done, status);
-    // An ORD slot is free: a waiting Read or Atomic Request may go.
-    out.wake.push(stream);
-    out.touched.stream(stream);
 }
 
 /// Queues the Read Response to `response` (RFC 5040 §5.2): a tagged message into the

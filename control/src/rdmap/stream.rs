@@ -578,6 +578,8 @@ impl RdmapStream {
         pd: Pd,
     ) -> Result<Upcall, RdmapError> {
         let request = AtomicRequest::parse(bytes).map_err(|_| RdmapError::OperationUnspecified)?;
+        // RFC 7306 §5.2: Atomic Requests share the Read Requests' IRD flow control; more than
+        // we offered at once is refused as a Read Request would be.
         if self.serving >= self.ours.ird {
             return Err(RdmapError::CatastrophicStream);
         }
