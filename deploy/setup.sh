@@ -11,8 +11,10 @@ set -euo pipefail
 # Run/test: the dpdk package ships the PMDs (net_ring, net_memif, net_pcap ...) and dpdk-dev the
 # tools (dpdk-testpmd for the benchmark baseline, dpdk-dumpcap, dpdk-telemetry.py).
 # Test peers: libusrsctp-dev (the reference SCTP stack), iproute2 (network namespaces, veth),
-# tshark (an independent dissector that checks our frames' CRC32c and chunks).
-PACKAGES=(libdpdk-dev dpdk dpdk-dev pkg-config libclang-dev clang gcc make libusrsctp-dev iproute2 procps tshark)
+# tshark (an independent dissector that checks our frames' CRC32c and chunks), python3-scapy
+# (an independent ESP implementation, RFC 4303, that checks our IPsec packets both ways).
+PACKAGES=(libdpdk-dev dpdk dpdk-dev pkg-config libclang-dev clang gcc make libusrsctp-dev iproute2 procps tshark
+  python3-scapy)
 
 say() { printf 'setup: %s\n' "$*"; }
 SUDO=""

@@ -36,6 +36,10 @@ const FUNCTIONS: &[&str] = &[
     "rte_vdev_.*",
     "rte_dev_.*",
     "rte_pdump_init",
+    "rte_cryptodev_.*",
+    "rte_crypto_.*",
+    "rte_security_.*",
+    "rte_ipsec_.*",
     "ddpdk_.*",
 ];
 

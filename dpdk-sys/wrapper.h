@@ -19,4 +19,8 @@
 #include <rte_dev.h>
 #include <rte_bus_vdev.h>
 #include <rte_pdump.h>
+#include <rte_crypto.h>
+#include <rte_cryptodev.h>
+#include <rte_security.h>
+#include <rte_ipsec.h>
 #include "shim.h"

@@ -17,6 +17,7 @@
 pub mod config;
 pub mod ddp;
 pub mod fwd;
+pub mod ipsec;
 pub mod mem;
 pub mod net;
 pub mod port;

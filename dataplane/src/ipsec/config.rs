@@ -1,0 +1,508 @@
+//! The IPsec configuration file: DPDK `ipsec-secgw`'s `sa` and `sp` rules, the subset an SCTP
+//! endpoint needs, plus per-SA ESN, replay window and lifetimes (documented in `docs/ipsec.md`).
+//!
+//! ```text
+//! sa out 1000 aead_algo aes-128-gcm aead_key 2b:7e:...:15:ca:fe:ba:be mode transport
+//! sa in 2000 cipher_algo aes-128-cbc cipher_key ... auth_algo sha256-hmac auth_key ... \
+//!     mode ipv4-tunnel src 198.18.0.2 dst 198.18.0.1 esn replay-win 256 life-bytes 1000000000
+//! sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp dport 5000:5000
+//! sp ipv4 in esp protect 2000 pri 10 src 198.18.0.2/32 proto sctp
+//! sp ipv4 in esp discard pri 1 proto sctp
+//! ```
+//!
+//! As in `ipsec-secgw`, an AES-GCM `aead_key` ends with the 4-byte salt (RFC 4106 §8.1).
+
+use std::net::IpAddr;
+
+use super::{
+    Action, Algorithm, Direction, Lifetime, Mode, Policy, Prefix, SaConfig, Selector, Spd,
+    DEFAULT_REPLAY_WINDOW, IPPROTO_SCTP,
+};
+
+/// Every SA and policy of one configuration.
+#[derive(Debug, Clone, Default)]
+pub struct IpsecConfig {
+    pub sas: Vec<SaConfig>,
+    pub spd: Spd,
+}
+
+impl IpsecConfig {
+    /// The SA with this SPI and direction.
+    pub fn sa(&self, direction: Direction, spi: u32) -> Option<&SaConfig> {
+        self.sas
+            .iter()
+            .find(|s| s.direction == direction && s.spi == spi)
+    }
+
+    /// Adds an SA, refusing a second one with the same SPI and direction.
+    pub fn add_sa(&mut self, sa: SaConfig) -> Result<(), String> {
+        sa.validate()?;
+        if self.sa(sa.direction, sa.spi).is_some() {
+            return Err(format!("SA {} {} is defined twice", sa.direction, sa.spi));
+        }
+        self.sas.push(sa);
+        Ok(())
+    }
+
+    /// Adds a policy whose SA (if it protects) exists in its direction.
+    pub fn add_policy(&mut self, p: Policy) -> Result<(), String> {
+        if let Action::Protect(spi) = p.action {
+            if self.sa(p.direction, spi).is_none() {
+                return Err(format!(
+                    "policy protects with SA {} {spi}, which is not defined (define the sa first)",
+                    p.direction
+                ));
+            }
+        }
+        self.spd.add(p);
+        Ok(())
+    }
+
+    /// The most bytes ESP adds to any packet: what the path MTU must leave free.
+    pub fn max_overhead(&self) -> usize {
+        self.sas
+            .iter()
+            .filter(|s| s.direction == Direction::Out)
+            .map(SaConfig::overhead)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// A line of the file that could not be taken, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Reads a whole configuration; `#` starts a comment and a trailing `\` continues a line.
+pub fn parse_config(text: &str) -> Result<IpsecConfig, ConfigError> {
+    let mut cfg = IpsecConfig::default();
+    let mut pending = String::new();
+    let mut first = 0;
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim_end();
+        if pending.is_empty() {
+            first = n + 1;
+        }
+        if let Some(head) = line.strip_suffix('\\') {
+            pending.push_str(head);
+            pending.push(' ');
+            continue;
+        }
+        pending.push_str(line);
+        let words: Vec<&str> = pending.split_whitespace().collect();
+        let r = parse_rule(&mut cfg, &words);
+        pending.clear();
+        r.map_err(|message| ConfigError {
+            line: first,
+            message,
+        })?;
+    }
+    Ok(cfg)
+}
+
+/// Takes one rule (`sa ...` or `sp ...`) into `cfg`; also what the shell's `ipsec sa add` and
+/// `ipsec sp add` parse.
+pub fn parse_rule(cfg: &mut IpsecConfig, words: &[&str]) -> Result<(), String> {
+    match words.first() {
+        None => Ok(()),
+        Some(&"sa") => cfg.add_sa(parse_sa(&words[1..])?),
+        Some(&"sp") => cfg.add_policy(parse_sp(&words[1..])?),
+        Some(w) => Err(format!("unknown rule {w:?} (expected sa or sp)")),
+    }
+}
+
+fn direction(w: Option<&&str>) -> Result<Direction, String> {
+    match w {
+        Some(&"in") => Ok(Direction::In),
+        Some(&"out") => Ok(Direction::Out),
+        other => Err(format!("expected in or out, got {other:?}")),
+    }
+}
+
+fn number<T: std::str::FromStr>(what: &str, w: Option<&&str>) -> Result<T, String> {
+    let w = w.ok_or_else(|| format!("{what} needs a value"))?;
+    w.parse()
+        .map_err(|_| format!("{what}: {w:?} is not a number in range"))
+}
+
+fn bytes(what: &str, w: Option<&&str>) -> Result<Vec<u8>, String> {
+    let w = w.ok_or_else(|| format!("{what} needs a value"))?;
+    let hex: String = match w.strip_prefix("0x") {
+        Some(h) => h.to_owned(),
+        None => w.split(':').map(|b| format!("{b:0>2}")).collect(),
+    };
+    if !hex.len().is_multiple_of(2) || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "{what}: expected hex bytes (aa:bb:... or 0xaabb...)"
+        ));
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|e| e.to_string()))
+        .collect()
+}
+
+fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
+    let dir = direction(w.first())?;
+    let spi: u32 = number("spi", w.get(1))?;
+    let mut aead: Option<(&str, Vec<u8>)> = None;
+    let mut cipher: Option<(&str, Vec<u8>)> = None;
+    let mut auth: Option<(&str, Vec<u8>)> = None;
+    let mut mode = None;
+    let (mut src, mut dst) = (None, None);
+    let mut esn = false;
+    let mut window = None;
+    let mut lifetime = Lifetime::default();
+    let mut i = 2;
+    while i < w.len() {
+        let key = w[i];
+        let val = w.get(i + 1);
+        i += 2;
+        match key {
+            "aead_algo" => aead = Some((val.copied().unwrap_or(""), Vec::new())),
+            "aead_key" => match aead.as_mut() {
+                Some(a) => a.1 = bytes(key, val)?,
+                None => return Err("aead_key before aead_algo".into()),
+            },
+            "cipher_algo" => cipher = Some((val.copied().unwrap_or(""), Vec::new())),
+            "cipher_key" => match cipher.as_mut() {
+                Some(c) => c.1 = bytes(key, val)?,
+                None => return Err("cipher_key before cipher_algo".into()),
+            },
+            "auth_algo" => auth = Some((val.copied().unwrap_or(""), Vec::new())),
+            "auth_key" => match auth.as_mut() {
+                Some(a) => a.1 = bytes(key, val)?,
+                None => return Err("auth_key before auth_algo".into()),
+            },
+            "mode" => mode = val.copied(),
+            "src" => {
+                src = Some(
+                    val.copied()
+                        .unwrap_or("")
+                        .parse::<IpAddr>()
+                        .map_err(|e| format!("src: {e}"))?,
+                )
+            }
+            "dst" => {
+                dst = Some(
+                    val.copied()
+                        .unwrap_or("")
+                        .parse::<IpAddr>()
+                        .map_err(|e| format!("dst: {e}"))?,
+                )
+            }
+            "esn" => {
+                esn = true;
+                i -= 1;
+            }
+            "replay-win" => window = Some(number::<u32>(key, val)?),
+            "life-bytes" => lifetime.bytes = Some(number(key, val)?),
+            "life-secs" => lifetime.secs = Some(number(key, val)?),
+            other => return Err(format!("unknown sa keyword {other:?}")),
+        }
+    }
+    let (algorithm, key, auth_key, salt) = match (aead, cipher, auth) {
+        (Some((name, k)), None, None) => {
+            let a = match name {
+                "aes-128-gcm" => Algorithm::AesGcm128,
+                "aes-256-gcm" => Algorithm::AesGcm256,
+                other => {
+                    return Err(format!(
+                        "unsupported aead_algo {other:?} (aes-128-gcm, aes-256-gcm)"
+                    ))
+                }
+            };
+            if k.len() != a.key_len() + 4 {
+                return Err(format!(
+                    "{name} aead_key is {} key bytes and a 4-byte salt, got {} bytes",
+                    a.key_len(),
+                    k.len()
+                ));
+            }
+            let salt = u32::from_be_bytes([
+                k[k.len() - 4],
+                k[k.len() - 3],
+                k[k.len() - 2],
+                k[k.len() - 1],
+            ]);
+            (a, k[..k.len() - 4].to_vec(), Vec::new(), salt)
+        }
+        (None, Some((c, k)), Some((h, hk))) => {
+            let a = match (c, h) {
+                ("aes-128-cbc", "sha256-hmac") => Algorithm::AesCbc128HmacSha256,
+                ("aes-256-cbc", "sha256-hmac") => Algorithm::AesCbc256HmacSha256,
+                _ => {
+                    return Err(format!(
+                        "unsupported cipher_algo/auth_algo {c}/{h} (aes-128-cbc or aes-256-cbc with sha256-hmac)"
+                    ))
+                }
+            };
+            (a, k, hk, 0)
+        }
+        (None, None, None) => {
+            return Err("an sa needs aead_algo, or cipher_algo and auth_algo".into())
+        }
+        _ => return Err("an sa takes aead_algo alone, or cipher_algo with auth_algo".into()),
+    };
+    let mode = match (mode, src, dst) {
+        (Some("transport"), None, None) => Mode::Transport,
+        (Some("transport"), _, _) => return Err("transport mode takes no src/dst".into()),
+        (Some(m @ ("ipv4-tunnel" | "ipv6-tunnel")), Some(s), Some(d)) => {
+            if s.is_ipv4() != (m == "ipv4-tunnel") || d.is_ipv4() != (m == "ipv4-tunnel") {
+                return Err(format!("{m}: src and dst must be of that family"));
+            }
+            Mode::Tunnel { src: s, dst: d }
+        }
+        (Some("ipv4-tunnel" | "ipv6-tunnel"), _, _) => {
+            return Err("tunnel mode needs src and dst".into())
+        }
+        (m, _, _) => {
+            return Err(format!(
+                "mode must be transport, ipv4-tunnel or ipv6-tunnel, got {m:?}"
+            ))
+        }
+    };
+    let replay_window = window.unwrap_or(match dir {
+        Direction::In => DEFAULT_REPLAY_WINDOW,
+        Direction::Out => 0,
+    });
+    Ok(SaConfig {
+        spi,
+        direction: dir,
+        algorithm,
+        key,
+        auth_key,
+        salt,
+        mode,
+        esn,
+        replay_window,
+        lifetime,
+    })
+}
+
+fn range(what: &str, w: Option<&&str>) -> Result<std::ops::RangeInclusive<u16>, String> {
+    let w = w.ok_or_else(|| format!("{what} needs from:to"))?;
+    let (a, b) = w.split_once(':').unwrap_or((w, w));
+    let a: u16 = number(what, Some(&a))?;
+    let b: u16 = number(what, Some(&b))?;
+    if a > b {
+        return Err(format!("{what} {w}: empty range"));
+    }
+    Ok(a..=b)
+}
+
+fn parse_sp(w: &[&str]) -> Result<Policy, String> {
+    let all = match w.first() {
+        Some(&"ipv4") => "0.0.0.0/0",
+        Some(&"ipv6") => "::/0",
+        other => return Err(format!("sp needs ipv4 or ipv6, got {other:?}")),
+    };
+    let all: Prefix = all.parse()?;
+    let dir = direction(w.get(1))?;
+    if w.get(2) != Some(&"esp") {
+        return Err("sp <ipv4|ipv6> <in|out> esp <protect SPI|bypass|discard> ...".into());
+    }
+    let (action, mut i) = match w.get(3) {
+        Some(&"protect") => (Action::Protect(number("protect", w.get(4))?), 5),
+        Some(&"bypass") => (Action::Bypass, 4),
+        Some(&"discard") => (Action::Discard, 4),
+        other => {
+            return Err(format!(
+                "expected protect, bypass or discard, got {other:?}"
+            ))
+        }
+    };
+    let mut priority = 0;
+    let mut sel = Selector {
+        src: Some(all),
+        dst: Some(all),
+        ..Selector::default()
+    };
+    while i < w.len() {
+        let (key, val) = (w[i], w.get(i + 1));
+        i += 2;
+        let prefix = |v: Option<&&str>| -> Result<Prefix, String> {
+            let p: Prefix = v.ok_or_else(|| format!("{key} needs a value"))?.parse()?;
+            if p.addr.is_ipv4() != all.addr.is_ipv4() {
+                return Err(format!("{key}: not an address of this rule's family"));
+            }
+            Ok(p)
+        };
+        match key {
+            "pri" => priority = number(key, val)?,
+            "src" => sel.src = Some(prefix(val)?),
+            "dst" => sel.dst = Some(prefix(val)?),
+            "proto" => {
+                sel.proto = Some(match val {
+                    Some(&"sctp") => IPPROTO_SCTP,
+                    // ipsec-secgw writes proto as from:to; a single protocol is what it means.
+                    v => {
+                        let r = range(key, v)?;
+                        if r.start() != r.end() || *r.end() > 255 {
+                            return Err("proto takes one protocol number (or sctp)".into());
+                        }
+                        *r.start() as u8
+                    }
+                })
+            }
+            "sport" => sel.sport = range(key, val)?,
+            "dport" => sel.dport = range(key, val)?,
+            other => return Err(format!("unknown sp keyword {other:?}")),
+        }
+    }
+    Ok(Policy {
+        direction: dir,
+        priority,
+        selector: sel,
+        action,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use crate::ipsec::Flow;
+
+    const KEY16: &str = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c";
+
+    #[test]
+    fn a_secgw_style_file_reads_into_sas_and_policies() {
+        let text = format!(
+            "# ddpdk test\n\
+             sa out 1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport\n\
+             sa in 2000 cipher_algo aes-128-cbc cipher_key {KEY16} \\\n\
+             \tauth_algo sha256-hmac auth_key 0x{} mode ipv4-tunnel src 198.18.0.2 dst 198.18.0.1 \\\n\
+             \tesn replay-win 256 life-bytes 1000000 life-secs 3600\n\
+             sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp dport 5000:5000\n\
+             sp ipv4 in esp protect 2000 pri 10 src 198.18.0.2 proto 132:132\n\
+             sp ipv4 in esp discard pri 1 proto sctp\n",
+            "11".repeat(32)
+        );
+        let cfg = parse_config(&text).unwrap();
+        let out = cfg.sa(Direction::Out, 1000).unwrap();
+        assert_eq!(out.algorithm, Algorithm::AesGcm128);
+        assert_eq!(out.key[0], 0x2b);
+        assert_eq!(out.salt, 0xcafe_babe);
+        assert_eq!(out.mode, Mode::Transport);
+        assert!(!out.esn);
+        let inb = cfg.sa(Direction::In, 2000).unwrap();
+        assert_eq!(inb.algorithm, Algorithm::AesCbc128HmacSha256);
+        assert_eq!(inb.auth_key, vec![0x11; 32]);
+        assert!(inb.esn);
+        assert_eq!(inb.replay_window, 256);
+        assert_eq!(
+            inb.lifetime,
+            Lifetime {
+                bytes: Some(1_000_000),
+                secs: Some(3600)
+            }
+        );
+        assert!(matches!(inb.mode, Mode::Tunnel { .. }));
+        assert_eq!(cfg.spd.policies().len(), 3);
+        let to_peer = Flow {
+            src: "198.18.0.1".parse().unwrap(),
+            dst: "198.18.0.2".parse().unwrap(),
+            proto: IPPROTO_SCTP,
+            sport: 7,
+            dport: 5000,
+        };
+        assert_eq!(
+            cfg.spd.action(Direction::Out, &to_peer),
+            Action::Protect(1000)
+        );
+        let from_peer = Flow {
+            src: to_peer.dst,
+            dst: to_peer.src,
+            ..to_peer
+        };
+        assert_eq!(
+            cfg.spd.action(Direction::In, &from_peer),
+            Action::Protect(2000)
+        );
+        let stranger = Flow {
+            src: "198.18.0.9".parse().unwrap(),
+            ..from_peer
+        };
+        assert_eq!(cfg.spd.action(Direction::In, &stranger), Action::Discard);
+        // An ipv4 rule never selects IPv6 traffic.
+        let v6 = Flow {
+            src: "2001:db8::2".parse().unwrap(),
+            dst: "2001:db8::1".parse().unwrap(),
+            ..from_peer
+        };
+        assert_eq!(cfg.spd.action(Direction::In, &v6), Action::Bypass);
+    }
+
+    #[test]
+    fn mistakes_are_named_with_their_line() {
+        let cases = [
+            (
+                "sa out 1000 aead_algo aes-128-gcm aead_key 01:02 mode transport",
+                "4-byte salt",
+            ),
+            (
+                "sa out 1000 aead_algo chacha aead_key 01 mode transport",
+                "unsupported aead_algo",
+            ),
+            (
+                "sa out 1000 cipher_algo aes-128-cbc cipher_key 01 mode transport",
+                "cipher_algo with auth_algo",
+            ),
+            (
+                "sa out 9 aead_algo aes-128-gcm aead_key 0x{k} mode transport",
+                "reserved",
+            ),
+            (
+                "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode ipv4-tunnel src 198.18.0.1",
+                "needs src and dst",
+            ),
+            (
+                "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport turbo on",
+                "unknown sa keyword",
+            ),
+            ("sp ipv4 out esp protect 77 pri 1", "not defined"),
+            ("sp ipv4 out esp bypass pri 1 dst 2001:db8::1", "family"),
+            ("sp ipv4 out esp bypass sport 9:1", "empty range"),
+            ("sp ipv4 out ah bypass", "esp"),
+            ("spd ipv4", "unknown rule"),
+        ];
+        for (line, why) in cases {
+            let line = line.replace("{k}", &"ab".repeat(20));
+            let text = format!("# first\n\n{line}\n");
+            let e = parse_config(&text).unwrap_err();
+            assert_eq!(e.line, 3, "{line}");
+            assert!(e.message.contains(why), "{line}: {}", e.message);
+        }
+        let twice = format!(
+            "sa in 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport\n\
+             sa in 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport\n",
+            k = "ab".repeat(20)
+        );
+        assert_eq!(parse_config(&twice).unwrap_err().line, 2);
+    }
+
+    #[test]
+    fn overhead_is_the_largest_outbound_sas() {
+        let text = format!(
+            "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport\n\
+             sa out 1001 aead_algo aes-128-gcm aead_key 0x{k} mode ipv6-tunnel src 2001:db8::1 dst 2001:db8::2\n\
+             sa in 1002 cipher_algo aes-256-cbc cipher_key 0x{k2} auth_algo sha256-hmac auth_key 0x{k2} mode transport\n",
+            k = "ab".repeat(20),
+            k2 = "cd".repeat(32)
+        );
+        let cfg = parse_config(&text).unwrap();
+        assert_eq!(cfg.max_overhead(), 40 + 37);
+    }
+}

@@ -1,0 +1,300 @@
+//! The security policy database (RFC 4301 §4.4.1) with the selectors RFC 5043 §13 asks for:
+//! addresses, protocol 132 and SCTP ports.
+
+use std::net::IpAddr;
+use std::ops::RangeInclusive;
+
+use super::{Direction, IPPROTO_SCTP};
+
+/// What policy says of a packet (RFC 4301 §4.4.1: PROTECT, BYPASS, DISCARD).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Through the SA with this SPI: outbound, encrypt with it; inbound, the packet must have
+    /// arrived through it.
+    Protect(u32),
+    Bypass,
+    Discard,
+}
+
+/// An address and prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    pub addr: IpAddr,
+    pub len: u8,
+}
+
+impl Prefix {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(p), IpAddr::V4(a)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.len)).unwrap_or(0);
+                u32::from(p) & mask == u32::from(a) & mask
+            }
+            (IpAddr::V6(p), IpAddr::V6(a)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.len))
+                    .unwrap_or(0);
+                u128::from(p) & mask == u128::from(a) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::str::FromStr for Prefix {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Prefix, String> {
+        let (a, l) = s.split_once('/').unwrap_or((s, ""));
+        let addr: IpAddr = a.parse().map_err(|_| format!("{a:?} is not an address"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let len = if l.is_empty() {
+            max
+        } else {
+            l.parse::<u8>()
+                .ok()
+                .filter(|n| *n <= max)
+                .ok_or_else(|| format!("{l:?} is not a prefix length (0-{max})"))?
+        };
+        Ok(Prefix { addr, len })
+    }
+}
+
+/// A packet's selectors, as seen from this end: inbound, `src` is the peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub proto: u8,
+    /// SCTP ports (0 for other protocols).
+    pub sport: u16,
+    pub dport: u16,
+}
+
+impl Flow {
+    /// The selectors of an Ethernet frame carrying IPv4 or IPv6 (no extension headers), `None`
+    /// for anything else (ARP, a truncated packet).
+    pub fn of_frame(frame: &[u8]) -> Option<Flow> {
+        let (ip, l4) = match frame.get(12..14)? {
+            [0x08, 0x00] => {
+                let h = frame.get(14..34)?;
+                let ihl = usize::from(h[0] & 0x0f) * 4;
+                let src = IpAddr::from(<[u8; 4]>::try_from(&h[12..16]).ok()?);
+                let dst = IpAddr::from(<[u8; 4]>::try_from(&h[16..20]).ok()?);
+                // A non-first fragment has no ports.
+                let frag_off = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
+                let l4 = if frag_off == 0 { 14 + ihl } else { usize::MAX };
+                ((src, dst, h[9]), l4)
+            }
+            [0x86, 0xdd] => {
+                let h = frame.get(14..54)?;
+                let src = IpAddr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
+                let dst = IpAddr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
+                ((src, dst, h[6]), 54)
+            }
+            _ => return None,
+        };
+        let (sport, dport) = match (ip.2, frame.get(l4..l4.saturating_add(4))) {
+            (IPPROTO_SCTP, Some(p)) => (
+                u16::from_be_bytes([p[0], p[1]]),
+                u16::from_be_bytes([p[2], p[3]]),
+            ),
+            _ => (0, 0),
+        };
+        Some(Flow {
+            src: ip.0,
+            dst: ip.1,
+            proto: ip.2,
+            sport,
+            dport,
+        })
+    }
+}
+
+/// What a policy matches; an absent field matches anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    pub src: Option<Prefix>,
+    pub dst: Option<Prefix>,
+    pub proto: Option<u8>,
+    pub sport: RangeInclusive<u16>,
+    pub dport: RangeInclusive<u16>,
+}
+
+impl Default for Selector {
+    fn default() -> Selector {
+        Selector {
+            src: None,
+            dst: None,
+            proto: None,
+            sport: 0..=u16::MAX,
+            dport: 0..=u16::MAX,
+        }
+    }
+}
+
+impl Selector {
+    pub fn matches(&self, f: &Flow) -> bool {
+        self.src.is_none_or(|p| p.contains(f.src))
+            && self.dst.is_none_or(|p| p.contains(f.dst))
+            && self.proto.is_none_or(|p| p == f.proto)
+            && self.sport.contains(&f.sport)
+            && self.dport.contains(&f.dport)
+    }
+}
+
+/// One SPD entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub direction: Direction,
+    /// The higher wins; among equals, the first configured.
+    pub priority: u32,
+    pub selector: Selector,
+    pub action: Action,
+}
+
+/// The ordered policies of both directions.
+#[derive(Debug, Clone, Default)]
+pub struct Spd {
+    policies: Vec<Policy>,
+}
+
+impl Spd {
+    pub fn new() -> Spd {
+        Spd::default()
+    }
+
+    pub fn add(&mut self, p: Policy) {
+        // After every entry of the same or higher priority: equal priorities keep their order.
+        let at = self.policies.partition_point(|q| q.priority >= p.priority);
+        self.policies.insert(at, p);
+    }
+
+    pub fn policies(&self) -> &[Policy] {
+        &self.policies
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+
+    /// The first policy for `dir` that matches, by priority.
+    pub fn lookup(&self, dir: Direction, flow: &Flow) -> Option<&Policy> {
+        self.policies
+            .iter()
+            .find(|p| p.direction == dir && p.selector.matches(flow))
+    }
+
+    /// What happens to `flow` going `dir`. Traffic no policy names passes (BYPASS): ARP,
+    /// Neighbor Discovery and flows the operator did not list keep working, and a deployment
+    /// that wants RFC 4301 §4.4.1's default-deny adds a lowest-priority `discard` for all.
+    pub fn action(&self, dir: Direction, flow: &Flow) -> Action {
+        self.lookup(dir, flow).map_or(Action::Bypass, |p| p.action)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    fn flow(src: &str, dst: &str, sport: u16, dport: u16) -> Flow {
+        Flow {
+            src: src.parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            proto: IPPROTO_SCTP,
+            sport,
+            dport,
+        }
+    }
+
+    fn policy(priority: u32, sel: Selector, action: Action) -> Policy {
+        Policy {
+            direction: Direction::Out,
+            priority,
+            selector: sel,
+            action,
+        }
+    }
+
+    #[test]
+    fn prefixes_match_their_network_only() {
+        let p: Prefix = "198.18.0.0/15".parse().unwrap();
+        assert!(p.contains("198.19.255.255".parse().unwrap()));
+        assert!(!p.contains("198.20.0.0".parse().unwrap()));
+        assert!(!p.contains("2001:db8::1".parse().unwrap()));
+        let all: Prefix = "0.0.0.0/0".parse().unwrap();
+        assert!(all.contains("203.0.113.9".parse().unwrap()));
+        let v6: Prefix = "2001:db8::/32".parse().unwrap();
+        assert!(v6.contains("2001:db8:ffff::1".parse().unwrap()));
+        assert!(!v6.contains("2001:db9::1".parse().unwrap()));
+        assert!("198.18.0.1/33".parse::<Prefix>().is_err());
+        assert_eq!("198.18.0.1".parse::<Prefix>().unwrap().len, 32);
+    }
+
+    /// RFC 5043 §13 item 3: policy selects on protocol and SCTP ports, as it does for TCP.
+    #[test]
+    fn sctp_port_and_protocol_selectors_5043_13() {
+        let mut spd = Spd::new();
+        spd.add(policy(
+            10,
+            Selector {
+                proto: Some(IPPROTO_SCTP),
+                dport: 5000..=5000,
+                ..Selector::default()
+            },
+            Action::Protect(1000),
+        ));
+        assert_eq!(
+            spd.action(Direction::Out, &flow("198.18.0.1", "198.18.0.2", 9, 5000)),
+            Action::Protect(1000)
+        );
+        // Another SCTP port, or the same port under another protocol, is not selected.
+        assert_eq!(
+            spd.action(Direction::Out, &flow("198.18.0.1", "198.18.0.2", 9, 5001)),
+            Action::Bypass
+        );
+        let mut udp = flow("198.18.0.1", "198.18.0.2", 9, 5000);
+        udp.proto = 17;
+        assert_eq!(spd.action(Direction::Out, &udp), Action::Bypass);
+        // Policies of the other direction do not apply.
+        assert_eq!(
+            spd.action(Direction::In, &flow("198.18.0.1", "198.18.0.2", 9, 5000)),
+            Action::Bypass
+        );
+    }
+
+    #[test]
+    fn the_higher_priority_wins_and_equals_keep_their_order() {
+        let mut spd = Spd::new();
+        spd.add(policy(1, Selector::default(), Action::Discard));
+        spd.add(policy(5, Selector::default(), Action::Protect(300)));
+        spd.add(policy(5, Selector::default(), Action::Protect(400)));
+        let f = flow("198.18.0.1", "198.18.0.2", 1, 2);
+        assert_eq!(spd.action(Direction::Out, &f), Action::Protect(300));
+        let order: Vec<u32> = spd.policies().iter().map(|p| p.priority).collect();
+        assert_eq!(order, [5, 5, 1]);
+    }
+
+    #[test]
+    fn flows_are_read_from_frames() {
+        let mut f = vec![0u8; 14 + 20 + 12];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[23] = IPPROTO_SCTP;
+        f[26..30].copy_from_slice(&[198, 18, 0, 1]);
+        f[30..34].copy_from_slice(&[198, 18, 0, 2]);
+        f[34..38].copy_from_slice(&[0x13, 0x88, 0x00, 0x07]);
+        assert_eq!(
+            Flow::of_frame(&f),
+            Some(flow("198.18.0.1", "198.18.0.2", 5000, 7))
+        );
+        // A later fragment carries no ports: it matches only port-less selectors.
+        f[20] = 0x00;
+        f[21] = 0x10;
+        assert_eq!(Flow::of_frame(&f).map(|x| x.dport), Some(0));
+        let mut arp = f.clone();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(Flow::of_frame(&arp), None);
+        assert_eq!(Flow::of_frame(&f[..20]), None);
+    }
+}
