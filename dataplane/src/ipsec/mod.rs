@@ -10,9 +10,11 @@
 //! through DPDK's `rte_ipsec` and cryptodev in `port::dpdk::ipsec`.
 
 mod config;
+mod replay;
 mod spd;
 
 pub use config::{parse_config, parse_rule, ConfigError, IpsecConfig};
+pub use replay::ReplayWindow;
 pub use spd::{Action, Flow, Policy, Prefix, Selector, Spd};
 
 use std::net::IpAddr;

@@ -7,10 +7,12 @@
 mod eal;
 mod ethdev;
 mod flow;
+mod ipsec;
 mod mbuf;
 
 pub use eal::{Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
+pub use ipsec::{CryptoDev, EspDrop, EspSa, SaCounts, SaStats};
 pub use mbuf::{Mbuf, Mempool};
 
 use std::ffi::CStr;

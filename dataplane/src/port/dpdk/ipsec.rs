@@ -1,0 +1,841 @@
+//! ESP (RFC 4303) on mbufs through DPDK's `rte_ipsec` and a cryptodev.
+//!
+//! The crypto runs synchronously on the calling data core (`RTE_SECURITY_ACTION_TYPE_CPU_CRYPTO`):
+//! a software PMD (`crypto_aesni_mb`, Intel's multi-buffer library with AES-NI/VAES) does AES-GCM
+//! and AES-CBC + HMAC-SHA-256 without queues or crypto ops, so a packet is encrypted or verified
+//! in the same poll turn that receives or sends it.
+//!
+//! What `rte_ipsec` leaves to its caller (DPDK 22.11, `lib/ipsec`), done here:
+//! - it encrypts in place and never checks whose memory that is: an attached (zero-copy) or
+//!   chained frame is first copied into one mbuf of our own, or the ESP trailer and ciphertext
+//!   would land in a registered region;
+//! - it fixes no IPv4 header checksum, outbound or inbound;
+//! - it keeps no lifetime and no error counters: [`SaStats`] are ours;
+//! - it checks neither the outer addresses of a tunnel nor the inner packet against policy
+//!   (RFC 4301 §5.2): the outer addresses are checked here, policy by the caller.
+//! - `rte_ipsec_sa_init` accepts an algorithm it cannot do and returns a zeroed SA: only the
+//!   algorithms of [`Algorithm`](crate::ipsec::Algorithm) reach it.
+
+use std::ffi::{c_void, CString};
+use std::net::IpAddr;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use dpdk_sys as sys;
+
+use super::mbuf::{Mbuf, Mempool};
+use super::DpdkError;
+use crate::ipsec::{Direction, Mode, ReplayWindow, SaConfig};
+use crate::port::PacketBuf;
+
+const ETH: usize = 14;
+const IPPROTO_IPIP: u8 = 4;
+const IPPROTO_IPV6: u8 = 41;
+/// rte_mbuf_core.h: set by `rte_ipsec_pkt_cpu_prepare` on a packet whose crypto failed.
+const RX_SEC_OFFLOAD: u64 = 1 << 18;
+const RX_SEC_OFFLOAD_FAILED: u64 = 1 << 19;
+/// Where the PMD finds the IV: rte_ipsec writes it at this offset of a crypto op, and CPU
+/// crypto uses the same layout (ipsec-secgw's IV_OFFSET).
+const IV_OFFSET: u16 = (std::mem::size_of::<sys::rte_crypto_op>()
+    + std::mem::size_of::<sys::rte_crypto_sym_op>()) as u16;
+/// Bytes of tailroom rte_ipsec needs besides the padding: trailer, ICV, AAD scratch, ESN high
+/// bits (`esp_outb.c`, `esp_inb.c`).
+const TAIL_SCRATCH: usize = 2 + 16 + 16 + 4;
+
+/// A software crypto device that does CPU crypto, shared by every SA on it.
+#[derive(Debug)]
+pub struct CryptoDev {
+    id: u8,
+    name: String,
+    sessions: NonNull<sys::rte_mempool>,
+}
+
+// SAFETY: the device id and the session pool are used through thread-safe DPDK calls only
+// (session create/free take the mempool's own locks; CPU crypto keeps per-thread state).
+unsafe impl Send for CryptoDev {}
+// SAFETY: as above.
+unsafe impl Sync for CryptoDev {}
+
+/// Sessions the pool holds: one per SA.
+const SESSIONS: u32 = 1023;
+
+impl CryptoDev {
+    /// Creates (or finds) the virtual device `name` (`crypto_aesni_mb0`, ...), checks it can do
+    /// CPU crypto, configures and starts it. Needs a running EAL.
+    pub fn open(name: &str) -> Result<Arc<CryptoDev>, DpdkError> {
+        let c_name = CString::new(name).map_err(|_| DpdkError::new("crypto device name", 22))?;
+        // rte_vdev_init lives in the vdev bus driver, which libdpdk's link line leaves out; the
+        // EAL's hotplug call reaches the same bus.
+        // SAFETY: valid C strings; an existing device answers -EEXIST, which we accept.
+        let rc = unsafe {
+            sys::rte_eal_hotplug_add(
+                c"vdev".as_ptr(),
+                c_name.as_ptr(),
+                c"max_nb_queue_pairs=1".as_ptr(),
+            )
+        };
+        if rc < 0 && rc != -17 {
+            return Err(DpdkError::new(
+                format!(
+                    "vdev {name} (is the crypto PMD installed? dpkg -L librte-crypto-ipsec-mb23)"
+                ),
+                -rc,
+            ));
+        }
+        // SAFETY: valid C string.
+        let id = unsafe { sys::rte_cryptodev_get_dev_id(c_name.as_ptr()) };
+        let id =
+            u8::try_from(id).map_err(|_| DpdkError::new(format!("no crypto device {name}"), 19))?;
+        let mut info = sys::rte_cryptodev_info::default();
+        // SAFETY: a valid device id and an out-parameter of the right type.
+        unsafe { sys::rte_cryptodev_info_get(id, &mut info) };
+        if info.feature_flags & u64::from(sys::RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO) == 0 {
+            return Err(DpdkError::new(
+                format!("{name} cannot do CPU crypto (RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO); use crypto_aesni_mb"),
+                95,
+            ));
+        }
+        let mut conf = sys::rte_cryptodev_config {
+            socket_id: 0,
+            nb_queue_pairs: 1,
+            ff_disable: u64::from(sys::RTE_CRYPTODEV_FF_ASYMMETRIC_CRYPTO),
+        };
+        // SAFETY: a valid id and config; a device already started answers -EBUSY and is
+        // configured already.
+        let rc = unsafe { sys::rte_cryptodev_configure(id, &mut conf) };
+        let started = rc == -16;
+        if rc < 0 && !started {
+            return Err(DpdkError::new(
+                format!("rte_cryptodev_configure({name})"),
+                -rc,
+            ));
+        }
+        // SAFETY: a valid id.
+        let priv_size = unsafe { sys::rte_cryptodev_sym_get_private_session_size(id) };
+        let pool_name = CString::new(format!("ipsec_sess_{id}"))
+            .map_err(|_| DpdkError::new("pool name", 22))?;
+        // SAFETY: a valid name; an existing pool of that name is looked up instead.
+        let mut pool = unsafe { sys::rte_mempool_lookup(pool_name.as_ptr()) };
+        if pool.is_null() {
+            // SAFETY: as above; DPDK validates the sizes.
+            pool = unsafe {
+                sys::rte_cryptodev_sym_session_pool_create(
+                    pool_name.as_ptr(),
+                    SESSIONS,
+                    priv_size,
+                    0,
+                    0,
+                    0,
+                )
+            };
+        }
+        let sessions = NonNull::new(pool)
+            .ok_or_else(|| DpdkError::from_rte_errno("rte_cryptodev_sym_session_pool_create"))?;
+        if !started {
+            // The queue pair is never used for CPU crypto, but a device starts only with one.
+            let qp = sys::rte_cryptodev_qp_conf {
+                nb_descriptors: 64,
+                mp_session: std::ptr::null_mut(),
+            };
+            // SAFETY: a configured device, queue pair 0 of the 1 configured.
+            let rc = unsafe { sys::rte_cryptodev_queue_pair_setup(id, 0, &qp, 0) };
+            if rc < 0 {
+                return Err(DpdkError::new(
+                    format!("rte_cryptodev_queue_pair_setup({name})"),
+                    -rc,
+                ));
+            }
+            // SAFETY: a configured device.
+            let rc = unsafe { sys::rte_cryptodev_start(id) };
+            if rc < 0 {
+                return Err(DpdkError::new(format!("rte_cryptodev_start({name})"), -rc));
+            }
+        }
+        Ok(Arc::new(CryptoDev {
+            id,
+            name: name.to_owned(),
+            sessions,
+        }))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for CryptoDev {
+    fn drop(&mut self) {
+        // SAFETY: every SA holds an Arc to its device, so none is left; stopping and closing
+        // release the device's queues, then the session pool is empty and freed.
+        unsafe {
+            sys::rte_cryptodev_stop(self.id);
+            sys::rte_cryptodev_close(self.id);
+            sys::rte_mempool_free(self.sessions.as_ptr());
+        }
+    }
+}
+
+/// Counters of one SA; packets and bytes are those that passed (bytes of ESP payload, what a
+/// lifetime counts).
+#[derive(Debug, Default)]
+pub struct SaStats {
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Inbound: a sequence number seen already or left of the window (RFC 4303 §3.4.3).
+    pub replay: AtomicU64,
+    /// Inbound: the ICV did not verify (RFC 4303 §3.4.4).
+    pub auth_failed: AtomicU64,
+    /// Too short, misaligned ciphertext, wrong padding (RFC 4303 §2.4), outer addresses that
+    /// are not the tunnel's.
+    pub malformed: AtomicU64,
+    /// The SA's lifetime in bytes or seconds is spent (RFC 4301 §4.4.2.1).
+    pub expired: AtomicU64,
+    /// Outbound without ESN: the 32-bit sequence number is spent (RFC 4303 §3.3.3).
+    pub overflow: AtomicU64,
+    /// No mbuf to copy an attached or chained frame into, or no room in one.
+    pub no_room: AtomicU64,
+}
+
+/// A snapshot of [`SaStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SaCounts {
+    pub packets: u64,
+    pub bytes: u64,
+    pub replay: u64,
+    pub auth_failed: u64,
+    pub malformed: u64,
+    pub expired: u64,
+    pub overflow: u64,
+    pub no_room: u64,
+}
+
+impl SaStats {
+    pub fn snapshot(&self) -> SaCounts {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        SaCounts {
+            packets: r(&self.packets),
+            bytes: r(&self.bytes),
+            replay: r(&self.replay),
+            auth_failed: r(&self.auth_failed),
+            malformed: r(&self.malformed),
+            expired: r(&self.expired),
+            overflow: r(&self.overflow),
+            no_room: r(&self.no_room),
+        }
+    }
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// `rte_ipsec_session_prepare` stores this struct's address in the crypto session: it lives in
+/// a box and never moves.
+#[repr(C, align(64))]
+struct Session(sys::rte_ipsec_session);
+
+/// The rte_ipsec SA, its session and the crypto session: used by one thread at a time (the SA
+/// is created without RTE_IPSEC_SAFLAG_SQN_ATOM, so its sequence number and replay window are
+/// plain state).
+struct Engine {
+    sa: NonNull<sys::rte_ipsec_sa>,
+    session: Box<Session>,
+    crypto: NonNull<c_void>,
+    /// Inbound: the anti-replay window that decides (see `ipsec::ReplayWindow` for why not
+    /// rte_ipsec's alone).
+    window: Option<ReplayWindow>,
+}
+
+// SAFETY: the pointers are owned by this value alone and used under the SA's mutex.
+unsafe impl Send for Engine {}
+
+/// Why a packet did not pass an SA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EspDrop {
+    Replay,
+    AuthFailed,
+    Malformed,
+    Expired,
+    Overflow,
+    NoRoom,
+}
+
+/// One security association on a crypto device.
+pub struct EspSa {
+    config: SaConfig,
+    /// The protected packets' family (rte_ipsec fixes it per SA).
+    ipv6: bool,
+    engine: Mutex<Engine>,
+    dev: Arc<CryptoDev>,
+    created: Instant,
+    pub stats: SaStats,
+}
+
+impl std::fmt::Debug for EspSa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EspSa")
+            .field("config", &self.config)
+            .field("device", &self.dev.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EspSa {
+    /// Creates the SA for packets of one family (`ipv6`: the SCTP packets it protects are IPv6).
+    pub fn new(dev: &Arc<CryptoDev>, config: &SaConfig, ipv6: bool) -> Result<EspSa, String> {
+        config.validate()?;
+        let egress = config.direction == Direction::Out;
+        let a = config.algorithm;
+        // The chain: an AEAD alone; CBC and HMAC as encrypt-then-MAC outbound, verify-then-
+        // decrypt inbound (RFC 4303 §3.3.2, §3.4.4), the order rte_ipsec requires.
+        let mut xf = [
+            sys::rte_crypto_sym_xform::default(),
+            sys::rte_crypto_sym_xform::default(),
+        ];
+        if a.is_aead() {
+            xf[0].type_ = sys::RTE_CRYPTO_SYM_XFORM_AEAD;
+            let aead = sys::rte_crypto_aead_xform {
+                op: if egress {
+                    sys::RTE_CRYPTO_AEAD_OP_ENCRYPT
+                } else {
+                    sys::RTE_CRYPTO_AEAD_OP_DECRYPT
+                },
+                algo: sys::RTE_CRYPTO_AEAD_AES_GCM,
+                key: sys::rte_crypto_aead_xform__bindgen_ty_1 {
+                    data: config.key.as_ptr(),
+                    length: config.key.len() as u16,
+                },
+                // RFC 4106 §4: salt ‖ explicit IV, 12 bytes.
+                iv: sys::rte_crypto_aead_xform__bindgen_ty_2 {
+                    offset: IV_OFFSET,
+                    length: 12,
+                },
+                digest_length: a.icv_len() as u16,
+                // RFC 4106 §5: SPI ‖ sequence number, 32 or 64 bits of it.
+                aad_length: if config.esn { 12 } else { 8 },
+            };
+            xf[0].__bindgen_anon_1.aead = aead;
+        } else {
+            let cipher = sys::rte_crypto_cipher_xform {
+                op: if egress {
+                    sys::RTE_CRYPTO_CIPHER_OP_ENCRYPT
+                } else {
+                    sys::RTE_CRYPTO_CIPHER_OP_DECRYPT
+                },
+                algo: sys::RTE_CRYPTO_CIPHER_AES_CBC,
+                key: sys::rte_crypto_cipher_xform__bindgen_ty_1 {
+                    data: config.key.as_ptr(),
+                    length: config.key.len() as u16,
+                },
+                iv: sys::rte_crypto_cipher_xform__bindgen_ty_2 {
+                    offset: IV_OFFSET,
+                    length: 16,
+                },
+                dataunit_len: 0,
+            };
+            let auth = sys::rte_crypto_auth_xform {
+                op: if egress {
+                    sys::RTE_CRYPTO_AUTH_OP_GENERATE
+                } else {
+                    sys::RTE_CRYPTO_AUTH_OP_VERIFY
+                },
+                algo: sys::RTE_CRYPTO_AUTH_SHA256_HMAC,
+                key: sys::rte_crypto_auth_xform__bindgen_ty_1 {
+                    data: config.auth_key.as_ptr(),
+                    length: config.auth_key.len() as u16,
+                },
+                iv: sys::rte_crypto_auth_xform__bindgen_ty_2::default(),
+                // RFC 4868 §2.3: HMAC-SHA-256-128.
+                digest_length: a.icv_len() as u16,
+            };
+            let (c, h) = if egress { (0, 1) } else { (1, 0) };
+            xf[c].type_ = sys::RTE_CRYPTO_SYM_XFORM_CIPHER;
+            xf[c].__bindgen_anon_1.cipher = cipher;
+            xf[h].type_ = sys::RTE_CRYPTO_SYM_XFORM_AUTH;
+            xf[h].__bindgen_anon_1.auth = auth;
+            let second: *mut sys::rte_crypto_sym_xform = &mut xf[1];
+            xf[0].next = second;
+        }
+        let head: *mut sys::rte_crypto_sym_xform = &mut xf[0];
+
+        let mut prm = sys::rte_ipsec_sa_prm {
+            crypto_xform: head,
+            ..Default::default()
+        };
+        let x = &mut prm.ipsec_xform;
+        x.spi = config.spi;
+        // rte_ipsec copies the salt into the nonce as it lies in memory: the 4 bytes in wire
+        // order.
+        x.salt = u32::from_ne_bytes(config.salt.to_be_bytes());
+        x.options.set_esn(u32::from(config.esn));
+        x.direction = if egress {
+            sys::RTE_SECURITY_IPSEC_SA_DIR_EGRESS
+        } else {
+            sys::RTE_SECURITY_IPSEC_SA_DIR_INGRESS
+        };
+        x.proto = sys::RTE_SECURITY_IPSEC_SA_PROTO_ESP;
+        x.replay_win_sz = config.replay_window;
+        let inner = if ipv6 { IPPROTO_IPV6 } else { IPPROTO_IPIP };
+        // The outer header template of tunnel mode (IPv4: checksum filled per packet by us).
+        let mut template = [0u8; 40];
+        match config.mode {
+            Mode::Transport => {
+                x.mode = sys::RTE_SECURITY_IPSEC_SA_MODE_TRANSPORT;
+                prm.__bindgen_anon_1.trs =
+                    sys::rte_ipsec_sa_prm__bindgen_ty_1__bindgen_ty_2 { proto: inner };
+            }
+            Mode::Tunnel { src, dst } => {
+                x.mode = sys::RTE_SECURITY_IPSEC_SA_MODE_TUNNEL;
+                x.tunnel.type_ = match dst {
+                    IpAddr::V4(_) => sys::RTE_SECURITY_IPSEC_TUNNEL_IPV4,
+                    IpAddr::V6(_) => sys::RTE_SECURITY_IPSEC_TUNNEL_IPV6,
+                };
+                let len = write_outer_template(&mut template, src, dst);
+                prm.__bindgen_anon_1.tun = sys::rte_ipsec_sa_prm__bindgen_ty_1__bindgen_ty_1 {
+                    hdr_len: len as u8,
+                    hdr_l3_off: 0,
+                    next_proto: inner,
+                    hdr: template.as_ptr().cast(),
+                };
+            }
+        }
+
+        // SAFETY: xf's keys and the template outlive the session and SA creation, which copy
+        // what they keep; dev.id is a started device and its session pool is large enough.
+        let crypto =
+            unsafe { sys::rte_cryptodev_sym_session_create(dev.id, head, dev.sessions.as_ptr()) };
+        let crypto = NonNull::new(crypto).ok_or_else(|| {
+            DpdkError::from_rte_errno(format!("crypto session for SA {}", config.spi)).to_string()
+        })?;
+        let fail = |what: String| {
+            // SAFETY: the session was created above on this device and is not used elsewhere.
+            unsafe { sys::rte_cryptodev_sym_session_free(dev.id, crypto.as_ptr()) };
+            what
+        };
+        // SAFETY: prm is fully initialised.
+        let size = unsafe { sys::rte_ipsec_sa_size(&prm) };
+        if size < 0 {
+            return Err(fail(format!(
+                "rte_ipsec_sa_size for SA {}: errno {}",
+                config.spi, -size
+            )));
+        }
+        // SAFETY: a zeroed, 64-byte aligned allocation of the size rte_ipsec asked for.
+        let mem = unsafe { sys::rte_zmalloc_socket(c"ipsec_sa".as_ptr(), size as usize, 64, 0) };
+        let Some(sa) = NonNull::new(mem.cast::<sys::rte_ipsec_sa>()) else {
+            return Err(fail(format!("no memory for SA {}", config.spi)));
+        };
+        // SAFETY: sa points at `size` zeroed bytes; prm and what it points at are valid.
+        let rc = unsafe { sys::rte_ipsec_sa_init(sa.as_ptr(), &prm, size as u32) };
+        let mut session = Box::new(Session(sys::rte_ipsec_session::default()));
+        session.0.sa = sa.as_ptr();
+        session.0.type_ = sys::RTE_SECURITY_ACTION_TYPE_CPU_CRYPTO;
+        session.0.__bindgen_anon_1.crypto = sys::rte_ipsec_session__bindgen_ty_1__bindgen_ty_1 {
+            ses: crypto.as_ptr().cast(),
+            dev_id: dev.id,
+        };
+        let rc2 = if rc < 0 {
+            rc
+        } else {
+            // SAFETY: the session points at an initialised SA and a live crypto session; the
+            // box keeps its address for the session's life.
+            unsafe { sys::rte_ipsec_session_prepare(&mut session.0) }
+        };
+        if rc2 < 0 {
+            // SAFETY: allocated above, never shared.
+            unsafe { sys::rte_free(mem) };
+            return Err(fail(format!("rte_ipsec SA {}: errno {}", config.spi, -rc2)));
+        }
+        Ok(EspSa {
+            config: config.clone(),
+            ipv6,
+            engine: Mutex::new(Engine {
+                sa,
+                session,
+                crypto,
+                window: (!egress).then(|| ReplayWindow::new(config.replay_window)),
+            }),
+            dev: Arc::clone(dev),
+            created: Instant::now(),
+            stats: SaStats::default(),
+        })
+    }
+
+    pub fn config(&self) -> &SaConfig {
+        &self.config
+    }
+
+    pub fn spi(&self) -> u32 {
+        self.config.spi
+    }
+
+    pub fn is_ipv6(&self) -> bool {
+        self.ipv6
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        let l = self.config.lifetime;
+        l.bytes
+            .is_some_and(|b| self.stats.bytes.load(Ordering::Relaxed) >= b)
+            || l.secs
+                .is_some_and(|s| now.duration_since(self.created).as_secs() >= s)
+    }
+
+    fn count(&self, why: EspDrop) {
+        let s = &self.stats;
+        bump(match why {
+            EspDrop::Replay => &s.replay,
+            EspDrop::AuthFailed => &s.auth_failed,
+            EspDrop::Malformed => &s.malformed,
+            EspDrop::Expired => &s.expired,
+            EspDrop::Overflow => &s.overflow,
+            EspDrop::NoRoom => &s.no_room,
+        });
+    }
+
+    /// Encrypts one Ethernet frame carrying an IP packet of this SA's family into an ESP frame
+    /// (RFC 4303 §3.1: transport mode after the IP header, tunnel mode in a new outer header).
+    /// A frame that is chained or attached to memory not its own is copied into a fresh mbuf
+    /// from `pool` first. The drop is counted.
+    pub fn encrypt(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
+        let r = self.encrypt_inner(frame, pool, now);
+        if let Err(why) = r {
+            self.count(why);
+        }
+        r
+    }
+
+    fn encrypt_inner(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
+        if self.expired(now) {
+            return Err(EspDrop::Expired);
+        }
+        let mut m = own_copy(
+            frame,
+            pool,
+            self.config.algorithm.block() - 1 + TAIL_SCRATCH,
+        )?;
+        let d = m.data();
+        let Some(l3) = ip_header_len(d, self.ipv6) else {
+            return Err(EspDrop::Malformed);
+        };
+        let mut eth = [0u8; ETH];
+        eth.copy_from_slice(&d[..ETH]);
+        set_lens(&mut m, ETH, l3);
+        let before = m.frame_len();
+        let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ptr = m.as_non_null().as_ptr();
+        // SAFETY: one single-segment mbuf of our own (own_copy), l2/l3 lengths set, the session
+        // prepared in new(); the SA's state is ours under the lock.
+        let k = unsafe { sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, &mut ptr, 1) };
+        if k == 0 {
+            return Err(match dpdk_sys::rte_errno() {
+                75 => EspDrop::Overflow,
+                28 => EspDrop::NoRoom,
+                _ => EspDrop::Malformed,
+            });
+        }
+        // SAFETY: as above; the packet passed prepare.
+        let k = unsafe { sys::rte_ipsec_pkt_process(&engine.session.0, &mut ptr, 1) };
+        drop(engine);
+        clear_sec_flags(&mut m);
+        if k == 0 {
+            return Err(EspDrop::Malformed);
+        }
+        match self.config.mode {
+            Mode::Transport => {
+                if !self.ipv6 {
+                    fix_ipv4_checksum(&mut m.data_mut()[ETH..]);
+                }
+            }
+            Mode::Tunnel { dst, .. } => {
+                // rte_ipsec wrote the outer header where the Ethernet header began; put one
+                // back, same addresses, the outer family's type.
+                let hdr = prepend(&mut m, ETH).ok_or(EspDrop::NoRoom)?;
+                hdr[..12].copy_from_slice(&eth[..12]);
+                hdr[12..14].copy_from_slice(if dst.is_ipv4() {
+                    &[0x08, 0x00]
+                } else {
+                    &[0x86, 0xdd]
+                });
+                if dst.is_ipv4() {
+                    fix_ipv4_checksum(&mut m.data_mut()[ETH..]);
+                }
+            }
+        }
+        self.stats.packets.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(before as u64, Ordering::Relaxed);
+        Ok(m)
+    }
+
+    /// Verifies and decrypts one Ethernet frame carrying ESP for this SA (the caller found the
+    /// SA by SPI) into the Ethernet frame of the packet it protected. The drop is counted.
+    pub fn decrypt(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
+        let r = self.decrypt_inner(frame, pool, now);
+        if let Err(why) = r {
+            self.count(why);
+        }
+        r
+    }
+
+    fn decrypt_inner(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
+        if self.expired(now) {
+            return Err(EspDrop::Expired);
+        }
+        let mut m = own_copy(frame, pool, TAIL_SCRATCH)?;
+        let d = m.data();
+        let outer_v6 = match self.config.mode {
+            Mode::Transport => self.ipv6,
+            Mode::Tunnel { dst, .. } => dst.is_ipv6(),
+        };
+        let Some(l3) = ip_header_len(d, outer_v6) else {
+            return Err(EspDrop::Malformed);
+        };
+        // RFC 4303 §3.4.2 leaves the SA lookup to SPI (and addresses); a tunnel SA also names
+        // its gateways, which rte_ipsec does not check: the outer source and destination
+        // must be the tunnel's (inbound: src is the peer's gateway).
+        if let Mode::Tunnel { src, dst } = self.config.mode {
+            if outer_addresses(&d[ETH..]) != Some((src, dst)) {
+                return Err(EspDrop::Malformed);
+            }
+        }
+        let mut eth = [0u8; ETH];
+        eth.copy_from_slice(&d[..ETH]);
+        let Some(low) = d.get(ETH + l3 + 4..ETH + l3 + 8) else {
+            return Err(EspDrop::Malformed);
+        };
+        let low = u32::from_be_bytes([low[0], low[1], low[2], low[3]]);
+        let before = m.frame_len();
+        set_lens(&mut m, ETH, l3);
+        let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        // RFC 4303 §3.4.3: the duplicate check comes first, before any crypto is spent.
+        let seq = match &engine.window {
+            Some(w) if self.config.esn => w.infer_esn(low),
+            _ => u64::from(low),
+        };
+        if engine.window.as_ref().is_some_and(|w| !w.check(seq)) {
+            return Err(EspDrop::Replay);
+        }
+        let mut ptr = m.as_non_null().as_ptr();
+        // SAFETY: as in encrypt_inner.
+        let k = unsafe { sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, &mut ptr, 1) };
+        if k == 0 {
+            // Prepare refuses replays (EINVAL) before any crypto, and short or misaligned
+            // ciphertext (EBADMSG).
+            return Err(match dpdk_sys::rte_errno() {
+                22 => EspDrop::Replay,
+                28 => EspDrop::NoRoom,
+                _ => EspDrop::Malformed,
+            });
+        }
+        let failed = ol_flags(&m) & RX_SEC_OFFLOAD_FAILED != 0;
+        // SAFETY: as above.
+        let k = unsafe { sys::rte_ipsec_pkt_process(&engine.session.0, &mut ptr, 1) };
+        // §3.4.3: the window moves only for a packet whose ICV verified.
+        let fresh = failed || k == 0 || engine.window.as_mut().is_none_or(|w| w.accept(seq));
+        drop(engine);
+        clear_sec_flags(&mut m);
+        if failed {
+            return Err(EspDrop::AuthFailed);
+        }
+        if !fresh {
+            return Err(EspDrop::Replay);
+        }
+        if k == 0 {
+            // A bad trailer leaves the packet as it was; a late replay (the same sequence
+            // number verified twice in flight) has been decapsulated already.
+            return Err(if m.frame_len() < before {
+                EspDrop::Replay
+            } else {
+                EspDrop::Malformed
+            });
+        }
+        match self.config.mode {
+            Mode::Transport => {
+                if !self.ipv6 {
+                    fix_ipv4_checksum(&mut m.data_mut()[ETH..]);
+                }
+            }
+            Mode::Tunnel { .. } => {
+                // The packet now begins at the inner IP header.
+                let inner_v6 = m.data().first().is_some_and(|b| b >> 4 == 6);
+                let hdr = prepend(&mut m, ETH).ok_or(EspDrop::NoRoom)?;
+                hdr[..12].copy_from_slice(&eth[..12]);
+                hdr[12..14].copy_from_slice(if inner_v6 {
+                    &[0x86, 0xdd]
+                } else {
+                    &[0x08, 0x00]
+                });
+            }
+        }
+        self.stats.packets.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .bytes
+            .fetch_add(m.frame_len() as u64, Ordering::Relaxed);
+        Ok(m)
+    }
+}
+
+impl Drop for EspSa {
+    fn drop(&mut self) {
+        let e = self.engine.get_mut().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: no packet is in flight (CPU crypto is synchronous) and nothing else holds
+        // the SA or the session; each is released once, the SA before its memory.
+        unsafe {
+            sys::rte_ipsec_sa_fini(e.sa.as_ptr());
+            sys::rte_free(e.sa.as_ptr().cast());
+            sys::rte_cryptodev_sym_session_free(self.dev.id, e.crypto.as_ptr());
+        }
+    }
+}
+
+/// The IP header's length if the frame carries one of the expected family whose next header is
+/// ESP (or, outbound, anything: the caller chose the SA by policy). IPv6 extension headers
+/// before ESP are not supported.
+fn ip_header_len(frame: &[u8], ipv6: bool) -> Option<usize> {
+    let ip = frame.get(ETH..)?;
+    if ipv6 {
+        (frame.get(12..14)? == [0x86, 0xdd] && ip.len() >= 40 && ip[0] >> 4 == 6).then_some(40)
+    } else {
+        let ihl = usize::from(*ip.first()? & 0x0f) * 4;
+        (frame.get(12..14)? == [0x08, 0x00] && ip[0] >> 4 == 4 && ihl >= 20 && ip.len() >= ihl)
+            .then_some(ihl)
+    }
+}
+
+fn outer_addresses(ip: &[u8]) -> Option<(IpAddr, IpAddr)> {
+    match ip.first()? >> 4 {
+        4 => Some((
+            IpAddr::from(<[u8; 4]>::try_from(ip.get(12..16)?).ok()?),
+            IpAddr::from(<[u8; 4]>::try_from(ip.get(16..20)?).ok()?),
+        )),
+        6 => Some((
+            IpAddr::from(<[u8; 16]>::try_from(ip.get(8..24)?).ok()?),
+            IpAddr::from(<[u8; 16]>::try_from(ip.get(24..40)?).ok()?),
+        )),
+        _ => None,
+    }
+}
+
+/// The outer IP header of tunnel mode, without lengths and (IPv4) checksum, which rte_ipsec and
+/// we fill per packet. Returns its length.
+fn write_outer_template(t: &mut [u8; 40], src: IpAddr, dst: IpAddr) -> usize {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            t[0] = 0x45;
+            t[6] = 0x40; // DF: the SCTP packet inside was sized for the path (RFC 4301 §8.1)
+            t[8] = 64;
+            t[9] = crate::ipsec::IPPROTO_ESP;
+            t[12..16].copy_from_slice(&s.octets());
+            t[16..20].copy_from_slice(&d.octets());
+            20
+        }
+        (s, d) => {
+            let (IpAddr::V6(s), IpAddr::V6(d)) = (s, d) else {
+                return 0;
+            };
+            t[0] = 0x60;
+            t[6] = crate::ipsec::IPPROTO_ESP;
+            t[7] = 64;
+            t[8..24].copy_from_slice(&s.octets());
+            t[24..40].copy_from_slice(&d.octets());
+            40
+        }
+    }
+}
+
+/// RFC 791 header checksum over the IPv4 header at the start of `ip`.
+fn fix_ipv4_checksum(ip: &mut [u8]) {
+    let ihl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
+    let Some(h) = ip.get_mut(..ihl) else {
+        return;
+    };
+    h[10] = 0;
+    h[11] = 0;
+    let mut sum: u32 = h
+        .chunks_exact(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+}
+
+/// The frame in a single mbuf of our own pool with `tail` bytes of tailroom: as it is when it
+/// already is, else copied (and the original freed).
+fn own_copy(frame: Mbuf, pool: &Mempool, tail: usize) -> Result<Mbuf, EspDrop> {
+    let m = frame.as_non_null();
+    // SAFETY: a live mbuf we own; reads of plain fields.
+    let (segs, external, refcnt, room) = unsafe {
+        let r = m.as_ref();
+        (
+            r.nb_segs,
+            r.ol_flags & (1 << 61) != 0,
+            sys::rte_mbuf_refcnt_read(m.as_ptr()),
+            usize::from(r.buf_len) - usize::from(r.data_off) - usize::from(r.data_len),
+        )
+    };
+    if segs == 1 && !external && refcnt == 1 && room >= tail {
+        return Ok(frame);
+    }
+    let mut bytes = Vec::new();
+    if !frame.gather_into(&mut bytes) {
+        bytes.extend_from_slice(frame.data());
+    }
+    drop(frame);
+    let mut out = Mbuf::alloc(pool).ok_or(EspDrop::NoRoom)?;
+    if out.tailroom_total() < bytes.len() + tail {
+        return Err(EspDrop::NoRoom);
+    }
+    out.set_len(bytes.len() as u16);
+    out.data_mut().copy_from_slice(&bytes);
+    Ok(out)
+}
+
+fn set_lens(m: &mut Mbuf, l2: usize, l3: usize) {
+    // SAFETY: we own the mbuf; tx_offload packs l2_len (7 bits) then l3_len (9 bits), and
+    // RX_SEC_OFFLOAD_FAILED must be clear on input to rte_ipsec.
+    unsafe {
+        let r = m.as_non_null().as_mut();
+        r.__bindgen_anon_3.tx_offload = (l2 as u64 & 0x7f) | ((l3 as u64 & 0x1ff) << 7);
+        r.ol_flags &= !(RX_SEC_OFFLOAD | RX_SEC_OFFLOAD_FAILED);
+    }
+}
+
+fn ol_flags(m: &Mbuf) -> u64 {
+    // SAFETY: a live mbuf we own.
+    unsafe { m.as_non_null().as_ref().ol_flags }
+}
+
+fn clear_sec_flags(m: &mut Mbuf) {
+    // SAFETY: we own the mbuf; rte_ipsec leaves these set and a TX path must not see them.
+    unsafe { m.as_non_null().as_mut().ol_flags &= !(RX_SEC_OFFLOAD | RX_SEC_OFFLOAD_FAILED) };
+}
+
+/// `n` bytes added in front of the data, from the headroom.
+fn prepend(m: &mut Mbuf, n: usize) -> Option<&mut [u8]> {
+    // SAFETY: we own the mbuf; prepend returns null when the headroom is too small, else a
+    // pointer to the n new bytes, which belong to our (single-segment, own) buffer.
+    unsafe {
+        let p = sys::rte_pktmbuf_prepend(m.as_non_null().as_ptr(), n as u16);
+        NonNull::new(p.cast::<u8>()).map(|p| std::slice::from_raw_parts_mut(p.as_ptr(), n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_checksum_is_rfc_791s() {
+        // RFC 1071's worked header example (Wikipedia's "IPv4 header checksum").
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xff, 0xff, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        fix_ipv4_checksum(&mut h);
+        assert_eq!(&h[10..12], &[0xb8, 0x61]);
+    }
+}
