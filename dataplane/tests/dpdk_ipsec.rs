@@ -16,9 +16,9 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use common::*;
-use ddpdk_dataplane::ipsec::{Algorithm, Direction, Lifetime, Mode, SaConfig};
-use ddpdk_dataplane::port::dpdk::{CryptoDev, EspDrop, EspSa, Mbuf, Mempool};
-use ddpdk_dataplane::port::PacketBuf;
+use ddpdk_dataplane::ipsec::{parse_config, Algorithm, Direction, Lifetime, Mode, SaConfig};
+use ddpdk_dataplane::port::dpdk::{CryptoDev, EspDrop, EspSa, IpsecPort, Mbuf, Mempool};
+use ddpdk_dataplane::port::{PacketBuf, Port};
 
 const PEER: &str = "tests/ipsec/esp_peer.py";
 const CRYPTO: &str = "crypto_aesni_mb0";
@@ -176,7 +176,7 @@ fn scapy(op: &str, cfg: &SaConfig, ip: &[u8], seq: u64) -> Vec<u8> {
 struct Bench {
     dev: std::sync::Arc<CryptoDev>,
     pool: std::sync::Arc<Mempool>,
-    _eal: TestEal,
+    eal: TestEal,
 }
 
 /// One EAL per process: the cases run in turn on it, each named after its rule.
@@ -187,17 +187,14 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     replayed_corrupted_and_truncated_esp_is_dropped_and_counted_4303_3_4(&b);
     tunnel_esp_from_another_gateway_is_dropped(&b);
     an_sa_past_its_byte_lifetime_is_not_used(&b);
+    policy_on_a_ring_pair_5043_13(&b);
 }
 
 fn bench(name: &str) -> Bench {
     let eal = start_eal(&eal_args(name, false, &[]));
     let pool = pool(&format!("{name}_pool"), 255);
     let dev = CryptoDev::open(CRYPTO).unwrap_or_else(|e| panic!("{CRYPTO}: {e}"));
-    Bench {
-        dev,
-        pool,
-        _eal: eal,
-    }
+    Bench { dev, pool, eal }
 }
 
 /// Each algorithm and mode, both families: what we seal, scapy opens to the very packet we
@@ -392,4 +389,125 @@ fn an_sa_past_its_byte_lifetime_is_not_used(b: &Bench) {
     // 1058-byte frames: the third starts below 2500 bytes, the fourth would not.
     assert_eq!(sent, 3);
     assert_eq!(out.stats.snapshot().expired, 2);
+}
+
+fn from(src: [u8; 4], mut frame: Vec<u8>) -> Vec<u8> {
+    frame[26..30].copy_from_slice(&src);
+    frame[24..26].fill(0);
+    let sum = ipv4_sum(&frame[14..34]);
+    frame[24..26].copy_from_slice(&(!sum).to_be_bytes());
+    frame
+}
+
+fn receive_all<P: Port<Buf = Mbuf>>(port: &P, want: usize) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut bufs = Vec::new();
+    let deadline = Instant::now() + std::time::Duration::from_secs(2);
+    while got.len() < want && Instant::now() < deadline {
+        port.rx_burst(0, &mut bufs, 32);
+        got.extend(bufs.drain(..).map(|m| m.data().to_vec()));
+    }
+    // Anything more that arrives is also reported.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    port.rx_burst(0, &mut bufs, 32);
+    got.extend(bufs.drain(..).map(|m| m.data().to_vec()));
+    got
+}
+
+/// RFC 5043 §13 and RFC 4301 §5: on two ports of a ring pair, each behind its policy, SCTP
+/// travels only as ESP and arrives as the frame that was sent; clear SCTP that must be
+/// protected, ESP for an unknown SPI and ESP whose inner packet its SA's policy does not
+/// select are dropped and counted; ARP and unlisted traffic pass.
+fn policy_on_a_ring_pair_5043_13(b: &Bench) {
+    let key = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let key2 = "0x000102030405060708090a0b0c0d0e0f10111213";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {key} mode transport\n\
+         sa in 2000 aead_algo aes-128-gcm aead_key {key2} mode transport\n\
+         sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp\n\
+         sp ipv4 in esp protect 2000 pri 10 src 198.18.0.2/32 proto sctp\n\
+         sp ipv4 in esp discard pri 1 proto sctp\n"
+    );
+    let b_cfg = format!(
+        "sa in 1000 aead_algo aes-128-gcm aead_key {key} mode transport\n\
+         sa out 2000 aead_algo aes-128-gcm aead_key {key2} mode transport\n\
+         sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp\n\
+         sp ipv4 out esp protect 2000 pri 10 dst 198.18.0.1/32 proto sctp\n\
+         sp ipv4 in esp discard pri 1 proto sctp\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "esp", &b.pool, 256);
+    let (raw_a, raw_b) = (&ports[0], &ports[1]);
+    let pa = IpsecPort::new(
+        raw_a.clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let pb = IpsecPort::new(
+        raw_b.clone(),
+        b.pool.clone(),
+        &parse_config(&b_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+
+    // Protected both ways, and the frames arrive as they were sent.
+    let sent: Vec<Vec<u8>> = (0..8)
+        .map(|i| sctp_frame(false, 100 + 150 * i, i as u8))
+        .collect();
+    let mut burst: Vec<Mbuf> = sent.iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 8);
+    assert_eq!(receive_all(&pb, 8), sent);
+    let back = from([198, 18, 0, 2], sctp_frame(false, 300, 9));
+    let mut reply = back.clone();
+    reply[30..34].copy_from_slice(&[198, 18, 0, 1]);
+    let reply = from([198, 18, 0, 2], reply);
+    let mut burst = vec![mbuf(&b.pool, &reply)];
+    assert_eq!(pb.tx_burst_all(0, &mut burst, 8).sent, 1);
+    assert_eq!(receive_all(&pa, 1), vec![reply]);
+
+    // On the wire: ESP only.
+    let mut burst = vec![mbuf(&b.pool, &sent[3])];
+    pa.tx_burst_all(0, &mut burst, 8);
+    let wire = receive_all(raw_b.as_ref(), 1);
+    assert_eq!(wire.len(), 1);
+    assert_eq!(wire[0][23], 50, "IP protocol ESP");
+    assert!(!wire[0]
+        .windows(40)
+        .any(|w| w == &sent[3][sent[3].len() - 40..]));
+
+    // Clear SCTP where policy wants ESP: refused.
+    let mut burst = vec![mbuf(&b.pool, &sent[0])];
+    raw_a.tx_burst_all(0, &mut burst, 8);
+    // ESP for an SPI B has no SA for.
+    let mut forged = wire[0].clone();
+    forged[34..38].copy_from_slice(&4242u32.to_be_bytes());
+    let mut burst = vec![mbuf(&b.pool, &forged)];
+    raw_a.tx_burst_all(0, &mut burst, 8);
+    // ESP through the right SA carrying a source its policy does not select.
+    let stranger = from([198, 18, 0, 7], sctp_frame(false, 64, 1));
+    let mut burst = vec![mbuf(&b.pool, &stranger)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    // Traffic no policy names: ARP (not IP) and UDP.
+    let mut arp = sent[0].clone();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    let mut udp = sent[1].clone();
+    udp[23] = 17;
+    let udp = from([198, 18, 0, 1], udp);
+    let mut burst = vec![mbuf(&b.pool, &arp), mbuf(&b.pool, &udp)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pb, 2), vec![arp, udp]);
+    let c = pb.policy_counts();
+    assert_eq!(
+        (c.clear_refused, c.no_sa, c.policy_mismatch),
+        (1, 1, 1),
+        "{c:?}"
+    );
+    let sa_in: Vec<_> = pb
+        .sas()
+        .map(|s| (s.spi(), s.stats.snapshot().packets))
+        .collect();
+    // 8 + the wire sample (taken off the raw port, so never decrypted) + the stranger.
+    assert!(sa_in.contains(&(1000, 9)), "{sa_in:?}");
 }

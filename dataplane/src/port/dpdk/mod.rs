@@ -8,11 +8,13 @@ mod eal;
 mod ethdev;
 mod flow;
 mod ipsec;
+mod ipsec_port;
 mod mbuf;
 
 pub use eal::{Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
 pub use ipsec::{CryptoDev, EspDrop, EspSa, SaCounts, SaStats};
+pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats};
 pub use mbuf::{Mbuf, Mempool};
 
 use std::ffi::CStr;
