@@ -364,7 +364,12 @@ impl App {
                 }
             }
             Command::Show {
-                what: ShowCmd::Assoc | ShowCmd::Session | ShowCmd::Mr | ShowCmd::Fwd { .. },
+                what:
+                    ShowCmd::Assoc
+                    | ShowCmd::Session
+                    | ShowCmd::Mr
+                    | ShowCmd::Ipsec
+                    | ShowCmd::Fwd { .. },
             }
             | Command::Assoc { .. }
             | Command::Session { .. }
@@ -372,6 +377,7 @@ impl App {
             | Command::Send { .. }
             | Command::Recv { .. }
             | Command::Rdma { .. }
+            | Command::Ipsec { .. }
             | Command::Wait { .. } => {
                 return Err(
                     "not a DDP endpoint: start ddpdk with --ip ADDR for the DDP commands".into(),

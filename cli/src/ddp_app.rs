@@ -33,6 +33,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::app::{note, Flow};
+use crate::ipsec::KeySocket;
 use crate::loopback::pattern;
 use crate::node::{Node, NodePort, Placement};
 use crate::options::Options;
@@ -448,6 +449,10 @@ struct Mr {
 pub struct DdpApp {
     json: bool,
     port: Arc<DpdkPort>,
+    /// The same port behind IPsec policy (`show ipsec`, `ipsec ...`).
+    ipsec: Arc<NodePort>,
+    /// The key manager's socket (`--ipsec-socket`); closed before the port.
+    _key_socket: Option<KeySocket>,
     /// The port, its pool and the data cores (taken at shutdown).
     node: Option<Node>,
     shared: Arc<Mutex<Shared>>,
@@ -496,7 +501,12 @@ impl DdpApp {
             conns: BTreeMap::new(),
             reports: Vec::new(),
         }));
-        let port = Arc::clone(node.port.inner());
+        let ipsec = Arc::clone(&node.port);
+        let port = Arc::clone(ipsec.inner().inner());
+        let key_socket = match &opts.ipsec_socket {
+            Some(path) => Some(KeySocket::start(path, Arc::clone(&ipsec))?),
+            None => None,
+        };
         let control_thread = {
             let shared = Arc::clone(&shared);
             let stop = Arc::clone(&stop);
@@ -530,7 +540,7 @@ impl DdpApp {
                     ""
                 },
                 node.steering,
-                match port.sctp_checksum_offload() {
+                match ipsec.sctp_checksum_offload() {
                     ChecksumOffload { tx: true, rx: true } => "device (TX and RX)",
                     ChecksumOffload {
                         tx: true,
@@ -544,9 +554,27 @@ impl DdpApp {
                 }
             ),
         );
+        if ipsec.is_enabled() {
+            note(
+                opts.json,
+                format_args!(
+                    "IPsec on (RFC 5043 §13): {} SA(s), {} policies, {} bytes of each packet \
+                     left for ESP{}",
+                    ipsec.sas().len(),
+                    ipsec.policies().len(),
+                    ipsec.headroom(),
+                    opts.ipsec_socket
+                        .as_ref()
+                        .map(|p| format!("; key manager socket {}", p.display()))
+                        .unwrap_or_default()
+                ),
+            );
+        }
         Ok(DdpApp {
             json: opts.json,
             port,
+            ipsec,
+            _key_socket: key_socket,
             node: Some(node),
             shared,
             clock,
@@ -639,6 +667,14 @@ impl DdpApp {
             Command::Mr { what } => self.mr_cmd(what)?,
             Command::Send { what } => self.send(what)?,
             Command::Rdma { what } => self.rdma(what)?,
+            Command::Ipsec { words } => {
+                let words: Vec<&str> = words.iter().map(String::as_str).collect();
+                if words == ["show"] {
+                    return Err("'show ipsec' shows IPsec".into());
+                }
+                let done = crate::ipsec::command(&self.ipsec, &words)?;
+                note(self.json, format_args!("{done}"));
+            }
             Command::Recv {
                 what:
                     RecvCmd::Post {
@@ -680,6 +716,13 @@ impl DdpApp {
                 ShowCmd::Assoc => self.show_assoc()?,
                 ShowCmd::Session => self.show_session()?,
                 ShowCmd::Mr => self.show_mr(),
+                ShowCmd::Ipsec => {
+                    if self.json {
+                        println!("{}", crate::ipsec::show_json(&self.ipsec));
+                    } else {
+                        println!("{}", crate::ipsec::show_text(&self.ipsec));
+                    }
+                }
                 ShowCmd::Fwd { .. } => self.show_fwd_stats()?,
                 ShowCmd::Port { .. } | ShowCmd::Config { .. } => {
                     let s = self.port.stats();
@@ -1835,6 +1878,8 @@ impl DdpApp {
     pub fn shutdown(self) -> Result<u32, String> {
         let DdpApp {
             port,
+            ipsec,
+            _key_socket: key_socket,
             node,
             shared,
             stop,
@@ -1842,6 +1887,8 @@ impl DdpApp {
             eal,
             ..
         } = self;
+        // No key manager changes SAs while the endpoint goes down.
+        drop(key_socket);
         // Associations still up end with an ABORT, so the peer is not left waiting.
         let open: Vec<ConnHandle> = lock(&shared)
             .conns
@@ -1865,6 +1912,7 @@ impl DdpApp {
         // go back to the pool with it, and the regions are freed before the EAL.
         drop(shared);
         drop(port);
+        drop(ipsec);
         let in_use = node.close();
         drop(eal);
         Ok(in_use)

@@ -33,6 +33,7 @@ use ddpdk_dataplane::sctp::{CloseReason, Instant};
 use hdrhistogram::Histogram;
 
 use crate::app::note;
+use crate::ipsec::KeySocket;
 use crate::loopback::exit_status;
 use crate::node::{Node, NodePort, Placement};
 use crate::options::{DdpSource, Options};
@@ -73,6 +74,8 @@ struct Job {
     json: bool,
     /// The time of the last turn.
     now: Instant,
+    /// The key manager's socket (`--ipsec-socket`); closed before the port.
+    key_socket: Option<KeySocket>,
 }
 
 impl Job {
@@ -128,6 +131,22 @@ impl Job {
         } else {
             IdlePolicy::default()
         };
+        let key_socket = match &opts.ipsec_socket {
+            Some(path) => Some(KeySocket::start(path, Arc::clone(&node.port))?),
+            None => None,
+        };
+        if node.port.is_enabled() {
+            note(
+                opts.json,
+                format_args!(
+                    "IPsec on (RFC 5043 §13): {} SA(s), {} policies, {} bytes of each packet \
+                     left for ESP",
+                    node.port.sas().len(),
+                    node.port.policies().len(),
+                    node.port.headroom()
+                ),
+            );
+        }
         let now = node.clock.now();
         let idle = Backoff::new(policy, now);
         Ok(Job {
@@ -137,6 +156,7 @@ impl Job {
             idle,
             json: opts.json,
             now,
+            key_socket,
         })
     }
 
@@ -208,8 +228,12 @@ impl Job {
     /// Stops the data cores and the port; returns the mbufs not back in their pool.
     fn close(self, eal: &Eal) -> u32 {
         let Job {
-            mut node, control, ..
+            mut node,
+            control,
+            key_socket,
+            ..
         } = self;
+        drop(key_socket);
         node.halt(eal);
         // Buffers still in the control side's rings go back to the pool with it.
         drop(control);
@@ -296,13 +320,27 @@ impl Job {
             json,
             format_args!(
                 "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {} dropped on purpose",
-                self.node.port.dropped()
+                self.node.port.inner().dropped()
             ),
         );
+        self.report_ipsec();
         if errors > 0 {
             return Err(format!("{errors} segments refused"));
         }
         Ok(())
+    }
+
+    /// `show ipsec` at the end of a run, when IPsec is on.
+    fn report_ipsec(&self) {
+        let port = &self.node.port;
+        if !port.is_enabled() {
+            return;
+        }
+        if self.json {
+            println!("{}", crate::ipsec::show_json(port));
+        } else {
+            println!("{}", crate::ipsec::show_text(port));
+        }
     }
 
     /// Registers a region for the session the peer initiates on `stream` and accepts it,
@@ -561,7 +599,7 @@ impl Job {
                     "source": format!("{:?}", opts.ddp_source).to_lowercase(),
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
-                    "fault_rx_dropped": self.node.port.dropped(),
+                    "fault_rx_dropped": self.node.port.inner().dropped(),
                     "sctp": {
                         "packets_out": sctp.0.packets_out,
                         "data_out": sctp.0.data_out,
@@ -590,10 +628,10 @@ impl Job {
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
             println!("client: region spans sent by reference {by_reference}, copied {copied}");
-            if self.node.port.dropped() > 0 {
+            if self.node.port.inner().dropped() > 0 {
                 println!(
                     "client: {} received frames dropped on purpose (--fault-drop)",
-                    self.node.port.dropped()
+                    self.node.port.inner().dropped()
                 );
             }
             println!(
@@ -608,6 +646,7 @@ impl Job {
                 sctp.1
             );
         }
+        self.report_ipsec();
         Ok(())
     }
 }

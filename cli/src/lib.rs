@@ -5,6 +5,7 @@
 pub mod app;
 pub mod ddp_app;
 pub mod endpoint;
+pub mod ipsec;
 pub mod loopback;
 pub mod node;
 pub mod options;

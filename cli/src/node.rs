@@ -13,8 +13,11 @@ use std::time::Duration;
 use ddpdk_control::conn::ConnConfig;
 use ddpdk_control::runtime::{self, Clock, Control, DataCore, IdlePolicy, RuntimeConfig};
 use ddpdk_control::session::PendingLimit;
+use ddpdk_dataplane::ipsec::{parse_config, IpsecConfig};
 use ddpdk_dataplane::net::Interface;
-use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, SctpSteering};
+use ddpdk_dataplane::port::dpdk::{
+    CryptoDev, DpdkPort, Eal, IpsecPort, LcoreJoin, Mempool, PortConf, SctpSteering,
+};
 use ddpdk_dataplane::port::faults::{Faults, Faulty};
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
@@ -23,9 +26,14 @@ use crate::endpoint::start_port;
 use crate::loopback::random;
 use crate::options::Options;
 
-/// The port every DDP job runs on: the device, behind the fault injector of `--fault-drop`
-/// (which passes every frame through unless asked).
-pub type NodePort = Faulty<DpdkPort>;
+/// The port every DDP job runs on: the device behind the fault injector of `--fault-drop`
+/// (which passes every frame through unless asked), behind IPsec policy (a pass-through
+/// without `--ipsec`). Faults hit the wire, so they see ESP, as a lossy link would.
+pub type NodePort = IpsecPort<Faulty<DpdkPort>>;
+
+/// The software crypto device of `--ipsec`: AES-GCM and AES-CBC + HMAC-SHA-256 with AES-NI,
+/// and CPU crypto (synchronous, on the data core that holds the packet).
+const CRYPTO_DEV: &str = "crypto_aesni_mb0";
 
 /// Where the data cores run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,16 +120,21 @@ impl Node {
         );
         let device = start_port(id, conf, &pool, opts)?;
         let (reta_size, flow_rules, steering) = steer(&device, cores, opts.ip.first().copied());
-        let port = Arc::new(Faulty::new(
+        let faulty = Arc::new(Faulty::new(
             device,
             Faults {
                 drop: opts.fault_drop,
                 seed: opts.fault_seed,
             },
         ));
+        let port = Arc::new(ipsec_port(faulty, &pool, opts)?);
         let link = port
             .inner()
+            .inner()
             .wait_link_up(Duration::from_secs_f64(opts.link_timeout));
+        // The link less what ESP adds (RFC 5043 §9: segments fit the path MTU the SCTP
+        // packets have left once protected).
+        let link_mtu = usize::from(opts.mtu) - port.headroom();
         let v4 = opts.ip.iter().find_map(|a| match a {
             IpAddr::V4(a) => Some(*a),
             IpAddr::V6(_) => None,
@@ -135,7 +148,7 @@ impl Node {
                 local_port: opts.sctp_port,
                 streams: opts.streams,
                 // The link less the IPv4 header (the runtime adjusts it for IPv6).
-                path_mtu: usize::from(opts.mtu) - 20,
+                path_mtu: link_mtu - 20,
                 send_slots: 1024,
                 a_rwnd: 4 << 20,
                 rto_min: Duration::from_millis(opts.rto_min_ms),
@@ -154,7 +167,7 @@ impl Node {
                 cores,
                 reta_size,
                 flow_rules,
-                link_mtu: usize::from(opts.mtu),
+                link_mtu,
                 random: u64::from_ne_bytes(random::<8>()?),
                 ..RuntimeConfig::default()
             },
@@ -229,13 +242,35 @@ impl Node {
                 left.clear();
             }
         }
-        let _ = port.inner().stop();
+        let _ = port.inner().inner().stop();
         let in_use = pool.in_use_count();
         // Port before its pool.
         drop(port);
         drop(pool);
         in_use
     }
+}
+
+/// The port behind IPsec policy: with `--ipsec` (or what implies it) on the crypto device,
+/// with `--ipsec-config`'s SAs and policies; a pass-through otherwise.
+fn ipsec_port(
+    port: Arc<Faulty<DpdkPort>>,
+    pool: &Arc<Mempool>,
+    opts: &Options,
+) -> Result<NodePort, String> {
+    if !opts.ipsec_on() {
+        return Ok(IpsecPort::passthrough(port, Arc::clone(pool)));
+    }
+    let config = match &opts.ipsec_config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
+            parse_config(&text).map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?
+        }
+        None => IpsecConfig::default(),
+    };
+    let dev = CryptoDev::open(CRYPTO_DEV).map_err(|e| format!("--ipsec: {e}"))?;
+    IpsecPort::new(port, Arc::clone(pool), &config, &dev).map_err(|e| format!("--ipsec: {e}"))
 }
 
 /// Bursts drained from each RX queue at shutdown, at most.

@@ -219,6 +219,25 @@ pub struct Options {
     /// Seconds to wait for every port's link to come up.
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub link_timeout: f64,
+
+    /// DDP endpoints: IPsec on (RFC 5043 §13), ESP on the data cores through rte_ipsec and the
+    /// crypto_aesni_mb PMD. With no SA or policy yet: they come from --ipsec-config, the
+    /// shell (`ipsec sa add`, `ipsec sp add`) or a key manager (--ipsec-socket). The path MTU
+    /// leaves room for ESP.
+    #[arg(long)]
+    pub ipsec: bool,
+
+    /// DDP endpoints: SAs and policies to start with, in ipsec-secgw's `sa` / `sp` format
+    /// (docs/ipsec.md); implies --ipsec.
+    #[arg(long, value_name = "FILE")]
+    pub ipsec_config: Option<PathBuf>,
+
+    /// DDP endpoints: a Unix stream socket at PATH through which a key manager (an IKE
+    /// daemon) installs and deletes SAs and policies while the endpoint runs, a command a
+    /// line (`sa add ...`, `sa del in|out SPI`, `sp add ...`, `sp del N`, `show`), each
+    /// answered `ok ...` or `error: ...`; implies --ipsec.
+    #[arg(long, value_name = "PATH")]
+    pub ipsec_socket: Option<PathBuf>,
 }
 
 /// The longest --run-for: a year, far from where `Instant + Duration` could overflow.
@@ -232,6 +251,11 @@ Examples:
   ddpdk -l 0-1 -a 0000:03:00.0 -- --forward-mode rxonly --cmdline-file cmds.txt -a";
 
 impl Options {
+    /// Whether the DDP endpoint runs IPsec (--ipsec, or what implies it).
+    pub fn ipsec_on(&self) -> bool {
+        self.ipsec || self.ipsec_config.is_some() || self.ipsec_socket.is_some()
+    }
+
     /// What an idle data core of the DDP endpoint does (--idle, --idle-sleep-max-us).
     pub fn idle_policy(&self) -> IdlePolicy {
         match self.idle {
@@ -279,6 +303,14 @@ impl Options {
         }
         if self.listen && self.ip.is_empty() {
             return Err("--listen needs --ip ADDR".into());
+        }
+        if self.ipsec_on() && (self.ddp_loopback || self.ip.is_empty()) {
+            return Err(
+                "--ipsec, --ipsec-config and --ipsec-socket are for a DDP endpoint \
+                        (--ip ADDR, with --ddp-listen, --ddp-connect or the shell), not \
+                        --ddp-loopback or forwarding"
+                    .into(),
+            );
         }
         if !(self.link_timeout.is_finite() && (0.0..=3600.0).contains(&self.link_timeout)) {
             return Err(format!(

@@ -151,6 +151,12 @@ pub enum Command {
         #[command(subcommand)]
         what: RdmaCmd,
     },
+    /// IPsec SAs and policies (RFC 5043 §13): sa add RULE | sa del in|out SPI | sp add RULE |
+    /// sp del N, RULE in the --ipsec-config format.
+    Ipsec {
+        #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
     /// wait (closed|session) [SECS]: wait until associations came and every one is closed, or
     /// until a session is established (for scripts: a server's script waits for its client).
     Wait {
@@ -463,6 +469,8 @@ pub enum ShowCmd {
     Session,
     /// show mr: registered regions (STag, TO, length, access).
     Mr,
+    /// show ipsec: SAs with their counters, policies by number, policy drops.
+    Ipsec,
     /// show fwd stats all: per-data-core counters.
     Fwd {
         #[command(subcommand)]
@@ -605,7 +613,13 @@ DDP endpoint (ddpdk --ip ADDR ...):
                                        One RFC 7306 CmpSwap on the peer's word.
   rdma imm ID STREAM VALUE [COUNT] [--solicited]
                                        RFC 7306 Immediate Data into the peer's receives.
+  ipsec sa add (in|out) SPI ...        Install an SA (--ipsec-config's `sa` rule).
+  ipsec sa del (in|out) SPI            Delete an SA (its policies then drop, counted).
+  ipsec sp add (ipv4|ipv6) (in|out) esp (protect SPI|bypass|discard) pri N ...
+                                       Add a policy (--ipsec-config's `sp` rule).
+  ipsec sp del N                       Delete policy N (numbered by show ipsec).
   show assoc | show session | show mr  Associations, sessions, regions.
+  show ipsec                           SAs and their counters, policies, policy drops.
   show fwd stats all                   Per-data-core and control-thread counters.
   wait closed [SECS]                   Wait until associations came and all closed.
   wait session [SECS]                  Wait until a DDP Stream Session is established.
@@ -638,7 +652,7 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
     match words {
         [] => vec![
             "start", "stop", "show", "clear", "set", "help", "quit", "exit", "assoc", "session",
-            "mr", "send", "recv", "rdma", "wait",
+            "mr", "send", "recv", "rdma", "ipsec", "wait",
         ],
         ["wait"] => vec!["closed", "session"],
         ["assoc"] => vec!["open", "close"],
@@ -658,7 +672,11 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
         ["show", "fwd"] => vec!["stats"],
         ["show", "fwd", "stats"] => vec!["all"],
         ["start"] => vec!["tx_first"],
-        ["show"] => vec!["port", "config", "assoc", "session", "mr", "fwd"],
+        ["show"] => vec!["port", "config", "assoc", "session", "mr", "ipsec", "fwd"],
+        ["ipsec"] => vec!["sa", "sp"],
+        ["ipsec", "sa" | "sp"] => vec!["add", "del"],
+        ["ipsec", "sa", "add" | "del"] => vec!["in", "out"],
+        ["ipsec", "sp", "add"] => vec!["ipv4", "ipv6"],
         ["show", "port"] => vec!["info", "stats", "xstats"],
         ["show", "port", _] => PORT_ARGS.to_vec(),
         ["show", "config"] => vec!["fwd"],
@@ -789,6 +807,17 @@ mod tests {
 
     #[test]
     fn ddp_commands_parse() {
+        // The rule's words reach the IPsec command whole, hyphens and colons included.
+        assert_eq!(
+            ok("ipsec sa add out 1000 aead_algo aes-128-gcm aead_key 0x00 mode ipv4-tunnel"),
+            Command::Ipsec {
+                words: "sa add out 1000 aead_algo aes-128-gcm aead_key 0x00 mode ipv4-tunnel"
+                    .split(' ')
+                    .map(String::from)
+                    .collect()
+            }
+        );
+        assert!(parse_line("ipsec").is_err());
         assert_eq!(
             ok("assoc open 198.18.0.2 5000"),
             Command::Assoc {
@@ -971,8 +1000,13 @@ mod tests {
         assert_eq!(complete("show\u{a0}po"), (6, vec!["port"]));
         assert_eq!(
             complete("show\u{3000}"),
-            (7, vec!["port", "config", "assoc", "session", "mr", "fwd"])
+            (
+                7,
+                vec!["port", "config", "assoc", "session", "mr", "ipsec", "fwd"]
+            )
         );
+        assert_eq!(complete("ipsec sp "), (9, vec!["add", "del"]));
+        assert_eq!(complete("ipsec sa add "), (13, vec!["in", "out"]));
         // Every completed command is one the parser accepts.
         for line in [
             "show port info all",
@@ -980,6 +1014,8 @@ mod tests {
             "set fwd rxonly",
             "start tx_first",
             "help all",
+            "show ipsec",
+            "ipsec sa del in 1000",
         ] {
             assert!(parse_line(line).is_ok(), "{line}");
         }

@@ -16,7 +16,9 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use common::*;
-use ddpdk_dataplane::ipsec::{parse_config, Algorithm, Direction, Lifetime, Mode, SaConfig};
+use ddpdk_dataplane::ipsec::{
+    parse_config, parse_sa, parse_sp, Algorithm, Direction, IpsecConfig, Lifetime, Mode, SaConfig,
+};
 use ddpdk_dataplane::port::dpdk::{CryptoDev, EspDrop, EspSa, IpsecPort, Mbuf, Mempool};
 use ddpdk_dataplane::port::{PacketBuf, Port};
 
@@ -188,6 +190,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     tunnel_esp_from_another_gateway_is_dropped(&b);
     an_sa_past_its_byte_lifetime_is_not_used(&b);
     policy_on_a_ring_pair_5043_13(&b);
+    sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -506,8 +509,166 @@ fn policy_on_a_ring_pair_5043_13(b: &Bench) {
     );
     let sa_in: Vec<_> = pb
         .sas()
+        .iter()
         .map(|s| (s.spi(), s.stats.snapshot().packets))
         .collect();
     // 8 + the wire sample (taken off the raw port, so never decrypted) + the stranger.
     assert!(sa_in.contains(&(1000, 9)), "{sa_in:?}");
+}
+
+fn rule<T>(parse: fn(&[&str]) -> Result<T, String>, text: &str) -> T {
+    parse(&text.split_whitespace().collect::<Vec<_>>()).unwrap()
+}
+
+/// RFC 4301 §4.4 (the SAD and SPD are managed while traffic flows): on a ring pair whose ports
+/// start with IPsec on and nothing configured, SAs and policies installed at run time protect
+/// the next frames; an SA deleted under its policy makes what that policy selects drop,
+/// counted (fail closed), until a new SA of that SPI returns; a deleted policy stops
+/// protecting; a transport SA takes the family of the first policy that uses it, and one
+/// already used for IPv4 refuses an IPv6 policy.
+fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
+    let key = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let ports = ring_pair_ports(&b.eal, "espkm", &b.pool, 256);
+    let (raw_a, raw_b) = (&ports[0], &ports[1]);
+    let empty = IpsecConfig::default();
+    let pa = IpsecPort::new(raw_a.clone(), b.pool.clone(), &empty, &b.dev).unwrap();
+    let pb = IpsecPort::new(raw_b.clone(), b.pool.clone(), &empty, &b.dev).unwrap();
+    // Nothing configured: room kept for any SA, frames pass, CRC32c in software.
+    assert_eq!(pa.headroom(), ddpdk_dataplane::ipsec::MAX_OVERHEAD);
+    assert!(!pa.sctp_checksum_offload().tx && !pa.sctp_checksum_offload().rx);
+    let frame = sctp_frame(false, 400, 1);
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pb, 1), vec![frame.clone()]);
+
+    pa.add_sa(rule(
+        parse_sa,
+        &format!("out 3000 aead_algo aes-128-gcm aead_key {key} mode transport"),
+    ))
+    .unwrap();
+    pb.add_sa(rule(
+        parse_sa,
+        &format!("in 3000 aead_algo aes-128-gcm aead_key {key} mode transport"),
+    ))
+    .unwrap();
+    // A second SA of the same SPI and direction is refused.
+    assert!(pa
+        .add_sa(rule(
+            parse_sa,
+            &format!("out 3000 aead_algo aes-128-gcm aead_key {key} mode transport")
+        ))
+        .unwrap_err()
+        .contains("twice"));
+    // A policy for an SA that does not exist is refused.
+    assert!(pa
+        .add_policy(rule(
+            parse_sp,
+            "ipv4 out esp protect 3001 pri 10 proto sctp"
+        ))
+        .is_err());
+    pa.add_policy(rule(
+        parse_sp,
+        "ipv4 out esp protect 3000 pri 10 dst 198.18.0.2/32 proto sctp",
+    ))
+    .unwrap();
+    pb.add_policy(rule(
+        parse_sp,
+        "ipv4 in esp protect 3000 pri 10 src 198.18.0.1/32 proto sctp",
+    ))
+    .unwrap();
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pb, 1), vec![frame.clone()]);
+    let sa_b = pb.sas();
+    assert_eq!(
+        sa_b[0].stats.snapshot().packets,
+        1,
+        "it came through the SA"
+    );
+
+    // The SA used for IPv4 refuses an IPv6 policy; an unused one is rebuilt for IPv6.
+    assert!(pa
+        .add_policy(rule(parse_sp, "ipv6 out esp protect 3000 pri 5 proto sctp"))
+        .unwrap_err()
+        .contains("one family"));
+    pa.add_sa(rule(
+        parse_sa,
+        &format!("out 3002 aead_algo aes-128-gcm aead_key {key} mode transport"),
+    ))
+    .unwrap();
+    pa.add_policy(rule(parse_sp, "ipv6 out esp protect 3002 pri 5 proto sctp"))
+        .unwrap();
+    assert!(pa.sas().iter().any(|s| s.spi() == 3002 && s.is_ipv6()));
+
+    // The outbound SA deleted: its policy drops what it selects, counted; nothing leaves.
+    pa.remove_sa(Direction::Out, 3000).unwrap();
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert!(receive_all(raw_b.as_ref(), 1).is_empty());
+    assert_eq!(pa.policy_counts().no_sa_out, 1);
+    // The inbound SA deleted: ESP for it is dropped as ESP for no SA.
+    pa.add_sa(rule(
+        parse_sa,
+        &format!("out 3000 aead_algo aes-128-gcm aead_key {key} mode transport"),
+    ))
+    .unwrap();
+    pb.remove_sa(Direction::In, 3000).unwrap();
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert!(receive_all(&pb, 1).is_empty());
+    assert_eq!(pb.policy_counts().no_sa, 1);
+    // A key manager installs the new SA: traffic flows again.
+    pb.add_sa(rule(
+        parse_sa,
+        &format!("in 3000 aead_algo aes-128-gcm aead_key {key} mode transport"),
+    ))
+    .unwrap();
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pb, 1), vec![frame.clone()]);
+
+    // B's inbound policy deleted: ESP still decrypts, but no policy selects what it carried
+    // (RFC 4301 §5.2 step 4), so it is dropped; clear SCTP then passes (no policy names it).
+    let at = pb
+        .policies()
+        .iter()
+        .position(|p| p.to_string().starts_with("sp ipv4 in esp protect 3000"))
+        .unwrap();
+    pb.remove_policy(at).unwrap();
+    assert!(pb.remove_policy(at).is_err());
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert!(receive_all(&pb, 1).is_empty());
+    assert_eq!(pb.policy_counts().policy_mismatch, 1);
+    // An outbound SA adding more than the path MTU left free is refused.
+    let small = IpsecPort::new(
+        raw_a.clone(),
+        b.pool.clone(),
+        &parse_config(&format!(
+            "sa out 5000 aead_algo aes-128-gcm aead_key {key} mode transport\n"
+        ))
+        .unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    assert_eq!(small.headroom(), 37);
+    let cbc = format!(
+        "out 5001 cipher_algo aes-128-cbc cipher_key 0x{} auth_algo sha256-hmac auth_key 0x{} \
+         mode transport",
+        "11".repeat(16),
+        "22".repeat(32)
+    );
+    assert!(small
+        .add_sa(rule(parse_sa, &cbc))
+        .unwrap_err()
+        .contains("path MTU"));
+    // IPsec off: nothing can be added.
+    let off = IpsecPort::passthrough(raw_a.clone(), b.pool.clone());
+    assert!(off
+        .add_sa(rule(
+            parse_sa,
+            &format!("out 3000 aead_algo aes-128-gcm aead_key {key} mode transport")
+        ))
+        .unwrap_err()
+        .contains("IPsec is off"));
 }

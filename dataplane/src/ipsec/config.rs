@@ -58,6 +58,25 @@ impl IpsecConfig {
         Ok(())
     }
 
+    /// Takes out an SA. Policies that protect with it stay: what they select is then dropped
+    /// and counted until the key manager installs the SA that replaces it (fail closed).
+    pub fn remove_sa(&mut self, direction: Direction, spi: u32) -> Result<SaConfig, String> {
+        let at = self
+            .sas
+            .iter()
+            .position(|s| s.direction == direction && s.spi == spi)
+            .ok_or_else(|| format!("no SA {direction} {spi}"))?;
+        Ok(self.sas.remove(at))
+    }
+
+    /// Takes out the policy at `index` of the SPD (the order `show ipsec` numbers them in).
+    pub fn remove_policy(&mut self, index: usize) -> Result<Policy, String> {
+        let n = self.spd.policies().len();
+        self.spd
+            .remove(index)
+            .ok_or_else(|| format!("no policy {index} (there are {n})"))
+    }
+
     /// The most bytes ESP adds to any packet: what the path MTU must leave free.
     pub fn max_overhead(&self) -> usize {
         self.sas
@@ -153,7 +172,8 @@ fn bytes(what: &str, w: Option<&&str>) -> Result<Vec<u8>, String> {
         .collect()
 }
 
-fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
+/// One `sa` rule, the words after `sa` (`in 1000 aead_algo ...`).
+pub fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
     let dir = direction(w.first())?;
     let spi: u32 = number("spi", w.get(1))?;
     let mut aead: Option<(&str, Vec<u8>)> = None;
@@ -302,7 +322,8 @@ fn range(what: &str, w: Option<&&str>) -> Result<std::ops::RangeInclusive<u16>, 
     Ok(a..=b)
 }
 
-fn parse_sp(w: &[&str]) -> Result<Policy, String> {
+/// One `sp` rule, the words after `sp` (`ipv4 in esp protect 1000 ...`).
+pub fn parse_sp(w: &[&str]) -> Result<Policy, String> {
     let all = match w.first() {
         Some(&"ipv4") => "0.0.0.0/0",
         Some(&"ipv6") => "::/0",
@@ -443,6 +464,49 @@ mod tests {
             ..from_peer
         };
         assert_eq!(cfg.spd.action(Direction::In, &v6), Action::Bypass);
+    }
+
+    /// What `show ipsec` prints of a policy reads back into the same policy, so an operator
+    /// can copy a rule from one endpoint's listing into another's configuration.
+    #[test]
+    fn a_policy_prints_as_the_rule_that_reads_back_into_it() {
+        let sa =
+            format!("sa in 1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport");
+        for rule in [
+            "sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp dport 5000:5000",
+            "sp ipv4 in esp protect 1000 pri 3 src 198.18.0.0/15 proto sctp sport 1:9",
+            "sp ipv6 in esp discard pri 1 src 2001:db8::/32 proto 17",
+            "sp ipv4 in esp bypass pri 0",
+        ] {
+            let mut cfg = IpsecConfig::default();
+            parse_rule(&mut cfg, &sa.split_whitespace().collect::<Vec<_>>()).unwrap();
+            let out = sa.replace("sa in", "sa out");
+            parse_rule(&mut cfg, &out.split_whitespace().collect::<Vec<_>>()).unwrap();
+            parse_rule(&mut cfg, &rule.split_whitespace().collect::<Vec<_>>()).unwrap();
+            let p = cfg.spd.policies()[0].clone();
+            assert_eq!(p.to_string(), rule);
+            let mut again = cfg.clone();
+            again.remove_policy(0).unwrap();
+            let shown = p.to_string();
+            parse_rule(&mut again, &shown.split_whitespace().collect::<Vec<_>>()).unwrap();
+            assert_eq!(again.spd.policies()[0], p);
+        }
+    }
+
+    #[test]
+    fn sas_and_policies_come_out_by_name_and_number() {
+        let mut cfg = parse_config(&format!(
+            "sa out 1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport\n\
+             sp ipv4 out esp protect 1000 pri 10 proto sctp\n"
+        ))
+        .unwrap();
+        assert!(cfg.remove_sa(Direction::In, 1000).is_err());
+        assert!(cfg.remove_policy(1).unwrap_err().contains("there are 1"));
+        assert_eq!(cfg.remove_sa(Direction::Out, 1000).unwrap().spi, 1000);
+        // The policy stays: what it selects is dropped until a new SA 1000 arrives.
+        assert_eq!(cfg.spd.policies().len(), 1);
+        assert!(cfg.remove_policy(0).is_ok());
+        assert!(cfg.spd.is_empty());
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod config;
 mod replay;
 mod spd;
 
-pub use config::{parse_config, parse_rule, ConfigError, IpsecConfig};
+pub use config::{parse_config, parse_rule, parse_sa, parse_sp, ConfigError, IpsecConfig};
 pub use replay::ReplayWindow;
 pub use spd::{Action, Flow, Policy, Prefix, Selector, Spd};
 
@@ -151,6 +151,11 @@ pub struct SaConfig {
     pub lifetime: Lifetime,
 }
 
+/// The most bytes any SA of ours adds to a packet: an IPv6 tunnel's outer header (40) and
+/// AES-CBC's ESP (RFC 4303 §2: 8 header + 16 IV + up to 15 padding + 2 trailer + 16 ICV).
+/// A path MTU that leaves this much free fits every SA that may come later.
+pub const MAX_OVERHEAD: usize = 97;
+
 /// What the replay window is when the configuration does not say: RFC 4303 §3.4.3 asks for
 /// at least 32 packets and recommends 64 where the link is fast; a data core on a fast link
 /// reorders within a burst, so a larger one.
@@ -268,6 +273,35 @@ mod tests {
             dst: "198.18.0.2".parse().unwrap(),
         };
         assert_eq!(t.overhead(), 57);
+    }
+
+    #[test]
+    fn max_overhead_covers_every_algorithm_and_mode() {
+        let modes = [
+            Mode::Transport,
+            Mode::Tunnel {
+                src: "198.18.0.1".parse().unwrap(),
+                dst: "198.18.0.2".parse().unwrap(),
+            },
+            Mode::Tunnel {
+                src: "2001:db8::1".parse().unwrap(),
+                dst: "2001:db8::2".parse().unwrap(),
+            },
+        ];
+        let mut most = 0;
+        for a in [
+            Algorithm::AesGcm128,
+            Algorithm::AesGcm256,
+            Algorithm::AesCbc128HmacSha256,
+            Algorithm::AesCbc256HmacSha256,
+        ] {
+            for mode in modes {
+                let mut s = sa(a);
+                s.mode = mode;
+                most = most.max(s.overhead());
+            }
+        }
+        assert_eq!(most, MAX_OVERHEAD);
     }
 
     #[test]

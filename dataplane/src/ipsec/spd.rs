@@ -152,6 +152,55 @@ pub struct Policy {
     pub action: Action,
 }
 
+impl std::fmt::Display for Prefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+impl Policy {
+    /// The family of the packets it selects (every rule names one: `sp ipv4` or `sp ipv6`).
+    pub fn is_ipv6(&self) -> bool {
+        self.selector
+            .src
+            .or(self.selector.dst)
+            .is_some_and(|p| p.addr.is_ipv6())
+    }
+}
+
+/// The rule as the configuration file writes it: what `show ipsec` prints, and what
+/// `parse_rule` reads back into the same policy.
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let family = if self.is_ipv6() { "ipv6" } else { "ipv4" };
+        write!(f, "sp {family} {} esp ", self.direction)?;
+        match self.action {
+            Action::Protect(spi) => write!(f, "protect {spi}")?,
+            Action::Bypass => f.write_str("bypass")?,
+            Action::Discard => f.write_str("discard")?,
+        }
+        write!(f, " pri {}", self.priority)?;
+        let s = &self.selector;
+        // A whole family's prefix is what the rule starts from: not worth printing.
+        for (key, p) in [("src", s.src), ("dst", s.dst)] {
+            if let Some(p) = p.filter(|p| p.len > 0) {
+                write!(f, " {key} {p}")?;
+            }
+        }
+        match s.proto {
+            Some(IPPROTO_SCTP) => f.write_str(" proto sctp")?,
+            Some(p) => write!(f, " proto {p}")?,
+            None => {}
+        }
+        for (key, r) in [("sport", &s.sport), ("dport", &s.dport)] {
+            if *r != (0..=u16::MAX) {
+                write!(f, " {key} {}:{}", r.start(), r.end())?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The ordered policies of both directions.
 #[derive(Debug, Clone, Default)]
 pub struct Spd {
@@ -167,6 +216,11 @@ impl Spd {
         // After every entry of the same or higher priority: equal priorities keep their order.
         let at = self.policies.partition_point(|q| q.priority >= p.priority);
         self.policies.insert(at, p);
+    }
+
+    /// Takes out the policy at `index` of [`Spd::policies`].
+    pub fn remove(&mut self, index: usize) -> Option<Policy> {
+        (index < self.policies.len()).then(|| self.policies.remove(index))
     }
 
     pub fn policies(&self) -> &[Policy] {

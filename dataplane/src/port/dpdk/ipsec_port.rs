@@ -4,15 +4,21 @@
 //! §5.2).
 //!
 //! It wraps the device the way [`Faulty`](crate::port::faults::Faulty) does, so the data cores
-//! run unchanged on top of it. With no policy it passes every frame through untouched.
+//! run unchanged on top of it. Its SAs and policies change while the cores run (the shell's
+//! `ipsec` commands, a key manager): each change builds a new table and swaps it in whole, so a
+//! burst sees one table from start to end and an SA lives until the last burst using it ends.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::ipsec::{CryptoDev, EspSa};
+use arc_swap::ArcSwap;
+
+use super::ipsec::{CryptoDev, EspSa, SaCounts};
 use super::mbuf::{Mbuf, Mempool};
-use crate::ipsec::{Action, Direction, Flow, IpsecConfig, Spd, IPPROTO_ESP};
+use crate::ipsec::{
+    Action, Direction, Flow, IpsecConfig, Mode, Policy, SaConfig, Spd, IPPROTO_ESP, MAX_OVERHEAD,
+};
 use crate::port::region::Region;
 use crate::port::{ChecksumOffload, FlowRule, LinkStatus, PacketBuf, Port, PortStats, SctpFlow};
 
@@ -43,46 +49,100 @@ pub struct PolicyCounts {
     pub no_sa_out: u64,
 }
 
+const OFF: &str = "IPsec is off on this port (start ddpdk with --ipsec or --ipsec-config FILE)";
+
+fn lock(m: &Mutex<IpsecConfig>) -> MutexGuard<'_, IpsecConfig> {
+    // A change that panicked half-way published nothing: the definitions are still whole.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The SAs and policies one burst works with.
+#[derive(Default)]
+struct Tables {
+    spd: Spd,
+    inbound: Vec<Arc<EspSa>>,
+    outbound: Vec<Arc<EspSa>>,
+}
+
+impl Tables {
+    /// Whether frames need looking at: ESP for an SA is opened (and its inner packet checked
+    /// against policy) even when no policy is left.
+    fn in_force(&self) -> bool {
+        !(self.spd.is_empty() && self.inbound.is_empty() && self.outbound.is_empty())
+    }
+
+    fn sa(&self, direction: Direction, spi: u32) -> Option<&Arc<EspSa>> {
+        match direction {
+            Direction::In => &self.inbound,
+            Direction::Out => &self.outbound,
+        }
+        .iter()
+        .find(|s| s.spi() == spi)
+    }
+}
+
+/// One SA as `show ipsec` lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SaReport {
+    pub spi: u32,
+    pub direction: String,
+    pub algorithm: &'static str,
+    pub mode: String,
+    pub esn: bool,
+    pub counts: SaCounts,
 }
 
 /// The device behind IPsec policy.
 pub struct IpsecPort<P> {
     inner: Arc<P>,
     pool: Arc<Mempool>,
-    spd: Spd,
-    inbound: Vec<Arc<EspSa>>,
-    outbound: Vec<Arc<EspSa>>,
+    /// The crypto device SAs are created on; `None`: IPsec is off and every frame passes.
+    dev: Option<Arc<CryptoDev>>,
+    tables: ArcSwap<Tables>,
+    /// The SAs' and policies' definitions; changes are made one at a time under this lock and
+    /// published as a new [`Tables`].
+    config: Mutex<IpsecConfig>,
+    /// Whether any policy or SA exists: a port without one costs a burst one load.
+    active: AtomicBool,
+    /// Bytes the path MTU leaves free for ESP: no outbound SA may add more.
+    headroom: usize,
     pub stats: PolicyStats,
 }
 
 impl<P> std::fmt::Debug for IpsecPort<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = self.tables.load();
         f.debug_struct("IpsecPort")
-            .field("policies", &self.spd.policies().len())
-            .field("inbound", &self.inbound.len())
-            .field("outbound", &self.outbound.len())
+            .field("enabled", &self.dev.is_some())
+            .field("policies", &t.spd.policies().len())
+            .field("inbound", &t.inbound.len())
+            .field("outbound", &t.outbound.len())
             .finish_non_exhaustive()
     }
 }
 
 impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
-    /// No policy: every frame passes untouched.
+    /// IPsec off: every frame passes untouched, and no SA can be added.
     pub fn passthrough(inner: Arc<P>, pool: Arc<Mempool>) -> IpsecPort<P> {
         IpsecPort {
             inner,
             pool,
-            spd: Spd::new(),
-            inbound: Vec::new(),
-            outbound: Vec::new(),
+            dev: None,
+            tables: ArcSwap::from_pointee(Tables::default()),
+            config: Mutex::new(IpsecConfig::default()),
+            active: AtomicBool::new(false),
+            headroom: 0,
             stats: PolicyStats::default(),
         }
     }
 
-    /// The SAs and policies of `config` on `dev`. An SA protects the family of the first
-    /// policy that names it (IPv4 when none does). `pool` gives the mbufs that frames are
-    /// copied into when they are not the port's to encrypt in place.
+    /// IPsec on, with the SAs and policies of `config` (which may be empty: they can come
+    /// later, from the shell or a key manager) on crypto device `dev`. `pool` gives the mbufs
+    /// that frames are copied into when they are not the port's to encrypt in place.
     pub fn new(
         inner: Arc<P>,
         pool: Arc<Mempool>,
@@ -90,21 +150,31 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         dev: &Arc<CryptoDev>,
     ) -> Result<IpsecPort<P>, String> {
         let mut port = IpsecPort::passthrough(inner, pool);
+        port.dev = Some(Arc::clone(dev));
+        let mut tables = Tables::default();
         for sa in &config.sas {
+            // An SA protects the family of the first policy that names it (IPv4 if none does).
             let ipv6 = config
                 .spd
                 .policies()
                 .iter()
                 .find(|p| p.direction == sa.direction && p.action == Action::Protect(sa.spi))
-                .and_then(|p| p.selector.src.or(p.selector.dst))
-                .is_some_and(|prefix| prefix.addr.is_ipv6());
+                .is_some_and(Policy::is_ipv6);
             let esp = Arc::new(EspSa::new(dev, sa, ipv6)?);
             match sa.direction {
-                Direction::In => port.inbound.push(esp),
-                Direction::Out => port.outbound.push(esp),
+                Direction::In => tables.inbound.push(esp),
+                Direction::Out => tables.outbound.push(esp),
             }
         }
-        port.spd = config.spd.clone();
+        tables.spd = config.spd.clone();
+        port.active = AtomicBool::new(tables.in_force());
+        port.tables = ArcSwap::from_pointee(tables);
+        port.config = Mutex::new(config.clone());
+        // What the configured outbound SAs need, or room for any SA if none is configured yet.
+        port.headroom = match config.max_overhead() {
+            0 => MAX_OVERHEAD,
+            n => n,
+        };
         Ok(port)
     }
 
@@ -112,13 +182,167 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         &self.inner
     }
 
-    /// Whether any policy applies (else the port is a pass-through).
-    pub fn is_active(&self) -> bool {
-        !self.spd.is_empty()
+    /// Bytes of each packet the path MTU must leave free for ESP (0 with IPsec off).
+    pub fn headroom(&self) -> usize {
+        self.headroom
     }
 
-    pub fn sas(&self) -> impl Iterator<Item = &Arc<EspSa>> {
-        self.inbound.iter().chain(&self.outbound)
+    /// Whether IPsec is on (a crypto device is attached), with or without policies yet.
+    pub fn is_enabled(&self) -> bool {
+        self.dev.is_some()
+    }
+
+    /// Whether any policy or SA is in force (else the port is a pass-through).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Every SA in force, inbound first.
+    pub fn sas(&self) -> Vec<Arc<EspSa>> {
+        let t = self.tables.load();
+        t.inbound.iter().chain(&t.outbound).cloned().collect()
+    }
+
+    /// Every SA with its counters, inbound first.
+    pub fn sa_reports(&self) -> Vec<SaReport> {
+        self.sas()
+            .iter()
+            .map(|s| {
+                let c = s.config();
+                SaReport {
+                    spi: c.spi,
+                    direction: c.direction.to_string(),
+                    algorithm: c.algorithm.name(),
+                    mode: match c.mode {
+                        Mode::Transport => "transport".to_owned(),
+                        Mode::Tunnel { src, dst } => format!("tunnel {src} -> {dst}"),
+                    },
+                    esn: c.esn,
+                    counts: s.stats.snapshot(),
+                }
+            })
+            .collect()
+    }
+
+    /// The policies in force, highest priority first (the numbers `remove_policy` takes).
+    pub fn policies(&self) -> Vec<Policy> {
+        self.tables.load().spd.policies().to_vec()
+    }
+
+    /// Adds one SA (RFC 4301 §4.4.2), usable by the next burst of every core.
+    pub fn add_sa(&self, sa: SaConfig) -> Result<(), String> {
+        let dev = self.dev.as_ref().ok_or(OFF)?;
+        let mut cfg = lock(&self.config);
+        if sa.direction == Direction::Out && sa.overhead() > self.headroom {
+            return Err(format!(
+                "SA out {} adds up to {} bytes to a packet, and the path MTU leaves room for {} \
+                 (the most of --ipsec-config's outbound SAs): configure an SA of its kind at \
+                 start-up",
+                sa.spi,
+                sa.overhead(),
+                self.headroom
+            ));
+        }
+        let mut next = cfg.clone();
+        next.add_sa(sa.clone())?;
+        // Policies name their SA, so none names a new one yet: IPv4 until a policy of the
+        // other family protects with it (`add_policy` rebuilds it then).
+        let ipv6 = matches!(sa.mode, Mode::Tunnel { dst, .. } if dst.is_ipv6());
+        let esp = Arc::new(EspSa::new(dev, &sa, ipv6)?);
+        self.publish(&next, |t| match sa.direction {
+            Direction::In => t.inbound.push(esp),
+            Direction::Out => t.outbound.push(esp),
+        });
+        *cfg = next;
+        Ok(())
+    }
+
+    /// Deletes an SA: packets it carried are dropped from the next burst on, and a policy that
+    /// protects with it drops what it selects (counted) until an SA of that SPI returns.
+    pub fn remove_sa(&self, direction: Direction, spi: u32) -> Result<(), String> {
+        let mut cfg = lock(&self.config);
+        let mut next = cfg.clone();
+        next.remove_sa(direction, spi)?;
+        self.publish(&next, |t| {
+            let list = match direction {
+                Direction::In => &mut t.inbound,
+                Direction::Out => &mut t.outbound,
+            };
+            list.retain(|s| s.spi() != spi);
+        });
+        *cfg = next;
+        Ok(())
+    }
+
+    /// Adds one policy. A transport-mode SA that has carried nothing yet takes the family of
+    /// the first policy that protects with it (rte_ipsec fixes an SA's family).
+    pub fn add_policy(&self, p: Policy) -> Result<(), String> {
+        let dev = self.dev.as_ref().ok_or(OFF)?;
+        let mut cfg = lock(&self.config);
+        let mut next = cfg.clone();
+        next.add_policy(p.clone())?;
+        let mut rebuilt = None;
+        if let Action::Protect(spi) = p.action {
+            let t = self.tables.load();
+            let sa = t.sa(p.direction, spi).ok_or("the policy's SA is gone")?;
+            if sa.is_ipv6() != p.is_ipv6() {
+                let named = cfg
+                    .spd
+                    .policies()
+                    .iter()
+                    .any(|q| q.direction == p.direction && q.action == Action::Protect(spi));
+                if named || sa.stats.snapshot().packets > 0 || sa.config().mode != Mode::Transport {
+                    return Err(format!(
+                        "SA {} {spi} protects {} packets; an SA protects one family (add another \
+                         SA for this rule)",
+                        p.direction,
+                        if sa.is_ipv6() { "IPv6" } else { "IPv4" }
+                    ));
+                }
+                rebuilt = Some(Arc::new(EspSa::new(dev, sa.config(), p.is_ipv6())?));
+            }
+        }
+        self.publish(&next, |t| {
+            if let Some(esp) = rebuilt {
+                let list = match p.direction {
+                    Direction::In => &mut t.inbound,
+                    Direction::Out => &mut t.outbound,
+                };
+                list.retain(|s| s.spi() != esp.spi());
+                list.push(esp);
+            }
+        });
+        *cfg = next;
+        Ok(())
+    }
+
+    /// Deletes the policy at `index` of [`IpsecPort::policies`].
+    pub fn remove_policy(&self, index: usize) -> Result<Policy, String> {
+        let mut cfg = lock(&self.config);
+        let mut next = cfg.clone();
+        let p = next.remove_policy(index)?;
+        self.publish(&next, |_| {});
+        *cfg = next;
+        Ok(p)
+    }
+
+    /// Swaps in the tables of `cfg`: the SAs as they are now (state and counters kept), edited
+    /// by `edit`, and `cfg`'s policies.
+    fn publish(&self, cfg: &IpsecConfig, edit: impl FnOnce(&mut Tables)) {
+        let now = self.tables.load();
+        let mut t = Tables {
+            spd: cfg.spd.clone(),
+            inbound: now.inbound.clone(),
+            outbound: now.outbound.clone(),
+        };
+        edit(&mut t);
+        self.active.store(t.in_force(), Ordering::Release);
+        self.tables.store(Arc::new(t));
+    }
+
+    /// The most bytes ESP adds to an outbound packet under the SAs in force.
+    pub fn max_overhead(&self) -> usize {
+        lock(&self.config).max_overhead()
     }
 
     pub fn policy_counts(&self) -> PolicyCounts {
@@ -136,12 +360,12 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
 
     /// What becomes of one received frame: itself (not IP, or bypassed), the packet its ESP
     /// carried, or nothing (dropped and counted).
-    fn receive(&self, m: Mbuf, now: Instant) -> Option<Mbuf> {
+    fn receive(&self, t: &Tables, m: Mbuf, now: Instant) -> Option<Mbuf> {
         let Some(flow) = Flow::of_frame(m.data()) else {
             return Some(m);
         };
         if flow.proto != IPPROTO_ESP {
-            return match self.spd.action(Direction::In, &flow) {
+            return match t.spd.action(Direction::In, &flow) {
                 Action::Bypass => Some(m),
                 Action::Protect(_) => {
                     bump(&self.stats.clear_refused);
@@ -157,13 +381,13 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             bump(&self.stats.no_sa);
             return None;
         };
-        let Some(sa) = self.inbound.iter().find(|s| s.spi() == spi) else {
+        let Some(sa) = t.sa(Direction::In, spi) else {
             bump(&self.stats.no_sa);
             return None;
         };
         let clear = sa.decrypt(m, &self.pool, now).ok()?;
         // RFC 4301 §5.2 step 4: what came through the SA must be what its policy selects.
-        let inner = Flow::of_frame(clear.data()).map(|f| self.spd.action(Direction::In, &f));
+        let inner = Flow::of_frame(clear.data()).map(|f| t.spd.action(Direction::In, &f));
         if inner == Some(Action::Protect(spi)) {
             Some(clear)
         } else {
@@ -173,7 +397,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     }
 
     /// What goes out for one frame to send: itself, its ESP, or nothing (dropped and counted).
-    fn send(&self, m: Mbuf, now: Instant) -> Option<Mbuf> {
+    fn send(&self, t: &Tables, m: Mbuf, now: Instant) -> Option<Mbuf> {
         let Some(flow) = Flow::of_frame(m.data()) else {
             return Some(m);
         };
@@ -181,14 +405,14 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         if flow.proto == IPPROTO_ESP {
             return Some(m);
         }
-        match self.spd.action(Direction::Out, &flow) {
+        match t.spd.action(Direction::Out, &flow) {
             Action::Bypass => Some(m),
             Action::Discard => {
                 bump(&self.stats.discarded_out);
                 None
             }
             Action::Protect(spi) => {
-                let Some(sa) = self.outbound.iter().find(|s| s.spi() == spi) else {
+                let Some(sa) = t.sa(Direction::Out, spi) else {
                     bump(&self.stats.no_sa_out);
                     return None;
                 };
@@ -216,9 +440,9 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         self.inner.id()
     }
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
-        // The device sees only ESP once a policy protects: SCTP's CRC32c is computed and
-        // checked in software.
-        if self.is_active() {
+        // The device sees only ESP once a policy protects, and policies may come at any time:
+        // with IPsec on, SCTP's CRC32c is computed and checked in software.
+        if self.is_enabled() {
             ChecksumOffload::default()
         } else {
             self.inner.sctp_checksum_offload()
@@ -243,15 +467,21 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
             return n;
         }
         let now = Instant::now();
+        let t = self.tables.load();
         let received: Vec<Mbuf> = out.drain(start..).collect();
-        out.extend(received.into_iter().filter_map(|m| self.receive(m, now)));
+        out.extend(
+            received
+                .into_iter()
+                .filter_map(|m| self.receive(&t, m, now)),
+        );
         out.len() - start
     }
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
         if self.is_active() && !pkts.is_empty() {
             let now = Instant::now();
+            let t = self.tables.load();
             let framed: Vec<Mbuf> = std::mem::take(pkts);
-            pkts.extend(framed.into_iter().filter_map(|m| self.send(m, now)));
+            pkts.extend(framed.into_iter().filter_map(|m| self.send(&t, m, now)));
         }
         self.inner.tx_burst(queue, pkts)
     }
@@ -281,7 +511,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
     }
     fn xstats(&self) -> Vec<(String, u64)> {
         let mut v = self.inner.xstats();
-        if self.is_active() {
+        if self.is_enabled() {
             let c = self.policy_counts();
             v.extend([
                 ("ipsec_no_sa".to_owned(), c.no_sa),
@@ -289,6 +519,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
                 ("ipsec_policy_mismatch".to_owned(), c.policy_mismatch),
                 ("ipsec_discarded_in".to_owned(), c.discarded_in),
                 ("ipsec_discarded_out".to_owned(), c.discarded_out),
+                ("ipsec_no_sa_out".to_owned(), c.no_sa_out),
             ]);
         }
         v

@@ -14,7 +14,7 @@ mod mbuf;
 pub use eal::{Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
 pub use ipsec::{CryptoDev, EspDrop, EspSa, SaCounts, SaStats};
-pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats};
+pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats, SaReport};
 pub use mbuf::{Mbuf, Mempool};
 
 use std::ffi::CStr;

@@ -1,0 +1,250 @@
+//! IPsec's SAs and policies while the endpoint runs (RFC 5043 §13): the commands the shell's
+//! `ipsec ...` and a key manager's socket (`--ipsec-socket`) share, and `show ipsec`.
+//!
+//! A key manager (an IKE daemon such as strongSwan, through a small plugin or its updown
+//! script) installs an SA pair once its exchange is done, points a policy at it, and deletes
+//! the old pair after a rekey. The socket takes the same lines as the shell, without `ipsec`:
+//!
+//! ```text
+//! sa add in 2000 aead_algo aes-128-gcm aead_key 2b:...:be mode transport
+//! sp add ipv4 in esp protect 2000 pri 10 src 198.18.0.2/32 proto sctp
+//! sp del 0
+//! sa del in 2000
+//! show
+//! ```
+//!
+//! Each line is answered by one line: `ok ...` or `error: ...` (`show`: its lines, then `ok`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ddpdk_dataplane::ipsec::{parse_sa, parse_sp, Direction};
+use ddpdk_dataplane::port::dpdk::{IpsecPort, Mbuf};
+use ddpdk_dataplane::port::Port;
+use serde_json::json;
+
+/// Runs one IPsec command (`sa add RULE`, `sa del in|out SPI`, `sp add RULE`, `sp del N`,
+/// `show`) on `port`; returns what to print.
+pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Result<String, String> {
+    match words {
+        ["sa", "add", rule @ ..] => {
+            let sa = parse_sa(rule)?;
+            let (dir, spi) = (sa.direction, sa.spi);
+            port.add_sa(sa)?;
+            Ok(format!("SA {dir} {spi} installed"))
+        }
+        ["sa", "del", dir, spi] => {
+            let dir = match *dir {
+                "in" => Direction::In,
+                "out" => Direction::Out,
+                other => return Err(format!("sa del: in or out, not {other:?}")),
+            };
+            let spi: u32 = spi
+                .parse()
+                .map_err(|_| format!("sa del: {spi:?} is not an SPI"))?;
+            port.remove_sa(dir, spi)?;
+            Ok(format!("SA {dir} {spi} deleted"))
+        }
+        ["sp", "add", rule @ ..] => {
+            let p = parse_sp(rule)?;
+            let shown = p.to_string();
+            port.add_policy(p)?;
+            Ok(format!("policy added: {shown}"))
+        }
+        ["sp", "del", n] => {
+            let n: usize = n
+                .parse()
+                .map_err(|_| format!("sp del: {n:?} is not a policy number (show ipsec)"))?;
+            let p = port.remove_policy(n)?;
+            Ok(format!("policy {n} deleted: {p}"))
+        }
+        ["show"] => Ok(show_text(port)),
+        _ => Err(format!(
+            "ipsec: expected sa add RULE | sa del in|out SPI | sp add RULE | sp del N | show, \
+             got {:?}",
+            words.join(" ")
+        )),
+    }
+}
+
+/// `show ipsec` as text: the SAs with their counters, the policies by number, the drops.
+pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
+    if !port.is_enabled() {
+        return "IPsec is off (start with --ipsec, --ipsec-config or --ipsec-socket)".into();
+    }
+    let mut out = format!(
+        "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7}\n",
+        "dir",
+        "spi",
+        "algorithm",
+        "mode",
+        "esn",
+        "packets",
+        "bytes",
+        "replay",
+        "auth",
+        "malf",
+        "expired"
+    );
+    for s in port.sa_reports() {
+        let c = s.counts;
+        out += &format!(
+            "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7}\n",
+            s.direction,
+            s.spi,
+            s.algorithm,
+            s.mode,
+            if s.esn { "yes" } else { "no" },
+            c.packets,
+            c.bytes,
+            c.replay,
+            c.auth_failed,
+            c.malformed,
+            c.expired
+        );
+    }
+    for (i, p) in port.policies().iter().enumerate() {
+        out += &format!("  policy {i}: {p}\n");
+    }
+    let c = port.policy_counts();
+    out += &format!(
+        "  dropped: {} ESP for no SA, {} clear where ESP is required, {} not what the SA's \
+         policy selects, {} discarded in, {} discarded out, {} out with no SA",
+        c.no_sa, c.clear_refused, c.policy_mismatch, c.discarded_in, c.discarded_out, c.no_sa_out
+    );
+    out
+}
+
+/// `show ipsec` as one JSON object.
+pub fn show_json<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> serde_json::Value {
+    json!({"ipsec": {
+        "enabled": port.is_enabled(),
+        "headroom": port.headroom(),
+        "sas": port.sa_reports(),
+        "policies": port.policies().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "drops": port.policy_counts(),
+    }})
+}
+
+/// The key manager's socket (`--ipsec-socket`): a thread that takes one client at a time.
+#[derive(Debug)]
+pub struct KeySocket {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// How often the socket's thread looks at its stop flag.
+const TICK: Duration = Duration::from_millis(50);
+
+impl KeySocket {
+    /// Listens at `path` (a stale socket file left there is replaced) for commands on `port`.
+    pub fn start<P>(path: &Path, port: Arc<IpsecPort<P>>) -> Result<KeySocket, String>
+    where
+        P: Port<Buf = Mbuf> + Send + Sync + 'static,
+    {
+        if path.exists() {
+            // Only a socket is ours to replace: never a file someone put there.
+            let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| {
+                use std::os::unix::fs::FileTypeExt;
+                m.file_type().is_socket()
+            });
+            if !is_socket {
+                return Err(format!(
+                    "--ipsec-socket {}: exists and is not a socket",
+                    path.display()
+                ));
+            }
+            let _ = std::fs::remove_file(path);
+        }
+        let listener = UnixListener::bind(path)
+            .map_err(|e| format!("--ipsec-socket {}: {e}", path.display()))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("--ipsec-socket {}: {e}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("ddpdk-ipsec-km".into())
+            .spawn(move || serve(&listener, &port, &flag))
+            .map_err(|e| format!("--ipsec-socket: cannot start its thread: {e}"))?;
+        Ok(KeySocket {
+            path: path.to_path_buf(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for KeySocket {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve<P: Port<Buf = Mbuf>>(listener: &UnixListener, port: &IpsecPort<P>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((conn, _)) => session(conn, port, stop),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
+            Err(e) => {
+                eprintln!("ddpdk: --ipsec-socket: {e}");
+                std::thread::sleep(TICK);
+            }
+        }
+    }
+}
+
+/// One client, until it hangs up or the endpoint stops.
+fn session<P: Port<Buf = Mbuf>>(conn: UnixStream, port: &IpsecPort<P>, stop: &AtomicBool) {
+    let _ = conn.set_nonblocking(false);
+    let _ = conn.set_read_timeout(Some(TICK));
+    let Ok(mut w) = conn.try_clone() else { return };
+    let mut r = BufReader::new(conn);
+    // Bytes, not a String: a read that times out inside a UTF-8 sequence loses nothing.
+    let mut raw = Vec::new();
+    while !stop.load(Ordering::Acquire) {
+        match r.read_until(b'\n', &mut raw) {
+            Ok(0) => return,
+            Ok(_) if raw.ends_with(b"\n") => {
+                let line = String::from_utf8_lossy(&raw).into_owned();
+                raw.clear();
+                let words: Vec<&str> = line
+                    .split('#')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect();
+                let reply = if words.is_empty() {
+                    String::new()
+                } else {
+                    match command(port, &words) {
+                        Ok(text) if words == ["show"] => format!("{text}\nok\n"),
+                        Ok(text) => format!("ok {text}\n"),
+                        Err(e) => format!("error: {e}\n"),
+                    }
+                };
+                if w.write_all(reply.as_bytes()).is_err() {
+                    return;
+                }
+            }
+            // A partial line (a read timed out half-way): keep it and read on.
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+    }
+}
