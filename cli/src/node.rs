@@ -132,9 +132,10 @@ impl Node {
             .inner()
             .inner()
             .wait_link_up(Duration::from_secs_f64(opts.link_timeout));
-        // The link less what ESP adds (RFC 5043 §9: segments fit the path MTU the SCTP
+        // What ESP adds comes off the path MTU (RFC 5043 §9: segments fit what the SCTP
         // packets have left once protected).
-        let link_mtu = usize::from(opts.mtu) - port.headroom();
+        let link_mtu = usize::from(opts.mtu);
+        let esp_headroom = port.headroom();
         let v4 = opts.ip.iter().find_map(|a| match a {
             IpAddr::V4(a) => Some(*a),
             IpAddr::V6(_) => None,
@@ -148,7 +149,7 @@ impl Node {
                 local_port: opts.sctp_port,
                 streams: opts.streams,
                 // The link less the IPv4 header (the runtime adjusts it for IPv6).
-                path_mtu: link_mtu - 20,
+                path_mtu: link_mtu - 20 - esp_headroom,
                 send_slots: 1024,
                 a_rwnd: 4 << 20,
                 rto_min: Duration::from_millis(opts.rto_min_ms),
@@ -168,6 +169,7 @@ impl Node {
                 reta_size,
                 flow_rules,
                 link_mtu,
+                esp_headroom,
                 random: u64::from_ne_bytes(random::<8>()?),
                 ..RuntimeConfig::default()
             },

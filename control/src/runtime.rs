@@ -238,6 +238,9 @@ pub struct RuntimeConfig {
     pub ring_depth: usize,
     /// The link MTU: each association's path MTU is it less its IP header.
     pub link_mtu: usize,
+    /// Bytes of each packet the path MTU leaves free for IPsec's ESP (0 without IPsec):
+    /// associations send that much less, and take segments that much larger.
+    pub esp_headroom: usize,
     /// Registrations the STag table holds.
     pub stags: usize,
     /// Seeds STag allocation (RFC 5041 §8.3: pass a real random value).
@@ -256,6 +259,7 @@ impl Default for RuntimeConfig {
             cores: 1,
             ring_depth: 1024,
             link_mtu: 1500,
+            esp_headroom: 0,
             stags: 4096,
             random: 0x5eed,
             reta_size: RETA_SIZE,
@@ -667,6 +671,7 @@ pub fn build<P: Port>(
         ready: VecDeque::new(),
         gated: VecDeque::new(),
         link_mtu: cfg.link_mtu,
+        esp_headroom: cfg.esp_headroom,
         stats: ControlStats::default(),
     };
     Ok((control, data))
@@ -1357,10 +1362,18 @@ pub struct Control<P: Port> {
     /// Events waiting behind a remote invalidation's revocation ([`Control::gate`]).
     gated: VecDeque<(Event, Option<Revocation>)>,
     link_mtu: usize,
+    esp_headroom: usize,
     stats: ControlStats,
 }
 
 impl<P: Port> Control<P> {
+    /// A new association's path MTU: the link's less its IP header and IPsec's headroom,
+    /// which the receive side takes back.
+    fn size(&self, c: &mut Connection, peer: IpAddr) {
+        c.set_path_mtu(path_mtu(self.link_mtu, peer) - self.esp_headroom);
+        c.set_receive_slack(self.esp_headroom);
+    }
+
     pub fn memory(&self) -> &Memory {
         &self.memory
     }
@@ -1427,7 +1440,7 @@ impl<P: Port> Control<P> {
         let core = self
             .steer
             .owner(peer, local, port, c.association().local_port());
-        c.set_path_mtu(path_mtu(self.link_mtu, peer));
+        self.size(&mut c, peer);
         let conn = self.new_handle(core);
         self.live.insert((peer, port), conn);
         self.steer_flow(conn, local, &c, core);
@@ -1688,7 +1701,7 @@ impl<P: Port> Control<P> {
                 let core =
                     self.steer
                         .owner(peer, f.ip.dst(), peer_port, c.association().local_port());
-                c.set_path_mtu(path_mtu(self.link_mtu, peer));
+                self.size(&mut c, peer);
                 let conn = self.new_handle(core);
                 self.live.insert((peer, peer_port), conn);
                 self.steer_flow(conn, f.ip.dst(), &c, core);

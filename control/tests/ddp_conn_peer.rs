@@ -64,10 +64,19 @@ fn sctp(port: u16, slots: usize) -> Config {
 
 impl Duo {
     fn new(raw_slots: usize) -> Duo {
+        Duo::with_server_path_mtu(raw_slots, sctp(SRV_PORT, 256).path_mtu)
+    }
+
+    /// The server's associations send with `path_mtu` (the raw peer with the default).
+    fn with_server_path_mtu(raw_slots: usize, path_mtu: usize) -> Duo {
         let now = Instant::from_nanos(1_000_000_000);
         let mut raw_ep = Endpoint::new(sctp(RAW_PORT, raw_slots), [7; 32]).unwrap();
         let raw = raw_ep.connect(now, srv_addr(), SRV_PORT);
-        let ep = Endpoint::new(sctp(SRV_PORT, 256), [9; 32]).unwrap();
+        let server = Config {
+            path_mtu,
+            ..sctp(SRV_PORT, 256)
+        };
+        let ep = Endpoint::new(server, [9; 32]).unwrap();
         let (memory, _) = Memory::new(1024, 0, 0x1234_5678_9abc);
         let mut d = Duo {
             now,
@@ -911,6 +920,45 @@ fn rfc5043_9_segment_over_the_mulpdu_is_refused_and_counted() {
             RxError::Oversize { .. }
         )))
     ));
+}
+
+/// RFC 5043 §9 with IPsec (RFC 5043 §13): an endpoint whose packets carry ESP sends segments
+/// that leave room for it, but takes what arrived unfragmented from a peer whose ESP adds less.
+/// The receive slack moves the limit by exactly its size: a segment that much over the
+/// MULPDU is placed, one octet more is still refused.
+#[test]
+fn rfc5043_9_the_receive_limit_takes_back_the_esp_headroom() {
+    const SLACK: usize = 37;
+    // Our packets leave 2 x SLACK free, and we take back SLACK: the peer, sending with the
+    // whole path MTU, can send segments past the limit too.
+    let mut d = Duo::with_server_path_mtu(256, sctp(SRV_PORT, 256).path_mtu - 2 * SLACK);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    d.conn().set_receive_slack(SLACK);
+    let mulpdu = d.conn().max_sizes().mulpdu;
+    let tagged_header = 14;
+    let (r, reg) = d.remote_write_region(pd, 8192, 0);
+    let most = vec![0x33; mulpdu + SLACK - tagged_header];
+    let over = vec![0x44; mulpdu + SLACK - tagged_header + 1];
+    d.send(S, 16, &tseg(1, true, reg.stag.0, 0, &most));
+    d.settle();
+    d.send(S, 16, &tseg(2, true, reg.stag.0, 4096, &over));
+    d.settle();
+    let bytes = d.region_bytes(r, 8192);
+    assert!(bytes[..most.len()].iter().all(|&b| b == 0x33));
+    assert!(bytes[4096..].iter().all(|&b| b == 0));
+    assert_eq!(
+        d.errors(),
+        vec![(
+            RxError::Oversize {
+                len: (mulpdu + SLACK + 1) as u32,
+                max: (mulpdu + SLACK) as u32
+            },
+            mulpdu + SLACK + 1
+        )]
+    );
+    // What we send is unchanged: the MULPDU announced is the sending side's.
+    assert_eq!(d.conn().max_sizes().mulpdu, mulpdu);
 }
 
 /// RFC 5041 §7.1 with §6.2.2: after an invalid STag, a bounds violation or a TO that wraps,

@@ -95,6 +95,11 @@ pub struct Connection {
     /// The largest MULPDU announced to the ULP (RFC 5043 §9): segments above it are refused.
     /// A path MTU that shrinks later lowers what we send, not what the peer was told it may.
     rx_mulpdu: usize,
+    /// Bytes a received segment may exceed the MULPDU by: packets this end protects with
+    /// ESP leave that much room, which a peer whose ESP adds less (or none) uses, and its
+    /// segments still arrived unfragmented (RFC 5043 §9: the largest size "that can be
+    /// supported without use of IP or SCTP fragmentation").
+    rx_slack: usize,
     /// The ULP asked for a SHUTDOWN while a session was away ([`Connection::apply`]).
     shutdown_deferred: bool,
 }
@@ -117,6 +122,7 @@ impl Connection {
             connected: false,
             closed: false,
             rx_mulpdu: 0,
+            rx_slack: 0,
             shutdown_deferred: false,
         };
         c.after_sctp();
@@ -158,6 +164,12 @@ impl Connection {
     /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments).
     pub fn set_path_mtu(&mut self, mtu: usize) {
         self.assoc.set_path_mtu(mtu);
+    }
+
+    /// What the link carries beyond the path MTU this end sends with (IPsec's headroom): a
+    /// segment up to that much over the MULPDU arrived unfragmented and is taken.
+    pub fn set_receive_slack(&mut self, bytes: usize) {
+        self.rx_slack = bytes;
     }
 
     /// Graceful SCTP shutdown once everything queued is acknowledged.
@@ -448,12 +460,13 @@ impl Connection {
             remote_sessions,
             connected,
             rx_mulpdu,
+            rx_slack,
             ..
         } = self;
         let how = Routing {
             remote: *remote_sessions,
             connected: *connected,
-            mulpdu: (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())),
+            mulpdu: (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())) + *rx_slack,
             budget: assoc.receive_buffer(),
             zero_copy: self.regions.is_some(),
         };
@@ -482,7 +495,7 @@ impl Connection {
         let how = Routing {
             remote: self.remote_sessions,
             connected: self.connected,
-            mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())),
+            mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())) + self.rx_slack,
             budget: self.assoc.receive_buffer(),
             zero_copy: self.regions.is_some(),
         };

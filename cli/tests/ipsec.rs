@@ -1,0 +1,403 @@
+//! IPsec on the shipped endpoint (issue 15, RFC 5043 §13): two `ddpdk` processes over
+//! `net_memif` whose SCTP travels only as ESP, a clear peer refused, a key manager that
+//! installs the SAs through `--ipsec-socket`, and the shell's `ipsec` commands.
+//!
+//! The cases run one at a time: each pins two processes to the machine's two CPUs.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[path = "common/procs.rs"]
+mod procs;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The AES-GCM-128 keys (16 key bytes and the 4-byte salt, RFC 4106 §8.1) of the two SAs:
+/// client to server (SPI 1000) and server to client (SPI 2000).
+const K_C2S: &str = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+const K_S2C: &str = "00:01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13";
+
+/// The server's rules (198.18.0.2), as a key manager or a file gives them.
+fn server_rules() -> Vec<String> {
+    vec![
+        format!("sa in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport"),
+        format!("sa out 2000 aead_algo aes-128-gcm aead_key {K_S2C} mode transport"),
+        "sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp".into(),
+        "sp ipv4 out esp protect 2000 pri 10 dst 198.18.0.1/32 proto sctp".into(),
+        // RFC 4301's default deny for SCTP: nothing else may reach the endpoint.
+        "sp ipv4 in esp discard pri 1 proto sctp".into(),
+    ]
+}
+
+fn client_rules() -> Vec<String> {
+    vec![
+        format!("sa out 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport"),
+        format!("sa in 2000 aead_algo aes-128-gcm aead_key {K_S2C} mode transport"),
+        "sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp".into(),
+        "sp ipv4 in esp protect 2000 pri 10 src 198.18.0.2/32 proto sctp".into(),
+        "sp ipv4 in esp discard pri 1 proto sctp".into(),
+    ]
+}
+
+/// A directory of this test's own, removed at the end.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("ddpdk-ipsec-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        Dir(d)
+    }
+
+    fn file(&self, name: &str, body: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, body).expect("write");
+        p
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn ddpdk(dir: &Dir, role: &str, lcores: &str, app: &[&str]) -> Command {
+    let prefix = format!("ddpdk-ipsec-{role}-{}", std::process::id());
+    let eal = procs::memif_eal(role, lcores, &prefix, &dir.0.join("memif.sock"), 512, false);
+    let mut c = Command::new(BIN);
+    c.args(&eal).arg("--").args(app);
+    c.stdin(Stdio::null());
+    c
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// The JSON object of `key` among the process's JSON lines.
+fn json_of(out: &str, key: &str) -> serde_json::Value {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get(key).cloned())
+        .unwrap_or_else(|| panic!("no {key} report in:\n{out}"))
+}
+
+/// The packets through SA `spi` in `direction` of a `show ipsec` JSON report.
+fn sa_packets(ipsec: &serde_json::Value, direction: &str, spi: u64) -> u64 {
+    ipsec["sas"]
+        .as_array()
+        .and_then(|sas| {
+            sas.iter()
+                .find(|s| s["direction"] == direction && s["spi"] == spi)
+        })
+        .and_then(|s| s["counts"]["packets"].as_u64())
+        .unwrap_or_else(|| panic!("no SA {direction} {spi}: {ipsec}"))
+}
+
+fn assert_no_drops(ipsec: &serde_json::Value) {
+    for (why, n) in ipsec["drops"].as_object().expect("drops") {
+        assert_eq!(n, 0, "{why}: {ipsec}");
+    }
+    for sa in ipsec["sas"].as_array().expect("sas") {
+        for why in ["replay", "auth_failed", "malformed", "expired", "no_room"] {
+            assert_eq!(sa["counts"][why], 0, "{why}: {sa}");
+        }
+    }
+}
+
+/// Starts the server (`--ddp-listen` on 198.18.0.2 with `extra`, 30 s unless `extra` says
+/// otherwise), waits until its stderr
+/// shows `ready`, and returns it with what it printed so far and the reader of the rest.
+fn server(
+    dir: &Dir,
+    extra: &[&str],
+    ready: &str,
+) -> (Child, String, std::thread::JoinHandle<String>) {
+    let mut args = vec!["--ddp-listen", "--ip", "198.18.0.2"];
+    if !extra.contains(&"--run-for") {
+        args.extend(["--run-for", "30"]);
+    }
+    args.extend(["--region-bytes", "1048576", "--json"]);
+    args.extend_from_slice(extra);
+    let mut s = ddpdk(dir, "server", "0@0", &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    let ready = ready.to_owned();
+    let (head, rest) =
+        procs::read_until(s.stderr.take().expect("stderr"), "the server", move |l| {
+            l.contains(&ready)
+        });
+    (s, head, rest)
+}
+
+/// The client: a second of 16 KiB tagged writes into the server's offered region.
+fn client(dir: &Dir, extra: &[&str]) -> Command {
+    let mut args = vec![
+        "--ddp-connect",
+        "198.18.0.2",
+        "--ip",
+        "198.18.0.1",
+        "--run-for",
+        "1",
+        "--ddp-size",
+        "16384",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    ddpdk(dir, "client", "0@1", &args)
+}
+
+/// Checks a transfer between an IPsec client and server: both exit 0, the bytes the server
+/// placed are the bytes the client wrote, and every packet went through the SAs, none dropped.
+fn assert_protected_transfer(c: &Output, s: &Output, server_err: &str) {
+    let (ctext, stext) = (text(c), text(s) + server_err);
+    assert_eq!(c.status.code(), Some(0), "client:\n{ctext}");
+    assert_eq!(s.status.code(), Some(0), "server:\n{stext}");
+    let cout = String::from_utf8_lossy(&c.stdout);
+    let report = json_of(&cout, "ddp_goodput");
+    let messages = report["messages"].as_u64().unwrap_or(0);
+    assert!(messages > 0, "{report}");
+    let crc = report["region_crc32c"].as_str().unwrap_or("none");
+    assert!(
+        stext.contains(&format!("crc32c {crc} over {} bytes", report["region_len"])),
+        "the server's region is not what the client wrote ({crc}):\n{stext}"
+    );
+    // Every DATA packet left through SA out 1000 and arrived through SA in 1000 (a 16 KiB
+    // write is 12 segments, one a packet); the SACKs came back through SA 2000.
+    let cipsec = json_of(&cout, "ipsec");
+    let sipsec = json_of(&String::from_utf8_lossy(&s.stdout), "ipsec");
+    let sent = sa_packets(&cipsec, "out", 1000);
+    let data_out = report["sctp"]["packets_out"].as_u64().unwrap_or(0);
+    assert!(
+        sent >= data_out && data_out >= messages * 12,
+        "{report}\n{cipsec}"
+    );
+    assert!(sa_packets(&sipsec, "in", 1000) >= data_out, "{sipsec}");
+    assert!(sa_packets(&cipsec, "in", 2000) > 0, "{cipsec}");
+    assert_no_drops(&cipsec);
+    assert_no_drops(&sipsec);
+}
+
+/// RFC 5043 §13: two endpoints, each with the other's mirror configuration (AES-GCM-128,
+/// transport mode, SCTP selectors), move tagged writes byte-exact; every packet of the
+/// association went through ESP; the path MTU left room for it.
+#[test]
+fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("pair");
+    let sconf = dir.file("server.conf", &(server_rules().join("\n") + "\n"));
+    let cconf = dir.file("client.conf", &(client_rules().join("\n") + "\n"));
+    let (s, head, rest) = server(
+        &dir,
+        &["--ipsec-config", sconf.to_str().expect("utf-8")],
+        "(listening)",
+    );
+    let c = client(&dir, &["--ipsec-config", cconf.to_str().expect("utf-8")])
+        .output()
+        .expect("client");
+    let s = s.wait_with_output().expect("server");
+    let serr = head + &rest.join().expect("server stderr");
+    assert!(
+        serr.contains("37 bytes of each packet left for ESP"),
+        "{serr}"
+    );
+    assert_protected_transfer(&c, &s, &serr);
+}
+
+/// RFC 5043 §13, RFC 4301 §5.2: SCTP that policy says must arrive protected and arrives in the
+/// clear is dropped and counted; no association comes up, nothing is placed.
+#[test]
+fn clear_sctp_to_a_protected_endpoint_is_refused_and_counted_4301_5_2() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("clear");
+    let sconf = dir.file("server.conf", &(server_rules().join("\n") + "\n"));
+    let (s, head, rest) = server(
+        &dir,
+        &[
+            "--ipsec-config",
+            sconf.to_str().expect("utf-8"),
+            "--run-for",
+            "3",
+        ],
+        "(listening)",
+    );
+    let mut c = client(&dir, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("client");
+    let s = s.wait_with_output().expect("server");
+    // The client would retry its INIT until its own time-out; the server has made its point.
+    let _ = c.kill();
+    let _ = c.wait();
+    let serr = head + &rest.join().expect("server stderr");
+    let sout = String::from_utf8_lossy(&s.stdout).into_owned();
+    assert_eq!(s.status.code(), Some(0), "server:\n{sout}\n{serr}");
+    let ipsec = json_of(&sout, "ipsec");
+    let refused = ipsec["drops"]["clear_refused"].as_u64().unwrap_or(0);
+    assert!(refused >= 1, "the client's INITs are refused: {ipsec}");
+    assert_eq!(sa_packets(&ipsec, "in", 1000), 0, "{ipsec}");
+    assert!(!serr.contains("Association accepted"), "{serr}");
+    assert!(
+        serr.contains("server: 0 tagged messages delivered"),
+        "{serr}"
+    );
+}
+
+/// Sends one command line to the key manager's socket; returns its answer (`show`: every line
+/// up to its closing `ok`).
+fn km(stream: &mut BufReader<UnixStream>, line: &str) -> String {
+    stream
+        .get_mut()
+        .write_all(format!("{line}\n").as_bytes())
+        .expect("write to the socket");
+    let mut answer = String::new();
+    loop {
+        let mut l = String::new();
+        let n = stream.read_line(&mut l).expect("read the answer");
+        assert!(n > 0, "the socket closed after {line:?}");
+        answer.push_str(&l);
+        if line != "show" || l == "ok\n" {
+            return answer;
+        }
+    }
+}
+
+fn connect(path: &Path) -> BufReader<UnixStream> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match UnixStream::connect(path) {
+            Ok(s) => {
+                s.set_read_timeout(Some(Duration::from_secs(10)))
+                    .expect("timeout");
+                return BufReader::new(s);
+            }
+            Err(e) if Instant::now() > deadline => panic!("{}: {e}", path.display()),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Issue 15 item 5: a key manager (here the test, as an IKE daemon's plugin would) installs
+/// the server's SAs and policies through `--ipsec-socket` while the endpoint runs, is told
+/// what it got wrong, replaces an SA, and the protected transfer then works.
+#[test]
+fn a_key_manager_installs_the_sas_through_the_socket() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("km");
+    let path = dir.0.join("ipsec.sock");
+    let cconf = dir.file("client.conf", &(client_rules().join("\n") + "\n"));
+    let (s, head, rest) = server(
+        &dir,
+        &["--ipsec-socket", path.to_str().expect("utf-8")],
+        "IPsec on",
+    );
+    assert!(head.contains("0 SA(s), 0 policies, 97 bytes"), "{head}");
+    let mut sock = connect(&path);
+    for rule in server_rules() {
+        let (what, rest) = rule.split_once(' ').expect("a rule");
+        let answer = km(&mut sock, &format!("{what} add {rest}"));
+        assert!(answer.starts_with("ok "), "{rule}: {answer}");
+    }
+    // Mistakes are answered, one line each, and change nothing.
+    for (line, want) in [
+        (
+            format!("sa add in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport"),
+            "defined twice",
+        ),
+        ("sa del in 4242".to_string(), "no SA in 4242"),
+        ("sp del 9".to_string(), "no policy 9"),
+        (
+            "sp add ipv4 out esp protect 7777 pri 1 proto sctp".to_string(),
+            "not defined",
+        ),
+        ("rekey everything".to_string(), "expected sa add"),
+    ] {
+        let answer = km(&mut sock, &line);
+        assert!(
+            answer.starts_with("error: ") && answer.contains(want) && answer.lines().count() == 1,
+            "{line}: {answer}"
+        );
+    }
+    // A rekey's last step: the old inbound SA goes, a new one of that SPI comes.
+    assert!(km(&mut sock, "sa del in 1000").starts_with("ok SA in 1000 deleted"));
+    let again = format!("sa add in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport");
+    assert!(km(&mut sock, &again).starts_with("ok "));
+    let shown = km(&mut sock, "show");
+    for want in [
+        "policy 0: sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp",
+        "policy 2: sp ipv4 in esp discard pri 1 proto sctp",
+        "aes-128-gcm",
+    ] {
+        assert!(shown.contains(want), "{want}:\n{shown}");
+    }
+    drop(sock);
+    let c = client(&dir, &["--ipsec-config", cconf.to_str().expect("utf-8")])
+        .output()
+        .expect("client");
+    let s = s.wait_with_output().expect("server");
+    let serr = head + &rest.join().expect("server stderr");
+    assert_protected_transfer(&c, &s, &serr);
+    assert!(!path.exists(), "the socket is removed at exit");
+}
+
+/// The shell's `ipsec` commands and `show ipsec` (issue 15 item 2), from a command file.
+#[test]
+fn the_shell_adds_shows_and_deletes_sas_and_policies() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("shell");
+    let cmds = dir.file(
+        "cmds.txt",
+        &format!(
+            "ipsec sa add in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport\n\
+             ipsec sp add ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp\n\
+             ipsec sp add ipv4 in esp discard pri 1 proto sctp\n\
+             show ipsec\n\
+             ipsec sp del 0\n\
+             ipsec sa del in 1000\n\
+             show ipsec\n\
+             quit\n"
+        ),
+    );
+    let o = ddpdk(
+        &dir,
+        "server",
+        "0@0,1@1",
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--ipsec",
+            "--link-timeout",
+            "0",
+            "--cmdline-file",
+            cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("shell");
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("policy 0: sp ipv4 in esp protect 1000"), "{t}");
+    for want in [
+        "SA in 1000 installed",
+        "policy added: sp ipv4 in esp discard pri 1 proto sctp",
+        "policy 1: sp ipv4 in esp discard pri 1 proto sctp",
+        "policy 0 deleted: sp ipv4 in esp protect 1000",
+        "SA in 1000 deleted",
+        // After the deletions only the discard rule is left, now number 0.
+        "policy 0: sp ipv4 in esp discard pri 1 proto sctp",
+    ] {
+        assert!(t.contains(want), "{want}:\n{t}");
+    }
+    let last = t.rfind("  dir ").expect("two SA tables");
+    assert!(!t[last..].contains("1000 aes-128-gcm"), "{t}");
+}
