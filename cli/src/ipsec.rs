@@ -164,6 +164,12 @@ impl KeySocket {
         }
         let listener = UnixListener::bind(path)
             .map_err(|e| format!("--ipsec-socket {}: {e}", path.display()))?;
+        // Whoever can write to it can install keys: its owner only.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| format!("--ipsec-socket {}: {e}", path.display()))?;
+        }
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("--ipsec-socket {}: {e}", path.display()))?;

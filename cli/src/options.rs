@@ -267,9 +267,11 @@ impl Options {
     }
 
     /// The mbuf size of a DDP endpoint: --mbuf-size, grown to hold a whole frame of --mtu
-    /// (Ethernet header and headroom included).
+    /// (Ethernet header and headroom included), and with IPsec the scratch rte_ipsec writes
+    /// past a full frame while it seals it (`port::dpdk::ipsec::TAIL_SCRATCH`).
     pub fn ddp_mbuf_size(&self) -> u16 {
-        self.mbuf_size.max(self.mtu + 14 + 128)
+        let scratch = if self.ipsec_on() { 64 } else { 0 };
+        self.mbuf_size.max(self.mtu + 14 + 128 + scratch)
     }
 
     /// Checks what clap cannot: value combinations.

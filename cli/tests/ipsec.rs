@@ -70,7 +70,16 @@ impl Drop for Dir {
 
 fn ddpdk(dir: &Dir, role: &str, lcores: &str, app: &[&str]) -> Command {
     let prefix = format!("ddpdk-ipsec-{role}-{}", std::process::id());
-    let eal = procs::memif_eal(role, lcores, &prefix, &dir.0.join("memif.sock"), 512, false);
+    let mut eal = procs::memif_eal(role, lcores, &prefix, &dir.0.join("memif.sock"), 512, false);
+    // Jumbo frames (`--mtu` over 1500) travel in memif buffers that hold a whole frame.
+    let jumbo = app
+        .windows(2)
+        .any(|w| w[0] == "--mtu" && w[1].parse::<u16>().is_ok_and(|m| m > 1500));
+    if jumbo {
+        for a in eal.iter_mut().filter(|a| a.starts_with("--vdev=")) {
+            a.push_str(",bsize=9216");
+        }
+    }
     let mut c = Command::new(BIN);
     c.args(&eal).arg("--").args(app);
     c.stdin(Stdio::null());
@@ -172,13 +181,13 @@ fn assert_protected_transfer(c: &Output, s: &Output, server_err: &str) {
         "the server's region is not what the client wrote ({crc}):\n{stext}"
     );
     // Every DATA packet left through SA out 1000 and arrived through SA in 1000 (a 16 KiB
-    // write is 12 segments, one a packet); the SACKs came back through SA 2000.
+    // write is at least 2 segments, one a packet); the SACKs came back through SA 2000.
     let cipsec = json_of(&cout, "ipsec");
     let sipsec = json_of(&String::from_utf8_lossy(&s.stdout), "ipsec");
     let sent = sa_packets(&cipsec, "out", 1000);
     let data_out = report["sctp"]["packets_out"].as_u64().unwrap_or(0);
     assert!(
-        sent >= data_out && data_out >= messages * 12,
+        sent >= data_out && data_out >= messages * 2,
         "{report}\n{cipsec}"
     );
     assert!(sa_packets(&sipsec, "in", 1000) >= data_out, "{sipsec}");
@@ -210,6 +219,41 @@ fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
         serr.contains("37 bytes of each packet left for ESP"),
         "{serr}"
     );
+    assert_protected_transfer(&c, &s, &serr);
+}
+
+/// RFC 5043 §9 with ESP: at MTU 9000 a full segment's packet, sealed, still fits its frame
+/// and the mbuf it is sealed in (rte_ipsec writes scratch past the ICV while it seals): a
+/// transfer of zero-copy writes moves byte-exact with nothing dropped for want of room.
+#[test]
+fn jumbo_frames_leave_room_for_esp_5043_9() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("jumbo");
+    let sconf = dir.file("server.conf", &(server_rules().join("\n") + "\n"));
+    let cconf = dir.file("client.conf", &(client_rules().join("\n") + "\n"));
+    let (s, head, rest) = server(
+        &dir,
+        &[
+            "--ipsec-config",
+            sconf.to_str().expect("utf-8"),
+            "--mtu",
+            "9000",
+        ],
+        "(listening)",
+    );
+    let c = client(
+        &dir,
+        &[
+            "--ipsec-config",
+            cconf.to_str().expect("utf-8"),
+            "--mtu",
+            "9000",
+        ],
+    )
+    .output()
+    .expect("client");
+    let s = s.wait_with_output().expect("server");
+    let serr = head + &rest.join().expect("server stderr");
     assert_protected_transfer(&c, &s, &serr);
 }
 
@@ -302,6 +346,14 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
         "IPsec on",
     );
     assert!(head.contains("0 SA(s), 0 policies, 97 bytes"), "{head}");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path)
+            .expect("the socket")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "only its owner may install keys");
+    }
     let mut sock = connect(&path);
     for rule in server_rules() {
         let (what, rest) = rule.split_once(' ').expect("a rule");

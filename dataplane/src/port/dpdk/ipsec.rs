@@ -780,17 +780,16 @@ fn own_copy(frame: Mbuf, pool: &Mempool, tail: usize) -> Result<Mbuf, EspDrop> {
     if segs == 1 && !external && refcnt == 1 && room >= tail {
         return Ok(frame);
     }
-    let mut bytes = Vec::new();
-    if !frame.gather_into(&mut bytes) {
-        bytes.extend_from_slice(frame.data());
-    }
-    drop(frame);
+    // One copy, segment by segment, straight into the mbuf that will be sealed.
+    let len = frame.frame_len();
     let mut out = Mbuf::alloc(pool).ok_or(EspDrop::NoRoom)?;
-    if out.tailroom_total() < bytes.len() + tail {
+    if out.tailroom_total() < len + tail {
         return Err(EspDrop::NoRoom);
     }
-    out.set_len(bytes.len() as u16);
-    out.data_mut().copy_from_slice(&bytes);
+    out.set_len(len as u16);
+    if !frame.copy_frame_to(out.data_mut()) {
+        return Err(EspDrop::NoRoom);
+    }
     Ok(out)
 }
 

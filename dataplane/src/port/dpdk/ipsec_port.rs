@@ -291,7 +291,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                     .policies()
                     .iter()
                     .any(|q| q.direction == p.direction && q.action == Action::Protect(spi));
-                if named || sa.stats.snapshot().packets > 0 || sa.config().mode != Mode::Transport {
+                if named || sa.stats.snapshot().packets > 0 {
                     return Err(format!(
                         "SA {} {spi} protects {} packets; an SA protects one family (add another \
                          SA for this rule)",

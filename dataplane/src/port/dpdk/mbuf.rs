@@ -130,6 +130,36 @@ pub struct Mbuf(NonNull<sys::rte_mbuf>);
 unsafe impl Send for Mbuf {}
 
 impl Mbuf {
+    /// Copies the frame, every segment of its chain in order, to the front of `dst`; false
+    /// (nothing copied) when `dst` is shorter than the frame.
+    pub(crate) fn copy_frame_to(&self, dst: &mut [u8]) -> bool {
+        let head = self.raw();
+        if dst.len() < head.pkt_len as usize {
+            return false;
+        }
+        let mut at = 0;
+        let mut seg: *const sys::rte_mbuf = self.0.as_ptr();
+        // SAFETY: we own the chain; each segment's `next` is null or a live segment of it, and
+        // each segment's data lies inside its (own or external) buffer as in data(). The
+        // segments' lengths add up to pkt_len, which fits `dst` (checked above; a segment
+        // that would not fit ends the copy short instead of overrunning).
+        unsafe {
+            while let Some(m) = seg.as_ref() {
+                let len = usize::from(m.data_len);
+                let Some(to) = dst.get_mut(at..at + len) else {
+                    return false;
+                };
+                to.copy_from_slice(std::slice::from_raw_parts(
+                    m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                    len,
+                ));
+                at += len;
+                seg = m.next;
+            }
+        }
+        true
+    }
+
     fn raw(&self) -> &sys::rte_mbuf {
         // SAFETY: a live mbuf we own.
         unsafe { self.0.as_ref() }
