@@ -75,6 +75,8 @@ struct Args {
     mtus: Vec<u16>,
     /// Where the client's writes come from, comma-separated: `region` (registered DPDK
     /// memory, sent by reference: zero-copy) and/or `bytes` (moved into each send, copied).
+    /// `region-esp` and `bytes-esp`: the same with every packet in ESP (AES-GCM-128,
+    /// transport mode, issue 15 item 6), the ratio to the same source without ESP printed.
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("region"), String::from("bytes")])]
     sources: Vec<String>,
     /// memif buffer size for every link (default: one buffer per frame).
@@ -213,12 +215,54 @@ fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<f64, String> {
     ddp_run(args, tag, mtu, source, 0.0).map(|r| r.bytes_per_s)
 }
 
+/// The ESP configuration of one end of an `-esp` run (RFC 5043 §13): AES-GCM-128 in
+/// transport mode, SCTP between the two addresses protected both ways; returns the file.
+fn esp_config(tag: &str, client: bool) -> Result<String, String> {
+    const K1: &str = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    const K2: &str = "00:01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13";
+    let (me_out, me_in, peer) = if client {
+        ("out", "in", "198.18.0.2")
+    } else {
+        ("in", "out", "198.18.0.1")
+    };
+    let text = format!(
+        "sa {me_out} 1000 aead_algo aes-128-gcm aead_key {K1} mode transport\n\
+         sa {me_in} 2000 aead_algo aes-128-gcm aead_key {K2} mode transport\n\
+         sp ipv4 {me_out} esp protect 1000 pri 10 {} {peer}/32 proto sctp\n\
+         sp ipv4 {me_in} esp protect 2000 pri 10 {} {peer}/32 proto sctp\n",
+        if client { "dst" } else { "src" },
+        if client { "src" } else { "dst" },
+    );
+    let p = std::env::temp_dir().join(format!(
+        "ddpdk-goodput-{}-{tag}-{}.esp",
+        std::process::id(),
+        if client { "cli" } else { "srv" }
+    ));
+    std::fs::write(&p, text).map_err(|e| e.to_string())?;
+    Ok(p.to_string_lossy().into_owned())
+}
+
 /// One DDP pair, each endpoint dropping `loss` of what it receives.
 fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<Run, String> {
     let tag = format!("{tag}-{source}-{loss}");
     let tag = tag.as_str();
     let sock = sock(tag);
     let loss_s = loss.to_string();
+    let (source, esp) = match source.strip_suffix("-esp") {
+        Some(s) => (s, true),
+        None => (source, false),
+    };
+    let configs = if esp {
+        vec![esp_config(tag, false)?, esp_config(tag, true)?]
+    } else {
+        Vec::new()
+    };
+    let ipsec = |client: bool| -> Result<Vec<String>, String> {
+        Ok(configs
+            .get(usize::from(client))
+            .map(|c| vec!["--ipsec-config".to_string(), c.clone()])
+            .unwrap_or_default())
+    };
     let server_app: Vec<String> = [
         "--ddp-listen",
         "--ip",
@@ -235,6 +279,7 @@ fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<
     ]
     .iter()
     .map(|s| s.to_string())
+    .chain(ipsec(false)?)
     .collect();
     let mut server = spawn(
         args,
@@ -279,6 +324,7 @@ fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<
     ]
     .iter()
     .map(|s| s.to_string())
+    .chain(ipsec(true)?)
     .collect();
     let client = spawn(
         args,
@@ -289,6 +335,9 @@ fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<
     let out = reap(client, GRACE).map_err(|e| e.to_string())?;
     let _ = reap(server, GRACE);
     let server_log = drain.join().unwrap_or_default();
+    for c in &configs {
+        let _ = std::fs::remove_file(c);
+    }
     let report = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -322,6 +371,14 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 fn main() {
     let args = Args::parse();
+    if let Some(s) = args
+        .sources
+        .iter()
+        .find(|s| !["region", "bytes", "region-esp", "bytes-esp"].contains(&s.as_str()))
+    {
+        eprintln!("ddp-goodput-bench: source {s:?}: region, bytes, region-esp or bytes-esp");
+        std::process::exit(2);
+    }
     for &mtu in &args.mtus {
         if !(576..=9000).contains(&mtu) {
             eprintln!("ddp-goodput-bench: MTU {mtu} outside 576..=9000");
@@ -453,6 +510,17 @@ fn measure(args: &Args, mtu: u16) {
         ) {
             if medians[c] > 0.0 {
                 line += &format!("; zero-copy / copy {:.3}", medians[z] / medians[c]);
+            }
+        }
+        // What ESP costs: each protected source next to itself in the clear, same rounds.
+        for (e, s) in args.sources.iter().enumerate() {
+            let Some(base) = s.strip_suffix("-esp") else {
+                continue;
+            };
+            if let Some(b) = args.sources.iter().position(|x| x == base) {
+                if medians[b] > 0.0 {
+                    line += &format!("; {s} / {base} {:.3}", medians[e] / medians[b]);
+                }
             }
         }
         let lossless = args

@@ -1,0 +1,192 @@
+//! The crypto device's own rate (issue 15 item 6): ESP sealing and opening of full-segment
+//! SCTP frames through rte_ipsec on `crypto_aesni_mb` (CPU crypto, one core), next to the same
+//! loop without the crypto in the same run (an mbuf taken, the frame written into it, freed):
+//! what a data core spends on ESP per packet, and the rate one core can protect. The sealing
+//! loop frees what it sealed; the opening loop opens, in order, packets a second SA pair
+//! sealed before it started.
+//!
+//! Frames are those of a full DDP segment on a link of MTU 1500 and 9000 less the ESP
+//! headroom of the algorithm, as the endpoint sends them.
+#![forbid(unsafe_code)]
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use ddpdk_dataplane::ipsec::{parse_sa, SaConfig};
+use ddpdk_dataplane::port::dpdk::{CryptoDev, Eal, EspSa, Mbuf, Mempool};
+use ddpdk_dataplane::port::PacketBuf;
+
+#[derive(Debug, Parser)]
+#[command(about = "ESP seal and open rate on one core (rte_ipsec, crypto_aesni_mb)")]
+struct Args {
+    /// Packets per measurement (each opened packet is kept in memory first).
+    #[arg(long, default_value_t = 50_000)]
+    packets: u32,
+    /// Rounds; the median is printed.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Link MTUs, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1500u16, 9000])]
+    mtus: Vec<u16>,
+}
+
+const ALGORITHMS: [(&str, &str); 3] = [
+    (
+        "aes-128-gcm",
+        "aead_algo aes-128-gcm aead_key 2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be",
+    ),
+    (
+        "aes-256-gcm",
+        "aead_algo aes-256-gcm aead_key 0x000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\
+         cafebabe",
+    ),
+    (
+        "aes-128-cbc+hmac-sha256",
+        "cipher_algo aes-128-cbc cipher_key 0x000102030405060708090a0b0c0d0e0f auth_algo \
+         sha256-hmac auth_key 0x000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+    ),
+];
+
+fn sa(direction: &str, rule: &str) -> SaConfig {
+    let text = format!("{direction} 4096 {rule} mode transport");
+    parse_sa(&text.split_whitespace().collect::<Vec<_>>()).unwrap_or_else(|e| {
+        eprintln!("esp-bench: {e}");
+        std::process::exit(2)
+    })
+}
+
+/// An Ethernet frame with an IPv4 packet of `ip_len` bytes carrying SCTP (its bytes a
+/// pattern: ESP does not read them).
+fn frame(ip_len: usize) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00, 0x45, 0];
+    f.extend_from_slice(&(ip_len as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 7, 0x40, 0, 64, 132, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2]);
+    let sum: u32 = f[14..34]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    let sum = (sum & 0xffff) + (sum >> 16);
+    f[24..26].copy_from_slice(&(!((sum & 0xffff) + (sum >> 16)) as u16).to_be_bytes());
+    f.extend((0..ip_len - 20).map(|i| (i as u8).wrapping_mul(13)));
+    f
+}
+
+fn sa_of(dev: &Arc<CryptoDev>, cfg: &SaConfig) -> EspSa {
+    EspSa::new(dev, cfg, false).unwrap_or_else(|e| {
+        eprintln!("esp-bench: {e}");
+        std::process::exit(1)
+    })
+}
+
+fn one(pool: &Mempool, bytes: &[u8]) -> Mbuf {
+    let mut v = Vec::with_capacity(1);
+    if !pool.alloc_bulk(&mut v, 1, bytes.len()) {
+        eprintln!("esp-bench: the pool is empty");
+        std::process::exit(1);
+    }
+    let mut m = v.pop().unwrap_or_else(|| std::process::exit(1));
+    m.data_mut().copy_from_slice(bytes);
+    m
+}
+
+/// Nanoseconds per packet of `f` over `n` packets.
+fn time(n: u32, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    t.elapsed().as_nanos() as f64 / f64::from(n)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args = Args::parse();
+    let eal = Eal::init(&[
+        "esp-bench",
+        "-l",
+        "0",
+        "--no-huge",
+        "-m",
+        "512",
+        "--no-pci",
+        "--no-shconf",
+        "--log-level=*:error",
+        &format!("--file-prefix=esp-bench-{}", std::process::id()),
+    ])
+    .unwrap_or_else(|e| {
+        eprintln!("esp-bench: EAL: {e}");
+        std::process::exit(1)
+    });
+    let pool = Arc::new(
+        Mempool::create("esp_bench", 4095, 256, 9216 + 256, 0).unwrap_or_else(|e| {
+            eprintln!("esp-bench: pool: {e}");
+            std::process::exit(1)
+        }),
+    );
+    let dev = CryptoDev::open("crypto_aesni_mb0").unwrap_or_else(|e| {
+        eprintln!("esp-bench: {e}");
+        std::process::exit(1)
+    });
+    let now = Instant::now();
+    for &mtu in &args.mtus {
+        for (name, rule) in ALGORITHMS {
+            let (out_cfg, in_cfg) = (sa("out", rule), sa("in", rule));
+            let ip_len = usize::from(mtu) - out_cfg.overhead();
+            let clear = frame(ip_len);
+            let (mut base, mut seal, mut open) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..args.rounds {
+                // Fresh SAs each round: the sequence numbers never run out.
+                let out = sa_of(&dev, &out_cfg);
+                let n = args.packets;
+                base.push(time(n, || drop(one(&pool, &clear))));
+                let mut ok = 0u32;
+                seal.push(time(n, || {
+                    ok += u32::from(out.encrypt(one(&pool, &clear), &pool, now).is_ok());
+                }));
+                // Packets to open in order, each new to the window: sealed by a second SA
+                // pair, untimed, as bytes (the pool holds fewer mbufs than that).
+                let (out, inb) = (sa_of(&dev, &out_cfg), sa_of(&dev, &in_cfg));
+                let sealed: Vec<Vec<u8>> = (0..n)
+                    .filter_map(|_| out.encrypt(one(&pool, &clear), &pool, now).ok())
+                    .map(|m| m.data().to_vec())
+                    .collect();
+                if ok != n || sealed.len() != n as usize {
+                    eprintln!("esp-bench: {name}: {ok} and {} of {n} sealed", sealed.len());
+                    std::process::exit(1);
+                }
+                let mut next = sealed.iter();
+                let mut opened = 0u32;
+                open.push(time(n, || {
+                    if let Some(bytes) = next.next() {
+                        if inb.decrypt(one(&pool, bytes), &pool, now).is_ok() {
+                            opened += 1;
+                        }
+                    }
+                }));
+                if opened != n {
+                    eprintln!("esp-bench: {name}: {opened} of {n} opened");
+                    std::process::exit(1);
+                }
+            }
+            let (b, s, o) = (median(base), median(seal), median(open));
+            let gbps = |ns: f64| (ip_len as f64) * 8.0 / ns;
+            println!(
+                "MTU {mtu} {name}: {ip_len}-byte packets; mbuf + write {b:.0} ns; with sealing \
+                 {s:.0} ns ({:.2} Gbit/s, ESP {:.0} ns a packet); with opening {o:.0} ns \
+                 ({:.2} Gbit/s, ESP {:.0} ns a packet)",
+                gbps(s),
+                s - b,
+                gbps(o),
+                o - b
+            );
+        }
+    }
+    drop(dev);
+    drop(pool);
+    drop(eal);
+}
