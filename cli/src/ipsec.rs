@@ -15,7 +15,7 @@
 //!
 //! Each line is answered by one line: `ok ...` or `error: ...` (`show`: its lines, then `ok`).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,10 +64,11 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
             Ok(format!("policy {n} deleted: {p}"))
         }
         ["show"] => Ok(show_text(port)),
+        // Only the first words come back: the rest may hold a key.
         _ => Err(format!(
             "ipsec: expected sa add RULE | sa del in|out SPI | sp add RULE | sp del N | show, \
              got {:?}",
-            words.join(" ")
+            words.iter().take(2).copied().collect::<Vec<_>>().join(" ")
         )),
     }
 }
@@ -114,8 +115,14 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
     let c = port.policy_counts();
     out += &format!(
         "  dropped: {} ESP for no SA, {} clear where ESP is required, {} not what the SA's \
-         policy selects, {} discarded in, {} discarded out, {} out with no SA",
-        c.no_sa, c.clear_refused, c.policy_mismatch, c.discarded_in, c.discarded_out, c.no_sa_out
+         policy selects, {} discarded in, {} discarded out, {} out with no SA, {} unparsable",
+        c.no_sa,
+        c.clear_refused,
+        c.policy_mismatch,
+        c.discarded_in,
+        c.discarded_out,
+        c.no_sa_out,
+        c.unparsable
     );
     out
 }
@@ -143,36 +150,30 @@ pub struct KeySocket {
 const TICK: Duration = Duration::from_millis(50);
 
 impl KeySocket {
-    /// Listens at `path` (a stale socket file left there is replaced) for commands on `port`.
+    /// Listens at `path` (a stale socket file left there is replaced, a live one is not) for
+    /// commands on `port`.
     pub fn start<P>(path: &Path, port: Arc<IpsecPort<P>>) -> Result<KeySocket, String>
     where
         P: Port<Buf = Mbuf> + Send + Sync + 'static,
     {
+        let fail = |e: &dyn std::fmt::Display| format!("--ipsec-socket {}: {e}", path.display());
         if path.exists() {
-            // Only a socket is ours to replace: never a file someone put there.
+            // Only a socket is ours to replace: never a file someone put there, nor the
+            // socket of an endpoint that still listens on it.
             let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| {
                 use std::os::unix::fs::FileTypeExt;
                 m.file_type().is_socket()
             });
             if !is_socket {
-                return Err(format!(
-                    "--ipsec-socket {}: exists and is not a socket",
-                    path.display()
-                ));
+                return Err(fail(&"exists and is not a socket"));
+            }
+            if UnixStream::connect(path).is_ok() {
+                return Err(fail(&"another process listens on it"));
             }
             let _ = std::fs::remove_file(path);
         }
-        let listener = UnixListener::bind(path)
-            .map_err(|e| format!("--ipsec-socket {}: {e}", path.display()))?;
-        // Whoever can write to it can install keys: its owner only.
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| format!("--ipsec-socket {}: {e}", path.display()))?;
-        }
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("--ipsec-socket {}: {e}", path.display()))?;
+        let listener = bind_private(path).map_err(|e| fail(&e))?;
+        listener.set_nonblocking(true).map_err(|e| fail(&e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
@@ -185,6 +186,29 @@ impl KeySocket {
             thread: Some(thread),
         })
     }
+}
+
+/// Binds a socket that only its owner can ever connect to, at `path`: bound inside a fresh
+/// directory of mode 0700, made 0600, then moved into place (a socket bound at `path` itself
+/// would be open to others between bind and chmod, whatever the umask).
+fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let dir = path.with_file_name(format!(
+        ".{}.{}.tmp",
+        path.file_name()
+            .map_or("ipsec".into(), |n| n.to_string_lossy()),
+        std::process::id()
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    let inside = dir.join("s");
+    let r = UnixListener::bind(&inside).and_then(|l| {
+        std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600))?;
+        std::fs::rename(&inside, path)?;
+        Ok(l)
+    });
+    let _ = std::fs::remove_file(&inside);
+    let _ = std::fs::remove_dir(&dir);
+    r
 }
 
 impl Drop for KeySocket {
@@ -210,18 +234,37 @@ fn serve<P: Port<Buf = Mbuf>>(listener: &UnixListener, port: &IpsecPort<P>, stop
     }
 }
 
-/// One client, until it hangs up or the endpoint stops.
+/// The longest command line the socket takes (an SA rule with two 32-byte keys is ~300).
+const MAX_LINE: usize = 4096;
+/// A client that sends no complete line for this long is hung up on: the socket serves one
+/// client at a time, and a stuck one must not keep a key manager out.
+const IDLE: Duration = Duration::from_secs(10);
+
+/// One client, until it hangs up, stalls or the endpoint stops.
 fn session<P: Port<Buf = Mbuf>>(conn: UnixStream, port: &IpsecPort<P>, stop: &AtomicBool) {
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(TICK));
+    // A client that does not read its answers cannot hold the thread (and shutdown) either.
+    let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
     let Ok(mut w) = conn.try_clone() else { return };
-    let mut r = BufReader::new(conn);
+    let mut r = BufReader::new(conn).take(0);
     // Bytes, not a String: a read that times out inside a UTF-8 sequence loses nothing.
     let mut raw = Vec::new();
+    let mut last = std::time::Instant::now();
     while !stop.load(Ordering::Acquire) {
+        if last.elapsed() > IDLE {
+            let _ = w.write_all(b"error: idle too long\n");
+            return;
+        }
+        r.set_limit((MAX_LINE + 1).saturating_sub(raw.len()) as u64);
         match r.read_until(b'\n', &mut raw) {
+            Ok(0) if raw.len() > MAX_LINE => {
+                let _ = w.write_all(b"error: line too long\n");
+                return;
+            }
             Ok(0) => return,
             Ok(_) if raw.ends_with(b"\n") => {
+                last = std::time::Instant::now();
                 let line = String::from_utf8_lossy(&raw).into_owned();
                 raw.clear();
                 let words: Vec<&str> = line

@@ -480,8 +480,17 @@ fn policy_on_a_ring_pair_5043_13(b: &Bench) {
         .windows(40)
         .any(|w| w == &sent[3][sent[3].len() - 40..]));
 
-    // Clear SCTP where policy wants ESP: refused.
-    let mut burst = vec![mbuf(&b.pool, &sent[0])];
+    // Clear SCTP where policy wants ESP: refused; also behind an AH, which the stack would
+    // skip unverified (RFC 4301 §4.4.1.1: policy selects the protocol after it).
+    let mut behind_ah = sent[0][..34].to_vec();
+    behind_ah[23] = 51;
+    behind_ah.extend_from_slice(&[132, 4, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 1]);
+    behind_ah.extend_from_slice(&[0; 12]);
+    behind_ah.extend_from_slice(&sent[0][34..]);
+    let total = (behind_ah.len() - 14) as u16;
+    behind_ah[16..18].copy_from_slice(&total.to_be_bytes());
+    let behind_ah = from([198, 18, 0, 1], behind_ah);
+    let mut burst = vec![mbuf(&b.pool, &sent[0]), mbuf(&b.pool, &behind_ah)];
     raw_a.tx_burst_all(0, &mut burst, 8);
     // ESP for an SPI B has no SA for.
     let mut forged = wire[0].clone();
@@ -504,7 +513,7 @@ fn policy_on_a_ring_pair_5043_13(b: &Bench) {
     let c = pb.policy_counts();
     assert_eq!(
         (c.clear_refused, c.no_sa, c.policy_mismatch),
-        (1, 1, 1),
+        (2, 1, 1),
         "{c:?}"
     );
     let sa_in: Vec<_> = pb
@@ -527,7 +536,9 @@ fn rule<T>(parse: fn(&[&str]) -> Result<T, String>, text: &str) -> T {
 /// protecting; a transport SA takes the family of the first policy that uses it, and one
 /// already used for IPv4 refuses an IPv6 policy.
 fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
-    let key = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    // A key is used by one SA only (RFC 4106 §8.1): a new SA gets a new one.
+    let k = |n: u8| format!("2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:{n:02x}:ca:fe:ba:be");
+    let key = k(1);
     let ports = ring_pair_ports(&b.eal, "espkm", &b.pool, 256);
     let (raw_a, raw_b) = (&ports[0], &ports[1]);
     let empty = IpsecConfig::default();
@@ -593,7 +604,10 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
         .contains("one family"));
     pa.add_sa(rule(
         parse_sa,
-        &format!("out 3002 aead_algo aes-128-gcm aead_key {key} mode transport"),
+        &format!(
+            "out 3002 aead_algo aes-128-gcm aead_key {} mode transport",
+            k(2)
+        ),
     ))
     .unwrap();
     pa.add_policy(rule(parse_sp, "ipv6 out esp protect 3002 pri 5 proto sctp"))
@@ -606,10 +620,25 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
     pa.tx_burst_all(0, &mut burst, 8);
     assert!(receive_all(raw_b.as_ref(), 1).is_empty());
     assert_eq!(pa.policy_counts().no_sa_out, 1);
+    // A new SA never takes an old key (RFC 4106 §8.1: its sequence numbers, GCM's nonces,
+    // start again at 1), whatever its SPI or direction.
+    for again in [
+        format!("out 3000 aead_algo aes-128-gcm aead_key {key} mode transport"),
+        format!(
+            "in 4000 aead_algo aes-128-gcm aead_key {} mode transport",
+            k(2)
+        ),
+    ] {
+        let e = pa.add_sa(rule(parse_sa, &again)).unwrap_err();
+        assert!(e.contains("used by an SA before"), "{e}");
+    }
     // The inbound SA deleted: ESP for it is dropped as ESP for no SA.
     pa.add_sa(rule(
         parse_sa,
-        &format!("out 3000 aead_algo aes-128-gcm aead_key {key} mode transport"),
+        &format!(
+            "out 3000 aead_algo aes-128-gcm aead_key {} mode transport",
+            k(3)
+        ),
     ))
     .unwrap();
     pb.remove_sa(Direction::In, 3000).unwrap();
@@ -620,12 +649,40 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
     // A key manager installs the new SA: traffic flows again.
     pb.add_sa(rule(
         parse_sa,
-        &format!("in 3000 aead_algo aes-128-gcm aead_key {key} mode transport"),
+        &format!(
+            "in 3000 aead_algo aes-128-gcm aead_key {} mode transport",
+            k(3)
+        ),
     ))
     .unwrap();
     let mut burst = vec![mbuf(&b.pool, &frame)];
     pa.tx_burst_all(0, &mut burst, 8);
     assert_eq!(receive_all(&pb, 1), vec![frame.clone()]);
+
+    // A rekey on B's side (RFC 7296 §2.8): a new inbound SA and a policy for it that
+    // outranks the old one. Packets still arriving through the old SA are what the old SA's
+    // selectors allow (RFC 4301 §5.2 step 4), and are taken until the old policy goes.
+    pb.add_sa(rule(
+        parse_sa,
+        &format!(
+            "in 3001 aead_algo aes-128-gcm aead_key {} mode transport",
+            k(4)
+        ),
+    ))
+    .unwrap();
+    pb.add_policy(rule(
+        parse_sp,
+        "ipv4 in esp protect 3001 pri 20 src 198.18.0.1/32 proto sctp",
+    ))
+    .unwrap();
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(
+        receive_all(&pb, 1),
+        vec![frame.clone()],
+        "the old SA still carries"
+    );
+    assert_eq!(pb.policy_counts().policy_mismatch, 0);
 
     // B's inbound policy deleted: ESP still decrypts, but no policy selects what it carried
     // (RFC 4301 §5.2 step 4), so it is dropped; clear SCTP then passes (no policy names it).

@@ -15,7 +15,7 @@ mod spd;
 
 pub use config::{parse_config, parse_rule, parse_sa, parse_sp, ConfigError, IpsecConfig};
 pub use replay::ReplayWindow;
-pub use spd::{Action, Flow, Policy, Prefix, Selector, Spd};
+pub use spd::{Action, Flow, Framed, Policy, Prefix, Selector, Spd};
 
 use std::net::IpAddr;
 

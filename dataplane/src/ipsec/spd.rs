@@ -70,43 +70,112 @@ pub struct Flow {
     pub dport: u16,
 }
 
+/// What an Ethernet frame is, to policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framed {
+    /// Not IP (ARP, say): policy does not apply.
+    NotIp,
+    /// IP that cannot be followed to its upper-layer protocol (truncated, too many extension
+    /// headers): policy cannot clear it, so it is dropped.
+    Unparsable,
+    /// IP with its selectors and where its upper-layer header starts in the frame.
+    Ip(Flow, usize),
+}
+
+/// IPv6 extension headers walked to find the upper-layer protocol (RFC 8200 §4), and AH
+/// (51), whose payload is what a policy selects: the stack skips an AH it does not verify,
+/// so policy must see through it too.
+const HOP_BY_HOP: u8 = 0;
+const ROUTING: u8 = 43;
+const FRAGMENT: u8 = 44;
+const AH: u8 = 51;
+const DEST_OPTS: u8 = 60;
+/// More headers than this before the upper layer: not a packet of ours.
+const MAX_EXTENSIONS: usize = 8;
+
 impl Flow {
-    /// The selectors of an Ethernet frame carrying IPv4 or IPv6 (no extension headers), `None`
-    /// for anything else (ARP, a truncated packet).
+    /// The selectors of an Ethernet frame carrying IPv4 or IPv6 (extension headers and AH
+    /// walked, RFC 4301 §4.4.1.1: the next layer protocol is the one after them), `None` for
+    /// anything else (ARP, a truncated packet).
     pub fn of_frame(frame: &[u8]) -> Option<Flow> {
-        let (ip, l4) = match frame.get(12..14)? {
-            [0x08, 0x00] => {
+        match Flow::parse(frame) {
+            Framed::Ip(f, _) => Some(f),
+            Framed::NotIp | Framed::Unparsable => None,
+        }
+    }
+
+    /// What `frame` is to policy (see [`Framed`]).
+    pub fn parse(frame: &[u8]) -> Framed {
+        Flow::walk(frame).unwrap_or(Framed::Unparsable)
+    }
+
+    fn walk(frame: &[u8]) -> Option<Framed> {
+        let (src, dst, mut proto, mut at, mut first) = match frame.get(12..14) {
+            Some([0x08, 0x00]) => {
                 let h = frame.get(14..34)?;
                 let ihl = usize::from(h[0] & 0x0f) * 4;
+                if ihl < 20 {
+                    return None;
+                }
                 let src = IpAddr::from(<[u8; 4]>::try_from(&h[12..16]).ok()?);
                 let dst = IpAddr::from(<[u8; 4]>::try_from(&h[16..20]).ok()?);
-                // A non-first fragment has no ports.
+                // A non-first fragment has no upper-layer header.
                 let frag_off = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
-                let l4 = if frag_off == 0 { 14 + ihl } else { usize::MAX };
-                ((src, dst, h[9]), l4)
+                (src, dst, h[9], 14 + ihl, frag_off == 0)
             }
-            [0x86, 0xdd] => {
+            Some([0x86, 0xdd]) => {
                 let h = frame.get(14..54)?;
                 let src = IpAddr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
                 let dst = IpAddr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
-                ((src, dst, h[6]), 54)
+                (src, dst, h[6], 54, true)
             }
-            _ => return None,
+            _ => return Some(Framed::NotIp),
         };
-        let (sport, dport) = match (ip.2, frame.get(l4..l4.saturating_add(4))) {
-            (IPPROTO_SCTP, Some(p)) => (
-                u16::from_be_bytes([p[0], p[1]]),
-                u16::from_be_bytes([p[2], p[3]]),
-            ),
+        let v6 = src.is_ipv6();
+        for _ in 0..MAX_EXTENSIONS {
+            let h = match proto {
+                AH if first => frame.get(at..at + 2)?,
+                HOP_BY_HOP | ROUTING | DEST_OPTS | FRAGMENT if v6 && first => {
+                    frame.get(at..at + 4)?
+                }
+                _ => break,
+            };
+            let len = match proto {
+                AH => (usize::from(h[1]) + 2) * 4,
+                FRAGMENT => {
+                    first = u16::from_be_bytes([h[2], h[3]]) >> 3 == 0;
+                    8
+                }
+                _ => (usize::from(h[1]) + 1) * 8,
+            };
+            proto = h[0];
+            at += len;
+        }
+        let extension =
+            proto == AH || (v6 && matches!(proto, HOP_BY_HOP | ROUTING | DEST_OPTS | FRAGMENT));
+        if first && extension {
+            return None;
+        }
+        let (sport, dport) = match (proto, first) {
+            (IPPROTO_SCTP, true) => {
+                let p = frame.get(at..at + 4)?;
+                (
+                    u16::from_be_bytes([p[0], p[1]]),
+                    u16::from_be_bytes([p[2], p[3]]),
+                )
+            }
             _ => (0, 0),
         };
-        Some(Flow {
-            src: ip.0,
-            dst: ip.1,
-            proto: ip.2,
-            sport,
-            dport,
-        })
+        Some(Framed::Ip(
+            Flow {
+                src,
+                dst,
+                proto,
+                sport,
+                dport,
+            },
+            at,
+        ))
     }
 }
 
@@ -259,6 +328,79 @@ mod tests {
             sport,
             dport,
         }
+    }
+
+    /// An Ethernet frame: IPv6 (2001:db8::1 -> ::2) whose chain is `exts` (next header,
+    /// header bytes) then SCTP from port 7 to 5000.
+    fn v6_frame(exts: &[(u8, Vec<u8>)]) -> Vec<u8> {
+        let mut f = vec![0; 12];
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 0]);
+        f.push(exts.first().map_or(IPPROTO_SCTP, |e| e.0));
+        f.push(64);
+        f.extend_from_slice(
+            &"2001:db8::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        f.extend_from_slice(
+            &"2001:db8::2"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        for (i, (_, h)) in exts.iter().enumerate() {
+            let mut h = h.clone();
+            h[0] = exts.get(i + 1).map_or(IPPROTO_SCTP, |e| e.0);
+            f.extend_from_slice(&h);
+        }
+        f.extend_from_slice(&[0, 7, 0x13, 0x88, 0, 0, 0, 0, 0, 0, 0, 0]);
+        f
+    }
+
+    /// RFC 4301 §4.4.1.1: the next layer protocol is the one after any IPv6 extension headers
+    /// (and after an AH, which the stack skips unverified), so clear SCTP cannot slip past a
+    /// policy by carrying a Hop-by-Hop, Destination Options, Routing or atomic Fragment header,
+    /// or an AH; a chain that cannot be followed is unparsable, not bypassed.
+    #[test]
+    fn extension_headers_and_ah_are_walked_to_the_upper_layer_4301_4_4_1_1() {
+        let opts = vec![0, 0, 1, 4, 0, 0, 0, 0]; // 8 bytes: PadN
+        let atomic_fragment = vec![0, 0, 0, 0, 0, 0, 0, 1];
+        let ah = vec![
+            0, 4, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        for exts in [
+            vec![(HOP_BY_HOP, opts.clone())],
+            vec![(HOP_BY_HOP, opts.clone()), (DEST_OPTS, opts.clone())],
+            vec![(ROUTING, opts.clone()), (FRAGMENT, atomic_fragment.clone())],
+            vec![(AH, ah.clone()), (DEST_OPTS, opts.clone())],
+        ] {
+            let f = v6_frame(&exts);
+            let at = 54 + exts.iter().map(|e| e.1.len()).sum::<usize>();
+            let want = flow("2001:db8::1", "2001:db8::2", 7, 5000);
+            assert_eq!(Flow::parse(&f), Framed::Ip(want, at), "{exts:?}");
+        }
+        // IPv4 with an AH in front of SCTP.
+        let mut v4 = vec![0; 12];
+        v4.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 0, 0, 0, 0, 0, 64, AH, 0, 0]);
+        v4.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 2]);
+        let mut ah4 = ah.clone();
+        ah4[0] = IPPROTO_SCTP;
+        v4.extend_from_slice(&ah4);
+        v4.extend_from_slice(&[0, 7, 0x13, 0x88, 0, 0, 0, 0]);
+        assert_eq!(
+            Flow::parse(&v4),
+            Framed::Ip(flow("198.18.0.1", "198.18.0.2", 7, 5000), 14 + 20 + 24)
+        );
+        // Nine extension headers, or one cut short: unparsable.
+        let many: Vec<(u8, Vec<u8>)> = (0..9).map(|_| (DEST_OPTS, opts.clone())).collect();
+        assert_eq!(Flow::parse(&v6_frame(&many)), Framed::Unparsable);
+        let cut = v6_frame(&[(HOP_BY_HOP, opts.clone())]);
+        assert_eq!(Flow::parse(&cut[..56]), Framed::Unparsable);
+        // Not IP at all.
+        let mut arp = cut.clone();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(Flow::parse(&arp), Framed::NotIp);
     }
 
     fn policy(priority: u32, sel: Selector, action: Action) -> Policy {

@@ -8,16 +8,19 @@
 //! `ipsec` commands, a key manager): each change builds a new table and swaps it in whole, so a
 //! burst sees one table from start to end and an SA lives until the last burst using it ends.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
+use sha2::{Digest, Sha256};
 
 use super::ipsec::{CryptoDev, EspSa, SaCounts};
 use super::mbuf::{Mbuf, Mempool};
 use crate::ipsec::{
-    Action, Direction, Flow, IpsecConfig, Mode, Policy, SaConfig, Spd, IPPROTO_ESP, MAX_OVERHEAD,
+    Action, Direction, Flow, Framed, IpsecConfig, Mode, Policy, SaConfig, Spd, IPPROTO_ESP,
+    MAX_OVERHEAD,
 };
 use crate::port::region::Region;
 use crate::port::{ChecksumOffload, FlowRule, LinkStatus, PacketBuf, Port, PortStats, SctpFlow};
@@ -36,6 +39,9 @@ pub struct PolicyStats {
     pub discarded_out: AtomicU64,
     /// Outbound packets a policy protects with an SA that is not there.
     pub no_sa_out: AtomicU64,
+    /// IP whose upper-layer protocol could not be found (truncated, too many extension
+    /// headers): policy cannot clear it.
+    pub unparsable: AtomicU64,
 }
 
 /// A snapshot of [`PolicyStats`].
@@ -47,6 +53,7 @@ pub struct PolicyCounts {
     pub discarded_in: u64,
     pub discarded_out: u64,
     pub no_sa_out: u64,
+    pub unparsable: u64,
 }
 
 const OFF: &str = "IPsec is off on this port (start ddpdk with --ipsec or --ipsec-config FILE)";
@@ -106,6 +113,12 @@ pub struct IpsecPort<P> {
     /// The SAs' and policies' definitions; changes are made one at a time under this lock and
     /// published as a new [`Tables`].
     config: Mutex<IpsecConfig>,
+    /// Fingerprints of every key an SA of this port has had (taken under `config`'s lock):
+    /// a key is never used by a second SA. With AES-GCM the sequence numbers are the nonce
+    /// and restart at 1 in a new SA, so the same key again repeats (key, nonce) pairs
+    /// (RFC 4106 §8.1, §10), and an inbound SA's new replay window would accept every packet
+    /// the old one saw (RFC 4303 §3.4.3).
+    used_keys: Mutex<HashSet<[u8; 32]>>,
     /// Whether any policy or SA exists: a port without one costs a burst one load.
     active: AtomicBool,
     /// Bytes the path MTU leaves free for ESP: no outbound SA may add more.
@@ -134,6 +147,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             dev: None,
             tables: ArcSwap::from_pointee(Tables::default()),
             config: Mutex::new(IpsecConfig::default()),
+            used_keys: Mutex::new(HashSet::new()),
             active: AtomicBool::new(false),
             headroom: 0,
             stats: PolicyStats::default(),
@@ -160,6 +174,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                 .iter()
                 .find(|p| p.direction == sa.direction && p.action == Action::Protect(sa.spi))
                 .is_some_and(Policy::is_ipv6);
+            port.take_key(sa)?;
             let esp = Arc::new(EspSa::new(dev, sa, ipv6)?);
             match sa.direction {
                 Direction::In => tables.inbound.push(esp),
@@ -245,6 +260,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         }
         let mut next = cfg.clone();
         next.add_sa(sa.clone())?;
+        self.take_key(&sa)?;
         // Policies name their SA, so none names a new one yet: IPv4 until a policy of the
         // other family protects with it (`add_policy` rebuilds it then).
         let ipv6 = matches!(sa.mode, Mode::Tunnel { dst, .. } if dst.is_ipv6());
@@ -254,6 +270,30 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             Direction::Out => t.outbound.push(esp),
         });
         *cfg = next;
+        Ok(())
+    }
+
+    /// Records `sa`'s key as used, refusing one used before by any SA of this port.
+    fn take_key(&self, sa: &SaConfig) -> Result<(), String> {
+        let mut h = Sha256::new();
+        for part in [&sa.key[..], &sa.salt.to_be_bytes(), &sa.auth_key[..]] {
+            h.update((part.len() as u32).to_be_bytes());
+            h.update(part);
+        }
+        let print: [u8; 32] = h.finalize().into();
+        let mut used = self
+            .used_keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !used.insert(print) {
+            return Err(format!(
+                "SA {} {}: its key was used by an SA before: a key is used once (a new SA \
+                 restarts its sequence numbers, so the same key would repeat AES-GCM nonces, \
+                 RFC 4106 §8.1, and reopen the replay window, RFC 4303 §3.4.3); give it a \
+                 new key",
+                sa.direction, sa.spi
+            ));
+        }
         Ok(())
     }
 
@@ -355,14 +395,20 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             discarded_in: r(&s.discarded_in),
             discarded_out: r(&s.discarded_out),
             no_sa_out: r(&s.no_sa_out),
+            unparsable: r(&s.unparsable),
         }
     }
 
     /// What becomes of one received frame: itself (not IP, or bypassed), the packet its ESP
     /// carried, or nothing (dropped and counted).
     fn receive(&self, t: &Tables, m: Mbuf, now: Instant) -> Option<Mbuf> {
-        let Some(flow) = Flow::of_frame(m.data()) else {
-            return Some(m);
+        let (flow, l4) = match Flow::parse(m.data()) {
+            Framed::NotIp => return Some(m),
+            Framed::Unparsable => {
+                bump(&self.stats.unparsable);
+                return None;
+            }
+            Framed::Ip(flow, l4) => (flow, l4),
         };
         if flow.proto != IPPROTO_ESP {
             return match t.spd.action(Direction::In, &flow) {
@@ -377,7 +423,11 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                 }
             };
         }
-        let Some(spi) = esp_spi(m.data()) else {
+        let Some(spi) = m
+            .data()
+            .get(l4..l4 + 4)
+            .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+        else {
             bump(&self.stats.no_sa);
             return None;
         };
@@ -386,9 +436,19 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             return None;
         };
         let clear = sa.decrypt(m, &self.pool, now).ok()?;
-        // RFC 4301 §5.2 step 4: what came through the SA must be what its policy selects.
-        let inner = Flow::of_frame(clear.data()).map(|f| t.spd.action(Direction::In, &f));
-        if inner == Some(Action::Protect(spi)) {
+        // RFC 4301 §5.2 step 4: what came through the SA must be what the SA's selectors
+        // (every inbound policy that protects with it) allow, whichever policy wins the SPD
+        // lookup now: during a rekey the old SA's policy has been outranked, and its packets
+        // still in flight are the SA's to accept.
+        let selected = match Flow::parse(clear.data()) {
+            Framed::Ip(inner, _) => t.spd.policies().iter().any(|p| {
+                p.direction == Direction::In
+                    && p.action == Action::Protect(spi)
+                    && p.selector.matches(&inner)
+            }),
+            Framed::NotIp | Framed::Unparsable => false,
+        };
+        if selected {
             Some(clear)
         } else {
             bump(&self.stats.policy_mismatch);
@@ -398,8 +458,13 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
 
     /// What goes out for one frame to send: itself, its ESP, or nothing (dropped and counted).
     fn send(&self, t: &Tables, m: Mbuf, now: Instant) -> Option<Mbuf> {
-        let Some(flow) = Flow::of_frame(m.data()) else {
-            return Some(m);
+        let flow = match Flow::parse(m.data()) {
+            Framed::NotIp => return Some(m),
+            Framed::Unparsable => {
+                bump(&self.stats.unparsable);
+                return None;
+            }
+            Framed::Ip(flow, _) => flow,
         };
         // Protected already: a frame the device did not take, offered again.
         if flow.proto == IPPROTO_ESP {
@@ -420,17 +485,6 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             }
         }
     }
-}
-
-/// The SPI of an ESP packet in an Ethernet frame (IPv4 with options, or IPv6 with ESP as the
-/// first next header).
-fn esp_spi(frame: &[u8]) -> Option<u32> {
-    let at = match frame.get(12..14)? {
-        [0x08, 0x00] => 14 + usize::from(frame.get(14)? & 0x0f) * 4,
-        _ => 14 + 40,
-    };
-    let s = frame.get(at..at + 4)?;
-    Some(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
 }
 
 impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
@@ -520,6 +574,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
                 ("ipsec_discarded_in".to_owned(), c.discarded_in),
                 ("ipsec_discarded_out".to_owned(), c.discarded_out),
                 ("ipsec_no_sa_out".to_owned(), c.no_sa_out),
+                ("ipsec_unparsable".to_owned(), c.unparsable),
             ]);
         }
         v
