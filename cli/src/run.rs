@@ -324,9 +324,14 @@ fn read_pipe(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>, json: bool) {
     }
 }
 
+/// Whether a shell line carries key material (`aead_key`, `cipher_key`, `auth_key`).
+fn holds_key(line: &str) -> bool {
+    line.split_whitespace().any(|w| w.ends_with("_key"))
+}
+
 fn read_terminal(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
     let config = rustyline::Config::builder()
-        .auto_add_history(true)
+        .auto_add_history(false)
         .max_history_size(1000)
         .map(|b| b.build());
     let Ok(config) = config else { return };
@@ -343,6 +348,10 @@ fn read_terminal(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
     }
     // Ctrl-C and Ctrl-D at the prompt end the session, like testpmd's quit.
     while let Ok(line) = rl.readline("ddpdk> ") {
+        // A line with a key (`ipsec sa add ... aead_key ...`) never reaches the history file.
+        if !line.trim().is_empty() && !holds_key(&line) {
+            let _ = rl.add_history_entry(line.as_str());
+        }
         // Saved before the line runs: `quit` ends the process without waking this thread
         // again, and a history that only a clean exit writes loses the session.
         if let Some(h) = &history {

@@ -380,10 +380,30 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
             "{line}: {answer}"
         );
     }
-    // A rekey's last step: the old inbound SA goes, a new one of that SPI comes.
-    assert!(km(&mut sock, "sa del in 1000").starts_with("ok SA in 1000 deleted"));
-    let again = format!("sa add in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport");
-    assert!(km(&mut sock, &again).starts_with("ok "));
+    // A rekey's last step deletes the old SA; a key is never installed twice (RFC 4106
+    // §8.1: a new SA restarts the sequence numbers that are GCM's nonces).
+    let spare = format!("sa add in 1001 aead_algo aes-128-gcm aead_key {K_S2C} mode transport");
+    assert!(km(
+        &mut sock,
+        &spare
+            .replace("1001", "1002")
+            .replace(K_S2C, &K_S2C.replace("00:", "01:"))
+    )
+    .starts_with("ok "));
+    assert!(km(&mut sock, "sa del in 1002").starts_with("ok SA in 1002 deleted"));
+    let reused = km(
+        &mut sock,
+        &spare
+            .replace("1001", "1002")
+            .replace(K_S2C, &K_S2C.replace("00:", "01:")),
+    );
+    assert!(
+        reused.starts_with("error: ") && reused.contains("used by an SA before"),
+        "{reused}"
+    );
+    // The server's own outbound key, under another SPI and direction: refused too.
+    let reused = km(&mut sock, &spare);
+    assert!(reused.contains("used by an SA before"), "{reused}");
     let shown = km(&mut sock, "show");
     for want in [
         "policy 0: sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp",
@@ -392,6 +412,15 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
     ] {
         assert!(shown.contains(want), "{want}:\n{shown}");
     }
+    // A line that never ends is cut off, and the connection with it.
+    sock.get_mut()
+        .write_all(&vec![b'a'; 5000])
+        .expect("a long line");
+    let mut answer = String::new();
+    sock.read_line(&mut answer).expect("the answer");
+    assert_eq!(answer, "error: line too long\n");
+    let mut tail = String::new();
+    assert_eq!(sock.read_line(&mut tail).expect("the end"), 0, "hung up");
     drop(sock);
     let c = client(&dir, &["--ipsec-config", cconf.to_str().expect("utf-8")])
         .output()

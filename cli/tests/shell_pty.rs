@@ -70,6 +70,11 @@ fn interactive_shell_at_a_terminal_has_prompt_history_and_completion() {
     p.exp_string("packet forwarding - ports=2")
         .expect("the completed command ran");
     p.exp_string(PROMPT).expect("the next prompt");
+    // A line with a key is run but never written to the history file.
+    p.send_line("ipsec sa add out 1000 aead_algo aes-128-gcm aead_key 0x00112233")
+        .expect("a line with a key");
+    p.exp_string("not a DDP endpoint").expect("refused here");
+    p.exp_string(PROMPT).expect("the next prompt");
     p.send_line("show port info 0").expect("a third command");
     p.exp_string("Infos for port 0").expect("port info");
     p.exp_string(PROMPT).expect("the next prompt");
@@ -81,6 +86,10 @@ fn interactive_shell_at_a_terminal_has_prompt_history_and_completion() {
             && history.lines().any(|l| l == "show config fwd")
             && history.lines().last() == Some("quit"),
         "history file holds the session's commands:\n{history}"
+    );
+    assert!(
+        !history.contains("aead_key"),
+        "a key in the history:\n{history}"
     );
 
     // Second run: Up recalls the first run's commands, newest first ("quit", then the one

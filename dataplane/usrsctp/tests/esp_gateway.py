@@ -3,17 +3,27 @@
 an independent ESP peer for ddpdk, in front of a host (usrsctp) that has no IPsec of its own.
 
     usage: esp_gateway.py HOST_IF WIRE_IF SPI_OUT KEY_OUT SPI_IN KEY_IN
+                          [--algo aes-128-gcm|aes-256-gcm|aes-128-cbc]
+                          [--tunnel GATEWAY_ADDR PEER_ADDR] [--attack N]
 
 It bridges Ethernet frames between HOST_IF (the host's side) and WIRE_IF (ddpdk's side):
-- IPv4 SCTP from the host leaves on the wire as ESP in transport mode (AES-GCM-128, RFC 4106)
-  under SPI_OUT with KEY_OUT (16 key bytes and the 4-byte salt, in hex);
+- IPv4 SCTP from the host leaves on the wire as ESP under SPI_OUT with KEY_OUT, in transport
+  mode (for the host) or, with --tunnel, in a tunnel from GATEWAY_ADDR to PEER_ADDR;
 - ESP from the wire under SPI_IN is verified and opened with KEY_IN, and the SCTP packet it
   carried goes to the host; ESP that does not verify, or for another SPI, is dropped;
 - everything else (ARP, clear packets the wire sends) passes unchanged both ways; clear SCTP
   from the wire is dropped: the host must only see what came through the SA.
 
+Keys are hex: AES-GCM's 16 or 32 key bytes followed by the 4-byte salt (RFC 4106 §8.1);
+AES-CBC's key, a slash, and the HMAC-SHA-256 key (RFC 3602, RFC 4868).
+
+--attack N: after every Nth packet it seals, it also sends on the wire, in this order, the
+same packet again (a replay, RFC 4303 §3.4.3), a copy with one ciphertext bit flipped (an
+ICV that does not verify, §3.4.4), a copy under an SPI nobody has (§3.4.2) and a copy cut
+short inside its ICV. The receiver must drop and count each.
+
 It prints one line when it is ready and, on SIGTERM or SIGINT, its counters as one line:
-`gateway: sealed N, opened N, dropped N, passed N`.
+`gateway: sealed N, opened N, dropped N, passed N, attacks N`.
 """
 import select
 import signal
@@ -26,24 +36,69 @@ from scapy.layers.l2 import Ether
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
+UNKNOWN_SPI = 0x0BAD0BAD
 
 
-def sa(spi, key_hex):
-    return SecurityAssociation(ESP, spi=spi, crypt_algo="AES-GCM",
-                               crypt_key=bytes.fromhex(key_hex))
+def sa(spi, algo, key_hex, tunnel):
+    kw = {}
+    if algo.endswith("gcm"):
+        kw.update(crypt_algo="AES-GCM", crypt_key=bytes.fromhex(key_hex))
+    else:
+        cipher, auth = key_hex.split("/")
+        kw.update(crypt_algo="AES-CBC", crypt_key=bytes.fromhex(cipher),
+                  auth_algo="SHA2-256-128", auth_key=bytes.fromhex(auth))
+    if tunnel:
+        kw["tunnel_header"] = IP(src=tunnel[0], dst=tunnel[1])
+    return SecurityAssociation(ESP, spi=spi, **kw)
+
+
+def attacks(sealed_ip):
+    """The four forgeries of one sealed packet (an IP packet carrying ESP), as IP bytes.
+    The flipped and the short copy carry sequence numbers far ahead of the original, new to
+    the receiver's window, so that it is the ICV (or the length) that refuses them, not the
+    replay check (RFC 4303 §3.4.3 comes before §3.4.4)."""
+    raw = bytes(sealed_ip)
+    ihl = (raw[0] & 0x0F) * 4
+    seq = int.from_bytes(raw[ihl + 4:ihl + 8], "big")
+
+    def renumbered(n):
+        b = bytearray(raw)
+        b[ihl + 4:ihl + 8] = ((seq + n) & 0xFFFFFFFF).to_bytes(4, "big")
+        return b
+
+    flipped = renumbered(1 << 20)
+    flipped[ihl + 8 + 16] ^= 0x01  # past the ESP header and the IV: ciphertext
+    stranger = bytearray(raw)
+    stranger[ihl:ihl + 4] = UNKNOWN_SPI.to_bytes(4, "big")
+    short = IP(bytes(renumbered((1 << 20) + 1))[:-8])  # ends inside the ICV
+    short.len = len(raw) - 8
+    del short.chksum
+    return [raw, bytes(flipped), bytes(stranger), bytes(short)]
 
 
 def main():
     host_if, wire_if, spi_out, key_out, spi_in, key_in = sys.argv[1:7]
-    out_sa = sa(int(spi_out), key_out)
-    in_sa = sa(int(spi_in), key_in)
+    rest = sys.argv[7:]
+    algo, tunnel, attack_every = "aes-128-gcm", None, 0
+    while rest:
+        opt = rest.pop(0)
+        if opt == "--algo":
+            algo = rest.pop(0)
+        elif opt == "--tunnel":
+            tunnel = (rest.pop(0), rest.pop(0))
+        elif opt == "--attack":
+            attack_every = int(rest.pop(0))
+        else:
+            sys.exit(f"esp_gateway: unknown option {opt}")
+    out_sa = sa(int(spi_out), algo, key_out, tunnel)
+    in_sa = sa(int(spi_in), algo, key_in, tunnel and (tunnel[1], tunnel[0]))
     socks = {}
     for name in (host_if, wire_if):
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         s.bind((name, 0))
         socks[name] = s
     host, wire = socks[host_if], socks[wire_if]
-    counts = {"sealed": 0, "opened": 0, "dropped": 0, "passed": 0}
+    counts = {"sealed": 0, "opened": 0, "dropped": 0, "passed": 0, "attacks": 0}
     running = [True]
 
     def stop(*_):
@@ -63,11 +118,19 @@ def main():
                 continue
             eth = Ether(frame)
             ip = eth.payload if isinstance(eth.payload, IP) else None
+
+            def to(sock, payload):
+                sock.send(bytes(Ether(src=eth.src, dst=eth.dst, type=0x0800)) + payload)
+
             if s is host:
                 if ip is not None and ip.proto == 132:
                     sealed = out_sa.encrypt(IP(bytes(ip)))
-                    wire.send(bytes(Ether(src=eth.src, dst=eth.dst, type=0x0800) / sealed))
+                    to(wire, bytes(sealed))
                     counts["sealed"] += 1
+                    if attack_every and counts["sealed"] % attack_every == 0:
+                        for forged in attacks(sealed):
+                            to(wire, forged)
+                            counts["attacks"] += 1
                 else:
                     wire.send(frame)
                     counts["passed"] += 1
@@ -76,18 +139,18 @@ def main():
                     if ip[ESP].spi != int(spi_in):
                         raise ValueError("another SPI")
                     opened = in_sa.decrypt(IP(bytes(ip)))
-                except Exception:  # a forgery, a replay, another SPI: the SA's to refuse
+                except Exception:  # a forgery, another SPI: the SA's to refuse
                     counts["dropped"] += 1
                     continue
-                host.send(bytes(Ether(src=eth.src, dst=eth.dst, type=0x0800) / opened))
+                to(host, bytes(opened))
                 counts["opened"] += 1
             elif ip is not None and ip.proto == 132:
                 counts["dropped"] += 1
             else:
                 host.send(frame)
                 counts["passed"] += 1
-    print("gateway: sealed {sealed}, opened {opened}, dropped {dropped}, passed {passed}"
-          .format(**counts), flush=True)
+    print("gateway: sealed {sealed}, opened {opened}, dropped {dropped}, passed {passed}, "
+          "attacks {attacks}".format(**counts), flush=True)
 
 
 if __name__ == "__main__":

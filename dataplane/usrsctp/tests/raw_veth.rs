@@ -426,10 +426,80 @@ impl Drop for GatewayNet {
     }
 }
 
-/// The AES-GCM-128 SAs between the gateway (for 198.18.2.1) and ddpdk (198.18.2.2): key
-/// bytes and the RFC 4106 salt, as ddpdk's configuration and scapy take them.
-const ESP_C2S: (u32, &str) = (1000, "2b7e151628aed2a6abf7158809cf4f3ccafebabe");
-const ESP_S2C: (u32, &str) = (2000, "000102030405060708090a0b0c0d0e0f10111213");
+/// One configuration of the gateway test: the algorithm of both SAs (keys as ddpdk's
+/// configuration file and scapy take them: GCM's key and 4-byte salt, or CBC's key and the
+/// HMAC key), transport or tunnel mode, and whether the gateway forges packets.
+struct EspCase {
+    algo: &'static str,
+    /// ddpdk's rule words for the SA's transform with key `k` (hex).
+    c2s_key: &'static str,
+    s2c_key: &'static str,
+    /// Tunnel mode between the gateway (198.18.2.3, an address only the tunnel uses) and
+    /// ddpdk; else transport mode for the host.
+    tunnel: bool,
+    /// The gateway forges four packets after every this many it seals.
+    attack_every: u32,
+}
+
+const GATEWAY: &str = "198.18.2.3";
+const SPI_C2S: u32 = 1000;
+const SPI_S2C: u32 = 2000;
+
+impl EspCase {
+    /// ddpdk's words for an SA's transform with `key`.
+    fn transform(&self, key: &str) -> String {
+        match key.split_once('/') {
+            None => format!("aead_algo {} aead_key {}", self.algo, colons(key)),
+            Some((cipher, auth)) => format!(
+                "cipher_algo {} cipher_key {} auth_algo sha256-hmac auth_key {}",
+                self.algo,
+                colons(cipher),
+                colons(auth)
+            ),
+        }
+    }
+
+    fn mode(&self, src: &str, dst: &str) -> String {
+        if self.tunnel {
+            format!("mode ipv4-tunnel src {src} dst {dst}")
+        } else {
+            "mode transport".to_string()
+        }
+    }
+
+    /// ddpdk's configuration (198.18.2.2): the mirror of the gateway's SAs, SCTP from and to
+    /// the host protected, any other SCTP discarded.
+    fn ddpdk_config(&self) -> String {
+        format!(
+            "sa in {SPI_C2S} {} {}\n\
+             sa out {SPI_S2C} {} {}\n\
+             sp ipv4 in esp protect {SPI_C2S} pri 10 src 198.18.2.1/32 proto sctp\n\
+             sp ipv4 out esp protect {SPI_S2C} pri 10 dst 198.18.2.1/32 proto sctp\n\
+             sp ipv4 in esp discard pri 1 proto sctp\n",
+            self.transform(self.c2s_key),
+            self.mode(GATEWAY, "198.18.2.2"),
+            self.transform(self.s2c_key),
+            self.mode("198.18.2.2", GATEWAY),
+        )
+    }
+
+    /// tshark's ESP SA record for one direction (outer addresses).
+    fn tshark_sa(&self, src: &str, dst: &str, spi: u32, key: &str) -> String {
+        let (encryption, enc_key, auth, auth_key) = match key.split_once('/') {
+            None => ("AES-GCM with 16 octet ICV [RFC4106]", key, "NULL", ""),
+            Some((c, a)) => ("AES-CBC [RFC3602]", c, "HMAC-SHA-256-128 [RFC4868]", a),
+        };
+        let auth_key = if auth_key.is_empty() {
+            String::new()
+        } else {
+            format!("0x{auth_key}")
+        };
+        format!(
+            "uat:esp_sa:\"IPv4\",\"{src}\",\"{dst}\",\"{spi:#010x}\",\"{encryption}\",\"0x{enc_key}\",\
+             \"{auth}\",\"{auth_key}\""
+        )
+    }
+}
 
 fn colons(hex: &str) -> String {
     hex.as_bytes()
@@ -439,16 +509,56 @@ fn colons(hex: &str) -> String {
         .join(":")
 }
 
-/// Issue 15 item 3: ddpdk with IPsec against an independent ESP implementation. usrsctp, which
-/// has no IPsec, sits behind a bump-in-the-wire gateway made of scapy's ESP (RFC 4303,
-/// AES-GCM-128 of RFC 4106, transport mode for the host 198.18.2.1); ddpdk is on the other
-/// side of the gateway with the mirror SAs and a policy that refuses clear SCTP. The same
-/// DDP exchange as the clear test runs: association, session, untagged messages checked by
-/// usrsctp, 1 MiB of tagged writes checksummed on both ends, shutdown. A capture of the
-/// protected wire shows no SCTP in the clear, only ESP; given the keys (tshark's ESP SA
-/// table), it decrypts to SCTP with every CRC32c good and DDP inside.
+/// Issue 15 item 3: ddpdk with IPsec against an independent ESP implementation, AES-GCM-128
+/// in transport mode. usrsctp, which has no IPsec, sits behind a bump-in-the-wire gateway
+/// made of scapy's ESP (RFC 4303); ddpdk is on the other side of the gateway with the mirror
+/// SAs and a policy that refuses clear SCTP. The same DDP exchange as the clear test runs:
+/// association, session, untagged messages checked by usrsctp, 1 MiB of tagged writes
+/// checksummed on both ends, shutdown. A capture of the protected wire shows no SCTP in the
+/// clear, only ESP; given the keys (tshark's ESP SA table), it decrypts to SCTP with every
+/// CRC32c good and DDP inside.
 #[test]
 fn ddpdk_with_esp_interoperates_with_usrsctp_behind_a_scapy_esp_gateway() {
+    esp_interop(&EspCase {
+        algo: "aes-128-gcm",
+        c2s_key: "2b7e151628aed2a6abf7158809cf4f3ccafebabe",
+        s2c_key: "000102030405060708090a0b0c0d0e0f10111213",
+        tunnel: false,
+        attack_every: 0,
+    });
+}
+
+/// The same through a tunnel (RFC 4303 §3.1.2: the gateway's own outer header) with
+/// AES-GCM-256, while the gateway forges packets (issue 15 item 4): after every 50th packet
+/// it seals, a replay of it (RFC 4303 §3.4.3), a copy with a ciphertext bit flipped
+/// (§3.4.4), a copy under an SPI ddpdk has no SA for (§3.4.2) and one cut short. ddpdk drops
+/// and counts every forgery, and the placed bytes are still exactly those usrsctp wrote.
+#[test]
+fn ddpdk_with_esp_in_a_tunnel_drops_forged_esp_from_the_gateway_4303_3_4() {
+    esp_interop(&EspCase {
+        algo: "aes-256-gcm",
+        c2s_key: "603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4deadbeef",
+        s2c_key: "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1ffeedface",
+        tunnel: true,
+        attack_every: 50,
+    });
+}
+
+/// The same with AES-CBC-128 and HMAC-SHA-256-128 (RFC 3602, RFC 4868), transport mode.
+#[test]
+fn ddpdk_with_esp_cbc_hmac_sha256_interoperates_through_the_gateway() {
+    esp_interop(&EspCase {
+        algo: "aes-128-cbc",
+        c2s_key: "2b7e151628aed2a6abf7158809cf4f3c/\
+                  000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+        s2c_key: "000102030405060708090a0b0c0d0e0f/\
+                  1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100",
+        tunnel: false,
+        attack_every: 0,
+    });
+}
+
+fn esp_interop(case: &EspCase) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         unsafe_free_is_root(),
@@ -468,23 +578,7 @@ fn ddpdk_with_esp_interoperates_with_usrsctp_behind_a_scapy_esp_gateway() {
     )
     .unwrap();
     let conf = dir.join("ipsec.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "sa in {} aead_algo aes-128-gcm aead_key {} mode transport\n\
-             sa out {} aead_algo aes-128-gcm aead_key {} mode transport\n\
-             sp ipv4 in esp protect {} pri 10 src 198.18.2.1/32 proto sctp\n\
-             sp ipv4 out esp protect {} pri 10 dst 198.18.2.1/32 proto sctp\n\
-             sp ipv4 in esp discard pri 1 proto sctp\n",
-            ESP_C2S.0,
-            colons(ESP_C2S.1),
-            ESP_S2C.0,
-            colons(ESP_S2C.1),
-            ESP_C2S.0,
-            ESP_S2C.0
-        ),
-    )
-    .unwrap();
+    std::fs::write(&conf, case.ddpdk_config()).unwrap();
 
     let gateway_script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/esp_gateway.py");
     let mut gateway = Command::new("ip")
@@ -493,11 +587,20 @@ fn ddpdk_with_esp_interoperates_with_usrsctp_behind_a_scapy_esp_gateway() {
         .args([
             &net.gw_host_if,
             &net.gw_wire_if,
-            &ESP_C2S.0.to_string(),
-            ESP_C2S.1,
-            &ESP_S2C.0.to_string(),
-            ESP_S2C.1,
+            &SPI_C2S.to_string(),
+            case.c2s_key,
+            &SPI_S2C.to_string(),
+            case.s2c_key,
+            "--algo",
+            case.algo,
+            "--attack",
+            &case.attack_every.to_string(),
         ])
+        .args(if case.tunnel {
+            vec!["--tunnel", GATEWAY, "198.18.2.2"]
+        } else {
+            Vec::new()
+        })
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -608,18 +711,46 @@ fn ddpdk_with_esp_interoperates_with_usrsctp_behind_a_scapy_esp_gateway() {
         "ddpdk's region is not what the peer wrote ({written}):\n{all}"
     );
     assert!(
-        server_text.contains("dropped: 0 ESP for no SA, 0 clear where ESP is required, 0 not what"),
+        server_text.contains("0 clear where ESP is required, 0 not what"),
         "{all}"
     );
+    // Every forgery dropped and counted by its reason (the `show ipsec` row of SA in 1000:
+    // packets, bytes, replay, auth, malformed, expired).
+    let row: Vec<u64> = server_text
+        .lines()
+        .find(|l| {
+            let w: Vec<&str> = l.split_whitespace().take(2).collect();
+            w == ["in", &SPI_C2S.to_string()]
+        })
+        .unwrap_or_else(|| panic!("no SA in {SPI_C2S} in show ipsec:\n{all}"))
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (replay, auth, malformed) = (row[row.len() - 4], row[row.len() - 3], row[row.len() - 2]);
+    let no_sa: u64 = server_text
+        .split("dropped: ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no policy drops:\n{all}"));
+    if case.attack_every == 0 {
+        assert_eq!((replay, auth, malformed, no_sa), (0, 0, 0, 0), "{all}");
+    } else {
+        let rounds = u64::from(count_of(&gateway_text, "attacks", &all)) / 4;
+        assert!(rounds >= 10, "{all}");
+        assert_eq!(
+            replay, rounds,
+            "every replay refused (RFC 4303 §3.4.3):\n{all}"
+        );
+        assert_eq!(no_sa, rounds, "every unknown SPI refused (§3.4.2):\n{all}");
+        assert_eq!(
+            auth + malformed,
+            2 * rounds,
+            "every forgery refused (§3.4.4):\n{all}"
+        );
+    }
     // The gateway sealed every packet usrsctp sent and opened what ddpdk sent, none refused.
-    let count = |what: &str| -> u64 {
-        gateway_text
-            .split(&format!("{what} "))
-            .nth(1)
-            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no {what} count:\n{all}"))
-    };
+    let count = |what: &str| u64::from(count_of(&gateway_text, what, &all));
     assert!(count("sealed") > 700, "{all}");
     assert!(count("opened") > 100, "{all}");
     assert_eq!(count("dropped"), 0, "{all}");
@@ -629,27 +760,29 @@ fn ddpdk_with_esp_interoperates_with_usrsctp_behind_a_scapy_esp_gateway() {
         fields(&pcap, "sctp", "frame.number").is_empty(),
         "clear SCTP on the wire"
     );
-    for (src, spi) in [("198.18.2.1", ESP_C2S.0), ("198.18.2.2", ESP_S2C.0)] {
+    let host = if case.tunnel { GATEWAY } else { "198.18.2.1" };
+    for (src, spi) in [(host, SPI_C2S), ("198.18.2.2", SPI_S2C)] {
         let esp = fields(&pcap, &format!("ip.src == {src} && esp"), "esp.spi");
         assert!(esp.len() > 100, "{} ESP packets from {src}", esp.len());
+        let theirs = |s: &String| u64::from_str_radix(s.trim_start_matches("0x"), 16);
+        let forged = esp.iter().filter(|s| theirs(s) == Ok(0x0bad_0bad)).count();
         assert!(
             esp.iter()
-                .all(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16) == Ok(u64::from(spi))),
+                .all(|s| theirs(s) == Ok(u64::from(spi)) || theirs(s) == Ok(0x0bad_0bad)),
             "SPIs from {src}: {esp:?}"
+        );
+        assert_eq!(
+            forged > 0,
+            src == host && case.attack_every > 0,
+            "{forged} forged"
         );
     }
     // With the keys, tshark opens it: SCTP with good CRC32c, DDP segments and session control
     // inside, both ways.
-    let sa = |src: &str, dst: &str, (spi, key): (u32, &str)| {
-        format!(
-            "\"IPv4\",\"{src}\",\"{dst}\",\"{spi:#010x}\",\"AES-GCM with 16 octet ICV [RFC4106]\",\
-             \"0x{key}\",\"NULL\",\"\""
-        )
-    };
     // One `-o uat:esp_sa:RECORD` a direction: each option adds one record to the table.
     let (c2s, s2c) = (
-        format!("uat:esp_sa:{}", sa("198.18.2.1", "198.18.2.2", ESP_C2S)),
-        format!("uat:esp_sa:{}", sa("198.18.2.2", "198.18.2.1", ESP_S2C)),
+        case.tshark_sa(host, "198.18.2.2", SPI_C2S, case.c2s_key),
+        case.tshark_sa("198.18.2.2", host, SPI_S2C, case.s2c_key),
     );
     let keys = [
         "-o",
@@ -681,6 +814,16 @@ fn ddpdk_with_esp_interoperates_with_usrsctp_behind_a_scapy_esp_gateway() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The number after `what ` in the gateway's closing line.
+fn count_of(gateway_text: &str, what: &str, all: &str) -> u32 {
+    gateway_text
+        .split(&format!("{what} "))
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {what} count:\n{all}"))
 }
 
 /// Reads `child`'s stdout until `want`, then returns a thread with all it printed by its end.
