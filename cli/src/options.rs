@@ -314,6 +314,15 @@ impl Options {
                     .into(),
             );
         }
+        // RFC 5043 §9's 516-byte segments must fit an IPv6 path once ESP took its most.
+        let least = ddpdk_dataplane::sctp::MIN_PATH_MTU + 40 + ddpdk_dataplane::ipsec::MAX_OVERHEAD;
+        if self.ipsec_on() && usize::from(self.mtu) < least {
+            return Err(format!(
+                "--mtu {} with IPsec leaves no room for 516-byte DDP segments (RFC 5043 §9) once \
+                 ESP and an IPv6 header are added: give at least {least}",
+                self.mtu
+            ));
+        }
         if !(self.link_timeout.is_finite() && (0.0..=3600.0).contains(&self.link_timeout)) {
             return Err(format!(
                 "--link-timeout must be a number of seconds in [0, 3600], not {}",

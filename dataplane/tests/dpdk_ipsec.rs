@@ -719,6 +719,21 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
         .add_sa(rule(parse_sa, &cbc))
         .unwrap_err()
         .contains("path MTU"));
+    // An SA named by policies of both families is refused at start-up (rte_ipsec fixes one).
+    let both = format!(
+        "sa out 6000 aead_algo aes-128-gcm aead_key {}\n\
+         sp ipv4 out esp protect 6000 pri 2 proto sctp\n\
+         sp ipv6 out esp protect 6000 pri 1 proto sctp\n",
+        k(9)
+    );
+    let e = IpsecPort::new(
+        raw_a.clone(),
+        b.pool.clone(),
+        &parse_config(&both.replace("aead_key", "mode transport aead_key")).unwrap(),
+        &b.dev,
+    )
+    .unwrap_err();
+    assert!(e.contains("both IPv4 and IPv6"), "{e}");
     // IPsec off: nothing can be added.
     let off = IpsecPort::passthrough(raw_a.clone(), b.pool.clone());
     assert!(off

@@ -167,13 +167,23 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         port.dev = Some(Arc::clone(dev));
         let mut tables = Tables::default();
         for sa in &config.sas {
-            // An SA protects the family of the first policy that names it (IPv4 if none does).
-            let ipv6 = config
+            // An SA protects the family of the policies that name it (IPv4 if none does):
+            // rte_ipsec fixes one family per SA.
+            let naming: Vec<bool> = config
                 .spd
                 .policies()
                 .iter()
-                .find(|p| p.direction == sa.direction && p.action == Action::Protect(sa.spi))
-                .is_some_and(Policy::is_ipv6);
+                .filter(|p| p.direction == sa.direction && p.action == Action::Protect(sa.spi))
+                .map(Policy::is_ipv6)
+                .collect();
+            if naming.contains(&true) && naming.contains(&false) {
+                return Err(format!(
+                    "SA {} {} is named by both IPv4 and IPv6 policies; an SA protects one \
+                     family (give each family its own SA)",
+                    sa.direction, sa.spi
+                ));
+            }
+            let ipv6 = naming.first().copied().unwrap_or(false);
             port.take_key(sa)?;
             let esp = Arc::new(EspSa::new(dev, sa, ipv6)?);
             match sa.direction {
