@@ -570,6 +570,17 @@ impl DdpApp {
                 ),
             );
         }
+        if ipsec.is_enabled() && !ipsec.policies().is_empty() {
+            for family in ipsec.unguarded_families() {
+                note(
+                    opts.json,
+                    format_args!(
+                        "IPsec: clear {family} SCTP from hosts no policy names is accepted: no \
+                         catch-all policy (add `sp {family} in esp discard pri 0 proto sctp`)"
+                    ),
+                );
+            }
+        }
         Ok(DdpApp {
             json: opts.json,
             port,

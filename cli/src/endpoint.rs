@@ -147,6 +147,17 @@ impl Job {
                 ),
             );
         }
+        if node.port.is_enabled() && !node.port.policies().is_empty() {
+            for family in node.port.unguarded_families() {
+                note(
+                    opts.json,
+                    format_args!(
+                        "IPsec: clear {family} SCTP from hosts no policy names is accepted: no \
+                         catch-all policy (add `sp {family} in esp discard pri 0 proto sctp`)"
+                    ),
+                );
+            }
+        }
         let now = node.clock.now();
         let idle = Backoff::new(policy, now);
         Ok(Job {

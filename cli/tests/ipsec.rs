@@ -219,6 +219,13 @@ fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
         serr.contains("37 bytes of each packet left for ESP"),
         "{serr}"
     );
+    // The rules guard IPv4 with a catch-all discard, and IPv6 not at all: the operator is
+    // told which family takes clear SCTP from hosts no policy names.
+    assert!(
+        serr.contains("clear ipv6 SCTP from hosts no policy names is accepted")
+            && !serr.contains("clear ipv4 SCTP"),
+        "{serr}"
+    );
     assert_protected_transfer(&c, &s, &serr);
 }
 

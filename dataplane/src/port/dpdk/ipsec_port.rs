@@ -254,6 +254,31 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         self.tables.load().spd.policies().to_vec()
     }
 
+    /// The families (`"ipv4"`, `"ipv6"`) in which clear SCTP from a host no policy names is
+    /// accepted: no inbound `discard` or `protect` covers all of that family's SCTP (RFC 4301
+    /// §4.4.1 would discard it; ddpdk's default is bypass, see `docs/ipsec.md`).
+    pub fn unguarded_families(&self) -> Vec<&'static str> {
+        let t = self.tables.load();
+        let covers = |p: &Policy, v6: bool| {
+            let whole = |x: Option<crate::ipsec::Prefix>| x.is_none_or(|p| p.len == 0);
+            p.direction == Direction::In
+                && p.action != Action::Bypass
+                && p.is_ipv6() == v6
+                && whole(p.selector.src)
+                && whole(p.selector.dst)
+                && p.selector
+                    .proto
+                    .is_none_or(|x| x == crate::ipsec::IPPROTO_SCTP)
+                && p.selector.sport == (0..=u16::MAX)
+                && p.selector.dport == (0..=u16::MAX)
+        };
+        [("ipv4", false), ("ipv6", true)]
+            .into_iter()
+            .filter(|(_, v6)| !t.spd.policies().iter().any(|p| covers(p, *v6)))
+            .map(|(name, _)| name)
+            .collect()
+    }
+
     /// Adds one SA (RFC 4301 §4.4.2), usable by the next burst of every core.
     pub fn add_sa(&self, sa: SaConfig) -> Result<(), String> {
         let dev = self.dev.as_ref().ok_or(OFF)?;
