@@ -187,6 +187,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     let b = bench("esp");
     esp_interoperates_with_scapy_both_ways_4303(&b);
     replayed_corrupted_and_truncated_esp_is_dropped_and_counted_4303_3_4(&b);
+    bursts_keep_order_and_judge_each_packet_4303_3_4(&b);
     tunnel_esp_from_another_gateway_is_dropped(&b);
     an_sa_past_its_byte_lifetime_is_not_used(&b);
     policy_on_a_ring_pair_5043_13(&b);
@@ -743,4 +744,65 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
         ))
         .unwrap_err()
         .contains("IPsec is off"));
+}
+
+/// One crypto call for a burst (what the port does) gives each packet the verdict it would
+/// get alone: sealed in order with consecutive sequence numbers; opened in order; inside one
+/// burst, a second copy of a packet is a replay (RFC 4303 §3.4.3: the first one's bit is set
+/// once its ICV verified), a flipped bit fails the ICV (§3.4.4), and neither stops the others.
+fn bursts_keep_order_and_judge_each_packet_4303_3_4(b: &Bench) {
+    let now = Instant::now();
+    for algorithm in [Algorithm::AesGcm128, Algorithm::AesCbc128HmacSha256] {
+        let (out, inb) = sealed_pair(b, algorithm, Mode::Transport);
+        let frames: Vec<Vec<u8>> = (0..6u8)
+            .map(|i| sctp_frame(false, 300 + 100 * usize::from(i), i))
+            .collect();
+        let mut sealed = Vec::new();
+        out.encrypt_burst(
+            frames.iter().map(|f| mbuf(&b.pool, f)).collect(),
+            &b.pool,
+            now,
+            &mut sealed,
+        );
+        let sealed: Vec<Vec<u8>> = sealed.iter().map(|m| m.data().to_vec()).collect();
+        assert_eq!(sealed.len(), 6, "{}", algorithm.name());
+        // Consecutive sequence numbers in the frames' order (ESP after the 20-byte IPv4 header).
+        let seqs: Vec<u32> = sealed
+            .iter()
+            .map(|s| u32::from_be_bytes([s[38], s[39], s[40], s[41]]))
+            .collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6], "{}", algorithm.name());
+        let mut flipped = sealed[4].clone();
+        let last = flipped.len() - 20;
+        flipped[last] ^= 0x40;
+        let burst = [
+            &sealed[0], &sealed[1], &sealed[1], &sealed[2], &flipped, &sealed[3], &sealed[0],
+        ];
+        let got = inb.decrypt_burst(
+            burst.iter().map(|s| mbuf(&b.pool, s)).collect(),
+            &b.pool,
+            now,
+        );
+        let verdicts: Vec<Result<Vec<u8>, EspDrop>> = got
+            .into_iter()
+            .map(|r| r.map(|m| m.data().to_vec()))
+            .collect();
+        assert_eq!(
+            verdicts,
+            vec![
+                Ok(frames[0].clone()),
+                Ok(frames[1].clone()),
+                Err(EspDrop::Replay),
+                Ok(frames[2].clone()),
+                Err(EspDrop::AuthFailed),
+                Ok(frames[3].clone()),
+                Err(EspDrop::Replay),
+            ],
+            "{}",
+            algorithm.name()
+        );
+        // The forged packet moved nothing: its genuine copy still opens, after the burst.
+        let r = inb.decrypt(mbuf(&b.pool, &sealed[4]), &b.pool, now);
+        assert_eq!(r.map(|m| m.data().to_vec()), Ok(frames[4].clone()));
+    }
 }

@@ -500,14 +500,97 @@ impl EspSa {
     /// A frame that is chained or attached to memory not its own is copied into a fresh mbuf
     /// from `pool` first. The drop is counted.
     pub fn encrypt(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
-        let r = self.encrypt_inner(frame, pool, now);
-        if let Err(why) = r {
-            self.count(why);
-        }
-        r
+        let mut one = self.seal(vec![frame], pool, now);
+        one.pop().unwrap_or(Err(EspDrop::Malformed))
     }
 
-    fn encrypt_inner(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
+    /// Encrypts a burst of frames of this SA in one crypto call: `crypto_aesni_mb` is a
+    /// multi-buffer library, which works on several buffers at once. The frames take
+    /// consecutive sequence numbers in their order; those sealed are appended to `out` in that
+    /// order, the others are dropped and counted.
+    pub fn encrypt_burst(
+        &self,
+        frames: Vec<Mbuf>,
+        pool: &Mempool,
+        now: Instant,
+        out: &mut Vec<Mbuf>,
+    ) {
+        out.extend(self.seal(frames, pool, now).into_iter().flatten());
+    }
+
+    /// What each of `frames` became, in their order; drops counted.
+    fn seal(&self, frames: Vec<Mbuf>, pool: &Mempool, now: Instant) -> Vec<Result<Mbuf, EspDrop>> {
+        let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
+        // (index in results, Ethernet header, bytes before sealing) of each frame submitted.
+        let mut ready: Vec<(usize, [u8; ETH], usize)> = Vec::with_capacity(frames.len());
+        for frame in frames {
+            let r = self.seal_ready(frame, pool, now);
+            if let Ok((_, eth, before)) = &r {
+                ready.push((results.len(), *eth, *before));
+            }
+            results.push(r.map(|(m, ..)| m));
+        }
+        let mut ptrs: Vec<*mut sys::rte_mbuf> = ready
+            .iter()
+            .filter_map(|(i, ..)| results[*i].as_ref().ok())
+            .map(|m| m.as_non_null().as_ptr())
+            .collect();
+        // Bursts are at most a port's (512), far below u16::MAX.
+        let n = ptrs.len() as u16;
+        let (prepared, good, errno) = if n == 0 {
+            (Vec::new(), Vec::new(), 0)
+        } else {
+            let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+            // SAFETY: single-segment mbufs of our own (seal_ready), l2/l3 lengths set, the
+            // session prepared in new(); the SA's state is ours under the lock. rte_ipsec
+            // moves the packets it could not take behind the ones it took.
+            let k =
+                unsafe { sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, ptrs.as_mut_ptr(), n) };
+            let errno = if k < n { dpdk_sys::rte_errno() } else { 0 };
+            let prepared = ptrs[..k as usize].to_vec();
+            let k2 = if k == 0 {
+                0
+            } else {
+                // SAFETY: as above; the first k packets passed prepare.
+                unsafe { sys::rte_ipsec_pkt_process(&engine.session.0, ptrs.as_mut_ptr(), k) }
+            };
+            (prepared, ptrs[..k2 as usize].to_vec(), errno)
+        };
+        for (i, eth, before) in ready {
+            let Ok(mut m) = std::mem::replace(&mut results[i], Err(EspDrop::Malformed)) else {
+                continue;
+            };
+            clear_sec_flags(&mut m);
+            let p = m.as_non_null().as_ptr();
+            let r = if good.contains(&p) {
+                self.seal_done(m, &eth, before)
+            } else if prepared.contains(&p) {
+                Err(EspDrop::Malformed)
+            } else {
+                Err(match errno {
+                    75 => EspDrop::Overflow,
+                    28 => EspDrop::NoRoom,
+                    _ => EspDrop::Malformed,
+                })
+            };
+            results[i] = r;
+        }
+        for r in &results {
+            if let Err(why) = r {
+                self.count(*why);
+            }
+        }
+        results
+    }
+
+    /// One frame made ready to seal: its own single-segment mbuf with room for the trailer,
+    /// its lengths set; with its Ethernet header and length.
+    fn seal_ready(
+        &self,
+        frame: Mbuf,
+        pool: &Mempool,
+        now: Instant,
+    ) -> Result<(Mbuf, [u8; ETH], usize), EspDrop> {
         if self.expired(now) {
             return Err(EspDrop::Expired);
         }
@@ -524,25 +607,11 @@ impl EspSa {
         eth.copy_from_slice(&d[..ETH]);
         set_lens(&mut m, ETH, l3);
         let before = m.frame_len();
-        let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
-        let mut ptr = m.as_non_null().as_ptr();
-        // SAFETY: one single-segment mbuf of our own (own_copy), l2/l3 lengths set, the session
-        // prepared in new(); the SA's state is ours under the lock.
-        let k = unsafe { sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, &mut ptr, 1) };
-        if k == 0 {
-            return Err(match dpdk_sys::rte_errno() {
-                75 => EspDrop::Overflow,
-                28 => EspDrop::NoRoom,
-                _ => EspDrop::Malformed,
-            });
-        }
-        // SAFETY: as above; the packet passed prepare.
-        let k = unsafe { sys::rte_ipsec_pkt_process(&engine.session.0, &mut ptr, 1) };
-        drop(engine);
-        clear_sec_flags(&mut m);
-        if k == 0 {
-            return Err(EspDrop::Malformed);
-        }
+        Ok((m, eth, before))
+    }
+
+    /// A sealed packet made a frame again.
+    fn seal_done(&self, mut m: Mbuf, eth: &[u8; ETH], before: usize) -> Result<Mbuf, EspDrop> {
         match self.config.mode {
             Mode::Transport => {
                 if !self.ipv6 {
@@ -572,14 +641,133 @@ impl EspSa {
     /// Verifies and decrypts one Ethernet frame carrying ESP for this SA (the caller found the
     /// SA by SPI) into the Ethernet frame of the packet it protected. The drop is counted.
     pub fn decrypt(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
-        let r = self.decrypt_inner(frame, pool, now);
-        if let Err(why) = r {
-            self.count(why);
-        }
-        r
+        let mut one = self.open(vec![frame], pool, now);
+        one.pop().unwrap_or(Err(EspDrop::Malformed))
     }
 
-    fn decrypt_inner(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
+    /// Verifies and decrypts a burst of ESP frames of this SA in one crypto call (see
+    /// [`EspSa::encrypt_burst`]); what each became, in their order, drops counted.
+    pub fn decrypt_burst(
+        &self,
+        frames: Vec<Mbuf>,
+        pool: &Mempool,
+        now: Instant,
+    ) -> Vec<Result<Mbuf, EspDrop>> {
+        self.open(frames, pool, now)
+    }
+
+    fn open(&self, frames: Vec<Mbuf>, pool: &Mempool, now: Instant) -> Vec<Result<Mbuf, EspDrop>> {
+        let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
+        // (index in results, Ethernet header, bytes before, low 32 bits of the sequence number)
+        let mut ready: Vec<(usize, [u8; ETH], usize, u32)> = Vec::with_capacity(frames.len());
+        for frame in frames {
+            let r = self.open_ready(frame, pool, now);
+            if let Ok((_, eth, before, low)) = &r {
+                ready.push((results.len(), *eth, *before, *low));
+            }
+            results.push(r.map(|(m, ..)| m));
+        }
+        // Under the SA's lock: the duplicate check before any crypto (RFC 4303 §3.4.3), the
+        // crypto for the burst, and the window moved only for packets whose ICV verified.
+        let mut verdicts: Vec<(usize, [u8; ETH], Result<(), EspDrop>)> = Vec::new();
+        if !ready.is_empty() {
+            let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+            let mut submitted: Vec<(usize, [u8; ETH], usize, u64, *mut sys::rte_mbuf)> =
+                Vec::with_capacity(ready.len());
+            for (i, eth, before, low) in ready {
+                let seq = match &engine.window {
+                    Some(w) if self.config.esn => w.infer_esn(low),
+                    _ => u64::from(low),
+                };
+                if engine.window.as_ref().is_some_and(|w| !w.check(seq)) {
+                    verdicts.push((i, eth, Err(EspDrop::Replay)));
+                } else if let Ok(m) = &results[i] {
+                    submitted.push((i, eth, before, seq, m.as_non_null().as_ptr()));
+                }
+            }
+            let mut ptrs: Vec<*mut sys::rte_mbuf> = submitted.iter().map(|s| s.4).collect();
+            // Bursts are at most a port's (512), far below u16::MAX.
+            let n = ptrs.len() as u16;
+            // The packets whose crypto failed, as prepare (which runs it) marks them.
+            let mut failed: Vec<*mut sys::rte_mbuf> = Vec::new();
+            let (prepared, good, errno) = if n == 0 {
+                (Vec::new(), Vec::new(), 0)
+            } else {
+                // SAFETY: single-segment mbufs of our own (open_ready), l2/l3 lengths set, the
+                // session prepared in new(); the SA's state is ours under the lock. rte_ipsec
+                // moves the packets it could not take behind the ones it took.
+                let k = unsafe {
+                    sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, ptrs.as_mut_ptr(), n)
+                };
+                let errno = if k < n { dpdk_sys::rte_errno() } else { 0 };
+                let prepared = ptrs[..usize::from(k)].to_vec();
+                failed.extend(submitted.iter().filter_map(|s| {
+                    let m = results[s.0].as_ref().ok()?;
+                    (prepared.contains(&s.4) && ol_flags(m) & RX_SEC_OFFLOAD_FAILED != 0)
+                        .then_some(s.4)
+                }));
+                let k2 = if k == 0 {
+                    0
+                } else {
+                    // SAFETY: as above; the first k packets passed prepare.
+                    unsafe { sys::rte_ipsec_pkt_process(&engine.session.0, ptrs.as_mut_ptr(), k) }
+                };
+                (prepared, ptrs[..usize::from(k2)].to_vec(), errno)
+            };
+            for (i, eth, before, seq, p) in submitted {
+                let Ok(m) = &mut results[i] else { continue };
+                let verdict = if !prepared.contains(&p) {
+                    // Prepare refuses replays (EINVAL) before any crypto, and short or
+                    // misaligned ciphertext (EBADMSG).
+                    Err(match errno {
+                        22 => EspDrop::Replay,
+                        28 => EspDrop::NoRoom,
+                        _ => EspDrop::Malformed,
+                    })
+                } else if failed.contains(&p) {
+                    Err(EspDrop::AuthFailed)
+                } else if good.contains(&p) {
+                    // §3.4.3: the window moves only for a packet whose ICV verified; a second
+                    // copy in the same burst finds the first one's bit set.
+                    match engine.window.as_mut().is_none_or(|w| w.accept(seq)) {
+                        true => Ok(()),
+                        false => Err(EspDrop::Replay),
+                    }
+                } else if m.frame_len() < before {
+                    // Decapsulated, then refused: a late replay inside rte_ipsec.
+                    Err(EspDrop::Replay)
+                } else {
+                    // A bad trailer leaves the packet as it was.
+                    Err(EspDrop::Malformed)
+                };
+                clear_sec_flags(m);
+                verdicts.push((i, eth, verdict));
+            }
+        }
+        for (i, eth, verdict) in verdicts {
+            let taken = std::mem::replace(&mut results[i], Err(EspDrop::Malformed));
+            results[i] = match (taken, verdict) {
+                (Ok(m), Ok(())) => self.open_done(m, &eth),
+                (Ok(_), Err(why)) => Err(why),
+                (Err(why), _) => Err(why),
+            };
+        }
+        for r in &results {
+            if let Err(why) = r {
+                self.count(*why);
+            }
+        }
+        results
+    }
+
+    /// One ESP frame made ready to open: its own mbuf, the tunnel's addresses checked, its
+    /// lengths set; with its Ethernet header, length and low sequence number.
+    fn open_ready(
+        &self,
+        frame: Mbuf,
+        pool: &Mempool,
+        now: Instant,
+    ) -> Result<(Mbuf, [u8; ETH], usize, u32), EspDrop> {
         if self.expired(now) {
             return Err(EspDrop::Expired);
         }
@@ -608,49 +796,11 @@ impl EspSa {
         let low = u32::from_be_bytes([low[0], low[1], low[2], low[3]]);
         let before = m.frame_len();
         set_lens(&mut m, ETH, l3);
-        let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
-        // RFC 4303 §3.4.3: the duplicate check comes first, before any crypto is spent.
-        let seq = match &engine.window {
-            Some(w) if self.config.esn => w.infer_esn(low),
-            _ => u64::from(low),
-        };
-        if engine.window.as_ref().is_some_and(|w| !w.check(seq)) {
-            return Err(EspDrop::Replay);
-        }
-        let mut ptr = m.as_non_null().as_ptr();
-        // SAFETY: as in encrypt_inner.
-        let k = unsafe { sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, &mut ptr, 1) };
-        if k == 0 {
-            // Prepare refuses replays (EINVAL) before any crypto, and short or misaligned
-            // ciphertext (EBADMSG).
-            return Err(match dpdk_sys::rte_errno() {
-                22 => EspDrop::Replay,
-                28 => EspDrop::NoRoom,
-                _ => EspDrop::Malformed,
-            });
-        }
-        let failed = ol_flags(&m) & RX_SEC_OFFLOAD_FAILED != 0;
-        // SAFETY: as above.
-        let k = unsafe { sys::rte_ipsec_pkt_process(&engine.session.0, &mut ptr, 1) };
-        // §3.4.3: the window moves only for a packet whose ICV verified.
-        let fresh = failed || k == 0 || engine.window.as_mut().is_none_or(|w| w.accept(seq));
-        drop(engine);
-        clear_sec_flags(&mut m);
-        if failed {
-            return Err(EspDrop::AuthFailed);
-        }
-        if !fresh {
-            return Err(EspDrop::Replay);
-        }
-        if k == 0 {
-            // A bad trailer leaves the packet as it was; a late replay (the same sequence
-            // number verified twice in flight) has been decapsulated already.
-            return Err(if m.frame_len() < before {
-                EspDrop::Replay
-            } else {
-                EspDrop::Malformed
-            });
-        }
+        Ok((m, eth, before, low))
+    }
+
+    /// An opened packet made a frame again.
+    fn open_done(&self, mut m: Mbuf, eth: &[u8; ETH]) -> Result<Mbuf, EspDrop> {
         match self.config.mode {
             Mode::Transport => {
                 if !self.ipv6 {

@@ -434,48 +434,49 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         }
     }
 
-    /// What becomes of one received frame: itself (not IP, or bypassed), the packet its ESP
-    /// carried, or nothing (dropped and counted).
-    fn receive(&self, t: &Tables, m: Mbuf, now: Instant) -> Option<Mbuf> {
+    /// What one received frame needs (RFC 4301 §5.2): to pass, to be opened by an SA, or
+    /// nothing (dropped and counted).
+    fn inbound<'t>(&self, t: &'t Tables, m: Mbuf) -> Step<'t> {
         let (flow, l4) = match Flow::parse(m.data()) {
-            Framed::NotIp => return Some(m),
+            Framed::NotIp => return Step::Pass(m),
             Framed::Unparsable => {
                 bump(&self.stats.unparsable);
-                return None;
+                return Step::Dropped;
             }
             Framed::Ip(flow, l4) => (flow, l4),
         };
         if flow.proto != IPPROTO_ESP {
             return match t.spd.action(Direction::In, &flow) {
-                Action::Bypass => Some(m),
+                Action::Bypass => Step::Pass(m),
                 Action::Protect(_) => {
                     bump(&self.stats.clear_refused);
-                    None
+                    Step::Dropped
                 }
                 Action::Discard => {
                     bump(&self.stats.discarded_in);
-                    None
+                    Step::Dropped
                 }
             };
         }
-        let Some(spi) = m
+        let spi = m
             .data()
             .get(l4..l4 + 4)
-            .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-        else {
-            bump(&self.stats.no_sa);
-            return None;
-        };
-        let Some(sa) = t.sa(Direction::In, spi) else {
-            bump(&self.stats.no_sa);
-            return None;
-        };
-        let clear = sa.decrypt(m, &self.pool, now).ok()?;
-        // RFC 4301 §5.2 step 4: what came through the SA must be what the SA's selectors
-        // (every inbound policy that protects with it) allow, whichever policy wins the SPD
-        // lookup now: during a rekey the old SA's policy has been outranked, and its packets
-        // still in flight are the SA's to accept.
-        let selected = match Flow::parse(clear.data()) {
+            .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]));
+        match spi.and_then(|spi| t.sa(Direction::In, spi)) {
+            Some(sa) => Step::Sa(sa, m),
+            None => {
+                bump(&self.stats.no_sa);
+                Step::Dropped
+            }
+        }
+    }
+
+    /// RFC 4301 §5.2 step 4: what came through the SA must be what the SA's selectors (every
+    /// inbound policy that protects with it) allow, whichever policy wins the SPD lookup now:
+    /// during a rekey the old SA's policy has been outranked, and its packets still in flight
+    /// are the SA's to accept.
+    fn selected(&self, t: &Tables, spi: u32, clear: &Mbuf) -> bool {
+        let ok = match Flow::parse(clear.data()) {
             Framed::Ip(inner, _) => t.spd.policies().iter().any(|p| {
                 p.direction == Direction::In
                     && p.action == Action::Protect(spi)
@@ -483,42 +484,84 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             }),
             Framed::NotIp | Framed::Unparsable => false,
         };
-        if selected {
-            Some(clear)
-        } else {
+        if !ok {
             bump(&self.stats.policy_mismatch);
-            None
         }
+        ok
     }
 
-    /// What goes out for one frame to send: itself, its ESP, or nothing (dropped and counted).
-    fn send(&self, t: &Tables, m: Mbuf, now: Instant) -> Option<Mbuf> {
+    /// What one frame to send needs: to pass, to be sealed by an SA, or nothing (dropped and
+    /// counted).
+    fn outbound<'t>(&self, t: &'t Tables, m: Mbuf) -> Step<'t> {
         let flow = match Flow::parse(m.data()) {
-            Framed::NotIp => return Some(m),
+            Framed::NotIp => return Step::Pass(m),
             Framed::Unparsable => {
                 bump(&self.stats.unparsable);
-                return None;
+                return Step::Dropped;
             }
             Framed::Ip(flow, _) => flow,
         };
         // Protected already: a frame the device did not take, offered again.
         if flow.proto == IPPROTO_ESP {
-            return Some(m);
+            return Step::Pass(m);
         }
         match t.spd.action(Direction::Out, &flow) {
-            Action::Bypass => Some(m),
+            Action::Bypass => Step::Pass(m),
             Action::Discard => {
                 bump(&self.stats.discarded_out);
-                None
+                Step::Dropped
             }
-            Action::Protect(spi) => {
-                let Some(sa) = t.sa(Direction::Out, spi) else {
+            Action::Protect(spi) => match t.sa(Direction::Out, spi) {
+                Some(sa) => Step::Sa(sa, m),
+                None => {
                     bump(&self.stats.no_sa_out);
-                    return None;
-                };
-                sa.encrypt(m, &self.pool, now).ok()
+                    Step::Dropped
+                }
+            },
+        }
+    }
+}
+
+/// What a frame needs from the port's policy.
+enum Step<'t> {
+    Pass(Mbuf),
+    Sa(&'t Arc<EspSa>, Mbuf),
+    Dropped,
+}
+
+/// Runs `frames` through `step` into `out`, in their order, handing each run of frames for
+/// one SA to `through` at once (one crypto call for the run: `crypto_aesni_mb` works on
+/// several buffers in parallel lanes, and a burst is mostly one association's).
+fn in_runs<'t>(
+    frames: Vec<Mbuf>,
+    out: &mut Vec<Mbuf>,
+    mut step: impl FnMut(Mbuf) -> Step<'t>,
+    mut through: impl FnMut(&'t Arc<EspSa>, Vec<Mbuf>, &mut Vec<Mbuf>),
+) {
+    let mut run: Vec<Mbuf> = Vec::new();
+    let mut sa: Option<&'t Arc<EspSa>> = None;
+    for m in frames {
+        match step(m) {
+            Step::Dropped => {}
+            Step::Pass(m) => {
+                if let Some(s) = sa.take() {
+                    through(s, std::mem::take(&mut run), out);
+                }
+                out.push(m);
+            }
+            Step::Sa(s, m) => {
+                if sa.is_some_and(|cur| !Arc::ptr_eq(cur, s)) {
+                    if let Some(cur) = sa.take() {
+                        through(cur, std::mem::take(&mut run), out);
+                    }
+                }
+                sa = Some(s);
+                run.push(m);
             }
         }
+    }
+    if let Some(s) = sa {
+        through(s, run, out);
     }
 }
 
@@ -558,10 +601,17 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         let now = Instant::now();
         let t = self.tables.load();
         let received: Vec<Mbuf> = out.drain(start..).collect();
-        out.extend(
-            received
-                .into_iter()
-                .filter_map(|m| self.receive(&t, m, now)),
+        in_runs(
+            received,
+            out,
+            |m| self.inbound(&t, m),
+            |sa, run, out| {
+                for clear in sa.decrypt_burst(run, &self.pool, now).into_iter().flatten() {
+                    if self.selected(&t, sa.spi(), &clear) {
+                        out.push(clear);
+                    }
+                }
+            },
         );
         out.len() - start
     }
@@ -570,7 +620,12 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
             let now = Instant::now();
             let t = self.tables.load();
             let framed: Vec<Mbuf> = std::mem::take(pkts);
-            pkts.extend(framed.into_iter().filter_map(|m| self.send(&t, m, now)));
+            in_runs(
+                framed,
+                pkts,
+                |m| self.outbound(&t, m),
+                |sa, run, out| sa.encrypt_burst(run, &self.pool, now, out),
+            );
         }
         self.inner.tx_burst(queue, pkts)
     }
