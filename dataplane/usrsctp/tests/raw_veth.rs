@@ -141,83 +141,11 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
     .unwrap();
 
     // The capture, on the namespace's end of the veth: every frame both sides sent.
-    let mut capture = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &net.ns,
-            "tshark",
-            "-q",
-            "-i",
-            &net.peer_if,
-            "-w",
-        ])
-        .arg(&pcap)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tshark");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !pcap.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(pcap.exists(), "the capture did not start");
-
-    let mut server = Command::new(&ddpdk)
-        .args([
-            "--lcores",
-            "0@0,1@1",
-            "--no-huge",
-            "-m",
-            "512",
-            "--no-pci",
-            "--log-level=*:error",
-            &format!("--file-prefix=ddpdk-ia-{}", std::process::id()),
-            &format!("--vdev=net_af_packet0,iface={},qpairs=2", net.dpdk_if),
-            "--",
-            "--ip",
-            "198.18.2.2",
-            "--listen",
-            "--cmdline-file",
-        ])
-        .arg(&cmds)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let server_out = std::thread::spawn(move || {
-        let out = wait_for_line(&mut server, "DDP endpoint on port");
-        let status = server.wait().unwrap();
-        let mut err = String::new();
-        if let Some(mut e) = server.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
-        (status, out + &err)
-    });
-    // usrsctp retransmits its INIT until ddpdk's port is up, so no ordering is needed.
-    let peer = Command::new("ip")
-        .args(["netns", "exec", &net.ns, PEER])
-        .args(["198.18.2.1", "198.18.2.2", "5000", "1048576", "65536", "2"])
-        .output()
-        .unwrap();
+    let mut capture = start_capture(&net.ns, &net.peer_if, &pcap);
+    let server_out = af_packet_server(&ddpdk, "ddpdk-ia", &net.dpdk_if, &[], &cmds);
+    let peer = usrsctp_peer(&net.ns);
     let (status, server_text) = server_out.join().unwrap();
-    // The capture writes what the kernel still holds after the processes end: stop it only
-    // once the file has stopped growing.
-    let size = || std::fs::metadata(&pcap).map(|m| m.len()).unwrap_or(0);
-    let (mut last, mut stable) = (size(), Instant::now());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while stable.elapsed() < Duration::from_millis(1500) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        let now = size();
-        if now != last {
-            (last, stable) = (now, Instant::now());
-        }
-    }
-    let _ = Command::new("kill")
-        .args(["-INT", &capture.id().to_string()])
-        .output();
-    let _ = capture.wait();
+    settle_and_stop(&pcap, &mut [&mut capture]);
     let peer_text = text(&peer);
     assert!(
         peer.status.success(),
@@ -335,6 +263,101 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
         "ddpdk answered ARP for its address"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A tshark capture of `iface` in namespace `ns` into `pcap`, started (the file exists).
+fn start_capture(ns: &str, iface: &str, pcap: &Path) -> Child {
+    let capture = Command::new("ip")
+        .args(["netns", "exec", ns, "tshark", "-q", "-i", iface, "-w"])
+        .arg(pcap)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tshark");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pcap.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(pcap.exists(), "the capture did not start");
+    capture
+}
+
+/// The capture writes what the kernel still holds after the processes end: wait until the
+/// file has stopped growing, then stop `children` (the capture, a gateway) with SIGINT.
+fn settle_and_stop(pcap: &Path, children: &mut [&mut Child]) {
+    let size = || std::fs::metadata(pcap).map(|m| m.len()).unwrap_or(0);
+    let (mut last, mut stable) = (size(), Instant::now());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stable.elapsed() < Duration::from_millis(1500) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = size();
+        if now != last {
+            (last, stable) = (now, Instant::now());
+        }
+    }
+    for child in children.iter() {
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .output();
+    }
+    for child in children.iter_mut() {
+        let _ = child.wait();
+    }
+}
+
+/// `ddpdk --ip 198.18.2.2 --listen` on `net_af_packet` over `iface`, with `extra` options and
+/// the shell commands of `cmds`; its exit status and everything it printed, once it ends.
+fn af_packet_server(
+    ddpdk: &Path,
+    tag: &str,
+    iface: &str,
+    extra: &[&std::ffi::OsStr],
+    cmds: &Path,
+) -> std::thread::JoinHandle<(std::process::ExitStatus, String)> {
+    let mut server = Command::new(ddpdk)
+        .args([
+            "--lcores",
+            "0@0,1@1",
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "--log-level=*:error",
+            &format!("--file-prefix={tag}-{}", std::process::id()),
+            &format!("--vdev=net_af_packet0,iface={iface},qpairs=2"),
+            "--",
+            "--ip",
+            "198.18.2.2",
+            "--listen",
+        ])
+        .args(extra)
+        .arg("--cmdline-file")
+        .arg(cmds)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::spawn(move || {
+        let out = wait_for_line(&mut server, "DDP endpoint on port");
+        let status = server.wait().unwrap();
+        let mut err = String::new();
+        if let Some(mut e) = server.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        (status, out + &err)
+    })
+}
+
+/// usrsctp's DDP client in namespace `ns`: 1 MiB of tagged writes of 64 KiB, two untagged
+/// messages expected. usrsctp retransmits its INIT until ddpdk's port is up, so no ordering
+/// with the server is needed.
+fn usrsctp_peer(ns: &str) -> Output {
+    Command::new("ip")
+        .args(["netns", "exec", ns, PEER])
+        .args(["198.18.2.1", "198.18.2.2", "5000", "1048576", "65536", "2"])
+        .output()
+        .unwrap()
 }
 
 /// Whether this process runs as root (`id -u`), without libc in this test.
@@ -608,85 +631,17 @@ fn esp_interop(case: &EspCase) {
         .expect("the gateway (python3-scapy: deploy/setup.sh installs it)");
     let gateway_out = wait_for_line_async(&mut gateway, "gateway: ready");
 
-    let mut capture = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &net.gw_ns,
-            "tshark",
-            "-q",
-            "-i",
-            &net.gw_wire_if,
-            "-w",
-        ])
-        .arg(&pcap)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tshark");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !pcap.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(pcap.exists(), "the capture did not start");
-
-    let mut server = Command::new(&ddpdk)
-        .args([
-            "--lcores",
-            "0@0,1@1",
-            "--no-huge",
-            "-m",
-            "512",
-            "--no-pci",
-            "--log-level=*:error",
-            &format!("--file-prefix=ddpdk-esp-ia-{}", std::process::id()),
-            &format!("--vdev=net_af_packet0,iface={},qpairs=2", net.dpdk_if),
-            "--",
-            "--ip",
-            "198.18.2.2",
-            "--listen",
-            "--ipsec-config",
-        ])
-        .arg(&conf)
-        .arg("--cmdline-file")
-        .arg(&cmds)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let server_out = std::thread::spawn(move || {
-        let out = wait_for_line(&mut server, "DDP endpoint on port");
-        let status = server.wait().unwrap();
-        let mut err = String::new();
-        if let Some(mut e) = server.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
-        (status, out + &err)
-    });
-    let peer = Command::new("ip")
-        .args(["netns", "exec", &net.peer_ns, PEER])
-        .args(["198.18.2.1", "198.18.2.2", "5000", "1048576", "65536", "2"])
-        .output()
-        .unwrap();
+    let mut capture = start_capture(&net.gw_ns, &net.gw_wire_if, &pcap);
+    let server_out = af_packet_server(
+        &ddpdk,
+        "ddpdk-esp-ia",
+        &net.dpdk_if,
+        &["--ipsec-config".as_ref(), conf.as_os_str()],
+        &cmds,
+    );
+    let peer = usrsctp_peer(&net.peer_ns);
     let (status, server_text) = server_out.join().unwrap();
-    let size = || std::fs::metadata(&pcap).map(|m| m.len()).unwrap_or(0);
-    let (mut last, mut stable) = (size(), Instant::now());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while stable.elapsed() < Duration::from_millis(1500) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        let now = size();
-        if now != last {
-            (last, stable) = (now, Instant::now());
-        }
-    }
-    for child in [&capture, &gateway] {
-        let _ = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .output();
-    }
-    let _ = capture.wait();
-    let _ = gateway.wait();
+    settle_and_stop(&pcap, &mut [&mut capture, &mut gateway]);
     let gateway_text = gateway_out.join().unwrap();
     let peer_text = text(&peer);
     let all = format!("peer:\n{peer_text}\nddpdk:\n{server_text}\ngateway:\n{gateway_text}");
