@@ -196,25 +196,38 @@ fn assert_protected_transfer(c: &Output, s: &Output, server_err: &str) {
     assert_no_drops(&sipsec);
 }
 
-/// RFC 5043 §13: two endpoints, each with the other's mirror configuration (AES-GCM-128,
-/// transport mode, SCTP selectors), move tagged writes byte-exact; every packet of the
-/// association went through ESP; the path MTU left room for it.
+/// A server and a client with mirror configurations (AES-GCM-128, transport mode, SCTP
+/// selectors), each with `extra` options: the transfer is checked by
+/// [`assert_protected_transfer`]; returns the server's stderr.
+fn protected_pair(tag: &str, extra: &[&str]) -> String {
+    let dir = Dir::new(tag);
+    let sconf = dir.file("server.conf", &(server_rules().join("\n") + "\n"));
+    let cconf = dir.file("client.conf", &(client_rules().join("\n") + "\n"));
+    let with = |conf: &Path| -> Vec<String> {
+        ["--ipsec-config", conf.to_str().expect("utf-8")]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let (sargs, cargs) = (with(&sconf), with(&cconf));
+    let sargs: Vec<&str> = sargs.iter().map(String::as_str).collect();
+    let cargs: Vec<&str> = cargs.iter().map(String::as_str).collect();
+    let (s, head, rest) = server(&dir, &sargs, "(listening)");
+    let c = client(&dir, &cargs).output().expect("client");
+    let s = s.wait_with_output().expect("server");
+    let serr = head + &rest.join().expect("server stderr");
+    assert_protected_transfer(&c, &s, &serr);
+    serr
+}
+
+/// RFC 5043 §13: two endpoints, each with the other's mirror configuration, move tagged
+/// writes byte-exact; every packet of the association went through ESP; the path MTU left
+/// room for it.
 #[test]
 fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Dir::new("pair");
-    let sconf = dir.file("server.conf", &(server_rules().join("\n") + "\n"));
-    let cconf = dir.file("client.conf", &(client_rules().join("\n") + "\n"));
-    let (s, head, rest) = server(
-        &dir,
-        &["--ipsec-config", sconf.to_str().expect("utf-8")],
-        "(listening)",
-    );
-    let c = client(&dir, &["--ipsec-config", cconf.to_str().expect("utf-8")])
-        .output()
-        .expect("client");
-    let s = s.wait_with_output().expect("server");
-    let serr = head + &rest.join().expect("server stderr");
+    let serr = protected_pair("pair", &[]);
     assert!(
         serr.contains("37 bytes of each packet left for ESP"),
         "{serr}"
@@ -226,7 +239,6 @@ fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
             && !serr.contains("clear ipv4 SCTP"),
         "{serr}"
     );
-    assert_protected_transfer(&c, &s, &serr);
 }
 
 /// RFC 5043 §9 with ESP: at MTU 9000 a full segment's packet, sealed, still fits its frame
@@ -235,33 +247,7 @@ fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
 #[test]
 fn jumbo_frames_leave_room_for_esp_5043_9() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Dir::new("jumbo");
-    let sconf = dir.file("server.conf", &(server_rules().join("\n") + "\n"));
-    let cconf = dir.file("client.conf", &(client_rules().join("\n") + "\n"));
-    let (s, head, rest) = server(
-        &dir,
-        &[
-            "--ipsec-config",
-            sconf.to_str().expect("utf-8"),
-            "--mtu",
-            "9000",
-        ],
-        "(listening)",
-    );
-    let c = client(
-        &dir,
-        &[
-            "--ipsec-config",
-            cconf.to_str().expect("utf-8"),
-            "--mtu",
-            "9000",
-        ],
-    )
-    .output()
-    .expect("client");
-    let s = s.wait_with_output().expect("server");
-    let serr = head + &rest.join().expect("server stderr");
-    assert_protected_transfer(&c, &s, &serr);
+    protected_pair("jumbo", &["--mtu", "9000"]);
 }
 
 /// RFC 5043 §13, RFC 4301 §5.2: SCTP that policy says must arrive protected and arrives in the
