@@ -7,7 +7,7 @@ an independent ESP peer for ddpdk, in front of a host (usrsctp) that has no IPse
                           [--tunnel GATEWAY_ADDR PEER_ADDR] [--attack N]
 
 It bridges Ethernet frames between HOST_IF (the host's side) and WIRE_IF (ddpdk's side):
-- IPv4 SCTP from the host leaves on the wire as ESP under SPI_OUT with KEY_OUT, in transport
+- IPv4 or IPv6 SCTP from the host leaves on the wire as ESP under SPI_OUT with KEY_OUT, in transport
   mode (for the host) or, with --tunnel, in a tunnel from GATEWAY_ADDR to PEER_ADDR;
 - ESP from the wire under SPI_IN is verified and opened with KEY_IN, and the SCTP packet it
   carried goes to the host; ESP that does not verify, or for another SPI, is dropped;
@@ -31,6 +31,7 @@ import socket
 import sys
 
 from scapy.layers.inet import IP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.ipsec import ESP, SecurityAssociation
 from scapy.layers.l2 import Ether
 
@@ -117,14 +118,17 @@ def main():
             if addr[2] == PACKET_OUTGOING:
                 continue
             eth = Ether(frame)
-            ip = eth.payload if isinstance(eth.payload, IP) else None
+            ip = eth.payload if isinstance(eth.payload, (IP, IPv6)) else None
+            family = type(ip) if ip is not None else None
+            proto = None if ip is None else (ip.nh if family is IPv6 else ip.proto)
 
             def to(sock, payload):
-                sock.send(bytes(Ether(src=eth.src, dst=eth.dst, type=0x0800)) + payload)
+                kind = 0x86DD if payload[0] >> 4 == 6 else 0x0800
+                sock.send(bytes(Ether(src=eth.src, dst=eth.dst, type=kind)) + payload)
 
             if s is host:
-                if ip is not None and ip.proto == 132:
-                    sealed = out_sa.encrypt(IP(bytes(ip)))
+                if proto == 132:
+                    sealed = out_sa.encrypt(family(bytes(ip)))
                     to(wire, bytes(sealed))
                     counts["sealed"] += 1
                     if attack_every and counts["sealed"] % attack_every == 0:
@@ -134,17 +138,17 @@ def main():
                 else:
                     wire.send(frame)
                     counts["passed"] += 1
-            elif ip is not None and ip.proto == 50:
+            elif proto == 50:
                 try:
                     if ip[ESP].spi != int(spi_in):
                         raise ValueError("another SPI")
-                    opened = in_sa.decrypt(IP(bytes(ip)))
+                    opened = in_sa.decrypt(family(bytes(ip)))
                 except Exception:  # a forgery, another SPI: the SA's to refuse
                     counts["dropped"] += 1
                     continue
                 to(host, bytes(opened))
                 counts["opened"] += 1
-            elif ip is not None and ip.proto == 132:
+            elif proto == 132:
                 counts["dropped"] += 1
             else:
                 host.send(frame)

@@ -142,8 +142,8 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
 
     // The capture, on the namespace's end of the veth: every frame both sides sent.
     let mut capture = start_capture(&net.ns, &net.peer_if, &pcap);
-    let server_out = af_packet_server(&ddpdk, "ddpdk-ia", &net.dpdk_if, &[], &cmds);
-    let peer = usrsctp_peer(&net.ns);
+    let server_out = af_packet_server(&ddpdk, ("ddpdk-ia", "198.18.2.2"), &net.dpdk_if, &[], &cmds);
+    let peer = usrsctp_peer(&net.ns, &["198.18.2.1", "198.18.2.2"]);
     let (status, server_text) = server_out.join().unwrap();
     settle_and_stop(&pcap, &mut [&mut capture]);
     let peer_text = text(&peer);
@@ -305,11 +305,11 @@ fn settle_and_stop(pcap: &Path, children: &mut [&mut Child]) {
     }
 }
 
-/// `ddpdk --ip 198.18.2.2 --listen` on `net_af_packet` over `iface`, with `extra` options and
-/// the shell commands of `cmds`; its exit status and everything it printed, once it ends.
+/// `ddpdk --ip IP --listen` on `net_af_packet` over `iface`, with `extra` options and the
+/// shell commands of `cmds`; its exit status and everything it printed, once it ends.
 fn af_packet_server(
     ddpdk: &Path,
-    tag: &str,
+    (tag, ip): (&str, &str),
     iface: &str,
     extra: &[&std::ffi::OsStr],
     cmds: &Path,
@@ -327,7 +327,7 @@ fn af_packet_server(
             &format!("--vdev=net_af_packet0,iface={iface},qpairs=2"),
             "--",
             "--ip",
-            "198.18.2.2",
+            ip,
             "--listen",
         ])
         .args(extra)
@@ -349,13 +349,17 @@ fn af_packet_server(
     })
 }
 
-/// usrsctp's DDP client in namespace `ns`: 1 MiB of tagged writes of 64 KiB, two untagged
+/// usrsctp's DDP client in namespace `ns`, from the first address of `addrs` to the second
+/// (and, optionally, its segment payload): 1 MiB of tagged writes of 64 KiB, two untagged
 /// messages expected. usrsctp retransmits its INIT until ddpdk's port is up, so no ordering
 /// with the server is needed.
-fn usrsctp_peer(ns: &str) -> Output {
+fn usrsctp_peer(ns: &str, addrs: &[&str]) -> Output {
+    let (addrs, segment) = addrs.split_at(2.min(addrs.len()));
     Command::new("ip")
         .args(["netns", "exec", ns, PEER])
-        .args(["198.18.2.1", "198.18.2.2", "5000", "1048576", "65536", "2"])
+        .args(addrs)
+        .args(["5000", "1048576", "65536", "2"])
+        .args(segment)
         .output()
         .unwrap()
 }
@@ -412,6 +416,17 @@ impl GatewayNet {
             "dev",
             &n.peer_if,
         ]);
+        sh(&[
+            "ip",
+            "-n",
+            &n.peer_ns,
+            "addr",
+            "add",
+            "2001:db8:2::1/64",
+            "dev",
+            &n.peer_if,
+            "nodad",
+        ]);
         sh(&["ip", "-n", &n.peer_ns, "link", "set", &n.peer_if, "up"]);
         sh(&["ip", "-n", &n.peer_ns, "link", "set", "lo", "up"]);
         // ESP makes a full packet of usrsctp's 37 bytes longer: the protected wire carries it
@@ -462,6 +477,8 @@ struct EspCase {
     tunnel: bool,
     /// The gateway forges four packets after every this many it seals.
     attack_every: u32,
+    /// IPv6 between usrsctp (2001:db8:2::1) and ddpdk (2001:db8:2::2), transport mode.
+    v6: bool,
 }
 
 const GATEWAY: &str = "198.18.2.3";
@@ -493,17 +510,49 @@ impl EspCase {
     /// ddpdk's configuration (198.18.2.2): the mirror of the gateway's SAs, SCTP from and to
     /// the host protected, any other SCTP discarded.
     fn ddpdk_config(&self) -> String {
+        let (family, host) = if self.v6 {
+            ("ipv6", format!("{}/128", self.host()))
+        } else {
+            ("ipv4", format!("{}/32", self.host()))
+        };
         format!(
             "sa in {SPI_C2S} {} {}\n\
              sa out {SPI_S2C} {} {}\n\
-             sp ipv4 in esp protect {SPI_C2S} pri 10 src 198.18.2.1/32 proto sctp\n\
-             sp ipv4 out esp protect {SPI_S2C} pri 10 dst 198.18.2.1/32 proto sctp\n\
-             sp ipv4 in esp discard pri 1 proto sctp\n",
+             sp {family} in esp protect {SPI_C2S} pri 10 src {host} proto sctp\n\
+             sp {family} out esp protect {SPI_S2C} pri 10 dst {host} proto sctp\n\
+             sp {family} in esp discard pri 1 proto sctp\n",
             self.transform(self.c2s_key),
             self.mode(GATEWAY, "198.18.2.2"),
             self.transform(self.s2c_key),
             self.mode("198.18.2.2", GATEWAY),
         )
+    }
+
+    /// usrsctp's address.
+    fn host(&self) -> &'static str {
+        if self.v6 {
+            "2001:db8:2::1"
+        } else {
+            "198.18.2.1"
+        }
+    }
+
+    /// ddpdk's address.
+    fn ddpdk(&self) -> &'static str {
+        if self.v6 {
+            "2001:db8:2::2"
+        } else {
+            "198.18.2.2"
+        }
+    }
+
+    /// The address field of tshark's filters for this case's family.
+    fn src_field(&self) -> &'static str {
+        if self.v6 {
+            "ipv6.src"
+        } else {
+            "ip.src"
+        }
     }
 
     /// tshark's ESP SA record for one direction (outer addresses).
@@ -518,8 +567,9 @@ impl EspCase {
             format!("0x{auth_key}")
         };
         format!(
-            "uat:esp_sa:\"IPv4\",\"{src}\",\"{dst}\",\"{spi:#010x}\",\"{encryption}\",\"0x{enc_key}\",\
-             \"{auth}\",\"{auth_key}\""
+            "uat:esp_sa:\"{}\",\"{src}\",\"{dst}\",\"{spi:#010x}\",\"{encryption}\",\"0x{enc_key}\",\
+             \"{auth}\",\"{auth_key}\"",
+            if self.v6 { "IPv6" } else { "IPv4" }
         )
     }
 }
@@ -548,6 +598,7 @@ fn ddpdk_with_esp_interoperates_with_usrsctp_behind_a_scapy_esp_gateway() {
         s2c_key: "000102030405060708090a0b0c0d0e0f10111213",
         tunnel: false,
         attack_every: 0,
+        v6: false,
     });
 }
 
@@ -564,6 +615,7 @@ fn ddpdk_with_esp_in_a_tunnel_drops_forged_esp_from_the_gateway_4303_3_4() {
         s2c_key: "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1ffeedface",
         tunnel: true,
         attack_every: 50,
+        v6: false,
     });
 }
 
@@ -578,6 +630,21 @@ fn ddpdk_with_esp_cbc_hmac_sha256_interoperates_through_the_gateway() {
                   1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100",
         tunnel: false,
         attack_every: 0,
+        v6: false,
+    });
+}
+
+/// The same over IPv6 (AES-GCM-128, transport mode): usrsctp on 2001:db8:2::1 behind the
+/// gateway, ddpdk on 2001:db8:2::2 answering Neighbor Discovery itself, `sp ipv6` policies.
+#[test]
+fn ddpdk_with_esp_over_ipv6_interoperates_through_the_gateway() {
+    esp_interop(&EspCase {
+        algo: "aes-128-gcm",
+        c2s_key: "2b7e151628aed2a6abf7158809cf4f3ccafebabe",
+        s2c_key: "000102030405060708090a0b0c0d0e0f10111213",
+        tunnel: false,
+        attack_every: 0,
+        v6: true,
     });
 }
 
@@ -634,12 +701,21 @@ fn esp_interop(case: &EspCase) {
     let mut capture = start_capture(&net.gw_ns, &net.gw_wire_if, &pcap);
     let server_out = af_packet_server(
         &ddpdk,
-        "ddpdk-esp-ia",
+        ("ddpdk-esp-ia", case.ddpdk()),
         &net.dpdk_if,
         &["--ipsec-config".as_ref(), conf.as_os_str()],
         &cmds,
     );
-    let peer = usrsctp_peer(&net.peer_ns);
+    // Over IPv6 usrsctp on raw sockets keeps to the IPv6 minimum MTU (1280) and would split
+    // larger DATA chunks, which ddpdk refuses (RFC 5043 §9): smaller segments there.
+    let peer = usrsctp_peer(
+        &net.peer_ns,
+        &[
+            case.host(),
+            case.ddpdk(),
+            if case.v6 { "1100" } else { "1400" },
+        ],
+    );
     let (status, server_text) = server_out.join().unwrap();
     settle_and_stop(&pcap, &mut [&mut capture, &mut gateway]);
     let gateway_text = gateway_out.join().unwrap();
@@ -715,9 +791,10 @@ fn esp_interop(case: &EspCase) {
         fields(&pcap, "sctp", "frame.number").is_empty(),
         "clear SCTP on the wire"
     );
-    let host = if case.tunnel { GATEWAY } else { "198.18.2.1" };
-    for (src, spi) in [(host, SPI_C2S), ("198.18.2.2", SPI_S2C)] {
-        let esp = fields(&pcap, &format!("ip.src == {src} && esp"), "esp.spi");
+    let host = if case.tunnel { GATEWAY } else { case.host() };
+    let src_field = case.src_field();
+    for (src, spi) in [(host, SPI_C2S), (case.ddpdk(), SPI_S2C)] {
+        let esp = fields(&pcap, &format!("{src_field} == {src} && esp"), "esp.spi");
         assert!(esp.len() > 100, "{} ESP packets from {src}", esp.len());
         let theirs = |s: &String| u64::from_str_radix(s.trim_start_matches("0x"), 16);
         let forged = esp.iter().filter(|s| theirs(s) == Ok(0x0bad_0bad)).count();
@@ -736,8 +813,8 @@ fn esp_interop(case: &EspCase) {
     // inside, both ways.
     // One `-o uat:esp_sa:RECORD` a direction: each option adds one record to the table.
     let (c2s, s2c) = (
-        case.tshark_sa(host, "198.18.2.2", SPI_C2S, case.c2s_key),
-        case.tshark_sa("198.18.2.2", host, SPI_S2C, case.s2c_key),
+        case.tshark_sa(host, case.ddpdk(), SPI_C2S, case.c2s_key),
+        case.tshark_sa(case.ddpdk(), host, SPI_S2C, case.s2c_key),
     );
     let keys = [
         "-o",
@@ -757,12 +834,12 @@ fn esp_interop(case: &EspCase) {
         status.iter().all(|s| s == "1"),
         "a bad checksum: {status:?}"
     );
-    for side in ["198.18.2.1", "198.18.2.2"] {
+    for side in [case.host(), case.ddpdk()] {
         for ppid in ["16", "17"] {
             let n = tshark::fields_with(
                 &pcap,
                 &keys,
-                &format!("ip.src == {side} && sctp.data_payload_proto_id == {ppid}"),
+                &format!("{src_field} == {side} && sctp.data_payload_proto_id == {ppid}"),
                 "sctp.data_payload_proto_id",
             );
             assert!(!n.is_empty(), "no PPID {ppid} DATA from {side} inside ESP");

@@ -3,7 +3,7 @@
 //! across a veth.
 //!
 //! ```text
-//! usrsctp-raw-peer LOCAL_IPV4 PEER_IPV4 PORT BYTES SIZE UNTAGGED
+//! usrsctp-raw-peer LOCAL_IP PEER_IP PORT BYTES SIZE UNTAGGED [SEGMENT]
 //! ```
 //!
 //! It associates with the peer with Adaptation Layer Indication 1 (RFC 5043 §11.1, and requires
@@ -11,11 +11,12 @@
 //! region the peer offers in its Accept's Private Data (STag, TO, length: 20 bytes,
 //! big-endian), receives UNTAGGED untagged messages (PPID 16) and checks their DDP headers,
 //! writes BYTES into the region as tagged messages of SIZE bytes (PPID 16, segments of
-//! `SEGMENT` bytes, each in one unfragmented DATA chunk), terminates the session, waits for the
+//! SEGMENT bytes, 1400 unless said, each in one unfragmented DATA chunk), terminates the
+//! session, waits for the
 //! peer's Terminate, and shuts the association down. Every DATA chunk it sends is unordered.
 //! It prints one line per step; the last says `ok`. Exit status 1 on any failure.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -110,19 +111,25 @@ fn be64(b: &[u8], k: usize) -> u64 {
 
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
-    let local: Ipv4Addr = arg(&args, 1, "LOCAL_IPV4")?;
-    let peer: Ipv4Addr = arg(&args, 2, "PEER_IPV4")?;
+    let local: IpAddr = arg(&args, 1, "LOCAL_IP")?;
+    let peer: IpAddr = arg(&args, 2, "PEER_IP")?;
     let port: u16 = arg(&args, 3, "PORT")?;
     let bytes: u64 = arg(&args, 4, "BYTES")?;
     let size: u64 = arg(&args, 5, "SIZE")?;
     let untagged: u32 = arg(&args, 6, "UNTAGGED")?;
-    if size == 0 {
-        return Err("SIZE must be positive".into());
+    // IPv6's header is 20 bytes longer: a peer on a 1500-byte link announces a smaller MULPDU.
+    let segment: usize = if args.len() > 7 {
+        arg(&args, 7, "SEGMENT")?
+    } else {
+        SEGMENT
+    };
+    if size == 0 || segment == 0 {
+        return Err("SIZE and SEGMENT must be positive".into());
     }
     raw::init().map_err(|e| format!("usrsctp init: {e}"))?;
     let mut ep =
-        Endpoint::raw_ipv4(local, port, Some(1)).map_err(|e| format!("usrsctp socket: {e}"))?;
-    ep.connect_ipv4(peer, port)
+        Endpoint::raw_ip(local, port, Some(1)).map_err(|e| format!("usrsctp socket: {e}"))?;
+    ep.connect_ip(peer, port)
         .map_err(|e| format!("connect: {e}"))?;
 
     // The association, and the peer's Adaptation Layer Indication.
@@ -221,15 +228,15 @@ fn run() -> Result<(), String> {
     let mut messages = 0;
     for (k, message) in image.chunks(size as usize).enumerate() {
         let base = to + k as u64 * size;
-        let segments = message.chunks(SEGMENT).count();
-        for (j, seg) in message.chunks(SEGMENT).enumerate() {
+        let segments = message.chunks(segment).count();
+        for (j, seg) in message.chunks(segment).enumerate() {
             let mut p = Vec::with_capacity(16 + seg.len());
             p.extend_from_slice(&ssn.to_be_bytes());
             // T = 1, L on the last segment, DV = 1; RsvdULP 0.
             p.push(0x80 | if j + 1 == segments { 0x40 } else { 0 } | 0x01);
             p.push(0);
             p.extend_from_slice(&stag.to_be_bytes());
-            p.extend_from_slice(&(base + (j * SEGMENT) as u64).to_be_bytes());
+            p.extend_from_slice(&(base + (j * segment) as u64).to_be_bytes());
             p.extend_from_slice(seg);
             send(&mut ep, PPID_SEGMENT, &p)?;
             ssn = ssn.wrapping_add(1);
