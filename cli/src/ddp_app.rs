@@ -554,33 +554,7 @@ impl DdpApp {
                 }
             ),
         );
-        if ipsec.is_enabled() {
-            note(
-                opts.json,
-                format_args!(
-                    "IPsec on (RFC 5043 §13): {} SA(s), {} policies, {} bytes of each packet \
-                     left for ESP{}",
-                    ipsec.sas().len(),
-                    ipsec.policies().len(),
-                    ipsec.headroom(),
-                    opts.ipsec_socket
-                        .as_ref()
-                        .map(|p| format!("; key manager socket {}", p.display()))
-                        .unwrap_or_default()
-                ),
-            );
-        }
-        if ipsec.is_enabled() && !ipsec.policies().is_empty() {
-            for family in ipsec.unguarded_families() {
-                note(
-                    opts.json,
-                    format_args!(
-                        "IPsec: clear {family} SCTP from hosts no policy names is accepted: no \
-                         catch-all policy (add `sp {family} in esp discard pri 0 proto sctp`)"
-                    ),
-                );
-            }
-        }
+        crate::ipsec::announce(&ipsec, opts.json, opts.ipsec_socket.as_deref());
         Ok(DdpApp {
             json: opts.json,
             port,

@@ -135,29 +135,7 @@ impl Job {
             Some(path) => Some(KeySocket::start(path, Arc::clone(&node.port))?),
             None => None,
         };
-        if node.port.is_enabled() {
-            note(
-                opts.json,
-                format_args!(
-                    "IPsec on (RFC 5043 §13): {} SA(s), {} policies, {} bytes of each packet \
-                     left for ESP",
-                    node.port.sas().len(),
-                    node.port.policies().len(),
-                    node.port.headroom()
-                ),
-            );
-        }
-        if node.port.is_enabled() && !node.port.policies().is_empty() {
-            for family in node.port.unguarded_families() {
-                note(
-                    opts.json,
-                    format_args!(
-                        "IPsec: clear {family} SCTP from hosts no policy names is accepted: no \
-                         catch-all policy (add `sp {family} in esp discard pri 0 proto sctp`)"
-                    ),
-                );
-            }
-        }
+        crate::ipsec::announce(&node.port, opts.json, opts.ipsec_socket.as_deref());
         let now = node.clock.now();
         let idle = Backoff::new(policy, now);
         Ok(Job {

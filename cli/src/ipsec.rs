@@ -28,6 +28,8 @@ use ddpdk_dataplane::port::dpdk::{IpsecPort, Mbuf};
 use ddpdk_dataplane::port::Port;
 use serde_json::json;
 
+use crate::app::note;
+
 /// Runs one IPsec command (`sa add RULE`, `sa del in|out SPI`, `sp add RULE`, `sp del N`,
 /// `show`) on `port`; returns what to print.
 pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Result<String, String> {
@@ -70,6 +72,40 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
              got {:?}",
             words.iter().take(2).copied().collect::<Vec<_>>().join(" ")
         )),
+    }
+}
+
+/// What an endpoint says of IPsec at start-up: the tables it starts with and what ESP takes
+/// off each packet, and each family whose clear SCTP from hosts no policy names it accepts
+/// (ddpdk's default is bypass where RFC 4301 §4.4.1 discards).
+pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Option<&Path>) {
+    if !port.is_enabled() {
+        return;
+    }
+    note(
+        json,
+        format_args!(
+            "IPsec on (RFC 5043 §13): {} SA(s), {} policies, {} bytes of each packet left for \
+             ESP{}",
+            port.sas().len(),
+            port.policies().len(),
+            port.headroom(),
+            socket
+                .map(|p| format!("; key manager socket {}", p.display()))
+                .unwrap_or_default()
+        ),
+    );
+    if port.policies().is_empty() {
+        return;
+    }
+    for family in port.unguarded_families() {
+        note(
+            json,
+            format_args!(
+                "IPsec: clear {family} SCTP from hosts no policy names is accepted: no catch-all \
+                 policy (add `sp {family} in esp discard pri 0 proto sctp`)"
+            ),
+        );
     }
 }
 

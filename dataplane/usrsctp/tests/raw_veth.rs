@@ -131,14 +131,7 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
     let dir = std::env::temp_dir().join(format!("ddpdk-ia-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("veth.pcap");
-    let cmds = dir.join("server.cmds");
-    std::fs::write(
-        &cmds,
-        "mr reg 1048576 remote-write\nsession offer last\nmr reg 2000 local\nmr fill last 90\n\
-         wait session 60\nsend untagged 1 1 0 1000 2 --from last\nwait closed 60\n\
-         mr checksum all\nshow fwd stats all\nquit\n",
-    )
-    .unwrap();
+    let cmds = server_script(&dir, "show fwd stats all");
 
     // The capture, on the namespace's end of the veth: every frame both sides sent.
     let mut capture = start_capture(&net.ns, &net.peer_if, &pcap);
@@ -263,6 +256,23 @@ fn ddpdk_on_af_packet_interoperates_with_usrsctp_on_raw_ip() {
         "ddpdk answered ARP for its address"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// ddpdk's side of the exchange, as shell commands in `dir`: a region offered to the session
+/// usrsctp opens, two untagged messages sent from a local region once it is up, the regions'
+/// checksums once the association closed, then `show`.
+fn server_script(dir: &Path, show: &str) -> PathBuf {
+    let cmds = dir.join("server.cmds");
+    std::fs::write(
+        &cmds,
+        format!(
+            "mr reg 1048576 remote-write\nsession offer last\nmr reg 2000 local\nmr fill last 90\n\
+             wait session 60\nsend untagged 1 1 0 1000 2 --from last\nwait closed 60\n\
+             mr checksum all\n{show}\nquit\n"
+        ),
+    )
+    .unwrap();
+    cmds
 }
 
 /// A tshark capture of `iface` in namespace `ns` into `pcap`, started (the file exists).
@@ -659,14 +669,7 @@ fn esp_interop(case: &EspCase) {
     let dir = std::env::temp_dir().join(format!("ddpdk-esp-ia-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("wire.pcap");
-    let cmds = dir.join("server.cmds");
-    std::fs::write(
-        &cmds,
-        "mr reg 1048576 remote-write\nsession offer last\nmr reg 2000 local\nmr fill last 90\n\
-         wait session 60\nsend untagged 1 1 0 1000 2 --from last\nwait closed 60\n\
-         mr checksum all\nshow ipsec\nquit\n",
-    )
-    .unwrap();
+    let cmds = server_script(&dir, "show ipsec");
     let conf = dir.join("ipsec.conf");
     std::fs::write(&conf, case.ddpdk_config()).unwrap();
 

@@ -90,6 +90,13 @@ impl Tables {
         .iter()
         .find(|s| s.spi() == spi)
     }
+
+    fn sas_mut(&mut self, direction: Direction) -> &mut Vec<Arc<EspSa>> {
+        match direction {
+            Direction::In => &mut self.inbound,
+            Direction::Out => &mut self.outbound,
+        }
+    }
 }
 
 /// One SA as `show ipsec` lists it.
@@ -296,14 +303,11 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         let mut next = cfg.clone();
         next.add_sa(sa.clone())?;
         self.take_key(&sa)?;
-        // Policies name their SA, so none names a new one yet: IPv4 until a policy of the
-        // other family protects with it (`add_policy` rebuilds it then).
+        // Policies name their SA, so none names a new one yet: the tunnel's family, or IPv4,
+        // until a policy of the other family protects with it (`add_policy` rebuilds it then).
         let ipv6 = matches!(sa.mode, Mode::Tunnel { dst, .. } if dst.is_ipv6());
         let esp = Arc::new(EspSa::new(dev, &sa, ipv6)?);
-        self.publish(&next, |t| match sa.direction {
-            Direction::In => t.inbound.push(esp),
-            Direction::Out => t.outbound.push(esp),
-        });
+        self.publish(&next, |t| t.sas_mut(sa.direction).push(esp));
         *cfg = next;
         Ok(())
     }
@@ -338,19 +342,14 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         let mut cfg = lock(&self.config);
         let mut next = cfg.clone();
         next.remove_sa(direction, spi)?;
-        self.publish(&next, |t| {
-            let list = match direction {
-                Direction::In => &mut t.inbound,
-                Direction::Out => &mut t.outbound,
-            };
-            list.retain(|s| s.spi() != spi);
-        });
+        self.publish(&next, |t| t.sas_mut(direction).retain(|s| s.spi() != spi));
         *cfg = next;
         Ok(())
     }
 
-    /// Adds one policy. A transport-mode SA that has carried nothing yet takes the family of
-    /// the first policy that protects with it (rte_ipsec fixes an SA's family).
+    /// Adds one policy. An SA that has carried nothing yet takes the family of the first
+    /// policy that protects with it (rte_ipsec fixes the family of the packets an SA carries:
+    /// in a tunnel, the inner ones).
     pub fn add_policy(&self, p: Policy) -> Result<(), String> {
         let dev = self.dev.as_ref().ok_or(OFF)?;
         let mut cfg = lock(&self.config);
@@ -379,10 +378,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         }
         self.publish(&next, |t| {
             if let Some(esp) = rebuilt {
-                let list = match p.direction {
-                    Direction::In => &mut t.inbound,
-                    Direction::Out => &mut t.outbound,
-                };
+                let list = t.sas_mut(p.direction);
                 list.retain(|s| s.spi() != esp.spi());
                 list.push(esp);
             }
