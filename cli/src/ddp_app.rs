@@ -1794,6 +1794,7 @@ impl DdpApp {
                         "zero_copy_spans": st.tx.zero_copy_spans,
                         "copied_spans": st.tx.copied_spans, "rx_chained": st.rx_chained,
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
+                        "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
                         "not_ours": r.iface.other_address + r.iface.other_mac
                             + r.iface.other_ether_type + r.iface.other_protocol})
                 );
@@ -1804,7 +1805,8 @@ impl DdpApp {
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND answered: {} not ours: {}\n  \
-                     region spans by reference: {:<8} copied: {:<8} RX chains gathered: {}",
+                     region spans by reference: {:<8} copied: {:<8} RX chains gathered: {}\n  \
+                     busy since start: {}",
                     r.core,
                     r.assocs.len(),
                     r.stags,
@@ -1827,7 +1829,9 @@ impl DdpApp {
                         + r.iface.other_protocol,
                     st.tx.zero_copy_spans,
                     st.tx.copied_spans,
-                    st.rx_chained
+                    st.rx_chained,
+                    st.busy_share(&Default::default())
+                        .map_or("n/a".into(), |b| format!("{:.1} %", b * 100.0))
                 );
             }
         }

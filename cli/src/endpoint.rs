@@ -22,7 +22,7 @@ use std::time::{Duration, Instant as Wall};
 use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest, Status};
 use ddpdk_control::memory::{MemoryRegistration, RegionId};
 use ddpdk_control::runtime::{
-    Backoff, ConnHandle, Control, CoreReport, Event, IdlePolicy, Op, RuntimeError,
+    Backoff, ConnHandle, Control, CoreReport, CoreStats, Event, IdlePolicy, Op, RuntimeError,
 };
 use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::mem::{Access, Stag};
@@ -214,6 +214,19 @@ impl Job {
         Ok(got)
     }
 
+    /// The data cores' load counters, summed ([`CoreStats::busy_ns`]): two snapshots give
+    /// the busy share between them.
+    fn load(&mut self, signalled: &AtomicBool) -> Result<CoreStats, String> {
+        Ok(self
+            .reports(signalled)?
+            .iter()
+            .fold(CoreStats::default(), |sum, r| CoreStats {
+                busy_ns: sum.busy_ns + r.stats.busy_ns,
+                idle_ns: sum.idle_ns + r.stats.idle_ns,
+                ..sum
+            }))
+    }
+
     /// Stops the data cores and the port; returns the mbufs not back in their pool.
     fn close(self, eal: &Eal) -> u32 {
         let Job {
@@ -238,6 +251,8 @@ impl Job {
             .run_for
             .map(|s| Wall::now() + Duration::from_secs_f64(s));
         let mut closed = false;
+        // The cores' load when the association came up: the busy share is the transfer's.
+        let mut load_from = CoreStats::default();
         // The regions offered, to checksum at the end (`mr checksum`).
         let mut offered: Vec<(u16, Stag, RegionId)> = Vec::new();
         while !closed {
@@ -253,6 +268,7 @@ impl Job {
                         conn = Some(c);
                         deadline = None;
                         note(json, format_args!("Association accepted"));
+                        load_from = self.load(signalled)?;
                         continue;
                     }
                     Event::Indication {
@@ -289,6 +305,7 @@ impl Job {
                 }
             }
         }
+        let busy = self.load(signalled)?.busy_share(&load_from);
         // What was placed, for the client to compare with what it wrote.
         for (stream, stag, r) in offered {
             if let Some(region) = self.control.memory().region(r) {
@@ -308,8 +325,9 @@ impl Job {
         note(
             json,
             format_args!(
-                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {} dropped on purpose",
-                self.node.port.inner().dropped()
+                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {} dropped on purpose; data cores busy {}",
+                self.node.port.inner().dropped(),
+                percent(busy)
             ),
         );
         self.report_ipsec();
@@ -470,6 +488,7 @@ impl Job {
         let window = opts.ddp_window as usize;
         let secs = opts.run_for.unwrap_or(5.0);
         self.poll();
+        let load_from = self.load(signalled)?;
         let t0 = self.now;
         let end = t0 + Duration::from_secs_f64(secs);
         let mut posted: VecDeque<(u64, Instant)> = VecDeque::new();
@@ -529,6 +548,7 @@ impl Job {
             }
         }
         let elapsed = w.saturating_since(t0).as_secs_f64();
+        let busy = self.load(signalled)?.busy_share(&load_from);
         // What the offered region must hold now: the message in every slot written at least
         // once, zeros elsewhere (DPDK hands out zeroed memory).
         let expected_crc = {
@@ -589,6 +609,7 @@ impl Job {
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
                     "fault_rx_dropped": self.node.port.inner().dropped(),
+                    "cores_busy": busy,
                     "sctp": {
                         "packets_out": sctp.0.packets_out,
                         "data_out": sctp.0.data_out,
@@ -617,6 +638,7 @@ impl Job {
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
             println!("client: region spans sent by reference {by_reference}, copied {copied}");
+            println!("client: data cores busy {}", percent(busy));
             if self.node.port.inner().dropped() > 0 {
                 println!(
                     "client: {} received frames dropped on purpose (--fault-drop)",
@@ -681,4 +703,9 @@ pub(crate) fn start_port(
     }
     port.start().map_err(|e| e.to_string())?;
     Ok(port)
+}
+
+/// A busy share as a percentage, or "n/a" when no time passed.
+fn percent(share: Option<f64>) -> String {
+    share.map_or("n/a".into(), |s| format!("{:.0} %", s * 100.0))
 }

@@ -904,6 +904,19 @@ fn two_processes_over_memif_move_tagged_writes() {
         "client completed {messages}:\n{serr}"
     );
     assert!(serr.contains("Association closed: Shutdown"), "{serr}");
+    // Each side's load over the transfer (`CoreStats::busy_ns`): the sender's as a share in
+    // the report, the receiver's in its summary line; both did work, neither more than all.
+    let sender_busy = report["ddp_goodput"]["cores_busy"].as_f64().unwrap_or(-1.0);
+    assert!(sender_busy > 0.0 && sender_busy <= 1.0, "{report}");
+    let receiver_busy = serr
+        .split("data cores busy ")
+        .nth(1)
+        .and_then(|r| r.split(" %").next())
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(
+        receiver_busy.is_some_and(|b| b > 0.0 && b <= 100.0),
+        "no busy share in:\n{serr}"
+    );
     // Byte-exact across the processes: the server's region holds what the client wrote.
     let crc = report["ddp_goodput"]["region_crc32c"]
         .as_str()
@@ -1001,6 +1014,16 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
             "client lacks {want:?}:\n{client_text}"
         );
     }
+    // The core's load (`CoreStats::busy_ns`): it moved 1 MiB, so part of its time was busy.
+    let busy = client_text
+        .split("busy since start: ")
+        .nth(1)
+        .and_then(|r| r.split(" %").next())
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(
+        busy.is_some_and(|b| b > 0.0 && b <= 100.0),
+        "no busy share in:\n{client_text}"
+    );
     for want in [
         "Association 1 accepted from 198.18.0.1 port 5000",
         "All 1 association(s) closed",

@@ -305,7 +305,24 @@ pub struct CoreStats {
     /// Connections the core had no room for (it holds [`MAX_CONNECTIONS_PER_CORE`]); aborted.
     pub refused: u64,
     pub commands: u64,
+    /// The core's load: the time between its turns, nanoseconds, split by whether the turn
+    /// before did any work (`busy_ns`) or found nothing (`idle_ns`, sleeps included). Read
+    /// from the clock each turn already reads; `busy_ns / (busy_ns + idle_ns)` is the share
+    /// of the core a workload takes, the figure that says which side of a transfer is the
+    /// bound.
+    pub busy_ns: u64,
+    pub idle_ns: u64,
     pub tx: TxStats,
+}
+
+impl CoreStats {
+    /// The share of the time between `since` and these counters that the core was busy
+    /// ([`CoreStats::busy_ns`]); None when no time passed.
+    pub fn busy_share(&self, since: &CoreStats) -> Option<f64> {
+        let busy = self.busy_ns.saturating_sub(since.busy_ns);
+        let idle = self.idle_ns.saturating_sub(since.idle_ns);
+        (busy + idle > 0).then(|| busy as f64 / (busy + idle) as f64)
+    }
 }
 
 /// One association as a report shows it.
@@ -577,6 +594,9 @@ pub struct DataCore<P: Port> {
     reply: [u8; 128],
     stats: CoreStats,
     idle: IdleStats,
+    /// When the last turn began, and whether it did any work (the load counters).
+    last_turn: Option<Instant>,
+    last_worked: bool,
 }
 
 /// Builds the control side and `cfg.cores` data cores of one endpoint on `port`.
@@ -649,6 +669,8 @@ pub fn build<P: Port>(
             reply: [0; 128],
             stats: CoreStats::default(),
             idle: IdleStats::default(),
+            last_turn: None,
+            last_worked: false,
         });
     }
     let control = Control {
@@ -785,6 +807,7 @@ impl<P: Port> DataCore<P> {
     /// sibling cores and from the RX queue handled, due timers run, everything to send framed
     /// and transmitted, what the connections owe the ULP sent up. Returns the work done.
     pub fn poll(&mut self, now: Instant) -> usize {
+        self.account_load(now);
         // STag changes apply between packets, never in the middle of placing one.
         let mut work = self.memory_changes();
         work += self.commands(now);
@@ -837,7 +860,28 @@ impl<P: Port> DataCore<P> {
         if std::mem::take(&mut self.rang_control) {
             self.control_bell.ring();
         }
+        self.last_worked |= work > 0;
         work
+    }
+
+    /// Charges the time since the last turn began to busy or idle, by what that turn did.
+    /// A turn at the same instant (the look after a sleep is announced) only adds its work.
+    fn account_load(&mut self, now: Instant) {
+        let Some(last) = self.last_turn else {
+            self.last_turn = Some(now);
+            return;
+        };
+        if now <= last {
+            return;
+        }
+        let ns = u64::try_from(now.saturating_since(last).as_nanos()).unwrap_or(u64::MAX);
+        if self.last_worked {
+            self.stats.busy_ns = self.stats.busy_ns.saturating_add(ns);
+        } else {
+            self.stats.idle_ns = self.stats.idle_ns.saturating_add(ns);
+        }
+        self.last_turn = Some(now);
+        self.last_worked = false;
     }
 
     /// Frames everything the connection in slot `k` has to send into the TX batch. Returns

@@ -207,12 +207,37 @@ struct Run {
     bytes_per_s: f64,
     fast_retransmits: u64,
     t3_expiries: u64,
+    /// The share of the transfer each side's data core was busy (`CoreStats::busy_ns`): the
+    /// side near 1.0 is the bound.
+    sender_busy: Option<f64>,
+    receiver_busy: Option<f64>,
+}
+
+impl Run {
+    /// "busy: sender 98 %, receiver 61 %".
+    fn busy(&self) -> String {
+        let pc = |s: Option<f64>| s.map_or("?".into(), |s| format!("{:.0} %", s * 100.0));
+        format!(
+            "busy: sender {}, receiver {}",
+            pc(self.sender_busy),
+            pc(self.receiver_busy)
+        )
+    }
 }
 
 /// DDP goodput in payload bytes per second, as the client reports it, with its writes from
 /// `source`.
-fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<f64, String> {
-    ddp_run(args, tag, mtu, source, 0.0).map(|r| r.bytes_per_s)
+fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<Run, String> {
+    ddp_run(args, tag, mtu, source, 0.0)
+}
+
+/// The server's busy share from its summary line ("... data cores busy 61 %").
+fn server_busy(log: &str) -> Option<f64> {
+    let rest = log
+        .lines()
+        .find_map(|l| l.split("data cores busy ").nth(1))?;
+    let pc: f64 = rest.split_whitespace().next()?.parse().ok()?;
+    Some(pc / 100.0)
 }
 
 /// The ESP configuration of one end of an `-esp` run (RFC 5043 §13): AES-GCM-128 in
@@ -361,6 +386,8 @@ fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<
             .ok_or_else(|| format!("ddp: no bytes_per_s in {report}"))?,
         fast_retransmits: report["sctp"]["fast_retransmits"].as_u64().unwrap_or(0),
         t3_expiries: report["sctp"]["t3_expiries"].as_u64().unwrap_or(0),
+        sender_busy: report["cores_busy"].as_f64(),
+        receiver_busy: server_busy(&server_log),
     })
 }
 
@@ -400,11 +427,15 @@ fn measure(args: &Args, mtu: u16) {
     for r in 0..args.rounds {
         let tag = format!("{mtu}-{r}");
         let mut got: Vec<Option<f64>> = vec![None; runs];
+        let mut busy: Vec<String> = vec![String::new(); runs];
         for k in 0..runs {
             let j = (k + r as usize) % runs;
             let result = match j.checked_sub(CEILINGS.len()) {
                 None => raw(args, &tag, mtu, CEILINGS[j]),
-                Some(s) => ddp(args, &tag, mtu, &args.sources[s]),
+                Some(s) => ddp(args, &tag, mtu, &args.sources[s]).map(|run| {
+                    busy[j] = run.busy();
+                    run.bytes_per_s
+                }),
             };
             match result {
                 Ok(v) => got[j] = Some(v),
@@ -427,11 +458,12 @@ fn measure(args: &Args, mtu: u16) {
         for (s, g) in got[CEILINGS.len()..].iter().enumerate() {
             let g = g.unwrap_or(0.0);
             line += &format!(
-                " | DDP from {} {:.1} MB/s, {:.3} of placement, {:.3} of raw",
+                " | DDP from {} {:.1} MB/s, {:.3} of placement, {:.3} of raw ({})",
                 args.sources[s],
                 g / 1e6,
                 g / (place_pps * payload),
-                g / (raw_pps * payload)
+                g / (raw_pps * payload),
+                busy[CEILINGS.len() + s]
             );
             goodputs[s].push(g);
         }
@@ -439,11 +471,12 @@ fn measure(args: &Args, mtu: u16) {
             match ddp_run(args, &tag, mtu, "region", loss) {
                 Ok(run) => {
                     line += &format!(
-                        " | {:.1} % lost: {:.1} MB/s, {} fast retransmits, {} T3 expiries",
+                        " | {:.1} % lost: {:.1} MB/s, {} fast retransmits, {} T3 expiries ({})",
                         loss * 100.0,
                         run.bytes_per_s / 1e6,
                         run.fast_retransmits,
-                        run.t3_expiries
+                        run.t3_expiries,
+                        run.busy()
                     );
                     lossy[k].push(run);
                 }
