@@ -798,13 +798,22 @@ impl DdpApp {
                     s.view(c, addr, port, core);
                     c
                 };
-                let (streams, mulpdu, core) = self.wait("the association", |s| {
+                let up = self.wait("the association", |s| {
                     let v = s.conns.get(&conn)?;
                     if let Some(r) = &v.closed {
                         return Some(Err(format!("association to {addr} failed: {r}")));
                     }
                     v.up.map(|(st, m)| Ok((st, m, v.core)))
-                })?;
+                });
+                let (streams, mulpdu, core) = match up {
+                    Ok(up) => up,
+                    Err(e) => {
+                        // Given up on: it must not go on sending INITs behind the user's back,
+                        // nor stand in the way of the next `assoc open` to the same peer.
+                        let _ = self.submit(conn, Op::Abort);
+                        return Err(format!("{e}; association {conn} aborted"));
+                    }
+                };
                 note(
                     self.json,
                     format_args!(

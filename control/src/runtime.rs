@@ -206,6 +206,9 @@ pub enum RuntimeError {
     Busy,
     /// We have no address of the peer's family.
     NoAddress,
+    /// An association to that peer address and port exists already (this one, in any state
+    /// but closed): RFC 9260 allows at most one between two endpoints (§1.5.2, §5.2).
+    Exists(ConnHandle),
     /// The port has fewer queues than the cores need (RX: one per core; TX: one per core and
     /// one for the control thread).
     Queues { rx: u16, tx: u16, cores: usize },
@@ -217,6 +220,11 @@ impl std::fmt::Display for RuntimeError {
             RuntimeError::NoSuchConnection => f.write_str("no such connection"),
             RuntimeError::Busy => f.write_str("the owning core's command ring is full"),
             RuntimeError::NoAddress => f.write_str("no local address of the peer's family"),
+            RuntimeError::Exists(c) => write!(
+                f,
+                "association {c} to that peer and port exists already (RFC 9260: one association \
+                 between two endpoints)"
+            ),
             RuntimeError::Queues { rx, tx, cores } => write!(
                 f,
                 "{cores} data cores need {cores} RX and {} TX queues; the port has {rx} and {tx}",
@@ -1480,6 +1488,11 @@ impl<P: Port> Control<P> {
             .iface
             .address_for(peer)
             .ok_or(RuntimeError::NoAddress)?;
+        // One association between two endpoints (RFC 9260 §5.2: an INIT for one that exists is
+        // a restart or a collision, never a second association).
+        if let Some(&c) = self.live.get(&(peer, port)) {
+            return Err(RuntimeError::Exists(c));
+        }
         let mut c = self.listener.connect(now, peer, port);
         let core = self
             .steer

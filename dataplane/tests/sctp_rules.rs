@@ -1355,3 +1355,337 @@ fn external_tails_leave_holes_the_sender_fills_9260_3_3_1() {
     assert_eq!(got, expect, "every message arrived whole, tail included");
     assert_eq!(p.c.stats().t3_retransmits, MAX_HOLES as u64);
 }
+
+// ---------------------------------------------------------------------------------------
+// Conformance findings (issue 16 item 1)
+// ---------------------------------------------------------------------------------------
+
+/// A Host Name Address parameter (type 11), whole as it travels: type, length, a name.
+const HOST_NAME: ParamRepr<'static> = ParamRepr::Unknown {
+    param_type: 11,
+    value: b"peer.example\0\0\0\0",
+};
+const HOST_NAME_BYTES: &[u8] = b"\x00\x0b\x00\x14peer.example\0\0\0\0";
+
+fn abort_of(p: &[u8]) -> AbortRepr<'_> {
+    match chunks(p)[0] {
+        ChunkRepr::Abort(a) => a,
+        ref c => panic!("not an ABORT: {c:?}"),
+    }
+}
+
+/// RFC 9260 §3.3.2.1: "The receiver of an INIT chunk or INIT ACK containing a Host Name
+/// Address parameter MUST send an ABORT and MAY include an Unresolvable Address error cause."
+/// The endpoint answers such an INIT with ABORT on its Initiate Tag (wherever the parameter
+/// is), and so does an association the INIT reaches, which goes on.
+#[test]
+fn host_name_address_in_init_is_aborted_3_3_2_1() {
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 2048];
+    let ali = ParamRepr::AdaptationLayerIndication(1);
+    for (tag, params) in [(21u32, [HOST_NAME, ali]), (22, [ali, HOST_NAME])] {
+        let init = init_chunk(tag, &params);
+        let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init, &mut out, &mut ignore) else {
+            panic!("no answer")
+        };
+        assert_eq!(vtag(&out[..n]), tag);
+        let a = abort_of(&out[..n]);
+        assert!(!a.t_bit);
+        assert_eq!(
+            a.causes.iter().next(),
+            Some(CauseRepr::UnresolvableAddress {
+                address: HOST_NAME_BYTES
+            })
+        );
+    }
+    assert_eq!(sep.stats().host_name_refused, 2);
+    assert_eq!(sep.stats().init_acks_out, 0);
+
+    let mut p = Pair::new();
+    let init = packet(
+        C_PORT,
+        S_PORT,
+        0,
+        &[ChunkRepr::Init(InitRepr {
+            initiate_tag: 0x5151,
+            a_rwnd: 65536,
+            outbound_streams: 4,
+            inbound_streams: 4,
+            initial_tsn: 77,
+            params: List::new(&[ali, HOST_NAME]),
+        })],
+    );
+    let _ = p.s.handle(t(5), &init, &mut ignore);
+    let out = drain(&mut p.s, t(5));
+    assert_eq!(out.len(), 1, "one ABORT, no INIT ACK");
+    assert_eq!(vtag(&out[0]), 0x5151);
+    assert_eq!(
+        abort_of(&out[0]).causes.iter().next(),
+        Some(CauseRepr::UnresolvableAddress {
+            address: HOST_NAME_BYTES
+        })
+    );
+    assert_eq!(p.s.state(), State::Established, "the association goes on");
+    assert_eq!(p.s.stats().inits_refused, 1);
+}
+
+/// The INIT ACK a client receives with a Host Name Address ends its attempt: ABORT on the
+/// INIT ACK's Initiate Tag with Unresolvable Address (RFC 9260 §3.3.2.1).
+#[test]
+fn host_name_address_in_init_ack_is_aborted_3_3_2_1() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let init = drain(&mut c, t(0));
+    let ChunkRepr::Init(i) = chunks(&init[0])[0] else {
+        panic!()
+    };
+    let cookie = [0u8; 8];
+    let params = [
+        ParamRepr::StateCookie(&cookie),
+        ParamRepr::AdaptationLayerIndication(1),
+        HOST_NAME,
+    ];
+    let ack = init_ack(0xabcd, 4, 4, &params);
+    c.handle(
+        t(1),
+        &packet(S_PORT, C_PORT, i.initiate_tag, &[ack]),
+        &mut ignore,
+    )
+    .unwrap();
+    let ev = events(&mut c);
+    assert!(
+        matches!(ev.last(), Some(Event::Closed(CloseReason::InitAckRefused(why))) if why.contains("3.3.2.1")),
+        "{ev:?}"
+    );
+    let out = drain(&mut c, t(1));
+    assert_eq!(vtag(&out[0]), 0xabcd);
+    assert_eq!(
+        abort_of(&out[0]).causes.iter().next(),
+        Some(CauseRepr::UnresolvableAddress {
+            address: HOST_NAME_BYTES
+        })
+    );
+    assert!(c.is_closed());
+}
+
+fn init_ack<'a>(tag: u32, os: u16, mis: u16, params: &'a [ParamRepr<'a>]) -> ChunkRepr<'a> {
+    ChunkRepr::InitAck(ddpdk_dataplane::wire::sctp::InitAckRepr(InitRepr {
+        initiate_tag: tag,
+        a_rwnd: 65536,
+        outbound_streams: os,
+        inbound_streams: mis,
+        initial_tsn: 5,
+        params: List::new(params),
+    }))
+}
+
+/// RFC 9260 §5.2.2: an unexpected INIT for an established association that adds addresses
+/// is answered with ABORT on the INIT's Initiate Tag, cause Restart of an Association with
+/// New Addresses listing them; the association goes on. An INIT that lists only the address
+/// the association has is the restart §5.2.4 handles, answered with INIT ACK as before.
+#[test]
+fn init_adding_an_address_is_aborted_5_2_2() {
+    let mut p = Pair::new();
+    let ali = ParamRepr::AdaptationLayerIndication(1);
+    let known = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 1));
+    let new = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 9));
+    let init = |tag: u32, params: &[ParamRepr<'_>]| {
+        packet(
+            C_PORT,
+            S_PORT,
+            0,
+            &[ChunkRepr::Init(InitRepr {
+                initiate_tag: tag,
+                a_rwnd: 65536,
+                outbound_streams: 4,
+                inbound_streams: 4,
+                initial_tsn: 77,
+                params: List::new(params),
+            })],
+        )
+    };
+    let _ = p.s.handle(t(5), &init(0x6161, &[known, ali]), &mut ignore);
+    let out = drain(&mut p.s, t(5));
+    assert!(
+        matches!(chunks(&out[0])[0], ChunkRepr::InitAck(_)),
+        "the address it has: INIT ACK"
+    );
+    let _ =
+        p.s.handle(t(6), &init(0x6262, &[known, new, ali]), &mut ignore);
+    let out = drain(&mut p.s, t(6));
+    assert_eq!(out.len(), 1);
+    assert_eq!(vtag(&out[0]), 0x6262);
+    let a = abort_of(&out[0]);
+    assert!(!a.t_bit);
+    assert_eq!(
+        a.causes.iter().next(),
+        Some(CauseRepr::RestartWithNewAddresses {
+            addresses: b"\x00\x05\x00\x08\xc6\x12\x00\x09"
+        })
+    );
+    assert_eq!(p.s.state(), State::Established);
+    assert_eq!(p.s.stats().inits_refused, 1);
+    // The association still carries data.
+    p.c.send(0, 16, b"still up").unwrap();
+    p.exchange(t(7), |_, _| true);
+    assert_eq!(p.got_s.last().map(|m| &m.2[..]), Some(&b"still up"[..]));
+}
+
+/// RFC 9260 §3.3.3: a receiver of an INIT ACK with OS or MIS of 0 SHOULD destroy the
+/// association (and MAY send ABORT: Invalid Mandatory Parameter, §3.3.10.7); an Initiate Tag
+/// of 0 MUST destroy it (no ABORT can be addressed to tag 0).
+#[test]
+fn init_ack_with_zero_streams_or_tag_ends_the_attempt_3_3_3() {
+    let cookie = [0u8; 8];
+    let params = [
+        ParamRepr::StateCookie(&cookie),
+        ParamRepr::AdaptationLayerIndication(1),
+    ];
+    for (tag, os, mis, abort) in [(0xabcd, 0, 4, true), (0xabcd, 4, 0, true), (0, 4, 4, false)] {
+        let mut cep = endpoint(C_PORT, 1);
+        let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+        let init = drain(&mut c, t(0));
+        let ChunkRepr::Init(i) = chunks(&init[0])[0] else {
+            panic!()
+        };
+        let p = packet(
+            S_PORT,
+            C_PORT,
+            i.initiate_tag,
+            &[init_ack(tag, os, mis, &params)],
+        );
+        let _ = c.handle(t(1), &p, &mut ignore);
+        let ev = events(&mut c);
+        assert!(
+            matches!(ev.last(), Some(Event::Closed(CloseReason::InitAckRefused(why))) if why.contains("3.3.3")),
+            "{ev:?}"
+        );
+        let out = drain(&mut c, t(1));
+        assert!(c.is_closed());
+        if abort {
+            assert_eq!(vtag(&out[0]), tag);
+            assert_eq!(
+                abort_of(&out[0]).causes.iter().next(),
+                Some(CauseRepr::InvalidMandatoryParameter)
+            );
+        } else {
+            assert!(out.is_empty(), "nothing to tag 0");
+        }
+        // Destroyed: no INIT retransmission either.
+        assert_eq!(c.poll_timeout(), None);
+    }
+}
+
+/// RFC 9260 §3.3.3 (the State Cookie is mandatory) and §3.3.10.2: an INIT ACK without one is
+/// reported with an ERROR, Missing Mandatory Parameter naming State Cookie (type 7), on its
+/// Initiate Tag; the INIT is retransmitted on T1-init as if no INIT ACK had come.
+#[test]
+fn init_ack_without_a_state_cookie_is_reported_3_3_3() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let init = drain(&mut c, t(0));
+    let ChunkRepr::Init(i) = chunks(&init[0])[0] else {
+        panic!()
+    };
+    let params = [ParamRepr::AdaptationLayerIndication(1)];
+    let p = packet(
+        S_PORT,
+        C_PORT,
+        i.initiate_tag,
+        &[init_ack(0xabcd, 4, 4, &params)],
+    );
+    let _ = c.handle(t(1), &p, &mut ignore);
+    assert_eq!(c.state(), State::CookieWait);
+    assert!(events(&mut c).is_empty());
+    let out = drain(&mut c, t(1));
+    assert_eq!(out.len(), 1);
+    assert_eq!(vtag(&out[0]), 0xabcd);
+    let cs = chunks(&out[0]);
+    let ChunkRepr::Error(e) = cs[0] else {
+        panic!("{cs:?}")
+    };
+    let Some(CauseRepr::MissingMandatoryParameter { params }) = e.causes.iter().next() else {
+        panic!("{e:?}")
+    };
+    assert_eq!(
+        params.iter().collect::<Vec<_>>(),
+        vec![ddpdk_dataplane::wire::sctp::ParamType::StateCookie]
+    );
+    assert_eq!(c.stats().init_acks_without_cookie, 1);
+    // T1-init (100 ms here) retransmits the INIT, tag 0, with our Initiate Tag.
+    c.handle_timeout(t(101));
+    let again = drain(&mut c, t(101));
+    assert_eq!(vtag(&again[0]), 0);
+    assert!(
+        matches!(chunks(&again[0])[0], ChunkRepr::Init(ref x) if x.initiate_tag == i.initiate_tag)
+    );
+}
+
+/// The next TSN the client of `p` sends: one message crosses first and its TSN is read.
+fn next_client_tsn(p: &mut Pair, now: Instant) -> u32 {
+    p.c.send(0, 16, b"first").unwrap();
+    let log = p.exchange(now, |_, _| true);
+    let tsn = log
+        .iter()
+        .filter(|(to_server, _)| *to_server)
+        .flat_map(|(_, pk)| chunks(pk))
+        .find_map(|c| match c {
+            ChunkRepr::Data(d) => Some(d.tsn),
+            _ => None,
+        })
+        .unwrap();
+    // Its SACK may be delayed (§6.2): let it come, so the client has nothing outstanding.
+    let later = now + Duration::from_millis(300);
+    p.tick(later);
+    p.exchange(later, |_, _| true);
+    tsn.wrapping_add(1)
+}
+
+/// RFC 9260 §9.2: the peer sends SHUTDOWN once all its DATA is acknowledged and MUST NOT send
+/// new DATA after it. DATA that comes anyway, in SHUTDOWN-RECEIVED (we still have data
+/// outstanding) and in SHUTDOWN-ACK-SENT, is discarded unacknowledged and counted (usrsctp
+/// and the conformance purposes do the same).
+#[test]
+fn data_after_the_peers_shutdown_is_discarded_9_2() {
+    for outstanding in [true, false] {
+        let mut p = Pair::new();
+        let tsn = next_client_tsn(&mut p, t(5));
+        if outstanding {
+            // The server's own message is lost: it cannot finish its side of the shutdown.
+            p.s.send(0, 16, b"lost").unwrap();
+            let _ = drain(&mut p.s, t(406));
+        }
+        p.c.shutdown(t(407));
+        // Only the client's packets cross: the server's answers are lost.
+        p.exchange(t(407), |to_server, _| to_server);
+        let want = if outstanding {
+            State::ShutdownReceived
+        } else {
+            State::ShutdownAckSent
+        };
+        assert_eq!(p.s.state(), want);
+        let before = p.got_s.len();
+        let late = packet(
+            C_PORT,
+            S_PORT,
+            p.s.local_tag(),
+            &[data(tsn, 0, true, true, true, b"after SHUTDOWN")],
+        );
+        let mut got = 0;
+        let _ = p.s.handle(t(408), &late, &mut |_: Message<'_>| got += 1);
+        assert_eq!(
+            (got, p.got_s.len()),
+            (0, before),
+            "{want:?}: nothing delivered"
+        );
+        let out = drain(&mut p.s, t(408));
+        assert!(
+            !out.iter()
+                .flat_map(|pk| chunks(pk))
+                .any(|c| matches!(c, ChunkRepr::Sack(_))),
+            "{want:?}: the DATA is not acknowledged"
+        );
+        assert_eq!(p.s.stats().data_after_shutdown, 1, "{want:?}");
+        assert_eq!(p.s.state(), want);
+    }
+}

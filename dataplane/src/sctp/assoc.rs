@@ -35,8 +35,9 @@ use crate::wire::crc32c;
 use crate::wire::sctp::{
     AbortRepr, CauseRepr, Chunk, ChunkRepr, ChunkType, CookieEchoRepr, DataChunk, DataRepr,
     ErrorChunkRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr, HeartbeatRepr, InitAckRepr,
-    InitRepr, List, Packet, PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, ShutdownRepr,
-    DATA_HEADER_LEN, HEADER_LEN, SACK_MIN_LEN,
+    InitChunk, InitRepr, List, Packet, PacketBuilder, ParamRepr, ParamType, SackRepr,
+    ShutdownCompleteRepr, ShutdownRepr, DATA_HEADER_LEN, HEADER_LEN, INIT_MIN_LEN, MIN_A_RWND,
+    SACK_MIN_LEN,
 };
 
 /// A message handed to the layer above: one whole, unordered DATA chunk.
@@ -99,6 +100,11 @@ pub enum CloseReason {
     InitFailed,
     /// The peer broke a rule; we sent ABORT with a Protocol Violation or No User Data cause.
     ProtocolViolation(&'static str),
+    /// The peer's INIT ACK could not start the association: a Host Name Address (we sent
+    /// ABORT, Unresolvable Address, RFC 9260 §3.3.2.1), zero streams either way or a window
+    /// below 1500 (ABORT, Invalid Mandatory Parameter, §3.3.3), or a zero Initiate Tag (no
+    /// ABORT can be addressed, §3.3.3).
+    InitAckRefused(&'static str),
 }
 
 /// What the layer above learns besides messages.
@@ -203,6 +209,16 @@ pub struct Stats {
     pub stale_cookies: u64,
     pub init_retransmits: u64,
     pub adaptation_refused: u64,
+    /// INITs answered with ABORT because they carried a Host Name Address (RFC 9260
+    /// §3.3.2.1) or, on an association that exists, listed addresses it does not have
+    /// (§5.2.2: Restart of an Association with New Addresses). The association goes on.
+    pub inits_refused: u64,
+    /// INIT ACKs without a State Cookie, reported in an ERROR (Missing Mandatory Parameter,
+    /// §3.3.10.2) and otherwise ignored: T1-init goes on.
+    pub init_acks_without_cookie: u64,
+    /// DATA that arrived after the peer's own SHUTDOWN (SHUTDOWN-RECEIVED, SHUTDOWN-ACK-SENT):
+    /// discarded unacknowledged, as usrsctp does; a peer MUST NOT send new DATA then (§9.2).
+    pub data_after_shutdown: u64,
 }
 
 /// Timers, indexed into a table (DESIGN.md).
@@ -228,9 +244,17 @@ const TIMERS: usize = 6;
 #[derive(Debug, Clone, Copy)]
 enum PendingCause {
     InvalidStream(u16),
-    UnrecognizedChunk { off: usize, len: usize },
-    UnrecognizedParams { off: usize, len: usize },
+    UnrecognizedChunk {
+        off: usize,
+        len: usize,
+    },
+    UnrecognizedParams {
+        off: usize,
+        len: usize,
+    },
     CookieWhileShuttingDown,
+    /// §3.3.3: an INIT ACK without its State Cookie.
+    MissingStateCookie,
 }
 const MAX_PENDING_CAUSES: usize = 4;
 const ERROR_BYTES: usize = 512;
@@ -246,6 +270,21 @@ enum AbortCause {
     Adaptation,
     Violation(&'static str),
     NoUserData(u32),
+    /// §3.3.3: an INIT ACK field out of its range.
+    InvalidMandatory,
+    /// §3.3.2.1: an INIT ACK with a Host Name Address; the parameter, whole, is in
+    /// `Pending::init_abort_bytes` (empty: too long to report).
+    Unresolvable,
+}
+
+/// Why an INIT for an association that exists is answered with ABORT instead of INIT ACK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InitRefusal {
+    /// §3.3.2.1: a Host Name Address (Unresolvable Address).
+    HostName,
+    /// §5.2.2: addresses the association does not have (Restart of an Association with New
+    /// Addresses).
+    NewAddresses,
 }
 
 #[derive(Debug)]
@@ -272,6 +311,10 @@ struct Pending {
     /// A Stale Cookie ERROR (staleness in µs) on the tag from the cookie (§5.1.5 step 3): the
     /// peer that echoed it may have a new tag.
     stale_cookie: Option<(u32, u32)>,
+    /// An ABORT answering an INIT, on that INIT's Initiate Tag; the association it reached
+    /// goes on. Its cause's parameters are in `init_abort_bytes`.
+    init_abort: Option<(u32, InitRefusal)>,
+    init_abort_bytes: Vec<u8>,
     sack: bool,
     sack_now: bool,
     data_packets: u32,
@@ -446,6 +489,8 @@ impl Association {
                 fast_rtx: false,
                 ootb_shutdown_complete: None,
                 stale_cookie: None,
+                init_abort: None,
+                init_abort_bytes: Vec::new(),
                 sack: false,
                 sack_now: false,
                 data_packets: 0,
@@ -928,7 +973,10 @@ impl Association {
         }
         let repr = match ChunkRepr::parse(chunk) {
             Ok(r) => r,
-            Err(_) => {
+            Err(e) => {
+                if t == ChunkType::InitAck && e == crate::wire::Error::Malformed {
+                    self.on_unusable_init_ack(chunk);
+                }
                 self.stats.malformed += 1;
                 return Flow::Stop;
             }
@@ -936,7 +984,7 @@ impl Association {
         match repr {
             ChunkRepr::Data(_) => unreachable!("handled above"),
             ChunkRepr::Init(init) => {
-                self.on_init(now, &init);
+                self.on_init(now, chunk, &init);
                 Flow::Stop
             }
             ChunkRepr::InitAck(ack) => {
@@ -1074,6 +1122,13 @@ impl Association {
         if !self.sending_state() {
             // DATA before the handshake completed: not ours to take.
             self.stats.data_not_established += 1;
+            return Flow::Continue;
+        }
+        if matches!(self.state, State::ShutdownReceived | State::ShutdownAckSent) {
+            // The peer sent SHUTDOWN once all its DATA was acknowledged (§9.2) and MUST NOT
+            // send new DATA after it; what comes anyway is discarded, unacknowledged (usrsctp
+            // does the same), so the shutdown is not held open by it.
+            self.stats.data_after_shutdown += 1;
             return Flow::Continue;
         }
         if view.user_data().is_empty() {
@@ -1465,13 +1520,39 @@ impl Association {
     }
 
     /// INIT on an existing association (§5.2.1, §5.2.2, §9.2).
-    fn on_init(&mut self, now: Instant, init: &InitRepr<'_>) {
+    fn on_init(&mut self, now: Instant, chunk: &Chunk<&[u8]>, init: &InitRepr<'_>) {
         if self.state == State::ShutdownAckSent {
             // §9.2: discard and retransmit SHUTDOWN ACK.
             self.pending.shutdown_ack = true;
             return;
         }
         let params = endpoint::walk_init_params(init);
+        let params_bytes = chunk.bytes_ref().get(INIT_MIN_LEN..).unwrap_or_default();
+        let bytes = &mut self.pending.init_abort_bytes;
+        bytes.clear();
+        if let Some((off, len)) = params.host_name {
+            // §3.3.2.1: ABORT, on the INIT's own tag (this association goes on).
+            if let Some(p) = params_bytes.get(off..off + len) {
+                if p.len() <= endpoint::MAX_REPORTED_ADDRESSES {
+                    bytes.extend_from_slice(p);
+                }
+            }
+            self.stats.inits_refused += 1;
+            self.pending.init_abort = Some((init.initiate_tag, InitRefusal::HostName));
+            return;
+        }
+        // §5.2.2: "before responding, the endpoint MUST check to see if the unexpected INIT
+        // adds new addresses to the association. If new addresses are added to the
+        // association, the endpoint MUST respond with an ABORT, copying the Initiate Tag of
+        // the unexpected INIT into the Verification Tag", with the cause that lists them. The
+        // association's only address is the peer's (we are single-homed and so is it, to us).
+        if !matches!(self.state, State::CookieWait | State::CookieEchoed)
+            && endpoint::new_addresses(init, params_bytes, self.peer_addr, bytes)
+        {
+            self.stats.inits_refused += 1;
+            self.pending.init_abort = Some((init.initiate_tag, InitRefusal::NewAddresses));
+            return;
+        }
         if params.adaptation != Some(self.cfg.adaptation_indication) {
             self.stats.adaptation_refused += 1;
             return;
@@ -1523,6 +1604,22 @@ impl Association {
         let init = &ack.0;
         let params = endpoint::walk_init_params(init);
         self.peer_tag = init.initiate_tag;
+        if let Some((off, len)) = params.host_name {
+            // §3.3.2.1: the receiver of an INIT ACK with a Host Name Address MUST send ABORT.
+            let params_bytes = chunk.bytes_ref().get(INIT_MIN_LEN..).unwrap_or_default();
+            let bytes = &mut self.pending.init_abort_bytes;
+            bytes.clear();
+            if let Some(p) = params_bytes.get(off..off + len) {
+                if p.len() <= endpoint::MAX_REPORTED_ADDRESSES {
+                    bytes.extend_from_slice(p);
+                }
+            }
+            self.abort_with(
+                AbortCause::Unresolvable,
+                CloseReason::InitAckRefused("a Host Name Address (RFC 9260 §3.3.2.1)"),
+            );
+            return;
+        }
         if params.adaptation != Some(self.cfg.adaptation_indication) {
             // RFC 5043 §11.1: DDP procedures must not run without DDP's indication.
             self.stats.adaptation_refused += 1;
@@ -1565,6 +1662,43 @@ impl Association {
         // own.
         self.init_retransmits = 0;
         self.arm(Timer::T1, now + self.path.rto.rto());
+    }
+
+    /// An INIT ACK the parser refused for its values (`Malformed`), in COOKIE-WAIT. A missing
+    /// State Cookie is reported (§3.3.3: mandatory; §3.3.10.2 Missing Mandatory Parameter)
+    /// and T1-init goes on, as for any INIT ACK we cannot use. Fields out of range end the
+    /// attempt (§3.3.3): a zero Initiate Tag "MUST destroy the association", zero outbound or
+    /// inbound streams "SHOULD destroy" it (with an ABORT, which it MAY send; Invalid
+    /// Mandatory Parameter, §3.3.10.7), and so does a window below 1500.
+    fn on_unusable_init_ack(&mut self, chunk: &Chunk<&[u8]>) {
+        if self.state != State::CookieWait {
+            return;
+        }
+        let Ok(c) = InitChunk::new_checked(chunk.bytes_ref()) else {
+            return;
+        };
+        let tag = c.initiate_tag();
+        if tag == 0 {
+            self.close(CloseReason::InitAckRefused(
+                "an Initiate Tag of 0 (RFC 9260 §3.3.3)",
+            ));
+            return;
+        }
+        if c.outbound_streams() == 0 || c.inbound_streams() == 0 || c.a_rwnd() < MIN_A_RWND {
+            self.peer_tag = tag;
+            self.abort_with(
+                AbortCause::InvalidMandatory,
+                CloseReason::InitAckRefused(
+                    "zero streams or a window below 1500 (RFC 9260 §3.3.3)",
+                ),
+            );
+            return;
+        }
+        // The fields are right, so the State Cookie is what is missing. The report needs the
+        // peer's tag; the next INIT ACK (to a retransmitted INIT) brings its own.
+        self.stats.init_acks_without_cookie += 1;
+        self.peer_tag = tag;
+        self.queue_cause(PendingCause::MissingStateCookie);
     }
 
     /// COOKIE ECHO on an existing association (§5.2.4).
@@ -1836,6 +1970,23 @@ impl Association {
         if let Some(cause) = self.pending.abort.take() {
             return self.build_abort(buf, cause);
         }
+        if let Some((tag, why)) = self.pending.init_abort.take() {
+            let bytes = &self.pending.init_abort_bytes;
+            let cause = match why {
+                InitRefusal::HostName => CauseRepr::UnresolvableAddress { address: bytes },
+                InitRefusal::NewAddresses => {
+                    CauseRepr::RestartWithNewAddresses { addresses: bytes }
+                }
+            };
+            let causes = [cause];
+            let abort = ChunkRepr::Abort(AbortRepr {
+                t_bit: false,
+                causes: List::new(&causes[..usize::from(!bytes.is_empty())]),
+            });
+            let mut b = PacketBuilder::new(buf, &self.header(tag)).ok()?;
+            b.push(&abort).ok()?;
+            return Some(b.packet_len());
+        }
         if let Some(tag) = self.pending.ootb_shutdown_complete.take() {
             let mut b = PacketBuilder::new(buf, &self.header(tag)).ok()?;
             b.push(&ChunkRepr::ShutdownComplete(ShutdownCompleteRepr {
@@ -2103,6 +2254,8 @@ impl Association {
             fast_rtx,
             ootb_shutdown_complete,
             stale_cookie,
+            init_abort,
+            init_abort_bytes: _,
             sack: _,
             sack_now: _,
             data_packets: _,
@@ -2120,6 +2273,7 @@ impl Association {
             && causes[0].is_none()
             && ootb_shutdown_complete.is_none()
             && stale_cookie.is_none()
+            && init_abort.is_none()
             && self.pending_init_ack.is_none()
     }
 
@@ -2190,6 +2344,9 @@ impl Association {
                     }
                 }
                 PendingCause::CookieWhileShuttingDown => CauseRepr::CookieReceivedWhileShuttingDown,
+                PendingCause::MissingStateCookie => CauseRepr::MissingMandatoryParameter {
+                    params: List::new(&[ParamType::StateCookie]),
+                },
             };
             n += 1;
         }
@@ -2332,6 +2489,12 @@ impl Association {
                 info: info.as_bytes(),
             }),
             AbortCause::NoUserData(tsn) => Some(CauseRepr::NoUserData { tsn }),
+            AbortCause::InvalidMandatory => Some(CauseRepr::InvalidMandatoryParameter),
+            AbortCause::Unresolvable => (!self.pending.init_abort_bytes.is_empty()).then_some(
+                CauseRepr::UnresolvableAddress {
+                    address: &self.pending.init_abort_bytes,
+                },
+            ),
         };
         let causes = [c.unwrap_or(CauseRepr::OutOfResource)];
         let abort = ChunkRepr::Abort(AbortRepr {

@@ -21,12 +21,22 @@ const MAX_UNRECOGNIZED: usize = 8;
 /// Longest Cookie Preservative we honour (RFC 9260 §5.2.6 lets the receiver ignore it).
 const MAX_PRESERVATIVE_MS: u32 = 60_000;
 
+/// Host Name Address (RFC 9260 §3.3.2.1): we resolve no names, so the wire layer keeps it as
+/// an unknown parameter, and its receiver MUST answer with ABORT.
+pub(super) const HOST_NAME_ADDRESS: u16 = 11;
+/// Most bytes of address parameters an ABORT reports (Unresolvable Address, Restart of an
+/// Association with New Addresses); a longer report goes without its cause.
+pub(super) const MAX_REPORTED_ADDRESSES: usize = 256;
+
 /// What an INIT or INIT ACK's parameters say, walked with the §3.2.1 rules.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct InitParams<'a> {
     pub adaptation: Option<u32>,
     pub cookie: Option<&'a [u8]>,
     pub cookie_preservative: Option<u32>,
+    /// The first Host Name Address parameter, whole: (offset, length) within the parameter
+    /// bytes (RFC 9260 §3.3.2.1).
+    pub host_name: Option<(usize, usize)>,
     /// (offset, length) of each parameter to report, within the parameter bytes.
     unrecognized: [(usize, usize); MAX_UNRECOGNIZED],
     n_unrecognized: usize,
@@ -47,6 +57,7 @@ pub(super) fn walk_init_params<'a>(init: &InitRepr<'a>) -> InitParams<'a> {
         adaptation: None,
         cookie: None,
         cookie_preservative: None,
+        host_name: None,
         unrecognized: [(0, 0); MAX_UNRECOGNIZED],
         n_unrecognized: 0,
     };
@@ -61,6 +72,14 @@ pub(super) fn walk_init_params<'a>(init: &InitRepr<'a>) -> InitParams<'a> {
                 p.cookie.get_or_insert(c);
             }
             ParamRepr::CookiePreservative(ms) => p.cookie_preservative = Some(ms),
+            // §3.3.2.1: the chunk is refused whole, so nothing after it matters.
+            ParamRepr::Unknown {
+                param_type: HOST_NAME_ADDRESS,
+                ..
+            } => {
+                p.host_name = Some((off, len));
+                break;
+            }
             // We parse Forward-TSN-Supported but do not implement PR-SCTP: to the
             // association it is unrecognized, and its type bits (11) say skip and report
             // (RFC 3758 §3.1, RFC 9260 §3.2.1).
@@ -82,6 +101,38 @@ pub(super) fn walk_init_params<'a>(init: &InitRepr<'a>) -> InitParams<'a> {
         off += (len + 3) & !3;
     }
     p
+}
+
+/// Appends to `out` each IPv4 or IPv6 Address parameter of `init` (whole, from
+/// `params_bytes`, the chunk's parameter bytes) that is not `known`: the addresses an INIT
+/// would add to an association whose only peer address is `known` (RFC 9260 §5.2.2). Stops
+/// at [`MAX_REPORTED_ADDRESSES`] bytes; returns whether any address was new.
+pub(super) fn new_addresses(
+    init: &InitRepr<'_>,
+    params_bytes: &[u8],
+    known: [u8; 16],
+    out: &mut Vec<u8>,
+) -> bool {
+    let mut off = 0;
+    let mut any = false;
+    for param in init.params.iter() {
+        let len = param.param_len();
+        let addr = match param {
+            ParamRepr::Ipv4Address(a) => Some(addr_bytes(IpAddr::V4(a))),
+            ParamRepr::Ipv6Address(a) => Some(addr_bytes(IpAddr::V6(a))),
+            _ => None,
+        };
+        if addr.is_some_and(|a| a != known) {
+            any = true;
+            if let Some(whole) = params_bytes.get(off..off + len) {
+                if out.len() + whole.len() <= MAX_REPORTED_ADDRESSES {
+                    out.extend_from_slice(whole);
+                }
+            }
+        }
+        off += (len + 3) & !3;
+    }
+    any
 }
 
 /// The cookie for an INIT (§5.1.3, and §5.2.1/§5.2.2 with tie-tags).
@@ -188,6 +239,8 @@ pub struct EndpointStats {
     pub adaptation_refused: u64,
     /// INITs refused for a zero OS/MIS or a_rwnd below 1500 (§3.3.2).
     pub invalid_inits: u64,
+    /// INITs refused with ABORT for a Host Name Address (§3.3.2.1).
+    pub host_name_refused: u64,
     pub ootb_aborts_out: u64,
     pub ootb_shutdown_completes_out: u64,
     pub ignored: u64,
@@ -370,6 +423,19 @@ impl Endpoint {
             Err(_) => return self.ignore(Ignored::Malformed),
         };
         let params = walk_init_params(&init);
+        if let Some((off, len)) = params.host_name {
+            // §3.3.2.1: "The receiver of an INIT chunk or INIT ACK containing a Host Name
+            // Address parameter MUST send an ABORT and MAY include an Unresolvable Address
+            // error cause": the parameter, whole, when it is short enough to report.
+            self.stats.host_name_refused += 1;
+            let address = chunk
+                .bytes_ref()
+                .get(INIT_MIN_LEN + off..INIT_MIN_LEN + off + len)
+                .unwrap_or_default();
+            let causes = [CauseRepr::UnresolvableAddress { address }];
+            let n = usize::from(!address.is_empty() && len <= MAX_REPORTED_ADDRESSES);
+            return self.abort_reply(out, hdr, init.initiate_tag, &causes[..n]);
+        }
         if params.adaptation != Some(self.cfg.adaptation_indication) {
             // RFC 5043 §11.1 (and §7.1: an endpoint restricted to DDP refuses the rest).
             self.stats.adaptation_refused += 1;
