@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use super::config::{self, Config};
 use super::cookie::{Cookie, CookieKey, Prf};
 use super::endpoint;
+use super::reassembly::Reassembly;
 use super::rto::Rto;
 use super::send_queue::{ExtRef, Hole, SendQueue};
 use super::serial;
@@ -216,6 +217,10 @@ pub struct Stats {
     /// INIT ACKs without a State Cookie, reported in an ERROR (Missing Mandatory Parameter,
     /// §3.3.10.2) and otherwise ignored: T1-init goes on.
     pub init_acks_without_cookie: u64,
+    /// DATA fragments taken (a message split by a small-MTU path, RFC 5043 §9), and the
+    /// messages put together from them (RFC 9260 §6.9).
+    pub fragments_in: u64,
+    pub reassembled: u64,
     /// DATA that arrived after the peer's own SHUTDOWN (SHUTDOWN-RECEIVED, SHUTDOWN-ACK-SENT):
     /// discarded unacknowledged, as usrsctp does; a peer MUST NOT send new DATA then (§9.2).
     pub data_after_shutdown: u64,
@@ -370,6 +375,8 @@ pub struct Association {
     error_count: u32,
     // Receive side.
     rx: TsnMap,
+    /// Fragments of messages a small-MTU path split (RFC 5043 §9, RFC 9260 §6.9).
+    reasm: Reassembly,
     /// What the layer above can still take ([`Deliver::room`]), as last told.
     rx_room: u32,
     /// The a_rwnd of the last SACK sent.
@@ -469,6 +476,7 @@ impl Association {
             gap_acked: 0,
             error_count: 0,
             rx: TsnMap::new(0, cfg.tsn_window),
+            reasm: Reassembly::default(),
             rx_room: cfg.a_rwnd,
             rwnd_told: cfg.a_rwnd,
             gaps: [GapAckBlock { start: 0, end: 0 }; MAX_GAP_BLOCKS],
@@ -565,6 +573,7 @@ impl Association {
         self.streams = c.streams;
         self.peer_adaptation = c.peer_adaptation;
         self.rx = TsnMap::new(c.peer_initial_tsn, self.cfg.tsn_window);
+        self.reasm.clear();
         self.path.ssthresh = c.peer_a_rwnd as usize;
     }
 
@@ -1147,19 +1156,18 @@ impl Association {
             );
             return Flow::Stop;
         }
-        if !(view.beginning() && view.ending()) {
-            self.abort_with(
-                AbortCause::Violation(FRAGMENTED_DATA),
-                CloseReason::ProtocolViolation(FRAGMENTED_DATA),
-            );
-            return Flow::Stop;
-        }
+        // RFC 5043 §9: "SCTP data chunk fragmentation MUST NOT be used unless the alternative
+        // is IP fragmentation"; a fragment is how a small-MTU path carries a segment, so it is
+        // taken and reassembled (§6.9). The layer above judges the whole message against the
+        // MULPDU.
+        let whole = view.beginning() && view.ending();
         let tsn = view.tsn();
         // RFC 9260 §6.2: "When the receiver's advertised window is 0, the receiver MUST drop
         // any new incoming DATA chunk with a TSN larger than the largest TSN received so far";
         // one larger than what is left is dropped alike. A TSN below it fills a gap: nothing
         // is held for reordering here, so it is taken (it frees the window).
-        if serial::gt(tsn, self.rx.highest()) && view.user_data().len() > rx.room() {
+        let room = rx.room().saturating_sub(self.reasm.held());
+        if serial::gt(tsn, self.rx.highest()) && view.user_data().len() > room {
             self.stats.rwnd_dropped += 1;
             *got_data = true;
             self.pending.sack_now = true;
@@ -1179,12 +1187,33 @@ impl Association {
                 }
                 self.stats.data_in += 1;
                 self.stats.bytes_in += view.user_data().len() as u64;
-                rx.deliver(Message {
-                    stream: view.stream_id(),
-                    ppid: view.ppid(),
-                    tsn,
-                    data: view.user_data_ref(),
-                });
+                if whole {
+                    rx.deliver(Message {
+                        stream: view.stream_id(),
+                        ppid: view.ppid(),
+                        tsn,
+                        data: view.user_data_ref(),
+                    });
+                } else {
+                    self.stats.fragments_in += 1;
+                    let done = self.reasm.insert(
+                        tsn,
+                        view.stream_id(),
+                        view.ppid(),
+                        view.beginning(),
+                        view.ending(),
+                        view.user_data(),
+                    );
+                    if let Some(w) = done {
+                        self.stats.reassembled += 1;
+                        rx.deliver(Message {
+                            stream: w.stream,
+                            ppid: w.ppid,
+                            tsn: w.tsn,
+                            data: self.reasm.message(),
+                        });
+                    }
+                }
             }
             Insert::Duplicate => {
                 // §6.2: a packet with only duplicate DATA is SACKed at once.
@@ -1434,6 +1463,9 @@ impl Association {
         self.stats.heartbeat_acks_in += 1;
         self.path.hb_nonce = None;
         self.error_count = 0;
+        // §8.3: measure RTT from the ACK. §6.3.1 C3 then sets RTO from SRTT and RTTVAR, which
+        // ends a T3 back-off (§6.3.3 E2): decided so for issue 16 finding 7, as Linux and
+        // usrsctp do (`rto::tests::a_new_measurement_ends_the_back_off_6_3_1_c3_8_3`).
         self.path.rto.sample(now.saturating_since(sent));
         self.arm_heartbeat(now);
     }
@@ -1646,6 +1678,7 @@ impl Association {
         self.peer_rwnd = init.a_rwnd;
         self.path.ssthresh = init.a_rwnd as usize;
         self.rx = TsnMap::new(init.initial_tsn, self.cfg.tsn_window);
+        self.reasm.clear();
         // §3.2.1: unrecognized parameters of an INIT ACK are reported in an ERROR bundled
         // with the COOKIE ECHO.
         let params_bytes = &chunk.bytes_ref()[crate::wire::sctp::INIT_MIN_LEN..];
@@ -1782,6 +1815,7 @@ impl Association {
         self.peer_adaptation = c.peer_adaptation;
         if matches!(self.state, State::CookieWait | State::CookieEchoed) {
             self.rx = TsnMap::new(c.peer_initial_tsn, self.cfg.tsn_window);
+            self.reasm.clear();
             self.path.ssthresh = c.peer_a_rwnd as usize;
         }
     }
@@ -2229,7 +2263,10 @@ impl Association {
             let left = window.saturating_sub(span) as u64;
             (u64::from(self.cfg.a_rwnd) * left / (window as u64 / 2)) as u32
         };
-        by_map.min(self.rx_room)
+        // Fragments held for reassembly take receive buffer until their message is whole.
+        by_map
+            .min(self.rx_room)
+            .saturating_sub(u32::try_from(self.reasm.held()).unwrap_or(u32::MAX))
     }
 
     /// Whether nothing but a SACK is owed: no handshake or teardown chunk, no HEARTBEAT or
@@ -2533,7 +2570,6 @@ enum Flow {
 }
 
 const ORDERED_DATA: &str = "ordered DATA on a DDP association (RFC 5043 §10)";
-const FRAGMENTED_DATA: &str = "fragmented DATA on a DDP association (RFC 5043 §9)";
 /// The reason carried in the ABORT that refuses a peer without DDP's adaptation indication.
 pub const ADAPTATION_REASON: &str =
     "RFC 5043 §11.1: DDP requires Adaptation Layer Indication 0x00000001";

@@ -19,6 +19,7 @@ mod assoc;
 mod config;
 mod cookie;
 mod endpoint;
+mod reassembly;
 mod rto;
 mod send_queue;
 pub mod serial;

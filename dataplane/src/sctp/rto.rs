@@ -78,6 +78,29 @@ mod tests {
         assert_eq!(r.rto(), Duration::from_micros(95_000 + 190_000));
     }
 
+    /// Issue 16 finding 7, decided: a new RTT measurement ends a back-off. §6.3.3 E2 doubles
+    /// RTO for a lost packet; §6.3.1 C3 sets RTO = SRTT + 4 * RTTVAR "when a new RTT
+    /// measurement R' is made", and §8.3 says the sender of a HEARTBEAT SHOULD measure RTT
+    /// from its ACK. Karn's rule (C5) excludes only retransmitted chunks, and a HEARTBEAT is
+    /// never retransmitted (each carries its own send time). Linux and usrsctp do the same:
+    /// an answered HEARTBEAT shows the path works now, so the next T3 runs on the measured RTO.
+    #[test]
+    fn a_new_measurement_ends_the_back_off_6_3_1_c3_8_3() {
+        let mut r = Rto::new(3000 * MS, 100 * MS, 60_000 * MS);
+        r.sample(20 * MS);
+        assert_eq!(r.rto(), 100 * MS, "RTO.Min");
+        for _ in 0..3 {
+            r.back_off();
+        }
+        assert_eq!(r.rto(), 800 * MS, "backed off (E2)");
+        r.sample(20 * MS);
+        assert_eq!(
+            r.rto(),
+            100 * MS,
+            "C3 from SRTT and RTTVAR, clamped to RTO.Min (C6)"
+        );
+    }
+
     #[test]
     fn clamps_and_backs_off_to_max() {
         let mut r = Rto::new(3000 * MS, 1000 * MS, 60_000 * MS);
