@@ -369,7 +369,13 @@ impl App {
                     | ShowCmd::Session
                     | ShowCmd::Mr
                     | ShowCmd::Ipsec
-                    | ShowCmd::Fwd { .. },
+                    | ShowCmd::Fwd { .. }
+                    | ShowCmd::Config {
+                        what: ShowConfigCmd::Sctp,
+                    },
+            }
+            | Command::Set {
+                what: SetCmd::Sctp { .. },
             }
             | Command::Assoc { .. }
             | Command::Session { .. }

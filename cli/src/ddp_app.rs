@@ -40,7 +40,7 @@ use crate::options::Options;
 use crate::shell::WaitArg;
 use crate::shell::{
     AccessArg, AssocCmd, AssocId, Command, DigestArg, MrCmd, RdmaCmd, RecvCmd, SendCmd, SessionCmd,
-    ShowCmd, StagArg,
+    SetCmd, ShowCmd, ShowConfigCmd, StagArg,
 };
 use crate::stats::mac_text;
 
@@ -709,6 +709,16 @@ impl DdpApp {
                     }
                 }
                 ShowCmd::Fwd { .. } => self.show_fwd_stats()?,
+                ShowCmd::Config {
+                    what: ShowConfigCmd::Sctp,
+                } => {
+                    let cfg = *lock(&self.shared).control.listener().endpoint().config();
+                    if self.json {
+                        println!("{}", crate::sctp_params::show_json(&cfg));
+                    } else {
+                        print!("{}", crate::sctp_params::show_text(&cfg));
+                    }
+                }
                 ShowCmd::Port { .. } | ShowCmd::Config { .. } => {
                     let s = self.port.stats();
                     note(
@@ -775,6 +785,18 @@ impl DdpApp {
                     std::thread::sleep(Duration::from_millis(5));
                 }
             }
+            Command::Set {
+                what: SetCmd::Sctp { name, value },
+            } => {
+                let mut s = lock(&self.shared);
+                let mut cfg = *s.control.listener().endpoint().config();
+                crate::sctp_params::set(&mut cfg, name, value)?;
+                s.control.set_sctp_config(cfg).map_err(str::to_string)?;
+                note(
+                    self.json,
+                    format_args!("SCTP {name} = {value} for associations made from now on"),
+                );
+            }
             Command::Set { .. } | Command::Clear { .. } => {
                 return Err("a forwarding command: this ddpdk is a DDP endpoint".into())
             }
@@ -808,6 +830,13 @@ impl DdpApp {
                 let (streams, mulpdu, core) = match up {
                     Ok(up) => up,
                     Err(e) => {
+                        let open = lock(&self.shared)
+                            .conns
+                            .get(&conn)
+                            .is_some_and(|v| v.closed.is_none());
+                        if !open {
+                            return Err(e);
+                        }
                         // Given up on: it must not go on sending INITs behind the user's back,
                         // nor stand in the way of the next `assoc open` to the same peer.
                         let _ = self.submit(conn, Op::Abort);

@@ -10,5 +10,6 @@ pub mod loopback;
 pub mod node;
 pub mod options;
 pub mod run;
+pub mod sctp_params;
 pub mod shell;
 pub mod stats;

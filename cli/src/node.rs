@@ -146,15 +146,9 @@ impl Node {
         });
         let ep = Endpoint::new(
             Config {
-                local_port: opts.sctp_port,
-                streams: opts.streams,
                 // The link less the IPv4 header (the runtime adjusts it for IPv6).
                 path_mtu: link_mtu - 20 - esp_headroom,
-                send_slots: 1024,
-                a_rwnd: 4 << 20,
-                rto_min: Duration::from_millis(opts.rto_min_ms),
-                rto_initial: Duration::from_millis(opts.rto_initial_ms.max(opts.rto_min_ms)),
-                ..Config::default()
+                ..opts.sctp_config()?
             },
             random::<32>()?,
         )?;

@@ -186,6 +186,13 @@ pub struct Options {
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub rto_initial_ms: u64,
 
+    /// DDP endpoints: an SCTP protocol parameter, NAME=VALUE (repeatable, applied after
+    /// --rto-min-ms and --rto-initial-ms): rto_initial_ms, rto_min_ms, rto_max_ms,
+    /// max_init_retransmits, assoc_max_retrans, valid_cookie_life_ms, hb_interval_ms (0: off),
+    /// sack_delay_ms, sack_freq, max_burst, a_rwnd. `show config sctp` prints them all.
+    #[arg(long = "sctp", value_name = "NAME=VALUE")]
+    pub sctp: Vec<String>,
+
     /// DDP endpoints: drop this share of received frames (0 to 1), on purpose, before the
     /// data cores see them: loss to measure and soak under (a seeded fault injector).
     #[arg(long, default_value_t = 0.0, value_name = "RATE")]
@@ -275,6 +282,22 @@ impl Options {
     }
 
     /// Checks what clap cannot: value combinations.
+    /// The SCTP settings of a DDP endpoint: ours (a 4 MiB window, 1024 send slots, the RTO
+    /// options), then each `--sctp` assignment. The path MTU is the caller's to set.
+    pub fn sctp_config(&self) -> Result<ddpdk_dataplane::sctp::Config, String> {
+        let mut cfg = ddpdk_dataplane::sctp::Config {
+            local_port: self.sctp_port,
+            streams: self.streams,
+            send_slots: 1024,
+            a_rwnd: 4 << 20,
+            rto_min: std::time::Duration::from_millis(self.rto_min_ms),
+            rto_initial: std::time::Duration::from_millis(self.rto_initial_ms.max(self.rto_min_ms)),
+            ..ddpdk_dataplane::sctp::Config::default()
+        };
+        crate::sctp_params::apply(&mut cfg, &self.sctp)?;
+        Ok(cfg)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if let Some(s) = self.run_for {
             if !(s.is_finite() && s > 0.0 && s <= MAX_SECS) {
@@ -292,6 +315,7 @@ impl Options {
                 self.txpkts, self.mbuf_size
             ));
         }
+        self.sctp_config()?;
         let v4 = self.ip.iter().filter(|a| a.is_ipv4()).count();
         if v4 > 1 || self.ip.len() - v4 > 1 {
             return Err("--ip: at most one IPv4 and one IPv6 address".into());

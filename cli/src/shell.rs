@@ -496,6 +496,8 @@ pub enum AllArg {
 pub enum ShowConfigCmd {
     /// The forwarding mode and the (port, queue, lcore) streams.
     Fwd,
+    /// The SCTP parameters of a DDP endpoint (RFC 9260 §16).
+    Sctp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -520,6 +522,8 @@ pub enum SetCmd {
         #[arg(value_enum)]
         mode: ModeArg,
     },
+    /// set sctp NAME VALUE: an SCTP parameter for associations made from now on.
+    Sctp { name: String, value: String },
 }
 
 #[derive(Debug, Parser)]
@@ -570,11 +574,14 @@ Display:
   show port stats (N|all)              Counters and the rates since the last show.
   show port xstats (N|all)             Extended statistics of the driver.
   show config fwd                      Forwarding mode, burst, and the lcore streams.
+  show config sctp                     SCTP parameters of a DDP endpoint (RFC 9260 §16).
 ";
     const CONFIG: &str = "\
 Configuration:
   set fwd (io|rxonly|txonly|rxplace|echo|ping)
                                        Forwarding engine for the next start.
+  set sctp NAME VALUE                  An SCTP parameter of a DDP endpoint, for associations
+                                       made from now on ('show config sctp' lists them).
 ";
     const PORTS: &str = "\
 Ports:
@@ -679,11 +686,12 @@ pub fn next_words(words: &[&str]) -> Vec<&'static str> {
         ["ipsec", "sp", "add"] => vec!["ipv4", "ipv6"],
         ["show", "port"] => vec!["info", "stats", "xstats"],
         ["show", "port", _] => PORT_ARGS.to_vec(),
-        ["show", "config"] => vec!["fwd"],
+        ["show", "config"] => vec!["fwd", "sctp"],
         ["clear"] => vec!["port"],
         ["clear", "port"] => vec!["stats"],
         ["clear", "port", "stats"] => PORT_ARGS.to_vec(),
-        ["set"] => vec!["fwd"],
+        ["set"] => vec!["fwd", "sctp"],
+        ["set", "sctp"] => crate::sctp_params::PARAMS.iter().map(|p| p.name).collect(),
         ["set", "fwd"] => vec!["io", "rxonly", "txonly", "rxplace", "echo", "ping"],
         ["help"] => vec!["control", "display", "config", "ports", "ddp", "all"],
         _ => Vec::new(),

@@ -1439,6 +1439,15 @@ impl<P: Port> Control<P> {
         &self.listener
     }
 
+    /// The SCTP settings of associations opened or accepted from now on (RFC 9260 §16's
+    /// parameters); existing ones keep theirs, as with a sysctl.
+    pub fn set_sctp_config(
+        &mut self,
+        cfg: ddpdk_dataplane::sctp::Config,
+    ) -> Result<(), &'static str> {
+        self.listener.endpoint_mut().set_config(cfg)
+    }
+
     pub fn stats(&self) -> ControlStats {
         ControlStats {
             tx: self.out.stats,

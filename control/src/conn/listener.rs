@@ -47,6 +47,11 @@ impl Listener {
         &self.endpoint
     }
 
+    /// The endpoint, to change its settings ([`Endpoint::set_config`]).
+    pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.endpoint
+    }
+
     /// Starts an association to `peer`.
     pub fn connect(&mut self, now: Instant, peer: IpAddr, port: u16) -> Connection {
         let assoc = self.endpoint.connect(now, peer, port);

@@ -118,6 +118,15 @@ impl Config {
         if self.max_burst == 0 || self.sack_freq == 0 {
             return Err("max_burst and sack_freq must be at least 1");
         }
+        if self.sack_delay.is_zero() || self.sack_delay > Duration::from_millis(500) {
+            return Err("sack_delay must be above 0 and at most 500 ms (RFC 9260 §6.2)");
+        }
+        if self.valid_cookie_life.is_zero() || self.hb_interval.is_some_and(|d| d.is_zero()) {
+            return Err("valid_cookie_life and hb_interval must be above 0");
+        }
+        if self.max_init_retransmits == 0 || self.assoc_max_retrans == 0 {
+            return Err("max_init_retransmits and assoc_max_retrans must be at least 1");
+        }
         Ok(())
     }
 }

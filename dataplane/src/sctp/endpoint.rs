@@ -276,6 +276,17 @@ impl Endpoint {
         &self.cfg
     }
 
+    /// Replaces the settings associations made from now on start with (an operator's `set
+    /// sctp`); those that exist keep theirs. The port and the cookie key stay.
+    pub fn set_config(&mut self, cfg: Config) -> Result<(), &'static str> {
+        if cfg.local_port != self.cfg.local_port {
+            return Err("the SCTP port of an endpoint does not change");
+        }
+        cfg.validate()?;
+        self.cfg = cfg;
+        Ok(())
+    }
+
     pub fn stats(&self) -> &EndpointStats {
         &self.stats
     }
