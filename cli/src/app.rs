@@ -140,6 +140,8 @@ pub trait Shell {
     fn periodic_stats(&mut self);
     /// Said when running without a shell until a signal.
     fn running_note(&self) -> &'static str;
+    /// Called every turn of the command loop (a few times a second), for work of its own.
+    fn tick(&mut self) {}
 }
 
 impl Shell for App {

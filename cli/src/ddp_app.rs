@@ -468,6 +468,11 @@ pub struct DdpApp {
     /// The STag registered last (`last`).
     last_mr: Option<u32>,
     eal: Eal,
+    /// `--reconnect`: the peer kept associated, the association of the current attempt, and
+    /// when the next attempt may start.
+    reconnect: Option<(IpAddr, u16)>,
+    reconnect_conn: Option<ConnHandle>,
+    reconnect_at: Wall,
 }
 
 impl std::fmt::Debug for DdpApp {
@@ -538,7 +543,12 @@ impl DdpApp {
                     "; accepting sessions (--listen)"
                 } else {
                     ""
-                },
+                }
+                .to_string()
+                    + &opts
+                        .service
+                        .map(|s| format!("; the {s:?} service").to_lowercase())
+                        .unwrap_or_default(),
                 node.steering,
                 match ipsec.sctp_checksum_offload() {
                     ChecksumOffload { tx: true, rx: true } => "device (TX and RX)",
@@ -571,6 +581,11 @@ impl DdpApp {
             sent: 0,
             last_mr: None,
             eal,
+            reconnect: opts
+                .reconnect
+                .map(|a| (a, opts.reconnect_port.unwrap_or(opts.sctp_port))),
+            reconnect_conn: None,
+            reconnect_at: Wall::now(),
         })
     }
 
@@ -2010,5 +2025,53 @@ impl crate::app::Shell for DdpApp {
     }
     fn running_note(&self) -> &'static str {
         "DDP endpoint running; press Ctrl-C (SIGINT) or send SIGTERM to stop."
+    }
+    fn tick(&mut self) {
+        self.keep_associated();
+    }
+}
+
+/// How long `--reconnect` waits after an association ended before it opens the next.
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+impl DdpApp {
+    /// `--reconnect`: opens an association to the peer when none is open, a second after the
+    /// last one ended (ABORT, shutdown, or an attempt that failed).
+    fn keep_associated(&mut self) {
+        let Some((addr, port)) = self.reconnect else {
+            return;
+        };
+        let mut s = lock(&self.shared);
+        if let Some(c) = self.reconnect_conn {
+            match s.conns.get(&c) {
+                Some(v) if v.closed.is_none() => return,
+                _ => {
+                    self.reconnect_conn = None;
+                    self.reconnect_at = Wall::now() + RECONNECT_AFTER;
+                    return;
+                }
+            }
+        }
+        if Wall::now() < self.reconnect_at {
+            return;
+        }
+        let now = self.clock.now();
+        match s.control.connect(now, addr, port) {
+            Ok(c) => {
+                let core = s.control.owner(c).unwrap_or(0);
+                s.view(c, addr, port, core);
+                self.reconnect_conn = Some(c);
+                drop(s);
+                note(
+                    self.json,
+                    format_args!("Association {c}: opening to {addr} port {port} (--reconnect)"),
+                );
+            }
+            Err(e) => {
+                drop(s);
+                self.reconnect_at = Wall::now() + RECONNECT_AFTER;
+                note(self.json, format_args!("--reconnect to {addr}: {e}"));
+            }
+        }
     }
 }

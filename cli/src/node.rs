@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ddpdk_control::conn::ConnConfig;
+use ddpdk_control::conn::{ConnConfig, Service};
 use ddpdk_control::runtime::{self, Clock, Control, DataCore, IdlePolicy, RuntimeConfig};
 use ddpdk_control::session::PendingLimit;
 use ddpdk_dataplane::ipsec::{parse_config, IpsecConfig};
@@ -156,7 +156,10 @@ impl Node {
             Arc::clone(&port),
             Interface::new(port.mac(), v4, v6),
             ep,
-            ConnConfig::default(),
+            ConnConfig {
+                service: opts.service.map_or(Service::Ddp, Service::from),
+                ..ConnConfig::default()
+            },
             PendingLimit::new(pending),
             RuntimeConfig {
                 cores,

@@ -144,6 +144,23 @@ pub struct Options {
     #[arg(long)]
     pub listen: bool,
 
+    /// DDP endpoint: a test service for user messages (issue 16 item 2), as SCTP conformance
+    /// testers expect of a system under test: `echo` sends each back on its stream with its
+    /// PPID, `discard` drops it, `daytime` sends the time when an association comes up and
+    /// shuts it down. DDP Stream Session control is still answered (RFC 5043 §6; add --listen
+    /// to accept sessions). Pair with --sctp-port (7, 9, 13 by tradition).
+    #[arg(long, value_enum, value_name = "SERVICE")]
+    pub service: Option<ServiceArg>,
+
+    /// DDP endpoint: keep an association to ADDR (port --reconnect-port): open it, and open it
+    /// again a second after each ABORT, shutdown or failed attempt.
+    #[arg(long, value_name = "ADDR")]
+    pub reconnect: Option<std::net::IpAddr>,
+
+    /// The peer's SCTP port for --reconnect (default: --sctp-port).
+    #[arg(long, value_name = "PORT")]
+    pub reconnect_port: Option<u16>,
+
     /// DDP endpoint: what a data core with nothing to do does. `sleep` (the default, DPDK
     /// l3fwd-power's adaptive back-off): after a few hundred empty polls it sleeps, 1 µs at
     /// first, doubling up to 50 µs, and after 10 ms without work up to --idle-sleep-max-us;
@@ -316,6 +333,15 @@ impl Options {
             ));
         }
         self.sctp_config()?;
+        if (self.service.is_some() || self.reconnect.is_some())
+            && (self.ip.is_empty() || self.ddp_listen || self.ddp_connect.is_some())
+        {
+            return Err(
+                "--service and --reconnect run on a DDP endpoint (--ip ADDR), not with \
+                 --ddp-listen or --ddp-connect"
+                    .into(),
+            );
+        }
         let v4 = self.ip.iter().filter(|a| a.is_ipv4()).count();
         if v4 > 1 || self.ip.len() - v4 > 1 {
             return Err("--ip: at most one IPv4 and one IPv6 address".into());
@@ -467,6 +493,24 @@ mod tests {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");
             }
+        }
+    }
+}
+
+/// A test service (`--service`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServiceArg {
+    Echo,
+    Discard,
+    Daytime,
+}
+
+impl From<ServiceArg> for ddpdk_control::conn::Service {
+    fn from(s: ServiceArg) -> Self {
+        match s {
+            ServiceArg::Echo => ddpdk_control::conn::Service::Echo,
+            ServiceArg::Discard => ddpdk_control::conn::Service::Discard,
+            ServiceArg::Daytime => ddpdk_control::conn::Service::Daytime,
         }
     }
 }

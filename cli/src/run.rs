@@ -257,6 +257,7 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
                 next_stats = Some(t + p);
             }
         }
+        app.tick();
         match &input {
             None => std::thread::sleep(TICK),
             Some((rx, ack)) => match rx.recv_timeout(TICK) {

@@ -140,6 +140,28 @@ pub struct ConnConfig {
     pub max_sends: usize,
     /// What ends a stream after its first receive error.
     pub on_receive_error: OnReceiveError,
+    /// A test service instead of DDP for user messages ([`Service`]).
+    pub service: Service,
+}
+
+/// The test services SCTP conformance testers and interop events expect of a system under
+/// test, run on a DDP endpoint's associations (which still need DDP's Adaptation Layer
+/// Indication, RFC 5043 §11.1, and unordered DATA, §10). DDP Stream Session control (PPID 17)
+/// is always answered by the session machine (§6); the rest of the user messages go to the
+/// service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Service {
+    /// Messages are DDP Segments (PPID 16), checked and placed.
+    #[default]
+    Ddp,
+    /// Every user message goes back on its association and stream with its PPID (and, as all
+    /// our DATA, unordered); the bytes wait in the receive buffer until SCTP takes them.
+    Echo,
+    /// Every user message is taken and dropped (counted).
+    Discard,
+    /// One message (the time, as text, PPID 0, stream 0) when the association comes up, then
+    /// a graceful SHUTDOWN (RFC 867's daytime over SCTP).
+    Daytime,
 }
 
 impl Default for ConnConfig {
@@ -149,6 +171,7 @@ impl Default for ConnConfig {
             recv_depth: 256,
             max_sends: 4096,
             on_receive_error: OnReceiveError::Terminate,
+            service: Service::Ddp,
         }
     }
 }
@@ -491,6 +514,11 @@ pub struct MaxSizes {
 /// Counters: everything dropped is counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConnStats {
+    /// User messages a test service echoed, discarded, or could not echo (too large for one
+    /// DATA chunk, or the association closing) ([`Service`]).
+    pub service_echoed: u64,
+    pub service_discarded: u64,
+    pub service_dropped: u64,
     pub segments_sent: u64,
     pub control_sent: u64,
     pub segments_received: u64,

@@ -63,7 +63,7 @@ use ddpdk_dataplane::ddp::{self, Regions, StreamRx};
 use ddpdk_dataplane::ddp::{Target, TxError};
 use ddpdk_dataplane::mem::{Pd, PostedBuffer, QueueFull, StreamId};
 use ddpdk_dataplane::sctp::{
-    Association, Discard, Event as SctpEvent, Hole, Instant, Message as SctpMessage,
+    Association, Discard, Event as SctpEvent, Hole, Instant, Message as SctpMessage, SendError,
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::max_payload;
@@ -102,6 +102,8 @@ pub struct Connection {
     rx_slack: usize,
     /// The ULP asked for a SHUTDOWN while a session was away ([`Connection::apply`]).
     shutdown_deferred: bool,
+    /// The daytime service owes its message and SHUTDOWN ([`Service::Daytime`]).
+    daytime_due: bool,
 }
 
 impl Connection {
@@ -124,6 +126,7 @@ impl Connection {
             rx_mulpdu: 0,
             rx_slack: 0,
             shutdown_deferred: false,
+            daytime_due: false,
         };
         c.after_sctp();
         c
@@ -469,6 +472,7 @@ impl Connection {
             mulpdu: (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())) + *rx_slack,
             budget: assoc.receive_buffer(),
             zero_copy: self.regions.is_some(),
+            service: self.cfg.service,
         };
         let mut router = Router {
             streams,
@@ -498,6 +502,7 @@ impl Connection {
             mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())) + self.rx_slack,
             budget: self.assoc.receive_buffer(),
             zero_copy: self.regions.is_some(),
+            service: self.cfg.service,
         };
         route(
             m,
@@ -528,6 +533,7 @@ impl Connection {
     /// [`Payload::Region`] sends are copied in, and the CRC32c filled (unless the device
     /// computes it).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.serve(now);
         self.pump();
         self.session_events();
         self.tell_room();
@@ -566,11 +572,38 @@ impl Connection {
         now: Instant,
         buf: &mut [u8],
     ) -> Option<(usize, &[Hole])> {
+        self.serve(now);
         self.pump();
         self.session_events();
         self.tell_room();
         let n = self.assoc.poll_transmit(now, buf)?;
         Some((n, self.assoc.holes()))
+    }
+
+    /// What a test service owes ([`Service`]): echoes handed to SCTP while it takes them (in
+    /// order; what it cannot take waits, its bytes still held against the receive window), the
+    /// daytime message and its SHUTDOWN.
+    fn serve(&mut self, now: Instant) {
+        while let Some((stream, ppid, data)) = self.sink.echo.front() {
+            let (stream, ppid, len) = (*stream, *ppid, data.len());
+            match self.assoc.send(stream, ppid, data) {
+                Ok(_) => self.sink.stats.service_echoed += 1,
+                Err(SendError::Full) => return,
+                // Larger than one DATA chunk here (we do not fragment, RFC 5043 §9), or the
+                // association is closing: not echoed, counted.
+                Err(_) => self.sink.stats.service_dropped += 1,
+            }
+            self.sink.echo.pop_front();
+            self.sink.held_bytes -= len;
+        }
+        if std::mem::take(&mut self.daytime_due) {
+            let text = daytime(std::time::SystemTime::now());
+            match self.assoc.send(0, 0, text.as_bytes()) {
+                Ok(_) => self.sink.stats.service_echoed += 1,
+                Err(_) => self.sink.stats.service_dropped += 1,
+            }
+            self.shutdown(now);
+        }
     }
 
     /// Tells SCTP how much of the receive buffer is free now, for the a_rwnd of the next
@@ -680,6 +713,7 @@ impl Connection {
             match e {
                 SctpEvent::Connected { streams, .. } => {
                     self.connected = true;
+                    self.daytime_due = self.cfg.service == Service::Daytime;
                     let mulpdu = self.max_sizes().mulpdu;
                     self.rx_mulpdu = self.rx_mulpdu.max(mulpdu);
                     self.sink
@@ -832,5 +866,46 @@ impl Connection {
                 self.mark_ready(stream);
             }
         }
+    }
+}
+
+/// The daytime service's message: the UTC time as `YYYY-MM-DD HH:MM:SS UTC` and a newline
+/// (RFC 867 leaves the format free).
+fn daytime(now: std::time::SystemTime) -> String {
+    let secs = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (the proleptic Gregorian calendar).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC\n",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod daytime_tests {
+    use super::daytime;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn daytime_is_the_civil_utc_time() {
+        assert_eq!(daytime(UNIX_EPOCH), "1970-01-01 00:00:00 UTC\n");
+        // 2026-11-26 06:00:00 UTC, a leap-year February 29 and the day after.
+        let at = |s: u64| daytime(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(1_795_672_800), "2026-11-26 06:00:00 UTC\n");
+        assert_eq!(at(951_782_400), "2000-02-29 00:00:00 UTC\n");
+        assert_eq!(at(951_868_799), "2000-02-29 23:59:59 UTC\n");
     }
 }

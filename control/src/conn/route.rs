@@ -32,6 +32,8 @@ pub(super) struct Routing {
     /// Sends may name region bytes ([`Connection::use_regions`]): Read Responses go by
     /// reference.
     pub(super) zero_copy: bool,
+    /// Where user messages other than session control go.
+    pub(super) service: Service,
 }
 
 /// The connection's side of `Association::handle`: each DATA chunk is routed, and what the
@@ -78,6 +80,16 @@ pub(super) fn route(
         out.stats.unknown_stream += 1;
         return;
     };
+    if how.service != Service::Ddp && m.ppid != PPID_SESSION_CONTROL {
+        match how.service {
+            Service::Echo => {
+                out.held_bytes += m.data.len();
+                out.echo.push_back((stream, m.ppid, m.data.to_vec()));
+            }
+            _ => out.stats.service_discarded += 1,
+        }
+        return;
+    }
     // The session is away with an earlier chunk of the stream: this one waits for it, so the
     // machine sees the stream's chunks in the order they came. The copy counts against the
     // receive buffer until it is routed (SCTP refuses what does not fit: `Router::room`).

@@ -172,6 +172,9 @@ pub(super) struct Sink {
     /// STags the peer invalidated (Send with Invalidate, RFC 5040 §5.3) and the owner of the
     /// STag tables has not taken yet: RDMAP's checks treat them as invalid meanwhile.
     pub(super) peer_invalidated: Vec<Stag>,
+    /// Messages the echo service sends back (stream, PPID, bytes), in order; their bytes count
+    /// in `held_bytes` until SCTP takes them, so a fast peer is slowed by its window.
+    pub(super) echo: VecDeque<(u16, u32, Vec<u8>)>,
 }
 
 /// Memory one indication owed to the ULP takes, counted against the receive buffer: a peer

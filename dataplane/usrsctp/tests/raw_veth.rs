@@ -887,3 +887,127 @@ fn wait_for_line_async(child: &mut Child, want: &str) -> std::thread::JoinHandle
         seen + &s
     })
 }
+
+/// Issue 16 item 2: ddpdk's test services (`--service`), each answering usrsctp over a veth:
+/// `echo` on port 7 sends 300 messages of assorted sizes, streams and PPIDs back as they came;
+/// `discard` on port 9 takes 100 and answers none; `daytime` on port 13 sends the time and
+/// shuts the association down (RFC 867 over SCTP).
+#[test]
+fn ddpdk_test_services_answer_usrsctp_on_raw_ip() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(
+        unsafe_free_is_root(),
+        "needs root: network namespaces, veths and raw sockets"
+    );
+    let ddpdk = ddpdk_binary();
+    let net = Net::new();
+    let dir = std::env::temp_dir().join(format!("ddpdk-svc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cmds = dir.join("service.cmds");
+    std::fs::write(&cmds, "wait closed 60\nshow fwd stats all\nquit\n").unwrap();
+    for (service, port, count, want_peer) in [
+        (
+            "echo",
+            "7",
+            "300",
+            "300 messages echoed: bytes, stream, PPID and U flag the same",
+        ),
+        (
+            "discard",
+            "9",
+            "100",
+            "100 messages sent, nothing came back",
+        ),
+        ("daytime", "13", "1", "the peer shut the association down"),
+    ] {
+        let extra: Vec<std::ffi::OsString> = ["--service", service, "--sctp-port", port]
+            .iter()
+            .map(Into::into)
+            .collect();
+        let extra: Vec<&std::ffi::OsStr> = extra.iter().map(|s| s.as_os_str()).collect();
+        let server = af_packet_server(
+            &ddpdk,
+            (&format!("ddpdk-svc-{service}"), "198.18.2.2"),
+            &net.dpdk_if,
+            &extra,
+            &cmds,
+        );
+        let peer = Command::new("ip")
+            .args(["netns", "exec", &net.ns, PEER, "service", service])
+            .args(["198.18.2.1", "198.18.2.2", port, count])
+            .output()
+            .unwrap();
+        let (status, server_text) = server.join().unwrap();
+        let peer_text = text(&peer);
+        assert!(
+            peer.status.success() && peer_text.contains(want_peer),
+            "{service}: peer:\n{peer_text}\nddpdk:\n{server_text}"
+        );
+        assert!(status.success(), "{service}: ddpdk:\n{server_text}");
+        assert!(
+            server_text.contains(&format!(
+                "Association 1 accepted from 198.18.2.1 port {port}"
+            )) && server_text.contains("closed: Shutdown"),
+            "{service}: ddpdk:\n{server_text}"
+        );
+    }
+}
+
+/// Issue 16 item 2: `--reconnect` keeps an association to its peer: usrsctp aborts each one as
+/// it comes up, three times, and ddpdk opens the next a second after each ABORT.
+#[test]
+fn ddpdk_reassociates_after_each_abort_from_usrsctp() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(
+        unsafe_free_is_root(),
+        "needs root: network namespaces, veths and raw sockets"
+    );
+    let ddpdk = ddpdk_binary();
+    let net = Net::new();
+    let peer = Command::new("ip")
+        .args(["netns", "exec", &net.ns, PEER, "service", "abort"])
+        .args(["198.18.2.1", "7000", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = Command::new(&ddpdk)
+        .args([
+            "--lcores",
+            "0@0,1@1",
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "--log-level=*:error",
+            &format!("--file-prefix=ddpdk-rec-{}", std::process::id()),
+            &format!("--vdev=net_af_packet0,iface={},qpairs=2", net.dpdk_if),
+            "--",
+            "--ip",
+            "198.18.2.2",
+            "--sctp-port",
+            "7000",
+            "--reconnect",
+            "198.18.2.1",
+            "--run-for",
+            "8",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let peer = peer.wait_with_output().unwrap();
+    let (client_text, peer_text) = (text(&client), text(&peer));
+    assert!(
+        peer.status.success() && peer_text.contains("association 3 up, aborted"),
+        "peer:\n{peer_text}\nddpdk:\n{client_text}"
+    );
+    assert!(client.status.success(), "ddpdk:\n{client_text}");
+    for k in 1..=3 {
+        assert!(
+            client_text.contains(&format!(
+                "Association {k} with 198.18.2.1 port 7000 closed: PeerAbort"
+            )),
+            "association {k}:\n{client_text}"
+        );
+    }
+}

@@ -15,6 +15,19 @@
 //! session, waits for the
 //! peer's Terminate, and shuts the association down. Every DATA chunk it sends is unordered.
 //! It prints one line per step; the last says `ok`. Exit status 1 on any failure.
+//!
+//! ```text
+//! usrsctp-raw-peer service (echo|discard|daytime) LOCAL_IP PEER_IP PORT [COUNT]
+//! usrsctp-raw-peer service abort LOCAL_IP PORT COUNT
+//! ```
+//!
+//! The test services' other end (issue 16 item 2), still with DDP's Adaptation Layer
+//! Indication: `echo` sends COUNT messages of assorted sizes, streams and PPIDs (none 17, which
+//! DDP's session machine would answer) and expects each back, bytes, stream and PPID the same;
+//! `discard` sends COUNT and expects nothing back, then shuts down; `daytime` expects one
+//! message on stream 0 with PPID 0 ending "UTC\n" and then the peer's SHUTDOWN. `abort`
+//! listens on PORT and aborts each of COUNT associations as it comes up (a peer for a client
+//! that keeps re-associating).
 
 use std::net::IpAddr;
 use std::process::ExitCode;
@@ -111,6 +124,9 @@ fn be64(b: &[u8], k: usize) -> u64 {
 
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("service") {
+        return service(&args[1..]);
+    }
     let local: IpAddr = arg(&args, 1, "LOCAL_IP")?;
     let peer: IpAddr = arg(&args, 2, "PEER_IP")?;
     let port: u16 = arg(&args, 3, "PORT")?;
@@ -260,6 +276,163 @@ fn run() -> Result<(), String> {
         }
     }
     ep.shutdown().map_err(|e| format!("shutdown: {e}"))?;
+    loop {
+        match next(&mut ep, "SHUTDOWN COMPLETE")? {
+            Received::Notification(Notification::ShutdownComplete) => break,
+            Received::Notification(n @ Notification::CommLost { .. }) => {
+                return Err(format!("instead of a shutdown: {n:?}"))
+            }
+            _ => {}
+        }
+    }
+    println!("association shut down");
+    Ok(())
+}
+
+/// The messages of `service echo` and `service discard`: k-th on stream k % 4, PPID from a
+/// list without 17, 1 to 1200 bytes (one DATA chunk on a 1500-byte link).
+fn service_messages(count: usize) -> Vec<(u16, u32, Vec<u8>)> {
+    (0..count)
+        .map(|k| {
+            let len = 1 + (k * 37) % 1200;
+            let bytes = (0..len).map(|i| (i + k) as u8).collect();
+            ((k % 4) as u16, [0, 16, 51, 1234][k % 4], bytes)
+        })
+        .collect()
+}
+
+fn send_on(ep: &mut Endpoint, stream: u16, ppid: u32, data: &[u8]) -> Result<(), String> {
+    let deadline = Instant::now() + STEP;
+    loop {
+        match ep.send(stream, ppid, true, data) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                // Take what came back meanwhile: the echo's window is ours too.
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            Err(e) => return Err(format!("send: {e}")),
+        }
+    }
+}
+
+/// Waits for COMM_UP (and the peer's adaptation indication, which must be DDP's).
+fn wait_up(ep: &mut Endpoint) -> Result<(), String> {
+    let (mut up, mut adaptation) = (false, None);
+    while !up || adaptation.is_none() {
+        match next(ep, "the association")? {
+            Received::Notification(Notification::CommUp { .. }) => up = true,
+            Received::Notification(Notification::AdaptationIndication(a)) => adaptation = Some(a),
+            Received::Notification(n @ Notification::CantStartAssoc { .. }) => {
+                return Err(format!("no association: {n:?}"))
+            }
+            other => return Err(format!("before COMM_UP: {other:?}")),
+        }
+    }
+    if adaptation != Some(1) {
+        return Err(format!(
+            "the peer's adaptation indication is {adaptation:?}, not DDP (1)"
+        ));
+    }
+    Ok(())
+}
+
+fn service(args: &[String]) -> Result<(), String> {
+    let kind: String = arg(args, 1, "SERVICE")?;
+    raw::init().map_err(|e| format!("usrsctp init: {e}"))?;
+    if kind == "abort" {
+        let local: IpAddr = arg(args, 2, "LOCAL_IP")?;
+        let port: u16 = arg(args, 3, "PORT")?;
+        let count: u32 = arg(args, 4, "COUNT")?;
+        for k in 1..=count {
+            // A new listening socket each time: an endpoint here carries one association.
+            let mut ep = Endpoint::raw_ip(local, port, Some(1))
+                .map_err(|e| format!("usrsctp socket: {e}"))?;
+            ep.listen().map_err(|e| format!("listen: {e}"))?;
+            wait_up(&mut ep)?;
+            ep.abort().map_err(|e| format!("abort: {e}"))?;
+            println!("association {k} up, aborted");
+            drop(ep);
+        }
+        return Ok(());
+    }
+    let local: IpAddr = arg(args, 2, "LOCAL_IP")?;
+    let peer: IpAddr = arg(args, 3, "PEER_IP")?;
+    let port: u16 = arg(args, 4, "PORT")?;
+    let count: usize = if args.len() > 5 {
+        arg(args, 5, "COUNT")?
+    } else {
+        100
+    };
+    let mut ep =
+        Endpoint::raw_ip(local, port, Some(1)).map_err(|e| format!("usrsctp socket: {e}"))?;
+    ep.connect_ip(peer, port)
+        .map_err(|e| format!("connect: {e}"))?;
+    wait_up(&mut ep)?;
+    println!("associated with the {kind} service on port {port}");
+    match kind.as_str() {
+        "echo" => {
+            let msgs = service_messages(count);
+            let mut got = Vec::new();
+            for (stream, ppid, data) in &msgs {
+                send_on(&mut ep, *stream, *ppid, data)?;
+                while let Some(r) = ep.recv() {
+                    match r {
+                        Received::Message(m) => got.push((m.stream, m.ppid, m.unordered, m.data)),
+                        other => return Err(format!("while sending: {other:?}")),
+                    }
+                }
+            }
+            while got.len() < msgs.len() {
+                let m = next_message(&mut ep, "an echo")?;
+                got.push((m.stream, m.ppid, m.unordered, m.data));
+            }
+            // Unordered both ways: compare as sets, each message once.
+            let mut want: Vec<_> = msgs
+                .iter()
+                .map(|(s, p, d)| (*s, *p, true, d.clone()))
+                .collect();
+            want.sort();
+            got.sort();
+            if got != want {
+                return Err("the echoes differ from what was sent".into());
+            }
+            println!("{count} messages echoed: bytes, stream, PPID and U flag the same");
+            ep.shutdown().map_err(|e| format!("shutdown: {e}"))?;
+        }
+        "discard" => {
+            for (stream, ppid, data) in service_messages(count) {
+                send_on(&mut ep, stream, ppid, &data)?;
+            }
+            let quiet = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < quiet {
+                if let Some(r) = ep.recv() {
+                    return Err(format!("the discard service answered: {r:?}"));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            println!("{count} messages sent, nothing came back");
+            ep.shutdown().map_err(|e| format!("shutdown: {e}"))?;
+        }
+        "daytime" => {
+            let m = next_message(&mut ep, "the time")?;
+            let text = String::from_utf8_lossy(&m.data).into_owned();
+            if (m.stream, m.ppid, m.unordered) != (0, 0, true) || !text.ends_with("UTC\n") {
+                return Err(format!("not the time on stream 0, PPID 0: {m:?}"));
+            }
+            println!("the time: {}", text.trim_end());
+            loop {
+                match next(&mut ep, "the peer's SHUTDOWN")? {
+                    Received::Notification(Notification::ShutdownEvent) => break,
+                    Received::Notification(n @ Notification::CommLost { .. }) => {
+                        return Err(format!("instead of a SHUTDOWN: {n:?}"))
+                    }
+                    _ => {}
+                }
+            }
+            println!("the peer shut the association down");
+        }
+        other => return Err(format!("no service {other:?}")),
+    }
     loop {
         match next(&mut ep, "SHUTDOWN COMPLETE")? {
             Received::Notification(Notification::ShutdownComplete) => break,
