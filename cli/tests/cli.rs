@@ -751,6 +751,168 @@ fn every_frame_on_the_wire_passes_tshark() {
             .all(|(k, r)| r.original == k as u64),
         "performed one after another"
     );
+    dissector_decodes_what_we_decode(&pcap, &rdmap);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Lua dissector of deploy/wireshark (issue 17 item 3).
+fn dissector() -> String {
+    format!(
+        "lua_script:{}",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/wireshark/ddp.lua")
+    )
+}
+
+/// Issue 17 item 3: tshark with `deploy/wireshark/ddp.lua` reads the loopback's capture field
+/// by field as this file's own decoder does: RDMAP opcodes of stream 2 in order, the Read
+/// Requests' sizes and sinks, the Read Responses' STags, the session control messages of both
+/// streams, and no expert info on any of our frames.
+fn dissector_decodes_what_we_decode(pcap: &std::path::Path, rdmap: &[RdmapSegment]) {
+    let lua = dissector();
+    let with = |filter: &str, field: &str| tshark::fields_with(pcap, &["-X", &lua], filter, field);
+    // Stream 2 is the RDMAP stream; stream 1's RsvdULP is not RDMAP's (version 0).
+    let opcodes = with("rdmap", "rdmap.opcode");
+    let ours: Vec<String> = rdmap.iter().map(|s| s.opcode.bits().to_string()).collect();
+    assert_eq!(
+        opcodes.len(),
+        ours.len(),
+        "one RDMAP header per stream-2 segment"
+    );
+    assert_eq!(opcodes, ours, "RDMAP opcodes, segment by segment");
+    let sizes = with("rdmap.opcode == 1", "rdmap.read.size");
+    let our_sizes: Vec<String> = rdmap
+        .iter()
+        .filter_map(|s| s.read_request.map(|r| r.size.to_string()))
+        .collect();
+    assert_eq!(sizes, our_sizes, "Read Request sizes");
+    let sinks = with("rdmap.opcode == 1", "rdmap.read.sink_stag");
+    let our_sinks: Vec<String> = rdmap
+        .iter()
+        .filter_map(|s| s.read_request.map(|r| format!("{:#010x}", r.sink_stag)))
+        .collect();
+    assert_eq!(sinks, our_sinks, "Read Request Data Sink STags");
+    let response_stags = with("rdmap.opcode == 2", "rddp.stag");
+    let our_stags: Vec<String> = rdmap
+        .iter()
+        .filter(|s| s.opcode == Opcode::ReadResponse)
+        .filter_map(|s| s.stag.map(|t| format!("{t:#010x}")))
+        .collect();
+    assert_eq!(response_stags, our_stags, "Read Responses' STags");
+    let lens = with("rdmap.opcode == 2", "rddp.payload_len");
+    let our_lens: Vec<String> = rdmap
+        .iter()
+        .filter(|s| s.opcode == Opcode::ReadResponse)
+        .map(|s| s.payload_len.to_string())
+        .collect();
+    assert_eq!(lens, our_lens, "Read Responses' payload lengths");
+    // Session control (RFC 5043 §5.2.3): an Initiate and an Accept per stream, Terminates.
+    let functions = with("rddp_sc", "rddp_sc.function");
+    for (code, n) in [("1", 2), ("2", 2)] {
+        assert_eq!(
+            functions.iter().filter(|f| f.as_str() == code).count(),
+            n,
+            "function {code}: {functions:?}"
+        );
+    }
+    assert!(
+        functions.iter().any(|f| f == "4"),
+        "a Terminate: {functions:?}"
+    );
+    assert!(
+        with("_ws.expert", "_ws.expert.message").is_empty(),
+        "expert info on our own frames"
+    );
+}
+
+/// One Ethernet/IPv4/SCTP frame with a DATA chunk of `ppid` carrying `data`, in a pcap file.
+fn one_data_frame_pcap(path: &std::path::Path, ppid: u32, data: &[u8]) {
+    let mut chunk = vec![0u8, 0x07]; // DATA, U B E
+    chunk.extend_from_slice(&(16 + data.len() as u16).to_be_bytes());
+    chunk.extend_from_slice(&1u32.to_be_bytes()); // TSN
+    chunk.extend_from_slice(&[0, 1, 0, 0]); // stream 1, SSN 0
+    chunk.extend_from_slice(&ppid.to_be_bytes());
+    chunk.extend_from_slice(data);
+    while chunk.len() % 4 != 0 {
+        chunk.push(0);
+    }
+    let mut sctp = vec![0x13, 0x88, 0x13, 0x88, 0, 0, 0, 1, 0, 0, 0, 0];
+    sctp.extend_from_slice(&chunk);
+    let total = 20 + sctp.len() as u16;
+    let mut frame = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    frame.extend_from_slice(&[
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        132,
+        0,
+        0,
+    ]);
+    frame.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 2]);
+    frame.extend_from_slice(&sctp);
+    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    pcap.extend_from_slice(&65535u32.to_le_bytes());
+    pcap.extend_from_slice(&1u32.to_le_bytes()); // Ethernet
+    pcap.extend_from_slice(&[0; 8]);
+    pcap.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    pcap.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    pcap.extend_from_slice(&frame);
+    std::fs::write(path, pcap).expect("write pcap");
+}
+
+/// Issue 17 item 3: the dissector's expert info for malformed DDP: a segment shorter than its
+/// header, an untagged one cut inside its header, a session control message under 4 bytes, a
+/// Terminate with Private Data, a truncated Read Request.
+#[test]
+fn dissector_flags_malformed_segments() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-lua-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let lua = dissector();
+    let rdmap_read_request_cut = {
+        // DDP-SSN, untagged DV 1 L, RsvdULP: RDMAP v1 opcode 1, QN 1, MSN 1, MO 0; 8 bytes of 28.
+        let mut d = vec![
+            0, 1, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0,
+        ];
+        d.extend_from_slice(&[0; 8]);
+        d
+    };
+    for (name, ppid, data, want) in [
+        (
+            "short",
+            16,
+            vec![0u8, 1],
+            "Segment shorter than its DDP header",
+        ),
+        (
+            "untagged",
+            16,
+            vec![0, 1, 0x41, 0, 0, 0, 0, 0, 0, 0],
+            "Segment shorter than its DDP header",
+        ),
+        (
+            "sc",
+            17,
+            vec![0, 0, 0],
+            "Stream Session Control shorter than 4 bytes",
+        ),
+        (
+            "terminate",
+            17,
+            vec![0, 5, 0, 4, 1, 2],
+            "Terminate carries Private Data",
+        ),
+        ("read", 16, rdmap_read_request_cut, "RDMAP header truncated"),
+    ] {
+        let pcap = dir.join(format!("{name}.pcap"));
+        one_data_frame_pcap(&pcap, ppid, &data);
+        let got = tshark::fields_with(&pcap, &["-X", &lua], "_ws.expert", "_ws.expert.message");
+        assert!(got.iter().any(|m| m.contains(want)), "{name}: {got:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

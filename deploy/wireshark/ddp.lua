@@ -1,0 +1,198 @@
+-- Wireshark / tshark dissector for DDP over SCTP (RFC 5043 on RFC 5041) and RDMAP
+-- (RFC 5040, RFC 7306), registered on SCTP PPID 16 (DDP Segment) and 17 (DDP Stream Session
+-- Control). Wireshark 4.0 has no dissector for either. Filter names: rddp (segments; "ddp" is
+-- AppleTalk's), rddp_sc (session control), rdmap.
+--
+--   wireshark -X lua_script:deploy/wireshark/ddp.lua capture.pcap
+--   tshark -X lua_script:deploy/wireshark/ddp.lua -r capture.pcap -Y rddp.t==1 -T fields -e rddp.stag
+--
+-- Or copy it into ~/.local/lib/wireshark/plugins/. The RsvdULP of a segment is read as an
+-- RDMAP control field when its version bits say RDMAP version 1 (preference "rdmap": auto),
+-- always, or never.
+
+local ddp = Proto("rddp", "Direct Data Placement over SCTP (RFC 5043, RFC 5041)")
+local ddpsc = Proto("rddp_sc", "DDP Stream Session Control (RFC 5043 §5.2.3)")
+local rdmap = Proto("rdmap", "RDMA Protocol (RFC 5040, RFC 7306)")
+
+local functions = { [1] = "Initiate", [2] = "Accept", [3] = "Reject", [4] = "Terminate" }
+local opcodes = {
+    [0] = "RDMA Write", [1] = "RDMA Read Request", [2] = "RDMA Read Response", [3] = "Send",
+    [4] = "Send with Invalidate", [5] = "Send with Solicited Event",
+    [6] = "Send with Solicited Event and Invalidate", [7] = "Terminate",
+    [8] = "Immediate Data", [9] = "Immediate Data with Solicited Event",
+    [10] = "Atomic Request", [11] = "Atomic Response",
+}
+local layers = { [0] = "RDMAP", [1] = "DDP", [2] = "LLP" }
+
+local f = {
+    sc_ssn = ProtoField.uint16("rddp_sc.ssn", "DDP-SSN"),
+    sc_function = ProtoField.uint16("rddp_sc.function", "Function Code", base.DEC, functions),
+    sc_private = ProtoField.bytes("rddp_sc.private_data", "Private Data"),
+    sc_private_len = ProtoField.uint16("rddp_sc.private_data_len", "Private Data length"),
+
+    ssn = ProtoField.uint16("rddp.ssn", "DDP-SSN"),
+    control = ProtoField.uint8("rddp.control", "Control", base.HEX),
+    t = ProtoField.bool("rddp.t", "Tagged (T)", 8, nil, 0x80),
+    l = ProtoField.bool("rddp.l", "Last (L)", 8, nil, 0x40),
+    dv = ProtoField.uint8("rddp.dv", "DDP version (DV)", base.DEC, nil, 0x03),
+    rsvdulp = ProtoField.bytes("rddp.rsvdulp", "RsvdULP"),
+    stag = ProtoField.uint32("rddp.stag", "STag", base.HEX),
+    to = ProtoField.uint64("rddp.to", "Tagged Offset (TO)", base.HEX),
+    qn = ProtoField.uint32("rddp.qn", "Queue Number (QN)"),
+    msn = ProtoField.uint32("rddp.msn", "Message Sequence Number (MSN)"),
+    mo = ProtoField.uint32("rddp.mo", "Message Offset (MO)"),
+    payload_len = ProtoField.uint32("rddp.payload_len", "Payload length"),
+    payload = ProtoField.bytes("rddp.payload", "Payload"),
+
+    rv = ProtoField.uint8("rdmap.version", "RDMAP version", base.DEC, nil, 0xc0),
+    opcode = ProtoField.uint8("rdmap.opcode", "Opcode", base.DEC, opcodes, 0x0f),
+    inval = ProtoField.uint32("rdmap.invalidate_stag", "Invalidate STag", base.HEX),
+    sink_stag = ProtoField.uint32("rdmap.read.sink_stag", "Data Sink STag", base.HEX),
+    sink_to = ProtoField.uint64("rdmap.read.sink_to", "Data Sink Tagged Offset", base.HEX),
+    read_size = ProtoField.uint32("rdmap.read.size", "RDMA Read Message Size"),
+    src_stag = ProtoField.uint32("rdmap.read.source_stag", "Data Source STag", base.HEX),
+    src_to = ProtoField.uint64("rdmap.read.source_to", "Data Source Tagged Offset", base.HEX),
+    imm = ProtoField.uint64("rdmap.immediate_data", "Immediate Data", base.HEX),
+    term_layer = ProtoField.uint8("rdmap.term.layer", "Layer", base.DEC, layers, 0xf0),
+    term_etype = ProtoField.uint8("rdmap.term.etype", "Error type", base.HEX, nil, 0x0f),
+    term_code = ProtoField.uint8("rdmap.term.code", "Error code", base.HEX),
+    term_hdrct = ProtoField.uint8("rdmap.term.hdrct", "Header control (M D R)", base.HEX, nil, 0xe0),
+}
+ddpsc.fields = { f.sc_ssn, f.sc_function, f.sc_private, f.sc_private_len }
+ddp.fields = { f.ssn, f.control, f.t, f.l, f.dv, f.rsvdulp, f.stag, f.to, f.qn, f.msn, f.mo,
+    f.payload_len, f.payload }
+rdmap.fields = { f.rv, f.opcode, f.inval, f.sink_stag, f.sink_to, f.read_size, f.src_stag,
+    f.src_to, f.imm, f.term_layer, f.term_etype, f.term_code, f.term_hdrct }
+
+local e_short = ProtoExpert.new("rddp.malformed", "Segment shorter than its DDP header",
+    expert.group.MALFORMED, expert.severity.ERROR)
+local e_sc_short = ProtoExpert.new("rddp_sc.malformed",
+    "Stream Session Control shorter than 4 bytes", expert.group.MALFORMED, expert.severity.ERROR)
+local e_private = ProtoExpert.new("rddp_sc.private_too_long",
+    "Private Data over 512 bytes (RFC 5043 §6)", expert.group.PROTOCOL, expert.severity.WARN)
+local e_terminate_data = ProtoExpert.new("rddp_sc.terminate_data",
+    "Terminate carries Private Data (RFC 5043 §5.2.3)", expert.group.PROTOCOL, expert.severity.WARN)
+local e_rdmap_short = ProtoExpert.new("rdmap.malformed", "RDMAP header truncated",
+    expert.group.MALFORMED, expert.severity.ERROR)
+ddp.experts = { e_short }
+ddpsc.experts = { e_sc_short, e_private, e_terminate_data }
+rdmap.experts = { e_rdmap_short }
+
+ddp.prefs.rdmap = Pref.enum("Decode RsvdULP as RDMAP", 1,
+    "When to read a segment's RsvdULP as an RDMAP control field",
+    { { 1, "auto (RDMAP version 1)", 1 }, { 2, "always", 2 }, { 3, "never", 3 } }, false)
+
+function ddpsc.dissector(buf, pinfo, tree)
+    pinfo.cols.protocol = "DDP/SC"
+    local t = tree:add(ddpsc, buf())
+    if buf:len() < 4 then
+        t:add_proto_expert_info(e_sc_short)
+        return
+    end
+    t:add(f.sc_ssn, buf(0, 2))
+    t:add(f.sc_function, buf(2, 2))
+    local fc = buf(2, 2):uint()
+    local n = buf:len() - 4
+    t:add(f.sc_private_len, n):set_generated()
+    if n > 0 then
+        t:add(f.sc_private, buf(4, n))
+    end
+    if n > 512 then
+        t:add_proto_expert_info(e_private)
+    end
+    if fc == 4 and n > 0 then
+        t:add_proto_expert_info(e_terminate_data)
+    end
+    local name = functions[fc] or string.format("function %d", fc)
+    pinfo.cols.info:append(string.format(" DDP Session %s (DDP-SSN %d)", name, buf(0, 2):uint()))
+end
+
+-- The RDMAP header inside an untagged segment's payload (RFC 5040 §4.4, §4.8; RFC 7306).
+local function rdmap_payload(op, payload, t)
+    local len = payload:len()
+    if op == 1 then
+        if len < 28 then return t:add_proto_expert_info(e_rdmap_short) end
+        t:add(f.sink_stag, payload(0, 4))
+        t:add(f.sink_to, payload(4, 8))
+        t:add(f.read_size, payload(12, 4))
+        t:add(f.src_stag, payload(16, 4))
+        t:add(f.src_to, payload(20, 8))
+    elseif op == 7 then
+        if len < 4 then return t:add_proto_expert_info(e_rdmap_short) end
+        t:add(f.term_layer, payload(0, 1))
+        t:add(f.term_etype, payload(0, 1))
+        t:add(f.term_code, payload(1, 1))
+        t:add(f.term_hdrct, payload(2, 1))
+    elseif op == 8 or op == 9 then
+        if len < 8 then return t:add_proto_expert_info(e_rdmap_short) end
+        t:add(f.imm, payload(0, 8))
+    end
+end
+
+function ddp.dissector(buf, pinfo, tree)
+    pinfo.cols.protocol = "DDP"
+    local t = tree:add(ddp, buf())
+    if buf:len() < 3 then
+        t:add_proto_expert_info(e_short)
+        return
+    end
+    t:add(f.ssn, buf(0, 2))
+    local ctl = buf(2, 1):uint()
+    local tagged = bit.band(ctl, 0x80) ~= 0
+    local hdr = tagged and 14 or 18
+    if buf:len() < 2 + hdr then
+        t:add(f.control, buf(2, 1))
+        t:add_proto_expert_info(e_short)
+        return
+    end
+    local c = t:add(f.control, buf(2, 1))
+    c:add(f.t, buf(2, 1))
+    c:add(f.l, buf(2, 1))
+    c:add(f.dv, buf(2, 1))
+    local rsvd = tagged and buf(3, 1) or buf(3, 5)
+    t:add(f.rsvdulp, rsvd)
+    local info
+    if tagged then
+        t:add(f.stag, buf(4, 4))
+        t:add(f.to, buf(8, 8))
+        info = string.format(" Tagged STag 0x%08x TO 0x%x", buf(4, 4):uint(), buf(8, 8):uint64():tonumber())
+    else
+        t:add(f.qn, buf(8, 4))
+        t:add(f.msn, buf(12, 4))
+        t:add(f.mo, buf(16, 4))
+        info = string.format(" Untagged QN %d MSN %d MO %d", buf(8, 4):uint(), buf(12, 4):uint(),
+            buf(16, 4):uint())
+    end
+    local plen = buf:len() - 2 - hdr
+    t:add(f.payload_len, plen):set_generated()
+    if plen > 0 then
+        t:add(f.payload, buf(2 + hdr, plen))
+    end
+    if bit.band(ctl, 0x40) ~= 0 then
+        info = info .. " L"
+    end
+    -- RDMAP: version 1 in the top two bits of the first RsvdULP octet (RFC 5040 §4.1).
+    local first = rsvd(0, 1):uint()
+    local mode = ddp.prefs.rdmap
+    if mode == 2 or (mode == 1 and bit.rshift(first, 6) == 1) then
+        pinfo.cols.protocol = "RDMAP"
+        local r = tree:add(rdmap, rsvd)
+        r:add(f.rv, rsvd(0, 1))
+        r:add(f.opcode, rsvd(0, 1))
+        local op = bit.band(first, 0x0f)
+        if not tagged then
+            r:add(f.inval, rsvd(1, 4))
+            if plen > 0 then
+                rdmap_payload(op, buf(2 + hdr, plen):tvb(), r)
+            elseif op == 1 or op == 7 then
+                r:add_proto_expert_info(e_rdmap_short)
+            end
+        end
+        info = " " .. (opcodes[op] or string.format("opcode %d", op)) .. info
+    end
+    pinfo.cols.info:append(info)
+end
+
+local ppi = DissectorTable.get("sctp.ppi")
+ppi:add(16, ddp)
+ppi:add(17, ddpsc)
