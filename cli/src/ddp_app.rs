@@ -270,6 +270,17 @@ impl Shared {
                 v.sessions.clear();
                 note(json, format_args!("Association {conn}: the peer restarted"));
             }
+            Indication::PathChange { active } => note(
+                json,
+                format_args!(
+                    "Association {conn}: path {} (RFC 9260 §8.2)",
+                    if active {
+                        "active again"
+                    } else {
+                        "inactive: Path.Max.Retrans failures in a row"
+                    }
+                ),
+            ),
             // RFC 5040 §5.3: every data core has dropped it by the time this arrives.
             Indication::Received {
                 stream,

@@ -205,8 +205,9 @@ pub struct Options {
 
     /// DDP endpoints: an SCTP protocol parameter, NAME=VALUE (repeatable, applied after
     /// --rto-min-ms and --rto-initial-ms): rto_initial_ms, rto_min_ms, rto_max_ms,
-    /// max_init_retransmits, assoc_max_retrans, valid_cookie_life_ms, hb_interval_ms (0: off),
-    /// sack_delay_ms, sack_freq, max_burst, a_rwnd. `show config sctp` prints them all.
+    /// max_init_retransmits, assoc_max_retrans, path_max_retrans, valid_cookie_life_ms,
+    /// hb_interval_ms (0: off), sack_delay_ms, sack_freq, max_burst, a_rwnd. `show config
+    /// sctp` prints them all.
     #[arg(long = "sctp", value_name = "NAME=VALUE")]
     pub sctp: Vec<String>,
 

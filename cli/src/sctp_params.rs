@@ -1,8 +1,8 @@
 //! The SCTP protocol parameters an operator sets, as every SCTP stack exposes them (RFC 9260
 //! §16; usrsctp's sysctls, Linux's `net.sctp.*`): `--sctp NAME=VALUE` at start-up, `set sctp
 //! NAME VALUE` in the shell (for associations made after it, as a sysctl does), `show config
-//! sctp`. Path.Max.Retrans is not among them: the endpoint is single-homed, and with one path
-//! Association.Max.Retrans is what ends an association (§8.1, §8.2).
+//! sctp`. The endpoint is single-homed: Path.Max.Retrans reports its one path inactive (§8.2)
+//! while Association.Max.Retrans is what ends the association (§8.1).
 
 use std::time::Duration;
 
@@ -70,6 +70,15 @@ pub const PARAMS: &[Param] = &[
         max: 255,
         get: |c| u64::from(c.assoc_max_retrans),
         set: |c, v| c.assoc_max_retrans = v as u32,
+    },
+    Param {
+        name: "path_max_retrans",
+        what: "Path.Max.Retrans (§8.2): the path is reported inactive",
+        unit: "",
+        min: 1,
+        max: 255,
+        get: |c| u64::from(c.path_max_retrans),
+        set: |c, v| c.path_max_retrans = v as u32,
     },
     Param {
         name: "valid_cookie_life_ms",
@@ -245,7 +254,7 @@ mod tests {
         assert!(e.contains("rto_min <= rto_max"), "{e}");
         let e = set(&mut c, "max_burst", "x").unwrap_err();
         assert!(e.contains("whole number"), "{e}");
-        let e = set(&mut c, "path_max_retrans", "5").unwrap_err();
+        let e = set(&mut c, "path_max_retries", "5").unwrap_err();
         assert!(e.contains("one of: rto_initial_ms"), "{e}");
         assert_eq!(c, before, "a refused setting changes nothing");
         let e = apply(&mut c, &["max_burst".into()]).unwrap_err();

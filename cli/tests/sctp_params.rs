@@ -29,7 +29,7 @@ fn eal() -> Vec<String> {
 #[test]
 fn a_bad_sctp_option_is_refused_before_the_eal_runs() {
     for (arg, want) in [
-        ("path_max_retrans=5", "one of: rto_initial_ms"),
+        ("path_max_retries=5", "one of: rto_initial_ms"),
         ("sack_delay_ms=600", "1..=500"),
         ("max_burst", "NAME=VALUE"),
         ("rto_min_ms=70000", "rto_min <= rto_max"),

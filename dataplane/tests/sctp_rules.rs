@@ -977,6 +977,47 @@ fn cut_path_fails_the_association_6_3_3_8_2() {
     );
 }
 
+/// §8.2: after more than Path.Max.Retrans consecutive failures the path is reported inactive
+/// (the upper layer is told) while the association goes on, on its one path; the next
+/// acknowledgement makes it active again and says so. (Association.Max.Retrans ends it:
+/// `cut_path_fails_the_association_6_3_3_8_2`.)
+#[test]
+fn path_max_retrans_reports_the_path_inactive_then_active_8_2() {
+    let mut p = Pair::new();
+    let path_max = cfg(C_PORT).path_max_retrans;
+    assert!(path_max < cfg(C_PORT).assoc_max_retrans);
+    let _ = events(&mut p.c);
+    p.c.send(0, 16, b"into the void, for a while").unwrap();
+    drain(&mut p.c, t(10));
+    let mut last = t(10);
+    for _ in 0..=path_max {
+        let at = p.c.poll_timeout().unwrap();
+        p.c.handle_timeout(at);
+        drain(&mut p.c, at);
+        last = at;
+    }
+    assert_eq!(p.c.stats().t3_expiries, u64::from(path_max) + 1);
+    assert_eq!(events(&mut p.c), vec![Event::PathChange { active: false }]);
+    assert_eq!(p.c.stats().path_inactive, 1);
+    assert_eq!(
+        p.c.state(),
+        State::Established,
+        "one path: the association goes on"
+    );
+    // The path comes back: the next retransmission gets through and is acknowledged.
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    p.exchange(at, |_, _| true);
+    p.tick(at + Duration::from_millis(300));
+    p.exchange(at + Duration::from_millis(300), |_, _| true);
+    assert!(at > last);
+    assert_eq!(events(&mut p.c), vec![Event::PathChange { active: true }]);
+    assert_eq!(
+        p.got_s.last().map(|m| &m.2[..]),
+        Some(&b"into the void, for a while"[..])
+    );
+}
+
 /// §8.3: an idle path gets a HEARTBEAT after HB.interval + RTO; the peer echoes the info and
 /// the ACK clears it.
 #[test]

@@ -499,6 +499,9 @@ pub enum Indication {
     },
     /// The peer restarted (RFC 9260 §5.2.4): every session ended; the association continues.
     PeerRestarted,
+    /// The path went inactive after Path.Max.Retrans consecutive failures, or active again
+    /// (RFC 9260 §8.2: the upper layer is told). The association keeps sending on its one path.
+    PathChange { active: bool },
     /// The association is over (after every stream's session ended).
     Closed(CloseReason),
 }

@@ -726,6 +726,11 @@ impl Connection {
                     self.sink.indications.push_back(Indication::PeerRestarted);
                 }
                 SctpEvent::ShutdownReceived => {}
+                SctpEvent::PathChange { active } => {
+                    self.sink
+                        .indications
+                        .push_back(Indication::PathChange { active });
+                }
                 SctpEvent::Closed(reason) => {
                     self.end_all_sessions();
                     self.closed = true;

@@ -123,6 +123,12 @@ pub enum Event {
     },
     /// The peer started a graceful shutdown: no new messages can be sent.
     ShutdownReceived,
+    /// The path went inactive (more than Path.Max.Retrans consecutive failures, §8.2) or
+    /// active again (an acknowledgement or a HEARTBEAT ACK, §8.3). With one path the
+    /// association keeps sending on it either way.
+    PathChange {
+        active: bool,
+    },
     Closed(CloseReason),
 }
 
@@ -217,6 +223,8 @@ pub struct Stats {
     /// INIT ACKs without a State Cookie, reported in an ERROR (Missing Mandatory Parameter,
     /// §3.3.10.2) and otherwise ignored: T1-init goes on.
     pub init_acks_without_cookie: u64,
+    /// Times the path went inactive (Path.Max.Retrans consecutive failures, §8.2).
+    pub path_inactive: u64,
     /// DATA fragments taken (a message split by a small-MTU path, RFC 5043 §9), and the
     /// messages put together from them (RFC 9260 §6.9).
     pub fragments_in: u64,
@@ -373,6 +381,8 @@ pub struct Association {
     /// The TSN being timed for RTT and when it was sent (one measurement per round trip).
     timed: Option<(u32, Instant)>,
     error_count: u32,
+    /// Whether the path is active (§8.2: not more than Path.Max.Retrans failures in a row).
+    path_active: bool,
     // Receive side.
     rx: TsnMap,
     /// Fragments of messages a small-MTU path split (RFC 5043 §9, RFC 9260 §6.9).
@@ -475,6 +485,7 @@ impl Association {
             timed: None,
             gap_acked: 0,
             error_count: 0,
+            path_active: true,
             rx: TsnMap::new(0, cfg.tsn_window),
             reasm: Reassembly::default(),
             rx_room: cfg.a_rwnd,
@@ -1006,7 +1017,7 @@ impl Association {
                     self.stop(Timer::T1);
                     self.state = State::Established;
                     self.peer_cookie = Vec::new();
-                    self.error_count = 0;
+                    self.clear_errors();
                     self.events.push_back(Event::Connected {
                         streams: self.streams,
                         peer_adaptation: self.peer_adaptation,
@@ -1244,7 +1255,7 @@ impl Association {
             // SHUTDOWN, and T2-shutdown restarts: the peer is alive and draining.
             self.pending.sack_now = true;
             self.pending.shutdown = true;
-            self.error_count = 0;
+            self.clear_errors();
             self.arm(Timer::T2, now + self.path.rto.rto());
         }
         if !self.pending.sack_now && !self.running(Timer::Sack) {
@@ -1399,7 +1410,7 @@ impl Association {
 
         if bytes_acked > 0 {
             // §8.1: an acknowledgement of outstanding DATA clears the error counter.
-            self.error_count = 0;
+            self.clear_errors();
         }
         // Congestion window growth (§7.2.1, §7.2.2): only when the cumulative point moves,
         // the window was in use, and not in Fast Recovery.
@@ -1462,7 +1473,7 @@ impl Association {
         let sent = Instant::from_nanos(u64::from_be_bytes(n));
         self.stats.heartbeat_acks_in += 1;
         self.path.hb_nonce = None;
-        self.error_count = 0;
+        self.clear_errors();
         // §8.3: measure RTT from the ACK. §6.3.1 C3 then sets RTO from SRTT and RTTVAR, which
         // ends a T3 back-off (§6.3.3 E2): decided so for issue 16 finding 7, as Linux and
         // usrsctp do (`rto::tests::a_new_measurement_ends_the_back_off_6_3_1_c3_8_3`).
@@ -1778,7 +1789,7 @@ impl Association {
             self.path.hb_nonce = None;
             self.fast_recovery_exit = None;
             self.timed = None;
-            self.error_count = 0;
+            self.clear_errors();
             self.adopt_cookie(&c);
             self.state = State::Established;
             self.pending.cookie_ack = true;
@@ -1897,9 +1908,26 @@ impl Association {
         self.arm(Timer::T2, now + self.path.rto.rto());
     }
 
+    /// An acknowledgement or a HEARTBEAT ACK: the error counter starts over (§8.1, §8.3), and
+    /// an inactive path is active again (§8.2).
+    fn clear_errors(&mut self) {
+        self.error_count = 0;
+        if !self.path_active {
+            self.path_active = true;
+            self.events.push_back(Event::PathChange { active: true });
+        }
+    }
+
     /// One more consecutive failure (§8.2); true if the association is now gone.
     fn count_error(&mut self) -> bool {
         self.error_count += 1;
+        if self.error_count > self.cfg.path_max_retrans && self.path_active {
+            // §8.2: "mark the destination transport address as inactive, and notify the
+            // upper layer".
+            self.path_active = false;
+            self.stats.path_inactive += 1;
+            self.events.push_back(Event::PathChange { active: false });
+        }
         if self.error_count > self.cfg.assoc_max_retrans {
             self.abort_with(AbortCause::Timeout, CloseReason::Unreachable);
             true

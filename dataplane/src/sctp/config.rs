@@ -30,6 +30,12 @@ pub struct Config {
     /// Max.Burst (§6.1 D): new-data packets sent in one go after a SACK or a timer.
     pub max_burst: u32,
     pub assoc_max_retrans: u32,
+    /// Path.Max.Retrans (§8.2): consecutive failures after which the path is reported
+    /// inactive ([`Event::PathChange`]). With our one path the association still sends on it,
+    /// and ends only at `assoc_max_retrans` (§8.1).
+    ///
+    /// [`Event::PathChange`]: super::Event::PathChange
+    pub path_max_retrans: u32,
     pub max_init_retransmits: u32,
     pub valid_cookie_life: Duration,
     /// T5-shutdown-guard (§9.2): how long the SHUTDOWN sender waits before it ABORTs;
@@ -66,6 +72,7 @@ impl Default for Config {
             rto_max: Duration::from_secs(60),
             max_burst: 4,
             assoc_max_retrans: 10,
+            path_max_retrans: 5,
             max_init_retransmits: 8,
             valid_cookie_life: Duration::from_secs(60),
             shutdown_guard: Duration::from_secs(300),
@@ -124,8 +131,13 @@ impl Config {
         if self.valid_cookie_life.is_zero() || self.hb_interval.is_some_and(|d| d.is_zero()) {
             return Err("valid_cookie_life and hb_interval must be above 0");
         }
-        if self.max_init_retransmits == 0 || self.assoc_max_retrans == 0 {
-            return Err("max_init_retransmits and assoc_max_retrans must be at least 1");
+        if self.max_init_retransmits == 0
+            || self.assoc_max_retrans == 0
+            || self.path_max_retrans == 0
+        {
+            return Err(
+                "max_init_retransmits, assoc_max_retrans and path_max_retrans must be at least 1",
+            );
         }
         Ok(())
     }
