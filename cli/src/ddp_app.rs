@@ -21,7 +21,9 @@ use ddpdk_control::conn::{
 };
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::{decode_private_data, RdmaLimits, ATOMIC_WORD};
-use ddpdk_control::runtime::{self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op};
+use ddpdk_control::runtime::{
+    self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeError,
+};
 use ddpdk_control::session::{Event as SessionEvent, State};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal};
@@ -2057,6 +2059,10 @@ impl DdpApp {
             match s.conns.get(&c) {
                 Some(v) if v.closed.is_none() => return,
                 _ => {
+                    // Over: its view and handle go, so attempts every second for days keep
+                    // nothing (the association's end was printed when it came).
+                    s.conns.remove(&c);
+                    let _ = s.control.forget(c);
                     self.reconnect_conn = None;
                     self.reconnect_at = Wall::now() + RECONNECT_AFTER;
                     return;
@@ -2078,6 +2084,8 @@ impl DdpApp {
                     format_args!("Association {c}: opening to {addr} port {port} (--reconnect)"),
                 );
             }
+            // The peer associated first (or an `assoc open` did): that one is kept.
+            Err(RuntimeError::Exists(c)) => self.reconnect_conn = Some(c),
             Err(e) => {
                 drop(s);
                 self.reconnect_at = Wall::now() + RECONNECT_AFTER;

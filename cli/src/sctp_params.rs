@@ -161,31 +161,52 @@ pub fn set(cfg: &mut Config, name: &str, value: &str) -> Result<(), String> {
     }
     let mut next = *cfg;
     (p.set)(&mut next, v);
-    next.validate()
-        .map_err(|e| format!("SCTP parameter {name} = {v}: {e}"))?;
-    // RTO.Initial outside [RTO.Min, RTO.Max] would be clamped silently (§6.3.1 C6, C7): say
-    // so instead.
-    if next.rto_initial < next.rto_min || next.rto_initial > next.rto_max {
-        return Err(format!(
-            "SCTP parameter {name} = {v}: need rto_min_ms <= rto_initial_ms <= rto_max_ms \
-             (now {} <= {} <= {})",
-            ms(next.rto_min),
-            ms(next.rto_initial),
-            ms(next.rto_max)
-        ));
-    }
+    check(&next).map_err(|e| format!("SCTP parameter {name} = {v}: {e}"))?;
     *cfg = next;
     Ok(())
 }
 
-/// Applies `NAME=VALUE` assignments in order.
+/// What the association checks (`Config::validate`), and RTO.Initial within [RTO.Min,
+/// RTO.Max], which it would otherwise clamp silently (§6.3.1 C6, C7).
+fn check(cfg: &Config) -> Result<(), String> {
+    cfg.validate()?;
+    if cfg.rto_initial < cfg.rto_min || cfg.rto_initial > cfg.rto_max {
+        return Err(format!(
+            "need rto_min_ms <= rto_initial_ms <= rto_max_ms (now {} <= {} <= {})",
+            ms(cfg.rto_min),
+            ms(cfg.rto_initial),
+            ms(cfg.rto_max)
+        ));
+    }
+    Ok(())
+}
+
+/// Applies `NAME=VALUE` assignments, each within its range, then checks the result as a
+/// whole: the order of the options does not matter.
 pub fn apply(cfg: &mut Config, assignments: &[String]) -> Result<(), String> {
+    let mut next = *cfg;
     for a in assignments {
         let (name, value) = a
             .split_once('=')
             .ok_or_else(|| format!("--sctp {a:?}: expected NAME=VALUE"))?;
-        set(cfg, name.trim(), value.trim())?;
+        let (name, value) = (name.trim(), value.trim());
+        let p = find(name)?;
+        let v: u64 = value
+            .parse()
+            .map_err(|_| format!("SCTP parameter {name}: {value:?} is not a whole number"))?;
+        if !(p.min..=p.max).contains(&v) {
+            return Err(format!(
+                "SCTP parameter {name} ({}): {v} is outside {}..={}{}",
+                p.what,
+                p.min,
+                p.max,
+                unit_suffix(p)
+            ));
+        }
+        (p.set)(&mut next, v);
     }
+    check(&next).map_err(|e| format!("--sctp: {e}"))?;
+    *cfg = next;
     Ok(())
 }
 
@@ -259,6 +280,20 @@ mod tests {
         assert_eq!(c, before, "a refused setting changes nothing");
         let e = apply(&mut c, &["max_burst".into()]).unwrap_err();
         assert!(e.contains("NAME=VALUE"), "{e}");
+        // The order of the assignments does not matter, only the result.
+        apply(
+            &mut c,
+            &["rto_min_ms=2000".into(), "rto_initial_ms=3000".into()],
+        )
+        .unwrap();
+        assert_eq!(c.rto_initial, Duration::from_secs(3));
+        let e = apply(&mut c, &["rto_max_ms=1000".into()]).unwrap_err();
+        assert!(e.contains("rto_min <= rto_max"), "{e}");
+        let e = apply(&mut c, &["rto_initial_ms=1000".into()]).unwrap_err();
+        assert!(
+            e.contains("rto_min_ms <= rto_initial_ms <= rto_max_ms"),
+            "{e}"
+        );
         apply(
             &mut c,
             &["max_burst=16".into(), "hb_interval_ms=5000".into()],

@@ -1648,12 +1648,115 @@ fn init_ack_without_a_state_cookie_is_reported_3_3_3() {
         vec![ddpdk_dataplane::wire::sctp::ParamType::StateCookie]
     );
     assert_eq!(c.stats().init_acks_without_cookie, 1);
+    // The responder keeps no state after its INIT ACK (§5.1.3), so it may answer our ERROR
+    // with an out-of-the-blue ABORT, T bit set, on the INIT ACK's tag (§8.4 rule 8): that tag
+    // is not our peer's, and the attempt goes on.
+    let ootb = ChunkRepr::Abort(AbortRepr {
+        t_bit: true,
+        causes: List::empty(),
+    });
+    let _ = c.handle(t(2), &packet(S_PORT, C_PORT, 0xabcd, &[ootb]), &mut ignore);
+    assert_eq!(
+        c.state(),
+        State::CookieWait,
+        "an ABORT on the INIT ACK's tag is not ours"
+    );
     // T1-init (100 ms here) retransmits the INIT, tag 0, with our Initiate Tag.
     c.handle_timeout(t(101));
     let again = drain(&mut c, t(101));
     assert_eq!(vtag(&again[0]), 0);
     assert!(
         matches!(chunks(&again[0])[0], ChunkRepr::Init(ref x) if x.initiate_tag == i.initiate_tag)
+    );
+}
+
+/// §3.3.2.1 holds for an INIT ACK the parser refuses for another reason: one with a Host Name
+/// Address and no State Cookie is answered with ABORT, not with the ERROR a missing cookie
+/// alone gets.
+#[test]
+fn host_name_address_in_an_init_ack_without_cookie_is_aborted_3_3_2_1() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let init = drain(&mut c, t(0));
+    let ChunkRepr::Init(i) = chunks(&init[0])[0] else {
+        panic!()
+    };
+    let params = [ParamRepr::AdaptationLayerIndication(1), HOST_NAME];
+    let p = packet(
+        S_PORT,
+        C_PORT,
+        i.initiate_tag,
+        &[init_ack(0xabcd, 4, 4, &params)],
+    );
+    let _ = c.handle(t(1), &p, &mut ignore);
+    let out = drain(&mut c, t(1));
+    assert_eq!(vtag(&out[0]), 0xabcd);
+    assert_eq!(
+        abort_of(&out[0]).causes.iter().next(),
+        Some(CauseRepr::UnresolvableAddress {
+            address: HOST_NAME_BYTES
+        })
+    );
+    assert!(c.is_closed());
+}
+
+/// A window smaller than one message would hang an association that cannot deliver in parts:
+/// the configuration is refused (RFC 9260 §6.2 has the receiver drop what does not fit).
+#[test]
+fn a_window_smaller_than_one_message_is_refused() {
+    let jumbo = Config {
+        path_mtu: 9000 - 20,
+        a_rwnd: 1500,
+        ..cfg(C_PORT)
+    };
+    assert!(jumbo.validate().unwrap_err().contains("a_rwnd"));
+    assert!(Config {
+        a_rwnd: 8960,
+        ..jumbo
+    }
+    .validate()
+    .is_ok());
+}
+
+/// RFC 9260 §6.9 with a broken or hostile peer: a run of fragments that can never complete
+/// (the TSN it needs came as a whole message) is dropped once the cumulative TSN passes it, so
+/// it does not pin the advertised window; fragments beyond the reassembly's limits (count,
+/// budget, tiny middle fragments) are dropped unacknowledged, as DATA beyond the window is.
+#[test]
+fn fragments_that_cannot_complete_do_not_pin_the_window_6_9() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let send = |p: &mut Pair, chunk: ChunkRepr<'_>, ms: u64| {
+        let pkt = packet(C_PORT, S_PORT, tag, &[chunk]);
+        let _ = p.s.handle(t(ms), &pkt, &mut ignore);
+        drain(&mut p.s, t(ms))
+    };
+    let a_rwnd_of = |out: &[Vec<u8>]| {
+        out.iter().flat_map(|pk| chunks(pk)).find_map(|c| match c {
+            ChunkRepr::Sack(s) => Some(s.a_rwnd),
+            _ => None,
+        })
+    };
+    // A B fragment, then a whole message where its next fragment should be.
+    let _ = send(&mut p, data(tsn, 0, true, true, false, &[1; 400]), 500);
+    let out = send(&mut p, data(tsn + 1, 0, true, true, true, b"whole"), 501);
+    assert_eq!(p.s.stats().fragments_purged, 1);
+    p.s.handle_timeout(t(800));
+    let out = [out, drain(&mut p.s, t(800))].concat();
+    assert_eq!(
+        a_rwnd_of(&out),
+        Some(cfg(S_PORT).a_rwnd),
+        "the window is whole again"
+    );
+    // A middle fragment under 256 bytes is not held, nor acknowledged.
+    let before = p.s.stats().rwnd_dropped;
+    let _ = send(&mut p, data(tsn + 2, 0, true, false, false, &[2; 100]), 900);
+    assert_eq!(p.s.stats().rwnd_dropped, before + 1);
+    assert_eq!(
+        p.s.stats().fragments_in,
+        1,
+        "only the first fragment was taken"
     );
 }
 
@@ -1736,11 +1839,12 @@ fn fragmented_data_is_reassembled_5043_9() {
     let tsn = next_client_tsn(&mut p, t(5));
     let tag = p.s.local_tag();
     let before = p.got_s.len();
-    // The message "abcdef" in three fragments; the last comes first.
+    // A message of three 300-byte fragments (a, b, c); the last comes first.
+    let (a, b, c) = ([b'a'; 300], [b'b'; 300], [b'c'; 300]);
     let frags = [
-        (tsn + 2, false, true, &b"ef"[..]),
-        (tsn, true, false, &b"ab"[..]),
-        (tsn + 1, false, false, &b"cd"[..]),
+        (tsn + 2, false, true, &c[..]),
+        (tsn, true, false, &a[..]),
+        (tsn + 1, false, false, &b[..]),
     ];
     let mut got: Vec<(u32, Vec<u8>)> = Vec::new();
     for (k, (n, b, e, bytes)) in frags.into_iter().enumerate() {
@@ -1751,7 +1855,7 @@ fn fragmented_data_is_reassembled_5043_9() {
         })
         .unwrap();
         if k == 1 {
-            // Two fragments held: the SACK (at once: a gap is open) says 4 bytes less room.
+            // Two fragments held: the SACK (at once: a gap is open) says 600 bytes less room.
             let out = drain(&mut p.s, now);
             let sack = out
                 .iter()
@@ -1761,12 +1865,12 @@ fn fragmented_data_is_reassembled_5043_9() {
                     _ => None,
                 })
                 .expect("a SACK while a gap is open");
-            assert_eq!(sack, cfg(S_PORT).a_rwnd - 4);
+            assert_eq!(sack, cfg(S_PORT).a_rwnd - 600);
         }
     }
     assert_eq!(
         got,
-        vec![(tsn, b"abcdef".to_vec())],
+        vec![(tsn, [&a[..], &b[..], &c[..]].concat())],
         "one message, whole, once"
     );
     assert_eq!(p.got_s.len(), before);

@@ -82,6 +82,11 @@ pub(super) fn route(
     };
     if how.service != Service::Ddp && m.ppid != PPID_SESSION_CONTROL {
         match how.service {
+            // The queue is bounded by the receive buffer whatever SCTP let through (a message
+            // that filled a gap is taken beyond the window, §6.2): past it, counted and dropped.
+            Service::Echo if out.held_bytes + m.data.len() > how.budget => {
+                out.stats.service_dropped += 1;
+            }
             Service::Echo => {
                 out.held_bytes += m.data.len();
                 out.echo.push_back((stream, m.ppid, m.data.to_vec()));

@@ -229,6 +229,9 @@ pub struct Stats {
     /// messages put together from them (RFC 9260 §6.9).
     pub fragments_in: u64,
     pub reassembled: u64,
+    /// Fragments of runs that could no longer complete (a TSN they needed came as something
+    /// else: a broken or hostile peer), dropped so they do not pin the window.
+    pub fragments_purged: u64,
     /// DATA that arrived after the peer's own SHUTDOWN (SHUTDOWN-RECEIVED, SHUTDOWN-ACK-SENT):
     /// discarded unacknowledged, as usrsctp does; a peer MUST NOT send new DATA then (§9.2).
     pub data_after_shutdown: u64,
@@ -257,17 +260,9 @@ const TIMERS: usize = 6;
 #[derive(Debug, Clone, Copy)]
 enum PendingCause {
     InvalidStream(u16),
-    UnrecognizedChunk {
-        off: usize,
-        len: usize,
-    },
-    UnrecognizedParams {
-        off: usize,
-        len: usize,
-    },
+    UnrecognizedChunk { off: usize, len: usize },
+    UnrecognizedParams { off: usize, len: usize },
     CookieWhileShuttingDown,
-    /// §3.3.3: an INIT ACK without its State Cookie.
-    MissingStateCookie,
 }
 const MAX_PENDING_CAUSES: usize = 4;
 const ERROR_BYTES: usize = 512;
@@ -328,6 +323,9 @@ struct Pending {
     /// goes on. Its cause's parameters are in `init_abort_bytes`.
     init_abort: Option<(u32, InitRefusal)>,
     init_abort_bytes: Vec<u8>,
+    /// An ERROR, Missing Mandatory Parameter (State Cookie), on the tag of the INIT ACK that
+    /// lacked it (§3.3.3, §3.3.10.2).
+    missing_cookie: Option<u32>,
     sack: bool,
     sack_now: bool,
     data_packets: u32,
@@ -510,6 +508,7 @@ impl Association {
                 stale_cookie: None,
                 init_abort: None,
                 init_abort_bytes: Vec::new(),
+                missing_cookie: None,
                 sack: false,
                 sack_now: false,
                 data_packets: 0,
@@ -1175,10 +1174,22 @@ impl Association {
         let tsn = view.tsn();
         // RFC 9260 §6.2: "When the receiver's advertised window is 0, the receiver MUST drop
         // any new incoming DATA chunk with a TSN larger than the largest TSN received so far";
-        // one larger than what is left is dropped alike. A TSN below it fills a gap: nothing
-        // is held for reordering here, so it is taken (it frees the window).
+        // one larger than what is left is dropped alike. A whole message below it fills a gap:
+        // nothing is held for reordering, so it is taken (it frees the window). A fragment is
+        // held whatever its TSN, so it is judged by the reassembly's own limits (a budget of
+        // a_rwnd, a count, a floor on middle fragments) before it is acknowledged.
         let room = rx.room().saturating_sub(self.reasm.held());
-        if serial::gt(tsn, self.rx.highest()) && view.user_data().len() > room {
+        let len = view.user_data().len();
+        let refused = if whole {
+            serial::gt(tsn, self.rx.highest()) && len > room
+        } else {
+            serial::gt(tsn, self.rx.cum_tsn())
+                && (len > room && serial::gt(tsn, self.rx.highest())
+                    || !self
+                        .reasm
+                        .admits(len, view.ending(), self.cfg.a_rwnd as usize))
+        };
+        if refused {
             self.stats.rwnd_dropped += 1;
             *got_data = true;
             self.pending.sack_now = true;
@@ -1225,6 +1236,8 @@ impl Association {
                         });
                     }
                 }
+                // Runs the cumulative TSN has passed without completing them never will.
+                self.stats.fragments_purged += self.reasm.purge(self.rx.cum_tsn()) as u64;
             }
             Insert::Duplicate => {
                 // §6.2: a packet with only duplicate DATA is SACKed at once.
@@ -1571,10 +1584,13 @@ impl Association {
         }
         let params = endpoint::walk_init_params(init);
         let params_bytes = chunk.bytes_ref().get(INIT_MIN_LEN..).unwrap_or_default();
+        // A refusal still to be sent keeps its cause: this INIT's goes after those bytes until
+        // it replaces them.
         let bytes = &mut self.pending.init_abort_bytes;
-        bytes.clear();
+        let kept = bytes.len();
         if let Some((off, len)) = params.host_name {
             // §3.3.2.1: ABORT, on the INIT's own tag (this association goes on).
+            bytes.clear();
             if let Some(p) = params_bytes.get(off..off + len) {
                 if p.len() <= endpoint::MAX_REPORTED_ADDRESSES {
                     bytes.extend_from_slice(p);
@@ -1592,10 +1608,12 @@ impl Association {
         if !matches!(self.state, State::CookieWait | State::CookieEchoed)
             && endpoint::new_addresses(init, params_bytes, self.peer_addr, bytes)
         {
+            bytes.drain(..kept);
             self.stats.inits_refused += 1;
             self.pending.init_abort = Some((init.initiate_tag, InitRefusal::NewAddresses));
             return;
         }
+        bytes.truncate(kept);
         if params.adaptation != Some(self.cfg.adaptation_indication) {
             self.stats.adaptation_refused += 1;
             return;
@@ -1728,6 +1746,21 @@ impl Association {
             ));
             return;
         }
+        // §3.3.2.1 before anything else the parser refused: a Host Name Address is answered
+        // with ABORT even in an INIT ACK that is otherwise unusable.
+        if let Some(p) = endpoint::raw_param(c.params_ref(), endpoint::HOST_NAME_ADDRESS) {
+            self.peer_tag = tag;
+            let bytes = &mut self.pending.init_abort_bytes;
+            bytes.clear();
+            if p.len() <= endpoint::MAX_REPORTED_ADDRESSES {
+                bytes.extend_from_slice(p);
+            }
+            self.abort_with(
+                AbortCause::Unresolvable,
+                CloseReason::InitAckRefused("a Host Name Address (RFC 9260 §3.3.2.1)"),
+            );
+            return;
+        }
         if c.outbound_streams() == 0 || c.inbound_streams() == 0 || c.a_rwnd() < MIN_A_RWND {
             self.peer_tag = tag;
             self.abort_with(
@@ -1738,11 +1771,12 @@ impl Association {
             );
             return;
         }
-        // The fields are right, so the State Cookie is what is missing. The report needs the
-        // peer's tag; the next INIT ACK (to a retransmitted INIT) brings its own.
+        // The fields are right, so the State Cookie is what is missing. The report goes on the
+        // INIT ACK's tag, which does not become the peer's: a responder keeps no state after
+        // its INIT ACK (§5.1.3) and may answer our ERROR with an out-of-the-blue ABORT on that
+        // tag (§8.4 rule 8), which must not end the attempt.
         self.stats.init_acks_without_cookie += 1;
-        self.peer_tag = tag;
-        self.queue_cause(PendingCause::MissingStateCookie);
+        self.pending.missing_cookie = Some(tag);
     }
 
     /// COOKIE ECHO on an existing association (§5.2.4).
@@ -2049,6 +2083,17 @@ impl Association {
             b.push(&abort).ok()?;
             return Some(b.packet_len());
         }
+        if let Some(tag) = self.pending.missing_cookie.take() {
+            let causes = [CauseRepr::MissingMandatoryParameter {
+                params: List::new(&[ParamType::StateCookie]),
+            }];
+            let e = ChunkRepr::Error(ErrorChunkRepr {
+                causes: List::new(&causes),
+            });
+            let mut b = PacketBuilder::new(buf, &self.header(tag)).ok()?;
+            b.push(&e).ok()?;
+            return Some(b.packet_len());
+        }
         if let Some(tag) = self.pending.ootb_shutdown_complete.take() {
             let mut b = PacketBuilder::new(buf, &self.header(tag)).ok()?;
             b.push(&ChunkRepr::ShutdownComplete(ShutdownCompleteRepr {
@@ -2321,6 +2366,7 @@ impl Association {
             stale_cookie,
             init_abort,
             init_abort_bytes: _,
+            missing_cookie,
             sack: _,
             sack_now: _,
             data_packets: _,
@@ -2339,6 +2385,7 @@ impl Association {
             && ootb_shutdown_complete.is_none()
             && stale_cookie.is_none()
             && init_abort.is_none()
+            && missing_cookie.is_none()
             && self.pending_init_ack.is_none()
     }
 
@@ -2409,9 +2456,6 @@ impl Association {
                     }
                 }
                 PendingCause::CookieWhileShuttingDown => CauseRepr::CookieReceivedWhileShuttingDown,
-                PendingCause::MissingStateCookie => CauseRepr::MissingMandatoryParameter {
-                    params: List::new(&[ParamType::StateCookie]),
-                },
             };
             n += 1;
         }

@@ -112,6 +112,11 @@ impl Config {
         if self.a_rwnd < crate::wire::sctp::MIN_A_RWND {
             return Err("a_rwnd must be at least 1500 (RFC 9260 §3.3.2)");
         }
+        if (self.a_rwnd as usize) < self.max_message() {
+            // Without partial delivery a message larger than the window is refused on every
+            // retransmission while the probes are acknowledged: the association would hang.
+            return Err("a_rwnd must hold the largest message one DATA chunk carries on path_mtu");
+        }
         if self.path_mtu < MIN_PATH_MTU || self.path_mtu > 65_535 {
             return Err("path_mtu must be between 548 and 65535 bytes (RFC 5043 §9)");
         }

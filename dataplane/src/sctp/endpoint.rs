@@ -103,6 +103,28 @@ pub(super) fn walk_init_params<'a>(init: &InitRepr<'a>) -> InitParams<'a> {
     p
 }
 
+/// The first parameter of type `ty` in the raw parameter bytes of an INIT or INIT ACK, whole
+/// (type, length, value), walking the TLVs without parsing them: for a chunk the parser
+/// refused. `None` if there is none or the walk meets a bad length first.
+pub(super) fn raw_param(params: &[u8], ty: u16) -> Option<&[u8]> {
+    let mut off = 0;
+    while let Some(h) = params.get(off..off + 4) {
+        let (t, len) = (
+            u16::from_be_bytes([h[0], h[1]]),
+            usize::from(u16::from_be_bytes([h[2], h[3]])),
+        );
+        if len < 4 {
+            return None;
+        }
+        let whole = params.get(off..off + len)?;
+        if t == ty {
+            return Some(whole);
+        }
+        off += len.next_multiple_of(4);
+    }
+    None
+}
+
 /// Appends to `out` each IPv4 or IPv6 Address parameter of `init` (whole, from
 /// `params_bytes`, the chunk's parameter bytes) that is not `known`: the addresses an INIT
 /// would add to an association whose only peer address is `known` (RFC 9260 §5.2.2). Stops

@@ -5,10 +5,15 @@
 //! so this is simple rather than fast: each held fragment is its own buffer.
 //!
 //! Unordered fragments of one message carry consecutive TSNs, B on the first and E on the
-//! last (§6.9; the SSN means nothing for unordered data). Every fragment is acknowledged when
-//! it arrives, so nothing held may be dropped: the bound is the receive window, which counts
-//! the held bytes (the association advertises its room less [`Reassembly::held`], and drops
-//! new DATA beyond it unacknowledged, §6.2).
+//! last (§6.9; the SSN means nothing for unordered data). A fragment is acknowledged when it
+//! arrives, so nothing that can still complete is dropped; what a fragment may hold is judged
+//! before its TSN is taken ([`Reassembly::admits`]): at most [`MAX_FRAGMENTS`] fragments and a
+//! byte budget (the association's a_rwnd) whatever the fragment's TSN, and no fragment but a
+//! message's last below [`MIN_FRAGMENT`] bytes (a peer fragments at its path MTU). A refused
+//! fragment is dropped unacknowledged, as DATA beyond the window is (§6.2). The association
+//! advertises its room less [`Reassembly::held`]. Runs that can no longer complete (a TSN
+//! they need arrived as something else) are dropped as the cumulative TSN passes them
+//! ([`Reassembly::purge`]): a broken or hostile peer cannot pin the window.
 
 use super::serial;
 
@@ -31,6 +36,12 @@ pub(super) struct Whole {
     pub ppid: u32,
     pub tsn: u32,
 }
+
+/// Fragments held at once, across the association's incomplete messages: enough for a few
+/// jumbo DDP segments split at a 1280-byte path, and a bound on the work per fragment.
+pub(super) const MAX_FRAGMENTS: usize = 64;
+/// The smallest fragment but a message's last: a path MTU of 576 bytes still carries this.
+pub(super) const MIN_FRAGMENT: usize = 256;
 
 /// The fragments of an association's incomplete messages, in TSN order.
 #[derive(Debug, Default)]
@@ -55,6 +66,51 @@ impl Reassembly {
     /// The last message [`Reassembly::insert`] completed.
     pub fn message(&self) -> &[u8] {
         &self.message
+    }
+
+    /// Whether a new fragment of `len` bytes may be held, `last` if it carries E, with at most
+    /// `budget` bytes held in all.
+    pub fn admits(&self, len: usize, last: bool, budget: usize) -> bool {
+        self.frags.len() < MAX_FRAGMENTS
+            && self.held + len <= budget
+            && (last || len >= MIN_FRAGMENT)
+    }
+
+    /// Drops the runs that can no longer complete, now that every TSN up to `cum` has arrived:
+    /// one without its B fragment whose previous TSN is at or below `cum` (it came as
+    /// something else), or without its E fragment whose next TSN is. Returns the fragments
+    /// dropped.
+    pub fn purge(&mut self, cum: u32) -> usize {
+        if self.frags.is_empty() {
+            return 0;
+        }
+        let before = self.frags.len();
+        let mut keep = vec![true; before];
+        let mut start = 0;
+        while start < before {
+            let mut end = start;
+            while end + 1 < before && follows(&self.frags[end], &self.frags[end + 1]) {
+                end += 1;
+            }
+            let (first, last) = (&self.frags[start], &self.frags[end]);
+            let dead = (!first.first && serial::le(first.tsn.wrapping_sub(1), cum))
+                || (!last.last && serial::le(last.tsn.wrapping_add(1), cum));
+            if dead {
+                keep[start..=end].iter_mut().for_each(|k| *k = false);
+            }
+            start = end + 1;
+        }
+        let mut k = 0;
+        let held = &mut self.held;
+        self.frags.retain(|f| {
+            let kept = keep[k];
+            k += 1;
+            if !kept {
+                *held -= f.data.len();
+            }
+            kept
+        });
+        before - self.frags.len()
     }
 
     /// Takes a new fragment (its TSN not seen before: the TSN map said so). Returns the
@@ -83,9 +139,6 @@ impl Reassembly {
         self.held += data.len();
         // The run of consecutive TSNs on one stream around the new fragment, from a B
         // fragment to an E fragment with neither in between.
-        let follows = |a: &Fragment, b: &Fragment| {
-            b.tsn == a.tsn.wrapping_add(1) && a.stream == b.stream && !a.last && !b.first
-        };
         let mut start = at;
         while !self.frags[start].first {
             if start == 0 || !follows(&self.frags[start - 1], &self.frags[start]) {
@@ -114,6 +167,11 @@ impl Reassembly {
         }
         Some(whole)
     }
+}
+
+/// Whether `b` continues `a`'s message: the next TSN, the same stream, no boundary between.
+fn follows(a: &Fragment, b: &Fragment) -> bool {
+    b.tsn == a.tsn.wrapping_add(1) && a.stream == b.stream && !a.last && !b.first
 }
 
 #[cfg(test)]
@@ -161,6 +219,37 @@ mod tests {
         assert_eq!(r.message(), b"ef");
         assert_eq!(r.held(), 4);
         r.clear();
+        assert_eq!(r.held(), 0);
+    }
+
+    #[test]
+    fn limits_are_judged_before_a_fragment_is_taken() {
+        let mut r = Reassembly::default();
+        assert!(!r.admits(100, false, 1 << 20), "a small middle fragment");
+        assert!(r.admits(100, true, 1 << 20), "a small last fragment");
+        assert!(!r.admits(2000, false, 1500), "over the byte budget");
+        for k in 0..MAX_FRAGMENTS as u32 {
+            assert!(r.admits(300, false, 1 << 20));
+            assert_eq!(r.insert(1000 + 2 * k, 0, 16, true, false, &[0; 300]), None);
+        }
+        assert!(!r.admits(300, true, 1 << 20), "the fragment count");
+    }
+
+    #[test]
+    fn runs_that_cannot_complete_are_purged_as_the_cumulative_tsn_passes() {
+        let mut r = Reassembly::default();
+        // 10 (B) waits for 11; 21 (E) waits for 20; 30 (B) and 31 wait for 32.
+        assert_eq!(r.insert(10, 0, 16, true, false, b"a"), None);
+        assert_eq!(r.insert(21, 0, 16, false, true, b"b"), None);
+        assert_eq!(r.insert(30, 0, 16, true, false, b"c"), None);
+        assert_eq!(r.insert(31, 0, 16, false, false, b"d"), None);
+        assert_eq!(r.purge(10), 0, "11 may still come");
+        // 11 came as a whole message: 10's run is dead. 20 and 32 not yet.
+        assert_eq!(r.purge(11), 1);
+        assert_eq!(r.purge(19), 0, "20 may still be 21's B");
+        assert_eq!(r.purge(20), 1, "20 came as something else");
+        assert_eq!(r.purge(31), 0, "32 may still be the E");
+        assert_eq!(r.purge(32), 2);
         assert_eq!(r.held(), 0);
     }
 
