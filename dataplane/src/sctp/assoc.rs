@@ -693,6 +693,8 @@ impl Association {
             + self.sq.heap_bytes()
             + self.rx.heap_bytes()
             + self.pending.error_bytes.capacity()
+            + self.pending.init_abort_bytes.capacity()
+            + self.reasm.heap_bytes()
             + self.peer_cookie.capacity()
             + self.events.capacity() * core::mem::size_of::<Event>()
     }

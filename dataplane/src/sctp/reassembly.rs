@@ -57,6 +57,13 @@ impl Reassembly {
         self.held
     }
 
+    /// Heap bytes this holds: the fragments, their buffers and the last message put together.
+    pub fn heap_bytes(&self) -> usize {
+        self.frags.capacity() * core::mem::size_of::<Fragment>()
+            + self.frags.iter().map(|f| f.data.capacity()).sum::<usize>()
+            + self.message.capacity()
+    }
+
     /// Forgets everything (a new incarnation of the peer, a new TSN space).
     pub fn clear(&mut self) {
         self.frags.clear();
