@@ -1567,6 +1567,79 @@ fn init_adding_an_address_is_aborted_5_2_2() {
     assert_eq!(p.got_s.last().map(|m| &m.2[..]), Some(&b"still up"[..]));
 }
 
+/// RFC 9260 §5.2.2 for a peer that lists its addresses (multi-homed, or bound to a wildcard):
+/// the addresses of its first INIT are the association's, so a restart INIT listing the same
+/// ones, in any order, is a restart (INIT ACK); one that lists another is refused (ABORT).
+#[test]
+fn restart_listing_the_same_addresses_is_a_restart_5_2_2() {
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 4096];
+    let ali = ParamRepr::AdaptationLayerIndication(1);
+    let me = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 1));
+    let other = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 9));
+    let init = |tag: u32, params: &[ParamRepr<'_>]| {
+        packet(
+            C_PORT,
+            S_PORT,
+            0,
+            &[ChunkRepr::Init(InitRepr {
+                initiate_tag: tag,
+                a_rwnd: 65536,
+                outbound_streams: 4,
+                inbound_streams: 4,
+                initial_tsn: 77,
+                params: List::new(params),
+            })],
+        )
+    };
+    let Outcome::Reply(n) = sep.handle(
+        t(0),
+        C_ADDR,
+        &init(0x7171, &[me, other, ali]),
+        &mut out,
+        &mut ignore,
+    ) else {
+        panic!("no INIT ACK")
+    };
+    let ack = out[..n].to_vec();
+    let ChunkRepr::InitAck(ia) = chunks(&ack)[0] else {
+        panic!()
+    };
+    let cookie = ia.state_cookie().unwrap().to_vec();
+    let echo = packet(
+        C_PORT,
+        S_PORT,
+        ia.0.initiate_tag,
+        &[ChunkRepr::CookieEcho(
+            ddpdk_dataplane::wire::sctp::CookieEchoRepr { cookie: &cookie },
+        )],
+    );
+    let Outcome::Accepted(s) = sep.handle(t(1), C_ADDR, &echo, &mut out, &mut ignore) else {
+        panic!("COOKIE ECHO not accepted")
+    };
+    let mut s = *s;
+    assert_eq!(s.state(), State::Established);
+    let _ = drain(&mut s, t(1));
+    // The same two addresses, the other way round: a restart.
+    let _ = s.handle(t(2), &init(0x7272, &[other, me, ali]), &mut ignore);
+    let got = drain(&mut s, t(2));
+    assert!(
+        matches!(chunks(&got[0])[0], ChunkRepr::InitAck(_)),
+        "{:?}",
+        chunks(&got[0])
+    );
+    // A third address: refused.
+    let third = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 10));
+    let _ = s.handle(t(3), &init(0x7373, &[me, other, third, ali]), &mut ignore);
+    let got = drain(&mut s, t(3));
+    assert_eq!(vtag(&got[0]), 0x7373);
+    assert!(matches!(
+        abort_of(&got[0]).causes.iter().next(),
+        Some(CauseRepr::RestartWithNewAddresses { .. })
+    ));
+    assert_eq!(s.state(), State::Established);
+}
+
 /// RFC 9260 §3.3.3: a receiver of an INIT ACK with OS or MIS of 0 SHOULD destroy the
 /// association (and MAY send ABORT: Invalid Mandatory Parameter, §3.3.10.7); an Initiate Tag
 /// of 0 MUST destroy it (no ABORT can be addressed to tag 0).

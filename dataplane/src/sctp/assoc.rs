@@ -357,6 +357,9 @@ pub struct Association {
     local_port: u16,
     peer_port: u16,
     peer_addr: [u8; 16],
+    /// The peer's address list from its INIT or INIT ACK ([`endpoint::address_set`]): a
+    /// restart INIT that lists the same addresses adds none (§5.2.2).
+    peer_addresses: u32,
     local_tag: u32,
     peer_tag: u32,
     streams: u16,
@@ -457,6 +460,7 @@ impl Association {
             local_port: cfg.local_port,
             peer_port,
             peer_addr,
+            peer_addresses: 0,
             local_tag: 0,
             peer_tag: 0,
             streams: cfg.streams,
@@ -582,6 +586,7 @@ impl Association {
         self.peer_rwnd = c.peer_a_rwnd;
         self.streams = c.streams;
         self.peer_adaptation = c.peer_adaptation;
+        self.peer_addresses = c.peer_addresses;
         self.rx = TsnMap::new(c.peer_initial_tsn, self.cfg.tsn_window);
         self.reasm.clear();
         self.path.ssthresh = c.peer_a_rwnd as usize;
@@ -1606,8 +1611,10 @@ impl Association {
         // adds new addresses to the association. If new addresses are added to the
         // association, the endpoint MUST respond with an ABORT, copying the Initiate Tag of
         // the unexpected INIT into the Verification Tag", with the cause that lists them. The
-        // association's only address is the peer's (we are single-homed and so is it, to us).
+        // association has the addresses its peer listed when it was set up (kept as a number:
+        // a restart listing the same ones is a restart) and the one it talks to.
         if !matches!(self.state, State::CookieWait | State::CookieEchoed)
+            && endpoint::address_set(init) != self.peer_addresses
             && endpoint::new_addresses(init, params_bytes, self.peer_addr, bytes)
         {
             bytes.drain(..kept);
@@ -1706,6 +1713,7 @@ impl Association {
             .min(init.outbound_streams)
             .min(init.inbound_streams);
         self.peer_adaptation = params.adaptation.unwrap_or(0);
+        self.peer_addresses = endpoint::address_set(init);
         self.peer_rwnd = init.a_rwnd;
         self.path.ssthresh = init.a_rwnd as usize;
         self.rx = TsnMap::new(init.initial_tsn, self.cfg.tsn_window);

@@ -16,10 +16,10 @@ use super::time::Instant;
 
 type HmacSha256 = Hmac<Sha256>;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 const MAC_LEN: usize = 32;
 // version and padding, created, lifespan, 8 u32 fields, 3 u16 fields, the address.
-const BODY_LEN: usize = 4 + 8 + 4 + 4 * 8 + 2 * 3 + 16;
+const BODY_LEN: usize = 4 + 8 + 4 + 4 * 8 + 2 * 3 + 16 + 4;
 /// Bytes of every cookie we issue.
 pub const COOKIE_LEN: usize = BODY_LEN + MAC_LEN;
 
@@ -76,6 +76,9 @@ pub struct Cookie {
     /// The peer's address (IPv4 mapped into IPv6), so a cookie cannot be replayed from
     /// elsewhere.
     pub peer_addr: [u8; 16],
+    /// The address list of the peer's INIT, as [`super::endpoint::address_set`] sums it (0:
+    /// none listed), so a restart that lists the same addresses is one (§5.2.2).
+    pub peer_addresses: u32,
 }
 
 /// Why a received cookie is refused.
@@ -112,6 +115,7 @@ impl Cookie {
             w.put(&v.to_be_bytes());
         }
         w.put(&self.peer_addr);
+        w.put(&self.peer_addresses.to_be_bytes());
         debug_assert_eq!(w.1, BODY_LEN);
         let mut mac = key.mac();
         mac.update(&out[..BODY_LEN]);
@@ -149,6 +153,7 @@ impl Cookie {
             local_port: r.u16(),
             peer_port: r.u16(),
             peer_addr: r.addr(),
+            peer_addresses: r.u32(),
         };
         Ok(c)
     }
@@ -263,6 +268,7 @@ mod tests {
             local_port: 5002,
             peer_port: 5001,
             peer_addr: [0xa5; 16],
+            peer_addresses: 0xdead_beef,
         }
     }
 

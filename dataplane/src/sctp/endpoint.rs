@@ -125,6 +125,31 @@ pub(super) fn raw_param(params: &[u8], ty: u16) -> Option<&[u8]> {
     None
 }
 
+/// The IPv4 and IPv6 Address parameters of an INIT or INIT ACK as one number, whatever their
+/// order (a sum of per-address FNV-1a hashes, and their count): 0 when none are listed. Two
+/// lists with the same number are taken to be the same list (§5.2.2 compares what a restart
+/// lists with what the association has).
+pub(super) fn address_set(init: &InitRepr<'_>) -> u32 {
+    let (mut sum, mut n) = (0u32, 0u32);
+    for param in init.params.iter() {
+        let a = match param {
+            ParamRepr::Ipv4Address(a) => addr_bytes(IpAddr::V4(a)),
+            ParamRepr::Ipv6Address(a) => addr_bytes(IpAddr::V6(a)),
+            _ => continue,
+        };
+        let h = a.iter().fold(0x811c_9dc5u32, |h, &b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        sum = sum.wrapping_add(h);
+        n += 1;
+    }
+    if n == 0 {
+        0
+    } else {
+        sum.wrapping_add(n.wrapping_mul(0x9e37_79b9)) | 1
+    }
+}
+
 /// Appends to `out` each IPv4 or IPv6 Address parameter of `init` (whole, from
 /// `params_bytes`, the chunk's parameter bytes) that is not `known`: the addresses an INIT
 /// would add to an association whose only peer address is `known` (RFC 9260 §5.2.2). Stops
@@ -186,6 +211,7 @@ pub(super) fn cookie_for_init(
         local_tie_tag,
         peer_tie_tag,
         peer_adaptation: params.adaptation.unwrap_or(0),
+        peer_addresses: address_set(init),
         // RFC 5043 §8: one number both ways, the smallest anyone asked for.
         streams: cfg
             .streams
