@@ -1597,12 +1597,7 @@ impl Association {
         let kept = bytes.len();
         if let Some((off, len)) = params.host_name {
             // §3.3.2.1: ABORT, on the INIT's own tag (this association goes on).
-            bytes.clear();
-            if let Some(p) = params_bytes.get(off..off + len) {
-                if p.len() <= endpoint::MAX_REPORTED_ADDRESSES {
-                    bytes.extend_from_slice(p);
-                }
-            }
+            self.report_param(params_bytes.get(off..off + len));
             self.stats.inits_refused += 1;
             self.pending.init_abort = Some((init.initiate_tag, InitRefusal::HostName));
             return;
@@ -1675,19 +1670,8 @@ impl Association {
         let params = endpoint::walk_init_params(init);
         self.peer_tag = init.initiate_tag;
         if let Some((off, len)) = params.host_name {
-            // §3.3.2.1: the receiver of an INIT ACK with a Host Name Address MUST send ABORT.
             let params_bytes = chunk.bytes_ref().get(INIT_MIN_LEN..).unwrap_or_default();
-            let bytes = &mut self.pending.init_abort_bytes;
-            bytes.clear();
-            if let Some(p) = params_bytes.get(off..off + len) {
-                if p.len() <= endpoint::MAX_REPORTED_ADDRESSES {
-                    bytes.extend_from_slice(p);
-                }
-            }
-            self.abort_with(
-                AbortCause::Unresolvable,
-                CloseReason::InitAckRefused("a Host Name Address (RFC 9260 §3.3.2.1)"),
-            );
+            self.abort_for_host_name(params_bytes.get(off..off + len));
             return;
         }
         if params.adaptation != Some(self.cfg.adaptation_indication) {
@@ -1736,6 +1720,26 @@ impl Association {
         self.arm(Timer::T1, now + self.path.rto.rto());
     }
 
+    /// Keeps `param` (a whole parameter) as the cause of the ABORT to send, unless it is too long
+    /// to report (the ABORT then goes without a cause).
+    fn report_param(&mut self, param: Option<&[u8]>) {
+        let bytes = &mut self.pending.init_abort_bytes;
+        bytes.clear();
+        if let Some(p) = param.filter(|p| p.len() <= endpoint::MAX_REPORTED_ADDRESSES) {
+            bytes.extend_from_slice(p);
+        }
+    }
+
+    /// §3.3.2.1: "The receiver of an INIT chunk or INIT ACK containing a Host Name Address
+    /// parameter MUST send an ABORT": the attempt ends, Unresolvable Address carrying `param`.
+    fn abort_for_host_name(&mut self, param: Option<&[u8]>) {
+        self.report_param(param);
+        self.abort_with(
+            AbortCause::Unresolvable,
+            CloseReason::InitAckRefused("a Host Name Address (RFC 9260 §3.3.2.1)"),
+        );
+    }
+
     /// An INIT ACK the parser refused for its values (`Malformed`), in COOKIE-WAIT. A missing
     /// State Cookie is reported (§3.3.3: mandatory; §3.3.10.2 Missing Mandatory Parameter)
     /// and T1-init goes on, as for any INIT ACK we cannot use. Fields out of range end the
@@ -1760,15 +1764,7 @@ impl Association {
         // with ABORT even in an INIT ACK that is otherwise unusable.
         if let Some(p) = endpoint::raw_param(c.params_ref(), endpoint::HOST_NAME_ADDRESS) {
             self.peer_tag = tag;
-            let bytes = &mut self.pending.init_abort_bytes;
-            bytes.clear();
-            if p.len() <= endpoint::MAX_REPORTED_ADDRESSES {
-                bytes.extend_from_slice(p);
-            }
-            self.abort_with(
-                AbortCause::Unresolvable,
-                CloseReason::InitAckRefused("a Host Name Address (RFC 9260 §3.3.2.1)"),
-            );
+            self.abort_for_host_name(Some(p));
             return;
         }
         if c.outbound_streams() == 0 || c.inbound_streams() == 0 || c.a_rwnd() < MIN_A_RWND {

@@ -276,17 +276,7 @@ fn run() -> Result<(), String> {
         }
     }
     ep.shutdown().map_err(|e| format!("shutdown: {e}"))?;
-    loop {
-        match next(&mut ep, "SHUTDOWN COMPLETE")? {
-            Received::Notification(Notification::ShutdownComplete) => break,
-            Received::Notification(n @ Notification::CommLost { .. }) => {
-                return Err(format!("instead of a shutdown: {n:?}"))
-            }
-            _ => {}
-        }
-    }
-    println!("association shut down");
-    Ok(())
+    shut_down(&mut ep)
 }
 
 /// The messages of `service echo` and `service discard`: k-th on stream k % 4, PPID from a
@@ -433,8 +423,13 @@ fn service(args: &[String]) -> Result<(), String> {
         }
         other => return Err(format!("no service {other:?}")),
     }
+    shut_down(&mut ep)
+}
+
+/// Waits for SHUTDOWN COMPLETE (whichever side started the shutdown), failing on an abort.
+fn shut_down(ep: &mut Endpoint) -> Result<(), String> {
     loop {
-        match next(&mut ep, "SHUTDOWN COMPLETE")? {
+        match next(ep, "SHUTDOWN COMPLETE")? {
             Received::Notification(Notification::ShutdownComplete) => break,
             Received::Notification(n @ Notification::CommLost { .. }) => {
                 return Err(format!("instead of a shutdown: {n:?}"))
