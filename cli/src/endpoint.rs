@@ -25,6 +25,7 @@ use ddpdk_control::runtime::{
     Backoff, ConnHandle, Control, CoreReport, CoreStats, Event, IdlePolicy, Op, RuntimeError,
 };
 use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::xmit::TxStats;
 use ddpdk_dataplane::mem::{Access, Stag};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
 use ddpdk_dataplane::port::region::Region;
@@ -223,6 +224,12 @@ impl Job {
             .fold(CoreStats::default(), |sum, r| CoreStats {
                 busy_ns: sum.busy_ns + r.stats.busy_ns,
                 idle_ns: sum.idle_ns + r.stats.idle_ns,
+                busy_turns: sum.busy_turns + r.stats.busy_turns,
+                frames_in: sum.frames_in + r.stats.frames_in,
+                tx: TxStats {
+                    frames_out: sum.tx.frames_out + r.stats.tx.frames_out,
+                    ..sum.tx
+                },
                 ..sum
             }))
     }
@@ -305,7 +312,11 @@ impl Job {
                 }
             }
         }
-        let busy = self.load(signalled)?.busy_share(&load_from);
+        let load = self.load(signalled)?;
+        let (busy, batch) = (
+            load.busy_share(&load_from),
+            load.frames_per_busy_turn(&load_from),
+        );
         // What was placed, for the client to compare with what it wrote.
         for (stream, stag, r) in offered {
             if let Some(region) = self.control.memory().region(r) {
@@ -325,9 +336,10 @@ impl Job {
         note(
             json,
             format_args!(
-                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {} dropped on purpose; data cores busy {}",
+                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {} dropped on purpose; data cores busy {}, {} frames a busy turn",
                 self.node.port.inner().dropped(),
-                percent(busy)
+                percent(busy),
+                batch.map_or("-".to_string(), |b| format!("{b:.1}"))
             ),
         );
         self.report_ipsec();
@@ -548,7 +560,11 @@ impl Job {
             }
         }
         let elapsed = w.saturating_since(t0).as_secs_f64();
-        let busy = self.load(signalled)?.busy_share(&load_from);
+        let load = self.load(signalled)?;
+        let (busy, batch) = (
+            load.busy_share(&load_from),
+            load.frames_per_busy_turn(&load_from),
+        );
         // What the offered region must hold now: the message in every slot written at least
         // once, zeros elsewhere (DPDK hands out zeroed memory).
         let expected_crc = {
@@ -610,6 +626,7 @@ impl Job {
                     "spans_copied": copied,
                     "fault_rx_dropped": self.node.port.inner().dropped(),
                     "cores_busy": busy,
+                    "frames_per_busy_turn": batch,
                     "sctp": {
                         "packets_out": sctp.0.packets_out,
                         "data_out": sctp.0.data_out,
@@ -638,7 +655,11 @@ impl Job {
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
             println!("client: region spans sent by reference {by_reference}, copied {copied}");
-            println!("client: data cores busy {}", percent(busy));
+            println!(
+                "client: data cores busy {}, {} frames a busy turn",
+                percent(busy),
+                batch.map_or("-".to_string(), |b| format!("{b:.1}"))
+            );
             if self.node.port.inner().dropped() > 0 {
                 println!(
                     "client: {} received frames dropped on purpose (--fault-drop)",

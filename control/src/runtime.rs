@@ -320,6 +320,9 @@ pub struct CoreStats {
     /// bound.
     pub busy_ns: u64,
     pub idle_ns: u64,
+    /// Turns that did work: frames per busy turn is the batch the core works in, and what
+    /// each turn's fixed cost (clock, rings, timers, the flush) is spread over.
+    pub busy_turns: u64,
     pub tx: TxStats,
 }
 
@@ -330,6 +333,15 @@ impl CoreStats {
         let busy = self.busy_ns.saturating_sub(since.busy_ns);
         let idle = self.idle_ns.saturating_sub(since.idle_ns);
         (busy + idle > 0).then(|| busy as f64 / (busy + idle) as f64)
+    }
+
+    /// Frames received and sent per busy turn since `since`: the batch the core worked in.
+    /// None when no turn did work.
+    pub fn frames_per_busy_turn(&self, since: &CoreStats) -> Option<f64> {
+        let turns = self.busy_turns.saturating_sub(since.busy_turns);
+        let frames = (self.frames_in + self.tx.frames_out)
+            .saturating_sub(since.frames_in + since.tx.frames_out);
+        (turns > 0).then(|| frames as f64 / turns as f64)
     }
 }
 
@@ -885,6 +897,7 @@ impl<P: Port> DataCore<P> {
         let ns = u64::try_from(now.saturating_since(last).as_nanos()).unwrap_or(u64::MAX);
         if self.last_worked {
             self.stats.busy_ns = self.stats.busy_ns.saturating_add(ns);
+            self.stats.busy_turns += 1;
         } else {
             self.stats.idle_ns = self.stats.idle_ns.saturating_add(ns);
         }

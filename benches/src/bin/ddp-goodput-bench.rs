@@ -211,16 +211,23 @@ struct Run {
     /// side near 1.0 is the bound.
     sender_busy: Option<f64>,
     receiver_busy: Option<f64>,
+    /// Frames each side's data core handled per busy turn (`CoreStats::busy_turns`): the
+    /// batch its per-turn costs are spread over.
+    sender_batch: Option<f64>,
+    receiver_batch: Option<f64>,
 }
 
 impl Run {
-    /// "busy: sender 98 %, receiver 61 %".
+    /// "busy: sender 98 % (9 frames a turn), receiver 61 % (48)".
     fn busy(&self) -> String {
         let pc = |s: Option<f64>| s.map_or("?".into(), |s| format!("{:.0} %", s * 100.0));
+        let b = |s: Option<f64>| s.map_or("?".into(), |s| format!("{s:.0}"));
         format!(
-            "busy: sender {}, receiver {}",
+            "busy: sender {} ({} frames a turn), receiver {} ({})",
             pc(self.sender_busy),
-            pc(self.receiver_busy)
+            b(self.sender_batch),
+            pc(self.receiver_busy),
+            b(self.receiver_batch)
         )
     }
 }
@@ -238,6 +245,19 @@ fn server_busy(log: &str) -> Option<f64> {
         .find_map(|l| l.split("data cores busy ").nth(1))?;
     let pc: f64 = rest.split_whitespace().next()?.parse().ok()?;
     Some(pc / 100.0)
+}
+
+/// The server's frames per busy turn from its summary line ("..., 48.0 frames a busy turn").
+fn server_batch(log: &str) -> Option<f64> {
+    let rest = log
+        .lines()
+        .find_map(|l| l.split("data cores busy ").nth(1))?;
+    rest.split(", ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The ESP configuration of one end of an `-esp` run (RFC 5043 §13): AES-GCM-128 in
@@ -388,6 +408,8 @@ fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<
         t3_expiries: report["sctp"]["t3_expiries"].as_u64().unwrap_or(0),
         sender_busy: report["cores_busy"].as_f64(),
         receiver_busy: server_busy(&server_log),
+        sender_batch: report["frames_per_busy_turn"].as_f64(),
+        receiver_batch: server_batch(&server_log),
     })
 }
 
