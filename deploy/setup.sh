@@ -12,9 +12,10 @@ set -euo pipefail
 # tools (dpdk-testpmd for the benchmark baseline, dpdk-dumpcap, dpdk-telemetry.py).
 # Test peers: libusrsctp-dev (the reference SCTP stack), iproute2 (network namespaces, veth),
 # tshark (an independent dissector that checks our frames' CRC32c and chunks), python3-scapy
-# (an independent ESP implementation, RFC 4303, that checks our IPsec packets both ways).
+# (an independent ESP implementation, RFC 4303, that checks our IPsec packets both ways),
+# prometheus (its promtool checks the exporter's output, deploy/prometheus/).
 PACKAGES=(libdpdk-dev dpdk dpdk-dev pkg-config libclang-dev clang gcc make libusrsctp-dev iproute2 procps tshark
-  python3-scapy)
+  python3-scapy prometheus)
 
 say() { printf 'setup: %s\n' "$*"; }
 SUDO=""

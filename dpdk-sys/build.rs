@@ -40,6 +40,8 @@ const FUNCTIONS: &[&str] = &[
     "rte_crypto_.*",
     "rte_security_.*",
     "rte_ipsec_.*",
+    "rte_tel_data_.*",
+    "rte_telemetry_register_cmd",
     "ddpdk_.*",
 ];
 

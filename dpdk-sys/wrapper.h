@@ -23,4 +23,5 @@
 #include <rte_cryptodev.h>
 #include <rte_security.h>
 #include <rte_ipsec.h>
+#include <rte_telemetry.h>
 #include "shim.h"

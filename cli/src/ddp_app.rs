@@ -45,6 +45,7 @@ use crate::shell::{
     SetCmd, ShowCmd, ShowConfigCmd, StagArg,
 };
 use crate::stats::mac_text;
+use crate::telemetry;
 
 /// How long a command waits for what it started.
 const WAIT: Duration = Duration::from_secs(15);
@@ -486,6 +487,10 @@ pub struct DdpApp {
     reconnect: Option<(IpAddr, u16)>,
     reconnect_conn: Option<ConnHandle>,
     reconnect_at: Wall,
+    /// One report request at a time: the shell's `show` and the telemetry commands.
+    reports_gate: Arc<Mutex<()>>,
+    /// The commands registered on DPDK's telemetry socket.
+    _telemetry: Option<telemetry::Registered>,
 }
 
 impl std::fmt::Debug for DdpApp {
@@ -578,6 +583,18 @@ impl DdpApp {
             ),
         );
         crate::ipsec::announce(&ipsec, opts.json, opts.ipsec_socket.as_deref());
+        let reports_gate = Arc::new(Mutex::new(()));
+        let source: telemetry::Source = {
+            let (shared, gate) = (Arc::clone(&shared), Arc::clone(&reports_gate));
+            Arc::new(move || snapshot(&shared, &gate))
+        };
+        let commands = match telemetry::register(source) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("ddpdk: no telemetry commands: {e}");
+                None
+            }
+        };
         Ok(DdpApp {
             json: opts.json,
             port,
@@ -599,6 +616,8 @@ impl DdpApp {
                 .map(|a| (a, opts.reconnect_port.unwrap_or(opts.sctp_port))),
             reconnect_conn: None,
             reconnect_at: Wall::now(),
+            reports_gate,
+            _telemetry: commands,
         })
     }
 
@@ -1707,6 +1726,7 @@ impl DdpApp {
 
     /// Asks every core for its report and waits for them.
     fn reports(&self) -> Result<Vec<CoreReport>, String> {
+        let _one_at_a_time = self.reports_gate.lock().unwrap_or_else(|e| e.into_inner());
         let cores = {
             let mut s = lock(&self.shared);
             s.reports.clear();
@@ -2008,6 +2028,46 @@ fn state_text(state: State) -> String {
         State::InitiateReceived => "InitiateReceived".into(),
         State::Established => "Established".into(),
         State::Terminated(reason) => format!("Terminated ({reason})"),
+    }
+}
+
+/// What the telemetry commands report on, from the control thread's view: the data cores'
+/// reports (asked for and waited on, as `show` does), the control counters, the STags.
+fn snapshot(
+    shared: &Arc<Mutex<Shared>>,
+    gate: &Arc<Mutex<()>>,
+) -> Result<telemetry::Snapshot, String> {
+    let _one_at_a_time = gate.lock().unwrap_or_else(|e| e.into_inner());
+    let cores = {
+        let mut s = lock(shared);
+        s.reports.clear();
+        s.control.request_reports();
+        s.control.cores()
+    };
+    let deadline = Wall::now() + WAIT;
+    loop {
+        {
+            let mut s = lock(shared);
+            if s.reports.len() >= cores {
+                let mut reports = std::mem::take(&mut s.reports);
+                reports.sort_by_key(|x| x.core);
+                return Ok(telemetry::Snapshot {
+                    reports,
+                    control: s.control.stats(),
+                    mrs: s
+                        .control
+                        .memory()
+                        .stags()
+                        .iter()
+                        .map(|(stag, r)| (stag, *r))
+                        .collect(),
+                });
+            }
+        }
+        if Wall::now() > deadline {
+            return Err("timed out waiting for the data cores' reports".into());
+        }
+        std::thread::sleep(Duration::from_micros(200));
     }
 }
 

@@ -38,6 +38,7 @@ use crate::ipsec::KeySocket;
 use crate::loopback::exit_status;
 use crate::node::{Node, NodePort, Placement};
 use crate::options::{DdpSource, Options};
+use crate::telemetry;
 
 const STREAM: u16 = 1;
 /// STag (4), TO (8), length (8).
@@ -77,6 +78,12 @@ struct Job {
     now: Instant,
     /// The key manager's socket (`--ipsec-socket`); closed before the port.
     key_socket: Option<KeySocket>,
+    /// Telemetry commands waiting for a snapshot; answered between turns.
+    telemetry: Arc<telemetry::Hub>,
+    /// Answering one now (a snapshot's wait for reports turns the loop too).
+    answering: bool,
+    /// The commands registered on DPDK's telemetry socket (none where it is off).
+    _commands: Option<telemetry::Registered>,
 }
 
 impl Job {
@@ -139,6 +146,14 @@ impl Job {
         crate::ipsec::announce(&node.port, opts.json, opts.ipsec_socket.as_deref());
         let now = node.clock.now();
         let idle = Backoff::new(policy, now);
+        let hub = Arc::new(telemetry::Hub::default());
+        let commands = match telemetry::register(hub.source()) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("ddpdk: no telemetry commands: {e}");
+                None
+            }
+        };
         Ok(Job {
             node,
             control,
@@ -147,6 +162,9 @@ impl Job {
             json: opts.json,
             now,
             key_socket,
+            telemetry: hub,
+            answering: false,
+            _commands: commands,
         })
     }
 
@@ -160,7 +178,29 @@ impl Job {
             self.events.push_back(e);
             n += 1;
         }
+        if !self.answering && self.telemetry.wanted() {
+            self.answering = true;
+            let snapshot = self.snapshot();
+            self.telemetry.answer(snapshot);
+            self.answering = false;
+        }
         n
+    }
+
+    /// What the telemetry commands report on, now.
+    fn snapshot(&mut self) -> Result<telemetry::Snapshot, String> {
+        let reports = self.reports(&AtomicBool::new(false))?;
+        Ok(telemetry::Snapshot {
+            reports,
+            control: self.control.stats(),
+            mrs: self
+                .control
+                .memory()
+                .stags()
+                .iter()
+                .map(|(stag, r)| (stag, *r))
+                .collect(),
+        })
     }
 
     /// Polls until `done` finds what it waits for in the events (it takes what it uses).

@@ -13,3 +13,4 @@ pub mod run;
 pub mod sctp_params;
 pub mod shell;
 pub mod stats;
+pub mod telemetry;

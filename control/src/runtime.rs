@@ -363,6 +363,13 @@ pub struct AssocInfo {
     pub sctp: ddpdk_dataplane::sctp::Stats,
     /// Its congestion window, bytes.
     pub cwnd: usize,
+    /// The peer's receive window as last computed (RFC 9260 §6.2.1), bytes.
+    pub peer_rwnd: u32,
+    /// RTO and smoothed RTT (RFC 9260 §6.3.1).
+    pub rto: Duration,
+    pub srtt: Option<Duration>,
+    /// Our SCTP port.
+    pub local_port: u16,
 }
 
 /// What one data core holds and has done.
@@ -1348,6 +1355,10 @@ impl<P: Port> DataCore<P> {
                     receive_room: s.c.receive_room(),
                     sctp: *s.c.association().stats(),
                     cwnd: s.c.association().cwnd(),
+                    peer_rwnd: s.c.association().peer_rwnd(),
+                    rto: s.c.association().rto(),
+                    srtt: s.c.association().srtt(),
+                    local_port: s.c.association().local_port(),
                 })
                 .collect(),
             stags: self.stags.table().len(),

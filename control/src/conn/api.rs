@@ -7,6 +7,7 @@ use ddpdk_dataplane::ddp::TxError;
 use ddpdk_dataplane::ddp::{HeaderCopy, RxError};
 use ddpdk_dataplane::mem::{Pd, PostedBuffer, Stag};
 use ddpdk_dataplane::sctp::CloseReason;
+use ddpdk_dataplane::wire::ddp::DdpError;
 use ddpdk_dataplane::wire::rdmap::{AtomicOp, AtomicRequest};
 
 use crate::memory::RegionId;
@@ -514,6 +515,56 @@ pub struct MaxSizes {
     pub tagged: usize,
 }
 
+/// Receive errors by what they were: each RFC 5041 §7.2 number, and the errors that have
+/// none (DDP-SSN, truncation, RFC 5043 §9's oversize, RDMAP's own checks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiveErrorCounts {
+    /// By [`DdpError::index`].
+    pub ddp: [u64; DdpError::ALL.len()],
+    /// A DDP-SSN that was a duplicate or outside the window (RFC 5043 §10).
+    pub sequence: u64,
+    pub truncated: u64,
+    pub oversize: u64,
+    pub rdmap: u64,
+}
+
+impl ReceiveErrorCounts {
+    pub fn count(&mut self, e: &RxError) {
+        match e {
+            RxError::Ddp(d) => self.ddp[d.index()] += 1,
+            RxError::Sequence(_) => self.sequence += 1,
+            RxError::Truncated => self.truncated += 1,
+            RxError::Oversize { .. } => self.oversize += 1,
+            RxError::Rdmap(_) => self.rdmap += 1,
+        }
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &ReceiveErrorCounts) {
+        for (a, b) in self.ddp.iter_mut().zip(other.ddp) {
+            *a += b;
+        }
+        self.sequence += other.sequence;
+        self.truncated += other.truncated;
+        self.oversize += other.oversize;
+        self.rdmap += other.rdmap;
+    }
+
+    /// Every counter with its name ([`DdpError::name`], or `ddp_ssn`, `truncated`,
+    /// `oversize`, `rdmap`).
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        DdpError::ALL
+            .iter()
+            .map(|e| (e.name(), self.ddp[e.index()]))
+            .chain([
+                ("ddp_ssn", self.sequence),
+                ("truncated", self.truncated),
+                ("oversize", self.oversize),
+                ("rdmap", self.rdmap),
+            ])
+    }
+}
+
 /// Counters: everything dropped is counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConnStats {
@@ -525,6 +576,8 @@ pub struct ConnStats {
     pub segments_sent: u64,
     pub control_sent: u64,
     pub segments_received: u64,
+    /// Payload bytes the receive path placed (tagged and untagged), over every stream.
+    pub placed_bytes: u64,
     pub control_received: u64,
     /// Chunks whose PPID is neither 16 nor 17 (RFC 5043 §5.2).
     pub unknown_ppid: u64,
@@ -546,6 +599,8 @@ pub struct ConnStats {
     /// Streams whose receive path failed: the first error of each, indicated to the ULP
     /// (RFC 5041 §7.1; the segments after it are counted per stream, `RxStats`).
     pub receive_errors: u64,
+    /// The same errors by kind.
+    pub receive_errors_by_kind: ReceiveErrorCounts,
     /// DDP Segments larger than the MULPDU we announced, rejected (RFC 5043 §9); each stops
     /// its stream as a receive error.
     pub oversize_segments: u64,

@@ -215,7 +215,9 @@ pub(super) fn route(
                 match oversize {
                     Some(error) => rx_path.refuse(m.data, error, &mut ulp),
                     None => {
+                        let before = rx_path.stats().placed_bytes;
                         rx_path.on_segment(m.data, memory.stags, memory.regions, &mut ulp);
+                        out.stats.placed_bytes += rx_path.stats().placed_bytes - before;
                     }
                 }
             }
@@ -273,6 +275,7 @@ pub(super) fn indicate(
         } => {
             *grace = Some(1);
             out.stats.receive_errors += 1;
+            out.stats.receive_errors_by_kind.count(&error);
             out.faulted.push((stream, error));
             out.indications.push_back(Indication::Error {
                 stream,

@@ -264,6 +264,14 @@ impl StagTable {
             .any(|s| s.reg.is_some_and(|r| r.memory.region == region))
     }
 
+    /// Every registration in use, with its STag, in index order (a scan: for reports).
+    pub fn iter(&self) -> impl Iterator<Item = (Stag, &Registration)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            let reg = s.reg.as_ref()?;
+            Some((Stag::new(i as u32, s.key), reg))
+        })
+    }
+
     /// Registrations in use.
     pub fn len(&self) -> usize {
         self.used
@@ -402,6 +410,32 @@ mod tests {
                 offset: 4096,
             },
         }
+    }
+
+    #[test]
+    fn iter_lists_exactly_the_live_registrations() {
+        let mut t = StagTable::new(16, 99);
+        let reg = |len| Registration {
+            pd: Pd(1),
+            access: Access::REMOTE_WRITE,
+            stream: None,
+            to_base: 0,
+            len,
+            memory: RegionSlice {
+                region: 0,
+                offset: 0,
+            },
+        };
+        let a = t.register(reg(10)).expect("room");
+        let b = t.register(reg(20)).expect("room");
+        t.invalidate(a);
+        let live: Vec<(Stag, u64)> = t.iter().map(|(s, r)| (s, r.len)).collect();
+        assert_eq!(live, vec![(b, 20)]);
+        assert_eq!(
+            t.lookup(live[0].0).map(|r| r.len),
+            Some(20),
+            "the STag listed is valid"
+        );
     }
 
     #[test]

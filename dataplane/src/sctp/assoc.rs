@@ -649,6 +649,12 @@ impl Association {
         self.path.cwnd
     }
 
+    /// The peer's receive window as we last computed it (its a_rwnd less what is in flight,
+    /// RFC 9260 §6.2.1).
+    pub fn peer_rwnd(&self) -> u32 {
+        self.peer_rwnd
+    }
+
     /// The largest message [`Association::send`] takes on the current path MTU.
     pub fn max_message(&self) -> usize {
         config::max_message(self.path.mtu).min(self.sq.slot_size())

@@ -10,6 +10,7 @@ mod flow;
 mod ipsec;
 mod ipsec_port;
 mod mbuf;
+pub mod telemetry;
 
 pub use eal::{Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};

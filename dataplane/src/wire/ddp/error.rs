@@ -34,6 +34,45 @@ pub enum DdpError {
 }
 
 impl DdpError {
+    /// Every error, in the order of §7.2's table ([`DdpError::index`]).
+    pub const ALL: [DdpError; 12] = [
+        DdpError::LocalCatastrophic,
+        DdpError::InvalidStag,
+        DdpError::BaseOrBounds,
+        DdpError::StagNotAssociated,
+        DdpError::ToWrap,
+        DdpError::TaggedVersion,
+        DdpError::InvalidQn,
+        DdpError::NoBuffer,
+        DdpError::MsnRange,
+        DdpError::InvalidMo,
+        DdpError::TooLong,
+        DdpError::UntaggedVersion,
+    ];
+
+    /// The position in [`DdpError::ALL`]: an index for counters by error.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// A name for counters and metrics (lower case, `_`-separated).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DdpError::LocalCatastrophic => "local_catastrophic",
+            DdpError::InvalidStag => "invalid_stag",
+            DdpError::BaseOrBounds => "base_or_bounds",
+            DdpError::StagNotAssociated => "stag_not_associated",
+            DdpError::ToWrap => "to_wrap",
+            DdpError::TaggedVersion => "tagged_version",
+            DdpError::InvalidQn => "invalid_qn",
+            DdpError::NoBuffer => "invalid_msn_no_buffer",
+            DdpError::MsnRange => "invalid_msn_range",
+            DdpError::InvalidMo => "invalid_mo",
+            DdpError::TooLong => "too_long",
+            DdpError::UntaggedVersion => "untagged_version",
+        }
+    }
+
     /// The 4-bit Error Type.
     pub const fn error_type(self) -> u8 {
         match self {
@@ -136,8 +175,13 @@ mod tests {
             (DdpError::TooLong, 0x2, 0x05),
             (DdpError::UntaggedVersion, 0x2, 0x06),
         ];
-        for (e, t, c) in table {
+        for (i, (e, t, c)) in table.into_iter().enumerate() {
             assert_eq!((e.error_type(), e.code()), (t, c), "{e:?}");
+            assert_eq!(
+                (DdpError::ALL[i], e.index()),
+                (e, i),
+                "{e:?} out of table order"
+            );
             assert_eq!(DdpError::from_number(t, c), Some(e));
             assert_eq!(e.number(), u16::from(t) << 8 | u16::from(c));
         }

@@ -1,0 +1,470 @@
+//! ddpdk's commands on DPDK's telemetry socket, next to DPDK's own (`/ethdev/stats`, ...):
+//!
+//! | command | answer |
+//! |---|---|
+//! | `/ddpdk/assoc/list` | the association ids |
+//! | `/ddpdk/assoc/info,ID` | one association: state, peer, streams, cwnd, RTO, windows, retransmissions, ... |
+//! | `/ddpdk/session/list` | every DDP Stream Session not idle: `ASSOC/STREAM` and its state |
+//! | `/ddpdk/mr/list` | the registered memory: count, bytes, and per STag its TO, length, PD, access |
+//! | `/ddpdk/stats` | per data core (`core/N/...`) and the control thread (`control/...`): frames, placed bytes, segments, drops by reason, errors by RFC 5041 §7.2 code, retransmissions |
+//!
+//! The figures come from a [`Snapshot`] the endpoint takes when asked (its data cores report
+//! between packets); one snapshot serves every command asked within [`FRESH`], so a scraper
+//! that lists associations and then asks for each one sees one moment.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant as Wall};
+
+use ddpdk_control::conn::ReceiveErrorCounts;
+use ddpdk_control::runtime::{AssocInfo, ControlStats, CoreReport};
+use ddpdk_dataplane::mem::{Access, Registration, Stag};
+use ddpdk_dataplane::port::dpdk::telemetry::{self, TelValue};
+
+/// How long one snapshot answers for.
+pub const FRESH: Duration = Duration::from_millis(200);
+
+/// What the commands report on, taken at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub reports: Vec<CoreReport>,
+    pub control: ControlStats,
+    pub mrs: Vec<(Stag, Registration)>,
+}
+
+/// Takes a snapshot (asks the data cores for their reports and waits for them).
+pub type Source = Arc<dyn Fn() -> Result<Snapshot, String> + Send + Sync>;
+
+/// The commands, their help, and what renders their answer.
+type Render = fn(&Snapshot, &str) -> Result<TelValue, String>;
+const COMMANDS: [(&str, &str, Render); 5] = [
+    (
+        "/ddpdk/assoc/list",
+        "Returns the ids of the SCTP associations. Takes no parameters",
+        |s, _| Ok(assoc_list(s)),
+    ),
+    (
+        "/ddpdk/assoc/info",
+        "Returns an association's state, peer, streams, cwnd, rto, windows, retransmissions. Parameters: int association_id",
+        assoc_info,
+    ),
+    (
+        "/ddpdk/session/list",
+        "Returns the DDP Stream Sessions not idle, as association/stream: state. Takes no parameters",
+        |s, _| Ok(session_list(s)),
+    ),
+    (
+        "/ddpdk/mr/list",
+        "Returns the registered memory: count, bytes, and per STag its TO, length, PD, access. Takes no parameters",
+        |s, _| Ok(mr_list(s)),
+    ),
+    (
+        "/ddpdk/stats",
+        "Returns counters per data core and control thread: frames, bytes placed, drops, DDP errors. Parameters: int core (optional)",
+        stats,
+    ),
+];
+
+/// The commands answer while this lives; dropped, they answer "not available".
+#[derive(Debug)]
+pub struct Registered;
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        for (cmd, _, _) in COMMANDS {
+            telemetry::unregister(cmd);
+        }
+    }
+}
+
+/// The last snapshot and when it was taken.
+type Cached = Option<(Wall, Arc<Snapshot>)>;
+
+/// Registers the commands, answered from snapshots `source` takes.
+pub fn register(source: Source) -> Result<Registered, String> {
+    let cache: Arc<Mutex<Cached>> = Arc::new(Mutex::new(None));
+    for (cmd, help, render) in COMMANDS {
+        let (source, cache) = (Arc::clone(&source), Arc::clone(&cache));
+        telemetry::register(
+            cmd,
+            help,
+            Arc::new(move |params: &str| {
+                let snapshot = {
+                    let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+                    match c.as_ref() {
+                        Some((at, s)) if at.elapsed() < FRESH => Arc::clone(s),
+                        _ => {
+                            let s = Arc::new(source()?);
+                            *c = Some((Wall::now(), Arc::clone(&s)));
+                            s
+                        }
+                    }
+                };
+                render(&snapshot, params)
+            }),
+        )?;
+    }
+    Ok(Registered)
+}
+
+/// How long a command waits for the loop that owns the control side to take a snapshot.
+const ANSWER_WITHIN: Duration = Duration::from_secs(2);
+
+/// For a loop that owns the control side on its own thread (the endpoint's): a command asks
+/// ([`Hub::source`]), the loop sees the request between turns ([`Hub::wanted`], one atomic
+/// load) and answers with a snapshot ([`Hub::answer`]).
+#[derive(Debug, Default)]
+pub struct Hub {
+    wanted: AtomicBool,
+    asked: AtomicU64,
+    answer: Mutex<Option<(u64, Result<Snapshot, String>)>>,
+    ready: Condvar,
+}
+
+impl Hub {
+    /// A source that asks this hub's loop and waits for its answer.
+    pub fn source(self: &Arc<Self>) -> Source {
+        let hub = Arc::clone(self);
+        Arc::new(move || {
+            let ask = hub.asked.fetch_add(1, Ordering::AcqRel) + 1;
+            hub.wanted.store(true, Ordering::Release);
+            let slot = hub.answer.lock().unwrap_or_else(|e| e.into_inner());
+            let (slot, _) = hub
+                .ready
+                .wait_timeout_while(slot, ANSWER_WITHIN, |a| {
+                    a.as_ref().is_none_or(|(n, _)| *n < ask)
+                })
+                .unwrap_or_else(|e| e.into_inner());
+            match slot.as_ref() {
+                Some((n, answer)) if *n >= ask => answer.clone(),
+                _ => Err("the endpoint did not answer in time".into()),
+            }
+        })
+    }
+
+    /// Whether a command is waiting for a snapshot (and the request is taken).
+    pub fn wanted(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed) && self.wanted.swap(false, Ordering::AcqRel)
+    }
+
+    /// The snapshot for every request made so far.
+    pub fn answer(&self, snapshot: Result<Snapshot, String>) {
+        let asked = self.asked.load(Ordering::Acquire);
+        *self.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some((asked, snapshot));
+        self.ready.notify_all();
+    }
+}
+
+fn assocs(s: &Snapshot) -> impl Iterator<Item = (usize, &AssocInfo)> {
+    s.reports
+        .iter()
+        .flat_map(|r| r.assocs.iter().map(move |a| (r.core, a)))
+}
+
+fn dict(entries: Vec<(&str, TelValue)>) -> TelValue {
+    TelValue::Dict(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
+
+fn u(x: impl TryInto<u64>) -> TelValue {
+    TelValue::U64(x.try_into().unwrap_or(u64::MAX))
+}
+
+pub fn assoc_list(s: &Snapshot) -> TelValue {
+    TelValue::List(assocs(s).map(|(_, a)| TelValue::U64(a.conn.0)).collect())
+}
+
+pub fn assoc_info(s: &Snapshot, params: &str) -> Result<TelValue, String> {
+    let id: u64 = params
+        .trim()
+        .parse()
+        .map_err(|_| "usage: /ddpdk/assoc/info,ID (an id from /ddpdk/assoc/list)".to_string())?;
+    let (core, a) = assocs(s)
+        .find(|(_, a)| a.conn.0 == id)
+        .ok_or_else(|| format!("no association {id}"))?;
+    let sc = &a.sctp;
+    Ok(dict(vec![
+        ("id", TelValue::U64(id)),
+        ("core", u(core)),
+        ("state", TelValue::Str(a.state.clone())),
+        ("peer", TelValue::Str(a.peer.to_string())),
+        ("peer_port", u(a.peer_port)),
+        ("local_port", u(a.local_port)),
+        ("streams", u(a.streams)),
+        ("sessions", u(a.sessions.len())),
+        ("cwnd", u(a.cwnd)),
+        ("rto_us", u(a.rto.as_micros())),
+        ("srtt_us", u(a.srtt.map_or(0, |d| d.as_micros()))),
+        ("peer_rwnd", u(a.peer_rwnd)),
+        ("a_rwnd", u(a.receive_room)),
+        ("packets_in", u(sc.packets_in)),
+        ("packets_out", u(sc.packets_out)),
+        ("data_in", u(sc.data_in)),
+        ("data_out", u(sc.data_out)),
+        ("sacks_in", u(sc.sacks_in)),
+        ("sacks_out", u(sc.sacks_out)),
+        ("t3_expiries", u(sc.t3_expiries)),
+        ("t3_retransmits", u(sc.t3_retransmits)),
+        ("fast_retransmits", u(sc.fast_retransmits)),
+        ("segments_in", u(a.stats.segments_received)),
+        ("segments_out", u(a.stats.segments_sent)),
+        ("placed_bytes", u(a.stats.placed_bytes)),
+        ("receive_errors", u(a.stats.receive_errors)),
+    ]))
+}
+
+pub fn session_list(s: &Snapshot) -> TelValue {
+    TelValue::Dict(
+        assocs(s)
+            .flat_map(|(_, a)| {
+                a.sessions.iter().map(move |(stream, state)| {
+                    (
+                        format!("{}/{stream}", a.conn.0),
+                        TelValue::Str(format!("{state:?}")),
+                    )
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Access rights as their names, `+`-joined.
+fn access_text(a: Access) -> String {
+    [
+        (Access::LOCAL_READ, "local_read"),
+        (Access::LOCAL_WRITE, "local_write"),
+        (Access::REMOTE_WRITE, "remote_write"),
+        (Access::REMOTE_READ, "remote_read"),
+        (Access::REMOTE_ATOMIC, "remote_atomic"),
+    ]
+    .iter()
+    .filter(|(bit, _)| a.contains(*bit))
+    .map(|(_, n)| *n)
+    .collect::<Vec<_>>()
+    .join("+")
+}
+
+/// MRs listed after `count` and `bytes`: DPDK takes 256 names a dict, four per MR.
+const MRS_LISTED: usize = 63;
+
+pub fn mr_list(s: &Snapshot) -> TelValue {
+    let mut entries = vec![
+        ("count".to_string(), u(s.mrs.len())),
+        (
+            "bytes".to_string(),
+            TelValue::U64(s.mrs.iter().map(|(_, r)| r.len).sum()),
+        ),
+    ];
+    for (stag, r) in s.mrs.iter().take(MRS_LISTED) {
+        entries.push((
+            stag.to_string(),
+            dict(vec![
+                ("to", TelValue::U64(r.to_base)),
+                ("len", TelValue::U64(r.len)),
+                ("pd", u(r.pd.0)),
+                ("access", TelValue::Str(access_text(r.access))),
+            ]),
+        ));
+    }
+    TelValue::Dict(entries)
+}
+
+/// The counters of one data core: its own, its interface's, and its associations' summed.
+fn core_stats(r: &CoreReport) -> TelValue {
+    let st = &r.stats;
+    let i = &r.iface;
+    let sum = |f: &dyn Fn(&AssocInfo) -> u64| r.assocs.iter().map(f).sum::<u64>();
+    let mut errors = ReceiveErrorCounts::default();
+    for a in &r.assocs {
+        errors.add(&a.stats.receive_errors_by_kind);
+    }
+    let ddp_errors = errors
+        .named()
+        .map(|(n, v)| (n.to_string(), TelValue::U64(v)))
+        .collect();
+    dict(vec![
+        ("frames_in", u(st.frames_in)),
+        ("frames_out", u(st.tx.frames_out)),
+        ("associations", u(r.assocs.len())),
+        ("stags", u(r.stags)),
+        ("busy_ns", u(st.busy_ns)),
+        ("idle_ns", u(st.idle_ns)),
+        ("placed_bytes", u(sum(&|a| a.stats.placed_bytes))),
+        ("segments_in", u(sum(&|a| a.stats.segments_received))),
+        ("segments_out", u(sum(&|a| a.stats.segments_sent))),
+        ("messages_out", u(sum(&|a| a.stats.messages_sent))),
+        ("t3_retransmits", u(sum(&|a| a.sctp.t3_retransmits))),
+        ("fast_retransmits", u(sum(&|a| a.sctp.fast_retransmits))),
+        (
+            "drop",
+            dict(vec![
+                ("sctp_discarded", u(st.discarded)),
+                ("checksum_bad", u(st.checksum_bad)),
+                ("dispatch_full", u(st.dispatch_dropped)),
+                ("control_full", u(st.control_dropped)),
+                ("rx_chain_no_buffer", u(st.rx_chained_dropped)),
+                ("tx_refused", u(st.tx.tx_dropped)),
+                ("tx_no_buffer", u(st.tx.no_buffer)),
+                ("tx_unresolved", u(st.tx.unresolved)),
+                ("tx_too_big", u(st.tx.too_big)),
+                ("ip_bad_checksum", u(i.bad_ip_checksum)),
+                ("ip_fragment", u(i.fragments)),
+                ("malformed", u(i.malformed)),
+                (
+                    "not_ours",
+                    u(i.other_address + i.other_mac + i.other_ether_type + i.other_protocol),
+                ),
+                ("sctp_bad_checksum", u(sum(&|a| a.sctp.bad_checksum))),
+                ("sctp_bad_vtag", u(sum(&|a| a.sctp.bad_vtag))),
+                ("sctp_rwnd", u(sum(&|a| a.sctp.rwnd_dropped))),
+                (
+                    "sctp_tsn_out_of_window",
+                    u(sum(&|a| a.sctp.tsn_out_of_window)),
+                ),
+                (
+                    "ddp_refused_by_session",
+                    u(sum(&|a| a.stats.refused_by_session)),
+                ),
+                (
+                    "ddp_after_session_end",
+                    u(sum(&|a| a.stats.after_session_end)),
+                ),
+                ("ddp_unknown_ppid", u(sum(&|a| a.stats.unknown_ppid))),
+                ("ddp_oversize", u(sum(&|a| a.stats.oversize_segments))),
+            ]),
+        ),
+        ("ddp_error", TelValue::Dict(ddp_errors)),
+    ])
+}
+
+/// Every data core's counters and the control thread's; with a core number, that core's
+/// alone (a dict holds 256 names: about four cores' worth).
+pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
+    let only = match params.trim() {
+        "" => None,
+        p => Some(
+            p.parse::<usize>()
+                .map_err(|_| "usage: /ddpdk/stats[,CORE]".to_string())?,
+        ),
+    };
+    if let Some(k) = only {
+        if !s.reports.iter().any(|r| r.core == k) {
+            return Err(format!("no data core {k}"));
+        }
+    }
+    let c = &s.control;
+    Ok(dict(vec![
+        (
+            "core",
+            TelValue::Dict(
+                s.reports
+                    .iter()
+                    .filter(|r| only.is_none_or(|k| r.core == k))
+                    .map(|r| (r.core.to_string(), core_stats(r)))
+                    .collect(),
+            ),
+        ),
+        (
+            "control",
+            dict(vec![
+                ("packets_in", u(c.packets)),
+                ("replies", u(c.replies)),
+                ("ignored", u(c.ignored)),
+                ("accepted", u(c.accepted)),
+                ("connected", u(c.connected)),
+                ("frames_out", u(c.tx.frames_out)),
+                ("session_messages", u(c.session_messages)),
+                ("flow_rules", u(c.flow_rules)),
+            ]),
+        ),
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+    use super::*;
+
+    fn core(n: usize) -> CoreReport {
+        CoreReport {
+            core: n,
+            stats: Default::default(),
+            iface: Default::default(),
+            assocs: Vec::new(),
+            stags: 0,
+            upcalls_held: 0,
+        }
+    }
+
+    fn names(v: &TelValue, prefix: &str, out: &mut Vec<String>) {
+        if let TelValue::Dict(entries) = v {
+            for (k, v) in entries {
+                let name = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}/{k}")
+                };
+                match v {
+                    TelValue::Dict(_) => names(v, &name, out),
+                    _ => out.push(name),
+                }
+            }
+        }
+    }
+
+    /// DPDK 22.11 refuses a command of 56 bytes or more, or help of 128 or more.
+    #[test]
+    fn commands_fit_dpdks_limits() {
+        for (cmd, help, _) in COMMANDS {
+            assert!(cmd.len() < 56 && cmd.starts_with("/ddpdk/"), "{cmd}");
+            assert!(help.len() < 128, "{cmd}: help of {} bytes", help.len());
+        }
+    }
+
+    /// A dict holds at most 256 names: /ddpdk/stats for four data cores fits, and every name
+    /// is made of what DPDK accepts.
+    #[test]
+    fn stats_of_four_cores_fit_one_dict() {
+        let s = Snapshot {
+            reports: (0..4).map(core).collect(),
+            ..Default::default()
+        };
+        let mut n = Vec::new();
+        names(&stats(&s, "").unwrap(), "", &mut n);
+        assert!(n.len() <= 256, "{} names", n.len());
+        assert!(n.contains(&"core/3/ddp_error/invalid_stag".to_string()));
+        assert!(n.contains(&"core/0/drop/checksum_bad".to_string()));
+        for name in &n {
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/'),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn stats_of_one_core() {
+        let s = Snapshot {
+            reports: (0..2).map(core).collect(),
+            ..Default::default()
+        };
+        let mut n = Vec::new();
+        names(&stats(&s, "1").unwrap(), "", &mut n);
+        assert!(n.iter().any(|x| x.starts_with("core/1/")));
+        assert!(!n.iter().any(|x| x.starts_with("core/0/")));
+        assert_eq!(stats(&s, "5").unwrap_err(), "no data core 5");
+    }
+
+    #[test]
+    fn assoc_info_wants_a_known_id() {
+        let s = Snapshot::default();
+        assert!(assoc_info(&s, "x").unwrap_err().contains("usage"));
+        assert_eq!(assoc_info(&s, "7").unwrap_err(), "no association 7");
+    }
+}

@@ -1,0 +1,255 @@
+//! Issue 17 items 1 and 2: a running endpoint answers ddpdk's commands on DPDK's telemetry
+//! socket, read with Debian's own client (`dpdk-telemetry.py`), and the project's Prometheus
+//! exporter turns them into metrics that `promtool check metrics` accepts.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "common/procs.rs"]
+mod procs;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+const CLIENT: &str = "/usr/bin/dpdk-telemetry.py";
+const EXPORTER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../deploy/prometheus/ddpdk-exporter.py"
+);
+
+/// The replies of `dpdk-telemetry.py -f PREFIX` to `cmds`, one JSON value per command.
+fn ask(prefix: &str, cmds: &[&str]) -> Vec<serde_json::Value> {
+    let mut child = Command::new("python3")
+        .args([CLIENT, "-f", prefix])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dpdk-telemetry.py (package dpdk-dev)");
+    let mut stdin = child.stdin.take().unwrap();
+    for c in cmds {
+        writeln!(stdin, "{c}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let replies: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(replies.len(), cmds.len(), "replies to {cmds:?}:\n{text}");
+    replies
+}
+
+/// The value of command `cmd` in its reply.
+fn value<'a>(reply: &'a serde_json::Value, cmd: &str) -> &'a serde_json::Value {
+    &reply[cmd.split(',').next().unwrap()]
+}
+
+#[test]
+fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus() {
+    let pid = std::process::id();
+    let dir = std::env::temp_dir().join(format!("ddpdk-tel-{pid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("memif.sock");
+    let server_prefix = format!("ddpdk-tel-server-{pid}");
+    let eal = |role: &str, lcore: &str, prefix: &str| {
+        procs::memif_eal(role, lcore, prefix, &sock, 512, false)
+    };
+    let mut server = Command::new(BIN)
+        .args(eal("server", "0@0", &server_prefix))
+        .arg("--")
+        .args([
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--run-for",
+            "60",
+            "--region-bytes",
+            "1048576",
+            "--json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_, server_err) = procs::read_until(server.stderr.take().unwrap(), "the server", |l| {
+        l.contains("(listening)")
+    });
+    // The client writes for a few seconds; the questions are asked while it does.
+    let client = Command::new(BIN)
+        .args(eal("client", "0@1", &format!("ddpdk-tel-client-{pid}")))
+        .arg("--")
+        .args([
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ip",
+            "198.18.0.1",
+            "--run-for",
+            "4",
+            "--ddp-size",
+            "16384",
+            "--json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Wait until the association and its session are up, as the telemetry shows them.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let sessions = loop {
+        let r = ask(&server_prefix, &["/ddpdk/session/list"]);
+        let s = value(&r[0], "/ddpdk/session/list").clone();
+        if s.as_object().is_some_and(|o| !o.is_empty()) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no session shown: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // Traffic has moved by now: let some more arrive between two looks at the counters.
+    std::thread::sleep(Duration::from_millis(500));
+    let cmds = [
+        "/ddpdk/assoc/list",
+        "/ddpdk/mr/list",
+        "/ddpdk/stats",
+        "/ddpdk/assoc/info,999",
+        "/help,/ddpdk/stats",
+    ];
+    let r = ask(&server_prefix, &cmds);
+    let ids = value(&r[0], cmds[0]).as_array().unwrap().clone();
+    assert_eq!(ids.len(), 1, "one association: {}", r[0]);
+    let id = ids[0].as_u64().unwrap();
+    let info_cmd = format!("/ddpdk/assoc/info,{id}");
+    let info = ask(&server_prefix, &[&info_cmd]);
+    let info = value(&info[0], &info_cmd);
+    assert_eq!(info["state"], "Established", "{info}");
+    assert_eq!(info["peer"], "198.18.0.1", "{info}");
+    assert_eq!(info["streams"], 8, "{info}");
+    for field in [
+        "cwnd",
+        "rto_us",
+        "a_rwnd",
+        "peer_rwnd",
+        "sacks_out",
+        "placed_bytes",
+    ] {
+        assert!(info[field].as_u64().is_some(), "{field} missing: {info}");
+    }
+    assert!(info["placed_bytes"].as_u64().unwrap() > 0, "{info}");
+    assert_eq!(info["t3_retransmits"], 0, "a lossless link: {info}");
+    // The session the client opened, on the association listed.
+    let (key, state) = sessions.as_object().unwrap().iter().next().unwrap();
+    assert!(key.starts_with(&format!("{id}/")), "{sessions}");
+    assert_eq!(state, "Established", "{sessions}");
+    // The region the server offered: one MR of --region-bytes, remote write.
+    let mrs = value(&r[1], cmds[1]);
+    assert_eq!(mrs["count"], 1, "{mrs}");
+    assert_eq!(mrs["bytes"], 1_048_576, "{mrs}");
+    let stag_len = mrs
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(k, _)| k.ends_with("/len"))
+        .map(|(_, v)| v.clone());
+    assert_eq!(stag_len, Some(serde_json::json!(1_048_576)), "{mrs}");
+    // Per-core counters, drops by reason, errors by RFC 5041 §7.2 code.
+    let stats = value(&r[2], cmds[2]);
+    let frames_in = stats["core/0/frames_in"].as_u64().unwrap();
+    let placed = stats["core/0/placed_bytes"].as_u64().unwrap();
+    assert!(frames_in > 0 && placed > 0, "{stats}");
+    assert_eq!(stats["core/0/associations"], 1, "{stats}");
+    assert_eq!(stats["core/0/ddp_error/invalid_stag"], 0, "{stats}");
+    assert_eq!(stats["core/0/ddp_error/base_or_bounds"], 0, "{stats}");
+    assert!(stats["core/0/drop/checksum_bad"].is_u64(), "{stats}");
+    assert!(stats["control/accepted"].as_u64().unwrap() >= 1, "{stats}");
+    // An unknown association is an answer, not a crash; help is registered.
+    assert_eq!(
+        value(&r[3], cmds[3])["error"],
+        "no association 999",
+        "{}",
+        r[3]
+    );
+    assert!(
+        value(&r[4], "/help")["/ddpdk/stats"]
+            .as_str()
+            .is_some_and(|h| h.contains("per data core")),
+        "{}",
+        r[4]
+    );
+
+    // Item 2: the exporter's scrape, valid for promtool, with the live figures in it.
+    let scrape = Command::new("python3")
+        .args([EXPORTER, "--file-prefix", &server_prefix, "--once"])
+        .output()
+        .unwrap();
+    let metrics = String::from_utf8_lossy(&scrape.stdout).into_owned();
+    assert!(
+        scrape.status.success(),
+        "{metrics}{}",
+        String::from_utf8_lossy(&scrape.stderr)
+    );
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (package prometheus)");
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let verdict = check.wait_with_output().unwrap();
+    assert!(
+        verdict.status.success(),
+        "promtool: {}{}\n{metrics}",
+        String::from_utf8_lossy(&verdict.stdout),
+        String::from_utf8_lossy(&verdict.stderr)
+    );
+    let sample = |line_start: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(line_start))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {line_start} in\n{metrics}"))
+    };
+    assert!(metrics.contains("# TYPE ddpdk_core_frames_in_total counter"));
+    assert!(metrics.contains("# TYPE ddpdk_association_cwnd_bytes gauge"));
+    assert!(sample("ddpdk_core_frames_in_total{core=\"0\"}") >= frames_in as f64);
+    assert!(sample("ddpdk_core_placed_bytes_total{core=\"0\"}") >= placed as f64);
+    assert_eq!(
+        sample("ddpdk_drops_total{core=\"0\",reason=\"checksum_bad\"}"),
+        0.0
+    );
+    assert_eq!(
+        sample("ddpdk_receive_errors_total{core=\"0\",code=\"invalid_stag\"}"),
+        0.0
+    );
+    assert_eq!(
+        sample(&format!(
+            "ddpdk_association_info{{association=\"{id}\",peer=\"198.18.0.1\""
+        )),
+        1.0
+    );
+    assert_eq!(sample("ddpdk_memory_registered_bytes"), 1_048_576.0);
+    assert!(sample("ddpdk_port_ipackets_total{port=\"0\"}") > 0.0);
+
+    let client = client.wait_with_output().unwrap();
+    let status = server.wait().unwrap();
+    let serr = server_err.join().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        client.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    assert_eq!(status.code(), Some(0), "{serr}");
+}

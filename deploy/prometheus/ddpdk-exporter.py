@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Prometheus exporter for ddpdk, read from DPDK's telemetry socket.
+
+ddpdk answers /ddpdk/stats, /ddpdk/assoc/list, /ddpdk/assoc/info,ID, /ddpdk/session/list and
+/ddpdk/mr/list on the telemetry socket of its EAL (docs/telemetry.md); DPDK answers
+/ethdev/stats,PORT there too. This script asks them and writes the figures in Prometheus'
+text exposition format, with types, help and labels (core, association, reason, code).
+
+    ddpdk-exporter.py --file-prefix ddpdk --once          # print one scrape
+    ddpdk-exporter.py --file-prefix ddpdk --listen 127.0.0.1:9465   # serve /metrics
+
+Only the Python standard library: the socket is SOCK_SEQPACKET, one JSON reply per command.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import socket
+import sys
+
+# /ddpdk/stats core/N/NAME values that are levels, not counts.
+CORE_GAUGES = {
+    "associations": "Associations the data core owns.",
+    "stags": "STags the data core's replica holds.",
+}
+CORE_HELP = {
+    "frames_in": "Frames the data core received.",
+    "frames_out": "Frames the data core sent.",
+    "placed_bytes": "Payload bytes placed into registered memory.",
+    "segments_in": "DDP segments received.",
+    "segments_out": "DDP segments sent.",
+    "messages_out": "DDP messages sent.",
+    "t3_retransmits": "DATA chunks retransmitted on T3-rtx expiry (RFC 9260 6.3.3).",
+    "fast_retransmits": "DATA chunks fast-retransmitted (RFC 9260 7.2.4).",
+}
+ASSOC_GAUGES = {
+    "cwnd": ("ddpdk_association_cwnd_bytes", "Congestion window.", 1),
+    "peer_rwnd": ("ddpdk_association_peer_rwnd_bytes", "The peer's receive window.", 1),
+    "a_rwnd": ("ddpdk_association_a_rwnd_bytes", "Receive window we may advertise.", 1),
+    "rto_us": ("ddpdk_association_rto_seconds", "Retransmission timeout.", 1e-6),
+    "srtt_us": ("ddpdk_association_srtt_seconds", "Smoothed round-trip time.", 1e-6),
+    "streams": ("ddpdk_association_streams", "SCTP streams.", 1),
+    "sessions": ("ddpdk_association_sessions", "DDP Stream Sessions not idle.", 1),
+}
+ASSOC_COUNTERS = {
+    "packets_in": "SCTP packets received.",
+    "packets_out": "SCTP packets sent.",
+    "data_in": "DATA chunks received.",
+    "data_out": "DATA chunks sent.",
+    "sacks_in": "SACKs received.",
+    "sacks_out": "SACKs sent.",
+    "t3_expiries": "T3-rtx expiries.",
+    "t3_retransmits": "DATA chunks retransmitted on T3-rtx expiry.",
+    "fast_retransmits": "DATA chunks fast-retransmitted.",
+    "segments_in": "DDP segments received.",
+    "segments_out": "DDP segments sent.",
+    "placed_bytes": "Payload bytes placed.",
+    "receive_errors": "DDP streams whose receive path failed (RFC 5041 7.1).",
+}
+PORT_COUNTERS = {
+    "ipackets": "Packets received by the port.",
+    "opackets": "Packets sent by the port.",
+    "ibytes": "Bytes received by the port.",
+    "obytes": "Bytes sent by the port.",
+    "imissed": "Packets the port dropped for lack of room in its RX queues.",
+    "ierrors": "Erroneous packets received.",
+    "oerrors": "Packets the port failed to send.",
+    "rx_nombuf": "RX mbuf allocation failures.",
+}
+
+
+class Telemetry:
+    """One connection to a DPDK telemetry v2 socket."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.connect(path)
+        info = json.loads(self.sock.recv(16384).decode())
+        self.max_len = int(info.get("max_output_len", 16384))
+
+    def ask(self, cmd):
+        self.sock.send(cmd.encode())
+        reply = json.loads(self.sock.recv(self.max_len).decode())
+        return reply.get(cmd.split(",")[0])
+
+    def close(self):
+        self.sock.close()
+
+
+class Metrics:
+    """Samples grouped by metric, written with one HELP and TYPE each."""
+
+    def __init__(self):
+        self.order = []
+        self.meta = {}
+        self.samples = {}
+
+    def add(self, name, kind, help_text, labels, value):
+        if name not in self.meta:
+            self.order.append(name)
+            self.meta[name] = (kind, help_text)
+            self.samples[name] = []
+        self.samples[name].append((labels, value))
+
+    def text(self):
+        out = []
+        for name in self.order:
+            kind, help_text = self.meta[name]
+            out.append(f"# HELP {name} {help_text}")
+            out.append(f"# TYPE {name} {kind}")
+            for labels, value in self.samples[name]:
+                out.append(f"{name}{fmt_labels(labels)} {fmt_value(value)}")
+        return "\n".join(out) + "\n"
+
+
+def fmt_labels(labels):
+    if not labels:
+        return ""
+    esc = lambda v: str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in labels.items()) + "}"
+
+
+def fmt_value(v):
+    if isinstance(v, float):
+        return repr(v)
+    return str(int(v))
+
+
+def collect(t):
+    """Asks every command and returns the metrics."""
+    m = Metrics()
+    # One core per question: a telemetry dict holds 256 names, about four cores' worth.
+    stats = {}
+    for core in range(4096):
+        reply = t.ask(f"/ddpdk/stats,{core}")
+        if not isinstance(reply, dict) or "error" in reply:
+            if core == 0:
+                raise RuntimeError(f"/ddpdk/stats,0: {reply!r} (is this a ddpdk endpoint?)")
+            break
+        for key, value in reply.items():
+            if key.startswith("core/") or core == 0:
+                stats[key] = value
+    for key, value in stats.items():
+        parts = key.split("/")
+        if parts[0] == "core" and len(parts) >= 3:
+            core = {"core": parts[1]}
+            name = parts[2]
+            if name == "drop" and len(parts) == 4:
+                m.add("ddpdk_drops_total", "counter",
+                      "Frames, packets or segments a data core dropped, by reason.",
+                      {**core, "reason": parts[3]}, value)
+            elif name == "ddp_error" and len(parts) == 4:
+                m.add("ddpdk_receive_errors_total", "counter",
+                      "DDP receive errors by RFC 5041 7.2 error (and ddp_ssn, truncated, "
+                      "oversize, rdmap).", {**core, "code": parts[3]}, value)
+            elif name in ("busy_ns", "idle_ns"):
+                m.add(f"ddpdk_core_{name[:-3]}_seconds_total", "counter",
+                      f"Time the data core was {name[:-3]} (between poll turns).", core,
+                      value / 1e9)
+            elif name in CORE_GAUGES:
+                m.add(f"ddpdk_core_{name}", "gauge", CORE_GAUGES[name], core, value)
+            else:
+                m.add(f"ddpdk_core_{name}_total", "counter",
+                      CORE_HELP.get(name, f"Data core counter {name}."), core, value)
+        elif parts[0] == "control" and len(parts) == 2:
+            m.add(f"ddpdk_control_{parts[1]}_total", "counter",
+                  f"Control thread counter {parts[1]}.", {}, value)
+    for assoc_id in t.ask("/ddpdk/assoc/list") or []:
+        info = t.ask(f"/ddpdk/assoc/info,{assoc_id}")
+        if not isinstance(info, dict) or "error" in info:
+            continue  # gone between the list and the question
+        labels = {"association": str(assoc_id)}
+        m.add("ddpdk_association_info", "gauge",
+              "One per association: its peer, core and SCTP state.",
+              {**labels, "peer": info.get("peer", ""), "core": info.get("core", ""),
+               "state": info.get("state", "")}, 1)
+        for key, (name, help_text, scale) in ASSOC_GAUGES.items():
+            if key in info:
+                value = info[key] * scale
+                m.add(name, "gauge", help_text, labels,
+                      float(value) if scale != 1 else value)
+        for key, help_text in ASSOC_COUNTERS.items():
+            if key in info:
+                m.add(f"ddpdk_association_{key}_total", "counter", help_text, labels,
+                      info[key])
+    sessions = t.ask("/ddpdk/session/list") or {}
+    by_state = {}
+    for state in sessions.values():
+        by_state[state] = by_state.get(state, 0) + 1
+    for state, n in sorted(by_state.items()):
+        m.add("ddpdk_sessions", "gauge", "DDP Stream Sessions not idle, by state.",
+              {"state": state}, n)
+    mrs = t.ask("/ddpdk/mr/list") or {}
+    m.add("ddpdk_memory_registrations", "gauge", "Registered memory regions (STags).", {},
+          mrs.get("count", 0))
+    m.add("ddpdk_memory_registered_bytes", "gauge", "Bytes of registered memory.", {},
+          mrs.get("bytes", 0))
+    for port in t.ask("/ethdev/list") or []:
+        st = t.ask(f"/ethdev/stats,{port}") or {}
+        for key, help_text in PORT_COUNTERS.items():
+            if key in st:
+                m.add(f"ddpdk_port_{key}_total", "counter", help_text,
+                      {"port": str(port)}, st[key])
+    return m
+
+
+def socket_path(args):
+    if args.socket:
+        return args.socket
+    run = os.environ.get("RUNTIME_DIRECTORY") or (
+        "/var/run" if os.getuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
+    return os.path.join(run, "dpdk", args.file_prefix, "dpdk_telemetry.v2")
+
+
+def scrape(args):
+    t = Telemetry(socket_path(args))
+    try:
+        return collect(t).text()
+    finally:
+        t.close()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-f", "--file-prefix", default="rte",
+                   help="the EAL --file-prefix of the ddpdk process (default: rte)")
+    p.add_argument("--socket", help="the telemetry socket's path, instead of --file-prefix")
+    p.add_argument("--once", action="store_true", help="print one scrape and exit")
+    p.add_argument("--listen", default="127.0.0.1:9465",
+                   help="address to serve /metrics on (default 127.0.0.1:9465)")
+    args = p.parse_args()
+    if args.once:
+        try:
+            sys.stdout.write(scrape(args))
+        except (OSError, RuntimeError, ValueError) as e:
+            print(f"ddpdk-exporter: {e}", file=sys.stderr)
+            return 1
+        return 0
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path != "/metrics":
+                self.send_error(404)
+                return
+            try:
+                body = scrape(args).encode()
+                code = 200
+            except (OSError, RuntimeError, ValueError) as e:
+                body = f"ddpdk-exporter: {e}\n".encode()
+                code = 503
+            self.send_response(code)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    host, port = args.listen.rsplit(":", 1)
+    http.server.ThreadingHTTPServer((host, int(port)), Handler).serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
