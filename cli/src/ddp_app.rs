@@ -206,8 +206,11 @@ impl Shared {
                 core,
             } => {
                 self.view(conn, peer, peer_port, core);
-                note(
+                emit_event(
                     json,
+                    "association_accepted",
+                    json!({"assoc": conn.0, "peer": peer.to_string(), "port": peer_port,
+                        "core": core}),
                     format_args!(
                         "Association {conn} accepted from {peer} port {peer_port} (data core {core})"
                     ),
@@ -234,8 +237,10 @@ impl Shared {
                     v.refused += 1;
                     v.last_refusal = Some(format!("{op} refused: {error}"));
                 }
-                note(
+                emit_event(
                     json,
+                    "refused",
+                    json!({"assoc": conn.0, "op": op, "error": error.to_string()}),
                     format_args!("Association {conn}: {op} refused: {error}"),
                 );
             }
@@ -258,11 +263,26 @@ impl Shared {
         };
         let mut answer = None;
         match i {
-            Indication::Connected { streams, mulpdu } => v.up = Some((streams, mulpdu)),
+            Indication::Connected { streams, mulpdu } => {
+                v.up = Some((streams, mulpdu));
+                // Scripts hear of it; the text shell prints it where it waits (`assoc open`).
+                if json {
+                    emit_event(
+                        json,
+                        "association_up",
+                        json!({"assoc": conn.0, "peer": v.peer.to_string(), "port": v.peer_port,
+                            "core": v.core, "streams": streams, "mulpdu": mulpdu}),
+                        format_args!(""),
+                    );
+                }
+            }
             Indication::Closed(reason) => {
                 v.closed = Some(format!("{reason:?}"));
-                note(
+                emit_event(
                     json,
+                    "association_down",
+                    json!({"assoc": conn.0, "peer": v.peer.to_string(), "port": v.peer_port,
+                        "reason": format!("{reason:?}")}),
                     format_args!(
                         "Association {conn} with {} port {} closed: {reason:?}",
                         v.peer, v.peer_port
@@ -271,10 +291,17 @@ impl Shared {
             }
             Indication::PeerRestarted => {
                 v.sessions.clear();
-                note(json, format_args!("Association {conn}: the peer restarted"));
+                emit_event(
+                    json,
+                    "peer_restarted",
+                    json!({"assoc": conn.0}),
+                    format_args!("Association {conn}: the peer restarted"),
+                );
             }
-            Indication::PathChange { active } => note(
+            Indication::PathChange { active } => emit_event(
                 json,
+                "path_change",
+                json!({"assoc": conn.0, "active": active}),
                 format_args!(
                     "Association {conn}: path {} (RFC 9260 §8.2)",
                     if active {
@@ -289,8 +316,10 @@ impl Shared {
                 stream,
                 invalidated: Some(stag),
                 ..
-            } => note(
+            } => emit_event(
                 json,
+                "stag_invalidated",
+                json!({"assoc": conn.0, "stream": stream, "stag": stag.0, "by": "peer"}),
                 format_args!(
                     "Association {conn} stream {stream}: the peer invalidated STag {stag}"
                 ),
@@ -302,14 +331,18 @@ impl Shared {
             // The core's connection terminates the session right after (ConnConfig's
             // `on_receive_error`); its SessionTerminated follows.
             Indication::Error { stream, error, .. } => {
-                note(
+                emit_event(
                     json,
+                    "segment_refused",
+                    json!({"assoc": conn.0, "stream": stream, "error": error.to_string()}),
                     format_args!("Association {conn} stream {stream}: segment refused: {error}"),
                 );
             }
             Indication::RdmapTerminate { stream, error } => {
-                note(
+                emit_event(
                     json,
+                    "rdmap_terminate",
+                    json!({"assoc": conn.0, "stream": stream, "error": error.to_string()}),
                     format_args!(
                         "Association {conn} stream {stream}: the peer's RDMAP Terminate: {error}"
                     ),
@@ -325,6 +358,14 @@ impl Shared {
                     }
                     SessionEvent::Accepted { private_data } => {
                         s.state = "established".into();
+                        if json {
+                            emit_event(
+                                json,
+                                "session_established",
+                                json!({"assoc": conn.0, "stream": stream, "by": "peer"}),
+                                format_args!(""),
+                            );
+                        }
                         // RDMAP's parameters come first; the offer is the ULP's part.
                         let bytes = private_data.as_bytes();
                         let (rdmap, ulp) = match decode_private_data(bytes) {
@@ -334,7 +375,15 @@ impl Shared {
                         s.rdmap = rdmap;
                         s.offer = parse_offer(ulp);
                     }
-                    SessionEvent::Rejected { .. } => s.state = "rejected".into(),
+                    SessionEvent::Rejected { .. } => {
+                        s.state = "rejected".into();
+                        emit_event(
+                            json,
+                            "session_rejected",
+                            json!({"assoc": conn.0, "stream": stream}),
+                            format_args!("Association {conn} stream {stream}: session rejected"),
+                        );
+                    }
                     // After ours, the peer's answering Terminate changes nothing (§6.2).
                     SessionEvent::TerminateReceived if !s.state.starts_with("terminated") => {
                         s.state = "terminate received".into()
@@ -342,8 +391,10 @@ impl Shared {
                     SessionEvent::TerminateReceived => {}
                     SessionEvent::SessionTerminated { reason } => {
                         s.state = format!("terminated ({reason})");
-                        note(
+                        emit_event(
                             json,
+                            "session_terminated",
+                            json!({"assoc": conn.0, "stream": stream, "reason": reason.to_string()}),
                             format_args!(
                                 "Association {conn} stream {stream}: session terminated: {reason}"
                             ),
@@ -413,6 +464,18 @@ impl Shared {
                     }
                 }
             }
+            if json && submitted.is_ok() {
+                emit_event(
+                    json,
+                    if accepting {
+                        "session_accepted"
+                    } else {
+                        "session_rejected"
+                    },
+                    json!({"assoc": conn.0, "stream": stream, "rdmap": rdmap, "by": "us"}),
+                    format_args!(""),
+                );
+            }
             let state = match submitted {
                 Ok(()) if accepting => "established".to_string(),
                 Ok(()) => "rejected by us".to_string(),
@@ -432,6 +495,20 @@ impl Shared {
                 s.state = state;
             }
         }
+    }
+}
+
+/// One event for scripts (`--json`): a JSON line on stdout, `{"event": KIND, ...fields}`, in
+/// the order the shell learns of them; without `--json`, the `text` line as before.
+fn emit_event(json: bool, kind: &str, fields: serde_json::Value, text: std::fmt::Arguments<'_>) {
+    if json {
+        let mut v = fields;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("event".into(), kind.into());
+        }
+        println!("{v}");
+    } else {
+        println!("{text}");
     }
 }
 
@@ -585,8 +662,13 @@ impl DdpApp {
         crate::ipsec::announce(&ipsec, opts.json, opts.ipsec_socket.as_deref());
         let reports_gate = Arc::new(Mutex::new(()));
         let source: telemetry::Source = {
-            let (shared, gate) = (Arc::clone(&shared), Arc::clone(&reports_gate));
-            Arc::new(move || snapshot(&shared, &gate))
+            // Weak: the commands must not keep the control side (its buffers, its regions)
+            // alive past `shutdown`, which frees them before the EAL.
+            let (shared, gate) = (Arc::downgrade(&shared), Arc::clone(&reports_gate));
+            Arc::new(move || {
+                let shared = shared.upgrade().ok_or("the endpoint is shutting down")?;
+                snapshot(&shared, &gate)
+            })
         };
         let commands = match telemetry::register(source) {
             Ok(r) => Some(r),
@@ -766,7 +848,20 @@ impl DdpApp {
                         print!("{}", crate::sctp_params::show_text(&cfg));
                     }
                 }
-                ShowCmd::Port { .. } | ShowCmd::Config { .. } => {
+                ShowCmd::Config { .. } => {
+                    return Err(
+                        "show config fwd: a DDP endpoint has no forwarding engine (see show \
+                         config sctp)"
+                            .into(),
+                    )
+                }
+                ShowCmd::Port { .. } if self.json => {
+                    println!(
+                        "{}",
+                        json!({"port": self.port.id(), "stats": self.port.stats()})
+                    );
+                }
+                ShowCmd::Port { .. } => {
                     let s = self.port.stats();
                     note(
                         self.json,
@@ -1109,8 +1204,10 @@ impl DdpApp {
                     s.control.cores()
                 };
                 self.mrs.remove(&mr.reg.stag.0);
-                note(
+                emit_event(
                     self.json,
+                    "stag_revoked",
+                    json!({"stag": mr.reg.stag.0, "cores_acknowledged": cores}),
                     format_args!(
                         "MR STag {} deregistered (all {cores} data core(s) acknowledged)",
                         mr.reg.stag
@@ -1960,9 +2057,12 @@ impl DdpApp {
             stop,
             control_thread,
             eal,
+            _telemetry: telemetry,
             ..
         } = self;
-        // No key manager changes SAs while the endpoint goes down.
+        // No telemetry question reaches the control side from now on, and no key manager
+        // changes SAs while the endpoint goes down.
+        drop(telemetry);
         drop(key_socket);
         // Associations still up end with an ABORT, so the peer is not left waiting.
         let open: Vec<ConnHandle> = lock(&shared)
