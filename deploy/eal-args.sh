@@ -9,5 +9,7 @@ free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
 if [ "${free:-0}" -ge $(( mem / 2 )) ] && grep -qs ' hugetlbfs ' /proc/mounts; then
   echo "-l $lcores -m $mem --no-pci --file-prefix $prefix --log-level=*:warning"
 else
-  echo "-l $lcores -m $mem --no-huge --no-pci --no-shconf --log-level=*:warning"
+  # The prefix names the runtime directory, where the telemetry socket is, even without
+  # hugepages.
+  echo "-l $lcores -m $mem --no-huge --no-pci --no-shconf --file-prefix $prefix --log-level=*:warning"
 fi

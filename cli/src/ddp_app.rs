@@ -24,7 +24,7 @@ use ddpdk_control::rdmap::{decode_private_data, RdmaLimits, ATOMIC_WORD};
 use ddpdk_control::runtime::{
     self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeError,
 };
-use ddpdk_control::session::{Event as SessionEvent, State};
+use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal};
 use ddpdk_dataplane::port::region::Region;
@@ -45,7 +45,7 @@ use crate::shell::{
     SetCmd, ShowCmd, ShowConfigCmd, StagArg,
 };
 use crate::stats::mac_text;
-use crate::telemetry;
+use crate::telemetry::{self, state_text};
 
 /// How long a command waits for what it started.
 const WAIT: Duration = Duration::from_secs(15);
@@ -319,7 +319,7 @@ impl Shared {
             } => emit_event(
                 json,
                 "stag_invalidated",
-                json!({"assoc": conn.0, "stream": stream, "stag": stag.0, "by": "peer"}),
+                json!({"assoc": conn.0, "stream": stream, "stag": stag.to_string(), "by": "peer"}),
                 format_args!(
                     "Association {conn} stream {stream}: the peer invalidated STag {stag}"
                 ),
@@ -1207,7 +1207,7 @@ impl DdpApp {
                 emit_event(
                     self.json,
                     "stag_revoked",
-                    json!({"stag": mr.reg.stag.0, "cores_acknowledged": cores}),
+                    json!({"stag": mr.reg.stag.to_string(), "cores_acknowledged": cores}),
                     format_args!(
                         "MR STag {} deregistered (all {cores} data core(s) acknowledged)",
                         mr.reg.stag
@@ -2120,17 +2120,6 @@ fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
     }
 }
 
-/// A session's state in words, with why it ended.
-fn state_text(state: State) -> String {
-    match state {
-        State::Idle => "Idle".into(),
-        State::InitiateSent => "InitiateSent".into(),
-        State::InitiateReceived => "InitiateReceived".into(),
-        State::Established => "Established".into(),
-        State::Terminated(reason) => format!("Terminated ({reason})"),
-    }
-}
-
 /// What the telemetry commands report on, from the control thread's view: the data cores'
 /// reports (asked for and waited on, as `show` does), the control counters, the STags.
 fn snapshot(
@@ -2144,7 +2133,7 @@ fn snapshot(
         s.control.request_reports();
         s.control.cores()
     };
-    let deadline = Wall::now() + WAIT;
+    let deadline = Wall::now() + telemetry::ANSWER_WITHIN;
     loop {
         {
             let mut s = lock(shared);

@@ -6,6 +6,7 @@ pub mod app;
 pub mod ddp_app;
 pub mod endpoint;
 pub mod ipsec;
+pub mod jobs;
 pub mod loopback;
 pub mod node;
 pub mod options;

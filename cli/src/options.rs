@@ -269,10 +269,16 @@ pub struct Options {
 const MAX_SECS: f64 = 365.0 * 86_400.0;
 
 const AFTER_HELP: &str = "\
+Jobs (ddpdk JOB [EAL options] -- [options]; each has its own help: ddpdk JOB --help):
+  fwd       testpmd's forwarding engines (the default without a job)
+  loopback  two DDP endpoints back to back in one process (make run)
+  endpoint  a DDP endpoint driven by shell commands (needs --ip)
+  perf      goodput and write latency between two processes: perf server, perf client ADDR
+
 Examples:
-  ddpdk --no-huge -m 512 --no-pci -l 0-1 -- --ddp-loopback --ddp-bytes 8388608
-  ddpdk --no-huge -m 512 --no-pci -l 0-1 -- --ring-pair --tx-first -a --run-for 5 --stats-period 1
-  ddpdk -l 0-1 --vdev=net_memif0,role=server -- -i
+  ddpdk loopback --no-huge -m 512 --no-pci -l 0-1 -- --ddp-bytes 8388608
+  ddpdk fwd --no-huge -m 512 --no-pci -l 0-1 -- --ring-pair --tx-first -a --run-for 5 --stats-period 1
+  ddpdk endpoint -l 0-1 --vdev=net_memif0,role=server -- --ip 198.18.0.2 --listen -i
   ddpdk -l 0-1 -a 0000:03:00.0 -- --forward-mode rxonly --cmdline-file cmds.txt -a";
 
 impl Options {

@@ -12,6 +12,7 @@ use clap::Parser;
 use ddpdk_dataplane::port::dpdk::Eal;
 
 use crate::app::{note, App, Flow, Shell};
+use crate::jobs::Parsed;
 use crate::options::{split_args, Options};
 use crate::shell;
 
@@ -30,8 +31,33 @@ enum Input {
 }
 
 /// Runs ddpdk with `argv` (program name first) and returns the process exit status.
-pub fn main_with(argv: Vec<String>) -> i32 {
-    let (eal_args, app_args) = split_args(&argv);
+pub fn main_with(mut argv: Vec<String>) -> i32 {
+    let job = match crate::jobs::take(&mut argv) {
+        Ok(Parsed::Help(text)) => {
+            print!("{text}");
+            return 0;
+        }
+        Ok(Parsed::Job(job)) => Some(job),
+        Ok(Parsed::None) => None,
+        Err(e) => {
+            eprintln!("ddpdk: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let (eal_args, mut app_args) = split_args(&argv);
+    if let Some(job) = &job {
+        match crate::jobs::apply(job, &mut app_args) {
+            Ok(Some(text)) => {
+                print!("{text}");
+                return 0;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("ddpdk: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
     let opts = match Options::try_parse_from(&app_args) {
         Ok(o) => o,
         Err(e) if !e.use_stderr() => {

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::ReceiveErrorCounts;
 use ddpdk_control::runtime::{AssocInfo, ControlStats, CoreReport};
+use ddpdk_control::session::State;
 use ddpdk_dataplane::mem::{Access, Registration, Stag};
 use ddpdk_dataplane::port::dpdk::telemetry::{self, TelValue};
 
@@ -108,7 +108,7 @@ pub fn register(source: Source) -> Result<Registered, String> {
 }
 
 /// How long a command waits for the loop that owns the control side to take a snapshot.
-const ANSWER_WITHIN: Duration = Duration::from_secs(2);
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 
 /// For a loop that owns the control side on its own thread (the endpoint's): a command asks
 /// ([`Hub::source`]), the loop sees the request between turns ([`Hub::wanted`], one atomic
@@ -224,12 +224,20 @@ pub fn session_list(s: &Snapshot) -> TelValue {
                 a.sessions.iter().map(move |(stream, state)| {
                     (
                         format!("{}/{stream}", a.conn.0),
-                        TelValue::Str(format!("{state:?}")),
+                        TelValue::Str(state_text(*state)),
                     )
                 })
             })
             .collect(),
     )
+}
+
+/// A session's state in words (`Terminated (terminated by the local ULP)`).
+pub fn state_text(state: State) -> String {
+    match state {
+        State::Terminated(reason) => format!("Terminated ({reason})"),
+        other => format!("{other:?}"),
+    }
 }
 
 /// Access rights as their names, `+`-joined.
@@ -273,16 +281,14 @@ pub fn mr_list(s: &Snapshot) -> TelValue {
     TelValue::Dict(entries)
 }
 
-/// The counters of one data core: its own, its interface's, and its associations' summed.
+/// The counters of one data core: its own, its interface's, and its connections' (those it
+/// no longer holds included, so every one only grows).
 fn core_stats(r: &CoreReport) -> TelValue {
     let st = &r.stats;
     let i = &r.iface;
-    let sum = |f: &dyn Fn(&AssocInfo) -> u64| r.assocs.iter().map(f).sum::<u64>();
-    let mut errors = ReceiveErrorCounts::default();
-    for a in &r.assocs {
-        errors.add(&a.stats.receive_errors_by_kind);
-    }
-    let ddp_errors = errors
+    let t = &r.conn_totals;
+    let ddp_errors = t
+        .receive_errors
         .named()
         .map(|(n, v)| (n.to_string(), TelValue::U64(v)))
         .collect();
@@ -293,16 +299,23 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("stags", u(r.stags)),
         ("busy_ns", u(st.busy_ns)),
         ("idle_ns", u(st.idle_ns)),
-        ("placed_bytes", u(sum(&|a| a.stats.placed_bytes))),
-        ("segments_in", u(sum(&|a| a.stats.segments_received))),
-        ("segments_out", u(sum(&|a| a.stats.segments_sent))),
-        ("messages_out", u(sum(&|a| a.stats.messages_sent))),
-        ("t3_retransmits", u(sum(&|a| a.sctp.t3_retransmits))),
-        ("fast_retransmits", u(sum(&|a| a.sctp.fast_retransmits))),
+        ("placed_bytes", u(t.placed_bytes)),
+        ("segments_in", u(t.segments_in)),
+        ("segments_out", u(t.segments_out)),
+        ("messages_out", u(t.messages_out)),
+        ("t3_retransmits", u(t.t3_retransmits)),
+        ("fast_retransmits", u(t.fast_retransmits)),
         (
             "drop",
+            // Each reason counts once: SCTP's discards split into their causes.
             dict(vec![
-                ("sctp_discarded", u(st.discarded)),
+                ("sctp_bad_checksum", u(t.sctp_bad_checksum)),
+                ("sctp_bad_vtag", u(t.sctp_bad_vtag)),
+                (
+                    "sctp_other",
+                    u(st.discarded
+                        .saturating_sub(t.sctp_bad_checksum + t.sctp_bad_vtag)),
+                ),
                 ("checksum_bad", u(st.checksum_bad)),
                 ("dispatch_full", u(st.dispatch_dropped)),
                 ("control_full", u(st.control_dropped)),
@@ -314,32 +327,26 @@ fn core_stats(r: &CoreReport) -> TelValue {
                 ("ip_bad_checksum", u(i.bad_ip_checksum)),
                 ("ip_fragment", u(i.fragments)),
                 ("malformed", u(i.malformed)),
+                ("vlan", u(i.vlan)),
+                ("arp_nd_not_for_us", u(i.arp_not_for_us + i.nd_not_for_us)),
                 (
                     "not_ours",
                     u(i.other_address + i.other_mac + i.other_ether_type + i.other_protocol),
                 ),
-                ("sctp_bad_checksum", u(sum(&|a| a.sctp.bad_checksum))),
-                ("sctp_bad_vtag", u(sum(&|a| a.sctp.bad_vtag))),
-                ("sctp_rwnd", u(sum(&|a| a.sctp.rwnd_dropped))),
-                (
-                    "sctp_tsn_out_of_window",
-                    u(sum(&|a| a.sctp.tsn_out_of_window)),
-                ),
-                (
-                    "ddp_refused_by_session",
-                    u(sum(&|a| a.stats.refused_by_session)),
-                ),
-                (
-                    "ddp_after_session_end",
-                    u(sum(&|a| a.stats.after_session_end)),
-                ),
-                ("ddp_unknown_ppid", u(sum(&|a| a.stats.unknown_ppid))),
-                ("ddp_oversize", u(sum(&|a| a.stats.oversize_segments))),
+                ("sctp_rwnd", u(t.sctp_rwnd_dropped)),
+                ("sctp_tsn_out_of_window", u(t.sctp_tsn_out_of_window)),
+                ("ddp_refused_by_session", u(t.refused_by_session)),
+                ("ddp_after_session_end", u(t.after_session_end)),
+                ("ddp_unknown_ppid", u(t.unknown_ppid)),
+                ("ddp_oversize", u(t.oversize_segments)),
             ]),
         ),
         ("ddp_error", TelValue::Dict(ddp_errors)),
     ])
 }
+
+/// Data cores whose counters fit one answer with the control thread's.
+const CORES_IN_ONE_ANSWER: usize = 4;
 
 /// Every data core's counters and the control thread's; with a core number, that core's
 /// alone (a dict holds 256 names: about four cores' worth).
@@ -351,10 +358,19 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
                 .map_err(|_| "usage: /ddpdk/stats[,CORE]".to_string())?,
         ),
     };
-    if let Some(k) = only {
-        if !s.reports.iter().any(|r| r.core == k) {
-            return Err(format!("no data core {k}"));
+    match only {
+        Some(k) if !s.reports.iter().any(|r| r.core == k) => {
+            return Err(format!("no data core {k}"))
         }
+        // DPDK cuts a dict at 256 names; more cores than fit are asked for one by one.
+        None if s.reports.len() > CORES_IN_ONE_ANSWER => {
+            return Err(format!(
+                "{} data cores: ask /ddpdk/stats,CORE for each (0 to {})",
+                s.reports.len(),
+                s.reports.len() - 1
+            ))
+        }
+        _ => {}
     }
     let c = &s.control;
     Ok(dict(vec![
@@ -379,6 +395,8 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
                 ("frames_out", u(c.tx.frames_out)),
                 ("session_messages", u(c.session_messages)),
                 ("flow_rules", u(c.flow_rules)),
+                ("flow_rules_refused", u(c.flow_rules_refused)),
+                ("forward_dropped", u(c.forward_dropped)),
             ]),
         ),
     ]))
@@ -397,6 +415,7 @@ mod tests {
             iface: Default::default(),
             assocs: Vec::new(),
             stags: 0,
+            conn_totals: Default::default(),
             upcalls_held: 0,
         }
     }

@@ -510,6 +510,59 @@ fn bad_eal_arguments_exit_with_status_2() {
     );
 }
 
+/// Issue 17 item 5: each job has its own help, with its options and examples, and refuses
+/// another job's mode option; a job's words come before the EAL's.
+#[test]
+fn jobs_have_their_own_help_and_refuse_each_others_modes() {
+    let run = |args: &[&str]| {
+        let o = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        let (so, se) = out(&o);
+        (o.status.code(), so, se)
+    };
+    let (code, help, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    for job in ["fwd", "loopback", "endpoint", "perf"] {
+        assert!(
+            help.contains(&format!("  {job} ")),
+            "{job} not listed:\n{help}"
+        );
+        let (code, h, _) = run(&[job, "--help"]);
+        assert_eq!(code, Some(0), "{job}");
+        assert!(h.contains(&format!("ddpdk {job}")), "{job}:\n{h}");
+        assert!(h.contains("Examples:"), "{job}:\n{h}");
+    }
+    let (_, h, _) = run(&["perf", "--help"]);
+    assert!(
+        h.contains("--ddp-window") && !h.contains("--forward-mode"),
+        "{h}"
+    );
+    let (_, h, _) = run(&["help", "fwd"]);
+    assert!(
+        h.contains("--forward-mode") && !h.contains("--ddp-window"),
+        "{h}"
+    );
+    let (code, _, e) = run(&["perf", "client", "--no-huge"]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("perf client needs the server's address"), "{e}");
+    let (code, _, e) = run(&[
+        "loopback",
+        "--no-huge",
+        "--",
+        "--ddp-listen",
+        "--ip",
+        "198.18.0.1",
+    ]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("--ddp-listen is another job's option"), "{e}");
+    let (code, _, e) = run(&["endpoint", "--no-huge", "--", "-i"]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("needs --ip"), "{e}");
+}
+
 /// The main job on the embedded default (`--ddp-loopback`), here with two data cores per
 /// endpoint: two endpoints on a net_ring pair resolve each other by ARP, set up an association
 /// and a DDP session, move tagged and untagged messages of every size with each placed byte
@@ -626,18 +679,20 @@ fn every_frame_on_the_wire_passes_tshark() {
     let dir = std::env::temp_dir().join(format!("ddpdk-pcap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let pcap = dir.join("loopback.pcap");
-    let o = ddpdk(
-        &eal(),
-        &[
-            "--ddp-loopback",
+    // The job's own name (issue 17 item 5): `ddpdk loopback` is `-- --ddp-loopback`.
+    let o = Command::new(BIN)
+        .arg("loopback")
+        .args(eal())
+        .arg("--")
+        .args([
             "--ddp-bytes",
             "65536",
             "--pcap",
             pcap.to_str().expect("utf-8"),
-        ],
-    )
-    .output()
-    .expect("run");
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
     let (stdout, stderr) = out(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     let fields = |filter: &str, field: &str| tshark::fields(&pcap, filter, field);

@@ -142,7 +142,12 @@ fn the_json_shell_reports_association_session_and_stag_events() {
     let acc = &s[at(&sk, "association_accepted")];
     assert_eq!(acc["peer"], "198.18.0.1", "{acc}");
     let revoked = &s[at(&sk, "stag_revoked")];
-    assert!(revoked["stag"].as_u64().is_some(), "{revoked}");
+    assert!(
+        revoked["stag"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("0x")),
+        "STags as everywhere else: {revoked}"
+    );
     // One data core (lcore 1; the main lcore runs the shell).
     assert_eq!(revoked["cores_acknowledged"], 1, "{revoked}");
     assert_eq!(

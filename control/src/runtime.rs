@@ -57,7 +57,7 @@ use ddpdk_dataplane::sctp::{Endpoint, Instant};
 pub use crate::conn::Op;
 use crate::conn::{
     Accept, Applied, Completion, ConnConfig, ConnStats, Connection, Indication, Listener,
-    PostError, SessionCall,
+    PostError, ReceiveErrorCounts, SessionCall,
 };
 use crate::memory::{Memory, Place, RegionTable, SharedRegions};
 use crate::session::{PendingLimit, State};
@@ -372,6 +372,70 @@ pub struct AssocInfo {
     pub local_port: u16,
 }
 
+/// What a data core's connections have counted, over every connection it has held: a
+/// connection's counts are kept when it leaves the core, so these only grow (telemetry and
+/// Prometheus read them as counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnTotals {
+    pub placed_bytes: u64,
+    pub segments_in: u64,
+    pub segments_out: u64,
+    pub messages_out: u64,
+    pub t3_retransmits: u64,
+    pub fast_retransmits: u64,
+    /// SCTP packets discarded for a bad CRC32c or verification tag (RFC 9260 §6.8, §8.5).
+    pub sctp_bad_checksum: u64,
+    pub sctp_bad_vtag: u64,
+    /// New DATA beyond the receive buffer (§6.2) and TSNs outside the map.
+    pub sctp_rwnd_dropped: u64,
+    pub sctp_tsn_out_of_window: u64,
+    pub refused_by_session: u64,
+    pub after_session_end: u64,
+    pub unknown_ppid: u64,
+    pub oversize_segments: u64,
+    pub receive_errors: ReceiveErrorCounts,
+}
+
+impl ConnTotals {
+    pub fn of(c: &ConnStats, s: &ddpdk_dataplane::sctp::Stats) -> ConnTotals {
+        ConnTotals {
+            placed_bytes: c.placed_bytes,
+            segments_in: c.segments_received,
+            segments_out: c.segments_sent,
+            messages_out: c.messages_sent,
+            t3_retransmits: s.t3_retransmits,
+            fast_retransmits: s.fast_retransmits,
+            sctp_bad_checksum: s.bad_checksum,
+            sctp_bad_vtag: s.bad_vtag,
+            sctp_rwnd_dropped: s.rwnd_dropped,
+            sctp_tsn_out_of_window: s.tsn_out_of_window,
+            refused_by_session: c.refused_by_session,
+            after_session_end: c.after_session_end,
+            unknown_ppid: c.unknown_ppid,
+            oversize_segments: c.oversize_segments,
+            receive_errors: c.receive_errors_by_kind,
+        }
+    }
+
+    pub fn add(&mut self, o: &ConnTotals) {
+        self.placed_bytes += o.placed_bytes;
+        self.segments_in += o.segments_in;
+        self.segments_out += o.segments_out;
+        self.messages_out += o.messages_out;
+        self.t3_retransmits += o.t3_retransmits;
+        self.fast_retransmits += o.fast_retransmits;
+        self.sctp_bad_checksum += o.sctp_bad_checksum;
+        self.sctp_bad_vtag += o.sctp_bad_vtag;
+        self.sctp_rwnd_dropped += o.sctp_rwnd_dropped;
+        self.sctp_tsn_out_of_window += o.sctp_tsn_out_of_window;
+        self.refused_by_session += o.refused_by_session;
+        self.after_session_end += o.after_session_end;
+        self.unknown_ppid += o.unknown_ppid;
+        self.oversize_segments += o.oversize_segments;
+        self.receive_errors.add(&o.receive_errors);
+    }
+}
+
 /// What one data core holds and has done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoreReport {
@@ -381,6 +445,8 @@ pub struct CoreReport {
     pub assocs: Vec<AssocInfo>,
     /// STags the core's replica holds.
     pub stags: usize,
+    /// Its connections' counts, those it no longer holds included.
+    pub conn_totals: ConnTotals,
     /// Upcalls held back because the event ring is full (at most about
     /// [`MAX_HELD_UPCALLS`]).
     pub upcalls_held: usize,
@@ -620,6 +686,8 @@ pub struct DataCore<P: Port> {
     /// Where the interface writes an ARP or ND answer.
     reply: [u8; 128],
     stats: CoreStats,
+    /// The counts of the connections that have left the core ([`ConnTotals`]).
+    retired: ConnTotals,
     idle: IdleStats,
     /// When the last turn began, and whether it did any work (the load counters).
     last_turn: Option<Instant>,
@@ -695,6 +763,7 @@ pub fn build<P: Port>(
             linear_buf: Vec::with_capacity(1),
             reply: [0; 128],
             stats: CoreStats::default(),
+            retired: ConnTotals::default(),
             idle: IdleStats::default(),
             last_turn: None,
             last_worked: false,
@@ -1086,6 +1155,7 @@ impl<P: Port> DataCore<P> {
                         // What it still owes the ULP goes up first.
                         if let Some(mut s) = self.slots[k].take() {
                             self.drain_owed(conn, &mut s.c);
+                            self.retire(&s);
                         }
                     }
                 }
@@ -1147,6 +1217,9 @@ impl<P: Port> DataCore<P> {
         };
         self.stats.adopted += 1;
         let peer_port = c.association().peer_port();
+        if let Some(old) = self.slots[k].take() {
+            self.retire(&old);
+        }
         self.slots[k] = Some(Slot {
             conn,
             c,
@@ -1329,8 +1402,19 @@ impl<P: Port> DataCore<P> {
     }
 
     /// What `show fwd stats` and `show assoc` show: counters, interface, associations.
+    /// Keeps the counts of a connection that leaves the core.
+    fn retire(&mut self, s: &Slot) {
+        self.retired
+            .add(&ConnTotals::of(s.c.stats(), s.c.association().stats()));
+    }
+
     pub fn report(&self) -> CoreReport {
+        let mut conn_totals = self.retired;
+        for s in self.slots.iter().flatten() {
+            conn_totals.add(&ConnTotals::of(s.c.stats(), s.c.association().stats()));
+        }
         CoreReport {
+            conn_totals,
             core: self.index,
             stats: self.stats(),
             iface: *self.iface.stats(),

@@ -530,4 +530,9 @@ fn forget_after_closed_loses_no_completion() {
         "completions of posted sends lost: {:?}",
         d.ea
     );
+    // The core keeps what the forgotten connection counted: its totals only grow (telemetry
+    // and Prometheus read them as counters).
+    let r = d.ka[0].report();
+    assert!(r.assocs.iter().all(|a| a.conn != conn), "forgotten");
+    assert!(r.conn_totals.segments_out > 0, "{:?}", r.conn_totals);
 }

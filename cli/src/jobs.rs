@@ -1,0 +1,363 @@
+//! `ddpdk JOB [EAL options] -- [options]`: one subcommand per job, each with its own help and
+//! examples. A job is a name for one of the modes the options select (they stay valid on
+//! their own: `ddpdk [EAL] -- --ddp-loopback` is `ddpdk loopback [EAL]`); the subcommand adds
+//! its mode's option and refuses another job's.
+
+use clap::CommandFactory;
+
+use crate::options::Options;
+
+/// One of ddpdk's jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// testpmd's forwarding engines (the default without a job).
+    Fwd,
+    /// Two DDP endpoints back to back in one process (`--ddp-loopback`).
+    Loopback,
+    /// A DDP endpoint driven by shell commands (`--ip`).
+    Endpoint,
+    /// The perftest-style tool: a server that offers regions (`--ddp-listen`) or a client that
+    /// writes into them and reports goodput and latency (`--ddp-connect ADDR`).
+    PerfServer,
+    PerfClient(String),
+}
+
+struct Spec {
+    name: &'static str,
+    about: &'static str,
+    /// The options shown in its help (clap ids); the rest still parse but are hidden.
+    options: &'static [&'static str],
+    examples: &'static str,
+}
+
+const COMMON: &[&str] = &[
+    "json",
+    "run_for",
+    "mtu",
+    "idle",
+    "idle_sleep_max_us",
+    "link_timeout",
+];
+/// Options of the jobs that run DDP endpoints on a port of their own.
+const NET: &[&str] = &["ip", "ipsec", "ipsec_config", "ipsec_socket"];
+const DDP: &[&str] = &[
+    "data_cores",
+    "streams",
+    "sctp_port",
+    "sctp",
+    "rto_min_ms",
+    "rto_initial_ms",
+    "fault_drop",
+    "fault_seed",
+];
+
+const FWD: Spec = Spec {
+    name: "fwd",
+    about: "Forward packets between ports with testpmd's engines (io, mac, macswap, rxonly, \
+            txonly, rxplace, echo, ...), driven by testpmd's options and shell commands.",
+    options: &[
+        "interactive",
+        "auto_start",
+        "nb_cores",
+        "rxq",
+        "txq",
+        "rxd",
+        "txd",
+        "burst",
+        "forward_mode",
+        "txpkts",
+        "mbuf_size",
+        "tx_retry",
+        "tx_first",
+        "stats_period",
+        "cmdline_file",
+        "ring_pair",
+        "total_num_mbufs",
+    ],
+    examples: "\
+Examples:
+  ddpdk fwd --no-huge -m 512 --no-pci -l 0-1 -- --ring-pair --tx-first -a --run-for 5 --stats-period 1
+  ddpdk fwd -l 0-1 --vdev=net_memif0,role=server -- -i
+  ddpdk fwd -l 0-1 -a 0000:03:00.0 -- --forward-mode rxonly --cmdline-file cmds.txt -a",
+};
+
+const LOOPBACK: Spec = Spec {
+    name: "loopback",
+    about: "Two DDP/SCTP endpoints on two net_ring ports wired back to back, in one process: \
+            an association, a DDP session, tagged and untagged messages of several sizes with \
+            every placed byte verified, RDMA Reads and atomics, teardown; throughput and \
+            latency per size. The README's `make run`.",
+    options: &[
+        "ddp_bytes",
+        "data_cores",
+        "streams",
+        "sctp",
+        "rto_min_ms",
+        "rto_initial_ms",
+        "pcap",
+    ],
+    examples: "\
+Examples:
+  ddpdk loopback --no-huge -m 512 --no-pci -l 0-1
+  ddpdk loopback --no-huge -m 512 --no-pci -l 0-1 -- --ddp-bytes 8388608 --pcap ddp.pcap",
+};
+
+const ENDPOINT: Spec = Spec {
+    name: "endpoint",
+    about: "A DDP endpoint on the EAL's first port, driven by shell commands (interactive, \
+            from --cmdline-file, or piped): associations, sessions, memory registration, \
+            tagged and untagged sends, RDMA Reads, IPsec (`help ddp` lists them). Its figures \
+            are on DPDK's telemetry socket too (docs/telemetry.md).",
+    options: &[
+        "interactive",
+        "cmdline_file",
+        "listen",
+        "service",
+        "reconnect",
+        "reconnect_port",
+    ],
+    examples: "\
+Examples:
+  ddpdk endpoint -l 0-1 --vdev=net_memif0,role=server -- --ip 198.18.0.2 --listen -i
+  ddpdk endpoint -l 0-1 --vdev=net_memif0,role=client -- --ip 198.18.0.1 --cmdline-file client.txt --json
+  ddpdk endpoint -l 0-1 --vdev=net_af_packet0,iface=veth0 -- --ip 198.18.0.2 --service echo --sctp-port 7",
+};
+
+const PERF: Spec = Spec {
+    name: "perf",
+    about: "perftest for DDP over SCTP between two processes: `perf server` accepts \
+            associations and offers each session a registered region; `perf client ADDR` \
+            writes tagged messages into it for --run-for seconds and reports goodput (window \
+            > 1) or write latency (--ddp-window 1, ib_write_lat's semantics), byte-exact \
+            against the server's region.",
+    options: &["ddp_size", "ddp_window", "ddp_source", "region_bytes"],
+    examples: "\
+Examples:
+  ddpdk perf server -l 0 --no-huge -m 1024 --vdev=net_memif0,role=server -- --ip 198.18.0.2
+  ddpdk perf client 198.18.0.2 -l 1 --no-huge -m 1024 --vdev=net_memif0,role=client -- --ip 198.18.0.1 --run-for 5
+  ddpdk perf client 198.18.0.2 ... -- --ip 198.18.0.1 --ddp-window 1 --ddp-size 64 --json",
+};
+
+const SPECS: [&Spec; 4] = [&FWD, &LOOPBACK, &ENDPOINT, &PERF];
+
+impl Job {
+    fn spec(&self) -> &'static Spec {
+        match self {
+            Job::Fwd => &FWD,
+            Job::Loopback => &LOOPBACK,
+            Job::Endpoint => &ENDPOINT,
+            Job::PerfServer | Job::PerfClient(_) => &PERF,
+        }
+    }
+}
+
+/// What the words after the program name ask for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// No job named: the options alone select the mode.
+    None,
+    Job(Job),
+    /// Print this help and exit 0.
+    Help(String),
+}
+
+/// Takes a job's words (`loopback`, `perf client ADDR`, `help [JOB]`) from the front of `argv`
+/// (after the program name).
+pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
+    let Some(word) = argv.get(1).cloned() else {
+        return Ok(Parsed::None);
+    };
+    let job = match word.as_str() {
+        "fwd" => Job::Fwd,
+        "loopback" => Job::Loopback,
+        "endpoint" | "shell" => Job::Endpoint,
+        "perf" => match argv.get(2).map(String::as_str) {
+            Some("server") => {
+                argv.remove(2);
+                Job::PerfServer
+            }
+            Some("client") => {
+                let addr =
+                    argv.get(3).filter(|a| !a.starts_with('-')).cloned().ok_or(
+                        "perf client needs the server's address: ddpdk perf client ADDR ...",
+                    )?;
+                argv.drain(2..4);
+                Job::PerfClient(addr)
+            }
+            Some("-h" | "--help") | None => return Ok(Parsed::Help(help(&PERF))),
+            Some(other) => return Err(format!(
+                "perf {other}: say `perf server` or `perf client ADDR` (see 'ddpdk perf --help')"
+            )),
+        },
+        "help" => {
+            let text = match argv
+                .get(2)
+                .and_then(|j| SPECS.iter().find(|s| s.name == *j))
+            {
+                Some(spec) => help(spec),
+                None => Options::command().render_help().to_string(),
+            };
+            return Ok(Parsed::Help(text));
+        }
+        _ => return Ok(Parsed::None),
+    };
+    argv.remove(1);
+    // `ddpdk JOB --help` (or -h): the job's own help.
+    if argv.len() == 2 && matches!(argv[1].as_str(), "--help" | "-h") {
+        return Ok(Parsed::Help(help(job.spec())));
+    }
+    Ok(Parsed::Job(job))
+}
+
+/// The options that select another job than `job`.
+fn foreign_modes(job: &Job) -> &'static [&'static str] {
+    match job {
+        Job::Fwd => &["--ddp-loopback", "--ddp-listen", "--ddp-connect", "--ip"],
+        Job::Loopback => &["--ddp-listen", "--ddp-connect", "--ip"],
+        Job::Endpoint => &["--ddp-loopback", "--ddp-listen", "--ddp-connect"],
+        Job::PerfServer | Job::PerfClient(_) => {
+            &["--ddp-loopback", "--ddp-listen", "--ddp-connect"]
+        }
+    }
+}
+
+/// Adds the job's mode to the application options (`app[0]` is the program name), after
+/// checking that none selects another job. `--help` among them prints the job's help.
+pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String> {
+    if app.iter().skip(1).any(|a| a == "--help" || a == "-h") {
+        return Ok(Some(help(job.spec())));
+    }
+    for a in app.iter().skip(1) {
+        let name = a.split('=').next().unwrap_or(a);
+        if foreign_modes(job).contains(&name) {
+            return Err(format!(
+                "{name} is another job's option; `ddpdk {}` does not take it (see 'ddpdk --help')",
+                job.spec().name
+            ));
+        }
+    }
+    let mode: Vec<String> = match job {
+        Job::Fwd | Job::Endpoint => Vec::new(),
+        Job::Loopback => vec!["--ddp-loopback".into()],
+        Job::PerfServer => vec!["--ddp-listen".into()],
+        Job::PerfClient(addr) => vec!["--ddp-connect".into(), addr.clone()],
+    };
+    if *job == Job::Endpoint && !app.iter().any(|a| a == "--ip" || a.starts_with("--ip=")) {
+        return Err("`ddpdk endpoint` needs --ip ADDR (see 'ddpdk endpoint --help')".into());
+    }
+    let at = app.len().min(1);
+    app.splice(at..at, mode);
+    Ok(None)
+}
+
+/// `spec`'s help: what it does, its options (the others hidden), examples.
+fn help(spec: &Spec) -> String {
+    let mut shown: Vec<&str> = spec.options.to_vec();
+    if spec.name != "fwd" {
+        shown.extend(DDP);
+    }
+    if spec.name == "endpoint" || spec.name == "perf" {
+        shown.extend(NET);
+    }
+    shown.extend(COMMON);
+    let mut cmd = Options::command()
+        .bin_name(format!("ddpdk {}", spec.name))
+        .about(spec.about)
+        .override_usage(match spec.name {
+            "perf" => "ddpdk perf server [EAL options] -- [options]\n       \
+                       ddpdk perf client ADDR [EAL options] -- [options]"
+                .to_string(),
+            n => format!("ddpdk {n} [EAL options] -- [options]"),
+        })
+        .after_help(spec.examples);
+    let ids: Vec<String> = cmd
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    for id in ids {
+        if !shown.contains(&id.as_str()) && id != "help" && id != "version" {
+            cmd = cmd.mut_arg(id, |a| a.hide(true));
+        }
+    }
+    cmd.render_help().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_job_becomes_its_mode_option() {
+        let mut a = argv("ddpdk loopback --no-huge -l 0-1 -- --ddp-bytes 4096");
+        let Parsed::Job(job) = take(&mut a).unwrap() else {
+            panic!("a job")
+        };
+        assert_eq!(job, Job::Loopback);
+        assert_eq!(a, argv("ddpdk --no-huge -l 0-1 -- --ddp-bytes 4096"));
+        let mut app = argv("ddpdk --ddp-bytes 4096");
+        assert_eq!(apply(&job, &mut app).unwrap(), None);
+        assert_eq!(app, argv("ddpdk --ddp-loopback --ddp-bytes 4096"));
+    }
+
+    #[test]
+    fn perf_client_takes_the_server_address() {
+        let mut a = argv("ddpdk perf client 198.18.0.2 -l 1 -- --ip 198.18.0.1");
+        assert_eq!(
+            take(&mut a).unwrap(),
+            Parsed::Job(Job::PerfClient("198.18.0.2".into()))
+        );
+        assert_eq!(a, argv("ddpdk -l 1 -- --ip 198.18.0.1"));
+        let mut app = argv("ddpdk --ip 198.18.0.1");
+        apply(&Job::PerfClient("198.18.0.2".into()), &mut app).unwrap();
+        assert_eq!(app, argv("ddpdk --ddp-connect 198.18.0.2 --ip 198.18.0.1"));
+        assert!(take(&mut argv("ddpdk perf client -l 1")).is_err());
+        assert!(take(&mut argv("ddpdk perf frob")).is_err());
+    }
+
+    #[test]
+    fn a_job_refuses_another_jobs_mode() {
+        let e = apply(&Job::Loopback, &mut argv("ddpdk --ddp-listen")).unwrap_err();
+        assert!(e.contains("--ddp-listen"), "{e}");
+        assert!(
+            apply(&Job::Endpoint, &mut argv("ddpdk -i")).is_err(),
+            "needs --ip"
+        );
+        assert!(apply(&Job::Fwd, &mut argv("ddpdk --ip=198.18.0.1")).is_err());
+    }
+
+    #[test]
+    fn each_job_has_its_own_help() {
+        let Parsed::Help(h) = take(&mut argv("ddpdk loopback --help")).unwrap() else {
+            panic!("help")
+        };
+        assert!(
+            h.contains("ddpdk loopback [EAL options]") && h.contains("--ddp-bytes"),
+            "{h}"
+        );
+        assert!(
+            !h.contains("--forward-mode"),
+            "fwd's options are hidden:\n{h}"
+        );
+        let Parsed::Help(h) = take(&mut argv("ddpdk help perf")).unwrap() else {
+            panic!("help")
+        };
+        assert!(
+            h.contains("perf client ADDR") && h.contains("--ddp-window"),
+            "{h}"
+        );
+        let Parsed::Help(h) = take(&mut argv("ddpdk help")).unwrap() else {
+            panic!("help")
+        };
+        assert!(h.contains("ddpdk endpoint"), "{h}");
+        assert_eq!(
+            take(&mut argv("ddpdk --no-huge -- -i")).unwrap(),
+            Parsed::None
+        );
+    }
+}
