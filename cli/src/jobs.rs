@@ -185,9 +185,11 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
                 Job::PerfClient(addr)
             }
             Some("-h" | "--help") | None => return Ok(Parsed::Help(help(&PERF))),
-            Some(other) => return Err(format!(
+            Some(other) => {
+                return Err(format!(
                 "perf {other}: say `perf server` or `perf client ADDR` (see 'ddpdk perf --help')"
-            )),
+            ))
+            }
         },
         "help" => {
             let text = match argv
