@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Seeds each fuzz target's corpus from the golden captures in shared/vectors.
+"""Writes seed inputs for each fuzz target from the golden captures in shared/vectors, into
+seeds/TARGET (not kept: remade from the captures each run; the corpus the fuzzers grow and the
+repository keeps is corpus/TARGET, see run.sh).
 
 link_frame gets whole frames; sctp_packet and init_params get the SCTP packets, sctp_assoc each
 packet as one record for the association under attack; ddp_segment gets
@@ -43,8 +45,9 @@ def data_chunks(sctp):
 
 def main():
     if not os.path.isdir(VECTORS):
-        sys.exit(f"no captures at {VECTORS}")
-    out = {t: os.path.join(HERE, "corpus", t) for t in ("link_frame", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc", "ddp_conn", "rdmap_headers")}
+        print(f"no captures at {VECTORS}: no seeds; the kept corpus alone")
+        return
+    out = {t: os.path.join(HERE, "seeds", t) for t in ("link_frame", "net_interface", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc", "ddp_conn", "rdmap_headers")}
     for d in out.values():
         os.makedirs(d, exist_ok=True)
     count = 0
@@ -59,6 +62,8 @@ def main():
                     f.write(data)
                 count += 1
             put("link_frame", "", frame)
+            # net_interface reads records of [length (16 bits), frame].
+            put("net_interface", "", len(frame).to_bytes(2, "big") + frame)
             sctp = frame[34:]
             put("sctp_packet", "", sctp)
             # sctp_assoc reads records of [kind, length (16 bits), packet]; kind 0 sends the
@@ -86,7 +91,7 @@ def main():
         with open(os.path.join(out["rdmap_headers"], name), "wb") as f:
             f.write(data)
         count += 1
-    print(f"seeded {count} corpus files under {os.path.join(HERE, 'corpus')}")
+    print(f"seeded {count} files under {os.path.join(HERE, 'seeds')}")
 
 
 if __name__ == "__main__":

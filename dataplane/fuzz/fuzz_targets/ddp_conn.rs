@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut cep = Endpoint::new(cfg(5001), [1; 32]).expect("config");
     let sep = Endpoint::new(cfg(5002), [2; 32]).expect("config");
-    let mut listener = Listener::new(sep, ConnConfig { queues: 2, recv_depth: 4, max_sends: 16 }, PendingLimit::new(2));
+    let mut listener = Listener::new(sep, ConnConfig { queues: 2, recv_depth: 4, max_sends: 16, ..ConnConfig::default() }, PendingLimit::new(2));
     let (mut memory, _) = Memory::new(16, 0, 3);
     let mut now = Instant::from_nanos(1_000_000_000);
     let mut c = cep.connect(now, S, 5002);
