@@ -377,12 +377,15 @@ impl Shared {
                     }
                     SessionEvent::Rejected { .. } => {
                         s.state = "rejected".into();
-                        emit_event(
-                            json,
-                            "session_rejected",
-                            json!({"assoc": conn.0, "stream": stream}),
-                            format_args!("Association {conn} stream {stream}: session rejected"),
-                        );
+                        // The text shell says so where it waits (`session open`).
+                        if json {
+                            emit_event(
+                                json,
+                                "session_rejected",
+                                json!({"assoc": conn.0, "stream": stream, "by": "peer"}),
+                                format_args!(""),
+                            );
+                        }
                     }
                     // After ours, the peer's answering Terminate changes nothing (§6.2).
                     SessionEvent::TerminateReceived if !s.state.starts_with("terminated") => {
@@ -2061,8 +2064,13 @@ impl DdpApp {
             ..
         } = self;
         // No telemetry question reaches the control side from now on, and no key manager
-        // changes SAs while the endpoint goes down.
+        // changes SAs while the endpoint goes down. A question already being answered holds
+        // the control side for at most its wait: it must let go before the EAL does.
         drop(telemetry);
+        let deadline = Wall::now() + telemetry::ANSWER_WITHIN * 2;
+        while Arc::strong_count(&shared) > 1 && Wall::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         drop(key_socket);
         // Associations still up end with an ABORT, so the peer is not left waiting.
         let open: Vec<ConnHandle> = lock(&shared)
@@ -2137,9 +2145,14 @@ fn snapshot(
     loop {
         {
             let mut s = lock(shared);
-            if s.reports.len() >= cores {
+            let mut seen: Vec<usize> = s.reports.iter().map(|r| r.core).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            if seen.len() >= cores {
                 let mut reports = std::mem::take(&mut s.reports);
                 reports.sort_by_key(|x| x.core);
+                // A late report of an earlier, timed-out request is not a second core.
+                reports.dedup_by_key(|x| x.core);
                 return Ok(telemetry::Snapshot {
                     reports,
                     control: s.control.stats(),

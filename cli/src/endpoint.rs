@@ -241,17 +241,26 @@ impl Job {
         }
         self.control.request_reports();
         let cores = self.node.cores;
-        let mut got = Vec::new();
-        self.wait_for("the data cores' reports", signalled, WAIT, |events| {
+        let mut got: Vec<CoreReport> = Vec::new();
+        // No telemetry snapshot starts while this waits: its own request would take these
+        // reports (the turns below see `answering`).
+        let answering = std::mem::replace(&mut self.answering, true);
+        let waited = self.wait_for("the data cores' reports", signalled, WAIT, |events| {
             events.retain(|e| match e {
                 Event::Report(r) => {
-                    got.push((**r).clone());
+                    // One a core: a late report of an earlier request is not a second core.
+                    if !got.iter().any(|g| g.core == r.core) {
+                        got.push((**r).clone());
+                    }
                     false
                 }
                 _ => true,
             });
             (got.len() >= cores).then_some(())
-        })?;
+        });
+        self.answering = answering;
+        waited?;
+        got.sort_by_key(|r| r.core);
         Ok(got)
     }
 

@@ -98,7 +98,7 @@ const LOOPBACK: Spec = Spec {
     ],
     examples: "\
 Examples:
-  ddpdk loopback --no-huge -m 512 --no-pci -l 0-1
+  ddpdk loopback --no-huge -m 512 --no-pci -l 0-1 --
   ddpdk loopback --no-huge -m 512 --no-pci -l 0-1 -- --ddp-bytes 8388608 --pcap ddp.pcap",
 };
 
@@ -176,11 +176,19 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
                 argv.remove(2);
                 Job::PerfServer
             }
+            Some("client") if matches!(argv.get(3).map(String::as_str), Some("-h" | "--help")) => {
+                return Ok(Parsed::Help(help(&PERF)))
+            }
             Some("client") => {
                 let addr =
                     argv.get(3).filter(|a| !a.starts_with('-')).cloned().ok_or(
                         "perf client needs the server's address: ddpdk perf client ADDR ...",
                     )?;
+                if addr.parse::<std::net::IpAddr>().is_err() {
+                    return Err(format!(
+                        "perf client {addr}: not an IPv4 or IPv6 address (ddpdk perf client ADDR ...)"
+                    ));
+                }
                 argv.drain(2..4);
                 Job::PerfClient(addr)
             }
@@ -192,12 +200,16 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
             }
         },
         "help" => {
-            let text = match argv
-                .get(2)
-                .and_then(|j| SPECS.iter().find(|s| s.name == *j))
-            {
-                Some(spec) => help(spec),
+            let text = match argv.get(2) {
                 None => Options::command().render_help().to_string(),
+                Some(j) => match SPECS.iter().find(|s| s.name == *j) {
+                    Some(spec) => help(spec),
+                    None => {
+                        return Err(format!(
+                            "help {j}: no such job (fwd, loopback, endpoint, perf)"
+                        ))
+                    }
+                },
             };
             return Ok(Parsed::Help(text));
         }
@@ -320,6 +332,13 @@ mod tests {
         assert_eq!(app, argv("ddpdk --ddp-connect 198.18.0.2 --ip 198.18.0.1"));
         assert!(take(&mut argv("ddpdk perf client -l 1")).is_err());
         assert!(take(&mut argv("ddpdk perf frob")).is_err());
+        let e = take(&mut argv("ddpdk perf client 198.18.0.999 -l 1")).unwrap_err();
+        assert!(e.contains("not an IPv4 or IPv6 address"), "{e}");
+        assert!(matches!(
+            take(&mut argv("ddpdk perf client --help")).unwrap(),
+            Parsed::Help(_)
+        ));
+        assert!(take(&mut argv("ddpdk help frob")).is_err());
     }
 
     #[test]

@@ -26,11 +26,17 @@ while [ $# -gt 0 ]; do
 done
 secs=${1:?usage: run.sh [--record] [--minimize] SECS [TARGET ...]}
 shift
+# libFuzzer reads 0 as "no limit"; anything but a positive number is a mistake.
+[[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: SECS must be a positive number of seconds" >&2; exit 2; }
 export RUSTC_BOOTSTRAP=1   # cargo-fuzz's sanitizer flags on the machine's stable toolchain
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 python3 seed_corpus.py
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo fuzz list)
+if [ ${#targets[@]} -eq 0 ]; then
+  list=$(cargo fuzz list)
+  mapfile -t targets <<<"$list"
+fi
+[ -n "${targets[0]:-}" ] || { echo "run.sh: no fuzz targets" >&2; exit 1; }
 cargo fuzz build -O >/dev/null
 status=0
 printf '%-14s %12s %10s %7s %7s %7s %8s\n' target executions exec/s cov ft corpus crashes
@@ -57,6 +63,9 @@ for t in "${targets[@]}"; do
     tail -40 "$log" >&2
   fi
   if [ "$minimize" = 1 ] && [ "$crashed" = 0 ]; then
+    # The seeds join before the merge, so coverage only they reach is kept too (the captures
+    # they come from live outside the repository).
+    find "seeds/$t" -type f -exec cp -n {} "corpus/$t/" \;
     cargo fuzz cmin -O "$t" "corpus/$t" >/dev/null 2>&1 || echo "cmin $t failed" >&2
     corpus=$(find "corpus/$t" -type f | wc -l)
   fi

@@ -75,6 +75,8 @@ class Telemetry:
 
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # ddpdk answers within 2 s or says why; a stuck process fails the scrape, not hangs it.
+        self.sock.settimeout(5)
         self.sock.connect(path)
         info = json.loads(self.sock.recv(16384).decode())
         self.max_len = int(info.get("max_output_len", 16384))
@@ -150,6 +152,10 @@ def collect(t):
                 m.add("ddpdk_drops_total", "counter",
                       "Frames, packets or segments a data core dropped, by reason.",
                       {**core, "reason": parts[3]}, value)
+            elif name == "sctp_check" and len(parts) == 4:
+                m.add("ddpdk_sctp_check_failures_total", "counter",
+                      "SCTP packets that failed a check (bad_checksum: RFC 9260 6.8, "
+                      "bad_vtag: 8.5).", {**core, "check": parts[3]}, value)
             elif name == "ddp_error" and len(parts) == 4:
                 m.add("ddpdk_receive_errors_total", "counter",
                       "DDP receive errors by RFC 5041 7.2 error (and ddp_ssn, truncated, "

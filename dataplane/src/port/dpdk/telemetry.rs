@@ -38,6 +38,7 @@ static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// DPDK's limits (rte_telemetry.h, telemetry_data.h in 22.11).
 const MAX_STRING: usize = 127;
+const MAX_COMMAND: usize = 56;
 const MAX_DICT_ENTRIES: usize = 256;
 const MAX_ARRAY_ENTRIES: usize = 512;
 const EINVAL: c_int = 22;
@@ -52,10 +53,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub fn register(cmd: &str, help: &str, handler: Handler) -> Result<(), String> {
     let c_cmd = CString::new(cmd).map_err(|_| format!("telemetry command {cmd:?}: NUL"))?;
     let c_help = CString::new(help).map_err(|_| format!("telemetry help of {cmd}: NUL"))?;
-    // DPDK refuses (EINVAL) a name or help of RTE_TEL_MAX_STRING_LEN bytes or more.
-    if cmd.len() > MAX_STRING || help.len() > MAX_STRING {
+    // DPDK 22.11 refuses (EINVAL) a command of 56 bytes or more, or with characters other
+    // than letters, digits, `_` and `/`, and help of 128 bytes or more.
+    let name_ok = cmd.len() < MAX_COMMAND
+        && cmd.starts_with('/')
+        && cmd
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/');
+    if !name_ok || help.len() > MAX_STRING {
         return Err(format!(
-            "telemetry command {cmd}: name or help over {MAX_STRING} bytes"
+            "telemetry command {cmd}: a name DPDK refuses, or help over {MAX_STRING} bytes"
         ));
     }
     lock(&HANDLERS).insert(cmd.to_string(), handler);
@@ -63,10 +70,8 @@ pub fn register(cmd: &str, help: &str, handler: Handler) -> Result<(), String> {
     if registered.iter().any(|c| c == cmd) {
         return Ok(());
     }
-    // SAFETY: both strings are NUL-terminated; DPDK copies the command name and keeps the
-    // help pointer, which is why the help CString is leaked below (once per command, for the
-    // life of the process, as DPDK's own commands use string literals). `trampoline` has the
-    // telemetry_cb signature.
+    // SAFETY: both strings are NUL-terminated and DPDK 22.11 copies both into its own table;
+    // `trampoline` has the telemetry_cb signature and lives as long as the program.
     let rc = unsafe {
         sys::rte_telemetry_register_cmd(c_cmd.as_ptr(), Some(trampoline), c_help.as_ptr())
     };
@@ -74,7 +79,6 @@ pub fn register(cmd: &str, help: &str, handler: Handler) -> Result<(), String> {
         lock(&HANDLERS).remove(cmd);
         return Err(format!("rte_telemetry_register_cmd({cmd}): error {rc}"));
     }
-    std::mem::forget(c_help);
     registered.push(cmd.to_string());
     Ok(())
 }
@@ -128,11 +132,9 @@ unsafe fn fill(d: *mut sys::rte_tel_data, v: &TelValue) -> c_int {
             let mut flat = Vec::new();
             flatten("", entries, &mut flat);
             for (name, value) in flat.iter().take(MAX_DICT_ENTRIES) {
-                // SAFETY: `d` is a started dict.
-                let rc = unsafe { add_to_dict(d, name, value) };
-                if rc != 0 {
-                    return rc;
-                }
+                // SAFETY: `d` is a started dict. An entry DPDK refuses is left out rather than
+                // failing the answer, which would leak the containers added so far.
+                let _ = unsafe { add_to_dict(d, name, value) };
             }
             0
         }
@@ -228,12 +230,13 @@ unsafe fn add_to_dict(d: *mut sys::rte_tel_data, name: &str, v: &TelValue) -> c_
                     return -ENOMEM;
                 }
                 let rc = fill_array(c, items);
-                let rc = if rc == 0 {
-                    sys::rte_tel_data_add_dict_container(d, n, c, 0)
-                } else {
-                    rc
-                };
                 if rc != 0 {
+                    sys::rte_tel_data_free(c);
+                    return rc;
+                }
+                let rc = sys::rte_tel_data_add_dict_container(d, n, c, 0);
+                // A positive rc (E2BIG: the name was cut) means the dict took the container.
+                if rc < 0 {
                     sys::rte_tel_data_free(c);
                 }
                 rc
