@@ -266,15 +266,12 @@ impl Shared {
             Indication::Connected { streams, mulpdu } => {
                 v.up = Some((streams, mulpdu));
                 // Scripts hear of it; the text shell prints it where it waits (`assoc open`).
-                if json {
-                    emit_event(
-                        json,
-                        "association_up",
-                        json!({"assoc": conn.0, "peer": v.peer.to_string(), "port": v.peer_port,
+                json_event(
+                    json,
+                    "association_up",
+                    json!({"assoc": conn.0, "peer": v.peer.to_string(), "port": v.peer_port,
                             "core": v.core, "streams": streams, "mulpdu": mulpdu}),
-                        format_args!(""),
-                    );
-                }
+                );
             }
             Indication::Closed(reason) => {
                 v.closed = Some(format!("{reason:?}"));
@@ -358,14 +355,11 @@ impl Shared {
                     }
                     SessionEvent::Accepted { private_data } => {
                         s.state = "established".into();
-                        if json {
-                            emit_event(
-                                json,
-                                "session_established",
-                                json!({"assoc": conn.0, "stream": stream, "by": "peer"}),
-                                format_args!(""),
-                            );
-                        }
+                        json_event(
+                            json,
+                            "session_established",
+                            json!({"assoc": conn.0, "stream": stream, "by": "peer"}),
+                        );
                         // RDMAP's parameters come first; the offer is the ULP's part.
                         let bytes = private_data.as_bytes();
                         let (rdmap, ulp) = match decode_private_data(bytes) {
@@ -378,14 +372,11 @@ impl Shared {
                     SessionEvent::Rejected { .. } => {
                         s.state = "rejected".into();
                         // The text shell says so where it waits (`session open`).
-                        if json {
-                            emit_event(
-                                json,
-                                "session_rejected",
-                                json!({"assoc": conn.0, "stream": stream, "by": "peer"}),
-                                format_args!(""),
-                            );
-                        }
+                        json_event(
+                            json,
+                            "session_rejected",
+                            json!({"assoc": conn.0, "stream": stream, "by": "peer"}),
+                        );
                     }
                     // After ours, the peer's answering Terminate changes nothing (§6.2).
                     SessionEvent::TerminateReceived if !s.state.starts_with("terminated") => {
@@ -467,8 +458,8 @@ impl Shared {
                     }
                 }
             }
-            if json && submitted.is_ok() {
-                emit_event(
+            if submitted.is_ok() {
+                json_event(
                     json,
                     if accepting {
                         "session_accepted"
@@ -476,7 +467,6 @@ impl Shared {
                         "session_rejected"
                     },
                     json!({"assoc": conn.0, "stream": stream, "rdmap": rdmap, "by": "us"}),
-                    format_args!(""),
                 );
             }
             let state = match submitted {
@@ -512,6 +502,13 @@ fn emit_event(json: bool, kind: &str, fields: serde_json::Value, text: std::fmt:
         println!("{v}");
     } else {
         println!("{text}");
+    }
+}
+
+/// An event scripts hear of and the text shell does not (it prints it where it waits).
+fn json_event(json: bool, kind: &str, fields: serde_json::Value) {
+    if json {
+        emit_event(json, kind, fields, format_args!(""));
     }
 }
 
@@ -2153,17 +2150,7 @@ fn snapshot(
                 reports.sort_by_key(|x| x.core);
                 // A late report of an earlier, timed-out request is not a second core.
                 reports.dedup_by_key(|x| x.core);
-                return Ok(telemetry::Snapshot {
-                    reports,
-                    control: s.control.stats(),
-                    mrs: s
-                        .control
-                        .memory()
-                        .stags()
-                        .iter()
-                        .map(|(stag, r)| (stag, *r))
-                        .collect(),
-                });
+                return Ok(telemetry::Snapshot::of(reports, &s.control));
             }
         }
         if Wall::now() > deadline {

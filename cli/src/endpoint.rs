@@ -190,17 +190,7 @@ impl Job {
     /// What the telemetry commands report on, now.
     fn snapshot(&mut self) -> Result<telemetry::Snapshot, String> {
         let reports = self.reports(&AtomicBool::new(false))?;
-        Ok(telemetry::Snapshot {
-            reports,
-            control: self.control.stats(),
-            mrs: self
-                .control
-                .memory()
-                .stags()
-                .iter()
-                .map(|(stag, r)| (stag, *r))
-                .collect(),
-        })
+        Ok(telemetry::Snapshot::of(reports, &self.control))
     }
 
     /// Polls until `done` finds what it waits for in the events (it takes what it uses).
@@ -388,7 +378,7 @@ impl Job {
                 "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {} dropped on purpose; data cores busy {}, {} frames a busy turn",
                 self.node.port.inner().dropped(),
                 percent(busy),
-                batch.map_or("-".to_string(), |b| format!("{b:.1}"))
+                per_turn(batch)
             ),
         );
         self.report_ipsec();
@@ -707,7 +697,7 @@ impl Job {
             println!(
                 "client: data cores busy {}, {} frames a busy turn",
                 percent(busy),
-                batch.map_or("-".to_string(), |b| format!("{b:.1}"))
+                per_turn(batch)
             );
             if self.node.port.inner().dropped() > 0 {
                 println!(
@@ -776,6 +766,11 @@ pub(crate) fn start_port(
 }
 
 /// A busy share as a percentage, or "n/a" when no time passed.
+/// Frames a busy turn, as the summary lines print it.
+fn per_turn(batch: Option<f64>) -> String {
+    batch.map_or("-".into(), |b| format!("{b:.1}"))
+}
+
 fn percent(share: Option<f64>) -> String {
     share.map_or("n/a".into(), |s| format!("{:.0} %", s * 100.0))
 }

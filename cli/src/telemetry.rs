@@ -16,10 +16,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::runtime::{AssocInfo, ControlStats, CoreReport};
+use ddpdk_control::runtime::{AssocInfo, Control, ControlStats, CoreReport};
 use ddpdk_control::session::State;
 use ddpdk_dataplane::mem::{Access, Registration, Stag};
 use ddpdk_dataplane::port::dpdk::telemetry::{self, TelValue};
+use ddpdk_dataplane::port::Port;
 
 /// How long one snapshot answers for.
 pub const FRESH: Duration = Duration::from_millis(200);
@@ -30,6 +31,23 @@ pub struct Snapshot {
     pub reports: Vec<CoreReport>,
     pub control: ControlStats,
     pub mrs: Vec<(Stag, Registration)>,
+}
+
+impl Snapshot {
+    /// The data cores' `reports` with what the control side `control` knows: its counters and
+    /// the registrations.
+    pub fn of<P: Port>(reports: Vec<CoreReport>, control: &Control<P>) -> Snapshot {
+        Snapshot {
+            reports,
+            control: control.stats(),
+            mrs: control
+                .memory()
+                .stags()
+                .iter()
+                .map(|(stag, r)| (stag, *r))
+                .collect(),
+        }
+    }
 }
 
 /// Takes a snapshot (asks the data cores for their reports and waits for them).

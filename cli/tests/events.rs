@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
-use std::process::{Command, Stdio};
-
 #[path = "common/procs.rs"]
 mod procs;
 
@@ -28,6 +26,10 @@ fn events(stdout: &str) -> Vec<serde_json::Value> {
         })
         .filter(|v| v.get("event").is_some())
         .collect()
+}
+
+fn path(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
 }
 
 fn kinds(ev: &[serde_json::Value]) -> Vec<&str> {
@@ -59,27 +61,34 @@ fn the_json_shell_reports_association_session_and_stag_events() {
         "assoc open 198.18.0.2\nsession open 1 1 hello\nsend tagged 1 1 offer 0 4096 4\n\
          session close 1 1\nassoc close 1\nquit\n",
     );
-    let mut server = Command::new(BIN)
-        .args(eal("server", "0@0,1@1"))
-        .arg("--")
-        .args(["--ip", "198.18.0.2", "--listen", "--json", "--cmdline-file"])
-        .arg(&server_cmds)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut server = procs::spawn(
+        BIN,
+        &eal("server", "0@0,1@1"),
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--listen",
+            "--json",
+            "--cmdline-file",
+            path(&server_cmds),
+        ],
+    );
     let (_, server_err) = procs::read_until(server.stderr.take().unwrap(), "the server", |l| {
         l.contains("DDP endpoint on port")
     });
-    let client = Command::new(BIN)
-        .args(eal("client", "0@1,1@0"))
-        .arg("--")
-        .args(["--ip", "198.18.0.1", "--json", "--cmdline-file"])
-        .arg(&client_cmds)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let client = procs::spawn(
+        BIN,
+        &eal("client", "0@1,1@0"),
+        &[
+            "--ip",
+            "198.18.0.1",
+            "--json",
+            "--cmdline-file",
+            path(&client_cmds),
+        ],
+    )
+    .wait_with_output()
+    .unwrap();
     let server = server.wait_with_output().unwrap();
     let serr = server_err.join().unwrap();
     let _ = std::fs::remove_dir_all(&dir);

@@ -57,10 +57,10 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     let eal = |role: &str, lcore: &str, prefix: &str| {
         procs::memif_eal(role, lcore, prefix, &sock, 512, false)
     };
-    let mut server = Command::new(BIN)
-        .args(eal("server", "0@0", &server_prefix))
-        .arg("--")
-        .args([
+    let mut server = procs::spawn(
+        BIN,
+        &eal("server", "0@0", &server_prefix),
+        &[
             "--ddp-listen",
             "--ip",
             "198.18.0.2",
@@ -69,20 +69,16 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
             "--region-bytes",
             "1048576",
             "--json",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let (_, server_err) = procs::read_until(server.stderr.take().unwrap(), "the server", |l| {
         l.contains("(listening)")
     });
     // The client writes for a few seconds; the questions are asked while it does.
-    let client = Command::new(BIN)
-        .args(eal("client", "0@1", &format!("ddpdk-tel-client-{pid}")))
-        .arg("--")
-        .args([
+    let client = procs::spawn(
+        BIN,
+        &eal("client", "0@1", &format!("ddpdk-tel-client-{pid}")),
+        &[
             "--ddp-connect",
             "198.18.0.2",
             "--ip",
@@ -92,12 +88,8 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
             "--ddp-size",
             "16384",
             "--json",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
 
     // Wait until the association and its session are up, as the telemetry shows them.
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -59,3 +59,17 @@ pub fn memif_eal(
     ]);
     v
 }
+
+/// Starts `bin` with `eal`, `--` and `app`: no input, output piped.
+#[allow(dead_code)] // not every test binary that includes this module starts processes so
+pub fn spawn(bin: &str, eal: &[String], app: &[&str]) -> std::process::Child {
+    std::process::Command::new(bin)
+        .args(eal)
+        .arg("--")
+        .args(app)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ddpdk")
+}
