@@ -4,7 +4,8 @@
 #   dataplane/fuzz/run.sh [--record] [--minimize] SECS [TARGET ...]    (no TARGET: every one)
 #
 # Each target starts from its corpus kept in the repository (dataplane/fuzz/corpus/TARGET,
-# created if missing) plus the seeds made from the captures (seed_corpus.py), and grows it.
+# created if missing) plus the seeds made from the captures (seed_corpus.py) and the inputs that
+# once crashed it (dataplane/fuzz/regressions/TARGET, kept as found), and grows the corpus.
 # Prints one line per target: executions, executions a second, coverage (libFuzzer's cov and
 # ft), corpus size, crashes. A crash stops the run with status 1 (its input is in
 # dataplane/fuzz/artifacts/TARGET/).
@@ -45,7 +46,10 @@ for t in "${targets[@]}"; do
   log=$(mktemp)
   crashed=0
   # Grows corpus/$t; reads the seeds too. -print_final_stats gives the execution count.
-  if ! cargo fuzz run -O "$t" "corpus/$t" "seeds/$t" -- -max_total_time="$secs" \
+  # Inputs that once crashed the target (regressions/TARGET) are replayed at every start.
+  dirs=("corpus/$t" "seeds/$t")
+  [ -d "regressions/$t" ] && dirs+=("regressions/$t")
+  if ! cargo fuzz run -O "$t" "${dirs[@]}" -- -max_total_time="$secs" \
       -print_final_stats=1 >"$log" 2>&1; then
     crashed=1
     status=1

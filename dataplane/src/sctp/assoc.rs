@@ -511,7 +511,7 @@ impl Association {
                 ootb_shutdown_complete: None,
                 stale_cookie: None,
                 init_abort: None,
-                init_abort_bytes: Vec::new(),
+                init_abort_bytes: Vec::with_capacity(endpoint::MAX_REPORTED_ADDRESSES),
                 missing_cookie: None,
                 sack: false,
                 sack_now: false,
