@@ -28,6 +28,7 @@ use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_control::xmit::TxStats;
 use ddpdk_dataplane::mem::{Access, Stag};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
+use ddpdk_dataplane::port::faults::FaultCounts;
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{CloseReason, Instant};
@@ -38,7 +39,9 @@ use crate::ipsec::KeySocket;
 use crate::loopback::exit_status;
 use crate::node::{Node, NodePort, Placement};
 use crate::options::{DdpSource, Options};
+use crate::soak::{self, Soak};
 use crate::telemetry;
+use crate::verify;
 
 const STREAM: u16 = 1;
 /// STag (4), TO (8), length (8).
@@ -301,6 +304,8 @@ impl Job {
         let mut load_from = CoreStats::default();
         // The regions offered, to checksum at the end (`mr checksum`).
         let mut offered: Vec<(u16, Stag, RegionId)> = Vec::new();
+        // --ddp-verify: each session's message size and receive buffers, and what was checked.
+        let mut soak = Soak::default();
         while !closed {
             if signalled.load(Ordering::Relaxed) || deadline.is_some_and(|d| Wall::now() > d) {
                 break;
@@ -329,12 +334,47 @@ impl Job {
                 match i {
                     Indication::Session {
                         stream,
-                        event: SessionEvent::InitiateReceived { .. },
+                        event: SessionEvent::InitiateReceived { private_data },
                     } => {
-                        let (stag, region) = self.offer(eal, c, stream, region_len)?;
+                        let (stag, region, pd) = self.offer(eal, c, stream, region_len)?;
                         offered.push((stream, stag, region));
+                        if opts.ddp_verify {
+                            let size = soak::message_size(private_data.as_bytes())?;
+                            let (recv_stag, recv_region) =
+                                self.post_receives(eal, c, stream, pd)?;
+                            soak.sessions.push(soak::Session::new(
+                                stream,
+                                (stag, region),
+                                region_len,
+                                size,
+                                (pd, recv_stag, recv_region),
+                            ));
+                        }
                     }
-                    Indication::TaggedDelivered { .. } => delivered += 1,
+                    Indication::TaggedDelivered {
+                        stream,
+                        stag,
+                        rsvd_ulp,
+                    } => {
+                        delivered += 1;
+                        if opts.ddp_verify {
+                            soak.tagged(self.control.memory(), stream, stag, rsvd_ulp)?;
+                        }
+                    }
+                    Indication::Received {
+                        stream, wr_id, len, ..
+                    } if opts.ddp_verify => {
+                        soak.untagged(self.control.memory(), stream, wr_id, len)?;
+                        // The buffer is checked: post it again.
+                        let buffer = soak.receive_buffer(self.control.memory(), stream, wr_id)?;
+                        let op = Op::PostRecv {
+                            stream,
+                            qn: 0,
+                            wr_id,
+                            buffer,
+                        };
+                        self.control.submit(c, op).map_err(|e| e.to_string())?;
+                    }
                     Indication::Error { error, .. } => {
                         errors += 1;
                         eprintln!("ddpdk: segment refused: {error}");
@@ -375,17 +415,68 @@ impl Job {
         note(
             json,
             format_args!(
-                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {} dropped on purpose; data cores busy {}, {} frames a busy turn",
-                self.node.port.inner().dropped(),
+                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {}; data cores busy {}, {} frames a busy turn",
+                faults_text(self.node.port.inner().counts()),
                 percent(busy),
                 per_turn(batch)
             ),
         );
+        if opts.ddp_verify {
+            soak.report(json);
+        }
         self.report_ipsec();
         if errors > 0 {
             return Err(format!("{errors} segments refused"));
         }
         Ok(())
+    }
+
+    /// --ddp-verify: registers a receive region for `stream`'s untagged messages in its
+    /// protection domain and posts every buffer of it; returns the registration.
+    fn post_receives(
+        &mut self,
+        eal: &Eal,
+        conn: ConnHandle,
+        stream: u16,
+        pd: ddpdk_dataplane::mem::Pd,
+    ) -> Result<(Stag, RegionId), String> {
+        let len = soak::RECV_BUFFERS * soak::RECV_LEN;
+        let m = self.control.memory_mut();
+        let region = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
+        let r = m
+            .add_region(region)
+            .map_err(|_| "region table full".to_string())?;
+        let reg = m
+            .register(MemoryRegistration {
+                pd,
+                region: r,
+                offset: 0,
+                len: len as u64,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0,
+            })
+            .map_err(|e| e.to_string())?;
+        for k in 0..soak::RECV_BUFFERS {
+            let buffer = self
+                .control
+                .memory()
+                .receive_buffer(
+                    pd,
+                    reg.stag,
+                    (k * soak::RECV_LEN) as u64,
+                    soak::RECV_LEN as u32,
+                )
+                .map_err(|e| e.to_string())?;
+            let op = Op::PostRecv {
+                stream,
+                qn: 0,
+                wr_id: k as u64,
+                buffer,
+            };
+            self.control.submit(conn, op).map_err(|e| e.to_string())?;
+        }
+        Ok((reg.stag, r))
     }
 
     /// `show ipsec` at the end of a run, when IPsec is on.
@@ -409,7 +500,7 @@ impl Job {
         conn: ConnHandle,
         stream: u16,
         len: usize,
-    ) -> Result<(Stag, RegionId), String> {
+    ) -> Result<(Stag, RegionId, ddpdk_dataplane::mem::Pd), String> {
         let m = self.control.memory_mut();
         let pd = m.alloc_pd();
         let region = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
@@ -444,7 +535,7 @@ impl Job {
                 reg.stag, reg.to_base, reg.len
             ),
         );
-        Ok((reg.stag, r))
+        Ok((reg.stag, r, pd))
     }
 
     fn client(
@@ -455,6 +546,20 @@ impl Job {
         signalled: &AtomicBool,
     ) -> Result<(), String> {
         let json = opts.json;
+        let size = usize::try_from(opts.ddp_size).unwrap_or(usize::MAX);
+        let verify = opts.ddp_verify;
+        if verify && size < verify::MIN_LEN {
+            return Err(format!(
+                "--ddp-verify: messages of at least {} bytes",
+                verify::MIN_LEN
+            ));
+        }
+        if verify && opts.ddp_window as usize > soak::MAX_WINDOW {
+            return Err(format!(
+                "--ddp-verify: at most {} in flight (--ddp-window)",
+                soak::MAX_WINDOW
+            ));
+        }
         let now = self.node.clock.now();
         let conn = self
             .control
@@ -470,7 +575,12 @@ impl Job {
         let op = Op::Initiate {
             stream: STREAM,
             pd,
-            private_data: Vec::new(),
+            // --ddp-verify: the server checks messages of this size.
+            private_data: if verify {
+                soak::initiate_data(size)
+            } else {
+                Vec::new()
+            },
         };
         self.control.submit(conn, op).map_err(|e| e.to_string())?;
         let offer = self.wait_for("the Accept", signalled, WAIT, |events| {
@@ -506,8 +616,11 @@ impl Job {
         let stag = Stag(u32::from_be_bytes([offer[0], offer[1], offer[2], offer[3]]));
         let to = u64::from_be_bytes(offer[4..12].try_into().unwrap_or_default());
         let len = u64::from_be_bytes(offer[12..20].try_into().unwrap_or_default());
-        let size = usize::try_from(opts.ddp_size).unwrap_or(usize::MAX);
-        let slots = (len / size as u64).max(1);
+        let slots = if verify {
+            soak::slots(usize::try_from(len).unwrap_or(usize::MAX), size)
+        } else {
+            (len / size as u64).max(1)
+        };
         note(
             json,
             format_args!("Session {STREAM} accepted: writing {size}-byte messages to STag {stag}"),
@@ -517,6 +630,8 @@ impl Job {
         // Every write sends the same bytes: from one registered region of DPDK memory (RFC
         // 4296's local buffer, sent by reference where the port chains mbufs), or moved in.
         let source = match opts.ddp_source {
+            // --ddp-verify: every message is made for its write, so it is moved in.
+            _ if verify => None,
             DdpSource::Region => {
                 let r = Region::from_dpdk(eal, size, None).map_err(|e| e.to_string())?;
                 r.place(0, &data).map_err(|e| e.to_string())?;
@@ -542,8 +657,11 @@ impl Job {
         let load_from = self.load(signalled)?;
         let t0 = self.now;
         let end = t0 + Duration::from_secs_f64(secs);
-        let mut posted: VecDeque<(u64, Instant)> = VecDeque::new();
+        // (work request, posted at, tagged).
+        let mut posted: VecDeque<(u64, Instant, bool)> = VecDeque::new();
         let (mut wr, mut done) = (0u64, 0u64);
+        // --ddp-verify: tagged writes and untagged sends posted, and sends completed.
+        let (mut tagged, mut untagged, mut untagged_done) = (0u64, 0u64, 0u64);
         // The turn's clock (one read per turn, in `poll`).
         let mut w = t0;
         while w < end || !posted.is_empty() {
@@ -551,15 +669,37 @@ impl Job {
                 return Err("interrupted".into());
             }
             while posted.len() < window && w < end {
+                let send_untagged = verify && untagged < tagged / soak::UNTAGGED_EVERY;
+                let (kind, payload) = if send_untagged {
+                    let mut m = vec![0; soak::untagged_len(untagged)];
+                    verify::fill(soak::UNTAGGED + untagged, &mut m);
+                    let kind = SendKind::Untagged {
+                        qn: 0,
+                        rsvd_ulp: [0; 5],
+                    };
+                    (kind, m.into())
+                } else {
+                    let slot = tagged % slots;
+                    let payload = if verify {
+                        let mut m = vec![0; size];
+                        verify::fill(tagged, &mut m);
+                        m.into()
+                    } else {
+                        source.clone().unwrap_or_else(|| data.clone().into())
+                    };
+                    let kind = SendKind::Tagged {
+                        stag,
+                        to: to + slot * size as u64,
+                        // --ddp-verify: the slot, for the server to check (at most 256).
+                        rsvd_ulp: if verify { slot as u8 } else { 0 },
+                    };
+                    (kind, payload)
+                };
                 let op = Op::PostSend(SendRequest {
                     wr_id: wr,
                     stream: STREAM,
-                    kind: SendKind::Tagged {
-                        stag,
-                        to: to + (wr % slots) * size as u64,
-                        rsvd_ulp: 0,
-                    },
-                    data: source.clone().unwrap_or_else(|| data.clone().into()),
+                    kind,
+                    data: payload,
                     signaled: true,
                 });
                 match self.control.submit(conn, op) {
@@ -568,8 +708,13 @@ impl Job {
                     Err(RuntimeError::Busy) => break,
                     Err(e) => return Err(e.to_string()),
                 }
-                posted.push_back((wr, w));
+                posted.push_back((wr, w, !send_untagged));
                 wr += 1;
+                if send_untagged {
+                    untagged += 1;
+                } else {
+                    tagged += 1;
+                }
             }
             self.poll();
             w = self.now;
@@ -579,10 +724,14 @@ impl Job {
                         if c.status != Status::Success {
                             return Err(format!("write {} ended {:?}", c.wr_id, c.status));
                         }
-                        if let Some((_, at)) = posted.pop_front() {
-                            let _ = latency.record(w.saturating_since(at).as_nanos() as u64);
+                        match posted.pop_front() {
+                            Some((_, at, true)) => {
+                                let _ = latency.record(w.saturating_since(at).as_nanos() as u64);
+                                done += 1;
+                            }
+                            Some((_, _, false)) => untagged_done += 1,
+                            None => done += 1,
                         }
-                        done += 1;
                     }
                     Event::Refused { op, error, .. } => {
                         return Err(format!("{op} refused: {error}"));
@@ -606,11 +755,18 @@ impl Job {
         );
         // What the offered region must hold now: the message in every slot written at least
         // once, zeros elsewhere (DPDK hands out zeroed memory).
+        // --ddp-verify: the last message written to each slot.
         let expected_crc = {
             let len = usize::try_from(len).unwrap_or(usize::MAX);
             let mut image = vec![0u8; len];
             for slot in 0..(done.min(slots) as usize) {
-                image[slot * size..(slot + 1) * size].copy_from_slice(&data);
+                let at = &mut image[slot * size..(slot + 1) * size];
+                if verify {
+                    let last = slot as u64 + (done - 1 - slot as u64) / slots * slots;
+                    verify::fill(last, at);
+                } else {
+                    at.copy_from_slice(&data);
+                }
             }
             ddpdk_dataplane::wire::crc32c::crc32c(&image)
         };
@@ -663,7 +819,9 @@ impl Job {
                     "source": format!("{:?}", opts.ddp_source).to_lowercase(),
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
-                    "fault_rx_dropped": self.node.port.inner().dropped(),
+                    "faults": faults_json(self.node.port.inner().counts()),
+                    "verify": verify,
+                    "untagged": untagged_done,
                     "cores_busy": busy,
                     "frames_per_busy_turn": batch,
                     "sctp": {
@@ -693,17 +851,21 @@ impl Job {
                 us(latency.value_at_quantile(0.99))
             );
             println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
+            if verify {
+                println!(
+                    "client: --ddp-verify: distinct self-checking messages, and {untagged_done} \
+                     untagged sends"
+                );
+            }
             println!("client: region spans sent by reference {by_reference}, copied {copied}");
             println!(
                 "client: data cores busy {}, {} frames a busy turn",
                 percent(busy),
                 per_turn(batch)
             );
-            if self.node.port.inner().dropped() > 0 {
-                println!(
-                    "client: {} received frames dropped on purpose (--fault-drop)",
-                    self.node.port.inner().dropped()
-                );
+            let faults = self.node.port.inner().counts();
+            if faults != FaultCounts::default() {
+                println!("client: {}", faults_text(faults));
             }
             println!(
                 "client: SCTP {} packets out ({} DATA), {} SACKs in, {} fast retransmits, {} T3 \
@@ -723,6 +885,23 @@ impl Job {
 }
 
 /// Nanoseconds as microseconds.
+/// What the fault injector (`--fault-*`) did to received frames, in words.
+fn faults_text(c: FaultCounts) -> String {
+    format!(
+        "received frames faulted on purpose (--fault-*): {} dropped, {} corrupted, {} \
+         duplicated ({} not), {} reordered, {} delayed",
+        c.dropped, c.corrupted, c.duplicated, c.not_duplicated, c.reordered, c.delayed
+    )
+}
+
+fn faults_json(c: FaultCounts) -> serde_json::Value {
+    serde_json::json!({
+        "kept": c.kept, "dropped": c.dropped, "corrupted": c.corrupted,
+        "duplicated": c.duplicated, "not_duplicated": c.not_duplicated,
+        "reordered": c.reordered, "delayed": c.delayed,
+    })
+}
+
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }

@@ -48,6 +48,10 @@ const DDP: &[&str] = &[
     "rto_min_ms",
     "rto_initial_ms",
     "fault_drop",
+    "fault_duplicate",
+    "fault_corrupt",
+    "fault_reorder",
+    "fault_delay_us",
     "fault_seed",
 ];
 
@@ -130,7 +134,13 @@ const PERF: Spec = Spec {
             writes tagged messages into it for --run-for seconds and reports goodput (window \
             > 1) or write latency (--ddp-window 1, ib_write_lat's semantics), byte-exact \
             against the server's region.",
-    options: &["ddp_size", "ddp_window", "ddp_source", "region_bytes"],
+    options: &[
+        "ddp_size",
+        "ddp_window",
+        "ddp_source",
+        "region_bytes",
+        "ddp_verify",
+    ],
     examples: "\
 Examples:
   ddpdk perf server -l 0 --no-huge -m 1024 --vdev=net_memif0,role=server -- --ip 198.18.0.2

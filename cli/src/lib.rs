@@ -13,5 +13,7 @@ pub mod options;
 pub mod run;
 pub mod sctp_params;
 pub mod shell;
+pub mod soak;
 pub mod stats;
 pub mod telemetry;
+pub mod verify;

@@ -18,7 +18,7 @@ use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{
     CryptoDev, DpdkPort, Eal, IpsecPort, LcoreJoin, Mempool, PortConf, SctpSteering,
 };
-use ddpdk_dataplane::port::faults::{Faults, Faulty};
+use ddpdk_dataplane::port::faults::Faulty;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 
@@ -120,13 +120,7 @@ impl Node {
         );
         let device = start_port(id, conf, &pool, opts)?;
         let (reta_size, flow_rules, steering) = steer(&device, cores, opts.ip.first().copied());
-        let faulty = Arc::new(Faulty::new(
-            device,
-            Faults {
-                drop: opts.fault_drop,
-                seed: opts.fault_seed,
-            },
-        ));
+        let faulty = Arc::new(Faulty::new(device, opts.faults()));
         let port = Arc::new(ipsec_port(faulty, &pool, opts)?);
         let link = port
             .inner()
@@ -241,6 +235,8 @@ impl Node {
                 left.clear();
             }
         }
+        // Frames the fault injector still holds back go back too.
+        port.inner().release_held();
         let _ = port.inner().inner().stop();
         let in_use = pool.in_use_count();
         // Port before its pool.

@@ -213,10 +213,30 @@ pub struct Options {
 
     /// DDP endpoints: drop this share of received frames (0 to 1), on purpose, before the
     /// data cores see them: loss to measure and soak under (a seeded fault injector).
-    #[arg(long, default_value_t = 0.0, value_name = "RATE")]
+    #[arg(long, default_value_t = 0.0, value_name = "RATE", value_parser = share)]
     pub fault_drop: f64,
 
-    /// Seeds --fault-drop's draws (the same seed drops the same frames of the same traffic).
+    /// DDP endpoints: deliver this share of received frames twice (0 to 1), the copy right
+    /// behind its original (a seeded fault injector, as --fault-drop).
+    #[arg(long, default_value_t = 0.0, value_name = "RATE", value_parser = share)]
+    pub fault_duplicate: f64,
+
+    /// DDP endpoints: flip one bit, anywhere, in this share of received frames (0 to 1); the
+    /// device's receive checksum verdict is then ignored.
+    #[arg(long, default_value_t = 0.0, value_name = "RATE", value_parser = share)]
+    pub fault_corrupt: f64,
+
+    /// DDP endpoints: hold back this share of received frames (0 to 1) until the next burst
+    /// has passed them.
+    #[arg(long, default_value_t = 0.0, value_name = "RATE", value_parser = share)]
+    pub fault_reorder: f64,
+
+    /// DDP endpoints: hold every received frame this long before the data cores see it.
+    #[arg(long, default_value_t = 0, value_name = "US",
+          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub fault_delay_us: u64,
+
+    /// Seeds the fault injector's draws (the same seed does the same to the same traffic).
     #[arg(long, default_value_t = 1, value_name = "SEED")]
     pub fault_seed: u64,
 
@@ -231,6 +251,13 @@ pub struct Options {
     /// into each send and copied into SCTP's send queue).
     #[arg(long, value_enum, default_value = "region")]
     pub ddp_source: DdpSource,
+
+    /// DDP endpoints: soak traffic, checked (issue 12 item 4; on both ends). --ddp-connect
+    /// writes distinct self-checking messages (moved in, not from a region) and adds an
+    /// untagged Send after every third write; --ddp-listen keeps receive buffers posted and
+    /// checks every message delivered, block by block, and fails at the first wrong byte.
+    #[arg(long)]
+    pub ddp_verify: bool,
 
     /// Size of the region --ddp-listen registers for each session, bytes.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
@@ -308,6 +335,18 @@ impl Options {
     /// Checks what clap cannot: value combinations.
     /// The SCTP settings of a DDP endpoint: ours (a 4 MiB window, 1024 send slots, the RTO
     /// options), then each `--sctp` assignment. The path MTU is the caller's to set.
+    /// What the fault injector in front of a DDP endpoint's port does (`--fault-*`).
+    pub fn faults(&self) -> ddpdk_dataplane::port::faults::Faults {
+        ddpdk_dataplane::port::faults::Faults {
+            drop: self.fault_drop,
+            duplicate: self.fault_duplicate,
+            corrupt: self.fault_corrupt,
+            reorder: self.fault_reorder,
+            delay: std::time::Duration::from_micros(self.fault_delay_us),
+            seed: self.fault_seed,
+        }
+    }
+
     pub fn sctp_config(&self) -> Result<ddpdk_dataplane::sctp::Config, String> {
         let mut cfg = ddpdk_dataplane::sctp::Config {
             local_port: self.sctp_port,
@@ -404,6 +443,15 @@ pub fn split_args(argv: &[String]) -> (Vec<String>, Vec<String>) {
             (eal, app)
         }
         None => (vec![prog.clone()], argv.to_vec()),
+    }
+}
+
+/// A share of frames: a number from 0 to 1.
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Ok(_) => Err("a share of frames is from 0 to 1".into()),
+        Err(e) => Err(e.to_string()),
     }
 }
 

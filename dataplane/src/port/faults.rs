@@ -1,57 +1,159 @@
-//! A port that loses frames on purpose: any [`Port`] behind a seeded fault injector, so the
-//! binary can be measured and soaked under loss on real DPDK devices (a goodput run with 1 %
-//! of frames dropped, say) the way the simulations test it in memory.
+//! A port that mistreats what it receives on purpose: any [`Port`] behind a seeded fault
+//! injector, so the binary can be measured and soaked on real DPDK devices under loss,
+//! duplication, corruption, reordering and delay (issue 12 item 4), the way the simulations
+//! test the sans-IO core in memory.
 //!
-//! Received frames are dropped, each with probability `drop`, before the caller sees them (the
-//! buffers go back to the device's pool); transmit is untouched, so loss on the path to the peer
-//! is the peer's to inject. Each RX queue draws from its own xorshift state (one core owns a
-//! queue), so the same seed loses the same frames of the same arrival order.
+//! Every fault is applied to received frames, before the caller sees them; transmit is
+//! untouched, so faults on the path to the peer are the peer's to inject. Per frame, in order:
+//! - **drop**: the frame is lost (its buffer goes back to the device's pool);
+//! - **corrupt**: one bit of the frame's first segment is flipped, anywhere in the frame (the
+//!   link and IP headers included), as a damaged link would; while corruption is on, the port
+//!   says it has no receive checksum offload, since the device's verdict predates the damage;
+//! - **duplicate**: a copy of the frame arrives right behind it (frames that do not fit one
+//!   fresh buffer are not copied, and counted);
+//! - **reorder**: the frame is held back and arrives after the frames of the next receive
+//!   burst, so at least one later frame overtakes it when traffic flows;
+//! - **delay**: every frame arrives no sooner than this long after the device gave it up.
+//!
+//! Each RX queue has its own xorshift state (one core owns a queue), so the same seed does the
+//! same to the same arrival order. Without faults the wrapper adds one branch a burst.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::region::Region;
-use super::{ChecksumOffload, FlowRule, LinkStatus, Port, PortStats, SctpFlow, TxOutcome};
+use super::{
+    ChecksumOffload, FlowRule, LinkStatus, PacketBuf, Port, PortStats, SctpFlow, TxOutcome,
+};
 
-/// What to inject.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What to inject: the share of received frames each fault strikes (0.0 ..= 1.0), the delay
+/// every frame takes, and the seed of the draws.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Faults {
-    /// The share of received frames dropped, 0.0 ..= 1.0.
     pub drop: f64,
-    /// Seeds the draws (the same seed drops the same frames of the same traffic).
+    pub duplicate: f64,
+    pub corrupt: f64,
+    pub reorder: f64,
+    pub delay: Duration,
+    /// Seeds the draws (the same seed does the same to the same traffic).
     pub seed: u64,
+}
+
+impl Faults {
+    /// True when nothing is injected.
+    pub fn is_none(&self) -> bool {
+        self.drop <= 0.0
+            && self.duplicate <= 0.0
+            && self.corrupt <= 0.0
+            && self.reorder <= 0.0
+            && self.delay.is_zero()
+    }
+}
+
+/// What a [`Faulty`] port has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// Frames passed to the caller (copies included).
+    pub kept: u64,
+    pub dropped: u64,
+    pub corrupted: u64,
+    pub duplicated: u64,
+    /// Frames that should have been copied but did not fit one buffer (or the pool was dry).
+    pub not_duplicated: u64,
+    pub reordered: u64,
+    /// Frames held for the delay (every frame, when a delay is set).
+    pub delayed: u64,
 }
 
 /// A port with [`Faults`] injected on receive.
 #[derive(Debug)]
 pub struct Faulty<P: Port> {
     inner: Arc<P>,
-    /// A frame is dropped when a draw is below this (of `u64::MAX`).
-    threshold: u64,
-    /// One xorshift state per RX queue.
-    states: Box<[AtomicU64]>,
-    dropped: AtomicU64,
-    /// Frames kept for the caller (so `dropped` can be read as a share).
+    /// A draw below these (of `u64::MAX`) strikes the frame.
+    drop: u64,
+    corrupt: u64,
+    duplicate: u64,
+    reorder: u64,
+    delay: Duration,
+    /// Whether any fault is on: without, frames pass straight through.
+    active: bool,
+    queues: Box<[Mutex<QueueState<P::Buf>>]>,
     kept: AtomicU64,
+    dropped: AtomicU64,
+    corrupted: AtomicU64,
+    duplicated: AtomicU64,
+    not_duplicated: AtomicU64,
+    reordered: AtomicU64,
+    delayed: AtomicU64,
+}
+
+/// One RX queue's draws and the frames it holds back.
+#[derive(Debug)]
+struct QueueState<B> {
+    rng: u64,
+    /// Frames due to the caller, each with the time it may leave, in arrival order.
+    due: VecDeque<(Instant, B)>,
+    /// Frames held back by `reorder`: they join `due` behind the next burst.
+    late: Vec<B>,
+    /// A chained frame's bytes, gathered to be copied.
+    scratch: Vec<u8>,
+}
+
+impl<B> QueueState<B> {
+    fn draw(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+}
+
+/// The draw threshold of a share.
+fn threshold(share: f64) -> u64 {
+    let share = if share.is_nan() {
+        0.0
+    } else {
+        share.clamp(0.0, 1.0)
+    };
+    if share >= 1.0 {
+        u64::MAX
+    } else {
+        (share * u64::MAX as f64) as u64
+    }
 }
 
 impl<P: Port> Faulty<P> {
     pub fn new(inner: Arc<P>, faults: Faults) -> Faulty<P> {
-        let drop = faults.drop.clamp(0.0, 1.0);
-        let threshold = if drop >= 1.0 {
-            u64::MAX
-        } else {
-            (drop * u64::MAX as f64) as u64
-        };
-        let states = (0..inner.nb_rx_queues().max(1))
-            .map(|q| AtomicU64::new(splitmix(faults.seed ^ (u64::from(q) << 32)) | 1))
+        let queues = (0..inner.nb_rx_queues().max(1))
+            .map(|q| {
+                Mutex::new(QueueState {
+                    rng: splitmix(faults.seed ^ (u64::from(q) << 32)) | 1,
+                    due: VecDeque::new(),
+                    late: Vec::new(),
+                    scratch: Vec::new(),
+                })
+            })
             .collect();
         Faulty {
             inner,
-            threshold,
-            states,
-            dropped: AtomicU64::new(0),
+            drop: threshold(faults.drop),
+            corrupt: threshold(faults.corrupt),
+            duplicate: threshold(faults.duplicate),
+            reorder: threshold(faults.reorder),
+            delay: faults.delay,
+            active: !faults.is_none(),
+            queues,
             kept: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            corrupted: AtomicU64::new(0),
+            duplicated: AtomicU64::new(0),
+            not_duplicated: AtomicU64::new(0),
+            reordered: AtomicU64::new(0),
+            delayed: AtomicU64::new(0),
         }
     }
 
@@ -70,14 +172,106 @@ impl<P: Port> Faulty<P> {
         self.kept.load(Relaxed)
     }
 
-    fn draw(&self, queue: u16) -> u64 {
-        let cell = &self.states[usize::from(queue) % self.states.len()];
-        let mut x = cell.load(Relaxed);
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        cell.store(x, Relaxed);
-        x
+    /// Everything done so far.
+    pub fn counts(&self) -> FaultCounts {
+        FaultCounts {
+            kept: self.kept.load(Relaxed),
+            dropped: self.dropped.load(Relaxed),
+            corrupted: self.corrupted.load(Relaxed),
+            duplicated: self.duplicated.load(Relaxed),
+            not_duplicated: self.not_duplicated.load(Relaxed),
+            reordered: self.reordered.load(Relaxed),
+            delayed: self.delayed.load(Relaxed),
+        }
+    }
+
+    /// Frames held back (reordered or delayed) and not yet passed on.
+    pub fn held(&self) -> usize {
+        self.queues
+            .iter()
+            .map(|q| q.lock().map_or(0, |s| s.due.len() + s.late.len()))
+            .sum()
+    }
+
+    /// Gives every frame held back (reordered or delayed) back to the device's pool: at
+    /// shutdown, before the pool's buffers are counted.
+    pub fn release_held(&self) {
+        for q in self.queues.iter() {
+            if let Ok(mut st) = q.lock() {
+                let mut bufs: Vec<P::Buf> = st.due.drain(..).map(|(_, b)| b).collect();
+                bufs.append(&mut st.late);
+                self.inner.free_bulk(&mut bufs);
+            }
+        }
+    }
+
+    /// A copy of `frame` in a fresh buffer of the device's pool, or None.
+    fn copy_of(&self, frame: &P::Buf, scratch: &mut Vec<u8>) -> Option<P::Buf> {
+        let gathered = frame.gather_into(scratch);
+        let bytes: &[u8] = if gathered { scratch } else { frame.data() };
+        let mut v = Vec::with_capacity(1);
+        if !self.inner.alloc_bulk(&mut v, 1, bytes.len()) {
+            return None;
+        }
+        let mut copy = v.pop()?;
+        if copy.len() != bytes.len() {
+            let mut back = vec![copy];
+            self.inner.free_bulk(&mut back);
+            return None;
+        }
+        copy.data_mut().copy_from_slice(bytes);
+        Some(copy)
+    }
+
+    /// Applies the faults to the frames `out` holds from `start`, moving what survives into
+    /// the queue's `due` line.
+    fn strike(&self, st: &mut QueueState<P::Buf>, out: &mut Vec<P::Buf>, start: usize) {
+        let now = Instant::now();
+        let at = now + self.delay;
+        let mut lost = Vec::new();
+        // What the last burst held back arrives behind this one.
+        let late = std::mem::take(&mut st.late);
+        let mut reordered = 0u64;
+        let mut scratch = std::mem::take(&mut st.scratch);
+        for mut frame in out.drain(start..) {
+            if self.drop != 0 && st.draw() < self.drop {
+                lost.push(frame);
+                continue;
+            }
+            if self.corrupt != 0 && st.draw() < self.corrupt && !frame.is_empty() {
+                let d = st.draw();
+                let data = frame.data_mut();
+                let at = (d % data.len() as u64) as usize;
+                data[at] ^= 1 << ((d >> 32) % 8);
+                self.corrupted.fetch_add(1, Relaxed);
+            }
+            let copy = if self.duplicate != 0 && st.draw() < self.duplicate {
+                let c = self.copy_of(&frame, &mut scratch);
+                match c {
+                    Some(_) => self.duplicated.fetch_add(1, Relaxed),
+                    None => self.not_duplicated.fetch_add(1, Relaxed),
+                };
+                c
+            } else {
+                None
+            };
+            if self.reorder != 0 && st.draw() < self.reorder {
+                reordered += 1;
+                st.late.push(frame);
+            } else {
+                st.due.push_back((at, frame));
+            }
+            if let Some(c) = copy {
+                st.due.push_back((at, c));
+            }
+        }
+        for frame in late {
+            st.due.push_back((at, frame));
+        }
+        st.scratch = scratch;
+        self.dropped.fetch_add(lost.len() as u64, Relaxed);
+        self.reordered.fetch_add(reordered, Relaxed);
+        self.inner.free_bulk(&mut lost);
     }
 }
 
@@ -96,7 +290,10 @@ impl<P: Port> Port for Faulty<P> {
         self.inner.id()
     }
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
-        self.inner.sctp_checksum_offload()
+        let mut o = self.inner.sctp_checksum_offload();
+        // The device checked the frame before it was corrupted: software must check again.
+        o.rx &= self.corrupt == 0;
+        o
     }
     fn name(&self) -> &str {
         self.inner.name()
@@ -112,25 +309,39 @@ impl<P: Port> Port for Faulty<P> {
     }
 
     fn rx_burst(&self, queue: u16, out: &mut Vec<Self::Buf>, max: usize) -> usize {
-        let start = out.len();
-        let n = self.inner.rx_burst(queue, out, max);
-        if n == 0 || self.threshold == 0 {
+        if !self.active {
+            let n = self.inner.rx_burst(queue, out, max);
             self.kept.fetch_add(n as u64, Relaxed);
             return n;
         }
-        let mut lost = Vec::new();
-        let mut k = start;
-        while k < out.len() {
-            if self.draw(queue) < self.threshold {
-                lost.push(out.remove(k));
-            } else {
-                k += 1;
+        let start = out.len();
+        let Some(cell) = self.queues.get(usize::from(queue)) else {
+            return 0;
+        };
+        let Ok(mut st) = cell.lock() else {
+            return 0;
+        };
+        let n = self.inner.rx_burst(queue, out, max);
+        if n > 0 || !st.late.is_empty() {
+            self.strike(&mut st, out, start);
+        }
+        // Pass on what is due, in order, at most `max`.
+        let now = Instant::now();
+        while out.len() - start < max {
+            match st.due.front() {
+                Some((at, _)) if *at <= now => {
+                    if let Some((_, f)) = st.due.pop_front() {
+                        out.push(f);
+                    }
+                }
+                _ => break,
             }
         }
         let kept = out.len() - start;
-        self.dropped.fetch_add(lost.len() as u64, Relaxed);
         self.kept.fetch_add(kept as u64, Relaxed);
-        self.inner.free_bulk(&mut lost);
+        if !self.delay.is_zero() {
+            self.delayed.fetch_add(n as u64, Relaxed);
+        }
         kept
     }
 
@@ -163,7 +374,15 @@ impl<P: Port> Port for Faulty<P> {
     }
     fn xstats(&self) -> Vec<(String, u64)> {
         let mut v = self.inner.xstats();
-        v.push(("fault_rx_dropped".into(), self.dropped()));
+        let c = self.counts();
+        v.extend([
+            ("fault_rx_dropped".into(), c.dropped),
+            ("fault_rx_corrupted".into(), c.corrupted),
+            ("fault_rx_duplicated".into(), c.duplicated),
+            ("fault_rx_not_duplicated".into(), c.not_duplicated),
+            ("fault_rx_reordered".into(), c.reordered),
+            ("fault_rx_delayed".into(), c.delayed),
+        ]);
         v
     }
     fn reset_stats(&self) {
@@ -196,7 +415,14 @@ mod tests {
     fn drops_the_asked_share_in_order_and_reproducibly() {
         let run = |seed: u64| -> (Vec<u32>, u64) {
             let (a, b) = pair(1, 20_000);
-            let b = Faulty::new(Arc::new(b), Faults { drop: 0.1, seed });
+            let b = Faulty::new(
+                Arc::new(b),
+                Faults {
+                    drop: 0.1,
+                    seed,
+                    ..Faults::default()
+                },
+            );
             let mut out = frames(10_000);
             a.tx_burst_all(0, &mut out, 0);
             let mut got = Vec::new();
@@ -225,11 +451,183 @@ mod tests {
     #[test]
     fn no_faults_drop_nothing() {
         let (a, b) = pair(1, 1024);
-        let b = Faulty::new(Arc::new(b), Faults { drop: 0.0, seed: 1 });
+        let b = Faulty::new(Arc::new(b), Faults::default());
         let mut out = frames(100);
         a.tx_burst_all(0, &mut out, 0);
         let mut got = Vec::new();
         assert_eq!(b.rx_burst(0, &mut got, 1000), 100);
         assert_eq!(b.dropped(), 0);
+    }
+
+    /// Sends `n` indexed frames through a port with `faults` and returns what arrives, in
+    /// arrival order, once every frame is accounted for (bursts of 32).
+    fn through(faults: Faults, n: u32) -> (Vec<HeapBuf>, FaultCounts) {
+        let (a, b) = pair(1, 20_000);
+        let b = Faulty::new(Arc::new(b), faults);
+        let mut out = frames(n);
+        a.tx_burst_all(0, &mut out, 0);
+        let mut got = Vec::new();
+        let give_up = Instant::now() + Duration::from_secs(10);
+        loop {
+            b.rx_burst(0, &mut got, 32);
+            let c = b.counts();
+            if c.dropped + c.kept == u64::from(n) + c.duplicated && b.held() == 0 {
+                return (got, c);
+            }
+            assert!(Instant::now() < give_up, "frames stuck: {c:?}");
+        }
+    }
+
+    fn index(f: &HeapBuf) -> u32 {
+        u32::from_be_bytes([f.bytes[0], f.bytes[1], f.bytes[2], f.bytes[3]])
+    }
+
+    /// Duplication: each struck frame arrives twice, the copy right behind its original and
+    /// byte for byte the same; nothing else changes.
+    #[test]
+    fn duplicates_arrive_right_behind_their_originals() {
+        let (got, c) = through(
+            Faults {
+                duplicate: 0.25,
+                seed: 3,
+                ..Faults::default()
+            },
+            4_000,
+        );
+        assert!((800..1200).contains(&c.duplicated), "{c:?}");
+        assert_eq!(got.len() as u64, 4_000 + c.duplicated);
+        let mut pairs = 0;
+        let mut next = 0;
+        let mut k = 0;
+        while k < got.len() {
+            assert_eq!(index(&got[k]), next, "in order");
+            if got.get(k + 1).is_some_and(|g| g.bytes == got[k].bytes) {
+                pairs += 1;
+                k += 1;
+            }
+            next += 1;
+            k += 1;
+        }
+        assert_eq!(pairs, c.duplicated);
+    }
+
+    /// Corruption: a struck frame differs from what was sent in exactly one bit; the others
+    /// are untouched; and the device's checksum verdict is no longer offered.
+    #[test]
+    fn corruption_flips_one_bit_and_withdraws_rx_checksum_offload() {
+        let (got, c) = through(
+            Faults {
+                corrupt: 0.5,
+                seed: 4,
+                ..Faults::default()
+            },
+            2_000,
+        );
+        let sent = frames(2_000);
+        let mut flipped = 0u64;
+        // A flip in the index bytes changes which frame it seems to be: compare by position.
+        for (g, s) in got.iter().zip(&sent) {
+            let bits: u32 = g
+                .bytes
+                .iter()
+                .zip(&s.bytes)
+                .map(|(x, y)| (x ^ y).count_ones())
+                .sum();
+            assert!(bits <= 1);
+            flipped += u64::from(bits);
+        }
+        assert_eq!(flipped, c.corrupted);
+        assert!((800..1200).contains(&flipped), "{c:?}");
+        let (_, b) =
+            crate::port::mem::pair_with_offload(1, 8, ChecksumOffload { tx: true, rx: true });
+        let b = Arc::new(b);
+        let plain = Faulty::new(Arc::clone(&b), Faults::default());
+        assert!(plain.sctp_checksum_offload().rx);
+        let corrupting = Faulty::new(
+            b,
+            Faults {
+                corrupt: 0.01,
+                ..Faults::default()
+            },
+        );
+        assert!(!corrupting.sctp_checksum_offload().rx);
+        assert!(corrupting.sctp_checksum_offload().tx);
+    }
+
+    /// Reordering: every frame arrives once, some after frames sent behind them, and the same
+    /// seed gives the same order.
+    #[test]
+    fn reordered_frames_are_overtaken_and_none_is_lost() {
+        let run = |seed| {
+            let (got, c) = through(
+                Faults {
+                    reorder: 0.1,
+                    seed,
+                    ..Faults::default()
+                },
+                5_000,
+            );
+            (got.iter().map(index).collect::<Vec<_>>(), c)
+        };
+        let (order, c) = run(5);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..5_000).collect::<Vec<_>>(), "each frame once");
+        let overtaken = order.windows(2).filter(|w| w[0] > w[1]).count() as u64;
+        assert!(
+            overtaken > 0 && overtaken <= c.reordered,
+            "{overtaken} {c:?}"
+        );
+        assert!((350..650).contains(&c.reordered), "{c:?}");
+        assert_eq!(run(5).0, order, "the same seed, the same order");
+    }
+
+    /// Delay: nothing arrives before its time; everything arrives after it, in order.
+    #[test]
+    fn delayed_frames_wait_their_time() {
+        let (a, b) = pair(1, 1024);
+        let delay = Duration::from_millis(30);
+        let b = Faulty::new(
+            Arc::new(b),
+            Faults {
+                delay,
+                ..Faults::default()
+            },
+        );
+        let mut out = frames(100);
+        let sent = Instant::now();
+        a.tx_burst_all(0, &mut out, 0);
+        let mut got = Vec::new();
+        while got.len() < 100 {
+            b.rx_burst(0, &mut got, 32);
+            if got.is_empty() {
+                assert!(b.held() > 0, "taken from the device and held");
+            } else {
+                assert!(sent.elapsed() >= delay, "a frame arrived early");
+            }
+            assert!(sent.elapsed() < Duration::from_secs(10), "frames stuck");
+        }
+        assert!(got.iter().map(index).eq(0..100));
+        assert_eq!(b.counts().delayed, 100);
+    }
+
+    /// Frames held back go back to the pool at shutdown.
+    #[test]
+    fn held_frames_are_released() {
+        let (a, b) = pair(1, 1024);
+        let b = Faulty::new(
+            Arc::new(b),
+            Faults {
+                delay: Duration::from_secs(3600),
+                ..Faults::default()
+            },
+        );
+        let mut out = frames(10);
+        a.tx_burst_all(0, &mut out, 0);
+        let mut got = Vec::new();
+        assert_eq!(b.rx_burst(0, &mut got, 32), 0);
+        assert_eq!(b.held(), 10);
+        b.release_held();
+        assert_eq!(b.held(), 0);
     }
 }

@@ -1,0 +1,245 @@
+//! `perf server --ddp-verify`: what the soak's server checks (issue 12 item 4). The client
+//! writes distinct self-checking messages ([`crate::verify`]) into slots of the region offered,
+//! each write naming its slot in the RsvdULP byte the delivery carries (RFC 5041 §5.4), and
+//! sends untagged messages into receive buffers the server keeps posted. The server checks
+//! every message it is told of, block by block, and stops the run at the first wrong byte.
+//!
+//! Flow control of untagged messages is by numbers, not credit: the client keeps at most its
+//! window in flight (`--ddp-window`, at most [`MAX_WINDOW`] here), the server [`RECV_BUFFERS`]
+//! posted, and it posts each buffer again as soon as it has checked it.
+
+use ddpdk_control::memory::{Memory, RegionId};
+use ddpdk_dataplane::mem::PostedBuffer;
+use ddpdk_dataplane::mem::{Pd, Stag};
+use serde_json::json;
+
+use crate::app::note;
+use crate::verify;
+
+/// Receive buffers the server keeps posted on each session, and their length.
+pub const RECV_BUFFERS: usize = 256;
+pub const RECV_LEN: usize = 16 << 10;
+/// The slots of an offered region a client writes round, at most (their number rides in a byte).
+pub const MAX_SLOTS: u64 = 256;
+/// The client's window under --ddp-verify, at most: well under [`RECV_BUFFERS`], so a server
+/// whose ULP lags by a few hundred messages still has a buffer posted for every Send.
+pub const MAX_WINDOW: usize = 32;
+/// Untagged messages are numbered from here, tagged ones from 0.
+pub const UNTAGGED: u64 = 1 << 63;
+/// How many untagged sends a client makes: one after every this many tagged writes.
+pub const UNTAGGED_EVERY: u64 = 3;
+
+/// The client's Initiate Private Data under --ddp-verify: its message size (8 bytes, BE).
+pub fn initiate_data(size: usize) -> Vec<u8> {
+    (size as u64).to_be_bytes().to_vec()
+}
+
+/// The message size a client's Initiate announced.
+pub fn message_size(private_data: &[u8]) -> Result<usize, String> {
+    let b: [u8; 8] = private_data.try_into().map_err(|_| {
+        "--ddp-verify: the client's Initiate does not carry its message size (give \
+         --ddp-verify to both ends)"
+            .to_string()
+    })?;
+    usize::try_from(u64::from_be_bytes(b)).map_err(|e| e.to_string())
+}
+
+/// The slots of `size` bytes a region of `region_len` holds for the soak.
+pub fn slots(region_len: usize, size: usize) -> u64 {
+    (region_len as u64 / size.max(1) as u64).clamp(1, MAX_SLOTS)
+}
+
+/// The length of untagged message `u` (counted from 0): sizes of every kind of segment.
+pub fn untagged_len(u: u64) -> usize {
+    [64, 1400, 8000, RECV_LEN][(u % 4) as usize]
+}
+
+/// One session the server checks.
+#[derive(Debug)]
+pub struct Session {
+    stream: u16,
+    stag: Stag,
+    region: RegionId,
+    size: usize,
+    slots: u64,
+    recv_pd: Pd,
+    recv_stag: Stag,
+    recv_region: RegionId,
+}
+
+impl Session {
+    pub fn new(
+        stream: u16,
+        (stag, region): (Stag, RegionId),
+        region_len: usize,
+        size: usize,
+        (recv_pd, recv_stag, recv_region): (Pd, Stag, RegionId),
+    ) -> Session {
+        Session {
+            stream,
+            stag,
+            region,
+            size,
+            slots: slots(region_len, size),
+            recv_pd,
+            recv_stag,
+            recv_region,
+        }
+    }
+}
+
+/// What the server checked.
+#[derive(Debug, Default)]
+pub struct Soak {
+    pub sessions: Vec<Session>,
+    tagged: u64,
+    untagged: u64,
+    /// Tagged checks that saw a block torn by a newer message being placed (a data core on
+    /// its own lcore places while the ULP reads) and passed when read again.
+    reread: u64,
+    buf: Vec<u8>,
+}
+
+impl Soak {
+    /// The latest session on `stream` (a restarted peer opens a new one).
+    fn session(&self, stream: u16) -> Result<&Session, String> {
+        self.sessions
+            .iter()
+            .rev()
+            .find(|s| s.stream == stream)
+            .ok_or_else(|| format!("--ddp-verify: a message on stream {stream}, no session"))
+    }
+
+    /// Checks the slot a tagged message was delivered to.
+    pub fn tagged(
+        &mut self,
+        mem: &Memory,
+        stream: u16,
+        stag: Stag,
+        slot: u8,
+    ) -> Result<(), String> {
+        let s = self.session(stream)?;
+        if s.stag != stag {
+            return Err(format!(
+                "--ddp-verify: a tagged message to STag {stag}, not the offered {}",
+                s.stag
+            ));
+        }
+        let (size, slots, region) = (s.size, s.slots, s.region);
+        let slot = u64::from(slot);
+        if slot >= slots {
+            return Err(format!("--ddp-verify: slot {slot} of {slots}"));
+        }
+        let r = mem
+            .region(region)
+            .ok_or("--ddp-verify: the region is gone")?;
+        self.buf.resize(size, 0);
+        let owns = |wr: u64| wr < UNTAGGED && wr % slots == slot;
+        let mut tries = 0;
+        loop {
+            r.read(slot * size as u64, &mut self.buf)
+                .map_err(|e| e.to_string())?;
+            match verify::check(&self.buf, owns) {
+                Ok(_) => break,
+                Err(e) if tries == 3 => {
+                    return Err(format!("--ddp-verify: slot {slot} of STag {stag}: {e}"));
+                }
+                Err(_) => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+        }
+        self.reread += u64::from(tries > 0);
+        self.tagged += 1;
+        Ok(())
+    }
+
+    /// Checks the receive buffer an untagged message of `len` bytes filled.
+    pub fn untagged(
+        &mut self,
+        mem: &Memory,
+        stream: u16,
+        buffer: u64,
+        len: u32,
+    ) -> Result<(), String> {
+        let s = self.session(stream)?;
+        let r = mem
+            .region(s.recv_region)
+            .ok_or("--ddp-verify: the receive region is gone")?;
+        self.buf.resize(len as usize, 0);
+        r.read(buffer * RECV_LEN as u64, &mut self.buf)
+            .map_err(|e| e.to_string())?;
+        let (first, _) = verify::check(&self.buf, |wr| wr >= UNTAGGED)
+            .map_err(|e| format!("--ddp-verify: receive buffer {buffer}: {e}"))?;
+        if untagged_len(first - UNTAGGED) != len as usize {
+            return Err(format!(
+                "--ddp-verify: untagged message {} arrived with {len} bytes",
+                first - UNTAGGED
+            ));
+        }
+        self.untagged += 1;
+        Ok(())
+    }
+
+    /// Receive buffer `buffer` of `stream`'s session, to post again.
+    pub fn receive_buffer(
+        &self,
+        mem: &Memory,
+        stream: u16,
+        buffer: u64,
+    ) -> Result<PostedBuffer, String> {
+        let s = self.session(stream)?;
+        mem.receive_buffer(
+            s.recv_pd,
+            s.recv_stag,
+            buffer * RECV_LEN as u64,
+            RECV_LEN as u32,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    pub fn report(&self, json: bool) {
+        if json {
+            println!(
+                "{}",
+                json!({"ddp_verify": {"tagged": self.tagged, "untagged": self.untagged,
+                                      "reread": self.reread}})
+            );
+        } else {
+            note(
+                json,
+                format_args!(
+                    "server: --ddp-verify checked {} tagged and {} untagged messages, every \
+                     byte ({} read twice)",
+                    self.tagged, self.untagged, self.reread
+                ),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_size_rides_in_the_initiate() {
+        assert_eq!(message_size(&initiate_data(65536)), Ok(65536));
+        assert!(message_size(b"").is_err());
+    }
+
+    #[test]
+    fn slots_fit_the_region_and_a_byte() {
+        assert_eq!(slots(64 << 20, 65536), 256);
+        assert_eq!(slots(1 << 20, 65536), 16);
+        assert_eq!(slots(1000, 65536), 1);
+    }
+
+    #[test]
+    fn untagged_messages_fit_a_buffer_and_can_be_checked() {
+        for u in 0..8 {
+            assert!((verify::MIN_LEN..=RECV_LEN).contains(&untagged_len(u)));
+        }
+    }
+}
