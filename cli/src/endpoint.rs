@@ -424,6 +424,7 @@ impl Job {
         if opts.ddp_verify {
             soak.report(json);
         }
+        accounted(&reports, "server", opts)?;
         self.report_ipsec();
         if errors > 0 {
             return Err(format!("{errors} segments refused"));
@@ -879,12 +880,34 @@ impl Job {
                 sctp.1
             );
         }
+        accounted(&reports, "client", opts)?;
         self.report_ipsec();
         Ok(())
     }
 }
 
 /// Nanoseconds as microseconds.
+/// Checks that every frame each data core took is counted once, by its fate
+/// ([`CoreReport::unaccounted`]): a warning, or under --ddp-verify (the soak) an error.
+fn accounted(reports: &[CoreReport], who: &str, opts: &Options) -> Result<(), String> {
+    let wrong: Vec<String> = reports.iter().flat_map(CoreReport::unaccounted).collect();
+    if wrong.is_empty() {
+        if opts.ddp_verify {
+            note(
+                opts.json,
+                format_args!("{who}: every frame counted once, by its fate"),
+            );
+        }
+        return Ok(());
+    }
+    let text = format!("{who}: frame counters disagree: {}", wrong.join("; "));
+    if opts.ddp_verify {
+        return Err(text);
+    }
+    eprintln!("ddpdk: {text}");
+    Ok(())
+}
+
 /// What the fault injector (`--fault-*`) did to received frames, in words.
 fn faults_text(c: FaultCounts) -> String {
     format!(

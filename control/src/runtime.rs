@@ -286,6 +286,11 @@ pub struct CoreStats {
     pub dispatched_out: u64,
     /// Frames for another core dropped because its dispatch ring was full.
     pub dispatch_dropped: u64,
+    /// SCTP packets handed to one of this core's connections (each is then taken or
+    /// `discarded`).
+    pub to_connections: u64,
+    /// Frames the control thread passed back to this core (for a connection it adopted).
+    pub from_control: u64,
     /// Packets for no association handed to the control thread.
     pub to_control: u64,
     /// Packets for the control thread dropped because its ring was full.
@@ -450,6 +455,52 @@ pub struct CoreReport {
     /// Upcalls held back because the event ring is full (at most about
     /// [`MAX_HELD_UPCALLS`]).
     pub upcalls_held: usize,
+}
+
+impl CoreReport {
+    /// Where this core's frame counters disagree, in words (empty: every frame is accounted
+    /// for). Every frame the core took (from its queues, less chains it had no buffer to copy;
+    /// from a sibling core; from the control thread) ended in exactly one of its interface's
+    /// outcomes, and every SCTP packet among them in exactly one of the core's: a bad device
+    /// checksum, one of its connections, a sibling core, the control thread, or a full ring on
+    /// the way to one of those.
+    pub fn unaccounted(&self) -> Vec<String> {
+        let st = &self.stats;
+        let mut wrong = Vec::new();
+        let taken =
+            (st.frames_in + st.dispatched_in + st.from_control).wrapping_sub(st.rx_chained_dropped);
+        let classified = self.iface.frames();
+        if taken != classified {
+            wrong.push(format!(
+                "core {}: {taken} frames taken ({} from the port less {} chains dropped, {} \
+                 from siblings, {} from the control thread), {classified} classified by the \
+                 interface",
+                self.core, st.frames_in, st.rx_chained_dropped, st.dispatched_in, st.from_control
+            ));
+        }
+        let routed = st.checksum_bad
+            + st.to_connections
+            + st.dispatched_out
+            + st.dispatch_dropped
+            + st.to_control
+            + st.control_dropped;
+        if self.iface.sctp != routed {
+            wrong.push(format!(
+                "core {}: {} SCTP packets, {routed} routed ({} bad checksum, {} to connections, \
+                 {} to siblings, {} sibling ring full, {} to the control thread, {} its ring \
+                 full)",
+                self.core,
+                self.iface.sctp,
+                st.checksum_bad,
+                st.to_connections,
+                st.dispatched_out,
+                st.dispatch_dropped,
+                st.to_control,
+                st.control_dropped
+            ));
+        }
+        wrong
+    }
 }
 
 enum Command<B> {
@@ -1159,7 +1210,10 @@ impl<P: Port> DataCore<P> {
                         }
                     }
                 }
-                Command::Packet(buf) => self.frame_in(now, buf, true),
+                Command::Packet(buf) => {
+                    self.stats.from_control += 1;
+                    self.frame_in(now, buf, true);
+                }
                 Command::SessionReturn { conn, call } => self.session_return(now, conn, *call),
                 Command::Report => {
                     let report = self.report();
@@ -1291,6 +1345,7 @@ impl<P: Port> DataCore<P> {
                         Next::Done
                     }
                     Some(k) => {
+                        self.stats.to_connections += 1;
                         self.deliver(now, k, f.sctp, peer, f.src_mac, verdict == Some(true));
                         Next::Done
                     }

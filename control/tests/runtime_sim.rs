@@ -371,6 +371,12 @@ fn run_seed(seed: u64) -> u64 {
         closed(&s.a) == 2 && closed(&s.b) == 2
     });
     let cores = s.a.cores.iter().chain(&s.b.cores);
+    // Every frame each core took is counted once, by its fate, through loss, duplication,
+    // reordering and corruption (CoreReport::unaccounted).
+    for k in cores.clone() {
+        let r = k.report();
+        assert_eq!(r.unaccounted(), Vec::<String>::new(), "seed {seed}");
+    }
     let dispatched: u64 = cores.clone().map(|k| k.stats().dispatched_out).sum();
     let received: u64 = cores.map(|k| k.stats().dispatched_in).sum();
     assert_eq!(dispatched, received, "seed {seed}: a dispatched frame lost");

@@ -108,6 +108,26 @@ pub struct InterfaceStats {
     pub stale_probes: u64,
 }
 
+impl InterfaceStats {
+    /// Frames received and classified: each is counted in exactly one of the counters summed.
+    pub fn frames(&self) -> u64 {
+        self.sctp
+            + self.arp_replies
+            + self.nd_adverts
+            + self.neighbour_answers
+            + self.other_ether_type
+            + self.other_mac
+            + self.other_address
+            + self.other_protocol
+            + self.fragments
+            + self.bad_ip_checksum
+            + self.malformed
+            + self.arp_not_for_us
+            + self.nd_not_for_us
+            + self.vlan
+    }
+}
+
 /// What a received frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rx<'a> {
