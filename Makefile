@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUN_SECS ?= 5
 DDPDK := target/release/ddpdk
 
-.PHONY: run run-fwd test setup build lint bench bench-goodput bench-sctp bench-ddp fuzz fuzz-ci clean
+.PHONY: run run-fwd test setup build lint bench bench-goodput bench-sctp bench-ddp fuzz fuzz-ci soak clean
 
 setup:
 	@bash deploy/setup.sh
@@ -69,6 +69,13 @@ fuzz:
 
 fuzz-ci:
 	bash dataplane/fuzz/run.sh 30
+
+# The soak (issue 12 item 4, RELIABILITY.md): two endpoints over net_memif with every fault
+# injected, checked traffic for SOAK_SECS, then a killed and a restarted peer. `make test` runs
+# the same test for 20 s.
+SOAK_SECS ?= 600
+soak: setup
+	DDPDK_SOAK_SECS=$(SOAK_SECS) $(CARGO) test --release -p ddpdk-cli --test soak -- --nocapture
 
 clean:
 	$(CARGO) clean

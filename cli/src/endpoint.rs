@@ -387,6 +387,12 @@ impl Job {
                         note(json, format_args!("Association closed: {reason:?}"));
                         closed = true;
                     }
+                    // RFC 9260 §5.2.4: the peer came back with a new association on the same
+                    // addresses and ports; its sessions ended, and it opens new ones.
+                    Indication::PeerRestarted => note(
+                        json,
+                        format_args!("Association restarted by the peer (RFC 9260 §5.2.4)"),
+                    ),
                     _ => {}
                 }
             }

@@ -6,6 +6,7 @@ use std::thread::JoinHandle;
 
 /// Reads `stream` line by line until `ready` accepts a line (a process saying it is up),
 /// failing if it ends first; returns what was read and a thread that collects the rest.
+#[allow(dead_code)] // not every test binary that includes this module reads so
 pub fn read_until<R: Read + Send + 'static>(
     stream: R,
     what: &str,

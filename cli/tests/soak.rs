@@ -1,0 +1,417 @@
+//! Issue 12 item 4: soak and faults on DPDK devices. Two `ddpdk` processes over `net_memif`,
+//! each with the seeded fault injector in front of its port (loss, corruption, duplication,
+//! reordering, delay), run checked traffic (`perf --ddp-verify`: distinct self-checking tagged
+//! writes and untagged sends, every delivered byte checked by the server) and must end with
+//! nothing lost or corrupted, resident memory flat and every frame counted once by its fate.
+//! Then a peer killed mid-transfer: the survivor notices within its heartbeat settings; and a
+//! peer killed and started again at once: it re-associates (RFC 9260 §5.2.4, restart) and
+//! carries on.
+//!
+//! `DDPDK_SOAK_SECS` sets the faulted transfer's length (default 20 s, what CI runs);
+//! `make soak` runs it for minutes and prints the figures RELIABILITY.md keeps.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+#[path = "common/procs.rs"]
+mod procs;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+const SERVER_IP: &str = "198.18.0.2";
+const CLIENT_IP: &str = "198.18.0.1";
+
+/// One scenario at a time: each runs two processes pinned to the machine's two CPUs, and the
+/// heartbeat bound and the memory samples are read from the clock.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Lines a process printed, each with when it was read.
+type Lines = Arc<Mutex<Vec<(Instant, String)>>>;
+
+/// Collects `stream`'s lines with their arrival times.
+fn collect<R: Read + Send + 'static>(stream: R) -> (Lines, JoinHandle<()>) {
+    let lines: Lines = Arc::default();
+    let l = Arc::clone(&lines);
+    let t = std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            l.lock().unwrap().push((Instant::now(), line));
+        }
+    });
+    (lines, t)
+}
+
+/// The first line containing `what`, with its time.
+fn find(lines: &Lines, what: &str) -> Option<(Instant, String)> {
+    lines
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(_, l)| l.contains(what))
+        .cloned()
+}
+
+fn wait_for(lines: &Lines, what: &str, within: Duration) -> (Instant, String) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(x) = find(lines, what) {
+            return x;
+        }
+        assert!(t0.elapsed() < within, "no {what:?} within {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The JSON object under `key` among `lines`.
+fn json(lines: &Lines, key: &str) -> serde_json::Value {
+    lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, l)| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get(key).cloned())
+        .unwrap_or_else(|| panic!("no {key} report"))
+}
+
+/// Resident memory of `pid`, KiB.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+struct Proc {
+    child: Child,
+    out: Lines,
+    err: Lines,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl Proc {
+    fn start(eal: &[String], app: &[&str]) -> Proc {
+        let mut child = procs::spawn(BIN, eal, app);
+        let (out, a) = collect(child.stdout.take().unwrap());
+        let (err, b) = collect(child.stderr.take().unwrap());
+        Proc {
+            child,
+            out,
+            err,
+            readers: vec![a, b],
+        }
+    }
+
+    /// Waits for the process (killing it after `grace`) and its output; returns its status.
+    fn finish(mut self, grace: Duration) -> (i32, Lines, Lines) {
+        let t0 = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > grace {
+                let _ = self.child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let code = self.child.wait().unwrap().code().unwrap_or(-1);
+        for r in self.readers {
+            let _ = r.join();
+        }
+        (code, self.out, self.err)
+    }
+
+    fn text(lines: &Lines) -> String {
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, l)| format!("{l}\n"))
+            .collect()
+    }
+}
+
+/// A directory for one scenario's memif socket.
+fn scratch(name: &str) -> (PathBuf, String) {
+    let pid = std::process::id();
+    let dir = std::env::temp_dir().join(format!("ddpdk-soak-{name}-{pid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    (dir, format!("ddpdk-soak-{name}-{pid}"))
+}
+
+fn eal(role: &str, lcore: &str, prefix: &str, sock: &Path) -> Vec<String> {
+    procs::memif_eal(role, lcore, prefix, sock, 1024, false)
+}
+
+/// A --ddp-verify server on `sock` with `extra` options; started once it listens.
+fn server(sock: &Path, prefix: &str, extra: &[&str]) -> Proc {
+    let mut app = vec![
+        "--ddp-listen",
+        "--ip",
+        SERVER_IP,
+        "--run-for",
+        "120",
+        "--ddp-verify",
+        "--json",
+    ];
+    app.extend_from_slice(extra);
+    let p = Proc::start(&eal("server", "0@0", &format!("{prefix}-srv"), sock), &app);
+    wait_for(&p.err, "(listening)", Duration::from_secs(60));
+    p
+}
+
+/// A --ddp-verify client writing for `secs` with `extra` options.
+fn client(sock: &Path, prefix: &str, secs: f64, extra: &[&str]) -> Proc {
+    let secs = secs.to_string();
+    let mut app = vec![
+        "--ddp-connect",
+        SERVER_IP,
+        "--ip",
+        CLIENT_IP,
+        "--run-for",
+        &secs,
+        "--ddp-verify",
+        "--json",
+    ];
+    app.extend_from_slice(extra);
+    Proc::start(&eal("client", "0@1", &format!("{prefix}-cli"), sock), &app)
+}
+
+/// The region CRC32cs the server reported, in the order it offered them.
+fn server_crcs(err: &Lines) -> Vec<String> {
+    err.lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, l)| l.contains(" region STag "))
+        .filter_map(|(_, l)| {
+            let at = l.find("crc32c ")? + 7;
+            Some(l[at..].split_whitespace().next()?.to_string())
+        })
+        .collect()
+}
+
+fn soak_secs() -> f64 {
+    std::env::var("DDPDK_SOAK_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20.0)
+}
+
+/// Both ends faulted, for `DDPDK_SOAK_SECS`: every message checked, nothing lost, memory
+/// flat, every frame counted.
+#[test]
+fn a_faulted_transfer_loses_and_corrupts_nothing() {
+    let _one = one_at_a_time();
+    let secs = soak_secs();
+    let (dir, prefix) = scratch("faults");
+    let sock = dir.join("memif.sock");
+    let faults = |seed: &'static str, delay: &'static str| {
+        vec![
+            "--fault-drop",
+            "0.002",
+            "--fault-corrupt",
+            "0.001",
+            "--fault-duplicate",
+            "0.001",
+            "--fault-reorder",
+            "0.005",
+            "--fault-delay-us",
+            delay,
+            "--fault-seed",
+            seed,
+        ]
+    };
+    let srv = server(&sock, &prefix, &faults("11", "0"));
+    let cli = client(&sock, &prefix, secs, &faults("12", "20"));
+    let pids = (srv.child.id(), cli.child.id());
+    // Resident memory of both, every half second while the client writes.
+    let t0 = Instant::now();
+    let mut samples: Vec<(f64, u64, u64)> = Vec::new();
+    while let (Some(s), Some(c)) = (rss_kib(pids.0), rss_kib(pids.1)) {
+        samples.push((t0.elapsed().as_secs_f64(), s, c));
+        if t0.elapsed().as_secs_f64() > secs + 60.0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (ccode, cout, cerr) = cli.finish(Duration::from_secs(30));
+    let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    let all = || {
+        format!(
+            "client {ccode}:\n{}{}\nserver {scode}:\n{}{}",
+            Proc::text(&cout),
+            Proc::text(&cerr),
+            Proc::text(&sout),
+            Proc::text(&serr)
+        )
+    };
+    assert_eq!((ccode, scode), (0, 0), "{}", all());
+
+    let c = json(&cout, "ddp_goodput");
+    let s = json(&sout, "ddp_verify");
+    // Nothing lost: every write and send the client completed, the server was handed and
+    // checked, byte by byte; and the region ends as the client's last writes left it.
+    assert_eq!(s["tagged"], c["messages"], "{}", all());
+    assert_eq!(s["untagged"], c["untagged"], "{}", all());
+    assert!(c["messages"].as_u64().unwrap() > 0);
+    assert!(c["untagged"].as_u64().unwrap() > 0);
+    assert_eq!(
+        server_crcs(&serr),
+        vec![c["region_crc32c"].as_str().unwrap().to_string()],
+        "{}",
+        all()
+    );
+    // Every fault struck, at both ends (the client's counts; the server's are in its text).
+    for f in ["dropped", "corrupted", "duplicated", "reordered", "delayed"] {
+        assert!(
+            c["faults"][f].as_u64().unwrap() > 0,
+            "client {f}: {}",
+            c["faults"]
+        );
+    }
+    assert!(
+        find(&serr, "server: every frame counted once").is_some(),
+        "{}",
+        all()
+    );
+    assert!(
+        find(&cerr, "client: every frame counted once").is_some(),
+        "{}",
+        all()
+    );
+    // Memory flat: what each process holds at the end of the transfer is what it held a
+    // quarter of the way in, within 4 MiB (DPDK's memory and every queue are sized at start).
+    let during: Vec<_> = samples
+        .iter()
+        .filter(|(t, _, _)| *t >= 3.0 && *t <= secs)
+        .collect();
+    assert!(during.len() >= 4, "too few samples: {samples:?}");
+    let quarter = during[during.len() / 4];
+    let last = during[during.len() - 1];
+    let grew = |a: u64, b: u64| b.saturating_sub(a);
+    println!(
+        "soak: {secs} s, {} tagged writes and {} sends checked, faults at the client {}, \
+         RSS server {} -> {} KiB, client {} -> {} KiB (t = {:.0} s -> {:.0} s)",
+        c["messages"],
+        c["untagged"],
+        c["faults"],
+        quarter.1,
+        last.1,
+        quarter.2,
+        last.2,
+        quarter.0,
+        last.0
+    );
+    assert!(grew(quarter.1, last.1) <= 4096, "server grew: {samples:?}");
+    assert!(grew(quarter.2, last.2) <= 4096, "client grew: {samples:?}");
+}
+
+/// A client killed mid-transfer: the server notices within its heartbeat settings (RFC 9260
+/// §8.1, §8.3: Association.Max.Retrans unanswered HEARTBEATs, each after HB.interval and an
+/// RTO of at most RTO.Max) and ends the association, with every buffer back in its pool.
+#[test]
+fn a_killed_peer_is_noticed_within_the_heartbeat_settings() {
+    let _one = one_at_a_time();
+    let (dir, prefix) = scratch("kill");
+    let sock = dir.join("memif.sock");
+    const HB_MS: u64 = 200;
+    const RTO_MAX_MS: u64 = 200;
+    const MAX_RETRANS: u64 = 2;
+    let hb = format!("hb_interval_ms={HB_MS}");
+    let rto = format!("rto_max_ms={RTO_MAX_MS}");
+    let assoc = format!("assoc_max_retrans={MAX_RETRANS}");
+    let path = format!("path_max_retrans={MAX_RETRANS}");
+    let srv = server(
+        &sock,
+        &prefix,
+        &[
+            "--sctp", &hb, "--sctp", &rto, "--sctp", &assoc, "--sctp", &path,
+        ],
+    );
+    let mut cli = client(&sock, &prefix, 60.0, &[]);
+    wait_for(&srv.err, "Session 1 accepted", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(2));
+    cli.child.kill().unwrap();
+    let killed = Instant::now();
+    let _ = cli.child.wait();
+    let (closed_at, why) = wait_for(&srv.err, "Association closed", Duration::from_secs(30));
+    let (code, out, err) = srv.finish(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    let noticed = closed_at.saturating_duration_since(killed);
+    // Each of the MAX_RETRANS + 1 HEARTBEATs that go unanswered waits HB.interval plus an RTO
+    // (jittered by up to half of it) to go and an RTO to fail; one more for the first to start
+    // after the last packet the client sent.
+    let bound = Duration::from_millis((MAX_RETRANS + 2) * (HB_MS + 2 * RTO_MAX_MS));
+    println!("soak: a killed client noticed after {noticed:?} (bound {bound:?}): {why}");
+    assert!(
+        !why.contains("Shutdown"),
+        "closed by a shutdown, not by the heartbeats: {why}"
+    );
+    assert!(
+        noticed <= bound + Duration::from_secs(1),
+        "noticed after {noticed:?}, bound {bound:?}"
+    );
+    assert_eq!(code, 0, "{}{}", Proc::text(&out), Proc::text(&err));
+    assert!(find(&err, "server: every frame counted once").is_some());
+}
+
+/// A client killed and started again at once, before the server can notice: its INIT finds
+/// the association it left, which restarts (RFC 9260 §5.2.4); the old session ends, the new
+/// client's session is accepted, and its writes are checked byte by byte to the end.
+#[test]
+fn a_restarted_peer_reassociates_and_carries_on() {
+    let _one = one_at_a_time();
+    let (dir, prefix) = scratch("restart");
+    let sock = dir.join("memif.sock");
+    let srv = server(&sock, &prefix, &[]);
+    let mut first = client(&sock, &prefix, 60.0, &[]);
+    wait_for(&srv.err, "Session 1 accepted", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(1));
+    first.child.kill().unwrap();
+    let _ = first.child.wait();
+    let second = Proc::start(
+        &eal("client", "0@1", &format!("{prefix}-cli2"), &sock),
+        &[
+            "--ddp-connect",
+            SERVER_IP,
+            "--ip",
+            CLIENT_IP,
+            "--run-for",
+            "3",
+            "--ddp-verify",
+            "--json",
+        ],
+    );
+    let (ccode, cout, cerr) = second.finish(Duration::from_secs(90));
+    let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    let all = format!(
+        "client {ccode}:\n{}{}\nserver {scode}:\n{}{}",
+        Proc::text(&cout),
+        Proc::text(&cerr),
+        Proc::text(&sout),
+        Proc::text(&serr)
+    );
+    assert_eq!((ccode, scode), (0, 0), "{all}");
+    assert!(
+        find(&serr, "Association restarted by the peer").is_some(),
+        "{all}"
+    );
+    let c = json(&cout, "ddp_goodput");
+    assert!(c["messages"].as_u64().unwrap() > 0, "{all}");
+    // Two sessions were offered a region each; the second holds what the restarted client
+    // wrote last.
+    let crcs = server_crcs(&serr);
+    assert_eq!(crcs.len(), 2, "{all}");
+    assert_eq!(crcs[1], c["region_crc32c"].as_str().unwrap(), "{all}");
+    println!(
+        "soak: the restarted client re-associated and wrote {} messages, checked",
+        c["messages"]
+    );
+}
