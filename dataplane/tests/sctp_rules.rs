@@ -1065,6 +1065,58 @@ fn heartbeat_on_an_idle_path_8_3() {
     );
 }
 
+/// §8.3: HEARTBEATs that go unanswered are paced "once per RTO ... plus ... HB.interval",
+/// the RTO backed off each time; each counts one error after an RTO (§8.3, §8.1), and
+/// Association.Max.Retrans + 1 of them end the association (§8.1). The soak found the second
+/// HEARTBEAT following the first at once, an RTO later, without HB.interval between.
+#[test]
+fn unanswered_heartbeats_are_paced_by_hb_interval_and_rto_8_3() {
+    let mut cep = Endpoint::new(
+        Config {
+            hb_interval: Some(Duration::from_millis(1000)),
+            assoc_max_retrans: 2,
+            path_max_retrans: 2,
+            ..cfg(C_PORT)
+        },
+        [1; 32],
+    )
+    .unwrap();
+    let mut sep = endpoint(S_PORT, 2);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let mut out = vec![0u8; 4096];
+    let init = drain(&mut c, t(0));
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!()
+    };
+    c.handle(t(0), &out[..n], &mut ignore).unwrap();
+    let echo = drain(&mut c, t(0));
+    let Outcome::Accepted(mut s) = sep.handle(t(0), C_ADDR, &echo[0], &mut out, &mut ignore) else {
+        panic!()
+    };
+    let ack = drain(&mut s, t(0));
+    c.handle(t(0), &ack[0], &mut ignore).unwrap();
+    // The peer is gone: run the timers and note when each HEARTBEAT leaves.
+    let mut sent = Vec::new();
+    while let Some(at) = c.poll_timeout() {
+        if c.is_closed() || at > t(60_000) {
+            break;
+        }
+        c.handle_timeout(at);
+        for p in drain(&mut c, at) {
+            if matches!(chunks(&p)[0], ChunkRepr::Heartbeat(_)) {
+                sent.push(at.saturating_since(t(0)).as_millis());
+            }
+        }
+    }
+    // RTO.Initial is 100 ms here. The first goes at HB.interval + RTO; each unanswered one
+    // counts its error an RTO after it left (RTO then doubles) and the next leaves HB.interval
+    // after that: sends 1 100 ms + RTO apart (100, then 200 ms), errors at 1 200, 2 400 and
+    // 3 800 ms, the last one over Association.Max.Retrans.
+    assert_eq!(sent, vec![1100, 2200, 3400], "HEARTBEATs sent at (ms)");
+    assert!(c.is_closed(), "the third unanswered one ends it");
+    assert_eq!(c.poll_timeout(), None);
+}
+
 /// §3.2: unknown chunk types follow their upper bits: 01 stops the packet and reports, 11
 /// skips and reports, 10 skips silently, 00 stops silently.
 #[test]

@@ -2026,12 +2026,21 @@ impl Association {
         ) {
             return;
         }
-        if self.path.hb_nonce.is_some() {
-            // The last HEARTBEAT went unanswered for an RTO (§8.3).
+        if self.path.hb_nonce.take().is_some() {
+            // The last HEARTBEAT went unanswered for an RTO (§8.3: "increment the respective
+            // error counter ... each time a HEARTBEAT is sent to that address and not
+            // acknowledged within one RTO").
             if self.count_error() {
                 return;
             }
             self.path.rto.back_off();
+            // §8.3: HEARTBEATs go "once per RTO ... plus ... HB.interval", the RTO backed off
+            // when the last went unanswered: the next one waits HB.interval more, as a first
+            // one does (arm_heartbeat), rather than following at once.
+            if let Some(iv) = self.cfg.hb_interval {
+                self.arm(Timer::Heartbeat, now + iv);
+                return;
+            }
         }
         self.path.hb_nonce = Some(self.prf.next_u64());
         self.pending.heartbeat = true;
