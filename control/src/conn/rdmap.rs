@@ -211,6 +211,7 @@ pub(super) fn receive(
         out.stats.after_session_end += 1;
         return;
     };
+    let dropped = rx_path.stats().dropped_after_error;
     let mut ulp = RdmapUlp {
         stream,
         rdmap,
@@ -231,6 +232,9 @@ pub(super) fn receive(
         }
     }
     let RdmapUlp { serve, fault, .. } = ulp;
+    // As on a DDP stream (route.rs): what the receive path dropped behind the stream's first
+    // error is counted with what comes after its end.
+    out.stats.after_session_end += rx_path.stats().dropped_after_error - dropped;
     if let Some((error, header, segment_len, read_request)) = fault {
         fail(
             stream,
