@@ -5,7 +5,7 @@ CARGO ?= cargo
 RUN_SECS ?= 5
 DDPDK := target/release/ddpdk
 
-.PHONY: run run-fwd test setup build lint bench bench-goodput bench-sctp bench-ddp fuzz fuzz-ci soak clean
+.PHONY: run run-fwd test setup build lint bench bench-goodput bench-sctp bench-ddp fuzz fuzz-ci soak attacks clean
 
 setup:
 	@bash deploy/setup.sh
@@ -76,6 +76,13 @@ fuzz-ci:
 SOAK_SECS ?= 600
 soak: setup
 	DDPDK_SOAK_SECS=$(SOAK_SECS) $(CARGO) test --release -p ddpdk-cli --test soak -- --nocapture
+
+# The attack matrix (issue 12 item 2, RELIABILITY.md): ddpdk-attack against a live perf
+# server, each attack's answer and the server's counters printed. `make test` runs it with 10^5
+# INITs; this with 10^6.
+ATTACK_INITS ?= 1000000
+attacks: setup
+	DDPDK_ATTACK_INITS=$(ATTACK_INITS) $(CARGO) test --release -p ddpdk-cli --test attacks -- --nocapture
 
 clean:
 	$(CARGO) clean

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
+pub mod attack;
 pub mod ddp_app;
 pub mod endpoint;
 pub mod ipsec;

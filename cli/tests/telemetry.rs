@@ -12,40 +12,10 @@ use std::time::{Duration, Instant};
 mod procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
-const CLIENT: &str = "/usr/bin/dpdk-telemetry.py";
 const EXPORTER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../deploy/prometheus/ddpdk-exporter.py"
 );
-
-/// The replies of `dpdk-telemetry.py -f PREFIX` to `cmds`, one JSON value per command.
-fn ask(prefix: &str, cmds: &[&str]) -> Vec<serde_json::Value> {
-    let mut child = Command::new("python3")
-        .args([CLIENT, "-f", prefix])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("dpdk-telemetry.py (package dpdk-dev)");
-    let mut stdin = child.stdin.take().unwrap();
-    for c in cmds {
-        writeln!(stdin, "{c}").unwrap();
-    }
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let replies: Vec<serde_json::Value> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    assert_eq!(replies.len(), cmds.len(), "replies to {cmds:?}:\n{text}");
-    replies
-}
-
-/// The value of command `cmd` in its reply.
-fn value<'a>(reply: &'a serde_json::Value, cmd: &str) -> &'a serde_json::Value {
-    &reply[cmd.split(',').next().unwrap()]
-}
 
 #[test]
 fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus() {
@@ -94,8 +64,8 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     // Wait until the association and its session are up, as the telemetry shows them.
     let deadline = Instant::now() + Duration::from_secs(30);
     let sessions = loop {
-        let r = ask(&server_prefix, &["/ddpdk/session/list"]);
-        let s = value(&r[0], "/ddpdk/session/list").clone();
+        let r = procs::ask(&server_prefix, &["/ddpdk/session/list"]);
+        let s = procs::value(&r[0], "/ddpdk/session/list").clone();
         if s.as_object().is_some_and(|o| !o.is_empty()) {
             break s;
         }
@@ -111,13 +81,13 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
         "/ddpdk/assoc/info,999",
         "/help,/ddpdk/stats",
     ];
-    let r = ask(&server_prefix, &cmds);
-    let ids = value(&r[0], cmds[0]).as_array().unwrap().clone();
+    let r = procs::ask(&server_prefix, &cmds);
+    let ids = procs::value(&r[0], cmds[0]).as_array().unwrap().clone();
     assert_eq!(ids.len(), 1, "one association: {}", r[0]);
     let id = ids[0].as_u64().unwrap();
     let info_cmd = format!("/ddpdk/assoc/info,{id}");
-    let info = ask(&server_prefix, &[&info_cmd]);
-    let info = value(&info[0], &info_cmd);
+    let info = procs::ask(&server_prefix, &[&info_cmd]);
+    let info = procs::value(&info[0], &info_cmd);
     assert_eq!(info["state"], "Established", "{info}");
     assert_eq!(info["peer"], "198.18.0.1", "{info}");
     assert_eq!(info["streams"], 8, "{info}");
@@ -138,7 +108,7 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     assert!(key.starts_with(&format!("{id}/")), "{sessions}");
     assert_eq!(state, "Established", "{sessions}");
     // The region the server offered: one MR of --region-bytes, remote write.
-    let mrs = value(&r[1], cmds[1]);
+    let mrs = procs::value(&r[1], cmds[1]);
     assert_eq!(mrs["count"], 1, "{mrs}");
     assert_eq!(mrs["bytes"], 1_048_576, "{mrs}");
     let stag_len = mrs
@@ -149,7 +119,7 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
         .map(|(_, v)| v.clone());
     assert_eq!(stag_len, Some(serde_json::json!(1_048_576)), "{mrs}");
     // Per-core counters, drops by reason, errors by RFC 5041 §7.2 code.
-    let stats = value(&r[2], cmds[2]);
+    let stats = procs::value(&r[2], cmds[2]);
     let frames_in = stats["core/0/frames_in"].as_u64().unwrap();
     let placed = stats["core/0/placed_bytes"].as_u64().unwrap();
     assert!(frames_in > 0 && placed > 0, "{stats}");
@@ -160,13 +130,13 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     assert!(stats["control/accepted"].as_u64().unwrap() >= 1, "{stats}");
     // An unknown association is an answer, not a crash; help is registered.
     assert_eq!(
-        value(&r[3], cmds[3])["error"],
+        procs::value(&r[3], cmds[3])["error"],
         "no association 999",
         "{}",
         r[3]
     );
     assert!(
-        value(&r[4], "/help")["/ddpdk/stats"]
+        procs::value(&r[4], "/help")["/ddpdk/stats"]
             .as_str()
             .is_some_and(|h| h.contains("per data core")),
         "{}",

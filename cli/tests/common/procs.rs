@@ -1,6 +1,6 @@
 //! Running `ddpdk` processes against each other in tests.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::thread::JoinHandle;
 
@@ -73,4 +73,35 @@ pub fn spawn(bin: &str, eal: &[String], app: &[&str]) -> std::process::Child {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start ddpdk")
+}
+
+/// The replies of `dpdk-telemetry.py -f PREFIX` to `cmds`, one JSON value per command.
+#[allow(dead_code)] // not every test binary that includes this module asks so
+pub fn ask(prefix: &str, cmds: &[&str]) -> Vec<serde_json::Value> {
+    let mut child = std::process::Command::new("python3")
+        .args(["/usr/bin/dpdk-telemetry.py", "-f", prefix])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dpdk-telemetry.py (package dpdk-dev)");
+    let mut stdin = child.stdin.take().expect("piped");
+    for c in cmds {
+        writeln!(stdin, "{c}").expect("dpdk-telemetry.py reads");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("dpdk-telemetry.py ends");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let replies: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(replies.len(), cmds.len(), "replies to {cmds:?}:\n{text}");
+    replies
+}
+
+/// The value of command `cmd` in its reply.
+#[allow(dead_code)] // as ask
+pub fn value<'a>(reply: &'a serde_json::Value, cmd: &str) -> &'a serde_json::Value {
+    &reply[cmd.split(',').next().unwrap_or(cmd)]
 }
