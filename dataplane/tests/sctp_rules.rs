@@ -1071,6 +1071,32 @@ fn heartbeat_on_an_idle_path_8_3() {
 /// HEARTBEAT following the first at once, an RTO later, without HB.interval between.
 #[test]
 fn unanswered_heartbeats_are_paced_by_hb_interval_and_rto_8_3() {
+    let (mut c, _s) = heartbeating_pair();
+    // The peer is gone: run the timers and note when each HEARTBEAT leaves.
+    let mut sent = Vec::new();
+    while let Some(at) = c.poll_timeout() {
+        if c.is_closed() || at > t(60_000) {
+            break;
+        }
+        c.handle_timeout(at);
+        for p in drain(&mut c, at) {
+            if matches!(chunks(&p)[0], ChunkRepr::Heartbeat(_)) {
+                sent.push(at.saturating_since(t(0)).as_millis());
+            }
+        }
+    }
+    // RTO.Initial is 100 ms here. The first goes at HB.interval + RTO; each unanswered one
+    // counts its error an RTO after it left (RTO then doubles) and the next leaves HB.interval
+    // after that: sends 1 100 ms + RTO apart (100, then 200 ms), errors at 1 200, 2 400 and
+    // 3 800 ms, the last one over Association.Max.Retrans.
+    assert_eq!(sent, vec![1100, 2200, 3400], "HEARTBEATs sent at (ms)");
+    assert!(c.is_closed(), "the third unanswered one ends it");
+    assert_eq!(c.poll_timeout(), None);
+}
+
+/// A client association with HB.interval 1 s and Association.Max.Retrans 2, established
+/// with a server association, both at t(0).
+fn heartbeating_pair() -> (Association, Association) {
     let mut cep = Endpoint::new(
         Config {
             hb_interval: Some(Duration::from_millis(1000)),
@@ -1095,26 +1121,40 @@ fn unanswered_heartbeats_are_paced_by_hb_interval_and_rto_8_3() {
     };
     let ack = drain(&mut s, t(0));
     c.handle(t(0), &ack[0], &mut ignore).unwrap();
-    // The peer is gone: run the timers and note when each HEARTBEAT leaves.
-    let mut sent = Vec::new();
+    (c, *s)
+}
+
+/// §8.3: the ACK of a HEARTBEAT that already counted its error (unanswered for an RTO) is
+/// still taken while the next one waits HB.interval: it clears the error counter.
+#[test]
+fn a_late_heartbeat_ack_is_still_taken_8_3() {
+    let (mut c, mut s) = heartbeating_pair();
+    c.handle_timeout(t(1100));
+    let hb = drain(&mut c, t(1100));
+    assert!(matches!(chunks(&hb[0])[0], ChunkRepr::Heartbeat(_)));
+    let _ = s.handle(t(1100), &hb[0], &mut ignore);
+    let late = drain(&mut s, t(1100));
+    c.handle_timeout(t(1200));
+    assert!(
+        drain(&mut c, t(1200)).is_empty(),
+        "the next waits HB.interval"
+    );
+    c.handle(t(1500), &late[0], &mut ignore).unwrap();
+    assert_eq!(c.stats().heartbeat_acks_in, 1, "the late ACK is taken");
+    // The counter is clear again: three more unanswered ones are needed to end it.
+    let mut sent = 0;
     while let Some(at) = c.poll_timeout() {
         if c.is_closed() || at > t(60_000) {
             break;
         }
         c.handle_timeout(at);
-        for p in drain(&mut c, at) {
-            if matches!(chunks(&p)[0], ChunkRepr::Heartbeat(_)) {
-                sent.push(at.saturating_since(t(0)).as_millis());
-            }
-        }
+        sent += drain(&mut c, at)
+            .iter()
+            .filter(|p| matches!(chunks(p)[0], ChunkRepr::Heartbeat(_)))
+            .count();
     }
-    // RTO.Initial is 100 ms here. The first goes at HB.interval + RTO; each unanswered one
-    // counts its error an RTO after it left (RTO then doubles) and the next leaves HB.interval
-    // after that: sends 1 100 ms + RTO apart (100, then 200 ms), errors at 1 200, 2 400 and
-    // 3 800 ms, the last one over Association.Max.Retrans.
-    assert_eq!(sent, vec![1100, 2200, 3400], "HEARTBEATs sent at (ms)");
-    assert!(c.is_closed(), "the third unanswered one ends it");
-    assert_eq!(c.poll_timeout(), None);
+    assert_eq!(sent, 3);
+    assert!(c.is_closed());
 }
 
 /// §3.2: unknown chunk types follow their upper bits: 01 stops the packet and reports, 11

@@ -343,6 +343,9 @@ struct Path {
     rto: Rto,
     /// Nonce of the HEARTBEAT awaiting its ACK.
     hb_nonce: Option<u64>,
+    /// That HEARTBEAT went unanswered for an RTO (its error counted); the next waits
+    /// HB.interval, and an ACK of this one is still taken meanwhile.
+    hb_overdue: bool,
 }
 
 /// One association. See the module documentation.
@@ -480,6 +483,7 @@ impl Association {
                 flight: 0,
                 rto: Rto::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
                 hb_nonce: None,
+                hb_overdue: false,
             },
             fast_recovery_exit: None,
             burst_budget: cfg.max_burst,
@@ -1499,6 +1503,7 @@ impl Association {
         let sent = Instant::from_nanos(u64::from_be_bytes(n));
         self.stats.heartbeat_acks_in += 1;
         self.path.hb_nonce = None;
+        self.path.hb_overdue = false;
         self.clear_errors();
         // §8.3: measure RTT from the ACK. §6.3.1 C3 then sets RTO from SRTT and RTTVAR, which
         // ends a T3 back-off (§6.3.3 E2): decided so for issue 16 finding 7, as Linux and
@@ -1833,6 +1838,7 @@ impl Association {
             self.path.partial_bytes_acked = 0;
             self.path.rto = Rto::new(self.cfg.rto_initial, self.cfg.rto_min, self.cfg.rto_max);
             self.path.hb_nonce = None;
+            self.path.hb_overdue = false;
             self.fast_recovery_exit = None;
             self.timed = None;
             self.clear_errors();
@@ -2026,7 +2032,7 @@ impl Association {
         ) {
             return;
         }
-        if self.path.hb_nonce.take().is_some() {
+        if self.path.hb_nonce.is_some() && !self.path.hb_overdue {
             // The last HEARTBEAT went unanswered for an RTO (§8.3: "increment the respective
             // error counter ... each time a HEARTBEAT is sent to that address and not
             // acknowledged within one RTO").
@@ -2036,12 +2042,15 @@ impl Association {
             self.path.rto.back_off();
             // §8.3: HEARTBEATs go "once per RTO ... plus ... HB.interval", the RTO backed off
             // when the last went unanswered: the next one waits HB.interval more, as a first
-            // one does (arm_heartbeat), rather than following at once.
+            // one does (arm_heartbeat), rather than following at once. Its nonce stays: a
+            // late ACK still clears the error counter.
             if let Some(iv) = self.cfg.hb_interval {
+                self.path.hb_overdue = true;
                 self.arm(Timer::Heartbeat, now + iv);
                 return;
             }
         }
+        self.path.hb_overdue = false;
         self.path.hb_nonce = Some(self.prf.next_u64());
         self.pending.heartbeat = true;
         self.arm(Timer::Heartbeat, now + self.path.rto.rto());
