@@ -198,7 +198,9 @@ pub(super) fn route(
                 len: u32::try_from(segment_len).unwrap_or(u32::MAX),
                 max: u32::try_from(how.mulpdu).unwrap_or(u32::MAX),
             });
-            if s.rx.is_some() && oversize.is_some() {
+            // Counted as oversize unless the stream had already failed (then it is one of
+            // those dropped after the stream's end, counted there).
+            if oversize.is_some() && s.rx.as_ref().is_some_and(|rx| rx.failed().is_none()) {
                 out.stats.oversize_segments += 1;
             }
             if s.rdmap.is_some() {
