@@ -9,8 +9,9 @@
 //! - **corrupt**: one bit of the frame's first segment is flipped, anywhere in the frame (the
 //!   link and IP headers included), as a damaged link would; while corruption is on, the port
 //!   says it has no receive checksum offload, since the device's verdict predates the damage;
-//! - **duplicate**: a copy of the frame arrives right behind it (frames that do not fit one
-//!   fresh buffer are not copied, and counted);
+//! - **duplicate**: a copy of the frame arrives right behind it, or ahead of it when the
+//!   original is held back by reordering (frames that do not fit one fresh buffer are not
+//!   copied, and counted);
 //! - **reorder**: the frame is held back and arrives after the frames of the next receive
 //!   burst, so at least one later frame overtakes it when traffic flows;
 //! - **delay**: every frame arrives no sooner than this long after the device gave it up.
@@ -238,6 +239,9 @@ impl<P: Port> Faulty<P> {
                 lost.push(frame);
                 continue;
             }
+            if !self.delay.is_zero() {
+                self.delayed.fetch_add(1, Relaxed);
+            }
             if self.corrupt != 0 && st.draw() < self.corrupt && !frame.is_empty() {
                 let d = st.draw();
                 let data = frame.data_mut();
@@ -274,6 +278,9 @@ impl<P: Port> Faulty<P> {
         self.inner.free_bulk(&mut lost);
     }
 }
+
+/// Frames one RX queue holds back (due or reordered), at most.
+const MAX_HELD: usize = 4096;
 
 /// SplitMix64: spreads a seed over the state.
 fn splitmix(mut z: u64) -> u64 {
@@ -321,7 +328,12 @@ impl<P: Port> Port for Faulty<P> {
         let Ok(mut st) = cell.lock() else {
             return 0;
         };
-        let n = self.inner.rx_burst(queue, out, max);
+        // What is held is bounded: the device keeps what does not fit (and drops, as a full
+        // ring does, what it cannot keep), so duplicates cannot grow the queue without end.
+        let room = MAX_HELD
+            .saturating_sub(st.due.len() + st.late.len())
+            .min(max);
+        let n = self.inner.rx_burst(queue, out, room);
         if n > 0 || !st.late.is_empty() {
             self.strike(&mut st, out, start);
         }
@@ -339,9 +351,6 @@ impl<P: Port> Port for Faulty<P> {
         }
         let kept = out.len() - start;
         self.kept.fetch_add(kept as u64, Relaxed);
-        if !self.delay.is_zero() {
-            self.delayed.fetch_add(n as u64, Relaxed);
-        }
         kept
     }
 
