@@ -339,7 +339,7 @@ impl Job {
                         let (stag, region, pd) = self.offer(eal, c, stream, region_len)?;
                         offered.push((stream, stag, region));
                         if opts.ddp_verify {
-                            let size = soak::message_size(private_data.as_bytes())?;
+                            let size = soak::message_size(private_data.as_bytes(), region_len)?;
                             let (recv_stag, recv_region) =
                                 self.post_receives(eal, c, stream, pd)?;
                             soak.sessions.push(soak::Session::new(
@@ -628,6 +628,15 @@ impl Job {
         } else {
             (len / size as u64).max(1)
         };
+        // Two writes to one slot in flight at once could land in either order (their segments
+        // travel unordered): the region's final image would be undefined.
+        if verify && opts.ddp_window as u64 > slots {
+            return Err(format!(
+                "--ddp-verify: {} writes in flight over {slots} slots of the region; give \
+                 --ddp-window at most {slots} (or a larger --region-bytes on the server)",
+                opts.ddp_window
+            ));
+        }
         note(
             json,
             format_args!("Session {STREAM} accepted: writing {size}-byte messages to STag {stag}"),
@@ -892,7 +901,6 @@ impl Job {
     }
 }
 
-/// Nanoseconds as microseconds.
 /// Checks that every frame each data core took is counted once, by its fate
 /// ([`CoreReport::unaccounted`]): a warning, or under --ddp-verify (the soak) an error.
 fn accounted(reports: &[CoreReport], who: &str, opts: &Options) -> Result<(), String> {
@@ -931,6 +939,7 @@ fn faults_json(c: FaultCounts) -> serde_json::Value {
     })
 }
 
+/// Nanoseconds as microseconds.
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }

@@ -332,9 +332,6 @@ impl Options {
         self.mbuf_size.max(self.mtu + 14 + 128 + scratch)
     }
 
-    /// Checks what clap cannot: value combinations.
-    /// The SCTP settings of a DDP endpoint: ours (a 4 MiB window, 1024 send slots, the RTO
-    /// options), then each `--sctp` assignment. The path MTU is the caller's to set.
     /// What the fault injector in front of a DDP endpoint's port does (`--fault-*`).
     pub fn faults(&self) -> ddpdk_dataplane::port::faults::Faults {
         ddpdk_dataplane::port::faults::Faults {
@@ -347,6 +344,8 @@ impl Options {
         }
     }
 
+    /// The SCTP settings of a DDP endpoint: ours (a 4 MiB window, 1024 send slots, the RTO
+    /// options), then each `--sctp` assignment. The path MTU is the caller's to set.
     pub fn sctp_config(&self) -> Result<ddpdk_dataplane::sctp::Config, String> {
         let mut cfg = ddpdk_dataplane::sctp::Config {
             local_port: self.sctp_port,
@@ -361,6 +360,7 @@ impl Options {
         Ok(cfg)
     }
 
+    /// Checks what clap cannot: value combinations.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(s) = self.run_for {
             if !(s.is_finite() && s > 0.0 && s <= MAX_SECS) {

@@ -34,14 +34,23 @@ pub fn initiate_data(size: usize) -> Vec<u8> {
     (size as u64).to_be_bytes().to_vec()
 }
 
-/// The message size a client's Initiate announced.
-pub fn message_size(private_data: &[u8]) -> Result<usize, String> {
+/// The message size a client's Initiate announced, which must fit the region offered and be
+/// long enough to check.
+pub fn message_size(private_data: &[u8], region_len: usize) -> Result<usize, String> {
     let b: [u8; 8] = private_data.try_into().map_err(|_| {
         "--ddp-verify: the client's Initiate does not carry its message size (give \
          --ddp-verify to both ends)"
             .to_string()
     })?;
-    usize::try_from(u64::from_be_bytes(b)).map_err(|e| e.to_string())
+    let size = usize::try_from(u64::from_be_bytes(b)).unwrap_or(usize::MAX);
+    if !(verify::MIN_LEN..=region_len).contains(&size) {
+        return Err(format!(
+            "--ddp-verify: the client announced {size}-byte messages; from {} to the region's \
+             {region_len}",
+            verify::MIN_LEN
+        ));
+    }
+    Ok(size)
 }
 
 /// The slots of `size` bytes a region of `region_len` holds for the soak.
@@ -65,6 +74,10 @@ pub struct Session {
     recv_pd: Pd,
     recv_stag: Stag,
     recv_region: RegionId,
+    /// Tagged and untagged messages delivered so far: DDP delivers in the order sent (RFC 5041
+    /// §5.4), so these are the numbers of the next ones.
+    tagged: u64,
+    untagged: u64,
 }
 
 impl Session {
@@ -84,6 +97,8 @@ impl Session {
             recv_pd,
             recv_stag,
             recv_region,
+            tagged: 0,
+            untagged: 0,
         }
     }
 }
@@ -94,23 +109,26 @@ pub struct Soak {
     pub sessions: Vec<Session>,
     tagged: u64,
     untagged: u64,
-    /// Tagged checks that saw a block torn by a newer message being placed (a data core on
-    /// its own lcore places while the ULP reads) and passed when read again.
-    reread: u64,
+    /// Blocks found split between the delivered message and a newer one being placed over
+    /// its slot (the ULP read the slot late).
+    torn: u64,
     buf: Vec<u8>,
 }
 
 impl Soak {
     /// The latest session on `stream` (a restarted peer opens a new one).
-    fn session(&self, stream: u16) -> Result<&Session, String> {
+    fn session(&mut self, stream: u16) -> Result<&mut Session, String> {
         self.sessions
-            .iter()
+            .iter_mut()
             .rev()
             .find(|s| s.stream == stream)
             .ok_or_else(|| format!("--ddp-verify: a message on stream {stream}, no session"))
     }
 
-    /// Checks the slot a tagged message was delivered to.
+    /// Checks the slot a tagged message was delivered to. It is the next message in the
+    /// order sent, so its number and slot are known; the bytes there are that message's, or,
+    /// where the ULP reads late, partly those of the messages a lap or more after it that
+    /// overwrite the slot.
     pub fn tagged(
         &mut self,
         mem: &Memory,
@@ -125,37 +143,33 @@ impl Soak {
                 s.stag
             ));
         }
-        let (size, slots, region) = (s.size, s.slots, s.region);
-        let slot = u64::from(slot);
-        if slot >= slots {
-            return Err(format!("--ddp-verify: slot {slot} of {slots}"));
+        let (k, size, slots, region) = (s.tagged, s.size, s.slots, s.region);
+        s.tagged += 1;
+        if u64::from(slot) != k % slots {
+            return Err(format!(
+                "--ddp-verify: tagged message {k} delivered with slot {slot}, written to slot {} \
+                 (delivered out of order?)",
+                k % slots
+            ));
         }
         let r = mem
             .region(region)
             .ok_or("--ddp-verify: the region is gone")?;
         self.buf.resize(size, 0);
-        let owns = |wr: u64| wr < UNTAGGED && wr % slots == slot;
-        let mut tries = 0;
-        loop {
-            r.read(slot * size as u64, &mut self.buf)
-                .map_err(|e| e.to_string())?;
-            match verify::check(&self.buf, owns) {
-                Ok(_) => break,
-                Err(e) if tries == 3 => {
-                    return Err(format!("--ddp-verify: slot {slot} of STag {stag}: {e}"));
-                }
-                Err(_) => {
-                    tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                }
-            }
-        }
-        self.reread += u64::from(tries > 0);
+        r.read(u64::from(slot) * size as u64, &mut self.buf)
+            .map_err(|e| e.to_string())?;
+        let laps: Vec<u64> = (0..verify::MAX_CANDIDATES as u64)
+            .map(|j| k + j * slots)
+            .collect();
+        let torn = verify::check(&self.buf, &laps)
+            .map_err(|e| format!("--ddp-verify: tagged message {k}, slot {slot}: {e}"))?;
+        self.torn += torn as u64;
         self.tagged += 1;
         Ok(())
     }
 
-    /// Checks the receive buffer an untagged message of `len` bytes filled.
+    /// Checks the receive buffer an untagged message of `len` bytes filled: the next untagged
+    /// message in the order sent, whole.
     pub fn untagged(
         &mut self,
         mem: &Memory,
@@ -164,27 +178,30 @@ impl Soak {
         len: u32,
     ) -> Result<(), String> {
         let s = self.session(stream)?;
+        let (u, recv_region) = (s.untagged, s.recv_region);
+        s.untagged += 1;
+        if untagged_len(u) != len as usize {
+            return Err(format!(
+                "--ddp-verify: untagged message {u} arrived with {len} bytes, not {}",
+                untagged_len(u)
+            ));
+        }
         let r = mem
-            .region(s.recv_region)
+            .region(recv_region)
             .ok_or("--ddp-verify: the receive region is gone")?;
         self.buf.resize(len as usize, 0);
         r.read(buffer * RECV_LEN as u64, &mut self.buf)
             .map_err(|e| e.to_string())?;
-        let (first, _) = verify::check(&self.buf, |wr| wr >= UNTAGGED)
-            .map_err(|e| format!("--ddp-verify: receive buffer {buffer}: {e}"))?;
-        if untagged_len(first - UNTAGGED) != len as usize {
-            return Err(format!(
-                "--ddp-verify: untagged message {} arrived with {len} bytes",
-                first - UNTAGGED
-            ));
-        }
+        verify::check(&self.buf, &[UNTAGGED + u]).map_err(|e| {
+            format!("--ddp-verify: untagged message {u} in receive buffer {buffer}: {e}")
+        })?;
         self.untagged += 1;
         Ok(())
     }
 
     /// Receive buffer `buffer` of `stream`'s session, to post again.
     pub fn receive_buffer(
-        &self,
+        &mut self,
         mem: &Memory,
         stream: u16,
         buffer: u64,
@@ -204,15 +221,16 @@ impl Soak {
             println!(
                 "{}",
                 json!({"ddp_verify": {"tagged": self.tagged, "untagged": self.untagged,
-                                      "reread": self.reread}})
+                                      "torn_blocks": self.torn}})
             );
         } else {
             note(
                 json,
                 format_args!(
                     "server: --ddp-verify checked {} tagged and {} untagged messages, every \
-                     byte ({} read twice)",
-                    self.tagged, self.untagged, self.reread
+                     byte, each against its number in the order sent ({} blocks split with \
+                     the next lap's message)",
+                    self.tagged, self.untagged, self.torn
                 ),
             );
         }
@@ -225,8 +243,16 @@ mod tests {
 
     #[test]
     fn the_message_size_rides_in_the_initiate() {
-        assert_eq!(message_size(&initiate_data(65536)), Ok(65536));
-        assert!(message_size(b"").is_err());
+        assert_eq!(message_size(&initiate_data(65536), 1 << 20), Ok(65536));
+        assert!(message_size(b"", 1 << 20).is_err());
+        assert!(
+            message_size(&initiate_data(2 << 20), 1 << 20).is_err(),
+            "over the region"
+        );
+        assert!(
+            message_size(&initiate_data(4), 1 << 20).is_err(),
+            "too short to check"
+        );
     }
 
     #[test]
