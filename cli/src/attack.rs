@@ -205,6 +205,8 @@ struct Attacker {
     others: Vec<Vec<u8>>,
     /// The next DDP-SSN of each stream (RFC 5043 §5.2.1).
     ssn: [u16; 8],
+    /// Messages queued on the association so far (the next one's number).
+    queued: u64,
     buf: Vec<u8>,
     rng: u64,
     step: bool,
@@ -237,6 +239,7 @@ impl Attacker {
             got: Vec::new(),
             others: Vec::new(),
             ssn: [0; 8],
+            queued: 0,
             buf: vec![0; 2048],
             rng: 0x9e37_79b9_7f4a_7c15,
             step: args.step,
@@ -248,17 +251,6 @@ impl Attacker {
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
         self.rng
-    }
-
-    /// Runs the wire and the association for `d`.
-    fn pump(&mut self, d: Duration) {
-        let until = std::time::Instant::now() + d;
-        loop {
-            self.turn();
-            if std::time::Instant::now() >= until {
-                return;
-            }
-        }
     }
 
     fn turn(&mut self) -> usize {
@@ -302,7 +294,10 @@ impl Attacker {
         let mut last = None;
         for _ in 0..10_000 {
             match self.assoc.send(stream, ppid, data) {
-                Ok(_) => return Ok(()),
+                Ok(n) => {
+                    self.queued = n + 1;
+                    return Ok(());
+                }
                 Err(e) => {
                     // The send queue is full: let SACKs empty it.
                     last = Some(e);
@@ -504,8 +499,20 @@ impl Attacker {
         Ok(())
     }
 
+    /// Runs until everything sent is acknowledged (so the endpoint has counted it) and nothing
+    /// arrived for 100 ms, at most 10 s: what the harness then reads is this attack's alone.
     fn settle(&mut self) {
-        self.pump(Duration::from_millis(300));
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        let mut quiet_since = std::time::Instant::now();
+        while std::time::Instant::now() < end {
+            if self.turn() > 0 {
+                quiet_since = std::time::Instant::now();
+            }
+            let acked = self.assoc.settled_before() >= self.queued;
+            if acked && quiet_since.elapsed() >= Duration::from_millis(100) {
+                return;
+            }
+        }
     }
 
     fn sctp_attacks(&mut self, args: &Args) -> Result<(), String> {
@@ -625,7 +632,9 @@ impl Attacker {
             self.wire.send_sctp(&init);
             sent += 1;
             let waited = std::time::Instant::now();
-            while sent - answered >= FLOOD_WINDOW && waited.elapsed() < Duration::from_millis(50) {
+            while sent.saturating_sub(answered) >= FLOOD_WINDOW
+                && waited.elapsed() < Duration::from_millis(50)
+            {
                 self.turn();
                 answered += count(self);
             }
