@@ -335,8 +335,19 @@ fn service(args: &[String]) -> Result<(), String> {
         let count: u32 = arg(args, 4, "COUNT")?;
         for k in 1..=count {
             // A new listening socket each time: an endpoint here carries one association.
-            let mut ep = Endpoint::raw_ip(local, port, Some(1))
-                .map_err(|e| format!("usrsctp socket: {e}"))?;
+            // usrsctp frees the last one's port on its own timer thread, so the bind may find
+            // it still taken for a moment (CI saw "Address already in use" once): retry.
+            let mut tries = 0;
+            let mut ep = loop {
+                match Endpoint::raw_ip(local, port, Some(1)) {
+                    Ok(ep) => break ep,
+                    Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 100 => {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    Err(e) => return Err(format!("usrsctp socket: {e}")),
+                }
+            };
             ep.listen().map_err(|e| format!("listen: {e}"))?;
             wait_up(&mut ep)?;
             ep.abort().map_err(|e| format!("abort: {e}"))?;
