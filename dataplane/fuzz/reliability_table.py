@@ -16,7 +16,7 @@ DOC = os.path.normpath(os.path.join(HERE, "..", "..", "RELIABILITY.md"))
 BEGIN = "<!-- fuzz table: dataplane/fuzz/reliability_table.py -->"
 END = "<!-- end of fuzz table -->"
 # Whole paths (a connection, an association, the network layer): 10^7; parsers: 10^8.
-WHOLE_PATH = {"ddp_conn", "sctp_assoc", "net_interface"}
+WHOLE_PATH = {"ddp_conn", "rdmap_conn", "sctp_assoc", "net_interface"}
 
 
 def main():
