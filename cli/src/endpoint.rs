@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
 use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest, Status};
-use ddpdk_control::memory::{MemoryRegistration, RegionId};
+use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::runtime::{
     Backoff, ConnHandle, Control, CoreReport, CoreStats, Event, IdlePolicy, Op, RuntimeError,
 };
@@ -448,22 +448,7 @@ impl Job {
         pd: ddpdk_dataplane::mem::Pd,
     ) -> Result<(Stag, RegionId), String> {
         let len = soak::RECV_BUFFERS * soak::RECV_LEN;
-        let m = self.control.memory_mut();
-        let region = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
-        let r = m
-            .add_region(region)
-            .map_err(|_| "region table full".to_string())?;
-        let reg = m
-            .register(MemoryRegistration {
-                pd,
-                region: r,
-                offset: 0,
-                len: len as u64,
-                access: Access::LOCAL_WRITE,
-                stream: None,
-                to_base: 0,
-            })
-            .map_err(|e| e.to_string())?;
+        let (reg, r) = self.register_new(eal, pd, len, Access::LOCAL_WRITE)?;
         for k in 0..soak::RECV_BUFFERS {
             let buffer = self
                 .control
@@ -484,6 +469,33 @@ impl Job {
             self.control.submit(conn, op).map_err(|e| e.to_string())?;
         }
         Ok((reg.stag, r))
+    }
+
+    /// A new region of `len` bytes of DPDK memory, registered whole in `pd` with `access`.
+    fn register_new(
+        &mut self,
+        eal: &Eal,
+        pd: ddpdk_dataplane::mem::Pd,
+        len: usize,
+        access: Access,
+    ) -> Result<(Registered, RegionId), String> {
+        let m = self.control.memory_mut();
+        let region = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
+        let r = m
+            .add_region(region)
+            .map_err(|_| "region table full".to_string())?;
+        let reg = m
+            .register(MemoryRegistration {
+                pd,
+                region: r,
+                offset: 0,
+                len: len as u64,
+                access,
+                stream: None,
+                to_base: 0,
+            })
+            .map_err(|e| e.to_string())?;
+        Ok((reg, r))
     }
 
     /// `show ipsec` at the end of a run, when IPsec is on.
@@ -508,23 +520,8 @@ impl Job {
         stream: u16,
         len: usize,
     ) -> Result<(Stag, RegionId, ddpdk_dataplane::mem::Pd), String> {
-        let m = self.control.memory_mut();
-        let pd = m.alloc_pd();
-        let region = Region::from_dpdk(eal, len, None).map_err(|e| e.to_string())?;
-        let r = m
-            .add_region(region)
-            .map_err(|_| "region table full".to_string())?;
-        let reg = m
-            .register(MemoryRegistration {
-                pd,
-                region: r,
-                offset: 0,
-                len: len as u64,
-                access: Access::REMOTE_WRITE,
-                stream: None,
-                to_base: 0,
-            })
-            .map_err(|e| e.to_string())?;
+        let pd = self.control.memory_mut().alloc_pd();
+        let (reg, r) = self.register_new(eal, pd, len, Access::REMOTE_WRITE)?;
         let mut offer = Vec::with_capacity(OFFER_LEN);
         offer.extend_from_slice(&reg.stag.0.to_be_bytes());
         offer.extend_from_slice(&reg.to_base.to_be_bytes());

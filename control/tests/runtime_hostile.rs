@@ -563,6 +563,22 @@ fn recv_raw(p: &MemPort) -> Vec<Vec<u8>> {
     v.iter().map(|b| b.data().to_vec()).collect()
 }
 
+/// INIT (Initiate Tag `itag`) and COOKIE ECHO from `sport`, sent from the far end `pb` to
+/// the endpoint `a`; returns the endpoint's tag.
+fn handshake(a: &mut Solo, pb: &MemPort, now: Instant, sport: u16, itag: u32) -> u32 {
+    let init = sctp(sport, SCTP_PORT, 0, &init_chunk(itag, &[]), true);
+    send_raw(pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &init));
+    a.settle(now);
+    let (tag, cookie) = recv_raw(pb)
+        .iter()
+        .find_map(|f| parse_init_ack(f))
+        .expect("INIT ACK");
+    let ce = sctp(sport, SCTP_PORT, tag, &chunk(10, 0, &cookie), true);
+    send_raw(pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &ce));
+    a.settle(now);
+    tag
+}
+
 /// An IPv4-mapped IPv6 address (::ffff:a.b.c.d) never appears on the wire (RFC 4291
 /// §2.5.5.2): packets from one are dropped as not ours, so no connection is made for it and
 /// nothing is ever sent as IPv4 to the embedded address (review: each retransmitted COOKIE
@@ -634,22 +650,7 @@ fn peer_made_connections_are_reclaimed() {
     assert!(usize::from(N) > MAX_CONNECTIONS_PER_CORE);
     for k in 0..N {
         let sport = 20_000 + k;
-        let init = sctp(
-            sport,
-            SCTP_PORT,
-            0,
-            &init_chunk(0x1000 + u32::from(k), &[]),
-            true,
-        );
-        send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &init));
-        a.settle(now);
-        let (tag, cookie) = recv_raw(&pb)
-            .iter()
-            .find_map(|f| parse_init_ack(f))
-            .expect("INIT ACK");
-        let ce = sctp(sport, SCTP_PORT, tag, &chunk(10, 0, &cookie), true);
-        send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &ce));
-        a.settle(now);
+        let tag = handshake(&mut a, &pb, now, sport, 0x1000 + u32::from(k));
         let abort = sctp(sport, SCTP_PORT, tag, &chunk(6, 0, &[]), true);
         send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &abort));
         a.settle(now);
@@ -859,16 +860,7 @@ fn every_frame_is_counted_once_by_its_fate() {
     let now = t0();
     // An association, adopted by the core.
     let sport = 20_000;
-    let init = sctp(sport, SCTP_PORT, 0, &init_chunk(0x1234, &[]), true);
-    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &init));
-    a.settle(now);
-    let (tag, cookie) = recv_raw(&pb)
-        .iter()
-        .find_map(|f| parse_init_ack(f))
-        .expect("INIT ACK");
-    let ce = sctp(sport, SCTP_PORT, tag, &chunk(10, 0, &cookie), true);
-    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &ce));
-    a.settle(now);
+    let tag = handshake(&mut a, &pb, now, sport, 0x1234);
     recv_raw(&pb);
     assert_eq!(a.cores[0].stats().adopted, 1);
     let before = a.cores[0].report();

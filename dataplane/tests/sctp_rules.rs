@@ -1022,28 +1022,10 @@ fn path_max_retrans_reports_the_path_inactive_then_active_8_2() {
 /// the ACK clears it.
 #[test]
 fn heartbeat_on_an_idle_path_8_3() {
-    let mut cep = Endpoint::new(
-        Config {
-            hb_interval: Some(Duration::from_millis(1000)),
-            ..cfg(C_PORT)
-        },
-        [1; 32],
-    )
-    .unwrap();
-    let mut sep = endpoint(S_PORT, 2);
-    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
-    let mut out = vec![0u8; 4096];
-    let init = drain(&mut c, t(0));
-    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
-        panic!()
-    };
-    c.handle(t(0), &out[..n], &mut ignore).unwrap();
-    let echo = drain(&mut c, t(0));
-    let Outcome::Accepted(mut s) = sep.handle(t(0), C_ADDR, &echo[0], &mut out, &mut ignore) else {
-        panic!()
-    };
-    let ack = drain(&mut s, t(0));
-    c.handle(t(0), &ack[0], &mut ignore).unwrap();
+    let (mut c, mut s) = established_with(Config {
+        hb_interval: Some(Duration::from_millis(1000)),
+        ..cfg(C_PORT)
+    });
     assert_eq!(c.poll_timeout(), Some(t(1100)), "HB.interval + RTO");
     c.handle_timeout(t(1100));
     let hb = drain(&mut c, t(1100));
@@ -1097,16 +1079,18 @@ fn unanswered_heartbeats_are_paced_by_hb_interval_and_rto_8_3() {
 /// A client association with HB.interval 1 s and Association.Max.Retrans 2, established
 /// with a server association, both at t(0).
 fn heartbeating_pair() -> (Association, Association) {
-    let mut cep = Endpoint::new(
-        Config {
-            hb_interval: Some(Duration::from_millis(1000)),
-            assoc_max_retrans: 2,
-            path_max_retrans: 2,
-            ..cfg(C_PORT)
-        },
-        [1; 32],
-    )
-    .unwrap();
+    established_with(Config {
+        hb_interval: Some(Duration::from_millis(1000)),
+        assoc_max_retrans: 2,
+        path_max_retrans: 2,
+        ..cfg(C_PORT)
+    })
+}
+
+/// A client association with `client` config, established with a server association, both
+/// at t(0).
+fn established_with(client: Config) -> (Association, Association) {
+    let mut cep = Endpoint::new(client, [1; 32]).unwrap();
     let mut sep = endpoint(S_PORT, 2);
     let mut c = cep.connect(t(0), S_ADDR, S_PORT);
     let mut out = vec![0u8; 4096];
