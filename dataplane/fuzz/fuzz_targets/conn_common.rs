@@ -184,8 +184,10 @@ pub fn run(data: &[u8], rdmap: bool) {
         let end = (start + GUARD).min(r.len() as u64);
         let mut g = vec![0xffu8; (end - start) as usize];
         r.read(start, &mut g).expect("in bounds");
+        // One OR over the guard, not a traced compare per byte (a third of the target's
+        // time went to the latter).
         assert!(
-            g.iter().all(|&b| b == 0),
+            g.iter().fold(0u8, |acc, &b| acc | b) == 0,
             "bytes placed outside registered memory at {start}"
         );
     }
