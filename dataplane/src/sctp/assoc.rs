@@ -703,6 +703,15 @@ impl Association {
     }
 
     /// Memory held by this association, in bytes (see the module documentation).
+    /// What [`memory`](Self::memory) holds for reassembly now, and the most it may (RFC 9260
+    /// §6.9, bounded by a_rwnd): the one part of it that peer input moves.
+    pub fn reassembly_memory(&self) -> (usize, usize) {
+        (
+            self.reasm.heap_bytes(),
+            Reassembly::max_heap_bytes(self.cfg.a_rwnd as usize),
+        )
+    }
+
     pub fn memory(&self) -> usize {
         core::mem::size_of::<Self>()
             + self.sq.heap_bytes()

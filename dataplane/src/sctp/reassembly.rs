@@ -64,6 +64,15 @@ impl Reassembly {
             + self.message.capacity()
     }
 
+    /// The most [`heap_bytes`](Self::heap_bytes) can reach with a byte budget of `budget`
+    /// ([`admits`](Self::admits)): the fragment table at its [`MAX_FRAGMENTS`], fragments
+    /// holding the budget, and the last message put together (its fragments were all held at
+    /// once, so it is within the budget too). Reassembly is the one part of an association's
+    /// memory that moves with peer input; this is its bound.
+    pub fn max_heap_bytes(budget: usize) -> usize {
+        MAX_FRAGMENTS.next_power_of_two() * core::mem::size_of::<Fragment>() + 2 * budget
+    }
+
     /// Forgets everything (a new incarnation of the peer, a new TSN space).
     pub fn clear(&mut self) {
         self.frags.clear();
@@ -184,6 +193,40 @@ fn follows(a: &Fragment, b: &Fragment) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 9260 §6.9 lets a receiver bound what it holds for reassembly; ours holds at most
+    /// its budget, and its memory stays under `max_heap_bytes` however a peer fragments
+    /// (the sctp_assoc fuzz target found the memory moving, and now checks this bound).
+    #[test]
+    fn reassembly_memory_is_bounded_by_its_budget_6_9() {
+        let budget = 4096;
+        let mut r = Reassembly::default();
+        let mut tsn = 0u32;
+        for round in 0..50usize {
+            // Runs that never complete, of every fragment size the rules admit, then one that
+            // completes as large as the budget allows.
+            for len in [MIN_FRAGMENT, 300, 1000, MIN_FRAGMENT + round] {
+                if r.admits(len, false, budget) {
+                    tsn += 2;
+                    r.insert(tsn, 1, 16, tsn.is_multiple_of(4), false, &vec![1; len]);
+                }
+                assert!(r.held() <= budget);
+                assert!(r.heap_bytes() <= Reassembly::max_heap_bytes(budget));
+            }
+            r.purge(tsn);
+            let room = budget - r.held();
+            if room >= 2 * MIN_FRAGMENT && r.admits(room - MIN_FRAGMENT, false, budget) {
+                tsn += 10;
+                r.insert(tsn, 2, 16, true, false, &vec![2; room - MIN_FRAGMENT]);
+                assert!(r.admits(MIN_FRAGMENT, true, budget));
+                assert!(r
+                    .insert(tsn + 1, 2, 16, false, true, &vec![3; MIN_FRAGMENT])
+                    .is_some());
+            }
+            assert!(r.heap_bytes() <= Reassembly::max_heap_bytes(budget));
+        }
+        assert!(r.heap_bytes() > 0, "the test did reassemble");
+    }
 
     #[test]
     fn fragments_in_any_order_make_one_message_6_9() {
