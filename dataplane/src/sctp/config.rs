@@ -58,6 +58,13 @@ pub struct Config {
     pub tsn_window: usize,
     /// The Adaptation Layer Indication we send and require (RFC 5043 §5.1, §11.1).
     pub adaptation_indication: u32,
+    /// Take the common packet of a bulk transfer (one whole DATA chunk, the next TSN, nothing
+    /// missing) without the general chunk walk ([`Association::handle`]'s header
+    /// prediction). The effect is the same either way; off, every packet takes the general
+    /// path (the benches compare the two, the tests check they agree).
+    ///
+    /// [`Association::handle`]: super::Association::handle
+    pub header_prediction: bool,
 }
 
 impl Default for Config {
@@ -83,6 +90,7 @@ impl Default for Config {
             send_slots: 256,
             tsn_window: 8192,
             adaptation_indication: ADAPTATION_INDICATION_DDP,
+            header_prediction: true,
         }
     }
 }

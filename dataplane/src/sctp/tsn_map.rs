@@ -93,6 +93,20 @@ impl TsnMap {
         self.highest != self.cum_tsn
     }
 
+    /// Records `tsn` if it is the next in sequence and nothing above the cumulative point has
+    /// arrived, as [`insert`](Self::insert) would (`Insert::New`); false, and nothing
+    /// recorded, otherwise. No bit is set above the point in that case, so the ring only turns.
+    #[inline]
+    pub fn insert_next(&mut self, tsn: u32) -> bool {
+        if self.highest != self.cum_tsn || tsn != self.cum_tsn.wrapping_add(1) {
+            return false;
+        }
+        self.base = (self.base + 1) & (self.window() - 1);
+        self.cum_tsn = tsn;
+        self.highest = tsn;
+        true
+    }
+
     /// Records `tsn`.
     pub fn insert(&mut self, tsn: u32) -> Insert {
         if serial::le(tsn, self.cum_tsn) {

@@ -20,7 +20,7 @@ mod field {
 }
 
 /// DATA flag bits (RFC 9260 §3.3.1): the upper four are reserved.
-mod flag {
+pub mod flag {
     /// I bit: the receiver should send its SACK without delay (RFC 9260 §3.3.1, from RFC 7053).
     pub const IMMEDIATE: u8 = 0x08;
     /// U bit: unordered; the SSN is then ignored.

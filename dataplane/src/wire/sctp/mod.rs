@@ -47,7 +47,7 @@ pub use control::{
     AbortRepr, CookieEchoRepr, ErrorChunkRepr, HeartbeatAckRepr, HeartbeatRepr,
     ShutdownCompleteRepr, ShutdownRepr,
 };
-pub use data::{DataChunk, DataRepr};
+pub use data::{flag as data_flag, DataChunk, DataRepr};
 pub use header::{Chunks, HeaderRepr, Packet, PacketBuilder};
 pub use init::{InitAckRepr, InitChunk, InitRepr};
 pub use list::{List, ListElement, ListIter};
