@@ -770,6 +770,27 @@ impl Session {
         if self.association_ended {
             return Ok(());
         }
+        // The common case, taken without the general checks (each holds trivially here): the
+        // next DDP-SSN in order, nothing seen out of order, after the session's first message
+        // (§6.2), segments allowed (an Accept seen or sent, §6.6), no final message yet
+        // (§6.2/§6.3). `receive` would mark it and apply nothing.
+        let pos = self.rx.base;
+        if self.rx.set == 0
+            && pos != 0
+            && ssn == (pos % SSN_SPACE) as u16
+            && self.peer_final.is_none()
+            && match self.role {
+                Some(Role::Active) => true,
+                Some(Role::Passive) => self.accepted,
+                None => false,
+            }
+        {
+            // Everything seen is below `base` while no bit is set.
+            self.rx.highest = Some(pos);
+            self.rx.base += 1;
+            self.flush();
+            return Ok(());
+        }
         self.receive(ssn, Inbound::Segment, &[])
     }
 
@@ -1045,6 +1066,88 @@ mod tests {
             (State::Established, State::Established)
         );
         (a, p)
+    }
+
+    /// One step of a generated inbound sequence for a session (`fast_segment_path_...`).
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// A segment at the next DDP-SSN plus this offset.
+        Segment(i16),
+        /// A control message at the next DDP-SSN plus this offset.
+        Control(u16, i16),
+        /// The ULP accepts, terminates, or initiates.
+        Accept,
+        Terminate,
+        Initiate,
+    }
+
+    fn any_step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => Just(Step::Segment(0)),
+            2 => (-3i16..4).prop_map(Step::Segment),
+            1 => any::<i16>().prop_map(Step::Segment),
+            1 => (1u16..6, -1i16..2).prop_map(|(f, d)| Step::Control(f, d)),
+            1 => Just(Step::Accept),
+            1 => Just(Step::Terminate),
+            1 => Just(Step::Initiate),
+        ]
+    }
+
+    proptest::proptest! {
+        /// RFC 5043 §6.1-§6.4 and §10 as `receive` applies them: `on_segment`'s in-order
+        /// shortcut must leave the session exactly as the general path does, for any sequence
+        /// (in order, duplicates, gaps, out of window, before the Accept, after a final
+        /// message), from a fresh, an active and a passive session.
+        #[test]
+        fn fast_segment_path_agrees_with_the_general_rules(
+            start in 0u8..3,
+            steps in proptest::collection::vec(any_step(), 1..60),
+        ) {
+            let make = || match start {
+                0 => Session::new(PendingLimit::new(4)),
+                1 => established().0,
+                _ => established().1,
+            };
+            let (mut fast, mut general) = (make(), make());
+            for st in steps {
+                let next = (fast.rx.base % SSN_SPACE) as u16;
+                let (a, b) = match st {
+                    Step::Segment(d) => {
+                        let ssn = next.wrapping_add(d as u16);
+                        (
+                            format!("{:?}", fast.on_segment(ssn)),
+                            format!("{:?}", if general.association_ended {
+                                Ok(())
+                            } else {
+                                general.receive(ssn, Inbound::Segment, &[])
+                            }),
+                        )
+                    }
+                    Step::Control(f, d) => {
+                        let (ssn, code) = (next.wrapping_add(d as u16), FunctionCode::from(f));
+                        (
+                            format!("{:?}", fast.on_control(ssn, code, &[])),
+                            format!("{:?}", general.on_control(ssn, code, &[])),
+                        )
+                    }
+                    Step::Accept => (
+                        format!("{:?}", fast.accept(b"")),
+                        format!("{:?}", general.accept(b"")),
+                    ),
+                    Step::Terminate => (
+                        format!("{:?}", fast.terminate()),
+                        format!("{:?}", general.terminate()),
+                    ),
+                    Step::Initiate => (
+                        format!("{:?}", fast.initiate(b"")),
+                        format!("{:?}", general.initiate(b"")),
+                    ),
+                };
+                proptest::prop_assert_eq!(a, b);
+                proptest::prop_assert_eq!(format!("{fast:?}"), format!("{general:?}"));
+            }
+        }
     }
 
     #[test]
