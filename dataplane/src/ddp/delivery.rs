@@ -224,6 +224,11 @@ pub struct StreamDelivery {
     cum: u64,
     /// First absolute index of the next message to Deliver.
     base: u64,
+    /// The L segment Placed in order (at `cum`) while nothing else was pending: below every
+    /// index in `pending` (later placements are at or above the new `cum`), so it is delivered
+    /// first, without the heap. A message per segment (small writes, sends) never touches
+    /// the heap; the heap's pop was a tenth of the receive path's cycles there.
+    front: Option<PendingLast>,
     /// L segments Placed and not yet Delivered, smallest index on top.
     pending: BinaryHeap<PendingLast>,
     max_pending: usize,
@@ -262,6 +267,7 @@ impl StreamDelivery {
             mask: (bits - 1) as u64,
             cum: 0,
             base: 0,
+            front: None,
             pending: BinaryHeap::with_capacity(max_pending_messages.min(PREALLOCATED_PENDING)),
             max_pending: max_pending_messages,
         }
@@ -277,7 +283,7 @@ impl StreamDelivery {
     /// §10 asks for before resources (here: the ULP buffer) are committed to a segment.
     pub fn check(&self, ddp_ssn: u16, last: bool) -> Result<(), DeliveryError> {
         self.index_of(ddp_ssn)?;
-        if last && self.pending.len() >= self.max_pending {
+        if last && self.pending_messages() >= self.max_pending {
             return Err(DeliveryError::TooManyPending);
         }
         Ok(())
@@ -299,7 +305,7 @@ impl StreamDelivery {
         let (word, bit) = self.slot(index);
         self.placed[word] |= 1 << bit;
         if let Some(info) = last {
-            self.pending.push(PendingLast {
+            self.push_pending(PendingLast {
                 index,
                 info: Some(info),
             });
@@ -320,7 +326,7 @@ impl StreamDelivery {
         let index = self.index_of(ddp_ssn)?;
         let (word, bit) = self.slot(index);
         self.placed[word] |= 1 << bit;
-        self.pending.push(PendingLast { index, info: None });
+        self.push_pending(PendingLast { index, info: None });
         if index == self.cum {
             self.advance();
         }
@@ -331,10 +337,19 @@ impl StreamDelivery {
     /// if the next one is not complete yet. Each message is returned once.
     pub fn poll_delivery(&mut self) -> Option<Delivered> {
         loop {
-            if self.pending.peek()?.index >= self.cum {
-                return None;
-            }
-            let last = self.pending.pop()?;
+            let last = match self.front {
+                Some(f) if f.index >= self.cum => return None,
+                Some(f) => {
+                    self.front = None;
+                    f
+                }
+                None => {
+                    if self.pending.peek()?.index >= self.cum {
+                        return None;
+                    }
+                    self.pending.pop()?
+                }
+            };
             let first = self.base;
             self.base = last.index + 1;
             // A control chunk: nothing to deliver, the next message starts after it.
@@ -361,7 +376,16 @@ impl StreamDelivery {
     /// Messages whose L segment is Placed but that have not been returned by
     /// [`poll_delivery`](Self::poll_delivery).
     pub fn pending_messages(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + usize::from(self.front.is_some())
+    }
+
+    /// Records a pending L segment (or control chunk) at `entry.index`, not yet Placed past.
+    fn push_pending(&mut self, entry: PendingLast) {
+        if self.front.is_none() && self.pending.is_empty() && entry.index == self.cum {
+            self.front = Some(entry);
+        } else {
+            self.pending.push(entry);
+        }
     }
 
     /// The receive window, in DDP-SSNs.
