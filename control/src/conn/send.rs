@@ -144,11 +144,17 @@ impl Connection {
 
     /// Hands control messages and segments to SCTP while it has room, streams taking turns
     /// one segment at a time.
+    #[inline]
     pub(super) fn pump(&mut self) {
-        // Most calls (one after every packet) find nothing ready: leave before the MULPDU.
-        if !self.connected || self.closed || self.ready.is_empty() {
-            return;
+        // Most calls (one after every packet) find nothing ready: leave before the MULPDU,
+        // and before the call.
+        if self.connected && !self.closed && !self.ready.is_empty() {
+            self.pump_ready();
         }
+    }
+
+    #[inline(never)]
+    fn pump_ready(&mut self) {
         let mulpdu = ddp::mulpdu(self.assoc.max_message());
         if self.segment.len() < mulpdu + 2 {
             self.segment.resize(mulpdu + 2, 0);
