@@ -173,6 +173,10 @@ impl fmt::Display for DeliveryError {
 
 impl std::error::Error for DeliveryError {}
 
+/// A segment's place in the window, as [`StreamDelivery::checked`] found it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Checked(u64);
+
 /// A pending L segment: absolute index and info. Ordered so that [`BinaryHeap`] (a max-heap)
 /// yields the smallest index first. Indices are unique in the heap (duplicates are refused).
 #[derive(Debug, Clone, Copy)]
@@ -282,11 +286,7 @@ impl StreamDelivery {
     /// [`on_placed`](Self::on_placed), without recording anything: the validity check RFC 5043
     /// §10 asks for before resources (here: the ULP buffer) are committed to a segment.
     pub fn check(&self, ddp_ssn: u16, last: bool) -> Result<(), DeliveryError> {
-        self.index_of(ddp_ssn)?;
-        if last && self.pending_messages() >= self.max_pending {
-            return Err(DeliveryError::TooManyPending);
-        }
-        Ok(())
+        self.checked(ddp_ssn, last).map(|_| ())
     }
 
     /// Records that the segment with DDP-SSN `ddp_ssn` has been Placed. `last` is `None` for an
@@ -300,8 +300,26 @@ impl StreamDelivery {
         ddp_ssn: u16,
         last: Option<MessageInfo>,
     ) -> Result<(), DeliveryError> {
-        self.check(ddp_ssn, last.is_some())?;
+        let index = self.checked(ddp_ssn, last.is_some())?;
+        self.place_checked(index, last);
+        Ok(())
+    }
+
+    /// [`check`](Self::check), returning the segment's place for
+    /// [`place_checked`](Self::place_checked).
+    pub(crate) fn checked(&self, ddp_ssn: u16, last: bool) -> Result<Checked, DeliveryError> {
         let index = self.index_of(ddp_ssn)?;
+        if last && self.pending_messages() >= self.max_pending {
+            return Err(DeliveryError::TooManyPending);
+        }
+        Ok(Checked(index))
+    }
+
+    /// [`on_placed`](Self::on_placed) for a segment [`checked`](Self::checked) with nothing
+    /// recorded since (the receive path checks, places, then records: one window lookup, not
+    /// two).
+    pub(crate) fn place_checked(&mut self, at: Checked, last: Option<MessageInfo>) {
+        let index = at.0;
         let (word, bit) = self.slot(index);
         self.placed[word] |= 1 << bit;
         if let Some(info) = last {
@@ -313,7 +331,6 @@ impl StreamDelivery {
         if index == self.cum {
             self.advance();
         }
-        Ok(())
     }
 
     /// Records that the chunk with DDP-SSN `ddp_ssn` was a session control message (RFC 5043
@@ -335,7 +352,24 @@ impl StreamDelivery {
 
     /// The next DDP Message the ULP may have, in DDP-SSN order (RFC 5041 §5.3, §5.4), or `None`
     /// if the next one is not complete yet. Each message is returned once.
+    ///
+    /// Called after every segment and nearly always to hear `None` a second time: that test
+    /// is inlined, the rest is not.
+    #[inline]
     pub fn poll_delivery(&mut self) -> Option<Delivered> {
+        let due = match &self.front {
+            Some(f) => f.index < self.cum,
+            None => self.pending.peek().is_some_and(|p| p.index < self.cum),
+        };
+        if due {
+            self.take_delivery()
+        } else {
+            None
+        }
+    }
+
+    #[inline(never)]
+    fn take_delivery(&mut self) -> Option<Delivered> {
         loop {
             let last = match self.front {
                 Some(f) if f.index >= self.cum => return None,
