@@ -28,7 +28,7 @@ for size in ${SIZES//,/ }; do
     ann="$out/cg.$size.ann"
     inc() { cg_inc "$ann" "$1"; }
     all=$(cg_total "$ann")
-    pump=$(inc 'ddpdk_control::conn::send::<impl ddpdk_control::conn::Connection>::pump')
+    pump=$(inc 'ddpdk_control::conn::send::<impl ddpdk_control::conn::Connection>::pump_ready')
     sctp=$(inc 'ddpdk_dataplane::sctp::assoc::Association::poll_transmit')
     # The CRC32c of each packet over its header and region spans (the SACKs' own checksums are
     # in `sack` and `rest`).
