@@ -56,7 +56,7 @@ bench-sctp: setup
 bench-ddp: setup
 	$(CARGO) run --release -p ddpdk-benches --bin ddp-rx-bench -- $(DDP_BENCH_ARGS)
 
-# Coverage-guided fuzzing of the wire parsers (cargo fuzz, libFuzzer + ASan), corpus seeded from
+# Coverage-guided fuzzing (cargo fuzz, libFuzzer; ASan on the parser targets), corpus seeded from
 # the golden captures. RUSTC_BOOTSTRAP lets the machine's stable toolchain take the sanitizer
 # flags cargo fuzz passes. FUZZ_TARGET=all runs every target for FUZZ_SECS each.
 FUZZ_TARGET ?= all
