@@ -731,6 +731,9 @@ pub struct DataCore<P: Port> {
     rang_control: bool,
     out: Tx<P>,
     rx: Vec<P::Buf>,
+    /// Received frames done with, freed together after each burst (`rte_pktmbuf_free_bulk`:
+    /// one return to the pool for the lot, not one call a frame).
+    spent: Vec<P::Buf>,
     /// Where a received chain is gathered, and the buffer it is copied to.
     linear: Vec<u8>,
     linear_buf: Vec<P::Buf>,
@@ -810,6 +813,7 @@ pub fn build<P: Port>(
             rang_control: false,
             out: Tx::new(Arc::clone(&port), index as u16),
             rx: Vec::with_capacity(BURST),
+            spent: Vec::with_capacity(BURST),
             linear: Vec::new(),
             linear_buf: Vec::with_capacity(1),
             reply: [0; 128],
@@ -972,6 +976,7 @@ impl<P: Port> DataCore<P> {
                 Err(_) => break,
             }
         }
+        self.free_spent();
         let mut rx = std::mem::take(&mut self.rx);
         for k in 0..self.rx_queues.len() {
             let n = self.port.rx_burst(self.rx_queues[k], &mut rx, BURST);
@@ -989,6 +994,7 @@ impl<P: Port> DataCore<P> {
                     self.frame_in(now, b, false);
                 }
             }
+            self.free_spent();
         }
         self.rx = rx;
         // Packets that waited for an ARP or ND answer go first, in the order they were made.
@@ -1009,6 +1015,12 @@ impl<P: Port> DataCore<P> {
         }
         self.last_worked |= work > 0;
         work
+    }
+
+    fn free_spent(&mut self) {
+        if !self.spent.is_empty() {
+            self.port.free_bulk(&mut self.spent);
+        }
     }
 
     /// Charges the time since the last turn began to busy or idle, by what that turn did.
@@ -1369,7 +1381,8 @@ impl<P: Port> DataCore<P> {
             }
         }
         match next {
-            Next::Done => {}
+            // Freed with the rest of the burst (`free_spent`).
+            Next::Done => self.spent.push(buf),
             Next::Dispatch(k) => match self.dispatch_out[k].try_send(buf) {
                 Ok(()) => {
                     self.stats.dispatched_out += 1;
