@@ -2655,6 +2655,11 @@ impl Association {
             if cookie_packet && !self.pending.data_with_cookie {
                 break;
             }
+            // The packet is full for this message (a bulk sender's every packet ends here,
+            // its one segment filling it): no chunk to build and refuse.
+            if DATA_HEADER_LEN + s.len > b.remaining() {
+                break;
+            }
             let d = DataRepr {
                 // RFC 7053 §4.1: the last DATA chunk before the sender runs out of data asks
                 // for a SACK at once (the I bit), so its acknowledgement does not wait for the
