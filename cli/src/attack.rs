@@ -12,12 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use ddpdk_control::rdmap::{decode_private_data, encode_private_data, RdmaLimits};
 use ddpdk_dataplane::net::{Interface, Rx};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mbuf, Mempool, PortConf};
 use ddpdk_dataplane::port::{PacketBuf, Port};
 use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant, Message, State};
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::{PPID_DDP_SEGMENT, PPID_SESSION_CONTROL};
+use ddpdk_dataplane::wire::rdmap::{
+    Control as RdmapControl, Opcode, ReadRequest, QN_READ_REQUEST, QN_TERMINATE,
+};
 use serde_json::{json, Value};
 
 use crate::options::split_args;
@@ -28,6 +32,11 @@ const OUR_PORT: u16 = 40_000;
 const FLOOD_WINDOW: u64 = 256;
 /// Queue pairs of our port.
 const QUEUES: u16 = 2;
+/// SCTP streams we ask for; the endpoint must grant as many (`--streams`) for the
+/// pending-Initiate attack, which opens more sessions at once than its limit.
+const STREAMS: u16 = 64;
+/// The first stream of the pending-Initiate attack; the streams below are the other attacks'.
+const FLOOD_STREAMS: u16 = 16;
 /// Session Control function codes (RFC 5043 §6.1).
 const INITIATE: u16 = 1;
 const ACCEPT: u16 = 2;
@@ -204,7 +213,7 @@ struct Attacker {
     /// Packets for our other ports (answers to hand-made packets).
     others: Vec<Vec<u8>>,
     /// The next DDP-SSN of each stream (RFC 5043 §5.2.1).
-    ssn: [u16; 8],
+    ssn: [u16; STREAMS as usize],
     /// Messages queued on the association so far (the next one's number).
     queued: u64,
     buf: Vec<u8>,
@@ -226,7 +235,7 @@ impl Attacker {
         };
         let cfg = Config {
             local_port: OUR_PORT,
-            streams: 8,
+            streams: STREAMS,
             path_mtu: 1480,
             rto_min: Duration::from_millis(10),
             ..Config::default()
@@ -238,7 +247,7 @@ impl Attacker {
             assoc,
             got: Vec::new(),
             others: Vec::new(),
-            ssn: [0; 8],
+            ssn: [0; STREAMS as usize],
             queued: 0,
             buf: vec![0; 2048],
             rng: 0x9e37_79b9_7f4a_7c15,
@@ -292,7 +301,10 @@ impl Attacker {
     /// Sends `data` as one DATA chunk on `stream` (the association does not look inside).
     fn send(&mut self, stream: u16, ppid: u32, data: &[u8]) -> Result<(), String> {
         let mut last = None;
-        for _ in 0..10_000 {
+        // A time, not a number of turns: on a loaded machine the endpoint may not run for a
+        // while, and its SACKs with it.
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < end {
             match self.assoc.send(stream, ppid, data) {
                 Ok(n) => {
                     self.queued = n + 1;
@@ -325,6 +337,26 @@ impl Attacker {
             .count()
     }
 
+    /// The (Layer and Error Type, Error Code) octets of every RDMAP Terminate received on
+    /// `stream` (RFC 5040 §4.8: an untagged message on QN 2 whose ULP payload begins with the
+    /// Terminate Control field).
+    fn rdmap_terminates(&self, stream: u16) -> Vec<(u8, u8)> {
+        self.got
+            .iter()
+            .filter(|(s, p, _)| *s == stream && *p == PPID_DDP_SEGMENT)
+            .filter_map(|(_, _, d)| {
+                // DDP-SSN (2), DDP control (1), RsvdULP (5), QN (4), MSN (4), MO (4).
+                let untagged = d.get(2)? & 0x80 == 0;
+                let control = RdmapControl::from_byte(*d.get(3)?);
+                let qn = u32::from_be_bytes(d.get(8..12)?.try_into().ok()?);
+                if !(untagged && control.opcode == Opcode::Terminate && qn == QN_TERMINATE) {
+                    return None;
+                }
+                Some((*d.get(20)?, *d.get(21)?))
+            })
+            .collect()
+    }
+
     fn control_codes(&self, stream: u16) -> Vec<u16> {
         self.got
             .iter()
@@ -338,6 +370,16 @@ impl Attacker {
     /// A stream whose session ended may carry a new one (RFC 5043 §6.6); its DDP-SSN starts
     /// again from zero (§6.1).
     fn open(&mut self, stream: u16) -> Result<(u32, u64, u64), String> {
+        self.open_with(stream, false)
+    }
+
+    /// As [`Attacker::open`], for an RDMAP stream: RDMAP's parameters (RFC 5040 §6) lead the
+    /// Initiate's Private Data and the Accept's.
+    fn open_rdmap(&mut self, stream: u16) -> Result<(u32, u64, u64), String> {
+        self.open_with(stream, true)
+    }
+
+    fn open_with(&mut self, stream: u16, rdmap: bool) -> Result<(u32, u64, u64), String> {
         let accepts = |a: &Self| {
             a.control_codes(stream)
                 .iter()
@@ -347,7 +389,12 @@ impl Attacker {
         let before = accepts(self);
         self.ssn[usize::from(stream)] = 0;
         let ssn = self.next_ssn(stream);
-        self.send(stream, PPID_SESSION_CONTROL, &ctl(ssn, INITIATE, b""))?;
+        let private = if rdmap {
+            encode_private_data(RdmaLimits::default(), b"").map_err(|_| "RDMAP parameters")?
+        } else {
+            Vec::new()
+        };
+        self.send(stream, PPID_SESSION_CONTROL, &ctl(ssn, INITIATE, &private))?;
         if !self.until(Duration::from_secs(5), |a| accepts(a) > before) {
             return Err(format!("no Accept on stream {stream}"));
         }
@@ -360,7 +407,15 @@ impl Attacker {
             })
             .map(|(_, _, d)| d.clone())
             .unwrap_or_default();
-        let o = d.get(4..24).ok_or("the Accept carries no offer")?;
+        let private = d.get(4..).unwrap_or_default();
+        let offer = if rdmap {
+            decode_private_data(private)
+                .ok_or("the Accept carries no RDMAP parameters")?
+                .1
+        } else {
+            private
+        };
+        let o = offer.get(..20).ok_or("the Accept carries no offer")?;
         let be32 = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         let be64 = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or_default());
         Ok((be32(&o[..4]), be64(&o[4..12]), be64(&o[12..20])))
@@ -495,6 +550,71 @@ impl Attacker {
         let v = json!({"attack": "oversize segment", "rfc": "RFC 5043 §9",
             "sent": 1, "segment": over.len() - 2, "mulpdu": mulpdu,
             "terminate": self.terminates(1) > terminates});
+        self.report(v);
+
+        // Access rights (RFC 5040 §5.2 at the Data Source: the Read Request's source STag
+        // must allow remote read; §7.2's Remote Protection Error "access rights violation",
+        // layer 0, type 1, code 2): an RDMA Read of the region offered for remote writes only,
+        // on an RDMAP stream.
+        let stream = 8;
+        let (stag, to, len) = self.open_rdmap(stream)?;
+        let request = ReadRequest {
+            // Where the response would go at our end; it never comes.
+            sink_stag: 0x0001_0200,
+            sink_to: 0,
+            size: u32::try_from(len.min(4096)).unwrap_or(4096),
+            source_stag: stag,
+            source_to: to,
+        };
+        let ssn = self.next_ssn(stream);
+        let segment = rdmap_useg(
+            ssn,
+            Opcode::ReadRequest,
+            QN_READ_REQUEST,
+            1,
+            &request.to_bytes(),
+        );
+        self.send(stream, PPID_DDP_SEGMENT, &segment)?;
+        self.settle();
+        let rdmap_terminates: Vec<String> = self
+            .rdmap_terminates(stream)
+            .iter()
+            .map(|(l, c)| format!("layer {} type {} code {c:#04x}", l >> 4, l & 0xf))
+            .collect();
+        let v = json!({"attack": "RDMA Read of a region without remote read",
+            "rfc": "RFC 5040 §5.2, §7.2", "sent": 1,
+            "rdmap_terminate": rdmap_terminates,
+            "terminate": self.control_codes(stream).contains(&TERMINATE)});
+        self.report(v);
+
+        // Pending-Initiate exhaustion (RFC 5043 §6.4, §5.2.3): an Initiate on every stream
+        // left, all in one go, more than the endpoint lets wait for its ULP at once. Those
+        // over its limit must be answered with a Terminate, never held.
+        let streams: Vec<u16> = (FLOOD_STREAMS..STREAMS).collect();
+        for &s in &streams {
+            self.ssn[usize::from(s)] = 0;
+            let ssn = self.next_ssn(s);
+            self.send(s, PPID_SESSION_CONTROL, &ctl(ssn, INITIATE, b""))?;
+        }
+        let answered = |a: &Self, s: u16| {
+            a.control_codes(s)
+                .iter()
+                .any(|&c| c == ACCEPT || c == TERMINATE)
+        };
+        self.until(Duration::from_secs(10), |a| {
+            streams.iter().all(|&s| answered(a, s))
+        });
+        self.settle();
+        let count = |a: &Self, code: u16| {
+            streams
+                .iter()
+                .filter(|&&s| a.control_codes(s).first() == Some(&code))
+                .count()
+        };
+        let v = json!({"attack": "pending-Initiate exhaustion", "rfc": "RFC 5043 §6.4, §5.2.3",
+            "sent": streams.len(), "accepts": count(self, ACCEPT),
+            "terminates": count(self, TERMINATE),
+            "unanswered": streams.iter().filter(|&&s| !answered(self, s)).count()});
         self.report(v);
         Ok(())
     }
@@ -684,6 +804,21 @@ fn useg(ssn: u16, qn: u32, msn: u32, mo: u32, payload: &[u8]) -> Vec<u8> {
         &qn.to_be_bytes(),
         &msn.to_be_bytes(),
         &mo.to_be_bytes(),
+        payload,
+    ]
+    .concat()
+}
+
+/// An untagged RDMAP message of one segment (last, DV 1) with its DDP-SSN: the RDMAP control
+/// field in the RsvdULP (RFC 5040 §4.1), on queue `qn` with message number `msn`.
+fn rdmap_useg(ssn: u16, opcode: Opcode, qn: u32, msn: u32, payload: &[u8]) -> Vec<u8> {
+    [
+        &ssn.to_be_bytes()[..],
+        &[0x41],
+        &RdmapControl::new(opcode).untagged_rsvd_ulp(0),
+        &qn.to_be_bytes(),
+        &msn.to_be_bytes(),
+        &0u32.to_be_bytes(),
         payload,
     ]
     .concat()

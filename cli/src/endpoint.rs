@@ -21,6 +21,7 @@ use std::time::{Duration, Instant as Wall};
 
 use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest, Status};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
+use ddpdk_control::rdmap::{decode_private_data, RdmaLimits};
 use ddpdk_control::runtime::{
     Backoff, ConnHandle, Control, CoreReport, CoreStats, Event, IdlePolicy, Op, RuntimeError,
 };
@@ -336,7 +337,10 @@ impl Job {
                         stream,
                         event: SessionEvent::InitiateReceived { private_data },
                     } => {
-                        let (stag, region, pd) = self.offer(eal, c, stream, region_len)?;
+                        // An RDMAP Initiate (RFC 5040 §6's parameters first in its Private
+                        // Data) gets an RDMAP stream, so RDMA Reads and their checks reach it.
+                        let rdmap = decode_private_data(private_data.as_bytes()).is_some();
+                        let (stag, region, pd) = self.offer(eal, c, stream, region_len, rdmap)?;
                         offered.push((stream, stag, region));
                         if opts.ddp_verify {
                             let size = soak::message_size(private_data.as_bytes(), region_len)?;
@@ -512,13 +516,16 @@ impl Job {
     }
 
     /// Registers a region for the session the peer initiates on `stream` and accepts it,
-    /// offering the region in the Accept's Private Data.
+    /// offering the region in the Accept's Private Data (after RDMAP's parameters when the
+    /// session is `rdmap`). The region is for remote writes only: an RDMA Read of it is an
+    /// access-rights violation (RFC 5040 §7.2).
     fn offer(
         &mut self,
         eal: &Eal,
         conn: ConnHandle,
         stream: u16,
         len: usize,
+        rdmap: bool,
     ) -> Result<(Stag, RegionId, ddpdk_dataplane::mem::Pd), String> {
         let pd = self.control.memory_mut().alloc_pd();
         let (reg, r) = self.register_new(eal, pd, len, Access::REMOTE_WRITE)?;
@@ -526,10 +533,19 @@ impl Job {
         offer.extend_from_slice(&reg.stag.0.to_be_bytes());
         offer.extend_from_slice(&reg.to_base.to_be_bytes());
         offer.extend_from_slice(&reg.len.to_be_bytes());
-        let op = Op::Accept {
-            stream,
-            pd,
-            private_data: offer,
+        let op = if rdmap {
+            Op::AcceptRdmap {
+                stream,
+                pd,
+                limits: RdmaLimits::default(),
+                private_data: offer,
+            }
+        } else {
+            Op::Accept {
+                stream,
+                pd,
+                private_data: offer,
+            }
         };
         self.control.submit(conn, op).map_err(|e| e.to_string())?;
         note(

@@ -323,6 +323,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("segments_in", u(t.segments_in)),
         ("segments_out", u(t.segments_out)),
         ("messages_out", u(t.messages_out)),
+        ("reads_served", u(t.reads_served)),
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
         (
@@ -417,6 +418,8 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
                 ("connected", u(c.connected)),
                 ("frames_out", u(c.tx.frames_out)),
                 ("session_messages", u(c.session_messages)),
+                ("initiates_pending", u(c.initiates_pending)),
+                ("initiates_over_limit", u(c.initiates_over_limit)),
                 ("flow_rules", u(c.flow_rules)),
                 ("flow_rules_refused", u(c.flow_rules_refused)),
                 ("forward_dropped", u(c.forward_dropped)),

@@ -98,6 +98,9 @@ fn every_attack_is_refused_counted_and_places_nothing() {
             "600",
             "--region-bytes",
             &region,
+            // More streams than its pending-Initiate limit (16), for the exhaustion attack.
+            "--streams",
+            "64",
             "--sctp",
             "valid_cookie_life_ms=500",
             "--json",
@@ -192,12 +195,12 @@ fn every_attack_is_refused_counted_and_places_nothing() {
         "attacker: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // perf server fails a run in which segments were refused: here the six receive errors (an
-    // STag, bounds, TO wrap, another session's STag, a QN, a segment over the MULPDU) are the
-    // point.
+    // perf server fails a run in which segments were refused: here the seven receive errors
+    // (an STag, bounds, TO wrap, another session's STag, a QN, a segment over the MULPDU, an
+    // RDMA Read without the right) are the point.
     assert_eq!(code, Some(1), "server:\n{server_log}");
     assert!(
-        server_log.contains("6 segments refused"),
+        server_log.contains("7 segments refused"),
         "server:\n{server_log}"
     );
 
@@ -263,6 +266,31 @@ fn every_attack_is_refused_counted_and_places_nothing() {
         "{v}"
     );
     assert_eq!(n(d, "core/0/drop/ddp_oversize"), 1, "{d:?}");
+    // RFC 5040 §5.2, §7.2: a Read Request's Data Source must grant remote read; the region
+    // offered for writes does not. An RDMAP Terminate (layer RDMA, Remote Protection Error,
+    // access rights violation) and the session's end, nothing read.
+    let (v, d) = row("RDMA Read of a region without remote read");
+    assert_eq!(
+        v["rdmap_terminate"],
+        serde_json::json!(["layer 0 type 1 code 0x02"]),
+        "{v}"
+    );
+    assert_eq!(v["terminate"], true, "{v}");
+    assert_eq!(n(d, "core/0/ddp_error/rdmap"), 1, "{d:?}");
+    assert_eq!(n(d, "core/0/reads_served"), 0, "{d:?}");
+    // RFC 5043 §6.4: Initiates over the pending limit are answered with a Terminate and
+    // counted, none waits unanswered, and none is left pending once the ULP has answered.
+    let (v, d) = row("pending-Initiate exhaustion");
+    let terminated = v["terminates"].as_i64().unwrap();
+    assert_eq!(v["unanswered"], 0, "{v}");
+    assert_eq!(
+        v["accepts"].as_i64().unwrap() + terminated,
+        v["sent"].as_i64().unwrap(),
+        "{v}"
+    );
+    assert!(terminated > 0, "the limit was never reached: {v}");
+    assert_eq!(n(d, "control/initiates_over_limit"), terminated, "{d:?}");
+    assert_eq!(n(d, "control/initiates_pending"), 0, "{d:?}");
     // The INIT flood leaves no state: every INIT that reached the server was answered, one
     // association (the attacker's) remains, and the second half left memory as it was.
     for name in ["INIT flood, first half", "INIT flood"] {

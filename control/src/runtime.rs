@@ -399,6 +399,8 @@ pub struct ConnTotals {
     pub unknown_ppid: u64,
     pub oversize_segments: u64,
     pub receive_errors: ReceiveErrorCounts,
+    /// RDMA Read Requests served from local memory (RFC 5040 §5.2).
+    pub reads_served: u64,
 }
 
 impl ConnTotals {
@@ -419,6 +421,7 @@ impl ConnTotals {
             unknown_ppid: c.unknown_ppid,
             oversize_segments: c.oversize_segments,
             receive_errors: c.receive_errors_by_kind,
+            reads_served: c.reads_served,
         }
     }
 
@@ -438,6 +441,7 @@ impl ConnTotals {
         self.unknown_ppid += o.unknown_ppid;
         self.oversize_segments += o.oversize_segments;
         self.receive_errors.add(&o.receive_errors);
+        self.reads_served += o.reads_served;
     }
 }
 
@@ -1554,6 +1558,10 @@ pub struct ControlStats {
     pub flow_rules_removed: u64,
     /// Rules the device would not remove (they stay until the port closes).
     pub flow_rules_remove_failed: u64,
+    /// Initiates pending a ULP decision now, and those answered with a Terminate because
+    /// the pending-Initiate limit was reached (RFC 5043 §6.4), every core's.
+    pub initiates_pending: u64,
+    pub initiates_over_limit: u64,
     /// Remote invalidations (Send with Invalidate) revoked on every core before the ULP heard.
     pub peer_invalidations: u64,
     /// Of those, revocations a core did not acknowledge in time (it is stalled).
@@ -1627,6 +1635,8 @@ impl<P: Port> Control<P> {
     pub fn stats(&self) -> ControlStats {
         ControlStats {
             tx: self.out.stats,
+            initiates_pending: self.listener.pending_limit().pending() as u64,
+            initiates_over_limit: self.listener.pending_limit().over_limit(),
             ..self.stats
         }
     }

@@ -31,7 +31,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ddpdk_dataplane::ddp::RxError;
@@ -308,6 +308,8 @@ pub struct PendingLimit {
 struct PendingInner {
     max: usize,
     pending: AtomicUsize,
+    /// Initiates answered with a Terminate because the limit was reached.
+    over_limit: AtomicU64,
 }
 
 impl PendingLimit {
@@ -317,6 +319,7 @@ impl PendingLimit {
             inner: Arc::new(PendingInner {
                 max,
                 pending: AtomicUsize::new(0),
+                over_limit: AtomicU64::new(0),
             }),
         }
     }
@@ -330,9 +333,16 @@ impl PendingLimit {
         self.inner.pending.load(Ordering::Acquire)
     }
 
+    /// Initiates that found the limit reached and were answered with a Terminate (§6.4),
+    /// since the limit was made: what an Initiate flood left behind is this count, not state.
+    pub fn over_limit(&self) -> u64 {
+        self.inner.over_limit.load(Ordering::Relaxed)
+    }
+
     fn try_acquire(&self) -> Option<PendingSlot> {
         let max = self.inner.max;
-        self.inner
+        let slot = self
+            .inner
             .pending
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
@@ -340,7 +350,11 @@ impl PendingLimit {
             .ok()
             .map(|_| PendingSlot {
                 limit: self.clone(),
-            })
+            });
+        if slot.is_none() {
+            self.inner.over_limit.fetch_add(1, Ordering::Relaxed);
+        }
+        slot
     }
 }
 
@@ -1303,8 +1317,10 @@ mod tests {
         a1.initiate(b"one").unwrap();
         deliver(&mut a1, &mut p1);
         assert_eq!(limit.pending(), 1);
+        assert_eq!(limit.over_limit(), 0);
         a2.initiate(b"two").unwrap();
         deliver(&mut a2, &mut p2);
+        assert_eq!(limit.over_limit(), 1, "counted");
         // Not forwarded to the ULP (§5.2.3), answered with a Terminate at DDP-SSN 0, never a
         // Reject (§6.3, §6.4).
         assert_eq!(

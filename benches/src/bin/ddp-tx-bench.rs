@@ -51,6 +51,11 @@ struct Args {
     /// Which send paths to run, comma-separated (`gather`, `copy`).
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("gather"), String::from("copy")])]
     paths: Vec<String>,
+    /// Segments per write: 1 measures the per-write costs with every segment; more (64, say)
+    /// is a bulk sender's shape, as `ddp-goodput-bench`'s 1 MiB writes are, where a segment
+    /// pays for its own cut, framing and acknowledgement and little else.
+    #[arg(long, default_value_t = 1)]
+    segments: usize,
 }
 
 /// The source region the writes come from: larger than the caches, as a sender's data is.
@@ -58,8 +63,7 @@ const REGION: usize = 256 << 20;
 const C: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
 const S: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
 const STREAM: u16 = 1;
-/// Writes posted ahead of their completions (16 MiB of 64 KiB writes in the goodput bench; here
-/// one segment each).
+/// Segments posted ahead of their completions (16 MiB of 64 KiB writes in the goodput bench).
 const IN_FLIGHT: usize = 512;
 
 /// The link MTU a write of `size` bytes travels at: 1500 up to its largest segment's payload
@@ -225,6 +229,8 @@ fn run(
 ) -> (f64, u64) {
     let now = Instant::from_nanos(1_000_000_000);
     let slots = REGION / size;
+    let segments = size.div_ceil(pair.client.max_sizes().mulpdu - 14);
+    let in_flight = (IN_FLIGHT / segments).max(1);
     let mut buf = vec![0u8; 65536];
     let regions = memory.region_table().load();
     let c = &mut pair.client;
@@ -241,7 +247,7 @@ fn run(
     let gather = path == "gather";
     let t0 = WallClock::now();
     while completed < n {
-        while posted < n && posted - completed < IN_FLIGHT {
+        while posted < n && posted - completed < in_flight {
             let offset = ((posted % slots) * size) as u64;
             c.post_send(write(posted as u64, sink, offset, size as u32))
                 .expect("post a write");
@@ -290,44 +296,54 @@ fn checksum(packet: &mut [u8], holes: &[Hole], regions: &RegionTable) {
     sctp_checksum_pieces(packet, holes, regions);
 }
 
-/// A plain copy of every write's bytes out of the region into a packet buffer: the baseline.
-fn memcpy(memory: &Memory, size: usize, n: usize) -> f64 {
+/// A plain copy of every write's bytes out of the region into a packet buffer, a segment at a
+/// time: the baseline.
+fn memcpy(memory: &Memory, segment: usize, segments: usize, n: usize) -> f64 {
     let r = memory.region(RegionId(0)).expect("the bench region");
+    let size = segment * segments;
     let slots = REGION / size;
     let mut buf = vec![0u8; 65536];
     let t = WallClock::now();
     for i in 0..n {
         let offset = ((i % slots) * size) as u64;
-        r.read(offset, &mut buf[48..48 + size])
-            .expect("in the region");
-        black_box(&buf);
+        for s in 0..segments {
+            r.read(offset + (s * segment) as u64, &mut buf[48..48 + segment])
+                .expect("in the region");
+            black_box(&buf);
+        }
     }
     t.elapsed().as_secs_f64()
 }
 
 fn main() {
     let args = Args::parse();
+    assert!(args.segments >= 1, "--segments is at least 1");
     // Every byte written (not all zero), so no path pays first-touch faults.
     let (mut memory, region, pd) = with_region(REGION, 0x5a, 9);
     // The sink STag the writes name: a real STag; the peer is not simulated beyond its SACKs.
     let sink = remote_write(&mut memory, pd, region, REGION);
     let now = Instant::from_nanos(1_000_000_000);
-    println!("size   writes  packets | send path: Mpps  GB/s | memcpy: GB/s | efficiency");
-    for &size in &args.sizes {
+    println!("segment writes  packets | send path: M segments/s  GB/s | memcpy: GB/s | efficiency");
+    for &segment in &args.sizes {
+        let size = segment * args.segments;
         let n = (args.bytes / size).max(1);
         let mut effs: Vec<(String, f64)> = Vec::new();
         for round in 0..args.rounds {
-            let copy = memcpy(&memory, size, n);
+            let copy = memcpy(&memory, segment, args.segments, n);
             for path in &args.paths {
-                let mut p = pair(now, &memory, pd, mtu(size));
-                let max = p.client.max_sizes().mulpdu;
-                assert!(size <= max, "{size} bytes is more than one segment ({max})");
+                let mut p = pair(now, &memory, pd, mtu(segment));
+                // A tagged segment's header is 14 bytes (RFC 5041 §4.3).
+                let max = p.client.max_sizes().mulpdu - 14;
+                assert!(
+                    segment <= max,
+                    "{segment} bytes is more than one segment ({max})"
+                );
                 let (time, packets) = run(path, &mut p, &memory, sink, size, n);
                 let eff = copy / time;
                 effs.push((path.clone(), eff));
                 println!(
-                    "{size:>5} {n:>8} {packets:>8} | {path:<6} {round}: {:>6.2} {:>6.2} | {:>6.2} | {eff:.3}",
-                    n as f64 / time / 1e6,
+                    "{segment:>5} {n:>8} {packets:>8} | {path:<6} {round}: {:>6.2} {:>6.2} | {:>6.2} | {eff:.3}",
+                    (n * args.segments) as f64 / time / 1e6,
                     (n * size) as f64 / time / 1e9,
                     (n * size) as f64 / copy / 1e9,
                 );
@@ -343,6 +359,9 @@ fn main() {
             .iter()
             .filter_map(|p| median(p).map(|m| format!("{p} {m:.3}")))
             .collect();
-        println!("{size:>5} median send efficiency: {}", summary.join(", "));
+        println!(
+            "{segment:>5} median send efficiency: {}",
+            summary.join(", ")
+        );
     }
 }

@@ -47,6 +47,11 @@ impl Listener {
         &self.endpoint
     }
 
+    /// The pending-Initiate limit its connections share (RFC 5043 §6.4).
+    pub fn pending_limit(&self) -> &PendingLimit {
+        &self.limit
+    }
+
     /// The endpoint, to change its settings ([`Endpoint::set_config`]).
     pub fn endpoint_mut(&mut self) -> &mut Endpoint {
         &mut self.endpoint
