@@ -31,8 +31,17 @@ CORE_HELP = {
     "segments_in": "DDP segments received.",
     "segments_out": "DDP segments sent.",
     "messages_out": "DDP messages sent.",
+    "reads_served": "RDMA Read Requests served from local memory (RFC 5040 5.2).",
     "t3_retransmits": "DATA chunks retransmitted on T3-rtx expiry (RFC 9260 6.3.3).",
     "fast_retransmits": "DATA chunks fast-retransmitted (RFC 9260 7.2.4).",
+}
+# /ddpdk/stats control/NAME values that are levels, not counts.
+CONTROL_GAUGES = {
+    "initiates_pending": "DDP Stream Session Initiates waiting for the ULP (RFC 5043 6.4).",
+}
+CONTROL_HELP = {
+    "initiates_over_limit": "Initiates answered with a Terminate: the pending limit was "
+                            "reached (RFC 5043 6.4).",
 }
 ASSOC_GAUGES = {
     "cwnd": ("ddpdk_association_cwnd_bytes", "Congestion window.", 1),
@@ -169,9 +178,11 @@ def collect(t):
             else:
                 m.add(f"ddpdk_core_{name}_total", "counter",
                       CORE_HELP.get(name, f"Data core counter {name}."), core, value)
+        elif parts[0] == "control" and len(parts) == 2 and parts[1] in CONTROL_GAUGES:
+            m.add(f"ddpdk_control_{parts[1]}", "gauge", CONTROL_GAUGES[parts[1]], {}, value)
         elif parts[0] == "control" and len(parts) == 2:
             m.add(f"ddpdk_control_{parts[1]}_total", "counter",
-                  f"Control thread counter {parts[1]}.", {}, value)
+                  CONTROL_HELP.get(parts[1], f"Control thread counter {parts[1]}."), {}, value)
     for assoc_id in t.ask("/ddpdk/assoc/list") or []:
         info = t.ask(f"/ddpdk/assoc/info,{assoc_id}")
         if not isinstance(info, dict) or "error" in info:
