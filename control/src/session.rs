@@ -370,6 +370,10 @@ impl Drop for PendingSlot {
     }
 }
 
+/// The most chunks [`Session::on_acked_run`] takes at once: far inside the §10 window, so a
+/// run's first and last DDP-SSN locate unambiguously.
+pub const MAX_ACK_RUN: u16 = 4096;
+
 /// Where a DDP-SSN falls relative to a [`SeqWindow`].
 enum Position {
     /// In `[base, base + SSN_WINDOW)`, as a position counted from the session start.
@@ -655,6 +659,30 @@ impl Session {
         }
         self.flush();
         Ok(())
+    }
+
+    /// SCTP acknowledged our `n` chunks with DDP-SSNs `first`, `first + 1`, ... (repeats are
+    /// harmless): [`Session::on_acked`] for each, in one step when they are the oldest
+    /// unacknowledged ones and nothing above them was acknowledged out of order, a bulk
+    /// sender's every acknowledgement. `n` is at most [`MAX_ACK_RUN`].
+    pub fn on_acked_run(&mut self, first: u16, n: u16) -> Result<(), LocalError> {
+        if self.association_ended || n == 0 {
+            return Ok(());
+        }
+        debug_assert!(n <= MAX_ACK_RUN);
+        let last = first.wrapping_add(n - 1);
+        let w = &mut self.tx_acked;
+        match (w.locate(first), w.locate(last)) {
+            (Position::Ahead(p), Position::Ahead(q))
+                if p == w.base && w.set == 0 && q >= p && q < self.tx_next =>
+            {
+                w.highest = Some(w.highest.map_or(q, |h| h.max(q)));
+                w.base = q + 1;
+                self.flush();
+                Ok(())
+            }
+            _ => (0..n).try_for_each(|k| self.on_acked(first.wrapping_add(k))),
+        }
     }
 
     /// SCTP acknowledged every chunk of ours up to and including DDP-SSN `ssn`.
@@ -1160,6 +1188,51 @@ mod tests {
                 };
                 proptest::prop_assert_eq!(a, b);
                 proptest::prop_assert_eq!(format!("{fast:?}"), format!("{general:?}"));
+            }
+        }
+
+        /// RFC 5043 §10 (and §6.6's held-back Terminate) as acknowledgements move them:
+        /// `on_acked_run`'s one-step path must leave the session exactly as one `on_acked`
+        /// per DDP-SSN does, whatever was acknowledged before (in order, out of order,
+        /// repeated), with a Terminate waiting or not, and sends in between.
+        #[test]
+        fn acked_run_agrees_with_single_acks(
+            sent in 1u16..400,
+            acks in proptest::collection::vec((0u16..400, 1u16..64, 0u8..8), 1..40),
+        ) {
+            let (mut run, _) = established();
+            let (mut single, _) = established();
+            for _ in 0..sent {
+                proptest::prop_assert_eq!(run.next_ddp_ssn(), single.next_ddp_ssn());
+            }
+            // Our DDP-SSNs so far start after the Initiate's (0).
+            let first = 1u16;
+            for (at, n, what) in acks {
+                let sent_now = (run.tx_next - 1) as u16;
+                let start = first.wrapping_add(at % sent_now);
+                let n = n.min(sent_now - at % sent_now);
+                match what {
+                    0 => proptest::prop_assert_eq!(
+                        format!("{:?}", run.on_acked(start)),
+                        format!("{:?}", single.on_acked(start))
+                    ),
+                    1 => proptest::prop_assert_eq!(
+                        format!("{:?}", run.terminate()),
+                        format!("{:?}", single.terminate())
+                    ),
+                    2 => proptest::prop_assert_eq!(
+                        format!("{:?}", run.next_ddp_ssn()),
+                        format!("{:?}", single.next_ddp_ssn())
+                    ),
+                    _ => {
+                        // Every DDP-SSN acknowledged here was sent: none is refused.
+                        for k in 0..n {
+                            proptest::prop_assert_eq!(single.on_acked(start.wrapping_add(k)), Ok(()));
+                        }
+                        proptest::prop_assert_eq!(run.on_acked_run(start, n), Ok(()));
+                    }
+                }
+                proptest::prop_assert_eq!(format!("{run:?}"), format!("{single:?}"));
             }
         }
     }

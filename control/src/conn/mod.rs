@@ -755,7 +755,7 @@ impl Connection {
             let status = if f.flushed {
                 // Cut short earlier (and counted then); its segments have settled now.
                 Status::Flushed
-            } else if f.number < acked_before {
+            } else if f.last_number() < acked_before {
                 Status::Success
             } else {
                 self.sink.stats.flushed_sends += 1;

@@ -10,7 +10,7 @@ use ddpdk_dataplane::wire::ddp::{
 };
 
 use crate::rdmap::{OutboundAtomic, OutboundRead};
-use crate::session::{LocalError, State};
+use crate::session::{LocalError, State, MAX_ACK_RUN};
 
 use super::api::*;
 use super::stream::*;
@@ -54,18 +54,65 @@ pub(super) enum Origin {
     Terminate,
 }
 
-/// One of our SCTP messages not yet settled.
+/// A run of our SCTP messages not yet settled: `count` consecutive message numbers from
+/// `number`, all on one stream of one session generation, with consecutive DDP-SSNs from
+/// `ddp_ssn`. A bulk write's segments make one run, not one record each: the queue stays a
+/// few cache lines where a record per segment (16 MiB in flight: 12 000 records, 660 KiB)
+/// missed the cache on every push, 7 % of a sending core at MTU 1500.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct InFlight {
     pub(super) number: u64,
+    pub(super) count: u16,
     pub(super) stream: u16,
     pub(super) generation: u32,
     pub(super) ddp_ssn: u16,
-    /// The send it completes, if it is a message's last segment.
+    /// The send the run's last message completes, if it is a message's last segment.
     pub(super) completion: Option<Done>,
     /// The completion is a `Flushed` one, held until this chunk settles: the send was cut
     /// short, but its segments already in SCTP's queue read the ULP's region until then.
     pub(super) flushed: bool,
+}
+
+impl InFlight {
+    /// The number of the run's last message, the one its completion belongs to.
+    pub(super) fn last_number(&self) -> u64 {
+        self.number + u64::from(self.count) - 1
+    }
+}
+
+/// Records one message (`number`, `stream`, `generation`, `ddp_ssn`) handed to SCTP, and the
+/// send it completes: appended to the last run when it continues it (the next number and
+/// DDP-SSN of the same stream and generation, no completion before it).
+fn push_in_flight(
+    in_flight: &mut VecDeque<InFlight>,
+    number: u64,
+    stream: u16,
+    generation: u32,
+    ddp_ssn: u16,
+    completion: Option<Done>,
+) {
+    if let Some(b) = in_flight.back_mut() {
+        if b.stream == stream
+            && b.generation == generation
+            && b.completion.is_none()
+            && b.count < MAX_ACK_RUN
+            && b.number + u64::from(b.count) == number
+            && b.ddp_ssn.wrapping_add(b.count) == ddp_ssn
+        {
+            b.count += 1;
+            b.completion = completion;
+            return;
+        }
+    }
+    in_flight.push_back(InFlight {
+        number,
+        count: 1,
+        stream,
+        generation,
+        ddp_ssn,
+        completion,
+        flushed: false,
+    });
 }
 
 pub(super) enum Turn {
@@ -79,23 +126,39 @@ impl Connection {
     /// dropped ones): tell their sessions, complete their sends.
     pub(super) fn settle(&mut self) {
         let before = self.assoc.settled_before();
-        while let Some(f) = self.in_flight.front().copied() {
-            if f.number >= before {
+        while let Some(front) = self.in_flight.front_mut() {
+            if front.number >= before {
                 break;
             }
-            self.in_flight.pop_front();
+            // The settled part of the run: all of it, or its first messages (the rest stays,
+            // with the completion).
+            let settled = (before - front.number).min(u64::from(front.count)) as u16;
+            let f = *front;
+            if settled < f.count {
+                front.number += u64::from(settled);
+                front.count -= settled;
+                front.ddp_ssn = front.ddp_ssn.wrapping_add(settled);
+            } else {
+                self.in_flight.pop_front();
+            }
             if let Some(s) = self.streams.get_mut(usize::from(f.stream)) {
                 if s.generation == f.generation {
                     match s.lent.as_mut() {
-                        Some(lent) => lent.acks.push(f.ddp_ssn),
+                        Some(lent) => lent
+                            .acks
+                            .extend((0..settled).map(|k| f.ddp_ssn.wrapping_add(k))),
                         // Only ever our own DDP-SSNs: an error here is a bug, not a peer's
                         // doing.
                         None => {
-                            let _ = s.session.on_acked(f.ddp_ssn);
+                            let _ = s.session.on_acked_run(f.ddp_ssn, settled);
                         }
                     }
                     self.sink.touched.stream(f.stream);
                 }
+            }
+            if settled < f.count {
+                self.mark_ready(f.stream);
+                break;
             }
             if let Some(done) = f.completion {
                 let status = if f.flushed {
@@ -209,14 +272,14 @@ impl Connection {
             return match self.assoc.send(stream, PPID_SESSION_CONTROL, &buf[..n]) {
                 Ok(number) => {
                     self.sink.stats.control_sent += 1;
-                    self.in_flight.push_back(InFlight {
+                    push_in_flight(
+                        &mut self.in_flight,
                         number,
                         stream,
-                        generation: s.generation,
-                        ddp_ssn: t.ddp_ssn,
-                        completion: None,
-                        flushed: false,
-                    });
+                        s.generation,
+                        t.ddp_ssn,
+                        None,
+                    );
                     Turn::Sent
                 }
                 Err(SendError::Full) => {
@@ -347,14 +410,80 @@ impl Connection {
                 None => {}
             }
         }
-        self.in_flight.push_back(InFlight {
+        push_in_flight(
+            &mut self.in_flight,
             number,
             stream,
-            generation: s.generation,
+            s.generation,
             ddp_ssn,
             completion,
-            flushed: false,
-        });
+        );
         Turn::Sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(wr_id: u64) -> Option<Done> {
+        Some(Done {
+            wr_id,
+            signaled: true,
+            seq: None,
+        })
+    }
+
+    fn runs(q: &VecDeque<InFlight>) -> Vec<(u64, u16, u16, u16, Option<u64>)> {
+        q.iter()
+            .map(|f| {
+                let wr = f.completion.map(|d| d.wr_id);
+                (f.number, f.count, f.stream, f.ddp_ssn, wr)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_run_holds_consecutive_messages_of_one_stream_up_to_a_completion() {
+        let mut q = VecDeque::new();
+        // One write of three segments on stream 1, DDP-SSNs 7, 8, 9: one run, completed by
+        // its last.
+        push_in_flight(&mut q, 10, 1, 0, 7, None);
+        push_in_flight(&mut q, 11, 1, 0, 8, None);
+        push_in_flight(&mut q, 12, 1, 0, 9, done(100));
+        // A completion ends the run: the next write starts another.
+        push_in_flight(&mut q, 13, 1, 0, 10, None);
+        // Another stream, a gap in the message numbers, a gap in the DDP-SSNs, another
+        // generation of the stream: each a run of its own.
+        push_in_flight(&mut q, 14, 2, 0, 0, None);
+        push_in_flight(&mut q, 16, 2, 0, 1, None);
+        push_in_flight(&mut q, 17, 2, 0, 3, None);
+        push_in_flight(&mut q, 18, 2, 1, 4, None);
+        assert_eq!(
+            runs(&q),
+            [
+                (10, 3, 1, 7, Some(100)),
+                (13, 1, 1, 10, None),
+                (14, 1, 2, 0, None),
+                (16, 1, 2, 1, None),
+                (17, 1, 2, 3, None),
+                (18, 1, 2, 4, None),
+            ]
+        );
+        assert_eq!(q[0].last_number(), 12);
+    }
+
+    #[test]
+    fn a_run_wraps_its_ddp_ssn_and_stops_at_the_largest_run() {
+        let mut q = VecDeque::new();
+        push_in_flight(&mut q, 0, 0, 0, u16::MAX, None);
+        push_in_flight(&mut q, 1, 0, 0, 0, None);
+        assert_eq!(runs(&q), [(0, 2, 0, u16::MAX, None)]);
+        for n in 2..u64::from(MAX_ACK_RUN) + 1 {
+            push_in_flight(&mut q, n, 0, 0, (n as u16).wrapping_sub(1), None);
+        }
+        assert_eq!(q.len(), 2);
+        assert_eq!(q[0].count, MAX_ACK_RUN);
+        assert_eq!(q[1].count, 1);
     }
 }
