@@ -545,6 +545,11 @@ impl Session {
         self.events.pop_front()
     }
 
+    /// Whether an event waits for [`Session::poll_event`].
+    pub fn has_event(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     // ---- local (ULP) calls ----
 
     /// Active side: sends the Initiate (DDP-SSN 0, §6.1/§6.2) with `private_data` (§5.2.3: it

@@ -153,7 +153,12 @@ impl Connection {
                             let _ = s.session.on_acked_run(f.ddp_ssn, settled);
                         }
                     }
-                    self.sink.touched.stream(f.stream);
+                    // Drained for events only: an acknowledgement seldom makes one (a
+                    // released Terminate's end), and a bulk sender's every SACK would
+                    // otherwise walk the touched streams for nothing.
+                    if s.lent.is_some() || s.session.has_event() {
+                        self.sink.touched.stream(f.stream);
+                    }
                 }
             }
             if settled < f.count {
