@@ -2270,18 +2270,24 @@ impl Association {
         // A receiving core's usual turn, first and cheap: nothing is owed but perhaps a SACK,
         // and no DATA may go. The packet is a bare SACK (RFC 9260 §3.3.4, no gap blocks or
         // duplicates) or nothing, exactly as the general builder below would make it.
-        if self.state == State::Established
-            && self.owes_nothing_but_sack()
-            && !self.data_ready(false)
-        {
-            if !(self.pending.sack && self.pending.sack_now) {
-                return None;
-            }
-            if self.rx.span() == 0
-                && self.rx.dups().is_empty()
-                && limit >= HEADER_LEN + SACK_MIN_LEN
+        if self.state == State::Established && self.owes_nothing_but_sack() {
+            if !self.data_ready(false) {
+                if !(self.pending.sack && self.pending.sack_now) {
+                    return None;
+                }
+                if self.rx.span() == 0
+                    && self.rx.dups().is_empty()
+                    && limit >= HEADER_LEN + SACK_MIN_LEN
+                {
+                    return Some(self.write_bare_sack(full));
+                }
+            } else if self.cfg.header_prediction
+                && !self.pending.sack
+                && self.sq.first_rtx().is_none()
             {
-                return Some(self.write_bare_sack(full));
+                if let Some(n) = self.build_data_predicted(now, full, limit) {
+                    return Some(n);
+                }
             }
         }
         if let Some(n) = self.build_lone(&mut full[..limit]) {
@@ -2385,6 +2391,25 @@ impl Association {
         } else {
             None
         }
+    }
+
+    /// A bulk sender's every packet: new DATA and nothing else, not even a SACK, with no
+    /// retransmission waiting (the caller checked that much). Built as `build` below would
+    /// build it, without its walk over every kind of chunk it might owe (none, here): the
+    /// send-side half of header prediction. `None` where `build` would go another way (a
+    /// message larger than a packet, `build_oversized`) or send nothing.
+    fn build_data_predicted(
+        &mut self,
+        now: Instant,
+        full: &mut [u8],
+        limit: usize,
+    ) -> Option<usize> {
+        let seq = self.sq.next_unsent()?;
+        if HEADER_LEN + book(self.sq.slot(seq).len) > self.path.mtu {
+            return None;
+        }
+        let mut b = PacketBuilder::new(&mut full[..limit], &self.header(self.peer_tag)).ok()?;
+        self.push_data(now, &mut b, false).then(|| b.packet_len())
     }
 
     /// The next DATA chunk to go (the oldest marked for retransmission, else the next new

@@ -60,10 +60,13 @@ pub struct Config {
     pub adaptation_indication: u32,
     /// Take the common packet of a bulk transfer (one whole DATA chunk, the next TSN, nothing
     /// missing) without the general chunk walk ([`Association::handle`]'s header
-    /// prediction). The effect is the same either way; off, every packet takes the general
-    /// path (the benches compare the two, the tests check they agree).
+    /// prediction), and build a bulk sender's common packet (new DATA, nothing else owed)
+    /// without the general builder's ([`Association::poll_transmit`]). The effect is the same
+    /// either way; off, every packet takes the general path (the benches compare the two, the
+    /// tests check they agree).
     ///
     /// [`Association::handle`]: super::Association::handle
+    /// [`Association::poll_transmit`]: super::Association::poll_transmit
     pub header_prediction: bool,
 }
 
