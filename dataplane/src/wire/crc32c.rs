@@ -22,6 +22,8 @@ pub const COMMON_HEADER_LEN: usize = 12;
 
 /// Packets up to this size are checksummed from a copy in one shot ([`sctp_checksum`]).
 const SMALL: usize = 256;
+/// Packets up to this size (a SACK without gap blocks is 28) are copied into a smaller buffer.
+const TINY: usize = 64;
 
 /// CRC32c of `bytes` (initial value all ones, reflected, final XOR all ones: RFC 3720 §B.4).
 #[inline]
@@ -70,12 +72,13 @@ pub fn sctp_checksum(packet: &[u8]) -> u32 {
     // and checksummed in one shot: the fixed cost of each streaming update is much of the work
     // at these sizes (callgrind, a 100-byte packet: 266 instructions in two updates, 191 in one;
     // the crc32c crate's SSE 4.2 path took 254).
+    // A SACK or a bare control chunk fits 64 bytes, whose zeroing is a few stores inline
+    // rather than a call clearing 256 (1 % of a sending core, one SACK every second packet).
+    if (COMMON_HEADER_LEN..=TINY).contains(&packet.len()) {
+        return checksum_of_copy::<TINY>(packet);
+    }
     if (COMMON_HEADER_LEN..=SMALL).contains(&packet.len()) {
-        let mut copy = [0u8; SMALL];
-        let copy = &mut copy[..packet.len()];
-        copy.copy_from_slice(packet);
-        copy[CHECKSUM].fill(0);
-        return crc32c(copy);
+        return checksum_of_copy::<SMALL>(packet);
     }
     match (packet.get(..CHECKSUM.start), packet.get(CHECKSUM.end..)) {
         (Some(head), Some(tail)) => {
@@ -89,6 +92,17 @@ pub fn sctp_checksum(packet: &[u8]) -> u32 {
         }
         _ => crc32c(packet),
     }
+}
+
+/// The checksum of `packet` (at most `N` bytes, at least the common header) from a copy with
+/// the field zeroed, in one shot.
+#[inline]
+fn checksum_of_copy<const N: usize>(packet: &[u8]) -> u32 {
+    let mut copy = [0u8; N];
+    let copy = &mut copy[..packet.len()];
+    copy.copy_from_slice(packet);
+    copy[CHECKSUM].fill(0);
+    crc32c(copy)
 }
 
 /// Whether the checksum field of `packet` matches its contents (RFC 9260 §6.8: a receiver that
