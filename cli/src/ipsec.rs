@@ -31,7 +31,7 @@ use serde_json::json;
 use crate::app::note;
 
 /// Runs one IPsec command (`sa add RULE`, `sa del in|out SPI`, `sp add RULE`, `sp del N`,
-/// `show`) on `port`; returns what to print.
+/// `show`, `expiring`) on `port`; returns what to print.
 pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Result<String, String> {
     match words {
         ["sa", "add", rule @ ..] => {
@@ -66,10 +66,11 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
             Ok(format!("policy {n} deleted: {p}"))
         }
         ["show"] => Ok(show_text(port)),
+        ["expiring"] => Ok(expiring(port)),
         // Only the first words come back: the rest may hold a key.
         _ => Err(format!(
-            "ipsec: expected sa add RULE | sa del in|out SPI | sp add RULE | sp del N | show, \
-             got {:?}",
+            "ipsec: expected sa add RULE | sa del in|out SPI | sp add RULE | sp del N | show | \
+             expiring, got {:?}",
             words.iter().take(2).copied().collect::<Vec<_>>().join(" ")
         )),
     }
@@ -109,13 +110,30 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
     }
 }
 
+/// The SAs whose soft lifetime is spent (RFC 4301 §4.4.2.1), as `due for a rekey: DIRECTION
+/// SPI, ...` on one line (the socket answers every command with one): what a key manager polls
+/// to know which SAs to replace before their hard lifetime ends them.
+pub fn expiring<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
+    let due: Vec<String> = port
+        .sa_reports()
+        .iter()
+        .filter(|s| s.rekey_due)
+        .map(|s| format!("{} {}", s.direction, s.spi))
+        .collect();
+    if due.is_empty() {
+        "no SA is due for a rekey".into()
+    } else {
+        format!("due for a rekey: {}", due.join(", "))
+    }
+}
+
 /// `show ipsec` as text: the SAs with their counters, the policies by number, the drops.
 pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
     if !port.is_enabled() {
         return "IPsec is off (start with --ipsec, --ipsec-config or --ipsec-socket)".into();
     }
     let mut out = format!(
-        "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7}\n",
+        "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>5}\n",
         "dir",
         "spi",
         "algorithm",
@@ -126,12 +144,13 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         "replay",
         "auth",
         "malf",
-        "expired"
+        "expired",
+        "rekey"
     );
     for s in port.sa_reports() {
         let c = s.counts;
         out += &format!(
-            "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7}\n",
+            "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>5}\n",
             s.direction,
             s.spi,
             s.algorithm,
@@ -142,7 +161,8 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
             c.replay,
             c.auth_failed,
             c.malformed,
-            c.expired
+            c.expired,
+            if s.rekey_due { "due" } else { "-" }
         );
     }
     for (i, p) in port.policies().iter().enumerate() {

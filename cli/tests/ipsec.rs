@@ -405,6 +405,31 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
     ] {
         assert!(shown.contains(want), "{want}:\n{shown}");
     }
+    // RFC 4301 §4.4.2.1: an SA past its soft lifetime still works and is reported, so that
+    // the key manager replaces it before its hard lifetime ends it.
+    let none = km(&mut sock, "expiring");
+    assert_eq!(none, "ok no SA is due for a rekey\n");
+    let soft = spare
+        .replace("1001", "1003")
+        .replace(K_S2C, &K_S2C.replace("00:", "02:"))
+        + " soft-life-secs 1 life-secs 3600";
+    assert!(km(&mut sock, &soft).starts_with("ok "));
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(km(&mut sock, "expiring"), "ok due for a rekey: in 1003\n");
+    let shown = km(&mut sock, "show");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains(" 1003 ") && l.ends_with("due")),
+        "{shown}"
+    );
+    assert!(km(&mut sock, "sa del in 1003").starts_with("ok "));
+    // A soft lifetime at or above the hard one is refused.
+    let upside_down = spare
+        .replace("1001", "1004")
+        .replace(K_S2C, &K_S2C.replace("00:", "03:"))
+        + " soft-life-bytes 5000 life-bytes 5000";
+    assert!(km(&mut sock, &upside_down).contains("soft lifetime"));
     // A line that never ends is cut off, and the connection with it.
     sock.get_mut()
         .write_all(&vec![b'a'; 5000])

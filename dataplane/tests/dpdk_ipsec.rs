@@ -190,6 +190,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     bursts_keep_order_and_judge_each_packet_4303_3_4(&b);
     tunnel_esp_from_another_gateway_is_dropped(&b);
     an_sa_past_its_byte_lifetime_is_not_used(&b);
+    an_sa_past_its_soft_lifetime_is_due_for_a_rekey_and_still_used(&b);
     policy_on_a_ring_pair_5043_13(&b);
     sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(&b);
 }
@@ -393,6 +394,31 @@ fn an_sa_past_its_byte_lifetime_is_not_used(b: &Bench) {
     // 1058-byte frames: the third starts below 2500 bytes, the fourth would not.
     assert_eq!(sent, 3);
     assert_eq!(out.stats.snapshot().expired, 2);
+}
+
+/// RFC 4301 §4.4.2.1: past its soft lifetime an SA goes on protecting, and says it is due for
+/// a rekey (the warning to the key manager); before it, it does not.
+fn an_sa_past_its_soft_lifetime_is_due_for_a_rekey_and_still_used(b: &Bench) {
+    let now = Instant::now();
+    let mut cfg = sa(Algorithm::AesGcm128, Direction::Out, Mode::Transport, false);
+    cfg.lifetime.soft_bytes = Some(2500);
+    cfg.lifetime.bytes = Some(10_000);
+    let out = EspSa::new(&b.dev, &cfg, false).unwrap();
+    let frame = sctp_frame(false, 1000, 0);
+    let mut due = Vec::new();
+    for _ in 0..5 {
+        assert!(out.encrypt(mbuf(&b.pool, &frame), &b.pool, now).is_ok());
+        due.push(out.rekey_due(now));
+    }
+    // 1058-byte frames: past 2500 bytes after the third.
+    assert_eq!(due, [false, false, true, true, true]);
+    assert_eq!(out.stats.snapshot().expired, 0);
+    // A time lifetime counts from the SA's making.
+    let mut cfg = sa(Algorithm::AesGcm128, Direction::Out, Mode::Transport, false);
+    cfg.lifetime.soft_secs = Some(60);
+    let out = EspSa::new(&b.dev, &cfg, false).unwrap();
+    assert!(!out.rekey_due(Instant::now()));
+    assert!(out.rekey_due(Instant::now() + std::time::Duration::from_secs(61)));
 }
 
 fn from(src: [u8; 4], mut frame: Vec<u8>) -> Vec<u8> {

@@ -229,6 +229,8 @@ pub fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
             "replay-win" => window = Some(number::<u32>(key, val)?),
             "life-bytes" => lifetime.bytes = Some(number(key, val)?),
             "life-secs" => lifetime.secs = Some(number(key, val)?),
+            "soft-life-bytes" => lifetime.soft_bytes = Some(number(key, val)?),
+            "soft-life-secs" => lifetime.soft_secs = Some(number(key, val)?),
             other => return Err(format!("unknown sa keyword {other:?}")),
         }
     }
@@ -405,7 +407,8 @@ mod tests {
              sa out 1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport\n\
              sa in 2000 cipher_algo aes-128-cbc cipher_key {KEY16} \\\n\
              \tauth_algo sha256-hmac auth_key 0x{} mode ipv4-tunnel src 198.18.0.2 dst 198.18.0.1 \\\n\
-             \tesn replay-win 256 life-bytes 1000000 life-secs 3600\n\
+             \tesn replay-win 256 life-bytes 1000000 life-secs 3600 soft-life-bytes 900000 \\\n\
+             \tsoft-life-secs 3000\n\
              sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp dport 5000:5000\n\
              sp ipv4 in esp protect 2000 pri 10 src 198.18.0.2 proto 132:132\n\
              sp ipv4 in esp discard pri 1 proto sctp\n",
@@ -427,9 +430,29 @@ mod tests {
             inb.lifetime,
             Lifetime {
                 bytes: Some(1_000_000),
-                secs: Some(3600)
+                secs: Some(3600),
+                soft_bytes: Some(900_000),
+                soft_secs: Some(3000),
             }
         );
+        // RFC 4301 §4.4.2.1: the soft lifetime is less than the hard one.
+        let bad = parse_sa(&[
+            "out",
+            "1000",
+            "aead_algo",
+            "aes-128-gcm",
+            "aead_key",
+            &format!("{KEY16}:ca:fe:ba:be"),
+            "mode",
+            "transport",
+            "life-bytes",
+            "1000",
+            "soft-life-bytes",
+            "1000",
+        ])
+        .and_then(|sa| sa.validate().map(|()| sa));
+        let e = bad.unwrap_err();
+        assert!(e.contains("soft lifetime"), "{e}");
         assert!(matches!(inb.mode, Mode::Tunnel { .. }));
         assert_eq!(cfg.spd.policies().len(), 3);
         let to_peer = Flow {

@@ -122,12 +122,16 @@ pub enum Mode {
     Tunnel { src: IpAddr, dst: IpAddr },
 }
 
-/// An SA's lifetime (RFC 4301 §4.4.2.1): after this many bytes or seconds it may no longer be
-/// used; the key manager replaces it first.
+/// An SA's lifetime (RFC 4301 §4.4.2.1): after `bytes` or `secs` (the hard lifetime) it may
+/// no longer be used; after `soft_bytes` or `soft_secs` (the soft lifetime, smaller) it goes
+/// on but is reported as due for a rekey, so that the key manager replaces it before the
+/// hard limit ("a warning is sent to the key management entity").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Lifetime {
     pub bytes: Option<u64>,
     pub secs: Option<u64>,
+    pub soft_bytes: Option<u64>,
+    pub soft_secs: Option<u64>,
 }
 
 /// One security association's parameters.
@@ -219,8 +223,20 @@ impl SaConfig {
                 self.spi
             ));
         }
-        if self.lifetime.bytes == Some(0) || self.lifetime.secs == Some(0) {
+        let l = self.lifetime;
+        if l.bytes == Some(0) || l.secs == Some(0) {
             return Err(format!("SA {}: a lifetime of 0 allows nothing", self.spi));
+        }
+        // RFC 4301 §4.4.2.1: "the soft lifetime ... is always less than the hard lifetime".
+        let below = |soft: Option<u64>, hard: Option<u64>| match (soft, hard) {
+            (Some(s), Some(h)) => s < h,
+            _ => true,
+        };
+        if !below(l.soft_bytes, l.bytes) || !below(l.soft_secs, l.secs) {
+            return Err(format!(
+                "SA {}: a soft lifetime must be less than the hard one (RFC 4301 §4.4.2.1)",
+                self.spi
+            ));
         }
         Ok(())
     }

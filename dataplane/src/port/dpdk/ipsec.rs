@@ -475,6 +475,17 @@ impl EspSa {
         self.ipv6
     }
 
+    /// Whether the SA's soft lifetime (RFC 4301 §4.4.2.1) is spent: it still carries packets
+    /// until the hard one is, but the key manager is to replace it now. Asked when the SAs are
+    /// reported, never per packet.
+    pub fn rekey_due(&self, now: Instant) -> bool {
+        let l = self.config.lifetime;
+        l.soft_bytes
+            .is_some_and(|b| self.stats.bytes.load(Ordering::Relaxed) >= b)
+            || l.soft_secs
+                .is_some_and(|s| now.duration_since(self.created).as_secs() >= s)
+    }
+
     fn expired(&self, now: Instant) -> bool {
         let l = self.config.lifetime;
         l.bytes

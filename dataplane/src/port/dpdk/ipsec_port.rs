@@ -107,6 +107,8 @@ pub struct SaReport {
     pub algorithm: &'static str,
     pub mode: String,
     pub esn: bool,
+    /// The soft lifetime is spent: the key manager is to replace the SA (RFC 4301 §4.4.2.1).
+    pub rekey_due: bool,
     pub counts: SaCounts,
 }
 
@@ -237,6 +239,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
 
     /// Every SA with its counters, inbound first.
     pub fn sa_reports(&self) -> Vec<SaReport> {
+        let now = std::time::Instant::now();
         self.sas()
             .iter()
             .map(|s| {
@@ -250,6 +253,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                         Mode::Tunnel { src, dst } => format!("tunnel {src} -> {dst}"),
                     },
                     esn: c.esn,
+                    rekey_due: s.rekey_due(now),
                     counts: s.stats.snapshot(),
                 }
             })
