@@ -4,25 +4,28 @@
 # registered region, cut, framed and checksummed as the runtime's zero-copy sender does) over N
 # one-segment writes of each size. The companion of callgrind-stages.sh (the receive path).
 #
-#   benches/callgrind-tx-stages.sh [SIZES] [WRITES]     e.g. benches/callgrind-tx-stages.sh 64,1404,8904 2048
+#   benches/callgrind-tx-stages.sh [SIZES] [WRITES] [SEGMENTS]
+#       e.g. benches/callgrind-tx-stages.sh 64,1404,8904 2048
+#            benches/callgrind-tx-stages.sh 1404 32 64     (32 writes of 64 segments: a bulk sender)
 #
 # Stages are inclusive counts of the functions that do them; "total" is everything the timed
-# loop did, per write.
+# loop did, per segment (with SEGMENTS 1, the default, per write).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/callgrind-lib.sh
 SIZES=${1:-64,1404,8904}
 WRITES=${2:-2048}
+SEGMENTS=${3:-1}
 command -v valgrind >/dev/null || { echo "callgrind-tx-stages: valgrind is not installed" >&2; exit 1; }
 cargo build --release -q -p ddpdk-benches --bin ddp-tx-bench
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-printf '%-6s %8s | %6s %6s %6s %6s %6s | %6s\n' size writes ddp sctp crc sack rest total
+printf '%-6s %8s | %6s %6s %6s %6s %6s | %6s\n' size segments ddp sctp crc sack rest total
 for size in ${SIZES//,/ }; do
-    bytes=$((size * WRITES))
+    bytes=$((size * WRITES * SEGMENTS))
     valgrind --tool=callgrind --toggle-collect='ddp_tx_bench::run*' \
         --callgrind-out-file="$out/cg.$size" \
-        target/release/ddp-tx-bench --sizes "$size" --rounds 1 --bytes "$bytes" --paths gather \
+        target/release/ddp-tx-bench --sizes "$size" --rounds 1 --bytes "$bytes" --paths gather --segments "$SEGMENTS" \
         >/dev/null 2>&1
     cg_annotate "$out/cg.$size"
     ann="$out/cg.$size.ann"
@@ -35,8 +38,8 @@ for size in ${SIZES//,/ }; do
     crc=$(inc 'ddp_tx_bench::checksum')
     sack=$(inc 'ddpdk_control::conn::Connection::handle_checked')
     rest=$((all - pump - sctp - crc - sack))
-    per() { cg_per "$1" "$WRITES"; }
-    printf '%-6s %8s | %s %s %s %s %s | %s\n' "$size" "$WRITES" "$(per "$pump")" \
+    per() { cg_per "$1" $((WRITES * SEGMENTS)); }
+    printf '%-6s %8s | %s %s %s %s %s | %s\n' "$size" $((WRITES * SEGMENTS)) "$(per "$pump")" \
         "$(per "$sctp")" "$(per "$crc")" "$(per "$sack")" "$(per "$rest")" "$(per "$all")"
 done
 cat <<'EOF'
