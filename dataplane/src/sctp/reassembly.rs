@@ -101,7 +101,10 @@ impl Reassembly {
             return 0;
         }
         let before = self.frags.len();
-        let mut keep = vec![true; before];
+        // One bit a fragment (at most MAX_FRAGMENTS of them), set when it is dropped: no
+        // allocation on a path a peer's packets reach.
+        const _: () = assert!(MAX_FRAGMENTS <= 64);
+        let mut dropped = 0u64;
         let mut start = 0;
         while start < before {
             let mut end = start;
@@ -112,14 +115,15 @@ impl Reassembly {
             let dead = (!first.first && serial::le(first.tsn.wrapping_sub(1), cum))
                 || (!last.last && serial::le(last.tsn.wrapping_add(1), cum));
             if dead {
-                keep[start..=end].iter_mut().for_each(|k| *k = false);
+                // Bits start..=end (end < 64).
+                dropped |= (u64::MAX >> (63 - end)) & (u64::MAX << start);
             }
             start = end + 1;
         }
         let mut k = 0;
         let held = &mut self.held;
         self.frags.retain(|f| {
-            let kept = keep[k];
+            let kept = dropped & (1 << k) == 0;
             k += 1;
             if !kept {
                 *held -= f.data.len();
