@@ -20,7 +20,7 @@ use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant, Message, Sta
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::{PPID_DDP_SEGMENT, PPID_SESSION_CONTROL};
 use ddpdk_dataplane::wire::rdmap::{
-    Control as RdmapControl, Opcode, ReadRequest, QN_READ_REQUEST, QN_TERMINATE,
+    Control as RdmapControl, Opcode, ReadRequest, TerminatePacket, QN_READ_REQUEST, QN_TERMINATE,
 };
 use serde_json::{json, Value};
 
@@ -337,10 +337,9 @@ impl Attacker {
             .count()
     }
 
-    /// The (Layer and Error Type, Error Code) octets of every RDMAP Terminate received on
-    /// `stream` (RFC 5040 §4.8: an untagged message on QN 2 whose ULP payload begins with the
-    /// Terminate Control field).
-    fn rdmap_terminates(&self, stream: u16) -> Vec<(u8, u8)> {
+    /// The (Layer, Error Type, Error Code) of every RDMAP Terminate received on `stream`
+    /// (RFC 5040 §4.8: an untagged message on QN 2 whose ULP payload is a Terminate).
+    fn rdmap_terminates(&self, stream: u16) -> Vec<(u8, u8, u8)> {
         self.got
             .iter()
             .filter(|(s, p, _)| *s == stream && *p == PPID_DDP_SEGMENT)
@@ -352,7 +351,8 @@ impl Attacker {
                 if !(untagged && control.opcode == Opcode::Terminate && qn == QN_TERMINATE) {
                     return None;
                 }
-                Some((*d.get(20)?, *d.get(21)?))
+                let t = TerminatePacket::new_checked(d.get(20..)?).ok()?;
+                Some((t.layer().bits(), t.error_type(), t.code()))
             })
             .collect()
     }
@@ -579,7 +579,7 @@ impl Attacker {
         let rdmap_terminates: Vec<String> = self
             .rdmap_terminates(stream)
             .iter()
-            .map(|(l, c)| format!("layer {} type {} code {c:#04x}", l >> 4, l & 0xf))
+            .map(|(l, t, c)| format!("layer {l} type {t} code {c:#04x}"))
             .collect();
         let v = json!({"attack": "RDMA Read of a region without remote read",
             "rfc": "RFC 5040 §5.2, §7.2", "sent": 1,
