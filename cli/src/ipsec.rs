@@ -133,7 +133,7 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         return "IPsec is off (start with --ipsec, --ipsec-config or --ipsec-socket)".into();
     }
     let mut out = format!(
-        "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>5}\n",
+        "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5}\n",
         "dir",
         "spi",
         "algorithm",
@@ -145,12 +145,13 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         "auth",
         "malf",
         "expired",
+        "copied",
         "rekey"
     );
     for s in port.sa_reports() {
         let c = s.counts;
         out += &format!(
-            "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>5}\n",
+            "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5}\n",
             s.direction,
             s.spi,
             s.algorithm,
@@ -162,6 +163,7 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
             c.auth_failed,
             c.malformed,
             c.expired,
+            c.copied,
             if s.rekey_due { "due" } else { "-" }
         );
     }

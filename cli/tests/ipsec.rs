@@ -192,6 +192,23 @@ fn assert_protected_transfer(c: &Output, s: &Output, server_err: &str) {
     );
     assert!(sa_packets(&sipsec, "in", 1000) >= data_out, "{sipsec}");
     assert!(sa_packets(&cipsec, "in", 2000) > 0, "{cipsec}");
+    // Issue 15 item 1: the client sends its region by reference, and AES-GCM seals those
+    // frames where they lie (out of place): not one was copied before the crypto.
+    assert!(
+        report["spans_by_reference"].as_u64().unwrap_or(0) > 0,
+        "the client sent no zero-copy frame: {report}"
+    );
+    let out_sa = cipsec["sas"]
+        .as_array()
+        .and_then(|sas| {
+            sas.iter()
+                .find(|s| s["direction"] == "out" && s["spi"] == 1000)
+        })
+        .unwrap_or_else(|| panic!("no SA out 1000: {cipsec}"));
+    assert_eq!(
+        out_sa["counts"]["copied"], 0,
+        "copied before sealing: {out_sa}"
+    );
     assert_no_drops(&cipsec);
     assert_no_drops(&sipsec);
 }

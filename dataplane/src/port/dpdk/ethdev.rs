@@ -478,9 +478,7 @@ impl Port for DpdkPort {
         if !self.multi_seg {
             return None;
         }
-        let m = Mbuf::alloc(&self.pool)?;
-        // A refused attach leaves `m` a plain mbuf, freed on return.
-        region.attach_to(m.as_non_null(), offset, len).then_some(m)
+        self.pool.attach_region(region, offset, len)
     }
 
     fn id(&self) -> u16 {

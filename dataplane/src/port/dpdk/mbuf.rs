@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 use dpdk_sys as sys;
 
 use super::DpdkError;
-use crate::port::PacketBuf;
+use crate::port::{PacketBuf, Region};
 
 /// A packet mbuf pool (`rte_pktmbuf_pool_create`). Freed on drop; every port whose queues use it
 /// holds an `Arc` to it, so it outlives them.
@@ -97,6 +97,15 @@ impl Mempool {
             m.set_len(len16);
         }
         true
+    }
+
+    /// A fresh mbuf of this pool that references `len` bytes of `region` from `offset` instead
+    /// of its own buffer (zero-copy transmit); `None` when the pool is empty or the region
+    /// cannot lend that span ([`Region::attach_to`]).
+    pub fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Mbuf> {
+        let m = Mbuf::alloc(self)?;
+        // A refused attach leaves `m` a plain mbuf, freed on return.
+        region.attach_to(m.as_non_null(), offset, len).then_some(m)
     }
 }
 
