@@ -1019,11 +1019,12 @@ fn path_max_retrans_reports_the_path_inactive_then_active_8_2() {
 }
 
 /// §8.3: an idle path gets a HEARTBEAT after HB.interval + RTO; the peer echoes the info and
-/// the ACK clears it.
+/// the ACK clears it. (Jitter off: the exact schedule.)
 #[test]
 fn heartbeat_on_an_idle_path_8_3() {
     let (mut c, mut s) = established_with(Config {
         hb_interval: Some(Duration::from_millis(1000)),
+        hb_jitter: false,
         ..cfg(C_PORT)
     });
     assert_eq!(c.poll_timeout(), Some(t(1100)), "HB.interval + RTO");
@@ -1077,20 +1078,93 @@ fn unanswered_heartbeats_are_paced_by_hb_interval_and_rto_8_3() {
 }
 
 /// A client association with HB.interval 1 s and Association.Max.Retrans 2, established
-/// with a server association, both at t(0).
+/// with a server association, both at t(0); no jitter (the exact schedule).
 fn heartbeating_pair() -> (Association, Association) {
     established_with(Config {
         hb_interval: Some(Duration::from_millis(1000)),
+        hb_jitter: false,
         assoc_max_retrans: 2,
         path_max_retrans: 2,
         ..cfg(C_PORT)
     })
 }
 
+/// §8.3: "with jitter of +/- 50% of the RTO value" (RECOMMENDED). Associations of different
+/// endpoints, idle from t(0), send their first HEARTBEAT within HB.interval + RTO ± RTO/2, not
+/// all at once; and unanswered ones keep that pacing (each HB.interval + RTO ± RTO/2 after the
+/// last, the RTO backed off), ending the association as without jitter.
+#[test]
+fn heartbeats_are_jittered_by_half_an_rto_8_3() {
+    let config = Config {
+        hb_interval: Some(Duration::from_millis(1000)),
+        assoc_max_retrans: 2,
+        path_max_retrans: 2,
+        ..cfg(C_PORT)
+    };
+    assert!(config.hb_jitter, "on by default");
+    // RTO.Initial is 100 ms here.
+    let mut first = Vec::new();
+    for secret in 1..=40u8 {
+        let (c, _s) = established_with_secret(config, [secret; 32]);
+        let at = c.poll_timeout().unwrap().saturating_since(t(0));
+        assert!(
+            at >= Duration::from_millis(1050) && at < Duration::from_millis(1150),
+            "first HEARTBEAT at {at:?}, outside 1 000 + 100 ± 50 ms"
+        );
+        first.push(at);
+    }
+    let early = first
+        .iter()
+        .filter(|a| **a < Duration::from_millis(1100))
+        .count();
+    assert!(
+        (8..=32).contains(&early),
+        "{early} of 40 before the unjittered 1 100 ms: not spread around it"
+    );
+    first.sort();
+    first.dedup();
+    assert!(
+        first.len() >= 30,
+        "only {} distinct times of 40",
+        first.len()
+    );
+
+    // Unanswered: each leaves HB.interval + RTO ± RTO/2 after the one before, whose RTO
+    // (100, then 200 ms) passed first; the third ends the association.
+    let (mut c, _s) = established_with_secret(config, [7; 32]);
+    let mut sent = Vec::new();
+    while let Some(at) = c.poll_timeout() {
+        if c.is_closed() || at > t(60_000) {
+            break;
+        }
+        c.handle_timeout(at);
+        for p in drain(&mut c, at) {
+            if matches!(chunks(&p)[0], ChunkRepr::Heartbeat(_)) {
+                sent.push(at.saturating_since(t(0)).as_millis());
+            }
+        }
+    }
+    assert_eq!(sent.len(), 3, "HEARTBEATs sent at {sent:?} (ms)");
+    assert!((1050..1150).contains(&sent[0]), "{sent:?}");
+    for (gap, rto) in [(sent[1] - sent[0], 100), (sent[2] - sent[1], 200)] {
+        assert!(
+            (1000 + rto / 2..1000 + rto * 3 / 2).contains(&gap),
+            "{gap} ms between HEARTBEATs with an RTO of {rto} ms: {sent:?}"
+        );
+    }
+    assert!(c.is_closed(), "the third unanswered one ends it");
+}
+
 /// A client association with `client` config, established with a server association, both
 /// at t(0).
 fn established_with(client: Config) -> (Association, Association) {
-    let mut cep = Endpoint::new(client, [1; 32]).unwrap();
+    established_with_secret(client, [1; 32])
+}
+
+/// [`established_with`], the client's endpoint keyed with `secret` (its tags, TSNs and
+/// jitter follow from it).
+fn established_with_secret(client: Config, secret: [u8; 32]) -> (Association, Association) {
+    let mut cep = Endpoint::new(client, secret).unwrap();
     let mut sep = endpoint(S_PORT, 2);
     let mut c = cep.connect(t(0), S_ADDR, S_PORT);
     let mut out = vec![0u8; 4096];

@@ -346,6 +346,12 @@ struct Path {
     /// That HEARTBEAT went unanswered for an RTO (its error counted); the next waits
     /// HB.interval, and an ACK of this one is still taken meanwhile.
     hb_overdue: bool,
+    /// xorshift64* state for the HEARTBEAT jitter (§8.3): it needs spread, not secrecy.
+    hb_jitter: u64,
+    /// The current draw, a fraction of 2^32: the wait is HB.interval + RTO/2 + RTO × draw. It
+    /// changes once per HEARTBEAT (timer, ACK), not each time DATA pushes the heartbeat back,
+    /// so the send path pays a multiply for it.
+    hb_draw: u32,
 }
 
 /// One association. See the module documentation.
@@ -454,7 +460,7 @@ fn initial_cwnd(mtu: usize) -> usize {
 impl Association {
     fn blank(cfg: Config, key: CookieKey, label: u64, peer_addr: [u8; 16], peer_port: u16) -> Self {
         let prf = Prf::new(key, label);
-        Association {
+        let mut a = Association {
             cfg,
             key,
             prf,
@@ -484,6 +490,10 @@ impl Association {
                 rto: Rto::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
                 hb_nonce: None,
                 hb_overdue: false,
+                // A stream of the PRF of its own (the label inverted), so that the association's
+                // tags, TSNs and nonces stay what they are without jitter; never zero.
+                hb_jitter: Prf::new(key, !label).next_u64() | 1,
+                hb_draw: 0,
             },
             fast_recovery_exit: None,
             burst_budget: cfg.max_burst,
@@ -535,7 +545,9 @@ impl Association {
             }; MAX_HOLES],
             n_holes: 0,
             stats: Stats::default(),
-        }
+        };
+        a.redraw_hb_jitter();
+        a
     }
 
     /// Active open (§5.1 A): COOKIE-WAIT with an INIT to send. `label` must differ between
@@ -865,9 +877,33 @@ impl Association {
     fn arm_heartbeat(&mut self, now: Instant) {
         if let Some(iv) = self.cfg.hb_interval {
             if self.path.hb_nonce.is_none() {
-                self.arm(Timer::Heartbeat, now + iv + self.path.rto.rto());
+                let wait = iv + self.hb_rto_jittered();
+                self.arm(Timer::Heartbeat, now + wait);
             }
         }
+    }
+
+    /// The RTO with §8.3's jitter: uniform in [RTO / 2, 3 RTO / 2) over draws, or the RTO
+    /// itself with `Config::hb_jitter` off.
+    fn hb_rto_jittered(&self) -> Duration {
+        let rto = self.path.rto.rto();
+        if !self.cfg.hb_jitter {
+            return rto;
+        }
+        let nanos = u64::try_from(rto.as_nanos()).unwrap_or(u64::MAX);
+        // nanos * draw / 2^32 is below nanos: at most one RTO on top of half of one.
+        let spread = (u128::from(nanos) * u128::from(self.path.hb_draw)) >> 32;
+        rto / 2 + Duration::from_nanos(u64::try_from(spread).unwrap_or(nanos))
+    }
+
+    /// The next HEARTBEAT's jitter (xorshift64*).
+    fn redraw_hb_jitter(&mut self) {
+        let mut x = self.path.hb_jitter;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.path.hb_jitter = x;
+        self.path.hb_draw = (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32;
     }
 
     /// The earliest timer, if any.
@@ -1598,6 +1634,7 @@ impl Association {
         // ends a T3 back-off (§6.3.3 E2): decided so for issue 16 finding 7, as Linux and
         // usrsctp do (`rto::tests::a_new_measurement_ends_the_back_off_6_3_1_c3_8_3`).
         self.path.rto.sample(now.saturating_since(sent));
+        self.redraw_hb_jitter();
         self.arm_heartbeat(now);
     }
 
@@ -2128,6 +2165,10 @@ impl Association {
             if self.count_error() {
                 return;
             }
+            // The RTO just waited, with its jitter, is taken before the RTO backs off.
+            self.redraw_hb_jitter();
+            let waited = self.path.rto.rto();
+            let jittered = self.hb_rto_jittered();
             self.path.rto.back_off();
             // §8.3: HEARTBEATs go "once per RTO ... plus ... HB.interval", the RTO backed off
             // when the last went unanswered: the next one waits HB.interval more, as a first
@@ -2135,12 +2176,16 @@ impl Association {
             // late ACK still clears the error counter.
             if let Some(iv) = self.cfg.hb_interval {
                 self.path.hb_overdue = true;
-                self.arm(Timer::Heartbeat, now + iv);
+                // The waited RTO has passed; with the jitter (±RTO/2) the gap between the two
+                // HEARTBEATs is HB.interval + RTO ± RTO/2, never less than now.
+                let wait = (iv + jittered).saturating_sub(waited);
+                self.arm(Timer::Heartbeat, now + wait);
                 return;
             }
         }
         self.path.hb_overdue = false;
         self.path.hb_nonce = Some(self.prf.next_u64());
+        self.redraw_hb_jitter();
         self.pending.heartbeat = true;
         self.arm(Timer::Heartbeat, now + self.path.rto.rto());
     }

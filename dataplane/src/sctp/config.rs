@@ -43,6 +43,10 @@ pub struct Config {
     pub shutdown_guard: Duration,
     /// HB.interval (§8.3); `None` turns heartbeats off.
     pub hb_interval: Option<Duration>,
+    /// Jitter of ±50 % of the RTO on when an idle path's HEARTBEAT leaves (§8.3, RECOMMENDED),
+    /// so that many associations started together do not probe in step. Off only where a
+    /// test needs the exact schedule.
+    pub hb_jitter: bool,
     /// Delayed SACK (§6.2): at most this long after unacknowledged DATA arrives ...
     pub sack_delay: Duration,
     /// ... and at least one SACK every this many packets with DATA.
@@ -87,6 +91,7 @@ impl Default for Config {
             valid_cookie_life: Duration::from_secs(60),
             shutdown_guard: Duration::from_secs(300),
             hb_interval: Some(Duration::from_secs(30)),
+            hb_jitter: true,
             sack_delay: Duration::from_millis(200),
             sack_freq: 2,
             immediate_sack_when_idle: true,
