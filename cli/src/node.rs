@@ -31,10 +31,6 @@ use crate::options::Options;
 /// without `--ipsec`). Faults hit the wire, so they see ESP, as a lossy link would.
 pub type NodePort = IpsecPort<Faulty<DpdkPort>>;
 
-/// The software crypto device of `--ipsec`: AES-GCM and AES-CBC + HMAC-SHA-256 with AES-NI,
-/// and CPU crypto (synchronous, on the data core that holds the packet).
-const CRYPTO_DEV: &str = "crypto_aesni_mb0";
-
 /// Where the data cores run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
@@ -267,7 +263,8 @@ fn ipsec_port(
         }
         None => IpsecConfig::default(),
     };
-    let dev = CryptoDev::open(CRYPTO_DEV).map_err(|e| format!("--ipsec: {e}"))?;
+    let dev = CryptoDev::open(&opts.ipsec_crypto_dev)
+        .map_err(|e| format!("--ipsec-crypto-dev {}: {e}", opts.ipsec_crypto_dev))?;
     IpsecPort::new(port, Arc::clone(pool), &config, &dev).map_err(|e| format!("--ipsec: {e}"))
 }
 

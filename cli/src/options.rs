@@ -290,6 +290,14 @@ pub struct Options {
     /// answered `ok ...` or `error: ...`; implies --ipsec.
     #[arg(long, value_name = "PATH")]
     pub ipsec_socket: Option<PathBuf>,
+
+    /// DDP endpoints with IPsec: the crypto device, a vdev name. `crypto_aesni_mb0` (the
+    /// default) does the crypto on the data core (CPU crypto), with a `crypto_aesni_gcm`
+    /// beside it that seals zero-copy frames out of place; a device without CPU crypto
+    /// (`crypto_openssl0`, or a hardware lookaside device by its name) takes every packet as
+    /// crypto ops, each burst finished before the core goes on (docs/ipsec.md).
+    #[arg(long, value_name = "NAME", default_value = "crypto_aesni_mb0")]
+    pub ipsec_crypto_dev: String,
 }
 
 /// The longest --run-for: a year, far from where `Instant + Duration` could overflow.

@@ -261,6 +261,16 @@ fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
 /// RFC 5043 §9 with ESP: at MTU 9000 a full segment's packet, sealed, still fits its frame
 /// and the mbuf it is sealed in (rte_ipsec writes scratch past the ICV while it seals): a
 /// transfer of zero-copy writes moves byte-exact with nothing dropped for want of room.
+/// Issue 15 item 1: the same pair on a crypto device without CPU crypto (`crypto_openssl`,
+/// standing in for a hardware lookaside device): every packet goes through crypto ops, the
+/// client's zero-copy frames sealed out of place; byte-exact, every packet through ESP, none
+/// dropped, none copied.
+#[test]
+fn a_lookaside_crypto_device_carries_the_pair_5043_13() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    protected_pair("openssl", &["--ipsec-crypto-dev", "crypto_openssl0"]);
+}
+
 #[test]
 fn jumbo_frames_leave_room_for_esp_5043_9() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

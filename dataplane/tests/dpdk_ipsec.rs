@@ -120,6 +120,22 @@ fn mbuf(pool: &Mempool, bytes: &[u8]) -> Mbuf {
     m
 }
 
+/// Frame `f` as the zero-copy sender sends it: the headers and a little of the SCTP packet in
+/// an mbuf of ours, the rest placed in `region` at `at` and attached from there in two spans.
+fn zero_copy(b: &Bench, region: &Region, at: u64, f: &[u8], v6: bool) -> Mbuf {
+    let head = if v6 { 14 + 40 + 28 } else { 14 + 20 + 28 };
+    let rest = &f[head..];
+    let split = rest.len() / 3;
+    region.place(at, rest).unwrap();
+    let mut m = mbuf(&b.pool, &f[..head]);
+    for (o, l) in [(0, split), (split, rest.len() - split)] {
+        let span = b.pool.attach_region(region, at + o as u64, l).unwrap();
+        assert!(m.chain(span).is_ok());
+    }
+    assert_eq!((m.nb_segs(), m.frame_len()), (3, f.len()));
+    m
+}
+
 /// A case's name in assertion messages.
 fn case(v6: bool, algorithm: Algorithm, tunnelled: bool, esn: bool) -> String {
     format!(
@@ -198,6 +214,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     let b = bench("esp");
     esp_interoperates_with_scapy_both_ways_4303(&b);
     zero_copy_frames_are_sealed_where_they_lie_4303(&b);
+    a_device_without_cpu_crypto_does_esp_through_crypto_ops_4303(&b);
     replayed_corrupted_and_truncated_esp_is_dropped_and_counted_4303_3_4(&b);
     bursts_keep_order_and_judge_each_packet_4303_3_4(&b);
     tunnel_esp_from_another_gateway_is_dropped(&b);
@@ -321,20 +338,7 @@ fn zero_copy_frames_are_sealed_where_they_lie_4303(b: &Bench) {
                             burst.push(mbuf(&b.pool, f));
                             continue;
                         }
-                        // The headers and a little of the SCTP packet in our mbuf, the rest
-                        // from the region, in two spans.
-                        let head = if v6 { 14 + 40 + 28 } else { 14 + 20 + 28 };
-                        let rest = &f[head..];
-                        let at = i as u64 * 4096;
-                        let split = rest.len() / 3;
-                        region.place(at, rest).unwrap();
-                        let mut m = mbuf(&b.pool, &f[..head]);
-                        for (o, l) in [(0, split), (split, rest.len() - split)] {
-                            let span = b.pool.attach_region(&region, at + o as u64, l).unwrap();
-                            assert!(m.chain(span).is_ok());
-                        }
-                        assert_eq!((m.nb_segs(), m.frame_len()), (3, f.len()));
-                        burst.push(m);
+                        burst.push(zero_copy(b, &region, i as u64 * 4096, f, v6));
                     }
                     let crc = region.crc32c(0, 3 * 4096).unwrap();
                     let mut sealed = Vec::new();
@@ -378,6 +382,90 @@ fn zero_copy_frames_are_sealed_where_they_lie_4303(b: &Bench) {
         }
     }
     assert_eq!(cases, 24);
+}
+
+/// Issue 15 item 1, "a hardware or inline-crypto device used where ...": a device without CPU
+/// crypto, as a hardware lookaside device is, does every packet through crypto ops
+/// (`rte_ipsec_pkt_crypto_prepare`, enqueue, dequeue, `rte_ipsec_pkt_process`).
+/// `crypto_openssl` (OpenSSL, lookaside only) stands in for one. For each algorithm, IPv4
+/// transport and IPv6 tunnel (with ESN): what it seals (a zero-copy frame, out of place under
+/// AES-GCM, and a frame of our own) scapy opens to the very frame; what scapy seals it opens;
+/// a replay (RFC 4303 §3.4.3) and a flipped ICV bit (§3.4.4) are dropped and counted.
+fn a_device_without_cpu_crypto_does_esp_through_crypto_ops_4303(b: &Bench) {
+    let dev = CryptoDev::open("crypto_openssl0").unwrap_or_else(|e| panic!("crypto_openssl0: {e}"));
+    let region = Region::from_dpdk(&b.eal, 4096, None).unwrap();
+    let now = Instant::now();
+    for algorithm in ALGORITHMS {
+        for (v6, tunnelled) in [(false, false), (true, true)] {
+            let (esn, what) = (v6, case(v6, algorithm, tunnelled, v6));
+            let mode = |reverse| {
+                if tunnelled {
+                    tunnel(v6, reverse)
+                } else {
+                    Mode::Transport
+                }
+            };
+            let out_cfg = sa(algorithm, Direction::Out, mode(false), esn);
+            let out = EspSa::new(&dev, &out_cfg, v6).unwrap();
+            assert_eq!(out.out_of_place(), algorithm.is_aead(), "{what}");
+            let frames = [sctp_frame(v6, 900, 0x71), sctp_frame(v6, 333, 0x72)];
+            let burst = vec![
+                zero_copy(b, &region, 0, &frames[0], v6),
+                mbuf(&b.pool, &frames[1]),
+            ];
+            let crc = region.crc32c(0, 4096).unwrap();
+            let mut sealed = Vec::new();
+            out.encrypt_burst(burst, &b.pool, now, &mut sealed);
+            assert_eq!(sealed.len(), 2, "{what}: {:?}", out.stats.snapshot());
+            for (k, (esp, f)) in sealed.iter().zip(&frames).enumerate() {
+                let opened = scapy("decrypt", &out_cfg, &esp.data()[14..], k as u64 + 1);
+                assert_eq!(
+                    opened,
+                    f[14..],
+                    "{what}: frame {k} opened to something else"
+                );
+            }
+            drop(sealed);
+            assert_eq!(
+                region.crc32c(0, 4096).unwrap(),
+                crc,
+                "{what}: region written"
+            );
+            let copies = if algorithm.is_aead() { 0 } else { 1 };
+            assert_eq!(out.stats.snapshot().copied, copies, "{what}");
+
+            let in_cfg = sa(algorithm, Direction::In, mode(false), esn);
+            let inb = EspSa::new(&dev, &in_cfg, v6).unwrap();
+            let wire = |seq: u64, frame: &[u8]| {
+                let sealed = scapy("encrypt", &in_cfg, &frame[14..], seq);
+                let mut w = frame[..12].to_vec();
+                w.extend_from_slice(if v6 { &[0x86, 0xdd] } else { &[8, 0] });
+                w.extend_from_slice(&sealed);
+                w
+            };
+            let first = wire(1, &frames[0]);
+            let opened = inb.decrypt(mbuf(&b.pool, &first), &b.pool, now);
+            let opened = opened.unwrap_or_else(|e| panic!("{what}: {e:?}"));
+            assert_eq!(
+                opened.data(),
+                &frames[0][..],
+                "{what}: we opened something else"
+            );
+            let replay = inb.decrypt(mbuf(&b.pool, &first), &b.pool, now);
+            assert_eq!(replay.err(), Some(EspDrop::Replay), "{what}");
+            let mut flipped = wire(2, &frames[1]);
+            let last = flipped.len() - 1;
+            flipped[last] ^= 0x10;
+            let bad = inb.decrypt(mbuf(&b.pool, &flipped), &b.pool, now);
+            assert_eq!(bad.err(), Some(EspDrop::AuthFailed), "{what}");
+            let counts = inb.stats.snapshot();
+            assert_eq!(
+                (counts.packets, counts.replay, counts.auth_failed),
+                (1, 1, 1),
+                "{what}"
+            );
+        }
+    }
 }
 
 fn sealed_pair(b: &Bench, algorithm: Algorithm, mode: Mode) -> (EspSa, EspSa) {

@@ -10,6 +10,9 @@
 //! crypto reads the region and writes an mbuf of ours) and copied into an mbuf first, as before
 //! out-of-place sealing existed (`EspSa::copy_before_sealing`).
 //!
+//! `--device` takes another crypto device: one without CPU crypto (`crypto_openssl0`) runs
+//! every packet as crypto ops, as a hardware lookaside device would.
+//!
 //! Frames are those of a full DDP segment on a link of MTU 1500 and 9000 less the ESP
 //! headroom of the algorithm, as the endpoint sends them.
 #![forbid(unsafe_code)]

@@ -53,9 +53,12 @@ pub struct CryptoDev {
     id: u8,
     name: String,
     sessions: NonNull<sys::rte_mempool>,
-    /// Crypto ops for the out-of-place path ([`oop`]), on the device that does it; null
-    /// elsewhere, and when the device cannot read a chain and write one buffer
-    /// (RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT).
+    /// CPU crypto (RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO): synchronous, on the calling core, no
+    /// ops. Without it every packet goes through crypto ops ([`oop`]).
+    cpu: bool,
+    /// It reads a chain and writes one buffer (RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT).
+    oop_sgl: bool,
+    /// Crypto ops, on a device used through them ([`oop`]); null elsewhere.
     ops: *mut sys::rte_mempool,
     /// Queue pair 0, which every data core's out-of-place seals share: enqueue and dequeue
     /// on one queue pair are not thread-safe.
@@ -80,19 +83,22 @@ impl CryptoDev {
     /// running EAL.
     pub fn open(name: &str) -> Result<Arc<CryptoDev>, DpdkError> {
         let mut dev = CryptoDev::open_one(name, false)?;
-        // Out-of-place seals ([`oop`]) go to a `crypto_aesni_gcm` beside it: it walks a chain
+        // A device without CPU crypto (a hardware lookaside device, or `crypto_openssl`) does
+        // everything through crypto ops ([`oop`]), out of place too where it can. Beside a
+        // CPU crypto device, out-of-place seals go to a `crypto_aesni_gcm`: it walks a chain
         // with one GCM update per segment, where `crypto_aesni_mb` submits a job per segment
         // to its job manager (1.6x the cost of a copy and an in-place seal at MTU 1500,
-        // `esp-bench`). Without it zero-copy frames are copied before sealing.
-        dev.oop = CryptoDev::open_one(&format!("crypto_aesni_gcm_oop{}", dev.id), true)
-            .ok()
-            .filter(|d| !d.ops.is_null())
-            .map(Arc::new);
+        // `esp-bench`). Without either, zero-copy frames are copied before sealing.
+        if dev.cpu {
+            dev.oop = CryptoDev::open_one(&format!("crypto_aesni_gcm_oop{}", dev.id), true)
+                .ok()
+                .filter(|d| d.oop_sgl)
+                .map(Arc::new);
+        }
         Ok(Arc::new(dev))
     }
 
-    /// The device `name` alone; with a pool of crypto ops if `ops` and it can read a chain
-    /// and write one buffer.
+    /// The device `name` alone; with a pool of crypto ops if `ops` or it has no CPU crypto.
     fn open_one(name: &str, ops: bool) -> Result<CryptoDev, DpdkError> {
         let c_name = CString::new(name).map_err(|_| DpdkError::new("crypto device name", 22))?;
         // rte_vdev_init lives in the vdev bus driver, which libdpdk's link line leaves out; the
@@ -120,12 +126,14 @@ impl CryptoDev {
         let mut info = sys::rte_cryptodev_info::default();
         // SAFETY: a valid device id and an out-parameter of the right type.
         unsafe { sys::rte_cryptodev_info_get(id, &mut info) };
-        if info.feature_flags & u64::from(sys::RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO) == 0 {
+        if info.feature_flags & u64::from(sys::RTE_CRYPTODEV_FF_SYMMETRIC_CRYPTO) == 0 {
             return Err(DpdkError::new(
-                format!("{name} cannot do CPU crypto (RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO); use crypto_aesni_mb"),
+                format!("{name} has no symmetric crypto (RTE_CRYPTODEV_FF_SYMMETRIC_CRYPTO)"),
                 95,
             ));
         }
+        let cpu = info.feature_flags & u64::from(sys::RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO) != 0;
+        let oop_sgl = info.feature_flags & u64::from(sys::RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT) != 0;
         let mut conf = sys::rte_cryptodev_config {
             socket_id: 0,
             nb_queue_pairs: 1,
@@ -162,9 +170,7 @@ impl CryptoDev {
         }
         let sessions = NonNull::new(pool)
             .ok_or_else(|| DpdkError::from_rte_errno("rte_cryptodev_sym_session_pool_create"))?;
-        let ops = if ops
-            && info.feature_flags & u64::from(sys::RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT) != 0
-        {
+        let ops = if ops || !cpu {
             oop::op_pool(id)?
         } else {
             std::ptr::null_mut()
@@ -194,6 +200,8 @@ impl CryptoDev {
             id,
             name: name.to_owned(),
             sessions,
+            cpu,
+            oop_sgl,
             ops,
             qp: Mutex::new(()),
             oop: None,
@@ -491,7 +499,12 @@ impl EspSa {
         let rc = unsafe { sys::rte_ipsec_sa_init(sa.as_ptr(), &prm, size as u32) };
         let mut session = Box::new(Session(sys::rte_ipsec_session::default()));
         session.0.sa = sa.as_ptr();
-        session.0.type_ = sys::RTE_SECURITY_ACTION_TYPE_CPU_CRYPTO;
+        // CPU crypto where the device has it; else every packet through crypto ops.
+        session.0.type_ = if dev.cpu {
+            sys::RTE_SECURITY_ACTION_TYPE_CPU_CRYPTO
+        } else {
+            sys::RTE_SECURITY_ACTION_TYPE_NONE
+        };
         session.0.__bindgen_anon_1.crypto = sys::rte_ipsec_session__bindgen_ty_1__bindgen_ty_1 {
             ses: crypto.as_ptr().cast(),
             dev_id: dev.id,
@@ -504,7 +517,7 @@ impl EspSa {
             unsafe { sys::rte_ipsec_session_prepare(&mut session.0) }
         };
         let lookaside = match dev.oop.as_ref() {
-            Some(od) if rc2 >= 0 && egress && a.is_aead() => {
+            Some(od) if rc2 >= 0 && egress && a.is_aead() && dev.cpu => {
                 // SAFETY: as for the first session, on the out-of-place device and its pool.
                 let ses = unsafe {
                     sys::rte_cryptodev_sym_session_create(od.id, head, od.sessions.as_ptr())
@@ -556,7 +569,7 @@ impl EspSa {
         Ok(EspSa {
             config: config.clone(),
             ipv6,
-            out_of_place: lookaside.is_some(),
+            out_of_place: lookaside.is_some() || (!dev.cpu && egress && a.is_aead() && dev.oop_sgl),
             engine: Mutex::new(Engine {
                 sa,
                 session,
@@ -650,9 +663,10 @@ impl EspSa {
 
     /// What each of `frames` became, in their order; drops counted.
     fn seal(&self, frames: Vec<Mbuf>, pool: &Mempool, now: Instant) -> Vec<Result<Mbuf, EspDrop>> {
-        // A burst with a zero-copy frame goes whole through the lookaside session, so that
-        // sequence numbers follow the burst's order.
-        if self.out_of_place() && frames.iter().any(|f| own_room(f).is_none()) {
+        // A device without CPU crypto takes every burst as ops; a burst with a zero-copy frame
+        // goes whole through the lookaside session, so that sequence numbers follow the
+        // burst's order.
+        if !self.dev.cpu || self.out_of_place() && frames.iter().any(|f| own_room(f).is_none()) {
             return self.seal_out_of_place(frames, pool, now);
         }
         let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
@@ -831,13 +845,20 @@ impl EspSa {
             let (prepared, good, errno) = if n == 0 {
                 (Vec::new(), Vec::new(), 0)
             } else {
-                // SAFETY: single-segment mbufs of our own (open_ready), l2/l3 lengths set, the
-                // session prepared in new(); the SA's state is ours under the lock. rte_ipsec
-                // moves the packets it could not take behind the ones it took.
-                let k = unsafe {
-                    sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, ptrs.as_mut_ptr(), n)
+                // The crypto runs inside prepare on the calling core, or through the device's
+                // ops on a device without CPU crypto.
+                let (k, errno) = if self.dev.cpu {
+                    // SAFETY: single-segment mbufs of our own (open_ready), l2/l3 lengths set,
+                    // the session prepared in new(); the SA's state is ours under the lock.
+                    // rte_ipsec moves the packets it could not take behind the ones it took.
+                    let k = unsafe {
+                        sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, ptrs.as_mut_ptr(), n)
+                    };
+                    (k, if k < n { dpdk_sys::rte_errno() } else { 0 })
+                } else {
+                    let (k, errno) = self.prepare_through_ops(&engine.session, &mut ptrs);
+                    (k as u16, errno)
                 };
-                let errno = if k < n { dpdk_sys::rte_errno() } else { 0 };
                 let prepared = ptrs[..usize::from(k)].to_vec();
                 failed.extend(submitted.iter().filter_map(|s| {
                     let m = results[s.0].as_ref().ok()?;
@@ -968,7 +989,8 @@ impl EspSa {
 impl Drop for EspSa {
     fn drop(&mut self) {
         let e = self.engine.get_mut().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: no packet is in flight (CPU crypto is synchronous) and nothing else holds
+        // SAFETY: no packet is in flight (CPU crypto is synchronous, and every op is dequeued
+        // before the call that enqueued it returns) and nothing else holds
         // the SA or the session; each is released once, the SA before its memory.
         unsafe {
             sys::rte_ipsec_sa_fini(e.sa.as_ptr());

@@ -25,6 +25,11 @@
 //!   `rte_zmalloc` per packet, worse than ours. Those SAs keep the copy and CPU crypto
 //!   (`SaStats::copied` counts it).
 //!
+//! The same ops carry every packet on a device without CPU crypto (a hardware lookaside
+//! device's case; `crypto_openssl` here): [`EspSa::seal_out_of_place`] seals frames of our own
+//! in place through them, and [`EspSa::prepare_through_ops`] stands in for CPU crypto when
+//! opening.
+//!
 //! The ops go through the device's queue pair 0 and are dequeued before the call returns: the
 //! software PMD does the work inside the dequeue, so this is as synchronous as CPU crypto. A
 //! hardware lookaside device would make the data core wait for it here.
@@ -122,16 +127,13 @@ impl EspSa {
         }
         if !ready.is_empty() {
             let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+            // The lookaside session beside CPU crypto, or the SA's own on a device of ops.
+            let (session, dev) = match engine.lookaside.as_ref() {
+                Some(la) => (&*la.session, &*la.dev),
+                None => (&*engine.session, &*self.dev),
+            };
             for chunk in ready.chunks_mut(OPS_AT_ONCE) {
-                match engine.lookaside.as_ref() {
-                    Some(la) => self.seal_chunk(la, chunk, &mut results),
-                    // seal() comes here only for an SA that has the session.
-                    None => {
-                        for r in chunk.iter() {
-                            results[r.i] = Err(EspDrop::Malformed);
-                        }
-                    }
-                }
+                self.seal_chunk(session, dev, chunk, &mut results);
             }
         }
         for r in &results {
@@ -155,22 +157,24 @@ impl EspSa {
             return Err(EspDrop::Expired);
         }
         let tail = self.config.algorithm.block() - 1 + TAIL_SCRATCH;
-        let (m, dst) = if own_room(&frame).is_some() || !chain_is_ours_to_relink(&frame) {
-            (own_copy(frame, pool, tail, &self.stats.copied)?, None)
-        } else {
-            let before = frame.frame_len();
-            let dst = Mbuf::alloc(pool).ok_or(EspDrop::NoRoom)?;
-            if dst.tailroom_total() < before + self.config.overhead() {
-                return Err(EspDrop::NoRoom);
-            }
-            let trailer = Mbuf::alloc(pool).ok_or(EspDrop::NoRoom)?;
-            if trailer.tailroom_total() < tail {
-                return Err(EspDrop::NoRoom);
-            }
-            let mut frame = frame;
-            frame.chain(trailer).map_err(|_| EspDrop::NoRoom)?;
-            (frame, Some(dst))
-        };
+        let (m, dst) =
+            if !self.out_of_place || own_room(&frame).is_some() || !chain_is_ours_to_relink(&frame)
+            {
+                (own_copy(frame, pool, tail, &self.stats.copied)?, None)
+            } else {
+                let before = frame.frame_len();
+                let dst = Mbuf::alloc(pool).ok_or(EspDrop::NoRoom)?;
+                if dst.tailroom_total() < before + self.config.overhead() {
+                    return Err(EspDrop::NoRoom);
+                }
+                let trailer = Mbuf::alloc(pool).ok_or(EspDrop::NoRoom)?;
+                if trailer.tailroom_total() < tail {
+                    return Err(EspDrop::NoRoom);
+                }
+                let mut frame = frame;
+                frame.chain(trailer).map_err(|_| EspDrop::NoRoom)?;
+                (frame, Some(dst))
+            };
         // The headers are in the first segment (the zero-copy sender's own buffer).
         let (m, eth, before) = self.framed(m)?;
         Ok((m, eth, before, dst))
@@ -180,42 +184,23 @@ impl EspSa {
     /// the frame in `results`.
     fn seal_chunk(
         &self,
-        la: &super::Lookaside,
+        session: &super::Session,
+        dev: &CryptoDev,
         chunk: &mut [Ready],
         results: &mut [Result<Mbuf, EspDrop>],
     ) {
-        let (session, dev) = (&*la.session, &*la.dev);
         let _qp = dev.qp.lock().unwrap_or_else(|p| p.into_inner());
         let n = chunk.len();
         let mut ptrs: Vec<*mut sys::rte_mbuf> = chunk.iter().map(|r| r.src).collect();
-        let mut ops = [std::ptr::null_mut::<sys::rte_crypto_op>(); OPS_AT_ONCE];
-        // SAFETY: a live op pool of this device; n <= OPS_AT_ONCE; all or none are allocated.
-        let got = unsafe {
-            sys::rte_crypto_op_bulk_alloc(
-                dev.ops,
-                sys::RTE_CRYPTO_OP_TYPE_SYMMETRIC,
-                ops.as_mut_ptr(),
-                n as u16,
-            )
-        };
-        if got as usize != n {
+        let Some(mut ops) = dev.alloc_ops(n) else {
             for r in chunk.iter() {
                 results[r.i] = Err(EspDrop::NoRoom);
             }
             return;
-        }
+        };
         // SAFETY: the frames are ours, their lengths set (out_ready), their last segments ours
-        // with room for the trailer; the ops are fresh. rte_ipsec moves the frames it could not
-        // take behind the ones it took, and fills ops[j] for ptrs[j], j < k.
-        let k = usize::from(unsafe {
-            sys::rte_ipsec_pkt_crypto_prepare(
-                &session.0,
-                ptrs.as_mut_ptr(),
-                ops.as_mut_ptr(),
-                n as u16,
-            )
-        });
-        let errno = if k < n { dpdk_sys::rte_errno() } else { 0 };
+        // with room for the trailer.
+        let (k, errno) = unsafe { crypto_prepare(session, &mut ptrs, &mut ops) };
         // Where ptrs[j] is in the chunk: the same place unless prepare refused some (rare).
         let at: Vec<usize> = ptrs[..k]
             .iter()
@@ -255,10 +240,7 @@ impl EspSa {
             }
         }
         self.run_ops(dev, &mut queued);
-        for &op in &ops[..n] {
-            // SAFETY: every op came from the pool above and none is in flight any more.
-            unsafe { sys::rte_crypto_op_free(op) };
-        }
+        free_ops(&ops[..n]);
         // The frames sealed in place are finished by rte_ipsec (with ESN it moves the ICV over
         // the high sequence bits it kept behind the trailer), which checks each one's failure
         // flag and moves the failed behind the good. The sources of out-of-place seals are
@@ -301,6 +283,45 @@ impl EspSa {
                 Err(refused(errno))
             };
         }
+    }
+
+    /// What `rte_ipsec_pkt_cpu_prepare` does, on a device of crypto ops: rte_ipsec prepares
+    /// `ptrs` (frames of our own) for `session` and the device runs their crypto, a chunk at a
+    /// time. As with the CPU call, the prepared come first in `ptrs` (their number returned,
+    /// with the errno prepare left for the others), and each whose crypto failed is flagged
+    /// RX_SEC_OFFLOAD_FAILED for `rte_ipsec_pkt_process`.
+    pub(super) fn prepare_through_ops(
+        &self,
+        session: &super::Session,
+        ptrs: &mut [*mut sys::rte_mbuf],
+    ) -> (usize, i32) {
+        let dev = &*self.dev;
+        let _qp = dev.qp.lock().unwrap_or_else(|p| p.into_inner());
+        let mut prepared = Vec::with_capacity(ptrs.len());
+        let mut refused = Vec::new();
+        let mut errno = 0;
+        for chunk in ptrs.chunks_mut(OPS_AT_ONCE) {
+            let n = chunk.len();
+            let Some(mut ops) = dev.alloc_ops(n) else {
+                refused.extend_from_slice(chunk);
+                errno = 28;
+                continue;
+            };
+            // SAFETY: frames of ours with their lengths set (open_ready).
+            let (k, e) = unsafe { crypto_prepare(session, chunk, &mut ops) };
+            if k < n {
+                errno = e;
+            }
+            let mut queued = ops[..k].to_vec();
+            self.run_ops(dev, &mut queued);
+            free_ops(&ops[..n]);
+            prepared.extend_from_slice(&chunk[..k]);
+            refused.extend_from_slice(&chunk[k..]);
+        }
+        let k = prepared.len();
+        ptrs[..k].copy_from_slice(&prepared);
+        ptrs[k..].copy_from_slice(&refused);
+        (k, errno)
     }
 
     /// Enqueues `queued` on queue pair 0 of `dev` and dequeues until every op is back; an op
@@ -349,6 +370,58 @@ impl EspSa {
             back += d;
         }
     }
+}
+
+impl CryptoDev {
+    /// `n` (at most [`OPS_AT_ONCE`]) fresh crypto ops of this device, or `None` when its pool
+    /// is dry.
+    fn alloc_ops(&self, n: usize) -> Option<[*mut sys::rte_crypto_op; OPS_AT_ONCE]> {
+        let mut ops = [std::ptr::null_mut::<sys::rte_crypto_op>(); OPS_AT_ONCE];
+        // SAFETY: a live op pool of this device (a device used through ops has one);
+        // n <= OPS_AT_ONCE; all or none are allocated.
+        let got = unsafe {
+            sys::rte_crypto_op_bulk_alloc(
+                self.ops,
+                sys::RTE_CRYPTO_OP_TYPE_SYMMETRIC,
+                ops.as_mut_ptr(),
+                n.min(OPS_AT_ONCE) as u16,
+            )
+        };
+        (got as usize == n).then_some(ops)
+    }
+}
+
+/// Gives ops back to their pool.
+fn free_ops(ops: &[*mut sys::rte_crypto_op]) {
+    for &op in ops {
+        // SAFETY: each came from alloc_ops and none is in flight any more (run_ops returned).
+        unsafe { sys::rte_crypto_op_free(op) };
+    }
+}
+
+/// rte_ipsec's lookaside prepare of `mbufs` into `ops`: it moves the frames it refuses behind
+/// the ones it takes and fills `ops[j]` for `mbufs[j]`, j < k. Returns k and the errno it left
+/// for the others (0 when it took all).
+///
+/// # Safety
+/// The frames are live mbufs of ours with their l2/l3 lengths set, and the last segment of
+/// each has room for the trailer; `ops` are fresh, at least `mbufs.len()` of them.
+unsafe fn crypto_prepare(
+    session: &super::Session,
+    mbufs: &mut [*mut sys::rte_mbuf],
+    ops: &mut [*mut sys::rte_crypto_op],
+) -> (usize, i32) {
+    let n = mbufs.len().min(ops.len());
+    // SAFETY: per the contract; the session was prepared for this SA in EspSa::new.
+    let k = usize::from(unsafe {
+        sys::rte_ipsec_pkt_crypto_prepare(
+            &session.0,
+            mbufs.as_mut_ptr(),
+            ops.as_mut_ptr(),
+            n as u16,
+        )
+    });
+    (k, if k < n { dpdk_sys::rte_errno() } else { 0 })
 }
 
 /// Whether every segment of `frame` is held by this frame alone, the first one in its own
