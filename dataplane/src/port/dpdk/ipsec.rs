@@ -21,7 +21,7 @@ use std::ffi::{c_void, CString};
 use std::net::IpAddr;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use dpdk_sys as sys;
@@ -74,6 +74,9 @@ unsafe impl Send for CryptoDev {}
 // SAFETY: as above.
 unsafe impl Sync for CryptoDev {}
 
+/// The crypto devices open in this process, by name.
+static OPEN: Mutex<Vec<(String, Weak<CryptoDev>)>> = Mutex::new(Vec::new());
+
 /// Sessions the pool holds: one per SA.
 const SESSIONS: u32 = 1023;
 
@@ -82,6 +85,16 @@ impl CryptoDev {
     /// CPU crypto, configures and starts it, and the out-of-place device beside it. Needs a
     /// running EAL.
     pub fn open(name: &str) -> Result<Arc<CryptoDev>, DpdkError> {
+        // One value a device: its queue pair has one lock, its pools one owner.
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        open.retain(|(_, d)| d.strong_count() > 0);
+        if let Some(dev) = open
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, d)| d.upgrade())
+        {
+            return Ok(dev);
+        }
         let mut dev = CryptoDev::open_one(name, false)?;
         // A device without CPU crypto (a hardware lookaside device, or `crypto_openssl`) does
         // everything through crypto ops ([`oop`]), out of place too where it can. Beside a
@@ -95,7 +108,9 @@ impl CryptoDev {
                 .filter(|d| d.oop_sgl)
                 .map(Arc::new);
         }
-        Ok(Arc::new(dev))
+        let dev = Arc::new(dev);
+        open.push((name.to_owned(), Arc::downgrade(&dev)));
+        Ok(dev)
     }
 
     /// The device `name` alone; with a pool of crypto ops if `ops` or it has no CPU crypto.

@@ -343,7 +343,19 @@ impl EspSa {
                     )
                 });
                 sent += e;
-                if e == 0 && back == sent {
+                // A device that works inside enqueue (crypto_openssl) stops at an op it could
+                // not process (status ERROR) and never returns it: that frame fails, the ops
+                // behind it are offered again.
+                // SAFETY: a prepared op of ours, not in flight (the device refused it).
+                let refused = sent < queued.len()
+                    && unsafe { (*queued[sent]).__bindgen_anon_1.__bindgen_anon_1.status }
+                        == sys::RTE_CRYPTO_OP_STATUS_ERROR as u8;
+                if refused {
+                    // SAFETY: as above; its m_src is one of our frames.
+                    unsafe { (*(*sym_of(queued[sent])).m_src).ol_flags |= RX_SEC_OFFLOAD_FAILED };
+                    sent += 1;
+                    back += 1;
+                } else if e == 0 && back == sent {
                     // The device takes nothing and holds nothing of ours: what is left fails.
                     for &op in &queued[sent..] {
                         // SAFETY: a prepared op of ours; its m_src is one of our frames.
@@ -465,7 +477,7 @@ unsafe fn redirect(op: *mut sys::rte_crypto_op, dst: &mut Mbuf, icv: usize, sqh:
         if off + len + sqh + icv != total
             || off > usize::from((*src).data_len)
             || usize::from((*last).data_len) < sqh + icv
-            || dst.tailroom_total() < total
+            || dst.tailroom_total() < total - sqh
             || total > usize::from(u16::MAX)
         {
             return false;
