@@ -201,6 +201,13 @@ fn scapy(op: &str, cfg: &SaConfig, ip: &[u8], seq: u64) -> Vec<u8> {
     unhex(String::from_utf8_lossy(&out.stdout).trim())
 }
 
+/// Scapy opens `ip`, sealed under `cfg` with sequence number `seq`, to the IP packet of
+/// `frame`.
+fn scapy_opens_to(cfg: &SaConfig, ip: &[u8], seq: u64, frame: &[u8], what: &str) {
+    let opened = scapy("decrypt", cfg, ip, seq);
+    assert_eq!(opened, frame[14..], "{what} opened to something else");
+}
+
 /// Fields drop in order: the device and the pool before the EAL.
 struct Bench {
     dev: std::sync::Arc<CryptoDev>,
@@ -359,12 +366,7 @@ fn zero_copy_frames_are_sealed_where_they_lie_4303(b: &Bench) {
                             assert_eq!(ipv4_sum(&ip[..20]), 0xffff, "{what}: IPv4 checksum");
                         }
                         assert_eq!(&ip[esp_at + 4..esp_at + 8], &(seq as u32).to_be_bytes());
-                        let opened = scapy("decrypt", &cfg, ip, seq);
-                        assert_eq!(
-                            opened,
-                            f[14..],
-                            "{what}: frame {k} opened to something else"
-                        );
+                        scapy_opens_to(&cfg, ip, seq, f, &format!("{what}: frame {k}"));
                     }
                     drop(sealed);
                     assert_eq!(
@@ -422,12 +424,8 @@ fn a_device_without_cpu_crypto_does_esp_through_crypto_ops_4303(b: &Bench) {
             out.encrypt_burst(burst, &b.pool, now, &mut sealed);
             assert_eq!(sealed.len(), 2, "{what}: {:?}", out.stats.snapshot());
             for (k, (esp, f)) in sealed.iter().zip(&frames).enumerate() {
-                let opened = scapy("decrypt", &out_cfg, &esp.data()[14..], k as u64 + 1);
-                assert_eq!(
-                    opened,
-                    f[14..],
-                    "{what}: frame {k} opened to something else"
-                );
+                let ip = &esp.data()[14..];
+                scapy_opens_to(&out_cfg, ip, k as u64 + 1, f, &format!("{what}: frame {k}"));
             }
             drop(sealed);
             assert_eq!(

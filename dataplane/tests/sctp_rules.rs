@@ -1056,18 +1056,7 @@ fn heartbeat_on_an_idle_path_8_3() {
 fn unanswered_heartbeats_are_paced_by_hb_interval_and_rto_8_3() {
     let (mut c, _s) = heartbeating_pair();
     // The peer is gone: run the timers and note when each HEARTBEAT leaves.
-    let mut sent = Vec::new();
-    while let Some(at) = c.poll_timeout() {
-        if c.is_closed() || at > t(60_000) {
-            break;
-        }
-        c.handle_timeout(at);
-        for p in drain(&mut c, at) {
-            if matches!(chunks(&p)[0], ChunkRepr::Heartbeat(_)) {
-                sent.push(at.saturating_since(t(0)).as_millis());
-            }
-        }
-    }
+    let sent = heartbeats_sent(&mut c);
     // RTO.Initial is 100 ms here. The first goes at HB.interval + RTO; each unanswered one
     // counts its error an RTO after it left (RTO then doubles) and the next leaves HB.interval
     // after that: sends 1 100 ms + RTO apart (100, then 200 ms), errors at 1 200, 2 400 and
@@ -1075,6 +1064,24 @@ fn unanswered_heartbeats_are_paced_by_hb_interval_and_rto_8_3() {
     assert_eq!(sent, vec![1100, 2200, 3400], "HEARTBEATs sent at (ms)");
     assert!(c.is_closed(), "the third unanswered one ends it");
     assert_eq!(c.poll_timeout(), None);
+}
+
+/// Runs `c`'s timers with the peer gone, until it closes (or a minute passes): when each
+/// HEARTBEAT left, in ms from t(0).
+fn heartbeats_sent(c: &mut Association) -> Vec<u128> {
+    let mut sent = Vec::new();
+    while let Some(at) = c.poll_timeout() {
+        if c.is_closed() || at > t(60_000) {
+            break;
+        }
+        c.handle_timeout(at);
+        for p in drain(c, at) {
+            if matches!(chunks(&p)[0], ChunkRepr::Heartbeat(_)) {
+                sent.push(at.saturating_since(t(0)).as_millis());
+            }
+        }
+    }
+    sent
 }
 
 /// A client association with HB.interval 1 s and Association.Max.Retrans 2, established
@@ -1132,18 +1139,7 @@ fn heartbeats_are_jittered_by_half_an_rto_8_3() {
     // Unanswered: each leaves HB.interval + RTO ± RTO/2 after the one before, whose RTO
     // (100, then 200 ms) passed first; the third ends the association.
     let (mut c, _s) = established_with_secret(config, [7; 32]);
-    let mut sent = Vec::new();
-    while let Some(at) = c.poll_timeout() {
-        if c.is_closed() || at > t(60_000) {
-            break;
-        }
-        c.handle_timeout(at);
-        for p in drain(&mut c, at) {
-            if matches!(chunks(&p)[0], ChunkRepr::Heartbeat(_)) {
-                sent.push(at.saturating_since(t(0)).as_millis());
-            }
-        }
-    }
+    let sent = heartbeats_sent(&mut c);
     assert_eq!(sent.len(), 3, "HEARTBEATs sent at {sent:?} (ms)");
     assert!((1050..1150).contains(&sent[0]), "{sent:?}");
     for (gap, rto) in [(sent[1] - sent[0], 100), (sent[2] - sent[1], 200)] {
