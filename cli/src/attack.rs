@@ -7,7 +7,7 @@
 //! one, so that a harness can read the server's counters in between (`cli/tests/attacks.rs`).
 
 use std::io::BufRead;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +30,8 @@ use crate::options::split_args;
 const OUR_PORT: u16 = 40_000;
 /// INITs of the flood sent and not yet answered, at most.
 const FLOOD_WINDOW: u64 = 256;
+/// The link's MTU (memif's default frame).
+const LINK_MTU: usize = 1500;
 /// Queue pairs of our port.
 const QUEUES: u16 = 2;
 /// SCTP streams we ask for; the endpoint must grant as many (`--streams`) for the
@@ -52,12 +54,12 @@ const TERMINATE: u16 = 4;
                   --peer 198.18.0.2"
 )]
 struct Args {
-    /// Our IPv4 address.
+    /// Our address, IPv4 or IPv6 (the peer's family).
     #[arg(long)]
-    ip: Ipv4Addr,
+    ip: IpAddr,
     /// The endpoint attacked.
     #[arg(long)]
-    peer: Ipv4Addr,
+    peer: IpAddr,
     /// Its SCTP port.
     #[arg(long, default_value_t = 5000)]
     port: u16,
@@ -70,10 +72,11 @@ struct Args {
     /// The endpoint's Valid.Cookie.Life, ms: the stale COOKIE ECHO waits it out.
     #[arg(long, default_value_t = 500)]
     cookie_life_ms: u64,
-    /// The MULPDU the endpoint announces (RFC 5043 §9; 1418 on a 1500-byte link, 32 bytes
-    /// kept for a bundled SACK): the oversize attack sends one octet more.
-    #[arg(long, default_value_t = 1418)]
-    mulpdu: usize,
+    /// The MULPDU the endpoint announces (RFC 5043 §9; on a 1500-byte link 1418 over IPv4 and
+    /// 1398 over IPv6, 32 bytes kept for a bundled SACK): the oversize attack sends one octet
+    /// more. Default: the 1500-byte link's, by the peer's family.
+    #[arg(long)]
+    mulpdu: Option<usize>,
     /// After each attack, wait for a line on stdin (a harness reads counters meanwhile).
     #[arg(long)]
     step: bool,
@@ -223,9 +226,14 @@ struct Attacker {
 
 impl Attacker {
     fn new(port: Arc<DpdkPort>, args: &Args) -> Result<Attacker, String> {
-        let peer = IpAddr::V4(args.peer);
+        let peer = args.peer;
+        let (v4, v6) = match (args.ip, peer) {
+            (IpAddr::V4(ip), IpAddr::V4(_)) => (Some(ip), None),
+            (IpAddr::V6(ip), IpAddr::V6(_)) => (None, Some(ip)),
+            _ => return Err("--ip and --peer must be of one family".into()),
+        };
         let wire = Wire {
-            iface: Interface::new(port.mac(), Some(args.ip), None),
+            iface: Interface::new(port.mac(), v4, v6),
             port,
             peer,
             t0: std::time::Instant::now(),
@@ -236,7 +244,7 @@ impl Attacker {
         let cfg = Config {
             local_port: OUR_PORT,
             streams: STREAMS,
-            path_mtu: 1480,
+            path_mtu: LINK_MTU - Interface::ip_header_len(peer),
             rto_min: Duration::from_millis(10),
             ..Config::default()
         };
@@ -541,7 +549,10 @@ impl Attacker {
         // stream 1 (its first ended at the bounds attack), to its own region.
         let terminates = self.terminates(1);
         let (stag, to, _) = self.open(1)?;
-        let mulpdu = args.mulpdu;
+        // The endpoint's own rule, on the path this association has.
+        let mulpdu = args
+            .mulpdu
+            .unwrap_or_else(|| ddpdk_dataplane::ddp::mulpdu(self.assoc.max_message()));
         let ssn = self.next_ssn(1);
         // One octet over: a 14-byte tagged header and the payload make MULPDU + 1.
         let over = tseg(ssn, stag, to, &vec![0x77; mulpdu + 1 - 14]);

@@ -136,7 +136,8 @@ impl Node {
         });
         let ep = Endpoint::new(
             Config {
-                // The link less the IPv4 header (the runtime adjusts it for IPv6).
+                // The link less the IPv4 header; the listener sets each association's from its
+                // peer's family (`Listener::set_link`).
                 path_mtu: link_mtu - 20 - esp_headroom,
                 ..opts.sctp_config()?
             },

@@ -831,7 +831,11 @@ pub fn build<P: Port>(
     let control = Control {
         out: Tx::new(Arc::clone(&port), cores as u16),
         iface,
-        listener: Listener::new(endpoint, conn_cfg, limit),
+        listener: {
+            let mut l = Listener::new(endpoint, conn_cfg, limit);
+            l.set_link(cfg.link_mtu, cfg.esp_headroom);
+            l
+        },
         memory,
         steer,
         cores: links,
@@ -847,8 +851,6 @@ pub fn build<P: Port>(
         flows: HashMap::new(),
         ready: VecDeque::new(),
         gated: VecDeque::new(),
-        link_mtu: cfg.link_mtu,
-        esp_headroom: cfg.esp_headroom,
         stats: ControlStats::default(),
     };
     Ok((control, data))
@@ -875,11 +877,6 @@ impl Default for Clock {
     fn default() -> Self {
         Clock::new()
     }
-}
-
-/// The path MTU of an association to `peer` on a link of `link_mtu`.
-fn path_mtu(link_mtu: usize, peer: IpAddr) -> usize {
-    link_mtu - Interface::ip_header_len(peer)
 }
 
 impl<P: Port> DataCore<P> {
@@ -1597,19 +1594,10 @@ pub struct Control<P: Port> {
     ready: VecDeque<Event>,
     /// Events waiting behind a remote invalidation's revocation ([`Control::gate`]).
     gated: VecDeque<(Event, Option<Revocation>)>,
-    link_mtu: usize,
-    esp_headroom: usize,
     stats: ControlStats,
 }
 
 impl<P: Port> Control<P> {
-    /// A new association's path MTU: the link's less its IP header and IPsec's headroom,
-    /// which the receive side takes back.
-    fn size(&self, c: &mut Connection, peer: IpAddr) {
-        c.set_path_mtu(path_mtu(self.link_mtu, peer) - self.esp_headroom);
-        c.set_receive_slack(self.esp_headroom);
-    }
-
     pub fn memory(&self) -> &Memory {
         &self.memory
     }
@@ -1688,11 +1676,10 @@ impl<P: Port> Control<P> {
         if let Some(&c) = self.live.get(&(peer, port)) {
             return Err(RuntimeError::Exists(c));
         }
-        let mut c = self.listener.connect(now, peer, port);
+        let c = self.listener.connect(now, peer, port);
         let core = self
             .steer
             .owner(peer, local, port, c.association().local_port());
-        self.size(&mut c, peer);
         let conn = self.new_handle(core);
         self.live.insert((peer, port), conn);
         self.steer_flow(conn, local, &c, core);
@@ -1947,13 +1934,12 @@ impl<P: Port> Control<P> {
                 self.stats.replies += 1;
                 self.out.send_sctp_to(&mut self.iface, f.src_mac, peer, n);
             }
-            Accept::Connection(mut c) => {
+            Accept::Connection(c) => {
                 self.stats.accepted += 1;
                 let peer_port = c.association().peer_port();
                 let core =
                     self.steer
                         .owner(peer, f.ip.dst(), peer_port, c.association().local_port());
-                self.size(&mut c, peer);
                 let conn = self.new_handle(core);
                 self.live.insert((peer, peer_port), conn);
                 self.steer_flow(conn, f.ip.dst(), &c, core);

@@ -3,7 +3,8 @@
 
 use std::net::IpAddr;
 
-use ddpdk_dataplane::sctp::{Endpoint, Instant, Message as SctpMessage, Outcome};
+use ddpdk_dataplane::net::Interface;
+use ddpdk_dataplane::sctp::{Association, Endpoint, Instant, Message as SctpMessage, Outcome};
 
 use crate::memory::Place;
 use crate::session::PendingLimit;
@@ -20,6 +21,16 @@ pub struct Listener {
     pub(super) cfg: ConnConfig,
     pub(super) limit: PendingLimit,
     pub(super) early: Vec<(u16, u32, Vec<u8>)>,
+    /// The link new associations run on ([`Listener::set_link`]); `None`: the endpoint's
+    /// configured path MTU, whatever the peer's family.
+    link: Option<Link>,
+}
+
+/// A link's MTU and the headroom this end keeps in each packet for ESP.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    mtu: usize,
+    esp_headroom: usize,
 }
 
 /// What [`Listener::handle`] made of a packet that matched no connection.
@@ -40,7 +51,30 @@ impl Listener {
             cfg,
             limit,
             early: Vec::new(),
+            link: None,
         }
+    }
+
+    /// New associations run on a link of `mtu` bytes, with `esp_headroom` bytes of each packet
+    /// kept for ESP: each one's path MTU is the link's less the IP header of its peer's family
+    /// and the headroom, which the receive side takes back (a peer that adds less ESP, or none,
+    /// sends segments that large unfragmented). Set before the association exists, so that the
+    /// MULPDU its ULP is told (RFC 5043 §9) and the limit the first segments meet (a COOKIE
+    /// ECHO's bundled Initiate) are the path's.
+    pub fn set_link(&mut self, mtu: usize, esp_headroom: usize) {
+        self.link = Some(Link { mtu, esp_headroom });
+    }
+
+    /// `assoc` with its path MTU, in a connection with its receive slack.
+    fn connection(&self, mut assoc: Association, peer: IpAddr) -> Connection {
+        if let Some(link) = self.link {
+            assoc.set_path_mtu(link.mtu - Interface::ip_header_len(peer) - link.esp_headroom);
+        }
+        let mut c = Connection::new(assoc, self.cfg, self.limit.clone());
+        if let Some(link) = self.link {
+            c.set_receive_slack(link.esp_headroom);
+        }
+        c
     }
 
     pub fn endpoint(&self) -> &Endpoint {
@@ -60,7 +94,7 @@ impl Listener {
     /// Starts an association to `peer`.
     pub fn connect(&mut self, now: Instant, peer: IpAddr, port: u16) -> Connection {
         let assoc = self.endpoint.connect(now, peer, port);
-        Connection::new(assoc, self.cfg, self.limit.clone())
+        self.connection(assoc, peer)
     }
 
     /// A packet from `peer` that matched no connection. DDP chunks bundled with a COOKIE ECHO
@@ -85,7 +119,7 @@ impl Listener {
             Outcome::Ignored(_) => Accept::Ignored,
             Outcome::Reply(n) => Accept::Reply(n),
             Outcome::Accepted(assoc) => {
-                let mut c = Connection::new(*assoc, self.cfg, self.limit.clone());
+                let mut c = self.connection(*assoc, peer);
                 for (stream, ppid, data) in self.early.drain(..) {
                     c.route_one(stream, ppid, &data, memory);
                 }
