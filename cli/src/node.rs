@@ -45,7 +45,7 @@ pub struct Node {
     pub port: Arc<NodePort>,
     pub pool: Arc<Mempool>,
     pub clock: Clock,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
     lcores: Vec<LcoreJoin>,
     /// Data cores the caller polls ([`Node::poll_inline`]).
     inline: Vec<DataCore<NodePort>>,
@@ -55,6 +55,18 @@ pub struct Node {
     pub cores: usize,
     /// The lcores the data cores run on (empty when polled inline).
     pub core_lcores: Vec<u32>,
+}
+
+/// The data cores' stop flag, raised when the node goes: a node dropped on an error path
+/// without [`Node::halt`] (a key socket that cannot be bound, a core that cannot be launched)
+/// must still let its lcores end, or the EAL's drop waits for them forever, every data core
+/// spinning.
+struct Stop(Arc<AtomicBool>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for Node {
@@ -164,7 +176,7 @@ impl Node {
         )
         .map_err(|e| e.to_string())?;
         let clock = Clock::new();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop(Arc::new(AtomicBool::new(false)));
         let mut node = Node {
             port,
             pool,
@@ -183,7 +195,7 @@ impl Node {
         }
         let idle = opts.idle_policy();
         for (core, &lcore) in data.into_iter().zip(&workers) {
-            let job = launch_core(eal, lcore, core, (clock, &node.stop, idle), drop)?;
+            let job = launch_core(eal, lcore, core, (clock, &node.stop.0, idle), drop)?;
             node.lcores.push(job);
             node.core_lcores.push(lcore);
         }
@@ -208,7 +220,7 @@ impl Node {
 
     /// Stops the data cores and waits for them.
     pub fn halt(&mut self, eal: &Eal) {
-        self.stop.store(true, Ordering::Release);
+        self.stop.0.store(true, Ordering::Release);
         for job in self.lcores.drain(..) {
             eal.join(job);
         }

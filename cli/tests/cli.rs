@@ -344,6 +344,43 @@ fn an_impossible_lcore_table_is_refused_with_a_clear_message() {
     assert!(stderr.contains("worker lcore"), "{stderr}");
 }
 
+/// An endpoint that fails to start after its data cores are running (here: a key manager
+/// socket in a directory that does not exist) says why and exits 1; it used to hang in the
+/// EAL's clean-up, waiting for data cores nobody had told to stop, both CPUs spinning.
+#[test]
+fn a_start_up_error_after_the_data_cores_run_exits_instead_of_hanging() {
+    let mut e = eal();
+    e.push("--vdev=net_null0".into());
+    for app in [
+        &["--ip", "198.18.0.1", "--run-for", "1"][..],
+        &["--ddp-listen", "--ip", "198.18.0.1", "--run-for", "1"][..],
+    ] {
+        let mut args = app.to_vec();
+        args.extend(["--ipsec-socket", "/nonexistent-ddpdk-dir/keys.sock"]);
+        let mut child = ddpdk(&e, &args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run");
+        let t0 = Instant::now();
+        while child.try_wait().expect("wait").is_none() && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let hung = child.try_wait().expect("wait").is_none();
+        if hung {
+            let _ = child.kill();
+        }
+        let o = child.wait_with_output().expect("output");
+        let (_, stderr) = out(&o);
+        assert!(!hung, "{args:?}: still running after 60 s\n{stderr}");
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("--ipsec-socket /nonexistent-ddpdk-dir/keys.sock"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn sigterm_stops_cleanly() {
     let mut child = ddpdk(&eal(), &["--ring-pair", "--tx-first"])
