@@ -1437,24 +1437,34 @@ impl DdpApp {
 
     /// The peer's STag and TO a command names: a value, or `offer` (the region the peer
     /// offered on the stream, TO counted from its base).
+    /// `bytes` from offset `to` of the peer's region `stag`: where the peer offered it, the
+    /// range must lie inside what it offered, or the peer would refuse it (RFC 5041 §7.1
+    /// check 4) after this end had reported the write as sent.
     fn remote(
         &self,
         conn: ConnHandle,
         stream: u16,
         stag: StagArg,
         to: u64,
+        bytes: u64,
     ) -> Result<(Stag, u64), String> {
         match stag {
             StagArg::Value(v) => Ok((Stag(v), to)),
             StagArg::Last | StagArg::All => Ok((self.mr(stag)?.reg.stag, to)),
             StagArg::Offer => {
                 let s = lock(&self.shared);
-                let (st, base, _) = s
+                let (st, base, len) = s
                     .conns
                     .get(&conn)
                     .and_then(|v| v.sessions.get(&stream))
                     .and_then(|s| s.offer)
                     .ok_or(format!("the peer offered no region on stream {stream}"))?;
+                if to.checked_add(bytes).is_none_or(|end| end > len) {
+                    return Err(format!(
+                        "offset {to} + {bytes} bytes is past the {len} bytes the peer offered \
+                         on stream {stream} (it would refuse them: RFC 5041 §7.1 check 4)"
+                    ));
+                }
                 Ok((st, base + to))
             }
         }
@@ -1496,14 +1506,14 @@ impl DdpApp {
         }
         let target = match verb {
             Verb::Tagged { stag, to } | Verb::Write { stag, to } | Verb::Read { stag, to, .. } => {
-                let (stag, to) = self.remote(conn, stream, stag, to)?;
+                let (stag, to) = self.remote(conn, stream, stag, to, total)?;
                 to.checked_add(total)
                     .ok_or("TO + bytes wraps (RFC 5041 §7.1 check 5)")?;
                 Some((stag, to))
             }
             // Every atomic of the command names the same word.
             Verb::FetchAdd { stag, to, .. } | Verb::CmpSwap { stag, to, .. } => {
-                Some(self.remote(conn, stream, stag, to)?)
+                Some(self.remote(conn, stream, stag, to, ATOMIC_WORD as u64)?)
             }
             Verb::Untagged { .. } | Verb::Send { .. } | Verb::Immediate { .. } => None,
         };
@@ -1519,7 +1529,7 @@ impl DdpApp {
             Verb::Send {
                 invalidate: Some(stag),
                 ..
-            } => Some(self.remote(conn, stream, stag, 0)?.0),
+            } => Some(self.remote(conn, stream, stag, 0, 0)?.0),
             _ => None,
         };
         // This command's work requests: wr_ids first.., one per message. Only their completions
@@ -1693,6 +1703,10 @@ impl DdpApp {
         if let Some(v) = lock(&self.shared).conns.get_mut(&conn) {
             v.done.retain(|wr, _| *wr < first);
         }
+        // No rate and no CRC32c for a command whose work did not all happen.
+        if failed > 0 {
+            return Err(format!("{failed} of {count} work request(s) flushed"));
+        }
         let secs = t0.elapsed().as_secs_f64();
         // An atomic's result: the original value of the last one, in the sink's last slot.
         let mut original = None;
@@ -1768,9 +1782,6 @@ impl DdpApp {
                     }
                 ),
             );
-        }
-        if failed > 0 {
-            return Err(format!("{failed} work request(s) flushed"));
         }
         Ok(())
     }

@@ -1638,3 +1638,98 @@ fn rdma_shell_reads_writes_and_sends_over_memif() {
         "{server_text}"
     );
 }
+
+/// What the client can tell will not complete is refused before anything is sent, and what
+/// the peer refused is not reported as done: a Read on a stream whose ORD is 0 (RFC 5040
+/// §6.1: none may be outstanding), a Write or Read past the region the peer offered (RFC 5041
+/// §7.1 check 4: the peer would refuse it), and a Read the peer flushed with a Terminate
+/// (an unknown STag) ends in an error, with no rate or CRC32c line for it.
+#[test]
+fn rdma_shell_refuses_what_cannot_complete() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-rdma-refuse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sock = dir.join("memif.sock");
+    let eal = |role: &str, lcores: &str| {
+        let prefix = format!("ddpdk-rdma-refuse-{role}-{}", std::process::id());
+        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
+    };
+    let server_cmds = script(
+        "rdma-refuse-server",
+        "mr reg 1048576 remote-atomic\nsession offer last\nwait closed 60\nquit\n",
+    );
+    let client_cmds = "assoc open 198.18.0.2\nmr reg 65536 local\n\
+        session open 1 1 --rdmap --ord 0\nrdma read 1 1 offer 0 1024 --into last\n\
+        session open 1 2 --rdmap\nrdma write 1 2 offer 1048000 65536\n\
+        rdma read 1 2 offer 1048000 1024 --into last\nrdma write 1 2 offer 0 1024\n\
+        rdma read 1 2 0x00dead00 0 1024 --into last\nassoc close 1\nquit\n";
+    let mut server = ddpdk(
+        &eal("server", "0@0,1@1"),
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--listen",
+            "--cmdline-file",
+            server_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("server");
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("DDP endpoint on port")
+        });
+    let t0 = Instant::now();
+    // From a pipe, so that the commands after a refused one still run (a --cmdline-file
+    // stops at the first).
+    let mut client = ddpdk(&eal("client", "0@1,1@0"), &["--ip", "198.18.0.1", "-i"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("client");
+    client
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(client_cmds.as_bytes())
+        .expect("commands");
+    let client = client.wait_with_output().expect("client exit");
+    let took = t0.elapsed();
+    let s = server.wait_with_output().expect("server exit");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (cout, cerr) = out(&client);
+    let client_text = cout + &cerr;
+    let server_text = head + &rest.join().expect("server stdout reader") + &out(&s).1;
+    // A refused command sets the status; the script goes on.
+    assert_eq!(client.status.code(), Some(1), "client:\n{client_text}");
+    assert_has_all(
+        &client_text,
+        &[
+            "ORD is 0 (ours, or the peer's IRD): no RDMA Read or Atomic may be outstanding",
+            "offset 1048000 + 65536 bytes is past the 1048576 bytes the peer offered on stream 2",
+            "offset 1048000 + 1024 bytes is past the 1048576 bytes the peer offered on stream 2",
+            "Wrote 1 x 1024 bytes on association 1 stream 2",
+            "1 of 1 work request(s) flushed",
+        ],
+    );
+    // The one Write in bounds is the only work reported as done.
+    assert!(!client_text.contains("Read 1 x"), "{client_text}");
+    assert!(!client_text.contains("Wrote 1 x 65536"), "{client_text}");
+    // The ORD refusal did not wait out the shell's 15 s for completions.
+    assert!(
+        !client_text.contains("timed out"),
+        "{client_text} (after {took:?})"
+    );
+    // The peer refused only the Read of an unknown STag: nothing else reached it.
+    assert_eq!(
+        server_text.matches("segment refused").count(),
+        1,
+        "{server_text}"
+    );
+    assert!(
+        server_text.contains("segment refused: invalid STag"),
+        "{server_text}"
+    );
+}

@@ -440,6 +440,39 @@ fn rfc5040_6_1_reads_are_held_to_the_peers_ird() {
     assert_eq!(read(&w.client, sink, 0, data.len()), data);
 }
 
+/// RFC 5040 §6.1: with an ORD of 0 (ours, or the peer's IRD) no Read may ever be
+/// outstanding. Posting one is refused at once instead of waiting forever; Writes still go.
+#[test]
+fn rfc5040_6_1_a_read_with_an_ord_of_0_is_refused_when_posted() {
+    for (client, server) in [
+        (RdmaLimits { ird: 4, ord: 0 }, RdmaLimits { ird: 4, ord: 4 }),
+        (RdmaLimits { ird: 4, ord: 4 }, RdmaLimits { ird: 0, ord: 4 }),
+    ] {
+        let mut w = World::perfect(1500);
+        w.establish();
+        let (cpd, spd) = open_rdmap(&mut w, client, server);
+        assert_eq!(w.client.conn().rdma_status(S).unwrap().ord, 0);
+        let access = Access::REMOTE_READ | Access::REMOTE_WRITE;
+        let (dst, src_reg) = region(&mut w.server, spd, 4096, access, None);
+        let (_, sink_reg) = region(&mut w.client, cpd, 4096, Access::LOCAL_WRITE, None);
+        let r = rdma(
+            &mut w.client,
+            1,
+            read_op(src_reg.stag, 0, sink_reg.stag, 0, 64),
+            Payload::Bytes(Vec::new()),
+        );
+        assert_eq!(r, Err(PostError::NoOrd), "{client:?} / {server:?}");
+        let write = RdmaOp::Write {
+            stag: src_reg.stag,
+            to: BASE,
+        };
+        rdma(&mut w.client, 2, write, Payload::Bytes(pattern(64, 5))).unwrap();
+        wait(&mut w, "the Write", |w| done(&w.client, 2));
+        assert_eq!(completions(&w.client), [(2, Status::Success)]);
+        assert_eq!(read(&w.server, dst, 0, 64), pattern(64, 5));
+    }
+}
+
 /// A plain DDP Initiate (no RDMAP parameters) cannot be accepted as an RDMAP stream.
 #[test]
 fn accept_rdmap_needs_an_rdmap_initiate() {

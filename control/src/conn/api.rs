@@ -398,6 +398,9 @@ pub enum PostError {
     /// The RDMA Read's (or Atomic's) Data Sink is not a registration of this stream's
     /// protection domain that grants local write and holds the range.
     BadSink,
+    /// An RDMA Read or Atomic on a stream whose ORD is 0 (ours, or the peer's IRD: RFC 5040
+    /// §6.1, RFC 7306 §5.2): none may ever be outstanding, so it would wait forever.
+    NoOrd,
 }
 
 impl fmt::Display for PostError {
@@ -425,6 +428,9 @@ impl fmt::Display for PostError {
             PostError::PeerNotRdmap => f.write_str("the peer's Initiate carries no RDMAP parameters"),
             PostError::BadSink => f.write_str(
                 "sink STag unknown, of another protection domain, without local write, or too short",
+            ),
+            PostError::NoOrd => f.write_str(
+                "ORD is 0 (ours, or the peer's IRD): no RDMA Read or Atomic may be outstanding",
             ),
         }
     }

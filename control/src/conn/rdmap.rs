@@ -483,8 +483,12 @@ impl Connection {
     pub fn post_rdma(&mut self, req: RdmaRequest, stags: &StagTable) -> Result<(), PostError> {
         self.check_stream(req.stream)?;
         let s = &self.streams[usize::from(req.stream)];
-        if s.rdmap.is_none() {
+        let Some(r) = s.rdmap.as_deref() else {
             return Err(PostError::NotRdmap);
+        };
+        let asks = matches!(req.op, RdmaOp::Read { .. } | RdmaOp::Atomic { .. });
+        if asks && r.ord() == 0 {
+            return Err(PostError::NoOrd);
         }
         let RdmaRequest {
             wr_id,
