@@ -57,8 +57,8 @@ const DDP: &[&str] = &[
 
 const FWD: Spec = Spec {
     name: "fwd",
-    about: "Forward packets between ports with testpmd's engines (io, mac, macswap, rxonly, \
-            txonly, rxplace, echo, ...), driven by testpmd's options and shell commands.",
+    about: "Forward packets between ports with testpmd's engines (io, rxonly, txonly) and \
+            ddpdk's own (rxplace, echo, ping), driven by testpmd's options and shell commands.",
     options: &[
         "interactive",
         "auto_start",

@@ -34,7 +34,7 @@ pub type NodePort = IpsecPort<Faulty<DpdkPort>>;
 /// Where the data cores run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
-    /// On the EAL's worker lcores only (`--nb-cores` of them).
+    /// On the EAL's worker lcores only (`--data-cores` of them).
     Workers,
     /// On the worker lcores if the EAL has any, else one data core polled by the caller.
     WorkersOrInline,
@@ -80,7 +80,7 @@ impl std::fmt::Debug for Node {
 }
 
 impl Node {
-    /// Brings the endpoint up on the EAL's first port with `opts` (`--ip`, `--nb-cores`,
+    /// Brings the endpoint up on the EAL's first port with `opts` (`--ip`, `--data-cores`,
     /// `--mtu`, `--streams`, `--sctp-port`, `--idle`, ...). `pool_name` names its mbuf pool.
     pub fn start(
         eal: &Eal,
@@ -95,11 +95,7 @@ impl Node {
             .ok_or("no port: give the EAL a device (--vdev=net_memif0,... or -a PCI)")?;
         let workers = eal.worker_lcores();
         let inline = workers.is_empty() && placement == Placement::WorkersOrInline;
-        let cores = if inline {
-            1
-        } else {
-            usize::from(opts.nb_cores)
-        };
+        let cores = if inline { 1 } else { opts.endpoint_cores() };
         if !inline && workers.len() < cores {
             return Err(format!(
                 "{cores} data cores but the EAL has {} worker lcore(s); give it more with -l \

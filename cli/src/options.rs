@@ -110,9 +110,10 @@ pub struct Options {
     #[arg(long)]
     pub ddp_loopback: bool,
 
-    /// Data cores of each --ddp-loopback endpoint (threads that own associations and place
-    /// inline; the control thread is the main one). With more than one, associations are
-    /// steered by their SCTP 5-tuple and packets handed between cores in software.
+    /// Data cores of a DDP endpoint (endpoint, perf, each --ddp-loopback endpoint): threads
+    /// that own associations and place inline, on the EAL's worker lcores; the control side
+    /// is on the main one. With more than one, associations are steered by their SCTP
+    /// 5-tuple (RSS or rte_flow where the port has them, in software otherwise).
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u8).range(1..=16))]
     pub data_cores: u8,
@@ -369,7 +370,22 @@ impl Options {
     }
 
     /// Checks what clap cannot: value combinations.
+    /// The data cores of an endpoint on a port (`endpoint`, `perf`): `--data-cores`, or
+    /// testpmd's `--nb-cores`, which those jobs took before.
+    pub fn endpoint_cores(&self) -> usize {
+        usize::from(self.nb_cores).max(usize::from(self.data_cores))
+    }
+
     pub fn validate(&self) -> Result<(), String> {
+        if self.nb_cores > 1
+            && self.data_cores > 1
+            && usize::from(self.nb_cores) != usize::from(self.data_cores)
+        {
+            return Err(format!(
+                "--data-cores {} and --nb-cores {} disagree: give one",
+                self.data_cores, self.nb_cores
+            ));
+        }
         if let Some(s) = self.run_for {
             if !(s.is_finite() && s > 0.0 && s <= MAX_SECS) {
                 return Err(format!(
@@ -552,6 +568,7 @@ mod tests {
             "ddpdk --ip 198.18.0.1 --ip 198.18.0.2",
             "ddpdk --ip 127.0.0.1",
             "ddpdk --listen",
+            "ddpdk --data-cores 2 --nb-cores 3",
         ] {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");

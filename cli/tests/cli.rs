@@ -344,6 +344,29 @@ fn an_impossible_lcore_table_is_refused_with_a_clear_message() {
     assert!(stderr.contains("worker lcore"), "{stderr}");
 }
 
+/// `--data-cores` (what `ddpdk endpoint --help` and `perf --help` show) sets an endpoint's
+/// data cores; it used to be ignored there (only testpmd's `--nb-cores` counted).
+#[test]
+fn data_cores_sets_an_endpoints_cores() {
+    let mut e = eal();
+    e.splice(0..2, ["--lcores".to_string(), "0@0,1@1,2@1".to_string()]);
+    e.push("--vdev=net_null0".into());
+    for job in [
+        &["--ip", "198.18.0.1"][..],
+        &["--ddp-listen", "--ip", "198.18.0.1"][..],
+    ] {
+        let mut args = job.to_vec();
+        args.extend(["--data-cores", "2", "--run-for", "1"]);
+        let o = ddpdk(&e, &args).output().expect("run");
+        let (stdout, stderr) = out(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stdout.contains("2 data core(s) on lcore(s) [1, 2]"),
+            "{args:?}: {stdout}"
+        );
+    }
+}
+
 /// An endpoint that fails to start after its data cores are running (here: a key manager
 /// socket in a directory that does not exist) says why and exits 1; it used to hang in the
 /// EAL's clean-up, waiting for data cores nobody had told to stop, both CPUs spinning.
