@@ -19,12 +19,12 @@ build: setup
 # and latency. DDP_BYTES is the payload per message size.
 DDP_BYTES ?= 67108864
 run: build
-	$(DDPDK) loopback $$(deploy/eal-args.sh 0-1 512 ddpdk-run) -- --ddp-bytes $(DDP_BYTES)
+	$(DDPDK) loopback $$(deploy/eal-args.sh 0-1 512 ddpdk-run private) -- --ddp-bytes $(DDP_BYTES)
 
 # The raw forwarding engines instead (the foundation's embedded default): io forwarding between
 # the two net_ring ports seeded with one burst, statistics every second, then a clean stop.
 run-fwd: build
-	$(DDPDK) fwd $$(deploy/eal-args.sh 0-1 512 ddpdk-run) -- --ring-pair --tx-first -a \
+	$(DDPDK) fwd $$(deploy/eal-args.sh 0-1 512 ddpdk-run private) -- --ring-pair --tx-first -a \
 		--run-for $(RUN_SECS) --stats-period 1
 
 # Unit, DPDK and end-to-end tests; ends with one line totalling every test binary's results.
