@@ -340,9 +340,9 @@ impl App {
             } => {
                 for p in self.targets(*target)? {
                     match what {
-                        PortShow::Info => self.show_port_info(&p),
+                        PortShow::Info => show_port_info(self.json, &p),
                         PortShow::Stats => self.show_port_stats(&p),
-                        PortShow::Xstats => self.show_port_xstats(&p),
+                        PortShow::Xstats => show_port_xstats(self.json, &p),
                     }
                 }
             }
@@ -628,50 +628,6 @@ impl App {
         print!("{}", self.table);
     }
 
-    fn show_port_info(&self, p: &DpdkPort) {
-        let i = p.info();
-        let c = p.conf();
-        let link = p.link();
-        if self.json {
-            println!(
-                "{}",
-                json!({"port": i.port_id, "name": i.name, "driver": i.driver, "socket": i.socket,
-                       "mac": mac_text(&i.mac), "mtu": i.mtu, "link": link, "nb_rxq": c.nb_rxq, "nb_txq": c.nb_txq,
-                       "nb_rxd": c.nb_rxd, "nb_txd": c.nb_txd, "max_rx_queues": i.max_rx_queues,
-                       "max_tx_queues": i.max_tx_queues, "rss_offloads": i.rss_offloads})
-            );
-            return;
-        }
-        let title = format!(" Infos for port {} ", i.port_id);
-        println!("\n  {:*^76}", title);
-        println!("  MAC address: {}", mac_text(&i.mac));
-        println!("  Device name: {}", i.name);
-        println!("  Driver name: {}", i.driver);
-        println!("  Connect to socket: {}", i.socket);
-        println!("  Link status: {}", if link.up { "up" } else { "down" });
-        println!("  Link speed: {} Mbps", link.speed_mbps);
-        println!(
-            "  Link duplex: {}",
-            if link.full_duplex {
-                "full-duplex"
-            } else {
-                "half-duplex"
-            }
-        );
-        println!("  MTU: {}", i.mtu);
-        println!(
-            "  Current number of RX queues: {} ({} descriptors)",
-            c.nb_rxq, c.nb_rxd
-        );
-        println!("  Max possible RX queues: {}", i.max_rx_queues);
-        println!(
-            "  Current number of TX queues: {} ({} descriptors)",
-            c.nb_txq, c.nb_txd
-        );
-        println!("  Max possible TX queues: {}", i.max_tx_queues);
-        println!("  Supported RSS offload flow types: {:#x}", i.rss_offloads);
-    }
-
     fn show_port_stats(&mut self, p: &DpdkPort) {
         let now = Instant::now();
         let s = p.stats();
@@ -684,21 +640,6 @@ impl App {
         } else {
             print!("{}", port_stats_text(p.id(), &s, &rates));
         }
-    }
-
-    fn show_port_xstats(&self, p: &DpdkPort) {
-        let x = p.xstats();
-        if self.json {
-            let m: serde_json::Map<String, serde_json::Value> =
-                x.into_iter().map(|(k, v)| (k, v.into())).collect();
-            println!("{}", json!({"port": p.id(), "xstats": m}));
-            return;
-        }
-        println!("###### NIC extended statistics for port {:<2}", p.id());
-        for (k, v) in x {
-            println!("{k}: {v}");
-        }
-        println!("#########################################################################");
     }
 
     /// Periodic statistics (--stats-period): every port's stats block.
@@ -776,4 +717,65 @@ impl App {
             None => Ok(missing),
         }
     }
+}
+
+/// `show port info`: what testpmd prints for a port.
+pub(crate) fn show_port_info(json: bool, p: &DpdkPort) {
+    let i = p.info();
+    let c = p.conf();
+    let link = p.link();
+    if json {
+        println!(
+            "{}",
+            json!({"port": i.port_id, "name": i.name, "driver": i.driver, "socket": i.socket,
+                   "mac": mac_text(&i.mac), "mtu": i.mtu, "link": link, "nb_rxq": c.nb_rxq, "nb_txq": c.nb_txq,
+                   "nb_rxd": c.nb_rxd, "nb_txd": c.nb_txd, "max_rx_queues": i.max_rx_queues,
+                   "max_tx_queues": i.max_tx_queues, "rss_offloads": i.rss_offloads})
+        );
+        return;
+    }
+    let title = format!(" Infos for port {} ", i.port_id);
+    println!("\n  {:*^76}", title);
+    println!("  MAC address: {}", mac_text(&i.mac));
+    println!("  Device name: {}", i.name);
+    println!("  Driver name: {}", i.driver);
+    println!("  Connect to socket: {}", i.socket);
+    println!("  Link status: {}", if link.up { "up" } else { "down" });
+    println!("  Link speed: {} Mbps", link.speed_mbps);
+    println!(
+        "  Link duplex: {}",
+        if link.full_duplex {
+            "full-duplex"
+        } else {
+            "half-duplex"
+        }
+    );
+    println!("  MTU: {}", i.mtu);
+    println!(
+        "  Current number of RX queues: {} ({} descriptors)",
+        c.nb_rxq, c.nb_rxd
+    );
+    println!("  Max possible RX queues: {}", i.max_rx_queues);
+    println!(
+        "  Current number of TX queues: {} ({} descriptors)",
+        c.nb_txq, c.nb_txd
+    );
+    println!("  Max possible TX queues: {}", i.max_tx_queues);
+    println!("  Supported RSS offload flow types: {:#x}", i.rss_offloads);
+}
+
+/// `show port xstats`: the device's extended statistics.
+pub(crate) fn show_port_xstats(json: bool, p: &DpdkPort) {
+    let x = p.xstats();
+    if json {
+        let m: serde_json::Map<String, serde_json::Value> =
+            x.into_iter().map(|(k, v)| (k, v.into())).collect();
+        println!("{}", json!({"port": p.id(), "xstats": m}));
+        return;
+    }
+    println!("###### NIC extended statistics for port {:<2}", p.id());
+    for (k, v) in x {
+        println!("{k}: {v}");
+    }
+    println!("#########################################################################");
 }

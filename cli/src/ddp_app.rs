@@ -41,8 +41,8 @@ use crate::node::{Node, NodePort, Placement};
 use crate::options::Options;
 use crate::shell::WaitArg;
 use crate::shell::{
-    AccessArg, AssocCmd, AssocId, Command, DigestArg, MrCmd, RdmaCmd, RecvCmd, SendCmd, SessionCmd,
-    SetCmd, ShowCmd, ShowConfigCmd, StagArg,
+    AccessArg, AssocCmd, AssocId, ClearCmd, ClearPortCmd, Command, DigestArg, MrCmd, PortShow,
+    PortTarget, RdmaCmd, RecvCmd, SendCmd, SessionCmd, SetCmd, ShowCmd, ShowConfigCmd, StagArg,
 };
 use crate::stats::mac_text;
 use crate::telemetry::{self, state_text};
@@ -763,6 +763,17 @@ impl DdpApp {
         }
     }
 
+    /// This endpoint has one port: `all` names it, and so does its number.
+    fn port_target(&self, target: PortTarget) -> Result<(), String> {
+        match target {
+            PortTarget::Port(id) if id != self.port.id() => Err(format!(
+                "no port {id}: this endpoint runs on port {}",
+                self.port.id()
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Executes one command, printing its output.
     pub fn execute(&mut self, cmd: &Command) -> Result<Flow, String> {
         match cmd {
@@ -855,28 +866,24 @@ impl DdpApp {
                             .into(),
                     )
                 }
-                ShowCmd::Port { .. } if self.json => {
-                    println!(
-                        "{}",
-                        json!({"port": self.port.id(), "stats": self.port.stats()})
-                    );
-                }
-                ShowCmd::Port { .. } => {
-                    let s = self.port.stats();
-                    note(
-                        self.json,
-                        format_args!(
-                            "Port {}: RX-packets {} RX-bytes {} RX-missed {} | TX-packets {} \
-                             TX-bytes {} TX-errors {}",
-                            self.port.id(),
-                            s.rx_packets,
-                            s.rx_bytes,
-                            s.rx_missed,
-                            s.tx_packets,
-                            s.tx_bytes,
-                            s.tx_errors
+                ShowCmd::Port { what, target } => {
+                    self.port_target(*target)?;
+                    let p = &self.port;
+                    match what {
+                        PortShow::Info => crate::app::show_port_info(self.json, p),
+                        PortShow::Xstats => crate::app::show_port_xstats(self.json, p),
+                        PortShow::Stats if self.json => {
+                            println!("{}", json!({"port": p.id(), "stats": p.stats()}));
+                        }
+                        PortShow::Stats => print!(
+                            "{}",
+                            crate::stats::port_stats_text(
+                                p.id(),
+                                &p.stats(),
+                                &crate::stats::Rates::default()
+                            )
                         ),
-                    );
+                    }
                 }
             },
             Command::Wait {
@@ -939,7 +946,20 @@ impl DdpApp {
                     format_args!("SCTP {name} = {value} for associations made from now on"),
                 );
             }
-            Command::Set { .. } | Command::Clear { .. } => {
+            Command::Clear {
+                what:
+                    ClearCmd::Port {
+                        what: ClearPortCmd::Stats { target },
+                    },
+            } => {
+                self.port_target(*target)?;
+                self.port.reset_stats();
+                note(
+                    self.json,
+                    format_args!("  NIC statistics for port {} cleared", self.port.id()),
+                );
+            }
+            Command::Set { .. } => {
                 return Err("a forwarding command: this ddpdk is a DDP endpoint".into())
             }
         }

@@ -367,6 +367,44 @@ fn data_cores_sets_an_endpoints_cores() {
     }
 }
 
+/// A DDP endpoint answers testpmd's port commands for its one port, and refuses another
+/// port's number (it used to print port 0's counters whatever was asked).
+#[test]
+fn a_ddp_endpoint_shows_its_port_and_refuses_others() {
+    let mut e = eal();
+    e.push("--vdev=net_null0".into());
+    let mut child = ddpdk(&e, &["--ip", "198.18.0.1", "-i"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(
+            b"show port info 0\nshow port stats all\nshow port xstats 0\nshow port info 7\n\
+              clear port stats 0\nquit\n",
+        )
+        .expect("write");
+    let o = child.wait_with_output().expect("wait");
+    let (stdout, stderr) = out(&o);
+    let text = stdout + &stderr;
+    assert_eq!(o.status.code(), Some(1), "one command was bad:\n{text}");
+    assert_has_all(
+        &text,
+        &[
+            "Infos for port 0",
+            "Device name: net_null0",
+            "NIC statistics for port 0",
+            "NIC extended statistics for port 0",
+            "no port 7: this endpoint runs on port 0",
+            "NIC statistics for port 0 cleared",
+        ],
+    );
+}
+
 /// An endpoint that fails to start after its data cores are running (here: a key manager
 /// socket in a directory that does not exist) says why and exits 1; it used to hang in the
 /// EAL's clean-up, waiting for data cores nobody had told to stop, both CPUs spinning.
