@@ -423,6 +423,24 @@ impl Options {
         {
             return Err(format!("--ip {a}: not a unicast address for an interface"));
         }
+        for (flag, peer) in [
+            ("--ddp-connect", self.ddp_connect),
+            ("--reconnect", self.reconnect),
+        ] {
+            if let Some(a) = peer {
+                if a.is_unspecified()
+                    || a.is_multicast()
+                    || a.is_loopback()
+                    || self.ip.contains(&a)
+                    || a == std::net::IpAddr::V4(std::net::Ipv4Addr::BROADCAST)
+                {
+                    return Err(format!("{flag} {a}: not an address a peer can have"));
+                }
+            }
+        }
+        if self.reconnect_port.is_some() && self.reconnect.is_none() {
+            return Err("--reconnect-port is for --reconnect ADDR".into());
+        }
         if self.listen && self.ip.is_empty() {
             return Err("--listen needs --ip ADDR".into());
         }
@@ -569,6 +587,11 @@ mod tests {
             "ddpdk --ip 127.0.0.1",
             "ddpdk --listen",
             "ddpdk --data-cores 2 --nb-cores 3",
+            "ddpdk --ip 198.18.0.1 --ddp-connect 198.18.0.1",
+            "ddpdk --ip 198.18.0.1 --ddp-connect 224.0.0.1",
+            "ddpdk --ip 198.18.0.1 --reconnect 127.0.0.1",
+            "ddpdk --ip 198.18.0.1 --reconnect ::",
+            "ddpdk --ip 198.18.0.1 --reconnect-port 7",
         ] {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");

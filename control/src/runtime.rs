@@ -212,6 +212,9 @@ pub enum RuntimeError {
     /// The port has fewer queues than the cores need (RX: one per core; TX: one per core and
     /// one for the control thread).
     Queues { rx: u16, tx: u16, cores: usize },
+    /// An address no peer can have on a link (unspecified, loopback, multicast, broadcast),
+    /// or one of ours: an association to it could never come up.
+    NotAPeer(IpAddr, &'static str),
 }
 
 impl std::fmt::Display for RuntimeError {
@@ -225,6 +228,7 @@ impl std::fmt::Display for RuntimeError {
                 "association {c} to that peer and port exists already (RFC 9260: one association \
                  between two endpoints)"
             ),
+            RuntimeError::NotAPeer(a, why) => write!(f, "{a} cannot be a peer: {why}"),
             RuntimeError::Queues { rx, tx, cores } => write!(
                 f,
                 "{cores} data cores need {cores} RX and {} TX queues; the port has {rx} and {tx}",
@@ -854,6 +858,22 @@ pub fn build<P: Port>(
         stats: ControlStats::default(),
     };
     Ok((control, data))
+}
+
+/// Why no peer can have `a` on a link, if none can: its packets would never reach a peer, or
+/// never come back from one.
+fn not_a_peer(a: IpAddr) -> Option<&'static str> {
+    if a.is_unspecified() {
+        Some("the unspecified address")
+    } else if a.is_loopback() {
+        Some("a loopback address")
+    } else if a.is_multicast() {
+        Some("a multicast address")
+    } else if a == IpAddr::V4(std::net::Ipv4Addr::BROADCAST) {
+        Some("the broadcast address")
+    } else {
+        None
+    }
 }
 
 /// A monotonic clock for the runtime's threads: every caller of one `Clock` (or of its
@@ -1667,6 +1687,12 @@ impl<P: Port> Control<P> {
             IpAddr::V6(a) => a.to_ipv4_mapped().map_or(peer, IpAddr::V4),
             v4 => v4,
         };
+        if let Some(why) = not_a_peer(peer) {
+            return Err(RuntimeError::NotAPeer(peer, why));
+        }
+        if self.iface.is_ours(peer) {
+            return Err(RuntimeError::NotAPeer(peer, "it is our own address"));
+        }
         let local = self
             .iface
             .address_for(peer)

@@ -887,3 +887,36 @@ fn session_control_messages_run_on_the_control_thread() {
         );
     }
 }
+
+/// An association to an address no peer can have (unspecified, loopback, multicast,
+/// broadcast, IPv4 or IPv6, or one of our own) is refused when asked for: it used to be made
+/// and wait out the INIT's retransmissions.
+#[test]
+fn connect_refuses_addresses_no_peer_can_have() {
+    let (pa, _pb) = pair(2, 64);
+    let (mut ca, _ka) = runtime(pa, A4, A6, 1, RuntimeConfig::default());
+    let now = Instant::from_nanos(1_000_000_000);
+    for bad in [
+        "0.0.0.0",
+        "127.0.0.1",
+        "224.0.0.1",
+        "255.255.255.255",
+        "198.18.0.1",
+        "::",
+        "::1",
+        "ff02::1",
+        "2001:db8::1",
+        "::ffff:127.0.0.1",
+    ] {
+        let peer: IpAddr = bad.parse().unwrap();
+        match ca.connect(now, peer, PORT) {
+            Err(ddpdk_control::runtime::RuntimeError::NotAPeer(..)) => {}
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    assert_eq!(ca.stats().connected, 0);
+    // A peer that can be one still can.
+    assert!(ca
+        .connect(now, IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)), PORT)
+        .is_ok());
+}
