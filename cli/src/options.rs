@@ -444,6 +444,17 @@ impl Options {
         if self.listen && self.ip.is_empty() {
             return Err("--listen needs --ip ADDR".into());
         }
+        // A configuration that cannot be read or parsed is a bad argument: said before the EAL
+        // starts, with the status of one (the endpoint reads it again when it builds its SAs).
+        if let Some(path) = &self.ipsec_config {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
+            ddpdk_dataplane::ipsec::parse_config(&text)
+                .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
+        }
+        if (self.ddp_listen || self.ddp_connect.is_some()) && self.ip.is_empty() {
+            return Err("--ddp-listen and --ddp-connect need --ip ADDR".into());
+        }
         if self.ipsec_on() && (self.ddp_loopback || self.ip.is_empty()) {
             return Err(
                 "--ipsec, --ipsec-config and --ipsec-socket are for a DDP endpoint \
@@ -592,6 +603,8 @@ mod tests {
             "ddpdk --ip 198.18.0.1 --reconnect 127.0.0.1",
             "ddpdk --ip 198.18.0.1 --reconnect ::",
             "ddpdk --ip 198.18.0.1 --reconnect-port 7",
+            "ddpdk --ddp-listen",
+            "ddpdk --ddp-connect 198.18.0.2",
         ] {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");

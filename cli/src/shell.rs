@@ -303,6 +303,7 @@ pub enum SendCmd {
         stag: StagArg,
         to: u64,
         size: u32,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
         /// Send from this local region (STag, or `last`) instead of a generated pattern:
         /// message k is its SIZE bytes at k*SIZE, wrapping at the last whole SIZE, sent by
@@ -317,6 +318,7 @@ pub enum SendCmd {
         stream: u16,
         qn: u32,
         size: u32,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
         /// As for `send tagged`.
         #[arg(long)]
@@ -334,6 +336,7 @@ pub enum RdmaCmd {
         stag: StagArg,
         to: u64,
         size: u32,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
         /// As for `send tagged`.
         #[arg(long)]
@@ -348,6 +351,7 @@ pub enum RdmaCmd {
         stag: StagArg,
         to: u64,
         size: u32,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
         /// The Data Sink: a local region registered with local write.
         #[arg(long)]
@@ -359,6 +363,7 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         size: u32,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
         /// Send with Solicited Event.
         #[arg(long)]
@@ -380,6 +385,7 @@ pub enum RdmaCmd {
         stag: StagArg,
         to: u64,
         add: U64Arg,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
         /// Where the original values go: a local region registered with local write.
         #[arg(long)]
@@ -404,6 +410,7 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         value: U64Arg,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
         /// Immediate Data with Solicited Event.
         #[arg(long)]
@@ -437,6 +444,7 @@ pub enum RecvCmd {
         qn: u32,
         stag: StagArg,
         len: u32,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
     },
     /// recv auto QN STAG LEN COUNT: with --listen, every session we accept gets COUNT receive
@@ -446,6 +454,7 @@ pub enum RecvCmd {
         qn: u32,
         stag: StagArg,
         len: u32,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: u32,
     },
 }
@@ -967,10 +976,28 @@ mod tests {
             "clear port stats",
             "quit now",
             "help nothing",
+            // A command of no work: nothing to send, receive or report.
+            "send tagged 1 1 offer 0 1024 0",
+            "send untagged 1 1 0 1024 0",
+            "rdma write 1 1 offer 0 1024 0",
+            "rdma read 1 1 offer 0 1024 0 --into last",
+            "rdma send 1 1 1024 0",
+            "recv auto 0 last 1024 0",
         ] {
             let e = parse_line(bad).expect_err(bad);
             assert!(!e.contains('\n'), "multi-line error for {bad:?}: {e}");
             assert!(e.starts_with(&format!("Bad command '{bad}'")), "{e}");
+        }
+        // ... which with a count of 1 are commands.
+        for good in [
+            "send tagged 1 1 offer 0 1024 1",
+            "send untagged 1 1 0 1024 1",
+            "rdma write 1 1 offer 0 1024 1",
+            "rdma read 1 1 offer 0 1024 1 --into last",
+            "rdma send 1 1 1024 1",
+            "recv auto 0 last 1024 1",
+        ] {
+            assert!(parse_line(good).is_ok(), "{good}");
         }
         let e = parse_line("show port stats x").expect_err("bad port");
         assert!(e.contains("'x' is not a port id or 'all'"), "{e}");

@@ -103,6 +103,14 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         // IPsec needs a DDP endpoint, and room for 516-byte segments under ESP (RFC 5043 §9).
         vec!["--ipsec", "--ring-pair"],
         vec!["--ip", "198.18.0.1", "--ipsec", "--mtu", "600"],
+        vec![
+            "--ip",
+            "198.18.0.1",
+            "--ipsec-config",
+            "/nonexistent/ddpdk-ipsec.conf",
+        ],
+        vec!["--ddp-listen"],
+        vec!["--ip", "198.18.0.1", "--ddp-connect", "224.0.0.1"],
     ] {
         // No EAL arguments at all: if the EAL were initialised first, it would fail differently.
         let o = Command::new(BIN)
