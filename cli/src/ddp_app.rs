@@ -1015,6 +1015,13 @@ impl DdpApp {
             }
             AssocCmd::Close { id, how } => {
                 let conn = self.conn(id)?;
+                if let Some(r) = lock(&self.shared)
+                    .conns
+                    .get(&conn)
+                    .and_then(|v| v.closed.clone())
+                {
+                    return Err(format!("association {conn} is closed already: {r}"));
+                }
                 let op = if how.is_some() {
                     Op::Abort
                 } else {
@@ -1114,6 +1121,17 @@ impl DdpApp {
             SessionCmd::Close { id, stream } => {
                 let conn = self.conn(*id)?;
                 let stream = *stream;
+                let over = lock(&self.shared)
+                    .conns
+                    .get(&conn)
+                    .and_then(|v| v.sessions.get(&stream))
+                    .map(|st| st.state.clone())
+                    .filter(|st| st.starts_with("terminated"));
+                if let Some(st) = over {
+                    return Err(format!(
+                        "session {stream} of association {conn} is over already: {st}"
+                    ));
+                }
                 let refused = self.refusals(conn);
                 self.submit(conn, Op::Terminate { stream })?;
                 let state = self.wait("the session to end", |s| {

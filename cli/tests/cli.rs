@@ -1712,7 +1712,8 @@ fn rdma_shell_reads_writes_and_sends_over_memif() {
 /// the peer refused is not reported as done: a Read on a stream whose ORD is 0 (RFC 5040
 /// §6.1: none may be outstanding), a Write or Read past the region the peer offered (RFC 5041
 /// §7.1 check 4: the peer would refuse it), and a Read the peer flushed with a Terminate
-/// (an unknown STag) ends in an error, with no rate or CRC32c line for it.
+/// (an unknown STag) ends in an error, with no rate or CRC32c line for it; closing a session
+/// or an association that is over says so.
 #[test]
 fn rdma_shell_refuses_what_cannot_complete() {
     let dir = std::env::temp_dir().join(format!("ddpdk-rdma-refuse-{}", std::process::id()));
@@ -1730,7 +1731,8 @@ fn rdma_shell_refuses_what_cannot_complete() {
         session open 1 1 --rdmap --ord 0\nrdma read 1 1 offer 0 1024 --into last\n\
         session open 1 2 --rdmap\nrdma write 1 2 offer 1048000 65536\n\
         rdma read 1 2 offer 1048000 1024 --into last\nrdma write 1 2 offer 0 1024\n\
-        rdma read 1 2 0x00dead00 0 1024 --into last\nassoc close 1\nquit\n";
+        rdma read 1 2 0x00dead00 0 1024 --into last\nsession close 1 2\nassoc close 1\n\
+        assoc close 1\nquit\n";
     let mut server = ddpdk(
         &eal("server", "0@0,1@1"),
         &[
@@ -1781,6 +1783,10 @@ fn rdma_shell_refuses_what_cannot_complete() {
             "offset 1048000 + 1024 bytes is past the 1048576 bytes the peer offered on stream 2",
             "Wrote 1 x 1024 bytes on association 1 stream 2",
             "1 of 1 work request(s) flushed",
+            // What is over already says so, at once.
+            "session 2 of association 1 is over already: terminated",
+            "Association 1 closed: Shutdown",
+            "association 1 is closed already: Shutdown",
         ],
     );
     // The one Write in bounds is the only work reported as done.

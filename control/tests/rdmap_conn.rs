@@ -473,6 +473,46 @@ fn rfc5040_6_1_a_read_with_an_ord_of_0_is_refused_when_posted() {
     }
 }
 
+/// After its session ends, an RDMAP stream refuses every operation as over (it used to say
+/// "not accepted yet" for a Read or an Atomic, whose sink it looked up first).
+#[test]
+fn rdma_operations_after_the_session_ended_are_refused_as_terminated() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let access = Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
+    let (_, src_reg) = region(&mut w.server, spd, 4096, access, None);
+    let (_, sink_reg) = region(&mut w.client, cpd, 4096, Access::LOCAL_WRITE, None);
+    w.client.conn().terminate(S).unwrap();
+    wait(&mut w, "the end", |w| {
+        matches!(w.client.conn().session_state(S), Some(State::Terminated(_)))
+    });
+    let ops = [
+        read_op(src_reg.stag, 0, sink_reg.stag, 0, 64),
+        RdmaOp::Atomic {
+            op: AtomicOperation::FetchAdd { add: 1, mask: 0 },
+            stag: src_reg.stag,
+            to: BASE,
+            sink: sink_reg.stag,
+            sink_to: BASE,
+        },
+        RdmaOp::Write {
+            stag: src_reg.stag,
+            to: BASE,
+        },
+    ];
+    for (i, op) in ops.into_iter().enumerate() {
+        let r = rdma(&mut w.client, i as u64, op, Payload::Bytes(vec![1; 8]));
+        assert_eq!(
+            r,
+            Err(PostError::Session(
+                ddpdk_control::session::LocalError::Terminated
+            )),
+            "operation {i}"
+        );
+    }
+}
+
 /// A plain DDP Initiate (no RDMAP parameters) cannot be accepted as an RDMAP stream.
 #[test]
 fn accept_rdmap_needs_an_rdmap_initiate() {

@@ -486,6 +486,10 @@ impl Connection {
         let Some(r) = s.rdmap.as_deref() else {
             return Err(PostError::NotRdmap);
         };
+        // A session that is over says so (not "not accepted yet").
+        if let State::Terminated(_) = s.session.state() {
+            return Err(PostError::Session(LocalError::Terminated));
+        }
         let asks = matches!(req.op, RdmaOp::Read { .. } | RdmaOp::Atomic { .. });
         if asks && r.ord() == 0 {
             return Err(PostError::NoOrd);
