@@ -13,7 +13,14 @@ use crate::shell::ModeArg;
 /// --file-prefix, ...; see `ddpdk -h -- ` for DPDK's list). --ddp-loopback runs the DDP/SCTP
 /// endpoint pair on a net_ring pair; otherwise the data cores run testpmd-like forwarding engines.
 #[derive(Debug, Clone, Parser, PartialEq)]
-#[command(name = "ddpdk", version, about, long_about = None, after_help = AFTER_HELP)]
+#[command(
+    name = "ddpdk",
+    version,
+    about,
+    long_about = None,
+    after_help = AFTER_HELP,
+    override_usage = "ddpdk [JOB] [EAL options] -- [options]"
+)]
 pub struct Options {
     /// Run the interactive shell (prompt `ddpdk> `); commands are read from standard input.
     #[arg(short = 'i', long)]
@@ -182,7 +189,7 @@ pub struct Options {
           value_parser = clap::value_parser!(u16).range(1..))]
     pub streams: u16,
 
-    /// SCTP port of --ddp-listen / --ddp-connect.
+    /// SCTP port of a DDP endpoint (endpoint, perf server, perf client).
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u16).range(1..))]
     pub sctp_port: u16,
 

@@ -72,7 +72,14 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
                 .next()
                 .unwrap_or("bad arguments")
                 .trim_start_matches("error: ");
-            eprintln!("ddpdk: {first} (see 'ddpdk --help')");
+            // Without '--' every argument is ddpdk's: an EAL option then reads as unknown.
+            let hint = if eal_args.len() <= 1 && !argv.iter().any(|a| a == "--") {
+                "; EAL options go before '--', ddpdk's after it: ddpdk [JOB] [EAL options] -- \
+                 [options]"
+            } else {
+                ""
+            };
+            eprintln!("ddpdk: {first}{hint} (see 'ddpdk --help')");
             return EXIT_USAGE;
         }
     };

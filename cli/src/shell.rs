@@ -610,18 +610,19 @@ DDP endpoint (ddpdk --ip ADDR ...):
   mr dereg STAG                        Deregister (every data core acknowledges); free it.
   mr fill STAG BYTE                    Set every byte of a region.
   mr checksum STAG [crc32c|sha256]     Digest of a region's bytes ('all': every region).
-  send tagged ID STREAM STAG TO SIZE [COUNT]
-                                       Tagged writes (STAG 'offer': the peer's offer).
-  send untagged ID STREAM QN SIZE [COUNT]
+  send tagged ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]
+                                       Tagged writes (STAG 'offer': the peer's offer); with
+                                       --from, the bytes of a local region, sent in place.
+  send untagged ID STREAM QN SIZE [COUNT] [--from LOCAL_STAG]
                                        Untagged messages to queue QN.
   recv post ID STREAM QN STAG LEN [COUNT]
                                        Post receive buffers from local region STAG.
   recv auto QN STAG LEN COUNT          With --listen: buffers for every session accepted.
-  rdma write ID STREAM STAG TO SIZE [COUNT]
+  rdma write ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]
                                        RDMA Writes on an RDMAP session.
   rdma read ID STREAM STAG TO SIZE [COUNT] --into LOCAL_STAG
                                        RDMA Reads into a local region; prints latency.
-  rdma send ID STREAM SIZE [COUNT] [--solicited] [--invalidate STAG]
+  rdma send ID STREAM SIZE [COUNT] [--solicited] [--invalidate STAG] [--from LOCAL_STAG]
                                        Sends into the peer's posted receives.
   rdma fetch-add ID STREAM STAG TO ADD [COUNT] --into LOCAL_STAG
                                        RFC 7306 FetchAdds on the peer's word.
@@ -638,9 +639,13 @@ DDP endpoint (ddpdk --ip ADDR ...):
   show assoc | show session | show mr  Associations, sessions, regions.
   show ipsec                           SAs and their counters, policies, policy drops.
   show fwd stats all                   Per-data-core and control-thread counters.
+  show port (info|stats|xstats) (N|all)  The endpoint's port; 'clear port stats' resets it.
+  set sctp NAME VALUE | show config sctp
+                                       SCTP parameters for associations made from now on.
   wait closed [SECS]                   Wait until associations came and all closed.
   wait session [SECS]                  Wait until a DDP Stream Session is established.
 STAG is 0x..., a number, 'last' (registered last here) or 'offer' (the peer's offer).
+TEXT (Private Data) is one word; COUNT is at least 1.
 ";
     match section {
         None => "\

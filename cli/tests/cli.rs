@@ -1807,4 +1807,9 @@ fn rdma_shell_refuses_what_cannot_complete() {
         server_text.contains("segment refused: invalid STag"),
         "{server_text}"
     );
+    // ... and ends the session for that reason (it used to say "by the local ULP").
+    assert!(
+        server_text.contains("stream 2: session terminated: receive error: invalid STag"),
+        "{server_text}"
+    );
 }

@@ -378,9 +378,12 @@ fn attack(
         )),
         "the last message arrived before the Terminate"
     );
+    // The stream ended because of the receive error, whose one further message has gone.
     assert_eq!(
         w.server.conn().session_state(S),
-        Some(State::Terminated(TerminationReason::LocalTerminate))
+        Some(State::Terminated(TerminationReason::ReceiveError(
+            RxError::Ddp(want)
+        )))
     );
     // The association lives on (RFC 5043 §11.3).
     assert!(!w.server.conn().is_closed() && !w.client.conn().is_closed());

@@ -301,7 +301,11 @@ impl Connection {
         let Some(p) = s.sends.front_mut() else {
             // §7.1: the one further message after a receive error has gone; end the session.
             if s.grace == Some(0) && !matches!(s.session.state(), State::Terminated(_)) {
-                let _ = s.session.terminate();
+                // The reason is the receive error, not the ULP's wish.
+                let _ = match s.rx.as_ref().and_then(|rx| rx.failed()) {
+                    Some(error) => s.session.terminate_for_error(error),
+                    None => s.session.terminate(),
+                };
                 self.sink.touched.stream(stream);
                 return Turn::Sent;
             }
