@@ -620,7 +620,9 @@ fn refused_read(access: Access, op: impl Fn(Stag, Stag) -> RdmaOp) -> Refused {
     assert_eq!(w.client.conn().stats().rdmap_terminates_received, 1);
     assert_eq!(
         w.server.conn().session_state(S),
-        Some(State::Terminated(TerminationReason::ReceiveError(server_error))),
+        Some(State::Terminated(TerminationReason::ReceiveError(
+            server_error
+        ))),
         "the responder ends the DDP session after its Terminate, for the error it found"
     );
     Refused {
