@@ -1503,7 +1503,10 @@ impl DdpApp {
                          on stream {stream} (it would refuse them: RFC 5041 §7.1 check 4)"
                     ));
                 }
-                Ok((st, base + to))
+                let to = base
+                    .checked_add(to)
+                    .ok_or("the peer's offered TO + the offset wraps (RFC 5041 §7.1 check 5)")?;
+                Ok((st, to))
             }
         }
     }
@@ -2284,6 +2287,12 @@ impl DdpApp {
             }
             // The peer associated first (or an `assoc open` did): that one is kept.
             Err(RuntimeError::Exists(c)) => self.reconnect_conn = Some(c),
+            // Never to succeed: said once, and no more attempts.
+            Err(e @ (RuntimeError::NotAPeer(..) | RuntimeError::NoAddress)) => {
+                drop(s);
+                self.reconnect = None;
+                eprintln!("ddpdk: --reconnect to {addr}: {e}; not retried");
+            }
             Err(e) => {
                 drop(s);
                 self.reconnect_at = Wall::now() + RECONNECT_AFTER;

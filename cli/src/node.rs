@@ -266,8 +266,11 @@ fn ipsec_port(
     }
     let config = match &opts.ipsec_config {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
+            let text = match &opts.ipsec_config_text {
+                Some(t) => t.clone(),
+                None => std::fs::read_to_string(path)
+                    .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?,
+            };
             parse_config(&text).map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?
         }
         None => IpsecConfig::default(),

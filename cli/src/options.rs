@@ -292,6 +292,10 @@ pub struct Options {
     #[arg(long, value_name = "FILE")]
     pub ipsec_config: Option<PathBuf>,
 
+    /// --ipsec-config's text, read (once) and checked before the EAL starts.
+    #[arg(skip)]
+    pub ipsec_config_text: Option<String>,
+
     /// DDP endpoints: a Unix stream socket at PATH through which a key manager (an IKE
     /// daemon) installs and deletes SAs and policies while the endpoint runs, a command a
     /// line (`sa add ...`, `sa del in|out SPI`, `sp add ...`, `sp del N`, `show`), each
@@ -434,14 +438,19 @@ impl Options {
             ("--ddp-connect", self.ddp_connect),
             ("--reconnect", self.reconnect),
         ] {
-            if let Some(a) = peer {
+            if let Some(given) = peer {
+                // An IPv4-mapped address is the IPv4 peer (as the runtime takes it).
+                let a = given.to_canonical();
                 if a.is_unspecified()
                     || a.is_multicast()
                     || a.is_loopback()
                     || self.ip.contains(&a)
                     || a == std::net::IpAddr::V4(std::net::Ipv4Addr::BROADCAST)
                 {
-                    return Err(format!("{flag} {a}: not an address a peer can have"));
+                    return Err(format!("{flag} {given}: not an address a peer can have"));
+                }
+                if !self.ip.is_empty() && !self.ip.iter().any(|ip| ip.is_ipv4() == a.is_ipv4()) {
+                    return Err(format!("{flag} {given}: no --ip of its family"));
                 }
             }
         }
@@ -450,14 +459,6 @@ impl Options {
         }
         if self.listen && self.ip.is_empty() {
             return Err("--listen needs --ip ADDR".into());
-        }
-        // A configuration that cannot be read or parsed is a bad argument: said before the EAL
-        // starts, with the status of one (the endpoint reads it again when it builds its SAs).
-        if let Some(path) = &self.ipsec_config {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
-            ddpdk_dataplane::ipsec::parse_config(&text)
-                .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
         }
         if (self.ddp_listen || self.ddp_connect.is_some()) && self.ip.is_empty() {
             return Err("--ddp-listen and --ddp-connect need --ip ADDR".into());
@@ -610,6 +611,9 @@ mod tests {
             "ddpdk --ip 198.18.0.1 --reconnect 127.0.0.1",
             "ddpdk --ip 198.18.0.1 --reconnect ::",
             "ddpdk --ip 198.18.0.1 --reconnect-port 7",
+            "ddpdk --ip 198.18.0.1 --reconnect ::ffff:127.0.0.1",
+            "ddpdk --ip 198.18.0.1 --reconnect ::ffff:198.18.0.1",
+            "ddpdk --ip 198.18.0.1 --reconnect 2001:db8::2",
             "ddpdk --ddp-listen",
             "ddpdk --ddp-connect 198.18.0.2",
         ] {

@@ -473,6 +473,46 @@ fn rfc5040_6_1_a_read_with_an_ord_of_0_is_refused_when_posted() {
     }
 }
 
+/// RFC 5040 §6.1: a Read is bounded by the peer's IRD, which its Accept brings. Posted before
+/// it, a Read is refused (an IRD of 0 would have held it forever); after it, it goes.
+#[test]
+fn rfc5040_6_1_a_read_waits_for_the_peers_ird_before_it_is_posted() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
+    let (_, sink_reg) = region(&mut w.client, cpd, 4096, Access::LOCAL_WRITE, None);
+    w.client
+        .conn()
+        .initiate_rdmap(S, cpd, RdmaLimits::default(), b"")
+        .unwrap();
+    let read = |stag| read_op(stag, 0, sink_reg.stag, 0, 64);
+    assert_eq!(
+        rdma(&mut w.client, 1, read(Stag(1)), Payload::Bytes(Vec::new())),
+        Err(PostError::Session(
+            ddpdk_control::session::LocalError::NotEstablished
+        ))
+    );
+    wait(&mut w, "the Initiate", |w| {
+        session_events(&w.server, S)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. }))
+    });
+    w.server
+        .conn()
+        .accept_rdmap(S, spd, RdmaLimits { ird: 0, ord: 4 }, b"")
+        .unwrap();
+    wait(&mut w, "the Accept", |w| {
+        session_events(&w.client, S)
+            .iter()
+            .any(|e| matches!(e, Event::Accepted { .. }))
+    });
+    assert_eq!(
+        rdma(&mut w.client, 2, read(Stag(1)), Payload::Bytes(Vec::new())),
+        Err(PostError::NoOrd)
+    );
+    assert!(w.client.completions.is_empty());
+}
+
 /// After its session ends, an RDMAP stream refuses every operation as over (it used to say
 /// "not accepted yet" for a Read or an Atomic, whose sink it looked up first).
 #[test]

@@ -490,9 +490,16 @@ impl Connection {
         if let State::Terminated(_) = s.session.state() {
             return Err(PostError::Session(LocalError::Terminated));
         }
-        let asks = matches!(req.op, RdmaOp::Read { .. } | RdmaOp::Atomic { .. });
-        if asks && r.ord() == 0 {
-            return Err(PostError::NoOrd);
+        // Reads and Atomics are bounded by the peer's IRD (RFC 5040 §6.1, RFC 7306 §5.2),
+        // which its Accept brings: until then none is taken (with an IRD of 0 it would wait
+        // forever), and with an ORD of 0 none ever is.
+        if matches!(req.op, RdmaOp::Read { .. } | RdmaOp::Atomic { .. }) {
+            if !r.peer_limits_known() {
+                return Err(PostError::Session(LocalError::NotEstablished));
+            }
+            if r.ord() == 0 {
+                return Err(PostError::NoOrd);
+            }
         }
         let RdmaRequest {
             wr_id,

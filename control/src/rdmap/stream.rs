@@ -146,6 +146,8 @@ pub struct RdmapStream {
     /// Read Requests this side may have outstanding: our ORD, then min(ORD, the peer's IRD)
     /// once the peer's limits are known.
     ord: u16,
+    /// The peer's limits arrived (its Initiate, or its Accept on the active side).
+    peer_known: bool,
     /// Read Requests sent and not yet answered, oldest first (responses come in order).
     orq: VecDeque<OutboundRead>,
     /// Atomic Requests sent and not yet answered, oldest first; they share ORD with the Reads
@@ -177,6 +179,7 @@ impl RdmapStream {
         RdmapStream {
             ours,
             ord: ours.ord,
+            peer_known: false,
             orq: VecDeque::new(),
             aoq: VecDeque::new(),
             next_request_id: 0,
@@ -190,6 +193,12 @@ impl RdmapStream {
     /// The peer's limits, from its Initiate or Accept: our outbound reads are held to its IRD.
     pub fn set_peer_limits(&mut self, peer: RdmaLimits) {
         self.ord = self.ours.ord.min(peer.ird);
+        self.peer_known = true;
+    }
+
+    /// Whether the peer's limits (its IRD) are known: [`RdmapStream::ord`] is final then.
+    pub fn peer_limits_known(&self) -> bool {
+        self.peer_known
     }
 
     /// This side's limits as announced.
