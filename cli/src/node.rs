@@ -254,6 +254,14 @@ impl Node {
     }
 }
 
+/// The text of `--ipsec-config PATH`, read and checked (it parses).
+pub fn read_ipsec_config(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
+    parse_config(&text).map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
+    Ok(text)
+}
+
 /// The port behind IPsec policy: with `--ipsec` (or what implies it) on the crypto device,
 /// with `--ipsec-config`'s SAs and policies; a pass-through otherwise.
 fn ipsec_port(
@@ -268,8 +276,7 @@ fn ipsec_port(
         Some(path) => {
             let text = match &opts.ipsec_config_text {
                 Some(t) => t.clone(),
-                None => std::fs::read_to_string(path)
-                    .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?,
+                None => read_ipsec_config(path)?,
             };
             parse_config(&text).map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?
         }

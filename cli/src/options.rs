@@ -441,13 +441,13 @@ impl Options {
             if let Some(given) = peer {
                 // An IPv4-mapped address is the IPv4 peer (as the runtime takes it).
                 let a = given.to_canonical();
-                if a.is_unspecified()
-                    || a.is_multicast()
-                    || a.is_loopback()
-                    || self.ip.contains(&a)
-                    || a == std::net::IpAddr::V4(std::net::Ipv4Addr::BROADCAST)
-                {
-                    return Err(format!("{flag} {given}: not an address a peer can have"));
+                if let Some(why) = ddpdk_control::runtime::not_a_peer(a) {
+                    return Err(format!(
+                        "{flag} {given}: {why}, not an address a peer can have"
+                    ));
+                }
+                if self.ip.contains(&a) {
+                    return Err(format!("{flag} {given}: our own address"));
                 }
                 if !self.ip.is_empty() && !self.ip.iter().any(|ip| ip.is_ipv4() == a.is_ipv4()) {
                     return Err(format!("{flag} {given}: no --ip of its family"));

@@ -90,18 +90,13 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     // The IPsec configuration too, once (a pipe gives its bytes once): what the endpoint
     // builds its SAs from is what was checked here.
     if let Some(path) = &opts.ipsec_config {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
+        match crate::node::read_ipsec_config(path) {
+            Ok(text) => opts.ipsec_config_text = Some(text),
             Err(e) => {
-                eprintln!("ddpdk: --ipsec-config {}: {e}", path.display());
+                eprintln!("ddpdk: {e}");
                 return EXIT_USAGE;
             }
-        };
-        if let Err(e) = ddpdk_dataplane::ipsec::parse_config(&text) {
-            eprintln!("ddpdk: --ipsec-config {}: {e}", path.display());
-            return EXIT_USAGE;
         }
-        opts.ipsec_config_text = Some(text);
     }
     // Read every cmdline file before touching the EAL, so a missing file or a bad command is a
     // usage error that costs nothing.

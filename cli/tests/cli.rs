@@ -1398,24 +1398,26 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     );
 }
 
-/// Removes the hugepage files an EAL with `prefix` left behind (a primary keeps them after it
-/// exits, so that secondaries could attach; they hold the pages until removed).
-fn remove_hugepage_files(prefix: &str) {
+/// The files in every hugetlbfs mount.
+fn hugepage_files() -> Vec<std::fs::DirEntry> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    for dir in mounts
+    mounts
         .lines()
         .filter(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
         .filter_map(|l| l.split_whitespace().nth(1))
-    {
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for e in entries.flatten() {
-                if e.file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{prefix}map_"))
-                {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .collect()
+}
+
+/// Removes the hugepage files an EAL with `prefix` left behind (a primary keeps them after it
+/// exits, so that secondaries could attach; they hold the pages until removed).
+fn remove_hugepage_files(prefix: &str) {
+    for e in hugepage_files() {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with(&format!("{prefix}map_"))
+        {
+            let _ = std::fs::remove_file(e.path());
         }
     }
 }
@@ -1439,23 +1441,13 @@ fn sweep_stale_hugepage_files() {
                 .ok()
         })
         .collect();
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    for dir in mounts
-        .lines()
-        .filter(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
-        .filter_map(|l| l.split_whitespace().nth(1))
-    {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !(name.starts_with("ddpdk") && name.contains("map_")) {
-                continue;
-            }
-            // A live EAL holds a shared lock on each of its files (an inode sharing the
-            // number on another file system only keeps a file).
-            let unused = e.metadata().is_ok_and(|m| !locked.contains(&m.ino()));
-            if unused {
-                let _ = std::fs::remove_file(e.path());
-            }
+    for e in hugepage_files() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        // A live EAL holds a shared lock on each of its files (an inode sharing the number on
+        // another file system only keeps a file).
+        let unused = e.metadata().is_ok_and(|m| !locked.contains(&m.ino()));
+        if name.starts_with("ddpdk") && name.contains("map_") && unused {
+            let _ = std::fs::remove_file(e.path());
         }
     }
 }

@@ -862,7 +862,7 @@ pub fn build<P: Port>(
 
 /// Why no peer can have `a` on a link, if none can: its packets would never reach a peer, or
 /// never come back from one.
-fn not_a_peer(a: IpAddr) -> Option<&'static str> {
+pub fn not_a_peer(a: IpAddr) -> Option<&'static str> {
     if a.is_unspecified() {
         Some("the unspecified address")
     } else if a.is_loopback() {
