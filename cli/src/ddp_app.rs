@@ -151,6 +151,9 @@ struct ConnView {
     refused: u64,
     /// The last operation the core refused, and why.
     last_refusal: Option<String>,
+    /// Commands waiting on this association that end with the core's refusal as their error
+    /// ([`AwaitRefusals`]); while one waits, a refusal is its to report, not an event's.
+    awaited: u32,
     /// Completions by `wr_id` (true: success), until the command that posted them takes them.
     done: BTreeMap<u64, bool>,
     posted: u64,
@@ -190,6 +193,7 @@ impl Shared {
             sessions: BTreeMap::new(),
             refused: 0,
             last_refusal: None,
+            awaited: 0,
             done: BTreeMap::new(),
             posted: 0,
         })
@@ -233,16 +237,25 @@ impl Shared {
             RtEvent::Refused {
                 conn, op, error, ..
             } => {
+                let mut awaited = false;
                 if let Some(v) = self.conns.get_mut(&conn) {
                     v.refused += 1;
                     v.last_refusal = Some(format!("{op} refused: {error}"));
+                    awaited = v.awaited > 0;
                 }
-                emit_event(
-                    json,
-                    "refused",
-                    json!({"assoc": conn.0, "op": op, "error": error.to_string()}),
-                    format_args!("Association {conn}: {op} refused: {error}"),
-                );
+                let fields = json!({"assoc": conn.0, "op": op, "error": error.to_string()});
+                if awaited {
+                    // The waiting command fails with it: once on the screen, not twice (nor
+                    // once for each of a burst of refused posts).
+                    json_event(json, "refused", fields);
+                } else {
+                    emit_event(
+                        json,
+                        "refused",
+                        fields,
+                        format_args!("Association {conn}: {op} refused: {error}"),
+                    );
+                }
             }
             RtEvent::Unknown { conn, op } => {
                 note(
@@ -580,6 +593,21 @@ impl std::fmt::Debug for DdpApp {
     }
 }
 
+/// A command's claim on the refusals of an association while it waits (see
+/// [`DdpApp::refusals`]); dropped when the command is done.
+struct AwaitRefusals {
+    shared: Arc<Mutex<Shared>>,
+    conn: ConnHandle,
+}
+
+impl Drop for AwaitRefusals {
+    fn drop(&mut self) {
+        if let Some(v) = lock(&self.shared).conns.get_mut(&self.conn) {
+            v.awaited = v.awaited.saturating_sub(1);
+        }
+    }
+}
+
 fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     // A panic on another thread leaves the views as they were; they are still usable.
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -730,9 +758,24 @@ impl DdpApp {
         }
     }
 
-    /// Operations of `conn` the core refused so far (a command fails on a new one).
-    fn refusals(&self, conn: ConnHandle) -> u64 {
-        lock(&self.shared).conns.get(&conn).map_or(0, |v| v.refused)
+    /// Operations of `conn` the core refused so far (a command fails on a new one), and the
+    /// mark that this command reports the next ones itself, held while it waits.
+    fn refusals(&self, conn: ConnHandle) -> (u64, AwaitRefusals) {
+        let mut s = lock(&self.shared);
+        let refused = match s.conns.get_mut(&conn) {
+            Some(v) => {
+                v.awaited += 1;
+                v.refused
+            }
+            None => 0,
+        };
+        (
+            refused,
+            AwaitRefusals {
+                shared: Arc::clone(&self.shared),
+                conn,
+            },
+        )
     }
 
     fn mr(&self, stag: StagArg) -> Result<Mr, String> {
@@ -1049,7 +1092,7 @@ impl DdpApp {
             } => {
                 let conn = self.conn(*id)?;
                 let stream = *stream;
-                let refused = self.refusals(conn);
+                let (refused, _awaiting) = self.refusals(conn);
                 let previous = lock(&self.shared)
                     .conns
                     .get_mut(&conn)
@@ -1132,7 +1175,7 @@ impl DdpApp {
                         "session {stream} of association {conn} is over already: {st}"
                     ));
                 }
-                let refused = self.refusals(conn);
+                let (refused, _awaiting) = self.refusals(conn);
                 self.submit(conn, Op::Terminate { stream })?;
                 let state = self.wait("the session to end", |s| {
                     let v = s.conns.get(&conn)?;
@@ -1576,11 +1619,10 @@ impl DdpApp {
         // This command's work requests: wr_ids first.., one per message. Only their completions
         // count, and a refusal by the core ends the command with its reason.
         let first = self.sent + 1;
-        let base_refused = lock(&self.shared)
-            .conns
-            .get(&conn)
-            .ok_or("association gone")?
-            .refused;
+        if !lock(&self.shared).conns.contains_key(&conn) {
+            return Err("association gone".into());
+        }
+        let (base_refused, _awaiting) = self.refusals(conn);
         let progress = |s: &Shared| -> Result<(u64, u64), String> {
             let v = s.conns.get(&conn).ok_or("association gone")?;
             if v.refused > base_refused {
@@ -1839,7 +1881,7 @@ impl DdpApp {
         let conn = self.conn(id)?;
         let mr = self.mr(stag)?;
         let base = lock(&self.shared).conns.get(&conn).map_or(0, |v| v.posted);
-        let refused = self.refusals(conn);
+        let (refused, _awaiting) = self.refusals(conn);
         for k in 0..count {
             let buf = lock(&self.shared)
                 .control

@@ -127,4 +127,11 @@ fn send_refused_by_the_core_hangs_the_shell_forever() {
         ctext.contains("post_send refused: no session on this stream"),
         "{ctext}"
     );
+    // Said once, by the command that waited for it: not also as an event, nor once for each
+    // refused post of the burst (64 lines before).
+    assert_eq!(
+        ctext.matches("refused: no session on this stream").count(),
+        1,
+        "{ctext}"
+    );
 }
