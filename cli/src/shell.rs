@@ -555,7 +555,9 @@ pub fn parse_line(line: &str) -> Result<Option<Command>, String> {
     if line.is_empty() || line.starts_with('#') {
         return Ok(None);
     }
-    let words = line.split_whitespace();
+    // Words as a POSIX shell splits them: "Private Data with spaces" is one argument.
+    let words =
+        shell_words::split(line).map_err(|e| format!("Bad command '{line}': {e} (try 'help')"))?;
     Line::try_parse_from(words)
         .map(|l| Some(l.cmd))
         .map_err(|e| {
@@ -645,7 +647,7 @@ DDP endpoint (ddpdk --ip ADDR ...):
   wait closed [SECS]                   Wait until associations came and all closed.
   wait session [SECS]                  Wait until a DDP Stream Session is established.
 STAG is 0x..., a number, 'last' (registered last here) or 'offer' (the peer's offer).
-TEXT (Private Data) is one word; COUNT is at least 1.
+TEXT (Private Data) is one word or \"several in quotes\"; COUNT is at least 1.
 ";
     match section {
         None => "\
@@ -737,6 +739,32 @@ mod tests {
 
     fn ok(line: &str) -> Command {
         parse_line(line).expect("parses").expect("not blank")
+    }
+
+    /// Private Data is free text: quoted, it may hold spaces (a shell's quoting rules); an
+    /// unclosed quote is refused with a reason, not cut.
+    #[test]
+    fn quoted_private_data_is_one_argument() {
+        let open = |text: &str| Command::Session {
+            what: SessionCmd::Open {
+                id: 1,
+                stream: 2,
+                text: Some(text.into()),
+                rdmap: false,
+                ird: 16,
+                ord: 16,
+            },
+        };
+        assert_eq!(ok("session open 1 2 hello"), open("hello"));
+        assert_eq!(
+            ok("session open 1 2 \"hello, peer: ready\""),
+            open("hello, peer: ready")
+        );
+        assert_eq!(ok("session open 1 2 'a  b'"), open("a  b"));
+        let e = parse_line("session open 1 2 \"unclosed").expect_err("refused");
+        assert!(e.contains("missing closing quote"), "{e}");
+        // Two unquoted words are still two arguments: clap refuses the second.
+        assert!(parse_line("session open 1 2 hello peer").is_err());
     }
 
     #[test]
