@@ -2,10 +2,10 @@
 //!
 //! | command | answer |
 //! |---|---|
-//! | `/ddpdk/assoc/list` | the association ids |
+//! | `/ddpdk/assoc/list[,FIRST]` | the association ids from FIRST on (512 an answer) |
 //! | `/ddpdk/assoc/info,ID` | one association: state, peer, streams, cwnd, RTO, windows, retransmissions, ... |
-//! | `/ddpdk/session/list` | every DDP Stream Session not idle: `ASSOC/STREAM` and its state |
-//! | `/ddpdk/mr/list` | the registered memory: count, bytes, and per STag its TO, length, PD, access |
+//! | `/ddpdk/session/list[,A/S]` | DDP Stream Sessions not idle: `ASSOC/STREAM` and its state, `count`, `next` |
+//! | `/ddpdk/mr/list[,STAG]` | the registered memory: count, bytes, per STag its TO, length, PD, access, `next` |
 //! | `/ddpdk/stats` | per data core (`core/N/...`) and the control thread (`control/...`): frames, placed bytes, segments, drops by reason, errors by RFC 5041 §7.2 code, retransmissions |
 //!
 //! The figures come from a [`Snapshot`] the endpoint takes when asked (its data cores report
@@ -58,8 +58,8 @@ type Render = fn(&Snapshot, &str) -> Result<TelValue, String>;
 const COMMANDS: [(&str, &str, Render); 5] = [
     (
         "/ddpdk/assoc/list",
-        "Returns the ids of the SCTP associations. Takes no parameters",
-        |s, _| Ok(assoc_list(s)),
+        "Returns SCTP association ids, ascending, 512 at most. Parameters: int first_id (optional)",
+        assoc_list,
     ),
     (
         "/ddpdk/assoc/info",
@@ -68,13 +68,13 @@ const COMMANDS: [(&str, &str, Render); 5] = [
     ),
     (
         "/ddpdk/session/list",
-        "Returns the DDP Stream Sessions not idle, as association/stream: state. Takes no parameters",
-        |s, _| Ok(session_list(s)),
+        "Returns DDP Stream Sessions not idle (assoc/stream: state), count, next. Parameters: first assoc/stream (optional)",
+        session_list,
     ),
     (
         "/ddpdk/mr/list",
-        "Returns the registered memory: count, bytes, and per STag its TO, length, PD, access. Takes no parameters",
-        |s, _| Ok(mr_list(s)),
+        "Returns registered memory: count, bytes, per STag its TO, length, PD, access; next. Parameters: first STag (optional)",
+        mr_list,
     ),
     (
         "/ddpdk/stats",
@@ -194,8 +194,26 @@ fn u(x: impl TryInto<u64>) -> TelValue {
     TelValue::U64(x.try_into().unwrap_or(u64::MAX))
 }
 
-pub fn assoc_list(s: &Snapshot) -> TelValue {
-    TelValue::List(assocs(s).map(|(_, a)| TelValue::U64(a.conn.0)).collect())
+/// Association ids one answer lists: DPDK 22.11 takes 512 entries a list. An answer that
+/// full may have more behind it: the next asks from its last id + 1.
+const ASSOCS_LISTED: usize = 512;
+
+/// The association ids from `params` (an id; 0 when empty) on, ascending, at most
+/// [`ASSOCS_LISTED`]: an endpoint with more is read a page at a time, none left out.
+pub fn assoc_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
+    let from = match params.trim() {
+        "" => 0,
+        p => p.parse::<u64>().map_err(|_| {
+            "usage: /ddpdk/assoc/list[,FIRST_ID] (ids from FIRST_ID on, 512 at most)".to_string()
+        })?,
+    };
+    let mut ids: Vec<u64> = assocs(s)
+        .map(|(_, a)| a.conn.0)
+        .filter(|&id| id >= from)
+        .collect();
+    ids.sort_unstable();
+    ids.truncate(ASSOCS_LISTED);
+    Ok(TelValue::List(ids.into_iter().map(TelValue::U64).collect()))
 }
 
 pub fn assoc_info(s: &Snapshot, params: &str) -> Result<TelValue, String> {
@@ -237,19 +255,45 @@ pub fn assoc_info(s: &Snapshot, params: &str) -> Result<TelValue, String> {
     ]))
 }
 
-pub fn session_list(s: &Snapshot) -> TelValue {
-    TelValue::Dict(
-        assocs(s)
-            .flat_map(|(_, a)| {
-                a.sessions.iter().map(move |(stream, state)| {
-                    (
-                        format!("{}/{stream}", a.conn.0),
-                        TelValue::Str(state_text(*state)),
-                    )
-                })
-            })
-            .collect(),
-    )
+/// Sessions one answer lists, beside `count` and `next`: DPDK 22.11 takes 256 names a dict.
+const SESSIONS_LISTED: usize = 254;
+
+/// The sessions not idle from `params` (`ASSOC/STREAM` or `ASSOC`; the first when empty) on,
+/// in association then stream order, at most [`SESSIONS_LISTED`]; `count` is every session
+/// not idle, and `next` (when more are left) is where the next answer starts.
+pub fn session_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
+    let usage =
+        || "usage: /ddpdk/session/list[,ASSOC[/STREAM]] (sessions from there on)".to_string();
+    let from: (u64, u16) = match params.trim() {
+        "" => (0, 0),
+        p => match p.split_once('/') {
+            Some((a, st)) => (
+                a.parse().map_err(|_| usage())?,
+                st.parse().map_err(|_| usage())?,
+            ),
+            None => (p.parse().map_err(|_| usage())?, 0),
+        },
+    };
+    let mut all: Vec<((u64, u16), State)> = assocs(s)
+        .flat_map(|(_, a)| {
+            a.sessions
+                .iter()
+                .map(move |(stream, state)| ((a.conn.0, *stream), *state))
+        })
+        .collect();
+    all.sort_unstable_by_key(|(key, _)| *key);
+    let mut entries = vec![("count".to_string(), u(all.len()))];
+    let mut listed = all.iter().filter(|(key, _)| *key >= from);
+    entries.extend(
+        listed
+            .by_ref()
+            .take(SESSIONS_LISTED)
+            .map(|((a, st), state)| (format!("{a}/{st}"), TelValue::Str(state_text(*state)))),
+    );
+    if let Some(((a, st), _)) = listed.next() {
+        entries.push(("next".to_string(), TelValue::Str(format!("{a}/{st}"))));
+    }
+    Ok(TelValue::Dict(entries))
 }
 
 /// A session's state in words (`Terminated (terminated by the local ULP)`).
@@ -276,10 +320,25 @@ fn access_text(a: Access) -> String {
     .join("+")
 }
 
-/// MRs listed after `count` and `bytes`: DPDK takes 256 names a dict, four per MR.
+/// MRs listed beside `count`, `bytes` and `next`: DPDK takes 256 names a dict, four per MR.
 const MRS_LISTED: usize = 63;
 
-pub fn mr_list(s: &Snapshot) -> TelValue {
+/// The registrations from `params` (an STag, `0x...` or decimal; the first when empty) on, in
+/// STag order, at most [`MRS_LISTED`]; `count` and `bytes` cover them all, and `next` (when
+/// more are left) is where the next answer starts.
+pub fn mr_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
+    let p = params.trim();
+    let from = if p.is_empty() {
+        0
+    } else {
+        let n = match p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+            Some(hex) => u32::from_str_radix(hex, 16),
+            None => p.parse::<u32>(),
+        };
+        n.map_err(|_| "usage: /ddpdk/mr/list[,FIRST_STAG] (STags from there on)".to_string())?
+    };
+    let mut mrs: Vec<&(Stag, Registration)> = s.mrs.iter().filter(|(st, _)| st.0 >= from).collect();
+    mrs.sort_unstable_by_key(|(st, _)| st.0);
     let mut entries = vec![
         ("count".to_string(), u(s.mrs.len())),
         (
@@ -287,7 +346,7 @@ pub fn mr_list(s: &Snapshot) -> TelValue {
             TelValue::U64(s.mrs.iter().map(|(_, r)| r.len).sum()),
         ),
     ];
-    for (stag, r) in s.mrs.iter().take(MRS_LISTED) {
+    for (stag, r) in mrs.iter().take(MRS_LISTED) {
         entries.push((
             stag.to_string(),
             dict(vec![
@@ -298,7 +357,10 @@ pub fn mr_list(s: &Snapshot) -> TelValue {
             ]),
         ));
     }
-    TelValue::Dict(entries)
+    if let Some((next, _)) = mrs.get(MRS_LISTED) {
+        entries.push(("next".to_string(), TelValue::Str(next.to_string())));
+    }
+    Ok(TelValue::Dict(entries))
 }
 
 /// The counters of one data core: its own, its interface's, and its connections' (those it
@@ -504,6 +566,135 @@ mod tests {
         assert!(n.iter().any(|x| x.starts_with("core/1/")));
         assert!(!n.iter().any(|x| x.starts_with("core/0/")));
         assert_eq!(stats(&s, "5").unwrap_err(), "no data core 5");
+    }
+
+    /// `n` associations spread over two cores (ids not in order across them), each with
+    /// sessions on streams 1 and 2, and `mrs` registrations in no STag order.
+    fn crowded(n: u64, mrs: u32) -> Snapshot {
+        let mut reports = vec![core(0), core(1)];
+        for id in (1..=n).rev() {
+            reports[(id % 2) as usize].assocs.push(AssocInfo {
+                conn: ddpdk_control::runtime::ConnHandle(id),
+                peer: std::net::IpAddr::from([198, 18, 0, 2]),
+                peer_port: 5000,
+                state: "Established".into(),
+                streams: 8,
+                sessions: vec![(2, State::Established), (1, State::InitiateSent)],
+                stats: Default::default(),
+                receive_room: 0,
+                sctp: Default::default(),
+                cwnd: 0,
+                peer_rwnd: 0,
+                rto: Duration::from_secs(1),
+                srtt: None,
+                local_port: 5001,
+            });
+        }
+        let mrs = (0..mrs)
+            .rev()
+            .map(|k| {
+                (
+                    Stag(0x100 * (k + 1)),
+                    Registration {
+                        pd: ddpdk_dataplane::mem::Pd(1),
+                        access: Access::REMOTE_WRITE,
+                        stream: None,
+                        to_base: 0,
+                        len: 4096,
+                        memory: ddpdk_dataplane::mem::RegionSlice {
+                            region: 0,
+                            offset: 0,
+                        },
+                    },
+                )
+            })
+            .collect();
+        Snapshot {
+            reports,
+            mrs,
+            ..Default::default()
+        }
+    }
+
+    /// Every list command answers within DPDK's limits (512 entries a list, 256 names a
+    /// dict) and pages through the rest: read from the cursor each answer gives, every
+    /// association, session and STag comes once, in order, none left out (a list used to
+    /// stop at the limit without a word).
+    #[test]
+    fn list_commands_page_through_more_than_one_answer_holds() {
+        let s = crowded(1300, 200);
+        let (mut ids, mut from) = (Vec::new(), 0);
+        loop {
+            let TelValue::List(page) = assoc_list(&s, &from.to_string()).unwrap() else {
+                panic!("a list")
+            };
+            assert!(page.len() <= 512);
+            ids.extend(page.iter().map(|v| match v {
+                TelValue::U64(x) => *x,
+                other => panic!("{other:?}"),
+            }));
+            match ids.last() {
+                Some(&last) if page.len() == 512 => from = last + 1,
+                _ => break,
+            }
+        }
+        assert_eq!(ids, (1..=1300).collect::<Vec<u64>>());
+        assert!(assoc_list(&s, "x").unwrap_err().contains("usage"));
+
+        let (mut sessions, mut cursor) = (Vec::new(), String::new());
+        loop {
+            let page = session_list(&s, &cursor).unwrap();
+            let mut n = Vec::new();
+            names(&page, "", &mut n);
+            assert!(n.len() <= 256, "{} names", n.len());
+            let TelValue::Dict(entries) = page else {
+                panic!("a dict")
+            };
+            let mut next = None;
+            for (k, v) in entries {
+                match (k.as_str(), v) {
+                    ("count", TelValue::U64(c)) => assert_eq!(c, 2600),
+                    ("next", TelValue::Str(c)) => next = Some(c),
+                    (key, _) => sessions.push(key.to_string()),
+                }
+            }
+            match next {
+                Some(c) => cursor = c,
+                None => break,
+            }
+        }
+        let want: Vec<String> = (1..=1300u64)
+            .flat_map(|a| [format!("{a}/1"), format!("{a}/2")])
+            .collect();
+        assert_eq!(sessions, want);
+        assert!(session_list(&s, "1/x").unwrap_err().contains("usage"));
+
+        let (mut stags, mut cursor) = (Vec::new(), String::new());
+        loop {
+            let page = mr_list(&s, &cursor).unwrap();
+            let mut n = Vec::new();
+            names(&page, "", &mut n);
+            assert!(n.len() <= 256, "{} names", n.len());
+            let TelValue::Dict(entries) = page else {
+                panic!("a dict")
+            };
+            let mut next = None;
+            for (k, v) in entries {
+                match (k.as_str(), v) {
+                    ("count", TelValue::U64(c)) => assert_eq!(c, 200),
+                    ("bytes", TelValue::U64(b)) => assert_eq!(b, 200 * 4096),
+                    ("next", TelValue::Str(c)) => next = Some(c),
+                    (stag, _) => stags.push(stag.to_string()),
+                }
+            }
+            match next {
+                Some(c) => cursor = c,
+                None => break,
+            }
+        }
+        let want: Vec<String> = (1..=200u32).map(|k| Stag(0x100 * k).to_string()).collect();
+        assert_eq!(stags, want);
+        assert!(mr_list(&s, "0xzz").unwrap_err().contains("usage"));
     }
 
     #[test]

@@ -66,7 +66,7 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     let sessions = loop {
         let r = procs::ask(&server_prefix, &["/ddpdk/session/list"]);
         let s = procs::value(&r[0], "/ddpdk/session/list").clone();
-        if s.as_object().is_some_and(|o| !o.is_empty()) {
+        if s["count"].as_u64().is_some_and(|n| n > 0) {
             break s;
         }
         assert!(Instant::now() < deadline, "no session shown: {s}");
@@ -103,10 +103,50 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     }
     assert!(info["placed_bytes"].as_u64().unwrap() > 0, "{info}");
     assert_eq!(info["t3_retransmits"], 0, "a lossless link: {info}");
-    // The session the client opened, on the association listed.
-    let (key, state) = sessions.as_object().unwrap().iter().next().unwrap();
+    // The session the client opened, on the association listed; the only one, so no `next`.
+    assert_eq!(sessions["count"], 1, "{sessions}");
+    assert!(sessions.get("next").is_none(), "{sessions}");
+    let (key, state) = sessions
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(k, _)| k.contains('/'))
+        .unwrap();
     assert!(key.starts_with(&format!("{id}/")), "{sessions}");
     assert_eq!(state, "Established", "{sessions}");
+    // Paged lists, through DPDK's parameter passing: from the session or association on,
+    // it is there; from past it, nothing is.
+    let pages = [
+        format!("/ddpdk/session/list,{key}"),
+        format!("/ddpdk/session/list,{}", id + 1),
+        format!("/ddpdk/assoc/list,{id}"),
+        format!("/ddpdk/assoc/list,{}", id + 1),
+    ];
+    let p: Vec<&str> = pages.iter().map(String::as_str).collect();
+    let r2 = procs::ask(&server_prefix, &p);
+    assert_eq!(
+        procs::value(&r2[0], p[0])[key.as_str()],
+        "Established",
+        "{}",
+        r2[0]
+    );
+    assert!(
+        procs::value(&r2[1], p[1]).get(key.as_str()).is_none(),
+        "{}",
+        r2[1]
+    );
+    assert_eq!(
+        procs::value(&r2[2], p[2]),
+        &serde_json::json!([id]),
+        "{}",
+        r2[2]
+    );
+    assert_eq!(
+        procs::value(&r2[3], p[3]),
+        &serde_json::json!([]),
+        "{}",
+        r2[3]
+    );
     // The region the server offered: one MR of --region-bytes, remote write.
     let mrs = procs::value(&r[1], cmds[1]);
     assert_eq!(mrs["count"], 1, "{mrs}");

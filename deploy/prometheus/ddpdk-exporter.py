@@ -138,6 +138,31 @@ def fmt_value(v):
     return str(int(v))
 
 
+def assoc_ids(t):
+    """Every association id: a reply holds 512 at most, the next asks from the last + 1."""
+    first = 0
+    while True:
+        page = t.ask(f"/ddpdk/assoc/list,{first}") or []
+        yield from page
+        if len(page) < 512:
+            return
+        first = page[-1] + 1
+
+
+def paged(t, cmd):
+    """The values of a dict command that pages (`count`, `next`: docs/telemetry.md), every
+    page; its own names (`count`, `bytes`, `next`) left out."""
+    cursor = ""
+    while True:
+        page = t.ask(f"{cmd},{cursor}" if cursor else cmd) or {}
+        for key, value in page.items():
+            if "/" in key:
+                yield value
+        cursor = page.get("next")
+        if not cursor:
+            return
+
+
 def collect(t):
     """Asks every command and returns the metrics."""
     m = Metrics()
@@ -183,7 +208,7 @@ def collect(t):
         elif parts[0] == "control" and len(parts) == 2:
             m.add(f"ddpdk_control_{parts[1]}_total", "counter",
                   CONTROL_HELP.get(parts[1], f"Control thread counter {parts[1]}."), {}, value)
-    for assoc_id in t.ask("/ddpdk/assoc/list") or []:
+    for assoc_id in assoc_ids(t):
         info = t.ask(f"/ddpdk/assoc/info,{assoc_id}")
         if not isinstance(info, dict) or "error" in info:
             continue  # gone between the list and the question
@@ -201,9 +226,8 @@ def collect(t):
             if key in info:
                 m.add(f"ddpdk_association_{key}_total", "counter", help_text, labels,
                       info[key])
-    sessions = t.ask("/ddpdk/session/list") or {}
     by_state = {}
-    for state in sessions.values():
+    for state in paged(t, "/ddpdk/session/list"):
         by_state[state] = by_state.get(state, 0) + 1
     for state, n in sorted(by_state.items()):
         m.add("ddpdk_sessions", "gauge", "DDP Stream Sessions not idle, by state.",
