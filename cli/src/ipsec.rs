@@ -331,8 +331,10 @@ fn session<P: Port<Buf = Mbuf>>(conn: UnixStream, port: &IpsecPort<P>, stop: &At
                     .unwrap_or("")
                     .split_whitespace()
                     .collect();
+                // Every line is answered, a blank one too: a key manager that waits for the
+                // answer to each line it writes never waits for one that does not come.
                 let reply = if words.is_empty() {
-                    String::new()
+                    "ok nothing to do\n".to_string()
                 } else {
                     match command(port, &words) {
                         Ok(text) if words == ["show"] => format!("{text}\nok\n"),

@@ -248,7 +248,10 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
         let file = opts.cmdline_file[n].display();
         note(opts.json, format_args!("Read CLI commands from {file}"));
         for (text, line, cmd) in script {
-            note(opts.json, format_args!("ddpdk> {text}"));
+            note(
+                opts.json,
+                format_args!("ddpdk> {}", shell::key_hidden(text)),
+            );
             match app.execute(cmd) {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Quit) => return 0,
@@ -361,7 +364,7 @@ fn read_pipe(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>, json: bool) {
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return };
         if !line.trim().is_empty() {
-            note(json, format_args!("ddpdk> {}", line.trim()));
+            note(json, format_args!("ddpdk> {}", shell::key_hidden(&line)));
         }
         if tx.send(Input::Line(line)).is_err() || ack.recv().is_err() {
             return;

@@ -548,6 +548,19 @@ struct Line {
     cmd: Command,
 }
 
+/// `line` as it may be shown (echoed, quoted in an error): the value after each `*_key`
+/// word (`aead_key`, `cipher_key`, `auth_key`) replaced, so key material never reaches a
+/// terminal, a log or a pipe.
+pub fn key_hidden(line: &str) -> String {
+    let mut hide = false;
+    let mut out = Vec::new();
+    for w in line.split_whitespace() {
+        out.push(if hide { "(key hidden)" } else { w });
+        hide = w.ends_with("_key");
+    }
+    out.join(" ")
+}
+
 /// Parses one shell line. `Ok(None)` for a blank line or a comment (`#`).
 /// Errors are one line, meant to be printed as they are.
 pub fn parse_line(line: &str) -> Result<Option<Command>, String> {
@@ -555,19 +568,23 @@ pub fn parse_line(line: &str) -> Result<Option<Command>, String> {
     if line.is_empty() || line.starts_with('#') {
         return Ok(None);
     }
+    let shown = key_hidden(line);
     // Words as a POSIX shell splits them: "Private Data with spaces" is one argument.
     let words =
-        shell_words::split(line).map_err(|e| format!("Bad command '{line}': {e} (try 'help')"))?;
+        shell_words::split(line).map_err(|e| format!("Bad command '{shown}': {e} (try 'help')"))?;
     Line::try_parse_from(words)
         .map(|l| Some(l.cmd))
         .map_err(|e| {
             let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("bad command");
-            let first = first.trim_start_matches("error: ").trim();
-            format!("Bad command '{line}': {first} (try 'help')")
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("bad command");
+            let first = first.trim_start_matches("error: ");
+            // "the following required arguments were not provided:" names them on the next
+            // line: one line still, with what is missing.
+            match lines.next().filter(|_| first.ends_with(':')) {
+                Some(what) => format!("Bad command '{shown}': {first} {what} (try 'help')"),
+                None => format!("Bad command '{shown}': {first} (try 'help')"),
+            }
         })
 }
 
@@ -739,6 +756,38 @@ mod tests {
 
     fn ok(line: &str) -> Command {
         parse_line(line).expect("parses").expect("not blank")
+    }
+
+    /// An error names what is missing, not just that something is.
+    #[test]
+    fn a_missing_argument_is_named() {
+        let e = parse_line("ipsec").expect_err("needs words");
+        assert!(e.contains("not provided: <WORDS>"), "{e}");
+        let e = parse_line("session open 1").expect_err("needs a stream");
+        assert!(e.contains("not provided: <STREAM>"), "{e}");
+    }
+
+    /// A key is never shown: not in the echo of a script's line, nor in the error of a line
+    /// that does not parse.
+    #[test]
+    fn keys_are_hidden_wherever_a_line_is_shown() {
+        let line = "ipsec sa add in 1000 aead_algo aes-128-gcm aead_key 2b:7e:15:16 mode transport";
+        assert_eq!(
+            key_hidden(line),
+            "ipsec sa add in 1000 aead_algo aes-128-gcm aead_key (key hidden) mode transport"
+        );
+        // A key manager's line pasted without `ipsec`, and one with an unclosed quote.
+        for bad in [
+            "sa add in 1000 aead_algo aes-128-gcm aead_key 2b:7e:15:16 mode transport",
+            "ipsec sa add in 1000 aead_key 2b:7e:15:16 mode \"transport",
+        ] {
+            let e = parse_line(bad).expect_err("does not parse");
+            assert!(!e.contains("2b:7e") && e.contains("(key hidden)"), "{e}");
+        }
+        assert_eq!(
+            key_hidden("cipher_key 0xaa auth_key 0xbb esn"),
+            "cipher_key (key hidden) auth_key (key hidden) esn"
+        );
     }
 
     /// Private Data is free text: quoted, it may hold spaces (a shell's quoting rules); an

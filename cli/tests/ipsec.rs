@@ -380,6 +380,10 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
         let answer = km(&mut sock, &format!("{what} add {rest}"));
         assert!(answer.starts_with("ok "), "{rule}: {answer}");
     }
+    // A blank line or a comment is answered too: a key manager waits for every answer.
+    for line in ["", "   # a note"] {
+        assert_eq!(km(&mut sock, line), "ok nothing to do\n", "{line:?}");
+    }
     // Mistakes are answered, one line each, and change nothing.
     for (line, want) in [
         (
@@ -423,7 +427,7 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
     );
     // The server's own outbound key, under another SPI and direction: refused too.
     let reused = km(&mut sock, &spare);
-    assert!(reused.contains("used by an SA before"), "{reused}");
+    assert!(reused.contains("a key is used once"), "{reused}");
     let shown = km(&mut sock, "show");
     for want in [
         "policy 0: sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp",

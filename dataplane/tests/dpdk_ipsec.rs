@@ -851,7 +851,7 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
         ),
     ] {
         let e = pa.add_sa(rule(parse_sa, &again)).unwrap_err();
-        assert!(e.contains("used by an SA before"), "{e}");
+        assert!(e.contains("a key is used once"), "{e}");
     }
     // The inbound SA deleted: ESP for it is dropped as ESP for no SA.
     pa.add_sa(rule(

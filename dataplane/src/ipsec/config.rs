@@ -40,6 +40,18 @@ impl IpsecConfig {
         if self.sa(sa.direction, sa.spi).is_some() {
             return Err(format!("SA {} {} is defined twice", sa.direction, sa.spi));
         }
+        // What the port refuses anyway (a key is used once: RFC 4106 §8.1's nonces, RFC 4303
+        // §3.4.3's replay window), said here, where a file's line can be named.
+        if let Some(other) = self
+            .sas
+            .iter()
+            .find(|o| o.key == sa.key && o.salt == sa.salt && o.auth_key == sa.auth_key)
+        {
+            return Err(format!(
+                "SA {} {} has the key of SA {} {}: a key is used once; give it a new key",
+                sa.direction, sa.spi, other.direction, other.spi
+            ));
+        }
         self.sas.push(sa);
         Ok(())
     }
@@ -127,6 +139,14 @@ pub fn parse_config(text: &str) -> Result<IpsecConfig, ConfigError> {
             message,
         })?;
     }
+    // A rule cut short by the end of the file is refused, not dropped: a policy missing
+    // from a security configuration changes what goes in the clear.
+    if !pending.is_empty() {
+        return Err(ConfigError {
+            line: first,
+            message: "the rule continues (a trailing \\) past the end of the file".into(),
+        });
+    }
     Ok(cfg)
 }
 
@@ -141,11 +161,16 @@ pub fn parse_rule(cfg: &mut IpsecConfig, words: &[&str]) -> Result<(), String> {
     }
 }
 
+/// `got` for a message: the word quoted, or that there was none.
+fn got(w: Option<&&str>) -> String {
+    w.map_or_else(|| "nothing".to_string(), |w| format!("{w:?}"))
+}
+
 fn direction(w: Option<&&str>) -> Result<Direction, String> {
     match w {
         Some(&"in") => Ok(Direction::In),
         Some(&"out") => Ok(Direction::Out),
-        other => Err(format!("expected in or out, got {other:?}")),
+        other => Err(format!("expected in or out, got {}", got(other))),
     }
 }
 
@@ -185,10 +210,16 @@ pub fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
     let mut window = None;
     let mut lifetime = Lifetime::default();
     let mut i = 2;
+    let mut seen: Vec<&str> = Vec::new();
     while i < w.len() {
         let key = w[i];
         let val = w.get(i + 1);
         i += 2;
+        // A second `mode` (or key, ...) silently winning would hide a mistake in the rule.
+        if seen.contains(&key) {
+            return Err(format!("sa keyword {key:?} given twice"));
+        }
+        seen.push(key);
         match key {
             "aead_algo" => aead = Some((val.copied().unwrap_or(""), Vec::new())),
             "aead_key" => match aead.as_mut() {
@@ -245,6 +276,12 @@ pub fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
                     ))
                 }
             };
+            if k.is_empty() {
+                return Err(format!(
+                    "{name} needs aead_key ({} key bytes and a 4-byte salt)",
+                    a.key_len()
+                ));
+            }
             if k.len() != a.key_len() + 4 {
                 return Err(format!(
                     "{name} aead_key is {} key bytes and a 4-byte salt, got {} bytes",
@@ -291,7 +328,8 @@ pub fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
         }
         (m, _, _) => {
             return Err(format!(
-                "mode must be transport, ipv4-tunnel or ipv6-tunnel, got {m:?}"
+                "mode must be transport, ipv4-tunnel or ipv6-tunnel, got {}",
+                got(m.as_ref())
             ))
         }
     };
@@ -329,7 +367,7 @@ pub fn parse_sp(w: &[&str]) -> Result<Policy, String> {
     let all = match w.first() {
         Some(&"ipv4") => "0.0.0.0/0",
         Some(&"ipv6") => "::/0",
-        other => return Err(format!("sp needs ipv4 or ipv6, got {other:?}")),
+        other => return Err(format!("sp needs ipv4 or ipv6, got {}", got(other))),
     };
     let all: Prefix = all.parse()?;
     let dir = direction(w.get(1))?;
@@ -342,7 +380,8 @@ pub fn parse_sp(w: &[&str]) -> Result<Policy, String> {
         Some(&"discard") => (Action::Discard, 4),
         other => {
             return Err(format!(
-                "expected protect, bypass or discard, got {other:?}"
+                "expected protect, bypass or discard, got {}",
+                got(other)
             ))
         }
     };
@@ -352,9 +391,14 @@ pub fn parse_sp(w: &[&str]) -> Result<Policy, String> {
         dst: Some(all),
         ..Selector::default()
     };
+    let mut seen: Vec<&str> = Vec::new();
     while i < w.len() {
         let (key, val) = (w[i], w.get(i + 1));
         i += 2;
+        if seen.contains(&key) {
+            return Err(format!("sp keyword {key:?} given twice"));
+        }
+        seen.push(key);
         let prefix = |v: Option<&&str>| -> Result<Prefix, String> {
             let p: Prefix = v.ok_or_else(|| format!("{key} needs a value"))?.parse()?;
             if p.addr.is_ipv4() != all.addr.is_ipv4() {
@@ -369,6 +413,11 @@ pub fn parse_sp(w: &[&str]) -> Result<Policy, String> {
             "proto" => {
                 sel.proto = Some(match val {
                     Some(&"sctp") => IPPROTO_SCTP,
+                    Some(&name @ ("tcp" | "udp" | "icmp" | "icmpv6")) => {
+                        return Err(format!(
+                            "proto {name}: give its number (RFC 5043 §13 selects SCTP: sctp or 132)"
+                        ))
+                    }
                     // ipsec-secgw writes proto as from:to; a single protocol is what it means.
                     v => {
                         let r = range(key, v)?;
@@ -399,6 +448,57 @@ mod tests {
     use crate::ipsec::Flow;
 
     const KEY16: &str = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c";
+
+    /// A rule whose last line ends in `\` is refused with its line, not dropped: the file
+    /// below without the check read as 1 SA and 0 policies, so SCTP went in the clear.
+    #[test]
+    fn a_rule_continued_past_the_end_of_the_file_is_refused() {
+        let text = format!(
+            "sa out 1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport\n\
+             sp ipv4 out esp protect 1000 pri 1 \\\n\
+             \tproto sctp \\\n"
+        );
+        let e = parse_config(&text).unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("past the end of the file"), "{e}");
+        // The same rule ended properly reads.
+        let ok = text.trim_end_matches("\\\n").to_string() + "\n";
+        assert_eq!(parse_config(&ok).unwrap().spd.policies().len(), 1);
+    }
+
+    /// What an operator typing a rule by hand gets wrong is named in the operator's words.
+    #[test]
+    fn mistakes_in_a_rule_are_named_plainly() {
+        let sa = |rest: &str| parse_sa(&rest.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert_eq!(sa("sideways 1000"), "expected in or out, got \"sideways\"");
+        assert_eq!(sa(""), "expected in or out, got nothing");
+        assert!(sa("out 1000 aead_algo aes-128-gcm mode transport")
+            .contains("needs aead_key (16 key bytes and a 4-byte salt)"));
+        assert_eq!(
+            sa(&format!(
+                "out 1000 aead_algo aes-128-gcm aead_key {KEY16}:00:00:00:01 mode transport \
+                 mode ipv4-tunnel src 198.18.0.1 dst 198.18.0.2"
+            )),
+            "sa keyword \"mode\" given twice"
+        );
+        let twice = format!(
+            "sa out 1000 aead_algo aes-128-gcm aead_key {KEY16}:00:00:00:01 mode transport\n\
+             sa in 1001 aead_algo aes-128-gcm aead_key {KEY16}:00:00:00:01 mode transport\n"
+        );
+        let e = parse_config(&twice).unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("has the key of SA out 1000"), "{e}");
+        let sp = |rest: &str| parse_sp(&rest.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert!(sp("ipv4 in esp discard proto udp").contains("give its number"));
+        assert_eq!(
+            sp("ipv4 in esp discard pri 1 pri 2"),
+            "sp keyword \"pri\" given twice"
+        );
+        assert_eq!(
+            sp("ipv4 in esp"),
+            "expected protect, bypass or discard, got nothing"
+        );
+    }
 
     #[test]
     fn a_secgw_style_file_reads_into_sas_and_policies() {
@@ -503,7 +603,7 @@ mod tests {
         ] {
             let mut cfg = IpsecConfig::default();
             parse_rule(&mut cfg, &sa.split_whitespace().collect::<Vec<_>>()).unwrap();
-            let out = sa.replace("sa in", "sa out");
+            let out = sa.replace("sa in", "sa out").replace("ba:be", "ba:bf");
             parse_rule(&mut cfg, &out.split_whitespace().collect::<Vec<_>>()).unwrap();
             parse_rule(&mut cfg, &rule.split_whitespace().collect::<Vec<_>>()).unwrap();
             let p = cfg.spd.policies()[0].clone();
@@ -584,9 +684,10 @@ mod tests {
     fn overhead_is_the_largest_outbound_sas() {
         let text = format!(
             "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport\n\
-             sa out 1001 aead_algo aes-128-gcm aead_key 0x{k} mode ipv6-tunnel src 2001:db8::1 dst 2001:db8::2\n\
+             sa out 1001 aead_algo aes-128-gcm aead_key 0x{k1} mode ipv6-tunnel src 2001:db8::1 dst 2001:db8::2\n\
              sa in 1002 cipher_algo aes-256-cbc cipher_key 0x{k2} auth_algo sha256-hmac auth_key 0x{k2} mode transport\n",
             k = "ab".repeat(20),
+            k1 = "ac".repeat(20),
             k2 = "cd".repeat(32)
         );
         let cfg = parse_config(&text).unwrap();
