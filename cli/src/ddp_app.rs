@@ -1254,7 +1254,7 @@ impl DdpApp {
                 if self.json {
                     println!(
                         "{}",
-                        json!({"mr": {"stag": reg.stag.0, "to": reg.to_base, "len": reg.len,
+                        json!({"mr": {"stag": reg.stag.to_string(), "to": reg.to_base, "len": reg.len,
                             "access": access_text(access), "huge": huge}})
                     );
                 } else {
@@ -1349,7 +1349,7 @@ impl DdpApp {
                 if self.json {
                     println!(
                         "{}",
-                        json!({"checksum": {"stag": mr.reg.stag.0, "len": len, name: value}})
+                        json!({"checksum": {"stag": mr.reg.stag.to_string(), "len": len, name: value}})
                     );
                 } else {
                     note(
@@ -1845,7 +1845,8 @@ impl DdpApp {
                 "{}",
                 json!({"send": {"assoc": id, "stream": stream, "messages": count,
                     "size": size, "seconds": secs, "mb_per_s": total as f64 / secs / 1e6,
-                    "crc32c": crc, "failed": failed, "op": verb.name(),
+                    "crc32c": crc.map(|c| format!("{c:#010x}")), "failed": failed,
+                    "op": verb.name(),
                     "original": original}})
             );
         } else {
@@ -2004,7 +2005,7 @@ impl DdpApp {
                             json!({"assoc": a.conn.0, "stream": stream,
                                 "state": format!("{state:?}"), "text": state_text(*state),
                                 "rdmap": rdmap,
-                                "offer": offer.map(|(st, to, len)| json!({"stag": st.0, "to": to, "len": len}))})
+                                "offer": offer.map(|(st, to, len)| json!({"stag": st.to_string(), "to": to, "len": len}))})
                         );
                     } else {
                         println!(
@@ -2031,7 +2032,7 @@ impl DdpApp {
             if self.json {
                 println!(
                     "{}",
-                    json!({"mr": {"stag": mr.reg.stag.0, "to": mr.reg.to_base,
+                    json!({"mr": {"stag": mr.reg.stag.to_string(), "to": mr.reg.to_base,
                         "len": mr.reg.len, "access": access_text(mr.access),
                         "offered": offered == Some(mr.reg.stag)}})
                 );

@@ -407,9 +407,14 @@ impl Job {
             load.frames_per_busy_turn(&load_from),
         );
         // What was placed, for the client to compare with what it wrote.
+        let mut regions = Vec::new();
         for (stream, stag, r) in offered {
             if let Some(region) = self.control.memory().region(r) {
                 let crc = region.crc32c(0, region.len()).map_err(|e| e.to_string())?;
+                regions.push(
+                    serde_json::json!({"stream": stream, "stag": stag.to_string(),
+                    "crc32c": format!("{crc:#010x}"), "len": region.len()}),
+                );
                 note(
                     json,
                     format_args!(
@@ -431,6 +436,18 @@ impl Job {
                 per_turn(batch)
             ),
         );
+        if json {
+            // The server's half of the run, as the client prints `ddp_goodput`: scripts compare
+            // each region's crc32c with the client's `region_crc32c`.
+            println!(
+                "{}",
+                serde_json::json!({"ddp_server": {
+                    "delivered": delivered, "errors": errors, "frames_in": frames_in,
+                    "frames_out": frames_out, "cores_busy": busy,
+                    "frames_per_busy_turn": batch, "regions": regions,
+                    "faults": faults_json(self.node.port.inner().counts())}})
+            );
+        }
         if opts.ddp_verify {
             soak.report(json);
         }
@@ -565,7 +582,6 @@ impl Job {
         opts: &Options,
         signalled: &AtomicBool,
     ) -> Result<(), String> {
-        let json = opts.json;
         let size = usize::try_from(opts.ddp_size).unwrap_or(usize::MAX);
         let verify = opts.ddp_verify;
         if verify && size < verify::MIN_LEN {
@@ -585,6 +601,46 @@ impl Job {
             .control
             .connect(now, peer, opts.sctp_port)
             .map_err(|e| e.to_string())?;
+        let run = self.client_run(eal, conn, opts, signalled);
+        if run.is_err() {
+            // Whatever ended the run (a signal, a refusal, a peer gone quiet), the server
+            // hears of it at once (RFC 9260 §9.1) instead of holding the association until
+            // its heartbeats give up.
+            self.abort(conn);
+        }
+        run
+    }
+
+    /// Sends an ABORT on `conn` unless it is closed already, and waits briefly until it is.
+    fn abort(&mut self, conn: ConnHandle) {
+        if self.control.submit(conn, Op::Abort).is_err() {
+            return;
+        }
+        let deadline = Wall::now() + Duration::from_millis(500);
+        while Wall::now() < deadline {
+            self.poll();
+            let closed = self.events.iter().any(|e| {
+                matches!(e, Event::Indication { conn: c, indication: Indication::Closed(_) } if *c == conn)
+            });
+            if closed {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The client's run on the association `conn` (set up from here on): session, writes,
+    /// report, Terminate and SHUTDOWN.
+    fn client_run(
+        &mut self,
+        eal: &Eal,
+        conn: ConnHandle,
+        opts: &Options,
+        signalled: &AtomicBool,
+    ) -> Result<(), String> {
+        let json = opts.json;
+        let size = usize::try_from(opts.ddp_size).unwrap_or(usize::MAX);
+        let verify = opts.ddp_verify;
         let is = |e: &Event, f: &dyn Fn(&Indication) -> bool| matches!(e, Event::Indication { conn: c, indication } if *c == conn && f(indication));
         self.wait_for("the association", signalled, WAIT, |events| {
             take(events, |e| {
@@ -636,6 +692,14 @@ impl Job {
         let stag = Stag(u32::from_be_bytes([offer[0], offer[1], offer[2], offer[3]]));
         let to = u64::from_be_bytes(offer[4..12].try_into().unwrap_or_default());
         let len = u64::from_be_bytes(offer[12..20].try_into().unwrap_or_default());
+        // A write past the offered region would be refused by the server (RFC 5041 §7.1
+        // check 4) and end the session: say so before the first one.
+        if size as u64 > len {
+            return Err(format!(
+                "--ddp-size {size} is more than the {len} bytes the server offered; give \
+                 --ddp-size at most {len} (or a larger --region-bytes on the server)"
+            ));
+        }
         let slots = if verify {
             soak::slots(usize::try_from(len).unwrap_or(usize::MAX), size)
         } else {
@@ -693,9 +757,20 @@ impl Job {
         let (mut tagged, mut untagged, mut untagged_done) = (0u64, 0u64, 0u64);
         // The turn's clock (one read per turn, in `poll`).
         let mut w = t0;
+        // The last completion (or the start): a run in which none comes for QUIET has lost
+        // its peer, whatever SCTP's own failure detection will say later.
+        let mut progress = t0;
+        // What was done so far, for a run that ends early.
+        let so_far = |done: u64, at: Instant| {
+            let secs = at.saturating_since(t0).as_secs_f64();
+            format!(
+                "{done} writes of {size} bytes completed in {secs:.2} s ({:.1} MB/s)",
+                (done * size as u64) as f64 / secs.max(1e-9) / 1e6
+            )
+        };
         while w < end || !posted.is_empty() {
             if signalled.load(Ordering::Relaxed) {
-                return Err("interrupted".into());
+                return Err(format!("interrupted: {}", so_far(done, w)));
             }
             while posted.len() < window && w < end {
                 let send_untagged = verify && untagged < tagged / soak::UNTAGGED_EVERY;
@@ -751,8 +826,15 @@ impl Job {
                 match e {
                     Event::Completion { completion: c, .. } => {
                         if c.status != Status::Success {
-                            return Err(format!("write {} ended {:?}", c.wr_id, c.status));
+                            return Err(format!(
+                                "write {} ended {:?} (the session or association ended before \
+                                 it completed); {}",
+                                c.wr_id,
+                                c.status,
+                                so_far(done, w)
+                            ));
                         }
+                        progress = w;
                         match posted.pop_front() {
                             Some((_, at, true)) => {
                                 let _ = latency.record(w.saturating_since(at).as_nanos() as u64);
@@ -768,12 +850,36 @@ impl Job {
                     Event::Indication {
                         indication: Indication::Closed(reason),
                         ..
-                    } => return Err(format!("the association closed: {reason:?}")),
+                    } => {
+                        return Err(format!(
+                            "the association closed: {reason:?}; {}",
+                            so_far(done, w)
+                        ))
+                    }
+                    Event::Indication {
+                        indication:
+                            Indication::Session {
+                                event: SessionEvent::SessionTerminated { reason },
+                                ..
+                            },
+                        ..
+                    } => return Err(format!("the session ended: {reason}; {}", so_far(done, w))),
                     _ => {}
                 }
             }
-            if w > end + WAIT {
-                return Err("writes did not complete".into());
+            if !posted.is_empty() && w.saturating_since(progress) > QUIET {
+                let t3 = self
+                    .reports(signalled)?
+                    .iter()
+                    .flat_map(|r| &r.assocs)
+                    .find(|a| a.conn == conn)
+                    .map_or(0, |a| a.sctp.t3_expiries);
+                return Err(format!(
+                    "no write completed for {} s: the server stopped acknowledging ({t3} \
+                     retransmission timeouts); {}",
+                    QUIET.as_secs(),
+                    so_far(done, w)
+                ));
             }
         }
         let elapsed = w.saturating_since(t0).as_secs_f64();
@@ -959,6 +1065,9 @@ fn us(ns: u64) -> f64 {
 
 /// How long a step of the set-up or teardown may take.
 const WAIT: Duration = Duration::from_secs(30);
+/// How long a perf client waits with writes outstanding and none completing before it takes
+/// the server for gone.
+const QUIET: Duration = Duration::from_secs(10);
 
 /// Removes and returns the first event `f` accepts.
 fn take(events: &mut VecDeque<Event>, f: impl Fn(&Event) -> bool) -> Option<Event> {

@@ -1249,6 +1249,21 @@ fn two_processes_over_memif_move_tagged_writes() {
         serr.contains(&format!("crc32c {crc} over {len} bytes")),
         "client expects {crc} over {len}:\n{serr}"
     );
+    // With --json the server's half is a JSON line on stdout too (its stdout was empty
+    // before): the same count, and the region's crc32c in the client's spelling.
+    let server_report: serde_json::Value = sout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v.get("ddp_server").is_some())
+        .unwrap_or_else(|| panic!("no server report on stdout:\n{sout}"));
+    assert_eq!(
+        server_report["ddp_server"]["delivered"], messages,
+        "{server_report}"
+    );
+    assert_eq!(
+        server_report["ddp_server"]["regions"][0]["crc32c"], crc,
+        "{server_report}"
+    );
 }
 
 /// Issue 6 item 5: the DDP shell, driven by `--cmdline-file` alone in two processes over

@@ -1,0 +1,182 @@
+//! How a `perf` run ends when it does not end well: a write the server's region cannot hold,
+//! a client interrupted, a server gone. Two processes over `net_memif`. Each time the client
+//! says what happened and what it did so far, and neither side is left holding a dead
+//! association: the server hears an ABORT (RFC 9260 §9.1) at once instead of waiting for its
+//! heartbeats to give up, minutes later.
+
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+#[path = "common/procs.rs"]
+mod procs;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+
+/// A server (`--ddp-listen`) of a 1 MiB region and a client (`--ddp-connect`) with `client`'s
+/// options, up and connected; the server's stdout reader is returned with both.
+struct Pair {
+    server: Child,
+    server_out: std::thread::JoinHandle<String>,
+    client: Child,
+    dir: std::path::PathBuf,
+}
+
+fn pair(tag: &str, server_run_for: &str, client: &[&str]) -> Pair {
+    let pid = format!("{tag}-{}", std::process::id());
+    let dir = std::env::temp_dir().join(format!("ddpdk-perf-ends-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let sock = dir.join("memif.sock");
+    let mut server = procs::spawn(
+        BIN,
+        &procs::memif_eal(
+            "server",
+            "0@0",
+            &format!("ddpdk-pe-srv-{pid}"),
+            &sock,
+            1024,
+            false,
+        ),
+        &[
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--region-bytes",
+            "1048576",
+            "--run-for",
+            server_run_for,
+        ],
+    );
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("(listening)")
+        });
+    let server_out = std::thread::spawn(move || head + &rest.join().unwrap_or_default());
+    let mut args = vec!["--ddp-connect", "198.18.0.2", "--ip", "198.18.0.1"];
+    args.extend_from_slice(client);
+    let client = procs::spawn(
+        BIN,
+        &procs::memif_eal(
+            "client",
+            "0@1",
+            &format!("ddpdk-pe-cli-{pid}"),
+            &sock,
+            1024,
+            false,
+        ),
+        &args,
+    );
+    Pair {
+        server,
+        server_out,
+        client,
+        dir,
+    }
+}
+
+/// Waits up to `limit` for `child` to exit; kills it after that (None).
+fn exit_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut s = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut s);
+    }
+    s
+}
+
+fn signal(child: &Child, sig: &str) {
+    let _ = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .output();
+}
+
+/// RFC 5041 §7.1 check 4 on the client's side: a message larger than the region the server
+/// offered is refused before the first write (it would be refused by the server and end the
+/// session), and the server's association ends with the client's ABORT.
+#[test]
+fn a_write_larger_than_the_offered_region_is_refused_before_it_is_sent() {
+    let mut p = pair("big", "60", &["--run-for", "2", "--ddp-size", "2097152"]);
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let cerr = stderr_of(&mut p.client);
+    let server = exit_within(&mut p.server, Duration::from_secs(15));
+    let sout = p.server_out.join().unwrap_or_default();
+    let serr = stderr_of(&mut p.server);
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("--ddp-size 2097152 is more than the 1048576 bytes the server offered"),
+        "{cerr}"
+    );
+    assert!(
+        server.is_some(),
+        "the server still held the association 15 s after the client left:\n{sout}\n{serr}"
+    );
+    assert!(sout.contains("Association closed: PeerAbort"), "{sout}");
+    // Nothing reached the region: no segment was sent, none refused.
+    assert!(
+        sout.contains("0 tagged messages delivered, 0 errors"),
+        "{sout}"
+    );
+}
+
+/// SIGINT of a client mid-run: it reports the writes done so far and aborts the association,
+/// so the server's run ends with it (before: the server held the association until its
+/// heartbeats gave up, over 90 s).
+#[test]
+fn an_interrupted_client_reports_what_it_did_and_releases_the_server() {
+    let mut p = pair("int", "120", &["--run-for", "60"]);
+    std::thread::sleep(Duration::from_secs(4));
+    signal(&p.client, "-INT");
+    let client = exit_within(&mut p.client, Duration::from_secs(20));
+    let cerr = stderr_of(&mut p.client);
+    let server = exit_within(&mut p.server, Duration::from_secs(15));
+    let sout = p.server_out.join().unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    let done: u64 = cerr
+        .split("interrupted: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no partial report:\n{cerr}"));
+    assert!(done > 0, "{cerr}");
+    assert!(server.is_some(), "the server still runs:\n{sout}");
+    assert!(sout.contains("Association closed: PeerAbort"), "{sout}");
+}
+
+/// A server killed mid-run: the client gives up once no write has completed for 10 s and
+/// says why, with what it did so far (before: 47 s after the kill, "writes did not complete").
+#[test]
+fn a_client_whose_server_is_gone_says_so_within_seconds() {
+    let mut p = pair("gone", "120", &["--run-for", "60"]);
+    std::thread::sleep(Duration::from_secs(4));
+    signal(&p.server, "-KILL");
+    let _ = p.server.wait();
+    let killed = Instant::now();
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let after = killed.elapsed();
+    let cerr = stderr_of(&mut p.client);
+    let _ = p.server_out.join();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("no write completed for 10 s: the server stopped acknowledging"),
+        "after {after:?}:\n{cerr}"
+    );
+    assert!(
+        cerr.contains(" writes of 65536 bytes completed in "),
+        "{cerr}"
+    );
+}
