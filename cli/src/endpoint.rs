@@ -642,11 +642,25 @@ impl Job {
         let size = usize::try_from(opts.ddp_size).unwrap_or(usize::MAX);
         let verify = opts.ddp_verify;
         let is = |e: &Event, f: &dyn Fn(&Indication) -> bool| matches!(e, Event::Indication { conn: c, indication } if *c == conn && f(indication));
-        self.wait_for("the association", signalled, WAIT, |events| {
+        let up = self.wait_for("the association", signalled, WAIT, |events| {
             take(events, |e| {
-                is(e, &|i| matches!(i, Indication::Connected { .. }))
+                is(e, &|i| {
+                    matches!(i, Indication::Connected { .. } | Indication::Closed(_))
+                })
             })
         })?;
+        if let Event::Indication {
+            indication: Indication::Closed(reason),
+            ..
+        } = up
+        {
+            // An ABORT in answer to the INIT: nothing listens on that port (RFC 9260 §8.4).
+            return Err(format!(
+                "the server refused the association ({reason:?}): is a perf server listening \
+                 on SCTP port {}?",
+                opts.sctp_port
+            ));
+        }
         let pd = self.control.memory_mut().alloc_pd();
         let op = Op::Initiate {
             stream: STREAM,

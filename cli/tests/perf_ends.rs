@@ -180,3 +180,25 @@ fn a_client_whose_server_is_gone_says_so_within_seconds() {
         "{cerr}"
     );
 }
+
+/// A client that dials a port nothing listens on hears so at once: the server's host answers
+/// its INIT with an ABORT (RFC 9260 §8.4 rule 3) and the client says what to check (before:
+/// 30 s of INIT retransmissions, then "timed out waiting for the association").
+#[test]
+fn a_client_that_dials_the_wrong_port_is_told_at_once() {
+    let mut p = pair("port", "30", &["--run-for", "2", "--sctp-port", "6000"]);
+    let started = Instant::now();
+    let client = exit_within(&mut p.client, Duration::from_secs(25));
+    let took = started.elapsed();
+    let cerr = stderr_of(&mut p.client);
+    signal(&p.server, "-INT");
+    let _ = exit_within(&mut p.server, Duration::from_secs(15));
+    let sout = p.server_out.join().unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("the server refused the association (PeerAbort")
+            && cerr.contains("listening on SCTP port 6000"),
+        "after {took:?}:\n{cerr}\n{sout}"
+    );
+}

@@ -568,6 +568,58 @@ fn out_of_the_blue_packets_8_4() {
     assert_eq!(h(bad), Err(Ignored::BadChecksum));
 }
 
+/// §8.4 for a port with nothing on it (ours is the address's only SCTP endpoint): an INIT
+/// gets an ABORT on its Initiate Tag with the T bit clear (rule 3), from the port it was
+/// sent to, and the association that sent it ends at once (PeerAbort) instead of
+/// retransmitting its INIT until it gives up; a COOKIE ECHO there gets rule 8's ABORT.
+#[test]
+fn an_init_to_a_port_with_no_endpoint_is_aborted_8_4_rule_3() {
+    const CLOSED: u16 = S_PORT + 1;
+    let mut sep = endpoint(S_PORT, 2);
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, CLOSED);
+    let init = drain(&mut c, t(0));
+    let mut out = vec![0u8; 2048];
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!("an INIT to a closed port is answered")
+    };
+    let r = out[..n].to_vec();
+    assert_eq!(vtag(&r), c.local_tag(), "the INIT's Initiate Tag");
+    let hdr = HeaderRepr::parse(&Packet::new_verified(&r[..]).unwrap()).unwrap();
+    assert_eq!((hdr.src_port, hdr.dst_port), (CLOSED, C_PORT));
+    assert!(matches!(
+        chunks(&r)[0],
+        ChunkRepr::Abort(AbortRepr { t_bit: false, .. })
+    ));
+    assert_eq!(sep.stats().closed_port_aborts_out, 1);
+    let _ = c.handle(t(1), &r, &mut ignore);
+    assert_eq!(
+        c.state(),
+        State::Closed,
+        "the connecting side heard the ABORT"
+    );
+    // Our own port still answers an INIT with an INIT ACK.
+    let mut c2 = cep.connect(t(2), S_ADDR, S_PORT);
+    let init = drain(&mut c2, t(2));
+    let Outcome::Reply(n) = sep.handle(t(2), C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!("INIT not answered")
+    };
+    assert!(matches!(chunks(&out[..n])[0], ChunkRepr::InitAck(_)));
+    // A COOKIE ECHO to the closed port: rule 8, tag reflected, T bit set.
+    let echo = ChunkRepr::CookieEcho(ddpdk_dataplane::wire::sctp::CookieEchoRepr {
+        cookie: &[1, 2, 3, 4],
+    });
+    let p = packet(C_PORT, CLOSED, 0x1234, &[echo]);
+    let Outcome::Reply(n) = sep.handle(t(3), C_ADDR, &p, &mut out, &mut ignore) else {
+        panic!("a COOKIE ECHO to a closed port is answered")
+    };
+    assert_eq!(vtag(&out[..n]), 0x1234);
+    assert!(matches!(
+        chunks(&out[..n])[0],
+        ChunkRepr::Abort(AbortRepr { t_bit: true, .. })
+    ));
+}
+
 /// §8.5: an established association drops packets that do not carry its tag; §8.5.1 B: ABORT
 /// is taken with our tag and no T bit, or with the peer's tag and the T bit, and nothing else.
 #[test]

@@ -241,8 +241,6 @@ pub fn addr_bytes(addr: IpAddr) -> [u8; 16] {
 pub enum Ignored {
     BadChecksum,
     Malformed,
-    /// Not our port.
-    WrongPort,
     /// §8.4 rule 2: an out-of-the-blue ABORT.
     Abort,
     /// §8.4 rule 6: SHUTDOWN COMPLETE.
@@ -290,6 +288,8 @@ pub struct EndpointStats {
     /// INITs refused with ABORT for a Host Name Address (§3.3.2.1).
     pub host_name_refused: u64,
     pub ootb_aborts_out: u64,
+    /// INITs to an SCTP port with no endpoint on it, answered with ABORT (§8.4 rule 3).
+    pub closed_port_aborts_out: u64,
     pub ootb_shutdown_completes_out: u64,
     pub ignored: u64,
     pub bad_checksum: u64,
@@ -385,9 +385,11 @@ impl Endpoint {
         let Ok(hdr) = HeaderRepr::parse(&pkt) else {
             return self.ignore(Ignored::Malformed);
         };
-        if hdr.dst_port != self.cfg.local_port {
-            return self.ignore(Ignored::WrongPort);
-        }
+        // Ours is the only SCTP endpoint of this address (the host's kernel has none), so a
+        // packet for another port is out of the blue for the host: it is answered by §8.4's
+        // rules as a host with nothing on that port answers (an INIT with an ABORT, rule 3),
+        // so that a peer that dialled the wrong port hears so at once.
+        let ours = hdr.dst_port == self.cfg.local_port;
         let mut n_chunks = 0;
         let mut first = None;
         for c in pkt.chunks_ref() {
@@ -415,9 +417,22 @@ impl Endpoint {
                 if hdr.verification_tag != 0 || n_chunks != 1 {
                     return self.ignore(Ignored::BadInit);
                 }
+                if !ours {
+                    // §8.4 rule 3: the ABORT carries the INIT's Initiate Tag, T bit clear.
+                    let tag = InitChunk::new_checked(first.bytes_ref())
+                        .map(|c| c.initiate_tag())
+                        .unwrap_or(0);
+                    if tag == 0 {
+                        return self.ignore(Ignored::BadInit);
+                    }
+                    self.stats.closed_port_aborts_out += 1;
+                    return self.abort_reply(out, hdr, tag, &[]);
+                }
                 self.on_init(now, peer, hdr, &first, out)
             }
-            ChunkType::CookieEcho => self.on_cookie_echo(now, peer, hdr, &first, packet, out, rx),
+            ChunkType::CookieEcho if ours => {
+                self.on_cookie_echo(now, peer, hdr, &first, packet, out, rx)
+            }
             ChunkType::ShutdownAck => {
                 // §8.4 rule 5: SHUTDOWN COMPLETE, tag reflected, T bit set.
                 self.stats.ootb_shutdown_completes_out += 1;
