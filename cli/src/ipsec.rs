@@ -133,7 +133,7 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         return "IPsec is off (start with --ipsec, --ipsec-config or --ipsec-socket)".into();
     }
     let mut out = format!(
-        "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5}\n",
+        "  {:>3} {:>10} {:<23} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5}\n",
         "dir",
         "spi",
         "algorithm",
@@ -146,12 +146,12 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         "malf",
         "expired",
         "copied",
-        "rekey"
+        "life"
     );
     for s in port.sa_reports() {
         let c = s.counts;
         out += &format!(
-            "  {:>3} {:>10} {:<22} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5}\n",
+            "  {:>3} {:>10} {:<23} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5}\n",
             s.direction,
             s.spi,
             s.algorithm,
@@ -164,7 +164,15 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
             c.malformed,
             c.expired,
             c.copied,
-            if s.rekey_due { "due" } else { "-" }
+            // "over": past the hard lifetime, the SA carries nothing; "rekey": past the soft
+            // one, the key manager is to replace it.
+            if s.expired {
+                "over"
+            } else if s.rekey_due {
+                "rekey"
+            } else {
+                "-"
+            }
         );
     }
     for (i, p) in port.policies().iter().enumerate() {

@@ -25,7 +25,9 @@ pub enum Job {
 struct Spec {
     name: &'static str,
     about: &'static str,
-    /// The options shown in its help (clap ids); the rest still parse but are hidden.
+    /// Its own options (clap ids), shown in its help with the groups below; every other
+    /// option is refused with the job (a job that took an option and did nothing with it
+    /// would mislead).
     options: &'static [&'static str],
     examples: &'static str,
 }
@@ -39,7 +41,13 @@ const COMMON: &[&str] = &[
     "link_timeout",
 ];
 /// Options of the jobs that run DDP endpoints on a port of their own.
-const NET: &[&str] = &["ip", "ipsec", "ipsec_config", "ipsec_socket"];
+const NET: &[&str] = &[
+    "ip",
+    "ipsec",
+    "ipsec_config",
+    "ipsec_socket",
+    "ipsec_crypto_dev",
+];
 const DDP: &[&str] = &[
     "data_cores",
     "streams",
@@ -251,13 +259,36 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
     if app.iter().skip(1).any(|a| a == "--help" || a == "-h") {
         return Ok(Some(help(job.spec())));
     }
+    let spec = job.spec();
+    let cmd = Options::command();
+    let mut allowed = shown(spec);
+    // testpmd's name for the data cores, which endpoint and perf take as --data-cores.
+    if spec.name == "endpoint" || spec.name == "perf" {
+        allowed.push("nb_cores");
+    }
     for a in app.iter().skip(1) {
         let name = a.split('=').next().unwrap_or(a);
         if foreign_modes(job).contains(&name) {
             return Err(format!(
                 "{name} is another job's option; `ddpdk {}` does not take it (see 'ddpdk --help')",
-                job.spec().name
+                spec.name
             ));
+        }
+        let arg = if let Some(long) = name.strip_prefix("--") {
+            cmd.get_arguments().find(|x| x.get_long() == Some(long))
+        } else if let Some(short) = name.strip_prefix('-').filter(|s| s.chars().count() == 1) {
+            cmd.get_arguments()
+                .find(|x| x.get_short().is_some_and(|c| short.starts_with(c)))
+        } else {
+            None
+        };
+        if let Some(arg) = arg {
+            if !allowed.contains(&arg.get_id().as_str()) {
+                return Err(format!(
+                    "{name} is not an option of `ddpdk {0}` (see 'ddpdk {0} --help')",
+                    spec.name
+                ));
+            }
         }
     }
     let mode: Vec<String> = match job {
@@ -274,8 +305,8 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
     Ok(None)
 }
 
-/// `spec`'s help: what it does, its options (the others hidden), examples.
-fn help(spec: &Spec) -> String {
+/// The options `spec`'s job takes (clap ids): its own and its groups'.
+fn shown(spec: &Spec) -> Vec<&'static str> {
     let mut shown: Vec<&str> = spec.options.to_vec();
     if spec.name != "fwd" {
         shown.extend(DDP);
@@ -284,6 +315,12 @@ fn help(spec: &Spec) -> String {
         shown.extend(NET);
     }
     shown.extend(COMMON);
+    shown
+}
+
+/// `spec`'s help: what it does, its options (the others hidden), examples.
+fn help(spec: &Spec) -> String {
+    let shown = shown(spec);
     let mut cmd = Options::command()
         .bin_name(format!("ddpdk {}", spec.name))
         .about(spec.about)
@@ -314,6 +351,55 @@ mod tests {
 
     fn argv(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    /// An option its job does nothing with is refused, not taken silently: perf wrote no
+    /// pcap and ran a --cmdline-file's lines as shell commands.
+    #[test]
+    fn a_job_refuses_the_options_it_does_not_take() {
+        for (job, opt) in [
+            (Job::PerfClient("198.18.0.2".into()), "--pcap=x.pcap"),
+            (Job::PerfServer, "--cmdline-file"),
+            (Job::PerfServer, "-i"),
+            (Job::PerfServer, "--stats-period"),
+            (Job::Endpoint, "--ddp-bytes"),
+            (Job::Loopback, "--region-bytes"),
+            (Job::Fwd, "--region-bytes"),
+        ] {
+            let mut app = vec!["ddpdk".to_string(), "--ip".into(), "198.18.0.1".into()];
+            app.push(opt.to_string());
+            if job == Job::Fwd || job == Job::Loopback {
+                app.drain(1..3);
+            }
+            let e = apply(&job, &mut app).unwrap_err();
+            let name = opt.split('=').next().unwrap();
+            assert!(
+                e.starts_with(&format!("{name} is not an option of `ddpdk ")),
+                "{job:?} {opt}: {e}"
+            );
+        }
+        // What they take passes: their own, their groups', testpmd's name for the cores.
+        for (job, opts) in [
+            (
+                Job::PerfServer,
+                "--ip 198.18.0.2 --region-bytes 4096 --nb-cores 1 --ipsec-crypto-dev x --json",
+            ),
+            (
+                Job::Endpoint,
+                "--ip 198.18.0.2 -i --cmdline-file c.txt --listen",
+            ),
+            (
+                Job::Loopback,
+                "--ddp-bytes 4096 --pcap x.pcap --data-cores 1",
+            ),
+            (
+                Job::Fwd,
+                "-i -a --forward-mode rxonly --nb-cores 1 --stats-period 1",
+            ),
+        ] {
+            let mut app = argv(&format!("ddpdk {opts}"));
+            assert!(apply(&job, &mut app).is_ok(), "{job:?} {opts}");
+        }
     }
 
     #[test]

@@ -443,15 +443,26 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
     let soft = spare
         .replace("1001", "1003")
         .replace(K_S2C, &K_S2C.replace("00:", "02:"))
-        + " soft-life-secs 1 life-secs 3600";
+        + " soft-life-secs 1 life-secs 3";
     assert!(km(&mut sock, &soft).starts_with("ok "));
+    let installed = std::time::Instant::now();
     std::thread::sleep(Duration::from_millis(1100));
     assert_eq!(km(&mut sock, "expiring"), "ok due for a rekey: in 1003\n");
     let shown = km(&mut sock, "show");
     assert!(
         shown
             .lines()
-            .any(|l| l.contains(" 1003 ") && l.ends_with("due")),
+            .any(|l| l.contains(" 1003 ") && l.ends_with("rekey")),
+        "{shown}"
+    );
+    // Past the hard lifetime it carries nothing, and `show` says so (it looked like a soft
+    // expiry before).
+    std::thread::sleep(Duration::from_millis(3100).saturating_sub(installed.elapsed()));
+    let shown = km(&mut sock, "show");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains(" 1003 ") && l.ends_with("over")),
         "{shown}"
     );
     assert!(km(&mut sock, "sa del in 1003").starts_with("ok "));

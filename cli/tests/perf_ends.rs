@@ -202,3 +202,33 @@ fn a_client_that_dials_the_wrong_port_is_told_at_once() {
         "after {took:?}:\n{cerr}\n{sout}"
     );
 }
+
+/// A client whose memif socket has no server: the start fails with what to check, not with
+/// the "Operation not permitted" a driver's bare -1 read as an errno gave.
+#[test]
+fn a_client_without_a_memif_server_is_told_what_to_check() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-perf-ends-nosrv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut client = procs::spawn(
+        BIN,
+        &procs::memif_eal(
+            "client",
+            "0@1",
+            &format!("ddpdk-pe-nosrv-{}", std::process::id()),
+            &dir.join("nobody.sock"),
+            512,
+            false,
+        ),
+        &["--ddp-connect", "198.18.0.2", "--ip", "198.18.0.1"],
+    );
+    let status = exit_within(&mut client, Duration::from_secs(30));
+    let cerr = stderr_of(&mut client);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("rte_eth_dev_start(port 0, net_memif) failed")
+            && cerr.contains("is the memif peer with role=server running at its socket?")
+            && !cerr.contains("Operation not permitted"),
+        "{cerr}"
+    );
+}

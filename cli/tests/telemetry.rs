@@ -183,6 +183,28 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
         r[4]
     );
 
+    // The exporter's mistakes name what to fix: the socket it looked for, the address form.
+    let nosuch = Command::new("python3")
+        .args([EXPORTER, "--file-prefix", "ddpdk-no-such-prefix", "--once"])
+        .output()
+        .unwrap();
+    let why = String::from_utf8_lossy(&nosuch.stderr);
+    assert_eq!(nosuch.status.code(), Some(1), "{why}");
+    assert!(
+        why.contains("/dpdk/ddpdk-no-such-prefix/dpdk_telemetry.v2"),
+        "{why}"
+    );
+    let bogus = Command::new("python3")
+        .args([EXPORTER, "--listen", "bogus"])
+        .output()
+        .unwrap();
+    let why = String::from_utf8_lossy(&bogus.stderr);
+    assert_eq!(bogus.status.code(), Some(2), "{why}");
+    assert!(
+        why.contains("expected HOST:PORT") && !why.contains("Traceback"),
+        "{why}"
+    );
+
     // Item 2: the exporter's scrape, valid for promtool, with the live figures in it.
     let scrape = Command::new("python3")
         .args([EXPORTER, "--file-prefix", &server_prefix, "--once"])

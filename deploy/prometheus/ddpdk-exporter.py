@@ -228,6 +228,9 @@ def collect(t):
                       info[key])
     by_state = {}
     for state in paged(t, "/ddpdk/session/list"):
+        # The state alone: a Terminated session's reason is free text (docs/telemetry.md),
+        # and one time series per reason is what a Prometheus label must not be.
+        state = state.split(" (", 1)[0]
         by_state[state] = by_state.get(state, 0) + 1
     for state, n in sorted(by_state.items()):
         m.add("ddpdk_sessions", "gauge", "DDP Stream Sessions not idle, by state.",
@@ -255,7 +258,14 @@ def socket_path(args):
 
 
 def scrape(args):
-    t = Telemetry(socket_path(args))
+    path = socket_path(args)
+    try:
+        t = Telemetry(path)
+    except OSError as e:
+        # Name the socket: a wrong --file-prefix, or a ddpdk not running (or run by another
+        # user, whose runtime directory differs), is then plain to see.
+        raise OSError(f"telemetry socket {path}: {e.strerror or e}"
+                      " (is ddpdk running with this --file-prefix?)") from e
     try:
         return collect(t).text()
     finally:
@@ -271,6 +281,9 @@ def main():
     p.add_argument("--listen", default="127.0.0.1:9465",
                    help="address to serve /metrics on (default 127.0.0.1:9465)")
     args = p.parse_args()
+    host, sep, port = args.listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        p.error(f"--listen {args.listen}: expected HOST:PORT, e.g. 127.0.0.1:9465")
     if args.once:
         try:
             sys.stdout.write(scrape(args))
@@ -296,8 +309,12 @@ def main():
             self.end_headers()
             self.wfile.write(body)
 
-    host, port = args.listen.rsplit(":", 1)
-    http.server.ThreadingHTTPServer((host, int(port)), Handler).serve_forever()
+    try:
+        server = http.server.ThreadingHTTPServer((host.strip("[]"), int(port)), Handler)
+    except OSError as e:
+        print(f"ddpdk-exporter: --listen {args.listen}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    server.serve_forever()
     return 0
 
 

@@ -392,9 +392,21 @@ impl DpdkPort {
     pub fn start(&self) -> Result<(), DpdkError> {
         let id = self.info.port_id;
         // SAFETY: the port is configured.
-        check(|| format!("rte_eth_dev_start(port {id})"), unsafe {
-            sys::rte_eth_dev_start(id)
-        })?;
+        let rc = unsafe { sys::rte_eth_dev_start(id) };
+        if rc == -1 {
+            // A driver's bare -1 is not -EPERM: net_memif's when no memif server answers at
+            // its socket, for one.
+            let e = DpdkError::new(
+                format!("rte_eth_dev_start(port {id}, {})", self.info.driver),
+                0,
+            );
+            return Err(if self.info.driver == "net_memif" {
+                e.with_hint("is the memif peer with role=server running at its socket?")
+            } else {
+                e
+            });
+        }
+        check(|| format!("rte_eth_dev_start(port {id})"), rc)?;
         if self.conf.promiscuous {
             // Virtual devices may not support it; that is not an error for us.
             // SAFETY: started port.

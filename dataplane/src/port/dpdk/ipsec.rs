@@ -633,7 +633,8 @@ impl EspSa {
                 .is_some_and(|s| now.duration_since(self.created).as_secs() >= s)
     }
 
-    fn expired(&self, now: Instant) -> bool {
+    /// The hard lifetime is spent: the SA carries nothing more (RFC 4301 §4.4.2.1).
+    pub(crate) fn expired(&self, now: Instant) -> bool {
         let l = self.config.lifetime;
         l.bytes
             .is_some_and(|b| self.stats.bytes.load(Ordering::Relaxed) >= b)

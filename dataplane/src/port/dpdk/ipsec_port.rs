@@ -109,6 +109,8 @@ pub struct SaReport {
     pub esn: bool,
     /// The soft lifetime is spent: the key manager is to replace the SA (RFC 4301 §4.4.2.1).
     pub rekey_due: bool,
+    /// The hard lifetime is spent: every packet of the SA is dropped (counted as expired).
+    pub expired: bool,
     pub counts: SaCounts,
 }
 
@@ -254,6 +256,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                     },
                     esn: c.esn,
                     rekey_due: s.rekey_due(now),
+                    expired: s.expired(now),
                     counts: s.stats.snapshot(),
                 }
             })

@@ -25,6 +25,8 @@ use std::ffi::CStr;
 pub struct DpdkError {
     pub op: String,
     pub errno: i32,
+    /// What to look at, where the errno alone would not say (`None` for most).
+    pub hint: Option<&'static str>,
 }
 
 impl DpdkError {
@@ -32,7 +34,13 @@ impl DpdkError {
         Self {
             op: op.into(),
             errno: errno.abs(),
+            hint: None,
         }
+    }
+
+    pub(crate) fn with_hint(mut self, hint: &'static str) -> Self {
+        self.hint = Some(hint);
+        self
     }
     /// An error from a call that reports through `rte_errno`.
     pub(crate) fn from_rte_errno(op: impl Into<String>) -> Self {
@@ -42,16 +50,26 @@ impl DpdkError {
 
 impl std::fmt::Display for DpdkError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // SAFETY: rte_strerror returns a pointer to a static or thread-local NUL-terminated
-        // string for any errno value.
-        let msg = unsafe { CStr::from_ptr(dpdk_sys::rte_strerror(self.errno)) };
-        write!(
-            f,
-            "{}: {} (errno {})",
-            self.op,
-            msg.to_string_lossy(),
-            self.errno
-        )
+        // No errno (a call that failed without setting one, or a driver's bare -1): what
+        // failed, not "Success (errno 0)" or a made-up "Operation not permitted".
+        if self.errno == 0 {
+            write!(f, "{} failed (DPDK's log above says why)", self.op)?;
+        } else {
+            // SAFETY: rte_strerror returns a pointer to a static or thread-local NUL-terminated
+            // string for any errno value.
+            let msg = unsafe { CStr::from_ptr(dpdk_sys::rte_strerror(self.errno)) };
+            write!(
+                f,
+                "{}: {} (errno {})",
+                self.op,
+                msg.to_string_lossy(),
+                self.errno
+            )?;
+        }
+        match self.hint {
+            Some(h) => write!(f, "; {h}"),
+            None => Ok(()),
+        }
     }
 }
 
