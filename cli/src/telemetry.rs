@@ -616,6 +616,38 @@ mod tests {
         }
     }
 
+    /// Every entry of a dict command that pages, read from cursor to cursor (each page
+    /// within DPDK's 256 names), and the command's own names (`count`, `bytes`).
+    fn every_page(
+        cmd: impl Fn(&str) -> Result<TelValue, String>,
+    ) -> (Vec<String>, std::collections::BTreeMap<String, u64>) {
+        let mut own = std::collections::BTreeMap::new();
+        let (mut keys, mut cursor) = (Vec::new(), String::new());
+        loop {
+            let page = cmd(&cursor).unwrap();
+            let mut n = Vec::new();
+            names(&page, "", &mut n);
+            assert!(n.len() <= 256, "{} names", n.len());
+            let TelValue::Dict(entries) = page else {
+                panic!("a dict")
+            };
+            let mut next = None;
+            for (k, v) in entries {
+                match (k.as_str(), v) {
+                    ("next", TelValue::Str(c)) => next = Some(c),
+                    ("count" | "bytes", TelValue::U64(x)) => {
+                        own.insert(k, x);
+                    }
+                    _ => keys.push(k),
+                }
+            }
+            match next {
+                Some(c) => cursor = c,
+                None => return (keys, own),
+            }
+        }
+    }
+
     /// Every list command answers within DPDK's limits (512 entries a list, 256 names a
     /// dict) and pages through the rest: read from the cursor each answer gives, every
     /// association, session and STag comes once, in order, none left out (a list used to
@@ -641,57 +673,17 @@ mod tests {
         assert_eq!(ids, (1..=1300).collect::<Vec<u64>>());
         assert!(assoc_list(&s, "x").unwrap_err().contains("usage"));
 
-        let (mut sessions, mut cursor) = (Vec::new(), String::new());
-        loop {
-            let page = session_list(&s, &cursor).unwrap();
-            let mut n = Vec::new();
-            names(&page, "", &mut n);
-            assert!(n.len() <= 256, "{} names", n.len());
-            let TelValue::Dict(entries) = page else {
-                panic!("a dict")
-            };
-            let mut next = None;
-            for (k, v) in entries {
-                match (k.as_str(), v) {
-                    ("count", TelValue::U64(c)) => assert_eq!(c, 2600),
-                    ("next", TelValue::Str(c)) => next = Some(c),
-                    (key, _) => sessions.push(key.to_string()),
-                }
-            }
-            match next {
-                Some(c) => cursor = c,
-                None => break,
-            }
-        }
+        let (sessions, own) = every_page(|c| session_list(&s, c));
+        assert_eq!(own.get("count"), Some(&2600));
         let want: Vec<String> = (1..=1300u64)
             .flat_map(|a| [format!("{a}/1"), format!("{a}/2")])
             .collect();
         assert_eq!(sessions, want);
         assert!(session_list(&s, "1/x").unwrap_err().contains("usage"));
 
-        let (mut stags, mut cursor) = (Vec::new(), String::new());
-        loop {
-            let page = mr_list(&s, &cursor).unwrap();
-            let mut n = Vec::new();
-            names(&page, "", &mut n);
-            assert!(n.len() <= 256, "{} names", n.len());
-            let TelValue::Dict(entries) = page else {
-                panic!("a dict")
-            };
-            let mut next = None;
-            for (k, v) in entries {
-                match (k.as_str(), v) {
-                    ("count", TelValue::U64(c)) => assert_eq!(c, 200),
-                    ("bytes", TelValue::U64(b)) => assert_eq!(b, 200 * 4096),
-                    ("next", TelValue::Str(c)) => next = Some(c),
-                    (stag, _) => stags.push(stag.to_string()),
-                }
-            }
-            match next {
-                Some(c) => cursor = c,
-                None => break,
-            }
-        }
+        let (stags, own) = every_page(|c| mr_list(&s, c));
+        assert_eq!(own.get("count"), Some(&200));
+        assert_eq!(own.get("bytes"), Some(&(200 * 4096)));
         let want: Vec<String> = (1..=200u32).map(|k| Stag(0x100 * k).to_string()).collect();
         assert_eq!(stags, want);
         assert!(mr_list(&s, "0xzz").unwrap_err().contains("usage"));
