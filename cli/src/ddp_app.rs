@@ -758,6 +758,23 @@ impl DdpApp {
         }
     }
 
+    /// After a refusal ends a command: waits (a second at most) until each of the `posted`
+    /// work requests from `first` on completed or was refused, so that the refusals of the
+    /// rest are the command's too, not events printed after it returned.
+    fn settle(&self, conn: ConnHandle, first: u64, posted: u64, base_refused: u64) {
+        let deadline = Wall::now() + Duration::from_secs(1);
+        while Wall::now() < deadline {
+            let settled = lock(&self.shared).conns.get(&conn).is_none_or(|v| {
+                let done = v.done.range(first..).count() as u64;
+                done + v.refused.saturating_sub(base_refused) >= posted || v.closed.is_some()
+            });
+            if settled {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
     /// Operations of `conn` the core refused so far (a command fails on a new one), and the
     /// mark that this command reports the next ones itself, held while it waits.
     fn refusals(&self, conn: ConnHandle) -> (u64, AwaitRefusals) {
@@ -1642,7 +1659,16 @@ impl DdpApp {
         let mut posted = 0u32;
         let mut stalled = Wall::now();
         while posted < count {
-            let (done, _) = progress(&lock(&self.shared))?;
+            // Bound first: the scrutinee's lock guard would live through the match arms, and
+            // `settle` locks again.
+            let now_done = progress(&lock(&self.shared));
+            let (done, _) = match now_done {
+                Ok(p) => p,
+                Err(e) => {
+                    self.settle(conn, first, u64::from(posted), base_refused);
+                    return Err(e);
+                }
+            };
             if u64::from(posted) - done >= WINDOW as u64 {
                 if stalled.elapsed() > WAIT {
                     return Err(format!(
@@ -1779,10 +1805,12 @@ impl DdpApp {
             self.submit(conn, op)?;
             posted += 1;
         }
-        let failed = self.wait("every completion", |s| match progress(s) {
-            Err(e) => Some(Err(e)),
-            Ok((done, failed)) => (done >= u64::from(count)).then_some(Ok(failed)),
-        })?;
+        let failed = self
+            .wait("every completion", |s| match progress(s) {
+                Err(e) => Some(Err(e)),
+                Ok((done, failed)) => (done >= u64::from(count)).then_some(Ok(failed)),
+            })
+            .inspect_err(|_| self.settle(conn, first, u64::from(posted), base_refused))?;
         if let Some(v) = lock(&self.shared).conns.get_mut(&conn) {
             v.done.retain(|wr, _| *wr < first);
         }

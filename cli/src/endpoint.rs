@@ -654,12 +654,15 @@ impl Job {
             ..
         } = up
         {
-            // An ABORT in answer to the INIT: nothing listens on that port (RFC 9260 §8.4).
-            return Err(format!(
-                "the server refused the association ({reason:?}): is a perf server listening \
-                 on SCTP port {}?",
-                opts.sctp_port
-            ));
+            return Err(match reason {
+                // An ABORT in answer to the INIT: nothing listens on that port (§8.4 rule 3).
+                CloseReason::PeerAbort { .. } => format!(
+                    "the server refused the association ({reason:?}): is a perf server \
+                     listening on SCTP port {}?",
+                    opts.sctp_port
+                ),
+                _ => format!("the association ended before it was up: {reason:?}"),
+            });
         }
         let pd = self.control.memory_mut().alloc_pd();
         let op = Op::Initiate {
@@ -771,9 +774,14 @@ impl Job {
         let (mut tagged, mut untagged, mut untagged_done) = (0u64, 0u64, 0u64);
         // The turn's clock (one read per turn, in `poll`).
         let mut w = t0;
-        // The last completion (or the start): a run in which none comes for QUIET has lost
-        // its peer, whatever SCTP's own failure detection will say later.
+        // The last completion (or the start). A run in which none comes for `quiet`, and no
+        // SACK either over the last `quiet` of it, has lost its peer, whatever SCTP's own
+        // failure detection (minutes, with RTO.Max) will say later. SACKs still coming mean
+        // a live peer and a chunk SCTP is still retransmitting (RTO backoff, a lossy link).
         let mut progress = t0;
+        let mut last_done = t0;
+        let quiet = QUIET.max(Duration::from_millis(opts.rto_min_ms.saturating_mul(4)));
+        let mut sacks_seen: Option<u64> = None;
         // What was done so far, for a run that ends early.
         let so_far = |done: u64, at: Instant| {
             let secs = at.saturating_since(t0).as_secs_f64();
@@ -848,7 +856,7 @@ impl Job {
                                 so_far(done, w)
                             ));
                         }
-                        progress = w;
+                        (progress, last_done, sacks_seen) = (w, w, None);
                         match posted.pop_front() {
                             Some((_, at, true)) => {
                                 let _ = latency.record(w.saturating_since(at).as_nanos() as u64);
@@ -881,19 +889,25 @@ impl Job {
                     _ => {}
                 }
             }
-            if !posted.is_empty() && w.saturating_since(progress) > QUIET {
-                let t3 = self
+            if !posted.is_empty() && w.saturating_since(progress) > quiet {
+                let (t3, sacks) = self
                     .reports(signalled)?
                     .iter()
                     .flat_map(|r| &r.assocs)
                     .find(|a| a.conn == conn)
-                    .map_or(0, |a| a.sctp.t3_expiries);
-                return Err(format!(
-                    "no write completed for {} s: the server stopped acknowledging ({t3} \
-                     retransmission timeouts); {}",
-                    QUIET.as_secs(),
-                    so_far(done, w)
-                ));
+                    .map_or((0, 0), |a| (a.sctp.t3_expiries, a.sctp.sacks_in));
+                if sacks_seen.is_some_and(|s| s == sacks) {
+                    return Err(format!(
+                        "no write completed for {} s and no SACK came for the last {}: the \
+                         server stopped acknowledging ({t3} retransmission timeouts); {}",
+                        w.saturating_since(last_done).as_secs(),
+                        quiet.as_secs(),
+                        so_far(done, w)
+                    ));
+                }
+                // Look again in `quiet`.
+                sacks_seen = Some(sacks);
+                progress = w;
             }
         }
         let elapsed = w.saturating_since(t0).as_secs_f64();
@@ -1079,9 +1093,9 @@ fn us(ns: u64) -> f64 {
 
 /// How long a step of the set-up or teardown may take.
 const WAIT: Duration = Duration::from_secs(30);
-/// How long a perf client waits with writes outstanding and none completing before it takes
-/// the server for gone.
-const QUIET: Duration = Duration::from_secs(10);
+/// How long a perf client waits with writes outstanding and none completing, then again with
+/// no SACK arriving either, before it takes the server for gone (at least 4 RTO.Min).
+const QUIET: Duration = Duration::from_secs(5);
 
 /// Removes and returns the first event `f` accepts.
 fn take(events: &mut VecDeque<Event>, f: impl Fn(&Event) -> bool) -> Option<Event> {

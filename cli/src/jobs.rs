@@ -47,6 +47,10 @@ const NET: &[&str] = &[
     "ipsec_config",
     "ipsec_socket",
     "ipsec_crypto_dev",
+    // The port's rings and mbufs (Node::start).
+    "rxd",
+    "txd",
+    "mbuf_size",
 ];
 const DDP: &[&str] = &[
     "data_cores",
@@ -99,14 +103,16 @@ const LOOPBACK: Spec = Spec {
             an association, a DDP session, tagged and untagged messages of several sizes with \
             every placed byte verified, RDMA Reads and atomics, teardown; throughput and \
             latency per size. The README's `make run`.",
+    // Its two endpoints are built with fixed settings (a 1480-byte path, the default SCTP
+    // parameters): the DDP and link options of the other jobs would be ignored, so they are
+    // refused.
     options: &[
         "ddp_bytes",
         "data_cores",
-        "streams",
-        "sctp",
-        "rto_min_ms",
-        "rto_initial_ms",
         "pcap",
+        "json",
+        "idle",
+        "idle_sleep_max_us",
     ],
     examples: "\
 Examples:
@@ -127,6 +133,7 @@ const ENDPOINT: Spec = Spec {
         "service",
         "reconnect",
         "reconnect_port",
+        "stats_period",
     ],
     examples: "\
 Examples:
@@ -274,21 +281,35 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
                 spec.name
             ));
         }
-        let arg = if let Some(long) = name.strip_prefix("--") {
-            cmd.get_arguments().find(|x| x.get_long() == Some(long))
-        } else if let Some(short) = name.strip_prefix('-').filter(|s| s.chars().count() == 1) {
+        let args: Vec<&clap::Arg> = if let Some(long) = name.strip_prefix("--") {
             cmd.get_arguments()
-                .find(|x| x.get_short().is_some_and(|c| short.starts_with(c)))
+                .filter(|x| x.get_long() == Some(long))
+                .collect()
+        } else if let Some(shorts) = name
+            .strip_prefix('-')
+            .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphabetic()))
+        {
+            // -i, or flags run together (-ai).
+            shorts
+                .chars()
+                .filter_map(|c| cmd.get_arguments().find(|x| x.get_short() == Some(c)))
+                .collect()
         } else {
-            None
+            Vec::new()
         };
-        if let Some(arg) = arg {
-            if !allowed.contains(&arg.get_id().as_str()) {
-                return Err(format!(
-                    "{name} is not an option of `ddpdk {0}` (see 'ddpdk {0} --help')",
-                    spec.name
-                ));
-            }
+        if let Some(arg) = args
+            .iter()
+            .find(|arg| !allowed.contains(&arg.get_id().as_str()))
+        {
+            // As it was typed: the long name, or the one short flag of a run.
+            let shown = match (name.starts_with("--"), arg.get_short()) {
+                (false, Some(c)) => format!("-{c}"),
+                _ => name.to_string(),
+            };
+            return Err(format!(
+                "{shown} is not an option of `ddpdk {0}` (see 'ddpdk {0} --help')",
+                spec.name
+            ));
         }
     }
     let mode: Vec<String> = match job {
@@ -308,13 +329,16 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
 /// The options `spec`'s job takes (clap ids): its own and its groups'.
 fn shown(spec: &Spec) -> Vec<&'static str> {
     let mut shown: Vec<&str> = spec.options.to_vec();
-    if spec.name != "fwd" {
-        shown.extend(DDP);
+    match spec.name {
+        "endpoint" | "perf" => {
+            shown.extend(DDP);
+            shown.extend(NET);
+            shown.extend(COMMON);
+        }
+        "fwd" => shown.extend(COMMON),
+        // loopback: its own list says all it takes.
+        _ => {}
     }
-    if spec.name == "endpoint" || spec.name == "perf" {
-        shown.extend(NET);
-    }
-    shown.extend(COMMON);
     shown
 }
 
@@ -362,8 +386,11 @@ mod tests {
             (Job::PerfServer, "--cmdline-file"),
             (Job::PerfServer, "-i"),
             (Job::PerfServer, "--stats-period"),
+            (Job::PerfServer, "-ai"),
             (Job::Endpoint, "--ddp-bytes"),
             (Job::Loopback, "--region-bytes"),
+            (Job::Loopback, "--sctp"),
+            (Job::Loopback, "--mtu"),
             (Job::Fwd, "--region-bytes"),
         ] {
             let mut app = vec!["ddpdk".to_string(), "--ip".into(), "198.18.0.1".into()];
@@ -372,7 +399,10 @@ mod tests {
                 app.drain(1..3);
             }
             let e = apply(&job, &mut app).unwrap_err();
-            let name = opt.split('=').next().unwrap();
+            let name = match opt.split('=').next().unwrap() {
+                "-ai" => "-a",
+                n => n,
+            };
             assert!(
                 e.starts_with(&format!("{name} is not an option of `ddpdk ")),
                 "{job:?} {opt}: {e}"
@@ -382,11 +412,12 @@ mod tests {
         for (job, opts) in [
             (
                 Job::PerfServer,
-                "--ip 198.18.0.2 --region-bytes 4096 --nb-cores 1 --ipsec-crypto-dev x --json",
+                "--ip 198.18.0.2 --region-bytes 4096 --nb-cores 1 --ipsec-crypto-dev x --json \
+                 --rxd 4096 --txd 4096 --mbuf-size 9216",
             ),
             (
                 Job::Endpoint,
-                "--ip 198.18.0.2 -i --cmdline-file c.txt --listen",
+                "--ip 198.18.0.2 -i --cmdline-file c.txt --listen --stats-period 1 --rxd 512",
             ),
             (
                 Job::Loopback,

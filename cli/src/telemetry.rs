@@ -257,6 +257,9 @@ pub fn assoc_info(s: &Snapshot, params: &str) -> Result<TelValue, String> {
 
 /// Sessions one answer lists, beside `count` and `next`: DPDK 22.11 takes 256 names a dict.
 const SESSIONS_LISTED: usize = 254;
+/// And the bytes they may take: DPDK 22.11 writes an answer into 16 KiB and leaves out, without
+/// a word, an entry that does not fit (a Terminated session's reason runs to 127 bytes).
+const SESSION_PAGE_BYTES: usize = 12 * 1024;
 
 /// The sessions not idle from `params` (`ASSOC/STREAM` or `ASSOC`; the first when empty) on,
 /// in association then stream order, at most [`SESSIONS_LISTED`]; `count` is every session
@@ -283,13 +286,19 @@ pub fn session_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
         .collect();
     all.sort_unstable_by_key(|(key, _)| *key);
     let mut entries = vec![("count".to_string(), u(all.len()))];
-    let mut listed = all.iter().filter(|(key, _)| *key >= from);
-    entries.extend(
-        listed
-            .by_ref()
-            .take(SESSIONS_LISTED)
-            .map(|((a, st), state)| (format!("{a}/{st}"), TelValue::Str(state_text(*state)))),
-    );
+    let mut listed = all.iter().filter(|(key, _)| *key >= from).peekable();
+    let (mut n, mut bytes) = (0, 0);
+    while let Some(((a, st), state)) = listed.peek() {
+        let (name, text) = (format!("{a}/{st}"), state_text(*state));
+        // As DPDK writes it: "name":"text", with the text clipped to 127 bytes.
+        let size = name.len() + text.len().min(127) + 6;
+        if n == SESSIONS_LISTED || bytes + size > SESSION_PAGE_BYTES {
+            break;
+        }
+        entries.push((name, TelValue::Str(text)));
+        (n, bytes) = (n + 1, bytes + size);
+        listed.next();
+    }
     if let Some(((a, st), _)) = listed.next() {
         entries.push(("next".to_string(), TelValue::Str(format!("{a}/{st}"))));
     }
@@ -675,6 +684,41 @@ mod tests {
 
         let (sessions, own) = every_page(|c| session_list(&s, c));
         assert_eq!(own.get("count"), Some(&2600));
+        // Long states (a Terminated session's reason): each page within DPDK's 16 KiB, which
+        // leaves out what does not fit without a word, and still every session listed.
+        let mut long = crowded(1300, 0);
+        for r in &mut long.reports {
+            for a in &mut r.assocs {
+                for (_, st) in &mut a.sessions {
+                    *st =
+                        State::Terminated(ddpdk_control::session::TerminationReason::PendingLimit);
+                }
+            }
+        }
+        let (mut cursor, mut listed) = (String::new(), 0);
+        loop {
+            let TelValue::Dict(page) = session_list(&long, &cursor).unwrap() else {
+                panic!("a dict")
+            };
+            let json: usize = page
+                .iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        TelValue::Str(t) => t.len().min(127),
+                        TelValue::U64(x) => x.to_string().len(),
+                        other => panic!("{other:?}"),
+                    };
+                    k.len() + v + 6
+                })
+                .sum();
+            assert!(json < 15 * 1024, "a page of {json} bytes");
+            listed += page.iter().filter(|(k, _)| k.contains('/')).count();
+            match page.into_iter().find(|(k, _)| k == "next") {
+                Some((_, TelValue::Str(c))) => cursor = c,
+                _ => break,
+            }
+        }
+        assert_eq!(listed, 2600);
         let want: Vec<String> = (1..=1300u64)
             .flat_map(|a| [format!("{a}/1"), format!("{a}/2")])
             .collect();

@@ -96,6 +96,17 @@ fn stderr_of(child: &mut Child) -> String {
     s
 }
 
+/// Waits until the client writes (its session accepted), then a second more: a signal before
+/// that would test the set-up's waits, not the run's end.
+fn writing(client: &mut Child) {
+    let (_, rest) = procs::read_until(client.stdout.take().expect("stdout"), "the client", |l| {
+        l.contains("accepted: writing")
+    });
+    // The rest of its stdout is read (and dropped) so that it never blocks on a full pipe.
+    std::mem::drop(rest);
+    std::thread::sleep(Duration::from_secs(1));
+}
+
 fn signal(child: &Child, sig: &str) {
     let _ = Command::new("kill")
         .args([sig, &child.id().to_string()])
@@ -137,7 +148,7 @@ fn a_write_larger_than_the_offered_region_is_refused_before_it_is_sent() {
 #[test]
 fn an_interrupted_client_reports_what_it_did_and_releases_the_server() {
     let mut p = pair("int", "120", &["--run-for", "60"]);
-    std::thread::sleep(Duration::from_secs(4));
+    writing(&mut p.client);
     signal(&p.client, "-INT");
     let client = exit_within(&mut p.client, Duration::from_secs(20));
     let cerr = stderr_of(&mut p.client);
@@ -156,12 +167,12 @@ fn an_interrupted_client_reports_what_it_did_and_releases_the_server() {
     assert!(sout.contains("Association closed: PeerAbort"), "{sout}");
 }
 
-/// A server killed mid-run: the client gives up once no write has completed for 10 s and
-/// says why, with what it did so far (before: 47 s after the kill, "writes did not complete").
+/// A server killed mid-run: the client gives up once no write has completed for 10 s, the
+/// last 5 of them without a SACK either, and says why, with what it did so far (before: 47 s after the kill, "writes did not complete").
 #[test]
 fn a_client_whose_server_is_gone_says_so_within_seconds() {
     let mut p = pair("gone", "120", &["--run-for", "60"]);
-    std::thread::sleep(Duration::from_secs(4));
+    writing(&mut p.client);
     signal(&p.server, "-KILL");
     let _ = p.server.wait();
     let killed = Instant::now();
@@ -172,7 +183,8 @@ fn a_client_whose_server_is_gone_says_so_within_seconds() {
     let _ = std::fs::remove_dir_all(&p.dir);
     assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
     assert!(
-        cerr.contains("no write completed for 10 s: the server stopped acknowledging"),
+        cerr.contains("no write completed for 1")
+            && cerr.contains("s and no SACK came for the last 5: the server stopped acknowledging"),
         "after {after:?}:\n{cerr}"
     );
     assert!(

@@ -143,6 +143,9 @@ def assoc_ids(t):
     first = 0
     while True:
         page = t.ask(f"/ddpdk/assoc/list,{first}") or []
+        # A ddpdk that does not page (before it took FIRST) answers the same page again.
+        if page and page[-1] < first:
+            return
         yield from page
         if len(page) < 512:
             return
@@ -158,9 +161,10 @@ def paged(t, cmd):
         for key, value in page.items():
             if "/" in key:
                 yield value
-        cursor = page.get("next")
-        if not cursor:
+        following = page.get("next")
+        if not following or following == cursor:
             return
+        cursor = following
 
 
 def collect(t):

@@ -141,7 +141,7 @@ pub fn parse_config(text: &str) -> Result<IpsecConfig, ConfigError> {
     }
     // A rule cut short by the end of the file is refused, not dropped: a policy missing
     // from a security configuration changes what goes in the clear.
-    if !pending.is_empty() {
+    if !pending.trim().is_empty() {
         return Err(ConfigError {
             line: first,
             message: "the rule continues (a trailing \\) past the end of the file".into(),
@@ -262,6 +262,18 @@ pub fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
             "life-secs" => lifetime.secs = Some(number(key, val)?),
             "soft-life-bytes" => lifetime.soft_bytes = Some(number(key, val)?),
             "soft-life-secs" => lifetime.soft_secs = Some(number(key, val)?),
+            // A value where a keyword belongs may be key material (a keyword left out before
+            // it): not echoed.
+            other
+                if other
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() || c == ':' || c == 'x') =>
+            {
+                return Err(format!(
+                    "a value where an sa keyword belongs, after {:?} (not shown: it may be a key)",
+                    w[i - 3]
+                ))
+            }
             other => return Err(format!("unknown sa keyword {other:?}")),
         }
     }
@@ -276,7 +288,7 @@ pub fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
                     ))
                 }
             };
-            if k.is_empty() {
+            if !seen.contains(&"aead_key") {
                 return Err(format!(
                     "{name} needs aead_key ({} key bytes and a 4-byte salt)",
                     a.key_len()
@@ -481,6 +493,19 @@ mod tests {
             )),
             "sa keyword \"mode\" given twice"
         );
+        // A key whose keyword was left out is not echoed back.
+        let e = sa(&format!(
+            "out 1000 aead_algo aes-128-gcm {KEY16}:00:00:00:01 mode transport"
+        ));
+        assert!(
+            e.contains("not shown: it may be a key") && !e.contains("2b:7e"),
+            "{e}"
+        );
+        assert!(
+            sa("out 1000 aead_algo aes-128-gcm aead_key 0x mode transport").contains("got 0 bytes")
+        );
+        // A lone `\` on the last line loses nothing, and is no error.
+        assert!(parse_config("sp ipv4 in esp bypass pri 1\n\\\n").is_ok());
         let twice = format!(
             "sa out 1000 aead_algo aes-128-gcm aead_key {KEY16}:00:00:00:01 mode transport\n\
              sa in 1001 aead_algo aes-128-gcm aead_key {KEY16}:00:00:00:01 mode transport\n"
