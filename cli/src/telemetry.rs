@@ -494,6 +494,24 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
                 ("flow_rules", u(c.flow_rules)),
                 ("flow_rules_refused", u(c.flow_rules_refused)),
                 ("forward_dropped", u(c.forward_dropped)),
+                (
+                    "sctp",
+                    dict(vec![
+                        ("inits", u(c.endpoint.inits)),
+                        ("init_acks_out", u(c.endpoint.init_acks_out)),
+                        ("cookies_accepted", u(c.endpoint.cookies_accepted)),
+                        ("bad_cookies", u(c.endpoint.bad_cookies)),
+                        ("stale_cookies", u(c.endpoint.stale_cookies)),
+                        ("adaptation_refused", u(c.endpoint.adaptation_refused)),
+                        ("invalid_inits", u(c.endpoint.invalid_inits)),
+                        ("ootb_aborts_out", u(c.endpoint.ootb_aborts_out)),
+                        (
+                            "closed_port_aborts_out",
+                            u(c.endpoint.closed_port_aborts_out),
+                        ),
+                        ("bad_checksum", u(c.endpoint.bad_checksum)),
+                    ]),
+                ),
             ]),
         ),
     ]))

@@ -203,6 +203,12 @@ fn a_client_that_dials_the_wrong_port_is_told_at_once() {
     let client = exit_within(&mut p.client, Duration::from_secs(25));
     let took = started.elapsed();
     let cerr = stderr_of(&mut p.client);
+    // The server counted it (telemetry's control/sctp/closed_port_aborts_out).
+    let prefix = format!("ddpdk-pe-srv-port-{}", std::process::id());
+    let r = procs::ask(&prefix, &["/ddpdk/stats"]);
+    let aborts = procs::value(&r[0], "/ddpdk/stats")["control/sctp/closed_port_aborts_out"]
+        .as_u64()
+        .unwrap_or(0);
     signal(&p.server, "-INT");
     let _ = exit_within(&mut p.server, Duration::from_secs(15));
     let sout = p.server_out.join().unwrap_or_default();
@@ -213,6 +219,7 @@ fn a_client_that_dials_the_wrong_port_is_told_at_once() {
             && cerr.contains("listening on SCTP port 6000"),
         "after {took:?}:\n{cerr}\n{sout}"
     );
+    assert!(aborts >= 1, "{:?}", r[0]);
 }
 
 /// A client whose memif socket has no server: the start fails with what to check, not with

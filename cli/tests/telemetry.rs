@@ -168,6 +168,16 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     assert_eq!(stats["core/0/ddp_error/base_or_bounds"], 0, "{stats}");
     assert!(stats["core/0/drop/checksum_bad"].is_u64(), "{stats}");
     assert!(stats["control/accepted"].as_u64().unwrap() >= 1, "{stats}");
+    // The SCTP endpoint's own counters: the client's INIT answered, its cookie taken.
+    assert!(
+        stats["control/sctp/inits"].as_u64().unwrap() >= 1,
+        "{stats}"
+    );
+    assert!(
+        stats["control/sctp/cookies_accepted"].as_u64().unwrap() >= 1,
+        "{stats}"
+    );
+    assert_eq!(stats["control/sctp/closed_port_aborts_out"], 0, "{stats}");
     // An unknown association is an answer, not a crash; help is registered.
     assert_eq!(
         procs::value(&r[3], cmds[3])["error"],
@@ -245,6 +255,7 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
             .unwrap_or_else(|| panic!("no {line_start} in\n{metrics}"))
     };
     assert!(metrics.contains("# TYPE ddpdk_core_frames_in_total counter"));
+    assert!(sample("ddpdk_sctp_endpoint_cookies_accepted_total") >= 1.0);
     assert!(metrics.contains("# TYPE ddpdk_association_cwnd_bytes gauge"));
     assert!(sample("ddpdk_core_frames_in_total{core=\"0\"}") >= frames_in as f64);
     assert!(sample("ddpdk_core_placed_bytes_total{core=\"0\"}") >= placed as f64);

@@ -1584,6 +1584,9 @@ pub struct ControlStats {
     /// Of those, revocations a core did not acknowledge in time (it is stalled).
     pub invalidation_timeouts: u64,
     pub tx: TxStats,
+    /// The SCTP endpoint's own: INITs answered or refused and why, cookies, out-of-the-blue
+    /// replies (RFC 9260 §5.1, §8.4).
+    pub endpoint: ddpdk_dataplane::sctp::EndpointStats,
 }
 
 /// The control side of the endpoint: see the module documentation. It runs on the thread that
@@ -1645,6 +1648,7 @@ impl<P: Port> Control<P> {
             tx: self.out.stats,
             initiates_pending: self.listener.pending_limit().pending() as u64,
             initiates_over_limit: self.listener.pending_limit().over_limit(),
+            endpoint: *self.listener.endpoint().stats(),
             ..self.stats
         }
     }
