@@ -1470,6 +1470,33 @@ fn sweep_stale_hugepage_files() {
 /// Two DDP shells over memif: a `--listen` server running `server_script` (a --cmdline-file)
 /// and a client fed `client_commands` on stdin (`-i`: a refused command does not stop the
 /// ones after it). Returns the client's output and text, the server's status and text.
+/// A DDP shell server at 198.18.0.2 (`--listen`) running `script`, started and up (its
+/// "DDP endpoint on port" line read); the rest of its stdout is collected meanwhile.
+fn listening_server(
+    eal_args: &[String],
+    script: &std::path::Path,
+) -> (std::process::Child, String, std::thread::JoinHandle<String>) {
+    let mut server = ddpdk(
+        eal_args,
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--listen",
+            "--cmdline-file",
+            script.to_str().expect("utf-8"),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("server");
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("DDP endpoint on port")
+        });
+    (server, head, rest)
+}
+
 fn memif_shell_pair(
     name: &str,
     server_script: &str,
@@ -1484,24 +1511,7 @@ fn memif_shell_pair(
         procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
     };
     let server_cmds = script(&format!("{name}-server"), server_script);
-    let mut server = ddpdk(
-        &eal("server", "0@0,1@1"),
-        &[
-            "--ip",
-            "198.18.0.2",
-            "--listen",
-            "--cmdline-file",
-            server_cmds.to_str().expect("utf-8"),
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("server");
-    let (head, rest) =
-        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
-            l.contains("DDP endpoint on port")
-        });
+    let (server, head, rest) = listening_server(&eal("server", "0@0,1@1"), &server_cmds);
     let mut client = ddpdk(&eal("client", "0@1,1@0"), &["--ip", "198.18.0.1", "-i"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -1572,24 +1582,8 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
         "assoc open 198.18.0.2\nsession open 1 1 capture\nsend tagged 1 1 offer 0 65536 16\n\
          session close 1 1\nassoc close 1\nquit\n",
     );
-    let mut server = ddpdk(
-        &eal("server", "0@0,1@1", &srv_prefix),
-        &[
-            "--ip",
-            "198.18.0.2",
-            "--listen",
-            "--cmdline-file",
-            server_cmds.to_str().expect("utf-8"),
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("server");
-    let (head, rest) =
-        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
-            l.contains("DDP endpoint on port")
-        });
+    let (server, head, rest) =
+        listening_server(&eal("server", "0@0,1@1", &srv_prefix), &server_cmds);
     let mut dumpcap = Command::new("dpdk-dumpcap")
         .args(["--file-prefix", &srv_prefix, "-i", "net_memif0", "-w"])
         .arg(&pcap)

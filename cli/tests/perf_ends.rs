@@ -17,6 +17,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 /// options, up and connected; the server's stdout reader is returned with both.
 struct Pair {
     server: Child,
+    /// The server's EAL --file-prefix (its telemetry socket).
+    server_prefix: String,
     server_out: std::thread::JoinHandle<String>,
     client: Child,
     dir: std::path::PathBuf,
@@ -27,16 +29,10 @@ fn pair(tag: &str, server_run_for: &str, client: &[&str]) -> Pair {
     let dir = std::env::temp_dir().join(format!("ddpdk-perf-ends-{pid}"));
     std::fs::create_dir_all(&dir).expect("dir");
     let sock = dir.join("memif.sock");
+    let server_prefix = format!("ddpdk-pe-srv-{pid}");
     let mut server = procs::spawn(
         BIN,
-        &procs::memif_eal(
-            "server",
-            "0@0",
-            &format!("ddpdk-pe-srv-{pid}"),
-            &sock,
-            1024,
-            false,
-        ),
+        &procs::memif_eal("server", "0@0", &server_prefix, &sock, 1024, false),
         &[
             "--ddp-listen",
             "--ip",
@@ -68,6 +64,7 @@ fn pair(tag: &str, server_run_for: &str, client: &[&str]) -> Pair {
     );
     Pair {
         server,
+        server_prefix,
         server_out,
         client,
         dir,
@@ -204,8 +201,7 @@ fn a_client_that_dials_the_wrong_port_is_told_at_once() {
     let took = started.elapsed();
     let cerr = stderr_of(&mut p.client);
     // The server counted it (telemetry's control/sctp/closed_port_aborts_out).
-    let prefix = format!("ddpdk-pe-srv-port-{}", std::process::id());
-    let r = procs::ask(&prefix, &["/ddpdk/stats"]);
+    let r = procs::ask(&p.server_prefix, &["/ddpdk/stats"]);
     let aborts = procs::value(&r[0], "/ddpdk/stats")["control/sctp/closed_port_aborts_out"]
         .as_u64()
         .unwrap_or(0);
