@@ -175,6 +175,13 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
             }
         );
     }
+    for s in port.sa_reports().iter().filter(|s| s.counts.stalled > 0) {
+        out += &format!(
+            "  SA {} {}: its crypto device stopped returning ops; {} packets dropped \
+             (restart ddpdk to use the device again)\n",
+            s.direction, s.spi, s.counts.stalled
+        );
+    }
     for (i, p) in port.policies().iter().enumerate() {
         out += &format!("  policy {i}: {p}\n");
     }

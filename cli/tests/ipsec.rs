@@ -115,7 +115,14 @@ fn assert_no_drops(ipsec: &serde_json::Value) {
         assert_eq!(n, 0, "{why}: {ipsec}");
     }
     for sa in ipsec["sas"].as_array().expect("sas") {
-        for why in ["replay", "auth_failed", "malformed", "expired", "no_room"] {
+        for why in [
+            "replay",
+            "auth_failed",
+            "malformed",
+            "expired",
+            "no_room",
+            "stalled",
+        ] {
             assert_eq!(sa["counts"][why], 0, "{why}: {sa}");
         }
     }

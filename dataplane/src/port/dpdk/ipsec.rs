@@ -20,7 +20,7 @@
 use std::ffi::{c_void, CString};
 use std::net::IpAddr;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
@@ -65,6 +65,8 @@ pub struct CryptoDev {
     qp: Mutex<()>,
     /// The device that seals zero-copy frames out of place, if there is one.
     oop: Option<Arc<CryptoDev>>,
+    /// It kept ops past [`oop`]'s stall limit: it is given up, its ops' frames fail at once.
+    stalled: AtomicBool,
 }
 
 // SAFETY: the device id and the pools are used through thread-safe DPDK calls only (session
@@ -220,6 +222,7 @@ impl CryptoDev {
             ops,
             qp: Mutex::new(()),
             oop: None,
+            stalled: AtomicBool::new(false),
         })
     }
 
@@ -236,8 +239,11 @@ impl Drop for CryptoDev {
             sys::rte_cryptodev_stop(self.id);
             sys::rte_cryptodev_close(self.id);
             sys::rte_mempool_free(self.sessions.as_ptr());
-            // Null when there is none; rte_mempool_free ignores null.
-            sys::rte_mempool_free(self.ops);
+            // Null when there is none; rte_mempool_free ignores null. A stalled device may
+            // still hold ops of the pool: it is left allocated.
+            if !self.stalled.load(Ordering::Relaxed) {
+                sys::rte_mempool_free(self.ops);
+            }
         }
     }
 }
@@ -261,6 +267,9 @@ pub struct SaStats {
     pub overflow: AtomicU64,
     /// No mbuf to copy an attached or chained frame into, or no room in one.
     pub no_room: AtomicU64,
+    /// The SA's crypto device stopped returning ops (a hung hardware lookaside device): the
+    /// frames it held are left to it, and every packet after them is dropped.
+    pub stalled: AtomicU64,
     /// Frames copied into one mbuf of our own before the crypto could take them: chained or
     /// attached frames under an SA whose crypto cannot read them where they are (AES-CBC), or
     /// on a device that cannot work out of place. 0 for a zero-copy sender under AES-GCM.
@@ -278,6 +287,7 @@ pub struct SaCounts {
     pub expired: u64,
     pub overflow: u64,
     pub no_room: u64,
+    pub stalled: u64,
     pub copied: u64,
 }
 
@@ -293,6 +303,7 @@ impl SaStats {
             expired: r(&self.expired),
             overflow: r(&self.overflow),
             no_room: r(&self.no_room),
+            stalled: r(&self.stalled),
             copied: r(&self.copied),
         }
     }
@@ -341,6 +352,8 @@ pub enum EspDrop {
     Expired,
     Overflow,
     NoRoom,
+    /// The crypto device stopped returning ops.
+    Stalled,
 }
 
 /// One security association on a crypto device.
@@ -651,6 +664,7 @@ impl EspSa {
             EspDrop::Expired => &s.expired,
             EspDrop::Overflow => &s.overflow,
             EspDrop::NoRoom => &s.no_room,
+            EspDrop::Stalled => &s.stalled,
         });
     }
 
@@ -858,6 +872,8 @@ impl EspSa {
             let n = ptrs.len() as u16;
             // The packets whose crypto failed, as prepare (which runs it) marks them.
             let mut failed: Vec<*mut sys::rte_mbuf> = Vec::new();
+            // Those that failed because the device stalled (a device of ops only).
+            let mut stalled: Vec<*mut sys::rte_mbuf> = Vec::new();
             let (prepared, good, errno) = if n == 0 {
                 (Vec::new(), Vec::new(), 0)
             } else {
@@ -872,7 +888,8 @@ impl EspSa {
                     };
                     (k, if k < n { dpdk_sys::rte_errno() } else { 0 })
                 } else {
-                    let (k, errno) = self.prepare_through_ops(&engine.session, &mut ptrs);
+                    let (k, errno, lost) = self.prepare_through_ops(&engine.session, &mut ptrs);
+                    stalled = lost;
                     (k as u16, errno)
                 };
                 let prepared = ptrs[..usize::from(k)].to_vec();
@@ -899,6 +916,8 @@ impl EspSa {
                         28 => EspDrop::NoRoom,
                         _ => EspDrop::Malformed,
                     })
+                } else if stalled.contains(&p) {
+                    Err(EspDrop::Stalled)
                 } else if failed.contains(&p) {
                     Err(EspDrop::AuthFailed)
                 } else if good.contains(&p) {

@@ -32,13 +32,15 @@
 //!
 //! The ops go through the device's queue pair 0 and are dequeued before the call returns: the
 //! software PMD does the work inside the dequeue, so this is as synchronous as CPU crypto. A
-//! hardware lookaside device would make the data core wait for it here.
+//! hardware lookaside device makes the data core wait for it here, for at most [`STALL`]
+//! without progress: a device past that is given up (see [`run_ops`]).
 //!
 //! What it costs (`esp-bench`, same run): at MTU 9000 out of place is 1.10-1.14x as fast as a
 //! copy and an in-place seal; at MTU 1500 0.83-0.89x (an op and a second mbuf per packet weigh
 //! more than a 1.4 KB copy that stays in cache).
 
-use std::time::Instant;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use dpdk_sys as sys;
 
@@ -239,8 +241,8 @@ impl EspSa {
                 unsafe { (*src).ol_flags |= RX_SEC_OFFLOAD_FAILED };
             }
         }
-        self.run_ops(dev, &mut queued);
-        free_ops(&ops[..n]);
+        let run = self.run_ops(dev, &mut queued);
+        free_ops(&ops[..n], &run.held);
         // The frames sealed in place are finished by rte_ipsec (with ESN it moves the ICV over
         // the high sequence bits it kept behind the trailer), which checks each one's failure
         // flag and moves the failed behind the good. The sources of out-of-place seals are
@@ -277,6 +279,8 @@ impl EspSa {
                 let mut m = r.dst.take().unwrap_or(src);
                 clear_sec_flags(&mut m);
                 self.seal_done(m, &r.eth, r.before)
+            } else if run.stalled.contains(&r.src) {
+                Err(EspDrop::Stalled)
             } else if prepared[c] {
                 Err(EspDrop::Malformed)
             } else {
@@ -289,17 +293,19 @@ impl EspSa {
     /// `ptrs` (frames of our own) for `session` and the device runs their crypto, a chunk at a
     /// time. As with the CPU call, the prepared come first in `ptrs` (their number returned,
     /// with the errno prepare left for the others), and each whose crypto failed is flagged
-    /// RX_SEC_OFFLOAD_FAILED for `rte_ipsec_pkt_process`.
+    /// RX_SEC_OFFLOAD_FAILED for `rte_ipsec_pkt_process`; those that failed because the device
+    /// stalled are returned too (their frames are left to it: dropping them frees nothing).
     pub(super) fn prepare_through_ops(
         &self,
         session: &super::Session,
         ptrs: &mut [*mut sys::rte_mbuf],
-    ) -> (usize, i32) {
+    ) -> (usize, i32, Vec<*mut sys::rte_mbuf>) {
         let dev = &*self.dev;
         let _qp = dev.qp.lock().unwrap_or_else(|p| p.into_inner());
         let mut prepared = Vec::with_capacity(ptrs.len());
         let mut refused = Vec::new();
         let mut errno = 0;
+        let mut stalled = Vec::new();
         for chunk in ptrs.chunks_mut(OPS_AT_ONCE) {
             let n = chunk.len();
             let Some(mut ops) = dev.alloc_ops(n) else {
@@ -313,73 +319,227 @@ impl EspSa {
                 errno = e;
             }
             let mut queued = ops[..k].to_vec();
-            self.run_ops(dev, &mut queued);
-            free_ops(&ops[..n]);
+            let run = self.run_ops(dev, &mut queued);
+            free_ops(&ops[..n], &run.held);
+            stalled.extend(run.stalled);
             prepared.extend_from_slice(&chunk[..k]);
             refused.extend_from_slice(&chunk[k..]);
         }
         let k = prepared.len();
         ptrs[..k].copy_from_slice(&prepared);
         ptrs[k..].copy_from_slice(&refused);
-        (k, errno)
+        (k, errno, stalled)
     }
 
     /// Enqueues `queued` on queue pair 0 of `dev` and dequeues until every op is back; an op
-    /// whose crypto failed, or that the device would not take, marks its frame failed.
-    fn run_ops(&self, dev: &CryptoDev, queued: &mut Vec<*mut sys::rte_crypto_op>) {
-        let mut sent = 0;
-        let mut back = 0;
-        let mut done = [std::ptr::null_mut::<sys::rte_crypto_op>(); OPS_AT_ONCE];
-        while back < queued.len() {
-            if sent < queued.len() {
-                // SAFETY: queue pair 0 of a started device, ours under dev.qp; the ops are
-                // complete.
-                let e = usize::from(unsafe {
-                    sys::rte_cryptodev_enqueue_burst(
-                        dev.id,
-                        0,
-                        queued[sent..].as_mut_ptr(),
-                        (queued.len() - sent) as u16,
-                    )
-                });
-                sent += e;
-                // A device that works inside enqueue (crypto_openssl) stops at an op it could
-                // not process (status ERROR) and never returns it: that frame fails, the ops
-                // behind it are offered again.
-                // SAFETY: a prepared op of ours, not in flight (the device refused it).
-                let refused = sent < queued.len()
-                    && unsafe { (*queued[sent]).__bindgen_anon_1.__bindgen_anon_1.status }
-                        == sys::RTE_CRYPTO_OP_STATUS_ERROR as u8;
-                if refused {
-                    // SAFETY: as above; its m_src is one of our frames.
-                    unsafe { (*(*sym_of(queued[sent])).m_src).ol_flags |= RX_SEC_OFFLOAD_FAILED };
-                    sent += 1;
-                    back += 1;
-                } else if e == 0 && back == sent {
-                    // The device takes nothing and holds nothing of ours: what is left fails.
-                    for &op in &queued[sent..] {
-                        // SAFETY: a prepared op of ours; its m_src is one of our frames.
-                        unsafe { (*(*sym_of(op)).m_src).ol_flags |= RX_SEC_OFFLOAD_FAILED };
-                    }
-                    queued.truncate(sent);
+    /// whose crypto failed, or that the device would not take, marks its frame failed. A device
+    /// that has stopped returning ops is given up after [`STALL`] (see [`run_ops`]) and from
+    /// then on takes nothing: its frames fail at once. The ops it still holds are returned, not
+    /// to be freed; the frames that failed for it are returned too.
+    fn run_ops(&self, dev: &CryptoDev, queued: &mut Vec<*mut sys::rte_crypto_op>) -> Run {
+        if dev.stalled.load(Ordering::Relaxed) {
+            // SAFETY: prepared ops of ours, never enqueued.
+            return unsafe { fail_unsent(queued, 0) };
+        }
+        // SAFETY: queue pair 0 of a started device, ours under dev.qp (the callers hold it);
+        // the ops are prepared, their frames ours.
+        let run = unsafe { run_ops(&mut QueuePair(dev.id), queued, STALL) };
+        if !run.held.is_empty() && !dev.stalled.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "ddpdk: crypto device {} returned no op for {} ms: {} ops and their frames are \
+                 left to it (not freed); its SAs drop every packet from now on (counted as \
+                 `stalled`), restart ddpdk to use it again",
+                dev.name,
+                STALL.as_millis(),
+                run.held.len()
+            );
+        }
+        run
+    }
+}
+
+/// How long a data core waits on a device that neither takes nor returns an op before it gives
+/// the device up. A software PMD does the work inside the calls and a hardware lookaside device
+/// within microseconds, so a device this slow has stopped; waiting longer would stop the data
+/// core with it (every association on the core, not only the SA's).
+const STALL: Duration = Duration::from_millis(100);
+
+/// A queue pair of ops, as [`run_ops`] uses one: a device's, or a double in the tests.
+trait OpQueue {
+    /// Offers `ops` in order; returns how many the device took.
+    fn enqueue(&mut self, ops: &mut [*mut sys::rte_crypto_op]) -> usize;
+    /// Ops the device is done with, into `done`; returns how many.
+    fn dequeue(&mut self, done: &mut [*mut sys::rte_crypto_op]) -> usize;
+}
+
+/// Queue pair 0 of device `.0`, which the caller holds (`CryptoDev::qp`).
+struct QueuePair(u8);
+
+impl OpQueue for QueuePair {
+    fn enqueue(&mut self, ops: &mut [*mut sys::rte_crypto_op]) -> usize {
+        // SAFETY: queue pair 0 of a started device, held by the caller; the ops are complete
+        // (run_ops' contract). At most OPS_AT_ONCE of them.
+        usize::from(unsafe {
+            sys::rte_cryptodev_enqueue_burst(self.0, 0, ops.as_mut_ptr(), ops.len() as u16)
+        })
+    }
+
+    fn dequeue(&mut self, done: &mut [*mut sys::rte_crypto_op]) -> usize {
+        // SAFETY: as above; `done` has room for the count asked.
+        usize::from(unsafe {
+            sys::rte_cryptodev_dequeue_burst(self.0, 0, done.as_mut_ptr(), done.len() as u16)
+        })
+    }
+}
+
+/// What [`run_ops`] leaves behind.
+#[derive(Debug, Default)]
+pub(super) struct Run {
+    /// Ops the device took and never gave back: it may still write them and their frames, so
+    /// they are not freed, and their frames are not freed either (each segment's reference
+    /// count was raised: dropping the frame leaves it allocated).
+    pub held: Vec<*mut sys::rte_crypto_op>,
+    /// The frames (`m_src`) that failed because the device stalled.
+    pub stalled: Vec<*mut sys::rte_mbuf>,
+}
+
+/// Runs `queued` (at most [`OPS_AT_ONCE`]) through `q` until every op the device took is back.
+/// An op whose crypto failed, or that the device would not take, marks its frame failed
+/// (RX_SEC_OFFLOAD_FAILED, which rte_ipsec checks). When for `stall` the device neither takes
+/// nor returns an op while some are in it, the wait ends: those ops are [`Run::held`], their
+/// frames leaked and failed, and the ops not yet taken fail too.
+///
+/// # Safety
+/// Each op is prepared (rte_ipsec filled it) for an `m_src` chain of ours, `m_dst` null or a
+/// single mbuf of ours; `q`'s ops are these.
+unsafe fn run_ops(
+    q: &mut impl OpQueue,
+    queued: &mut Vec<*mut sys::rte_crypto_op>,
+    stall: Duration,
+) -> Run {
+    debug_assert!(queued.len() <= OPS_AT_ONCE);
+    let mut sent = 0;
+    let mut back = 0;
+    // Bit j: queued[j] is no longer in the device (returned, or refused at enqueue).
+    let mut out_of_device = 0u64;
+    let mut idle_since: Option<Instant> = None;
+    let mut done = [std::ptr::null_mut::<sys::rte_crypto_op>(); OPS_AT_ONCE];
+    while back < queued.len() {
+        let mut taken = 0;
+        if sent < queued.len() {
+            taken = q.enqueue(&mut queued[sent..]);
+            sent += taken;
+            // A device that works inside enqueue (crypto_openssl) stops at an op it could
+            // not process (status ERROR) and never returns it: that frame fails, the ops
+            // behind it are offered again.
+            // SAFETY: a prepared op of ours, not in flight (the device refused it).
+            let refused = sent < queued.len()
+                && unsafe { (*queued[sent]).__bindgen_anon_1.__bindgen_anon_1.status }
+                    == sys::RTE_CRYPTO_OP_STATUS_ERROR as u8;
+            if refused {
+                // SAFETY: as above; its m_src is one of our frames.
+                unsafe { fail(queued[sent]) };
+                out_of_device |= 1 << sent;
+                sent += 1;
+                back += 1;
+                taken += 1;
+            } else if taken == 0 && back == sent {
+                // The device takes nothing and holds nothing of ours: what is left fails.
+                for &op in &queued[sent..] {
+                    // SAFETY: a prepared op of ours; its m_src is one of our frames.
+                    unsafe { fail(op) };
                 }
+                queued.truncate(sent);
             }
-            // SAFETY: as above; `done` has room for every op in flight. The software PMD
-            // processes what it dequeues, so every op comes back.
-            let d = usize::from(unsafe {
-                sys::rte_cryptodev_dequeue_burst(dev.id, 0, done.as_mut_ptr(), OPS_AT_ONCE as u16)
-            });
-            for &op in &done[..d] {
-                // SAFETY: a dequeued op of ours; its m_src is one of our frames.
-                unsafe {
-                    if (*op).__bindgen_anon_1.__bindgen_anon_1.status
-                        != sys::RTE_CRYPTO_OP_STATUS_SUCCESS as u8
-                    {
-                        (*(*sym_of(op)).m_src).ol_flags |= RX_SEC_OFFLOAD_FAILED;
+        }
+        let d = q.dequeue(&mut done);
+        for &op in &done[..d] {
+            if let Some(j) = queued[..sent].iter().position(|&o| o == op) {
+                out_of_device |= 1 << j;
+            }
+            // SAFETY: a dequeued op of ours; its m_src is one of our frames.
+            if unsafe { (*op).__bindgen_anon_1.__bindgen_anon_1.status }
+                != sys::RTE_CRYPTO_OP_STATUS_SUCCESS as u8
+            {
+                // SAFETY: as above.
+                unsafe { fail(op) };
+            }
+        }
+        back += d;
+        if taken > 0 || d > 0 {
+            idle_since = None;
+            continue;
+        }
+        // The clock is read only on a turn with nothing done: a working device has none.
+        let now = Instant::now();
+        match idle_since {
+            None => idle_since = Some(now),
+            Some(t) if now.duration_since(t) >= stall && back < queued.len() => {
+                let mut run = Run::default();
+                for (j, &op) in queued[..sent].iter().enumerate() {
+                    if out_of_device & (1 << j) == 0 {
+                        // SAFETY: an op of ours the device holds; its frames are ours.
+                        unsafe { leak(op) };
+                        run.held.push(op);
+                        // SAFETY: as above.
+                        run.stalled.push(unsafe { fail(op) });
                     }
                 }
+                // SAFETY: the ops from `sent` on were never taken.
+                let unsent = unsafe { fail_unsent(queued, sent) };
+                run.stalled.extend(unsent.stalled);
+                return run;
             }
-            back += d;
+            Some(_) => {}
+        }
+    }
+    Run::default()
+}
+
+/// Fails the frames of `queued[from..]`, ops the device never took (they may be freed).
+///
+/// # Safety
+/// As for [`run_ops`].
+unsafe fn fail_unsent(queued: &[*mut sys::rte_crypto_op], from: usize) -> Run {
+    Run {
+        held: Vec::new(),
+        // SAFETY: per the contract.
+        stalled: queued[from..]
+            .iter()
+            .map(|&op| unsafe { fail(op) })
+            .collect(),
+    }
+}
+
+/// Marks the frame of `op` failed for rte_ipsec; returns it.
+///
+/// # Safety
+/// `op`'s m_src is a live mbuf of ours.
+unsafe fn fail(op: *mut sys::rte_crypto_op) -> *mut sys::rte_mbuf {
+    // SAFETY: per the contract.
+    unsafe {
+        let m = (*sym_of(op)).m_src;
+        (*m).ol_flags |= RX_SEC_OFFLOAD_FAILED;
+        m
+    }
+}
+
+/// Leaves the frames of `op` to a device that may still read and write them: one more
+/// reference on every segment of `m_src` and on `m_dst`, so that dropping them frees nothing.
+///
+/// # Safety
+/// `op`'s m_src is a live chain of ours, its m_dst null or a live mbuf of ours.
+unsafe fn leak(op: *mut sys::rte_crypto_op) {
+    // SAFETY: per the contract; each `next` is null or a live segment of the chain.
+    unsafe {
+        let sym = sym_of(op);
+        let mut seg = (*sym).m_src;
+        while !seg.is_null() {
+            sys::rte_mbuf_refcnt_update(seg, 1);
+            seg = (*seg).next;
+        }
+        if !(*sym).m_dst.is_null() {
+            sys::rte_mbuf_refcnt_update((*sym).m_dst, 1);
         }
     }
 }
@@ -403,10 +563,11 @@ impl CryptoDev {
     }
 }
 
-/// Gives ops back to their pool.
-fn free_ops(ops: &[*mut sys::rte_crypto_op]) {
-    for &op in ops {
-        // SAFETY: each came from alloc_ops and none is in flight any more (run_ops returned).
+/// Gives ops back to their pool, but those a stalled device still holds.
+fn free_ops(ops: &[*mut sys::rte_crypto_op], held: &[*mut sys::rte_crypto_op]) {
+    for &op in ops.iter().filter(|op| !held.contains(op)) {
+        // SAFETY: each came from alloc_ops and is in no device (run_ops returned, and the
+        // held are skipped).
         unsafe { sys::rte_crypto_op_free(op) };
     }
 }
@@ -497,5 +658,168 @@ unsafe fn redirect(op: *mut sys::rte_crypto_op, dst: &mut Mbuf, icv: usize, sqh:
         (*src).pkt_len -= (sqh + icv) as u32;
         (*sym).m_dst = d;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An op as a crypto op pool lays it out: the header, the symmetric op right behind it.
+    #[repr(C)]
+    struct FakeOp {
+        op: sys::rte_crypto_op,
+        sym: sys::rte_crypto_sym_op,
+    }
+
+    /// `n` ops, each with a source frame of two segments and a destination, none in a pool:
+    /// run_ops reads and writes only their fields and the mbufs' flags and reference counts.
+    // Boxed: each is pointed at, and must not move as the vectors grow.
+    #[allow(clippy::vec_box)]
+    struct Ops {
+        ops: Vec<Box<FakeOp>>,
+        mbufs: Vec<Box<sys::rte_mbuf>>,
+    }
+
+    fn mbuf() -> Box<sys::rte_mbuf> {
+        // SAFETY: an all-zero rte_mbuf is a valid plain value (no data, no links).
+        let mut m: Box<sys::rte_mbuf> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: a live mbuf of the test's.
+        unsafe { sys::rte_mbuf_refcnt_set(&mut *m, 1) };
+        m
+    }
+
+    impl Ops {
+        fn new(n: usize) -> Ops {
+            let mut ops = Vec::new();
+            let mut mbufs = Vec::new();
+            for _ in 0..n {
+                let (mut src, mut span, mut dst) = (mbuf(), mbuf(), mbuf());
+                src.next = &mut *span;
+                // SAFETY: all-zero ops are valid plain values.
+                let mut op: Box<FakeOp> = Box::new(unsafe { std::mem::zeroed() });
+                op.sym.m_src = &mut *src;
+                op.sym.m_dst = &mut *dst;
+                ops.push(op);
+                mbufs.extend([src, span, dst]);
+            }
+            Ops { ops, mbufs }
+        }
+
+        fn queued(&mut self) -> Vec<*mut sys::rte_crypto_op> {
+            self.ops.iter_mut().map(|o| &mut o.op as *mut _).collect()
+        }
+
+        /// Per op: its source's failure flag, and the reference counts of the source's two
+        /// segments and of the destination.
+        fn frames(&self) -> Vec<(bool, [u16; 3])> {
+            self.mbufs
+                .chunks(3)
+                .map(|m| {
+                    // SAFETY: live mbufs of the test's.
+                    let rc = |b: &sys::rte_mbuf| unsafe { sys::rte_mbuf_refcnt_read(b) };
+                    (
+                        m[0].ol_flags & RX_SEC_OFFLOAD_FAILED != 0,
+                        [rc(&m[0]), rc(&m[1]), rc(&m[2])],
+                    )
+                })
+                .collect()
+        }
+    }
+
+    /// A device double: takes every op offered, and gives back (done, status SUCCESS) at most
+    /// `returns` of them, after `silent` dequeues that return nothing.
+    struct Device {
+        held: Vec<*mut sys::rte_crypto_op>,
+        returns: usize,
+        silent: usize,
+        dequeues: usize,
+    }
+
+    impl OpQueue for Device {
+        fn enqueue(&mut self, ops: &mut [*mut sys::rte_crypto_op]) -> usize {
+            self.held.extend_from_slice(ops);
+            ops.len()
+        }
+
+        fn dequeue(&mut self, done: &mut [*mut sys::rte_crypto_op]) -> usize {
+            self.dequeues += 1;
+            if self.dequeues <= self.silent {
+                return 0;
+            }
+            let n = self.returns.min(self.held.len()).min(done.len());
+            for (slot, op) in done.iter_mut().zip(self.held.drain(..n)) {
+                // SAFETY: one of the test's ops.
+                unsafe {
+                    (*op).__bindgen_anon_1.__bindgen_anon_1.status =
+                        sys::RTE_CRYPTO_OP_STATUS_SUCCESS as u8;
+                }
+                *slot = op;
+            }
+            self.returns -= n;
+            n
+        }
+    }
+
+    fn device(returns: usize, silent: usize) -> Device {
+        Device {
+            held: Vec::new(),
+            returns,
+            silent,
+            dequeues: 0,
+        }
+    }
+
+    #[test]
+    fn a_device_that_returns_no_op_is_given_up_and_what_it_holds_is_left_to_it() {
+        let mut ops = Ops::new(4);
+        let mut queued = ops.queued();
+        let mut dev = device(0, 0);
+        // SAFETY: the test's ops and frames.
+        let run = unsafe { run_ops(&mut dev, &mut queued, Duration::from_millis(20)) };
+        // The data core is back, every frame failed and held by one more reference on each
+        // segment and the destination: dropping them frees nothing the device may write.
+        assert_eq!(run.held, queued);
+        assert_eq!(run.stalled.len(), 4);
+        assert_eq!(ops.frames(), vec![(true, [2, 2, 2]); 4]);
+    }
+
+    #[test]
+    fn ops_back_before_the_stall_pass_and_only_the_rest_are_held() {
+        let mut ops = Ops::new(4);
+        let mut queued = ops.queued();
+        let mut dev = device(3, 0);
+        // SAFETY: the test's ops and frames.
+        let run = unsafe { run_ops(&mut dev, &mut queued, Duration::from_millis(20)) };
+        assert_eq!(run.held, vec![queued[3]]);
+        let mut want = vec![(false, [1, 1, 1]); 3];
+        want.push((true, [2, 2, 2]));
+        assert_eq!(ops.frames(), want);
+    }
+
+    #[test]
+    fn a_slow_device_is_waited_for() {
+        let mut ops = Ops::new(4);
+        let mut queued = ops.queued();
+        // Thousands of empty dequeues, far within a stall limit of a minute.
+        let mut dev = device(4, 5000);
+        // SAFETY: the test's ops and frames.
+        let run = unsafe { run_ops(&mut dev, &mut queued, Duration::from_secs(60)) };
+        assert!(run.held.is_empty() && run.stalled.is_empty(), "{run:?}");
+        assert_eq!(ops.frames(), vec![(false, [1, 1, 1]); 4]);
+        assert_eq!(dev.dequeues, 5001);
+    }
+
+    #[test]
+    fn frames_not_yet_taken_by_a_stalled_device_fail_but_are_not_held() {
+        let mut ops = Ops::new(4);
+        let queued = ops.queued();
+        // SAFETY: the test's ops and frames, none enqueued.
+        let run = unsafe { fail_unsent(&queued, 1) };
+        assert!(run.held.is_empty());
+        assert_eq!(run.stalled.len(), 3);
+        let mut want = vec![(false, [1, 1, 1])];
+        want.extend([(true, [1, 1, 1]); 3]);
+        assert_eq!(ops.frames(), want);
     }
 }
