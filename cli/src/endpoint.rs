@@ -76,6 +76,8 @@ struct Job {
     node: Node,
     control: Control<NodePort>,
     events: VecDeque<Event>,
+    /// Associations whose Closed indication has been seen (taken from `events` or not).
+    closed: Vec<ConnHandle>,
     idle: Backoff,
     json: bool,
     /// The time of the last turn.
@@ -162,6 +164,7 @@ impl Job {
             node,
             control,
             events: VecDeque::new(),
+            closed: Vec::new(),
             idle,
             json: opts.json,
             now,
@@ -179,6 +182,18 @@ impl Job {
         let mut n = self.node.poll_inline(self.now);
         n += self.control.poll(self.now);
         while let Some(e) = self.control.poll_event() {
+            if let Event::Indication {
+                conn,
+                indication: Indication::Closed(_),
+            } = &e
+            {
+                // The client asks about its one association; a server's long run keeps the
+                // last few only.
+                if self.closed.len() == 64 {
+                    self.closed.remove(0);
+                }
+                self.closed.push(*conn);
+            }
             self.events.push_back(e);
             n += 1;
         }
@@ -613,16 +628,15 @@ impl Job {
 
     /// Sends an ABORT on `conn` unless it is closed already, and waits briefly until it is.
     fn abort(&mut self, conn: ConnHandle) {
-        if self.control.submit(conn, Op::Abort).is_err() {
+        // Closed already (the peer aborted, or its ABORT came with the error): nothing to
+        // send, and no second Closed to wait for.
+        if self.closed.contains(&conn) || self.control.submit(conn, Op::Abort).is_err() {
             return;
         }
         let deadline = Wall::now() + Duration::from_millis(500);
         while Wall::now() < deadline {
             self.poll();
-            let closed = self.events.iter().any(|e| {
-                matches!(e, Event::Indication { conn: c, indication: Indication::Closed(_) } if *c == conn)
-            });
-            if closed {
+            if self.closed.contains(&conn) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(1));
