@@ -9,6 +9,7 @@ pub mod endpoint;
 pub mod ipsec;
 pub mod jobs;
 pub mod loopback;
+pub mod memif;
 pub mod node;
 pub mod options;
 pub mod run;

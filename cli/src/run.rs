@@ -44,7 +44,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let (eal_args, mut app_args) = split_args(&argv);
+    let (mut eal_args, mut app_args) = split_args(&argv);
     if let Some(job) = &job {
         match crate::jobs::apply(job, &mut app_args) {
             Ok(Some(text)) => {
@@ -108,6 +108,20 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
                 eprintln!("ddpdk: {e}");
                 return EXIT_USAGE;
             }
+        }
+    }
+
+    // A memif port's buffers hold a whole frame, or the run stops here (see memif.rs: DPDK
+    // 22.11's memif corrupts frames split over buffers).
+    match crate::memif::fit_frames(&mut eal_args, opts.mtu) {
+        Ok(notes) => {
+            for n in notes {
+                crate::app::note(opts.json, format_args!("{n}"));
+            }
+        }
+        Err(e) => {
+            eprintln!("ddpdk: {e}");
+            return EXIT_USAGE;
         }
     }
 

@@ -45,8 +45,8 @@ fn frame(mtu: u16) -> u16 {
     mulpdu(mtu) + 2 + 16 + 12 + 20 + 14
 }
 
-/// memif buffers big enough for one frame each (unless `--memif-bsize` says otherwise:
-/// smaller buffers make jumbo frames travel as chained descriptors, received as mbuf chains).
+/// memif buffers big enough for one frame each (unless `--memif-bsize` says otherwise; ddpdk
+/// refuses buffers smaller than its frames, which DPDK 22.11's memif corrupts: cli/src/memif.rs).
 fn memif_bsize(mtu: u16, forced: Option<u16>) -> u16 {
     match forced {
         Some(b) => b,
@@ -79,7 +79,9 @@ struct Args {
     /// transport mode, issue 15 item 6), the ratio to the same source without ESP printed.
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("region"), String::from("bytes")])]
     sources: Vec<String>,
-    /// memif buffer size for every link (default: one buffer per frame).
+    /// memif buffer size for every link (default: one buffer per frame). ddpdk refuses one
+    /// smaller than its frames (DPDK 22.11's memif corrupts frames split over buffers); the
+    /// raw legs take any.
     #[arg(long)]
     memif_bsize: Option<u16>,
     /// Shares of received frames each endpoint drops on purpose (`--fault-drop`), each

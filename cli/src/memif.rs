@@ -1,0 +1,154 @@
+//! A `net_memif` port carries every frame in one buffer, or it is refused before the EAL starts.
+//!
+//! memif splits a frame longer than its buffers (`bsize`, 2048 bytes unless the vdev says
+//! otherwise) over chained descriptors, and DPDK 22.11's memif gets such chains wrong: its Tx
+//! sets the chain flag of a packet's first descriptor with `|=` and never clears it, so a short
+//! packet on a slot that once held the middle of a long one is chained to whatever follows;
+//! its Rx follows a chain flag past the ring's head without checking, reads descriptors the
+//! sender has not written, and moves its tail past the head. Fixed upstream in 2026 (DPDK
+//! f7a52200d4 "net/memif: fix descriptor Tx flags corruption", 40e0e7c0a2 "net/memif: fix
+//! multi-segment Rx corruption"), not in Debian's 22.11.11. Seen here at `--mtu 9000` with the
+//! default buffers and messages of one full segment and a short one: old frames received again
+//! by the thousand, the association stalled after 170 writes, the server killed by SIGSEGV.
+//! With buffers that hold a whole frame no chain is ever made, in either direction (the
+//! client's buffers are the ones both directions use).
+
+/// memif's buffer size when the vdev gives none (DPDK's ETH_MEMIF_DEFAULT_PKT_BUFFER_SIZE).
+const DEFAULT_BSIZE: u32 = 2048;
+/// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
+const ETH_HEADER: u32 = 14;
+
+/// Makes every `net_memif` vdev in `eal_args` hold a frame of link MTU `mtu` in one buffer: a
+/// vdev without `bsize` gets one (the frame rounded up to a KiB), a vdev whose `bsize` is
+/// smaller is refused with why. Returns a note for each vdev changed.
+pub fn fit_frames(eal_args: &mut [String], mtu: u16) -> Result<Vec<String>, String> {
+    let frame = u32::from(mtu) + ETH_HEADER;
+    let mut notes = Vec::new();
+    let mut i = 0;
+    while i < eal_args.len() {
+        // `--vdev=SPEC` or `--vdev SPEC`.
+        let (at, prefix) = if eal_args[i].starts_with("--vdev=") {
+            (i, "--vdev=")
+        } else if eal_args[i] == "--vdev" && i + 1 < eal_args.len() {
+            i += 1;
+            (i, "")
+        } else {
+            i += 1;
+            continue;
+        };
+        i += 1;
+        let spec = eal_args[at][prefix.len()..].to_owned();
+        let name = spec.split(',').next().unwrap_or_default();
+        if !name.starts_with("net_memif") {
+            continue;
+        }
+        let given = spec
+            .split(',')
+            .skip(1)
+            .find_map(|kv| kv.strip_prefix("bsize="));
+        match given {
+            Some(v) => {
+                // Left to DPDK's own parser (and its error) when it is no number.
+                let Some(bsize) = parse_u32(v) else { continue };
+                if bsize < frame {
+                    return Err(format!(
+                        "--mtu {mtu}: a frame of {frame} bytes does not fit {name}'s buffers \
+                         (bsize={v}); DPDK 22.11's memif loses and replays frames split over \
+                         buffers (docs/usage.md), so give the vdev bsize={} or more, or leave \
+                         bsize out and ddpdk sets it",
+                        round_up(frame)
+                    ));
+                }
+            }
+            None if frame > DEFAULT_BSIZE => {
+                let bsize = round_up(frame);
+                eal_args[at].push_str(&format!(",bsize={bsize}"));
+                notes.push(format!(
+                    "{name}: bsize={bsize}, so that a frame of {frame} bytes (--mtu {mtu}) is \
+                     one buffer: DPDK 22.11's memif loses and replays frames split over buffers"
+                ));
+            }
+            None => {}
+        }
+    }
+    Ok(notes)
+}
+
+/// A number as DPDK's kvargs read it (strtoul, base 0): decimal, or hex after `0x`.
+fn parse_u32(v: &str) -> Option<u32> {
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+fn round_up(frame: u32) -> u32 {
+    frame.div_ceil(1024) * 1024
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_jumbo_mtu_gets_buffers_that_hold_a_frame() {
+        let mut a = args(&["-l", "0", "--vdev=net_memif0,role=server,id=0", "--no-huge"]);
+        let notes = fit_frames(&mut a, 9000).expect("fits");
+        assert_eq!(a[2], "--vdev=net_memif0,role=server,id=0,bsize=9216");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("bsize=9216") && notes[0].contains("9014"));
+        // The two-argument form too.
+        let mut a = args(&["--vdev", "net_memif1,role=client", "--vdev=net_ring0"]);
+        fit_frames(&mut a, 4000).expect("fits");
+        assert_eq!(
+            a,
+            args(&[
+                "--vdev",
+                "net_memif1,role=client,bsize=4096",
+                "--vdev=net_ring0"
+            ])
+        );
+    }
+
+    #[test]
+    fn frames_that_fit_the_default_buffers_leave_the_vdev_alone() {
+        let mut a = args(&["--vdev=net_memif0,role=server"]);
+        assert!(fit_frames(&mut a, 1500).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 2034).expect("fits").is_empty());
+        assert_eq!(a[0], "--vdev=net_memif0,role=server");
+        fit_frames(&mut a, 2035).expect("fits");
+        assert_eq!(a[0], "--vdev=net_memif0,role=server,bsize=3072");
+    }
+
+    #[test]
+    fn a_bsize_given_is_kept_when_it_holds_a_frame_and_refused_when_not() {
+        let mut a = args(&["--vdev=net_memif0,role=server,bsize=9216"]);
+        assert!(fit_frames(&mut a, 9000).expect("fits").is_empty());
+        assert_eq!(a[0], "--vdev=net_memif0,role=server,bsize=9216");
+        let mut a = args(&["--vdev=net_memif0,bsize=0x2400"]);
+        assert!(fit_frames(&mut a, 9000).is_ok());
+        let mut a = args(&["--vdev=net_memif0,role=client,bsize=2048"]);
+        let e = fit_frames(&mut a, 9000).expect_err("too small");
+        assert!(
+            e.contains("bsize=2048") && e.contains("bsize=9216") && e.contains("9014"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn other_devices_are_not_touched() {
+        let mut a = args(&[
+            "--vdev=net_ring0",
+            "--vdev=net_af_packet0,iface=veth0",
+            "-a",
+            "0000:01:00.0",
+        ]);
+        let before = a.clone();
+        assert!(fit_frames(&mut a, 9000).expect("fits").is_empty());
+        assert_eq!(a, before);
+    }
+}
