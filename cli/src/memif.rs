@@ -18,11 +18,17 @@ const DEFAULT_BSIZE: u32 = 2048;
 /// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
 const ETH_HEADER: u32 = 14;
 
-/// Makes every `net_memif` vdev in `eal_args` hold a frame of link MTU `mtu` in one buffer: a
-/// vdev without `bsize` gets one (the frame rounded up to a KiB), a vdev whose `bsize` is
-/// smaller is refused with why. Returns a note for each vdev changed.
-pub fn fit_frames(eal_args: &mut [String], mtu: u16) -> Result<Vec<String>, String> {
-    let frame = u32::from(mtu) + ETH_HEADER;
+/// Makes every `net_memif` vdev in `eal_args` hold in one buffer a frame of link MTU `mtu`
+/// and a `txonly` frame of `txpkts` bytes: a vdev without `bsize` gets one (the larger frame
+/// rounded up to a KiB), a vdev whose `bsize` is smaller is refused with why. Returns a note for
+/// each vdev changed.
+pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<String>, String> {
+    let frame = (u32::from(mtu) + ETH_HEADER).max(u32::from(txpkts));
+    let why = if frame > u32::from(mtu) + ETH_HEADER {
+        format!("--txpkts {txpkts}")
+    } else {
+        format!("--mtu {mtu}")
+    };
     let mut notes = Vec::new();
     let mut i = 0;
     while i < eal_args.len() {
@@ -52,7 +58,7 @@ pub fn fit_frames(eal_args: &mut [String], mtu: u16) -> Result<Vec<String>, Stri
                 let Some(bsize) = parse_u32(v) else { continue };
                 if bsize < frame {
                     return Err(format!(
-                        "--mtu {mtu}: a frame of {frame} bytes does not fit {name}'s buffers \
+                        "{why}: a frame of {frame} bytes does not fit {name}'s buffers \
                          (bsize={v}); DPDK 22.11's memif loses and replays frames split over \
                          buffers (docs/usage.md), so give the vdev bsize={} or more, or leave \
                          bsize out and ddpdk sets it",
@@ -64,7 +70,7 @@ pub fn fit_frames(eal_args: &mut [String], mtu: u16) -> Result<Vec<String>, Stri
                 let bsize = round_up(frame);
                 eal_args[at].push_str(&format!(",bsize={bsize}"));
                 notes.push(format!(
-                    "{name}: bsize={bsize}, so that a frame of {frame} bytes (--mtu {mtu}) is \
+                    "{name}: bsize={bsize}, so that a frame of {frame} bytes ({why}) is \
                      one buffer: DPDK 22.11's memif loses and replays frames split over buffers"
                 ));
             }
@@ -97,13 +103,13 @@ mod tests {
     #[test]
     fn a_jumbo_mtu_gets_buffers_that_hold_a_frame() {
         let mut a = args(&["-l", "0", "--vdev=net_memif0,role=server,id=0", "--no-huge"]);
-        let notes = fit_frames(&mut a, 9000).expect("fits");
+        let notes = fit_frames(&mut a, 9000, 64).expect("fits");
         assert_eq!(a[2], "--vdev=net_memif0,role=server,id=0,bsize=9216");
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("bsize=9216") && notes[0].contains("9014"));
         // The two-argument form too.
         let mut a = args(&["--vdev", "net_memif1,role=client", "--vdev=net_ring0"]);
-        fit_frames(&mut a, 4000).expect("fits");
+        fit_frames(&mut a, 4000, 64).expect("fits");
         assert_eq!(
             a,
             args(&[
@@ -117,26 +123,36 @@ mod tests {
     #[test]
     fn frames_that_fit_the_default_buffers_leave_the_vdev_alone() {
         let mut a = args(&["--vdev=net_memif0,role=server"]);
-        assert!(fit_frames(&mut a, 1500).expect("fits").is_empty());
-        assert!(fit_frames(&mut a, 2034).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 1500, 64).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 2034, 64).expect("fits").is_empty());
         assert_eq!(a[0], "--vdev=net_memif0,role=server");
-        fit_frames(&mut a, 2035).expect("fits");
+        fit_frames(&mut a, 2035, 64).expect("fits");
         assert_eq!(a[0], "--vdev=net_memif0,role=server,bsize=3072");
     }
 
     #[test]
     fn a_bsize_given_is_kept_when_it_holds_a_frame_and_refused_when_not() {
         let mut a = args(&["--vdev=net_memif0,role=server,bsize=9216"]);
-        assert!(fit_frames(&mut a, 9000).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 9000, 64).expect("fits").is_empty());
         assert_eq!(a[0], "--vdev=net_memif0,role=server,bsize=9216");
         let mut a = args(&["--vdev=net_memif0,bsize=0x2400"]);
-        assert!(fit_frames(&mut a, 9000).is_ok());
+        assert!(fit_frames(&mut a, 9000, 64).is_ok());
         let mut a = args(&["--vdev=net_memif0,role=client,bsize=2048"]);
-        let e = fit_frames(&mut a, 9000).expect_err("too small");
+        let e = fit_frames(&mut a, 9000, 64).expect_err("too small");
         assert!(
             e.contains("bsize=2048") && e.contains("bsize=9216") && e.contains("9014"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn txonly_frames_count_too() {
+        let mut a = args(&["--vdev=net_memif0,role=client"]);
+        fit_frames(&mut a, 1500, 9000).expect("fits");
+        assert_eq!(a[0], "--vdev=net_memif0,role=client,bsize=9216");
+        let mut a = args(&["--vdev=net_memif0,role=client,bsize=2048"]);
+        let e = fit_frames(&mut a, 1500, 4000).expect_err("too small");
+        assert!(e.starts_with("--txpkts 4000: a frame of 4000 bytes"), "{e}");
     }
 
     #[test]
@@ -148,7 +164,7 @@ mod tests {
             "0000:01:00.0",
         ]);
         let before = a.clone();
-        assert!(fit_frames(&mut a, 9000).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 9000, 64).expect("fits").is_empty());
         assert_eq!(a, before);
     }
 }

@@ -113,7 +113,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
 
     // A memif port's buffers hold a whole frame, or the run stops here (see memif.rs: DPDK
     // 22.11's memif corrupts frames split over buffers).
-    match crate::memif::fit_frames(&mut eal_args, opts.mtu) {
+    match crate::memif::fit_frames(&mut eal_args, opts.mtu, opts.txpkts) {
         Ok(notes) => {
             for n in notes {
                 crate::app::note(opts.json, format_args!("{n}"));

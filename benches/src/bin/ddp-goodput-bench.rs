@@ -80,8 +80,8 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("region"), String::from("bytes")])]
     sources: Vec<String>,
     /// memif buffer size for every link (default: one buffer per frame). ddpdk refuses one
-    /// smaller than its frames (DPDK 22.11's memif corrupts frames split over buffers); the
-    /// raw legs take any.
+    /// smaller than its frames, DDP's or txonly's (DPDK 22.11's memif corrupts frames split
+    /// over buffers).
     #[arg(long)]
     memif_bsize: Option<u16>,
     /// Shares of received frames each endpoint drops on purpose (`--fault-drop`), each
