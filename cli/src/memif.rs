@@ -18,10 +18,11 @@ const DEFAULT_BSIZE: u32 = 2048;
 /// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
 const ETH_HEADER: u32 = 14;
 
-/// Makes every `net_memif` vdev in `eal_args` hold in one buffer a frame of link MTU `mtu`
-/// and a `txonly` frame of `txpkts` bytes: a vdev without `bsize` gets one (the larger frame
-/// rounded up to a KiB), a vdev whose `bsize` is smaller is refused with why. Returns a note for
-/// each vdev changed.
+/// Makes every `net_memif` client vdev in `eal_args` hold in one buffer a frame of link MTU
+/// `mtu` and a `txonly` frame of `txpkts` bytes: one without `bsize` gets one (the larger frame
+/// rounded up to a KiB), one whose `bsize` is smaller is refused with why. A server's `bsize`
+/// is not used (DPDK takes the client's for both directions), so a server vdev is left as it
+/// is, with a note on what its client needs. Returns the notes to print.
 pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<String>, String> {
     let frame = (u32::from(mtu) + ETH_HEADER).max(u32::from(txpkts));
     let why = if frame > u32::from(mtu) + ETH_HEADER {
@@ -32,31 +33,58 @@ pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<
     let mut notes = Vec::new();
     let mut i = 0;
     while i < eal_args.len() {
-        // `--vdev=SPEC` or `--vdev SPEC`.
-        let (at, prefix) = if eal_args[i].starts_with("--vdev=") {
-            (i, "--vdev=")
-        } else if eal_args[i] == "--vdev" && i + 1 < eal_args.len() {
-            i += 1;
-            (i, "")
-        } else {
-            i += 1;
-            continue;
+        // A device string: `--vdev=SPEC`, `--vdev SPEC`, and the same with `-a`/`--allow`,
+        // which create a virtual device too when SPEC names one.
+        let arg = eal_args[i].as_str();
+        let (at, prefix) = match ["--vdev=", "--allow=", "-a"]
+            .into_iter()
+            .find(|p| arg.starts_with(p) && arg.len() > p.len())
+        {
+            Some(p) => (i, p.len()),
+            None if ["--vdev", "--allow", "-a"].contains(&arg) && i + 1 < eal_args.len() => {
+                i += 1;
+                (i, 0)
+            }
+            None => {
+                i += 1;
+                continue;
+            }
         };
         i += 1;
-        let spec = eal_args[at][prefix.len()..].to_owned();
-        let name = spec.split(',').next().unwrap_or_default();
+        let spec = eal_args[at][prefix..].to_owned();
+        let mut fields = spec.split(',');
+        let name = fields.next().unwrap_or_default();
         if !name.starts_with("net_memif") {
             continue;
         }
-        let given = spec
-            .split(',')
-            .skip(1)
-            .find_map(|kv| kv.strip_prefix("bsize="));
+        // As DPDK's kvargs hand them to the driver: the last of a key wins.
+        let (mut role, mut given) = (None, None);
+        for kv in fields {
+            if let Some(v) = kv.strip_prefix("role=") {
+                role = Some(v);
+            } else if let Some(v) = kv.strip_prefix("bsize=") {
+                given = Some(v);
+            }
+        }
+        // memif_set_role: "server" (or the old "master") anywhere in the value; a client
+        // otherwise, and when no role is given.
+        if role.is_some_and(|r| r.contains("server") || r.contains("master")) {
+            if frame > DEFAULT_BSIZE {
+                notes.push(format!(
+                    "{name} is the memif server: its client's bsize sets the buffers both ways; \
+                     a client that is not ddpdk needs bsize={} or more ({why}: frames of \
+                     {frame} bytes; DPDK 22.11's memif loses and replays frames split over \
+                     buffers)",
+                    round_up(frame)
+                ));
+            }
+            continue;
+        }
         match given {
             Some(v) => {
-                // Left to DPDK's own parser (and its error) when it is no number.
-                let Some(bsize) = parse_u32(v) else { continue };
-                if bsize < frame {
+                // 0 (no number) is refused by the driver itself.
+                let bsize = strtoul10(v);
+                if bsize != 0 && bsize < u64::from(frame) {
                     return Err(format!(
                         "{why}: a frame of {frame} bytes does not fit {name}'s buffers \
                          (bsize={v}); DPDK 22.11's memif loses and replays frames split over \
@@ -80,12 +108,14 @@ pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<
     Ok(notes)
 }
 
-/// A number as DPDK's kvargs read it (strtoul, base 0): decimal, or hex after `0x`.
-fn parse_u32(v: &str) -> Option<u32> {
-    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16).ok(),
-        None => v.parse().ok(),
-    }
+/// The number at the start of `v` as C's `strtoul(v, NULL, 10)` reads it (memif_set_bs):
+/// leading blanks, an optional `+`, the decimal digits that follow; 0 when there are none.
+fn strtoul10(v: &str) -> u64 {
+    let v = v.trim_start();
+    let v = v.strip_prefix('+').unwrap_or(v);
+    v.bytes().take_while(u8::is_ascii_digit).fold(0u64, |n, d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    })
 }
 
 fn round_up(frame: u32) -> u32 {
@@ -102,9 +132,9 @@ mod tests {
 
     #[test]
     fn a_jumbo_mtu_gets_buffers_that_hold_a_frame() {
-        let mut a = args(&["-l", "0", "--vdev=net_memif0,role=server,id=0", "--no-huge"]);
+        let mut a = args(&["-l", "0", "--vdev=net_memif0,role=client,id=0", "--no-huge"]);
         let notes = fit_frames(&mut a, 9000, 64).expect("fits");
-        assert_eq!(a[2], "--vdev=net_memif0,role=server,id=0,bsize=9216");
+        assert_eq!(a[2], "--vdev=net_memif0,role=client,id=0,bsize=9216");
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("bsize=9216") && notes[0].contains("9014"));
         // The two-argument form too.
@@ -122,27 +152,49 @@ mod tests {
 
     #[test]
     fn frames_that_fit_the_default_buffers_leave_the_vdev_alone() {
-        let mut a = args(&["--vdev=net_memif0,role=server"]);
+        let mut a = args(&["--vdev=net_memif0,role=client"]);
         assert!(fit_frames(&mut a, 1500, 64).expect("fits").is_empty());
         assert!(fit_frames(&mut a, 2034, 64).expect("fits").is_empty());
-        assert_eq!(a[0], "--vdev=net_memif0,role=server");
+        assert_eq!(a[0], "--vdev=net_memif0,role=client");
         fit_frames(&mut a, 2035, 64).expect("fits");
-        assert_eq!(a[0], "--vdev=net_memif0,role=server,bsize=3072");
+        assert_eq!(a[0], "--vdev=net_memif0,role=client,bsize=3072");
     }
 
     #[test]
     fn a_bsize_given_is_kept_when_it_holds_a_frame_and_refused_when_not() {
-        let mut a = args(&["--vdev=net_memif0,role=server,bsize=9216"]);
+        let mut a = args(&["--vdev=net_memif0,role=client,bsize=9216"]);
         assert!(fit_frames(&mut a, 9000, 64).expect("fits").is_empty());
-        assert_eq!(a[0], "--vdev=net_memif0,role=server,bsize=9216");
-        let mut a = args(&["--vdev=net_memif0,bsize=0x2400"]);
-        assert!(fit_frames(&mut a, 9000, 64).is_ok());
+        assert_eq!(a[0], "--vdev=net_memif0,role=client,bsize=9216");
         let mut a = args(&["--vdev=net_memif0,role=client,bsize=2048"]);
         let e = fit_frames(&mut a, 9000, 64).expect_err("too small");
         assert!(
             e.contains("bsize=2048") && e.contains("bsize=9216") && e.contains("9014"),
             "{e}"
         );
+        // Read as the driver reads it: decimal digits at the start, the last bsize given.
+        for small in ["2048k", " 2048", "9216,bsize=2048"] {
+            let mut a = args(&[&format!("--vdev=net_memif0,bsize={small}")]);
+            assert!(fit_frames(&mut a, 9000, 64).is_err(), "{small}");
+        }
+        // strtoul(.., 10) reads "0x2400" as 0, which the driver refuses itself.
+        let mut a = args(&["--vdev=net_memif0,bsize=0x2400"]);
+        assert!(fit_frames(&mut a, 9000, 64)
+            .expect("left to DPDK")
+            .is_empty());
+    }
+
+    #[test]
+    fn a_server_is_left_as_it_is_with_a_note_on_its_clients_buffers() {
+        // DPDK's memif takes the client's buffer size in both directions.
+        let mut a = args(&["--vdev=net_memif0,role=server,bsize=2048"]);
+        let notes = fit_frames(&mut a, 9000, 64).expect("a server's bsize is not used");
+        assert_eq!(a[0], "--vdev=net_memif0,role=server,bsize=2048");
+        assert!(
+            notes.len() == 1 && notes[0].contains("bsize=9216"),
+            "{notes:?}"
+        );
+        let mut a = args(&["--vdev=net_memif0,role=server"]);
+        assert!(fit_frames(&mut a, 1500, 64).expect("fits").is_empty());
     }
 
     #[test]

@@ -24,10 +24,10 @@ fn text(o: &Output) -> String {
 /// messages of one full segment and a short one: a short frame often lands on a descriptor
 /// that held the middle of a jumbo frame, the case DPDK 22.11's memif Tx leaves chained. With
 /// the default buffers this run stalled after ~170 writes, thousands of old frames were received
-/// again, and the server died of SIGSEGV. ddpdk gives the vdevs buffers that hold a frame: the
-/// run completes, the server counts no more frames in than the client sent (SCTP packets and
-/// a few ARP frames), and every
-/// write is delivered.
+/// again, and the server died of SIGSEGV. ddpdk gives the client's vdev buffers that hold a
+/// frame (memif uses the client's both ways; the server says what its client needs): the run
+/// completes, the server counts no more frames in than the client sent (SCTP packets and a few
+/// ARP frames), and every write is delivered.
 #[test]
 fn jumbo_frames_over_memif_without_bsize_arrive_once_each() {
     let pid = std::process::id();
@@ -119,7 +119,7 @@ fn memif_buffers_smaller_than_a_frame_are_refused() {
             "perf",
             "server",
             "--no-huge",
-            "--vdev=net_memif0,role=server,bsize=2048",
+            "--vdev=net_memif0,role=client,bsize=2048",
             "--",
             "--ip",
             "198.18.0.2",

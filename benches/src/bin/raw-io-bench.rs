@@ -77,7 +77,10 @@ fn spawn(
         ("0@1,1@0", "client", "txonly")
     };
     let prefix = format!("bench-{tag}-{}", if rx { "rx" } else { "tx" });
-    let vdev = format!("net_memif0,role={role},id=0,socket={sock}");
+    // Both tools get the same buffers, each holding a frame: ddpdk would give its memif client
+    // such buffers itself (DPDK 22.11's memif corrupts frames split over buffers), testpmd not.
+    let bsize = u32::from(size).div_ceil(1024).max(2) * 1024;
+    let vdev = format!("net_memif0,role={role},id=0,socket={sock},bsize={bsize}");
     let mut c = match tool {
         Tool::Ddpdk => {
             let mut c = Command::new(&args.ddpdk);

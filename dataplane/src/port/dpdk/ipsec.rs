@@ -229,21 +229,28 @@ impl CryptoDev {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Given up: it kept ops past the stall limit ([`oop`]).
+    pub fn is_stalled(&self) -> bool {
+        self.stalled.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for CryptoDev {
     fn drop(&mut self) {
+        // A device given up as stalled may still write the ops it holds, their sessions and
+        // its queue pair's rings: all of it is left as it is, for the process's exit.
+        if self.is_stalled() {
+            return;
+        }
         // SAFETY: every SA holds an Arc to its device, so none is left; stopping and closing
         // release the device's queues, then the session pool is empty and freed.
         unsafe {
             sys::rte_cryptodev_stop(self.id);
             sys::rte_cryptodev_close(self.id);
             sys::rte_mempool_free(self.sessions.as_ptr());
-            // Null when there is none; rte_mempool_free ignores null. A stalled device may
-            // still hold ops of the pool: it is left allocated.
-            if !self.stalled.load(Ordering::Relaxed) {
-                sys::rte_mempool_free(self.ops);
-            }
+            // Null when there is none; rte_mempool_free ignores null.
+            sys::rte_mempool_free(self.ops);
         }
     }
 }
@@ -267,8 +274,9 @@ pub struct SaStats {
     pub overflow: AtomicU64,
     /// No mbuf to copy an attached or chained frame into, or no room in one.
     pub no_room: AtomicU64,
-    /// The SA's crypto device stopped returning ops (a hung hardware lookaside device): the
-    /// frames it held are left to it, and every packet after them is dropped.
+    /// The SA's crypto device stopped returning ops (a hung hardware lookaside device: the
+    /// frames it held are left to it, and every packet through it after them is dropped), or
+    /// took none with none of ours in it.
     pub stalled: AtomicU64,
     /// Frames copied into one mbuf of our own before the crypto could take them: chained or
     /// attached frames under an SA whose crypto cannot read them where they are (AES-CBC), or
@@ -1025,13 +1033,17 @@ impl Drop for EspSa {
     fn drop(&mut self) {
         let e = self.engine.get_mut().unwrap_or_else(|p| p.into_inner());
         // SAFETY: no packet is in flight (CPU crypto is synchronous, and every op is dequeued
-        // before the call that enqueued it returns) and nothing else holds
-        // the SA or the session; each is released once, the SA before its memory.
+        // before the call that enqueued it returns, but on a device given up as stalled,
+        // whose sessions are left to the ops it holds) and nothing else holds the SA or the
+        // session; each is released once, the SA before its memory. The SA itself is no
+        // device's: its ops carry the crypto session only.
         unsafe {
             sys::rte_ipsec_sa_fini(e.sa.as_ptr());
             sys::rte_free(e.sa.as_ptr().cast());
-            sys::rte_cryptodev_sym_session_free(self.dev.id, e.crypto.as_ptr());
-            if let Some(l) = &e.lookaside {
+            if !self.dev.is_stalled() {
+                sys::rte_cryptodev_sym_session_free(self.dev.id, e.crypto.as_ptr());
+            }
+            if let Some(l) = e.lookaside.as_ref().filter(|l| !l.dev.is_stalled()) {
                 sys::rte_cryptodev_sym_session_free(l.dev.id, l.crypto.as_ptr());
             }
         }

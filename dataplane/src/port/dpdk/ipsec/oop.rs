@@ -337,7 +337,7 @@ impl EspSa {
     /// then on takes nothing: its frames fail at once. The ops it still holds are returned, not
     /// to be freed; the frames that failed for it are returned too.
     fn run_ops(&self, dev: &CryptoDev, queued: &mut Vec<*mut sys::rte_crypto_op>) -> Run {
-        if dev.stalled.load(Ordering::Relaxed) {
+        if dev.is_stalled() {
             // SAFETY: prepared ops of ours, never enqueued.
             return unsafe { fail_unsent(queued, 0) };
         }
@@ -347,8 +347,8 @@ impl EspSa {
         if !run.held.is_empty() && !dev.stalled.swap(true, Ordering::Relaxed) {
             eprintln!(
                 "ddpdk: crypto device {} returned no op for {} ms: {} ops and their frames are \
-                 left to it (not freed); its SAs drop every packet from now on (counted as \
-                 `stalled`), restart ddpdk to use it again",
+                 left to it (not freed); every packet its SAs would send through it is dropped \
+                 from now on (counted as `stalled`), restart ddpdk to use it again",
                 dev.name,
                 STALL.as_millis(),
                 run.held.len()
@@ -363,6 +363,9 @@ impl EspSa {
 /// within microseconds, so a device this slow has stopped; waiting longer would stop the data
 /// core with it (every association on the core, not only the SA's).
 const STALL: Duration = Duration::from_millis(100);
+/// Empty polls the wait must also have made: one long pause of the thread itself (preempted,
+/// a VM's stolen time) is not a device that stopped.
+const STALL_POLLS: u32 = 1000;
 
 /// A queue pair of ops, as [`run_ops`] uses one: a device's, or a double in the tests.
 trait OpQueue {
@@ -407,7 +410,9 @@ pub(super) struct Run {
 /// An op whose crypto failed, or that the device would not take, marks its frame failed
 /// (RX_SEC_OFFLOAD_FAILED, which rte_ipsec checks). When for `stall` the device neither takes
 /// nor returns an op while some are in it, the wait ends: those ops are [`Run::held`], their
-/// frames leaked and failed, and the ops not yet taken fail too.
+/// frames leaked and failed, and the ops not yet taken fail too (after [`STALL_POLLS`] empty
+/// polls as well, the last of them after the time is up). An op dequeued that is not one of these
+/// is ignored: the wait ends when each of ours is back.
 ///
 /// # Safety
 /// Each op is prepared (rte_ipsec filled it) for an `m_src` chain of ours, `m_dst` null or a
@@ -423,7 +428,10 @@ unsafe fn run_ops(
     // Bit j: queued[j] is no longer in the device (returned, or refused at enqueue).
     let mut out_of_device = 0u64;
     let mut idle_since: Option<Instant> = None;
+    let mut idle_polls = 0u32;
+    let mut last_turn = false;
     let mut done = [std::ptr::null_mut::<sys::rte_crypto_op>(); OPS_AT_ONCE];
+    let mut refused_all = Vec::new();
     while back < queued.len() {
         let mut taken = 0;
         if sent < queued.len() {
@@ -444,19 +452,28 @@ unsafe fn run_ops(
                 back += 1;
                 taken += 1;
             } else if taken == 0 && back == sent {
-                // The device takes nothing and holds nothing of ours: what is left fails.
-                for &op in &queued[sent..] {
-                    // SAFETY: a prepared op of ours; its m_src is one of our frames.
-                    unsafe { fail(op) };
-                }
+                // The device takes nothing and holds nothing of ours (our queue pair, so no
+                // one else's either): it is not working; what is left fails, as for a stall,
+                // but nothing is left to it.
+                // SAFETY: prepared ops of ours, never taken.
+                refused_all = unsafe { fail_unsent(queued, sent) }.stalled;
                 queued.truncate(sent);
             }
         }
         let d = q.dequeue(&mut done);
+        let mut returned = 0;
         for &op in &done[..d] {
-            if let Some(j) = queued[..sent].iter().position(|&o| o == op) {
-                out_of_device |= 1 << j;
-            }
+            // Only ours, each once: a stray op must not end the wait while one of ours is in
+            // the device (it would be freed under it).
+            let Some(j) = queued[..sent]
+                .iter()
+                .position(|&o| o == op)
+                .filter(|&j| out_of_device & (1 << j) == 0)
+            else {
+                continue;
+            };
+            out_of_device |= 1 << j;
+            returned += 1;
             // SAFETY: a dequeued op of ours; its m_src is one of our frames.
             if unsafe { (*op).__bindgen_anon_1.__bindgen_anon_1.status }
                 != sys::RTE_CRYPTO_OP_STATUS_SUCCESS as u8
@@ -465,35 +482,45 @@ unsafe fn run_ops(
                 unsafe { fail(op) };
             }
         }
-        back += d;
-        if taken > 0 || d > 0 {
+        back += returned;
+        if taken > 0 || returned > 0 {
             idle_since = None;
+            idle_polls = 0;
+            last_turn = false;
             continue;
         }
         // The clock is read only on a turn with nothing done: a working device has none.
+        idle_polls = idle_polls.saturating_add(1);
         let now = Instant::now();
-        match idle_since {
-            None => idle_since = Some(now),
-            Some(t) if now.duration_since(t) >= stall && back < queued.len() => {
-                let mut run = Run::default();
-                for (j, &op) in queued[..sent].iter().enumerate() {
-                    if out_of_device & (1 << j) == 0 {
-                        // SAFETY: an op of ours the device holds; its frames are ours.
-                        unsafe { leak(op) };
-                        run.held.push(op);
-                        // SAFETY: as above.
-                        run.stalled.push(unsafe { fail(op) });
-                    }
-                }
-                // SAFETY: the ops from `sent` on were never taken.
-                let unsent = unsafe { fail_unsent(queued, sent) };
-                run.stalled.extend(unsent.stalled);
-                return run;
-            }
-            Some(_) => {}
+        let since = *idle_since.get_or_insert(now);
+        if now.duration_since(since) < stall || idle_polls < STALL_POLLS || back == queued.len() {
+            continue;
         }
+        // One more turn, whose dequeue comes after the time is up (this turn's came before
+        // the clock was read, and the thread may have been away in between).
+        if !last_turn {
+            last_turn = true;
+            continue;
+        }
+        let mut run = Run::default();
+        for (j, &op) in queued[..sent].iter().enumerate() {
+            if out_of_device & (1 << j) == 0 {
+                // SAFETY: an op of ours the device holds; its frames are ours.
+                unsafe { leak(op) };
+                run.held.push(op);
+                // SAFETY: as above.
+                run.stalled.push(unsafe { fail(op) });
+            }
+        }
+        // SAFETY: the ops from `sent` on were never taken.
+        let unsent = unsafe { fail_unsent(queued, sent) };
+        run.stalled.extend(unsent.stalled);
+        return run;
     }
-    Run::default()
+    Run {
+        held: Vec::new(),
+        stalled: refused_all,
+    }
 }
 
 /// Fails the frames of `queued[from..]`, ops the device never took (they may be freed).
@@ -727,23 +754,36 @@ mod tests {
         }
     }
 
-    /// A device double: takes every op offered, and gives back (done, status SUCCESS) at most
-    /// `returns` of them, after `silent` dequeues that return nothing.
+    /// A device double: takes every op offered (none if `refuses`), and gives back (done,
+    /// status SUCCESS) at most `returns` of them, after `silent` dequeues that return nothing;
+    /// `stray` ops, not ours, come back first.
     struct Device {
         held: Vec<*mut sys::rte_crypto_op>,
         returns: usize,
         silent: usize,
         dequeues: usize,
+        refuses: bool,
+        stray: Vec<*mut sys::rte_crypto_op>,
     }
 
     impl OpQueue for Device {
         fn enqueue(&mut self, ops: &mut [*mut sys::rte_crypto_op]) -> usize {
+            if self.refuses {
+                return 0;
+            }
             self.held.extend_from_slice(ops);
             ops.len()
         }
 
         fn dequeue(&mut self, done: &mut [*mut sys::rte_crypto_op]) -> usize {
             self.dequeues += 1;
+            if !self.stray.is_empty() {
+                let n = self.stray.len().min(done.len());
+                for (slot, op) in done.iter_mut().zip(self.stray.drain(..n)) {
+                    *slot = op;
+                }
+                return n;
+            }
             if self.dequeues <= self.silent {
                 return 0;
             }
@@ -767,7 +807,38 @@ mod tests {
             returns,
             silent,
             dequeues: 0,
+            refuses: false,
+            stray: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_stray_op_does_not_end_the_wait_for_ours() {
+        let mut ops = Ops::new(2);
+        let mut queued = ops.queued();
+        let mut other = Ops::new(2);
+        let mut dev = device(0, 0);
+        // Two ops that are not these: were they counted, the wait would end with both of ours
+        // still in the device, and free them under it.
+        dev.stray = other.queued();
+        // SAFETY: the test's ops and frames.
+        let run = unsafe { run_ops(&mut dev, &mut queued, Duration::from_millis(20)) };
+        assert_eq!(run.held, queued);
+        assert_eq!(ops.frames(), vec![(true, [2, 2, 2]); 2]);
+        assert_eq!(other.frames(), vec![(false, [1, 1, 1]); 2]);
+    }
+
+    #[test]
+    fn a_device_that_takes_nothing_fails_the_frames_as_stalled_and_holds_none() {
+        let mut ops = Ops::new(3);
+        let mut queued = ops.queued();
+        let mut dev = device(0, 0);
+        dev.refuses = true;
+        // SAFETY: the test's ops and frames.
+        let run = unsafe { run_ops(&mut dev, &mut queued, Duration::from_secs(60)) };
+        assert!(run.held.is_empty(), "{run:?}");
+        assert_eq!(run.stalled.len(), 3);
+        assert_eq!(ops.frames(), vec![(true, [1, 1, 1]); 3]);
     }
 
     #[test]
