@@ -19,13 +19,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{Indication, Payload, PostError, SendKind, SendRequest, Status};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::{decode_private_data, RdmaLimits};
 use ddpdk_control::runtime::{
     Backoff, ConnHandle, Control, CoreReport, CoreStats, Event, IdlePolicy, Op, RuntimeError,
 };
-use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::xmit::TxStats;
 use ddpdk_dataplane::mem::{Access, Stag};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
@@ -342,6 +342,15 @@ impl Job {
                         conn: c,
                         indication,
                     } if Some(c) == conn => (c, indication),
+                    // --ddp-verify: a buffer checked and posted again just as the client ended
+                    // the session (its last Send raced its Terminate) has nothing to receive.
+                    // Likewise a credit sent as the session ended (the server sends nothing
+                    // else).
+                    Event::Refused {
+                        op: "post_recv" | "post_send",
+                        error: PostError::Session(LocalError::Terminated) | PostError::NotConnected,
+                        ..
+                    } => continue,
                     Event::Refused { op, error, .. } => {
                         return Err(format!("{op} refused: {error}"));
                     }
@@ -359,8 +368,13 @@ impl Job {
                         offered.push((stream, stag, region));
                         if opts.ddp_verify {
                             let size = soak::message_size(private_data.as_bytes(), region_len)?;
-                            let (recv_stag, recv_region) =
-                                self.post_receives(eal, c, stream, pd)?;
+                            let (recv_stag, recv_region) = self.post_receives(
+                                eal,
+                                c,
+                                (stream, pd),
+                                soak::RECV_BUFFERS,
+                                soak::RECV_LEN,
+                            )?;
                             soak.sessions.push(soak::Session::new(
                                 stream,
                                 (stag, region),
@@ -414,6 +428,9 @@ impl Job {
                     ),
                     _ => {}
                 }
+            }
+            if let Some(c) = conn.filter(|_| opts.ddp_verify) {
+                self.send_credits(c, &mut soak, n == 0)?;
             }
         }
         let load = self.load(signalled)?;
@@ -474,27 +491,94 @@ impl Job {
         Ok(())
     }
 
-    /// --ddp-verify: registers a receive region for `stream`'s untagged messages in its
-    /// protection domain and posts every buffer of it; returns the registration.
+    /// --ddp-verify, the client: the credit in receive buffer `wr_id` of the credit
+    /// registration (the count of messages the server has checked), the buffer posted again.
+    fn credit(
+        &mut self,
+        conn: ConnHandle,
+        (stag, region): (Stag, RegionId),
+        (stream, pd): (u16, ddpdk_dataplane::mem::Pd),
+        (wr_id, len): (u64, u32),
+    ) -> Result<u64, String> {
+        if len as usize != soak::CREDIT_LEN {
+            return Err(format!(
+                "--ddp-verify: a credit of {len} bytes, not {} (give --ddp-verify to both ends)",
+                soak::CREDIT_LEN
+            ));
+        }
+        let at = wr_id * soak::CREDIT_LEN as u64;
+        let mut b = [0u8; soak::CREDIT_LEN];
+        let mem = self.control.memory();
+        mem.region(region)
+            .ok_or("--ddp-verify: the credit region is gone")?
+            .read(at, &mut b)
+            .map_err(|e| e.to_string())?;
+        let buffer = mem
+            .receive_buffer(pd, stag, at, soak::CREDIT_LEN as u32)
+            .map_err(|e| e.to_string())?;
+        let op = Op::PostRecv {
+            stream,
+            qn: 0,
+            wr_id,
+            buffer,
+        };
+        match self.control.submit(conn, op) {
+            // The core's command ring is full: one credit buffer fewer of 128, not an error.
+            Ok(()) | Err(RuntimeError::Busy) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        Ok(u64::from_be_bytes(b))
+    }
+
+    /// --ddp-verify: tells the client how many messages of each session are checked, where a
+    /// credit is due (see `soak`); one taken by the core counts as sent.
+    fn send_credits(
+        &mut self,
+        conn: ConnHandle,
+        soak: &mut Soak,
+        idle: bool,
+    ) -> Result<(), String> {
+        for s in &mut soak.sessions {
+            let Some(credit) = s.credit_due(idle) else {
+                continue;
+            };
+            let op = Op::PostSend(SendRequest {
+                wr_id: u64::MAX,
+                stream: s.stream(),
+                kind: SendKind::Untagged {
+                    qn: 0,
+                    rsvd_ulp: [0; 5],
+                },
+                data: credit.to_be_bytes().to_vec().into(),
+                signaled: false,
+            });
+            match self.control.submit(conn, op) {
+                Ok(()) => s.credited(credit),
+                // The core's command ring is full: next turn.
+                Err(RuntimeError::Busy) => return Ok(()),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    /// --ddp-verify: registers a receive region of `count` buffers of `len` bytes for
+    /// `stream`'s untagged messages in its protection domain and posts every buffer of it
+    /// (work request k: buffer k); returns the registration.
     fn post_receives(
         &mut self,
         eal: &Eal,
         conn: ConnHandle,
-        stream: u16,
-        pd: ddpdk_dataplane::mem::Pd,
+        (stream, pd): (u16, ddpdk_dataplane::mem::Pd),
+        count: usize,
+        len: usize,
     ) -> Result<(Stag, RegionId), String> {
-        let len = soak::RECV_BUFFERS * soak::RECV_LEN;
-        let (reg, r) = self.register_new(eal, pd, len, Access::LOCAL_WRITE)?;
-        for k in 0..soak::RECV_BUFFERS {
+        let (reg, r) = self.register_new(eal, pd, count * len, Access::LOCAL_WRITE)?;
+        for k in 0..count {
             let buffer = self
                 .control
                 .memory()
-                .receive_buffer(
-                    pd,
-                    reg.stag,
-                    (k * soak::RECV_LEN) as u64,
-                    soak::RECV_LEN as u32,
-                )
+                .receive_buffer(pd, reg.stag, (k * len) as u64, len as u32)
                 .map_err(|e| e.to_string())?;
             let op = Op::PostRecv {
                 stream,
@@ -749,6 +833,21 @@ impl Job {
             json,
             format_args!("Session {STREAM} accepted: writing {size}-byte messages to STag {stag}"),
         );
+        // --ddp-verify: the server's credits (soak.rs) arrive in these; at most this many
+        // messages beyond the last.
+        let credits = if verify {
+            Some(self.post_receives(
+                eal,
+                conn,
+                (STREAM, pd),
+                soak::CREDIT_BUFFERS,
+                soak::CREDIT_LEN,
+            )?)
+        } else {
+            None
+        };
+        let credit_window = soak::credit_window(slots);
+        let mut credited = 0u64;
 
         let data: Vec<u8> = (0..size).map(|i| (i as u8).wrapping_mul(31)).collect();
         // Every write sends the same bytes: from one registered region of DPDK memory (RFC
@@ -808,7 +907,7 @@ impl Job {
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted: {}", so_far(done, w)));
             }
-            while posted.len() < window && w < end {
+            while posted.len() < window && w < end && (!verify || wr < credited + credit_window) {
                 let send_untagged = verify && untagged < tagged / soak::UNTAGGED_EVERY;
                 let (kind, payload) = if send_untagged {
                     let mut m = vec![0; soak::untagged_len(untagged)];
@@ -882,6 +981,18 @@ impl Job {
                     }
                     Event::Refused { op, error, .. } => {
                         return Err(format!("{op} refused: {error}"));
+                    }
+                    Event::Indication {
+                        indication:
+                            Indication::Received {
+                                stream, wr_id, len, ..
+                            },
+                        ..
+                    } => {
+                        if let Some(reg) = credits {
+                            let c = self.credit(conn, reg, (stream, pd), (wr_id, len))?;
+                            credited = credited.max(c);
+                        }
                     }
                     Event::Indication {
                         indication: Indication::Closed(reason),

@@ -4,9 +4,14 @@
 //! sends untagged messages into receive buffers the server keeps posted. The server checks
 //! every message it is told of, block by block, and stops the run at the first wrong byte.
 //!
-//! Flow control of untagged messages is by numbers, not credit: the client keeps at most its
-//! window in flight (`--ddp-window`, at most [`MAX_WINDOW`] here), the server [`RECV_BUFFERS`]
-//! posted, and it posts each buffer again as soon as it has checked it.
+//! Flow control is by credit, as a ULP over DDP must do it (RFC 5041 §5.3: an untagged message
+//! with no buffer posted is an error that ends the stream): the server tells the client, in a
+//! small untagged message of its own ([`CREDIT_LEN`] bytes, the number of messages it has
+//! checked), how far it got, and the client keeps at most [`credit_window`] messages beyond
+//! that. The server keeps [`RECV_BUFFERS`] posted and posts each again once it is checked; a
+//! slot of the region is written again only after the server has checked the message before.
+//! Without credit the client ran ahead of a server checking 64 KiB messages byte by byte, and
+//! every run at the default size ended in "no buffer available".
 
 use ddpdk_control::memory::{Memory, RegionId};
 use ddpdk_dataplane::mem::PostedBuffer;
@@ -24,6 +29,21 @@ pub const MAX_SLOTS: u64 = 256;
 /// The client's window under --ddp-verify, at most: well under [`RECV_BUFFERS`], so a server
 /// whose ULP lags by a few hundred messages still has a buffer posted for every Send.
 pub const MAX_WINDOW: usize = 32;
+/// The credit messages the client keeps posted, and their length: the count of messages the
+/// server has checked, 8 bytes big-endian.
+pub const CREDIT_BUFFERS: usize = 128;
+pub const CREDIT_LEN: usize = 8;
+/// The server sends a credit once it has checked this many messages since the last, or at
+/// once when it has nothing else to do (so a client waiting on fewer is never stuck).
+pub const CREDIT_EVERY: u64 = 16;
+
+/// Messages the client may post beyond the server's last credit: within the region's slots
+/// (a slot is written again only after its previous message was checked), and well within the
+/// receive buffers (one message in [`UNTAGGED_EVERY`] + 1 is untagged).
+pub fn credit_window(slots: u64) -> u64 {
+    slots.clamp(1, 192)
+}
+
 /// Untagged messages are numbered from here, tagged ones from 0.
 pub const UNTAGGED: u64 = 1 << 63;
 /// How many untagged sends a client makes: one after every this many tagged writes.
@@ -78,9 +98,27 @@ pub struct Session {
     /// §5.4), so these are the numbers of the next ones.
     tagged: u64,
     untagged: u64,
+    /// The count of checked messages last sent to the client as credit.
+    credited: u64,
 }
 
 impl Session {
+    /// The credit to send now, if one is due: messages checked (tagged and untagged), when
+    /// [`CREDIT_EVERY`] are new or, on a turn with nothing else to do (`idle`), any are.
+    pub fn credit_due(&self, idle: bool) -> Option<u64> {
+        let checked = self.tagged + self.untagged;
+        let new = checked - self.credited;
+        (new >= CREDIT_EVERY || (idle && new > 0)).then_some(checked)
+    }
+
+    /// `credit` reached the client's way (its send was taken).
+    pub fn credited(&mut self, credit: u64) {
+        self.credited = credit;
+    }
+
+    pub fn stream(&self) -> u16 {
+        self.stream
+    }
     pub fn new(
         stream: u16,
         (stag, region): (Stag, RegionId),
@@ -99,6 +137,7 @@ impl Session {
             recv_region,
             tagged: 0,
             untagged: 0,
+            credited: 0,
         }
     }
 }

@@ -312,6 +312,39 @@ fn a_faulted_transfer_loses_and_corrupts_nothing() {
     assert!(grew(quarter.2, last.2) <= 4096, "client grew: {samples:?}");
 }
 
+/// Without faults to slow it, a client at the default 64 KiB size outruns a server that checks
+/// every byte: its untagged Sends arrived with every receive buffer still unchecked ("no buffer
+/// available", RFC 5041 §5.3's error that ends the stream) in every run, at every MTU, before
+/// the server's credits (soak.rs) held it to what the server has checked.
+#[test]
+fn an_unfaulted_checked_transfer_at_the_default_size_stays_within_the_servers_buffers() {
+    let _one = one_at_a_time();
+    let (dir, prefix) = scratch("credit");
+    let sock = dir.join("memif.sock");
+    let srv = server(&sock, &prefix, &[]);
+    // Long enough for more Sends than receive buffers in a debug build too.
+    let cli = client(&sock, &prefix, 6.0, &[]);
+    let (ccode, cout, cerr) = cli.finish(Duration::from_secs(30));
+    let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    let all = format!(
+        "client {ccode}:\n{}{}\nserver {scode}:\n{}{}",
+        Proc::text(&cout),
+        Proc::text(&cerr),
+        Proc::text(&sout),
+        Proc::text(&serr)
+    );
+    assert_eq!((ccode, scode), (0, 0), "{all}");
+    let c = json(&cout, "ddp_goodput");
+    let s = json(&sout, "ddp_verify");
+    assert_eq!(c["size"], 65536, "{all}");
+    assert_eq!(s["tagged"], c["messages"], "{all}");
+    assert_eq!(s["untagged"], c["untagged"], "{all}");
+    // More Sends than the server has receive buffers: they were re-posted as checked, and
+    // none arrived before its buffer.
+    assert!(c["untagged"].as_u64().unwrap() > 256, "{all}");
+}
+
 /// A client killed mid-transfer: the server notices within its heartbeat settings (RFC 9260
 /// §8.1, §8.3: Association.Max.Retrans unanswered HEARTBEATs, each after HB.interval and an
 /// RTO of at most RTO.Max) and ends the association, with every buffer back in its pool.
