@@ -1022,9 +1022,20 @@ impl Job {
                     .find(|a| a.conn == conn)
                     .map_or((0, 0), |a| (a.sctp.t3_expiries, a.sctp.sacks_in));
                 if sacks_seen.is_some_and(|s| s == sacks) {
+                    // Not one write through, on an association that came up: its small
+                    // packets pass and its full ones do not, as when the server's link MTU
+                    // (--mtu) is smaller than ours (SCTP has no PMTU discovery here).
+                    let hint = if done == 0 {
+                        format!(
+                            "; nothing was ever acknowledged: is the server's --mtu {} too?",
+                            opts.mtu
+                        )
+                    } else {
+                        String::new()
+                    };
                     return Err(format!(
                         "no write completed for {} s and no SACK came for the last {}: the \
-                         server stopped acknowledging ({t3} retransmission timeouts); {}",
+                         server stopped acknowledging ({t3} retransmission timeouts); {}{hint}",
                         w.saturating_since(last_done).as_secs(),
                         quiet.as_secs(),
                         so_far(done, w)

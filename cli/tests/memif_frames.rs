@@ -136,3 +136,60 @@ fn memif_buffers_smaller_than_a_frame_are_refused() {
     );
     assert!(!t.contains("EAL"), "refused before the EAL: {t}");
 }
+
+/// A client whose link MTU is larger than the server's: the association comes up (its small
+/// packets pass), no full segment ever arrives. The client gives up after its quiet time, as
+/// for a server gone, and names the likely cause.
+#[test]
+fn a_server_with_a_smaller_mtu_is_named_when_nothing_is_acknowledged() {
+    let pid = std::process::id();
+    let dir = std::env::temp_dir().join(format!("ddpdk-memif-mtu-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let sock = dir.join("memif.sock");
+    let eal = |role: &str, lcores: &str| {
+        procs::memif_eal(
+            role,
+            lcores,
+            &format!("ddpdk-mm-{role}-{pid}"),
+            &sock,
+            1024,
+            false,
+        )
+    };
+    let mut server = procs::spawn(
+        BIN,
+        &eal("server", "0@0"),
+        &["--ddp-listen", "--ip", "198.18.0.2", "--run-for", "60"],
+    );
+    let (_head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("(listening)")
+        });
+    let client = procs::spawn(
+        BIN,
+        &eal("client", "0@1"),
+        &[
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ip",
+            "198.18.0.1",
+            "--mtu",
+            "9000",
+            "--run-for",
+            "2",
+        ],
+    )
+    .wait_with_output()
+    .expect("client");
+    // The client's ABORT ends the server's run.
+    let _ = server.wait();
+    let _ = rest.join();
+    let _ = std::fs::remove_dir_all(&dir);
+    let t = text(&client);
+    assert_eq!(client.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("0 writes of 65536 bytes completed")
+            && t.contains("nothing was ever acknowledged: is the server's --mtu 9000 too?"),
+        "{t}"
+    );
+}
