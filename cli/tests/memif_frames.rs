@@ -16,6 +16,12 @@ fn json_line(out: &str, key: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no {key} in:\n{out}"))
 }
 
+/// EAL arguments for one end of a memif pair on `sock`, its file prefix named by `tag`.
+fn memif_eal(tag: &str, role: &str, lcores: &str, sock: &std::path::Path) -> Vec<String> {
+    let prefix = format!("ddpdk-{tag}-{role}-{}", std::process::id());
+    procs::memif_eal(role, lcores, &prefix, sock, 1024, false)
+}
+
 fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
@@ -34,16 +40,7 @@ fn jumbo_frames_over_memif_without_bsize_arrive_once_each() {
     let dir = std::env::temp_dir().join(format!("ddpdk-memif-frames-{pid}"));
     std::fs::create_dir_all(&dir).expect("dir");
     let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcores: &str| {
-        procs::memif_eal(
-            role,
-            lcores,
-            &format!("ddpdk-mf-{role}-{pid}"),
-            &sock,
-            1024,
-            false,
-        )
-    };
+    let eal = |role: &str, lcores: &str| memif_eal("mf", role, lcores, &sock);
     let mut server = procs::spawn(
         BIN,
         &eal("server", "0@0"),
@@ -146,16 +143,7 @@ fn a_server_with_a_smaller_mtu_is_named_when_nothing_is_acknowledged() {
     let dir = std::env::temp_dir().join(format!("ddpdk-memif-mtu-{pid}"));
     std::fs::create_dir_all(&dir).expect("dir");
     let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcores: &str| {
-        procs::memif_eal(
-            role,
-            lcores,
-            &format!("ddpdk-mm-{role}-{pid}"),
-            &sock,
-            1024,
-            false,
-        )
-    };
+    let eal = |role: &str, lcores: &str| memif_eal("mm", role, lcores, &sock);
     let mut server = procs::spawn(
         BIN,
         &eal("server", "0@0"),

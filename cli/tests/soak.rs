@@ -195,6 +195,20 @@ fn server_crcs(err: &Lines) -> Vec<String> {
         .collect()
 }
 
+/// What a client and a server printed, with their exit codes, for an assertion's message.
+fn transcript(
+    (ccode, cout, cerr): (i32, &Lines, &Lines),
+    (scode, sout, serr): (i32, &Lines, &Lines),
+) -> String {
+    format!(
+        "client {ccode}:\n{}{}\nserver {scode}:\n{}{}",
+        Proc::text(cout),
+        Proc::text(cerr),
+        Proc::text(sout),
+        Proc::text(serr)
+    )
+}
+
 fn soak_secs() -> f64 {
     std::env::var("DDPDK_SOAK_SECS")
         .ok()
@@ -242,15 +256,7 @@ fn a_faulted_transfer_loses_and_corrupts_nothing() {
     let (ccode, cout, cerr) = cli.finish(Duration::from_secs(30));
     let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
     let _ = std::fs::remove_dir_all(&dir);
-    let all = || {
-        format!(
-            "client {ccode}:\n{}{}\nserver {scode}:\n{}{}",
-            Proc::text(&cout),
-            Proc::text(&cerr),
-            Proc::text(&sout),
-            Proc::text(&serr)
-        )
-    };
+    let all = || transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
     assert_eq!((ccode, scode), (0, 0), "{}", all());
 
     let c = json(&cout, "ddp_goodput");
@@ -327,13 +333,7 @@ fn an_unfaulted_checked_transfer_at_the_default_size_stays_within_the_servers_bu
     let (ccode, cout, cerr) = cli.finish(Duration::from_secs(30));
     let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
     let _ = std::fs::remove_dir_all(&dir);
-    let all = format!(
-        "client {ccode}:\n{}{}\nserver {scode}:\n{}{}",
-        Proc::text(&cout),
-        Proc::text(&cerr),
-        Proc::text(&sout),
-        Proc::text(&serr)
-    );
+    let all = transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
     assert_eq!((ccode, scode), (0, 0), "{all}");
     let c = json(&cout, "ddp_goodput");
     let s = json(&sout, "ddp_verify");
@@ -424,13 +424,7 @@ fn a_restarted_peer_reassociates_and_carries_on() {
     let (ccode, cout, cerr) = second.finish(Duration::from_secs(90));
     let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
     let _ = std::fs::remove_dir_all(&dir);
-    let all = format!(
-        "client {ccode}:\n{}{}\nserver {scode}:\n{}{}",
-        Proc::text(&cout),
-        Proc::text(&cerr),
-        Proc::text(&sout),
-        Proc::text(&serr)
-    );
+    let all = transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
     assert_eq!((ccode, scode), (0, 0), "{all}");
     assert!(
         find(&serr, "Association restarted by the peer").is_some(),
