@@ -880,6 +880,7 @@ impl DdpApp {
                         count,
                     },
             } => {
+                self.fits_a_queue(*qn, *count)?;
                 let mr = self.mr(*stag)?;
                 if u64::from(*len) * u64::from(*count) > mr.reg.len {
                     return Err(format!(
@@ -1898,6 +1899,25 @@ impl DdpApp {
         Ok(())
     }
 
+    /// `count` buffers on queue `qn` is something a stream of ours could hold: refused here
+    /// with one line, not by the core once per buffer over the queue's depth.
+    fn fits_a_queue(&self, qn: u32, count: u32) -> Result<(), String> {
+        let cfg = lock(&self.shared).control.conn_config();
+        if qn >= cfg.queues {
+            return Err(format!(
+                "no queue {qn}: a stream has untagged queues 0 to {} (RFC 5041 §5.1.2)",
+                cfg.queues.saturating_sub(1)
+            ));
+        }
+        if count as usize > cfg.recv_depth {
+            return Err(format!(
+                "{count} buffers do not fit queue {qn}: it holds at most {} posted",
+                cfg.recv_depth
+            ));
+        }
+        Ok(())
+    }
+
     fn recv_post(
         &mut self,
         id: AssocId,
@@ -1908,6 +1928,7 @@ impl DdpApp {
         count: u32,
     ) -> Result<(), String> {
         let conn = self.conn(id)?;
+        self.fits_a_queue(qn, count)?;
         let mr = self.mr(stag)?;
         let base = lock(&self.shared).conns.get(&conn).map_or(0, |v| v.posted);
         let (refused, _awaiting) = self.refusals(conn);

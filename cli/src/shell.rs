@@ -635,7 +635,8 @@ DDP endpoint (ddpdk --ip ADDR ...):
   send untagged ID STREAM QN SIZE [COUNT] [--from LOCAL_STAG]
                                        Untagged messages to queue QN.
   recv post ID STREAM QN STAG LEN [COUNT]
-                                       Post receive buffers from local region STAG.
+                                       Post receive buffers from local region STAG
+                                       (QN 0-3; a queue holds at most 256).
   recv auto QN STAG LEN COUNT          With --listen: buffers for every session accepted.
   rdma write ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]
                                        RDMA Writes on an RDMAP session.

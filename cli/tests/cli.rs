@@ -413,6 +413,43 @@ fn a_ddp_endpoint_shows_its_port_and_refuses_others() {
     );
 }
 
+/// Receive buffers a queue cannot hold (RFC 5041 §5.1.2 queues, 256 posted each) are refused
+/// by the command, in one line; `recv auto` used to accept them and every accepted session
+/// then printed "post_recv refused: queue full" once per buffer over the depth (1744 lines).
+#[test]
+fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
+    let mut e = eal();
+    e.push("--vdev=net_null0".into());
+    let mut child = ddpdk(&e, &["--ip", "198.18.0.1", "--listen", "-i"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(
+            b"mr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
+              recv auto 0 last 1000 256\nquit\n",
+        )
+        .expect("write");
+    let o = child.wait_with_output().expect("wait");
+    let (stdout, stderr) = out(&o);
+    let text = stdout + &stderr;
+    assert_eq!(o.status.code(), Some(1), "two commands were bad:\n{text}");
+    assert_has_all(
+        &text,
+        &[
+            "2000 buffers do not fit queue 0: it holds at most 256 posted",
+            "no queue 4: a stream has untagged queues 0 to 3",
+            "Sessions we accept get 256 receive buffer(s) of 1000 bytes on queue 0",
+        ],
+    );
+    assert_eq!(text.matches("Sessions we accept get").count(), 1, "{text}");
+}
+
 /// An endpoint that fails to start after its data cores are running (here: a key manager
 /// socket in a directory that does not exist) says why and exits 1; it used to hang in the
 /// EAL's clean-up, waiting for data cores nobody had told to stop, both CPUs spinning.

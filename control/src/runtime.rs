@@ -1621,6 +1621,11 @@ pub struct Control<P: Port> {
 }
 
 impl<P: Port> Control<P> {
+    /// The sizes of the connections this endpoint makes (untagged queues, their depth, ...).
+    pub fn conn_config(&self) -> ConnConfig {
+        self.listener.config()
+    }
+
     pub fn memory(&self) -> &Memory {
         &self.memory
     }

@@ -45,6 +45,11 @@ pub enum Accept {
 }
 
 impl Listener {
+    /// The sizes every connection it makes is given.
+    pub fn config(&self) -> ConnConfig {
+        self.cfg
+    }
+
     pub fn new(endpoint: Endpoint, cfg: ConnConfig, limit: PendingLimit) -> Listener {
         Listener {
             endpoint,
