@@ -2120,6 +2120,8 @@ impl DdpApp {
                         "associations": r.assocs.len(),
                         "zero_copy_spans": st.tx.zero_copy_spans,
                         "copied_spans": st.tx.copied_spans, "rx_chained": st.rx_chained,
+                        "rx_chained_dropped": st.rx_chained_dropped,
+                        "rx_too_long": st.rx_too_long,
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
                         "not_ours": r.iface.other_address + r.iface.other_mac
@@ -2132,7 +2134,8 @@ impl DdpApp {
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND answered: {} not ours: {}\n  \
-                     region spans by reference: {:<8} copied: {:<8} RX chains gathered: {}\n  \
+                     region spans by reference: {:<8} copied: {:<8} RX chains gathered: {} \
+                     (dropped: no buffer {}, too long {})\n  \
                      busy since start: {}",
                     r.core,
                     r.assocs.len(),
@@ -2157,6 +2160,8 @@ impl DdpApp {
                     st.tx.zero_copy_spans,
                     st.tx.copied_spans,
                     st.rx_chained,
+                    st.rx_chained_dropped,
+                    st.rx_too_long,
                     st.busy_share(&Default::default())
                         .map_or("n/a".into(), |b| format!("{:.1} %", b * 100.0))
                 );

@@ -31,7 +31,7 @@ use ddpdk_dataplane::mem::{Access, Stag};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
 use ddpdk_dataplane::port::faults::FaultCounts;
 use ddpdk_dataplane::port::region::Region;
-use ddpdk_dataplane::port::Port;
+use ddpdk_dataplane::port::{Port, PortStats};
 use ddpdk_dataplane::sctp::{CloseReason, Instant};
 use hdrhistogram::Histogram;
 
@@ -457,6 +457,7 @@ impl Job {
             }
         }
         let reports = self.reports(signalled)?;
+        let drops = Drops::of(&reports, self.node.port.stats());
         let frames_in: u64 = reports.iter().map(|r| r.stats.frames_in).sum();
         let frames_out: u64 = reports.iter().map(|r| r.stats.tx.frames_out).sum();
         note(
@@ -477,8 +478,11 @@ impl Job {
                     "delivered": delivered, "errors": errors, "frames_in": frames_in,
                     "frames_out": frames_out, "cores_busy": busy,
                     "frames_per_busy_turn": batch, "regions": regions,
-                    "faults": faults_json(self.node.port.inner().counts())}})
+                    "faults": faults_json(self.node.port.inner().counts()),
+                    "drops": drops.json()}})
             );
+        } else if let Some(text) = drops.text(opts.mtu) {
+            println!("server: {text}");
         }
         if opts.ddp_verify {
             soak.report(json);
@@ -1072,6 +1076,7 @@ impl Job {
         let bytes = done * size as u64;
         let goodput = bytes as f64 / elapsed;
         let reports = self.reports(signalled)?;
+        let drops = Drops::of(&reports, self.node.port.stats());
         let by_reference: u64 = reports.iter().map(|r| r.stats.tx.zero_copy_spans).sum();
         let copied: u64 = reports.iter().map(|r| r.stats.tx.copied_spans).sum();
         let sctp = reports
@@ -1119,6 +1124,7 @@ impl Job {
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
                     "faults": faults_json(self.node.port.inner().counts()),
+                    "drops": drops.json(),
                     "verify": verify,
                     "untagged": untagged_done,
                     "cores_busy": busy,
@@ -1166,6 +1172,9 @@ impl Job {
             if faults != FaultCounts::default() {
                 println!("client: {}", faults_text(faults));
             }
+            if let Some(text) = drops.text(opts.mtu) {
+                println!("client: {text}");
+            }
             println!(
                 "client: SCTP {} packets out ({} DATA), {} SACKs in, {} fast retransmits, {} T3 \
                  expiries ({} chunks), cwnd {} bytes",
@@ -1203,6 +1212,65 @@ fn accounted(reports: &[CoreReport], who: &str, opts: &Options) -> Result<(), St
     }
     eprintln!("ddpdk: {text}");
     Ok(())
+}
+
+/// What an end dropped: its data cores' drops by reason ([`CoreReport::drops`]) and its
+/// port's own (frames the device missed or refused before ddpdk saw them).
+struct Drops {
+    by_reason: Vec<(&'static str, u64)>,
+    port: [(&'static str, u64); 4],
+}
+
+impl Drops {
+    fn of(reports: &[CoreReport], port: PortStats) -> Drops {
+        let mut by_reason: Vec<(&'static str, u64)> = Vec::new();
+        for (name, n) in reports.iter().flat_map(CoreReport::drops) {
+            match by_reason.iter_mut().find(|(k, _)| *k == name) {
+                Some((_, sum)) => *sum += n,
+                None => by_reason.push((name, n)),
+            }
+        }
+        by_reason.retain(|&(_, n)| n > 0);
+        Drops {
+            by_reason,
+            port: [
+                ("port_rx_missed", port.rx_missed),
+                ("port_rx_errors", port.rx_errors),
+                ("port_rx_nombuf", port.rx_nombuf),
+                ("port_tx_errors", port.tx_errors),
+            ],
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        let port = self.port.iter().copied().filter(|&(_, n)| n > 0);
+        self.by_reason.iter().copied().chain(port)
+    }
+
+    /// One line naming every non-zero drop, and what the likeliest cause of the telling ones
+    /// is; `None` when nothing was dropped.
+    fn text(&self, mtu: u16) -> Option<String> {
+        let listed: Vec<String> = self.all().map(|(k, n)| format!("{k} {n}")).collect();
+        if listed.is_empty() {
+            return None;
+        }
+        let mut text = format!("dropped {}", listed.join(", "));
+        if self.all().any(|(k, _)| k == "rx_too_long") {
+            text.push_str(&format!(
+                " (rx_too_long: frames longer than this end's buffers: is the peer's --mtu \
+                 larger than this end's {mtu}?)"
+            ));
+        }
+        Some(text)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.all()
+                .map(|(k, n)| (k.to_string(), serde_json::Value::from(n)))
+                .collect(),
+        )
+    }
 }
 
 /// What the fault injector (`--fault-*`) did to received frames, in words.

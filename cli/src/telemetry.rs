@@ -376,7 +376,6 @@ pub fn mr_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
 /// no longer holds included, so every one only grows).
 fn core_stats(r: &CoreReport) -> TelValue {
     let st = &r.stats;
-    let i = &r.iface;
     let t = &r.conn_totals;
     let ddp_errors = t
         .receive_errors
@@ -399,33 +398,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("fast_retransmits", u(t.fast_retransmits)),
         (
             "drop",
-            dict(vec![
-                // Packets an association refused (its checks below say which failed).
-                ("sctp_discarded", u(st.discarded)),
-                ("checksum_bad", u(st.checksum_bad)),
-                ("dispatch_full", u(st.dispatch_dropped)),
-                ("control_full", u(st.control_dropped)),
-                ("rx_chain_no_buffer", u(st.rx_chained_dropped)),
-                ("tx_refused", u(st.tx.tx_dropped)),
-                ("tx_no_buffer", u(st.tx.no_buffer)),
-                ("tx_unresolved", u(st.tx.unresolved)),
-                ("tx_too_big", u(st.tx.too_big)),
-                ("ip_bad_checksum", u(i.bad_ip_checksum)),
-                ("ip_fragment", u(i.fragments)),
-                ("malformed", u(i.malformed)),
-                ("vlan", u(i.vlan)),
-                ("arp_nd_not_for_us", u(i.arp_not_for_us + i.nd_not_for_us)),
-                (
-                    "not_ours",
-                    u(i.other_address + i.other_mac + i.other_ether_type + i.other_protocol),
-                ),
-                ("sctp_rwnd", u(t.sctp_rwnd_dropped)),
-                ("sctp_tsn_out_of_window", u(t.sctp_tsn_out_of_window)),
-                ("ddp_refused_by_session", u(t.refused_by_session)),
-                ("ddp_after_session_end", u(t.after_session_end)),
-                ("ddp_unknown_ppid", u(t.unknown_ppid)),
-                ("ddp_oversize", u(t.oversize_segments)),
-            ]),
+            dict(r.drops().into_iter().map(|(n, v)| (n, u(v))).collect()),
         ),
         ("ddp_error", TelValue::Dict(ddp_errors)),
         // Failed SCTP checks (RFC 9260 §6.8, §8.5): not drop reasons of their own, since a

@@ -310,6 +310,10 @@ pub struct CoreStats {
     pub rx_chained: u64,
     /// Of those, lost because no buffer was free for the copy.
     pub rx_chained_dropped: u64,
+    /// Of those, lost because the frame is longer than any buffer of this port holds: a peer
+    /// whose link MTU is larger than this end's (the frame came in pieces, as a device with
+    /// scatter or memif with its peer's bigger buffers delivers it).
+    pub rx_too_long: u64,
     /// Times the event ring was full and the core held its events back.
     pub events_held: u64,
     /// Neighbours this core learnt and did not tell the others: its upcalls were backed up.
@@ -466,6 +470,40 @@ pub struct CoreReport {
 }
 
 impl CoreReport {
+    /// What the core dropped, by reason, every reason named (zero or not, in a fixed order):
+    /// the names telemetry's `drop` dict and the perf tool's summaries use.
+    pub fn drops(&self) -> [(&'static str, u64); 22] {
+        let (st, i, t) = (&self.stats, &self.iface, &self.conn_totals);
+        [
+            // Packets an association refused (its checks say which failed).
+            ("sctp_discarded", st.discarded),
+            ("checksum_bad", st.checksum_bad),
+            ("dispatch_full", st.dispatch_dropped),
+            ("control_full", st.control_dropped),
+            ("rx_chain_no_buffer", st.rx_chained_dropped),
+            ("rx_too_long", st.rx_too_long),
+            ("tx_refused", st.tx.tx_dropped),
+            ("tx_no_buffer", st.tx.no_buffer),
+            ("tx_unresolved", st.tx.unresolved),
+            ("tx_too_big", st.tx.too_big),
+            ("ip_bad_checksum", i.bad_ip_checksum),
+            ("ip_fragment", i.fragments),
+            ("malformed", i.malformed),
+            ("vlan", i.vlan),
+            ("arp_nd_not_for_us", i.arp_not_for_us + i.nd_not_for_us),
+            (
+                "not_ours",
+                i.other_address + i.other_mac + i.other_ether_type + i.other_protocol,
+            ),
+            ("sctp_rwnd", t.sctp_rwnd_dropped),
+            ("sctp_tsn_out_of_window", t.sctp_tsn_out_of_window),
+            ("ddp_refused_by_session", t.refused_by_session),
+            ("ddp_after_session_end", t.after_session_end),
+            ("ddp_unknown_ppid", t.unknown_ppid),
+            ("ddp_oversize", t.oversize_segments),
+        ]
+    }
+
     /// Where this core's frame counters disagree, in words (empty: every frame is accounted
     /// for). Every frame the core took (from its queues, less chains it had no buffer to copy;
     /// from a sibling core; from the control thread) ended in exactly one of its interface's
@@ -475,15 +513,20 @@ impl CoreReport {
     pub fn unaccounted(&self) -> Vec<String> {
         let st = &self.stats;
         let mut wrong = Vec::new();
-        let taken =
-            (st.frames_in + st.dispatched_in + st.from_control).wrapping_sub(st.rx_chained_dropped);
+        let taken = (st.frames_in + st.dispatched_in + st.from_control)
+            .wrapping_sub(st.rx_chained_dropped + st.rx_too_long);
         let classified = self.iface.frames();
         if taken != classified {
             wrong.push(format!(
-                "core {}: {taken} frames taken ({} from the port less {} chains dropped, {} \
-                 from siblings, {} from the control thread), {classified} classified by the \
-                 interface",
-                self.core, st.frames_in, st.rx_chained_dropped, st.dispatched_in, st.from_control
+                "core {}: {taken} frames taken ({} from the port less {} chains dropped and {} \
+                 too long, {} from siblings, {} from the control thread), {classified} \
+                 classified by the interface",
+                self.core,
+                st.frames_in,
+                st.rx_chained_dropped,
+                st.rx_too_long,
+                st.dispatched_in,
+                st.from_control
             ));
         }
         let routed = st.checksum_bad
@@ -1095,20 +1138,32 @@ impl<P: Port> DataCore<P> {
             return Some(buf);
         }
         self.stats.rx_chained += 1;
+        let mut too_long = false;
         let copy = self
             .port
             .alloc_bulk(&mut self.linear_buf, 1, self.linear.len())
             .then(|| self.linear_buf.pop())
             .flatten()
             .and_then(|mut b| {
-                let room = b.data_mut().get_mut(..self.linear.len())?;
+                // A fresh buffer shorter than asked for is as long as this port's buffers get.
+                let Some(room) = b.data_mut().get_mut(..self.linear.len()) else {
+                    too_long = true;
+                    return None;
+                };
                 room.copy_from_slice(&self.linear);
                 Some(b)
             });
-        if copy.is_none() {
-            self.stats.rx_chained_dropped += 1;
+        match copy {
+            Some(b) => Some(b),
+            None if too_long => {
+                self.stats.rx_too_long += 1;
+                None
+            }
+            None => {
+                self.stats.rx_chained_dropped += 1;
+                None
+            }
         }
-        copy
     }
 
     /// A session back from the control thread: into its connection, which applies what waited
