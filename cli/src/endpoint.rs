@@ -1321,6 +1321,18 @@ pub(crate) fn start_port(
     if opts.mtu != 1500 {
         match port.set_mtu(opts.mtu) {
             Ok(()) => {}
+            // DPDK 22.11's af_packet declares 1518-byte frames, so ethdev refuses a larger MTU;
+            // its slots were sized for the frames before the EAL started (af_packet.rs), and
+            // the kernel interface's MTU, checked then too, is the one that counts.
+            Err(_) if port.name().starts_with("net_af_packet") => note(
+                opts.json,
+                format_args!(
+                    "{}: DPDK's af_packet takes no MTU above 1500; frames up to {} bytes pass \
+                     in its ring's slots, as the interface's own MTU allows",
+                    port.name(),
+                    opts.mtu
+                ),
+            ),
             Err(e) if e.errno == 95 => note(
                 opts.json,
                 format_args!(

@@ -2,6 +2,7 @@
 //! ties EAL, ports and data lcores together.
 #![forbid(unsafe_code)]
 
+pub mod af_packet;
 pub mod app;
 pub mod attack;
 pub mod ddp_app;
@@ -18,4 +19,5 @@ pub mod shell;
 pub mod soak;
 pub mod stats;
 pub mod telemetry;
+pub mod vdev;
 pub mod verify;

@@ -13,6 +13,8 @@
 //! With buffers that hold a whole frame no chain is ever made, in either direction (the
 //! client's buffers are the ones both directions use).
 
+use crate::vdev::{devarg, device_specs, strtoul10};
+
 /// memif's buffer size when the vdev gives none (DPDK's ETH_MEMIF_DEFAULT_PKT_BUFFER_SIZE).
 const DEFAULT_BSIZE: u32 = 2048;
 /// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
@@ -31,41 +33,13 @@ pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<
         format!("--mtu {mtu}")
     };
     let mut notes = Vec::new();
-    let mut i = 0;
-    while i < eal_args.len() {
-        // A device string: `--vdev=SPEC`, `--vdev SPEC`, and the same with `-a`/`--allow`,
-        // which create a virtual device too when SPEC names one.
-        let arg = eal_args[i].as_str();
-        let (at, prefix) = match ["--vdev=", "--allow=", "-a"]
-            .into_iter()
-            .find(|p| arg.starts_with(p) && arg.len() > p.len())
-        {
-            Some(p) => (i, p.len()),
-            None if ["--vdev", "--allow", "-a"].contains(&arg) && i + 1 < eal_args.len() => {
-                i += 1;
-                (i, 0)
-            }
-            None => {
-                i += 1;
-                continue;
-            }
-        };
-        i += 1;
+    for (at, prefix) in device_specs(eal_args) {
         let spec = eal_args[at][prefix..].to_owned();
-        let mut fields = spec.split(',');
-        let name = fields.next().unwrap_or_default();
+        let name = spec.split(',').next().unwrap_or_default();
         if !name.starts_with("net_memif") {
             continue;
         }
-        // As DPDK's kvargs hand them to the driver: the last of a key wins.
-        let (mut role, mut given) = (None, None);
-        for kv in fields {
-            if let Some(v) = kv.strip_prefix("role=") {
-                role = Some(v);
-            } else if let Some(v) = kv.strip_prefix("bsize=") {
-                given = Some(v);
-            }
-        }
+        let (role, given) = (devarg(&spec, "role"), devarg(&spec, "bsize"));
         // memif_set_role: "server" (or the old "master") anywhere in the value; a client
         // otherwise, and when no role is given.
         if role.is_some_and(|r| r.contains("server") || r.contains("master")) {
@@ -106,16 +80,6 @@ pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<
         }
     }
     Ok(notes)
-}
-
-/// The number at the start of `v` as C's `strtoul(v, NULL, 10)` reads it (memif_set_bs):
-/// leading blanks, an optional `+`, the decimal digits that follow; 0 when there are none.
-fn strtoul10(v: &str) -> u64 {
-    let v = v.trim_start();
-    let v = v.strip_prefix('+').unwrap_or(v);
-    v.bytes().take_while(u8::is_ascii_digit).fold(0u64, |n, d| {
-        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-    })
 }
 
 fn round_up(frame: u32) -> u32 {

@@ -122,7 +122,18 @@ impl Node {
             )
             .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
         );
-        let device = start_port(id, conf, &pool, opts)?;
+        let device = start_port(id, conf, &pool, opts).map_err(|e| {
+            // net_af_packet opens one queue pair unless its devargs ask for more.
+            if e.contains("(net_af_packet") && e.contains("queues requested") {
+                format!(
+                    "{e}: an endpoint with {cores} data core(s) needs {queues} queue pairs (one \
+                     for each data core, one for the control thread); add qpairs={queues} to the \
+                     net_af_packet --vdev"
+                )
+            } else {
+                e
+            }
+        })?;
         let (reta_size, flow_rules, steering) = steer(&device, cores, opts.ip.first().copied());
         let faulty = Arc::new(Faulty::new(device, opts.faults()));
         let port = Arc::new(ipsec_port(faulty, &pool, opts)?);

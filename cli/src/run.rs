@@ -124,6 +124,21 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
             return EXIT_USAGE;
         }
     }
+    // The same for an af_packet port's ring slots (af_packet.rs).
+    let sys_class_net = std::path::Path::new("/sys/class/net");
+    match crate::af_packet::fit_frames(&mut eal_args, opts.mtu, opts.txpkts, sys_class_net) {
+        Ok(fitted) => {
+            for n in fitted.notes {
+                crate::app::note(opts.json, format_args!("{n}"));
+            }
+            // Its receive queues take no smaller mbuf than a slot.
+            opts.mbuf_size = opts.mbuf_size.max(fitted.mbuf_size);
+        }
+        Err(e) => {
+            eprintln!("ddpdk: {e}");
+            return EXIT_USAGE;
+        }
+    }
 
     let signalled = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -8,14 +8,6 @@ mod procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 
-/// The JSON object `key` from the line of `out` that holds it.
-fn json_line(out: &str, key: &str) -> serde_json::Value {
-    out.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find_map(|v| v.get(key).cloned())
-        .unwrap_or_else(|| panic!("no {key} in:\n{out}"))
-}
-
 /// EAL arguments for one end of a memif pair on `sock`, its file prefix named by `tag`.
 fn memif_eal(tag: &str, role: &str, lcores: &str, sock: &std::path::Path) -> Vec<String> {
     let prefix = format!("ddpdk-{tag}-{role}-{}", std::process::id());
@@ -89,8 +81,8 @@ fn jumbo_frames_over_memif_without_bsize_arrive_once_each() {
     let client_text = text(&client);
     assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
     assert_eq!(server.status.code(), Some(0), "server:\n{server_text}");
-    let goodput = json_line(&client_text, "ddp_goodput");
-    let done = json_line(&server_text, "ddp_server");
+    let goodput = procs::json_line(&client_text, "ddp_goodput");
+    let done = procs::json_line(&server_text, "ddp_server");
     let messages = goodput["messages"].as_u64().expect("messages");
     let packets_out = goodput["sctp"]["packets_out"]
         .as_u64()

@@ -35,6 +35,7 @@ pub fn read_until<R: Read + Send + 'static>(
 
 /// EAL arguments for one process on a `net_memif` port: `role` server or client on `sock`,
 /// `lcores` as `--lcores` takes them, its own `prefix`, and `memory` MB, on huge pages or not.
+#[allow(dead_code)] // not every test binary that includes this module runs memif
 pub fn memif_eal(
     role: &str,
     lcores: &str,
@@ -104,4 +105,13 @@ pub fn ask(prefix: &str, cmds: &[&str]) -> Vec<serde_json::Value> {
 #[allow(dead_code)] // as ask
 pub fn value<'a>(reply: &'a serde_json::Value, cmd: &str) -> &'a serde_json::Value {
     &reply[cmd.split(',').next().unwrap_or(cmd)]
+}
+
+/// The JSON object `key` from the line of `out` that holds it.
+#[allow(dead_code)] // not every test binary that includes this module reads JSON
+pub fn json_line(out: &str, key: &str) -> serde_json::Value {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get(key).cloned())
+        .unwrap_or_else(|| panic!("no {key} in:\n{out}"))
 }

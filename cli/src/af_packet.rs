@@ -1,0 +1,209 @@
+//! A `net_af_packet` port sized for the run's frames before the EAL starts.
+//!
+//! DPDK 22.11's af_packet moves each frame through a slot of a kernel `PACKET_MMAP` ring of
+//! `framesz` bytes (2048 unless the vdev says otherwise): a frame longer than a slot is cut by
+//! the kernel on receive and dropped uncounted by the driver on transmit. It also declares
+//! 1518-byte frames (`max_rx_pktlen`), so ethdev refuses any MTU above 1500 on it; the MTU that
+//! matters is the kernel interface's own. So for a jumbo `--mtu` ddpdk gives the vdev slots that
+//! hold a frame and leaves the device's MTU alone, and refuses what cannot work: slots given
+//! too small, an interface whose MTU is smaller than `--mtu`.
+
+use crate::vdev::{devarg, device_specs, strtoul10};
+
+/// af_packet's slot size when the vdev gives none (DPDK's DFLT_FRAME_SIZE; its blocks are a
+/// page).
+const DEFAULT_FRAMESZ: u64 = 2048;
+/// Where the frame starts in a receive slot: the kernel's `macoff`, for TPACKET_V2 on an
+/// Ethernet device (TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14 = 80 - 14).
+const RX_FRAME_OFFSET: u64 = 66;
+/// What af_packet's receive queue asks of an mbuf beyond a slot's size (it refuses mbufs with
+/// less room than `framesz - 32`): the slot's header less its address, less mbuf headroom.
+const SLOT_HEADER: u64 = 32;
+const MBUF_HEADROOM: u64 = 128;
+/// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
+const ETH_HEADER: u64 = 14;
+/// The kernel's ring blocks are whole pages.
+const PAGE: u64 = 4096;
+
+/// What [`fit_frames`] did: the notes to print, and the smallest mbuf (headroom included)
+/// af_packet's receive queues will take (0: no af_packet vdev).
+#[derive(Debug, Default)]
+pub struct Fitted {
+    pub notes: Vec<String>,
+    pub mbuf_size: u16,
+}
+
+/// Makes every `net_af_packet` vdev in `eal_args` carry a frame of link MTU `mtu` and a
+/// `txonly` frame of `txpkts` bytes in one slot: one without `framesz` gets slots that hold it
+/// (a KiB multiple, in blocks of whole pages that hold whole slots: DPDK's af_packet addresses
+/// slot `i` at `i * framesz`, as if blocks had no gaps), one whose `framesz` is smaller, or
+/// whose `blocksz` leaves gaps, is refused, as is an interface whose MTU (read from
+/// `sys_class_net/IFACE/mtu`) is smaller than `mtu`.
+pub fn fit_frames(
+    eal_args: &mut [String],
+    mtu: u16,
+    txpkts: u16,
+    sys_class_net: &std::path::Path,
+) -> Result<Fitted, String> {
+    let frame = (u64::from(mtu) + ETH_HEADER).max(u64::from(txpkts));
+    let why = if frame > u64::from(mtu) + ETH_HEADER {
+        format!("--txpkts {txpkts}")
+    } else {
+        format!("--mtu {mtu}")
+    };
+    let slot = frame + RX_FRAME_OFFSET;
+    let mut fitted = Fitted::default();
+    for (at, prefix) in device_specs(eal_args) {
+        let spec = eal_args[at][prefix..].to_owned();
+        let name = spec.split(',').next().unwrap_or_default();
+        if !name.starts_with("net_af_packet") {
+            continue;
+        }
+        if let Some(iface) = devarg(&spec, "iface") {
+            let path = sys_class_net.join(iface).join("mtu");
+            // An interface that is not there is DPDK's to report.
+            let kernel_mtu = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| t.trim().parse::<u16>().ok());
+            if let Some(k) = kernel_mtu.filter(|&k| k < mtu) {
+                return Err(format!(
+                    "--mtu {mtu}: {name}'s interface {iface} has MTU {k}, and the kernel passes \
+                     no longer frame; raise it (ip link set {iface} mtu {mtu}) or run with \
+                     --mtu {k}"
+                ));
+            }
+        }
+        let framesz = match devarg(&spec, "framesz").map(strtoul10) {
+            // 0 (no number) is refused by the driver itself.
+            Some(0) => continue,
+            Some(given) => {
+                let block = devarg(&spec, "blocksz").map_or(PAGE, strtoul10);
+                if given < slot {
+                    return Err(format!(
+                        "{why}: a frame of {frame} bytes does not fit {name}'s slots \
+                         (framesz={given}: the kernel cuts a longer frame, af_packet drops it \
+                         unsent); give the vdev framesz={} or more, or leave framesz out and \
+                         ddpdk sets it",
+                        slot.next_multiple_of(1024)
+                    ));
+                }
+                if block != 0 && !block.is_multiple_of(given) {
+                    return Err(format!(
+                        "{name}: blocksz={block} is not a multiple of framesz={given}: DPDK's \
+                         af_packet would read slots where the kernel leaves gaps; leave both \
+                         out and ddpdk sets them"
+                    ));
+                }
+                given
+            }
+            None if slot > DEFAULT_FRAMESZ => {
+                let framesz = slot.next_multiple_of(1024);
+                let block = framesz * (PAGE / gcd(framesz, PAGE));
+                eal_args[at].push_str(&format!(",framesz={framesz},blocksz={block}"));
+                fitted.notes.push(format!(
+                    "{name}: framesz={framesz},blocksz={block}, so that a frame of {frame} bytes \
+                     ({why}) fits a slot of its ring"
+                ));
+                framesz
+            }
+            None => DEFAULT_FRAMESZ,
+        };
+        let mbuf = framesz - SLOT_HEADER + MBUF_HEADROOM;
+        fitted.mbuf_size = fitted
+            .mbuf_size
+            .max(u16::try_from(mbuf).unwrap_or(u16::MAX));
+    }
+    Ok(fitted)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// A fake /sys/class/net holding interface `iface` with MTU `mtu`.
+    fn sys(tag: &str, iface: &str, mtu: u16) -> std::path::PathBuf {
+        let root = std::env::temp_dir().join(format!("ddpdk-af-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(root.join(iface)).expect("dir");
+        std::fs::write(root.join(iface).join("mtu"), format!("{mtu}\n")).expect("mtu");
+        root
+    }
+
+    #[test]
+    fn a_jumbo_mtu_gets_slots_that_hold_a_frame() {
+        let root = sys("jumbo", "veth0", 9000);
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0,qpairs=2"]);
+        let f = fit_frames(&mut a, 9000, 64, &root).expect("fits");
+        // 9014 bytes from offset 66 of the slot, rounded to a KiB; whole slots in whole pages.
+        assert_eq!(
+            a[0],
+            "--vdev=net_af_packet0,iface=veth0,qpairs=2,framesz=9216,blocksz=36864"
+        );
+        assert!(f.notes.len() == 1 && f.notes[0].contains("9014"), "{f:?}");
+        // af_packet's receive queue takes mbufs of framesz - 32 bytes and more, headroom aside.
+        assert_eq!(f.mbuf_size, 9216 - 32 + 128);
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn frames_that_fit_the_default_slots_leave_the_vdev_alone() {
+        let root = sys("default", "veth0", 1500);
+        let mut a = args(&["--vdev", "net_af_packet0,iface=veth0"]);
+        let f = fit_frames(&mut a, 1500, 64, &root).expect("fits");
+        assert!(f.notes.is_empty(), "{f:?}");
+        assert_eq!(a[1], "net_af_packet0,iface=veth0");
+        // The default slots of 2048 bytes fit the default mbufs (2176).
+        assert_eq!(f.mbuf_size, 2048 - 32 + 128);
+        let f = fit_frames(&mut args(&["--vdev=net_ring0"]), 9000, 64, &root).expect("none");
+        assert_eq!(f.mbuf_size, 0);
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn slots_given_too_small_are_refused_and_large_enough_kept() {
+        let root = sys("given", "veth0", 9000);
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=2048"]);
+        let e = fit_frames(&mut a, 9000, 64, &root).expect_err("too small");
+        assert!(
+            e.contains("framesz=2048") && e.contains("framesz=9216"),
+            "{e}"
+        );
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=16384,blocksz=16384"]);
+        let f = fit_frames(&mut a, 9000, 64, &root).expect("fits");
+        assert!(
+            f.notes.is_empty() && f.mbuf_size == 16384 - 32 + 128,
+            "{f:?}"
+        );
+        // Blocks with gaps between slots: DPDK would read the gaps.
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=9216,blocksz=12288"]);
+        let e = fit_frames(&mut a, 9000, 64, &root).expect_err("gaps");
+        assert!(e.contains("not a multiple of framesz=9216"), "{e}");
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn an_interface_whose_mtu_is_smaller_than_the_runs_is_refused() {
+        let root = sys("small", "veth0", 1500);
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
+        let e = fit_frames(&mut a, 9000, 64, &root).expect_err("kernel MTU 1500");
+        assert!(
+            e.contains("veth0 has MTU 1500") && e.contains("ip link set veth0 mtu 9000"),
+            "{e}"
+        );
+        // An interface that is not there is left to DPDK.
+        let mut a = args(&["--vdev=net_af_packet0,iface=nothere"]);
+        assert!(fit_frames(&mut a, 1500, 64, &root).is_ok());
+        let _ = std::fs::remove_dir_all(root);
+    }
+}
