@@ -375,13 +375,12 @@ fn data_cores_sets_an_endpoints_cores() {
     }
 }
 
-/// A DDP endpoint answers testpmd's port commands for its one port, and refuses another
-/// port's number (it used to print port 0's counters whatever was asked).
-#[test]
-fn a_ddp_endpoint_shows_its_port_and_refuses_others() {
+/// A DDP endpoint on `net_null0` with `app` options, driven by `script` on its standard
+/// input: its exit and everything it printed.
+fn null_endpoint_shell(app: &[&str], script: &[u8]) -> (Output, String) {
     let mut e = eal();
     e.push("--vdev=net_null0".into());
-    let mut child = ddpdk(&e, &["--ip", "198.18.0.1", "-i"])
+    let mut child = ddpdk(&e, app)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -391,14 +390,22 @@ fn a_ddp_endpoint_shows_its_port_and_refuses_others() {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(
-            b"show port info 0\nshow port stats all\nshow port xstats 0\nshow port info 7\n\
-              clear port stats 0\nquit\n",
-        )
+        .write_all(script)
         .expect("write");
     let o = child.wait_with_output().expect("wait");
     let (stdout, stderr) = out(&o);
-    let text = stdout + &stderr;
+    (o, stdout + &stderr)
+}
+
+/// A DDP endpoint answers testpmd's port commands for its one port, and refuses another
+/// port's number (it used to print port 0's counters whatever was asked).
+#[test]
+fn a_ddp_endpoint_shows_its_port_and_refuses_others() {
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i"],
+        b"show port info 0\nshow port stats all\nshow port xstats 0\nshow port info 7\n\
+          clear port stats 0\nquit\n",
+    );
     assert_eq!(o.status.code(), Some(1), "one command was bad:\n{text}");
     assert_has_all(
         &text,
@@ -418,26 +425,11 @@ fn a_ddp_endpoint_shows_its_port_and_refuses_others() {
 /// then printed "post_recv refused: queue full" once per buffer over the depth (1744 lines).
 #[test]
 fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
-    let mut e = eal();
-    e.push("--vdev=net_null0".into());
-    let mut child = ddpdk(&e, &["--ip", "198.18.0.1", "--listen", "-i"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(
-            b"mr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
-              recv auto 0 last 1000 256\nquit\n",
-        )
-        .expect("write");
-    let o = child.wait_with_output().expect("wait");
-    let (stdout, stderr) = out(&o);
-    let text = stdout + &stderr;
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "--listen", "-i"],
+        b"mr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
+          recv auto 0 last 1000 256\nquit\n",
+    );
     assert_eq!(o.status.code(), Some(1), "two commands were bad:\n{text}");
     assert_has_all(
         &text,
