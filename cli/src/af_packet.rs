@@ -22,8 +22,8 @@ const SLOT_HEADER: u64 = 32;
 const MBUF_HEADROOM: u64 = 128;
 /// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
 const ETH_HEADER: u64 = 14;
-/// The kernel's ring blocks are whole pages.
-const PAGE: u64 = 4096;
+/// af_packet's slot count when the vdev gives none (DPDK's DFLT_FRAME_COUNT).
+const DEFAULT_FRAMECNT: u64 = 512;
 
 /// What [`fit_frames`] did: the notes to print, and the smallest mbuf (headroom included)
 /// af_packet's receive queues will take (0: no af_packet vdev).
@@ -35,15 +35,19 @@ pub struct Fitted {
 
 /// Makes every `net_af_packet` vdev in `eal_args` carry a frame of link MTU `mtu` and a
 /// `txonly` frame of `txpkts` bytes in one slot: one without `framesz` gets slots that hold it
-/// (a KiB multiple, in blocks of whole pages that hold whole slots: DPDK's af_packet addresses
-/// slot `i` at `i * framesz`, as if blocks had no gaps), one whose `framesz` is smaller, or
-/// whose `blocksz` leaves gaps, is refused, as is an interface whose MTU (read from
-/// `sys_class_net/IFACE/mtu`) is smaller than `mtu`.
+/// (a KiB multiple, in blocks of whole pages of `page` bytes that hold whole slots, as many
+/// slots a block as divide its `framecnt`: DPDK's af_packet addresses slot `i` at
+/// `i * framesz`, as if blocks had no gaps, and the kernel wants whole blocks of slots); one
+/// whose `framesz` is smaller, or whose `blocksz` leaves gaps, is refused. With `check_mtu` (a
+/// DDP endpoint, whose path MTU follows `mtu`) so is an interface whose MTU, read from
+/// `sys_class_net/IFACE/mtu`, is smaller than `mtu`.
 pub fn fit_frames(
     eal_args: &mut [String],
     mtu: u16,
     txpkts: u16,
     sys_class_net: &std::path::Path,
+    check_mtu: bool,
+    page: u64,
 ) -> Result<Fitted, String> {
     let frame = (u64::from(mtu) + ETH_HEADER).max(u64::from(txpkts));
     let why = if frame > u64::from(mtu) + ETH_HEADER {
@@ -59,7 +63,7 @@ pub fn fit_frames(
         if !name.starts_with("net_af_packet") {
             continue;
         }
-        if let Some(iface) = devarg(&spec, "iface") {
+        if let Some(iface) = devarg(&spec, "iface").filter(|_| check_mtu) {
             let path = sys_class_net.join(iface).join("mtu");
             // An interface that is not there is DPDK's to report.
             let kernel_mtu = std::fs::read_to_string(&path)
@@ -67,17 +71,19 @@ pub fn fit_frames(
                 .and_then(|t| t.trim().parse::<u16>().ok());
             if let Some(k) = kernel_mtu.filter(|&k| k < mtu) {
                 return Err(format!(
-                    "--mtu {mtu}: {name}'s interface {iface} has MTU {k}, and the kernel passes \
-                     no longer frame; raise it (ip link set {iface} mtu {mtu}) or run with \
-                     --mtu {k}"
+                    "--mtu {mtu}: {name}'s interface {iface} has MTU {k} ({}), and the kernel \
+                     passes no longer frame; raise it (ip link set {iface} mtu {mtu}) or run \
+                     with --mtu {k}",
+                    path.display()
                 ));
             }
         }
+        let block_given = devarg(&spec, "blocksz").map(strtoul10);
+        let framecnt = devarg(&spec, "framecnt").map_or(DEFAULT_FRAMECNT, strtoul10);
         let framesz = match devarg(&spec, "framesz").map(strtoul10) {
             // 0 (no number) is refused by the driver itself.
             Some(0) => continue,
             Some(given) => {
-                let block = devarg(&spec, "blocksz").map_or(PAGE, strtoul10);
                 if given < slot {
                     return Err(format!(
                         "{why}: a frame of {frame} bytes does not fit {name}'s slots \
@@ -87,18 +93,41 @@ pub fn fit_frames(
                         slot.next_multiple_of(1024)
                     ));
                 }
+                let block = block_given.unwrap_or(page);
                 if block != 0 && !block.is_multiple_of(given) {
                     return Err(format!(
-                        "{name}: blocksz={block} is not a multiple of framesz={given}: DPDK's \
-                         af_packet would read slots where the kernel leaves gaps; leave both \
-                         out and ddpdk sets them"
+                        "{name}: blocksz={block}{} is not a multiple of framesz={given}: \
+                         DPDK's af_packet would read slots where the kernel leaves gaps; give a \
+                         blocksz that is, or leave both out and ddpdk sets them",
+                        if block_given.is_none() {
+                            " (one page, its default)"
+                        } else {
+                            ""
+                        }
                     ));
                 }
                 given
             }
             None if slot > DEFAULT_FRAMESZ => {
-                let framesz = slot.next_multiple_of(1024);
-                let block = framesz * (PAGE / gcd(framesz, PAGE));
+                if block_given.is_some() {
+                    return Err(format!(
+                        "{why}: {name} needs slots larger than its default for frames of \
+                         {frame} bytes, and blocksz alone does not give them: give framesz too, \
+                         or neither and ddpdk sets both"
+                    ));
+                }
+                let mut framesz = slot.next_multiple_of(1024);
+                let mut block = framesz * (page / gcd(framesz, page));
+                if block > 4 * framesz.max(page) {
+                    // Large pages: slots of a power of two, whole in a page or pages.
+                    framesz = slot.next_power_of_two();
+                    block = framesz.max(page);
+                }
+                if framecnt == 0 || !framecnt.is_multiple_of(block / framesz) {
+                    // One slot a block, so that any framecnt is whole blocks.
+                    framesz = slot.next_multiple_of(page);
+                    block = framesz;
+                }
                 eal_args[at].push_str(&format!(",framesz={framesz},blocksz={block}"));
                 fitted.notes.push(format!(
                     "{name}: framesz={framesz},blocksz={block}, so that a frame of {frame} bytes \
@@ -108,12 +137,25 @@ pub fn fit_frames(
             }
             None => DEFAULT_FRAMESZ,
         };
-        let mbuf = framesz - SLOT_HEADER + MBUF_HEADROOM;
-        fitted.mbuf_size = fitted
-            .mbuf_size
-            .max(u16::try_from(mbuf).unwrap_or(u16::MAX));
+        let mbuf = u16::try_from(framesz - SLOT_HEADER + MBUF_HEADROOM).map_err(|_| {
+            format!("{name}: framesz={framesz} is more than an mbuf can hold (65439 at most)")
+        })?;
+        fitted.mbuf_size = fitted.mbuf_size.max(mbuf);
     }
     Ok(fitted)
+}
+
+/// The base page size, from the kernel's own word for this process's first mapping (the
+/// kernel's ring blocks are whole pages of it); 4 KiB if it cannot be read.
+pub fn page_size() -> u64 {
+    std::fs::read_to_string("/proc/self/smaps")
+        .ok()
+        .and_then(|t| {
+            let line = t.lines().find(|l| l.starts_with("KernelPageSize:"))?;
+            let kb = line.split_whitespace().nth(1)?.parse::<u64>().ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(4096)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -144,7 +186,7 @@ mod tests {
     fn a_jumbo_mtu_gets_slots_that_hold_a_frame() {
         let root = sys("jumbo", "veth0", 9000);
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,qpairs=2"]);
-        let f = fit_frames(&mut a, 9000, 64, &root).expect("fits");
+        let f = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect("fits");
         // 9014 bytes from offset 66 of the slot, rounded to a KiB; whole slots in whole pages.
         assert_eq!(
             a[0],
@@ -160,12 +202,20 @@ mod tests {
     fn frames_that_fit_the_default_slots_leave_the_vdev_alone() {
         let root = sys("default", "veth0", 1500);
         let mut a = args(&["--vdev", "net_af_packet0,iface=veth0"]);
-        let f = fit_frames(&mut a, 1500, 64, &root).expect("fits");
+        let f = fit_frames(&mut a, 1500, 64, &root, true, 4096).expect("fits");
         assert!(f.notes.is_empty(), "{f:?}");
         assert_eq!(a[1], "net_af_packet0,iface=veth0");
         // The default slots of 2048 bytes fit the default mbufs (2176).
         assert_eq!(f.mbuf_size, 2048 - 32 + 128);
-        let f = fit_frames(&mut args(&["--vdev=net_ring0"]), 9000, 64, &root).expect("none");
+        let f = fit_frames(
+            &mut args(&["--vdev=net_ring0"]),
+            9000,
+            64,
+            &root,
+            true,
+            4096,
+        )
+        .expect("none");
         assert_eq!(f.mbuf_size, 0);
         let _ = std::fs::remove_dir_all(root);
     }
@@ -174,20 +224,20 @@ mod tests {
     fn slots_given_too_small_are_refused_and_large_enough_kept() {
         let root = sys("given", "veth0", 9000);
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=2048"]);
-        let e = fit_frames(&mut a, 9000, 64, &root).expect_err("too small");
+        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("too small");
         assert!(
             e.contains("framesz=2048") && e.contains("framesz=9216"),
             "{e}"
         );
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=16384,blocksz=16384"]);
-        let f = fit_frames(&mut a, 9000, 64, &root).expect("fits");
+        let f = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect("fits");
         assert!(
             f.notes.is_empty() && f.mbuf_size == 16384 - 32 + 128,
             "{f:?}"
         );
         // Blocks with gaps between slots: DPDK would read the gaps.
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=9216,blocksz=12288"]);
-        let e = fit_frames(&mut a, 9000, 64, &root).expect_err("gaps");
+        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("gaps");
         assert!(e.contains("not a multiple of framesz=9216"), "{e}");
         let _ = std::fs::remove_dir_all(root);
     }
@@ -196,14 +246,67 @@ mod tests {
     fn an_interface_whose_mtu_is_smaller_than_the_runs_is_refused() {
         let root = sys("small", "veth0", 1500);
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
-        let e = fit_frames(&mut a, 9000, 64, &root).expect_err("kernel MTU 1500");
+        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("kernel MTU 1500");
         assert!(
             e.contains("veth0 has MTU 1500") && e.contains("ip link set veth0 mtu 9000"),
             "{e}"
         );
+        // Only a DDP endpoint's path MTU follows --mtu: a forwarding job is not refused.
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
+        assert!(fit_frames(&mut a, 9000, 64, &root, false, 4096).is_ok());
         // An interface that is not there is left to DPDK.
         let mut a = args(&["--vdev=net_af_packet0,iface=nothere"]);
-        assert!(fit_frames(&mut a, 1500, 64, &root).is_ok());
+        assert!(fit_frames(&mut a, 1500, 64, &root, true, 4096).is_ok());
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn a_frame_that_fills_its_slot_exactly_fits() {
+        let root = sys("exact", "veth0", 9000);
+        // 8112 + 14 bytes from offset 66: 8192, a slot to the byte.
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
+        fit_frames(&mut a, 8112, 64, &root, true, 4096).expect("fits");
+        assert_eq!(
+            a[0],
+            "--vdev=net_af_packet0,iface=veth0,framesz=8192,blocksz=8192"
+        );
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
+        fit_frames(&mut a, 8113, 64, &root, true, 4096).expect("fits");
+        assert_eq!(
+            a[0],
+            "--vdev=net_af_packet0,iface=veth0,framesz=9216,blocksz=36864"
+        );
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn slot_counts_and_page_sizes_keep_blocks_whole() {
+        let root = sys("blocks", "veth0", 9000);
+        // 4 slots of 9 KiB a 36 KiB block: a framecnt of 510 is not whole blocks of them, so
+        // one slot a block of three pages.
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framecnt=510"]);
+        let f = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect("fits");
+        assert_eq!(
+            a[0],
+            "--vdev=net_af_packet0,iface=veth0,framecnt=510,framesz=12288,blocksz=12288"
+        );
+        assert_eq!(f.mbuf_size, 12288 - 32 + 128);
+        // 64 KiB pages: four slots of 16 KiB a page, not 64 of 9 KiB in nine.
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
+        fit_frames(&mut a, 9000, 64, &root, true, 65536).expect("fits");
+        assert_eq!(
+            a[0],
+            "--vdev=net_af_packet0,iface=veth0,framesz=16384,blocksz=65536"
+        );
+        // blocksz alone cannot make the slots larger; framesz given without blocksz is checked
+        // against one page.
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0,blocksz=65536"]);
+        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("blocksz alone");
+        assert!(e.contains("give framesz too"), "{e}");
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=9216"]);
+        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("one page");
+        assert!(e.contains("blocksz=4096 (one page, its default)"), "{e}");
+        assert!(page_size().is_power_of_two() && page_size() >= 4096);
         let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -1318,21 +1318,22 @@ pub(crate) fn start_port(
 ) -> Result<Arc<DpdkPort>, String> {
     let port =
         Arc::new(DpdkPort::configure(id, conf, Arc::clone(pool)).map_err(|e| e.to_string())?);
-    if opts.mtu != 1500 {
+    if opts.mtu != 1500 && port.name().starts_with("net_af_packet") {
+        // DPDK 22.11's af_packet declares 1518-byte frames (ethdev refuses a larger MTU) and
+        // sets a smaller one on the kernel interface itself. Its slots were sized for the
+        // frames and the interface's MTU checked before the EAL started (af_packet.rs); the
+        // interface is the operator's and is left as it is.
+        note(
+            opts.json,
+            format_args!(
+                "{}: the interface's own MTU applies; frames up to {} bytes fit the ring's slots",
+                port.name(),
+                u32::from(opts.mtu) + 14
+            ),
+        );
+    } else if opts.mtu != 1500 {
         match port.set_mtu(opts.mtu) {
             Ok(()) => {}
-            // DPDK 22.11's af_packet declares 1518-byte frames, so ethdev refuses a larger MTU;
-            // its slots were sized for the frames before the EAL started (af_packet.rs), and
-            // the kernel interface's MTU, checked then too, is the one that counts.
-            Err(_) if port.name().starts_with("net_af_packet") => note(
-                opts.json,
-                format_args!(
-                    "{}: DPDK's af_packet takes no MTU above 1500; frames up to {} bytes pass \
-                     in its ring's slots, as the interface's own MTU allows",
-                    port.name(),
-                    opts.mtu
-                ),
-            ),
             Err(e) if e.errno == 95 => note(
                 opts.json,
                 format_args!(

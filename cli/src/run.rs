@@ -126,13 +126,32 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     }
     // The same for an af_packet port's ring slots (af_packet.rs).
     let sys_class_net = std::path::Path::new("/sys/class/net");
-    match crate::af_packet::fit_frames(&mut eal_args, opts.mtu, opts.txpkts, sys_class_net) {
+    // Only a DDP endpoint's path MTU follows --mtu: its interface's MTU must allow it.
+    let endpoint = !opts.ip.is_empty() || opts.ddp_listen || opts.ddp_connect.is_some();
+    let page = crate::af_packet::page_size();
+    match crate::af_packet::fit_frames(
+        &mut eal_args,
+        opts.mtu,
+        opts.txpkts,
+        sys_class_net,
+        endpoint,
+        page,
+    ) {
         Ok(fitted) => {
             for n in fitted.notes {
                 crate::app::note(opts.json, format_args!("{n}"));
             }
             // Its receive queues take no smaller mbuf than a slot.
-            opts.mbuf_size = opts.mbuf_size.max(fitted.mbuf_size);
+            if fitted.mbuf_size > opts.mbuf_size {
+                crate::app::note(
+                    opts.json,
+                    format_args!(
+                        "--mbuf-size {}: af_packet's slots need mbufs of {} bytes",
+                        fitted.mbuf_size, fitted.mbuf_size
+                    ),
+                );
+                opts.mbuf_size = fitted.mbuf_size;
+            }
         }
         Err(e) => {
             eprintln!("ddpdk: {e}");
