@@ -1375,6 +1375,48 @@ fn peer_restart_5_2_4_a() {
     assert_eq!(got, vec![b"new incarnation".to_vec()]);
 }
 
+/// §5.2.4 case A treats a restart as an ABORT followed by a new COOKIE ECHO: what the server
+/// owed the old incarnation goes with it. A DATA packet of the old client, its SACK delayed
+/// (§6.2) when the restart comes, is not acknowledged to the new one: the COOKIE ACK travels
+/// alone, with no SACK bundled for a TSN space that is gone.
+#[test]
+fn a_restart_forgets_the_sack_owed_to_the_old_incarnation_5_2_4_a() {
+    let mut p = Pair::new();
+    p.c.send(0, 16, b"from the old incarnation").unwrap();
+    let mut got = 0;
+    for pk in drain(&mut p.c, t(10)) {
+        let _ = p.s.handle(t(10), &pk, &mut |_: Message<'_>| got += 1);
+    }
+    assert_eq!(got, 1);
+    assert!(
+        drain(&mut p.s, t(10)).is_empty(),
+        "one packet: its SACK is delayed (§6.2)"
+    );
+    let mut cep2 = endpoint(C_PORT, 9);
+    let mut c2 = cep2.connect(t(20), S_ADDR, S_PORT);
+    let mut answers = Vec::new();
+    for step in 20..24u64 {
+        let now = t(step);
+        for pk in drain(&mut c2, now) {
+            let _ = p.s.handle(now, &pk, &mut ignore);
+        }
+        for pk in drain(&mut p.s, now) {
+            answers.push(pk.clone());
+            let _ = c2.handle(now, &pk, &mut ignore);
+        }
+    }
+    assert_eq!(c2.state(), State::Established);
+    let cookie_ack = answers
+        .iter()
+        .find(|pk| has(&chunks(pk), |c| matches!(c, ChunkRepr::CookieAck)))
+        .expect("a COOKIE ACK");
+    assert!(
+        !has(&chunks(cookie_ack), |c| matches!(c, ChunkRepr::Sack(_))),
+        "a SACK for the old incarnation's TSNs: {:?}",
+        chunks(cookie_ack)
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Send side limits and shutdown
 // ---------------------------------------------------------------------------------------

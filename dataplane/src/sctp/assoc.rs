@@ -613,6 +613,9 @@ impl Association {
         self.peer_addresses = c.peer_addresses;
         self.rx = TsnMap::new(c.peer_initial_tsn, self.cfg.tsn_window);
         self.reasm.clear();
+        // A SACK owed went with the TSN space it acknowledged (§5.2.4 case A: a restart is an
+        // ABORT and a new COOKIE ECHO; the timers went too).
+        self.ack_due = AckDue::default();
         self.path.ssthresh = c.peer_a_rwnd as usize;
     }
 
