@@ -8,7 +8,7 @@
 //! hold a frame and leaves the device's MTU alone, and refuses what cannot work: slots given
 //! too small, an interface whose MTU is smaller than `--mtu`.
 
-use crate::vdev::{devarg, device_specs, strtoul10};
+use crate::vdev::{devarg, device_specs, longest_frame, strtoul10};
 
 /// af_packet's slot size when the vdev gives none (DPDK's DFLT_FRAME_SIZE; its blocks are a
 /// page).
@@ -20,8 +20,6 @@ const RX_FRAME_OFFSET: u64 = 66;
 /// less room than `framesz - 32`): the slot's header less its address, less mbuf headroom.
 const SLOT_HEADER: u64 = 32;
 const MBUF_HEADROOM: u64 = 128;
-/// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
-const ETH_HEADER: u64 = 14;
 /// af_packet's slot count when the vdev gives none (DPDK's DFLT_FRAME_COUNT).
 const DEFAULT_FRAMECNT: u64 = 512;
 
@@ -49,12 +47,7 @@ pub fn fit_frames(
     check_mtu: bool,
     page: u64,
 ) -> Result<Fitted, String> {
-    let frame = (u64::from(mtu) + ETH_HEADER).max(u64::from(txpkts));
-    let why = if frame > u64::from(mtu) + ETH_HEADER {
-        format!("--txpkts {txpkts}")
-    } else {
-        format!("--mtu {mtu}")
-    };
+    let (frame, why) = longest_frame(mtu, txpkts);
     let slot = frame + RX_FRAME_OFFSET;
     let mut fitted = Fitted::default();
     for (at, prefix) in device_specs(eal_args) {

@@ -13,12 +13,10 @@
 //! With buffers that hold a whole frame no chain is ever made, in either direction (the
 //! client's buffers are the ones both directions use).
 
-use crate::vdev::{devarg, device_specs, strtoul10};
+use crate::vdev::{devarg, device_specs, longest_frame, strtoul10};
 
 /// memif's buffer size when the vdev gives none (DPDK's ETH_MEMIF_DEFAULT_PKT_BUFFER_SIZE).
 const DEFAULT_BSIZE: u32 = 2048;
-/// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
-const ETH_HEADER: u32 = 14;
 
 /// Makes every `net_memif` client vdev in `eal_args` hold in one buffer a frame of link MTU
 /// `mtu` and a `txonly` frame of `txpkts` bytes: one without `bsize` gets one (the larger frame
@@ -26,12 +24,8 @@ const ETH_HEADER: u32 = 14;
 /// is not used (DPDK takes the client's for both directions), so a server vdev is left as it
 /// is, with a note on what its client needs. Returns the notes to print.
 pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<String>, String> {
-    let frame = (u32::from(mtu) + ETH_HEADER).max(u32::from(txpkts));
-    let why = if frame > u32::from(mtu) + ETH_HEADER {
-        format!("--txpkts {txpkts}")
-    } else {
-        format!("--mtu {mtu}")
-    };
+    let (frame, why) = longest_frame(mtu, txpkts);
+    let frame = u32::try_from(frame).unwrap_or(u32::MAX);
     let mut notes = Vec::new();
     for (at, prefix) in device_specs(eal_args) {
         let spec = eal_args[at][prefix..].to_owned();

@@ -45,6 +45,21 @@ pub fn strtoul10(v: &str) -> u64 {
     })
 }
 
+/// What a frame adds to the link MTU: the Ethernet header (ddpdk sends no VLAN tag).
+const ETH_HEADER: u64 = 14;
+
+/// The longest frame a run sends: one of link MTU `mtu`, or a `txonly` frame of `txpkts`
+/// bytes; with the option that makes it so, for messages.
+pub fn longest_frame(mtu: u16, txpkts: u16) -> (u64, String) {
+    let frame = (u64::from(mtu) + ETH_HEADER).max(u64::from(txpkts));
+    let why = if frame > u64::from(mtu) + ETH_HEADER {
+        format!("--txpkts {txpkts}")
+    } else {
+        format!("--mtu {mtu}")
+    };
+    (frame, why)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
