@@ -36,15 +36,17 @@ pub struct Fitted {
 /// (a KiB multiple, in blocks of whole pages of `page` bytes that hold whole slots, as many
 /// slots a block as divide its `framecnt`: DPDK's af_packet addresses slot `i` at
 /// `i * framesz`, as if blocks had no gaps, and the kernel wants whole blocks of slots); one
-/// whose `framesz` is smaller, or whose `blocksz` leaves gaps, is refused. With `check_mtu` (a
-/// DDP endpoint, whose path MTU follows `mtu`) so is an interface whose MTU, read from
-/// `sys_class_net/IFACE/mtu`, is smaller than `mtu`.
+/// whose `framesz` is smaller, or whose `blocksz` leaves gaps, is refused. For a DDP endpoint
+/// (`endpoint_queues`: the queue pairs it needs, one a data core and one for the control
+/// thread), whose path MTU follows `mtu`, so is an interface whose MTU, read from
+/// `sys_class_net/IFACE/mtu`, is smaller than `mtu`; and a vdev without `qpairs` (one, in
+/// DPDK) gets them.
 pub fn fit_frames(
     eal_args: &mut [String],
     mtu: u16,
     txpkts: u16,
     sys_class_net: &std::path::Path,
-    check_mtu: bool,
+    endpoint_queues: Option<u16>,
     page: u64,
 ) -> Result<Fitted, String> {
     let (frame, why) = longest_frame(mtu, txpkts);
@@ -56,7 +58,13 @@ pub fn fit_frames(
         if !name.starts_with("net_af_packet") {
             continue;
         }
-        if let Some(iface) = devarg(&spec, "iface").filter(|_| check_mtu) {
+        if let Some(queues) = endpoint_queues.filter(|_| devarg(&spec, "qpairs").is_none()) {
+            eal_args[at].push_str(&format!(",qpairs={queues}"));
+            fitted.notes.push(format!(
+                "{name}: qpairs={queues}, one for each data core and one for the control thread"
+            ));
+        }
+        if let Some(iface) = devarg(&spec, "iface").filter(|_| endpoint_queues.is_some()) {
             let path = sys_class_net.join(iface).join("mtu");
             // An interface that is not there is DPDK's to report.
             let kernel_mtu = std::fs::read_to_string(&path)
@@ -179,7 +187,7 @@ mod tests {
     fn a_jumbo_mtu_gets_slots_that_hold_a_frame() {
         let root = sys("jumbo", "veth0", 9000);
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,qpairs=2"]);
-        let f = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect("fits");
+        let f = fit_frames(&mut a, 9000, 64, &root, Some(2), 4096).expect("fits");
         // 9014 bytes from offset 66 of the slot, rounded to a KiB; whole slots in whole pages.
         assert_eq!(
             a[0],
@@ -195,7 +203,7 @@ mod tests {
     fn frames_that_fit_the_default_slots_leave_the_vdev_alone() {
         let root = sys("default", "veth0", 1500);
         let mut a = args(&["--vdev", "net_af_packet0,iface=veth0"]);
-        let f = fit_frames(&mut a, 1500, 64, &root, true, 4096).expect("fits");
+        let f = fit_frames(&mut a, 1500, 64, &root, None, 4096).expect("fits");
         assert!(f.notes.is_empty(), "{f:?}");
         assert_eq!(a[1], "net_af_packet0,iface=veth0");
         // The default slots of 2048 bytes fit the default mbufs (2176).
@@ -205,7 +213,7 @@ mod tests {
             9000,
             64,
             &root,
-            true,
+            None,
             4096,
         )
         .expect("none");
@@ -217,20 +225,21 @@ mod tests {
     fn slots_given_too_small_are_refused_and_large_enough_kept() {
         let root = sys("given", "veth0", 9000);
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=2048"]);
-        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("too small");
+        let e = fit_frames(&mut a, 9000, 64, &root, Some(2), 4096).expect_err("too small");
         assert!(
             e.contains("framesz=2048") && e.contains("framesz=9216"),
             "{e}"
         );
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=16384,blocksz=16384"]);
-        let f = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect("fits");
+        let f = fit_frames(&mut a, 9000, 64, &root, Some(2), 4096).expect("fits");
+        // Slots given are kept: no note on them (only the queue pairs added).
         assert!(
-            f.notes.is_empty() && f.mbuf_size == 16384 - 32 + 128,
+            f.notes.iter().all(|n| !n.contains("framesz")) && f.mbuf_size == 16384 - 32 + 128,
             "{f:?}"
         );
         // Blocks with gaps between slots: DPDK would read the gaps.
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=9216,blocksz=12288"]);
-        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("gaps");
+        let e = fit_frames(&mut a, 9000, 64, &root, Some(2), 4096).expect_err("gaps");
         assert!(e.contains("not a multiple of framesz=9216"), "{e}");
         let _ = std::fs::remove_dir_all(root);
     }
@@ -239,17 +248,19 @@ mod tests {
     fn an_interface_whose_mtu_is_smaller_than_the_runs_is_refused() {
         let root = sys("small", "veth0", 1500);
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
-        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("kernel MTU 1500");
+        let e = fit_frames(&mut a, 9000, 64, &root, Some(2), 4096).expect_err("kernel MTU 1500");
         assert!(
             e.contains("veth0 has MTU 1500") && e.contains("ip link set veth0 mtu 9000"),
             "{e}"
         );
-        // Only a DDP endpoint's path MTU follows --mtu: a forwarding job is not refused.
+        // Only a DDP endpoint's path MTU follows --mtu: a forwarding job is not refused, and
+        // its queue pairs are its own business.
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
-        assert!(fit_frames(&mut a, 9000, 64, &root, false, 4096).is_ok());
+        assert!(fit_frames(&mut a, 9000, 64, &root, None, 4096).is_ok());
+        assert!(!a[0].contains("qpairs"), "{}", a[0]);
         // An interface that is not there is left to DPDK.
         let mut a = args(&["--vdev=net_af_packet0,iface=nothere"]);
-        assert!(fit_frames(&mut a, 1500, 64, &root, true, 4096).is_ok());
+        assert!(fit_frames(&mut a, 1500, 64, &root, Some(2), 4096).is_ok());
         let _ = std::fs::remove_dir_all(root);
     }
 
@@ -258,16 +269,16 @@ mod tests {
         let root = sys("exact", "veth0", 9000);
         // 8112 + 14 bytes from offset 66: 8192, a slot to the byte.
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
-        fit_frames(&mut a, 8112, 64, &root, true, 4096).expect("fits");
+        fit_frames(&mut a, 8112, 64, &root, Some(2), 4096).expect("fits");
         assert_eq!(
             a[0],
-            "--vdev=net_af_packet0,iface=veth0,framesz=8192,blocksz=8192"
+            "--vdev=net_af_packet0,iface=veth0,qpairs=2,framesz=8192,blocksz=8192"
         );
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
-        fit_frames(&mut a, 8113, 64, &root, true, 4096).expect("fits");
+        fit_frames(&mut a, 8113, 64, &root, Some(2), 4096).expect("fits");
         assert_eq!(
             a[0],
-            "--vdev=net_af_packet0,iface=veth0,framesz=9216,blocksz=36864"
+            "--vdev=net_af_packet0,iface=veth0,qpairs=2,framesz=9216,blocksz=36864"
         );
         let _ = std::fs::remove_dir_all(root);
     }
@@ -278,28 +289,42 @@ mod tests {
         // 4 slots of 9 KiB a 36 KiB block: a framecnt of 510 is not whole blocks of them, so
         // one slot a block of three pages.
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framecnt=510"]);
-        let f = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect("fits");
+        let f = fit_frames(&mut a, 9000, 64, &root, Some(2), 4096).expect("fits");
         assert_eq!(
             a[0],
-            "--vdev=net_af_packet0,iface=veth0,framecnt=510,framesz=12288,blocksz=12288"
+            "--vdev=net_af_packet0,iface=veth0,framecnt=510,qpairs=2,framesz=12288,blocksz=12288"
         );
         assert_eq!(f.mbuf_size, 12288 - 32 + 128);
         // 64 KiB pages: four slots of 16 KiB a page, not 64 of 9 KiB in nine.
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
-        fit_frames(&mut a, 9000, 64, &root, true, 65536).expect("fits");
+        fit_frames(&mut a, 9000, 64, &root, Some(2), 65536).expect("fits");
         assert_eq!(
             a[0],
-            "--vdev=net_af_packet0,iface=veth0,framesz=16384,blocksz=65536"
+            "--vdev=net_af_packet0,iface=veth0,qpairs=2,framesz=16384,blocksz=65536"
         );
         // blocksz alone cannot make the slots larger; framesz given without blocksz is checked
         // against one page.
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,blocksz=65536"]);
-        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("blocksz alone");
+        let e = fit_frames(&mut a, 9000, 64, &root, Some(2), 4096).expect_err("blocksz alone");
         assert!(e.contains("give framesz too"), "{e}");
         let mut a = args(&["--vdev=net_af_packet0,iface=veth0,framesz=9216"]);
-        let e = fit_frames(&mut a, 9000, 64, &root, true, 4096).expect_err("one page");
+        let e = fit_frames(&mut a, 9000, 64, &root, Some(2), 4096).expect_err("one page");
         assert!(e.contains("blocksz=4096 (one page, its default)"), "{e}");
         assert!(page_size().is_power_of_two() && page_size() >= 4096);
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn an_endpoint_gets_a_queue_pair_for_each_data_core_and_one_for_control() {
+        let root = sys("qpairs", "veth0", 1500);
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0"]);
+        let f = fit_frames(&mut a, 1500, 64, &root, Some(3), 4096).expect("fits");
+        assert_eq!(a[0], "--vdev=net_af_packet0,iface=veth0,qpairs=3");
+        assert!(f.notes.iter().any(|n| n.contains("qpairs=3")), "{f:?}");
+        // Queue pairs given are kept (too few is DPDK's to refuse, with ddpdk's hint).
+        let mut a = args(&["--vdev=net_af_packet0,iface=veth0,qpairs=4"]);
+        fit_frames(&mut a, 1500, 64, &root, Some(2), 4096).expect("fits");
+        assert_eq!(a[0], "--vdev=net_af_packet0,iface=veth0,qpairs=4");
         let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -127,8 +127,8 @@ impl Node {
             if e.contains("(net_af_packet") && e.contains("queues requested") {
                 format!(
                     "{e}: an endpoint with {cores} data core(s) needs {queues} queue pairs (one \
-                     for each data core, one for the control thread); add qpairs={queues} to the \
-                     net_af_packet --vdev"
+                     for each data core, one for the control thread); give the net_af_packet \
+                     --vdev qpairs={queues}, or no qpairs and ddpdk sets it"
                 )
             } else {
                 e

@@ -128,13 +128,17 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     let sys_class_net = std::path::Path::new("/sys/class/net");
     // Only a DDP endpoint's path MTU follows --mtu: its interface's MTU must allow it.
     let endpoint = !opts.ip.is_empty() || opts.ddp_listen || opts.ddp_connect.is_some();
+    // Its queue pairs: one a data core, one for the control thread (node.rs).
+    let endpoint_queues = endpoint
+        .then(|| u16::try_from(opts.endpoint_cores() + 1).ok())
+        .flatten();
     let page = crate::af_packet::page_size();
     match crate::af_packet::fit_frames(
         &mut eal_args,
         opts.mtu,
         opts.txpkts,
         sys_class_net,
-        endpoint,
+        endpoint_queues,
         page,
     ) {
         Ok(fitted) => {

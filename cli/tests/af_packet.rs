@@ -61,7 +61,8 @@ impl Net {
             "--no-pci".into(),
             "--log-level=*:error".into(),
             format!("--file-prefix={}-{iface}-{pid}", self.ns),
-            format!("--vdev=net_af_packet0,iface={iface},qpairs=2"),
+            // No qpairs: ddpdk gives an endpoint the queue pairs it needs.
+            format!("--vdev=net_af_packet0,iface={iface}"),
         ]);
         procs::spawn("ip", &eal, app)
     }
@@ -125,8 +126,8 @@ fn jumbo_frames_over_af_packet_are_delivered_whole() {
     let server = Running(Some(server));
     let (head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
     assert!(
-        head.contains("framesz=8192,blocksz=8192"),
-        "the note on the slots:\n{head}"
+        head.contains("framesz=8192,blocksz=8192") && head.contains("qpairs=2"),
+        "the notes on the slots and the queue pairs:\n{head}"
     );
     let client = net
         .ddpdk(
