@@ -1249,19 +1249,35 @@ impl Drops {
 
     /// One line naming every non-zero drop, and what the likeliest cause of the telling ones
     /// is; `None` when nothing was dropped.
+    /// Frames for other hosts on a shared link (a kernel's IPv6 chatter on a veth, say) are
+    /// said apart from what this end lost: they were never its traffic.
     fn text(&self, mtu: u16) -> Option<String> {
-        let listed: Vec<String> = self.all().map(|(k, n)| format!("{k} {n}")).collect();
-        if listed.is_empty() {
-            return None;
+        let not_for_us = |k: &str| matches!(k, "not_ours" | "arp_nd_not_for_us");
+        let list = |ours: bool| -> Vec<String> {
+            self.all()
+                .filter(|&(k, _)| not_for_us(k) != ours)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect()
+        };
+        let (lost, ignored) = (list(true), list(false));
+        let mut parts = Vec::new();
+        if !lost.is_empty() {
+            let mut text = format!("dropped {}", lost.join(", "));
+            if self.all().any(|(k, _)| k == "rx_too_long") {
+                text.push_str(&format!(
+                    " (rx_too_long: frames longer than this end's buffers: is the peer's \
+                     --mtu larger than this end's {mtu}?)"
+                ));
+            }
+            parts.push(text);
         }
-        let mut text = format!("dropped {}", listed.join(", "));
-        if self.all().any(|(k, _)| k == "rx_too_long") {
-            text.push_str(&format!(
-                " (rx_too_long: frames longer than this end's buffers: is the peer's --mtu \
-                 larger than this end's {mtu}?)"
+        if !ignored.is_empty() {
+            parts.push(format!(
+                "ignored frames not for this end: {}",
+                ignored.join(", ")
             ));
         }
-        Some(text)
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     fn json(&self) -> serde_json::Value {
@@ -1357,4 +1373,42 @@ fn per_turn(batch: Option<f64>) -> String {
 
 fn percent(share: Option<f64>) -> String {
     share.map_or("n/a".into(), |s| format!("{:.0} %", s * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drops(by_reason: &[(&'static str, u64)], rx_missed: u64) -> Drops {
+        Drops {
+            by_reason: by_reason.to_vec(),
+            port: [
+                ("port_rx_missed", rx_missed),
+                ("port_rx_errors", 0),
+                ("port_rx_nombuf", 0),
+                ("port_tx_errors", 0),
+            ],
+        }
+    }
+
+    #[test]
+    fn what_was_lost_is_said_apart_from_other_hosts_frames() {
+        assert_eq!(drops(&[], 0).text(1500), None);
+        assert_eq!(
+            drops(&[("not_ours", 6), ("arp_nd_not_for_us", 4)], 0).text(1500),
+            Some("ignored frames not for this end: not_ours 6, arp_nd_not_for_us 4".into())
+        );
+        let t = drops(&[("rx_too_long", 21), ("not_ours", 1)], 3)
+            .text(1500)
+            .expect("drops");
+        assert_eq!(
+            t,
+            "dropped rx_too_long 21, port_rx_missed 3 (rx_too_long: frames longer than this \
+             end's buffers: is the peer's --mtu larger than this end's 1500?); ignored frames \
+             not for this end: not_ours 1"
+        );
+        // JSON keeps every reason, as telemetry does.
+        let j = drops(&[("not_ours", 6)], 2).json();
+        assert_eq!(j, serde_json::json!({"not_ours": 6, "port_rx_missed": 2}));
+    }
 }
