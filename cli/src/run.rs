@@ -111,50 +111,12 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         }
     }
 
-    // A memif port's buffers hold a whole frame, or the run stops here (see memif.rs: DPDK
-    // 22.11's memif corrupts frames split over buffers).
-    match crate::memif::fit_frames(&mut eal_args, opts.mtu, opts.txpkts) {
+    // Virtual devices fitted to the run's frames, or the run stops here (memif.rs,
+    // af_packet.rs).
+    match fit_devices(&mut eal_args, &mut opts) {
         Ok(notes) => {
             for n in notes {
                 crate::app::note(opts.json, format_args!("{n}"));
-            }
-        }
-        Err(e) => {
-            eprintln!("ddpdk: {e}");
-            return EXIT_USAGE;
-        }
-    }
-    // The same for an af_packet port's ring slots (af_packet.rs).
-    let sys_class_net = std::path::Path::new("/sys/class/net");
-    // Only a DDP endpoint's path MTU follows --mtu: its interface's MTU must allow it.
-    let endpoint = !opts.ip.is_empty() || opts.ddp_listen || opts.ddp_connect.is_some();
-    // Its queue pairs: one a data core, one for the control thread (node.rs).
-    let endpoint_queues = endpoint
-        .then(|| u16::try_from(opts.endpoint_cores() + 1).ok())
-        .flatten();
-    let page = crate::af_packet::page_size();
-    match crate::af_packet::fit_frames(
-        &mut eal_args,
-        opts.mtu,
-        opts.txpkts,
-        sys_class_net,
-        endpoint_queues,
-        page,
-    ) {
-        Ok(fitted) => {
-            for n in fitted.notes {
-                crate::app::note(opts.json, format_args!("{n}"));
-            }
-            // Its receive queues take no smaller mbuf than a slot.
-            if fitted.mbuf_size > opts.mbuf_size {
-                crate::app::note(
-                    opts.json,
-                    format_args!(
-                        "--mbuf-size {}: af_packet's slots need mbufs of {} bytes",
-                        fitted.mbuf_size, fitted.mbuf_size
-                    ),
-                );
-                opts.mbuf_size = fitted.mbuf_size;
             }
         }
         Err(e) => {
@@ -258,6 +220,37 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
 }
 
 type Script = Vec<(String, usize, shell::Command)>;
+
+/// Fits the virtual devices of `eal_args` to the run's frames before the EAL starts: a memif
+/// port's buffers hold a whole frame (DPDK 22.11's memif corrupts frames split over buffers),
+/// an af_packet port's ring slots too, with the queue pairs a DDP endpoint needs and mbufs its
+/// receive queues take (`opts.mbuf_size` raised). Returns the notes to print.
+fn fit_devices(eal_args: &mut [String], opts: &mut Options) -> Result<Vec<String>, String> {
+    let mut notes = crate::memif::fit_frames(eal_args, opts.mtu, opts.txpkts)?;
+    // Only a DDP endpoint's path MTU follows --mtu; its queue pairs are one a data core and
+    // one for the control thread (node.rs).
+    let endpoint = !opts.ip.is_empty() || opts.ddp_listen || opts.ddp_connect.is_some();
+    let endpoint_queues = endpoint
+        .then(|| u16::try_from(opts.endpoint_cores() + 1).ok())
+        .flatten();
+    let fitted = crate::af_packet::fit_frames(
+        eal_args,
+        opts.mtu,
+        opts.txpkts,
+        std::path::Path::new("/sys/class/net"),
+        endpoint_queues,
+        crate::af_packet::page_size(),
+    )?;
+    notes.extend(fitted.notes);
+    if fitted.mbuf_size > opts.mbuf_size {
+        notes.push(format!(
+            "--mbuf-size {}: af_packet's ring slots need mbufs this large",
+            fitted.mbuf_size
+        ));
+        opts.mbuf_size = fitted.mbuf_size;
+    }
+    Ok(notes)
+}
 
 fn load_script(path: &Path) -> Result<Script, String> {
     let text = std::fs::read_to_string(path)

@@ -153,14 +153,8 @@ fn jumbo_frames_over_af_packet_are_delivered_whole() {
     let server = server.finish();
     let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
     let client_text = text(&client);
-    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
-    assert_eq!(server.status.code(), Some(0), "server:\n{server_text}");
-    let goodput = procs::json_line(&client_text, "ddp_goodput");
-    let done = procs::json_line(&server_text, "ddp_server");
-    let messages = goodput["messages"].as_u64().expect("messages");
-    assert!(messages > 100, "{goodput}");
-    assert_eq!(done["delivered"].as_u64(), Some(messages), "{done}");
-    assert_eq!(done["errors"].as_u64(), Some(0), "{done}");
+    let (goodput, done) =
+        procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
     // No frame cut or too long anywhere, and none lost to a retransmission timeout.
     assert_eq!(done["drops"], serde_json::json!({}), "{done}");
     assert_eq!(goodput["drops"], serde_json::json!({}), "{goodput}");

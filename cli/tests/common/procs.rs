@@ -115,3 +115,25 @@ pub fn json_line(out: &str, key: &str) -> serde_json::Value {
         .find_map(|v| v.get(key).cloned())
         .unwrap_or_else(|| panic!("no {key} in:\n{out}"))
 }
+
+/// A perf pair's end, both with `--json`: both exited 0, the client wrote more than
+/// `min_messages` and the server delivered every one, with no error. Returns the client's
+/// `ddp_goodput` and the server's `ddp_server`.
+#[allow(dead_code)] // not every test binary that includes this module runs a perf pair
+pub fn every_write_delivered(
+    client: &std::process::Output,
+    client_text: &str,
+    server: &std::process::Output,
+    server_text: &str,
+    min_messages: u64,
+) -> (serde_json::Value, serde_json::Value) {
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(server.status.code(), Some(0), "server:\n{server_text}");
+    let goodput = json_line(client_text, "ddp_goodput");
+    let done = json_line(server_text, "ddp_server");
+    let messages = goodput["messages"].as_u64().expect("messages");
+    assert!(messages > min_messages, "{goodput}");
+    assert_eq!(done["delivered"].as_u64(), Some(messages), "{done}");
+    assert_eq!(done["errors"].as_u64(), Some(0), "{done}");
+    (goodput, done)
+}
