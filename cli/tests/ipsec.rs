@@ -11,38 +11,15 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+#[path = "common/esp.rs"]
+mod esp;
 #[path = "common/procs.rs"]
 mod procs;
 
+use esp::{client_rules, server_rules, K_C2S, K_S2C};
+
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// The AES-GCM-128 keys (16 key bytes and the 4-byte salt, RFC 4106 §8.1) of the two SAs:
-/// client to server (SPI 1000) and server to client (SPI 2000).
-const K_C2S: &str = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
-const K_S2C: &str = "00:01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13";
-
-/// The server's rules (198.18.0.2), as a key manager or a file gives them.
-fn server_rules() -> Vec<String> {
-    vec![
-        format!("sa in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport"),
-        format!("sa out 2000 aead_algo aes-128-gcm aead_key {K_S2C} mode transport"),
-        "sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp".into(),
-        "sp ipv4 out esp protect 2000 pri 10 dst 198.18.0.1/32 proto sctp".into(),
-        // RFC 4301's default deny for SCTP: nothing else may reach the endpoint.
-        "sp ipv4 in esp discard pri 1 proto sctp".into(),
-    ]
-}
-
-fn client_rules() -> Vec<String> {
-    vec![
-        format!("sa out 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport"),
-        format!("sa in 2000 aead_algo aes-128-gcm aead_key {K_S2C} mode transport"),
-        "sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp".into(),
-        "sp ipv4 in esp protect 2000 pri 10 src 198.18.0.2/32 proto sctp".into(),
-        "sp ipv4 in esp discard pri 1 proto sctp".into(),
-    ]
-}
 
 /// A directory of this test's own, removed at the end.
 struct Dir(PathBuf);
@@ -225,8 +202,8 @@ fn assert_protected_transfer(c: &Output, s: &Output, server_err: &str) {
 /// [`assert_protected_transfer`]; returns the server's stderr.
 fn protected_pair(tag: &str, extra: &[&str]) -> String {
     let dir = Dir::new(tag);
-    let sconf = dir.file("server.conf", &(server_rules().join("\n") + "\n"));
-    let cconf = dir.file("client.conf", &(client_rules().join("\n") + "\n"));
+    let sconf = dir.file("server.conf", &esp::file_text(&server_rules()));
+    let cconf = dir.file("client.conf", &esp::file_text(&client_rules()));
     let with = |conf: &Path| -> Vec<String> {
         ["--ipsec-config", conf.to_str().expect("utf-8")]
             .iter()
@@ -290,7 +267,7 @@ fn jumbo_frames_leave_room_for_esp_5043_9() {
 fn clear_sctp_to_a_protected_endpoint_is_refused_and_counted_4301_5_2() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Dir::new("clear");
-    let sconf = dir.file("server.conf", &(server_rules().join("\n") + "\n"));
+    let sconf = dir.file("server.conf", &esp::file_text(&server_rules()));
     let (s, head, rest) = server(
         &dir,
         &[
@@ -366,7 +343,7 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Dir::new("km");
     let path = dir.0.join("ipsec.sock");
-    let cconf = dir.file("client.conf", &(client_rules().join("\n") + "\n"));
+    let cconf = dir.file("client.conf", &esp::file_text(&client_rules()));
     let (s, head, rest) = server(
         &dir,
         &["--ipsec-socket", path.to_str().expect("utf-8")],
