@@ -479,7 +479,7 @@ impl Job {
                     "frames_out": frames_out, "cores_busy": busy,
                     "frames_per_busy_turn": batch, "regions": regions,
                     "faults": faults_json(self.node.port.inner().counts()),
-                    "drops": drops.json()}})
+                    "drops": drops.json(), "cores": cores_json(&reports)}})
             );
         } else if let Some(text) = drops.text(opts.mtu) {
             println!("server: {text}");
@@ -1125,6 +1125,7 @@ impl Job {
                     "spans_copied": copied,
                     "faults": faults_json(self.node.port.inner().counts()),
                     "drops": drops.json(),
+                    "cores": cores_json(&reports),
                     "verify": verify,
                     "untagged": untagged_done,
                     "cores_busy": busy,
@@ -1290,6 +1291,21 @@ impl Drops {
 }
 
 /// What the fault injector (`--fault-*`) did to received frames, in words.
+/// Each data core's share of the frames, for the JSON reports: what it took from its queue,
+/// what it handed to the core that owns the association (software dispatch) and took from
+/// others, and what it sent.
+fn cores_json(reports: &[CoreReport]) -> serde_json::Value {
+    reports
+        .iter()
+        .map(|r| {
+            serde_json::json!({"core": r.core, "frames_in": r.stats.frames_in,
+                "dispatched_out": r.stats.dispatched_out, "dispatched_in": r.stats.dispatched_in,
+                "dispatch_dropped": r.stats.dispatch_dropped,
+                "frames_out": r.stats.tx.frames_out, "associations": r.assocs.len()})
+        })
+        .collect()
+}
+
 fn faults_text(c: FaultCounts) -> String {
     format!(
         "received frames faulted on purpose (--fault-*): {} dropped, {} corrupted, {} \

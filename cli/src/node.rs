@@ -16,7 +16,7 @@ use ddpdk_control::session::PendingLimit;
 use ddpdk_dataplane::ipsec::{parse_config, IpsecConfig};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{
-    CryptoDev, DpdkPort, Eal, IpsecPort, LcoreJoin, Mempool, PortConf, SctpSteering,
+    CryptoDev, DpdkPort, Eal, IpsecPort, LcoreJoin, Mempool, PortConf, PortInfo, SctpSteering,
 };
 use ddpdk_dataplane::port::faults::Faulty;
 use ddpdk_dataplane::port::Port;
@@ -103,7 +103,8 @@ impl Node {
                 workers.len()
             ));
         }
-        let queues = (cores + 1) as u16;
+        let driver = PortInfo::query(id).map(|i| i.driver).unwrap_or_default();
+        let queues = endpoint_queues(&driver, cores)?;
         let conf = PortConf {
             nb_rxq: queues,
             nb_txq: queues,
@@ -111,7 +112,10 @@ impl Node {
             nb_txd: opts.txd,
             promiscuous: true,
         };
-        let need = u32::from(queues) * (u32::from(opts.rxd) + u32::from(opts.txd)) + 8192;
+        // The mbufs this end's queues can hold at once: memif's spare queues carry nothing
+        // from this end, and its copying receive takes an mbuf per frame, none ahead.
+        let carrying = (cores + 1) as u32;
+        let need = carrying * (u32::from(opts.rxd) + u32::from(opts.txd)) + 8192;
         let pool = Arc::new(
             Mempool::create(
                 pool_name,
@@ -301,6 +305,39 @@ fn ipsec_port(
 /// Bursts drained from each RX queue at shutdown, at most.
 const DRAIN_BURSTS: usize = 256;
 
+/// Queue pairs of a DDP endpoint on a `net_memif` port, whatever its data cores.
+///
+/// A memif's rings are point to point: what one end sends on its queue i arrives on the
+/// other's queue i, and the client's count of rings is the connection's. DPDK 22.11's memif
+/// gives a server queue beyond that count no ring of its own: it sends into, and receives
+/// from, the client's first ring (a second producer and consumer on one shared ring), and a
+/// client with more rings than the server's queues is refused ("Invalid ring index": link
+/// down). Two endpoints with different `--data-cores` (each one queue pair a data core and
+/// one for the control thread) would meet one or the other. With the same count on every
+/// endpoint they cannot, whatever each end's data cores: each data core sends on its own
+/// queue and the control thread on the one after them, and the data cores poll every queue
+/// between them (runtime.rs), so whatever the peer sends on any of them is read.
+pub const MEMIF_QUEUE_PAIRS: u16 = 4;
+
+/// The queue pairs an endpoint with `cores` data cores opens on a port of `driver`: one a
+/// data core and one for the control thread, or [`MEMIF_QUEUE_PAIRS`] on a memif.
+fn endpoint_queues(driver: &str, cores: usize) -> Result<u16, String> {
+    let needed = u16::try_from(cores + 1).map_err(|_| format!("{cores} data cores"))?;
+    if driver != "net_memif" {
+        return Ok(needed);
+    }
+    if needed > MEMIF_QUEUE_PAIRS {
+        return Err(format!(
+            "{cores} data cores on a net_memif port: at most {} (a DDP endpoint opens \
+             {MEMIF_QUEUE_PAIRS} queue pairs on every memif, one a data core and one for the \
+             control thread, so that both ends of a memif have the same rings whatever their \
+             --data-cores)",
+            MEMIF_QUEUE_PAIRS - 1
+        ));
+    }
+    Ok(MEMIF_QUEUE_PAIRS)
+}
+
 /// Where the device can hash SCTP it steers each association to its owning core itself (same
 /// key and table as the software hash); where it matches SCTP in rte_flow rules it gets one
 /// rule per association; otherwise the cores hand packets over. Returns the redirection
@@ -367,4 +404,22 @@ where
         0
     })
     .map_err(|e| format!("data core {k} on lcore {lcore}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_memif_endpoint_opens_the_same_queue_pairs_whatever_its_data_cores() {
+        for cores in 1..usize::from(MEMIF_QUEUE_PAIRS) {
+            assert_eq!(endpoint_queues("net_memif", cores), Ok(MEMIF_QUEUE_PAIRS));
+        }
+        let e = endpoint_queues("net_memif", usize::from(MEMIF_QUEUE_PAIRS))
+            .expect_err("more data cores than a memif has queue pairs for");
+        assert!(e.contains("at most 3"), "{e}");
+        // Other devices: one a data core and one for the control thread.
+        assert_eq!(endpoint_queues("net_af_packet", 1), Ok(2));
+        assert_eq!(endpoint_queues("net_ice", 7), Ok(8));
+    }
 }

@@ -441,6 +441,92 @@ fn a_faulted_transfer_over_esp_loses_and_corrupts_nothing_4303_3_4_3() {
     }
 }
 
+/// A server with two data cores and a client with one, over one memif, faulted: a memif's
+/// rings are point to point and DPDK's gives a server queue beyond the client's rings the
+/// client's first ring (the association never came up: the server's answers went into the
+/// ring it reads from). Every endpoint opens the same queue pairs on a memif (node.rs), so the
+/// ends agree whatever their data cores; the server's core that reads the ring hands the
+/// frames to the core that owns the association (software dispatch), faults and all, and
+/// every message arrives whole.
+#[test]
+fn ends_with_different_data_cores_share_a_memif_and_dispatch_between_cores() {
+    let _one = one_at_a_time();
+    let (dir, prefix) = scratch("cores");
+    let sock = dir.join("memif.sock");
+    let mut sargs = faults("31", "0");
+    sargs.extend(["--data-cores", "2"]);
+    let srv = Proc::start(
+        &procs::memif_eal(
+            "server",
+            "0@0,1@0,2@0",
+            &format!("{prefix}-srv"),
+            &sock,
+            1024,
+            false,
+        ),
+        &[
+            &[
+                "--ddp-listen",
+                "--ip",
+                SERVER_IP,
+                "--run-for",
+                "120",
+                "--ddp-verify",
+                "--json",
+            ],
+            &sargs[..],
+        ]
+        .concat(),
+    );
+    wait_for(&srv.err, "(listening)", Duration::from_secs(60));
+    let cli = client(&sock, &prefix, 4.0, &faults("32", "0"));
+    let (ccode, cout, cerr) = cli.finish(Duration::from_secs(60));
+    let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    let all = || transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
+    assert_eq!((ccode, scode), (0, 0), "{}", all());
+    let c = json(&cout, "ddp_goodput");
+    let s = json(&sout, "ddp_verify");
+    assert!(c["messages"].as_u64().unwrap() > 0, "{}", all());
+    assert_eq!(s["tagged"], c["messages"], "{}", all());
+    assert_eq!(s["untagged"], c["untagged"], "{}", all());
+    assert_eq!(
+        server_crcs(&serr),
+        vec![c["region_crc32c"].as_str().unwrap().to_string()],
+        "{}",
+        all()
+    );
+    for (who, err) in [("server", &serr), ("client", &cerr)] {
+        assert!(
+            find(err, &format!("{who}: every frame counted once")).is_some(),
+            "{}",
+            all()
+        );
+    }
+    // The server's two cores: the association on one, and frames handed to it by the other.
+    let cores = json(&sout, "ddp_server")["cores"].clone();
+    let per = |k: &str| -> Vec<u64> {
+        cores
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c[k].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(per("associations").len(), 2, "{cores}");
+    assert_eq!(per("associations").iter().sum::<u64>(), 1, "{cores}");
+    let handed: u64 = per("dispatched_out").iter().sum();
+    assert!(
+        handed > 1000 && handed == per("dispatched_in").iter().sum::<u64>(),
+        "no frames handed between the server's cores: {cores}"
+    );
+    assert_eq!(per("dispatch_dropped").iter().sum::<u64>(), 0, "{cores}");
+    println!(
+        "soak: server on 2 data cores, client on 1: {} writes checked; server cores {cores}",
+        c["messages"]
+    );
+}
+
 /// Without faults to slow it, a client at the default 64 KiB size outruns a server that checks
 /// every byte: its untagged Sends arrived with every receive buffer still unchecked ("no buffer
 /// available", RFC 5041 §5.3's error that ends the stream) in every run, at every MTU, before
