@@ -108,8 +108,19 @@ impl Job {
         // A listener waits for its peer however long it takes (a memif server's link comes up
         // when the client connects); a client needs the link now.
         if opts.ddp_connect.is_some() && !node.link_up && opts.link_timeout > 0.0 {
+            // A memif server that refuses the connection (more rings asked for than it has
+            // queues) leaves the link down without a word to its client.
+            let hint = if node.port.name().starts_with("net_memif") {
+                format!(
+                    ": is the memif server up, with {} queue pairs (as every ddpdk endpoint \
+                     opens)?",
+                    crate::node::MEMIF_QUEUE_PAIRS
+                )
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "{}: link down after {} s",
+                "{}: link down after {} s{hint}",
                 node.port.name(),
                 opts.link_timeout
             ));
