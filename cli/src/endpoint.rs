@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::conn::{Indication, Payload, PostError, SendKind, SendRequest, Status};
+use ddpdk_control::conn::{
+    Indication, Payload, PostError, RdmaRequest, SendKind, SendRequest, Status,
+};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::{decode_private_data, RdmaLimits};
 use ddpdk_control::runtime::{
@@ -375,7 +377,16 @@ impl Job {
                         // An RDMAP Initiate (RFC 5040 §6's parameters first in its Private
                         // Data) gets an RDMAP stream, so RDMA Reads and their checks reach it.
                         let rdmap = decode_private_data(private_data.as_bytes()).is_some();
-                        let (stag, region, pd) = self.offer(eal, c, stream, region_len, rdmap)?;
+                        if opts.ddp_verify && rdmap {
+                            // The client's read-back (soak::ReadBack): it checks what it reads
+                            // itself, and RDMA Writes are not indicated here (RFC 5040 §5.1).
+                            let access =
+                                Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
+                            self.offer(eal, c, stream, region_len, rdmap, access)?;
+                            continue;
+                        }
+                        let (stag, region, pd) =
+                            self.offer(eal, c, stream, region_len, rdmap, Access::REMOTE_WRITE)?;
                         offered.push((stream, stag, region));
                         if opts.ddp_verify {
                             let size = soak::message_size(private_data.as_bytes(), region_len)?;
@@ -648,8 +659,9 @@ impl Job {
 
     /// Registers a region for the session the peer initiates on `stream` and accepts it,
     /// offering the region in the Accept's Private Data (after RDMAP's parameters when the
-    /// session is `rdmap`). The region is for remote writes only: an RDMA Read of it is an
-    /// access-rights violation (RFC 5040 §7.2).
+    /// session is `rdmap`). The region grants `access`: remote writes only but for the
+    /// --ddp-verify read-back, so an RDMA Read of it is an access-rights violation (RFC 5040
+    /// §7.2).
     fn offer(
         &mut self,
         eal: &Eal,
@@ -657,9 +669,10 @@ impl Job {
         stream: u16,
         len: usize,
         rdmap: bool,
+        access: Access,
     ) -> Result<(Stag, RegionId, ddpdk_dataplane::mem::Pd), String> {
         let pd = self.control.memory_mut().alloc_pd();
-        let (reg, r) = self.register_new(eal, pd, len, Access::REMOTE_WRITE)?;
+        let (reg, r) = self.register_new(eal, pd, len, access)?;
         let mut offer = Vec::with_capacity(OFFER_LEN);
         offer.extend_from_slice(&reg.stag.0.to_be_bytes());
         offer.extend_from_slice(&reg.to_base.to_be_bytes());
@@ -744,6 +757,39 @@ impl Job {
 
     /// The client's run on the association `conn` (set up from here on): session, writes,
     /// report, Terminate and SHUTDOWN.
+    /// --ddp-verify: opens the RDMAP read-back session (soak::ReadBack) on its own stream, in
+    /// protection domain `pd`, and registers its sink.
+    fn read_back(
+        &mut self,
+        eal: &Eal,
+        conn: ConnHandle,
+        pd: ddpdk_dataplane::mem::Pd,
+        size: usize,
+        signalled: &AtomicBool,
+    ) -> Result<soak::ReadBack, String> {
+        let stream = soak::READ_BACK_STREAM;
+        let op = Op::InitiateRdmap {
+            stream,
+            pd,
+            limits: RdmaLimits::default(),
+            private_data: Vec::new(),
+        };
+        self.control.submit(conn, op).map_err(|e| e.to_string())?;
+        let accepted = self.wait_for("the read-back Accept", signalled, WAIT, |events| {
+            take(events, |e| {
+                matches!(e, Event::Indication { conn: c, indication: Indication::Session {
+                    stream: s, event: SessionEvent::Accepted { .. } } } if *c == conn && *s == stream)
+            })
+        })?;
+        let bytes = accepted_data(accepted);
+        // The offer follows RDMAP's parameters (RFC 5040 §6).
+        let offer = decode_private_data(&bytes).map_or(&bytes[..], |(_, ulp)| ulp);
+        let (stag, to, len) = offered(offer)?;
+        let (sink, sink_region) =
+            self.register_new(eal, pd, soak::ReadBack::sink_len(size), Access::LOCAL_WRITE)?;
+        soak::ReadBack::new((stag, to, len), size, (sink.stag, sink_region))
+    }
+
     fn client_run(
         &mut self,
         eal: &Eal,
@@ -802,26 +848,7 @@ impl Job {
                 })
             })
         })?;
-        let offer = match offer {
-            Event::Indication {
-                indication:
-                    Indication::Session {
-                        event: SessionEvent::Accepted { private_data },
-                        ..
-                    },
-                ..
-            } => private_data.as_bytes().to_vec(),
-            _ => Vec::new(),
-        };
-        if offer.len() != OFFER_LEN {
-            return Err(format!(
-                "the server's Accept carries {} bytes, not an STag offer",
-                offer.len()
-            ));
-        }
-        let stag = Stag(u32::from_be_bytes([offer[0], offer[1], offer[2], offer[3]]));
-        let to = u64::from_be_bytes(offer[4..12].try_into().unwrap_or_default());
-        let len = u64::from_be_bytes(offer[12..20].try_into().unwrap_or_default());
+        let (stag, to, len) = offered(&accepted_data(offer))?;
         // A write past the offered region would be refused by the server (RFC 5041 §7.1
         // check 4) and end the session: say so before the first one.
         if size as u64 > len {
@@ -863,6 +890,13 @@ impl Job {
         };
         let credit_window = soak::credit_window(slots);
         let mut credited = 0u64;
+        // --ddp-verify: the RDMAP read-back beside the checked traffic, and its next request.
+        let mut read_back = if verify {
+            Some(self.read_back(eal, conn, pd, size, signalled)?)
+        } else {
+            None
+        };
+        let mut read_back_next: Option<RdmaRequest> = None;
 
         let data: Vec<u8> = (0..size).map(|i| (i as u8).wrapping_mul(31)).collect();
         // Every write sends the same bytes: from one registered region of DPDK memory (RFC
@@ -918,9 +952,23 @@ impl Job {
                 (done * size as u64) as f64 / secs.max(1e-9) / 1e6
             )
         };
-        while w < end || !posted.is_empty() {
+        while w < end
+            || !posted.is_empty()
+            || read_back_next.is_some()
+            || read_back.as_ref().is_some_and(soak::ReadBack::busy)
+        {
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted: {}", so_far(done, w)));
+            }
+            if let Some(rb) = read_back.as_mut() {
+                read_back_next = read_back_next.or_else(|| rb.next(w < end));
+            }
+            if let Some(req) = read_back_next.take() {
+                match self.control.submit(conn, Op::PostRdma(req.clone())) {
+                    Ok(()) => {}
+                    Err(RuntimeError::Busy) => read_back_next = Some(req),
+                    Err(e) => return Err(e.to_string()),
+                }
             }
             while posted.len() < window && w < end && (!verify || wr < credited + credit_window) {
                 let send_untagged = verify && untagged < tagged / soak::UNTAGGED_EVERY;
@@ -974,6 +1022,22 @@ impl Job {
             w = self.now;
             while let Some(e) = self.events.pop_front() {
                 match e {
+                    Event::Completion { completion: c, .. }
+                        if c.stream == soak::READ_BACK_STREAM =>
+                    {
+                        if c.status != Status::Success {
+                            return Err(format!(
+                                "--ddp-verify: read-back work request {} ended {:?}; {}",
+                                c.wr_id,
+                                c.status,
+                                so_far(done, w)
+                            ));
+                        }
+                        progress = w;
+                        if let Some(rb) = read_back.as_mut() {
+                            read_back_next = rb.completed(self.control.memory())?;
+                        }
+                    }
                     Event::Completion { completion: c, .. } => {
                         if c.status != Status::Success {
                             return Err(format!(
@@ -1029,7 +1093,9 @@ impl Job {
                     _ => {}
                 }
             }
-            if !posted.is_empty() && w.saturating_since(progress) > quiet {
+            let waiting =
+                !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
+            if waiting && w.saturating_since(progress) > quiet {
                 let (t3, sacks) = self
                     .reports(signalled)?
                     .iter()
@@ -1139,6 +1205,8 @@ impl Job {
                     "cores": cores_json(&reports),
                     "verify": verify,
                     "untagged": untagged_done,
+                    "read_back": read_back.as_ref().map(|rb| serde_json::json!({
+                        "writes": rb.writes, "reads": rb.reads, "adds": rb.adds})),
                     "cores_busy": busy,
                     "frames_per_busy_turn": batch,
                     "sctp": {
@@ -1173,6 +1241,15 @@ impl Job {
                     "client: --ddp-verify: distinct self-checking messages, and {untagged_done} \
                      untagged sends"
                 );
+                if let Some(rb) = &read_back {
+                    println!(
+                        "client: --ddp-verify: {} RDMA Writes read back whole, {} Fetch-and-Adds \
+                         counted right (RDMAP stream {})",
+                        rb.reads,
+                        rb.adds,
+                        soak::READ_BACK_STREAM
+                    );
+                }
             }
             println!("client: region spans sent by reference {by_reference}, copied {copied}");
             println!(
@@ -1203,6 +1280,45 @@ impl Job {
         self.report_ipsec();
         Ok(())
     }
+}
+
+/// The Private Data of an Accept event (none for any other).
+fn accepted_data(e: Event) -> Vec<u8> {
+    match e {
+        Event::Indication {
+            indication:
+                Indication::Session {
+                    event: SessionEvent::Accepted { private_data },
+                    ..
+                },
+            ..
+        } => private_data.as_bytes().to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// The STag, base Tagged Offset and length a server's Accept offers.
+fn offered(offer: &[u8]) -> Result<(Stag, u64, u64), String> {
+    let (stag, rest) = offer
+        .split_first_chunk::<4>()
+        .filter(|_| offer.len() == OFFER_LEN)
+        .ok_or_else(|| {
+            format!(
+                "the server's Accept carries {} bytes, not an STag offer",
+                offer.len()
+            )
+        })?;
+    let to = rest.first_chunk::<8>().copied().unwrap_or_default();
+    let len = rest
+        .get(8..16)
+        .and_then(|b| b.first_chunk::<8>())
+        .copied()
+        .unwrap_or_default();
+    Ok((
+        Stag(u32::from_be_bytes(*stag)),
+        u64::from_be_bytes(to),
+        u64::from_be_bytes(len),
+    ))
 }
 
 /// Checks that every frame each data core took is counted once, by its fate

@@ -264,6 +264,8 @@ pub struct Options {
     /// writes distinct self-checking messages (moved in, not from a region) and adds an
     /// untagged Send after every third write; --ddp-listen keeps receive buffers posted and
     /// checks every message delivered, block by block, and fails at the first wrong byte.
+    /// Beside it, on an RDMAP stream of its own, the client writes a message, reads it back
+    /// (RDMA Read) and adds 1 to a word (Fetch-and-Add), over and over, checking each.
     #[arg(long)]
     pub ddp_verify: bool,
 

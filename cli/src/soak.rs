@@ -13,6 +13,7 @@
 //! Without credit the client ran ahead of a server checking 64 KiB messages byte by byte, and
 //! every run at the default size ended in "no buffer available".
 
+use ddpdk_control::conn::{AtomicOperation, Payload, RdmaOp, RdmaRequest};
 use ddpdk_control::memory::{Memory, RegionId};
 use ddpdk_dataplane::mem::PostedBuffer;
 use ddpdk_dataplane::mem::{Pd, Stag};
@@ -272,6 +273,201 @@ impl Soak {
                     self.tagged, self.untagged, self.torn
                 ),
             );
+        }
+    }
+}
+
+/// The stream of the client's RDMAP read-back session (the checked writes use stream 1).
+pub const READ_BACK_STREAM: u16 = 2;
+/// The slots the read-back writes round: a few, so that the region's pages it touches are all
+/// touched early (the soak checks that resident memory stays flat).
+const READ_BACK_SLOTS: u64 = 4;
+/// The read-back's messages are numbered from here (the tagged ones from 0, the untagged
+/// from [`UNTAGGED`]).
+const READ_BACK: u64 = 1 << 62;
+
+/// What the read-back has in flight: one work request at a time, so each is checked against
+/// exactly what came before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Idle,
+    Write { k: u64 },
+    Read { k: u64 },
+    Add,
+}
+
+/// The client's RDMAP read-back under --ddp-verify, beside the checked DDP traffic: on its
+/// own stream, an RDMAP session whose region (offered by the server, as on the first stream)
+/// grants remote write, read and atomic access. Round and round: an RDMA Write of a
+/// self-checking message into a slot (RFC 5040 §5.1); once it completes (acknowledged, so
+/// placed), an RDMA Read of the slot into a local sink (§5.2), whose bytes must be that
+/// message's; then a Fetch-and-Add of 1 to a word after the slots (RFC 7306 §5.1.1), whose
+/// original value must be the count of adds before it. Under the soak's faults this runs Read
+/// Requests, Read Responses and Atomics through loss, corruption and reordering.
+#[derive(Debug)]
+pub struct ReadBack {
+    /// The server's offer: STag, base Tagged Offset, length.
+    stag: Stag,
+    to: u64,
+    size: usize,
+    slots: u64,
+    /// The word the adds go to, as an offset from `to` (64-bit aligned, RFC 7306 §8.2).
+    word: u64,
+    sink: Stag,
+    sink_region: RegionId,
+    probe: Probe,
+    next_wr: u64,
+    pub writes: u64,
+    pub reads: u64,
+    pub adds: u64,
+    buf: Vec<u8>,
+    want: Vec<u8>,
+}
+
+impl ReadBack {
+    /// The sink a client registers (local write): a message and the adds' 8-byte result.
+    pub fn sink_len(size: usize) -> usize {
+        size.next_multiple_of(8) + 8
+    }
+
+    /// A read-back of `size`-byte messages into the server's region `stag` / `to` / `len`,
+    /// through the client's sink registration `sink` (of [`ReadBack::sink_len`] bytes).
+    pub fn new(
+        (stag, to, len): (Stag, u64, u64),
+        size: usize,
+        (sink, sink_region): (Stag, RegionId),
+    ) -> Result<ReadBack, String> {
+        let size64 = size as u64;
+        let slots = (len.saturating_sub(8) / size64.max(1)).min(READ_BACK_SLOTS);
+        if slots == 0 || to % 8 != 0 {
+            return Err(format!(
+                "--ddp-verify: the server's read-back region ({len} bytes at TO {to}) holds no \
+                 {size}-byte message and an 8-byte word"
+            ));
+        }
+        Ok(ReadBack {
+            stag,
+            to,
+            size,
+            slots,
+            word: (slots * size64).next_multiple_of(8),
+            sink,
+            sink_region,
+            probe: Probe::Idle,
+            next_wr: 0,
+            writes: 0,
+            reads: 0,
+            adds: 0,
+            buf: Vec::new(),
+            want: Vec::new(),
+        })
+    }
+
+    /// Something still in flight.
+    pub fn busy(&self) -> bool {
+        self.probe != Probe::Idle
+    }
+
+    fn slot_to(&self, k: u64) -> u64 {
+        self.to + (k % self.slots) * self.size as u64
+    }
+
+    /// The next work request, if nothing is in flight and `more` (the run goes on).
+    pub fn next(&mut self, more: bool) -> Option<RdmaRequest> {
+        if self.busy() || !more {
+            return None;
+        }
+        let k = self.writes;
+        let mut m = vec![0; self.size];
+        verify::fill(READ_BACK + k, &mut m);
+        self.probe = Probe::Write { k };
+        Some(self.request(
+            RdmaOp::Write {
+                stag: self.stag,
+                to: self.slot_to(k),
+            },
+            Payload::Bytes(m),
+        ))
+    }
+
+    fn request(&mut self, op: RdmaOp, data: Payload) -> RdmaRequest {
+        self.next_wr += 1;
+        RdmaRequest {
+            wr_id: self.next_wr,
+            stream: READ_BACK_STREAM,
+            op,
+            data,
+            signaled: true,
+        }
+    }
+
+    /// The work request in flight completed (successfully: a failure ends the run before):
+    /// checks what it brought, and returns the one that follows it, if any.
+    pub fn completed(&mut self, mem: &Memory) -> Result<Option<RdmaRequest>, String> {
+        match self.probe {
+            Probe::Idle => {
+                Err("--ddp-verify: a read-back completion with nothing in flight".into())
+            }
+            Probe::Write { k } => {
+                self.writes += 1;
+                self.probe = Probe::Read { k };
+                let op = RdmaOp::Read {
+                    source: self.stag,
+                    source_to: self.slot_to(k),
+                    sink: self.sink,
+                    sink_to: 0,
+                    len: u32::try_from(self.size).map_err(|e| e.to_string())?,
+                };
+                Ok(Some(self.request(op, Payload::Bytes(Vec::new()))))
+            }
+            Probe::Read { k } => {
+                let sink = mem
+                    .region(self.sink_region)
+                    .ok_or("--ddp-verify: the read-back sink is gone")?;
+                self.buf.resize(self.size, 0);
+                sink.read(0, &mut self.buf).map_err(|e| e.to_string())?;
+                self.want.resize(self.size, 0);
+                verify::fill(READ_BACK + k, &mut self.want);
+                if let Some(at) = self.buf.iter().zip(&self.want).position(|(a, b)| a != b) {
+                    return Err(format!(
+                        "--ddp-verify: RDMA Read {k} of slot {} brought byte {at} as {:#04x}, \
+                         written as {:#04x} (RFC 5040 §5.2)",
+                        k % self.slots,
+                        self.buf[at],
+                        self.want[at]
+                    ));
+                }
+                self.reads += 1;
+                self.probe = Probe::Add;
+                let op = RdmaOp::Atomic {
+                    op: AtomicOperation::FetchAdd { add: 1, mask: 0 },
+                    stag: self.stag,
+                    to: self.to + self.word,
+                    sink: self.sink,
+                    sink_to: self.size.next_multiple_of(8) as u64,
+                };
+                Ok(Some(self.request(op, Payload::Bytes(Vec::new()))))
+            }
+            Probe::Add => {
+                let sink = mem
+                    .region(self.sink_region)
+                    .ok_or("--ddp-verify: the read-back sink is gone")?;
+                let mut word = [0u8; 8];
+                sink.read(self.size.next_multiple_of(8) as u64, &mut word)
+                    .map_err(|e| e.to_string())?;
+                // RFC 7306 §5.1.1: the Atomic Response carries the word's value before the add.
+                let original = u64::from_ne_bytes(word);
+                if original != self.adds {
+                    return Err(format!(
+                        "--ddp-verify: Fetch-and-Add {} found {original}, not the {} adds \
+                         before it (RFC 7306 §5.1.1)",
+                        self.adds, self.adds
+                    ));
+                }
+                self.adds += 1;
+                self.probe = Probe::Idle;
+                Ok(None)
+            }
         }
     }
 }

@@ -230,6 +230,19 @@ fn faults(seed: &'static str, delay: &'static str) -> Vec<&'static str> {
     ]
 }
 
+/// The client's RDMAP read-back (`--ddp-verify`, soak::ReadBack) went round: RDMA Writes read
+/// back whole (RFC 5040 §5.1, §5.2) and Fetch-and-Adds that found the count of adds before
+/// them (RFC 7306 §5.1.1); the client stops at the first wrong byte or count, so these are
+/// counts of checks passed.
+fn assert_read_back(c: &serde_json::Value) -> u64 {
+    let rb = &c["read_back"];
+    let n = |k: &str| rb[k].as_u64().unwrap_or(0);
+    assert!(n("reads") > 0, "no RDMA Read checked: {c}");
+    assert!(n("adds") > 0, "no Fetch-and-Add checked: {c}");
+    assert!(n("writes") >= n("reads") && n("reads") >= n("adds"), "{rb}");
+    n("reads")
+}
+
 fn soak_secs() -> f64 {
     std::env::var("DDPDK_SOAK_SECS")
         .ok()
@@ -272,6 +285,7 @@ fn a_faulted_transfer_loses_and_corrupts_nothing() {
     assert_eq!(s["untagged"], c["untagged"], "{}", all());
     assert!(c["messages"].as_u64().unwrap() > 0);
     assert!(c["untagged"].as_u64().unwrap() > 0);
+    let reads = assert_read_back(&c);
     assert_eq!(
         server_crcs(&serr),
         vec![c["region_crc32c"].as_str().unwrap().to_string()],
@@ -307,8 +321,8 @@ fn a_faulted_transfer_loses_and_corrupts_nothing() {
     let last = during[during.len() - 1];
     let grew = |a: u64, b: u64| b.saturating_sub(a);
     println!(
-        "soak: {secs} s, {} tagged writes and {} sends checked, faults at the client {}, \
-         RSS server {} -> {} KiB, client {} -> {} KiB (t = {:.0} s -> {:.0} s)",
+        "soak: {secs} s, {} tagged writes, {} sends and {reads} RDMA Reads checked, faults at \
+         the client {}, RSS server {} -> {} KiB, client {} -> {} KiB (t = {:.0} s -> {:.0} s)",
         c["messages"],
         c["untagged"],
         c["faults"],
@@ -374,6 +388,7 @@ fn a_faulted_transfer_over_esp_loses_and_corrupts_nothing_4303_3_4_3() {
     assert!(c["untagged"].as_u64().unwrap() > 0, "{}", all());
     assert_eq!(s["tagged"], c["messages"], "{}", all());
     assert_eq!(s["untagged"], c["untagged"], "{}", all());
+    assert_read_back(&c);
     assert_eq!(
         server_crcs(&serr),
         vec![c["region_crc32c"].as_str().unwrap().to_string()],
@@ -490,6 +505,7 @@ fn ends_with_different_data_cores_share_a_memif_and_dispatch_between_cores() {
     assert!(c["messages"].as_u64().unwrap() > 0, "{}", all());
     assert_eq!(s["tagged"], c["messages"], "{}", all());
     assert_eq!(s["untagged"], c["untagged"], "{}", all());
+    assert_read_back(&c);
     assert_eq!(
         server_crcs(&serr),
         vec![c["region_crc32c"].as_str().unwrap().to_string()],
