@@ -32,8 +32,9 @@ const OUR_PORT: u16 = 40_000;
 const FLOOD_WINDOW: u64 = 256;
 /// The link's MTU (memif's default frame).
 const LINK_MTU: usize = 1500;
-/// Queue pairs of our port.
-const QUEUES: u16 = 2;
+/// Queue pairs of our port: as many as every DDP endpoint opens on a memif, whose rings are
+/// point to point (node.rs).
+const QUEUES: u16 = crate::node::MEMIF_QUEUE_PAIRS;
 /// SCTP streams we ask for; the endpoint must grant as many (`--streams`) for the
 /// pending-Initiate attack, which opens more sessions at once than its limit.
 const STREAMS: u16 = 64;
@@ -109,9 +110,9 @@ fn run(eal_args: &[String], args: &Args) -> Result<(), String> {
         .ok_or("no port: give the EAL a --vdev")?;
     let pool =
         Arc::new(Mempool::create("attack_pool", 16383, 256, 2176, 0).map_err(|e| e.to_string())?);
-    // As many queue pairs as a one-core endpoint has (its data core's and its control
-    // thread's): memif carries only the queues both ends have, and the endpoint answers from
-    // both.
+    // As many queue pairs as the endpoint has (a DDP endpoint opens MEMIF_QUEUE_PAIRS on a
+    // memif): memif gives a server queue the client has no ring for the client's first ring,
+    // and the endpoint answers from its data core's queue and its control thread's.
     let conf = PortConf {
         nb_rxq: QUEUES,
         nb_txq: QUEUES,

@@ -377,7 +377,7 @@ impl Job {
                         // An RDMAP Initiate (RFC 5040 §6's parameters first in its Private
                         // Data) gets an RDMAP stream, so RDMA Reads and their checks reach it.
                         let rdmap = decode_private_data(private_data.as_bytes()).is_some();
-                        if opts.ddp_verify && rdmap {
+                        if opts.ddp_verify && rdmap && stream == soak::READ_BACK_STREAM {
                             // The client's read-back (soak::ReadBack): it checks what it reads
                             // itself, and RDMA Writes are not indicated here (RFC 5040 §5.1).
                             let access =

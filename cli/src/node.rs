@@ -113,7 +113,9 @@ impl Node {
             promiscuous: true,
         };
         // The mbufs this end's queues can hold at once: memif's spare queues carry nothing
-        // from this end, and its copying receive takes an mbuf per frame, none ahead.
+        // from this end, and its copying receive takes an mbuf per frame, none ahead (its
+        // zero-copy mode would fill every ring, but loses frames of attached chains in DPDK
+        // 22.11 and is not used: benches/README.md).
         let carrying = (cores + 1) as u32;
         let need = carrying * (u32::from(opts.rxd) + u32::from(opts.txd)) + 8192;
         let pool = Arc::new(

@@ -338,7 +338,12 @@ impl ReadBack {
         (sink, sink_region): (Stag, RegionId),
     ) -> Result<ReadBack, String> {
         let size64 = size as u64;
-        let slots = (len.saturating_sub(8) / size64.max(1)).min(READ_BACK_SLOTS);
+        // The slots, then the word, 64-bit aligned, within the region.
+        let word = |slots: u64| (slots * size64).next_multiple_of(8);
+        let slots = (0..=READ_BACK_SLOTS)
+            .rev()
+            .find(|&n| word(n) + 8 <= len)
+            .unwrap_or(0);
         if slots == 0 || to % 8 != 0 {
             return Err(format!(
                 "--ddp-verify: the server's read-back region ({len} bytes at TO {to}) holds no \
@@ -350,7 +355,7 @@ impl ReadBack {
             to,
             size,
             slots,
-            word: (slots * size64).next_multiple_of(8),
+            word: word(slots),
             sink,
             sink_region,
             probe: Probe::Idle,
@@ -488,6 +493,22 @@ mod tests {
             message_size(&initiate_data(4), 1 << 20).is_err(),
             "too short to check"
         );
+    }
+
+    #[test]
+    fn the_read_backs_slots_and_aligned_word_fit_the_region_7306_8_2() {
+        let sink = (Stag(1), RegionId(0));
+        for (size, len) in [(65536, 64 << 20), (1001, 4012), (1001, 4100), (16, 24), (13, 32)] {
+            let rb = ReadBack::new((Stag(2), 0, len), size, sink).expect("fits");
+            assert!(rb.slots >= 1 && rb.slots <= READ_BACK_SLOTS, "{size} {len}");
+            assert_eq!(rb.word % 8, 0, "RFC 7306 §8.2: an aligned word");
+            assert!(rb.slots * size as u64 <= rb.word, "the word after the slots");
+            assert!(rb.word + 8 <= len, "{size} in {len}: word at {}", rb.word);
+        }
+        // 1001 bytes and an aligned word after it need 1016.
+        assert!(ReadBack::new((Stag(2), 0, 1015), 1001, sink).is_err());
+        assert!(ReadBack::new((Stag(2), 0, 1016), 1001, sink).is_ok());
+        assert!(ReadBack::new((Stag(2), 4, 1 << 20), 64, sink).is_err(), "TO not aligned");
     }
 
     #[test]

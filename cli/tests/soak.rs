@@ -437,19 +437,23 @@ fn a_faulted_transfer_over_esp_loses_and_corrupts_nothing_4303_3_4_3() {
             "{who}: {f}"
         );
         // §3.4.4.2: a corrupted packet fails its ICV, unless the flipped bit was in a header
-        // that sends it elsewhere first (the SPI, the addresses).
+        // that sends it elsewhere first (the SPI, the addresses); a duplicate of a corrupted
+        // packet fails it too (the window did not move for the first copy), a few a run.
         let auth_failed = count(&n, "auth_failed");
         assert!(
-            auth_failed > 0 && auth_failed <= corrupted,
+            auth_failed > 0 && auth_failed <= corrupted + 5,
             "{who}: {auth_failed} auth failures for {corrupted} corrupted: {n}"
         );
-        // §3.4.3: a duplicate is refused as a replay (its first copy, if it arrived whole,
-        // moved the window); reordered packets are not, being within the window: replays
-        // beyond the duplicates and the corrupted sequence numbers would be reordered packets
-        // refused.
+        // §3.4.3: a duplicate is refused as a replay (its first copy moved the window), but
+        // for the few duplicates of corrupted packets; a corrupted sequence number is one now
+        // and then (32 bits of a packet, and only those that move it back: a few in a hundred
+        // corrupted SACKs); a reordered packet never is, being held behind one burst, well
+        // within the 1024-packet window: replays much beyond the duplicates would be reordered
+        // packets refused.
         let replay = count(&n, "replay");
+        let slack = corrupted / 20 + 10;
         assert!(
-            replay >= duplicated / 2 && replay <= duplicated + corrupted,
+            replay + slack >= duplicated && replay <= duplicated + slack,
             "{who}: {replay} replays for {duplicated} duplicated, {corrupted} corrupted and \
              {reordered} reordered: {n}"
         );
