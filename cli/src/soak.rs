@@ -498,17 +498,29 @@ mod tests {
     #[test]
     fn the_read_backs_slots_and_aligned_word_fit_the_region_7306_8_2() {
         let sink = (Stag(1), RegionId(0));
-        for (size, len) in [(65536, 64 << 20), (1001, 4012), (1001, 4100), (16, 24), (13, 32)] {
+        for (size, len) in [
+            (65536, 64 << 20),
+            (1001, 4012),
+            (1001, 4100),
+            (16, 24),
+            (13, 32),
+        ] {
             let rb = ReadBack::new((Stag(2), 0, len), size, sink).expect("fits");
             assert!(rb.slots >= 1 && rb.slots <= READ_BACK_SLOTS, "{size} {len}");
             assert_eq!(rb.word % 8, 0, "RFC 7306 §8.2: an aligned word");
-            assert!(rb.slots * size as u64 <= rb.word, "the word after the slots");
+            assert!(
+                rb.slots * size as u64 <= rb.word,
+                "the word after the slots"
+            );
             assert!(rb.word + 8 <= len, "{size} in {len}: word at {}", rb.word);
         }
         // 1001 bytes and an aligned word after it need 1016.
         assert!(ReadBack::new((Stag(2), 0, 1015), 1001, sink).is_err());
         assert!(ReadBack::new((Stag(2), 0, 1016), 1001, sink).is_ok());
-        assert!(ReadBack::new((Stag(2), 4, 1 << 20), 64, sink).is_err(), "TO not aligned");
+        assert!(
+            ReadBack::new((Stag(2), 4, 1 << 20), 64, sink).is_err(),
+            "TO not aligned"
+        );
     }
 
     #[test]

@@ -460,45 +460,83 @@ fn a_faulted_transfer_over_esp_loses_and_corrupts_nothing_4303_3_4_3() {
     }
 }
 
-/// A server with two data cores and a client with one, over one memif, faulted: a memif's
-/// rings are point to point and DPDK's gives a server queue beyond the client's rings the
-/// client's first ring (the association never came up: the server's answers went into the
-/// ring it reads from). Every endpoint opens the same queue pairs on a memif (node.rs), so the
-/// ends agree whatever their data cores; the server's core that reads the ring hands the
-/// frames to the core that owns the association (software dispatch), faults and all, and
-/// every message arrives whole.
+/// Ends with different data cores over one memif, faulted: a server on two and a client on
+/// one, then the other way round. A memif's rings are point to point and DPDK's gives a
+/// server queue beyond the client's rings the client's first ring (the association never came
+/// up: the server's answers went into the ring it reads from), and refuses a client with more
+/// rings than the server has queues (link down). Every endpoint opens the same queue pairs on
+/// a memif (node.rs), so the ends agree whatever their data cores; on the end with two, the
+/// core that reads the peer's ring hands the frames to the core that owns the association
+/// (software dispatch, by the 5-tuple: the second core, for these addresses and ports),
+/// faults and all, and every message arrives whole.
 #[test]
 fn ends_with_different_data_cores_share_a_memif_and_dispatch_between_cores() {
     let _one = one_at_a_time();
-    let (dir, prefix) = scratch("cores");
+    different_data_cores(2, 1);
+    different_data_cores(1, 2);
+}
+
+/// A checked, faulted transfer between a server on `server_cores` data cores and a client on
+/// `client_cores`; the end with more hands frames between its cores.
+fn different_data_cores(server_cores: u8, client_cores: u8) {
+    let (dir, prefix) = scratch(&format!("cores{server_cores}{client_cores}"));
     let sock = dir.join("memif.sock");
-    let mut sargs = faults("31", "0");
-    sargs.extend(["--data-cores", "2"]);
+    // The main lcore and the data cores, all on the end's own CPU.
+    let lcores = |cores: u8, cpu: u8| -> String {
+        (0..=cores)
+            .map(|l| format!("{l}@{cpu}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let (sc, cc) = (server_cores.to_string(), client_cores.to_string());
+    let mut sargs = vec![
+        "--ddp-listen",
+        "--ip",
+        SERVER_IP,
+        "--run-for",
+        "120",
+        "--ddp-verify",
+        "--json",
+        "--data-cores",
+        &sc,
+    ];
+    sargs.extend(faults("31", "0"));
     let srv = Proc::start(
         &procs::memif_eal(
             "server",
-            "0@0,1@0,2@0",
+            &lcores(server_cores, 0),
             &format!("{prefix}-srv"),
             &sock,
             1024,
             false,
         ),
-        &[
-            &[
-                "--ddp-listen",
-                "--ip",
-                SERVER_IP,
-                "--run-for",
-                "120",
-                "--ddp-verify",
-                "--json",
-            ],
-            &sargs[..],
-        ]
-        .concat(),
+        &sargs,
     );
     wait_for(&srv.err, "(listening)", Duration::from_secs(60));
-    let cli = client(&sock, &prefix, 4.0, &faults("32", "0"));
+    let mut cargs = vec![
+        "--ddp-connect",
+        SERVER_IP,
+        "--ip",
+        CLIENT_IP,
+        "--run-for",
+        "4",
+        "--ddp-verify",
+        "--json",
+        "--data-cores",
+        &cc,
+    ];
+    cargs.extend(faults("32", "0"));
+    let cli = Proc::start(
+        &procs::memif_eal(
+            "client",
+            &lcores(client_cores, 1),
+            &format!("{prefix}-cli"),
+            &sock,
+            1024,
+            false,
+        ),
+        &cargs,
+    );
     let (ccode, cout, cerr) = cli.finish(Duration::from_secs(60));
     let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
     let _ = std::fs::remove_dir_all(&dir);
@@ -523,28 +561,49 @@ fn ends_with_different_data_cores_share_a_memif_and_dispatch_between_cores() {
             all()
         );
     }
-    // The server's two cores: the association on one, and frames handed to it by the other.
-    let cores = json(&sout, "ddp_server")["cores"].clone();
-    let per = |k: &str| -> Vec<u64> {
-        cores
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c[k].as_u64().unwrap())
-            .collect()
-    };
-    assert_eq!(per("associations").len(), 2, "{cores}");
-    assert_eq!(per("associations").iter().sum::<u64>(), 1, "{cores}");
-    let handed: u64 = per("dispatched_out").iter().sum();
-    assert!(
-        handed > 1000 && handed == per("dispatched_in").iter().sum::<u64>(),
-        "no frames handed between the server's cores: {cores}"
-    );
-    assert_eq!(per("dispatch_dropped").iter().sum::<u64>(), 0, "{cores}");
-    println!(
-        "soak: server on 2 data cores, client on 1: {} writes checked; server cores {cores}",
-        c["messages"]
-    );
+    // Each end's data cores: the association on one, and on the end with two, frames handed
+    // to it by the other.
+    for (who, cores, n) in [
+        (
+            "server",
+            json(&sout, "ddp_server")["cores"].clone(),
+            server_cores,
+        ),
+        ("client", c["cores"].clone(), client_cores),
+    ] {
+        let per = |k: &str| -> Vec<u64> {
+            cores
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c[k].as_u64().unwrap())
+                .collect()
+        };
+        assert_eq!(per("associations").len(), usize::from(n), "{who}: {cores}");
+        assert_eq!(per("associations").iter().sum::<u64>(), 1, "{who}: {cores}");
+        let handed: u64 = per("dispatched_out").iter().sum();
+        assert_eq!(
+            handed,
+            per("dispatched_in").iter().sum::<u64>(),
+            "{who}: {cores}"
+        );
+        assert_eq!(
+            per("dispatch_dropped").iter().sum::<u64>(),
+            0,
+            "{who}: {cores}"
+        );
+        if n > 1 {
+            assert!(
+                handed > 1000,
+                "{who}: no frames handed between its cores: {cores}"
+            );
+        }
+        println!(
+            "soak: server on {server_cores} data cores, client on {client_cores}: {} writes \
+             checked; {who}'s cores {cores}",
+            c["messages"]
+        );
+    }
 }
 
 /// Without faults to slow it, a client at the default 64 KiB size outruns a server that checks
