@@ -152,6 +152,11 @@ fn eal(role: &str, lcore: &str, prefix: &str, sock: &Path) -> Vec<String> {
 
 /// A --ddp-verify server on `sock` with `extra` options; started once it listens.
 fn server(sock: &Path, prefix: &str, extra: &[&str]) -> Proc {
+    server_on("0@0", sock, prefix, extra)
+}
+
+/// [`server`] on `lcores` (the EAL's `--lcores`).
+fn server_on(lcores: &str, sock: &Path, prefix: &str, extra: &[&str]) -> Proc {
     let mut app = vec![
         "--ddp-listen",
         "--ip",
@@ -162,13 +167,18 @@ fn server(sock: &Path, prefix: &str, extra: &[&str]) -> Proc {
         "--json",
     ];
     app.extend_from_slice(extra);
-    let p = Proc::start(&eal("server", "0@0", &format!("{prefix}-srv"), sock), &app);
+    let p = Proc::start(&eal("server", lcores, &format!("{prefix}-srv"), sock), &app);
     wait_for(&p.err, "(listening)", Duration::from_secs(60));
     p
 }
 
 /// A --ddp-verify client writing for `secs` with `extra` options.
 fn client(sock: &Path, prefix: &str, secs: f64, extra: &[&str]) -> Proc {
+    client_on("0@1", sock, prefix, secs, extra)
+}
+
+/// [`client`] on `lcores` (the EAL's `--lcores`).
+fn client_on(lcores: &str, sock: &Path, prefix: &str, secs: f64, extra: &[&str]) -> Proc {
     let secs = secs.to_string();
     let mut app = vec![
         "--ddp-connect",
@@ -181,7 +191,7 @@ fn client(sock: &Path, prefix: &str, secs: f64, extra: &[&str]) -> Proc {
         "--json",
     ];
     app.extend_from_slice(extra);
-    Proc::start(&eal("client", "0@1", &format!("{prefix}-cli"), sock), &app)
+    Proc::start(&eal("client", lcores, &format!("{prefix}-cli"), sock), &app)
 }
 
 /// The region CRC32cs the server reported, in the order it offered them.
@@ -243,6 +253,47 @@ fn assert_read_back(c: &serde_json::Value) -> u64 {
     n("reads")
 }
 
+/// What a checked run left: the client's `ddp_goodput` report and the server's output.
+struct Checked {
+    c: serde_json::Value,
+    sout: Lines,
+    cout: Lines,
+}
+
+/// Waits for a `--ddp-verify` client and its server (removing the scenario's `dir`) and checks
+/// what every soak requires: both exit 0; nothing lost (every tagged write and untagged send
+/// the client completed, and there were some, the server was handed and checked byte by
+/// byte); the read-back went round; the region ends as the client's last writes left it;
+/// every frame each end took counted once, by its fate.
+fn checked_run(cli: Proc, srv: Proc, dir: &Path) -> Checked {
+    let (ccode, cout, cerr) = cli.finish(Duration::from_secs(60));
+    let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(dir);
+    let all = || transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
+    assert_eq!((ccode, scode), (0, 0), "{}", all());
+    let c = json(&cout, "ddp_goodput");
+    let s = json(&sout, "ddp_verify");
+    assert!(c["messages"].as_u64().unwrap() > 0, "{}", all());
+    assert!(c["untagged"].as_u64().unwrap() > 0, "{}", all());
+    assert_eq!(s["tagged"], c["messages"], "{}", all());
+    assert_eq!(s["untagged"], c["untagged"], "{}", all());
+    assert_read_back(&c);
+    assert_eq!(
+        server_crcs(&serr),
+        vec![c["region_crc32c"].as_str().unwrap().to_string()],
+        "{}",
+        all()
+    );
+    for (who, err) in [("server", &serr), ("client", &cerr)] {
+        assert!(
+            find(err, &format!("{who}: every frame counted once")).is_some(),
+            "{}",
+            all()
+        );
+    }
+    Checked { c, sout, cout }
+}
+
 fn soak_secs() -> f64 {
     std::env::var("DDPDK_SOAK_SECS")
         .ok()
@@ -271,27 +322,8 @@ fn a_faulted_transfer_loses_and_corrupts_nothing() {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    let (ccode, cout, cerr) = cli.finish(Duration::from_secs(30));
-    let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
-    let _ = std::fs::remove_dir_all(&dir);
-    let all = || transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
-    assert_eq!((ccode, scode), (0, 0), "{}", all());
-
-    let c = json(&cout, "ddp_goodput");
-    let s = json(&sout, "ddp_verify");
-    // Nothing lost: every write and send the client completed, the server was handed and
-    // checked, byte by byte; and the region ends as the client's last writes left it.
-    assert_eq!(s["tagged"], c["messages"], "{}", all());
-    assert_eq!(s["untagged"], c["untagged"], "{}", all());
-    assert!(c["messages"].as_u64().unwrap() > 0);
-    assert!(c["untagged"].as_u64().unwrap() > 0);
-    let reads = assert_read_back(&c);
-    assert_eq!(
-        server_crcs(&serr),
-        vec![c["region_crc32c"].as_str().unwrap().to_string()],
-        "{}",
-        all()
-    );
+    let c = checked_run(cli, srv, &dir).c;
+    let reads = c["read_back"]["reads"].clone();
     // Every fault struck, at both ends (the client's counts; the server's are in its text).
     for f in ["dropped", "corrupted", "duplicated", "reordered", "delayed"] {
         assert!(
@@ -300,16 +332,6 @@ fn a_faulted_transfer_loses_and_corrupts_nothing() {
             c["faults"]
         );
     }
-    assert!(
-        find(&serr, "server: every frame counted once").is_some(),
-        "{}",
-        all()
-    );
-    assert!(
-        find(&cerr, "client: every frame counted once").is_some(),
-        "{}",
-        all()
-    );
     // Memory flat: what each process holds at the end of the transfer is what it held a
     // quarter of the way in, within 4 MiB (DPDK's memory and every queue are sized at start).
     let during: Vec<_> = samples
@@ -376,32 +398,7 @@ fn a_faulted_transfer_over_esp_loses_and_corrupts_nothing_4303_3_4_3() {
         soak_secs() / 2.0,
         &cargs.iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    let (ccode, cout, cerr) = cli.finish(Duration::from_secs(60));
-    let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
-    let _ = std::fs::remove_dir_all(&dir);
-    let all = || transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
-    assert_eq!((ccode, scode), (0, 0), "{}", all());
-
-    let c = json(&cout, "ddp_goodput");
-    let s = json(&sout, "ddp_verify");
-    assert!(c["messages"].as_u64().unwrap() > 0, "{}", all());
-    assert!(c["untagged"].as_u64().unwrap() > 0, "{}", all());
-    assert_eq!(s["tagged"], c["messages"], "{}", all());
-    assert_eq!(s["untagged"], c["untagged"], "{}", all());
-    assert_read_back(&c);
-    assert_eq!(
-        server_crcs(&serr),
-        vec![c["region_crc32c"].as_str().unwrap().to_string()],
-        "{}",
-        all()
-    );
-    for (who, err) in [("server", &serr), ("client", &cerr)] {
-        assert!(
-            find(err, &format!("{who}: every frame counted once")).is_some(),
-            "{}",
-            all()
-        );
-    }
+    let Checked { sout, cout, .. } = checked_run(cli, srv, &dir);
     // Each end's inbound SA against the faults struck in front of it.
     let inbound = |out: &Lines, report: &str, spi: u64| {
         let faults = json(out, report)["faults"].clone();
@@ -489,78 +486,20 @@ fn different_data_cores(server_cores: u8, client_cores: u8) {
             .join(",")
     };
     let (sc, cc) = (server_cores.to_string(), client_cores.to_string());
-    let mut sargs = vec![
-        "--ddp-listen",
-        "--ip",
-        SERVER_IP,
-        "--run-for",
-        "120",
-        "--ddp-verify",
-        "--json",
-        "--data-cores",
-        &sc,
-    ];
-    sargs.extend(faults("31", "0"));
-    let srv = Proc::start(
-        &procs::memif_eal(
-            "server",
-            &lcores(server_cores, 0),
-            &format!("{prefix}-srv"),
-            &sock,
-            1024,
-            false,
-        ),
-        &sargs,
+    let srv = server_on(
+        &lcores(server_cores, 0),
+        &sock,
+        &prefix,
+        &[&["--data-cores", &sc][..], &faults("31", "0")].concat(),
     );
-    wait_for(&srv.err, "(listening)", Duration::from_secs(60));
-    let mut cargs = vec![
-        "--ddp-connect",
-        SERVER_IP,
-        "--ip",
-        CLIENT_IP,
-        "--run-for",
-        "4",
-        "--ddp-verify",
-        "--json",
-        "--data-cores",
-        &cc,
-    ];
-    cargs.extend(faults("32", "0"));
-    let cli = Proc::start(
-        &procs::memif_eal(
-            "client",
-            &lcores(client_cores, 1),
-            &format!("{prefix}-cli"),
-            &sock,
-            1024,
-            false,
-        ),
-        &cargs,
+    let cli = client_on(
+        &lcores(client_cores, 1),
+        &sock,
+        &prefix,
+        4.0,
+        &[&["--data-cores", &cc][..], &faults("32", "0")].concat(),
     );
-    let (ccode, cout, cerr) = cli.finish(Duration::from_secs(60));
-    let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
-    let _ = std::fs::remove_dir_all(&dir);
-    let all = || transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
-    assert_eq!((ccode, scode), (0, 0), "{}", all());
-    let c = json(&cout, "ddp_goodput");
-    let s = json(&sout, "ddp_verify");
-    assert!(c["messages"].as_u64().unwrap() > 0, "{}", all());
-    assert_eq!(s["tagged"], c["messages"], "{}", all());
-    assert_eq!(s["untagged"], c["untagged"], "{}", all());
-    assert_read_back(&c);
-    assert_eq!(
-        server_crcs(&serr),
-        vec![c["region_crc32c"].as_str().unwrap().to_string()],
-        "{}",
-        all()
-    );
-    for (who, err) in [("server", &serr), ("client", &cerr)] {
-        assert!(
-            find(err, &format!("{who}: every frame counted once")).is_some(),
-            "{}",
-            all()
-        );
-    }
+    let Checked { c, sout, .. } = checked_run(cli, srv, &dir);
     // Each end's data cores: the association on one, and on the end with two, frames handed
     // to it by the other.
     for (who, cores, n) in [
