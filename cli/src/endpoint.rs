@@ -755,8 +755,6 @@ impl Job {
         }
     }
 
-    /// The client's run on the association `conn` (set up from here on): session, writes,
-    /// report, Terminate and SHUTDOWN.
     /// --ddp-verify: opens the RDMAP read-back session (soak::ReadBack) on its own stream, in
     /// protection domain `pd`, and registers its sink.
     fn read_back(
@@ -790,6 +788,8 @@ impl Job {
         soak::ReadBack::new((stag, to, len), size, (sink.stag, sink_region))
     }
 
+    /// The client's run on the association `conn` (set up from here on): session, writes,
+    /// report, Terminate and SHUTDOWN.
     fn client_run(
         &mut self,
         eal: &Eal,
@@ -1299,25 +1299,21 @@ fn accepted_data(e: Event) -> Vec<u8> {
 
 /// The STag, base Tagged Offset and length a server's Accept offers.
 fn offered(offer: &[u8]) -> Result<(Stag, u64, u64), String> {
-    let (stag, rest) = offer
-        .split_first_chunk::<4>()
-        .filter(|_| offer.len() == OFFER_LEN)
-        .ok_or_else(|| {
-            format!(
-                "the server's Accept carries {} bytes, not an STag offer",
-                offer.len()
-            )
-        })?;
-    let to = rest.first_chunk::<8>().copied().unwrap_or_default();
-    let len = rest
-        .get(8..16)
-        .and_then(|b| b.first_chunk::<8>())
-        .copied()
-        .unwrap_or_default();
+    let b: [u8; OFFER_LEN] = offer.try_into().map_err(|_| {
+        format!(
+            "the server's Accept carries {} bytes, not an STag offer",
+            offer.len()
+        )
+    })?;
+    let be64 = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        u64::from_be_bytes(w)
+    };
     Ok((
-        Stag(u32::from_be_bytes(*stag)),
-        u64::from_be_bytes(to),
-        u64::from_be_bytes(len),
+        Stag(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+        be64(4),
+        be64(12),
     ))
 }
 
@@ -1532,6 +1528,16 @@ mod tests {
                 ("port_tx_errors", 0),
             ],
         }
+    }
+
+    #[test]
+    fn an_accepts_offer_is_read_whole_or_refused() {
+        let mut offer = 0x0012_3456u32.to_be_bytes().to_vec();
+        offer.extend_from_slice(&0x1000u64.to_be_bytes());
+        offer.extend_from_slice(&(64u64 << 20).to_be_bytes());
+        assert_eq!(offered(&offer), Ok((Stag(0x0012_3456), 0x1000, 64 << 20)));
+        assert!(offered(&offer[..19]).is_err());
+        assert!(offered(b"").is_err());
     }
 
     #[test]
