@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ddpdk_dataplane::ipsec::{parse_sa, parse_sp, Direction};
+use ddpdk_dataplane::ipsec::{parse_sa, parse_sp, Action, Direction};
 use ddpdk_dataplane::port::dpdk::{IpsecPort, Mbuf};
 use ddpdk_dataplane::port::Port;
 use serde_json::json;
@@ -50,7 +50,24 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
                 .parse()
                 .map_err(|_| format!("sa del: {spi:?} is not an SPI"))?;
             port.remove_sa(dir, spi)?;
-            Ok(format!("SA {dir} {spi} deleted"))
+            // Such policies fail closed (ipsec::config): the key manager is told what its
+            // order of deletions leaves dropped (a rekey deletes the old policy first).
+            let left: Vec<String> = port
+                .policies()
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.direction == dir && p.action == Action::Protect(spi))
+                .map(|(n, _)| n.to_string())
+                .collect();
+            if left.is_empty() {
+                Ok(format!("SA {dir} {spi} deleted"))
+            } else {
+                Ok(format!(
+                    "SA {dir} {spi} deleted; policy {} still protects with it: what it selects \
+                     is dropped until an SA {dir} {spi} returns (sp del to stop)",
+                    left.join(", ")
+                ))
+            }
         }
         ["sp", "add", rule @ ..] => {
             let p = parse_sp(rule)?;

@@ -487,6 +487,10 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
              ipsec sp add ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp\n\
              ipsec sp add ipv4 in esp discard pri 1 proto sctp\n\
              show ipsec\n\
+             ipsec sa add in 1001 aead_algo aes-128-gcm aead_key {K_S2C} mode transport\n\
+             ipsec sp add ipv4 in esp protect 1001 pri 5 src 198.18.0.3/32 proto sctp\n\
+             ipsec sa del in 1001\n\
+             ipsec sp del 1\n\
              ipsec sp del 0\n\
              ipsec sa del in 1000\n\
              show ipsec\n\
@@ -516,8 +520,13 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
         "SA in 1000 installed",
         "policy added: sp ipv4 in esp discard pri 1 proto sctp",
         "policy 1: sp ipv4 in esp discard pri 1 proto sctp",
+        // An SA deleted under a policy that still protects with it: the policy fails closed,
+        // and the answer says so.
+        "SA in 1001 deleted; policy 1 still protects with it: what it selects is dropped \
+         until an SA in 1001 returns",
+        "policy 1 deleted: sp ipv4 in esp protect 1001",
         "policy 0 deleted: sp ipv4 in esp protect 1000",
-        "SA in 1000 deleted",
+        "SA in 1000 deleted\n",
         // After the deletions only the discard rule is left, now number 0.
         "policy 0: sp ipv4 in esp discard pri 1 proto sctp",
     ] {
