@@ -4,19 +4,18 @@
 //!
 //! The cases run one at a time: each pins two processes to the machine's two CPUs.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[path = "common/esp.rs"]
 mod esp;
 #[path = "common/procs.rs"]
 mod procs;
 
-use esp::{client_rules, server_rules, K_C2S, K_S2C};
+use esp::{client_rules, connect, km, server_rules, K_C2S, K_S2C};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -299,40 +298,6 @@ fn clear_sctp_to_a_protected_endpoint_is_refused_and_counted_4301_5_2() {
         serr.contains("server: 0 tagged messages delivered"),
         "{serr}"
     );
-}
-
-/// Sends one command line to the key manager's socket; returns its answer (`show`: every line
-/// up to its closing `ok`).
-fn km(stream: &mut BufReader<UnixStream>, line: &str) -> String {
-    stream
-        .get_mut()
-        .write_all(format!("{line}\n").as_bytes())
-        .expect("write to the socket");
-    let mut answer = String::new();
-    loop {
-        let mut l = String::new();
-        let n = stream.read_line(&mut l).expect("read the answer");
-        assert!(n > 0, "the socket closed after {line:?}");
-        answer.push_str(&l);
-        if line != "show" || l == "ok\n" {
-            return answer;
-        }
-    }
-}
-
-fn connect(path: &Path) -> BufReader<UnixStream> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match UnixStream::connect(path) {
-            Ok(s) => {
-                s.set_read_timeout(Some(Duration::from_secs(10)))
-                    .expect("timeout");
-                return BufReader::new(s);
-            }
-            Err(e) if Instant::now() > deadline => panic!("{}: {e}", path.display()),
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
 }
 
 /// Issue 15 item 5: a key manager (here the test, as an IKE daemon's plugin would) installs

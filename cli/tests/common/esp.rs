@@ -1,5 +1,11 @@
 //! The mirror IPsec configurations of a test server (198.18.0.2) and client (198.18.0.1):
-//! AES-GCM-128 in transport mode, SCTP selectors, RFC 4301's default deny for SCTP.
+//! AES-GCM-128 in transport mode, SCTP selectors, RFC 4301's default deny for SCTP; and a
+//! key manager's side of `--ipsec-socket`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// The AES-GCM-128 keys (16 key bytes and the 4-byte salt, RFC 4106 §8.1) of the two SAs:
 /// client to server (SPI 1000) and server to client (SPI 2000).
@@ -33,4 +39,38 @@ pub fn client_rules() -> Vec<String> {
 #[allow(dead_code)] // not every test binary that includes this module writes files
 pub fn file_text(rules: &[String]) -> String {
     rules.join("\n") + "\n"
+}
+
+/// Sends one command line to the key manager's socket; returns its answer (`show`: every line
+/// up to its closing `ok`).
+pub fn km(stream: &mut BufReader<UnixStream>, line: &str) -> String {
+    stream
+        .get_mut()
+        .write_all(format!("{line}\n").as_bytes())
+        .expect("write to the socket");
+    let mut answer = String::new();
+    loop {
+        let mut l = String::new();
+        let n = stream.read_line(&mut l).expect("read the answer");
+        assert!(n > 0, "the socket closed after {line:?}");
+        answer.push_str(&l);
+        if line != "show" || l == "ok\n" {
+            return answer;
+        }
+    }
+}
+
+pub fn connect(path: &Path) -> BufReader<UnixStream> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match UnixStream::connect(path) {
+            Ok(s) => {
+                s.set_read_timeout(Some(Duration::from_secs(10)))
+                    .expect("timeout");
+                return BufReader::new(s);
+            }
+            Err(e) if Instant::now() > deadline => panic!("{}: {e}", path.display()),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
 }
