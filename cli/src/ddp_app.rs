@@ -525,7 +525,9 @@ fn json_event(json: bool, kind: &str, fields: serde_json::Value) {
     }
 }
 
-fn parse_offer(b: &[u8]) -> Option<(Stag, u64, u64)> {
+/// The STag, base Tagged Offset and length an Accept's Private Data offers (20 bytes, big
+/// endian: the convention of the shell's and `perf`'s servers).
+pub(crate) fn parse_offer(b: &[u8]) -> Option<(Stag, u64, u64)> {
     if b.len() != OFFER_LEN {
         return None;
     }

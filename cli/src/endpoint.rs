@@ -1299,22 +1299,12 @@ fn accepted_data(e: Event) -> Vec<u8> {
 
 /// The STag, base Tagged Offset and length a server's Accept offers.
 fn offered(offer: &[u8]) -> Result<(Stag, u64, u64), String> {
-    let b: [u8; OFFER_LEN] = offer.try_into().map_err(|_| {
+    crate::ddp_app::parse_offer(offer).ok_or_else(|| {
         format!(
             "the server's Accept carries {} bytes, not an STag offer",
             offer.len()
         )
-    })?;
-    let be64 = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&b[at..at + 8]);
-        u64::from_be_bytes(w)
-    };
-    Ok((
-        Stag(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
-        be64(4),
-        be64(12),
-    ))
+    })
 }
 
 /// Checks that every frame each data core took is counted once, by its fate

@@ -8,7 +8,7 @@
 //! ```text
 //! sa add in 2000 aead_algo aes-128-gcm aead_key 2b:...:be mode transport
 //! sp add ipv4 in esp protect 2000 pri 10 src 198.18.0.2/32 proto sctp
-//! sp del 0
+//! sp del 0                       (or the rule itself: sp del ipv4 in esp protect 2000 ...)
 //! sa del in 2000
 //! show
 //! ```
@@ -30,7 +30,7 @@ use serde_json::json;
 
 use crate::app::note;
 
-/// Runs one IPsec command (`sa add RULE`, `sa del in|out SPI`, `sp add RULE`, `sp del N`,
+/// Runs one IPsec command (`sa add RULE`, `sa del in|out SPI`, `sp add RULE`, `sp del N|RULE`,
 /// `show`, `expiring`) on `port`; returns what to print.
 pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Result<String, String> {
     match words {
@@ -75,6 +75,10 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
             port.add_policy(p)?;
             Ok(format!("policy added: {shown}"))
         }
+        ["sp", "del", rule @ ..] if rule.len() > 1 => {
+            let (n, p) = port.remove_policy_like(&parse_sp(rule)?)?;
+            Ok(format!("policy {n} deleted: {p}"))
+        }
         ["sp", "del", n] => {
             let n: usize = n
                 .parse()
@@ -86,7 +90,7 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
         ["expiring"] => Ok(expiring(port)),
         // Only the first words come back: the rest may hold a key.
         _ => Err(format!(
-            "ipsec: expected sa add RULE | sa del in|out SPI | sp add RULE | sp del N | show | \
+            "ipsec: expected sa add RULE | sa del in|out SPI | sp add RULE | sp del N|RULE | show | \
              expiring, got {:?}",
             words.iter().take(2).copied().collect::<Vec<_>>().join(" ")
         )),

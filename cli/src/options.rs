@@ -300,8 +300,8 @@ pub struct Options {
 
     /// DDP endpoints: a Unix stream socket at PATH through which a key manager (an IKE
     /// daemon) installs and deletes SAs and policies while the endpoint runs, a command a
-    /// line (`sa add ...`, `sa del in|out SPI`, `sp add ...`, `sp del N`, `show`), each
-    /// answered `ok ...` or `error: ...`; implies --ipsec.
+    /// line (`sa add ...`, `sa del in|out SPI`, `sp add ...`, `sp del N|RULE`, `show`),
+    /// each answered `ok ...` or `error: ...`; implies --ipsec.
     #[arg(long, value_name = "PATH")]
     pub ipsec_socket: Option<PathBuf>,
 

@@ -152,7 +152,7 @@ pub enum Command {
         what: RdmaCmd,
     },
     /// IPsec SAs and policies (RFC 5043 §13): sa add RULE | sa del in|out SPI | sp add RULE |
-    /// sp del N | expiring, RULE in the --ipsec-config format.
+    /// sp del N|RULE | expiring, RULE in the --ipsec-config format.
     Ipsec {
         #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
         words: Vec<String>,
@@ -655,6 +655,7 @@ DDP endpoint (ddpdk --ip ADDR ...):
   ipsec sp add (ipv4|ipv6) (in|out) esp (protect SPI|bypass|discard) pri N ...
                                        Add a policy (--ipsec-config's `sp` rule).
   ipsec sp del N                       Delete policy N (numbered by show ipsec).
+  ipsec sp del RULE                    Delete the policy written as RULE.
   ipsec expiring                       SAs past their soft lifetime: due for a rekey.
   show assoc | show session | show mr  Associations, sessions, regions.
   show ipsec                           SAs and their counters, policies, policy drops.

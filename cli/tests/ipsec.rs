@@ -455,7 +455,7 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
              ipsec sa add in 1001 aead_algo aes-128-gcm aead_key {K_S2C} mode transport\n\
              ipsec sp add ipv4 in esp protect 1001 pri 5 src 198.18.0.3/32 proto sctp\n\
              ipsec sa del in 1001\n\
-             ipsec sp del 1\n\
+             ipsec sp del ipv4 in esp protect 1001 pri 5 src 198.18.0.3/32 proto sctp\n\
              ipsec sp del 0\n\
              ipsec sa del in 1000\n\
              show ipsec\n\
@@ -489,6 +489,7 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
         // and the answer says so.
         "SA in 1001 deleted; policy 1 still protects with it: what it selects is dropped \
          until an SA in 1001 returns",
+        // By the rule it was added as.
         "policy 1 deleted: sp ipv4 in esp protect 1001",
         "policy 0 deleted: sp ipv4 in esp protect 1000",
         "SA in 1000 deleted\n",

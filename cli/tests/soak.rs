@@ -555,22 +555,18 @@ fn a_rekey_through_the_key_sockets_mid_transfer_drops_nothing() {
             last = now;
         }
     }
-    // Break: the old policies, numbered as `show` lists them, then the old SAs.
-    for (km, old_sas) in [
-        (&mut s, ["in 1000", "out 2000"]),
-        (&mut c, ["out 1000", "in 2000"]),
+    // Break: the old policies, by the rules they were added as, then the old SAs.
+    for (km, old_rules, old_sas) in [
+        (&mut s, esp::server_rules(), ["in 1000", "out 2000"]),
+        (&mut c, esp::client_rules(), ["out 1000", "in 2000"]),
     ] {
-        loop {
-            let shown = esp::km(km, "show");
-            let Some(n) = shown.lines().find_map(|l| {
-                let l = l.trim_start().strip_prefix("policy ")?;
-                let (n, rule) = l.split_once(": ")?;
-                (rule.contains("protect 1000 ") || rule.contains("protect 2000 ")).then_some(n)
-            }) else {
-                break;
-            };
-            let answer = esp::km(km, &format!("sp del {n}"));
-            assert!(answer.starts_with("ok policy"), "{answer}");
+        for rule in old_rules.iter().filter(|r| r.contains("protect")) {
+            let rule = rule.trim_start_matches("sp ");
+            let answer = esp::km(km, &format!("sp del {rule}"));
+            assert!(
+                answer.starts_with("ok policy") && answer.contains(rule),
+                "{rule}: {answer}"
+            );
         }
         for sa in old_sas {
             let answer = esp::km(km, &format!("sa del {sa}"));

@@ -81,6 +81,19 @@ impl IpsecConfig {
         Ok(self.sas.remove(at))
     }
 
+    /// Takes out the policy equal to `p` (the first, if written twice), and says where it was:
+    /// a key manager deletes what it added by the rule it added, whatever was added or deleted
+    /// since (the numbers `show ipsec` gives shift).
+    pub fn remove_policy_like(&mut self, p: &Policy) -> Result<(usize, Policy), String> {
+        let index = self
+            .spd
+            .policies()
+            .iter()
+            .position(|q| q == p)
+            .ok_or_else(|| format!("no policy {p}"))?;
+        self.remove_policy(index).map(|p| (index, p))
+    }
+
     /// Takes out the policy at `index` of the SPD (the order `show ipsec` numbers them in).
     pub fn remove_policy(&mut self, index: usize) -> Result<Policy, String> {
         let n = self.spd.policies().len();
@@ -655,6 +668,35 @@ mod tests {
         assert_eq!(cfg.spd.policies().len(), 1);
         assert!(cfg.remove_policy(0).is_ok());
         assert!(cfg.spd.is_empty());
+    }
+
+    /// A key manager deletes a policy by the rule it added, wherever later rules put it.
+    #[test]
+    fn a_policy_comes_out_by_its_rule_wherever_it_stands() {
+        let mut cfg = parse_config(&format!(
+            "sa out 1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport\n\
+             sp ipv4 out esp protect 1000 pri 10 proto sctp\n\
+             sp ipv4 out esp discard pri 1 proto sctp\n\
+             sp ipv4 out esp bypass pri 20 dst 198.18.0.9/32\n"
+        ))
+        .unwrap();
+        let rule = |r: &str| parse_sp(&r.split_whitespace().collect::<Vec<_>>()).unwrap();
+        // The pri 20 rule went in front of it: it is number 1 now, and comes out by its rule.
+        let (n, p) = cfg
+            .remove_policy_like(&rule("ipv4 out esp protect 1000 pri 10 proto sctp"))
+            .unwrap();
+        assert_eq!((n, p.action), (1, Action::Protect(1000)));
+        assert_eq!(cfg.spd.policies().len(), 2);
+        // Not there (again, or with another selector, priority or action): refused, nothing out.
+        for other in [
+            "ipv4 out esp protect 1000 pri 10 proto sctp",
+            "ipv4 out esp discard pri 2 proto sctp",
+            "ipv4 out esp discard pri 1 proto 17",
+        ] {
+            let e = cfg.remove_policy_like(&rule(other)).unwrap_err();
+            assert!(e.starts_with("no policy sp "), "{e}");
+        }
+        assert_eq!(cfg.spd.policies().len(), 2);
     }
 
     #[test]

@@ -396,12 +396,26 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
 
     /// Deletes the policy at `index` of [`IpsecPort::policies`].
     pub fn remove_policy(&self, index: usize) -> Result<Policy, String> {
+        self.edit_policies(|cfg| cfg.remove_policy(index))
+    }
+
+    /// Deletes the policy equal to `p` ([`IpsecConfig::remove_policy_like`]); returns where it
+    /// was and what it was.
+    pub fn remove_policy_like(&self, p: &Policy) -> Result<(usize, Policy), String> {
+        self.edit_policies(|cfg| cfg.remove_policy_like(p))
+    }
+
+    /// Edits the policies with `f` and publishes them, as one step under the lock.
+    fn edit_policies<T>(
+        &self,
+        f: impl FnOnce(&mut IpsecConfig) -> Result<T, String>,
+    ) -> Result<T, String> {
         let mut cfg = lock(&self.config);
         let mut next = cfg.clone();
-        let p = next.remove_policy(index)?;
+        let done = f(&mut next)?;
         self.publish(&next, |_| {});
         *cfg = next;
-        Ok(p)
+        Ok(done)
     }
 
     /// Swaps in the tables of `cfg`: the SAs as they are now (state and counters kept), edited
