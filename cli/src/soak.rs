@@ -327,7 +327,20 @@ pub struct ReadBack {
 impl ReadBack {
     /// The sink a client registers (local write): a message and the adds' 8-byte result.
     pub fn sink_len(size: usize) -> usize {
-        size.next_multiple_of(8) + 8
+        Self::sink_word(size) + 8
+    }
+
+    /// Where in the sink the adds' result lands: after the message, 64-bit aligned.
+    fn sink_word(size: usize) -> usize {
+        size.next_multiple_of(8)
+    }
+
+    /// The sink's bytes from `at` into `out`.
+    fn read_sink(&self, mem: &Memory, at: usize, out: &mut [u8]) -> Result<(), String> {
+        mem.region(self.sink_region)
+            .ok_or("--ddp-verify: the read-back sink is gone")?
+            .read(at as u64, out)
+            .map_err(|e| e.to_string())
     }
 
     /// A read-back of `size`-byte messages into the server's region `stag` / `to` / `len`,
@@ -426,11 +439,10 @@ impl ReadBack {
                 Ok(Some(self.request(op, Payload::Bytes(Vec::new()))))
             }
             Probe::Read { k } => {
-                let sink = mem
-                    .region(self.sink_region)
-                    .ok_or("--ddp-verify: the read-back sink is gone")?;
-                self.buf.resize(self.size, 0);
-                sink.read(0, &mut self.buf).map_err(|e| e.to_string())?;
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.resize(self.size, 0);
+                self.read_sink(mem, 0, &mut buf)?;
+                self.buf = buf;
                 self.want.resize(self.size, 0);
                 verify::fill(READ_BACK + k, &mut self.want);
                 if let Some(at) = self.buf.iter().zip(&self.want).position(|(a, b)| a != b) {
@@ -449,17 +461,13 @@ impl ReadBack {
                     stag: self.stag,
                     to: self.to + self.word,
                     sink: self.sink,
-                    sink_to: self.size.next_multiple_of(8) as u64,
+                    sink_to: Self::sink_word(self.size) as u64,
                 };
                 Ok(Some(self.request(op, Payload::Bytes(Vec::new()))))
             }
             Probe::Add => {
-                let sink = mem
-                    .region(self.sink_region)
-                    .ok_or("--ddp-verify: the read-back sink is gone")?;
                 let mut word = [0u8; 8];
-                sink.read(self.size.next_multiple_of(8) as u64, &mut word)
-                    .map_err(|e| e.to_string())?;
+                self.read_sink(mem, Self::sink_word(self.size), &mut word)?;
                 // RFC 7306 §5.1.1: the Atomic Response carries the word's value before the add.
                 let original = u64::from_ne_bytes(word);
                 if original != self.adds {
