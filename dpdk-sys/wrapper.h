@@ -4,6 +4,7 @@
 #include <rte_common.h>
 #include <rte_version.h>
 #include <rte_eal.h>
+#include <rte_alarm.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_launch.h>

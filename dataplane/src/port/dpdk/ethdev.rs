@@ -1,6 +1,6 @@
 //! DPDK ethdev ports.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -422,11 +422,10 @@ impl DpdkPort {
             .compare_exchange(STARTED, STOPPED, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            self.let_a_leaving_memif_client_go();
             let id = self.info.port_id;
-            // SAFETY: the port was started; no lcore polls it any more (the caller joined them).
-            check(|| format!("rte_eth_dev_stop(port {id})"), unsafe {
-                sys::rte_eth_dev_stop(id)
+            self.teardown(format!("rte_eth_dev_stop(port {id})"), move || {
+                // SAFETY: the port was started; no lcore polls it any more (the caller joined them).
+                unsafe { sys::rte_eth_dev_stop(id) }
             })?;
         }
         Ok(())
@@ -437,68 +436,35 @@ impl DpdkPort {
         self.stop()?;
         if self.state.swap(CLOSED, Ordering::AcqRel) != CLOSED {
             let id = self.info.port_id;
-            // SAFETY: the port is stopped and nothing uses it any more.
-            check(|| format!("rte_eth_dev_close(port {id})"), unsafe {
-                sys::rte_eth_dev_close(id)
+            self.teardown(format!("rte_eth_dev_close(port {id})"), move || {
+                // SAFETY: the port is stopped and nothing uses it any more.
+                unsafe { sys::rte_eth_dev_close(id) }
             })?;
         }
         Ok(())
     }
 
-    /// DPDK 22.11's memif tears a connection down from the EAL's interrupt thread when the
-    /// peer leaves (memif_disconnect from the control channel's handler), and from the caller's
-    /// thread in dev_stop and dev_close, with nothing to keep the two apart; a peer leaving
-    /// while we stop (both ends of a run finishing together, as a perf pair always does) races
-    /// them, and the server's interrupt thread was caught crashing in the EAL's allocator
-    /// (SIGSEGV, core dump, about one run in four with two pairs on two CPUs). So a memif
-    /// server whose link is up gives its client a moment to leave first (300 ms at most: a
-    /// client that stays is not waited for), and once the link is down a moment for the
-    /// interrupt thread to finish what it began. The client side stops at once: one end
-    /// waiting is enough to order them.
-    fn let_a_leaving_memif_client_go(&self) {
-        if !self.is_memif_server() {
-            return;
-        }
-        let deadline = Instant::now() + Duration::from_millis(300);
-        while self.link().up && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if !self.link().up {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// A `net_memif` port in the server role (its vdev's `role` says `server`, or the old
-    /// `master`, as memif_set_role reads it; without a role it is a client).
-    fn is_memif_server(&self) -> bool {
-        if self.info.driver != "net_memif" {
-            return false;
-        }
-        let mut info = sys::rte_eth_dev_info::default();
-        // SAFETY: a valid out-parameter.
-        if unsafe { sys::rte_eth_dev_info_get(self.info.port_id, &mut info) } != 0
-            || info.device.is_null()
-        {
-            return false;
-        }
-        // SAFETY: the device of a live port.
-        let devargs = unsafe { sys::rte_dev_devargs(info.device) };
-        if devargs.is_null() {
-            return false;
-        }
-        // SAFETY: the live devargs of the device; `args` is null or NUL-terminated, owned by
-        // the EAL for the device's life.
-        let args = unsafe { (*devargs).__bindgen_anon_1.args };
-        if args.is_null() {
-            return false;
-        }
-        // SAFETY: as above.
-        let args = unsafe { CStr::from_ptr(args) }.to_string_lossy();
-        // The last role given is the one the driver keeps.
-        args.split(',')
-            .rev()
-            .find_map(|kv| kv.strip_prefix("role="))
-            .is_some_and(|r| r.contains("server") || r.contains("master"))
+    /// Runs a stop or close of this port, on the EAL's interrupt thread for a memif.
+    ///
+    /// DPDK 22.11's memif tears a connection down (`memif_disconnect`: it frees the shared
+    /// regions and the control channel) on the EAL's interrupt thread when the peer leaves, and
+    /// on the caller's thread in dev_stop and dev_close, with nothing to keep the two apart: a
+    /// peer leaving while we stop (both ends of a run finishing together, as a perf pair always
+    /// does) freed the same memory twice ("EAL: Error: Invalid memory" in every run of
+    /// `tests/dpdk_memif_teardown.rs`, and a server's interrupt thread caught crashing in the
+    /// EAL's allocator). memif's handlers all run on that thread, and so do EAL alarms: a stop
+    /// made from an alarm callback cannot overlap them. Other drivers stop on this thread.
+    fn teardown(
+        &self,
+        op: String,
+        call: impl FnOnce() -> i32 + Send + 'static,
+    ) -> Result<(), DpdkError> {
+        let rc = if self.info.driver == "net_memif" {
+            on_interrupt_thread(call).map_err(|e| DpdkError::new(op.clone(), 0).with_hint(e))?
+        } else {
+            call()
+        };
+        check(|| op, rc).map(|_| ())
     }
 
     /// Polls the link until it is up or `timeout` passes; returns the last status seen.
@@ -512,6 +478,35 @@ impl DpdkPort {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// Runs `call` on the EAL's interrupt thread, as an alarm callback, and waits for its answer.
+/// Nothing else the EAL runs on that thread (device interrupt handlers, other alarms) can
+/// overlap it.
+fn on_interrupt_thread(call: impl FnOnce() -> i32 + Send + 'static) -> Result<i32, &'static str> {
+    type Job = Box<dyn FnOnce() + Send>;
+    extern "C" fn run(arg: *mut c_void) {
+        // SAFETY: `arg` is the `Box<Job>` leaked below, handed to exactly one alarm, which
+        // fires once.
+        let job = unsafe { Box::from_raw(arg.cast::<Job>()) };
+        job();
+    }
+    let (answer, answered) = std::sync::mpsc::sync_channel(1);
+    let job: Box<Job> = Box::new(Box::new(move || {
+        // The waiter may have given up; the call is made all the same.
+        let _ = answer.send(call());
+    }));
+    let arg = Box::into_raw(job).cast::<c_void>();
+    // SAFETY: `run` takes `arg` back when the alarm fires; 1 us is the shortest delay the EAL
+    // accepts (rte_eal_alarm_set refuses 0).
+    if unsafe { sys::rte_eal_alarm_set(1, Some(run), arg) } < 0 {
+        // SAFETY: no alarm was set, so `arg` is still ours alone.
+        drop(unsafe { Box::from_raw(arg.cast::<Job>()) });
+        return Err("the EAL refused the alarm that runs it on its interrupt thread");
+    }
+    answered
+        .recv_timeout(Duration::from_secs(10))
+        .map_err(|_| "the EAL's interrupt thread did not run it within 10 s")
 }
 
 impl Drop for DpdkPort {
