@@ -15,6 +15,18 @@
 
 use crate::vdev::{devarg, device_specs, longest_frame, strtoul10};
 
+/// Why a DDP endpoint refuses memif's zero-copy mode. DPDK 22.11's zero-copy transmit writes
+/// every descriptor as if its buffer were in the first memory region (`d0->region = 1`, "FIXME:
+/// get region index", rte_eth_memif.c), so a segment sent by reference from a registered region
+/// arrives as other bytes: the receiver drops it as corrupt, SCTP retransmits it the same way,
+/// and the association stalls (cwnd down to one packet, T3 after T3). And its queue release
+/// frees the queue, not the thousands of mbufs posted for receiving, which never come back to
+/// the pool.
+pub const ZERO_COPY_REFUSED: &str = "is refused on a DDP endpoint: DPDK 22.11's memif \
+     zero-copy sends a frame from a registered region as other bytes (it takes every buffer to \
+     be in its first memory region) and never gives back the buffers it posts for receiving; \
+     leave zero-copy out (the copy mode moved as much on the machines ddpdk is tested on)";
+
 /// memif's buffer size when the vdev gives none (DPDK's ETH_MEMIF_DEFAULT_PKT_BUFFER_SIZE).
 const DEFAULT_BSIZE: u32 = 2048;
 
@@ -22,8 +34,14 @@ const DEFAULT_BSIZE: u32 = 2048;
 /// `mtu` and a `txonly` frame of `txpkts` bytes: one without `bsize` gets one (the larger frame
 /// rounded up to a KiB), one whose `bsize` is smaller is refused with why. A server's `bsize`
 /// is not used (DPDK takes the client's for both directions), so a server vdev is left as it
-/// is, with a note on what its client needs. Returns the notes to print.
-pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<String>, String> {
+/// is, with a note on what its client needs. A DDP `endpoint`'s memif in zero-copy mode is
+/// refused ([`ZERO_COPY_REFUSED`]). Returns the notes to print.
+pub fn fit_frames(
+    eal_args: &mut [String],
+    mtu: u16,
+    txpkts: u16,
+    endpoint: bool,
+) -> Result<Vec<String>, String> {
     let (frame, why) = longest_frame(mtu, txpkts);
     let frame = u32::try_from(frame).unwrap_or(u32::MAX);
     let mut notes = Vec::new();
@@ -32,6 +50,10 @@ pub fn fit_frames(eal_args: &mut [String], mtu: u16, txpkts: u16) -> Result<Vec<
         let name = spec.split(',').next().unwrap_or_default();
         if !name.starts_with("net_memif") {
             continue;
+        }
+        // memif_set_zc: "yes" anywhere in the value turns zero-copy on (a client's only).
+        if endpoint && devarg(&spec, "zero-copy").is_some_and(|v| v.contains("yes")) {
+            return Err(format!("{name}: zero-copy=yes {ZERO_COPY_REFUSED}"));
         }
         let (role, given) = (devarg(&spec, "role"), devarg(&spec, "bsize"));
         // memif_set_role: "server" (or the old "master") anywhere in the value; a client
@@ -91,13 +113,13 @@ mod tests {
     #[test]
     fn a_jumbo_mtu_gets_buffers_that_hold_a_frame() {
         let mut a = args(&["-l", "0", "--vdev=net_memif0,role=client,id=0", "--no-huge"]);
-        let notes = fit_frames(&mut a, 9000, 64).expect("fits");
+        let notes = fit_frames(&mut a, 9000, 64, true).expect("fits");
         assert_eq!(a[2], "--vdev=net_memif0,role=client,id=0,bsize=9216");
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("bsize=9216") && notes[0].contains("9014"));
         // The two-argument form too.
         let mut a = args(&["--vdev", "net_memif1,role=client", "--vdev=net_ring0"]);
-        fit_frames(&mut a, 4000, 64).expect("fits");
+        fit_frames(&mut a, 4000, 64, true).expect("fits");
         assert_eq!(
             a,
             args(&[
@@ -111,20 +133,20 @@ mod tests {
     #[test]
     fn frames_that_fit_the_default_buffers_leave_the_vdev_alone() {
         let mut a = args(&["--vdev=net_memif0,role=client"]);
-        assert!(fit_frames(&mut a, 1500, 64).expect("fits").is_empty());
-        assert!(fit_frames(&mut a, 2034, 64).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 1500, 64, true).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 2034, 64, true).expect("fits").is_empty());
         assert_eq!(a[0], "--vdev=net_memif0,role=client");
-        fit_frames(&mut a, 2035, 64).expect("fits");
+        fit_frames(&mut a, 2035, 64, true).expect("fits");
         assert_eq!(a[0], "--vdev=net_memif0,role=client,bsize=3072");
     }
 
     #[test]
     fn a_bsize_given_is_kept_when_it_holds_a_frame_and_refused_when_not() {
         let mut a = args(&["--vdev=net_memif0,role=client,bsize=9216"]);
-        assert!(fit_frames(&mut a, 9000, 64).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 9000, 64, true).expect("fits").is_empty());
         assert_eq!(a[0], "--vdev=net_memif0,role=client,bsize=9216");
         let mut a = args(&["--vdev=net_memif0,role=client,bsize=2048"]);
-        let e = fit_frames(&mut a, 9000, 64).expect_err("too small");
+        let e = fit_frames(&mut a, 9000, 64, true).expect_err("too small");
         assert!(
             e.contains("bsize=2048") && e.contains("bsize=9216") && e.contains("9014"),
             "{e}"
@@ -132,11 +154,11 @@ mod tests {
         // Read as the driver reads it: decimal digits at the start, the last bsize given.
         for small in ["2048k", " 2048", "9216,bsize=2048"] {
             let mut a = args(&[&format!("--vdev=net_memif0,bsize={small}")]);
-            assert!(fit_frames(&mut a, 9000, 64).is_err(), "{small}");
+            assert!(fit_frames(&mut a, 9000, 64, true).is_err(), "{small}");
         }
         // strtoul(.., 10) reads "0x2400" as 0, which the driver refuses itself.
         let mut a = args(&["--vdev=net_memif0,bsize=0x2400"]);
-        assert!(fit_frames(&mut a, 9000, 64)
+        assert!(fit_frames(&mut a, 9000, 64, true)
             .expect("left to DPDK")
             .is_empty());
     }
@@ -145,23 +167,42 @@ mod tests {
     fn a_server_is_left_as_it_is_with_a_note_on_its_clients_buffers() {
         // DPDK's memif takes the client's buffer size in both directions.
         let mut a = args(&["--vdev=net_memif0,role=server,bsize=2048"]);
-        let notes = fit_frames(&mut a, 9000, 64).expect("a server's bsize is not used");
+        let notes = fit_frames(&mut a, 9000, 64, true).expect("a server's bsize is not used");
         assert_eq!(a[0], "--vdev=net_memif0,role=server,bsize=2048");
         assert!(
             notes.len() == 1 && notes[0].contains("bsize=9216"),
             "{notes:?}"
         );
         let mut a = args(&["--vdev=net_memif0,role=server"]);
-        assert!(fit_frames(&mut a, 1500, 64).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 1500, 64, true).expect("fits").is_empty());
+    }
+
+    #[test]
+    fn a_ddp_endpoint_refuses_memif_zero_copy_and_forwarding_keeps_it() {
+        // memif_set_zc reads "yes" anywhere in the value; the last zero-copy given counts.
+        for zc in ["yes", "zero-copy=no,zero-copy=yes"] {
+            let spec = format!("--vdev=net_memif0,role=client,zero-copy={zc}");
+            let e = fit_frames(&mut args(&[&spec]), 1500, 64, true).expect_err("refused");
+            assert!(
+                e.starts_with("net_memif0: zero-copy=yes is refused on a DDP endpoint")
+                    && e.contains("first memory region")
+                    && e.contains("leave zero-copy out"),
+                "{e}"
+            );
+            // testpmd-style forwarding sends no region memory by reference.
+            assert!(fit_frames(&mut args(&[&spec]), 1500, 64, false).is_ok());
+        }
+        let mut a = args(&["--vdev=net_memif0,role=client,zero-copy=no"]);
+        assert!(fit_frames(&mut a, 1500, 64, true).is_ok());
     }
 
     #[test]
     fn txonly_frames_count_too() {
         let mut a = args(&["--vdev=net_memif0,role=client"]);
-        fit_frames(&mut a, 1500, 9000).expect("fits");
+        fit_frames(&mut a, 1500, 9000, true).expect("fits");
         assert_eq!(a[0], "--vdev=net_memif0,role=client,bsize=9216");
         let mut a = args(&["--vdev=net_memif0,role=client,bsize=2048"]);
-        let e = fit_frames(&mut a, 1500, 4000).expect_err("too small");
+        let e = fit_frames(&mut a, 1500, 4000, true).expect_err("too small");
         assert!(e.starts_with("--txpkts 4000: a frame of 4000 bytes"), "{e}");
     }
 
@@ -174,7 +215,7 @@ mod tests {
             "0000:01:00.0",
         ]);
         let before = a.clone();
-        assert!(fit_frames(&mut a, 9000, 64).expect("fits").is_empty());
+        assert!(fit_frames(&mut a, 9000, 64, true).expect("fits").is_empty());
         assert_eq!(a, before);
     }
 }

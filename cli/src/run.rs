@@ -226,10 +226,10 @@ type Script = Vec<(String, usize, shell::Command)>;
 /// an af_packet port's ring slots too, with the queue pairs a DDP endpoint needs and mbufs its
 /// receive queues take (`opts.mbuf_size` raised). Returns the notes to print.
 fn fit_devices(eal_args: &mut [String], opts: &mut Options) -> Result<Vec<String>, String> {
-    let mut notes = crate::memif::fit_frames(eal_args, opts.mtu, opts.txpkts)?;
     // Only a DDP endpoint's path MTU follows --mtu; its queue pairs are one a data core and
     // one for the control thread (node.rs).
     let endpoint = !opts.ip.is_empty() || opts.ddp_listen || opts.ddp_connect.is_some();
+    let mut notes = crate::memif::fit_frames(eal_args, opts.mtu, opts.txpkts, endpoint)?;
     let endpoint_queues = endpoint
         .then(|| u16::try_from(opts.endpoint_cores() + 1).ok())
         .flatten();
