@@ -2239,6 +2239,7 @@ impl DdpApp {
             return Ok(0);
         };
         node.halt(&eal);
+        node.close_port();
         // The control side next: buffers still in its rings (handed up after its last poll)
         // go back to the pool with it, and the regions are freed before the EAL.
         drop(shared);

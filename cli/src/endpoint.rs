@@ -315,6 +315,7 @@ impl Job {
         } = self;
         drop(key_socket);
         node.halt(eal);
+        node.close_port();
         // Buffers still in the control side's rings go back to the pool with it.
         drop(control);
         node.close()

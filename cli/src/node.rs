@@ -55,6 +55,8 @@ pub struct Node {
     pub cores: usize,
     /// The lcores the data cores run on (empty when polled inline).
     pub core_lcores: Vec<u32>,
+    /// The device is closed ([`Node::close_port`]).
+    port_closed: bool,
 }
 
 /// The data cores' stop flag, raised when the node goes: a node dropped on an error path
@@ -95,7 +97,16 @@ impl Node {
             .ok_or("no port: give the EAL a device (--vdev=net_memif0,... or -a PCI)")?;
         let workers = eal.worker_lcores();
         let inline = workers.is_empty() && placement == Placement::WorkersOrInline;
-        let cores = if inline { 1 } else { opts.endpoint_cores() };
+        let cores = opts.endpoint_cores();
+        // The main lcore polls one data core between its control turns, never more.
+        if inline && cores > 1 {
+            return Err(format!(
+                "{cores} data cores but the EAL has only its main lcore; give it {} lcores with \
+                 -l (the main lcore runs the control side, a worker each data core), or leave \
+                 --data-cores out and the main lcore polls one",
+                cores + 1
+            ));
+        }
         if !inline && workers.len() < cores {
             return Err(format!(
                 "{cores} data cores but the EAL has {} worker lcore(s); give it more with -l \
@@ -201,6 +212,7 @@ impl Node {
             link_up: link.up,
             cores,
             core_lcores: Vec::new(),
+            port_closed: false,
         };
         if inline {
             node.inline = data;
@@ -239,18 +251,19 @@ impl Node {
         }
     }
 
-    /// After [`Node::halt`] and once the control side is dropped (buffers still in its rings
-    /// go back to the pool with it): drains the RX queues, stops the port, and returns the
-    /// mbufs not back in their pool.
-    pub fn close(self) -> u32 {
-        let Node {
-            port, pool, inline, ..
-        } = self;
-        drop(inline);
+    /// After [`Node::halt`]: drains the RX queues, then stops and closes the device, which
+    /// gives back every buffer it still holds. Some drivers keep receive buffers posted and
+    /// sent frames unreclaimed until they close (virtio_user, net_tap, a memif client in
+    /// zero-copy mode: thousands of mbufs), and a sent frame may still reference a region: so
+    /// this comes before the control side, and the regions it owns, are dropped.
+    pub fn close_port(&mut self) {
+        if std::mem::replace(&mut self.port_closed, true) {
+            return;
+        }
         let mut left = Vec::new();
         // From the device itself: the fault injector may hold frames back and answer 0 while
         // the device still has some.
-        let device = port.inner().inner();
+        let device = self.port.inner().inner();
         for q in 0..device.nb_rx_queues() {
             // Bounded: a peer that keeps sending cannot hold the shutdown.
             for _ in 0..DRAIN_BURSTS {
@@ -261,8 +274,18 @@ impl Node {
             }
         }
         // Frames the fault injector still holds back go back too.
-        port.inner().release_held();
-        let _ = port.inner().inner().stop();
+        self.port.inner().release_held();
+        if let Err(e) = device.close() {
+            eprintln!("ddpdk: warning: closing {}: {e}", device.name());
+        }
+    }
+
+    /// After [`Node::close_port`] and once the control side is dropped (buffers still in its
+    /// rings go back to the pool with it): the mbufs not back in their pool.
+    pub fn close(mut self) -> u32 {
+        self.close_port();
+        drop(std::mem::take(&mut self.inline));
+        let Node { port, pool, .. } = self;
         let in_use = pool.in_use_count();
         // Port before its pool.
         drop(port);

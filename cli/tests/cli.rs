@@ -352,6 +352,34 @@ fn an_impossible_lcore_table_is_refused_with_a_clear_message() {
     assert!(stderr.contains("worker lcore"), "{stderr}");
 }
 
+/// An endpoint whose EAL has only its main lcore polls one data core there (`perf`, the
+/// `--ddp-listen` job), or refuses to start (the shell's endpoint, which needs a worker);
+/// asked for more data cores, each says so instead of quietly running one.
+#[test]
+fn more_data_cores_than_the_lcores_allow_are_refused_not_ignored() {
+    let mut e = eal();
+    e.splice(0..2, ["-l".to_string(), "0".to_string()]);
+    e.push("--vdev=net_null0".into());
+    for (job, says) in [
+        (
+            &["--ddp-listen"][..],
+            "has only its main lcore; give it 3 lcores",
+        ),
+        (&[][..], "has 0 worker lcore(s)"),
+    ] {
+        let mut args = job.to_vec();
+        args.extend(["--ip", "198.18.0.1", "--data-cores", "2", "--run-for", "1"]);
+        let o = ddpdk(&e, &args).output().expect("run");
+        let (stdout, stderr) = out(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("ddpdk: 2 data cores but the EAL {says}")),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stdout.contains("data core(s)"), "{args:?}: {stdout}");
+    }
+}
+
 /// `--data-cores` (what `ddpdk endpoint --help` and `perf --help` show) sets an endpoint's
 /// data cores; it used to be ignored there (only testpmd's `--nb-cores` counted).
 #[test]

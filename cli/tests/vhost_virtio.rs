@@ -1,0 +1,119 @@
+//! Two `ddpdk` processes over a vhost-user / virtio-user pair (`net_vhost` on the server,
+//! `net_virtio_user` on the client: how a dataplane in a container meets one on its host),
+//! without huge pages.
+//!
+//! virtio keeps receive buffers posted, and sent frames unreclaimed, until the port closes:
+//! 512 mbufs a queue, some of them attached to the client's registered region (the zero-copy
+//! sender). An endpoint that counted its pool and dropped its regions before closing the port
+//! called a verified transfer a failure ("512 mbufs not back in their pool", status 1) and
+//! leaked its region ("region dropped while 84 mbuf(s) reference it").
+
+#[path = "common/procs.rs"]
+mod procs;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+
+fn eal(lcores: &str, prefix: &str, vdev: String, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "--lcores",
+        lcores,
+        "--no-huge",
+        "-m",
+        "1024",
+        "--no-pci",
+        "--log-level=*:error",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v.push(format!("--file-prefix={prefix}"));
+    v.push(format!("--vdev={vdev}"));
+    v
+}
+
+/// A zero-copy perf transfer from the virtio-user client into the vhost server's region: both
+/// ends exit 0, every write is delivered, the server's region holds what the client wrote
+/// (the same CRC32c), payload left by reference from the client's region, and every mbuf and
+/// region comes back once the ports are closed.
+#[test]
+fn a_transfer_over_vhost_user_ends_with_every_buffer_back() {
+    let pid = std::process::id();
+    let dir = std::env::temp_dir().join(format!("ddpdk-vhost-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let sock = dir.join("vhost.sock");
+    let sock = sock.to_str().expect("utf-8");
+    // Two queue pairs: one for the data core, one for the control thread.
+    let mut server = procs::spawn(
+        BIN,
+        &eal(
+            "0@0",
+            &format!("ddpdk-vh-srv-{pid}"),
+            format!("net_vhost0,iface={sock},queues=2"),
+            &[],
+        ),
+        &[
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--json",
+            "--run-for",
+            "30",
+        ],
+    );
+    // The vhost socket exists once the server is listening (its notes go to stderr under
+    // --json).
+    let (head, rest) =
+        procs::read_until(server.stderr.take().expect("stderr"), "the server", |l| {
+            l.contains("(listening)")
+        });
+    // virtio-user shares its memory with the vhost side by file descriptor: one file.
+    let client = procs::spawn(
+        BIN,
+        &eal(
+            "0@1",
+            &format!("ddpdk-vh-cli-{pid}"),
+            format!("net_virtio_user0,path={sock},queues=2"),
+            &["--single-file-segments"],
+        ),
+        &[
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ip",
+            "198.18.0.1",
+            "--json",
+            "--run-for",
+            "2",
+        ],
+    );
+    let c = client.wait_with_output().expect("the client");
+    // The server ends when its association does (the client's SHUTDOWN).
+    let s = server.wait_with_output().expect("the server");
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let (ct, st) = (
+        text(&c),
+        text(&s) + &head + &rest.join().unwrap_or_default(),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let (goodput, done) = procs::every_write_delivered(&c, &ct, &s, &st, 100);
+    for (who, t) in [("client", &ct), ("server", &st)] {
+        assert!(!t.contains("not back in their pool"), "{who}:\n{t}");
+        assert!(!t.contains("region dropped while"), "{who}:\n{t}");
+    }
+    assert!(
+        goodput["spans_by_reference"].as_u64() > Some(0),
+        "{goodput}"
+    );
+    assert_eq!(goodput["spans_copied"].as_u64(), Some(0), "{goodput}");
+    let region = &done["regions"][0];
+    assert_eq!(
+        region["crc32c"], goodput["region_crc32c"],
+        "the server's region holds what the client wrote: {region} / {goodput}"
+    );
+}
