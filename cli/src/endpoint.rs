@@ -789,6 +789,32 @@ impl Job {
         soak::ReadBack::new((stag, to, len), size, (sink.stag, sink_region))
     }
 
+    /// `e` (the association never came up) with what the data cores saw: a peer that never
+    /// answered ARP or Neighbor Discovery (RFC 1122 §2.3.2.1: the INITs to it were dropped
+    /// unresolved), or no frame at all.
+    fn why_no_association(&mut self, e: String, opts: &Options, signalled: &AtomicBool) -> String {
+        let Ok(reports) = self.reports(signalled) else {
+            return e;
+        };
+        let unresolved: u64 = reports.iter().map(|r| r.stats.tx.unresolved).sum();
+        let frames_in: u64 = reports.iter().map(|r| r.stats.frames_in).sum();
+        let peer = opts.ddp_connect.map(|a| a.to_string()).unwrap_or_default();
+        if frames_in == 0 {
+            format!(
+                "{e}: no frame arrived on the port, not even an answer to ARP or Neighbor \
+                 Discovery for {peer}: is the link up, and a server at that address on it?"
+            )
+        } else if unresolved > 0 {
+            format!(
+                "{e}: {peer} never answered ARP or Neighbor Discovery ({unresolved} packet(s) \
+                 to it dropped unresolved), though other frames arrived: is a server at that \
+                 address?"
+            )
+        } else {
+            e
+        }
+    }
+
     /// The client's run on the association `conn` (set up from here on): session, writes,
     /// report, Terminate and SHUTDOWN.
     fn client_run(
@@ -802,13 +828,15 @@ impl Job {
         let size = usize::try_from(opts.ddp_size).unwrap_or(usize::MAX);
         let verify = opts.ddp_verify;
         let is = |e: &Event, f: &dyn Fn(&Indication) -> bool| matches!(e, Event::Indication { conn: c, indication } if *c == conn && f(indication));
-        let up = self.wait_for("the association", signalled, WAIT, |events| {
-            take(events, |e| {
-                is(e, &|i| {
-                    matches!(i, Indication::Connected { .. } | Indication::Closed(_))
+        let up = self
+            .wait_for("the association", signalled, WAIT, |events| {
+                take(events, |e| {
+                    is(e, &|i| {
+                        matches!(i, Indication::Connected { .. } | Indication::Closed(_))
+                    })
                 })
             })
-        })?;
+            .map_err(|e| self.why_no_association(e, opts, signalled))?;
         if let Event::Indication {
             indication: Indication::Closed(reason),
             ..
@@ -821,7 +849,11 @@ impl Job {
                      listening on SCTP port {}?",
                     opts.sctp_port
                 ),
-                _ => format!("the association ended before it was up: {reason:?}"),
+                _ => self.why_no_association(
+                    format!("the association ended before it was up: {reason:?}"),
+                    opts,
+                    signalled,
+                ),
             });
         }
         let pd = self.control.memory_mut().alloc_pd();

@@ -139,18 +139,15 @@ impl Node {
             )
             .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?,
         );
-        let device = start_port(id, conf, &pool, opts).map_err(|e| {
-            // net_af_packet opens one queue pair unless its devargs ask for more.
-            if e.contains("(net_af_packet") && e.contains("queues requested") {
-                format!(
-                    "{e}: an endpoint with {cores} data core(s) needs {queues} queue pairs (one \
-                     for each data core, one for the control thread); give the net_af_packet \
-                     --vdev qpairs={queues}, or no qpairs and ddpdk sets it"
-                )
-            } else {
-                e
-            }
-        })?;
+        let device =
+            start_port(id, conf, &pool, opts).map_err(|e| match queues_devarg(&driver) {
+                Some(devarg) if e.contains("queues requested") => format!(
+                "{e}: an endpoint with {cores} data core(s) needs {queues} queue pairs (one for \
+                 each data core, one for the control thread); {}",
+                devarg.replace("{queues}", &queues.to_string())
+            ),
+                _ => e,
+            })?;
         let (reta_size, flow_rules, steering) = steer(&device, cores, opts.ip.first().copied());
         let faulty = Arc::new(Faulty::new(device, opts.faults()));
         let port = Arc::new(ipsec_port(faulty, &pool, opts)?);
@@ -292,6 +289,29 @@ impl Node {
         drop(pool);
         in_use
     }
+}
+
+/// How to give a virtual device that opens one queue pair unless told otherwise the queue
+/// pairs an endpoint needs (`{queues}` stands for their number), by driver.
+fn queues_devarg(driver: &str) -> Option<&'static str> {
+    Some(match driver {
+        "net_af_packet" => {
+            "give the net_af_packet --vdev qpairs={queues}, or no qpairs and ddpdk sets it"
+        }
+        "net_vhost" => "give the net_vhost --vdev queues={queues} (its virtio peer as many)",
+        "net_virtio_user" => {
+            "give the net_virtio_user --vdev queues={queues} (its vhost peer as many or more)"
+        }
+        "net_pcap" => {
+            "give the net_pcap --vdev {queues} rx_pcap= and {queues} tx_pcap= (or rx_iface= \
+             and tx_iface=), one a queue"
+        }
+        "net_af_xdp" => {
+            "give the net_af_xdp --vdev queue_count={queues}; the interface needs as many \
+             combined channels (ethtool -L IFACE combined {queues})"
+        }
+        _ => return None,
+    })
 }
 
 /// The text of `--ipsec-config PATH`, read and checked (it parses).

@@ -159,6 +159,13 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     if opts.ddp_loopback {
         return crate::loopback::run(eal, &opts, &signalled);
     }
+    if let Some(e) = (!opts.ring_pair)
+        .then(|| no_port_made(&eal, &eal_args))
+        .flatten()
+    {
+        eprintln!("ddpdk: {e}");
+        return EXIT_FAILURE;
+    }
     if opts.ddp_listen || opts.ddp_connect.is_some() {
         return crate::endpoint::run(eal, &opts, &signalled);
     }
@@ -264,6 +271,25 @@ fn load_script(path: &Path) -> Result<Script, String> {
         }
     }
     Ok(cmds)
+}
+
+/// The EAL was given devices and made a port of none: each driver refused its device and
+/// said why on the EAL's log, above. Without this the job would ask for a device it was given.
+fn no_port_made(eal: &Eal, eal_args: &[String]) -> Option<String> {
+    if !eal.port_ids().is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = crate::vdev::device_specs(eal_args)
+        .into_iter()
+        .map(|(at, prefix)| eal_args[at][prefix..].split(',').next().unwrap_or_default())
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "no port: the EAL made none of the devices given ({}): their drivers refused them \
+             (DPDK's messages above say why; --log-level=*:info tells more)",
+            names.join(", ")
+        )
+    })
 }
 
 fn eal_hint(eal_args: &[String]) -> &'static str {

@@ -380,6 +380,79 @@ fn more_data_cores_than_the_lcores_allow_are_refused_not_ignored() {
     }
 }
 
+/// A device the EAL was given and whose driver refused it is named as such, not answered with
+/// "give the EAL a device"; a device that opens fewer queue pairs than an endpoint needs is
+/// told which of its arguments gives more.
+#[test]
+fn devices_that_make_no_port_or_too_few_queues_are_named_with_the_fix() {
+    let mut e = eal();
+    e.push("--vdev=net_null0,bogus=1".into());
+    for job in [
+        &["--ip", "198.18.0.1"][..],
+        &["--ddp-listen", "--ip", "198.18.0.1"],
+    ] {
+        let o = ddpdk(&e, job).output().expect("run");
+        let (stdout, stderr) = out(&o);
+        assert_eq!(o.status.code(), Some(1), "{job:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("no port: the EAL made none of the devices given (net_null0)"),
+            "{job:?}: {stderr}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("ddpdk-cli-vhost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut e = eal();
+    e.push(format!(
+        "--vdev=net_vhost0,iface={}",
+        dir.join("vhost.sock").display()
+    ));
+    let o = ddpdk(&e, &["--ddp-listen", "--ip", "198.18.0.1"])
+        .output()
+        .expect("run");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("needs 2 queue pairs") && stderr.contains("--vdev queues=2"),
+        "{stderr}"
+    );
+}
+
+/// A perf client whose server never answers (here a port that receives nothing) is told that
+/// nothing came back, not even ARP, instead of only that the association timed out.
+#[test]
+fn a_client_that_hears_nothing_is_told_no_frame_arrived() {
+    let mut e = eal();
+    e.push("--vdev=net_null0,no-rx=1".into());
+    let o = ddpdk(
+        &e,
+        &[
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ip",
+            "198.18.0.1",
+            // Give up on the INIT in about 2 s.
+            "--sctp",
+            "rto_initial_ms=300",
+            "--sctp",
+            "rto_max_ms=600",
+            "--sctp",
+            "max_init_retransmits=3",
+        ],
+    )
+    .output()
+    .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "ended before it was up: InitFailed: no frame arrived on the port, not \
+             even an answer to ARP or Neighbor Discovery for 198.18.0.2"
+        ),
+        "{stderr}"
+    );
+}
+
 /// `--data-cores` (what `ddpdk endpoint --help` and `perf --help` show) sets an endpoint's
 /// data cores; it used to be ignored there (only testpmd's `--nb-cores` counted).
 #[test]
