@@ -186,6 +186,7 @@ impl App {
             nb_rxd: opts.rxd,
             nb_txd: opts.txd,
             promiscuous: true,
+            ..PortConf::default()
         };
         let burst = u32::from(opts.burst);
         let nb_lcores = eal.worker_lcores().len() as u32 + 1;

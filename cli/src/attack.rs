@@ -119,6 +119,7 @@ fn run(eal_args: &[String], args: &Args) -> Result<(), String> {
         nb_rxd: 1024,
         nb_txd: 1024,
         promiscuous: true,
+        ..PortConf::default()
     };
     let port = Arc::new(DpdkPort::configure(id, conf, pool).map_err(|e| e.to_string())?);
     port.start().map_err(|e| e.to_string())?;

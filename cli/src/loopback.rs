@@ -274,6 +274,7 @@ impl Loopback {
             nb_rxd: 1024,
             nb_txd: 1024,
             promiscuous: true,
+            ..PortConf::default()
         };
         let mut ports = Vec::new();
         for id in [a, b] {

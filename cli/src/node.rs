@@ -122,6 +122,9 @@ impl Node {
             nb_rxd: opts.rxd,
             nb_txd: opts.txd,
             promiscuous: true,
+            // A device with a queue pair a data core and none to spare still carries the
+            // endpoint: the control thread sends through the first data core's TX queue.
+            share_last_pair: true,
         };
         // The mbufs this end's queues can hold at once: memif's spare queues carry nothing
         // from this end, and its copying receive takes an mbuf per frame, none ahead (its
@@ -143,12 +146,19 @@ impl Node {
             start_port(id, conf, &pool, opts).map_err(|e| match queues_devarg(&driver) {
                 Some(devarg) if e.contains("queues requested") => format!(
                 "{e}: an endpoint with {cores} data core(s) needs {queues} queue pairs (one for \
-                 each data core, one for the control thread); {}",
+                 each data core, one for the control thread), or {cores} (the control thread \
+                 then sends through the first data core's); {}",
                 devarg.replace("{queues}", &queues.to_string())
             ),
                 _ => e,
             })?;
-        let (reta_size, flow_rules, steering) = steer(&device, cores, opts.ip.first().copied());
+        let (reta_size, flow_rules, mut steering) = steer(&device, cores, opts.ip.first().copied());
+        if device.shares_last_pair() {
+            steering.push_str(&format!(
+                "; the device has {cores} queue pair(s), so the control thread sends through the \
+                 first data core's"
+            ));
+        }
         let faulty = Arc::new(Faulty::new(device, opts.faults()));
         let port = Arc::new(ipsec_port(faulty, &pool, opts)?);
         let link = port

@@ -401,19 +401,24 @@ fn devices_that_make_no_port_or_too_few_queues_are_named_with_the_fix() {
     }
     let dir = std::env::temp_dir().join(format!("ddpdk-cli-vhost-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
+    // One queue pair carries one data core (the control thread shares it), not two.
     let mut e = eal();
+    e.splice(0..2, ["--lcores".to_string(), "0@0,1@1,2@1".to_string()]);
     e.push(format!(
         "--vdev=net_vhost0,iface={}",
         dir.join("vhost.sock").display()
     ));
-    let o = ddpdk(&e, &["--ddp-listen", "--ip", "198.18.0.1"])
-        .output()
-        .expect("run");
+    let o = ddpdk(
+        &e,
+        &["--ddp-listen", "--ip", "198.18.0.1", "--data-cores", "2"],
+    )
+    .output()
+    .expect("run");
     let _ = std::fs::remove_dir_all(&dir);
     let (stdout, stderr) = out(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
-        stderr.contains("needs 2 queue pairs") && stderr.contains("--vdev queues=2"),
+        stderr.contains("needs 3 queue pairs") && stderr.contains("--vdev queues=3"),
         "{stderr}"
     );
 }

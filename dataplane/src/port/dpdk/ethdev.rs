@@ -39,6 +39,12 @@ pub struct PortConf {
     pub nb_rxd: u16,
     pub nb_txd: u16,
     pub promiscuous: bool,
+    /// The last queue pair may be the device's first again when the device has one pair
+    /// fewer than asked: its TX queue then sends through TX queue 0, under a lock both take,
+    /// and its RX queue is not made. A DDP endpoint asks this of its control thread's pair
+    /// (one a data core, one for the control thread), so that a device with one queue pair
+    /// (vhost-user, virtio-user, pcap, af_xdp on most interfaces) still carries an endpoint.
+    pub share_last_pair: bool,
 }
 
 impl Default for PortConf {
@@ -49,6 +55,7 @@ impl Default for PortConf {
             nb_rxd: 1024,
             nb_txd: 1024,
             promiscuous: true,
+            share_last_pair: false,
         }
     }
 }
@@ -162,6 +169,9 @@ pub struct DpdkPort {
     flow_rules: std::sync::atomic::AtomicBool,
     pool: Arc<Mempool>,
     state: AtomicU8,
+    /// The last TX queue is the device's queue 0 again ([`PortConf::share_last_pair`]): both
+    /// send under this lock.
+    shared_tx: Option<std::sync::Mutex<()>>,
 }
 
 impl DpdkPort {
@@ -172,6 +182,22 @@ impl DpdkPort {
         pool: Arc<Mempool>,
     ) -> Result<DpdkPort, DpdkError> {
         let info = PortInfo::query(port_id)?;
+        let requested = conf;
+        // The device's queues: one pair fewer when the last is shared.
+        let shared = conf.share_last_pair
+            && conf.nb_rxq == conf.nb_txq
+            && conf.nb_txq >= 2
+            && (conf.nb_rxq > info.max_rx_queues || conf.nb_txq > info.max_tx_queues)
+            && conf.nb_txq - 1 <= info.max_tx_queues.min(info.max_rx_queues);
+        let conf = if shared {
+            PortConf {
+                nb_rxq: conf.nb_rxq - 1,
+                nb_txq: conf.nb_txq - 1,
+                ..conf
+            }
+        } else {
+            conf
+        };
         if conf.nb_rxq == 0 || conf.nb_rxq > info.max_rx_queues {
             return Err(DpdkError::new(
                 format!(
@@ -228,6 +254,7 @@ impl DpdkPort {
             flow_rules: std::sync::atomic::AtomicBool::new(false),
             pool,
             state: AtomicU8::new(STOPPED),
+            shared_tx: shared.then(|| std::sync::Mutex::new(())),
         };
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
         check(
@@ -265,7 +292,15 @@ impl DpdkPort {
                 },
             )?;
         }
+        // The shared pair's TX queue is one the callers see (the device has one fewer).
+        port.conf.nb_txq = requested.nb_txq;
         Ok(port)
+    }
+
+    /// Whether the last queue pair asked for is the device's first again
+    /// ([`PortConf::share_last_pair`]).
+    pub fn shares_last_pair(&self) -> bool {
+        self.shared_tx.is_some()
     }
 
     /// Whether the device sends mbuf chains, so [`Port::attach_region`] sends region memory
@@ -467,6 +502,29 @@ impl DpdkPort {
         check(|| op, rc).map(|_| ())
     }
 
+    /// Hands the front of `pkts` to the device's TX `queue`; returns how many it took (the
+    /// rest stay in `pkts`, in order).
+    #[inline]
+    fn send(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
+        let n = pkts.len().min(usize::from(u16::MAX));
+        // SAFETY: pkts holds n valid owned mbufs laid out as rte_mbuf pointers; the queue belongs
+        // to the calling lcore, or is shared under `shared_tx`.
+        let sent = usize::from(unsafe {
+            sys::rte_eth_tx_burst(self.info.port_id, queue, pkts.as_mut_ptr().cast(), n as u16)
+        });
+        // The device now owns the first `sent` mbufs: forget them without dropping (freeing)
+        // them, and move the rest to the front.
+        let left = pkts.len() - sent;
+        // SAFETY: ranges are within the vector; the first `sent` elements are not dropped, the
+        // remaining `left` are moved (memmove) and the length is reduced to exactly those.
+        unsafe {
+            let base = pkts.as_mut_ptr();
+            std::ptr::copy(base.add(sent), base, left);
+            pkts.set_len(left);
+        }
+        sent
+    }
+
     /// Polls the link until it is up or `timeout` passes; returns the last status seen.
     pub fn wait_link_up(&self, timeout: Duration) -> LinkStatus {
         let deadline = Instant::now() + timeout;
@@ -592,23 +650,16 @@ impl Port for DpdkPort {
         if queue >= self.conf.nb_txq {
             return 0;
         }
-        let n = pkts.len().min(usize::from(u16::MAX));
-        // SAFETY: pkts holds n valid owned mbufs laid out as rte_mbuf pointers; the queue belongs
-        // to the calling lcore.
-        let sent = usize::from(unsafe {
-            sys::rte_eth_tx_burst(self.info.port_id, queue, pkts.as_mut_ptr().cast(), n as u16)
-        });
-        // The device now owns the first `sent` mbufs: forget them without dropping (freeing)
-        // them, and move the rest to the front.
-        let left = pkts.len() - sent;
-        // SAFETY: ranges are within the vector; the first `sent` elements are not dropped, the
-        // remaining `left` are moved (memmove) and the length is reduced to exactly those.
-        unsafe {
-            let base = pkts.as_mut_ptr();
-            std::ptr::copy(base.add(sent), base, left);
-            pkts.set_len(left);
+        match &self.shared_tx {
+            // The shared pair's queue is the device's queue 0, and two threads send on it.
+            Some(lock) if queue == 0 || queue + 1 == self.conf.nb_txq => {
+                let _held = lock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                self.send(0, pkts)
+            }
+            _ => self.send(queue, pkts),
         }
-        sent
     }
 
     fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize, len: usize) -> bool {
