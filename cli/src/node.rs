@@ -57,6 +57,8 @@ pub struct Node {
     pub core_lcores: Vec<u32>,
     /// The device is closed ([`Node::close_port`]).
     port_closed: bool,
+    /// The driver keeps mbufs past its close (af_xdp): the pool is not counted.
+    keeps_buffers: bool,
 }
 
 /// The data cores' stop flag, raised when the node goes: a node dropped on an error path
@@ -165,6 +167,10 @@ impl Node {
             .inner()
             .inner()
             .wait_link_up(Duration::from_secs_f64(opts.link_timeout));
+        // DPDK 22.11's af_xdp lends the kernel its fill ring's mbufs (and those of frames not
+        // yet completed) and forgets them when it closes (xdp_umem_destroy), so what its pool
+        // holds afterwards says nothing of the endpoint's own buffers.
+        let keeps_buffers = driver == "net_af_xdp";
         // What ESP adds comes off the path MTU (RFC 5043 §9: segments fit what the SCTP
         // packets have left once protected).
         let link_mtu = usize::from(opts.mtu);
@@ -220,6 +226,7 @@ impl Node {
             cores,
             core_lcores: Vec::new(),
             port_closed: false,
+            keeps_buffers,
         };
         if inline {
             node.inline = data;
@@ -292,8 +299,23 @@ impl Node {
     pub fn close(mut self) -> u32 {
         self.close_port();
         drop(std::mem::take(&mut self.inline));
-        let Node { port, pool, .. } = self;
-        let in_use = pool.in_use_count();
+        let Node {
+            port,
+            pool,
+            keeps_buffers,
+            ..
+        } = self;
+        let in_use = if keeps_buffers {
+            eprintln!(
+                "ddpdk: note: {} keeps {} mbuf(s) past its close (DPDK 22.11's af_xdp does not \
+                 give back its fill ring): the pool is not counted",
+                port.inner().inner().name(),
+                pool.in_use_count()
+            );
+            0
+        } else {
+            pool.in_use_count()
+        };
         // Port before its pool.
         drop(port);
         drop(pool);

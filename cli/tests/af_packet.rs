@@ -1,7 +1,8 @@
 //! Jumbo frames over `net_af_packet` on a veth pair in a network namespace of the test's own:
 //! DPDK 22.11's af_packet carries a frame in one slot of a kernel ring and takes no MTU above
 //! 1500, so ddpdk sizes the slots for `--mtu` and checks the interface's MTU before the EAL
-//! starts (cli/src/af_packet.rs). Two `perf` processes.
+//! starts (cli/src/af_packet.rs). Two `perf` processes. And `net_af_xdp` on the same veth
+//! pair, whose one channel gives an endpoint one queue pair.
 
 use std::process::{Command, Output};
 
@@ -14,7 +15,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 /// on the link); removed, with the pair, however the test ends.
 struct Net {
     ns: String,
+    /// One namespace's pair at a time: the transfers of two would be four polling processes
+    /// on this machine's CPUs, and the jumbo test counts retransmission timeouts.
+    _one: std::sync::MutexGuard<'static, ()>,
 }
+
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Net {
     fn new(tag: &str, mtu: u16) -> Net {
@@ -25,7 +31,12 @@ impl Net {
             "these tests make a network namespace: run them as root"
         );
         let ns = format!("ddpdk-{tag}-{}", std::process::id());
-        let net = Net { ns };
+        let net = Net {
+            ns,
+            _one: ONE
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        };
         let sh = |args: &[&str]| {
             let o = Command::new("ip").args(args).output().expect("ip");
             assert!(o.status.success(), "ip {args:?}: {}", text(&o));
@@ -49,6 +60,12 @@ impl Net {
 
     /// `ip netns exec NS ddpdk` with EAL arguments for one end on interface `iface`.
     fn ddpdk(&self, iface: &str, lcores: &str, app: &[&str]) -> std::process::Child {
+        // No qpairs: ddpdk gives an endpoint the queue pairs it needs.
+        self.ddpdk_on(&format!("net_af_packet0,iface={iface}"), iface, lcores, app)
+    }
+
+    /// The same on the device `vdev`.
+    fn ddpdk_on(&self, vdev: &str, iface: &str, lcores: &str, app: &[&str]) -> std::process::Child {
         let pid = std::process::id();
         let mut eal: Vec<String> = ["netns", "exec", &self.ns, BIN, "--lcores", lcores]
             .iter()
@@ -61,8 +78,7 @@ impl Net {
             "--no-pci".into(),
             "--log-level=*:error".into(),
             format!("--file-prefix={}-{iface}-{pid}", self.ns),
-            // No qpairs: ddpdk gives an endpoint the queue pairs it needs.
-            format!("--vdev=net_af_packet0,iface={iface}"),
+            format!("--vdev={vdev}"),
         ]);
         procs::spawn("ip", &eal, app)
     }
@@ -184,4 +200,65 @@ fn an_interface_mtu_below_the_runs_is_refused_before_the_eal() {
         t.contains("interface afa has MTU 1500") && t.contains("ip link set afa mtu 9000"),
         "{t}"
     );
+}
+
+/// `net_af_xdp` on a veth, which offers one combined channel: one queue pair, which the
+/// endpoint's control thread shares with its data core (`PortConf::share_last_pair`). A
+/// checked transfer (`--ddp-verify`) goes through whole, and the buffers DPDK 22.11's af_xdp
+/// keeps past its close are said, not counted as the endpoint's.
+#[test]
+fn an_endpoint_pair_runs_over_af_xdp_with_one_queue_pair() {
+    let net = Net::new("afx", 1500);
+    let mut server = net.ddpdk_on(
+        "net_af_xdp0,iface=afa",
+        "afa",
+        "0@0",
+        &[
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--ddp-verify",
+            "--json",
+            "--run-for",
+            "60",
+        ],
+    );
+    let stderr = server.stderr.take().expect("stderr");
+    let server = Running(Some(server));
+    let (head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+    assert!(
+        head.contains("the device has 1 queue pair(s), so the control thread sends through"),
+        "{head}"
+    );
+    let client = net
+        .ddpdk_on(
+            "net_af_xdp0,iface=afb",
+            "afb",
+            "0@1",
+            &[
+                "--ddp-connect",
+                "198.18.0.2",
+                "--ip",
+                "198.18.0.1",
+                "--ddp-verify",
+                "--run-for",
+                "2",
+                "--json",
+            ],
+        )
+        .wait_with_output()
+        .expect("client");
+    let server = server.finish();
+    let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
+    let client_text = text(&client);
+    let (goodput, _) =
+        procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+    assert!(
+        goodput["read_back"]["reads"].as_u64() > Some(0),
+        "{goodput}"
+    );
+    for t in [&client_text, &server_text] {
+        assert!(t.contains("keeps") && t.contains("past its close"), "{t}");
+        assert!(!t.contains("not back in their pool"), "{t}");
+    }
 }
