@@ -64,6 +64,51 @@ impl Net {
         self.ddpdk_on(&format!("net_af_packet0,iface={iface}"), iface, lcores, app)
     }
 
+    /// A perf pair on the veth: a server on `afa` (`driver`, the interface its only devarg)
+    /// with `server_app`, and once it listens a client on `afb` with `client_app`, for 2 s.
+    /// Both must end 0 with every write delivered.
+    fn perf_pair(&self, driver: &str, server_app: &[&str], client_app: &[&str]) -> Pair {
+        let mut app = vec![
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--json",
+            "--run-for",
+            "60",
+        ];
+        app.extend_from_slice(server_app);
+        let mut server = self.ddpdk_on(&format!("{driver},iface=afa"), "afa", "0@0", &app);
+        let stderr = server.stderr.take().expect("stderr");
+        let server = Running(Some(server));
+        let (head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+        let mut app = vec![
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ip",
+            "198.18.0.1",
+            "--run-for",
+            "2",
+            "--json",
+        ];
+        app.extend_from_slice(client_app);
+        let client = self
+            .ddpdk_on(&format!("{driver},iface=afb"), "afb", "0@1", &app)
+            .wait_with_output()
+            .expect("client");
+        let server = server.finish();
+        let server_text = head.clone() + &rest.join().unwrap_or_default() + &text(&server);
+        let client_text = text(&client);
+        let (goodput, done) =
+            procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+        Pair {
+            goodput,
+            done,
+            head,
+            client_text,
+            server_text,
+        }
+    }
+
     /// The same on the device `vdev`.
     fn ddpdk_on(&self, vdev: &str, iface: &str, lcores: &str, app: &[&str]) -> std::process::Child {
         let pid = std::process::id();
@@ -82,6 +127,16 @@ impl Net {
         ]);
         procs::spawn("ip", &eal, app)
     }
+}
+
+/// What a perf pair left: the client's `ddp_goodput`, the server's `ddp_server`, the
+/// server's start-up notes, and everything each printed.
+struct Pair {
+    goodput: serde_json::Value,
+    done: serde_json::Value,
+    head: String,
+    client_text: String,
+    server_text: String,
 }
 
 /// A process killed if the test ends before it does (it would hold the namespace).
@@ -124,53 +179,19 @@ fn text(o: &Output) -> String {
 #[test]
 fn jumbo_frames_over_af_packet_are_delivered_whole() {
     let net = Net::new("afj", 8112);
-    let mut server = net.ddpdk(
-        "afa",
-        "0@0",
-        &[
-            "--ddp-listen",
-            "--ip",
-            "198.18.0.2",
-            "--mtu",
-            "8112",
-            "--json",
-            "--run-for",
-            "60",
-        ],
+    let mtu = ["--mtu", "8112"];
+    let run = net.perf_pair(
+        "net_af_packet0",
+        &mtu,
+        // More than one full segment: a full one and a short one.
+        &[&mtu[..], &["--ddp-size", "9000"]].concat(),
     );
-    let stderr = server.stderr.take().expect("stderr");
-    let server = Running(Some(server));
-    let (head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
     assert!(
-        head.contains("framesz=8192,blocksz=8192") && head.contains("qpairs=2"),
-        "the notes on the slots and the queue pairs:\n{head}"
+        run.head.contains("framesz=8192,blocksz=8192") && run.head.contains("qpairs=2"),
+        "the notes on the slots and the queue pairs:\n{}",
+        run.head
     );
-    let client = net
-        .ddpdk(
-            "afb",
-            "0@1",
-            &[
-                "--ddp-connect",
-                "198.18.0.2",
-                "--ip",
-                "198.18.0.1",
-                "--mtu",
-                "8112",
-                // More than one full segment: a full one and a short one.
-                "--ddp-size",
-                "9000",
-                "--run-for",
-                "2",
-                "--json",
-            ],
-        )
-        .wait_with_output()
-        .expect("client");
-    let server = server.finish();
-    let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
-    let client_text = text(&client);
-    let (goodput, done) =
-        procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+    let (goodput, done) = (run.goodput, run.done);
     // No frame cut or too long anywhere, and none lost to a retransmission timeout.
     assert_eq!(done["drops"], serde_json::json!({}), "{done}");
     assert_eq!(goodput["drops"], serde_json::json!({}), "{goodput}");
@@ -209,55 +230,20 @@ fn an_interface_mtu_below_the_runs_is_refused_before_the_eal() {
 #[test]
 fn an_endpoint_pair_runs_over_af_xdp_with_one_queue_pair() {
     let net = Net::new("afx", 1500);
-    let mut server = net.ddpdk_on(
-        "net_af_xdp0,iface=afa",
-        "afa",
-        "0@0",
-        &[
-            "--ddp-listen",
-            "--ip",
-            "198.18.0.2",
-            "--ddp-verify",
-            "--json",
-            "--run-for",
-            "60",
-        ],
-    );
-    let stderr = server.stderr.take().expect("stderr");
-    let server = Running(Some(server));
-    let (head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+    let verify = ["--ddp-verify"];
+    let run = net.perf_pair("net_af_xdp0", &verify, &verify);
     assert!(
-        head.contains("the device has 1 queue pair(s), so the control thread sends through"),
-        "{head}"
+        run.head
+            .contains("the device has 1 queue pair(s), so the control thread sends through"),
+        "{}",
+        run.head
     );
-    let client = net
-        .ddpdk_on(
-            "net_af_xdp0,iface=afb",
-            "afb",
-            "0@1",
-            &[
-                "--ddp-connect",
-                "198.18.0.2",
-                "--ip",
-                "198.18.0.1",
-                "--ddp-verify",
-                "--run-for",
-                "2",
-                "--json",
-            ],
-        )
-        .wait_with_output()
-        .expect("client");
-    let server = server.finish();
-    let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
-    let client_text = text(&client);
-    let (goodput, _) =
-        procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
     assert!(
-        goodput["read_back"]["reads"].as_u64() > Some(0),
-        "{goodput}"
+        run.goodput["read_back"]["reads"].as_u64() > Some(0),
+        "{}",
+        run.goodput
     );
-    for t in [&client_text, &server_text] {
+    for t in [&run.client_text, &run.server_text] {
         assert!(t.contains("keeps") && t.contains("past its close"), "{t}");
         assert!(!t.contains("not back in their pool"), "{t}");
     }
