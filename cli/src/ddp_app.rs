@@ -653,7 +653,7 @@ impl DdpApp {
                  SCTP CRC32c: {}",
                 port.id(),
                 port.name(),
-                mac_text(&port.mac()),
+                mac_text(&opts.mac.unwrap_or(port.mac())),
                 if node.link_up { "up" } else { "down" },
                 opts.ip
                     .iter()

@@ -194,7 +194,7 @@ impl Node {
         )?;
         let (control, data) = runtime::build(
             Arc::clone(&port),
-            Interface::new(port.mac(), v4, v6),
+            Interface::new(opts.mac.unwrap_or(port.mac()), v4, v6),
             ep,
             ConnConfig {
                 service: opts.service.map_or(Service::Ddp, Service::from),

@@ -147,6 +147,12 @@ pub struct Options {
     #[arg(long, value_name = "ADDR")]
     pub ip: Vec<std::net::IpAddr>,
 
+    /// DDP endpoints: the Ethernet address to answer as, instead of the port's own (the port
+    /// is promiscuous). A net_tap port has its kernel interface's address, which a kernel
+    /// bridge takes for its own: a frame to it never goes out on the tap.
+    #[arg(long, value_name = "XX:XX:XX:XX:XX:XX", value_parser = parse_mac)]
+    pub mac: Option<[u8; 6]>,
+
     /// DDP endpoint: accept every DDP Stream Session a peer initiates (offering the region of
     /// `session offer STAG` in the Accept's Private Data); without it sessions are refused.
     #[arg(long)]
@@ -518,9 +524,53 @@ fn share(s: &str) -> Result<f64, String> {
     }
 }
 
+/// An Ethernet address of one station: six hex octets split by `:` or `-`, not a group address
+/// (the low bit of the first octet, IEEE 802 §8.2), not all zeros.
+fn parse_mac(text: &str) -> Result<[u8; 6], String> {
+    let octets: Vec<&str> = text.split([':', '-']).collect();
+    let mut mac = [0u8; 6];
+    if octets.len() != 6 {
+        return Err(format!("{text}: six octets, as 02:00:00:00:00:01"));
+    }
+    for (m, o) in mac.iter_mut().zip(&octets) {
+        *m = u8::from_str_radix(o, 16)
+            .ok()
+            .filter(|_| o.len() == 2)
+            .ok_or_else(|| format!("{text}: {o} is not a hex octet"))?;
+    }
+    if mac[0] & 1 != 0 {
+        return Err(format!(
+            "{text}: a group (multicast) address, not a station's"
+        ));
+    }
+    if mac == [0; 6] {
+        return Err(format!("{text}: the all-zeros address is no station's"));
+    }
+    Ok(mac)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mac_is_six_hex_octets_of_one_station() {
+        assert_eq!(
+            parse_mac("02:00:5e:10:00:01"),
+            Ok([0x02, 0x00, 0x5e, 0x10, 0x00, 0x01])
+        );
+        assert_eq!(parse_mac("02-00-5E-10-00-01"), Ok([2, 0, 0x5e, 0x10, 0, 1]));
+        for (bad, why) in [
+            ("02:00:5e:10:00", "six octets"),
+            ("02:00:5e:10:00:1", "not a hex octet"),
+            ("02:00:5e:10:00:0g", "not a hex octet"),
+            ("01:00:5e:00:00:01", "group"),
+            ("00:00:00:00:00:00", "all-zeros"),
+        ] {
+            let e = parse_mac(bad).expect_err(bad);
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()

@@ -1,0 +1,160 @@
+//! Two endpoints on `net_tap` ports joined by a kernel bridge, in a network namespace of the
+//! test's own. DPDK's tap port takes its kernel interface's Ethernet address, and a bridge
+//! takes frames to the address of one of its ports for itself: a reply to the port's address
+//! stopped at the bridge and never went out on the tap (the association never came up).
+//! `--mac` gives the endpoint an address of its own; the port is promiscuous.
+
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+#[path = "common/procs.rs"]
+mod procs;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+
+/// A namespace holding bridge `br0`, without IPv6; removed however the test ends, with the
+/// processes in it.
+struct Net {
+    ns: String,
+    procs: Vec<Child>,
+}
+
+impl Net {
+    fn new() -> Net {
+        let id = Command::new("id").arg("-u").output().expect("id");
+        assert_eq!(
+            String::from_utf8_lossy(&id.stdout).trim(),
+            "0",
+            "this test makes a network namespace: run it as root"
+        );
+        let net = Net {
+            ns: format!("ddpdk-tapbr-{}", std::process::id()),
+            procs: Vec::new(),
+        };
+        net.ip(&["netns", "add", &net.ns]);
+        let o = Command::new("ip")
+            .args(["netns", "exec", &net.ns, "sysctl", "-qw"])
+            .args([
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ])
+            .output()
+            .expect("sysctl");
+        assert!(o.status.success(), "sysctl: {}", text(&o));
+        net.ip(&["-n", &net.ns, "link", "add", "br0", "type", "bridge"]);
+        net.ip(&["-n", &net.ns, "link", "set", "br0", "up"]);
+        net
+    }
+
+    fn ip(&self, args: &[&str]) {
+        let o = Command::new("ip").args(args).output().expect("ip");
+        assert!(o.status.success(), "ip {args:?}: {}", text(&o));
+    }
+
+    /// `ddpdk` in the namespace on a tap port `tap`, which joins the bridge once it exists.
+    fn ddpdk(&mut self, tap: &str, lcores: &str, app: &[&str]) -> usize {
+        let pid = std::process::id();
+        let eal: Vec<String> = [
+            "netns",
+            "exec",
+            &self.ns,
+            BIN,
+            "--lcores",
+            lcores,
+            "--no-huge",
+            "-m",
+            "1024",
+            "--no-pci",
+            "--log-level=*:error",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([
+            format!("--file-prefix=ddpdk-tapbr-{tap}-{pid}"),
+            format!("--vdev=net_tap0,iface={tap}"),
+        ])
+        .collect();
+        self.procs.push(procs::spawn("ip", &eal, app));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let n = self.ns.clone();
+        while !Command::new("ip")
+            .args(["-n", &n, "link", "show", tap])
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            assert!(Instant::now() < deadline, "{tap} never appeared");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.ip(&["-n", &n, "link", "set", tap, "master", "br0", "up"]);
+        self.procs.len() - 1
+    }
+
+    fn take(&mut self, k: usize) -> Child {
+        self.procs.remove(k)
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for c in &mut self.procs {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
+    }
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// With `--mac` on both ends, a perf transfer over two taps on a bridge goes through whole.
+#[test]
+fn endpoints_on_bridged_taps_talk_with_addresses_of_their_own() {
+    let mut net = Net::new();
+    let s = net.ddpdk(
+        "dtaps",
+        "0@0",
+        &[
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--mac",
+            "02:00:5e:10:00:02",
+            "--json",
+            "--run-for",
+            "60",
+        ],
+    );
+    let mut server = net.take(s);
+    let (head, rest) =
+        procs::read_until(server.stderr.take().expect("stderr"), "the server", |l| {
+            l.contains("(listening)")
+        });
+    net.procs.push(server);
+    let c = net.ddpdk(
+        "dtapc",
+        "0@1",
+        &[
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ip",
+            "198.18.0.1",
+            "--mac",
+            "02:00:5e:10:00:01",
+            "--run-for",
+            "2",
+            "--json",
+        ],
+    );
+    let client = net.take(c).wait_with_output().expect("client");
+    let server = net
+        .procs
+        .pop()
+        .expect("server")
+        .wait_with_output()
+        .expect("server");
+    let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
+    let client_text = text(&client);
+    procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+}
