@@ -456,7 +456,15 @@ impl Job {
                 self.send_credits(c, &mut soak, n == 0)?;
             }
         }
-        let load = self.load(signalled)?;
+        // Interrupted, or out of time, with the association up: an ABORT tells the client at
+        // once (RFC 9260 §9.1), instead of its retransmissions giving up seconds later.
+        if let Some(c) = conn.filter(|_| !closed) {
+            self.abort(c);
+        }
+        // The report is made whatever ended the run: a signal ends the loop, not the questions
+        // to the data cores (on worker lcores they answer through a channel).
+        let finishing = AtomicBool::new(false);
+        let load = self.load(&finishing)?;
         let (busy, batch) = (
             load.busy_share(&load_from),
             load.frames_per_busy_turn(&load_from),
@@ -479,7 +487,7 @@ impl Job {
                 );
             }
         }
-        let reports = self.reports(signalled)?;
+        let reports = self.reports(&finishing)?;
         let drops = Drops::of(&reports, self.node.port.stats());
         let frames_in: u64 = reports.iter().map(|r| r.stats.frames_in).sum();
         let frames_out: u64 = reports.iter().map(|r| r.stats.tx.frames_out).sum();

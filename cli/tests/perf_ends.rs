@@ -25,6 +25,11 @@ struct Pair {
 }
 
 fn pair(tag: &str, server_run_for: &str, client: &[&str]) -> Pair {
+    pair_on(tag, "0@0", server_run_for, client)
+}
+
+/// The same with the server's EAL on `server_lcores` (a worker lcore runs its data core).
+fn pair_on(tag: &str, server_lcores: &str, server_run_for: &str, client: &[&str]) -> Pair {
     let pid = format!("{tag}-{}", std::process::id());
     let dir = std::env::temp_dir().join(format!("ddpdk-perf-ends-{pid}"));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -32,7 +37,7 @@ fn pair(tag: &str, server_run_for: &str, client: &[&str]) -> Pair {
     let server_prefix = format!("ddpdk-pe-srv-{pid}");
     let mut server = procs::spawn(
         BIN,
-        &procs::memif_eal("server", "0@0", &server_prefix, &sock, 1024, false),
+        &procs::memif_eal("server", server_lcores, &server_prefix, &sock, 1024, false),
         &[
             "--ddp-listen",
             "--ip",
@@ -162,6 +167,34 @@ fn an_interrupted_client_reports_what_it_did_and_releases_the_server() {
     assert!(done > 0, "{cerr}");
     assert!(server.is_some(), "the server still runs:\n{sout}");
     assert!(sout.contains("Association closed: PeerAbort"), "{sout}");
+}
+
+/// SIGINT of a server whose data core runs on a worker lcore, mid-run: it still reports what
+/// it placed (each region's CRC32c, the delivery count) and exits 0, and its ABORT (RFC 9260
+/// §9.1) tells the client at once. Before: "interrupted while waiting for the data cores'
+/// reports", status 1, no report, and the client left to give up after 10 s.
+#[test]
+fn an_interrupted_server_reports_and_releases_the_client() {
+    let mut p = pair_on("sint", "0@0,1@0", "120", &["--run-for", "60"]);
+    writing(&mut p.client);
+    signal(&p.server, "-INT");
+    let server = exit_within(&mut p.server, Duration::from_secs(15));
+    let client = exit_within(&mut p.client, Duration::from_secs(5));
+    let cerr = stderr_of(&mut p.client);
+    let sout = p.server_out.join().unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(server.and_then(|s| s.code()), Some(0), "{sout}");
+    assert!(
+        sout.contains("region STag") && sout.contains("tagged messages delivered"),
+        "{sout}"
+    );
+    assert!(client.is_some(), "the client still ran 5 s after:\n{cerr}");
+    // Its writes in flight end flushed by the ABORT, and it says how far it got.
+    assert!(
+        cerr.contains("ended Flushed (the session or association ended before it completed)")
+            && cerr.contains(" writes of 65536 bytes completed in "),
+        "{cerr}"
+    );
 }
 
 /// A server killed mid-run: the client gives up once no write has completed for 10 s, the
