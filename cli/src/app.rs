@@ -742,7 +742,11 @@ pub(crate) fn show_port_info(json: bool, p: &DpdkPort) {
     println!("  Driver name: {}", i.driver);
     println!("  Connect to socket: {}", i.socket);
     println!("  Link status: {}", if link.up { "up" } else { "down" });
-    println!("  Link speed: {} Mbps", link.speed_mbps);
+    // RTE_ETH_SPEED_NUM_UNKNOWN (virtio-user, for one) is all ones.
+    match link.speed_mbps {
+        u32::MAX => println!("  Link speed: unknown"),
+        mbps => println!("  Link speed: {mbps} Mbps"),
+    }
     println!(
         "  Link duplex: {}",
         if link.full_duplex {

@@ -43,6 +43,7 @@ const COMMON: &[&str] = &[
 /// Options of the jobs that run DDP endpoints on a port of their own.
 const NET: &[&str] = &[
     "ip",
+    "mac",
     "ipsec",
     "ipsec_config",
     "ipsec_socket",

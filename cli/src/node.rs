@@ -116,8 +116,10 @@ impl Node {
                 workers.len()
             ));
         }
-        let driver = PortInfo::query(id).map(|i| i.driver).unwrap_or_default();
-        let queues = endpoint_queues(&driver, cores)?;
+        let (driver, device_queues) = PortInfo::query(id)
+            .map(|i| (i.driver, i.max_rx_queues.min(i.max_tx_queues)))
+            .unwrap_or_default();
+        let queues = endpoint_queues(&driver, cores, device_queues)?;
         let conf = PortConf {
             nb_rxq: queues,
             nb_txq: queues,
@@ -158,7 +160,7 @@ impl Node {
         if device.shares_last_pair() {
             steering.push_str(&format!(
                 "; the device has {cores} queue pair(s), so the control thread sends through the \
-                 first data core's"
+                 first data core's queue"
             ));
         }
         let faulty = Arc::new(Faulty::new(device, opts.faults()));
@@ -330,9 +332,9 @@ fn queues_devarg(driver: &str) -> Option<&'static str> {
         "net_af_packet" => {
             "give the net_af_packet --vdev qpairs={queues}, or no qpairs and ddpdk sets it"
         }
-        "net_vhost" => "give the net_vhost --vdev queues={queues} (its virtio peer as many)",
+        "net_vhost" => "give the net_vhost --vdev queues={queues}, and its virtio peer as many",
         "net_virtio_user" => {
-            "give the net_virtio_user --vdev queues={queues} (its vhost peer as many or more)"
+            "give the net_virtio_user --vdev queues={queues}, and its vhost peer as many"
         }
         "net_pcap" => {
             "give the net_pcap --vdev {queues} rx_pcap= and {queues} tx_pcap= (or rx_iface= \
@@ -396,10 +398,18 @@ const DRAIN_BURSTS: usize = 256;
 /// between them (runtime.rs), so whatever the peer sends on any of them is read.
 pub const MEMIF_QUEUE_PAIRS: u16 = 4;
 
-/// The queue pairs an endpoint with `cores` data cores opens on a port of `driver`: one a
-/// data core and one for the control thread, or [`MEMIF_QUEUE_PAIRS`] on a memif.
-fn endpoint_queues(driver: &str, cores: usize) -> Result<u16, String> {
+/// The queue pairs an endpoint with `cores` data cores opens on a port of `driver` that
+/// offers `device_queues`: one a data core and one for the control thread; on a memif
+/// [`MEMIF_QUEUE_PAIRS`]; on vhost-user and virtio-user every pair the device has (`queues=`),
+/// if more. A vhost-user pair's queue *i* is the virtio end's queue *i*, and only the queues
+/// the virtio end opens carry anything: ends with different data cores each opening what they
+/// need lost what one end sent on a queue the other never opened (the association never came
+/// up). With both ends opening every pair `queues=` gives, they agree whatever their cores.
+fn endpoint_queues(driver: &str, cores: usize, device_queues: u16) -> Result<u16, String> {
     let needed = u16::try_from(cores + 1).map_err(|_| format!("{cores} data cores"))?;
+    if matches!(driver, "net_vhost" | "net_virtio_user") {
+        return Ok(needed.max(device_queues));
+    }
     if driver != "net_memif" {
         return Ok(needed);
     }
@@ -490,13 +500,28 @@ mod tests {
     #[test]
     fn every_memif_endpoint_opens_the_same_queue_pairs_whatever_its_data_cores() {
         for cores in 1..usize::from(MEMIF_QUEUE_PAIRS) {
-            assert_eq!(endpoint_queues("net_memif", cores), Ok(MEMIF_QUEUE_PAIRS));
+            assert_eq!(
+                endpoint_queues("net_memif", cores, 8),
+                Ok(MEMIF_QUEUE_PAIRS)
+            );
         }
-        let e = endpoint_queues("net_memif", usize::from(MEMIF_QUEUE_PAIRS))
+        let e = endpoint_queues("net_memif", usize::from(MEMIF_QUEUE_PAIRS), 8)
             .expect_err("more data cores than a memif has queue pairs for");
         assert!(e.contains("at most 3"), "{e}");
         // Other devices: one a data core and one for the control thread.
-        assert_eq!(endpoint_queues("net_af_packet", 1), Ok(2));
-        assert_eq!(endpoint_queues("net_ice", 7), Ok(8));
+        assert_eq!(endpoint_queues("net_af_packet", 1, 16), Ok(2));
+        assert_eq!(endpoint_queues("net_ice", 7, 64), Ok(8));
+    }
+
+    #[test]
+    fn vhost_user_endpoints_open_every_pair_their_queues_give() {
+        for driver in ["net_vhost", "net_virtio_user"] {
+            // queues=3: one data core or two, three pairs either way.
+            assert_eq!(endpoint_queues(driver, 1, 3), Ok(3));
+            assert_eq!(endpoint_queues(driver, 2, 3), Ok(3));
+            // Fewer than a data core each and one for control: what the cores need (the
+            // port shares the last pair, or refuses).
+            assert_eq!(endpoint_queues(driver, 2, 1), Ok(3));
+        }
     }
 }

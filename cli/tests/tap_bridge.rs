@@ -52,28 +52,27 @@ impl Net {
     }
 
     /// `ddpdk` in the namespace on a tap port `tap`, which joins the bridge once it exists.
-    fn ddpdk(&mut self, tap: &str, lcores: &str, app: &[&str]) -> usize {
+    fn ddpdk(&mut self, job: &[&str], tap: &str, lcores: &str, app: &[&str]) -> usize {
         let pid = std::process::id();
-        let eal: Vec<String> = [
-            "netns",
-            "exec",
-            &self.ns,
-            BIN,
-            "--lcores",
-            lcores,
-            "--no-huge",
-            "-m",
-            "1024",
-            "--no-pci",
-            "--log-level=*:error",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([
-            format!("--file-prefix=ddpdk-tapbr-{tap}-{pid}"),
-            format!("--vdev=net_tap0,iface={tap}"),
-        ])
-        .collect();
+        let mut eal: Vec<String> = ["netns", "exec", &self.ns, BIN]
+            .iter()
+            .chain(job)
+            .map(|s| s.to_string())
+            .collect();
+        eal.extend(
+            [
+                "--lcores",
+                lcores,
+                "--no-huge",
+                "-m",
+                "1024",
+                "--no-pci",
+                "--log-level=*:error",
+            ]
+            .map(String::from),
+        );
+        eal.push(format!("--file-prefix=ddpdk-tapbr-{tap}-{pid}"));
+        eal.push(format!("--vdev=net_tap0,iface={tap}"));
         self.procs.push(procs::spawn("ip", &eal, app));
         let deadline = Instant::now() + Duration::from_secs(10);
         let n = self.ns.clone();
@@ -108,15 +107,16 @@ fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
 
-/// With `--mac` on both ends, a perf transfer over two taps on a bridge goes through whole.
+/// With `--mac` on both ends (`ddpdk perf server` and `perf client`, as a user runs them), a
+/// transfer over two taps on a bridge goes through whole.
 #[test]
 fn endpoints_on_bridged_taps_talk_with_addresses_of_their_own() {
     let mut net = Net::new();
     let s = net.ddpdk(
+        &["perf", "server"],
         "dtaps",
         "0@0",
         &[
-            "--ddp-listen",
             "--ip",
             "198.18.0.2",
             "--mac",
@@ -133,11 +133,10 @@ fn endpoints_on_bridged_taps_talk_with_addresses_of_their_own() {
         });
     net.procs.push(server);
     let c = net.ddpdk(
+        &["perf", "client", "198.18.0.2"],
         "dtapc",
         "0@1",
         &[
-            "--ddp-connect",
-            "198.18.0.2",
             "--ip",
             "198.18.0.1",
             "--mac",

@@ -112,7 +112,11 @@ impl std::fmt::Display for LinkStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.up {
             let duplex = if self.full_duplex { "full" } else { "half" };
-            write!(f, "up, {} Mbps, {duplex}-duplex", self.speed_mbps)
+            match self.speed_mbps {
+                // RTE_ETH_SPEED_NUM_UNKNOWN.
+                u32::MAX => write!(f, "up, speed unknown, {duplex}-duplex"),
+                mbps => write!(f, "up, {mbps} Mbps, {duplex}-duplex"),
+            }
         } else {
             f.write_str("down")
         }

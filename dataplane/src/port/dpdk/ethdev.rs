@@ -182,7 +182,6 @@ impl DpdkPort {
         pool: Arc<Mempool>,
     ) -> Result<DpdkPort, DpdkError> {
         let info = PortInfo::query(port_id)?;
-        let requested = conf;
         // The device's queues: one pair fewer when the last is shared.
         let shared = conf.share_last_pair
             && conf.nb_rxq == conf.nb_txq
@@ -292,8 +291,6 @@ impl DpdkPort {
                 },
             )?;
         }
-        // The shared pair's TX queue is one the callers see (the device has one fewer).
-        port.conf.nb_txq = requested.nb_txq;
         Ok(port)
     }
 
@@ -612,8 +609,10 @@ impl Port for DpdkPort {
     fn nb_rx_queues(&self) -> u16 {
         self.conf.nb_rxq
     }
+    /// The device's TX queues, and the shared pair's on top ([`PortConf::share_last_pair`]):
+    /// the queues its users send on. ([`DpdkPort::conf`] keeps the device's own.)
     fn nb_tx_queues(&self) -> u16 {
-        self.conf.nb_txq
+        self.conf.nb_txq + u16::from(self.shared_tx.is_some())
     }
     fn mac(&self) -> [u8; 6] {
         self.info.mac
@@ -647,12 +646,12 @@ impl Port for DpdkPort {
 
     #[inline]
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
-        if queue >= self.conf.nb_txq {
+        if queue >= self.nb_tx_queues() {
             return 0;
         }
         match &self.shared_tx {
             // The shared pair's queue is the device's queue 0, and two threads send on it.
-            Some(lock) if queue == 0 || queue + 1 == self.conf.nb_txq => {
+            Some(lock) if queue == 0 || queue == self.conf.nb_txq => {
                 let _held = lock
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
