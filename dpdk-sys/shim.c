@@ -1,4 +1,3 @@
-#include <signal.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <rte_errno.h>
@@ -17,9 +16,4 @@ size_t ddpdk_sys_page_size(void)
 int ddpdk_set_timer_slack_ns(unsigned long ns)
 {
 	return prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0);
-}
-
-int ddpdk_default_sigpipe(void)
-{
-	return signal(SIGPIPE, SIG_DFL) == SIG_ERR ? -1 : 0;
 }

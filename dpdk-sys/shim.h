@@ -11,8 +11,4 @@ size_t ddpdk_sys_page_size(void);
  * timed sleeps, 50 us by default, which would dominate a data core's short idle sleeps.
  * 0 on success, -1 with errno otherwise. */
 int ddpdk_set_timer_slack_ns(unsigned long ns);
-/* SIGPIPE back to its default (end the process), which Rust's runtime sets to ignored: a
- * write to a closed pipe (`ddpdk ... --json | head -1`) then ends ddpdk as it ends any Unix
- * filter, instead of failing the write (println! panics on it). 0, or -1 with errno. */
-int ddpdk_default_sigpipe(void);
 #endif

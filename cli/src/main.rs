@@ -2,7 +2,6 @@
 #![forbid(unsafe_code)]
 
 fn main() {
-    ddpdk_dataplane::port::dpdk::Eal::default_sigpipe();
     // Arguments that are not UTF-8 are passed on lossily rather than panicking; clap or the EAL
     // then reports them as unknown.
     let argv = std::env::args_os()

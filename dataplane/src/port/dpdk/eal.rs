@@ -223,14 +223,6 @@ impl Eal {
         Ok(LcoreJoin { lcore })
     }
 
-    /// Gives SIGPIPE back its default action (the process ends), which Rust's runtime sets to
-    /// ignored: a reader that closes ddpdk's output (`ddpdk ... --json | head -1`) then ends it
-    /// as it ends any filter, where `println!` would panic on the failed write (SIGABRT).
-    pub fn default_sigpipe() {
-        // SAFETY: signal(2) with SIG_DFL installs no handler; called before any thread starts.
-        let _ = unsafe { sys::ddpdk_default_sigpipe() };
-    }
-
     /// Lets the calling thread's timed sleeps end within `slack` of their deadline (Linux
     /// timer slack, 50 µs unless set): a data core that sleeps a few microseconds when idle
     /// wakes on time.
