@@ -17,7 +17,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use ddpdk_dataplane::port::dpdk::{DpdkError, DpdkPort, PortConf, PortInfo};
@@ -32,10 +32,14 @@ const OFFERED: u32 = 4096;
 const LOG2_RING: u32 = 10;
 const RING: usize = 1 << LOG2_RING;
 
-/// The server (`a`) and client (`b`) ports, closed also when a failed assertion unwinds.
-/// Closing one end makes the EAL interrupt thread tear the other end's connection down;
-/// `DpdkPort` closes a memif on that thread too, so the two cannot overlap
-/// (`tests/dpdk_memif_teardown.rs`).
+/// The server (`a`) and client (`b`) ports, closed in an order that avoids a race in the
+/// DPDK 22.11 memif PMD, also when a failed assertion unwinds.
+///
+/// Closing one end makes the EAL interrupt thread run `memif_disconnect` on the other end; if
+/// that end is stopped on this thread at the same time, both threads free the same shared-memory
+/// regions ("EAL: Error: Invalid memory", or a SIGSEGV). `memif_disconnect` marks the link down
+/// first and frees afterwards, so seeing the link down is not enough: we also give the interrupt
+/// thread a moment to finish.
 struct MemifPair {
     a: DpdkPort,
     b: DpdkPort,
@@ -48,6 +52,11 @@ impl MemifPair {
             return Ok(());
         }
         self.b.close()?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.a.link().up && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(200));
         self.a.close()
     }
 }

@@ -544,12 +544,11 @@ impl DpdkPort {
         op: String,
         call: impl FnOnce() -> i32 + Send + 'static,
     ) -> Result<(), DpdkError> {
-        let rc = if self.info.driver == "net_memif" {
-            on_interrupt_thread(call).map_err(|e| DpdkError::new(op.clone(), 0).with_hint(e))?
-        } else {
-            call()
-        };
-        check(|| op, rc).map(|_| ())
+        // Not on the interrupt thread for now: with stop and close made there (an EAL alarm),
+        // memif servers died of SIGSEGV at exit in 2 of 4 CI runs (session 23, not yet
+        // understood), so memif's double free at teardown is only narrowed again, by the wait
+        // in `let_a_leaving_memif_client_go`. `on_interrupt_thread` stays for that next look.
+        check(|| op, call()).map(|_| ())
     }
 
     /// Hands the front of `pkts` to the device's TX `queue`; returns how many it took (the
@@ -589,8 +588,10 @@ impl DpdkPort {
 }
 
 /// Runs `call` on the EAL's interrupt thread, as an alarm callback, and waits for its answer.
+/// Unused for now ([`DpdkPort::teardown`] says why).
 /// Nothing else the EAL runs on that thread (device interrupt handlers, other alarms) can
 /// overlap it.
+#[allow(dead_code)]
 fn on_interrupt_thread(call: impl FnOnce() -> i32 + Send + 'static) -> Result<i32, &'static str> {
     type Job = Box<dyn FnOnce() + Send>;
     extern "C" fn run(arg: *mut c_void) {
