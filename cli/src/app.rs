@@ -50,9 +50,9 @@ pub enum Flow {
 /// JSON lines only.
 pub fn note(json: bool, msg: std::fmt::Arguments<'_>) {
     if json {
-        eprintln!("{msg}");
+        errln!("{msg}");
     } else {
-        println!("{msg}");
+        outln!("{msg}");
     }
 }
 
@@ -558,7 +558,7 @@ impl App {
                 json!({"count": h.len(), "p50": us(h.value_at_quantile(0.5)),
                        "p99": us(h.value_at_quantile(0.99)), "max": us(h.max())})
             });
-            println!(
+            outln!(
                 "{}",
                 json!({"event": "forward_stats", "mode": r.mode, "seconds": elapsed.as_secs_f64(),
                        "ports": ports, "streams": streams, "lcores": lcores, "total": total,
@@ -566,18 +566,20 @@ impl App {
             );
         } else {
             for &(p, rx, rxd, tx, txd) in &per_port {
-                print!("{}", fwd_port_text(p, rx, rxd, tx, txd));
+                out!("{}", fwd_port_text(p, rx, rxd, tx, txd));
             }
             let secs = elapsed.as_secs_f64().max(1e-9);
-            println!(
+            outln!(
                 "  {:+^76}",
                 " Accumulated forward statistics for all ports "
             );
-            println!(
+            outln!(
                 "  RX-packets: {:<14} TX-packets: {:<14} TX-dropped: {}",
-                total.rx_packets, total.tx_packets, total.tx_dropped
+                total.rx_packets,
+                total.tx_packets,
+                total.tx_dropped
             );
-            println!(
+            outln!(
                 "  Over {:.3} s: RX {:.0} pps, TX {:.0} pps",
                 secs,
                 total.rx_packets as f64 / secs,
@@ -585,7 +587,7 @@ impl App {
             );
             if let Some(h) = r.rtt.as_ref() {
                 let h = h.lock().unwrap_or_else(PoisonError::into_inner);
-                println!(
+                outln!(
                     "  Round trips: {} (lost {}), p50 {:.1} us, p99 {:.1} us, max {:.1} us",
                     h.len(),
                     total.ping_lost,
@@ -595,7 +597,7 @@ impl App {
                 );
             }
             if r.mode == FwdMode::RxPlace {
-                println!(
+                outln!(
                     "  Placed {} payload bytes ({:.1} MB/s) into a {} MiB region; CRC32c \
                      computed over every frame ({} matched)",
                     total.placed_bytes,
@@ -604,21 +606,21 @@ impl App {
                     total.crc_matched
                 );
             }
-            println!("  {}", "+".repeat(76));
-            println!("Done.");
+            outln!("  {}", "+".repeat(76));
+            outln!("Done.");
         }
         Ok(())
     }
 
     fn show_config_fwd(&self) {
         if self.json {
-            println!(
+            outln!(
                 "{}",
                 json!({"mode": self.mode, "burst": self.burst, "streams": self.table})
             );
             return;
         }
-        println!(
+        outln!(
             "{} packet forwarding - ports={} - cores={} - streams={} - burst={}",
             self.mode,
             self.ports.len(),
@@ -626,7 +628,7 @@ impl App {
             self.table.streams.len(),
             self.burst
         );
-        print!("{}", self.table);
+        out!("{}", self.table);
     }
 
     fn show_port_stats(&mut self, p: &DpdkPort) {
@@ -637,9 +639,9 @@ impl App {
             None => Rates::default(),
         };
         if self.json {
-            println!("{}", json!({"port": p.id(), "stats": s, "rates": rates}));
+            outln!("{}", json!({"port": p.id(), "stats": s, "rates": rates}));
         } else {
-            print!("{}", port_stats_text(p.id(), &s, &rates));
+            out!("{}", port_stats_text(p.id(), &s, &rates));
         }
     }
 
@@ -708,7 +710,7 @@ impl App {
         self.ports.clear();
         let missing: u32 = self.pools.iter().map(|p| p.in_use_count()).sum();
         if missing > 0 {
-            eprintln!(
+            errln!(
                 "ddpdk: warning: {missing} mbuf(s) not back in their pool after closing the ports"
             );
         }
@@ -726,7 +728,7 @@ pub(crate) fn show_port_info(json: bool, p: &DpdkPort) {
     let c = p.conf();
     let link = p.link();
     if json {
-        println!(
+        outln!(
             "{}",
             json!({"port": i.port_id, "name": i.name, "driver": i.driver, "socket": i.socket,
                    "mac": mac_text(&i.mac), "mtu": i.mtu, "link": link, "nb_rxq": c.nb_rxq, "nb_txq": c.nb_txq,
@@ -736,18 +738,18 @@ pub(crate) fn show_port_info(json: bool, p: &DpdkPort) {
         return;
     }
     let title = format!(" Infos for port {} ", i.port_id);
-    println!("\n  {:*^76}", title);
-    println!("  MAC address: {}", mac_text(&i.mac));
-    println!("  Device name: {}", i.name);
-    println!("  Driver name: {}", i.driver);
-    println!("  Connect to socket: {}", i.socket);
-    println!("  Link status: {}", if link.up { "up" } else { "down" });
+    outln!("\n  {:*^76}", title);
+    outln!("  MAC address: {}", mac_text(&i.mac));
+    outln!("  Device name: {}", i.name);
+    outln!("  Driver name: {}", i.driver);
+    outln!("  Connect to socket: {}", i.socket);
+    outln!("  Link status: {}", if link.up { "up" } else { "down" });
     // RTE_ETH_SPEED_NUM_UNKNOWN (virtio-user, for one) is all ones.
     match link.speed_mbps {
-        u32::MAX => println!("  Link speed: unknown"),
-        mbps => println!("  Link speed: {mbps} Mbps"),
+        u32::MAX => outln!("  Link speed: unknown"),
+        mbps => outln!("  Link speed: {mbps} Mbps"),
     }
-    println!(
+    outln!(
         "  Link duplex: {}",
         if link.full_duplex {
             "full-duplex"
@@ -755,18 +757,20 @@ pub(crate) fn show_port_info(json: bool, p: &DpdkPort) {
             "half-duplex"
         }
     );
-    println!("  MTU: {}", i.mtu);
-    println!(
+    outln!("  MTU: {}", i.mtu);
+    outln!(
         "  Current number of RX queues: {} ({} descriptors)",
-        c.nb_rxq, c.nb_rxd
+        c.nb_rxq,
+        c.nb_rxd
     );
-    println!("  Max possible RX queues: {}", i.max_rx_queues);
-    println!(
+    outln!("  Max possible RX queues: {}", i.max_rx_queues);
+    outln!(
         "  Current number of TX queues: {} ({} descriptors)",
-        c.nb_txq, c.nb_txd
+        c.nb_txq,
+        c.nb_txd
     );
-    println!("  Max possible TX queues: {}", i.max_tx_queues);
-    println!("  Supported RSS offload flow types: {:#x}", i.rss_offloads);
+    outln!("  Max possible TX queues: {}", i.max_tx_queues);
+    outln!("  Supported RSS offload flow types: {:#x}", i.rss_offloads);
 }
 
 /// `show port xstats`: the device's extended statistics.
@@ -775,12 +779,12 @@ pub(crate) fn show_port_xstats(json: bool, p: &DpdkPort) {
     if json {
         let m: serde_json::Map<String, serde_json::Value> =
             x.into_iter().map(|(k, v)| (k, v.into())).collect();
-        println!("{}", json!({"port": p.id(), "xstats": m}));
+        outln!("{}", json!({"port": p.id(), "xstats": m}));
         return;
     }
-    println!("###### NIC extended statistics for port {:<2}", p.id());
+    outln!("###### NIC extended statistics for port {:<2}", p.id());
     for (k, v) in x {
-        println!("{k}: {v}");
+        outln!("{k}: {v}");
     }
-    println!("#########################################################################");
+    outln!("#########################################################################");
 }

@@ -96,7 +96,7 @@ pub fn main_with(argv: Vec<String>) -> i32 {
     match run(&eal_args, &args) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("ddpdk-attack: {e}");
+            errln!("ddpdk-attack: {e}");
             1
         }
     }
@@ -443,7 +443,7 @@ impl Attacker {
 
     /// Prints the attack's line; with --step, waits for the harness.
     fn report(&mut self, v: Value) {
-        println!("{v}");
+        outln!("{v}");
         if self.step {
             let mut line = String::new();
             let _ = std::io::stdin().lock().read_line(&mut line);
@@ -463,7 +463,7 @@ impl Attacker {
         let now = self.wire.now();
         self.assoc.shutdown(now);
         self.until(Duration::from_secs(5), |a| a.assoc.is_closed());
-        println!("{}", json!({"attack": "done"}));
+        outln!("{}", json!({"attack": "done"}));
         Ok(())
     }
 

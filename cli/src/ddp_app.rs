@@ -512,9 +512,9 @@ fn emit_event(json: bool, kind: &str, fields: serde_json::Value, text: std::fmt:
         if let Some(o) = v.as_object_mut() {
             o.insert("event".into(), kind.into());
         }
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!("{text}");
+        outln!("{text}");
     }
 }
 
@@ -703,7 +703,7 @@ impl DdpApp {
         let commands = match telemetry::register(source) {
             Ok(r) => Some(r),
             Err(e) => {
-                eprintln!("ddpdk: no telemetry commands: {e}");
+                errln!("ddpdk: no telemetry commands: {e}");
                 None
             }
         };
@@ -906,9 +906,9 @@ impl DdpApp {
                 ShowCmd::Mr => self.show_mr(),
                 ShowCmd::Ipsec => {
                     if self.json {
-                        println!("{}", crate::ipsec::show_json(&self.ipsec));
+                        outln!("{}", crate::ipsec::show_json(&self.ipsec));
                     } else {
-                        println!("{}", crate::ipsec::show_text(&self.ipsec));
+                        outln!("{}", crate::ipsec::show_text(&self.ipsec));
                     }
                 }
                 ShowCmd::Fwd { .. } => self.show_fwd_stats()?,
@@ -917,9 +917,9 @@ impl DdpApp {
                 } => {
                     let cfg = *lock(&self.shared).control.listener().endpoint().config();
                     if self.json {
-                        println!("{}", crate::sctp_params::show_json(&cfg));
+                        outln!("{}", crate::sctp_params::show_json(&cfg));
                     } else {
-                        print!("{}", crate::sctp_params::show_text(&cfg));
+                        out!("{}", crate::sctp_params::show_text(&cfg));
                     }
                 }
                 ShowCmd::Config { .. } => {
@@ -936,9 +936,9 @@ impl DdpApp {
                         PortShow::Info => crate::app::show_port_info(self.json, p),
                         PortShow::Xstats => crate::app::show_port_xstats(self.json, p),
                         PortShow::Stats if self.json => {
-                            println!("{}", json!({"port": p.id(), "stats": p.stats()}));
+                            outln!("{}", json!({"port": p.id(), "stats": p.stats()}));
                         }
-                        PortShow::Stats => print!(
+                        PortShow::Stats => out!(
                             "{}",
                             crate::stats::port_stats_text(
                                 p.id(),
@@ -1272,7 +1272,7 @@ impl DdpApp {
                     },
                 );
                 if self.json {
-                    println!(
+                    outln!(
                         "{}",
                         json!({"mr": {"stag": reg.stag.to_string(), "to": reg.to_base, "len": reg.len,
                             "access": access_text(access), "huge": huge}})
@@ -1367,7 +1367,7 @@ impl DdpApp {
                     }
                 };
                 if self.json {
-                    println!(
+                    outln!(
                         "{}",
                         json!({"checksum": {"stag": mr.reg.stag.to_string(), "len": len, name: value}})
                     );
@@ -1872,7 +1872,7 @@ impl DdpApp {
             _ => String::new(),
         };
         if self.json {
-            println!(
+            outln!(
                 "{}",
                 json!({"send": {"assoc": id, "stream": stream, "messages": count,
                     "size": size, "seconds": secs, "mb_per_s": total as f64 / secs / 1e6,
@@ -1986,7 +1986,7 @@ impl DdpApp {
     fn show_assoc(&self) -> Result<(), String> {
         let reports = self.reports()?;
         if !self.json {
-            println!(
+            outln!(
                 "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>8} {:>8} {:>6}",
                 "id",
                 "peer",
@@ -2010,7 +2010,7 @@ impl DdpApp {
                     + st.unknown_ppid
                     + st.unknown_stream;
                 if self.json {
-                    println!(
+                    outln!(
                         "{}",
                         json!({"assoc": a.conn.0, "peer": a.peer.to_string(),
                             "port": a.peer_port, "core": r.core, "state": a.state,
@@ -2020,7 +2020,7 @@ impl DdpApp {
                             "sessions_faulted": st.sessions_faulted, "drops": drops})
                     );
                 } else {
-                    println!(
+                    outln!(
                         "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>8} {:>8} {:>6}",
                         a.conn.0,
                         a.peer.to_string(),
@@ -2051,7 +2051,7 @@ impl DdpApp {
                     let offer = view.and_then(|x| x.offer);
                     let rdmap = view.is_some_and(|x| x.rdmap);
                     if self.json {
-                        println!(
+                        outln!(
                             "{}",
                             json!({"assoc": a.conn.0, "stream": stream,
                                 "state": format!("{state:?}"), "text": state_text(*state),
@@ -2059,7 +2059,7 @@ impl DdpApp {
                                 "offer": offer.map(|(st, to, len)| json!({"stag": st.to_string(), "to": to, "len": len}))})
                         );
                     } else {
-                        println!(
+                        outln!(
                             "  association {} stream {stream}: {}{}{}",
                             a.conn.0,
                             state_text(*state),
@@ -2081,14 +2081,14 @@ impl DdpApp {
         let offered = lock(&self.shared).offer.map(|o| o.stag);
         for mr in self.mrs.values() {
             if self.json {
-                println!(
+                outln!(
                     "{}",
                     json!({"mr": {"stag": mr.reg.stag.to_string(), "to": mr.reg.to_base,
                         "len": mr.reg.len, "access": access_text(mr.access),
                         "offered": offered == Some(mr.reg.stag)}})
                 );
             } else {
-                println!(
+                outln!(
                     "  STag {}  TO {:#x}  length {}  {}{}",
                     mr.reg.stag,
                     mr.reg.to_base,
@@ -2110,7 +2110,7 @@ impl DdpApp {
         for r in &reports {
             let st = &r.stats;
             if self.json {
-                println!(
+                outln!(
                     "{}",
                     json!({"core": r.core, "frames_in": st.frames_in,
                         "frames_out": st.tx.frames_out, "dispatched_in": st.dispatched_in,
@@ -2130,7 +2130,7 @@ impl DdpApp {
                             + r.iface.other_ether_type + r.iface.other_protocol})
                 );
             } else {
-                println!(
+                outln!(
                     "  ------- Data core {} (associations {}, STags {}) -------\n  \
                      RX-frames: {:<12} TX-frames: {:<12} TX-dropped: {:<8} no-buffer: {}\n  \
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
@@ -2170,7 +2170,7 @@ impl DdpApp {
             }
         }
         if self.json {
-            println!(
+            outln!(
                 "{}",
                 json!({"control": {"packets": c.packets, "replies": c.replies,
                     "ignored": c.ignored, "accepted": c.accepted, "connected": c.connected,
@@ -2179,7 +2179,7 @@ impl DdpApp {
                     "flow_rules_removed": c.flow_rules_removed}})
             );
         } else {
-            println!(
+            outln!(
                 "  ------- Control thread -------\n  packets: {:<8} replies: {:<8} ignored: {:<8} \
                  accepted: {:<6} opened: {:<6} TX-frames: {}\n  \
                  flow rules installed: {:<6} refused: {:<6} removed: {}",
@@ -2334,7 +2334,7 @@ impl crate::app::Shell for DdpApp {
     }
     fn periodic_stats(&mut self) {
         if let Err(e) = self.show_fwd_stats() {
-            eprintln!("ddpdk: {e}");
+            errln!("ddpdk: {e}");
         }
     }
     fn running_note(&self) -> &'static str {
@@ -2391,7 +2391,7 @@ impl DdpApp {
             Err(e @ (RuntimeError::NotAPeer(..) | RuntimeError::NoAddress)) => {
                 drop(s);
                 self.reconnect = None;
-                eprintln!("ddpdk: --reconnect to {addr}: {e}; not retried");
+                errln!("ddpdk: --reconnect to {addr}: {e}; not retried");
             }
             Err(e) => {
                 drop(s);

@@ -152,7 +152,7 @@ impl Job {
         // ring them when it runs here).
         let policy = if node.is_inline() {
             if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
-                eprintln!("ddpdk: {e}; idle sleeps end late");
+                errln!("ddpdk: {e}; idle sleeps end late");
             }
             opts.idle_policy()
         } else {
@@ -169,7 +169,7 @@ impl Job {
         let commands = match telemetry::register(hub.source()) {
             Ok(r) => Some(r),
             Err(e) => {
-                eprintln!("ddpdk: no telemetry commands: {e}");
+                errln!("ddpdk: no telemetry commands: {e}");
                 None
             }
         };
@@ -433,7 +433,7 @@ impl Job {
                     }
                     Indication::Error { error, .. } => {
                         errors += 1;
-                        eprintln!("ddpdk: segment refused: {error}");
+                        errln!("ddpdk: segment refused: {error}");
                     }
                     Indication::Session {
                         stream,
@@ -503,7 +503,7 @@ impl Job {
         if json {
             // The server's half of the run, as the client prints `ddp_goodput`: scripts compare
             // each region's crc32c with the client's `region_crc32c`.
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({"ddp_server": {
                     "delivered": delivered, "errors": errors, "frames_in": frames_in,
@@ -513,7 +513,7 @@ impl Job {
                     "drops": drops.json(), "cores": cores_json(&reports)}})
             );
         } else if let Some(text) = drops.text(opts.mtu) {
-            println!("server: {text}");
+            outln!("server: {text}");
         }
         if opts.ddp_verify {
             soak.report(json);
@@ -660,9 +660,9 @@ impl Job {
             return;
         }
         if self.json {
-            println!("{}", crate::ipsec::show_json(port));
+            outln!("{}", crate::ipsec::show_json(port));
         } else {
-            println!("{}", crate::ipsec::show_text(port));
+            outln!("{}", crate::ipsec::show_text(port));
         }
     }
 
@@ -1267,23 +1267,23 @@ impl Job {
                     },
                 }
             });
-            println!("{v}");
+            outln!("{v}");
         } else {
-            println!(
+            outln!(
                 "client: {done} tagged writes of {size} bytes in {elapsed:.2} s ({window} in flight): \
                  {:.1} MB/s, latency p50 {:.1} us, p99 {:.1} us",
                 goodput / 1e6,
                 us(latency.value_at_quantile(0.5)),
                 us(latency.value_at_quantile(0.99))
             );
-            println!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
+            outln!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
             if verify {
-                println!(
+                outln!(
                     "client: --ddp-verify: distinct self-checking messages, and {untagged_done} \
                      untagged sends"
                 );
                 if let Some(rb) = &read_back {
-                    println!(
+                    outln!(
                         "client: --ddp-verify: {} RDMA Writes read back whole, {} Fetch-and-Adds \
                          counted right (RDMAP stream {})",
                         rb.reads,
@@ -1292,20 +1292,20 @@ impl Job {
                     );
                 }
             }
-            println!("client: region spans sent by reference {by_reference}, copied {copied}");
-            println!(
+            outln!("client: region spans sent by reference {by_reference}, copied {copied}");
+            outln!(
                 "client: data cores busy {}, {} frames a busy turn",
                 percent(busy),
                 per_turn(batch)
             );
             let faults = self.node.port.inner().counts();
             if faults != FaultCounts::default() {
-                println!("client: {}", faults_text(faults));
+                outln!("client: {}", faults_text(faults));
             }
             if let Some(text) = drops.text(opts.mtu) {
-                println!("client: {text}");
+                outln!("client: {text}");
             }
-            println!(
+            outln!(
                 "client: SCTP {} packets out ({} DATA), {} SACKs in, {} fast retransmits, {} T3 \
                  expiries ({} chunks), cwnd {} bytes",
                 sctp.0.packets_out,
@@ -1365,7 +1365,7 @@ fn accounted(reports: &[CoreReport], who: &str, opts: &Options) -> Result<(), St
     if opts.ddp_verify {
         return Err(text);
     }
-    eprintln!("ddpdk: {text}");
+    errln!("ddpdk: {text}");
     Ok(())
 }
 

@@ -321,7 +321,7 @@ fn serve<P: Port<Buf = Mbuf>>(listener: &UnixListener, port: &IpsecPort<P>, stop
             Ok((conn, _)) => session(conn, port, stop),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
             Err(e) => {
-                eprintln!("ddpdk: --ipsec-socket: {e}");
+                errln!("ddpdk: --ipsec-socket: {e}");
                 std::thread::sleep(TICK);
             }
         }

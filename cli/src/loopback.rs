@@ -80,7 +80,7 @@ pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("ddpdk: {e}");
+            errln!("ddpdk: {e}");
             1
         }
     }
@@ -1302,16 +1302,22 @@ fn print_rows(json: bool, rows: &[Row]) {
                 },
                 "verified": true,
             });
-            println!("{v}");
+            outln!("{v}");
         }
         return;
     }
-    println!(
+    outln!(
         "  {:<8} {:>9} {:>8} {:>10} | latency us: {:>7} {:>7} {:>7} | bytes",
-        "kind", "size", "msgs", "MB/s", "p50", "p99", "max"
+        "kind",
+        "size",
+        "msgs",
+        "MB/s",
+        "p50",
+        "p99",
+        "max"
     );
     for r in rows {
-        println!(
+        outln!(
             "  {:<8} {:>9} {:>8} {:>10.1} |             {:>7} {:>7} {:>7} | verified",
             r.kind,
             r.size,

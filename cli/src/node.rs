@@ -292,7 +292,7 @@ impl Node {
         // Frames the fault injector still holds back go back too.
         self.port.inner().release_held();
         if let Err(e) = device.close() {
-            eprintln!("ddpdk: warning: closing {}: {e}", device.name());
+            errln!("ddpdk: warning: closing {}: {e}", device.name());
         }
     }
 
@@ -308,7 +308,7 @@ impl Node {
             ..
         } = self;
         let in_use = if keeps_buffers {
-            eprintln!(
+            errln!(
                 "ddpdk: note: {} keeps {} mbuf(s) past its close (DPDK 22.11's af_xdp does not \
                  give back its fill ring): the pool is not counted",
                 port.inner().inner().name(),
@@ -483,7 +483,7 @@ where
         if let IdlePolicy::Sleep { .. } = idle {
             // Sleeps of a few µs must not end 50 µs late (the default slack).
             if let Err(e) = Eal::set_timer_slack(Duration::from_micros(1)) {
-                eprintln!("ddpdk: data core {k}: {e}; idle sleeps end late");
+                errln!("ddpdk: data core {k}: {e}; idle sleeps end late");
             }
         }
         core.run(clock, &stop, idle);

@@ -34,13 +34,13 @@ enum Input {
 pub fn main_with(mut argv: Vec<String>) -> i32 {
     let job = match crate::jobs::take(&mut argv) {
         Ok(Parsed::Help(text)) => {
-            print!("{text}");
+            out!("{text}");
             return 0;
         }
         Ok(Parsed::Job(job)) => Some(job),
         Ok(Parsed::None) => None,
         Err(e) => {
-            eprintln!("ddpdk: {e}");
+            errln!("ddpdk: {e}");
             return EXIT_USAGE;
         }
     };
@@ -48,12 +48,12 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     if let Some(job) = &job {
         match crate::jobs::apply(job, &mut app_args) {
             Ok(Some(text)) => {
-                print!("{text}");
+                out!("{text}");
                 return 0;
             }
             Ok(None) => {}
             Err(e) => {
-                eprintln!("ddpdk: {e}");
+                errln!("ddpdk: {e}");
                 return EXIT_USAGE;
             }
         }
@@ -79,12 +79,12 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
             } else {
                 ""
             };
-            eprintln!("ddpdk: {first}{hint} (see 'ddpdk --help')");
+            errln!("ddpdk: {first}{hint} (see 'ddpdk --help')");
             return EXIT_USAGE;
         }
     };
     if let Err(e) = opts.validate() {
-        eprintln!("ddpdk: {e}");
+        errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
     // The IPsec configuration too, once (a pipe gives its bytes once): what the endpoint
@@ -93,7 +93,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         match crate::node::read_ipsec_config(path) {
             Ok(text) => opts.ipsec_config_text = Some(text),
             Err(e) => {
-                eprintln!("ddpdk: {e}");
+                errln!("ddpdk: {e}");
                 return EXIT_USAGE;
             }
         }
@@ -105,7 +105,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         match load_script(f) {
             Ok(s) => scripts.push(s),
             Err(e) => {
-                eprintln!("ddpdk: {e}");
+                errln!("ddpdk: {e}");
                 return EXIT_USAGE;
             }
         }
@@ -120,7 +120,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
             }
         }
         Err(e) => {
-            eprintln!("ddpdk: {e}");
+            errln!("ddpdk: {e}");
             return EXIT_USAGE;
         }
     }
@@ -136,7 +136,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         )
         .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&signalled)));
         if let Err(e) = registered {
-            eprintln!("ddpdk: cannot install the handler for signal {sig}: {e}");
+            errln!("ddpdk: cannot install the handler for signal {sig}: {e}");
             return EXIT_FAILURE;
         }
     }
@@ -144,7 +144,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     let eal = match Eal::init(&eal_args) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!(
+            errln!(
                 "ddpdk: EAL initialisation failed: {e}{}",
                 eal_hint(&eal_args)
             );
@@ -163,7 +163,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         .then(|| no_port_made(&eal, &eal_args))
         .flatten()
     {
-        eprintln!("ddpdk: {e}");
+        errln!("ddpdk: {e}");
         return EXIT_FAILURE;
     }
     if opts.ddp_listen || opts.ddp_connect.is_some() {
@@ -173,7 +173,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         let mut app = match crate::ddp_app::DdpApp::new(eal, &opts) {
             Ok(a) => a,
             Err(e) => {
-                eprintln!("ddpdk: {e}");
+                errln!("ddpdk: {e}");
                 return EXIT_FAILURE;
             }
         };
@@ -185,11 +185,11 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         match app.shutdown() {
             Ok(0) => {}
             Ok(n) => {
-                eprintln!("ddpdk: warning: {n} mbuf(s) not back in their pool");
+                errln!("ddpdk: warning: {n} mbuf(s) not back in their pool");
                 return EXIT_FAILURE;
             }
             Err(e) => {
-                eprintln!("ddpdk: {e}");
+                errln!("ddpdk: {e}");
                 return EXIT_FAILURE;
             }
         }
@@ -199,7 +199,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     let mut app = match App::new(eal, &opts) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("ddpdk: {e}");
+            errln!("ddpdk: {e}");
             return EXIT_FAILURE;
         }
     };
@@ -218,7 +218,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         Ok(0) => {}
         Ok(_) => return EXIT_FAILURE,
         Err(e) => {
-            eprintln!("ddpdk: {e}");
+            errln!("ddpdk: {e}");
             return EXIT_FAILURE;
         }
     }
@@ -327,7 +327,7 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Quit) => return 0,
                 Err(e) => {
-                    eprintln!("ddpdk: {file}:{line}: {e}");
+                    errln!("ddpdk: {file}:{line}: {e}");
                     return EXIT_FAILURE;
                 }
             }
@@ -335,7 +335,7 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
     }
     if (opts.auto_start || !opts.interactive) && !app.is_running() {
         if let Err(e) = app.start(opts.tx_first) {
-            eprintln!("ddpdk: {e}");
+            errln!("ddpdk: {e}");
             return EXIT_FAILURE;
         }
     }
@@ -427,7 +427,7 @@ fn spawn_reader(json: bool) -> (mpsc::Receiver<Input>, mpsc::Sender<()>) {
             let _ = tx.send(Input::End);
         })
         .map(|_| ())
-        .unwrap_or_else(|e| eprintln!("ddpdk: cannot start the shell thread: {e}"));
+        .unwrap_or_else(|e| errln!("ddpdk: cannot start the shell thread: {e}"));
     (rx, ack_tx)
 }
 

@@ -258,7 +258,7 @@ impl Soak {
 
     pub fn report(&self, json: bool) {
         if json {
-            println!(
+            outln!(
                 "{}",
                 json!({"ddp_verify": {"tagged": self.tagged, "untagged": self.untagged,
                                       "torn_blocks": self.torn}})

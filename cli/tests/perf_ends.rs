@@ -197,6 +197,34 @@ fn an_interrupted_server_reports_and_releases_the_client() {
     );
 }
 
+/// A client whose stdout reader leaves mid-run (`ddpdk ... | head -1`): it runs to its end and
+/// exits 0, its report lost, nothing else. Before, its report's `println!` met the closed pipe
+/// (EPIPE: Rust ignores SIGPIPE), panicked, and the process aborted (SIGABRT) with its
+/// association still up.
+#[test]
+fn a_client_whose_output_reader_left_runs_to_its_end() {
+    use std::io::BufRead;
+    let mut p = pair("pipe", "60", &["--run-for", "2"]);
+    let mut out = std::io::BufReader::new(p.client.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.contains("accepted: writing") {
+        line.clear();
+        let n = out.read_line(&mut line).expect("the client's stdout");
+        assert!(n > 0, "the client ended before it wrote");
+    }
+    drop(out);
+    let client = exit_within(&mut p.client, Duration::from_secs(30));
+    let cerr = stderr_of(&mut p.client);
+    let server = exit_within(&mut p.server, Duration::from_secs(15));
+    let sout = p.server_out.join().unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(0), "{cerr}");
+    assert!(!cerr.contains("panicked"), "{cerr}");
+    // The server saw a whole run and a graceful end, not an abort.
+    assert!(server.is_some(), "{sout}");
+    assert!(sout.contains("tagged messages delivered"), "{sout}");
+}
+
 /// A server killed mid-run: the client gives up once no write has completed for 10 s, the
 /// last 5 of them without a SACK either, and says why, with what it did so far (before: 47 s after the kill, "writes did not complete").
 #[test]
