@@ -740,15 +740,29 @@ fn txonly_frames_are_all_accounted_for() {
 
 #[test]
 fn bad_eal_arguments_exit_with_status_2() {
-    let o = ddpdk(&["--no-such-eal-option".to_string()], &[])
+    let o = ddpdk(&["--no-such-eal-option".to_string()], &["--json"])
         .output()
         .expect("run");
-    let (_, stderr) = out(&o);
+    let (stdout, stderr) = out(&o);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("ddpdk: EAL initialisation failed"),
         "{stderr}"
     );
+    // DPDK's usage text, printed on the bad argument, goes with the error to stderr: stdout
+    // carries the JSON lines a reader parses, and there are none (before: 80 lines of usage).
+    assert!(stderr.contains("EAL common options:"), "{stderr}");
+    assert_eq!(stdout, "", "stdout");
+}
+
+/// An explicit `-h` among the EAL's arguments keeps DPDK's usage on stdout, where help goes.
+#[test]
+fn eal_help_goes_to_stdout() {
+    let o = ddpdk(&["--no-huge".to_string(), "-h".to_string()], &[])
+        .output()
+        .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert!(stdout.contains("EAL common options:"), "{stdout}\n{stderr}");
 }
 
 /// Issue 17 item 5: each job has its own help, with its options and examples, and refuses

@@ -35,6 +35,47 @@ unsafe extern "C" fn trampoline(arg: *mut c_void) -> c_int {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(-1)
 }
 
+/// The process's stdout pointed at its stderr while the EAL parses its arguments. On a bad
+/// argument DPDK prints its whole usage with `printf`, and stdout is the endpoint's output
+/// (JSON lines with `--json`, which a reader parses): an error and its explanation belong on
+/// stderr. An explicit `-h`/`--help` keeps its usage on stdout.
+struct StdoutToStderr {
+    saved: c_int,
+}
+
+impl StdoutToStderr {
+    fn new() -> Option<StdoutToStderr> {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        // SAFETY: dup and dup2 act on the process's descriptor table only; descriptor 1 is
+        // swapped for a copy of 2 and the original kept in `saved`, which Drop puts back. No
+        // other thread writes stdout yet: the EAL has not started its threads.
+        unsafe {
+            let saved = libc::dup(1);
+            if saved < 0 {
+                return None;
+            }
+            if libc::dup2(2, 1) < 0 {
+                libc::close(saved);
+                return None;
+            }
+            Some(StdoutToStderr { saved })
+        }
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        // SAFETY: fflush(NULL) writes out C's buffered streams (DPDK's printf) while descriptor
+        // 1 still goes to stderr; then the saved descriptor is put back and closed, once.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::dup2(self.saved, 1);
+            libc::close(self.saved);
+        }
+    }
+}
+
 impl Eal {
     /// Initialises the EAL from command-line style arguments (`args[0]` is the program name).
     pub fn init<S: AsRef<str>>(args: &[S]) -> Result<Eal, DpdkError> {
@@ -55,8 +96,14 @@ impl Eal {
         // as the process.
         let argv: Vec<*mut std::ffi::c_char> = c_args.into_iter().map(CString::into_raw).collect();
         let argv = argv.leak();
+        let asks_help = args
+            .iter()
+            .take_while(|a| a.as_ref() != "--")
+            .any(|a| matches!(a.as_ref(), "-h" | "--help"));
+        let redirect = (!asks_help).then(StdoutToStderr::new).flatten();
         // SAFETY: argv holds argc valid NUL-terminated strings that are never freed.
         let rc = unsafe { sys::rte_eal_init(argv.len() as c_int, argv.as_mut_ptr()) };
+        drop(redirect);
         if rc < 0 {
             EAL_TAKEN.store(false, Ordering::SeqCst);
             return Err(DpdkError::from_rte_errno("rte_eal_init"));
