@@ -884,6 +884,15 @@ impl DdpApp {
             } => {
                 self.fits_a_queue(*qn, *count)?;
                 let mr = self.mr(*stag)?;
+                // Checked now, not when a session is accepted: there the refusal is one note per
+                // session, and each accepted session's queue stays empty.
+                if !matches!(mr.access, AccessArg::Local) {
+                    return Err(format!(
+                        "STag {} is not registered for local write ('mr reg LEN local'): receive \
+                         buffers are written by the peer's untagged messages",
+                        mr.reg.stag
+                    ));
+                }
                 if u64::from(*len) * u64::from(*count) > mr.reg.len {
                     return Err(format!(
                         "{count} buffers of {len} bytes do not fit STag {} ({} bytes)",

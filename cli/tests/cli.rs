@@ -529,19 +529,25 @@ fn a_ddp_endpoint_shows_its_port_and_refuses_others() {
 /// Receive buffers a queue cannot hold (RFC 5041 §5.1.2 queues, 256 posted each) are refused
 /// by the command, in one line; `recv auto` used to accept them and every accepted session
 /// then printed "post_recv refused: queue full" once per buffer over the depth (1744 lines).
+/// So is a region registered without local write access (a remote-only region is for tagged
+/// access): it was accepted, then each accepted session noted "receive buffer 0 not posted".
 #[test]
 fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
     let (o, text) = null_endpoint_shell(
         &["--ip", "198.18.0.1", "--listen", "-i"],
-        b"mr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
+        b"mr reg 4194304 remote\nrecv auto 0 last 1000 8\n\
+          mr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
           recv auto 0 last 1000 256\nquit\n",
     );
-    assert_eq!(o.status.code(), Some(1), "two commands were bad:\n{text}");
+    assert_eq!(o.status.code(), Some(1), "three commands were bad:\n{text}");
     assert_has_all(
         &text,
         &[
             "2000 buffers do not fit queue 0: it holds at most 256 posted",
             "no queue 4: a stream has untagged queues 0 to 3",
+            // A region the peer may write by STag is not a receive buffer (before: accepted
+            // here, then "receive buffer 0 not posted" for every session accepted).
+            "is not registered for local write ('mr reg LEN local')",
             "Sessions we accept get 256 receive buffer(s) of 1000 bytes on queue 0",
         ],
     );
