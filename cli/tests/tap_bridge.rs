@@ -59,20 +59,13 @@ impl Net {
             .chain(job)
             .map(|s| s.to_string())
             .collect();
-        eal.extend(
-            [
-                "--lcores",
-                lcores,
-                "--no-huge",
-                "-m",
-                "1024",
-                "--no-pci",
-                "--log-level=*:error",
-            ]
-            .map(String::from),
-        );
-        eal.push(format!("--file-prefix=ddpdk-tapbr-{tap}-{pid}"));
-        eal.push(format!("--vdev=net_tap0,iface={tap}"));
+        eal.extend(procs::vdev_eal(
+            lcores,
+            &format!("ddpdk-tapbr-{tap}-{pid}"),
+            &format!("net_tap0,iface={tap}"),
+            1024,
+            false,
+        ));
         self.procs.push(procs::spawn("ip", &eal, app));
         let deadline = Instant::now() + Duration::from_secs(10);
         let n = self.ns.clone();

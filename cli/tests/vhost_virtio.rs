@@ -14,21 +14,8 @@ mod procs;
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 
 fn eal(lcores: &str, prefix: &str, vdev: String, extra: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = [
-        "--lcores",
-        lcores,
-        "--no-huge",
-        "-m",
-        "1024",
-        "--no-pci",
-        "--log-level=*:error",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut v = procs::vdev_eal(lcores, prefix, &vdev, 1024, false);
     v.extend(extra.iter().map(|s| s.to_string()));
-    v.push(format!("--file-prefix={prefix}"));
-    v.push(format!("--vdev={vdev}"));
     v
 }
 

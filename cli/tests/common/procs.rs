@@ -44,6 +44,22 @@ pub fn memif_eal(
     memory: u32,
     huge: bool,
 ) -> Vec<String> {
+    vdev_eal(
+        lcores,
+        prefix,
+        &format!(
+            "net_memif0,role={role},id=0,socket={}",
+            sock.to_str().expect("utf-8")
+        ),
+        memory,
+        huge,
+    )
+}
+
+/// EAL arguments for one process on the virtual device `vdev` (`--vdev`'s value), the rest as
+/// [`memif_eal`]'s.
+#[allow(dead_code)] // not every test binary that includes this module starts processes so
+pub fn vdev_eal(lcores: &str, prefix: &str, vdev: &str, memory: u32, huge: bool) -> Vec<String> {
     let mut v = vec!["--lcores".to_string(), lcores.to_string()];
     if !huge {
         v.push("--no-huge".into());
@@ -54,10 +70,7 @@ pub fn memif_eal(
         "--no-pci".into(),
         "--log-level=*:error".into(),
         format!("--file-prefix={prefix}"),
-        format!(
-            "--vdev=net_memif0,role={role},id=0,socket={}",
-            sock.to_str().expect("utf-8")
-        ),
+        format!("--vdev={vdev}"),
     ]);
     v
 }
