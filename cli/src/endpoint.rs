@@ -807,6 +807,19 @@ impl Job {
         let unresolved: u64 = reports.iter().map(|r| r.stats.tx.unresolved).sum();
         let frames_in: u64 = reports.iter().map(|r| r.stats.frames_in).sum();
         let peer = opts.ddp_connect.map(|a| a.to_string()).unwrap_or_default();
+        // DPDK's tap port answers to its kernel interface's Ethernet address, and a kernel
+        // bridge takes frames to one of its ports' addresses for itself: on a bridged tap no
+        // reply ever reaches the port (docs/usage.md "Other virtual devices").
+        let port = self.node.port.name();
+        let e = if port.starts_with("net_tap") && opts.mac.is_none() {
+            format!(
+                "{e} ({port} answers to its kernel interface's Ethernet address: if that \
+                 interface is on a kernel bridge, the bridge keeps frames to it for itself; give \
+                 the endpoint an Ethernet address of its own with --mac)"
+            )
+        } else {
+            e
+        };
         if frames_in == 0 {
             format!(
                 "{e}: no frame arrived on the port, not even an answer to ARP or Neighbor \

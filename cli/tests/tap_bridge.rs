@@ -17,7 +17,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 struct Net {
     ns: String,
     procs: Vec<Child>,
+    /// One namespace at a time: its name is the test process's, and two pairs at once would
+    /// be four polling processes on this machine's CPUs.
+    _one: std::sync::MutexGuard<'static, ()>,
 }
+
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Net {
     fn new() -> Net {
@@ -30,6 +35,9 @@ impl Net {
         let net = Net {
             ns: format!("ddpdk-tapbr-{}", std::process::id()),
             procs: Vec::new(),
+            _one: ONE
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
         };
         net.ip(&["netns", "add", &net.ns]);
         let o = Command::new("ip")
@@ -149,4 +157,37 @@ fn endpoints_on_bridged_taps_talk_with_addresses_of_their_own() {
     let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
     let client_text = text(&client);
     procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+}
+
+/// Without `--mac` on bridged taps the association cannot come up, and the client says what
+/// to give: its error names `--mac` and why (before: "timed out waiting for the association"
+/// or InitFailed, with nothing about the bridge).
+#[test]
+fn a_client_on_a_bridged_tap_without_its_own_address_is_told_to_give_one() {
+    let mut net = Net::new();
+    let s = net.ddpdk(
+        &["perf", "server"],
+        "dtaps",
+        "0@0",
+        &["--ip", "198.18.0.2", "--json", "--run-for", "60"],
+    );
+    let mut server = net.take(s);
+    let (_head, _rest) =
+        procs::read_until(server.stderr.take().expect("stderr"), "the server", |l| {
+            l.contains("(listening)")
+        });
+    net.procs.push(server);
+    let c = net.ddpdk(
+        &["perf", "client", "198.18.0.2"],
+        "dtapc",
+        "0@1",
+        &["--ip", "198.18.0.1", "--run-for", "2", "--json"],
+    );
+    let client = net.take(c).wait_with_output().expect("client");
+    let client_text = text(&client);
+    assert_eq!(client.status.code(), Some(1), "{client_text}");
+    assert!(
+        client_text.contains("give the endpoint an Ethernet address of its own with --mac"),
+        "{client_text}"
+    );
 }
