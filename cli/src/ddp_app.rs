@@ -8,7 +8,7 @@
 //! Commands that start something wait until it is done (an association up, a session
 //! answered, every send completed), so a `--cmdline-file` reads as a sequence of steps.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,8 +173,22 @@ struct Shared {
     /// Receive buffers posted for every session we accept: QN, local STag, length, count.
     auto_recv: Option<(u32, Stag, u32, u32)>,
     conns: BTreeMap<ConnHandle, ConnView>,
+    /// Sessions established (by either side) that no `wait session` has reported yet, in the
+    /// order they were: a session that came and went between two looks is still seen.
+    established: VecDeque<(ConnHandle, u16)>,
+    /// Closed associations still in view, oldest first ([`CLOSED_KEPT`] at most).
+    closed: VecDeque<ConnHandle>,
+    /// Closed associations forgotten to keep `closed` that short.
+    forgotten: u64,
     reports: Vec<CoreReport>,
 }
+
+/// Closed associations kept in view (and in their data core's table): the last few, for
+/// `show assoc` and the commands that wait on them. Older ones are forgotten, so a server that
+/// has served thousands of clients holds, and its data cores walk every turn, its live
+/// associations and these: before, every association it had ever had, up to 256 a core, each
+/// with its send queue.
+const CLOSED_KEPT: usize = 16;
 
 impl Shared {
     fn view(
@@ -264,7 +278,23 @@ impl Shared {
                 );
             }
             RtEvent::Report(r) => self.reports.push(*r),
-            RtEvent::Indication { conn, indication } => self.on_indication(conn, indication),
+            RtEvent::Indication { conn, indication } => {
+                let closed = matches!(indication, Indication::Closed(_));
+                self.on_indication(conn, indication);
+                if closed {
+                    self.closed.push_back(conn);
+                    while self.closed.len() > CLOSED_KEPT {
+                        let Some(old) = self.closed.pop_front() else {
+                            break;
+                        };
+                        // `--reconnect` forgets its own at once; then both are no-ops.
+                        if self.conns.remove(&old).is_some() {
+                            self.forgotten += 1;
+                        }
+                        let _ = self.control.forget(old);
+                    }
+                }
+            }
         }
     }
 
@@ -368,6 +398,7 @@ impl Shared {
                     }
                     SessionEvent::Accepted { private_data } => {
                         s.state = "established".into();
+                        self.established.push_back((conn, stream));
                         json_event(
                             json,
                             "session_established",
@@ -498,6 +529,9 @@ impl Shared {
                 .get_mut(&conn)
                 .and_then(|v| v.sessions.get_mut(&stream))
             {
+                if accepting && submitted.is_ok() {
+                    self.established.push_back((conn, stream));
+                }
                 s.state = state;
             }
         }
@@ -629,6 +663,9 @@ impl DdpApp {
             offer: None,
             auto_recv: None,
             conns: BTreeMap::new(),
+            established: VecDeque::new(),
+            closed: VecDeque::new(),
+            forgotten: 0,
             reports: Vec::new(),
         }));
         let ipsec = Arc::clone(&node.port);
@@ -963,18 +1000,36 @@ impl DdpApp {
                 secs,
             } => {
                 let deadline = Wall::now() + Duration::from_secs(u64::from(secs.unwrap_or(60)));
+                // Each wait reports the next session established, whether it is still up or
+                // already ended: a script waiting for client after client (`wait session`,
+                // `wait closed`) missed a client whose whole session fell between two looks,
+                // then waited for the next one.
                 loop {
-                    let found = lock(&self.shared).conns.iter().find_map(|(c, v)| {
-                        v.sessions
-                            .iter()
-                            .find(|(_, s)| s.state == "established")
-                            .map(|(k, _)| (*c, *k))
-                    });
-                    if let Some((c, k)) = found {
-                        note(
-                            self.json,
-                            format_args!("Session {k} of association {c} is established"),
-                        );
+                    let found = {
+                        let mut s = lock(&self.shared);
+                        s.established.pop_front().map(|(c, k)| {
+                            let now = s
+                                .conns
+                                .get(&c)
+                                .and_then(|v| v.sessions.get(&k))
+                                .map_or_else(|| "forgotten".to_string(), |v| v.state.clone());
+                            (c, k, now)
+                        })
+                    };
+                    if let Some((c, k, now)) = found {
+                        if now == "established" {
+                            note(
+                                self.json,
+                                format_args!("Session {k} of association {c} is established"),
+                            );
+                        } else {
+                            note(
+                                self.json,
+                                format_args!(
+                                    "Session {k} of association {c} was established (now: {now})"
+                                ),
+                            );
+                        }
                         break;
                     }
                     if Wall::now() > deadline {
@@ -992,7 +1047,7 @@ impl DdpApp {
                     let (seen, open) = {
                         let s = lock(&self.shared);
                         let open = s.conns.values().filter(|v| v.closed.is_none()).count();
-                        (s.conns.len(), open)
+                        (s.conns.len() as u64 + s.forgotten, open)
                     };
                     if seen > 0 && open == 0 {
                         note(self.json, format_args!("All {seen} association(s) closed"));
@@ -2046,6 +2101,16 @@ impl DdpApp {
                     );
                 }
             }
+        }
+        let forgotten = lock(&self.shared).forgotten;
+        if forgotten > 0 {
+            note(
+                self.json,
+                format_args!(
+                    "({forgotten} older closed association(s) not shown: the last \
+                     {CLOSED_KEPT} closed are kept)"
+                ),
+            );
         }
         Ok(())
     }

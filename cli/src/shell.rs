@@ -664,7 +664,8 @@ DDP endpoint (ddpdk --ip ADDR ...):
   set sctp NAME VALUE | show config sctp
                                        SCTP parameters for associations made from now on.
   wait closed [SECS]                   Wait until associations came and all closed.
-  wait session [SECS]                  Wait until a DDP Stream Session is established.
+  wait session [SECS]                  Wait for the next DDP Stream Session established
+                                       (each wait reports one, even one already ended).
 STAG is 0x..., a number, 'last' (registered last here) or 'offer' (the peer's offer).
 TEXT (Private Data) is one word or \"several in quotes\"; COUNT is at least 1.
 ";

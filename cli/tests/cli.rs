@@ -1568,6 +1568,100 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     );
 }
 
+/// A long-running server keeps its closed associations in view for a while, not for ever:
+/// after 24 associations opened and closed one after another, the last 16 closed are shown
+/// and held by the data core, and the 8 older ones are forgotten and said to be. Before, each
+/// stayed in the data core's table (up to 256 a core, each with its send queue), walked by
+/// the core every poll turn, and in `show assoc` for ever. And `wait session` reports each
+/// session established, one a wait, even one that has ended since.
+#[test]
+fn closed_associations_are_forgotten_beyond_the_last_sixteen() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-churn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sock = dir.join("memif.sock");
+    let eal = |role: &str, lcores: &str| {
+        let prefix = format!("ddpdk-churn-{role}-{}", std::process::id());
+        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
+    };
+    let mut server = ddpdk(
+        &eal("server", "0@0,1@1"),
+        &["--ip", "198.18.0.2", "--listen", "-i"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("server");
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("DDP endpoint on port")
+        });
+    let mut cmds = String::new();
+    for k in 1..=24 {
+        cmds += "assoc open 198.18.0.2\n";
+        if k > 21 {
+            cmds += &format!("session open {k} 1 hi\nsession close {k} 1\n");
+        }
+        cmds += &format!("assoc close {k}\n");
+    }
+    cmds += "show assoc\nshow fwd stats all\nwait closed 5\nquit\n";
+    let client_cmds = script("churn-client", &cmds);
+    let client = ddpdk(
+        &eal("client", "0@1,1@0"),
+        &[
+            "--ip",
+            "198.18.0.1",
+            "--cmdline-file",
+            client_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("client");
+    let _ = server.stdin.as_mut().expect("stdin").write_all(
+        b"wait session 5\nwait session 5\nwait session 5\n\
+              show assoc\nshow fwd stats all\nwait closed 5\nquit\n",
+    );
+    let s = server.wait_with_output().expect("server exit");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (cout, cerr) = out(&client);
+    let (_, serr) = out(&s);
+    let client_text = cout + &cerr;
+    let server_text = head + &rest.join().expect("server stdout reader") + &serr;
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(s.status.code(), Some(0), "server:\n{server_text}");
+    for text in [&client_text, &server_text] {
+        assert_has_all(
+            text,
+            &[
+                "(8 older closed association(s) not shown: the last 16 closed are kept)",
+                "Data core 0 (associations 16, STags",
+                // The count of all of them stays whole.
+                "All 24 association(s) closed",
+            ],
+        );
+        // `show assoc` lists the last 16: associations 9 to 24, not 1 to 8.
+        // (In the order of the data core's slots, which forgotten associations' successors
+        // reuse.)
+        let mut rows: Vec<u64> = text
+            .lines()
+            .filter(|l| l.contains("198.18.0.") && l.contains(" Closed "))
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        rows.sort_unstable();
+        assert_eq!(rows, (9..=24).collect::<Vec<u64>>(), "{text}");
+    }
+    // Each `wait session` reported one of the three sessions, all ended before the first
+    // wait began (before: the first wait found none established and timed out).
+    for k in 22..=24 {
+        assert!(
+            server_text.contains(&format!(
+                "Session 1 of association {k} was established (now: "
+            )),
+            "{server_text}"
+        );
+    }
+}
+
 /// The files in every hugetlbfs mount.
 fn hugepage_files() -> Vec<std::fs::DirEntry> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
