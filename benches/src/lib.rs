@@ -1,6 +1,31 @@
 //! ddpdk benchmarks.
 #![forbid(unsafe_code)]
 
+// The benches print through these, not `println!`/`eprintln!`, which panic (and with the
+// release profile's panic = "abort", abort without reaping the tools they started) when the
+// reader of their output has left (`... | head`).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 /// Child processes of the two-process benchmarks (`raw-io-bench`, `ddp-goodput-bench`).
 pub mod procs {
     use std::process::{Child, Command, Output};
@@ -13,9 +38,46 @@ pub mod procs {
             .status();
     }
 
+    /// A tool the benchmark started, killed if it is dropped unreaped (an error or a panic on
+    /// the benchmark's side): `ddpdk` runs on when the reader of its output leaves, so a
+    /// forwarder left behind would spin a CPU for ever and skew every later figure.
+    #[derive(Debug)]
+    pub struct Running(Option<Child>);
+
+    impl Running {
+        pub fn new(child: Child) -> Running {
+            Running(Some(child))
+        }
+    }
+
+    impl std::ops::Deref for Running {
+        type Target = Child;
+        fn deref(&self) -> &Child {
+            self.0.as_ref().expect("a child until reaped")
+        }
+    }
+
+    impl std::ops::DerefMut for Running {
+        fn deref_mut(&mut self) -> &mut Child {
+            self.0.as_mut().expect("a child until reaped")
+        }
+    }
+
+    impl Drop for Running {
+        fn drop(&mut self) {
+            if let Some(c) = self.0.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
     /// Gives a process `grace` to exit, then kills it, so a stuck tool cannot hang the
     /// benchmark. Its output is small enough to sit in the pipe meanwhile.
-    pub fn reap(mut child: Child, grace: Duration) -> std::io::Result<Output> {
+    pub fn reap(mut running: Running, grace: Duration) -> std::io::Result<Output> {
+        let Some(mut child) = running.0.take() else {
+            return Err(std::io::Error::other("reaped already"));
+        };
         let t0 = Instant::now();
         while child.try_wait()?.is_none() {
             if t0.elapsed() > grace {
@@ -50,7 +112,7 @@ pub mod memory {
         let (mut memory, _) = Memory::new(64, 0, seed);
         let region = Region::new(len).expect("the bench region");
         if !region.huge() {
-            eprintln!("warning: no free huge pages; the region is on normal pages");
+            crate::errln!("warning: no free huge pages; the region is on normal pages");
         }
         region.fill(0, len, byte).expect("in the region");
         let region = memory.add_region(region).expect("an empty region table");

@@ -16,13 +16,14 @@
 //! bundled SACK (RFC 5043 §9), so segments are 20 bytes short of the link's largest.
 #![forbid(unsafe_code)]
 
+use ddpdk_benches::{errln, outln};
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use clap::Parser;
-use ddpdk_benches::procs::{ddpdk_rx_pps, interrupt, reap};
+use ddpdk_benches::procs::{ddpdk_rx_pps, interrupt, reap, Running};
 
 /// How long a finished or interrupted process gets to exit before it is killed.
 const GRACE: Duration = Duration::from_secs(30);
@@ -114,7 +115,7 @@ fn eal(args: &Args, lcores: &str, prefix: &str, role: &str, sock: &str, mtu: u16
     .collect()
 }
 
-fn spawn(args: &Args, eal: Vec<String>, app: &[String]) -> std::io::Result<Child> {
+fn spawn(args: &Args, eal: Vec<String>, app: &[String]) -> std::io::Result<Running> {
     Command::new(&args.ddpdk)
         .args(eal)
         .arg("--")
@@ -123,6 +124,7 @@ fn spawn(args: &Args, eal: Vec<String>, app: &[String]) -> std::io::Result<Child
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(Running::new)
 }
 
 fn sock(tag: &str) -> String {
@@ -427,12 +429,12 @@ fn main() {
         .iter()
         .find(|s| !["region", "bytes", "region-esp", "bytes-esp"].contains(&s.as_str()))
     {
-        eprintln!("ddp-goodput-bench: source {s:?}: region, bytes, region-esp or bytes-esp");
+        errln!("ddp-goodput-bench: source {s:?}: region, bytes, region-esp or bytes-esp");
         std::process::exit(2);
     }
     for &mtu in &args.mtus {
         if !(576..=9000).contains(&mtu) {
-            eprintln!("ddp-goodput-bench: MTU {mtu} outside 576..=9000");
+            errln!("ddp-goodput-bench: MTU {mtu} outside 576..=9000");
             std::process::exit(2);
         }
         measure(&args, mtu);
@@ -464,7 +466,7 @@ fn measure(args: &Args, mtu: u16) {
             match result {
                 Ok(v) => got[j] = Some(v),
                 Err(e) => {
-                    eprintln!("ddp-goodput-bench: MTU {mtu} round {r}: {e}");
+                    errln!("ddp-goodput-bench: MTU {mtu} round {r}: {e}");
                     std::process::exit(1);
                 }
             }
@@ -505,13 +507,13 @@ fn measure(args: &Args, mtu: u16) {
                     lossy[k].push(run);
                 }
                 Err(e) => {
-                    eprintln!("ddp-goodput-bench: MTU {mtu} round {r} loss {loss}: {e}");
+                    errln!("ddp-goodput-bench: MTU {mtu} round {r} loss {loss}: {e}");
                     std::process::exit(1);
                 }
             }
         }
         if !args.json {
-            println!("{line}");
+            outln!("{line}");
         }
     }
     let (Some(raw_pps), Some(place_pps)) =
@@ -538,7 +540,7 @@ fn measure(args: &Args, mtu: u16) {
                 )
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"mtu": mtu, "segment": mulpdu(mtu), "frame": frame,
                 "raw_pps": raw_pps, "placement_bytes_per_s": place_bps,
@@ -597,6 +599,6 @@ fn measure(args: &Args, mtu: u16) {
                 runs.iter().map(|r| r.t3_expiries).collect::<Vec<_>>()
             );
         }
-        println!("{line}");
+        outln!("{line}");
     }
 }

@@ -12,13 +12,14 @@
 //! endpoint's data core polled by its main lcore. Medians of the rounds' p50 and p99.
 #![forbid(unsafe_code)]
 
+use ddpdk_benches::{errln, outln};
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use clap::Parser;
-use ddpdk_benches::procs::{interrupt, reap};
+use ddpdk_benches::procs::{interrupt, reap, Running};
 
 const GRACE: Duration = Duration::from_secs(30);
 /// Ethernet 14, IPv4 20, SCTP common header 12, DATA chunk header 16, DDP-SSN 2, tagged DDP
@@ -59,7 +60,7 @@ fn eal(lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
     .collect()
 }
 
-fn spawn(args: &Args, eal: Vec<String>, app: &[&str]) -> std::io::Result<Child> {
+fn spawn(args: &Args, eal: Vec<String>, app: &[&str]) -> std::io::Result<Running> {
     Command::new(&args.ddpdk)
         .args(eal)
         .arg("--")
@@ -68,6 +69,7 @@ fn spawn(args: &Args, eal: Vec<String>, app: &[&str]) -> std::io::Result<Child> 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
+        .map(Running::new)
 }
 
 fn sock(tag: &str) -> String {
@@ -209,7 +211,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args = Args::parse();
-    println!("size | raw round trip p50 / p99 us | DDP write p50 / p99 us | p50 ratio");
+    outln!("size | raw round trip p50 / p99 us | DDP write p50 / p99 us | p50 ratio");
     for &size in &args.sizes {
         // The raw frame: the write's first DDP frame (one segment carries up to 1404 bytes).
         let frame = HEADERS + size.min(SEGMENT_PAYLOAD);
@@ -228,12 +230,12 @@ fn main() {
                     ddp(&args, &tag, size).map(|x| ddps.push(x))
                 };
                 if let Err(e) = got {
-                    eprintln!("ddp-latency-bench: size {size} round {r}: {e}");
+                    errln!("ddp-latency-bench: size {size} round {r}: {e}");
                     std::process::exit(1);
                 }
             }
             let (rw, dw) = (raws[raws.len() - 1], ddps[ddps.len() - 1]);
-            println!(
+            outln!(
                 "{size} round {r} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1}",
                 rw.0,
                 rw.1,
@@ -246,7 +248,7 @@ fn main() {
         let raw99 = median(raws.iter().map(|x| x.1).collect());
         let ddp50 = median(ddps.iter().map(|x| x.0).collect());
         let ddp99 = median(ddps.iter().map(|x| x.1).collect());
-        println!(
+        outln!(
             "{size} median ({frame}-byte raw frames) | {raw50:.1} / {raw99:.1} | {ddp50:.1} / \
              {ddp99:.1} | {:.1}",
             ddp50 / raw50

@@ -11,6 +11,7 @@
 //!
 //! `cargo run --release -p ddpdk-benches --bin ddp-rx-bench -- --sizes 64,512,1438,8938`
 
+use ddpdk_benches::outln;
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallClock;
@@ -187,7 +188,7 @@ fn main() {
     let mut cores: Vec<_> = (0..if args.threads > 1 { args.threads } else { 0 })
         .map(|_| with_region(REGION, 0, 9))
         .collect();
-    println!("size   segments  packets | receive path: Mpps  GB/s | memcpy: GB/s | efficiency");
+    outln!("size   segments  packets | receive path: Mpps  GB/s | memcpy: GB/s | efficiency");
     let mut scaling = Vec::new();
     for &size in &args.sizes {
         let stag = remote_write(&mut memory, pd, region, REGION);
@@ -239,7 +240,7 @@ fn main() {
             ] {
                 let eff = copy / time;
                 list.push(eff);
-                println!(
+                outln!(
                     "{size:>5} {n:>9} {:>8} | {path} {round}: {:>6.2} {:>6.2} | {:>6.2} | {eff:.3}",
                     frames.packets.len(),
                     n as f64 / time / 1e6,
@@ -251,7 +252,7 @@ fn main() {
                 let (one, all) = on_cores(&frames, &mut cores, now, n);
                 let ratio = all / one;
                 ratios.push(ratio);
-                println!(
+                outln!(
                     "{size:>5} {n:>9} {:>8} | conn on 1 core {round}: {:>6.2} Mpps, on {} cores \
                      at once: {:>6.2} Mpps aggregate = {ratio:.2} x",
                     frames.packets.len(),
@@ -267,14 +268,14 @@ fn main() {
         }
         effs.sort_by(f64::total_cmp);
         conn_effs.sort_by(f64::total_cmp);
-        println!(
+        outln!(
             "{size:>5} median placement efficiency: stream {:.3}, conn {:.3}",
             effs[effs.len() / 2],
             conn_effs[conn_effs.len() / 2]
         );
     }
     for (size, ratio) in scaling {
-        println!(
+        outln!(
             "{size:>5} median scaling of the conn path: {} cores at once = {ratio:.2} x one core",
             cores.len()
         );

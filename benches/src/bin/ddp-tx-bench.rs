@@ -19,6 +19,7 @@
 //!
 //! `cargo run --release -p ddpdk-benches --bin ddp-tx-bench -- --sizes 64,512,1404,8904`
 
+use ddpdk_benches::outln;
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -323,7 +324,7 @@ fn main() {
     // The sink STag the writes name: a real STag; the peer is not simulated beyond its SACKs.
     let sink = remote_write(&mut memory, pd, region, REGION);
     let now = Instant::from_nanos(1_000_000_000);
-    println!("segment writes  packets | send path: M segments/s  GB/s | memcpy: GB/s | efficiency");
+    outln!("segment writes  packets | send path: M segments/s  GB/s | memcpy: GB/s | efficiency");
     for &segment in &args.sizes {
         let size = segment * args.segments;
         let n = (args.bytes / size).max(1);
@@ -341,7 +342,7 @@ fn main() {
                 let (time, packets) = run(path, &mut p, &memory, sink, size, n);
                 let eff = copy / time;
                 effs.push((path.clone(), eff));
-                println!(
+                outln!(
                     "{segment:>5} {n:>8} {packets:>8} | {path:<6} {round}: {:>6.2} {:>6.2} | {:>6.2} | {eff:.3}",
                     (n * args.segments) as f64 / time / 1e6,
                     (n * size) as f64 / time / 1e9,
@@ -359,7 +360,7 @@ fn main() {
             .iter()
             .filter_map(|p| median(p).map(|m| format!("{p} {m:.3}")))
             .collect();
-        println!(
+        outln!(
             "{segment:>5} median send efficiency: {}",
             summary.join(", ")
         );

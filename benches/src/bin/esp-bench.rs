@@ -17,6 +17,7 @@
 //! headroom of the algorithm, as the endpoint sends them.
 #![forbid(unsafe_code)]
 
+use ddpdk_benches::{errln, outln};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -73,7 +74,7 @@ const ALGORITHMS: [(&str, &str); 3] = [
 fn sa(direction: &str, rule: &str) -> SaConfig {
     let text = format!("{direction} 4096 {rule} mode transport");
     parse_sa(&text.split_whitespace().collect::<Vec<_>>()).unwrap_or_else(|e| {
-        eprintln!("esp-bench: {e}");
+        errln!("esp-bench: {e}");
         std::process::exit(2)
     })
 }
@@ -96,7 +97,7 @@ fn frame(ip_len: usize) -> Vec<u8> {
 
 fn sa_of(dev: &Arc<CryptoDev>, cfg: &SaConfig) -> EspSa {
     EspSa::new(dev, cfg, false).unwrap_or_else(|e| {
-        eprintln!("esp-bench: {e}");
+        errln!("esp-bench: {e}");
         std::process::exit(1)
     })
 }
@@ -104,7 +105,7 @@ fn sa_of(dev: &Arc<CryptoDev>, cfg: &SaConfig) -> EspSa {
 fn one(pool: &Mempool, bytes: &[u8]) -> Mbuf {
     let mut v = Vec::with_capacity(1);
     if !pool.alloc_bulk(&mut v, 1, bytes.len()) {
-        eprintln!("esp-bench: the pool is empty");
+        errln!("esp-bench: the pool is empty");
         std::process::exit(1);
     }
     let mut m = v.pop().unwrap_or_else(|| std::process::exit(1));
@@ -141,17 +142,17 @@ fn main() {
         &format!("--file-prefix=esp-bench-{}", std::process::id()),
     ])
     .unwrap_or_else(|e| {
-        eprintln!("esp-bench: EAL: {e}");
+        errln!("esp-bench: EAL: {e}");
         std::process::exit(1)
     });
     let pool = Arc::new(
         Mempool::create("esp_bench", 4095, 256, 9216 + 256, 0).unwrap_or_else(|e| {
-            eprintln!("esp-bench: pool: {e}");
+            errln!("esp-bench: pool: {e}");
             std::process::exit(1)
         }),
     );
     let dev = CryptoDev::open(&args.device).unwrap_or_else(|e| {
-        eprintln!("esp-bench: {e}");
+        errln!("esp-bench: {e}");
         std::process::exit(1)
     });
     let now = Instant::now();
@@ -167,7 +168,7 @@ fn main() {
             let mut seal_burst = Vec::new();
             let (mut zc_base, mut zc_oop, mut zc_copy) = (Vec::new(), Vec::new(), Vec::new());
             let region = Region::from_dpdk(&eal, clear.len(), None).unwrap_or_else(|e| {
-                eprintln!("esp-bench: region: {e}");
+                errln!("esp-bench: region: {e}");
                 std::process::exit(1)
             });
             if region.place(0, &clear[HEAD..]).is_err() {
@@ -178,7 +179,7 @@ fn main() {
                 let span = pool
                     .attach_region(&region, 0, clear.len() - HEAD)
                     .unwrap_or_else(|| {
-                        eprintln!("esp-bench: cannot attach the region");
+                        errln!("esp-bench: cannot attach the region");
                         std::process::exit(1)
                     });
                 if m.chain(span).is_err() {
@@ -209,7 +210,7 @@ fn main() {
                     }) / args.burst as f64,
                 );
                 if ok_burst != (bursts as usize) * args.burst {
-                    eprintln!("esp-bench: {name}: {ok_burst} sealed in bursts");
+                    errln!("esp-bench: {name}: {ok_burst} sealed in bursts");
                     std::process::exit(1);
                 }
                 // Zero-copy frames in bursts: built and freed alone, sealed out of place, and
@@ -233,7 +234,7 @@ fn main() {
                         }) / args.burst as f64,
                     );
                     if sealed != (bursts as usize) * args.burst {
-                        eprintln!("esp-bench: {name}: {sealed} zero-copy frames sealed");
+                        errln!("esp-bench: {name}: {sealed} zero-copy frames sealed");
                         std::process::exit(1);
                     }
                 }
@@ -245,7 +246,7 @@ fn main() {
                     .map(|m| m.data().to_vec())
                     .collect();
                 if ok != n || sealed.len() != n as usize {
-                    eprintln!("esp-bench: {name}: {ok} and {} of {n} sealed", sealed.len());
+                    errln!("esp-bench: {name}: {ok} and {} of {n} sealed", sealed.len());
                     std::process::exit(1);
                 }
                 let mut next = sealed.iter();
@@ -258,14 +259,14 @@ fn main() {
                     }
                 }));
                 if opened != n {
-                    eprintln!("esp-bench: {name}: {opened} of {n} opened");
+                    errln!("esp-bench: {name}: {opened} of {n} opened");
                     std::process::exit(1);
                 }
             }
             let (b, s, o, sb) = (median(base), median(seal), median(open), median(seal_burst));
             let (zb, zo, zc) = (median(zc_base), median(zc_oop), median(zc_copy));
             let gbps = |ns: f64| (ip_len as f64) * 8.0 / ns;
-            println!(
+            outln!(
                 "MTU {mtu} {name}: {ip_len}-byte packets; mbuf + write {b:.0} ns; with sealing \
                  {s:.0} ns ({:.2} Gbit/s, ESP {:.0} ns a packet), in bursts of {} {sb:.0} ns \
                  ({:.2} Gbit/s, ESP {:.0} ns); with opening {o:.0} ns ({:.2} Gbit/s, ESP {:.0} \
@@ -278,7 +279,7 @@ fn main() {
                 gbps(o),
                 o - b
             );
-            println!(
+            outln!(
                 "MTU {mtu} {name}: zero-copy frames in bursts of {}: built {zb:.0} ns; sealed {} \
                  {zo:.0} ns (ESP {:.0} ns a packet); copied, then sealed {zc:.0} ns (ESP {:.0} ns); \
                  copy / {}: {:.2}",

@@ -11,6 +11,7 @@
 //! cargo run --release -p ddpdk-benches --bin idle-wake-bench -- --pings 2000
 //! ```
 
+use ddpdk_benches::outln;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -144,13 +145,15 @@ fn main() {
             max_sleep: Duration::from_micros(args.max_sleep_us),
         },
     );
-    println!(
+    outln!(
         "ARP round trip to one data core, µs (p50 / p99 / max), {} pings per gap",
         args.pings
     );
-    println!(
+    outln!(
         "{:>10} | {:>24} | {:>24}",
-        "gap µs", "--idle spin", "--idle sleep"
+        "gap µs",
+        "--idle spin",
+        "--idle sleep"
     );
     for ((gap, a), (_, b)) in spin.rtt.iter().zip(&sleep.rtt) {
         let q = |h: &hdrhistogram::Histogram<u64>| {
@@ -161,9 +164,9 @@ fn main() {
                 h.max() as f64 / 1e3
             )
         };
-        println!("{gap:>10} | {:>24} | {:>24}", q(a), q(b));
+        outln!("{gap:>10} | {:>24} | {:>24}", q(a), q(b));
     }
-    println!(
+    outln!(
         "CPU of the core's thread at the longest gap (mostly idle): spin {:.0} %, sleep {:.0} %",
         spin.idle_cpu * 100.0,
         sleep.idle_cpu * 100.0

@@ -9,12 +9,13 @@
 //! the first and last samples dropped, the median kept.
 #![forbid(unsafe_code)]
 
+use ddpdk_benches::{errln, outln};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use clap::Parser;
-use ddpdk_benches::procs::{ddpdk_rx_pps, interrupt, reap};
+use ddpdk_benches::procs::{ddpdk_rx_pps, interrupt, reap, Running};
 
 /// How long an interrupted tool gets to exit before it is killed.
 const GRACE: Duration = Duration::from_secs(15);
@@ -70,7 +71,7 @@ fn spawn(
     size: u16,
     sock: &str,
     tag: &str,
-) -> std::io::Result<Child> {
+) -> std::io::Result<Running> {
     let (lcores, role, mode) = if rx {
         ("0@0,1@1", "server", "rxonly")
     } else {
@@ -110,6 +111,7 @@ fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
+        .map(Running::new)
 }
 
 /// Per-second receive rates printed by the receiver.
@@ -169,13 +171,17 @@ fn measure(args: &Args, tool: Tool, size: u16, tag: &str) -> Result<u64, String>
 fn main() {
     let args = Args::parse();
     if !args.json {
-        println!(
+        outln!(
             "txonly -> rxonly over net_memif, two processes, {} s x {} round(s) per tool and size",
-            args.secs, args.rounds
+            args.secs,
+            args.rounds
         );
-        println!(
+        outln!(
             "{:>6}  {:>14}  {:>14}  {:>7}",
-            "bytes", "ddpdk Mpps", "testpmd Mpps", "ratio"
+            "bytes",
+            "ddpdk Mpps",
+            "testpmd Mpps",
+            "ratio"
         );
     }
     let mut failed = false;
@@ -198,7 +204,7 @@ fn main() {
                         }
                     }
                     Err(e) => {
-                        eprintln!("raw-io-bench: {e}");
+                        errln!("raw-io-bench: {e}");
                         failed = true;
                     }
                 }
@@ -209,12 +215,12 @@ fn main() {
         };
         let ratio = o as f64 / t as f64;
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({"bytes": size, "ddpdk_pps": o, "testpmd_pps": t, "ratio": ratio, "ddpdk_rounds": ours, "testpmd_rounds": theirs})
             );
         } else {
-            println!(
+            outln!(
                 "{:>6}  {:>14.3}  {:>14.3}  {:>7.3}",
                 size,
                 o as f64 / 1e6,

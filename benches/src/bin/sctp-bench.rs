@@ -15,6 +15,7 @@
 //!     cargo run --release -p ddpdk-benches --bin sctp-bench -- --sizes 64,1024,1400 --rounds 5
 #![forbid(unsafe_code)]
 
+use ddpdk_benches::{errln, outln};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
@@ -702,7 +703,7 @@ fn run_json(r: &Run) -> serde_json::Value {
 }
 
 fn print_header() {
-    println!(
+    outln!(
         "{:>5}  {:<8} {:>6} {:>6} {:>10} {:>7} {:>10} {:>7} {:>7} {:>5} {:>6} {:>6} {:>7}  notes",
         "round",
         "stack",
@@ -725,7 +726,7 @@ fn print_run(round: u32, stack: Side, r: &Run) {
         .cpu_secs
         .map_or_else(|| "-".to_string(), |c| format!("{c:.3}"));
     let notes = r.notes.clone();
-    println!(
+    outln!(
         "{:>5}  {:<8} {:>6.3} {:>6} {:>10.0} {:>7.1} {:>10.0} {:>7} {:>7} {:>5.1} {:>6} {:>6} \
          {:>7.3}  {}",
         round,
@@ -777,8 +778,8 @@ fn bench_size(args: &Args, size: usize) -> Result<(), String> {
         calibrate(args, size)?
     };
     if !args.json {
-        println!();
-        println!("{size} B messages, {n} per measurement");
+        outln!();
+        outln!("{size} B messages, {n} per measurement");
         print_header();
     }
     if let Some(side) = args.only {
@@ -786,7 +787,7 @@ fn bench_size(args: &Args, size: usize) -> Result<(), String> {
         for round in 1..=args.rounds {
             let r = measure(side, args.clock, size, n)?;
             if args.json {
-                println!("{}", run_json(&r));
+                outln!("{}", run_json(&r));
             } else {
                 print_run(round, side, &r);
             }
@@ -794,7 +795,7 @@ fn bench_size(args: &Args, size: usize) -> Result<(), String> {
         }
         if !args.json {
             let m = median(rates);
-            println!(
+            outln!(
                 "{size} B median: {} {m:.0} msgs/s ({:.1} MB/s)",
                 side.name(),
                 m * size as f64 / 1e6
@@ -828,7 +829,7 @@ fn bench_size(args: &Args, size: usize) -> Result<(), String> {
         let ratio = ours.msgs_per_sec() / usr.msgs_per_sec();
         let cpu_ratio = ours.msgs_per_cpu_sec() / usr.msgs_per_cpu_sec();
         if !args.json {
-            println!(
+            outln!(
                 "{:>5}  ratio ours/usrsctp: {ratio:.2} by wall time, {cpu_ratio:.2} by CPU time",
                 ""
             );
@@ -850,7 +851,7 @@ fn bench_size(args: &Args, size: usize) -> Result<(), String> {
     let (ratio, lo, hi) = spread(&wall);
     let (cpu_ratio, cpu_lo, cpu_hi) = spread(&cpu);
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "size": size,
@@ -868,7 +869,7 @@ fn bench_size(args: &Args, size: usize) -> Result<(), String> {
             })
         );
     } else {
-        println!(
+        outln!(
             "{size} B median: ours {o:.0} msgs/s ({:.1} MB/s), usrsctp {u:.0} msgs/s ({:.1} \
              MB/s); ratio ours/usrsctp {ratio:.2} (rounds {lo:.2}..{hi:.2}), by CPU time \
              {cpu_ratio:.2} ({cpu_lo:.2}..{cpu_hi:.2})",
@@ -882,30 +883,35 @@ fn bench_size(args: &Args, size: usize) -> Result<(), String> {
 fn main() {
     let args = Args::parse();
     if args.rounds == 0 {
-        eprintln!("error: --rounds must be at least 1");
+        errln!("error: --rounds must be at least 1");
         std::process::exit(2);
     }
     if !args.json {
         let c = Config::default();
-        println!(
+        outln!(
             "one direction, unordered, stream {STREAM}, PPID {PPID}; clock: {:?}; handshake \
              excluded; MB = 10^6 payload bytes",
             args.clock
         );
-        println!(
+        outln!(
             "ours:    default Config: path MTU {}, a_rwnd {}, {} send slots, max burst {}, \
              SACK delay {:?} / every {} packets",
-            c.path_mtu, c.a_rwnd, c.send_slots, c.max_burst, c.sack_delay, c.sack_freq
+            c.path_mtu,
+            c.a_rwnd,
+            c.send_slots,
+            c.max_burst,
+            c.sack_delay,
+            c.sack_freq
         );
-        println!(
+        outln!(
             "usrsctp: AF_CONN, no extensions, SACK delay 200 ms / every 2 packets, NODELAY, \
              RTO 1 s / 1 s / 60 s, socket buffers at usrsctp defaults"
         );
-        println!("usrsctp library: {}", usrsctp_library());
+        outln!("usrsctp library: {}", usrsctp_library());
     }
     for &size in &args.sizes {
         if let Err(e) = bench_size(&args, size) {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             std::process::exit(1);
         }
     }
