@@ -471,6 +471,22 @@ impl Options {
         if (self.ddp_listen || self.ddp_connect.is_some()) && self.ip.is_empty() {
             return Err("--ddp-listen and --ddp-connect need --ip ADDR".into());
         }
+        // `perf server` and `perf client` refuse these by their option lists; the flag form
+        // of the same jobs ran without the shell the user asked for (a script never ran).
+        if self.ddp_listen || self.ddp_connect.is_some() {
+            let shell = [
+                ("--interactive", self.interactive),
+                ("--cmdline-file", !self.cmdline_file.is_empty()),
+                ("--listen", self.listen),
+            ];
+            if let Some((flag, _)) = shell.iter().find(|(_, given)| *given) {
+                return Err(format!(
+                    "{flag} is for the shell-driven endpoint (--ip ADDR without --ddp-listen \
+                     or --ddp-connect); --ddp-listen and --ddp-connect run a perf server or \
+                     client on their own"
+                ));
+            }
+        }
         if self.ipsec_on() && (self.ddp_loopback || self.ip.is_empty()) {
             return Err(
                 "--ipsec, --ipsec-config and --ipsec-socket are for a DDP endpoint \
@@ -672,6 +688,16 @@ mod tests {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");
             }
+        }
+        // The shell's options with a perf job's flags: the shell never ran (session 24).
+        for bad in [
+            "ddpdk --ip 198.18.0.2 --ddp-listen --cmdline-file s.txt",
+            "ddpdk --ip 198.18.0.2 --ddp-listen --listen",
+            "ddpdk --ip 198.18.0.1 --ddp-connect 198.18.0.2 -i",
+        ] {
+            let o = parse(bad).expect(bad);
+            let e = o.validate().expect_err(bad);
+            assert!(e.contains("is for the shell-driven endpoint"), "{bad}: {e}");
         }
     }
 }
