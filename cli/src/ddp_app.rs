@@ -183,6 +183,25 @@ struct Shared {
     reports: Vec<CoreReport>,
 }
 
+/// `count` receive buffers of `len` bytes, one after another from the start of `mr`: it must
+/// be memory we may write (the peer's untagged messages land there) and hold them all.
+fn receive_buffers_fit(mr: &Mr, len: u32, count: u32) -> Result<(), String> {
+    if !matches!(mr.access, AccessArg::Local) {
+        return Err(format!(
+            "STag {} is not registered for local write ('mr reg LEN local'): receive buffers \
+             are written by the peer's untagged messages",
+            mr.reg.stag
+        ));
+    }
+    if u64::from(len) * u64::from(count) > mr.reg.len {
+        return Err(format!(
+            "{count} buffers of {len} bytes do not fit STag {} ({} bytes)",
+            mr.reg.stag, mr.reg.len
+        ));
+    }
+    Ok(())
+}
+
 /// Closed associations kept in view (and in their data core's table): the last few, for
 /// `show assoc` and the commands that wait on them. Older ones are forgotten, so a server that
 /// has served thousands of clients holds, and its data cores walk every turn, its live
@@ -615,6 +634,9 @@ pub struct DdpApp {
     reconnect_at: Wall,
     /// One report request at a time: the shell's `show` and the telemetry commands.
     reports_gate: Arc<Mutex<()>>,
+    /// Raised by SIGINT/SIGTERM ([`DdpApp::watch_signals`]): a command waiting (for the
+    /// peer, for completions) gives up, so one Ctrl-C stops the endpoint.
+    signalled: Arc<AtomicBool>,
     /// The commands registered on DPDK's telemetry socket.
     _telemetry: Option<telemetry::Registered>,
 }
@@ -766,8 +788,22 @@ impl DdpApp {
             reconnect_conn: None,
             reconnect_at: Wall::now(),
             reports_gate,
+            signalled: Arc::new(AtomicBool::new(false)),
             _telemetry: commands,
         })
+    }
+
+    /// The flag SIGINT and SIGTERM raise: commands that wait give up when it is.
+    pub fn watch_signals(&mut self, signalled: Arc<AtomicBool>) {
+        self.signalled = signalled;
+    }
+
+    /// A waiting command's error once a signal came.
+    fn interrupted(&self, what: &str) -> Result<(), String> {
+        if self.signalled.load(Ordering::Relaxed) {
+            return Err(format!("interrupted by a signal while waiting for {what}"));
+        }
+        Ok(())
     }
 
     /// Waits until `f` has an answer, with the views locked while it looks.
@@ -781,6 +817,7 @@ impl DdpApp {
             if let Some(r) = f(&mut lock(&self.shared)) {
                 return r;
             }
+            self.interrupted(what)?;
             if Wall::now() > deadline {
                 return Err(format!("timed out waiting for {what}"));
             }
@@ -923,19 +960,7 @@ impl DdpApp {
                 let mr = self.mr(*stag)?;
                 // Checked now, not when a session is accepted: there the refusal is one note per
                 // session, and each accepted session's queue stays empty.
-                if !matches!(mr.access, AccessArg::Local) {
-                    return Err(format!(
-                        "STag {} is not registered for local write ('mr reg LEN local'): receive \
-                         buffers are written by the peer's untagged messages",
-                        mr.reg.stag
-                    ));
-                }
-                if u64::from(*len) * u64::from(*count) > mr.reg.len {
-                    return Err(format!(
-                        "{count} buffers of {len} bytes do not fit STag {} ({} bytes)",
-                        mr.reg.stag, mr.reg.len
-                    ));
-                }
+                receive_buffers_fit(&mr, *len, *count)?;
                 lock(&self.shared).auto_recv = Some((*qn, mr.reg.stag, *len, *count));
                 note(
                     self.json,
@@ -1032,6 +1057,7 @@ impl DdpApp {
                         }
                         break;
                     }
+                    self.interrupted("a session")?;
                     if Wall::now() > deadline {
                         return Err("timed out waiting for a session".into());
                     }
@@ -1053,6 +1079,7 @@ impl DdpApp {
                         note(self.json, format_args!("All {seen} association(s) closed"));
                         break;
                     }
+                    self.interrupted("the associations to close")?;
                     if Wall::now() > deadline {
                         return Err(format!(
                             "timed out: {seen} association(s) seen, {open} still open"
@@ -1736,6 +1763,10 @@ impl DdpApp {
                     return Err(e);
                 }
             };
+            if let Err(e) = self.interrupted("room to post") {
+                self.settle(conn, first, u64::from(posted), base_refused);
+                return Err(e);
+            }
             if u64::from(posted) - done >= WINDOW as u64 {
                 if stalled.elapsed() > WAIT {
                     return Err(format!(
@@ -1886,6 +1917,32 @@ impl DdpApp {
             return Err(format!("{failed} of {count} work request(s) flushed"));
         }
         let secs = t0.elapsed().as_secs_f64();
+        // A DDP send completes when SCTP has delivered it, not when the peer placed it: a peer
+        // that refused a segment (an unknown STag, a queue with no buffer: RFC 5041 §7.1) ends
+        // the session, and its Terminate comes after the SACK that completed the send (it goes
+        // through the peer's control thread). So the command gives it SETTLE to come: a session
+        // ended while the command ran is the command's failure, not "Sent" with a checksum.
+        // (A Terminate slower than that is reported by the next command on the session.)
+        const SETTLE: Duration = Duration::from_millis(20);
+        let settle_until = Wall::now() + SETTLE;
+        loop {
+            let ended = lock(&self.shared)
+                .conns
+                .get(&conn)
+                .and_then(|v| v.sessions.get(&stream))
+                .map(|s| s.state.clone())
+                .filter(|st| st.starts_with("terminate"));
+            if let Some(state) = ended {
+                return Err(format!(
+                    "the session ended while the command ran ({state}): what it sent may not \
+                     have been placed"
+                ));
+            }
+            if Wall::now() > settle_until {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
         // An atomic's result: the original value of the last one, in the sink's last slot.
         let mut original = None;
         if let (Some((mr, slots)), Verb::FetchAdd { .. } | Verb::CmpSwap { .. }) = (sink, verb) {
@@ -1996,6 +2053,9 @@ impl DdpApp {
         let conn = self.conn(id)?;
         self.fits_a_queue(qn, count)?;
         let mr = self.mr(stag)?;
+        // All or none: checked before the first is posted (the memory's answer came after
+        // some had been, with no STag and no count).
+        receive_buffers_fit(&mr, len, count)?;
         let base = lock(&self.shared).conns.get(&conn).map_or(0, |v| v.posted);
         let (refused, _awaiting) = self.refusals(conn);
         for k in 0..count {

@@ -177,6 +177,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
                 return EXIT_FAILURE;
             }
         };
+        app.watch_signals(Arc::clone(&signalled));
         let status = if signalled.load(Ordering::Relaxed) {
             0
         } else {
@@ -319,6 +320,11 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
         let file = opts.cmdline_file[n].display();
         note(opts.json, format_args!("Read CLI commands from {file}"));
         for (text, line, cmd) in script {
+            // A signal stops a script between commands too (a waiting command gives up).
+            if signalled.load(Ordering::Relaxed) {
+                errln!("ddpdk: {file}:{line}: interrupted by a signal; the rest not run");
+                return EXIT_FAILURE;
+            }
             note(
                 opts.json,
                 format_args!("ddpdk> {}", shell::key_hidden(text)),

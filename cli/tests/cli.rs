@@ -1568,6 +1568,101 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     );
 }
 
+/// What a command says when things go wrong around it (session 24's shell probe):
+/// - a tagged write to an STag the peer never gave ends the session (RFC 5041 §7.1 check 2);
+///   the command fails with that, where it used to print "Sent" with a checksum and go on;
+/// - `recv post` of more than its region holds is refused before any buffer is posted (it
+///   used to post some, then say "range outside its region");
+/// - one SIGINT stops a server blocked in `wait session` (it used to wait out its 100 s).
+#[test]
+fn commands_fail_when_the_peer_ends_the_session_and_a_signal_stops_a_wait() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-fails-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sock = dir.join("memif.sock");
+    let eal = |role: &str, lcores: &str| {
+        let prefix = format!("ddpdk-fails-{role}-{}", std::process::id());
+        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
+    };
+    let mut server = ddpdk(
+        &eal("server", "0@0,1@1"),
+        &["--ip", "198.18.0.2", "--listen", "-i"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("server");
+    let (head, rest) =
+        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+            l.contains("DDP endpoint on port")
+        });
+    let mut stdin = server.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"mr reg 1048576 remote-write\nsession offer last\nmr reg 4096 local\n")
+        .expect("server commands");
+    let client_cmds = script(
+        "fails-client",
+        "assoc open 198.18.0.2\nsession open 1 1 hello\n\
+         send tagged 1 1 0x12345678 0 100\nshow session\nquit\n",
+    );
+    let client = ddpdk(
+        &eal("client", "0@1,1@0"),
+        &[
+            "--ip",
+            "198.18.0.1",
+            "--cmdline-file",
+            client_cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("client");
+    stdin
+        // The first wait reports the client's session (ended); the second waits for another.
+        .write_all(b"recv post 1 1 0 last 1000 8\nwait session 100\nwait session 100\n")
+        .expect("server commands");
+    std::thread::sleep(Duration::from_secs(2));
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let t0 = Instant::now();
+    while server.try_wait().expect("wait").is_none() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stopped = server.try_wait().expect("wait").is_some();
+    if !stopped {
+        let _ = server.kill();
+    }
+    drop(stdin);
+    let s = server.wait_with_output().expect("server exit");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (cout, cerr) = out(&client);
+    let client_text = cout + &cerr;
+    let server_text = head + &rest.join().expect("server stdout reader") + &out(&s).1;
+    assert_eq!(client.status.code(), Some(1), "client:\n{client_text}");
+    assert_has_all(
+        &client_text,
+        &["3: the session ended while the command ran (terminated (terminated by the peer))"],
+    );
+    assert!(!client_text.contains("Sent 1 x 100"), "{client_text}");
+    // The script stopped there.
+    assert!(
+        !client_text.contains("ddpdk> show session"),
+        "{client_text}"
+    );
+    assert!(
+        stopped,
+        "one SIGINT did not stop the server in 20 s:\n{server_text}"
+    );
+    assert_has_all(
+        &server_text,
+        &[
+            "invalid STag",
+            "8 buffers of 1000 bytes do not fit STag",
+            "interrupted by a signal while waiting for a session",
+        ],
+    );
+}
+
 /// A long-running server keeps its closed associations in view for a while, not for ever:
 /// after 24 associations opened and closed one after another, the last 16 closed are shown
 /// and held by the data core, and the 8 older ones are forgotten and said to be. Before, each
