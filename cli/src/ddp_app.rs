@@ -1957,8 +1957,13 @@ impl DdpApp {
                 .map_err(|e| e.to_string())?;
             original = Some(u64::from_ne_bytes(b));
         }
-        // A Read's bytes are those its sink now holds (the first pass over the sink's slots).
+        // A Read's bytes are those its sink now holds: all of them when the sink held every
+        // read, else (reads wrapped over its slots) only the last pass's, which is said.
+        let mut sink_wrapped = None;
         if let (Some((mr, slots)), Verb::Read { .. }) = (sink, verb) {
+            if u64::from(count) > slots {
+                sink_wrapped = Some(slots);
+            }
             let n = (u64::from(count).min(slots) * u64::from(size)) as usize;
             let mut bytes = vec![0u8; n];
             lock(&self.shared)
@@ -1998,6 +2003,7 @@ impl DdpApp {
                 json!({"send": {"assoc": id, "stream": stream, "messages": count,
                     "size": size, "seconds": secs, "mb_per_s": total as f64 / secs / 1e6,
                     "crc32c": crc.map(|c| format!("{c:#010x}")), "failed": failed,
+                    "crc32c_of_last_reads": sink_wrapped,
                     "op": verb.name(),
                     "original": original}})
             );
@@ -2012,6 +2018,11 @@ impl DdpApp {
                     secs * 1e6 / f64::from(count.max(1)),
                     if original.is_some() {
                         result
+                    } else if let (Some(c), Some(slots)) = (crc, sink_wrapped) {
+                        format!(
+                            "; the sink holds only the last {slots} reads (each overwrote the \
+                             one {slots} before it): crc32c of the sink {c:#010x}"
+                        )
                     } else {
                         crc.map(|c| format!("; crc32c of the bytes {what} {c:#010x}"))
                             .unwrap_or_default()

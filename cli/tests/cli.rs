@@ -2030,6 +2030,7 @@ fn rdma_shell_reads_writes_and_sends_over_memif() {
          rdma cmp-swap 1 1 offer 8 0x4d4d4d4d4d4d4d5c 9 --into last\n\
          rdma imm 1 1 0x1122334455667788 2 --solicited\n\
          rdma write 1 1 offer 0 65536 8\nrdma send 1 1 1000 4 --solicited\n\
+         mr reg 8192 local\nrdma read 1 1 offer 524288 4096 4 --into last\n\
          session close 1 1\nassoc close 1\nquit\n",
     );
     assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
@@ -2038,7 +2039,17 @@ fn rdma_shell_reads_writes_and_sends_over_memif() {
         "{:#010x}",
         ddpdk_dataplane::wire::crc32c::crc32c(&vec![77u8; 1 << 20])
     );
+    // Four reads of 4 KiB into a sink of 8 KiB: it holds the last two, and says so (before:
+    // "crc32c of the bytes read" over those 8 KiB only).
+    let sink = format!(
+        "{:#010x}",
+        ddpdk_dataplane::wire::crc32c::crc32c(&[77u8; 8192])
+    );
     for want in [
+        format!(
+            "the sink holds only the last 2 reads (each overwrote the one 2 before it): crc32c \
+             of the sink {sink}"
+        ),
         "association 1 stream 1: Established (RDMAP)".to_string(),
         "Read 16 x 65536 bytes on association 1 stream 1".to_string(),
         format!("crc32c of the bytes read {sevens}"),
