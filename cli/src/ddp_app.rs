@@ -324,6 +324,7 @@ impl Shared {
             return;
         };
         let mut answer = None;
+        let mut withdraw_offer = false;
         match i {
             Indication::Connected { streams, mulpdu } => {
                 v.up = Some((streams, mulpdu));
@@ -375,14 +376,28 @@ impl Shared {
                 stream,
                 invalidated: Some(stag),
                 ..
-            } => emit_event(
-                json,
-                "stag_invalidated",
-                json!({"assoc": conn.0, "stream": stream, "stag": stag.to_string(), "by": "peer"}),
-                format_args!(
-                    "Association {conn} stream {stream}: the peer invalidated STag {stag}"
-                ),
-            ),
+            } => {
+                // An invalid STag offered to the next session would end it at its first
+                // write (RFC 5041 §7.1 check 2).
+                let offered = offer.is_some_and(|o| o.stag == stag);
+                emit_event(
+                    json,
+                    "stag_invalidated",
+                    json!({"assoc": conn.0, "stream": stream, "stag": stag.to_string(),
+                        "by": "peer", "was_offered": offered}),
+                    format_args!(
+                        "Association {conn} stream {stream}: the peer invalidated STag {stag}{}",
+                        if offered {
+                            "; sessions accepted from now on are offered no region"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+                if offered {
+                    withdraw_offer = true;
+                }
+            }
             // Counted by the core (`show assoc`); the shell has nothing to wait for on them.
             Indication::TaggedDelivered { .. }
             | Indication::Received { .. }
@@ -459,6 +474,9 @@ impl Shared {
                     }
                 }
             }
+        }
+        if withdraw_offer {
+            self.offer = None;
         }
         // RFC 5043 §6.4: the passive side's ULP answers every Initiate.
         if let Some((stream, rdmap)) = answer {
@@ -2223,18 +2241,21 @@ impl DdpApp {
     }
 
     fn show_mr(&self) {
-        let offered = lock(&self.shared).offer.map(|o| o.stag);
+        let s = lock(&self.shared);
+        let offered = s.offer.map(|o| o.stag);
         for mr in self.mrs.values() {
+            // The peer may have invalidated it (an RDMAP Send with Invalidate, RFC 5040 §5.3).
+            let valid = s.control.memory().stags().lookup(mr.reg.stag).is_some();
             if self.json {
                 outln!(
                     "{}",
                     json!({"mr": {"stag": mr.reg.stag.to_string(), "to": mr.reg.to_base,
                         "len": mr.reg.len, "access": access_text(mr.access),
-                        "offered": offered == Some(mr.reg.stag)}})
+                        "offered": offered == Some(mr.reg.stag), "valid": valid}})
                 );
             } else {
                 outln!(
-                    "  STag {}  TO {:#x}  length {}  {}{}",
+                    "  STag {}  TO {:#x}  length {}  {}{}{}",
                     mr.reg.stag,
                     mr.reg.to_base,
                     mr.reg.len,
@@ -2243,6 +2264,11 @@ impl DdpApp {
                         "  (offered)"
                     } else {
                         ""
+                    },
+                    if valid {
+                        ""
+                    } else {
+                        "  (invalidated by the peer)"
                     }
                 );
             }

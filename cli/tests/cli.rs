@@ -1568,6 +1568,31 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     );
 }
 
+/// An STag the peer invalidated (an RDMAP Send with Invalidate, RFC 5040 §5.3) is shown so and
+/// no longer offered to new sessions: it used to stay "(offered)", and the next session's
+/// first write into it ended that session with an invalid STag (session 24's shell probe).
+#[test]
+fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
+    let (client, client_text, server_code, server_text) = memif_shell_pair(
+        "inval",
+        "mr reg 1048576 remote\nsession offer last\nmr reg 8000 local\n\
+         recv auto 0 last 1000 4\nwait session 60\nwait closed 60\nshow mr\nquit\n",
+        "assoc open 198.18.0.2\nsession open 1 1 a --rdmap\n\
+         rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\nassoc close 1\nquit\n",
+    );
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(server_code, Some(0), "server:\n{server_text}");
+    assert_has_all(
+        &server_text,
+        &[
+            "the peer invalidated STag",
+            "; sessions accepted from now on are offered no region",
+            "length 1048576  remote  (invalidated by the peer)",
+        ],
+    );
+    assert!(!server_text.contains("(offered)"), "{server_text}");
+}
+
 /// What a command says when things go wrong around it (session 24's shell probe):
 /// - a tagged write to an STag the peer never gave ends the session (RFC 5041 §7.1 check 2);
 ///   the command fails with that, where it used to print "Sent" with a checksum and go on;
