@@ -979,13 +979,19 @@ impl DdpApp {
                 // Checked now, not when a session is accepted: there the refusal is one note per
                 // session, and each accepted session's queue stays empty.
                 receive_buffers_fit(&mr, *len, *count)?;
-                lock(&self.shared).auto_recv = Some((*qn, mr.reg.stag, *len, *count));
+                // One set for every session: a second replaces the first, which is said.
+                let before = lock(&self.shared)
+                    .auto_recv
+                    .replace((*qn, mr.reg.stag, *len, *count));
                 note(
                     self.json,
                     format_args!(
                         "Sessions we accept get {count} receive buffer(s) of {len} bytes on \
-                         queue {qn} from STag {}",
-                        mr.reg.stag
+                         queue {qn} from STag {}{}",
+                        mr.reg.stag,
+                        before.map_or(String::new(), |(q, st, l, c)| format!(
+                            " (instead of {c} of {l} bytes on queue {q} from STag {st})"
+                        ))
                     ),
                 );
             }
@@ -1221,6 +1227,15 @@ impl DdpApp {
             } => {
                 let conn = self.conn(*id)?;
                 let stream = *stream;
+                // Said now, as 'assoc close' does, not by the core's refusal after the next
+                // commands.
+                if let Some(r) = lock(&self.shared)
+                    .conns
+                    .get(&conn)
+                    .and_then(|v| v.closed.clone())
+                {
+                    return Err(format!("association {conn} is closed already: {r}"));
+                }
                 let (refused, _awaiting) = self.refusals(conn);
                 let previous = lock(&self.shared)
                     .conns
@@ -1408,18 +1423,28 @@ impl DdpApp {
                     m.deregister(mr.reg.stag).map_err(|e| e.to_string())?;
                     // Its region was the MR's own: its slot is free for the next `mr reg`.
                     m.free_region(mr.region).map_err(|e| e.to_string())?;
+                    // What named it goes with it, and says so: an offer of it would end the
+                    // next session at its first write, receive buffers in it are refused.
+                    let mut also = String::new();
                     if s.offer.is_some_and(|o| o.stag == mr.reg.stag) {
                         s.offer = None;
+                        also += "; sessions accepted from now on are offered no region";
                     }
-                    s.control.cores()
+                    if s.auto_recv.is_some_and(|a| a.1 == mr.reg.stag) {
+                        s.auto_recv = None;
+                        also += "; sessions accepted from now on get no receive buffers \
+                                 ('recv auto' cleared)";
+                    }
+                    (s.control.cores(), also)
                 };
+                let (cores, also) = cores;
                 self.mrs.remove(&mr.reg.stag.0);
                 emit_event(
                     self.json,
                     "stag_revoked",
                     json!({"stag": mr.reg.stag.to_string(), "cores_acknowledged": cores}),
                     format_args!(
-                        "MR STag {} deregistered (all {cores} data core(s) acknowledged)",
+                        "MR STag {} deregistered (all {cores} data core(s) acknowledged){also}",
                         mr.reg.stag
                     ),
                 );

@@ -207,11 +207,11 @@ pub enum SessionCmd {
         /// Open an RDMAP stream (RDMA Write, Read, Send: `rdma ...`).
         #[arg(long)]
         rdmap: bool,
-        /// RDMA Reads we serve at once (IRD).
-        #[arg(long, default_value_t = 16)]
+        /// RDMA Reads we serve at once (IRD; an RDMAP stream's, so with --rdmap).
+        #[arg(long, default_value_t = 16, requires = "rdmap")]
         ird: u16,
-        /// RDMA Reads we want outstanding at once (ORD).
-        #[arg(long, default_value_t = 16)]
+        /// RDMA Reads we want outstanding at once (ORD; with --rdmap).
+        #[arg(long, default_value_t = 16, requires = "rdmap")]
         ord: u16,
     },
     /// session close ID STREAM: send a Terminate and wait until the session is over.
@@ -284,7 +284,11 @@ pub enum MrCmd {
     /// mr dereg STAG: revoke (every data core acknowledges), free its memory, and forget.
     Dereg { stag: StagArg },
     /// mr fill STAG BYTE: set every byte of the region.
-    Fill { stag: StagArg, byte: u8 },
+    Fill {
+        stag: StagArg,
+        #[arg(value_parser = parse_byte)]
+        byte: u8,
+    },
     /// mr checksum STAG [crc32c|sha256]: a digest of the region's bytes.
     Checksum {
         stag: StagArg,
@@ -416,6 +420,15 @@ pub enum RdmaCmd {
         #[arg(long)]
         solicited: bool,
     },
+}
+
+/// A byte: decimal, or hexadecimal with `0x`, as the other numbers of the shell.
+fn parse_byte(s: &str) -> Result<u8, String> {
+    let v = match s.strip_prefix("0x") {
+        Some(h) => u8::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    v.map_err(|_| format!("'{s}' is not a byte (0 to 255, or 0x00 to 0xff)"))
 }
 
 /// A 64-bit operand: decimal, or hexadecimal with `0x`.
@@ -1084,6 +1097,18 @@ mod tests {
         ] {
             assert!(parse_line(good).is_ok(), "{good}");
         }
+        // RDMA Read limits are an RDMAP stream's: without --rdmap they were ignored.
+        for bad in ["session open 1 3 x --ird 5", "session open 1 3 --ord 2"] {
+            let e = parse_line(bad).expect_err(bad);
+            assert!(e.contains("--rdmap"), "{bad}: {e}");
+        }
+        assert!(parse_line("session open 1 3 x --rdmap --ird 5").is_ok());
+        // A byte in hex, as STags and operands are.
+        assert_eq!(
+            parse_line("mr fill last 0xff").map(|c| c.map(|c| format!("{c:?}"))),
+            parse_line("mr fill last 255").map(|c| c.map(|c| format!("{c:?}")))
+        );
+        assert!(parse_line("mr fill last 0x100").is_err());
         let e = parse_line("show port stats x").expect_err("bad port");
         assert!(e.contains("'x' is not a port id or 'all'"), "{e}");
     }

@@ -537,7 +537,7 @@ fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
         &["--ip", "198.18.0.1", "--listen", "-i"],
         b"mr reg 4194304 remote\nrecv auto 0 last 1000 8\n\
           mr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
-          recv auto 0 last 1000 256\nquit\n",
+          recv auto 0 last 1000 256\nrecv auto 1 last 1000 2\nmr dereg last\nquit\n",
     );
     assert_eq!(o.status.code(), Some(1), "three commands were bad:\n{text}");
     assert_has_all(
@@ -549,9 +549,13 @@ fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
             // here, then "receive buffer 0 not posted" for every session accepted).
             "is not registered for local write ('mr reg LEN local')",
             "Sessions we accept get 256 receive buffer(s) of 1000 bytes on queue 0",
+            // A second replaces the first, and says so; deregistering the region clears it.
+            "on queue 1 from STag",
+            " (instead of 256 of 1000 bytes on queue 0 from STag",
+            "; sessions accepted from now on get no receive buffers ('recv auto' cleared)",
         ],
     );
-    assert_eq!(text.matches("Sessions we accept get").count(), 1, "{text}");
+    assert_eq!(text.matches("Sessions we accept get").count(), 2, "{text}");
 }
 
 /// An endpoint that fails to start after its data cores are running (here: a key manager
@@ -1578,9 +1582,16 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
         "mr reg 1048576 remote\nsession offer last\nmr reg 8000 local\n\
          recv auto 0 last 1000 4\nwait session 60\nwait closed 60\nshow mr\nquit\n",
         "assoc open 198.18.0.2\nsession open 1 1 a --rdmap\n\
-         rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\nassoc close 1\nquit\n",
+         rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\nassoc close 1\n\
+         session open 1 2 b\nquit\n",
     );
-    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    // The last command is refused at once (before: "the association closed", then the
+    // core's refusal printed amid the commands after it).
+    assert_eq!(client.status.code(), Some(1), "client:\n{client_text}");
+    assert_has_all(
+        &client_text,
+        &["ddpdk> session open 1 2 b\nassociation 1 is closed already: Shutdown"],
+    );
     assert_eq!(server_code, Some(0), "server:\n{server_text}");
     assert_has_all(
         &server_text,
