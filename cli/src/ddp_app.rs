@@ -2180,40 +2180,42 @@ impl DdpApp {
                 "drops"
             );
         }
-        for r in &reports {
-            for a in &r.assocs {
-                let st = &a.stats;
-                let drops = st.refused_by_session
-                    + st.after_session_end
-                    + st.unknown_ppid
-                    + st.unknown_stream;
-                if self.json {
-                    outln!(
-                        "{}",
-                        json!({"assoc": a.conn.0, "peer": a.peer.to_string(),
+        // By association id: a forgotten association's successor reuses its slot.
+        let mut rows: Vec<_> = reports
+            .iter()
+            .flat_map(|r| r.assocs.iter().map(move |a| (r, a)))
+            .collect();
+        rows.sort_by_key(|(_, a)| a.conn.0);
+        for (r, a) in rows {
+            let st = &a.stats;
+            let drops =
+                st.refused_by_session + st.after_session_end + st.unknown_ppid + st.unknown_stream;
+            if self.json {
+                outln!(
+                    "{}",
+                    json!({"assoc": a.conn.0, "peer": a.peer.to_string(),
                             "port": a.peer_port, "core": r.core, "state": a.state,
                             "streams": a.streams, "segments_in": st.segments_received,
                             "segments_out": st.segments_sent, "errors": st.receive_errors,
                             "oversize": st.oversize_segments,
                             "sessions_faulted": st.sessions_faulted, "drops": drops})
-                    );
-                } else {
-                    outln!(
-                        "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>8} {:>8} {:>6}",
-                        a.conn.0,
-                        a.peer.to_string(),
-                        a.peer_port,
-                        r.core,
-                        a.state,
-                        a.streams,
-                        st.segments_received,
-                        st.segments_sent,
-                        st.receive_errors,
-                        st.oversize_segments,
-                        st.sessions_faulted,
-                        drops
-                    );
-                }
+                );
+            } else {
+                outln!(
+                    "  {:>4} {:<28} {:>5} {:>4} {:<16} {:>7} {:>10} {:>10} {:>8} {:>8} {:>8} {:>6}",
+                    a.conn.0,
+                    a.peer.to_string(),
+                    a.peer_port,
+                    r.core,
+                    a.state,
+                    a.streams,
+                    st.segments_received,
+                    st.segments_sent,
+                    st.receive_errors,
+                    st.oversize_segments,
+                    st.sessions_faulted,
+                    drops
+                );
             }
         }
         let forgotten = lock(&self.shared).forgotten;
@@ -2232,33 +2234,38 @@ impl DdpApp {
     fn show_session(&self) -> Result<(), String> {
         let reports = self.reports()?;
         let s = lock(&self.shared);
-        for r in &reports {
-            for a in &r.assocs {
-                for (stream, state) in &a.sessions {
-                    let view = s.conns.get(&a.conn).and_then(|v| v.sessions.get(stream));
-                    let offer = view.and_then(|x| x.offer);
-                    let rdmap = view.is_some_and(|x| x.rdmap);
-                    if self.json {
-                        outln!(
-                            "{}",
-                            json!({"assoc": a.conn.0, "stream": stream,
+        let mut assocs: Vec<_> = reports.iter().flat_map(|r| &r.assocs).collect();
+        assocs.sort_by_key(|a| a.conn.0);
+        for a in assocs {
+            for (stream, state) in &a.sessions {
+                let view = s.conns.get(&a.conn).and_then(|v| v.sessions.get(stream));
+                // Streams that never had a session: the core reports each of them
+                // terminated once the association ends.
+                if view.is_none() {
+                    continue;
+                }
+                let offer = view.and_then(|x| x.offer);
+                let rdmap = view.is_some_and(|x| x.rdmap);
+                if self.json {
+                    outln!(
+                        "{}",
+                        json!({"assoc": a.conn.0, "stream": stream,
                                 "state": format!("{state:?}"), "text": state_text(*state),
                                 "rdmap": rdmap,
                                 "offer": offer.map(|(st, to, len)| json!({"stag": st.to_string(), "to": to, "len": len}))})
-                        );
-                    } else {
-                        outln!(
-                            "  association {} stream {stream}: {}{}{}",
-                            a.conn.0,
-                            state_text(*state),
-                            if rdmap { " (RDMAP)" } else { "" },
-                            offer
-                                .map(|(st, to, len)| format!(
-                                    "; peer offers STag {st} TO {to:#x} length {len}"
-                                ))
-                                .unwrap_or_default()
-                        );
-                    }
+                    );
+                } else {
+                    outln!(
+                        "  association {} stream {stream}: {}{}{}",
+                        a.conn.0,
+                        state_text(*state),
+                        if rdmap { " (RDMAP)" } else { "" },
+                        offer
+                            .map(|(st, to, len)| format!(
+                                "; peer offers STag {st} TO {to:#x} length {len}"
+                            ))
+                            .unwrap_or_default()
+                    );
                 }
             }
         }

@@ -1580,7 +1580,8 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
     let (client, client_text, server_code, server_text) = memif_shell_pair(
         "inval",
         "mr reg 1048576 remote\nsession offer last\nmr reg 8000 local\n\
-         recv auto 0 last 1000 4\nwait session 60\nwait closed 60\nshow mr\nquit\n",
+         recv auto 0 last 1000 4\nwait session 60\nwait closed 60\nshow mr\nshow session\n\
+         quit\n",
         "assoc open 198.18.0.2\nsession open 1 1 a --rdmap\n\
          rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\nassoc close 1\n\
          session open 1 2 b\nquit\n",
@@ -1602,6 +1603,10 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
         ],
     );
     assert!(!server_text.contains("(offered)"), "{server_text}");
+    // `show session` lists the stream that had a session, not the seven that never did (the
+    // core reports each of them terminated once the association ends).
+    assert_has_all(&server_text, &["association 1 stream 1: Terminated"]);
+    assert!(!server_text.contains("stream 2: "), "{server_text}");
 }
 
 /// What a command says when things go wrong around it (session 24's shell probe):
@@ -1771,14 +1776,13 @@ fn closed_associations_are_forgotten_beyond_the_last_sixteen() {
             ],
         );
         // `show assoc` lists the last 16: associations 9 to 24, not 1 to 8.
-        // (In the order of the data core's slots, which forgotten associations' successors
-        // reuse.)
-        let mut rows: Vec<u64> = text
+        // In id order (they were in the data core's slot order, which forgotten
+        // associations' successors reuse: 18 before 9).
+        let rows: Vec<u64> = text
             .lines()
             .filter(|l| l.contains("198.18.0.") && l.contains(" Closed "))
             .filter_map(|l| l.split_whitespace().next()?.parse().ok())
             .collect();
-        rows.sort_unstable();
         assert_eq!(rows, (9..=24).collect::<Vec<u64>>(), "{text}");
     }
     // Each `wait session` reported one of the three sessions, all ended before the first
