@@ -896,10 +896,16 @@ impl DdpApp {
                 .get(&v)
                 .copied()
                 .ok_or_else(|| format!("no local region with STag {:#010x} (see 'show mr')", v)),
-            StagArg::Last => self
-                .last_mr
-                .and_then(|v| self.mrs.get(&v).copied())
-                .ok_or_else(|| "no region registered here yet ('mr reg')".to_string()),
+            StagArg::Last => match self.last_mr {
+                None => Err("no region registered here yet ('mr reg')".to_string()),
+                Some(v) => self.mrs.get(&v).copied().ok_or_else(|| {
+                    format!(
+                        "the region registered last (STag {:#010x}) was deregistered: name \
+                         another by its STag (see 'show mr')",
+                        v
+                    )
+                }),
+            },
             StagArg::Offer => Err("'offer' names the peer's region; give a local STag".into()),
             StagArg::All => Err("'all' is for 'mr checksum' only".into()),
         }

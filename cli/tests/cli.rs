@@ -537,9 +537,10 @@ fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
         &["--ip", "198.18.0.1", "--listen", "-i"],
         b"mr reg 4194304 remote\nrecv auto 0 last 1000 8\n\
           mr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
-          recv auto 0 last 1000 256\nrecv auto 1 last 1000 2\nmr dereg last\nquit\n",
+          recv auto 0 last 1000 256\nrecv auto 1 last 1000 2\nmr dereg last\nmr fill last 1\n\
+          quit\n",
     );
-    assert_eq!(o.status.code(), Some(1), "three commands were bad:\n{text}");
+    assert_eq!(o.status.code(), Some(1), "four commands were bad:\n{text}");
     assert_has_all(
         &text,
         &[
@@ -553,6 +554,8 @@ fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
             "on queue 1 from STag",
             " (instead of 256 of 1000 bytes on queue 0 from STag",
             "; sessions accepted from now on get no receive buffers ('recv auto' cleared)",
+            // Not "no region registered here yet": the remote one still is.
+            ") was deregistered: name another by its STag (see 'show mr')",
         ],
     );
     assert_eq!(text.matches("Sessions we accept get").count(), 2, "{text}");
