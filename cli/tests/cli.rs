@@ -1586,7 +1586,9 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
          recv auto 0 last 1000 4\nwait session 60\nwait closed 60\nshow mr\nshow session\n\
          quit\n",
         "assoc open 198.18.0.2\nsession open 1 1 a --rdmap\n\
-         rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\nassoc close 1\n\
+         rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\n\
+         session open 1 3 plain\nsession close 1 3\n\
+         mr reg 4096 local\nsend untagged 1 3 0 100 1 --from last\nassoc close 1\n\
          session open 1 2 b\nquit\n",
     );
     // The last command is refused at once (before: "the association closed", then the
@@ -1594,8 +1596,15 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
     assert_eq!(client.status.code(), Some(1), "client:\n{client_text}");
     assert_has_all(
         &client_text,
-        &["ddpdk> session open 1 2 b\nassociation 1 is closed already: Shutdown"],
+        &[
+            "ddpdk> session open 1 2 b\nassociation 1 is closed already: Shutdown",
+            // A send from a local STag on the ended session: the same reason as any send
+            // (before: "the session is not accepted yet").
+            "ddpdk> send untagged 1 3 0 100 1 --from last\n",
+            "refused: the session is terminated",
+        ],
     );
+    assert!(!client_text.contains("not accepted yet"), "{client_text}");
     assert_eq!(server_code, Some(0), "server:\n{server_text}");
     assert_has_all(
         &server_text,
