@@ -643,13 +643,15 @@ impl Connection {
             .get(usize::from(stream))
             .and_then(|s| s.rx.as_ref())
             .map(StreamRx::pd)
-            .ok_or(PostError::Session(match self.session_state(stream) {
-                // The reason a send without a local STag gets (it said "not accepted yet" of
-                // a session that was over).
-                Some(State::Terminated(_)) => LocalError::Terminated,
-                Some(State::Idle) | None => LocalError::NoSession,
-                Some(_) => LocalError::NotEstablished,
-            }))?;
+            .ok_or_else(|| {
+                PostError::Session(match self.session_state(stream) {
+                    // The reason a send without a local STag gets (it said "not accepted yet"
+                    // of a session that was over).
+                    Some(State::Terminated(_)) => LocalError::Terminated,
+                    Some(State::Idle) | None => LocalError::NoSession,
+                    Some(_) => LocalError::NotEstablished,
+                })
+            })?;
         let reg = stags.lookup(stag).ok_or(PostError::BadLocalStag)?;
         let inside = to.checked_sub(reg.to_base).filter(|rel| {
             rel.checked_add(u64::from(len))
