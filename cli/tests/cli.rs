@@ -1621,6 +1621,84 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
     assert!(!server_text.contains("stream 2: "), "{server_text}");
 }
 
+/// A `--listen` endpoint over memif whose shell reads what the test writes to its stdin,
+/// up and listening, and a client run of `client_commands` (`--cmdline-file`) against it.
+struct ListeningShell {
+    server: std::process::Child,
+    stdin: std::process::ChildStdin,
+    dir: PathBuf,
+    head: String,
+    rest: std::thread::JoinHandle<String>,
+    client_eal: Vec<String>,
+}
+
+impl ListeningShell {
+    fn start(name: &str) -> ListeningShell {
+        let dir = std::env::temp_dir().join(format!("ddpdk-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let sock = dir.join("memif.sock");
+        let eal = |role: &str, lcores: &str| {
+            let prefix = format!("ddpdk-{name}-{role}-{}", std::process::id());
+            procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
+        };
+        let mut server = ddpdk(
+            &eal("server", "0@0,1@1"),
+            &["--ip", "198.18.0.2", "--listen", "-i"],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+        let (head, rest) =
+            procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
+                l.contains("DDP endpoint on port")
+            });
+        let stdin = server.stdin.take().expect("stdin");
+        ListeningShell {
+            server,
+            stdin,
+            dir,
+            head,
+            rest,
+            client_eal: eal("client", "0@1,1@0"),
+        }
+    }
+
+    fn say(&mut self, commands: &str) {
+        self.stdin
+            .write_all(commands.as_bytes())
+            .expect("server commands");
+    }
+
+    /// The client's run to its end: its output and its text.
+    fn client(&self, name: &str, commands: &str) -> (Output, String) {
+        let cmds = script(name, commands);
+        let client = ddpdk(
+            &self.client_eal,
+            &[
+                "--ip",
+                "198.18.0.1",
+                "--cmdline-file",
+                cmds.to_str().expect("utf-8"),
+            ],
+        )
+        .output()
+        .expect("client");
+        let (cout, cerr) = out(&client);
+        (client, cout + &cerr)
+    }
+
+    /// Waits for the server's end (its stdin closed first): its status and text.
+    fn finish(self) -> (Option<i32>, String) {
+        drop(self.stdin);
+        let s = self.server.wait_with_output().expect("server exit");
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let text = self.head + &self.rest.join().expect("server stdout reader") + &out(&s).1;
+        (s.status.code(), text)
+    }
+}
+
 /// What a command says when things go wrong around it (session 24's shell probe):
 /// - a tagged write to an STag the peer never gave ends the session (RFC 5041 §7.1 check 2);
 ///   the command fails with that, where it used to print "Sent" with a checksum and go on;
@@ -1629,68 +1707,29 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
 /// - one SIGINT stops a server blocked in `wait session` (it used to wait out its 100 s).
 #[test]
 fn commands_fail_when_the_peer_ends_the_session_and_a_signal_stops_a_wait() {
-    let dir = std::env::temp_dir().join(format!("ddpdk-fails-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcores: &str| {
-        let prefix = format!("ddpdk-fails-{role}-{}", std::process::id());
-        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
-    };
-    let mut server = ddpdk(
-        &eal("server", "0@0,1@1"),
-        &["--ip", "198.18.0.2", "--listen", "-i"],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("server");
-    let (head, rest) =
-        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
-            l.contains("DDP endpoint on port")
-        });
-    let mut stdin = server.stdin.take().expect("stdin");
-    stdin
-        .write_all(b"mr reg 1048576 remote-write\nsession offer last\nmr reg 4096 local\n")
-        .expect("server commands");
-    let client_cmds = script(
+    let mut shell = ListeningShell::start("fails");
+    shell.say("mr reg 1048576 remote-write\nsession offer last\nmr reg 4096 local\n");
+    let (client, client_text) = shell.client(
         "fails-client",
         "assoc open 198.18.0.2\nsession open 1 1 hello\n\
          send tagged 1 1 0x12345678 0 100\nshow session\nquit\n",
     );
-    let client = ddpdk(
-        &eal("client", "0@1,1@0"),
-        &[
-            "--ip",
-            "198.18.0.1",
-            "--cmdline-file",
-            client_cmds.to_str().expect("utf-8"),
-        ],
-    )
-    .output()
-    .expect("client");
-    stdin
-        // The first wait reports the client's session (ended); the second waits for another.
-        .write_all(b"recv post 1 1 0 last 1000 8\nwait session 100\nwait session 100\n")
-        .expect("server commands");
+    // The first wait reports the client's session (ended); the second waits for another.
+    shell.say("recv post 1 1 0 last 1000 8\nwait session 100\nwait session 100\n");
     std::thread::sleep(Duration::from_secs(2));
     let _ = Command::new("kill")
-        .args(["-INT", &server.id().to_string()])
+        .args(["-INT", &shell.server.id().to_string()])
         .status();
     let t0 = Instant::now();
-    while server.try_wait().expect("wait").is_none() && t0.elapsed() < Duration::from_secs(20) {
+    while shell.server.try_wait().expect("wait").is_none() && t0.elapsed() < Duration::from_secs(20)
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let stopped = server.try_wait().expect("wait").is_some();
+    let stopped = shell.server.try_wait().expect("wait").is_some();
     if !stopped {
-        let _ = server.kill();
+        let _ = shell.server.kill();
     }
-    drop(stdin);
-    let s = server.wait_with_output().expect("server exit");
-    let _ = std::fs::remove_dir_all(&dir);
-    let (cout, cerr) = out(&client);
-    let client_text = cout + &cerr;
-    let server_text = head + &rest.join().expect("server stdout reader") + &out(&s).1;
+    let (_, server_text) = shell.finish();
     assert_eq!(client.status.code(), Some(1), "client:\n{client_text}");
     assert_has_all(
         &client_text,
@@ -1724,26 +1763,7 @@ fn commands_fail_when_the_peer_ends_the_session_and_a_signal_stops_a_wait() {
 /// session established, one a wait, even one that has ended since.
 #[test]
 fn closed_associations_are_forgotten_beyond_the_last_sixteen() {
-    let dir = std::env::temp_dir().join(format!("ddpdk-churn-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcores: &str| {
-        let prefix = format!("ddpdk-churn-{role}-{}", std::process::id());
-        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
-    };
-    let mut server = ddpdk(
-        &eal("server", "0@0,1@1"),
-        &["--ip", "198.18.0.2", "--listen", "-i"],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("server");
-    let (head, rest) =
-        procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
-            l.contains("DDP endpoint on port")
-        });
+    let mut shell = ListeningShell::start("churn");
     let mut cmds = String::new();
     for k in 1..=24 {
         cmds += "assoc open 198.18.0.2\n";
@@ -1753,30 +1773,14 @@ fn closed_associations_are_forgotten_beyond_the_last_sixteen() {
         cmds += &format!("assoc close {k}\n");
     }
     cmds += "show assoc\nshow fwd stats all\nwait closed 5\nquit\n";
-    let client_cmds = script("churn-client", &cmds);
-    let client = ddpdk(
-        &eal("client", "0@1,1@0"),
-        &[
-            "--ip",
-            "198.18.0.1",
-            "--cmdline-file",
-            client_cmds.to_str().expect("utf-8"),
-        ],
-    )
-    .output()
-    .expect("client");
-    let _ = server.stdin.as_mut().expect("stdin").write_all(
-        b"wait session 5\nwait session 5\nwait session 5\n\
-              show assoc\nshow fwd stats all\nwait closed 5\nquit\n",
+    let (client, client_text) = shell.client("churn-client", &cmds);
+    shell.say(
+        "wait session 5\nwait session 5\nwait session 5\n\
+         show assoc\nshow fwd stats all\nwait closed 5\nquit\n",
     );
-    let s = server.wait_with_output().expect("server exit");
-    let _ = std::fs::remove_dir_all(&dir);
-    let (cout, cerr) = out(&client);
-    let (_, serr) = out(&s);
-    let client_text = cout + &cerr;
-    let server_text = head + &rest.join().expect("server stdout reader") + &serr;
+    let (server_code, server_text) = shell.finish();
     assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
-    assert_eq!(s.status.code(), Some(0), "server:\n{server_text}");
+    assert_eq!(server_code, Some(0), "server:\n{server_text}");
     for text in [&client_text, &server_text] {
         assert_has_all(
             text,

@@ -92,6 +92,30 @@ impl Net {
     fn take(&mut self, k: usize) -> Child {
         self.procs.remove(k)
     }
+
+    /// `ddpdk perf server` on tap `dtaps` with `mac` (or the tap's own), listening; it stays
+    /// the last of `procs`. Returns its stderr so far and a reader of the rest.
+    fn perf_server(&mut self, mac: Option<&str>) -> (String, std::thread::JoinHandle<String>) {
+        let mut app = vec!["--ip", "198.18.0.2", "--json", "--run-for", "60"];
+        if let Some(m) = mac {
+            app.extend(["--mac", m]);
+        }
+        let s = self.ddpdk(&["perf", "server"], "dtaps", "0@0", &app);
+        let mut server = self.take(s);
+        let up = procs::read_until(server.stderr.take().expect("stderr"), "the server", |l| {
+            l.contains("(listening)")
+        });
+        self.procs.push(server);
+        up
+    }
+
+    /// `ddpdk perf client` on tap `dtapc` with `extra` options, run to its end.
+    fn perf_client(&mut self, extra: &[&str]) -> Output {
+        let mut app = vec!["--ip", "198.18.0.1", "--run-for", "2", "--json"];
+        app.extend_from_slice(extra);
+        let c = self.ddpdk(&["perf", "client", "198.18.0.2"], "dtapc", "0@1", &app);
+        self.take(c).wait_with_output().expect("client")
+    }
 }
 
 impl Drop for Net {
@@ -113,41 +137,8 @@ fn text(o: &Output) -> String {
 #[test]
 fn endpoints_on_bridged_taps_talk_with_addresses_of_their_own() {
     let mut net = Net::new();
-    let s = net.ddpdk(
-        &["perf", "server"],
-        "dtaps",
-        "0@0",
-        &[
-            "--ip",
-            "198.18.0.2",
-            "--mac",
-            "02:00:5e:10:00:02",
-            "--json",
-            "--run-for",
-            "60",
-        ],
-    );
-    let mut server = net.take(s);
-    let (head, rest) =
-        procs::read_until(server.stderr.take().expect("stderr"), "the server", |l| {
-            l.contains("(listening)")
-        });
-    net.procs.push(server);
-    let c = net.ddpdk(
-        &["perf", "client", "198.18.0.2"],
-        "dtapc",
-        "0@1",
-        &[
-            "--ip",
-            "198.18.0.1",
-            "--mac",
-            "02:00:5e:10:00:01",
-            "--run-for",
-            "2",
-            "--json",
-        ],
-    );
-    let client = net.take(c).wait_with_output().expect("client");
+    let (head, rest) = net.perf_server(Some("02:00:5e:10:00:02"));
+    let client = net.perf_client(&["--mac", "02:00:5e:10:00:01"]);
     let server = net
         .procs
         .pop()
@@ -165,25 +156,8 @@ fn endpoints_on_bridged_taps_talk_with_addresses_of_their_own() {
 #[test]
 fn a_client_on_a_bridged_tap_without_its_own_address_is_told_to_give_one() {
     let mut net = Net::new();
-    let s = net.ddpdk(
-        &["perf", "server"],
-        "dtaps",
-        "0@0",
-        &["--ip", "198.18.0.2", "--json", "--run-for", "60"],
-    );
-    let mut server = net.take(s);
-    let (_head, _rest) =
-        procs::read_until(server.stderr.take().expect("stderr"), "the server", |l| {
-            l.contains("(listening)")
-        });
-    net.procs.push(server);
-    let c = net.ddpdk(
-        &["perf", "client", "198.18.0.2"],
-        "dtapc",
-        "0@1",
-        &["--ip", "198.18.0.1", "--run-for", "2", "--json"],
-    );
-    let client = net.take(c).wait_with_output().expect("client");
+    let _server = net.perf_server(None);
+    let client = net.perf_client(&[]);
     let client_text = text(&client);
     assert_eq!(client.status.code(), Some(1), "{client_text}");
     assert!(
