@@ -1,31 +1,6 @@
 //! ddpdk benchmarks.
 #![forbid(unsafe_code)]
 
-// The benches print through these, not `println!`/`eprintln!`, which panic (and with the
-// release profile's panic = "abort", abort without reaping the tools they started) when the
-// reader of their output has left (`... | head`).
-#[macro_export]
-macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
-#[macro_export]
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
-#[macro_export]
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
-
 /// Child processes of the two-process benchmarks (`raw-io-bench`, `ddp-goodput-bench`).
 pub mod procs {
     use std::process::{Child, Command, Output};
@@ -112,7 +87,7 @@ pub mod memory {
         let (mut memory, _) = Memory::new(64, 0, seed);
         let region = Region::new(len).expect("the bench region");
         if !region.huge() {
-            crate::errln!("warning: no free huge pages; the region is on normal pages");
+            ddpdk_dataplane::errln!("warning: no free huge pages; the region is on normal pages");
         }
         region.fill(0, len, byte).expect("in the region");
         let region = memory.add_region(region).expect("an empty region table");

@@ -14,6 +14,36 @@
 // `unsafe` is allowed only in the DPDK port layer (`port::dpdk`), which opts in.
 #![deny(unsafe_code)]
 
+/// `writeln!` to stdout that drops a failed write. `println!` panics when the reader of the
+/// stream has left (Rust ignores SIGPIPE, so the write fails with EPIPE), and a panic aborts:
+/// a reader leaving must lose what it would have read, nothing else. The `ddpdk` command, the
+/// benches and the dataplane's own notes all print through these three.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `write!` to stdout that drops a failed write ([`outln!`]).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `writeln!` to stderr that drops a failed write ([`outln!`]).
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod config;
 pub mod ddp;
 pub mod fwd;

@@ -16,7 +16,7 @@
 //! bundled SACK (RFC 5043 §9), so segments are 20 bytes short of the link's largest.
 #![forbid(unsafe_code)]
 
-use ddpdk_benches::{errln, outln};
+use ddpdk_dataplane::{errln, outln};
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

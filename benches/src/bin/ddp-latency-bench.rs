@@ -12,7 +12,7 @@
 //! endpoint's data core polled by its main lcore. Medians of the rounds' p50 and p99.
 #![forbid(unsafe_code)]
 
-use ddpdk_benches::{errln, outln};
+use ddpdk_dataplane::{errln, outln};
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

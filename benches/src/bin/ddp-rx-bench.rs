@@ -11,7 +11,7 @@
 //!
 //! `cargo run --release -p ddpdk-benches --bin ddp-rx-bench -- --sizes 64,512,1438,8938`
 
-use ddpdk_benches::outln;
+use ddpdk_dataplane::outln;
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallClock;

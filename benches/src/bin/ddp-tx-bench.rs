@@ -19,7 +19,7 @@
 //!
 //! `cargo run --release -p ddpdk-benches --bin ddp-tx-bench -- --sizes 64,512,1404,8904`
 
-use ddpdk_benches::outln;
+use ddpdk_dataplane::outln;
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;

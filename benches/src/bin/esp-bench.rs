@@ -17,7 +17,7 @@
 //! headroom of the algorithm, as the endpoint sends them.
 #![forbid(unsafe_code)]
 
-use ddpdk_benches::{errln, outln};
+use ddpdk_dataplane::{errln, outln};
 use std::sync::Arc;
 use std::time::Instant;
 

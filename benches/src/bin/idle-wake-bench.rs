@@ -11,7 +11,7 @@
 //! cargo run --release -p ddpdk-benches --bin idle-wake-bench -- --pings 2000
 //! ```
 
-use ddpdk_benches::outln;
+use ddpdk_dataplane::outln;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! the first and last samples dropped, the median kept.
 #![forbid(unsafe_code)]
 
-use ddpdk_benches::{errln, outln};
+use ddpdk_dataplane::{errln, outln};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -15,7 +15,7 @@
 //!     cargo run --release -p ddpdk-benches --bin sctp-bench -- --sizes 64,1024,1400 --rounds 5
 #![forbid(unsafe_code)]
 
-use ddpdk_benches::{errln, outln};
+use ddpdk_dataplane::{errln, outln};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 

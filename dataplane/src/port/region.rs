@@ -161,15 +161,10 @@ impl Drop for DpdkAlloc {
             // An mbuf still references the memory (a frame not yet sent, say): freeing it would
             // let the device read freed memory. Leak it instead; this cannot happen while the
             // engine owns the region table, which outlives every port queue.
-            {
-                use std::io::Write as _;
-                // Not eprintln!: a closed stderr must not turn this into a panic inside a drop.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "ddpdk: region dropped while {} mbuf(s) reference it; not freed",
-                    refs.wrapping_sub(BASE_REFS)
-                );
-            }
+            crate::errln!(
+                "ddpdk: region dropped while {} mbuf(s) reference it; not freed",
+                refs.wrapping_sub(BASE_REFS)
+            );
             return;
         }
         // SAFETY: the pointer came from rte_zmalloc_socket and is freed exactly once, here. The

@@ -114,15 +114,10 @@ impl Drop for Mempool {
         let out = self.in_use_count();
         if out > 0 {
             // An Mbuf still alive would free into released memory: leak the pool instead.
-            {
-                use std::io::Write as _;
-                // Not eprintln!: a closed stderr must not turn this into a panic inside a drop.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "ddpdk: mempool {} dropped with {out} mbuf(s) outstanding; not freed",
-                    self.name
-                );
-            }
+            crate::errln!(
+                "ddpdk: mempool {} dropped with {out} mbuf(s) outstanding; not freed",
+                self.name
+            );
             return;
         }
         // SAFETY: no mbuf is outstanding and no queue references the pool any more (ports hold an

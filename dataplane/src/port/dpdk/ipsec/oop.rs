@@ -345,11 +345,7 @@ impl EspSa {
         // the ops are prepared, their frames ours.
         let run = unsafe { run_ops(&mut QueuePair(dev.id), queued, STALL) };
         if !run.held.is_empty() && !dev.stalled.swap(true, Ordering::Relaxed) {
-            {
-                use std::io::Write as _;
-                // Not eprintln!: a closed stderr must not turn this note into a panic.
-                let _ = writeln!(
-                std::io::stderr(),
+            crate::errln!(
                 "ddpdk: crypto device {} returned no op for {} ms: {} ops and their frames are \
                  left to it (not freed); every packet its SAs would send through it is dropped \
                  from now on (counted as `stalled`), restart ddpdk to use it again",
@@ -357,7 +353,6 @@ impl EspSa {
                 STALL.as_millis(),
                 run.held.len()
             );
-            }
         }
         run
     }
