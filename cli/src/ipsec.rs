@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ddpdk_dataplane::ipsec::{parse_sa, parse_sp, Action, Direction};
+use ddpdk_dataplane::ipsec::{parse_sa, parse_sp, Action, Direction, Policy};
 use ddpdk_dataplane::port::dpdk::{IpsecPort, Mbuf};
 use ddpdk_dataplane::port::Port;
 use serde_json::json;
@@ -77,14 +77,14 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
         }
         ["sp", "del", rule @ ..] if rule.len() > 1 => {
             let (n, p) = port.remove_policy_like(&parse_sp(rule)?)?;
-            Ok(format!("policy {n} deleted: {p}"))
+            Ok(policy_deleted(port, n, &p))
         }
         ["sp", "del", n] => {
             let n: usize = n
                 .parse()
                 .map_err(|_| format!("sp del: {n:?} is not a policy number (show ipsec)"))?;
             let p = port.remove_policy(n)?;
-            Ok(format!("policy {n} deleted: {p}"))
+            Ok(policy_deleted(port, n, &p))
         }
         ["show"] => Ok(show_text(port)),
         ["expiring"] => Ok(expiring(port)),
@@ -94,6 +94,26 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
              expiring, got {:?}",
             words.iter().take(2).copied().collect::<Vec<_>>().join(" ")
         )),
+    }
+}
+
+/// The answer to `sp del`: an inbound policy's SA, if it lives on, still takes what the policy
+/// selected (RFC 4301 §4.4.2.1: its selectors are its own), which a key manager deleting a
+/// rekey's old policy first expects, and an operator cutting a flow off may not.
+fn policy_deleted<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, n: usize, p: &Policy) -> String {
+    match (p.direction, p.action) {
+        (Direction::In, Action::Protect(spi))
+            if port
+                .sas()
+                .iter()
+                .any(|s| s.config().direction == Direction::In && s.spi() == spi) =>
+        {
+            format!(
+                "policy {n} deleted: {p}; SA in {spi} keeps its selectors, and takes what they \
+                 allow, until it is deleted (sa del in {spi})"
+            )
+        }
+        _ => format!("policy {n} deleted: {p}"),
     }
 }
 

@@ -492,6 +492,8 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
         // By the rule it was added as.
         "policy 1 deleted: sp ipv4 in esp protect 1001",
         "policy 0 deleted: sp ipv4 in esp protect 1000",
+        // Its SA still installed: the SA keeps the policy's selectors (RFC 4301 §4.4.2.1).
+        "SA in 1000 keeps its selectors, and takes what they allow, until it is deleted",
         "SA in 1000 deleted\n",
         // After the deletions only the discard rule is left, now number 0.
         "policy 0: sp ipv4 in esp discard pri 1 proto sctp",

@@ -538,22 +538,35 @@ fn a_rekey_through_the_key_sockets_mid_transfer_drops_nothing() {
     // What the peer sealed under the old SAs before its new policy won is still in flight
     // (a ring of a thousand frames at a busy receiver): a key manager lets it arrive before
     // it deletes the old inbound SA (RFC 7296 §2.8). Here: until the old inbound SA's packet
-    // count stands still.
-    for (km, old_in) in [(&mut s, "1000"), (&mut c, "2000")] {
+    // count stands still while the new one's moves, three looks in a row. Standing still
+    // alone is not enough: a receiver the scheduler set aside for a moment counts nothing
+    // either, with old frames still waiting in its ring (CI once deleted too early so).
+    for (km, old_in, new_in) in [(&mut s, "1000", "1001"), (&mut c, "2000", "2001")] {
         let packets = |km: &mut _| {
-            esp::km(km, "show").lines().find_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                (f.len() > 5 && f[0] == "in" && f[1] == old_in).then(|| f[5].to_string())
-            })
+            let show = esp::km(km, "show");
+            let count = |spi: &str| {
+                show.lines().find_map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    (f.len() > 5 && f[0] == "in" && f[1] == spi).then(|| f[5].to_string())
+                })
+            };
+            let (old, new) = (count(old_in), count(new_in));
+            assert!(old.is_some() && new.is_some(), "{old_in}, {new_in}: {show}");
+            (old, new)
         };
         let t0 = Instant::now();
         let (mut last, mut still) = (packets(km), 0);
-        while still < 3 && t0.elapsed() < Duration::from_secs(10) {
+        while still < 3 && t0.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(50));
             let now = packets(km);
-            still = if now == last { still + 1 } else { 0 };
+            still = if now.0 == last.0 && now.1 != last.1 {
+                still + 1
+            } else {
+                0
+            };
             last = now;
         }
+        assert_eq!(still, 3, "the old SA {old_in} never went quiet");
     }
     // Break: the old policies, by the rules they were added as, then the old SAs.
     for (km, old_rules, old_sas) in [

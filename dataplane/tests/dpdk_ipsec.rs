@@ -905,8 +905,9 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
     );
     assert_eq!(pb.policy_counts().policy_mismatch, 0);
 
-    // B's inbound policy deleted: ESP still decrypts, but no policy selects what it carried
-    // (RFC 4301 §5.2 step 4), so it is dropped; clear SCTP then passes (no policy names it).
+    // B's old inbound policy deleted, its SA not yet: the SA keeps the policy's selectors
+    // (RFC 4301 §4.4.2.1) and still takes what they allow (§5.2 step 4), the packets a peer
+    // sealed before its rekey and still on their way; what they do not allow is dropped.
     let at = pb
         .policies()
         .iter()
@@ -916,8 +917,35 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
     assert!(pb.remove_policy(at).is_err());
     let mut burst = vec![mbuf(&b.pool, &frame)];
     pa.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(
+        receive_all(&pb, 1),
+        vec![frame.clone()],
+        "the SA keeps its selectors"
+    );
+    let stranger = from([198, 18, 0, 9], frame.clone());
+    let mut burst = vec![mbuf(&b.pool, &stranger)];
+    pa.tx_burst_all(0, &mut burst, 8);
     assert!(receive_all(&pb, 1).is_empty());
     assert_eq!(pb.policy_counts().policy_mismatch, 1);
+    // The SA deleted, its selectors go with it: an SA of that SPI installed again (with a new
+    // key) and named by no policy selects nothing.
+    pb.remove_sa(Direction::In, 3000).unwrap();
+    pa.remove_sa(Direction::Out, 3000).unwrap();
+    let again = |dir: &str| {
+        rule(
+            parse_sa,
+            &format!(
+                "{dir} 3000 aead_algo aes-128-gcm aead_key {} mode transport",
+                k(5)
+            ),
+        )
+    };
+    pb.add_sa(again("in")).unwrap();
+    pa.add_sa(again("out")).unwrap();
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    assert!(receive_all(&pb, 1).is_empty());
+    assert_eq!(pb.policy_counts().policy_mismatch, 2);
     // An outbound SA adding more than the path MTU left free is refused.
     let small = IpsecPort::new(
         raw_a.clone(),

@@ -73,6 +73,11 @@ struct Tables {
     spd: Spd,
     inbound: Vec<Arc<EspSa>>,
     outbound: Vec<Arc<EspSa>>,
+    /// Inbound `protect` policies deleted while their SA lives on. An SA's selectors are its
+    /// own (RFC 4301 §4.4.2.1), not the SPD's: what it carries is judged by them (§5.2 step
+    /// 4) until the SA itself goes, so that deleting a rekey's old policy before its old SA
+    /// does not drop what the peer sealed under that SA and is still on its way.
+    kept: Vec<Policy>,
 }
 
 impl Tables {
@@ -349,7 +354,12 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         let mut cfg = lock(&self.config);
         let mut next = cfg.clone();
         next.remove_sa(direction, spi)?;
-        self.publish(&next, |t| t.sas_mut(direction).retain(|s| s.spi() != spi));
+        self.publish(&next, |t| {
+            t.sas_mut(direction).retain(|s| s.spi() != spi);
+            if direction == Direction::In {
+                t.kept.retain(|p| p.action != Action::Protect(spi));
+            }
+        });
         *cfg = next;
         Ok(())
     }
@@ -396,26 +406,34 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
 
     /// Deletes the policy at `index` of [`IpsecPort::policies`].
     pub fn remove_policy(&self, index: usize) -> Result<Policy, String> {
-        self.edit_policies(|cfg| cfg.remove_policy(index))
+        self.delete_policy(|cfg| cfg.remove_policy(index).map(|p| (index, p)))
+            .map(|(_, p)| p)
     }
 
     /// Deletes the policy equal to `p` ([`IpsecConfig::remove_policy_like`]); returns where it
     /// was and what it was.
     pub fn remove_policy_like(&self, p: &Policy) -> Result<(usize, Policy), String> {
-        self.edit_policies(|cfg| cfg.remove_policy_like(p))
+        self.delete_policy(|cfg| cfg.remove_policy_like(p))
     }
 
-    /// Edits the policies with `f` and publishes them, as one step under the lock.
-    fn edit_policies<T>(
+    /// Deletes a policy with `f` and publishes the rest, as one step under the lock. An
+    /// inbound policy that protected with an SA still installed leaves the SA its selectors.
+    fn delete_policy(
         &self,
-        f: impl FnOnce(&mut IpsecConfig) -> Result<T, String>,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&mut IpsecConfig) -> Result<(usize, Policy), String>,
+    ) -> Result<(usize, Policy), String> {
         let mut cfg = lock(&self.config);
         let mut next = cfg.clone();
-        let done = f(&mut next)?;
-        self.publish(&next, |_| {});
+        let (index, gone) = f(&mut next)?;
+        self.publish(&next, |t| {
+            if let (Direction::In, Action::Protect(spi)) = (gone.direction, gone.action) {
+                if t.sa(Direction::In, spi).is_some() && !t.kept.contains(&gone) {
+                    t.kept.push(gone.clone());
+                }
+            }
+        });
         *cfg = next;
-        Ok(done)
+        Ok((index, gone))
     }
 
     /// Swaps in the tables of `cfg`: the SAs as they are now (state and counters kept), edited
@@ -426,6 +444,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             spd: cfg.spd.clone(),
             inbound: now.inbound.clone(),
             outbound: now.outbound.clone(),
+            kept: now.kept.clone(),
         };
         edit(&mut t);
         self.active.store(t.in_force(), Ordering::Release);
@@ -489,12 +508,12 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     }
 
     /// RFC 4301 §5.2 step 4: what came through the SA must be what the SA's selectors (every
-    /// inbound policy that protects with it) allow, whichever policy wins the SPD lookup now:
-    /// during a rekey the old SA's policy has been outranked, and its packets still in flight
-    /// are the SA's to accept.
+    /// inbound policy that protects with it, and those deleted while it lives) allow,
+    /// whichever policy wins the SPD lookup now: during a rekey the old SA's policy has been
+    /// outranked or deleted, and its packets still in flight are the SA's to accept.
     fn selected(&self, t: &Tables, spi: u32, clear: &Mbuf) -> bool {
         let ok = match Flow::parse(clear.data()) {
-            Framed::Ip(inner, _) => t.spd.policies().iter().any(|p| {
+            Framed::Ip(inner, _) => t.spd.policies().iter().chain(&t.kept).any(|p| {
                 p.direction == Direction::In
                     && p.action == Action::Protect(spi)
                     && p.selector.matches(&inner)
