@@ -4,6 +4,7 @@
 /// Child processes of the two-process benchmarks (`raw-io-bench`, `ddp-goodput-bench`).
 pub mod procs {
     use std::process::{Child, Command, Output};
+    use std::sync::{Mutex, Once};
     use std::time::{Duration, Instant};
 
     /// Asks a tool to stop as a user would (SIGINT), so it prints its final statistics.
@@ -13,14 +14,38 @@ pub mod procs {
             .status();
     }
 
-    /// A tool the benchmark started, killed if it is dropped unreaped (an error or a panic on
-    /// the benchmark's side): `ddpdk` runs on when the reader of its output leaves, so a
-    /// forwarder left behind would spin a CPU for ever and skew every later figure.
+    /// A tool the benchmark started, killed if it is dropped unreaped (an error on the
+    /// benchmark's side) or if the benchmark panics: `ddpdk` runs on when the reader of its
+    /// output leaves, so a forwarder left behind would spin a CPU for ever and skew every later
+    /// figure.
     #[derive(Debug)]
     pub struct Running(Option<Child>);
 
+    /// The tools running now, by pid: a panic aborts (release builds have `panic = "abort"`),
+    /// which runs no destructor, so the panic hook kills them.
+    static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    static HOOK: Once = Once::new();
+
+    fn tools_running() -> std::sync::MutexGuard<'static, Vec<u32>> {
+        RUNNING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     impl Running {
         pub fn new(child: Child) -> Running {
+            HOOK.call_once(|| {
+                let before = std::panic::take_hook();
+                std::panic::set_hook(Box::new(move |info| {
+                    for pid in tools_running().drain(..) {
+                        let _ = Command::new("kill")
+                            .args(["-KILL", &pid.to_string()])
+                            .status();
+                    }
+                    before(info);
+                }));
+            });
+            tools_running().push(child.id());
             Running(Some(child))
         }
     }
@@ -43,6 +68,8 @@ pub mod procs {
             if let Some(c) = self.0.as_mut() {
                 let _ = c.kill();
                 let _ = c.wait();
+                let pid = c.id();
+                tools_running().retain(|p| *p != pid);
             }
         }
     }
@@ -61,7 +88,10 @@ pub mod procs {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        child.wait_with_output()
+        let pid = child.id();
+        let out = child.wait_with_output();
+        tools_running().retain(|p| *p != pid);
+        out
     }
 
     /// The per-second receive rates a `ddpdk --stats-period 1 --json` receiver printed.
@@ -71,6 +101,36 @@ pub mod procs {
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter_map(|v| v.get("rates")?.get("rx_pps")?.as_u64())
             .collect()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn state(pid: u32) -> Option<char> {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            stat.rsplit(')').next()?.trim_start().chars().next()
+        }
+
+        /// A panic kills the tools still running: with `panic = "abort"` no destructor runs
+        /// (here the `Running` is leaked, as an abort would leave it).
+        #[test]
+        fn a_panic_kills_the_tools_still_running() {
+            let child = Command::new("sleep").arg("60").spawn().expect("sleep");
+            let pid = child.id();
+            std::mem::forget(Running::new(child));
+            assert!(
+                matches!(state(pid), Some('S' | 'R')),
+                "running before the panic"
+            );
+            assert!(std::panic::catch_unwind(|| panic!("a bench fails")).is_err());
+            let t0 = Instant::now();
+            // Killed and not reaped (its Child was leaked): a zombie.
+            while state(pid) != Some('Z') && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert_eq!(state(pid), Some('Z'), "killed by the panic hook");
+        }
     }
 }
 
