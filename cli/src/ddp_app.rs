@@ -29,6 +29,7 @@ use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{ChecksumOffload, Port};
+use ddpdk_dataplane::sctp::CloseReason;
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use ddpdk_dataplane::wire::rdmap::IMMEDIATE_DATA_LEN;
 use serde_json::json;
@@ -337,14 +338,18 @@ impl Shared {
                 );
             }
             Indication::Closed(reason) => {
-                v.closed = Some(format!("{reason:?}"));
+                v.closed = Some(reason.to_string());
+                let cause = match reason {
+                    CloseReason::PeerAbort { cause } => cause,
+                    _ => None,
+                };
                 emit_event(
                     json,
                     "association_down",
                     json!({"assoc": conn.0, "peer": v.peer.to_string(), "port": v.peer_port,
-                        "reason": format!("{reason:?}")}),
+                        "reason": reason.kind(), "cause": cause, "text": reason.to_string()}),
                     format_args!(
-                        "Association {conn} with {} port {} closed: {reason:?}",
+                        "Association {conn} with {} port {} closed: {reason}",
                         v.peer, v.peer_port
                     ),
                 );
@@ -2054,7 +2059,9 @@ impl DdpApp {
                     "crc32c": crc.map(|c| format!("{c:#010x}")), "failed": failed,
                     "crc32c_of_last_reads": sink_wrapped,
                     "op": verb.name(),
-                    "original": original}})
+                    // A string, as in the text: a 64-bit word loses its low bits as a JSON
+                    // number in a reader that holds numbers as doubles (jq, JavaScript).
+                    "original": original.map(|v| format!("{v:#018x}"))}})
             );
         } else {
             note(

@@ -440,7 +440,7 @@ impl Job {
                         event: SessionEvent::SessionTerminated { reason },
                     } => note(json, format_args!("Session {stream} terminated: {reason}")),
                     Indication::Closed(reason) => {
-                        note(json, format_args!("Association closed: {reason:?}"));
+                        note(json, format_args!("Association closed: {reason}"));
                         closed = true;
                     }
                     // RFC 9260 §5.2.4: the peer came back with a new association on the same
@@ -866,12 +866,12 @@ impl Job {
             return Err(match reason {
                 // An ABORT in answer to the INIT: nothing listens on that port (§8.4 rule 3).
                 CloseReason::PeerAbort { .. } => format!(
-                    "the server refused the association ({reason:?}): is a perf server \
+                    "the server refused the association ({reason}): is a perf server \
                      listening on SCTP port {}?",
                     opts.sctp_port
                 ),
                 _ => self.why_no_association(
-                    format!("the association ended before it was up: {reason:?}"),
+                    format!("the association ended before it was up: {reason}"),
                     opts,
                     signalled,
                 ),
@@ -1132,7 +1132,7 @@ impl Job {
                         ..
                     } => {
                         return Err(format!(
-                            "the association closed: {reason:?}; {}",
+                            "the association closed: {reason}; {}",
                             so_far(done, w)
                         ))
                     }

@@ -40,6 +40,29 @@ pub enum Placement {
     WorkersOrInline,
 }
 
+/// Whether `cores` data cores can run as `placement` places them on an EAL with `workers` worker
+/// lcores: `Ok(true)` when the main lcore polls the one data core itself; an error says which
+/// `-l` or `--data-cores` fixes it (a usage error: `run` checks it before anything starts).
+pub fn lcores_fit(workers: usize, cores: usize, placement: Placement) -> Result<bool, String> {
+    let inline = workers == 0 && placement == Placement::WorkersOrInline;
+    // The main lcore polls one data core between its control turns, never more.
+    if inline && cores > 1 {
+        return Err(format!(
+            "{cores} data cores but the EAL has only its main lcore; give it {} lcores with -l \
+             (the main lcore runs the control side, a worker each data core), or leave \
+             --data-cores out and the main lcore polls one",
+            cores + 1
+        ));
+    }
+    if !inline && workers < cores {
+        return Err(format!(
+            "{cores} data cores but the EAL has {workers} worker lcore(s); give it more with -l \
+             (the main lcore runs the control side)"
+        ));
+    }
+    Ok(inline)
+}
+
 /// The running endpoint, less its control side (the caller polls that).
 pub struct Node {
     pub port: Arc<NodePort>,
@@ -98,24 +121,8 @@ impl Node {
             .first()
             .ok_or("no port: give the EAL a device (--vdev=net_memif0,... or -a PCI)")?;
         let workers = eal.worker_lcores();
-        let inline = workers.is_empty() && placement == Placement::WorkersOrInline;
         let cores = opts.endpoint_cores();
-        // The main lcore polls one data core between its control turns, never more.
-        if inline && cores > 1 {
-            return Err(format!(
-                "{cores} data cores but the EAL has only its main lcore; give it {} lcores with \
-                 -l (the main lcore runs the control side, a worker each data core), or leave \
-                 --data-cores out and the main lcore polls one",
-                cores + 1
-            ));
-        }
-        if !inline && workers.len() < cores {
-            return Err(format!(
-                "{cores} data cores but the EAL has {} worker lcore(s); give it more with -l \
-                 (the main lcore runs the control side)",
-                workers.len()
-            ));
-        }
+        let inline = lcores_fit(workers.len(), cores, placement)?;
         let (driver, device_queues) = PortInfo::query(id)
             .map(|i| (i.driver, i.max_rx_queues.min(i.max_tx_queues)))
             .unwrap_or_default();

@@ -13,6 +13,7 @@ use ddpdk_dataplane::port::dpdk::Eal;
 
 use crate::app::{note, App, Flow, Shell};
 use crate::jobs::Parsed;
+use crate::node::Placement;
 use crate::options::{split_args, Options};
 use crate::shell;
 
@@ -166,6 +167,18 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         errln!("ddpdk: {e}");
         return EXIT_FAILURE;
     }
+    // More data cores than the EAL's lcores carry is a usage error, said before anything starts.
+    let placement = if opts.ddp_listen || opts.ddp_connect.is_some() {
+        Some(Placement::WorkersOrInline)
+    } else {
+        (!opts.ip.is_empty()).then_some(Placement::Workers)
+    };
+    if let Some(Err(e)) = placement
+        .map(|p| crate::node::lcores_fit(eal.worker_lcores().len(), opts.endpoint_cores(), p))
+    {
+        errln!("ddpdk: {e}");
+        return EXIT_USAGE;
+    }
     if opts.ddp_listen || opts.ddp_connect.is_some() {
         return crate::endpoint::run(eal, &opts, &signalled);
     }
@@ -179,6 +192,10 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         };
         app.watch_signals(Arc::clone(&signalled));
         let status = if signalled.load(Ordering::Relaxed) {
+            note(
+                opts.json,
+                format_args!("Signal received during set-up, preparing to exit..."),
+            );
             0
         } else {
             drive(&mut app, &opts, &scripts, &signalled)

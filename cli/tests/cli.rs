@@ -354,7 +354,8 @@ fn an_impossible_lcore_table_is_refused_with_a_clear_message() {
 
 /// An endpoint whose EAL has only its main lcore polls one data core there (`perf`, the
 /// `--ddp-listen` job), or refuses to start (the shell's endpoint, which needs a worker);
-/// asked for more data cores, each says so instead of quietly running one.
+/// asked for more data cores, each says so instead of quietly running one, as the usage error
+/// it is (status 2, before the port starts).
 #[test]
 fn more_data_cores_than_the_lcores_allow_are_refused_not_ignored() {
     let mut e = eal();
@@ -371,7 +372,7 @@ fn more_data_cores_than_the_lcores_allow_are_refused_not_ignored() {
         args.extend(["--ip", "198.18.0.1", "--data-cores", "2", "--run-for", "1"]);
         let o = ddpdk(&e, &args).output().expect("run");
         let (stdout, stderr) = out(&o);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {stdout}{stderr}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stdout}{stderr}");
         assert!(
             stderr.contains(&format!("ddpdk: 2 data cores but the EAL {says}")),
             "{args:?}: {stderr}"
@@ -451,8 +452,9 @@ fn a_client_that_hears_nothing_is_told_no_frame_arrived() {
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
         stderr.contains(
-            "ended before it was up: InitFailed: no frame arrived on the port, not \
-             even an answer to ARP or Neighbor Discovery for 198.18.0.2"
+            "ended before it was up: no answer to INIT or COOKIE ECHO (Max.Init.Retransmits, \
+             RFC 9260 §5.1): no frame arrived on the port, not even an answer to ARP or \
+             Neighbor Discovery for 198.18.0.2"
         ),
         "{stderr}"
     );
@@ -1388,7 +1390,7 @@ fn two_processes_over_memif_move_tagged_writes() {
         )),
         "client completed {messages}:\n{serr}"
     );
-    assert!(serr.contains("Association closed: Shutdown"), "{serr}");
+    assert!(serr.contains("Association closed: shut down"), "{serr}");
     // Each side's load over the transfer (`CoreStats::busy_ns`): the sender's as a share in
     // the report, the receiver's in its summary line; both did work, neither more than all.
     let sender_busy = report["ddp_goodput"]["cores_busy"].as_f64().unwrap_or(-1.0);
@@ -1507,7 +1509,7 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
         "Sent 16 x 65536 bytes on association 1 stream 1",
         "------- Data core 0 (associations 1",
         "Session 1 of association 1: terminated",
-        "Association 1 closed: Shutdown",
+        "Association 1 closed: shut down",
     ] {
         assert!(
             client_text.contains(want),
@@ -1597,7 +1599,7 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
     assert_has_all(
         &client_text,
         &[
-            "ddpdk> session open 1 2 b\nassociation 1 is closed already: Shutdown",
+            "ddpdk> session open 1 2 b\nassociation 1 is closed already: shut down",
             // A send from a local STag on the ended session: the same reason as any send
             // (before: "the session is not accepted yet").
             "ddpdk> send untagged 1 3 0 100 1 --from last\n",
@@ -1902,6 +1904,16 @@ fn memif_shell_pair(
     server_script: &str,
     client_commands: &str,
 ) -> (Output, String, Option<i32>, String) {
+    memif_shell_pair_with(name, server_script, client_commands, &[])
+}
+
+/// [`memif_shell_pair`] with more options for the client (`--json`).
+fn memif_shell_pair_with(
+    name: &str,
+    server_script: &str,
+    client_commands: &str,
+    client_options: &[&str],
+) -> (Output, String, Option<i32>, String) {
     let pid = std::process::id();
     let dir = std::env::temp_dir().join(format!("ddpdk-{name}-{pid}"));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -1912,7 +1924,8 @@ fn memif_shell_pair(
     };
     let server_cmds = script(&format!("{name}-server"), server_script);
     let (server, head, rest) = listening_server(&eal("server", "0@0,1@1"), &server_cmds);
-    let mut client = ddpdk(&eal("client", "0@1,1@0"), &["--ip", "198.18.0.1", "-i"])
+    let options = [&["--ip", "198.18.0.1", "-i"], client_options].concat();
+    let mut client = ddpdk(&eal("client", "0@1,1@0"), &options)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -2064,6 +2077,29 @@ fn dpdk_dumpcap_captures_an_endpoint_and_tshark_passes_every_frame() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An atomic's original value in `--json` is a string, `0x%016x` as in the text: a 64-bit word
+/// above 2^53 loses its low bits as a JSON number in a reader that keeps numbers as doubles
+/// (jq, JavaScript). A FetchAdd on a word of 77s (RFC 7306 §5.1) returns 0x4d4d4d4d4d4d4d4d.
+#[test]
+fn an_atomics_original_value_in_json_keeps_all_64_bits() {
+    let (client, client_text, server_code, server_text) = memif_shell_pair_with(
+        "atomjson",
+        "mr reg 4096 remote-atomic\nmr fill last 77\nsession offer last\nwait closed 60\nquit\n",
+        "assoc open 198.18.0.2\nsession open 1 1 hello --rdmap\nmr reg 4096 local\n\
+         rdma fetch-add 1 1 offer 8 5 1 --into last\nsession close 1 1\nassoc close 1\nquit\n",
+        &["--json"],
+    );
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(server_code, Some(0), "server:\n{server_text}");
+    let send = String::from_utf8_lossy(&client.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("send").cloned())
+        .unwrap_or_else(|| panic!("no send object:\n{client_text}"));
+    assert_eq!(send["op"], "rdma fetch-add", "{send}");
+    assert_eq!(send["original"], "0x4d4d4d4d4d4d4d4d", "{send}");
+}
+
 /// Issue 14 items 6 and 7: RDMA from the shell, two processes over `net_memif`. The server
 /// offers a region that grants remote read, write and atomic access, filled with 77s, and posts
 /// receive buffers for each session (`recv auto`); the client opens an RDMAP session
@@ -2161,8 +2197,8 @@ fn rdma_shell_refuses_what_cannot_complete() {
             "1 of 1 work request(s) flushed",
             // What is over already says so, at once.
             "session 2 of association 1 is over already: terminated",
-            "Association 1 closed: Shutdown",
-            "association 1 is closed already: Shutdown",
+            "Association 1 closed: shut down",
+            "association 1 is closed already: shut down",
         ],
     );
     // The one Write in bounds is the only work reported as done.

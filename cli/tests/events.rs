@@ -161,7 +161,7 @@ fn the_json_shell_reports_association_session_and_stag_events() {
     assert_eq!(revoked["cores_acknowledged"], 1, "{revoked}");
     assert_eq!(
         s[at(&sk, "association_down")]["reason"],
-        "Shutdown",
+        "shutdown",
         "{sk:?}"
     );
 }

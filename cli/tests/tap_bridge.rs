@@ -152,7 +152,7 @@ fn endpoints_on_bridged_taps_talk_with_addresses_of_their_own() {
 
 /// Without `--mac` on bridged taps the association cannot come up, and the client says what
 /// to give: its error names `--mac` and why (before: "timed out waiting for the association"
-/// or InitFailed, with nothing about the bridge).
+/// or no answer to INIT, with nothing about the bridge).
 #[test]
 fn a_client_on_a_bridged_tap_without_its_own_address_is_told_to_give_one() {
     let mut net = Net::new();

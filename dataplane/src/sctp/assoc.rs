@@ -108,6 +108,62 @@ pub enum CloseReason {
     InitAckRefused(&'static str),
 }
 
+impl CloseReason {
+    /// A short, stable name for machines (`--json`'s `reason`, telemetry).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CloseReason::Shutdown => "shutdown",
+            CloseReason::PeerAbort { .. } => "peer_abort",
+            CloseReason::LocalAbort => "local_abort",
+            CloseReason::AdaptationRefused { .. } => "adaptation_refused",
+            CloseReason::Unreachable => "unreachable",
+            CloseReason::InitFailed => "init_failed",
+            CloseReason::ProtocolViolation(_) => "protocol_violation",
+            CloseReason::InitAckRefused(_) => "init_ack_refused",
+        }
+    }
+}
+
+/// For people: what happened, in RFC 9260's words.
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CloseReason::Shutdown => write!(f, "shut down (SHUTDOWN, RFC 9260 §9.2)"),
+            CloseReason::PeerAbort { cause: None } => write!(f, "the peer sent ABORT"),
+            CloseReason::PeerAbort { cause: Some(c) } => write!(
+                f,
+                "the peer sent ABORT (cause {c}, {})",
+                crate::wire::sctp::CauseCode::from(*c).name()
+            ),
+            CloseReason::LocalAbort => write!(f, "aborted here (ABORT sent)"),
+            CloseReason::AdaptationRefused { peer: None } => write!(
+                f,
+                "the peer's INIT carried no Adaptation Layer Indication, so no DDP (RFC 5043 \
+                 §11.1); ABORT sent"
+            ),
+            CloseReason::AdaptationRefused { peer: Some(a) } => write!(
+                f,
+                "the peer's Adaptation Layer Indication is {a:#x}, not DDP's (RFC 5043 §11.1); \
+                 ABORT sent"
+            ),
+            CloseReason::Unreachable => write!(
+                f,
+                "the peer stopped answering (Association.Max.Retrans, RFC 9260 §8.2)"
+            ),
+            CloseReason::InitFailed => write!(
+                f,
+                "no answer to INIT or COOKIE ECHO (Max.Init.Retransmits, RFC 9260 §5.1)"
+            ),
+            CloseReason::ProtocolViolation(why) => {
+                write!(f, "the peer broke a rule: {why}; ABORT sent")
+            }
+            CloseReason::InitAckRefused(why) => {
+                write!(f, "the peer's INIT ACK cannot start an association: {why}")
+            }
+        }
+    }
+}
+
 /// What the layer above learns besides messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {

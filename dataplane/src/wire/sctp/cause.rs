@@ -27,6 +27,28 @@ code_enum! {
     }
 }
 
+impl CauseCode {
+    /// The cause's name as RFC 9260 §3.3.10 spells it, for messages to people.
+    pub fn name(self) -> &'static str {
+        match self {
+            CauseCode::InvalidStreamIdentifier => "Invalid Stream Identifier",
+            CauseCode::MissingMandatoryParameter => "Missing Mandatory Parameter",
+            CauseCode::StaleCookie => "Stale Cookie Error",
+            CauseCode::OutOfResource => "Out of Resource",
+            CauseCode::UnresolvableAddress => "Unresolvable Address",
+            CauseCode::UnrecognizedChunkType => "Unrecognized Chunk Type",
+            CauseCode::InvalidMandatoryParameter => "Invalid Mandatory Parameter",
+            CauseCode::UnrecognizedParameters => "Unrecognized Parameters",
+            CauseCode::NoUserData => "No User Data",
+            CauseCode::CookieReceivedWhileShuttingDown => "Cookie Received While Shutting Down",
+            CauseCode::RestartWithNewAddresses => "Restart of an Association with New Addresses",
+            CauseCode::UserInitiatedAbort => "User-Initiated Abort",
+            CauseCode::ProtocolViolation => "Protocol Violation",
+            CauseCode::Unknown(_) => "unknown cause",
+        }
+    }
+}
+
 mod field {
     use core::ops::Range;
 
