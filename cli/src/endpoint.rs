@@ -1081,7 +1081,7 @@ impl Job {
                     {
                         if c.status != Status::Success {
                             return Err(format!(
-                                "--ddp-verify: read-back work request {} ended {:?}; {}",
+                                "--ddp-verify: read-back work request {} ended {}; {}",
                                 c.wr_id,
                                 c.status,
                                 so_far(done, w)
@@ -1095,8 +1095,7 @@ impl Job {
                     Event::Completion { completion: c, .. } => {
                         if c.status != Status::Success {
                             return Err(format!(
-                                "write {} ended {:?} (the session or association ended before \
-                                 it completed); {}",
+                                "write {} ended {}; {}",
                                 c.wr_id,
                                 c.status,
                                 so_far(done, w)

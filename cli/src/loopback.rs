@@ -941,7 +941,7 @@ impl Loopback {
             Ok(!completed.is_empty())
         })?;
         match completed.iter().find(|c| c.status != Status::Success) {
-            Some(c) => Err(format!("{what} {} ended {:?}", c.wr_id, c.status)),
+            Some(c) => Err(format!("{what} {} ended {}", c.wr_id, c.status)),
             None => Ok(completed),
         }
     }
@@ -1065,7 +1065,7 @@ impl Loopback {
             })?;
             for c in completed {
                 if c.status != Status::Success {
-                    return Err(format!("tagged write {} ended {:?}", c.wr_id, c.status));
+                    return Err(format!("tagged write {} ended {}", c.wr_id, c.status));
                 }
                 let (slot, crc) = settle(&mut inflight, c.wr_id, &mut latency, "write")?;
                 // Acknowledged by SCTP means received by the server's SCTP; its data core
@@ -1170,7 +1170,7 @@ impl Loopback {
             })?;
             for c in completions {
                 if c.status != Status::Success {
-                    return Err(format!("untagged send {} ended {:?}", c.wr_id, c.status));
+                    return Err(format!("untagged send {} ended {}", c.wr_id, c.status));
                 }
                 done += 1;
             }

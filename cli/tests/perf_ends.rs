@@ -197,7 +197,7 @@ fn an_interrupted_server_reports_and_releases_the_client() {
     assert!(client.is_some(), "the client still ran 5 s after:\n{cerr}");
     // Its writes in flight end flushed by the ABORT, and it says how far it got.
     assert!(
-        cerr.contains("ended Flushed (the session or association ended before it completed)")
+        cerr.contains("ended flushed: the session or association ended first")
             && cerr.contains(" writes of 65536 bytes completed in "),
         "{cerr}"
     );

@@ -453,6 +453,16 @@ pub enum Status {
     Flushed,
 }
 
+/// For people: RFC 4296's words for a completion that did not succeed.
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Success => "successfully",
+            Status::Flushed => "flushed: the session or association ended first",
+        })
+    }
+}
+
 /// A send completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completion {
