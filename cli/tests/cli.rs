@@ -49,10 +49,8 @@ fn out(o: &Output) -> (String, String) {
     )
 }
 
-fn script(name: &str, body: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("ddpdk-cli-{}-{name}.txt", std::process::id()));
-    std::fs::write(&p, body).expect("write script");
-    p
+fn script(name: &str, body: &str) -> procs::Script {
+    procs::script("cli", name, body)
 }
 
 /// Fails with the whole output when any of `wants` is missing from it.
@@ -1317,13 +1315,8 @@ fn rdmap_segments(pcap: &[u8]) -> Vec<RdmapSegment> {
 /// delivered as the client had completed, with no segment refused.
 #[test]
 fn two_processes_over_memif_move_tagged_writes() {
-    let dir = std::env::temp_dir().join(format!("ddpdk-ep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcore: &str| {
-        let prefix = format!("ddpdk-ep-{role}-{}", std::process::id());
-        procs::memif_eal(role, lcore, &prefix, &sock, 512, false)
-    };
+    let memif = MemifDir::new("ep");
+    let eal = |role: &str, lcores: &str| memif.eal(role, lcores);
     let mut server = ddpdk(
         &eal("server", "0@0"),
         &[
@@ -1367,7 +1360,6 @@ fn two_processes_over_memif_move_tagged_writes() {
     let (cout, cerr) = out(&client);
     let (sout, _) = out(&s);
     let serr = head + &rest.join().expect("server stderr reader");
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(client.status.code(), Some(0), "client:\n{cout}\n{cerr}");
     assert_eq!(s.status.code(), Some(0), "server:\n{sout}\n{serr}");
     let report: serde_json::Value = cout
@@ -1440,13 +1432,8 @@ fn two_processes_over_memif_move_tagged_writes() {
 /// untagged bytes it sent.
 #[test]
 fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
-    let dir = std::env::temp_dir().join(format!("ddpdk-shell-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcores: &str| {
-        let prefix = format!("ddpdk-shell-{role}-{}", std::process::id());
-        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
-    };
+    let memif = MemifDir::new("shell");
+    let eal = |role: &str, lcores: &str| memif.eal(role, lcores);
     let server_cmds = script(
         "shell-server",
         "mr reg 8000 local\nrecv auto 0 last 1000 8\n\
@@ -1493,7 +1480,6 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     .output()
     .expect("client");
     let s = server.wait_with_output().expect("server exit");
-    let _ = std::fs::remove_dir_all(&dir);
     let (cout, cerr) = out(&client);
     let (_, serr) = out(&s);
     let sout = head + &rest.join().expect("server stdout reader");
@@ -1623,12 +1609,50 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
     assert!(!server_text.contains("stream 2: "), "{server_text}");
 }
 
+/// A scratch directory for the memif pair of test `name`, holding its socket; removed when
+/// dropped.
+struct MemifDir {
+    name: String,
+    dir: PathBuf,
+}
+
+impl MemifDir {
+    fn new(name: &str) -> MemifDir {
+        let dir = std::env::temp_dir().join(format!("ddpdk-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        MemifDir {
+            name: name.to_string(),
+            dir,
+        }
+    }
+
+    /// The EAL arguments of one end: `role` (server or client) on `lcores`, 512 MB, normal
+    /// pages, a file prefix of its own.
+    fn eal(&self, role: &str, lcores: &str) -> Vec<String> {
+        let prefix = format!("ddpdk-{}-{role}-{}", self.name, std::process::id());
+        procs::memif_eal(
+            role,
+            lcores,
+            &prefix,
+            &self.dir.join("memif.sock"),
+            512,
+            false,
+        )
+    }
+}
+
+impl Drop for MemifDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A `--listen` endpoint over memif whose shell reads what the test writes to its stdin,
 /// up and listening, and a client run of `client_commands` (`--cmdline-file`) against it.
 struct ListeningShell {
     server: std::process::Child,
     stdin: std::process::ChildStdin,
-    dir: PathBuf,
+    _memif: MemifDir,
     head: String,
     rest: std::thread::JoinHandle<String>,
     client_eal: Vec<String>,
@@ -1636,13 +1660,8 @@ struct ListeningShell {
 
 impl ListeningShell {
     fn start(name: &str) -> ListeningShell {
-        let dir = std::env::temp_dir().join(format!("ddpdk-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let sock = dir.join("memif.sock");
-        let eal = |role: &str, lcores: &str| {
-            let prefix = format!("ddpdk-{name}-{role}-{}", std::process::id());
-            procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
-        };
+        let memif = MemifDir::new(name);
+        let eal = |role: &str, lcores: &str| memif.eal(role, lcores);
         let mut server = ddpdk(
             &eal("server", "0@0,1@1"),
             &["--ip", "198.18.0.2", "--listen", "-i"],
@@ -1657,13 +1676,14 @@ impl ListeningShell {
                 l.contains("DDP endpoint on port")
             });
         let stdin = server.stdin.take().expect("stdin");
+        let client_eal = eal("client", "0@1,1@0");
         ListeningShell {
             server,
             stdin,
-            dir,
+            _memif: memif,
             head,
             rest,
-            client_eal: eal("client", "0@1,1@0"),
+            client_eal,
         }
     }
 
@@ -1695,7 +1715,6 @@ impl ListeningShell {
     fn finish(self) -> (Option<i32>, String) {
         drop(self.stdin);
         let s = self.server.wait_with_output().expect("server exit");
-        let _ = std::fs::remove_dir_all(&self.dir);
         let text = self.head + &self.rest.join().expect("server stdout reader") + &out(&s).1;
         (s.status.code(), text)
     }
@@ -1914,14 +1933,8 @@ fn memif_shell_pair_with(
     client_commands: &str,
     client_options: &[&str],
 ) -> (Output, String, Option<i32>, String) {
-    let pid = std::process::id();
-    let dir = std::env::temp_dir().join(format!("ddpdk-{name}-{pid}"));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcores: &str| {
-        let prefix = format!("ddpdk-{name}-{role}-{pid}");
-        procs::memif_eal(role, lcores, &prefix, &sock, 512, false)
-    };
+    let memif = MemifDir::new(name);
+    let eal = |role: &str, lcores: &str| memif.eal(role, lcores);
     let server_cmds = script(&format!("{name}-server"), server_script);
     let (server, head, rest) = listening_server(&eal("server", "0@0,1@1"), &server_cmds);
     let options = [&["--ip", "198.18.0.1", "-i"], client_options].concat();
@@ -1939,7 +1952,6 @@ fn memif_shell_pair_with(
         .expect("commands");
     let client = client.wait_with_output().expect("client exit");
     let s = server.wait_with_output().expect("server exit");
-    let _ = std::fs::remove_dir_all(&dir);
     let (cout, cerr) = out(&client);
     let client_text = cout + &cerr;
     let server_text = head + &rest.join().expect("server stdout reader") + &out(&s).1;

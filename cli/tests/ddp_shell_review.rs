@@ -1,7 +1,6 @@
 //! Regressions from an independent review of the DDP endpoint shell, on the binary: each test
 //! demonstrated a defect (named in its comment) and failed before its fix.
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,10 +9,8 @@ mod procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 
-fn script(name: &str, body: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("ddpdk-zz2-{}-{name}.txt", std::process::id()));
-    std::fs::write(&p, body).expect("write script");
-    p
+fn script(name: &str, body: &str) -> procs::Script {
+    procs::script("zz2", name, body)
 }
 
 fn eal(tag: &str, role: &str, lcores: &str, sock: &str) -> Vec<String> {

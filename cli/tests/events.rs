@@ -9,10 +9,8 @@ mod procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
 
-fn script(name: &str, body: &str) -> std::path::PathBuf {
-    let p = std::env::temp_dir().join(format!("ddpdk-ev-{}-{name}.txt", std::process::id()));
-    std::fs::write(&p, body).unwrap();
-    p
+fn script(name: &str, body: &str) -> procs::Script {
+    procs::script("ev", name, body)
 }
 
 /// The `{"event": ...}` objects among `stdout`'s lines, in order; every stdout line must be

@@ -4,6 +4,37 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::thread::JoinHandle;
 
+/// A command file for `--cmdline-file`, removed when dropped (tests run again and again; their
+/// scripts should not pile up in the temporary directory).
+pub struct Script(std::path::PathBuf);
+
+/// Writes `body` to a command file named after the test binary's `tag`, the process and `name`.
+#[allow(dead_code)] // not every test binary that includes this module runs scripts
+pub fn script(tag: &str, name: &str, body: &str) -> Script {
+    let p = std::env::temp_dir().join(format!("ddpdk-{tag}-{}-{name}.txt", std::process::id()));
+    std::fs::write(&p, body).expect("write script");
+    Script(p)
+}
+
+impl std::ops::Deref for Script {
+    type Target = std::path::PathBuf;
+    fn deref(&self) -> &std::path::PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Script {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Script {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Reads `stream` line by line until `ready` accepts a line (a process saying it is up),
 /// failing if it ends first; returns what was read and a thread that collects the rest.
 #[allow(dead_code)] // not every test binary that includes this module reads so
