@@ -562,14 +562,17 @@ struct Line {
 }
 
 /// `line` as it may be shown (echoed, quoted in an error): the value after each `*_key`
-/// word (`aead_key`, `cipher_key`, `auth_key`) replaced, so key material never reaches a
-/// terminal, a log or a pipe.
+/// word (`aead_key`, `cipher_key`, `auth_key`, or misspelt `*-key`) and any word that may be
+/// key material wherever it stands (a key given twice, a keyword left out) replaced, so key
+/// material never reaches a terminal, a log or a pipe.
 pub fn key_hidden(line: &str) -> String {
-    let mut hide = false;
+    let mut before = None;
     let mut out = Vec::new();
     for w in line.split_whitespace() {
+        let hide = ddpdk_dataplane::ipsec::hidden_word(before, w)
+            || before.is_some_and(|b: &str| b.ends_with("_key"));
         out.push(if hide { "(key hidden)" } else { w });
-        hide = w.ends_with("_key");
+        before = Some(w);
     }
     out.join(" ")
 }
@@ -803,6 +806,24 @@ mod tests {
         assert_eq!(
             key_hidden("cipher_key 0xaa auth_key 0xbb esn"),
             "cipher_key (key hidden) auth_key (key hidden) esn"
+        );
+        // A key typed twice, a misspelt keyword, a keyword left out: each hidden; a 64-bit
+        // operand is not a key.
+        let key = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:00:00:00:01";
+        for line in [
+            format!("ipsec sa add in 1 aead_algo aes-128-gcm aead_key {key} {key} mode transport"),
+            format!("ipsec sa add in 1 aead_algo aes-128-gcm aead-key {key} mode transport"),
+            format!("ipsec sa add in 1 aead_algo aes-128-gcm {key} mode transport"),
+        ] {
+            let shown = key_hidden(&line);
+            assert!(
+                !shown.contains("2b:7e") && shown.contains("(key hidden)"),
+                "{shown}"
+            );
+        }
+        assert_eq!(
+            key_hidden("rdma cmp-swap 1 1 offer 8 0x4d4d4d4d4d4d4d5c 7"),
+            "rdma cmp-swap 1 1 offer 8 0x4d4d4d4d4d4d4d5c 7"
         );
     }
 

@@ -210,8 +210,44 @@ fn bytes(what: &str, w: Option<&&str>) -> Result<Vec<u8>, String> {
         .collect()
 }
 
-/// One `sa` rule, the words after `sa` (`in 1000 aead_algo ...`).
+/// Whether `word` may be key material: 16 bytes or more of hex (`aa:bb:...` or `0xaabb...`),
+/// the shortest key an SA takes. A 64-bit value (an atomic's operand) is not.
+pub fn may_be_key(word: &str) -> bool {
+    let hex = word.strip_prefix("0x").unwrap_or(word);
+    let digits = hex.chars().filter(|c| *c != ':').count();
+    digits >= 32 && hex.chars().all(|c| c.is_ascii_hexdigit() || c == ':')
+}
+
+/// Whether `word`, following `before`, is to be hidden: the value of a key keyword (spelled
+/// right or not), or anything that may be key material wherever it stands.
+pub fn hidden_word(before: Option<&str>, word: &str) -> bool {
+    let after_key = before.is_some_and(|b| b.ends_with("_key") || b.ends_with("-key"));
+    may_be_key(word)
+        || (after_key
+            && word.len() >= 4
+            && word
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == 'x'))
+}
+
+/// `message` with every word of `rule` that [`hidden_word`] hides replaced, so that no error
+/// about a rule echoes its key, wherever in the rule the key stood.
+fn keys_hidden(message: String, rule: &[&str]) -> String {
+    let mut out = message;
+    for (i, w) in rule.iter().enumerate() {
+        if hidden_word(i.checked_sub(1).map(|j| rule[j]), w) {
+            out = out.replace(w, "(key hidden)");
+        }
+    }
+    out
+}
+
+/// One `sa` rule, the words after `sa` (`in 1000 aead_algo ...`). Its errors never show a key.
 pub fn parse_sa(w: &[&str]) -> Result<SaConfig, String> {
+    sa_rule(w).map_err(|e| keys_hidden(e, w))
+}
+
+fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
     let dir = direction(w.first())?;
     let spi: u32 = number("spi", w.get(1))?;
     let mut aead: Option<(&str, Vec<u8>)> = None;
@@ -387,8 +423,13 @@ fn range(what: &str, w: Option<&&str>) -> Result<std::ops::RangeInclusive<u16>, 
     Ok(a..=b)
 }
 
-/// One `sp` rule, the words after `sp` (`ipv4 in esp protect 1000 ...`).
+/// One `sp` rule, the words after `sp` (`ipv4 in esp protect 1000 ...`). A key pasted into
+/// one by mistake is not shown in its errors either.
 pub fn parse_sp(w: &[&str]) -> Result<Policy, String> {
+    sp_rule(w).map_err(|e| keys_hidden(e, w))
+}
+
+fn sp_rule(w: &[&str]) -> Result<Policy, String> {
     let all = match w.first() {
         Some(&"ipv4") => "0.0.0.0/0",
         Some(&"ipv6") => "::/0",
@@ -514,6 +555,29 @@ mod tests {
             e.contains("not shown: it may be a key") && !e.contains("2b:7e"),
             "{e}"
         );
+        // Nor a key typed twice, nor one where another value belongs, nor one pasted into a
+        // policy: whatever the error, no word of the rule that may be a key is in it.
+        let key = format!("{KEY16}:00:00:00:01");
+        for rule in [
+            format!("out 1000 aead_algo aes-128-gcm aead_key {key} {key} mode transport"),
+            format!("{key} 1000 aead_algo aes-128-gcm aead_key {key} mode transport"),
+            format!("out {key} aead_algo aes-128-gcm aead_key {key} mode transport"),
+            format!("out 1000 aead_algo {key} aead_key {key} mode transport"),
+            format!("out 1000 aead_algo aes-128-gcm aead_key {key} mode {key}"),
+            format!(
+                "out 1000 aead_algo aes-128-gcm aead_key {key} mode transport replay-win {key}"
+            ),
+            format!(
+                "out 1000 aead_algo aes-128-gcm aead_key 0x{} mode transport",
+                "ab".repeat(15)
+            ),
+        ] {
+            let e = sa(&rule);
+            assert!(!e.contains("2b:7e") && !e.contains("abab"), "{rule}: {e}");
+        }
+        let words = format!("ipv4 in esp protect {key} pri 1 proto sctp");
+        let e = parse_sp(&words.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert!(!e.contains("2b:7e") && e.contains("(key hidden)"), "{e}");
         assert!(
             sa("out 1000 aead_algo aes-128-gcm aead_key 0x mode transport").contains("got 0 bytes")
         );

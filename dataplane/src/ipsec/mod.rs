@@ -13,7 +13,9 @@ mod config;
 mod replay;
 mod spd;
 
-pub use config::{parse_config, parse_rule, parse_sa, parse_sp, ConfigError, IpsecConfig};
+pub use config::{
+    hidden_word, may_be_key, parse_config, parse_rule, parse_sa, parse_sp, ConfigError, IpsecConfig,
+};
 pub use replay::ReplayWindow;
 pub use spd::{Action, Flow, Framed, Policy, Prefix, Selector, Spd};
 
