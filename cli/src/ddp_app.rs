@@ -777,9 +777,12 @@ impl DdpApp {
             // Weak: the commands must not keep the control side (its buffers, its regions)
             // alive past `shutdown`, which frees them before the EAL.
             let (shared, gate) = (Arc::downgrade(&shared), Arc::clone(&reports_gate));
+            let port = Arc::downgrade(&ipsec);
             Arc::new(move || {
                 let shared = shared.upgrade().ok_or("the endpoint is shutting down")?;
-                snapshot(&shared, &gate)
+                let mut snapshot = snapshot(&shared, &gate)?;
+                snapshot.ipsec = port.upgrade().and_then(|p| telemetry::IpsecTotals::of(&p));
+                Ok(snapshot)
             })
         };
         let commands = match telemetry::register(source) {

@@ -222,7 +222,9 @@ impl Job {
     /// What the telemetry commands report on, now.
     fn snapshot(&mut self) -> Result<telemetry::Snapshot, String> {
         let reports = self.reports(&AtomicBool::new(false))?;
-        Ok(telemetry::Snapshot::of(reports, &self.control))
+        let mut snapshot = telemetry::Snapshot::of(reports, &self.control);
+        snapshot.ipsec = telemetry::IpsecTotals::of(&self.node.port);
+        Ok(snapshot)
     }
 
     /// Polls until `done` finds what it waits for in the events (it takes what it uses).

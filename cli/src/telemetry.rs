@@ -20,6 +20,7 @@ use ddpdk_control::runtime::{AssocInfo, Control, ControlStats, CoreReport};
 use ddpdk_control::session::State;
 use ddpdk_dataplane::mem::{Access, Registration, Stag};
 use ddpdk_dataplane::port::dpdk::telemetry::{self, TelValue};
+use ddpdk_dataplane::port::dpdk::{IpsecPort, Mbuf, PolicyCounts, SaCounts};
 use ddpdk_dataplane::port::Port;
 
 /// How long one snapshot answers for.
@@ -31,6 +32,93 @@ pub struct Snapshot {
     pub reports: Vec<CoreReport>,
     pub control: ControlStats,
     pub mrs: Vec<(Stag, Registration)>,
+    /// The port's IPsec counters, when IPsec is on: what it drops never reaches a data core.
+    pub ipsec: Option<IpsecTotals>,
+}
+
+/// IPsec's counters for the port: the policy's drops, and its SAs' counts summed by direction.
+#[derive(Debug, Clone, Default)]
+pub struct IpsecTotals {
+    pub drops: PolicyCounts,
+    pub inbound: SaCounts,
+    pub outbound: SaCounts,
+    pub sas: usize,
+}
+
+impl IpsecTotals {
+    /// `port`'s counters, `None` when IPsec is off on it.
+    pub fn of<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> Option<IpsecTotals> {
+        if !port.is_enabled() {
+            return None;
+        }
+        let mut t = IpsecTotals {
+            drops: port.policy_counts(),
+            ..Default::default()
+        };
+        for sa in port.sa_reports() {
+            t.sas += 1;
+            let sum = if sa.direction == "in" {
+                &mut t.inbound
+            } else {
+                &mut t.outbound
+            };
+            let c = sa.counts;
+            sum.packets += c.packets;
+            sum.bytes += c.bytes;
+            sum.replay += c.replay;
+            sum.auth_failed += c.auth_failed;
+            sum.malformed += c.malformed;
+            sum.expired += c.expired;
+            sum.overflow += c.overflow;
+            sum.no_room += c.no_room;
+            sum.stalled += c.stalled;
+        }
+        Some(t)
+    }
+}
+
+/// `/ddpdk/stats`' `ipsec` dict: the policy's drops by reason (RFC 4301 §5.2), the SAs'
+/// packets and bytes and their own drops (RFC 4303 §3.4: replay, ICV, ...) by direction.
+fn ipsec_stats(t: &IpsecTotals) -> TelValue {
+    let d = &t.drops;
+    let (i, o) = (&t.inbound, &t.outbound);
+    dict(vec![
+        ("sas", u(t.sas)),
+        (
+            "drop",
+            dict(vec![
+                ("no_sa", u(d.no_sa)),
+                ("clear_refused", u(d.clear_refused)),
+                ("policy_mismatch", u(d.policy_mismatch)),
+                ("discarded_in", u(d.discarded_in)),
+                ("discarded_out", u(d.discarded_out)),
+                ("no_sa_out", u(d.no_sa_out)),
+                ("unparsable", u(d.unparsable)),
+            ]),
+        ),
+        (
+            "in",
+            dict(vec![
+                ("packets", u(i.packets)),
+                ("bytes", u(i.bytes)),
+                ("replay", u(i.replay)),
+                ("auth_failed", u(i.auth_failed)),
+                ("malformed", u(i.malformed)),
+                ("expired", u(i.expired)),
+            ]),
+        ),
+        (
+            "out",
+            dict(vec![
+                ("packets", u(o.packets)),
+                ("bytes", u(o.bytes)),
+                ("expired", u(o.expired)),
+                ("overflow", u(o.overflow)),
+                ("no_room", u(o.no_room)),
+                ("stalled", u(o.stalled)),
+            ]),
+        ),
+    ])
 }
 
 impl Snapshot {
@@ -39,6 +127,7 @@ impl Snapshot {
     pub fn of<P: Port>(reports: Vec<CoreReport>, control: &Control<P>) -> Snapshot {
         Snapshot {
             reports,
+            ipsec: None,
             control: control.stats(),
             mrs: control
                 .memory()
@@ -441,53 +530,59 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
         _ => {}
     }
     let c = &s.control;
-    Ok(dict(vec![
-        (
-            "core",
-            TelValue::Dict(
-                s.reports
-                    .iter()
-                    .filter(|r| only.is_none_or(|k| r.core == k))
-                    .map(|r| (r.core.to_string(), core_stats(r)))
-                    .collect(),
-            ),
-        ),
-        (
-            "control",
-            dict(vec![
-                ("packets_in", u(c.packets)),
-                ("replies", u(c.replies)),
-                ("ignored", u(c.ignored)),
-                ("accepted", u(c.accepted)),
-                ("connected", u(c.connected)),
-                ("frames_out", u(c.tx.frames_out)),
-                ("session_messages", u(c.session_messages)),
-                ("initiates_pending", u(c.initiates_pending)),
-                ("initiates_over_limit", u(c.initiates_over_limit)),
-                ("flow_rules", u(c.flow_rules)),
-                ("flow_rules_refused", u(c.flow_rules_refused)),
-                ("forward_dropped", u(c.forward_dropped)),
+    let ipsec = s.ipsec.as_ref().map(|t| ("ipsec", ipsec_stats(t)));
+    Ok(dict(
+        ipsec
+            .into_iter()
+            .chain([
                 (
-                    "sctp",
+                    "core",
+                    TelValue::Dict(
+                        s.reports
+                            .iter()
+                            .filter(|r| only.is_none_or(|k| r.core == k))
+                            .map(|r| (r.core.to_string(), core_stats(r)))
+                            .collect(),
+                    ),
+                ),
+                (
+                    "control",
                     dict(vec![
-                        ("inits", u(c.endpoint.inits)),
-                        ("init_acks_out", u(c.endpoint.init_acks_out)),
-                        ("cookies_accepted", u(c.endpoint.cookies_accepted)),
-                        ("bad_cookies", u(c.endpoint.bad_cookies)),
-                        ("stale_cookies", u(c.endpoint.stale_cookies)),
-                        ("adaptation_refused", u(c.endpoint.adaptation_refused)),
-                        ("invalid_inits", u(c.endpoint.invalid_inits)),
-                        ("ootb_aborts_out", u(c.endpoint.ootb_aborts_out)),
+                        ("packets_in", u(c.packets)),
+                        ("replies", u(c.replies)),
+                        ("ignored", u(c.ignored)),
+                        ("accepted", u(c.accepted)),
+                        ("connected", u(c.connected)),
+                        ("frames_out", u(c.tx.frames_out)),
+                        ("session_messages", u(c.session_messages)),
+                        ("initiates_pending", u(c.initiates_pending)),
+                        ("initiates_over_limit", u(c.initiates_over_limit)),
+                        ("flow_rules", u(c.flow_rules)),
+                        ("flow_rules_refused", u(c.flow_rules_refused)),
+                        ("forward_dropped", u(c.forward_dropped)),
                         (
-                            "closed_port_aborts_out",
-                            u(c.endpoint.closed_port_aborts_out),
+                            "sctp",
+                            dict(vec![
+                                ("inits", u(c.endpoint.inits)),
+                                ("init_acks_out", u(c.endpoint.init_acks_out)),
+                                ("cookies_accepted", u(c.endpoint.cookies_accepted)),
+                                ("bad_cookies", u(c.endpoint.bad_cookies)),
+                                ("stale_cookies", u(c.endpoint.stale_cookies)),
+                                ("adaptation_refused", u(c.endpoint.adaptation_refused)),
+                                ("invalid_inits", u(c.endpoint.invalid_inits)),
+                                ("ootb_aborts_out", u(c.endpoint.ootb_aborts_out)),
+                                (
+                                    "closed_port_aborts_out",
+                                    u(c.endpoint.closed_port_aborts_out),
+                                ),
+                                ("bad_checksum", u(c.endpoint.bad_checksum)),
+                            ]),
                         ),
-                        ("bad_checksum", u(c.endpoint.bad_checksum)),
                     ]),
                 ),
-            ]),
-        ),
-    ]))
+            ])
+            .collect(),
+    ))
 }
 
 #[cfg(test)]
@@ -533,12 +628,13 @@ mod tests {
         }
     }
 
-    /// A dict holds at most 256 names: /ddpdk/stats for four data cores fits, and every name
-    /// is made of what DPDK accepts.
+    /// A dict holds at most 256 names: /ddpdk/stats for four data cores fits, IPsec's
+    /// counters with them, and every name is made of what DPDK accepts.
     #[test]
     fn stats_of_four_cores_fit_one_dict() {
         let s = Snapshot {
             reports: (0..4).map(core).collect(),
+            ipsec: Some(IpsecTotals::default()),
             ..Default::default()
         };
         let mut n = Vec::new();
@@ -546,6 +642,7 @@ mod tests {
         assert!(n.len() <= 256, "{} names", n.len());
         assert!(n.contains(&"core/3/ddp_error/invalid_stag".to_string()));
         assert!(n.contains(&"core/0/drop/checksum_bad".to_string()));
+        assert!(n.contains(&"ipsec/drop/clear_refused".to_string()));
         for name in &n {
             assert!(
                 name.chars()

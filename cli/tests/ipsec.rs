@@ -8,7 +8,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[path = "common/esp.rs"]
 mod esp;
@@ -18,6 +18,10 @@ mod procs;
 use esp::{client_rules, connect, km, server_rules, K_C2S, K_S2C};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+const EXPORTER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../deploy/prometheus/ddpdk-exporter.py"
+);
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// A directory of this test's own, removed at the end.
@@ -273,7 +277,7 @@ fn clear_sctp_to_a_protected_endpoint_is_refused_and_counted_4301_5_2() {
             "--ipsec-config",
             sconf.to_str().expect("utf-8"),
             "--run-for",
-            "3",
+            "6",
         ],
         "(listening)",
     );
@@ -282,6 +286,43 @@ fn clear_sctp_to_a_protected_endpoint_is_refused_and_counted_4301_5_2() {
         .stderr(Stdio::null())
         .spawn()
         .expect("client");
+    // What IPsec drops never reaches a data core: the telemetry socket and the Prometheus
+    // exporter show it under ipsec (before: nowhere, every drop counter 0).
+    let prefix = format!("ddpdk-ipsec-server-{}", std::process::id());
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let stats = loop {
+        let r = procs::ask(&prefix, &["/ddpdk/stats"]);
+        let stats = procs::value(&r[0], "/ddpdk/stats").clone();
+        if stats["ipsec/drop/clear_refused"].as_u64().unwrap_or(0) >= 1 || Instant::now() > deadline
+        {
+            break stats;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        stats["ipsec/drop/clear_refused"].as_u64().unwrap_or(0) >= 1,
+        "{stats}"
+    );
+    assert_eq!(stats["ipsec/sas"], 2, "{stats}");
+    assert_eq!(stats["ipsec/in/packets"], 0, "{stats}");
+    let exported = Command::new("python3")
+        .args([EXPORTER, "--file-prefix", &prefix, "--once"])
+        .output()
+        .expect("the exporter");
+    let metrics = String::from_utf8_lossy(&exported.stdout);
+    let refused = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("ddpdk_ipsec_drops_total{reason=\"clear_refused\"} "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert!(
+        refused.is_some_and(|n| n >= 1.0),
+        "{metrics}{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    assert!(
+        metrics.contains("ddpdk_ipsec_packets_total{direction=\"in\"} 0"),
+        "{metrics}"
+    );
     let s = s.wait_with_output().expect("server");
     // The client would retry its INIT until its own time-out; the server has made its point.
     let _ = c.kill();

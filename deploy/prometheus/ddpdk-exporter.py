@@ -13,11 +13,14 @@ Only the Python standard library: the socket is SOCK_SEQPACKET, one JSON reply p
 """
 
 import argparse
+import errno
 import http.server
 import json
 import os
 import socket
 import sys
+import threading
+import time
 
 # /ddpdk/stats core/N/NAME values that are levels, not counts.
 CORE_GAUGES = {
@@ -176,7 +179,8 @@ def collect(t):
         reply = t.ask(f"/ddpdk/stats,{core}")
         if not isinstance(reply, dict) or "error" in reply:
             if core == 0:
-                raise RuntimeError(f"/ddpdk/stats,0: {reply!r} (is this a ddpdk endpoint?)")
+                raise RuntimeError(f"/ddpdk/stats,0: {reply!r} (is this a ddpdk endpoint? "
+                                   "one starting up answers once its port is set up)")
             break
         for key, value in reply.items():
             if key.startswith("core/") or core == 0:
@@ -207,6 +211,20 @@ def collect(t):
             else:
                 m.add(f"ddpdk_core_{name}_total", "counter",
                       CORE_HELP.get(name, f"Data core counter {name}."), core, value)
+        elif parts[0] == "ipsec" and len(parts) == 3 and parts[1] == "drop":
+            m.add("ddpdk_ipsec_drops_total", "counter",
+                  "Packets IPsec policy dropped before any data core saw them, by reason "
+                  "(RFC 4301 5.2).", {"reason": parts[2]}, value)
+        elif parts[0] == "ipsec" and len(parts) == 3 and parts[2] in ("packets", "bytes"):
+            m.add(f"ddpdk_ipsec_{parts[2]}_total", "counter",
+                  f"ESP {parts[2]} through the SAs, by direction.",
+                  {"direction": parts[1]}, value)
+        elif parts[0] == "ipsec" and len(parts) == 3:
+            m.add("ddpdk_ipsec_sa_drops_total", "counter",
+                  "Packets the SAs dropped, by direction and reason (RFC 4303 3.4: replay, "
+                  "auth_failed, ...).", {"direction": parts[1], "reason": parts[2]}, value)
+        elif parts[0] == "ipsec" and parts[1:] == ["sas"]:
+            m.add("ddpdk_ipsec_sas", "gauge", "SAs installed.", {}, value)
         elif parts[0] == "control" and len(parts) == 2 and parts[1] in CONTROL_GAUGES:
             m.add(f"ddpdk_control_{parts[1]}", "gauge", CONTROL_GAUGES[parts[1]], {}, value)
         elif parts[0] == "control" and len(parts) == 2:
@@ -265,11 +283,37 @@ def socket_path(args):
     return os.path.join(run, "dpdk", args.file_prefix, "dpdk_telemetry.v2")
 
 
+# DPDK's telemetry socket listens with a backlog of one: scrapes at once (two Prometheus
+# servers, a dashboard's refresh) would find it full. This process asks one at a time, and
+# retries a connection refused for a full backlog (another client, dpdk-telemetry.py).
+SCRAPE_LOCK = threading.Lock()
+BUSY_RETRY_S = 2.0
+
+
+def connect(path):
+    deadline = time.monotonic() + BUSY_RETRY_S
+    while True:
+        try:
+            return Telemetry(path)
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise OSError(errno.EAGAIN, "the socket stayed busy for "
+                              f"{BUSY_RETRY_S:.0f} s (other telemetry clients)") from None
+            time.sleep(0.02)
+
+
 def scrape(args):
+    with SCRAPE_LOCK:
+        return scrape_one(args)
+
+
+def scrape_one(args):
     path = socket_path(args)
     try:
-        t = Telemetry(path)
+        t = connect(path)
     except OSError as e:
+        if e.errno == errno.EAGAIN:
+            raise OSError(f"telemetry socket {path}: {e.strerror or e}") from e
         # Name the socket: a wrong --file-prefix, or a ddpdk not running (or run by another
         # user, whose runtime directory differs), is then plain to see.
         raise OSError(f"telemetry socket {path}: {e.strerror or e}"
