@@ -62,6 +62,11 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
         while Wall::now() < quiet {
             job.poll();
         }
+        // A run that failed reports IPsec too: an association that never came up over ESP is
+        // most often keys or policies that do not match, and the counters say which.
+        if r.is_err() {
+            job.report_ipsec();
+        }
         let left = job.close(&eal);
         r?;
         if left != 0 {
@@ -822,7 +827,30 @@ impl Job {
         } else {
             e
         };
-        if frames_in == 0 {
+        let ipsec = telemetry::IpsecTotals::of(&self.node.port);
+        if let Some(t) = ipsec.filter(|t| {
+            let refused = t.inbound.auth_failed
+                + t.inbound.replay
+                + t.inbound.malformed
+                + t.drops.no_sa
+                + t.drops.clear_refused
+                + t.drops.policy_mismatch;
+            refused > 0 || t.inbound.packets == 0
+        }) {
+            // What IPsec dropped never reaches a data core: the usual cause when ESP is on.
+            format!(
+                "{e}: IPsec sealed {} packet(s) out and opened {} in; it dropped {} failing \
+                 their ICV, {} for no SA, {} in the clear where ESP is required, {} against \
+                 their SA's policy: do both ends' SAs (SPIs, keys) and policies match? (show \
+                 ipsec's table)",
+                t.outbound.packets,
+                t.inbound.packets,
+                t.inbound.auth_failed,
+                t.drops.no_sa,
+                t.drops.clear_refused,
+                t.drops.policy_mismatch
+            )
+        } else if frames_in == 0 {
             format!(
                 "{e}: no frame arrived on the port, not even an answer to ARP or Neighbor \
                  Discovery for {peer}: is the link up, and a server at that address on it?"

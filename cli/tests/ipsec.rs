@@ -341,6 +341,41 @@ fn clear_sctp_to_a_protected_endpoint_is_refused_and_counted_4301_5_2() {
     );
 }
 
+/// A client whose outbound key is not the server's: the server drops its ESP as failing the
+/// ICV (RFC 4303 §3.4.4), so no association comes up. The client says that IPsec is where it
+/// went wrong, with its counts, and prints its `show ipsec` though the run failed (before:
+/// "timed out waiting for the association" alone, and no IPsec report).
+#[test]
+fn a_client_whose_key_is_not_the_servers_is_told_so_4303_3_4_4() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("wrongkey");
+    let sconf = dir.file("server.conf", &esp::file_text(&server_rules()));
+    let wrong = esp::file_text(&client_rules()).replace(K_C2S, &K_C2S.replace("2b:", "3c:"));
+    let cconf = dir.file("client.conf", &wrong);
+    let (mut s, _head, _rest) = server(
+        &dir,
+        &["--ipsec-config", sconf.to_str().expect("utf-8")],
+        "(listening)",
+    );
+    let c = client(&dir, &["--ipsec-config", cconf.to_str().expect("utf-8")])
+        .output()
+        .expect("client");
+    let _ = s.kill();
+    let _ = s.wait();
+    let (cout, cerr) = (
+        String::from_utf8_lossy(&c.stdout).into_owned(),
+        String::from_utf8_lossy(&c.stderr).into_owned(),
+    );
+    assert_eq!(c.status.code(), Some(1), "{cout}{cerr}");
+    assert!(
+        cerr.contains("IPsec sealed") && cerr.contains("do both ends' SAs (SPIs, keys)"),
+        "{cerr}"
+    );
+    let ipsec = json_of(&cout, "ipsec");
+    assert!(sa_packets(&ipsec, "out", 1000) > 0, "{ipsec}");
+    assert_eq!(sa_packets(&ipsec, "in", 2000), 0, "{ipsec}");
+}
+
 /// Issue 15 item 5: a key manager (here the test, as an IKE daemon's plugin would) installs
 /// the server's SAs and policies through `--ipsec-socket` while the endpoint runs, is told
 /// what it got wrong, replaces an SA, and the protected transfer then works.
