@@ -62,10 +62,16 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
             if left.is_empty() {
                 Ok(format!("SA {dir} {spi} deleted"))
             } else {
+                let (which, verb) = if left.len() == 1 {
+                    ("policy", "protects")
+                } else {
+                    ("policies", "protect")
+                };
                 Ok(format!(
-                    "SA {dir} {spi} deleted; policy {} still protects with it: what it selects \
+                    "SA {dir} {spi} deleted; {which} {} still {verb} with it: what {} \
                      is dropped until an SA {dir} {spi} returns (sp del to stop)",
-                    left.join(", ")
+                    left.join(", "),
+                    if left.len() == 1 { "it selects" } else { "they select" }
                 ))
             }
         }
@@ -137,7 +143,30 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
                 .unwrap_or_default()
         ),
     );
-    if port.policies().is_empty() {
+    // An SA no policy protects with carries nothing (policy chooses what is sealed and what
+    // must arrive sealed, RFC 4301 §5.1, §5.2): a configuration of SAs alone protects nothing.
+    let policies = port.policies();
+    let idle: Vec<String> = port
+        .sa_reports()
+        .iter()
+        .filter(|s| {
+            !policies.iter().any(|p| {
+                p.action == Action::Protect(s.spi) && p.direction.to_string() == s.direction
+            })
+        })
+        .map(|s| format!("{} {}", s.direction, s.spi))
+        .collect();
+    if !idle.is_empty() {
+        note(
+            json,
+            format_args!(
+                "IPsec: no policy protects with SA {}: it seals and opens nothing until one does \
+                 (sp ... protect SPI)",
+                idle.join(", SA ")
+            ),
+        );
+    }
+    if policies.is_empty() {
         return;
     }
     for family in port.unguarded_families() {
@@ -155,16 +184,36 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
 /// SPI, ...` on one line (the socket answers every command with one): what a key manager polls
 /// to know which SAs to replace before their hard lifetime ends them.
 pub fn expiring<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
-    let due: Vec<String> = port
-        .sa_reports()
-        .iter()
-        .filter(|s| s.rekey_due)
-        .map(|s| format!("{} {}", s.direction, s.spi))
-        .collect();
-    if due.is_empty() {
+    let sas = port.sa_reports();
+    let listed = |expired: bool| -> Vec<String> {
+        sas.iter()
+            .filter(|s| {
+                if expired {
+                    s.expired
+                } else {
+                    s.rekey_due && !s.expired
+                }
+            })
+            .map(|s| format!("{} {}", s.direction, s.spi))
+            .collect()
+    };
+    // An SA past its hard lifetime is past rekeying in time: said apart, so that a key manager
+    // knows traffic has stopped.
+    let (due, over) = (listed(false), listed(true));
+    let mut parts = Vec::new();
+    if !due.is_empty() {
+        parts.push(format!("due for a rekey: {}", due.join(", ")));
+    }
+    if !over.is_empty() {
+        parts.push(format!(
+            "expired, carrying nothing until replaced: {}",
+            over.join(", ")
+        ));
+    }
+    if parts.is_empty() {
         "no SA is due for a rekey".into()
     } else {
-        format!("due for a rekey: {}", due.join(", "))
+        parts.join("; ")
     }
 }
 

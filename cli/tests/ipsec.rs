@@ -240,7 +240,8 @@ fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
     // told which family takes clear SCTP from hosts no policy names.
     assert!(
         serr.contains("clear ipv6 SCTP from hosts no policy names is accepted")
-            && !serr.contains("clear ipv4 SCTP"),
+            && !serr.contains("clear ipv4 SCTP")
+            && !serr.contains("no policy protects with SA"),
         "{serr}"
     );
 }
@@ -350,7 +351,12 @@ fn a_client_whose_key_is_not_the_servers_is_told_so_4303_3_4_4() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Dir::new("wrongkey");
     let sconf = dir.file("server.conf", &esp::file_text(&server_rules()));
-    let wrong = esp::file_text(&client_rules()).replace(K_C2S, &K_C2S.replace("2b:", "3c:"));
+    // And an SA that no policy uses, which the client points out at start-up.
+    let wrong = esp::file_text(&client_rules()).replace(K_C2S, &K_C2S.replace("2b:", "3c:"))
+        + &format!(
+            "sa in 3000 aead_algo aes-128-gcm aead_key {} mode transport\n",
+            K_S2C.replace("00:", "0e:")
+        );
     let cconf = dir.file("client.conf", &wrong);
     let (mut s, _head, _rest) = server(
         &dir,
@@ -369,6 +375,10 @@ fn a_client_whose_key_is_not_the_servers_is_told_so_4303_3_4_4() {
     assert_eq!(c.status.code(), Some(1), "{cout}{cerr}");
     assert!(
         cerr.contains("IPsec sealed") && cerr.contains("do both ends' SAs (SPIs, keys)"),
+        "{cerr}"
+    );
+    assert!(
+        cerr.contains("IPsec: no policy protects with SA in 3000: it seals and opens nothing"),
         "{cerr}"
     );
     let ipsec = json_of(&cout, "ipsec");
@@ -489,6 +499,11 @@ fn a_key_manager_installs_the_sas_through_the_socket() {
             .lines()
             .any(|l| l.contains(" 1003 ") && l.ends_with("over")),
         "{shown}"
+    );
+    // And `expiring` tells a key manager that it is too late: traffic through it stopped.
+    assert_eq!(
+        km(&mut sock, "expiring"),
+        "ok expired, carrying nothing until replaced: in 1003\n"
     );
     assert!(km(&mut sock, "sa del in 1003").starts_with("ok "));
     // A soft lifetime at or above the hard one is refused.
