@@ -966,7 +966,20 @@ impl DdpApp {
                     return Err("'show ipsec' shows IPsec".into());
                 }
                 let done = crate::ipsec::command(&self.ipsec, &words)?;
-                note(self.json, format_args!("{done}"));
+                if !self.json {
+                    note(false, format_args!("{done}"));
+                } else if words == ["expiring"] {
+                    // What a script polls: the SAs, not a sentence to parse.
+                    let (due, expired) = crate::ipsec::expiring_sas(&self.ipsec);
+                    outln!("{}", json!({"expiring": {"due": due, "expired": expired}}));
+                } else {
+                    // The command's first words only: the rest may hold a key.
+                    let command = words.iter().take(2).copied().collect::<Vec<_>>().join(" ");
+                    outln!(
+                        "{}",
+                        json!({"ipsec_answer": {"command": command, "answer": done}})
+                    );
+                }
             }
             Command::Recv {
                 what:

@@ -184,22 +184,7 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
 /// SPI, ...` on one line (the socket answers every command with one): what a key manager polls
 /// to know which SAs to replace before their hard lifetime ends them.
 pub fn expiring<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
-    let sas = port.sa_reports();
-    let listed = |expired: bool| -> Vec<String> {
-        sas.iter()
-            .filter(|s| {
-                if expired {
-                    s.expired
-                } else {
-                    s.rekey_due && !s.expired
-                }
-            })
-            .map(|s| format!("{} {}", s.direction, s.spi))
-            .collect()
-    };
-    // An SA past its hard lifetime is past rekeying in time: said apart, so that a key manager
-    // knows traffic has stopped.
-    let (due, over) = (listed(false), listed(true));
+    let (due, over) = expiring_sas(port);
     let mut parts = Vec::new();
     if !due.is_empty() {
         parts.push(format!("due for a rekey: {}", due.join(", ")));
@@ -215,6 +200,26 @@ pub fn expiring<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
     } else {
         parts.join("; ")
     }
+}
+
+/// The SAs past their soft lifetime and those past their hard one, as `DIRECTION SPI`.
+pub fn expiring_sas<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> (Vec<String>, Vec<String>) {
+    let sas = port.sa_reports();
+    let listed = |expired: bool| -> Vec<String> {
+        sas.iter()
+            .filter(|s| {
+                if expired {
+                    s.expired
+                } else {
+                    s.rekey_due && !s.expired
+                }
+            })
+            .map(|s| format!("{} {}", s.direction, s.spi))
+            .collect()
+    };
+    // An SA past its hard lifetime is past rekeying in time: said apart, so that a key manager
+    // knows traffic has stopped.
+    (listed(false), listed(true))
 }
 
 /// `show ipsec` as text: the SAs with their counters, the policies by number, the drops.

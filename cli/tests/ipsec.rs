@@ -594,3 +594,50 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
     let last = t.rfind("  dir ").expect("two SA tables");
     assert!(!t[last..].contains("1000 aes-128-gcm"), "{t}");
 }
+
+/// With `--json`, the shell's IPsec answers are JSON lines on stdout like every command's
+/// result: `expiring` as the lists of SAs a key manager's script wants, not a sentence (before:
+/// the sentence, on stderr only), and a change's answer with the command's first words.
+#[test]
+fn the_json_shell_answers_ipsec_commands_in_json() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("shelljson");
+    let cmds = dir.file(
+        "cmds.txt",
+        &format!(
+            "ipsec sa add in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport \
+             soft-life-secs 1 life-secs 60\n\
+             ipsec expiring\n\
+             quit\n"
+        ),
+    );
+    let o = ddpdk(
+        &dir,
+        "server",
+        "0@0,1@1",
+        &[
+            "--ip",
+            "198.18.0.2",
+            "--ipsec",
+            "--json",
+            "--link-timeout",
+            "0",
+            "--cmdline-file",
+            cmds.to_str().expect("utf-8"),
+        ],
+    )
+    .output()
+    .expect("shell");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let answer = json_of(&out, "ipsec_answer");
+    assert_eq!(answer["command"], "sa add", "{answer}");
+    assert_eq!(answer["answer"], "SA in 1000 installed", "{answer}");
+    let expiring = json_of(&out, "expiring");
+    assert_eq!(
+        expiring,
+        serde_json::json!({"due": [], "expired": []}),
+        "{out}"
+    );
+    assert!(!out.contains("2b:7e"), "no key on stdout: {out}");
+}
