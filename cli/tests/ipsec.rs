@@ -553,22 +553,7 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
              quit\n"
         ),
     );
-    let o = ddpdk(
-        &dir,
-        "server",
-        "0@0,1@1",
-        &[
-            "--ip",
-            "198.18.0.2",
-            "--ipsec",
-            "--link-timeout",
-            "0",
-            "--cmdline-file",
-            cmds.to_str().expect("utf-8"),
-        ],
-    )
-    .output()
-    .expect("shell");
+    let o = shell_script(&dir, &cmds, &[]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains("policy 0: sp ipv4 in esp protect 1000"), "{t}");
@@ -595,6 +580,16 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
     assert!(!t[last..].contains("1000 aes-128-gcm"), "{t}");
 }
 
+/// The DDP shell with IPsec on and no peer (`--link-timeout 0`), run on the script `cmds`.
+fn shell_script(dir: &Dir, cmds: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["--ip", "198.18.0.2", "--ipsec", "--link-timeout", "0"];
+    args.extend_from_slice(extra);
+    args.extend(["--cmdline-file", cmds.to_str().expect("utf-8")]);
+    ddpdk(dir, "server", "0@0,1@1", &args)
+        .output()
+        .expect("shell")
+}
+
 /// With `--json`, the shell's IPsec answers are JSON lines on stdout like every command's
 /// result: `expiring` as the lists of SAs a key manager's script wants, not a sentence (before:
 /// the sentence, on stderr only), and a change's answer with the command's first words.
@@ -611,23 +606,7 @@ fn the_json_shell_answers_ipsec_commands_in_json() {
              quit\n"
         ),
     );
-    let o = ddpdk(
-        &dir,
-        "server",
-        "0@0,1@1",
-        &[
-            "--ip",
-            "198.18.0.2",
-            "--ipsec",
-            "--json",
-            "--link-timeout",
-            "0",
-            "--cmdline-file",
-            cmds.to_str().expect("utf-8"),
-        ],
-    )
-    .output()
-    .expect("shell");
+    let o = shell_script(&dir, &cmds, &["--json"]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let answer = json_of(&out, "ipsec_answer");
