@@ -668,7 +668,7 @@ DDP endpoint (ddpdk --ip ADDR ...):
                                        RFC 7306 Immediate Data into the peer's receives.
   ipsec sa add (in|out) SPI ...        Install an SA (--ipsec-config's `sa` rule).
   ipsec sa del (in|out) SPI            Delete an SA (its policies then drop, counted).
-  ipsec sp add (ipv4|ipv6) (in|out) esp (protect SPI|bypass|discard) pri N ...
+  ipsec sp add (ipv4|ipv6) (in|out) esp (protect SPI|bypass|discard) [pri N] ...
                                        Add a policy (--ipsec-config's `sp` rule).
   ipsec sp del N                       Delete policy N (numbered by show ipsec).
   ipsec sp del RULE                    Delete the policy written as RULE.
