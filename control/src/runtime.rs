@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use ddpdk_dataplane::mem::{CoreStags, Revocation};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
-use ddpdk_dataplane::port::{ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
+use ddpdk_dataplane::port::{prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
 
 pub use crate::conn::Op;
@@ -1052,7 +1052,13 @@ impl<P: Port> DataCore<P> {
             if n > 0 {
                 work += self.memory_changes();
             }
-            for b in rx.drain(..) {
+            let mut frames = rx.drain(..).peekable();
+            while let Some(b) = frames.next() {
+                // The next frame's lines are asked for now, so that their misses run under
+                // the work on this one (`port::prefetch`).
+                if let Some(next) = frames.peek() {
+                    prefetch::frame(next.data());
+                }
                 self.stats.frames_in += 1;
                 if let Some(b) = self.single_segment(b) {
                     self.frame_in(now, b, false);

@@ -260,7 +260,13 @@ impl<P: Port> LcoreLoop<P> {
         }
         let (mut placed, mut matched) = (0u64, 0u64);
         let room = region.len() as u64;
-        for b in bufs.iter() {
+        // The same prefetches as the DDP receive path's (`port::prefetch`), so that this stays
+        // the limit of a placing receiver: the next frame's lines, the next placement's lines.
+        let mut frames = bufs.iter().peekable();
+        while let Some(b) = frames.next() {
+            if let Some(next) = frames.peek() {
+                crate::port::prefetch::frame(next.data());
+            }
             let f = b.data();
             // What an SCTP receiver without offload does with every packet (RFC 9260 §6.8).
             if crc32c::verify(f.get(RXPLACE_CRC_AT..).unwrap_or_default()) {
@@ -277,6 +283,7 @@ impl<P: Port> LcoreLoop<P> {
             if region.place(*at, payload).is_ok() {
                 *at += len;
                 placed += len;
+                region.prefetch_for_write(*at, payload.len());
             }
         }
         s.rx.free_bulk(bufs);

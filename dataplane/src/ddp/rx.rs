@@ -199,6 +199,9 @@ pub struct StreamRx {
     /// Memory of the inline queues, and which queues they are (QN, first slot, depth).
     inline: Option<Region>,
     inline_queues: Vec<(u32, usize, usize)>,
+    /// Region and offset just past the last placement: where a sequential writer's next one
+    /// begins.
+    placed_end: (u32, u64),
 }
 
 impl StreamRx {
@@ -226,6 +229,7 @@ impl StreamRx {
             stats: RxStats::default(),
             inline: None,
             inline_queues: Vec::new(),
+            placed_end: (u32::MAX, 0),
         }
     }
 
@@ -428,9 +432,21 @@ impl StreamRx {
                     .as_ref()
                     .map(|r| r.place(placement.offset, seg.payload))
             } else {
-                regions
-                    .region(placement.region)
-                    .map(|r| r.place(placement.offset, seg.payload))
+                regions.region(placement.region).map(|r| {
+                    let placed = r.place(placement.offset, seg.payload);
+                    let end = placement.offset + len as u64;
+                    // The next placement of a sequential writer starts where this one ended:
+                    // certainly within a message (RFC 5041 §5.2: a tagged message's segments
+                    // are contiguous from its TO, an untagged one's from its MO), and for a
+                    // stream of messages written one after the other once this one began
+                    // where the last ended. Asking for those lines now overlaps their misses
+                    // with the protocol work of the next packet (`port::prefetch`).
+                    if !seg.last || self.placed_end == (placement.region, placement.offset) {
+                        r.prefetch_for_write(end, len);
+                    }
+                    self.placed_end = (placement.region, end);
+                    placed
+                })
             };
             if !matches!(placed, Some(Ok(()))) {
                 return Err(RxError::Ddp(DdpError::LocalCatastrophic));

@@ -14,6 +14,9 @@
 pub mod dpdk;
 pub mod faults;
 pub mod mem;
+// Hints only: a prefetch cannot fault or change a byte.
+#[allow(unsafe_code)]
+pub mod prefetch;
 // Region memory is written by data cores while the application reads it: raw copies only.
 #[allow(unsafe_code)]
 pub mod region;
