@@ -432,21 +432,24 @@ impl StreamRx {
                     .as_ref()
                     .map(|r| r.place(placement.offset, seg.payload))
             } else {
-                regions.region(placement.region).map(|r| {
-                    let placed = r.place(placement.offset, seg.payload);
-                    let end = placement.offset + len as u64;
-                    // The next placement of a sequential writer starts where this one ended:
-                    // certainly within a message (RFC 5041 §5.2: a tagged message's segments
-                    // are contiguous from its TO, an untagged one's from its MO), and for a
-                    // stream of messages written one after the other once this one began
-                    // where the last ended. Asking for those lines now overlaps their misses
-                    // with the protocol work of the next packet (`port::prefetch`).
-                    if !seg.last || self.placed_end == (placement.region, placement.offset) {
-                        r.prefetch_for_write(end, len);
+                match regions.region(placement.region) {
+                    Some(r) => {
+                        let placed = r.place(placement.offset, seg.payload);
+                        // The next placement of a sequential writer starts where this one
+                        // ended: certainly within a message (RFC 5041 §5.2: a tagged message's
+                        // segments are contiguous from its TO, an untagged one's from its MO),
+                        // and for a stream of messages written one after the other once this
+                        // one began where the last ended. Asking for those lines now overlaps
+                        // their misses with the next packet's work (`port::prefetch`).
+                        let end = placement.offset + len as u64;
+                        if !seg.last || self.placed_end == (placement.region, placement.offset) {
+                            r.prefetch_for_write(end, len);
+                        }
+                        self.placed_end = (placement.region, end);
+                        Some(placed)
                     }
-                    self.placed_end = (placement.region, end);
-                    placed
-                })
+                    None => None,
+                }
             };
             if !matches!(placed, Some(Ok(()))) {
                 return Err(RxError::Ddp(DdpError::LocalCatastrophic));

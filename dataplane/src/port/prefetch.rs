@@ -42,12 +42,13 @@ pub fn frame(frame: &[u8]) {
 /// owns; a range past it would be harmless, but useless.
 #[inline]
 pub(crate) fn for_write(start: *const u8, len: usize) {
-    let lines = len.div_ceil(LINE).min(WRITE_LINES);
     // From the line holding `start`, so a placement that does not begin on a line boundary
     // still has its first line asked for.
-    let first = start.wrapping_sub(start as usize % LINE);
-    for k in 0..lines {
-        write_line(first.wrapping_add(k * LINE));
+    let mut line = start.wrapping_sub(start as usize % LINE);
+    let end = start.wrapping_add(len.min(WRITE_LINES * LINE));
+    while line < end {
+        write_line(line);
+        line = line.wrapping_add(LINE);
     }
 }
 
