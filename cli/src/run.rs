@@ -331,6 +331,21 @@ fn eal_hint(eal_args: &[String]) -> &'static str {
     }
 }
 
+/// With `--json`, a command that failed says so on stdout, where its answer would have been:
+/// a program driving the shell learns which command failed, and why, from the one stream it
+/// reads (the sentence still goes to stderr). The command is shown with its keys hidden.
+fn command_error(json: bool, command: &str, error: &str) {
+    if json {
+        outln!(
+            "{}",
+            serde_json::json!({"command_error": {
+                "command": shell::key_hidden(command.trim()),
+                "error": error,
+            }})
+        );
+    }
+}
+
 /// Runs scripts, auto-start, then the shell or the wait; returns the exit status.
 fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &AtomicBool) -> i32 {
     for (n, script) in scripts.iter().enumerate() {
@@ -350,6 +365,7 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Quit) => return 0,
                 Err(e) => {
+                    command_error(opts.json, text, &e);
                     errln!("ddpdk: {file}:{line}: {e}");
                     return EXIT_FAILURE;
                 }
@@ -408,6 +424,7 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
                     let flow = match shell::parse_line(&l) {
                         Ok(None) => Flow::Continue,
                         Ok(Some(cmd)) => app.execute(&cmd).unwrap_or_else(|e| {
+                            command_error(opts.json, &l, &e);
                             note(opts.json, format_args!("{e}"));
                             if typos_count {
                                 status = EXIT_FAILURE;
@@ -415,6 +432,7 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
                             Flow::Continue
                         }),
                         Err(e) => {
+                            command_error(opts.json, &l, &e);
                             note(opts.json, format_args!("{e}"));
                             if typos_count {
                                 status = EXIT_FAILURE;

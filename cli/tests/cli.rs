@@ -526,6 +526,38 @@ fn a_ddp_endpoint_shows_its_port_and_refuses_others() {
     );
 }
 
+/// With `--json`, a command that fails answers on stdout, where its result would have been,
+/// as `command_error` with the command and the reason: a program driving the shell (a `send`
+/// that timed out, a typo) learns of it from the stream it reads. Before, the reason went to
+/// stderr only and stdout said nothing at all.
+#[test]
+fn a_failed_command_answers_on_stdout_in_json() {
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "--json", "-i"],
+        b"show port info 7\nshow port info 0\nno-such-command now\nquit\n",
+    );
+    assert_eq!(o.status.code(), Some(1), "two commands were bad:\n{text}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let errors: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("command_error").cloned())
+        .collect();
+    assert_eq!(errors.len(), 2, "one for each bad command:\n{stdout}");
+    assert_eq!(errors[0]["command"], "show port info 7", "{stdout}");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no port 7")),
+        "{stdout}"
+    );
+    assert_eq!(errors[1]["command"], "no-such-command now", "{stdout}");
+    assert!(
+        errors[1]["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{stdout}"
+    );
+}
+
 /// Receive buffers a queue cannot hold (RFC 5041 §5.1.2 queues, 256 posted each) are refused
 /// by the command, in one line; `recv auto` used to accept them and every accepted session
 /// then printed "post_recv refused: queue full" once per buffer over the depth (1744 lines).

@@ -590,6 +590,36 @@ fn shell_script(dir: &Dir, cmds: &Path, extra: &[&str]) -> Output {
         .expect("shell")
 }
 
+/// A script's failing command answers on stdout with `--json` too (`command_error`), and the
+/// command it quotes has its key hidden: the failure here comes after the key, so the line
+/// would otherwise carry it to whatever reads the stream.
+#[test]
+fn a_failed_script_command_answers_in_json_without_its_key() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("shellerr");
+    let cmds = dir.file(
+        "cmds.txt",
+        &format!(
+            "ipsec sa add in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode sideways\n\
+             quit\n"
+        ),
+    );
+    let o = shell_script(&dir, &cmds, &["--json"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let error = json_of(&out, "command_error");
+    let command = error["command"].as_str().unwrap_or_default();
+    assert!(
+        command.starts_with("ipsec sa add in 1000") && command.contains("(key hidden)"),
+        "{error}"
+    );
+    assert!(
+        error["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{error}"
+    );
+    assert!(!out.contains("2b:7e"), "no key on stdout: {out}");
+}
+
 /// With `--json`, the shell's IPsec answers are JSON lines on stdout like every command's
 /// result: `expiring` as the lists of SAs a key manager's script wants, not a sentence (before:
 /// the sentence, on stderr only), and a change's answer with the command's first words.
