@@ -85,6 +85,12 @@ struct Args {
     /// over buffers).
     #[arg(long)]
     memif_bsize: Option<u16>,
+    /// log2 of the slots of each memif ring (memif's `rsize`; DPDK's default is 10, 1024
+    /// slots). A txonly sender keeps its ring full, so the frames rxplace reads were written a
+    /// whole ring earlier: 9 MiB of them at MTU 9000, out of cache. A smaller ring shows what
+    /// that costs the ceiling (benches/README.md, "Session 27").
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=14))]
+    memif_rsize: Option<u8>,
     /// Shares of received frames each endpoint drops on purpose (`--fault-drop`), each
     /// measured with writes from a region after the lossless runs of every round: e.g.
     /// `0.001,0.01` (issue 13 item 9). None by default.
@@ -106,8 +112,11 @@ fn eal(args: &Args, lcores: &str, prefix: &str, role: &str, sock: &str, mtu: u16
         "--log-level=*:error",
         &format!("--file-prefix={prefix}"),
         &format!(
-            "--vdev=net_memif0,role={role},id=0,socket={sock},bsize={}",
-            memif_bsize(mtu, args.memif_bsize)
+            "--vdev=net_memif0,role={role},id=0,socket={sock},bsize={}{}",
+            memif_bsize(mtu, args.memif_bsize),
+            args.memif_rsize
+                .map(|r| format!(",rsize={r}"))
+                .unwrap_or_default()
         ),
     ]
     .iter()
