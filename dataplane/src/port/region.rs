@@ -215,8 +215,8 @@ const EINVAL: i32 = 22;
 ///
 /// A registered region is memory the wire writes into at any moment (an RNIC's registration
 /// pins and maps its pages for that reason), and the first write to a page the kernel has not
-/// populated yet is a page fault: microseconds of kernel time on the data core that places a segment
-/// there, in the middle of a burst. DPDK's heap under `--no-huge` is such memory, and
+/// populated yet is a page fault: microseconds of kernel time on the data core placing a
+/// segment there, in the middle of a burst. DPDK's heap under `--no-huge` is such memory, and
 /// `rte_zmalloc` does not touch pages it knows to be zero. Each page gets one write of the
 /// byte it already holds, so the contents (zero) are unchanged.
 #[cfg(feature = "dpdk")]
