@@ -98,8 +98,8 @@ struct Args {
     /// the ceiling of a round is the best of them, so a ring too deep for the cache does not
     /// understate it (a txonly sender keeps its ring full; at MTU 9000 the default ring holds
     /// 9 MiB of frames, and rxplace measured 5.2 GB/s on it against 6.1 on 64 slots). Give
-    /// `--ceiling-rsizes ''` for the links' ring alone.
-    #[arg(long, value_delimiter = ',', default_values_t = [6u8],
+    /// `--ceiling-rsizes` without a value for the links' ring alone.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [6u8],
           value_parser = clap::value_parser!(u8).range(1..=14))]
     ceiling_rsizes: Vec<u8>,
     /// Shares of received frames each endpoint drops on purpose (`--fault-drop`), each
