@@ -41,10 +41,10 @@
 //! streams, SACKs and heartbeats go on. Session events come up as [`Event::Indication`]s and
 //! the ULP's Initiate / Accept / Reject / Terminate go down as [`Op`]s.
 
+use ddpdk_dataplane::channel::{self, Receiver, Sender, TrySendError};
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
@@ -767,13 +767,13 @@ pub struct DataCore<P: Port> {
     regions: Arc<RegionTable>,
     shared_regions: Arc<SharedRegions>,
     commands: Receiver<Command<P::Buf>>,
-    packets_up: SyncSender<P::Buf>,
-    events_up: SyncSender<Upcall>,
+    packets_up: Sender<P::Buf>,
+    events_up: Sender<Upcall>,
     /// Upcalls the event ring had no room for, sent first, in order, on the next poll; while
     /// any wait, nothing more is taken from the connections.
     held: VecDeque<Upcall>,
     dispatch_in: Receiver<P::Buf>,
-    dispatch_out: Vec<SyncSender<P::Buf>>,
+    dispatch_out: Vec<Sender<P::Buf>>,
     /// Every core's doorbell (this one's at `index`): a frame dispatched to a sibling wakes it.
     doorbells: Arc<[Doorbell]>,
     /// The control thread's: rung after a turn that handed it packets or upcalls.
@@ -819,12 +819,12 @@ pub fn build<P: Port>(
     }
     let depth = cfg.ring_depth.max(1);
     let (memory, replicas) = Memory::new(cfg.stags, cores, cfg.random);
-    let (packets_tx, packets_rx) = mpsc::sync_channel(depth);
-    let (events_tx, events_rx) = mpsc::sync_channel(depth);
+    let (packets_tx, packets_rx) = channel::bounded(depth);
+    let (events_tx, events_rx) = channel::bounded(depth);
     let mut dispatch_tx = Vec::new();
     let mut dispatch_rx = Vec::new();
     for _ in 0..cores {
-        let (t, r) = mpsc::sync_channel(depth);
+        let (t, r) = channel::bounded(depth);
         dispatch_tx.push(t);
         dispatch_rx.push(r);
     }
@@ -834,7 +834,7 @@ pub fn build<P: Port>(
     let mut links = Vec::new();
     let mut data = Vec::new();
     for (index, (stags, dispatch_in)) in replicas.into_iter().zip(dispatch_rx).enumerate() {
-        let (cmd_tx, cmd_rx) = mpsc::sync_channel(depth);
+        let (cmd_tx, cmd_rx) = channel::bounded(depth);
         links.push(CoreLink {
             commands: cmd_tx,
             outbox: VecDeque::new(),
@@ -1027,8 +1027,8 @@ impl<P: Port> DataCore<P> {
         let mut work = self.memory_changes();
         work += self.commands(now);
         for i in 0..BURST {
-            match self.dispatch_in.try_recv() {
-                Ok(b) => {
+            match channel::poll(&self.dispatch_in) {
+                Some(b) => {
                     // As for a burst below: the STag changes made before this frame was sent.
                     if i == 0 {
                         work += self.memory_changes();
@@ -1037,7 +1037,7 @@ impl<P: Port> DataCore<P> {
                     self.frame_in(now, b, true);
                     work += 1;
                 }
-                Err(_) => break,
+                None => break,
             }
         }
         self.free_spent();
@@ -1286,7 +1286,7 @@ impl<P: Port> DataCore<P> {
     fn commands(&mut self, now: Instant) -> usize {
         let mut n = 0;
         while self.held.len() < MAX_HELD_UPCALLS {
-            let Ok(cmd) = self.commands.try_recv() else {
+            let Some(cmd) = channel::poll(&self.commands) else {
                 break;
             };
             n += 1;
@@ -1602,7 +1602,7 @@ impl<P: Port> DataCore<P> {
 }
 
 struct CoreLink<B> {
-    commands: SyncSender<Command<B>>,
+    commands: Sender<Command<B>>,
     /// Commands the core's ring had no room for, in order.
     outbox: VecDeque<Command<B>>,
 }
@@ -1887,14 +1887,14 @@ impl<P: Port> Control<P> {
     pub fn poll(&mut self, now: Instant) -> usize {
         let mut work = 0;
         for _ in 0..BURST {
-            let Ok(b) = self.packets.try_recv() else {
+            let Some(b) = channel::poll(&self.packets) else {
                 break;
             };
             work += 1;
             self.stats.packets += 1;
             self.packet(now, b);
         }
-        while let Ok(u) = self.events.try_recv() {
+        while let Some(u) = channel::poll(&self.events) {
             work += 1;
             match u {
                 Upcall::Event(e) => {
@@ -2132,7 +2132,7 @@ mod tests {
         use std::sync::atomic::AtomicU64;
         let bell = Arc::new(Doorbell::default());
         let pending = Arc::new(AtomicU64::new(0));
-        let (done_tx, done_rx) = mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
         let sleeper = {
             let (bell, pending) = (Arc::clone(&bell), Arc::clone(&pending));
             std::thread::spawn(move || {

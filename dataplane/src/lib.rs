@@ -1,6 +1,7 @@
 //! ddpdk data plane: everything that runs per packet on a data core.
 //!
 //! - [`port`]: the `Port` trait, DPDK ethdev ports, an in-memory pair for tests.
+//! - [`channel`]: the rings between a data core and the threads that feed it.
 //! - [`config`]: the (port, queue, lcore) forwarding table, validated before anything starts.
 //! - [`fwd`]: testpmd-like forwarding engines (`io`, `rxonly`, `txonly`) and the per-lcore loop.
 //! - [`wire`]: zero-copy views of Ethernet/IP/SCTP/DDP headers, CRC32c.
@@ -44,6 +45,7 @@ macro_rules! errln {
     }};
 }
 
+pub mod channel;
 pub mod config;
 pub mod ddp;
 pub mod fwd;

@@ -11,7 +11,7 @@
 //! STag fails the whole-STag lookup on every core, so nothing more is placed. A core never
 //! blocks: if the acknowledgement channel were full it would retry on its next poll.
 
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use crate::channel::{self, Receiver, Sender, TrySendError};
 use std::time::{Duration, Instant};
 
 use super::stag::{RegisterError, Registration, Stag, StagTable};
@@ -31,7 +31,7 @@ pub struct CoreStags {
     core: usize,
     table: StagTable,
     commands: Receiver<Command>,
-    acks: SyncSender<(usize, u64)>,
+    acks: Sender<(usize, u64)>,
     /// An acknowledgement the channel had no room for, sent again on the next poll.
     unsent_ack: Option<u64>,
 }
@@ -48,7 +48,7 @@ impl CoreStags {
             self.ack(epoch);
         }
         let mut n = 0;
-        while let Ok(cmd) = self.commands.try_recv() {
+        while let Some(cmd) = channel::poll(&self.commands) {
             n += 1;
             match cmd {
                 Command::Register(stag, reg) => self.table.insert(stag, reg),
@@ -114,7 +114,7 @@ enum SendBy {
 
 /// Sends without blocking past `deadline` (a core drains its channel between packets; one that
 /// does not for that long is stalled).
-fn send_by(core: &SyncSender<Command>, mut cmd: Command, deadline: Instant) -> Result<(), SendBy> {
+fn send_by(core: &Sender<Command>, mut cmd: Command, deadline: Instant) -> Result<(), SendBy> {
     loop {
         match core.try_send(cmd) {
             Ok(()) => return Ok(()),
@@ -132,7 +132,7 @@ fn send_by(core: &SyncSender<Command>, mut cmd: Command, deadline: Instant) -> R
 #[derive(Debug)]
 pub struct Coordinator {
     master: StagTable,
-    cores: Vec<SyncSender<Command>>,
+    cores: Vec<Sender<Command>>,
     acks: Receiver<(usize, u64)>,
     epoch: u64,
     inflight: Vec<Inflight>,
@@ -147,11 +147,11 @@ impl Coordinator {
         cores: usize,
         depth: usize,
     ) -> (Coordinator, Vec<CoreStags>) {
-        let (ack_tx, ack_rx) = mpsc::sync_channel(cores * depth.max(1));
+        let (ack_tx, ack_rx) = channel::bounded(cores * depth.max(1));
         let mut senders = Vec::new();
         let mut replicas = Vec::new();
         for core in 0..cores {
-            let (tx, rx) = mpsc::sync_channel(depth.max(1));
+            let (tx, rx) = channel::bounded(depth.max(1));
             senders.push(tx);
             replicas.push(CoreStags {
                 core,
