@@ -12,9 +12,11 @@ pub use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TryRecvError, 
 /// it sleeps, fences, then polls (`Doorbell::sleep_unless`); a sender moves the tail with a
 /// locked instruction, fences, then looks whether it sleeps (`Doorbell::ring`). Either the poll
 /// sees the new tail or the sender sees the sleeper.
+///
+/// A rendezvous channel (capacity 0) always reads empty, so it is asked directly.
 #[inline]
 pub fn poll<T>(rx: &Receiver<T>) -> Option<T> {
-    if rx.is_empty() {
+    if rx.is_empty() && rx.capacity() != Some(0) {
         return None;
     }
     rx.try_recv().ok()
@@ -39,6 +41,27 @@ mod tests {
         drop(tx);
         assert_eq!(poll(&rx), Some(3));
         assert_eq!(poll(&rx), None);
+    }
+
+    /// A rendezvous channel holds nothing, so it always reads empty: a sender waiting in it is
+    /// still met.
+    #[test]
+    fn poll_meets_a_sender_waiting_on_a_rendezvous_channel() {
+        let (tx, rx) = bounded(0);
+        let sender = std::thread::spawn(move || tx.send(7).unwrap());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let got = loop {
+            if let Some(v) = poll(&rx) {
+                break v;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the waiting sender was never met"
+            );
+            std::thread::yield_now();
+        };
+        assert_eq!(got, 7);
+        sender.join().unwrap();
     }
 
     /// Messages sent from another thread while this one polls are all taken, none twice: the
