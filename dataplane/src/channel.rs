@@ -1,7 +1,7 @@
 //! The rings between a data core and the threads that feed it (commands, STag changes, frames
 //! from sibling cores, upcalls), polled on every turn of a poll loop.
 
-pub use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TryRecvError, TrySendError};
+pub use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 /// The next message of `rx`, if one is there; `None` when it is empty or closed.
 ///

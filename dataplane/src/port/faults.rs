@@ -19,6 +19,7 @@
 //! Each RX queue has its own xorshift state (one core owns a queue), so the same seed does the
 //! same to the same arrival order. Without faults the wrapper adds one branch a burst.
 
+use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -81,7 +82,10 @@ pub struct Faulty<P: Port> {
     /// Whether any fault is on: without, frames pass straight through.
     active: bool,
     queues: Box<[Mutex<QueueState<P::Buf>>]>,
-    kept: AtomicU64,
+    /// Frames passed up, per RX queue: each queue is polled by one data core, and a counter
+    /// of their own (a cache line each) keeps the cores from moving one line between them on
+    /// every burst.
+    kept: Box<[CachePadded<AtomicU64>]>,
     dropped: AtomicU64,
     corrupted: AtomicU64,
     duplicated: AtomicU64,
@@ -138,7 +142,8 @@ impl<P: Port> Faulty<P> {
                     scratch: Vec::new(),
                 })
             })
-            .collect();
+            .collect::<Box<[_]>>();
+        let kept = (0..queues.len()).map(|_| CachePadded::default()).collect();
         Faulty {
             inner,
             drop: threshold(faults.drop),
@@ -148,7 +153,7 @@ impl<P: Port> Faulty<P> {
             delay: faults.delay,
             active: !faults.is_none(),
             queues,
-            kept: AtomicU64::new(0),
+            kept,
             dropped: AtomicU64::new(0),
             corrupted: AtomicU64::new(0),
             duplicated: AtomicU64::new(0),
@@ -170,13 +175,20 @@ impl<P: Port> Faulty<P> {
 
     /// Frames passed to the caller so far.
     pub fn kept(&self) -> u64 {
-        self.kept.load(Relaxed)
+        self.kept.iter().map(|k| k.load(Relaxed)).sum()
+    }
+
+    /// Counts `n` frames passed up from `queue`.
+    fn count_kept(&self, queue: u16, n: usize) {
+        if let Some(k) = self.kept.get(usize::from(queue)) {
+            k.fetch_add(n as u64, Relaxed);
+        }
     }
 
     /// Everything done so far.
     pub fn counts(&self) -> FaultCounts {
         FaultCounts {
-            kept: self.kept.load(Relaxed),
+            kept: self.kept(),
             dropped: self.dropped.load(Relaxed),
             corrupted: self.corrupted.load(Relaxed),
             duplicated: self.duplicated.load(Relaxed),
@@ -320,7 +332,7 @@ impl<P: Port> Port for Faulty<P> {
             let n = self.inner.rx_burst(queue, out, max);
             // Most polls of an idle core find nothing: no locked add (a full barrier) for them.
             if n > 0 {
-                self.kept.fetch_add(n as u64, Relaxed);
+                self.count_kept(queue, n);
             }
             return n;
         }
@@ -353,7 +365,7 @@ impl<P: Port> Port for Faulty<P> {
             }
         }
         let kept = out.len() - start;
-        self.kept.fetch_add(kept as u64, Relaxed);
+        self.count_kept(queue, kept);
         kept
     }
 
