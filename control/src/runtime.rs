@@ -1025,7 +1025,12 @@ impl<P: Port> DataCore<P> {
         self.account_load(now);
         // STag changes apply between packets, never in the middle of placing one.
         let mut work = self.memory_changes();
-        work += self.commands(now);
+        let commands = self.commands(now);
+        work += commands;
+        if commands > 0 {
+            // What the commands posted leaves now, not after this turn's RX polls.
+            work += self.answer(now);
+        }
         for i in 0..BURST {
             match channel::poll(&self.dispatch_in) {
                 Some(b) => {
@@ -1065,6 +1070,11 @@ impl<P: Port> DataCore<P> {
                 }
             }
             self.free_spent();
+            if n > 0 {
+                // What this burst called for (a SACK, the DATA a SACK let go, a completion)
+                // goes before the next queue is polled.
+                work += self.answer(now);
+            }
         }
         self.rx = rx;
         // Packets that waited for an ARP or ND answer go first, in the order they were made.
@@ -1074,16 +1084,27 @@ impl<P: Port> DataCore<P> {
                 s.c.handle_timeout(now);
             }
         }
+        let work = work + self.answer(now);
+        self.last_worked |= work > 0;
+        work
+    }
+
+    /// What the turn so far called for leaves: sessions lent, packets framed and sent, events
+    /// up (in that order, as the control thread expects them). Run after commands and after
+    /// each RX burst as well as at the end of a turn: a one-outstanding-write exchange (issue
+    /// 13 item 4) otherwise waits for the turn's other queue polls and timers at both ends.
+    /// Returns the packets and events.
+    fn answer(&mut self, now: Instant) -> usize {
         self.lend_sessions();
+        let mut work = 0;
         for k in 0..self.slots.len() {
             work += self.transmit(now, k);
         }
         self.out.flush();
-        let work = work + self.upcalls();
+        work += self.upcalls();
         if std::mem::take(&mut self.rang_control) {
             self.control_bell.ring();
         }
-        self.last_worked |= work > 0;
         work
     }
 
