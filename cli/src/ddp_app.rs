@@ -2353,7 +2353,8 @@ impl DdpApp {
                         "unresolved": st.tx.unresolved, "held_sent": st.tx.held_sent,
                         "associations": r.assocs.len(),
                         "zero_copy_spans": st.tx.zero_copy_spans,
-                        "copied_spans": st.tx.copied_spans, "rx_chained": st.rx_chained,
+                        "copied_spans": st.tx.copied_spans,
+                        "inlined_spans": st.tx.inlined_spans, "rx_chained": st.rx_chained,
                         "rx_chained_dropped": st.rx_chained_dropped,
                         "rx_too_long": st.rx_too_long,
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
@@ -2368,7 +2369,8 @@ impl DdpApp {
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND answered: {} not ours: {}\n  \
-                     region spans by reference: {:<8} copied: {:<8} RX chains gathered: {} \
+                     region spans by reference: {:<8} inlined: {:<8} copied: {:<8} \
+                     RX chains gathered: {} \
                      (dropped: no buffer {}, too long {})\n  \
                      busy since start: {}",
                     r.core,
@@ -2392,6 +2394,7 @@ impl DdpApp {
                         + r.iface.other_ether_type
                         + r.iface.other_protocol,
                     st.tx.zero_copy_spans,
+                    st.tx.inlined_spans,
                     st.tx.copied_spans,
                     st.rx_chained,
                     st.rx_chained_dropped,

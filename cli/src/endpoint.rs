@@ -1239,6 +1239,7 @@ impl Job {
         let drops = Drops::of(&reports, self.node.port.stats());
         let by_reference: u64 = reports.iter().map(|r| r.stats.tx.zero_copy_spans).sum();
         let copied: u64 = reports.iter().map(|r| r.stats.tx.copied_spans).sum();
+        let inlined: u64 = reports.iter().map(|r| r.stats.tx.inlined_spans).sum();
         let sctp = reports
             .iter()
             .flat_map(|r| &r.assocs)
@@ -1283,6 +1284,7 @@ impl Job {
                     "source": format!("{:?}", opts.ddp_source).to_lowercase(),
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
+                    "spans_inlined": inlined,
                     "faults": faults_json(self.node.port.inner().counts()),
                     "drops": drops.json(),
                     "cores": cores_json(&reports),

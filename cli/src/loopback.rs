@@ -651,7 +651,7 @@ impl Loopback {
                         "{label} core {k}: {} frames in ({} chained), {} out, {} dispatched to / \
                          {} from other cores, {} to control ({} dropped), {} tx dropped, {} \
                          unresolved ({} held for ARP/ND, then sent); region spans sent by \
-                         reference {}, copied {}",
+                         reference {}, inlined {}, copied {}",
                         c.frames_in,
                         c.rx_chained,
                         c.tx.frames_out,
@@ -663,6 +663,7 @@ impl Loopback {
                         c.tx.unresolved,
                         c.tx.held_sent,
                         c.tx.zero_copy_spans,
+                        c.tx.inlined_spans,
                         c.tx.copied_spans,
                     ),
                 );

@@ -19,6 +19,7 @@ use ddpdk_control::conn::Status;
 use ddpdk_control::conn::{Payload, PostError};
 use ddpdk_control::memory::RegionId;
 use ddpdk_control::runtime::{Control, CoreStats, DataCore, Event, RuntimeConfig};
+use ddpdk_control::xmit::INLINE_SPANS_MAX;
 use ddpdk_dataplane::port::mem::{pair_with_offload, MemPort};
 use ddpdk_dataplane::port::ChecksumOffload;
 use ddpdk_dataplane::wire::crc32c::crc32c;
@@ -58,6 +59,7 @@ struct Run {
 fn run(
     offload: ChecksumOffload,
     zero_copy: bool,
+    size: usize,
     payload: impl Fn(RegionId, u64) -> Payload,
 ) -> Run {
     // Queue 1 is the control thread's TX queue.
@@ -65,7 +67,7 @@ fn run(
     pa.set_zero_copy(zero_copy);
     let (pa, pb) = (Arc::new(pa), Arc::new(pb));
     let (mut a, mut b) = (side(&pa, A4, 1), side(&pb, B4, 2));
-    let total = WRITES * SIZE;
+    let total = WRITES * size;
     let bpd = b.0.memory_mut().alloc_pd();
     let sink = b.0.memory_mut().alloc_region(total).unwrap();
     let reg =
@@ -84,9 +86,19 @@ fn run(
         .unwrap();
     let mut l = Lockstep::open(a, b, IpAddr::V4(B4), PORT, apd, bpd);
     for k in 0..WRITES {
-        let at = (k * SIZE) as u64;
+        let at = (k * size) as u64;
         let op = tagged(k as u64 + 1, reg.stag, at, payload(source, base + at));
         l.ca.submit(l.conn, op).unwrap();
+        // A small write waits for the one before: each then has a packet of its own, not
+        // bundled with the others (whose spans together would be more than a small packet's).
+        if size <= INLINE_SPANS_MAX {
+            l.run_until("the write's completion", |l| {
+                l.ea.iter()
+                    .filter(|e| matches!(e, Event::Completion { .. } | Event::Refused { .. }))
+                    .count()
+                    > k
+            });
+        }
     }
     l.run_until("every write's end", |l| {
         let ended =
@@ -134,15 +146,23 @@ fn all_succeeded(r: &Run) -> bool {
 /// bytes (RFC 5041 §5.4: each write completes once acknowledged).
 #[test]
 fn region_sends_leave_by_reference_and_arrive_exact() {
-    let r = run(ChecksumOffload::default(), true, from_region);
+    let r = run(ChecksumOffload::default(), true, SIZE, from_region);
     assert!(all_succeeded(&r), "{:?}", r.client_events);
     assert_eq!(r.placed, r.sent, "placed bytes are the source region's");
     // 10 001 bytes at a MULPDU of 1418 (tagged: 1410 of payload) is 8 segments a write.
+    // The last, 131 bytes, goes copied into its frame when no other span shares its packet
+    // (at most `INLINE_SPANS_MAX` bytes of spans: a chain would cost more than the copy).
     let segments = (WRITES * SIZE.div_ceil(1410)) as u64;
+    let tx = &r.client_core.tx;
     assert!(
-        r.client_core.tx.zero_copy_spans >= segments,
-        "{} spans by reference for {segments} segments",
-        r.client_core.tx.zero_copy_spans
+        tx.zero_copy_spans + tx.inlined_spans >= segments,
+        "{} spans by reference and {} inlined for {segments} segments",
+        tx.zero_copy_spans,
+        tx.inlined_spans
+    );
+    assert!(
+        tx.inlined_spans <= WRITES as u64,
+        "only a write's short last span"
     );
     assert_eq!(r.client_core.tx.copied_spans, 0);
     assert_eq!(
@@ -152,11 +172,35 @@ fn region_sends_leave_by_reference_and_arrive_exact() {
     assert_eq!(r.server_core.discarded, 0, "every CRC32c was right");
 }
 
+/// Small writes (at most `INLINE_SPANS_MAX` bytes of region spans in a packet) go as one
+/// copied buffer even where the port chains: nothing attached, the span's bytes read from the
+/// region when framed, the CRC32c over the whole packet right, and the server places exactly
+/// the region's bytes.
+#[test]
+fn small_region_sends_are_copied_into_one_buffer() {
+    const SMALL: usize = 100;
+    const { assert!(SMALL <= INLINE_SPANS_MAX) };
+    let r = run(ChecksumOffload::default(), true, SMALL, |region, offset| {
+        Payload::Region {
+            region,
+            offset,
+            len: SMALL as u32,
+        }
+    });
+    assert!(all_succeeded(&r), "{:?}", r.client_events);
+    assert_eq!(r.placed, r.sent, "placed bytes are the source region's");
+    assert_eq!(r.client_core.tx.inlined_spans, WRITES as u64);
+    assert_eq!(r.client_core.tx.zero_copy_spans, 0);
+    assert_eq!(r.client_core.tx.copied_spans, 0);
+    assert_eq!(r.attached, 0, "nothing attached");
+    assert_eq!(r.server_core.discarded, 0, "every CRC32c was right");
+}
+
 /// The same writes through a port that cannot chain: every span is copied into its frame,
 /// nothing is attached, and the bytes and checksums are just as right.
 #[test]
 fn without_chains_region_bytes_are_copied_into_the_frame() {
-    let r = run(ChecksumOffload::default(), false, from_region);
+    let r = run(ChecksumOffload::default(), false, SIZE, from_region);
     assert!(all_succeeded(&r), "{:?}", r.client_events);
     assert_eq!(r.placed, r.sent);
     assert_eq!(r.client_core.tx.zero_copy_spans, 0);
@@ -171,7 +215,7 @@ fn without_chains_region_bytes_are_copied_into_the_frame() {
 #[test]
 fn the_device_checksums_chains_with_offload() {
     let offload = ChecksumOffload { tx: true, rx: true };
-    let r = run(offload, true, from_region);
+    let r = run(offload, true, SIZE, from_region);
     assert!(all_succeeded(&r), "{:?}", r.client_events);
     assert_eq!(r.placed, r.sent);
     assert!(r.client_core.tx.zero_copy_spans > 0);
@@ -183,7 +227,7 @@ fn the_device_checksums_chains_with_offload() {
 /// reason, and nothing is sent (RFC 4296 §2.1.2: the local buffer must be registered memory).
 #[test]
 fn a_span_outside_the_regions_is_refused() {
-    let r = run(ChecksumOffload::default(), true, |region, offset| {
+    let r = run(ChecksumOffload::default(), true, SIZE, |region, offset| {
         if offset == 3 {
             // The first write reaches past the end of the source region.
             Payload::Region {
