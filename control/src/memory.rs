@@ -9,6 +9,7 @@
 //! immediate for the same reason.
 
 use core::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -106,8 +107,46 @@ pub struct RegionTable {
     slots: Box<[Option<Arc<Slotted>>]>,
 }
 
-/// Where the latest [`RegionTable`] is published, for data cores and connections.
-pub type SharedRegions = ArcSwap<RegionTable>;
+/// Where the latest [`RegionTable`] is published, for data cores and connections, with a
+/// count of the publications: a data core asks for the table once a turn, and reading a
+/// counter that has not moved is one load where `ArcSwap::load` is a fenced debt-slot write
+/// (25 ns here, a tenth of an idle turn: benches/README.md, "Session 29").
+#[derive(Debug)]
+pub struct SharedRegions {
+    table: ArcSwap<RegionTable>,
+    generation: AtomicU64,
+}
+
+impl SharedRegions {
+    fn new(table: RegionTable) -> SharedRegions {
+        SharedRegions {
+            table: ArcSwap::from_pointee(table),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The latest table, borrowed.
+    pub fn load(&self) -> arc_swap::Guard<Arc<RegionTable>> {
+        self.table.load()
+    }
+
+    /// The latest table, held.
+    pub fn load_full(&self) -> Arc<RegionTable> {
+        self.table.load_full()
+    }
+
+    /// How many tables were published before the latest. Whoever sees a count has the table
+    /// published with it (or a later one) from [`SharedRegions::load`]: the count moves after
+    /// the table is stored, with release, and is read with acquire.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn store(&self, table: RegionTable) {
+        self.table.store(Arc::new(table));
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+}
 
 impl RegionTable {
     fn new() -> RegionTable {
@@ -176,7 +215,7 @@ impl Memory {
         (
             Memory {
                 master: RegionTable::new(),
-                published: Arc::new(ArcSwap::from_pointee(RegionTable::new())),
+                published: Arc::new(SharedRegions::new(RegionTable::new())),
                 fresh_slot: 0,
                 free_slots: Vec::new(),
                 generations: vec![0; MAX_REGIONS],
@@ -276,7 +315,7 @@ impl Memory {
 
     /// Publishes the regions as they are now (a control-path copy of the slot table).
     fn publish(&self) {
-        self.published.store(Arc::new(self.master.clone()));
+        self.published.store(self.master.clone());
     }
 
     /// Placement against the master STag table (no data cores, or the control thread's own
@@ -554,5 +593,23 @@ mod tests {
         assert_eq!(b, [0x5c; 8], "still the region's bytes");
         drop(held);
         assert_eq!(m.regions_draining(), 0, "given back");
+    }
+
+    /// A data core reloads its snapshot only when the publication count moves: each region
+    /// added or freed moves it, and the table loaded after seeing the new count has the change.
+    #[test]
+    fn every_publication_moves_the_generation_with_its_table() {
+        let (mut m, _) = Memory::new(8, 0, 7);
+        let shared = Arc::clone(m.region_table());
+        let g0 = shared.generation();
+        let r = m.alloc_region(4096).unwrap();
+        let g1 = shared.generation();
+        assert!(g1 > g0, "an added region is a new publication");
+        assert!(shared.load().region(r.0).is_some(), "published with it");
+        m.free_region(r).unwrap();
+        let g2 = shared.generation();
+        assert!(g2 > g1, "a freed region is a new publication");
+        assert!(shared.load().region(r.0).is_none(), "published without it");
+        assert_eq!(shared.generation(), g2, "nothing published, no move");
     }
 }

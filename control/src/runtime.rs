@@ -766,6 +766,8 @@ pub struct DataCore<P: Port> {
     /// STag replica, so every region its STags name is in it; it keeps them alive).
     regions: Arc<RegionTable>,
     shared_regions: Arc<SharedRegions>,
+    /// The publication `regions` came with.
+    regions_generation: u64,
     commands: Receiver<Command<P::Buf>>,
     packets_up: Sender<P::Buf>,
     events_up: Sender<Upcall>,
@@ -851,6 +853,7 @@ pub fn build<P: Port>(
             steer,
             slots: Vec::new(),
             stags,
+            regions_generation: memory.region_table().generation(),
             regions: memory.region_table().load_full(),
             shared_regions: Arc::clone(memory.region_table()),
             commands: cmd_rx,
@@ -1011,9 +1014,12 @@ impl<P: Port> DataCore<P> {
     /// naming it is registered, so the snapshot has every region the replica names.
     fn memory_changes(&mut self) -> usize {
         let n = self.stags.poll();
-        let latest = self.shared_regions.load();
-        if !Arc::ptr_eq(&latest, &self.regions) {
-            self.regions = arc_swap::Guard::into_inner(latest);
+        // After the STag commands: a table published before a registration was sent is seen
+        // with it (`SharedRegions::generation`).
+        let generation = self.shared_regions.generation();
+        if generation != self.regions_generation {
+            self.regions_generation = generation;
+            self.regions = self.shared_regions.load_full();
         }
         n
     }
