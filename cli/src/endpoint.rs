@@ -1088,13 +1088,16 @@ impl Job {
                     data: payload,
                     signaled: true,
                 });
+                // ib_write_lat's bounds: from the post to the completion seen by the ULP, each
+                // read when it happens rather than at the start of the turn around it.
+                let at = self.node.clock.now();
                 match self.control.submit(conn, op) {
                     Ok(()) => {}
                     // The core's command ring is full: the rest next turn.
                     Err(RuntimeError::Busy) => break,
                     Err(e) => return Err(e.to_string()),
                 }
-                posted.push_back((wr, w, !send_untagged));
+                posted.push_back((wr, at, !send_untagged));
                 wr += 1;
                 if send_untagged {
                     untagged += 1;
@@ -1134,7 +1137,8 @@ impl Job {
                         (progress, last_done, sacks_seen) = (w, w, None);
                         match posted.pop_front() {
                             Some((_, at, true)) => {
-                                let _ = latency.record(w.saturating_since(at).as_nanos() as u64);
+                                let seen = self.node.clock.now();
+                                let _ = latency.record(seen.saturating_since(at).as_nanos() as u64);
                                 done += 1;
                             }
                             Some((_, _, false)) => untagged_done += 1,
