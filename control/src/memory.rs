@@ -108,9 +108,10 @@ pub struct RegionTable {
 }
 
 /// Where the latest [`RegionTable`] is published, for data cores and connections, with a
-/// count of the publications: a data core asks for the table once a turn, and reading a
+/// count of the publications: a data core asks for the table every turn, and reading a
 /// counter that has not moved is one load where `ArcSwap::load` is a fenced debt-slot write
-/// (25 ns here, a tenth of an idle turn: benches/README.md, "Session 29").
+/// and a thread-local lookup (with its caller, a tenth of a latency-bound core's samples:
+/// benches/README.md, "Session 29").
 #[derive(Debug)]
 pub struct SharedRegions {
     table: ArcSwap<RegionTable>,
