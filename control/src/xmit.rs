@@ -256,24 +256,7 @@ impl<P: Port> Tx<P> {
         if holes.is_empty() {
             return self.send_sctp(now, iface, peer, len, device_checksum);
         }
-        if holes.iter().map(|h| h.ext.len as usize).sum::<usize>() <= INLINE_SPANS_MAX {
-            return self.frame_sctp(
-                now,
-                iface,
-                peer,
-                len,
-                device_checksum,
-                false,
-                |tx, frame, at, offload| {
-                    tx.read_spans(frame, at, holes, regions);
-                    if offload.is_none() {
-                        crc32c::fill(&mut frame[at..]);
-                    }
-                    tx.stats.inlined_spans += holes.len() as u64;
-                    tx.send_bytes(frame, offload);
-                },
-            );
-        }
+        let inline = holes.iter().map(|h| h.ext.len as usize).sum::<usize>() <= INLINE_SPANS_MAX;
         self.frame_sctp(
             now,
             iface,
@@ -284,6 +267,14 @@ impl<P: Port> Tx<P> {
             // not held (only DATA is sent that way, after the peer answered once).
             false,
             |tx, frame, at, offload| {
+                if inline {
+                    tx.read_spans(frame, at, holes, regions);
+                    if offload.is_none() {
+                        crc32c::fill(&mut frame[at..]);
+                    }
+                    tx.stats.inlined_spans += holes.len() as u64;
+                    return tx.send_bytes(frame, offload);
+                }
                 if offload.is_none() {
                     sctp_checksum_pieces(&mut frame[at..], holes, regions);
                 }
