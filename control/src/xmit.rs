@@ -239,9 +239,9 @@ impl<P: Port> Tx<P> {
     /// As [`Tx::send_sctp`], for a packet with `holes` where region spans belong
     /// ([`crate::conn::Connection::poll_transmit_gather`]). The frame goes as a buffer chain:
     /// the bytes around the holes copied, each span attached by reference
-    /// ([`Port::attach_region`]). Where the port cannot attach a span, the spans are copied
-    /// into one buffer instead. The CRC32c is the device's with `device_checksum`, else
-    /// computed here over the pieces.
+    /// ([`Port::attach_region`]). Where the port cannot attach a span, or the spans come to
+    /// at most [`INLINE_SPANS_MAX`] bytes, the spans are copied into one buffer instead. The
+    /// CRC32c is the device's with `device_checksum`, else computed here over the pieces.
     #[allow(clippy::too_many_arguments)]
     pub fn send_sctp_gather(
         &mut self,
