@@ -175,3 +175,130 @@ pub mod memory {
             .stag
     }
 }
+
+/// A port that takes every frame and keeps nothing: the device end of a send-path bench
+/// (`ddp-tx-bench`), so that the runtime's own transmit side ([`ddpdk_control::xmit::Tx`])
+/// runs as it does on a DPDK port, with the device's work left out. Buffers are plain heap
+/// buffers; an attached region span is held by length only, as a device would read it
+/// when it sends. Its functions are not inlined, so callgrind counts them apart
+/// (`callgrind-tx-stages.sh`, the `port` stage).
+pub mod sink {
+    use ddpdk_dataplane::port::region::Region;
+    use ddpdk_dataplane::port::{LinkStatus, PacketBuf, Port, PortStats};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+    /// A frame buffer: its own bytes or a region span it names, and what is chained after it.
+    #[derive(Debug, Default)]
+    pub struct SinkBuf {
+        bytes: Vec<u8>,
+        /// The region bytes this buffer names by reference (an attached span), not held.
+        span: usize,
+        /// Frame bytes of the buffers chained after this one.
+        chained: usize,
+        /// Region bytes this buffer and its chain name by reference.
+        attached: usize,
+    }
+
+    impl PacketBuf for SinkBuf {
+        fn data(&self) -> &[u8] {
+            &self.bytes
+        }
+        fn data_mut(&mut self) -> &mut [u8] {
+            &mut self.bytes
+        }
+        #[inline(never)]
+        fn chain(&mut self, next: SinkBuf) -> Result<(), SinkBuf> {
+            self.chained += next.frame_len();
+            self.attached += next.attached;
+            Ok(())
+        }
+        fn frame_len(&self) -> usize {
+            self.bytes.len() + self.span + self.chained
+        }
+    }
+
+    /// What the sink was given.
+    #[derive(Debug, Default)]
+    pub struct SinkPort {
+        frames: AtomicU64,
+        bytes: AtomicU64,
+        attached: AtomicU64,
+    }
+
+    impl SinkPort {
+        /// (frames, frame bytes, bytes sent by reference from regions) taken so far.
+        pub fn taken(&self) -> (u64, u64, u64) {
+            (
+                self.frames.load(Relaxed),
+                self.bytes.load(Relaxed),
+                self.attached.load(Relaxed),
+            )
+        }
+    }
+
+    impl Port for SinkPort {
+        type Buf = SinkBuf;
+        fn id(&self) -> u16 {
+            0
+        }
+        fn name(&self) -> &str {
+            "sink"
+        }
+        fn nb_rx_queues(&self) -> u16 {
+            1
+        }
+        fn nb_tx_queues(&self) -> u16 {
+            1
+        }
+        fn mac(&self) -> [u8; 6] {
+            [2, 0, 0, 0, 0, 1]
+        }
+        fn rx_burst(&self, _queue: u16, _out: &mut Vec<SinkBuf>, _max: usize) -> usize {
+            0
+        }
+        #[inline(never)]
+        fn tx_burst(&self, _queue: u16, pkts: &mut Vec<SinkBuf>) -> usize {
+            let n = pkts.len();
+            let (bytes, attached) = pkts.iter().fold((0, 0), |(b, a), p| {
+                (b + p.frame_len() as u64, a + p.attached as u64)
+            });
+            self.frames.fetch_add(n as u64, Relaxed);
+            self.bytes.fetch_add(bytes, Relaxed);
+            self.attached.fetch_add(attached, Relaxed);
+            pkts.clear();
+            n
+        }
+        #[inline(never)]
+        fn alloc_bulk(&self, out: &mut Vec<SinkBuf>, n: usize, len: usize) -> bool {
+            out.extend((0..n).map(|_| SinkBuf {
+                bytes: vec![0; len],
+                ..SinkBuf::default()
+            }));
+            true
+        }
+        #[inline(never)]
+        fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<SinkBuf> {
+            // The span must lie in the region, as Region::attach_to requires.
+            let end = offset.checked_add(len as u64)?;
+            (end <= region.len() as u64).then(|| SinkBuf {
+                span: len,
+                attached: len,
+                ..SinkBuf::default()
+            })
+        }
+        fn link(&self) -> LinkStatus {
+            LinkStatus {
+                up: true,
+                speed_mbps: u32::MAX,
+                full_duplex: true,
+            }
+        }
+        fn stats(&self) -> PortStats {
+            PortStats::default()
+        }
+        fn xstats(&self) -> Vec<(String, u64)> {
+            Vec::new()
+        }
+        fn reset_stats(&self) {}
+    }
+}
