@@ -2349,7 +2349,8 @@ impl DdpApp {
                         "dispatched_out": st.dispatched_out,
                         "dispatch_dropped": st.dispatch_dropped, "to_control": st.to_control,
                         "control_dropped": st.control_dropped, "discarded": st.discarded,
-                        "tx_dropped": st.tx.tx_dropped, "no_buffer": st.tx.no_buffer,
+                        "tx_dropped": st.tx.tx_dropped, "tx_ring_full": st.tx.tx_ring_full,
+                        "no_buffer": st.tx.no_buffer,
                         "unresolved": st.tx.unresolved, "held_sent": st.tx.held_sent,
                         "associations": r.assocs.len(),
                         "zero_copy_spans": st.tx.zero_copy_spans,
@@ -2365,7 +2366,8 @@ impl DdpApp {
             } else {
                 outln!(
                     "  ------- Data core {} (associations {}, STags {}) -------\n  \
-                     RX-frames: {:<12} TX-frames: {:<12} TX-dropped: {:<8} no-buffer: {}\n  \
+                     RX-frames: {:<12} TX-frames: {:<12} TX-dropped: {:<8} no-buffer: {:<8} \
+                     TX ring full: {}\n  \
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND answered: {} not ours: {}\n  \
@@ -2380,6 +2382,7 @@ impl DdpApp {
                     st.tx.frames_out,
                     st.tx.tx_dropped,
                     st.tx.no_buffer,
+                    st.tx.tx_ring_full,
                     st.dispatched_in,
                     st.dispatched_out,
                     st.dispatch_dropped,

@@ -1102,6 +1102,10 @@ impl<P: Port> DataCore<P> {
     /// Returns the packets and events.
     fn answer(&mut self, now: Instant) -> usize {
         self.lend_sessions();
+        if self.out.congested() {
+            // The ring may have drained since the last burst: room first, then new packets.
+            self.out.flush();
+        }
         let mut work = 0;
         for k in 0..self.slots.len() {
             work += self.transmit(now, k);
@@ -1149,7 +1153,12 @@ impl<P: Port> DataCore<P> {
         };
         let h = Interface::header_len(s.peer);
         let mut n = 0;
-        while let Some((len, holes)) = s.c.poll_transmit_gather(now, &mut self.out.frame[h..]) {
+        // A full device ring is backpressure: nothing more is framed until it drains, and the
+        // association keeps what it has not sent (no packet freed, no retransmission timer).
+        while !self.out.congested() {
+            let Some((len, holes)) = s.c.poll_transmit_gather(now, &mut self.out.frame[h..]) else {
+                break;
+            };
             n += 1;
             self.out.send_sctp_gather(
                 now,

@@ -1,6 +1,9 @@
 //! The transmit side of one TX queue, shared by the data cores and the control thread: frames
-//! are built in one scratch buffer, copied into a port buffer and sent in bursts; whatever the
-//! port does not take after a few retries is freed and counted, never leaked.
+//! are built in one scratch buffer, copied into a port buffer and sent in bursts. What the
+//! device's ring has no room for stays queued, in order, for the next burst, and the queue
+//! says it is [`Tx::congested`] so that its producer stops framing new packets until the ring
+//! drains: a full ring is backpressure, not loss. Only a backlog past [`TX_BACKLOG_MAX`] (a
+//! device that stopped taking frames) is freed and counted, never leaked.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -18,8 +21,11 @@ use crate::memory::RegionTable;
 pub const BURST: usize = 32;
 /// Largest frame we build: a jumbo SCTP packet plus Ethernet and IPv6 headers.
 pub const FRAME_MAX: usize = 9216 + 14 + 40;
-/// `tx_burst` retries before frames are dropped (and counted).
-const TX_RETRIES: u32 = 4;
+/// Frames a queue keeps while the device's ring has no room for them; past it the newest are
+/// freed and counted in [`TxStats::tx_dropped`]. A producer that heeds [`Tx::congested`] stops
+/// after the burst that found the ring full, so a backlog this long means the device stopped
+/// taking frames (a link gone), not a ring that is draining.
+pub const TX_BACKLOG_MAX: usize = 4 * BURST;
 /// SCTP packets a queue holds while their neighbour is being resolved. Without it the first
 /// packet to a peer not yet in the table (an INIT, say) is lost and waits out its
 /// retransmission timer, a whole RTO.Initial; Linux's neighbour layer holds packets the same
@@ -37,8 +43,11 @@ pub type Tap = Arc<std::sync::Mutex<dyn FnMut(&[u8]) + Send>>;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TxStats {
     pub frames_out: u64,
-    /// Frames the port did not take after the retries; freed.
+    /// Frames past [`TX_BACKLOG_MAX`] while the port took none; freed.
     pub tx_dropped: u64,
+    /// Bursts after which the device's ring had no room for every frame: the frames left
+    /// waited for the next burst (backpressure, not loss).
+    pub tx_ring_full: u64,
     /// No buffer to build a frame in; the frame is lost (SCTP retransmits).
     pub no_buffer: u64,
     /// SCTP packets lost because the neighbour was unknown (a solicitation went instead) and
@@ -118,6 +127,8 @@ pub struct Tx<P: Port> {
     held: Vec<Held>,
     /// Where a solicitation is written while the packet it is for waits in `frame`.
     solicitation: [u8; SOLICITATION_MAX],
+    /// The last burst left frames in `bufs` ([`Tx::congested`]).
+    backlogged: bool,
 }
 
 impl<P: Port> std::fmt::Debug for Tx<P> {
@@ -144,11 +155,19 @@ impl<P: Port> Tx<P> {
             stats: TxStats::default(),
             held: Vec::new(),
             solicitation: [0; SOLICITATION_MAX],
+            backlogged: false,
         }
     }
 
     pub fn port(&self) -> &Arc<P> {
         &self.port
+    }
+
+    /// Whether frames wait for room in the device's ring: the last burst left some. A
+    /// producer stops framing new packets until it clears (its protocol keeps the data
+    /// unsent, so nothing is lost and nothing waits out a retransmission timer).
+    pub fn congested(&self) -> bool {
+        self.backlogged
     }
 
     /// Frames the SCTP packet of `len` bytes at `self.frame[header_len(peer)..]` to `peer`
@@ -444,16 +463,24 @@ impl<P: Port> Tx<P> {
         }
     }
 
-    /// Sends what is queued.
+    /// Sends what is queued; what the device's ring has no room for stays queued, in order
+    /// ([`Tx::congested`]), up to [`TX_BACKLOG_MAX`] frames.
     pub fn flush(&mut self) {
         if self.bufs.is_empty() {
+            self.backlogged = false;
             return;
         }
-        let out = self
-            .port
-            .tx_burst_all(self.queue, &mut self.bufs, TX_RETRIES);
-        self.stats.frames_out += out.sent as u64;
-        self.stats.tx_dropped += out.dropped as u64;
+        let sent = self.port.tx_burst(self.queue, &mut self.bufs);
+        self.stats.frames_out += sent as u64;
+        self.backlogged = !self.bufs.is_empty();
+        if self.backlogged {
+            self.stats.tx_ring_full += 1;
+        }
+        if self.bufs.len() > TX_BACKLOG_MAX {
+            let mut newest = self.bufs.split_off(TX_BACKLOG_MAX);
+            self.stats.tx_dropped += newest.len() as u64;
+            self.port.free_bulk(&mut newest);
+        }
     }
 }
 
@@ -515,6 +542,57 @@ mod tests {
         }
         assert_eq!(tx.stats.held_sent, HELD_MAX as u64);
         assert_eq!(tx.release_held(t0, &iface), 0, "each sent once");
+    }
+
+    /// A full device ring is backpressure, not loss: what it has no room for waits, in order,
+    /// and the queue says it is congested until a burst leaves nothing behind.
+    #[test]
+    fn a_full_ring_keeps_the_frames_in_order_and_says_congested() {
+        let (a, b) = mem::pair(1, 4);
+        let mut tx = Tx::new(Arc::new(a), 0);
+        for mark in 0..10u8 {
+            tx.send_raw(&[mark; 60]);
+        }
+        tx.flush();
+        assert!(tx.congested(), "six frames wait for the ring");
+        assert_eq!((tx.stats.frames_out, tx.stats.tx_dropped), (4, 0));
+        let mut got: Vec<u8> = Vec::new();
+        while got.len() < 10 {
+            let out = received(&b);
+            assert!(
+                !out.is_empty(),
+                "the ring drains, the rest follows: {got:?}"
+            );
+            got.extend(out.iter().map(|f| f[0]));
+            tx.flush();
+        }
+        assert_eq!(got, (0..10).collect::<Vec<u8>>(), "each once, in order");
+        assert!(!tx.congested(), "nothing waits once a burst took all");
+        assert_eq!((tx.stats.frames_out, tx.stats.tx_dropped), (10, 0));
+        assert!(tx.stats.tx_ring_full >= 2, "{:?}", tx.stats);
+    }
+
+    /// A device that takes nothing more (a link gone): the queue keeps TX_BACKLOG_MAX frames
+    /// and frees the rest, counted; it never grows without bound.
+    #[test]
+    fn a_stopped_device_costs_at_most_the_backlog() {
+        let (a, b) = mem::pair(1, 4);
+        let mut tx = Tx::new(Arc::new(a), 0);
+        let sent = 4 + TX_BACKLOG_MAX + 40;
+        for i in 0..sent {
+            tx.send_raw(&[i as u8; 60]);
+        }
+        tx.flush();
+        assert!(tx.congested());
+        assert_eq!(tx.stats.frames_out, 4);
+        assert_eq!(tx.stats.tx_dropped, 40, "{:?}", tx.stats);
+        assert_eq!(tx.bufs.len(), TX_BACKLOG_MAX);
+        // The oldest were kept: the device, taking frames again, gets them next, in order.
+        let first: Vec<u8> = received(&b).iter().map(|f| f[0]).collect();
+        assert_eq!(first, vec![0, 1, 2, 3]);
+        tx.flush();
+        let next: Vec<u8> = received(&b).iter().map(|f| f[0]).collect();
+        assert_eq!(next, vec![4, 5, 6, 7]);
     }
 
     /// A neighbour that never answers: its packets are dropped after HOLD_TIME and counted.

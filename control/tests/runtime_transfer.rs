@@ -36,10 +36,10 @@ fn server_indications(l: &Lockstep<MemPort>) -> Vec<Indication> {
 }
 
 /// The client (A) connects to the server (B) at `peer` and sends the server a tagged message
-/// of 1 MiB and an untagged one of 5000 bytes.
-fn transfer(peer: IpAddr) {
+/// of 1 MiB and an untagged one of 5000 bytes, over devices whose rings hold `ring` frames.
+fn transfer(peer: IpAddr, ring: usize) -> Lockstep<MemPort> {
     // One data core each; queue 1 is the control thread's.
-    let (pa, pb) = pair(2, 1024);
+    let (pa, pb) = pair(2, ring);
     let b_mac = pb.mac();
     let cfg = RuntimeConfig::default();
     let mut a = runtime(pa, A4, A6, 1, cfg);
@@ -191,14 +191,42 @@ fn transfer(peer: IpAddr) {
     for t in txs.chain([l.ca.stats().tx, l.cb.stats().tx]) {
         assert_eq!((t.tx_dropped, t.no_buffer), (0, 0), "{t:?}");
     }
+    l
 }
 
 #[test]
 fn two_runtimes_over_ipv4_resolve_by_arp_and_move_ddp_messages() {
-    transfer(IpAddr::V4(B4));
+    transfer(IpAddr::V4(B4), 1024);
 }
 
 #[test]
 fn two_runtimes_over_ipv6_resolve_by_neighbor_discovery_and_move_ddp_messages() {
-    transfer(IpAddr::V6(B6));
+    transfer(IpAddr::V6(B6), 1024);
+}
+
+/// A device ring far smaller than the sender's window (8 frames against a 1 MiB write) is
+/// backpressure, not loss: the data core stops framing while the ring is full and the
+/// association keeps what it has not sent, so the write arrives whole with no frame dropped
+/// and nothing retransmitted (RFC 9260 §6.3.3 and §7.2.4 never run). Before, frames the ring
+/// refused were freed and the association recovered them by fast retransmit or T3.
+#[test]
+fn a_full_device_ring_holds_the_sender_back_and_loses_nothing() {
+    let l = transfer(IpAddr::V4(B4), 8);
+    let client = l.ka[0].report();
+    assert!(
+        client.stats.tx.tx_ring_full > 0,
+        "the ring was full at times: {:?}",
+        client.stats.tx
+    );
+    let sctp = client
+        .assocs
+        .iter()
+        .find(|a| a.conn == l.conn)
+        .map(|a| a.sctp)
+        .unwrap();
+    assert_eq!(
+        (sctp.fast_retransmits, sctp.t3_retransmits, sctp.t3_expiries),
+        (0, 0, 0),
+        "{sctp:?}"
+    );
 }

@@ -19,9 +19,10 @@ use common::*;
 use ddpdk_dataplane::ipsec::{
     parse_config, parse_sa, parse_sp, Algorithm, Direction, IpsecConfig, Lifetime, Mode, SaConfig,
 };
-use ddpdk_dataplane::port::dpdk::{CryptoDev, EspDrop, EspSa, IpsecPort, Mbuf, Mempool};
+use ddpdk_dataplane::port::dpdk::{CryptoDev, DpdkPort, EspDrop, EspSa, IpsecPort, Mbuf, Mempool};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{PacketBuf, Port};
+use std::sync::Arc;
 
 const PEER: &str = "tests/ipsec/esp_peer.py";
 const CRYPTO: &str = "crypto_aesni_mb0";
@@ -229,6 +230,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     an_sa_past_its_soft_lifetime_is_due_for_a_rekey_and_still_used(&b);
     policy_on_a_ring_pair_5043_13(&b);
     sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(&b);
+    a_full_ring_sends_each_frame_sealed_once_4303_3_3(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -1053,4 +1055,72 @@ fn bursts_keep_order_and_judge_each_packet_4303_3_4(b: &Bench) {
         let r = inb.decrypt(mbuf(&b.pool, &sealed[4]), &b.pool, now);
         assert_eq!(r.map(|m| m.data().to_vec()), Ok(frames[4].clone()));
     }
+}
+
+/// RFC 4303 §3.3.3: each packet a sequence number of its own. Frames sealed when the device's
+/// ring had no room wait inside the port and go before anything new, sealed once; meanwhile
+/// the caller's new frames are left with it, in the clear (its backpressure). Everything
+/// arrives, in order, with sequence numbers 1, 2, 3 ... and no gap.
+fn a_full_ring_sends_each_frame_sealed_once_4303_3_3(b: &Bench) {
+    let key = "0x00112233445566778899aabbccddeeff01020304";
+    let cfg = |dir: &str, sp: &str| {
+        format!(
+            "sa {dir} 3000 aead_algo aes-128-gcm aead_key {key} mode transport\n\
+             sp ipv4 {dir} esp protect 3000 pri 10 {sp} proto sctp\n"
+        )
+    };
+    // A ring of 8 slots holds 7 frames.
+    let (ia, ib) = b.eal.create_ring_pair("esp_full", 8, 1).unwrap();
+    let conf = ddpdk_dataplane::port::dpdk::PortConf::default();
+    let raw: Vec<Arc<DpdkPort>> = [ia, ib]
+        .into_iter()
+        .map(|id| {
+            let p = DpdkPort::configure(id, conf, b.pool.clone()).unwrap();
+            p.start().unwrap();
+            assert!(p.wait_link_up(std::time::Duration::from_secs(2)).up);
+            Arc::new(p)
+        })
+        .collect();
+    let out_cfg = parse_config(&cfg("out", "dst 198.18.0.2/32")).unwrap();
+    let in_cfg = parse_config(&cfg("in", "src 198.18.0.1/32")).unwrap();
+    let pa = IpsecPort::new(raw[0].clone(), b.pool.clone(), &out_cfg, &b.dev).unwrap();
+    let pb = IpsecPort::new(raw[1].clone(), b.pool.clone(), &in_cfg, &b.dev).unwrap();
+    let sent: Vec<Vec<u8>> = (0..12u8).map(|i| sctp_frame(false, 200, i)).collect();
+
+    let mut burst: Vec<Mbuf> = sent[..10].iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst(0, &mut burst), 7, "the ring's room");
+    assert!(
+        burst.is_empty(),
+        "the three sealed frames stay with the port"
+    );
+    let mut more: Vec<Mbuf> = sent[10..].iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst(0, &mut more), 0, "the ring is still full");
+    assert_eq!(more.len(), 2, "new frames stay with the caller, not sealed");
+    assert_eq!(more[0].data(), &sent[10][..], "in the clear");
+
+    let wire_first = receive_all(raw[1].as_ref(), 7);
+    assert_eq!(
+        pa.tx_burst(0, &mut more),
+        5,
+        "the three held, then the two new"
+    );
+    assert!(more.is_empty());
+    let wire_rest = receive_all(raw[1].as_ref(), 5);
+    let wire: Vec<Vec<u8>> = wire_first.into_iter().chain(wire_rest).collect();
+    let seqs: Vec<u32> = wire
+        .iter()
+        .map(|s| u32::from_be_bytes([s[38], s[39], s[40], s[41]]))
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=12).collect::<Vec<u32>>(),
+        "each sealed once, in order"
+    );
+    // And each opens to the frame that was sent.
+    let mut esp: Vec<Mbuf> = wire.iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(raw[0].tx_burst(0, &mut esp), 7);
+    let mut opened = receive_all(&pb, 7);
+    assert_eq!(raw[0].tx_burst(0, &mut esp), 5);
+    opened.extend(receive_all(&pb, 5));
+    assert_eq!(opened, sent);
 }

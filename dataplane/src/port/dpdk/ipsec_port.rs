@@ -121,6 +121,12 @@ pub struct SaReport {
 
 /// The device behind IPsec policy.
 pub struct IpsecPort<P> {
+    /// Per TX queue, frames already protected that the device's ring had no room for: sent
+    /// before anything new on that queue. A frame is encrypted once (its sequence number used
+    /// once, RFC 4303 §3.3.3), so it never goes back to the caller, whose unsent frames are
+    /// always its own clear ones. Empty with IPsec off. First, so that these are freed before
+    /// the port and the pool they came from.
+    held: Box<[Mutex<Vec<Mbuf>>]>,
     inner: Arc<P>,
     pool: Arc<Mempool>,
     /// The crypto device SAs are created on; `None`: IPsec is off and every frame passes.
@@ -167,6 +173,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             active: AtomicBool::new(false),
             headroom: 0,
             stats: PolicyStats::default(),
+            held: Box::new([]),
         }
     }
 
@@ -179,8 +186,10 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         config: &IpsecConfig,
         dev: &Arc<CryptoDev>,
     ) -> Result<IpsecPort<P>, String> {
+        let queues = inner.nb_tx_queues();
         let mut port = IpsecPort::passthrough(inner, pool);
         port.dev = Some(Arc::clone(dev));
+        port.held = (0..queues).map(|_| Mutex::new(Vec::new())).collect();
         let mut tables = Tables::default();
         for sa in &config.sas {
             // An SA protects the family of the policies that name it (IPv4 if none does):
@@ -651,7 +660,23 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         );
         out.len() - start
     }
+    /// Returns the frames the device took; every frame of `pkts` is taken (protected, passed
+    /// or dropped by policy) unless frames protected earlier still wait for the ring, when
+    /// none is and `pkts` is left as it was: the caller's backpressure.
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
+        let Some(held) = self.held.get(usize::from(queue)) else {
+            return self.inner.tx_burst(queue, pkts);
+        };
+        let mut held = held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut sent = 0;
+        if !held.is_empty() {
+            sent = self.inner.tx_burst(queue, &mut held);
+            if !held.is_empty() {
+                return sent;
+            }
+        }
         if self.is_active() && !pkts.is_empty() {
             let now = Instant::now();
             let t = self.tables.load();
@@ -663,7 +688,9 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
                 |sa, run, out| sa.encrypt_burst(run, &self.pool, now, out),
             );
         }
-        self.inner.tx_burst(queue, pkts)
+        sent += self.inner.tx_burst(queue, pkts);
+        held.append(pkts);
+        sent
     }
     fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize, len: usize) -> bool {
         self.inner.alloc_bulk(out, n, len)
