@@ -1102,11 +1102,12 @@ impl<P: Port> DataCore<P> {
     /// Returns the packets and events.
     fn answer(&mut self, now: Instant) -> usize {
         self.lend_sessions();
+        let mut work = 0;
         if self.out.congested() {
             // The ring may have drained since the last burst: room first, then new packets.
-            self.out.flush();
+            // Frames sent are work: a core with frames waiting does not idle while they go.
+            work += self.out.flush();
         }
-        let mut work = 0;
         for k in 0..self.slots.len() {
             work += self.transmit(now, k);
         }

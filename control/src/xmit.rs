@@ -464,11 +464,11 @@ impl<P: Port> Tx<P> {
     }
 
     /// Sends what is queued; what the device's ring has no room for stays queued, in order
-    /// ([`Tx::congested`]), up to [`TX_BACKLOG_MAX`] frames.
-    pub fn flush(&mut self) {
+    /// ([`Tx::congested`]), up to [`TX_BACKLOG_MAX`] frames. Returns the frames the device took.
+    pub fn flush(&mut self) -> usize {
         if self.bufs.is_empty() {
             self.backlogged = false;
-            return;
+            return 0;
         }
         let sent = self.port.tx_burst(self.queue, &mut self.bufs);
         self.stats.frames_out += sent as u64;
@@ -481,6 +481,7 @@ impl<P: Port> Tx<P> {
             self.stats.tx_dropped += newest.len() as u64;
             self.port.free_bulk(&mut newest);
         }
+        sent
     }
 }
 
