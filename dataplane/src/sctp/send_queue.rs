@@ -67,6 +67,11 @@ pub struct SendQueue {
     /// any more; this array of 32 KiB is walked in order and stays cached.
     heads: Box<[[u8; HEAD_INLINE]]>,
     slots: Box<[Slot]>,
+    /// `slots.len() - 1` when that is a power of two (the defaults, 256 and 1024), else 0: a
+    /// message's slot is then a mask of its number rather than a 64-bit division, which the
+    /// send path asks for about six times a segment (callgrind: 91 instructions a segment,
+    /// and a `div` of 10-20 cycles' latency each time).
+    mask: u64,
     slot_size: usize,
     head: u64,
     sent: u64,
@@ -83,6 +88,11 @@ impl SendQueue {
             data: vec![0; slots * slot_size].into_boxed_slice(),
             heads: vec![[0; HEAD_INLINE]; slots].into_boxed_slice(),
             slots: vec![Slot::default(); slots].into_boxed_slice(),
+            mask: if slots.is_power_of_two() {
+                slots as u64 - 1
+            } else {
+                0
+            },
             slot_size,
             head: 0,
             sent: 0,
@@ -97,7 +107,12 @@ impl SendQueue {
     }
 
     fn idx(&self, seq: u64) -> usize {
-        (seq % self.slots.len() as u64) as usize
+        // A ring of one slot has mask 0 and every number in slot 0 either way.
+        if self.mask != 0 {
+            (seq & self.mask) as usize
+        } else {
+            (seq % self.slots.len() as u64) as usize
+        }
     }
 
     pub fn is_full(&self) -> bool {
@@ -286,6 +301,28 @@ mod tests {
             assert_eq!(q.payload(c), &copied[..]);
             assert_eq!(q.slot(a).len, 16 + 1400);
             for _ in 0..3 {
+                q.mark_sent();
+                q.pop_front();
+            }
+        }
+    }
+
+    /// A ring whose size is not a power of two (`send_slots` is any number up to 32767) takes
+    /// the division path; the masked one must agree with it. Messages numbered past several
+    /// laps land where their number modulo the ring says, whichever path computed it.
+    #[test]
+    fn slot_indices_wrap_for_any_ring_size() {
+        for slots in [1usize, 3, 4, 5, 8, 1000, 1024] {
+            let mut q = SendQueue::new(slots, 8);
+            for n in 0..(3 * slots as u64 + 2) {
+                let seq = q.push_ext(0, 0, &n.to_be_bytes(), None);
+                assert_eq!(seq, n);
+                assert_eq!(
+                    q.idx(seq),
+                    (n % slots as u64) as usize,
+                    "{slots} slots, {n}"
+                );
+                assert_eq!(q.payload(seq), &n.to_be_bytes()[..], "{slots} slots, {n}");
                 q.mark_sent();
                 q.pop_front();
             }
