@@ -68,7 +68,9 @@ struct Args {
 
 /// The source region the writes come from: larger than the caches, as a sender's data is.
 const REGION: usize = 256 << 20;
-const C: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
+/// The client's address; `C` is the same as an `IpAddr`.
+const C4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const C: IpAddr = IpAddr::V4(C4);
 const S: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
 const STREAM: u16 = 1;
 /// Segments posted ahead of their completions (16 MiB of 64 KiB writes in the goodput bench).
@@ -325,10 +327,7 @@ fn run(
 /// link address, as a data core has them once the association is up.
 fn transmit_side() -> (Tx<SinkPort>, Interface) {
     let port = Arc::new(SinkPort::default());
-    let IpAddr::V4(ours) = C else {
-        unreachable!("the bench's addresses are IPv4")
-    };
-    let mut iface = Interface::new(port.mac(), Some(ours), None);
+    let mut iface = Interface::new(port.mac(), Some(C4), None);
     iface.learn_static(S, [2, 0, 0, 0, 0, 2]);
     (Tx::new(port, 0), iface)
 }
