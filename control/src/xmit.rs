@@ -466,13 +466,16 @@ impl<P: Port> Tx<P> {
     /// Sends what is queued; what the device's ring has no room for stays queued, in order
     /// ([`Tx::congested`]), up to [`TX_BACKLOG_MAX`] frames. Returns the frames the device took.
     pub fn flush(&mut self) -> usize {
-        if self.bufs.is_empty() {
+        // Frames the port took but holds (sealed ESP frames the ring refused) are a backlog as
+        // much as our own: without this they would wait for the next frame queued here, a SACK
+        // or a T3 retransmission away.
+        if self.bufs.is_empty() && !self.port.tx_held(self.queue) {
             self.backlogged = false;
             return 0;
         }
         let sent = self.port.tx_burst(self.queue, &mut self.bufs);
         self.stats.frames_out += sent as u64;
-        self.backlogged = !self.bufs.is_empty();
+        self.backlogged = !self.bufs.is_empty() || self.port.tx_held(self.queue);
         if self.backlogged {
             self.stats.tx_ring_full += 1;
         }

@@ -1093,6 +1093,9 @@ fn a_full_ring_sends_each_frame_sealed_once_4303_3_3(b: &Bench) {
         burst.is_empty(),
         "the three sealed frames stay with the port"
     );
+    // The caller's queue is empty, but its backlog is not: a caller that asked only its own
+    // queue would wait for a new frame before calling again (review finding H1).
+    assert!(pa.tx_held(0), "the port says it holds frames for queue 0");
     let mut more: Vec<Mbuf> = sent[10..].iter().map(|f| mbuf(&b.pool, f)).collect();
     assert_eq!(pa.tx_burst(0, &mut more), 0, "the ring is still full");
     assert_eq!(more.len(), 2, "new frames stay with the caller, not sealed");
@@ -1105,6 +1108,7 @@ fn a_full_ring_sends_each_frame_sealed_once_4303_3_3(b: &Bench) {
         "the three held, then the two new"
     );
     assert!(more.is_empty());
+    assert!(!pa.tx_held(0), "nothing held once the ring took it");
     let wire_rest = receive_all(raw[1].as_ref(), 5);
     let wire: Vec<Vec<u8>> = wire_first.into_iter().chain(wire_rest).collect();
     let seqs: Vec<u32> = wire

@@ -369,6 +369,10 @@ impl<P: Port> Port for Faulty<P> {
         kept
     }
 
+    fn tx_held(&self, queue: u16) -> bool {
+        self.inner.tx_held(queue)
+    }
+
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize {
         self.inner.tx_burst(queue, pkts)
     }

@@ -181,6 +181,14 @@ pub trait Port: Send + Sync {
     /// took are removed from `pkts` and the number is returned; the others remain, in order.
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize;
 
+    /// Whether frames this port took from TX queue `queue`'s caller still wait for the
+    /// device's ring inside it (an IPsec port holds frames it sealed: they cannot go back to be
+    /// sealed again). The caller keeps calling [`Port::tx_burst`], with nothing new if need be,
+    /// until this is false, as for frames it holds itself.
+    fn tx_held(&self, _queue: u16) -> bool {
+        false
+    }
+
     /// Appends `n` fresh buffers of `len` data bytes each to `out`, or none at all (returns false)
     /// when the pool cannot supply `n`.
     fn alloc_bulk(&self, out: &mut Vec<Self::Buf>, n: usize, len: usize) -> bool;
