@@ -660,9 +660,6 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         );
         out.len() - start
     }
-    /// Returns the frames the device took; every frame of `pkts` is taken (protected, passed
-    /// or dropped by policy) unless frames protected earlier still wait for the ring, when
-    /// none is and `pkts` is left as it was: the caller's backpressure.
     fn tx_held(&self, queue: u16) -> bool {
         self.held.get(usize::from(queue)).is_some_and(|h| {
             !h.lock()
@@ -671,6 +668,9 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         })
     }
 
+    /// Returns the frames the device took; every frame of `pkts` is taken (protected, passed
+    /// or dropped by policy) unless frames protected earlier still wait for the ring, when
+    /// none is and `pkts` is left as it was: the caller's backpressure.
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
         let Some(held) = self.held.get(usize::from(queue)) else {
             return self.inner.tx_burst(queue, pkts);
