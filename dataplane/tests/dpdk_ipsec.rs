@@ -231,6 +231,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     policy_on_a_ring_pair_5043_13(&b);
     sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(&b);
     a_full_ring_sends_each_frame_sealed_once_4303_3_3(&b);
+    callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -1127,4 +1128,74 @@ fn a_full_ring_sends_each_frame_sealed_once_4303_3_3(b: &Bench) {
     assert_eq!(raw[0].tx_burst(0, &mut esp), 5);
     opened.extend(receive_all(&pb, 5));
     assert_eq!(opened, sent);
+}
+
+/// RFC 4303 §3.4.3: a receiver drops what falls left of its replay window. A data core and the
+/// control thread that share the device's one queue pair (`share_last_pair`) share its SA's
+/// sequence numbers too: frames one of them sealed that the ring refused go before anything
+/// the other seals, so the numbers reach the wire in order. Before (review finding M1), each
+/// caller's sealed frames waited in a list of their own, behind the other's newer numbers, for
+/// as long as that caller sent nothing (a control thread sends rarely).
+fn callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(b: &Bench) {
+    let key = "0x00112233445566778899aabbccddeeff01020304";
+    let cfg = format!(
+        "sa out 3001 aead_algo aes-128-gcm aead_key {key} mode transport\n\
+         sp ipv4 out esp protect 3001 pri 10 dst 198.18.0.2/32 proto sctp\n"
+    );
+    // A ring of 8 slots holds 7 frames; one queue pair, which TX queues 0 and 1 share.
+    let (ia, ib) = b.eal.create_ring_pair("esp_shared", 8, 1).unwrap();
+    let shared = ddpdk_dataplane::port::dpdk::PortConf {
+        nb_rxq: 2,
+        nb_txq: 2,
+        share_last_pair: true,
+        ..Default::default()
+    };
+    let raw: Vec<Arc<DpdkPort>> = [(ia, shared), (ib, Default::default())]
+        .into_iter()
+        .map(|(id, conf)| {
+            let p = DpdkPort::configure(id, conf, b.pool.clone()).unwrap();
+            p.start().unwrap();
+            assert!(p.wait_link_up(std::time::Duration::from_secs(2)).up);
+            Arc::new(p)
+        })
+        .collect();
+    assert_eq!(
+        raw[0].tx_device_queue(1),
+        0,
+        "queue 1 is the device's queue 0"
+    );
+    let pa = IpsecPort::new(
+        raw[0].clone(),
+        b.pool.clone(),
+        &parse_config(&cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let sent: Vec<Vec<u8>> = (0..12u8).map(|i| sctp_frame(false, 200, i)).collect();
+
+    // The control thread's queue (1) fills the ring: seven go, three wait sealed (1..=10).
+    let mut control: Vec<Mbuf> = sent[..10].iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst(1, &mut control), 7);
+    assert!(control.is_empty());
+    // The data core's queue (0) sees the same backlog and its frames stay clear with it.
+    assert!(pa.tx_held(0), "queue 0 shares queue 1's sealed frames");
+    let mut core: Vec<Mbuf> = sent[10..].iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst(0, &mut core), 0, "the ring is still full");
+    assert_eq!(core.len(), 2, "not sealed while older sealed frames wait");
+    assert_eq!(core[0].data(), &sent[10][..], "in the clear");
+
+    // Once the ring drains, the data core's burst sends the control thread's three first.
+    let mut wire = receive_all(raw[1].as_ref(), 7);
+    assert_eq!(pa.tx_burst(0, &mut core), 5);
+    assert!(!pa.tx_held(1) && !pa.tx_held(0));
+    wire.extend(receive_all(raw[1].as_ref(), 5));
+    let seqs: Vec<u32> = wire
+        .iter()
+        .map(|s| u32::from_be_bytes([s[38], s[39], s[40], s[41]]))
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=12).collect::<Vec<u32>>(),
+        "sequence numbers in wire order"
+    );
 }

@@ -372,6 +372,9 @@ impl<P: Port> Port for Faulty<P> {
     fn tx_held(&self, queue: u16) -> bool {
         self.inner.tx_held(queue)
     }
+    fn tx_device_queue(&self, queue: u16) -> u16 {
+        self.inner.tx_device_queue(queue)
+    }
 
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize {
         self.inner.tx_burst(queue, pkts)

@@ -189,6 +189,13 @@ pub trait Port: Send + Sync {
         false
     }
 
+    /// The device TX queue that carries TX queue `queue`'s frames. Two queues that answer the
+    /// same take turns on one device queue (a DPDK port's `share_last_pair`): a layer that
+    /// orders frames per device queue (an IPsec port's sequence numbers) keys on this.
+    fn tx_device_queue(&self, queue: u16) -> u16 {
+        queue
+    }
+
     /// Appends `n` fresh buffers of `len` data bytes each to `out`, or none at all (returns false)
     /// when the pool cannot supply `n`.
     fn alloc_bulk(&self, out: &mut Vec<Self::Buf>, n: usize, len: usize) -> bool;

@@ -698,6 +698,14 @@ impl Port for DpdkPort {
         usize::from(got)
     }
 
+    fn tx_device_queue(&self, queue: u16) -> u16 {
+        if self.shared_tx.is_some() && queue == self.conf.nb_txq {
+            0
+        } else {
+            queue
+        }
+    }
+
     #[inline]
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
         if queue >= self.nb_tx_queues() {

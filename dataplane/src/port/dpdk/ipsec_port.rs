@@ -121,11 +121,15 @@ pub struct SaReport {
 
 /// The device behind IPsec policy.
 pub struct IpsecPort<P> {
-    /// Per TX queue, frames already protected that the device's ring had no room for: sent
-    /// before anything new on that queue. A frame is encrypted once (its sequence number used
-    /// once, RFC 4303 §3.3.3), so it never goes back to the caller, whose unsent frames are
-    /// always its own clear ones. Empty with IPsec off. First, so that these are freed before
-    /// the port and the pool they came from.
+    /// Per device TX queue ([`Port::tx_device_queue`]), frames already protected that the
+    /// device's ring had no room for: sent before anything new on that queue. A frame is
+    /// encrypted once (its sequence number used once, RFC 4303 §3.3.3), so it never goes back
+    /// to the caller, whose unsent frames are always its own clear ones. Keyed by the device's
+    /// queue, not the caller's: two callers that share one (a data core and the control
+    /// thread) seal and send under the same lock, so an SA's numbers reach the wire in order,
+    /// and neither's sealed frames wait behind the other's newer numbers until they fall out
+    /// of the receiver's replay window (§3.4.3). Empty with IPsec off. First, so that these
+    /// are freed before the port and the pool they came from.
     held: Box<[Mutex<Vec<Mbuf>>]>,
     inner: Arc<P>,
     pool: Arc<Mempool>,
@@ -240,6 +244,12 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// Whether IPsec is on (a crypto device is attached), with or without policies yet.
     pub fn is_enabled(&self) -> bool {
         self.dev.is_some()
+    }
+
+    /// The held frames of the device queue that carries TX queue `queue` (none with IPsec off).
+    fn held_for(&self, queue: u16) -> Option<&Mutex<Vec<Mbuf>>> {
+        self.held
+            .get(usize::from(self.inner.tx_device_queue(queue)))
     }
 
     /// Whether any policy or SA is in force (else the port is a pass-through).
@@ -660,8 +670,11 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         );
         out.len() - start
     }
+    fn tx_device_queue(&self, queue: u16) -> u16 {
+        self.inner.tx_device_queue(queue)
+    }
     fn tx_held(&self, queue: u16) -> bool {
-        self.held.get(usize::from(queue)).is_some_and(|h| {
+        self.held_for(queue).is_some_and(|h| {
             !h.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .is_empty()
@@ -672,7 +685,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
     /// or dropped by policy) unless frames protected earlier still wait for the ring, when
     /// none is and `pkts` is left as it was: the caller's backpressure.
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
-        let Some(held) = self.held.get(usize::from(queue)) else {
+        let Some(held) = self.held_for(queue) else {
             return self.inner.tx_burst(queue, pkts);
         };
         let mut held = held
