@@ -971,6 +971,25 @@ impl<P: Port> DataCore<P> {
             .min()
     }
 
+    /// The longest this core may sleep at `now`, if anything limits it: never past its next
+    /// SCTP timer, and no longer than [`LIGHT_SLEEP`] while frames wait for room in the
+    /// device's ring. A turn that finds the ring still full sends nothing and so counts as
+    /// idle, and nothing rings a doorbell when the ring drains: without the cap, a core held
+    /// back for [`DEEP_IDLE_AFTER`] would retry only every `max_sleep`.
+    pub fn sleep_limit(&self, now: Instant) -> Option<Duration> {
+        let timer = self.poll_timeout().map(|t| t.saturating_since(now));
+        let backlog = self.out.congested().then_some(LIGHT_SLEEP);
+        match (timer, backlog) {
+            (Some(t), Some(b)) => Some(t.min(b)),
+            (t, b) => t.or(b),
+        }
+    }
+
+    /// Whether frames this core made wait for room in the device's ring.
+    pub fn tx_backlogged(&self) -> bool {
+        self.out.congested()
+    }
+
     /// Shows every frame this core queues for transmission to `tap`.
     pub fn set_tap(&mut self, tap: Tap) {
         self.out.tap = Some(tap);
@@ -988,10 +1007,7 @@ impl<P: Port> DataCore<P> {
             let Some(sleep) = backoff.after(now, work) else {
                 continue;
             };
-            // Never past the next SCTP timer.
-            let sleep = self
-                .poll_timeout()
-                .map_or(sleep, |t| sleep.min(t.saturating_since(now)));
+            let sleep = self.sleep_limit(now).map_or(sleep, |l| sleep.min(l));
             // The rings are looked at once more after the sleep is announced: work put there
             // before a doorbell could see us asleep is found then.
             if doorbell.sleep_unless(sleep, || self.poll(now)) > 0 {
@@ -1002,6 +1018,7 @@ impl<P: Port> DataCore<P> {
             }
         }
         self.out.flush();
+        self.out.discard_backlog();
     }
 
     /// How often this core slept ([`DataCore::run`] with [`IdlePolicy::Sleep`]).

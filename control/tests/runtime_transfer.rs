@@ -7,13 +7,14 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{runtime, Lockstep, PORT};
+use rt::{remote_write, runtime, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ddpdk_control::conn::{Indication, SendKind, SendRequest, Status};
 use ddpdk_control::memory::MemoryRegistration;
-use ddpdk_control::runtime::{Event, Op, RuntimeConfig};
+use ddpdk_control::runtime::{Event, Op, RuntimeConfig, LIGHT_SLEEP};
+use ddpdk_control::xmit::BURST;
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::port::Port;
@@ -218,6 +219,13 @@ fn a_full_device_ring_holds_the_sender_back_and_loses_nothing() {
         "the ring was full at times: {:?}",
         client.stats.tx
     );
+    // The core stops framing while the ring is full: at most a burst waits (83 frames without
+    // the `congested()` gate in `DataCore::transmit`).
+    assert!(
+        client.stats.tx.backlog_peak <= BURST as u64,
+        "{:?}",
+        client.stats.tx
+    );
     let sctp = client
         .assocs
         .iter()
@@ -229,4 +237,80 @@ fn a_full_device_ring_holds_the_sender_back_and_loses_nothing() {
         (0, 0, 0),
         "{sctp:?}"
     );
+}
+
+/// A receiver that stops taking frames (its core descheduled, say) while a write is under
+/// way: the sender's ring fills and stays full. The sender's core stops framing (its backlog
+/// stays within a burst, nothing dropped), it keeps retrying every LIGHT_SLEEP at most even
+/// once it has been held back longer than DEEP_IDLE_AFTER (review finding M2: a turn that
+/// sends nothing counts as idle, and a core that backed off to `max_sleep` would retry every
+/// millisecond), and once the receiver polls again the write completes whole with nothing
+/// retransmitted.
+#[test]
+fn a_stalled_receiver_holds_the_sender_back_and_it_keeps_retrying() {
+    let (pa, pb) = pair(2, 8);
+    let cfg = RuntimeConfig::default();
+    let mut a = runtime(pa, A4, A6, 1, cfg);
+    let mut b = runtime(pb, B4, B6, 2, cfg);
+    let apd = a.0.memory_mut().alloc_pd();
+    let bpd = b.0.memory_mut().alloc_pd();
+    let m = b.0.memory_mut();
+    let sink = m.alloc_region(1 << 20).unwrap();
+    let reg = m.register(remote_write(bpd, sink, 1 << 20)).unwrap();
+    let mut l = Lockstep::open(a, b, IpAddr::V4(B4), PORT, apd, bpd);
+    let data: Vec<u8> = (0..(1u32 << 20))
+        .map(|i| (i * 7 + (i >> 9)) as u8)
+        .collect();
+    l.ca.submit(l.conn, tagged(1, reg.stag, 0, data.clone()))
+        .unwrap();
+    // Under way: some of it placed.
+    l.run_until("the first bytes", |l| {
+        l.kb[0].report().conn_totals.placed_bytes > 64 * 1024
+    });
+    // The receiver stops; the sender goes on alone for 20 simulated ms (DEEP_IDLE_AFTER is
+    // 10), well inside its retransmission timeout (RTO.Min, 1 s).
+    let mut congested_turns = 0;
+    for _ in 0..100 {
+        for k in &mut l.ka {
+            k.poll(l.now);
+        }
+        l.ca.poll(l.now);
+        if l.ka[0].tx_backlogged() {
+            congested_turns += 1;
+            let limit = l.ka[0].sleep_limit(l.now);
+            assert!(
+                limit.is_some_and(|d| d <= LIGHT_SLEEP),
+                "a core with a backlog sleeps at most LIGHT_SLEEP, not {limit:?}"
+            );
+        }
+        l.now += std::time::Duration::from_micros(200);
+    }
+    assert!(
+        congested_turns >= 90,
+        "the ring stayed full: {congested_turns}"
+    );
+    let tx = l.ka[0].report().stats.tx;
+    assert!(tx.backlog_peak <= BURST as u64, "{tx:?}");
+    assert_eq!(tx.tx_dropped, 0, "{tx:?}");
+    // The receiver is back: the write completes, whole, and nothing was retransmitted.
+    l.run_until("the completion", |l| {
+        l.ea.iter()
+            .any(|e| matches!(e, Event::Completion { completion: c, .. } if c.wr_id == 1))
+    });
+    l.run_until_quiet();
+    let r = l.cb.memory().region(sink).unwrap();
+    assert_eq!(r.crc32c(0, data.len()).unwrap(), crc32c(&data));
+    let client = l.ka[0].report();
+    let sctp = client
+        .assocs
+        .iter()
+        .find(|a| a.conn == l.conn)
+        .unwrap()
+        .sctp;
+    assert_eq!(
+        (sctp.fast_retransmits, sctp.t3_retransmits, sctp.t3_expiries),
+        (0, 0, 0),
+        "{sctp:?}"
+    );
+    assert_eq!(client.stats.tx.tx_dropped, 0);
 }
