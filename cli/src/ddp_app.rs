@@ -2349,7 +2349,7 @@ impl DdpApp {
                         "dispatched_out": st.dispatched_out,
                         "dispatch_dropped": st.dispatch_dropped, "to_control": st.to_control,
                         "control_dropped": st.control_dropped, "discarded": st.discarded,
-                        "tx_dropped": st.tx.tx_dropped, "tx_ring_full": st.tx.tx_ring_full,
+                        "tx_dropped": st.tx.tx_dropped, "tx_ring_full": st.tx.tx_ring_full, "tx_backlog_peak": st.tx.backlog_peak,
                         "no_buffer": st.tx.no_buffer,
                         "unresolved": st.tx.unresolved, "held_sent": st.tx.held_sent,
                         "associations": r.assocs.len(),
@@ -2367,7 +2367,7 @@ impl DdpApp {
                 outln!(
                     "  ------- Data core {} (associations {}, STags {}) -------\n  \
                      RX-frames: {:<12} TX-frames: {:<12} TX-dropped: {:<8} no-buffer: {:<8} \
-                     TX ring full: {}\n  \
+                     TX ring full: {} (most waiting {})\n  \
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND answered: {} not ours: {}\n  \
@@ -2383,6 +2383,7 @@ impl DdpApp {
                     st.tx.tx_dropped,
                     st.tx.no_buffer,
                     st.tx.tx_ring_full,
+                    st.tx.backlog_peak,
                     st.dispatched_in,
                     st.dispatched_out,
                     st.dispatch_dropped,

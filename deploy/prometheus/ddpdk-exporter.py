@@ -26,10 +26,12 @@ import time
 CORE_GAUGES = {
     "associations": "Associations the data core owns.",
     "stags": "STags the data core's replica holds.",
+    "tx_backlog_peak": "Most frames that waited at once for room in the device's TX ring.",
 }
 CORE_HELP = {
     "frames_in": "Frames the data core received.",
     "frames_out": "Frames the data core sent.",
+    "tx_ring_full": "Times the device's TX ring filled and held the core back (not loss).",
     "placed_bytes": "Payload bytes placed into registered memory.",
     "segments_in": "DDP segments received.",
     "segments_out": "DDP segments sent.",
