@@ -42,6 +42,11 @@ impl Rto {
         Duration::from_nanos(self.rto)
     }
 
+    /// The RTO in nanoseconds, for a timer armed per packet sent (no `Duration` round trip).
+    pub fn rto_nanos(&self) -> u64 {
+        self.rto
+    }
+
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt.map(Duration::from_nanos)
     }

@@ -20,6 +20,11 @@ impl Instant {
         self.0
     }
 
+    /// `ns` nanoseconds later, saturating (as `+ Duration`, without the conversion).
+    pub const fn saturating_add_nanos(self, ns: u64) -> Instant {
+        Instant(self.0.saturating_add(ns))
+    }
+
     /// `self - earlier`, or zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Instant) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))
