@@ -207,6 +207,10 @@ pub mod sink {
             &mut self.bytes
         }
         #[inline(never)]
+        fn resize(&mut self, len: usize) {
+            self.bytes.resize(len, 0);
+        }
+        #[inline(never)]
         fn chain(&mut self, next: SinkBuf) -> Result<(), SinkBuf> {
             self.chained += next.frame_len();
             self.attached += next.attached;

@@ -61,7 +61,7 @@ use crate::conn::{
 };
 use crate::memory::{Memory, Place, RegionTable, SharedRegions};
 use crate::session::{PendingLimit, State};
-use crate::xmit::{Tap, Tx, TxStats, BURST};
+use crate::xmit::{Tap, Tx, TxStats, BURST, STOCK};
 
 /// Connections a data core holds at most; closed ones are reclaimed first.
 pub const MAX_CONNECTIONS_PER_CORE: usize = 256;
@@ -865,7 +865,7 @@ pub fn build<P: Port>(
             doorbells: Arc::clone(&doorbells),
             control_bell: Arc::clone(&control_bell),
             rang_control: false,
-            out: Tx::new(Arc::clone(&port), index as u16),
+            out: Tx::with_stock(Arc::clone(&port), index as u16, STOCK),
             rx: Vec::with_capacity(BURST),
             spent: Vec::with_capacity(BURST),
             linear: Vec::new(),

@@ -37,7 +37,7 @@ use ddpdk_control::conn::{
 };
 use ddpdk_control::memory::{Memory, RegionId, RegionTable};
 use ddpdk_control::session::{Event, PendingLimit};
-use ddpdk_control::xmit::{Tx, INLINE_SPANS_MAX};
+use ddpdk_control::xmit::{Tx, INLINE_SPANS_MAX, STOCK};
 use ddpdk_dataplane::mem::{Pd, Stag};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::region::Region;
@@ -329,7 +329,7 @@ fn transmit_side() -> (Tx<SinkPort>, Interface) {
     let port = Arc::new(SinkPort::default());
     let mut iface = Interface::new(port.mac(), Some(C4), None);
     iface.learn_static(S, [2, 0, 0, 0, 0, 2]);
-    (Tx::new(port, 0), iface)
+    (Tx::with_stock(port, 0, STOCK), iface)
 }
 
 /// The peer's SACK into the sender, under a name of its own for `callgrind-tx-stages.sh`.

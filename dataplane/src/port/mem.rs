@@ -52,6 +52,9 @@ impl PacketBuf for HeapBuf {
     fn data_mut(&mut self) -> &mut [u8] {
         &mut self.bytes
     }
+    fn resize(&mut self, len: usize) {
+        self.bytes.resize(len, 0);
+    }
     fn request_sctp_checksum(&mut self, l2: usize, l3: usize, _ipv6: bool) {
         self.sctp_checksum_at = Some(l2 + l3);
     }

@@ -32,6 +32,11 @@ pub trait PacketBuf: Send {
     fn data(&self) -> &[u8];
     /// The packet bytes, writable (of the first segment, for a chain).
     fn data_mut(&mut self) -> &mut [u8];
+    /// Sets a fresh one-segment buffer's data length to `len`, or to its data room when that
+    /// is smaller (then [`PacketBuf::data_mut`] is shorter than asked). The bytes are whatever
+    /// the buffer held: a sender that takes buffers from the pool in bulk sizes each as it
+    /// fills it.
+    fn resize(&mut self, len: usize);
     /// Packet length in bytes (of the first segment, for a chain).
     fn len(&self) -> usize {
         self.data().len()

@@ -246,6 +246,10 @@ impl PacketBuf for Mbuf {
         }
     }
 
+    fn resize(&mut self, len: usize) {
+        self.set_len(u16::try_from(len).unwrap_or(u16::MAX));
+    }
+
     fn len(&self) -> usize {
         usize::from(self.raw().data_len)
     }
