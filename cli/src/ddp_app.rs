@@ -22,7 +22,7 @@ use ddpdk_control::conn::{
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::{decode_private_data, RdmaLimits, ATOMIC_WORD};
 use ddpdk_control::runtime::{
-    self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeError,
+    self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeError, LIGHT_SLEEP,
 };
 use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
@@ -2510,6 +2510,9 @@ fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
     while !stop.load(Ordering::Acquire) {
         if turn() > 0 || doorbell.sleep_unless(sleep, turn) > 0 {
             sleep = Duration::from_micros(50);
+        } else if lock(shared).control.tx_backlogged() {
+            // Frames wait for the ring, which rings no doorbell when it drains.
+            sleep = LIGHT_SLEEP;
         } else {
             sleep = (sleep * 2).min(MAX_SLEEP);
         }

@@ -26,6 +26,7 @@ use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::{decode_private_data, RdmaLimits};
 use ddpdk_control::runtime::{
     Backoff, ConnHandle, Control, CoreReport, CoreStats, Event, IdlePolicy, Op, RuntimeError,
+    LIGHT_SLEEP,
 };
 use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::xmit::TxStats;
@@ -256,9 +257,18 @@ impl Job {
         }
     }
 
-    /// After a turn that did `work`: sleeps if the back-off says so.
+    /// After a turn that did `work`: sleeps if the back-off says so, never past an inline
+    /// data core's next timer, and briefly while frames wait for the device's ring
+    /// ([`ddpdk_control::runtime::DataCore::sleep_limit`]; the control side's likewise).
     fn pause(&mut self, work: usize) {
         if let Some(d) = self.idle.after(self.now, work) {
+            let mut d = self
+                .node
+                .inline_sleep_limit(self.now)
+                .map_or(d, |l| d.min(l));
+            if self.control.tx_backlogged() {
+                d = d.min(LIGHT_SLEEP);
+            }
             std::thread::sleep(d);
         }
     }

@@ -973,12 +973,14 @@ impl<P: Port> DataCore<P> {
 
     /// The longest this core may sleep at `now`, if anything limits it: never past its next
     /// SCTP timer, and no longer than [`LIGHT_SLEEP`] while frames wait for room in the
-    /// device's ring. A turn that finds the ring still full sends nothing and so counts as
-    /// idle, and nothing rings a doorbell when the ring drains: without the cap, a core held
-    /// back for [`DEEP_IDLE_AFTER`] would retry only every `max_sleep`.
+    /// device's ring and its link is up. A turn that finds the ring still full sends nothing
+    /// and so counts as idle, and nothing rings a doorbell when the ring drains: without the
+    /// cap, a core held back for [`DEEP_IDLE_AFTER`] would retry only every `max_sleep`. A
+    /// link that is down drains nothing: the core backs off as an idle one does.
     pub fn sleep_limit(&self, now: Instant) -> Option<Duration> {
         let timer = self.poll_timeout().map(|t| t.saturating_since(now));
         let backlog = self.out.congested().then_some(LIGHT_SLEEP);
+        let backlog = backlog.filter(|_| self.port.link().up);
         match (timer, backlog) {
             (Some(t), Some(b)) => Some(t.min(b)),
             (t, b) => t.or(b),
@@ -1997,8 +1999,16 @@ impl<P: Port> Control<P> {
                 }
             }
         }
-        self.out.flush();
-        work
+        // Frames sent are work: a loop with frames waiting for the ring does not back off
+        // while they go.
+        work + self.out.flush()
+    }
+
+    /// Whether frames this control side made wait for room in the device's ring (its loop
+    /// retries within [`LIGHT_SLEEP`] then, as a data core does: nothing wakes it when the
+    /// ring drains).
+    pub fn tx_backlogged(&self) -> bool {
+        self.out.congested() && self.out.port().link().up
     }
 
     /// An event from a core on its way to the ULP. A Send with Invalidate's `Received` waits

@@ -45,7 +45,8 @@ pub type Tap = Arc<std::sync::Mutex<dyn FnMut(&[u8]) + Send>>;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TxStats {
     pub frames_out: u64,
-    /// Frames past [`TX_BACKLOG_MAX`] while the port took none; freed.
+    /// Frames past [`TX_BACKLOG_MAX`] while the port took none, and frames still waiting
+    /// when the queue's thread stopped ([`Tx::discard_backlog`]); freed.
     pub tx_dropped: u64,
     /// Times the device's ring filled: a burst left frames waiting where none waited before
     /// (backpressure, not loss). One for each episode, however many bursts it took to drain.

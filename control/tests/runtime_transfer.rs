@@ -249,8 +249,9 @@ fn a_full_device_ring_holds_the_sender_back_and_loses_nothing() {
 #[test]
 fn a_stalled_receiver_holds_the_sender_back_and_it_keeps_retrying() {
     let (pa, pb) = pair(2, 8);
+    let pa = std::sync::Arc::new(pa);
     let cfg = RuntimeConfig::default();
-    let mut a = runtime(pa, A4, A6, 1, cfg);
+    let mut a = runtime(pa.clone(), A4, A6, 1, cfg);
     let mut b = runtime(pb, B4, B6, 2, cfg);
     let apd = a.0.memory_mut().alloc_pd();
     let bpd = b.0.memory_mut().alloc_pd();
@@ -289,6 +290,13 @@ fn a_stalled_receiver_holds_the_sender_back_and_it_keeps_retrying() {
         congested_turns >= 90,
         "the ring stayed full: {congested_turns}"
     );
+    // A link that is down drains nothing: then the core may back off as an idle one does.
+    pa.set_link_up(false);
+    assert!(
+        l.ka[0].sleep_limit(l.now).is_some_and(|d| d > LIGHT_SLEEP),
+        "only the SCTP timer limits a core whose link is down"
+    );
+    pa.set_link_up(true);
     let tx = l.ka[0].report().stats.tx;
     assert!(tx.backlog_peak <= BURST as u64, "{tx:?}");
     assert_eq!(tx.tx_dropped, 0, "{tx:?}");

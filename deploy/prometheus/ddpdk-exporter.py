@@ -175,7 +175,7 @@ def paged(t, cmd):
 def collect(t):
     """Asks every command and returns the metrics."""
     m = Metrics()
-    # One core per question: a telemetry dict holds 256 names, about four cores' worth.
+    # One core per question: a telemetry dict holds 256 names, three cores and the control thread's.
     stats = {}
     for core in range(4096):
         reply = t.ask(f"/ddpdk/stats,{core}")

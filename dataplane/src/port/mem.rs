@@ -98,6 +98,8 @@ pub struct MemPort {
     peer_offload: ChecksumOffload,
     /// Whether `attach_region` emulates a device that sends region memory in a chain.
     zero_copy: AtomicBool,
+    /// What [`Port::link`] says (up by default); frames still move, as a test wants.
+    link_down: AtomicBool,
     /// The emulated device's flow rules (`steer_sctp`), when it has them; the peer's sending
     /// side applies them, as this device's receive side would.
     flow_rules: AtomicBool,
@@ -144,6 +146,7 @@ pub fn pair_with_offload(
         offload,
         peer_offload: offload,
         zero_copy: AtomicBool::new(true),
+        link_down: AtomicBool::new(false),
         flow_rules: AtomicBool::new(false),
         rules: Arc::clone(own),
         peer_rules: Arc::clone(peer),
@@ -203,6 +206,11 @@ impl MemPort {
             .iter()
             .find(|r| r.1 == flow)
             .map_or(queue, |r| r.2)
+    }
+
+    /// What [`Port::link`] reports from now on (the queues are unaffected).
+    pub fn set_link_up(&self, up: bool) {
+        self.link_down.store(!up, Relaxed);
     }
 
     /// Whether [`Port::attach_region`] works (on by default), to test both transmit paths.
@@ -331,7 +339,7 @@ impl Port for MemPort {
 
     fn link(&self) -> LinkStatus {
         LinkStatus {
-            up: true,
+            up: !self.link_down.load(Relaxed),
             speed_mbps: 0,
             full_duplex: true,
         }
