@@ -43,7 +43,9 @@ for size in ${SIZES//,/ }; do
     for f in alloc_bulk attach_region tx_burst; do
         port=$((port + $(inc "<ddpdk_benches::sink::SinkPort as ddpdk_dataplane::port::Port>::$f")))
     done
-    port=$((port + $(inc '<ddpdk_benches::sink::SinkBuf as ddpdk_dataplane::port::PacketBuf>::chain')))
+    for f in chain resize; do
+        port=$((port + $(inc "<ddpdk_benches::sink::SinkBuf as ddpdk_dataplane::port::PacketBuf>::$f")))
+    done
     tx=$(($(inc 'ddp_tx_bench::transmit') + $(inc 'ddp_tx_bench::flush') - crc - port))
     sack=$(inc 'ddp_tx_bench::sack_in')
     rest=$((all - pump - sctp - crc - tx - port - sack))
