@@ -1112,10 +1112,7 @@ fn a_full_ring_sends_each_frame_sealed_once_4303_3_3(b: &Bench) {
     assert!(!pa.tx_held(0), "nothing held once the ring took it");
     let wire_rest = receive_all(raw[1].as_ref(), 5);
     let wire: Vec<Vec<u8>> = wire_first.into_iter().chain(wire_rest).collect();
-    let seqs: Vec<u32> = wire
-        .iter()
-        .map(|s| u32::from_be_bytes([s[38], s[39], s[40], s[41]]))
-        .collect();
+    let seqs = esp_sequence_numbers(&wire);
     assert_eq!(
         seqs,
         (1..=12).collect::<Vec<u32>>(),
@@ -1189,13 +1186,17 @@ fn callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(b: &Bench) {
     assert_eq!(pa.tx_burst(0, &mut core), 5);
     assert!(!pa.tx_held(1) && !pa.tx_held(0));
     wire.extend(receive_all(raw[1].as_ref(), 5));
-    let seqs: Vec<u32> = wire
-        .iter()
-        .map(|s| u32::from_be_bytes([s[38], s[39], s[40], s[41]]))
-        .collect();
+    let seqs = esp_sequence_numbers(&wire);
     assert_eq!(
         seqs,
         (1..=12).collect::<Vec<u32>>(),
         "sequence numbers in wire order"
     );
+}
+
+/// The ESP sequence number of each frame (Ethernet, IPv4 without options, ESP: RFC 4303 §2.2).
+fn esp_sequence_numbers(wire: &[Vec<u8>]) -> Vec<u32> {
+    wire.iter()
+        .map(|s| u32::from_be_bytes([s[38], s[39], s[40], s[41]]))
+        .collect()
 }
