@@ -256,13 +256,13 @@ impl Node {
         self.inline.iter_mut().map(|k| k.poll(now)).sum()
     }
 
-    /// Whether the data cores are polled by this thread.
     /// The longest the caller may sleep before polling the inline data cores again
     /// ([`DataCore::sleep_limit`]); `None` when nothing limits it (or no core is inline).
     pub fn inline_sleep_limit(&self, now: Instant) -> Option<Duration> {
         self.inline.iter().filter_map(|k| k.sleep_limit(now)).min()
     }
 
+    /// Whether the data cores are polled by this thread.
     pub fn is_inline(&self) -> bool {
         !self.inline.is_empty()
     }

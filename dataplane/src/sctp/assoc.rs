@@ -27,7 +27,7 @@ use super::config::{self, Config};
 use super::cookie::{Cookie, CookieKey, Prf};
 use super::endpoint;
 use super::reassembly::Reassembly;
-use super::rto::Rto;
+use super::rto::{self, Rto};
 use super::send_queue::{ExtRef, Hole, SendQueue};
 use super::serial;
 use super::time::Instant;
@@ -953,8 +953,7 @@ impl Association {
     fn arm_heartbeat(&mut self, now: Instant) {
         if let Some(iv) = self.cfg.hb_interval {
             if self.path.hb_nonce.is_none() {
-                let iv = u64::try_from(iv.as_nanos()).unwrap_or(u64::MAX);
-                let wait = iv.saturating_add(self.hb_rto_jittered_nanos());
+                let wait = rto::nanos(iv).saturating_add(self.hb_rto_jittered_nanos());
                 self.arm(Timer::Heartbeat, now.saturating_add_nanos(wait));
             }
         }

@@ -22,7 +22,8 @@ pub struct Rto {
 /// collapsing to SRTT on a jitter-free path (as Linux and usrsctp do).
 const GRANULARITY: u64 = 1_000_000;
 
-fn nanos(d: Duration) -> u64 {
+/// `d` in nanoseconds, saturating (585 years).
+pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 

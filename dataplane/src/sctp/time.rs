@@ -36,10 +36,7 @@ impl Add<Duration> for Instant {
 
     fn add(self, d: Duration) -> Instant {
         // Saturates: a timer past the year 2554 is the same as never.
-        Instant(
-            self.0
-                .saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-        )
+        self.saturating_add_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
 }
 
