@@ -46,13 +46,16 @@ pub type Tap = Arc<std::sync::Mutex<dyn FnMut(&[u8]) + Send>>;
 pub struct TxStats {
     pub frames_out: u64,
     /// Frames past [`TX_BACKLOG_MAX`] while the port took none, and frames still waiting
-    /// when the queue's thread stopped ([`Tx::discard_backlog`]); freed.
+    /// (here or held by the port) when the queue's thread stopped ([`Tx::discard_backlog`]);
+    /// freed.
     pub tx_dropped: u64,
     /// Times the device's ring filled: a burst left frames waiting where none waited before
     /// (backpressure, not loss). One for each episode, however many bursts it took to drain.
     pub tx_ring_full: u64,
-    /// The most frames that waited for the ring at once (at most [`TX_BACKLOG_MAX`]). A
-    /// producer that heeds [`Tx::congested`] keeps it near one transmit opportunity's packets.
+    /// The most frames that waited for the ring at once: the queue's own (at most
+    /// [`TX_BACKLOG_MAX`]) and those its port holds for it ([`Port::tx_held`]: sealed ESP
+    /// frames). A producer that heeds [`Tx::congested`] keeps it near one transmit
+    /// opportunity's packets.
     pub backlog_peak: u64,
     /// No buffer to build a frame in; the frame is lost (SCTP retransmits).
     pub no_buffer: u64,
@@ -496,18 +499,21 @@ impl<P: Port> Tx<P> {
         // Frames the port took but holds (sealed ESP frames the ring refused) are a backlog as
         // much as our own: without this they would wait for the next frame queued here, a SACK
         // or a T3 retransmission away.
-        if self.bufs.is_empty() && !self.port.tx_held(self.queue) {
+        if self.bufs.is_empty() && self.port.tx_held(self.queue) == 0 {
             self.backlogged = false;
             return 0;
         }
         let sent = self.port.tx_burst(self.queue, &mut self.bufs);
         self.stats.frames_out += sent as u64;
         let was = self.backlogged;
-        self.backlogged = !self.bufs.is_empty() || self.port.tx_held(self.queue);
+        let held = self.port.tx_held(self.queue);
+        self.backlogged = !self.bufs.is_empty() || held > 0;
         if self.backlogged && !was {
             self.stats.tx_ring_full += 1;
         }
-        let waiting = self.bufs.len().min(TX_BACKLOG_MAX) as u64;
+        // The port's held frames wait as ours do (the first refused burst is sealed whole, so
+        // our own list can be empty while the ring holds the core back).
+        let waiting = (self.bufs.len().min(TX_BACKLOG_MAX) + held) as u64;
         self.stats.backlog_peak = self.stats.backlog_peak.max(waiting);
         if self.bufs.len() > TX_BACKLOG_MAX {
             let mut newest = self.bufs.split_off(TX_BACKLOG_MAX);
@@ -517,10 +523,10 @@ impl<P: Port> Tx<P> {
         sent
     }
 
-    /// Frees the frames still waiting for the ring, counted in [`TxStats::tx_dropped`] (a
-    /// queue whose thread stops). Returns how many.
+    /// Frees the frames still waiting for the ring, ours and those the port holds for this
+    /// queue, counted in [`TxStats::tx_dropped`] (a queue whose thread stops). Returns how many.
     pub fn discard_backlog(&mut self) -> usize {
-        let n = self.bufs.len();
+        let n = self.bufs.len() + self.port.discard_held(self.queue);
         self.stats.tx_dropped += n as u64;
         self.port.free_bulk(&mut self.bufs);
         self.backlogged = false;
@@ -629,6 +635,90 @@ mod tests {
         assert_eq!((tx.stats.frames_out, tx.stats.tx_dropped), (10, 0));
         assert_eq!(tx.stats.tx_ring_full, 1, "one episode: {:?}", tx.stats);
         assert_eq!(tx.stats.backlog_peak, 6, "{:?}", tx.stats);
+    }
+
+    /// A port that keeps what the ring refused, as an IPsec port keeps frames it sealed.
+    struct Holding {
+        inner: mem::MemPort,
+        held: std::sync::Mutex<Vec<mem::HeapBuf>>,
+    }
+
+    impl Port for Holding {
+        type Buf = mem::HeapBuf;
+        fn id(&self) -> u16 {
+            self.inner.id()
+        }
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn nb_rx_queues(&self) -> u16 {
+            self.inner.nb_rx_queues()
+        }
+        fn nb_tx_queues(&self) -> u16 {
+            self.inner.nb_tx_queues()
+        }
+        fn mac(&self) -> [u8; 6] {
+            self.inner.mac()
+        }
+        fn rx_burst(&self, queue: u16, out: &mut Vec<Self::Buf>, max: usize) -> usize {
+            self.inner.rx_burst(queue, out, max)
+        }
+        fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize {
+            let mut held = self.held.lock().unwrap();
+            let sent = self.inner.tx_burst(queue, &mut held);
+            if !held.is_empty() {
+                return sent;
+            }
+            let sent = sent + self.inner.tx_burst(queue, pkts);
+            held.append(pkts);
+            sent
+        }
+        fn tx_held(&self, _queue: u16) -> usize {
+            self.held.lock().unwrap().len()
+        }
+        fn discard_held(&self, _queue: u16) -> usize {
+            std::mem::take(&mut *self.held.lock().unwrap()).len()
+        }
+        fn alloc_bulk(&self, out: &mut Vec<Self::Buf>, n: usize, len: usize) -> bool {
+            self.inner.alloc_bulk(out, n, len)
+        }
+        fn link(&self) -> ddpdk_dataplane::port::LinkStatus {
+            self.inner.link()
+        }
+        fn stats(&self) -> ddpdk_dataplane::port::PortStats {
+            self.inner.stats()
+        }
+        fn xstats(&self) -> Vec<(String, u64)> {
+            self.inner.xstats()
+        }
+        fn reset_stats(&self) {
+            self.inner.reset_stats()
+        }
+    }
+
+    /// Frames the port holds for the queue are its backlog as much as its own list: the peak
+    /// counts them, the queue is congested while they wait, and a stopping queue counts them
+    /// dropped (the review's finding: the peak missed an IPsec port's sealed frames).
+    #[test]
+    fn frames_the_port_holds_are_backlog_peak_and_dropped_at_the_end() {
+        let (a, b) = mem::pair(1, 4);
+        let port = Arc::new(Holding {
+            inner: a,
+            held: std::sync::Mutex::new(Vec::new()),
+        });
+        let mut tx = Tx::new(port.clone(), 0);
+        for mark in 0..10u8 {
+            tx.send_raw(&[mark; 60]);
+        }
+        tx.flush();
+        assert_eq!(port.tx_held(0), 6, "the port took what the ring refused");
+        assert!(tx.congested(), "its frames wait for the ring");
+        assert_eq!(tx.stats.backlog_peak, 6, "{:?}", tx.stats);
+        assert_eq!(received(&b).len(), 4);
+        tx.flush();
+        assert_eq!((port.tx_held(0), tx.stats.frames_out), (2, 8));
+        assert_eq!(tx.discard_backlog(), 2, "the port's two, freed");
+        assert_eq!((tx.stats.tx_dropped, port.tx_held(0)), (2, 0));
     }
 
     /// A device that takes nothing more (a link gone): the queue keeps TX_BACKLOG_MAX frames

@@ -1096,7 +1096,11 @@ fn a_full_ring_sends_each_frame_sealed_once_4303_3_3(b: &Bench) {
     );
     // The caller's queue is empty, but its backlog is not: a caller that asked only its own
     // queue would wait for a new frame before calling again (review finding H1).
-    assert!(pa.tx_held(0), "the port says it holds frames for queue 0");
+    assert_eq!(
+        pa.tx_held(0),
+        3,
+        "the port says it holds frames for queue 0"
+    );
     let mut more: Vec<Mbuf> = sent[10..].iter().map(|f| mbuf(&b.pool, f)).collect();
     assert_eq!(pa.tx_burst(0, &mut more), 0, "the ring is still full");
     assert_eq!(more.len(), 2, "new frames stay with the caller, not sealed");
@@ -1109,7 +1113,7 @@ fn a_full_ring_sends_each_frame_sealed_once_4303_3_3(b: &Bench) {
         "the three held, then the two new"
     );
     assert!(more.is_empty());
-    assert!(!pa.tx_held(0), "nothing held once the ring took it");
+    assert_eq!(pa.tx_held(0), 0, "nothing held once the ring took it");
     let wire_rest = receive_all(raw[1].as_ref(), 5);
     let wire: Vec<Vec<u8>> = wire_first.into_iter().chain(wire_rest).collect();
     let seqs = esp_sequence_numbers(&wire);
@@ -1125,6 +1129,20 @@ fn a_full_ring_sends_each_frame_sealed_once_4303_3_3(b: &Bench) {
     assert_eq!(raw[0].tx_burst(0, &mut esp), 5);
     opened.extend(receive_all(&pb, 5));
     assert_eq!(opened, sent);
+
+    // A caller that stops has the port free what it still holds for its queue, and counts
+    // them dropped: the ring full again, three sealed frames held, then discarded.
+    let mut again: Vec<Mbuf> = sent[..10].iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst(0, &mut again), 7);
+    assert_eq!(pa.tx_held(0), 3);
+    assert_eq!(
+        pa.discard_held(0),
+        3,
+        "what was held, for the caller to count"
+    );
+    assert_eq!(pa.tx_held(0), 0);
+    assert_eq!(pa.discard_held(0), 0, "freed once");
+    receive_all(raw[1].as_ref(), 7);
 }
 
 /// RFC 4303 §3.4.3: a receiver drops what falls left of its replay window. A data core and the
@@ -1175,7 +1193,7 @@ fn callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(b: &Bench) {
     assert_eq!(pa.tx_burst(1, &mut control), 7);
     assert!(control.is_empty());
     // The data core's queue (0) sees the same backlog and its frames stay clear with it.
-    assert!(pa.tx_held(0), "queue 0 shares queue 1's sealed frames");
+    assert!(pa.tx_held(0) > 0, "queue 0 shares queue 1's sealed frames");
     let mut core: Vec<Mbuf> = sent[10..].iter().map(|f| mbuf(&b.pool, f)).collect();
     assert_eq!(pa.tx_burst(0, &mut core), 0, "the ring is still full");
     assert_eq!(core.len(), 2, "not sealed while older sealed frames wait");
@@ -1184,7 +1202,7 @@ fn callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(b: &Bench) {
     // Once the ring drains, the data core's burst sends the control thread's three first.
     let mut wire = receive_all(raw[1].as_ref(), 7);
     assert_eq!(pa.tx_burst(0, &mut core), 5);
-    assert!(!pa.tx_held(1) && !pa.tx_held(0));
+    assert_eq!((pa.tx_held(1), pa.tx_held(0)), (0, 0));
     wire.extend(receive_all(raw[1].as_ref(), 5));
     let seqs = esp_sequence_numbers(&wire);
     assert_eq!(

@@ -369,8 +369,11 @@ impl<P: Port> Port for Faulty<P> {
         kept
     }
 
-    fn tx_held(&self, queue: u16) -> bool {
+    fn tx_held(&self, queue: u16) -> usize {
         self.inner.tx_held(queue)
+    }
+    fn discard_held(&self, queue: u16) -> usize {
+        self.inner.discard_held(queue)
     }
     fn tx_device_queue(&self, queue: u16) -> u16 {
         self.inner.tx_device_queue(queue)

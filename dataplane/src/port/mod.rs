@@ -186,12 +186,18 @@ pub trait Port: Send + Sync {
     /// took are removed from `pkts` and the number is returned; the others remain, in order.
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize;
 
-    /// Whether frames this port took from TX queue `queue`'s caller still wait for the
+    /// How many frames this port took from TX queue `queue`'s caller still wait for the
     /// device's ring inside it (an IPsec port holds frames it sealed: they cannot go back to be
     /// sealed again). The caller keeps calling [`Port::tx_burst`], with nothing new if need be,
-    /// until this is false, as for frames it holds itself.
-    fn tx_held(&self, _queue: u16) -> bool {
-        false
+    /// until this is 0, as for frames it holds itself, and counts them in its backlog.
+    fn tx_held(&self, _queue: u16) -> usize {
+        0
+    }
+
+    /// Frees the frames [`Port::tx_held`] counts for `queue` (its caller stops); returns how
+    /// many, for the caller to count as dropped.
+    fn discard_held(&self, _queue: u16) -> usize {
+        0
     }
 
     /// The device TX queue that carries TX queue `queue`'s frames. Two queues that answer the

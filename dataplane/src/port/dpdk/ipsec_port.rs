@@ -673,11 +673,19 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
     fn tx_device_queue(&self, queue: u16) -> u16 {
         self.inner.tx_device_queue(queue)
     }
-    fn tx_held(&self, queue: u16) -> bool {
-        self.held_for(queue).is_some_and(|h| {
-            !h.lock()
+    fn tx_held(&self, queue: u16) -> usize {
+        self.held_for(queue).map_or(0, |h| {
+            h.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .is_empty()
+                .len()
+        })
+    }
+    fn discard_held(&self, queue: u16) -> usize {
+        self.held_for(queue).map_or(0, |h| {
+            let frames =
+                std::mem::take(&mut *h.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            // Dropping an Mbuf frees it to its pool.
+            frames.len()
         })
     }
 
