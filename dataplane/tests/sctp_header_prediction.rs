@@ -4,8 +4,9 @@
 //! client's DATA, then dropped, duplicated, reordered, bit-flipped, truncated, re-flagged or
 //! re-tagged on the way) and must return the same results, deliver the same messages, answer
 //! with the same packets and end in the same state (their whole `Debug` form, the flag apart).
-//! The sender's half (`build_data_predicted`) is held to the same: two senders, one
-//! predicting, build the same packets under loss, duplication, timeouts and SACKs.
+//! The sender's half (`build_data_predicted`, and the SACK alone taken without the chunk walk)
+//! is held to the same: two senders, one predicting, build the same packets and end in the same
+//! state under loss, duplication, timeouts and SACKs intact or damaged.
 
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
@@ -234,6 +235,8 @@ enum Step {
     Transmit(u8),
     /// The receiver's answers (SACKs) to both senders.
     Answer,
+    /// The same, each answer damaged on the way (`Damage`), CRC32c made good where it says.
+    AnswerDamaged(u8, u32),
     /// The receiver sends a message too: the senders owe a SACK, bundled with their DATA.
     Reverse(usize),
     /// Time passes (timers: T3-rtx, delayed SACK, HEARTBEAT).
@@ -246,6 +249,7 @@ fn step() -> impl Strategy<Value = Step> {
             .prop_map(|(stream, len, ext)| Step::Send { stream, len, ext }),
         4 => any::<u8>().prop_map(Step::Transmit),
         3 => Just(Step::Answer),
+        2 => (0u8..9, any::<u32>()).prop_map(|(how, x)| Step::AnswerDamaged(how, x)),
         1 => (1usize..200).prop_map(Step::Reverse),
         1 => (1u64..2000).prop_map(Step::Wait),
     ]
@@ -320,6 +324,15 @@ proptest! {
                         prop_assert_eq!(a, b);
                     }
                 }
+                Step::AnswerDamaged(how, x) => {
+                    while let Some(n) = c.poll_transmit(now, &mut buf) {
+                        let p = damage_answer(&buf[..n], how, x);
+                        let a = fast.handle(now, &p, &mut sink);
+                        let b = general.handle(now, &p, &mut sink);
+                        prop_assert_eq!(a, b);
+                        prop_assert_eq!(state(&fast), state(&general));
+                    }
+                }
                 Step::Wait(ms) => {
                     now = Instant::from_nanos(now.as_nanos() + ms * 1_000_000);
                     for a in [&mut c, &mut fast, &mut general] {
@@ -332,4 +345,115 @@ proptest! {
             prop_assert_eq!(state(&fast), state(&general));
         }
     }
+}
+
+/// A receiver's answer (a SACK alone is 28 bytes: header, type, flags, length, cumulative TSN
+/// Ack, a_rwnd, the two counts) as the network or an attacker might change it: what the send
+/// side's SACK prediction sees must have the general path's effect (RFC 9260 §3.3.4, §6.2.1,
+/// §6.8, §8.5).
+fn damage_answer(p: &[u8], how: u8, x: u32) -> Vec<u8> {
+    let mut p = p.to_vec();
+    let refill = |p: &mut Vec<u8>| crc32c::fill(p);
+    match how {
+        // A bit flipped: the checksum fails.
+        0 => {
+            let at = x as usize % p.len();
+            p[at] ^= 1 << (x % 8);
+        }
+        // The cumulative TSN Ack moved, back or ahead (§6.2.1 D i, a TSN never sent).
+        1 if p.len() >= 20 => {
+            let cum = u32::from_be_bytes([p[16], p[17], p[18], p[19]]);
+            let cum = cum.wrapping_add(x % 9).wrapping_sub(4);
+            p[16..20].copy_from_slice(&cum.to_be_bytes());
+            refill(&mut p);
+        }
+        // Another a_rwnd.
+        2 if p.len() >= 24 => {
+            p[20..24].copy_from_slice(&x.to_be_bytes());
+            refill(&mut p);
+        }
+        // Gap Ack Blocks or Duplicate TSNs counted that the chunk does not hold.
+        3 if p.len() >= 28 => {
+            p[24 + 2 * (x as usize % 2)] = 1 + (x >> 8) as u8 % 4;
+            refill(&mut p);
+        }
+        // Chunk flags (reserved in a SACK) set.
+        4 if p.len() > 13 => {
+            p[13] = x as u8;
+            refill(&mut p);
+        }
+        // Cut short.
+        5 => p.truncate(x as usize % p.len()),
+        // Another verification tag.
+        6 => {
+            p[4..8].copy_from_slice(&x.to_be_bytes());
+            refill(&mut p);
+        }
+        // A chunk length that is not the packet's.
+        7 if p.len() >= 16 => {
+            p[14..16].copy_from_slice(&(x as u16 % 40).to_be_bytes());
+            refill(&mut p);
+        }
+        // The Gap Ack Blocks and Duplicate TSNs taken out: the receiver reneges on what it
+        // gap-acknowledged (§6.2.1 D: the sender takes those TSNs as not received).
+        8 if p.len() > 28 => {
+            p.truncate(28);
+            p[14..16].copy_from_slice(&16u16.to_be_bytes());
+            p[24..28].fill(0);
+            refill(&mut p);
+        }
+        _ => {}
+    }
+    p
+}
+
+/// RFC 9260 §6.2.1 D: a SACK without Gap Ack Blocks tells a sender that TSNs it marked
+/// gap-acknowledged were not received after all (the receiver reneged); they are unmarked and
+/// count in flight again for retransmission. The SACK alone is the predicted packet's shape, so
+/// the prediction must leave it to the general path while anything is marked.
+#[test]
+fn a_sack_without_blocks_unmarks_what_was_gap_acknowledged() {
+    let now = Instant::from_nanos(1_000_000_000);
+    let (mut c, mut fast, mut general) = setup(now);
+    let mut sink = |_: Message<'_>| {};
+    let (mut out, mut buf) = (vec![0u8; 65536], vec![0u8; 65536]);
+    for i in 0..4u8 {
+        for a in [&mut fast, &mut general] {
+            a.send(1, 18, &[i; 1200]).unwrap();
+        }
+    }
+    // Four packets; the client sees all but the first, and SACKs the last three as a gap.
+    let mut k = 0;
+    while let Some(n) = fast.poll_transmit(now, &mut out) {
+        assert_eq!(general.poll_transmit(now, &mut buf), Some(n));
+        if k > 0 {
+            c.handle(now, &out[..n], &mut sink).unwrap();
+        }
+        k += 1;
+    }
+    assert_eq!(k, 4, "one packet a message");
+    let mut last = Vec::new();
+    while let Some(n) = c.poll_transmit(now, &mut buf) {
+        last = buf[..n].to_vec();
+        for a in [&mut fast, &mut general] {
+            a.handle(now, &last, &mut sink).unwrap();
+        }
+    }
+    assert!(
+        last.len() > 28,
+        "the client's SACK has a Gap Ack Block: {last:?}"
+    );
+    let marked = state(&general);
+    // The same SACK with its blocks taken out.
+    let reneged = damage_answer(&last, 8, 0);
+    assert_eq!(reneged.len(), 28);
+    for a in [&mut fast, &mut general] {
+        a.handle(now, &reneged, &mut sink).unwrap();
+    }
+    assert_ne!(
+        state(&general),
+        marked,
+        "the general path unmarks the three"
+    );
+    assert_eq!(state(&fast), state(&general));
 }

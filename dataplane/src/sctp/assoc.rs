@@ -1022,6 +1022,9 @@ impl Association {
             if let Some(r) = self.predicted_data(now, packet, rx, checksum_verified) {
                 return r;
             }
+            if let Some(r) = self.predicted_sack(now, packet, rx, checksum_verified) {
+                return r;
+            }
         }
         let checked = if checksum_verified {
             Packet::new_checked(packet)
@@ -1178,6 +1181,58 @@ impl Association {
         });
         self.rx_room = clamp_room(rx.room());
         self.after_data(now);
+        Some(Ok(()))
+    }
+
+    /// Header prediction on the sending side: in an established association, the common packet
+    /// a bulk sender receives is our ports and tag and one SACK chunk of its fixed part alone
+    /// (RFC 9260 §3.3.4: no Gap Ack Block, no Duplicate TSN), while no TSN is marked
+    /// gap-acknowledged (so an empty block list changes nothing, §6.2.1 D and the reneging
+    /// rule). Such a packet is taken here with the effect the general path would have: its
+    /// checksum, the counts, and [`Association::on_sack`] with the same cumulative TSN Ack and
+    /// a_rwnd (which keep their own checks, §6.2.1 D i and ii), without parsing it into chunks.
+    /// Anything else, `None`.
+    #[inline]
+    fn predicted_sack<D: Deliver + ?Sized>(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        rx: &mut D,
+        checksum_verified: bool,
+    ) -> Option<Result<(), Discard>> {
+        let be16 = |b: &[u8], at: usize| u16::from_be_bytes([b[at], b[at + 1]]);
+        let be32 =
+            |b: &[u8], at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        if self.state != State::Established
+            || packet.len() != HEADER_LEN + SACK_MIN_LEN
+            || self.gap_acked != 0
+        {
+            return None;
+        }
+        let chunk = &packet[HEADER_LEN..];
+        // Chunk type and length, then the numbers of Gap Ack Blocks and of Duplicate TSNs.
+        if chunk[0] != u8::from(ChunkType::Sack)
+            || usize::from(be16(chunk, 2)) != SACK_MIN_LEN
+            || be16(chunk, 12) != 0
+            || be16(chunk, 14) != 0
+        {
+            return None;
+        }
+        if be16(packet, 0) != self.peer_port
+            || be16(packet, 2) != self.local_port
+            || be32(packet, 4) != self.local_tag
+        {
+            return None;
+        }
+        if !checksum_verified && !crc32c::verify(packet) {
+            self.stats.bad_checksum += 1;
+            return Some(Err(Discard::BadChecksum));
+        }
+        self.stats.packets_in += 1;
+        self.stats.sacks_in += 1;
+        self.sack_since_t3 = true;
+        self.on_sack(now, be32(chunk, 4), be32(chunk, 8), None);
+        self.rx_room = clamp_room(rx.room());
         Some(Ok(()))
     }
 
