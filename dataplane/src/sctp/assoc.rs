@@ -1126,9 +1126,6 @@ impl Association {
     ) -> Option<Result<(), Discard>> {
         use crate::wire::sctp::data_flag::{BEGINNING, ENDING, IMMEDIATE, UNORDERED};
         const WHOLE_UNORDERED: u8 = UNORDERED | BEGINNING | ENDING;
-        let be16 = |b: &[u8], at: usize| u16::from_be_bytes([b[at], b[at + 1]]);
-        let be32 =
-            |b: &[u8], at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         if self.state != State::Established || packet.len() < HEADER_LEN + DATA_HEADER_LEN + 1 {
             return None;
         }
@@ -1142,10 +1139,7 @@ impl Association {
         {
             return None;
         }
-        if be16(packet, 0) != self.peer_port
-            || be16(packet, 2) != self.local_port
-            || be32(packet, 4) != self.local_tag
-        {
+        if !self.predicted_header(packet) {
             return None;
         }
         let tsn = be32(chunk, 4);
@@ -1184,6 +1178,15 @@ impl Association {
         Some(Ok(()))
     }
 
+    /// Whether a packet's common header is this association's: the peer's port to ours, with
+    /// our verification tag (RFC 9260 §8.5), as header prediction expects it.
+    #[inline(always)]
+    fn predicted_header(&self, packet: &[u8]) -> bool {
+        be16(packet, 0) == self.peer_port
+            && be16(packet, 2) == self.local_port
+            && be32(packet, 4) == self.local_tag
+    }
+
     /// Header prediction on the sending side: in an established association, the common packet
     /// a bulk sender receives is our ports and tag and one SACK chunk of its fixed part alone
     /// (RFC 9260 §3.3.4: no Gap Ack Block, no Duplicate TSN), while no TSN is marked
@@ -1200,9 +1203,6 @@ impl Association {
         rx: &mut D,
         checksum_verified: bool,
     ) -> Option<Result<(), Discard>> {
-        let be16 = |b: &[u8], at: usize| u16::from_be_bytes([b[at], b[at + 1]]);
-        let be32 =
-            |b: &[u8], at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         if self.state != State::Established
             || packet.len() != HEADER_LEN + SACK_MIN_LEN
             || self.gap_acked != 0
@@ -1218,10 +1218,7 @@ impl Association {
         {
             return None;
         }
-        if be16(packet, 0) != self.peer_port
-            || be16(packet, 2) != self.local_port
-            || be32(packet, 4) != self.local_tag
-        {
+        if !self.predicted_header(packet) {
             return None;
         }
         if !checksum_verified && !crc32c::verify(packet) {
@@ -2978,6 +2975,19 @@ struct PendingInitAck {
     peer_tag: u32,
     local_tag: u32,
     local_tsn: u32,
+}
+
+/// The big-endian 16-bit field at `at` of a packet whose length the caller checked (header
+/// prediction reads fixed offsets).
+#[inline(always)]
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+/// As [`be16`], 32 bits.
+#[inline(always)]
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 /// The gap ack blocks of a SACK, checked: blocks that are empty, reversed or out of order are
