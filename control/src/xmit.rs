@@ -54,8 +54,8 @@ pub struct TxStats {
     pub tx_ring_full: u64,
     /// The most frames that waited for the ring at once: the queue's own (at most
     /// [`TX_BACKLOG_MAX`]) and those its port holds for it ([`Port::tx_held`]: sealed ESP
-    /// frames). A producer that heeds [`Tx::congested`] keeps it near one transmit
-    /// opportunity's packets.
+    /// frames; on a device queue two callers share, both callers' frames). A producer that
+    /// heeds [`Tx::congested`] keeps it near one transmit opportunity's packets.
     pub backlog_peak: u64,
     /// No buffer to build a frame in; the frame is lost (SCTP retransmits).
     pub no_buffer: u64,

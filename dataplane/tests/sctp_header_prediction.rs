@@ -249,7 +249,7 @@ fn step() -> impl Strategy<Value = Step> {
             .prop_map(|(stream, len, ext)| Step::Send { stream, len, ext }),
         4 => any::<u8>().prop_map(Step::Transmit),
         3 => Just(Step::Answer),
-        2 => (0u8..9, any::<u32>()).prop_map(|(how, x)| Step::AnswerDamaged(how, x)),
+        2 => (0u8..10, any::<u32>()).prop_map(|(how, x)| Step::AnswerDamaged(how, x)),
         1 => (1usize..200).prop_map(Step::Reverse),
         1 => (1u64..2000).prop_map(Step::Wait),
     ]
@@ -322,6 +322,7 @@ proptest! {
                         let a = fast.handle(now, &buf[..n], &mut sink);
                         let b = general.handle(now, &buf[..n], &mut sink);
                         prop_assert_eq!(a, b);
+                        prop_assert_eq!(state(&fast), state(&general));
                     }
                 }
                 Step::AnswerDamaged(how, x) => {
@@ -402,14 +403,20 @@ fn damage_answer(p: &[u8], how: u8, x: u32) -> Vec<u8> {
             p[24..28].fill(0);
             refill(&mut p);
         }
+        // Another source or destination port (§8.5: not this association's packet).
+        9 => {
+            let at = 2 * (x as usize % 2);
+            p[at..at + 2].copy_from_slice(&(x >> 16).to_be_bytes()[2..]);
+            refill(&mut p);
+        }
         _ => {}
     }
     p
 }
 
 /// RFC 9260 §6.2.1 D: a SACK without Gap Ack Blocks tells a sender that TSNs it marked
-/// gap-acknowledged were not received after all (the receiver reneged); they are unmarked and
-/// count in flight again for retransmission. The SACK alone is the predicted packet's shape, so
+/// gap-acknowledged were not received after all (the receiver reneged); they are unmarked, to
+/// be retransmitted. The SACK alone is the predicted packet's shape, so
 /// the prediction must leave it to the general path while anything is marked.
 #[test]
 fn a_sack_without_blocks_unmarks_what_was_gap_acknowledged() {

@@ -195,7 +195,9 @@ pub trait Port: Send + Sync {
     }
 
     /// Frees the frames [`Port::tx_held`] counts for `queue` (its caller stops); returns how
-    /// many, for the caller to count as dropped.
+    /// many, for the caller to count as dropped. Frames of a device queue another caller
+    /// shares ([`Port::tx_device_queue`]) are that caller's too: they are left, and 0 is
+    /// returned.
     fn discard_held(&self, _queue: u16) -> usize {
         0
     }

@@ -54,7 +54,10 @@ fn frames_wanted(setting: Option<&str>, amd: bool) -> bool {
 fn cpu_is_amd() -> bool {
     // CPUID leaf 0 spells the vendor in EBX, EDX, ECX: "AuthenticAMD" (and Hygon's
     // "HygonGenuine", a Zen licensee, is left with the default).
-    let id = std::arch::x86_64::__cpuid(0);
+    // SAFETY: CPUID is part of the x86-64 baseline and only reads identification registers;
+    // the toolchains before the intrinsic became safe (rust-version 1.87) need the block.
+    #[allow(unused_unsafe)]
+    let id = unsafe { std::arch::x86_64::__cpuid(0) };
     [id.ebx, id.edx, id.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163]
 }
 

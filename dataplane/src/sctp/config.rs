@@ -63,7 +63,8 @@ pub struct Config {
     /// The Adaptation Layer Indication we send and require (RFC 5043 §5.1, §11.1).
     pub adaptation_indication: u32,
     /// Take the common packet of a bulk transfer (one whole DATA chunk, the next TSN, nothing
-    /// missing) without the general chunk walk ([`Association::handle`]'s header
+    /// missing) and its sender's (one SACK without Gap Ack Blocks or Duplicate TSNs, nothing
+    /// gap-acked) without the general chunk walk ([`Association::handle`]'s header
     /// prediction), and build a bulk sender's common packet (new DATA, nothing else owed)
     /// without the general builder's ([`Association::poll_transmit`]). The effect is the same
     /// either way; off, every packet takes the general path (the benches compare the two, the

@@ -681,6 +681,16 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         })
     }
     fn discard_held(&self, queue: u16) -> usize {
+        // A device queue two callers share (a data core and the control thread,
+        // `share_last_pair`) holds the other's sealed frames too, which that caller may still
+        // be sending (a shutdown's ABORTs): they stay, and go or are freed with the port.
+        let device = self.inner.tx_device_queue(queue);
+        let callers = (0..self.inner.nb_tx_queues())
+            .filter(|&q| self.inner.tx_device_queue(q) == device)
+            .count();
+        if callers > 1 {
+            return 0;
+        }
         self.held_for(queue).map_or(0, |h| {
             let frames =
                 std::mem::take(&mut *h.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
