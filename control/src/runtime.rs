@@ -979,8 +979,7 @@ impl<P: Port> DataCore<P> {
     /// link that is down drains nothing: the core backs off as an idle one does.
     pub fn sleep_limit(&self, now: Instant) -> Option<Duration> {
         let timer = self.poll_timeout().map(|t| t.saturating_since(now));
-        let backlog = self.out.congested().then_some(LIGHT_SLEEP);
-        let backlog = backlog.filter(|_| self.port.link().up);
+        let backlog = self.out.retry_soon().then_some(LIGHT_SLEEP);
         match (timer, backlog) {
             (Some(t), Some(b)) => Some(t.min(b)),
             (t, b) => t.or(b),
@@ -2008,7 +2007,7 @@ impl<P: Port> Control<P> {
     /// retries within [`LIGHT_SLEEP`] then, as a data core does: nothing wakes it when the
     /// ring drains).
     pub fn tx_backlogged(&self) -> bool {
-        self.out.congested() && self.out.port().link().up
+        self.out.retry_soon()
     }
 
     /// An event from a core on its way to the ULP. A Send with Invalidate's `Received` waits

@@ -192,6 +192,14 @@ impl<P: Port> Tx<P> {
         self.backlogged
     }
 
+    /// Whether the loop that owns this queue should come back within
+    /// [`crate::runtime::LIGHT_SLEEP`]: frames wait and the link is up. Nothing rings a
+    /// doorbell when the ring drains; a link that is down drains nothing, so its loop backs
+    /// off as an idle one does.
+    pub fn retry_soon(&self) -> bool {
+        self.backlogged && self.port.link().up
+    }
+
     /// Frames the SCTP packet of `len` bytes at `self.frame[header_len(peer)..]` to `peer`
     /// through `iface`'s neighbour table, and queues it (a solicitation instead when the
     /// neighbour is unknown). With `device_checksum` the device fills its CRC32c.

@@ -247,7 +247,13 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     }
 
     /// The held frames of the device queue that carries TX queue `queue` (none with IPsec off).
+    /// Asked every burst and every idle turn (`Tx::flush`): with IPsec off it answers before
+    /// asking the device which queue that is.
+    #[inline]
     fn held_for(&self, queue: u16) -> Option<&Mutex<Vec<Mbuf>>> {
+        if self.held.is_empty() {
+            return None;
+        }
         self.held
             .get(usize::from(self.inner.tx_device_queue(queue)))
     }
@@ -673,6 +679,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
     fn tx_device_queue(&self, queue: u16) -> u16 {
         self.inner.tx_device_queue(queue)
     }
+    #[inline]
     fn tx_held(&self, queue: u16) -> usize {
         self.held_for(queue).map_or(0, |h| {
             h.lock()
