@@ -12,8 +12,8 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
-    AbortRepr, CauseRepr, ChunkRepr, DataRepr, HeaderRepr, InitRepr, List, Packet, PacketBuilder,
-    ParamRepr, SackRepr, ShutdownCompleteRepr, UnknownChunkRepr,
+    AbortRepr, CauseRepr, ChunkRepr, DataRepr, GapAckBlock, HeaderRepr, InitRepr, List, Packet,
+    PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, UnknownChunkRepr,
 };
 
 const C_PORT: u16 = 5001;
@@ -913,6 +913,87 @@ fn fast_retransmit_on_third_miss_7_2_4() {
     assert_eq!(p.c.stats().fast_retransmits, 1);
     assert_eq!(p.c.stats().t3_expiries, 0);
     assert_eq!(p.got_s.len(), 8);
+}
+
+/// §6.2.1 D iii: a SACK that no longer covers a TSN an earlier Gap Ack Block did (the
+/// receiver reneged) counts one miss indication for it (§7.2.4). Here the TSN had two misses
+/// before it was gap-acked, so the reneging SACK, which newly acknowledges nothing (no HTNA
+/// miss for anyone), is its third: it is fast-retransmitted at once instead of waiting for
+/// T3-rtx.
+#[test]
+fn a_reneged_tsn_gets_a_miss_indication_6_2_1_d_iii() {
+    let mut p = Pair::new();
+    // The client's verification tag, from a SACK the server sends it (at once for every
+    // second packet, §6.2).
+    for _ in 0..2 {
+        p.c.send(0, 16, &[9; 1000]).unwrap();
+    }
+    let log = p.exchange(t(5), |_, _| true);
+    let (_, to_client) = log.iter().find(|(to_s, _)| !to_s).unwrap();
+    let tag = vtag(to_client);
+    let base = p.c.stats().fast_retransmits;
+    for i in 0..5u8 {
+        p.c.send(0, 16, &[i; 1000]).unwrap();
+    }
+    let mut tsns = Vec::new();
+    for _ in 0..3 {
+        for pk in drain(&mut p.c, t(10)) {
+            for c in chunks(&pk) {
+                if let ChunkRepr::Data(d) = c {
+                    tsns.push(d.tsn);
+                }
+            }
+        }
+    }
+    assert_eq!(tsns.len(), 5, "five messages, one chunk each: {tsns:?}");
+    let cum = tsns[0].wrapping_sub(1);
+    let sack = |blocks: &[(u16, u16)]| {
+        let blocks: Vec<GapAckBlock> = blocks
+            .iter()
+            .map(|&(start, end)| GapAckBlock { start, end })
+            .collect();
+        packet(
+            S_PORT,
+            C_PORT,
+            tag,
+            &[ChunkRepr::Sack(SackRepr {
+                cum_tsn_ack: cum,
+                a_rwnd: 1 << 20,
+                gap_ack_blocks: List::new(&blocks),
+                dup_tsns: List::new(&[]),
+            })],
+        )
+    };
+    // Offsets from `cum`: TSN k of the five is offset k + 1. The third arrives, then the
+    // fourth (two HTNA misses for the first two), then the second (gap-acked, two misses).
+    for blocks in [&[(3, 3)][..], &[(3, 4)], &[(2, 4)]] {
+        p.c.handle(t(11), &sack(blocks), &mut ignore).unwrap();
+    }
+    assert_eq!(
+        p.c.stats().fast_retransmits,
+        base,
+        "nothing retransmitted yet"
+    );
+    let first = drain(&mut p.c, t(11));
+    let rtx_of = |pks: &[Vec<u8>], tsn: u32| {
+        pks.iter().any(|pk| {
+            chunks(pk)
+                .iter()
+                .any(|c| matches!(c, ChunkRepr::Data(d) if d.tsn == tsn))
+        })
+    };
+    // The first had its third miss when the second was newly gap-acked.
+    assert!(rtx_of(&first, tsns[0]), "the first, fast-retransmitted");
+    assert!(!rtx_of(&first, tsns[1]), "the second, gap-acked");
+    // The receiver reneges on the second: a third miss, no HTNA (nothing newly acked).
+    p.c.handle(t(12), &sack(&[(3, 4)]), &mut ignore).unwrap();
+    let second = drain(&mut p.c, t(12));
+    assert!(
+        rtx_of(&second, tsns[1]),
+        "the reneged TSN is fast-retransmitted without T3: {:?}",
+        p.c.stats()
+    );
+    assert_eq!(p.c.stats().t3_expiries, 0);
 }
 
 /// RFC 9260 §6.1 D: Max.Burst limits how many packets of new DATA one transmit opportunity

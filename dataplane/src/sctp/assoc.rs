@@ -1603,6 +1603,9 @@ impl Association {
         let mut highest_newly_acked = if cum_advanced { Some(cum) } else { None };
         let mut highest_reported: Option<u32> = None;
         let gaps = gaps.filter(|g| self.gap_acked > 0 || g.valid().next().is_some());
+        // TSNs this SACK no longer covers though an earlier one did (the receiver reneged):
+        // rare, so the list allocates only when it happens.
+        let mut reneged: Vec<u64> = Vec::new();
         if let Some(g) = gaps {
             // Outstanding TSNs rise with the ring and valid blocks rise too: one merge walk,
             // O(slots + blocks), however many blocks a peer crams into a SACK.
@@ -1633,6 +1636,7 @@ impl Association {
                 } else if !acked && s.gap_acked {
                     self.gap_acked -= 1;
                     self.sq.slot_mut(seq).gap_acked = false;
+                    reneged.push(seq);
                 }
             }
         }
@@ -1656,18 +1660,20 @@ impl Association {
                 if s.gap_acked || s.rtx || s.fast_rtx_done {
                     continue;
                 }
-                s.misses += 1;
-                if s.misses >= 3 {
-                    s.fast_rtx_done = true;
-                    let len = s.len;
-                    if s.in_flight {
-                        s.in_flight = false;
-                        self.path.flight -= book(len);
-                    }
-                    self.sq.set_rtx(seq, true);
-                    new_fast_rtx = true;
-                }
+                new_fast_rtx |= self.miss_indication(seq);
             }
+        }
+        // §6.2.1 D iii: a TSN the receiver reneged on may be missing: one miss indication
+        // (unless the HTNA walk above just counted this SACK's one), and T3-rtx running.
+        for &seq in &reneged {
+            let s = self.sq.slot(seq);
+            let counted = threshold.is_some_and(|th| serial::lt(s.tsn, th));
+            if !counted && !s.rtx && !s.fast_rtx_done {
+                new_fast_rtx |= self.miss_indication(seq);
+            }
+        }
+        if !reneged.is_empty() && !self.running(Timer::T3) {
+            self.arm(Timer::T3, self.after_rto(now));
         }
         debug_assert_eq!(
             self.gap_acked,
@@ -1731,6 +1737,24 @@ impl Association {
         }
         self.burst_budget = self.cfg.max_burst;
         self.progress_shutdown(now);
+    }
+
+    /// One miss indication for the outstanding TSN at `seq` (RFC 9260 §7.2.4): the third
+    /// marks it for Fast Retransmit and takes it out of the flight. Whether it did.
+    fn miss_indication(&mut self, seq: u64) -> bool {
+        let s = self.sq.slot_mut(seq);
+        s.misses += 1;
+        if s.misses < 3 {
+            return false;
+        }
+        s.fast_rtx_done = true;
+        let len = s.len;
+        if s.in_flight {
+            s.in_flight = false;
+            self.path.flight -= book(len);
+        }
+        self.sq.set_rtx(seq, true);
+        true
     }
 
     fn rtt_sample(&mut self, now: Instant, tsn: u32, tx_count: u32) {
