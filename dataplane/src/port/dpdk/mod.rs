@@ -4,6 +4,7 @@
 //! why it is sound. The types here own DPDK objects and release them on drop, in the order DPDK
 //! requires: ports (stopped, then closed) before their mempools, everything before the EAL.
 
+pub mod crc;
 mod eal;
 mod ethdev;
 mod flow;
