@@ -18,10 +18,14 @@ int ddpdk_set_timer_slack_ns(unsigned long ns)
 	return prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0);
 }
 
-#if defined(__x86_64__) && defined(__SSE4_2__)
+#if defined(__x86_64__)
 #include <string.h>
 #include <nmmintrin.h>
 
+/* SSE 4.2 by attribute, whatever -march the build passes: on x86-64 ddpdk always calls this
+ * for small packets, and a silent fall back to the bit-at-a-time loop would cost ~3000 steps a
+ * packet. DPDK's x86-64 baseline has SSE 4.2; its EAL refuses a CPU without. */
+__attribute__((target("sse4.2")))
 uint32_t ddpdk_sctp_crc32c(const uint8_t *packet, uint32_t len)
 {
 	uint64_t word = 0;

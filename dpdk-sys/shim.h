@@ -13,8 +13,8 @@ size_t ddpdk_sys_page_size(void);
 int ddpdk_set_timer_slack_ns(unsigned long ns);
 /* The SCTP checksum (RFC 9260 §6.8, Appendix A: CRC32c, the checksum field taken as zero) of
  * a packet of len >= 12 bytes, one SSE 4.2 crc32 instruction per eight bytes in place; 0 for a
- * shorter one. Elsewhere than x86-64 with SSE 4.2 (DPDK's baseline there), a bit at a time:
- * correct, slow, and not called by ddpdk (which takes crc-fast there). */
+ * shorter one. On x86-64 it needs SSE 4.2 (DPDK's baseline there); elsewhere it goes a bit at
+ * a time: correct, slow, and not called by ddpdk (which takes crc-fast there). */
 #include <stdint.h>
 uint32_t ddpdk_sctp_crc32c(const uint8_t *packet, uint32_t len);
 #endif

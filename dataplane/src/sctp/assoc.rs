@@ -1679,6 +1679,8 @@ impl Association {
                 new_fast_rtx |= self.miss_indication(seq);
             }
         }
+        // T3-rtx stops only when nothing is outstanding, so it runs here already; kept for
+        // the rule's letter, should that ever change.
         if !reneged.is_empty() && !self.running(Timer::T3) {
             self.arm(Timer::T3, self.after_rto(now));
         }

@@ -19,8 +19,9 @@ pub fn sctp_checksum(packet: &[u8]) -> Option<u32> {
         return None;
     }
     let len = u32::try_from(packet.len()).ok()?;
-    // SAFETY: the shim reads exactly `len` bytes from `packet` (8, 4, 2 and 1 at a time
-    // through memcpy, so at any alignment) and writes nothing; all `len` bytes are borrowed
-    // for the call. It touches no DPDK state and needs no EAL.
+    // SAFETY: the shim reads only within `packet[..len]` (bytes 0..8 and 12..len, through
+    // memcpy or byte loads, so at any alignment) and writes nothing; the slice is borrowed for
+    // the call. Its `crc32` instructions need SSE 4.2, DPDK's x86-64 baseline (the EAL
+    // refuses a CPU without it; this is only called on x86-64). It touches no DPDK state.
     Some(unsafe { dpdk_sys::ddpdk_sctp_crc32c(packet.as_ptr(), len) })
 }
