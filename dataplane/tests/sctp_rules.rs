@@ -915,13 +915,10 @@ fn fast_retransmit_on_third_miss_7_2_4() {
     assert_eq!(p.got_s.len(), 8);
 }
 
-/// §6.2.1 D iii: a SACK that no longer covers a TSN an earlier Gap Ack Block did (the
-/// receiver reneged) counts one miss indication for it (§7.2.4). Here the TSN had two misses
-/// before it was gap-acked, so the reneging SACK, which newly acknowledges nothing (no HTNA
-/// miss for anyone), is its third: it is fast-retransmitted at once instead of waiting for
-/// T3-rtx.
-#[test]
-fn a_reneged_tsn_gets_a_miss_indication_6_2_1_d_iii() {
+/// A pair whose client has sent `n` messages of 1000 bytes, one DATA chunk each, none of them
+/// acknowledged yet; with the client's verification tag (from a SACK of two earlier messages)
+/// and the TSNs, in order.
+fn outstanding(n: u8) -> (Pair, u32, Vec<u32>) {
     let mut p = Pair::new();
     // The client's verification tag, from a SACK the server sends it (at once for every
     // second packet, §6.2).
@@ -931,12 +928,11 @@ fn a_reneged_tsn_gets_a_miss_indication_6_2_1_d_iii() {
     let log = p.exchange(t(5), |_, _| true);
     let (_, to_client) = log.iter().find(|(to_s, _)| !to_s).unwrap();
     let tag = vtag(to_client);
-    let base = p.c.stats().fast_retransmits;
-    for i in 0..5u8 {
+    for i in 0..n {
         p.c.send(0, 16, &[i; 1000]).unwrap();
     }
     let mut tsns = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..n {
         for pk in drain(&mut p.c, t(10)) {
             for c in chunks(&pk) {
                 if let ChunkRepr::Data(d) = c {
@@ -945,25 +941,49 @@ fn a_reneged_tsn_gets_a_miss_indication_6_2_1_d_iii() {
             }
         }
     }
-    assert_eq!(tsns.len(), 5, "five messages, one chunk each: {tsns:?}");
-    let cum = tsns[0].wrapping_sub(1);
-    let sack = |blocks: &[(u16, u16)]| {
-        let blocks: Vec<GapAckBlock> = blocks
+    assert_eq!(tsns.len(), usize::from(n), "one chunk a message: {tsns:?}");
+    (p, tag, tsns)
+}
+
+/// A SACK to the client: cumulative TSN `cum`, a_rwnd 1 MiB, these Gap Ack Blocks.
+fn sack_to_client(tag: u32, cum: u32, blocks: &[(u16, u16)]) -> Vec<u8> {
+    let blocks: Vec<GapAckBlock> = blocks
+        .iter()
+        .map(|&(start, end)| GapAckBlock { start, end })
+        .collect();
+    packet(
+        S_PORT,
+        C_PORT,
+        tag,
+        &[ChunkRepr::Sack(SackRepr {
+            cum_tsn_ack: cum,
+            a_rwnd: 1 << 20,
+            gap_ack_blocks: List::new(&blocks),
+            dup_tsns: List::new(&[]),
+        })],
+    )
+}
+
+/// Whether any of `pks` carries a DATA chunk of `tsn`.
+fn carries(pks: &[Vec<u8>], tsn: u32) -> bool {
+    pks.iter().any(|pk| {
+        chunks(pk)
             .iter()
-            .map(|&(start, end)| GapAckBlock { start, end })
-            .collect();
-        packet(
-            S_PORT,
-            C_PORT,
-            tag,
-            &[ChunkRepr::Sack(SackRepr {
-                cum_tsn_ack: cum,
-                a_rwnd: 1 << 20,
-                gap_ack_blocks: List::new(&blocks),
-                dup_tsns: List::new(&[]),
-            })],
-        )
-    };
+            .any(|c| matches!(c, ChunkRepr::Data(d) if d.tsn == tsn))
+    })
+}
+
+/// §6.2.1 D iii: a SACK that no longer covers a TSN an earlier Gap Ack Block did (the
+/// receiver reneged) counts one miss indication for it (§7.2.4). Here the TSN had two misses
+/// before it was gap-acked, so the reneging SACK, which newly acknowledges nothing (no HTNA
+/// miss for anyone), is its third: it is fast-retransmitted at once instead of waiting for
+/// T3-rtx.
+#[test]
+fn a_reneged_tsn_gets_a_miss_indication_6_2_1_d_iii() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let base = p.c.stats().fast_retransmits;
+    let cum = tsns[0].wrapping_sub(1);
+    let sack = |blocks: &[(u16, u16)]| sack_to_client(tag, cum, blocks);
     // Offsets from `cum`: TSN k of the five is offset k + 1. The third arrives, then the
     // fourth (two HTNA misses for the first two), then the second (gap-acked, two misses).
     for blocks in [&[(3, 3)][..], &[(3, 4)], &[(2, 4)]] {
@@ -975,25 +995,92 @@ fn a_reneged_tsn_gets_a_miss_indication_6_2_1_d_iii() {
         "nothing retransmitted yet"
     );
     let first = drain(&mut p.c, t(11));
-    let rtx_of = |pks: &[Vec<u8>], tsn: u32| {
-        pks.iter().any(|pk| {
-            chunks(pk)
-                .iter()
-                .any(|c| matches!(c, ChunkRepr::Data(d) if d.tsn == tsn))
-        })
-    };
     // The first had its third miss when the second was newly gap-acked.
-    assert!(rtx_of(&first, tsns[0]), "the first, fast-retransmitted");
-    assert!(!rtx_of(&first, tsns[1]), "the second, gap-acked");
+    assert!(carries(&first, tsns[0]), "the first, fast-retransmitted");
+    assert!(!carries(&first, tsns[1]), "the second, gap-acked");
     // The receiver reneges on the second: a third miss, no HTNA (nothing newly acked).
     p.c.handle(t(12), &sack(&[(3, 4)]), &mut ignore).unwrap();
     let second = drain(&mut p.c, t(12));
     assert!(
-        rtx_of(&second, tsns[1]),
+        carries(&second, tsns[1]),
         "the reneged TSN is fast-retransmitted without T3: {:?}",
         p.c.stats()
     );
     assert_eq!(p.c.stats().t3_expiries, 0);
+}
+
+/// §7.2.4: "A newly acknowledged DATA chunk is one not previously acknowledged in a SACK." A
+/// TSN gap-acked, reneged, then gap-acked again is not newly acknowledged the second time, so
+/// it does not raise the HTNA threshold: the TSNs below it get no miss from that SACK.
+#[test]
+fn a_tsn_acked_again_after_reneging_is_not_newly_acked_7_2_4() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let cum = tsns[0].wrapping_sub(1);
+    let sack = |blocks: &[(u16, u16)]| sack_to_client(tag, cum, blocks);
+    // The third arrives (the first two: one miss each), is reneged, and reported again: not
+    // newly, so still one miss each.
+    for blocks in [&[(3, 3)][..], &[], &[(3, 3)]] {
+        p.c.handle(t(11), &sack(blocks), &mut ignore).unwrap();
+    }
+    // The fourth, then the fifth: the second and third miss of the first two.
+    p.c.handle(t(11), &sack(&[(3, 4)]), &mut ignore).unwrap();
+    let after_fourth = drain(&mut p.c, t(11));
+    assert!(
+        !carries(&after_fourth, tsns[0]),
+        "two misses only: the re-acknowledged TSN counted as new ({:?})",
+        p.c.stats()
+    );
+    p.c.handle(t(11), &sack(&[(3, 5)]), &mut ignore).unwrap();
+    let after_fifth = drain(&mut p.c, t(11));
+    assert!(carries(&after_fifth, tsns[0]), "the third miss");
+    assert_eq!(p.c.stats().t3_expiries, 0);
+}
+
+/// §6.2.1 D iii and §7.2.4: a SACK that reneges on a TSN and newly acknowledges a higher one
+/// counts one miss for the reneged TSN (the HTNA walk's), not a second for the reneging.
+#[test]
+fn a_reneged_tsn_below_the_htna_gets_one_miss_not_two_6_2_1_d_iii() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let cum = tsns[0].wrapping_sub(1);
+    let sack = |blocks: &[(u16, u16)]| sack_to_client(tag, cum, blocks);
+    // The second arrives (first: 1 miss); then only the fourth is reported: the second is
+    // reneged below the newly acked fourth (first 2, second 1, third 1).
+    for blocks in [&[(2, 2)][..], &[(4, 4)]] {
+        p.c.handle(t(11), &sack(blocks), &mut ignore).unwrap();
+    }
+    // The fifth: first 3 (fast-retransmitted), second 2, third 2.
+    p.c.handle(t(11), &sack(&[(4, 5)]), &mut ignore).unwrap();
+    let after_fifth = drain(&mut p.c, t(11));
+    assert!(carries(&after_fifth, tsns[0]), "the first's third miss");
+    assert!(
+        !carries(&after_fifth, tsns[1]),
+        "the reneged TSN had two misses only: counted twice on reneging ({:?})",
+        p.c.stats()
+    );
+    // The retransmitted first arrives: in Fast Recovery, with the cumulative point moved,
+    // misses count below the highest TSN reported (the fifth): the second's third.
+    let sack = sack_to_client(tag, tsns[0], &[(3, 4)]);
+    p.c.handle(t(12), &sack, &mut ignore).unwrap();
+    let after_cum = drain(&mut p.c, t(12));
+    assert!(carries(&after_cum, tsns[1]), "the reneged TSN's third miss");
+}
+
+/// §6.2.1 D ii and iii: a reneged TSN is outstanding again, so it is back in the bytes in
+/// flight that the peer's rwnd is reduced by (a_rwnd less the flight).
+#[test]
+fn a_reneged_tsn_is_back_in_flight_6_2_1() {
+    let (mut p, tag, tsns) = outstanding(3);
+    let cum = tsns[0].wrapping_sub(1);
+    p.c.handle(t(11), &sack_to_client(tag, cum, &[(2, 2)]), &mut ignore)
+        .unwrap();
+    let gap_acked = p.c.peer_rwnd();
+    p.c.handle(t(11), &sack_to_client(tag, cum, &[]), &mut ignore)
+        .unwrap();
+    let reneged = p.c.peer_rwnd();
+    assert!(
+        reneged < gap_acked && gap_acked - reneged >= 1000,
+        "rwnd {gap_acked} with the second gap-acked, {reneged} after reneging"
+    );
 }
 
 /// RFC 9260 §6.1 D: Max.Burst limits how many packets of new DATA one transmit opportunity

@@ -1595,7 +1595,9 @@ impl Association {
             }
             if s.gap_acked {
                 self.gap_acked -= 1;
-            } else {
+            }
+            // A chunk a Gap Ack Block covered before was counted then, reneged or not.
+            if !s.acked_before {
                 bytes_acked += book(s.len);
                 self.rtt_sample(now, s.tsn, s.tx_count);
             }
@@ -1633,16 +1635,31 @@ impl Association {
                     self.gap_acked += 1;
                     let slot = self.sq.slot_mut(seq);
                     slot.gap_acked = true;
+                    slot.acked_before = true;
                     if slot.in_flight {
                         slot.in_flight = false;
                         self.path.flight -= book(s.len);
                     }
-                    bytes_acked += book(s.len);
-                    highest_newly_acked = Some(s.tsn);
-                    self.rtt_sample(now, s.tsn, s.tx_count);
+                    // §7.2.4: "A newly acknowledged DATA chunk is one not previously
+                    // acknowledged in a SACK": one acknowledged again after the receiver
+                    // reneged is not, and must not count twice.
+                    if !s.acked_before {
+                        bytes_acked += book(s.len);
+                        highest_newly_acked = Some(s.tsn);
+                        self.rtt_sample(now, s.tsn, s.tx_count);
+                    }
                 } else if !acked && s.gap_acked {
                     self.gap_acked -= 1;
-                    self.sq.slot_mut(seq).gap_acked = false;
+                    // Reneged (§6.2.1 D iii): no longer acknowledged, so outstanding in the
+                    // network's view again, and in the flight (§6.1), until a miss marks it
+                    // for retransmission or an acknowledgement covers it. Left out, a flight
+                    // of 0 would let §6.1 A send into a zero window while it is outstanding.
+                    let slot = self.sq.slot_mut(seq);
+                    slot.gap_acked = false;
+                    if !slot.in_flight {
+                        slot.in_flight = true;
+                        self.path.flight += book(s.len);
+                    }
                     reneged.push(seq);
                 }
             }

@@ -21,6 +21,10 @@ pub struct Slot {
     pub tx_count: u32,
     /// Covered by a gap ack block of the latest SACK.
     pub gap_acked: bool,
+    /// Covered by a gap ack block of some SACK so far, even if a later one reneged: such a
+    /// chunk is never "newly acknowledged" again (RFC 9260 §7.2.4: "one not previously
+    /// acknowledged in a SACK"), so it raises neither the HTNA threshold nor `bytes_acked`.
+    pub acked_before: bool,
     /// Counted in the flight size.
     pub in_flight: bool,
     /// Marked for retransmission (T3-rtx or fast retransmit). Written only through
