@@ -567,12 +567,14 @@ impl Region {
 /// Copies `len` bytes from `src` to `dst`: the partial lines at either end of `dst` with
 /// ordinary stores, the whole lines between with non-temporal ones, then a store fence. The
 /// fence keeps the module's promise that the completion event is what publishes the bytes: a
-/// Release store does not order earlier non-temporal stores on x86, an SFENCE does.
+/// Release store does not order earlier non-temporal stores on x86, an SFENCE does. Out of
+/// line: inlined into the receive path it cost small packets 25 instructions each (callgrind).
 ///
 /// # Safety
 ///
 /// `src` is readable and `dst` writable for `len` bytes, and the two ranges do not overlap.
 #[cfg(target_arch = "x86_64")]
+#[inline(never)]
 unsafe fn stream_copy(src: *const u8, dst: *mut u8, len: usize) {
     use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
     const LINE: usize = 64;
