@@ -997,11 +997,17 @@ impl Session {
         self.flush();
     }
 
-    /// Sends a held-back Terminate once it is allowed.
+    /// Sends a held-back Terminate once it is allowed. The test is inlined: every in-order
+    /// segment calls this, and nearly always nothing is held back.
+    #[inline]
     fn flush(&mut self) {
-        if !self.terminate_queued || self.association_ended {
-            return;
+        if self.terminate_queued && !self.association_ended {
+            self.flush_terminate();
         }
+    }
+
+    #[inline(never)]
+    fn flush_terminate(&mut self) {
         // RFC 5043 §6.6: "A DDP Stream Session Control message MUST NOT be sent if it may be
         // received before a prior DDP Stream Session Control message within the same DDP
         // Stream Session": the previous one must be acknowledged (or answered) first.

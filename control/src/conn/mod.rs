@@ -748,8 +748,10 @@ impl Connection {
         }
         self.settle();
         self.session_events();
-        self.pump();
-        self.session_events();
+        // Nothing since the first look touched a session unless the pump ran.
+        if self.pump() {
+            self.session_events();
+        }
     }
 
     fn end_all_sessions(&mut self) {

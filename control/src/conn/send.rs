@@ -213,12 +213,15 @@ impl Connection {
     /// Hands control messages and segments to SCTP while it has room, streams taking turns
     /// one segment at a time.
     #[inline]
-    pub(super) fn pump(&mut self) {
+    /// Whether it ran (and so may have touched sessions).
+    pub(super) fn pump(&mut self) -> bool {
         // Most calls (one after every packet) find nothing ready: leave before the MULPDU,
         // and before the call.
-        if self.connected && !self.closed && !self.ready.is_empty() {
+        let due = self.connected && !self.closed && !self.ready.is_empty();
+        if due {
             self.pump_ready();
         }
+        due
     }
 
     #[inline(never)]
