@@ -1058,11 +1058,43 @@ fn a_reneged_tsn_below_the_htna_gets_one_miss_not_two_6_2_1_d_iii() {
         p.c.stats()
     );
     // The retransmitted first arrives: in Fast Recovery, with the cumulative point moved,
-    // misses count below the highest TSN reported (the fifth): the second's third.
+    // misses count below the highest TSN reported (the fifth): the second's and the third's
+    // third (the second goes first, one chunk a packet).
     let sack = sack_to_client(tag, tsns[0], &[(3, 4)]);
     p.c.handle(t(12), &sack, &mut ignore).unwrap();
     let after_cum = drain(&mut p.c, t(12));
     assert!(carries(&after_cum, tsns[1]), "the reneged TSN's third miss");
+}
+
+/// §8.1: "The counter MUST be reset each time a DATA chunk sent to that peer endpoint is
+/// acknowledged (by the reception of a SACK)", a chunk acknowledged once before and reneged
+/// included. Here every outstanding TSN was gap-acked, reneged, and retransmitted by T3-rtx
+/// until the path went inactive (§8.2); the SACK that finally covers them all newly counts no
+/// byte (§7.2.4), yet it clears the counter, and the path is active again.
+#[test]
+fn acking_reneged_data_clears_the_error_counter_8_1() {
+    let (mut p, tag, tsns) = outstanding(3);
+    let path_max = cfg(C_PORT).path_max_retrans;
+    let cum = tsns[0].wrapping_sub(1);
+    p.c.handle(t(11), &sack_to_client(tag, cum, &[(1, 3)]), &mut ignore)
+        .unwrap();
+    p.c.handle(t(11), &sack_to_client(tag, cum, &[]), &mut ignore)
+        .unwrap();
+    let _ = events(&mut p.c);
+    for _ in 0..=path_max {
+        let at = p.c.poll_timeout().unwrap();
+        p.c.handle_timeout(at);
+        drain(&mut p.c, at);
+    }
+    assert_eq!(events(&mut p.c), vec![Event::PathChange { active: false }]);
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle(at, &sack_to_client(tag, tsns[2], &[]), &mut ignore)
+        .unwrap();
+    assert_eq!(
+        events(&mut p.c),
+        vec![Event::PathChange { active: true }],
+        "the acknowledgement cleared the error counter"
+    );
 }
 
 /// §6.2.1 D ii and iii: a reneged TSN is outstanding again, so it is back in the bytes in

@@ -1584,6 +1584,10 @@ impl Association {
         let cwnd_full = self.path.flight >= self.path.cwnd;
         let mut bytes_acked = 0usize;
         let cum_advanced = serial::gt(cum, self.cum_ack_point);
+        // Whether this SACK acknowledges any DATA chunk it did not already (§8.1), a chunk
+        // acknowledged before a renege included: unlike `bytes_acked`, which counts only
+        // chunks never acknowledged before (§7.2.4).
+        let mut acked_any = cum_advanced;
         // Cumulative acknowledgement frees slots from the front.
         while let Some(front) = self.sq.front() {
             if serial::gt(front.tsn, cum) {
@@ -1631,6 +1635,7 @@ impl Association {
                     highest_reported = Some(s.tsn);
                 }
                 if acked && !s.gap_acked {
+                    acked_any = true;
                     self.sq.set_rtx(seq, false);
                     self.gap_acked += 1;
                     let slot = self.sq.slot_mut(seq);
@@ -1726,8 +1731,9 @@ impl Association {
             self.timed = None;
         }
 
-        if bytes_acked > 0 {
-            // §8.1: an acknowledgement of outstanding DATA clears the error counter.
+        if acked_any {
+            // §8.1: "The counter MUST be reset each time a DATA chunk sent to that peer
+            // endpoint is acknowledged (by the reception of a SACK)".
             self.clear_errors();
         }
         // Congestion window growth (§7.2.1, §7.2.2): only when the cumulative point moves,
