@@ -39,8 +39,10 @@ use crate::port::dpdk::{DpdkError, Eal};
 /// delivery window, STag entry, indications) between packets. `ddp-rx-bench` on an AMD EPYC
 /// (Zen 4), `conn` path, M segments a second, alternating runs of five rounds (benches/README.md,
 /// "Session 35"): 8938 B 0.75 -> 1.17, 6000 B 1.35 -> 1.75, 4096 B 2.15 -> 2.20, but 2048 B
-/// 4.75 -> 3.18 and 1438 B 5.35 -> 3.05 (each placement's fence, and a line shared with the
-/// next placement, cost more than the cache saves): hence the bound.
+/// 4.75 -> 3.18 and 1438 B 5.35 -> 3.05 (each placement's fence costs more than the cache
+/// saves): hence the bound. On the Xeon VM of sessions 20-22 the same stores from 256 or 512
+/// bytes on halved MTU 1500 goodput and left MTU 9000's unchanged (benches/README.md): below
+/// the bound nothing changes there either.
 pub const STREAM_MIN: usize = 4096;
 
 /// An access outside the region.
@@ -581,7 +583,7 @@ unsafe fn stream_copy(src: *const u8, dst: *mut u8, len: usize) {
     let head = ((LINE - dst as usize % LINE) % LINE).min(len);
     let lines = (len - head) / LINE;
     let tail_at = head + lines * LINE;
-    // SAFETY: every offset below is < `len`, so inside both ranges (the caller's promise);
+    // SAFETY: every range below ends at or before `len`, so inside both (the caller's promise);
     // `dst + head` is 64-byte aligned, so every 16-byte stream store is aligned as
     // MOVNTDQ requires; SSE2 (the loads, stores and fence) is part of the x86-64 baseline.
     unsafe {
