@@ -211,9 +211,8 @@ impl Connection {
     }
 
     /// Hands control messages and segments to SCTP while it has room, streams taking turns
-    /// one segment at a time.
+    /// one segment at a time. Returns whether it ran (and so may have touched sessions).
     #[inline]
-    /// Whether it ran (and so may have touched sessions).
     pub(super) fn pump(&mut self) -> bool {
         // Most calls (one after every packet) find nothing ready: leave before the MULPDU,
         // and before the call.
