@@ -78,12 +78,8 @@ impl Stream {
 /// one piece rather than two around the zeros. A packet shorter than the common header has no checksum field; its
 /// bytes are taken as they are (callers use [`verify`] or [`fill`], which refuse it).
 pub fn sctp_checksum(packet: &[u8]) -> u32 {
-    // In place, one instruction per eight bytes (port::dpdk::crc says why).
-    #[cfg(all(feature = "dpdk", target_arch = "x86_64"))]
-    if packet.len() <= IN_PLACE {
-        if let Some(crc) = crate::port::dpdk::crc::sctp_checksum(packet) {
-            return crc;
-        }
+    if let Some(crc) = in_place(packet) {
+        return crc;
     }
     // A small packet (a SACK, a control chunk, a short segment) is copied with the field zeroed
     // and checksummed in one shot: the fixed cost of each streaming update is much of the work
@@ -109,6 +105,19 @@ pub fn sctp_checksum(packet: &[u8]) -> u32 {
         }
         _ => crc32c(packet),
     }
+}
+
+/// The checksum of a packet of at most [`IN_PLACE`] bytes by the in-place `crc32` loop, one
+/// instruction per eight bytes (`port::dpdk::crc` says why), where the build has it; `None`
+/// for a longer packet or a build without it.
+#[inline]
+fn in_place(packet: &[u8]) -> Option<u32> {
+    #[cfg(all(feature = "dpdk", target_arch = "x86_64"))]
+    if packet.len() <= IN_PLACE {
+        return crate::port::dpdk::crc::sctp_checksum(packet);
+    }
+    let _ = packet;
+    None
 }
 
 /// The checksum of `packet` (at most `N` bytes, at least the common header) from a copy with
@@ -147,14 +156,7 @@ pub fn fill(packet: &mut [u8]) {
     }
     // The field is zero now, so the packet is checksummed as it is: in place by the `crc32`
     // loop where there is one and the packet is small, else by crc-fast in one shot.
-    #[cfg(all(feature = "dpdk", target_arch = "x86_64"))]
-    let crc = if packet.len() <= IN_PLACE {
-        sctp_checksum(packet)
-    } else {
-        crc32c(packet)
-    };
-    #[cfg(not(all(feature = "dpdk", target_arch = "x86_64")))]
-    let crc = crc32c(packet);
+    let crc = in_place(packet).unwrap_or_else(|| crc32c(packet));
     if let Some(field) = packet.get_mut(CHECKSUM) {
         field.copy_from_slice(&crc.to_le_bytes());
     }
