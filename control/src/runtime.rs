@@ -51,6 +51,7 @@ use std::time::Duration;
 
 use ddpdk_dataplane::mem::{CoreStags, Revocation};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
+use ddpdk_dataplane::port::region::PlacementBatch;
 use ddpdk_dataplane::port::{prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
 
@@ -1055,6 +1056,9 @@ impl<P: Port> DataCore<P> {
             // What the commands posted leaves now, not after this turn's RX polls.
             work += self.answer(now);
         }
+        // Placements of the frames below share one store fence, when the batch ends: before
+        // anything is answered for them (`PlacementBatch`).
+        let batch = PlacementBatch::begin();
         for i in 0..BURST {
             match channel::poll(&self.dispatch_in) {
                 Some(b) => {
@@ -1069,6 +1073,7 @@ impl<P: Port> DataCore<P> {
                 None => break,
             }
         }
+        drop(batch);
         self.free_spent();
         let mut rx = std::mem::take(&mut self.rx);
         for k in 0..self.rx_queues.len() {
@@ -1081,6 +1086,7 @@ impl<P: Port> DataCore<P> {
             if n > 0 {
                 work += self.memory_changes();
             }
+            let batch = PlacementBatch::begin();
             let mut frames = rx.drain(..).peekable();
             while let Some(b) = frames.next() {
                 // The next frame's lines are asked for now, so that their misses run under
@@ -1093,6 +1099,7 @@ impl<P: Port> DataCore<P> {
                     self.frame_in(now, b, false);
                 }
             }
+            drop(batch);
             self.free_spent();
             if n > 0 {
                 // What this burst called for (a SACK, the DATA a SACK let go, a completion)

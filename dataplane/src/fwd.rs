@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::config::FwdStream;
-use crate::port::region::Region;
+use crate::port::region::{PlacementBatch, Region};
 use crate::port::{PacketBuf, Port};
 use crate::wire::crc32c;
 
@@ -262,6 +262,8 @@ impl<P: Port> LcoreLoop<P> {
         let room = region.len() as u64;
         // The same prefetches as the DDP receive path's (`port::prefetch`), so that this stays
         // the limit of a placing receiver: the next frame's lines, the next placement's lines.
+        // One store fence for the burst's placements, as a data core has (`PlacementBatch`).
+        let batch = PlacementBatch::begin();
         let mut frames = bufs.iter().peekable();
         while let Some(b) = frames.next() {
             if let Some(next) = frames.peek() {
@@ -286,6 +288,7 @@ impl<P: Port> LcoreLoop<P> {
                 region.prefetch_for_write(*at, payload.len());
             }
         }
+        drop(batch);
         s.rx.free_bulk(bufs);
         let sc = &s.counters;
         bump(&sc.rx_packets, n as u64);

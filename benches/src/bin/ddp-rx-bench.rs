@@ -23,9 +23,11 @@ use ddpdk_benches::memory::{remote_write, with_region};
 use ddpdk_control::conn::{Accept, ConnConfig, Indication as UlpIndication, Listener};
 use ddpdk_control::memory::Memory;
 use ddpdk_control::session::PendingLimit;
+use ddpdk_control::xmit::BURST;
 use ddpdk_dataplane::ddp::{self, Indication, StreamRx, StreamTx, Target};
 use ddpdk_dataplane::mem::{Pd, StreamId};
 use ddpdk_dataplane::port::prefetch;
+use ddpdk_dataplane::port::region::PlacementBatch;
 use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant, Message, Outcome};
 
 #[derive(Parser, Debug)]
@@ -215,21 +217,25 @@ fn main() {
             let mut delivered = 0u64;
             let mut errors = 0u64;
             let t0 = WallClock::now();
-            let mut packets = frames.packets.iter().peekable();
-            while let Some(pkt) = packets.next() {
-                if let Some(next) = packets.peek() {
-                    prefetch::frame(next);
-                }
-                let _ = assoc.handle(now, pkt, &mut |m: Message<'_>| {
-                    if m.ppid == 16 {
-                        rx.on_segment(m.data, memory.stags(), &memory, &mut |i| match i {
-                            Indication::Delivered { .. } => delivered += 1,
-                            Indication::Error { .. } => errors += 1,
-                        });
+            for burst in frames.packets.chunks(BURST) {
+                // One store fence a burst, as a data core has (`PlacementBatch`).
+                let _batch = PlacementBatch::begin();
+                let mut packets = burst.iter().peekable();
+                while let Some(pkt) = packets.next() {
+                    if let Some(next) = packets.peek() {
+                        prefetch::frame(next);
                     }
-                });
-                while let Some(k) = assoc.poll_transmit(now, &mut sack) {
-                    black_box(&sack[..k]);
+                    let _ = assoc.handle(now, pkt, &mut |m: Message<'_>| {
+                        if m.ppid == 16 {
+                            rx.on_segment(m.data, memory.stags(), &memory, &mut |i| match i {
+                                Indication::Delivered { .. } => delivered += 1,
+                                Indication::Error { .. } => errors += 1,
+                            });
+                        }
+                    });
+                    while let Some(k) = assoc.poll_transmit(now, &mut sack) {
+                        black_box(&sack[..k]);
+                    }
                 }
             }
             let ours = t0.elapsed().as_secs_f64();
@@ -344,9 +350,12 @@ fn memcpy(frames: &Frames, memory: &Memory) -> f64 {
         .region(ddpdk_control::memory::RegionId(0))
         .expect("the bench region");
     let t = WallClock::now();
-    for &(p, start, len, off) in &frames.copies {
-        r.place(off as u64, &frames.packets[p][start..start + len])
-            .expect("in the region");
+    for burst in frames.copies.chunks(BURST) {
+        let _batch = PlacementBatch::begin();
+        for &(p, start, len, off) in burst {
+            r.place(off as u64, &frames.packets[p][start..start + len])
+                .expect("in the region");
+        }
     }
     black_box(r);
     t.elapsed().as_secs_f64()
@@ -367,17 +376,22 @@ fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n:
     let mut sack = vec![0u8; 65536];
     let (mut delivered, mut other) = (0u64, 0u64);
     let t0 = WallClock::now();
-    let mut packets = frames.packets.iter().peekable();
-    while let Some(pkt) = packets.next() {
+    for burst in frames.packets.chunks(BURST) {
         // As the runtime's data core does over a burst: the next frame's lines asked for
-        // while this one is handled.
-        if let Some(next) = packets.peek() {
-            prefetch::frame(next);
+        // while this one is handled, one store fence for the burst's placements, before the
+        // indications are taken.
+        let batch = PlacementBatch::begin();
+        let mut packets = burst.iter().peekable();
+        while let Some(pkt) = packets.next() {
+            if let Some(next) = packets.peek() {
+                prefetch::frame(next);
+            }
+            let _ = conn.handle(now, pkt, memory);
+            while let Some(k) = conn.poll_transmit(now, &mut sack) {
+                black_box(&sack[..k]);
+            }
         }
-        let _ = conn.handle(now, pkt, memory);
-        while let Some(k) = conn.poll_transmit(now, &mut sack) {
-            black_box(&sack[..k]);
-        }
+        drop(batch);
         while let Some(i) = conn.poll_indication() {
             match i {
                 UlpIndication::TaggedDelivered { .. } => delivered += 1,
