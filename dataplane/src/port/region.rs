@@ -38,13 +38,15 @@ use crate::port::dpdk::{DpdkError, Eal};
 /// read for ownership each) on top of the ~140 of the frame the CRC32c and the copy read:
 /// more than the 32 KiB of L1 each packet, which evicts the connection's own state (session,
 /// delivery window, STag entry, indications) between packets. `ddp-rx-bench` on an AMD EPYC
-/// (Zen 4), `conn` path, M segments a second, alternating runs of five rounds (benches/README.md,
-/// "Session 35"): 8938 B 0.75 -> 1.17, 6000 B 1.35 -> 1.75, 4096 B 2.15 -> 2.20, but 2048 B
-/// 4.75 -> 3.18 and 1438 B 5.35 -> 3.05 (each placement's fence costs more than the cache
-/// saves): hence the bound. On the Xeon VM of sessions 20-22 the same stores from 256 or 512
-/// bytes on halved MTU 1500 goodput and left MTU 9000's unchanged (benches/README.md): below
-/// the bound nothing changes there either.
-pub const STREAM_MIN: usize = 4096;
+/// (Zen 4), `conn` path, M segments a second (benches/README.md, "Session 35" and "Session
+/// 36"): with a fence each placement, 8938 B 0.75 -> 1.17 and 4096 B 2.15 -> 2.20, but 2048 B
+/// 4.75 -> 3.18; with one fence a burst ([`PlacementBatch`]) and the partial last line asked
+/// for ahead ([`Region::prefetch_for_write`]), 2048 B 4.3 -> 5.2 and 3000 B 3.05 -> 4.0
+/// against ordinary stores, while 1438 B still loses (5.35 -> 5.0): hence the bound. On the
+/// Xeon VM of sessions 20-22 the same stores from 256 or 512 bytes on halved MTU 1500 goodput
+/// and left MTU 9000's unchanged (benches/README.md): below the bound nothing changes there
+/// either.
+pub const STREAM_MIN: usize = 2048;
 
 thread_local! {
     /// This thread's open [`PlacementBatch`]es, and whether a placement made within them still
@@ -473,11 +475,6 @@ impl Region {
     /// is left out; the bytes are not changed.
     #[inline]
     pub fn prefetch_for_write(&self, offset: u64, len: usize) {
-        // A placement that large goes around the cache: lines asked for would only be evicted
-        // by its stores (and would evict what the core keeps there).
-        if len >= STREAM_MIN {
-            return;
-        }
         let Ok(start) = usize::try_from(offset) else {
             return;
         };
@@ -485,6 +482,15 @@ impl Region {
             return;
         }
         let len = len.min(self.len - start);
+        if len >= STREAM_MIN {
+            // A placement that large goes around the cache, all but the partial line at its
+            // end, which ordinary stores write (a read for ownership): only that line is
+            // asked for (8938-byte segments 1.25 -> 1.5 M a second in `ddp-rx-bench`). Its
+            // whole lines asked for would only be evicted by the stores.
+            let last = start + len - 1;
+            crate::port::prefetch::for_write(self.ptr.as_ptr().wrapping_add(last), 1);
+            return;
+        }
         crate::port::prefetch::for_write(self.ptr.as_ptr().wrapping_add(start), len);
     }
 
@@ -811,6 +817,8 @@ mod tests {
         r.place(0, &[0x5a; 8192]).unwrap();
         r.prefetch_for_write(0, STREAM_MIN - 1);
         r.prefetch_for_write(8000, STREAM_MIN - 1);
+        r.prefetch_for_write(100, STREAM_MIN);
+        r.prefetch_for_write(8192 - STREAM_MIN as u64, STREAM_MIN);
         r.prefetch_for_write(8000, 1 << 20);
         r.prefetch_for_write(8192, 64);
         r.prefetch_for_write(u64::MAX, 64);
