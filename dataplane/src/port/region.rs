@@ -103,6 +103,7 @@ impl Drop for PlacementBatch {
 
 /// Whether a non-temporal placement made now may leave its fence to a batch: then the batch
 /// is told it owes one.
+#[cfg(target_arch = "x86_64")]
 #[inline]
 fn fence_deferred() -> bool {
     BATCH.with(|b| {
@@ -460,9 +461,6 @@ impl Region {
             let dst = self.ptr.as_ptr().add(start);
             if src.len() >= STREAM_MIN {
                 stream_copy(src.as_ptr(), dst, src.len());
-                if !fence_deferred() {
-                    store_fence();
-                }
             } else {
                 core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
             }
@@ -482,16 +480,16 @@ impl Region {
             return;
         }
         let len = len.min(self.len - start);
-        if len >= STREAM_MIN {
-            // A placement that large goes around the cache, all but the partial line at its
-            // end, which ordinary stores write (a read for ownership): only that line is
-            // asked for (8938-byte segments 1.25 -> 1.5 M a second in `ddp-rx-bench`). Its
-            // whole lines asked for would only be evicted by the stores.
-            let last = start + len - 1;
-            crate::port::prefetch::for_write(self.ptr.as_ptr().wrapping_add(last), 1);
-            return;
-        }
-        crate::port::prefetch::for_write(self.ptr.as_ptr().wrapping_add(start), len);
+        // A placement that large goes around the cache, all but the partial line at its end,
+        // which ordinary stores write (a read for ownership): only that line is asked for
+        // (8938-byte segments 1.25 -> 1.5 M a second in `ddp-rx-bench`). Its whole lines asked
+        // for would only be evicted by the stores.
+        let (from, len) = if len >= STREAM_MIN {
+            (start + len - 1, 1)
+        } else {
+            (start, len)
+        };
+        crate::port::prefetch::for_write(self.ptr.as_ptr().wrapping_add(from), len);
     }
 
     /// Copies `dst.len()` bytes from `offset` out.
@@ -660,10 +658,10 @@ impl Region {
 }
 
 /// Copies `len` bytes from `src` to `dst`: the partial lines at either end of `dst` with
-/// ordinary stores, the whole lines between with non-temporal ones. The caller fences
-/// ([`Region::place`]: at once, or at the end of its [`PlacementBatch`]): that keeps the
-/// module's promise that the completion event is what publishes the bytes, since a Release
-/// store does not order earlier non-temporal stores on x86 and an SFENCE does. Out of line:
+/// ordinary stores, the whole lines between with non-temporal ones, then a store fence, or
+/// the fence owed to this thread's [`PlacementBatch`]: that keeps the module's promise that
+/// the completion event is what publishes the bytes, since a Release store does not order
+/// earlier non-temporal stores on x86 and an SFENCE does. Out of line:
 /// inlined into the receive path it cost small packets 25 instructions each (callgrind).
 ///
 /// # Safety
@@ -697,6 +695,9 @@ unsafe fn stream_copy(src: *const u8, dst: *mut u8, len: usize) {
             }
         }
         core::ptr::copy_nonoverlapping(src.add(tail_at), dst.add(tail_at), len - tail_at);
+    }
+    if !fence_deferred() {
+        store_fence();
     }
 }
 
@@ -854,6 +855,7 @@ mod tests {
     /// Within a batch a non-temporal placement leaves its fence owed, and only the outermost
     /// batch's end pays it; placements outside any batch, or too small to go around the cache,
     /// owe nothing. The bytes are there for this thread at once either way.
+    #[cfg(target_arch = "x86_64")]
     #[test]
     fn a_batch_owes_one_fence_for_its_large_placements() {
         let state = || BATCH.with(|b| b.get());
