@@ -1032,6 +1032,9 @@ impl<P: Port> DataCore<P> {
     /// (one pointer comparison when nothing changed): a region is published before any STag
     /// naming it is registered, so the snapshot has every region the replica names.
     fn memory_changes(&mut self) -> usize {
+        // A revocation acknowledged promises no later store into the STag's memory: what this
+        // thread placed around the cache is fenced first (`PlacementBatch`).
+        PlacementBatch::settle();
         let n = self.stags.poll();
         // After the STag commands: a table published before a registration was sent is seen
         // with it (`SharedRegions::generation`).
@@ -1057,7 +1060,7 @@ impl<P: Port> DataCore<P> {
             work += self.answer(now);
         }
         // Placements of the frames below share one store fence, when the batch ends: before
-        // anything is answered for them (`PlacementBatch`).
+        // the events for them go up (`PlacementBatch`: what may leave within it).
         let batch = PlacementBatch::begin();
         for i in 0..BURST {
             match channel::poll(&self.dispatch_in) {

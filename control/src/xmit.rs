@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use ddpdk_dataplane::ddp::Regions;
 use ddpdk_dataplane::net::{Interface, SOLICITATION_MAX};
+use ddpdk_dataplane::port::region::PlacementBatch;
 use ddpdk_dataplane::port::{PacketBuf, Port};
 use ddpdk_dataplane::sctp::{Hole, Instant};
 use ddpdk_dataplane::wire::crc32c::{self, Stream};
@@ -511,6 +512,10 @@ impl<P: Port> Tx<P> {
             self.backlogged = false;
             return 0;
         }
+        // A frame may carry region bytes by reference (an RDMA Read Response) that this
+        // thread placed around the cache within its open batch: the device reads them only
+        // after the fence (`PlacementBatch`).
+        PlacementBatch::settle();
         let sent = self.port.tx_burst(self.queue, &mut self.bufs);
         self.stats.frames_out += sent as u64;
         let was = self.backlogged;

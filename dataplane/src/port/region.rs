@@ -40,12 +40,12 @@ use crate::port::dpdk::{DpdkError, Eal};
 /// delivery window, STag entry, indications) between packets. `ddp-rx-bench` on an AMD EPYC
 /// (Zen 4), `conn` path, M segments a second (benches/README.md, "Session 35" and "Session
 /// 36"): with a fence each placement, 8938 B 0.75 -> 1.17 and 4096 B 2.15 -> 2.20, but 2048 B
-/// 4.75 -> 3.18; with one fence a burst ([`PlacementBatch`]) and the partial last line asked
-/// for ahead ([`Region::prefetch_for_write`]), 2048 B 4.3 -> 5.2 and 3000 B 3.05 -> 4.0
-/// against ordinary stores, while 1438 B still loses (5.35 -> 5.0): hence the bound. On the
-/// Xeon VM of sessions 20-22 the same stores from 256 or 512 bytes on halved MTU 1500 goodput
-/// and left MTU 9000's unchanged (benches/README.md): below the bound nothing changes there
-/// either.
+/// 4.75 -> 3.18. With one fence a burst ([`PlacementBatch`]) 2048 B wins too (4.3 -> 5.1
+/// against ordinary stores; 3000 B 3.05 -> 4.0), while 1438 B still loses, even with the
+/// partial last line asked for ahead ([`Region::prefetch_for_write`]: 5.35 -> 5.0, 3.3
+/// without that hint): hence the bound. On the Xeon VM of sessions 20-22 the same stores from
+/// 256 or 512 bytes on halved MTU 1500 goodput and left MTU 9000's unchanged
+/// (benches/README.md): below the bound nothing changes there either.
 pub const STREAM_MIN: usize = 2048;
 
 thread_local! {
@@ -59,12 +59,23 @@ thread_local! {
 ///
 /// The fence is what lets a completion event publish bytes written around the cache
 /// ([`stream_copy`]): it makes them globally visible before any later store. Within a batch
-/// the placements are visible to this thread at once and to others only after the batch:
-/// the holder must publish nothing about them (no event, no reply, no acknowledgement
-/// another thread can see) until it has dropped the batch. A data core holds one over the
-/// frames of a burst and drops it before it answers for them. `ddp-rx-bench` at 8938-byte
-/// segments: +6-10 % against a fence a placement (benches/README.md, "Session 36"). Outside a
-/// batch every such placement is fenced on its own, so no other caller needs to know.
+/// the placements are visible to this thread at once and to other agents only after the
+/// fence. The rule for the holder: nothing may let another thread or a device read the placed
+/// bytes, or tell another thread they are there or that their memory is no longer written,
+/// before the batch ends or [`PlacementBatch::settle`] has paid the fence. A data core holds
+/// one over the frames of a burst and drops it before it answers for them (events to the
+/// ULP); its transmit side settles before a burst goes to the device (a frame may carry
+/// region bytes by reference: an RDMA Read Response), and its STag changes settle before a
+/// revocation is acknowledged. A SACK may leave within the batch: it exposes no region bytes,
+/// and an RDMA Write's completion at the data source promises nothing about the data sink's
+/// memory (RFC 5040 §5.5: the sink's ULP learns of placed data from its own events).
+///
+/// `ddp-rx-bench` `conn`, M segments a second, against a fence a placement: 8938 B
+/// 1.08-1.15 -> 1.21-1.29, 4096 B 1.93-2.14 -> 3.08-3.33 (benches/README.md, "Session 36").
+/// Outside a batch every such placement is fenced on its own, so no other caller needs to
+/// know. Two ways to lose the fence: `batch = PlacementBatch::begin()` over a live batch
+/// opens the new one before the old one ends (drop the old one first), and a forgotten batch
+/// (`mem::forget`) leaves this thread's large placements unfenced.
 #[derive(Debug)]
 #[must_use = "the placements are fenced when the batch is dropped"]
 pub struct PlacementBatch {
@@ -83,6 +94,20 @@ impl PlacementBatch {
         PlacementBatch {
             _thread: core::marker::PhantomData,
         }
+    }
+
+    /// Pays now the fence this thread's open batches owe, if any; they stay open. For the
+    /// points within a batch where another agent may read placed bytes or learn about their
+    /// memory (the type's documentation): one thread-local read when nothing is owed.
+    #[inline]
+    pub fn settle() {
+        BATCH.with(|b| {
+            let (depth, pending) = b.get();
+            if pending {
+                store_fence();
+                b.set((depth, false));
+            }
+        });
     }
 }
 
@@ -482,8 +507,8 @@ impl Region {
         let len = len.min(self.len - start);
         // A placement that large goes around the cache, all but the partial line at its end,
         // which ordinary stores write (a read for ownership): only that line is asked for
-        // (8938-byte segments 1.25 -> 1.5 M a second in `ddp-rx-bench`). Its whole lines asked
-        // for would only be evicted by the stores.
+        // (8938-byte segments 1.24-1.28 -> 1.34-1.69 M a second in `ddp-rx-bench`). Its whole
+        // lines asked for would only be evicted by the stores.
         let (from, len) = if len >= STREAM_MIN {
             (start + len - 1, 1)
         } else {
@@ -677,7 +702,7 @@ unsafe fn stream_copy(src: *const u8, dst: *mut u8, len: usize) {
     let tail_at = head + lines * LINE;
     // SAFETY: every range below ends at or before `len`, so inside both (the caller's promise);
     // `dst + head` is 64-byte aligned, so every 16-byte stream store is aligned as
-    // MOVNTDQ requires; SSE2 (the loads, stores and fence) is part of the x86-64 baseline.
+    // MOVNTDQ requires; SSE2 (the loads and stores) is part of the x86-64 baseline.
     unsafe {
         core::ptr::copy_nonoverlapping(src, dst, head);
         for k in 0..lines {
@@ -853,8 +878,9 @@ mod tests {
     }
 
     /// Within a batch a non-temporal placement leaves its fence owed, and only the outermost
-    /// batch's end pays it; placements outside any batch, or too small to go around the cache,
-    /// owe nothing. The bytes are there for this thread at once either way.
+    /// batch's end (or a settle, which leaves the batch open) pays it; placements outside any
+    /// batch, or too small to go around the cache, owe nothing. The bytes are there for this
+    /// thread at once either way.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn a_batch_owes_one_fence_for_its_large_placements() {
@@ -882,6 +908,10 @@ mod tests {
             (1, true),
             "an inner batch leaves the fence to the outer one"
         );
+        PlacementBatch::settle();
+        assert_eq!(state(), (1, false), "settled: paid, the batch still open");
+        r.place(2 * STREAM_MIN as u64, &big).unwrap();
+        assert_eq!(state(), (1, true), "owed again by the next placement");
         drop(outer);
         assert_eq!(state(), (0, false), "the outermost batch fenced");
     }
