@@ -9,7 +9,10 @@
 //! the ceiling that arrives as placed DDP payload. Each ceiling is measured on the links' memif
 //! ring and on each ring of `--ceiling-rsizes` (64 slots by default), and the best counts:
 //! txonly keeps its ring full, so on a deep ring the receiver reads frames written long before,
-//! out of cache, which understates what it can do (benches/README.md, "Session 27").
+//! out of cache, which understates what it can do (benches/README.md, "Session 27"). The
+//! summary gives the ratio of the medians and the median of the rounds' own ratios: where the
+//! machine's speed shifts between runs (a shared VM), the first can pair a fast round's
+//! ceiling with a slow round's goodput.
 //!
 //! Each round runs them all, in an order that rotates from round to round: the two ceilings
 //! (the receiver's median per-second `rx_pps`), then the DDP pair for each source
@@ -521,6 +524,10 @@ fn measure(args: &Args, mtu: u16) {
     // Frames per second of each ceiling, per round.
     let mut ceilings: Vec<Vec<f64>> = vec![Vec::new(); CEILINGS.len()];
     let mut goodputs: Vec<Vec<f64>> = vec![Vec::new(); n];
+    // Each round's DDP goodput over that round's own placement ceiling: on a machine whose
+    // speed shifts between runs, a ratio of two medians can pair figures from different
+    // rounds, while a round's ceiling and goodput are measured minutes apart at most.
+    let mut round_ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut lossy: Vec<Vec<Run>> = vec![Vec::new(); args.losses.len()];
     for r in 0..args.rounds {
         let tag = format!("{mtu}-{r}");
@@ -571,6 +578,9 @@ fn measure(args: &Args, mtu: u16) {
                 busy[CEILINGS.len() + s]
             );
             goodputs[s].push(g);
+            if place_pps > 0.0 {
+                round_ratios[s].push(g / (place_pps * payload));
+            }
         }
         for (k, &loss) in args.losses.iter().enumerate() {
             match ddp_run(args, &tag, mtu, "region", loss) {
@@ -611,11 +621,14 @@ fn measure(args: &Args, mtu: u16) {
             .sources
             .iter()
             .zip(&medians)
-            .map(|(s, g)| {
+            .zip(&round_ratios)
+            .map(|((s, g), rr)| {
                 (
                     s.clone(),
                     serde_json::json!({"ddp_goodput_bytes_per_s": g,
-                        "ratio_to_placement": g / place_bps, "ratio_to_raw": g / raw_bps}),
+                        "ratio_to_placement": g / place_bps, "ratio_to_raw": g / raw_bps,
+                        "round_ratios_to_placement": rr,
+                        "median_round_ratio_to_placement": median(rr.clone())}),
                 )
             })
             .collect();
@@ -635,13 +648,16 @@ fn measure(args: &Args, mtu: u16) {
             raw_bps / 1e6,
             place_bps / 1e6
         );
-        for (s, g) in args.sources.iter().zip(&medians) {
+        for ((s, g), rr) in args.sources.iter().zip(&medians).zip(&round_ratios) {
             line += &format!(
                 "; DDP from {s} {:.1} MB/s, {:.3} of placement, {:.3} of raw",
                 g / 1e6,
                 g / place_bps,
                 g / raw_bps
             );
+            if let Some(m) = median(rr.clone()) {
+                line += &format!(" (the rounds' own ratios to placement: median {m:.3})");
+            }
         }
         if let (Some(z), Some(c)) = (
             args.sources.iter().position(|s| s == "region"),
