@@ -686,8 +686,9 @@ impl Region {
 /// ordinary stores, the whole lines between with non-temporal ones, then a store fence, or
 /// the fence owed to this thread's [`PlacementBatch`]: that keeps the module's promise that
 /// the completion event is what publishes the bytes, since a Release store does not order
-/// earlier non-temporal stores on x86 and an SFENCE does. Out of line:
-/// inlined into the receive path it cost small packets 25 instructions each (callgrind).
+/// earlier non-temporal stores on x86 and an SFENCE does. Out of line: inlined into the
+/// receive path it cost small packets 25 instructions each (callgrind), and the fence's
+/// thread-local test is here for the same reason.
 ///
 /// # Safety
 ///
