@@ -22,16 +22,6 @@ pub const COMMON_HEADER_LEN: usize = 12;
 
 /// Packets up to this size are checksummed from a copy in one shot ([`sctp_checksum`]).
 const SMALL: usize = 256;
-/// Packets up to this size go through the in-place `crc32` loop where built with DPDK on
-/// x86-64 (`port::dpdk::crc`). Its one dependency chain waits three cycles every eight bytes,
-/// crc-fast's folding does not: `ddp-rx-bench` `conn`, M segments a second against crc-fast,
-/// 128-byte payloads (170-byte packets) 10.7 against 9.1, 300 (342) 8.4 against 7.6, 450
-/// (492) 7.4 against 7.8.
-#[cfg_attr(
-    not(all(feature = "dpdk", target_arch = "x86_64")),
-    allow(dead_code) // the tests still span it
-)]
-const IN_PLACE: usize = 384;
 /// Packets up to this size (a SACK without gap blocks is 28) are copied into a smaller buffer.
 const TINY: usize = 64;
 
@@ -43,7 +33,8 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 
 /// A CRC32c computed piece by piece: a frame whose bytes are not in one buffer (a header
 /// followed by region memory sent by reference).
-pub struct Stream(crc_fast::Digest);
+#[derive(Default)]
+pub struct Stream(u32);
 
 impl core::fmt::Debug for Stream {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -51,22 +42,31 @@ impl core::fmt::Debug for Stream {
     }
 }
 
-impl Default for Stream {
-    fn default() -> Self {
-        Stream(crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi))
-    }
-}
-
 impl Stream {
     pub fn update(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
+        self.0 = continued(self.0, bytes);
     }
 
     /// The CRC32c of everything fed so far.
     pub fn finish(&self) -> u32 {
-        // CRC-32 algorithms return the 32-bit value in the low half of the u64.
-        self.0.finalize() as u32
+        self.0
     }
+}
+
+/// The CRC32c of what came before (`crc`, 0 for nothing) followed by `bytes`: by the `crc32`
+/// lanes in place where the build and the CPU have them (`port::dpdk::crc`), else crc-fast.
+#[inline]
+fn continued(crc: u32, bytes: &[u8]) -> u32 {
+    #[cfg(all(feature = "dpdk", target_arch = "x86_64"))]
+    if let Some(c) = crate::port::dpdk::crc::crc32c_update(crc, bytes) {
+        return c;
+    }
+    // crc-fast's state is the CRC register before the final inversion (RFC 3720 §B.4), in the
+    // low half of its u64.
+    let mut digest =
+        crc_fast::Digest::new_with_init_state(crc_fast::CrcAlgorithm::Crc32Iscsi, u64::from(!crc));
+    digest.update(bytes);
+    !(digest.get_state() as u32)
 }
 
 /// The checksum of an SCTP packet, computed as if its checksum field held zero
@@ -107,17 +107,18 @@ pub fn sctp_checksum(packet: &[u8]) -> u32 {
     }
 }
 
-/// The checksum of a packet of at most [`IN_PLACE`] bytes by the in-place `crc32` loop, one
-/// instruction per eight bytes (`port::dpdk::crc` says why), where the build has it; `None`
-/// for a longer packet or a build without it.
+/// The checksum of a packet by the in-place `crc32` loops (`port::dpdk::crc` says why), where
+/// the build and the CPU have them; `None` where they do not, or for a packet they leave to
+/// crc-fast.
 #[inline]
 fn in_place(packet: &[u8]) -> Option<u32> {
     #[cfg(all(feature = "dpdk", target_arch = "x86_64"))]
-    if packet.len() <= IN_PLACE {
-        return crate::port::dpdk::crc::sctp_checksum(packet);
+    return crate::port::dpdk::crc::sctp_checksum(packet);
+    #[cfg(not(all(feature = "dpdk", target_arch = "x86_64")))]
+    {
+        let _ = packet;
+        None
     }
-    let _ = packet;
-    None
 }
 
 /// The checksum of `packet` (at most `N` bytes, at least the common header) from a copy with
@@ -220,13 +221,13 @@ mod tests {
         assert_eq!(sctp_checksum(&p), crc32c(&zeroed));
     }
 
-    /// Where built with DPDK on x86-64, packets up to [`IN_PLACE`] bytes take the shim's
-    /// `crc32` loop in place and longer ones crc-fast: both give the checksum crc-fast
-    /// computes over a copy with the field zeroed, at every length around the boundary and
-    /// every alignment of the tail.
+    /// Where built with DPDK on x86-64, packets take the `crc32` loops in place (three lanes,
+    /// or the shim's one up to 384 bytes), elsewhere a copy below [`SMALL`] and crc-fast: all
+    /// give the checksum crc-fast computes over a copy with the field zeroed, at every length
+    /// around the boundaries and every alignment of the tail.
     #[test]
     fn the_small_packet_path_agrees_with_crc_fast() {
-        let most = SMALL.max(IN_PLACE) + 32;
+        let most = SMALL.max(384) + 32;
         let bytes: Vec<u8> = (0..most + 8).map(|i| (i * 131 + 7) as u8).collect();
         for start in 0..8 {
             for len in COMMON_HEADER_LEN..most {
@@ -295,9 +296,27 @@ mod tests {
     }
 
     proptest! {
+        /// A CRC fed piece by piece (a header, then region spans sent by reference) is the CRC
+        /// of the whole, wherever the pieces are cut.
+        #[test]
+        fn a_stream_in_pieces_is_the_crc_of_the_whole(
+            bytes in proptest::collection::vec(any::<u8>(), 0..10_000),
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let mut at: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+            at.sort_unstable();
+            let mut crc = Stream::default();
+            let mut done = 0;
+            for a in at.into_iter().chain([bytes.len()]) {
+                crc.update(&bytes[done..a]);
+                done = a;
+            }
+            prop_assert_eq!(crc.finish(), crc32c(&bytes));
+        }
+
         #[test]
         fn filled_packets_verify_and_checksum_ignores_the_field(
-            mut p in proptest::collection::vec(any::<u8>(), COMMON_HEADER_LEN..1600),
+            mut p in proptest::collection::vec(any::<u8>(), COMMON_HEADER_LEN..10_000),
             junk in any::<[u8; 4]>(),
         ) {
             p[8..12].copy_from_slice(&junk);
