@@ -9,7 +9,9 @@
 //! segment, routing, indications), over the same packets; the session's Initiate rides with
 //! the COOKIE ECHO. Both loops ask for the next packet's lines while handling one, as the
 //! runtime's data core does over a burst (`port::prefetch`); the memcpy baseline is a plain
-//! copy, without prefetch.
+//! copy, without prefetch. The `conn` loop gives the connection its transmit opportunities
+//! where a data core does: between packets when a SACK is owed (every second packet) or DATA
+//! could go, and at the end of each burst (`stream` asks after every packet).
 //!
 //! `cargo run --release -p ddpdk-benches --bin ddp-rx-bench -- --sizes 64,512,1438,8938`
 
@@ -387,11 +389,20 @@ fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n:
                 prefetch::frame(next);
             }
             let _ = conn.handle(now, pkt, memory);
-            while let Some(k) = conn.poll_transmit(now, &mut sack) {
-                black_box(&sack[..k]);
+            // As the data core does (`DataCore::deliver`): a transmit opportunity between
+            // packets only where a SACK is owed before the next one (every second packet,
+            // RFC 9260 §6.2) or DATA could go; the rest waits for the burst's end.
+            if conn.sack_due() || conn.association().has_data_to_send() {
+                while let Some(k) = conn.poll_transmit(now, &mut sack) {
+                    black_box(&sack[..k]);
+                }
             }
         }
         drop(batch);
+        // The burst's end (`DataCore::answer`): whatever is still owed leaves.
+        while let Some(k) = conn.poll_transmit(now, &mut sack) {
+            black_box(&sack[..k]);
+        }
         while let Some(i) = conn.poll_indication() {
             match i {
                 UlpIndication::TaggedDelivered { .. } => delivered += 1,
