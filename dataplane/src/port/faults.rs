@@ -179,9 +179,17 @@ impl<P: Port> Faulty<P> {
     }
 
     /// Counts `n` frames passed up from `queue`.
+    ///
+    /// A load and a store, not a locked add: a queue has one poller (DPDK's rule for an RX
+    /// queue, and the runtime's: a queue belongs to one data core), so nothing comes between
+    /// the two, and a full barrier right behind the PMD's copy of the burst buys nothing.
+    /// (`perf` of a 64-byte write-latency run put 17-20 % of the data core's poll samples
+    /// behind the locked add; without it they sit on the next loads and the p50 does not move
+    /// measurably: the wait is memif's copy, not the barrier. benches/README.md, "Session 38".)
+    /// Were two threads to poll one queue, a count could be lost; nothing else.
     fn count_kept(&self, queue: u16, n: usize) {
         if let Some(k) = self.kept.get(usize::from(queue)) {
-            k.fetch_add(n as u64, Relaxed);
+            k.store(k.load(Relaxed).wrapping_add(n as u64), Relaxed);
         }
     }
 
