@@ -211,11 +211,23 @@ pub fn sctp_checksum(packet: &[u8]) -> Option<u32> {
     if packet.len() > SERIAL_MAX {
         return None;
     }
+    one_chain(packet)
+}
+
+/// The SCTP checksum of `packet` (12 bytes or more) by the C shim's one `crc32` chain, or
+/// `None` on a CPU without SSE 4.2 (crc-fast's then).
+#[inline]
+fn one_chain(packet: &[u8]) -> Option<u32> {
+    // The EAL refuses such a CPU, but this runs without the EAL too (unit tests, `MemPort`,
+    // the tools): there it would be an illegal instruction. Checked once by std, then a load.
+    if !std::is_x86_feature_detected!("sse4.2") {
+        return None;
+    }
     let len = u32::try_from(packet.len()).ok()?;
     // SAFETY: the shim reads only within `packet[..len]` (bytes 0..8 and 12..len, through
-    // memcpy or byte loads, so at any alignment) and writes nothing; the slice is borrowed for
-    // the call. Its `crc32` instructions need SSE 4.2, DPDK's x86-64 baseline (the EAL
-    // refuses a CPU without it; this is only called on x86-64). It touches no DPDK state.
+    // memcpy or byte loads, so at any alignment; it returns 0 for fewer than 12) and writes
+    // nothing; the slice is borrowed for the call. Its `crc32` instructions need SSE 4.2,
+    // present (checked above). It touches no DPDK state.
     Some(unsafe { dpdk_sys::ddpdk_sctp_crc32c(packet.as_ptr(), len) })
 }
 
@@ -239,6 +251,7 @@ mod tests {
     #[test]
     fn each_shift_constant_is_that_many_zero_bytes() {
         if !has_lanes() {
+            eprintln!("skipped: this CPU has no SSE 4.2 and PCLMULQDQ (no lanes to check)");
             return;
         }
         for (m, &k) in SHIFTS.iter().enumerate().skip(1) {
@@ -266,6 +279,7 @@ mod tests {
     #[test]
     fn lanes_and_fold_agree_with_crc_fast_at_every_length_and_alignment() {
         if !has_lanes() {
+            eprintln!("skipped: this CPU has no SSE 4.2 and PCLMULQDQ (no lanes to check)");
             return;
         }
         let data = bytes(10_000 + 64);
@@ -294,6 +308,65 @@ mod tests {
                 assert_eq!(crc, crc_fast::crc32_iscsi(&zeroed), "{len} bytes");
             } else {
                 assert!(len > SERIAL_MAX && !has_lanes(), "{len} bytes refused");
+            }
+        }
+    }
+
+    /// A 64-byte-aligned copy of `data` starting `offset` bytes past a line boundary: the
+    /// head before crc-fast's aligned blocks is then `(64 - offset) % 64` bytes, every length
+    /// of it checked, not whatever the allocator happened to give.
+    fn at_line_offset(data: &[u8], offset: usize) -> (Vec<u8>, usize) {
+        let mut buf = vec![0u8; data.len() + 128];
+        let start = buf.as_ptr().align_offset(64) + offset;
+        buf[start..start + data.len()].copy_from_slice(data);
+        (buf, start)
+    }
+
+    /// Every head length (0 to 63 bytes before the first line boundary) with the lengths
+    /// around the fold's bound and a block's multiples.
+    #[test]
+    fn lanes_agree_with_crc_fast_at_every_head_length() {
+        if !has_lanes() {
+            eprintln!("skipped: this CPU has no SSE 4.2 and PCLMULQDQ (no lanes to check)");
+            return;
+        }
+        let data = bytes(2_400);
+        for offset in 0..64 {
+            for len in [
+                257, 383, 384, 385, 700, 767, 768, 769, 800, 1151, 1152, 1153, 1438, 1480, 2304,
+                2400,
+            ] {
+                let (buf, start) = at_line_offset(&data[..len], offset);
+                let b = &buf[start..start + len];
+                assert_eq!(
+                    crc32c_update(0, b),
+                    Some(crc_fast::crc32_iscsi(b)),
+                    "{len} bytes, {offset} past a line"
+                );
+            }
+        }
+    }
+
+    /// The C shim's one chain, which a CPU with PCLMULQDQ never gives a packet above 256
+    /// bytes, at every length it may take (up to [`SERIAL_MAX`]) and several alignments.
+    #[test]
+    fn the_one_chain_shim_agrees_with_crc_fast_up_to_its_bound() {
+        let Some(_) = one_chain(&[0u8; 12]) else {
+            eprintln!("skipped: this CPU has no SSE 4.2 (the shim is never called)");
+            return;
+        };
+        let data = bytes(SERIAL_MAX + 64);
+        for offset in [0, 1, 3, 8, 61] {
+            for len in 12..=SERIAL_MAX {
+                let (buf, start) = at_line_offset(&data[..len], offset);
+                let p = &buf[start..start + len];
+                let mut zeroed = p.to_vec();
+                zeroed[8..12].fill(0);
+                assert_eq!(
+                    one_chain(p),
+                    Some(crc_fast::crc32_iscsi(&zeroed)),
+                    "{len} bytes, {offset} past a line"
+                );
             }
         }
     }
