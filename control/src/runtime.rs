@@ -699,6 +699,70 @@ impl Backoff {
     }
 }
 
+/// An RX queue that has carried nothing for this long goes cold: it is polled at most every
+/// [`COLD_RX_POLL`]. A ring device delivers on the queue its peer sent on, so a core polls
+/// queues that a peer with fewer data cores never uses (a memif endpoint opens
+/// `MEMIF_QUEUE_PAIRS`); an empty poll costs ~40 ns, and three of them were a third of an
+/// idle turn, which every frame waits out half of on average before it is seen.
+pub const COLD_RX_AFTER: Duration = Duration::from_millis(100);
+
+/// How often a cold RX queue is polled: its first frame waits at most this long (then the
+/// queue is hot again). A sleeping core's turns are longer than this, so they poll every
+/// queue.
+pub const COLD_RX_POLL: Duration = Duration::from_micros(2);
+
+/// A cold RX queue is polled on every this many turns as well, whatever the clock says: a
+/// loop whose clock stands still (a simulation's turns at one instant) still reads it.
+pub const COLD_RX_TURNS: u8 = 8;
+
+/// One RX queue of a data core, and when it goes cold.
+#[derive(Debug)]
+struct RxQueue {
+    id: u16,
+    /// [`COLD_RX_AFTER`] after the turn that last found frames in it (or after the first turn);
+    /// zero before the first.
+    cold_at: Instant,
+    /// When it is next polled: at or before any turn while it is hot.
+    next: Instant,
+    /// Turns since it was last polled.
+    skipped: u8,
+}
+
+/// In nanoseconds, as an [`Instant`] adds them (the per-turn arithmetic stays on integers).
+const COLD_RX_AFTER_NS: u64 = COLD_RX_AFTER.as_nanos() as u64;
+const COLD_RX_POLL_NS: u64 = COLD_RX_POLL.as_nanos() as u64;
+
+impl RxQueue {
+    fn new(id: u16) -> RxQueue {
+        RxQueue {
+            id,
+            cold_at: Instant::ZERO,
+            next: Instant::ZERO,
+            skipped: 0,
+        }
+    }
+
+    /// Whether a turn at `now` polls this queue: while hot, every turn.
+    fn due(&mut self, now: Instant) -> bool {
+        if now >= self.next || self.skipped + 1 >= COLD_RX_TURNS {
+            self.skipped = 0;
+            return true;
+        }
+        self.skipped += 1;
+        false
+    }
+
+    /// After a poll at `now` that found `n` frames.
+    fn polled(&mut self, now: Instant, n: usize) {
+        if n > 0 || self.cold_at == Instant::ZERO {
+            self.cold_at = now.saturating_add_nanos(COLD_RX_AFTER_NS);
+            self.next = Instant::ZERO;
+        } else if now >= self.cold_at {
+            self.next = now.saturating_add_nanos(COLD_RX_POLL_NS);
+        }
+    }
+}
+
 /// Wakes a thread that sleeps while idle (a data core, the control thread): whoever puts work
 /// in one of its rings rings its doorbell.
 #[derive(Debug, Default)]
@@ -758,7 +822,7 @@ pub struct DataCore<P: Port> {
     /// The RX queues this core polls: its own, and every `cores`-th one after it, so a port
     /// with more RX queues than cores (a ring-based virtual device delivers on the queue
     /// number its peer sent on, the peer's control queue included) has every queue polled.
-    rx_queues: Vec<u16>,
+    rx_queues: Vec<RxQueue>,
     iface: Interface,
     steer: Steering,
     slots: Vec<Option<Slot>>,
@@ -848,7 +912,7 @@ pub fn build<P: Port>(
             port: Arc::clone(&port),
             rx_queues: (index..usize::from(rxq))
                 .step_by(cores)
-                .map(|q| q as u16)
+                .map(|q| RxQueue::new(q as u16))
                 .collect(),
             iface: iface.clone(),
             steer,
@@ -1080,7 +1144,11 @@ impl<P: Port> DataCore<P> {
         self.free_spent();
         let mut rx = std::mem::take(&mut self.rx);
         for k in 0..self.rx_queues.len() {
-            let n = self.port.rx_burst(self.rx_queues[k], &mut rx, BURST);
+            if !self.rx_queues[k].due(now) {
+                continue;
+            }
+            let n = self.port.rx_burst(self.rx_queues[k].id, &mut rx, BURST);
+            self.rx_queues[k].polled(now, n);
             work += n;
             // A registration is in this core's channel before the peer can learn its STag,
             // so before any frame naming it can be in this burst: applying the channel now,
