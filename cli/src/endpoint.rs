@@ -136,7 +136,8 @@ impl Job {
         note(
             opts.json,
             format_args!(
-                "DDP endpoint {ip} SCTP port {} on {} ({}); {} data core(s) {}; steering: {}",
+                "DDP endpoint {ip} SCTP port {} on {} ({}); {} data core(s) {}; steering: {}; \
+                 clock: {}",
                 opts.sctp_port,
                 node.port.name(),
                 if opts.ddp_listen {
@@ -150,7 +151,12 @@ impl Job {
                 } else {
                     format!("on lcore(s) {:?}", node.core_lcores)
                 },
-                node.steering
+                node.steering,
+                if node.clock.is_counting() {
+                    "TSC"
+                } else {
+                    "monotonic"
+                }
             ),
         );
         // The main lcore waits as an idle data core does (it may be polling one inline), its

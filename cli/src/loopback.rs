@@ -291,7 +291,7 @@ impl Loopback {
             macs[1][5] ^= 1;
         }
         let tap = opts.pcap.as_deref().map(pcap_tap).transpose()?;
-        let clock = Clock::new();
+        let clock = crate::node::poll_clock();
         let stop = Arc::new(AtomicBool::new(false));
         type Parts = (Control<DpdkPort>, Vec<DataCore<DpdkPort>>);
         let make = |k: usize, ip: Ipv4Addr| -> Result<Parts, String> {

@@ -15,6 +15,9 @@ mod ipsec;
 mod ipsec_port;
 mod mbuf;
 pub mod telemetry;
+// RDTSC is x86-64's; elsewhere the poll loops keep the vDSO clock.
+#[cfg(target_arch = "x86_64")]
+pub mod tsc;
 
 pub use eal::{Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
