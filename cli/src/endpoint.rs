@@ -1105,9 +1105,13 @@ impl Job {
                     signaled: true,
                 });
                 // ib_write_lat's bounds: from the post to the completion seen by the ULP, each
-                // read when it happens rather than at the start of the turn around it.
+                // read when it happens rather than at the start of the turn around it. An
+                // inline data core takes the write at once and sends it.
                 let at = self.node.clock.now();
-                match self.control.submit(conn, op) {
+                match self
+                    .control
+                    .submit_inline(conn, op, self.node.inline_cores(), at)
+                {
                     Ok(()) => {}
                     // The core's command ring is full: the rest next turn.
                     Err(RuntimeError::Busy) => break,

@@ -262,6 +262,12 @@ impl Node {
         self.inline.iter().filter_map(|k| k.sleep_limit(now)).min()
     }
 
+    /// The data cores this thread polls (none where they have lcores of their own), for
+    /// [`runtime::Control::submit_inline`].
+    pub fn inline_cores(&mut self) -> &mut [DataCore<NodePort>] {
+        &mut self.inline
+    }
+
     /// Whether the data cores are polled by this thread.
     pub fn is_inline(&self) -> bool {
         !self.inline.is_empty()

@@ -1571,6 +1571,23 @@ impl<P: Port> DataCore<P> {
 
     /// An operation from the ULP, applied by its connection (or held there, in order, while
     /// its stream's session is at the control thread).
+    /// An operation of the ULP's applied now by the thread that polls this core with the ULP
+    /// (an inline data core), and what it calls for sent at once: the command ring's hand-off
+    /// and the wait for the next turn saved (a write's post, issue 13 item 4). Given back, for
+    /// the ring, while commands wait there (they came first) or upcalls are held (as
+    /// [`DataCore::poll`] takes no command then).
+    pub fn apply_now(&mut self, now: Instant, conn: ConnHandle, op: Op) -> Result<(), Op> {
+        if !self.commands.is_empty() || self.held.len() >= MAX_HELD_UPCALLS {
+            return Err(op);
+        }
+        self.stats.commands += 1;
+        // As a turn does: the STag changes made before the operation first.
+        self.memory_changes();
+        self.op(now, conn, op);
+        self.answer(now);
+        Ok(())
+    }
+
     fn op(&mut self, now: Instant, conn: ConnHandle, op: Op) {
         let (name, wr_id) = (op.name(), op.wr_id());
         let Some(k) = self.find(conn) else {
@@ -1989,6 +2006,28 @@ impl<P: Port> Control<P> {
     /// [`Event::Refused`].
     pub fn submit(&mut self, conn: ConnHandle, op: Op) -> Result<(), RuntimeError> {
         let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
+        self.command(core, Command::Op { conn, op }, false)
+    }
+
+    /// [`Control::submit`] from the thread that also polls `inline` (data cores run by the
+    /// ULP's own loop): an operation for one of them is applied at once
+    /// ([`DataCore::apply_now`]) when nothing for that core waits ahead of it, here or in its
+    /// ring; otherwise, and for any other core, it goes through the ring.
+    pub fn submit_inline(
+        &mut self,
+        conn: ConnHandle,
+        op: Op,
+        inline: &mut [DataCore<P>],
+        now: Instant,
+    ) -> Result<(), RuntimeError> {
+        let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
+        let op = match inline.iter_mut().find(|k| k.index() == core) {
+            Some(k) if self.cores[core].outbox.is_empty() => match k.apply_now(now, conn, op) {
+                Ok(()) => return Ok(()),
+                Err(op) => op,
+            },
+            _ => op,
+        };
         self.command(core, Command::Op { conn, op }, false)
     }
 
