@@ -1585,6 +1585,8 @@ impl<P: Port> DataCore<P> {
         self.memory_changes();
         self.op(now, conn, op);
         self.answer(now);
+        // The time since the turn began is busy time (the load counters).
+        self.last_worked = true;
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use rt::runtime;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use ddpdk_control::runtime::{RuntimeConfig, COLD_RX_AFTER, COLD_RX_POLL, COLD_RX_TURNS};
+use ddpdk_control::runtime::{DataCore, RuntimeConfig, COLD_RX_AFTER, COLD_RX_POLL, COLD_RX_TURNS};
 use ddpdk_dataplane::port::mem::{pair, HeapBuf, MemPort};
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::Instant;
@@ -22,9 +22,9 @@ fn send(peer: &MemPort, queue: u16) {
     assert_eq!(peer.tx_burst(queue, &mut vec![HeapBuf::new(frame)]), 1);
 }
 
-#[test]
-fn a_cold_rx_queue_is_polled_every_cold_rx_poll_and_its_frames_still_read() {
-    let (a, b) = pair(4, 64);
+/// One data core polling every RX queue of a port with `queues` of them, and the port's peer.
+fn one_core(queues: u16) -> (DataCore<MemPort>, MemPort) {
+    let (a, b) = pair(queues, 64);
     let (_control, mut cores) = runtime(
         a,
         Ipv4Addr::new(198, 18, 0, 1),
@@ -32,7 +32,13 @@ fn a_cold_rx_queue_is_polled_every_cold_rx_poll_and_its_frames_still_read() {
         1,
         RuntimeConfig::default(),
     );
-    let core = &mut cores[0];
+    (cores.remove(0), b)
+}
+
+#[test]
+fn a_cold_rx_queue_is_polled_every_cold_rx_poll_and_its_frames_still_read() {
+    let (mut core, b) = one_core(4);
+    let core = &mut core;
     let t0 = Instant::from_nanos(1_000_000);
     let ns = |t: Instant, n: u64| t.saturating_add_nanos(n);
     assert_eq!(core.poll(t0), 0);
@@ -71,15 +77,8 @@ fn a_cold_rx_queue_is_polled_every_cold_rx_poll_and_its_frames_still_read() {
 /// A loop whose clock stands still (a simulation) reads a cold queue every COLD_RX_TURNS turns.
 #[test]
 fn a_cold_rx_queue_is_read_every_cold_rx_turns_at_a_standing_clock() {
-    let (a, b) = pair(2, 64);
-    let (_control, mut cores) = runtime(
-        a,
-        Ipv4Addr::new(198, 18, 0, 1),
-        None,
-        1,
-        RuntimeConfig::default(),
-    );
-    let core = &mut cores[0];
+    let (mut core, b) = one_core(2);
+    let core = &mut core;
     let t0 = Instant::from_nanos(1_000_000);
     assert_eq!(core.poll(t0), 0);
     let cold = t0 + COLD_RX_AFTER;

@@ -1,8 +1,8 @@
 //! The CPU's time-stamp counter, for the poll loops' clock (`ddpdk_control::runtime::Clock`).
 //!
-//! A poll loop reads the time once a turn. Through the vDSO (`clock_gettime`, which on these
-//! VMs reads the TSC and scales it through the kvm-clock page) a read costs 42-49 ns; RDTSC
-//! alone 18-20 ns, a tenth of an idle turn saved. The counter is a clock only where it ticks
+//! A poll loop reads the time once a turn. Through the vDSO (`clock_gettime`, which reads the
+//! TSC too, under the kernel's sequence lock, and scales it) a read costs 42-49 ns on the VMs
+//! measured; RDTSC alone 18-20 ns, a tenth of an idle turn saved. The counter is a clock only where it ticks
 //! at one rate whatever the CPU's power state and agrees between CPUs (an invariant,
 //! synchronized TSC); [`trusted`] asks the kernel, which checked exactly that before it chose
 //! the TSC as its own clock source (and would have fallen back to another at boot if not).
