@@ -42,6 +42,7 @@
 //! the ULP's Initiate / Accept / Reject / Terminate go down as [`Op`]s.
 
 use ddpdk_dataplane::channel::{self, Receiver, Sender, TrySendError};
+use rustc_hash::FxHashMap;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -960,10 +961,10 @@ pub fn build<P: Port>(
         packets: packets_rx,
         events: events_rx,
         next_conn: 1,
-        owners: HashMap::new(),
+        owners: FxHashMap::default(),
         live: HashMap::new(),
         flow_rules: cfg.flow_rules,
-        flows: HashMap::new(),
+        flows: FxHashMap::default(),
         ready: VecDeque::new(),
         gated: VecDeque::new(),
         stats: ControlStats::default(),
@@ -1877,16 +1878,17 @@ pub struct Control<P: Port> {
     bell: Arc<Doorbell>,
     outbox_limit: usize,
     /// Live associations by peer address and port: a packet of one that reaches the control
-    /// thread goes to its core (never a second association for the same peer).
+    /// thread goes to its core (never a second association for the same peer). Keyed by what
+    /// a peer chooses, so std's keyed hasher; the tables keyed by our own handles use FxHash.
     live: HashMap<(IpAddr, u16), ConnHandle>,
     packets: Receiver<P::Buf>,
     events: Receiver<Upcall>,
     next_conn: u64,
     /// Which core owns each connection.
-    owners: HashMap<ConnHandle, usize>,
+    owners: FxHashMap<ConnHandle, usize>,
     /// Associations are steered by device flow rules, and the rule of each.
     flow_rules: bool,
-    flows: HashMap<ConnHandle, FlowRule>,
+    flows: FxHashMap<ConnHandle, FlowRule>,
     ready: VecDeque<Event>,
     /// Events waiting behind a remote invalidation's revocation ([`Control::gate`]).
     gated: VecDeque<(Event, Option<Revocation>)>,

@@ -29,7 +29,8 @@
 //! completion is reported once every core has acknowledged, so it may overtake the completions
 //! of work posted before it.
 
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer, Revocation, Stag};
 use ddpdk_dataplane::port::Port;
@@ -302,7 +303,7 @@ struct LocalInv {
 pub struct Verbs<P: Port> {
     control: Control<P>,
     qps: Vec<Option<QpEntry>>,
-    by_stream: HashMap<(ConnHandle, u16), Qp>,
+    by_stream: FxHashMap<(ConnHandle, u16), Qp>,
     cqs: Vec<VecDeque<Wc>>,
     local_invs: Vec<LocalInv>,
     /// Runtime events verbs does not consume (connections accepted, sessions initiated by the
@@ -315,7 +316,7 @@ impl<P: Port> Verbs<P> {
         Verbs {
             control,
             qps: Vec::new(),
-            by_stream: HashMap::new(),
+            by_stream: FxHashMap::default(),
             cqs: Vec::new(),
             local_invs: Vec::new(),
             events: VecDeque::new(),
