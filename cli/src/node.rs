@@ -513,7 +513,8 @@ where
 }
 
 /// The poll loops' clock: the CPU's time-stamp counter where the kernel trusts it as its own
-/// clock source (`port::dpdk::tsc`), calibrated over 10 ms; the monotonic clock elsewhere.
+/// clock source (`port::dpdk::tsc`), calibrated over 10 ms and watched once a second (the
+/// kernel may give the TSC up later: `ddpdk_control::clock`); the monotonic clock elsewhere.
 pub fn poll_clock() -> Clock {
     #[cfg(target_arch = "x86_64")]
     if ddpdk_dataplane::port::dpdk::tsc::trusted() {
@@ -521,6 +522,9 @@ pub fn poll_clock() -> Clock {
             ddpdk_dataplane::port::dpdk::tsc::read,
             Duration::from_millis(10),
         ) {
+            c.watch(ddpdk_dataplane::port::dpdk::tsc::trusted, |why| {
+                errln!("ddpdk: {why}; the poll loops' clock follows the monotonic clock from now")
+            });
             return c;
         }
     }

@@ -17,6 +17,7 @@
 //!   [`xmit::Tap`] that shows every frame queued on it.
 #![forbid(unsafe_code)]
 
+pub mod clock;
 pub mod conn;
 pub mod memory;
 pub mod rdmap;

@@ -56,6 +56,7 @@ use ddpdk_dataplane::port::region::PlacementBatch;
 use ddpdk_dataplane::port::{prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
 
+pub use crate::clock::Clock;
 pub use crate::conn::Op;
 use crate::conn::{
     Accept, Applied, Completion, ConnConfig, ConnStats, Connection, Indication, Listener,
@@ -985,89 +986,6 @@ pub fn not_a_peer(a: IpAddr) -> Option<&'static str> {
         Some("the broadcast address")
     } else {
         None
-    }
-}
-
-/// A monotonic clock for the runtime's threads: every caller of one `Clock` (or of its
-/// copies) reads the same time line. By default the system's monotonic clock; with
-/// [`Clock::counting`], a free-running counter of constant rate (the CPU's time-stamp counter:
-/// a poll loop reads the time every turn, and RDTSC costs less than half the vDSO's read).
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    origin: std::time::Instant,
-    counter: Option<Counter>,
-}
-
-/// A counter and its scale to nanoseconds.
-#[derive(Debug, Clone, Copy)]
-struct Counter {
-    read: fn() -> u64,
-    /// The count at the clock's origin.
-    base: u64,
-    /// Nanoseconds a tick, times 2^32.
-    ns_per_tick_q32: u64,
-}
-
-impl Clock {
-    pub fn new() -> Clock {
-        Clock {
-            origin: std::time::Instant::now(),
-            counter: None,
-        }
-    }
-
-    /// A clock that reads `read`, a counter that ticks at one rate on every CPU the clock's
-    /// copies run on, its rate measured against the monotonic clock over `over` (each end
-    /// known to within a read of the monotonic clock: over 10 ms, a rate within ~10 ppm).
-    /// `None` if the counter did not move.
-    pub fn counting(read: fn() -> u64, over: Duration) -> Option<Clock> {
-        // The count at the moment the monotonic clock was read: the middle of two counts
-        // around that read.
-        let at = || {
-            let before = read();
-            let t = std::time::Instant::now();
-            let after = read();
-            (before + after.saturating_sub(before) / 2, t)
-        };
-        let (c0, t0) = at();
-        std::thread::sleep(over);
-        let (c1, t1) = at();
-        let ticks = c1.checked_sub(c0).filter(|&t| t > 0)?;
-        let ns = t1.duration_since(t0).as_nanos();
-        let ns_per_tick_q32 = u64::try_from((ns << 32) / u128::from(ticks)).ok()?;
-        Some(Clock {
-            origin: t1,
-            counter: Some(Counter {
-                read,
-                base: c1,
-                ns_per_tick_q32,
-            }),
-        })
-    }
-
-    /// Whether this clock reads a counter ([`Clock::counting`]).
-    pub fn is_counting(&self) -> bool {
-        self.counter.is_some()
-    }
-
-    /// Nanoseconds since the clock was made, plus one second (so no timer sits at zero).
-    pub fn now(&self) -> Instant {
-        let ns = match self.counter {
-            // A count a little behind the base (another CPU's counter, a few cycles apart) is
-            // the origin itself.
-            Some(c) => {
-                let ticks = (c.read)().saturating_sub(c.base);
-                ((u128::from(ticks) * u128::from(c.ns_per_tick_q32)) >> 32) as u64
-            }
-            None => self.origin.elapsed().as_nanos() as u64,
-        };
-        Instant::from_nanos(1_000_000_000 + ns)
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::new()
     }
 }
 
@@ -2404,46 +2322,6 @@ mod tests {
             assert_eq!(got, round);
         }
         sleeper.join().unwrap_or_else(|_| panic!("sleeper"));
-    }
-
-    /// A counter of 3 ticks a nanosecond since the first read (a fake TSC at 3 GHz).
-    fn three_ghz() -> u64 {
-        static START: OnceLock<std::time::Instant> = OnceLock::new();
-        START
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_nanos() as u64
-            * 3
-    }
-
-    fn never_moves() -> u64 {
-        42
-    }
-
-    /// A counting clock keeps the monotonic clock's time: its rate is measured, not assumed,
-    /// and read beside a monotonic clock the two agree within the calibration's error.
-    #[test]
-    fn a_counting_clock_keeps_the_monotonic_clocks_time() {
-        let counting = Clock::counting(three_ghz, Duration::from_millis(10))
-            .unwrap_or_else(|| panic!("the counter moves"));
-        assert!(counting.is_counting() && !Clock::new().is_counting());
-        let (c0, w0) = (counting.now(), std::time::Instant::now());
-        std::thread::sleep(Duration::from_millis(50));
-        let (c1, w1) = (counting.now(), std::time::Instant::now());
-        let counted = c1.saturating_since(c0).as_nanos() as f64;
-        let wall = w1.duration_since(w0).as_nanos() as f64;
-        // The reads around each end are a few µs apart at most (a loaded machine): 2 %.
-        assert!(
-            (counted / wall - 1.0).abs() < 0.02,
-            "counted {counted} ns, the monotonic clock {wall} ns"
-        );
-        // It starts where every clock starts (one second), and never goes back.
-        assert!(c0 >= Instant::from_nanos(1_000_000_000) && c1 > c0);
-    }
-
-    #[test]
-    fn a_counter_that_does_not_move_is_no_clock() {
-        assert!(Clock::counting(never_moves, Duration::from_millis(1)).is_none());
     }
 
     /// Ownership depends on the whole 5-tuple and spreads associations over the cores.
