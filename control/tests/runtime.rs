@@ -729,15 +729,8 @@ fn flow_rules_steer_each_association_to_its_owner() {
         let make = |p: &Arc<MemPort>, v4, v6, seed: u8, flow_rules| {
             runtime(Arc::clone(p), v4, v6, seed, cfg(flow_rules))
         };
-        let (mut a, mut b) = (make(&pa, A4, A6, 1, false), make(&pb, b4, B6, 2, rules));
-        let bpd = b.0.memory_mut().alloc_pd();
-        let region = b.0.memory_mut().alloc_region(1 << 18).unwrap();
-        let reg =
-            b.0.memory_mut()
-                .register(remote_write(bpd, region, 1 << 18))
-                .unwrap();
-        let apd = a.0.memory_mut().alloc_pd();
-        let mut l = Lockstep::open(a, b, IpAddr::V4(b4), PORT, apd, bpd);
+        let (a, b) = (make(&pa, A4, A6, 1, false), make(&pb, b4, B6, 2, rules));
+        let (mut l, reg, region) = Lockstep::open_to_region(a, b, IpAddr::V4(b4), PORT, 1 << 18);
         // The INIT and COOKIE ECHO came before any rule (the COOKIE ECHO makes it): count
         // what the cores handed over after the session was up.
         let dispatched =
@@ -810,15 +803,8 @@ fn session_control_messages_run_on_the_control_thread() {
         ..RuntimeConfig::default()
     };
     let make = |p: &Arc<MemPort>, v4, v6, seed: u8| runtime(Arc::clone(p), v4, v6, seed, cfg);
-    let (mut a, mut b) = (make(&pa, A4, A6, 1), make(&pb, b4, B6, 2));
-    let bpd = b.0.memory_mut().alloc_pd();
-    let region = b.0.memory_mut().alloc_region(1 << 16).unwrap();
-    let reg =
-        b.0.memory_mut()
-            .register(remote_write(bpd, region, 1 << 16))
-            .unwrap();
-    let apd = a.0.memory_mut().alloc_pd();
-    let mut l = Lockstep::open(a, b, IpAddr::V4(b4), PORT, apd, bpd);
+    let (a, b) = (make(&pa, A4, A6, 1), make(&pb, b4, B6, 2));
+    let (mut l, reg, region) = Lockstep::open_to_region(a, b, IpAddr::V4(b4), PORT, 1 << 16);
     assert_eq!(
         l.cb.stats().session_messages,
         1,

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{remote_write, runtime, runtime_with, tagged, Lockstep, PORT};
+use rt::{runtime, runtime_with, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -36,7 +36,7 @@ fn a_stalled_ulp_closes_the_window_and_bounds_the_core() {
         ..RuntimeConfig::default()
     };
     let a = runtime(Arc::new(pa), a4, a6, 1, cfg);
-    let mut b = runtime_with(
+    let b = runtime_with(
         Arc::new(pb),
         b4,
         b6,
@@ -47,15 +47,7 @@ fn a_stalled_ulp_closes_the_window_and_bounds_the_core() {
             ..Config::default()
         },
     );
-    let bpd = b.0.memory_mut().alloc_pd();
-    let region = b.0.memory_mut().alloc_region(1 << 20).unwrap();
-    let reg =
-        b.0.memory_mut()
-            .register(remote_write(bpd, region, 1 << 20))
-            .unwrap();
-    let mut a = a;
-    let apd = a.0.memory_mut().alloc_pd();
-    let l = Lockstep::open(a, b, IpAddr::V4(b4), PORT, apd, bpd);
+    let (l, reg, _region) = Lockstep::open_to_region(a, b, IpAddr::V4(b4), PORT, 1 << 20);
     run(l, reg.stag, reg.to_base);
 }
 

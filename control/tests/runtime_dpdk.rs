@@ -22,7 +22,7 @@ use ddpdk_dataplane::port::dpdk::DpdkPort;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Instant};
 use ddpdk_dataplane::wire::crc32c::crc32c;
-use rt::{remote_write, ring_pair, runtime_on, tagged, Lockstep, PORT};
+use rt::{ring_pair, runtime_on, tagged, Lockstep, PORT};
 
 #[test]
 fn two_runtimes_on_a_net_ring_pair_move_a_tagged_message() {
@@ -45,15 +45,8 @@ fn two_runtimes_on_a_net_ring_pair_move_a_tagged_message() {
             Config::default(),
         )
     };
-    let (mut a, mut b) = (make(0), make(1));
-    let apd = a.0.memory_mut().alloc_pd();
-    let bpd = b.0.memory_mut().alloc_pd();
-    let r = b.0.memory_mut().alloc_region(256 << 10).unwrap();
-    let reg =
-        b.0.memory_mut()
-            .register(remote_write(bpd, r, 256 << 10))
-            .unwrap();
-    let mut l: Lockstep<DpdkPort> = Lockstep::open(a, b, IpAddr::V4(addrs[1]), PORT, apd, bpd);
+    let (a, b) = (make(0), make(1));
+    let (mut l, reg, r) = Lockstep::open_to_region(a, b, IpAddr::V4(addrs[1]), PORT, 256 << 10);
     assert_eq!(
         l.kb[0].report().iface.arp_replies,
         1,

@@ -27,7 +27,7 @@ use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::port::{PacketBuf, Port};
 use ddpdk_dataplane::sctp::{Config, Instant};
 use ddpdk_dataplane::wire::crc32c;
-use rt::{remote_write, ring_pair, runtime_on, tagged, Lockstep};
+use rt::{ring_pair, runtime_on, tagged, Lockstep};
 
 const MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
@@ -743,7 +743,7 @@ fn unresolved_neighbour_is_not_flooded_with_solicitations_rfc1122() {
 fn ipv6_frames_fit_a_1500_byte_mtu_with_the_default_config() {
     let (pa, pb) = pair(2, 4096);
     let mut a = endpoint(pa, iface(), 1);
-    let mut b = endpoint(pb, Interface::new(PEER_MAC, Some(PEER4), Some(PEER6)), 2);
+    let b = endpoint(pb, Interface::new(PEER_MAC, Some(PEER4), Some(PEER6)), 2);
     // The largest frame A's core or control thread queues.
     let max = Arc::new(Mutex::new(0usize));
     let m2 = Arc::clone(&max);
@@ -753,14 +753,7 @@ fn ipv6_frames_fit_a_1500_byte_mtu_with_the_default_config() {
     }));
     a.0.set_tap(Arc::clone(&tap));
     a.1[0].set_tap(tap);
-    let apd = a.0.memory_mut().alloc_pd();
-    let bpd = b.0.memory_mut().alloc_pd();
-    let r = b.0.memory_mut().alloc_region(1 << 16).unwrap();
-    let reg =
-        b.0.memory_mut()
-            .register(remote_write(bpd, r, 1 << 16))
-            .unwrap();
-    let mut l = Lockstep::open(a, b, IpAddr::V6(PEER6), SCTP_PORT, apd, bpd);
+    let (mut l, reg, _r) = Lockstep::open_to_region(a, b, IpAddr::V6(PEER6), SCTP_PORT, 1 << 16);
     l.ca.submit(l.conn, tagged(1, reg.stag, 0, vec![7; 1 << 16]))
         .unwrap();
     l.run_until("the completion", |l| {

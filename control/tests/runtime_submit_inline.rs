@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{remote_write, runtime, tagged, Lockstep, PORT};
+use rt::{runtime, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -29,16 +29,9 @@ fn open() -> (
         cores: 1,
         ..RuntimeConfig::default()
     };
-    let mut a = runtime(pa, A4, None, 1, cfg);
-    let mut b = runtime(pb, B4, None, 2, cfg);
-    let bpd = b.0.memory_mut().alloc_pd();
-    let region = b.0.memory_mut().alloc_region(1 << 16).unwrap();
-    let reg =
-        b.0.memory_mut()
-            .register(remote_write(bpd, region, 1 << 16))
-            .unwrap();
-    let apd = a.0.memory_mut().alloc_pd();
-    let mut l = Lockstep::open(a, b, IpAddr::V4(B4), PORT, apd, bpd);
+    let a = runtime(pa, A4, None, 1, cfg);
+    let b = runtime(pb, B4, None, 2, cfg);
+    let (mut l, reg, region) = Lockstep::open_to_region(a, b, IpAddr::V4(B4), PORT, 1 << 16);
     l.run_until_quiet();
     (l, reg, region)
 }

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{remote_write, runtime, tagged, Lockstep, PORT};
+use rt::{runtime, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -251,14 +251,9 @@ fn a_stalled_receiver_holds_the_sender_back_and_it_keeps_retrying() {
     let (pa, pb) = pair(2, 8);
     let pa = std::sync::Arc::new(pa);
     let cfg = RuntimeConfig::default();
-    let mut a = runtime(pa.clone(), A4, A6, 1, cfg);
-    let mut b = runtime(pb, B4, B6, 2, cfg);
-    let apd = a.0.memory_mut().alloc_pd();
-    let bpd = b.0.memory_mut().alloc_pd();
-    let m = b.0.memory_mut();
-    let sink = m.alloc_region(1 << 20).unwrap();
-    let reg = m.register(remote_write(bpd, sink, 1 << 20)).unwrap();
-    let mut l = Lockstep::open(a, b, IpAddr::V4(B4), PORT, apd, bpd);
+    let a = runtime(pa.clone(), A4, A6, 1, cfg);
+    let b = runtime(pb, B4, B6, 2, cfg);
+    let (mut l, reg, sink) = Lockstep::open_to_region(a, b, IpAddr::V4(B4), PORT, 1 << 20);
     let data: Vec<u8> = (0..(1u32 << 20))
         .map(|i| (i * 7 + (i >> 9)) as u8)
         .collect();

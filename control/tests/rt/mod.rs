@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ddpdk_control::conn::ConnConfig;
 use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest};
-use ddpdk_control::memory::{MemoryRegistration, RegionId};
+use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::runtime::{build, ConnHandle, Control, DataCore, Event, Op, RuntimeConfig};
 use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
@@ -162,6 +162,26 @@ impl<P: Port> Lockstep<P> {
             private_data: Vec::new(),
         };
         Lockstep::open_with(a, b, server, port, initiate, vec![accept])
+    }
+
+    /// As [`Lockstep::open`], each end in a protection domain of its own, once `b` has
+    /// registered the first `len` bytes of a new region of its for remote writes: what most
+    /// tests write to. Returns the registration and the region with the lockstep.
+    pub fn open_to_region(
+        mut a: (Control<P>, Vec<DataCore<P>>),
+        mut b: (Control<P>, Vec<DataCore<P>>),
+        server: IpAddr,
+        port: u16,
+        len: usize,
+    ) -> (Lockstep<P>, Registered, RegionId) {
+        let apd = a.0.memory_mut().alloc_pd();
+        let bpd = b.0.memory_mut().alloc_pd();
+        let region = b.0.memory_mut().alloc_region(len).unwrap();
+        let reg =
+            b.0.memory_mut()
+                .register(remote_write(bpd, region, len as u64))
+                .unwrap();
+        (Lockstep::open(a, b, server, port, apd, bpd), reg, region)
     }
 
     /// As [`Lockstep::open`], with the client's `initiate` (its session's Initiate on stream
