@@ -20,6 +20,7 @@
 pub mod clock;
 pub mod conn;
 pub mod memory;
+mod quiet;
 pub mod rdmap;
 pub mod runtime;
 pub mod session;

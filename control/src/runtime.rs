@@ -63,6 +63,7 @@ use crate::conn::{
     PostError, ReceiveErrorCounts, SessionCall,
 };
 use crate::memory::{Memory, Place, RegionTable, SharedRegions};
+use crate::quiet::Quiet;
 use crate::session::{PendingLimit, State};
 use crate::xmit::{Tap, Tx, TxStats, BURST, STOCK};
 
@@ -603,7 +604,7 @@ enum Upcall {
 /// streams, SACKs and heartbeats go on.
 struct Slot {
     conn: ConnHandle,
-    c: Connection,
+    c: Quiet,
     peer: IpAddr,
     peer_port: u16,
 }
@@ -1011,7 +1012,7 @@ impl<P: Port> DataCore<P> {
         self.slots
             .iter()
             .flatten()
-            .filter_map(|s| s.c.poll_timeout())
+            .filter_map(|s| s.c.get().poll_timeout())
             .min()
     }
 
@@ -1161,8 +1162,8 @@ impl<P: Port> DataCore<P> {
         // Packets that waited for an ARP or ND answer go first, in the order they were made.
         work += self.out.release_held(now, &self.iface);
         for s in self.slots.iter_mut().flatten() {
-            if s.c.poll_timeout().is_some_and(|t| t <= now) {
-                s.c.handle_timeout(now);
+            if s.c.get().poll_timeout().is_some_and(|t| t <= now) {
+                s.c.get_mut().handle_timeout(now);
             }
         }
         let work = work + self.answer(now);
@@ -1297,8 +1298,8 @@ impl<P: Port> DataCore<P> {
             stags: self.stags.table(),
             regions: &self.regions,
         };
-        s.c.return_session(now, call, place);
-        for stag in s.c.take_peer_invalidated() {
+        s.c.get_mut().return_session(now, call, place);
+        for stag in s.c.get_mut().take_peer_invalidated() {
             self.stags.invalidate_local(stag);
         }
         self.op_results(conn, k);
@@ -1357,23 +1358,23 @@ impl<P: Port> DataCore<P> {
         let Some(s) = self.slots[k].as_mut() else {
             return;
         };
-        match s.c.handle_checked(now, sctp, place, verified) {
+        match s.c.get_mut().handle_checked(now, sctp, place, verified) {
             Ok(()) => self.iface.confirm(peer, src_mac),
             Err(_) => self.stats.discarded += 1,
         }
         // RFC 5040 §5.3: what the peer invalidated is invalid here before the next packet; the
         // control thread revokes it on every core before the ULP hears of the Send.
-        for stag in s.c.take_peer_invalidated() {
+        for stag in s.c.get_mut().take_peer_invalidated() {
             self.stags.invalidate_local(stag);
         }
         // RFC 9260 §6.2 / §6.7: a packet that needs its own SACK (every second one, a
         // duplicate, any while gaps exist) gets it before the next packet of the burst is
         // handled; otherwise SACKs of a whole burst merge into one. A packet that opened the
         // window (a SACK) is a transmit opportunity too (§6.1: Max.Burst per opportunity).
-        if s.c.sack_due() {
+        if s.c.get().sack_due() {
             self.stats.sacks_between_packets += 1;
             self.transmit(now, k);
-        } else if s.c.association().has_data_to_send() {
+        } else if s.c.get().association().has_data_to_send() {
             self.transmit(now, k);
         }
     }
@@ -1456,8 +1457,9 @@ impl<P: Port> DataCore<P> {
             }
             // A closed connection's slot, once it has told the ULP everything.
             None => self.slots.iter().position(|s| {
-                s.as_ref()
-                    .is_some_and(|s| s.c.is_closed() && !s.c.owes_ulp() && !s.c.sessions_lent())
+                s.as_ref().is_some_and(|s| {
+                    s.c.get().is_closed() && !s.c.get().owes_ulp() && !s.c.get().sessions_lent()
+                })
             }),
         };
         if let Some(mac) = peer_mac {
@@ -1472,7 +1474,7 @@ impl<P: Port> DataCore<P> {
                 self.out
                     .send_sctp(now, &mut self.iface, peer, len, self.offload.tx);
             }
-            self.drain_owed(conn, &mut c);
+            self.drain_owed(conn, &mut Quiet::new(c));
             return;
         };
         self.stats.adopted += 1;
@@ -1482,7 +1484,7 @@ impl<P: Port> DataCore<P> {
         }
         self.slots[k] = Some(Slot {
             conn,
-            c,
+            c: Quiet::new(c),
             peer,
             peer_port,
         });
@@ -1518,7 +1520,7 @@ impl<P: Port> DataCore<P> {
         let Some(s) = self.slots[k].as_mut() else {
             return;
         };
-        let result = s.c.apply(now, op, self.stags.table());
+        let result = s.c.get_mut().apply(now, op, self.stags.table());
         self.op_event(conn, name, wr_id, result);
     }
 
@@ -1555,7 +1557,9 @@ impl<P: Port> DataCore<P> {
                 // RSS hash is computed only for frames of no connection here.
                 let found = self.slots.iter().position(|s| {
                     s.as_ref().is_some_and(|s| {
-                        s.peer == peer && s.peer_port == peer_port && !s.c.association().is_closed()
+                        s.peer == peer
+                            && s.peer_port == peer_port
+                            && !s.c.get().association().is_closed()
                     })
                 });
                 let owner = match found {
@@ -1673,7 +1677,7 @@ impl<P: Port> DataCore<P> {
     }
 
     /// Sends up (or holds) everything `c` still owes the ULP, completions first.
-    fn drain_owed(&mut self, conn: ConnHandle, c: &mut Connection) {
+    fn drain_owed(&mut self, conn: ConnHandle, c: &mut Quiet) {
         while let Some(completion) = c.poll_completion() {
             let _ = self.up(Upcall::Event(Event::Completion { conn, completion }));
         }
@@ -1685,14 +1689,19 @@ impl<P: Port> DataCore<P> {
     /// What `show fwd stats` and `show assoc` show: counters, interface, associations.
     /// Keeps the counts of a connection that leaves the core.
     fn retire(&mut self, s: &Slot) {
-        self.retired
-            .add(&ConnTotals::of(s.c.stats(), s.c.association().stats()));
+        self.retired.add(&ConnTotals::of(
+            s.c.get().stats(),
+            s.c.get().association().stats(),
+        ));
     }
 
     pub fn report(&self) -> CoreReport {
         let mut conn_totals = self.retired;
         for s in self.slots.iter().flatten() {
-            conn_totals.add(&ConnTotals::of(s.c.stats(), s.c.association().stats()));
+            conn_totals.add(&ConnTotals::of(
+                s.c.get().stats(),
+                s.c.get().association().stats(),
+            ));
         }
         CoreReport {
             conn_totals,
@@ -1707,23 +1716,24 @@ impl<P: Port> DataCore<P> {
                     conn: s.conn,
                     peer: s.peer,
                     peer_port: s.peer_port,
-                    state: format!("{:?}", s.c.association().state()),
-                    streams: s.c.association().streams(),
-                    sessions: (0..s.c.association().streams())
+                    state: format!("{:?}", s.c.get().association().state()),
+                    streams: s.c.get().association().streams(),
+                    sessions: (0..s.c.get().association().streams())
                         .filter_map(|k| {
-                            s.c.session_state(k)
+                            s.c.get()
+                                .session_state(k)
                                 .filter(|st| *st != State::Idle)
                                 .map(|st| (k, st))
                         })
                         .collect(),
-                    stats: *s.c.stats(),
-                    receive_room: s.c.receive_room(),
-                    sctp: *s.c.association().stats(),
-                    cwnd: s.c.association().cwnd(),
-                    peer_rwnd: s.c.association().peer_rwnd(),
-                    rto: s.c.association().rto(),
-                    srtt: s.c.association().srtt(),
-                    local_port: s.c.association().local_port(),
+                    stats: *s.c.get().stats(),
+                    receive_room: s.c.get().receive_room(),
+                    sctp: *s.c.get().association().stats(),
+                    cwnd: s.c.get().association().cwnd(),
+                    peer_rwnd: s.c.get().association().peer_rwnd(),
+                    rto: s.c.get().association().rto(),
+                    srtt: s.c.get().association().srtt(),
+                    local_port: s.c.get().association().local_port(),
                 })
                 .collect(),
             stags: self.stags.table().len(),

@@ -454,6 +454,9 @@ pub struct Association {
     path: Path,
     fast_recovery_exit: Option<u32>,
     burst_budget: u32,
+    /// The last transmit opportunity ended because Max.Burst's budget ran out
+    /// ([`Association::burst_ended`]).
+    burst_ended: bool,
     /// A SACK arrived since T3-rtx last fired: the peer is alive (§6.1 A, zero window probes).
     sack_since_t3: bool,
     /// Outstanding messages a gap ack block covers (slots with `gap_acked`).
@@ -568,6 +571,7 @@ impl Association {
             },
             fast_recovery_exit: None,
             burst_budget: cfg.max_burst,
+            burst_ended: false,
             sack_since_t3: false,
             timed: None,
             gap_acked: 0,
@@ -835,6 +839,14 @@ impl Association {
             self.burst_budget = self.cfg.max_burst;
         }
         Ok(self.sq.push_ext(stream, ppid, head, ext))
+    }
+
+    /// Whether the last [`Association::poll_transmit`] that found nothing to send stopped at
+    /// Max.Burst's budget (RFC 9260 §6.1 D): the next transmit opportunity may send more
+    /// with nothing else changed. Any other "nothing" lasts until the association changes
+    /// (a packet, a send, a timer).
+    pub fn burst_ended(&self) -> bool {
+        self.burst_ended
     }
 
     /// The external spans the last packet [`Association::poll_transmit`] built is missing, in
@@ -2390,6 +2402,7 @@ impl Association {
             // the packets of new DATA one opportunity sends; it does not ration the window
             // across opportunities (a budget refilled only by SACKs keeps the sender from ever
             // filling its cwnd, so slow start never grows it).
+            self.burst_ended = self.burst_budget == 0;
             self.burst_budget = self.cfg.max_burst;
             return None;
         };
