@@ -273,18 +273,25 @@ mod tests {
         let counting = Clock::counting(three_ghz, Duration::from_millis(10))
             .unwrap_or_else(|| panic!("the counter moves"));
         assert!(counting.is_counting() && !Clock::new().is_counting());
-        let (c0, w0) = (counting.now(), std::time::Instant::now());
-        std::thread::sleep(Duration::from_millis(50));
-        let (c1, w1) = (counting.now(), std::time::Instant::now());
+        let (c0, c1) = keeps_the_monotonic_rate(&counting, Duration::from_millis(50));
+        // It starts where every clock starts (one second), and never goes back.
+        assert!(c0 >= Instant::from_nanos(1_000_000_000) && c1 > c0);
+    }
+
+    /// `clock` read beside the monotonic clock over `over` agrees with it within 2 % (the
+    /// reads around each end are a few µs apart at most on a loaded machine). Returns the
+    /// clock's two readings.
+    fn keeps_the_monotonic_rate(clock: &Clock, over: Duration) -> (Instant, Instant) {
+        let (c0, w0) = (clock.now(), std::time::Instant::now());
+        std::thread::sleep(over);
+        let (c1, w1) = (clock.now(), std::time::Instant::now());
         let counted = c1.saturating_since(c0).as_nanos() as f64;
         let wall = w1.duration_since(w0).as_nanos() as f64;
-        // The reads around each end are a few µs apart at most (a loaded machine): 2 %.
         assert!(
             (counted / wall - 1.0).abs() < 0.02,
             "counted {counted} ns, the monotonic clock {wall} ns"
         );
-        // It starts where every clock starts (one second), and never goes back.
-        assert!(c0 >= Instant::from_nanos(1_000_000_000) && c1 > c0);
+        (c0, c1)
     }
 
     #[test]
@@ -335,15 +342,7 @@ mod tests {
         assert!(after >= before, "{after:?} stepped back from {before:?}");
         // From here the monotonic clock's rate, whatever the counter does.
         LEAP.store(500_000_000 * 3, Ordering::Relaxed);
-        let (c0, w0) = (copy.now(), std::time::Instant::now());
-        std::thread::sleep(Duration::from_millis(30));
-        let (c1, w1) = (copy.now(), std::time::Instant::now());
-        let counted = c1.saturating_since(c0).as_nanos() as f64;
-        let wall = w1.duration_since(w0).as_nanos() as f64;
-        assert!(
-            (counted / wall - 1.0).abs() < 0.02,
-            "counted {counted} ns, the monotonic clock {wall} ns"
-        );
+        keeps_the_monotonic_rate(&copy, Duration::from_millis(30));
         assert_eq!(clock.check(&mut watch, true), None, "dropped once");
     }
 

@@ -66,15 +66,8 @@ fn run(
     let (pa, pb) = pair_with_offload(2, 4096, offload);
     pa.set_zero_copy(zero_copy);
     let (pa, pb) = (Arc::new(pa), Arc::new(pb));
-    let (mut a, mut b) = (side(&pa, A4, 1), side(&pb, B4, 2));
+    let (mut a, b) = (side(&pa, A4, 1), side(&pb, B4, 2));
     let total = WRITES * size;
-    let bpd = b.0.memory_mut().alloc_pd();
-    let sink = b.0.memory_mut().alloc_region(total).unwrap();
-    let reg =
-        b.0.memory_mut()
-            .register(remote_write(bpd, sink, total as u64))
-            .unwrap();
-    let apd = a.0.memory_mut().alloc_pd();
     let source = a.0.memory_mut().alloc_region(total + 4096).unwrap();
     let image: Vec<u8> = (0..total as u32).map(|i| (i * 13 + 5) as u8).collect();
     // The messages start at an odd offset of the source region: spans need no alignment.
@@ -84,7 +77,7 @@ fn run(
         .unwrap()
         .place(base, &image)
         .unwrap();
-    let mut l = Lockstep::open(a, b, IpAddr::V4(B4), PORT, apd, bpd);
+    let (mut l, reg, sink) = Lockstep::open_to_region(a, b, IpAddr::V4(B4), PORT, total);
     for k in 0..WRITES {
         let at = (k * size) as u64;
         let op = tagged(k as u64 + 1, reg.stag, at, payload(source, base + at));
