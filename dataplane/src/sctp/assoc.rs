@@ -455,7 +455,9 @@ pub struct Association {
     fast_recovery_exit: Option<u32>,
     burst_budget: u32,
     /// The last transmit opportunity ended because Max.Burst's budget ran out
-    /// ([`Association::burst_ended`]).
+    /// ([`Association::burst_ended`]); cleared wherever the budget is refilled outside an
+    /// opportunity's end (a SACK, a send to an idle queue), so that it is a function of the
+    /// association's state, as the header-prediction tests compare it.
     burst_ended: bool,
     /// A SACK arrived since T3-rtx last fired: the peer is alive (§6.1 A, zero window probes).
     sack_since_t3: bool,
@@ -837,6 +839,7 @@ impl Association {
         self.check_send(stream, head.len() + ext.map_or(0, |e| e.len as usize))?;
         if self.sq.outstanding() == 0 {
             self.burst_budget = self.cfg.max_burst;
+            self.burst_ended = false;
         }
         Ok(self.sq.push_ext(stream, ppid, head, ext))
     }
@@ -1780,6 +1783,7 @@ impl Association {
             self.arm(Timer::T3, self.after_rto(now));
         }
         self.burst_budget = self.cfg.max_burst;
+        self.burst_ended = false;
         self.progress_shutdown(now);
     }
 
