@@ -2283,6 +2283,55 @@ fn fragments_that_cannot_complete_do_not_pin_the_window_6_9() {
     );
 }
 
+/// RFC 9260 §6.2's window update: a receiver whose layer above frees room tells the peer at
+/// once, once. Here the window stays low for another reason (fragments held for reassembly,
+/// §6.9, take a_rwnd until their message is whole): room given back by the layer above does
+/// not reopen it, so no update is owed, however often the room is told. An update per telling
+/// was a SACK storm: the runtime tells the room before every transmit opportunity.
+#[test]
+fn no_window_update_while_reassembly_holds_the_window_6_2() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let budget = cfg(S_PORT).a_rwnd as usize;
+    let a_rwnd_of = |out: &[Vec<u8>]| {
+        out.iter().flat_map(|pk| chunks(pk)).find_map(|c| match c {
+            ChunkRepr::Sack(s) => Some(s.a_rwnd),
+            _ => None,
+        })
+    };
+    // A message's first fragments, three quarters of a_rwnd and more, its end never sent.
+    let fragment = [5u8; 1600];
+    let n = (budget * 3 / 4) / fragment.len() + 1;
+    let mut last = None;
+    for k in 0..n {
+        let pkt = packet(
+            C_PORT,
+            S_PORT,
+            tag,
+            &[data(tsn + k as u32, 0, true, k == 0, false, &fragment)],
+        );
+        p.s.handle(t(500), &pkt, &mut ignore).unwrap();
+        last = a_rwnd_of(&drain(&mut p.s, t(500))).or(last);
+    }
+    p.tick(t(800));
+    last = a_rwnd_of(&drain(&mut p.s, t(800))).or(last);
+    let told = last.expect("the fragments were acknowledged") as usize;
+    assert!(
+        told < budget / 4,
+        "a_rwnd {told}: the held fragments take the window"
+    );
+    for k in 0..4 {
+        p.s.set_receive_room(budget);
+        let out = drain(&mut p.s, t(801 + k));
+        assert!(
+            out.is_empty(),
+            "telling {k}: no window update while the window stays low ({} packets)",
+            out.len()
+        );
+    }
+}
+
 /// The next TSN the client of `p` sends: one message crosses first and its TSN is read.
 fn next_client_tsn(p: &mut Pair, now: Instant) -> u32 {
     p.c.send(0, 16, b"first").unwrap();

@@ -1258,11 +1258,18 @@ impl Association {
     /// What the layer above can still take, when it changed outside [`Association::handle`]
     /// (it released what it held): the next SACK advertises at most this. A window that
     /// reopens is told at once (RFC 9260 §6.2's window update), so the peer does not wait
-    /// for a zero-window probe.
+    /// for a zero-window probe. Reopens: the window a SACK would advertise now, not the room
+    /// alone, which other holders (the TSN map, fragments in reassembly) may keep from it; an
+    /// update that would tell the peer no more than the last SACK did is not sent (it was
+    /// sent on every telling, a SACK before every transmit opportunity).
     pub fn set_receive_room(&mut self, room: usize) {
         self.rx_room = clamp_room(room);
         let (budget, told) = (self.cfg.a_rwnd, self.rwnd_told);
-        if told < budget / 4 && self.rx_room >= budget / 2 && self.sending_state() {
+        if told < budget / 4
+            && self.rx_room >= budget / 2
+            && self.advertised_rwnd() >= budget / 2
+            && self.sending_state()
+        {
             self.ack_due.sack = true;
             self.ack_due.sack_now = true;
         }
