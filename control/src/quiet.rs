@@ -2,9 +2,9 @@
 //!
 //! A poll turn offers every connection of its core a transmit opportunity
 //! ([`Connection::poll_transmit_gather`]: its test services, its sessions' pump, its receive
-//! window, then SCTP's packet builder), about 260 instructions for one that has nothing to send.
-//! A core holding many associations, most of them idle, spent most of its turns there, and a
-//! single idle association a quarter of an idle turn. Whether a connection owes a packet
+//! window, then SCTP's packet builder), 160 to 260 instructions for one that has nothing to
+//! send. A core holding many associations, most of them idle, spent most of its turns there,
+//! and a single idle association an eighth of an idle turn. Whether a connection owes a packet
 //! depends only on its own state: its timers fall due through [`Connection::handle_timeout`],
 //! and everything else that could give it something to send (a packet, a posted operation, an
 //! indication taken, a session returned) is a change made through `&mut`. So once it answered
@@ -14,9 +14,9 @@
 //! transmit opportunity (RFC 9260 §6.1 D) with DATA still sendable: the next opportunity sends
 //! more without any change, so it is not remembered.
 //!
-//! Debug builds (the test suite) still make every skipped call and assert that it found
-//! nothing: a source of packets this reasoning missed fails a test instead of stalling an
-//! association in production.
+//! Debug builds (the test suite, and `make soak`'s release build with debug assertions) still
+//! make every skipped call and assert that it found nothing: a source of packets this
+//! reasoning missed fails a test instead of stalling an association in production.
 
 use crate::conn::{Completion, Connection, Indication, OpResult, SessionCall};
 use ddpdk_dataplane::sctp::{Hole, Instant};
