@@ -226,27 +226,23 @@ impl Counter {
 /// [`READ_SPREAD`], else the narrowest. A thread preempted between the counts dates the read
 /// badly: in a 10 ms calibration, a millisecond's preemption would be a 5 % error in the rate.
 fn dated(read: fn() -> u64) -> (u64, std::time::Instant, u64) {
-    let mut best: Option<(u64, std::time::Instant, u64)> = None;
-    for _ in 0..4 {
+    let once = || {
         let before = read();
         let at = std::time::Instant::now();
         let after = read();
         // A count that went back is as bad as one far ahead.
-        let spread = after.wrapping_sub(before);
-        let this = (before / 2 + after / 2, at, spread);
-        best = match best {
-            Some(b) if b.2 <= spread => Some(b),
-            _ => Some(this),
-        };
-        if spread <= READ_SPREAD {
+        (before / 2 + after / 2, at, after.wrapping_sub(before))
+    };
+    let mut best = once();
+    for _ in 1..4 {
+        if best.2 <= READ_SPREAD {
             break;
         }
+        let this = once();
+        if this.2 < best.2 {
+            best = this;
+        }
     }
-    let Some(best) = best else {
-        // Four tries always leave one.
-        let at = std::time::Instant::now();
-        return (read(), at, u64::MAX);
-    };
     best
 }
 
