@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Instructions of a whole `ddpdk` endpoint's poll loop, counted by callgrind (the same count every
+# run, whatever else the machine does), for the costs the per-segment scripts do not see: the
+# poll turn, posting a write and its completion (issue 13 item 4). Two processes over memif on
+# this machine, the client under callgrind, the server native.
+#
+#   benches/callgrind-endpoint.sh write [SIZE] [SECS]   one outstanding tagged write of SIZE bytes
+#                                                       (ddp-latency-bench's client): instructions
+#                                                       a write, and its largest parts
+#   benches/callgrind-endpoint.sh idle [SECS]           an association and nothing to send
+#                                                       (--reconnect, --idle spin): instructions
+#                                                       an idle poll turn
+#
+# Compare builds by these counts, not by the client's wall clock (valgrind runs it ~50x
+# slower), at the same SECS: a write's count includes the run's set-up divided by its writes
+# (the per-function lines are steadier). Under valgrind the TSC clock's calibration can be 0.1 % off, and its watch then
+# falls back to the monotonic clock a second in (the client's stderr says so, and so does this
+# script): Clock::now then costs ~65 instructions a read instead of ~29. Rerun, or compare by
+# function.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:-write}
+command -v valgrind >/dev/null || { echo "callgrind-endpoint: valgrind is not installed" >&2; exit 1; }
+cargo build --release -q -p ddpdk-cli --bin ddpdk
+BIN=target/release/ddpdk
+out=$(mktemp -d)
+server=
+cleanup() {
+    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    rm -rf "$out"
+}
+trap cleanup EXIT
+sock=$out/memif.sock
+eal() { echo "--no-huge -m 1024 --no-pci --log-level=*:error --file-prefix=cge$$$1"; }
+case $MODE in
+write)
+    SIZE=${2:-64}
+    SECS=${3:-4}
+    toggle='ddpdk_cli::endpoint::Job::client_run*'
+    client=(--ddp-connect 198.18.0.2 --ip 198.18.0.1 --run-for "$SECS" --ddp-size "$SIZE"
+        --ddp-window 1 --json)
+    lcores=0@1
+    ;;
+idle)
+    SECS=${2:-4}
+    toggle='ddpdk_control::runtime::DataCore*::poll'
+    # The data core on a worker lcore of its own (a --reconnect endpoint needs one).
+    client=(--reconnect 198.18.0.2 --ip 198.18.0.1 --run-for "$SECS" --idle spin)
+    lcores=0@1,1@1
+    ;;
+*)
+    echo "usage: $0 write [SIZE] [SECS] | idle [SECS]" >&2
+    exit 2
+    ;;
+esac
+# shellcheck disable=SC2046 # the EAL arguments are words
+$BIN --lcores 0@0 $(eal s) --vdev="net_memif0,role=server,id=0,socket=$sock" -- \
+    --ddp-listen --ip 198.18.0.2 --run-for $((SECS + 60)) >"$out/server" 2>&1 &
+server=$!
+sleep 1
+# shellcheck disable=SC2046
+valgrind --tool=callgrind --callgrind-out-file="$out/cg" --toggle-collect="$toggle" \
+    $BIN --lcores "$lcores" $(eal c) --vdev="net_memif0,role=client,id=0,socket=$sock" -- \
+    "${client[@]}" >"$out/client" 2>&1
+(cd "$out" && callgrind_annotate --inclusive=yes --threshold=100 --auto=no cg >cg.ann 2>/dev/null)
+(cd "$out" && callgrind_annotate --tree=calling --inclusive=yes --threshold=100 --auto=no cg \
+    >cg.tree 2>/dev/null)
+total=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}' "$out/cg.ann")
+if [ "$MODE" = write ]; then
+    n=$(grep -o '"messages":[0-9]*' "$out/client" | head -1 | cut -d: -f2)
+    what="a write ($n writes of $SIZE bytes)"
+    least=100
+else
+    # One closing answer() a turn.
+    n=$(grep -m1 '>.*DataCore<P>::answer (' "$out/cg.tree" | grep -o '([0-9,]*x)' | tr -d '(),x')
+    what="an idle turn ($n turns)"
+    least=15
+fi
+[ -n "${n:-}" ] && [ "$n" -gt 0 ] || { echo "callgrind-endpoint: no count; the client said:" >&2; tail -5 "$out/client" >&2; exit 1; }
+echo "instructions $what: $((total / n))"
+echo "largest parts, inclusive, per unit:"
+grep -E '\[' "$out/cg.ann" | awk -v n="$n" -v least="$least" -v total="$total" '{gsub(",", "", $1);
+    f = $(NF - 1); sub(/^[^:]*:/, "", f); k = split(f, p, "::");
+    if (k > 1) f = p[k - 1] "::" p[k];
+    if ($1 / n >= least && $1 < total) printf "  %6.0f  %s\n", $1 / n, f}' |
+    sort -rn | uniq | head -14
+if grep -q 'follows the monotonic clock' "$out/client"; then
+    echo "note: the client's TSC clock was dropped during the run (see the script's header):"
+    grep 'follows the monotonic clock' "$out/client"
+fi
