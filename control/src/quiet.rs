@@ -89,14 +89,10 @@ impl Quiet {
     }
 
     pub(crate) fn poll_indication(&mut self) -> Option<Indication> {
-        self.taken(|c| c.poll_indication())
-    }
-
-    fn taken<T>(&mut self, take: impl FnOnce(&mut Connection) -> Option<T>) -> Option<T> {
-        let t = take(&mut self.c);
-        if t.is_some() {
+        let i = self.c.poll_indication();
+        if i.is_some() {
             self.quiet = false;
         }
-        t
+        i
     }
 }
