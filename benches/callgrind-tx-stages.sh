@@ -40,7 +40,7 @@ for size in ${SIZES//,/ }; do
     # The sink device's own work (heap buffers made and freed, frames counted), all of it called
     # from the transmit side.
     port=0
-    for f in alloc_bulk attach_region tx_burst; do
+    for f in alloc_bulk attach_region attach_region_in tx_burst; do
         port=$((port + $(inc "<ddpdk_benches::sink::SinkPort as ddpdk_dataplane::port::Port>::$f")))
     done
     for f in chain resize; do

@@ -290,6 +290,24 @@ pub mod sink {
                 ..SinkBuf::default()
             })
         }
+        #[inline(never)]
+        fn attach_region_in(
+            &self,
+            mut buf: SinkBuf,
+            region: &Region,
+            offset: u64,
+            len: usize,
+        ) -> Result<SinkBuf, SinkBuf> {
+            match offset.checked_add(len as u64) {
+                Some(end) if end <= region.len() as u64 && buf.chained == 0 => {
+                    buf.bytes.clear();
+                    buf.span = len;
+                    buf.attached = len;
+                    Ok(buf)
+                }
+                _ => Err(buf),
+            }
+        }
         fn link(&self) -> LinkStatus {
             LinkStatus {
                 up: true,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use ddpdk_dataplane::ddp::Regions;
 use ddpdk_dataplane::net::{Interface, SOLICITATION_MAX};
 use ddpdk_dataplane::port::region::PlacementBatch;
+use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{PacketBuf, Port};
 use ddpdk_dataplane::sctp::{Hole, Instant};
 use ddpdk_dataplane::wire::crc32c::{self, Stream};
@@ -368,7 +369,7 @@ impl<P: Port> Tx<P> {
             let end = start + h.ext.len as usize;
             let span = regions
                 .region(h.ext.key)
-                .and_then(|r| self.port.attach_region(r, h.ext.offset, h.ext.len as usize));
+                .and_then(|r| self.attach_buf(r, h.ext.offset, h.ext.len as usize));
             let (Some(span), Some(before)) = (span, self.copy_buf(&frame[done..start])) else {
                 chained = false;
                 break;
@@ -439,6 +440,19 @@ impl<P: Port> Tx<P> {
         let mut b = self.spare.pop()?;
         b.resize(len);
         Some(b)
+    }
+
+    /// A stock buffer referencing `len` bytes of `region` from `offset`
+    /// ([`Port::attach_region_in`]); `None` where the port cannot attach the span.
+    fn attach_buf(&mut self, region: &Region, offset: u64, len: usize) -> Option<P::Buf> {
+        let b = self.fresh_buf(0)?;
+        match self.port.attach_region_in(b, region, offset, len) {
+            Ok(b) => Some(b),
+            Err(b) => {
+                self.spare.push(b);
+                None
+            }
+        }
     }
 
     /// A buffer holding a copy of `bytes`.

@@ -114,6 +114,43 @@ fn region_spans_travel_by_reference_and_are_released() {
         0,
         "refused attachments free their mbuf"
     );
+
+    // 5. A stock buffer of the port's own pool (a bulk sender's) becomes the span itself;
+    // one that is not fresh, or not the pool's, or a span the region does not lend, comes
+    // back unchanged and attaches nothing.
+    let mut stock = Vec::new();
+    assert!(a.alloc_bulk(&mut stock, 4, 0));
+    let span = a
+        .attach_region_in(stock.pop().unwrap(), &region, 5, 300)
+        .unwrap_or_else(|_| panic!("a fresh mbuf of the pool attaches"));
+    assert!(span.is_external() && span.data() == &image[5..305]);
+    assert_eq!(region.mbuf_references(), 1);
+    let mut chain = stock.pop().unwrap();
+    chain.chain(stock.pop().unwrap()).unwrap();
+    let chain = a
+        .attach_region_in(chain, &region, 0, 10)
+        .expect_err("a chain is not a fresh buffer");
+    assert!(chain.nb_segs() == 2 && !chain.is_external());
+    let refused = a
+        .attach_region_in(stock.pop().unwrap(), &heap, 0, 100)
+        .expect_err("not DPDK memory");
+    assert!(!refused.is_external());
+    let other = common::pool("zero_copy_other", 63);
+    let mut theirs = Vec::new();
+    assert!(other.alloc_bulk(&mut theirs, 1, 0));
+    let back = a
+        .attach_region_in(theirs.pop().unwrap(), &region, 0, 10)
+        .expect_err("another pool's mbuf");
+    assert!(!back.is_external());
+    assert_eq!(
+        region.mbuf_references(),
+        1,
+        "only the one span holds the region"
+    );
+    drop((span, chain, refused, back));
+    assert_eq!(region.mbuf_references(), 0);
+    assert_eq!(pool.in_use_count(), 0);
+    assert_eq!(other.in_use_count(), 0);
     drop(region);
     drop(ports);
 }

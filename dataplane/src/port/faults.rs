@@ -396,6 +396,15 @@ impl<P: Port> Port for Faulty<P> {
     fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Self::Buf> {
         self.inner.attach_region(region, offset, len)
     }
+    fn attach_region_in(
+        &self,
+        buf: Self::Buf,
+        region: &Region,
+        offset: u64,
+        len: usize,
+    ) -> Result<Self::Buf, Self::Buf> {
+        self.inner.attach_region_in(buf, region, offset, len)
+    }
     fn max_tx_segments(&self) -> usize {
         self.inner.max_tx_segments()
     }

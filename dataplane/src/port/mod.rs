@@ -221,6 +221,20 @@ pub trait Port: Send + Sync {
         None
     }
 
+    /// As [`Port::attach_region`], made of `buf`, a fresh buffer from this port's
+    /// [`Port::alloc_bulk`] (`len` 0), so that a sender that takes its buffers in bulk does
+    /// not have the pool called once for every span. `Err(buf)`, the buffer back unchanged,
+    /// where `attach_region` gives `None` (and for a buffer that is not fresh).
+    fn attach_region_in(
+        &self,
+        buf: Self::Buf,
+        region: &Region,
+        offset: u64,
+        len: usize,
+    ) -> Result<Self::Buf, Self::Buf> {
+        self.attach_region(region, offset, len).ok_or(buf)
+    }
+
     /// Most buffers one transmitted frame may be made of (a chain from
     /// [`Port::attach_region`] and [`PacketBuf::chain`]); longer chains are not built.
     fn max_tx_segments(&self) -> usize {

@@ -654,6 +654,19 @@ impl Port for DpdkPort {
         self.pool.attach_region(region, offset, len)
     }
 
+    fn attach_region_in(
+        &self,
+        buf: Mbuf,
+        region: &Region,
+        offset: u64,
+        len: usize,
+    ) -> Result<Mbuf, Mbuf> {
+        if !self.multi_seg {
+            return Err(buf);
+        }
+        self.pool.attach_region_in(buf, region, offset, len)
+    }
+
     fn id(&self) -> u16 {
         self.info.port_id
     }

@@ -744,6 +744,15 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
     fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Mbuf> {
         self.inner.attach_region(region, offset, len)
     }
+    fn attach_region_in(
+        &self,
+        buf: Mbuf,
+        region: &Region,
+        offset: u64,
+        len: usize,
+    ) -> Result<Mbuf, Mbuf> {
+        self.inner.attach_region_in(buf, region, offset, len)
+    }
     fn max_tx_segments(&self) -> usize {
         self.inner.max_tx_segments()
     }
