@@ -780,7 +780,7 @@ impl DdpApp {
             let port = Arc::downgrade(&ipsec);
             Arc::new(move || {
                 let shared = shared.upgrade().ok_or("the endpoint is shutting down")?;
-                let mut snapshot = snapshot(&shared, &gate)?;
+                let mut snapshot = snapshot(&shared, &gate, clock)?;
                 snapshot.ipsec = port.upgrade().and_then(|p| telemetry::IpsecTotals::of(&p));
                 Ok(snapshot)
             })
@@ -2524,6 +2524,7 @@ fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
 fn snapshot(
     shared: &Arc<Mutex<Shared>>,
     gate: &Arc<Mutex<()>>,
+    clock: Clock,
 ) -> Result<telemetry::Snapshot, String> {
     let _one_at_a_time = gate.lock().unwrap_or_else(|e| e.into_inner());
     let cores = {
@@ -2544,7 +2545,7 @@ fn snapshot(
                 reports.sort_by_key(|x| x.core);
                 // A late report of an earlier, timed-out request is not a second core.
                 reports.dedup_by_key(|x| x.core);
-                return Ok(telemetry::Snapshot::of(reports, &s.control));
+                return Ok(telemetry::Snapshot::of(reports, &s.control, clock));
             }
         }
         if Wall::now() > deadline {

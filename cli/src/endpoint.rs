@@ -234,7 +234,7 @@ impl Job {
     /// What the telemetry commands report on, now.
     fn snapshot(&mut self) -> Result<telemetry::Snapshot, String> {
         let reports = self.reports(&AtomicBool::new(false))?;
-        let mut snapshot = telemetry::Snapshot::of(reports, &self.control);
+        let mut snapshot = telemetry::Snapshot::of(reports, &self.control, self.node.clock);
         snapshot.ipsec = telemetry::IpsecTotals::of(&self.node.port);
         Ok(snapshot)
     }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant as Wall};
 
-use ddpdk_control::runtime::{AssocInfo, Control, ControlStats, CoreReport};
+use ddpdk_control::runtime::{AssocInfo, Clock, Control, ControlStats, CoreReport};
 use ddpdk_control::session::State;
 use ddpdk_dataplane::mem::{Access, Registration, Stag};
 use ddpdk_dataplane::port::dpdk::telemetry::{self, TelValue};
@@ -34,6 +34,9 @@ pub struct Snapshot {
     pub mrs: Vec<(Stag, Registration)>,
     /// The port's IPsec counters, when IPsec is on: what it drops never reaches a data core.
     pub ipsec: Option<IpsecTotals>,
+    /// What the poll loops' clock reads ([`ddpdk_control::runtime::Clock::source`]): a TSC
+    /// dropped for drift or by the kernel shows here, not only on stderr.
+    pub clock: &'static str,
 }
 
 /// IPsec's counters for the port: the policy's drops, and its SAs' counts summed by direction.
@@ -124,10 +127,11 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
 impl Snapshot {
     /// The data cores' `reports` with what the control side `control` knows: its counters and
     /// the registrations.
-    pub fn of<P: Port>(reports: Vec<CoreReport>, control: &Control<P>) -> Snapshot {
+    pub fn of<P: Port>(reports: Vec<CoreReport>, control: &Control<P>, clock: Clock) -> Snapshot {
         Snapshot {
             reports,
             ipsec: None,
+            clock: clock.source(),
             control: control.stats(),
             mrs: control
                 .memory()
@@ -563,6 +567,7 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
                         ("flow_rules", u(c.flow_rules)),
                         ("flow_rules_refused", u(c.flow_rules_refused)),
                         ("forward_dropped", u(c.forward_dropped)),
+                        ("clock", TelValue::Str(s.clock.into())),
                         (
                             "sctp",
                             dict(vec![
@@ -674,6 +679,26 @@ mod tests {
         assert!(n.iter().any(|x| x.starts_with("core/1/")));
         assert!(!n.iter().any(|x| x.starts_with("core/0/")));
         assert_eq!(stats(&s, "5").unwrap_err(), "no data core 5");
+    }
+
+    /// A TSC the clock's watch dropped shows in the stats, not only on stderr.
+    #[test]
+    fn stats_say_what_the_clock_reads() {
+        let s = Snapshot {
+            reports: vec![core(0)],
+            clock: "monotonic, TSC dropped",
+            ..Default::default()
+        };
+        let TelValue::Dict(top) = stats(&s, "").unwrap() else {
+            panic!("a dict")
+        };
+        let control = top.iter().find(|(k, _)| k == "control").map(|(_, v)| v);
+        let Some(TelValue::Dict(control)) = control else {
+            panic!("a control dict")
+        };
+        assert!(control
+            .iter()
+            .any(|(k, v)| k == "clock" && *v == TelValue::Str("monotonic, TSC dropped".into())));
     }
 
     /// `n` associations spread over two cores (ids not in order across them), each with

@@ -178,6 +178,12 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
         "{stats}"
     );
     assert_eq!(stats["control/sctp/closed_port_aborts_out"], 0, "{stats}");
+    // What the poll loops' clock reads: a TSC its watch dropped is told here.
+    let clock = stats["control/clock"].as_str().unwrap_or("");
+    assert!(
+        ["tsc", "monotonic", "monotonic, TSC dropped"].contains(&clock),
+        "{stats}"
+    );
     // An unknown association is an answer, not a crash; help is registered.
     assert_eq!(
         procs::value(&r[3], cmds[3])["error"],
@@ -257,6 +263,10 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     assert!(metrics.contains("# TYPE ddpdk_core_frames_in_total counter"));
     assert!(sample("ddpdk_sctp_endpoint_cookies_accepted_total") >= 1.0);
     assert!(metrics.contains("# TYPE ddpdk_association_cwnd_bytes gauge"));
+    assert_eq!(
+        sample(&format!("ddpdk_clock_info{{source=\"{clock}\"}}")),
+        1.0
+    );
     assert!(sample("ddpdk_core_frames_in_total{core=\"0\"}") >= frames_in as f64);
     assert!(sample("ddpdk_core_placed_bytes_total{core=\"0\"}") >= placed as f64);
     assert_eq!(

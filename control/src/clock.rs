@@ -117,6 +117,17 @@ impl Clock {
             .is_some_and(|c| c.dropped.load(Ordering::Relaxed) == 0)
     }
 
+    /// What this clock reads now, for operators: `tsc` (a counter, [`Clock::counting`]),
+    /// `monotonic` (the system's), or `monotonic, TSC dropped` ([`Clock::check`] gave the
+    /// counter up; stderr said why when it did).
+    pub fn source(&self) -> &'static str {
+        match self.counter {
+            Some(c) if c.dropped.load(Ordering::Relaxed) == 0 => "tsc",
+            Some(_) => "monotonic, TSC dropped",
+            None => "monotonic",
+        }
+    }
+
     /// Nanoseconds since the clock was made, plus one second (so no timer sits at zero).
     pub fn now(&self) -> Instant {
         let ns = match self.counter {
@@ -393,12 +404,16 @@ mod tests {
         let clock = Clock::counting(three_ghz, Duration::from_millis(10))
             .unwrap_or_else(|| panic!("the counter moves"));
         let mut watch = ClockWatch::default();
+        let copy = clock;
+        assert_eq!(clock.source(), "tsc");
         assert_eq!(
             clock.check(&mut watch, false),
             Some(Dropped::ClockSource),
             "even at the first check"
         );
         assert!(!clock.is_counting());
+        assert_eq!(copy.source(), "monotonic, TSC dropped", "told to operators");
+        assert_eq!(Clock::new().source(), "monotonic");
         assert_eq!(
             Clock::new().check(&mut watch, false),
             None,

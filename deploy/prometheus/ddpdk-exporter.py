@@ -227,6 +227,11 @@ def collect(t):
                   "auth_failed, ...).", {"direction": parts[1], "reason": parts[2]}, value)
         elif parts[0] == "ipsec" and parts[1:] == ["sas"]:
             m.add("ddpdk_ipsec_sas", "gauge", "SAs installed.", {}, value)
+        elif parts[0] == "control" and parts[1:] == ["clock"]:
+            m.add("ddpdk_clock_info", "gauge",
+                  "Always 1: what the poll loops' clock reads (tsc; monotonic; or "
+                  "'monotonic, TSC dropped' once drift or the kernel made it give the TSC up).",
+                  {"source": str(value)}, 1)
         elif parts[0] == "control" and len(parts) == 2 and parts[1] in CONTROL_GAUGES:
             m.add(f"ddpdk_control_{parts[1]}", "gauge", CONTROL_GAUGES[parts[1]], {}, value)
         elif parts[0] == "control" and len(parts) == 2:
