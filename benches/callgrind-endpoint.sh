@@ -11,6 +11,8 @@
 #                                                       (--reconnect, --idle spin): instructions
 #                                                       an idle poll turn
 #
+# DDPDK_BIN=PATH counts another build (a baseline's) with the same script.
+#
 # Compare builds by these counts, not by the client's wall clock (valgrind runs it ~50x
 # slower), at the same SECS: a write's count includes the run's set-up divided by its writes
 # (the per-function lines are steadier). Under valgrind the TSC clock's calibration can be 0.1 % off, and its watch then
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/.."
 MODE=${1:-write}
 command -v valgrind >/dev/null || { echo "callgrind-endpoint: valgrind is not installed" >&2; exit 1; }
 cargo build --release -q -p ddpdk-cli --bin ddpdk
-BIN=target/release/ddpdk
+BIN=${DDPDK_BIN:-target/release/ddpdk}
 out=$(mktemp -d)
 server=
 cleanup() {
