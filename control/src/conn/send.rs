@@ -234,22 +234,37 @@ impl Connection {
             if self.assoc.send_room() == 0 {
                 return;
             }
-            let Some(stream) = self.ready.pop_front() else {
+            // The stream stays in the queue while it sends and goes to its back after (one
+            // segment a turn, in turn); a lone stream is already there.
+            let Some(&stream) = self.ready.front() else {
                 return;
             };
             match self.send_one(stream, mulpdu) {
                 Turn::Sent => {
                     idle_turns = 0;
-                    self.ready.push_back(stream);
+                    self.rotate_ready();
                 }
                 Turn::Blocked => {
                     idle_turns += 1;
-                    self.ready.push_back(stream);
+                    self.rotate_ready();
                 }
-                Turn::Done => self.streams[usize::from(stream)].ready = false,
+                Turn::Done => {
+                    self.ready.pop_front();
+                    self.streams[usize::from(stream)].ready = false;
+                }
             }
             if !self.sink.deferred.is_empty() {
                 self.defer_flushed();
+            }
+        }
+    }
+
+    /// The stream at the front of the ready queue to its back.
+    #[inline]
+    fn rotate_ready(&mut self) {
+        if self.ready.len() > 1 {
+            if let Some(stream) = self.ready.pop_front() {
+                self.ready.push_back(stream);
             }
         }
     }
@@ -379,14 +394,10 @@ impl Connection {
             return Turn::Blocked;
         };
         self.segment[..2].copy_from_slice(&ddp_ssn.to_be_bytes());
-        let Ok(number) = self
+        // check_send said yes a moment ago; nothing changed in between.
+        let number = self
             .assoc
-            .send_ext(stream, PPID_DDP_SEGMENT, &self.segment[..n], ext)
-        else {
-            // check_send said yes a moment ago; nothing changed in between.
-            flush_sends(stream, s, &mut self.sink);
-            return Turn::Done;
-        };
+            .send_ext_checked(stream, PPID_DDP_SEGMENT, &self.segment[..n], ext);
         self.sink.stats.segments_sent += 1;
         p.offset = span.offset + span.len;
         let mut completion = None;
