@@ -12,7 +12,9 @@
 //! call until then: its only way to the connection for changes is [`Quiet::get_mut`], which
 //! forgets the answer. The one "nothing" that does not last is SCTP's Max.Burst ending a
 //! transmit opportunity (RFC 9260 §6.1 D) with DATA still sendable: the next opportunity sends
-//! more without any change, so it is not remembered.
+//! more without any change, so it is not remembered. A packet after which the association
+//! owes nothing ([`ddpdk_dataplane::sctp::Association::owes_nothing`]) ends the opportunity
+//! at once, as that call's "nothing" would.
 //!
 //! Debug builds (the test suite, and `make soak`'s release build with debug assertions) still
 //! make every skipped call and assert that it found nothing: a source of packets this
@@ -68,6 +70,14 @@ impl Quiet {
                 return None;
             }
         };
+        // The packet left nothing owed (a data core's usual answer: one SACK, or one write's
+        // DATA): the opportunity ends here, and the call that would find "nothing" is not
+        // made (nor its ~100 instructions before the burst goes out on the wire). Max.Burst's
+        // end is not taken here (owes_nothing is false then): its call refills the budget.
+        if self.c.association().owes_nothing() {
+            self.c.end_transmit_opportunity();
+            self.quiet = true;
+        }
         Some((len, self.c.association().holes()))
     }
 

@@ -524,6 +524,14 @@ impl Connection {
         self.assoc.sack_due()
     }
 
+    /// [`Association::end_transmit_opportunity`]: for a caller that knows the next
+    /// [`Connection::poll_transmit_gather`] would find nothing ([`Association::owes_nothing`];
+    /// the connection's own sources, its sessions' pump, its services, its receive window,
+    /// had their turn before the packet it just took and changed nothing since).
+    pub fn end_transmit_opportunity(&mut self) {
+        self.assoc.end_transmit_opportunity();
+    }
+
     pub fn handle_timeout(&mut self, now: Instant) {
         self.assoc.handle_timeout(now);
         self.after_sctp();
