@@ -22,7 +22,7 @@ use std::time::Instant as WallClock;
 
 use clap::Parser;
 use ddpdk_benches::memory::{remote_write, with_region};
-use ddpdk_control::conn::{Accept, ConnConfig, Indication as UlpIndication, Listener};
+use ddpdk_control::conn::{Accept, ConnConfig, Connection, Indication as UlpIndication, Listener};
 use ddpdk_control::memory::Memory;
 use ddpdk_control::session::PendingLimit;
 use ddpdk_control::xmit::BURST;
@@ -365,6 +365,20 @@ fn memcpy(frames: &Frames, memory: &Memory) -> f64 {
 
 /// The same packets through a `Connection` made by a `Listener` from the same COOKIE ECHO (its
 /// session's Initiate accepted), placing into the same memory. Returns seconds.
+/// A transmit opportunity as a data core gives it (`control::quiet`): packets until none, or
+/// until one leaves nothing owed, which ends the opportunity without the call that would find
+/// nothing. Whether the connection is then known to owe nothing.
+fn opportunity(conn: &mut Connection, now: Instant, out: &mut [u8]) -> bool {
+    while let Some(k) = conn.poll_transmit(now, out) {
+        black_box(&out[..k]);
+        if conn.association().owes_nothing() {
+            conn.end_transmit_opportunity();
+            return true;
+        }
+    }
+    !conn.association().burst_ended()
+}
+
 fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n: usize) -> f64 {
     let ep = Endpoint::new(config(5002), SECRET).expect("config");
     let mut listener = Listener::new(ep, ConnConfig::default(), PendingLimit::new(4));
@@ -377,6 +391,8 @@ fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n:
     while conn.poll_indication().is_some() {}
     let mut sack = vec![0u8; 65536];
     let (mut delivered, mut other) = (0u64, 0u64);
+    // The data core's `Quiet`: the connection owes nothing and has not changed since.
+    let mut quiet = false;
     let t0 = WallClock::now();
     for burst in frames.packets.chunks(BURST) {
         // As the runtime's data core does over a burst: the next frame's lines asked for
@@ -389,21 +405,22 @@ fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n:
                 prefetch::frame(next);
             }
             let _ = conn.handle(now, pkt, memory);
+            quiet = false;
             // As the data core does (`DataCore::deliver`): a transmit opportunity between
             // packets only where a SACK is owed before the next one (every second packet,
             // RFC 9260 §6.2) or DATA could go; the rest waits for the burst's end.
             if conn.sack_due() || conn.association().has_data_to_send() {
-                while let Some(k) = conn.poll_transmit(now, &mut sack) {
-                    black_box(&sack[..k]);
-                }
+                quiet = opportunity(&mut conn, now, &mut sack);
             }
         }
         drop(batch);
         // The burst's end (`DataCore::answer`): whatever is still owed leaves.
-        while let Some(k) = conn.poll_transmit(now, &mut sack) {
-            black_box(&sack[..k]);
+        if !quiet {
+            opportunity(&mut conn, now, &mut sack);
         }
         while let Some(i) = conn.poll_indication() {
+            // Taken, it frees receive room (a window update may be owed): a change.
+            quiet = false;
             match i {
                 UlpIndication::TaggedDelivered { .. } => delivered += 1,
                 _ => other += 1,

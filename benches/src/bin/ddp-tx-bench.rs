@@ -284,13 +284,24 @@ fn run(
                 data_tsn(&buf[..len])
             };
             packets += 1;
+            // As a data core's `Quiet` does: a packet that left nothing owed ends the transmit
+            // opportunity without the call that would find nothing; a SACK handled after it
+            // (a change) gives the next one.
+            let drained = c.association().owes_nothing();
+            if drained {
+                c.end_transmit_opportunity();
+            }
+            let mut acked = false;
             if let Some(t) = tsn {
                 unacked = Some(t);
                 since_sack += 1;
                 if since_sack == 2 {
                     ack(c, t, sack);
-                    (unacked, since_sack) = (None, 0);
+                    (unacked, since_sack, acked) = (None, 0, true);
                 }
+            }
+            if drained && !acked {
+                break;
             }
         }
         flush(&mut tx);
