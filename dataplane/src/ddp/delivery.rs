@@ -333,6 +333,35 @@ impl StreamDelivery {
         }
     }
 
+    /// Whether `ddp_ssn` is the next to be Placed while no Placed message waits for Delivery:
+    /// the common case of in-order traffic, which [`place_next`](Self::place_next) records
+    /// without the window lookup. Such a segment passes [`check`](Self::check) whatever its L
+    /// flag (in the window at `cum`, not Placed, no message pending).
+    #[inline(always)]
+    pub(crate) fn is_next_alone(&self, ddp_ssn: u16) -> bool {
+        self.front.is_none() && self.pending.is_empty() && ddp_ssn == self.ssn_of(self.cum)
+    }
+
+    /// [`place_checked`](Self::place_checked) and then [`poll_delivery`](Self::poll_delivery)
+    /// until `None`, for a segment [`is_next_alone`](Self::is_next_alone) accepted with
+    /// nothing recorded since: the message its L segment (`last`) completes, if any. Nothing
+    /// else can be delivered, as nothing else was pending.
+    #[inline(always)]
+    pub(crate) fn place_next(&mut self, last: Option<MessageInfo>) -> Option<Delivered> {
+        debug_assert!(self.front.is_none() && self.pending.is_empty());
+        let index = self.cum;
+        let (word, bit) = self.slot(index);
+        debug_assert_eq!(self.placed[word] & (1 << bit), 0, "cum is never Placed");
+        self.placed[word] |= 1 << bit;
+        // Later segments Placed out of order (none of them an L) may follow it: `cum` runs
+        // over them as `place_checked` would.
+        self.advance();
+        self.delivered(PendingLast {
+            index,
+            info: Some(last?),
+        })
+    }
+
     /// Records that the chunk with DDP-SSN `ddp_ssn` was a session control message (RFC 5043
     /// §5.2.3: control messages take DDP-SSNs too). It delivers nothing, but no message spans
     /// it, and no later message is delivered before it has arrived: the active side's first

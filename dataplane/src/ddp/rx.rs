@@ -128,6 +128,13 @@ pub trait Ulp {
         Ok(Access::REMOTE_WRITE)
     }
 
+    /// Whether [`Ulp::check`] is the plain one above, whatever the segment: then the receive
+    /// path may take an in-order tagged segment without building the parsed segment the check
+    /// would read ([`StreamRx::on_segment`]). A ULP that overrides `check` leaves this `false`.
+    fn checks_nothing(&self) -> bool {
+        false
+    }
+
     /// An indication of the receive path, in order.
     fn indicate(&mut self, indication: Indication);
 }
@@ -135,6 +142,10 @@ pub trait Ulp {
 impl<F: FnMut(Indication)> Ulp for F {
     fn indicate(&mut self, indication: Indication) {
         self(indication)
+    }
+
+    fn checks_nothing(&self) -> bool {
+        true
     }
 }
 
@@ -185,6 +196,8 @@ pub struct RxStats {
     pub errors: u64,
     /// Segments dropped silently after the stream's first error.
     pub dropped_after_error: u64,
+    /// Of `segments`, those taken by the in-order tagged path ([`StreamRx::on_segment`]).
+    pub in_order_tagged: u64,
 }
 
 /// One DDP stream's receive side.
@@ -339,6 +352,9 @@ impl StreamRx {
             self.stats.dropped_after_error += 1;
             return 0;
         }
+        if let Some(placed) = self.tagged_next(chunk, stags, regions, ulp) {
+            return placed;
+        }
         self.stats.segments += 1;
         match self.check_and_place(chunk, stags, regions, ulp) {
             Ok(placed) => {
@@ -372,6 +388,71 @@ impl StreamRx {
             header: HeaderCopy::of(chunk),
             segment_len: chunk.len().saturating_sub(2),
         });
+    }
+
+    /// The segment of a bulk tagged transfer, taken without parsing it into a
+    /// [`SegmentRepr`]: tagged, DV 1 (RFC 5041 §7.2), the next DDP-SSN with no message
+    /// waiting for Delivery (RFC 5043 §10, [`StreamDelivery::is_next_alone`]), a ULP with no
+    /// checks of its own, the §7.1 tagged checks passed (`check_access`) and a payload its
+    /// region holds. Its effect is the general path's (`check_and_place`, then `deliver`);
+    /// anything else, `None` with nothing changed, and the general path decides, places or
+    /// reports. An empty payload goes there too (RFC 5041 §5.2: its STag is not checked).
+    #[inline(always)]
+    fn tagged_next<R: Regions + ?Sized, U: Ulp + ?Sized>(
+        &mut self,
+        chunk: &[u8],
+        stags: &StagTable,
+        regions: &R,
+        ulp: &mut U,
+    ) -> Option<usize> {
+        use crate::wire::ddp::segment::{ctrl, field};
+        use crate::wire::ddp::{read_u16, read_u32, read_u64};
+        let (head, payload) = chunk.split_at_checked(field::TAGGED_PAYLOAD)?;
+        let control = head[field::CONTROL];
+        if control & (ctrl::T | ctrl::DV) != ctrl::T | DDP_VERSION
+            || payload.is_empty()
+            || !ulp.checks_nothing()
+            || !self.delivery.is_next_alone(read_u16(&head[field::DDP_SSN]))
+        {
+            return None;
+        }
+        let stag = read_u32(&head[field::STAG]);
+        let placement = stags
+            .check_access(
+                Stag(stag),
+                read_u64(&head[field::TO]),
+                payload.len(),
+                self.stream,
+                self.pd,
+                Access::REMOTE_WRITE,
+            )
+            .ok()?;
+        let r = regions.region(placement.region)?;
+        r.place(placement.offset, payload).ok()?;
+        let last = control & ctrl::L != 0;
+        let len = payload.len();
+        // As in `check_and_place`: the next placement's lines, asked for now.
+        let end = placement.offset + len as u64;
+        if !last || self.placed_end == (placement.region, placement.offset) {
+            r.prefetch_for_write(end, len);
+        }
+        self.placed_end = (placement.region, end);
+        self.stats.segments += 1;
+        self.stats.in_order_tagged += 1;
+        self.stats.placed_bytes += len as u64;
+        let info = last.then(|| MessageInfo::Tagged {
+            stag,
+            rsvd_ulp: head[field::TAGGED_RSVD_ULP.start],
+        });
+        if let Some(message) = self.delivery.place_next(info) {
+            self.stats.messages += 1;
+            ulp.indicate(Indication::Delivered {
+                message,
+                buffer: None,
+                inline: None,
+            });
+        }
+        Some(len)
     }
 
     fn check_and_place<R: Regions + ?Sized, U: Ulp + ?Sized>(
@@ -1046,6 +1127,137 @@ mod tests {
                 "MSN {msn}: {:?}",
                 f.got
             );
+        }
+    }
+
+    /// A plain-DDP ULP that does not say so: the receive path takes every segment the
+    /// general way (`check_and_place`), the reference for the in-order tagged path.
+    struct General<'a>(&'a mut Vec<Indication>);
+
+    impl Ulp for General<'_> {
+        fn indicate(&mut self, i: Indication) {
+            self.0.push(i)
+        }
+    }
+
+    impl Fixture {
+        fn feed_general(&mut self, chunk: &[u8]) -> usize {
+            self.rx.on_segment(
+                chunk,
+                &self.stags,
+                &self.regions,
+                &mut General(&mut self.got),
+            )
+        }
+        /// The stream's whole state but which path took its segments.
+        fn state(&self) -> String {
+            let mut stats = self.rx.stats;
+            stats.in_order_tagged = 0;
+            format!("{:?} {stats:?} {:?}", self.rx.delivery, self.rx.placed_end)
+        }
+    }
+
+    /// RFC 5041 §5.2, §5.4: the sequential segments of tagged writes are Placed at their TO
+    /// and each message Delivered once at its L segment, by the in-order path (a plain ULP),
+    /// exactly as the general path does it.
+    #[test]
+    fn sequential_tagged_writes_take_the_in_order_path() {
+        let (mut fast, mut general) = (fixture(), fixture());
+        let data: Vec<u8> = (0..2000u32).map(|i| (i * 7 % 253) as u8).collect();
+        for (k, piece) in data.chunks(100).enumerate() {
+            let seg = tagged(
+                1 + k as u16,
+                k % 4 == 3,
+                fast.stag,
+                0x10_0000 + 100 * k as u64,
+                piece,
+            );
+            assert_eq!(fast.feed(&seg), 100);
+            assert_eq!(general.feed_general(&seg), 100);
+        }
+        assert_eq!(fast.rx.stats.in_order_tagged, 20, "every segment in order");
+        assert_eq!(general.rx.stats.in_order_tagged, 0);
+        assert_eq!(fast.rx.stats.messages, 5);
+        assert_eq!(fast.got, general.got);
+        assert_eq!(fast.state(), general.state());
+        let mut out = vec![0u8; 2000];
+        fast.regions[0].read(1024, &mut out).unwrap();
+        assert_eq!(out, data);
+    }
+
+    /// One segment of [`the_in_order_path_is_the_general_path`]'s traffic: what it may get
+    /// wrong, each a branch of the in-order path's conditions.
+    #[derive(Debug, Clone)]
+    struct Arrival {
+        /// Offset from the stream's next DDP-SSN (negative: a duplicate).
+        ssn: i8,
+        last: bool,
+        untagged: bool,
+        bad_version: bool,
+        bad_stag: bool,
+        /// TO as an offset from the registration's base (past 4096: out of bounds).
+        to: u16,
+        len: u8,
+    }
+
+    fn arrival() -> impl Strategy<Value = Arrival> {
+        (
+            prop_oneof![8 => Just(0i8), 2 => -2i8..4],
+            any::<bool>(),
+            prop::bool::weighted(0.1),
+            prop::bool::weighted(0.05),
+            prop::bool::weighted(0.05),
+            prop_oneof![9 => 0u16..4000, 1 => 4000u16..4200],
+            prop_oneof![9 => 1u8..=120, 1 => Just(0u8)],
+        )
+            .prop_map(
+                |(ssn, last, untagged, bad_version, bad_stag, to, len)| Arrival {
+                    ssn,
+                    last,
+                    untagged,
+                    bad_version,
+                    bad_stag,
+                    to,
+                    len,
+                },
+            )
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The in-order tagged path has the general path's effect on every segment (RFC 5041
+        /// §7.1 checks, §5.4 delivery, RFC 5043 §10 window): the same bytes Placed, the same
+        /// indications, counters and tracker state, whatever the peer sends: in order, out of
+        /// order, duplicated, untagged, of another version, with a bad STag, out of bounds,
+        /// empty.
+        #[test]
+        fn the_in_order_path_is_the_general_path(
+            arrivals in prop::collection::vec(arrival(), 1..40),
+        ) {
+            let (mut fast, mut general) = (fixture(), fixture());
+            let mut next: u16 = 1;
+            for (k, a) in arrivals.iter().enumerate() {
+                let ssn = next.wrapping_add_signed(i16::from(a.ssn));
+                let payload = vec![k as u8 ^ 0x5a; usize::from(a.len)];
+                let stag = if a.bad_stag { Stag(fast.stag.0 ^ 0x100) } else { fast.stag };
+                let mut seg = if a.untagged {
+                    untagged(ssn, a.last, 0, 0, 0, &payload)
+                } else {
+                    tagged(ssn, a.last, stag, 0x10_0000 + u64::from(a.to), &payload)
+                };
+                if a.bad_version {
+                    seg[2] ^= 0x03;
+                }
+                prop_assert_eq!(fast.feed(&seg), general.feed_general(&seg), "arrival {}", k);
+                prop_assert_eq!(&fast.got, &general.got);
+                prop_assert_eq!(fast.state(), general.state());
+                prop_assert_eq!(fast.digest(), general.digest());
+                if a.ssn == 0 {
+                    next = next.wrapping_add(1);
+                }
+            }
+            prop_assert_eq!(general.rx.stats.in_order_tagged, 0);
         }
     }
 }

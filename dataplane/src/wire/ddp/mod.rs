@@ -193,17 +193,17 @@ impl core::iter::FusedIterator for Segments {}
 // Big-endian field access for the views of this module. The ranges are constants of the right
 // width, read only after `check_len`, so the slices always exist.
 #[inline]
-fn read_u16(b: &[u8]) -> u16 {
+pub(crate) fn read_u16(b: &[u8]) -> u16 {
     u16::from_be_bytes([b[0], b[1]])
 }
 
 #[inline]
-pub(super) fn read_u32(b: &[u8]) -> u32 {
+pub(crate) fn read_u32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 #[inline]
-pub(super) fn read_u64(b: &[u8]) -> u64 {
+pub(crate) fn read_u64(b: &[u8]) -> u64 {
     u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
 }
 

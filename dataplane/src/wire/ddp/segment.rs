@@ -51,7 +51,7 @@ use super::{
 use crate::wire::{Error, Result};
 
 /// Byte ranges of the DDP Segment Chunk, counted from the DDP-SSN.
-mod field {
+pub(crate) mod field {
     pub type Field = core::ops::Range<usize>;
 
     /// RFC 5043 §5.2.1.
@@ -79,7 +79,7 @@ const _: () = assert!(field::UNTAGGED_PAYLOAD == DDP_SSN_LEN + UNTAGGED_HEADER_L
 
 /// Bits of the DDP Control Field (RFC 5041 §4.1; the RFC numbers bit 0 as the most
 /// significant): T, L, four Rsvd bits, a two-bit DV.
-mod ctrl {
+pub(crate) mod ctrl {
     pub const T: u8 = 0x80;
     pub const L: u8 = 0x40;
     pub const DV: u8 = 0x03;
