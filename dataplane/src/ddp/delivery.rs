@@ -350,12 +350,22 @@ impl StreamDelivery {
     pub(crate) fn place_next(&mut self, last: Option<MessageInfo>) -> Option<Delivered> {
         debug_assert!(self.front.is_none() && self.pending.is_empty());
         let index = self.cum;
-        let (word, bit) = self.slot(index);
-        debug_assert_eq!(self.placed[word] & (1 << bit), 0, "cum is never Placed");
-        self.placed[word] |= 1 << bit;
-        // Later segments Placed out of order (none of them an L) may follow it: `cum` runs
-        // over them as `place_checked` would.
-        self.advance();
+        debug_assert!({
+            let (word, bit) = self.slot(index);
+            self.placed[word] & (1 << bit) == 0
+        });
+        let (word, bit) = self.slot(index + 1);
+        if self.placed[word] & (1 << bit) == 0 {
+            // Nothing Placed after it: `cum` moves on by one, and the bit it leaves stays
+            // clear for the index `window` on.
+            self.cum = index + 1;
+        } else {
+            // Later segments Placed out of order (none of them an L) follow it: `cum` runs
+            // over them as `place_checked` would.
+            let (word, bit) = self.slot(index);
+            self.placed[word] |= 1 << bit;
+            self.advance();
+        }
         self.delivered(PendingLast {
             index,
             info: Some(last?),
