@@ -817,12 +817,22 @@ impl Session {
         if self.association_ended {
             return Ok(());
         }
-        // The common case, taken without the general checks (each holds trivially here): the
-        // next DDP-SSN in order, nothing seen out of order, after the session's first message
-        // (§6.2), segments allowed (an Accept seen or sent, §6.6), no final message yet
-        // (§6.2/§6.3). `receive` would mark it and apply nothing.
+        if self.is_next_segment(ssn) {
+            self.take_next_segment();
+            self.flush();
+            return Ok(());
+        }
+        self.receive(ssn, Inbound::Segment, &[])
+    }
+
+    /// The common case of [`Session::on_segment`], taken without the general checks (each
+    /// holds trivially here): the next DDP-SSN in order, nothing seen out of order, after the
+    /// session's first message (§6.2), segments allowed (an Accept seen or sent, §6.6), no
+    /// final message yet (§6.2/§6.3). `receive` would mark it and apply nothing.
+    #[inline(always)]
+    fn is_next_segment(&self, ssn: u16) -> bool {
         let pos = self.rx.base;
-        if self.rx.set == 0
+        self.rx.set == 0
             && pos != 0
             && ssn == (pos % SSN_SPACE) as u16
             && self.peer_final.is_none()
@@ -831,14 +841,35 @@ impl Session {
                 Some(Role::Passive) => self.accepted,
                 None => false,
             }
-        {
-            // Everything seen is below `base` while no bit is set.
-            self.rx.highest = Some(pos);
-            self.rx.base += 1;
-            self.flush();
-            return Ok(());
-        }
-        self.receive(ssn, Inbound::Segment, &[])
+    }
+
+    /// Marks the segment [`Session::is_next_segment`] accepted.
+    #[inline(always)]
+    fn take_next_segment(&mut self) {
+        // Everything seen is below `base` while no bit is set.
+        self.rx.highest = Some(self.rx.base);
+        self.rx.base += 1;
+    }
+
+    /// Whether [`Session::on_segment`] would take the segment with DDP-SSN `ssn` by its
+    /// common case and leave nothing else to do: the session open (not Terminated, so the
+    /// segment is placed), no Terminate waiting to be sent (which the segment might release).
+    /// Then [`Session::take_plain_segment`] has `on_segment`'s effect. For a fused receive
+    /// path, which must know before it places anything.
+    #[inline(always)]
+    pub fn is_plain_segment(&self, ssn: u16) -> bool {
+        !self.association_ended
+            && !self.terminate_queued
+            && !matches!(self.state, State::Terminated(_))
+            && self.is_next_segment(ssn)
+    }
+
+    /// [`Session::on_segment`] for a segment [`Session::is_plain_segment`] accepted, with
+    /// nothing changed since.
+    #[inline(always)]
+    pub fn take_plain_segment(&mut self) {
+        debug_assert!(!self.terminate_queued, "flush would have nothing to do");
+        self.take_next_segment();
     }
 
     fn receive(

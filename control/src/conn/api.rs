@@ -592,6 +592,11 @@ pub struct ConnStats {
     pub segments_sent: u64,
     pub control_sent: u64,
     pub segments_received: u64,
+    /// Of `segments_received`, those the fused receive path took (the next tagged segment of
+    /// a plain DDP stream in a packet of its own: a bulk transfer's common case). Far below
+    /// `segments_received` in a bulk transfer, the traffic misses it (RDMAP streams,
+    /// reordering, untagged messages).
+    pub fused_segments: u64,
     /// Payload bytes the receive path placed (tagged and untagged), over every stream.
     pub placed_bytes: u64,
     pub control_received: u64,

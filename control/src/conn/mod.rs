@@ -455,6 +455,10 @@ impl Connection {
             return r;
         }
         self.grow_streams();
+        let mut checksum_verified = checksum_verified;
+        if self.fused_tagged(now, packet, memory, &mut checksum_verified) {
+            return Ok(());
+        }
         let Connection {
             assoc,
             streams,

@@ -6,7 +6,8 @@ use std::collections::VecDeque;
 
 use ddpdk_dataplane::ddp::{self, MessageInfo, RxError};
 use ddpdk_dataplane::mem::Stag;
-use ddpdk_dataplane::sctp::{Deliver, Message as SctpMessage};
+use ddpdk_dataplane::sctp::{Deliver, Instant, Message as SctpMessage};
+use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::{
     FunctionCode, SessionControlPacket, DDP_SSN_LEN, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
 };
@@ -17,6 +18,7 @@ use crate::session::{PendingLimit, Session, State, TerminationReason};
 use super::api::*;
 use super::lend::*;
 use super::stream::*;
+use super::Connection;
 
 /// What [`route`] needs to know of the connection besides its streams.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +62,93 @@ impl Deliver for Router<'_, '_> {
 
     fn room(&self) -> usize {
         self.sink.room(self.how.budget)
+    }
+}
+
+impl Connection {
+    /// The fused receive path: the packet of a bulk tagged transfer (one whole unordered DATA
+    /// chunk with the next TSN, `Association::predict_data`) carrying the next DDP Segment of
+    /// a plain DDP stream (PPID 16, RFC 5043 §5.2; no RDMAP, its session here and open, the
+    /// next DDP-SSN, `Session::is_plain_segment`) within the MULPDU (§9), tagged and placeable
+    /// (`StreamRx::on_tagged_next`: RFC 5041 §7.1's checks passed, the payload placed), is
+    /// taken without the chunk walk, the `Deliver` call and the general routing. Each layer
+    /// commits only once the segment is placed, with the general path's effect (a
+    /// differential test holds them together); `false` with nothing changed for anything
+    /// else, and the general path decides. The CRC32c is verified before anything is placed;
+    /// once it is, `checksum_verified` says so and the general path does not compute it again
+    /// (a bad one is left to the general path, which counts it).
+    #[inline(always)]
+    pub(super) fn fused_tagged(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        memory: Place<'_>,
+        checksum_verified: &mut bool,
+    ) -> bool {
+        if self.cfg.service != Service::Ddp {
+            return false;
+        }
+        let budget = self.assoc.receive_buffer();
+        let Some(chunk) = self.assoc.predict_data(packet, self.sink.room(budget)) else {
+            return false;
+        };
+        let m = chunk.message;
+        if m.ppid != PPID_DDP_SEGMENT {
+            return false;
+        }
+        let Connection {
+            assoc,
+            streams,
+            sink,
+            rx_mulpdu,
+            rx_slack,
+            ..
+        } = self;
+        let Some(s) = streams.get_mut(usize::from(m.stream)) else {
+            return false;
+        };
+        let Some(&[hi, lo]) = m.data.get(..DDP_SSN_LEN) else {
+            return false;
+        };
+        if s.lent.is_some()
+            || s.rdmap.is_some()
+            || !s.session.is_plain_segment(u16::from_be_bytes([hi, lo]))
+            || m.data.len() - DDP_SSN_LEN
+                > (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())) + *rx_slack
+        {
+            return false;
+        }
+        let DdpStream {
+            rx,
+            posted,
+            grace,
+            session,
+            ..
+        } = s;
+        let Some(rx) = rx.as_mut() else {
+            return false;
+        };
+        if !*checksum_verified {
+            if !crc32c::verify(packet) {
+                return false;
+            }
+            *checksum_verified = true;
+        }
+        let stream = m.stream;
+        let Some(placed) = rx.on_tagged_next(m.data, memory.stags, memory.regions, &mut |ind| {
+            indicate(stream, posted, grace, sink, ind)
+        }) else {
+            return false;
+        };
+        // Placed: each layer below records it as the general path would have.
+        assoc.take_predicted(&chunk);
+        session.take_plain_segment();
+        sink.stats.segments_received += 1;
+        sink.stats.fused_segments += 1;
+        sink.stats.placed_bytes += placed as u64;
+        assoc.finish_predicted(now, sink.room(budget));
+        self.after_sctp();
+        true
     }
 }
 

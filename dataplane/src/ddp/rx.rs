@@ -368,6 +368,24 @@ impl StreamRx {
         }
     }
 
+    /// [`StreamRx::on_segment`] for a segment its in-order tagged path takes (see
+    /// `tagged_next`), `None` with nothing changed for any other (then `on_segment` decides).
+    /// For a fused receive path that must know the segment is placed before it commits the
+    /// layers below.
+    #[inline(always)]
+    pub fn on_tagged_next<R: Regions + ?Sized, U: Ulp + ?Sized>(
+        &mut self,
+        chunk: &[u8],
+        stags: &StagTable,
+        regions: &R,
+        ulp: &mut U,
+    ) -> Option<usize> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.tagged_next(chunk, stags, regions, ulp)
+    }
+
     /// A segment the layer below refused before DDP could check it ([`RxError::Oversize`]):
     /// nothing of it is placed, and it stops the stream as a §7.1 error does (RFC 5041 §6.2.2:
     /// a fatal error the LLP reports is indicated to the ULP).

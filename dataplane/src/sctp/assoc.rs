@@ -50,6 +50,14 @@ pub struct Message<'a> {
     pub data: &'a [u8],
 }
 
+/// One DATA chunk [`Association::predict_data`] found the general path would accept alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PredictedData<'a> {
+    pub message: Message<'a>,
+    /// The chunk's flags (U, B, E, I).
+    flags: u8,
+}
+
 /// Where received messages go, in the order they arrive (RFC 5043 §10: DDP orders by DDP-SSN
 /// itself). Called during [`Association::handle`], with the payload still in the packet.
 pub trait Deliver {
@@ -1087,10 +1095,10 @@ impl Association {
         rx: &mut D,
         checksum_verified: bool,
     ) -> Result<(), Discard> {
+        if let Some(r) = self.predicted_data(now, packet, rx, checksum_verified) {
+            return r;
+        }
         if self.cfg.header_prediction {
-            if let Some(r) = self.predicted_data(now, packet, rx, checksum_verified) {
-                return r;
-            }
             if let Some(r) = self.predicted_sack(now, packet, rx, checksum_verified) {
                 return r;
             }
@@ -1193,9 +1201,32 @@ impl Association {
         rx: &mut D,
         checksum_verified: bool,
     ) -> Option<Result<(), Discard>> {
-        use crate::wire::sctp::data_flag::{BEGINNING, ENDING, IMMEDIATE, UNORDERED};
+        let chunk = self.predict_data(packet, rx.room())?;
+        if !checksum_verified && !crc32c::verify(packet) {
+            self.stats.bad_checksum += 1;
+            return Some(Err(Discard::BadChecksum));
+        }
+        self.take_predicted(&chunk);
+        rx.deliver(chunk.message);
+        self.finish_predicted(now, rx.room());
+        Some(Ok(()))
+    }
+
+    /// The first half of [`Association::handle`]'s header prediction, for a layer above that
+    /// takes the predicted chunk its own way (a fused receive path): `Some` if `packet` is the
+    /// one DATA chunk the general path would accept and deliver alone (the conditions of
+    /// `predicted_data`; `room` is what [`Deliver::room`] would say). Nothing is checked of
+    /// the CRC32c and nothing changes: the caller verifies the checksum, then calls
+    /// [`Association::take_predicted`], delivers the message, and calls
+    /// [`Association::finish_predicted`], in that order, with nothing else between.
+    #[inline(always)]
+    pub fn predict_data<'p>(&self, packet: &'p [u8], room: usize) -> Option<PredictedData<'p>> {
+        use crate::wire::sctp::data_flag::{BEGINNING, ENDING, UNORDERED};
         const WHOLE_UNORDERED: u8 = UNORDERED | BEGINNING | ENDING;
-        if self.state != State::Established || packet.len() < HEADER_LEN + DATA_HEADER_LEN + 1 {
+        if !self.cfg.header_prediction
+            || self.state != State::Established
+            || packet.len() < HEADER_LEN + DATA_HEADER_LEN + 1
+        {
             return None;
         }
         let chunk = &packet[HEADER_LEN..];
@@ -1220,32 +1251,43 @@ impl Association {
             || self.rx.has_gaps()
             || self.reasm.held() != 0
             || stream >= self.streams
-            || data.len() > rx.room()
+            || data.len() > room
         {
             return None;
         }
-        if !checksum_verified && !crc32c::verify(packet) {
-            self.stats.bad_checksum += 1;
-            return Some(Err(Discard::BadChecksum));
-        }
-        let recorded = self.rx.insert_next(tsn);
-        debug_assert!(recorded, "checked in sequence above");
+        Some(PredictedData {
+            message: Message {
+                stream,
+                ppid: be32(chunk, 12),
+                tsn,
+                data,
+            },
+            flags: chunk[1],
+        })
+    }
+
+    /// A chunk [`Association::predict_data`] predicted, whose packet's CRC32c is good: its TSN
+    /// is recorded and counted (RFC 9260 §6.2), and its I bit asks for a SACK now (RFC 7053).
+    #[inline(always)]
+    pub fn take_predicted(&mut self, chunk: &PredictedData<'_>) {
+        use crate::wire::sctp::data_flag::IMMEDIATE;
+        let recorded = self.rx.insert_next(chunk.message.tsn);
+        debug_assert!(recorded, "checked in sequence by predict_data");
         self.stats.packets_in += 1;
         self.stats.predicted_in += 1;
         self.stats.data_in += 1;
-        self.stats.bytes_in += data.len() as u64;
-        if chunk[1] & IMMEDIATE != 0 {
+        self.stats.bytes_in += chunk.message.data.len() as u64;
+        if chunk.flags & IMMEDIATE != 0 {
             self.ack_due.sack_now = true;
         }
-        rx.deliver(Message {
-            stream,
-            ppid: be32(chunk, 12),
-            tsn,
-            data,
-        });
-        self.rx_room = clamp_room(rx.room());
+    }
+
+    /// After the predicted chunk was delivered: `room` is what the layer above can still take
+    /// (the next SACK's a_rwnd), and the SACK is owed now or later (§6.2, §6.7).
+    #[inline(always)]
+    pub fn finish_predicted(&mut self, now: Instant, room: usize) {
+        self.rx_room = clamp_room(room);
         self.after_data(now);
-        Some(Ok(()))
     }
 
     /// Whether a packet's common header is this association's: the peer's port to ours, with

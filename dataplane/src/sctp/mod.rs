@@ -27,8 +27,8 @@ mod time;
 mod tsn_map;
 
 pub use assoc::{
-    Association, CloseReason, Deliver, Discard, Event, Message, SendError, State, Stats,
-    ADAPTATION_REASON, MAX_HOLES,
+    Association, CloseReason, Deliver, Discard, Event, Message, PredictedData, SendError, State,
+    Stats, ADAPTATION_REASON, MAX_HOLES,
 };
 pub use config::{max_message, Config, MIN_PATH_MTU};
 pub use cookie::{Cookie, CookieError, CookieKey, COOKIE_LEN};
