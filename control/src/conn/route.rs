@@ -118,13 +118,7 @@ impl Connection {
         {
             return false;
         }
-        let DdpStream {
-            rx,
-            posted,
-            grace,
-            session,
-            ..
-        } = s;
+        let DdpStream { rx, session, .. } = s;
         let Some(rx) = rx.as_mut() else {
             return false;
         };
@@ -134,12 +128,18 @@ impl Connection {
             }
             *checksum_verified = true;
         }
-        let stream = m.stream;
-        let Some(placed) = rx.on_tagged_next(m.data, memory.stags, memory.regions, &mut |ind| {
-            indicate(stream, posted, grace, sink, ind)
-        }) else {
+        let Some((placed, delivered)) = rx.on_tagged_next(m.data, memory.stags, memory.regions)
+        else {
             return false;
         };
+        // The in-order tagged path completes tagged messages only.
+        if let Some(ddp::Delivered {
+            info: MessageInfo::Tagged { stag, rsvd_ulp },
+            ..
+        }) = delivered
+        {
+            tagged_delivered(m.stream, stag, rsvd_ulp, sink);
+        }
         // Placed: each layer below records it as the general path would have.
         assoc.take_predicted(&chunk);
         session.take_plain_segment();
@@ -326,6 +326,16 @@ pub(super) fn route(
     }
 }
 
+/// A tagged message delivered (RFC 5041 §5.4: its STag and RsvdULP), to the ULP.
+#[inline(always)]
+fn tagged_delivered(stream: u16, stag: u32, rsvd_ulp: u8, out: &mut Sink) {
+    out.indications.push_back(Indication::TaggedDelivered {
+        stream,
+        stag: Stag(stag),
+        rsvd_ulp,
+    });
+}
+
 /// One receive-path indication to the ULP.
 pub(super) fn indicate(
     stream: u16,
@@ -336,13 +346,7 @@ pub(super) fn indicate(
 ) {
     match ind {
         ddp::Indication::Delivered { message, .. } => match message.info {
-            MessageInfo::Tagged { stag, rsvd_ulp } => {
-                out.indications.push_back(Indication::TaggedDelivered {
-                    stream,
-                    stag: Stag(stag),
-                    rsvd_ulp,
-                })
-            }
+            MessageInfo::Tagged { stag, rsvd_ulp } => tagged_delivered(stream, stag, rsvd_ulp, out),
             MessageInfo::Untagged {
                 qn,
                 msn,

@@ -352,8 +352,17 @@ impl StreamRx {
             self.stats.dropped_after_error += 1;
             return 0;
         }
-        if let Some(placed) = self.tagged_next(chunk, stags, regions, ulp) {
-            return placed;
+        if ulp.checks_nothing() {
+            if let Some((placed, delivered)) = self.tagged_next(chunk, stags, regions) {
+                if let Some(message) = delivered {
+                    ulp.indicate(Indication::Delivered {
+                        message,
+                        buffer: None,
+                        inline: None,
+                    });
+                }
+                return placed;
+            }
         }
         self.stats.segments += 1;
         match self.check_and_place(chunk, stags, regions, ulp) {
@@ -369,21 +378,22 @@ impl StreamRx {
     }
 
     /// [`StreamRx::on_segment`] for a segment its in-order tagged path takes (see
-    /// `tagged_next`), `None` with nothing changed for any other (then `on_segment` decides).
-    /// For a fused receive path that must know the segment is placed before it commits the
-    /// layers below.
+    /// `tagged_next`), under a ULP that checks nothing ([`Ulp::checks_nothing`]): the bytes
+    /// placed and the message the segment completed, which the caller indicates
+    /// ([`Indication::Delivered`], no buffer). `None` with nothing changed for any other
+    /// segment (then `on_segment` decides). For a fused receive path that must know the
+    /// segment is placed before it commits the layers below.
     #[inline(always)]
-    pub fn on_tagged_next<R: Regions + ?Sized, U: Ulp + ?Sized>(
+    pub fn on_tagged_next<R: Regions + ?Sized>(
         &mut self,
         chunk: &[u8],
         stags: &StagTable,
         regions: &R,
-        ulp: &mut U,
-    ) -> Option<usize> {
+    ) -> Option<(usize, Option<Delivered>)> {
         if self.error.is_some() {
             return None;
         }
-        self.tagged_next(chunk, stags, regions, ulp)
+        self.tagged_next(chunk, stags, regions)
     }
 
     /// A segment the layer below refused before DDP could check it ([`RxError::Oversize`]):
@@ -410,26 +420,26 @@ impl StreamRx {
 
     /// The segment of a bulk tagged transfer, taken without parsing it into a
     /// [`SegmentRepr`]: tagged, DV 1 (RFC 5041 §7.2), the next DDP-SSN with no message
-    /// waiting for Delivery (RFC 5043 §10, [`StreamDelivery::is_next_alone`]), a ULP with no
-    /// checks of its own, the §7.1 tagged checks passed (`check_access`) and a payload its
-    /// region holds. Its effect is the general path's (`check_and_place`, then `deliver`);
-    /// anything else, `None` with nothing changed, and the general path decides, places or
-    /// reports. An empty payload goes there too (RFC 5041 §5.2: its STag is not checked).
+    /// waiting for Delivery (RFC 5043 §10, [`StreamDelivery::is_next_alone`]), the §7.1
+    /// tagged checks passed (`check_access`) and a payload its region holds; for a ULP with no
+    /// checks of its own (the caller's to know). Its effect is the general path's
+    /// (`check_and_place`, then `deliver`), less the indication of the message it completed,
+    /// which it returns with the bytes placed; anything else, `None` with nothing changed, and
+    /// the general path decides, places or reports. An empty payload goes there too (RFC 5041
+    /// §5.2: its STag is not checked).
     #[inline(always)]
-    fn tagged_next<R: Regions + ?Sized, U: Ulp + ?Sized>(
+    fn tagged_next<R: Regions + ?Sized>(
         &mut self,
         chunk: &[u8],
         stags: &StagTable,
         regions: &R,
-        ulp: &mut U,
-    ) -> Option<usize> {
+    ) -> Option<(usize, Option<Delivered>)> {
         use crate::wire::ddp::segment::{ctrl, field};
         use crate::wire::ddp::{read_u16, read_u32, read_u64};
         let (head, payload) = chunk.split_at_checked(field::TAGGED_PAYLOAD)?;
         let control = head[field::CONTROL];
         if control & (ctrl::T | ctrl::DV) != ctrl::T | DDP_VERSION
             || payload.is_empty()
-            || !ulp.checks_nothing()
             || !self.delivery.is_next_alone(read_u16(&head[field::DDP_SSN]))
         {
             return None;
@@ -462,15 +472,11 @@ impl StreamRx {
             stag,
             rsvd_ulp: head[field::TAGGED_RSVD_ULP.start],
         });
-        if let Some(message) = self.delivery.place_next(info) {
+        let delivered = self.delivery.place_next(info);
+        if delivered.is_some() {
             self.stats.messages += 1;
-            ulp.indicate(Indication::Delivered {
-                message,
-                buffer: None,
-                inline: None,
-            });
         }
-        Some(len)
+        Some((len, delivered))
     }
 
     fn check_and_place<R: Regions + ?Sized, U: Ulp + ?Sized>(

@@ -825,6 +825,12 @@ impl Association {
         self.events.pop_front()
     }
 
+    /// Whether [`Association::poll_event`] has an event (it nearly never has, after a packet).
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Queues a message: one unordered, unfragmented DATA chunk (RFC 5043 §9, §10). Allowed
     /// from COOKIE-WAIT on (it leaves with or after the COOKIE ECHO) until shutdown starts.
     /// Returns the message's number: messages are numbered from 0 in the order queued, and
