@@ -16,12 +16,12 @@ command -v valgrind >/dev/null || { echo "callgrind-stages: valgrind is not inst
 cargo build --release -q -p ddpdk-benches --bin ddp-rx-bench
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-printf '%-6s %8s | %6s %6s %6s %6s %6s %6s %6s | %6s\n' size packets crc sctp ddp copy route sack conn total
+printf '%-6s %8s | %6s %6s %6s %6s %9s | %6s\n' size packets crc proto copy sack fused total
 for size in ${SIZES//,/ }; do
     bytes=$((size * PACKETS))
     valgrind --tool=callgrind --toggle-collect='ddp_rx_bench::through_connection*' \
         --callgrind-out-file="$out/cg.$size" \
-        target/release/ddp-rx-bench --sizes "$size" --rounds 1 --bytes "$bytes" >/dev/null 2>&1
+        target/release/ddp-rx-bench --sizes "$size" --rounds 1 --bytes "$bytes" >"$out/out.$size" 2>&1
     cg_annotate "$out/cg.$size"
     ann="$out/cg.$size.ann"
     inc() { cg_inc "$ann" "$1"; }
@@ -29,26 +29,26 @@ for size in ${SIZES//,/ }; do
     setup=$(inc 'ddpdk_dataplane::sctp::assoc::Association::from_cookie')
     crc=$(inc 'ddpdk_dataplane::wire::crc32c::verify')
     sack=$(inc 'ddpdk_dataplane::sctp::assoc::Association::poll_transmit')
-    route=$(inc 'ddpdk_control::conn::route::route')
-    ddp=$(inc 'ddpdk_dataplane::ddp::rx::StreamRx::on_segment')
     # The copies (libc's memcpy/memmove; on this path nearly all of it is the placement, and a
     # `rep movsb` counts one instruction per byte moved under callgrind).
     copy=$({ grep -E '__mem(move|cpy)_[a-z0-9_]+ \[' "$ann" || true; } |
         awk '{gsub(",", "", $1); s += $1} END {print s + 0}')
-    conn=$(inc 'ddpdk_control::conn::Connection::after_sctp')
     total=$((all - setup))
-    # SCTP: what is left of the association's own work once the others are taken out.
-    sctp=$((total - crc - sack - route - conn))
+    # The protocol: SCTP, the session, DDP's checks, delivery and routing, the connection's
+    # bookkeeping. The fused receive path (`Connection::fused_tagged`) does them in one inlined
+    # pass, so they are no longer separate functions to count apart.
+    proto=$((total - crc - sack - copy))
+    # The segments the fused path took, of those received, from the bench's own count.
+    fused=$(grep -oE 'fused [0-9]+/[0-9]+' "$out/out.$size" | head -1 | cut -d' ' -f2)
     per() { cg_per "$1" "$PACKETS"; }
-    printf '%-6s %8s | %s %s %s %s %s %s %s | %s\n' "$size" "$PACKETS" "$(per "$crc")" \
-        "$(per "$sctp")" "$(per "$((ddp - copy))")" "$(per "$copy")" "$(per "$((route - ddp))")" \
-        "$(per "$sack")" "$(per "$conn")" "$(per "$total")"
+    printf '%-6s %8s | %s %s %s %s %9s | %s\n' "$size" "$PACKETS" "$(per "$crc")" \
+        "$(per "$proto")" "$(per "$copy")" "$(per "$sack")" "${fused:-?}" "$(per "$total")"
 done
 cat <<'EOF'
-crc: CRC32c verify; sctp: association (common header, chunks, TSN map) less the rest;
-ddp: DDP parse, DDP-SSN window, RFC 5041 §7.1 checks, delivery (placement copy apart);
+crc: CRC32c verify; proto: the protocol (SCTP, the session, DDP's checks and delivery, the
+routing and the connection's bookkeeping, taken in one pass by the fused receive path);
 copy: the payload copy into the region (libc memcpy; callgrind counts each byte of a
-`rep movsb` as an instruction); route: the session's check and routing;
-sack: poll_transmit (a SACK every second packet, its CRC); conn: the connection's
-bookkeeping after each packet; total: all of it, per segment.
+`rep movsb` as an instruction); sack: poll_transmit (a SACK every second packet, its CRC);
+fused: segments the fused path took, of those received (ConnStats::fused_segments);
+total: all of it, per segment.
 EOF

@@ -247,7 +247,16 @@ fn main() {
                 "every segment placed and delivered"
             );
             let copy = memcpy(&frames, &memory);
-            let conn_time = through_connection(&frames, &memory, pd, now, n);
+            let conn = through_connection(&frames, &memory, pd, now, n);
+            let conn_time = conn.secs;
+            if round == 0 {
+                // Which receive path the connection took (`callgrind-stages.sh` reads it).
+                outln!(
+                    "{size:>5} conn: fused {}/{} segments",
+                    conn.fused,
+                    conn.received
+                );
+            }
             let bytes = (n * size) as f64;
             for (path, time, list) in [
                 ("stream", ours, &mut effs),
@@ -317,7 +326,7 @@ fn on_cores(
         let (memory, _, pd) = &mut cores[0];
         s.spawn(move || {
             pin(0);
-            through_connection(frames, memory, *pd, now, n)
+            through_connection(frames, memory, *pd, now, n).secs
         })
         .join()
         .expect("the core's thread")
@@ -332,7 +341,7 @@ fn on_cores(
                 s.spawn(move || {
                     pin(k);
                     start.wait();
-                    through_connection(frames, memory, *pd, now, n)
+                    through_connection(frames, memory, *pd, now, n).secs
                 })
             })
             .collect();
@@ -379,7 +388,15 @@ fn opportunity(conn: &mut Connection, now: Instant, out: &mut [u8]) -> bool {
     !conn.association().burst_ended()
 }
 
-fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n: usize) -> f64 {
+/// One run of the `conn` path: its time, and the segments the fused receive path took of
+/// those received (`ConnStats::fused_segments`).
+struct ConnRun {
+    secs: f64,
+    fused: u64,
+    received: u64,
+}
+
+fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n: usize) -> ConnRun {
     let ep = Endpoint::new(config(5002), SECRET).expect("config");
     let mut listener = Listener::new(ep, ConnConfig::default(), PendingLimit::new(4));
     let mut out = vec![0u8; 65536];
@@ -433,5 +450,9 @@ fn through_connection(frames: &Frames, memory: &Memory, pd: Pd, now: Instant, n:
         (n as u64, 0),
         "every segment placed and delivered through the connection"
     );
-    t
+    ConnRun {
+        secs: t,
+        fused: conn.stats().fused_segments,
+        received: conn.stats().segments_received,
+    }
 }
