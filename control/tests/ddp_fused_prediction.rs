@@ -13,13 +13,16 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use ddpdk_control::conn::{
-    Accept, ConnConfig, Connection, Indication, Listener, SendKind, SendRequest,
+    Accept, ConnConfig, Connection, Indication, Listener, Payload, RdmaOp, RdmaRequest, SendKind,
+    SendRequest,
 };
 use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId, Registered};
+use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::session::PendingLimit;
 use ddpdk_dataplane::mem::{Access, Pd};
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 use ddpdk_dataplane::wire::crc32c;
+use ddpdk_dataplane::wire::rdmap::{Control, Opcode};
 use proptest::prelude::*;
 
 const C: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
@@ -75,8 +78,9 @@ fn drain(conn: &mut Connection, now: Instant) -> Vec<Vec<u8>> {
 }
 
 /// A client and two servers from one handshake, a session open on [`STREAM`] (the servers
-/// accepting alike), a region registered and receives posted on each server alike.
-fn setup() -> Setup {
+/// accepting alike; an RDMAP stream, RFC 5040, with `rdmap`), a region registered and receives
+/// posted on each server alike.
+fn setup(rdmap: bool) -> Setup {
     let now = Instant::from_nanos(1_000_000_000);
     let (client_memory, _) = Memory::new(1024, 0, 7);
     let mut cl = listener(5001, true);
@@ -146,11 +150,23 @@ fn setup() -> Setup {
     // The COOKIE ACK.
     s.compare_out();
     let cpd = s.client_memory.alloc_pd();
-    s.client.initiate(STREAM, cpd, b"hello").unwrap();
+    if rdmap {
+        s.client
+            .initiate_rdmap(STREAM, cpd, RdmaLimits::default(), b"hello")
+            .unwrap();
+    } else {
+        s.client.initiate(STREAM, cpd, b"hello").unwrap();
+    }
     s.exchange(&mut |_| Fate::Deliver, false);
     for v in [&mut s.fast, &mut s.general] {
         let pd = v.pd;
-        v.conn.accept(STREAM, pd, b"welcome").unwrap();
+        if rdmap {
+            v.conn
+                .accept_rdmap(STREAM, pd, RdmaLimits::default(), b"welcome")
+                .unwrap();
+        } else {
+            v.conn.accept(STREAM, pd, b"welcome").unwrap();
+        }
         for i in 0..RECEIVES {
             let b = v
                 .memory
@@ -298,7 +314,8 @@ impl Setup {
 }
 
 /// A connection's whole state, the prediction flag and the counts of which path took what
-/// apart, and the stream ids (numbered process-wide, so each connection's are its own).
+/// apart, the stream ids (numbered process-wide, so each connection's are its own) and the
+/// addresses of memory each connection allocated.
 fn state(c: &Connection) -> String {
     let mut s = format!("{c:?}").replace("header_prediction: true", "header_prediction: false");
     for field in [
@@ -307,12 +324,14 @@ fn state(c: &Connection) -> String {
         "in_order_tagged: ",
         "fused_segments: ",
         "StreamId(",
+        // Each server's own memory (an RDMAP stream's inline receive buffers).
+        "ptr: 0x",
     ] {
         let mut from = 0;
         while let Some(at) = s[from..].find(field).map(|a| from + a) {
             let digits = at + field.len();
             let end = s[digits..]
-                .find(|c: char| !c.is_ascii_digit())
+                .find(|c: char| !c.is_ascii_hexdigit())
                 .map_or(s.len(), |n| digits + n);
             s.replace_range(digits..end, "0");
             from = digits;
@@ -377,80 +396,102 @@ fn fate() -> impl Strategy<Value = Fate> {
     ]
 }
 
-fn request(k: usize, op: &Op, s: &Setup) -> SendRequest {
-    let (kind, len) = match *op {
-        Op::Write { offset, len } => (
-            SendKind::Tagged {
-                stag: s.fast.reg.stag,
-                to: s.fast.reg.to_base + u64::from(offset),
-                rsvd_ulp: 0x5a,
-            },
-            len,
-        ),
-        Op::Send { len } => (
-            SendKind::Untagged {
-                qn: 0,
-                rsvd_ulp: [1, 2, 3, 4, 5],
-            },
-            len,
-        ),
+/// Posts the client's work request `k`: a DDP send (RFC 4296), or on an RDMAP stream an
+/// RDMA Write or a Send (RFC 5040 §5.1, §5.3). The client refuses what it cannot send (after
+/// a Terminate); either way the servers see the same.
+fn post(s: &mut Setup, k: usize, op: &Op, rdmap: bool) {
+    let (offset, len) = match *op {
+        Op::Write { offset, len } => (Some(offset), len),
+        Op::Send { len } => (None, len),
         Op::Terminate => unreachable!("not a work request"),
     };
     let data: Vec<u8> = (0..usize::from(len))
         .map(|i| (i as u8).wrapping_mul(29) ^ k as u8)
         .collect();
-    SendRequest {
+    let (stag, to_base) = (s.fast.reg.stag, s.fast.reg.to_base);
+    if rdmap {
+        let op = match offset {
+            Some(offset) => RdmaOp::Write {
+                stag,
+                to: to_base + u64::from(offset),
+            },
+            None => RdmaOp::Send {
+                solicited: false,
+                invalidate: None,
+            },
+        };
+        let req = RdmaRequest {
+            wr_id: k as u64,
+            stream: STREAM,
+            op,
+            data: Payload::Bytes(data),
+            signaled: true,
+        };
+        let _ = s.client.post_rdma(req, s.client_memory.stags());
+        return;
+    }
+    let kind = match offset {
+        Some(offset) => SendKind::Tagged {
+            stag,
+            to: to_base + u64::from(offset),
+            rsvd_ulp: 0x5a,
+        },
+        None => SendKind::Untagged {
+            qn: 0,
+            rsvd_ulp: [1, 2, 3, 4, 5],
+        },
+    };
+    let _ = s.client.post_send(SendRequest {
         wr_id: k as u64,
         stream: STREAM,
         kind,
         data: data.into(),
         signaled: true,
-    }
+    });
 }
 
-/// The fused path takes the packets it is for: in a plain transfer of tagged writes every
-/// segment is taken by it on the predicting server and none on the other. Every other test
-/// here holds the fused path to the general path's effect; without this one, a fused path
-/// that always declined would pass them all.
+/// The fused path takes the packets it is for: in a plain transfer of tagged writes (DDP's,
+/// and RDMA Writes on an RDMAP stream) every segment is taken by it on the predicting server
+/// and none on the other. Every other test here holds the fused path to the general path's
+/// effect; without this one, a fused path that always declined would pass them all.
 #[test]
 fn the_fused_path_takes_a_plain_tagged_transfer() {
-    let mut s = setup();
-    for k in 0..20 {
-        let req = request(
-            k,
-            &Op::Write {
+    for rdmap in [false, true] {
+        let mut s = setup(rdmap);
+        for k in 0..20 {
+            let op = Op::Write {
                 offset: 3000 * k as u32,
                 len: 2900,
-            },
-            &s,
+            };
+            post(&mut s, k, &op, rdmap);
+            s.exchange(&mut |_| Fate::Deliver, false);
+            s.tick(Duration::from_millis(1));
+        }
+        let (f, g) = (s.fast.conn.stats(), s.general.conn.stats());
+        assert!(f.segments_received >= 40, "{f:?}");
+        assert_eq!(
+            f.fused_segments, f.segments_received,
+            "every segment taken by the fused path (RDMAP: {rdmap})"
         );
-        s.client.post_send(req).unwrap();
-        s.exchange(&mut |_| Fate::Deliver, false);
-        s.tick(Duration::from_millis(1));
-    }
-    let (f, g) = (s.fast.conn.stats(), s.general.conn.stats());
-    assert!(f.segments_received >= 40, "{f:?}");
-    assert_eq!(
-        f.fused_segments, f.segments_received,
-        "every segment taken by the fused path"
-    );
-    assert_eq!(g.fused_segments, 0, "the other takes none");
-    assert_eq!(
-        s.fast
+        assert_eq!(g.fused_segments, 0, "the other takes none");
+        assert_eq!(f.placed_bytes, 20 * 2900, "RDMAP: {rdmap}");
+        // RFC 5040 §5.1: an RDMA Write tells the Data Sink's ULP nothing.
+        let delivered = s
+            .fast
             .log
             .iter()
             .filter(|i| matches!(i, Indication::TaggedDelivered { .. }))
-            .count(),
-        20
-    );
-    assert_eq!(
-        Setup::region_bytes(&s.fast),
-        Setup::region_bytes(&s.general)
-    );
-    assert_eq!(
-        difference(&state(&s.fast.conn), &state(&s.general.conn)),
-        None
-    );
+            .count();
+        assert_eq!(delivered, if rdmap { 0 } else { 20 });
+        assert_eq!(
+            Setup::region_bytes(&s.fast),
+            Setup::region_bytes(&s.general)
+        );
+        assert_eq!(
+            difference(&state(&s.fast.conn), &state(&s.general.conn)),
+            None
+        );
+    }
 }
 
 /// A hostile peer's segment after its own Terminate (RFC 5043 §6.3: nothing follows it in
@@ -459,16 +500,16 @@ fn the_fused_path_takes_a_plain_tagged_transfer() {
 /// its writes, with the TSN and DDP-SSN after the Terminate's.
 #[test]
 fn the_fused_path_places_nothing_after_the_peers_terminate() {
-    let mut s = setup();
-    let req = request(
+    let mut s = setup(false);
+    post(
+        &mut s,
         0,
         &Op::Write {
             offset: 0,
             len: 100,
         },
-        &s,
+        false,
     );
-    s.client.post_send(req).unwrap();
     let write = drain(&mut s.client, s.now).remove(0);
     s.deliver(&write, false);
     s.client.terminate(STREAM).unwrap();
@@ -500,27 +541,75 @@ fn the_fused_path_places_nothing_after_the_peers_terminate() {
     );
 }
 
+/// RFC 5040 §4.2, §5.2, §7: on an RDMAP stream only an RDMA Write of RDMAP's version is
+/// plain tagged placement. A tagged segment in order in every other way but whose RsvdULP
+/// says Read Response (none was requested) or another RDMAP version is RDMAP's to refuse:
+/// not placed by the fused path, refused as the general path refuses it.
+#[test]
+fn the_fused_path_leaves_rdmaps_other_tagged_segments_to_rdmap() {
+    for (what, rsvd_ulp) in [
+        (
+            "a Read Response",
+            Control::new(Opcode::ReadResponse).tagged_rsvd_ulp(),
+        ),
+        (
+            "RDMAP version 2",
+            Control {
+                version: 2,
+                opcode: Opcode::Write,
+            }
+            .tagged_rsvd_ulp(),
+        ),
+    ] {
+        let mut s = setup(true);
+        let write = Op::Write {
+            offset: 0,
+            len: 100,
+        };
+        post(&mut s, 0, &write, true);
+        let mut pkt = drain(&mut s.client, s.now).remove(0);
+        // The DDP Segment's RsvdULP: after the common header (12), the DATA chunk's (16),
+        // the DDP-SSN (2) and the DDP control octet.
+        assert_eq!(pkt[31], Control::new(Opcode::Write).tagged_rsvd_ulp());
+        pkt[31] = rsvd_ulp;
+        crc32c::fill(&mut pkt);
+        s.deliver(&pkt, false);
+        let (f, g) = (s.fast.conn.stats(), s.general.conn.stats());
+        assert_eq!((f.fused_segments, f.placed_bytes), (0, 0), "{what}");
+        assert_eq!(g.receive_errors, 1, "{what} refused by RDMAP");
+        assert_eq!(f.receive_errors, 1, "{what}");
+        assert_eq!(
+            Setup::region_bytes(&s.fast),
+            Setup::region_bytes(&s.general)
+        );
+        assert_eq!(
+            difference(&state(&s.fast.conn), &state(&s.general.conn)),
+            None
+        );
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
-    /// RFC 9260 §6.2 and §8.5, RFC 5043 §9 and §10, RFC 5041 §5.4 and §7.1 as the general path
-    /// applies them: the server with the fused path is indistinguishable from the other.
+    /// RFC 9260 §6.2 and §8.5, RFC 5043 §9 and §10, RFC 5041 §5.4 and §7.1, RFC 5040 §4.2 and
+    /// §5.1 as the general path applies them: the server with the fused path is
+    /// indistinguishable from the other, on a DDP stream and on an RDMAP one.
     #[test]
     fn the_fused_path_changes_nothing_but_the_path(
         ops in prop::collection::vec(op(), 1..24),
         fates in prop::collection::vec(fate(), 256),
         checked in any::<bool>(),
+        rdmap in any::<bool>(),
     ) {
-        let mut s = setup();
+        let mut s = setup(rdmap);
         for (k, op) in ops.iter().enumerate() {
             if let Op::Terminate = op {
                 let rf = s.fast.conn.terminate(STREAM);
                 prop_assert_eq!(rf, s.general.conn.terminate(STREAM));
                 s.compare_out();
             } else {
-                // After a Terminate the client refuses to send; either way the servers see
-                // the same.
-                let _ = s.client.post_send(request(k, op, &s));
+                post(&mut s, k, op, rdmap);
             }
             s.exchange(&mut |i| fates[(i + 7 * k) % fates.len()], checked);
             s.tick(Duration::from_millis(10));

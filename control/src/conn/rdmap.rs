@@ -228,7 +228,9 @@ pub(super) fn receive(
     match oversize {
         Some(error) => rx_path.refuse(chunk, error, &mut |i| ulp.indicate(i)),
         None => {
+            let before = rx_path.stats().placed_bytes;
             rx_path.on_segment(chunk, memory.stags, memory.regions, &mut ulp);
+            ulp.out.stats.placed_bytes += rx_path.stats().placed_bytes - before;
         }
     }
     let RdmapUlp { serve, fault, .. } = ulp;

@@ -11,6 +11,7 @@ use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::{
     FunctionCode, SessionControlPacket, DDP_SSN_LEN, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
 };
+use ddpdk_dataplane::wire::rdmap::{Control, Opcode, RDMAP_VERSION};
 
 use crate::memory::Place;
 use crate::session::{PendingLimit, Session, State, TerminationReason};
@@ -110,8 +111,13 @@ impl Connection {
         let Some(&[hi, lo]) = m.data.get(..DDP_SSN_LEN) else {
             return false;
         };
+        // RDMAP's check of a tagged segment (RFC 5040 §4.2, `RdmapStream::check`) passes an
+        // RDMA Write of its version whose STag the peer has not invalidated in this packet
+        // (none has been: the list is empty), asking remote write, as plain DDP does; its
+        // delivery tells the Data Sink's ULP nothing (§5.1, `Upcall::Write`).
+        let rdma_write = s.rdmap.is_some();
         if s.lent.is_some()
-            || s.rdmap.is_some()
+            || (rdma_write && !(is_rdma_write(m.data) && sink.peer_invalidated.is_empty()))
             || !s.session.is_plain_segment(u16::from_be_bytes([hi, lo]))
             || m.data.len() - DDP_SSN_LEN
                 > (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())) + *rx_slack
@@ -132,11 +138,12 @@ impl Connection {
         else {
             return false;
         };
-        // The in-order tagged path completes tagged messages only.
+        // The in-order tagged path completes tagged messages only; an RDMA Write's is not
+        // indicated.
         if let Some(ddp::Delivered {
             info: MessageInfo::Tagged { stag, rsvd_ulp },
             ..
-        }) = delivered
+        }) = delivered.filter(|_| !rdma_write)
         {
             tagged_delivered(m.stream, stag, rsvd_ulp, sink);
         }
@@ -150,6 +157,17 @@ impl Connection {
         self.after_sctp();
         true
     }
+}
+
+/// Whether a DDP Segment Chunk payload (DDP-SSN onwards) is tagged and carries, in its
+/// RsvdULP, RDMAP's control of an RDMA Write of RDMAP's version (RFC 5040 §4.1, §4.2).
+#[inline(always)]
+fn is_rdma_write(chunk: &[u8]) -> bool {
+    // DDP-SSN (2), the control octet (T is its top bit), then the tagged header's RsvdULP.
+    matches!(chunk, [_, _, control, rsvd_ulp, ..] if control & 0x80 != 0 && {
+        let c = Control::from_byte(*rsvd_ulp);
+        c.version == RDMAP_VERSION && c.opcode == Opcode::Write
+    })
 }
 
 /// One DDP chunk from SCTP, during `Association::handle`.
