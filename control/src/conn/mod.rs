@@ -728,21 +728,28 @@ impl Connection {
     /// After anything SCTP did: its events, then what its acknowledgements settled, then the
     /// sessions' events, then more to send.
     ///
-    /// Inlined, and each step's test before its call: after nearly every packet none has
-    /// anything to do (the call and its frame were half of the 62 instructions a packet).
+    /// Inlined, the steps' tests first: after nearly every packet a receiver takes none has
+    /// anything to do (the call and its frame were half of the 62 instructions a packet). A
+    /// sender's SACK has (settle, pump): one call does them all.
     #[inline(always)]
     fn after_sctp(&mut self) {
         self.grow_streams();
+        let settle_due = self
+            .in_flight
+            .front()
+            .is_some_and(|f| f.number < self.assoc.settled_before());
+        if settle_due || self.assoc.has_events() || self.session_events_pending() || self.pump_due()
+        {
+            self.after_sctp_steps();
+        }
+    }
+
+    #[inline(never)]
+    fn after_sctp_steps(&mut self) {
         if self.assoc.has_events() {
             self.sctp_events();
         }
-        if self
-            .in_flight
-            .front()
-            .is_some_and(|f| f.number < self.assoc.settled_before())
-        {
-            self.settle();
-        }
+        self.settle();
         self.session_events();
         // Nothing since the first look touched a session unless the pump ran.
         if self.pump() {
@@ -849,12 +856,17 @@ impl Connection {
     /// inlined, the work is not (its prologue alone was 20 instructions a call).
     #[inline]
     fn session_events(&mut self) {
-        if !self.sink.faulted.is_empty()
-            || !self.sink.not_rdmap.is_empty()
-            || !self.sink.touched.is_empty()
-        {
+        if self.session_events_pending() {
             self.session_events_due();
         }
+    }
+
+    /// Whether [`Connection::session_events`] has anything to do.
+    #[inline(always)]
+    fn session_events_pending(&self) -> bool {
+        !self.sink.faulted.is_empty()
+            || !self.sink.not_rdmap.is_empty()
+            || !self.sink.touched.is_empty()
     }
 
     #[inline(never)]

@@ -12,6 +12,7 @@ use ddpdk_dataplane::wire::ddp::{
     FunctionCode, SessionControlPacket, DDP_SSN_LEN, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
 };
 use ddpdk_dataplane::wire::rdmap::{Control, Opcode, RDMAP_VERSION};
+use ddpdk_dataplane::wire::sctp::HEADER_LEN as SCTP_HEADER_LEN;
 
 use crate::memory::Place;
 use crate::session::{PendingLimit, Session, State, TerminationReason};
@@ -86,7 +87,9 @@ impl Connection {
         memory: Place<'_>,
         checksum_verified: &mut bool,
     ) -> bool {
-        if self.cfg.service != Service::Ddp {
+        // A packet whose first chunk is not DATA (a SACK, on a sender) leaves at once, before
+        // the receive room is reckoned.
+        if self.cfg.service != Service::Ddp || packet.get(SCTP_HEADER_LEN) != Some(&0) {
             return false;
         }
         let budget = self.assoc.receive_buffer();

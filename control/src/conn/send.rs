@@ -216,11 +216,17 @@ impl Connection {
     pub(super) fn pump(&mut self) -> bool {
         // Most calls (one after every packet) find nothing ready: leave before the MULPDU,
         // and before the call.
-        let due = self.connected && !self.closed && !self.ready.is_empty();
+        let due = self.pump_due();
         if due {
             self.pump_ready();
         }
         due
+    }
+
+    /// Whether [`Connection::pump`] has anything to do.
+    #[inline(always)]
+    pub(super) fn pump_due(&self) -> bool {
+        self.connected && !self.closed && !self.ready.is_empty()
     }
 
     #[inline(never)]
