@@ -306,6 +306,18 @@ impl Setup {
         self.compare_out();
     }
 
+    /// The two servers placed the same bytes and are in the same state.
+    fn assert_same(&self) {
+        assert!(
+            Setup::region_bytes(&self.fast) == Setup::region_bytes(&self.general),
+            "the region bytes"
+        );
+        assert_eq!(
+            difference(&state(&self.fast.conn), &state(&self.general.conn)),
+            None
+        );
+    }
+
     fn region_bytes(v: &Server) -> Vec<u8> {
         let mut b = vec![0u8; REGION];
         v.memory.region(v.region).unwrap().read(0, &mut b).unwrap();
@@ -483,14 +495,7 @@ fn the_fused_path_takes_a_plain_tagged_transfer() {
             .filter(|i| matches!(i, Indication::TaggedDelivered { .. }))
             .count();
         assert_eq!(delivered, if rdmap { 0 } else { 20 });
-        assert_eq!(
-            Setup::region_bytes(&s.fast),
-            Setup::region_bytes(&s.general)
-        );
-        assert_eq!(
-            difference(&state(&s.fast.conn), &state(&s.general.conn)),
-            None
-        );
+        s.assert_same();
     }
 }
 
@@ -531,14 +536,7 @@ fn the_fused_path_places_nothing_after_the_peers_terminate() {
         1,
         "the write before only"
     );
-    assert_eq!(
-        Setup::region_bytes(&s.fast),
-        Setup::region_bytes(&s.general)
-    );
-    assert_eq!(
-        difference(&state(&s.fast.conn), &state(&s.general.conn)),
-        None
-    );
+    s.assert_same();
 }
 
 /// RFC 5040 §4.2, §5.2, §7: on an RDMAP stream only an RDMA Write of RDMAP's version is
@@ -578,14 +576,7 @@ fn the_fused_path_leaves_rdmaps_other_tagged_segments_to_rdmap() {
         assert_eq!((f.fused_segments, f.placed_bytes), (0, 0), "{what}");
         assert_eq!(g.receive_errors, 1, "{what} refused by RDMAP");
         assert_eq!(f.receive_errors, 1, "{what}");
-        assert_eq!(
-            Setup::region_bytes(&s.fast),
-            Setup::region_bytes(&s.general)
-        );
-        assert_eq!(
-            difference(&state(&s.fast.conn), &state(&s.general.conn)),
-            None
-        );
+        s.assert_same();
     }
 }
 
