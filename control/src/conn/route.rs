@@ -70,8 +70,9 @@ impl Deliver for Router<'_, '_> {
 impl Connection {
     /// The fused receive path: the packet of a bulk tagged transfer (one whole unordered DATA
     /// chunk with the next TSN, `Association::predict_data`) carrying the next DDP Segment of
-    /// a plain DDP stream (PPID 16, RFC 5043 §5.2; no RDMAP, its session here and open, the
-    /// next DDP-SSN, `Session::is_plain_segment`) within the MULPDU (§9), tagged and placeable
+    /// a stream (PPID 16, RFC 5043 §5.2; its session here and open, the next DDP-SSN,
+    /// `Session::is_plain_segment`; on an RDMAP stream, an RDMA Write) within the MULPDU
+    /// (§9), tagged and placeable
     /// (`StreamRx::on_tagged_next`: RFC 5041 §7.1's checks passed, the payload placed), is
     /// taken without the chunk walk, the `Deliver` call and the general routing. Each layer
     /// commits only once the segment is placed, with the general path's effect (a
