@@ -593,11 +593,13 @@ pub struct ConnStats {
     pub control_sent: u64,
     pub segments_received: u64,
     /// Of `segments_received`, those the fused receive path took (the next tagged segment of
-    /// a plain DDP stream in a packet of its own: a bulk transfer's common case). Far below
-    /// `segments_received` in a bulk transfer, the traffic misses it (RDMAP streams,
-    /// reordering, untagged messages).
+    /// a stream, an RDMA Write on an RDMAP one, in a packet of its own: a bulk transfer's
+    /// common case). Far below `segments_received` in a bulk transfer, the traffic misses it
+    /// (reordering, untagged messages, bundled chunks).
     pub fused_segments: u64,
-    /// Payload bytes the receive path placed (tagged and untagged), over every stream.
+    /// Payload bytes the receive path placed into registered memory (tagged and untagged),
+    /// over every stream, RDMAP's included; not what RDMAP's own inline queues take (Read
+    /// Requests, Terminates: `RxStats::placed_bytes`).
     pub placed_bytes: u64,
     pub control_received: u64,
     /// Chunks whose PPID is neither 16 nor 17 (RFC 5043 §5.2).

@@ -191,6 +191,9 @@ pub enum Indication {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RxStats {
     pub segments: u64,
+    /// Payload bytes placed into the regions (tagged buffers, posted receive buffers); not
+    /// those of the stream's own inline queues ([`StreamRx::set_inline_queue`]: RDMAP's Read
+    /// Requests and Terminates), which are the protocol's, not the ULP's memory.
     pub placed_bytes: u64,
     pub messages: u64,
     pub errors: u64,
@@ -530,9 +533,10 @@ impl StreamRx {
         } else {
             None
         };
+        let inline = placement.region == INLINE_REGION && !seg.header.is_tagged();
         if len > 0 {
             // A registration naming a region that is gone, or larger than it, is our fault.
-            let placed = if placement.region == INLINE_REGION && !seg.header.is_tagged() {
+            let placed = if inline {
                 self.inline
                     .as_ref()
                     .map(|r| r.place(placement.offset, seg.payload))
@@ -562,7 +566,9 @@ impl StreamRx {
         }
         // Checked above, and nothing between touched the tracker.
         self.delivery.place_checked(at, info);
-        self.stats.placed_bytes += len as u64;
+        if !inline {
+            self.stats.placed_bytes += len as u64;
+        }
         Ok(len)
     }
 
