@@ -458,16 +458,11 @@ impl StreamRx {
                 Access::REMOTE_WRITE,
             )
             .ok()?;
-        let r = regions.region(placement.region)?;
-        r.place(placement.offset, payload).ok()?;
         let last = control & ctrl::L != 0;
         let len = payload.len();
-        // As in `check_and_place`: the next placement's lines, asked for now.
-        let end = placement.offset + len as u64;
-        if !last || self.placed_end == (placement.region, placement.offset) {
-            r.prefetch_for_write(end, len);
-        }
-        self.placed_end = (placement.region, end);
+        let r = regions.region(placement.region)?;
+        self.place_in(&r, placement.region, placement.offset, payload, last)
+            .ok()?;
         self.stats.segments += 1;
         self.stats.in_order_tagged += 1;
         self.stats.placed_bytes += len as u64;
@@ -480,6 +475,31 @@ impl StreamRx {
             self.stats.messages += 1;
         }
         Some((len, delivered))
+    }
+
+    /// Places `payload` at `offset` of region `r` (number `region`), and asks for the lines of
+    /// the next placement. A sequential writer's next one starts where this one ended:
+    /// certainly within a message (RFC 5041 §5.2: a tagged message's segments are contiguous
+    /// from its TO, an untagged one's from its MO), and for a stream of messages written one
+    /// after the other once this one began where the last ended. Asking for those lines now
+    /// overlaps their misses with the next packet's work (`port::prefetch`).
+    #[inline(always)]
+    fn place_in(
+        &mut self,
+        r: &Region,
+        region: u32,
+        offset: u64,
+        payload: &[u8],
+        last: bool,
+    ) -> Result<(), crate::port::region::OutOfBounds> {
+        r.place(offset, payload)?;
+        let len = payload.len();
+        let end = offset + len as u64;
+        if !last || self.placed_end == (region, offset) {
+            r.prefetch_for_write(end, len);
+        }
+        self.placed_end = (region, end);
+        Ok(())
     }
 
     fn check_and_place<R: Regions + ?Sized, U: Ulp + ?Sized>(
@@ -541,24 +561,15 @@ impl StreamRx {
                     .as_ref()
                     .map(|r| r.place(placement.offset, seg.payload))
             } else {
-                match regions.region(placement.region) {
-                    Some(r) => {
-                        let placed = r.place(placement.offset, seg.payload);
-                        // The next placement of a sequential writer starts where this one
-                        // ended: certainly within a message (RFC 5041 §5.2: a tagged message's
-                        // segments are contiguous from its TO, an untagged one's from its MO),
-                        // and for a stream of messages written one after the other once this
-                        // one began where the last ended. Asking for those lines now overlaps
-                        // their misses with the next packet's work (`port::prefetch`).
-                        let end = placement.offset + len as u64;
-                        if !seg.last || self.placed_end == (placement.region, placement.offset) {
-                            r.prefetch_for_write(end, len);
-                        }
-                        self.placed_end = (placement.region, end);
-                        Some(placed)
-                    }
-                    None => None,
-                }
+                regions.region(placement.region).map(|r| {
+                    self.place_in(
+                        &r,
+                        placement.region,
+                        placement.offset,
+                        seg.payload,
+                        seg.last,
+                    )
+                })
             };
             if !matches!(placed, Some(Ok(()))) {
                 return Err(RxError::Ddp(DdpError::LocalCatastrophic));
