@@ -28,7 +28,7 @@ use super::cookie::{Cookie, CookieKey, Prf};
 use super::endpoint;
 use super::reassembly::Reassembly;
 use super::rto::{self, Rto};
-use super::send_queue::{ExtRef, Hole, SendQueue};
+use super::send_queue::{ExtRef, Hole, SendQueue, Slot};
 use super::serial;
 use super::time::Instant;
 use super::tsn_map::{Insert, TsnMap};
@@ -2745,8 +2745,12 @@ impl Association {
     /// A bulk sender's every packet: new DATA and nothing else, not even a SACK, with no
     /// retransmission waiting (the caller checked that much). Built as `build` below would
     /// build it, without its walk over every kind of chunk it might owe (none, here): the
-    /// send-side half of header prediction. `None` where `build` would go another way (a
-    /// message larger than a packet, `build_oversized`) or send nothing.
+    /// send-side half of header prediction. Where the packet is the next message's one DATA
+    /// chunk (a bulk sender's every packet: its segment fills the packet, or nothing follows
+    /// it), the chunk is written here directly, without the packet builder and
+    /// [`Association::push_data`]'s loop; where another message would be bundled beside it
+    /// (§6.10), `push_data` builds it. `None` where `build` would go another way (a message
+    /// larger than a packet, `build_oversized`) or send nothing.
     fn build_data_predicted(
         &mut self,
         now: Instant,
@@ -2754,11 +2758,44 @@ impl Association {
         limit: usize,
     ) -> Option<usize> {
         let seq = self.sq.next_unsent()?;
-        if HEADER_LEN + book(self.sq.slot(seq).len) > self.path.mtu {
+        let s = *self.sq.slot(seq);
+        let size = book(s.len);
+        if HEADER_LEN + size > self.path.mtu {
             return None;
         }
-        let mut b = PacketBuilder::new(&mut full[..limit], &self.header(self.peer_tag)).ok()?;
-        self.push_data(now, &mut b, false).then(|| b.packet_len())
+        let end = HEADER_LEN + size;
+        let bundles =
+            !self.sq.is_last(seq) && end + DATA_HEADER_LEN + self.sq.slot(seq + 1).len <= limit;
+        if bundles || end > limit {
+            let mut b = PacketBuilder::new(&mut full[..limit], &self.header(self.peer_tag)).ok()?;
+            return self.push_data(now, &mut b, false).then(|| b.packet_len());
+        }
+        // data_ready said the window takes this message (§6.1 B, C): push_data's first
+        // iteration, which would send it, and whose next one would stop for want of room.
+        self.header(self.peer_tag).emit(&mut full[..HEADER_LEN]);
+        let tail = s.ext.map_or(0, |e| e.len as usize);
+        let d = DataRepr {
+            immediate: self.cfg.immediate_sack_when_idle && self.sq.is_last(seq),
+            unordered: true,
+            beginning: true,
+            ending: true,
+            tsn: self.next_tsn,
+            stream_id: s.stream,
+            ssn: 0,
+            ppid: s.ppid,
+            user_data: self.sq.payload(seq),
+        };
+        d.emit_with_tail(&mut full[HEADER_LEN..end], tail);
+        if let Some(ext) = s.ext {
+            self.holes[0] = Hole {
+                at: HEADER_LEN + d.chunk_len(),
+                ext,
+            };
+            self.n_holes = 1;
+        }
+        self.new_data_sent(now, seq, &s);
+        self.new_data_burst(now);
+        Some(end)
     }
 
     /// The next DATA chunk to go (the oldest marked for retransmission, else the next new
@@ -3049,37 +3086,50 @@ impl Association {
             if !push_chunk(b, &d, s.ext, &mut self.holes, &mut self.n_holes) {
                 break;
             }
-            let tsn = self.next_tsn;
-            self.next_tsn = tsn.wrapping_add(1);
-            let slot = self.sq.slot_mut(seq);
-            slot.tsn = tsn;
-            slot.tx_count = 1;
-            slot.sent_at = now;
-            slot.in_flight = true;
-            self.sq.mark_sent();
-            self.path.flight += size;
-            self.peer_rwnd = self.peer_rwnd.saturating_sub(size as u32);
-            self.stats.data_out += 1;
-            self.stats.bytes_out += s.len as u64;
-            if self.timed.is_none() {
-                self.timed = Some((tsn, now));
-            }
+            self.new_data_sent(now, seq, &s);
             sent_new = true;
         }
         if cookie_packet {
             self.pending.data_with_cookie = false;
         }
         if sent_new {
-            self.burst_budget = self.burst_budget.saturating_sub(1);
-            if !self.running(Timer::T3) {
-                self.arm(Timer::T3, self.after_rto(now));
-            }
-            // The path is not idle (§8.3): push the heartbeat back.
-            if self.path.hb_nonce.is_none() {
-                self.arm_heartbeat(now);
-            }
+            self.new_data_burst(now);
         }
         sent_new
+    }
+
+    /// Message `seq` (slot `s`) went in a packet for the first time, with the next TSN.
+    #[inline(always)]
+    fn new_data_sent(&mut self, now: Instant, seq: u64, s: &Slot) {
+        let size = book(s.len);
+        let tsn = self.next_tsn;
+        self.next_tsn = tsn.wrapping_add(1);
+        let slot = self.sq.slot_mut(seq);
+        slot.tsn = tsn;
+        slot.tx_count = 1;
+        slot.sent_at = now;
+        slot.in_flight = true;
+        self.sq.mark_sent();
+        self.path.flight += size;
+        self.peer_rwnd = self.peer_rwnd.saturating_sub(size as u32);
+        self.stats.data_out += 1;
+        self.stats.bytes_out += s.len as u64;
+        if self.timed.is_none() {
+            self.timed = Some((tsn, now));
+        }
+    }
+
+    /// A packet with new DATA went: one of Max.Burst's packets (§6.1 D), T3-rtx running
+    /// (§6.3.2 R1), and the path not idle (§8.3: the heartbeat pushed back).
+    #[inline(always)]
+    fn new_data_burst(&mut self, now: Instant) {
+        self.burst_budget = self.burst_budget.saturating_sub(1);
+        if !self.running(Timer::T3) {
+            self.arm(Timer::T3, self.after_rto(now));
+        }
+        if self.path.hb_nonce.is_none() {
+            self.arm_heartbeat(now);
+        }
     }
 
     fn build_abort(&mut self, buf: &mut [u8], cause: AbortCause) -> Option<usize> {
