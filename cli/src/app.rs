@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use ddpdk_dataplane::config::{FwdTable, PortQueues, Topology};
 use ddpdk_dataplane::fwd::{
-    txonly_frame, FwdMode, LcoreCounters, LcoreLoop, Stream, StreamCounters, StreamSnapshot,
+    txonly_frame, FwdMode, LcoreCounters, LcoreLoop, Stream, StreamCounters, StreamSnapshot, TxSpan,
 };
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, LcoreJoin, Mempool, PortConf, PortInfo};
 use ddpdk_dataplane::port::region::Region;
@@ -80,6 +80,8 @@ pub struct App {
     mode: FwdMode,
     burst: usize,
     txpkts: usize,
+    /// `--txsplit`: txonly frames as chains, their tail attached from a region.
+    txsplit: Option<usize>,
     tx_retries: u32,
     tx_first: bool,
     json: bool,
@@ -116,6 +118,10 @@ fn us(ns: u64) -> f64 {
 
 /// The region rxplace copies payload into (a DDP server's default region size).
 const RXPLACE_REGION: usize = 64 << 20;
+
+/// The region `--txsplit` attaches its spans from: the size of the goodput bench's writes from
+/// a region, so the device reads the spans from where a DDP sender's come from.
+const TXSPLIT_REGION: usize = 1 << 20;
 
 /// Mbufs needed by one port: every RX and TX descriptor full, plus what sits in a net_ring.
 fn mbufs_for_port(conf: &PortConf, driver: &str) -> u32 {
@@ -269,6 +275,7 @@ impl App {
             mode: opts.forward_mode.into(),
             burst: usize::from(opts.burst),
             txpkts: usize::from(opts.txpkts),
+            txsplit: opts.txsplit.map(usize::from),
             tx_retries: opts.tx_retry,
             tx_first: opts.tx_first,
             json: opts.json,
@@ -422,6 +429,19 @@ impl App {
             )),
             _ => None,
         };
+        // --txsplit: txonly's spans come from one region in DPDK memory, filled once.
+        let tx_span = match self.txsplit {
+            Some(at) if matches!(self.mode, FwdMode::TxOnly) || tx_first => {
+                let r = Region::from_dpdk(&self.eal, TXSPLIT_REGION, None)
+                    .map_err(|e| e.to_string())?;
+                let fill: Vec<u8> = (0..TXSPLIT_REGION)
+                    .map(|i| (i as u8).wrapping_mul(31))
+                    .collect();
+                r.place(0, &fill).map_err(|e| e.to_string())?;
+                Some(TxSpan::new(at, Arc::new(r)))
+            }
+            _ => None,
+        };
         // ping's round trips, in nanoseconds, from every lcore.
         let rtt = (self.mode == FwdMode::Ping)
             .then(|| Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).ok())
@@ -454,6 +474,7 @@ impl App {
                 stop: Arc::clone(&stop),
                 region: region.clone(),
                 rtt: rtt.clone(),
+                tx_span: tx_span.clone(),
             };
             match self.eal.launch(lcore, move || {
                 if tx_first {

@@ -83,6 +83,7 @@ const FWD: Spec = Spec {
         "burst",
         "forward_mode",
         "txpkts",
+        "txsplit",
         "mbuf_size",
         "tx_retry",
         "tx_first",

@@ -63,6 +63,14 @@ pub struct Options {
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=9600))]
     pub txpkts: u16,
 
+    /// txonly frames shaped as a zero-copy DDP sender's: each frame's first N bytes in a buffer
+    /// of their own, the rest attached behind it from a region of DPDK memory by reference,
+    /// not copied (a chain of two mbufs, the second external), the spans walking a 1 MiB
+    /// region. What the device's handling of such chains costs, without any protocol: the
+    /// goodput bench's zero-copy ceiling. N at least 42 (the headers) and below --txpkts.
+    #[arg(long, value_name = "N")]
+    pub txsplit: Option<u16>,
+
     /// Size of each mbuf's buffer, bytes, its 128-byte headroom included (testpmd's
     /// --mbuf-size). Jumbo frames need 9216 + 128 or so.
     #[arg(long, default_value_t = 2176, value_name = "BYTES",
@@ -415,6 +423,15 @@ impl Options {
                 return Err("--run-for and --interactive exclude each other".into());
             }
         }
+        if let Some(n) = self.txsplit {
+            if n < 42 || n >= self.txpkts {
+                return Err(format!(
+                    "--txsplit {n}: the buffer before the attached span holds at least the 42 \
+                     header bytes and less than the whole --txpkts {} frame",
+                    self.txpkts
+                ));
+            }
+        }
         if u32::from(self.txpkts) + 128 > u32::from(self.mbuf_size) {
             return Err(format!(
                 "--txpkts {} does not fit one mbuf of --mbuf-size {} (128 bytes are headroom)",
@@ -631,6 +648,9 @@ mod tests {
         let o = parse("ddpdk --run-for 2.5").expect("parses");
         assert_eq!(o.run_for, Some(2.5));
         assert_eq!(o.validate(), Ok(()));
+        let o = parse("ddpdk --forward-mode txonly --txpkts 1482 --txsplit 78").expect("parses");
+        assert_eq!(o.txsplit, Some(78));
+        assert_eq!(o.validate(), Ok(()));
     }
 
     #[test]
@@ -670,6 +690,9 @@ mod tests {
             "ddpdk --link-timeout -1",
             "ddpdk --txpkts 2100",
             "ddpdk --txpkts 9000 --mbuf-size 9000",
+            // --txsplit: the 42 header bytes before the span, and a span after them.
+            "ddpdk --txpkts 1482 --txsplit 41",
+            "ddpdk --txpkts 1482 --txsplit 1482",
             "ddpdk --ip 198.18.0.1 --ip 198.18.0.2",
             "ddpdk --ip 127.0.0.1",
             "ddpdk --listen",

@@ -215,6 +215,39 @@ pub struct LcoreLoop<P: Port> {
     pub region: Option<Arc<Region>>,
     /// Where ping puts its round trips, in nanoseconds, when the loop stops; required by ping.
     pub rtt: Option<Arc<Mutex<Histogram<u64>>>>,
+    /// txonly frames made as a zero-copy sender makes its own (`--txsplit`): the headers in a
+    /// buffer, the rest referenced from a region. `None`: one buffer a frame, as testpmd.
+    pub tx_span: Option<TxSpan>,
+}
+
+/// The shape of a zero-copy DDP sender's frames for txonly (`--txsplit`): each frame's first
+/// `at` bytes in a fresh buffer, the rest a span of `region` attached behind it by reference
+/// ([`Port::attach_region_in`], not copied), the spans walking the region in order as a
+/// sender's writes walk theirs. The device then does with every frame what it does with a DDP
+/// sender's: a chain of two buffers, one of them external memory. What that costs the device
+/// (a copying PMD copies and frees both) is then measured without any protocol.
+#[derive(Debug)]
+pub struct TxSpan {
+    pub at: usize,
+    pub region: Arc<Region>,
+    /// Where the next span starts (one writer: the lcore that owns this copy).
+    pub next: AtomicU64,
+}
+
+impl TxSpan {
+    pub fn new(at: usize, region: Arc<Region>) -> TxSpan {
+        TxSpan {
+            at,
+            region,
+            next: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Clone for TxSpan {
+    fn clone(&self) -> TxSpan {
+        TxSpan::new(self.at, Arc::clone(&self.region))
+    }
 }
 
 impl<P: Port> LcoreLoop<P> {
@@ -232,20 +265,59 @@ impl<P: Port> LcoreLoop<P> {
 
     fn tx_template_burst_of(&self, s: &Stream<P>, bufs: &mut Vec<P::Buf>, n: usize) -> usize {
         let c = &s.counters;
-        if !s.tx.alloc_bulk(bufs, n, self.template.len()) {
-            bump(&c.alloc_failed, 1);
-            return 0;
-        }
-        let headers = &self.template[..TXONLY_HEADER_LEN.min(self.template.len())];
-        for b in bufs.iter_mut() {
-            let d = b.data_mut();
-            let n = d.len().min(headers.len());
-            d[..n].copy_from_slice(&headers[..n]);
+        if let Some(span) = &self.tx_span {
+            if !self.chain_spans(s, span, bufs, n) {
+                bump(&c.alloc_failed, 1);
+                return 0;
+            }
+        } else {
+            if !s.tx.alloc_bulk(bufs, n, self.template.len()) {
+                bump(&c.alloc_failed, 1);
+                return 0;
+            }
+            let headers = &self.template[..TXONLY_HEADER_LEN.min(self.template.len())];
+            for b in bufs.iter_mut() {
+                let d = b.data_mut();
+                let n = d.len().min(headers.len());
+                d[..n].copy_from_slice(&headers[..n]);
+            }
         }
         let out = s.tx.tx_burst_all(s.spec.tx_queue, bufs, self.tx_retries);
         bump(&c.tx_packets, out.sent as u64);
         bump(&c.tx_dropped, out.dropped as u64);
         out.sent
+    }
+
+    /// `n` txonly frames in `bufs`, each its first `span.at` bytes of the template in a fresh
+    /// buffer with the rest of the frame attached from the region; false (and nothing in
+    /// `bufs`) when the pool cannot supply the buffers or the port cannot attach.
+    fn chain_spans(&self, s: &Stream<P>, span: &TxSpan, bufs: &mut Vec<P::Buf>, n: usize) -> bool {
+        let head = span.at.min(self.template.len());
+        let len = self.template.len() - head;
+        let room = span.region.len() as u64;
+        if len as u64 > room || !s.tx.alloc_bulk(bufs, 2 * n, 0) {
+            return false;
+        }
+        let mut spans = bufs.split_off(n);
+        let mut next = span.next.load(Relaxed);
+        for (b, fresh) in bufs.iter_mut().zip(spans.drain(..)) {
+            if next + len as u64 > room {
+                next = 0;
+            }
+            let Ok(tail) = s.tx.attach_region_in(fresh, &span.region, next, len) else {
+                s.tx.free_bulk(bufs);
+                return false;
+            };
+            next += len as u64;
+            b.resize(head);
+            b.data_mut()[..head].copy_from_slice(&self.template[..head]);
+            if b.chain(tail).is_err() {
+                s.tx.free_bulk(bufs);
+                return false;
+            }
+        }
+        span.next.store(next, Relaxed);
+        true
     }
 
     /// rxplace: one burst received, each frame's CRC32c computed and compared, its payload
@@ -433,6 +505,7 @@ mod tests {
             stop: Arc::default(),
             region: None,
             rtt: None,
+            tx_span: None,
         }
     }
 
@@ -501,6 +574,49 @@ mod tests {
         assert_eq!(b.rx_burst(0, &mut got, 100), 20);
         assert!(got.iter().all(|p| p.bytes.len() == l.template.len()
             && p.bytes[..TXONLY_HEADER_LEN] == l.template[..TXONLY_HEADER_LEN]));
+    }
+
+    /// --txsplit: every txonly frame leaves as a chain, its first `at` bytes the template's and
+    /// the rest a span of the region attached by reference, the spans following one another
+    /// through the region and starting over where the next would pass its end; a port that
+    /// cannot attach sends nothing and counts every burst it could not make.
+    #[test]
+    fn txsplit_frames_carry_the_regions_bytes_behind_the_templates_headers() {
+        let (a, b) = pair(1, 64);
+        let a = Arc::new(a);
+        let region = Region::new(4096).expect("region");
+        let fill: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        region.place(0, &fill).expect("fill");
+        let mut l = lcore(vec![stream(&a, &a)], FwdMode::TxOnly);
+        l.template = txonly_frame([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 1000);
+        l.tx_span = Some(TxSpan::new(60, Arc::new(region)));
+        run_until(&l, || l.streams[0].counters.tx_dropped.load(Relaxed) >= 8);
+        let snap = l.streams[0].counters.snapshot();
+        assert_eq!(
+            snap.tx_packets, 64,
+            "exactly the queue's capacity was taken"
+        );
+        assert_eq!(snap.alloc_failed, 0);
+        let mut got = Vec::new();
+        assert_eq!(b.rx_burst(0, &mut got, 100), 64);
+        // Spans of 940 bytes: four fit the 4096-byte region, the fifth starts over at 0.
+        for (k, p) in got.iter().enumerate() {
+            assert_eq!(p.bytes.len(), 1000, "frame {k}");
+            assert_eq!(p.chained, 1, "frame {k}: header buffer and attached span");
+            assert_eq!(p.bytes[..60], l.template[..60], "frame {k}");
+            let at = (k % 4) * 940;
+            assert_eq!(p.bytes[60..], fill[at..at + 940], "frame {k}");
+        }
+        assert!(a.attached() >= 64);
+        // Without attach, nothing goes and the failed bursts are counted.
+        a.set_zero_copy(false);
+        for s in &l.streams {
+            s.counters.tx_dropped.store(0, Relaxed);
+        }
+        l.stop.store(false, Relaxed);
+        run_until(&l, || l.streams[0].counters.alloc_failed.load(Relaxed) >= 3);
+        assert_eq!(l.streams[0].counters.snapshot().tx_packets, 64);
+        assert_eq!(b.rx_burst(0, &mut got, 100), 0);
     }
 
     #[test]

@@ -3,7 +3,11 @@
 //! a full DDP segment makes:
 //! - raw: `txonly` → `rxonly`, frames received and freed: what the link carries;
 //! - placement: `txonly` → `rxplace`, each frame's CRC32c computed and its payload copied into
-//!   a 64 MiB region in DPDK memory, with no protocol: what a placing receiver can do here.
+//!   a 64 MiB region in DPDK memory, with no protocol: what a placing receiver can do here;
+//! - placement of zero-copy frames: the same, the txonly frames shaped as a zero-copy DDP
+//!   sender's (`--txsplit`: the headers in a buffer of their own, the payload attached from a
+//!   region by reference), so that what the device does with such a chain (memif copies and
+//!   frees both buffers) is in the ceiling too, without any protocol.
 //!
 //! Goodput is reported as a ratio to each (frames per second × segment payload): the share of
 //! the ceiling that arrives as placed DDP payload. Each ceiling is measured on the links' memif
@@ -14,7 +18,7 @@
 //! machine's speed shifts between runs (a shared VM), the first can pair a fast round's
 //! ceiling with a slow round's goodput.
 //!
-//! Each round runs them all, in an order that rotates from round to round: the two ceilings
+//! Each round runs them all, in an order that rotates from round to round: the three ceilings
 //! (the receiver's median per-second `rx_pps`), then the DDP pair for each source
 //! (`--ddp-listen` and `--ddp-connect`, the client's goodput over `--secs`). Two links by default: MTU 1500 (1418-byte segments, 1404 bytes of
 //! payload) and MTU 9000 (8918-byte segments, 8904 of payload; jumbo mbufs, memif buffers of
@@ -162,11 +166,23 @@ fn sock(tag: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// The ceiling of zero-copy frames: rxplace fed by a txonly whose frames are shaped as a
+/// zero-copy DDP sender's (`--txsplit`: the headers in a buffer, the segment's payload attached
+/// from a region), so that what the device does with such chains is in the ceiling too.
+const ZERO_COPY_CEILING: &str = "rxplace-zc";
+
 /// Frames per second at `frame(mtu)` bytes from txonly into a receiver in forwarding mode
-/// `mode` (rxonly or rxplace): the receiver's median sample.
+/// `mode` (rxonly or rxplace, or [`ZERO_COPY_CEILING`]): the receiver's median sample.
 fn raw(args: &Args, tag: &str, mtu: u16, mode: &str, rsize: Option<u8>) -> Result<f64, String> {
     let tag = format!("{tag}-{mode}-r{}", rsize.unwrap_or(0));
     let tag = tag.as_str();
+    // --txsplit at the segment's payload: the headers a DDP frame has before it.
+    let (mode, split) = if mode == ZERO_COPY_CEILING {
+        let header = frame(mtu) - (mulpdu(mtu) - 14);
+        ("rxplace", Some(header.to_string()))
+    } else {
+        (mode, None)
+    };
     let sock = sock(tag);
     let common = |mode: &str| -> Vec<String> {
         [
@@ -214,7 +230,14 @@ fn raw(args: &Args, tag: &str, mtu: u16, mode: &str, rsize: Option<u8>) -> Resul
             mtu,
             rsize,
         ),
-        &common("txonly"),
+        &common("txonly")
+            .into_iter()
+            .chain(
+                split
+                    .iter()
+                    .flat_map(|n| ["--txsplit".to_string(), n.clone()]),
+            )
+            .collect::<Vec<_>>(),
     )
     .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_secs(args.secs + 1));
@@ -517,7 +540,7 @@ fn ring_name(rsize: Option<u8>) -> String {
 }
 
 fn measure(args: &Args, mtu: u16) {
-    const CEILINGS: [&str; 2] = ["rxonly", "rxplace"];
+    const CEILINGS: [&str; 3] = ["rxonly", "rxplace", ZERO_COPY_CEILING];
     let (frame, payload) = (frame(mtu), segment_payload(mtu));
     let n = args.sources.len();
     let runs = CEILINGS.len() + n;
@@ -556,25 +579,31 @@ fn measure(args: &Args, mtu: u16) {
             }
         }
         let (raw_pps, place_pps) = (got[0].unwrap_or(0.0), got[1].unwrap_or(0.0));
+        let zc_pps = got[2].unwrap_or(0.0);
         ceilings[0].push(raw_pps);
         ceilings[1].push(place_pps);
+        ceilings[2].push(zc_pps);
         let mut line = format!(
             "MTU {mtu} round {r}: raw {:.3} Mpps at {frame} B ({:.1} MB/s of segment payload, \
-             {}), placement {:.1} MB/s ({})",
+             {}), placement {:.1} MB/s ({}), placement of zero-copy frames {:.1} MB/s ({})",
             raw_pps / 1e6,
             raw_pps * payload / 1e6,
             ring_name(ring[0]),
             place_pps * payload / 1e6,
-            ring_name(ring[1])
+            ring_name(ring[1]),
+            zc_pps * payload / 1e6,
+            ring_name(ring[2])
         );
         for (s, g) in got[CEILINGS.len()..].iter().enumerate() {
             let g = g.unwrap_or(0.0);
             line += &format!(
-                " | DDP from {} {:.1} MB/s, {:.3} of placement, {:.3} of raw ({})",
+                " | DDP from {} {:.1} MB/s, {:.3} of placement, {:.3} of raw, {:.3} of \
+                 zero-copy placement ({})",
                 args.sources[s],
                 g / 1e6,
                 g / (place_pps * payload),
                 g / (raw_pps * payload),
+                g / (zc_pps * payload),
                 busy[CEILINGS.len() + s]
             );
             goodputs[s].push(g);
@@ -605,9 +634,11 @@ fn measure(args: &Args, mtu: u16) {
             outln!("{line}");
         }
     }
-    let (Some(raw_pps), Some(place_pps)) =
-        (median(ceilings[0].clone()), median(ceilings[1].clone()))
-    else {
+    let (Some(raw_pps), Some(place_pps), Some(zc_pps)) = (
+        median(ceilings[0].clone()),
+        median(ceilings[1].clone()),
+        median(ceilings[2].clone()),
+    ) else {
         std::process::exit(1);
     };
     // Ratios of the medians: each figure is the median of its own rounds.
@@ -615,7 +646,7 @@ fn measure(args: &Args, mtu: u16) {
         .into_iter()
         .map(|g| median(g).unwrap_or(0.0))
         .collect();
-    let (raw_bps, place_bps) = (raw_pps * payload, place_pps * payload);
+    let (raw_bps, place_bps, zc_bps) = (raw_pps * payload, place_pps * payload, zc_pps * payload);
     if args.json {
         let per: serde_json::Map<String, serde_json::Value> = args
             .sources
@@ -627,6 +658,7 @@ fn measure(args: &Args, mtu: u16) {
                     s.clone(),
                     serde_json::json!({"ddp_goodput_bytes_per_s": g,
                         "ratio_to_placement": g / place_bps, "ratio_to_raw": g / raw_bps,
+                        "ratio_to_zero_copy_placement": g / zc_bps,
                         "round_ratios_to_placement": rr,
                         "median_round_ratio_to_placement": median(rr.clone())}),
                 )
@@ -637,23 +669,27 @@ fn measure(args: &Args, mtu: u16) {
             serde_json::json!({"mtu": mtu, "segment": mulpdu(mtu), "frame": frame,
                 "memif_rsize": args.memif_rsize, "ceiling_rsizes": &args.ceiling_rsizes,
                 "raw_pps": raw_pps, "placement_bytes_per_s": place_bps,
+                "zero_copy_placement_bytes_per_s": zc_bps,
                 "sources": per, "write_size": args.write_size})
         );
     } else {
         let mut line = format!(
             "MTU {mtu} (segments of {} bytes) median: raw {:.3} Mpps ({:.1} MB/s), placement \
-             {:.1} MB/s",
+             {:.1} MB/s, placement of zero-copy frames {:.1} MB/s",
             mulpdu(mtu),
             raw_pps / 1e6,
             raw_bps / 1e6,
-            place_bps / 1e6
+            place_bps / 1e6,
+            zc_bps / 1e6
         );
         for ((s, g), rr) in args.sources.iter().zip(&medians).zip(&round_ratios) {
             line += &format!(
-                "; DDP from {s} {:.1} MB/s, {:.3} of placement, {:.3} of raw",
+                "; DDP from {s} {:.1} MB/s, {:.3} of placement, {:.3} of raw, {:.3} of zero-copy \
+                 placement",
                 g / 1e6,
                 g / place_bps,
-                g / raw_bps
+                g / raw_bps,
+                g / zc_bps
             );
             if let Some(m) = median(rr.clone()) {
                 line += &format!(" (the rounds' own ratios to placement: median {m:.3})");
