@@ -531,6 +531,31 @@ fn push_chunk(
     }
 }
 
+/// The DATA chunk of message `seq` (slot `s`) on its first transmission, with TSN `tsn`. RFC
+/// 7053 §4.1: with `ask_sack`, the last chunk before the sender runs out of data asks for a SACK
+/// at once (the I bit), so its acknowledgement does not wait for the peer's delayed-ack timer: a
+/// lone message completes in a round trip. A receiver that does not know the bit ignores it
+/// (RFC 9260 §3.3.1).
+fn first_chunk<'q>(
+    sq: &'q SendQueue,
+    seq: u64,
+    s: &Slot,
+    tsn: u32,
+    ask_sack: bool,
+) -> DataRepr<'q> {
+    DataRepr {
+        immediate: ask_sack && sq.is_last(seq),
+        unordered: true,
+        beginning: true,
+        ending: true,
+        tsn,
+        stream_id: s.stream,
+        ssn: 0,
+        ppid: s.ppid,
+        user_data: sq.payload(seq),
+    }
+}
+
 /// Book size of a message in the flight and the peer's window: the padded DATA chunk.
 fn book(len: usize) -> usize {
     (DATA_HEADER_LEN + len + 3) & !3
@@ -2774,17 +2799,13 @@ impl Association {
         // iteration, which would send it, and whose next one would stop for want of room.
         self.header(self.peer_tag).emit(&mut full[..HEADER_LEN]);
         let tail = s.ext.map_or(0, |e| e.len as usize);
-        let d = DataRepr {
-            immediate: self.cfg.immediate_sack_when_idle && self.sq.is_last(seq),
-            unordered: true,
-            beginning: true,
-            ending: true,
-            tsn: self.next_tsn,
-            stream_id: s.stream,
-            ssn: 0,
-            ppid: s.ppid,
-            user_data: self.sq.payload(seq),
-        };
+        let d = first_chunk(
+            &self.sq,
+            seq,
+            &s,
+            self.next_tsn,
+            self.cfg.immediate_sack_when_idle,
+        );
         d.emit_with_tail(&mut full[HEADER_LEN..end], tail);
         if let Some(ext) = s.ext {
             self.holes[0] = Hole {
@@ -3068,21 +3089,13 @@ impl Association {
             if DATA_HEADER_LEN + s.len > b.remaining() {
                 break;
             }
-            let d = DataRepr {
-                // RFC 7053 §4.1: the last DATA chunk before the sender runs out of data asks
-                // for a SACK at once (the I bit), so its acknowledgement does not wait for the
-                // peer's delayed-ack timer: a lone message completes in a round trip. A
-                // receiver that does not know the bit ignores it (RFC 9260 §3.3.1).
-                immediate: self.cfg.immediate_sack_when_idle && self.sq.is_last(seq),
-                unordered: true,
-                beginning: true,
-                ending: true,
-                tsn: self.next_tsn,
-                stream_id: s.stream,
-                ssn: 0,
-                ppid: s.ppid,
-                user_data: self.sq.payload(seq),
-            };
+            let d = first_chunk(
+                &self.sq,
+                seq,
+                &s,
+                self.next_tsn,
+                self.cfg.immediate_sack_when_idle,
+            );
             if !push_chunk(b, &d, s.ext, &mut self.holes, &mut self.n_holes) {
                 break;
             }
