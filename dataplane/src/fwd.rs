@@ -104,7 +104,8 @@ pub struct StreamCounters {
     pub tx_packets: AtomicU64,
     /// Packets `tx_burst` did not take after the retries, freed.
     pub tx_dropped: AtomicU64,
-    /// Bursts for which the mempool could not supply buffers (txonly).
+    /// Bursts for which the mempool could not supply buffers, or (`--txsplit`) the port could
+    /// not attach a span (txonly).
     pub alloc_failed: AtomicU64,
     /// Payload bytes copied into the region (rxplace).
     pub placed_bytes: AtomicU64,
