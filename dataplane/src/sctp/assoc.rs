@@ -2795,8 +2795,9 @@ impl Association {
             let mut b = PacketBuilder::new(&mut full[..limit], &self.header(self.peer_tag)).ok()?;
             return self.push_data(now, &mut b, false).then(|| b.packet_len());
         }
-        // data_ready said the window takes this message (§6.1 B, C): push_data's first
-        // iteration, which would send it, and whose next one would stop for want of room.
+        // data_ready said the windows take this message (§6.1 A: the peer's; B: cwnd):
+        // push_data's first iteration, which would send it, and whose next one would stop for
+        // want of room.
         self.header(self.peer_tag).emit(&mut full[..HEADER_LEN]);
         let tail = s.ext.map_or(0, |e| e.len as usize);
         let d = first_chunk(
