@@ -192,14 +192,18 @@ fn jumbo_frames_over_af_packet_are_delivered_whole() {
         run.head
     );
     let (goodput, done) = (run.goodput, run.done);
-    // No frame cut or too long anywhere, and none lost to a retransmission timeout.
+    // No frame cut or too long anywhere, and the writes delivered without waiting on
+    // retransmission timeouts. A slot short of a frame loses every full segment, so every
+    // write would wait out T3-rtx again and again and few would complete in the run; one
+    // expiry is tolerated: with this file's other tests on the same two CPUs, a veth's socket
+    // ring once lost a whole window of 32 frames at once (t3_retransmits 32, 23 784 writes
+    // completed), which only T3-rtx recovers (nothing after it to SACK, RFC 9260 §7.2.4).
     assert_eq!(done["drops"], serde_json::json!({}), "{done}");
     assert_eq!(goodput["drops"], serde_json::json!({}), "{goodput}");
-    assert_eq!(
-        goodput["sctp"]["t3_expiries"].as_u64(),
-        Some(0),
-        "{goodput}"
-    );
+    let t3 = goodput["sctp"]["t3_expiries"].as_u64();
+    assert!(t3.is_some_and(|n| n <= 1), "{goodput}");
+    let writes = goodput["messages"].as_u64();
+    assert!(writes.is_some_and(|n| n >= 1000), "{goodput}");
 }
 
 /// An interface whose MTU is smaller than `--mtu` passes no full segment: refused before the
