@@ -299,9 +299,14 @@ impl<P: Port> LcoreLoop<P> {
         if len as u64 > room || !s.tx.alloc_bulk(bufs, 2 * n, 0) {
             return false;
         }
-        let mut spans = bufs.split_off(n);
         let mut next = span.next.load(Relaxed);
-        for (b, fresh) in bufs.iter_mut().zip(spans.drain(..)) {
+        // The first n buffers are the frames' heads; each takes one of the n fresh ones behind
+        // them (all alike) for its span, from the end, so the burst needs no second list.
+        for j in 0..n {
+            let Some(fresh) = bufs.pop() else {
+                s.tx.free_bulk(bufs);
+                return false;
+            };
             if next + len as u64 > room {
                 next = 0;
             }
@@ -310,6 +315,7 @@ impl<P: Port> LcoreLoop<P> {
                 return false;
             };
             next += len as u64;
+            let b = &mut bufs[j];
             b.resize(head);
             b.data_mut()[..head].copy_from_slice(&self.template[..head]);
             if b.chain(tail).is_err() {
