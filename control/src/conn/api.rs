@@ -590,6 +590,10 @@ pub struct ConnStats {
     pub service_discarded: u64,
     pub service_dropped: u64,
     pub segments_sent: u64,
+    /// Of `segments_sent`, those a lone stream's region send gave SCTP straight after its
+    /// previous segment, without a scheduling turn of their own (the send side's prediction,
+    /// `sctp::Config::header_prediction`): a bulk sender's common case.
+    pub segments_continued: u64,
     pub control_sent: u64,
     pub segments_received: u64,
     /// Of `segments_received`, those the fused receive path took (the next tagged segment of

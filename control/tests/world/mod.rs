@@ -63,6 +63,8 @@ pub struct World {
     /// Session control messages go to a "control thread" with their session, and come back
     /// this long after (the runtime's shape; `None`: run where they arrive).
     remote: Option<Duration>,
+    /// Every packet either side sent (`true`: to the server), in order, once set to `Some`.
+    pub sent: Option<Vec<(bool, Vec<u8>)>>,
 }
 
 /// SCTP timers suited to the hostile network (RFC 9260 defaults would make thousands of seeds
@@ -111,6 +113,17 @@ fn side(
 impl World {
     pub fn new(net: NetConfig, conn: ConnConfig, pending: usize, rng: &mut Rng) -> World {
         let sctp = sctp_config(net.mtu);
+        World::new_with_sctp(net, conn, sctp, pending, rng)
+    }
+
+    /// As [`World::new`], both endpoints configured with `sctp` (its port set per side).
+    pub fn new_with_sctp(
+        net: NetConfig,
+        conn: ConnConfig,
+        sctp: Config,
+        pending: usize,
+        rng: &mut Rng,
+    ) -> World {
         let net_rng = Rng::new(rng.next_u64());
         World {
             now: Instant::from_nanos(1_000_000_000),
@@ -133,6 +146,7 @@ impl World {
             ),
             buf: vec![0; 65_536],
             remote: None,
+            sent: None,
         }
     }
 
@@ -216,6 +230,9 @@ impl World {
             if let Some(c) = side.conn.as_mut() {
                 while let Some(n) = c.poll_transmit(self.now, &mut self.buf) {
                     self.net.send(self.now, to_server, &self.buf[..n]);
+                    if let Some(log) = self.sent.as_mut() {
+                        log.push((to_server, self.buf[..n].to_vec()));
+                    }
                 }
             }
             side.drain();
@@ -231,6 +248,9 @@ impl World {
                 if let Some(c) = side.conn.as_mut() {
                     while let Some(n) = c.poll_transmit(self.now, &mut self.buf) {
                         self.net.send(self.now, to_server, &self.buf[..n]);
+                        if let Some(log) = self.sent.as_mut() {
+                            log.push((to_server, self.buf[..n].to_vec()));
+                        }
                     }
                 }
                 side.drain();

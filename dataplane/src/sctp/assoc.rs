@@ -988,6 +988,12 @@ impl Association {
         self.sq.dropped_from()
     }
 
+    /// Whether the fast paths of [`Config::header_prediction`] are on: the layers above take
+    /// their own predicted paths under the same switch, so that one flag compares the two.
+    pub fn header_prediction(&self) -> bool {
+        self.cfg.header_prediction
+    }
+
     /// How many more messages [`Association::send`] takes now.
     pub fn send_room(&self) -> usize {
         self.sq.room()
