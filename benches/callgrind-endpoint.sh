@@ -7,11 +7,16 @@
 #   benches/callgrind-endpoint.sh write [SIZE] [SECS]   one outstanding tagged write of SIZE bytes
 #                                                       (ddp-latency-bench's client): instructions
 #                                                       a write, and its largest parts
+#   benches/callgrind-endpoint.sh bulk [SIZE] [SECS]    zero-copy tagged writes of SIZE bytes
+#                                                       (default 1 MiB), eight outstanding: the
+#                                                       bulk sender of ddp-goodput-bench, bound
+#                                                       by its own work under callgrind:
+#                                                       instructions a segment sent, and parts
 #   benches/callgrind-endpoint.sh idle [SECS]           an association and nothing to send
 #                                                       (--reconnect, --idle spin): instructions
 #                                                       an idle poll turn
 #
-# DDPDK_BIN=PATH counts another build (a baseline's) with the same script.
+# DDPDK_BIN=PATH counts another build (a baseline's) with the same script; PARTS=N lists N parts.
 #
 # Compare builds by these counts, not by the client's wall clock (valgrind runs it ~50x
 # slower), at the same SECS: a write's count includes the run's set-up divided by its writes
@@ -43,6 +48,14 @@ write)
         --ddp-window 1 --json)
     lcores=0@1
     ;;
+bulk)
+    SIZE=${2:-1048576}
+    SECS=${3:-4}
+    toggle='ddpdk_cli::endpoint::Job::client_run*'
+    client=(--ddp-connect 198.18.0.2 --ip 198.18.0.1 --run-for "$SECS" --ddp-size "$SIZE"
+        --ddp-window 8 --json)
+    lcores=0@1
+    ;;
 idle)
     SECS=${2:-4}
     toggle='ddpdk_control::runtime::DataCore*::poll'
@@ -51,7 +64,7 @@ idle)
     lcores=0@1,1@1
     ;;
 *)
-    echo "usage: $0 write [SIZE] [SECS] | idle [SECS]" >&2
+    echo "usage: $0 write [SIZE] [SECS] | bulk [SIZE] [SECS] | idle [SECS]" >&2
     exit 2
     ;;
 esac
@@ -61,10 +74,11 @@ $BIN --lcores 0@0 $(eal s) --vdev="net_memif0,role=server,id=0,socket=$sock" -- 
 server=$!
 sleep 1
 # shellcheck disable=SC2046
-valgrind --tool=callgrind --callgrind-out-file="$out/cg" --toggle-collect="$toggle" \
+valgrind --tool=callgrind --callgrind-out-file="$out/cg" --toggle-collect="$toggle" ${CALLGRIND_ARGS:-} \
     $BIN --lcores "$lcores" $(eal c) --vdev="net_memif0,role=client,id=0,socket=$sock" -- \
     "${client[@]}" >"$out/client" 2>&1
 (cd "$out" && callgrind_annotate --inclusive=yes --threshold=100 --auto=no cg >cg.ann 2>/dev/null)
+[ -n "${KEEP_CG:-}" ] && cp "$out/cg" "$KEEP_CG"
 (cd "$out" && callgrind_annotate --tree=calling --inclusive=yes --threshold=100 --auto=no cg \
     >cg.tree 2>/dev/null)
 total=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}' "$out/cg.ann")
@@ -72,6 +86,10 @@ if [ "$MODE" = write ]; then
     n=$(grep -o '"messages":[0-9]*' "$out/client" | head -1 | cut -d: -f2)
     what="a write ($n writes of $SIZE bytes)"
     least=100
+elif [ "$MODE" = bulk ]; then
+    n=$(grep -o '"data_out":[0-9]*' "$out/client" | head -1 | cut -d: -f2)
+    what="a segment sent ($n segments, writes of $SIZE bytes)"
+    least=10
 else
     # One closing answer() a turn.
     n=$(grep -m1 '>.*DataCore<P>::answer (' "$out/cg.tree" | grep -o '([0-9,]*x)' | tr -d '(),x')
@@ -85,7 +103,7 @@ grep -E '\[' "$out/cg.ann" | awk -v n="$n" -v least="$least" -v total="$total" '
     f = $(NF - 1); sub(/^[^:]*:/, "", f); k = split(f, p, "::");
     if (k > 1) f = p[k - 1] "::" p[k];
     if ($1 / n >= least && $1 < total) printf "  %6.0f  %s\n", $1 / n, f}' |
-    sort -rn | uniq | head -14
+    sort -rn | uniq | head -"${PARTS:-14}"
 if grep -q 'follows the monotonic clock' "$out/client"; then
     echo "note: the client's TSC clock was dropped during the run (see the script's header):"
     grep 'follows the monotonic clock' "$out/client"

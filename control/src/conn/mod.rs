@@ -546,7 +546,7 @@ impl Connection {
     /// computes it).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.serve(now);
-        self.pump();
+        self.pump_batched();
         self.session_events();
         self.tell_room();
         let n = self.assoc.poll_transmit(now, buf)?;
@@ -585,7 +585,7 @@ impl Connection {
         buf: &mut [u8],
     ) -> Option<(usize, &[Hole])> {
         self.serve(now);
-        self.pump();
+        self.pump_batched();
         self.session_events();
         self.tell_room();
         let n = self.assoc.poll_transmit(now, buf)?;
@@ -738,7 +738,10 @@ impl Connection {
             .in_flight
             .front()
             .is_some_and(|f| f.number < self.assoc.settled_before());
-        if settle_due || self.assoc.has_events() || self.session_events_pending() || self.pump_due()
+        if settle_due
+            || self.assoc.has_events()
+            || self.session_events_pending()
+            || (self.pump_due() && self.pump_batch_due())
         {
             self.after_sctp_steps();
         }
@@ -752,7 +755,7 @@ impl Connection {
         self.settle();
         self.session_events();
         // Nothing since the first look touched a session unless the pump ran.
-        if self.pump() {
+        if self.pump_batched() {
             self.session_events();
         }
     }
