@@ -537,6 +537,7 @@ impl Connection {
 /// Books segment `number` (DDP-SSN `ddp_ssn`) of the front send of `stream`, just given to
 /// SCTP: its place in the in-flight runs and, if it was the send's `last`, the send's end (the
 /// completion it owes when acknowledged, RFC 5041 §5.4, or RDMAP's bookkeeping).
+#[inline(always)]
 fn segment_sent(
     stream: u16,
     s: &mut DdpStream,
