@@ -29,7 +29,7 @@ struct Run {
     sinks: Vec<(RegionId, Stag)>,
 }
 
-fn world(seed: u64, predict: bool, loss: f64) -> Run {
+fn world(seed: u64, predict: bool, loss: f64, slots: usize) -> Run {
     let net = NetConfig {
         loss,
         duplicate: loss / 2.0,
@@ -39,9 +39,9 @@ fn world(seed: u64, predict: bool, loss: f64) -> Run {
     };
     let sctp = ddpdk_dataplane::sctp::Config {
         header_prediction: predict,
-        // Room for a few dozen segments only: the pump stops at a full queue and resumes
-        // after every SACK, mid-send.
-        send_slots: 48,
+        // Room for a few segments only: the pump stops at a full queue and resumes once a
+        // batch of slots is free (a quarter of them: 12 of 48, 2 of 8, 1 of 3), mid-send.
+        send_slots: slots,
         ..sctp_config(1500)
     };
     let mut rng = Rng::new(seed);
@@ -106,9 +106,9 @@ const POSTS: &[(usize, u64, u16, u64, u32)] = &[
     (300, 9, 1, 500_000, 3),
 ];
 
-fn compare(seed: u64, loss: f64) {
-    let mut fast = world(seed, true, loss);
-    let mut general = world(seed, false, loss);
+fn compare(seed: u64, loss: f64, slots: usize) {
+    let mut fast = world(seed, true, loss, slots);
+    let mut general = world(seed, false, loss, slots);
     let mut step = 0;
     let mut posted = 0;
     loop {
@@ -166,7 +166,11 @@ fn compare(seed: u64, loss: f64) {
     );
     let mut ids: Vec<u64> = c.iter().map(|c| c.wr_id).collect();
     ids.sort_unstable();
-    assert_eq!(ids, (1..=POSTS.len() as u64).collect::<Vec<_>>());
+    assert_eq!(
+        ids,
+        (1..=POSTS.len() as u64).collect::<Vec<_>>(),
+        "seed {seed}"
+    );
     for &(_, _, stream, offset, len) in POSTS {
         let k = STREAMS.iter().position(|&s| s == stream).unwrap();
         let want = read(&fast.w.client, fast.src, offset, len as usize);
@@ -183,8 +187,16 @@ fn compare(seed: u64, loss: f64) {
         general.w.client.conn().stats(),
     );
     assert_eq!(sf.segments_sent, sg.segments_sent, "seed {seed}");
+    // Only a lone stream continues (stream 2 shares half of the bytes), and a run is as long
+    // as the batch SCTP's queue frees: 12 slots of 48, 2 of 8, 1 of 3 (one segment in every
+    // few then). Seen: 198-287, 118-135, 28-74 of 432.
+    let share = match slots {
+        48.. => 3,
+        8.. => 4,
+        _ => 20,
+    };
     assert!(
-        sf.segments_continued * 4 > sf.segments_sent,
+        sf.segments_continued * share > sf.segments_sent,
         "seed {seed}: {} of {} segments continued",
         sf.segments_continued,
         sf.segments_sent
@@ -194,12 +206,18 @@ fn compare(seed: u64, loss: f64) {
 
 #[test]
 fn continued_segments_are_the_general_paths_on_a_perfect_network() {
-    compare(1, 0.0);
+    for slots in [48, 8, 3] {
+        compare(1, 0.0, slots);
+    }
 }
 
 #[test]
 fn continued_segments_are_the_general_paths_under_loss_reordering_and_duplication() {
     for seed in 1..=6 {
-        compare(seed, 0.02);
+        compare(seed, 0.02, 48);
+    }
+    for seed in 7..=9 {
+        compare(seed, 0.02, 8);
+        compare(seed, 0.02, 3);
     }
 }

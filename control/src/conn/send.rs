@@ -229,16 +229,20 @@ impl Connection {
     }
 
     /// Whether a pump that has something to do ([`Connection::pump_due`]) runs after a
-    /// packet or before one is sent: once a batch of SCTP's slots is free (a quarter of them, at most
-    /// [`PUMP_BATCH`]). A bulk sender's every SACK frees a slot or two; refilling them at
-    /// once ran a whole turn (the first segment's checks, `send_one`) for every other segment,
-    /// where a batch gives one turn and a run of continued segments
-    /// ([`Connection::continue_region_send`]). What it costs: while SCTP's queue is what
-    /// limits the flight (not cwnd or the peer's window), the flight is up to a batch short of
-    /// the queue's length (32 of 1024 slots, 3 %); a window that limits it keeps new DATA
-    /// queued, and nothing waits. Posts, commands and timers pump at once
-    /// ([`Connection::pump`]); a queue that is not full enough to wait for was emptied by
-    /// acknowledgements, which free the batch soon.
+    /// packet or a timer, or before a packet is sent: once a batch of SCTP's slots is free (a
+    /// quarter of them, at most [`PUMP_BATCH`]; `send_room + queued` is the slot count). A
+    /// bulk sender's every SACK frees a slot or two; refilling them at once ran a whole turn
+    /// (the first segment's checks, `send_one`) for every other segment, where a batch gives
+    /// one turn and a run of continued segments ([`Connection::continue_region_send`]).
+    ///
+    /// What it costs: while SCTP's queue is what limits the flight (not cwnd or the peer's
+    /// window), the flight is up to a batch short of the queue's length (32 of 1024 slots,
+    /// 3 %); and what a received packet makes to send (a Read Response, a Terminate an
+    /// acknowledgement releases) waits for the batch, a few SACKs at most. It cannot wait for
+    /// ever: room below the batch means SCTP holds three quarters of its slots, which leave
+    /// only through acknowledgements, a restart or the association's end, each of which
+    /// comes through here. With 7 slots or fewer the batch is one slot, as before. The ULP's
+    /// posts and commands pump at once ([`Connection::pump`] from `progress`).
     #[inline]
     pub(super) fn pump_batch_due(&self) -> bool {
         let room = self.assoc.send_room() as u64;
