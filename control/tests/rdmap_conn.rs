@@ -440,6 +440,74 @@ fn rfc5040_6_1_reads_are_held_to_the_peers_ird() {
     assert_eq!(read(&w.client, sink, 0, data.len()), data);
 }
 
+/// RFC 5040 §5.2: the responder answers a Read on its own, however busy its sending side.
+/// After a packet the pump waits until a batch of SCTP's slots is free
+/// (`Connection::pump_batch_due`); a Read Response the Request's packet made must still go
+/// out while the responder's SCTP queue is full of its own bulk write on another stream, the
+/// two streams taking turns, not after that write.
+#[test]
+fn a_read_response_is_not_held_behind_the_responders_bulk_write() {
+    const BULK: usize = 4 << 20;
+    const READ: usize = 64 << 10;
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    // A plain DDP session on stream 2 carries the server's bulk write to the client.
+    let (cpd2, _) = world::open(&mut w, 2);
+    let (_, bulk_sink) = region(&mut w.client, cpd2, BULK, Access::REMOTE_WRITE, None);
+    let bulk_src = w.server.memory.alloc_region(BULK).unwrap();
+    let table = w.server.memory.region_table().clone();
+    w.server.conn().use_regions(table);
+    w.server
+        .conn()
+        .post_send(ddpdk_control::conn::SendRequest {
+            wr_id: 77,
+            stream: 2,
+            kind: ddpdk_control::conn::SendKind::Tagged {
+                stag: bulk_sink.stag,
+                to: BASE,
+                rsvd_ulp: 0,
+            },
+            data: Payload::Region {
+                region: bulk_src,
+                offset: 0,
+                len: BULK as u32,
+            },
+            signaled: true,
+        })
+        .unwrap();
+    let slots =
+        w.server.conn().association().send_room() as u64 + w.server.conn().association().queued();
+    wait(&mut w, "the server's SCTP queue full", |w| {
+        w.server.conn().association().queued() == slots
+    });
+    let (src, src_reg) = region(&mut w.server, spd, READ, Access::REMOTE_READ, None);
+    let data = pattern(READ, 3);
+    w.server
+        .memory
+        .region(src)
+        .unwrap()
+        .place(0, &data)
+        .unwrap();
+    let (sink, sink_reg) = region(&mut w.client, cpd, READ, Access::LOCAL_WRITE, None);
+    rdma(
+        &mut w.client,
+        1,
+        read_op(src_reg.stag, 0, sink_reg.stag, 0, READ as u32),
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    wait(&mut w, "the Read", |w| done(&w.client, 1));
+    assert_eq!(completions(&w.client), [(1, Status::Success)]);
+    assert_eq!(read(&w.client, sink, 0, READ), data);
+    assert!(
+        !done(&w.server, 77),
+        "the Read Response waited for the whole bulk write"
+    );
+    wait(&mut w, "the bulk write", |w| done(&w.server, 77));
+    assert_eq!(completions(&w.server), [(77, Status::Success)]);
+}
+
 /// RFC 5040 §6.1: with an ORD of 0 (ours, or the peer's IRD) no Read may ever be
 /// outstanding. Posting one is refused at once instead of waiting forever; Writes still go.
 #[test]
