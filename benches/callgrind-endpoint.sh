@@ -40,20 +40,14 @@ trap cleanup EXIT
 sock=$out/memif.sock
 eal() { echo "--no-huge -m 1024 --no-pci --log-level=*:error --file-prefix=cge$$$1"; }
 case $MODE in
-write)
-    SIZE=${2:-64}
+write | bulk)
+    # One outstanding write (the latency client), or eight of 1 MiB (the bulk sender).
+    if [ "$MODE" = write ]; then default=64 window=1; else default=1048576 window=8; fi
+    SIZE=${2:-$default}
     SECS=${3:-4}
     toggle='ddpdk_cli::endpoint::Job::client_run*'
     client=(--ddp-connect 198.18.0.2 --ip 198.18.0.1 --run-for "$SECS" --ddp-size "$SIZE"
-        --ddp-window 1 --json)
-    lcores=0@1
-    ;;
-bulk)
-    SIZE=${2:-1048576}
-    SECS=${3:-4}
-    toggle='ddpdk_cli::endpoint::Job::client_run*'
-    client=(--ddp-connect 198.18.0.2 --ip 198.18.0.1 --run-for "$SECS" --ddp-size "$SIZE"
-        --ddp-window 8 --json)
+        --ddp-window "$window" --json)
     lcores=0@1
     ;;
 idle)
