@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use dpdk_sys as sys;
 
+use super::kernel_ring::KernelRings;
 use super::{check, DpdkError, Mbuf, Mempool};
 use crate::port::region::Region;
 use crate::port::{ChecksumOffload, FlowRule, LinkStatus, Port, PortStats, SctpFlow};
@@ -81,6 +82,8 @@ pub struct PortInfo {
     /// Most segments one transmitted frame may have (`tx_desc_lim`: the smaller of
     /// `nb_seg_max` and `nb_mtu_seg_max`, where the device sets them).
     pub tx_seg_max: u16,
+    /// The kernel interface under the device (0: none, or the driver did not say).
+    pub if_index: u32,
 }
 
 /// How a port spreads received SCTP packets over RX queues, once programmed by
@@ -148,6 +151,7 @@ impl PortInfo {
                 .filter(|&n| n > 0)
                 .min()
                 .unwrap_or(u16::MAX),
+            if_index: info.if_index,
         })
     }
 }
@@ -172,6 +176,8 @@ pub struct DpdkPort {
     /// The last TX queue is the device's queue 0 again ([`PortConf::share_last_pair`]): both
     /// send under this lock.
     shared_tx: Option<std::sync::Mutex<()>>,
+    /// af_packet's kernel rings, whose drops the PMD does not count (`kernel_ring`).
+    kernel_rings: Option<KernelRings>,
 }
 
 impl DpdkPort {
@@ -254,6 +260,7 @@ impl DpdkPort {
             pool,
             state: AtomicU8::new(STOPPED),
             shared_tx: shared.then(|| std::sync::Mutex::new(())),
+            kernel_rings: None,
         };
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
         check(
@@ -263,6 +270,9 @@ impl DpdkPort {
         )?;
         port.conf.nb_rxd = nb_rxd;
         port.conf.nb_txd = nb_txd;
+        if port.info.driver == "net_af_packet" && port.info.if_index != 0 {
+            port.kernel_rings = KernelRings::find(port.info.if_index);
+        }
         // SOCKET_ID_ANY (virtual devices) becomes socket 0, where the pool was created.
         let socket = u32::try_from(port.info.socket).unwrap_or(0);
         for q in 0..conf.nb_rxq {
@@ -468,6 +478,10 @@ impl DpdkPort {
     pub fn close(&self) -> Result<(), DpdkError> {
         self.stop()?;
         if self.state.swap(CLOSED, Ordering::AcqRel) != CLOSED {
+            // The device closes its sockets: their numbers may be anything's afterwards.
+            if let Some(k) = &self.kernel_rings {
+                k.forget();
+            }
             let id = self.info.port_id;
             self.teardown(format!("rte_eth_dev_close(port {id})"), move || {
                 // SAFETY: the port is stopped and nothing uses it any more.
@@ -776,7 +790,7 @@ impl Port for DpdkPort {
             tx_packets: s.opackets,
             rx_bytes: s.ibytes,
             tx_bytes: s.obytes,
-            rx_missed: s.imissed,
+            rx_missed: s.imissed + self.kernel_rings.as_ref().map_or(0, KernelRings::dropped),
             rx_errors: s.ierrors,
             tx_errors: s.oerrors,
             rx_nombuf: s.rx_nombuf,
@@ -817,6 +831,9 @@ impl Port for DpdkPort {
         unsafe {
             sys::rte_eth_stats_reset(self.info.port_id);
             sys::rte_eth_xstats_reset(self.info.port_id);
+        }
+        if let Some(k) = &self.kernel_rings {
+            k.reset();
         }
     }
 }

@@ -13,6 +13,7 @@ mod ethdev;
 mod flow;
 mod ipsec;
 mod ipsec_port;
+mod kernel_ring;
 mod mbuf;
 pub mod telemetry;
 // RDTSC is x86-64's; elsewhere the poll loops keep the vDSO clock.
