@@ -149,6 +149,41 @@ const FOLD_BLOCK: usize = 384;
 /// Buffers at least this long give crc-fast its whole blocks, the lanes the rest.
 const FOLD_MIN: usize = 2 * FOLD_BLOCK;
 
+/// Whole blocks a buffer may have for crc-fast's one-shot CRC to be joined to the running
+/// state by one multiply ([`BULK_SHIFTS`]): a jumbo frame's (9216 bytes). Longer buffers go
+/// through a `crc_fast::Digest`.
+const BULK_MAX: usize = 24;
+
+/// `x^(64·48·k − 33) mod P`, bit-reflected, for `k` in `1..=BULK_MAX` (index `k`): the
+/// constant that moves a `crc32` state past `k` blocks of zeros ([`shift`]).
+static BULK_SHIFTS: [u32; BULK_MAX + 1] = bulk_shifts();
+
+const fn bulk_shifts() -> [u32; BULK_MAX + 1] {
+    const fn times_x(v: u32) -> u32 {
+        (v >> 1) ^ if v & 1 != 0 { POLY } else { 0 }
+    }
+    let mut table = [0u32; BULK_MAX + 1];
+    let mut v = 1u32 << 31; // x^0
+    let mut i = 0;
+    while i < 31 {
+        v = times_x(v);
+        i += 1;
+    }
+    // v = x^31 = x^(64·48·0 + 64 − 33) once the first block's 64·48 − 64 more are added.
+    let mut k = 1;
+    let mut left = 64 * (FOLD_BLOCK / 8) - 64;
+    while k <= BULK_MAX {
+        while left > 0 {
+            v = times_x(v);
+            left -= 1;
+        }
+        table[k] = v;
+        left = 64 * (FOLD_BLOCK / 8);
+        k += 1;
+    }
+    table
+}
+
 /// The `crc32` state after `bytes` from state `crc`: crc-fast's carry-less multiply folding
 /// (VPCLMULQDQ, several times the lanes' rate in cache at 9000 bytes) over the whole aligned
 /// blocks of a long buffer, the lanes over what it would run on one chain: the bytes before
@@ -163,11 +198,24 @@ fn update(crc: u32, bytes: &[u8]) -> u32 {
     let (head, rest) = bytes.split_at(head);
     let (bulk, tail) = rest.split_at(rest.len() / FOLD_BLOCK * FOLD_BLOCK);
     let c = update_lanes(crc, head);
-    let mut fold =
-        crc_fast::Digest::new_with_init_state(crc_fast::CrcAlgorithm::Crc32Iscsi, u64::from(c));
-    fold.update(bulk);
-    // A CRC-32 state is the low half of crc-fast's u64.
-    update_lanes(fold.get_state() as u32, tail)
+    let c = match BULK_SHIFTS.get(bulk.len() / FOLD_BLOCK) {
+        // crc-fast's one-shot CRC (its static parameters; a `Digest` copies them in, ~240
+        // bytes a packet) from its standard state !0, moved onto `c` by linearity:
+        // `crc(c ‖ B) = crc(!0 ‖ B) ⊕ (c ⊕ !0)·x^(8·|B|)`.
+        Some(&k) => {
+            (crc_fast::crc32_iscsi(bulk) ^ u32::MAX) ^ shift(u64::from(c ^ u32::MAX), k) as u32
+        }
+        None => {
+            let mut fold = crc_fast::Digest::new_with_init_state(
+                crc_fast::CrcAlgorithm::Crc32Iscsi,
+                u64::from(c),
+            );
+            fold.update(bulk);
+            // A CRC-32 state is the low half of crc-fast's u64.
+            fold.get_state() as u32
+        }
+    };
+    update_lanes(c, tail)
 }
 
 /// The SCTP checksum of `packet` (at least the common header).
@@ -267,6 +315,29 @@ mod tests {
                 // SAFETY: has_lanes() checked the target features `shift` enables.
                 let by_shift = unsafe { shift(state, k) };
                 assert_eq!(by_shift, by_zeros, "{m} words from {state:#x}");
+            }
+        }
+    }
+
+    /// Each block constant moves a state past that many 384-byte blocks of zeros, as the
+    /// one-block word constant applied block by block does.
+    #[test]
+    fn each_bulk_shift_constant_is_that_many_zero_blocks() {
+        if !has_lanes() {
+            eprintln!("skipped: this CPU has no SSE 4.2 and PCLMULQDQ (no lanes to check)");
+            return;
+        }
+        assert_eq!(BULK_SHIFTS[1], SHIFTS[FOLD_BLOCK / 8]);
+        for (k, &c) in BULK_SHIFTS.iter().enumerate().skip(1) {
+            for state in [1u64, 0xdead_beef, 0xffff_ffff, 0x8000_0000] {
+                let mut by_blocks = state;
+                for _ in 0..k {
+                    // SAFETY: has_lanes() checked the target features `shift` enables.
+                    by_blocks = unsafe { shift(by_blocks, SHIFTS[FOLD_BLOCK / 8]) };
+                }
+                // SAFETY: as above.
+                let at_once = unsafe { shift(state, c) };
+                assert_eq!(at_once, by_blocks, "{k} blocks from {state:#x}");
             }
         }
     }
