@@ -50,31 +50,29 @@ const POLY: u32 = 0x82F6_3B78;
 
 /// `x^(64·m − 33) mod P`, bit-reflected, for `m` in `1..=3·LANE` (index `m`): the constant
 /// that moves a `crc32` state past `8·m` bytes of zeros (see [`shift`]).
-static SHIFTS: [u32; 3 * LANE + 1] = shifts();
+static SHIFTS: [u32; 3 * LANE + 1] = shift_table(64);
 
-const fn shifts() -> [u32; 3 * LANE + 1] {
+/// `x^(bits·i − 33) mod P`, bit-reflected, at index `i` from 1 (index 0 unused): the constants
+/// that move a `crc32` state past `i` times `bits` bits of zeros ([`shift`]).
+const fn shift_table<const N: usize>(bits: usize) -> [u32; N] {
     // In the reflected form bit 31 is the coefficient of x^0: multiplying by x shifts right,
     // and an x^32 shifted out is reduced by P.
     const fn times_x(v: u32) -> u32 {
         (v >> 1) ^ if v & 1 != 0 { POLY } else { 0 }
     }
-    let mut table = [0u32; 3 * LANE + 1];
+    let mut table = [0u32; N];
     let mut v = 1u32 << 31; // x^0
-    let mut k = 0;
-    while k < 31 {
-        v = times_x(v);
-        k += 1;
-    }
-    // v = x^31 = x^(64·1 − 33)
-    let mut m = 1;
-    while m <= 3 * LANE {
-        table[m] = v;
-        let mut i = 0;
-        while i < 64 {
+    let mut left = bits - 33;
+    let mut i = 1;
+    while i < N {
+        while left > 0 {
             v = times_x(v);
-            i += 1;
+            left -= 1;
         }
-        m += 1;
+        // v = x^(bits·i − 33)
+        table[i] = v;
+        left = bits;
+        i += 1;
     }
     table
 }
@@ -156,33 +154,7 @@ const BULK_MAX: usize = 24;
 
 /// `x^(64·48·k − 33) mod P`, bit-reflected, for `k` in `1..=BULK_MAX` (index `k`): the
 /// constant that moves a `crc32` state past `k` blocks of zeros ([`shift`]).
-static BULK_SHIFTS: [u32; BULK_MAX + 1] = bulk_shifts();
-
-const fn bulk_shifts() -> [u32; BULK_MAX + 1] {
-    const fn times_x(v: u32) -> u32 {
-        (v >> 1) ^ if v & 1 != 0 { POLY } else { 0 }
-    }
-    let mut table = [0u32; BULK_MAX + 1];
-    let mut v = 1u32 << 31; // x^0
-    let mut i = 0;
-    while i < 31 {
-        v = times_x(v);
-        i += 1;
-    }
-    // v = x^31 = x^(64·48·0 + 64 − 33) once the first block's 64·48 − 64 more are added.
-    let mut k = 1;
-    let mut left = 64 * (FOLD_BLOCK / 8) - 64;
-    while k <= BULK_MAX {
-        while left > 0 {
-            v = times_x(v);
-            left -= 1;
-        }
-        table[k] = v;
-        left = 64 * (FOLD_BLOCK / 8);
-        k += 1;
-    }
-    table
-}
+static BULK_SHIFTS: [u32; BULK_MAX + 1] = shift_table(8 * FOLD_BLOCK);
 
 /// The `crc32` state after `bytes` from state `crc`: crc-fast's carry-less multiply folding
 /// (VPCLMULQDQ, several times the lanes' rate in cache at 9000 bytes) over the whole aligned
