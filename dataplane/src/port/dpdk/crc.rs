@@ -170,14 +170,16 @@ fn update(crc: u32, bytes: &[u8]) -> u32 {
     let (head, rest) = bytes.split_at(head);
     let (bulk, tail) = rest.split_at(rest.len() / FOLD_BLOCK * FOLD_BLOCK);
     let c = update_lanes(crc, head);
-    let c = match BULK_SHIFTS.get(bulk.len() / FOLD_BLOCK) {
+    let blocks = bulk.len() / FOLD_BLOCK;
+    let c = match BULK_SHIFTS.get(blocks) {
         // crc-fast's one-shot CRC (its static parameters; a `Digest` copies them in, ~240
         // bytes a packet) from its standard state !0, moved onto `c` by linearity:
-        // `crc(c ‖ B) = crc(!0 ‖ B) ⊕ (c ⊕ !0)·x^(8·|B|)`.
-        Some(&k) => {
+        // `crc(c ‖ B) = crc(!0 ‖ B) ⊕ (c ⊕ !0)·x^(8·|B|)`. (No block at all cannot happen
+        // above FOLD_MIN; the table has no constant for it.)
+        Some(&k) if blocks > 0 => {
             (crc_fast::crc32_iscsi(bulk) ^ u32::MAX) ^ shift(u64::from(c ^ u32::MAX), k) as u32
         }
-        None => {
+        _ => {
             let mut fold = crc_fast::Digest::new_with_init_state(
                 crc_fast::CrcAlgorithm::Crc32Iscsi,
                 u64::from(c),
