@@ -36,6 +36,7 @@ test: setup
 lint: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p ddpdk-dataplane --features trace -- -D warnings
 
 # Raw-I/O rate next to dpdk-testpmd over net_memif (see benches/README.md).
 bench: setup

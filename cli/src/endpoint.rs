@@ -36,6 +36,7 @@ use ddpdk_dataplane::port::faults::FaultCounts;
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{Port, PortStats};
 use ddpdk_dataplane::sctp::{CloseReason, Instant};
+use ddpdk_dataplane::trace;
 use hdrhistogram::Histogram;
 
 use crate::app::note;
@@ -1108,6 +1109,7 @@ impl Job {
                 // read when it happens rather than at the start of the turn around it. An
                 // inline data core takes the write at once and sends it.
                 let at = self.node.clock.now();
+                trace::mark(trace::Point::Post);
                 match self
                     .control
                     .submit_inline(conn, op, self.node.inline_cores(), at)
@@ -1158,6 +1160,7 @@ impl Job {
                         match posted.pop_front() {
                             Some((_, at, true)) => {
                                 let seen = self.node.clock.now();
+                                trace::mark(trace::Point::Seen);
                                 let _ = latency.record(seen.saturating_since(at).as_nanos() as u64);
                                 done += 1;
                             }

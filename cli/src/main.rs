@@ -7,5 +7,10 @@ fn main() {
     let argv = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    std::process::exit(ddpdk_cli::run::main_with(argv));
+    let status = ddpdk_cli::run::main_with(argv);
+    // A `trace` build's marks (benches/latency-trace.sh); nothing otherwise.
+    if let Err(e) = ddpdk_dataplane::trace::dump() {
+        eprintln!("ddpdk: DDPDK_TRACE: {e}");
+    }
+    std::process::exit(status);
 }

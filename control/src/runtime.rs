@@ -55,6 +55,7 @@ use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
 use ddpdk_dataplane::port::region::PlacementBatch;
 use ddpdk_dataplane::port::{prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
+use ddpdk_dataplane::trace;
 
 pub use crate::clock::Clock;
 pub use crate::conn::Op;
@@ -1358,7 +1359,9 @@ impl<P: Port> DataCore<P> {
         let Some(s) = self.slots[k].as_mut() else {
             return;
         };
-        match s.c.get_mut().handle_checked(now, sctp, place, verified) {
+        let handled = s.c.get_mut().handle_checked(now, sctp, place, verified);
+        trace::mark(trace::Point::Handled);
+        match handled {
             Ok(()) => self.iface.confirm(peer, src_mac),
             Err(_) => self.stats.discarded += 1,
         }
@@ -1505,6 +1508,7 @@ impl<P: Port> DataCore<P> {
         // As a turn does: the STag changes made before the operation first.
         self.memory_changes();
         self.op(now, conn, op);
+        trace::mark(trace::Point::Applied);
         self.answer(now);
         // The time since the turn began is busy time (the load counters).
         self.last_worked = true;

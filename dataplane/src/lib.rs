@@ -54,4 +54,5 @@ pub mod mem;
 pub mod net;
 pub mod port;
 pub mod sctp;
+pub mod trace;
 pub mod wire;

@@ -577,6 +577,9 @@ impl DpdkPort {
         });
         // The device now owns the first `sent` mbufs: forget them without dropping (freeing)
         // them, and move the rest to the front.
+        if sent > 0 {
+            crate::trace::mark(crate::trace::Point::TxDone);
+        }
         let left = pkts.len() - sent;
         // SAFETY: ranges are within the vector; the first `sent` elements are not dropped, the
         // remaining `left` are moved (memmove) and the length is reduced to exactly those.
@@ -719,6 +722,9 @@ impl Port for DpdkPort {
                 n as u16,
             )
         };
+        if got > 0 {
+            crate::trace::mark(crate::trace::Point::RxGot);
+        }
         let old = out.len();
         // SAFETY: the first `got` spare slots were initialised above.
         unsafe { out.set_len(old + usize::from(got)) };
