@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use dpdk_sys as sys;
 
 use super::kernel_ring::KernelRings;
+use super::tap_queue::TapQueue;
 use super::{check, DpdkError, Mbuf, Mempool};
 use crate::port::region::Region;
 use crate::port::{ChecksumOffload, FlowRule, LinkStatus, Port, PortStats, SctpFlow};
@@ -178,6 +179,8 @@ pub struct DpdkPort {
     shared_tx: Option<std::sync::Mutex<()>>,
     /// af_packet's kernel rings, whose drops the PMD does not count (`kernel_ring`).
     kernel_rings: Option<KernelRings>,
+    /// A tap's kernel queues, whose drops the PMD does not count either (`tap_queue`).
+    tap_queue: Option<TapQueue>,
 }
 
 impl DpdkPort {
@@ -261,6 +264,7 @@ impl DpdkPort {
             state: AtomicU8::new(STOPPED),
             shared_tx: shared.then(|| std::sync::Mutex::new(())),
             kernel_rings: None,
+            tap_queue: None,
         };
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
         check(
@@ -272,6 +276,9 @@ impl DpdkPort {
         port.conf.nb_txd = nb_txd;
         if port.info.driver == "net_af_packet" && port.info.if_index != 0 {
             port.kernel_rings = KernelRings::find(port.info.if_index);
+        }
+        if port.info.driver == "net_tap" && port.info.if_index != 0 {
+            port.tap_queue = TapQueue::find(port.info.if_index);
         }
         // SOCKET_ID_ANY (virtual devices) becomes socket 0, where the pool was created.
         let socket = u32::try_from(port.info.socket).unwrap_or(0);
@@ -796,7 +803,9 @@ impl Port for DpdkPort {
             tx_packets: s.opackets,
             rx_bytes: s.ibytes,
             tx_bytes: s.obytes,
-            rx_missed: s.imissed + self.kernel_rings.as_ref().map_or(0, KernelRings::dropped),
+            rx_missed: s.imissed
+                + self.kernel_rings.as_ref().map_or(0, KernelRings::dropped)
+                + self.tap_queue.as_ref().map_or(0, TapQueue::dropped),
             rx_errors: s.ierrors,
             tx_errors: s.oerrors,
             rx_nombuf: s.rx_nombuf,
@@ -840,6 +849,9 @@ impl Port for DpdkPort {
         }
         if let Some(k) = &self.kernel_rings {
             k.reset();
+        }
+        if let Some(t) = &self.tap_queue {
+            t.reset();
         }
     }
 }

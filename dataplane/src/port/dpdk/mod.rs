@@ -15,6 +15,7 @@ mod ipsec;
 mod ipsec_port;
 mod kernel_ring;
 mod mbuf;
+mod tap_queue;
 pub mod telemetry;
 // RDTSC is x86-64's; elsewhere the poll loops keep the vDSO clock.
 #[cfg(target_arch = "x86_64")]
