@@ -6,6 +6,8 @@
 # marks, on one machine's synchronized TSC, are merged into one timeline a write.
 #
 #   benches/latency-trace.sh [SIZE] [SECS]       64 bytes, 3 seconds
+#   CLIENT_ARGS='--ddp-op read' benches/latency-trace.sh      an RDMA Read's legs instead: the
+#                                                 server's reply is the Read Response
 #
 # Prints each leg's median and 90th percentile in nanoseconds over the run's writes (the first
 # fifth left out), and the client's own p50 of the traced run. A mark costs ~20-25 ns here (an
@@ -41,7 +43,7 @@ done
 DDPDK_TRACE=$out/client.marks $BIN --lcores 0@1 $(eal c) \
     --vdev="net_memif0,role=client,id=0,socket=$sock" -- \
     --ddp-connect 198.18.0.2 --ip 198.18.0.1 --run-for "$SECS" --ddp-size "$SIZE" \
-    --ddp-window 1 --json >"$out/client" 2>&1
+    --ddp-window 1 --json ${CLIENT_ARGS:-} >"$out/client" 2>&1
 # A server whose client shut down may have ended already.
 kill -INT "$server" 2>/dev/null || true
 wait "$server" || true

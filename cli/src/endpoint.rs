@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
 use ddpdk_control::conn::{
-    Indication, Payload, PostError, RdmaRequest, SendKind, SendRequest, Status,
+    Indication, Payload, PostError, RdmaOp, RdmaRequest, SendKind, SendRequest, Status,
 };
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::{decode_private_data, RdmaLimits};
@@ -43,12 +43,15 @@ use crate::app::note;
 use crate::ipsec::KeySocket;
 use crate::loopback::exit_status;
 use crate::node::{Node, NodePort, Placement};
-use crate::options::{DdpSource, Options};
+use crate::options::{DdpOp, DdpSource, Options};
 use crate::soak::{self, Soak};
 use crate::telemetry;
 use crate::verify;
 
 const STREAM: u16 = 1;
+/// `--ddp-op read` checks one read in this many (and each sink slot's first) against the bytes
+/// the server filled its region with: checking all would time the check more than the read.
+const READ_CHECK_EVERY: u64 = 64;
 /// STag (4), TO (8), length (8).
 const OFFER_LEN: usize = 20;
 
@@ -410,8 +413,18 @@ impl Job {
                             self.offer(eal, c, stream, region_len, rdmap, access)?;
                             continue;
                         }
+                        // An RDMAP session is a perf client's RDMA Reads (--ddp-op read): its
+                        // region may be read, and holds bytes each read can be checked by.
+                        let access = if rdmap {
+                            Access::REMOTE_WRITE | Access::REMOTE_READ
+                        } else {
+                            Access::REMOTE_WRITE
+                        };
                         let (stag, region, pd) =
-                            self.offer(eal, c, stream, region_len, rdmap, Access::REMOTE_WRITE)?;
+                            self.offer(eal, c, stream, region_len, rdmap, access)?;
+                        if rdmap {
+                            self.fill_for_reads(region)?;
+                        }
                         offered.push((stream, stag, region));
                         if opts.ddp_verify {
                             let size = soak::message_size(private_data.as_bytes(), region_len)?;
@@ -515,10 +528,16 @@ impl Job {
         let drops = Drops::of(&reports, self.node.port.stats());
         let frames_in: u64 = reports.iter().map(|r| r.stats.frames_in).sum();
         let frames_out: u64 = reports.iter().map(|r| r.stats.tx.frames_out).sum();
+        let reads_served: u64 = reports.iter().map(|r| r.conn_totals.reads_served).sum();
         note(
             json,
             format_args!(
-                "server: {delivered} tagged messages delivered, {errors} errors; {frames_in} frames in, {frames_out} out; {}; data cores busy {}, {} frames a busy turn",
+                "server: {delivered} tagged messages delivered, {errors} errors{}; {frames_in} frames in, {frames_out} out; {}; data cores busy {}, {} frames a busy turn",
+                if reads_served > 0 {
+                    format!(", {reads_served} RDMA Reads served")
+                } else {
+                    String::new()
+                },
                 faults_text(self.node.port.inner().counts()),
                 percent(busy),
                 per_turn(batch)
@@ -530,7 +549,8 @@ impl Job {
             outln!(
                 "{}",
                 serde_json::json!({"ddp_server": {
-                    "delivered": delivered, "errors": errors, "frames_in": frames_in,
+                    "delivered": delivered, "reads_served": reads_served, "errors": errors,
+                    "frames_in": frames_in,
                     "frames_out": frames_out, "cores_busy": busy,
                     "frames_per_busy_turn": batch, "regions": regions,
                     "faults": faults_json(self.node.port.inner().counts()),
@@ -750,6 +770,12 @@ impl Job {
                 verify::MIN_LEN
             ));
         }
+        if verify && opts.ddp_op == DdpOp::Read {
+            return Err(
+                "--ddp-verify checks writes; --ddp-op read checks its reads itself: give one"
+                    .into(),
+            );
+        }
         if verify && opts.ddp_window as usize > soak::MAX_WINDOW {
             return Err(format!(
                 "--ddp-verify: at most {} in flight (--ddp-window)",
@@ -786,6 +812,26 @@ impl Job {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    /// Fills a region offered to RDMA Reads with [`verify::fill_region`]'s bytes, which the
+    /// client checks its reads against.
+    fn fill_for_reads(&mut self, r: RegionId) -> Result<(), String> {
+        let region = self
+            .control
+            .memory()
+            .region(r)
+            .ok_or("the offered region is gone")?;
+        let mut chunk = vec![0u8; 1 << 20];
+        let len = region.len() as u64;
+        let mut at = 0u64;
+        while at < len {
+            let n = chunk.len().min((len - at) as usize);
+            verify::fill_region(at, &mut chunk[..n]);
+            region.place(at, &chunk[..n]).map_err(|e| e.to_string())?;
+            at += n as u64;
+        }
+        Ok(())
     }
 
     /// --ddp-verify: opens the RDMAP read-back session (soak::ReadBack) on its own stream, in
@@ -925,15 +971,29 @@ impl Job {
             });
         }
         let pd = self.control.memory_mut().alloc_pd();
-        let op = Op::Initiate {
-            stream: STREAM,
-            pd,
-            // --ddp-verify: the server checks messages of this size.
-            private_data: if verify {
-                soak::initiate_data(size)
-            } else {
-                Vec::new()
-            },
+        let reads = opts.ddp_op == DdpOp::Read;
+        let op = if reads {
+            // RFC 5040 §6: our ORD is the reads we keep in flight; the server's IRD caps it.
+            Op::InitiateRdmap {
+                stream: STREAM,
+                pd,
+                limits: RdmaLimits {
+                    ord: u16::try_from(opts.ddp_window).unwrap_or(u16::MAX),
+                    ..RdmaLimits::default()
+                },
+                private_data: Vec::new(),
+            }
+        } else {
+            Op::Initiate {
+                stream: STREAM,
+                pd,
+                // --ddp-verify: the server checks messages of this size.
+                private_data: if verify {
+                    soak::initiate_data(size)
+                } else {
+                    Vec::new()
+                },
+            }
         };
         self.control.submit(conn, op).map_err(|e| e.to_string())?;
         let offer = self.wait_for("the Accept", signalled, WAIT, |events| {
@@ -949,9 +1009,15 @@ impl Job {
                 })
             })
         })?;
-        let (stag, to, len) = offered(&accepted_data(offer))?;
-        // A write past the offered region would be refused by the server (RFC 5041 §7.1
-        // check 4) and end the session: say so before the first one.
+        let accepted = accepted_data(offer);
+        // An RDMAP Accept carries RDMAP's parameters before the offer (RFC 5040 §6).
+        let offer = match decode_private_data(&accepted) {
+            Some((_, ulp)) if reads => ulp,
+            _ => &accepted[..],
+        };
+        let (stag, to, len) = offered(offer)?;
+        // A write (or read) past the offered region would be refused by the server (RFC 5041
+        // §7.1 check 4) and end the session: say so before the first one.
         if size as u64 > len {
             return Err(format!(
                 "--ddp-size {size} is more than the {len} bytes the server offered; give \
@@ -974,7 +1040,11 @@ impl Job {
         }
         note(
             json,
-            format_args!("Session {STREAM} accepted: writing {size}-byte messages to STag {stag}"),
+            format_args!(
+                "Session {STREAM} accepted: {} {size}-byte messages {} STag {stag}",
+                if reads { "reading" } else { "writing" },
+                if reads { "from" } else { "to" }
+            ),
         );
         // --ddp-verify: the server's credits (soak.rs) arrive in these; at most this many
         // messages beyond the last.
@@ -998,13 +1068,22 @@ impl Job {
             None
         };
         let mut read_back_next: Option<RdmaRequest> = None;
+        // --ddp-op read: where the reads land, a slot for each one in flight (local write).
+        let window = opts.ddp_window as usize;
+        let sink = if reads {
+            Some(self.register_new(eal, pd, size * window, Access::LOCAL_WRITE)?)
+        } else {
+            None
+        };
+        let mut reads_checked = 0u64;
+        let (mut read_got, mut read_want) = (vec![0u8; size], vec![0u8; size]);
 
         let data: Vec<u8> = (0..size).map(|i| (i as u8).wrapping_mul(31)).collect();
         // Every write sends the same bytes: from one registered region of DPDK memory (RFC
         // 4296's local buffer, sent by reference where the port chains mbufs), or moved in.
         let source = match opts.ddp_source {
             // --ddp-verify: every message is made for its write, so it is moved in.
-            _ if verify => None,
+            _ if verify || reads => None,
             DdpSource::Region => {
                 let r = Region::from_dpdk(eal, size, None).map_err(|e| e.to_string())?;
                 r.place(0, &data).map_err(|e| e.to_string())?;
@@ -1024,7 +1103,6 @@ impl Job {
         // Nanoseconds: a lone small write completes in microseconds.
         let mut latency =
             Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
-        let window = opts.ddp_window as usize;
         let secs = opts.run_for.unwrap_or(5.0);
         self.poll();
         let load_from = self.load(signalled)?;
@@ -1073,38 +1151,56 @@ impl Job {
             }
             while posted.len() < window && w < end && (!verify || wr < credited + credit_window) {
                 let send_untagged = verify && untagged < tagged / soak::UNTAGGED_EVERY;
-                let (kind, payload) = if send_untagged {
-                    let mut m = vec![0; soak::untagged_len(untagged)];
-                    verify::fill(soak::UNTAGGED + untagged, &mut m);
-                    let kind = SendKind::Untagged {
-                        qn: 0,
-                        rsvd_ulp: [0; 5],
-                    };
-                    (kind, m.into())
+                let op = if let Some((sink, _)) = &sink {
+                    // RFC 5040 §5.2: the next slot of the server's region into this read's
+                    // slot of the sink.
+                    Op::PostRdma(RdmaRequest {
+                        wr_id: wr,
+                        stream: STREAM,
+                        op: RdmaOp::Read {
+                            source: stag,
+                            source_to: to + (wr % slots) * size as u64,
+                            sink: sink.stag,
+                            sink_to: (wr % window as u64) * size as u64,
+                            len: u32::try_from(size).map_err(|e| e.to_string())?,
+                        },
+                        data: Payload::Bytes(Vec::new()),
+                        signaled: true,
+                    })
                 } else {
-                    let slot = tagged % slots;
-                    let payload = if verify {
-                        let mut m = vec![0; size];
-                        verify::fill(tagged, &mut m);
-                        m.into()
+                    let (kind, payload) = if send_untagged {
+                        let mut m = vec![0; soak::untagged_len(untagged)];
+                        verify::fill(soak::UNTAGGED + untagged, &mut m);
+                        let kind = SendKind::Untagged {
+                            qn: 0,
+                            rsvd_ulp: [0; 5],
+                        };
+                        (kind, m.into())
                     } else {
-                        source.clone().unwrap_or_else(|| data.clone().into())
+                        let slot = tagged % slots;
+                        let payload = if verify {
+                            let mut m = vec![0; size];
+                            verify::fill(tagged, &mut m);
+                            m.into()
+                        } else {
+                            source.clone().unwrap_or_else(|| data.clone().into())
+                        };
+                        let kind = SendKind::Tagged {
+                            stag,
+                            to: to + slot * size as u64,
+                            // --ddp-verify: the slot, for the server to check (at most 256).
+                            rsvd_ulp: if verify { slot as u8 } else { 0 },
+                        };
+                        (kind, payload)
                     };
-                    let kind = SendKind::Tagged {
-                        stag,
-                        to: to + slot * size as u64,
-                        // --ddp-verify: the slot, for the server to check (at most 256).
-                        rsvd_ulp: if verify { slot as u8 } else { 0 },
-                    };
-                    (kind, payload)
+                    Op::PostSend(SendRequest {
+                        wr_id: wr,
+                        stream: STREAM,
+                        kind,
+                        data: payload,
+                        signaled: true,
+                    })
                 };
-                let op = Op::PostSend(SendRequest {
-                    wr_id: wr,
-                    stream: STREAM,
-                    kind,
-                    data: payload,
-                    signaled: true,
-                });
                 // ib_write_lat's bounds: from the post to the completion seen by the ULP, each
                 // read when it happens rather than at the start of the turn around it. An
                 // inline data core takes the write at once and sends it.
@@ -1163,6 +1259,35 @@ impl Job {
                                 trace::mark(trace::Point::Seen);
                                 let _ = latency.record(seen.saturating_since(at).as_nanos() as u64);
                                 done += 1;
+                                // --ddp-op read: each sink slot's first read, and one in
+                                // READ_CHECK_EVERY after, against the server's bytes.
+                                if let Some((_, sink_region)) = &sink {
+                                    let r = c.wr_id;
+                                    if r < window as u64 || r % READ_CHECK_EVERY == 0 {
+                                        let from = (r % slots) * size as u64;
+                                        self.control
+                                            .memory()
+                                            .region(*sink_region)
+                                            .ok_or("the read sink is gone")?
+                                            .read((r % window as u64) * size as u64, &mut read_got)
+                                            .map_err(|e| e.to_string())?;
+                                        verify::fill_region(from, &mut read_want);
+                                        if read_got != read_want {
+                                            let at = read_got
+                                                .iter()
+                                                .zip(&read_want)
+                                                .position(|(a, b)| a != b)
+                                                .unwrap_or(0);
+                                            return Err(format!(
+                                                "RDMA Read {r} of {size} bytes from offset {from} \
+                                                 of the server's region brought a wrong byte at \
+                                                 {at}: {:#04x}, not {:#04x}",
+                                                read_got[at], read_want[at]
+                                            ));
+                                        }
+                                        reads_checked += 1;
+                                    }
+                                }
                             }
                             Some((_, _, false)) => untagged_done += 1,
                             None => done += 1,
@@ -1249,7 +1374,14 @@ impl Job {
         let expected_crc = {
             let len = usize::try_from(len).unwrap_or(usize::MAX);
             let mut image = vec![0u8; len];
-            for slot in 0..(done.min(slots) as usize) {
+            // --ddp-op read: what the server filled it with, which reads leave as it was.
+            let written = if reads {
+                verify::fill_region(0, &mut image);
+                0
+            } else {
+                done.min(slots) as usize
+            };
+            for slot in 0..written {
                 let at = &mut image[slot * size..(slot + 1) * size];
                 if verify {
                     let last = slot as u64 + (done - 1 - slot as u64) / slots * slots;
@@ -1302,6 +1434,8 @@ impl Job {
         if json {
             let v = serde_json::json!({
                 "ddp_goodput": {
+                    "op": if reads { "read" } else { "write" },
+                    "reads_checked": reads_checked,
                     "region_crc32c": format!("{expected_crc:#010x}"),
                     "region_len": len,
                     "size": size,
@@ -1341,13 +1475,17 @@ impl Job {
             outln!("{v}");
         } else {
             outln!(
-                "client: {done} tagged writes of {size} bytes in {elapsed:.2} s ({window} in flight): \
+                "client: {done} {} of {size} bytes in {elapsed:.2} s ({window} in flight): \
                  {:.1} MB/s, latency p50 {:.1} us, p99 {:.1} us",
+                if reads { "RDMA Reads" } else { "tagged writes" },
                 goodput / 1e6,
                 us(latency.value_at_quantile(0.5)),
                 us(latency.value_at_quantile(0.99))
             );
             outln!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
+            if reads {
+                outln!("client: {reads_checked} reads checked byte for byte against the server's region");
+            }
             if verify {
                 outln!(
                     "client: --ddp-verify: distinct self-checking messages, and {untagged_done} \

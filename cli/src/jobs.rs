@@ -150,11 +150,13 @@ const PERF: Spec = Spec {
             associations and offers each session a registered region; `perf client ADDR` \
             writes tagged messages into it for --run-for seconds and reports goodput (window \
             > 1) or write latency (--ddp-window 1, ib_write_lat's semantics), byte-exact \
-            against the server's region.",
+            against the server's region; with --ddp-op read it reads the region with RDMA \
+            Reads instead (ib_read_bw, ib_read_lat), every read checked.",
     options: &[
         "ddp_size",
         "ddp_window",
         "ddp_source",
+        "ddp_op",
         "region_bytes",
         "ddp_verify",
     ],
@@ -162,7 +164,8 @@ const PERF: Spec = Spec {
 Examples:
   ddpdk perf server -l 0 --no-huge -m 1024 --vdev=net_memif0,role=server -- --ip 198.18.0.2
   ddpdk perf client 198.18.0.2 -l 1 --no-huge -m 1024 --vdev=net_memif0,role=client -- --ip 198.18.0.1 --run-for 5
-  ddpdk perf client 198.18.0.2 ... -- --ip 198.18.0.1 --ddp-window 1 --ddp-size 64 --json",
+  ddpdk perf client 198.18.0.2 ... -- --ip 198.18.0.1 --ddp-window 1 --ddp-size 64 --json
+  ddpdk perf client 198.18.0.2 ... -- --ip 198.18.0.1 --ddp-op read --ddp-size 65536",
 };
 
 const SPECS: [&Spec; 4] = [&FWD, &LOOPBACK, &ENDPOINT, &PERF];

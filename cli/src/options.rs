@@ -207,7 +207,7 @@ pub struct Options {
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u16).range(1..))]
     pub sctp_port: u16,
 
-    /// Size of each tagged write of --ddp-connect, bytes.
+    /// Size of each tagged write (or RDMA Read, --ddp-op read) of --ddp-connect, bytes.
     #[arg(long, default_value_t = 65536, value_name = "BYTES",
           value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
     pub ddp_size: u64,
@@ -262,8 +262,9 @@ pub struct Options {
     #[arg(long, default_value_t = 1, value_name = "SEED")]
     pub fault_seed: u64,
 
-    /// Tagged writes --ddp-connect keeps in flight: 1 measures write latency (perftest's
-    /// ib_write_lat: one outstanding write, its completion the end), more measure goodput.
+    /// Tagged writes (or RDMA Reads) --ddp-connect keeps in flight: 1 measures latency
+    /// (perftest's ib_write_lat or ib_read_lat: one outstanding, its completion the end), more
+    /// measure goodput.
     #[arg(long, default_value_t = 16, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub ddp_window: u32,
@@ -273,6 +274,15 @@ pub struct Options {
     /// into each send and copied into SCTP's send queue).
     #[arg(long, value_enum, default_value = "region")]
     pub ddp_source: DdpSource,
+
+    /// What --ddp-connect measures: `write` (tagged writes into the server's region:
+    /// perftest's ib_write_bw, or ib_write_lat with --ddp-window 1) or `read` (RDMA Reads of
+    /// the server's region into a local sink on an RDMAP stream, RFC 5040 §5.2: ib_read_bw,
+    /// or ib_read_lat with --ddp-window 1; at most ORD = min(--ddp-window, the server's IRD
+    /// of 16) travel at once, the rest wait their turn; every read is checked against the
+    /// bytes the server filled its region with).
+    #[arg(long, value_enum, default_value = "write")]
+    pub ddp_op: DdpOp,
 
     /// DDP endpoints: soak traffic, checked (issue 12 item 4; on both ends). --ddp-connect
     /// writes distinct self-checking messages (moved in, not from a region) and adds an
@@ -748,6 +758,13 @@ impl From<ServiceArg> for ddpdk_control::conn::Service {
 pub enum IdleArg {
     Sleep,
     Spin,
+}
+
+/// What a client measures (`--ddp-op`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DdpOp {
+    Write,
+    Read,
 }
 
 /// Where a client's tagged writes come from (`--ddp-source`).

@@ -36,6 +36,25 @@ fn fill_block(wr: u64, at: u64, block: &mut [u8]) {
     }
 }
 
+/// Fills `out` with the bytes a region offered to RDMA Reads holds from offset `from` on
+/// (`ddpdk perf client --ddp-op read`): each 8-byte word of the region is a hash of its own
+/// index, so a read of any span can be checked against where it asked to read from, and a
+/// span from elsewhere, or left unplaced, fails.
+pub fn fill_region(from: u64, out: &mut [u8]) {
+    let word = |w: u64| (w ^ 0x5851_f42d_4c95_7f2d).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ w;
+    let mut at = from;
+    let mut rest = out;
+    while !rest.is_empty() {
+        let bytes = word(at / 8).to_le_bytes();
+        let lead = (at % 8) as usize;
+        let n = (8 - lead).min(rest.len());
+        let (head, tail) = rest.split_at_mut(n);
+        head.copy_from_slice(&bytes[lead..lead + n]);
+        rest = tail;
+        at += n as u64;
+    }
+}
+
 /// Messages shorter than this cannot be checked (their one block has no whole stamp).
 pub const MIN_LEN: usize = STAMP;
 
@@ -149,5 +168,21 @@ mod tests {
         // A flipped byte in the torn block is still found.
         m[700] ^= 1;
         assert!(check(&m, &[3, 67]).is_err());
+    }
+
+    /// A region's bytes depend on their offset alone: any span is the same bytes as the
+    /// aligned fill it is part of, and two spans of the same length at different offsets
+    /// differ (a Read Response placed from the wrong offset is caught).
+    #[test]
+    fn region_bytes_are_a_function_of_their_offset() {
+        let mut whole = vec![0u8; 4096];
+        fill_region(0, &mut whole);
+        for (from, len) in [(0, 1), (5, 20), (7, 1), (8, 8), (13, 4000), (4095, 1)] {
+            let mut span = vec![0u8; len];
+            fill_region(from as u64, &mut span);
+            assert_eq!(span, whole[from..from + len], "{len} bytes from {from}");
+        }
+        assert_ne!(whole[..64], whole[64..128]);
+        assert_ne!(whole[..2048], whole[2048..4096]);
     }
 }

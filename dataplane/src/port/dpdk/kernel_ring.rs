@@ -1,4 +1,4 @@
-//! Frames a kernel `PACKET_MMAP` ring dropped under an `net_af_packet` port.
+//! Frames a kernel `PACKET_MMAP` ring dropped under a `net_af_packet` port.
 //!
 //! DPDK 22.11's af_packet receives through one kernel packet socket a queue, each with a ring
 //! of `framecnt` slots. When the data core falls behind and the ring is full, the kernel drops
