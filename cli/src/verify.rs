@@ -41,17 +41,27 @@ fn fill_block(wr: u64, at: u64, block: &mut [u8]) {
 /// index, so a read of any span can be checked against where it asked to read from, and a
 /// span from elsewhere, or left unplaced, fails.
 pub fn fill_region(from: u64, out: &mut [u8]) {
-    let word = |w: u64| (w ^ 0x5851_f42d_4c95_7f2d).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ w;
-    let mut at = from;
-    let mut rest = out;
-    while !rest.is_empty() {
-        let bytes = word(at / 8).to_le_bytes();
-        let lead = (at % 8) as usize;
-        let n = (8 - lead).min(rest.len());
-        let (head, tail) = rest.split_at_mut(n);
-        head.copy_from_slice(&bytes[lead..lead + n]);
-        rest = tail;
-        at += n as u64;
+    let word = |w: u64| {
+        ((w ^ 0x5851_f42d_4c95_7f2d).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ w).to_le_bytes()
+    };
+    // The bytes up to the next word boundary, then whole words (one store each: a 64 MiB
+    // region is filled in tens of milliseconds), then the start of the last word.
+    let lead = ((8 - from % 8) % 8).min(out.len() as u64) as usize;
+    let (head, body) = out.split_at_mut(lead);
+    if lead > 0 {
+        let at = (from % 8) as usize;
+        head.copy_from_slice(&word(from / 8)[at..at + lead]);
+    }
+    let first = (from + lead as u64) / 8;
+    let last = first + (body.len() / 8) as u64;
+    let mut words = body.chunks_exact_mut(8);
+    for (k, w) in (&mut words).enumerate() {
+        w.copy_from_slice(&word(first + k as u64));
+    }
+    let tail = words.into_remainder();
+    let n = tail.len();
+    if n > 0 {
+        tail.copy_from_slice(&word(last)[..n]);
     }
 }
 
