@@ -298,63 +298,15 @@ fn an_endpoint_pair_runs_over_af_xdp_with_one_queue_pair() {
 /// either received or missed.
 #[test]
 fn frames_a_full_kernel_ring_drops_are_counted_as_missed() {
-    use std::io::Write;
     let net = Net::new("afd", 1500);
     let pid = std::process::id();
-    let mut shell = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &net.ns,
-            BIN,
-            "-l",
-            "0-1",
-            "--no-huge",
-            "-m",
-            "512",
-        ])
-        .args(["--no-pci", "--log-level=*:error"])
-        .arg(format!("--file-prefix={}-{pid}", net.ns))
-        .arg("--vdev=net_af_packet0,iface=afa,framecnt=64")
-        .args(["--", "-i"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start ddpdk");
-    let mut stdin = shell.stdin.take().expect("stdin");
-    let stdout = shell.stdout.take().expect("stdout");
-    let _running = Running(Some(shell));
-    let (lines, seen) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for l in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
-            if lines.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    // (RX-packets, RX-missed) of port 0, as `show port stats all` prints them.
-    let stats = |stdin: &mut std::process::ChildStdin| -> (u64, u64) {
-        writeln!(stdin, "show port stats all").expect("command");
-        loop {
-            let l = seen
-                .recv_timeout(std::time::Duration::from_secs(30))
-                .expect("the shell answers");
-            if l.contains("RX-missed:") {
-                let n = |key: &str| -> u64 {
-                    let at = l.find(key).expect("field") + key.len();
-                    l[at..]
-                        .split_whitespace()
-                        .next()
-                        .and_then(|v| v.parse().ok())
-                        .expect("a count")
-                };
-                return (n("RX-packets:"), n("RX-missed:"));
-            }
-        }
-    };
-    // The ports are up once the shell answers.
-    assert_eq!(stats(&mut stdin), (0, 0), "nothing arrived yet");
+    let mut shell = procs::NetnsShell::start(
+        BIN,
+        &net.ns,
+        &format!("{}-{pid}", net.ns),
+        "net_af_packet0,iface=afa,framecnt=64",
+    );
+    assert_eq!(shell.rx_stats(), (0, 0), "nothing arrived yet");
     let taken = |net: &Net| -> u64 {
         let o = Command::new("ip")
             .args(["netns", "exec", &net.ns, "cat"])
@@ -368,36 +320,24 @@ fn frames_a_full_kernel_ring_drops_are_counted_as_missed() {
     };
     let before = taken(&net);
     const SENT: u64 = 3000;
-    let send = Command::new("ip")
-        .args(["netns", "exec", &net.ns, "python3", "-c"])
-        .arg(format!(
-            "import socket\n\
-             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n\
-             s.bind(('afb', 0))\n\
-             f = bytes([2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x88, 0xb5]) + bytes(100)\n\
-             for _ in range({SENT}): s.send(f)\n"
-        ))
-        .output()
-        .expect("python3");
-    assert!(send.status.success(), "{}", text(&send));
+    procs::send_frames(&net.ns, "afb", SENT);
     let arrived = taken(&net) - before;
     assert!(arrived > 1000, "the veth took {arrived} of {SENT} frames");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let (received, missed) = stats(&mut stdin);
+    let (received, missed) = shell.rx_stats();
     assert_eq!(received, 0, "forwarding has not started");
     assert!(
         missed + 64 >= arrived && missed < arrived,
         "{missed} missed of {arrived} frames into a ring of 64 slots"
     );
-    writeln!(stdin, "start").expect("command");
+    shell.command("start");
     std::thread::sleep(std::time::Duration::from_millis(500));
-    writeln!(stdin, "stop").expect("command");
-    let (received, missed_after) = stats(&mut stdin);
+    shell.command("stop");
+    let (received, missed_after) = shell.rx_stats();
     assert_eq!(missed_after, missed, "nothing more was dropped");
     assert_eq!(
         received + missed,
         arrived,
         "every frame the interface took is received or counted as missed"
     );
-    writeln!(stdin, "quit").expect("command");
 }

@@ -174,71 +174,15 @@ fn a_client_on_a_bridged_tap_without_its_own_address_is_told_to_give_one() {
 /// queue every frame the kernel sent to the tap is either received or missed.
 #[test]
 fn frames_a_full_tap_queue_drops_are_counted_as_missed() {
-    use std::io::Write;
     let net = Net::new();
-    let pid = std::process::id();
     let tap = "dtapq";
-    let mut shell = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &net.ns,
-            BIN,
-            "-l",
-            "0-1",
-            "--no-huge",
-            "-m",
-            "512",
-        ])
-        .args(["--no-pci", "--log-level=*:error"])
-        .arg(format!("--file-prefix=ddpdk-tapq-{pid}"))
-        .arg(format!("--vdev=net_tap0,iface={tap}"))
-        .args(["--", "-i"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start ddpdk");
-    let mut stdin = shell.stdin.take().expect("stdin");
-    let stdout = shell.stdout.take().expect("stdout");
-    struct Quit(Child);
-    impl Drop for Quit {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _shell = Quit(shell);
-    let (lines, seen) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for l in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
-            if lines.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    // (RX-packets, RX-missed) of port 0, as `show port stats all` prints them.
-    let stats = |stdin: &mut std::process::ChildStdin| -> (u64, u64) {
-        writeln!(stdin, "show port stats all").expect("command");
-        loop {
-            let l = seen
-                .recv_timeout(Duration::from_secs(30))
-                .expect("the shell answers");
-            if l.contains("RX-missed:") {
-                let n = |key: &str| -> u64 {
-                    let at = l.find(key).expect("field") + key.len();
-                    l[at..]
-                        .split_whitespace()
-                        .next()
-                        .and_then(|v| v.parse().ok())
-                        .expect("a count")
-                };
-                return (n("RX-packets:"), n("RX-missed:"));
-            }
-        }
-    };
-    // The port is up once the shell answers.
-    let (received, missed) = stats(&mut stdin);
+    let mut shell = procs::NetnsShell::start(
+        BIN,
+        &net.ns,
+        &format!("ddpdk-tapq-{}", std::process::id()),
+        &format!("net_tap0,iface={tap}"),
+    );
+    let (received, missed) = shell.rx_stats();
     assert_eq!(missed, 0, "nothing dropped yet");
     // What the kernel sent out of the tap: to our queue, or dropped at it.
     let counter = |name: &str| -> u64 {
@@ -254,33 +198,21 @@ fn frames_a_full_tap_queue_drops_are_counted_as_missed() {
     };
     let dropped_before = counter("tx_dropped");
     const SENT: u64 = 3000;
-    let send = Command::new("ip")
-        .args(["netns", "exec", &net.ns, "python3", "-c"])
-        .arg(format!(
-            "import socket\n\
-             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n\
-             s.bind(('{tap}', 0))\n\
-             f = bytes([2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x88, 0xb5]) + bytes(100)\n\
-             for _ in range({SENT}): s.send(f)\n"
-        ))
-        .output()
-        .expect("python3");
-    assert!(send.status.success(), "{}", text(&send));
+    procs::send_frames(&net.ns, tap, SENT);
     let dropped = counter("tx_dropped") - dropped_before;
     assert!(
         dropped > 1000,
         "the tap's queue dropped {dropped} of {SENT} frames"
     );
-    let (_, missed) = stats(&mut stdin);
+    let (_, missed) = shell.rx_stats();
     assert_eq!(missed, dropped, "RX-missed is what the tap's queue dropped");
-    writeln!(stdin, "start").expect("command");
+    shell.command("start");
     std::thread::sleep(Duration::from_millis(500));
-    writeln!(stdin, "stop").expect("command");
-    let (received_after, missed_after) = stats(&mut stdin);
+    shell.command("stop");
+    let (received_after, missed_after) = shell.rx_stats();
     assert_eq!(
         received_after - received + missed_after,
         counter("tx_packets") + dropped,
         "every frame the kernel sent to the tap is received or counted as missed"
     );
-    writeln!(stdin, "quit").expect("command");
 }

@@ -181,3 +181,112 @@ pub fn every_write_delivered(
     assert_eq!(done["errors"].as_u64(), Some(0), "{done}");
     (goodput, done)
 }
+
+/// `ddpdk -i` (ports started, forwarding stopped) in network namespace `ns`, its shell driven
+/// line by line; killed when dropped (it would hold the namespace).
+#[allow(dead_code)] // not every test binary that includes this module drives a shell
+pub struct NetnsShell {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+#[allow(dead_code)]
+impl NetnsShell {
+    /// The shell on lcores 0-1 with `vdev`, under EAL file prefix `prefix`.
+    pub fn start(bin: &str, ns: &str, prefix: &str, vdev: &str) -> NetnsShell {
+        let mut child = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                bin,
+                "-l",
+                "0-1",
+                "--no-huge",
+                "-m",
+                "512",
+            ])
+            .args(["--no-pci", "--log-level=*:error"])
+            .arg(format!("--file-prefix={prefix}"))
+            .arg(format!("--vdev={vdev}"))
+            .args(["--", "-i"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start ddpdk");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        NetnsShell {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    pub fn command(&mut self, cmd: &str) {
+        writeln!(self.stdin, "{cmd}").expect("command");
+    }
+
+    /// (RX-packets, RX-missed) of port 0, as `show port stats all` prints them (the ports
+    /// are up once the shell answers).
+    pub fn rx_stats(&mut self) -> (u64, u64) {
+        self.command("show port stats all");
+        loop {
+            let l = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("the shell answers");
+            if l.contains("RX-missed:") {
+                let n = |key: &str| -> u64 {
+                    let at = l.find(key).expect("field") + key.len();
+                    l[at..]
+                        .split_whitespace()
+                        .next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("a count")
+                };
+                return (n("RX-packets:"), n("RX-missed:"));
+            }
+        }
+    }
+}
+
+impl Drop for NetnsShell {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `n` frames of 114 bytes (an unused EtherType) out of interface `iface` of namespace
+/// `ns`, from a packet socket; panics if they could not be sent.
+#[allow(dead_code)]
+pub fn send_frames(ns: &str, iface: &str, n: u64) {
+    let o = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c"])
+        .arg(format!(
+            "import socket\n\
+             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n\
+             s.bind(('{iface}', 0))\n\
+             f = bytes([2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x88, 0xb5]) + bytes(100)\n\
+             for _ in range({n}): s.send(f)\n"
+        ))
+        .output()
+        .expect("python3");
+    assert!(
+        o.status.success(),
+        "sending frames: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
