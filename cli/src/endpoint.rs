@@ -52,6 +52,9 @@ const STREAM: u16 = 1;
 /// `--ddp-op read` checks one read in this many (and each sink slot's first) against the bytes
 /// the server filled its region with: checking all would time the check more than the read.
 const READ_CHECK_EVERY: u64 = 64;
+/// The ULP's Private Data of a `--ddp-op read` client's RDMAP Initiate (after RDMAP's
+/// parameters): it asks the server for a region it may read.
+const READS_WANTED: &[u8] = b"ddpdk perf: read";
 /// STag (4), TO (8), length (8).
 const OFFER_LEN: usize = 20;
 
@@ -404,27 +407,28 @@ impl Job {
                     } => {
                         // An RDMAP Initiate (RFC 5040 §6's parameters first in its Private
                         // Data) gets an RDMAP stream, so RDMA Reads and their checks reach it.
-                        let rdmap = decode_private_data(private_data.as_bytes()).is_some();
+                        let rdmap_ulp = decode_private_data(private_data.as_bytes());
+                        let rdmap = rdmap_ulp.is_some();
+                        // A perf client that reads (--ddp-op read) asks for it in its Initiate.
+                        let reads = rdmap_ulp.is_some_and(|(_, ulp)| ulp == READS_WANTED);
                         if opts.ddp_verify && rdmap && stream == soak::READ_BACK_STREAM {
                             // The client's read-back (soak::ReadBack): it checks what it reads
                             // itself, and RDMA Writes are not indicated here (RFC 5040 §5.1).
                             let access =
                                 Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
-                            self.offer(eal, c, stream, region_len, rdmap, access)?;
+                            self.offer(eal, c, stream, region_len, (rdmap, false), access)?;
                             continue;
                         }
-                        // An RDMAP session is a perf client's RDMA Reads (--ddp-op read): its
-                        // region may be read, and holds bytes each read can be checked by.
-                        let access = if rdmap {
+                        // The region of a client that reads (--ddp-op read) may be read, and holds
+                        // bytes each read can be checked by; any other is for remote writes
+                        // alone (a Read of it is refused: RFC 5040 §7.2).
+                        let access = if reads {
                             Access::REMOTE_WRITE | Access::REMOTE_READ
                         } else {
                             Access::REMOTE_WRITE
                         };
                         let (stag, region, pd) =
-                            self.offer(eal, c, stream, region_len, rdmap, access)?;
-                        if rdmap {
-                            self.fill_for_reads(region)?;
-                        }
+                            self.offer(eal, c, stream, region_len, (rdmap, reads), access)?;
                         offered.push((stream, stag, region));
                         if opts.ddp_verify {
                             let size = soak::message_size(private_data.as_bytes(), region_len)?;
@@ -712,20 +716,26 @@ impl Job {
 
     /// Registers a region for the session the peer initiates on `stream` and accepts it,
     /// offering the region in the Accept's Private Data (after RDMAP's parameters when the
-    /// session is `rdmap`). The region grants `access`: remote writes only but for the
-    /// --ddp-verify read-back, so an RDMA Read of it is an access-rights violation (RFC 5040
-    /// §7.2).
+    /// session is `rdmap`), first filled with [`verify::fill_region`]'s bytes if `fill`. The
+    /// region grants `access`: remote writes only but for a client that asked to read and
+    /// the --ddp-verify read-back, so an RDMA Read of it is an access-rights violation (RFC
+    /// 5040 §7.2).
     fn offer(
         &mut self,
         eal: &Eal,
         conn: ConnHandle,
         stream: u16,
         len: usize,
-        rdmap: bool,
+        (rdmap, fill): (bool, bool),
         access: Access,
     ) -> Result<(Stag, RegionId, ddpdk_dataplane::mem::Pd), String> {
         let pd = self.control.memory_mut().alloc_pd();
         let (reg, r) = self.register_new(eal, pd, len, access)?;
+        // Filled before the Accept can leave: a data core on a lcore of its own may send it
+        // at once, and the client's first read may follow at once.
+        if fill {
+            self.fill_for_reads(r)?;
+        }
         let mut offer = Vec::with_capacity(OFFER_LEN);
         offer.extend_from_slice(&reg.stag.0.to_be_bytes());
         offer.extend_from_slice(&reg.to_base.to_be_bytes());
@@ -981,7 +991,7 @@ impl Job {
                     ord: u16::try_from(opts.ddp_window).unwrap_or(u16::MAX),
                     ..RdmaLimits::default()
                 },
-                private_data: Vec::new(),
+                private_data: READS_WANTED.to_vec(),
             }
         } else {
             Op::Initiate {
