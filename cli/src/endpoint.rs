@@ -1086,7 +1086,8 @@ impl Job {
             None
         };
         let mut reads_checked = 0u64;
-        let (mut read_got, mut read_want) = (vec![0u8; size], vec![0u8; size]);
+        let checked_len = if reads { size } else { 0 };
+        let (mut read_got, mut read_want) = (vec![0u8; checked_len], vec![0u8; checked_len]);
 
         let data: Vec<u8> = (0..size).map(|i| (i as u8).wrapping_mul(31)).collect();
         // Every write sends the same bytes: from one registered region of DPDK memory (RFC
