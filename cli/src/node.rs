@@ -201,7 +201,7 @@ impl Node {
             },
             random::<32>()?,
         )?;
-        let (control, data) = runtime::build(
+        let (control, mut data) = runtime::build(
             Arc::clone(&port),
             Interface::new(opts.mac.unwrap_or(port.mac()), v4, v6),
             ep,
@@ -238,6 +238,10 @@ impl Node {
             keeps_buffers,
         };
         if inline {
+            // This thread reads the events between two turns of the cores (`Job::poll`).
+            for core in &mut data {
+                core.set_ulp_polls(true);
+            }
             node.inline = data;
             return Ok((node, control));
         }

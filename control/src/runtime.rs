@@ -868,6 +868,13 @@ pub struct DataCore<P: Port> {
     /// When the last turn began, and whether it did any work (the load counters).
     last_turn: Option<Instant>,
     last_worked: bool,
+    /// The thread that polls this core is the ULP's own ([`DataCore::set_ulp_polls`]).
+    ulp_polls: bool,
+    /// What a burst called for is framed and sent when the ULP is back: at its next
+    /// operation (which it may then share a packet with) or at the start of the next turn.
+    send_owed: bool,
+    /// Another frame of the burst follows the one being handled (true outside RX bursts).
+    burst_goes_on: bool,
 }
 
 /// Builds the control side and `cfg.cores` data cores of one endpoint on `port`.
@@ -945,6 +952,9 @@ pub fn build<P: Port>(
             idle: IdleStats::default(),
             last_turn: None,
             last_worked: false,
+            ulp_polls: false,
+            send_owed: false,
+            burst_goes_on: true,
         });
     }
     let control = Control {
@@ -1024,6 +1034,9 @@ impl<P: Port> DataCore<P> {
     /// cap, a core held back for [`DEEP_IDLE_AFTER`] would retry only every `max_sleep`. A
     /// link that is down drains nothing: the core backs off as an idle one does.
     pub fn sleep_limit(&self, now: Instant) -> Option<Duration> {
+        if self.send_owed {
+            return Some(Duration::ZERO);
+        }
         let timer = self.poll_timeout().map(|t| t.saturating_since(now));
         let backlog = self.out.retry_soon().then_some(LIGHT_SLEEP);
         match (timer, backlog) {
@@ -1032,9 +1045,26 @@ impl<P: Port> DataCore<P> {
         }
     }
 
-    /// Whether frames this core made wait for room in the device's ring.
+    /// Whether frames this core made wait for room in the device's ring, or wait for the
+    /// ULP's next turn ([`DataCore::set_ulp_polls`]).
     pub fn tx_backlogged(&self) -> bool {
-        self.out.congested()
+        self.out.congested() || self.send_owed
+    }
+
+    /// Says that the thread polling this core is the ULP's own, which reads the core's events
+    /// between two of its turns (an inline data core, `cli`'s `Node`). A turn that handed
+    /// the ULP a completion then leaves before sending what its bursts called for: the ULP
+    /// hears of its operation before a transmit (a memif burst costs 0.1-0.4 us here), and a
+    /// SACK owed for the packet that completed it (RFC 7053's I bit on a Read Response)
+    /// rides on the ULP's next operation when there is one (RFC 9260 §6: bundled with its
+    /// DATA) instead of taking a packet of its own. Only after a completion: a turn that
+    /// completed nothing of the ULP's sends at once, since a SACK owed for the peer's writes
+    /// or sends is the peer's completion, on its latency path. Held frames leave at the ULP's
+    /// next operation ([`DataCore::apply_now`]) or at the start of the next turn, whichever
+    /// comes first: one turn of the ULP's loop, no timer. Only for a caller that polls the
+    /// core again as soon as it has read the events.
+    pub fn set_ulp_polls(&mut self, on: bool) {
+        self.ulp_polls = on;
     }
 
     /// Shows every frame this core queues for transmission to `tap`.
@@ -1096,13 +1126,15 @@ impl<P: Port> DataCore<P> {
     /// and transmitted, what the connections owe the ULP sent up. Returns the work done.
     pub fn poll(&mut self, now: Instant) -> usize {
         self.account_load(now);
+        // What the last turn left for after the ULP's events leaves first.
+        let mut work = if self.send_owed { self.send(now) } else { 0 };
         // STag changes apply between packets, never in the middle of placing one.
-        let mut work = self.memory_changes();
+        work += self.memory_changes();
         let commands = self.commands(now);
         work += commands;
         if commands > 0 {
             // What the commands posted leaves now, not after this turn's RX polls.
-            work += self.answer(now);
+            work += self.answer(now, false);
         }
         // Placements of the frames below share one store fence, when the batch ends: before
         // the events for them go up (`PlacementBatch`: what may leave within it).
@@ -1143,20 +1175,24 @@ impl<P: Port> DataCore<P> {
             while let Some(b) = frames.next() {
                 // The next frame's lines are asked for now, so that their misses run under
                 // the work on this one (`port::prefetch`).
-                if let Some(next) = frames.peek() {
+                let next = frames.peek();
+                if let Some(next) = next {
                     prefetch::frame(next.data());
                 }
+                self.burst_goes_on = next.is_some();
                 self.stats.frames_in += 1;
                 if let Some(b) = self.single_segment(b) {
                     self.frame_in(now, b, false);
                 }
             }
+            self.burst_goes_on = true;
             drop(batch);
             self.free_spent();
             if n > 0 {
                 // What this burst called for (a SACK, the DATA a SACK let go, a completion)
-                // goes before the next queue is polled.
-                work += self.answer(now);
+                // goes before the next queue is polled (or, to a ULP that polls this core,
+                // the events at once and the frames when it is back: `set_ulp_polls`).
+                work += self.answer(now, true);
             }
         }
         self.rx = rx;
@@ -1167,18 +1203,55 @@ impl<P: Port> DataCore<P> {
                 s.c.get_mut().handle_timeout(now);
             }
         }
-        let work = work + self.answer(now);
+        let work = work + self.answer(now, true);
         self.last_worked |= work > 0;
         work
     }
 
     /// What the turn so far called for leaves: sessions lent, packets framed and sent, events
-    /// up (in that order, as the control thread expects them). Run after commands and after
-    /// each RX burst as well as at the end of a turn: a one-outstanding-write exchange (issue
-    /// 13 item 4) otherwise waits for the turn's other queue polls and timers at both ends.
-    /// Returns the packets and events.
-    fn answer(&mut self, now: Instant) -> usize {
+    /// up. Run after commands and after each RX burst as well as at the end of a turn: a
+    /// one-outstanding-write exchange (issue 13 item 4) otherwise waits for the turn's other
+    /// queue polls and timers at both ends. Packets go first, a SACK the peer's completion
+    /// waits for ahead of the events for our ULP; but when an operation of ours completed,
+    /// its completion goes first (the ULP waits for it, and may answer with a packet), and
+    /// with `ulp_first`, after a burst and at the end of a turn of a core the ULP polls
+    /// ([`DataCore::set_ulp_polls`]), the packets wait for the ULP's return. Returns the
+    /// packets and events.
+    fn answer(&mut self, now: Instant, ulp_first: bool) -> usize {
         self.lend_sessions();
+        let deferring = ulp_first && self.send_owed;
+        let completed = self
+            .slots
+            .iter()
+            .flatten()
+            .any(|s| s.c.get().owes_completion());
+        if !completed && !deferring {
+            let sent = self.send(now);
+            return sent + self.events_up();
+        }
+        let events = self.events_up();
+        if ulp_first && self.ulp_polls {
+            self.send_owed = true;
+            return events;
+        }
+        // What framing produced for the ULP (a send the pump failed, say) in this answer too.
+        events + self.send(now) + self.events_up()
+    }
+
+    /// Hands the control thread what the connections owe the ULP, and rings its bell if
+    /// anything went. Returns the upcalls.
+    fn events_up(&mut self) -> usize {
+        let n = self.upcalls();
+        if std::mem::take(&mut self.rang_control) {
+            self.control_bell.ring();
+        }
+        n
+    }
+
+    /// Frames what every connection has to send and hands the batch to the device. Returns
+    /// the packets.
+    fn send(&mut self, now: Instant) -> usize {
+        self.send_owed = false;
         let mut work = 0;
         if self.out.congested() {
             // The ring may have drained since the last burst: room first, then new packets.
@@ -1189,10 +1262,6 @@ impl<P: Port> DataCore<P> {
             work += self.transmit(now, k);
         }
         self.out.flush();
-        work += self.upcalls();
-        if std::mem::take(&mut self.rang_control) {
-            self.control_bell.ring();
-        }
         work
     }
 
@@ -1374,11 +1443,16 @@ impl<P: Port> DataCore<P> {
         // duplicate, any while gaps exist) gets it before the next packet of the burst is
         // handled; otherwise SACKs of a whole burst merge into one. A packet that opened the
         // window (a SACK) is a transmit opportunity too (§6.1: Max.Burst per opportunity).
-        if s.c.get().sack_due() {
-            self.stats.sacks_between_packets += 1;
-            self.transmit(now, k);
-        } else if s.c.get().association().has_data_to_send() {
-            self.transmit(now, k);
+        // On a core the ULP polls, the answer frames what the burst's last packet calls for,
+        // behind the completions it made (`answer`, `set_ulp_polls`): a SACK owed for a Read
+        // Response can then share the ULP's next packet.
+        if self.burst_goes_on || !self.ulp_polls {
+            if s.c.get().sack_due() {
+                self.stats.sacks_between_packets += 1;
+                self.transmit(now, k);
+            } else if s.c.get().association().has_data_to_send() {
+                self.transmit(now, k);
+            }
         }
     }
 
@@ -1509,7 +1583,9 @@ impl<P: Port> DataCore<P> {
         self.memory_changes();
         self.op(now, conn, op);
         trace::mark(trace::Point::Applied);
-        self.answer(now);
+        // With what earlier bursts left for the ULP's return (`set_ulp_polls`): a SACK owed
+        // is bundled with this operation's DATA.
+        self.answer(now, false);
         // The time since the turn began is busy time (the load counters).
         self.last_worked = true;
         Ok(())

@@ -395,6 +395,11 @@ impl Connection {
             || !self.sink.op_results.is_empty()
     }
 
+    /// Whether completions of the ULP's operations wait to be polled.
+    pub fn owes_completion(&self) -> bool {
+        !self.sink.completions.is_empty()
+    }
+
     pub fn poll_completion(&mut self) -> Option<Completion> {
         self.sink.completions.pop_front()
     }
