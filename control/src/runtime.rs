@@ -1126,14 +1126,14 @@ impl<P: Port> DataCore<P> {
     /// and transmitted, what the connections owe the ULP sent up. Returns the work done.
     pub fn poll(&mut self, now: Instant) -> usize {
         self.account_load(now);
-        // What the last turn left for after the ULP's events leaves first.
-        let mut work = if self.send_owed { self.send(now) } else { 0 };
         // STag changes apply between packets, never in the middle of placing one.
-        work += self.memory_changes();
+        let mut work = self.memory_changes();
         let commands = self.commands(now);
         work += commands;
-        if commands > 0 {
-            // What the commands posted leaves now, not after this turn's RX polls.
+        if commands > 0 || self.send_owed {
+            // What the commands posted leaves now, not after this turn's RX polls, with what
+            // the last turn left for after the ULP's events (`set_ulp_polls`): an owed SACK
+            // shares a packet with a posted operation's DATA.
             work += self.answer(now, false);
         }
         // Placements of the frames below share one store fence, when the batch ends: before

@@ -258,3 +258,23 @@ fn a_sack_the_peers_completion_waits_for_is_not_held_for_the_ulp() {
     let events = client_turn(&mut l);
     assert_eq!(completed(&events), [5], "the writer's completion");
 }
+
+/// An operation that reaches the core through its command ring (the ULP on another thread, or
+/// behind an earlier command) finds the held SACK too: the next turn sends them in one packet.
+#[test]
+fn a_held_sack_shares_a_packet_with_a_read_from_the_command_ring() {
+    let (mut l, source, sink, _) = open_rdmap(true);
+    read_answered(&mut l, 1, &source, &sink);
+    let events = client_turn(&mut l);
+    assert_eq!(completed(&events), [1]);
+    let (sent, sacks) = (frames_out(&l.ka[0]), sctp(&l.ka[0]).sacks_out);
+    l.ca.submit(l.conn, read(2, &source, &sink)).unwrap();
+    assert_eq!(frames_out(&l.ka[0]), sent, "still held");
+    client_turn(&mut l);
+    assert_eq!(frames_out(&l.ka[0]), sent + 1, "one packet");
+    assert_eq!(sctp(&l.ka[0]).sacks_out, sacks + 1, "with the SACK in it");
+    l.run_until("the second read", |l| {
+        l.ea.iter()
+            .any(|e| matches!(e, Event::Completion { completion, .. } if completion.wr_id == 2))
+    });
+}
