@@ -22,7 +22,7 @@ use std::time::{Duration, Instant as Wall};
 use ddpdk_control::conn::{
     Indication, Payload, PostError, RdmaOp, RdmaRequest, SendKind, SendRequest, Status,
 };
-use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
+use ddpdk_control::memory::{Memory, MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::{decode_private_data, RdmaLimits};
 use ddpdk_control::runtime::{
     Backoff, ConnHandle, Control, CoreReport, CoreStats, Event, IdlePolicy, Op, RuntimeError,
@@ -57,6 +57,59 @@ const READ_CHECK_EVERY: u64 = 64;
 const READS_WANTED: &[u8] = b"ddpdk perf: read";
 /// STag (4), TO (8), length (8).
 const OFFER_LEN: usize = 20;
+
+/// `--ddp-op read`'s check of what the reads brought: each sink slot's first read, and one in
+/// [`READ_CHECK_EVERY`] after, against the bytes the server filled its region with
+/// (`verify::fill_region`).
+struct ReadCheck {
+    sink: RegionId,
+    size: usize,
+    /// Reads in flight: read `r` lands in sink slot `r % window`.
+    window: u64,
+    /// Slots of the server's region: read `r` reads slot `r % slots`.
+    slots: u64,
+    got: Vec<u8>,
+    want: Vec<u8>,
+    checked: u64,
+}
+
+impl ReadCheck {
+    fn new(sink: RegionId, size: usize, window: usize, slots: u64) -> ReadCheck {
+        ReadCheck {
+            sink,
+            size,
+            window: window as u64,
+            slots,
+            got: vec![0; size],
+            want: vec![0; size],
+            checked: 0,
+        }
+    }
+
+    /// Read `r` completed: checks it if it is one to check.
+    fn completed(&mut self, memory: &Memory, r: u64) -> Result<(), String> {
+        if r >= self.window && !r.is_multiple_of(READ_CHECK_EVERY) {
+            return Ok(());
+        }
+        let size = self.size;
+        let from = (r % self.slots) * size as u64;
+        memory
+            .region(self.sink)
+            .ok_or("the read sink is gone")?
+            .read((r % self.window) * size as u64, &mut self.got)
+            .map_err(|e| e.to_string())?;
+        verify::fill_region(from, &mut self.want);
+        if let Some(at) = self.got.iter().zip(&self.want).position(|(a, b)| a != b) {
+            return Err(format!(
+                "RDMA Read {r} of {size} bytes from offset {from} of the server's region \
+                 brought a wrong byte at {at}: {:#04x}, not {:#04x}",
+                self.got[at], self.want[at]
+            ));
+        }
+        self.checked += 1;
+        Ok(())
+    }
+}
 
 /// Runs the endpoint and returns the exit status.
 pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
@@ -1085,9 +1138,9 @@ impl Job {
         } else {
             None
         };
-        let mut reads_checked = 0u64;
-        let checked_len = if reads { size } else { 0 };
-        let (mut read_got, mut read_want) = (vec![0u8; checked_len], vec![0u8; checked_len]);
+        let mut read_check = sink
+            .as_ref()
+            .map(|&(_, region)| ReadCheck::new(region, size, window, slots));
 
         let data: Vec<u8> = (0..size).map(|i| (i as u8).wrapping_mul(31)).collect();
         // Every write sends the same bytes: from one registered region of DPDK memory (RFC
@@ -1270,34 +1323,8 @@ impl Job {
                                 trace::mark(trace::Point::Seen);
                                 let _ = latency.record(seen.saturating_since(at).as_nanos() as u64);
                                 done += 1;
-                                // --ddp-op read: each sink slot's first read, and one in
-                                // READ_CHECK_EVERY after, against the server's bytes.
-                                if let Some((_, sink_region)) = &sink {
-                                    let r = c.wr_id;
-                                    if r < window as u64 || r % READ_CHECK_EVERY == 0 {
-                                        let from = (r % slots) * size as u64;
-                                        self.control
-                                            .memory()
-                                            .region(*sink_region)
-                                            .ok_or("the read sink is gone")?
-                                            .read((r % window as u64) * size as u64, &mut read_got)
-                                            .map_err(|e| e.to_string())?;
-                                        verify::fill_region(from, &mut read_want);
-                                        if read_got != read_want {
-                                            let at = read_got
-                                                .iter()
-                                                .zip(&read_want)
-                                                .position(|(a, b)| a != b)
-                                                .unwrap_or(0);
-                                            return Err(format!(
-                                                "RDMA Read {r} of {size} bytes from offset {from} \
-                                                 of the server's region brought a wrong byte at \
-                                                 {at}: {:#04x}, not {:#04x}",
-                                                read_got[at], read_want[at]
-                                            ));
-                                        }
-                                        reads_checked += 1;
-                                    }
+                                if let Some(check) = read_check.as_mut() {
+                                    check.completed(self.control.memory(), c.wr_id)?;
                                 }
                             }
                             Some((_, _, false)) => untagged_done += 1,
@@ -1442,6 +1469,7 @@ impl Job {
                 })
             })
         })?;
+        let reads_checked = read_check.map_or(0, |c| c.checked);
         if json {
             let v = serde_json::json!({
                 "ddp_goodput": {
