@@ -128,7 +128,13 @@ impl Side {
             log: Vec::new(),
         };
         match placement {
-            Placement::Inline => side.inline = cores,
+            Placement::Inline => {
+                // `Side::poll` reads the events between two turns of the cores.
+                side.inline = cores;
+                for core in &mut side.inline {
+                    core.set_ulp_polls(true);
+                }
+            }
             Placement::Lcores(lcores) => {
                 let (give_back, returned) = mpsc::channel();
                 side.returned = Some(returned);
