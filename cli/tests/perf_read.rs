@@ -111,6 +111,20 @@ fn one_read_at_a_time_is_timed() {
     let p50 = read["latency_us"]["p50"].as_f64().expect("p50");
     let max = read["latency_us"]["max"].as_f64().expect("max");
     assert!(p50 > 0.0 && p50 <= max, "{read}");
+    // The SACK each Read Response's I bit asks for (RFC 7053) rides on the next Read
+    // Request (RFC 9260 §6: bundled with DATA; the client's inline core holds it for its
+    // ULP, `DataCore::set_ulp_polls`): one packet a read, not two. The allowance covers the
+    // association's set-up and shutdown.
+    let frames: u64 = read["cores"]
+        .as_array()
+        .expect("cores")
+        .iter()
+        .map(|c| c["frames_out"].as_u64().expect("frames_out"))
+        .sum();
+    assert!(
+        frames <= reads + reads / 20 + 20,
+        "{frames} frames for {reads} reads: {read}"
+    );
 }
 
 /// `--ddp-verify` checks writes; with `--ddp-op read` the client says to pick one.
