@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{runtime, Lockstep, PORT};
+use rt::{rdmap_session, runtime, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -78,18 +78,12 @@ fn rdma_read_and_write_through_the_runtime() {
         .register(registration(apd, sink, 1 << 20, Access::LOCAL_WRITE))
         .unwrap();
 
-    let open = Op::InitiateRdmap {
-        stream: 1,
-        pd: apd,
-        limits: RdmaLimits { ird: 4, ord: 4 },
-        private_data: Vec::new(),
-    };
-    let accept = Op::AcceptRdmap {
-        stream: 1,
-        pd: bpd,
-        limits: RdmaLimits { ird: 2, ord: 4 },
-        private_data: Vec::new(),
-    };
+    let (open, accept) = rdmap_session(
+        apd,
+        RdmaLimits { ird: 4, ord: 4 },
+        bpd,
+        RdmaLimits { ird: 2, ord: 4 },
+    );
     let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept]);
     let conn = l.conn;
 
@@ -186,18 +180,7 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
     let buffer = m.receive_buffer(bpd, rreg.stag, 0, 1024).unwrap();
     let mut a = a;
     let apd = a.0.memory_mut().alloc_pd();
-    let open = Op::InitiateRdmap {
-        stream: 1,
-        pd: apd,
-        limits: RdmaLimits::default(),
-        private_data: Vec::new(),
-    };
-    let accept = Op::AcceptRdmap {
-        stream: 1,
-        pd: bpd,
-        limits: RdmaLimits::default(),
-        private_data: Vec::new(),
-    };
+    let (open, accept) = rdmap_session(apd, RdmaLimits::default(), bpd, RdmaLimits::default());
     // The receive right behind the Accept: the stream has no receive path before it.
     let post = Op::PostRecv {
         stream: 1,

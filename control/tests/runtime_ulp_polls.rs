@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{runtime, tagged, Lockstep, PORT};
+use rt::{rdmap_session, runtime, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -48,18 +48,8 @@ fn open_rdmap(ulp_polls: bool) -> (Lockstep<MemPort>, Registered, Registered, Re
     for k in a.1.iter_mut().chain(b.1.iter_mut()) {
         k.set_ulp_polls(ulp_polls);
     }
-    let open = Op::InitiateRdmap {
-        stream: 1,
-        pd: apd,
-        limits: RdmaLimits { ird: 4, ord: 4 },
-        private_data: Vec::new(),
-    };
-    let accept = Op::AcceptRdmap {
-        stream: 1,
-        pd: bpd,
-        limits: RdmaLimits { ird: 4, ord: 4 },
-        private_data: Vec::new(),
-    };
+    let limits = RdmaLimits { ird: 4, ord: 4 };
+    let (open, accept) = rdmap_session(apd, limits, bpd, limits);
     let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept]);
     l.run_until_quiet();
     (l, source, sink, dst)

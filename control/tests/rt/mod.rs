@@ -9,6 +9,7 @@ use std::time::Duration;
 use ddpdk_control::conn::ConnConfig;
 use ddpdk_control::conn::{Indication, Payload, SendKind, SendRequest};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
+use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{build, ConnHandle, Control, DataCore, Event, Op, RuntimeConfig};
 use ddpdk_control::session::{Event as SessionEvent, PendingLimit};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
@@ -20,6 +21,24 @@ use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 
 /// The SCTP port of every test endpoint.
 pub const PORT: u16 = 5000;
+
+/// The client's Initiate and the server's Accept of an RDMAP stream on stream 1 (RFC 5040 §6:
+/// each end's IRD and ORD in `limits`), for [`Lockstep::open_with`].
+pub fn rdmap_session(apd: Pd, a: RdmaLimits, bpd: Pd, b: RdmaLimits) -> (Op, Op) {
+    let initiate = Op::InitiateRdmap {
+        stream: 1,
+        pd: apd,
+        limits: a,
+        private_data: Vec::new(),
+    };
+    let accept = Op::AcceptRdmap {
+        stream: 1,
+        pd: bpd,
+        limits: b,
+        private_data: Vec::new(),
+    };
+    (initiate, accept)
+}
 
 /// An endpoint on `port` at `v4` (and `v6`) with `sctp`'s SCTP settings on [`PORT`]: its
 /// control side and data cores (`cfg`), its cookie secret and STag allocation seeded by `seed`.
