@@ -1487,7 +1487,12 @@ impl<P: Port> DataCore<P> {
                 Command::Neighbour(ip, mac) => self.iface.learn_shared(ip, mac),
                 Command::Forget(conn) => {
                     if let Some(k) = self.find(conn) {
-                        // What it still owes the ULP goes up first.
+                        // Frames it was holding for the ULP's return (`set_ulp_polls`: the
+                        // ULP heard the Closed and forgot it before this turn sent them) go
+                        // into the batch first, and what it still owes the ULP goes up.
+                        if self.send_owed {
+                            self.transmit(now, k);
+                        }
                         if let Some(mut s) = self.slots[k].take() {
                             self.drain_owed(conn, &mut s.c);
                             self.retire(&s);

@@ -268,3 +268,20 @@ fn a_held_sack_shares_a_packet_with_a_read_from_the_command_ring() {
             .any(|e| matches!(e, Event::Completion { completion, .. } if completion.wr_id == 2))
     });
 }
+
+/// A ULP that forgets its connection while the core holds a frame of it for the ULP's return
+/// (it heard a completion, or the Closed after it, and let go) does not lose the frame: the
+/// core sends what the connection owes before it drops it.
+#[test]
+fn a_forgotten_connection_still_sends_what_was_held_for_the_ulp() {
+    let (mut l, source, sink, _) = open_rdmap(true);
+    read_answered(&mut l, 1, &source, &sink);
+    let events = client_turn(&mut l);
+    assert_eq!(completed(&events), [1]);
+    let sent = frames_out(&l.ka[0]);
+    assert!(l.ka[0].tx_backlogged(), "the SACK is held");
+    l.ca.forget(l.conn).unwrap();
+    client_turn(&mut l);
+    assert_eq!(frames_out(&l.ka[0]), sent + 1, "the held SACK left");
+    assert!(!l.ka[0].tx_backlogged());
+}
