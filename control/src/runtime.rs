@@ -1220,12 +1220,14 @@ impl<P: Port> DataCore<P> {
     fn answer(&mut self, now: Instant, ulp_first: bool) -> usize {
         self.lend_sessions();
         let deferring = ulp_first && self.send_owed;
-        let completed = self
-            .slots
-            .iter()
-            .flatten()
-            .any(|s| s.c.get().owes_completion());
-        if !completed && !deferring {
+        // Already deferring, the answer is the same whatever completed: no scan.
+        let completed = || {
+            self.slots
+                .iter()
+                .flatten()
+                .any(|s| s.c.get().owes_completion())
+        };
+        if !deferring && !completed() {
             let sent = self.send(now);
             return sent + self.events_up();
         }
