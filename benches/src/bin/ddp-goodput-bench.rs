@@ -13,7 +13,10 @@
 //! the ceiling that arrives as placed DDP payload. Each ceiling is measured on the links' memif
 //! ring and on each ring of `--ceiling-rsizes` (64 slots by default), and the best counts:
 //! txonly keeps its ring full, so on a deep ring the receiver reads frames written long before,
-//! out of cache, which understates what it can do (benches/README.md, "Session 27"). The
+//! out of cache, which understates what it can do (benches/README.md, "Session 27"). DDP is
+//! measured on the same rings and its best counts too, for the same reason: a sender that keeps
+//! a deep ring full makes the receiver's copy out of it miss the cache just as txonly's does
+//! (MTU 1500, DDP on 1024 slots 0.61-0.68 of placement, on 64 0.77-0.79: "Session 48"). The
 //! summary gives the ratio of the medians and the median of the rounds' own ratios: where the
 //! machine's speed shifts between runs (a shared VM), the first can pair a fast round's
 //! ceiling with a slow round's goodput.
@@ -101,11 +104,11 @@ struct Args {
     /// that costs the ceiling (benches/README.md, "Session 27").
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=14))]
     memif_rsize: Option<u8>,
-    /// Further memif ring sizes (log2) each ceiling is measured on, besides the links' own:
-    /// the ceiling of a round is the best of them, so a ring too deep for the cache does not
-    /// understate it (a txonly sender keeps its ring full; at MTU 9000 the default ring holds
-    /// 9 MiB of frames, and rxplace measured 5.2 GB/s on it against 6.1 on 64 slots). Give
-    /// `--ceiling-rsizes` without a value for the links' ring alone.
+    /// Further memif ring sizes (log2) each ceiling and each DDP run is measured on, besides
+    /// the links' own: the figure of a round is the best of them, so a ring too deep for the
+    /// cache does not understate it (a sender keeps its ring full; at MTU 9000 the default
+    /// ring holds 9 MiB of frames, and rxplace measured 5.2 GB/s on it against 6.1 on 64
+    /// slots). Give `--ceiling-rsizes` without a value for the links' ring alone.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [6u8],
           value_parser = clap::value_parser!(u8).range(1..=14))]
     ceiling_rsizes: Vec<u8>,
@@ -292,8 +295,21 @@ impl Run {
 
 /// DDP goodput in payload bytes per second, as the client reports it, with its writes from
 /// `source`.
-fn ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<Run, String> {
-    ddp_run(args, tag, mtu, source, 0.0)
+fn ddp(args: &Args, tag: &str, mtu: u16, source: &str, rsize: Option<u8>) -> Result<Run, String> {
+    ddp_run(args, tag, mtu, source, 0.0, rsize)
+}
+
+/// DDP goodput with writes from `source` on each ring a ceiling is measured on (`rings`): the
+/// best run, and its ring.
+fn best_ddp(args: &Args, tag: &str, mtu: u16, source: &str) -> Result<(Run, Option<u8>), String> {
+    let mut best: Option<(Run, Option<u8>)> = None;
+    for rsize in rings(args) {
+        let run = ddp(args, tag, mtu, source, rsize)?;
+        if best.is_none_or(|(b, _)| run.bytes_per_s > b.bytes_per_s) {
+            best = Some((run, rsize));
+        }
+    }
+    best.ok_or_else(|| format!("ddp from {source}: no ring measured"))
 }
 
 /// The server's busy share from its summary line ("... data cores busy 61 %").
@@ -346,8 +362,15 @@ fn esp_config(tag: &str, client: bool) -> Result<String, String> {
 }
 
 /// One DDP pair, each endpoint dropping `loss` of what it receives.
-fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<Run, String> {
-    let tag = format!("{tag}-{source}-{loss}");
+fn ddp_run(
+    args: &Args,
+    tag: &str,
+    mtu: u16,
+    source: &str,
+    loss: f64,
+    rsize: Option<u8>,
+) -> Result<Run, String> {
+    let tag = format!("{tag}-{source}-{loss}-r{}", rsize.unwrap_or(0));
     let tag = tag.as_str();
     let sock = sock(tag);
     let loss_s = loss.to_string();
@@ -393,7 +416,7 @@ fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<
             "server",
             &sock,
             mtu,
-            args.memif_rsize,
+            rsize,
         ),
         &server_app,
     )
@@ -446,7 +469,7 @@ fn ddp_run(args: &Args, tag: &str, mtu: u16, source: &str, loss: f64) -> Result<
             "client",
             &sock,
             mtu,
-            args.memif_rsize,
+            rsize,
         ),
         &client_app,
     )
@@ -514,21 +537,26 @@ fn main() {
 /// A ceiling's frames per second on the links' own ring and on each of `--ceiling-rsizes`:
 /// the best of them, and the ring it was measured on.
 fn best_ceiling(args: &Args, tag: &str, mtu: u16, mode: &str) -> Result<(f64, Option<u8>), String> {
-    let mut rings = vec![args.memif_rsize];
-    rings.extend(
-        args.ceiling_rsizes
-            .iter()
-            .map(|&r| Some(r))
-            .filter(|r| *r != args.memif_rsize),
-    );
     let mut best: Option<(f64, Option<u8>)> = None;
-    for rsize in rings {
+    for rsize in rings(args) {
         let pps = raw(args, tag, mtu, mode, rsize)?;
         if best.is_none_or(|(b, _)| pps > b) {
             best = Some((pps, rsize));
         }
     }
     best.ok_or_else(|| format!("{mode}: no ring measured"))
+}
+
+/// The rings every figure of a round is measured on: the links' own, then each of
+/// `--ceiling-rsizes` not already among them.
+fn rings(args: &Args) -> Vec<Option<u8>> {
+    let mut rings = vec![args.memif_rsize];
+    for &r in &args.ceiling_rsizes {
+        if !rings.contains(&Some(r)) {
+            rings.push(Some(r));
+        }
+    }
+    rings
 }
 
 /// A memif ring size as the round's line names it.
@@ -551,13 +579,15 @@ fn measure(args: &Args, mtu: u16) {
     // speed shifts between runs, a ratio of two medians can pair figures from different
     // rounds, while a round's ceiling and goodput are measured minutes apart at most.
     let mut round_ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
+    // The memif ring (log2 slots; None: DPDK's default) each source's DDP did best on, per round.
+    let mut round_rings: Vec<Vec<Option<u8>>> = vec![Vec::new(); n];
     let mut lossy: Vec<Vec<Run>> = vec![Vec::new(); args.losses.len()];
     for r in 0..args.rounds {
         let tag = format!("{mtu}-{r}");
         let mut got: Vec<Option<f64>> = vec![None; runs];
         let mut busy: Vec<String> = vec![String::new(); runs];
-        // The ring each ceiling was best on (None: DPDK's default).
-        let mut ring: [Option<u8>; CEILINGS.len()] = [None; CEILINGS.len()];
+        // The ring each ceiling and each DDP run was best on (None: DPDK's default).
+        let mut ring: Vec<Option<u8>> = vec![None; runs];
         for k in 0..runs {
             let j = (k + r as usize) % runs;
             let result = match j.checked_sub(CEILINGS.len()) {
@@ -565,8 +595,9 @@ fn measure(args: &Args, mtu: u16) {
                     ring[j] = rsize;
                     pps
                 }),
-                Some(s) => ddp(args, &tag, mtu, &args.sources[s]).map(|run| {
+                Some(s) => best_ddp(args, &tag, mtu, &args.sources[s]).map(|(run, rsize)| {
                     busy[j] = run.busy();
+                    ring[j] = rsize;
                     run.bytes_per_s
                 }),
             };
@@ -597,27 +628,37 @@ fn measure(args: &Args, mtu: u16) {
         for (s, g) in got[CEILINGS.len()..].iter().enumerate() {
             let g = g.unwrap_or(0.0);
             line += &format!(
-                " | DDP from {} {:.1} MB/s, {:.3} of placement, {:.3} of raw, {:.3} of \
+                " | DDP from {} {:.1} MB/s ({}), {:.3} of placement, {:.3} of raw, {:.3} of \
                  zero-copy placement ({})",
                 args.sources[s],
                 g / 1e6,
+                ring_name(ring[CEILINGS.len() + s]),
                 g / (place_pps * payload),
                 g / (raw_pps * payload),
                 g / (zc_pps * payload),
                 busy[CEILINGS.len() + s]
             );
             goodputs[s].push(g);
+            round_rings[s].push(ring[CEILINGS.len() + s]);
             if place_pps > 0.0 {
                 round_ratios[s].push(g / (place_pps * payload));
             }
         }
+        // Losses on the ring the lossless writes from a region did best on this round.
+        let loss_ring = args
+            .sources
+            .iter()
+            .position(|s| s == "region")
+            .map_or(args.memif_rsize, |s| ring[CEILINGS.len() + s]);
         for (k, &loss) in args.losses.iter().enumerate() {
-            match ddp_run(args, &tag, mtu, "region", loss) {
+            match ddp_run(args, &tag, mtu, "region", loss, loss_ring) {
                 Ok(run) => {
                     line += &format!(
-                        " | {:.1} % lost: {:.1} MB/s, {} fast retransmits, {} T3 expiries ({})",
+                        " | {:.1} % lost: {:.1} MB/s ({}), {} fast retransmits, {} T3 expiries \
+                         ({})",
                         loss * 100.0,
                         run.bytes_per_s / 1e6,
+                        ring_name(loss_ring),
                         run.fast_retransmits,
                         run.t3_expiries,
                         run.busy()
@@ -653,10 +694,12 @@ fn measure(args: &Args, mtu: u16) {
             .iter()
             .zip(&medians)
             .zip(&round_ratios)
-            .map(|((s, g), rr)| {
+            .zip(&round_rings)
+            .map(|(((s, g), rr), rings)| {
                 (
                     s.clone(),
                     serde_json::json!({"ddp_goodput_bytes_per_s": g,
+                        "round_rsizes": rings,
                         "ratio_to_placement": g / place_bps, "ratio_to_raw": g / raw_bps,
                         "ratio_to_zero_copy_placement": g / zc_bps,
                         "round_ratios_to_placement": rr,
