@@ -43,7 +43,7 @@ cleanup() {
 trap cleanup EXIT
 eal() { # ROLE LCORES PREFIX
     echo "--lcores $2 --no-huge -m 1024 --no-pci --log-level=*:error --file-prefix=ps$$$3" \
-        "--vdev=net_memif0,role=$1,id=0,socket=$out/memif.sock,bsize=$bsize"
+        "--vdev=net_memif0,role=$1,id=0,socket=$out/memif.sock,bsize=$bsize${RSIZE:+,rsize=$RSIZE}"
 }
 # record PID FILE: 3 s of the process's samples.
 record() {
