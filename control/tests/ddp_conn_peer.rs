@@ -1481,6 +1481,55 @@ fn a_read_this_connection_cannot_serve_ends_the_stream_out_loud() {
     ));
 }
 
+/// RFC 5041 §7.1 (TO wrap) for the Data Sink a Read Request names: a Read Response that would
+/// pass 2^64 at the requester cannot be sent whole, so the Data Source refuses the request
+/// with RDMAP's "TO Wrap" (RFC 5040 §4.8, Remote Protection Error) before it reads or sends a
+/// byte. It used to send the first segment of the response, stop at the wrap and flush its
+/// own queued work, with no Terminate and the stream left open (an independent review).
+#[test]
+fn rfc5041_7_1_a_read_request_whose_sink_wraps_is_refused() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let table = d.memory.region_table().clone();
+    d.conn().use_regions(table);
+    let (_, src) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_READ);
+    let request = ReadRequest {
+        sink_stag: 0x99,
+        sink_to: u64::MAX - 100,
+        size: 4000,
+        source_stag: src.stag.0,
+        source_to: 0x1000,
+    };
+    d.send(
+        S,
+        16,
+        &rseg(
+            1,
+            control(1, Opcode::ReadRequest),
+            1,
+            1,
+            &request.to_bytes(),
+        ),
+    );
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Rdmap(RdmapError::ToWrap)]
+    );
+    // No tagged DDP segment (T bit, the top bit of the control octet after the DDP-SSN) left.
+    assert!(
+        !d.raw_rx
+            .iter()
+            .any(|(s, p, x)| *s == S && *p == 16 && x.get(2).is_some_and(|c| c & 0x80 != 0)),
+        "no part of the Read Response was sent"
+    );
+    assert!(matches!(
+        d.conn().session_state(S),
+        Some(State::Terminated(_))
+    ));
+}
+
 /// RFC 5040 §5.2: a Read Response when no Read is outstanding is "Unexpected OpCode", even
 /// into an STag the server owns and could write: nothing of it is placed.
 #[test]

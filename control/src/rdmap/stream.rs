@@ -558,6 +558,17 @@ impl RdmapStream {
                 Access::REMOTE_READ,
             )
             .map_err(|f| (f.as_rdmap(), Some(request)))?;
+        // RFC 5041 §7.1's TO wrap, for the Data Sink the request names: a Read Response whose
+        // TO + size passes 2^64 cannot be sent whole (the requester must refuse its segments,
+        // and our sender stops at the wrap, having sent the first ones), so the request is
+        // refused here, before any byte is read, with RDMAP's code for it (RFC 5040 §4.8).
+        if request
+            .sink_to
+            .checked_add(u64::from(request.size))
+            .is_none()
+        {
+            return Err((RdmapError::ToWrap, Some(request)));
+        }
         self.serving += 1;
         Ok(Upcall::Serve(ReadResponse {
             sink: Stag(request.sink_stag),
