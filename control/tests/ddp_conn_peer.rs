@@ -1549,6 +1549,111 @@ fn rfc5040_5_2_a_read_response_without_a_read_is_unexpected_opcode() {
     );
 }
 
+/// RFC 5040 §5.2: a Read completes when its response has carried the RDMA Read Message Size
+/// into its Data Sink. A response that ends (its L segment) with fewer bytes placed, none or
+/// only its last 10 of 1000, used to complete the Read as Success, the sink's other bytes left
+/// as they were and taken by the ULP for the Data Source's (an independent review). Now the
+/// stream ends with the unspecified Remote Operation Error (RFC 5040 §4.8 names no code for
+/// it) and the Read ends flushed.
+#[test]
+fn rfc5040_5_2_a_read_response_short_of_the_read_is_refused() {
+    type Make = fn(&ReadRequest) -> Vec<u8>;
+    let cases: [(&str, Make, usize); 2] = [
+        (
+            "empty",
+            |r| {
+                rtseg(
+                    1,
+                    control(1, Opcode::ReadResponse),
+                    r.sink_stag,
+                    r.sink_to,
+                    &[],
+                )
+            },
+            0,
+        ),
+        (
+            "its last 10 bytes only",
+            |r| {
+                rtseg(
+                    1,
+                    control(1, Opcode::ReadResponse),
+                    r.sink_stag,
+                    r.sink_to + u64::from(r.size) - 10,
+                    &[0xaa; 10],
+                )
+            },
+            10,
+        ),
+    ];
+    for (case, make, placed) in cases {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        let sink = d.memory.alloc_region(4096).unwrap();
+        let sink_reg = d
+            .memory
+            .register(MemoryRegistration {
+                pd,
+                region: sink,
+                offset: 0,
+                len: 4096,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0x2000,
+            })
+            .unwrap();
+        let read = RdmaRequest {
+            wr_id: 9,
+            stream: S,
+            op: RdmaOp::Read {
+                source: Stag(0x0011_2201),
+                source_to: 0,
+                sink: sink_reg.stag,
+                sink_to: 0x2100,
+                len: 1000,
+            },
+            data: Payload::Bytes(Vec::new()),
+            signaled: true,
+        };
+        let Duo { conn, memory, .. } = &mut d;
+        conn.as_mut()
+            .unwrap()
+            .post_rdma(read, memory.stags())
+            .unwrap();
+        d.settle();
+        let request = d
+            .raw_rx
+            .iter()
+            .find(|(s, p, x)| *s == S && *p == 16 && x.len() == 48 && x[8..12] == [0, 0, 0, 1])
+            .map(|(_, _, x)| ReadRequest::parse(&x[20..]).unwrap())
+            .expect("the Read Request");
+        d.send(S, 16, &make(&request));
+        d.settle();
+        assert_eq!(
+            d.rdmap_terminates(S),
+            [TerminateError::Rdmap(RdmapError::OperationUnspecified)],
+            "{case}"
+        );
+        assert_eq!(
+            d.region_bytes(sink, 4096)
+                .iter()
+                .filter(|&&b| b != 0)
+                .count(),
+            placed,
+            "{case}: only what the response carried was placed"
+        );
+        assert_eq!(
+            d.comps
+                .iter()
+                .map(|c| (c.wr_id, c.status))
+                .collect::<Vec<_>>(),
+            [(9, Status::Flushed)],
+            "{case}: the Read ends flushed, not Success"
+        );
+    }
+}
+
 /// RFC 5040 §5.2 with RFC 5041 §7.1: a Read Response may only land in the Data Sink of the
 /// outstanding Read: past its end it is DDP "Base or bounds violation", into another STag
 /// DDP "Invalid STag" (tagged buffer errors, §4.8), and the server's Read ends flushed with

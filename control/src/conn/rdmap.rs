@@ -571,6 +571,7 @@ impl Connection {
                         sink_to,
                         len,
                         seq: 0,
+                        placed: 0,
                     }),
                 )
             }

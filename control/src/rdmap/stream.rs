@@ -30,6 +30,9 @@ pub struct OutboundRead {
     pub len: u32,
     /// Its place in the stream's completion order ([`RdmapStream::begin`]).
     pub seq: u64,
+    /// Bytes of Read Response segments taken into its Data Sink so far: the Read completes
+    /// only when they are its whole length ([`RdmapStream::on_delivered`]).
+    pub placed: u64,
 }
 
 /// A Read Request to answer (RFC 5040 §5.2): its Data Source checked and found readable.
@@ -332,7 +335,14 @@ impl RdmapStream {
     /// Sink is this side's own buffer).
     /// `revoked`: STags the peer invalidated earlier in the packet (see [`Stags`]); a tagged
     /// segment naming one fails as Invalid STag (RFC 5041 §7.1 check 1) before DDP looks it up.
-    pub fn check(&self, segment: &SegmentRepr<'_>, revoked: &[Stag]) -> Result<Access, RxError> {
+    ///
+    /// A Read Response segment it lets through is counted into its Read's `placed`: DDP places
+    /// it next, or the stream faults and the Read is flushed.
+    pub fn check(
+        &mut self,
+        segment: &SegmentRepr<'_>,
+        revoked: &[Stag],
+    ) -> Result<Access, RxError> {
         let rsvd_ulp = match &segment.header {
             Header::Tagged(h) => {
                 if !segment.payload.is_empty() && revoked.contains(&Stag(h.stag)) {
@@ -357,13 +367,14 @@ impl RdmapStream {
                     return Ok(Access::LOCAL_WRITE);
                 }
                 let mut named = false;
-                for read in self.orq.iter().filter(|r| r.sink.0 == h.stag) {
+                for read in self.orq.iter_mut().filter(|r| r.sink.0 == h.stag) {
                     named = true;
                     let inside = h.to.checked_sub(read.sink_to).is_some_and(|rel| {
                         rel.checked_add(len)
                             .is_some_and(|end| end <= u64::from(read.len))
                     });
                     if inside {
+                        read.placed = read.placed.saturating_add(len);
                         return Ok(Access::LOCAL_WRITE);
                     }
                 }
@@ -419,13 +430,22 @@ impl RdmapStream {
                     return Upcall::Write;
                 }
                 // Responses come in the order of their Requests (§5.2, §5.5): this one must
-                // answer the oldest outstanding Read.
+                // answer the oldest outstanding Read, and carry its RDMA Read Message Size into
+                // its Data Sink: a response that placed less (or some bytes twice) leaves sink
+                // bytes the ULP would take for the Data Source's. RFC 5040 names no code for it:
+                // the unspecified Remote Operation Error (§4.8), and the Read is flushed.
                 match self.orq.front() {
-                    Some(read) if read.sink.0 == stag => {
+                    Some(read) if read.sink.0 == stag && read.placed == u64::from(read.len) => {
                         let read = *read;
                         self.orq.pop_front();
                         Upcall::ReadDone(read)
                     }
+                    Some(read) if read.sink.0 == stag => Upcall::Fault {
+                        error: RxError::Rdmap(RdmapError::OperationUnspecified),
+                        header: HeaderCopy::from_bytes(&[]),
+                        segment_len: 0,
+                        read_request: None,
+                    },
                     _ => Upcall::Fault {
                         error: RxError::Rdmap(RdmapError::UnexpectedOpcode),
                         header: HeaderCopy::from_bytes(&[]),
