@@ -199,7 +199,10 @@ pub struct RxStats {
     pub errors: u64,
     /// Segments dropped silently after the stream's first error.
     pub dropped_after_error: u64,
-    /// Of `segments`, those taken by the in-order tagged path ([`StreamRx::on_segment`]).
+    /// Of `segments`, those taken by the in-order tagged path ([`StreamRx::on_segment`], and
+    /// the connection's fused receive path, which takes an RDMAP stream's RDMA Writes through
+    /// it too: on such a stream the general path's Writes, checked by RDMAP first, are not
+    /// counted here).
     pub in_order_tagged: u64,
 }
 

@@ -1253,9 +1253,11 @@ impl Association {
     /// takes the predicted chunk its own way (a fused receive path): `Some` if `packet` is the
     /// one DATA chunk the general path would accept and deliver alone (the conditions of
     /// `predicted_data`; `room` is what [`Deliver::room`] would say). Nothing is checked of
-    /// the CRC32c and nothing changes: the caller verifies the checksum, then calls
-    /// [`Association::take_predicted`], delivers the message, and calls
-    /// [`Association::finish_predicted`], in that order, with nothing else between.
+    /// the CRC32c and nothing changes: the caller verifies the checksum, delivers the message
+    /// (the fused path places it first, and declines before anything changed if it cannot),
+    /// then calls [`Association::take_predicted`] and [`Association::finish_predicted`], in
+    /// that order, with nothing of the association's touched between: `take_predicted` reads
+    /// nothing delivery changes.
     #[inline(always)]
     pub fn predict_data<'p>(&self, packet: &'p [u8], room: usize) -> Option<PredictedData<'p>> {
         use crate::wire::sctp::data_flag::{BEGINNING, ENDING, UNORDERED};
