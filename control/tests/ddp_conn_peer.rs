@@ -1068,7 +1068,7 @@ fn rfc5041_7_1_segments_behind_an_error_in_one_packet_are_counted() {
 // §4.8 with the right layer, type and code, ends the stream, and places nothing.
 // ------------------------------------------------------------------------------------------
 
-use ddpdk_control::conn::{Payload, RdmaOp, RdmaRequest};
+use ddpdk_control::conn::{Payload, PostError, RdmaOp, RdmaRequest};
 use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
 use ddpdk_dataplane::mem::Stag;
 use ddpdk_dataplane::wire::rdmap::{
@@ -1547,6 +1547,85 @@ fn rfc5040_5_2_a_read_response_without_a_read_is_unexpected_opcode() {
         }),
         TerminateError::Rdmap(RdmapError::UnexpectedOpcode),
     );
+}
+
+/// RFC 5040 §5.5: the ULP's work on an RDMAP stream is reported in posting order, so a Read
+/// the peer never answers holds every later completion. Writes posted behind it leave and are
+/// acknowledged, but wait to be reported; they used to be taken without end (an independent
+/// review). Now posting says Full once as many wait as the connection queues sends
+/// (`ConnConfig::max_sends`), and nothing is reported ahead of the Read.
+#[test]
+fn rfc5040_5_5_work_held_behind_an_unanswered_read_is_bounded() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let sink = d.memory.alloc_region(4096).unwrap();
+    let sink_reg = d
+        .memory
+        .register(MemoryRegistration {
+            pd,
+            region: sink,
+            offset: 0,
+            len: 4096,
+            access: Access::LOCAL_WRITE,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    let post = |d: &mut Duo, wr_id: u64, op: RdmaOp| {
+        let Duo { conn, memory, .. } = d;
+        conn.as_mut().unwrap().post_rdma(
+            RdmaRequest {
+                wr_id,
+                stream: S,
+                op,
+                data: Payload::Bytes(if wr_id == 1 { Vec::new() } else { vec![7; 8] }),
+                signaled: true,
+            },
+            memory.stags(),
+        )
+    };
+    let read = RdmaOp::Read {
+        source: Stag(0x0011_2201),
+        source_to: 0,
+        sink: sink_reg.stag,
+        sink_to: 0,
+        len: 64,
+    };
+    post(&mut d, 1, read).unwrap();
+    d.settle();
+    let max = ConnConfig::default().max_sends;
+    let mut taken = 0;
+    let mut full = false;
+    for k in 0..2 * max {
+        let write = RdmaOp::Write {
+            stag: Stag(0x0033_4401),
+            to: 0,
+        };
+        match post(&mut d, 100 + k as u64, write) {
+            Ok(()) => taken += 1,
+            Err(PostError::Full) => {
+                full = true;
+                break;
+            }
+            Err(e) => panic!("write {k}: {e:?}"),
+        }
+        // The writes leave and the raw peer acknowledges them, so the connection's queue of
+        // sends drains: only the completion order holds them.
+        if k % 256 == 255 {
+            d.settle();
+        }
+    }
+    assert!(
+        full,
+        "{taken} writes taken behind the unanswered Read, no Full"
+    );
+    assert_eq!(
+        taken,
+        max - 1,
+        "the Read and the writes: max_sends waiting in all"
+    );
+    assert!(d.comps.is_empty(), "nothing reported ahead of the Read");
 }
 
 /// RFC 5040 §5.2: a Read completes when its response has carried the RDMA Read Message Size

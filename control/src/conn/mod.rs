@@ -341,6 +341,17 @@ impl Connection {
             State::InitiateReceived => return Err(LocalError::NotEstablished.into()),
             State::Terminated(_) => return Err(LocalError::Terminated.into()),
         }
+        // RFC 5040 §5.5: the ULP's work on an RDMAP stream is reported in posting order, so
+        // one Read the peer leaves unanswered holds every later completion. What waits to be
+        // reported is bounded as the queued sends are (a verbs provider's send queue depth),
+        // not by the ULP's patience.
+        if matches!(origin, Origin::Ulp | Origin::Read(_) | Origin::Atomic(_))
+            && s.rdmap
+                .as_deref()
+                .is_some_and(|r| r.unreported() >= self.cfg.max_sends)
+        {
+            return Err(PostError::Full);
+        }
         let target = match req.kind {
             SendKind::Tagged { stag, to, rsvd_ulp } => {
                 // RFC 5041 §7.1 check 5 at the source: the Data Sink would refuse it.

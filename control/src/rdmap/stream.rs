@@ -273,6 +273,11 @@ impl RdmapStream {
         seq
     }
 
+    /// The ULP's work requests posted and not yet reported.
+    pub fn unreported(&self) -> usize {
+        self.order.len()
+    }
+
     /// Work request `seq` finished (`ok`: successfully). Unknown numbers (reported already by
     /// a flush) are ignored.
     pub fn finish(&mut self, seq: u64, ok: bool) {
