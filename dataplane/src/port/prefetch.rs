@@ -88,15 +88,15 @@ pub fn frame(frame: &[u8]) {
 #[inline]
 pub(crate) fn for_write(start: *const u8, len: usize) {
     // From the line holding `start`, so a placement that does not begin on a line boundary
-    // still has its first line asked for. An offset, not a moving pointer, so that a profile
-    // charges the loop (where the core waits for line-fill buffers) to this file's lines
-    // (benches/perf-receiver.sh), not to `wrapping_add`'s.
-    let base = start.wrapping_sub(start as usize % LINE);
-    let end = start as usize % LINE + len.min(WRITE_LINES * LINE);
-    let mut at = 0;
-    while at < end {
-        write_line(base.wrapping_add(at));
-        at += LINE;
+    // still has its first line asked for. The address walks as an integer, not a pointer, so
+    // that a profile charges the loop (where the core waits for line-fill buffers) to this
+    // file's lines (benches/perf-receiver.sh), not to `wrapping_add`'s; a hint needs no
+    // provenance.
+    let mut line = start as usize - start as usize % LINE;
+    let end = (start as usize).saturating_add(len.min(WRITE_LINES * LINE));
+    while line < end {
+        write_line(line as *const u8);
+        line += LINE;
     }
 }
 
