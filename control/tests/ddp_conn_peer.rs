@@ -1138,6 +1138,57 @@ impl Duo {
         Duo::provoke_with(Access::REMOTE_WRITE, segment)
     }
 
+    /// An RDMAP stream with one Read outstanding (wr_id 9: 1000 bytes into a 4096-byte sink
+    /// registered at TO 0x2000, from TO 0x2100), and the Read Request the raw peer got for it.
+    fn read_in_flight() -> (Duo, ddpdk_control::memory::RegionId, ReadRequest) {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        let sink = d.memory.alloc_region(4096).unwrap();
+        let sink_reg = d
+            .memory
+            .register(MemoryRegistration {
+                pd,
+                region: sink,
+                offset: 0,
+                len: 4096,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0x2000,
+            })
+            .unwrap();
+        let read = RdmaRequest {
+            wr_id: 9,
+            stream: S,
+            op: RdmaOp::Read {
+                source: Stag(0x0011_2201),
+                source_to: 0,
+                sink: sink_reg.stag,
+                sink_to: 0x2100,
+                len: 1000,
+            },
+            data: Payload::Bytes(Vec::new()),
+            signaled: true,
+        };
+        let Duo { conn, memory, .. } = &mut d;
+        conn.as_mut()
+            .unwrap()
+            .post_rdma(read, memory.stags())
+            .unwrap();
+        d.settle();
+        let request = d
+            .raw_rx
+            .iter()
+            .find(|(s, p, x)| *s == S && *p == 16 && x.len() == 48 && x[8..12] == [0, 0, 0, 1])
+            .map(|(_, _, x)| ReadRequest::parse(&x[20..]).unwrap())
+            .expect("the Read Request");
+        assert_eq!(
+            (request.sink_stag, request.sink_to, request.size),
+            (sink_reg.stag.0, 0x2100, 1000)
+        );
+        (d, sink, request)
+    }
+
     /// [`Duo::provoke`] with the region's access rights chosen.
     fn provoke_with(
         access: Access,
@@ -1666,47 +1717,7 @@ fn rfc5040_5_2_a_read_response_short_of_the_read_is_refused() {
         ),
     ];
     for (case, make, placed) in cases {
-        let mut d = Duo::new(256);
-        let pd = d.memory.alloc_pd();
-        d.open_rdmap(S, pd);
-        let sink = d.memory.alloc_region(4096).unwrap();
-        let sink_reg = d
-            .memory
-            .register(MemoryRegistration {
-                pd,
-                region: sink,
-                offset: 0,
-                len: 4096,
-                access: Access::LOCAL_WRITE,
-                stream: None,
-                to_base: 0x2000,
-            })
-            .unwrap();
-        let read = RdmaRequest {
-            wr_id: 9,
-            stream: S,
-            op: RdmaOp::Read {
-                source: Stag(0x0011_2201),
-                source_to: 0,
-                sink: sink_reg.stag,
-                sink_to: 0x2100,
-                len: 1000,
-            },
-            data: Payload::Bytes(Vec::new()),
-            signaled: true,
-        };
-        let Duo { conn, memory, .. } = &mut d;
-        conn.as_mut()
-            .unwrap()
-            .post_rdma(read, memory.stags())
-            .unwrap();
-        d.settle();
-        let request = d
-            .raw_rx
-            .iter()
-            .find(|(s, p, x)| *s == S && *p == 16 && x.len() == 48 && x[8..12] == [0, 0, 0, 1])
-            .map(|(_, _, x)| ReadRequest::parse(&x[20..]).unwrap())
-            .expect("the Read Request");
+        let (mut d, sink, request) = Duo::read_in_flight();
         d.send(S, 16, &make(&request));
         d.settle();
         assert_eq!(
@@ -1785,51 +1796,7 @@ fn rfc5040_5_2_a_read_response_outside_the_sink_is_refused() {
         ),
     ];
     for (case, make, want) in cases {
-        let mut d = Duo::new(256);
-        let pd = d.memory.alloc_pd();
-        d.open_rdmap(S, pd);
-        let sink = d.memory.alloc_region(4096).unwrap();
-        let sink_reg = d
-            .memory
-            .register(MemoryRegistration {
-                pd,
-                region: sink,
-                offset: 0,
-                len: 4096,
-                access: Access::LOCAL_WRITE,
-                stream: None,
-                to_base: 0x2000,
-            })
-            .unwrap();
-        let read = RdmaRequest {
-            wr_id: 9,
-            stream: S,
-            op: RdmaOp::Read {
-                source: Stag(0x0011_2201),
-                source_to: 0,
-                sink: sink_reg.stag,
-                sink_to: 0x2100,
-                len: 1000,
-            },
-            data: Payload::Bytes(Vec::new()),
-            signaled: true,
-        };
-        let Duo { conn, memory, .. } = &mut d;
-        conn.as_mut()
-            .unwrap()
-            .post_rdma(read, memory.stags())
-            .unwrap();
-        d.settle();
-        let request = d
-            .raw_rx
-            .iter()
-            .find(|(s, p, x)| *s == S && *p == 16 && x.len() == 48 && x[8..12] == [0, 0, 0, 1])
-            .map(|(_, _, x)| ReadRequest::parse(&x[20..]).unwrap())
-            .expect("the Read Request");
-        assert_eq!(
-            (request.sink_stag, request.sink_to, request.size),
-            (sink_reg.stag.0, 0x2100, 1000)
-        );
+        let (mut d, sink, request) = Duo::read_in_flight();
         d.send(S, 16, &make(&request));
         d.settle();
         assert_eq!(d.rdmap_terminates(S), [TerminateError::Ddp(want)], "{case}");
