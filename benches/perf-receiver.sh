@@ -24,40 +24,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MTU=${1:-1500}
 ROUNDS=${2:-2}
-command -v perf >/dev/null || {
-    echo "perf-receiver: perf is not installed (apt-get install linux-perf)" >&2
-    exit 1
-}
-case $MTU in
-1500) frame=1482 header=78 bsize=2048 ;;
-9000) frame=8982 header=78 bsize=9216 ;;
-*)
-    echo "perf-receiver: MTU 1500 or 9000" >&2
-    exit 2
-    ;;
-esac
-cargo build --release -q -p ddpdk-cli --bin ddpdk
-BIN=${DDPDK_BIN:-target/release/ddpdk}
-out=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$out"
-}
-trap cleanup EXIT
-eal() { # ROLE LCORES PREFIX [DEVARGS]
-    echo "--lcores $2 --no-huge -m 1024 --no-pci --log-level=*:error --file-prefix=pr$$$3" \
-        "--vdev=net_memif0,role=$1,id=0,socket=$out/memif.sock,bsize=$bsize${4:-}"
-}
+NAME=perf-receiver
+. benches/perf-lib.sh
 # Both pairs on rings of 64 slots (RSIZE=log2), where ddp-goodput-bench finds both its
 # placement ceiling and DDP at MTU 1500 at their best on these VMs (its --ceiling-rsizes): on
 # memif's default 1024 the receiver's copy out of the ring misses the cache ("Session 48").
 ring=",rsize=${RSIZE:-6}"
-# record PID FILE: 3 s of the process's samples.
-record() {
-    perf record -q -e cpu-clock -F 4999 -p "$1" -o "$2" -- sleep 3 >/dev/null 2>&1
-}
 # parts FILE PACKETS_PER_S LABEL: the line of a round.
 parts() {
     perf report -i "$1" --no-children --sort dso,symbol,srcline -F overhead,dso,sym,srcline \
@@ -105,14 +77,7 @@ for round in $(seq 1 "$ROUNDS"); do
     kill -INT "$srv" 2>/dev/null || true
     wait "$srv" 2>/dev/null || true
     # The frames the client sent over the run: what the server received.
-    pps=$(python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    if "ddp_goodput" in line:
-        g = json.loads(line)["ddp_goodput"]
-        print(sum(c["frames_out"] for c in g["cores"]) / g["seconds"])
-        break
-' "$out/cli")
+    pps=$(ddp_pps "$out/cli")
     parts "$out/ddp.data" "$pps" "ddp $round"
     [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$out/ddp.data" "$KEEP/ddp$round.data"
     # The placement ceiling: txonly's chains into rxplace, CPUs as above.

@@ -19,36 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MTU=${1:-1500}
 ROUNDS=${2:-2}
-command -v perf >/dev/null || {
-    echo "perf-sender: perf is not installed (apt-get install linux-perf)" >&2
-    exit 1
-}
-case $MTU in
-1500) frame=1482 header=78 bsize=2048 ;;
-9000) frame=8982 header=78 bsize=9216 ;;
-*)
-    echo "perf-sender: MTU 1500 or 9000" >&2
-    exit 2
-    ;;
-esac
-cargo build --release -q -p ddpdk-cli --bin ddpdk
-BIN=${DDPDK_BIN:-target/release/ddpdk}
-out=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$out"
-}
-trap cleanup EXIT
-eal() { # ROLE LCORES PREFIX
-    echo "--lcores $2 --no-huge -m 1024 --no-pci --log-level=*:error --file-prefix=ps$$$3" \
-        "--vdev=net_memif0,role=$1,id=0,socket=$out/memif.sock,bsize=$bsize${RSIZE:+,rsize=$RSIZE}"
-}
-# record PID FILE: 3 s of the process's samples.
-record() {
-    perf record -q -e cpu-clock -F 4999 -p "$1" -o "$2" -- sleep 3 >/dev/null 2>&1
-}
+NAME=perf-sender
+. benches/perf-lib.sh
+# RSIZE=n: both pairs on memif rings of 2^n slots (the goodput bench's 64 at MTU 1500: 6).
+ring=${RSIZE:+,rsize=$RSIZE}
 # parts FILE PACKETS_PER_S LABEL: the line of a round.
 parts() {
     perf report -i "$1" --no-children --sort dso,symbol -F overhead,dso,sym --stdio 2>/dev/null |
@@ -76,12 +50,12 @@ print(f"{label:<10} {pps / 1e6:6.2f} M/s {ns:7.0f} ns | " + "  ".join(
 printf '%-10s %10s %10s | %s\n' sender packets "a packet" "ns a packet, by part"
 for round in $(seq 1 "$ROUNDS"); do
     # The DDP pair: server on CPU 0, client on CPU 1, 8 s of 1 MiB tagged writes.
-    $BIN $(eal server 0@0 srv$round) -- --ddp-listen --ip 198.18.0.2 --mtu "$MTU" --json \
+    $BIN $(eal server 0@0 srv$round "$ring") -- --ddp-listen --ip 198.18.0.2 --mtu "$MTU" --json \
         --run-for 20 >"$out/srv" 2>&1 &
     srv=$!
     pids+=("$srv")
     sleep 2
-    $BIN $(eal client 0@1 cli$round) -- --ddp-connect 198.18.0.2 --ip 198.18.0.1 --mtu "$MTU" \
+    $BIN $(eal client 0@1 cli$round "$ring") -- --ddp-connect 198.18.0.2 --ip 198.18.0.1 --mtu "$MTU" \
         --run-for 8 --ddp-size 1048576 --ddp-source region --json >"$out/cli" 2>&1 &
     cli=$!
     sleep 3
@@ -89,24 +63,17 @@ for round in $(seq 1 "$ROUNDS"); do
     wait "$cli" || true
     kill -INT "$srv" 2>/dev/null || true
     wait "$srv" 2>/dev/null || true
-    pps=$(python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    if "ddp_goodput" in line:
-        g = json.loads(line)["ddp_goodput"]
-        print(sum(c["frames_out"] for c in g["cores"]) / g["seconds"])
-        break
-' "$out/cli")
+    pps=$(ddp_pps "$out/cli")
     parts "$out/ddp.data" "$pps" "ddp $round"
     # The zero-copy ceiling's sender: txonly's chains into rxplace, CPUs as above.
     common=(--txpkts "$frame" --mbuf-size $((bsize + 128)) --stats-period 1 --json
         --link-timeout 0 --total-num-mbufs 16383)
-    $BIN $(eal server 0@1,1@0 rx$round) -- --forward-mode rxplace "${common[@]}" \
+    $BIN $(eal server 0@1,1@0 rx$round "$ring") -- --forward-mode rxplace "${common[@]}" \
         >"$out/rx" 2>&1 &
     rx=$!
     pids+=("$rx")
     sleep 1.5
-    $BIN $(eal client 0@0,1@1 tx$round) -- --forward-mode txonly "${common[@]}" \
+    $BIN $(eal client 0@0,1@1 tx$round "$ring") -- --forward-mode txonly "${common[@]}" \
         --txsplit "$header" >"$out/tx" 2>&1 &
     tx=$!
     pids+=("$tx")
