@@ -1744,6 +1744,54 @@ fn rfc5040_5_2_a_read_response_short_of_the_read_is_refused() {
     }
 }
 
+/// Two Reads into the same bytes of one sink, their responses' segments interleaved as SCTP
+/// may deliver them after a loss (the first response's first half, the second response, then
+/// the first's second half): a segment there cannot be told to be the one Read's or the
+/// other's, so neither is held to its byte count (`OutboundRead::shared_sink`) and both
+/// complete, in order. Counted by range alone, the first Read took 2000 bytes of 1000 and
+/// the stream ended.
+#[test]
+fn rfc5040_5_2_reads_into_one_sink_complete_whatever_order_their_segments_come_in() {
+    let (mut d, _, first) = Duo::read_in_flight();
+    let read = RdmaRequest {
+        wr_id: 10,
+        stream: S,
+        op: RdmaOp::Read {
+            source: Stag(0x0011_2201),
+            source_to: 0,
+            sink: Stag(first.sink_stag),
+            sink_to: first.sink_to,
+            len: first.size,
+        },
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
+    };
+    let Duo { conn, memory, .. } = &mut d;
+    conn.as_mut()
+        .unwrap()
+        .post_rdma(read, memory.stags())
+        .unwrap();
+    d.settle();
+    let part = |ssn: u16, last: bool, to: u64, len: usize| {
+        let mut v = tseg(ssn, last, first.sink_stag, to, &vec![0xaa; len]);
+        v[3] = control(1, Opcode::ReadResponse);
+        v
+    };
+    let to = first.sink_to;
+    d.send(S, 16, &part(1, false, to, 500));
+    d.send(S, 16, &part(3, true, to, 1000));
+    d.send(S, 16, &part(2, true, to + 500, 500));
+    d.settle();
+    assert_eq!(d.rdmap_terminates(S), []);
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(9, Status::Success), (10, Status::Success)]
+    );
+}
+
 /// RFC 5040 §5.2 with RFC 5041 §7.1: a Read Response may only land in the Data Sink of the
 /// outstanding Read: past its end it is DDP "Base or bounds violation", into another STag
 /// DDP "Invalid STag" (tagged buffer errors, §4.8), and the server's Read ends flushed with

@@ -572,6 +572,7 @@ impl Connection {
                         len,
                         seq: 0,
                         placed: 0,
+                        shared_sink: false,
                     }),
                 )
             }

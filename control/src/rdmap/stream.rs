@@ -33,6 +33,10 @@ pub struct OutboundRead {
     /// Bytes of Read Response segments taken into its Data Sink so far: the Read completes
     /// only when they are its whole length ([`RdmapStream::on_delivered`]).
     pub placed: u64,
+    /// Its Data Sink overlaps another outstanding Read's in the same STag: a segment there
+    /// cannot be told to be this Read's or the other's (SCTP may deliver a later response's
+    /// segment first), so its bytes are not held to its length ([`RdmapStream::read_sent`]).
+    pub shared_sink: bool,
 }
 
 /// A Read Request to answer (RFC 5040 §5.2): its Data Source checked and found readable.
@@ -248,7 +252,14 @@ impl RdmapStream {
     }
 
     /// A Read Request went to SCTP: its response is now awaited.
-    pub fn read_sent(&mut self, read: OutboundRead) {
+    pub fn read_sent(&mut self, mut read: OutboundRead) {
+        let end = |r: &OutboundRead| r.sink_to.saturating_add(u64::from(r.len));
+        for other in self.orq.iter_mut().filter(|o| o.sink == read.sink) {
+            if other.sink_to < end(&read) && read.sink_to < end(other) {
+                other.shared_sink = true;
+                read.shared_sink = true;
+            }
+        }
         self.orq.push_back(read);
     }
 
@@ -438,9 +449,13 @@ impl RdmapStream {
                 // answer the oldest outstanding Read, and carry its RDMA Read Message Size into
                 // its Data Sink: a response that placed less (or some bytes twice) leaves sink
                 // bytes the ULP would take for the Data Source's. RFC 5040 names no code for it:
-                // the unspecified Remote Operation Error (§4.8), and the Read is flushed.
+                // the unspecified Remote Operation Error (§4.8), and the Read is flushed. (Not
+                // told for Reads whose sinks overlap: `OutboundRead::shared_sink`.)
                 match self.orq.front() {
-                    Some(read) if read.sink.0 == stag && read.placed == u64::from(read.len) => {
+                    Some(read)
+                        if read.sink.0 == stag
+                            && (read.placed == u64::from(read.len) || read.shared_sink) =>
+                    {
                         let read = *read;
                         self.orq.pop_front();
                         Upcall::ReadDone(read)
