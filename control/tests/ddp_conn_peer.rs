@@ -1607,22 +1607,8 @@ fn rfc5040_5_2_a_read_response_without_a_read_is_unexpected_opcode() {
 /// (`ConnConfig::max_sends`), and nothing is reported ahead of the Read.
 #[test]
 fn rfc5040_5_5_work_held_behind_an_unanswered_read_is_bounded() {
-    let mut d = Duo::new(256);
-    let pd = d.memory.alloc_pd();
-    d.open_rdmap(S, pd);
-    let sink = d.memory.alloc_region(4096).unwrap();
-    let sink_reg = d
-        .memory
-        .register(MemoryRegistration {
-            pd,
-            region: sink,
-            offset: 0,
-            len: 4096,
-            access: Access::LOCAL_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .unwrap();
+    // Read wr 9 outstanding, never answered.
+    let (mut d, _, _) = Duo::read_in_flight();
     let post = |d: &mut Duo, wr_id: u64, op: RdmaOp| {
         let Duo { conn, memory, .. } = d;
         conn.as_mut().unwrap().post_rdma(
@@ -1630,21 +1616,12 @@ fn rfc5040_5_5_work_held_behind_an_unanswered_read_is_bounded() {
                 wr_id,
                 stream: S,
                 op,
-                data: Payload::Bytes(if wr_id == 1 { Vec::new() } else { vec![7; 8] }),
+                data: Payload::Bytes(vec![7; 8]),
                 signaled: true,
             },
             memory.stags(),
         )
     };
-    let read = RdmaOp::Read {
-        source: Stag(0x0011_2201),
-        source_to: 0,
-        sink: sink_reg.stag,
-        sink_to: 0,
-        len: 64,
-    };
-    post(&mut d, 1, read).unwrap();
-    d.settle();
     let max = ConnConfig::default().max_sends;
     let mut taken = 0;
     let mut full = false;

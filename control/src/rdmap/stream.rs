@@ -460,14 +460,14 @@ impl RdmapStream {
                         self.orq.pop_front();
                         Upcall::ReadDone(read)
                     }
-                    Some(read) if read.sink.0 == stag => Upcall::Fault {
-                        error: RxError::Rdmap(RdmapError::OperationUnspecified),
-                        header: HeaderCopy::from_bytes(&[]),
-                        segment_len: 0,
-                        read_request: None,
-                    },
-                    _ => Upcall::Fault {
-                        error: RxError::Rdmap(RdmapError::UnexpectedOpcode),
+                    front => Upcall::Fault {
+                        // Short of its Read, or answering none outstanding: §5.2's "Unexpected
+                        // OpCode".
+                        error: RxError::Rdmap(if front.is_some_and(|r| r.sink.0 == stag) {
+                            RdmapError::OperationUnspecified
+                        } else {
+                            RdmapError::UnexpectedOpcode
+                        }),
                         header: HeaderCopy::from_bytes(&[]),
                         segment_len: 0,
                         read_request: None,
