@@ -6,6 +6,7 @@
 # (issue 13 item 3; benches/README.md, "Session 45").
 #
 #   benches/perf-sender.sh [MTU] [ROUNDS]        MTU 1500 (default) or 9000, 2 rounds
+#   KEEP=DIR benches/perf-sender.sh ...          keeps each round's perf.data files in DIR
 #
 # Each sample is charged to one of three parts: `device` (memif's PMD: its transmit copy, the
 # frees of the sent chains, the receive of the peer's SACKs), `crc32c` (the SCTP checksum of
@@ -60,6 +61,7 @@ for round in $(seq 1 "$ROUNDS"); do
     cli=$!
     sleep 3
     record "$cli" "$out/ddp.data"
+    [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$out/ddp.data" "$KEEP/ddp$round.data"
     wait "$cli" || true
     kill -INT "$srv" 2>/dev/null || true
     wait "$srv" 2>/dev/null || true
@@ -79,6 +81,7 @@ for round in $(seq 1 "$ROUNDS"); do
     pids+=("$tx")
     sleep 3
     record "$tx" "$out/tz.data"
+    [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$out/tz.data" "$KEEP/txonly$round.data"
     sleep 1
     kill -INT "$tx" "$rx" 2>/dev/null || true
     wait "$tx" "$rx" 2>/dev/null || true
