@@ -490,6 +490,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("segments_out", u(t.segments_out)),
         ("messages_out", u(t.messages_out)),
         ("reads_served", u(t.reads_served)),
+        ("reads_source_revoked", u(t.reads_source_revoked)),
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
         (

@@ -414,6 +414,8 @@ pub struct ConnTotals {
     pub receive_errors: ReceiveErrorCounts,
     /// RDMA Read Requests served from local memory (RFC 5040 §5.2).
     pub reads_served: u64,
+    /// Read Responses stopped because the ULP revoked their Data Source meanwhile.
+    pub reads_source_revoked: u64,
 }
 
 impl ConnTotals {
@@ -435,6 +437,7 @@ impl ConnTotals {
             oversize_segments: c.oversize_segments,
             receive_errors: c.receive_errors_by_kind,
             reads_served: c.reads_served,
+            reads_source_revoked: c.reads_source_revoked,
         }
     }
 
@@ -455,6 +458,7 @@ impl ConnTotals {
         self.oversize_segments += o.oversize_segments;
         self.receive_errors.add(&o.receive_errors);
         self.reads_served += o.reads_served;
+        self.reads_source_revoked += o.reads_source_revoked;
     }
 }
 
@@ -1111,6 +1115,9 @@ impl<P: Port> DataCore<P> {
         // thread placed around the cache is fenced first (`PlacementBatch`).
         PlacementBatch::settle();
         let n = self.stags.poll();
+        if n > 0 {
+            self.recheck_read_sources();
+        }
         // After the STag commands: a table published before a registration was sent is seen
         // with it (`SharedRegions::generation`).
         let generation = self.shared_regions.generation();
@@ -1119,6 +1126,18 @@ impl<P: Port> DataCore<P> {
             self.regions = self.shared_regions.load_full();
         }
         n
+    }
+
+    /// Read Responses waiting to leave whose Data Source this core's table no longer grants
+    /// stop ([`Connection::recheck_read_sources`]): after the table changed, before anything
+    /// more is framed on this thread.
+    fn recheck_read_sources(&mut self) {
+        let table = self.stags.table();
+        for s in self.slots.iter_mut().flatten() {
+            if s.c.get_mut().recheck_read_sources(table) > 0 {
+                self.send_owed = true;
+            }
+        }
     }
 
     /// One turn of the poll loop at `now`: commands and STag changes applied, frames from
@@ -1374,6 +1393,8 @@ impl<P: Port> DataCore<P> {
         for stag in s.c.get_mut().take_peer_invalidated() {
             self.stags.invalidate_local(stag);
         }
+        // Its stream's responses were not checked while it was away.
+        s.c.get_mut().recheck_read_sources(self.stags.table());
         self.op_results(conn, k);
         self.lend_sessions();
     }
@@ -1438,8 +1459,15 @@ impl<P: Port> DataCore<P> {
         }
         // RFC 5040 §5.3: what the peer invalidated is invalid here before the next packet; the
         // control thread revokes it on every core before the ULP hears of the Send.
+        let mut invalidated = false;
         for stag in s.c.get_mut().take_peer_invalidated() {
             self.stags.invalidate_local(stag);
+            invalidated = true;
+        }
+        // This connection's responses from it stop now; other connections' when the control
+        // thread's revocation reaches this core (`memory_changes`).
+        if invalidated {
+            s.c.get_mut().recheck_read_sources(self.stags.table());
         }
         // RFC 9260 §6.2 / §6.7: a packet that needs its own SACK (every second one, a
         // duplicate, any while gaps exist) gets it before the next packet of the burst is

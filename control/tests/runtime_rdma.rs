@@ -17,6 +17,7 @@ use ddpdk_control::runtime::{Event, Op, RuntimeConfig};
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::wire::crc32c::crc32c;
+use ddpdk_dataplane::wire::rdmap::{RdmapError, TerminateError};
 
 const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
@@ -240,4 +241,111 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
     l.run_until("the Send's completion", |l| {
         completions(l).contains(&(1, Status::Success))
     });
+}
+
+/// RFC 5041 §8.3.1 item 5: the ULP may revoke remote access at any time. A 4 MiB Read is being
+/// answered (its response leaves a few segments a step, as SCTP's window allows) when the
+/// server's ULP deregisters the Data Source: the rest of the response is never read from the
+/// region. The server stops it with RDMAP's Invalid STag (RFC 5040 §4.8, 0x1/0x00), the
+/// requester's Read completes Flushed, not Success over a partial sink, and the Terminate is
+/// the only segment the server's DDP hands SCTP after the revocation.
+#[test]
+fn rfc5041_8_3_1_a_read_response_stops_once_its_source_is_deregistered() {
+    let (pa, pb) = pair(2, 1024);
+    let cfg = RuntimeConfig::default();
+    let mut a = runtime(pa, A4, A6, 1, cfg);
+    let mut b = runtime(pb, B4, B6, 2, cfg);
+    let apd = a.0.memory_mut().alloc_pd();
+    let bpd = b.0.memory_mut().alloc_pd();
+    const LEN: u64 = 4 << 20;
+    let m = b.0.memory_mut();
+    let src = m.alloc_region(LEN as usize).unwrap();
+    m.region(src)
+        .unwrap()
+        .place(0, &vec![0x5a; LEN as usize])
+        .unwrap();
+    let src_reg = m
+        .register(registration(bpd, src, LEN, Access::REMOTE_READ))
+        .unwrap();
+    // A second registration of the same bytes, revoked first: the response reads through
+    // the STag its request named, and that one stays valid.
+    let other = m
+        .register(registration(bpd, src, LEN, Access::REMOTE_READ))
+        .unwrap();
+    let m = a.0.memory_mut();
+    let sink = m.alloc_region(LEN as usize).unwrap();
+    let sink_reg = m
+        .register(registration(apd, sink, LEN, Access::LOCAL_WRITE))
+        .unwrap();
+    let limits = RdmaLimits { ird: 2, ord: 2 };
+    let (open, accept) = rdmap_session(apd, limits, bpd, limits);
+    let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept]);
+    let read = RdmaRequest {
+        wr_id: 1,
+        stream: 1,
+        op: RdmaOp::Read {
+            source: src_reg.stag,
+            source_to: 0x10_0000,
+            sink: sink_reg.stag,
+            sink_to: 0x10_0000,
+            len: LEN as u32,
+        },
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
+    };
+    l.ca.submit(l.conn, Op::PostRdma(read)).unwrap();
+    let served = |l: &Lockstep<MemPort>| {
+        l.kb.iter().map(|k| k.report().conn_totals).fold(
+            Default::default(),
+            |mut t: ddpdk_control::runtime::ConnTotals, o| {
+                t.add(&o);
+                t
+            },
+        )
+    };
+    let deregister = |l: &mut Lockstep<MemPort>, stag| {
+        let (cb, kb, now) = (&mut l.cb, &mut l.kb, l.now);
+        cb.memory_mut()
+            .deregister_polling(stag, &mut || {
+                for k in kb.iter_mut() {
+                    k.poll(now);
+                }
+            })
+            .unwrap();
+    };
+    l.run_until("the response under way", |l| served(l).segments_out >= 8);
+    deregister(&mut l, other.stag);
+    let first = served(&l).segments_out;
+    l.run_until("the response going on", |l| served(l).segments_out > first);
+    assert_eq!(served(&l).reads_source_revoked, 0);
+    assert!(
+        completions(&l).is_empty(),
+        "the Read is still being answered"
+    );
+    let before = served(&l).segments_out;
+    deregister(&mut l, src_reg.stag);
+    l.run_until("the Read's completion", |l| !completions(l).is_empty());
+    assert_eq!(completions(&l), [(1, Status::Flushed)]);
+    l.run_until_quiet();
+    let t = served(&l);
+    assert_eq!(t.reads_served, 1);
+    assert_eq!(t.reads_source_revoked, 1, "{t:?}");
+    // The response (some 3000 segments) was under way; once the core had the revocation, the
+    // Terminate was the one segment more that DDP gave SCTP.
+    assert!(before < LEN / 1418, "{before}");
+    assert_eq!(t.segments_out, before + 1, "{t:?}");
+    assert!(
+        l.ea.iter().any(|e| matches!(
+            e,
+            Event::Indication {
+                indication: Indication::RdmapTerminate {
+                    error: TerminateError::Rdmap(RdmapError::InvalidStag),
+                    ..
+                },
+                ..
+            }
+        )),
+        "{:?}",
+        l.ea
+    );
 }

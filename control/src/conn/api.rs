@@ -646,6 +646,10 @@ pub struct ConnStats {
     /// ([`Connection::use_regions`]): each ended its stream with RDMAP's Local Catastrophic
     /// Error.
     pub reads_unservable: u64,
+    /// Read Responses stopped before their last segment because the ULP revoked their Data
+    /// Source STag meanwhile ([`Connection::recheck_read_sources`]): each ended its stream
+    /// with RDMAP's Invalid STag.
+    pub reads_source_revoked: u64,
     /// RFC 7306 Atomic Requests performed and answered.
     pub atomics_served: u64,
     /// Atomic Requests that passed every check but whose target this core could not reach

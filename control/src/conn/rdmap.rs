@@ -8,7 +8,7 @@
 //! RDMAP Terminate before the DDP Stream Session ends (RFC 5043 §11.3).
 
 use ddpdk_dataplane::ddp::{self, HeaderCopy, RxError, Target, Ulp};
-use ddpdk_dataplane::mem::{Access, Pd, StagTable, StreamId};
+use ddpdk_dataplane::mem::{Access, Pd, Stag, StagTable, StreamId};
 use ddpdk_dataplane::wire::ddp::SegmentRepr;
 use ddpdk_dataplane::wire::rdmap::{
     AtomicRequest, AtomicResponse, Control, Opcode, RdmapError, ReadRequest, QN_ATOMIC_RESPONSE,
@@ -353,7 +353,9 @@ fn queue_response(stream: u16, s: &mut DdpStream, response: ReadResponse, out: &
         to: response.sink_to,
         rsvd_ulp,
     };
-    queue_rdmap_response(stream, s, req, target, out);
+    // A response with bytes keeps its request: its source is checked again while it waits.
+    let origin = Origin::Response(response.source.map(|_| response.request()));
+    queue_rdmap_response(stream, s, req, target, origin, out);
 }
 
 /// Queues the Atomic Response to `request` (RFC 7306 §5.2.2): untagged on queue 3, echoing
@@ -385,7 +387,7 @@ fn queue_atomic_response(
         msn: s.take_msn(QN_ATOMIC_RESPONSE),
         rsvd_ulp,
     };
-    queue_rdmap_response(stream, s, req, target, out);
+    queue_rdmap_response(stream, s, req, target, Origin::Response(None), out);
 }
 
 /// Puts a response to the peer's request on the stream's send queue.
@@ -394,6 +396,7 @@ fn queue_rdmap_response(
     s: &mut DdpStream,
     req: SendRequest,
     target: Target,
+    origin: Origin,
     out: &mut Sink,
 ) {
     // Responses go ahead of the ULP's queued work (as an RNIC serves its inbound read queue
@@ -405,7 +408,7 @@ fn queue_rdmap_response(
     while s
         .sends
         .get(at)
-        .is_some_and(|p| p.origin == Origin::Response)
+        .is_some_and(|p| matches!(p.origin, Origin::Response(_)))
     {
         at += 1;
     }
@@ -415,7 +418,7 @@ fn queue_rdmap_response(
             req,
             target,
             offset: 0,
-            origin: Origin::Response,
+            origin,
             seq: None,
         },
     );
@@ -714,6 +717,76 @@ impl Connection {
             self.sink.stats.sessions_faulted += 1;
         }
         self.sink.touched.stream(stream);
+    }
+
+    /// RFC 5041 §8.3.1 item 5: the ULP may revoke remote access to its memory at any time,
+    /// and a Read Response reads its Data Source as its segments leave (zero copy). Called
+    /// when the STag table changed (a deregistration, an invalidation): a response still
+    /// waiting to leave whose Data Source STag no longer grants remote read of its remaining
+    /// bytes, in the same memory, sends nothing more. Its stream fails with what a Read Request
+    /// naming the STag now would get, Invalid STag (RFC 5040 §4.8, 0x1/0x00, the request
+    /// copied), as siw fails a response whose source no longer checks; the requester's Read
+    /// completes in error, never Success over bytes read after the revocation. Segments
+    /// already with SCTP go as they are (a retransmission reads the region again). A stream
+    /// whose session is away is checked when it returns. Returns the responses stopped.
+    pub fn recheck_read_sources(&mut self, stags: &StagTable) -> usize {
+        let mut stopped = 0;
+        for stream in 0..self.streams.len() {
+            let s = &self.streams[stream];
+            if s.rdmap.is_none() || s.lent.is_some() {
+                continue;
+            }
+            let Some(pd) = s.rx.as_ref().map(|rx| rx.pd()) else {
+                continue;
+            };
+            let revoked = s.sends.iter().find_map(|p| {
+                let Origin::Response(Some(request)) = p.origin else {
+                    return None;
+                };
+                let Payload::Region {
+                    region,
+                    offset,
+                    len,
+                } = p.req.data
+                else {
+                    return None;
+                };
+                let done = u64::from(p.offset);
+                let left = len.saturating_sub(p.offset) as usize;
+                let readable = left == 0
+                    || stags
+                        .check_access(
+                            Stag(request.source_stag),
+                            request.source_to.wrapping_add(done),
+                            left,
+                            s.sid,
+                            pd,
+                            Access::REMOTE_READ,
+                        )
+                        .is_ok_and(|at| at.region == region.0 && at.offset == offset + done);
+                (!readable).then_some(request)
+            });
+            let Some(request) = revoked else {
+                continue;
+            };
+            // As an error in a delivered message: the ULP hears it, the Terminate (carrying the
+            // request) is the stream's one further message, then its session ends. The
+            // stopped response hands its IRD slot back as the queue is flushed.
+            let error = RxError::Rdmap(RdmapError::InvalidStag);
+            let none = HeaderCopy::from_bytes(&[]);
+            self.sink.stats.reads_source_revoked += 1;
+            stopped += 1;
+            // `stream` indexes `streams`, whose length is a u16 stream count.
+            let s = &mut self.streams[stream];
+            fail(
+                stream as u16,
+                s,
+                &mut self.sink,
+                (error, none, 0, Some(request)),
+                0,
+            );
+        }
+        stopped
     }
 
     /// RDMAP streams whose peer accepted without RDMAP's parameters: no RDMAP peer, so the

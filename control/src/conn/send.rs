@@ -8,6 +8,7 @@ use ddpdk_dataplane::sctp::{ExtRef, SendError};
 use ddpdk_dataplane::wire::ddp::{
     Segments, SessionControlPacket, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
 };
+use ddpdk_dataplane::wire::rdmap::ReadRequest;
 
 use crate::rdmap::{OutboundAtomic, OutboundRead};
 use crate::session::{LocalError, State, MAX_ACK_RUN};
@@ -48,8 +49,10 @@ pub(super) enum Origin {
     /// An RFC 7306 Atomic Request: within ORD like a Read, and its work request completes
     /// with the Atomic Response.
     Atomic(OutboundAtomic),
-    /// A Read or Atomic Response: its IRD slot is free once it is wholly with SCTP.
-    Response,
+    /// A Read or Atomic Response: its IRD slot is free once it is wholly with SCTP. A Read
+    /// Response with bytes names the Read Request it answers, so that its Data Source can be
+    /// checked again while it waits to leave ([`Connection::recheck_read_sources`]).
+    Response(Option<ReadRequest>),
     /// RDMAP's Terminate.
     Terminate,
 }
@@ -575,7 +578,7 @@ fn segment_sent(
                     r.atomic_sent(atomic);
                 }
             }
-            Some((Origin::Response, _, _)) => {
+            Some((Origin::Response(_), _, _)) => {
                 if let Some(r) = s.rdmap.as_mut() {
                     r.response_sent();
                 }

@@ -274,7 +274,7 @@ pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
             Origin::Read(read) => read.wr_id,
             Origin::Atomic(atomic) => atomic.wr_id,
             // RDMAP's own messages complete no work request of the ULP's.
-            Origin::Response => {
+            Origin::Response(_) => {
                 if let Some(r) = s.rdmap.as_mut() {
                     r.response_sent();
                 }

@@ -48,6 +48,24 @@ pub struct ReadResponse {
     /// The bytes to send, in this endpoint's regions (`None` for a zero-length Read).
     pub source: Option<RegionSlice>,
     pub len: u32,
+    /// The Data Source as the request named it: the response may read it only while the STag
+    /// stays valid (RFC 5041 §8.3.1 item 5: access the ULP revokes ends here too).
+    pub source_stag: Stag,
+    pub source_to: u64,
+}
+
+impl ReadResponse {
+    /// The Read Request this answers (for the Terminate that reports a failure to serve it,
+    /// RFC 5040 §4.8).
+    pub fn request(&self) -> ReadRequest {
+        ReadRequest {
+            sink_stag: self.sink.0,
+            sink_to: self.sink_to,
+            size: self.len,
+            source_stag: self.source_stag.0,
+            source_to: self.source_to,
+        }
+    }
 }
 
 /// An Atomic Request this side sent, until its Atomic Response is delivered (RFC 7306 §5.2).
@@ -618,6 +636,8 @@ impl RdmapStream {
                 offset: placement.offset,
             }),
             len: request.size,
+            source_stag: Stag(request.source_stag),
+            source_to: request.source_to,
         }))
     }
 }
