@@ -201,6 +201,10 @@ enum Fate {
     /// One byte of the DDP Segment (DDP-SSN, control, RsvdULP, STag, TO: octets 28-43 of the
     /// packet) changed, the CRC32c made good again.
     Ddp(u8, u8),
+    /// One byte of the SCTP common header or of the first chunk's header (ports, verification
+    /// tag, chunk type, flags, length, TSN, stream, SSN, PPID: octets 0-27, the checksum field
+    /// left out) changed, the CRC32c made good again: the header prediction's own fields.
+    Sctp(u8, u8),
 }
 
 impl Setup {
@@ -273,6 +277,15 @@ impl Setup {
                     }
                     Fate::Ddp(at, x) => {
                         let at = 28 + usize::from(at % 16);
+                        if at < p.len() {
+                            p[at] ^= x;
+                            crc32c::fill(&mut p);
+                        }
+                        self.deliver(&p, checked);
+                    }
+                    Fate::Sctp(at, x) => {
+                        let at = usize::from(at % 24);
+                        let at = if at < 8 { at } else { at + 4 };
                         if at < p.len() {
                             p[at] ^= x;
                             crc32c::fill(&mut p);
@@ -405,6 +418,7 @@ fn fate() -> impl Strategy<Value = Fate> {
         1 => (any::<usize>(), 0u8..8).prop_map(|(at, bit)| Fate::Flip(at, bit)),
         1 => any::<usize>().prop_map(Fate::Truncate),
         1 => (any::<u8>(), 1u8..=255).prop_map(|(at, x)| Fate::Ddp(at, x)),
+        1 => (any::<u8>(), 1u8..=255).prop_map(|(at, x)| Fate::Sctp(at, x)),
     ]
 }
 

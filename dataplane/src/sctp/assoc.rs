@@ -2656,7 +2656,10 @@ impl Association {
                 if !(self.ack_due.sack && self.ack_due.sack_now) {
                     return None;
                 }
-                if self.rx.span() == 0
+                // A fast path of `header_prediction`'s: without it the builder below writes
+                // the same SACK, and a connection compared both ways compares the two.
+                if self.cfg.header_prediction
+                    && self.rx.span() == 0
                     && self.rx.dups().is_empty()
                     && limit >= HEADER_LEN + SACK_MIN_LEN
                 {

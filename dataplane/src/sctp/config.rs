@@ -65,8 +65,9 @@ pub struct Config {
     /// Take the common packet of a bulk transfer (one whole DATA chunk, the next TSN, nothing
     /// missing) and its sender's (one SACK without Gap Ack Blocks or Duplicate TSNs, nothing
     /// gap-acked) without the general chunk walk ([`Association::handle`]'s header
-    /// prediction), and build a bulk sender's common packet (new DATA, nothing else owed)
-    /// without the general builder's ([`Association::poll_transmit`]). The effect is the same
+    /// prediction), and build a bulk sender's common packet (new DATA, nothing else owed) and
+    /// a receiver's (a SACK without Gap Ack Blocks or Duplicate TSNs, nothing else owed)
+    /// without the general builder ([`Association::poll_transmit`]). The effect is the same
     /// either way; off, every packet takes the general path (the benches compare the two, the
     /// tests check they agree).
     ///
