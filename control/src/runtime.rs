@@ -1114,8 +1114,9 @@ impl<P: Port> DataCore<P> {
         // A revocation acknowledged promises no later store into the STag's memory: what this
         // thread placed around the cache is fenced first (`PlacementBatch`).
         PlacementBatch::settle();
+        let invalidated = self.stags.invalidations();
         let n = self.stags.poll();
-        if n > 0 {
+        if self.stags.invalidations() != invalidated {
             self.recheck_read_sources();
         }
         // After the STag commands: a table published before a registration was sent is seen
@@ -1129,14 +1130,12 @@ impl<P: Port> DataCore<P> {
     }
 
     /// Read Responses waiting to leave whose Data Source this core's table no longer grants
-    /// stop ([`Connection::recheck_read_sources`]): after the table changed, before anything
-    /// more is framed on this thread.
+    /// stop ([`Connection::recheck_read_sources`]): after an STag was invalidated, before
+    /// anything more is framed on this thread. Their Terminates leave with the turn's answer.
     fn recheck_read_sources(&mut self) {
         let table = self.stags.table();
         for s in self.slots.iter_mut().flatten() {
-            if s.c.get_mut().recheck_read_sources(table) > 0 {
-                self.send_owed = true;
-            }
+            s.c.get_mut().recheck_read_sources(table);
         }
     }
 
@@ -1393,8 +1392,6 @@ impl<P: Port> DataCore<P> {
         for stag in s.c.get_mut().take_peer_invalidated() {
             self.stags.invalidate_local(stag);
         }
-        // Its stream's responses were not checked while it was away.
-        s.c.get_mut().recheck_read_sources(self.stags.table());
         self.op_results(conn, k);
         self.lend_sessions();
     }

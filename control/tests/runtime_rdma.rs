@@ -248,7 +248,9 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
 /// server's ULP deregisters the Data Source: the rest of the response is never read from the
 /// region. The server stops it with RDMAP's Invalid STag (RFC 5040 §4.8, 0x1/0x00), the
 /// requester's Read completes Flushed, not Success over a partial sink, and the Terminate is
-/// the only segment the server's DDP hands SCTP after the revocation.
+/// the only segment the server's DDP hands SCTP after the revocation, even with a Write of the
+/// server's ULP applied in the same turn (RFC 5041 §7.1: the Terminate is the stream's one
+/// further message, so the Write is refused, not sent in its place).
 #[test]
 fn rfc5041_8_3_1_a_read_response_stops_once_its_source_is_deregistered() {
     let (pa, pb) = pair(2, 1024);
@@ -276,6 +278,10 @@ fn rfc5041_8_3_1_a_read_response_stops_once_its_source_is_deregistered() {
     let sink = m.alloc_region(LEN as usize).unwrap();
     let sink_reg = m
         .register(registration(apd, sink, LEN, Access::LOCAL_WRITE))
+        .unwrap();
+    let target = m.alloc_region(4096).unwrap();
+    let target_reg = m
+        .register(registration(apd, target, 4096, Access::REMOTE_WRITE))
         .unwrap();
     let limits = RdmaLimits { ird: 2, ord: 2 };
     let (open, accept) = rdmap_session(apd, limits, bpd, limits);
@@ -323,6 +329,21 @@ fn rfc5041_8_3_1_a_read_response_stops_once_its_source_is_deregistered() {
         "the Read is still being answered"
     );
     let before = served(&l).segments_out;
+    // The server's Write reaches its core's command queue; the core applies the revocation
+    // first in its next turn, then the Write.
+    let write = RdmaRequest {
+        wr_id: 77,
+        stream: 1,
+        op: RdmaOp::Write {
+            stag: target_reg.stag,
+            to: 0x10_0000,
+        },
+        data: Payload::Bytes(vec![9; 64]),
+        signaled: true,
+    };
+    let sc = l.server_conn();
+    l.cb.submit(sc, Op::PostRdma(write)).unwrap();
+    l.cb.poll(l.now);
     deregister(&mut l, src_reg.stag);
     l.run_until("the Read's completion", |l| !completions(l).is_empty());
     assert_eq!(completions(&l), [(1, Status::Flushed)]);
@@ -347,5 +368,18 @@ fn rfc5041_8_3_1_a_read_response_stops_once_its_source_is_deregistered() {
         )),
         "{:?}",
         l.ea
+    );
+    assert!(
+        !l.eb.iter().any(|e| matches!(
+            e,
+            Event::Completion { completion: c, .. } if c.wr_id == 77 && c.status == Status::Success
+        )),
+        "{:?}",
+        l.eb
+    );
+    assert_eq!(
+        l.ca.memory().region(target).unwrap().crc32c(0, 64).unwrap(),
+        crc32c(&[0; 64]),
+        "the server's Write never reached the client"
     );
 }

@@ -155,6 +155,8 @@ impl Connection {
             self.sink.stats.control_refused += 1;
         }
         self.sink.touched.stream(stream);
+        // Its Read Responses were not checked against STags revoked while it was away.
+        self.recheck_read_sources(memory.stags);
         // What waited for the session, in arrival order, until a control message among it
         // sends the session away again (the rest then waits for that one).
         let (mut held, ended) = (lent.held, lent.ended);

@@ -728,7 +728,8 @@ impl Connection {
     /// copied), as siw fails a response whose source no longer checks; the requester's Read
     /// completes in error, never Success over bytes read after the revocation. Segments
     /// already with SCTP go as they are (a retransmission reads the region again). A stream
-    /// whose session is away is checked when it returns. Returns the responses stopped.
+    /// whose session is away is checked when it returns, before anything of it is sent; one
+    /// that failed already sends no more responses. Returns the responses stopped.
     pub fn recheck_read_sources(&mut self, stags: &StagTable) -> usize {
         let mut stopped = 0;
         for stream in 0..self.streams.len() {
@@ -736,9 +737,10 @@ impl Connection {
             if s.rdmap.is_none() || s.lent.is_some() {
                 continue;
             }
-            let Some(pd) = s.rx.as_ref().map(|rx| rx.pd()) else {
+            let Some(rx) = s.rx.as_ref().filter(|rx| rx.failed().is_none()) else {
                 continue;
             };
+            let pd = rx.pd();
             let revoked = s.sends.iter().find_map(|p| {
                 let Origin::Response(Some(request)) = p.origin else {
                     return None;
@@ -785,6 +787,12 @@ impl Connection {
                 (error, none, 0, Some(request)),
                 0,
             );
+        }
+        if stopped > 0 {
+            // The Terminate is queued now, the stopped responses flushed with the queue: a
+            // post of the ULP's in the same turn would take the stream's one further message
+            // (RFC 5041 §7.1), and a pump before the session events would send more of them.
+            self.session_events();
         }
         stopped
     }

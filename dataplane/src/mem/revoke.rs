@@ -34,6 +34,8 @@ pub struct CoreStags {
     acks: Sender<(usize, u64)>,
     /// An acknowledgement the channel had no room for, sent again on the next poll.
     unsent_ack: Option<u64>,
+    /// Invalidations applied, the coordinator's and local ones ([`CoreStags::invalidations`]).
+    invalidations: u64,
 }
 
 impl CoreStags {
@@ -54,6 +56,7 @@ impl CoreStags {
                 Command::Register(stag, reg) => self.table.insert(stag, reg),
                 Command::Invalidate(stag, epoch) => {
                     self.table.invalidate(stag);
+                    self.invalidations += 1;
                     self.ack(epoch);
                 }
             }
@@ -66,7 +69,14 @@ impl CoreStags {
     /// of the stream, here, must already find it invalid. The coordinator's revocation follows
     /// for the other cores (and is acknowledged here as usual).
     pub fn invalidate_local(&mut self, stag: Stag) -> Option<Registration> {
+        self.invalidations += 1;
         self.table.invalidate(stag)
+    }
+
+    /// How many invalidations this replica has applied: what a registration no longer
+    /// grants is looked for again only when this moved (a registration takes nothing away).
+    pub fn invalidations(&self) -> u64 {
+        self.invalidations
     }
 
     fn ack(&mut self, epoch: u64) {
@@ -159,6 +169,7 @@ impl Coordinator {
                 commands: rx,
                 acks: ack_tx.clone(),
                 unsent_ack: None,
+                invalidations: 0,
             });
         }
         (
