@@ -56,6 +56,8 @@ struct Server {
     pd: Pd,
     region: RegionId,
     reg: Registered,
+    /// Registrations a write may name instead ([`Op::WriteTo`], [`more_registrations`]).
+    more: Vec<Registered>,
     log: Vec<Indication>,
 }
 
@@ -112,6 +114,10 @@ fn setup(rdmap: bool) -> Setup {
         .map(|(conn, mut memory)| {
             let pd = memory.alloc_pd();
             let region = memory.alloc_region(REGION).unwrap();
+            let more = more_registrations(&conn, pd, region)
+                .into_iter()
+                .map(|r| memory.register(r).unwrap())
+                .collect();
             let reg = memory
                 .register(MemoryRegistration {
                     pd,
@@ -129,6 +135,7 @@ fn setup(rdmap: bool) -> Setup {
                 pd,
                 region,
                 reg,
+                more,
                 log: Vec::new(),
             }
         })
@@ -139,6 +146,10 @@ fn setup(rdmap: bool) -> Setup {
         (fast.reg.stag, fast.pd),
         (general.reg.stag, general.pd),
         "the same STag on both servers"
+    );
+    assert_eq!(
+        fast.more.iter().map(|r| r.stag).collect::<Vec<_>>(),
+        general.more.iter().map(|r| r.stag).collect::<Vec<_>>()
     );
     let mut s = Setup {
         now,
@@ -185,6 +196,36 @@ fn setup(rdmap: bool) -> Setup {
     s.tick(Duration::from_millis(500));
     s.exchange(&mut |_| Fate::Deliver, false);
     s
+}
+
+/// Registrations of the region besides the main one, each a rule of the checks a tagged
+/// segment passes before placement (RFC 5041 §7.1, §8.2, §8.3.1), the same on both servers:
+/// remote read only (a write is an access rights violation); bound to this connection's
+/// stream 1 (taken) at an offset into the region, TO from 0; bound to stream 2 (refused, item
+/// 2); and one ending at the last TO below 2^64 (a write past its end would wrap: refused by the client,
+/// reachable by a rewritten TO).
+fn more_registrations(conn: &Connection, pd: Pd, region: RegionId) -> Vec<MemoryRegistration> {
+    let reg = |offset, len, access, stream, to_base| MemoryRegistration {
+        pd,
+        region,
+        offset,
+        len,
+        access,
+        stream,
+        to_base,
+    };
+    vec![
+        reg(0, 8192, Access::REMOTE_READ, None, 0x1000),
+        reg(
+            16384,
+            16384,
+            Access::REMOTE_WRITE,
+            conn.stream_id(STREAM),
+            0,
+        ),
+        reg(4096, 8192, Access::REMOTE_WRITE, conn.stream_id(2), 0x8000),
+        reg(8192, 8192, Access::REMOTE_WRITE, None, u64::MAX - 8192),
+    ]
 }
 
 /// What happens to one of the client's packets on its way.
@@ -391,6 +432,9 @@ enum Op {
     /// A tagged write of `len` bytes at this offset of the region (past its end: refused
     /// by RFC 5041 §7.1 check "base or bounds", which ends the stream).
     Write { offset: u32, len: u16 },
+    /// A tagged write of `len` bytes at `offset` (modulo the registration's length and 256
+    /// bytes more) into one of [`more_registrations`].
+    WriteTo { which: u8, offset: u32, len: u16 },
     /// An untagged send of `len` bytes (over the posted buffer's length: an error too).
     Send { len: u16 },
     /// The servers terminate the session (RFC 5043 §6.3), perhaps with the client's segments
@@ -404,6 +448,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(offset, len)| Op::Write { offset, len }),
         1 => (REGION as u32 - 100..REGION as u32 + 100, 1u16..400)
             .prop_map(|(offset, len)| Op::Write { offset, len }),
+        3 => (any::<u8>(), any::<u32>(), 1u16..3000)
+            .prop_map(|(which, offset, len)| Op::WriteTo { which, offset, len }),
         2 => (1u16..600).prop_map(|len| Op::Send { len }),
         1 => Just(Op::Terminate),
     ]
@@ -426,20 +472,25 @@ fn fate() -> impl Strategy<Value = Fate> {
 /// RDMA Write or a Send (RFC 5040 §5.1, §5.3). The client refuses what it cannot send (after
 /// a Terminate); either way the servers see the same.
 fn post(s: &mut Setup, k: usize, op: &Op, rdmap: bool) {
-    let (offset, len) = match *op {
-        Op::Write { offset, len } => (Some(offset), len),
-        Op::Send { len } => (None, len),
+    let (stag, to_base) = (s.fast.reg.stag, s.fast.reg.to_base);
+    let (stag, to_base, offset, len) = match *op {
+        Op::Write { offset, len } => (stag, to_base, Some(u64::from(offset)), len),
+        Op::WriteTo { which, offset, len } => {
+            let r = s.fast.more[usize::from(which) % s.fast.more.len()];
+            let offset = u64::from(offset) % (r.len + 256);
+            (r.stag, r.to_base, Some(offset), len)
+        }
+        Op::Send { len } => (stag, to_base, None, len),
         Op::Terminate => unreachable!("not a work request"),
     };
     let data: Vec<u8> = (0..usize::from(len))
         .map(|i| (i as u8).wrapping_mul(29) ^ k as u8)
         .collect();
-    let (stag, to_base) = (s.fast.reg.stag, s.fast.reg.to_base);
     if rdmap {
         let op = match offset {
             Some(offset) => RdmaOp::Write {
                 stag,
-                to: to_base + u64::from(offset),
+                to: to_base.wrapping_add(offset),
             },
             None => RdmaOp::Send {
                 solicited: false,
@@ -459,7 +510,7 @@ fn post(s: &mut Setup, k: usize, op: &Op, rdmap: bool) {
     let kind = match offset {
         Some(offset) => SendKind::Tagged {
             stag,
-            to: to_base + u64::from(offset),
+            to: to_base.wrapping_add(offset),
             rsvd_ulp: 0x5a,
         },
         None => SendKind::Untagged {
