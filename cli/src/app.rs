@@ -83,6 +83,8 @@ pub struct App {
     /// `--txsplit`: txonly frames as chains, their tail attached from a region.
     txsplit: Option<usize>,
     tx_retries: u32,
+    ping_frames: usize,
+    echo_trim: Option<usize>,
     tx_first: bool,
     json: bool,
     running: Option<Running>,
@@ -277,6 +279,8 @@ impl App {
             txpkts: usize::from(opts.txpkts),
             txsplit: opts.txsplit.map(usize::from),
             tx_retries: opts.tx_retry,
+            ping_frames: usize::from(opts.ping_frames),
+            echo_trim: opts.echo_trim.map(usize::from),
             tx_first: opts.tx_first,
             json: opts.json,
             running: None,
@@ -475,6 +479,8 @@ impl App {
                 region: region.clone(),
                 rtt: rtt.clone(),
                 tx_span: tx_span.clone(),
+                ping_frames: self.ping_frames,
+                echo_trim: self.echo_trim,
             };
             match self.eal.launch(lcore, move || {
                 if tx_first {

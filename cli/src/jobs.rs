@@ -84,6 +84,8 @@ const FWD: Spec = Spec {
         "forward_mode",
         "txpkts",
         "txsplit",
+        "ping_frames",
+        "echo_trim",
         "mbuf_size",
         "tx_retry",
         "tx_first",

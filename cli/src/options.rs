@@ -71,6 +71,18 @@ pub struct Options {
     #[arg(long, value_name = "N")]
     pub txsplit: Option<u16>,
 
+    /// ping: frames sent together each round trip (one burst of --txpkts frames); the round
+    /// trip ends when as many have come back. The raw twin of a write of N segments.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=32))]
+    pub ping_frames: u16,
+
+    /// echo: send each frame back cut to its first BYTES (at least the 14-byte Ethernet
+    /// header), so that the way back carries an acknowledgement's size, not the data again.
+    #[arg(long, value_name = "BYTES",
+          value_parser = clap::value_parser!(u16).range(14..=9600))]
+    pub echo_trim: Option<u16>,
+
     /// Size of each mbuf's buffer, bytes, its 128-byte headroom included (testpmd's
     /// --mbuf-size). Jumbo frames need 9216 + 128 or so.
     #[arg(long, default_value_t = 2176, value_name = "BYTES",

@@ -35,8 +35,9 @@ pub enum FwdMode {
     /// Receive, swap the Ethernet addresses, send back on the same queue: the reflector of a
     /// raw ping-pong.
     Echo,
-    /// Send one txonly frame, wait for it to come back (from an `echo` peer), record the round
-    /// trip, and again: the raw round trip DDP write latency is measured against.
+    /// Send one txonly frame (or a burst of [`LcoreLoop::ping_frames`]), wait for it to come
+    /// back (from an `echo` peer), record the round trip, and again: the raw round trip DDP
+    /// write latency is measured against.
     Ping,
 }
 
@@ -219,6 +220,13 @@ pub struct LcoreLoop<P: Port> {
     /// txonly frames made as a zero-copy sender makes its own (`--txsplit`): the headers in a
     /// buffer, the rest referenced from a region. `None`: one buffer a frame, as testpmd.
     pub tx_span: Option<TxSpan>,
+    /// ping: frames sent together a round trip (one burst); it ends when as many came back.
+    /// A write of several segments is several frames: its raw twin sends the same number.
+    pub ping_frames: usize,
+    /// echo: each frame goes back cut to its first this many bytes (`None`: whole), so the
+    /// way back carries what a receiver's acknowledgement would (a SACK's 62-byte frame), not
+    /// the data again.
+    pub echo_trim: Option<usize>,
 }
 
 /// The shape of a zero-copy DDP sender's frames for txonly (`--txsplit`): each frame's first
@@ -428,6 +436,9 @@ impl<P: Port> LcoreLoop<P> {
             return 0;
         }
         for b in bufs.iter_mut() {
+            if let Some(trim) = self.echo_trim.filter(|&t| t < b.data().len()) {
+                b.resize(trim);
+            }
             let f = b.data_mut();
             if f.len() >= 12 {
                 let (dst, src) = f[..12].split_at_mut(6);
@@ -442,8 +453,8 @@ impl<P: Port> LcoreLoop<P> {
         n
     }
 
-    /// ping: one frame out, then wait (polling) until a frame comes back, or
-    /// [`PING_TIMEOUT`], or the stop flag; the round trip goes into `rtt`.
+    /// ping: [`LcoreLoop::ping_frames`] frames out in one burst, then wait (polling) until as
+    /// many came back, or [`PING_TIMEOUT`], or the stop flag; the round trip goes into `rtt`.
     fn ping(
         &self,
         s: &Stream<P>,
@@ -451,17 +462,29 @@ impl<P: Port> LcoreLoop<P> {
         rtt: Option<&mut Histogram<u64>>,
     ) -> usize {
         let sc = &s.counters;
+        let wanted = self.ping_frames.max(1);
         let sent = std::time::Instant::now();
-        if self.tx_template_burst_of(s, bufs, 1) == 0 {
+        // The ring took fewer: their echoes are awaited (so that they do not end the next
+        // round trip early), the round trip not recorded.
+        let frames = self.tx_template_burst_of(s, bufs, wanted);
+        if frames == 0 {
             return 0;
         }
+        let mut back = 0;
         loop {
-            if s.rx.rx_burst(s.spec.rx_queue, bufs, self.burst) > 0 {
-                let elapsed = sent.elapsed();
-                bump(&sc.rx_packets, bufs.len() as u64);
+            let n = s.rx.rx_burst(s.spec.rx_queue, bufs, self.burst);
+            if n > 0 {
+                back += n;
+                bump(&sc.rx_packets, n as u64);
                 s.rx.free_bulk(bufs);
-                if let Some(h) = rtt {
-                    let _ = h.record(elapsed.as_nanos() as u64);
+            }
+            if back >= frames {
+                match rtt {
+                    Some(h) if frames == wanted => {
+                        let _ = h.record(sent.elapsed().as_nanos() as u64);
+                    }
+                    _ if frames < wanted => bump(&sc.ping_lost, 1),
+                    _ => {}
                 }
                 return 1;
             }
@@ -513,6 +536,8 @@ mod tests {
             region: None,
             rtt: None,
             tx_span: None,
+            ping_frames: 1,
+            echo_trim: None,
         }
     }
 
@@ -671,6 +696,63 @@ mod tests {
         for (k, f) in sent.iter().enumerate() {
             assert_eq!(&placed[k * each..(k + 1) * each], &f[RXPLACE_PAYLOAD_AT..]);
         }
+    }
+
+    /// With `ping_frames` 3 and an echo that cuts each frame to 20 bytes, a round trip is
+    /// three frames out and three short ones back: one recorded per three frames.
+    #[test]
+    fn ping_of_several_frames_against_a_trimming_echo() {
+        let (a, b) = pair(1, 1024);
+        let (a, b) = (Arc::new(a), Arc::new(b));
+        let mut echo = lcore(vec![stream(&b, &b)], FwdMode::Echo);
+        echo.echo_trim = Some(20);
+        let mut ping = lcore(vec![stream(&a, &a)], FwdMode::Ping);
+        ping.ping_frames = 3;
+        let rtt = Arc::new(Mutex::new(
+            Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram"),
+        ));
+        ping.rtt = Some(Arc::clone(&rtt));
+        std::thread::scope(|sc| {
+            sc.spawn(|| echo.run());
+            sc.spawn(|| ping.run());
+            let t0 = Instant::now();
+            while ping.streams[0].counters.rx_packets.load(Relaxed) < 300
+                && t0.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::yield_now();
+            }
+            ping.stop.store(true, Relaxed);
+            echo.stop.store(true, Relaxed);
+        });
+        let got = rtt.lock().expect("histogram").len();
+        let snap = ping.streams[0].counters.snapshot();
+        assert!(got >= 100, "{got} round trips recorded");
+        assert!(snap.ping_lost <= 1, "{snap:?}");
+        // The last round trip may be cut by the stop with some of its frames back.
+        assert!(
+            (snap.tx_packets - 3..=snap.tx_packets).contains(&(3 * got)),
+            "{got} round trips of three frames, {snap:?}"
+        );
+        let e = echo.streams[0].counters.snapshot();
+        assert_eq!(e.rx_packets, e.tx_packets, "echo sends back all it gets");
+        // What comes back is cut to 20 bytes.
+        let (c, d) = pair(1, 16);
+        c.tx_burst_all(0, &mut vec![HeapBuf::new(ping.template.clone())], 0);
+        let (c, d) = (Arc::new(c), Arc::new(d));
+        let mut echo = lcore(vec![stream(&d, &d)], FwdMode::Echo);
+        echo.echo_trim = Some(20);
+        run_until(&echo, || {
+            echo.streams[0].counters.tx_packets.load(Relaxed) >= 1
+        });
+        let mut back = Vec::new();
+        c.rx_burst(0, &mut back, 16);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].data().len(), 20);
+        assert_eq!(
+            back[0].data()[..6],
+            ping.template[6..12],
+            "addresses swapped"
+        );
     }
 
     /// echo sends every frame back with its Ethernet addresses swapped; ping, against it,

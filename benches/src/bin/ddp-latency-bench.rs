@@ -7,6 +7,10 @@
 //!   p99 (hdrhistogram, ns resolution).
 //! - raw: `--forward-mode echo` on one side and `--forward-mode ping` on the other: one frame
 //!   of the size of the write's first DDP frame goes out and comes back, no protocol at all.
+//! - raw, the write's frames (writes of more than one segment): as many full frames as the
+//!   write has segments go out in one burst, each comes back cut to a SACK's 62 bytes
+//!   (`--ping-frames`, `--echo-trim`): the bytes the write moves, with no protocol. The first
+//!   raw figure is the issue's yardstick; this one tells the link's share of a long write.
 //!
 //! Each round runs both, alternating which goes first; each process has a CPU of its own, the
 //! endpoint's data core polled by its main lcore. Medians of the rounds' p50 and p99.
@@ -85,9 +89,26 @@ fn report(out: &str, key: &str) -> Option<serde_json::Value> {
         .find_map(|v| v.get(key).cloned())
 }
 
-/// (p50, p99) of the raw round trip, µs, for frames of `frame` bytes.
-fn raw(args: &Args, tag: &str, frame: usize) -> Result<(f64, f64), String> {
-    let sock = sock(&format!("{tag}-raw"));
+/// The frame of a lone SACK: Ethernet 14, IPv4 20, SCTP common header 12, SACK chunk 16.
+const SACK_FRAME: usize = 62;
+
+/// How a raw round trip is made: frames of `frame` bytes, `frames` of them out in one burst,
+/// each sent back whole or cut to `trim` bytes.
+#[derive(Debug, Clone, Copy)]
+struct Raw {
+    frame: usize,
+    frames: usize,
+    trim: Option<usize>,
+}
+
+/// (p50, p99) of the raw round trip, µs.
+fn raw(args: &Args, tag: &str, how: Raw) -> Result<(f64, f64), String> {
+    let Raw {
+        frame,
+        frames,
+        trim,
+    } = how;
+    let sock = sock(&format!("{tag}-raw{frames}"));
     let common = |mode: &'static str| -> Vec<String> {
         let frame = frame.to_string();
         [
@@ -103,22 +124,40 @@ fn raw(args: &Args, tag: &str, frame: usize) -> Result<(f64, f64), String> {
         .map(|s| s.to_string())
         .collect()
     };
-    let echo_app = common("echo");
+    let mut echo_app = common("echo");
+    if let Some(t) = trim {
+        echo_app.extend(["--echo-trim".to_string(), t.to_string()]);
+    }
     let echo_app: Vec<&str> = echo_app.iter().map(String::as_str).collect();
     let echo = spawn(
         args,
-        eal("0@0,1@0", &format!("lat-{tag}-echo"), "server", &sock),
+        eal(
+            "0@0,1@0",
+            &format!("lat-{tag}-echo{frames}"),
+            "server",
+            &sock,
+        ),
         &echo_app,
     )
     .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(1500));
     let secs = args.secs.to_string();
     let mut ping_app = common("ping");
-    ping_app.extend(["--run-for".to_string(), secs]);
+    ping_app.extend([
+        "--run-for".to_string(),
+        secs,
+        "--ping-frames".to_string(),
+        frames.to_string(),
+    ]);
     let ping_app: Vec<&str> = ping_app.iter().map(String::as_str).collect();
     let ping = spawn(
         args,
-        eal("0@1,1@1", &format!("lat-{tag}-ping"), "client", &sock),
+        eal(
+            "0@1,1@1",
+            &format!("lat-{tag}-ping{frames}"),
+            "client",
+            &sock,
+        ),
         &ping_app,
     )
     .map_err(|e| e.to_string())?;
@@ -211,23 +250,37 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args = Args::parse();
-    outln!("size | raw round trip p50 / p99 us | DDP write p50 / p99 us | p50 ratio");
+    outln!(
+        "size | raw round trip p50 / p99 us | DDP write p50 / p99 us | p50 ratio \
+         [| raw, the write's frames p50 / p99 us | p50 ratio]"
+    );
     for &size in &args.sizes {
         // The raw frame: the write's first DDP frame (one segment carries up to 1404 bytes).
         let frame = HEADERS + size.min(SEGMENT_PAYLOAD);
-        let (mut raws, mut ddps) = (Vec::new(), Vec::new());
+        let one = Raw {
+            frame,
+            frames: 1,
+            trim: None,
+        };
+        // A write of several segments: as many full frames out, a SACK's frame back for each.
+        let segments = size.div_ceil(SEGMENT_PAYLOAD).max(1);
+        let all = (segments > 1).then_some(Raw {
+            frame: HEADERS + SEGMENT_PAYLOAD,
+            frames: segments,
+            trim: Some(SACK_FRAME),
+        });
+        let (mut raws, mut ddps, mut alls) = (Vec::new(), Vec::new(), Vec::new());
         for r in 0..args.rounds {
             let tag = format!("{size}-{r}");
-            let order: [bool; 2] = if r % 2 == 0 {
-                [true, false]
-            } else {
-                [false, true]
-            };
-            for is_raw in order {
-                let got = if is_raw {
-                    raw(&args, &tag, frame).map(|x| raws.push(x))
-                } else {
-                    ddp(&args, &tag, size).map(|x| ddps.push(x))
+            // Each measurement goes first in turn.
+            let mut order = vec![0, 1, 2];
+            order.rotate_left(r as usize % 3);
+            for which in order {
+                let got = match (which, all) {
+                    (0, _) => raw(&args, &tag, one).map(|x| raws.push(x)),
+                    (1, _) => ddp(&args, &tag, size).map(|x| ddps.push(x)),
+                    (_, Some(all)) => raw(&args, &tag, all).map(|x| alls.push(x)),
+                    (_, None) => Ok(()),
                 };
                 if let Err(e) = got {
                     errln!("ddp-latency-bench: size {size} round {r}: {e}");
@@ -235,8 +288,12 @@ fn main() {
                 }
             }
             let (rw, dw) = (raws[raws.len() - 1], ddps[ddps.len() - 1]);
+            let tail = alls
+                .last()
+                .map(|aw: &(f64, f64)| format!(" | {:.1} / {:.1} | {:.1}", aw.0, aw.1, dw.0 / aw.0))
+                .unwrap_or_default();
             outln!(
-                "{size} round {r} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1}",
+                "{size} round {r} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1}{tail}",
                 rw.0,
                 rw.1,
                 dw.0,
@@ -248,9 +305,20 @@ fn main() {
         let raw99 = median(raws.iter().map(|x| x.1).collect());
         let ddp50 = median(ddps.iter().map(|x| x.0).collect());
         let ddp99 = median(ddps.iter().map(|x| x.1).collect());
+        let tail = if alls.is_empty() {
+            String::new()
+        } else {
+            let all50 = median(alls.iter().map(|x| x.0).collect());
+            let all99 = median(alls.iter().map(|x| x.1).collect());
+            format!(
+                " | {all50:.1} / {all99:.1} ({segments} frames out, {SACK_FRAME}-byte frames \
+                 back) | {:.1}",
+                ddp50 / all50
+            )
+        };
         outln!(
             "{size} median ({frame}-byte raw frames) | {raw50:.1} / {raw99:.1} | {ddp50:.1} / \
-             {ddp99:.1} | {:.1}",
+             {ddp99:.1} | {:.1}{tail}",
             ddp50 / raw50
         );
     }
