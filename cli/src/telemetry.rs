@@ -491,6 +491,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("messages_out", u(t.messages_out)),
         ("reads_served", u(t.reads_served)),
         ("reads_source_revoked", u(t.reads_source_revoked)),
+        ("reads_short", u(t.reads_short)),
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
         (

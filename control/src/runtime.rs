@@ -416,6 +416,8 @@ pub struct ConnTotals {
     pub reads_served: u64,
     /// Read Responses stopped because the ULP revoked their Data Source meanwhile.
     pub reads_source_revoked: u64,
+    /// Read Responses of the peer's that ended short of their Read.
+    pub reads_short: u64,
 }
 
 impl ConnTotals {
@@ -438,6 +440,7 @@ impl ConnTotals {
             receive_errors: c.receive_errors_by_kind,
             reads_served: c.reads_served,
             reads_source_revoked: c.reads_source_revoked,
+            reads_short: c.reads_short,
         }
     }
 
@@ -459,6 +462,7 @@ impl ConnTotals {
         self.receive_errors.add(&o.receive_errors);
         self.reads_served += o.reads_served;
         self.reads_source_revoked += o.reads_source_revoked;
+        self.reads_short += o.reads_short;
     }
 }
 

@@ -1718,6 +1718,7 @@ fn rfc5040_5_2_a_read_response_short_of_the_read_is_refused() {
             [(9, Status::Flushed)],
             "{case}: the Read ends flushed, not Success"
         );
+        assert_eq!(d.conn().stats().reads_short, 1, "{case}: counted apart");
     }
 }
 
@@ -1767,6 +1768,7 @@ fn rfc5040_5_2_reads_into_one_sink_complete_whatever_order_their_segments_come_i
             .collect::<Vec<_>>(),
         [(9, Status::Success), (10, Status::Success)]
     );
+    assert_eq!(d.conn().stats().reads_short, 0);
 }
 
 /// RFC 5040 §5.2 with RFC 5041 §7.1: a Read Response may only land in the Data Sink of the

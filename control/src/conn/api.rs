@@ -650,6 +650,9 @@ pub struct ConnStats {
     /// Source STag meanwhile ([`Connection::recheck_read_sources`]): each ended its stream
     /// with RDMAP's Invalid STag.
     pub reads_source_revoked: u64,
+    /// Read Responses that ended short of their Read's size (RFC 5040 §5.2): each ended its
+    /// stream with the unspecified Remote Operation Error, the Read Flushed.
+    pub reads_short: u64,
     /// RFC 7306 Atomic Requests performed and answered.
     pub atomics_served: u64,
     /// Atomic Requests that passed every check but whose target this core could not reach

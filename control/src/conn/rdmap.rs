@@ -171,7 +171,17 @@ impl Ulp for RdmapUlp<'_> {
                         header,
                         segment_len,
                         read_request,
-                    } => self.fault = Some((error, header, segment_len, read_request)),
+                    } => {
+                        // On a tagged message RDMAP's one unspecified Remote Operation Error
+                        // is a Read Response short of its Read (`RdmapStream::on_delivered`):
+                        // counted apart, for the operator, from the other 0x2/0xFF causes.
+                        if matches!(message.info, ddp::MessageInfo::Tagged { .. })
+                            && error == RxError::Rdmap(RdmapError::OperationUnspecified)
+                        {
+                            out.stats.reads_short += 1;
+                        }
+                        self.fault = Some((error, header, segment_len, read_request));
+                    }
                 }
             }
             ddp::Indication::Error {
