@@ -13,8 +13,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use ddpdk_control::conn::{Indication, Payload, RdmaOp, RdmaRequest, Status};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::rdmap::RdmaLimits;
-use ddpdk_control::runtime::{Event, Op, RuntimeConfig};
-use ddpdk_dataplane::mem::Access;
+use ddpdk_control::runtime::{Control, DataCore, Event, Op, RuntimeConfig};
+use ddpdk_dataplane::mem::{Access, Pd};
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use ddpdk_dataplane::wire::rdmap::{RdmapError, TerminateError};
@@ -34,7 +34,7 @@ fn completions(l: &Lockstep<MemPort>) -> Vec<(u64, Status)> {
 }
 
 fn registration(
-    pd: ddpdk_dataplane::mem::Pd,
+    pd: Pd,
     region: ddpdk_control::memory::RegionId,
     len: u64,
     access: Access,
@@ -50,14 +50,22 @@ fn registration(
     }
 }
 
-#[test]
-fn rdma_read_and_write_through_the_runtime() {
+type Runtime = (Control<MemPort>, Vec<DataCore<MemPort>>);
+
+/// A client (a) and a server (b) on a port pair, one data core each, a protection domain each.
+fn client_and_server() -> (Runtime, Runtime, Pd, Pd) {
     let (pa, pb) = pair(2, 1024);
     let cfg = RuntimeConfig::default();
     let mut a = runtime(pa, A4, A6, 1, cfg);
     let mut b = runtime(pb, B4, B6, 2, cfg);
     let apd = a.0.memory_mut().alloc_pd();
     let bpd = b.0.memory_mut().alloc_pd();
+    (a, b, apd, bpd)
+}
+
+#[test]
+fn rdma_read_and_write_through_the_runtime() {
+    let (mut a, mut b, apd, bpd) = client_and_server();
     // The server: a source to read (remote read) and a target to write (remote write).
     let source: Vec<u8> = (0..(3u32 << 18))
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
@@ -253,12 +261,7 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
 /// further message, so the Write is refused, not sent in its place).
 #[test]
 fn rfc5041_8_3_1_a_read_response_stops_once_its_source_is_deregistered() {
-    let (pa, pb) = pair(2, 1024);
-    let cfg = RuntimeConfig::default();
-    let mut a = runtime(pa, A4, A6, 1, cfg);
-    let mut b = runtime(pb, B4, B6, 2, cfg);
-    let apd = a.0.memory_mut().alloc_pd();
-    let bpd = b.0.memory_mut().alloc_pd();
+    let (mut a, mut b, apd, bpd) = client_and_server();
     const LEN: u64 = 4 << 20;
     let m = b.0.memory_mut();
     let src = m.alloc_region(LEN as usize).unwrap();

@@ -698,6 +698,34 @@ mod tests {
         }
     }
 
+    /// Runs `ping` against `echo` until `frames` came back to the pinger (or 10 s pass);
+    /// returns the round trips it recorded.
+    fn ping_echo(
+        ping: &mut LcoreLoop<crate::port::mem::MemPort>,
+        echo: &LcoreLoop<crate::port::mem::MemPort>,
+        frames: u64,
+    ) -> u64 {
+        let rtt = Arc::new(Mutex::new(
+            Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram"),
+        ));
+        ping.rtt = Some(Arc::clone(&rtt));
+        let ping = &*ping;
+        std::thread::scope(|sc| {
+            sc.spawn(|| echo.run());
+            sc.spawn(|| ping.run());
+            let t0 = Instant::now();
+            while ping.streams[0].counters.rx_packets.load(Relaxed) < frames
+                && t0.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::yield_now();
+            }
+            ping.stop.store(true, Relaxed);
+            echo.stop.store(true, Relaxed);
+        });
+        let n = rtt.lock().expect("histogram").len();
+        n
+    }
+
     /// With `ping_frames` 3 and an echo that cuts each frame to 20 bytes, a round trip is
     /// three frames out and three short ones back: one recorded per three frames.
     #[test]
@@ -708,23 +736,7 @@ mod tests {
         echo.echo_trim = Some(20);
         let mut ping = lcore(vec![stream(&a, &a)], FwdMode::Ping);
         ping.ping_frames = 3;
-        let rtt = Arc::new(Mutex::new(
-            Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram"),
-        ));
-        ping.rtt = Some(Arc::clone(&rtt));
-        std::thread::scope(|sc| {
-            sc.spawn(|| echo.run());
-            sc.spawn(|| ping.run());
-            let t0 = Instant::now();
-            while ping.streams[0].counters.rx_packets.load(Relaxed) < 300
-                && t0.elapsed() < Duration::from_secs(10)
-            {
-                std::thread::yield_now();
-            }
-            ping.stop.store(true, Relaxed);
-            echo.stop.store(true, Relaxed);
-        });
-        let got = rtt.lock().expect("histogram").len();
+        let got = ping_echo(&mut ping, &echo, 300);
         let snap = ping.streams[0].counters.snapshot();
         assert!(got >= 100, "{got} round trips recorded");
         assert!(snap.ping_lost <= 1, "{snap:?}");
@@ -763,23 +775,7 @@ mod tests {
         let (a, b) = (Arc::new(a), Arc::new(b));
         let echo = lcore(vec![stream(&b, &b)], FwdMode::Echo);
         let mut ping = lcore(vec![stream(&a, &a)], FwdMode::Ping);
-        let rtt = Arc::new(Mutex::new(
-            Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram"),
-        ));
-        ping.rtt = Some(Arc::clone(&rtt));
-        std::thread::scope(|sc| {
-            sc.spawn(|| echo.run());
-            sc.spawn(|| ping.run());
-            let t0 = Instant::now();
-            while ping.streams[0].counters.rx_packets.load(Relaxed) < 100
-                && t0.elapsed() < Duration::from_secs(10)
-            {
-                std::thread::yield_now();
-            }
-            ping.stop.store(true, Relaxed);
-            echo.stop.store(true, Relaxed);
-        });
-        let got = rtt.lock().expect("histogram").len();
+        let got = ping_echo(&mut ping, &echo, 100);
         let snap = ping.streams[0].counters.snapshot();
         assert!(got >= 100, "{got} round trips recorded");
         assert_eq!(got, snap.rx_packets, "one round trip per frame back");
