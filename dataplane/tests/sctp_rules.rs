@@ -789,10 +789,13 @@ fn delayed_and_immediate_sacks_6_2() {
 #[test]
 fn a_bare_sack_is_what_the_builder_would_write_3_3_4() {
     let mut p = Pair::new();
+    let mut last_tsn = 0;
     for k in 0..2u8 {
         p.c.send(0, 16, &[k; 40]).unwrap();
         let c_out = drain(&mut p.c, t(10));
         assert_eq!(c_out.len(), 1);
+        // The DATA chunk's TSN: after the common header (12) and the chunk's first 4 bytes.
+        last_tsn = u32::from_be_bytes(c_out[0][16..20].try_into().unwrap());
         let _ = p.s.handle(t(10), &c_out[0], &mut ignore);
     }
     // Every second packet is acknowledged at once (§6.2).
@@ -803,6 +806,14 @@ fn a_bare_sack_is_what_the_builder_would_write_3_3_4() {
         panic!("a lone SACK: {cs:?}")
     };
     assert_eq!((sack.gap_ack_blocks.len(), sack.dup_tsns.len()), (0, 0));
+    // Its fields from what was sent and delivered, not from the packet itself: the second
+    // DATA's TSN, and the whole window (both messages were taken by the layer above).
+    assert_eq!(sack.cum_tsn_ack, last_tsn, "§3.3.4: the cumulative TSN ack");
+    assert_eq!(
+        sack.a_rwnd,
+        cfg(S_PORT).a_rwnd,
+        "§6.2: a_rwnd, nothing held"
+    );
     let expected = packet(
         S_PORT,
         C_PORT,
