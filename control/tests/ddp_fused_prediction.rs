@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ddpdk_control::conn::{
@@ -65,6 +66,8 @@ struct Setup {
     now: Instant,
     client: Box<Connection>,
     client_memory: Memory,
+    /// Where the client's RDMA Reads land ([`Op::Read`]): local write, the stream's domain.
+    client_sink: Option<Registered>,
     fast: Server,
     general: Server,
 }
@@ -155,12 +158,31 @@ fn setup(rdmap: bool) -> Setup {
         now,
         client,
         client_memory,
+        client_sink: None,
         fast,
         general,
     };
     // The COOKIE ACK.
     s.compare_out();
     let cpd = s.client_memory.alloc_pd();
+    let sink = s.client_memory.alloc_region(REGION).unwrap();
+    s.client_sink = Some(
+        s.client_memory
+            .register(MemoryRegistration {
+                pd: cpd,
+                region: sink,
+                offset: 0,
+                len: REGION as u64,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0,
+            })
+            .unwrap(),
+    );
+    // The servers answer RDMA Reads from their regions (RFC 5040 §5.2).
+    for v in [&mut s.fast, &mut s.general] {
+        v.conn.use_regions(Arc::clone(v.memory.region_table()));
+    }
     if rdmap {
         s.client
             .initiate_rdmap(STREAM, cpd, RdmaLimits::default(), b"hello")
@@ -389,6 +411,8 @@ fn state(c: &Connection) -> String {
         "predicted_out: ",
         "in_order_tagged: ",
         "fused_segments: ",
+        // The send side's prediction: a region send's (a Read Response's) later segments.
+        "segments_continued: ",
         "StreamId(",
         // Each server's own memory (an RDMAP stream's inline receive buffers).
         "ptr: 0x",
@@ -437,6 +461,12 @@ enum Op {
     WriteTo { which: u8, offset: u32, len: u16 },
     /// An untagged send of `len` bytes (over the posted buffer's length: an error too).
     Send { len: u16 },
+    /// On an RDMAP stream, an RDMA Read of `len` bytes (zero included, RFC 5040 §5.2) at
+    /// `offset` (as [`Op::WriteTo`]) into the client's sink: three times in four of the one
+    /// registration that grants remote read, else of any of the servers' (refused, but for
+    /// that one). The servers' Read Responses are compared as their other packets are. On a
+    /// plain DDP stream, nothing.
+    Read { which: u8, offset: u32, len: u16 },
     /// The servers terminate the session (RFC 5043 §6.3), perhaps with the client's segments
     /// still on the way or waiting for retransmission: those are not placed.
     Terminate,
@@ -451,6 +481,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (any::<u8>(), any::<u32>(), 1u16..3000)
             .prop_map(|(which, offset, len)| Op::WriteTo { which, offset, len }),
         2 => (1u16..600).prop_map(|len| Op::Send { len }),
+        3 => (any::<u8>(), any::<u32>(), 0u16..2048)
+            .prop_map(|(which, offset, len)| Op::Read { which, offset, len }),
         1 => Just(Op::Terminate),
     ]
 }
@@ -473,6 +505,36 @@ fn fate() -> impl Strategy<Value = Fate> {
 /// a Terminate); either way the servers see the same.
 fn post(s: &mut Setup, k: usize, op: &Op, rdmap: bool) {
     let (stag, to_base) = (s.fast.reg.stag, s.fast.reg.to_base);
+    if let Op::Read { which, offset, len } = *op {
+        if !rdmap {
+            return;
+        }
+        let all: Vec<Registered> = std::iter::once(s.fast.reg)
+            .chain(s.fast.more.iter().copied())
+            .collect();
+        let r = if which % 4 == 0 {
+            all[usize::from(which / 4) % all.len()]
+        } else {
+            s.fast.more[0]
+        };
+        let offset = u64::from(offset) % (r.len.min(REGION as u64) + 256);
+        let sink = s.client_sink.unwrap();
+        let req = RdmaRequest {
+            wr_id: k as u64,
+            stream: STREAM,
+            op: RdmaOp::Read {
+                source: r.stag,
+                source_to: r.to_base.wrapping_add(offset),
+                sink: sink.stag,
+                sink_to: offset % (REGION as u64 - u64::from(len)),
+                len: u32::from(len),
+            },
+            data: Payload::Bytes(Vec::new()),
+            signaled: true,
+        };
+        let _ = s.client.post_rdma(req, s.client_memory.stags());
+        return;
+    }
     let (stag, to_base, offset, len) = match *op {
         Op::Write { offset, len } => (stag, to_base, Some(u64::from(offset)), len),
         Op::WriteTo { which, offset, len } => {
@@ -481,7 +543,7 @@ fn post(s: &mut Setup, k: usize, op: &Op, rdmap: bool) {
             (r.stag, r.to_base, Some(offset), len)
         }
         Op::Send { len } => (stag, to_base, None, len),
-        Op::Terminate => unreachable!("not a work request"),
+        Op::Terminate | Op::Read { .. } => unreachable!("not a write or a send"),
     };
     let data: Vec<u8> = (0..usize::from(len))
         .map(|i| (i as u8).wrapping_mul(29) ^ k as u8)
