@@ -236,6 +236,13 @@ fn run() -> Result<(), String> {
         );
     }
 
+    // The peer's shell completes its untagged send on our SACK, then watches the session for
+    // SETTLE (20 ms) and calls the send failed if it ends meanwhile: on a plain DDP stream a
+    // Terminate after a refused segment and a Terminate after a finished exchange look alike
+    // (RFC 5043's Terminate carries no cause). Ours is the second kind; it waits until that
+    // window is over, so that a fast run does not end the session inside it.
+    std::thread::sleep(Duration::from_millis(200));
+
     // Tagged writes: the image, message by message, segment by segment.
     let image: Vec<u8> = (0..bytes)
         .map(|i| (i.wrapping_mul(0x9e37_79b9) >> 13) as u8)
