@@ -33,6 +33,9 @@ fn env_or(name: &str, default: u64) -> u64 {
 
 /// The server's counters that say what became of an attack: data core 0's and the control
 /// thread's, flattened (`core/0/drop/...`), plus how many associations it holds.
+/// Longer than the endpoint's telemetry snapshot serves (`telemetry::FRESH`, 200 ms).
+const FRESH_AND_SOME: Duration = Duration::from_millis(250);
+
 fn counters(prefix: &str) -> BTreeMap<String, i64> {
     let r = procs::ask(prefix, &["/ddpdk/stats", "/ddpdk/assoc/list"]);
     let mut m = BTreeMap::new();
@@ -162,6 +165,7 @@ fn attack_matrix(server_ip: &str, attacker_ip: &str) {
     let mut go = attacker.stdin.take().unwrap();
     let lines = BufReader::new(attacker.stdout.take().unwrap()).lines();
     let mut before = counters(&prefix);
+    let mut last_read = Instant::now();
     let mut rss_before_flood = 0;
     let mut matrix: Vec<(Value, BTreeMap<String, i64>)> = Vec::new();
     let t0 = Instant::now();
@@ -178,7 +182,15 @@ fn attack_matrix(server_ip: &str, attacker_ip: &str) {
         if v["attack"] == "INIT flood, first half" {
             rss_before_flood = rss_kib(server.id());
         }
+        // The endpoint answers every telemetry read within telemetry::FRESH (200 ms) of a
+        // snapshot from that snapshot: a reading sooner after the last would be the last one
+        // again, and an attack quicker than that would seem to have changed nothing.
+        let since = last_read.elapsed();
+        if since < FRESH_AND_SOME {
+            std::thread::sleep(FRESH_AND_SOME - since);
+        }
         let after = counters(&prefix);
+        last_read = Instant::now();
         let d = delta(&before, &after);
         if v["attack"] == "INIT flood" {
             let rss = rss_kib(server.id());
