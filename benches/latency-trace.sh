@@ -8,9 +8,13 @@
 #   benches/latency-trace.sh [SIZE] [SECS]       64 bytes, 3 seconds
 #   CLIENT_ARGS='--ddp-op read' benches/latency-trace.sh      an RDMA Read's legs instead: the
 #                                                 server's reply is the Read Response
+#   SERVER_ARGS='--region-bytes 4096' ...         options for the server (here: one slot, so
+#                                                 every write lands on the same, cached, bytes)
+#   KEEP=DIR ...                                  the marks and both outputs kept in DIR
 #
 # Prints each leg's median and 90th percentile in nanoseconds over the run's writes (the first
-# fifth left out), and the client's own p50 of the traced run. A mark costs ~20-25 ns here (an
+# fifth left out), the client's own p50 of the traced run, then every mark of the commonest
+# sequence of marks a write makes (C client, S server), at its median time from the post. A mark costs ~20-25 ns here (an
 # RDTSC and an atomic add), so each leg carries one mark's cost and the traced p50 exceeds an
 # untraced run's (ddp-latency-bench) by ~10 of them: compare legs, and builds by the same legs.
 # The build goes to target/trace, so target/release keeps the untraced binary.
@@ -21,11 +25,11 @@ SECS=${2:-3}
 CARGO_TARGET_DIR=target/trace cargo build --release -q -p ddpdk-cli --bin ddpdk \
     --features ddpdk-dataplane/trace
 BIN=target/trace/release/ddpdk
-out=$(mktemp -d)
+out=${KEEP:-$(mktemp -d)}; mkdir -p "$out"
 server=
 cleanup() {
     [ -n "$server" ] && kill -INT "$server" 2>/dev/null && wait "$server" 2>/dev/null
-    rm -rf "$out"
+    [ -n "${KEEP:-}" ] || rm -rf "$out"
 }
 trap cleanup EXIT
 eal() { echo "--no-huge -m 1024 --no-pci --log-level=*:error --file-prefix=ddpdk-lt$$$1"; }
@@ -33,7 +37,7 @@ sock=$out/memif.sock
 # shellcheck disable=SC2046 # the EAL arguments are words
 DDPDK_TRACE=$out/server.marks $BIN --lcores 0@0 $(eal s) \
     --vdev="net_memif0,role=server,id=0,socket=$sock" -- \
-    --ddp-listen --ip 198.18.0.2 --run-for $((SECS + 60)) >"$out/server" 2>&1 &
+    --ddp-listen ${SERVER_ARGS:-} --ip 198.18.0.2 --run-for $((SECS + 60)) >"$out/server" 2>&1 &
 server=$!
 for _ in $(seq 100); do
     grep -q '(listening)' "$out/server" 2>/dev/null && break
@@ -105,4 +109,23 @@ print(f"{len(legs[-1][1])} writes; TSC at {mhz:.0f} MHz; the client's own p50, t
 print(f"{'p50 ns':>7} {'p90 ns':>7}  leg")
 for name, v in legs:
     print(f"{q(v, .5):7.0f} {q(v, .9):7.0f}  {name}")
+
+# Every mark between one post and the next, both processes merged, for the commonest sequence.
+names = {POST: 'post', APPLIED: 'applied', TX: 'tx_burst took', RX: 'rx_burst gave',
+         HANDLED: 'handled', SEEN: 'seen'}
+merged = sorted([(t, 'C', p) for p, ts in c.items() for t in ts]
+                + [(t, 'S', p) for p, ts in s.items() for t in ts])
+at_post = [i for i, (_, side, p) in enumerate(merged) if side == 'C' and p == POST]
+seqs = {}
+skip = len(at_post) // 5
+for a, b in zip(at_post[skip:], at_post[skip + 1:]):
+    key = tuple((side, p) for _, side, p in merged[a:b])
+    seqs.setdefault(key, []).append([t - merged[a][0] for t, _, _ in merged[a:b]])
+key, runs = max(seqs.items(), key=lambda kv: len(kv[1]))
+print(f"the commonest sequence of marks ({len(runs)} of {len(at_post) - skip - 1} writes), median ns from the post:")
+prev = 0
+for (side, p), col in zip(key, zip(*runs)):
+    m = sorted(col)[len(col) // 2] * 1000 / mhz
+    print(f"{m:7.0f} {m - prev:+6.0f}  {side} {names.get(p, p)}")
+    prev = m
 PY

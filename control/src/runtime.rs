@@ -1226,6 +1226,8 @@ impl<P: Port> DataCore<P> {
             }
         }
         let work = work + self.answer(now, true);
+        // The next message's lines, now that what this turn owed has left.
+        prefetch::run_later();
         self.last_worked |= work > 0;
         work
     }

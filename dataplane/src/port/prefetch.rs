@@ -82,6 +82,40 @@ pub fn frame(frame: &[u8]) {
     }
 }
 
+thread_local! {
+    /// The write hint [`for_write_later`] set aside on this thread: start address and length.
+    static LATER: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// [`for_write`], not now but at this thread's next [`run_later`]; a later call replaces an
+/// earlier one not yet run.
+///
+/// For lines a guess says the *next* message will write. Issuing a hint is not free when its
+/// lines are in memory: once the line-fill buffers are full the loop waits for room, like a
+/// miss (benches/README.md, "Session 48"). Within a burst of a bulk transfer that wait runs
+/// under work that needs the lines anyway; at the end of a lone message it is on the path of
+/// the SACK the peer's completion waits for. A data core runs the hint at the end of its
+/// turn, when what the turn owed has left (`runtime::DataCore::poll`).
+#[inline]
+pub(crate) fn for_write_later(start: *const u8, len: usize) {
+    LATER.set((start as usize, len));
+}
+
+/// The hint [`for_write_later`] set aside on this thread, `(0, 0)` if none.
+#[cfg(test)]
+pub(crate) fn later() -> (usize, usize) {
+    LATER.get()
+}
+
+/// Issues the write hint [`for_write_later`] set aside, if any.
+#[inline]
+pub fn run_later() {
+    let (start, len) = LATER.replace((0, 0));
+    if len > 0 {
+        for_write(start as *const u8, len);
+    }
+}
+
 /// Asks for ownership of the lines under `len` bytes (at most [`WRITE_LINES`] lines) from
 /// `start`: bytes a placement is about to store. The caller keeps the range inside memory it
 /// owns; a range past it would be harmless, but useless.
@@ -147,6 +181,20 @@ mod tests {
         for_write(bytes.as_ptr().wrapping_add(bytes.len()), 1 << 20);
         for_write(core::ptr::null(), 64);
         assert_eq!(bytes, before);
+    }
+
+    /// A hint set aside waits for `run_later`, the latest replaces an earlier one, and
+    /// running it leaves nothing behind.
+    #[test]
+    fn a_later_hint_waits_for_run_later() {
+        let bytes = vec![5u8; 8192];
+        for_write_later(bytes.as_ptr(), 4096);
+        for_write_later(bytes.as_ptr().wrapping_add(64), 128);
+        assert_eq!(later(), (bytes.as_ptr() as usize + 64, 128));
+        run_later();
+        assert_eq!(later(), (0, 0));
+        run_later();
+        assert_eq!(bytes, vec![5u8; 8192]);
     }
 
     /// The override wins either way; without it, AMD's CPUs go without the frame hint.

@@ -527,6 +527,26 @@ impl Region {
         crate::port::prefetch::for_write(self.ptr.as_ptr().wrapping_add(from), len);
     }
 
+    /// As [`Region::prefetch_for_write`], for lines that cached stores will write (under
+    /// [`STREAM_MIN`] a placement), at the thread's next [`crate::port::prefetch::run_later`].
+    #[inline]
+    pub fn prefetch_for_write_later(&self, offset: u64, len: usize) {
+        let Ok(start) = usize::try_from(offset) else {
+            return;
+        };
+        if start >= self.len {
+            return;
+        }
+        let len = len.min(self.len - start);
+        crate::port::prefetch::for_write_later(self.ptr.as_ptr().wrapping_add(start), len);
+    }
+
+    /// The address of byte 0, for a test of hints that carry addresses.
+    #[cfg(test)]
+    pub(crate) fn base_addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
     /// Copies `dst.len()` bytes from `offset` out.
     pub fn read(&self, offset: u64, dst: &mut [u8]) -> Result<(), OutOfBounds> {
         let start = self.span(offset, dst.len())?;
