@@ -6,7 +6,7 @@
 //! | `/ddpdk/assoc/info,ID` | one association: state, peer, streams, cwnd, RTO, windows, retransmissions, ... |
 //! | `/ddpdk/session/list[,A/S]` | DDP Stream Sessions not idle: `ASSOC/STREAM` and its state, `count`, `next` |
 //! | `/ddpdk/mr/list[,STAG]` | the registered memory: count, bytes, per STag its TO, length, PD, access, `next` |
-//! | `/ddpdk/stats` | per data core (`core/N/...`) and the control thread (`control/...`): frames, placed bytes, segments, drops by reason, errors by RFC 5041 §7.2 code, retransmissions |
+//! | `/ddpdk/stats` | per data core (`core/N/...`) and the control thread (`control/...`): frames, placed bytes, segments, drops by reason, errors by RFC 5041 §7.2 code, retransmissions; which snapshot answered (`snapshot/number`, `snapshot/age_us`) |
 //!
 //! The figures come from a [`Snapshot`] the endpoint takes when asked (its data cores report
 //! between packets); one snapshot serves every command asked within [`FRESH`], so a scraper
@@ -37,6 +37,10 @@ pub struct Snapshot {
     /// What the poll loops' clock reads ([`ddpdk_control::runtime::Clock::source`]): a TSC
     /// dropped for drift or by the kernel shows here, not only on stderr.
     pub clock: &'static str,
+    /// Which snapshot of the endpoint's this is (1, 2, ...) and when it was taken, set by the
+    /// commands' cache ([`SnapshotCache`]): answers within [`FRESH`] of each other may come
+    /// from one snapshot, and a tool that takes differences between two readings must know.
+    pub taken: Option<(u64, Wall)>,
 }
 
 /// IPsec's counters for the port: the policy's drops, and its SAs' counts summed by direction.
@@ -131,6 +135,7 @@ impl Snapshot {
         Snapshot {
             reports,
             ipsec: None,
+            taken: None,
             clock: clock.source(),
             control: control.stats(),
             mrs: control
@@ -188,33 +193,58 @@ impl Drop for Registered {
     }
 }
 
-/// The last snapshot (or why there was none) and when it was taken.
-type Cached = Option<(Wall, Result<Arc<Snapshot>, String>)>;
+/// The snapshot the commands answer from: taken from a [`Source`] when the last is older
+/// than `fresh` ([`FRESH`]), numbered.
+struct SnapshotCache {
+    source: Source,
+    fresh: Duration,
+    /// The last snapshot (or why there was none) with when it was taken, and how many were
+    /// taken.
+    last: Mutex<(Option<Taken>, u64)>,
+}
+
+/// A snapshot, or why there was none, and when.
+type Taken = (Wall, Result<Arc<Snapshot>, String>);
+
+impl SnapshotCache {
+    fn new(source: Source, fresh: Duration) -> SnapshotCache {
+        SnapshotCache {
+            source,
+            fresh,
+            last: Mutex::new((None, 0)),
+        }
+    }
+
+    /// The last snapshot while it is fresh, else a new one. A failure is kept as long as a
+    /// snapshot: clients asking at once wait for one call of the source, not one each.
+    fn get(&self) -> Result<Arc<Snapshot>, String> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let (cached, taken) = &mut *last;
+        match cached.as_ref() {
+            Some((at, s)) if at.elapsed() < self.fresh => s.clone(),
+            _ => {
+                let at = Wall::now();
+                let s = (self.source)().map(|mut s| {
+                    *taken += 1;
+                    s.taken = Some((*taken, at));
+                    Arc::new(s)
+                });
+                *cached = Some((at, s.clone()));
+                s
+            }
+        }
+    }
+}
 
 /// Registers the commands, answered from snapshots `source` takes.
 pub fn register(source: Source) -> Result<Registered, String> {
-    let cache: Arc<Mutex<Cached>> = Arc::new(Mutex::new(None));
+    let cache = Arc::new(SnapshotCache::new(source, FRESH));
     for (cmd, help, render) in COMMANDS {
-        let (source, cache) = (Arc::clone(&source), Arc::clone(&cache));
+        let cache = Arc::clone(&cache);
         telemetry::register(
             cmd,
             help,
-            Arc::new(move |params: &str| {
-                // A failure is kept as long as a snapshot: clients asking at once wait for one
-                // call of the source, not one each.
-                let snapshot = {
-                    let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
-                    match c.as_ref() {
-                        Some((at, s)) if at.elapsed() < FRESH => s.clone(),
-                        _ => {
-                            let s = source().map(Arc::new);
-                            *c = Some((Wall::now(), s.clone()));
-                            s
-                        }
-                    }
-                }?;
-                render(&snapshot, params)
-            }),
+            Arc::new(move |params: &str| render(&*cache.get()?, params)),
         )?;
     }
     Ok(Registered)
@@ -540,9 +570,19 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
     }
     let c = &s.control;
     let ipsec = s.ipsec.as_ref().map(|t| ("ipsec", ipsec_stats(t)));
+    let snapshot = s.taken.map(|(number, at)| {
+        (
+            "snapshot",
+            dict(vec![
+                ("number", TelValue::U64(number)),
+                ("age_us", u(at.elapsed().as_micros())),
+            ]),
+        )
+    });
     Ok(dict(
         ipsec
             .into_iter()
+            .chain(snapshot)
             .chain([
                 (
                     "core",
@@ -627,6 +667,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A snapshot answers while it is fresh; after, the next one is taken and numbered on,
+    /// and `/ddpdk/stats` says which one answered and how old it is.
+    #[test]
+    fn snapshots_are_numbered_and_answer_while_fresh() {
+        let calls = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&calls);
+        let source: Source = Arc::new(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            Ok(Snapshot::default())
+        });
+        let held = SnapshotCache::new(Arc::clone(&source), Duration::from_secs(3600));
+        let a = held.get().unwrap();
+        let b = held.get().unwrap();
+        assert_eq!(calls.load(Ordering::Relaxed), 1, "one snapshot while fresh");
+        assert_eq!((a.taken.unwrap().0, b.taken.unwrap().0), (1, 1));
+        let stale = SnapshotCache::new(source, Duration::ZERO);
+        let numbers: Vec<u64> = (0..3)
+            .map(|_| stale.get().unwrap().taken.unwrap().0)
+            .collect();
+        assert_eq!(numbers, [1, 2, 3]);
+        assert_eq!(calls.load(Ordering::Relaxed), 4);
+        let mut n = Vec::new();
+        names(&stats(&a, "").unwrap(), "", &mut n);
+        assert!(n.contains(&"snapshot/number".to_string()), "{n:?}");
+        assert!(n.contains(&"snapshot/age_us".to_string()), "{n:?}");
+        let TelValue::Dict(top) = stats(&a, "").unwrap() else {
+            panic!("stats is a dict");
+        };
+        let Some((_, TelValue::Dict(snap))) = top.iter().find(|(k, _)| k == "snapshot") else {
+            panic!("no snapshot entry");
+        };
+        assert!(snap.contains(&("number".to_string(), TelValue::U64(1))));
     }
 
     /// DPDK 22.11 refuses a command of 56 bytes or more, or help of 128 or more.

@@ -184,6 +184,17 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
         ["tsc", "monotonic", "monotonic, TSC dropped"].contains(&clock),
         "{stats}"
     );
+    // Which snapshot answered: one taken after the last is stale (more than FRESH, 200 ms,
+    // later) has the next number, so a tool taking differences can tell a reused one.
+    let number = stats["snapshot/number"].as_u64().unwrap();
+    assert!(number >= 1 && stats["snapshot/age_us"].is_u64(), "{stats}");
+    std::thread::sleep(Duration::from_millis(300));
+    let later = procs::ask(&server_prefix, &["/ddpdk/stats"]);
+    let later = procs::value(&later[0], "/ddpdk/stats");
+    assert!(
+        later["snapshot/number"].as_u64().unwrap() > number,
+        "{stats} then {later}"
+    );
     // An unknown association is an answer, not a crash; help is registered.
     assert_eq!(
         procs::value(&r[3], cmds[3])["error"],
