@@ -508,13 +508,9 @@ impl Region {
     /// is left out; the bytes are not changed.
     #[inline]
     pub fn prefetch_for_write(&self, offset: u64, len: usize) {
-        let Ok(start) = usize::try_from(offset) else {
+        let Some((start, len)) = self.within(offset, len) else {
             return;
         };
-        if start >= self.len {
-            return;
-        }
-        let len = len.min(self.len - start);
         // A placement that large goes around the cache, all but the partial line at its end,
         // which ordinary stores write (a read for ownership): only that line is asked for
         // (8938-byte segments 1.24-1.28 -> 1.34-1.69 M a second in `ddp-rx-bench`). Its whole
@@ -531,14 +527,17 @@ impl Region {
     /// [`STREAM_MIN`] a placement), at the thread's next [`crate::port::prefetch::run_later`].
     #[inline]
     pub fn prefetch_for_write_later(&self, offset: u64, len: usize) {
-        let Ok(start) = usize::try_from(offset) else {
-            return;
-        };
-        if start >= self.len {
-            return;
+        if let Some((start, len)) = self.within(offset, len) {
+            crate::port::prefetch::for_write_later(self.ptr.as_ptr().wrapping_add(start), len);
         }
-        let len = len.min(self.len - start);
-        crate::port::prefetch::for_write_later(self.ptr.as_ptr().wrapping_add(start), len);
+    }
+
+    /// The part of `len` bytes from `offset` inside the region, as (start, length); `None`
+    /// if it begins outside.
+    #[inline(always)]
+    fn within(&self, offset: u64, len: usize) -> Option<(usize, usize)> {
+        let start = usize::try_from(offset).ok().filter(|&s| s < self.len)?;
+        Some((start, len.min(self.len - start)))
     }
 
     /// The address of byte 0, for a test of hints that carry addresses.
