@@ -45,6 +45,12 @@ struct Args {
     secs: u64,
     #[arg(long, default_value_t = 3)]
     rounds: u32,
+    /// The server's region a session, bytes (`--region-bytes`; the server's default when not
+    /// given). The client writes its slots one after the other, so a region as large as the
+    /// write makes every write land on the same, cached, bytes: perftest's `ib_write_lat`,
+    /// which writes one remote buffer. By default each write lands on lines in memory.
+    #[arg(long)]
+    region_bytes: Option<u64>,
 }
 
 fn eal(lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
@@ -179,17 +185,22 @@ fn raw(args: &Args, tag: &str, how: Raw) -> Result<(f64, f64), String> {
 /// (p50, p99) of the DDP write latency, µs, for writes of `size` bytes.
 fn ddp(args: &Args, tag: &str, size: usize) -> Result<(f64, f64), String> {
     let sock = sock(&format!("{tag}-ddp"));
+    let region = args.region_bytes.map(|b| b.to_string());
+    let mut server_args = vec![
+        "--ddp-listen",
+        "--ip",
+        "198.18.0.2",
+        "--run-for",
+        "60",
+        "--json",
+    ];
+    if let Some(r) = region.as_deref() {
+        server_args.extend(["--region-bytes", r]);
+    }
     let mut server = spawn(
         args,
         eal("0@0", &format!("lat-{tag}-srv"), "server", &sock),
-        &[
-            "--ddp-listen",
-            "--ip",
-            "198.18.0.2",
-            "--run-for",
-            "60",
-            "--json",
-        ],
+        &server_args,
     )
     .map_err(|e| e.to_string())?;
     let mut err = std::io::BufReader::new(server.stderr.take().ok_or("server stderr")?);
