@@ -65,7 +65,9 @@ fn delta(before: &BTreeMap<String, i64>, after: &BTreeMap<String, i64>) -> BTree
             };
             (d != 0 || k == "associations").then(|| (k.clone(), d))
         })
-        .filter(|(k, _)| !k.ends_with("_ns") && !k.contains("frames_out"))
+        .filter(|(k, _)| {
+            !k.ends_with("_ns") && !k.contains("frames_out") && !k.starts_with("snapshot/")
+        })
         .collect()
 }
 
@@ -191,6 +193,11 @@ fn attack_matrix(server_ip: &str, attacker_ip: &str) {
         }
         let after = counters(&prefix);
         last_read = Instant::now();
+        assert!(
+            after.get("snapshot/number") > before.get("snapshot/number"),
+            "{}: the reading came from the last one's snapshot",
+            v["attack"]
+        );
         let d = delta(&before, &after);
         if v["attack"] == "INIT flood" {
             let rss = rss_kib(server.id());
