@@ -14,9 +14,10 @@
 #
 # Prints each leg's median and 90th percentile in nanoseconds over the run's writes (the first
 # fifth left out), the client's own p50 of the traced run, then every mark of the commonest
-# sequence of marks a write makes (C client, S server), at its median time from the post. A mark costs ~20-25 ns here (an
-# RDTSC and an atomic add), so each leg carries one mark's cost and the traced p50 exceeds an
-# untraced run's (ddp-latency-bench) by ~10 of them: compare legs, and builds by the same legs.
+# sequence of marks a write makes (C client, S server), at its median time from the post. A
+# mark costs ~20-25 ns here (an RDTSC and an atomic add), so each leg carries one mark's cost
+# and the traced p50 exceeds an untraced run's (ddp-latency-bench) by ~10 of them: compare
+# legs, and builds by the same legs.
 # The build goes to target/trace, so target/release keeps the untraced binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."

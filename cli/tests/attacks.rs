@@ -31,11 +31,11 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// The server's counters that say what became of an attack: data core 0's and the control
-/// thread's, flattened (`core/0/drop/...`), plus how many associations it holds.
 /// Longer than the endpoint's telemetry snapshot serves (`telemetry::FRESH`, 200 ms).
 const FRESH_AND_SOME: Duration = Duration::from_millis(250);
 
+/// The server's counters that say what became of an attack: data core 0's and the control
+/// thread's, flattened (`core/0/drop/...`), plus how many associations it holds.
 fn counters(prefix: &str) -> BTreeMap<String, i64> {
     let r = procs::ask(prefix, &["/ddpdk/stats", "/ddpdk/assoc/list"]);
     let mut m = BTreeMap::new();
