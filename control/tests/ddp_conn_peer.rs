@@ -1073,7 +1073,7 @@ use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
 use ddpdk_dataplane::mem::Stag;
 use ddpdk_dataplane::wire::rdmap::{
     AtomicOp, AtomicRequest, AtomicResponse, Control, Opcode, RdmapError, ReadRequest,
-    TerminateError, TerminatePacket, QN_ATOMIC_RESPONSE, QN_TERMINATE,
+    TerminateError, TerminatePacket, TerminateRepr, QN_ATOMIC_RESPONSE, QN_TERMINATE,
 };
 
 /// The RDMAP Control octet of `opcode` under RDMAP `version` (RFC 5040 §4.1: version in the
@@ -1579,6 +1579,85 @@ fn rfc5041_7_1_a_read_request_whose_sink_wraps_is_refused() {
         d.conn().session_state(S),
         Some(State::Terminated(_))
     ));
+}
+
+/// RFC 5040 §4.8 with RFC 5041 §8.3.1 item 5: a Read Response stopped because the ULP
+/// deregistered its Data Source while it waited to leave reports the Read Request as a refusal
+/// on arrival does: the Terminate sets M, D and R, with the request's DDP Segment Length, its
+/// untagged DDP header (QN 1, MSN 1, MO 0) and its RDMA Read Request header. It used to carry
+/// the Read Request header alone (the debt noted in sessions 48-50).
+#[test]
+fn rfc5040_4_8_a_read_response_stopped_by_deregistration_reports_its_request_whole() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let table = d.memory.region_table().clone();
+    d.conn().use_regions(table);
+    // More segments than SCTP's send queue holds: the rest of the response waits with DDP.
+    const LEN: u32 = 1 << 20;
+    let (_, src) = d.region_with(pd, u64::from(LEN), 0x1000, Access::REMOTE_READ);
+    let request = ReadRequest {
+        sink_stag: 0x99,
+        sink_to: 0,
+        size: LEN,
+        source_stag: src.stag.0,
+        source_to: 0x1000,
+    };
+    let segment = rseg(
+        1,
+        control(1, Opcode::ReadRequest),
+        1,
+        1,
+        &request.to_bytes(),
+    );
+    d.send(S, 16, &segment);
+    // The request reaches the server, which queues its response: what SCTP's queue takes of
+    // it now, the rest waiting.
+    let mut packets = Vec::new();
+    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
+        packets.push(d.buf[..n].to_vec());
+    }
+    for p in packets {
+        d.deliver_to_server(&p);
+    }
+    d.memory.deregister(src.stag).unwrap();
+    let Duo { conn, memory, .. } = &mut d;
+    let stopped = conn.as_mut().unwrap().recheck_read_sources(memory.stags());
+    assert_eq!(stopped, 1, "the waiting response is stopped");
+    d.settle();
+    let terminates: Vec<Vec<u8>> = d
+        .raw_rx
+        .iter()
+        .filter(|(s, p, x)| {
+            *s == S
+                && *p == 16
+                && x.len() > 20
+                && x[2] & 0x80 == 0
+                && x[8..12] == QN_TERMINATE.to_be_bytes()
+        })
+        .map(|(_, _, x)| x[20..].to_vec())
+        .collect();
+    assert_eq!(terminates.len(), 1, "one Terminate");
+    let packet = TerminatePacket::new_checked(&terminates[0][..]).unwrap();
+    let t = TerminateRepr::parse(&packet).unwrap();
+    assert_eq!(t.error, TerminateError::Rdmap(RdmapError::InvalidStag));
+    assert_eq!(t.read_request, Some(request), "R: the Read Request header");
+    let seg = t.segment.expect("D: the request's DDP header");
+    assert!(t.segment_len_valid, "M");
+    // The untagged header of a one-segment Read Request: control octet (L set), RsvdULP, QN 1,
+    // MSN 1, MO 0; and its DDP Segment Length: that header and the 28-byte request.
+    assert_eq!(seg.ddp_header, &segment[2..20]);
+    assert_eq!(usize::from(seg.segment_len), 18 + 28);
+    let sent: usize = d
+        .raw_rx
+        .iter()
+        .filter(|(s, p, x)| *s == S && *p == 16 && x.get(2).is_some_and(|c| c & 0x80 != 0))
+        .map(|(_, _, x)| x.len() - 16)
+        .sum();
+    assert!(
+        sent < LEN as usize,
+        "the response stopped short: {sent} bytes"
+    );
 }
 
 /// RFC 5040 §5.2: a Read Response when no Read is outstanding is "Unexpected OpCode", even

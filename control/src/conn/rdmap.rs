@@ -364,7 +364,7 @@ fn queue_response(stream: u16, s: &mut DdpStream, response: ReadResponse, out: &
         rsvd_ulp,
     };
     // A response with bytes keeps its request: its source is checked again while it waits.
-    let origin = Origin::Response(response.source.map(|_| response.request()));
+    let origin = Origin::Response(response.source.map(|_| response.answered()));
     queue_rdmap_response(stream, s, req, target, origin, out);
 }
 
@@ -752,9 +752,10 @@ impl Connection {
             };
             let pd = rx.pd();
             let revoked = s.sends.iter().find_map(|p| {
-                let Origin::Response(Some(request)) = p.origin else {
+                let Origin::Response(Some(answered)) = p.origin else {
                     return None;
                 };
+                let request = answered.request;
                 let Payload::Region {
                     region,
                     offset,
@@ -776,16 +777,16 @@ impl Connection {
                             Access::REMOTE_READ,
                         )
                         .is_ok_and(|at| at.region == region.0 && at.offset == offset + done);
-                (!readable).then_some(request)
+                (!readable).then_some(answered)
             });
-            let Some(request) = revoked else {
+            let Some(answered) = revoked else {
                 continue;
             };
             // As an error in a delivered message: the ULP hears it, the Terminate (carrying the
-            // request) is the stream's one further message, then its session ends. The
+            // request's DDP header and Read Request header, RFC 5040 §4.8, as a refusal on
+            // arrival would) is the stream's one further message, then its session ends. The
             // stopped response hands its IRD slot back as the queue is flushed.
             let error = RxError::Rdmap(RdmapError::InvalidStag);
-            let none = HeaderCopy::from_bytes(&[]);
             self.sink.stats.reads_source_revoked += 1;
             stopped += 1;
             // `stream` indexes `streams`, whose length is a u16 stream count.
@@ -794,7 +795,12 @@ impl Connection {
                 stream as u16,
                 s,
                 &mut self.sink,
-                (error, none, 0, Some(request)),
+                (
+                    error,
+                    answered.header,
+                    answered.segment_len,
+                    Some(answered.request),
+                ),
                 0,
             );
         }

@@ -8,9 +8,8 @@ use ddpdk_dataplane::sctp::{ExtRef, SendError};
 use ddpdk_dataplane::wire::ddp::{
     Segments, SessionControlPacket, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
 };
-use ddpdk_dataplane::wire::rdmap::ReadRequest;
 
-use crate::rdmap::{OutboundAtomic, OutboundRead};
+use crate::rdmap::{AnsweredRead, OutboundAtomic, OutboundRead};
 use crate::session::{LocalError, State, MAX_ACK_RUN};
 
 use super::api::*;
@@ -52,7 +51,7 @@ pub(super) enum Origin {
     /// A Read or Atomic Response: its IRD slot is free once it is wholly with SCTP. A Read
     /// Response with bytes names the Read Request it answers, so that its Data Source can be
     /// checked again while it waits to leave ([`Connection::recheck_read_sources`]).
-    Response(Option<ReadRequest>),
+    Response(Option<AnsweredRead>),
     /// RDMAP's Terminate.
     Terminate,
 }

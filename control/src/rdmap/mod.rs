@@ -44,8 +44,8 @@
 mod stream;
 
 pub use stream::{
-    rsvd_ulp, terminate_error, terminate_payload, AtomicServe, OutboundAtomic, OutboundRead,
-    RdmapStream, ReadResponse, Stags, Upcall, ATOMIC_WORD,
+    rsvd_ulp, terminate_error, terminate_payload, AnsweredRead, AtomicServe, OutboundAtomic,
+    OutboundRead, RdmapStream, ReadResponse, Stags, Upcall, ATOMIC_WORD,
 };
 
 use core::fmt;

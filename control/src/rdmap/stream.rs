@@ -52,6 +52,20 @@ pub struct ReadResponse {
     /// stays valid (RFC 5041 §8.3.1 item 5: access the ULP revokes ends here too).
     pub source_stag: Stag,
     pub source_to: u64,
+    /// The DDP-SSN and DDP header of the request's segment, and its DDP Segment Length: what
+    /// a Terminate that stops this response later reports (RFC 5040 §4.8: M, D and R).
+    pub request_header: HeaderCopy,
+    pub request_segment_len: usize,
+}
+
+/// The Read Request a queued Read Response answers, as a Terminate that stops the response
+/// reports it (RFC 5040 §4.8: the DDP Segment Length (M), the request's DDP header (D) and its
+/// RDMA Read Request header (R), as when the request is refused on arrival).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnsweredRead {
+    pub request: ReadRequest,
+    pub header: HeaderCopy,
+    pub segment_len: usize,
 }
 
 impl ReadResponse {
@@ -64,6 +78,15 @@ impl ReadResponse {
             size: self.len,
             source_stag: self.source_stag.0,
             source_to: self.source_to,
+        }
+    }
+
+    /// The request with its segment's header, for a Terminate sent while this response waits.
+    pub fn answered(&self) -> AnsweredRead {
+        AnsweredRead {
+            request: self.request(),
+            header: self.request_header,
+            segment_len: self.request_segment_len,
         }
     }
 }
@@ -503,14 +526,14 @@ impl RdmapStream {
                 match opcode {
                     Opcode::ReadRequest => {
                         let bytes = inline.unwrap_or(&[]);
-                        self.serve(bytes, stags, stream, pd).unwrap_or_else(
-                            |(error, read_request)| Upcall::Fault {
+                        let segment_len = header_len(false) + message_len as usize;
+                        self.serve(bytes, stags, stream, pd, (header(), segment_len))
+                            .unwrap_or_else(|(error, read_request)| Upcall::Fault {
                                 error: RxError::Rdmap(error),
                                 header: header(),
-                                segment_len: header_len(false) + message_len as usize,
+                                segment_len,
                                 read_request,
-                            },
-                        )
+                            })
                     }
                     Opcode::AtomicRequest => {
                         let bytes = inline.unwrap_or(&[]);
@@ -597,6 +620,7 @@ impl RdmapStream {
         stags: Stags<'_>,
         stream: StreamId,
         pd: Pd,
+        (request_header, request_segment_len): (HeaderCopy, usize),
     ) -> Result<Upcall, (RdmapError, Option<ReadRequest>)> {
         // Not the 28-byte header of RFC 5040 §4.4: no code of §4.8 names that, so the
         // unspecified Remote Operation Error.
@@ -638,6 +662,8 @@ impl RdmapStream {
             len: request.size,
             source_stag: Stag(request.source_stag),
             source_to: request.source_to,
+            request_header,
+            request_segment_len,
         }))
     }
 }
