@@ -875,6 +875,14 @@ impl EspSa {
                     submitted.push((i, eth, before, seq, m.as_non_null().as_ptr()));
                 }
             }
+            // In sequence order: rte_ipsec infers each packet's high half (ESN) twice, at
+            // prepare against the window before the burst and again as process moves the
+            // window, packet by packet. A late packet processed after later ones of its burst
+            // could be taken 2^32 ahead and move its window there, after which every genuine
+            // packet fails its ICV (RFC 4303 Appendix A2; an independent review). In order,
+            // no packet meets a window that packets above it moved. (Stable: a second copy
+            // stays behind the first, which sets the bit it then finds.)
+            submitted.sort_by_key(|s| s.3);
             let mut ptrs: Vec<*mut sys::rte_mbuf> = submitted.iter().map(|s| s.4).collect();
             // Bursts are at most a port's (512), far below u16::MAX.
             let n = ptrs.len() as u16;
