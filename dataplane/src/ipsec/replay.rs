@@ -52,9 +52,11 @@ impl ReplayWindow {
             } else {
                 th.wrapping_add(1)
             }
-        } else if low >= bottom {
-            // Case B: the window spans two subspaces and `low` is in the lower one.
-            th.wrapping_sub(1)
+        } else if low >= bottom && th > 0 {
+            // Case B: the window spans two subspaces and `low` is in the lower one. In the
+            // first subspace there is none below: such a `low` lies right of the window in
+            // this one (as rte_ipsec's reconstruct_esn has it).
+            th - 1
         } else {
             th
         };
@@ -75,7 +77,7 @@ impl ReplayWindow {
         if seq > self.top {
             return true;
         }
-        if seq + self.size <= self.top {
+        if seq.saturating_add(self.size) <= self.top {
             return false;
         }
         let (w, b) = self.bit(seq);
@@ -171,5 +173,35 @@ mod tests {
         );
         assert_eq!(w.infer_esn(5), (7 << 32) | 5);
         assert_eq!(w.infer_esn(500), (7 << 32) | 500);
+    }
+
+    /// Appendix A2.2's case B in the first 2^32 subspace: there is no subspace below it, so a
+    /// `low` above the window's wrapped bottom is a packet right of the window, high half 0
+    /// (it had high half 2^32 - 1: the window then jumped to the end of the 64-bit space, and
+    /// every later packet was a replay). Found by an independent review.
+    #[test]
+    fn case_b_in_the_first_subspace_stays_in_it_4303_a2_2() {
+        let mut w = ReplayWindow::new(64);
+        assert!(w.accept(10));
+        assert_eq!(w.infer_esn(u32::MAX), u64::from(u32::MAX));
+        assert_eq!(w.infer_esn(u32::MAX - 60), u64::from(u32::MAX - 60));
+        assert_eq!(w.infer_esn(5), 5);
+        // Before any packet at all (top 0).
+        assert_eq!(
+            ReplayWindow::new(64).infer_esn(u32::MAX),
+            u64::from(u32::MAX)
+        );
+    }
+
+    /// Sequence numbers near 2^64 are checked without overflow (a panic in a debug build).
+    #[test]
+    fn the_window_holds_at_the_end_of_the_64_bit_space() {
+        let mut w = ReplayWindow::new(64);
+        assert!(w.accept(u64::MAX - 1));
+        assert!(!w.check(u64::MAX - 1), "seen");
+        assert!(w.check(u64::MAX - 10), "inside, unseen");
+        assert!(w.check(u64::MAX - 64), "its lowest");
+        assert!(!w.check(u64::MAX - 65), "left of it");
+        assert!(w.accept(u64::MAX));
     }
 }

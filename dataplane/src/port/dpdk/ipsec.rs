@@ -480,7 +480,13 @@ impl EspSa {
             sys::RTE_SECURITY_IPSEC_SA_DIR_INGRESS
         };
         x.proto = sys::RTE_SECURITY_IPSEC_SA_PROTO_ESP;
-        x.replay_win_sz = config.replay_window;
+        // Inbound, the window ours is (a power of two, at least 64): the two infer a packet's
+        // ESN high half alike only with the same width (RFC 4303 Appendix A2.2).
+        x.replay_win_sz = if egress {
+            config.replay_window
+        } else {
+            u32::try_from(ReplayWindow::new(config.replay_window).size()).unwrap_or(u32::MAX)
+        };
         let inner = if ipv6 { IPPROTO_IPV6 } else { IPPROTO_IPIP };
         // The outer header template of tunnel mode (IPv4: checksum filled per packet by us).
         let mut template = [0u8; 40];
