@@ -593,6 +593,36 @@ fn an_sa_past_its_byte_lifetime_is_not_used(b: &Bench) {
     // 1058-byte frames: the third starts below 2500 bytes, the fourth would not.
     assert_eq!(sent, 3);
     assert_eq!(out.stats.snapshot().expired, 2);
+    // The same five in one burst stop at the same frame: they used to be sealed all five, the
+    // lifetime checked before any of the burst was counted (an independent review).
+    let out = EspSa::new(&b.dev, &cfg, false).unwrap();
+    let mut sealed = Vec::new();
+    out.encrypt_burst(
+        (0..5).map(|_| mbuf(&b.pool, &frame)).collect(),
+        &b.pool,
+        now,
+        &mut sealed,
+    );
+    assert_eq!(sealed.len(), 3, "sealed in one burst");
+    assert_eq!(out.stats.snapshot().expired, 2);
+    // Inbound likewise: five ESP frames of an SA with no lifetime, opened in one burst by one
+    // whose hard lifetime is 2500 bytes.
+    let (seal, _) = sealed_pair(b, Algorithm::AesGcm128, Mode::Transport);
+    let esp: Vec<Vec<u8>> = (0..5)
+        .map(|_| {
+            seal.encrypt(mbuf(&b.pool, &frame), &b.pool, now)
+                .unwrap()
+                .data()
+                .to_vec()
+        })
+        .collect();
+    let mut icfg = sa(Algorithm::AesGcm128, Direction::In, Mode::Transport, false);
+    icfg.lifetime.bytes = Some(2500);
+    let inb = EspSa::new(&b.dev, &icfg, false).unwrap();
+    let got = inb.decrypt_burst(esp.iter().map(|e| mbuf(&b.pool, e)).collect(), &b.pool, now);
+    let opened = got.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(opened, 3, "opened in one burst: {got:?}");
+    assert_eq!(inb.stats.snapshot().expired, 2);
 }
 
 /// RFC 4301 §4.4.2.1: past its soft lifetime an SA goes on protecting, and says it is due for

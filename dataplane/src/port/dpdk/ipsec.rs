@@ -662,11 +662,23 @@ impl EspSa {
 
     /// The hard lifetime is spent: the SA carries nothing more (RFC 4301 §4.4.2.1).
     pub(crate) fn expired(&self, now: Instant) -> bool {
+        self.expired_after(now, 0)
+    }
+
+    /// [`EspSa::expired`] for a frame behind `pending` bytes of its burst that were taken and
+    /// are not counted yet: a burst stops at the hard byte lifetime where frames taken one at
+    /// a time would, instead of overshooting it by the whole burst (an independent review).
+    fn expired_after(&self, now: Instant, pending: u64) -> bool {
         let l = self.config.lifetime;
-        l.bytes
-            .is_some_and(|b| self.stats.bytes.load(Ordering::Relaxed) >= b)
-            || l.secs
-                .is_some_and(|s| now.duration_since(self.created).as_secs() >= s)
+        l.bytes.is_some_and(|b| {
+            self.stats
+                .bytes
+                .load(Ordering::Relaxed)
+                .saturating_add(pending)
+                >= b
+        }) || l
+            .secs
+            .is_some_and(|s| now.duration_since(self.created).as_secs() >= s)
     }
 
     fn count(&self, why: EspDrop) {
@@ -716,10 +728,13 @@ impl EspSa {
         let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
         // (index in results, Ethernet header, bytes before sealing) of each frame submitted.
         let mut ready: Vec<(usize, [u8; ETH], usize)> = Vec::with_capacity(frames.len());
+        // Bytes of the frames before, taken for sealing: the hard lifetime counts them.
+        let mut pending = 0u64;
         for frame in frames {
-            let r = self.seal_ready(frame, pool, now);
+            let r = self.seal_ready(frame, pool, now, pending);
             if let Ok((_, eth, before)) = &r {
                 ready.push((results.len(), *eth, *before));
+                pending += *before as u64;
             }
             results.push(r.map(|(m, ..)| m));
         }
@@ -779,8 +794,9 @@ impl EspSa {
         frame: Mbuf,
         pool: &Mempool,
         now: Instant,
+        pending: u64,
     ) -> Result<(Mbuf, [u8; ETH], usize), EspDrop> {
-        if self.expired(now) {
+        if self.expired_after(now, pending) {
             return Err(EspDrop::Expired);
         }
         let m = own_copy(
@@ -856,10 +872,14 @@ impl EspSa {
         let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
         // (index in results, Ethernet header, bytes before, low 32 bits of the sequence number)
         let mut ready: Vec<(usize, [u8; ETH], usize, u32)> = Vec::with_capacity(frames.len());
+        // Bytes of the frames before, taken for opening (their ESP frames: a little more than
+        // they count once opened), against the hard lifetime.
+        let mut pending = 0u64;
         for frame in frames {
-            let r = self.open_ready(frame, pool, now);
+            let r = self.open_ready(frame, pool, now, pending);
             if let Ok((_, eth, before, low)) = &r {
                 ready.push((results.len(), *eth, *before, *low));
+                pending += *before as u64;
             }
             results.push(r.map(|(m, ..)| m));
         }
@@ -983,8 +1003,9 @@ impl EspSa {
         frame: Mbuf,
         pool: &Mempool,
         now: Instant,
+        pending: u64,
     ) -> Result<(Mbuf, [u8; ETH], usize, u32), EspDrop> {
-        if self.expired(now) {
+        if self.expired_after(now, pending) {
             return Err(EspDrop::Expired);
         }
         let mut m = own_copy(frame, pool, TAIL_SCRATCH, &self.stats.copied)?;

@@ -112,9 +112,12 @@ impl EspSa {
     ) -> Vec<Result<Mbuf, EspDrop>> {
         let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
         let mut ready: Vec<Ready> = Vec::with_capacity(frames.len());
+        // Bytes of the frames before, taken for sealing: the hard lifetime counts them.
+        let mut pending = 0u64;
         for frame in frames {
-            match self.out_ready(frame, pool, now) {
+            match self.out_ready(frame, pool, now, pending) {
                 Ok((m, eth, before, dst)) => {
+                    pending += before as u64;
                     ready.push(Ready {
                         i: results.len(),
                         src: ptr(&m),
@@ -154,8 +157,9 @@ impl EspSa {
         frame: Mbuf,
         pool: &Mempool,
         now: Instant,
+        pending: u64,
     ) -> Result<(Mbuf, [u8; ETH], usize, Option<Mbuf>), EspDrop> {
-        if self.expired(now) {
+        if self.expired_after(now, pending) {
             return Err(EspDrop::Expired);
         }
         let tail = self.config.algorithm.block() - 1 + TAIL_SCRATCH;
