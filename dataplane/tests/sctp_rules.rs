@@ -984,6 +984,28 @@ fn carries(pks: &[Vec<u8>], tsn: u32) -> bool {
     })
 }
 
+/// §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the endpoint
+/// subtracts the data size of the chunk from the rwnd of that peer." The SACK whose third miss
+/// marks a chunk for fast retransmission takes it out of the flight, so its room is back in
+/// the peer's rwnd (rule C); the retransmission must take it again, or new DATA could be sent
+/// into room the retransmitted chunk holds until the next SACK (an independent review).
+#[test]
+fn a_retransmission_takes_its_room_from_the_peers_rwnd_6_2_1_b() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let cum = tsns[0].wrapping_sub(1);
+    let sack = |blocks: &[(u16, u16)]| sack_to_client(tag, cum, blocks);
+    // The second, third and fourth arrive: three misses for the first.
+    for blocks in [&[(2, 2)][..], &[(2, 3)], &[(2, 4)]] {
+        p.c.handle(t(11), &sack(blocks), &mut ignore).unwrap();
+    }
+    let before = p.c.peer_rwnd();
+    let sent = drain(&mut p.c, t(11));
+    assert!(carries(&sent, tsns[0]), "the first, fast-retransmitted");
+    assert_eq!(p.c.stats().data_out, 7, "nothing new went with it");
+    // 1000 bytes of user data and the 16-byte DATA chunk header.
+    assert_eq!(p.c.peer_rwnd(), before - 1016, "its room taken again");
+}
+
 /// §6.2.1 D iii: a SACK that no longer covers a TSN an earlier Gap Ack Block did (the
 /// receiver reneged) counts one miss indication for it (§7.2.4). Here the TSN had two misses
 /// before it was gap-acked, so the reneging SACK, which newly acknowledges nothing (no HTNA

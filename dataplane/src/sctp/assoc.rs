@@ -3065,6 +3065,10 @@ impl Association {
             slot.tx_count += 1;
             slot.sent_at = now;
             self.path.flight += book(s.len);
+            // §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the
+            // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
+            // SACK that marked it gave its room back (rule C counts only what is in flight).
+            self.peer_rwnd = self.peer_rwnd.saturating_sub(book(s.len) as u32);
             if fast {
                 self.stats.fast_retransmits += 1;
             } else {
