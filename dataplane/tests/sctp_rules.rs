@@ -1006,6 +1006,44 @@ fn a_retransmission_takes_its_room_from_the_peers_rwnd_6_2_1_b() {
     assert_eq!(p.c.peer_rwnd(), before - 1016, "its room taken again");
 }
 
+/// §7.2.1: "When the endpoint does not transmit data on a given transport address, the cwnd
+/// of the transport address SHOULD be adjusted to max(cwnd/2, 4*MTU) per RTO", and "the
+/// initial cwnd ... after a sufficiently long idle period MUST be set to min(4*MTU,
+/// max(2*MTU, 4404 bytes))". The cwnd a bulk transfer grew is halved by an idle RTO, left
+/// alone by a shorter pause, and back at the initial window after a long idle period. It was
+/// never changed by idling (an independent review).
+#[test]
+fn an_idle_path_forgets_its_cwnd_7_2_1() {
+    let mut p = Pair::new();
+    let mtu = 1500;
+    let initial = (4 * mtu).min((2 * mtu).max(4404));
+    // A transfer over an instant network (all at t(10)): slow start grows the cwnd.
+    for i in 0..200u8 {
+        p.c.send(0, 16, &[i; 1000]).unwrap();
+    }
+    p.exchange(t(10), |_, _| true);
+    assert_eq!(p.got_s.len(), 200, "all delivered");
+    let grown = p.c.cwnd();
+    assert!(grown >= 16 * mtu, "grown: {grown}");
+    // Two packets at a time (the second draws the SACK at once, §6.2).
+    let two = |p: &mut Pair, at: u64| {
+        for i in 0..2 {
+            p.c.send(0, 16, &[i; 1000]).unwrap();
+        }
+        p.exchange(t(at), |_, _| true);
+    };
+    // Less than an RTO (100 ms) after the last DATA: unchanged.
+    two(&mut p, 60);
+    assert_eq!(p.c.cwnd(), grown, "a pause shorter than an RTO");
+    // One RTO and a half after that: halved.
+    two(&mut p, 210);
+    assert_eq!(p.c.cwnd(), grown / 2, "one idle RTO");
+    // Ten seconds idle: the initial window.
+    p.c.send(0, 16, &[3; 100]).unwrap();
+    drain(&mut p.c, t(10_210));
+    assert_eq!(p.c.cwnd(), initial, "a long idle period");
+}
+
 /// §6.2.1 D iii: a SACK that no longer covers a TSN an earlier Gap Ack Block did (the
 /// receiver reneged) counts one miss indication for it (§7.2.4). Here the TSN had two misses
 /// before it was gap-acked, so the reneging SACK, which newly acknowledges nothing (no HTNA

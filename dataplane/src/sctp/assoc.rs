@@ -430,6 +430,9 @@ struct Path {
     /// changes once per HEARTBEAT (timer, ACK), not each time DATA pushes the heartbeat back,
     /// so the send path pays a multiply for it.
     hb_draw: u32,
+    /// When DATA last went on the path (new or retransmitted): how long it has been idle, for
+    /// the congestion window's decay (§7.2.1).
+    last_data_at: Instant,
 }
 
 /// One association. See the module documentation.
@@ -603,6 +606,7 @@ impl Association {
                 // tags, TSNs and nonces stay what they are without jitter; never zero.
                 hb_jitter: Prf::new(key, !label).next_u64() | 1,
                 hb_draw: 0,
+                last_data_at: Instant::ZERO,
             },
             fast_recovery_exit: None,
             burst_budget: cfg.max_burst,
@@ -2794,6 +2798,9 @@ impl Association {
         limit: usize,
     ) -> Option<usize> {
         let seq = self.sq.next_unsent()?;
+        if self.path.flight == 0 {
+            self.decay_idle_cwnd(now);
+        }
         let s = *self.sq.slot(seq);
         let size = book(s.len);
         if HEADER_LEN + size > self.path.mtu {
@@ -3069,6 +3076,7 @@ impl Association {
             // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
             // SACK that marked it gave its room back (rule C counts only what is in flight).
             self.peer_rwnd = self.peer_rwnd.saturating_sub(book(s.len) as u32);
+            self.path.last_data_at = now;
             if fast {
                 self.stats.fast_retransmits += 1;
             } else {
@@ -3088,6 +3096,9 @@ impl Association {
             return true;
         }
         // New data.
+        if self.path.flight == 0 {
+            self.decay_idle_cwnd(now);
+        }
         let mut sent_new = false;
         while let Some(seq) = self.sq.next_unsent() {
             let s = *self.sq.slot(seq);
@@ -3127,6 +3138,33 @@ impl Association {
         sent_new
     }
 
+    /// New DATA is about to go on a path with nothing in flight: the congestion window forgets
+    /// what it learnt while the path was idle. §7.2.1: "When the endpoint does not transmit
+    /// data on a given transport address, the cwnd of the transport address SHOULD be adjusted
+    /// to max(cwnd/2, 4*MTU) per RTO", and it "MUST be set to" the initial cwnd "after a
+    /// sufficiently long idle period": here, once the halving has reached its floor. Done when
+    /// the path is next used, as if done per RTO meanwhile; a cwnd already below the floor
+    /// (after a T3 expiry, say) is not raised.
+    fn decay_idle_cwnd(&mut self, now: Instant) {
+        let rto = self.path.rto.rto().as_nanos().max(1);
+        let idle = now.saturating_since(self.path.last_data_at).as_nanos();
+        if idle < rto || self.path.last_data_at == Instant::ZERO {
+            return;
+        }
+        let halvings = (idle / rto).min(63) as u32;
+        let floor = 4 * self.path.mtu;
+        let decayed = (self.path.cwnd >> halvings).max(floor);
+        let cwnd = if decayed == floor {
+            initial_cwnd(self.path.mtu)
+        } else {
+            decayed
+        };
+        self.path.cwnd = self.path.cwnd.min(cwnd);
+        self.path.partial_bytes_acked = 0;
+        // One decay per idle period.
+        self.path.last_data_at = now;
+    }
+
     /// Message `seq` (slot `s`) went in a packet for the first time, with the next TSN.
     #[inline(always)]
     fn new_data_sent(&mut self, now: Instant, seq: u64, s: &Slot) {
@@ -3153,6 +3191,7 @@ impl Association {
     #[inline(always)]
     fn new_data_burst(&mut self, now: Instant) {
         self.burst_budget = self.burst_budget.saturating_sub(1);
+        self.path.last_data_at = now;
         if !self.running(Timer::T3) {
             self.arm(Timer::T3, self.after_rto(now));
         }
