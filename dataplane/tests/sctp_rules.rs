@@ -984,6 +984,51 @@ fn carries(pks: &[Vec<u8>], tsn: u32) -> bool {
     })
 }
 
+/// §12.4: "An SCTP implementation MUST abort the association if it receives a SACK chunk
+/// acknowledging a TSN that has not been sent", whether by its Cumulative TSN Ack or by a Gap
+/// Ack Block. Such a SACK was counted and ignored (an independent review). A SACK of TSNs sent
+/// is taken as before; one older than the ack point is still only discarded (§6.2.1 D i).
+#[test]
+fn a_sack_of_a_tsn_never_sent_aborts_12_4() {
+    for (what, cum_from_last, blocks) in [
+        ("cumulative TSN Ack", 10u32, &[][..]),
+        ("Gap Ack Block", 0, &[(2u16, 3u16)][..]),
+    ] {
+        let (mut p, tag, tsns) = outstanding(2);
+        // The last TSN sent is tsns[1]; a block (2, 3) from tsns[1] reaches two beyond it.
+        let cum = tsns[1].wrapping_add(cum_from_last);
+        let cum = if blocks.is_empty() { cum } else { tsns[1] };
+        let sack = sack_to_client(tag, cum, blocks);
+        let _ = p.c.handle(t(11), &sack, &mut ignore);
+        assert_eq!(p.c.state(), State::Closed, "{what}");
+        let out = drain(&mut p.c, t(11));
+        let cs = chunks(&out[0]);
+        let ChunkRepr::Abort(a) = &cs[0] else {
+            panic!("{what}: an ABORT, not {cs:?}")
+        };
+        assert!(
+            matches!(
+                a.causes.iter().next(),
+                Some(CauseRepr::ProtocolViolation { .. })
+            ),
+            "{what}: {a:?}"
+        );
+    }
+    // What was sent, acknowledged: taken.
+    let (mut p, tag, tsns) = outstanding(2);
+    p.c.handle(t(11), &sack_to_client(tag, tsns[1], &[]), &mut ignore)
+        .unwrap();
+    assert_eq!(p.c.state(), State::Established);
+    // Older than the ack point: discarded, the association lives on.
+    p.c.handle(
+        t(12),
+        &sack_to_client(tag, tsns[0].wrapping_sub(5), &[]),
+        &mut ignore,
+    )
+    .unwrap();
+    assert_eq!(p.c.state(), State::Established);
+}
+
 /// §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the endpoint
 /// subtracts the data size of the chunk from the rwnd of that peer." The SACK whose third miss
 /// marks a chunk for fast retransmission takes it out of the flight, so its room is back in

@@ -1384,7 +1384,8 @@ impl Association {
         self.stats.predicted_in += 1;
         self.stats.sacks_in += 1;
         self.sack_since_t3 = true;
-        self.on_sack(now, be32(chunk, 4), be32(chunk, 8), None);
+        // False: aborted (§12.4), the ABORT pending; nothing else in the packet.
+        let _ = self.on_sack(now, be32(chunk, 4), be32(chunk, 8), None);
         self.rx_room = clamp_room(rx.room());
         Some(Ok(()))
     }
@@ -1471,7 +1472,9 @@ impl Association {
                     let gaps = GapAcks {
                         blocks: sack.gap_ack_blocks,
                     };
-                    self.on_sack(now, sack.cum_tsn_ack, sack.a_rwnd, Some(&gaps));
+                    if !self.on_sack(now, sack.cum_tsn_ack, sack.a_rwnd, Some(&gaps)) {
+                        return Flow::Stop;
+                    }
                 }
                 Flow::Continue
             }
@@ -1726,16 +1729,27 @@ impl Association {
         }
     }
 
-    fn on_sack(&mut self, now: Instant, cum: u32, a_rwnd: u32, gaps: Option<&GapAcks<'_>>) {
+    /// A SACK's acknowledgement (or a SHUTDOWN's, without gaps). False if it acknowledged a
+    /// TSN never sent: the association is aborted then (§12.4).
+    fn on_sack(&mut self, now: Instant, cum: u32, a_rwnd: u32, gaps: Option<&GapAcks<'_>>) -> bool {
         if serial::lt(cum, self.cum_ack_point) {
             // §6.2.1 D i: older than what we know; out of order.
             self.stats.bad_sacks += 1;
-            return;
+            return true;
         }
-        if serial::ge(cum, self.next_tsn) {
-            // Acknowledges a TSN never sent.
+        // §12.4: "An SCTP implementation MUST abort the association if it receives a SACK
+        // chunk acknowledging a TSN that has not been sent", by its Cumulative TSN Ack or by a
+        // Gap Ack Block (the peer is broken, or someone with our tag is lying).
+        let beyond = |end: u16| serial::ge(cum.wrapping_add(u32::from(end)), self.next_tsn);
+        if serial::ge(cum, self.next_tsn)
+            || gaps.is_some_and(|g| g.valid().any(|(_, end)| beyond(end)))
+        {
             self.stats.bad_sacks += 1;
-            return;
+            self.abort_with(
+                AbortCause::Violation(SACK_OF_UNSENT),
+                CloseReason::ProtocolViolation(SACK_OF_UNSENT),
+            );
+            return false;
         }
         let cwnd_full = self.path.flight >= self.path.cwnd;
         let mut bytes_acked = 0usize;
@@ -1926,6 +1940,7 @@ impl Association {
         self.burst_budget = self.cfg.max_burst;
         self.burst_ended = false;
         self.progress_shutdown(now);
+        true
     }
 
     /// One miss indication for the outstanding TSN at `seq` (RFC 9260 §7.2.4): the third
@@ -2005,7 +2020,8 @@ impl Association {
         // §9.2: the Cumulative TSN Ack of SHUTDOWN acknowledges like a SACK's, without gaps.
         if serial::ge(cum, self.cum_ack_point) && serial::lt(cum, self.next_tsn) {
             let rwnd = self.peer_rwnd.saturating_add(self.path.flight as u32);
-            self.on_sack(now, cum, rwnd, None);
+            // Checked above to be a TSN sent: never the §12.4 abort.
+            let _ = self.on_sack(now, cum, rwnd, None);
         }
         self.progress_shutdown(now);
     }
@@ -3255,6 +3271,7 @@ enum Flow {
 }
 
 const ORDERED_DATA: &str = "ordered DATA on a DDP association (RFC 5043 §10)";
+const SACK_OF_UNSENT: &str = "SACK acknowledging a TSN not sent (RFC 9260 §12.4)";
 /// The reason carried in the ABORT that refuses a peer without DDP's adaptation indication.
 pub const ADAPTATION_REASON: &str =
     "RFC 5043 §11.1: DDP requires Adaptation Layer Indication 0x00000001";
