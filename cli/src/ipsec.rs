@@ -228,7 +228,7 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         return "IPsec is off (start with --ipsec, --ipsec-config or --ipsec-socket)".into();
     }
     let mut out = format!(
-        "  {:>3} {:>10} {:<23} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5}\n",
+        "  {:>3} {:>10} {:<23} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>5} {:>6} {:>5}\n",
         "dir",
         "spi",
         "algorithm",
@@ -240,13 +240,14 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         "auth",
         "malf",
         "expired",
+        "ovfl",
         "copied",
         "life"
     );
     for s in port.sa_reports() {
         let c = s.counts;
         out += &format!(
-            "  {:>3} {:>10} {:<23} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5}\n",
+            "  {:>3} {:>10} {:<23} {:<34} {:>3} {:>10} {:>12} {:>6} {:>6} {:>6} {:>7} {:>5} {:>6} {:>5}\n",
             s.direction,
             s.spi,
             s.algorithm,
@@ -258,9 +259,11 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
             c.auth_failed,
             c.malformed,
             c.expired,
+            c.overflow,
             c.copied,
-            // "over": past the hard lifetime, the SA carries nothing; "rekey": past the soft
-            // one, the key manager is to replace it.
+            // "over": past the hard lifetime (or out of sequence numbers), the SA carries
+            // nothing; "rekey": past the soft one (or three quarters of its sequence numbers),
+            // the key manager is to replace it.
             if s.expired {
                 "over"
             } else if s.rekey_due {

@@ -360,6 +360,11 @@ fn zero_copy_frames_are_sealed_where_they_lie_4303(b: &Bench) {
                     let mut sealed = Vec::new();
                     out.encrypt_burst(burst, &b.pool, now, &mut sealed);
                     assert_eq!(sealed.len(), 3, "{what}: {:?}", out.stats.snapshot());
+                    assert_eq!(
+                        out.stats.snapshot().sequence,
+                        3,
+                        "{what}: numbers given out"
+                    );
                     for (k, (esp, f)) in sealed.iter().zip(&frames).enumerate() {
                         let seq = k as u64 + 1;
                         assert_eq!(esp.nb_segs(), 1, "{what}");
@@ -545,6 +550,9 @@ fn replayed_corrupted_and_truncated_esp_is_dropped_and_counted_4303_3_4(b: &Benc
                 "cut {cut}: {r:?}"
             );
         }
+        // Sequence numbers given out: the 100, and the fresh one (RFC 4303 §3.3.3).
+        assert_eq!(out.stats.snapshot().sequence, 101);
+        assert_eq!(out.sequence_state(), (false, false));
         // The untouched packet still verifies after all that: nothing moved the window.
         let m = inb.decrypt(mbuf(&b.pool, &fresh), &b.pool, now).unwrap();
         assert_eq!(m.data(), sctp_frame(false, 300, 7));

@@ -282,6 +282,27 @@ pub struct SaStats {
     /// attached frames under an SA whose crypto cannot read them where they are (AES-CBC), or
     /// on a device that cannot work out of place. 0 for a zero-copy sender under AES-GCM.
     pub copied: AtomicU64,
+    /// Outbound: sequence numbers given out so far, the last one used (RFC 4303 §3.3.3: each
+    /// packet rte_ipsec prepared took the next one, whether or not it was sealed).
+    pub sequence: AtomicU64,
+}
+
+/// Sequence numbers an outbound SA may give out: 2^32 - 1 without ESN, 2^64 - 1 with it (RFC
+/// 4303 §3.3.3: the counter never cycles; a new SA, with a new key, takes over).
+fn sequence_space(esn: bool) -> u64 {
+    if esn {
+        u64::MAX
+    } else {
+        u64::from(u32::MAX)
+    }
+}
+
+/// Whether an outbound SA that gave out `used` sequence numbers is due for a rekey (three
+/// quarters of its space gone: at 10 M packets a second, a non-ESN SA then has ~100 s left)
+/// and whether it has none left (it sends nothing more: as good as past its hard lifetime).
+fn sequence_state(used: u64, esn: bool) -> (bool, bool) {
+    let space = sequence_space(esn);
+    (used >= space - space / 4, used >= space)
 }
 
 /// A snapshot of [`SaStats`].
@@ -297,6 +318,7 @@ pub struct SaCounts {
     pub no_room: u64,
     pub stalled: u64,
     pub copied: u64,
+    pub sequence: u64,
 }
 
 impl SaStats {
@@ -313,6 +335,7 @@ impl SaStats {
             no_room: r(&self.no_room),
             stalled: r(&self.stalled),
             copied: r(&self.copied),
+            sequence: r(&self.sequence),
         }
     }
 }
@@ -658,6 +681,17 @@ impl EspSa {
             .is_some_and(|b| self.stats.bytes.load(Ordering::Relaxed) >= b)
             || l.soft_secs
                 .is_some_and(|s| now.duration_since(self.created).as_secs() >= s)
+            || self.sequence_state().0
+    }
+
+    /// Outbound: whether three quarters of the sequence numbers are given out (due for a
+    /// rekey), and whether all are (nothing more can be sent: the key manager hears it as an
+    /// expired SA, RFC 4301 §4.4.2.1). Inbound: never.
+    pub fn sequence_state(&self) -> (bool, bool) {
+        if self.config.direction == Direction::In {
+            return (false, false);
+        }
+        sequence_state(self.stats.sequence.load(Ordering::Relaxed), self.config.esn)
     }
 
     /// The hard lifetime is spent: the SA carries nothing more (RFC 4301 §4.4.2.1).
@@ -754,6 +788,9 @@ impl EspSa {
             // moves the packets it could not take behind the ones it took.
             let k =
                 unsafe { sys::rte_ipsec_pkt_cpu_prepare(&engine.session.0, ptrs.as_mut_ptr(), n) };
+            self.stats
+                .sequence
+                .fetch_add(u64::from(k), Ordering::Relaxed);
             let errno = if k < n { dpdk_sys::rte_errno() } else { 0 };
             let prepared = ptrs[..k as usize].to_vec();
             let k2 = if k == 0 {
@@ -1235,6 +1272,27 @@ fn prepend(m: &mut Mbuf, n: usize) -> Option<&mut [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 4303 §3.3.3: the counter never cycles. Three quarters of the space given out is a
+    /// rekey due (RFC 4301 §4.4.2.1's soft limit, for the key manager's `expiring`); all of it,
+    /// an SA that sends nothing more. Without ESN, 2^32 - 1 numbers; with it, 2^64 - 1.
+    #[test]
+    fn sequence_numbers_running_out_are_said_4303_3_3_3() {
+        let space = u64::from(u32::MAX);
+        assert_eq!(sequence_state(0, false), (false, false));
+        assert_eq!(sequence_state(space - space / 4 - 1, false), (false, false));
+        assert_eq!(sequence_state(space - space / 4, false), (true, false));
+        assert_eq!(sequence_state(space - 1, false), (true, false));
+        assert_eq!(sequence_state(space, false), (true, true));
+        assert_eq!(
+            sequence_state(space, true),
+            (false, false),
+            "ESN: far from it"
+        );
+        assert_eq!(sequence_state(u64::MAX - u64::MAX / 4 - 1, true), (false, false));
+        assert_eq!(sequence_state(u64::MAX - u64::MAX / 4, true), (true, false));
+        assert_eq!(sequence_state(u64::MAX, true), (true, true));
+    }
 
     #[test]
     fn ipv4_checksum_is_rfc_791s() {

@@ -286,7 +286,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                     },
                     esn: c.esn,
                     rekey_due: s.rekey_due(now),
-                    expired: s.expired(now),
+                    expired: s.expired(now) || s.sequence_state().1,
                     counts: s.stats.snapshot(),
                 }
             })

@@ -207,6 +207,7 @@ impl EspSa {
         // SAFETY: the frames are ours, their lengths set (out_ready), their last segments ours
         // with room for the trailer.
         let (k, errno) = unsafe { crypto_prepare(session, &mut ptrs, &mut ops) };
+        self.stats.sequence.fetch_add(k as u64, Ordering::Relaxed);
         // Where ptrs[j] is in the chunk: the same place unless prepare refused some (rare).
         let at: Vec<usize> = ptrs[..k]
             .iter()
