@@ -65,7 +65,10 @@ pub trait Deliver {
 
     /// Bytes the layer above can still take: what it holds of delivered messages and has not
     /// released counts against the association's a_rwnd (RFC 9260 §6.2). A new DATA chunk
-    /// larger than this is dropped unacknowledged; each SACK advertises at most this.
+    /// above the highest TSN received and larger than this is dropped unacknowledged; a whole
+    /// message that fills a gap below it is taken and delivered whatever this says (§6.2: it
+    /// frees the window, and nothing is held for reordering to drop instead), so the layer
+    /// above must accept a delivery beyond its room. Each SACK advertises at most this.
     fn room(&self) -> usize {
         usize::MAX
     }
