@@ -2399,6 +2399,53 @@ fn fragments_that_cannot_complete_do_not_pin_the_window_6_9() {
     );
 }
 
+/// §6.2: "the duplicate TSN number(s) SHOULD be reported in the SACK chunk as duplicate". A
+/// fragment received again while the reassembly is full (64 fragments held) is a duplicate,
+/// reported, not a new fragment refused for want of room: it was counted as refused and never
+/// reported (an independent review).
+#[test]
+fn a_fragment_received_again_while_reassembly_is_full_is_a_duplicate_6_2() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let send = |p: &mut Pair, chunk: ChunkRepr<'_>, ms: u64| {
+        let pkt = packet(C_PORT, S_PORT, tag, &[chunk]);
+        let _ = p.s.handle(t(ms), &pkt, &mut ignore);
+        drain(&mut p.s, t(ms))
+    };
+    // A message's first 65 fragments but the second (a gap, so the cumulative TSN stays
+    // below the rest), its end never sent: 64 held, the reassembly is full.
+    for k in (0..65u32).filter(|&k| k != 1) {
+        let _ = send(
+            &mut p,
+            data(tsn + k, 0, true, k == 0, false, &[7; 300]),
+            500,
+        );
+    }
+    assert_eq!(p.s.stats().fragments_in, 64);
+    let refused = p.s.stats().rwnd_dropped;
+    // The tenth again: a duplicate, in the SACK it draws at once (§6.7).
+    let out = send(&mut p, data(tsn + 9, 0, true, false, false, &[7; 300]), 501);
+    assert_eq!(p.s.stats().rwnd_dropped, refused, "not refused as new");
+    let dups: Vec<u32> = out
+        .iter()
+        .flat_map(|pk| chunks(pk))
+        .filter_map(|c| match c {
+            ChunkRepr::Sack(s) => Some(s.dup_tsns.iter().collect::<Vec<_>>()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(dups, vec![tsn + 9], "reported as a duplicate");
+    // A new fragment is still refused: the reassembly holds no more.
+    let _ = send(
+        &mut p,
+        data(tsn + 65, 0, true, false, false, &[7; 300]),
+        502,
+    );
+    assert_eq!(p.s.stats().rwnd_dropped, refused + 1);
+}
+
 /// RFC 9260 §6.2's window update: a receiver whose layer above frees room tells the peer at
 /// once, once. Here the window stays low for another reason (fragments held for reassembly,
 /// §6.9, take a_rwnd until their message is whole): room given back by the layer above does

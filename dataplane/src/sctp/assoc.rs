@@ -1622,10 +1622,14 @@ impl Association {
         // a_rwnd, a count, a floor on middle fragments) before it is acknowledged.
         let room = rx.room().saturating_sub(self.reasm.held());
         let len = view.user_data().len();
+        // A fragment received already is a duplicate (reported in the next SACK, §6.2: "the
+        // duplicate TSN number(s) SHOULD be reported"), not a new one the full reassembly
+        // refuses: it takes no room.
         let refused = if whole {
             serial::gt(tsn, self.rx.highest()) && len > room
         } else {
             serial::gt(tsn, self.rx.cum_tsn())
+                && !self.rx.received(tsn)
                 && (len > room && serial::gt(tsn, self.rx.highest())
                     || !self
                         .reasm

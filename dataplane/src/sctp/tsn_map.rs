@@ -107,6 +107,16 @@ impl TsnMap {
         true
     }
 
+    /// Whether `tsn` was received already (at or below the cumulative TSN, or recorded above
+    /// it): [`TsnMap::insert`] would call it a duplicate.
+    pub fn received(&self, tsn: u32) -> bool {
+        if serial::le(tsn, self.cum_tsn) {
+            return true;
+        }
+        let d = tsn.wrapping_sub(self.cum_tsn).wrapping_sub(1) as usize;
+        d < self.window() && self.bit(d)
+    }
+
     /// Records `tsn`.
     pub fn insert(&mut self, tsn: u32) -> Insert {
         if serial::le(tsn, self.cum_tsn) {

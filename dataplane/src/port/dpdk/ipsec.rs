@@ -1289,7 +1289,10 @@ mod tests {
             (false, false),
             "ESN: far from it"
         );
-        assert_eq!(sequence_state(u64::MAX - u64::MAX / 4 - 1, true), (false, false));
+        assert_eq!(
+            sequence_state(u64::MAX - u64::MAX / 4 - 1, true),
+            (false, false)
+        );
         assert_eq!(sequence_state(u64::MAX - u64::MAX / 4, true), (true, false));
         assert_eq!(sequence_state(u64::MAX, true), (true, true));
     }
