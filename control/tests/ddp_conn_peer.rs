@@ -666,6 +666,31 @@ fn rfc5041_8_3_1_deregistration_stops_posted_receives() {
     );
 }
 
+/// RFC 5041 §5.4: the ULP Message Length of an untagged message is the MO plus the payload
+/// of its last segment. A zero-length last segment whose MO passes its 256-byte buffer made a
+/// message of 2^31 bytes that the ULP was told of (an independent review); it is a message too
+/// long for the buffer now (§7.2, 0x2/0x05): the stream ends, nothing is delivered.
+#[test]
+fn rfc5041_5_4_a_zero_length_last_segment_past_its_buffer_is_too_long() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    d.posted_buffer(pd, 11);
+    d.send(S, 16, &useg(1, true, 0, 1, 0x7fff_0000, b""));
+    d.settle();
+    assert!(
+        !d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::Received { .. })),
+        "nothing delivered: {:?}",
+        d.inds
+    );
+    assert!(
+        matches!(d.conn().session_state(S), Some(State::Terminated(_))),
+        "the stream ends"
+    );
+}
+
 /// Robustness probe (expected to pass): crafted chunks — short, huge MSN/QN/TO, wrapping
 /// DDP-SSNs, Initiates on used streams, unknown PPIDs — must not panic the receive path.
 #[test]

@@ -75,7 +75,11 @@ impl UntaggedQueue {
     /// one the queue could hold but whose buffer is not posted yet is no buffer (0x2/0x02,
     /// check 2). Then MO past the buffer is Invalid MO (0x2/0x04, check 3) and MO + length past
     /// it is too long (0x2/0x05, check 4). A zero-length segment still needs its buffer (its
-    /// message completes into it) but has no MO to check.
+    /// message completes into it); §7.1's checks are for non-zero-length segments, but its MO
+    /// is the length of the message it ends (§5.4: "adding the MO and the ULP Payload length
+    /// in the last DDP Segment"), so an MO past the buffer is a message too long for it
+    /// (0x2/0x05): the ULP is never told a length its buffer does not have (an independent
+    /// review found 2^31 reported for a 256-byte buffer).
     pub fn check(&self, msn: u32, mo: u32, len: usize) -> Result<Placement, DdpError> {
         let d = msn.wrapping_sub(self.head_msn) as usize;
         if d >= self.depth {
@@ -83,6 +87,9 @@ impl UntaggedQueue {
         }
         let buf = self.buffers.get(d).ok_or(DdpError::NoBuffer)?;
         if len == 0 {
+            if mo > buf.len {
+                return Err(DdpError::TooLong);
+            }
             return Ok(Placement {
                 region: buf.memory.region,
                 offset: buf.memory.offset,
@@ -235,10 +242,19 @@ mod tests {
         );
     }
 
+    /// A zero-length segment needs a buffer; its MO (the length of the message it ends, RFC
+    /// 5041 §5.4) may reach the buffer's end, not pass it.
     #[test]
-    fn zero_length_needs_a_buffer_but_no_offset_check() {
+    fn zero_length_needs_a_buffer_and_an_mo_within_it() {
         let q = queues();
-        assert_eq!(q.check(1, 1, 5000, 0).map(|p| p.len), Ok(0));
+        assert_eq!(q.check(1, 1, 0, 0).map(|p| p.len), Ok(0));
+        assert_eq!(
+            q.check(1, 1, 100, 0).map(|p| p.len),
+            Ok(0),
+            "ends at its end"
+        );
+        assert_eq!(q.check(1, 1, 101, 0), Err(DdpError::TooLong), "past it");
+        assert_eq!(q.check(1, 1, 5000, 0), Err(DdpError::TooLong));
         assert_eq!(q.check(0, 1, 0, 0), Err(DdpError::NoBuffer));
     }
 }
