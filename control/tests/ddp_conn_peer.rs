@@ -1685,6 +1685,43 @@ fn rfc5040_4_8_a_read_response_stopped_by_deregistration_reports_its_request_who
     );
 }
 
+/// RFC 5043 §6 and §10 with RFC 5040 §5.3: the active side's first segments wait for the
+/// peer's Accept (SCTP may deliver them first: unordered chunks). On an RDMAP stream the
+/// messages the Accept releases are RDMAP's: a Send with Invalidate that arrived before the
+/// Accept invalidates its STag when it is delivered. They went to the ULP as plain DDP
+/// messages (the STag left valid, a Read Request never served; an independent review).
+#[test]
+fn rfc5040_5_3_a_send_with_invalidate_ahead_of_the_accept_still_invalidates() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn()
+        .initiate_rdmap(S, pd, RdmaLimits::default(), b"")
+        .unwrap();
+    d.settle();
+    d.posted_buffer(pd, 11);
+    let (_, reg) = d.region_with(pd, 4096, 0, Access::REMOTE_WRITE);
+    // Send with Invalidate (RDMAP version 1) on QN 0, MSN 1, naming the region's STag, at
+    // DDP-SSN 1 ...
+    let mut send = rseg(1, control(1, Opcode::SendInvalidate), 0, 1, b"hello");
+    send[4..8].copy_from_slice(&reg.stag.0.to_be_bytes());
+    d.send(S, 16, &send);
+    // ... then the Accept, at DDP-SSN 0, with RDMAP's parameters.
+    let pdata = encode_private_data(RdmaLimits::default(), b"").unwrap();
+    d.send(S, 17, &ctl(0, 2, &pdata));
+    d.settle();
+    let got: Vec<_> = d
+        .inds
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Received {
+                wr_id, invalidated, ..
+            } => Some((*wr_id, *invalidated)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, [(11, Some(reg.stag))], "{:?}", d.inds);
+}
+
 /// RFC 5040 §5.2: a Read Response when no Read is outstanding is "Unexpected OpCode", even
 /// into an STag the server owns and could write: nothing of it is placed.
 #[test]

@@ -141,15 +141,20 @@ impl Connection {
         }
         if call.result == Some(Ok(())) {
             // Messages after it in DDP-SSN order may now be delivered (the active side's
-            // first segments wait for the Accept).
-            let DdpStream {
-                rx, posted, grace, ..
-            } = s;
-            if let Some(rx) = rx.as_mut() {
-                let sink = &mut self.sink;
-                let _ = rx.on_control(call.ssn, &mut |ind| {
-                    indicate(stream, posted, grace, sink, ind)
-                });
+            // first segments wait for the Accept): on an RDMAP stream, through RDMAP.
+            if s.rdmap.is_some() {
+                let zero_copy = self.regions.is_some();
+                super::rdmap::release(stream, s, call.ssn, memory, &mut self.sink, zero_copy);
+            } else {
+                let DdpStream {
+                    rx, posted, grace, ..
+                } = s;
+                if let Some(rx) = rx.as_mut() {
+                    let sink = &mut self.sink;
+                    let _ = rx.on_control(call.ssn, &mut |ind| {
+                        indicate(stream, posted, grace, sink, ind)
+                    });
+                }
             }
         } else {
             self.sink.stats.control_refused += 1;

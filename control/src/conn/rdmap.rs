@@ -247,6 +247,62 @@ pub(super) fn receive(
     // As on a DDP stream (route.rs): what the receive path dropped behind the stream's first
     // error is counted with what comes after its end.
     out.stats.after_session_end += rx_path.stats().dropped_after_error - dropped;
+    answer(stream, s, out, memory, zero_copy, serve, fault);
+}
+
+/// The messages a session control message at DDP-SSN `ssn` lets DDP deliver on an RDMAP
+/// stream (the active side's first segments wait for the peer's Accept, RFC 5043 §6): through
+/// RDMAP, as a segment's deliveries go ([`receive`]). They went to the ULP as plain DDP
+/// messages: a Send with Invalidate left its STag valid, a Read Request was never served, a
+/// Read Response or Terminate never taken (an independent review).
+pub(super) fn release(
+    stream: u16,
+    s: &mut DdpStream,
+    ssn: u16,
+    memory: Place<'_>,
+    out: &mut Sink,
+    zero_copy: bool,
+) {
+    let DdpStream {
+        rx,
+        posted,
+        grace,
+        rdmap,
+        sid,
+        ..
+    } = s;
+    let (Some(rx_path), Some(rdmap)) = (rx.as_mut(), rdmap.as_deref_mut()) else {
+        return;
+    };
+    let mut ulp = RdmapUlp {
+        stream,
+        rdmap,
+        posted,
+        grace,
+        out: &mut *out,
+        stags: memory.stags,
+        regions: memory.regions,
+        sid: *sid,
+        pd: rx_path.pd(),
+        serve: Vec::new(),
+        fault: None,
+    };
+    let _ = rx_path.on_control(ssn, &mut |i| ulp.indicate(i));
+    let RdmapUlp { serve, fault, .. } = ulp;
+    answer(stream, s, out, memory, zero_copy, serve, fault);
+}
+
+/// What RDMAP found in the messages DDP just delivered: the stream fails with a fault, or the
+/// requests found good are answered, in their order.
+fn answer(
+    stream: u16,
+    s: &mut DdpStream,
+    out: &mut Sink,
+    memory: Place<'_>,
+    zero_copy: bool,
+    serve: Vec<Serve>,
+    fault: Option<(RxError, HeaderCopy, usize, Option<ReadRequest>)>,
+) {
     if let Some((error, header, segment_len, read_request)) = fault {
         fail(
             stream,

@@ -268,9 +268,11 @@ pub(super) fn route(
             }
             if verdict.is_err() {
                 out.stats.control_refused += 1;
-            } else {
+            } else if s.rdmap.is_some() {
                 // Messages after it in DDP-SSN order may now be delivered (the active side's
-                // first segments wait for the Accept).
+                // first segments wait for the Accept): on an RDMAP stream, through RDMAP.
+                super::rdmap::release(stream, s, ssn, memory, out, how.zero_copy);
+            } else {
                 let DdpStream {
                     rx, posted, grace, ..
                 } = s;
