@@ -149,6 +149,10 @@ pub enum ProtocolError {
     PrivateDataOnTerminate,
     /// A chunk too short for its DDP-SSN and header (§5.2.2, §5.2.3).
     Truncated,
+    /// A chunk whose PPID is neither a DDP Segment's (16) nor a session control message's
+    /// (17): the association carries only those (§5.1), and a chunk that conforms to none of
+    /// the legal patterns ends the session (§6.1).
+    UnknownPpid(u32),
 }
 
 impl fmt::Display for ProtocolError {
@@ -166,6 +170,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::PrivateDataTooLong => f.write_str("Private Data over 512 bytes"),
             ProtocolError::PrivateDataOnTerminate => f.write_str("Private Data on a Terminate"),
             ProtocolError::Truncated => f.write_str("chunk shorter than its header"),
+            ProtocolError::UnknownPpid(ppid) => write!(f, "chunk of unknown PPID {ppid}"),
         }
     }
 }
@@ -808,6 +813,16 @@ impl Session {
             return Ok(());
         }
         self.fail(ProtocolError::Truncated)
+    }
+
+    /// A chunk of PPID `ppid`, neither 16 nor 17, arrived on this stream: RFC 5043 §5.1 says
+    /// the association "will carry only SCTP Data Chunks as defined in this document", and
+    /// §6.1 that a chunk conforming to none of the legal patterns terminates the session.
+    pub fn on_unknown_ppid(&mut self, ppid: u32) -> Result<(), ProtocolError> {
+        if self.association_ended {
+            return Ok(());
+        }
+        self.fail(ProtocolError::UnknownPpid(ppid))
     }
 
     /// A DDP Segment Chunk (PPID 16) with DDP-SSN `ssn` arrived on this stream. `Ok` means it

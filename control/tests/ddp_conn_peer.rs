@@ -14,7 +14,7 @@ use ddpdk_control::conn::{
     Accept, Completion, ConnConfig, Connection, Indication, Listener, Status,
 };
 use ddpdk_control::memory::{Memory, MemoryRegistration};
-use ddpdk_control::session::{Event, PendingLimit, State, TerminationReason};
+use ddpdk_control::session::{Event, PendingLimit, ProtocolError, State, TerminationReason};
 use ddpdk_dataplane::ddp::RxError;
 use ddpdk_dataplane::mem::{Access, Pd};
 use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant};
@@ -688,6 +688,33 @@ fn rfc5041_5_4_a_zero_length_last_segment_past_its_buffer_is_too_long() {
     assert!(
         matches!(d.conn().session_state(S), Some(State::Terminated(_))),
         "the stream ends"
+    );
+}
+
+/// RFC 5043 §5.1 ("will carry only SCTP Data Chunks as defined in this document") and §6.1
+/// (a chunk that conforms to none of the legal patterns terminates the session): a chunk of
+/// PPID 18 on an established stream ends its session with a Terminate. It was counted and
+/// dropped, the session left open (an independent review).
+#[test]
+fn rfc5043_6_1_a_chunk_of_unknown_ppid_terminates_the_session() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    d.send(S, 18, &useg(1, true, 0, 1, 0, b"not DDP"));
+    d.settle();
+    assert_eq!(d.conn().stats().unknown_ppid, 1);
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::ProtocolError(
+            ProtocolError::UnknownPpid(18)
+        )))
+    );
+    // Our Terminate (function code 4) went to the peer.
+    assert!(
+        d.raw_rx
+            .iter()
+            .any(|(s, p, x)| *s == S && *p == 17 && x.get(2..4) == Some(&[0, 4][..])),
+        "a Terminate"
     );
 }
 

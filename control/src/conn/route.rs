@@ -346,7 +346,13 @@ pub(super) fn route(
                 flush_receives(stream, s, out);
             }
         }
-        _ => out.stats.unknown_ppid += 1,
+        ppid => {
+            // It was counted and dropped, the session left open: a peer that spent a DDP-SSN
+            // on it stalled every later delivery, unreported (an independent review).
+            out.stats.unknown_ppid += 1;
+            let _ = s.session.on_unknown_ppid(ppid);
+            out.touched.stream(stream);
+        }
     }
 }
 
