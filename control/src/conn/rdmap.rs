@@ -55,7 +55,43 @@ pub(super) struct RdmapUlp<'a> {
     pub(super) fault: Option<(RxError, HeaderCopy, usize, Option<ReadRequest>)>,
 }
 
-impl RdmapUlp<'_> {
+impl<'a> RdmapUlp<'a> {
+    /// RDMAP as the ULP of stream `s`'s deliveries, beside its receive path; `None` once
+    /// either is gone (the session ended).
+    fn of(
+        stream: u16,
+        s: &'a mut DdpStream,
+        memory: Place<'a>,
+        out: &'a mut Sink,
+    ) -> Option<(&'a mut StreamRx, RdmapUlp<'a>)> {
+        let DdpStream {
+            rx,
+            posted,
+            grace,
+            rdmap,
+            sid,
+            ..
+        } = s;
+        let (Some(rx_path), Some(rdmap)) = (rx.as_mut(), rdmap.as_deref_mut()) else {
+            return None;
+        };
+        let pd = rx_path.pd();
+        let ulp = RdmapUlp {
+            stream,
+            rdmap,
+            posted,
+            grace,
+            out,
+            stags: memory.stags,
+            regions: memory.regions,
+            sid: *sid,
+            pd,
+            serve: Vec::new(),
+            fault: None,
+        };
+        Some((rx_path, ulp))
+    }
+
     /// An Atomic Response arrived (RFC 7306 §5.2.2): the Original Remote Data Value goes into
     /// the Atomic's sink, in this machine's byte order, and the Atomic completes (§5.4 rule 7).
     /// A sink deregistered meanwhile, or invalidated by the peer earlier in this packet (RFC
@@ -209,32 +245,11 @@ pub(super) fn receive(
     out: &mut Sink,
     zero_copy: bool,
 ) {
-    let DdpStream {
-        rx,
-        posted,
-        grace,
-        rdmap,
-        sid,
-        ..
-    } = s;
-    let (Some(rx_path), Some(rdmap)) = (rx.as_mut(), rdmap.as_deref_mut()) else {
+    let Some((rx_path, mut ulp)) = RdmapUlp::of(stream, s, memory, &mut *out) else {
         out.stats.after_session_end += 1;
         return;
     };
     let dropped = rx_path.stats().dropped_after_error;
-    let mut ulp = RdmapUlp {
-        stream,
-        rdmap,
-        posted,
-        grace,
-        out: &mut *out,
-        stags: memory.stags,
-        regions: memory.regions,
-        sid: *sid,
-        pd: rx_path.pd(),
-        serve: Vec::new(),
-        fault: None,
-    };
     match oversize {
         Some(error) => rx_path.refuse(chunk, error, &mut |i| ulp.indicate(i)),
         None => {
@@ -263,29 +278,8 @@ pub(super) fn release(
     out: &mut Sink,
     zero_copy: bool,
 ) {
-    let DdpStream {
-        rx,
-        posted,
-        grace,
-        rdmap,
-        sid,
-        ..
-    } = s;
-    let (Some(rx_path), Some(rdmap)) = (rx.as_mut(), rdmap.as_deref_mut()) else {
+    let Some((rx_path, mut ulp)) = RdmapUlp::of(stream, s, memory, &mut *out) else {
         return;
-    };
-    let mut ulp = RdmapUlp {
-        stream,
-        rdmap,
-        posted,
-        grace,
-        out: &mut *out,
-        stags: memory.stags,
-        regions: memory.regions,
-        sid: *sid,
-        pd: rx_path.pd(),
-        serve: Vec::new(),
-        fault: None,
     };
     let _ = rx_path.on_control(ssn, &mut |i| ulp.indicate(i));
     let RdmapUlp { serve, fault, .. } = ulp;
