@@ -728,7 +728,7 @@ fn esp_interop(case: &EspCase) {
     let want = "untagged message 2: 1000 bytes, DDP-SSN 2, QN 0, MSN 2";
     assert!(peer_text.contains(want), "peer lacks {want:?}:\n{all}");
     // Every forgery dropped and counted by its reason (the `show ipsec` row of SA in 1000
-    // ends in its numbers packets, bytes, replay, auth, malformed, expired, copied).
+    // ends in its numbers packets, bytes, replay, auth, malformed, expired, ovfl, copied).
     let row: Vec<u64> = server_text
         .lines()
         .find(|l| {
@@ -739,7 +739,7 @@ fn esp_interop(case: &EspCase) {
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect();
-    let (replay, auth, malformed) = (row[row.len() - 5], row[row.len() - 4], row[row.len() - 3]);
+    let (replay, auth, malformed) = (row[row.len() - 6], row[row.len() - 5], row[row.len() - 4]);
     let no_sa: u64 = server_text
         .split("dropped: ")
         .nth(1)
