@@ -1712,6 +1712,74 @@ fn rfc5040_4_8_a_read_response_stopped_by_deregistration_reports_its_request_who
     );
 }
 
+/// RFC 5040 §5.4: a Terminate is the last message its sender sends on the stream. After the
+/// peer's, nothing it sends on the stream is placed, and the ULP's new work is refused; the
+/// Terminate is told, and no Terminate answers it. Before, an RDMA Write after the peer's
+/// Terminate was placed and posts were taken until the peer's session Terminate came (an
+/// independent review).
+#[test]
+fn rfc5040_5_4_nothing_after_the_peers_terminate_is_placed() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (w, wreg) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_WRITE);
+    // The peer's Terminate (QN 2, MSN 1), at its next DDP-SSN (1, after its Initiate) ...
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    let term = rseg(1, control(1, Opcode::Terminate), 2, 1, &payload);
+    d.send(S, 16, &term);
+    // ... then an RDMA Write (DDP-SSN 2) into a region that grants remote write.
+    d.send(
+        S,
+        16,
+        &rtseg(
+            2,
+            control(1, Opcode::Write),
+            wreg.stag.0,
+            0x1000,
+            &[0xaa; 64],
+        ),
+    );
+    d.settle();
+    assert!(
+        d.inds.iter().any(|i| matches!(
+            i,
+            Indication::RdmapTerminate {
+                error: TerminateError::Rdmap(RdmapError::OperationUnspecified),
+                ..
+            }
+        )),
+        "{:?}",
+        d.inds
+    );
+    assert!(
+        d.region_bytes(w, 64).iter().all(|&b| b == 0),
+        "nothing placed after the Terminate"
+    );
+    assert!(d.rdmap_terminates(S).is_empty(), "no Terminate answers it");
+    let Duo { conn, memory, .. } = &mut d;
+    let write = RdmaRequest {
+        wr_id: 77,
+        stream: S,
+        op: RdmaOp::Write {
+            stag: Stag(0x0033_4401),
+            to: 0,
+        },
+        data: Payload::Bytes(vec![1; 8]),
+        signaled: true,
+    };
+    assert_eq!(
+        conn.as_mut().unwrap().post_rdma(write, memory.stags()),
+        Err(PostError::Session(
+            ddpdk_control::session::LocalError::Terminated
+        ))
+    );
+}
+
 /// RFC 5043 §6 and §10 with RFC 5040 §5.3: the active side's first segments wait for the
 /// peer's Accept (SCTP may deliver them first: unordered chunks). On an RDMAP stream the
 /// messages the Accept releases are RDMAP's: a Send with Invalidate that arrived before the

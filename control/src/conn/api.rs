@@ -551,7 +551,7 @@ impl ReceiveErrorCounts {
             RxError::Sequence(_) => self.sequence += 1,
             RxError::Truncated => self.truncated += 1,
             RxError::Oversize { .. } => self.oversize += 1,
-            RxError::Rdmap(_) => self.rdmap += 1,
+            RxError::Rdmap(_) | RxError::PeerTerminated => self.rdmap += 1,
         }
     }
 

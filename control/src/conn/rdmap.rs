@@ -53,6 +53,8 @@ pub(super) struct RdmapUlp<'a> {
     pub(super) serve: Vec<Serve>,
     /// An error RDMAP found in a delivered message: the stream fails with it.
     pub(super) fault: Option<(RxError, HeaderCopy, usize, Option<ReadRequest>)>,
+    /// The peer's Terminate was delivered: the stream stops here.
+    pub(super) peer_terminated: bool,
 }
 
 impl<'a> RdmapUlp<'a> {
@@ -88,6 +90,7 @@ impl<'a> RdmapUlp<'a> {
             pd,
             serve: Vec::new(),
             fault: None,
+            peer_terminated: false,
         };
         Some((rx_path, ulp))
     }
@@ -201,6 +204,8 @@ impl Ulp for RdmapUlp<'_> {
                         out.stats.rdmap_terminates_received += 1;
                         out.indications
                             .push_back(Indication::RdmapTerminate { stream, error });
+                        self.rdmap.set_peer_terminated();
+                        self.peer_terminated = true;
                     }
                     Upcall::Fault {
                         error,
@@ -258,10 +263,19 @@ pub(super) fn receive(
             ulp.out.stats.placed_bytes += rx_path.stats().placed_bytes - before;
         }
     }
-    let RdmapUlp { serve, fault, .. } = ulp;
+    let RdmapUlp {
+        serve,
+        fault,
+        peer_terminated,
+        ..
+    } = ulp;
     // As on a DDP stream (route.rs): what the receive path dropped behind the stream's first
     // error is counted with what comes after its end.
-    out.stats.after_session_end += rx_path.stats().dropped_after_error - dropped;
+    let dropped = rx_path.stats().dropped_after_error - dropped;
+    if peer_terminated {
+        rx_path.stop(RxError::PeerTerminated);
+    }
+    out.stats.after_session_end += dropped;
     answer(stream, s, out, memory, zero_copy, serve, fault);
 }
 
@@ -282,7 +296,15 @@ pub(super) fn release(
         return;
     };
     let _ = rx_path.on_control(ssn, &mut |i| ulp.indicate(i));
-    let RdmapUlp { serve, fault, .. } = ulp;
+    let RdmapUlp {
+        serve,
+        fault,
+        peer_terminated,
+        ..
+    } = ulp;
+    if peer_terminated {
+        rx_path.stop(RxError::PeerTerminated);
+    }
     answer(stream, s, out, memory, zero_copy, serve, fault);
 }
 
@@ -551,8 +573,9 @@ impl Connection {
         let Some(r) = s.rdmap.as_deref() else {
             return Err(PostError::NotRdmap);
         };
-        // A session that is over says so (not "not accepted yet").
-        if let State::Terminated(_) = s.session.state() {
+        // A session that is over says so (not "not accepted yet"); so does a stream the peer's
+        // Terminate ended (RFC 5040 §5.4), before its session has.
+        if matches!(s.session.state(), State::Terminated(_)) || r.peer_terminated() {
             return Err(PostError::Session(LocalError::Terminated));
         }
         // Reads and Atomics are bounded by the peer's IRD (RFC 5040 §6.1, RFC 7306 §5.2),

@@ -207,6 +207,8 @@ pub struct RdmapStream {
     serving: u16,
     /// The payload of the Terminate owed for this stream's first error (§4.8).
     terminate: Option<Vec<u8>>,
+    /// The peer's Terminate arrived ([`RdmapStream::set_peer_terminated`]).
+    peer_terminated: bool,
     /// The ULP's work requests in posting order, until reported ([`RdmapStream::begin`]).
     order: VecDeque<Order>,
     next_seq: u64,
@@ -233,6 +235,7 @@ impl RdmapStream {
             next_request_id: 0,
             serving: 0,
             terminate: None,
+            peer_terminated: false,
             order: VecDeque::new(),
             next_seq: 0,
         }
@@ -362,6 +365,16 @@ impl RdmapStream {
 
     /// The Terminate payload ([`terminate_payload`]) for the stream's error; only the first
     /// error of a stream is reported.
+    /// The peer's Terminate arrived (RFC 5040 §5.4: the last message it sends on the stream):
+    /// no new work is taken on the stream.
+    pub fn set_peer_terminated(&mut self) {
+        self.peer_terminated = true;
+    }
+
+    pub fn peer_terminated(&self) -> bool {
+        self.peer_terminated
+    }
+
     pub fn set_terminate(&mut self, payload: Vec<u8>) {
         self.terminate.get_or_insert(payload);
     }
@@ -744,9 +757,10 @@ pub fn terminate_error(error: RxError) -> TerminateError {
     match error {
         RxError::Ddp(e) => TerminateError::Ddp(e),
         RxError::Rdmap(e) => TerminateError::Rdmap(e),
-        RxError::Sequence(_) | RxError::Truncated | RxError::Oversize { .. } => {
-            TerminateError::Rdmap(RdmapError::CatastrophicStream)
-        }
+        RxError::Sequence(_)
+        | RxError::Truncated
+        | RxError::Oversize { .. }
+        | RxError::PeerTerminated => TerminateError::Rdmap(RdmapError::CatastrophicStream),
     }
 }
 

@@ -62,6 +62,10 @@ pub enum RxError {
     /// The ULP above DDP refused the segment or the message: RDMAP's own checks (RFC 5040
     /// §7), numbered as its Terminate reports them (§4.8).
     Rdmap(RdmapError),
+    /// The peer's RDMAP Terminate ended the stream: nothing the peer sends after it is placed
+    /// or delivered ([`StreamRx::stop`]). Never reported back: a Terminate answers no
+    /// Terminate.
+    PeerTerminated,
 }
 
 impl fmt::Display for RxError {
@@ -70,6 +74,7 @@ impl fmt::Display for RxError {
             RxError::Ddp(e) => e.fmt(f),
             RxError::Sequence(e) => write!(f, "invalid DDP-SSN: {e}"),
             RxError::Truncated => f.write_str("DDP segment shorter than its header"),
+            RxError::PeerTerminated => f.write_str("the peer terminated the stream"),
             RxError::Oversize { len, max } => write!(
                 f,
                 "DDP segment of {len} octets over the MULPDU of {max} (RFC 5043 §9)"
@@ -297,6 +302,13 @@ impl StreamRx {
     /// Stops the stream for an error the ULP found in a message DDP delivered (RFC 5041
     /// §7.1: the stream's later segments are dropped). `header` is the DDP-SSN and DDP
     /// header of the message's segment, for the report.
+    /// The stream ends without an error of its own (the peer's RDMAP Terminate, RFC 5040
+    /// §5.4: its last message): nothing more is placed or delivered, and nothing is indicated
+    /// (the ULP hears of the Terminate itself).
+    pub fn stop(&mut self, why: RxError) {
+        self.error.get_or_insert(why);
+    }
+
     pub fn fail_delivered(
         &mut self,
         error: RxError,
