@@ -2366,11 +2366,7 @@ fn fragments_that_cannot_complete_do_not_pin_the_window_6_9() {
     let mut p = Pair::new();
     let tsn = next_client_tsn(&mut p, t(5));
     let tag = p.s.local_tag();
-    let send = |p: &mut Pair, chunk: ChunkRepr<'_>, ms: u64| {
-        let pkt = packet(C_PORT, S_PORT, tag, &[chunk]);
-        let _ = p.s.handle(t(ms), &pkt, &mut ignore);
-        drain(&mut p.s, t(ms))
-    };
+    let send = |p: &mut Pair, chunk: ChunkRepr<'_>, ms: u64| to_server(p, tag, chunk, ms);
     let a_rwnd_of = |out: &[Vec<u8>]| {
         out.iter().flat_map(|pk| chunks(pk)).find_map(|c| match c {
             ChunkRepr::Sack(s) => Some(s.a_rwnd),
@@ -2408,11 +2404,7 @@ fn a_fragment_received_again_while_reassembly_is_full_is_a_duplicate_6_2() {
     let mut p = Pair::new();
     let tsn = next_client_tsn(&mut p, t(5));
     let tag = p.s.local_tag();
-    let send = |p: &mut Pair, chunk: ChunkRepr<'_>, ms: u64| {
-        let pkt = packet(C_PORT, S_PORT, tag, &[chunk]);
-        let _ = p.s.handle(t(ms), &pkt, &mut ignore);
-        drain(&mut p.s, t(ms))
-    };
+    let send = |p: &mut Pair, chunk: ChunkRepr<'_>, ms: u64| to_server(p, tag, chunk, ms);
     // A message's first 65 fragments but the second (a gap, so the cumulative TSN stays
     // below the rest), its end never sent: 64 held, the reassembly is full.
     for k in (0..65u32).filter(|&k| k != 1) {
@@ -2493,6 +2485,14 @@ fn no_window_update_while_reassembly_holds_the_window_6_2() {
             out.len()
         );
     }
+}
+
+/// `chunk` from the client to the server at `ms` (with the server's tag): what the server sends
+/// in return.
+fn to_server(p: &mut Pair, tag: u32, chunk: ChunkRepr<'_>, ms: u64) -> Vec<Vec<u8>> {
+    let pkt = packet(C_PORT, S_PORT, tag, &[chunk]);
+    let _ = p.s.handle(t(ms), &pkt, &mut ignore);
+    drain(&mut p.s, t(ms))
 }
 
 /// The next TSN the client of `p` sends: one message crosses first and its TSN is read.

@@ -18,9 +18,14 @@ pub struct ReplayWindow {
 }
 
 impl ReplayWindow {
+    /// The packets a window asked for `size` spans: a power of two, at least 64.
+    pub fn width(size: u32) -> u64 {
+        u64::from(size.max(64)).next_power_of_two()
+    }
+
     /// A window of at least `size` packets.
     pub fn new(size: u32) -> ReplayWindow {
-        let size = u64::from(size.max(64)).next_power_of_two();
+        let size = ReplayWindow::width(size);
         ReplayWindow {
             size,
             top: 0,

@@ -3099,7 +3099,6 @@ impl Association {
             // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
             // SACK that marked it gave its room back (rule C counts only what is in flight).
             self.peer_rwnd = self.peer_rwnd.saturating_sub(book(s.len) as u32);
-            self.path.last_data_at = now;
             if fast {
                 self.stats.fast_retransmits += 1;
             } else {
@@ -3113,6 +3112,7 @@ impl Association {
             }
         }
         if any {
+            self.path.last_data_at = now;
             self.pending.fast_rtx = false;
             // A packet with retransmissions carries no new data (keeps the cwnd rules simple
             // and the retransmission small, §7.2.4 step 3).

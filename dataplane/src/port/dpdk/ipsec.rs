@@ -508,7 +508,7 @@ impl EspSa {
         x.replay_win_sz = if egress {
             config.replay_window
         } else {
-            u32::try_from(ReplayWindow::new(config.replay_window).size()).unwrap_or(u32::MAX)
+            u32::try_from(ReplayWindow::width(config.replay_window)).unwrap_or(u32::MAX)
         };
         let inner = if ipv6 { IPPROTO_IPV6 } else { IPPROTO_IPIP };
         // The outer header template of tunnel mode (IPv4: checksum filled per packet by us).
