@@ -1958,6 +1958,62 @@ fn rfc5040_5_2_a_read_response_short_of_the_read_is_refused() {
     }
 }
 
+/// RFC 5040 §5.2: a Read completes when its response has carried the RDMA Read Message Size
+/// into its Data Sink, each byte of it. A response of 1000 bytes for a Read of 1000 whose
+/// segments overlap ([0, 600) then [400, 1000) less its last 200: [400, 800)) leaves
+/// [800, 1000) unplaced; counted by bytes it completed the Read as Success and the ULP took
+/// the gap for the Data Source's (an independent review). Now it ends the stream as a short
+/// response does, and the Read is flushed. The same bytes tiled and delivered out of order
+/// (RFC 5043 §10: unordered) still complete it.
+#[test]
+fn rfc5040_5_2_a_read_response_whose_segments_overlap_is_refused() {
+    let part = |ssn: u16, last: bool, stag: u32, to: u64, len: usize| {
+        let mut v = tseg(ssn, last, stag, to, &vec![0xaa; len]);
+        v[3] = control(1, Opcode::ReadResponse);
+        v
+    };
+    let (mut d, sink, r) = Duo::read_in_flight();
+    d.send(S, 16, &part(1, false, r.sink_stag, r.sink_to, 600));
+    d.send(S, 16, &part(2, true, r.sink_stag, r.sink_to + 400, 400));
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Rdmap(RdmapError::OperationUnspecified)]
+    );
+    assert_eq!(
+        d.region_bytes(sink, 4096)
+            .iter()
+            .filter(|&&b| b != 0)
+            .count(),
+        800,
+        "the gap stays unplaced"
+    );
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(9, Status::Flushed)],
+        "the Read ends flushed, not Success"
+    );
+    assert_eq!(d.conn().stats().reads_short, 1);
+
+    let (mut d, _, r) = Duo::read_in_flight();
+    d.send(S, 16, &part(3, true, r.sink_stag, r.sink_to + 700, 300));
+    d.send(S, 16, &part(1, false, r.sink_stag, r.sink_to, 400));
+    d.send(S, 16, &part(2, false, r.sink_stag, r.sink_to + 400, 300));
+    d.settle();
+    assert_eq!(d.rdmap_terminates(S), []);
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(9, Status::Success)],
+        "a tiling delivered out of order completes"
+    );
+}
+
 /// Two Reads into the same bytes of one sink, their responses' segments interleaved as SCTP
 /// may deliver them after a loss (the first response's first half, the second response, then
 /// the first's second half): a segment there cannot be told to be the one Read's or the

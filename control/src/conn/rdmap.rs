@@ -18,7 +18,7 @@ use ddpdk_dataplane::wire::rdmap::{
 use crate::memory::{Place, RegionId, RegionTable};
 use crate::rdmap::{
     encode_private_data, rsvd_ulp, terminate_payload, AtomicServe, OutboundAtomic, OutboundRead,
-    RdmaLimits, RdmapStream, ReadResponse, Stags, Upcall, ATOMIC_WORD,
+    Placed, RdmaLimits, RdmapStream, ReadResponse, Stags, Upcall, ATOMIC_WORD,
 };
 use crate::session::LocalError;
 
@@ -657,7 +657,7 @@ impl Connection {
                         sink_to,
                         len,
                         seq: 0,
-                        placed: 0,
+                        placed: Placed::default(),
                         shared_sink: false,
                     }),
                 )

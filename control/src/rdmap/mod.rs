@@ -41,8 +41,10 @@
 //! limits to the ULP; siw answers an overrun the same way). The ULP's own Private
 //! Data follows, so it may be at most 502 bytes (RFC 5043 §5.2.3: 512 in all).
 
+mod coverage;
 mod stream;
 
+pub use coverage::Placed;
 pub use stream::{
     rsvd_ulp, terminate_error, terminate_payload, AnsweredRead, AtomicServe, OutboundAtomic,
     OutboundRead, RdmapStream, ReadResponse, Stags, Upcall, ATOMIC_WORD,

@@ -16,6 +16,7 @@ use ddpdk_dataplane::wire::rdmap::{
     IMMEDIATE_DATA_LEN, QN_ATOMIC_RESPONSE, QN_SEND, RDMAP_VERSION,
 };
 
+use super::coverage::{Ahead, Placed};
 use super::RdmaLimits;
 
 /// A Read Request this side sent, until its Read Response is delivered (RFC 5040 §5.2).
@@ -30,9 +31,9 @@ pub struct OutboundRead {
     pub len: u32,
     /// Its place in the stream's completion order ([`RdmapStream::begin`]).
     pub seq: u64,
-    /// Bytes of Read Response segments taken into its Data Sink so far: the Read completes
-    /// only when they are its whole length ([`RdmapStream::on_delivered`]).
-    pub placed: u64,
+    /// Which bytes of its Data Sink Read Response segments have placed: the Read completes
+    /// only when they are its whole length, each byte once ([`RdmapStream::on_delivered`]).
+    pub placed: Placed,
     /// Its Data Sink overlaps another outstanding Read's in the same STag: a segment there
     /// cannot be told to be this Read's or the other's (SCTP may deliver a later response's
     /// segment first), so its bytes are not held to its length ([`RdmapStream::read_sent`]).
@@ -198,6 +199,8 @@ pub struct RdmapStream {
     peer_known: bool,
     /// Read Requests sent and not yet answered, oldest first (responses come in order).
     orq: VecDeque<OutboundRead>,
+    /// What the Reads in `orq` have placed beyond a gap in their sinks.
+    ahead: Ahead,
     /// Atomic Requests sent and not yet answered, oldest first; they share ORD with the Reads
     /// (RFC 7306 §5.2) but their responses may pass Read Responses (§7's table).
     aoq: VecDeque<OutboundAtomic>,
@@ -231,6 +234,7 @@ impl RdmapStream {
             ord: ours.ord,
             peer_known: false,
             orq: VecDeque::new(),
+            ahead: Ahead::default(),
             aoq: VecDeque::new(),
             next_request_id: 0,
             serving: 0,
@@ -386,6 +390,7 @@ impl RdmapStream {
 
     /// The Reads still outstanding, for flushing when the stream ends.
     pub fn take_outstanding(&mut self) -> impl Iterator<Item = OutboundRead> + '_ {
+        self.ahead.clear();
         self.orq.drain(..)
     }
 
@@ -406,7 +411,7 @@ impl RdmapStream {
     /// `revoked`: STags the peer invalidated earlier in the packet (see [`Stags`]); a tagged
     /// segment naming one fails as Invalid STag (RFC 5041 §7.1 check 1) before DDP looks it up.
     ///
-    /// A Read Response segment it lets through is counted into its Read's `placed`: DDP places
+    /// A Read Response segment it lets through is recorded in its Read's `placed`: DDP places
     /// it next, or the stream faults and the Read is flushed.
     pub fn check(
         &mut self,
@@ -444,7 +449,9 @@ impl RdmapStream {
                             .is_some_and(|end| end <= u64::from(read.len))
                     });
                     if inside {
-                        read.placed = read.placed.saturating_add(len);
+                        let start = h.to - read.sink_to;
+                        self.ahead
+                            .place(read.seq, &mut read.placed, start, start + len);
                         return Ok(Access::LOCAL_WRITE);
                     }
                 }
@@ -501,17 +508,18 @@ impl RdmapStream {
                 }
                 // Responses come in the order of their Requests (§5.2, §5.5): this one must
                 // answer the oldest outstanding Read, and carry its RDMA Read Message Size into
-                // its Data Sink: a response that placed less (or some bytes twice) leaves sink
+                // its Data Sink: a response that placed less, or some bytes twice, leaves sink
                 // bytes the ULP would take for the Data Source's. RFC 5040 names no code for it:
                 // the unspecified Remote Operation Error (§4.8), and the Read is flushed. (Not
                 // told for Reads whose sinks overlap: `OutboundRead::shared_sink`.)
                 match self.orq.front() {
                     Some(read)
                         if read.sink.0 == stag
-                            && (read.placed == u64::from(read.len) || read.shared_sink) =>
+                            && (read.placed.whole(u64::from(read.len)) || read.shared_sink) =>
                     {
                         let read = *read;
                         self.orq.pop_front();
+                        self.ahead.forget(read.seq);
                         Upcall::ReadDone(read)
                     }
                     front => Upcall::Fault {
