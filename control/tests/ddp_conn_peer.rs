@@ -1780,6 +1780,69 @@ fn rfc5040_5_4_nothing_after_the_peers_terminate_is_placed() {
     );
 }
 
+/// RFC 5040 §5.4: the peer's Terminate is the last message it sends on the stream, and DDP
+/// delivers in DDP-SSN order (RFC 5043 §10), so no response to a Read still outstanding can
+/// follow it. The Read ends flushed when the Terminate is delivered; it used to wait for the
+/// session's end, which a peer that never sends its session Terminate never brings. A Read
+/// posted before and waiting for ORD does not leave after it.
+#[test]
+fn rfc5040_5_4_outstanding_reads_end_with_the_peers_terminate() {
+    let (mut d, _, first) = Duo::read_in_flight();
+    let Duo { conn, memory, .. } = &mut d;
+    let conn = conn.as_mut().unwrap();
+    for wr_id in 10..14 {
+        let read = RdmaRequest {
+            wr_id,
+            stream: S,
+            op: RdmaOp::Read {
+                source: Stag(0x0011_2201),
+                source_to: 0,
+                sink: Stag(first.sink_stag),
+                sink_to: first.sink_to,
+                len: 8,
+            },
+            data: Payload::Bytes(Vec::new()),
+            signaled: true,
+        };
+        conn.post_rdma(read, memory.stags()).unwrap();
+    }
+    d.settle();
+    let requests = |d: &Duo| {
+        d.raw_rx
+            .iter()
+            .filter(|(s, p, x)| *s == S && *p == 16 && x.len() == 48 && x[8..12] == [0, 0, 0, 1])
+            .count()
+    };
+    // ORD is min(4, the peer's IRD of 4): four Reads out, the fifth waits.
+    assert_eq!(requests(&d), 4);
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    d.send(
+        S,
+        16,
+        &rseg(1, control(1, Opcode::Terminate), 2, 1, &payload),
+    );
+    d.settle();
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [
+            (9, Status::Flushed),
+            (10, Status::Flushed),
+            (11, Status::Flushed),
+            (12, Status::Flushed)
+        ],
+        "the four outstanding Reads end at the Terminate, in posting order"
+    );
+    assert_eq!(requests(&d), 4, "the waiting Read does not leave");
+}
+
 /// RFC 5043 §6 and §10 with RFC 5040 §5.3: the active side's first segments wait for the
 /// peer's Accept (SCTP may deliver them first: unordered chunks). On an RDMAP stream the
 /// messages the Accept releases are RDMAP's: a Send with Invalidate that arrived before the

@@ -206,6 +206,25 @@ impl Ulp for RdmapUlp<'_> {
                             .push_back(Indication::RdmapTerminate { stream, error });
                         self.rdmap.set_peer_terminated();
                         self.peer_terminated = true;
+                        // RFC 5040 §5.4: the Terminate is the last message the peer sends
+                        // on the stream, and DDP delivers in DDP-SSN order (RFC 5043 §10):
+                        // no response to a Read or Atomic still outstanding can follow. They
+                        // end now, flushed, not when (if ever) the session ends.
+                        let reads: Vec<_> = self.rdmap.take_outstanding().collect();
+                        let atomics: Vec<_> = self.rdmap.take_outstanding_atomics().collect();
+                        let flushed = reads
+                            .iter()
+                            .map(|r| (r.wr_id, r.signaled, r.seq))
+                            .chain(atomics.iter().map(|a| (a.wr_id, a.signaled, a.seq)));
+                        for (wr_id, signaled, seq) in flushed {
+                            out.stats.flushed_sends += 1;
+                            let done = Done {
+                                wr_id,
+                                signaled,
+                                seq: Some(seq),
+                            };
+                            report(out, Some(&mut *self.rdmap), stream, done, Status::Flushed);
+                        }
                     }
                     Upcall::Fault {
                         error,

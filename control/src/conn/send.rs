@@ -394,9 +394,13 @@ impl Connection {
         }
         // A Read Request leaves only within ORD (RFC 5040 §6.1), and so does an Atomic
         // Request (RFC 7306 §5.2); what is behind it waits, so the stream's messages keep
-        // their order. A response's arrival frees the slot.
+        // their order. A response's arrival frees the slot. After the peer's Terminate none
+        // leaves: no response could follow it (RFC 5040 §5.4); the session's end flushes them.
         if matches!(p.origin, Origin::Read(_) | Origin::Atomic(_))
-            && !s.rdmap.as_ref().is_some_and(|r| r.may_send_read())
+            && !s
+                .rdmap
+                .as_ref()
+                .is_some_and(|r| r.may_send_read() && !r.peer_terminated())
         {
             return Turn::Blocked;
         }

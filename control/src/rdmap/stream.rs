@@ -367,8 +367,6 @@ impl RdmapStream {
             .map(|o| (o.wr_id, o.signaled, o.done.unwrap_or(false)))
     }
 
-    /// The Terminate payload ([`terminate_payload`]) for the stream's error; only the first
-    /// error of a stream is reported.
     /// The peer's Terminate arrived (RFC 5040 §5.4: the last message it sends on the stream):
     /// no new work is taken on the stream.
     pub fn set_peer_terminated(&mut self) {
@@ -379,6 +377,8 @@ impl RdmapStream {
         self.peer_terminated
     }
 
+    /// The Terminate payload ([`terminate_payload`]) for the stream's error; only the first
+    /// error of a stream is reported.
     pub fn set_terminate(&mut self, payload: Vec<u8>) {
         self.terminate.get_or_insert(payload);
     }
