@@ -400,6 +400,12 @@ impl Memory {
             })
     }
 
+    /// Sends the invalidations that found a core's channel full, for revocations nobody asks
+    /// about any more (timed out, or withdrawn registrations): each control turn.
+    pub fn tend_revocations(&mut self) {
+        self.stags.tend();
+    }
+
     /// `None` while a core has yet to acknowledge `r`; then its outcome. Never blocks.
     pub fn revocation(&mut self, r: Revocation) -> Option<Result<(), MemoryError>> {
         self.stags

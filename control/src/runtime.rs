@@ -1901,7 +1901,8 @@ pub struct ControlStats {
     pub initiates_over_limit: u64,
     /// Remote invalidations (Send with Invalidate) revoked on every core before the ULP heard.
     pub peer_invalidations: u64,
-    /// Of those, revocations a core did not acknowledge in time (it is stalled).
+    /// Of those, revocations a core did not acknowledge in time (it is stalled): their
+    /// receives reach the ULP without the STag (`Indication::Received::invalidated`).
     pub invalidation_timeouts: u64,
     pub tx: TxStats,
     /// The SCTP endpoint's own: INITs answered or refused and why, cookies, out-of-the-blue
@@ -2255,6 +2256,7 @@ impl<P: Port> Control<P> {
             } => {
                 self.stats.peer_invalidations += 1;
                 // Unknown: the ULP deregistered it meanwhile, which every core acknowledged.
+                // A revocation of it already under way (a Local Invalidate) is joined.
                 self.memory.start_revoke(*stag).ok()
             }
             _ => None,
@@ -2268,19 +2270,34 @@ impl<P: Port> Control<P> {
 
     /// Lets gated events through as their revocations complete. A revocation some core never
     /// acknowledged (stalled past the revocation timeout) lets its event through all the same,
-    /// counted in [`ControlStats::invalidation_timeouts`]: holding every later event forever
-    /// would stop the endpoint.
+    /// counted in [`ControlStats::invalidation_timeouts`] (holding every later event forever
+    /// would stop the endpoint), but without the STag: the ULP is not told it was invalidated,
+    /// since a core may still place through it (RFC 5041 §8.3.1 item 6). The invalidation
+    /// stays in that core's channel, sent as soon as there is room, so the core drops the
+    /// STag before its next packet once it runs again.
     fn release_gated(&mut self) -> usize {
+        self.memory.tend_revocations();
         let mut n = 0;
         while let Some((_, revocation)) = self.gated.front() {
+            let mut late = false;
             if let Some(r) = *revocation {
                 match self.memory.revocation(r) {
                     None => break,
                     Some(Ok(())) => {}
-                    Some(Err(_)) => self.stats.invalidation_timeouts += 1,
+                    Some(Err(_)) => late = true,
                 }
             }
-            if let Some((e, _)) = self.gated.pop_front() {
+            if let Some((mut e, _)) = self.gated.pop_front() {
+                if late {
+                    self.stats.invalidation_timeouts += 1;
+                    if let Event::Indication {
+                        indication: Indication::Received { invalidated, .. },
+                        ..
+                    } = &mut e
+                    {
+                        *invalidated = None;
+                    }
+                }
                 self.ready.push_back(e);
                 n += 1;
             }

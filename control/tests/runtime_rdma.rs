@@ -251,6 +251,100 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
     });
 }
 
+/// RFC 5041 §8.3.1 item 6 with RFC 5040 §5.3: when a core does not acknowledge a remote
+/// invalidation within the revocation timeout (1 s), the Send's receive still reaches the ULP
+/// (holding every later event would stop the endpoint), counted in `invalidation_timeouts`,
+/// but without the STag: the ULP is not told it was invalidated while a core may still place
+/// through it. It used to name the STag. (That the stalled core drops the STag once it runs
+/// again: `a_late_revocation_still_reaches_a_stalled_core_8_3_1_item_6`, revoke.rs.)
+#[test]
+fn rfc5041_8_3_1_a_late_remote_invalidation_is_not_reported_as_done() {
+    let (pa, pb) = pair(3, 1024);
+    let a = runtime(pa, A4, A6, 1, RuntimeConfig::default());
+    let mut b = runtime(
+        pb,
+        B4,
+        B6,
+        2,
+        RuntimeConfig {
+            cores: 2,
+            ..RuntimeConfig::default()
+        },
+    );
+    let bpd = b.0.memory_mut().alloc_pd();
+    let m = b.0.memory_mut();
+    let dst = m.alloc_region(1 << 16).unwrap();
+    let dst_reg = m
+        .register(registration(bpd, dst, 1 << 16, Access::REMOTE_WRITE))
+        .unwrap();
+    let rbuf = m.alloc_region(4096).unwrap();
+    let rreg = m
+        .register(registration(bpd, rbuf, 4096, Access::LOCAL_WRITE))
+        .unwrap();
+    let buffer = m.receive_buffer(bpd, rreg.stag, 0, 1024).unwrap();
+    let mut a = a;
+    let apd = a.0.memory_mut().alloc_pd();
+    let (open, accept) = rdmap_session(apd, RdmaLimits::default(), bpd, RdmaLimits::default());
+    let post = Op::PostRecv {
+        stream: 1,
+        qn: 0,
+        wr_id: 70,
+        buffer,
+    };
+    let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept, post]);
+    let conn = l.conn;
+    let sc = l.server_conn();
+    let send = RdmaRequest {
+        wr_id: 1,
+        stream: 1,
+        op: RdmaOp::Send {
+            solicited: false,
+            invalidate: Some(dst_reg.stag),
+        },
+        data: Payload::Bytes(vec![7; 100]),
+        signaled: true,
+    };
+    l.ca.submit(conn, Op::PostRdma(send)).unwrap();
+    let owner = l.cb.owner(sc).unwrap();
+    let still = 1 - owner;
+    let received = |l: &Lockstep<MemPort>| {
+        l.eb.iter().find_map(|e| match e {
+            Event::Indication {
+                indication:
+                    Indication::Received {
+                        wr_id, invalidated, ..
+                    },
+                ..
+            } => Some((*wr_id, *invalidated)),
+            _ => None,
+        })
+    };
+    let mut steps = 0;
+    while l.cb.stats().peer_invalidations == 0 {
+        steps += 1;
+        assert!(steps < 100_000, "the Send never arrived");
+        l.step();
+    }
+    // `still` stays unpolled past the revocation timeout (real time: the coordinator's clock).
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(1200);
+    while received(&l).is_none() && std::time::Instant::now() < until {
+        l.kb[owner].poll(l.now);
+        l.cb.poll(l.now);
+        l.eb.extend(std::iter::from_fn(|| l.cb.poll_event()));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(
+        received(&l),
+        Some((70, None)),
+        "late: the STag is not named"
+    );
+    assert_eq!(l.cb.stats().invalidation_timeouts, 1);
+    l.kb[still].poll(l.now);
+    l.run_until("the Send's completion", |l| {
+        completions(l).contains(&(1, Status::Success))
+    });
+}
+
 /// RFC 5041 §8.3.1 item 5: the ULP may revoke remote access at any time. A 4 MiB Read is being
 /// answered (its response leaves a few segments a step, as SCTP's window allows) when the
 /// server's ULP deregisters the Data Source: the rest of the response is never read from the

@@ -490,7 +490,8 @@ pub enum Indication {
         /// The STag a Send with Invalidate invalidated (RFC 5040 §5.3). In the runtime this
         /// indication reaches the ULP only once every data core has acknowledged the
         /// invalidation; a caller driving a [`Connection`] itself must first revoke it
-        /// ([`Connection::take_peer_invalidated`]).
+        /// ([`Connection::take_peer_invalidated`]). `None` too when a core did not acknowledge
+        /// in time (`ControlStats::invalidation_timeouts`): the invalidation is not vouched for.
         invalidated: Option<Stag>,
     },
     /// A tagged message was delivered (RFC 5041 §5.4).

@@ -209,6 +209,7 @@ impl Coordinator {
                     if self.start_revoke(stag, REGISTER_WAIT).is_ok() {
                         if let Some(r) = self.inflight.last_mut() {
                             r.detached = true;
+                            r.waiters = 0;
                         }
                     }
                     return Err(RegisterError::CoreUnreachable);
@@ -269,20 +270,38 @@ impl Coordinator {
 
     /// Starts revoking `stag` without waiting: the master forgets it at once and every core is
     /// sent the invalidation (a core whose channel is full is retried on each
-    /// [`Coordinator::revocation`] call). The caller asks [`Coordinator::revocation`] until it
-    /// answers; only then may it act as if no core can place through `stag` (a remote
-    /// invalidation's completion waits for this, RFC 5040 §5.3, as a deregistration does).
+    /// [`Coordinator::revocation`] and [`Coordinator::tend`] call, until it has it, however
+    /// late). The caller asks [`Coordinator::revocation`] until it answers; only then may it
+    /// act as if no core can place through `stag` (a remote invalidation's completion waits for
+    /// this, RFC 5040 §5.3, as a deregistration does).
+    ///
+    /// An STag whose revocation is already under way (a Local Invalidate, say, when the peer's
+    /// Send with Invalidate names it too) is not unknown: the caller joins that revocation and
+    /// hears its outcome, so neither is told before every core has dropped it (RFC 5041
+    /// §8.3.1 item 6).
     pub fn start_revoke(
         &mut self,
         stag: Stag,
         timeout: Duration,
     ) -> Result<(Registration, Revocation), RevokeError> {
-        let reg = self.master.invalidate(stag).ok_or(RevokeError::Unknown)?;
+        let Some(reg) = self.master.invalidate(stag) else {
+            let r = self
+                .inflight
+                .iter_mut()
+                .find(|r| r.stag == stag)
+                .ok_or(RevokeError::Unknown)?;
+            r.waiters += 1;
+            r.detached = false;
+            r.deadline = r.deadline.max(Instant::now() + timeout);
+            return Ok((r.reg, Revocation(r.epoch)));
+        };
         self.epoch += 1;
         let epoch = self.epoch;
         let mut r = Inflight {
             epoch,
             stag,
+            reg,
+            waiters: 1,
             deadline: Instant::now() + timeout,
             acked: vec![false; self.cores.len()],
             unsent: Vec::new(),
@@ -307,13 +326,17 @@ impl Coordinator {
 
     /// Where `revocation` stands: `None` while cores have yet to acknowledge; `Some(Ok)` once
     /// every live core has (and for a revocation no longer known, answered before);
-    /// `Some(Err(Timeout))` when its deadline passed first. Never blocks.
+    /// `Some(Err(Timeout))` when its deadline passed first. Each caller of
+    /// [`Coordinator::start_revoke`] is answered once. A revocation that timed out with
+    /// invalidations still unsent (a core's channel full all along) is kept until every core
+    /// has its invalidation: a stalled core that drains its channel again finds it there,
+    /// before its next packet. Never blocks.
     pub fn revocation(&mut self, revocation: Revocation) -> Option<Result<(), RevokeError>> {
         self.progress();
         let Some(i) = self.inflight.iter().position(|r| r.epoch == revocation.0) else {
             return Some(Ok(()));
         };
-        let r = &self.inflight[i];
+        let r = &mut self.inflight[i];
         let result = if r.unsent.is_empty() && r.n == r.live {
             Ok(())
         } else if Instant::now() >= r.deadline {
@@ -324,8 +347,24 @@ impl Coordinator {
         } else {
             return None;
         };
-        self.inflight.swap_remove(i);
+        r.waiters = r.waiters.saturating_sub(1);
+        if r.waiters == 0 {
+            if r.unsent.is_empty() {
+                self.inflight.swap_remove(i);
+            } else {
+                r.detached = true;
+            }
+        }
         Some(result)
+    }
+
+    /// Sends the invalidations full channels held back and takes the acknowledgements that
+    /// came: for a caller with no revocation of its own to ask about, so that one nobody
+    /// waits for any more still reaches every core.
+    pub fn tend(&mut self) {
+        if !self.inflight.is_empty() {
+            self.progress();
+        }
     }
 
     /// Revocations started and not yet answered.
@@ -353,7 +392,7 @@ impl Coordinator {
         }
         let now = Instant::now();
         self.inflight.retain(|r| {
-            let over = r.unsent.is_empty() && r.n == r.live || now >= r.deadline;
+            let over = r.unsent.is_empty() && (r.n == r.live || now >= r.deadline);
             !(r.detached && over)
         });
     }
@@ -379,6 +418,10 @@ pub struct Revocation(u64);
 struct Inflight {
     epoch: u64,
     stag: Stag,
+    /// What the master held: a caller joining the revocation gets it too.
+    reg: Registration,
+    /// Callers of `start_revoke` not yet answered (one that joined counts too).
+    waiters: u32,
     /// One deadline for all the cores together: waiting afresh for each acknowledgement would
     /// let slow cores (or stale acknowledgements of an earlier revocation) stretch the wait to
     /// cores × timeout, or forever.
@@ -389,7 +432,8 @@ struct Inflight {
     /// Cores that must acknowledge (not gone), and how many have.
     live: usize,
     n: usize,
-    /// Nobody asks for its outcome (a withdrawn registration): forgotten once done or late.
+    /// Nobody asks for its outcome (a withdrawn registration, or one every caller heard of):
+    /// forgotten once every core has its invalidation and has acknowledged it or is late.
     detached: bool,
 }
 
@@ -486,8 +530,11 @@ mod tests {
         let (mut coord, mut replicas) = Coordinator::new(8, 1, 2, 4);
         let stag = coord.register(reg()).unwrap();
         let mut live = replicas.remove(0);
+        // The live core turns until it has applied the invalidation (its first poll may find
+        // only the registration).
         let t = std::thread::spawn(move || {
-            while live.poll() == 0 {
+            while live.invalidations() == 0 {
+                live.poll();
                 std::thread::yield_now();
             }
             live
@@ -592,6 +639,60 @@ mod tests {
         for r in &replicas {
             assert!([a, b, c].iter().all(|s| r.table().lookup(*s).is_none()));
         }
+    }
+
+    /// RFC 5041 §8.3.1 item 6: a revocation that timed out while a core's channel was full
+    /// still reaches that core. Its invalidation used to be dropped with the timed-out
+    /// revocation, and the stalled core, once it ran again, kept placing through the STag.
+    #[test]
+    fn a_late_revocation_still_reaches_a_stalled_core_8_3_1_item_6() {
+        let (mut coord, mut replicas) = Coordinator::new(8, 1, 2, 2);
+        // Core 1 stalls with its channel of 2 full.
+        let a = coord.register(reg()).unwrap();
+        let _b = coord.register(reg()).unwrap();
+        replicas[0].poll();
+        let (_, r) = coord.start_revoke(a, Duration::from_millis(10)).unwrap();
+        replicas[0].poll();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            coord.revocation(r),
+            Some(Err(RevokeError::Timeout { acked: 1, cores: 2 }))
+        );
+        // Core 1 runs again: it learns a, and finds its invalidation right behind it.
+        replicas[1].poll();
+        coord.tend();
+        replicas[1].poll();
+        assert!(replicas[1].table().lookup(a).is_none());
+        coord.tend();
+        assert_eq!(coord.revocations_in_flight(), 0, "forgotten once sent");
+    }
+
+    /// RFC 5041 §8.3.1 item 6 with RFC 5040 §5.3: the peer's Send with Invalidate names an
+    /// STag whose Local Invalidate is under way. Its revocation joins that one and answers
+    /// only once every core has acknowledged; it used to be Unknown, and the Send's
+    /// completion went to the ULP while a core could still place through the STag.
+    #[test]
+    fn a_revocation_under_way_is_joined_8_3_1_item_6() {
+        let (mut coord, mut replicas) = Coordinator::new(8, 1, 2, 4);
+        let a = coord.register(reg()).unwrap();
+        for r in &mut replicas {
+            r.poll();
+        }
+        let (_, first) = coord.start_revoke(a, Duration::from_secs(5)).unwrap();
+        let (reg_again, second) = coord.start_revoke(a, Duration::from_secs(5)).unwrap();
+        assert_eq!(reg_again, reg());
+        assert_eq!(coord.revocation(second), None);
+        replicas[0].poll();
+        assert_eq!(coord.revocation(second), None, "one core of two");
+        replicas[1].poll();
+        assert_eq!(coord.revocation(second), Some(Ok(())));
+        assert_eq!(coord.revocation(first), Some(Ok(())));
+        assert_eq!(coord.revocations_in_flight(), 0);
+        assert_eq!(
+            coord.start_revoke(a, Duration::from_secs(5)).err(),
+            Some(RevokeError::Unknown),
+            "once done, it is unknown again"
+        );
     }
 
     /// A data core that never drains its channel cannot learn a registration: the
