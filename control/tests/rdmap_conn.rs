@@ -230,6 +230,63 @@ fn rfc5040_5_3_sends_arrive_with_their_kind() {
     }
 }
 
+/// RFC 5040 §5.3 with RFC 5041 §7.1 untagged check 2: a Send with Invalidate naming the STag
+/// under the server's own receive buffers, and a Send right behind it in the same packet. The
+/// second Send finds no buffer that allows placement (the memory's STag is gone), so nothing
+/// of it lands there. The check of a posted buffer's memory looked only at the table, which
+/// drops the STag after the whole packet, and placed the second Send (an independent review).
+#[test]
+fn rfc5040_5_3_a_buffer_whose_stag_the_peer_invalidated_takes_nothing_more() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (rbuf, rreg) = region(&mut w.server, spd, 4096, Access::LOCAL_WRITE, None);
+    for (wr_id, offset) in [(50, 0), (51, 1024)] {
+        let b = w
+            .server
+            .memory
+            .receive_buffer(spd, rreg.stag, offset, 1024)
+            .unwrap();
+        w.server.conn().post_recv(S, 0, wr_id, b).unwrap();
+    }
+    let send = |invalidate| RdmaOp::Send {
+        solicited: false,
+        invalidate,
+    };
+    rdma(
+        &mut w.client,
+        1,
+        send(Some(rreg.stag)),
+        Payload::Bytes(vec![1; 64]),
+    )
+    .unwrap();
+    rdma(&mut w.client, 2, send(None), Payload::Bytes(vec![2; 64])).unwrap();
+    wait(&mut w, "the Terminate", |w| {
+        w.client
+            .indications
+            .iter()
+            .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
+    });
+    let received: Vec<_> = w
+        .server
+        .indications
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Received {
+                wr_id, invalidated, ..
+            } => Some((*wr_id, *invalidated)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(received, [(50, Some(rreg.stag))]);
+    assert_eq!(read(&w.server, rbuf, 0, 64), vec![1; 64]);
+    assert_eq!(
+        read(&w.server, rbuf, 1024, 64),
+        vec![0; 64],
+        "nothing of the Send after the invalidation"
+    );
+}
+
 /// RFC 5040 §5.3 (Send with Invalidate at the Data Sink): the STag is invalid before the
 /// stream's next message is looked at. The client writes through the server's STag, sends a
 /// Send with Invalidate naming it, and writes through it again at once: the first Write is

@@ -144,6 +144,10 @@ impl Ulp for RdmapUlp<'_> {
         self.rdmap.check(segment, &self.out.peer_invalidated)
     }
 
+    fn revoked(&self) -> &[Stag] {
+        &self.out.peer_invalidated
+    }
+
     fn indicate(&mut self, ind: ddp::Indication) {
         let (stream, out) = (self.stream, &mut *self.out);
         match ind {

@@ -140,6 +140,13 @@ pub trait Ulp {
         false
     }
 
+    /// STags the peer invalidated earlier in the packet being received, not yet out of the
+    /// table (RFC 5040 §5.3: a Send with Invalidate takes effect before the stream's next
+    /// message): a posted buffer whose memory one of them names allows no placement.
+    fn revoked(&self) -> &[Stag] {
+        &[]
+    }
+
     /// An indication of the receive path, in order.
     fn indicate(&mut self, indication: Indication);
 }
@@ -567,10 +574,14 @@ impl StreamRx {
                 // since the buffer was posted, and then it no longer "allows Placement". The
                 // STag must still name local-write memory that holds the whole buffer: a
                 // re-issued STag value (same index and key, RFC 5041 §8.3) for other memory
-                // does not revive a stale buffer.
+                // does not revive a stale buffer. Nor may the peer have invalidated it earlier
+                // in this packet (RFC 5040 §5.3).
                 match self.queues.buffer(h.qn, h.msn) {
                     Some(b) => match b.stag {
-                        Some(stag) if !stags.lookup(stag).is_some_and(|r| r.holds(b)) => {
+                        Some(stag)
+                            if ulp.revoked().contains(&stag)
+                                || !stags.lookup(stag).is_some_and(|r| r.holds(b)) =>
+                        {
                             Err(DdpError::NoBuffer)
                         }
                         _ => Ok(p),
