@@ -131,7 +131,9 @@ pub enum ProtocolError {
     Duplicate,
     /// A chunk placed after the peer's final Terminate or Reject in DDP-SSN order (§6.2, §6.3).
     AfterFinal,
-    /// Something other than an Initiate at DDP-SSN 0 on a stream without a session (§6.2).
+    /// Something other than an Initiate at DDP-SSN 0 on a stream without a session (§6.2). The
+    /// one error that ends nothing: there is no session to terminate (§6.1), the chunk is
+    /// dropped and the stream stays Idle.
     NotInitiated,
     /// An Initiate anywhere but DDP-SSN 0 of the passive side's inbound direction (§6.2).
     UnexpectedInitiate,
@@ -776,7 +778,9 @@ impl Session {
 
     /// A DDP Stream Session Control message (PPID 17) arrived on this stream. `Err` means the
     /// message broke the rules: if the session was not over yet, it is now (a Terminate is
-    /// queued and [`Event::SessionTerminated`] reported).
+    /// queued and [`Event::SessionTerminated`] reported). On a stream without a session
+    /// (Idle, no role) anything but an Initiate at DDP-SSN 0 is dropped and the stream stays
+    /// Idle (§6.1 and §6.2: there is no session to terminate).
     pub fn on_control(
         &mut self,
         ssn: u16,
@@ -793,15 +797,24 @@ impl Session {
             FunctionCode::Terminate => Inbound::Terminate,
             // RFC 5043 §6.1/§6.5: no ULP-specific sequence is enabled, so an unknown function
             // fits no pattern.
-            FunctionCode::Unknown(code) => return self.fail(ProtocolError::UnknownFunction(code)),
+            FunctionCode::Unknown(code) => {
+                return self.refuse(ssn, ProtocolError::UnknownFunction(code))
+            }
         };
         // RFC 5043 §5.2.3: "Private Data length MUST NOT exceed 512 bytes in any message."
         if private_data.len() > MAX_PRIVATE_DATA_LEN {
-            return self.fail(ProtocolError::PrivateDataTooLong);
+            if kind == Inbound::Initiate && ssn == 0 && self.state == State::Idle {
+                // An Initiate starts a session even when it breaks a format rule: the peer
+                // awaits an answer, and the §6.4 pattern (Initiate, Terminate) is the one
+                // that ends it without the ULP. As the passive side, the peer's answering
+                // Terminate then fits our pattern too, and completes its direction.
+                self.role = Some(Role::Passive);
+            }
+            return self.refuse(ssn, ProtocolError::PrivateDataTooLong);
         }
         // RFC 5043 §5.2.3: "Private Data MUST NOT be included in the ... Terminate message."
         if kind == Inbound::Terminate && !private_data.is_empty() {
-            return self.fail(ProtocolError::PrivateDataOnTerminate);
+            return self.refuse(ssn, ProtocolError::PrivateDataOnTerminate);
         }
         self.receive(ssn, kind, private_data)
     }
@@ -812,6 +825,9 @@ impl Session {
         if self.association_ended {
             return Ok(());
         }
+        if self.is_without_session() {
+            return Err(ProtocolError::Truncated);
+        }
         self.fail(ProtocolError::Truncated)
     }
 
@@ -821,6 +837,9 @@ impl Session {
     pub fn on_unknown_ppid(&mut self, ppid: u32) -> Result<(), ProtocolError> {
         if self.association_ended {
             return Ok(());
+        }
+        if self.is_without_session() {
+            return Err(ProtocolError::UnknownPpid(ppid));
         }
         self.fail(ProtocolError::UnknownPpid(ppid))
     }
@@ -893,6 +912,15 @@ impl Session {
         kind: Inbound,
         private_data: &[u8],
     ) -> Result<(), ProtocolError> {
+        // RFC 5043 §6.2: on a stream without a session only an Initiate at DDP-SSN 0 starts
+        // one; anything else is dropped (the caller counts it) and the stream stays Idle.
+        // §6.1's "MUST be terminated" presumes a session to terminate, and a Terminate of ours
+        // at DDP-SSN 0 would fit no pattern at the peer either: it would refuse it with its
+        // own, and each side's refusal would leave the other unable to start a session on the
+        // stream id.
+        if self.is_without_session() && !(kind == Inbound::Initiate && ssn == 0) {
+            return Err(ProtocolError::NotInitiated);
+        }
         // RFC 5043 §10: the DDP-SSN must be accountable by chunks still in flight.
         let pos = match self.rx.locate(ssn) {
             Position::Ahead(pos) if self.rx.is_seen(pos) => {
@@ -904,7 +932,7 @@ impl Session {
         };
         // RFC 5043 §6.2/§6.3: nothing follows the peer's Terminate or Reject in DDP-SSN order.
         if self.peer_final.is_some_and(|f| pos > f) {
-            return self.fail(ProtocolError::AfterFinal);
+            return self.refuse_at(pos, ProtocolError::AfterFinal);
         }
         // RFC 5043 §6.1-§6.4: the chunk's place in the normative (DDP-SSN) order of the peer's
         // direction must be one its pattern allows.
@@ -933,11 +961,11 @@ impl Session {
             // §6.2: segments, and the optional final Terminate, after the first message.
             (Some(_), Inbound::Segment | Inbound::Terminate) => Ok(()),
         };
-        verdict.or_else(|e| self.fail(e))?;
+        verdict.or_else(|e| self.refuse_at(pos, e))?;
         // §6.2/§6.3/§6.4: a final message must not precede chunks already received.
         let is_final = matches!(kind, Inbound::Terminate | Inbound::Reject);
         if is_final && self.rx.highest.is_some_and(|h| h > pos) {
-            return self.fail(ProtocolError::AfterFinal);
+            return self.refuse_at(pos, ProtocolError::AfterFinal);
         }
         self.rx.mark(pos);
         self.apply(pos, kind, private_data);
@@ -1016,6 +1044,35 @@ impl Session {
     }
 
     // ---- internals ----
+
+    /// No session on the stream, nor ever was one: Idle, no role (RFC 5043 §6.2: a session
+    /// starts with the Initiate).
+    fn is_without_session(&self) -> bool {
+        self.state == State::Idle && self.role.is_none()
+    }
+
+    /// A refused control message with DDP-SSN `ssn`: dropped while the stream has no session,
+    /// else counted received if in the window ([`Session::refuse_at`]) and the session ended.
+    fn refuse(&mut self, ssn: u16, e: ProtocolError) -> Result<(), ProtocolError> {
+        if self.is_without_session() {
+            return Err(e);
+        }
+        match self.rx.locate(ssn) {
+            Position::Ahead(pos) if !self.rx.is_seen(pos) => self.refuse_at(pos, e),
+            _ => self.fail(e),
+        }
+    }
+
+    /// A chunk at position `pos` (in the window, not seen before) that fits no pattern. It
+    /// arrived all the same, and the peer will send nothing else with its DDP-SSN (RFC 5043
+    /// §6: "MUST NOT have any gaps"): it counts as received, so that its DDP-SSN is no gap
+    /// before the peer's final message. Left uncounted, the peer's direction could never
+    /// complete ([`Session::inbound_complete`]) and §6.6 would keep us from reusing the
+    /// stream id for the rest of the association, after a mere Initiate collision (§6.2).
+    fn refuse_at(&mut self, pos: u64, e: ProtocolError) -> Result<(), ProtocolError> {
+        self.rx.mark(pos);
+        self.fail(e)
+    }
 
     /// RFC 5043 §6.1: a chunk fitting no legal pattern terminates the session (once).
     fn fail(&mut self, e: ProtocolError) -> Result<(), ProtocolError> {
@@ -1716,11 +1773,9 @@ mod tests {
         let pe = R::ProtocolError;
         #[rustfmt::skip]
         let table: &[(&str, Setup, &[In], ProtocolError, TerminationReason)] = &[
-            ("§6.2 segment before any Initiate", PassiveIdle, &[In::Seg(0)], E::NotInitiated, pe(E::NotInitiated)),
-            ("§6.2 Accept on a stream without a session", PassiveIdle, &[In::Ctl(0, Accept, b"")], E::NotInitiated, pe(E::NotInitiated)),
-            ("§6.1 Initiate not at DDP-SSN 0", PassiveIdle, &[In::Ctl(1, Initiate, b"")], E::NotInitiated, pe(E::NotInitiated)),
-            ("§6.2 Terminate on a stream without a session", PassiveIdle, &[In::Ctl(0, Terminate, b"")], E::NotInitiated, pe(E::NotInitiated)),
-            ("§5.2.3/§6.5 unknown function code", PassiveIdle, &[In::Ctl(0, FunctionCode::Unknown(5), b"")], E::UnknownFunction(5), pe(E::UnknownFunction(5))),
+            // A stream without a session drops what is not an Initiate at DDP-SSN 0:
+            // `rfc5043_6_1_a_stream_without_a_session_drops_stray_chunks`. An Initiate that
+            // breaks a format rule still starts one, refused with a Terminate (§6.4).
             ("§5.2.3 Initiate with 513 bytes of Private Data", PassiveIdle, &[In::Ctl(0, Initiate, BIG)], E::PrivateDataTooLong, pe(E::PrivateDataTooLong)),
             ("§6.2/§6.6 segment before our Accept", PassivePending, &[In::Seg(1)], E::SegmentBeforeAccept, pe(E::SegmentBeforeAccept)),
             ("§6.2 a second Initiate", PassivePending, &[In::Ctl(1, Initiate, b"")], E::UnexpectedInitiate, pe(E::UnexpectedInitiate)),
@@ -1774,6 +1829,137 @@ mod tests {
             } else {
                 assert!(sent.is_empty(), "{rule}");
             }
+        }
+    }
+
+    /// RFC 5043 §6.1 terminates a *session* that breaks its pattern, and §6.2 starts one
+    /// only with an Initiate at DDP-SSN 0: on a stream that has none, anything else is
+    /// dropped, the stream stays Idle, nothing is sent. It used to end the stream in
+    /// `ProtocolError(NotInitiated)`, without a role, with a Terminate at DDP-SSN 0 that fits
+    /// no pattern at the peer (a ddpdk peer idle on the stream answered it with its own), and
+    /// neither side could start a session on that stream id again.
+    #[test]
+    fn rfc5043_6_1_a_stream_without_a_session_drops_stray_chunks() {
+        use FunctionCode::{Accept, Initiate, Reject, Terminate};
+        #[rustfmt::skip]
+        let strays: &[(&str, In, ProtocolError)] = &[
+            ("a segment", In::Seg(0), ProtocolError::NotInitiated),
+            ("a later segment", In::Seg(7), ProtocolError::NotInitiated),
+            ("an Accept", In::Ctl(0, Accept, b""), ProtocolError::NotInitiated),
+            ("a Reject", In::Ctl(0, Reject, b""), ProtocolError::NotInitiated),
+            ("a Terminate", In::Ctl(0, Terminate, b""), ProtocolError::NotInitiated),
+            ("an Initiate not at DDP-SSN 0", In::Ctl(1, Initiate, b""), ProtocolError::NotInitiated),
+            ("an unknown function code", In::Ctl(0, FunctionCode::Unknown(5), b""), ProtocolError::UnknownFunction(5)),
+            ("a Terminate with Private Data", In::Ctl(0, Terminate, b"x"), ProtocolError::PrivateDataOnTerminate),
+            ("an Accept with 513 bytes of Private Data", In::Ctl(0, Accept, BIG), ProtocolError::PrivateDataTooLong),
+        ];
+        for &(what, input, error) in strays {
+            let mut s = Session::new(PendingLimit::new(4));
+            assert_eq!(step(&mut s, input), Err(error), "{what}");
+            assert_eq!((s.state(), s.role()), (State::Idle, None), "{what}");
+            assert!(events(&mut s).is_empty(), "{what}");
+            assert!(transmits(&mut s).is_empty(), "{what}: no Terminate");
+            // The stream is as new: the peer may still start a session, or we may.
+            let mut p = Session::new(PendingLimit::new(4));
+            assert_eq!(step(&mut p, input), Err(error), "{what}");
+            p.on_control(0, Initiate, b"").unwrap();
+            assert_eq!(p.state(), State::InitiateReceived, "{what}");
+            s.initiate(b"").unwrap();
+            assert_eq!(s.state(), State::InitiateSent, "{what}");
+        }
+        let mut s = Session::new(PendingLimit::new(4));
+        assert_eq!(s.on_truncated(), Err(ProtocolError::Truncated));
+        assert_eq!(s.on_unknown_ppid(18), Err(ProtocolError::UnknownPpid(18)));
+        assert_eq!(s.state(), State::Idle);
+        assert!(events(&mut s).is_empty() && transmits(&mut s).is_empty());
+    }
+
+    /// RFC 5043 §6.2 has one active side: when both ULPs initiate on the same stream, each
+    /// Initiate crosses the other and each side refuses it (§6.1) with a Terminate, which is
+    /// the last chunk either sends. Once those are exchanged and acknowledged nothing of the
+    /// session can be outstanding (§6.6), and both sides may start a new one. The refused
+    /// Initiate at DDP-SSN 0 used to stay uncounted, a gap before the peer's Terminate that
+    /// kept `can_reuse` false for the rest of the association, on both sides.
+    #[test]
+    fn rfc5043_6_1_an_initiate_collision_leaves_the_stream_reusable() {
+        let mut a = Session::new(PendingLimit::new(4));
+        let mut b = Session::new(PendingLimit::new(4));
+        a.initiate(b"a").unwrap();
+        b.initiate(b"b").unwrap();
+        let (ia, ib) = (transmits(&mut a), transmits(&mut b));
+        assert_eq!(feed(&ib[0], &mut a), Err(ProtocolError::UnexpectedInitiate));
+        assert_eq!(feed(&ia[0], &mut b), Err(ProtocolError::UnexpectedInitiate));
+        let refused = State::Terminated(TerminationReason::ProtocolError(
+            ProtocolError::UnexpectedInitiate,
+        ));
+        assert_eq!((a.state(), b.state()), (refused, refused));
+        // §6.6: each Terminate waits for its side's Initiate to be acknowledged.
+        assert!(transmits(&mut a).is_empty() && transmits(&mut b).is_empty());
+        a.on_acked(0).unwrap();
+        b.on_acked(0).unwrap();
+        let (ta, tb) = (transmits(&mut a), transmits(&mut b));
+        assert_eq!(
+            ta,
+            [Transmit {
+                ddp_ssn: 1,
+                message: ControlMessage::Terminate
+            }]
+        );
+        assert_eq!(
+            tb,
+            [Transmit {
+                ddp_ssn: 1,
+                message: ControlMessage::Terminate
+            }]
+        );
+        // §6.6: not before the peer's final message and everything before it arrived.
+        assert!(!a.can_reuse() && !b.can_reuse());
+        feed(&tb[0], &mut a).unwrap();
+        feed(&ta[0], &mut b).unwrap();
+        assert!(a.inbound_complete() && b.inbound_complete());
+        // Nor before our own Terminate is acknowledged.
+        assert!(!a.can_reuse() && !b.can_reuse());
+        a.on_acked(1).unwrap();
+        b.on_acked(1).unwrap();
+        assert!(a.can_reuse() && b.can_reuse());
+        // The Terminates are not answered again.
+        assert!(transmits(&mut a).is_empty() && transmits(&mut b).is_empty());
+    }
+
+    /// RFC 5043 §6: a session's DDP-SSNs have no gaps, so a chunk the pattern refuses still
+    /// takes its place in the peer's direction; the peer's Terminate after it completes the
+    /// direction (§6.6), as it does after any other chunk.
+    #[test]
+    fn rfc5043_6_a_refused_chunk_is_no_gap_before_the_peers_terminate() {
+        use FunctionCode::{Accept, Initiate, Terminate};
+        #[rustfmt::skip]
+        let cases: &[(&str, Setup, &[In])] = &[
+            ("a second Accept", Setup::ActiveEstablished, &[In::Seg(1), In::Ctl(2, Accept, b""), In::Ctl(3, Terminate, b"")]),
+            ("an unknown function code", Setup::ActiveEstablished, &[In::Ctl(1, FunctionCode::Unknown(9), b""), In::Ctl(2, Terminate, b"")]),
+            ("Private Data on a Terminate", Setup::PassiveEstablished, &[In::Ctl(1, Terminate, b"x"), In::Ctl(2, Terminate, b"")]),
+            ("a segment before our Accept", Setup::PassivePending, &[In::Seg(1), In::Ctl(2, Terminate, b"")]),
+            ("an oversized Initiate", Setup::PassiveIdle, &[In::Ctl(0, Initiate, BIG), In::Ctl(1, Terminate, b"")]),
+        ];
+        for &(what, which, inputs) in cases {
+            let mut s = setup(which);
+            let (last, before) = inputs.split_last().unwrap();
+            for &input in before {
+                let _ = step(&mut s, input);
+            }
+            assert!(
+                matches!(
+                    s.state(),
+                    State::Terminated(TerminationReason::ProtocolError(_))
+                ),
+                "{what}"
+            );
+            assert!(!s.inbound_complete(), "{what}");
+            assert_eq!(step(&mut s, *last), Ok(()), "{what}");
+            assert!(s.inbound_complete(), "{what}");
+            let sent = transmits(&mut s);
+            assert_eq!(sent.len(), 1, "{what}: one Terminate");
+            s.on_acked(sent[0].ddp_ssn).unwrap();
+            assert!(s.can_reuse(), "{what}");
         }
     }
 

@@ -718,6 +718,74 @@ fn rfc5043_6_1_a_chunk_of_unknown_ppid_terminates_the_session() {
     );
 }
 
+/// RFC 5043 §6.1 terminates a session whose chunks break its pattern, and §6.2 starts one only
+/// with an Initiate at DDP-SSN 0: on a stream without a session, a segment, a Terminate or an
+/// Accept is dropped and counted, the stream stays Idle and nothing answers it. Each used to
+/// end the stream without a role and answer with a Terminate at DDP-SSN 0, which a peer idle
+/// on the stream refused with its own, and neither side could initiate on it again (an
+/// independent review).
+#[test]
+fn rfc5043_6_1_a_stray_chunk_on_a_stream_without_a_session_is_dropped() {
+    let mut d = Duo::new(256);
+    d.send(S, 16, &useg(0, true, 0, 1, 0, b"x"));
+    d.send(S, 17, &ctl(0, 4, b""));
+    d.send(S, 17, &ctl(0, 2, b""));
+    d.send(S, 18, b"not DDP");
+    d.settle();
+    d.run_for(Duration::from_secs(2));
+    assert_eq!(d.conn().session_state(S), Some(State::Idle));
+    assert_eq!(d.conn().stats().without_session, 4);
+    assert_eq!(d.events(S), []);
+    assert!(
+        !d.raw_rx.iter().any(|(s, p, _)| *s == S && *p == 17),
+        "nothing answers a stray chunk"
+    );
+    // The stream is as new: we may start a session on it.
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    assert!(d
+        .raw_rx
+        .iter()
+        .any(|(s, p, x)| *s == S && *p == 17 && x.get(..4) == Some(&[0, 0, 0, 1][..])));
+}
+
+/// RFC 5043 §6.2 has one active side: when both ULPs initiate on a stream, each refuses the
+/// Initiate crossing its own (§6.1) with a Terminate. Once those are exchanged and
+/// acknowledged nothing of the session is outstanding (§6.6) and either side may initiate
+/// again. The refused Initiate used to stay a gap at DDP-SSN 0 before the peer's Terminate:
+/// `Connection::initiate` answered `StreamBusy` on both sides for the rest of the association
+/// (an independent review).
+#[test]
+fn rfc5043_6_1_an_initiate_collision_leaves_the_stream_reusable() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = (w.client.memory.alloc_pd(), w.server.memory.alloc_pd());
+    w.client.conn().initiate(S, cpd, b"c").unwrap();
+    w.server.conn().initiate(S, spd, b"s").unwrap();
+    let refused = Event::SessionTerminated {
+        reason: TerminationReason::ProtocolError(ProtocolError::UnexpectedInitiate),
+    };
+    wait(&mut w, "both Terminates", |w| {
+        [&w.client, &w.server].iter().all(|side| {
+            let e = session_events(side, S);
+            e.contains(&refused) && e.contains(&Event::TerminateReceived)
+        })
+    });
+    wait(&mut w, "the client may initiate again", |w| {
+        w.client.conn().initiate(S, cpd, b"again").is_ok()
+    });
+    wait(&mut w, "the new Initiate", |w| {
+        session_events(&w.server, S)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. }))
+    });
+    w.server.conn().accept(S, spd, b"").unwrap();
+    wait(&mut w, "the Accept", |w| {
+        w.client.conn().session_state(S) == Some(State::Established)
+    });
+}
+
 /// Robustness probe (expected to pass): crafted chunks — short, huge MSN/QN/TO, wrapping
 /// DDP-SSNs, Initiates on used streams, unknown PPIDs — must not panic the receive path.
 #[test]

@@ -613,12 +613,18 @@ pub struct ConnStats {
     pub refused_by_session: u64,
     /// Segments that arrived after this side's session ended.
     pub after_session_end: u64,
+    /// DDP chunks (segments, control messages other than an Initiate at DDP-SSN 0, chunks of
+    /// unknown PPID, truncated ones) on a stream that has no session, dropped, the stream left
+    /// without one (RFC 5043 §6.1, §6.2: there is no session to terminate). Counted also
+    /// among `refused_by_session`, `control_refused` or `unknown_ppid`.
+    pub without_session: u64,
     pub messages_sent: u64,
     pub flushed_sends: u64,
     pub flushed_receives: u64,
     /// DDP chunks on a stream we keep no state for (SCTP checks stream ids, so none expected).
     pub unknown_stream: u64,
-    /// Session control messages the session refused (each ends the session, RFC 5043 §6.1).
+    /// Session control messages the session refused (each ends the session, RFC 5043 §6.1,
+    /// if there is one: `without_session`).
     pub control_refused: u64,
     /// Control messages SCTP no longer took (the association was closing).
     pub control_lost: u64,

@@ -158,6 +158,7 @@ impl Connection {
             }
         } else {
             self.sink.stats.control_refused += 1;
+            count_without_session(&s.session, &mut self.sink);
         }
         self.sink.touched.stream(stream);
         // Its Read Responses were not checked against STags revoked while it was away.

@@ -225,6 +225,7 @@ pub(super) fn route(
             let Ok(p) = SessionControlPacket::new_checked(m.data) else {
                 out.stats.control_refused += 1;
                 let _ = s.session.on_truncated();
+                count_without_session(&s.session, out);
                 return;
             };
             let (ssn, function) = (p.ddp_ssn(), p.function_code());
@@ -268,6 +269,7 @@ pub(super) fn route(
             }
             if verdict.is_err() {
                 out.stats.control_refused += 1;
+                count_without_session(&s.session, out);
             } else if s.rdmap.is_some() {
                 // Messages after it in DDP-SSN order may now be delivered (the active side's
                 // first segments wait for the Accept): on an RDMAP stream, through RDMAP.
@@ -287,11 +289,13 @@ pub(super) fn route(
             let Some(ssn) = m.data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
                 out.stats.refused_by_session += 1;
                 let _ = s.session.on_truncated();
+                count_without_session(&s.session, out);
                 out.touched.stream(stream);
                 return;
             };
             if s.session.on_segment(ssn).is_err() {
                 out.stats.refused_by_session += 1;
+                count_without_session(&s.session, out);
                 out.touched.stream(stream);
                 return;
             }
@@ -351,8 +355,17 @@ pub(super) fn route(
             // on it stalled every later delivery, unreported (an independent review).
             out.stats.unknown_ppid += 1;
             let _ = s.session.on_unknown_ppid(ppid);
+            count_without_session(&s.session, out);
             out.touched.stream(stream);
         }
+    }
+}
+
+/// After the session refused a chunk: if the stream has no session, the chunk was dropped and
+/// the stream left as it was (RFC 5043 §6.1 terminates a session, and there is none).
+pub(super) fn count_without_session(session: &Session, out: &mut Sink) {
+    if session.state() == State::Idle {
+        out.stats.without_session += 1;
     }
 }
 
