@@ -483,6 +483,9 @@ pub struct Session {
     rx: SeqWindow,
     /// Position of the peer's final message (Terminate or Reject), once received.
     peer_final: Option<u64>,
+    /// The caller gave up waiting for DDP-SSNs missing before the peer's final message
+    /// ([`Session::give_up_inbound_gap`]).
+    inbound_given_up: bool,
     association_ended: bool,
     limit: PendingLimit,
     slot: Option<PendingSlot>,
@@ -516,6 +519,7 @@ impl Session {
             tx_acked: SeqWindow::default(),
             rx: SeqWindow::default(),
             peer_final: None,
+            inbound_given_up: false,
             association_ended: false,
             limit,
             slot: None,
@@ -747,17 +751,43 @@ impl Session {
         if self.association_ended {
             return true;
         }
-        let ours_acked = !self.terminate_queued
-            && self.transmits.is_empty()
-            && self.tx_acked.base == self.tx_next;
-        ours_acked && self.inbound_complete()
+        self.outbound_complete() && self.inbound_complete()
+    }
+
+    /// Whether every chunk of ours is sent and acknowledged, nothing more owed.
+    pub fn outbound_complete(&self) -> bool {
+        !self.terminate_queued && self.transmits.is_empty() && self.tx_acked.base == self.tx_next
+    }
+
+    /// Whether the session is over and the peer's final message arrived, but DDP-SSNs below
+    /// it are still missing: a legal peer's late chunks on their way (SCTP delivers
+    /// unordered, RFC 5043 §6.1), or a gap the peer left against RFC 5043 §6 ("MUST NOT have
+    /// any gaps"), which nothing will ever fill. Only the caller, with a clock, can tell
+    /// them apart ([`Session::give_up_inbound_gap`]).
+    pub fn awaits_inbound_gap(&self) -> bool {
+        matches!(self.state, State::Terminated(_))
+            && !self.inbound_complete()
+            && self.peer_final.is_some()
+    }
+
+    /// The caller waited long enough for the DDP-SSNs missing before the peer's final message
+    /// ([`Session::awaits_inbound_gap`]): the peer's direction counts as complete, so its
+    /// receives may be flushed and, once ours are acknowledged, the stream id reused
+    /// ([`Session::can_reuse`]). Late chunks of it are still judged by the pattern; placing
+    /// them is the caller's business (its receive side is closed by then).
+    pub fn give_up_inbound_gap(&mut self) {
+        if self.awaits_inbound_gap() {
+            self.inbound_given_up = true;
+        }
     }
 
     /// Whether every chunk the peer will send in this session has arrived: its final message
     /// and everything before it in DDP-SSN order, or, after we rejected, its Initiate (§6.3: the
     /// active side sends nothing more).
     pub fn inbound_complete(&self) -> bool {
-        if self.association_ended || self.state == State::Terminated(TerminationReason::LocalReject)
+        if self.association_ended
+            || self.inbound_given_up
+            || self.state == State::Terminated(TerminationReason::LocalReject)
         {
             return true;
         }
@@ -1961,6 +1991,35 @@ mod tests {
             s.on_acked(sent[0].ddp_ssn).unwrap();
             assert!(s.can_reuse(), "{what}");
         }
+    }
+
+    /// RFC 5043 §6: "The DDP-SSNs assigned to the Data Chunks for a session MUST NOT have any
+    /// gaps". A peer's Terminate with DDP-SSNs missing before it leaves its direction
+    /// incomplete (they may be late, §6.1) and the stream id unusable (§6.6) until they come,
+    /// or until the caller, which has a clock, gives up on them.
+    #[test]
+    fn rfc5043_6_a_gap_before_the_peers_terminate_can_be_given_up() {
+        let mut s = setup(Setup::PassiveEstablished);
+        s.give_up_inbound_gap();
+        assert!(
+            !s.inbound_complete(),
+            "nothing to give up while established"
+        );
+        s.on_segment(1).unwrap();
+        s.on_control(5, FunctionCode::Terminate, b"").unwrap();
+        assert!(s.awaits_inbound_gap() && !s.inbound_complete());
+        let t = transmits(&mut s);
+        assert_eq!(t.len(), 1, "our answering Terminate");
+        s.on_acked(t[0].ddp_ssn).unwrap();
+        assert!(s.outbound_complete() && !s.can_reuse());
+        s.give_up_inbound_gap();
+        assert!(!s.awaits_inbound_gap() && s.inbound_complete() && s.can_reuse());
+        // A chunk later still is one the pattern allows; the caller no longer places it.
+        assert_eq!(s.on_segment(3), Ok(()));
+        // Without a gap there is nothing to wait for.
+        let mut s = setup(Setup::PassiveEstablished);
+        s.on_control(1, FunctionCode::Terminate, b"").unwrap();
+        assert!(!s.awaits_inbound_gap() && s.inbound_complete());
     }
 
     #[test]

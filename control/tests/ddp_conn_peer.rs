@@ -786,6 +786,54 @@ fn rfc5043_6_1_an_initiate_collision_leaves_the_stream_reusable() {
     });
 }
 
+/// RFC 5043 §6: "The DDP-SSNs assigned to the Data Chunks for a session MUST NOT have any
+/// gaps". The peer's Terminate may overtake its last segments (§6.1), so posted receives and
+/// Reads wait for them; a peer that skipped DDP-SSNs before its Terminate left them waiting,
+/// and the stream id unusable (§6.6), for the rest of the association (an independent
+/// review). The wait is bounded: `GAP_GRACE_RTOS` retransmission timeouts once our side is
+/// acknowledged, then the receives and Reads are flushed and the stream may be reused.
+#[test]
+fn rfc5043_6_a_gap_before_the_peers_terminate_is_waited_for_a_bounded_time() {
+    let flushed = |d: &Duo, wr: u64| {
+        d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::RecvFlushed { wr_id, .. } if *wr_id == wr))
+    };
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    d.posted_buffer(pd, 11);
+    // DDP-SSNs 1 to 4 never come.
+    d.send(S, 17, &ctl(5, 4, b""));
+    d.settle();
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::PeerTerminate))
+    );
+    assert!(!flushed(&d, 11), "late segments may still come (§6.1)");
+    let grace = d.conn().association().rto() * ddpdk_control::conn::GAP_GRACE_RTOS;
+    d.run_for(grace / 2);
+    assert!(!flushed(&d, 11), "still within the grace");
+    d.run_for(grace);
+    assert!(flushed(&d, 11), "the posted receive returns");
+    assert_eq!(d.conn().stats().inbound_gaps_given_up, 1);
+    d.conn().initiate(S, pd, b"").unwrap();
+
+    // A Read outstanding when such a Terminate arrives ends flushed likewise.
+    let (mut d, _, _) = Duo::read_in_flight();
+    d.send(S, 17, &ctl(5, 4, b""));
+    d.settle();
+    assert_eq!(d.comps.len(), 0, "late segments may still come (§6.1)");
+    d.run_for(Duration::from_secs(60));
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(9, Status::Flushed)]
+    );
+}
+
 /// Robustness probe (expected to pass): crafted chunks — short, huge MSN/QN/TO, wrapping
 /// DDP-SSNs, Initiates on used streams, unknown PPIDs — must not panic the receive path.
 #[test]

@@ -618,6 +618,11 @@ pub struct ConnStats {
     /// without one (RFC 5043 §6.1, §6.2: there is no session to terminate). Counted also
     /// among `refused_by_session`, `control_refused` or `unknown_ppid`.
     pub without_session: u64,
+    /// Sessions whose peer's final message came with DDP-SSNs missing before it (RFC 5043 §6:
+    /// "MUST NOT have any gaps") that never arrived within the grace
+    /// (`GAP_GRACE_RTOS` retransmission timeouts once our side was acknowledged): the
+    /// receives were flushed, the stream freed.
+    pub inbound_gaps_given_up: u64,
     pub messages_sent: u64,
     pub flushed_sends: u64,
     pub flushed_receives: u64,

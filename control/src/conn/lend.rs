@@ -198,6 +198,7 @@ impl Connection {
             self.shutdown(now);
         }
         self.progress(stream);
+        self.gaps_due(now);
     }
 
     /// Applies a ULP operation. One on a stream whose session is away at the control thread

@@ -74,6 +74,12 @@ use crate::session::{Event as SessionEvent, LocalError, PendingLimit, State, Ter
 /// SCTP chunk type of COOKIE ECHO (RFC 9260 §3.3.11).
 const COOKIE_ECHO: u8 = 10;
 
+/// How many retransmission timeouts a stream waits for DDP-SSNs missing before the peer's
+/// final message, once our side is acknowledged ([`Connection::check_gaps`]): a chunk lost
+/// once is retransmitted after one RTO (RFC 9260 §6.3.3), again after two more (the timer
+/// doubles, §6.3.3 E2), so four cover a chunk lost twice.
+pub const GAP_GRACE_RTOS: u32 = 4;
+
 /// See the module documentation.
 #[derive(Debug)]
 pub struct Connection {
@@ -468,6 +474,7 @@ impl Connection {
             for (stream, ppid, data) in early {
                 self.route_one(stream, ppid, &data, memory);
             }
+            self.gaps_due(now);
             return r;
         }
         self.grow_streams();
@@ -503,6 +510,7 @@ impl Connection {
         };
         let r = assoc.handle_checked(now, packet, &mut router, checksum_verified);
         self.after_sctp();
+        self.gaps_due(now);
         r
     }
 
@@ -536,7 +544,22 @@ impl Connection {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.assoc.poll_timeout()
+        // A stream whose session is away is checked when it is back.
+        let gaps = self
+            .sink
+            .gaps
+            .iter()
+            .filter(|g| {
+                self.streams
+                    .get(usize::from(g.stream))
+                    .is_some_and(|s| s.lent.is_none())
+            })
+            .filter_map(|g| g.deadline)
+            .min();
+        match (self.assoc.poll_timeout(), gaps) {
+            (Some(a), Some(g)) => Some(a.min(g)),
+            (a, g) => a.or(g),
+        }
     }
 
     /// A SACK is owed before the next packet is handled ([`Association::sack_due`]).
@@ -555,6 +578,70 @@ impl Connection {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.assoc.handle_timeout(now);
         self.after_sctp();
+        self.gaps_due(now);
+    }
+
+    /// [`Connection::check_gaps`], if any stream waits for a gap.
+    #[inline(always)]
+    fn gaps_due(&mut self, now: Instant) {
+        if !self.sink.gaps.is_empty() {
+            self.check_gaps(now);
+        }
+    }
+
+    /// Bounds the wait for DDP-SSNs missing before the peer's final message.
+    ///
+    /// The peer's Terminate may overtake its last segments (RFC 5043 §6.1: the normative order
+    /// is the DDP-SSN's, SCTP delivers unordered), so its receives stay posted until they
+    /// came, and the stream id is not reused before (§6.6). But a peer that left a gap before
+    /// its Terminate broke RFC 5043 §6 ("The DDP-SSNs assigned to the Data Chunks for a
+    /// session MUST NOT have any gaps"), and nothing will fill it: the receives, Reads and the
+    /// stream id would wait for the rest of the association. SCTP retransmits a chunk sent
+    /// before the Terminate until it arrives (RFC 9260 §6.3.3), so a legal peer's late chunk
+    /// comes within a few retransmission timeouts of the Terminate. The wait starts once our
+    /// own side of the session is acknowledged (nothing of ours is outstanding, and the
+    /// path has carried a round trip since the peer's Terminate) and lasts
+    /// [`GAP_GRACE_RTOS`] RTOs (at least RTO.min each, RFC 9260 §6.3.1); then the receives
+    /// are flushed and the peer's direction counts as complete
+    /// (`Session::give_up_inbound_gap`). A chunk later still is dropped as one after the
+    /// session's end.
+    fn check_gaps(&mut self, now: Instant) {
+        let grace = self.assoc.rto() * GAP_GRACE_RTOS;
+        let mut k = 0;
+        while let Some(&g) = self.sink.gaps.get(k) {
+            let Some(s) = self
+                .streams
+                .get_mut(usize::from(g.stream))
+                .filter(|s| s.generation == g.generation)
+            else {
+                self.sink.gaps.swap_remove(k);
+                continue;
+            };
+            if s.lent.is_some() {
+                k += 1;
+                continue;
+            }
+            if !s.session.awaits_inbound_gap() {
+                // Filled: the receive path flushed what it had to.
+                self.sink.gaps.swap_remove(k);
+                continue;
+            }
+            match g.deadline {
+                None if s.session.outbound_complete() => {
+                    self.sink.gaps[k].deadline = Some(now + grace);
+                    k += 1;
+                }
+                Some(deadline) if now >= deadline => {
+                    s.session.give_up_inbound_gap();
+                    self.sink.stats.inbound_gaps_given_up += 1;
+                    flush_receives(g.stream, s, &mut self.sink);
+                    self.sink.touched.stream(g.stream);
+                    self.sink.gaps.swap_remove(k);
+                }
+                _ => k += 1,
+            }
+        }
+        self.session_events();
     }
 
     /// The next SCTP packet to send, written to `buf` whole: region bytes of
@@ -564,6 +651,7 @@ impl Connection {
         self.serve(now);
         self.pump_batched();
         self.session_events();
+        self.gaps_due(now);
         self.tell_room();
         let n = self.assoc.poll_transmit(now, buf)?;
         let holes = self.assoc.holes();
@@ -603,6 +691,7 @@ impl Connection {
         self.serve(now);
         self.pump_batched();
         self.session_events();
+        self.gaps_due(now);
         self.tell_room();
         let n = self.assoc.poll_transmit(now, buf)?;
         Some((n, self.assoc.holes()))
@@ -909,6 +998,7 @@ impl Connection {
                     s.ready = true;
                     self.ready.push_back(i);
                 }
+                note_gap(i, s, &mut self.sink);
             }
         }
         self.sink.touched.clear();

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ddpdk_dataplane::ddp::{RxError, StreamRx};
 use ddpdk_dataplane::mem::{Pd, Stag, StreamId};
+use ddpdk_dataplane::sctp::Instant;
 
 use crate::rdmap::{decode_private_data, RdmaLimits, RdmapStream};
 use crate::session::{Event as SessionEvent, PendingLimit, Session, State, TerminationReason};
@@ -175,6 +176,36 @@ pub(super) struct Sink {
     /// Messages the echo service sends back (stream, PPID, bytes), in order; their bytes count
     /// in `held_bytes` until SCTP takes them, so a fast peer is slowed by its window.
     pub(super) echo: VecDeque<(u16, u32, Vec<u8>)>,
+    /// Streams whose session is over with DDP-SSNs missing before the peer's final message
+    /// (`Session::awaits_inbound_gap`), waited for a bounded time
+    /// ([`super::Connection::check_gaps`]).
+    pub(super) gaps: Vec<GapWait>,
+}
+
+/// A stream waiting for the peer's chunks missing before its final message.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GapWait {
+    pub(super) stream: u16,
+    pub(super) generation: u32,
+    /// When the wait is given up; set once our own side of the session is acknowledged.
+    pub(super) deadline: Option<Instant>,
+}
+
+/// Streams whose session awaits the peer's missing chunks are noted in [`Sink::gaps`], once.
+pub(super) fn note_gap(stream: u16, s: &DdpStream, out: &mut Sink) {
+    if s.lent.is_none()
+        && s.session.awaits_inbound_gap()
+        && !out
+            .gaps
+            .iter()
+            .any(|g| g.stream == stream && g.generation == s.generation)
+    {
+        out.gaps.push(GapWait {
+            stream,
+            generation: s.generation,
+            deadline: None,
+        });
+    }
 }
 
 /// Memory one indication owed to the ULP takes, counted against the receive buffer: a peer
