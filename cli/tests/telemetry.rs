@@ -44,7 +44,9 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     let (_, server_err) = procs::read_until(server.stderr.take().unwrap(), "the server", |l| {
         l.contains("(listening)")
     });
-    // The client writes for a few seconds; the questions are asked while it does.
+    // The client writes for a few seconds; the questions are asked while it does. The server
+    // ends with the association, and the questions and the exporter's runs (each a Python
+    // start) took 4.3 s on a quiet machine: the client runs 10.
     let client = procs::spawn(
         BIN,
         &eal("client", "0@1", &format!("ddpdk-tel-client-{pid}")),
@@ -54,7 +56,7 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
             "--ip",
             "198.18.0.1",
             "--run-for",
-            "4",
+            "10",
             "--ddp-size",
             "16384",
             "--json",
