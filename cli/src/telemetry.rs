@@ -522,6 +522,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("reads_served", u(t.reads_served)),
         ("reads_source_revoked", u(t.reads_source_revoked)),
         ("reads_short", u(t.reads_short)),
+        ("inbound_gaps_given_up", u(t.inbound_gaps_given_up)),
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
         (

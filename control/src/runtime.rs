@@ -418,6 +418,9 @@ pub struct ConnTotals {
     pub reads_source_revoked: u64,
     /// Read Responses of the peer's that ended short of their Read.
     pub reads_short: u64,
+    /// Sessions whose peer left DDP-SSNs missing before its Terminate, given up on
+    /// (`ConnStats::inbound_gaps_given_up`, RFC 5043 §6).
+    pub inbound_gaps_given_up: u64,
 }
 
 impl ConnTotals {
@@ -441,6 +444,7 @@ impl ConnTotals {
             reads_served: c.reads_served,
             reads_source_revoked: c.reads_source_revoked,
             reads_short: c.reads_short,
+            inbound_gaps_given_up: c.inbound_gaps_given_up,
         }
     }
 
@@ -463,6 +467,7 @@ impl ConnTotals {
         self.reads_served += o.reads_served;
         self.reads_source_revoked += o.reads_source_revoked;
         self.reads_short += o.reads_short;
+        self.inbound_gaps_given_up += o.inbound_gaps_given_up;
     }
 }
 
