@@ -2,9 +2,13 @@
 //! byte moves (RFC 5041 §7.1, in the order siw applies them: STag valid → protection domain →
 //! stream association → access right → base and bounds with the 64-bit wrap check).
 //!
-//! An STag is a 24-bit index into the table and an 8-bit key. Indices are handed out from a
-//! random start and every reuse of an index takes the next key, so a stale or guessed STag
-//! fails the whole-STag comparison. The table belongs to one owner (the control thread builds
+//! An STag is a 24-bit index into the table and an 8-bit key. Indices are handed out in a
+//! random order, each starts from a random key, and every reuse of an index takes the next key,
+//! so a stale or guessed STag fails the whole-STag comparison, and an STag the peer saw tells it
+//! nothing of the others (RFC 5041 §8.3: STags are valid only as long as the ULP says; §8.1: a
+//! peer guessing its way into memory). An 8-bit key returns after 256 reuses of its index: the
+//! free list is first in, first out, so that takes 256 passes over every free index, and the
+//! protection domain is checked as well. The table belongs to one owner (the control thread builds
 //! it, each data core holds its own copy updated by message; DESIGN.md): nothing here is shared
 //! or locked.
 
@@ -155,32 +159,51 @@ struct Slot {
 #[derive(Debug)]
 pub struct StagTable {
     slots: Box<[Slot]>,
-    /// Free indices, taken from the front; the order starts at a random point. Empty and
-    /// unused in a replica, whose STags are chosen by the master.
+    /// Free indices, taken from the front, in a random order at first; an invalidated index
+    /// goes to the back. Empty and unused in a replica, whose STags are chosen by the master.
     free: std::collections::VecDeque<u32>,
     replica: bool,
     used: usize,
+}
+
+/// SplitMix64 (Steele, Lea and Flood, 2014): a seeded stream of well-mixed 64-bit values, for
+/// the table's order and keys. Not a cryptographic generator: the seed is the secret.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }
 
 /// The largest table: 24-bit indices.
 pub const MAX_STAGS: usize = 1 << 24;
 
 impl StagTable {
-    /// A table of `capacity` STags (at most 2^24). `random` picks the first index and the
-    /// initial keys, so STags are not predictable from one connection to the next (RFC 5041
-    /// §8.3: a peer must not guess its way into memory); pass a real random value.
+    /// A table of `capacity` STags (at most 2^24). `random` seeds the order of the indices and
+    /// every index's first key, so STags are not predictable from one run to the next, nor one
+    /// from another (RFC 5041 §8.3: a peer must not guess its way into memory); pass a real
+    /// random value.
     pub fn new(capacity: usize, random: u64) -> StagTable {
         let capacity = capacity.clamp(1, MAX_STAGS);
-        let start = (random % capacity as u64) as u32;
+        let mut rng = SplitMix64(random);
         let slots = (0..capacity)
-            .map(|i| Slot {
-                key: (random >> 32) as u8 ^ (i as u8).wrapping_mul(151),
+            .map(|_| Slot {
+                key: rng.next() as u8,
                 reg: None,
             })
             .collect();
-        let free = (0..capacity as u32)
-            .map(|i| (start + i) % capacity as u32)
-            .collect();
+        // Fisher-Yates over the indices.
+        let mut order: Vec<u32> = (0..capacity as u32).collect();
+        for i in (1..order.len()).rev() {
+            let j = (rng.next() % (i as u64 + 1)) as usize;
+            order.swap(i, j);
+        }
+        let free = order.into();
         StagTable {
             slots,
             free,
@@ -397,6 +420,7 @@ impl TagFault {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 mod tests {
     use super::*;
 
@@ -414,6 +438,45 @@ mod tests {
                 region: 3,
                 offset: 4096,
             },
+        }
+    }
+
+    /// RFC 5041 §8.3 (a peer must not guess its way into memory): an STag the peer saw tells
+    /// it nothing of the next one. Indices used to be handed out one after another, and every
+    /// index's first key was one random byte xor a fixed function of the index: the next STag
+    /// followed from any one. Over 64 seeds, the next index is rarely the one after, and the
+    /// two keys' difference takes many values.
+    #[test]
+    fn one_stag_does_not_tell_the_next_8_3() {
+        let mut next_index = 0;
+        let mut key_steps = std::collections::HashSet::new();
+        for seed in 0..64u64 {
+            let mut t = StagTable::new(1024, seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let a = t.register(reg(0, 4096)).unwrap();
+            let b = t.register(reg(0, 4096)).unwrap();
+            if b.index() == (a.index() + 1) % 1024 {
+                next_index += 1;
+            }
+            key_steps.insert(b.key().wrapping_sub(a.key()) ^ (b.index() ^ a.index()) as u8);
+        }
+        assert!(next_index <= 2, "{next_index} of 64 took the next index");
+        assert!(key_steps.len() > 32, "{} key relations", key_steps.len());
+    }
+
+    /// An index reused takes the next key: a stale STag of it fails until 256 reuses.
+    #[test]
+    fn a_reused_index_takes_the_next_key() {
+        let mut t = StagTable::new(1, 42);
+        let first = t.register(reg(0, 4096)).unwrap();
+        t.invalidate(first).unwrap();
+        let mut seen = vec![first];
+        for _ in 0..255 {
+            let s = t.register(reg(0, 4096)).unwrap();
+            assert_eq!(s.index(), first.index());
+            assert!(!seen.contains(&s), "{s} again within 256 reuses");
+            assert!(t.lookup(first).is_none());
+            seen.push(s);
+            t.invalidate(s).unwrap();
         }
     }
 
