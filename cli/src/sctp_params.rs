@@ -109,7 +109,7 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         name: "sack_freq",
-        what: "a SACK at least every this many DATA packets (§6.2)",
+        what: "a SACK at least every this many DATA packets (§6.2 SHOULD: 2)",
         unit: "",
         min: 1,
         max: 65_535,

@@ -13,7 +13,7 @@ use ddpdk_dataplane::sctp::{
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
     AbortRepr, CauseRepr, ChunkRepr, DataRepr, GapAckBlock, HeaderRepr, InitRepr, List, Packet,
-    PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, UnknownChunkRepr,
+    PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, ShutdownRepr, UnknownChunkRepr,
 };
 
 const C_PORT: u16 = 5001;
@@ -1027,6 +1027,41 @@ fn a_sack_of_a_tsn_never_sent_aborts_12_4() {
     )
     .unwrap();
     assert_eq!(p.c.state(), State::Established);
+}
+
+/// §9.2 with §12.4: a SHUTDOWN's Cumulative TSN Ack acknowledges as a SACK's does, so one
+/// past the TSNs sent aborts the association with a Protocol Violation, as a SACK's does (and
+/// as Linux does). It was ignored, and the SHUTDOWN taken. One within what was sent is taken.
+#[test]
+fn a_shutdown_acknowledging_a_tsn_never_sent_aborts_9_2_12_4() {
+    let shutdown = |tag: u32, cum: u32| {
+        packet(
+            S_PORT,
+            C_PORT,
+            tag,
+            &[ChunkRepr::Shutdown(ShutdownRepr { cum_tsn_ack: cum })],
+        )
+    };
+    let (mut p, tag, tsns) = outstanding(2);
+    let _ =
+        p.c.handle(t(11), &shutdown(tag, tsns[1].wrapping_add(3)), &mut ignore);
+    assert_eq!(p.c.state(), State::Closed);
+    let out = drain(&mut p.c, t(11));
+    let cs = chunks(&out[0]);
+    let ChunkRepr::Abort(a) = &cs[0] else {
+        panic!("an ABORT, not {cs:?}")
+    };
+    assert!(
+        matches!(
+            a.causes.iter().next(),
+            Some(CauseRepr::ProtocolViolation { .. })
+        ),
+        "{a:?}"
+    );
+    let (mut p, tag, tsns) = outstanding(2);
+    p.c.handle(t(11), &shutdown(tag, tsns[1]), &mut ignore)
+        .unwrap();
+    assert_ne!(p.c.state(), State::Closed);
 }
 
 /// §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the endpoint

@@ -1502,8 +1502,12 @@ impl Association {
                 Flow::Stop
             }
             ChunkRepr::Shutdown(s) => {
-                self.on_shutdown(now, s.cum_tsn_ack);
-                Flow::Continue
+                if self.on_shutdown(now, s.cum_tsn_ack) {
+                    Flow::Continue
+                } else {
+                    // Aborted (§12.4): nothing else in the packet.
+                    Flow::Stop
+                }
             }
             ChunkRepr::ShutdownAck => {
                 match self.state {
@@ -2004,7 +2008,26 @@ impl Association {
         self.arm_heartbeat(now);
     }
 
-    fn on_shutdown(&mut self, now: Instant, cum: u32) {
+    /// False if it acknowledged a TSN never sent: the association is aborted then.
+    fn on_shutdown(&mut self, now: Instant, cum: u32) -> bool {
+        // §9.2: the Cumulative TSN Ack of SHUTDOWN acknowledges as a SACK's does, so one past
+        // the TSNs sent is §12.4's violation, as in a SACK: the association is aborted (Linux
+        // does the same, `sctp_sf_violation_ctsn`). It used to be ignored.
+        if matches!(
+            self.state,
+            State::Established
+                | State::ShutdownPending
+                | State::ShutdownSent
+                | State::ShutdownReceived
+        ) && serial::ge(cum, self.next_tsn)
+        {
+            self.stats.bad_sacks += 1;
+            self.abort_with(
+                AbortCause::Violation(SHUTDOWN_OF_UNSENT),
+                CloseReason::ProtocolViolation(SHUTDOWN_OF_UNSENT),
+            );
+            return false;
+        }
         match self.state {
             State::Established | State::ShutdownPending => {
                 self.state = State::ShutdownReceived;
@@ -2020,17 +2043,18 @@ impl Association {
                 // once rather than on our own T2.
                 self.pending.shutdown_ack = true;
                 self.arm(Timer::T2, self.after_rto(now));
-                return;
+                return true;
             }
-            _ => return,
+            _ => return true,
         }
         // §9.2: the Cumulative TSN Ack of SHUTDOWN acknowledges like a SACK's, without gaps.
-        if serial::ge(cum, self.cum_ack_point) && serial::lt(cum, self.next_tsn) {
+        if serial::ge(cum, self.cum_ack_point) {
             let rwnd = self.peer_rwnd.saturating_add(self.path.flight as u32);
             // Checked above to be a TSN sent: never the §12.4 abort.
             let _ = self.on_sack(now, cum, rwnd, None);
         }
         self.progress_shutdown(now);
+        true
     }
 
     /// Moves a shutdown along once nothing is outstanding (§9.2).
@@ -3279,6 +3303,7 @@ enum Flow {
 
 const ORDERED_DATA: &str = "ordered DATA on a DDP association (RFC 5043 §10)";
 const SACK_OF_UNSENT: &str = "SACK acknowledging a TSN not sent (RFC 9260 §12.4)";
+const SHUTDOWN_OF_UNSENT: &str = "SHUTDOWN acknowledging a TSN not sent (RFC 9260 §9.2, §12.4)";
 /// The reason carried in the ABORT that refuses a peer without DDP's adaptation indication.
 pub const ADAPTATION_REASON: &str =
     "RFC 5043 §11.1: DDP requires Adaptation Layer Indication 0x00000001";
