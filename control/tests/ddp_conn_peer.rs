@@ -1996,6 +1996,43 @@ fn rfc5040_5_3_a_send_with_invalidate_ahead_of_the_accept_still_invalidates() {
     assert_eq!(got, [(11, Some(reg.stag))], "{:?}", d.inds);
 }
 
+/// RFC 5043 §6.1, §6.3 with §10: on the active side, a tagged segment that arrives before the
+/// peer's answer (SCTP delivers unordered) belongs to a session only if the answer is an
+/// Accept. It waits for the answer: after a Reject (a segment there fits no legal pattern)
+/// nothing of it is placed; it used to be placed at once and stay placed. After an Accept it
+/// is placed as before.
+#[test]
+fn rfc5043_6_3_a_tagged_segment_ahead_of_a_reject_is_never_placed() {
+    for (answer, placed) in [(3u16, false), (2u16, true)] {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.conn().initiate(S, pd, b"").unwrap();
+        d.settle();
+        let (w, wreg) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_WRITE);
+        // A tagged segment at DDP-SSN 1 ...
+        d.send(S, 16, &tseg(1, true, wreg.stag.0, 0x1000, &[0xaa; 64]));
+        d.settle();
+        assert!(
+            d.region_bytes(w, 64).iter().all(|&b| b == 0),
+            "answer {answer}: nothing placed before the answer"
+        );
+        assert_eq!(d.conn().stats().segments_held_for_answer, 1);
+        // ... then the answer at DDP-SSN 0: a Reject (3) or an Accept (2).
+        d.send(S, 17, &ctl(0, answer, b""));
+        d.settle();
+        assert_eq!(
+            d.region_bytes(w, 64).iter().all(|&b| b == 0xaa),
+            placed,
+            "answer {answer}"
+        );
+        assert_eq!(
+            d.region_bytes(w, 64).iter().all(|&b| b == 0),
+            !placed,
+            "answer {answer}"
+        );
+    }
+}
+
 /// RFC 5040 §5.2: a Read Response when no Read is outstanding is "Unexpected OpCode", even
 /// into an STag the server owns and could write: nothing of it is placed.
 #[test]

@@ -613,6 +613,10 @@ pub struct ConnStats {
     pub refused_by_session: u64,
     /// Segments that arrived after this side's session ended.
     pub after_session_end: u64,
+    /// On the active side, the peer's segments that arrived ahead of its answer to our
+    /// Initiate and waited for it: placed after an Accept, dropped after a Reject (counted in
+    /// `after_session_end` then), RFC 5043 §6.1, §6.3.
+    pub segments_held_for_answer: u64,
     /// DDP chunks (segments, control messages other than an Initiate at DDP-SSN 0, chunks of
     /// unknown PPID, truncated ones) on a stream that has no session, dropped, the stream left
     /// without one (RFC 5043 §6.1, §6.2: there is no session to terminate). Counted also

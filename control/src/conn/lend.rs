@@ -112,6 +112,7 @@ impl Connection {
     ) {
         let memory = place.into();
         let stream = call.stream;
+        let how = self.routing();
         let Some(s) = self.streams.get_mut(usize::from(stream)) else {
             return;
         };
@@ -160,6 +161,7 @@ impl Connection {
             self.sink.stats.control_refused += 1;
             count_without_session(&s.session, &mut self.sink);
         }
+        release_before_answer(stream, s, &how, memory, &mut self.sink);
         self.sink.touched.stream(stream);
         // Its Read Responses were not checked against STags revoked while it was away.
         self.recheck_read_sources(memory.stags);

@@ -482,25 +482,14 @@ impl Connection {
         if self.fused_tagged(now, packet, memory, &mut checksum_verified) {
             return Ok(());
         }
+        let how = self.routing();
         let Connection {
             assoc,
             streams,
             sink,
             limit,
-            remote_sessions,
-            connected,
-            rx_mulpdu,
-            rx_slack,
             ..
         } = self;
-        let how = Routing {
-            remote: *remote_sessions,
-            connected: *connected,
-            mulpdu: (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())) + *rx_slack,
-            budget: assoc.receive_buffer(),
-            zero_copy: self.regions.is_some(),
-            service: self.cfg.service,
-        };
         let mut router = Router {
             streams,
             memory,
@@ -516,6 +505,18 @@ impl Connection {
 
     /// A chunk that reached us outside [`Connection::handle`] (bundled with the COOKIE ECHO
     /// that created the association).
+    /// How DATA is routed now.
+    fn routing(&self) -> Routing {
+        Routing {
+            remote: self.remote_sessions,
+            connected: self.connected,
+            mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())) + self.rx_slack,
+            budget: self.assoc.receive_buffer(),
+            zero_copy: self.regions.is_some(),
+            service: self.cfg.service,
+        }
+    }
+
     fn route_one(&mut self, stream: u16, ppid: u32, data: &[u8], memory: Place<'_>) {
         self.grow_streams();
         let m = SctpMessage {
@@ -524,14 +525,7 @@ impl Connection {
             tsn: 0,
             data,
         };
-        let how = Routing {
-            remote: self.remote_sessions,
-            connected: self.connected,
-            mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())) + self.rx_slack,
-            budget: self.assoc.receive_buffer(),
-            zero_copy: self.regions.is_some(),
-            service: self.cfg.service,
-        };
+        let how = self.routing();
         route(
             m,
             &mut self.streams,

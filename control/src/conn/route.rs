@@ -283,6 +283,7 @@ pub(super) fn route(
                         rx.on_control(ssn, &mut |ind| indicate(stream, posted, grace, out, ind));
                 }
             }
+            release_before_answer(stream, s, &how, memory, out);
         }
         PPID_DDP_SEGMENT => {
             out.stats.segments_received += 1;
@@ -299,56 +300,19 @@ pub(super) fn route(
                 out.touched.stream(stream);
                 return;
             }
-            // After the session ended, only the peer's own last segments, overtaken by its
-            // Terminate, are still placed (the receive side stays open for exactly those).
-            if let State::Terminated(reason) = s.session.state() {
-                if reason != TerminationReason::PeerTerminate {
-                    out.stats.after_session_end += 1;
-                    return;
-                }
+            // RFC 5043 §6.1, §6.3: on the active side, until the peer's answer at DDP-SSN 0
+            // (SCTP delivers unordered, §10), a segment's session is not known to exist: the
+            // answer may be a Reject, and then the segment belongs to no legal pattern. It
+            // waits for the answer (its copy counts against the receive buffer) rather than
+            // being placed at once: a tagged segment used to land for good in memory that a
+            // rejected session never owned.
+            if s.session.state() == State::InitiateSent {
+                out.held_bytes += m.data.len();
+                out.stats.segments_held_for_answer += 1;
+                s.before_answer.push(m.data.to_vec());
+                return;
             }
-            // RFC 5043 §9: "The SCTP adaptation layer MUST reject DDP Segments that are larger
-            // than the maximum size specified", whether or not SCTP had to fragment them. The
-            // session counted its DDP-SSN above, so the window moves on; the stream stops.
-            let segment_len = m.data.len() - DDP_SSN_LEN;
-            let oversize = (segment_len > how.mulpdu).then(|| RxError::Oversize {
-                len: u32::try_from(segment_len).unwrap_or(u32::MAX),
-                max: u32::try_from(how.mulpdu).unwrap_or(u32::MAX),
-            });
-            // Counted as oversize unless the stream had already failed (then it is one of
-            // those dropped after the stream's end, counted there).
-            if oversize.is_some() && s.rx.as_ref().is_some_and(|rx| rx.failed().is_none()) {
-                out.stats.oversize_segments += 1;
-            }
-            if s.rdmap.is_some() {
-                super::rdmap::receive(stream, s, m.data, oversize, memory, out, how.zero_copy);
-            } else {
-                let DdpStream {
-                    rx, posted, grace, ..
-                } = s;
-                let Some(rx_path) = rx.as_mut() else {
-                    out.stats.after_session_end += 1;
-                    return;
-                };
-                let dropped = rx_path.stats().dropped_after_error;
-                let mut ulp = |ind| indicate(stream, posted, grace, out, ind);
-                match oversize {
-                    Some(error) => rx_path.refuse(m.data, error, &mut ulp),
-                    None => {
-                        let before = rx_path.stats().placed_bytes;
-                        rx_path.on_segment(m.data, memory.stags, memory.regions, &mut ulp);
-                        out.stats.placed_bytes += rx_path.stats().placed_bytes - before;
-                    }
-                }
-                // Segments behind the stream's first error (in the same packet, before the
-                // session's end is recorded) are dropped by the receive path (RFC 5041 §7.1:
-                // nothing more is placed); they count with those after the end. The attack
-                // matrix found them uncounted: 14 of 2^20.
-                out.stats.after_session_end += rx_path.stats().dropped_after_error - dropped;
-            }
-            if matches!(s.session.state(), State::Terminated(_)) && s.session.inbound_complete() {
-                flush_receives(stream, s, out);
-            }
+            place_segment(stream, s, m.data, &how, memory, out);
         }
         ppid => {
             // It was counted and dropped, the session left open: a peer that spent a DDP-SSN
@@ -358,6 +322,97 @@ pub(super) fn route(
             count_without_session(&s.session, out);
             out.touched.stream(stream);
         }
+    }
+}
+
+/// The peer's segments that came ahead of its answer to our Initiate, once the answer is in
+/// (RFC 5043 §6.1, §6.3): placed, in the order they came, when the peer accepted (the session
+/// is established, or ended by the peer's own Terminate, behind which its last segments are
+/// still placed); dropped otherwise (a Reject: they fit no legal pattern). Nothing while the
+/// answer is still awaited.
+pub(super) fn release_before_answer(
+    stream: u16,
+    s: &mut DdpStream,
+    how: &Routing,
+    memory: Place<'_>,
+    out: &mut Sink,
+) {
+    if s.before_answer.is_empty() || s.session.state() == State::InitiateSent {
+        return;
+    }
+    let accepted = matches!(
+        s.session.state(),
+        State::Established | State::Terminated(TerminationReason::PeerTerminate)
+    );
+    for data in std::mem::take(&mut s.before_answer) {
+        out.held_bytes -= data.len();
+        if accepted {
+            place_segment(stream, s, &data, how, memory, out);
+        } else {
+            out.stats.after_session_end += 1;
+        }
+    }
+}
+
+/// Places one DDP Segment (PPID 16) its session has passed ([`Session::on_segment`]).
+#[inline(always)]
+fn place_segment(
+    stream: u16,
+    s: &mut DdpStream,
+    data: &[u8],
+    how: &Routing,
+    memory: Place<'_>,
+    out: &mut Sink,
+) {
+    // After the session ended, only the peer's own last segments, overtaken by its
+    // Terminate, are still placed (the receive side stays open for exactly those).
+    if let State::Terminated(reason) = s.session.state() {
+        if reason != TerminationReason::PeerTerminate {
+            out.stats.after_session_end += 1;
+            return;
+        }
+    }
+    // RFC 5043 §9: "The SCTP adaptation layer MUST reject DDP Segments that are larger
+    // than the maximum size specified", whether or not SCTP had to fragment them. The
+    // session counted its DDP-SSN above, so the window moves on; the stream stops.
+    let segment_len = data.len() - DDP_SSN_LEN;
+    let oversize = (segment_len > how.mulpdu).then(|| RxError::Oversize {
+        len: u32::try_from(segment_len).unwrap_or(u32::MAX),
+        max: u32::try_from(how.mulpdu).unwrap_or(u32::MAX),
+    });
+    // Counted as oversize unless the stream had already failed (then it is one of
+    // those dropped after the stream's end, counted there).
+    if oversize.is_some() && s.rx.as_ref().is_some_and(|rx| rx.failed().is_none()) {
+        out.stats.oversize_segments += 1;
+    }
+    if s.rdmap.is_some() {
+        super::rdmap::receive(stream, s, data, oversize, memory, out, how.zero_copy);
+    } else {
+        let DdpStream {
+            rx, posted, grace, ..
+        } = s;
+        let Some(rx_path) = rx.as_mut() else {
+            out.stats.after_session_end += 1;
+            return;
+        };
+        let dropped = rx_path.stats().dropped_after_error;
+        let mut ulp = |ind| indicate(stream, posted, grace, out, ind);
+        match oversize {
+            Some(error) => rx_path.refuse(data, error, &mut ulp),
+            None => {
+                let before = rx_path.stats().placed_bytes;
+                rx_path.on_segment(data, memory.stags, memory.regions, &mut ulp);
+                out.stats.placed_bytes += rx_path.stats().placed_bytes - before;
+            }
+        }
+        // Segments behind the stream's first error (in the same packet, before the
+        // session's end is recorded) are dropped by the receive path (RFC 5041 §7.1:
+        // nothing more is placed); they count with those after the end. The attack
+        // matrix found them uncounted: 14 of 2^20.
+        out.stats.after_session_end += rx_path.stats().dropped_after_error - dropped;
+    }
+    if matches!(s.session.state(), State::Terminated(_)) && s.session.inbound_complete() {
+        flush_receives(stream, s, out);
     }
 }
 

@@ -47,6 +47,9 @@ pub(super) struct DdpStream {
     pub(super) rdmap: Option<Box<RdmapStream>>,
     /// The RDMA Read limits the peer's Initiate announced, if it carried RDMAP's parameters.
     pub(super) peer_limits: Option<RdmaLimits>,
+    /// On the active side, the peer's segments that came before its answer at DDP-SSN 0
+    /// ([`super::route::release_before_answer`]); their bytes count in `Sink::held_bytes`.
+    pub(super) before_answer: Vec<Vec<u8>>,
 }
 
 impl DdpStream {
@@ -65,6 +68,7 @@ impl DdpStream {
             lent: None,
             rdmap: None,
             peer_limits: None,
+            before_answer: Vec::new(),
         }
     }
 
@@ -366,6 +370,11 @@ fn push_completion(out: &mut Sink, stream: u16, wr_id: u64, signaled: bool, ok: 
 }
 
 pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    // Segments that waited for an answer that never came (the session ended first).
+    for data in s.before_answer.drain(..) {
+        out.held_bytes -= data.len();
+        out.stats.after_session_end += 1;
+    }
     // Reads whose responses can no longer come end with the receive side (RFC 5040 §5.4),
     // and with them the stream's work: what is not reported yet is, in posting order.
     if let Some(r) = s.rdmap.as_deref_mut() {
