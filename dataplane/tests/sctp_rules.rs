@@ -12,8 +12,9 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
-    AbortRepr, CauseRepr, ChunkRepr, DataRepr, GapAckBlock, HeaderRepr, InitRepr, List, Packet,
-    PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, ShutdownRepr, UnknownChunkRepr,
+    AbortRepr, CauseRepr, ChunkRepr, DataRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr, InitRepr,
+    List, Packet, PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, ShutdownRepr,
+    UnknownChunkRepr,
 };
 
 const C_PORT: u16 = 5001;
@@ -1449,6 +1450,41 @@ fn heartbeat_on_an_idle_path_8_3() {
         Some(Duration::from_millis(30)),
         "RTT measured from the HEARTBEAT"
     );
+}
+
+/// §8.3: the RTT is measured from when the HEARTBEAT left, which the sender keeps, not from
+/// the time its information carries: the peer echoes that and may change it. An echo of 0
+/// made SRTT the clock's whole age and pinned RTO at RTO.Max; one in the future gave an RTT
+/// of 0 (an independent review). Both measure the 30 ms the path takes.
+#[test]
+fn a_heartbeat_acks_echoed_time_is_not_trusted_8_3() {
+    for forged in [0u64, u64::MAX / 2] {
+        let (mut c, _s) = established_with(Config {
+            hb_interval: Some(Duration::from_millis(1000)),
+            hb_jitter: false,
+            rto_max: Duration::from_secs(60),
+            ..cfg(C_PORT)
+        });
+        c.handle_timeout(t(1100));
+        let hb = drain(&mut c, t(1100));
+        let ChunkRepr::Heartbeat(h) = chunks(&hb[0])[0] else {
+            panic!()
+        };
+        let mut info = h.info.to_vec();
+        info[8..].copy_from_slice(&forged.to_be_bytes());
+        let ack = packet(
+            S_PORT,
+            C_PORT,
+            c.local_tag(),
+            &[ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info: &info })],
+        );
+        c.handle(t(1130), &ack, &mut ignore).unwrap();
+        assert_eq!(c.stats().heartbeat_acks_in, 1, "{forged}");
+        assert_eq!(c.srtt(), Some(Duration::from_millis(30)), "{forged}");
+        // One ACK measures once: the same again is not taken.
+        c.handle(t(1200), &ack, &mut ignore).unwrap();
+        assert_eq!(c.stats().heartbeat_acks_in, 1, "{forged}");
+    }
 }
 
 /// §8.3: HEARTBEATs that go unanswered are paced "once per RTO ... plus ... HB.interval",

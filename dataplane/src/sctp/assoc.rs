@@ -424,6 +424,9 @@ struct Path {
     rto: Rto,
     /// Nonce of the HEARTBEAT awaiting its ACK.
     hb_nonce: Option<u64>,
+    /// When that HEARTBEAT left: the RTT is measured from here, not from the time its
+    /// information carries, which the peer echoes and could set to anything (§8.3).
+    hb_sent: Option<Instant>,
     /// That HEARTBEAT went unanswered for an RTO (its error counted); the next waits
     /// HB.interval, and an ACK of this one is still taken meanwhile.
     hb_overdue: bool,
@@ -604,6 +607,7 @@ impl Association {
                 flight: 0,
                 rto: Rto::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
                 hb_nonce: None,
+                hb_sent: None,
                 hb_overdue: false,
                 // A stream of the PRF of its own (the label inverted), so that the association's
                 // tags, TSNs and nonces stay what they are without jitter; never zero.
@@ -1994,8 +1998,12 @@ impl Association {
         if self.path.hb_nonce != Some(nonce) {
             return;
         }
-        n.copy_from_slice(&info[8..]);
-        let sent = Instant::from_nanos(u64::from_be_bytes(n));
+        // The send time is ours, kept here: the one in the information is the peer's echo.
+        // Trusted, an echo of 0 made SRTT the clock's age and pinned RTO at RTO.Max; one in
+        // the future pulled it to RTO.Min (an independent review).
+        let Some(sent) = self.path.hb_sent.take() else {
+            return;
+        };
         self.stats.heartbeat_acks_in += 1;
         self.path.hb_nonce = None;
         self.path.hb_overdue = false;
@@ -2355,6 +2363,7 @@ impl Association {
             self.path.partial_bytes_acked = 0;
             self.path.rto = Rto::new(self.cfg.rto_initial, self.cfg.rto_min, self.cfg.rto_max);
             self.path.hb_nonce = None;
+            self.path.hb_sent = None;
             self.path.hb_overdue = false;
             self.fast_recovery_exit = None;
             self.timed = None;
@@ -2576,6 +2585,7 @@ impl Association {
         }
         self.path.hb_overdue = false;
         self.path.hb_nonce = Some(self.prf.next_u64());
+        self.path.hb_sent = None;
         self.redraw_hb_jitter();
         self.pending.heartbeat = true;
         self.arm(Timer::Heartbeat, self.after_rto(now));
@@ -2782,6 +2792,7 @@ impl Association {
                 if b.push(&ChunkRepr::Heartbeat(HeartbeatRepr { info: &info }))
                     .is_ok()
                 {
+                    self.path.hb_sent = Some(now);
                     self.pending.heartbeat = false;
                     self.stats.heartbeats_out += 1;
                     any = true;
