@@ -12,9 +12,9 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
-    AbortRepr, CauseRepr, ChunkRepr, DataRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr, InitRepr,
-    List, Packet, PacketBuilder, ParamRepr, SackRepr, ShutdownCompleteRepr, ShutdownRepr,
-    UnknownChunkRepr,
+    AbortRepr, CauseRepr, ChunkRepr, DataRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr,
+    HeartbeatRepr, InitRepr, List, Packet, PacketBuilder, ParamRepr, SackRepr,
+    ShutdownCompleteRepr, ShutdownRepr, UnknownChunkRepr,
 };
 
 const C_PORT: u16 = 5001;
@@ -1028,6 +1028,44 @@ fn a_sack_of_a_tsn_never_sent_aborts_12_4() {
     )
     .unwrap();
     assert_eq!(p.c.state(), State::Established);
+}
+
+/// §6.1 C: "before sending new DATA chunks, the sender MUST first transmit any outstanding
+/// DATA chunks that are marked for retransmission (limited by the current cwnd)". T3 marks
+/// three 1000-byte chunks; a 100-byte message is queued; the peer's HEARTBEAT with 500 bytes
+/// of information makes the next packet's HEARTBEAT ACK leave no room for a 1000-byte chunk.
+/// The small new message used to go in that room, ahead of the retransmissions (an
+/// independent review); now the first DATA to leave is a retransmission.
+#[test]
+fn new_data_waits_for_marked_retransmissions_6_1_c() {
+    let (mut p, tag, tsns) = outstanding(3);
+    p.c.handle_timeout(t(400));
+    assert_eq!(p.c.stats().t3_expiries, 1);
+    p.c.send(0, 16, &[7; 100]).unwrap();
+    let info = [0u8; 500];
+    let hb = packet(
+        S_PORT,
+        C_PORT,
+        tag,
+        &[ChunkRepr::Heartbeat(HeartbeatRepr { info: &info })],
+    );
+    p.c.handle(t(400), &hb, &mut ignore).unwrap();
+    let sent: Vec<u32> = drain(&mut p.c, t(400))
+        .iter()
+        .flat_map(|pk| {
+            chunks(pk)
+                .into_iter()
+                .filter_map(|c| match c {
+                    ChunkRepr::Data(d) => Some(d.tsn),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        sent.first().is_some_and(|t| tsns.contains(t)),
+        "the first DATA is a retransmission: {sent:?}, marked {tsns:?}"
+    );
 }
 
 /// §9.2 with §12.4: a SHUTDOWN's Cumulative TSN Ack acknowledges as a SACK's does, so one

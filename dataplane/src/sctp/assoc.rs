@@ -3153,6 +3153,13 @@ impl Association {
             // and the retransmission small, §7.2.4 step 3).
             return true;
         }
+        // §6.1 C: "before sending new DATA chunks, the sender MUST first transmit any
+        // outstanding DATA chunks that are marked for retransmission (limited by the current
+        // cwnd)". One that did not fit this packet (behind its control chunks) or the cwnd
+        // goes first in a later one; new data used to slip past it (an independent review).
+        if self.sq.has_rtx() {
+            return false;
+        }
         // New data.
         if self.path.flight == 0 {
             self.decay_idle_cwnd(now);

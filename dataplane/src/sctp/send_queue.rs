@@ -214,6 +214,12 @@ impl SendQueue {
         }
     }
 
+    /// Whether any outstanding message is marked for retransmission.
+    #[inline]
+    pub fn has_rtx(&self) -> bool {
+        self.rtx_marked > 0
+    }
+
     /// The oldest outstanding message marked for retransmission; O(1) when none is.
     pub fn first_rtx(&self) -> Option<u64> {
         if self.rtx_marked == 0 {
