@@ -1030,6 +1030,23 @@ fn a_sack_of_a_tsn_never_sent_aborts_12_4() {
     assert_eq!(p.c.state(), State::Established);
 }
 
+/// §6.2.1 C: "Any time a DATA chunk is marked for retransmission, either via T3-rtx timer
+/// expiration ... or via Fast Retransmit ..., add the data size of those chunks to the rwnd."
+/// T3 marks three chunks in flight: the peer's window takes their room back. It used to stay
+/// as before the expiry, the chunks counted twice once retransmitted (an independent review).
+#[test]
+fn t3_gives_the_marked_chunks_room_back_6_2_1_c() {
+    let (mut p, _tag, _tsns) = outstanding(3);
+    let before = p.c.peer_rwnd();
+    p.c.handle_timeout(t(400));
+    assert_eq!(p.c.stats().t3_expiries, 1);
+    assert!(
+        p.c.peer_rwnd() >= before + 3 * 1000,
+        "{before} then {}",
+        p.c.peer_rwnd()
+    );
+}
+
 /// §6.1 C: "before sending new DATA chunks, the sender MUST first transmit any outstanding
 /// DATA chunks that are marked for retransmission (limited by the current cwnd)". T3 marks
 /// three 1000-byte chunks; a 100-byte message is queued; the peer's HEARTBEAT with 500 bytes

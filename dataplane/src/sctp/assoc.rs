@@ -2545,6 +2545,12 @@ impl Association {
                 self.sq.set_rtx(seq, true);
             }
         }
+        // §6.2.1 C: "Any time a DATA chunk is marked for retransmission, either via T3-rtx
+        // timer expiration ... or via Fast Retransmit ..., add the data size of those chunks
+        // to the rwnd." What was in flight is now marked; rule B takes it again as each goes
+        // (a fast retransmission's SACK recomputes the window from the flight instead). The
+        // window used to count it twice until the next SACK (an independent review).
+        self.peer_rwnd = self.peer_rwnd.saturating_add(self.path.flight as u32);
         self.path.flight = 0;
         self.fast_recovery_exit = None;
         self.timed = None;
