@@ -1030,6 +1030,54 @@ fn a_sack_of_a_tsn_never_sent_aborts_12_4() {
     assert_eq!(p.c.state(), State::Established);
 }
 
+/// §7.2.4's note: "Before the above adjustments, if the received SACK also acknowledges new
+/// DATA chunks and advances the Cumulative TSN Ack Point, the cwnd adjustment rules defined in
+/// Sections 7.2.1 and 7.2.2 MUST be applied first." In slow start with the window full, two
+/// SACKs give the second outstanding TSN two miss indications; a third advances the
+/// cumulative point and gives it its third: the window grows by one MTU, then Fast Recovery
+/// halves it. The growth was skipped, and the cut halved the smaller window (an independent
+/// review).
+#[test]
+fn fast_recovery_halves_the_grown_window_7_2_4() {
+    let mut p = Pair::new();
+    for i in 0..30u8 {
+        p.c.send(0, 16, &[i; 1000]).unwrap();
+    }
+    p.exchange(t(10), |_, _| true);
+    let tag = p.c.local_tag();
+    for i in 0..200u8 {
+        if p.c.send(0, 16, &[i; 1000]).is_err() {
+            break;
+        }
+    }
+    let mut tsns = Vec::new();
+    for _ in 0..100 {
+        for pk in drain(&mut p.c, t(20)) {
+            for c in chunks(&pk) {
+                if let ChunkRepr::Data(d) = c {
+                    tsns.push(d.tsn);
+                }
+            }
+        }
+    }
+    assert!(tsns.len() >= 6, "{tsns:?}");
+    let before = tsns[0].wrapping_sub(1);
+    for (at, blocks) in [
+        (21, &[(2u16, 2u16), (4, 4)][..]),
+        (22, &[(2, 2), (4, 5)][..]),
+    ] {
+        p.c.handle(t(at), &sack_to_client(tag, before, blocks), &mut ignore)
+            .unwrap();
+        drain(&mut p.c, t(at));
+    }
+    let cwnd = p.c.cwnd();
+    p.c.handle(t(23), &sack_to_client(tag, tsns[1], &[(2, 4)]), &mut ignore)
+        .unwrap();
+    // The path's MTU less the IPv4 header: what a DATA packet may take.
+    let mtu = 1480;
+    assert_eq!(p.c.cwnd(), ((cwnd + mtu) / 2).max(4 * mtu), "from {cwnd}");
+}
+
 /// §6.2.1 C: "Any time a DATA chunk is marked for retransmission, either via T3-rtx timer
 /// expiration ... or via Fast Retransmit ..., add the data size of those chunks to the rwnd."
 /// T3 marks three chunks in flight: the peer's window takes their room back. It used to stay

@@ -1904,6 +1904,28 @@ impl Association {
                 self.fast_recovery_exit = None;
             }
         }
+        // Congestion window growth (§7.2.1, §7.2.2): only when the cumulative point moves,
+        // the window was in use, and not in Fast Recovery. §7.2.4's note: a SACK that also
+        // starts Fast Recovery grows the window first ("the cwnd adjustment rules defined in
+        // Sections 7.2.1 and 7.2.2 MUST be applied first"), and the cut halves the grown
+        // one; the growth was skipped (an independent review).
+        if cum_advanced && self.fast_recovery_exit.is_none() {
+            let mtu = self.path.mtu;
+            if self.path.cwnd <= self.path.ssthresh {
+                if cwnd_full {
+                    self.path.cwnd += bytes_acked.min(mtu);
+                }
+            } else {
+                self.path.partial_bytes_acked += bytes_acked;
+                if self.path.partial_bytes_acked >= self.path.cwnd && cwnd_full {
+                    self.path.partial_bytes_acked -= self.path.cwnd;
+                    self.path.cwnd += mtu;
+                } else if !cwnd_full && self.path.partial_bytes_acked > self.path.cwnd {
+                    // §7.2.2: an application-limited sender does not bank credit.
+                    self.path.partial_bytes_acked = self.path.cwnd;
+                }
+            }
+        }
         if new_fast_rtx {
             if self.fast_recovery_exit.is_none() {
                 // §7.2.4 step 2 / §7.2.3: enter Fast Recovery.
@@ -1920,25 +1942,6 @@ impl Association {
             // §8.1: "The counter MUST be reset each time a DATA chunk sent to that peer
             // endpoint is acknowledged (by the reception of a SACK)".
             self.clear_errors();
-        }
-        // Congestion window growth (§7.2.1, §7.2.2): only when the cumulative point moves,
-        // the window was in use, and not in Fast Recovery.
-        if cum_advanced && self.fast_recovery_exit.is_none() && !new_fast_rtx {
-            let mtu = self.path.mtu;
-            if self.path.cwnd <= self.path.ssthresh {
-                if cwnd_full {
-                    self.path.cwnd += bytes_acked.min(mtu);
-                }
-            } else {
-                self.path.partial_bytes_acked += bytes_acked;
-                if self.path.partial_bytes_acked >= self.path.cwnd && cwnd_full {
-                    self.path.partial_bytes_acked -= self.path.cwnd;
-                    self.path.cwnd += mtu;
-                } else if !cwnd_full && self.path.partial_bytes_acked > self.path.cwnd {
-                    // §7.2.2: an application-limited sender does not bank credit.
-                    self.path.partial_bytes_acked = self.path.cwnd;
-                }
-            }
         }
         if self.path.flight == 0 {
             self.path.partial_bytes_acked = 0;
