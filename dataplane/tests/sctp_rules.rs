@@ -1078,6 +1078,36 @@ fn fast_recovery_halves_the_grown_window_7_2_4() {
     assert_eq!(p.c.cwnd(), ((cwnd + mtu) / 2).max(4 * mtu), "from {cwnd}");
 }
 
+/// §6.1 A: a zero window probe "SHOULD only be sent when all outstanding DATA chunks have been
+/// cumulatively acknowledged and no DATA chunks are in flight". A peer with its window at 0
+/// gap-acks every outstanding chunk (a block from offset 1) without moving its cumulative
+/// point: nothing is in flight, but nothing is cumulatively acknowledged either, so no new
+/// chunk may go. One went with each such SACK (an independent review).
+#[test]
+fn no_zero_window_probe_while_chunks_are_only_gap_acked_6_1_a() {
+    let (mut p, tag, tsns) = outstanding(3);
+    let sack = packet(
+        S_PORT,
+        C_PORT,
+        tag,
+        &[ChunkRepr::Sack(SackRepr {
+            cum_tsn_ack: tsns[0].wrapping_sub(1),
+            a_rwnd: 0,
+            gap_ack_blocks: List::new(&[GapAckBlock { start: 1, end: 3 }]),
+            dup_tsns: List::new(&[]),
+        })],
+    );
+    p.c.handle(t(20), &sack, &mut ignore).unwrap();
+    p.c.send(0, 16, &[5; 100]).unwrap();
+    let sent = drain(&mut p.c, t(20));
+    assert!(
+        !sent
+            .iter()
+            .any(|pk| chunks(pk).iter().any(|c| matches!(c, ChunkRepr::Data(_)))),
+        "no DATA into a window of 0 with chunks outstanding"
+    );
+}
+
 /// §6.2.1 C: "Any time a DATA chunk is marked for retransmission, either via T3-rtx timer
 /// expiration ... or via Fast Retransmit ..., add the data size of those chunks to the rwnd."
 /// T3 marks three chunks in flight: the peer's window takes their room back. It used to stay

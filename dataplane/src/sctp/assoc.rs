@@ -2921,7 +2921,7 @@ impl Association {
         let size = book(self.sq.slot(seq).len);
         (self.burst_budget > 0
             && self.path.flight < self.path.cwnd
-            && (size <= self.peer_rwnd as usize || self.path.flight == 0))
+            && (size <= self.peer_rwnd as usize || self.sq.outstanding() == 0))
             .then_some(seq)
     }
 
@@ -2949,15 +2949,14 @@ impl Association {
         if !open {
             return false;
         }
-        let has_rtx = self.sq.first_rtx().is_some();
-        if has_rtx && (self.pending.fast_rtx || self.path.flight < self.path.cwnd) {
+        if self.sq.has_rtx() && (self.pending.fast_rtx || self.path.flight < self.path.cwnd) {
             return true;
         }
         if let Some(seq) = self.sq.next_unsent() {
             let size = book(self.sq.slot(seq).len);
             return self.burst_budget > 0
                 && self.path.flight < self.path.cwnd
-                && (size <= self.peer_rwnd as usize || self.path.flight == 0);
+                && (size <= self.peer_rwnd as usize || self.sq.outstanding() == 0);
         }
         false
     }
@@ -3177,8 +3176,12 @@ impl Association {
         while let Some(seq) = self.sq.next_unsent() {
             let s = *self.sq.slot(seq);
             let size = book(s.len);
+            // §6.1 A: a message the peer's window cannot take goes only as a zero window
+            // probe, "when all outstanding DATA chunks have been cumulatively acknowledged and
+            // no DATA chunks are in flight": with nothing in flight but chunks gap-acked, a
+            // peer that kept its window at 0 was sent one new chunk per SACK.
             if self.path.flight >= self.path.cwnd
-                || (size > self.peer_rwnd as usize && self.path.flight > 0)
+                || (size > self.peer_rwnd as usize && self.sq.outstanding() > 0)
             {
                 break;
             }
