@@ -313,6 +313,102 @@ fn stale_cookie_is_answered_and_the_client_starts_over_5_1_5() {
     assert!(matches!(chunks(&again[0])[0], ChunkRepr::Init(_)));
 }
 
+/// §5.2.6 with §5.1 C: on a Stale Cookie the client starts over with a new INIT, but a peer
+/// that answers every COOKIE ECHO with Stale Cookie must not keep the handshake going forever:
+/// the restarts are bounded by Max.Init.Retransmits, after which the initialization is
+/// abandoned and reported (InitFailed). The INIT ACK each restart brings must not reset the
+/// count.
+#[test]
+fn stale_cookie_restarts_are_bounded_5_2_6() {
+    let (mut sep, mut c, mut echo) = handshake_to_echo();
+    let max = cfg(C_PORT).max_init_retransmits;
+    let mut out = vec![0u8; 65536];
+    let mut now = t(1);
+    let mut restarts = 0;
+    for round in 0..=max + 5 {
+        // Longer than Valid.Cookie.Life plus the most Cookie Preservative the endpoint honours.
+        now += Duration::from_secs(200);
+        let Outcome::Reply(n) = sep.handle(now, C_ADDR, &echo, &mut out, &mut ignore) else {
+            panic!("round {round}: stale cookie not answered")
+        };
+        assert!(matches!(chunks(&out[..n])[0], ChunkRepr::Error(_)));
+        c.handle(now, &out[..n], &mut ignore).unwrap();
+        if c.state() == State::Closed {
+            break;
+        }
+        assert_eq!(c.state(), State::CookieWait);
+        restarts += 1;
+        let init = drain(&mut c, now);
+        assert!(matches!(chunks(&init[0])[0], ChunkRepr::Init(_)));
+        let Outcome::Reply(n) = sep.handle(now, C_ADDR, &init[0], &mut out, &mut ignore) else {
+            panic!("round {round}: INIT not answered")
+        };
+        c.handle(now, &out[..n], &mut ignore).unwrap();
+        assert_eq!(c.state(), State::CookieEchoed);
+        echo = drain(&mut c, now).remove(0);
+    }
+    assert_eq!(
+        c.state(),
+        State::Closed,
+        "still going after {restarts} restarts"
+    );
+    assert_eq!(
+        restarts, max,
+        "Max.Init.Retransmits restarts, then the attempt fails"
+    );
+    assert_eq!(events(&mut c), vec![Event::Closed(CloseReason::InitFailed)]);
+    assert_eq!(c.stats().stale_cookies, u64::from(max) + 1);
+}
+
+/// §5.2.6: the INIT that follows a Stale Cookie SHOULD carry a Cookie Preservative suggesting
+/// a longer life-span, from the RTT of the COOKIE ECHO / ERROR exchange and no more than 1 s
+/// beyond it; the first INIT has none. The endpoint honours it: a cookie as late as the first
+/// one is then accepted.
+#[test]
+fn init_after_stale_cookie_carries_a_cookie_preservative_5_2_6() {
+    let preservative = |p: &[u8]| {
+        let ChunkRepr::Init(i) = chunks(p)[0] else {
+            panic!("not an INIT")
+        };
+        i.params.iter().find_map(|p| match p {
+            ParamRepr::CookiePreservative(ms) => Some(ms),
+            _ => None,
+        })
+    };
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let first = drain(&mut c, t(0));
+    assert_eq!(preservative(&first[0]), None, "no staleness measured yet");
+    let (mut sep, mut c, echo) = handshake_to_echo();
+    let mut out = vec![0u8; 65536];
+    // The cookie was made at t(0) and lives 60 s; the COOKIE ECHO left at t(1) and the ERROR
+    // comes back 60.25 s later (the RTT), the cookie 251 ms stale.
+    let late = t(1) + Duration::from_secs(60) + Duration::from_millis(250);
+    let Outcome::Reply(n) = sep.handle(late, C_ADDR, &echo, &mut out, &mut ignore) else {
+        panic!("stale cookie not answered")
+    };
+    c.handle(late, &out[..n], &mut ignore).unwrap();
+    let init = drain(&mut c, late);
+    let ms = preservative(&init[0]).expect("Cookie Preservative in the new INIT");
+    // RTT plus the staleness (under the 1 s the rule allows beyond the RTT).
+    assert_eq!(ms, 60_250 + 251);
+    // A retransmitted INIT carries it too.
+    let at = c.poll_timeout().unwrap();
+    c.handle_timeout(at);
+    assert_eq!(preservative(&drain(&mut c, at)[0]), Some(ms));
+    // The endpoint lengthens the cookie's life: a COOKIE ECHO as slow as the first is taken.
+    let Outcome::Reply(n) = sep.handle(at, C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!("INIT not answered")
+    };
+    c.handle(at, &out[..n], &mut ignore).unwrap();
+    let echo = drain(&mut c, at).remove(0);
+    let later = at + Duration::from_secs(60) + Duration::from_millis(250);
+    assert!(matches!(
+        sep.handle(later, C_ADDR, &echo, &mut out, &mut ignore),
+        Outcome::Accepted(_)
+    ));
+}
+
 /// §5.1 (and issue 4): DATA bundled with the COOKIE ECHO is accepted and delivered by the new
 /// association, and acknowledged with the COOKIE ACK.
 #[test]

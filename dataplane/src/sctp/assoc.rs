@@ -463,6 +463,13 @@ pub struct Association {
     local_initial_tsn: u32,
     peer_cookie: Vec<u8>,
     init_retransmits: u32,
+    /// Restarts after a Stale Cookie (§5.2.6), bounded by Max.Init.Retransmits (§5.1 C): a
+    /// counter of their own, since every INIT ACK restarts `init_retransmits` for T1-cookie.
+    stale_restarts: u32,
+    /// When the COOKIE ECHO last went out: a Stale Cookie's round trip (§5.2.6).
+    cookie_echo_sent: Instant,
+    /// The Cookie Preservative (ms) our INITs carry after a Stale Cookie (§5.2.6).
+    cookie_preservative: Option<u32>,
     // Send side.
     sq: SendQueue,
     next_tsn: u32,
@@ -595,6 +602,9 @@ impl Association {
             local_initial_tsn: 0,
             peer_cookie: Vec::new(),
             init_retransmits: 0,
+            stale_restarts: 0,
+            cookie_echo_sent: Instant::ZERO,
+            cookie_preservative: None,
             sq: SendQueue::new(cfg.send_slots, cfg.max_message()),
             next_tsn: 0,
             cum_ack_point: 0,
@@ -2102,16 +2112,31 @@ impl Association {
     fn on_error(&mut self, now: Instant, e: &ErrorChunkRepr<'_>) {
         self.stats.errors_in += 1;
         for cause in e.causes.iter() {
-            if let CauseRepr::StaleCookie { .. } = cause {
+            if let CauseRepr::StaleCookie { staleness } = cause {
                 if self.state == State::CookieEchoed {
-                    // §5.2.6: start over with a new INIT (a fresh cookie), counted against
-                    // Max.Init.Retransmits.
+                    // §5.2.6: start over with a new INIT (a fresh cookie). The restarts are
+                    // bounded as T1's retries are (§5.1 C: after Max.Init.Retransmits the
+                    // endpoint MUST abort the initialization and report): they have their own
+                    // counter, since the INIT ACK each restart brings begins T1-cookie's count
+                    // afresh, and a peer answering Stale Cookie every time would otherwise
+                    // keep the handshake going forever.
                     self.stats.stale_cookies += 1;
-                    self.init_retransmits += 1;
-                    if self.init_retransmits > self.cfg.max_init_retransmits {
+                    self.stale_restarts += 1;
+                    if self.stale_restarts > self.cfg.max_init_retransmits {
                         self.close(CloseReason::InitFailed);
                         return;
                     }
+                    // §5.2.6: the new INIT "SHOULD" carry a Cookie Preservative, computed from
+                    // the RTT of the COOKIE ECHO / ERROR exchange, adding "no more than 1
+                    // second beyond the measured RTT": the RTT plus the staleness, the latter
+                    // at most 1 s. In milliseconds (§3.3.2.1), rounded up.
+                    let rtt = now.saturating_since(self.cookie_echo_sent);
+                    let late =
+                        Duration::from_micros(u64::from(staleness)).min(Duration::from_secs(1));
+                    let ms = (rtt + late).as_micros().div_ceil(1000);
+                    self.cookie_preservative = Some(u32::try_from(ms).unwrap_or(u32::MAX));
+                    // T1-init counts this INIT's retransmissions from zero.
+                    self.init_retransmits = 0;
                     self.state = State::CookieWait;
                     self.pending.cookie_echo = false;
                     self.pending.init = true;
@@ -2256,6 +2281,7 @@ impl Association {
         // §5.1 C: T1-cookie retransmits the COOKIE ECHO up to Max.Init.Retransmits times of its
         // own.
         self.init_retransmits = 0;
+        self.cookie_echo_sent = now;
         self.arm(Timer::T1, self.after_rto(now));
     }
 
@@ -2470,7 +2496,10 @@ impl Association {
         self.path.rto.back_off();
         match self.state {
             State::CookieWait => self.pending.init = true,
-            State::CookieEchoed => self.pending.cookie_echo = true,
+            State::CookieEchoed => {
+                self.pending.cookie_echo = true;
+                self.cookie_echo_sent = now;
+            }
             _ => return,
         }
         self.arm(Timer::T1, self.after_rto(now));
@@ -2698,16 +2727,19 @@ impl Association {
         }
         if self.pending.init && self.state == State::CookieWait {
             self.pending.init = false;
-            let params = [ParamRepr::AdaptationLayerIndication(
-                self.cfg.adaptation_indication,
-            )];
+            // §5.2.6: after a Stale Cookie, the INIT suggests a longer cookie life-span.
+            let params = [
+                ParamRepr::AdaptationLayerIndication(self.cfg.adaptation_indication),
+                ParamRepr::CookiePreservative(self.cookie_preservative.unwrap_or(0)),
+            ];
+            let n = 1 + usize::from(self.cookie_preservative.is_some());
             let init = InitRepr {
                 initiate_tag: self.local_tag,
                 a_rwnd: self.cfg.a_rwnd,
                 outbound_streams: self.cfg.streams,
                 inbound_streams: self.cfg.streams,
                 initial_tsn: self.local_initial_tsn,
-                params: List::new(&params),
+                params: List::new(&params[..n]),
             };
             let mut b = PacketBuilder::new(buf, &self.header(0)).ok()?;
             b.push(&ChunkRepr::Init(init)).ok()?;
