@@ -2506,6 +2506,79 @@ fn restart_listing_the_same_addresses_is_a_restart_5_2_2() {
     assert_eq!(s.state(), State::Established);
 }
 
+/// RFC 9260 §5.2.1: in COOKIE-ECHOED, an INIT that adds an address to those the peer's
+/// INIT ACK gave "MUST be discarded, and NO changes should be made to the existing
+/// association. An ABORT SHOULD be sent": ABORT on the INIT's tag, cause Restart of an
+/// Association with New Addresses; the handshake goes on and completes. An INIT that lists
+/// only the address we talk to is the collision §5.2.1 answers with INIT ACK, as before; in
+/// COOKIE-WAIT (no INIT ACK yet, no address list to add to) so is one listing another.
+#[test]
+fn init_adding_an_address_in_cookie_echoed_is_aborted_5_2_1() {
+    let ali = ParamRepr::AdaptationLayerIndication(1);
+    let known = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 2));
+    let new = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 77));
+    let init = |tag: u32, params: &[ParamRepr<'_>]| {
+        packet(
+            S_PORT,
+            C_PORT,
+            0,
+            &[ChunkRepr::Init(InitRepr {
+                initiate_tag: tag,
+                a_rwnd: 65536,
+                outbound_streams: 4,
+                inbound_streams: 4,
+                initial_tsn: 1000,
+                params: List::new(params),
+            })],
+        )
+    };
+    let (mut sep, mut c, echo) = handshake_to_echo();
+    assert_eq!(c.state(), State::CookieEchoed);
+    let (local_tag, peer_tag) = (c.local_tag(), c.peer_tag());
+    c.handle(t(2), &init(0x5555, &[ali, new]), &mut ignore)
+        .unwrap();
+    let out = drain(&mut c, t(2));
+    assert_eq!(out.len(), 1, "one answer");
+    let cs = chunks(&out[0]);
+    assert!(!has(&cs, |c| matches!(c, ChunkRepr::InitAck(_))), "{cs:?}");
+    assert_eq!(vtag(&out[0]), 0x5555, "ABORT on the INIT's Initiate Tag");
+    let a = abort_of(&out[0]);
+    assert!(!a.t_bit);
+    assert_eq!(
+        a.causes.iter().next(),
+        Some(CauseRepr::RestartWithNewAddresses {
+            addresses: b"\x00\x05\x00\x08\xc6\x12\x00\x4d"
+        })
+    );
+    // Nothing changed: same state and tags, and the COOKIE ECHO still completes the setup.
+    assert_eq!(c.state(), State::CookieEchoed);
+    assert_eq!((c.local_tag(), c.peer_tag()), (local_tag, peer_tag));
+    assert_eq!(c.stats().inits_refused, 1);
+    let mut out = vec![0u8; 65536];
+    let Outcome::Accepted(s) = sep.handle(t(3), C_ADDR, &echo, &mut out, &mut ignore) else {
+        panic!("COOKIE ECHO not accepted")
+    };
+    let mut s = *s;
+    for pk in drain(&mut s, t(3)) {
+        c.handle(t(3), &pk, &mut ignore).unwrap();
+    }
+    assert_eq!(c.state(), State::Established);
+    // Only the address we talk to: an INIT ACK (§5.2.1 collision).
+    let (_, mut c, _) = handshake_to_echo();
+    c.handle(t(2), &init(0x5656, &[ali, known]), &mut ignore)
+        .unwrap();
+    let out = drain(&mut c, t(2));
+    assert!(matches!(chunks(&out[0])[0], ChunkRepr::InitAck(_)));
+    // COOKIE-WAIT: the peer's addresses are not known yet; an INIT ACK.
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    drain(&mut c, t(0));
+    c.handle(t(1), &init(0x5757, &[ali, new]), &mut ignore)
+        .unwrap();
+    let out = drain(&mut c, t(1));
+    assert!(matches!(chunks(&out[0])[0], ChunkRepr::InitAck(_)));
+}
+
 /// RFC 9260 §3.3.3: a receiver of an INIT ACK with OS or MIS of 0 SHOULD destroy the
 /// association (and MAY send ABORT: Invalid Mandatory Parameter, §3.3.10.7); an Initiate Tag
 /// of 0 MUST destroy it (no ABORT can be addressed to tag 0).

@@ -2172,7 +2172,13 @@ impl Association {
         // the unexpected INIT into the Verification Tag", with the cause that lists them. The
         // association has the addresses its peer listed when it was set up (kept as a number:
         // a restart listing the same ones is a restart) and the one it talks to.
-        if !matches!(self.state, State::CookieWait | State::CookieEchoed)
+        // §5.2.1 says the same of COOKIE-ECHOED ("the entire INIT MUST be discarded, and NO
+        // changes should be made to the existing association. An ABORT SHOULD be sent"): there
+        // the peer's addresses are those of its INIT ACK. Not in COOKIE-WAIT: no INIT ACK has
+        // told us the peer's addresses yet, only the one we sent our INIT to, so a colliding
+        // INIT that lists others (a multi-homed peer's normal list) adds nothing to a known
+        // set, and answering it is what resolves the collision (§5.2.1).
+        if self.state != State::CookieWait
             && endpoint::address_set(init) != self.peer_addresses
             && endpoint::new_addresses(init, params_bytes, self.peer_addr, bytes)
         {
