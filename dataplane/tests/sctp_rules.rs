@@ -2579,6 +2579,113 @@ fn init_adding_an_address_in_cookie_echoed_is_aborted_5_2_1() {
     assert!(matches!(chunks(&out[0])[0], ChunkRepr::InitAck(_)));
 }
 
+/// RFC 9260 §3.2.2 (and §3.3.3): the receiver of an INIT MUST report the parameters whose
+/// type asks for it (upper bits 01 or 11, §3.2.1) in Unrecognized Parameter parameters of the
+/// INIT ACK it answers with - also when the INIT reaches an existing association and the
+/// INIT ACK is the association's (§5.2.2), as the endpoint does for an INIT it answers.
+#[test]
+fn init_ack_of_an_association_reports_unrecognized_parameters_3_2_2() {
+    let mut p = Pair::new();
+    let skip = ParamRepr::Unknown {
+        param_type: 0x8123,
+        value: b"skip",
+    };
+    let report = ParamRepr::Unknown {
+        param_type: 0xC123,
+        value: b"report",
+    };
+    let init = init_chunk(
+        0x7777,
+        &[skip, ParamRepr::AdaptationLayerIndication(1), report],
+    );
+    let mem = p.s.memory();
+    let _ = p.s.handle(t(5), &init, &mut ignore);
+    let out = drain(&mut p.s, t(5));
+    assert_eq!(p.s.memory(), mem, "association memory grew");
+    assert_eq!(vtag(&out[0]), 0x7777);
+    let cs = chunks(&out[0]);
+    let ChunkRepr::InitAck(ia) = cs[0] else {
+        panic!("{cs:?}")
+    };
+    let reported: Vec<&[u8]> =
+        ia.0.params
+            .iter()
+            .filter_map(|p| match p {
+                ParamRepr::UnrecognizedParameter(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+    // The whole parameter: type 0xC123, length 10, "report"; the 10 (skip silently) is not.
+    assert_eq!(reported, vec![&b"\xc1\x23\x00\x0areport"[..]]);
+    assert!(ia.state_cookie().is_some());
+    assert_eq!(p.s.state(), State::Established);
+}
+
+/// RFC 9260 §3.3.2: an INIT with OS or MIS of 0, or an a_rwnd below 1500, is discarded and
+/// SHOULD be answered with ABORT (Invalid Mandatory Parameter, §3.3.10.7) on its Initiate
+/// Tag - by an existing association as by the endpoint; one with an Initiate Tag of 0 is
+/// silently discarded. The association goes on.
+#[test]
+fn invalid_init_to_an_association_is_aborted_3_3_2() {
+    let mut p = Pair::new();
+    let ali = [ParamRepr::AdaptationLayerIndication(1)];
+    let init = |tag: u32, os: u16, mis: u16, a_rwnd: u32| {
+        packet(
+            C_PORT,
+            S_PORT,
+            0,
+            &[ChunkRepr::Init(InitRepr {
+                initiate_tag: tag,
+                a_rwnd,
+                outbound_streams: os,
+                inbound_streams: mis,
+                initial_tsn: 77,
+                params: List::new(&ali),
+            })],
+        )
+    };
+    for (tag, os, mis, a_rwnd) in [
+        (0x1001, 0, 4, 65536),
+        (0x1002, 4, 0, 65536),
+        (0x1003, 4, 4, 1499),
+    ] {
+        let _ = p.s.handle(t(5), &init(tag, os, mis, a_rwnd), &mut ignore);
+        let out = drain(&mut p.s, t(5));
+        assert_eq!(out.len(), 1, "{tag:#x}: one answer");
+        assert_eq!(vtag(&out[0]), tag, "on the INIT's Initiate Tag");
+        let a = abort_of(&out[0]);
+        assert!(!a.t_bit);
+        assert_eq!(
+            a.causes.iter().collect::<Vec<_>>(),
+            vec![CauseRepr::InvalidMandatoryParameter]
+        );
+        assert_eq!(p.s.state(), State::Established);
+    }
+    // The endpoint answers the same INIT the same way.
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 2048];
+    let Outcome::Reply(n) = sep.handle(
+        t(5),
+        C_ADDR,
+        &init(0x1004, 0, 4, 65536),
+        &mut out,
+        &mut ignore,
+    ) else {
+        panic!()
+    };
+    assert_eq!(
+        abort_of(&out[..n]).causes.iter().collect::<Vec<_>>(),
+        vec![CauseRepr::InvalidMandatoryParameter]
+    );
+    // Initiate Tag 0: nothing.
+    let _ = p.s.handle(t(6), &init(0, 0, 4, 65536), &mut ignore);
+    assert!(drain(&mut p.s, t(6)).is_empty());
+    // The association still carries data.
+    p.c.send(0, 16, b"still up").unwrap();
+    p.exchange(t(7), |_, _| true);
+    assert_eq!(p.got_s.last().map(|m| &m.2[..]), Some(&b"still up"[..]));
+}
+
 /// RFC 9260 §3.3.3: a receiver of an INIT ACK with OS or MIS of 0 SHOULD destroy the
 /// association (and MAY send ABORT: Invalid Mandatory Parameter, §3.3.10.7); an Initiate Tag
 /// of 0 MUST destroy it (no ABORT can be addressed to tag 0).

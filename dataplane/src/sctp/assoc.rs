@@ -338,6 +338,9 @@ enum PendingCause {
 }
 const MAX_PENDING_CAUSES: usize = 4;
 const ERROR_BYTES: usize = 512;
+/// Most bytes of Unrecognized Parameter reports an INIT ACK of ours carries (§3.2.2); a
+/// parameter that would go past them is not reported.
+const INIT_ACK_REPORT_BYTES: usize = 512;
 const HB_ACK_INFO: usize = 512;
 const HB_INFO_LEN: usize = 16;
 const MAX_GAP_BLOCKS: usize = 64;
@@ -365,6 +368,8 @@ enum InitRefusal {
     /// §5.2.2: addresses the association does not have (Restart of an Association with New
     /// Addresses).
     NewAddresses,
+    /// §3.3.2: OS or MIS of 0, or a_rwnd below 1500 (Invalid Mandatory Parameter).
+    InvalidMandatory,
 }
 
 #[derive(Debug)]
@@ -504,6 +509,9 @@ pub struct Association {
     pending: Pending,
     ack_due: AckDue,
     pending_init_ack: Option<PendingInitAck>,
+    /// The Unrecognized Parameter reports of `pending_init_ack` (§3.2.2): the parameters,
+    /// whole and back to back, in memory set aside at setup.
+    init_ack_report: Vec<u8>,
     timers: [Option<Instant>; TIMERS],
     events: VecDeque<Event>,
     closed_reported: bool,
@@ -661,6 +669,7 @@ impl Association {
             },
             ack_due: AckDue::default(),
             pending_init_ack: None,
+            init_ack_report: Vec::with_capacity(INIT_ACK_REPORT_BYTES),
             timers: [None; TIMERS],
             events: VecDeque::with_capacity(8),
             closed_reported: false,
@@ -862,6 +871,7 @@ impl Association {
             + self.rx.heap_bytes()
             + self.pending.error_bytes.capacity()
             + self.pending.init_abort_bytes.capacity()
+            + self.init_ack_report.capacity()
             + self.reasm.heap_bytes()
             + self.peer_cookie.capacity()
             + self.events.capacity() * core::mem::size_of::<Event>()
@@ -1449,6 +1459,9 @@ impl Association {
             Err(e) => {
                 if t == ChunkType::InitAck && e == crate::wire::Error::Malformed {
                     self.on_unusable_init_ack(chunk);
+                }
+                if t == ChunkType::Init && e == crate::wire::Error::Malformed {
+                    self.on_invalid_init(chunk);
                 }
                 self.stats.malformed += 1;
                 return Flow::Stop;
@@ -2223,12 +2236,44 @@ impl Association {
             local_tie,
             peer_tie,
         );
+        // §3.2.2: "the receiver of the INIT MUST put the 'Unrecognized Parameter'
+        // parameter(s) in the INIT ACK chunk sent in response" - for the parameters whose
+        // type asks for a report (§3.2.1), as the endpoint does (at most MAX_UNRECOGNIZED).
+        self.init_ack_report.clear();
+        for &(off, len) in params.unrecognized() {
+            if let Some(p) = params_bytes.get(off..off + len) {
+                if self.init_ack_report.len() + p.len() <= INIT_ACK_REPORT_BYTES {
+                    self.init_ack_report.extend_from_slice(p);
+                }
+            }
+        }
         self.pending_init_ack = Some(PendingInitAck {
             cookie: cookie.seal(&self.key),
             peer_tag: init.initiate_tag,
             local_tag,
             local_tsn,
         });
+    }
+
+    /// An INIT the parser refused for its values (`Malformed`, §3.3.2), answered as the
+    /// endpoint answers one: an Initiate Tag of 0 is silently discarded; OS or MIS of 0, or
+    /// an a_rwnd below 1500, "SHOULD" be answered with ABORT, Invalid Mandatory Parameter
+    /// (§3.3.10.7), on the INIT's own tag. The association goes on (the INIT is discarded).
+    fn on_invalid_init(&mut self, chunk: &Chunk<&[u8]>) {
+        if self.state == State::ShutdownAckSent {
+            // §9.2: any INIT in SHUTDOWN-ACK-SENT is discarded and the SHUTDOWN ACK repeated.
+            self.pending.shutdown_ack = true;
+            return;
+        }
+        let Ok(c) = InitChunk::new_checked(chunk.bytes_ref()) else {
+            return;
+        };
+        let tag = c.initiate_tag();
+        if tag == 0 {
+            return;
+        }
+        self.stats.inits_refused += 1;
+        self.pending.init_abort = Some((tag, InitRefusal::InvalidMandatory));
     }
 
     fn on_init_ack(&mut self, now: Instant, chunk: &Chunk<&[u8]>, ack: &InitAckRepr<'_>) {
@@ -2673,16 +2718,21 @@ impl Association {
         }
         if let Some((tag, why)) = self.pending.init_abort.take() {
             let bytes = &self.pending.init_abort_bytes;
-            let cause = match why {
-                InitRefusal::HostName => CauseRepr::UnresolvableAddress { address: bytes },
-                InitRefusal::NewAddresses => {
-                    CauseRepr::RestartWithNewAddresses { addresses: bytes }
-                }
+            let (cause, reported) = match why {
+                InitRefusal::HostName => (
+                    CauseRepr::UnresolvableAddress { address: bytes },
+                    !bytes.is_empty(),
+                ),
+                InitRefusal::NewAddresses => (
+                    CauseRepr::RestartWithNewAddresses { addresses: bytes },
+                    !bytes.is_empty(),
+                ),
+                InitRefusal::InvalidMandatory => (CauseRepr::InvalidMandatoryParameter, true),
             };
             let causes = [cause];
             let abort = ChunkRepr::Abort(AbortRepr {
                 t_bit: false,
-                causes: List::new(&causes[..usize::from(!bytes.is_empty())]),
+                causes: List::new(&causes[..usize::from(reported)]),
             });
             let mut b = PacketBuilder::new(buf, &self.header(tag)).ok()?;
             b.push(&abort).ok()?;
@@ -3344,17 +3394,29 @@ impl Association {
     }
 
     fn build_init_ack(&mut self, buf: &mut [u8], ack: &PendingInitAck) -> Option<usize> {
-        let params = [
-            ParamRepr::AdaptationLayerIndication(self.cfg.adaptation_indication),
-            ParamRepr::StateCookie(&ack.cookie),
-        ];
+        let mut params = [ParamRepr::ForwardTsnSupported; 2 + endpoint::MAX_UNRECOGNIZED];
+        params[0] = ParamRepr::AdaptationLayerIndication(self.cfg.adaptation_indication);
+        params[1] = ParamRepr::StateCookie(&ack.cookie);
+        let mut n = 2;
+        // §3.3.3: each unrecognized parameter, whole, in an Unrecognized Parameter; each one
+        // stored says its own length (§3.2).
+        let mut rest = &self.init_ack_report[..];
+        while let (Some(slot), Some(h)) = (params.get_mut(n), rest.get(2..4)) {
+            let len = usize::from(u16::from_be_bytes([h[0], h[1]]));
+            let (Some(p), Some(after)) = (rest.get(..len), rest.get(len..)) else {
+                break;
+            };
+            *slot = ParamRepr::UnrecognizedParameter(p);
+            n += 1;
+            rest = after;
+        }
         let init_ack = InitAckRepr(InitRepr {
             initiate_tag: ack.local_tag,
             a_rwnd: self.cfg.a_rwnd,
             outbound_streams: self.cfg.streams,
             inbound_streams: self.cfg.streams,
             initial_tsn: ack.local_tsn,
-            params: List::new(&params),
+            params: List::new(&params[..n]),
         });
         let mut b = PacketBuilder::new(buf, &self.header(ack.peer_tag)).ok()?;
         b.push(&ChunkRepr::InitAck(init_ack)).ok()?;

@@ -17,7 +17,7 @@ use crate::wire::sctp::{
 };
 
 /// Unrecognized parameters reported per INIT or INIT ACK; more are dropped silently.
-const MAX_UNRECOGNIZED: usize = 8;
+pub(super) const MAX_UNRECOGNIZED: usize = 8;
 /// Longest Cookie Preservative we honour (RFC 9260 §5.2.6 lets the receiver ignore it).
 const MAX_PRESERVATIVE_MS: u32 = 60_000;
 
