@@ -230,6 +230,27 @@ fn rfc5040_5_3_sends_arrive_with_their_kind() {
     }
 }
 
+/// Runs until the client hears the server's RDMAP Terminate; then the server's receives, each
+/// with the STag it says the peer invalidated.
+fn received_after_the_terminate(w: &mut World) -> Vec<(u64, Option<Stag>)> {
+    wait(w, "the Terminate", |w| {
+        w.client
+            .indications
+            .iter()
+            .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
+    });
+    w.server
+        .indications
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Received {
+                wr_id, invalidated, ..
+            } => Some((*wr_id, *invalidated)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// RFC 5040 §5.3 with RFC 5041 §7.1 untagged check 2: a Send with Invalidate naming the STag
 /// under the server's own receive buffers, and a Send right behind it in the same packet. The
 /// second Send finds no buffer that allows placement (the memory's STag is gone), so nothing
@@ -261,23 +282,7 @@ fn rfc5040_5_3_a_buffer_whose_stag_the_peer_invalidated_takes_nothing_more() {
     )
     .unwrap();
     rdma(&mut w.client, 2, send(None), Payload::Bytes(vec![2; 64])).unwrap();
-    wait(&mut w, "the Terminate", |w| {
-        w.client
-            .indications
-            .iter()
-            .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
-    });
-    let received: Vec<_> = w
-        .server
-        .indications
-        .iter()
-        .filter_map(|i| match i {
-            Indication::Received {
-                wr_id, invalidated, ..
-            } => Some((*wr_id, *invalidated)),
-            _ => None,
-        })
-        .collect();
+    let received = received_after_the_terminate(&mut w);
     assert_eq!(received, [(50, Some(rreg.stag))]);
     assert_eq!(read(&w.server, rbuf, 0, 64), vec![1; 64]);
     assert_eq!(
@@ -321,23 +326,7 @@ fn rfc5040_5_3_send_with_invalidate_revokes_the_stag_before_the_next_message() {
     )
     .unwrap();
     rdma(&mut w.client, 3, write(4096), Payload::Bytes(vec![3; 200])).unwrap();
-    wait(&mut w, "the Terminate", |w| {
-        w.client
-            .indications
-            .iter()
-            .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
-    });
-    let received: Vec<_> = w
-        .server
-        .indications
-        .iter()
-        .filter_map(|i| match i {
-            Indication::Received {
-                wr_id, invalidated, ..
-            } => Some((*wr_id, *invalidated)),
-            _ => None,
-        })
-        .collect();
+    let received = received_after_the_terminate(&mut w);
     assert_eq!(received, [(50, Some(dst_reg.stag))]);
     assert_eq!(
         read(&w.server, dst, 0, 200),

@@ -14,7 +14,7 @@ use ddpdk_control::conn::{Indication, Payload, RdmaOp, RdmaRequest, Status};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{Control, DataCore, Event, Op, RuntimeConfig};
-use ddpdk_dataplane::mem::{Access, Pd};
+use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use ddpdk_dataplane::wire::rdmap::{RdmapError, TerminateError};
@@ -157,13 +157,12 @@ fn rdma_read_and_write_through_the_runtime() {
     )));
 }
 
-/// RFC 5040 §5.3 with RFC 5041 §8.3.1 item 6's guarantee: a Send with Invalidate completes at
-/// the ULP only once every data core has dropped the STag. The server has two data cores; the
-/// one that does not own the association is held still after the Send arrives, and the
-/// Received waits for it; once it turns, the Received comes, naming the STag, and no table
-/// knows the STag any more.
-#[test]
-fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
+/// A server of two data cores whose ULP registered a region and posted a receive (wr 70);
+/// the client's Send with Invalidate naming the region (wr 1) has arrived, and the control
+/// thread has started the revocation, with no core polled since (cores first: none has seen
+/// the invalidation command yet). Returns the lockstep, the region's STag, the core that owns
+/// the association and the other one.
+fn remote_invalidation_under_way() -> (Lockstep<MemPort>, Stag, usize, usize) {
     let (pa, pb) = pair(3, 1024);
     let a = runtime(pa, A4, A6, 1, RuntimeConfig::default());
     let mut b = runtime(
@@ -213,37 +212,49 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
     l.ca.submit(conn, Op::PostRdma(send)).unwrap();
     let owner = l.cb.owner(sc).unwrap();
     let still = 1 - owner;
-    let received = |l: &Lockstep<MemPort>| {
-        l.eb.iter().find_map(|e| match e {
-            Event::Indication {
-                indication:
-                    Indication::Received {
-                        wr_id, invalidated, ..
-                    },
-                ..
-            } => Some((*wr_id, *invalidated)),
-            _ => None,
-        })
-    };
-    // Everything turns until the control thread has started the revocation (cores first, so
-    // none has seen the invalidation command yet); from then on `still` is held.
+    // Everything turns until the control thread has started the revocation.
     let mut steps = 0;
     while l.cb.stats().peer_invalidations == 0 {
         steps += 1;
         assert!(steps < 100_000, "the Send never arrived");
         l.step();
     }
+    (l, dst_reg.stag, owner, still)
+}
+
+/// The server's first receive, with the STag it says the peer invalidated.
+fn received(l: &Lockstep<MemPort>) -> Option<(u64, Option<Stag>)> {
+    l.eb.iter().find_map(|e| match e {
+        Event::Indication {
+            indication: Indication::Received {
+                wr_id, invalidated, ..
+            },
+            ..
+        } => Some((*wr_id, *invalidated)),
+        _ => None,
+    })
+}
+
+/// RFC 5040 §5.3 with RFC 5041 §8.3.1 item 6's guarantee: a Send with Invalidate completes at
+/// the ULP only once every data core has dropped the STag. The server has two data cores; the
+/// one that does not own the association is held still after the Send arrives, and the
+/// Received waits for it; once it turns, the Received comes, naming the STag, and no table
+/// knows the STag any more.
+#[test]
+fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
+    let (mut l, stag, owner, still) = remote_invalidation_under_way();
+    // From now on `still` is held.
     for _ in 0..50 {
         l.kb[owner].poll(l.now);
         l.cb.poll(l.now);
         l.eb.extend(std::iter::from_fn(|| l.cb.poll_event()));
     }
     assert_eq!(received(&l), None, "a core has not acknowledged yet");
-    assert!(l.cb.memory().stags().lookup(dst_reg.stag).is_none());
+    assert!(l.cb.memory().stags().lookup(stag).is_none());
     l.kb[still].poll(l.now);
     l.cb.poll(l.now);
     l.eb.extend(std::iter::from_fn(|| l.cb.poll_event()));
-    assert_eq!(received(&l), Some((70, Some(dst_reg.stag))));
+    assert_eq!(received(&l), Some((70, Some(stag))));
     assert_eq!(l.cb.stats().peer_invalidations, 1);
     assert_eq!(l.cb.stats().invalidation_timeouts, 0);
     l.run_until("the Send's completion", |l| {
@@ -259,72 +270,7 @@ fn rfc5040_5_3_a_remote_invalidation_completes_only_once_every_core_has_it() {
 /// again: `a_late_revocation_still_reaches_a_stalled_core_8_3_1_item_6`, revoke.rs.)
 #[test]
 fn rfc5041_8_3_1_a_late_remote_invalidation_is_not_reported_as_done() {
-    let (pa, pb) = pair(3, 1024);
-    let a = runtime(pa, A4, A6, 1, RuntimeConfig::default());
-    let mut b = runtime(
-        pb,
-        B4,
-        B6,
-        2,
-        RuntimeConfig {
-            cores: 2,
-            ..RuntimeConfig::default()
-        },
-    );
-    let bpd = b.0.memory_mut().alloc_pd();
-    let m = b.0.memory_mut();
-    let dst = m.alloc_region(1 << 16).unwrap();
-    let dst_reg = m
-        .register(registration(bpd, dst, 1 << 16, Access::REMOTE_WRITE))
-        .unwrap();
-    let rbuf = m.alloc_region(4096).unwrap();
-    let rreg = m
-        .register(registration(bpd, rbuf, 4096, Access::LOCAL_WRITE))
-        .unwrap();
-    let buffer = m.receive_buffer(bpd, rreg.stag, 0, 1024).unwrap();
-    let mut a = a;
-    let apd = a.0.memory_mut().alloc_pd();
-    let (open, accept) = rdmap_session(apd, RdmaLimits::default(), bpd, RdmaLimits::default());
-    let post = Op::PostRecv {
-        stream: 1,
-        qn: 0,
-        wr_id: 70,
-        buffer,
-    };
-    let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept, post]);
-    let conn = l.conn;
-    let sc = l.server_conn();
-    let send = RdmaRequest {
-        wr_id: 1,
-        stream: 1,
-        op: RdmaOp::Send {
-            solicited: false,
-            invalidate: Some(dst_reg.stag),
-        },
-        data: Payload::Bytes(vec![7; 100]),
-        signaled: true,
-    };
-    l.ca.submit(conn, Op::PostRdma(send)).unwrap();
-    let owner = l.cb.owner(sc).unwrap();
-    let still = 1 - owner;
-    let received = |l: &Lockstep<MemPort>| {
-        l.eb.iter().find_map(|e| match e {
-            Event::Indication {
-                indication:
-                    Indication::Received {
-                        wr_id, invalidated, ..
-                    },
-                ..
-            } => Some((*wr_id, *invalidated)),
-            _ => None,
-        })
-    };
-    let mut steps = 0;
-    while l.cb.stats().peer_invalidations == 0 {
-        steps += 1;
-        assert!(steps < 100_000, "the Send never arrived");
-        l.step();
-    }
+    let (mut l, _, owner, still) = remote_invalidation_under_way();
     // `still` stays unpolled past the revocation timeout (real time: the coordinator's clock).
     let until = std::time::Instant::now() + std::time::Duration::from_millis(1200);
     while received(&l).is_none() && std::time::Instant::now() < until {

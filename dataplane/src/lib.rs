@@ -54,5 +54,6 @@ pub mod mem;
 pub mod net;
 pub mod port;
 pub mod sctp;
+mod splitmix;
 pub mod trace;
 pub mod wire;

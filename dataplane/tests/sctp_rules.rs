@@ -1072,6 +1072,47 @@ fn sack_to_client(tag: u32, cum: u32, blocks: &[(u16, u16)]) -> Vec<u8> {
     )
 }
 
+/// The association closed and its next packet is an ABORT with a Protocol Violation cause
+/// (§12.4).
+fn assert_aborted_for_violation(c: &mut Association, what: &str) {
+    assert_eq!(c.state(), State::Closed, "{what}");
+    let out = drain(c, t(11));
+    let cs = chunks(&out[0]);
+    let ChunkRepr::Abort(a) = &cs[0] else {
+        panic!("{what}: an ABORT, not {cs:?}")
+    };
+    assert!(
+        matches!(
+            a.causes.iter().next(),
+            Some(CauseRepr::ProtocolViolation { .. })
+        ),
+        "{what}: {a:?}"
+    );
+}
+
+/// A packet of one INIT (tag 0, window 65536, 4 streams each way) from port `from` to `to`.
+fn init_packet(
+    from: u16,
+    to: u16,
+    tag: u32,
+    initial_tsn: u32,
+    params: &[ParamRepr<'_>],
+) -> Vec<u8> {
+    packet(
+        from,
+        to,
+        0,
+        &[ChunkRepr::Init(InitRepr {
+            initiate_tag: tag,
+            a_rwnd: 65536,
+            outbound_streams: 4,
+            inbound_streams: 4,
+            initial_tsn,
+            params: List::new(params),
+        })],
+    )
+}
+
 /// Whether any of `pks` carries a DATA chunk of `tsn`.
 fn carries(pks: &[Vec<u8>], tsn: u32) -> bool {
     pks.iter().any(|pk| {
@@ -1097,19 +1138,7 @@ fn a_sack_of_a_tsn_never_sent_aborts_12_4() {
         let cum = if blocks.is_empty() { cum } else { tsns[1] };
         let sack = sack_to_client(tag, cum, blocks);
         let _ = p.c.handle(t(11), &sack, &mut ignore);
-        assert_eq!(p.c.state(), State::Closed, "{what}");
-        let out = drain(&mut p.c, t(11));
-        let cs = chunks(&out[0]);
-        let ChunkRepr::Abort(a) = &cs[0] else {
-            panic!("{what}: an ABORT, not {cs:?}")
-        };
-        assert!(
-            matches!(
-                a.causes.iter().next(),
-                Some(CauseRepr::ProtocolViolation { .. })
-            ),
-            "{what}: {a:?}"
-        );
+        assert_aborted_for_violation(&mut p.c, what);
     }
     // What was sent, acknowledged: taken.
     let (mut p, tag, tsns) = outstanding(2);
@@ -1275,19 +1304,7 @@ fn a_shutdown_acknowledging_a_tsn_never_sent_aborts_9_2_12_4() {
     let (mut p, tag, tsns) = outstanding(2);
     let _ =
         p.c.handle(t(11), &shutdown(tag, tsns[1].wrapping_add(3)), &mut ignore);
-    assert_eq!(p.c.state(), State::Closed);
-    let out = drain(&mut p.c, t(11));
-    let cs = chunks(&out[0]);
-    let ChunkRepr::Abort(a) = &cs[0] else {
-        panic!("an ABORT, not {cs:?}")
-    };
-    assert!(
-        matches!(
-            a.causes.iter().next(),
-            Some(CauseRepr::ProtocolViolation { .. })
-        ),
-        "{a:?}"
-    );
+    assert_aborted_for_violation(&mut p.c, "SHUTDOWN");
     let (mut p, tag, tsns) = outstanding(2);
     p.c.handle(t(11), &shutdown(tag, tsns[1]), &mut ignore)
         .unwrap();
@@ -2387,21 +2404,7 @@ fn init_adding_an_address_is_aborted_5_2_2() {
     let ali = ParamRepr::AdaptationLayerIndication(1);
     let known = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 1));
     let new = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 9));
-    let init = |tag: u32, params: &[ParamRepr<'_>]| {
-        packet(
-            C_PORT,
-            S_PORT,
-            0,
-            &[ChunkRepr::Init(InitRepr {
-                initiate_tag: tag,
-                a_rwnd: 65536,
-                outbound_streams: 4,
-                inbound_streams: 4,
-                initial_tsn: 77,
-                params: List::new(params),
-            })],
-        )
-    };
+    let init = |tag: u32, params: &[ParamRepr<'_>]| init_packet(C_PORT, S_PORT, tag, 77, params);
     let _ = p.s.handle(t(5), &init(0x6161, &[known, ali]), &mut ignore);
     let out = drain(&mut p.s, t(5));
     assert!(
@@ -2443,21 +2446,7 @@ fn restart_listing_the_same_addresses_is_a_restart_5_2_2() {
     let ali = ParamRepr::AdaptationLayerIndication(1);
     let me = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 1));
     let other = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 9));
-    let init = |tag: u32, params: &[ParamRepr<'_>]| {
-        packet(
-            C_PORT,
-            S_PORT,
-            0,
-            &[ChunkRepr::Init(InitRepr {
-                initiate_tag: tag,
-                a_rwnd: 65536,
-                outbound_streams: 4,
-                inbound_streams: 4,
-                initial_tsn: 77,
-                params: List::new(params),
-            })],
-        )
-    };
+    let init = |tag: u32, params: &[ParamRepr<'_>]| init_packet(C_PORT, S_PORT, tag, 77, params);
     let Outcome::Reply(n) = sep.handle(
         t(0),
         C_ADDR,
@@ -2517,21 +2506,7 @@ fn init_adding_an_address_in_cookie_echoed_is_aborted_5_2_1() {
     let ali = ParamRepr::AdaptationLayerIndication(1);
     let known = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 2));
     let new = ParamRepr::Ipv4Address(Ipv4Addr::new(198, 18, 0, 77));
-    let init = |tag: u32, params: &[ParamRepr<'_>]| {
-        packet(
-            S_PORT,
-            C_PORT,
-            0,
-            &[ChunkRepr::Init(InitRepr {
-                initiate_tag: tag,
-                a_rwnd: 65536,
-                outbound_streams: 4,
-                inbound_streams: 4,
-                initial_tsn: 1000,
-                params: List::new(params),
-            })],
-        )
-    };
+    let init = |tag: u32, params: &[ParamRepr<'_>]| init_packet(S_PORT, C_PORT, tag, 1000, params);
     let (mut sep, mut c, echo) = handshake_to_echo();
     assert_eq!(c.state(), State::CookieEchoed);
     let (local_tag, peer_tag) = (c.local_tag(), c.peer_tag());

@@ -549,28 +549,7 @@ mod tests {
     use crate::wire::ddp::{SegmentPacket, UntaggedHeader};
     use proptest::prelude::*;
 
-    /// SplitMix64: a tiny seeded PRNG, so every permutation is reproducible from its seed.
-    struct SplitMix64(u64);
-
-    impl SplitMix64 {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-
-        fn shuffle<T>(&mut self, v: &mut [T]) {
-            for i in (1..v.len()).rev() {
-                v.swap(i, self.below(i + 1));
-            }
-        }
-    }
+    use crate::splitmix::SplitMix64;
 
     /// A message as the Data Source sent it: how many segments, and its info.
     #[derive(Debug, Clone, Copy)]

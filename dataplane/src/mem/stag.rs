@@ -14,6 +14,7 @@
 
 use core::fmt;
 
+use crate::splitmix::SplitMix64;
 use crate::wire::ddp::DdpError;
 use crate::wire::rdmap::RdmapError;
 
@@ -166,20 +167,6 @@ pub struct StagTable {
     used: usize,
 }
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a seeded stream of well-mixed 64-bit values, for
-/// the table's order and keys. Not a cryptographic generator: the seed is the secret.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 /// The largest table: 24-bit indices.
 pub const MAX_STAGS: usize = 1 << 24;
 
@@ -197,12 +184,8 @@ impl StagTable {
                 reg: None,
             })
             .collect();
-        // Fisher-Yates over the indices.
         let mut order: Vec<u32> = (0..capacity as u32).collect();
-        for i in (1..order.len()).rev() {
-            let j = (rng.next() % (i as u64 + 1)) as usize;
-            order.swap(i, j);
-        }
+        rng.shuffle(&mut order);
         let free = order.into();
         StagTable {
             slots,
