@@ -759,6 +759,19 @@ impl Session {
         !self.terminate_queued && self.transmits.is_empty() && self.tx_acked.base == self.tx_next
     }
 
+    /// On the active side, whether the peer's answer to our Initiate (its DDP-SSN 0) is still
+    /// awaited: until it comes, none of the peer's segments can be told to belong to a session
+    /// (RFC 5043 §6.2, §6.3: an Accept starts one, a Reject none), whatever else of the peer's
+    /// has arrived (its Terminate may overtake it, §10).
+    pub fn answer_pending(&self) -> bool {
+        self.role == Some(Role::Active) && !self.association_ended && !self.rx.is_seen(0)
+    }
+
+    /// On the active side, whether the peer's answer was an Accept.
+    pub fn peer_accepted(&self) -> bool {
+        self.role == Some(Role::Active) && self.accepted
+    }
+
     /// Whether the session is over and the peer's final message arrived, but DDP-SSNs below
     /// it are still missing: a legal peer's late chunks on their way (SCTP delivers
     /// unordered, RFC 5043 §6.1), or a gap the peer left against RFC 5043 §6 ("MUST NOT have

@@ -1907,7 +1907,8 @@ fn rfc5040_5_4_nothing_after_the_peers_terminate_is_placed() {
 /// delivers in DDP-SSN order (RFC 5043 §10), so no response to a Read still outstanding can
 /// follow it. The Read ends flushed when the Terminate is delivered; it used to wait for the
 /// session's end, which a peer that never sends its session Terminate never brings. A Read
-/// posted before and waiting for ORD does not leave after it.
+/// posted before and waiting for ORD does not leave after it: it ends flushed too, in its
+/// place (it used to wait for the session's end, holding everything behind it).
 #[test]
 fn rfc5040_5_4_outstanding_reads_end_with_the_peers_terminate() {
     let (mut d, _, first) = Duo::read_in_flight();
@@ -1959,9 +1960,10 @@ fn rfc5040_5_4_outstanding_reads_end_with_the_peers_terminate() {
             (9, Status::Flushed),
             (10, Status::Flushed),
             (11, Status::Flushed),
-            (12, Status::Flushed)
+            (12, Status::Flushed),
+            (13, Status::Flushed)
         ],
-        "the four outstanding Reads end at the Terminate, in posting order"
+        "the four outstanding Reads and the waiting one end at the Terminate, in posting order"
     );
     assert_eq!(requests(&d), 4, "the waiting Read does not leave");
 }
@@ -2010,6 +2012,24 @@ fn rfc5040_5_3_a_send_with_invalidate_ahead_of_the_accept_still_invalidates() {
 /// is placed as before.
 #[test]
 fn rfc5043_6_3_a_tagged_segment_ahead_of_a_reject_is_never_placed() {
+    // The peer's Terminate (DDP-SSN 2) overtakes its answer too: the session ends, but whether
+    // the segment had one is still unknown, so it still waits, and the Reject drops it. (Held
+    // by the session's state alone, it was placed when the Terminate came.)
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    let (w, wreg) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_WRITE);
+    d.send(S, 16, &tseg(1, true, wreg.stag.0, 0x1000, &[0xaa; 64]));
+    d.send(S, 17, &ctl(2, 4, b""));
+    d.settle();
+    d.send(S, 17, &ctl(0, 3, b""));
+    d.settle();
+    assert!(
+        d.region_bytes(w, 64).iter().all(|&b| b == 0),
+        "a Terminate ahead of the Reject places nothing"
+    );
+
     for (answer, placed) in [(3u16, false), (2u16, true)] {
         let mut d = Duo::new(256);
         let pd = d.memory.alloc_pd();

@@ -306,7 +306,7 @@ pub(super) fn route(
             // waits for the answer (its copy counts against the receive buffer) rather than
             // being placed at once: a tagged segment used to land for good in memory that a
             // rejected session never owned.
-            if s.session.state() == State::InitiateSent {
+            if s.session.answer_pending() {
                 out.held_bytes += m.data.len();
                 out.stats.segments_held_for_answer += 1;
                 s.before_answer.push(m.data.to_vec());
@@ -326,10 +326,10 @@ pub(super) fn route(
 }
 
 /// The peer's segments that came ahead of its answer to our Initiate, once the answer is in
-/// (RFC 5043 §6.1, §6.3): placed, in the order they came, when the peer accepted (the session
-/// is established, or ended by the peer's own Terminate, behind which its last segments are
-/// still placed); dropped otherwise (a Reject: they fit no legal pattern). Nothing while the
-/// answer is still awaited.
+/// (RFC 5043 §6.1, §6.3): placed, in the order they came, when the answer was an Accept (as
+/// the session then stands: ended by the peer's own Terminate, its last segments are still
+/// placed); dropped otherwise (a Reject: they fit no legal pattern). Nothing while the answer
+/// is still awaited, even when the peer's Terminate has overtaken it and ended the session.
 pub(super) fn release_before_answer(
     stream: u16,
     s: &mut DdpStream,
@@ -337,13 +337,10 @@ pub(super) fn release_before_answer(
     memory: Place<'_>,
     out: &mut Sink,
 ) {
-    if s.before_answer.is_empty() || s.session.state() == State::InitiateSent {
+    if s.before_answer.is_empty() || s.session.answer_pending() {
         return;
     }
-    let accepted = matches!(
-        s.session.state(),
-        State::Established | State::Terminated(TerminationReason::PeerTerminate)
-    );
+    let accepted = s.session.peer_accepted();
     for data in std::mem::take(&mut s.before_answer) {
         out.held_bytes -= data.len();
         if accepted {

@@ -395,14 +395,41 @@ impl Connection {
         // A Read Request leaves only within ORD (RFC 5040 §6.1), and so does an Atomic
         // Request (RFC 7306 §5.2); what is behind it waits, so the stream's messages keep
         // their order. A response's arrival frees the slot. After the peer's Terminate none
-        // leaves: no response could follow it (RFC 5040 §5.4); the session's end flushes them.
-        if matches!(p.origin, Origin::Read(_) | Origin::Atomic(_))
-            && !s
+        // leaves: no response could follow it (RFC 5040 §5.4). It ends flushed at once, as
+        // the outstanding ones did: waiting for the session's end, it held everything behind
+        // it for as long as a peer that never sends its session Terminate likes.
+        if matches!(p.origin, Origin::Read(_) | Origin::Atomic(_)) {
+            let (may, terminated) = s
                 .rdmap
                 .as_ref()
-                .is_some_and(|r| r.may_send_read() && !r.peer_terminated())
-        {
-            return Turn::Blocked;
+                .map_or((false, false), |r| (r.may_send_read(), r.peer_terminated()));
+            if terminated {
+                if let Some(p) = s.sends.pop_front() {
+                    let wr_id = match p.origin {
+                        Origin::Read(read) => read.wr_id,
+                        Origin::Atomic(atomic) => atomic.wr_id,
+                        _ => p.req.wr_id,
+                    };
+                    self.sink.queued_sends -= 1;
+                    self.sink.stats.flushed_sends += 1;
+                    let done = Done {
+                        wr_id,
+                        signaled: p.req.signaled,
+                        seq: p.seq,
+                    };
+                    report(
+                        &mut self.sink,
+                        s.rdmap.as_deref_mut(),
+                        stream,
+                        done,
+                        Status::Flushed,
+                    );
+                }
+                return Turn::Sent;
+            }
+            if !may {
+                return Turn::Blocked;
+            }
         }
         let tagged = matches!(p.target, Target::Tagged { .. });
         let len = p.req.data.len() as u32;
