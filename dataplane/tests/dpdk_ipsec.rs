@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -170,9 +170,9 @@ fn scapy(op: &str, cfg: &SaConfig, ip: &[u8], seq: u64) -> Vec<u8> {
         Mode::Transport => "null".to_owned(),
         Mode::Tunnel { src, dst } => format!(r#"{{"src": "{src}", "dst": "{dst}"}}"#),
     };
+    // One line a request: the peer answers each with one line.
     let req = format!(
-        r#"{{"op": "{op}", "packet": "{}", "sa": {{"spi": {}, "algo": "{algo}", "key": "{}",
-        "salt": "{}", "auth_key": "{}", "tunnel": {tunnel}, "esn": {}, "seq": {seq}}}}}"#,
+        r#"{{"op": "{op}", "packet": "{}", "sa": {{"spi": {}, "algo": "{algo}", "key": "{}", "salt": "{}", "auth_key": "{}", "tunnel": {tunnel}, "esn": {}, "seq": {seq}}}}}"#,
         hex(ip),
         cfg.spi,
         hex(&cfg.key),
@@ -180,26 +180,47 @@ fn scapy(op: &str, cfg: &SaConfig, ip: &[u8], seq: u64) -> Vec<u8> {
         hex(&cfg.auth_key),
         cfg.esn,
     );
-    let mut child = Command::new("/usr/bin/python3")
-        .arg(PEER)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("/usr/bin/python3 (deploy/setup.sh installs it with python3-scapy)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(req.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "scapy could not {op} ({}); is python3-scapy installed (deploy/setup.sh)?",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    unhex(String::from_utf8_lossy(&out.stdout).trim())
+    let mut peer = scapy_peer().lock().unwrap();
+    writeln!(peer.stdin, "{req}").expect("the scapy peer ended");
+    let mut reply = String::new();
+    peer.stdout
+        .read_line(&mut reply)
+        .expect("the scapy peer's answer");
+    match reply.trim().split_once(' ') {
+        Some(("ok", hex)) => unhex(hex),
+        _ => panic!(
+            "scapy could not {op} ({}); is python3-scapy installed (deploy/setup.sh)?",
+            reply.trim()
+        ),
+    }
+}
+
+/// The scapy peer of this process, started once: Python and scapy's import take ~0.5 s, and
+/// the cases ask it ~140 times.
+struct ScapyPeer {
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    _child: std::process::Child,
+}
+
+fn scapy_peer() -> &'static std::sync::Mutex<ScapyPeer> {
+    static PEER_PROCESS: std::sync::OnceLock<std::sync::Mutex<ScapyPeer>> =
+        std::sync::OnceLock::new();
+    PEER_PROCESS.get_or_init(|| {
+        let mut child = Command::new("/usr/bin/python3")
+            .arg(PEER)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("/usr/bin/python3 (deploy/setup.sh installs it with python3-scapy)");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        std::sync::Mutex::new(ScapyPeer {
+            stdin,
+            stdout,
+            _child: child,
+        })
+    })
 }
 
 /// Scapy opens `ip`, sealed under `cfg` with sequence number `seq`, to the IP packet of

@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """An independent ESP peer for ddpdk's tests: scapy's RFC 4303 implementation.
 
-Reads one JSON request on stdin and writes one line of hex on stdout:
+Reads JSON requests on stdin, one a line, and answers each with one line on stdout, "ok <hex>"
+or "err <what failed>", so that a test starts Python and scapy once, not once a packet:
   {"op": "encrypt" | "decrypt", "packet": "<hex of an IP packet>", "sa": {
      "spi": 1000, "algo": "aes-128-gcm" | "aes-256-gcm" | "aes-128-cbc" | "aes-256-cbc",
      "key": "<hex>", "salt": "<hex, GCM>", "auth_key": "<hex, CBC>",
      "tunnel": null | {"src": "...", "dst": "..."}, "esn": false, "seq": 1}}
 "encrypt" protects the packet with sequence number "seq" (its low 32 bits on the wire, the
 high ones in the ICV with ESN); "decrypt" verifies and opens an ESP packet and prints the
-packet it carried. Errors go to stderr with exit status 1.
+packet it carried. The peer ends at the end of its input.
 """
 import hashlib
 import hmac
@@ -25,8 +26,7 @@ def ip(data):
     return IPv6(data) if data[0] >> 4 == 6 else IP(data)
 
 
-def main():
-    req = json.load(sys.stdin)
+def answer(req):
     sa = req["sa"]
     algo = sa["algo"]
     key = bytes.fromhex(sa["key"])
@@ -62,7 +62,7 @@ def main():
             if not hmac.compare_digest(icv(sa, body, seq >> 32), tag):
                 raise ValueError("ICV (with the ESN high bits) does not verify")
         out = bytes(esp.decrypt(pkt, verify=not esn_hmac))
-    print(out.hex())
+    return out.hex()
 
 
 def out_esp(packet):
@@ -75,9 +75,14 @@ def icv(sa, body, seq_hi):
     return hmac.new(key, body + struct.pack("!L", seq_hi), hashlib.sha256).digest()[:16]
 
 
+def main():
+    for line in sys.stdin:
+        try:
+            reply = "ok " + answer(json.loads(line))
+        except Exception as e:  # noqa: BLE001 - any failure is the answer
+            reply = f"err esp_peer: {type(e).__name__}: {e}"
+        print(reply, flush=True)
+
+
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:  # noqa: BLE001 - any failure is the answer
-        print(f"esp_peer: {type(e).__name__}: {e}", file=sys.stderr)
-        sys.exit(1)
+    main()
