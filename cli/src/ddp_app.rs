@@ -2454,8 +2454,12 @@ impl DdpApp {
         // changes SAs while the endpoint goes down. A question already being answered holds
         // the control side for at most its wait: it must let go before the EAL does.
         drop(telemetry);
+        // Ours and the control thread's are the references that stay; a third is an answer
+        // under way. (Counting the control thread's as an answer made every quit wait the
+        // whole deadline, 4 s.)
+        let resident = 1 + usize::from(control_thread.is_some());
         let deadline = Wall::now() + telemetry::ANSWER_WITHIN * 2;
-        while Arc::strong_count(&shared) > 1 && Wall::now() < deadline {
+        while Arc::strong_count(&shared) > resident && Wall::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
         drop(key_socket);
