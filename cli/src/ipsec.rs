@@ -174,7 +174,8 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
             json,
             format_args!(
                 "IPsec: clear {family} SCTP from hosts no policy names is accepted: no catch-all \
-                 policy (add `sp {family} in esp discard pri 0 proto sctp`)"
+                 policy, or a catch-all bypass ranked above it (add `sp {family} in esp discard \
+                 pri 0 proto sctp`, with no catch-all bypass above it)"
             ),
         );
     }

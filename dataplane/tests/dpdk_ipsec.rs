@@ -252,6 +252,8 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     an_sa_past_its_byte_lifetime_is_not_used(&b);
     an_sa_past_its_soft_lifetime_is_due_for_a_rekey_and_still_used(&b);
     policy_on_a_ring_pair_5043_13(&b);
+    what_comes_through_an_sa_is_judged_by_the_ordered_spd_4301_4_4_1(&b);
+    every_outbound_frame_is_judged_and_a_shadowed_catch_all_guards_nothing_4301_5(&b);
     sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(&b);
     a_full_ring_sends_each_frame_sealed_once_4303_3_3(&b);
     callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(&b);
@@ -700,6 +702,113 @@ fn receive_all<P: Port<Buf = Mbuf>>(port: &P, want: usize) -> Vec<Vec<u8>> {
     port.rx_burst(0, &mut bufs, 32);
     got.extend(bufs.drain(..).map(|m| m.data().to_vec()));
     got
+}
+
+/// `frame` with its SCTP destination port set to `dport`.
+fn to_port(mut frame: Vec<u8>, dport: u16) -> Vec<u8> {
+    frame[36..38].copy_from_slice(&dport.to_be_bytes());
+    frame
+}
+
+/// RFC 4301 §4.4.1: "an ordered search of SPD MUST be performed to verify that inbound
+/// traffic arriving on an SA is consistent with the access control policy expressed in the
+/// SPD" (§5.2 step 5: else discard). A gateway holding SA 1000 for 198.18.0.0/24 may not
+/// deliver what a higher-ranked `discard` drops, nor traffic from a host the SPD gives to
+/// SA 3000. Before: any policy naming SA 1000 that matched the inner packet let it in. A
+/// rekey (a higher-ranked policy with the very selector, for the new SA) still accepts the
+/// old SA's packets in flight.
+fn what_comes_through_an_sa_is_judged_by_the_ordered_spd_4301_4_4_1(b: &Bench) {
+    let k1 = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let k3 = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:33:ca:fe:ba:be";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {k1} mode transport\n\
+         sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp\n"
+    );
+    let b_cfg = format!(
+        "sa in 1000 aead_algo aes-128-gcm aead_key {k1} mode transport\n\
+         sa in 3000 aead_algo aes-128-gcm aead_key {k3} mode transport\n\
+         sp ipv4 in esp discard pri 20 proto sctp dport 7:7\n\
+         sp ipv4 in esp protect 3000 pri 20 src 198.18.0.7/32 proto sctp\n\
+         sp ipv4 in esp protect 1000 pri 10 src 198.18.0.0/24 proto sctp\n\
+         sp ipv4 in esp discard pri 0 proto sctp\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "espord", &b.pool, 256);
+    let pa = IpsecPort::new(
+        ports[0].clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let pb = IpsecPort::new(
+        ports[1].clone(),
+        b.pool.clone(),
+        &parse_config(&b_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let through_a = |frame: &[u8]| {
+        let mut burst = vec![mbuf(&b.pool, frame)];
+        assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
+        receive_all(&pb, 1)
+    };
+    let ok = from([198, 18, 0, 1], sctp_frame(false, 64, 1));
+    assert_eq!(through_a(&ok), vec![ok.clone()], "SA 1000's own traffic");
+    let to_7 = to_port(from([198, 18, 0, 1], sctp_frame(false, 64, 2)), 7);
+    assert!(through_a(&to_7).is_empty(), "a higher-ranked discard wins");
+    let as_7 = from([198, 18, 0, 7], sctp_frame(false, 64, 3));
+    assert!(through_a(&as_7).is_empty(), "198.18.0.7 is SA 3000's");
+    assert_eq!(pb.policy_counts().policy_mismatch, 2);
+    // A rekey: SA 3000 takes SA 1000's selector at a higher rank; 1000's packets in flight
+    // still arrive.
+    pb.add_policy(
+        parse_sp(
+            &"ipv4 in esp protect 3000 pri 15 src 198.18.0.0/24 proto sctp"
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let late = from([198, 18, 0, 1], sctp_frame(false, 64, 4));
+    assert_eq!(
+        through_a(&late),
+        vec![late.clone()],
+        "the old SA during a rekey"
+    );
+    assert_eq!(pb.policy_counts().policy_mismatch, 2);
+}
+
+/// RFC 4301 §5: the SPD "MUST be consulted during the processing of all traffic": an
+/// outbound frame that is ESP already is judged too (before: passed unjudged, through a
+/// discard-everything policy). And the start-up warning that clear SCTP is accepted names a
+/// family whose catch-all `discard` a higher-ranked catch-all `bypass` shadows (before: the
+/// discard counted as a guard wherever it stood).
+fn every_outbound_frame_is_judged_and_a_shadowed_catch_all_guards_nothing_4301_5(b: &Bench) {
+    let cfg = "sp ipv4 in esp bypass pri 100 proto sctp\n\
+               sp ipv4 in esp discard pri 0 proto sctp\n\
+               sp ipv4 out esp discard pri 100\n";
+    let ports = ring_pair_ports(&b.eal, "espall", &b.pool, 256);
+    let (raw_a, raw_b) = (&ports[0], &ports[1]);
+    let pb = IpsecPort::new(
+        raw_b.clone(),
+        b.pool.clone(),
+        &parse_config(cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let clear = from([203, 0, 113, 9], sctp_frame(false, 64, 5));
+    let mut burst = vec![mbuf(&b.pool, &clear)];
+    raw_a.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pb, 1), vec![clear.clone()], "the bypass wins");
+    assert_eq!(pb.unguarded_families(), vec!["ipv4", "ipv6"]);
+    let mut esp = from([198, 18, 0, 2], sctp_frame(false, 64, 6));
+    esp[23] = 50;
+    let esp = from([198, 18, 0, 2], esp);
+    let mut burst = vec![mbuf(&b.pool, &esp), mbuf(&b.pool, &clear)];
+    pb.tx_burst_all(0, &mut burst, 8);
+    assert!(receive_all(raw_a.as_ref(), 1).is_empty());
+    assert_eq!(pb.policy_counts().discarded_out, 2);
 }
 
 /// RFC 5043 §13 and RFC 4301 §5: on two ports of a ring pair, each behind its policy, SCTP

@@ -663,6 +663,7 @@ mod tests {
             proto: IPPROTO_SCTP,
             sport: 7,
             dport: 5000,
+            ports: true,
         };
         assert_eq!(
             cfg.spd.action(Direction::Out, &to_peer),

@@ -6,6 +6,10 @@ use std::ops::RangeInclusive;
 
 use super::{Direction, IPPROTO_SCTP};
 
+/// IP protocol numbers of TCP and UDP, whose ports a selector may name too.
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+
 /// What policy says of a packet (RFC 4301 §4.4.1: PROTECT, BYPASS, DISCARD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -65,9 +69,13 @@ pub struct Flow {
     pub src: IpAddr,
     pub dst: IpAddr,
     pub proto: u8,
-    /// SCTP ports (0 for other protocols).
+    /// The upper layer's ports (SCTP, TCP, UDP); 0 where `ports` is false.
     pub sport: u16,
     pub dport: u16,
+    /// Whether the packet carries ports: not a non-initial fragment, and a protocol with
+    /// ports. RFC 4301 §4.4.1.1: a port selector other than ANY (or OPAQUE) "cannot match"
+    /// a packet without them, so a range that holds 0 must not catch it.
+    pub ports: bool,
 }
 
 /// What an Ethernet frame is, to policy.
@@ -156,15 +164,16 @@ impl Flow {
         if first && extension {
             return None;
         }
-        let (sport, dport) = match (proto, first) {
-            (IPPROTO_SCTP, true) => {
-                let p = frame.get(at..at + 4)?;
-                (
-                    u16::from_be_bytes([p[0], p[1]]),
-                    u16::from_be_bytes([p[2], p[3]]),
-                )
-            }
-            _ => (0, 0),
+        // SCTP, TCP and UDP all start with the two ports (RFC 4301 §4.4.1.1 names them).
+        let ports = first && matches!(proto, IPPROTO_SCTP | IPPROTO_TCP | IPPROTO_UDP);
+        let (sport, dport) = if ports {
+            let p = frame.get(at..at + 4)?;
+            (
+                u16::from_be_bytes([p[0], p[1]]),
+                u16::from_be_bytes([p[2], p[3]]),
+            )
+        } else {
+            (0, 0)
         };
         Some(Framed::Ip(
             Flow {
@@ -173,6 +182,7 @@ impl Flow {
                 proto,
                 sport,
                 dport,
+                ports,
             },
             at,
         ))
@@ -203,9 +213,11 @@ impl Default for Selector {
 
 impl Selector {
     pub fn matches(&self, f: &Flow) -> bool {
+        let any = 0..=u16::MAX;
         self.src.is_none_or(|p| p.contains(f.src))
             && self.dst.is_none_or(|p| p.contains(f.dst))
             && self.proto.is_none_or(|p| p == f.proto)
+            && (f.ports || (self.sport == any && self.dport == any))
             && self.sport.contains(&f.sport)
             && self.dport.contains(&f.dport)
     }
@@ -327,6 +339,7 @@ mod tests {
             proto: IPPROTO_SCTP,
             sport,
             dport,
+            ports: true,
         }
     }
 
@@ -492,5 +505,56 @@ mod tests {
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         assert_eq!(Flow::of_frame(&arp), None);
         assert_eq!(Flow::of_frame(&f[..20]), None);
+    }
+
+    /// RFC 4301 §4.4.1.1: "If a port selector specifies a value other than ANY or OPAQUE, it
+    /// cannot match packets that are non-initial fragments"; and TCP's and UDP's ports are
+    /// selectors as SCTP's are. Before: a non-initial fragment read as ports 0, which a range
+    /// holding 0 caught, and UDP to port 53 read as port 0, which `dport 53:53` missed.
+    #[test]
+    fn a_port_selector_matches_only_packets_that_carry_ports_4301_4_4_1_1() {
+        let mut f = vec![0u8; 14 + 20 + 12];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[23] = IPPROTO_SCTP;
+        f[26..30].copy_from_slice(&[198, 18, 0, 1]);
+        f[30..34].copy_from_slice(&[198, 18, 0, 2]);
+        f[34..38].copy_from_slice(&[0x00, 0x07, 0x13, 0x88]);
+        let first = Flow::of_frame(&f).unwrap();
+        f[21] = 0x10; // fragment offset 128: no upper-layer header in it
+        let later = Flow::of_frame(&f).unwrap();
+        let pol = |priority, selector, action| Policy {
+            direction: Direction::In,
+            priority,
+            selector,
+            action,
+        };
+        let mut spd = Spd::new();
+        let low_ports = Selector {
+            proto: Some(IPPROTO_SCTP),
+            sport: 0..=1023,
+            ..Selector::default()
+        };
+        spd.add(pol(10, low_ports, Action::Bypass));
+        let all_sctp = Selector {
+            proto: Some(IPPROTO_SCTP),
+            ..Selector::default()
+        };
+        spd.add(pol(0, all_sctp, Action::Discard));
+        assert_eq!(spd.action(Direction::In, &first), Action::Bypass);
+        assert_eq!(spd.action(Direction::In, &later), Action::Discard);
+        let mut u = f.clone();
+        u[21] = 0;
+        u[23] = 17;
+        u[34..38].copy_from_slice(&[0x30, 0x39, 0x00, 53]);
+        let udp = Flow::of_frame(&u).unwrap();
+        let mut dns = Spd::new();
+        let to_53 = Selector {
+            proto: Some(17),
+            dport: 53..=53,
+            ..Selector::default()
+        };
+        dns.add(pol(10, to_53, Action::Discard));
+        assert_eq!(dns.action(Direction::In, &udp), Action::Discard);
     }
 }

@@ -299,14 +299,15 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     }
 
     /// The families (`"ipv4"`, `"ipv6"`) in which clear SCTP from a host no policy names is
-    /// accepted: no inbound `discard` or `protect` covers all of that family's SCTP (RFC 4301
-    /// §4.4.1 would discard it; ddpdk's default is bypass, see `docs/ipsec.md`).
+    /// accepted: the first inbound policy, in SPD order, that covers all of that family's
+    /// SCTP is a `bypass`, or there is none (RFC 4301 §4.4.1 would discard it; ddpdk's
+    /// default is bypass, see `docs/ipsec.md`). A catch-all `discard` that a broader-ranked
+    /// catch-all `bypass` shadows guards nothing.
     pub fn unguarded_families(&self) -> Vec<&'static str> {
         let t = self.tables.load();
         let covers = |p: &Policy, v6: bool| {
             let whole = |x: Option<crate::ipsec::Prefix>| x.is_none_or(|p| p.len == 0);
             p.direction == Direction::In
-                && p.action != Action::Bypass
                 && p.is_ipv6() == v6
                 && whole(p.selector.src)
                 && whole(p.selector.dst)
@@ -318,7 +319,13 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         };
         [("ipv4", false), ("ipv6", true)]
             .into_iter()
-            .filter(|(_, v6)| !t.spd.policies().iter().any(|p| covers(p, *v6)))
+            .filter(|(_, v6)| {
+                t.spd
+                    .policies()
+                    .iter()
+                    .find(|p| covers(p, *v6))
+                    .is_none_or(|p| p.action == Action::Bypass)
+            })
             .map(|(name, _)| name)
             .collect()
     }
@@ -532,17 +539,30 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         }
     }
 
-    /// RFC 4301 §5.2 step 4: what came through the SA must be what the SA's selectors (every
-    /// inbound policy that protects with it, and those deleted while it lives) allow,
-    /// whichever policy wins the SPD lookup now: during a rekey the old SA's policy has been
-    /// outranked or deleted, and its packets still in flight are the SA's to accept.
+    /// RFC 4301 §5.2 step 4 and §4.4.1: what came through the SA must be what the ordered SPD
+    /// allows through it. Our SPD is not decorrelated, so the inner packet's first match
+    /// decides (§4.4.1: "an ordered search of SPD MUST be performed"): a `discard` that
+    /// outranks the SA's policy drops it, and so does a policy that names another SA for that
+    /// traffic, unless its selector is the very selector of a policy (live, or deleted while
+    /// the SA lives) that names this SA: that is a rekey, and the old SA's packets still in
+    /// flight are its to accept. Traffic that no policy names, or that a `bypass` lets pass in
+    /// clear, is accepted through the SA only where one of its policies covers it.
     fn selected(&self, t: &Tables, spi: u32, clear: &Mbuf) -> bool {
         let ok = match Flow::parse(clear.data()) {
-            Framed::Ip(inner, _) => t.spd.policies().iter().chain(&t.kept).any(|p| {
-                p.direction == Direction::In
-                    && p.action == Action::Protect(spi)
-                    && p.selector.matches(&inner)
-            }),
+            Framed::Ip(inner, _) => {
+                let this_sa =
+                    |p: &&Policy| p.direction == Direction::In && p.action == Action::Protect(spi);
+                let mut ours = t.spd.policies().iter().chain(&t.kept).filter(this_sa);
+                match t.spd.lookup(Direction::In, &inner) {
+                    Some(first) => match first.action {
+                        Action::Protect(x) if x == spi => true,
+                        Action::Protect(_) => ours.any(|p| p.selector == first.selector),
+                        Action::Discard => false,
+                        Action::Bypass => ours.any(|p| p.selector.matches(&inner)),
+                    },
+                    None => ours.any(|p| p.selector.matches(&inner)),
+                }
+            }
             Framed::NotIp | Framed::Unparsable => false,
         };
         if !ok {
@@ -562,10 +582,10 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             }
             Framed::Ip(flow, _) => flow,
         };
-        // Protected already: a frame the device did not take, offered again.
-        if flow.proto == IPPROTO_ESP {
-            return Step::Pass(m);
-        }
+        // Every outbound frame is judged (RFC 4301 §5: the SPD "MUST be consulted during the
+        // processing of all traffic"), ESP included: a frame we sealed never comes back here
+        // (`held` keeps the ones the device did not take), so protocol 50 on this path is
+        // someone else's, and a `discard` must stop it like any other.
         match t.spd.action(Direction::Out, &flow) {
             Action::Bypass => Step::Pass(m),
             Action::Discard => {
