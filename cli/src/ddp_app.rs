@@ -1350,13 +1350,15 @@ impl DdpApp {
                 self.submit(conn, Op::Terminate { stream })?;
                 let state = self.wait("the session to end", |s| {
                     let v = s.conns.get(&conn)?;
-                    if v.refused > refused {
-                        return Some(Err(v.last_refusal.clone().unwrap_or_default()));
+                    // The end first: a session the peer ended while our Terminate was on its
+                    // way is refused by the core after its end's event, and what the user
+                    // asked for (the session over) is what happened.
+                    let st = v.sessions.get(&stream);
+                    if let Some(st) = st.filter(|st| st.state.starts_with("terminated")) {
+                        return Some(Ok(st.state.clone()));
                     }
-                    let st = v.sessions.get(&stream)?;
-                    st.state
-                        .starts_with("terminated")
-                        .then(|| Ok(st.state.clone()))
+                    (v.refused > refused)
+                        .then(|| Err(v.last_refusal.clone().unwrap_or_default()))
                 })?;
                 note(
                     self.json,
