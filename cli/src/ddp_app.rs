@@ -1357,8 +1357,7 @@ impl DdpApp {
                     if let Some(st) = st.filter(|st| st.state.starts_with("terminated")) {
                         return Some(Ok(st.state.clone()));
                     }
-                    (v.refused > refused)
-                        .then(|| Err(v.last_refusal.clone().unwrap_or_default()))
+                    (v.refused > refused).then(|| Err(v.last_refusal.clone().unwrap_or_default()))
                 })?;
                 note(
                     self.json,

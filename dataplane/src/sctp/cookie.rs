@@ -40,11 +40,36 @@ impl CookieKey {
     }
 
     fn mac(&self) -> HmacSha256 {
-        // HMAC accepts keys of any length; 32 bytes cannot fail.
-        match HmacSha256::new_from_slice(&self.0) {
-            Ok(m) => m,
-            Err(_) => unreachable!("HMAC takes any key length"),
-        }
+        keyed(&self.0)
+    }
+
+    /// The key that MACs the cookies created in `created`'s period: HMAC(secret, "ddpdk
+    /// State Cookie" || period). RFC 9260 §5.1.3: the secret "SHOULD also be changed
+    /// reasonably frequently", and "the timestamp in the State Cookie MAY be used to
+    /// determine which key should be used to verify the MAC". Derived, not drawn: every
+    /// association holds the key (it answers §5.2's INITs and COOKIE ECHOs itself) and the
+    /// data cores share nothing mutable, so each computes the period's key from the cookie.
+    /// One period's key tells nothing of another's without the secret. (The PRF's inputs are
+    /// 16 bytes, these 27: the two uses never MAC the same message.)
+    fn period_key(&self, created: Instant) -> [u8; 32] {
+        let nanos = u64::try_from(KEY_PERIOD.as_nanos()).unwrap_or(u64::MAX);
+        let period = created.as_nanos() / nanos;
+        let mut m = self.mac();
+        m.update(b"ddpdk State Cookie ");
+        m.update(&period.to_be_bytes());
+        m.finalize().into_bytes().into()
+    }
+}
+
+/// How long one cookie key is used ([`CookieKey::period_key`]); longer than any cookie's
+/// lifespan is not needed: the cookie names its period.
+pub const KEY_PERIOD: Duration = Duration::from_secs(3600);
+
+fn keyed(key: &[u8]) -> HmacSha256 {
+    // HMAC accepts keys of any length: this cannot fail.
+    match HmacSha256::new_from_slice(key) {
+        Ok(m) => m,
+        Err(_) => unreachable!("HMAC takes any key length"),
     }
 }
 
@@ -117,7 +142,7 @@ impl Cookie {
         w.put(&self.peer_addr);
         w.put(&self.peer_addresses.to_be_bytes());
         debug_assert_eq!(w.1, BODY_LEN);
-        let mut mac = key.mac();
+        let mut mac = keyed(&key.period_key(self.created));
         mac.update(&out[..BODY_LEN]);
         out[BODY_LEN..].copy_from_slice(&mac.finalize().into_bytes());
         out
@@ -131,12 +156,14 @@ impl Cookie {
             return Err(CookieError::Malformed);
         }
         let (body, tag) = bytes.split_at(BODY_LEN);
-        let mut mac = key.mac();
+        let mut r = Reader(body, 4);
+        // Read before the MAC is checked, to pick the period's key only: a forged time picks
+        // a key the forger does not have.
+        let created = Instant::from_nanos(r.u64());
+        let mut mac = keyed(&key.period_key(created));
         mac.update(body);
         // Constant-time comparison: the MAC must not be guessable byte by byte.
         mac.verify_slice(tag).map_err(|_| CookieError::BadMac)?;
-        let mut r = Reader(body, 4);
-        let created = Instant::from_nanos(r.u64());
         let lifespan = Duration::from_millis(u64::from(r.u32()));
         let c = Cookie {
             created,
@@ -308,6 +335,35 @@ mod tests {
             Cookie::open(&sealed[1..], &key),
             Err(CookieError::Malformed)
         );
+    }
+
+    /// RFC 9260 §5.1.3: the key is "changed reasonably frequently", and the cookie's
+    /// timestamp picks the key that verifies it. Whoever learned one period's key can forge
+    /// a cookie of that period only: the same forgery dated in the next period fails.
+    #[test]
+    fn the_cookie_key_changes_every_period_5_1_3() {
+        let key = CookieKey::new([7; 32]);
+        let c = sample();
+        let sealed = c.seal(&key);
+        assert_eq!(Cookie::open(&sealed, &key), Ok(c));
+        let leaked = key.period_key(c.created);
+        let forge = |created: Instant| {
+            let mut b = Cookie { created, ..c }.seal(&key);
+            let mut mac = keyed(&leaked);
+            mac.update(&b[..BODY_LEN]);
+            b[BODY_LEN..].copy_from_slice(&mac.finalize().into_bytes());
+            b
+        };
+        let same_period = c.created + Duration::from_secs(1);
+        assert_eq!(
+            Cookie::open(&forge(same_period), &key).map(|x| x.created),
+            Ok(same_period)
+        );
+        let next = c.created + KEY_PERIOD;
+        assert_eq!(Cookie::open(&forge(next), &key), Err(CookieError::BadMac));
+        assert_ne!(key.period_key(next), leaked);
+        // Not the secret itself either.
+        assert_ne!(leaked, [7; 32]);
     }
 
     /// RFC 9260 §5.1.5 step 3: past its lifespan the cookie is stale, and the staleness is
