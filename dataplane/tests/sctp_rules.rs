@@ -506,6 +506,42 @@ fn init_without_ddp_adaptation_is_refused_5043_11_1() {
     assert_eq!(sep.stats().init_acks_out, 0);
 }
 
+/// RFC 5043 §11.1 at an association: an INIT (a restart, say) without DDP's indication is
+/// refused as the endpoint refuses it, with an ABORT on the INIT's tag that says why, and the
+/// association goes on (before: dropped silently, and the peer retransmitted its INIT until
+/// Max.Init.Retransmits).
+#[test]
+fn init_without_ddp_adaptation_to_an_association_is_refused_5043_11_1() {
+    let mut p = Pair::new();
+    let init = packet(
+        C_PORT,
+        S_PORT,
+        0,
+        &[ChunkRepr::Init(InitRepr {
+            initiate_tag: 0x7007,
+            a_rwnd: 65536,
+            outbound_streams: 4,
+            inbound_streams: 4,
+            initial_tsn: 77,
+            params: List::empty(),
+        })],
+    );
+    let _ = p.s.handle(t(5), &init, &mut ignore);
+    let out = drain(&mut p.s, t(5));
+    assert_eq!(out.len(), 1, "one answer");
+    assert_eq!(vtag(&out[0]), 0x7007, "on the INIT's Initiate Tag");
+    let a = abort_of(&out[0]);
+    assert!(!a.t_bit);
+    assert_eq!(
+        a.causes.iter().collect::<Vec<_>>(),
+        vec![CauseRepr::UserInitiatedAbort {
+            reason: ADAPTATION_REASON.as_bytes()
+        }]
+    );
+    assert_eq!(p.s.stats().adaptation_refused, 1);
+    assert_eq!(p.s.state(), State::Established);
+}
+
 /// RFC 5043 §11.1 on the active side: an INIT ACK without the indication ends the association
 /// with ABORT, reported as AdaptationRefused.
 #[test]
@@ -2656,6 +2692,47 @@ fn invalid_init_to_an_association_is_aborted_3_3_2() {
     let _ = p.s.handle(t(6), &init(0, 0, 4, 65536), &mut ignore);
     assert!(drain(&mut p.s, t(6)).is_empty());
     // The association still carries data.
+    p.c.send(0, 16, b"still up").unwrap();
+    p.exchange(t(7), |_, _| true);
+    assert_eq!(p.got_s.last().map(|m| &m.2[..]), Some(&b"still up"[..]));
+}
+
+/// RFC 9260 §6.10: INIT "MUST NOT be bundled with any other chunk in a packet", and §8.5.1 A
+/// puts it alone under tag 0. An INIT behind a SACK, under the association's own tag, is no
+/// INIT a peer sends: it is not answered (before: an INIT ACK, with a State Cookie, went to
+/// whoever wrote it) and counted; the association goes on.
+#[test]
+fn an_init_bundled_behind_another_chunk_is_not_answered_6_10() {
+    let mut p = Pair::new();
+    let ours = p.s.local_tag();
+    let ali = [ParamRepr::AdaptationLayerIndication(1)];
+    let sack = ChunkRepr::Sack(SackRepr {
+        cum_tsn_ack: 0,
+        a_rwnd: 65536,
+        gap_ack_blocks: List::empty(),
+        dup_tsns: List::empty(),
+    });
+    let init = ChunkRepr::Init(InitRepr {
+        initiate_tag: 0x5151,
+        a_rwnd: 65536,
+        outbound_streams: 4,
+        inbound_streams: 4,
+        initial_tsn: 77,
+        params: List::new(&ali),
+    });
+    let malformed = p.s.stats().malformed;
+    let _ = p.s.handle(
+        t(5),
+        &packet(C_PORT, S_PORT, ours, &[sack, init]),
+        &mut ignore,
+    );
+    let out = drain(&mut p.s, t(5));
+    assert!(
+        out.iter().all(|o| o.get(12) != Some(&2)),
+        "no INIT ACK: {out:?}"
+    );
+    assert_eq!(p.s.stats().malformed, malformed + 1);
+    assert_eq!(p.s.state(), State::Established);
     p.c.send(0, 16, b"still up").unwrap();
     p.exchange(t(7), |_, _| true);
     assert_eq!(p.got_s.last().map(|m| &m.2[..]), Some(&b"still up"[..]));

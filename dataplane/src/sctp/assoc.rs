@@ -370,6 +370,9 @@ enum InitRefusal {
     NewAddresses,
     /// §3.3.2: OS or MIS of 0, or a_rwnd below 1500 (Invalid Mandatory Parameter).
     InvalidMandatory,
+    /// RFC 5043 §11.1: no DDP Adaptation Layer Indication (User-Initiated Abort saying so,
+    /// as the endpoint answers the same INIT).
+    Adaptation,
 }
 
 #[derive(Debug)]
@@ -1234,11 +1237,19 @@ impl Association {
         }
 
         let mut got_data = false;
-        for c in chunks {
+        for (i, c) in chunks.enumerate() {
             let Ok(chunk) = c else {
                 self.stats.malformed += 1;
                 break;
             };
+            if i > 0 && chunk.chunk_type() == ChunkType::Init {
+                // §6.10: INIT "MUST NOT be bundled with any other chunk", and §8.5.1 A puts
+                // it under tag 0: one behind other chunks under our tag is no INIT a peer
+                // sends. Not answered (an INIT ACK would carry a State Cookie to whoever
+                // wrote it); what came before it stands.
+                self.stats.malformed += 1;
+                break;
+            }
             match self.handle_chunk(now, vtag, &chunk, rx, &mut got_data) {
                 Flow::Continue => {}
                 Flow::Stop => break,
@@ -2202,7 +2213,10 @@ impl Association {
         }
         bytes.truncate(kept);
         if params.adaptation != Some(self.cfg.adaptation_indication) {
+            // RFC 5043 §11.1: refused as the endpoint refuses it, with an ABORT on the INIT's
+            // own tag that says why (this association goes on).
             self.stats.adaptation_refused += 1;
+            self.pending.init_abort = Some((init.initiate_tag, InitRefusal::Adaptation));
             return;
         }
         // §5.2.1 (COOKIE-WAIT, COOKIE-ECHOED): our own Initiate Tag again; tie-tags are zero
@@ -2728,6 +2742,12 @@ impl Association {
                     !bytes.is_empty(),
                 ),
                 InitRefusal::InvalidMandatory => (CauseRepr::InvalidMandatoryParameter, true),
+                InitRefusal::Adaptation => (
+                    CauseRepr::UserInitiatedAbort {
+                        reason: ADAPTATION_REASON.as_bytes(),
+                    },
+                    true,
+                ),
             };
             let causes = [cause];
             let abort = ChunkRepr::Abort(AbortRepr {
