@@ -191,6 +191,9 @@ pub enum Event {
     Refused {
         conn: ConnHandle,
         op: &'static str,
+        /// The stream it was for, if any: a work request's number is the ULP's and is unique
+        /// only within its stream (two queue pairs may both post a `wr_id` 1).
+        stream: Option<u16>,
         /// The work request it would have posted, if any.
         wr_id: Option<u64>,
         error: PostError,
@@ -1410,7 +1413,7 @@ impl<P: Port> DataCore<P> {
     /// Reports the results of operations that waited for a session.
     fn op_results(&mut self, conn: ConnHandle, k: usize) {
         while let Some(r) = self.slots[k].as_mut().and_then(|s| s.c.poll_op_result()) {
-            self.op_event(conn, r.op, r.wr_id, r.result);
+            self.op_event(conn, r.op, r.stream, r.wr_id, r.result);
         }
     }
 
@@ -1419,6 +1422,7 @@ impl<P: Port> DataCore<P> {
         &mut self,
         conn: ConnHandle,
         op: &'static str,
+        stream: Option<u16>,
         wr_id: Option<u64>,
         result: Result<Applied, PostError>,
     ) {
@@ -1426,6 +1430,7 @@ impl<P: Port> DataCore<P> {
             Err(error) => Event::Refused {
                 conn,
                 op,
+                stream,
                 wr_id,
                 error,
             },
@@ -1635,7 +1640,7 @@ impl<P: Port> DataCore<P> {
     }
 
     fn op(&mut self, now: Instant, conn: ConnHandle, op: Op) {
-        let (name, wr_id) = (op.name(), op.wr_id());
+        let (name, stream, wr_id) = (op.name(), op.stream(), op.wr_id());
         let Some(k) = self.find(conn) else {
             let _ = self.up(Upcall::Event(Event::Unknown { conn, op: name }));
             return;
@@ -1644,7 +1649,7 @@ impl<P: Port> DataCore<P> {
             return;
         };
         let result = s.c.get_mut().apply(now, op, self.stags.table());
-        self.op_event(conn, name, wr_id, result);
+        self.op_event(conn, name, stream, wr_id, result);
     }
 
     fn frame_in(&mut self, now: Instant, buf: P::Buf, dispatched: bool) {

@@ -933,24 +933,27 @@ impl<P: Port> Verbs<P> {
             Event::Refused {
                 conn,
                 op,
+                stream: Some(stream),
                 wr_id: Some(wr_id),
                 error,
             } => {
-                // A refused post: the queue pair of this connection holding the work request.
+                // A refused post: the queue pair of its stream (wr_ids are the application's,
+                // and two queue pairs may both number from 1).
                 let recv = op == "post_recv";
-                let qp = self.by_stream.iter().find_map(|(&(c, _), &qp)| {
-                    let e = self.entry(qp).ok()?;
-                    let holds = if recv {
-                        e.rq.iter().any(|&(w, _)| w == wr_id)
-                    } else {
-                        e.sq.iter().any(|o| o.wr_id == wr_id)
-                    };
-                    (c == conn && holds).then_some(qp)
+                let qp = self.qp_of(conn, stream).filter(|&qp| {
+                    self.entry(qp).is_ok_and(|e| {
+                        if recv {
+                            e.rq.iter().any(|&(w, _)| w == wr_id)
+                        } else {
+                            e.sq.iter().any(|o| o.wr_id == wr_id)
+                        }
+                    })
                 });
                 let Some(qp) = qp else {
                     return self.events.push_back(Event::Refused {
                         conn,
                         op,
+                        stream: Some(stream),
                         wr_id: Some(wr_id),
                         error,
                     });

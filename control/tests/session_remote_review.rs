@@ -472,11 +472,13 @@ fn a_waiting_session_parks_only_its_own_stream() {
         vec![
             OpResult {
                 op: "accept",
+                stream: Some(2),
                 wr_id: None,
                 result: Ok(Applied::Done)
             },
             OpResult {
                 op: "terminate",
+                stream: Some(2),
                 wr_id: None,
                 result: Ok(Applied::Done)
             }

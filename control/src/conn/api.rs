@@ -124,6 +124,8 @@ pub enum Applied {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpResult {
     pub op: &'static str,
+    /// Its stream, if it has one ([`Op::stream`]).
+    pub stream: Option<u16>,
     /// The work request's, if the operation posts one.
     pub wr_id: Option<u64>,
     pub result: Result<Applied, PostError>,

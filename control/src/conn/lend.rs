@@ -181,10 +181,11 @@ impl Connection {
                 }
                 Held::Op(op) => {
                     self.sink.held_ops -= 1;
-                    let (name, wr_id) = (op.name(), op.wr_id());
+                    let (name, stream, wr_id) = (op.name(), op.stream(), op.wr_id());
                     let result = self.apply_stream_op(op, memory.stags);
                     self.sink.op_results.push_back(OpResult {
                         op: name,
+                        stream,
                         wr_id,
                         result,
                     });
