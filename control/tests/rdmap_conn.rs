@@ -971,6 +971,64 @@ fn rfc5040_5_5_completions_come_in_posting_order() {
     );
 }
 
+/// RFC 5040 §5.5 for a ULP that posts unsignaled work: an unsignaled Write that succeeds is
+/// never reported, so a Mark posted after it is how the ULP learns it is over. A Mark
+/// completes, reported though nothing asked for a signal, once everything posted before it
+/// has: at once on an idle stream, after a Read whose response takes a while, and at once on
+/// a stream whose session ended (its work was flushed then). Nothing goes on the wire.
+#[test]
+fn rfc5040_5_5_a_mark_completes_once_the_work_posted_before_it_has() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (_, src_reg) = region(&mut w.server, spd, 1 << 20, Access::REMOTE_READ, None);
+    let (_, dst_reg) = region(&mut w.server, spd, 4096, Access::REMOTE_WRITE, None);
+    let (_, sink_reg) = region(&mut w.client, cpd, 1 << 20, Access::LOCAL_WRITE, None);
+    let post = |w: &mut World, wr_id, op, signaled| {
+        let req = RdmaRequest {
+            wr_id,
+            stream: S,
+            op,
+            data: Payload::Bytes(vec![9; 64]),
+            signaled,
+        };
+        let Side { conn, memory, .. } = &mut w.client;
+        conn.as_mut().unwrap().post_rdma(req, memory.stags())
+    };
+    let sent = w.client.conn().stats().segments_sent;
+    post(&mut w, 10, RdmaOp::Mark, false).unwrap();
+    let now: Vec<_> = std::iter::from_fn(|| w.client.conn().poll_completion())
+        .map(|c| (c.wr_id, c.status))
+        .collect();
+    assert_eq!(now, [(10, Status::Success)], "nothing waits: at once");
+    assert_eq!(w.client.conn().stats().segments_sent, sent, "nothing sent");
+
+    let read = read_op(src_reg.stag, 0, sink_reg.stag, 0, 1 << 20);
+    post(&mut w, 1, read, true).unwrap();
+    let write = RdmaOp::Write {
+        stag: dst_reg.stag,
+        to: BASE,
+    };
+    post(&mut w, 2, write, false).unwrap();
+    post(&mut w, 3, RdmaOp::Mark, false).unwrap();
+    w.step();
+    assert!(!done(&w.client, 3), "the Read is not over yet");
+    wait(&mut w, "the mark", |w| done(&w.client, 3));
+    assert_eq!(
+        completions(&w.client),
+        [(1, Status::Success), (3, Status::Success)],
+        "the unsignaled Write silently; the mark behind it"
+    );
+
+    w.client.conn().terminate(S).unwrap();
+    wait(&mut w, "the end", |w| {
+        matches!(w.client.conn().session_state(S), Some(State::Terminated(_)))
+    });
+    post(&mut w, 4, RdmaOp::Mark, false).unwrap();
+    wait(&mut w, "the mark after the end", |w| done(&w.client, 4));
+    assert_eq!(completions(&w.client).last(), Some(&(4, Status::Success)));
+}
+
 // ------------------------------------------------------------------------------------------
 // RFC 7306: Atomic Operations and Immediate Data between two connections.
 // ------------------------------------------------------------------------------------------

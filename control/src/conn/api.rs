@@ -297,6 +297,16 @@ pub enum RdmaOp {
     /// RFC 7306 §6: 8 bytes of Immediate Data into the peer's next posted receive (with a
     /// Solicited Event if `solicited`). It completes as a Send does (§6.4).
     ImmediateData { data: [u8; 8], solicited: bool },
+    /// Nothing on the wire: a place in the stream's completion order (RFC 5040 §5.5). It
+    /// completes `Success`, reported whether signaled or not, once every work request posted
+    /// before it is reported: at once if none waits, as on a stream whose session is over
+    /// (its work was flushed) or that is no RDMAP stream. An unsignaled work request that
+    /// succeeds is never reported, so a ULP that must know it is over (verbs, holding a later
+    /// work request's error completion behind it) posts a mark after it. Refused only where
+    /// every operation is (no such stream, the association not up); not held to the depth
+    /// of the stream's completion order, which the marks a ULP posts behind its own work
+    /// cannot outgrow more than that work does.
+    Mark,
 }
 
 /// The two Atomic Operations of RFC 7306 §5.1, with their masks.

@@ -592,6 +592,10 @@ impl Connection {
     /// Reads beyond ORD wait, in order with what is posted after them.
     pub fn post_rdma(&mut self, req: RdmaRequest, stags: &StagTable) -> Result<(), PostError> {
         self.check_stream(req.stream)?;
+        if req.op == RdmaOp::Mark {
+            self.mark(req.stream, req.wr_id);
+            return Ok(());
+        }
         let s = &self.streams[usize::from(req.stream)];
         let Some(r) = s.rdmap.as_deref() else {
             return Err(PostError::NotRdmap);
@@ -725,6 +729,8 @@ impl Connection {
                     }),
                 )
             }
+            // Taken before the checks above, which a mark is not held to.
+            RdmaOp::Mark => return Ok(()),
             RdmaOp::ImmediateData { data, solicited } => {
                 let opcode = if solicited {
                     Opcode::ImmediateDataSe
@@ -751,6 +757,31 @@ impl Connection {
             },
             origin,
         )
+    }
+
+    /// [`RdmaOp::Mark`]: a completion in the stream's completion order behind everything
+    /// posted before it. Taken in any state of the session: a mark's purpose is to learn that
+    /// earlier work is over, which a stream that ended has reported already (its flush), so
+    /// there it completes at once.
+    fn mark(&mut self, stream: u16, wr_id: u64) {
+        let s = &mut self.streams[usize::from(stream)];
+        let seq = s
+            .rdmap
+            .as_deref_mut()
+            .filter(|r| r.unreported() > 0)
+            .map(|r| r.begin(wr_id, true));
+        let done = Done {
+            wr_id,
+            signaled: true,
+            seq,
+        };
+        report(
+            &mut self.sink,
+            s.rdmap.as_deref_mut(),
+            stream,
+            done,
+            Status::Success,
+        );
     }
 
     /// Limits this connection can honour: IRD is the depth of the inline Read Request queue,
