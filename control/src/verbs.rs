@@ -13,17 +13,23 @@
 //! (RFC 5040 §5) and Local Invalidate. A scatter-gather entry names local memory by lkey (the
 //! memory region's STag) and address (its Tagged Offset) and is checked against the region, its
 //! protection domain and its rights before anything is submitted; a failure completes the work
-//! request with [`WcStatus::LocalProtection`] and submits nothing. One entry is sent without a
-//! copy ([`Payload::Local`]); several are gathered into one buffer (a copy). An RDMA Read has
-//! exactly one entry, its Data Sink (as siw's `max_sge_rd`), and so does a receive.
+//! request with [`WcStatus::LocalProtection`], in its turn, and submits nothing. One entry is
+//! sent without a copy ([`Payload::Local`]); several are gathered into one buffer (a copy). An
+//! RDMA Read has exactly one entry, its Data Sink (as siw's `max_sge_rd`), and so does a
+//! receive.
 //!
 //! **Completions.** Send-queue completions come in posting order per queue pair (RFC 5040
 //! §5.5): an unsignaled work request that succeeded completes silently, and any failure is
-//! always reported. A receive completes with the byte length of the message, whether it was
-//! solicited, and the STag it invalidated (a Send with Invalidate, which every data core has
-//! dropped by then). When the stream ends (its session terminated, a Terminate either way, the
-//! association gone) the queue pair moves to [`QpState::Error`] and its outstanding work
-//! completes [`WcStatus::Flushed`]; the RDMAP error that ended it is [`Verbs::qp_error`].
+//! always reported. A failure this layer finds, or the core's refusal of a post, waits for the
+//! completions of the work posted before it (behind unsignaled work, an [`RdmaOp::Mark`] says
+//! when that is over); receives complete in posting order too. The core knows each work
+//! request by its number in its queue pair's posting order, not by its `wr_id`, which the
+//! application may repeat and every queue pair chooses alike. A receive completes with the
+//! byte length of the message, whether it was solicited, and the STag it invalidated (a Send
+//! with Invalidate, which every data core has dropped by then). When the stream ends (its
+//! session terminated, a Terminate either way, the association gone) the queue pair moves to
+//! [`QpState::Error`] and its outstanding work completes [`WcStatus::Flushed`]; the RDMAP error
+//! that ended it is [`Verbs::qp_error`].
 //!
 //! **Local Invalidate** revokes the STag on every data core without blocking this thread; its
 //! completion is reported once every core has acknowledged, so it may overtake the completions
@@ -268,21 +274,85 @@ impl std::fmt::Display for VerbsError {
 
 impl std::error::Error for VerbsError {}
 
-/// A send-queue work request waiting for its completion.
+/// Work requests in posting order, numbered consecutively from `head`. The number, not the
+/// application's `wr_id` (which may repeat, and which every queue pair chooses alike), is the
+/// `wr_id` the core knows a work request by: its completion and its refusal name exactly it.
+#[derive(Debug)]
+struct Numbered<T> {
+    head: u64,
+    q: VecDeque<T>,
+}
+
+impl<T> Numbered<T> {
+    /// Numbered from `head`: each queue pair's numbers start apart, so that a late report of a
+    /// destroyed queue pair's work misses a new one on the same stream.
+    fn new(head: u64) -> Numbered<T> {
+        Numbered {
+            head,
+            q: VecDeque::new(),
+        }
+    }
+
+    /// The number the next work request gets.
+    fn next(&self) -> u64 {
+        self.head + self.q.len() as u64
+    }
+
+    fn push(&mut self, t: T) -> u64 {
+        let n = self.next();
+        self.q.push_back(t);
+        n
+    }
+
+    fn get(&self, n: u64) -> Option<&T> {
+        let i = usize::try_from(n.checked_sub(self.head)?).ok()?;
+        self.q.get(i)
+    }
+
+    fn get_mut(&mut self, n: u64) -> Option<&mut T> {
+        let i = usize::try_from(n.checked_sub(self.head)?).ok()?;
+        self.q.get_mut(i)
+    }
+
+    fn front(&self) -> Option<&T> {
+        self.q.front()
+    }
+
+    fn pop_front(&mut self) -> Option<T> {
+        let t = self.q.pop_front()?;
+        self.head += 1;
+        Some(t)
+    }
+}
+
+/// A send-queue work request from its post until its completion is reported.
 #[derive(Debug, Clone, Copy)]
-struct Outstanding {
+struct SendSlot {
     wr_id: u64,
     opcode: WcOpcode,
     byte_len: u32,
+    signaled: bool,
+    /// Over, with this status, without the core's word: it failed its checks here, or the
+    /// core refused it. Its completion waits for those of the work requests before it.
+    done: Option<WcStatus>,
+}
+
+/// A posted receive from its post until its completion is reported.
+#[derive(Debug, Clone, Copy)]
+struct RecvSlot {
+    wr_id: u64,
+    /// Its buffer (where Immediate Data is read from); none if it failed its checks.
+    buffer: Option<PostedBuffer>,
+    /// Its completion, waiting for those of the receives posted before it.
+    done: Option<Wc>,
 }
 
 #[derive(Debug)]
 struct QpEntry {
     init: QpInit,
     state: QpState,
-    sq: VecDeque<Outstanding>,
-    /// Receives posted: their wr_id and buffer (where Immediate Data is read from).
-    rq: VecDeque<(u64, PostedBuffer)>,
+    sq: Numbered<SendSlot>,
+    rq: Numbered<RecvSlot>,
     /// Receives posted in [`QpState::Init`]: the stream has no receive path before its
     /// session's Initiate or Accept, so they go to the core right behind it.
     held_recvs: Vec<Op>,
@@ -306,6 +376,9 @@ pub struct Verbs<P: Port> {
     by_stream: FxHashMap<(ConnHandle, u16), Qp>,
     cqs: Vec<VecDeque<Wc>>,
     local_invs: Vec<LocalInv>,
+    /// Marks ([`RdmaOp::Mark`]) the command ring had no room for: the queue pair and the
+    /// send-queue work request each is for, retried by [`Verbs::poll`].
+    marks_owed: Vec<(Qp, u64)>,
     /// Runtime events verbs does not consume (connections accepted, sessions initiated by the
     /// peer, reports), for the application's connection management.
     events: VecDeque<Event>,
@@ -319,6 +392,7 @@ impl<P: Port> Verbs<P> {
             by_stream: FxHashMap::default(),
             cqs: Vec::new(),
             local_invs: Vec::new(),
+            marks_owed: Vec::new(),
             events: VecDeque::new(),
         }
     }
@@ -405,8 +479,8 @@ impl<P: Port> Verbs<P> {
         self.qps.push(Some(QpEntry {
             init,
             state: QpState::Init,
-            sq: VecDeque::new(),
-            rq: VecDeque::new(),
+            sq: Numbered::new(u64::from(qp.0) << 32),
+            rq: Numbered::new(u64::from(qp.0) << 32),
             held_recvs: Vec::new(),
             error: None,
         }));
@@ -489,20 +563,67 @@ impl<P: Port> Verbs<P> {
 
     /// `ibv_post_send` (RFC 4296 `rdma_send`, `rdma_write`, `rdma_read`). Refused outright
     /// (nothing posted) only for a queue pair that is not ready or a core that cannot take
-    /// more; a work request whose memory does not pass its checks completes with an error.
+    /// more; a work request whose memory does not pass its checks completes with an error, in
+    /// its turn behind the work posted before it.
     pub fn post_send(&mut self, qp: Qp, wr: &SendWr) -> Result<(), VerbsError> {
         let e = self.entry(qp)?;
         if e.state != QpState::Rts {
             return Err(VerbsError::QpState(e.state));
         }
         let QpInit {
-            conn,
-            stream,
-            pd,
-            send_cq,
-            ..
+            conn, stream, pd, ..
         } = e.init;
-        let (opcode, op) = match wr.opcode {
+        let seq = e.sq.next();
+        if let WrOpcode::LocalInv { lkey } = wr.opcode {
+            return self.local_invalidate(qp, wr, pd, lkey);
+        }
+        let (opcode, op) = match self.rdma_op(pd, wr) {
+            Ok(op) => op,
+            Err((opcode, status)) => return self.fail_send(qp, wr, opcode, status),
+        };
+        let data = match opcode {
+            WcOpcode::RdmaRead
+            | WcOpcode::FetchAdd
+            | WcOpcode::CompSwap
+            | WcOpcode::ImmediateData => Payload::Bytes(Vec::new()),
+            _ => match self.gather(pd, &wr.sg_list) {
+                Ok(p) => p,
+                Err(()) => return self.fail_send(qp, wr, opcode, WcStatus::LocalProtection),
+            },
+        };
+        let byte_len = wr
+            .sg_list
+            .iter()
+            .map(|s| s.length)
+            .fold(0u32, u32::saturating_add);
+        let req = RdmaRequest {
+            wr_id: seq,
+            stream,
+            op,
+            data,
+            signaled: wr.signaled,
+        };
+        self.control
+            .submit(conn, Op::PostRdma(req))
+            .map_err(VerbsError::Runtime)?;
+        self.entry_mut(qp)?.sq.push(SendSlot {
+            wr_id: wr.wr_id,
+            opcode,
+            byte_len,
+            signaled: wr.signaled,
+            done: None,
+        });
+        Ok(())
+    }
+
+    /// The RDMAP operation of a work request other than Local Invalidate, or the opcode and
+    /// status it completes with when its entries do not pass their checks.
+    fn rdma_op(
+        &self,
+        pd: ProtectionDomain,
+        wr: &SendWr,
+    ) -> Result<(WcOpcode, RdmaOp), (WcOpcode, WcStatus)> {
+        Ok(match wr.opcode {
             WrOpcode::Send => (
                 WcOpcode::Send,
                 RdmaOp::Send {
@@ -525,28 +646,14 @@ impl<P: Port> Verbs<P> {
                 },
             ),
             WrOpcode::RdmaRead { rkey, remote_addr } => {
+                let opcode = WcOpcode::RdmaRead;
                 let [sink] = wr.sg_list[..] else {
-                    self.complete_now(
-                        qp,
-                        send_cq,
-                        wr,
-                        WcOpcode::RdmaRead,
-                        WcStatus::LocalQpOperation,
-                    );
-                    return Ok(());
+                    return Err((opcode, WcStatus::LocalQpOperation));
                 };
-                if self.check_sge(pd, &sink, Access::LOCAL_WRITE).is_err() {
-                    self.complete_now(
-                        qp,
-                        send_cq,
-                        wr,
-                        WcOpcode::RdmaRead,
-                        WcStatus::LocalProtection,
-                    );
-                    return Ok(());
-                }
+                self.check_sge(pd, &sink, Access::LOCAL_WRITE)
+                    .map_err(|status| (opcode, status))?;
                 (
-                    WcOpcode::RdmaRead,
+                    opcode,
                     RdmaOp::Read {
                         source: rkey,
                         source_to: remote_addr,
@@ -556,7 +663,10 @@ impl<P: Port> Verbs<P> {
                     },
                 )
             }
-            WrOpcode::LocalInv { lkey } => return self.local_invalidate(qp, wr, pd, lkey),
+            // `post_send` takes it before.
+            WrOpcode::LocalInv { .. } => {
+                return Err((WcOpcode::LocalInv, WcStatus::LocalQpOperation))
+            }
             WrOpcode::AtomicFetchAdd {
                 rkey,
                 remote_addr,
@@ -564,10 +674,11 @@ impl<P: Port> Verbs<P> {
                 mask,
             } => {
                 let op = AtomicOperation::FetchAdd { add, mask };
-                match self.atomic(qp, wr, op, rkey, remote_addr) {
-                    Some(op) => (WcOpcode::FetchAdd, op),
-                    None => return Ok(()),
-                }
+                let opcode = WcOpcode::FetchAdd;
+                let op = self
+                    .atomic(pd, wr, op, rkey, remote_addr)
+                    .map_err(|status| (opcode, status))?;
+                (opcode, op)
             }
             WrOpcode::AtomicCmpSwap {
                 rkey,
@@ -583,111 +694,68 @@ impl<P: Port> Verbs<P> {
                     swap,
                     swap_mask,
                 };
-                match self.atomic(qp, wr, op, rkey, remote_addr) {
-                    Some(op) => (WcOpcode::CompSwap, op),
-                    None => return Ok(()),
-                }
+                let opcode = WcOpcode::CompSwap;
+                let op = self
+                    .atomic(pd, wr, op, rkey, remote_addr)
+                    .map_err(|status| (opcode, status))?;
+                (opcode, op)
             }
             WrOpcode::ImmediateData { data } => {
+                let opcode = WcOpcode::ImmediateData;
                 if !wr.sg_list.is_empty() {
-                    let opcode = WcOpcode::ImmediateData;
-                    self.complete_now(qp, send_cq, wr, opcode, WcStatus::LocalQpOperation);
-                    return Ok(());
+                    return Err((opcode, WcStatus::LocalQpOperation));
                 }
                 (
-                    WcOpcode::ImmediateData,
+                    opcode,
                     RdmaOp::ImmediateData {
                         data,
                         solicited: wr.solicited,
                     },
                 )
             }
-        };
-        let data = match opcode {
-            WcOpcode::RdmaRead
-            | WcOpcode::FetchAdd
-            | WcOpcode::CompSwap
-            | WcOpcode::ImmediateData => Payload::Bytes(Vec::new()),
-            _ => match self.gather(pd, &wr.sg_list) {
-                Ok(p) => p,
-                Err(()) => {
-                    self.complete_now(qp, send_cq, wr, opcode, WcStatus::LocalProtection);
-                    return Ok(());
-                }
-            },
-        };
-        let byte_len = wr
-            .sg_list
-            .iter()
-            .map(|s| s.length)
-            .fold(0u32, u32::saturating_add);
-        let req = RdmaRequest {
-            wr_id: wr.wr_id,
-            stream,
-            op,
-            data,
-            signaled: wr.signaled,
-        };
-        self.control
-            .submit(conn, Op::PostRdma(req))
-            .map_err(VerbsError::Runtime)?;
-        self.entry_mut(qp)?.sq.push_back(Outstanding {
-            wr_id: wr.wr_id,
-            opcode,
-            byte_len,
-        });
-        Ok(())
+        })
     }
 
     /// An Atomic's work request checked as `ibv_post_send` does: one entry of exactly 8 bytes
-    /// with local write for the original value. A failure completes it at once (`None`). The
+    /// with local write for the original value; the status it completes with otherwise. The
     /// remote word's alignment is the peer's to check (RFC 7306 §5.2.1: the Tagged Offset may
     /// start anywhere, the address it names must be aligned).
     fn atomic(
-        &mut self,
-        qp: Qp,
+        &self,
+        pd: ProtectionDomain,
         wr: &SendWr,
         op: AtomicOperation,
         rkey: Stag,
         remote_addr: u64,
-    ) -> Option<RdmaOp> {
-        let (pd, send_cq) = self.entry(qp).ok().map(|e| (e.init.pd, e.init.send_cq))?;
-        let opcode = match op {
-            AtomicOperation::FetchAdd { .. } => WcOpcode::FetchAdd,
-            AtomicOperation::CmpSwap { .. } => WcOpcode::CompSwap,
+    ) -> Result<RdmaOp, WcStatus> {
+        let [sink] = wr.sg_list[..] else {
+            return Err(WcStatus::LocalQpOperation);
         };
-        let status = match wr.sg_list[..] {
-            [sink] if sink.length == 8 => match self.check_sge(pd, &sink, Access::LOCAL_WRITE) {
-                Ok(_) => {
-                    return Some(RdmaOp::Atomic {
-                        op,
-                        stag: rkey,
-                        to: remote_addr,
-                        sink: sink.lkey,
-                        sink_to: sink.addr,
-                    })
-                }
-                Err(status) => status,
-            },
-            _ => WcStatus::LocalQpOperation,
-        };
-        self.complete_now(qp, send_cq, wr, opcode, status);
-        None
+        if sink.length != 8 {
+            return Err(WcStatus::LocalQpOperation);
+        }
+        self.check_sge(pd, &sink, Access::LOCAL_WRITE)?;
+        Ok(RdmaOp::Atomic {
+            op,
+            stag: rkey,
+            to: remote_addr,
+            sink: sink.lkey,
+            sink_to: sink.addr,
+        })
     }
 
-    /// `ibv_post_recv` (RFC 4296 `rdma_post_recv`): one entry, local write needed.
+    /// `ibv_post_recv` (RFC 4296 `rdma_post_recv`): one entry, local write needed. One that
+    /// does not pass its checks completes with an error in its turn, behind the receives
+    /// posted before it.
     pub fn post_recv(&mut self, qp: Qp, wr: &RecvWr) -> Result<(), VerbsError> {
         let e = self.entry(qp)?;
         if e.state == QpState::Error {
             return Err(VerbsError::QpState(e.state));
         }
         let QpInit {
-            conn,
-            stream,
-            pd,
-            recv_cq,
-            ..
+            conn, stream, pd, ..
         } = e.init;
+        let seq = e.rq.next();
         let buffer = match wr.sg_list[..] {
             [sge] => self
                 .check_sge(pd, &sge, Access::LOCAL_WRITE)
@@ -702,24 +770,34 @@ impl<P: Port> Verbs<P> {
         let buffer = match buffer {
             Ok(b) => b,
             Err(status) => {
-                self.push_wc(recv_cq, Wc::new(wr.wr_id, status, WcOpcode::Recv, qp));
+                let seq = self.entry_mut(qp)?.rq.push(RecvSlot {
+                    wr_id: wr.wr_id,
+                    buffer: None,
+                    done: None,
+                });
+                self.recv_over(qp, seq, status);
                 return Ok(());
             }
         };
         let op = Op::PostRecv {
             stream,
             qn: 0,
-            wr_id: wr.wr_id,
+            wr_id: seq,
             buffer,
+        };
+        let slot = RecvSlot {
+            wr_id: wr.wr_id,
+            buffer: Some(buffer),
+            done: None,
         };
         let e = self.entry_mut(qp)?;
         if e.state == QpState::Init {
             e.held_recvs.push(op);
-            e.rq.push_back((wr.wr_id, buffer));
+            e.rq.push(slot);
             return Ok(());
         }
         self.control.submit(conn, op).map_err(VerbsError::Runtime)?;
-        self.entry_mut(qp)?.rq.push_back((wr.wr_id, buffer));
+        self.entry_mut(qp)?.rq.push(slot);
         Ok(())
     }
 
@@ -746,6 +824,15 @@ impl<P: Port> Verbs<P> {
             work += 1;
             self.event(e);
         }
+        if !self.marks_owed.is_empty() {
+            for (qp, seq) in std::mem::take(&mut self.marks_owed) {
+                // Unless a later report released the work request meanwhile.
+                if self.entry(qp).is_ok_and(|e| e.sq.get(seq).is_some()) {
+                    work += 1;
+                    self.mark(qp, seq);
+                }
+            }
+        }
         work + self.local_invalidations()
     }
 
@@ -757,15 +844,10 @@ impl<P: Port> Verbs<P> {
         for op in held {
             // `must`-less: a full command ring refuses; the receive completes with an error
             // rather than being lost.
-            let wr_id = op.wr_id();
+            let seq = op.wr_id();
             if self.control.submit(conn, op).is_err() {
-                if let Some(wr_id) = wr_id {
-                    self.recv_completion(Wc::new(
-                        wr_id,
-                        WcStatus::LocalQpOperation,
-                        WcOpcode::Recv,
-                        qp,
-                    ));
+                if let Some(seq) = seq {
+                    self.recv_over(qp, seq, WcStatus::LocalQpOperation);
                 }
             }
         }
@@ -792,8 +874,24 @@ impl<P: Port> Verbs<P> {
         }
     }
 
-    fn complete_now(&mut self, qp: Qp, cq: Cq, wr: &SendWr, opcode: WcOpcode, status: WcStatus) {
-        self.push_wc(cq, Wc::new(wr.wr_id, status, opcode, qp));
+    /// A send-queue work request that failed its checks here and never reaches the core: its
+    /// error completion takes its turn behind the work posted before it (RFC 5040 §5.5).
+    fn fail_send(
+        &mut self,
+        qp: Qp,
+        wr: &SendWr,
+        opcode: WcOpcode,
+        status: WcStatus,
+    ) -> Result<(), VerbsError> {
+        let seq = self.entry_mut(qp)?.sq.push(SendSlot {
+            wr_id: wr.wr_id,
+            opcode,
+            byte_len: 0,
+            signaled: wr.signaled,
+            done: Some(status),
+        });
+        self.send_over(qp, seq);
+        Ok(())
     }
 
     /// Checks that `sge` lies in a live registration of `pd` granting `need`; returns the
@@ -852,7 +950,6 @@ impl<P: Port> Verbs<P> {
         pd: ProtectionDomain,
         lkey: Stag,
     ) -> Result<(), VerbsError> {
-        let send_cq = self.entry(qp)?.init.send_cq;
         let ours = self
             .control
             .memory()
@@ -871,13 +968,9 @@ impl<P: Port> Verbs<P> {
                 signaled: wr.signaled,
                 revocation,
             }),
-            None => self.complete_now(
-                qp,
-                send_cq,
-                wr,
-                WcOpcode::LocalInv,
-                WcStatus::LocalProtection,
-            ),
+            // One that cannot start waits for no core: it completes in its turn, as any
+            // work request that fails its checks.
+            None => return self.fail_send(qp, wr, WcOpcode::LocalInv, WcStatus::LocalProtection),
         }
         Ok(())
     }
@@ -928,33 +1021,22 @@ impl<P: Port> Verbs<P> {
                     Status::Success => WcStatus::Success,
                     Status::Flushed => WcStatus::Flushed,
                 };
-                self.send_completion(qp, completion.wr_id, status);
+                self.sq_report(qp, completion.wr_id, Some(status));
             }
+            // A refused post of a queue pair's: its number there, on its stream.
             Event::Refused {
                 conn,
                 op,
                 stream: Some(stream),
-                wr_id: Some(wr_id),
+                wr_id: Some(seq),
                 error,
             } => {
-                // A refused post: the queue pair of its stream (wr_ids are the application's,
-                // and two queue pairs may both number from 1).
-                let recv = op == "post_recv";
-                let qp = self.qp_of(conn, stream).filter(|&qp| {
-                    self.entry(qp).is_ok_and(|e| {
-                        if recv {
-                            e.rq.iter().any(|&(w, _)| w == wr_id)
-                        } else {
-                            e.sq.iter().any(|o| o.wr_id == wr_id)
-                        }
-                    })
-                });
-                let Some(qp) = qp else {
+                let Some(qp) = self.qp_of(conn, stream) else {
                     return self.events.push_back(Event::Refused {
                         conn,
                         op,
                         stream: Some(stream),
-                        wr_id: Some(wr_id),
+                        wr_id: Some(seq),
                         error,
                     });
                 };
@@ -964,11 +1046,30 @@ impl<P: Port> Verbs<P> {
                     }
                     _ => WcStatus::LocalQpOperation,
                 };
-                if recv {
-                    self.recv_completion(Wc::new(wr_id, status, WcOpcode::Recv, qp));
+                if op == "post_recv" {
+                    self.recv_over(qp, seq, status);
                 } else {
-                    self.send_completion(qp, wr_id, status);
+                    self.send_refused(qp, seq, status, error);
                 }
+            }
+            // The number the core knows a receive by is verbs' own: the application's here.
+            Event::Posted {
+                conn,
+                stream,
+                qn,
+                wr_id,
+            } => {
+                let wr_id = self
+                    .qp_of(conn, stream)
+                    .and_then(|qp| self.entry(qp).ok())
+                    .and_then(|e| e.rq.get(wr_id))
+                    .map_or(wr_id, |r| r.wr_id);
+                self.events.push_back(Event::Posted {
+                    conn,
+                    stream,
+                    qn,
+                    wr_id,
+                });
             }
             Event::Indication { conn, indication } => self.indication(conn, indication),
             other => self.events.push_back(other),
@@ -979,7 +1080,7 @@ impl<P: Port> Verbs<P> {
         match indication {
             Indication::Received {
                 stream,
-                wr_id,
+                wr_id: seq,
                 len,
                 rsvd_ulp,
                 invalidated,
@@ -987,21 +1088,26 @@ impl<P: Port> Verbs<P> {
             } if self.qp_of(conn, stream).is_some() => {
                 let opcode = RdmapControl::from_byte(rsvd_ulp[0]).opcode;
                 let immediate = matches!(opcode, Opcode::ImmediateData | Opcode::ImmediateDataSe);
-                if let Some(qp) = self.qp_of(conn, stream) {
-                    let wc = Wc {
-                        byte_len: len,
-                        invalidated,
-                        solicited: opcode.solicited_event(),
-                        imm_data: immediate.then(|| self.immediate_data(qp, wr_id)).flatten(),
-                        ..Wc::new(wr_id, WcStatus::Success, WcOpcode::Recv, qp)
-                    };
-                    self.recv_completion(wc);
-                }
+                let Some(qp) = self.qp_of(conn, stream) else {
+                    return;
+                };
+                // A receive this queue pair does not hold (reported already) completes nothing.
+                let Some(slot) = self.entry(qp).ok().and_then(|e| e.rq.get(seq)).copied() else {
+                    return;
+                };
+                let wc = Wc {
+                    byte_len: len,
+                    invalidated,
+                    solicited: opcode.solicited_event(),
+                    imm_data: immediate
+                        .then(|| slot.buffer.and_then(|b| self.immediate_data(b)))
+                        .flatten(),
+                    ..Wc::new(slot.wr_id, WcStatus::Success, WcOpcode::Recv, qp)
+                };
+                self.recv_done(qp, seq, wc);
             }
             Indication::RecvFlushed { stream, wr_id, qn } => match self.qp_of(conn, stream) {
-                Some(qp) => {
-                    self.recv_completion(Wc::new(wr_id, WcStatus::Flushed, WcOpcode::Recv, qp))
-                }
+                Some(qp) => self.recv_over(qp, wr_id, WcStatus::Flushed),
                 None => self.events.push_back(Event::Indication {
                     conn,
                     indication: Indication::RecvFlushed { stream, wr_id, qn },
@@ -1045,9 +1151,19 @@ impl<P: Port> Verbs<P> {
                 }
             }
             Indication::Closed(reason) => {
-                for e in self.qps.iter_mut().flatten() {
-                    if e.init.conn == conn {
+                let mut ended = Vec::new();
+                for (i, e) in self.qps.iter_mut().enumerate() {
+                    if let Some(e) = e.as_mut().filter(|e| e.init.conn == conn) {
                         e.state = QpState::Error;
+                        ended.push((Qp(i as u32), e.sq.next()));
+                    }
+                }
+                // The core reported the association's work before this (its completions go
+                // first) and reports nothing after: what still waits for a report, a failure
+                // behind work that completed silently, is over.
+                for (qp, next) in ended {
+                    if let Some(last) = next.checked_sub(1) {
+                        self.sq_report(qp, last, None);
                     }
                 }
                 self.events.push_back(Event::Indication {
@@ -1062,44 +1178,141 @@ impl<P: Port> Verbs<P> {
         }
     }
 
-    /// The completion of `wr_id` on `qp`'s send queue: the ones posted before it without a
-    /// signal completed silently (completions keep posting order, RFC 5040 §5.5).
-    fn send_completion(&mut self, qp: Qp, wr_id: u64, status: WcStatus) {
-        let Ok(e) = self.entry_mut(qp) else {
+    /// The core's report of send-queue work request `seq` (`Some` status; the request's own
+    /// if it was over before, for a mark posted behind it), or the end of every report
+    /// (`None`: the connection or the stream is gone). Everything posted before `seq` is over
+    /// too: the core reports in posting order and says nothing of a success unsignaled, and
+    /// a signaled one it never reported is flushed. Then the failures queued behind `seq`.
+    fn sq_report(&mut self, qp: Qp, seq: u64, status: Option<WcStatus>) {
+        let Some(e) = self.qps.get_mut(qp.0 as usize).and_then(Option::as_mut) else {
             return;
         };
-        let Some(at) = e.sq.iter().position(|o| o.wr_id == wr_id) else {
+        // Reported already (a mark's completion after a later report released its work
+        // request), or never posted here.
+        if e.sq.get(seq).is_none() {
+            return;
+        }
+        let Some(cq) = self.cqs.get_mut(e.init.send_cq.0) else {
             return;
         };
-        let done = e.sq.drain(..=at).next_back();
-        let cq = e.init.send_cq;
-        if let Some(o) = done {
-            let wc = Wc {
-                byte_len: o.byte_len,
-                ..Wc::new(wr_id, status, o.opcode, qp)
+        while e.sq.head <= seq {
+            let Some(s) = e.sq.pop_front() else {
+                break;
             };
-            self.push_wc(cq, wc);
+            let status = match (s.done, status) {
+                (Some(done), _) => done,
+                (None, Some(status)) if e.sq.head > seq => status,
+                (None, _) if s.signaled => WcStatus::Flushed,
+                (None, _) => continue,
+            };
+            if status != WcStatus::Success || s.signaled {
+                cq.push_back(Wc {
+                    byte_len: s.byte_len,
+                    ..Wc::new(s.wr_id, status, s.opcode, qp)
+                });
+            }
         }
+        drain_sq(qp, e, cq);
     }
 
-    /// The completion of a posted receive (`wc.wr_id`) on `wc.qp`'s receive queue.
-    fn recv_completion(&mut self, wc: Wc) {
-        let Ok(e) = self.entry_mut(wc.qp) else {
+    /// Send-queue work request `seq` is over without the core's completion: it failed its
+    /// checks here, or the core refused it. Its completion comes once those before it have;
+    /// when the one right before it is with the core unsignaled, which completes silently, a
+    /// mark ([`RdmaOp::Mark`]) behind it is what says so. (One signaled reports, success or
+    /// not; one over already waits itself, for the same.)
+    fn send_over(&mut self, qp: Qp, seq: u64) {
+        let Some(e) = self.qps.get_mut(qp.0 as usize).and_then(Option::as_mut) else {
             return;
         };
-        if let Some(at) = e.rq.iter().position(|&(w, _)| w == wc.wr_id) {
-            e.rq.remove(at);
+        let silent = seq
+            .checked_sub(1)
+            .and_then(|before| e.sq.get(before))
+            .is_some_and(|b| b.done.is_none() && !b.signaled);
+        if let Some(cq) = self.cqs.get_mut(e.init.send_cq.0) {
+            drain_sq(qp, e, cq);
         }
-        let cq = e.init.recv_cq;
-        self.push_wc(cq, wc);
+        if silent {
+            self.mark(qp, seq);
+        }
     }
 
-    /// The 8 bytes of Immediate Data that filled the receive `wr_id` (RFC 7306 §6.2: the first
-    /// 8 bytes of the buffer). Read before the completion is queued, while the buffer is still
-    /// the receive's: the application has not had it back.
-    fn immediate_data(&self, qp: Qp, wr_id: u64) -> Option<[u8; 8]> {
-        let e = self.entry(qp).ok()?;
-        let &(_, buffer) = e.rq.iter().find(|&&(w, _)| w == wr_id)?;
+    /// The core refused send-queue work request `seq` (`status` as a completion).
+    fn send_refused(&mut self, qp: Qp, seq: u64, status: WcStatus, error: PostError) {
+        let Some(s) = self.entry_mut(qp).ok().and_then(|e| e.sq.get_mut(seq)) else {
+            return;
+        };
+        match s.done {
+            None => {
+                s.done = Some(status);
+                self.send_over(qp, seq);
+            }
+            // The work request was over before: this is its mark. Held operations of a
+            // stream whose session is away filled up: again at the next poll.
+            Some(_) if error == PostError::Full => self.marks_owed.push((qp, seq)),
+            // No stream or association to report on any more: what waited is over.
+            Some(_) => self.sq_report(qp, seq, None),
+        }
+    }
+
+    /// Posts the mark that completes once everything before send-queue work request `seq`
+    /// has, numbered as it is.
+    fn mark(&mut self, qp: Qp, seq: u64) {
+        let Ok(e) = self.entry(qp) else {
+            return;
+        };
+        let (conn, stream) = (e.init.conn, e.init.stream);
+        let req = RdmaRequest {
+            wr_id: seq,
+            stream,
+            op: RdmaOp::Mark,
+            data: Payload::Bytes(Vec::new()),
+            signaled: true,
+        };
+        match self.control.submit(conn, Op::PostRdma(req)) {
+            Ok(()) => {}
+            // The command ring is full: again at the next poll.
+            Err(RuntimeError::Busy) => self.marks_owed.push((qp, seq)),
+            // The association is forgotten, and every report of its work with it.
+            Err(_) => self.sq_report(qp, seq, None),
+        }
+    }
+
+    /// Receive `seq` is over with `status` (its length 0).
+    fn recv_over(&mut self, qp: Qp, seq: u64, status: WcStatus) {
+        let Some(wr_id) = self
+            .entry(qp)
+            .ok()
+            .and_then(|e| e.rq.get(seq))
+            .map(|r| r.wr_id)
+        else {
+            return;
+        };
+        self.recv_done(qp, seq, Wc::new(wr_id, status, WcOpcode::Recv, qp));
+    }
+
+    /// Receive `seq` is over with `wc`: reported once the receives posted before it are (the
+    /// core fills them in posting order, RFC 5041 §5.4's MSN order; a failure of one posted
+    /// after them waits for them).
+    fn recv_done(&mut self, qp: Qp, seq: u64, wc: Wc) {
+        let Some(e) = self.qps.get_mut(qp.0 as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if let Some(r) = e.rq.get_mut(seq) {
+            r.done.get_or_insert(wc);
+        }
+        let Some(cq) = self.cqs.get_mut(e.init.recv_cq.0) else {
+            return;
+        };
+        while let Some(wc) = e.rq.front().and_then(|r| r.done) {
+            e.rq.pop_front();
+            cq.push_back(wc);
+        }
+    }
+
+    /// The 8 bytes of Immediate Data that filled a receive's `buffer` (RFC 7306 §6.2: its
+    /// first 8 bytes). Read before the completion is queued, while the buffer is still the
+    /// receive's: the application has not had it back.
+    fn immediate_data(&self, buffer: PostedBuffer) -> Option<[u8; 8]> {
         let mut data = [0u8; 8];
         let region = self
             .control
@@ -1107,5 +1320,18 @@ impl<P: Port> Verbs<P> {
             .region(RegionId(buffer.memory.region))?;
         region.read(buffer.memory.offset, &mut data).ok()?;
         Some(data)
+    }
+}
+
+/// Reports the failures at the front of `e`'s send queue, in posting order, into `cq`.
+fn drain_sq(qp: Qp, e: &mut QpEntry, cq: &mut VecDeque<Wc>) {
+    while let Some(status) = e.sq.front().and_then(|s| s.done) {
+        let Some(s) = e.sq.pop_front() else {
+            break;
+        };
+        cq.push_back(Wc {
+            byte_len: s.byte_len,
+            ..Wc::new(s.wr_id, status, s.opcode, qp)
+        });
     }
 }

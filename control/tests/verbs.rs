@@ -585,7 +585,7 @@ fn a_server_registers_and_frees_regions_for_as_long_as_it_runs() {
 /// server's word (registered with remote atomic access) complete with their opcodes and leave
 /// the original values in the client's 8-byte entries; Immediate Data completes the server's
 /// posted receive with its 8 bytes in `imm_data`. An atomic whose entry is not 8 bytes completes
-/// in error and sends nothing; one on a registration without remote atomic access at the
+/// in error, in its turn, and sends nothing; one on a registration without remote atomic access at the
 /// server ends the stream (RDMA layer, Remote Protection Error, access rights).
 #[test]
 fn verbs_atomics_and_immediate_data() {
@@ -647,11 +647,12 @@ fn verbs_atomics_and_immediate_data() {
     assert_eq!(
         summary,
         [
-            (4, WcOpcode::FetchAdd, WcStatus::LocalQpOperation),
             (1, WcOpcode::FetchAdd, WcStatus::Success),
             (2, WcOpcode::CompSwap, WcStatus::Success),
             (3, WcOpcode::ImmediateData, WcStatus::Success),
-        ]
+            (4, WcOpcode::FetchAdd, WcStatus::LocalQpOperation),
+        ],
+        "posting order: the refused one in its turn"
     );
     let value = |v: &Verbs<MemPort>, mr: &MemoryRegion, at: u64| {
         let mut b = [0u8; 8];
