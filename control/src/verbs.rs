@@ -38,7 +38,7 @@
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
-use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer, Revocation, Stag};
+use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer, Registration, Revocation, Stag};
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::Instant;
 use ddpdk_dataplane::wire::rdmap::{Control as RdmapControl, Opcode, TerminateError};
@@ -650,7 +650,7 @@ impl<P: Port> Verbs<P> {
                 let [sink] = wr.sg_list[..] else {
                     return Err((opcode, WcStatus::LocalQpOperation));
                 };
-                self.check_sge(pd, &sink, Access::LOCAL_WRITE)
+                self.check_sink(pd, &sink)
                     .map_err(|status| (opcode, status))?;
                 (
                     opcode,
@@ -734,7 +734,7 @@ impl<P: Port> Verbs<P> {
         if sink.length != 8 {
             return Err(WcStatus::LocalQpOperation);
         }
-        self.check_sge(pd, &sink, Access::LOCAL_WRITE)?;
+        self.check_sink(pd, &sink)?;
         Ok(RdmaOp::Atomic {
             op,
             stag: rkey,
@@ -759,10 +759,10 @@ impl<P: Port> Verbs<P> {
         let buffer = match wr.sg_list[..] {
             [sge] => self
                 .check_sge(pd, &sge, Access::LOCAL_WRITE)
-                .and_then(|base| {
+                .and_then(|reg| {
                     self.control
                         .memory()
-                        .receive_buffer(pd.0, sge.lkey, sge.addr - base, sge.length)
+                        .receive_buffer(pd.0, sge.lkey, sge.addr - reg.to_base, sge.length)
                         .map_err(|_| WcStatus::LocalProtection)
                 }),
             _ => Err(WcStatus::LocalQpOperation),
@@ -895,8 +895,13 @@ impl<P: Port> Verbs<P> {
     }
 
     /// Checks that `sge` lies in a live registration of `pd` granting `need`; returns the
-    /// registration's base Tagged Offset.
-    fn check_sge(&self, pd: ProtectionDomain, sge: &Sge, need: Access) -> Result<u64, WcStatus> {
+    /// registration.
+    fn check_sge(
+        &self,
+        pd: ProtectionDomain,
+        sge: &Sge,
+        need: Access,
+    ) -> Result<&Registration, WcStatus> {
         let reg = self
             .control
             .memory()
@@ -909,9 +914,23 @@ impl<P: Port> Verbs<P> {
                 .is_some_and(|end| end <= reg.len)
         });
         if inside {
-            Ok(reg.to_base)
+            Ok(reg)
         } else {
             Err(WcStatus::LocalProtection)
+        }
+    }
+
+    /// A Read's or an Atomic's Data Sink: a live registration of `pd` with local write that
+    /// holds the entry ([`Verbs::check_sge`]), and bound to no DDP stream (RFC 5041 §8.2). The
+    /// core takes a bound sink only on the stream it is bound to, by the session's stream
+    /// identity, which never reaches the control side; nor can verbs bind a registration to a
+    /// queue pair (no memory windows). So verbs cannot tell a registration bound to this queue
+    /// pair's session from one bound to another's, and refuses both here, before anything is
+    /// submitted: the core would refuse the second ([`PostError::BadSink`]).
+    fn check_sink(&self, pd: ProtectionDomain, sink: &Sge) -> Result<(), WcStatus> {
+        match self.check_sge(pd, sink, Access::LOCAL_WRITE)?.stream {
+            Some(_) => Err(WcStatus::LocalProtection),
+            None => Ok(()),
         }
     }
 

@@ -12,6 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use ddpdk_control::conn::Indication;
+use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{ConnHandle, DataCore, Event, RuntimeConfig};
 use ddpdk_control::session::Event as SessionEvent;
@@ -19,7 +20,7 @@ use ddpdk_control::verbs::{
     Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Sge, Verbs,
     VerbsError, Wc, WcOpcode, WcStatus, WrOpcode,
 };
-use ddpdk_dataplane::mem::Access;
+use ddpdk_dataplane::mem::{Access, StreamId};
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::sctp::Instant;
 use ddpdk_dataplane::wire::ddp::DdpError;
@@ -467,6 +468,95 @@ fn verbs_bad_work_requests_complete_with_an_error_status() {
     );
     assert_eq!(c.p.a.v.qp_state(qa), Some(QpState::Rts), "still usable");
     let _ = c.cqb_send;
+}
+
+/// RFC 5041 §8.2: a registration bound to a DDP stream is used by no other. The data core takes
+/// a bound Data Sink of a Read or an Atomic only on its own stream; verbs, which cannot bind one
+/// to a queue pair nor learn a session's stream identity, refuses a bound sink itself: the work
+/// request completes `LocalProtection` before any core turns (nothing submitted), and in its
+/// turn behind earlier work.
+#[test]
+fn a_read_or_atomic_sink_bound_to_a_stream_fails_locally_in_its_turn() {
+    let mut c = connected(0);
+    let target =
+        c.p.b
+            .v
+            .reg_mr(
+                c.pdb,
+                4096,
+                Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+                0x3000_0000,
+            )
+            .unwrap();
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let memory = c.p.a.v.control_mut().memory_mut();
+    let region = memory.alloc_region(4096).unwrap();
+    let bound = memory
+        .register(MemoryRegistration {
+            pd: c.pda.0,
+            region,
+            offset: 0,
+            len: 4096,
+            access: Access::LOCAL_WRITE,
+            // No session here has this identity: another stream's.
+            stream: Some(StreamId(u64::MAX)),
+            to_base: 0x2000_0000,
+        })
+        .unwrap();
+    let sink = |offset: u64, length| Sge {
+        lkey: bound.stag,
+        addr: 0x2000_0000 + offset,
+        length,
+    };
+    let read = WrOpcode::RdmaRead {
+        rkey: target.rkey,
+        remote_addr: target.addr,
+    };
+    let fadd = WrOpcode::AtomicFetchAdd {
+        rkey: target.rkey,
+        remote_addr: target.addr,
+        add: 1,
+        mask: 0,
+    };
+    let (qa, cqa) = (c.qa, c.cqa);
+    let v = &mut c.p.a.v;
+    v.post_send(qa, &wr(1, read, vec![sink(0, 100)])).unwrap();
+    v.post_send(qa, &wr(2, fadd, vec![sink(128, 8)])).unwrap();
+    let summary =
+        |got: Vec<Wc>| -> Vec<_> { got.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect() };
+    assert_eq!(
+        summary(wcs(v, cqa)),
+        [
+            (1, WcStatus::LocalProtection, WcOpcode::RdmaRead),
+            (2, WcStatus::LocalProtection, WcOpcode::FetchAdd),
+        ],
+        "refused here, before any core turned"
+    );
+
+    // Behind a Write still outstanding: after it.
+    let write = WrOpcode::RdmaWrite {
+        rkey: target.rkey,
+        remote_addr: target.addr,
+    };
+    v.post_send(qa, &wr(3, write, vec![sge(&src, 0, 100)]))
+        .unwrap();
+    v.post_send(qa, &wr(4, read, vec![sink(0, 100)])).unwrap();
+    let mut got = Vec::new();
+    c.p.run_until("two completions", |p| {
+        got.extend(wcs(&mut p.a.v, cqa));
+        got.len() >= 2
+    });
+    assert_eq!(
+        summary(got),
+        [
+            (3, WcStatus::Success, WcOpcode::RdmaWrite),
+            (4, WcStatus::LocalProtection, WcOpcode::RdmaRead),
+        ]
+    );
 }
 
 /// Local Invalidate: its completion comes once every data core has dropped the STag; an STag
