@@ -401,7 +401,9 @@ fn ipsec_port(
     };
     let dev = CryptoDev::open(&opts.ipsec_crypto_dev)
         .map_err(|e| format!("--ipsec-crypto-dev {}: {e}", opts.ipsec_crypto_dev))?;
-    IpsecPort::new(port, Arc::clone(pool), &config, &dev).map_err(|e| format!("--ipsec: {e}"))
+    IpsecPort::new(port, Arc::clone(pool), &config, &dev)
+        .map(|p| p.with_local_addresses(&opts.ip))
+        .map_err(|e| format!("--ipsec: {e}"))
 }
 
 /// Bursts drained from each RX queue at shutdown, at most.

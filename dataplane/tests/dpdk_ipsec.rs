@@ -254,6 +254,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     policy_on_a_ring_pair_5043_13(&b);
     what_comes_through_an_sa_is_judged_by_the_ordered_spd_4301_4_4_1(&b);
     every_outbound_frame_is_judged_and_a_shadowed_catch_all_guards_nothing_4301_5(&b);
+    esp_for_another_host_is_not_opened_4301_5_2(&b);
     sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(&b);
     a_full_ring_sends_each_frame_sealed_once_4303_3_3(&b);
     callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(&b);
@@ -809,6 +810,67 @@ fn every_outbound_frame_is_judged_and_a_shadowed_catch_all_guards_nothing_4301_5
     pb.tx_burst_all(0, &mut burst, 8);
     assert!(receive_all(raw_a.as_ref(), 1).is_empty());
     assert_eq!(pb.policy_counts().discarded_out, 2);
+}
+
+/// RFC 4301 §5.2 step 2: IPsec opens the ESP "addressed to this device". A copy of a genuine
+/// packet whose outer destination was rewritten (transport mode: not covered by the ICV) is
+/// another host's: it passes unopened to the stack (which drops it as another host's), its
+/// sequence number unspent, and the genuine packet after it is opened. Before: the copy was
+/// opened, spent the number, and the genuine packet dropped as a replay.
+fn esp_for_another_host_is_not_opened_4301_5_2(b: &Bench) {
+    let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp\n"
+    );
+    let b_cfg = format!(
+        "sa in 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "esphost", &b.pool, 256);
+    let (raw_a, raw_b) = (&ports[0], &ports[1]);
+    let pa = IpsecPort::new(
+        raw_a.clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let here: IpAddr = "198.18.0.2".parse().unwrap();
+    let pb = IpsecPort::new(
+        raw_b.clone(),
+        b.pool.clone(),
+        &parse_config(&b_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap()
+    .with_local_addresses(&[here]);
+    let frame = sctp_frame(false, 200, 7);
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
+    let genuine = receive_all(raw_b.as_ref(), 1).remove(0);
+    assert_eq!(genuine[23], 50);
+    let mut elsewhere = genuine.clone();
+    elsewhere[30..34].copy_from_slice(&[198, 18, 0, 99]);
+    elsewhere[24..26].fill(0);
+    let sum = ipv4_sum(&elsewhere[14..34]);
+    elsewhere[24..26].copy_from_slice(&(!sum).to_be_bytes());
+    for f in [&elsewhere, &genuine] {
+        let mut burst = vec![mbuf(&b.pool, f)];
+        raw_a.tx_burst_all(0, &mut burst, 8);
+    }
+    let got = receive_all(&pb, 2);
+    assert_eq!(
+        got,
+        vec![elsewhere, frame],
+        "the copy unopened, the genuine opened"
+    );
+    let inbound = pb.sas().into_iter().find(|s| s.spi() == 1000).unwrap();
+    assert_eq!(
+        inbound.stats.snapshot().packets,
+        1,
+        "the genuine packet only"
+    );
 }
 
 /// RFC 5043 §13 and RFC 4301 §5: on two ports of a ring pair, each behind its policy, SCTP

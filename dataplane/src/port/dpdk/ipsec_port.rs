@@ -9,6 +9,7 @@
 //! burst sees one table from start to end and an SA lives until the last burst using it ends.
 
 use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -149,6 +150,8 @@ pub struct IpsecPort<P> {
     active: AtomicBool,
     /// Bytes the path MTU leaves free for ESP: no outbound SA may add more.
     headroom: usize,
+    /// This host's addresses ([`IpsecPort::with_local_addresses`]); empty: any.
+    local: Vec<IpAddr>,
     pub stats: PolicyStats,
 }
 
@@ -176,6 +179,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             used_keys: Mutex::new(HashSet::new()),
             active: AtomicBool::new(false),
             headroom: 0,
+            local: Vec::new(),
             stats: PolicyStats::default(),
             held: Box::new([]),
         }
@@ -230,6 +234,17 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             n => n,
         };
         Ok(port)
+    }
+
+    /// Opens only the ESP addressed to `addrs`, this host's (RFC 4301 §5.2 step 2: IPsec
+    /// processes the IPsec traffic "addressed to this device"). ESP for another host passes
+    /// unopened to the stack, which drops it as another host's: it is not ours to decrypt,
+    /// and opening it would spend its sequence number in our replay window (a copy whose
+    /// outer destination an on-path party rewrote, not covered by the ICV in transport mode,
+    /// would then make the genuine packet a replay).
+    pub fn with_local_addresses(mut self, addrs: &[IpAddr]) -> IpsecPort<P> {
+        self.local = addrs.to_vec();
+        self
     }
 
     pub fn inner(&self) -> &Arc<P> {
@@ -525,6 +540,9 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                     Step::Dropped
                 }
             };
+        }
+        if !self.local.is_empty() && !self.local.contains(&flow.dst) {
+            return Step::Pass(m);
         }
         let spi = m
             .data()
