@@ -52,6 +52,9 @@ struct Duo {
     inds: Vec<Indication>,
     comps: Vec<Completion>,
     buf: Vec<u8>,
+    /// The server's packets are lost on their way: the raw peer hears (and acknowledges)
+    /// nothing of it.
+    deaf: bool,
 }
 
 fn sctp(port: u16, slots: usize) -> Config {
@@ -88,6 +91,7 @@ impl Duo {
             inds: Vec::new(),
             comps: Vec::new(),
             buf: vec![0; 65536],
+            deaf: false,
         };
         d.settle();
         assert!(d.conn.is_some(), "association up");
@@ -158,6 +162,9 @@ impl Duo {
             }
         }
         self.drain();
+        if self.deaf {
+            pkts.clear();
+        }
         for p in pkts {
             moved = true;
             let rx = &mut self.raw_rx;
@@ -2336,4 +2343,223 @@ fn rfc5040_5_2_a_read_response_outside_the_sink_is_refused() {
             "{case}: the Read ends flushed"
         );
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// A zero-copy send's completion gives the ULP its buffer back (RFC 4296 §3.2; RFC 5041 §5.4):
+// when its stream ends before the send is acknowledged, the Flushed completion waits until
+// SCTP can no longer transmit or retransmit its segments, which read the buffer. It came at
+// the stream's end, and what the ULP then wrote into its buffer reached the peer (an
+// independent review: 252 720 bytes of a 1 MiB Write).
+// ------------------------------------------------------------------------------------------
+
+/// The raw peer's STag the server's Writes name (the raw peer checks nothing).
+const PEER_STAG: u32 = 0x99;
+
+impl Duo {
+    /// An RDMAP stream on `S` whose server posted, with the raw peer deaf to it (nothing
+    /// acknowledged): a zero-copy Write of `len` bytes of 0x11 (wr_id 1, one registration read
+    /// as its segments leave), a Read (2) and a Write of copied bytes (3). Then the raw peer
+    /// writes through an STag the server never registered: the server's stream fails (RFC 5040
+    /// §7: its Terminate) and its work is flushed. Returns the Write's source region.
+    fn zero_copy_write_then_failure(len: u32) -> (Duo, ddpdk_control::memory::RegionId) {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        let table = d.memory.region_table().clone();
+        d.conn().use_regions(table);
+        let (src, src_reg) = d.region_with(pd, u64::from(len), 0x1000, Access::LOCAL_WRITE);
+        d.memory
+            .region(src)
+            .unwrap()
+            .place(0, &vec![0x11; len as usize])
+            .unwrap();
+        let (_, sink) = d.region_with(pd, 4096, 0x10_0000, Access::LOCAL_WRITE);
+        d.deaf = true;
+        let write = RdmaOp::Write {
+            stag: Stag(PEER_STAG),
+            to: 0,
+        };
+        let zero_copy = Payload::Local {
+            stag: src_reg.stag,
+            to: 0x1000,
+            len,
+        };
+        let read = RdmaOp::Read {
+            source: Stag(0x77),
+            source_to: 0,
+            sink: sink.stag,
+            sink_to: 0x10_0000,
+            len: 1000,
+        };
+        let copied = Payload::Bytes(vec![0x22; 100]);
+        for (wr_id, op, data) in [
+            (1, write, zero_copy),
+            (2, read, Payload::Bytes(Vec::new())),
+            (3, write, copied),
+        ] {
+            let req = RdmaRequest {
+                wr_id,
+                stream: S,
+                op,
+                data,
+                signaled: true,
+            };
+            let Duo { conn, memory, .. } = &mut d;
+            conn.as_mut()
+                .unwrap()
+                .post_rdma(req, memory.stags())
+                .unwrap();
+        }
+        d.settle();
+        d.send(
+            S,
+            16,
+            &rtseg(1, control(1, Opcode::Write), 0xdead01, 0, &[5; 64]),
+        );
+        d.run_for(Duration::from_millis(500));
+        assert!(
+            d.inds
+                .iter()
+                .any(|i| matches!(i, Indication::Error { stream: S, .. })),
+            "the stream failed"
+        );
+        // Its session ends once the Terminate is with SCTP: at once if SCTP's queue has room
+        // (then the failure flushed the stream's work), else when the peer hears again.
+        if len <= 1 << 16 {
+            assert!(matches!(
+                d.conn().session_state(S),
+                Some(State::Terminated(_))
+            ));
+        }
+        (d, src)
+    }
+
+    /// Whether a tagged segment the raw peer received for [`PEER_STAG`] carried `byte`.
+    fn peer_got(&self, byte: u8) -> bool {
+        self.raw_rx.iter().any(|(s, p, x)| {
+            *s == S
+                && *p == 16
+                && x.len() > 16
+                && x[2] & 0x80 != 0
+                && x[4..8] == PEER_STAG.to_be_bytes()
+                && x[16..].contains(&byte)
+        })
+    }
+
+    /// Runs for `d` in steps; at the zero-copy Write's completion (wr_id 1) the ULP has its
+    /// buffer `src` back and writes 0xEE all over it.
+    fn run_reusing_at_completion(&mut self, src: ddpdk_control::memory::RegionId, d: Duration) {
+        let until = self.now + d;
+        while self.now < until {
+            let reused = self.comps.iter().any(|c| c.wr_id == 1);
+            // `run_for` stops early when nothing is left to happen.
+            let next = self.now + Duration::from_millis(10);
+            self.run_for(Duration::from_millis(10));
+            self.now = self.now.max(next);
+            if !reused && self.comps.iter().any(|c| c.wr_id == 1) {
+                let region = self.memory.region(src).unwrap();
+                region.place(0, &vec![0xEE; region.len()]).unwrap();
+            }
+        }
+    }
+
+    fn completed(&self) -> Vec<(u64, Status)> {
+        self.comps.iter().map(|c| (c.wr_id, c.status)).collect()
+    }
+}
+
+/// A zero-copy Write flushed at its stream's end completes only once SCTP has settled its
+/// segments (here: acknowledged, once the peer hears again), and what was posted after it
+/// completes behind it, in posting order (RFC 5040 §5.5): no byte the ULP writes into its
+/// buffer after the completion reaches the peer, in a transmission or a retransmission. Both
+/// a Write wholly in SCTP's queue (64 KiB) and one cut short by the failure (1 MiB: 256
+/// slots hold a third of it).
+#[test]
+fn a_flushed_zero_copy_write_completes_only_once_sctp_no_longer_reads_its_buffer() {
+    for len in [1 << 16, 1 << 20] {
+        let (mut d, src) = Duo::zero_copy_write_then_failure(len);
+        d.run_reusing_at_completion(src, Duration::from_secs(1));
+        let while_deaf = d.completed();
+        d.deaf = false;
+        d.run_reusing_at_completion(src, Duration::from_secs(30));
+        assert!(
+            d.peer_got(0x11),
+            "{len}: the Write's segments reached the peer"
+        );
+        assert!(
+            !d.peer_got(0xEE),
+            "{len}: the peer got bytes the ULP wrote after the Write completed"
+        );
+        assert_eq!(
+            while_deaf,
+            [],
+            "{len}: nothing completes while the Write's segments may still be (re)transmitted"
+        );
+        assert_eq!(
+            d.completed(),
+            [
+                (1, Status::Flushed),
+                (2, Status::Flushed),
+                (3, Status::Flushed)
+            ],
+            "{len}: all flushed, in posting order"
+        );
+    }
+}
+
+/// The wait for a flushed zero-copy Write's segments ends with the association at the latest:
+/// a peer that never acknowledges them does not hold the completions beyond it (SCTP drops its
+/// queue when the association ends: nothing reads the buffer after that).
+#[test]
+fn a_zero_copy_write_never_acknowledged_completes_when_the_association_ends() {
+    let (mut d, src) = Duo::zero_copy_write_then_failure(1 << 16);
+    let closed = |d: &Duo| d.inds.iter().any(|i| matches!(i, Indication::Closed(_)));
+    let until = d.now + Duration::from_secs(600);
+    while !closed(&d) && d.now < until {
+        assert_eq!(d.completed(), [], "held while the association lives");
+        d.run_reusing_at_completion(src, Duration::from_secs(1));
+    }
+    assert!(closed(&d), "Max.Retrans ends the association");
+    assert_eq!(
+        d.completed(),
+        [
+            (1, Status::Flushed),
+            (2, Status::Flushed),
+            (3, Status::Flushed)
+        ]
+    );
+}
+
+/// A peer may start a new session on the stream while segments of ours from the old one are
+/// unacknowledged (RFC 5043 §6.6 is its duty for its own chunks): the old session's held
+/// completions still come once those segments settle, flushed and in posting order, not
+/// dropped with the old session's state.
+#[test]
+fn a_flushed_zero_copy_write_outlives_a_new_session_on_its_stream() {
+    let (mut d, src) = Duo::zero_copy_write_then_failure(1 << 16);
+    let pdata = encode_private_data(RdmaLimits { ird: 4, ord: 4 }, b"").unwrap();
+    d.send(S, 17, &ctl(0, 1, &pdata));
+    d.run_reusing_at_completion(src, Duration::from_secs(1));
+    let initiates = d
+        .events(S)
+        .iter()
+        .filter(|e| matches!(e, Event::InitiateReceived { .. }))
+        .count();
+    assert_eq!(initiates, 2, "the peer's new session started");
+    assert_eq!(d.completed(), [], "held across the new session");
+    d.deaf = false;
+    d.run_reusing_at_completion(src, Duration::from_secs(30));
+    assert_eq!(
+        d.completed(),
+        [
+            (1, Status::Flushed),
+            (2, Status::Flushed),
+            (3, Status::Flushed)
+        ]
+    );
+    assert!(
+        !d.peer_got(0xEE),
+        "the peer got bytes the ULP wrote after the Write completed"
+    );
 }

@@ -667,6 +667,70 @@ fn rdma_operations_after_the_session_ended_are_refused_as_terminated() {
     }
 }
 
+/// A zero-copy Write's completion gives the ULP its buffer back (RFC 4296 §3.2; RFC 5041
+/// §5.4), a Flushed one too: SCTP reads the buffer as the Write's segments leave, so the
+/// completion of a Write its stream's failure cut short waits until none of them can be
+/// transmitted or retransmitted any more, and nothing the ULP writes into its buffer after the
+/// completion reaches the peer. Here the server writes through an STag the client never
+/// registered (RFC 5040 §7: the client's stream fails) while the client's Write is under way:
+/// all of it in SCTP's queue (64 KiB), or cut short (1 MiB: SCTP's 256 slots hold a third).
+/// The completion came at the session's end, and 252 720 bytes of 0xEE written after it were
+/// placed at the server (an independent review).
+#[test]
+fn a_flushed_zero_copy_write_sends_nothing_written_after_its_completion() {
+    for len in [1usize << 16, 1 << 20] {
+        let mut w = World::perfect(1500);
+        w.establish();
+        let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+        let (src, src_reg) = region(&mut w.client, cpd, len, Access::LOCAL_WRITE, None);
+        w.client
+            .memory
+            .region(src)
+            .unwrap()
+            .place(0, &vec![0x11; len])
+            .unwrap();
+        let (dst, dst_reg) = region(&mut w.server, spd, len, Access::REMOTE_WRITE, None);
+        let (_, bad_src) = region(&mut w.server, spd, 4096, Access::LOCAL_WRITE, None);
+        let write = |stag, to| RdmaOp::Write { stag, to };
+        let local = |stag, len| Payload::Local {
+            stag,
+            to: BASE,
+            len,
+        };
+        rdma(
+            &mut w.client,
+            1,
+            write(dst_reg.stag, BASE),
+            local(src_reg.stag, len as u32),
+        )
+        .unwrap();
+        rdma(
+            &mut w.server,
+            9,
+            write(Stag(0x00de_ad01), 0),
+            local(bad_src.stag, 64),
+        )
+        .unwrap();
+        wait(&mut w, "the Write's completion", |w| done(&w.client, 1));
+        assert_eq!(completions(&w.client), [(1, Status::Flushed)], "{len}");
+        // The ULP has its buffer back: it reuses it.
+        w.client
+            .memory
+            .region(src)
+            .unwrap()
+            .place(0, &vec![0xEE; len])
+            .unwrap();
+        w.run_for(std::time::Duration::from_secs(30));
+        let placed = read(&w.server, dst, 0, len);
+        let reused = placed.iter().filter(|&&b| b == 0xEE).count();
+        assert!(placed.contains(&0x11), "{len}: the Write was under way");
+        assert_eq!(
+            reused, 0,
+            "{len}: bytes written into the buffer after the Write's completion reached the peer"
+        );
+    }
+}
+
 /// A plain DDP Initiate (no RDMAP parameters) cannot be accepted as an RDMAP stream.
 #[test]
 fn accept_rdmap_needs_an_rdmap_initiate() {

@@ -378,16 +378,21 @@ impl Connection {
         if let Some(g) = s.grace.as_mut() {
             *g -= 1;
         }
-        // The ULP's work on an RDMAP stream completes in posting order (RFC 5040 §5.5).
+        // The ULP's work on an RDMAP stream completes in posting order (RFC 5040 §5.5). A
+        // Read's or an Atomic's request is bytes of its own: only a send's data may be read
+        // from the ULP's memory as it leaves.
         let mut origin = origin;
         let seq = match (&mut origin, s.rdmap.as_deref_mut()) {
-            (Origin::Ulp, Some(r)) => Some(r.begin(req.wr_id, req.signaled)),
+            (Origin::Ulp, Some(r)) => {
+                let zero_copy = matches!(req.data, Payload::Region { len, .. } if len > 0);
+                Some(r.begin(req.wr_id, req.signaled, zero_copy))
+            }
             (Origin::Read(read), Some(r)) => {
-                read.seq = r.begin(read.wr_id, read.signaled);
+                read.seq = r.begin(read.wr_id, read.signaled, false);
                 Some(read.seq)
             }
             (Origin::Atomic(atomic), Some(r)) => {
-                atomic.seq = r.begin(atomic.wr_id, atomic.signaled);
+                atomic.seq = r.begin(atomic.wr_id, atomic.signaled, false);
                 Some(atomic.seq)
             }
             _ => None,
@@ -910,12 +915,13 @@ impl Connection {
                 self.sink.stats.flushed_sends += 1;
                 Status::Flushed
             };
-            let rdmap = self
-                .streams
-                .get_mut(usize::from(f.stream))
-                .filter(|s| s.generation == f.generation)
-                .and_then(|s| s.rdmap.as_deref_mut());
-            report(&mut self.sink, rdmap, f.stream, done, status);
+            report_settled(
+                &mut self.streams,
+                &mut self.sink,
+                (f.stream, f.generation),
+                done,
+                status,
+            );
         }
         for (i, s) in self.streams.iter_mut().enumerate() {
             s.control = None;

@@ -178,12 +178,13 @@ impl Connection {
                 } else {
                     Status::Success
                 };
-                let rdmap = self
-                    .streams
-                    .get_mut(usize::from(f.stream))
-                    .filter(|s| s.generation == f.generation)
-                    .and_then(|s| s.rdmap.as_deref_mut());
-                report(&mut self.sink, rdmap, f.stream, done, status);
+                report_settled(
+                    &mut self.streams,
+                    &mut self.sink,
+                    (f.stream, f.generation),
+                    done,
+                    status,
+                );
             }
             // An ack may release a held-back Terminate or widen the §10 window.
             self.mark_ready(f.stream);
@@ -205,14 +206,13 @@ impl Connection {
                     f.completion = Some(done);
                     f.flushed = true;
                 }
-                _ => {
-                    let rdmap = self
-                        .streams
-                        .get_mut(usize::from(stream))
-                        .filter(|s| s.generation == generation)
-                        .and_then(|s| s.rdmap.as_deref_mut());
-                    report(&mut self.sink, rdmap, stream, done, Status::Flushed);
-                }
+                _ => report_settled(
+                    &mut self.streams,
+                    &mut self.sink,
+                    (stream, generation),
+                    done,
+                    Status::Flushed,
+                ),
             }
         }
     }

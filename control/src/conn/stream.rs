@@ -152,6 +152,9 @@ pub(super) struct Sink {
     /// Flushed region sends (stream, generation, work request) whose Flushed completion waits
     /// for their segments already in SCTP's queue ([`Connection::defer_flushed`]).
     pub(super) deferred: Vec<(u16, u32, Done)>,
+    /// The completion order of RDMAP streams renewed while some of their work still waited
+    /// for its segments to settle ([`renew`], [`report_settled`]).
+    pub(super) retired: Vec<Retired>,
     /// Sessions lent out with a control message, not yet polled.
     pub(super) calls: VecDeque<SessionCall>,
     /// Streams whose session is away.
@@ -184,6 +187,17 @@ pub(super) struct Sink {
     /// (`Session::awaits_inbound_gap`), waited for a bounded time
     /// ([`super::Connection::check_gaps`]).
     pub(super) gaps: Vec<GapWait>,
+}
+
+/// An earlier session's RDMAP completion order, kept past its stream's renewal: the peer may
+/// start a new session while chunks of ours are unacknowledged
+/// (`Session::accepts_new_session`), and a zero-copy send among them completes only once they
+/// settle ([`RdmapStream::flush_order`]), with what was posted after it.
+#[derive(Debug)]
+pub(super) struct Retired {
+    pub(super) stream: u16,
+    pub(super) generation: u32,
+    pub(super) rdmap: Box<RdmapStream>,
 }
 
 /// A stream waiting for the peer's chunks missing before its final message.
@@ -359,6 +373,42 @@ pub(super) fn report(
     }
 }
 
+/// [`report`] for work whose chunk settled in SCTP's queue (or was given up with the
+/// association): by `stream` and session `generation`, in the completion order of that session,
+/// which the stream holds still or [`Sink::retired`] keeps.
+pub(super) fn report_settled(
+    streams: &mut [DdpStream],
+    out: &mut Sink,
+    (stream, generation): (u16, u32),
+    done: Done,
+    status: Status,
+) {
+    if let Some(s) = streams
+        .get_mut(usize::from(stream))
+        .filter(|s| s.generation == generation)
+    {
+        return report(out, s.rdmap.as_deref_mut(), stream, done, status);
+    }
+    let retired = out
+        .retired
+        .iter()
+        .position(|r| r.stream == stream && r.generation == generation);
+    match retired {
+        Some(k) => {
+            let mut r = out.retired.swap_remove(k);
+            report(out, Some(&mut r.rdmap), stream, done, status);
+            if r.rdmap.unreported() > 0 {
+                out.retired.push(r);
+            }
+        }
+        // An RDMAP stream's work (it has its place in the order, `seq`) whose session was
+        // renewed with nothing left to report: its end reported this one already, and a late
+        // acknowledgement must not complete it a second time.
+        None if done.seq.is_some() => {}
+        None => report(out, None, stream, done, status),
+    }
+}
+
 fn push_completion(out: &mut Sink, stream: u16, wr_id: u64, signaled: bool, ok: bool) {
     if signaled || !ok {
         out.completions.push_back(Completion {
@@ -376,7 +426,9 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
         out.stats.after_session_end += 1;
     }
     // Reads whose responses can no longer come end with the receive side (RFC 5040 §5.4),
-    // and with them the stream's work: what is not reported yet is, in posting order.
+    // and with them the stream's work: what is not reported yet is, in posting order, save
+    // zero-copy sends whose segments SCTP may still read and what follows them: they come
+    // once those segments settle ([`RdmapStream::flush_order`]).
     if let Some(r) = s.rdmap.as_deref_mut() {
         out.stats.flushed_sends += r.take_outstanding().count() as u64;
         out.stats.flushed_sends += r.take_outstanding_atomics().count() as u64;
@@ -402,6 +454,15 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
 pub(super) fn renew(stream: u16, s: &mut DdpStream, limit: &PendingLimit, out: &mut Sink) {
     drain_events(stream, s, out);
     flush(stream, s, out);
+    // Work of the old session whose segments SCTP has not settled yet still completes, in
+    // its order, when they do.
+    if let Some(rdmap) = s.rdmap.take().filter(|r| r.unreported() > 0) {
+        out.retired.push(Retired {
+            stream,
+            generation: s.generation,
+            rdmap,
+        });
+    }
     // Its id may be on the ready list: keep the flag that says so.
     let ready = s.ready;
     *s = DdpStream::new(limit, s.generation.wrapping_add(1));

@@ -215,6 +215,8 @@ pub struct RdmapStream {
     /// The ULP's work requests in posting order, until reported ([`RdmapStream::begin`]).
     order: VecDeque<Order>,
     next_seq: u64,
+    /// The stream is over ([`RdmapStream::flush_order`]): what finishes later is flushed.
+    over: bool,
 }
 
 /// One work request in the completion order.
@@ -225,6 +227,9 @@ struct Order {
     signaled: bool,
     /// Finished: successfully or not.
     done: Option<bool>,
+    /// A send of the ULP's registered memory without a copy: SCTP reads its bytes from the
+    /// region as its segments leave, and again for a retransmission.
+    zero_copy: bool,
 }
 
 impl RdmapStream {
@@ -242,6 +247,7 @@ impl RdmapStream {
             peer_terminated: false,
             order: VecDeque::new(),
             next_seq: 0,
+            over: false,
         }
     }
 
@@ -320,7 +326,9 @@ impl RdmapStream {
     /// completes a stream's work in the order it was posted (RFC 5040 §5.5), although a Read
     /// finishes when its response arrives and a Send or Write when SCTP acknowledges it, so a
     /// later Write may finish before an earlier Read: it is held until the Read is reported.
-    pub fn begin(&mut self, wr_id: u64, signaled: bool) -> u64 {
+    /// `zero_copy`: it sends from the ULP's registered memory, which SCTP reads as it
+    /// transmits ([`RdmapStream::flush_order`] holds its completion for that).
+    pub fn begin(&mut self, wr_id: u64, signaled: bool, zero_copy: bool) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.order.push_back(Order {
@@ -328,6 +336,7 @@ impl RdmapStream {
             wr_id,
             signaled,
             done: None,
+            zero_copy,
         });
         seq
     }
@@ -337,9 +346,11 @@ impl RdmapStream {
         self.order.len()
     }
 
-    /// Work request `seq` finished (`ok`: successfully). Unknown numbers (reported already by
-    /// a flush) are ignored.
+    /// Work request `seq` finished (`ok`: successfully; once the stream is over, flushed
+    /// whatever `ok` says, as the rest of its work). Unknown numbers (reported already) are
+    /// ignored.
     pub fn finish(&mut self, seq: u64, ok: bool) {
+        let ok = ok && !self.over;
         let Some(first) = self.order.front().map(|o| o.seq) else {
             return;
         };
@@ -359,12 +370,22 @@ impl RdmapStream {
         Some((o.wr_id, o.signaled, ok))
     }
 
-    /// Every work request not yet reported, in order: those finished with their result, the
-    /// rest as failed (flushed). The stream is over.
+    /// The stream is over: every work request not finished yet fails (is flushed). Returns
+    /// those that may be reported now, in order: `(wr_id, signaled, ok)`.
+    ///
+    /// A zero-copy send not finished yet is the exception: SCTP may still transmit or
+    /// retransmit its segments, reading the ULP's memory, and the completion gives the ULP its
+    /// buffer back (RFC 4296 §3.2; RFC 5041 §5.4). Reported at once, it let bytes the ULP wrote
+    /// after it reach the peer. It finishes (flushed) when its segments settle, acknowledged or
+    /// dropped with the association ([`RdmapStream::finish`], which the caller is bound to
+    /// call for it), and what was posted after it waits for it (RFC 5040 §5.5's order):
+    /// [`RdmapStream::pop_done`] has them then.
     pub fn flush_order(&mut self) -> impl Iterator<Item = (u64, bool, bool)> + '_ {
-        self.order
-            .drain(..)
-            .map(|o| (o.wr_id, o.signaled, o.done.unwrap_or(false)))
+        self.over = true;
+        for o in self.order.iter_mut().filter(|o| !o.zero_copy) {
+            o.done.get_or_insert(false);
+        }
+        std::iter::from_fn(move || self.pop_done())
     }
 
     /// The peer's Terminate arrived (RFC 5040 §5.4: the last message it sends on the stream):
