@@ -2563,3 +2563,53 @@ fn a_flushed_zero_copy_write_outlives_a_new_session_on_its_stream() {
         "the peer got bytes the ULP wrote after the Write completed"
     );
 }
+
+/// RFC 5043 §6.2.2 ("complete all outstanding ULP requests with an error") at the
+/// association's end, for a session the peer's Terminate ended while its chunks before it were
+/// missing (its Terminate may overtake them, §6.1): the receive side waits for them, and with
+/// it the stream's Reads and what follows them in the completion order. Once the association
+/// is gone nothing can come: they are flushed. They never completed.
+#[test]
+fn work_waiting_for_the_peers_missing_chunks_is_flushed_when_the_association_ends() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    d.posted_buffer(pd, 11);
+    let (_, sink) = d.region_with(pd, 4096, 0x10_0000, Access::LOCAL_WRITE);
+    let req = RdmaRequest {
+        wr_id: 7,
+        stream: S,
+        op: RdmaOp::Read {
+            source: Stag(0x77),
+            source_to: 0,
+            sink: sink.stag,
+            sink_to: 0x10_0000,
+            len: 100,
+        },
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
+    };
+    let Duo { conn, memory, .. } = &mut d;
+    conn.as_mut()
+        .unwrap()
+        .post_rdma(req, memory.stags())
+        .unwrap();
+    d.settle();
+    // The peer's session Terminate at DDP-SSN 2: its DDP-SSN 1 has not come.
+    d.send(S, 17, &ctl(2, 4, b""));
+    d.settle();
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::PeerTerminate))
+    );
+    assert_eq!(d.completed(), [], "waiting for DDP-SSN 1");
+    d.conn().abort();
+    d.settle();
+    assert_eq!(d.completed(), [(7, Status::Flushed)]);
+    assert!(
+        d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::RecvFlushed { wr_id: 11, .. })),
+        "the posted receive is flushed"
+    );
+}

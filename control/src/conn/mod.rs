@@ -942,7 +942,19 @@ impl Connection {
                     flush(i as u16, s, &mut self.sink);
                 }
                 Some(_) => {}
-                None => s.session.association_ended(),
+                None => {
+                    // A session the peer's Terminate ended while chunks of its before it were
+                    // missing kept its receives, Reads and Atomics for them (`end_flush`); none
+                    // can come now, and its end was indicated already, so no event will flush
+                    // them.
+                    let waiting = s.session.state()
+                        == State::Terminated(TerminationReason::PeerTerminate)
+                        && !s.session.inbound_complete();
+                    s.session.association_ended();
+                    if waiting {
+                        flush_receives(i as u16, s, &mut self.sink);
+                    }
+                }
             }
         }
         self.sink.touched.all();
