@@ -769,7 +769,7 @@ impl Connection {
             .rdmap
             .as_deref_mut()
             .filter(|r| r.unreported() > 0)
-            .map(|r| r.begin(wr_id, true));
+            .map(|r| r.begin(wr_id, true, false));
         let done = Done {
             wr_id,
             signaled: true,
