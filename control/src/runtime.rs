@@ -1048,13 +1048,16 @@ impl<P: Port> DataCore<P> {
     /// device's ring and its link is up. A turn that finds the ring still full sends nothing
     /// and so counts as idle, and nothing rings a doorbell when the ring drains: without the
     /// cap, a core held back for [`DEEP_IDLE_AFTER`] would retry only every `max_sleep`. A
-    /// link that is down drains nothing: the core backs off as an idle one does.
+    /// link that is down drains nothing: the core backs off as an idle one does. The same
+    /// for upcalls held because the event ring was full: the control thread rings no doorbell
+    /// when it drains the ring, so a deep sleep would hold the completions (and, past
+    /// [`MAX_HELD_UPCALLS`], the commands) for up to `max_sleep`.
     pub fn sleep_limit(&self, now: Instant) -> Option<Duration> {
         if self.send_owed {
             return Some(Duration::ZERO);
         }
         let timer = self.poll_timeout().map(|t| t.saturating_since(now));
-        let backlog = self.out.retry_soon().then_some(LIGHT_SLEEP);
+        let backlog = (self.out.retry_soon() || !self.held.is_empty()).then_some(LIGHT_SLEEP);
         match (timer, backlog) {
             (Some(t), Some(b)) => Some(t.min(b)),
             (t, b) => t.or(b),

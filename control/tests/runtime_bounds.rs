@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ddpdk_control::conn::{Indication, Status};
-use ddpdk_control::runtime::{Event, RuntimeConfig, MAX_HELD_UPCALLS};
+use ddpdk_control::runtime::{Event, RuntimeConfig, LIGHT_SLEEP, MAX_HELD_UPCALLS};
 use ddpdk_dataplane::port::mem::pair;
 use ddpdk_dataplane::sctp::Config;
 
@@ -99,6 +99,14 @@ fn run<P: ddpdk_dataplane::port::Port>(
         report.upcalls_held <= MAX_HELD_UPCALLS,
         "{} upcalls held",
         report.upcalls_held
+    );
+    // Nothing rings the core when the control thread drains the event ring: while it holds
+    // upcalls it sleeps no longer than a busy core does (before: up to `max_sleep`, 1 ms).
+    assert!(report.upcalls_held > 0, "the event ring filled up");
+    let limit = l.kb[0].sleep_limit(l.now);
+    assert!(
+        limit.is_some_and(|d| d <= LIGHT_SLEEP),
+        "a core holding upcalls sleeps at most LIGHT_SLEEP, not {limit:?}"
     );
     assert_eq!(server.stats.receive_errors, 0);
     // The ULP resumes: everything completes and is indicated exactly once.
