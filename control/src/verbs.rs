@@ -34,6 +34,9 @@
 //! **Local Invalidate** revokes the STag on every data core without blocking this thread; its
 //! completion is reported once every core has acknowledged, so it may overtake the completions
 //! of work posted before it.
+//!
+//! **A stream that never begins.** Receives posted in [`QpState::Init`] wait here until the
+//! Initiate or Accept, and complete Flushed if the stream ends first.
 
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -354,7 +357,8 @@ struct QpEntry {
     sq: Numbered<SendSlot>,
     rq: Numbered<RecvSlot>,
     /// Receives posted in [`QpState::Init`]: the stream has no receive path before its
-    /// session's Initiate or Accept, so they go to the core right behind it.
+    /// session's Initiate or Accept, so they go to the core right behind it (or complete
+    /// Flushed if the stream ends first: [`Verbs::fail_qp`]).
     held_recvs: Vec<Op>,
     error: Option<TerminateError>,
 }
@@ -488,7 +492,9 @@ impl<P: Port> Verbs<P> {
         Ok(qp)
     }
 
-    /// `ibv_destroy_qp`: forgets it (its stream's session is not ended by this).
+    /// `ibv_destroy_qp`: forgets it (its stream's session is not ended by this). As with
+    /// libibverbs, its outstanding work does not complete: receives posted in Init, which no
+    /// core has, are dropped with it.
     pub fn destroy_qp(&mut self, qp: Qp) -> Result<(), VerbsError> {
         let e = self
             .qps
@@ -854,6 +860,26 @@ impl<P: Port> Verbs<P> {
         Ok(())
     }
 
+    /// Moves `qp` to [`QpState::Error`]: its stream ended, or never began. The receives still
+    /// held here (posted in Init, never handed to a core) complete Flushed now, in posting
+    /// order: no core has them, so no `RecvFlushed` will ever come for them, and a queue pair
+    /// in Error can never release them. What a core holds completes as that core reports it
+    /// (flushed with its session, or refused), and only then is its buffer the application's
+    /// again.
+    fn fail_qp(&mut self, qp: Qp) {
+        let Ok(e) = self.entry_mut(qp) else {
+            return;
+        };
+        e.state = QpState::Error;
+        // Each waits in the receive queue under its number, and completes there in posting
+        // order like any receive.
+        for op in std::mem::take(&mut e.held_recvs) {
+            if let Some(seq) = op.wr_id() {
+                self.recv_over(qp, seq, WcStatus::Flushed);
+            }
+        }
+    }
+
     fn entry(&self, qp: Qp) -> Result<&QpEntry, VerbsError> {
         self.qps
             .get(qp.0 as usize)
@@ -1134,15 +1160,18 @@ impl<P: Port> Verbs<P> {
             },
             Indication::Session { stream, event } => {
                 if let Some(qp) = self.qp_of(conn, stream) {
-                    if let Ok(e) = self.entry_mut(qp) {
-                        match &event {
-                            SessionEvent::Accepted { .. } if e.state == QpState::Connecting => {
-                                e.state = QpState::Rts;
+                    match &event {
+                        SessionEvent::Accepted { .. } => {
+                            if let Ok(e) = self.entry_mut(qp) {
+                                if e.state == QpState::Connecting {
+                                    e.state = QpState::Rts;
+                                }
                             }
-                            SessionEvent::Rejected { .. }
-                            | SessionEvent::SessionTerminated { .. } => e.state = QpState::Error,
-                            _ => {}
                         }
+                        SessionEvent::Rejected { .. } | SessionEvent::SessionTerminated { .. } => {
+                            self.fail_qp(qp)
+                        }
+                        _ => {}
                     }
                 }
                 self.events.push_back(Event::Indication {
@@ -1151,36 +1180,36 @@ impl<P: Port> Verbs<P> {
                 });
             }
             Indication::RdmapTerminate { stream, error } => {
-                if let Some(e) = self
-                    .qp_of(conn, stream)
-                    .and_then(|qp| self.entry_mut(qp).ok())
-                {
-                    e.error = Some(error);
-                    e.state = QpState::Error;
+                if let Some(qp) = self.qp_of(conn, stream) {
+                    if let Ok(e) = self.entry_mut(qp) {
+                        e.error = Some(error);
+                    }
+                    self.fail_qp(qp);
                 }
             }
             Indication::Error { stream, error, .. } => {
-                if let Some(e) = self
-                    .qp_of(conn, stream)
-                    .and_then(|qp| self.entry_mut(qp).ok())
-                {
-                    // The error our Terminate reports (the peer's, if it came first, stays).
-                    e.error.get_or_insert(terminate_error(error));
-                    e.state = QpState::Error;
+                if let Some(qp) = self.qp_of(conn, stream) {
+                    if let Ok(e) = self.entry_mut(qp) {
+                        // The error our Terminate reports (the peer's, if it came first, stays).
+                        e.error.get_or_insert(terminate_error(error));
+                    }
+                    self.fail_qp(qp);
                 }
             }
             Indication::Closed(reason) => {
-                let mut ended = Vec::new();
-                for (i, e) in self.qps.iter_mut().enumerate() {
-                    if let Some(e) = e.as_mut().filter(|e| e.init.conn == conn) {
-                        e.state = QpState::Error;
-                        ended.push((Qp(i as u32), e.sq.next()));
-                    }
-                }
-                // The core reported the association's work before this (its completions go
-                // first) and reports nothing after: what still waits for a report, a failure
-                // behind work that completed silently, is over.
+                // In creation order (not the hash map's): queue pairs that share a CQ get
+                // their completions there in a fixed order.
+                let ended: Vec<(Qp, u64)> = (self.qps.iter().enumerate())
+                    .filter_map(|(i, e)| {
+                        let e = e.as_ref().filter(|e| e.init.conn == conn)?;
+                        Some((Qp(i as u32), e.sq.next()))
+                    })
+                    .collect();
                 for (qp, next) in ended {
+                    self.fail_qp(qp);
+                    // The core reported the association's work before this (its completions
+                    // go first) and reports nothing after: what still waits for a report, a
+                    // failure behind work that completed silently, is over.
                     if let Some(last) = next.checked_sub(1) {
                         self.sq_report(qp, last, None);
                     }

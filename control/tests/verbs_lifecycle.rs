@@ -1,0 +1,346 @@
+//! The verbs API's lifecycle rules (`ddpdk_control::verbs`): a queue pair's work always
+//! completes, whichever way its stream ends (before it began, too); what verbs allocates for
+//! a refused call it gives back; the runtime events verbs causes itself stay inside it.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+mod rt;
+use rt::{runtime, PORT};
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use ddpdk_control::conn::Indication;
+use ddpdk_control::rdmap::RdmaLimits;
+use ddpdk_control::runtime::{ConnHandle, DataCore, Event, Op, RuntimeConfig};
+use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::verbs::{
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Sge, Verbs, Wc, WcOpcode,
+    WcStatus,
+};
+use ddpdk_dataplane::mem::Access;
+use ddpdk_dataplane::port::mem::{pair, MemPort};
+use ddpdk_dataplane::sctp::Instant;
+
+const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const B6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+
+/// One endpoint: its verbs context, its data cores, and the events it polled.
+struct Node {
+    v: Verbs<MemPort>,
+    cores: Vec<DataCore<MemPort>>,
+    events: Vec<Event>,
+}
+
+struct Pair {
+    a: Node,
+    b: Node,
+    now: Instant,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let (pa, pb) = pair(2, 1024);
+        let (ca, ka) = runtime(pa, A4, A6, 1, RuntimeConfig::default());
+        let (cb, kb) = runtime(pb, B4, B6, 2, RuntimeConfig::default());
+        Pair {
+            a: Node {
+                v: Verbs::new(ca),
+                cores: ka,
+                events: Vec::new(),
+            },
+            b: Node {
+                v: Verbs::new(cb),
+                cores: kb,
+                events: Vec::new(),
+            },
+            now: Instant::from_nanos(1_000_000_000),
+        }
+    }
+
+    fn step(&mut self) {
+        for n in [&mut self.a, &mut self.b] {
+            for k in &mut n.cores {
+                k.poll(self.now);
+            }
+        }
+        for n in [&mut self.a, &mut self.b] {
+            n.v.poll(self.now);
+            n.events.extend(std::iter::from_fn(|| n.v.poll_event()));
+        }
+        self.now += Duration::from_micros(200);
+    }
+
+    fn steps(&mut self, n: usize) {
+        for _ in 0..n {
+            self.step();
+        }
+    }
+
+    fn run_until(&mut self, what: &str, mut done: impl FnMut(&mut Pair) -> bool) {
+        for _ in 0..200_000 {
+            if done(self) {
+                return;
+            }
+            self.step();
+        }
+        panic!("no {what} after 40 simulated seconds");
+    }
+
+    /// The client's association to the server, up.
+    fn associate(&mut self) -> ConnHandle {
+        let now = self.now;
+        let conn = self
+            .a
+            .v
+            .control_mut()
+            .connect(now, IpAddr::V4(B4), PORT)
+            .unwrap();
+        self.run_until("the association", |p| {
+            p.a.events.iter().any(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Connected { .. },
+                        ..
+                    }
+                )
+            })
+        });
+        conn
+    }
+
+    /// The server's connection once the client's Initiate on `stream` arrived there.
+    fn initiate_seen(&mut self, stream: u16) -> ConnHandle {
+        let mut seen = None::<ConnHandle>;
+        self.run_until("the Initiate", |p| {
+            seen = p.b.events.iter().find_map(|e| match e {
+                Event::Indication {
+                    conn,
+                    indication:
+                        Indication::Session {
+                            stream: s,
+                            event: SessionEvent::InitiateReceived { .. },
+                        },
+                } if *s == stream => Some(*conn),
+                _ => None,
+            });
+            seen.is_some()
+        });
+        seen.unwrap()
+    }
+}
+
+fn wcs(v: &mut Verbs<MemPort>, cq: Cq) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let mut buf = [Wc::new(0, WcStatus::Success, WcOpcode::Send, Qp(0)); 4];
+    loop {
+        let n = v.poll_cq(cq, &mut buf).unwrap();
+        out.extend_from_slice(&buf[..n]);
+        if n < buf.len() {
+            return out;
+        }
+    }
+}
+
+/// A CQ's completions as (wr_id, status).
+fn statuses(v: &mut Verbs<MemPort>, cq: Cq) -> Vec<(u64, WcStatus)> {
+    wcs(v, cq).iter().map(|w| (w.wr_id, w.status)).collect()
+}
+
+fn sge(mr: &MemoryRegion, offset: u64, length: u32) -> Sge {
+    Sge {
+        lkey: mr.lkey,
+        addr: mr.addr + offset,
+        length,
+    }
+}
+
+/// A queue pair on `stream` of `conn`, one CQ for both queues.
+fn qp_on(v: &mut Verbs<MemPort>, pd: ProtectionDomain, conn: ConnHandle, stream: u16) -> (Qp, Cq) {
+    let cq = v.create_cq();
+    let qp = v
+        .create_qp(QpInit {
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            conn,
+            stream,
+            limits: RdmaLimits::default(),
+        })
+        .unwrap();
+    (qp, cq)
+}
+
+/// Receives `first`, `first + 1`, … (`n` of them, 1 KiB each from `mr`) posted to `qp`.
+fn post_recvs(v: &mut Verbs<MemPort>, qp: Qp, mr: &MemoryRegion, first: u64, n: u64) {
+    for i in 0..n {
+        let r = RecvWr {
+            wr_id: first + i,
+            sg_list: vec![sge(mr, i * 1024, 1024)],
+        };
+        v.post_recv(qp, &r).unwrap();
+    }
+}
+
+/// The client's RDMAP Initiate on stream 1 seen by the server, which made its queue pair
+/// there and posted receives 500 and 501 in Init (not accepted yet).
+struct Waiting {
+    p: Pair,
+    conn: ConnHandle,
+    server_conn: ConnHandle,
+    qb: Qp,
+    cqb: Cq,
+}
+
+fn server_waiting_in_init() -> Waiting {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let recv_mr =
+        p.b.v
+            .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let conn = p.associate();
+    let (qa, _) = qp_on(&mut p.a.v, pda, conn, 1);
+    p.a.v.connect_qp(qa, b"verbs").unwrap();
+    let server_conn = p.initiate_seen(1);
+    let (qb, cqb) = qp_on(&mut p.b.v, pdb, server_conn, 1);
+    post_recvs(&mut p.b.v, qb, &recv_mr, 500, 2);
+    assert_eq!(p.b.v.qp_state(qb), Some(QpState::Init));
+    Waiting {
+        p,
+        conn,
+        server_conn,
+        qb,
+        cqb,
+    }
+}
+
+/// Runs until the server's queue pair is in Error, then a while longer; its receive CQ.
+fn server_receives_after_error(w: &mut Waiting) -> Vec<(u64, WcStatus)> {
+    let qb = w.qb;
+    w.p.run_until("the server's queue pair in Error", |p| {
+        p.b.v.qp_state(qb) == Some(QpState::Error)
+    });
+    w.p.steps(200);
+    statuses(&mut w.p.b.v, w.cqb)
+}
+
+// ---- receives posted in Init (held by verbs until the Initiate or Accept) ----
+
+/// The association ends (the client's ABORT) before the server accepted: the receives it
+/// posted in Init complete Flushed, in posting order (the module's rule: when the stream ends
+/// the outstanding work completes Flushed).
+#[test]
+fn receives_posted_in_init_complete_flushed_when_the_association_ends() {
+    let mut w = server_waiting_in_init();
+    w.p.a.v.control_mut().submit(w.conn, Op::Abort).unwrap();
+    assert_eq!(
+        server_receives_after_error(&mut w),
+        [(500, WcStatus::Flushed), (501, WcStatus::Flushed)]
+    );
+}
+
+/// The client withdraws its Initiate with a Terminate (RFC 5043 §6.4) before the server
+/// accepted: the server's session ends, and its receives posted in Init complete Flushed.
+#[test]
+fn receives_posted_in_init_complete_flushed_when_the_peer_withdraws_its_initiate() {
+    let mut w = server_waiting_in_init();
+    let conn = w.conn;
+    w.p.a
+        .v
+        .control_mut()
+        .submit(conn, Op::Terminate { stream: 1 })
+        .unwrap();
+    assert_eq!(
+        server_receives_after_error(&mut w),
+        [(500, WcStatus::Flushed), (501, WcStatus::Flushed)]
+    );
+}
+
+/// The server's application refuses the pending Initiate itself (a Terminate through the
+/// control side, the one way to move a queue pair in Init to Error): its receives posted in
+/// Init complete Flushed.
+#[test]
+fn receives_posted_in_init_complete_flushed_when_the_application_ends_the_session() {
+    let mut w = server_waiting_in_init();
+    let conn = w.server_conn;
+    w.p.b
+        .v
+        .control_mut()
+        .submit(conn, Op::Terminate { stream: 1 })
+        .unwrap();
+    assert_eq!(
+        server_receives_after_error(&mut w),
+        [(500, WcStatus::Flushed), (501, WcStatus::Flushed)]
+    );
+}
+
+/// The association ends under two queue pairs sharing a CQ. The first is in Rts: an
+/// unsignaled Send and, behind it, a Send that fails its checks here are posted after the core
+/// ended the association but before verbs heard, so the core reports nothing of them before
+/// its Closed (it refuses them after it). The second is in Init, holding receives. At Closed
+/// both queue pairs are over, in the order they were created: the failure completes (the
+/// unsignaled Send silently), and the held receives complete Flushed.
+#[test]
+fn the_association_ending_completes_held_receives_and_waiting_sends_alike() {
+    use ddpdk_control::verbs::{SendWr, WrOpcode};
+    // An unsignaled Send of `sg_list`.
+    let send = |wr_id, sg_list| SendWr {
+        wr_id,
+        opcode: WrOpcode::Send,
+        sg_list,
+        signaled: false,
+        solicited: false,
+    };
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let mr =
+        p.a.v
+            .reg_mr(pda, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let conn = p.associate();
+    let cq = p.a.v.create_cq();
+    let init = |stream| QpInit {
+        pd: pda,
+        send_cq: cq,
+        recv_cq: cq,
+        conn,
+        stream,
+        limits: RdmaLimits::default(),
+    };
+    let q1 = p.a.v.create_qp(init(1)).unwrap();
+    let q2 = p.a.v.create_qp(init(2)).unwrap();
+    p.a.v.connect_qp(q1, b"").unwrap();
+    let server_conn = p.initiate_seen(1);
+    let (qb, _) = qp_on(&mut p.b.v, pdb, server_conn, 1);
+    p.b.v.accept_qp(qb, b"").unwrap();
+    p.run_until("the Accept", |p| p.a.v.qp_state(q1) == Some(QpState::Rts));
+    post_recvs(&mut p.a.v, q2, &mr, 700, 2);
+    p.a.v.control_mut().submit(conn, Op::Abort).unwrap();
+    // The client's core ends the association; its verbs has not heard yet.
+    for k in &mut p.a.cores {
+        k.poll(p.now);
+    }
+    p.a.v.post_send(q1, &send(1, Vec::new())).unwrap();
+    // Past the end of its region: it fails here, in its turn.
+    let outside = send(2, vec![sge(&mr, (1 << 16) - 10, 100)]);
+    p.a.v.post_send(q1, &outside).unwrap();
+    assert_eq!(statuses(&mut p.a.v, cq), [], "the failure waits for Send 1");
+    p.run_until("the client's queue pairs in Error", |p| {
+        p.a.v.qp_state(q1) == Some(QpState::Error) && p.a.v.qp_state(q2) == Some(QpState::Error)
+    });
+    p.steps(200);
+    assert_eq!(
+        statuses(&mut p.a.v, cq),
+        [
+            (2, WcStatus::LocalProtection),
+            (700, WcStatus::Flushed),
+            (701, WcStatus::Flushed)
+        ]
+    );
+}
