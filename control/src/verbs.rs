@@ -430,17 +430,24 @@ impl<P: Port> Verbs<P> {
             // The region could not be allocated (memory, or the region table full).
             VerbsError::Memory(MemoryError::NoSuchRegion)
         })?;
-        let reg = memory
-            .register(MemoryRegistration {
-                pd: pd.0,
-                region,
-                offset: 0,
-                len: len as u64,
-                access,
-                stream: None,
-                to_base: addr,
-            })
-            .map_err(VerbsError::Memory)?;
+        let reg = match memory.register(MemoryRegistration {
+            pd: pd.0,
+            region,
+            offset: 0,
+            len: len as u64,
+            access,
+            stream: None,
+            to_base: addr,
+        }) {
+            Ok(reg) => reg,
+            Err(e) => {
+                // The region is ours alone until it is registered: give its slot back, or
+                // every refused registration would hold one of the table's MAX_REGIONS for
+                // good. No STag names it, so freeing it cannot be refused.
+                let _ = memory.free_region(region);
+                return Err(VerbsError::Memory(e));
+            }
+        };
         Ok(MemoryRegion {
             lkey: reg.stag,
             rkey: reg.stag,

@@ -11,6 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use ddpdk_control::conn::Indication;
+use ddpdk_control::memory::MAX_REGIONS;
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{ConnHandle, DataCore, Event, Op, RuntimeConfig};
 use ddpdk_control::session::Event as SessionEvent;
@@ -343,4 +344,23 @@ fn the_association_ending_completes_held_receives_and_waiting_sends_alike() {
             (701, WcStatus::Flushed)
         ]
     );
+}
+
+// ---- memory regions ----
+
+/// A registration the STag table refuses (here a Tagged Offset range that wraps, RFC 5041
+/// §8.3) leaves no region behind: more refusals than the region table has slots, and a
+/// registration still succeeds afterwards.
+#[test]
+fn a_refused_reg_mr_gives_its_region_back() {
+    let mut p = Pair::new();
+    let pd = p.a.v.alloc_pd();
+    let before = p.a.v.control().memory().regions_in_use();
+    for _ in 0..MAX_REGIONS + 8 {
+        let r = p.a.v.reg_mr(pd, 4096, Access::LOCAL_WRITE, u64::MAX - 100);
+        assert!(r.is_err(), "{r:?}");
+    }
+    assert_eq!(p.a.v.control().memory().regions_in_use(), before);
+    let mr = p.a.v.reg_mr(pd, 4096, Access::LOCAL_WRITE, 0x1000_0000);
+    assert!(mr.is_ok(), "{mr:?}");
 }
