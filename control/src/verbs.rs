@@ -37,6 +37,9 @@
 //!
 //! **A stream that never begins.** Receives posted in [`QpState::Init`] wait here until the
 //! Initiate or Accept, and complete Flushed if the stream ends first.
+//!
+//! **Events.** What verbs causes itself (a receive of a queue pair reaching its core) it
+//! keeps; [`Verbs::poll_event`] has what connection management needs.
 
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -824,7 +827,9 @@ impl<P: Port> Verbs<P> {
         Ok(n)
     }
 
-    /// Runtime events verbs did not consume: connections, a peer's Initiate to accept, reports.
+    /// Runtime events verbs did not consume: connections, a peer's Initiate to accept, session
+    /// events, a refused Initiate or Accept, reports. The `Posted` of a queue pair's receives
+    /// stay inside verbs.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
@@ -1104,25 +1109,13 @@ impl<P: Port> Verbs<P> {
                     self.send_refused(qp, seq, status, error);
                 }
             }
-            // The number the core knows a receive by is verbs' own: the application's here.
-            Event::Posted {
-                conn,
-                stream,
-                qn,
-                wr_id,
-            } => {
-                let wr_id = self
-                    .qp_of(conn, stream)
-                    .and_then(|qp| self.entry(qp).ok())
-                    .and_then(|e| e.rq.get(wr_id))
-                    .map_or(wr_id, |r| r.wr_id);
-                self.events.push_back(Event::Posted {
-                    conn,
-                    stream,
-                    qn,
-                    wr_id,
-                });
-            }
+            // A receive of a queue pair's reached its core. Verbs itself caused it, and no
+            // verbs application needs it: what it posts after the receive reaches the core
+            // behind it, so a peer it answers finds the buffer there. Kept, one would pile
+            // up per receive in front of the connection events the application does poll.
+            // Posted for a stream without a queue pair (plain DDP through `control_mut`) is
+            // the application's own, and goes on to it.
+            Event::Posted { conn, stream, .. } if self.qp_of(conn, stream).is_some() => {}
             Event::Indication { conn, indication } => self.indication(conn, indication),
             other => self.events.push_back(other),
         }

@@ -16,8 +16,8 @@ use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{ConnHandle, DataCore, Event, Op, RuntimeConfig};
 use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Sge, Verbs, Wc, WcOpcode,
-    WcStatus,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Sge, Verbs, Wc,
+    WcOpcode, WcStatus, WrOpcode,
 };
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
@@ -156,6 +156,17 @@ fn sge(mr: &MemoryRegion, offset: u64, length: u32) -> Sge {
         lkey: mr.lkey,
         addr: mr.addr + offset,
         length,
+    }
+}
+
+/// An unsignaled Send of nothing.
+fn send(wr_id: u64) -> SendWr {
+    SendWr {
+        wr_id,
+        opcode: WrOpcode::Send,
+        sg_list: Vec::new(),
+        signaled: false,
+        solicited: false,
     }
 }
 
@@ -363,4 +374,116 @@ fn a_refused_reg_mr_gives_its_region_back() {
     assert_eq!(p.a.v.control().memory().regions_in_use(), before);
     let mr = p.a.v.reg_mr(pd, 4096, Access::LOCAL_WRITE, 0x1000_0000);
     assert!(mr.is_ok(), "{mr:?}");
+}
+
+// ---- the events verbs causes itself ----
+
+/// A verbs application that polls only its CQs: neither the runtime's `Posted` for its
+/// receives nor anything else per work request reaches `poll_event`, so the events kept for it
+/// do not grow with its traffic. A receive posted on a plain DDP stream without a queue pair is
+/// the application's own, and its `Posted` still reaches it.
+#[test]
+fn verbs_keeps_the_posted_events_of_its_own_receives() {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let src =
+        p.a.v
+            .reg_mr(pda, 1 << 16, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let recv_mr =
+        p.b.v
+            .reg_mr(pdb, 1 << 20, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let conn = p.associate();
+    let (qa, cqa) = qp_on(&mut p.a.v, pda, conn, 1);
+    p.a.v.connect_qp(qa, b"").unwrap();
+    let server_conn = p.initiate_seen(1);
+    let (qb, cqb) = qp_on(&mut p.b.v, pdb, server_conn, 1);
+    post_recvs(&mut p.b.v, qb, &recv_mr, 1000, 4);
+    p.b.v.accept_qp(qb, b"").unwrap();
+    p.run_until("the Accept", |p| p.a.v.qp_state(qa) == Some(QpState::Rts));
+    p.steps(50);
+    p.a.events.clear();
+    p.b.events.clear();
+    // 256 receives and as many Sends into them.
+    let mut received = 0;
+    for round in 0..64u64 {
+        post_recvs(&mut p.b.v, qb, &recv_mr, 2000 + round * 4, 4);
+        for i in 0..4 {
+            let send = SendWr {
+                sg_list: vec![sge(&src, 0, 100)],
+                ..send(round * 4 + i)
+            };
+            p.a.v.post_send(qa, &send).unwrap();
+        }
+        p.steps(20);
+        received += wcs(&mut p.b.v, cqb).len();
+        assert!(wcs(&mut p.a.v, cqa).is_empty());
+    }
+    p.steps(50);
+    received += wcs(&mut p.b.v, cqb).len();
+    assert_eq!(
+        received, 256,
+        "a Send into each receive (4 are left posted)"
+    );
+    let posted = |n: &Node| {
+        (n.events.iter())
+            .filter(|e| matches!(e, Event::Posted { .. }))
+            .count()
+    };
+    assert_eq!(posted(&p.b), 0, "Posted events kept for poll_event");
+    assert_eq!(p.b.events, [], "the server's events kept for poll_event");
+    assert_eq!(p.a.events, [], "the client's events kept for poll_event");
+
+    // A plain DDP session on stream 2, run through the control side: its Posted is the
+    // application's.
+    p.a.v
+        .control_mut()
+        .submit(
+            conn,
+            Op::Initiate {
+                stream: 2,
+                pd: pda.0,
+                private_data: Vec::new(),
+            },
+        )
+        .unwrap();
+    let server_conn = p.initiate_seen(2);
+    let c = p.b.v.control_mut();
+    c.submit(
+        server_conn,
+        Op::Accept {
+            stream: 2,
+            pd: pdb.0,
+            private_data: Vec::new(),
+        },
+    )
+    .unwrap();
+    let buffer = c
+        .memory()
+        .receive_buffer(pdb.0, recv_mr.lkey, 0, 1024)
+        .unwrap();
+    c.submit(
+        server_conn,
+        Op::PostRecv {
+            stream: 2,
+            qn: 0,
+            wr_id: 77,
+            buffer,
+        },
+    )
+    .unwrap();
+    p.run_until("the plain receive's Posted", |p| {
+        p.b.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Posted {
+                    stream: 2,
+                    wr_id: 77,
+                    ..
+                }
+            )
+        })
+    });
 }
