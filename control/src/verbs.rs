@@ -36,7 +36,10 @@
 //! of work posted before it.
 //!
 //! **A stream that never begins.** Receives posted in [`QpState::Init`] wait here until the
-//! Initiate or Accept, and complete Flushed if the stream ends first.
+//! Initiate or Accept, and complete Flushed if the stream ends first. `connect_qp` and
+//! `accept_qp` return before the data core has the Initiate or Accept; if the core refuses
+//! it, the queue pair moves to [`QpState::Error`] and [`Verbs::qp_refused`] says why (an
+//! [`Event::Refused`] with its stream tells the application's connection management too).
 //!
 //! **Events.** What verbs causes itself (a receive of a queue pair reaching its core) it
 //! keeps; [`Verbs::poll_event`] has what connection management needs.
@@ -364,6 +367,8 @@ struct QpEntry {
     /// Flushed if the stream ends first: [`Verbs::fail_qp`]).
     held_recvs: Vec<Op>,
     error: Option<TerminateError>,
+    /// Why the core refused the session's Initiate or Accept, if it did.
+    refused: Option<PostError>,
 }
 
 /// A Local Invalidate waiting for every core's acknowledgement.
@@ -497,6 +502,7 @@ impl<P: Port> Verbs<P> {
             rq: Numbered::new(u64::from(qp.0) << 32),
             held_recvs: Vec::new(),
             error: None,
+            refused: None,
         }));
         self.by_stream.insert((init.conn, init.stream), qp);
         Ok(qp)
@@ -516,14 +522,17 @@ impl<P: Port> Verbs<P> {
     }
 
     /// The active side's connect (`rdma_connect` of librdmacm): the RDMAP session's Initiate
-    /// goes out with the Read limits; the queue pair is [`QpState::Rts`] once the Accept comes.
+    /// goes out with the Read limits; the queue pair is [`QpState::Rts`] once the Accept comes,
+    /// [`QpState::Error`] if the data core refuses the Initiate ([`Verbs::qp_refused`]).
     pub fn connect_qp(&mut self, qp: Qp, private_data: &[u8]) -> Result<(), VerbsError> {
         self.open_session(qp, private_data, false)
     }
 
     /// The passive side's accept (`rdma_accept`), after the peer's Initiate arrived (an
     /// [`Event`] from [`Verbs::poll_event`]): the queue pair is ready to send at once, as
-    /// operations reach the core in order behind the Accept.
+    /// operations reach the core in order behind the Accept. If the core refuses the Accept
+    /// (the peer's Initiate carried no RDMAP parameters, say) it moves to [`QpState::Error`]
+    /// ([`Verbs::qp_refused`]).
     pub fn accept_qp(&mut self, qp: Qp, private_data: &[u8]) -> Result<(), VerbsError> {
         self.open_session(qp, private_data, true)
     }
@@ -575,6 +584,14 @@ impl<P: Port> Verbs<P> {
     /// The RDMAP error that ended the queue pair's stream, from either side's Terminate.
     pub fn qp_error(&self, qp: Qp) -> Option<TerminateError> {
         self.entry(qp).ok().and_then(|e| e.error)
+    }
+
+    /// Why the data core refused the queue pair's `connect_qp` or `accept_qp`, which moved
+    /// it to [`QpState::Error`] (also reported as an [`Event::Refused`] from
+    /// [`Verbs::poll_event`]): [`PostError::PeerNotRdmap`] for an Initiate without RDMAP's
+    /// parameters, say.
+    pub fn qp_refused(&self, qp: Qp) -> Option<PostError> {
+        self.entry(qp).ok().and_then(|e| e.refused)
     }
 
     /// `ibv_post_send` (RFC 4296 `rdma_send`, `rdma_write`, `rdma_read`). Refused outright
@@ -1098,6 +1115,10 @@ impl<P: Port> Verbs<P> {
                     });
                 };
                 let status = match error {
+                    // Work of a queue pair in Error completes Flushed (RDMAC verbs), whatever
+                    // the core's reason: its stream ended, or never began, before the core had
+                    // it (the receives released behind a refused Initiate or Accept, say).
+                    _ if self.qp_state(qp) == Some(QpState::Error) => WcStatus::Flushed,
                     PostError::BadLocalStag | PostError::BadRegion | PostError::BadSink => {
                         WcStatus::LocalProtection
                     }
@@ -1117,7 +1138,53 @@ impl<P: Port> Verbs<P> {
             // the application's own, and goes on to it.
             Event::Posted { conn, stream, .. } if self.qp_of(conn, stream).is_some() => {}
             Event::Indication { conn, indication } => self.indication(conn, indication),
+            Event::Refused {
+                conn,
+                op: op @ ("initiate_rdmap" | "accept_rdmap"),
+                stream: Some(stream),
+                wr_id: None,
+                error,
+            } => {
+                self.session_refused(conn, op, stream, error);
+                // The application's connection management hears why, as from rdma_cm.
+                self.events.push_back(Event::Refused {
+                    conn,
+                    op,
+                    stream: Some(stream),
+                    wr_id: None,
+                    error,
+                });
+            }
             other => self.events.push_back(other),
+        }
+    }
+
+    /// The core refused the session's Initiate or Accept of the queue pair on `stream`
+    /// (`connect_qp` and `accept_qp` return before the core has it): the stream will never
+    /// carry its work, so the queue pair goes to Error at once rather than waiting in
+    /// Connecting or Rts for an answer that cannot come. A peer that is no RDMAP peer, an
+    /// Initiate withdrawn before the Accept reached the core, a stream whose previous session
+    /// may still have chunks out (RFC 5043 §6.6), Private Data too long: each ends it here.
+    /// The receives released behind the Initiate or Accept, and any work posted behind the
+    /// Accept, are refused by the core in turn and complete Flushed, as the work of a queue
+    /// pair in Error does.
+    fn session_refused(&mut self, conn: ConnHandle, op: &str, stream: u16, error: PostError) {
+        let Some(qp) = self.qp_of(conn, stream) else {
+            return;
+        };
+        let Ok(e) = self.entry_mut(qp) else {
+            return;
+        };
+        // Only the queue pair that sent it: one still in Init has sent nothing (an Op the
+        // application submitted through the control side is its own business).
+        let ours = matches!(
+            (op, e.state),
+            ("initiate_rdmap", QpState::Connecting | QpState::Error)
+                | ("accept_rdmap", QpState::Rts | QpState::Error)
+        );
+        if ours {
+            e.refused.get_or_insert(error);
+            self.fail_qp(qp);
         }
     }
 

@@ -10,14 +10,14 @@ use rt::{runtime, PORT};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use ddpdk_control::conn::Indication;
+use ddpdk_control::conn::{Indication, PostError};
 use ddpdk_control::memory::MAX_REGIONS;
-use ddpdk_control::rdmap::RdmaLimits;
+use ddpdk_control::rdmap::{RdmaLimits, MAX_ULP_PRIVATE_DATA};
 use ddpdk_control::runtime::{ConnHandle, DataCore, Event, Op, RuntimeConfig};
-use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Sge, Verbs, Wc,
-    WcOpcode, WcStatus, WrOpcode,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Sge, Verbs,
+    VerbsError, Wc, WcOpcode, WcStatus, WrOpcode,
 };
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
@@ -486,4 +486,150 @@ fn verbs_keeps_the_posted_events_of_its_own_receives() {
             )
         })
     });
+}
+
+// ---- a session the core refuses ----
+
+/// The core's refusal of a queue pair's Initiate or Accept among `events`: its stream and
+/// why.
+fn session_refusal(events: &[Event], which: &str) -> Option<(Option<u16>, PostError)> {
+    events.iter().find_map(|e| match e {
+        Event::Refused {
+            op,
+            stream,
+            wr_id: None,
+            error,
+            ..
+        } if *op == which => Some((*stream, *error)),
+        _ => None,
+    })
+}
+
+/// The client's Initiate on stream 1 is a plain DDP one (no RDMAP parameters in its Private
+/// Data): the server's `accept_qp` returns Ok, as the core has not seen it yet, but the core
+/// refuses it (PeerNotRdmap). The queue pair goes to Error instead of staying Rts, the
+/// application sees why, and the receives it posted in Init, refused behind the Accept,
+/// complete.
+#[test]
+fn a_refused_accept_moves_the_queue_pair_to_error() {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let recv_mr =
+        p.b.v
+            .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let conn = p.associate();
+    p.a.v
+        .control_mut()
+        .submit(
+            conn,
+            Op::Initiate {
+                stream: 1,
+                pd: pda.0,
+                private_data: b"plain".to_vec(),
+            },
+        )
+        .unwrap();
+    let server_conn = p.initiate_seen(1);
+    let (qb, cqb) = qp_on(&mut p.b.v, pdb, server_conn, 1);
+    post_recvs(&mut p.b.v, qb, &recv_mr, 500, 2);
+    p.b.v.accept_qp(qb, b"").unwrap();
+    assert_eq!(p.b.v.qp_state(qb), Some(QpState::Rts));
+    p.run_until("the server's queue pair in Error", |p| {
+        p.b.v.qp_state(qb) == Some(QpState::Error)
+    });
+    assert_eq!(p.b.v.qp_refused(qb), Some(PostError::PeerNotRdmap));
+    assert_eq!(
+        session_refusal(&p.b.events, "accept_rdmap"),
+        Some((Some(1), PostError::PeerNotRdmap))
+    );
+    p.steps(200);
+    let got: Vec<u64> = wcs(&mut p.b.v, cqb).iter().map(|w| w.wr_id).collect();
+    assert_eq!(got, [500, 501], "every receive posted completes");
+    assert_eq!(
+        p.b.v.post_send(qb, &send(1)),
+        Err(VerbsError::QpState(QpState::Error))
+    );
+}
+
+/// The client's `connect_qp` with more Private Data than RDMAP leaves the ULP: the call
+/// returns Ok, the core refuses the Initiate, and the queue pair goes to Error instead of
+/// waiting in Connecting for an Accept that cannot come; the receives it posted in Init
+/// complete.
+#[test]
+fn a_refused_initiate_moves_the_queue_pair_to_error() {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let recv_mr =
+        p.a.v
+            .reg_mr(pda, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let conn = p.associate();
+    let (qa, cqa) = qp_on(&mut p.a.v, pda, conn, 1);
+    post_recvs(&mut p.a.v, qa, &recv_mr, 700, 2);
+    p.a.v
+        .connect_qp(qa, &vec![0u8; MAX_ULP_PRIVATE_DATA + 1])
+        .unwrap();
+    assert_eq!(p.a.v.qp_state(qa), Some(QpState::Connecting));
+    p.run_until("the client's queue pair in Error", |p| {
+        p.a.v.qp_state(qa) == Some(QpState::Error)
+    });
+    let why = Some(PostError::Session(LocalError::PrivateDataTooLong));
+    assert_eq!(p.a.v.qp_refused(qa), why);
+    assert_eq!(
+        session_refusal(&p.a.events, "initiate_rdmap").map(|(s, e)| (s, Some(e))),
+        Some((Some(1), why))
+    );
+    p.steps(200);
+    let got: Vec<u64> = wcs(&mut p.a.v, cqa).iter().map(|w| w.wr_id).collect();
+    assert_eq!(got, [700, 701], "every receive posted completes");
+}
+
+/// What reached the core behind a refused Accept (the receives posted in Init, a Send posted
+/// while the queue pair was Rts) the core refuses in turn, once the queue pair is in Error:
+/// each completes Flushed, as the work of a queue pair in Error does (RDMAC verbs), not with
+/// the core's reason for refusing it (LocalQpOperation).
+#[test]
+fn work_behind_a_refused_accept_completes_flushed() {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let recv_mr =
+        p.b.v
+            .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let conn = p.associate();
+    p.a.v
+        .control_mut()
+        .submit(
+            conn,
+            Op::Initiate {
+                stream: 1,
+                pd: pda.0,
+                private_data: b"plain".to_vec(),
+            },
+        )
+        .unwrap();
+    let server_conn = p.initiate_seen(1);
+    let (qb, cqb) = qp_on(&mut p.b.v, pdb, server_conn, 1);
+    post_recvs(&mut p.b.v, qb, &recv_mr, 500, 2);
+    p.b.v.accept_qp(qb, b"").unwrap();
+    let signaled = SendWr {
+        signaled: true,
+        ..send(9)
+    };
+    p.b.v.post_send(qb, &signaled).unwrap();
+    p.run_until("the server's queue pair in Error", |p| {
+        p.b.v.qp_state(qb) == Some(QpState::Error)
+    });
+    p.steps(200);
+    assert_eq!(
+        statuses(&mut p.b.v, cqb),
+        [
+            (500, WcStatus::Flushed),
+            (501, WcStatus::Flushed),
+            (9, WcStatus::Flushed)
+        ]
+    );
 }
