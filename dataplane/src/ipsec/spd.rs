@@ -59,6 +59,19 @@ impl std::str::FromStr for Prefix {
                 .filter(|n| *n <= max)
                 .ok_or_else(|| format!("{l:?} is not a prefix length (0-{max})"))?
         };
+        // Kept as the network, host bits cleared: two rules for the same traffic compare
+        // equal however they were written (the rekey exception matches selectors exactly,
+        // and `sp del RULE` finds the policy by its rule).
+        let addr = match addr {
+            IpAddr::V4(a) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+                IpAddr::V4((u32::from(a) & mask).into())
+            }
+            IpAddr::V6(a) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+                IpAddr::V6((u128::from(a) & mask).into())
+            }
+        };
         Ok(Prefix { addr, len })
     }
 }
@@ -556,5 +569,22 @@ mod tests {
         };
         dns.add(pol(10, to_53, Action::Discard));
         assert_eq!(dns.action(Direction::In, &udp), Action::Discard);
+    }
+
+    /// A prefix is its network: `198.18.0.1/24` and `198.18.0.0/24` select the same traffic
+    /// and are the same selector (the rekey exception of `selected` compares selectors, so an
+    /// old SA's packets in flight were dropped when the two policies were written apart).
+    #[test]
+    fn a_prefix_written_with_host_bits_is_its_network() {
+        let a: Prefix = "198.18.0.1/24".parse().unwrap();
+        let b: Prefix = "198.18.0.0/24".parse().unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.to_string(), "198.18.0.0/24");
+        let c: Prefix = "2001:db8::1:2/112".parse().unwrap();
+        assert_eq!(c, "2001:db8::1:0/112".parse::<Prefix>().unwrap());
+        let host: Prefix = "198.18.0.7".parse().unwrap();
+        assert!(host.contains("198.18.0.7".parse().unwrap()));
+        let all: Prefix = "198.18.0.7/0".parse().unwrap();
+        assert!(all.contains("203.0.113.1".parse().unwrap()));
     }
 }

@@ -44,13 +44,15 @@ impl CookieKey {
     }
 
     /// The key that MACs the cookies created in `created`'s period: HMAC(secret, "ddpdk
-    /// State Cookie" || period). RFC 9260 §5.1.3: the secret "SHOULD also be changed
+    /// State Cookie " || period). RFC 9260 §5.1.3: the secret "SHOULD also be changed
     /// reasonably frequently", and "the timestamp in the State Cookie MAY be used to
     /// determine which key should be used to verify the MAC". Derived, not drawn: every
     /// association holds the key (it answers §5.2's INITs and COOKIE ECHOs itself) and the
     /// data cores share nothing mutable, so each computes the period's key from the cookie.
-    /// One period's key tells nothing of another's without the secret. (The PRF's inputs are
-    /// 16 bytes, these 27: the two uses never MAC the same message.)
+    /// One period's key tells nothing of another's without the secret; the secret itself,
+    /// drawn at each start, still lives as long as the process, so what rotates is the key
+    /// a cookie's MAC exposes, not the secret behind it. (The PRF's messages start
+    /// "ddpdk-prf", these "ddpdk State Cookie ": the two uses never MAC the same message.)
     fn period_key(&self, created: Instant) -> [u8; 32] {
         let nanos = u64::try_from(KEY_PERIOD.as_nanos()).unwrap_or(u64::MAX);
         let period = created.as_nanos() / nanos;
