@@ -6,124 +6,21 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{runtime, PORT};
+mod verbs_pair;
+use rt::PORT;
+use verbs_pair::*;
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::time::Duration;
+use std::net::IpAddr;
 
 use ddpdk_control::conn::Indication;
 use ddpdk_control::rdmap::RdmaLimits;
-use ddpdk_control::runtime::{ConnHandle, DataCore, Event, RuntimeConfig};
+use ddpdk_control::runtime::{ConnHandle, Event};
 use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Sge, Verbs, Wc,
-    WcOpcode, WcStatus, WrOpcode,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Wc, WcOpcode, WcStatus,
+    WrOpcode,
 };
 use ddpdk_dataplane::mem::Access;
-use ddpdk_dataplane::port::mem::{pair, MemPort};
-use ddpdk_dataplane::sctp::Instant;
-
-const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
-const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
-const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
-const B6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
-
-/// One endpoint: its verbs context and its data cores.
-struct Node {
-    v: Verbs<MemPort>,
-    cores: Vec<DataCore<MemPort>>,
-    events: Vec<Event>,
-}
-
-struct Pair {
-    a: Node,
-    b: Node,
-    now: Instant,
-}
-
-impl Pair {
-    fn new() -> Pair {
-        let (pa, pb) = pair(2, 1024);
-        let (ca, ka) = runtime(pa, A4, A6, 1, RuntimeConfig::default());
-        let (cb, kb) = runtime(pb, B4, B6, 2, RuntimeConfig::default());
-        Pair {
-            a: Node {
-                v: Verbs::new(ca),
-                cores: ka,
-                events: Vec::new(),
-            },
-            b: Node {
-                v: Verbs::new(cb),
-                cores: kb,
-                events: Vec::new(),
-            },
-            now: Instant::from_nanos(1_000_000_000),
-        }
-    }
-
-    fn step(&mut self) {
-        for n in [&mut self.a, &mut self.b] {
-            for k in &mut n.cores {
-                k.poll(self.now);
-            }
-        }
-        for n in [&mut self.a, &mut self.b] {
-            n.v.poll(self.now);
-            n.events.extend(std::iter::from_fn(|| n.v.poll_event()));
-        }
-        self.now += Duration::from_micros(200);
-    }
-
-    fn run_until(&mut self, what: &str, mut done: impl FnMut(&mut Pair) -> bool) {
-        for _ in 0..200_000 {
-            if done(self) {
-                return;
-            }
-            self.step();
-        }
-        panic!("no {what} after 40 simulated seconds");
-    }
-
-    /// Turns both sides `n` times, collecting the client's completions on `cq`.
-    fn collect(&mut self, cq: Cq, n: usize) -> Vec<Wc> {
-        let mut got = Vec::new();
-        for _ in 0..n {
-            self.step();
-            got.extend(wcs(&mut self.a.v, cq));
-        }
-        got
-    }
-}
-
-fn wcs(v: &mut Verbs<MemPort>, cq: Cq) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let mut buf = [Wc::new(0, WcStatus::Success, WcOpcode::Send, Qp(0)); 4];
-    loop {
-        let n = v.poll_cq(cq, &mut buf).unwrap();
-        out.extend_from_slice(&buf[..n]);
-        if n < buf.len() {
-            return out;
-        }
-    }
-}
-
-fn sge(mr: &MemoryRegion, offset: u64, length: u32) -> Sge {
-    Sge {
-        lkey: mr.lkey,
-        addr: mr.addr + offset,
-        length,
-    }
-}
-
-fn wr(wr_id: u64, opcode: WrOpcode, sg_list: Vec<Sge>) -> SendWr {
-    SendWr {
-        wr_id,
-        opcode,
-        sg_list,
-        signaled: true,
-        solicited: false,
-    }
-}
 
 fn summary(got: &[Wc]) -> Vec<(u64, WcStatus, WcOpcode)> {
     got.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect()
