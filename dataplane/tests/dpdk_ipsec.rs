@@ -871,6 +871,22 @@ fn esp_for_another_host_is_not_opened_4301_5_2(b: &Bench) {
         1,
         "the genuine packet only"
     );
+    // RFC 4301 §5.2, RFC 4303 §3.4.1: ESP is opened reassembled. A later fragment whose first
+    // bytes read as SPI 1000 is not opened (before: an ICV failure of SA 1000), nor is a first
+    // fragment; both pass to the stack, which counts them as fragments.
+    let mut later = genuine.clone();
+    later[20..22].copy_from_slice(&0x0010u16.to_be_bytes());
+    let mut first = genuine.clone();
+    first[20..22].copy_from_slice(&0x2000u16.to_be_bytes());
+    let (later, first) = (from([198, 18, 0, 1], later), from([198, 18, 0, 1], first));
+    let mut burst = vec![mbuf(&b.pool, &later), mbuf(&b.pool, &first)];
+    raw_a.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pb, 2), vec![later, first]);
+    let after = inbound.stats.snapshot();
+    assert_eq!(
+        (after.packets, after.auth_failed, after.malformed),
+        (1, 0, 0)
+    );
 }
 
 /// RFC 5043 §13 and RFC 4301 §5: on two ports of a ring pair, each behind its policy, SCTP

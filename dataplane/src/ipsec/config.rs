@@ -664,6 +664,7 @@ mod tests {
             sport: 7,
             dport: 5000,
             ports: true,
+            fragment: false,
         };
         assert_eq!(
             cfg.spd.action(Direction::Out, &to_peer),

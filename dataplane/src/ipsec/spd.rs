@@ -89,6 +89,9 @@ pub struct Flow {
     /// ports. RFC 4301 §4.4.1.1: a port selector other than ANY (or OPAQUE) "cannot match"
     /// a packet without them, so a range that holds 0 must not catch it.
     pub ports: bool,
+    /// A fragment, first or later (IPv4 MF or an offset; an IPv6 Fragment header that is not
+    /// atomic): IPsec works on reassembled packets (RFC 4301 §5.2, RFC 4303 §3.4.1).
+    pub fragment: bool,
 }
 
 /// What an Ethernet frame is, to policy.
@@ -131,6 +134,7 @@ impl Flow {
     }
 
     fn walk(frame: &[u8]) -> Option<Framed> {
+        let mut fragment = false;
         let (src, dst, mut proto, mut at, mut first) = match frame.get(12..14) {
             Some([0x08, 0x00]) => {
                 let h = frame.get(14..34)?;
@@ -142,6 +146,7 @@ impl Flow {
                 let dst = IpAddr::from(<[u8; 4]>::try_from(&h[16..20]).ok()?);
                 // A non-first fragment has no upper-layer header.
                 let frag_off = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
+                fragment = frag_off != 0 || h[6] & 0x20 != 0;
                 (src, dst, h[9], 14 + ihl, frag_off == 0)
             }
             Some([0x86, 0xdd]) => {
@@ -165,6 +170,8 @@ impl Flow {
                 AH => (usize::from(h[1]) + 2) * 4,
                 FRAGMENT => {
                     first = u16::from_be_bytes([h[2], h[3]]) >> 3 == 0;
+                    // Offset 0 and M clear: an atomic fragment (RFC 8200 §4.5), a whole packet.
+                    fragment |= !first || h[3] & 1 != 0;
                     8
                 }
                 _ => (usize::from(h[1]) + 1) * 8,
@@ -196,6 +203,7 @@ impl Flow {
                 sport,
                 dport,
                 ports,
+                fragment,
             },
             at,
         ))
@@ -353,6 +361,7 @@ mod tests {
             sport,
             dport,
             ports: true,
+            fragment: false,
         }
     }
 
@@ -534,8 +543,14 @@ mod tests {
         f[30..34].copy_from_slice(&[198, 18, 0, 2]);
         f[34..38].copy_from_slice(&[0x00, 0x07, 0x13, 0x88]);
         let first = Flow::of_frame(&f).unwrap();
+        assert!(first.ports && !first.fragment);
+        f[20] = 0x20; // More Fragments: a first fragment, ports and all
+        let first_fragment = Flow::of_frame(&f).unwrap();
+        assert!(first_fragment.ports && first_fragment.fragment);
+        f[20] = 0;
         f[21] = 0x10; // fragment offset 128: no upper-layer header in it
         let later = Flow::of_frame(&f).unwrap();
+        assert!(!later.ports && later.fragment);
         let pol = |priority, selector, action| Policy {
             direction: Direction::In,
             priority,

@@ -544,6 +544,13 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         if !self.local.is_empty() && !self.local.contains(&flow.dst) {
             return Step::Pass(m);
         }
+        // RFC 4301 §5.2, RFC 4303 §3.4.1: ESP is opened once reassembled. The stack does not
+        // reassemble: it drops the fragment and counts it as one (`fragments`), where opening
+        // it here would count a later fragment as an unknown SPI, or as the SA's failure if
+        // four of its bytes happened to be one.
+        if flow.fragment {
+            return Step::Pass(m);
+        }
         let spi = m
             .data()
             .get(l4..l4 + 4)
