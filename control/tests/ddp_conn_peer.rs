@@ -2613,3 +2613,34 @@ fn work_waiting_for_the_peers_missing_chunks_is_flushed_when_the_association_end
         "the posted receive is flushed"
     );
 }
+
+/// A mark posted on a stream whose session is over, behind a zero-copy Write still waiting
+/// for its segments, completes Success behind the flushed work: it did nothing that failed.
+#[test]
+fn a_mark_after_the_session_ended_completes_success_behind_the_flushed_work() {
+    let (mut d, src) = Duo::zero_copy_write_then_failure(1 << 16);
+    let req = RdmaRequest {
+        wr_id: 9,
+        stream: S,
+        op: RdmaOp::Mark,
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
+    };
+    let Duo { conn, memory, .. } = &mut d;
+    conn.as_mut()
+        .unwrap()
+        .post_rdma(req, memory.stags())
+        .unwrap();
+    d.settle();
+    d.deaf = false;
+    d.run_reusing_at_completion(src, Duration::from_secs(30));
+    assert_eq!(
+        d.completed(),
+        [
+            (1, Status::Flushed),
+            (2, Status::Flushed),
+            (3, Status::Flushed),
+            (9, Status::Success)
+        ]
+    );
+}

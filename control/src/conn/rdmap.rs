@@ -762,14 +762,15 @@ impl Connection {
     /// [`RdmaOp::Mark`]: a completion in the stream's completion order behind everything
     /// posted before it. Taken in any state of the session: a mark's purpose is to learn that
     /// earlier work is over, which a stream that ended has reported already (its flush), so
-    /// there it completes at once.
+    /// there it completes at once. It completes Success even behind flushed work: it did
+    /// nothing that could fail ([`RdmapStream::mark`]).
     fn mark(&mut self, stream: u16, wr_id: u64) {
         let s = &mut self.streams[usize::from(stream)];
         let seq = s
             .rdmap
             .as_deref_mut()
             .filter(|r| r.unreported() > 0)
-            .map(|r| r.begin(wr_id, true, false));
+            .map(|r| r.mark(wr_id));
         let done = Done {
             wr_id,
             signaled: true,

@@ -341,6 +341,18 @@ impl RdmapStream {
         seq
     }
 
+    /// A Mark ([`crate::conn::RdmaOp::Mark`]) was posted: it takes its place in the
+    /// completion order as work already finished with Success, since it does nothing of its
+    /// own; it only waits for what was posted before it. Finished here rather than through
+    /// [`RdmapStream::finish`], which once the stream is over would flush it.
+    pub fn mark(&mut self, wr_id: u64) -> u64 {
+        let seq = self.begin(wr_id, true, false);
+        if let Some(o) = self.order.back_mut().filter(|o| o.seq == seq) {
+            o.done = Some(true);
+        }
+        seq
+    }
+
     /// The ULP's work requests posted and not yet reported.
     pub fn unreported(&self) -> usize {
         self.order.len()
