@@ -2614,6 +2614,42 @@ fn work_waiting_for_the_peers_missing_chunks_is_flushed_when_the_association_end
     );
 }
 
+/// RFC 5040 §5.5 across a renewal: a mark posted once the stream was renewed (the peer's new
+/// session) while the old session's zero-copy Write still waits for its segments completes
+/// only once every work request posted before it, the old session's, is reported.
+#[test]
+fn rfc5040_5_5_a_mark_after_renewal_completes_behind_the_earlier_sessions_work() {
+    let (mut d, src) = Duo::zero_copy_write_then_failure(1 << 16);
+    let pdata = encode_private_data(RdmaLimits { ird: 4, ord: 4 }, b"").unwrap();
+    d.send(S, 17, &ctl(0, 1, &pdata));
+    d.run_reusing_at_completion(src, Duration::from_secs(1));
+    assert_eq!(d.completed(), [], "held across the new session");
+    let req = RdmaRequest {
+        wr_id: 9,
+        stream: S,
+        op: RdmaOp::Mark,
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
+    };
+    let Duo { conn, memory, .. } = &mut d;
+    conn.as_mut()
+        .unwrap()
+        .post_rdma(req, memory.stags())
+        .unwrap();
+    d.settle();
+    d.deaf = false;
+    d.run_reusing_at_completion(src, Duration::from_secs(30));
+    assert_eq!(
+        d.completed(),
+        [
+            (1, Status::Flushed),
+            (2, Status::Flushed),
+            (3, Status::Flushed),
+            (9, Status::Success)
+        ]
+    );
+}
+
 /// A mark posted on a stream whose session is over, behind a zero-copy Write still waiting
 /// for its segments, completes Success behind the flushed work: it did nothing that failed.
 #[test]

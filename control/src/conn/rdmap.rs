@@ -760,29 +760,38 @@ impl Connection {
     }
 
     /// [`RdmaOp::Mark`]: a completion in the stream's completion order behind everything
-    /// posted before it. Taken in any state of the session: a mark's purpose is to learn that
-    /// earlier work is over, which a stream that ended has reported already (its flush), so
-    /// there it completes at once. It completes Success even behind flushed work: it did
-    /// nothing that could fail ([`RdmapStream::mark`]).
+    /// posted before it, the work of sessions the stream had before too ([`Sink::retired`]).
+    /// Taken in any state of the session: a mark's purpose is to learn that earlier work is
+    /// over, which a stream that ended has reported already (its flush) unless some of it
+    /// waits for its segments to settle, so with nothing unreported it completes at once. It
+    /// completes Success even behind flushed work: it did nothing that could fail
+    /// ([`RdmapStream::mark`]).
     fn mark(&mut self, stream: u16, wr_id: u64) {
         let s = &mut self.streams[usize::from(stream)];
-        let seq = s
+        // The latest retired order: it follows the stream's earlier ones.
+        let retired = self.sink.retired.iter().rposition(|r| r.stream == stream);
+        let current = s
             .rdmap
             .as_deref_mut()
-            .filter(|r| r.unreported() > 0)
-            .map(|r| r.mark(wr_id));
-        let done = Done {
-            wr_id,
-            signaled: true,
-            seq,
-        };
-        report(
-            &mut self.sink,
-            s.rdmap.as_deref_mut(),
-            stream,
-            done,
-            Status::Success,
-        );
+            .filter(|r| retired.is_some() || r.unreported() > 0);
+        match (current, retired) {
+            (Some(r), _) => {
+                r.mark(wr_id);
+            }
+            // Renewed, no RDMAP session yet: the mark follows the last session's work.
+            (None, Some(k)) => {
+                self.sink.retired[k].rdmap.mark(wr_id);
+            }
+            (None, None) => {
+                let done = Done {
+                    wr_id,
+                    signaled: true,
+                    seq: None,
+                };
+                return report(&mut self.sink, None, stream, done, Status::Success);
+            }
+        }
+        report_in_order(&mut self.streams, &mut self.sink, stream);
     }
 
     /// Limits this connection can honour: IRD is the depth of the inline Read Request queue,

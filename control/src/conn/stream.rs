@@ -359,8 +359,10 @@ pub(super) fn report(
     match (rdmap, done.seq) {
         (Some(r), Some(seq)) => {
             r.finish(seq, status == Status::Success);
-            while let Some((wr_id, signaled, ok)) = r.pop_done() {
-                push_completion(out, stream, wr_id, signaled, ok);
+            // The order runs across the stream's sessions: an earlier one's work still to
+            // report goes first, and [`report_in_order`] reports this session's once it has.
+            if !held_by_retired(out, stream) {
+                report_done(out, stream, r);
             }
         }
         _ => push_completion(
@@ -395,17 +397,53 @@ pub(super) fn report_settled(
         .position(|r| r.stream == stream && r.generation == generation);
     match retired {
         Some(k) => {
-            let mut r = out.retired.swap_remove(k);
-            report(out, Some(&mut r.rdmap), stream, done, status);
-            if r.rdmap.unreported() > 0 {
-                out.retired.push(r);
+            match done.seq {
+                Some(seq) => out.retired[k].rdmap.finish(seq, status == Status::Success),
+                None => report(out, None, stream, done, status),
             }
+            report_in_order(streams, out, stream);
         }
         // An RDMAP stream's work (it has its place in the order, `seq`) whose session was
         // renewed with nothing left to report: its end reported this one already, and a late
         // acknowledgement must not complete it a second time.
         None if done.seq.is_some() => {}
         None => report(out, None, stream, done, status),
+    }
+}
+
+/// Whether an earlier session of `stream` still has work to report ([`Sink::retired`]): RFC
+/// 5040 §5.5's order (and a Mark's, which waits for everything posted before it) holds across
+/// a renewal, so the later session's completions wait until the earlier ones are reported.
+pub(super) fn held_by_retired(out: &Sink, stream: u16) -> bool {
+    out.retired.iter().any(|r| r.stream == stream)
+}
+
+/// Reports what `stream` may report now, in its completion order across sessions: the oldest
+/// retired order first ([`Sink::retired`] keeps a stream's in renewal order), each in turn
+/// once it is wholly reported, then the current session's.
+pub(super) fn report_in_order(streams: &mut [DdpStream], out: &mut Sink, stream: u16) {
+    while let Some(k) = out.retired.iter().position(|r| r.stream == stream) {
+        // Taken out for the while: reporting needs the sink, which holds it.
+        let mut r = out.retired.remove(k);
+        report_done(out, stream, &mut r.rdmap);
+        if r.rdmap.unreported() > 0 {
+            // Back in its place, so the stream's retired orders keep their order.
+            out.retired.insert(k, r);
+            return;
+        }
+    }
+    if let Some(r) = streams
+        .get_mut(usize::from(stream))
+        .and_then(|s| s.rdmap.as_deref_mut())
+    {
+        report_done(out, stream, r);
+    }
+}
+
+/// The completions at the front of `r`'s order that are finished.
+fn report_done(out: &mut Sink, stream: u16, r: &mut RdmapStream) {
+    while let Some((wr_id, signaled, ok)) = r.pop_done() {
+        push_completion(out, stream, wr_id, signaled, ok);
     }
 }
 
@@ -432,8 +470,13 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     if let Some(r) = s.rdmap.as_deref_mut() {
         out.stats.flushed_sends += r.take_outstanding().count() as u64;
         out.stats.flushed_sends += r.take_outstanding_atomics().count() as u64;
-        for (wr_id, signaled, ok) in r.flush_order() {
-            push_completion(out, stream, wr_id, signaled, ok);
+        // Behind an earlier session's order, they wait for it ([`report_in_order`]).
+        let held = held_by_retired(out, stream);
+        let flushed = r.flush_order();
+        if !held {
+            for (wr_id, signaled, ok) in flushed {
+                push_completion(out, stream, wr_id, signaled, ok);
+            }
         }
     }
     for (qn, q) in s.posted.iter_mut().enumerate() {
