@@ -1266,20 +1266,15 @@ impl<P: Port> Verbs<P> {
             Indication::Closed(reason) => {
                 // In creation order (not the hash map's): queue pairs that share a CQ get
                 // their completions there in a fixed order.
-                let ended: Vec<(Qp, u64)> = (self.qps.iter().enumerate())
+                let ended: Vec<Qp> = (self.qps.iter().enumerate())
                     .filter_map(|(i, e)| {
-                        let e = e.as_ref().filter(|e| e.init.conn == conn)?;
-                        Some((Qp(i as u32), e.sq.next()))
+                        e.as_ref().filter(|e| e.init.conn == conn)?;
+                        Some(Qp(i as u32))
                     })
                     .collect();
-                for (qp, next) in ended {
+                for qp in ended {
                     self.fail_qp(qp);
-                    // The core reported the association's work before this (its completions
-                    // go first) and reports nothing after: what still waits for a report, a
-                    // failure behind work that completed silently, is over.
-                    if let Some(last) = next.checked_sub(1) {
-                        self.sq_report(qp, last, None);
-                    }
+                    self.sq_flush(qp);
                 }
                 self.events.push_back(Event::Indication {
                     conn,
@@ -1328,6 +1323,30 @@ impl<P: Port> Verbs<P> {
             }
         }
         drain_sq(qp, e, cq);
+    }
+
+    /// The association is gone: every work request still in the send queue completes now, in
+    /// posting order, with its own status if it has one and Flushed if not, signaled or not
+    /// (the stream ended with it outstanding). The core's completions for the association
+    /// came before its Closed, but work posted after the core ended it and before verbs
+    /// heard is still to reach the core, which refuses it later: that report, and any other
+    /// for a number released here, finds no slot and is ignored, so each completes once.
+    fn sq_flush(&mut self, qp: Qp) {
+        let Some(e) = self.qps.get_mut(qp.0 as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let Some(cq) = self.cqs.get_mut(e.init.send_cq.0) else {
+            return;
+        };
+        while let Some(s) = e.sq.pop_front() {
+            let status = s.done.unwrap_or(WcStatus::Flushed);
+            if status != WcStatus::Success || s.signaled {
+                cq.push_back(Wc {
+                    byte_len: s.byte_len,
+                    ..Wc::new(s.wr_id, status, s.opcode, qp)
+                });
+            }
+        }
     }
 
     /// Send-queue work request `seq` is over without the core's completion: it failed its

@@ -295,10 +295,11 @@ fn receives_posted_in_init_complete_flushed_when_the_application_ends_the_sessio
 /// unsignaled Send and, behind it, a Send that fails its checks here are posted after the core
 /// ended the association but before verbs heard, so the core reports nothing of them before
 /// its Closed (it refuses them after it). The second is in Init, holding receives. At Closed
-/// both queue pairs are over, in the order they were created: the failure completes (the
-/// unsignaled Send silently), and the held receives complete Flushed.
+/// both queue pairs are over, in the order they were created: the unsignaled Send, outstanding
+/// when its stream ended, completes Flushed, then the failure with its own status (each once:
+/// the core's later refusals are ignored), and the held receives complete Flushed.
 #[test]
-fn the_association_ending_completes_held_receives_and_waiting_sends_alike() {
+fn the_association_ending_flushes_every_outstanding_send_once_in_order_and_held_receives() {
     use ddpdk_control::verbs::{SendWr, WrOpcode};
     // An unsignaled Send of `sg_list`.
     let send = |wr_id, sg_list| SendWr {
@@ -350,6 +351,7 @@ fn the_association_ending_completes_held_receives_and_waiting_sends_alike() {
     assert_eq!(
         statuses(&mut p.a.v, cq),
         [
+            (1, WcStatus::Flushed),
             (2, WcStatus::LocalProtection),
             (700, WcStatus::Flushed),
             (701, WcStatus::Flushed)
