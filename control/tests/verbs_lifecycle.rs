@@ -5,92 +5,25 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{runtime, PORT};
+mod verbs_pair;
+use rt::PORT;
+use verbs_pair::*;
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::time::Duration;
+use std::net::IpAddr;
 
 use ddpdk_control::conn::{Indication, PostError};
 use ddpdk_control::memory::MAX_REGIONS;
 use ddpdk_control::rdmap::{RdmaLimits, MAX_ULP_PRIVATE_DATA};
-use ddpdk_control::runtime::{ConnHandle, DataCore, Event, Op, RuntimeConfig};
+use ddpdk_control::runtime::{ConnHandle, Event, Op};
 use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Sge, Verbs,
-    VerbsError, Wc, WcOpcode, WcStatus, WrOpcode,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Verbs, VerbsError,
+    WcStatus, WrOpcode,
 };
 use ddpdk_dataplane::mem::Access;
-use ddpdk_dataplane::port::mem::{pair, MemPort};
-use ddpdk_dataplane::sctp::Instant;
-
-const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
-const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
-const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
-const B6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
-
-/// One endpoint: its verbs context, its data cores, and the events it polled.
-struct Node {
-    v: Verbs<MemPort>,
-    cores: Vec<DataCore<MemPort>>,
-    events: Vec<Event>,
-}
-
-struct Pair {
-    a: Node,
-    b: Node,
-    now: Instant,
-}
+use ddpdk_dataplane::port::mem::MemPort;
 
 impl Pair {
-    fn new() -> Pair {
-        let (pa, pb) = pair(2, 1024);
-        let (ca, ka) = runtime(pa, A4, A6, 1, RuntimeConfig::default());
-        let (cb, kb) = runtime(pb, B4, B6, 2, RuntimeConfig::default());
-        Pair {
-            a: Node {
-                v: Verbs::new(ca),
-                cores: ka,
-                events: Vec::new(),
-            },
-            b: Node {
-                v: Verbs::new(cb),
-                cores: kb,
-                events: Vec::new(),
-            },
-            now: Instant::from_nanos(1_000_000_000),
-        }
-    }
-
-    fn step(&mut self) {
-        for n in [&mut self.a, &mut self.b] {
-            for k in &mut n.cores {
-                k.poll(self.now);
-            }
-        }
-        for n in [&mut self.a, &mut self.b] {
-            n.v.poll(self.now);
-            n.events.extend(std::iter::from_fn(|| n.v.poll_event()));
-        }
-        self.now += Duration::from_micros(200);
-    }
-
-    fn steps(&mut self, n: usize) {
-        for _ in 0..n {
-            self.step();
-        }
-    }
-
-    fn run_until(&mut self, what: &str, mut done: impl FnMut(&mut Pair) -> bool) {
-        for _ in 0..200_000 {
-            if done(self) {
-                return;
-            }
-            self.step();
-        }
-        panic!("no {what} after 40 simulated seconds");
-    }
-
-    /// The client's association to the server, up.
     fn associate(&mut self) -> ConnHandle {
         let now = self.now;
         let conn = self
@@ -134,29 +67,9 @@ impl Pair {
     }
 }
 
-fn wcs(v: &mut Verbs<MemPort>, cq: Cq) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let mut buf = [Wc::new(0, WcStatus::Success, WcOpcode::Send, Qp(0)); 4];
-    loop {
-        let n = v.poll_cq(cq, &mut buf).unwrap();
-        out.extend_from_slice(&buf[..n]);
-        if n < buf.len() {
-            return out;
-        }
-    }
-}
-
 /// A CQ's completions as (wr_id, status).
 fn statuses(v: &mut Verbs<MemPort>, cq: Cq) -> Vec<(u64, WcStatus)> {
     wcs(v, cq).iter().map(|w| (w.wr_id, w.status)).collect()
-}
-
-fn sge(mr: &MemoryRegion, offset: u64, length: u32) -> Sge {
-    Sge {
-        lkey: mr.lkey,
-        addr: mr.addr + offset,
-        length,
-    }
 }
 
 /// An unsignaled Send of nothing.
