@@ -391,6 +391,9 @@ pub struct Verbs<P: Port> {
     /// Marks ([`RdmaOp::Mark`]) the command ring had no room for: the queue pair and the
     /// send-queue work request each is for, retried by [`Verbs::poll`].
     marks_owed: Vec<(Qp, u64)>,
+    /// Initiates of peers that are no RDMAP peers, which an `accept_qp` found: rejected, and
+    /// retried by [`Verbs::poll`] while the command ring is full.
+    rejects_owed: Vec<(ConnHandle, u16)>,
     /// Runtime events verbs does not consume (connections accepted, sessions initiated by the
     /// peer, reports), for the application's connection management.
     events: VecDeque<Event>,
@@ -405,6 +408,7 @@ impl<P: Port> Verbs<P> {
             cqs: Vec::new(),
             local_invs: Vec::new(),
             marks_owed: Vec::new(),
+            rejects_owed: Vec::new(),
             events: VecDeque::new(),
         }
     }
@@ -868,7 +872,25 @@ impl<P: Port> Verbs<P> {
                 }
             }
         }
+        for (conn, stream) in std::mem::take(&mut self.rejects_owed) {
+            work += 1;
+            self.reject(conn, stream);
+        }
         work + self.local_invalidations()
+    }
+
+    /// Answers the peer's Initiate on `stream` with a Reject (RFC 5043 §6.3: at the ULP's
+    /// direction, which `accept_qp` was): it no longer waits for a decision the application
+    /// already made, holding one of the endpoint's pending-Initiate slots (§6.4) until the
+    /// association ends.
+    fn reject(&mut self, conn: ConnHandle, stream: u16) {
+        let op = Op::Reject {
+            stream,
+            private_data: Vec::new(),
+        };
+        if let Err(RuntimeError::Busy) = self.control.submit(conn, op) {
+            self.rejects_owed.push((conn, stream));
+        }
     }
 
     // ---- internals ----
@@ -1185,6 +1207,10 @@ impl<P: Port> Verbs<P> {
         if ours {
             e.refused.get_or_insert(error);
             self.fail_qp(qp);
+            // The peer's Initiate is still pending: its answer is ours to send.
+            if op == "accept_rdmap" && error == PostError::PeerNotRdmap {
+                self.reject(conn, stream);
+            }
         }
     }
 

@@ -466,6 +466,23 @@ fn a_refused_accept_moves_the_queue_pair_to_error() {
         p.b.v.post_send(qb, &send(1)),
         Err(VerbsError::QpState(QpState::Error))
     );
+    // The peer's Initiate does not wait for a decision the application made: it is rejected
+    // (RFC 5043 §6.3; before: pending, in one of the endpoint's §6.4 slots, until the
+    // association ended).
+    p.run_until("the client's session rejected", |p| {
+        p.a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Session {
+                        stream: 1,
+                        event: SessionEvent::Rejected { .. },
+                    },
+                    ..
+                }
+            )
+        })
+    });
 }
 
 /// The client's `connect_qp` with more Private Data than RDMAP leaves the ULP: the call
