@@ -400,8 +400,10 @@ impl Memory {
             })
     }
 
-    /// Sends the invalidations that found a core's channel full, for revocations nobody asks
-    /// about any more (timed out, or withdrawn registrations): each control turn.
+    /// Takes the cores' acknowledgements and forgets the revocations nobody asks about any
+    /// more (withdrawn registrations) once they are over: each control turn. Nothing is
+    /// resent: a core whose channel was full drops the STag on its own next poll
+    /// ([`Coordinator::start_revoke`]).
     pub fn tend_revocations(&mut self) {
         self.stags.tend();
     }

@@ -2285,9 +2285,9 @@ impl<P: Port> Control<P> {
     /// acknowledged (stalled past the revocation timeout) lets its event through all the same,
     /// counted in [`ControlStats::invalidation_timeouts`] (holding every later event forever
     /// would stop the endpoint), but without the STag: the ULP is not told it was invalidated,
-    /// since a core may still place through it (RFC 5041 §8.3.1 item 6). The invalidation
-    /// stays in that core's channel, sent as soon as there is room, so the core drops the
-    /// STag before its next packet once it runs again.
+    /// since a core may still place through it (RFC 5041 §8.3.1 item 6). That core has the
+    /// invalidation in its channel or a resync request, so it drops the STag before its next
+    /// packet once it runs again.
     fn release_gated(&mut self) -> usize {
         self.memory.tend_revocations();
         let mut n = 0;

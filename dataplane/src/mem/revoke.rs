@@ -10,8 +10,22 @@
 //! core and waits until every core has acknowledged that epoch: after that, a segment naming the
 //! STag fails the whole-STag lookup on every core, so nothing more is placed. A core never
 //! blocks: if the acknowledgement channel were full it would retry on its next poll.
+//!
+//! A stalled core's channel fills, and an invalidation may find no room in it. Rather than
+//! hold such invalidations back, one per revocation, for as long as the core stays stalled
+//! (a list without bound), the coordinator raises that core's resync request to the
+//! revocation's epoch: O(1) state per core, however many revocations it misses. The master
+//! keeps, beside its table, one atomic word per STag index saying which key is valid there
+//! ([`Validity`]). A core reads its request before it drains its channel on every poll; when
+//! the request moved it drops, after the drain, every STag of its replica that word does not
+//! name, then reports the request done. So a core that wakes sees every revocation it missed
+//! before it places anything (RFC 5041 §8.3.1 item 6), and on the fast path the request costs
+//! one load of a line only the control thread writes, and seldom.
 
 use crate::channel::{self, Receiver, Sender, TrySendError};
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::stag::{RegisterError, Registration, Stag, StagTable};
@@ -25,6 +39,26 @@ pub enum Command {
     Invalidate(Stag, u64),
 }
 
+/// The master's word per STag index: [`VALID`] with the key of the registration there, or 0.
+/// Written by the control thread only; read by a core only when it resyncs.
+type Validity = Arc<[AtomicU16]>;
+
+const VALID: u16 = 0x100;
+
+fn word(stag: Stag) -> u16 {
+    VALID | u16::from(stag.key())
+}
+
+/// A core's resync: requested by the coordinator, done by the core.
+#[derive(Debug, Default)]
+struct Resync {
+    /// The epoch of the latest revocation whose invalidation found the channel full.
+    requested: AtomicU64,
+    /// The latest request the core has resynced for: every STag revoked at or before it is
+    /// gone from its replica, and nothing the channel still holds can bring one back.
+    done: AtomicU64,
+}
+
 /// One data core's replica.
 #[derive(Debug)]
 pub struct CoreStags {
@@ -32,6 +66,11 @@ pub struct CoreStags {
     table: StagTable,
     commands: Receiver<Command>,
     acks: Sender<(usize, u64)>,
+    valid: Validity,
+    /// Also the coordinator's sign that this core is gone: it holds the only other reference.
+    resync: Arc<CachePadded<Resync>>,
+    /// The request last resynced for (this core's copy of `resync.done`).
+    resynced: u64,
     /// An acknowledgement the channel had no room for, sent again on the next poll.
     unsent_ack: Option<u64>,
     /// Invalidations applied, the coordinator's and local ones ([`CoreStags::invalidations`]).
@@ -44,8 +83,13 @@ impl CoreStags {
         &self.table
     }
 
-    /// Applies every pending command (call between packets). Never blocks. Returns how many.
+    /// Applies every pending command (call between packets), and resyncs with the master when
+    /// asked to. Never blocks. Returns how many.
     pub fn poll(&mut self) -> usize {
+        // Read before the drain: every command sent before the request is then applied below,
+        // ahead of the scan, so a registration still in the channel of an STag revoked since
+        // cannot outlive it. One load of a line the control thread seldom writes.
+        let requested = self.resync.requested.load(Ordering::Acquire);
         if let Some(epoch) = self.unsent_ack.take() {
             self.ack(epoch);
         }
@@ -61,7 +105,30 @@ impl CoreStags {
                 }
             }
         }
+        if requested != self.resynced {
+            self.resync_with_master(requested);
+            n += 1;
+        }
         n
+    }
+
+    /// Drops every STag the master no longer holds valid: the invalidations that found the
+    /// channel full, and any others, whatever their number. A registration is marked valid
+    /// before it is sent to any core, so nothing the master holds is dropped.
+    #[cold]
+    fn resync_with_master(&mut self, requested: u64) {
+        let valid = &self.valid;
+        let dropped = self.table.retain(|stag| {
+            // The request's Acquire made the master's words up to it visible; a later one
+            // only ever says a key is no longer valid, or names a newer key.
+            valid
+                .get(stag.index() as usize)
+                .is_some_and(|w| w.load(Ordering::Relaxed) == word(stag))
+        });
+        self.invalidations += dropped as u64;
+        self.resynced = requested;
+        // Release: what this thread placed before comes before the coordinator's seeing it.
+        self.resync.done.store(requested, Ordering::Release);
     }
 
     /// Invalidates `stag` in this replica at once, ahead of the coordinator's revocation: the
@@ -142,7 +209,10 @@ fn send_by(core: &Sender<Command>, mut cmd: Command, deadline: Instant) -> Resul
 #[derive(Debug)]
 pub struct Coordinator {
     master: StagTable,
+    /// The master's validity, one word per index, for cores that resync.
+    valid: Validity,
     cores: Vec<Sender<Command>>,
+    resync: Vec<Arc<CachePadded<Resync>>>,
     acks: Receiver<(usize, u64)>,
     epoch: u64,
     inflight: Vec<Inflight>,
@@ -158,24 +228,34 @@ impl Coordinator {
         depth: usize,
     ) -> (Coordinator, Vec<CoreStags>) {
         let (ack_tx, ack_rx) = channel::bounded(cores * depth.max(1));
+        let master = StagTable::new(capacity, random);
+        let valid: Validity = (0..master.capacity()).map(|_| AtomicU16::new(0)).collect();
         let mut senders = Vec::new();
+        let mut resyncs = Vec::new();
         let mut replicas = Vec::new();
         for core in 0..cores {
             let (tx, rx) = channel::bounded(depth.max(1));
+            let resync = Arc::new(CachePadded::new(Resync::default()));
             senders.push(tx);
+            resyncs.push(Arc::clone(&resync));
             replicas.push(CoreStags {
                 core,
                 table: StagTable::replica(capacity),
                 commands: rx,
                 acks: ack_tx.clone(),
+                valid: Arc::clone(&valid),
+                resync,
+                resynced: 0,
                 unsent_ack: None,
                 invalidations: 0,
             });
         }
         (
             Coordinator {
-                master: StagTable::new(capacity, random),
+                master,
+                valid,
                 cores: senders,
+                resync: resyncs,
                 acks: ack_rx,
                 epoch: 0,
                 inflight: Vec::new(),
@@ -197,15 +277,17 @@ impl Coordinator {
     /// ([`RegisterError::CoreUnreachable`]) rather than left half made.
     pub fn register(&mut self, reg: Registration) -> Result<Stag, RegisterError> {
         let stag = self.master.register(reg)?;
+        // Before any core can hold it: a core that resyncs must find it valid.
+        self.set_valid(stag, true);
         let deadline = Instant::now() + REGISTER_WAIT;
         for core in &self.cores {
             match send_by(core, Command::Register(stag, reg), deadline) {
                 // Gone: it places nothing any more.
                 Ok(()) | Err(SendBy::Gone) => {}
                 Err(SendBy::Timeout) => {
-                    // Withdraw: the master forgets it, and every core (the stalled one too, if
-                    // it ever drains) gets the invalidation behind the registration in the same
-                    // channel. Nobody waits for it: it is retried and forgotten in `progress`.
+                    // Withdraw: the master forgets it, every core that has room gets the
+                    // invalidation behind the registration, and the stalled one a resync
+                    // request. Nobody waits for it: it is forgotten in `progress`.
                     if self.start_revoke(stag, REGISTER_WAIT).is_ok() {
                         if let Some(r) = self.inflight.last_mut() {
                             r.detached = true;
@@ -269,11 +351,11 @@ impl Coordinator {
     }
 
     /// Starts revoking `stag` without waiting: the master forgets it at once and every core is
-    /// sent the invalidation (a core whose channel is full is retried on each
-    /// [`Coordinator::revocation`] and [`Coordinator::tend`] call, until it has it, however
-    /// late). The caller asks [`Coordinator::revocation`] until it answers; only then may it
-    /// act as if no core can place through `stag` (a remote invalidation's completion waits for
-    /// this, RFC 5040 §5.3, as a deregistration does).
+    /// sent the invalidation (a core whose channel is full is asked to resync instead, and
+    /// drops the STag on its next poll, however late, before it places anything). The caller
+    /// asks [`Coordinator::revocation`] until it answers; only then may it act as if no core
+    /// can place through `stag` (a remote invalidation's completion waits for this, RFC 5040
+    /// §5.3, as a deregistration does).
     ///
     /// An STag whose revocation is already under way (a Local Invalidate, say, when the peer's
     /// Send with Invalidate names it too) is not unknown: the caller joins that revocation and
@@ -295,6 +377,8 @@ impl Coordinator {
             r.deadline = r.deadline.max(Instant::now() + timeout);
             return Ok((r.reg, Revocation(r.epoch)));
         };
+        // Before the request of any core that resyncs for this revocation.
+        self.set_valid(stag, false);
         self.epoch += 1;
         let epoch = self.epoch;
         let mut r = Inflight {
@@ -303,20 +387,18 @@ impl Coordinator {
             reg,
             waiters: 1,
             deadline: Instant::now() + timeout,
-            acked: vec![false; self.cores.len()],
-            unsent: Vec::new(),
-            live: 0,
-            n: 0,
+            cores: vec![CoreWait::Waiting; self.cores.len()],
             detached: false,
         };
         for (k, core) in self.cores.iter().enumerate() {
             match core.try_send(Command::Invalidate(stag, epoch)) {
-                Ok(()) => r.live += 1,
+                Ok(()) => {}
                 // The core is gone: it places nothing any more.
-                Err(TrySendError::Disconnected(_)) => {}
+                Err(TrySendError::Disconnected(_)) => r.cores[k] = CoreWait::Gone,
+                // Stalled, or busy: one request per core, raised to the newest epoch, covers
+                // this invalidation and every earlier one it missed.
                 Err(TrySendError::Full(_)) => {
-                    r.live += 1;
-                    r.unsent.push(k);
+                    self.resync[k].requested.store(epoch, Ordering::Release);
                 }
             }
         }
@@ -324,24 +406,29 @@ impl Coordinator {
         Ok((reg, Revocation(epoch)))
     }
 
+    fn set_valid(&self, stag: Stag, valid: bool) {
+        if let Some(w) = self.valid.get(stag.index() as usize) {
+            w.store(if valid { word(stag) } else { 0 }, Ordering::Relaxed);
+        }
+    }
+
     /// Where `revocation` stands: `None` while cores have yet to acknowledge; `Some(Ok)` once
     /// every live core has (and for a revocation no longer known, answered before);
     /// `Some(Err(Timeout))` when its deadline passed first. Each caller of
-    /// [`Coordinator::start_revoke`] is answered once. A revocation that timed out with
-    /// invalidations still unsent (a core's channel full all along) is kept until every core
-    /// has its invalidation: a stalled core that drains its channel again finds it there,
-    /// before its next packet. Never blocks.
+    /// [`Coordinator::start_revoke`] is answered once, and the revocation is forgotten once
+    /// every caller was: a core that never acknowledged still drops the STag before its next
+    /// packet, from its channel or its resync request. Never blocks.
     pub fn revocation(&mut self, revocation: Revocation) -> Option<Result<(), RevokeError>> {
         self.progress();
         let Some(i) = self.inflight.iter().position(|r| r.epoch == revocation.0) else {
             return Some(Ok(()));
         };
         let r = &mut self.inflight[i];
-        let result = if r.unsent.is_empty() && r.n == r.live {
+        let result = if r.done() {
             Ok(())
         } else if Instant::now() >= r.deadline {
             Err(RevokeError::Timeout {
-                acked: r.n,
+                acked: r.acked(),
                 cores: self.cores.len(),
             })
         } else {
@@ -349,18 +436,14 @@ impl Coordinator {
         };
         r.waiters = r.waiters.saturating_sub(1);
         if r.waiters == 0 {
-            if r.unsent.is_empty() {
-                self.inflight.swap_remove(i);
-            } else {
-                r.detached = true;
-            }
+            self.inflight.swap_remove(i);
         }
         Some(result)
     }
 
-    /// Sends the invalidations full channels held back and takes the acknowledgements that
-    /// came: for a caller with no revocation of its own to ask about, so that one nobody
-    /// waits for any more still reaches every core.
+    /// Takes the acknowledgements that came and forgets the revocations nobody waits for
+    /// that are over: for a caller with no revocation of its own to ask about (each control
+    /// turn).
     pub fn tend(&mut self) {
         if !self.inflight.is_empty() {
             self.progress();
@@ -372,38 +455,40 @@ impl Coordinator {
         self.inflight.len()
     }
 
-    /// Sends what a full channel held back and credits every acknowledgement that came.
+    /// Credits every acknowledgement that came and every resync done, and forgets what
+    /// nobody waits for once it is over.
     fn progress(&mut self) {
-        for r in &mut self.inflight {
-            let (stag, epoch) = (r.stag, r.epoch);
-            r.unsent.retain(
-                |&k| match self.cores[k].try_send(Command::Invalidate(stag, epoch)) {
-                    Ok(()) => false,
-                    Err(TrySendError::Disconnected(_)) => {
-                        r.live -= 1;
-                        false
-                    }
-                    Err(TrySendError::Full(_)) => true,
-                },
-            );
-        }
         while let Ok(ack) = self.acks.try_recv() {
             self.credit(ack);
         }
+        for (k, resync) in self.resync.iter().enumerate() {
+            // A resync done for epoch e covers every revocation up to e, however it was sent:
+            // its STag was marked invalid before e was requested, and the core drained its
+            // channel before it scanned.
+            let done = resync.done.load(Ordering::Acquire);
+            // Nothing else holds the core's replica: it places nothing any more.
+            let gone = Arc::strong_count(resync) == 1;
+            for r in &mut self.inflight {
+                if let Some(w) = r.cores.get_mut(k).filter(|w| **w == CoreWait::Waiting) {
+                    if done >= r.epoch {
+                        *w = CoreWait::Acked;
+                    } else if gone {
+                        *w = CoreWait::Gone;
+                    }
+                }
+            }
+        }
         let now = Instant::now();
-        self.inflight.retain(|r| {
-            let over = r.unsent.is_empty() && (r.n == r.live || now >= r.deadline);
-            !(r.detached && over)
-        });
+        self.inflight
+            .retain(|r| !(r.detached && (r.done() || now >= r.deadline)));
     }
 
     /// Credits one core's acknowledgement to the revocation of its epoch. One of a revocation
     /// that already timed out is dropped.
     fn credit(&mut self, (core, epoch): (usize, u64)) {
         if let Some(r) = self.inflight.iter_mut().find(|r| r.epoch == epoch) {
-            if let Some(a) = r.acked.get_mut(core).filter(|a| !**a) {
-                *a = true;
-                r.n += 1;
+            if let Some(w) = r.cores.get_mut(core).filter(|w| **w == CoreWait::Waiting) {
+                *w = CoreWait::Acked;
             }
         }
     }
@@ -426,15 +511,30 @@ struct Inflight {
     /// let slow cores (or stale acknowledgements of an earlier revocation) stretch the wait to
     /// cores × timeout, or forever.
     deadline: Instant,
-    acked: Vec<bool>,
-    /// Cores whose channel was full: sent again on each progress.
-    unsent: Vec<usize>,
-    /// Cores that must acknowledge (not gone), and how many have.
-    live: usize,
-    n: usize,
-    /// Nobody asks for its outcome (a withdrawn registration, or one every caller heard of):
-    /// forgotten once every core has its invalidation and has acknowledged it or is late.
+    cores: Vec<CoreWait>,
+    /// Nobody asks for its outcome (a withdrawn registration): forgotten once every core has
+    /// acknowledged it or it is late. Each core still drops the STag, from its channel or its
+    /// resync request, so nothing has to be kept for one that is late.
     detached: bool,
+}
+
+impl Inflight {
+    fn done(&self) -> bool {
+        !self.cores.contains(&CoreWait::Waiting)
+    }
+
+    fn acked(&self) -> usize {
+        self.cores.iter().filter(|w| **w == CoreWait::Acked).count()
+    }
+}
+
+/// Where one core stands in a revocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CoreWait {
+    Waiting,
+    Acked,
+    /// It places nothing any more, and is not counted as having acknowledged.
+    Gone,
 }
 
 #[cfg(test)]
@@ -716,5 +816,122 @@ mod tests {
         replicas[0].poll();
         assert_eq!(replicas[0].table().len(), 2);
         assert!(replicas[0].table().lookup(a).is_some() && replicas[0].table().lookup(b).is_some());
+    }
+
+    /// Registers `n` STags with core 0 polled and core 1 stalled: core 1's channel, of
+    /// exactly `n`, is then full of their registrations.
+    fn stall_core_1(n: usize) -> (Coordinator, Vec<CoreStags>, Vec<Stag>) {
+        let (mut coord, mut replicas) = Coordinator::new(4 * n, 3, 2, n);
+        let stags = (0..n)
+            .map(|_| {
+                let s = coord.register(reg()).unwrap();
+                replicas[0].poll();
+                s
+            })
+            .collect();
+        (coord, replicas, stags)
+    }
+
+    /// RFC 5041 §8.3.1 item 6, bounded: revocations that time out against a stalled core
+    /// leave nothing behind per revocation. Each used to stay in flight, holding its unsent
+    /// invalidation until the core's channel had room: a list that grew with every
+    /// revocation for as long as the core stayed stalled.
+    #[test]
+    fn revocations_against_a_stalled_core_keep_bounded_state_8_3_1_item_6() {
+        let (mut coord, mut replicas, stags) = stall_core_1(64);
+        for &stag in &stags {
+            let r = coord.revoke_polling(stag, Duration::from_millis(2), &mut || {
+                replicas[0].poll();
+            });
+            assert_eq!(r, Err(RevokeError::Timeout { acked: 1, cores: 2 }));
+            coord.tend();
+            assert_eq!(coord.revocations_in_flight(), 0, "held per revocation");
+        }
+    }
+
+    /// RELIABILITY.md's case: a ULP that keeps registering while a core is stalled. Each
+    /// registration is withdrawn after its wait; the withdrawal is forgotten once its own
+    /// deadline passed, rather than kept until the stalled core's channel has room.
+    #[test]
+    fn registrations_while_a_core_is_stalled_keep_bounded_state_8_3_1_item_6() {
+        let (mut coord, mut replicas, _) = stall_core_1(2);
+        for _ in 0..3 {
+            assert_eq!(coord.register(reg()), Err(RegisterError::CoreUnreachable));
+            replicas[0].poll();
+            coord.tend();
+            assert!(
+                coord.revocations_in_flight() <= 1,
+                "{} withdrawals held",
+                coord.revocations_in_flight()
+            );
+        }
+    }
+
+    /// RFC 5041 §8.3.1 item 6 once the stalled core runs again: on its first poll, before it
+    /// places anything, it refuses every STag revoked while it was stalled, and still accepts
+    /// the STags that stayed valid and those registered since. Only a few of the
+    /// invalidations fit in its channel; the others used to wait in the coordinator for its
+    /// next control turn while the woken core went on placing through them.
+    #[test]
+    fn a_woken_core_refuses_every_stag_revoked_while_it_was_stalled_8_3_1_item_6() {
+        let (mut coord, mut replicas, stags) = stall_core_1(48);
+        // Core 1 drains nothing; its channel holds the 48 registrations.
+        let (revoked, kept) = stags.split_at(40);
+        for &stag in revoked {
+            let r = coord.revoke_polling(stag, Duration::from_millis(2), &mut || {
+                replicas[0].poll();
+            });
+            assert_eq!(r, Err(RevokeError::Timeout { acked: 1, cores: 2 }));
+        }
+        replicas[1].poll();
+        let table = replicas[1].table();
+        for &stag in revoked {
+            assert!(
+                table.check_tagged(stag, 0, 64, StreamId(0), Pd(1)).is_err(),
+                "{stag} revoked while the core was stalled is still placed into"
+            );
+        }
+        for &stag in kept {
+            assert!(table.check_tagged(stag, 0, 64, StreamId(0), Pd(1)).is_ok());
+        }
+        assert_eq!(table.len(), kept.len());
+        let fresh = coord.register(reg()).unwrap();
+        replicas[1].poll();
+        assert!(replicas[1]
+            .table()
+            .check_tagged(fresh, 0, 64, StreamId(0), Pd(1))
+            .is_ok());
+        assert!(replicas[1].invalidations() >= revoked.len() as u64);
+    }
+
+    /// RFC 5041 §8.3.1 item 6: a revocation still waiting when the stalled core runs again is
+    /// done once that core has polled (its channel full all along): nothing else has to
+    /// turn first.
+    #[test]
+    fn a_revocation_completes_when_the_stalled_core_polls_8_3_1_item_6() {
+        let (mut coord, mut replicas, stags) = stall_core_1(4);
+        let (_, r) = coord
+            .start_revoke(stags[0], Duration::from_secs(30))
+            .unwrap();
+        replicas[0].poll();
+        assert_eq!(coord.revocation(r), None, "core 1 has not run");
+        replicas[1].poll();
+        assert_eq!(coord.revocation(r), Some(Ok(())));
+        assert!(replicas[1].table().lookup(stags[0]).is_none());
+        assert_eq!(coord.revocations_in_flight(), 0);
+    }
+
+    /// A core that stops for good (its replica dropped) while a revocation waits on it
+    /// holds that revocation up no longer: it places nothing any more.
+    #[test]
+    fn a_core_gone_while_stalled_does_not_hold_a_revocation() {
+        let (mut coord, mut replicas, stags) = stall_core_1(4);
+        let (_, r) = coord
+            .start_revoke(stags[0], Duration::from_secs(30))
+            .unwrap();
+        replicas[0].poll();
+        assert_eq!(coord.revocation(r), None);
+        drop(replicas.pop());
+        assert_eq!(coord.revocation(r), Some(Ok(())));
     }
 }

@@ -253,6 +253,28 @@ impl StagTable {
         Some(reg)
     }
 
+    /// Invalidates every registration `keep` refuses, and returns how many (a scan of the
+    /// whole table: for a replica catching up with the master after a stall, not per packet).
+    pub fn retain(&mut self, mut keep: impl FnMut(Stag) -> bool) -> usize {
+        let mut dropped = 0;
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if slot.reg.is_some() && !keep(Stag::new(i as u32, slot.key)) {
+                slot.reg = None;
+                dropped += 1;
+                if !self.replica {
+                    self.free.push_back(i as u32);
+                }
+            }
+        }
+        self.used -= dropped;
+        dropped
+    }
+
+    /// The capacity chosen at creation (clamped as [`StagTable::new`] says).
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
     /// The registration of exactly this STag: index and key must both match.
     pub fn lookup(&self, stag: Stag) -> Option<&Registration> {
         let slot = self.slots.get(stag.index() as usize)?;
