@@ -794,6 +794,18 @@ impl Session {
         }
     }
 
+    /// After our Reject (RFC 5043 §6.3), whether the active side's Terminate (its DDP-SSN 1)
+    /// may still be on its way: §6.6 lets the active side send it once its Initiate is
+    /// acknowledged, so it may cross our Reject, and nothing the active side sends tells us it
+    /// did not. The passive side counts the peer's direction complete all the same
+    /// ([`Session::inbound_complete`]); the caller tells such a Terminate from a later
+    /// session's chunks by its TSN.
+    pub fn peer_terminate_may_cross(&self) -> bool {
+        self.state == State::Terminated(TerminationReason::LocalReject)
+            && !self.association_ended
+            && !self.rx.is_seen(1)
+    }
+
     /// Whether every chunk the peer will send in this session has arrived: its final message
     /// and everything before it in DDP-SSN order, or, after we rejected, its Initiate (§6.3: the
     /// active side sends nothing more).
@@ -1503,6 +1515,28 @@ mod tests {
             State::Terminated(TerminationReason::LocalTerminate)
         );
         assert!(a.can_reuse() && p.can_reuse());
+    }
+
+    /// RFC 5043 §6.3, §6.6: the active side's Terminate may cross our Reject; until it came,
+    /// the caller is told so (the stream id may be reused meanwhile, and that Terminate must
+    /// not end the next session).
+    #[test]
+    fn rfc5043_6_6_after_our_reject_the_peers_terminate_may_cross_it() {
+        let mut a = Session::new(PendingLimit::new(4));
+        let mut p = Session::new(PendingLimit::new(4));
+        a.initiate(b"").unwrap();
+        deliver(&mut a, &mut p);
+        a.on_acked(0).unwrap();
+        a.terminate().unwrap();
+        let crossing = transmits(&mut a);
+        assert!(!p.peer_terminate_may_cross());
+        p.reject(b"").unwrap();
+        transmits(&mut p);
+        p.on_acked(0).unwrap();
+        assert!(p.can_reuse());
+        assert!(p.peer_terminate_may_cross());
+        feed(&crossing[0], &mut p).unwrap();
+        assert!(!p.peer_terminate_may_cross());
     }
 
     #[test]

@@ -55,6 +55,9 @@ struct Duo {
     /// The server's packets are lost on their way: the raw peer hears (and acknowledges)
     /// nothing of it.
     deaf: bool,
+    /// The raw peer's packets holding these bytes are lost on their way to the server (each
+    /// retransmission too, until cleared).
+    lose: Option<Vec<u8>>,
 }
 
 fn sctp(port: u16, slots: usize) -> Config {
@@ -92,6 +95,7 @@ impl Duo {
             comps: Vec::new(),
             buf: vec![0; 65536],
             deaf: false,
+            lose: None,
         };
         d.settle();
         assert!(d.conn.is_some(), "association up");
@@ -153,7 +157,13 @@ impl Duo {
         }
         for p in pkts {
             moved = true;
-            self.deliver_to_server(&p);
+            let lost = self
+                .lose
+                .as_ref()
+                .is_some_and(|l| p.windows(l.len()).any(|w| w == &l[..]));
+            if !lost {
+                self.deliver_to_server(&p);
+            }
         }
         let mut pkts = Vec::new();
         if let Some(c) = self.conn.as_mut() {
@@ -839,6 +849,144 @@ fn rfc5043_6_a_gap_before_the_peers_terminate_is_waited_for_a_bounded_time() {
             .collect::<Vec<_>>(),
         [(9, Status::Flushed)]
     );
+}
+
+/// RFC 5043 §6.3, §6.6: the active side may send its Terminate once its Initiate is
+/// acknowledged (§6.6), so it may cross our Reject; the Initiate and Reject are the whole
+/// rejected sequence, and the stream id may carry a new session as soon as the Reject is
+/// acknowledged. The crossing Terminate, still in flight, used to end that new session (an
+/// independent review, session 52). It was sent before the peer had our Reject, so its TSN is
+/// below anything of the new session's: it is dropped, before or after the new session's
+/// answer, and the new session's own DDP-SSN 1 is placed.
+#[test]
+fn rfc5043_6_6_a_terminate_crossing_our_reject_does_not_end_the_next_session() {
+    for after_answer in [false, true] {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.send(S, 17, &ctl(0, 1, b""));
+        d.settle();
+        assert!(d
+            .events(S)
+            .iter()
+            .any(|e| matches!(e, Event::InitiateReceived { .. })));
+        // The raw peer's ULP gives up its attempt while ours rejects it: its Terminate is
+        // delayed, retransmitted, behind everything else.
+        d.lose = Some([&[0, 0, 0, 17][..], &ctl(1, 4, b"")].concat());
+        d.send(S, 17, &ctl(1, 4, b""));
+        d.conn().reject(S, b"no").unwrap();
+        let mut tries = 0;
+        while d.conn().initiate(S, pd, b"again").is_err() {
+            tries += 1;
+            assert!(
+                tries < 100,
+                "the Reject is acknowledged, the stream id free"
+            );
+            d.run_for(Duration::from_millis(10));
+        }
+        d.settle();
+        assert!(d
+            .raw_rx
+            .iter()
+            .any(|(s, p, m)| *s == S && *p == 17 && m[..4] == [0, 0, 0, 1] && m[4..] == *b"again"));
+        if after_answer {
+            d.send(S, 17, &ctl(0, 2, b""));
+            d.settle();
+            assert_eq!(d.conn().session_state(S), Some(State::Established));
+        }
+        d.lose = None;
+        d.run_for(Duration::from_secs(5));
+        let open = if after_answer {
+            State::Established
+        } else {
+            State::InitiateSent
+        };
+        assert_eq!(
+            d.conn().session_state(S),
+            Some(open),
+            "after_answer {after_answer}"
+        );
+        assert_eq!(
+            d.conn().stats().crossed_rejects,
+            1,
+            "after_answer {after_answer}"
+        );
+        if !after_answer {
+            d.send(S, 17, &ctl(0, 2, b""));
+            d.settle();
+        }
+        assert_eq!(
+            d.conn().session_state(S),
+            Some(State::Established),
+            "after_answer {after_answer}"
+        );
+        d.posted_buffer(pd, 11);
+        d.send(S, 16, &useg(1, true, 0, 1, 0, b"hi"));
+        d.settle();
+        assert!(
+            d.inds.iter().any(|i| matches!(
+                i,
+                Indication::Received {
+                    wr_id: 11,
+                    len: 2,
+                    ..
+                }
+            )),
+            "after_answer {after_answer}"
+        );
+        assert_eq!(d.conn().session_state(S), Some(State::Established));
+    }
+}
+
+/// RFC 5043 §6, §6.6: a legal peer's segment sent before its Terminate may come after it
+/// (§6.1); the wait for it was bounded by time only, so one delayed past `GAP_GRACE_RTOS`
+/// retransmission timeouts was dropped, its receive flushed, and the stream id freed for a
+/// new session that would have judged it (an independent review, session 52). It was
+/// transmitted before the Terminate, so its TSN is below the Terminate's: while SCTP's
+/// cumulative TSN has not passed that, it may still come, and the wait goes on.
+#[test]
+fn rfc5043_6_a_chunk_sent_before_the_peers_terminate_is_waited_for_while_sctp_misses_it() {
+    let flushed = |d: &Duo, wr: u64| {
+        d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::RecvFlushed { wr_id, .. } if *wr_id == wr))
+    };
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    d.posted_buffer(pd, 11);
+    d.lose = Some(b"late but legal".to_vec());
+    d.send(S, 16, &useg(1, true, 0, 1, 0, b"late but legal"));
+    while d.round() {}
+    d.send(S, 17, &ctl(2, 4, b""));
+    d.settle();
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::PeerTerminate))
+    );
+    let grace = d.conn().association().rto() * ddpdk_control::conn::GAP_GRACE_RTOS;
+    d.run_for(grace * 4);
+    assert!(
+        !flushed(&d, 11),
+        "SCTP still misses a chunk sent before the Terminate"
+    );
+    assert_eq!(d.conn().stats().inbound_gaps_given_up, 0);
+    assert!(
+        d.conn().initiate(S, pd, b"").is_err(),
+        "the stream id is not free"
+    );
+    d.lose = None;
+    d.run_for(Duration::from_secs(5));
+    assert!(d.inds.iter().any(|i| matches!(
+        i,
+        Indication::Received {
+            wr_id: 11,
+            len: 14,
+            ..
+        }
+    )));
+    assert!(!flushed(&d, 11));
+    assert_eq!(d.conn().stats().inbound_gaps_given_up, 0);
+    d.conn().initiate(S, pd, b"").unwrap();
 }
 
 /// Robustness probe (expected to pass): crafted chunks — short, huge MSN/QN/TO, wrapping

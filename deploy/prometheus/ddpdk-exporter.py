@@ -41,7 +41,8 @@ CORE_HELP = {
                             "before they left (RFC 5041 8.3.1 item 5).",
     "reads_short": "Read Responses of the peer's that ended short of their Read (RFC 5040 5.2).",
     "inbound_gaps_given_up": "Sessions whose peer left DDP-SSNs missing before its Terminate, "
-                             "given up after a grace of 4 RTOs (RFC 5043 6).",
+                             "given up once SCTP had every TSN up to the Terminate and 4 RTOs "
+                             "had passed (RFC 5043 6).",
     "t3_retransmits": "DATA chunks retransmitted on T3-rtx expiry (RFC 9260 6.3.3).",
     "fast_retransmits": "DATA chunks fast-retransmitted (RFC 9260 7.2.4).",
 }

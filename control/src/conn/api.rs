@@ -635,10 +635,14 @@ pub struct ConnStats {
     /// among `refused_by_session`, `control_refused` or `unknown_ppid`.
     pub without_session: u64,
     /// Sessions whose peer's final message came with DDP-SSNs missing before it (RFC 5043 §6:
-    /// "MUST NOT have any gaps") that never arrived within the grace
-    /// (`GAP_GRACE_RTOS` retransmission timeouts once our side was acknowledged): the
-    /// receives were flushed, the stream freed.
+    /// "MUST NOT have any gaps") that never arrived: not by the time every TSN up to the
+    /// Terminate's had, nor within the grace (`GAP_GRACE_RTOS` retransmission timeouts once our
+    /// side was acknowledged). The receives were flushed, the stream freed.
     pub inbound_gaps_given_up: u64,
+    /// Terminates of an attempt we rejected that arrived after the stream id started a new
+    /// session (RFC 5043 §6.3, §6.6: sent before the peer had our Reject): dropped, so that
+    /// they do not end the new session.
+    pub crossed_rejects: u64,
     pub messages_sent: u64,
     pub flushed_sends: u64,
     pub flushed_receives: u64,

@@ -33,7 +33,13 @@ pub(super) struct Lent {
 /// A chunk or an operation waiting for its stream's session ([`Lent::held`]).
 #[derive(Debug)]
 pub(super) enum Held {
-    Chunk { ppid: u32, data: Vec<u8> },
+    /// `tsn`: its SCTP TSN, which tells an earlier session's late chunk from this one's
+    /// ([`super::stream::Crossing`], [`super::stream::DdpStream::final_tsn`]).
+    Chunk {
+        ppid: u32,
+        tsn: u32,
+        data: Vec<u8>,
+    },
     Op(Op),
 }
 
@@ -170,13 +176,13 @@ impl Connection {
         let (mut held, ended) = (lent.held, lent.ended);
         while let Some(item) = held.pop_front() {
             match item {
-                Held::Chunk { ppid, data } => {
+                Held::Chunk { ppid, tsn, data } => {
                     self.sink.held_bytes -= data.len();
                     // Chunks behind the message of an association that has ended meanwhile
                     // start nothing (a held Initiate would open a session on a closed
                     // association).
                     if !ended {
-                        self.route_one(stream, ppid, &data, memory);
+                        self.route_one(stream, ppid, tsn, &data, memory);
                     }
                 }
                 Held::Op(op) => {

@@ -20,7 +20,7 @@ pub struct Listener {
     pub(super) endpoint: Endpoint,
     pub(super) cfg: ConnConfig,
     pub(super) limit: PendingLimit,
-    pub(super) early: Vec<(u16, u32, Vec<u8>)>,
+    pub(super) early: Vec<(u16, u32, u32, Vec<u8>)>,
     /// The link new associations run on ([`Listener::set_link`]); `None`: the endpoint's
     /// configured path MTU, whatever the peer's family.
     link: Option<Link>,
@@ -118,15 +118,15 @@ impl Listener {
         let outcome = self
             .endpoint
             .handle(now, peer, packet, out, &mut |m: SctpMessage<'_>| {
-                early.push((m.stream, m.ppid, m.data.to_vec()))
+                early.push((m.stream, m.ppid, m.tsn, m.data.to_vec()))
             });
         match outcome {
             Outcome::Ignored(_) => Accept::Ignored,
             Outcome::Reply(n) => Accept::Reply(n),
             Outcome::Accepted(assoc) => {
                 let mut c = self.connection(*assoc, peer);
-                for (stream, ppid, data) in self.early.drain(..) {
-                    c.route_one(stream, ppid, &data, memory);
+                for (stream, ppid, tsn, data) in self.early.drain(..) {
+                    c.route_one(stream, ppid, tsn, &data, memory);
                 }
                 Accept::Connection(Box::new(c))
             }

@@ -63,7 +63,8 @@ use ddpdk_dataplane::ddp::{self, Regions, StreamRx};
 use ddpdk_dataplane::ddp::{Target, TxError};
 use ddpdk_dataplane::mem::{Pd, PostedBuffer, QueueFull, StreamId};
 use ddpdk_dataplane::sctp::{
-    Association, Discard, Event as SctpEvent, Hole, Instant, Message as SctpMessage, SendError,
+    serial, Association, Discard, Event as SctpEvent, Hole, Instant, Message as SctpMessage,
+    SendError,
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::max_payload;
@@ -472,12 +473,12 @@ impl Connection {
             let r = self.assoc.handle_checked(
                 now,
                 packet,
-                &mut |m: SctpMessage<'_>| early.push((m.stream, m.ppid, m.data.to_vec())),
+                &mut |m: SctpMessage<'_>| early.push((m.stream, m.ppid, m.tsn, m.data.to_vec())),
                 checksum_verified,
             );
             self.after_sctp();
-            for (stream, ppid, data) in early {
-                self.route_one(stream, ppid, &data, memory);
+            for (stream, ppid, tsn, data) in early {
+                self.route_one(stream, ppid, tsn, &data, memory);
             }
             self.gaps_due(now);
             return r;
@@ -522,12 +523,12 @@ impl Connection {
         }
     }
 
-    fn route_one(&mut self, stream: u16, ppid: u32, data: &[u8], memory: Place<'_>) {
+    fn route_one(&mut self, stream: u16, ppid: u32, tsn: u32, data: &[u8], memory: Place<'_>) {
         self.grow_streams();
         let m = SctpMessage {
             stream,
             ppid,
-            tsn: 0,
+            tsn,
             data,
         };
         let how = self.routing();
@@ -553,6 +554,7 @@ impl Connection {
                     .get(usize::from(g.stream))
                     .is_some_and(|s| s.lent.is_none())
             })
+            .filter(|g| !g.expired)
             .filter_map(|g| g.deadline)
             .min();
         match (self.assoc.poll_timeout(), gaps) {
@@ -580,9 +582,12 @@ impl Connection {
         self.gaps_due(now);
     }
 
-    /// [`Connection::check_gaps`], if any stream waits for a gap.
+    /// [`Connection::check_crossings`] and [`Connection::check_gaps`], if any stream needs them.
     #[inline(always)]
     fn gaps_due(&mut self, now: Instant) {
+        if !self.sink.crossings.is_empty() {
+            self.check_crossings(self.assoc.received_cum_tsn());
+        }
         if !self.sink.gaps.is_empty() {
             self.check_gaps(now);
         }
@@ -604,7 +609,16 @@ impl Connection {
     /// are flushed and the peer's direction counts as complete
     /// (`Session::give_up_inbound_gap`). A chunk later still is dropped as one after the
     /// session's end.
+    ///
+    /// Time alone proves nothing: a legal peer's chunk may be delayed longer, and once the
+    /// stream id is reused it would be judged by the next session's window. It was transmitted
+    /// before the Terminate, so its TSN is below the Terminate's ([`DdpStream::final_tsn`]):
+    /// the wait also lasts until SCTP's cumulative TSN of what we received has passed that,
+    /// when every chunk the peer sent before its Terminate is in. The time bound stays for a
+    /// DDP-SSN the peer's SCTP first sent after the Terminate (RFC 5043 §5.2.1: the TSN need
+    /// not follow the submission order).
     fn check_gaps(&mut self, now: Instant) {
+        let cum = self.assoc.received_cum_tsn();
         let grace = self.assoc.rto() * GAP_GRACE_RTOS;
         let mut k = 0;
         while let Some(&g) = self.sink.gaps.get(k) {
@@ -630,6 +644,12 @@ impl Connection {
                     self.sink.gaps[k].deadline = Some(now + grace);
                     k += 1;
                 }
+                Some(deadline)
+                    if now >= deadline && s.final_tsn.is_some_and(|t| serial::lt(cum, t)) =>
+                {
+                    self.sink.gaps[k].expired = true;
+                    k += 1;
+                }
                 Some(deadline) if now >= deadline => {
                     s.session.give_up_inbound_gap();
                     self.sink.stats.inbound_gaps_given_up += 1;
@@ -641,6 +661,29 @@ impl Connection {
             }
         }
         self.session_events();
+    }
+
+    /// Streams whose [`Crossing`] bound SCTP's cumulative TSN `cum` has passed: the rejected
+    /// attempt's Terminate arrived, or it never was sent; either way the watch ends before the
+    /// TSN comparison could wrap.
+    fn check_crossings(&mut self, cum: u32) {
+        let streams = &mut self.streams;
+        self.sink.crossings.retain(|&(stream, generation)| {
+            let Some(s) = streams
+                .get_mut(usize::from(stream))
+                .filter(|s| s.generation == generation)
+            else {
+                return false;
+            };
+            match s.crossing {
+                Some(Crossing { below: Some(b) }) if serial::ge(cum, b) => {
+                    s.crossing = None;
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            }
+        });
     }
 
     /// The next SCTP packet to send, written to `buf` whole: region bytes of

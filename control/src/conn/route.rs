@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use ddpdk_dataplane::ddp::{self, MessageInfo, RxError};
 use ddpdk_dataplane::mem::Stag;
-use ddpdk_dataplane::sctp::{Deliver, Instant, Message as SctpMessage};
+use ddpdk_dataplane::sctp::{serial, Deliver, Instant, Message as SctpMessage};
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::{
     FunctionCode, SessionControlPacket, DDP_SSN_LEN, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
@@ -214,6 +214,7 @@ pub(super) fn route(
         out.stats.chunks_held += 1;
         lent.held.push_back(Held::Chunk {
             ppid: m.ppid,
+            tsn: m.tsn,
             data: m.data.to_vec(),
         });
         return;
@@ -229,6 +230,21 @@ pub(super) fn route(
                 return;
             };
             let (ssn, function) = (p.ddp_ssn(), p.function_code());
+            if let Some(c) = s.crossing.as_mut() {
+                if ssn == 1
+                    && function == FunctionCode::Terminate
+                    && c.below.is_none_or(|b| serial::lt(m.tsn, b))
+                {
+                    // The Terminate of the attempt we rejected (`Crossing`): it belongs to no
+                    // session here, and nothing else of that attempt can come.
+                    s.crossing = None;
+                    out.stats.crossed_rejects += 1;
+                    return;
+                }
+                if ssn == 0 {
+                    c.below.get_or_insert(m.tsn);
+                }
+            }
             // The peer starts a new session on a stream whose previous one is over for us
             // (§6.6: that nothing of its old session is outstanding is the initiator's duty).
             if ssn == 0
@@ -237,6 +253,12 @@ pub(super) fn route(
                 && s.control.is_none()
             {
                 renew(stream, s, limit, out);
+                if let Some(c) = s.crossing.as_mut() {
+                    c.below = Some(m.tsn);
+                }
+            }
+            if function == FunctionCode::Terminate {
+                s.final_tsn.get_or_insert(m.tsn);
             }
             if remote {
                 // RFC 5043 §6 on the control thread: the session goes with the message.

@@ -50,6 +50,26 @@ pub(super) struct DdpStream {
     /// On the active side, the peer's segments that came before its answer at DDP-SSN 0
     /// ([`super::route::release_before_answer`]); their bytes count in `Sink::held_bytes`.
     pub(super) before_answer: Vec<Vec<u8>>,
+    /// The SCTP TSN of the peer's Terminate in this session, once it came: DDP-SSNs missing
+    /// before it are waited for until every TSN up to it has arrived
+    /// ([`super::Connection::check_gaps`]).
+    pub(super) final_tsn: Option<u32>,
+    /// The Terminate of an attempt we rejected on this stream id may still come.
+    pub(super) crossing: Option<Crossing>,
+}
+
+/// After our Reject (RFC 5043 §6.3) the active side's Terminate may cross it
+/// (`Session::peer_terminate_may_cross`), and the stream id may start a new session before it
+/// arrives. It was sent before the peer received our Reject, so before anything the peer sends
+/// in the new session, which begins only after that Reject is acknowledged: its TSN is below
+/// that of the peer's first chunk of the new session (RFC 5043 §6: "Each Data Chunk
+/// unambiguously belongs to exactly one session"). Left to the new session, it would end it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Crossing {
+    /// The TSN of the peer's first chunk of the new session (its answer to our Initiate, or its
+    /// own Initiate), once it came. Before it, a Terminate at DDP-SSN 1 cannot be the new
+    /// session's: §6.6 forbids sending it where it may arrive before the DDP-SSN 0 message.
+    pub(super) below: Option<u32>,
 }
 
 impl DdpStream {
@@ -69,6 +89,8 @@ impl DdpStream {
             rdmap: None,
             peer_limits: None,
             before_answer: Vec::new(),
+            final_tsn: None,
+            crossing: None,
         }
     }
 
@@ -183,6 +205,9 @@ pub(super) struct Sink {
     /// Messages the echo service sends back (stream, PPID, bytes), in order; their bytes count
     /// in `held_bytes` until SCTP takes them, so a fast peer is slowed by its window.
     pub(super) echo: VecDeque<(u16, u32, Vec<u8>)>,
+    /// Streams (and their generation) whose [`DdpStream::crossing`] waits for SCTP's cumulative
+    /// TSN to pass its bound ([`super::Connection::check_crossings`]).
+    pub(super) crossings: Vec<(u16, u32)>,
     /// Streams whose session is over with DDP-SSNs missing before the peer's final message
     /// (`Session::awaits_inbound_gap`), waited for a bounded time
     /// ([`super::Connection::check_gaps`]).
@@ -207,6 +232,9 @@ pub(super) struct GapWait {
     pub(super) generation: u32,
     /// When the wait is given up; set once our own side of the session is acknowledged.
     pub(super) deadline: Option<Instant>,
+    /// The deadline passed while chunks the peer sent before its Terminate were still missing:
+    /// the wait goes on until they are in, with no timer.
+    pub(super) expired: bool,
 }
 
 /// Streams whose session awaits the peer's missing chunks are noted in [`Sink::gaps`], once.
@@ -222,6 +250,7 @@ pub(super) fn note_gap(stream: u16, s: &DdpStream, out: &mut Sink) {
             stream,
             generation: s.generation,
             deadline: None,
+            expired: false,
         });
     }
 }
@@ -508,8 +537,19 @@ pub(super) fn renew(stream: u16, s: &mut DdpStream, limit: &PendingLimit, out: &
     }
     // Its id may be on the ready list: keep the flag that says so.
     let ready = s.ready;
+    // A Terminate crossing our Reject is told apart in the sessions that follow, until it came
+    // or can no longer come.
+    let crossing = if s.session.peer_terminate_may_cross() {
+        Some(Crossing { below: None })
+    } else {
+        s.crossing
+    };
     *s = DdpStream::new(limit, s.generation.wrapping_add(1));
     s.ready = ready;
+    s.crossing = crossing;
+    if crossing.is_some() {
+        out.crossings.push((stream, s.generation));
+    }
 }
 
 /// Gives a stream its receive path for protection domain `pd`. The peer's direction starts

@@ -800,6 +800,13 @@ impl Association {
         self.path.rto.rto()
     }
 
+    /// The cumulative TSN of what we received (RFC 9260 §6.2's Cumulative TSN Ack): every
+    /// DATA chunk of the peer's up to it has arrived. A layer above that must know whether a
+    /// chunk the peer sent before another can still come compares with this (RFC 5043 §6.6).
+    pub fn received_cum_tsn(&self) -> u32 {
+        self.rx.cum_tsn()
+    }
+
     /// Smoothed RTT, once measured.
     pub fn srtt(&self) -> Option<Duration> {
         self.path.rto.srtt()
