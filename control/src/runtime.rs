@@ -424,6 +424,9 @@ pub struct ConnTotals {
     /// Sessions whose peer left DDP-SSNs missing before its Terminate, given up on
     /// (`ConnStats::inbound_gaps_given_up`, RFC 5043 §6).
     pub inbound_gaps_given_up: u64,
+    /// Terminates of a rejected attempt that crossed our Reject, dropped so that they do not
+    /// end the stream's next session (`ConnStats::crossed_rejects`, RFC 5043 §6.6).
+    pub crossed_rejects: u64,
 }
 
 impl ConnTotals {
@@ -448,6 +451,7 @@ impl ConnTotals {
             reads_source_revoked: c.reads_source_revoked,
             reads_short: c.reads_short,
             inbound_gaps_given_up: c.inbound_gaps_given_up,
+            crossed_rejects: c.crossed_rejects,
         }
     }
 
@@ -471,6 +475,7 @@ impl ConnTotals {
         self.reads_source_revoked += o.reads_source_revoked;
         self.reads_short += o.reads_short;
         self.inbound_gaps_given_up += o.inbound_gaps_given_up;
+        self.crossed_rejects += o.crossed_rejects;
     }
 }
 

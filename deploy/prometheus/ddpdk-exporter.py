@@ -43,6 +43,8 @@ CORE_HELP = {
     "inbound_gaps_given_up": "Sessions whose peer left DDP-SSNs missing before its Terminate, "
                              "given up once SCTP had every TSN up to the Terminate and 4 RTOs "
                              "had passed (RFC 5043 6).",
+    "crossed_rejects": "Terminates of a rejected session attempt that crossed our Reject, "
+                       "dropped so that they do not end the stream's next session (RFC 5043 6.6).",
     "t3_retransmits": "DATA chunks retransmitted on T3-rtx expiry (RFC 9260 6.3.3).",
     "fast_retransmits": "DATA chunks fast-retransmitted (RFC 9260 7.2.4).",
 }
