@@ -2828,3 +2828,131 @@ fn a_mark_after_the_session_ended_completes_success_behind_the_flushed_work() {
         ]
     );
 }
+
+// ------------------------------------------------------------------------------------------
+// Errors found once a message is delivered: the Terminate names the segment that completed it
+// (RFC 5040 §4.8, RFC 5041 §7.1), the message's last, as it arrived.
+// ------------------------------------------------------------------------------------------
+
+impl Duo {
+    /// The one RDMAP Terminate the raw peer received on `stream`, parsed.
+    fn the_terminate(&self, stream: u16) -> Vec<u8> {
+        let terminates: Vec<Vec<u8>> = self
+            .raw_rx
+            .iter()
+            .filter(|(s, p, x)| {
+                *s == stream
+                    && *p == 16
+                    && x.len() > 20
+                    && x[2] & 0x80 == 0
+                    && x[8..12] == QN_TERMINATE.to_be_bytes()
+            })
+            .map(|(_, _, x)| x[20..].to_vec())
+            .collect();
+        assert_eq!(terminates.len(), 1, "one Terminate");
+        terminates[0].clone()
+    }
+}
+
+/// Asserts that `payload` is the Terminate of `error` for the segment `segment` (DDP-SSN
+/// onwards, as sent): M and D set, its DDP header and DDP Segment Length, and R clear.
+fn assert_terminates_segment(case: &str, payload: &[u8], error: TerminateError, segment: &[u8]) {
+    let packet = TerminatePacket::new_checked(payload).unwrap();
+    let t = TerminateRepr::parse(&packet).unwrap();
+    assert_eq!(t.error, error, "{case}");
+    let seg = t
+        .segment
+        .unwrap_or_else(|| panic!("{case}: D, the terminated DDP header"));
+    let header_end = if segment[2] & 0x80 != 0 { 16 } else { 20 };
+    assert_eq!(
+        seg.ddp_header,
+        &segment[2..header_end],
+        "{case}: the DDP header of the message's last segment"
+    );
+    assert!(t.segment_len_valid, "{case}: M");
+    assert_eq!(
+        usize::from(seg.segment_len),
+        segment.len() - 2,
+        "{case}: that segment's DDP Segment Length"
+    );
+    assert_eq!(t.read_request, None, "{case}: R clear");
+}
+
+/// RFC 5040 §4.8 with §5.2: a Read Response found short of its Read once its last segment
+/// completes it is terminated with the DDP header of that segment (its STag and TO) and its
+/// DDP Segment Length, M and D set; it has no RDMAP header of its own to report (R clear). The
+/// last segment arrives first, so the segment whose arrival completes the response is another.
+/// The Terminate used to carry no DDP header at all.
+#[test]
+fn rfc5040_4_8_a_read_response_short_at_delivery_reports_its_last_segment() {
+    let (mut d, _, r) = Duo::read_in_flight();
+    // [0, 600) and [400, 800): overlapping, 200 bytes short.
+    let last = rrseg(2, true, r.sink_stag, r.sink_to + 400, 400);
+    d.send(S, 16, &last);
+    d.settle();
+    d.send(S, 16, &rrseg(1, false, r.sink_stag, r.sink_to, 600));
+    d.settle();
+    assert_terminates_segment(
+        "short",
+        &d.the_terminate(S),
+        TerminateError::Rdmap(RdmapError::OperationUnspecified),
+        &last,
+    );
+}
+
+/// RFC 5040 §4.8 with §5.3: a Send with Invalidate of two segments, whose STag the stream may
+/// not invalidate (found when the message is delivered), is terminated with the DDP header of
+/// its last segment as it arrived (MO 100, not a rebuilt MO 0) and that segment's DDP Segment
+/// Length (not the whole message's), M and D set, R clear.
+#[test]
+fn rfc5040_4_8_a_send_with_invalidate_refused_at_delivery_reports_its_last_segment() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    d.posted_buffer(pd, 40);
+    let send_inv = |ssn: u16, last: bool, mo: u32, payload: &[u8]| {
+        let mut v = useg(ssn, last, 0, 1, mo, payload);
+        v[3..8].copy_from_slice(&[control(1, Opcode::SendInvalidate), 0x00, 0xab, 0xcd, 0x01]);
+        v
+    };
+    let last = send_inv(2, true, 100, &[0xbb; 50]);
+    d.send(S, 16, &last);
+    d.settle();
+    d.send(S, 16, &send_inv(1, false, 0, &[0xaa; 100]));
+    d.settle();
+    assert_terminates_segment(
+        "cannot invalidate",
+        &d.the_terminate(S),
+        TerminateError::Rdmap(RdmapError::ProtectionCannotInvalidate),
+        &last,
+    );
+}
+
+/// RFC 5041 §7.1 check 5 and §7.2 (0x2/0x03), reported per RFC 5040 §4.8: a Send whose MSN is
+/// within the posted range on arrival but out of order at delivery (MSN 2 delivered first) is
+/// terminated with the DDP header of its last segment (QN 0, MSN 2, MO 100) and that segment's
+/// DDP Segment Length, M and D set. It used to be reported without a header.
+#[test]
+fn rfc5041_7_1_an_msn_error_at_delivery_is_terminated_with_its_last_segment() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    d.posted_buffer(pd, 40);
+    d.posted_buffer(pd, 41);
+    let send = |ssn: u16, last: bool, mo: u32, payload: &[u8]| {
+        let mut v = useg(ssn, last, 0, 2, mo, payload);
+        v[3..8].copy_from_slice(&[control(1, Opcode::Send), 0, 0, 0, 0]);
+        v
+    };
+    let last = send(2, true, 100, &[0xbb; 50]);
+    d.send(S, 16, &last);
+    d.settle();
+    d.send(S, 16, &send(1, false, 0, &[0xaa; 100]));
+    d.settle();
+    assert_terminates_segment(
+        "MSN range",
+        &d.the_terminate(S),
+        TerminateError::Ddp(DdpError::MsnRange),
+        &last,
+    );
+}

@@ -145,7 +145,7 @@ impl Connection {
         // The in-order tagged path completes tagged messages only; an RDMA Write's is not
         // indicated.
         if let Some(ddp::Delivered {
-            info: MessageInfo::Tagged { stag, rsvd_ulp },
+            info: MessageInfo::Tagged { stag, rsvd_ulp, .. },
             ..
         }) = delivered.filter(|_| !rdma_write)
         {
@@ -463,12 +463,15 @@ pub(super) fn indicate(
 ) {
     match ind {
         ddp::Indication::Delivered { message, .. } => match message.info {
-            MessageInfo::Tagged { stag, rsvd_ulp } => tagged_delivered(stream, stag, rsvd_ulp, out),
+            MessageInfo::Tagged { stag, rsvd_ulp, .. } => {
+                tagged_delivered(stream, stag, rsvd_ulp, out)
+            }
             MessageInfo::Untagged {
                 qn,
                 msn,
                 message_len,
                 rsvd_ulp,
+                ..
             } => {
                 // The queue's buffers complete in MSN order, which is posting order.
                 let wr_id = posted

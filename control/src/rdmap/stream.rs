@@ -6,10 +6,7 @@ use ddpdk_dataplane::ddp::{Delivered, HeaderCopy, MessageInfo, RxError};
 use ddpdk_dataplane::mem::{
     Access, Pd, Placement, RegionSlice, Registration, Stag, StagTable, StreamId, TagFault,
 };
-use ddpdk_dataplane::wire::ddp::{
-    header_len, DdpError, Header, SegmentPacket, SegmentRepr, UntaggedHeader, DDP_SSN_LEN,
-    UNTAGGED_HEADER_LEN,
-};
+use ddpdk_dataplane::wire::ddp::{header_len, DdpError, Header, SegmentRepr, DDP_SSN_LEN};
 use ddpdk_dataplane::wire::rdmap::{
     invalidate_stag, AtomicOp, AtomicRequest, AtomicResponse, Control, Opcode, RdmapError,
     ReadRequest, TerminateError, TerminatePacket, TerminateRepr, TerminatedSegment,
@@ -535,7 +532,7 @@ impl RdmapStream {
         pd: Pd,
     ) -> Upcall {
         match message.info {
-            MessageInfo::Tagged { stag, rsvd_ulp } => {
+            MessageInfo::Tagged { stag, rsvd_ulp, .. } => {
                 if Control::from_byte(rsvd_ulp).opcode != Opcode::ReadResponse {
                     return Upcall::Write;
                 }
@@ -563,29 +560,31 @@ impl RdmapStream {
                         } else {
                             RdmapError::UnexpectedOpcode
                         }),
-                        header: HeaderCopy::from_bytes(&[]),
-                        segment_len: 0,
+                        // RFC 5040 §4.8: the DDP header of the segment that caused it, the
+                        // response's last (the L segment ends it); a Read Response has no
+                        // RDMAP header of its own to add (R clear).
+                        header: message.last_header(),
+                        segment_len: message.last_segment_len(),
                         read_request: None,
                     },
                 }
             }
-            MessageInfo::Untagged {
-                qn,
-                msn,
-                message_len,
-                rsvd_ulp,
-            } => {
+            MessageInfo::Untagged { rsvd_ulp, .. } => {
                 let opcode = Control::from_byte(rsvd_ulp[0]).opcode;
-                let header = || untagged_header_copy(message.last_ddp_ssn, rsvd_ulp, qn, msn);
+                // RFC 5040 §4.8: the DDP header and DDP Segment Length of the message's last
+                // segment as it arrived (its true MO), not one rebuilt from the message.
+                // Built only for a fault (and a Read Request), not for every Send.
+                let header = || message.last_header();
+                let segment_len = || message.last_segment_len();
                 match opcode {
                     Opcode::ReadRequest => {
                         let bytes = inline.unwrap_or(&[]);
-                        let segment_len = header_len(false) + message_len as usize;
-                        self.serve(bytes, stags, stream, pd, (header(), segment_len))
+                        let request_len = segment_len();
+                        self.serve(bytes, stags, stream, pd, (header(), request_len))
                             .unwrap_or_else(|(error, read_request)| Upcall::Fault {
                                 error: RxError::Rdmap(error),
                                 header: header(),
-                                segment_len,
+                                segment_len: request_len,
                                 read_request,
                             })
                     }
@@ -595,7 +594,7 @@ impl RdmapStream {
                             .unwrap_or_else(|error| Upcall::Fault {
                                 error: RxError::Rdmap(error),
                                 header: header(),
-                                segment_len: header_len(false) + message_len as usize,
+                                segment_len: segment_len(),
                                 // RFC 7306 §8.1 item 2: the Terminated RDMA Header is zero.
                                 read_request: None,
                             })
@@ -618,7 +617,7 @@ impl RdmapStream {
                             _ => Upcall::Fault {
                                 error: RxError::Rdmap(RdmapError::OperationUnspecified),
                                 header: header(),
-                                segment_len: header_len(false) + message_len as usize,
+                                segment_len: segment_len(),
                                 read_request: None,
                             },
                         }
@@ -652,7 +651,7 @@ impl RdmapStream {
                             Some(stag) if !allowed(stag) => Upcall::Fault {
                                 error: RxError::Rdmap(RdmapError::ProtectionCannotInvalidate),
                                 header: header(),
-                                segment_len: header_len(false) + message_len as usize,
+                                segment_len: segment_len(),
                                 read_request: None,
                             },
                             _ => Upcall::Send { opcode, invalidate },
@@ -773,25 +772,6 @@ impl RdmapStream {
 
 /// The word an Atomic Operation reads and writes (RFC 7306 §5: 64 bits).
 pub const ATOMIC_WORD: usize = 8;
-
-/// The DDP-SSN and untagged DDP header of a delivered message's last segment, rebuilt for an
-/// error report (MO of the last segment is unknown here; 0 stands for the whole message).
-fn untagged_header_copy(ddp_ssn: u16, rsvd_ulp: [u8; 5], qn: u32, msn: u32) -> HeaderCopy {
-    let repr = SegmentRepr {
-        ddp_ssn,
-        last: true,
-        header: Header::Untagged(UntaggedHeader {
-            rsvd_ulp,
-            qn,
-            msn,
-            mo: 0,
-        }),
-        payload: &[],
-    };
-    let mut buf = [0u8; DDP_SSN_LEN + UNTAGGED_HEADER_LEN];
-    let _ = repr.emit_header(&mut SegmentPacket::new_unchecked(&mut buf[..]));
-    HeaderCopy::from_bytes(&buf)
-}
 
 /// The error a Terminate reports for the receive error `error` (see [`terminate_payload`]).
 pub fn terminate_error(error: RxError) -> TerminateError {

@@ -82,6 +82,11 @@ const WORD_BITS: usize = u64::BITS as usize;
 
 /// What the ULP is told about a DDP Message when it is Delivered (RFC 5041 §5.4), taken from the
 /// message's last segment (the one with L set).
+///
+/// It also keeps what else that segment's DDP header said (its control octet, its TO or MO,
+/// its payload length): an error the ULP finds in the message once delivered is reported with
+/// the DDP header and length of that segment (RFC 5041 §7.1, RFC 5040 §4.8), which are gone by
+/// then. They fit the padding of the pending entry ([`StreamDelivery::PENDING_ENTRY_BYTES`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MessageInfo {
     /// A Tagged DDP Message (RFC 5041 §4.2, §5.1.1). The STag of a zero-length tagged message is
@@ -91,6 +96,12 @@ pub enum MessageInfo {
         stag: u32,
         /// RsvdULP, 8 bits, for the ULP (RFC 5041 §4.2, §5.4).
         rsvd_ulp: u8,
+        /// The L segment's DDP control octet as received, reserved bits included.
+        control: u8,
+        /// The L segment's TO.
+        to: u64,
+        /// The L segment's payload length.
+        last_len: u32,
     },
     /// An Untagged DDP Message (RFC 5041 §4.3, §5.1.2).
     Untagged {
@@ -103,29 +114,38 @@ pub enum MessageInfo {
         message_len: u32,
         /// RsvdULP, 40 bits in wire order, for the ULP (RFC 5041 §4.3, §5.4).
         rsvd_ulp: [u8; 5],
+        /// The L segment's DDP control octet as received, reserved bits included.
+        control: u8,
+        /// The L segment's payload length (its MO is `message_len` less this).
+        last_len: u32,
     },
 }
 
 impl MessageInfo {
-    /// The delivery info of a parsed segment with L set. `None` if L is not set, or if the
-    /// untagged MO + payload length does not fit the 32-bit ULP Message Length (RFC 5041 §5.2:
-    /// "MUST be less than 2^32"; placement should have refused such a segment already).
-    pub fn of_last_segment(segment: &SegmentRepr<'_>) -> Option<MessageInfo> {
+    /// The delivery info of a parsed segment with L set, whose DDP control octet as received is
+    /// `control`. `None` if L is not set, or if the untagged MO + payload length does not fit
+    /// the 32-bit ULP Message Length (RFC 5041 §5.2: "MUST be less than 2^32"; placement should
+    /// have refused such a segment already).
+    pub fn of_last_segment(segment: &SegmentRepr<'_>, control: u8) -> Option<MessageInfo> {
         if !segment.last {
             return None;
         }
+        let last_len = u32::try_from(segment.payload.len()).ok()?;
         Some(match segment.header {
             Header::Tagged(h) => MessageInfo::Tagged {
                 stag: h.stag,
                 rsvd_ulp: h.rsvd_ulp,
+                control,
+                to: h.to,
+                last_len,
             },
             Header::Untagged(h) => MessageInfo::Untagged {
                 qn: h.qn,
                 msn: h.msn,
-                message_len: h
-                    .mo
-                    .checked_add(u32::try_from(segment.payload.len()).ok()?)?,
+                message_len: h.mo.checked_add(last_len)?,
                 rsvd_ulp: h.rsvd_ulp,
+                control,
+                last_len,
             },
         })
     }
@@ -559,7 +579,13 @@ mod tests {
     }
 
     fn tagged(stag: u32) -> MessageInfo {
-        MessageInfo::Tagged { stag, rsvd_ulp: 7 }
+        MessageInfo::Tagged {
+            stag,
+            rsvd_ulp: 7,
+            control: 0xc1,
+            to: 0,
+            last_len: 0,
+        }
     }
 
     fn untagged(msn: u32, message_len: u32) -> MessageInfo {
@@ -568,6 +594,8 @@ mod tests {
             msn,
             message_len,
             rsvd_ulp: [1, 2, 3, 4, 5],
+            control: 0x41,
+            last_len: 0,
         }
     }
 
@@ -925,7 +953,7 @@ mod tests {
                 .unwrap();
             let parsed =
                 SegmentRepr::parse(&SegmentPacket::new_checked(&buf[..]).unwrap()).unwrap();
-            let info = MessageInfo::of_last_segment(&parsed);
+            let info = MessageInfo::of_last_segment(&parsed, buf[2]);
             if !last {
                 assert_eq!(info, None, "only the L segment knows the length");
                 continue;
@@ -936,7 +964,9 @@ mod tests {
                     qn: 0,
                     msn: 42,
                     message_len: 2048,
-                    rsvd_ulp: [9, 8, 7, 6, 5]
+                    rsvd_ulp: [9, 8, 7, 6, 5],
+                    control: 0x41,
+                    last_len: 566,
                 })
             );
         }
@@ -947,6 +977,8 @@ mod tests {
             msn: 42,
             message_len: 2048,
             rsvd_ulp: [9, 8, 7, 6, 5],
+            control: 0x41,
+            last_len: 566,
         };
         t.on_placed(2, Some(info)).unwrap();
         assert_eq!(t.poll_delivery(), None);
@@ -965,7 +997,7 @@ mod tests {
             }),
             payload: &payload[..11],
         };
-        assert_eq!(MessageInfo::of_last_segment(&repr), None);
+        assert_eq!(MessageInfo::of_last_segment(&repr, 0x41), None);
     }
 
     #[test]

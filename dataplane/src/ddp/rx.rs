@@ -17,6 +17,7 @@ use crate::mem::{
     Access, Pd, PostedBuffer, QueueFull, RegionSlice, Stag, StagTable, StreamId, UntaggedQueues,
 };
 use crate::port::region::Region;
+use crate::wire::ddp::segment::field;
 use crate::wire::ddp::{DdpError, Header, SegmentPacket, SegmentRepr, DDP_VERSION};
 use crate::wire::rdmap::RdmapError;
 
@@ -114,6 +115,63 @@ impl HeaderCopy {
 
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl Delivered {
+    /// The DDP-SSN and DDP header of the message's last segment, as it arrived: what an error
+    /// found once the message is delivered reports (RFC 5041 §7.1; RFC 5040 §4.8's Terminated
+    /// DDP Header). The L segment is the one that ends the message and whose header the
+    /// delivery was told (RFC 5041 §5.4), whichever segment's arrival completed it.
+    pub fn last_header(&self) -> HeaderCopy {
+        let mut bytes = [0u8; 20];
+        bytes[field::DDP_SSN].copy_from_slice(&self.last_ddp_ssn.to_be_bytes());
+        let len = match self.info {
+            MessageInfo::Tagged {
+                stag,
+                rsvd_ulp,
+                control,
+                to,
+                ..
+            } => {
+                bytes[field::CONTROL] = control;
+                bytes[field::TAGGED_RSVD_ULP.start] = rsvd_ulp;
+                bytes[field::STAG].copy_from_slice(&stag.to_be_bytes());
+                bytes[field::TO].copy_from_slice(&to.to_be_bytes());
+                field::TAGGED_PAYLOAD
+            }
+            MessageInfo::Untagged {
+                qn,
+                msn,
+                message_len,
+                rsvd_ulp,
+                control,
+                last_len,
+            } => {
+                bytes[field::CONTROL] = control;
+                bytes[field::UNTAGGED_RSVD_ULP].copy_from_slice(&rsvd_ulp);
+                bytes[field::QN].copy_from_slice(&qn.to_be_bytes());
+                bytes[field::MSN].copy_from_slice(&msn.to_be_bytes());
+                // `message_len` is MO + `last_len`, as placement checked.
+                let mo = message_len.saturating_sub(last_len);
+                bytes[field::MO].copy_from_slice(&mo.to_be_bytes());
+                field::UNTAGGED_PAYLOAD
+            }
+        };
+        HeaderCopy {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    /// The DDP Segment Length of the message's last segment: its DDP header and payload
+    /// (RFC 5040 §4.8), as [`Indication::Error`] counts a refused segment's.
+    pub fn last_segment_len(&self) -> usize {
+        let (tagged, last_len) = match self.info {
+            MessageInfo::Tagged { last_len, .. } => (true, last_len),
+            MessageInfo::Untagged { last_len, .. } => (false, last_len),
+        };
+        crate::wire::ddp::header_len(tagged) + last_len as usize
     }
 }
 
@@ -306,9 +364,6 @@ impl StreamRx {
         Ok(())
     }
 
-    /// Stops the stream for an error the ULP found in a message DDP delivered (RFC 5041
-    /// §7.1: the stream's later segments are dropped). `header` is the DDP-SSN and DDP
-    /// header of the message's segment, for the report.
     /// The stream ends without an error of its own (the peer's RDMAP Terminate, RFC 5040
     /// §5.4: its last message): nothing more is placed or delivered, and nothing is indicated
     /// (the ULP hears of the Terminate itself).
@@ -316,6 +371,10 @@ impl StreamRx {
         self.error.get_or_insert(why);
     }
 
+    /// Stops the stream for an error the ULP found in a message DDP delivered (RFC 5041
+    /// §7.1: the stream's later segments are dropped). `header` is the DDP-SSN and DDP
+    /// header of the message's last segment ([`Delivered::last_header`]) and `segment_len`
+    /// its length, for the report.
     pub fn fail_delivered(
         &mut self,
         error: RxError,
@@ -463,7 +522,7 @@ impl StreamRx {
         stags: &StagTable,
         regions: &R,
     ) -> Option<(usize, Option<Delivered>)> {
-        use crate::wire::ddp::segment::{ctrl, field};
+        use crate::wire::ddp::segment::ctrl;
         use crate::wire::ddp::{read_u16, read_u32, read_u64};
         let (head, payload) = chunk.split_at_checked(field::TAGGED_PAYLOAD)?;
         let control = head[field::CONTROL];
@@ -474,10 +533,11 @@ impl StreamRx {
             return None;
         }
         let stag = read_u32(&head[field::STAG]);
+        let to = read_u64(&head[field::TO]);
         let placement = stags
             .check_access(
                 Stag(stag),
-                read_u64(&head[field::TO]),
+                to,
                 payload.len(),
                 self.stream,
                 self.pd,
@@ -495,6 +555,9 @@ impl StreamRx {
         let info = last.then(|| MessageInfo::Tagged {
             stag,
             rsvd_ulp: head[field::TAGGED_RSVD_ULP.start],
+            control,
+            to,
+            last_len: len as u32,
         });
         let delivered = self.delivery.place_next(info);
         if delivered.is_some() {
@@ -593,7 +656,10 @@ impl StreamRx {
         .map_err(RxError::Ddp)?;
         let info = if seg.last {
             // An untagged MO + length beyond 2^32 was already refused as too long.
-            Some(MessageInfo::of_last_segment(&seg).ok_or(RxError::Ddp(DdpError::TooLong))?)
+            Some(
+                MessageInfo::of_last_segment(&seg, packet.control())
+                    .ok_or(RxError::Ddp(DdpError::TooLong))?,
+            )
         } else {
             None
         };
@@ -663,16 +729,16 @@ impl StreamRx {
                             }
                         }
                         _ => {
+                            // RFC 5041 §7.1's check 5, found only now: reported with the
+                            // header and length of the message's last segment, as a refusal
+                            // on arrival is with the refused segment's.
                             let error = RxError::Ddp(DdpError::MsnRange);
                             self.error = Some(error);
                             self.stats.errors += 1;
                             ulp(Indication::Error {
                                 error,
-                                header: HeaderCopy {
-                                    bytes: [0; 20],
-                                    len: 0,
-                                },
-                                segment_len: 0,
+                                header: message.last_header(),
+                                segment_len: message.last_segment_len(),
                             });
                             return;
                         }
@@ -837,7 +903,10 @@ mod tests {
             message.info,
             MessageInfo::Tagged {
                 stag: f.stag.0,
-                rsvd_ulp: 0x5a
+                rsvd_ulp: 0x5a,
+                control: 0xc1,
+                to: 0x10_0000 + 2000,
+                last_len: 1000,
             },
             "RsvdULP delivered (RFC 5041 §5.4)"
         );
@@ -937,7 +1006,9 @@ mod tests {
                 qn: 0,
                 msn: 1,
                 message_len: 605,
-                rsvd_ulp: [1, 2, 3, 4, 5]
+                rsvd_ulp: [1, 2, 3, 4, 5],
+                control: 0x41,
+                last_len: 5,
             }
         );
         assert_eq!(buffer.map(|b| b.memory.offset), Some(0));
@@ -1096,6 +1167,38 @@ mod tests {
                 ..
             }]
         ));
+    }
+
+    /// RFC 5041 §7.1 ("SHOULD include in the error report the DDP Header ... and the length
+    /// of the DDP segment"): an MSN error found only at delivery is reported with the header
+    /// of the message's last segment, as it arrived (its true MO, reserved bits and all), and
+    /// that segment's length, although the segment that completed the message is an earlier
+    /// one. It used to be reported with no header at all.
+    #[test]
+    fn rfc5041_7_1_an_msn_error_found_at_delivery_reports_its_last_segment() {
+        let mut f = fixture();
+        let mut last = untagged(2, true, 0, 2, 600, b"world");
+        // A reserved bit of the control octet, which the receiver ignores (RFC 5041 §4.1) but
+        // the report copies.
+        last[2] |= 0x04;
+        f.feed(&last);
+        assert!(f.got.is_empty(), "{:?}", f.got);
+        f.feed(&untagged(1, false, 0, 2, 0, &[7u8; 600]));
+        let [Indication::Error {
+            error,
+            header,
+            segment_len,
+        }] = f.got[..]
+        else {
+            panic!("{:?}", f.got)
+        };
+        assert_eq!(error, RxError::Ddp(DdpError::MsnRange));
+        assert_eq!(
+            header.as_bytes(),
+            &last[..20],
+            "DDP-SSN and DDP header of the L segment"
+        );
+        assert_eq!(segment_len, last.len() - 2);
     }
 
     /// A ULP that refuses every segment whose RsvdULP is 0xee, and asks tagged ones for local
