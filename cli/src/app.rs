@@ -480,6 +480,7 @@ impl App {
                 rtt: rtt.clone(),
                 tx_span: tx_span.clone(),
                 ping_frames: self.ping_frames,
+                ping_timeout: ddpdk_dataplane::fwd::PING_TIMEOUT,
                 echo_trim: self.echo_trim,
             };
             match self.eal.launch(lcore, move || {
