@@ -2956,3 +2956,64 @@ fn rfc5041_7_1_an_msn_error_at_delivery_is_terminated_with_its_last_segment() {
         &last,
     );
 }
+
+/// RFC 5043 §6.2, §6.6: a watch for a Terminate crossing our Reject, whose bound is a TSN of
+/// the association's previous incarnation, ends with the association: a restarted peer's TSNs
+/// start afresh (RFC 9260 §5.2.4), and the genuine Terminate (DDP-SSN 1) of a session opened
+/// after the restart ends it. Found by an independent review: the watch outlived the restart
+/// and dropped that Terminate for 9 of these 16 restart seeds.
+#[test]
+fn rfc5043_6_6_a_crossing_watch_ends_with_the_association() {
+    let mut bad = Vec::new();
+    for seed in 8u8..24 {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        // Attempt A: the peer's Initiate, our Reject (its Terminate never sent).
+        d.send(S, 17, &ctl(0, 1, b""));
+        d.settle();
+        d.conn().reject(S, b"no").unwrap();
+        let mut tries = 0;
+        while d.conn().initiate(S, pd, b"again").is_err() {
+            tries += 1;
+            assert!(tries < 100);
+            d.run_for(Duration::from_millis(10));
+        }
+        d.settle();
+        // A chunk of the peer's on another stream is lost (a hole below what follows), then
+        // the peer accepts session B: the watch's bound is that Accept's TSN, SCTP's
+        // cumulative TSN stays below it.
+        d.lose = Some(b"hole maker hole maker".to_vec());
+        d.send(3, 16, b"hole maker hole maker");
+        d.round();
+        d.send(S, 17, &ctl(0, 2, b""));
+        d.settle();
+        assert_eq!(d.conn().session_state(S), Some(State::Established));
+        // The peer restarts.
+        let mut ep2 = Endpoint::new(sctp(RAW_PORT, 256), [seed; 32]).unwrap();
+        d.raw = ep2.connect(d.now, srv_addr(), SRV_PORT);
+        d.lose = None;
+        d.raw_rx.clear();
+        d.run_for(Duration::from_secs(5));
+        assert!(d
+            .inds
+            .iter()
+            .any(|i| matches!(i, Indication::PeerRestarted)));
+        // Session C on the new incarnation: we initiate, the peer accepts, then terminates.
+        d.conn().initiate(S, pd, b"after restart").unwrap();
+        d.settle();
+        d.send(S, 17, &ctl(0, 2, b""));
+        d.settle();
+        assert_eq!(d.conn().session_state(S), Some(State::Established));
+        d.send(S, 17, &ctl(1, 4, b""));
+        d.run_for(Duration::from_secs(2));
+        let state = d.conn().session_state(S);
+        let crossed = d.conn().stats().crossed_rejects;
+        if state != Some(State::Terminated(TerminationReason::PeerTerminate)) || crossed != 0 {
+            bad.push((seed, state, crossed));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "legitimate Terminates dropped (seed, state, crossed_rejects): {bad:?}"
+    );
+}

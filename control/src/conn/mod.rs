@@ -966,8 +966,14 @@ impl Connection {
                 status,
             );
         }
+        // No chunk of before a restart or close can arrive after it, and a restarted peer's
+        // TSNs start anew: a watch for a Terminate crossing our Reject would compare the new
+        // incarnation's TSNs with the old one's bound and drop a genuine Terminate (RFC 5043
+        // §6.2) half the time.
+        self.sink.crossings.clear();
         for (i, s) in self.streams.iter_mut().enumerate() {
             s.control = None;
+            s.crossing = None;
             match s.lent.as_mut() {
                 // The session is at the control thread: the ULP hears the end now, in order
                 // with the association's (§11.3), and the session is ended when it is back.

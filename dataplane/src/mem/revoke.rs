@@ -466,8 +466,13 @@ impl Coordinator {
             // its STag was marked invalid before e was requested, and the core drained its
             // channel before it scanned.
             let done = resync.done.load(Ordering::Acquire);
-            // Nothing else holds the core's replica: it places nothing any more.
+            // Nothing else holds the core's replica: it places nothing any more. strong_count
+            // promises no ordering; the fence orders the replica's drop (a Release decrement),
+            // and so everything the core placed before it, ahead of the revocation's end.
             let gone = Arc::strong_count(resync) == 1;
+            if gone {
+                std::sync::atomic::fence(Ordering::Acquire);
+            }
             for r in &mut self.inflight {
                 if let Some(w) = r.cores.get_mut(k).filter(|w| **w == CoreWait::Waiting) {
                     if done >= r.epoch {
