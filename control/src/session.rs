@@ -17,7 +17,9 @@
 //! Legality is judged in the *normative* order of RFC 5043 §6.1, the DDP-SSN order, not in the
 //! order SCTP happens to deliver unordered chunks: a passive side's segment may arrive at the
 //! active side before the Accept that precedes it, and a Terminate may arrive before the last
-//! segments; both are legal. What §6.1 calls a pattern is checked per direction:
+//! segments; both are legal. Control messages are the exception: §6.6 forbids sending one that
+//! may arrive before the sender's previous one, so a Terminate ahead of the passive side's
+//! answer is refused. What §6.1 calls a pattern is checked per direction:
 //!
 //! ```text
 //! active  → passive:  Initiate(0) [segments 1.. (only after the Accept arrived)] [Terminate]
@@ -143,6 +145,9 @@ pub enum ProtocolError {
     UnexpectedReject,
     /// A DDP Segment before the Accept in the pattern (§6.2, §6.6).
     SegmentBeforeAccept,
+    /// On the active side, the peer's Terminate at DDP-SSN 1 or later before its answer at
+    /// DDP-SSN 0: it may be sent only once the answer can no longer arrive after it (§6.6).
+    TerminateBeforeAnswer,
     /// A Function Code RFC 5043 does not define (§5.2.3; no §6.5 extension is enabled).
     UnknownFunction(u16),
     /// More than 512 bytes of Private Data (§5.2.3).
@@ -168,6 +173,9 @@ impl fmt::Display for ProtocolError {
             ProtocolError::UnexpectedAccept => f.write_str("unexpected Accept"),
             ProtocolError::UnexpectedReject => f.write_str("unexpected Reject"),
             ProtocolError::SegmentBeforeAccept => f.write_str("DDP Segment before the Accept"),
+            ProtocolError::TerminateBeforeAnswer => {
+                f.write_str("Terminate before the answer to our Initiate")
+            }
             ProtocolError::UnknownFunction(code) => write!(f, "unknown function code {code:#x}"),
             ProtocolError::PrivateDataTooLong => f.write_str("Private Data over 512 bytes"),
             ProtocolError::PrivateDataOnTerminate => f.write_str("Private Data on a Terminate"),
@@ -762,7 +770,8 @@ impl Session {
     /// On the active side, whether the peer's answer to our Initiate (its DDP-SSN 0) is still
     /// awaited: until it comes, none of the peer's segments can be told to belong to a session
     /// (RFC 5043 §6.2, §6.3: an Accept starts one, a Reject none), whatever else of the peer's
-    /// has arrived (its Terminate may overtake it, §10).
+    /// has arrived (its segments may overtake it, §10; a Terminate ahead of it ends the session
+    /// as a protocol error, §6.6, but leaves the answer awaited).
     pub fn answer_pending(&self) -> bool {
         self.role == Some(Role::Active) && !self.association_ended && !self.rx.is_seen(0)
     }
@@ -1013,9 +1022,21 @@ impl Session {
             (Some(Role::Passive), Inbound::Segment) if !self.accepted => {
                 Err(ProtocolError::SegmentBeforeAccept)
             }
+            // §6.6: the peer's control messages must arrive in their DDP-SSN order, so its
+            // Terminate leaves only once its answer cannot arrive after it (SCTP acked it).
+            // Its segments are no control messages and may overtake the answer (§10).
+            (Some(Role::Active), Inbound::Terminate) if !self.rx.is_seen(0) => {
+                Err(ProtocolError::TerminateBeforeAnswer)
+            }
             // §6.2: segments, and the optional final Terminate, after the first message.
             (Some(_), Inbound::Segment | Inbound::Terminate) => Ok(()),
         };
+        if verdict == Err(ProtocolError::TerminateBeforeAnswer) {
+            // Sent too early, it is still the peer's last chunk (§6.2): its direction is
+            // complete once the answer and the segments before it are in. Left open, it would
+            // never complete, and §6.6 would keep the stream id from being reused.
+            self.peer_final.get_or_insert(pos);
+        }
         verdict.or_else(|e| self.refuse_at(pos, e))?;
         // §6.2/§6.3/§6.4: a final message must not precede chunks already received.
         let is_final = matches!(kind, Inbound::Terminate | Inbound::Reject);
@@ -1865,6 +1886,8 @@ mod tests {
             ("§6.2 Accept not at DDP-SSN 0", ActiveAwaiting, &[In::Ctl(1, Accept, b"")], E::UnexpectedAccept, pe(E::UnexpectedAccept)),
             ("§6.3 Reject behind segments already received", ActiveAwaiting, &[In::Seg(1), In::Ctl(0, Reject, b"")], E::AfterFinal, pe(E::AfterFinal)),
             ("§5.2.3 Reject with 513 bytes of Private Data", ActiveAwaiting, &[In::Ctl(0, Reject, BIG)], E::PrivateDataTooLong, pe(E::PrivateDataTooLong)),
+            ("§6.6 Terminate ahead of the Accept", ActiveAwaiting, &[In::Ctl(1, Terminate, b"")], E::TerminateBeforeAnswer, pe(E::TerminateBeforeAnswer)),
+            ("§6.6 Terminate ahead of the Accept, behind segments", ActiveAwaiting, &[In::Seg(1), In::Ctl(2, Terminate, b"")], E::TerminateBeforeAnswer, pe(E::TerminateBeforeAnswer)),
             ("§6.3 Reject after Accept", ActiveEstablished, &[In::Ctl(1, Reject, b"")], E::UnexpectedReject, pe(E::UnexpectedReject)),
             ("§6.2 a second Accept", ActiveEstablished, &[In::Seg(1), In::Ctl(2, Accept, b"")], E::UnexpectedAccept, pe(E::UnexpectedAccept)),
             ("§10 the Accept's DDP-SSN again", ActiveEstablished, &[In::Ctl(0, Accept, b"")], E::Duplicate, pe(E::Duplicate)),
@@ -2016,6 +2039,8 @@ mod tests {
             ("Private Data on a Terminate", Setup::PassiveEstablished, &[In::Ctl(1, Terminate, b"x"), In::Ctl(2, Terminate, b"")]),
             ("a segment before our Accept", Setup::PassivePending, &[In::Seg(1), In::Ctl(2, Terminate, b"")]),
             ("an oversized Initiate", Setup::PassiveIdle, &[In::Ctl(0, Initiate, BIG), In::Ctl(1, Terminate, b"")]),
+            // The refused Terminate is still the peer's last chunk: the answer completes it.
+            ("a Terminate ahead of the Accept", Setup::ActiveAwaiting, &[In::Ctl(2, Terminate, b""), In::Seg(1), In::Ctl(0, Accept, b"")]),
         ];
         for &(what, which, inputs) in cases {
             let mut s = setup(which);

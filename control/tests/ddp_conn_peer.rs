@@ -2167,9 +2167,10 @@ fn rfc5040_5_3_a_send_with_invalidate_ahead_of_the_accept_still_invalidates() {
 /// is placed as before.
 #[test]
 fn rfc5043_6_3_a_tagged_segment_ahead_of_a_reject_is_never_placed() {
-    // The peer's Terminate (DDP-SSN 2) overtakes its answer too: the session ends, but whether
-    // the segment had one is still unknown, so it still waits, and the Reject drops it. (Held
-    // by the session's state alone, it was placed when the Terminate came.)
+    // The peer's Terminate (DDP-SSN 2) overtakes its answer too, against §6.6: the session
+    // ends, but whether the segment had one is still unknown, so it still waits, and the
+    // Reject drops it. (Held by the session's state alone, it was placed when the Terminate
+    // came.)
     let mut d = Duo::new(256);
     let pd = d.memory.alloc_pd();
     d.conn().initiate(S, pd, b"").unwrap();
@@ -2213,6 +2214,81 @@ fn rfc5043_6_3_a_tagged_segment_ahead_of_a_reject_is_never_placed() {
             "answer {answer}"
         );
     }
+}
+
+/// RFC 5043 §6.6: "A DDP Stream Session Control message MUST NOT be sent if it may be
+/// received before a prior DDP Stream Session Control message within the same DDP Stream
+/// Session". The passive side's Terminate comes after its answer at DDP-SSN 0 and may leave
+/// only once the answer is acknowledged (or answered), so on the active side a Terminate that
+/// arrives before the answer fits no legal pattern (§6.1): the session ends with our Terminate,
+/// counted in `control_refused`, and nothing more of the peer is placed. It used to be taken
+/// as the peer's Terminate. The refused Terminate is still the peer's last chunk: once the
+/// answer and the segments before it are in, the stream id may be reused (§6.6).
+#[test]
+fn rfc5043_6_6_a_terminate_ahead_of_the_answer_is_a_protocol_error() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    let (w, wreg) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_WRITE);
+    // A tagged segment at DDP-SSN 1 may overtake the answer (§10); the Terminate at 2 may not.
+    d.send(S, 16, &tseg(1, true, wreg.stag.0, 0x1000, &[0xaa; 64]));
+    d.send(S, 17, &ctl(2, 4, b""));
+    d.settle();
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::ProtocolError(
+            ProtocolError::TerminateBeforeAnswer
+        )))
+    );
+    assert_eq!(d.conn().stats().control_refused, 1);
+    assert!(
+        !d.events(S).contains(&Event::TerminateReceived),
+        "{:?}",
+        d.events(S)
+    );
+    // Ours, at DDP-SSN 1 (the Initiate was 0), function code 4.
+    assert!(
+        d.raw_rx
+            .iter()
+            .any(|(s, p, x)| *s == S && *p == 17 && x.get(..4) == Some(&[0, 1, 0, 4][..])),
+        "our Terminate"
+    );
+    // The Accept comes after all: the session is over, its segment is not placed.
+    d.send(S, 17, &ctl(0, 2, b""));
+    d.settle();
+    assert!(
+        d.region_bytes(w, 64).iter().all(|&b| b == 0),
+        "nothing of a session ended by a protocol error is placed"
+    );
+    d.conn().initiate(S, pd, b"again").unwrap();
+}
+
+/// The legal counterpart of `rfc5043_6_6_a_terminate_ahead_of_the_answer_is_a_protocol_error`:
+/// on the active side the peer's segments may arrive before its Accept, and its Terminate
+/// before its last segments (RFC 5043 §6.1, §10: the order is the DDP-SSN's), as long as the
+/// Terminate comes after the Accept (§6.6). Each segment is placed; the session ends by the
+/// peer's Terminate.
+#[test]
+fn rfc5043_6_6_a_terminate_behind_the_answer_may_still_overtake_segments() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    let (w, wreg) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_WRITE);
+    d.send(S, 16, &tseg(1, true, wreg.stag.0, 0x1000, &[0xaa; 64]));
+    d.send(S, 17, &ctl(0, 2, b""));
+    d.send(S, 17, &ctl(3, 4, b""));
+    d.send(S, 16, &tseg(2, true, wreg.stag.0, 0x1040, &[0xbb; 64]));
+    d.settle();
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::PeerTerminate))
+    );
+    assert_eq!(d.conn().stats().control_refused, 0);
+    let bytes = d.region_bytes(w, 128);
+    assert!(bytes[..64].iter().all(|&b| b == 0xaa), "segment 1 placed");
+    assert!(bytes[64..].iter().all(|&b| b == 0xbb), "segment 2 placed");
 }
 
 /// RFC 5040 §5.2: a Read Response when no Read is outstanding is "Unexpected OpCode", even

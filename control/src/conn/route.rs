@@ -351,7 +351,8 @@ pub(super) fn route(
 /// (RFC 5043 §6.1, §6.3): placed, in the order they came, when the answer was an Accept (as
 /// the session then stands: ended by the peer's own Terminate, its last segments are still
 /// placed); dropped otherwise (a Reject: they fit no legal pattern). Nothing while the answer
-/// is still awaited, even when the peer's Terminate has overtaken it and ended the session.
+/// is still awaited, even when a Terminate ahead of it has ended the session (§6.6): then they
+/// are dropped when it comes, whatever it is.
 pub(super) fn release_before_answer(
     stream: u16,
     s: &mut DdpStream,
