@@ -13,7 +13,7 @@ use std::time::Duration;
 use ddpdk_control::conn::{
     Accept, Completion, ConnConfig, Connection, Indication, Listener, Status,
 };
-use ddpdk_control::memory::{Memory, MemoryRegistration};
+use ddpdk_control::memory::{Memory, MemoryRegistration, Place};
 use ddpdk_control::session::{Event, PendingLimit, ProtocolError, State, TerminationReason};
 use ddpdk_dataplane::ddp::RxError;
 use ddpdk_dataplane::mem::{Access, Pd};
@@ -1860,6 +1860,99 @@ fn a_read_this_connection_cannot_serve_ends_the_stream_out_loud() {
         d.conn().session_state(S),
         Some(State::Terminated(_))
     ));
+}
+
+/// RFC 5040 §4.8: the Terminate for a Read this connection cannot serve (no region table)
+/// reports the Read Request it fails, as a refusal on arrival or a response stopped later
+/// does: M, D and R set, the request's DDP Segment Length, its untagged DDP header (QN 1,
+/// MSN 1, MO 0) and its RDMA Read Request header. It used to carry none of them, so the
+/// requester could not tell which of its Reads ended the stream.
+#[test]
+fn rfc5040_4_8_a_read_this_connection_cannot_serve_reports_its_request_whole() {
+    let request = |stag: Stag| ReadRequest {
+        sink_stag: 0x99,
+        sink_to: 0,
+        size: 64,
+        source_stag: stag.0,
+        source_to: 0x1000,
+    };
+    let segment = |stag: Stag| {
+        rseg(
+            1,
+            control(1, Opcode::ReadRequest),
+            1,
+            1,
+            &request(stag).to_bytes(),
+        )
+    };
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (_, src) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_READ);
+    let sent = segment(src.stag);
+    d.send(S, 16, &sent);
+    d.settle();
+    assert_eq!(d.conn().stats().reads_unservable, 1);
+    let payload = d.the_terminate(S);
+    let packet = TerminatePacket::new_checked(&payload[..]).unwrap();
+    let t = TerminateRepr::parse(&packet).unwrap();
+    assert_eq!(
+        t.error,
+        TerminateError::Rdmap(RdmapError::LocalCatastrophic)
+    );
+    assert_eq!(
+        t.read_request,
+        Some(request(src.stag)),
+        "R: the Read Request header"
+    );
+    let seg = t.segment.expect("D: the request's DDP header");
+    assert!(t.segment_len_valid, "M");
+    assert_eq!(seg.ddp_header, &sent[2..20]);
+    assert_eq!(usize::from(seg.segment_len), 18 + 28);
+}
+
+/// RFC 5040 §4.8 with RFC 7306 §8.1: the Terminate for an Atomic this side cannot execute
+/// (its checked target word not in the regions the receive path was given) reports the Atomic
+/// Request's segment: M and D set, its DDP Segment Length and untagged DDP header (QN 1,
+/// MSN 1, MO 0); R clear (RFC 7306 §8.1 item 2: no RDMA header for an Atomic). It used to
+/// carry no DDP header at all.
+#[test]
+fn rfc5040_4_8_an_atomic_this_side_cannot_execute_reports_its_request_segment() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (_, target) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_ATOMIC);
+    let sent = atomic_request(AtomicOp::FetchAdd, 7, target.stag, 0x1000, 1);
+    d.send(S, 16, &sent);
+    // The STag checks, but the regions handed to the receive path are another endpoint's.
+    let (elsewhere, _) = Memory::new(1024, 0, 0x4242);
+    let mut packets = Vec::new();
+    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
+        packets.push(d.buf[..n].to_vec());
+    }
+    for p in packets {
+        let place = Place {
+            stags: d.memory.stags(),
+            regions: elsewhere.place().regions,
+        };
+        let now = d.now;
+        let _ = d.conn.as_mut().unwrap().handle(now, &p, place);
+    }
+    d.drain();
+    d.settle();
+    assert_eq!(d.conn().stats().atomics_unservable, 1);
+    let payload = d.the_terminate(S);
+    let packet = TerminatePacket::new_checked(&payload[..]).unwrap();
+    let t = TerminateRepr::parse(&packet).unwrap();
+    assert_eq!(
+        t.error,
+        TerminateError::Rdmap(RdmapError::LocalCatastrophic)
+    );
+    let seg = t.segment.expect("D: the request's DDP header");
+    assert!(t.segment_len_valid, "M");
+    assert_eq!(seg.ddp_header, &sent[2..20]);
+    assert_eq!(usize::from(seg.segment_len), sent.len() - 2);
+    assert_eq!(t.read_request, None, "R clear");
 }
 
 /// RFC 5041 §7.1 (TO wrap) for the Data Sink a Read Request names: a Read Response that would

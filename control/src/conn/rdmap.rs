@@ -362,8 +362,16 @@ fn answer(
                     // requester would wait for the response forever.
                     out.stats.reads_unservable += 1;
                     let error = RxError::Rdmap(RdmapError::LocalCatastrophic);
-                    let none = HeaderCopy::from_bytes(&[]);
-                    fail(stream, s, out, (error, none, 0, None), 1 + serve.len());
+                    // RFC 5040 §4.8: the failure is this Read Request's, so the requester
+                    // is told which, as a refusal on arrival would: its segment (M, D) and
+                    // its Read Request header (R).
+                    let request = (
+                        error,
+                        response.request_header,
+                        response.request_segment_len,
+                        Some(response.request()),
+                    );
+                    fail(stream, s, out, request, 1 + serve.len());
                     return;
                 }
                 queue_response(stream, s, response, out)
@@ -378,8 +386,10 @@ fn answer(
                     // memory): a fault of ours, not the peer's. Nothing was modified.
                     out.stats.atomics_unservable += 1;
                     let error = RxError::Rdmap(RdmapError::LocalCatastrophic);
-                    let none = HeaderCopy::from_bytes(&[]);
-                    fail(stream, s, out, (error, none, 0, None), 1 + serve.len());
+                    // RFC 5040 §4.8: the requester learns which request failed from its
+                    // segment (M, D); RFC 7306 §8.1 item 2 leaves the RDMA header out (R).
+                    let request = (error, atomic.header, atomic.segment_len, None);
+                    fail(stream, s, out, request, 1 + serve.len());
                     return;
                 }
             },

@@ -111,6 +111,10 @@ pub struct AtomicServe {
     pub request: AtomicRequest,
     /// The word, in this endpoint's regions: 8 bytes with remote atomic right, 64-bit aligned.
     pub target: RegionSlice,
+    /// The DDP-SSN and DDP header of the request's segment, and its DDP Segment Length: what
+    /// a Terminate reports if this side then fails to execute it (RFC 5040 §4.8: M and D).
+    pub header: HeaderCopy,
+    pub segment_len: usize,
 }
 
 /// What a delivered DDP Message means to RDMAP.
@@ -590,7 +594,7 @@ impl RdmapStream {
                     }
                     Opcode::AtomicRequest => {
                         let bytes = inline.unwrap_or(&[]);
-                        self.serve_atomic(bytes, stags, stream, pd)
+                        self.serve_atomic(bytes, stags, stream, pd, (header(), segment_len()))
                             .unwrap_or_else(|error| Upcall::Fault {
                                 error: RxError::Rdmap(error),
                                 header: header(),
@@ -735,6 +739,7 @@ impl RdmapStream {
         stags: Stags<'_>,
         stream: StreamId,
         pd: Pd,
+        (header, segment_len): (HeaderCopy, usize),
     ) -> Result<Upcall, RdmapError> {
         let request = AtomicRequest::parse(bytes).map_err(|_| RdmapError::OperationUnspecified)?;
         // RFC 7306 §5.2: Atomic Requests share the Read Requests' IRD flow control; more than
@@ -766,6 +771,8 @@ impl RdmapStream {
                 region: placement.region,
                 offset: placement.offset,
             },
+            header,
+            segment_len,
         }))
     }
 }
