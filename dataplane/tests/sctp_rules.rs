@@ -1549,6 +1549,114 @@ fn a_reneged_tsn_is_back_in_flight_6_2_1() {
     );
 }
 
+/// Queues `n` messages of 1000 bytes (a DATA chunk of 1016 bytes each) at `c` and gives it
+/// transmit opportunities at `at` until it sends no more; the TSNs that went, in order.
+fn send_and_drain(c: &mut Association, n: usize, at: Instant) -> Vec<u32> {
+    for i in 0..n {
+        c.send(0, 16, &[i as u8; 1000]).unwrap();
+    }
+    let mut tsns = Vec::new();
+    for _ in 0..20 {
+        for pk in drain(c, at) {
+            for ch in chunks(&pk) {
+                if let ChunkRepr::Data(d) = ch {
+                    tsns.push(d.tsn);
+                }
+            }
+        }
+    }
+    tsns
+}
+
+/// The path MTU the tests' associations use (1500 less the IPv4 header), and the bytes a DATA
+/// chunk of a 1000-byte message takes (its 16-byte header included).
+const MTU: usize = 1480;
+const CHUNK: usize = 1016;
+
+/// §7.2.1: in slow start cwnd grows "only if the current congestion window is being fully
+/// utilized and the data sender is not in Fast Recovery", by "at most, the lesser of (1) the
+/// total size of the previously outstanding DATA chunk(s) acknowledged and (2) the
+/// destination's path MTU". RFC 9260 has no third condition that the SACK advance the
+/// Cumulative TSN Ack Point (RFC 4960 had; RFC 8540 §3.22 dropped it). A SACK that only
+/// gap-acks two chunks of a full window grows it; the SACK that later covers them
+/// cumulatively counts only the chunk newly acknowledged. The gap-acked bytes were counted in
+/// neither SACK (an independent review).
+#[test]
+fn slow_start_counts_gap_acked_bytes_once_7_2_1() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let initial = 4404;
+    assert_eq!(p.c.cwnd(), initial, "five chunks (5080 bytes) fill it");
+    let cum = tsns[0].wrapping_sub(1);
+    p.c.handle(t(11), &sack_to_client(tag, cum, &[(2, 3)]), &mut ignore)
+        .unwrap();
+    let grown = initial + MTU.min(2 * CHUNK);
+    assert_eq!(p.c.cwnd(), grown, "the second and third gap-acked");
+    // The window full again (3048 + 3 chunks), then the first arrives.
+    assert_eq!(send_and_drain(&mut p.c, 3, t(11)).len(), 3);
+    p.c.handle(t(12), &sack_to_client(tag, tsns[2], &[]), &mut ignore)
+        .unwrap();
+    assert_eq!(
+        p.c.cwnd(),
+        grown + CHUNK,
+        "only the first is newly acknowledged"
+    );
+}
+
+/// §7.2.2: "Whenever cwnd is greater than ssthresh, upon each SACK chunk arrival, increase
+/// partial_bytes_acked by the total number of bytes of all new chunks acknowledged in that
+/// SACK chunk, including chunks acknowledged by the new Cumulative TSN Ack, by Gap Ack
+/// Blocks"; when it reaches cwnd with the window full, cwnd grows by one MTU. Seven chunks of
+/// a full window of eight gap-acked count 7 x 1016 bytes at once; the SACK that then covers
+/// all eight cumulatively adds only the first's 1016, which makes one cwnd: cwnd grows by an
+/// MTU and 8 x 1016 - cwnd is left. Bytes gap-acked by a SACK that did not move the
+/// cumulative point were counted nowhere, so the window grew too slowly under loss or
+/// reordering (an independent review).
+#[test]
+fn congestion_avoidance_counts_gap_acked_bytes_once_7_2_2() {
+    let (mut p, tag, tsns) = outstanding(5);
+    // Into congestion avoidance: three misses for the first start Fast Recovery, which sets
+    // ssthresh and cwnd to max(cwnd/2, 4 MTU); leaving it, a full window in slow start grows
+    // cwnd past ssthresh.
+    let cum = tsns[0].wrapping_sub(1);
+    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
+        p.c.handle(t(11), &sack_to_client(tag, cum, blocks), &mut ignore)
+            .unwrap();
+    }
+    let ssthresh = 4 * MTU;
+    assert_eq!(p.c.cwnd(), ssthresh, "Fast Recovery");
+    assert!(carries(&drain(&mut p.c, t(11)), tsns[0]));
+    p.c.handle(t(12), &sack_to_client(tag, tsns[4], &[]), &mut ignore)
+        .unwrap();
+    let full = send_and_drain(&mut p.c, 6, t(12));
+    assert_eq!(full.len(), 6, "6 x 1016 bytes fill {ssthresh}");
+    p.c.handle(t(13), &sack_to_client(tag, full[5], &[]), &mut ignore)
+        .unwrap();
+    let cwnd = ssthresh + MTU;
+    assert_eq!(p.c.cwnd(), cwnd, "slow start's last step");
+    assert_eq!(p.c.partial_bytes_acked(), 0, "nothing in flight");
+
+    let window = send_and_drain(&mut p.c, 8, t(13));
+    assert_eq!(window.len(), 8, "8 x 1016 bytes fill {cwnd}");
+    p.c.handle(t(14), &sack_to_client(tag, full[5], &[(2, 8)]), &mut ignore)
+        .unwrap();
+    assert_eq!(
+        p.c.partial_bytes_acked(),
+        7 * CHUNK,
+        "the seven gap-acked chunks count when first acknowledged"
+    );
+    assert_eq!(p.c.cwnd(), cwnd, "7 x 1016 is less than cwnd");
+    // The window full again (the first and 7 new chunks), then the first arrives.
+    assert_eq!(send_and_drain(&mut p.c, 7, t(14)).len(), 7);
+    p.c.handle(t(15), &sack_to_client(tag, window[7], &[]), &mut ignore)
+        .unwrap();
+    assert_eq!(p.c.cwnd(), cwnd + MTU, "8 x 1016 bytes acknowledged in all");
+    assert_eq!(
+        p.c.partial_bytes_acked(),
+        8 * CHUNK - cwnd,
+        "the gap-acked chunks are not counted again"
+    );
+}
+
 /// RFC 9260 §6.1 D: Max.Burst limits how many packets of new DATA one transmit opportunity
 /// (one `poll_transmit` loop, until it returns nothing) sends; the next opportunity sends more
 /// while cwnd allows, without waiting for a SACK. A budget that only SACKs refill keeps a

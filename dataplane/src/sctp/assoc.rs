@@ -816,6 +816,12 @@ impl Association {
         self.path.cwnd
     }
 
+    /// Bytes acknowledged toward the next congestion-avoidance step (RFC 9260 §7.2.2): read
+    /// by tests, which cannot see the window's growth coming otherwise.
+    pub fn partial_bytes_acked(&self) -> usize {
+        self.path.partial_bytes_acked
+    }
+
     /// The peer's receive window as we last computed it (its a_rwnd less what is in flight,
     /// RFC 9260 §6.2.1).
     pub fn peer_rwnd(&self) -> u32 {
@@ -1945,12 +1951,16 @@ impl Association {
                 self.fast_recovery_exit = None;
             }
         }
-        // Congestion window growth (§7.2.1, §7.2.2): only when the cumulative point moves,
-        // the window was in use, and not in Fast Recovery. §7.2.4's note: a SACK that also
-        // starts Fast Recovery grows the window first ("the cwnd adjustment rules defined in
-        // Sections 7.2.1 and 7.2.2 MUST be applied first"), and the cut halves the grown
-        // one; the growth was skipped (an independent review).
-        if cum_advanced && self.fast_recovery_exit.is_none() {
+        // Congestion window growth (§7.2.1, §7.2.2): for every SACK that newly acknowledges
+        // bytes, by its Cumulative TSN Ack or by its Gap Ack Blocks, while not in Fast
+        // Recovery; slow start only when the window was in use. RFC 9260 dropped RFC 4960's
+        // condition that the cumulative point move (RFC 8540 §3.22): with it, bytes first
+        // acknowledged by a block were counted nowhere, since `acked_before` keeps the SACK
+        // that later covers them cumulatively from counting them again (an independent
+        // review). §7.2.4's note: a SACK that also starts Fast Recovery grows the window
+        // first ("the cwnd adjustment rules defined in Sections 7.2.1 and 7.2.2 MUST be
+        // applied first"), and the cut halves the grown one.
+        if bytes_acked > 0 && self.fast_recovery_exit.is_none() {
             let mtu = self.path.mtu;
             if self.path.cwnd <= self.path.ssthresh {
                 if cwnd_full {
