@@ -1657,6 +1657,103 @@ fn congestion_avoidance_counts_gap_acked_bytes_once_7_2_2() {
     );
 }
 
+/// §7.2.4: a chunk marked for fast retransmission whose acknowledgement arrives before the
+/// retransmission went (the original was late, not lost) is not retransmitted, and the mark
+/// that let the next packet ignore cwnd for it is gone with it. It stayed set: the next
+/// T3-rtx retransmission then went as a fast one, counted in `fast_retransmits`, and until
+/// then the association never said it owed nothing, which kept the caller polling it (an
+/// independent review).
+#[test]
+fn a_fast_retransmission_acknowledged_before_it_went_leaves_no_mark_7_2_4() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let fast = p.c.stats().fast_retransmits;
+    let t3 = p.c.stats().t3_retransmits;
+    let cum = tsns[0].wrapping_sub(1);
+    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
+        p.c.handle(t(11), &sack_to_client(tag, cum, blocks), &mut ignore)
+            .unwrap();
+    }
+    // The first's original arrives before its fast retransmission is sent.
+    p.c.handle(t(11), &sack_to_client(tag, tsns[3], &[]), &mut ignore)
+        .unwrap();
+    assert!(drain(&mut p.c, t(11)).is_empty(), "nothing to retransmit");
+    let owed_nothing = p.c.owes_nothing();
+    // The last is lost: T3-rtx retransmits it.
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    assert!(carries(&drain(&mut p.c, at), tsns[4]));
+    assert_eq!(
+        (p.c.stats().fast_retransmits, p.c.stats().t3_retransmits),
+        (fast, t3 + 1),
+        "a T3-rtx retransmission, not a fast one"
+    );
+    assert!(owed_nothing, "no retransmission was owed");
+}
+
+/// §6.3.3 E3: T3-rtx expiring before a marked fast retransmission went retransmits it under
+/// its own rules (within the 1-MTU cwnd), as a T3-rtx retransmission: the fast one's leave to
+/// ignore cwnd ended with the timer.
+#[test]
+fn t3_takes_over_a_fast_retransmission_not_yet_sent_6_3_3() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let fast = p.c.stats().fast_retransmits;
+    let t3 = p.c.stats().t3_retransmits;
+    let cum = tsns[0].wrapping_sub(1);
+    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
+        p.c.handle(t(11), &sack_to_client(tag, cum, blocks), &mut ignore)
+            .unwrap();
+    }
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    let out = drain(&mut p.c, at);
+    assert!(carries(&out, tsns[0]));
+    assert_eq!(
+        (p.c.stats().fast_retransmits, p.c.stats().t3_retransmits),
+        (fast, t3 + 2),
+        "the first and the last (1 MTU holds one chunk a packet: {} packets)",
+        out.len()
+    );
+}
+
+/// §7.2.4: "Mark the DATA chunk(s) with three miss indications for retransmission" and "only
+/// once": the marks belong to a TSN, not to the send slot that held it. A ring of four slots
+/// holds four TSNs that are fast-retransmitted and acknowledged; the next four TSNs reuse the
+/// same slots, and the one in the slot of the first is fast-retransmitted again on its own
+/// third miss, not sooner (a left-over miss count) nor never (a left-over "done").
+#[test]
+fn a_reused_send_slot_starts_with_no_fast_retransmission_7_2_4() {
+    let (mut c, _s) = established_with(Config {
+        send_slots: 4,
+        ..cfg(C_PORT)
+    });
+    let tag = c.local_tag();
+    let mut cum = None;
+    for round in 0..2u64 {
+        let tsns = send_and_drain(&mut c, 4, t(10 + 10 * round));
+        assert_eq!(tsns.len(), 4, "round {round}");
+        let before = *cum.get_or_insert(tsns[0].wrapping_sub(1));
+        for (blocks, due) in [
+            (&[(2u16, 2u16)][..], false),
+            (&[(2, 3)], false),
+            (&[(2, 4)], true),
+        ] {
+            let at = t(11 + 10 * round);
+            c.handle(at, &sack_to_client(tag, before, blocks), &mut ignore)
+                .unwrap();
+            assert_eq!(
+                carries(&drain(&mut c, at), tsns[0]),
+                due,
+                "round {round}, blocks {blocks:?}"
+            );
+        }
+        assert_eq!(c.stats().fast_retransmits, round + 1);
+        let at = t(12 + 10 * round);
+        c.handle(at, &sack_to_client(tag, tsns[3], &[]), &mut ignore)
+            .unwrap();
+        cum = Some(tsns[3]);
+    }
+}
+
 /// RFC 9260 §6.1 D: Max.Burst limits how many packets of new DATA one transmit opportunity
 /// (one `poll_transmit` loop, until it returns nothing) sends; the next opportunity sends more
 /// while cwnd allows, without waiting for a SACK. A budget that only SACKs refill keeps a

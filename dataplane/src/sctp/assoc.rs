@@ -1988,6 +1988,13 @@ impl Association {
             self.pending.fast_rtx = true;
             self.timed = None;
         }
+        // A chunk marked for fast retransmission may be acknowledged before it goes (its
+        // original was late, not lost): with nothing marked left, the leave to ignore cwnd
+        // would outlive it and pass to the next T3-rtx retransmission, counted as fast, and
+        // keep `owes_nothing` false meanwhile.
+        if !self.sq.has_rtx() {
+            self.pending.fast_rtx = false;
+        }
 
         if acked_any {
             // §8.1: "The counter MUST be reset each time a DATA chunk sent to that peer
@@ -2477,6 +2484,8 @@ impl Association {
             self.path.hb_sent = None;
             self.path.hb_overdue = false;
             self.fast_recovery_exit = None;
+            // The old incarnation's marked chunks are gone with the queue.
+            self.pending.fast_rtx = false;
             self.timed = None;
             self.clear_errors();
             self.adopt_cookie(&c);
@@ -2667,6 +2676,9 @@ impl Association {
         self.peer_rwnd = self.peer_rwnd.saturating_add(self.path.flight as u32);
         self.path.flight = 0;
         self.fast_recovery_exit = None;
+        // What is marked now goes by E3's rules, within the 1-MTU cwnd: a fast retransmission
+        // still waiting is one of them.
+        self.pending.fast_rtx = false;
         self.timed = None;
         self.arm(Timer::T3, self.after_rto(now));
     }
