@@ -1080,9 +1080,14 @@ impl Session {
             }
             Inbound::Accept => {
                 self.accepted = true;
-                self.events.push_back(Event::Accepted {
-                    private_data: data(),
-                });
+                // A session that already ended (our Terminate, a protocol error) is not
+                // accepted after its end for the ULP: the answer only completes the stream's
+                // bookkeeping (§6.6 reuse).
+                if live {
+                    self.events.push_back(Event::Accepted {
+                        private_data: data(),
+                    });
+                }
                 if self.state == State::InitiateSent {
                     self.state = State::Established;
                 }

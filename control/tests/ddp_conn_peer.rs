@@ -2347,12 +2347,23 @@ fn rfc5043_6_6_a_terminate_ahead_of_the_answer_is_a_protocol_error() {
             .any(|(s, p, x)| *s == S && *p == 17 && x.get(..4) == Some(&[0, 1, 0, 4][..])),
         "our Terminate"
     );
-    // The Accept comes after all: the session is over, its segment is not placed.
+    // The Accept comes after all: the session is over, its segment is not placed, and the ULP,
+    // told the session ended, is not told it was accepted after that.
     d.send(S, 17, &ctl(0, 2, b""));
     d.settle();
     assert!(
         d.region_bytes(w, 64).iter().all(|&b| b == 0),
         "nothing of a session ended by a protocol error is placed"
+    );
+    let events = d.events(S);
+    let ended = events
+        .iter()
+        .position(|e| matches!(e, Event::SessionTerminated { .. }));
+    assert!(
+        ended.is_some_and(|i| !events[i..]
+            .iter()
+            .any(|e| matches!(e, Event::Accepted { .. }))),
+        "no Accepted after SessionTerminated: {events:?}"
     );
     d.conn().initiate(S, pd, b"again").unwrap();
 }
