@@ -3349,3 +3349,36 @@ fn fragmented_data_is_reassembled_5043_9() {
     assert_eq!(p.s.state(), State::Established);
     assert_eq!((p.s.stats().fragments_in, p.s.stats().reassembled), (3, 1));
 }
+
+/// RFC 9260 §7.2.4 step 3: only the packet carrying a fast retransmission may ignore cwnd. A
+/// chunk marked by Fast Retransmit whose T3-rtx retransmission is acknowledged before the fast
+/// one goes takes the leave with it, though chunks T3-rtx marked beside it remain: the next of
+/// those is a T3-rtx retransmission (found by an independent review; it went as a fast one).
+#[test]
+fn a_fast_retransmissions_leave_ends_with_it_beside_t3_marks_7_2_4() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    let out = drain(&mut p.c, at);
+    assert!(carries(&out, tsns[0]));
+    let (fast0, t30) = (p.c.stats().fast_retransmits, p.c.stats().t3_retransmits);
+    let cum = tsns[0].wrapping_sub(1);
+    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
+        p.c.handle(at, &sack_to_client(tag, cum, blocks), &mut ignore)
+            .unwrap();
+    }
+    // tsns[0] is now marked for fast retransmission; tsns[4] is still T3-marked. tsns[0]'s
+    // T3 retransmission arrives before the fast one goes.
+    p.c.handle(at, &sack_to_client(tag, tsns[3], &[]), &mut ignore)
+        .unwrap();
+    let out = drain(&mut p.c, at);
+    assert!(carries(&out, tsns[4]));
+    assert_eq!(
+        (
+            p.c.stats().fast_retransmits - fast0,
+            p.c.stats().t3_retransmits - t30
+        ),
+        (0, 1),
+        "tsns[4] is a T3-rtx retransmission, not a fast one"
+    );
+}

@@ -1989,10 +1989,11 @@ impl Association {
             self.timed = None;
         }
         // A chunk marked for fast retransmission may be acknowledged before it goes (its
-        // original was late, not lost): with nothing marked left, the leave to ignore cwnd
-        // would outlive it and pass to the next T3-rtx retransmission, counted as fast, and
-        // keep `owes_nothing` false meanwhile.
-        if !self.sq.has_rtx() {
+        // original was late, not lost): the leave to ignore cwnd would outlive it and pass to
+        // the next T3-rtx retransmission (of a chunk marked beside it, or later), counted as
+        // fast, and keep `owes_nothing` false meanwhile. It lasts while a chunk marked by Fast
+        // Retransmit waits; looked for only while the leave is held, from the first marked.
+        if self.pending.fast_rtx && !self.fast_rtx_waits() {
             self.pending.fast_rtx = false;
         }
 
@@ -2019,6 +2020,18 @@ impl Association {
         true
     }
 
+    /// Whether a chunk marked by Fast Retransmit still waits to be sent (acknowledged ones are
+    /// no longer marked, sent ones no longer due).
+    fn fast_rtx_waits(&self) -> bool {
+        let Some(from) = self.sq.first_rtx() else {
+            return false;
+        };
+        (from..self.sq.outstanding_seqs().end).any(|q| {
+            let s = self.sq.slot(q);
+            s.rtx && s.fast_rtx_due
+        })
+    }
+
     /// One miss indication for the outstanding TSN at `seq` (RFC 9260 §7.2.4): the third
     /// marks it for Fast Retransmit and takes it out of the flight. Whether it did.
     fn miss_indication(&mut self, seq: u64) -> bool {
@@ -2028,6 +2041,7 @@ impl Association {
             return false;
         }
         s.fast_rtx_done = true;
+        s.fast_rtx_due = true;
         let len = s.len;
         if s.in_flight {
             s.in_flight = false;
@@ -2663,6 +2677,8 @@ impl Association {
         // E3: everything outstanding and not gap-acked is retransmitted.
         for seq in self.sq.outstanding_seqs() {
             let s = self.sq.slot_mut(seq);
+            // A fast retransmission still waiting goes by E3's rules now (below).
+            s.fast_rtx_due = false;
             if !s.gap_acked {
                 s.in_flight = false;
                 self.sq.set_rtx(seq, true);
@@ -3272,6 +3288,7 @@ impl Association {
             self.sq.set_rtx(seq, false);
             let slot = self.sq.slot_mut(seq);
             slot.in_flight = true;
+            slot.fast_rtx_due = false;
             slot.tx_count += 1;
             slot.sent_at = now;
             self.path.flight += book(s.len);
