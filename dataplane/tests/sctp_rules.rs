@@ -1059,6 +1059,17 @@ fn fast_retransmit_on_third_miss_7_2_4() {
     assert_eq!(p.got_s.len(), 8);
 }
 
+/// Three SACKs that gap-ack the second, then the second and third, then the second to fourth
+/// chunk after TSN `first`, none moving the cumulative point to it: three miss indications,
+/// which mark `first` for Fast Retransmit (RFC 9260 §7.2.4).
+fn three_misses_for_the_first(p: &mut Pair, tag: u32, first: u32, now: Instant) {
+    let cum = first.wrapping_sub(1);
+    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
+        p.c.handle(now, &sack_to_client(tag, cum, blocks), &mut ignore)
+            .unwrap();
+    }
+}
+
 /// A pair whose client has sent `n` messages of 1000 bytes, one DATA chunk each, none of them
 /// acknowledged yet; with the client's verification tag (from a SACK of two earlier messages)
 /// and the TSNs, in order.
@@ -1617,11 +1628,7 @@ fn congestion_avoidance_counts_gap_acked_bytes_once_7_2_2() {
     // Into congestion avoidance: three misses for the first start Fast Recovery, which sets
     // ssthresh and cwnd to max(cwnd/2, 4 MTU); leaving it, a full window in slow start grows
     // cwnd past ssthresh.
-    let cum = tsns[0].wrapping_sub(1);
-    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
-        p.c.handle(t(11), &sack_to_client(tag, cum, blocks), &mut ignore)
-            .unwrap();
-    }
+    three_misses_for_the_first(&mut p, tag, tsns[0], t(11));
     let ssthresh = 4 * MTU;
     assert_eq!(p.c.cwnd(), ssthresh, "Fast Recovery");
     assert!(carries(&drain(&mut p.c, t(11)), tsns[0]));
@@ -1668,11 +1675,7 @@ fn a_fast_retransmission_acknowledged_before_it_went_leaves_no_mark_7_2_4() {
     let (mut p, tag, tsns) = outstanding(5);
     let fast = p.c.stats().fast_retransmits;
     let t3 = p.c.stats().t3_retransmits;
-    let cum = tsns[0].wrapping_sub(1);
-    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
-        p.c.handle(t(11), &sack_to_client(tag, cum, blocks), &mut ignore)
-            .unwrap();
-    }
+    three_misses_for_the_first(&mut p, tag, tsns[0], t(11));
     // The first's original arrives before its fast retransmission is sent.
     p.c.handle(t(11), &sack_to_client(tag, tsns[3], &[]), &mut ignore)
         .unwrap();
@@ -1698,11 +1701,7 @@ fn t3_takes_over_a_fast_retransmission_not_yet_sent_6_3_3() {
     let (mut p, tag, tsns) = outstanding(5);
     let fast = p.c.stats().fast_retransmits;
     let t3 = p.c.stats().t3_retransmits;
-    let cum = tsns[0].wrapping_sub(1);
-    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
-        p.c.handle(t(11), &sack_to_client(tag, cum, blocks), &mut ignore)
-            .unwrap();
-    }
+    three_misses_for_the_first(&mut p, tag, tsns[0], t(11));
     let at = p.c.poll_timeout().unwrap();
     p.c.handle_timeout(at);
     let out = drain(&mut p.c, at);
@@ -3362,11 +3361,7 @@ fn a_fast_retransmissions_leave_ends_with_it_beside_t3_marks_7_2_4() {
     let out = drain(&mut p.c, at);
     assert!(carries(&out, tsns[0]));
     let (fast0, t30) = (p.c.stats().fast_retransmits, p.c.stats().t3_retransmits);
-    let cum = tsns[0].wrapping_sub(1);
-    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)], &[(2, 4)]] {
-        p.c.handle(at, &sack_to_client(tag, cum, blocks), &mut ignore)
-            .unwrap();
-    }
+    three_misses_for_the_first(&mut p, tag, tsns[0], at);
     // tsns[0] is now marked for fast retransmission; tsns[4] is still T3-marked. tsns[0]'s
     // T3 retransmission arrives before the fast one goes.
     p.c.handle(at, &sack_to_client(tag, tsns[3], &[]), &mut ignore)
