@@ -369,6 +369,8 @@ struct QpEntry {
     error: Option<TerminateError>,
     /// Why the core refused the session's Initiate or Accept, if it did.
     refused: Option<PostError>,
+    /// Being destroyed ([`Verbs::destroy_qp`]): its work completes on no CQ.
+    destroyed: bool,
 }
 
 /// A Local Invalidate waiting for every core's acknowledgement.
@@ -507,21 +509,69 @@ impl<P: Port> Verbs<P> {
             held_recvs: Vec::new(),
             error: None,
             refused: None,
+            destroyed: false,
         }));
         self.by_stream.insert((init.conn, init.stream), qp);
         Ok(qp)
     }
 
-    /// `ibv_destroy_qp`: forgets it (its stream's session is not ended by this). As with
-    /// libibverbs, its outstanding work does not complete: receives posted in Init, which no
-    /// core has, are dropped with it.
-    pub fn destroy_qp(&mut self, qp: Qp) -> Result<(), VerbsError> {
-        let e = self
-            .qps
-            .get_mut(qp.0 as usize)
-            .and_then(Option::take)
-            .ok_or(VerbsError::NoSuchQp)?;
-        self.by_stream.remove(&(e.init.conn, e.init.stream));
+    /// `ibv_destroy_qp`: ends its stream's session and forgets it. As with libibverbs, its
+    /// outstanding work does not complete (receives posted in Init, which no core has, are
+    /// dropped with it), and once it returns nothing is placed into its receives: the memory
+    /// is the application's again (RFC 5041 §7.1, RFC 4296 §3: no placement where the
+    /// application no longer allows it). It waits, turning the control side at `now`, until
+    /// the data core has withdrawn them; the cores must be polling meanwhile, on their own
+    /// threads ([`Verbs::destroy_qp_polling`] for cores polled by this one).
+    pub fn destroy_qp(&mut self, qp: Qp, now: Instant) -> Result<(), VerbsError> {
+        self.destroy_qp_polling(qp, now, &mut std::thread::yield_now)
+    }
+
+    /// As [`Verbs::destroy_qp`], for a caller whose thread polls the data cores itself: `poll`
+    /// runs while the core's withdrawal of the receives is awaited.
+    ///
+    /// A receive the core holds takes the next untagged Send of the stream (RFC 5041 §5.3)
+    /// for as long as the stream lives: the queue pair's session is terminated (RFC 5043 §6;
+    /// the peer's queue pair goes to Error, as iWARP's `ibv_destroy_qp` of a connected queue
+    /// pair ends its connection), which flushes the receives on the core, or the association
+    /// ends; either way each one is reported before this returns (filled or flushed, reported
+    /// to no CQ). Refused with [`RuntimeError::Busy`] (nothing changed) while the core's
+    /// command ring is full.
+    pub fn destroy_qp_polling(
+        &mut self,
+        qp: Qp,
+        now: Instant,
+        poll: &mut dyn FnMut(),
+    ) -> Result<(), VerbsError> {
+        let e = self.entry(qp)?;
+        let QpInit { conn, stream, .. } = e.init;
+        if matches!(e.state, QpState::Connecting | QpState::Rts) {
+            match self.control.submit(conn, Op::Terminate { stream }) {
+                // Forgotten: no core holds anything of it.
+                Ok(()) | Err(RuntimeError::NoSuchConnection) => {}
+                Err(e) => return Err(VerbsError::Runtime(e)),
+            }
+        }
+        let e = self.entry_mut(qp)?;
+        e.destroyed = true;
+        // Its send work completes nothing any more: later reports find no slot.
+        while e.sq.pop_front().is_some() {}
+        // Receives posted in Init never reached a core: dropped. The rest are awaited.
+        for op in std::mem::take(&mut e.held_recvs) {
+            if let Some(r) = op.wr_id().and_then(|seq| e.rq.get_mut(seq)) {
+                r.done
+                    .get_or_insert(Wc::new(r.wr_id, WcStatus::Flushed, WcOpcode::Recv, qp));
+            }
+        }
+        while self
+            .entry(qp)
+            .is_ok_and(|e| e.rq.q.iter().any(|r| r.done.is_none()))
+        {
+            poll();
+            self.poll(now);
+        }
+        if let Some(e) = self.qps.get_mut(qp.0 as usize).and_then(Option::take) {
+            self.by_stream.remove(&(e.init.conn, e.init.stream));
+        }
         Ok(())
     }
 
@@ -1088,7 +1138,11 @@ impl<P: Port> Verbs<P> {
             if ok && !signaled {
                 continue;
             }
-            let Ok(cq) = self.entry(qp).map(|e| e.init.send_cq) else {
+            // A queue pair destroyed meanwhile completes nothing (ibv_destroy_qp).
+            let Some(cq) = (self.entry(qp).ok())
+                .filter(|e| !e.destroyed)
+                .map(|e| e.init.send_cq)
+            else {
                 continue;
             };
             let status = if ok {
@@ -1459,6 +1513,10 @@ impl<P: Port> Verbs<P> {
         };
         if let Some(r) = e.rq.get_mut(seq) {
             r.done.get_or_insert(wc);
+        }
+        // Over, for `destroy_qp`'s wait; completed nowhere (ibv_destroy_qp).
+        if e.destroyed {
+            return;
         }
         let Some(cq) = self.cqs.get_mut(e.init.recv_cq.0) else {
             return;

@@ -1,0 +1,178 @@
+//! `destroy_qp` and the ends of a queue pair's receives (`docs/verbs.md`, "Calls" and
+//! "Completions"): what a destroyed queue pair posted is never filled afterwards, and every
+//! receive of a live queue pair completes exactly once.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+mod rt;
+mod verbs_pair;
+use rt::PORT;
+use verbs_pair::*;
+
+use std::net::IpAddr;
+
+use ddpdk_control::conn::Indication;
+use ddpdk_control::rdmap::RdmaLimits;
+use ddpdk_control::runtime::{ConnHandle, Event};
+use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::verbs::{
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Verbs, WcStatus, WrOpcode,
+};
+use ddpdk_dataplane::mem::Access;
+use ddpdk_dataplane::port::mem::MemPort;
+
+/// The client's queue pair on stream 1 connected to the server's, which posted `recvs`
+/// receives of 1 KiB from `recv_mr` (zeroed) before accepting.
+struct Connected {
+    p: Pair,
+    qa: Qp,
+    qb: Qp,
+    cqa: Cq,
+    cqb: Cq,
+    pda: ProtectionDomain,
+    recv_mr: MemoryRegion,
+}
+
+fn connected(recvs: u64) -> Connected {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let recv_mr =
+        p.b.v
+            .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let now = p.now;
+    let conn =
+        p.a.v
+            .control_mut()
+            .connect(now, IpAddr::V4(B4), PORT)
+            .unwrap();
+    p.run_until("the association", |p| {
+        p.a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        })
+    });
+    let cqa = p.a.v.create_cq();
+    let qa = qp(&mut p.a.v, pda, cqa, conn);
+    p.a.v.connect_qp(qa, b"verbs").unwrap();
+    let mut server_conn = None::<ConnHandle>;
+    p.run_until("the Initiate", |p| {
+        server_conn = p.b.events.iter().find_map(|e| match e {
+            Event::Indication {
+                conn,
+                indication:
+                    Indication::Session {
+                        stream: 1,
+                        event: SessionEvent::InitiateReceived { .. },
+                    },
+            } => Some(*conn),
+            _ => None,
+        });
+        server_conn.is_some()
+    });
+    let server_conn = server_conn.unwrap();
+    let cqb = p.b.v.create_cq();
+    let qb = qp(&mut p.b.v, pdb, cqb, server_conn);
+    for i in 0..recvs {
+        let r = RecvWr {
+            wr_id: 500 + i,
+            sg_list: vec![sge(&recv_mr, i * 1024, 1024)],
+        };
+        p.b.v.post_recv(qb, &r).unwrap();
+    }
+    p.b.v.accept_qp(qb, b"").unwrap();
+    p.run_until("the Accept", |p| p.a.v.qp_state(qa) == Some(QpState::Rts));
+    Connected {
+        p,
+        qa,
+        qb,
+        cqa,
+        cqb,
+        pda,
+        recv_mr,
+    }
+}
+
+/// A queue pair on stream 1 of `conn`, both queues on `cq`.
+fn qp(v: &mut Verbs<MemPort>, pd: ProtectionDomain, cq: Cq, conn: ConnHandle) -> Qp {
+    v.create_qp(QpInit {
+        pd,
+        send_cq: cq,
+        recv_cq: cq,
+        conn,
+        stream: 1,
+        limits: RdmaLimits::default(),
+    })
+    .unwrap()
+}
+
+/// `ibv_destroy_qp` (`docs/verbs.md`, "Calls"): once it returns, nothing is placed into the
+/// receives the queue pair had with its data core (RFC 5041 §7.1, RFC 4296 §3: no placement
+/// where the application no longer allows it: it may reuse or free that memory now). A Send
+/// the peer posts afterwards lands nowhere; the peer's queue pair ends (the stream is
+/// over: its Send is not delivered) rather than believing it was received.
+#[test]
+fn a_send_after_destroy_qp_is_not_placed_into_its_receives() {
+    let mut c = connected(2);
+    let now = c.p.now;
+    let cores = &mut c.p.b.cores;
+    c.p.b
+        .v
+        .destroy_qp_polling(c.qb, now, &mut || {
+            for k in cores.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+    assert_eq!(c.p.b.v.qp_state(c.qb), None, "forgotten");
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x7000_0000)
+            .unwrap();
+    c.p.a
+        .v
+        .control()
+        .memory()
+        .region(src.region)
+        .unwrap()
+        .place(0, &[0xAB; 100])
+        .unwrap();
+    let post =
+        c.p.a
+            .v
+            .post_send(c.qa, &wr(1, WrOpcode::Send, vec![sge(&src, 0, 100)]));
+    c.p.steps(2000);
+    let mut placed = vec![0u8; 2048];
+    c.p.b
+        .v
+        .control()
+        .memory()
+        .region(c.recv_mr.region)
+        .unwrap()
+        .read(0, &mut placed)
+        .unwrap();
+    assert!(
+        placed.iter().all(|&b| b == 0),
+        "{} bytes of the peer's Send placed into a destroyed queue pair's receive",
+        placed.iter().filter(|&&b| b != 0).count()
+    );
+    // The peer's stream ended (RFC 5043 §6: our session's Terminate): its Send, delivered
+    // nowhere, does not complete Success, and its queue pair is in Error.
+    assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Error));
+    if post.is_ok() {
+        let send: Vec<_> = wcs(&mut c.p.a.v, c.cqa)
+            .iter()
+            .map(|w| (w.wr_id, w.status))
+            .collect();
+        assert_eq!(send, [(1, WcStatus::Flushed)]);
+    }
+    // ibv_destroy_qp: its outstanding receives complete on no CQ.
+    assert_eq!(wcs(&mut c.p.b.v, c.cqb), []);
+}
