@@ -1355,6 +1355,7 @@ impl<P: Port> Verbs<P> {
                 for qp in ended {
                     self.fail_qp(qp);
                     self.sq_flush(qp);
+                    self.rq_flush(qp);
                 }
                 self.events.push_back(Event::Indication {
                     conn,
@@ -1426,6 +1427,35 @@ impl<P: Port> Verbs<P> {
                     ..Wc::new(s.wr_id, status, s.opcode, qp)
                 });
             }
+        }
+    }
+
+    /// The association is gone: every receive still in the receive queue completes now,
+    /// Flushed (unless it is over already), in posting order. The core reports each receive
+    /// it held (filled or flushed) before its Closed, so what is left never reached it in
+    /// time: a receive posted after the core ended the association and before verbs heard. If
+    /// the core still holds the closed connection it refuses it later, a report that finds no
+    /// slot here and is ignored; if it has given the connection's slot to another association
+    /// meanwhile it answers [`Event::Unknown`], which names no work request. Either way the
+    /// receive completes here, once (`docs/verbs.md`: outstanding work completes Flushed when
+    /// the stream ends).
+    fn rq_flush(&mut self, qp: Qp) {
+        let Some(e) = self.qps.get_mut(qp.0 as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        for r in e.rq.q.iter_mut() {
+            r.done
+                .get_or_insert(Wc::new(r.wr_id, WcStatus::Flushed, WcOpcode::Recv, qp));
+        }
+        // Over, for `destroy_qp`'s wait; completed nowhere (ibv_destroy_qp).
+        if e.destroyed {
+            return;
+        }
+        let Some(cq) = self.cqs.get_mut(e.init.recv_cq.0) else {
+            return;
+        };
+        while let Some(r) = e.rq.pop_front() {
+            cq.extend(r.done);
         }
     }
 

@@ -25,6 +25,7 @@ use ddpdk_dataplane::port::mem::MemPort;
 /// receives of 1 KiB from `recv_mr` (zeroed) before accepting.
 struct Connected {
     p: Pair,
+    conn: ConnHandle,
     qa: Qp,
     qb: Qp,
     cqa: Cq,
@@ -90,6 +91,7 @@ fn connected(recvs: u64) -> Connected {
     p.run_until("the Accept", |p| p.a.v.qp_state(qa) == Some(QpState::Rts));
     Connected {
         p,
+        conn,
         qa,
         qb,
         cqa,
@@ -175,4 +177,63 @@ fn a_send_after_destroy_qp_is_not_placed_into_its_receives() {
     }
     // ibv_destroy_qp: its outstanding receives complete on no CQ.
     assert_eq!(wcs(&mut c.p.b.v, c.cqb), []);
+}
+
+/// `docs/verbs.md`, "Completions": every posted receive completes exactly once, `Flushed`
+/// when its stream or association ends first. Here the receive is posted after the client's
+/// core ended the association (our ABORT) but before its verbs heard, and the core reuses the
+/// closed connection's slot for a new association (it holds `MAX_CONNECTIONS_PER_CORE`)
+/// before it takes the receive: the core no longer knows the connection and answers
+/// `Event::Unknown`, which names no work request. The receive still completes, `Flushed`,
+/// once: the association's `Closed` ends every report of its receives.
+#[test]
+fn a_receive_posted_as_the_association_ends_completes_once_when_its_slot_is_reused() {
+    use ddpdk_control::runtime::{Op, MAX_CONNECTIONS_PER_CORE};
+    use std::net::Ipv4Addr;
+    let mut c = connected(0);
+    let now = c.p.now;
+    // Peers that never answer: their INITs keep the core's other slots taken (they retransmit
+    // for far longer than this test runs).
+    let mut bogus = (0..).map(|i: u32| {
+        let [_, _, x, y] = (i + 1).to_be_bytes();
+        IpAddr::V4(Ipv4Addr::new(198, 19, x, y))
+    });
+    for _ in 1..MAX_CONNECTIONS_PER_CORE {
+        let peer = bogus.next().unwrap();
+        c.p.a.v.control_mut().connect(now, peer, PORT).unwrap();
+    }
+    c.p.steps(5);
+    let conn = c.conn;
+    let mr =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x6000_0000)
+            .unwrap();
+    c.p.a.v.control_mut().submit(conn, Op::Abort).unwrap();
+    // The client's core ends the association; its verbs has not heard yet.
+    for k in &mut c.p.a.cores {
+        k.poll(now);
+    }
+    // A new association takes the closed one's slot, ahead of the receive.
+    let peer = bogus.next().unwrap();
+    c.p.a.v.control_mut().connect(now, peer, PORT).unwrap();
+    let r = RecvWr {
+        wr_id: 900,
+        sg_list: vec![sge(&mr, 0, 1024)],
+    };
+    c.p.a.v.post_recv(c.qa, &r).unwrap();
+    c.p.steps(200);
+    assert!(
+        c.p.a
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Unknown { conn: k, op: "post_recv" } if *k == conn)),
+        "the core no longer knew the connection when the receive came"
+    );
+    assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Error));
+    let got: Vec<_> = wcs(&mut c.p.a.v, c.cqa)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(got, [(900, WcStatus::Flushed)]);
 }
