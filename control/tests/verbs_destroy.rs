@@ -12,6 +12,7 @@ use verbs_pair::*;
 use std::net::IpAddr;
 
 use ddpdk_control::conn::Indication;
+use ddpdk_control::memory::RegionId;
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{ConnHandle, Event};
 use ddpdk_control::session::Event as SessionEvent;
@@ -20,6 +21,7 @@ use ddpdk_control::verbs::{
 };
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::MemPort;
+use ddpdk_dataplane::port::region::Region;
 
 /// The client's queue pair on stream 1 connected to the server's, which posted `recvs`
 /// receives of 1 KiB from `recv_mr` (zeroed) before accepting.
@@ -32,6 +34,11 @@ struct Connected {
     cqb: Cq,
     pda: ProtectionDomain,
     recv_mr: MemoryRegion,
+}
+
+/// The bytes of endpoint memory `r` of `v`.
+fn region(v: &Verbs<MemPort>, r: RegionId) -> &Region {
+    v.control().memory().region(r).unwrap()
 }
 
 fn connected(recvs: u64) -> Connected {
@@ -177,6 +184,114 @@ fn a_send_after_destroy_qp_is_not_placed_into_its_receives() {
     }
     // ibv_destroy_qp: its outstanding receives complete on no CQ.
     assert_eq!(wcs(&mut c.p.b.v, c.cqb), []);
+}
+
+/// `ibv_destroy_qp` returns once the data core has withdrawn the receives, not merely once
+/// it was told to: a Send of the peer already on its way when the application destroys the
+/// queue pair is placed before `destroy_qp` returns or not at all, so the application may
+/// reuse the memory at once (here it overwrites it) and nothing lands there afterwards (RFC
+/// 5041 §7.1).
+#[test]
+fn a_send_in_flight_at_destroy_qp_lands_before_it_returns_or_never() {
+    let mut c = connected(2);
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x7000_0000)
+            .unwrap();
+    region(&c.p.a.v, src.region).place(0, &[0xAB; 100]).unwrap();
+    c.p.a
+        .v
+        .post_send(c.qa, &wr(1, WrOpcode::Send, vec![sge(&src, 0, 100)]))
+        .unwrap();
+    // The client's core sends it: it waits in the server's receive queue.
+    let now = c.p.now;
+    for k in &mut c.p.a.cores {
+        k.poll(now);
+    }
+    let cores = &mut c.p.b.cores;
+    c.p.b
+        .v
+        .destroy_qp_polling(c.qb, now, &mut || {
+            for k in cores.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+    // The application reuses the memory.
+    region(&c.p.b.v, c.recv_mr.region)
+        .place(0, &[0u8; 2048])
+        .unwrap();
+    c.p.steps(2000);
+    let mut placed = vec![0u8; 2048];
+    region(&c.p.b.v, c.recv_mr.region)
+        .read(0, &mut placed)
+        .unwrap();
+    assert!(
+        placed.iter().all(|&b| b == 0),
+        "{} bytes placed into a destroyed queue pair's receive after destroy_qp returned",
+        placed.iter().filter(|&&b| b != 0).count()
+    );
+    assert_eq!(
+        wcs(&mut c.p.b.v, c.cqb),
+        [],
+        "ibv_destroy_qp: no completion"
+    );
+}
+
+/// `destroy_qp` of a queue pair whose Initiate is out and unanswered (`Connecting`), its
+/// receives posted in Init released to the core behind it: the session's Terminate withdraws
+/// the Initiate (RFC 5043 §6.4), the core flushes the receives, and `destroy_qp` returns
+/// (it waits on this side alone), completing nothing; the stream is free for a new queue pair.
+#[test]
+fn destroy_qp_of_a_connecting_queue_pair_returns_once_its_receives_are_withdrawn() {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let mr =
+        p.a.v
+            .reg_mr(pda, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let now = p.now;
+    let conn =
+        p.a.v
+            .control_mut()
+            .connect(now, IpAddr::V4(B4), PORT)
+            .unwrap();
+    p.run_until("the association", |p| {
+        p.a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        })
+    });
+    let cq = p.a.v.create_cq();
+    let qa = qp(&mut p.a.v, pda, cq, conn);
+    for i in 0..2 {
+        let r = RecvWr {
+            wr_id: 700 + i,
+            sg_list: vec![sge(&mr, i * 1024, 1024)],
+        };
+        p.a.v.post_recv(qa, &r).unwrap();
+    }
+    p.a.v.connect_qp(qa, b"").unwrap();
+    p.step();
+    assert_eq!(p.a.v.qp_state(qa), Some(QpState::Connecting));
+    let now = p.now;
+    let cores = &mut p.a.cores;
+    p.a.v
+        .destroy_qp_polling(qa, now, &mut || {
+            for k in cores.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+    p.steps(200);
+    assert_eq!(wcs(&mut p.a.v, cq), [], "ibv_destroy_qp: no completion");
+    assert!(qp(&mut p.a.v, pda, cq, conn).0 > qa.0, "the stream is free");
 }
 
 /// `docs/verbs.md`, "Completions": every posted receive completes exactly once, `Flushed`
