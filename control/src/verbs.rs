@@ -266,7 +266,15 @@ pub enum VerbsError {
     StreamTaken,
     Memory(MemoryError),
     Runtime(RuntimeError),
+    /// `destroy_qp` waited [`DESTROY_WAIT`] and a data core still holds receives of the queue
+    /// pair: their memory is not the application's yet. The queue pair stays destroyed
+    /// (completing nothing); calling `destroy_qp` again waits again.
+    Timeout,
 }
+
+/// How long [`Verbs::destroy_qp`] waits for the data core to withdraw the queue pair's
+/// receives: as long as a deregistration waits for every core's acknowledgement.
+pub const DESTROY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl std::fmt::Display for VerbsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -277,6 +285,9 @@ impl std::fmt::Display for VerbsError {
             VerbsError::StreamTaken => f.write_str("the stream has a queue pair already"),
             VerbsError::Memory(e) => write!(f, "{e}"),
             VerbsError::Runtime(e) => write!(f, "{e}"),
+            VerbsError::Timeout => f.write_str(
+                "a data core still holds receives of the queue pair (it did not answer in time)",
+            ),
         }
     }
 }
@@ -544,7 +555,8 @@ impl<P: Port> Verbs<P> {
     ) -> Result<(), VerbsError> {
         let e = self.entry(qp)?;
         let QpInit { conn, stream, .. } = e.init;
-        if matches!(e.state, QpState::Connecting | QpState::Rts) {
+        // A second call (after a Timeout) only waits again.
+        if !e.destroyed && matches!(e.state, QpState::Connecting | QpState::Rts) {
             match self.control.submit(conn, Op::Terminate { stream }) {
                 // Forgotten: no core holds anything of it.
                 Ok(()) | Err(RuntimeError::NoSuchConnection) => {}
@@ -562,12 +574,19 @@ impl<P: Port> Verbs<P> {
                     .get_or_insert(Wc::new(r.wr_id, WcStatus::Flushed, WcOpcode::Recv, qp));
             }
         }
+        // Bounded: a core that stopped turning (its thread gone) would never report them. The
+        // control side's clock runs on meanwhile, so its own timers (the gap wait before a
+        // peer's Terminate, RFC 5043 §6) can end what the core waits for.
+        let start = std::time::Instant::now();
         while self
             .entry(qp)
             .is_ok_and(|e| e.rq.q.iter().any(|r| r.done.is_none()))
         {
+            if start.elapsed() >= DESTROY_WAIT {
+                return Err(VerbsError::Timeout);
+            }
             poll();
-            self.poll(now);
+            self.poll(now + start.elapsed());
         }
         if let Some(e) = self.qps.get_mut(qp.0 as usize).and_then(Option::take) {
             self.by_stream.remove(&(e.init.conn, e.init.stream));

@@ -352,3 +352,35 @@ fn a_receive_posted_as_the_association_ends_completes_once_when_its_slot_is_reus
         .collect();
     assert_eq!(got, [(900, WcStatus::Flushed)]);
 }
+
+/// `destroy_qp`'s wait is bounded (`docs/verbs.md`, "Calls"): with the data core not turning
+/// (a core thread gone), it answers `Timeout` after `DESTROY_WAIT` instead of spinning for
+/// ever, the queue pair stays destroyed (it completes nothing), and a later call, the core
+/// turning again, waits again and forgets it.
+#[test]
+fn destroy_qp_answers_timeout_when_the_core_never_withdraws_its_receives() {
+    let mut c = connected(2);
+    let now = c.p.now;
+    let started = std::time::Instant::now();
+    assert_eq!(
+        c.p.b.v.destroy_qp_polling(c.qb, now, &mut || {}),
+        Err(ddpdk_control::verbs::VerbsError::Timeout)
+    );
+    assert!(started.elapsed() >= ddpdk_control::verbs::DESTROY_WAIT);
+    assert!(c.p.b.v.qp_state(c.qb).is_some(), "not forgotten yet");
+    let cores = &mut c.p.b.cores;
+    c.p.b
+        .v
+        .destroy_qp_polling(c.qb, now, &mut || {
+            for k in cores.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+    assert_eq!(c.p.b.v.qp_state(c.qb), None, "forgotten");
+    assert_eq!(
+        wcs(&mut c.p.b.v, c.cqb),
+        [],
+        "ibv_destroy_qp: no completion"
+    );
+}
