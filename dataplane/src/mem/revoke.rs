@@ -15,8 +15,9 @@
 //! hold such invalidations back, one per revocation, for as long as the core stays stalled
 //! (a list without bound), the coordinator raises that core's resync request to the
 //! revocation's epoch: O(1) state per core, however many revocations it misses. The master
-//! keeps, beside its table, one atomic word per STag index saying which key is valid there
-//! ([`Validity`]). A core reads its request before it drains its channel on every poll; when
+//! keeps, beside its table, one atomic word per STag index saying which registration is valid
+//! there, by key and generation ([`Validity`]): the 8-bit key alone comes round after 256
+//! reuses of the index, which a long stall can span. A core reads its request before it drains its channel on every poll; when
 //! the request moved it drops, after the drain, every STag of its replica that word does not
 //! name, then reports the request done. So a core that wakes sees every revocation it missed
 //! before it places anything (RFC 5041 §8.3.1 item 6), and on the fast path the request costs
@@ -24,7 +25,7 @@
 
 use crate::channel::{self, Receiver, Sender, TrySendError};
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,20 +34,25 @@ use super::stag::{RegisterError, Registration, Stag, StagTable};
 /// A change to a core's replica.
 #[derive(Debug, Clone, Copy)]
 pub enum Command {
-    /// Insert exactly this STag (index and key as the master chose them).
-    Register(Stag, Registration),
+    /// Insert exactly this STag (index and key as the master chose them), of this generation
+    /// ([`StagTable::generation`]).
+    Register(Stag, u32, Registration),
     /// Invalidate it, then acknowledge `epoch`.
     Invalidate(Stag, u64),
 }
 
-/// The master's word per STag index: [`VALID`] with the key of the registration there, or 0.
-/// Written by the control thread only; read by a core only when it resyncs.
-type Validity = Arc<[AtomicU16]>;
+/// The master's word per STag index: [`VALID`] with the generation and key of the
+/// registration there, or 0. Written by the control thread only; read by a core only when it
+/// resyncs. The generation is there because the key alone repeats: an index reused 256 times
+/// while a core was stalled names the same STag again, and the core, comparing keys, kept the
+/// old registration (RFC 5041 §8.3.1 item 6). A 32-bit generation does not come round while
+/// a core is stalled: every reuse then is a registration withdrawn after `REGISTER_WAIT`.
+type Validity = Arc<[AtomicU64]>;
 
-const VALID: u16 = 0x100;
+const VALID: u64 = 1 << 40;
 
-fn word(stag: Stag) -> u16 {
-    VALID | u16::from(stag.key())
+fn word(stag: Stag, generation: u32) -> u64 {
+    VALID | u64::from(generation) << 8 | u64::from(stag.key())
 }
 
 /// A core's resync: requested by the coordinator, done by the core.
@@ -97,7 +103,9 @@ impl CoreStags {
         while let Some(cmd) = channel::poll(&self.commands) {
             n += 1;
             match cmd {
-                Command::Register(stag, reg) => self.table.insert(stag, reg),
+                Command::Register(stag, generation, reg) => {
+                    self.table.insert(stag, generation, reg)
+                }
                 Command::Invalidate(stag, epoch) => {
                     self.table.invalidate(stag);
                     self.invalidations += 1;
@@ -118,12 +126,13 @@ impl CoreStags {
     #[cold]
     fn resync_with_master(&mut self, requested: u64) {
         let valid = &self.valid;
-        let dropped = self.table.retain(|stag| {
+        let dropped = self.table.retain(|stag, generation| {
             // The request's Acquire made the master's words up to it visible; a later one
-            // only ever says a key is no longer valid, or names a newer key.
+            // only ever says a registration is no longer valid, or names a newer one. Key and
+            // generation: the key alone may have come round to a newer registration's.
             valid
                 .get(stag.index() as usize)
-                .is_some_and(|w| w.load(Ordering::Relaxed) == word(stag))
+                .is_some_and(|w| w.load(Ordering::Relaxed) == word(stag, generation))
         });
         self.invalidations += dropped as u64;
         self.resynced = requested;
@@ -216,6 +225,9 @@ pub struct Coordinator {
     acks: Receiver<(usize, u64)>,
     epoch: u64,
     inflight: Vec<Inflight>,
+    /// How long a registration waits for room in a core's channel ([`REGISTER_WAIT`]; a
+    /// test shortens it).
+    register_wait: Duration,
 }
 
 impl Coordinator {
@@ -229,7 +241,7 @@ impl Coordinator {
     ) -> (Coordinator, Vec<CoreStags>) {
         let (ack_tx, ack_rx) = channel::bounded(cores * depth.max(1));
         let master = StagTable::new(capacity, random);
-        let valid: Validity = (0..master.capacity()).map(|_| AtomicU16::new(0)).collect();
+        let valid: Validity = (0..master.capacity()).map(|_| AtomicU64::new(0)).collect();
         let mut senders = Vec::new();
         let mut resyncs = Vec::new();
         let mut replicas = Vec::new();
@@ -259,6 +271,7 @@ impl Coordinator {
                 acks: ack_rx,
                 epoch: 0,
                 inflight: Vec::new(),
+                register_wait: REGISTER_WAIT,
             },
             replicas,
         )
@@ -277,18 +290,19 @@ impl Coordinator {
     /// ([`RegisterError::CoreUnreachable`]) rather than left half made.
     pub fn register(&mut self, reg: Registration) -> Result<Stag, RegisterError> {
         let stag = self.master.register(reg)?;
+        let generation = self.master.generation(stag);
         // Before any core can hold it: a core that resyncs must find it valid.
         self.set_valid(stag, true);
-        let deadline = Instant::now() + REGISTER_WAIT;
+        let deadline = Instant::now() + self.register_wait;
         for core in &self.cores {
-            match send_by(core, Command::Register(stag, reg), deadline) {
+            match send_by(core, Command::Register(stag, generation, reg), deadline) {
                 // Gone: it places nothing any more.
                 Ok(()) | Err(SendBy::Gone) => {}
                 Err(SendBy::Timeout) => {
                     // Withdraw: the master forgets it, every core that has room gets the
                     // invalidation behind the registration, and the stalled one a resync
                     // request. Nobody waits for it: it is forgotten in `progress`.
-                    if self.start_revoke(stag, REGISTER_WAIT).is_ok() {
+                    if self.start_revoke(stag, self.register_wait).is_ok() {
                         if let Some(r) = self.inflight.last_mut() {
                             r.detached = true;
                             r.waiters = 0;
@@ -408,7 +422,12 @@ impl Coordinator {
 
     fn set_valid(&self, stag: Stag, valid: bool) {
         if let Some(w) = self.valid.get(stag.index() as usize) {
-            w.store(if valid { word(stag) } else { 0 }, Ordering::Relaxed);
+            let v = if valid {
+                word(stag, self.master.generation(stag))
+            } else {
+                0
+            };
+            w.store(v, Ordering::Relaxed);
         }
     }
 
@@ -924,6 +943,72 @@ mod tests {
         assert_eq!(coord.revocation(r), Some(Ok(())));
         assert!(replicas[1].table().lookup(stags[0]).is_none());
         assert_eq!(coord.revocations_in_flight(), 0);
+    }
+
+    /// RFC 5041 §8.3.1 item 6 (and §8.3 item 2) when an index's 8-bit key comes round while
+    /// a core is stalled: the STag revoked then reused 256 times (each reuse withdrawn, the
+    /// core unreachable) names the same index and key as the old one. The core wakes while
+    /// the 256th registration waits for room in its channel; its resync used to compare
+    /// index and key only, found the master's word naming that key again, and kept the OLD
+    /// registration (other memory, other bounds) until its next poll: a tagged segment was
+    /// placed under it meanwhile.
+    #[test]
+    fn a_woken_core_drops_a_registration_whose_key_came_round_8_3_1_item_6() {
+        // Two STags, channels of one command: core 1 stalls with it full.
+        let (mut coord, mut replicas) = Coordinator::new(2, 5, 2, 1);
+        coord.register_wait = Duration::from_millis(1);
+        let old = coord.register(reg()).unwrap();
+        for r in &mut replicas {
+            r.poll();
+        }
+        let _other = coord.register(reg()).unwrap();
+        replicas[0].poll();
+        let r = coord.revoke_polling(old, Duration::from_millis(2), &mut || {
+            replicas[0].poll();
+        });
+        assert_eq!(r, Err(RevokeError::Timeout { acked: 1, cores: 2 }));
+        // 255 reuses of old's index, each withdrawn (core 1 cannot be told): each takes the
+        // next key.
+        for _ in 0..255 {
+            assert_eq!(coord.register(reg()), Err(RegisterError::CoreUnreachable));
+            replicas[0].poll();
+            coord.tend();
+        }
+        // The 256th comes back to old's key; core 1 polls once the master holds it valid
+        // and before its registration is in core 1's channel (there is no room yet).
+        let valid = Arc::clone(&coord.valid);
+        let mut core1 = replicas.pop().unwrap();
+        let index = old.index() as usize;
+        let t = std::thread::spawn(move || {
+            while valid[index].load(Ordering::Acquire) == 0 {
+                std::thread::yield_now();
+            }
+            core1.poll();
+            let placed = core1
+                .table()
+                .check_tagged(old, 0, 64, StreamId(0), Pd(1))
+                .ok();
+            (placed, core1)
+        });
+        let fresh = Registration {
+            len: 64,
+            memory: RegionSlice {
+                region: 9,
+                offset: 8192,
+            },
+            ..reg()
+        };
+        coord.register_wait = Duration::from_secs(30);
+        replicas[0].poll();
+        let new = coord.register(fresh).unwrap();
+        assert_eq!(new, old, "the key came round");
+        let (placed, mut core1) = t.join().unwrap();
+        assert!(
+            placed.is_none_or(|p| p.region == 9),
+            "a segment for {old} was placed under the revoked registration: {placed:?}"
+        );
+        core1.poll();
+        assert_eq!(core1.table().lookup(new), Some(&fresh));
     }
 
     /// A core that stops for good (its replica dropped) while a revocation waits on it

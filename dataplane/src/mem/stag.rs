@@ -153,6 +153,12 @@ impl std::error::Error for RegisterError {}
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     key: u8,
+    /// How many registrations the master made at this index (a replica: the one it holds).
+    /// The key comes round after 256 of them; this does not in practice, so a replica that
+    /// resyncs tells the registration it holds from a newer one with the same STag
+    /// (RFC 5041 §8.3.1 item 6). Never read on the fast path; 32 bits keep a slot at 64
+    /// bytes.
+    generation: u32,
     reg: Option<Registration>,
 }
 
@@ -181,6 +187,7 @@ impl StagTable {
         let slots = (0..capacity)
             .map(|_| Slot {
                 key: rng.next() as u8,
+                generation: 0,
                 reg: None,
             })
             .collect();
@@ -200,16 +207,25 @@ impl StagTable {
     pub fn replica(capacity: usize) -> StagTable {
         let capacity = capacity.clamp(1, MAX_STAGS);
         StagTable {
-            slots: vec![Slot { key: 0, reg: None }; capacity].into_boxed_slice(),
+            slots: vec![
+                Slot {
+                    key: 0,
+                    generation: 0,
+                    reg: None
+                };
+                capacity
+            ]
+            .into_boxed_slice(),
             free: std::collections::VecDeque::new(),
             replica: true,
             used: 0,
         }
     }
 
-    /// Puts a registration the master made under exactly its STag (replicas only; a master
-    /// allocates with [`StagTable::register`]). An STag beyond the capacity is ignored.
-    pub fn insert(&mut self, stag: Stag, reg: Registration) {
+    /// Puts a registration the master made under exactly its STag and generation
+    /// ([`StagTable::generation`]; replicas only, a master allocates with
+    /// [`StagTable::register`]). An STag beyond the capacity is ignored.
+    pub fn insert(&mut self, stag: Stag, generation: u32, reg: Registration) {
         debug_assert!(self.replica, "a master table allocates its own STags");
         if let Some(slot) = self.slots.get_mut(stag.index() as usize) {
             if slot.reg.is_none() {
@@ -217,6 +233,7 @@ impl StagTable {
             }
             *slot = Slot {
                 key: stag.key(),
+                generation,
                 reg: Some(reg),
             };
         }
@@ -233,6 +250,7 @@ impl StagTable {
         let slot = &mut self.slots[index as usize];
         // A new key for every reuse: the previous holder's STag no longer matches.
         slot.key = slot.key.wrapping_add(1);
+        slot.generation = slot.generation.wrapping_add(1);
         slot.reg = Some(reg);
         self.used += 1;
         Ok(Stag::new(index, slot.key))
@@ -253,12 +271,13 @@ impl StagTable {
         Some(reg)
     }
 
-    /// Invalidates every registration `keep` refuses, and returns how many (a scan of the
-    /// whole table: for a replica catching up with the master after a stall, not per packet).
-    pub fn retain(&mut self, mut keep: impl FnMut(Stag) -> bool) -> usize {
+    /// Invalidates every registration `keep` refuses, given its STag and generation, and
+    /// returns how many (a scan of the whole table: for a replica catching up with the master
+    /// after a stall, not per packet).
+    pub fn retain(&mut self, mut keep: impl FnMut(Stag, u32) -> bool) -> usize {
         let mut dropped = 0;
         for (i, slot) in self.slots.iter_mut().enumerate() {
-            if slot.reg.is_some() && !keep(Stag::new(i as u32, slot.key)) {
+            if slot.reg.is_some() && !keep(Stag::new(i as u32, slot.key), slot.generation) {
                 slot.reg = None;
                 dropped += 1;
                 if !self.replica {
@@ -268,6 +287,14 @@ impl StagTable {
         }
         self.used -= dropped;
         dropped
+    }
+
+    /// How many registrations the master made at `stag`'s index (0 beyond the capacity): what
+    /// tells two registrations apart once the 8-bit key came round.
+    pub fn generation(&self, stag: Stag) -> u32 {
+        self.slots
+            .get(stag.index() as usize)
+            .map_or(0, |s| s.generation)
     }
 
     /// The capacity chosen at creation (clamped as [`StagTable::new`] says).
@@ -509,6 +536,13 @@ mod tests {
             Some(20),
             "the STag listed is valid"
         );
+    }
+
+    /// The generation a resync compares (RFC 5041 §8.3.1 item 6) does not grow the slot the
+    /// fast path reads per tagged segment.
+    #[test]
+    fn a_slot_with_its_generation_stays_64_bytes() {
+        assert!(core::mem::size_of::<Slot>() <= 64);
     }
 
     #[test]
