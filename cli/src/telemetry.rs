@@ -524,6 +524,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("reads_short", u(t.reads_short)),
         ("inbound_gaps_given_up", u(t.inbound_gaps_given_up)),
         ("crossed_rejects", u(t.crossed_rejects)),
+        ("crossed_rejects_unwatched", u(t.crossed_rejects_unwatched)),
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
         (

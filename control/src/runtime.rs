@@ -427,6 +427,9 @@ pub struct ConnTotals {
     /// Terminates of a rejected attempt that crossed our Reject, dropped so that they do not
     /// end the stream's next session (`ConnStats::crossed_rejects`, RFC 5043 §6.6).
     pub crossed_rejects: u64,
+    /// Watches for such Terminates dropped when a stream had too many
+    /// (`ConnStats::crossed_rejects_unwatched`, RFC 5043 §6.6).
+    pub crossed_rejects_unwatched: u64,
 }
 
 impl ConnTotals {
@@ -452,6 +455,7 @@ impl ConnTotals {
             reads_short: c.reads_short,
             inbound_gaps_given_up: c.inbound_gaps_given_up,
             crossed_rejects: c.crossed_rejects,
+            crossed_rejects_unwatched: c.crossed_rejects_unwatched,
         }
     }
 
@@ -476,6 +480,7 @@ impl ConnTotals {
         self.reads_short += o.reads_short;
         self.inbound_gaps_given_up += o.inbound_gaps_given_up;
         self.crossed_rejects += o.crossed_rejects;
+        self.crossed_rejects_unwatched += o.crossed_rejects_unwatched;
     }
 }
 

@@ -937,6 +937,94 @@ fn rfc5043_6_6_a_terminate_crossing_our_reject_does_not_end_the_next_session() {
     }
 }
 
+/// The raw peer's attempts on `S`, each rejected by our ULP while the peer's Terminate of it
+/// (DDP-SSN 1, which may cross our Reject, RFC 5043 §6.6) is lost for now; then our own
+/// Initiate once the last Reject is acknowledged, accepted by the peer. Returns with the
+/// Terminates still lost (`d.lose` set).
+fn rejected_attempts_then_our_session(d: &mut Duo, pd: Pd, attempts: usize) {
+    d.lose = Some([&[0, 0, 0, 17][..], &ctl(1, 4, b"")].concat());
+    for k in 0..attempts {
+        d.send(S, 17, &ctl(0, 1, b""));
+        d.settle();
+        let initiates = d
+            .events(S)
+            .iter()
+            .filter(|e| matches!(e, Event::InitiateReceived { .. }))
+            .count();
+        assert_eq!(initiates, k + 1, "attempt {k} reached the ULP");
+        d.send(S, 17, &ctl(1, 4, b""));
+        d.conn().reject(S, b"no").unwrap();
+        // The Reject acknowledged: the stream id may carry the next attempt (§6.6).
+        d.run_for(Duration::from_millis(500));
+    }
+    let mut tries = 0;
+    while d.conn().initiate(S, pd, b"again").is_err() {
+        tries += 1;
+        assert!(
+            tries < 100,
+            "the Reject is acknowledged, the stream id free"
+        );
+        d.run_for(Duration::from_millis(10));
+    }
+    d.settle();
+    d.send(S, 17, &ctl(0, 2, b""));
+    d.settle();
+    assert_eq!(d.conn().session_state(S), Some(State::Established));
+}
+
+/// RFC 5043 §6.3, §6.6: two attempts rejected in a row, each with its Terminate crossing our
+/// Reject. Only one crossing Terminate was watched per stream: the second Reject replaced the
+/// first attempt's watch, and one of the two Terminates then ended the next session (an
+/// independent review, session 52). Each is told apart by its TSN and dropped, and the next
+/// session stays open.
+#[test]
+fn rfc5043_6_6_two_terminates_crossing_our_rejects_do_not_end_the_next_session() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    rejected_attempts_then_our_session(&mut d, pd, 2);
+    d.lose = None;
+    d.run_for(Duration::from_secs(5));
+    assert_eq!(d.conn().session_state(S), Some(State::Established));
+    assert_eq!(d.conn().stats().crossed_rejects, 2);
+    d.posted_buffer(pd, 11);
+    d.send(S, 16, &useg(1, true, 0, 1, 0, b"hi"));
+    d.settle();
+    assert!(d.inds.iter().any(|i| matches!(
+        i,
+        Indication::Received {
+            wr_id: 11,
+            len: 2,
+            ..
+        }
+    )));
+    // The session's own Terminate still ends it.
+    d.send(S, 17, &ctl(2, 4, b""));
+    d.settle();
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::PeerTerminate))
+    );
+}
+
+/// RFC 5043 §6.6, bounded: a stream watches for at most 4 crossing Terminates. Five attempts
+/// rejected in a row while SCTP misses each one's Terminate (so no watch ends) drop the oldest
+/// watch, counted; the other four Terminates are still told apart and dropped, and the one left
+/// unwatched, as before any watch, ends the next session.
+#[test]
+fn rfc5043_6_6_crossing_watches_are_bounded_and_a_dropped_one_is_counted() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    rejected_attempts_then_our_session(&mut d, pd, 5);
+    assert_eq!(d.conn().stats().crossed_rejects_unwatched, 1);
+    d.lose = None;
+    d.run_for(Duration::from_secs(5));
+    assert_eq!(d.conn().stats().crossed_rejects, 4);
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::PeerTerminate))
+    );
+}
+
 /// RFC 5043 §6, §6.6: a legal peer's segment sent before its Terminate may come after it
 /// (§6.1); the wait for it was bounded by time only, so one delayed past `GAP_GRACE_RTOS`
 /// retransmission timeouts was dropped, its receive flushed, and the stream id freed for a

@@ -45,6 +45,8 @@ CORE_HELP = {
                              "had passed (RFC 5043 6).",
     "crossed_rejects": "Terminates of a rejected session attempt that crossed our Reject, "
                        "dropped so that they do not end the stream's next session (RFC 5043 6.6).",
+    "crossed_rejects_unwatched": "Watches for such Terminates dropped, oldest first, when a "
+                                 "stream already had 4 (RFC 5043 6.6).",
     "t3_retransmits": "DATA chunks retransmitted on T3-rtx expiry (RFC 9260 6.3.3).",
     "fast_retransmits": "DATA chunks fast-retransmitted (RFC 9260 7.2.4).",
 }

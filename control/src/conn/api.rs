@@ -643,6 +643,10 @@ pub struct ConnStats {
     /// session (RFC 5043 §6.3, §6.6: sent before the peer had our Reject): dropped, so that
     /// they do not end the new session.
     pub crossed_rejects: u64,
+    /// Watches for such Terminates dropped, the oldest first, when a stream had
+    /// `CROSSING_WATCHES` (4) already (attempts rejected again and again while SCTP missed a
+    /// chunk): the Terminate so unwatched, if it comes, ends the stream's next session.
+    pub crossed_rejects_unwatched: u64,
     pub messages_sent: u64,
     pub flushed_sends: u64,
     pub flushed_receives: u64,

@@ -663,7 +663,7 @@ impl Connection {
         self.session_events();
     }
 
-    /// Streams whose [`Crossing`] bound SCTP's cumulative TSN `cum` has passed: the rejected
+    /// Watches ([`Crossing`]) whose bound SCTP's cumulative TSN `cum` has passed: the rejected
     /// attempt's Terminate arrived, or it never was sent; either way the watch ends before the
     /// TSN comparison could wrap.
     fn check_crossings(&mut self, cum: u32) {
@@ -675,14 +675,9 @@ impl Connection {
             else {
                 return false;
             };
-            match s.crossing {
-                Some(Crossing { below: Some(b) }) if serial::ge(cum, b) => {
-                    s.crossing = None;
-                    false
-                }
-                Some(_) => true,
-                None => false,
-            }
+            s.crossings
+                .retain(|c| !c.below.is_some_and(|b| serial::ge(cum, b)));
+            !s.crossings.is_empty()
         });
     }
 
@@ -973,7 +968,7 @@ impl Connection {
         self.sink.crossings.clear();
         for (i, s) in self.streams.iter_mut().enumerate() {
             s.control = None;
-            s.crossing = None;
+            s.crossings.clear();
             match s.lent.as_mut() {
                 // The session is at the control thread: the ULP hears the end now, in order
                 // with the association's (§11.3), and the session is ended when it is back.

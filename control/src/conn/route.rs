@@ -230,19 +230,26 @@ pub(super) fn route(
                 return;
             };
             let (ssn, function) = (p.ddp_ssn(), p.function_code());
-            if let Some(c) = s.crossing.as_mut() {
-                if ssn == 1
-                    && function == FunctionCode::Terminate
-                    && c.below.is_none_or(|b| serial::lt(m.tsn, b))
-                {
-                    // The Terminate of the attempt we rejected (`Crossing`): it belongs to no
-                    // session here, and nothing else of that attempt can come.
-                    s.crossing = None;
-                    out.stats.crossed_rejects += 1;
-                    return;
+            if !s.crossings.is_empty() {
+                if ssn == 1 && function == FunctionCode::Terminate {
+                    // The Terminate of an attempt we rejected (`Crossing`): it belongs to no
+                    // session here, and nothing else of that attempt can come. Bounds grow
+                    // with each attempt, so the oldest watch it is below is its own.
+                    if let Some(k) = s
+                        .crossings
+                        .iter()
+                        .position(|c| c.below.is_none_or(|b| serial::lt(m.tsn, b)))
+                    {
+                        s.crossings.remove(k);
+                        out.stats.crossed_rejects += 1;
+                        return;
+                    }
                 }
                 if ssn == 0 {
-                    c.below.get_or_insert(m.tsn);
+                    // The peer's first chunk of the session after the latest rejected attempt.
+                    for c in s.crossings.iter_mut() {
+                        c.below.get_or_insert(m.tsn);
+                    }
                 }
             }
             // The peer starts a new session on a stream whose previous one is over for us
@@ -253,8 +260,8 @@ pub(super) fn route(
                 && s.control.is_none()
             {
                 renew(stream, s, limit, out);
-                if let Some(c) = s.crossing.as_mut() {
-                    c.below = Some(m.tsn);
+                for c in s.crossings.iter_mut() {
+                    c.below.get_or_insert(m.tsn);
                 }
             }
             if function == FunctionCode::Terminate {

@@ -54,9 +54,17 @@ pub(super) struct DdpStream {
     /// before it are waited for until every TSN up to it has arrived
     /// ([`super::Connection::check_gaps`]).
     pub(super) final_tsn: Option<u32>,
-    /// The Terminate of an attempt we rejected on this stream id may still come.
-    pub(super) crossing: Option<Crossing>,
+    /// The Terminates of attempts we rejected on this stream id that may still come, oldest
+    /// first, at most [`CROSSING_WATCHES`]. Empty but for rejections: no allocation otherwise.
+    pub(super) crossings: Vec<Crossing>,
 }
+
+/// How many rejected attempts' crossing Terminates a stream watches for at once. A watch
+/// ends once SCTP's cumulative TSN passes its bound, so several stay only while SCTP misses a
+/// chunk; one per stream was too few (two attempts rejected in a row, each with its Terminate
+/// in flight, left the earlier unwatched, and it ended the stream's next session). When full,
+/// the oldest is dropped (`ConnStats::crossed_rejects_unwatched`).
+pub(super) const CROSSING_WATCHES: usize = 4;
 
 /// After our Reject (RFC 5043 §6.3) the active side's Terminate may cross it
 /// (`Session::peer_terminate_may_cross`), and the stream id may start a new session before it
@@ -90,7 +98,7 @@ impl DdpStream {
             peer_limits: None,
             before_answer: Vec::new(),
             final_tsn: None,
-            crossing: None,
+            crossings: Vec::new(),
         }
     }
 
@@ -538,16 +546,20 @@ pub(super) fn renew(stream: u16, s: &mut DdpStream, limit: &PendingLimit, out: &
     // Its id may be on the ready list: keep the flag that says so.
     let ready = s.ready;
     // A Terminate crossing our Reject is told apart in the sessions that follow, until it came
-    // or can no longer come.
-    let crossing = if s.session.peer_terminate_may_cross() {
-        Some(Crossing { below: None })
-    } else {
-        s.crossing
-    };
+    // or can no longer come; those of earlier rejected attempts still are too (RFC 5043 §6.6).
+    let mut crossings = std::mem::take(&mut s.crossings);
+    if s.session.peer_terminate_may_cross() {
+        if crossings.len() >= CROSSING_WATCHES {
+            // Bounded: a peer rejected again and again while SCTP misses a chunk of its.
+            crossings.remove(0);
+            out.stats.crossed_rejects_unwatched += 1;
+        }
+        crossings.push(Crossing { below: None });
+    }
     *s = DdpStream::new(limit, s.generation.wrapping_add(1));
     s.ready = ready;
-    s.crossing = crossing;
-    if crossing.is_some() {
+    s.crossings = crossings;
+    if !s.crossings.is_empty() {
         out.crossings.push((stream, s.generation));
     }
 }
