@@ -525,6 +525,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("inbound_gaps_given_up", u(t.inbound_gaps_given_up)),
         ("crossed_rejects", u(t.crossed_rejects)),
         ("crossed_rejects_unwatched", u(t.crossed_rejects_unwatched)),
+        ("initiates_unanswered", u(t.initiates_unanswered)),
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
         (

@@ -430,6 +430,9 @@ pub struct ConnTotals {
     /// Watches for such Terminates dropped when a stream had too many
     /// (`ConnStats::crossed_rejects_unwatched`, RFC 5043 §6.6).
     pub crossed_rejects_unwatched: u64,
+    /// Our Initiates given up while the peer's segments waited for its answer
+    /// (`ConnStats::initiates_unanswered`, RFC 5043 §10).
+    pub initiates_unanswered: u64,
 }
 
 impl ConnTotals {
@@ -456,6 +459,7 @@ impl ConnTotals {
             inbound_gaps_given_up: c.inbound_gaps_given_up,
             crossed_rejects: c.crossed_rejects,
             crossed_rejects_unwatched: c.crossed_rejects_unwatched,
+            initiates_unanswered: c.initiates_unanswered,
         }
     }
 
@@ -481,6 +485,7 @@ impl ConnTotals {
         self.inbound_gaps_given_up += o.inbound_gaps_given_up;
         self.crossed_rejects += o.crossed_rejects;
         self.crossed_rejects_unwatched += o.crossed_rejects_unwatched;
+        self.initiates_unanswered += o.initiates_unanswered;
     }
 }
 

@@ -160,6 +160,10 @@ pub enum ProtocolError {
     /// (17): the association carries only those (§5.1), and a chunk that conforms to none of
     /// the legal patterns ends the session (§6.1).
     UnknownPpid(u32),
+    /// On the active side, the peer's segments came but its answer at DDP-SSN 0, sent before
+    /// them, did not within the caller's bound ([`Session::give_up_answer`]): §10's validity
+    /// check (a gap no unreceived chunk accounts for), by time.
+    NoAnswer,
 }
 
 impl fmt::Display for ProtocolError {
@@ -181,6 +185,9 @@ impl fmt::Display for ProtocolError {
             ProtocolError::PrivateDataOnTerminate => f.write_str("Private Data on a Terminate"),
             ProtocolError::Truncated => f.write_str("chunk shorter than its header"),
             ProtocolError::UnknownPpid(ppid) => write!(f, "chunk of unknown PPID {ppid}"),
+            ProtocolError::NoAnswer => {
+                f.write_str("DDP Segments without the answer to our Initiate before them")
+            }
         }
     }
 }
@@ -494,6 +501,8 @@ pub struct Session {
     /// The caller gave up waiting for DDP-SSNs missing before the peer's final message
     /// ([`Session::give_up_inbound_gap`]).
     inbound_given_up: bool,
+    /// The caller gave up on the peer's answer to our Initiate ([`Session::give_up_answer`]).
+    answer_given_up: bool,
     association_ended: bool,
     limit: PendingLimit,
     slot: Option<PendingSlot>,
@@ -528,6 +537,7 @@ impl Session {
             rx: SeqWindow::default(),
             peer_final: None,
             inbound_given_up: false,
+            answer_given_up: false,
             association_ended: false,
             limit,
             slot: None,
@@ -773,7 +783,25 @@ impl Session {
     /// has arrived (its segments may overtake it, §10; a Terminate ahead of it ends the session
     /// as a protocol error, §6.6, but leaves the answer awaited).
     pub fn answer_pending(&self) -> bool {
-        self.role == Some(Role::Active) && !self.association_ended && !self.rx.is_seen(0)
+        // The flag last: once the answer is in (every segment of an established session),
+        // this costs what it did before it.
+        self.role == Some(Role::Active)
+            && !self.association_ended
+            && !self.rx.is_seen(0)
+            && !self.answer_given_up
+    }
+
+    /// The caller waited long enough for the peer's answer to our Initiate while segments the
+    /// peer sent after it were held ([`Session::answer_pending`]): RFC 5043 §10, "SHOULD NOT
+    /// allocate resources on the assumption that DDP-SSNs are valid". The session ends as a
+    /// protocol error (`ProtocolError::NoAnswer`, with our Terminate, §6.2) and the answer is
+    /// no longer awaited: what the peer sends later of it is judged as after the session's
+    /// end, and held for nothing.
+    pub fn give_up_answer(&mut self) {
+        if self.answer_pending() {
+            let _ = self.fail(ProtocolError::NoAnswer);
+            self.answer_given_up = true;
+        }
     }
 
     /// On the active side, whether the peer's answer was an Accept.

@@ -2397,6 +2397,59 @@ fn rfc5043_6_3_a_tagged_segment_ahead_of_a_reject_is_never_placed() {
     }
 }
 
+/// RFC 5043 §10 ("SHOULD NOT allocate resources on the assumption that DDP-SSNs are valid"),
+/// §6.2, §6.6: on the active side the peer's segments wait for its answer at DDP-SSN 0, and
+/// their copies take receive buffer. A peer that sends segments and never its answer held that
+/// room until the stream was flushed, which for a session still awaiting its answer was the
+/// end of the association (an independent review, session 52). The answer was sent before its
+/// segments and SCTP retransmits it, so it comes within a few RTOs of them; after
+/// `GAP_GRACE_RTOS` RTOs the attempt fails (our Terminate), the held segments are dropped and
+/// counted, the room is back, and a late Accept places nothing.
+#[test]
+fn rfc5043_10_segments_held_for_an_answer_that_never_comes_are_given_up() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    let room = d.conn().receive_room();
+    let (w, wreg) = d.region_with(pd, 65536, 0x1000, Access::REMOTE_WRITE);
+    for k in 0..16u16 {
+        let to = 0x1000 + u64::from(k) * 1024;
+        d.send(S, 16, &tseg(k + 1, true, wreg.stag.0, to, &[0xaa; 1024]));
+    }
+    while d.round() {}
+    assert_eq!(d.conn().stats().segments_held_for_answer, 16);
+    assert!(d.conn().receive_room() + 16 * 1024 <= room, "held");
+    d.run_for(Duration::from_secs(60));
+    assert_eq!(
+        d.conn().receive_room(),
+        room,
+        "the held segments' room is back"
+    );
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::ProtocolError(
+            ProtocolError::NoAnswer
+        )))
+    );
+    assert_eq!(d.conn().stats().initiates_unanswered, 1);
+    assert_eq!(d.conn().stats().after_session_end, 16);
+    assert!(
+        d.raw_rx
+            .iter()
+            .any(|(s, p, x)| *s == S && *p == 17 && x.get(..4) == Some(&[0, 1, 0, 4][..])),
+        "our Terminate"
+    );
+    // Later segments are not held for it any more, and the answer, if it ever comes, places
+    // nothing.
+    d.send(S, 16, &tseg(17, true, wreg.stag.0, 0x1000, &[0xaa; 1024]));
+    d.send(S, 17, &ctl(0, 2, b""));
+    d.settle();
+    assert_eq!(d.conn().receive_room(), room);
+    assert_eq!(d.conn().stats().segments_held_for_answer, 16);
+    assert!(d.region_bytes(w, 65536).iter().all(|&b| b == 0));
+}
+
 /// RFC 5043 §6.6: "A DDP Stream Session Control message MUST NOT be sent if it may be
 /// received before a prior DDP Stream Session Control message within the same DDP Stream
 /// Session". The passive side's Terminate comes after its answer at DDP-SSN 0 and may leave

@@ -629,6 +629,11 @@ pub struct ConnStats {
     /// Initiate and waited for it: placed after an Accept, dropped after a Reject (counted in
     /// `after_session_end` then), RFC 5043 §6.1, §6.3.
     pub segments_held_for_answer: u64,
+    /// Our Initiates whose answer (the peer's DDP-SSN 0) did not come within
+    /// `GAP_GRACE_RTOS` RTOs of the peer's first segment held for it: the session ended
+    /// (`ProtocolError::NoAnswer`, our Terminate) and the held segments were dropped, counted
+    /// in `after_session_end` (RFC 5043 §10: a peer must not hold the receive buffer that way).
+    pub initiates_unanswered: u64,
     /// DDP chunks (segments, control messages other than an Initiate at DDP-SSN 0, chunks of
     /// unknown PPID, truncated ones) on a stream that has no session, dropped, the stream left
     /// without one (RFC 5043 §6.1, §6.2: there is no session to terminate). Counted also

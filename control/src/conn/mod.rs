@@ -634,6 +634,34 @@ impl Connection {
                 k += 1;
                 continue;
             }
+            if g.answer {
+                // The peer's answer to our Initiate, sent before the segments held for it
+                // (its DDP-SSN 0): a legal peer's comes within a few RTOs of them, lost
+                // twice at most, as a missing chunk does above. Past that, the attempt fails
+                // and the held segments give their receive buffer back (RFC 5043 §10).
+                if !s.session.answer_pending() || s.before_answer.is_empty() {
+                    self.sink.gaps.swap_remove(k);
+                    continue;
+                }
+                match g.deadline {
+                    None => {
+                        self.sink.gaps[k].deadline = Some(now + grace);
+                        k += 1;
+                    }
+                    Some(deadline) if now >= deadline => {
+                        s.session.give_up_answer();
+                        self.sink.stats.initiates_unanswered += 1;
+                        for data in s.before_answer.drain(..) {
+                            self.sink.held_bytes -= data.len();
+                            self.sink.stats.after_session_end += 1;
+                        }
+                        self.sink.touched.stream(g.stream);
+                        self.sink.gaps.swap_remove(k);
+                    }
+                    Some(_) => k += 1,
+                }
+                continue;
+            }
             if !s.session.awaits_inbound_gap() {
                 // Filled: the receive path flushed what it had to.
                 self.sink.gaps.swap_remove(k);

@@ -336,6 +336,11 @@ pub(super) fn route(
             // being placed at once: a tagged segment used to land for good in memory that a
             // rejected session never owned.
             if s.session.answer_pending() {
+                if s.before_answer.is_empty() {
+                    // Bounded in time (RFC 5043 §10, `Connection::check_gaps`): the answer
+                    // was sent before the segment.
+                    note_answer_wait(stream, s, out);
+                }
                 out.held_bytes += m.data.len();
                 out.stats.segments_held_for_answer += 1;
                 s.before_answer.push(m.data.to_vec());

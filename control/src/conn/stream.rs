@@ -233,16 +233,40 @@ pub(super) struct Retired {
     pub(super) rdmap: Box<RdmapStream>,
 }
 
-/// A stream waiting for the peer's chunks missing before its final message.
+/// A stream waiting for the peer's chunks missing before its final message, or (`answer`)
+/// for the peer's answer to our Initiate while segments it sent after it are held.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct GapWait {
     pub(super) stream: u16,
     pub(super) generation: u32,
+    /// The wait is for the answer at DDP-SSN 0 ([`note_answer_wait`]).
+    pub(super) answer: bool,
     /// When the wait is given up; set once our own side of the session is acknowledged.
     pub(super) deadline: Option<Instant>,
     /// The deadline passed while chunks the peer sent before its Terminate were still missing:
     /// the wait goes on until they are in, with no timer.
     pub(super) expired: bool,
+}
+
+/// A stream that starts holding the peer's segments for its answer to our Initiate
+/// (`DdpStream::before_answer`, empty until now) is noted in [`Sink::gaps`]: the segments'
+/// copies take receive buffer, and a peer that never answers would keep it until the stream
+/// is flushed (RFC 5043 §10: "SHOULD NOT allocate resources on the assumption that DDP-SSNs
+/// are valid"). The wait is bounded in [`super::Connection::check_gaps`].
+pub(super) fn note_answer_wait(stream: u16, s: &DdpStream, out: &mut Sink) {
+    if !out
+        .gaps
+        .iter()
+        .any(|g| g.answer && g.stream == stream && g.generation == s.generation)
+    {
+        out.gaps.push(GapWait {
+            stream,
+            generation: s.generation,
+            answer: true,
+            deadline: None,
+            expired: false,
+        });
+    }
 }
 
 /// Streams whose session awaits the peer's missing chunks are noted in [`Sink::gaps`], once.
@@ -252,11 +276,12 @@ pub(super) fn note_gap(stream: u16, s: &DdpStream, out: &mut Sink) {
         && !out
             .gaps
             .iter()
-            .any(|g| g.stream == stream && g.generation == s.generation)
+            .any(|g| !g.answer && g.stream == stream && g.generation == s.generation)
     {
         out.gaps.push(GapWait {
             stream,
             generation: s.generation,
+            answer: false,
             deadline: None,
             expired: false,
         });
