@@ -2402,8 +2402,8 @@ fn rfc5043_6_3_a_tagged_segment_ahead_of_a_reject_is_never_placed() {
 /// their copies take receive buffer. A peer that sends segments and never its answer held that
 /// room until the stream was flushed, which for a session still awaiting its answer was the
 /// end of the association (an independent review, session 52). The answer was sent before its
-/// segments and SCTP retransmits it, so it comes within a few RTOs of them; after
-/// `GAP_GRACE_RTOS` RTOs the attempt fails (our Terminate), the held segments are dropped and
+/// segments, so once SCTP has every chunk up to them and still no answer, a legal peer's is
+/// not coming; `GAP_GRACE_RTOS` RTOs later the attempt fails (our Terminate), the held segments are dropped and
 /// counted, the room is back, and a late Accept places nothing.
 #[test]
 fn rfc5043_10_segments_held_for_an_answer_that_never_comes_are_given_up() {
@@ -2448,6 +2448,45 @@ fn rfc5043_10_segments_held_for_an_answer_that_never_comes_are_given_up() {
     assert_eq!(d.conn().receive_room(), room);
     assert_eq!(d.conn().stats().segments_held_for_answer, 16);
     assert!(d.region_bytes(w, 65536).iter().all(|&b| b == 0));
+}
+
+/// RFC 5043 §10 with RFC 9260 §6.3.3: the bound on holding segments for the peer's answer
+/// is not a setup timer a lossy path can trip. The peer's Accept is lost again and again
+/// (SCTP retransmits it, backing off), its segments behind it arrive: while SCTP still misses
+/// a chunk below them the answer may be that chunk, so the attempt is not given up however
+/// long it takes, and once the Accept gets through the held segments are placed.
+#[test]
+fn rfc5043_10_a_lost_accept_is_waited_for_while_sctp_misses_it() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    let (w, wreg) = d.region_with(pd, 65536, 0x1000, Access::REMOTE_WRITE);
+    d.lose = Some(b"an accept lost on its way".to_vec());
+    d.send(S, 17, &ctl(0, 2, b"an accept lost on its way"));
+    while d.round() {}
+    for k in 0..4u16 {
+        let to = 0x1000 + u64::from(k) * 1024;
+        d.send(S, 16, &tseg(k + 1, true, wreg.stag.0, to, &[0xaa; 1024]));
+    }
+    while d.round() {}
+    assert_eq!(d.conn().stats().segments_held_for_answer, 4);
+    let grace = d.conn().association().rto() * ddpdk_control::conn::GAP_GRACE_RTOS;
+    d.run_for(grace * 4);
+    assert_eq!(
+        d.conn().stats().initiates_unanswered,
+        0,
+        "given up while SCTP still missed the Accept"
+    );
+    assert!(d.region_bytes(w, 4096).iter().all(|&b| b == 0), "held");
+    d.lose = None;
+    d.run_for(Duration::from_secs(60));
+    assert_eq!(d.conn().stats().initiates_unanswered, 0);
+    assert_eq!(d.conn().session_state(S), Some(State::Established));
+    assert!(
+        d.region_bytes(w, 4096).iter().all(|&b| b == 0xaa),
+        "the held segments placed once the Accept came"
+    );
 }
 
 /// RFC 5043 §6.6: "A DDP Stream Session Control message MUST NOT be sent if it may be

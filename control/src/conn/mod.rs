@@ -635,15 +635,25 @@ impl Connection {
                 continue;
             }
             if g.answer {
-                // The peer's answer to our Initiate, sent before the segments held for it
-                // (its DDP-SSN 0): a legal peer's comes within a few RTOs of them, lost
-                // twice at most, as a missing chunk does above. Past that, the attempt fails
-                // and the held segments give their receive buffer back (RFC 5043 §10).
+                // The peer's answer to our Initiate (its DDP-SSN 0), submitted before the
+                // segments held for it on the same SCTP stream: while SCTP still misses a
+                // chunk below the first of them, the answer may be that chunk, lost and
+                // being retransmitted, and it is waited for (a legal peer's Accept lost
+                // several times must not fail the session). Once everything up to that
+                // segment is in and the answer is not, a legal peer's will not come: after
+                // `GAP_GRACE_RTOS` RTOs more (its TSN need not follow the submission order,
+                // RFC 5043 §5.2.1), the attempt fails and the held segments give their
+                // receive buffer back (RFC 5043 §10).
                 if !s.session.answer_pending() || s.before_answer.is_empty() {
                     self.sink.gaps.swap_remove(k);
                     continue;
                 }
                 match g.deadline {
+                    // The time bound starts once SCTP has caught up.
+                    _ if serial::lt(cum, g.held_tsn) => {
+                        self.sink.gaps[k].deadline = None;
+                        k += 1;
+                    }
                     None => {
                         self.sink.gaps[k].deadline = Some(now + grace);
                         k += 1;

@@ -337,9 +337,9 @@ pub(super) fn route(
             // rejected session never owned.
             if s.session.answer_pending() {
                 if s.before_answer.is_empty() {
-                    // Bounded in time (RFC 5043 §10, `Connection::check_gaps`): the answer
-                    // was sent before the segment.
-                    note_answer_wait(stream, s, out);
+                    // Bounded (RFC 5043 §10, `Connection::check_gaps`): the answer was sent
+                    // before the segment.
+                    note_answer_wait(stream, s, m.tsn, out);
                 }
                 out.held_bytes += m.data.len();
                 out.stats.segments_held_for_answer += 1;

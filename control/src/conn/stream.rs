@@ -241,6 +241,10 @@ pub(super) struct GapWait {
     pub(super) generation: u32,
     /// The wait is for the answer at DDP-SSN 0 ([`note_answer_wait`]).
     pub(super) answer: bool,
+    /// For the answer: the TSN of the first segment held for it. The answer was submitted
+    /// before it on the same SCTP stream, so while SCTP's cumulative TSN of what we received
+    /// is below this, the answer may be a chunk still missing (lost, being retransmitted).
+    pub(super) held_tsn: u32,
     /// When the wait is given up; set once our own side of the session is acknowledged.
     pub(super) deadline: Option<Instant>,
     /// The deadline passed while chunks the peer sent before its Terminate were still missing:
@@ -253,7 +257,7 @@ pub(super) struct GapWait {
 /// copies take receive buffer, and a peer that never answers would keep it until the stream
 /// is flushed (RFC 5043 §10: "SHOULD NOT allocate resources on the assumption that DDP-SSNs
 /// are valid"). The wait is bounded in [`super::Connection::check_gaps`].
-pub(super) fn note_answer_wait(stream: u16, s: &DdpStream, out: &mut Sink) {
+pub(super) fn note_answer_wait(stream: u16, s: &DdpStream, tsn: u32, out: &mut Sink) {
     if !out
         .gaps
         .iter()
@@ -263,6 +267,7 @@ pub(super) fn note_answer_wait(stream: u16, s: &DdpStream, out: &mut Sink) {
             stream,
             generation: s.generation,
             answer: true,
+            held_tsn: tsn,
             deadline: None,
             expired: false,
         });
@@ -282,6 +287,7 @@ pub(super) fn note_gap(stream: u16, s: &DdpStream, out: &mut Sink) {
             stream,
             generation: s.generation,
             answer: false,
+            held_tsn: 0,
             deadline: None,
             expired: false,
         });
