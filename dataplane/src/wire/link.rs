@@ -93,6 +93,7 @@ pub fn ether_type(frame: &[u8]) -> Option<u16> {
 /// Slices `frame` down to its SCTP packet.
 ///
 /// Errors: [`Error::Truncated`] when a header or the IP payload runs past the frame,
+/// [`Error::BadLength`] for an IPv6 Payload Length of zero (a jumbogram's, RFC 2675 §3),
 /// [`Error::Malformed`] for an impossible header (bad IP version or IHL),
 /// [`Error::BadChecksum`] for a wrong IPv4 header checksum, [`Error::Fragment`] for any IP
 /// fragment, [`Error::Unsupported`] for another EtherType or IP protocol.
@@ -180,6 +181,13 @@ fn parse_sliced(frame: &[u8]) -> Result<SctpFrame<'_>> {
         }
         Some(NetSlice::Ipv6(v6)) => {
             let h = v6.header();
+            // RFC 8200 §3: the Payload Length counts what follows the header. Zero is only a
+            // jumbogram's (RFC 2675 §3, with a Jumbo Payload option no Ethernet frame can
+            // carry), and etherparse then takes the rest of the frame, Ethernet padding
+            // included, as the payload.
+            if h.payload_length() == 0 {
+                return Err(Error::BadLength);
+            }
             let info = IpInfo::V6 {
                 src: Ipv6Addr::from(h.source()),
                 dst: Ipv6Addr::from(h.destination()),
@@ -361,6 +369,40 @@ mod tests {
             .expect("build");
         assert_eq!(out[14 + 6], 0, "next header is Hop-by-Hop");
         assert_eq!(parse_sctp(&out).expect("parses").sctp, &SCTP);
+    }
+
+    /// Ethernet / IPv6 2001:db8::1 -> 2001:db8::2 / the extension headers `exts` (type, bytes
+    /// from the Hdr Ext Len on; each one's Next Header is filled in) / [`SCTP`].
+    fn v6_with_exts(exts: &[(u8, &[u8])]) -> Vec<u8> {
+        let mut f = Vec::new();
+        f.extend_from_slice(&DST);
+        f.extend_from_slice(&SRC);
+        f.extend_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        let payload = exts.iter().map(|e| 1 + e.1.len()).sum::<usize>() + SCTP.len();
+        f.extend_from_slice(&[0x60, 0, 0, 0]);
+        f.extend_from_slice(&(payload as u16).to_be_bytes());
+        f.push(exts.first().map_or(IP_PROTO_SCTP, |e| e.0));
+        f.push(64);
+        f.extend_from_slice(&Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1).octets());
+        f.extend_from_slice(&Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2).octets());
+        for (k, (_, bytes)) in exts.iter().enumerate() {
+            f.push(exts.get(k + 1).map_or(IP_PROTO_SCTP, |e| e.0));
+            f.extend_from_slice(bytes);
+        }
+        f.extend_from_slice(&SCTP);
+        f
+    }
+
+    /// RFC 8200 §3: the Payload Length is what follows the header; zero is only a jumbogram's
+    /// (RFC 2675 §3: with a Jumbo Payload option, which no Ethernet frame can carry). The rest
+    /// of the frame, Ethernet padding included, is never taken for the payload.
+    #[test]
+    fn ipv6_payload_length_zero_never_makes_the_rest_of_the_frame_sctp_rfc8200_3() {
+        let mut f = v6_with_exts(&[]);
+        assert_eq!(parse_sctp(&f).expect("parses").sctp, &SCTP);
+        f[14 + 4..14 + 6].copy_from_slice(&[0, 0]);
+        f.resize(f.len() + 8, 0); // trailing bytes, as padding would be
+        assert!(parse_sctp(&f).is_err(), "{:?}", parse_sctp(&f));
     }
 
     #[test]
