@@ -7,7 +7,7 @@
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use etherparse::{NetSlice, SlicedPacket, VlanSlice};
+use etherparse::{Ipv6ExtensionSlice, Ipv6ExtensionsSlice, NetSlice, SlicedPacket, VlanSlice};
 
 use super::{Error, Result};
 
@@ -188,6 +188,7 @@ fn parse_sliced(frame: &[u8]) -> Result<SctpFrame<'_>> {
             if h.payload_length() == 0 {
                 return Err(Error::BadLength);
             }
+            ipv6_extensions_ok(v6.extensions())?;
             let info = IpInfo::V6 {
                 src: Ipv6Addr::from(h.source()),
                 dst: Ipv6Addr::from(h.destination()),
@@ -213,6 +214,50 @@ fn parse_sliced(frame: &[u8]) -> Result<SctpFrame<'_>> {
         ip,
         sctp: payload.payload,
     })
+}
+
+/// RFC 8200 §4: what the destination of a packet does with the extension headers etherparse
+/// walked past. §4.4: a Routing header with Segments Left non-zero names nodes still to visit,
+/// so we are not the final destination (no routing type is one we act on: RFC 5095 deprecates
+/// type 0); discarded. §4.2: the options of Hop-by-Hop and Destination Options headers are
+/// processed in order, and one we do not recognise (all but Pad1 and PadN) is skipped only
+/// when the two high-order bits of its type are 00; otherwise the packet is discarded.
+/// (Discarding stands in for the ICMP Parameter Problem §4.2 and §4.4 also ask for: ddpdk
+/// sends no ICMP.) Costs nothing for a packet without extension headers.
+fn ipv6_extensions_ok(exts: &Ipv6ExtensionsSlice<'_>) -> Result<()> {
+    if exts.is_empty() {
+        return Ok(());
+    }
+    for e in exts.clone() {
+        match e {
+            Ipv6ExtensionSlice::HopByHop(h) | Ipv6ExtensionSlice::DestinationOptions(h) => {
+                ipv6_options_ok(h.payload())?
+            }
+            // The payload starts at the Routing Type; Segments Left follows it.
+            Ipv6ExtensionSlice::Routing(r) if r.payload().get(1).is_some_and(|&n| n != 0) => {
+                return Err(Error::Malformed)
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// RFC 8200 §4.2: the TLV-encoded options of a Hop-by-Hop or Destination Options header.
+fn ipv6_options_ok(mut opts: &[u8]) -> Result<()> {
+    const PAD1: u8 = 0;
+    const PADN: u8 = 1;
+    while let Some(&ty) = opts.first() {
+        let len = match ty {
+            PAD1 => 1,
+            _ => 2 + usize::from(*opts.get(1).ok_or(Error::Malformed)?),
+        };
+        if ty != PAD1 && ty != PADN && ty >> 6 != 0 {
+            return Err(Error::Malformed);
+        }
+        opts = opts.get(len..).ok_or(Error::Malformed)?;
+    }
+    Ok(())
 }
 
 /// RFC 791 §3.1: the one's complement sum of the header, checksum included, is all ones.
@@ -403,6 +448,53 @@ mod tests {
         f[14 + 4..14 + 6].copy_from_slice(&[0, 0]);
         f.resize(f.len() + 8, 0); // trailing bytes, as padding would be
         assert!(parse_sctp(&f).is_err(), "{:?}", parse_sctp(&f));
+    }
+
+    /// RFC 8200 §4.4: a Routing header with Segments Left non-zero names nodes still to visit:
+    /// we are not the packet's final destination (and RFC 5095 leaves no type we would act
+    /// on), so it is discarded, never handed to SCTP; with Segments Left zero it is ignored.
+    #[test]
+    fn ipv6_routing_header_with_segments_left_is_discarded_rfc8200_4_4() {
+        let routing = |left: u8| [0u8, 2, left, 0, 0, 0, 0];
+        let f = v6_with_exts(&[(43, &routing(0))]);
+        assert_eq!(parse_sctp(&f).expect("segments left 0").sctp, &SCTP);
+        for left in [1, 255] {
+            let f = v6_with_exts(&[(43, &routing(left))]);
+            assert_eq!(
+                parse_sctp(&f),
+                Err(Error::Malformed),
+                "segments left {left}"
+            );
+        }
+    }
+
+    /// RFC 8200 §4.2: an option the node does not recognise is skipped only when the two
+    /// high-order bits of its type are 00; 01, 10 and 11 discard the packet. Pad1 and PadN are
+    /// recognised; an option running past its header makes the header invalid.
+    #[test]
+    fn ipv6_unrecognised_options_are_obeyed_rfc8200_4_2() {
+        // Hdr Ext Len 0: six bytes of options.
+        let opts = |o: [u8; 6]| [0, o[0], o[1], o[2], o[3], o[4], o[5]];
+        let pad = opts([1, 4, 0, 0, 0, 0]);
+        let skip = opts([0x1e, 4, 0, 0, 0, 0]);
+        let pad1_then_padn = opts([0, 0, 1, 2, 0, 0]);
+        for (hbh, dst) in [(&pad, &skip), (&skip, &pad1_then_padn)] {
+            let f = v6_with_exts(&[(0, &hbh[..]), (60, &dst[..])]);
+            assert_eq!(parse_sctp(&f).expect("skippable").sctp, &SCTP);
+        }
+        for ty in [0x5e, 0x9e, 0xde, 0xc2] {
+            let bad = opts([ty, 4, 0, 0, 0, 0]);
+            for exts in [
+                [(0, &bad[..]), (60, &pad[..])],
+                [(0, &pad[..]), (60, &bad[..])],
+            ] {
+                let f = v6_with_exts(&exts);
+                assert_eq!(parse_sctp(&f), Err(Error::Malformed), "type {ty:#04x}");
+            }
+        }
+        let overrun = opts([1, 5, 0, 0, 0, 0]);
+        let f = v6_with_exts(&[(60, &overrun[..])]);
+        assert_eq!(parse_sctp(&f), Err(Error::Malformed));
     }
 
     #[test]
