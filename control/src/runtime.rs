@@ -529,7 +529,11 @@ impl CoreReport {
             ("arp_nd_not_for_us", i.arp_not_for_us + i.nd_not_for_us),
             (
                 "not_ours",
-                i.other_address + i.other_mac + i.other_ether_type + i.other_protocol,
+                i.other_address
+                    + i.other_mac
+                    + i.other_ether_type
+                    + i.other_protocol
+                    + i.invalid_source,
             ),
             ("sctp_rwnd", t.sctp_rwnd_dropped),
             ("sctp_tsn_out_of_window", t.sctp_tsn_out_of_window),

@@ -82,6 +82,9 @@ pub enum Drop {
     /// Neighbor Discovery that fails RFC 4861 §7.1 validity (hop limit, code, length) or is
     /// not a solicitation for our address.
     NdNotForUs,
+    /// From a source address no sender may use: an Ethernet group address (IEEE 802.3
+    /// §3.2.3), or an IP source RFC 1122 §3.2.1.3 and RFC 4291 §2.5.2-§2.5.3 rule out.
+    InvalidSource,
 }
 
 /// Counters: every frame lands in exactly one of them.
@@ -102,6 +105,8 @@ pub struct InterfaceStats {
     pub arp_not_for_us: u64,
     pub nd_not_for_us: u64,
     pub vlan: u64,
+    /// Frames from a source address no sender may use ([`Drop::InvalidSource`]).
+    pub invalid_source: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
     /// Solicitations for neighbours we kept sending to without confirmation.
@@ -125,6 +130,7 @@ impl InterfaceStats {
             + self.arp_not_for_us
             + self.nd_not_for_us
             + self.vlan
+            + self.invalid_source
     }
 }
 
@@ -357,6 +363,7 @@ impl Interface {
                 Drop::ArpNotForUs => s.arp_not_for_us += 1,
                 Drop::Vlan => s.vlan += 1,
                 Drop::NdNotForUs => s.nd_not_for_us += 1,
+                Drop::InvalidSource => s.invalid_source += 1,
             },
         }
         rx
@@ -375,6 +382,13 @@ impl Interface {
         let Some(t) = frame.get(12..14) else {
             return Rx::Dropped(Drop::Malformed);
         };
+        // IEEE 802.3 §3.2.3: a source address is always an individual one. A frame "from" a
+        // group address is forged, and our answer (an INIT ACK goes to the INIT's source MAC,
+        // an ARP reply or a Neighbor Advertisement to the asker's) would reach every host on
+        // the segment.
+        if frame[6] & 1 != 0 {
+            return Rx::Dropped(Drop::InvalidSource);
+        }
         match u16::from_be_bytes([t[0], t[1]]) {
             ETHERTYPE_ARP => self.arp(frame, out),
             ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => self.ip(frame, out),
@@ -1122,6 +1136,35 @@ mod tests {
             ),
             (1, 2, 1, 1, 1, 1, 1, 1)
         );
+    }
+
+    /// IEEE 802.3 §3.2.3: a source address is always an individual one. A frame "from" a group
+    /// (multicast or broadcast) MAC is forged, and an answer to it (an INIT ACK to the INIT's
+    /// source MAC, an ARP reply, a Neighbor Advertisement) would go to every host of the
+    /// segment: nothing from one is taken or answered.
+    #[test]
+    fn a_frame_from_an_ethernet_group_address_is_dropped_ieee802_3_3_2_3() {
+        let mut i = iface();
+        let mut out = [0u8; 128];
+        for src_mac in [
+            BROADCAST,
+            [0x01, 0, 0x5e, 0, 0, 1],
+            [0x33, 0x33, 0, 0, 0, 1],
+        ] {
+            let mut f = sctp4(IP4, MAC);
+            f[6..12].copy_from_slice(&src_mac);
+            assert_eq!(
+                i.receive(&f, &mut out),
+                Rx::Dropped(Drop::InvalidSource),
+                "{src_mac:02x?}"
+            );
+            let mut arp = arp_frame(1, BROADCAST, PEER4, IP4);
+            arp[6..12].copy_from_slice(&src_mac);
+            assert_eq!(i.receive(&arp, &mut out), Rx::Dropped(Drop::InvalidSource));
+        }
+        assert_eq!(i.stats().invalid_source, 6);
+        assert_eq!(i.stats().frames(), 6);
+        assert_eq!(i.stats().arp_replies, 0);
     }
 
     /// SCTP packets leave in Ethernet + IPv4 (DF, TTL 64, correct header checksum) or IPv6,
