@@ -406,6 +406,9 @@ impl Interface {
                 if !self.is_ours(f.ip.dst()) || mapped(src) || src.is_multicast() {
                     return Rx::Dropped(Drop::OtherAddress);
                 }
+                if no_host_sends_from(src) {
+                    return Rx::Dropped(Drop::InvalidSource);
+                }
                 // Only unicast to our MAC carries SCTP for us.
                 if frame[..6] != self.mac {
                     return Rx::Dropped(Drop::OtherMac);
@@ -798,6 +801,19 @@ impl Interface {
     }
 }
 
+/// RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram containing an IP
+/// source address that is invalid by the rules of this section": {0, <Host-number>} (this
+/// network; 0.0.0.0 only while a host learns its address), {-1, -1} (limited broadcast) and
+/// {127, <any>} (loopback, never outside a host). RFC 4291 §2.5.2 and §2.5.3 rule out IPv6's
+/// unspecified and loopback sources the same way. SCTP's answer would go to an address no peer
+/// has. (Multicast sources are refused with the destination check.)
+fn no_host_sends_from(src: IpAddr) -> bool {
+    match src {
+        IpAddr::V4(a) => matches!(a.octets()[0], 0 | 127) || a.is_broadcast(),
+        IpAddr::V6(a) => a.is_unspecified() || a.is_loopback(),
+    }
+}
+
 /// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
 fn mapped(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V6(a) if a.to_ipv4_mapped().is_some())
@@ -1165,6 +1181,49 @@ mod tests {
         assert_eq!(i.stats().invalid_source, 6);
         assert_eq!(i.stats().frames(), 6);
         assert_eq!(i.stats().arp_replies, 0);
+    }
+
+    /// RFC 1122 §3.2.1.3: a host MUST silently discard a datagram whose IP source address no
+    /// host may send from: {0, <Host-number>} (this network), {-1, -1} (limited broadcast),
+    /// {127, <any>} (loopback, never outside a host). RFC 4291 §2.5.2 and §2.5.3 say the same
+    /// of IPv6's unspecified and loopback addresses. None reaches SCTP, whose answer would go
+    /// to an address no peer has.
+    #[test]
+    fn an_ip_source_no_host_may_send_from_is_discarded_rfc1122_3_2_1_3() {
+        let mut i = iface();
+        let mut out = [0u8; 128];
+        for src in [
+            Ipv4Addr::UNSPECIFIED,
+            Ipv4Addr::new(0, 18, 0, 2),
+            Ipv4Addr::BROADCAST,
+            Ipv4Addr::LOCALHOST,
+            Ipv4Addr::new(127, 1, 2, 3),
+        ] {
+            let mut f = Vec::new();
+            PacketBuilder::ethernet2(PEER_MAC, MAC)
+                .ipv4(src.octets(), IP4.octets(), 64)
+                .write(&mut f, IpNumber(IP_PROTO_SCTP), &[0u8; 28])
+                .unwrap();
+            assert_eq!(
+                i.receive(&f, &mut out),
+                Rx::Dropped(Drop::InvalidSource),
+                "{src}"
+            );
+        }
+        for src in [Ipv6Addr::UNSPECIFIED, Ipv6Addr::LOCALHOST] {
+            let mut f = Vec::new();
+            PacketBuilder::ethernet2(PEER_MAC, MAC)
+                .ipv6(src.octets(), IP6.octets(), 64)
+                .write(&mut f, IpNumber(IP_PROTO_SCTP), &[0u8; 28])
+                .unwrap();
+            assert_eq!(
+                i.receive(&f, &mut out),
+                Rx::Dropped(Drop::InvalidSource),
+                "{src}"
+            );
+        }
+        assert_eq!(i.stats().invalid_source, 7);
+        assert!(matches!(i.receive(&sctp4(IP4, MAC), &mut out), Rx::Sctp(_)));
     }
 
     /// SCTP packets leave in Ethernet + IPv4 (DF, TTL 64, correct header checksum) or IPv6,
