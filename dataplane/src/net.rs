@@ -533,8 +533,11 @@ impl Interface {
             return Rx::Dropped(Drop::NdNotForUs);
         }
         // §7.1.1: a solicitation from the unspecified address (duplicate address detection)
-        // carries no source link-layer address.
-        if src.is_unspecified() && link_addr.is_some() {
+        // carries no source link-layer address, and goes to a solicited-node multicast address
+        // (ff02::1:ffXX:XXXX, RFC 4291 §2.7.1).
+        let solicited_node =
+            dst.segments()[..6] == [0xff02, 0, 0, 0, 0, 1] && dst.octets()[12] == 0xff;
+        if src.is_unspecified() && (link_addr.is_some() || !solicited_node) {
             return Rx::Dropped(Drop::NdNotForUs);
         }
         // §7.2.3: the solicitor is learnt from its option only; without one the reply still
@@ -1334,6 +1337,54 @@ mod tests {
         bad[ETHERNET_HEADER_LEN + 7] = 64;
         assert_eq!(a.receive(&bad, &mut out), Rx::Dropped(Drop::NdNotForUs));
         assert_eq!(a.neighbour(IpAddr::V6(PEER6)), Some(PEER_MAC));
+    }
+
+    /// RFC 4861 §7.1.1: "If the IP source address is the unspecified address, the IP
+    /// destination address is a solicited-node multicast address." A duplicate address
+    /// detection probe for our address sent to the group is answered (to all nodes, RFC 4862
+    /// §5.4.3); one sent to any other address is not valid and is silently discarded.
+    #[test]
+    fn an_unspecified_source_solicits_only_through_the_solicited_node_group_rfc4861_7_1_1() {
+        let t = IP6.octets();
+        let group = Ipv6Addr::from([
+            0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, t[13], t[14], t[15],
+        ]);
+        let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+        let ns = |dst: Ipv6Addr, dst_mac: [u8; 6]| {
+            let mut f = vec![0u8; ETHERNET_HEADER_LEN + IPV6_HEADER_LEN + 24];
+            ethernet(&mut f, dst_mac, PEER_MAC, ETHERTYPE_IPV6);
+            let src = Ipv6Addr::UNSPECIFIED;
+            ipv6_header(
+                &mut f[ETHERNET_HEADER_LEN..],
+                src,
+                dst,
+                ICMPV6,
+                24,
+                ND_HOP_LIMIT,
+            );
+            let icmp = &mut f[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
+            write_icmpv6(icmp, ND_SOLICIT, [0; 4], &IP6.octets(), src, dst);
+            f
+        };
+        let mut i = iface();
+        let mut out = [0u8; 128];
+        let to_group = ns(group, [0x33, 0x33, 0xff, t[13], t[14], t[15]]);
+        let Rx::Reply(n) = i.receive(&to_group, &mut out) else {
+            panic!("the probe to the group is answered")
+        };
+        assert_eq!(
+            &out[ETHERNET_HEADER_LEN + 24..ETHERNET_HEADER_LEN + 40],
+            &all_nodes.octets()
+        );
+        assert!(n > 0);
+        for (dst, dst_mac) in [(IP6, MAC), (all_nodes, [0x33, 0x33, 0, 0, 0, 1])] {
+            assert_eq!(
+                i.receive(&ns(dst, dst_mac), &mut out),
+                Rx::Dropped(Drop::NdNotForUs),
+                "to {dst}"
+            );
+        }
+        assert_eq!((i.stats().nd_adverts, i.stats().nd_not_for_us), (1, 2));
     }
 
     /// The table is fixed: beyond its size the least recently confirmed dynamic entry makes
