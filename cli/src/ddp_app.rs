@@ -2361,8 +2361,7 @@ impl DdpApp {
                         "rx_too_long": st.rx_too_long,
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
-                        "not_ours": r.iface.other_address + r.iface.other_mac
-                            + r.iface.other_ether_type + r.iface.other_protocol})
+                        "not_ours": r.iface.not_ours()})
                 );
             } else {
                 outln!(
@@ -2394,10 +2393,7 @@ impl DdpApp {
                     st.tx.unresolved,
                     st.tx.held_sent,
                     r.iface.arp_replies + r.iface.nd_adverts,
-                    r.iface.other_address
-                        + r.iface.other_mac
-                        + r.iface.other_ether_type
-                        + r.iface.other_protocol,
+                    r.iface.not_ours(),
                     st.tx.zero_copy_spans,
                     st.tx.inlined_spans,
                     st.tx.copied_spans,

@@ -527,14 +527,7 @@ impl CoreReport {
             ("malformed", i.malformed),
             ("vlan", i.vlan),
             ("arp_nd_not_for_us", i.arp_not_for_us + i.nd_not_for_us),
-            (
-                "not_ours",
-                i.other_address
-                    + i.other_mac
-                    + i.other_ether_type
-                    + i.other_protocol
-                    + i.invalid_source,
-            ),
+            ("not_ours", i.not_ours()),
             ("sctp_rwnd", t.sctp_rwnd_dropped),
             ("sctp_tsn_out_of_window", t.sctp_tsn_out_of_window),
             ("ddp_refused_by_session", t.refused_by_session),

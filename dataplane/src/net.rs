@@ -132,6 +132,16 @@ impl InterfaceStats {
             + self.vlan
             + self.invalid_source
     }
+
+    /// Frames that were not for this endpoint: another address, MAC, EtherType or protocol,
+    /// or from a source no sender may use (the "not ours" of the core reports).
+    pub fn not_ours(&self) -> u64 {
+        self.other_address
+            + self.other_mac
+            + self.other_ether_type
+            + self.other_protocol
+            + self.invalid_source
+    }
 }
 
 /// What a received frame is.
