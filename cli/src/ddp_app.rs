@@ -2360,6 +2360,7 @@ impl DdpApp {
                         "rx_chained_dropped": st.rx_chained_dropped,
                         "rx_too_long": st.rx_too_long,
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
+                        "echo_replies": r.iface.echo_replies,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
                         "not_ours": r.iface.not_ours()})
                 );
@@ -2370,7 +2371,7 @@ impl DdpApp {
                      TX ring full: {} (most waiting {})\n  \
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
-                     ARP/ND answered: {} not ours: {}\n  \
+                     ARP/ND/echo answered: {} not ours: {}\n  \
                      region spans by reference: {:<8} inlined: {:<8} copied: {:<8} \
                      RX chains gathered: {} \
                      (dropped: no buffer {}, too long {})\n  \
@@ -2392,7 +2393,7 @@ impl DdpApp {
                     st.discarded,
                     st.tx.unresolved,
                     st.tx.held_sent,
-                    r.iface.arp_replies + r.iface.nd_adverts,
+                    r.iface.arp_replies + r.iface.nd_adverts + r.iface.echo_replies,
                     r.iface.not_ours(),
                     st.tx.zero_copy_spans,
                     st.tx.inlined_spans,

@@ -2,7 +2,7 @@
 //! DPDK 22.11's af_packet carries a frame in one slot of a kernel ring and takes no MTU above
 //! 1500, so ddpdk sizes the slots for `--mtu` and checks the interface's MTU before the EAL
 //! starts (cli/src/af_packet.rs). Two `perf` processes. And `net_af_xdp` on the same veth
-//! pair, whose one channel gives an endpoint one queue pair.
+//! pair, whose one channel gives an endpoint one queue pair. And the kernel's `ping` answered.
 
 use std::process::{Command, Output};
 
@@ -342,4 +342,68 @@ fn frames_a_full_kernel_ring_drops_are_counted_as_missed() {
         arrived,
         "every frame the interface took is received or counted as missed"
     );
+}
+
+/// RFC 1122 §3.2.2.6 ("Every host MUST implement an ICMP Echo server function") and RFC 4443
+/// §4.2 (an ICMPv6 Echo responder), met by the kernel's own `ping` on the other end of the
+/// veth, which first resolves the endpoint by ARP and Neighbor Discovery: a DDP endpoint with
+/// an IPv4 and an IPv6 address answers every request, a 1400-byte one whole (ping checks the
+/// data it gets back).
+#[test]
+fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
+    let net = Net::new("ping", 1500);
+    let ns = net.ns.as_str();
+    let sh = |args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(args)
+            .output()
+            .expect("ip netns exec");
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        text(&o)
+    };
+    sh(&["ip", "addr", "add", "198.18.0.1/24", "dev", "afb"]);
+    sh(&["sysctl", "-qw", "net.ipv6.conf.afb.disable_ipv6=0"]);
+    sh(&[
+        "ip",
+        "-6",
+        "addr",
+        "add",
+        "2001:db8::1/64",
+        "dev",
+        "afb",
+        "nodad",
+    ]);
+    let app = [
+        "--ddp-listen",
+        "--ip",
+        "198.18.0.2",
+        "--ip",
+        "2001:db8::2",
+        "--json",
+        "--run-for",
+        "60",
+    ];
+    let mut server = net.ddpdk("afa", "0@0", &app);
+    let stderr = server.stderr.take().expect("stderr");
+    let _server = Running(Some(server));
+    let (_head, _rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+    for args in [
+        &["-c", "3", "-i", "0.2", "-W", "2", "198.18.0.2"][..],
+        &[
+            "-c",
+            "2",
+            "-i",
+            "0.2",
+            "-W",
+            "2",
+            "-s",
+            "1400",
+            "198.18.0.2",
+        ][..],
+        &["-6", "-c", "3", "-i", "0.2", "-W", "2", "2001:db8::2"][..],
+    ] {
+        let out = sh(&[&["ping"][..], args].concat());
+        assert!(out.contains(" 0% packet loss"), "ping {args:?}:\n{out}");
+    }
 }

@@ -638,6 +638,10 @@ struct Slot {
     peer_port: u16,
 }
 
+/// The longest reply a data core writes: an Echo Reply is as long as its request (RFC 1122
+/// §3.2.2.6), and a jumbo frame is at most 9216 bytes on the NICs ddpdk meets.
+const REPLY_MAX: usize = 9216;
+
 /// Upcalls a core holds back when the event ring is full before it stops taking commands
 /// (whose results would add more): the control thread that does not drain its events slows
 /// its own operations, and the connections' receive buffers shrink the peers' a_rwnd.
@@ -887,8 +891,9 @@ pub struct DataCore<P: Port> {
     /// Where a received chain is gathered, and the buffer it is copied to.
     linear: Vec<u8>,
     linear_buf: Vec<P::Buf>,
-    /// Where the interface writes an ARP or ND answer.
-    reply: [u8; 128],
+    /// Where the interface writes an ARP or ND answer or an Echo Reply ([`REPLY_MAX`] bytes,
+    /// allocated once).
+    reply: Box<[u8]>,
     stats: CoreStats,
     /// The counts of the connections that have left the core ([`ConnTotals`]).
     retired: ConnTotals,
@@ -974,7 +979,7 @@ pub fn build<P: Port>(
             spent: Vec::with_capacity(BURST),
             linear: Vec::new(),
             linear_buf: Vec::with_capacity(1),
-            reply: [0; 128],
+            reply: vec![0; REPLY_MAX].into_boxed_slice(),
             stats: CoreStats::default(),
             retired: ConnTotals::default(),
             idle: IdleStats::default(),

@@ -4,7 +4,8 @@
 //! segment or a veth without static tables.
 //!
 //! [`Interface::receive`] sorts every frame into: an SCTP packet for one of our addresses, a
-//! reply to send (ARP reply, Neighbor Advertisement), or a drop with its reason, counted.
+//! reply to send (ARP reply, Neighbor Advertisement, ICMP or ICMPv6 Echo Reply), or a drop with
+//! its reason, counted.
 //!
 //! Neighbours live in a small fixed table (no allocation after creation) and are learnt only
 //! from what can be trusted: ARP for our address (RFC 826), valid Neighbor Discovery (RFC 4861
@@ -37,6 +38,11 @@ pub const IPV4_HEADER_LEN: usize = 20;
 pub const IPV6_HEADER_LEN: usize = 40;
 const ARP_LEN: usize = 28;
 const ICMPV6: u8 = 58;
+const IP_PROTO_ICMP: u8 = 1;
+const ICMP_ECHO_REPLY: u8 = 0;
+const ICMP_ECHO: u8 = 8;
+const ICMPV6_ECHO: u8 = 128;
+const ICMPV6_ECHO_REPLY: u8 = 129;
 const ND_SOLICIT: u8 = 135;
 const ND_ADVERT: u8 = 136;
 /// RFC 4861 §7.1.1 / §7.1.2: Neighbor Discovery messages must arrive with hop limit 255.
@@ -107,6 +113,8 @@ pub struct InterfaceStats {
     pub vlan: u64,
     /// Frames from a source address no sender may use ([`Drop::InvalidSource`]).
     pub invalid_source: u64,
+    /// ICMP and ICMPv6 Echo Requests answered (RFC 1122 §3.2.2.6, RFC 4443 §4.2).
+    pub echo_replies: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
     /// Solicitations for neighbours we kept sending to without confirmation.
@@ -119,6 +127,7 @@ impl InterfaceStats {
         self.sctp
             + self.arp_replies
             + self.nd_adverts
+            + self.echo_replies
             + self.neighbour_answers
             + self.other_ether_type
             + self.other_mac
@@ -354,7 +363,8 @@ impl Interface {
         self.pending.iter().any(|p| p.is_some_and(|(a, _)| a == ip))
     }
 
-    /// Sorts one received frame; a reply, if any, is written to `out` (at least 86 bytes).
+    /// Sorts one received frame; a reply, if any, is written to `out` (at least 86 bytes; an
+    /// Echo Reply is as long as its request, and one that does not fit `out` is not sent).
     pub fn receive<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
         let rx = self.classify(frame, out);
         let s = &mut self.stats;
@@ -427,7 +437,10 @@ impl Interface {
                 // (`Interface::confirm`).
                 Rx::Sctp(f)
             }
-            Err(Error::Unsupported) => self.neighbour_discovery(frame, out),
+            Err(Error::Unsupported) => match link::parse_ip(frame) {
+                Ok(f) if is_echo_request(&f) => self.echo(f, out),
+                _ => self.neighbour_discovery(frame, out),
+            },
             Err(Error::Fragment) => Rx::Dropped(Drop::Fragment),
             Err(Error::BadChecksum) => Rx::Dropped(Drop::BadIpChecksum),
             Err(_) => Rx::Dropped(Drop::Malformed),
@@ -466,6 +479,84 @@ impl Interface {
         write_arp(&mut o[ETHERNET_HEADER_LEN..], 2, self.mac, ours, sha, spa);
         self.stats.arp_replies += 1;
         Rx::Reply(o.len())
+    }
+
+    /// RFC 1122 §3.2.2.6 ("Every host MUST implement an ICMP Echo server") and RFC 4443 §4.2
+    /// ("Every node MUST implement an ICMPv6 Echo responder function"): an Echo Request to our
+    /// address is answered with an Echo Reply carrying its identifier, sequence number and
+    /// data whole, from our address to its source, to the frame's source MAC (nothing is
+    /// learnt from it). Only unicast to us: a request to a broadcast or multicast address
+    /// "MAY be silently discarded" (§3.2.2.6; RFC 4443 §4.2 says SHOULD answer one to a
+    /// multicast address: we do not join any but the solicited-node group). IPv4 options of
+    /// the request (Record Route, Timestamp) are not returned, which §3.2.2.6 says SHOULD be.
+    fn echo<'a>(&mut self, f: link::IpFrame<'_>, out: &mut [u8]) -> Rx<'a> {
+        let (src, dst) = (f.ip.src(), f.ip.dst());
+        if !self.is_ours(dst) || mapped(src) || src.is_multicast() {
+            return Rx::Dropped(Drop::OtherAddress);
+        }
+        if no_host_sends_from(src) {
+            return Rx::Dropped(Drop::InvalidSource);
+        }
+        if f.dst_mac != self.mac {
+            return Rx::Dropped(Drop::OtherMac);
+        }
+        let icmp = f.payload;
+        // RFC 792 / RFC 4443 §4.1: code 0, and a checksum that verifies (§2.3: "a node MUST
+        // ... discard" one that does not).
+        let checksum_ok = match (src, dst) {
+            (IpAddr::V6(s6), IpAddr::V6(d6)) => icmpv6_checksum_ok(icmp, s6, d6),
+            _ => internet_checksum(icmp) == 0,
+        };
+        if icmp.len() < 8 || icmp[1] != 0 || !checksum_ok {
+            return Rx::Dropped(Drop::Malformed);
+        }
+        let ip_len = match dst {
+            IpAddr::V4(_) => IPV4_HEADER_LEN,
+            IpAddr::V6(_) => IPV6_HEADER_LEN,
+        };
+        let len = ETHERNET_HEADER_LEN + ip_len + icmp.len();
+        // The reply buffer holds the largest frame a port receives; a smaller one cannot
+        // answer (§3.2.2.6: the data "MUST be entirely included" in the reply).
+        let Some(o) = out.get_mut(..len) else {
+            return Rx::Dropped(Drop::OtherProtocol);
+        };
+        match (src, dst) {
+            (IpAddr::V6(s6), IpAddr::V6(d6)) => {
+                ethernet(o, f.src_mac, self.mac, ETHERTYPE_IPV6);
+                ipv6_header(
+                    &mut o[ETHERNET_HEADER_LEN..],
+                    d6,
+                    s6,
+                    ICMPV6,
+                    icmp.len(),
+                    TTL,
+                );
+                let reply = &mut o[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
+                let fields = [icmp[4], icmp[5], icmp[6], icmp[7]];
+                write_icmpv6(reply, ICMPV6_ECHO_REPLY, fields, &icmp[8..], d6, s6);
+            }
+            (IpAddr::V4(s4), IpAddr::V4(d4)) => {
+                let reply = &mut o[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN..];
+                reply.copy_from_slice(icmp);
+                reply[0] = ICMP_ECHO_REPLY;
+                reply[2..4].fill(0);
+                let sum = internet_checksum(reply);
+                reply[2..4].copy_from_slice(&sum.to_be_bytes());
+                ethernet(o, f.src_mac, self.mac, ETHERTYPE_IPV4);
+                self.ip_id = self.ip_id.wrapping_add(1);
+                ipv4_header(
+                    &mut o[ETHERNET_HEADER_LEN..],
+                    d4,
+                    s4,
+                    IP_PROTO_ICMP,
+                    icmp.len(),
+                    self.ip_id,
+                );
+            }
+            _ => return Rx::Dropped(Drop::Malformed),
+        }
+        self.stats.echo_replies += 1;
+        Rx::Reply(len)
     }
 
     /// RFC 4861 §7.2.3-§7.2.5: answer a valid Neighbor Solicitation for our IPv6 address with a
@@ -717,6 +808,7 @@ impl Interface {
                     &mut out[ETHERNET_HEADER_LEN..h],
                     src,
                     d,
+                    IP_PROTO_SCTP,
                     sctp_len,
                     self.ip_id,
                 );
@@ -827,6 +919,16 @@ fn no_host_sends_from(src: IpAddr) -> bool {
     }
 }
 
+/// An ICMP Echo Request over IPv4 (RFC 792) or an ICMPv6 one over IPv6 (RFC 4443 §4.1).
+fn is_echo_request(f: &link::IpFrame<'_>) -> bool {
+    match f.ip {
+        link::IpInfo::V4 { .. } => {
+            f.protocol == IP_PROTO_ICMP && f.payload.first() == Some(&ICMP_ECHO)
+        }
+        link::IpInfo::V6 { .. } => f.protocol == ICMPV6 && f.payload.first() == Some(&ICMPV6_ECHO),
+    }
+}
+
 /// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
 fn mapped(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V6(a) if a.to_ipv4_mapped().is_some())
@@ -868,8 +970,15 @@ fn write_arp(out: &mut [u8], op: u16, sha: [u8; 6], spa: Ipv4Addr, tha: [u8; 6],
 }
 
 /// An IPv4 header without options, Don't Fragment set (RFC 5043 §9: DDP segments are sized
-/// not to need IP fragmentation), TTL 64, protocol SCTP.
-fn ipv4_header(out: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload: usize, id: u16) {
+/// not to need IP fragmentation), TTL 64.
+fn ipv4_header(
+    out: &mut [u8],
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    protocol: u8,
+    payload: usize,
+    id: u16,
+) {
     let total = (IPV4_HEADER_LEN + payload) as u16;
     out[0] = 0x45;
     out[1] = 0;
@@ -877,7 +986,7 @@ fn ipv4_header(out: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload: usize, id:
     out[4..6].copy_from_slice(&id.to_be_bytes());
     out[6..8].copy_from_slice(&0x4000u16.to_be_bytes());
     out[8] = TTL;
-    out[9] = IP_PROTO_SCTP;
+    out[9] = protocol;
     out[10..12].copy_from_slice(&[0, 0]);
     out[12..16].copy_from_slice(&src.octets());
     out[16..20].copy_from_slice(&dst.octets());
@@ -1088,6 +1197,157 @@ mod tests {
         );
         assert_eq!(j.neighbour(IpAddr::V4(PEER4)), Some(PEER_MAC));
         assert_eq!((i.stats().arp_replies, i.stats().arp_not_for_us), (1, 1));
+    }
+
+    /// An ICMP Echo Request from the peer to `dst` behind `dst_mac`, `data` after its id 0x1234
+    /// and sequence 7.
+    fn ping4(dst: Ipv4Addr, dst_mac: [u8; 6], data: &[u8]) -> Vec<u8> {
+        let mut f = Vec::new();
+        PacketBuilder::ethernet2(PEER_MAC, dst_mac)
+            .ipv4(PEER4.octets(), dst.octets(), 64)
+            .icmpv4_echo_request(0x1234, 7)
+            .write(&mut f, data)
+            .unwrap();
+        f
+    }
+
+    fn ping6(dst: Ipv6Addr, dst_mac: [u8; 6], data: &[u8]) -> Vec<u8> {
+        let mut f = Vec::new();
+        PacketBuilder::ethernet2(PEER_MAC, dst_mac)
+            .ipv6(PEER6.octets(), dst.octets(), 64)
+            .icmpv6_echo_request(0x1234, 7)
+            .write(&mut f, data)
+            .unwrap();
+        f
+    }
+
+    /// RFC 1122 §3.2.2.6: "Every host MUST implement an ICMP Echo server function that
+    /// receives Echo Requests and sends corresponding Echo Replies", and "Data received in an
+    /// ICMP Echo Request MUST be entirely included in the resulting Echo Reply". The reply goes
+    /// from our address to the asker's, to its MAC, with the identifier, sequence number and
+    /// every byte of data, and an ICMP checksum and IP header that verify; an odd length too.
+    #[test]
+    fn an_echo_request_is_answered_whole_rfc1122_3_2_2_6() {
+        for len in [0usize, 56, 1001, 1472] {
+            let data: Vec<u8> = (0..len).map(|k| (k * 7) as u8).collect();
+            let mut i = iface();
+            let mut out = vec![0u8; 2048];
+            let Rx::Reply(n) = i.receive(&ping4(IP4, MAC, &data), &mut out) else {
+                panic!("len {len}: not answered")
+            };
+            let r = &out[..n];
+            assert_eq!((&r[..6], &r[6..12]), (&PEER_MAC[..], &MAC[..]));
+            let f = link::parse_ip(r).expect("a valid IPv4 header");
+            assert_eq!(f.ip.src(), IpAddr::V4(IP4));
+            assert_eq!(f.ip.dst(), IpAddr::V4(PEER4));
+            assert_eq!(f.protocol, IP_PROTO_ICMP);
+            let icmp = f.payload;
+            assert_eq!(&icmp[..2], &[ICMP_ECHO_REPLY, 0], "an Echo Reply");
+            assert_eq!(internet_checksum(icmp), 0, "its checksum verifies");
+            assert_eq!(&icmp[4..8], &[0x12, 0x34, 0, 7], "identifier and sequence");
+            assert_eq!(&icmp[8..], &data[..], "the data, whole");
+            assert_eq!(i.stats().echo_replies, 1);
+            // No neighbour is learnt from it: SCTP authenticates its peers first.
+            assert_eq!(i.neighbour(IpAddr::V4(PEER4)), None);
+        }
+    }
+
+    /// RFC 4443 §4.2: "Every node MUST implement an ICMPv6 Echo responder function"; "The data
+    /// received in the ICMPv6 Echo Request message MUST be returned entirely and unmodified in
+    /// the ICMPv6 Echo Reply message", with a checksum over the pseudo-header (§2.3).
+    #[test]
+    fn an_icmpv6_echo_request_is_answered_whole_rfc4443_4_2() {
+        let data: Vec<u8> = (0..1001).map(|k| (k * 3) as u8).collect();
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let Rx::Reply(n) = i.receive(&ping6(IP6, MAC, &data), &mut out) else {
+            panic!("not answered")
+        };
+        let r = &out[..n];
+        assert_eq!(&r[..6], &PEER_MAC);
+        let f = link::parse_ip(r).expect("a valid IPv6 header");
+        assert_eq!(f.ip.src(), IpAddr::V6(IP6));
+        assert_eq!(f.ip.dst(), IpAddr::V6(PEER6));
+        assert_eq!(f.protocol, ICMPV6);
+        let icmp = f.payload;
+        assert_eq!(&icmp[..2], &[ICMPV6_ECHO_REPLY, 0]);
+        assert!(
+            icmpv6_checksum_ok(icmp, IP6, PEER6),
+            "its checksum verifies"
+        );
+        assert_eq!(&icmp[4..8], &[0x12, 0x34, 0, 7]);
+        assert_eq!(&icmp[8..], &data[..]);
+        assert_eq!(i.stats().echo_replies, 1);
+    }
+
+    /// What the echo server does not answer, each counted: a request whose ICMP checksum fails
+    /// (RFC 4443 §2.3 and RFC 1122 §3.2.2: discarded), one to a broadcast MAC or another
+    /// address (§3.2.2.6: a request to a broadcast or multicast address "MAY be silently
+    /// discarded"), one from a source no host sends from (§3.2.1.3), an Echo Reply (nothing
+    /// to answer), and one whose reply would not fit the buffer (not truncated: the data must
+    /// be whole).
+    #[test]
+    fn echo_requests_not_to_answer_are_dropped_and_counted_rfc1122_3_2_2_6() {
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let mut bad = ping4(IP4, MAC, b"0123456789");
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        assert_eq!(i.receive(&bad, &mut out), Rx::Dropped(Drop::Malformed));
+        let mut bad6 = ping6(IP6, MAC, b"0123456789");
+        let last = bad6.len() - 1;
+        bad6[last] ^= 1;
+        assert_eq!(i.receive(&bad6, &mut out), Rx::Dropped(Drop::Malformed));
+        assert_eq!(
+            i.receive(&ping4(IP4, BROADCAST, b"x"), &mut out),
+            Rx::Dropped(Drop::OtherMac)
+        );
+        assert_eq!(
+            i.receive(&ping4(Ipv4Addr::BROADCAST, BROADCAST, b"x"), &mut out),
+            Rx::Dropped(Drop::OtherAddress)
+        );
+        assert_eq!(
+            i.receive(&ping4(Ipv4Addr::new(198, 18, 0, 9), MAC, b"x"), &mut out),
+            Rx::Dropped(Drop::OtherAddress)
+        );
+        let mut from_loopback = Vec::new();
+        PacketBuilder::ethernet2(PEER_MAC, MAC)
+            .ipv4([127, 0, 0, 1], IP4.octets(), 64)
+            .icmpv4_echo_request(1, 1)
+            .write(&mut from_loopback, b"x")
+            .unwrap();
+        assert_eq!(
+            i.receive(&from_loopback, &mut out),
+            Rx::Dropped(Drop::InvalidSource)
+        );
+        let mut reply = Vec::new();
+        PacketBuilder::ethernet2(PEER_MAC, MAC)
+            .ipv4(PEER4.octets(), IP4.octets(), 64)
+            .icmpv4_echo_reply(1, 1)
+            .write(&mut reply, b"x")
+            .unwrap();
+        assert_eq!(
+            i.receive(&reply, &mut out),
+            Rx::Dropped(Drop::OtherProtocol)
+        );
+        let mut small = [0u8; 128];
+        assert_eq!(
+            i.receive(&ping4(IP4, MAC, &[0u8; 200]), &mut small),
+            Rx::Dropped(Drop::OtherProtocol)
+        );
+        assert_eq!(i.stats().echo_replies, 0);
+        let s = i.stats();
+        assert_eq!(
+            (
+                s.malformed,
+                s.other_mac,
+                s.other_address,
+                s.invalid_source,
+                s.other_protocol
+            ),
+            (2, 1, 2, 1, 2)
+        );
+        assert_eq!(s.frames(), 8);
     }
 
     /// Every frame that is not for us lands in one counter, and nothing is handed on.

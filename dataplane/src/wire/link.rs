@@ -142,6 +142,37 @@ fn plain_ipv4(frame: &[u8]) -> Option<SctpFrame<'_>> {
 }
 
 fn parse_sliced(frame: &[u8]) -> Result<SctpFrame<'_>> {
+    let f = parse_ip(frame)?;
+    if f.protocol != IP_PROTO_SCTP {
+        return Err(Error::Unsupported);
+    }
+    Ok(SctpFrame {
+        src_mac: f.src_mac,
+        dst_mac: f.dst_mac,
+        vlan: f.vlan,
+        ip: f.ip,
+        sctp: f.payload,
+    })
+}
+
+/// An Ethernet frame that carries one whole (unfragmented) IP packet of any protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpFrame<'a> {
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub vlan: VlanTags,
+    pub ip: IpInfo,
+    /// The IPv4 Protocol, or the IPv6 Next Header after the extension headers.
+    pub protocol: u8,
+    /// What the IP packet carries, cut at the length its header gives (Ethernet padding
+    /// excluded).
+    pub payload: &'a [u8],
+}
+
+/// Slices `frame` down to its IP payload, with every check [`parse_sctp`] makes of the link
+/// and IP layers (the same errors), whatever the protocol: what the endpoint's other
+/// protocols (ICMP echo) read.
+pub fn parse_ip(frame: &[u8]) -> Result<IpFrame<'_>> {
     let sliced = SlicedPacket::from_ethernet(frame).map_err(|e| {
         use etherparse::err::packet::SliceError;
         match e {
@@ -204,15 +235,13 @@ fn parse_sliced(frame: &[u8]) -> Result<SctpFrame<'_>> {
     if payload.fragmented {
         return Err(Error::Fragment);
     }
-    if payload.ip_number.0 != IP_PROTO_SCTP {
-        return Err(Error::Unsupported);
-    }
-    Ok(SctpFrame {
+    Ok(IpFrame {
         src_mac,
         dst_mac,
         vlan,
         ip,
-        sctp: payload.payload,
+        protocol: payload.ip_number.0,
+        payload: payload.payload,
     })
 }
 
@@ -223,7 +252,7 @@ fn parse_sliced(frame: &[u8]) -> Result<SctpFrame<'_>> {
 /// processed in order, and one we do not recognise (all but Pad1 and PadN) is skipped only
 /// when the two high-order bits of its type are 00; otherwise the packet is discarded.
 /// (Discarding stands in for the ICMP Parameter Problem §4.2 and §4.4 also ask for: ddpdk
-/// sends no ICMP.) Costs nothing for a packet without extension headers.
+/// sends no ICMP error messages.) Costs nothing for a packet without extension headers.
 fn ipv6_extensions_ok(exts: &Ipv6ExtensionsSlice<'_>) -> Result<()> {
     if exts.is_empty() {
         return Ok(());
