@@ -382,6 +382,11 @@ struct QpEntry {
     refused: Option<PostError>,
     /// Being destroyed ([`Verbs::destroy_qp`]): its work completes on no CQ.
     destroyed: bool,
+    /// Its DDP session is over (rejected or terminated, by either side): the core has flushed
+    /// or is flushing its receives. In Error without it (the peer's RDMAP Terminate, RFC
+    /// 5040 §5.4, which leaves the DDP Stream Terminate to us, RFC 5043 §6.2), the receives
+    /// stay posted until our Terminate.
+    session_over: bool,
 }
 
 /// A Local Invalidate waiting for every core's acknowledgement.
@@ -521,6 +526,7 @@ impl<P: Port> Verbs<P> {
             error: None,
             refused: None,
             destroyed: false,
+            session_over: false,
         }));
         self.by_stream.insert((init.conn, init.stream), qp);
         Ok(qp)
@@ -555,8 +561,9 @@ impl<P: Port> Verbs<P> {
     ) -> Result<(), VerbsError> {
         let e = self.entry(qp)?;
         let QpInit { conn, stream, .. } = e.init;
-        // A second call (after a Timeout) only waits again.
-        if !e.destroyed && matches!(e.state, QpState::Connecting | QpState::Rts) {
+        // A second call (after a Timeout) only waits again. A queue pair in Error may still
+        // have its session open (the peer's RDMAP Terminate moved it there): ours ends it.
+        if !e.destroyed && e.state != QpState::Init && !e.session_over && e.refused.is_none() {
             match self.control.submit(conn, Op::Terminate { stream }) {
                 // Forgotten: no core holds anything of it.
                 Ok(()) | Err(RuntimeError::NoSuchConnection) => {}
@@ -565,6 +572,8 @@ impl<P: Port> Verbs<P> {
         }
         let e = self.entry_mut(qp)?;
         e.destroyed = true;
+        // Until it is forgotten (a Timeout leaves it), it takes no more work.
+        e.state = QpState::Error;
         // Its send work completes nothing any more: later reports find no slot.
         while e.sq.pop_front().is_some() {}
         // Receives posted in Init never reached a core: dropped. The rest are awaited.
@@ -1335,6 +1344,9 @@ impl<P: Port> Verbs<P> {
                             }
                         }
                         SessionEvent::Rejected { .. } | SessionEvent::SessionTerminated { .. } => {
+                            if let Ok(e) = self.entry_mut(qp) {
+                                e.session_over = true;
+                            }
                             self.fail_qp(qp)
                         }
                         _ => {}

@@ -367,7 +367,16 @@ fn destroy_qp_answers_timeout_when_the_core_never_withdraws_its_receives() {
         Err(ddpdk_control::verbs::VerbsError::Timeout)
     );
     assert!(started.elapsed() >= ddpdk_control::verbs::DESTROY_WAIT);
-    assert!(c.p.b.v.qp_state(c.qb).is_some(), "not forgotten yet");
+    assert_eq!(
+        c.p.b.v.qp_state(c.qb),
+        Some(QpState::Error),
+        "not forgotten yet, and it takes no more work"
+    );
+    let r = RecvWr {
+        wr_id: 9,
+        sg_list: vec![sge(&c.recv_mr, 0, 64)],
+    };
+    assert!(c.p.b.v.post_recv(c.qb, &r).is_err());
     let cores = &mut c.p.b.cores;
     c.p.b
         .v
@@ -382,5 +391,143 @@ fn destroy_qp_answers_timeout_when_the_core_never_withdraws_its_receives() {
         wcs(&mut c.p.b.v, c.cqb),
         [],
         "ibv_destroy_qp: no completion"
+    );
+}
+
+/// (An independent review, session 55.) RFC 5043 §6.2 ("The final User Data Chunk for each side MAY be a DDP Stream
+/// Terminate. At least one side MUST send a DDP Stream Terminate") lets a peer end its RDMAP
+/// stream with an RDMAP Terminate (RFC 5040 §5.4) and leave the DDP Stream Terminate to us.
+/// The queue pair goes to Error on the peer's RDMAP Terminate, but its DDP session stays open
+/// on the core with the receives posted. `destroy_qp` sends our Terminate only in Connecting
+/// or Rts, so nothing ever withdraws the receives: `destroy_qp` answers Timeout on every call,
+/// however long the application waits and retries (and the stream keeps its queue pair).
+#[test]
+fn destroy_qp_after_the_peers_rdmap_terminate_ends_our_session_5043_6_2() {
+    use ddpdk_control::conn::{Op, Payload, SendKind, SendRequest};
+    use ddpdk_control::rdmap::encode_private_data;
+    use ddpdk_dataplane::ddp::{HeaderCopy, RxError};
+    use ddpdk_dataplane::wire::rdmap::{Opcode, RdmapError};
+    let mut p = Pair::new();
+    let pdb = p.b.v.alloc_pd();
+    let recv_mr =
+        p.b.v
+            .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let now = p.now;
+    let conn =
+        p.a.v
+            .control_mut()
+            .connect(now, IpAddr::V4(B4), PORT)
+            .unwrap();
+    p.run_until("the association", |p| {
+        p.a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        })
+    });
+    // The peer (A): an RDMAP peer driven below verbs, on a plain DDP session whose Initiate
+    // carries RDMAP's parameters (RFC 5040 §6).
+    let apd = p.a.v.control_mut().memory_mut().alloc_pd();
+    let pdata = encode_private_data(RdmaLimits::default(), b"").unwrap();
+    p.a.v
+        .control_mut()
+        .submit(
+            conn,
+            Op::Initiate {
+                stream: 1,
+                pd: apd,
+                private_data: pdata,
+            },
+        )
+        .unwrap();
+    let mut server_conn = None::<ConnHandle>;
+    p.run_until("the Initiate", |p| {
+        server_conn = p.b.events.iter().find_map(|e| match e {
+            Event::Indication {
+                conn,
+                indication:
+                    Indication::Session {
+                        stream: 1,
+                        event: SessionEvent::InitiateReceived { .. },
+                    },
+            } => Some(*conn),
+            _ => None,
+        });
+        server_conn.is_some()
+    });
+    let cqb = p.b.v.create_cq();
+    let qb = qp(&mut p.b.v, pdb, cqb, server_conn.unwrap());
+    for i in 0..2u64 {
+        let r = RecvWr {
+            wr_id: 500 + i,
+            sg_list: vec![sge(&recv_mr, i * 1024, 1024)],
+        };
+        p.b.v.post_recv(qb, &r).unwrap();
+    }
+    p.b.v.accept_qp(qb, b"").unwrap();
+    p.run_until("the Accept at the peer", |p| {
+        p.a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Session {
+                        stream: 1,
+                        event: SessionEvent::Accepted { .. },
+                    },
+                    ..
+                }
+            )
+        })
+    });
+    // The peer's RDMAP Terminate (QN 2, MSN 1), and no DDP Stream Terminate after it.
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    p.a.v
+        .control_mut()
+        .submit(
+            conn,
+            Op::PostSend(SendRequest {
+                wr_id: 1,
+                stream: 1,
+                kind: SendKind::Untagged {
+                    qn: 2,
+                    rsvd_ulp: [(1 << 6) | Opcode::Terminate.bits(), 0, 0, 0, 0],
+                },
+                data: Payload::Bytes(payload),
+                signaled: false,
+            }),
+        )
+        .unwrap();
+    p.run_until("the queue pair in Error", |p| {
+        p.b.v.qp_state(qb) == Some(QpState::Error)
+    });
+    p.steps(5000);
+    // The application destroys it, and retries as the Timeout says it may.
+    let mut last = None;
+    for _ in 0..3 {
+        let now = p.now;
+        let cores = &mut p.b.cores;
+        last = Some(p.b.v.destroy_qp_polling(qb, now, &mut || {
+            for k in cores.iter_mut() {
+                k.poll(now);
+            }
+        }));
+        if matches!(last, Some(Ok(()))) {
+            break;
+        }
+        p.steps(50_000);
+    }
+    assert!(
+        matches!(last, Some(Ok(()))),
+        "destroy_qp after the peer's RDMAP Terminate, retried over 30 simulated seconds: {last:?}"
     );
 }
