@@ -797,11 +797,19 @@ impl Session {
     /// protocol error (`ProtocolError::NoAnswer`, with our Terminate, §6.2) and the answer is
     /// no longer awaited: what the peer sends later of it is judged as after the session's
     /// end, and held for nothing.
-    pub fn give_up_answer(&mut self) {
-        if self.answer_pending() {
-            let _ = self.fail(ProtocolError::NoAnswer);
-            self.answer_given_up = true;
+    ///
+    /// Whether it ended the session: one already over (our ULP's Terminate, an earlier
+    /// protocol error) stays as it ended, and only stops awaiting the answer.
+    pub fn give_up_answer(&mut self) -> bool {
+        if !self.answer_pending() {
+            return false;
         }
+        self.answer_given_up = true;
+        if matches!(self.state, State::Terminated(_)) {
+            return false;
+        }
+        let _ = self.fail(ProtocolError::NoAnswer);
+        true
     }
 
     /// On the active side, whether the peer's answer was an Accept.

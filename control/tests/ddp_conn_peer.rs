@@ -2403,7 +2403,7 @@ fn rfc5043_6_3_a_tagged_segment_ahead_of_a_reject_is_never_placed() {
 /// room until the stream was flushed, which for a session still awaiting its answer was the
 /// end of the association (an independent review, session 52). The answer was sent before its
 /// segments, so once SCTP has every chunk up to them and still no answer, a legal peer's is
-/// not coming; `GAP_GRACE_RTOS` RTOs later the attempt fails (our Terminate), the held segments are dropped and
+/// not coming; `ANSWER_GRACE_RTOS` RTOs later the attempt fails (our Terminate), the held segments are dropped and
 /// counted, the room is back, and a late Accept places nothing.
 #[test]
 fn rfc5043_10_segments_held_for_an_answer_that_never_comes_are_given_up() {
@@ -2471,8 +2471,8 @@ fn rfc5043_10_a_lost_accept_is_waited_for_while_sctp_misses_it() {
     }
     while d.round() {}
     assert_eq!(d.conn().stats().segments_held_for_answer, 4);
-    let grace = d.conn().association().rto() * ddpdk_control::conn::GAP_GRACE_RTOS;
-    d.run_for(grace * 4);
+    let grace = d.conn().association().rto() * ddpdk_control::conn::ANSWER_GRACE_RTOS;
+    d.run_for(grace * 2);
     assert_eq!(
         d.conn().stats().initiates_unanswered,
         0,
@@ -3376,4 +3376,102 @@ fn rfc5043_6_6_a_crossing_watch_ends_with_the_association() {
         bad.is_empty(),
         "legitimate Terminates dropped (seed, state, crossed_rejects): {bad:?}"
     );
+}
+
+/// (An independent review, session 55.) RFC 5043 §10, "The SCTP sender is not obligated to transmit unordered Data Chunks
+/// in the order presented": the peer's first segment may carry a lower TSN than its Accept.
+/// Once SCTP's cumulative TSN reaches that segment the bound starts, though the Accept is
+/// still a chunk SCTP misses (a hole above the cumulative TSN) and is being retransmitted
+/// (RFC 9260 §6.3.3, backing off): lost for a few retransmissions, the legal session fails
+/// (`NoAnswer`) and its held segments are dropped.
+#[test]
+fn rfc5043_10_an_accept_sent_after_its_segment_and_lost_is_waited_for() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    let (w, wreg) = d.region_with(pd, 65536, 0x1000, Access::REMOTE_WRITE);
+    // The peer's SCTP took the segment ahead of the Accept submitted before it.
+    d.send(S, 16, &tseg(1, true, wreg.stag.0, 0x1000, &[0xaa; 1024]));
+    while d.round() {}
+    d.lose = Some(b"an accept lost on its way".to_vec());
+    d.send(S, 17, &ctl(0, 2, b"an accept lost on its way"));
+    while d.round() {}
+    assert_eq!(d.conn().stats().segments_held_for_answer, 1);
+    let grace = d.conn().association().rto() * ddpdk_control::conn::GAP_GRACE_RTOS;
+    // Lost on a lossy path for a while, SCTP retransmitting it all along.
+    d.run_for(grace + grace / 2);
+    d.lose = None;
+    d.run_for(Duration::from_secs(120));
+    assert_eq!(
+        d.conn().stats().initiates_unanswered,
+        0,
+        "given up while SCTP still missed the Accept (a hole above the cumulative TSN)"
+    );
+    assert_eq!(d.conn().session_state(S), Some(State::Established));
+    assert!(d.region_bytes(w, 1024).iter().all(|&b| b == 0xaa));
+}
+
+/// (An independent review, session 55.) RFC 5043 §10 bound on segments held for the answer, with an RFC 9260 §5.2.4
+/// restart. Our ULP ended the session while our Initiate awaited its answer; the peer's
+/// segments still came and were held for the answer. The peer restarts: the session was over
+/// already, so nothing flushes the stream, and the answer wait is dropped (its session no
+/// longer awaits an answer) without giving the held segments' receive buffer back.
+#[test]
+fn rfc5043_10_segments_held_for_an_answer_give_their_room_back_at_a_restart_9260_5_2_4() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    let room = d.conn().receive_room();
+    d.conn().terminate(S).unwrap();
+    d.settle();
+    let (_w, wreg) = d.region_with(pd, 65536, 0x1000, Access::REMOTE_WRITE);
+    for k in 0..8u16 {
+        let to = 0x1000 + u64::from(k) * 1024;
+        d.send(S, 16, &tseg(k + 1, true, wreg.stag.0, to, &[0xaa; 1024]));
+    }
+    while d.round() {}
+    let held = d.conn().stats().segments_held_for_answer;
+    // The peer restarts before the answer wait ends.
+    let mut ep2 = Endpoint::new(sctp(RAW_PORT, 256), [8; 32]).unwrap();
+    d.raw = ep2.connect(d.now, srv_addr(), SRV_PORT);
+    d.raw_rx.clear();
+    d.run_for(Duration::from_secs(60));
+    assert!(d
+        .inds
+        .iter()
+        .any(|i| matches!(i, Indication::PeerRestarted)));
+    assert_eq!(
+        d.conn().receive_room(),
+        room,
+        "{held} segments held for the answer; their room after the restart"
+    );
+}
+
+/// (An independent review, session 55.) `initiates_unanswered` counts "our Initiates given up ... the session ended
+/// (`ProtocolError::NoAnswer`, our Terminate)". Our ULP ended the session itself while the
+/// answer was awaited, and the peer's segments then held for the answer are dropped after the
+/// bound: that is no Initiate given up for want of an answer, yet it is counted as one (the
+/// session's reason stays LocalTerminate).
+#[test]
+fn rfc5043_10_initiates_unanswered_does_not_count_a_session_we_ended() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    d.conn().terminate(S).unwrap();
+    d.settle();
+    let (_w, wreg) = d.region_with(pd, 65536, 0x1000, Access::REMOTE_WRITE);
+    for k in 0..4u16 {
+        let to = 0x1000 + u64::from(k) * 1024;
+        d.send(S, 16, &tseg(k + 1, true, wreg.stag.0, to, &[0xaa; 1024]));
+    }
+    while d.round() {}
+    d.run_for(Duration::from_secs(60));
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::LocalTerminate))
+    );
+    assert_eq!(d.conn().stats().initiates_unanswered, 0);
 }

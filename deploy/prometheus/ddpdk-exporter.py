@@ -48,7 +48,7 @@ CORE_HELP = {
     "crossed_rejects_unwatched": "Watches for such Terminates dropped, oldest first, when a "
                                  "stream already had 4 (RFC 5043 6.6).",
     "initiates_unanswered": "Our Initiates given up: the peer's segments came, its answer did "
-                            "not within 4 RTOs of SCTP having all before them; the held "
+                            "not within 64 RTOs of SCTP missing nothing; the held "
                             "segments were dropped (RFC 5043 10).",
     "t3_retransmits": "DATA chunks retransmitted on T3-rtx expiry (RFC 9260 6.3.3).",
     "fast_retransmits": "DATA chunks fast-retransmitted (RFC 9260 7.2.4).",

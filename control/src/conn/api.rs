@@ -630,7 +630,7 @@ pub struct ConnStats {
     /// `after_session_end` then), RFC 5043 §6.1, §6.3.
     pub segments_held_for_answer: u64,
     /// Our Initiates whose answer (the peer's DDP-SSN 0) did not come within
-    /// `GAP_GRACE_RTOS` RTOs of SCTP having received every chunk up to the peer's first
+    /// `ANSWER_GRACE_RTOS` RTOs of SCTP having received every chunk up to the peer's first
     /// segment held for it (a lost answer still being retransmitted is waited for): the
     /// session ended
     /// (`ProtocolError::NoAnswer`, our Terminate) and the held segments were dropped, counted

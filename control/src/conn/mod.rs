@@ -81,6 +81,15 @@ const COOKIE_ECHO: u8 = 10;
 /// doubles, §6.3.3 E2), so four cover a chunk lost twice.
 pub const GAP_GRACE_RTOS: u32 = 4;
 
+/// How many retransmission timeouts the active side waits for the peer's answer to its
+/// Initiate while segments the peer sent after it are held, once SCTP misses nothing up to
+/// them ([`Connection::check_gaps`]). Longer than [`GAP_GRACE_RTOS`]: an answer the peer's
+/// SCTP sent after the segments (RFC 5043 §10 lets it) and lost leaves no hole to see, so only
+/// time covers it; 63 covers six losses in a row as the peer's timer doubles (1 + 2 + ... +
+/// 32, RFC 9260 §6.3.3 E2). What the peer holds meanwhile is within our receive buffer, as
+/// a hole in SCTP's own sequence would be.
+pub const ANSWER_GRACE_RTOS: u32 = 64;
+
 /// See the module documentation.
 #[derive(Debug)]
 pub struct Connection {
@@ -619,7 +628,9 @@ impl Connection {
     /// not follow the submission order).
     fn check_gaps(&mut self, now: Instant) {
         let cum = self.assoc.received_cum_tsn();
+        let holes = self.assoc.received_has_gaps();
         let grace = self.assoc.rto() * GAP_GRACE_RTOS;
+        let answer_grace = self.assoc.rto() * ANSWER_GRACE_RTOS;
         let mut k = 0;
         while let Some(&g) = self.sink.gaps.get(k) {
             let Some(s) = self
@@ -639,32 +650,34 @@ impl Connection {
                 // segments held for it on the same SCTP stream: while SCTP still misses a
                 // chunk below the first of them, the answer may be that chunk, lost and
                 // being retransmitted, and it is waited for (a legal peer's Accept lost
-                // several times must not fail the session). Once everything up to that
-                // segment is in and the answer is not, a legal peer's will not come: after
-                // `GAP_GRACE_RTOS` RTOs more (its TSN need not follow the submission order,
-                // RFC 5043 §5.2.1), the attempt fails and the held segments give their
-                // receive buffer back (RFC 5043 §10).
+                // several times must not fail the session). Once SCTP misses nothing, the
+                // answer may still have been sent after the segments and lost (§10: unordered
+                // chunks need not leave in the order presented): [`ANSWER_GRACE_RTOS`] RTOs
+                // more, then the attempt fails and the held segments give their receive
+                // buffer back (RFC 5043 §10).
                 if !s.session.answer_pending() || s.before_answer.is_empty() {
                     self.sink.gaps.swap_remove(k);
                     continue;
                 }
                 match g.deadline {
-                    // The time bound starts once SCTP has caught up.
-                    _ if serial::lt(cum, g.held_tsn) => {
+                    // The time bound starts once SCTP has caught up and misses nothing: the
+                    // peer's SCTP need not send unordered chunks in the order presented (§10),
+                    // so the answer may be any chunk still missing.
+                    _ if serial::lt(cum, g.held_tsn) || holes => {
                         self.sink.gaps[k].deadline = None;
                         k += 1;
                     }
                     None => {
-                        self.sink.gaps[k].deadline = Some(now + grace);
+                        self.sink.gaps[k].deadline = Some(now + answer_grace);
                         k += 1;
                     }
                     Some(deadline) if now >= deadline => {
-                        s.session.give_up_answer();
-                        self.sink.stats.initiates_unanswered += 1;
-                        for data in s.before_answer.drain(..) {
-                            self.sink.held_bytes -= data.len();
-                            self.sink.stats.after_session_end += 1;
+                        // Counted only where the session was live: one our ULP (or an earlier
+                        // protocol error) ended is no Initiate given up for want of an answer.
+                        if s.session.give_up_answer() {
+                            self.sink.stats.initiates_unanswered += 1;
                         }
+                        drop_held_for_answer(s, &mut self.sink);
                         self.sink.touched.stream(g.stream);
                         self.sink.gaps.swap_remove(k);
                     }
@@ -1036,6 +1049,9 @@ impl Connection {
                     if waiting {
                         flush_receives(i as u16, s, &mut self.sink);
                     }
+                    // Held for an answer that cannot come now, of a session already over
+                    // (which no event will flush): their receive buffer back.
+                    drop_held_for_answer(s, &mut self.sink);
                 }
             }
         }

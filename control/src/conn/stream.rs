@@ -525,12 +525,18 @@ fn push_completion(out: &mut Sink, stream: u16, wr_id: u64, signaled: bool, ok: 
     }
 }
 
-pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
-    // Segments that waited for an answer that never came (the session ended first).
+/// Segments held for an answer that will never release them: dropped as after the session's
+/// end, their receive buffer given back.
+pub(super) fn drop_held_for_answer(s: &mut DdpStream, out: &mut Sink) {
     for data in s.before_answer.drain(..) {
         out.held_bytes -= data.len();
         out.stats.after_session_end += 1;
     }
+}
+
+pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    // Segments that waited for an answer that never came (the session ended first).
+    drop_held_for_answer(s, out);
     // Reads whose responses can no longer come end with the receive side (RFC 5040 §5.4),
     // and with them the stream's work: what is not reported yet is, in posting order, save
     // zero-copy sends whose segments SCTP may still read and what follows them: they come

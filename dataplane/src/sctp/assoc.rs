@@ -807,6 +807,12 @@ impl Association {
         self.rx.cum_tsn()
     }
 
+    /// Whether a DATA chunk of the peer's is missing below one that arrived (a gap above the
+    /// cumulative TSN): a chunk the peer sent, in any order, may still be on its way.
+    pub fn received_has_gaps(&self) -> bool {
+        self.rx.has_gaps()
+    }
+
     /// Smoothed RTT, once measured.
     pub fn srtt(&self) -> Option<Duration> {
         self.path.rto.srtt()
