@@ -464,6 +464,11 @@ impl Interface {
         let Some(ours) = self.ipv4.filter(|ip| *ip == tpa) else {
             return Rx::Dropped(Drop::ArpNotForUs);
         };
+        // IEEE 802.3 §3.2.3, as for the frame's source: the reply goes to the Sender Hardware
+        // Address, which a forged request could make every host's.
+        if sha[0] & 1 != 0 {
+            return Rx::Dropped(Drop::InvalidSource);
+        }
         // RFC 826: the sender of an ARP packet for us is merged into the table.
         self.insert(IpAddr::V4(spa), sha, false);
         match op {
@@ -608,6 +613,11 @@ impl Interface {
             if opt[0] == want_option && len == 8 {
                 let mut m = [0u8; 6];
                 m.copy_from_slice(&opt[2..8]);
+                // IEEE 802.3 §3.2.3: a link-layer address of a node is an individual one; an
+                // answer to a group one would reach every host of the segment.
+                if m[0] & 1 != 0 {
+                    return Rx::Dropped(Drop::InvalidSource);
+                }
                 link_addr = Some(m);
             }
             opt = &opt[len..];
@@ -1717,5 +1727,138 @@ mod tests {
         let again = i.frame_sctp(T0 + Duration::from_millis(1000), dst, 10, &mut out);
         assert_eq!(again, Err(Unresolved { solicitation: 60 }));
         assert_eq!(i.stats().solicitations, 2);
+    }
+
+    /// (An independent review, session 55.) the commit drops frames whose Ethernet source is a group address
+    /// because "an ARP reply or a Neighbor Advertisement [goes] to the asker's" MAC and one
+    /// forged frame would make us send to every host on the segment. But the ARP reply goes
+    /// to the ARP Sender Hardware Address, and the advertisement to the solicitation's Source
+    /// Link-Layer Address option, neither of which is checked: a frame from an individual
+    /// MAC naming the broadcast address there is still answered to every host (IEEE 802.3
+    /// §3.2.3: a sender's address is an individual one).
+    #[test]
+    fn arp_and_nd_answers_never_go_to_a_group_address_ieee802_3_3_2_3() {
+        let mut i = iface();
+        let mut out = vec![0u8; 256];
+        // An ARP request from PEER_MAC (individual) whose Sender Hardware Address is broadcast.
+        let mut arp = arp_frame(1, BROADCAST, PEER4, IP4);
+        arp[ETHERNET_HEADER_LEN + 8..ETHERNET_HEADER_LEN + 14].copy_from_slice(&BROADCAST);
+        if let Rx::Reply(n) = i.receive(&arp, &mut out) {
+            assert_eq!(
+                out[0] & 1,
+                0,
+                "ARP reply sent to group address {:02x?}",
+                &out[..6.min(n)]
+            );
+        }
+        // A Neighbor Solicitation from PEER_MAC whose Source Link-Layer Address option is a
+        // multicast MAC (the option is inside the ICMPv6 checksum, the Ethernet source not).
+        let group = [0x33, 0x33, 0, 0, 0, 1];
+        let mut b = Interface::new(group, Some(PEER4), Some(PEER6));
+        let mut ns = vec![0u8; 256];
+        let n = b.solicit(IpAddr::V6(IP6), &mut ns);
+        let mut ns = ns[..n].to_vec();
+        ns[6..12].copy_from_slice(&PEER_MAC);
+        if let Rx::Reply(m) = i.receive(&ns, &mut out) {
+            assert_eq!(
+                out[0] & 1,
+                0,
+                "Neighbor Advertisement sent to group address {:02x?}",
+                &out[..6.min(m)]
+            );
+        }
+    }
+
+    /// (An independent review, session 55.) RFC 1122 §3.2.2.6: "If a Source Route option is received in an ICMP
+    /// Echo Request, the return route MUST be reversed and used as a Source Route option for
+    /// the Echo Reply message" (and §3.2.1.8: a completed source route is passed up for the
+    /// reply). An Echo Request with a completed Loose Source Route is answered with a reply
+    /// carrying no source route at all. (Either fix passes: the reversed route in the reply,
+    /// or the request discarded.)
+    #[test]
+    fn a_source_routed_echo_request_is_not_answered_without_its_route_rfc1122_3_2_2_6() {
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let gw = Ipv4Addr::new(192, 0, 2, 1);
+        // LSRR (131), length 7, pointer 8 (past the one address: completed), then End of list.
+        let mut opts = vec![131u8, 7, 8];
+        opts.extend_from_slice(&gw.octets());
+        opts.push(0);
+        let ihl = (20 + opts.len()) / 4;
+        let icmp_len = 8 + 4;
+        let mut f = vec![0u8; ETHERNET_HEADER_LEN];
+        ethernet(&mut f, MAC, PEER_MAC, ETHERTYPE_IPV4);
+        let mut h = vec![0u8; ihl * 4];
+        h[0] = 0x40 | ihl as u8;
+        h[2..4].copy_from_slice(&((ihl * 4 + icmp_len) as u16).to_be_bytes());
+        h[8] = 64;
+        h[9] = IP_PROTO_ICMP;
+        h[12..16].copy_from_slice(&PEER4.octets());
+        h[16..20].copy_from_slice(&IP4.octets());
+        h[20..].copy_from_slice(&opts);
+        let sum = internet_checksum(&h);
+        h[10..12].copy_from_slice(&sum.to_be_bytes());
+        f.extend_from_slice(&h);
+        let mut icmp = vec![ICMP_ECHO, 0, 0, 0, 0x12, 0x34, 0, 7, b'a', b'b', b'c', b'd'];
+        let sum = internet_checksum(&icmp);
+        icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+        f.extend_from_slice(&icmp);
+        match i.receive(&f, &mut out) {
+            Rx::Reply(n) => {
+                let ip = &out[ETHERNET_HEADER_LEN..n];
+                let ihl = usize::from(ip[0] & 0x0f) * 4;
+                let has_route = ip[20..ihl].iter().any(|&b| b == 131 || b == 137);
+                assert!(
+                    has_route,
+                    "the Echo Reply carries no (reversed) source route: header {:02x?}",
+                    &ip[..ihl]
+                );
+            }
+            // Discarding a source-routed request (as a host that ignores source routes
+            // does) is no reply without the route either.
+            Rx::Dropped(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// (An independent review, session 55.) (a7647df, f592a10): the IPv6 Routing header with Segments Left is now discarded
+    /// (we are not the final destination, RFC 8200 §4.4), but IPv4's equivalent is not: a
+    /// Loose or Strict Source Route option whose pointer has not passed its last address says
+    /// the destination field is only the next hop (RFC 791 §3.1; RFC 1122 §3.2.1.8(c): only a
+    /// completed source route has "reached its final destination"; §3.3.5: a host forwards
+    /// one only under a gateway's rules, which ddpdk does not implement). Such an SCTP packet
+    /// is handed to SCTP and answered from this host.
+    #[test]
+    fn an_ipv4_source_route_still_to_run_is_not_for_us_rfc1122_3_2_1_8() {
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let next_hop = Ipv4Addr::new(192, 0, 2, 1);
+        for kind in [131u8, 137] {
+            // LSRR / SSRR, length 7, pointer 4: the address at 4 is still to visit.
+            let mut opts = vec![kind, 7, 4];
+            opts.extend_from_slice(&next_hop.octets());
+            opts.push(0);
+            let ihl = (20 + opts.len()) / 4;
+            let sctp = [0u8; 28];
+            let mut f = vec![0u8; ETHERNET_HEADER_LEN];
+            ethernet(&mut f, MAC, PEER_MAC, ETHERTYPE_IPV4);
+            let mut h = vec![0u8; ihl * 4];
+            h[0] = 0x40 | ihl as u8;
+            h[2..4].copy_from_slice(&((ihl * 4 + sctp.len()) as u16).to_be_bytes());
+            h[8] = 64;
+            h[9] = IP_PROTO_SCTP;
+            h[12..16].copy_from_slice(&PEER4.octets());
+            h[16..20].copy_from_slice(&IP4.octets());
+            h[20..].copy_from_slice(&opts);
+            let sum = internet_checksum(&h);
+            h[10..12].copy_from_slice(&sum.to_be_bytes());
+            f.extend_from_slice(&h);
+            f.extend_from_slice(&sctp);
+            let rx = i.receive(&f, &mut out);
+            assert!(
+                !matches!(rx, Rx::Sctp(_)),
+                "option {kind}: a packet still on its source route reached SCTP"
+            );
+        }
     }
 }

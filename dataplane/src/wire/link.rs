@@ -201,6 +201,7 @@ pub fn parse_ip(frame: &[u8]) -> Result<IpFrame<'_>> {
             if !ipv4_header_checksum_ok(h.slice()) {
                 return Err(Error::BadChecksum);
             }
+            ipv4_options_ok(h.options())?;
             let info = IpInfo::V4 {
                 src: Ipv4Addr::from(h.source()),
                 dst: Ipv4Addr::from(h.destination()),
@@ -268,6 +269,32 @@ fn ipv6_extensions_ok(exts: &Ipv6ExtensionsSlice<'_>) -> Result<()> {
             }
             _ => {}
         }
+    }
+    Ok(())
+}
+
+/// The IPv4 options of a packet for us (the plain fast path has none). A Loose or Strict
+/// Source Route (RFC 791 §3.1) whose pointer has not passed its last address names us only
+/// as the next hop: we are not the final destination (RFC 1122 §3.2.1.8(c)), and ddpdk does
+/// not forward. A completed one would need its route reversed for every answer (§3.2.1.8(c),
+/// §3.2.2.6 for an Echo Reply), which ddpdk does not do: such packets are discarded too, as
+/// RFC 7126 §4.3 and §4.4 advise and a Linux host does by default (`accept_source_route`
+/// 0). An option whose length runs past the header, or is below 2, makes the header invalid.
+fn ipv4_options_ok(mut opts: &[u8]) -> Result<()> {
+    const END: u8 = 0;
+    const NOP: u8 = 1;
+    const LSRR: u8 = 131;
+    const SSRR: u8 = 137;
+    while let Some(&ty) = opts.first() {
+        let len = match ty {
+            END => return Ok(()),
+            NOP => 1,
+            _ => usize::from(*opts.get(1).ok_or(Error::Malformed)?),
+        };
+        if len < 1 || (ty != NOP && len < 2) || ty == LSRR || ty == SSRR {
+            return Err(Error::Malformed);
+        }
+        opts = opts.get(len..).ok_or(Error::Malformed)?;
     }
     Ok(())
 }
@@ -524,6 +551,46 @@ mod tests {
         let overrun = opts([1, 5, 0, 0, 0, 0]);
         let f = v6_with_exts(&[(60, &overrun[..])]);
         assert_eq!(parse_sctp(&f), Err(Error::Malformed));
+    }
+
+    /// IPv4 options (RFC 791 §3.1) on a packet for us: Record Route, Timestamp and NOPs are
+    /// walked past; a source route, completed or not, is discarded (RFC 1122 §3.2.1.8(c),
+    /// RFC 7126 §4.3-§4.4), and so is an option whose length is below 2 or runs past the header.
+    #[test]
+    fn ipv4_options_are_walked_and_source_routes_discarded_rfc791_3_1() {
+        let with = |opts: &[u8]| {
+            let mut h = Ipv4Header::new(
+                SCTP.len() as u16,
+                64,
+                IpNumber(IP_PROTO_SCTP),
+                [198, 18, 0, 1],
+                [198, 18, 0, 2],
+            )
+            .expect("header");
+            h.options = opts.try_into().expect("options fit");
+            let mut out = Vec::new();
+            PacketBuilder::ethernet2(SRC, DST)
+                .ip(etherparse::IpHeaders::Ipv4(h, Default::default()))
+                .write(&mut out, IpNumber(IP_PROTO_SCTP), &SCTP)
+                .expect("build");
+            parse_sctp(&out).map(|f| f.sctp.len())
+        };
+        // Record Route (7) with room for one address, then NOP, End.
+        assert_eq!(with(&[7, 7, 4, 0, 0, 0, 0, 1]), Ok(SCTP.len()));
+        // Timestamp (68), one slot.
+        assert_eq!(with(&[68, 8, 5, 0, 0, 0, 0, 0]), Ok(SCTP.len()));
+        for route in [131u8, 137] {
+            for pointer in [4u8, 8] {
+                let opts = [route, 7, pointer, 192, 0, 2, 1, 0];
+                assert_eq!(with(&opts), Err(Error::Malformed), "{route} at {pointer}");
+            }
+        }
+        assert_eq!(with(&[7, 1, 0, 0]), Err(Error::Malformed), "length 1");
+        assert_eq!(
+            with(&[7, 9, 4, 0, 0, 0, 0, 0]),
+            Err(Error::Malformed),
+            "past the header"
+        );
     }
 
     #[test]
