@@ -387,6 +387,8 @@ struct QpEntry {
     /// 5040 §5.4, which leaves the DDP Stream Terminate to us, RFC 5043 §6.2), the receives
     /// stay posted until our Terminate.
     session_over: bool,
+    /// Its session was opened (`connect_qp` or `accept_qp` submitted).
+    opened: bool,
 }
 
 /// A Local Invalidate waiting for every core's acknowledgement.
@@ -527,6 +529,7 @@ impl<P: Port> Verbs<P> {
             refused: None,
             destroyed: false,
             session_over: false,
+            opened: false,
         }));
         self.by_stream.insert((init.conn, init.stream), qp);
         Ok(qp)
@@ -561,9 +564,11 @@ impl<P: Port> Verbs<P> {
     ) -> Result<(), VerbsError> {
         let e = self.entry(qp)?;
         let QpInit { conn, stream, .. } = e.init;
-        // A second call (after a Timeout) only waits again. A queue pair in Error may still
-        // have its session open (the peer's RDMAP Terminate moved it there): ours ends it.
-        if !e.destroyed && e.state != QpState::Init && !e.session_over && e.refused.is_none() {
+        // Our Terminate while the session may be open, a queue pair in Error included (the
+        // peer's RDMAP Terminate moved it there). Again on a call after a Timeout: the core
+        // may have refused the first (a session away at the control thread with its queue
+        // full); one it took ends the session, which `session_over` then says.
+        if e.opened && !e.session_over && e.refused.is_none() {
             match self.control.submit(conn, Op::Terminate { stream }) {
                 // Forgotten: no core holds anything of it.
                 Ok(()) | Err(RuntimeError::NoSuchConnection) => {}
@@ -655,7 +660,9 @@ impl<P: Port> Verbs<P> {
             (op, QpState::Connecting)
         };
         self.control.submit(conn, op).map_err(VerbsError::Runtime)?;
-        self.entry_mut(qp)?.state = next;
+        let e = self.entry_mut(qp)?;
+        e.state = next;
+        e.opened = true;
         self.release_recvs(qp, conn)
     }
 
