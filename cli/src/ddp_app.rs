@@ -2361,6 +2361,8 @@ impl DdpApp {
                         "rx_too_long": st.rx_too_long,
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
                         "echo_replies": r.iface.echo_replies,
+                        "pmtu_lowered": st.pmtu_lowered,
+                        "icmp_ignored": st.icmp_ignored + r.iface.icmp_ignored,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
                         "not_ours": r.iface.not_ours()})
                 );
@@ -2372,6 +2374,7 @@ impl DdpApp {
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND/echo answered: {} not ours: {}\n  \
+                     path MTU lowered by ICMP: {} ICMP ignored: {}\n  \
                      region spans by reference: {:<8} inlined: {:<8} copied: {:<8} \
                      RX chains gathered: {} \
                      (dropped: no buffer {}, too long {})\n  \
@@ -2395,6 +2398,8 @@ impl DdpApp {
                     st.tx.held_sent,
                     r.iface.arp_replies + r.iface.nd_adverts + r.iface.echo_replies,
                     r.iface.not_ours(),
+                    st.pmtu_lowered,
+                    st.icmp_ignored + r.iface.icmp_ignored,
                     st.tx.zero_copy_spans,
                     st.tx.inlined_spans,
                     st.tx.copied_spans,

@@ -528,6 +528,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("initiates_unanswered", u(t.initiates_unanswered)),
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
+        ("pmtu_lowered", u(st.pmtu_lowered)),
         (
             "drop",
             dict(r.drops().into_iter().map(|(n, v)| (n, u(v))).collect()),

@@ -51,7 +51,7 @@ use std::thread::Thread;
 use std::time::Duration;
 
 use ddpdk_dataplane::mem::{CoreStags, Revocation};
-use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx};
+use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx, TooBig};
 use ddpdk_dataplane::port::region::PlacementBatch;
 use ddpdk_dataplane::port::{prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
 use ddpdk_dataplane::sctp::{Endpoint, Instant};
@@ -329,6 +329,13 @@ pub struct CoreStats {
     /// Times a packet owed its own SACK and the core transmitted before the next packet of
     /// its burst (RFC 9260 §6.2, §6.7).
     pub sacks_between_packets: u64,
+    /// ICMP Fragmentation Needed / Packet Too Big that lowered an association's path MTU
+    /// (RFC 9260 §7.3, Appendix C ICMP7).
+    pub pmtu_lowered: u64,
+    /// Those naming no association of ours, with another verification tag, or that would not
+    /// lower its path MTU (Appendix C ICMP5-ICMP6; RFC 1191 §3): ignored. (Those that quote
+    /// no SCTP packet of ours are the interface's `icmp_ignored`.)
+    pub icmp_ignored: u64,
     /// Connections adopted from the control thread.
     pub adopted: u64,
     /// Connections the core had no room for (it holds [`MAX_CONNECTIONS_PER_CORE`]); aborted.
@@ -508,7 +515,7 @@ pub struct CoreReport {
 impl CoreReport {
     /// What the core dropped, by reason, every reason named (zero or not, in a fixed order):
     /// the names telemetry's `drop` dict and the perf tool's summaries use.
-    pub fn drops(&self) -> [(&'static str, u64); 22] {
+    pub fn drops(&self) -> [(&'static str, u64); 23] {
         let (st, i, t) = (&self.stats, &self.iface, &self.conn_totals);
         [
             // Packets an association refused (its checks say which failed).
@@ -528,6 +535,8 @@ impl CoreReport {
             ("vlan", i.vlan),
             ("arp_nd_not_for_us", i.arp_not_for_us + i.nd_not_for_us),
             ("not_ours", i.not_ours()),
+            // ICMP Fragmentation Needed / Packet Too Big not taken (RFC 9260 Appendix C).
+            ("icmp_ignored", i.icmp_ignored + st.icmp_ignored),
             ("sctp_rwnd", t.sctp_rwnd_dropped),
             ("sctp_tsn_out_of_window", t.sctp_tsn_out_of_window),
             ("ddp_refused_by_session", t.refused_by_session),
@@ -542,7 +551,8 @@ impl CoreReport {
     /// from a sibling core; from the control thread) ended in exactly one of its interface's
     /// outcomes, and every SCTP packet among them in exactly one of the core's: a bad device
     /// checksum, one of its connections, a sibling core, the control thread, or a full ring on
-    /// the way to one of those.
+    /// the way to one of those; every ICMP Packet Too Big handed on likewise: a sibling core
+    /// (or its full ring), a lowered path MTU, or ignored.
     pub fn unaccounted(&self) -> Vec<String> {
         let st = &self.stats;
         let mut wrong = Vec::new();
@@ -567,20 +577,25 @@ impl CoreReport {
             + st.dispatched_out
             + st.dispatch_dropped
             + st.to_control
-            + st.control_dropped;
-        if self.iface.sctp != routed {
+            + st.control_dropped
+            + st.pmtu_lowered
+            + st.icmp_ignored;
+        if self.iface.sctp + self.iface.icmp_too_big != routed {
             wrong.push(format!(
-                "core {}: {} SCTP packets, {routed} routed ({} bad checksum, {} to connections, \
-                 {} to siblings, {} sibling ring full, {} to the control thread, {} its ring \
-                 full)",
+                "core {}: {} SCTP packets and {} ICMP Packet Too Big, {routed} routed ({} bad \
+                 checksum, {} to connections, {} to siblings, {} sibling ring full, {} to the \
+                 control thread, {} its ring full, {} path MTU lowered, {} ICMP ignored)",
                 self.core,
                 self.iface.sctp,
+                self.iface.icmp_too_big,
                 st.checksum_bad,
                 st.to_connections,
                 st.dispatched_out,
                 st.dispatch_dropped,
                 st.to_control,
-                st.control_dropped
+                st.control_dropped,
+                st.pmtu_lowered,
+                st.icmp_ignored
             ));
         }
         wrong
@@ -1691,6 +1706,21 @@ impl<P: Port> DataCore<P> {
                 Next::Done
             }
             Rx::Consumed | Rx::Dropped(_) => Next::Done,
+            // RFC 9260 Appendix C ICMP5: the association the quoted packet names, on the core
+            // that owns it (the peer's packets of that 5-tuple are steered there).
+            Rx::TooBig(t) => match self.assoc_of(t.peer, t.peer_port, t.local_port) {
+                Some(k) => {
+                    self.path_too_big(k, &t);
+                    Next::Done
+                }
+                None => match self.steer.owner(t.peer, t.local, t.peer_port, t.local_port) {
+                    owner if owner != self.index && !dispatched => Next::Dispatch(owner),
+                    _ => {
+                        self.stats.icmp_ignored += 1;
+                        Next::Done
+                    }
+                },
+            },
             Rx::Sctp(f) => {
                 let peer = f.ip.src();
                 let (peer_port, local_port) = match f.sctp.get(..4) {
@@ -1762,6 +1792,40 @@ impl<P: Port> DataCore<P> {
                 }
                 Err(_) => self.stats.control_dropped += 1,
             },
+        }
+    }
+
+    /// The slot of this core's live association with `peer`:`peer_port` on `local_port`.
+    fn assoc_of(&self, peer: IpAddr, peer_port: u16, local_port: u16) -> Option<usize> {
+        self.slots.iter().position(|s| {
+            s.as_ref().is_some_and(|s| {
+                let a = s.c.get().association();
+                s.peer == peer
+                    && s.peer_port == peer_port
+                    && a.local_port() == local_port
+                    && !a.is_closed()
+            })
+        })
+    }
+
+    /// RFC 9260 Appendix C ICMP6-ICMP7 and §7.3: a Fragmentation Needed or Packet Too Big
+    /// naming the association in slot `k` lowers its path MTU if the quoted verification tag
+    /// is the one we send it with (the peer's), or is 0 in a quoted INIT whose Initiate Tag is
+    /// ours; otherwise, or if it would not lower the path MTU (RFC 1191 §3, RFC 8201 §4: never
+    /// raised from ICMP; below the minimum), it is ignored, counted.
+    fn path_too_big(&mut self, k: usize, t: &TooBig) {
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
+        let c = s.c.get_mut();
+        let a = c.association();
+        let tag_ok = match t.vtag {
+            0 => t.init_tag == Some(a.local_tag()),
+            v => v == a.peer_tag(),
+        };
+        match t.path_mtu() {
+            Some(mtu) if tag_ok && c.lower_path_mtu(mtu, s.peer) => self.stats.pmtu_lowered += 1,
+            _ => self.stats.icmp_ignored += 1,
         }
     }
 

@@ -43,6 +43,14 @@ const ICMP_ECHO_REPLY: u8 = 0;
 const ICMP_ECHO: u8 = 8;
 const ICMPV6_ECHO: u8 = 128;
 const ICMPV6_ECHO_REPLY: u8 = 129;
+/// RFC 792 Destination Unreachable, and its code 4 "fragmentation needed and DF set".
+const ICMP_UNREACHABLE: u8 = 3;
+const ICMP_FRAG_NEEDED: u8 = 4;
+/// RFC 4443 §3.2 Packet Too Big.
+const ICMPV6_TOO_BIG: u8 = 2;
+/// Bytes of the quoted SCTP packet an ICMP error must carry for RFC 9260 Appendix C: source
+/// and destination ports and the verification tag (RFC 792 quotes 64 bits of the datagram).
+const QUOTED_SCTP_MIN: usize = 8;
 const ND_SOLICIT: u8 = 135;
 const ND_ADVERT: u8 = 136;
 /// RFC 4861 §7.1.1 / §7.1.2: Neighbor Discovery messages must arrive with hop limit 255.
@@ -91,6 +99,10 @@ pub enum Drop {
     /// From a source address no sender may use: an Ethernet group address (IEEE 802.3
     /// §3.2.3), or an IP source RFC 1122 §3.2.1.3 and RFC 4291 §2.5.2-§2.5.3 rule out.
     InvalidSource,
+    /// An ICMP Fragmentation Needed or ICMPv6 Packet Too Big that does not quote an SCTP
+    /// packet we sent (RFC 9260 Appendix C ICMP5-ICMP6): a bad checksum, too short a quote
+    /// for the SCTP common header, another protocol, or a quoted source not ours.
+    IcmpIgnored,
 }
 
 /// Counters: every frame lands in exactly one of them.
@@ -115,6 +127,11 @@ pub struct InterfaceStats {
     pub invalid_source: u64,
     /// ICMP and ICMPv6 Echo Requests answered (RFC 1122 §3.2.2.6, RFC 4443 §4.2).
     pub echo_replies: u64,
+    /// ICMP Fragmentation Needed and ICMPv6 Packet Too Big quoting one of our SCTP packets,
+    /// handed on ([`Rx::TooBig`]) for the association they name to judge.
+    pub icmp_too_big: u64,
+    /// Those that quote no SCTP packet of ours ([`Drop::IcmpIgnored`]).
+    pub icmp_ignored: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
     /// Solicitations for neighbours we kept sending to without confirmation.
@@ -128,6 +145,8 @@ impl InterfaceStats {
             + self.arp_replies
             + self.nd_adverts
             + self.echo_replies
+            + self.icmp_too_big
+            + self.icmp_ignored
             + self.neighbour_answers
             + self.other_ether_type
             + self.other_mac
@@ -160,10 +179,59 @@ pub enum Rx<'a> {
     Sctp(SctpFrame<'a>),
     /// A reply of this many bytes is in the output buffer: send it.
     Reply(usize),
+    /// An ICMP Fragmentation Needed or ICMPv6 Packet Too Big quoting an SCTP packet we sent:
+    /// the association it names lowers its path MTU if the quote holds its tag.
+    TooBig(TooBig),
     /// Taken by the interface itself (an ARP reply or Neighbor Advertisement for us, learnt);
     /// nothing to send.
     Consumed,
     Dropped(Drop),
+}
+
+/// What an ICMP Fragmentation Needed (RFC 1191 §4) or ICMPv6 Packet Too Big (RFC 4443 §3.2)
+/// says about one of our SCTP packets, from the packet it quotes (RFC 9260 Appendix C ICMP5:
+/// "use the payload of the ICMP message ... to locate the association").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooBig {
+    /// Our address, the quoted packet's source.
+    pub local: IpAddr,
+    /// The peer's, its destination.
+    pub peer: IpAddr,
+    pub local_port: u16,
+    pub peer_port: u16,
+    /// The quoted verification tag: the peer's tag, or 0 in an INIT (Appendix C ICMP6).
+    pub vtag: u32,
+    /// With a tag of 0: the Initiate Tag of the quoted INIT chunk, when enough is quoted to
+    /// see that the first chunk is an INIT.
+    pub init_tag: Option<u32>,
+    /// The MTU of the next hop as the router gives it: RFC 1191 §4's Next-Hop MTU (0 from a
+    /// router older than RFC 1191), RFC 4443 §3.2's MTU.
+    pub mtu: u32,
+    /// The quoted packet's IP length (its IPv4 Total Length; the IPv6 Payload Length plus
+    /// the header): what RFC 1191 §5 guesses from when the router gives no MTU.
+    pub quoted_len: u16,
+}
+
+impl TooBig {
+    /// The path MTU (IP packet size) the message supports, if any: the router's MTU, or when
+    /// it gives none (a router older than RFC 1191, §5) the largest plateau of RFC 1191 §7
+    /// below the quoted packet's length. RFC 1191 §3: an MTU below 68 for IPv4 is ignored;
+    /// RFC 8201 §4: a node "MUST NOT reduce its estimate of the Path MTU below the IPv6
+    /// minimum link MTU" (1280), so a smaller one means 1280. Whether it lowers anything is
+    /// the association's to judge (§3/§4: never raise from ICMP).
+    pub fn path_mtu(&self) -> Option<usize> {
+        // RFC 1191 §7 Table 7-1: the plateaus.
+        const PLATEAUS: [u16; 10] = [32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68];
+        let mtu = match self.mtu {
+            0 => u32::from(*PLATEAUS.iter().find(|p| **p < self.quoted_len)?),
+            m => m,
+        };
+        let mtu = usize::try_from(mtu).ok()?;
+        match self.local {
+            IpAddr::V4(_) => (mtu >= 68).then_some(mtu),
+            IpAddr::V6(_) => Some(mtu.max(1280)),
+        }
+    }
 }
 
 /// [`Interface::frame_sctp`] could not frame the packet: the neighbour's MAC is unknown. A
@@ -371,6 +439,7 @@ impl Interface {
         match rx {
             Rx::Sctp(_) => s.sctp += 1,
             Rx::Reply(_) => {}
+            Rx::TooBig(_) => s.icmp_too_big += 1,
             Rx::Consumed => s.neighbour_answers += 1,
             Rx::Dropped(d) => match d {
                 Drop::OtherEtherType => s.other_ether_type += 1,
@@ -384,6 +453,7 @@ impl Interface {
                 Drop::Vlan => s.vlan += 1,
                 Drop::NdNotForUs => s.nd_not_for_us += 1,
                 Drop::InvalidSource => s.invalid_source += 1,
+                Drop::IcmpIgnored => s.icmp_ignored += 1,
             },
         }
         rx
@@ -439,6 +509,7 @@ impl Interface {
             }
             Err(Error::Unsupported) => match link::parse_ip(frame) {
                 Ok(f) if is_echo_request(&f) => self.echo(f, out),
+                Ok(f) if is_too_big(&f) => self.too_big(f),
                 _ => self.neighbour_discovery(frame, out),
             },
             Err(Error::Fragment) => Rx::Dropped(Drop::Fragment),
@@ -562,6 +633,58 @@ impl Interface {
         }
         self.stats.echo_replies += 1;
         Rx::Reply(len)
+    }
+
+    /// RFC 9260 Appendix C and §7.3: an ICMP Fragmentation Needed (RFC 1191 §4) or ICMPv6
+    /// Packet Too Big (RFC 8201 §4) to our address, checked here as far as the frame goes: a
+    /// checksum that verifies (RFC 4443 §2.3; RFC 792), and a quote of a whole-enough SCTP
+    /// packet we sent — from our address, to a peer, with the SCTP common header's ports and
+    /// verification tag (ICMP5, ICMP6). The association it names judges the tag and the MTU
+    /// ([`TooBig`]). Nothing is learnt from the frame and nothing is answered. Other ICMP
+    /// errors are ignored (Appendix C ICMP1, ICMP2: "MAY ignore").
+    fn too_big<'a>(&mut self, f: link::IpFrame<'_>) -> Rx<'a> {
+        let (src, dst) = (f.ip.src(), f.ip.dst());
+        if !self.is_ours(dst) || mapped(src) || src.is_multicast() {
+            return Rx::Dropped(Drop::OtherAddress);
+        }
+        if no_host_sends_from(src) {
+            return Rx::Dropped(Drop::InvalidSource);
+        }
+        if f.dst_mac != self.mac {
+            return Rx::Dropped(Drop::OtherMac);
+        }
+        let icmp = f.payload;
+        let checksum_ok = match (src, dst) {
+            (IpAddr::V6(s6), IpAddr::V6(d6)) => icmpv6_checksum_ok(icmp, s6, d6),
+            _ => internet_checksum(icmp) == 0,
+        };
+        let (Some(fields), Some(quoted)) = (icmp.get(4..8), icmp.get(8..)) else {
+            return Rx::Dropped(Drop::IcmpIgnored);
+        };
+        if !checksum_ok {
+            return Rx::Dropped(Drop::IcmpIgnored);
+        }
+        let Some(q) = quoted_sctp(quoted) else {
+            return Rx::Dropped(Drop::IcmpIgnored);
+        };
+        // The quoted packet is one we sent: from our address, of the ICMP's family, to an
+        // address a peer can have.
+        if !self.is_ours(q.local)
+            || q.local.is_ipv4() != dst.is_ipv4()
+            || q.peer.is_multicast()
+            || mapped(q.peer)
+            || no_host_sends_from(q.peer)
+        {
+            return Rx::Dropped(Drop::IcmpIgnored);
+        }
+        let mtu = match dst {
+            // RFC 1191 §4: the Next-Hop MTU is the low-order 16 bits of the second word (the
+            // high-order 16 are unused, and zero from an older router).
+            IpAddr::V4(_) => u32::from(u16::from_be_bytes([fields[2], fields[3]])),
+            // RFC 4443 §3.2: the second word is the MTU.
+            IpAddr::V6(_) => u32::from_be_bytes([fields[0], fields[1], fields[2], fields[3]]),
+        };
+        Rx::TooBig(TooBig { mtu, ..q })
     }
 
     /// RFC 4861 §7.2.3-§7.2.5: answer a valid Neighbor Solicitation for our IPv6 address with a
@@ -937,6 +1060,79 @@ fn is_echo_request(f: &link::IpFrame<'_>) -> bool {
         }
         link::IpInfo::V6 { .. } => f.protocol == ICMPV6 && f.payload.first() == Some(&ICMPV6_ECHO),
     }
+}
+
+/// An ICMP Destination Unreachable "fragmentation needed and DF set" (RFC 792, RFC 1191 §4)
+/// or an ICMPv6 Packet Too Big (RFC 4443 §3.2, any code: §3.2 gives only 0).
+fn is_too_big(f: &link::IpFrame<'_>) -> bool {
+    match f.ip {
+        link::IpInfo::V4 { .. } => {
+            f.protocol == IP_PROTO_ICMP
+                && f.payload.get(..2) == Some(&[ICMP_UNREACHABLE, ICMP_FRAG_NEEDED])
+        }
+        link::IpInfo::V6 { .. } => {
+            f.protocol == ICMPV6 && f.payload.first() == Some(&ICMPV6_TOO_BIG)
+        }
+    }
+}
+
+/// The SCTP packet an ICMP error quotes (the bytes after its first 8), if the quote holds
+/// its IP header and the first [`QUOTED_SCTP_MIN`] bytes of an SCTP packet that is not a
+/// later IP fragment (RFC 9260 Appendix C ICMP5-ICMP6). `mtu` is left 0.
+fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
+    let (local, peer, protocol, header, quoted_len) = match q.first()? >> 4 {
+        4 => {
+            let h = q.get(..IPV4_HEADER_LEN)?;
+            let ihl = usize::from(h[0] & 0x0f) * 4;
+            // A later fragment quotes no SCTP header; ours are never fragmented by us
+            // anyway, but a router may have fragmented one sent without DF.
+            let offset = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
+            if ihl < IPV4_HEADER_LEN || offset != 0 {
+                return None;
+            }
+            let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
+            let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+            let total = u16::from_be_bytes([h[2], h[3]]);
+            (IpAddr::V4(src), IpAddr::V4(dst), h[9], ihl, total)
+        }
+        6 => {
+            let h = q.get(..IPV6_HEADER_LEN)?;
+            let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
+            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
+            let total = u16::from_be_bytes([h[4], h[5]]).saturating_add(IPV6_HEADER_LEN as u16);
+            // We send SCTP right after the IPv6 header: no extension header to walk.
+            (
+                IpAddr::V6(src),
+                IpAddr::V6(dst),
+                h[6],
+                IPV6_HEADER_LEN,
+                total,
+            )
+        }
+        _ => return None,
+    };
+    if protocol != IP_PROTO_SCTP {
+        return None;
+    }
+    let sctp = q.get(header..)?;
+    let common = sctp.get(..QUOTED_SCTP_MIN)?;
+    let vtag = u32::from_be_bytes([common[4], common[5], common[6], common[7]]);
+    // Appendix C ICMP6: a tag of 0 is an INIT's; the first chunk (after the 12-byte common
+    // header) must be seen to be an INIT (type 1), with its Initiate Tag.
+    let init_tag = match sctp.get(12..20) {
+        Some(c) if vtag == 0 && c[0] == 1 => Some(u32::from_be_bytes([c[4], c[5], c[6], c[7]])),
+        _ => None,
+    };
+    Some(TooBig {
+        local,
+        peer,
+        local_port: u16::from_be_bytes([common[0], common[1]]),
+        peer_port: u16::from_be_bytes([common[2], common[3]]),
+        vtag,
+        init_tag,
+        mtu: 0,
+        quoted_len,
+    })
 }
 
 /// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
@@ -1860,5 +2056,207 @@ mod tests {
                 "option {kind}: a packet still on its source route reached SCTP"
             );
         }
+    }
+
+    /// The start of an SCTP packet we sent to the peer from `local`: IP header, common header
+    /// with ports 5000 -> 6000 and `vtag`, then `chunk` (DF set, as `frame_sctp_to` writes).
+    fn our_sctp(local: IpAddr, peer: IpAddr, vtag: u32, chunk: &[u8], ip_len: u16) -> Vec<u8> {
+        let mut q = Vec::new();
+        let mut sctp = Vec::new();
+        sctp.extend_from_slice(&5000u16.to_be_bytes());
+        sctp.extend_from_slice(&6000u16.to_be_bytes());
+        sctp.extend_from_slice(&vtag.to_be_bytes());
+        sctp.extend_from_slice(&[0; 4]);
+        sctp.extend_from_slice(chunk);
+        match (local, peer) {
+            (IpAddr::V4(l), IpAddr::V4(p)) => {
+                q.resize(IPV4_HEADER_LEN, 0);
+                ipv4_header(&mut q, l, p, IP_PROTO_SCTP, usize::from(ip_len) - 20, 1);
+            }
+            (IpAddr::V6(l), IpAddr::V6(p)) => {
+                q.resize(IPV6_HEADER_LEN, 0);
+                ipv6_header(&mut q, l, p, IP_PROTO_SCTP, usize::from(ip_len) - 40, 64);
+            }
+            _ => unreachable!(),
+        }
+        q.extend_from_slice(&sctp);
+        q
+    }
+
+    /// An ICMP error from `router` to us quoting `quoted`: type/code and second word as given.
+    fn icmp_error(
+        router: IpAddr,
+        to: IpAddr,
+        ty: u8,
+        code: u8,
+        word: [u8; 4],
+        quoted: &[u8],
+    ) -> Vec<u8> {
+        let mut f = Vec::new();
+        let b = PacketBuilder::ethernet2(PEER_MAC, MAC);
+        match (router, to) {
+            (IpAddr::V4(r), IpAddr::V4(t)) => b
+                .ipv4(r.octets(), t.octets(), 64)
+                .icmpv4(etherparse::Icmpv4Type::Unknown {
+                    type_u8: ty,
+                    code_u8: code,
+                    bytes5to8: word,
+                })
+                .write(&mut f, quoted)
+                .unwrap(),
+            (IpAddr::V6(r), IpAddr::V6(t)) => b
+                .ipv6(r.octets(), t.octets(), 64)
+                .icmpv6(Icmpv6Type::Unknown {
+                    type_u8: ty,
+                    code_u8: code,
+                    bytes5to8: word,
+                })
+                .write(&mut f, quoted)
+                .unwrap(),
+            _ => unreachable!(),
+        }
+        f
+    }
+
+    const ROUTER4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 254);
+    const ROUTER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0xfe);
+
+    /// RFC 1191 §4 and RFC 8201 §4 with RFC 9260 Appendix C ICMP5 and ICMP7: a Fragmentation
+    /// Needed (type 3 code 4, Next-Hop MTU in the low 16 bits of the second word) or a Packet
+    /// Too Big (type 2, MTU in the second word) from a router, quoting an SCTP packet we sent,
+    /// is handed on with the addresses and ports that locate the association, the quoted
+    /// verification tag, the reported MTU and the quoted length. A quoted INIT (tag 0) gives
+    /// its Initiate Tag (ICMP6).
+    #[test]
+    fn a_too_big_quoting_our_sctp_packet_is_handed_on_rfc9260_appendix_c() {
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let q = our_sctp(
+            IpAddr::V4(IP4),
+            IpAddr::V4(PEER4),
+            0xabcd_0123,
+            &[0; 8],
+            1500,
+        );
+        let f = icmp_error(
+            IpAddr::V4(ROUTER4),
+            IpAddr::V4(IP4),
+            3,
+            4,
+            [0, 0, 0x05, 0x78],
+            &q,
+        );
+        let want = TooBig {
+            local: IpAddr::V4(IP4),
+            peer: IpAddr::V4(PEER4),
+            local_port: 5000,
+            peer_port: 6000,
+            vtag: 0xabcd_0123,
+            init_tag: None,
+            mtu: 1400,
+            quoted_len: 1500,
+        };
+        assert_eq!(i.receive(&f, &mut out), Rx::TooBig(want));
+        // RFC 792: only the IP header and 64 bits of the datagram need be quoted.
+        let f = icmp_error(
+            IpAddr::V4(ROUTER4),
+            IpAddr::V4(IP4),
+            3,
+            4,
+            [0, 0, 0, 0],
+            &q[..28],
+        );
+        assert_eq!(
+            i.receive(&f, &mut out),
+            Rx::TooBig(TooBig { mtu: 0, ..want })
+        );
+        let q6 = our_sctp(
+            IpAddr::V6(IP6),
+            IpAddr::V6(PEER6),
+            0,
+            &[1, 0, 0, 20, 0xfe, 0xed, 0xbe, 0xef],
+            1500,
+        );
+        let f = icmp_error(
+            IpAddr::V6(ROUTER6),
+            IpAddr::V6(IP6),
+            2,
+            0,
+            1280u32.to_be_bytes(),
+            &q6,
+        );
+        assert_eq!(
+            i.receive(&f, &mut out),
+            Rx::TooBig(TooBig {
+                local: IpAddr::V6(IP6),
+                peer: IpAddr::V6(PEER6),
+                vtag: 0,
+                init_tag: Some(0xfeed_beef),
+                mtu: 1280,
+                ..want
+            })
+        );
+        assert_eq!(i.stats().icmp_too_big, 3);
+        assert_eq!(i.stats().frames(), 3);
+    }
+
+    /// RFC 9260 Appendix C ICMP5-ICMP6 (the quote must hold the SCTP common header of a packet
+    /// we sent) and RFC 4443 §2.3 (a checksum that fails is discarded), RFC 1122 §3.2.1.3 (no
+    /// host sends from 127/8): what is not handed on, each counted.
+    #[test]
+    fn a_too_big_quoting_too_little_or_not_ours_is_ignored_rfc9260_appendix_c() {
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let (r4, us4) = (IpAddr::V4(ROUTER4), IpAddr::V4(IP4));
+        let q = our_sctp(us4, IpAddr::V4(PEER4), 7, &[0; 8], 1500);
+        // Too little quoted: the verification tag cut off.
+        let short = icmp_error(r4, us4, 3, 4, [0, 0, 5, 0x78], &q[..27]);
+        // Not SCTP.
+        let mut udp = q.clone();
+        udp[9] = 17;
+        udp[10..12].fill(0);
+        let sum = internet_checksum(&udp[..20]);
+        udp[10..12].copy_from_slice(&sum.to_be_bytes());
+        let udp = icmp_error(r4, us4, 3, 4, [0, 0, 5, 0x78], &udp);
+        // A packet we did not send (its source is the peer's).
+        let theirs = our_sctp(IpAddr::V4(PEER4), us4, 7, &[0; 8], 1500);
+        let theirs = icmp_error(r4, us4, 3, 4, [0, 0, 5, 0x78], &theirs);
+        // A bad ICMP checksum.
+        let mut bad = icmp_error(r4, us4, 3, 4, [0, 0, 5, 0x78], &q);
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        // The same for IPv6: a quote without the verification tag.
+        let q6 = our_sctp(IpAddr::V6(IP6), IpAddr::V6(PEER6), 7, &[], 1500);
+        let short6 = icmp_error(
+            IpAddr::V6(ROUTER6),
+            IpAddr::V6(IP6),
+            2,
+            0,
+            1280u32.to_be_bytes(),
+            &q6[..46],
+        );
+        for f in [&short, &udp, &theirs, &bad, &short6] {
+            assert_eq!(i.receive(f, &mut out), Rx::Dropped(Drop::IcmpIgnored));
+        }
+        // From a source no host may use.
+        let lo = icmp_error(
+            IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)),
+            us4,
+            3,
+            4,
+            [0, 0, 5, 0x78],
+            &q,
+        );
+        assert_eq!(i.receive(&lo, &mut out), Rx::Dropped(Drop::InvalidSource));
+        // Another Destination Unreachable (port unreachable, Appendix C ICMP3): not ours to
+        // take, as before.
+        let port = icmp_error(r4, us4, 3, 3, [0; 4], &q);
+        assert_eq!(i.receive(&port, &mut out), Rx::Dropped(Drop::OtherProtocol));
+        let s = i.stats();
+        assert_eq!(
+            (s.icmp_ignored, s.invalid_source, s.icmp_too_big),
+            (5, 1, 0)
+        );
+        assert_eq!(s.frames(), 7);
     }
 }

@@ -62,6 +62,7 @@ use std::sync::Arc;
 use ddpdk_dataplane::ddp::{self, Regions, StreamRx};
 use ddpdk_dataplane::ddp::{Target, TxError};
 use ddpdk_dataplane::mem::{Pd, PostedBuffer, QueueFull, StreamId};
+use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::sctp::{
     serial, Association, Discard, Event as SctpEvent, Hole, Instant, Message as SctpMessage,
     SendError,
@@ -183,6 +184,25 @@ impl Connection {
     /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments).
     pub fn set_path_mtu(&mut self, mtu: usize) {
         self.assoc.set_path_mtu(mtu);
+    }
+
+    /// RFC 9260 §7.3 and Appendix C ICMP7: an ICMP Fragmentation Needed or Packet Too Big for
+    /// this association says the path to `peer` carries IP packets of `ip_mtu` bytes at most.
+    /// The SCTP packet size follows, less the IP header and the ESP headroom kept on this link
+    /// (the receive slack, as `Listener::set_link` computes the first path MTU), never below
+    /// the association's minimum. Only ever lowers it (RFC 1191 §3, RFC 8201 §4: a PMTU is
+    /// never raised from ICMP); returns whether it did. New DATA is framed at the new size and
+    /// new DDP segments are cut at the MULPDU it gives (RFC 5043 §9, `max_sizes`).
+    pub fn lower_path_mtu(&mut self, ip_mtu: usize, peer: IpAddr) -> bool {
+        let before = self.assoc.path_mtu();
+        let sctp = ip_mtu
+            .saturating_sub(Interface::ip_header_len(peer))
+            .saturating_sub(self.rx_slack);
+        if sctp >= before {
+            return false;
+        }
+        self.assoc.set_path_mtu(sctp);
+        self.assoc.path_mtu() < before
     }
 
     /// What the link carries beyond the path MTU this end sends with (IPsec's headroom): a

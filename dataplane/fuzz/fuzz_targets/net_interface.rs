@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(f.dst_mac, MAC);
             }
             Rx::Reply(n) => assert!(n <= out.len() && n >= 42),
-            Rx::Consumed | Rx::Dropped(_) => {}
+            Rx::TooBig(_) | Rx::Consumed | Rx::Dropped(_) => {}
         }
         now += Duration::from_millis(300);
         for p in peers {

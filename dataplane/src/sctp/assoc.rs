@@ -839,6 +839,11 @@ impl Association {
         config::max_message(self.path.mtu).min(self.sq.slot_size())
     }
 
+    /// The largest SCTP packet for the path (the path MTU less the IP header).
+    pub fn path_mtu(&self) -> usize {
+        self.path.mtu
+    }
+
     /// A new path MTU (for example from ICMP "packet too big"). Messages already queued that
     /// no longer fit are still sent whole: RFC 5043 §9 prefers IP fragmentation to SCTP's.
     pub fn set_path_mtu(&mut self, mtu: usize) {
