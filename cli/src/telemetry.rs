@@ -358,6 +358,7 @@ pub fn assoc_info(s: &Snapshot, params: &str) -> Result<TelValue, String> {
         ("streams", u(a.streams)),
         ("sessions", u(a.sessions.len())),
         ("cwnd", u(a.cwnd)),
+        ("path_mtu", u(a.path_mtu)),
         ("rto_us", u(a.rto.as_micros())),
         ("srtt_us", u(a.srtt.map_or(0, |d| d.as_micros()))),
         ("peer_rwnd", u(a.peer_rwnd)),
@@ -802,6 +803,7 @@ mod tests {
                 rto: Duration::from_secs(1),
                 srtt: None,
                 local_port: 5001,
+                path_mtu: 1480,
             });
         }
         let mrs = (0..mrs)

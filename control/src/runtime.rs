@@ -398,6 +398,9 @@ pub struct AssocInfo {
     pub srtt: Option<Duration>,
     /// Our SCTP port.
     pub local_port: u16,
+    /// The largest SCTP packet for its path (the path MTU less the IP header): the link's,
+    /// or lower after an ICMP Packet Too Big (RFC 9260 §7.3).
+    pub path_mtu: usize,
 }
 
 /// What a data core's connections have counted, over every connection it has held: a
@@ -1946,6 +1949,7 @@ impl<P: Port> DataCore<P> {
                     rto: s.c.get().association().rto(),
                     srtt: s.c.get().association().srtt(),
                     local_port: s.c.get().association().local_port(),
+                    path_mtu: s.c.get().association().path_mtu(),
                 })
                 .collect(),
             stags: self.stags.table().len(),

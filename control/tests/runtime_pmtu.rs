@@ -1,0 +1,331 @@
+//! Path MTU discovery from ICMP (RFC 9260 §7.3, Appendix C; RFC 1191; RFC 8201) between two
+//! whole endpoints: the client's frames cross a "router" whose next hop carries smaller
+//! packets than the link. A frame too big for it, sent with DF (IPv4) or at all (IPv6), is
+//! dropped, and the router answers the sender with an ICMP Fragmentation Needed or Packet Too
+//! Big quoting it, as a real router does. Before ddpdk read these, the association stalled in
+//! T3 retransmissions of packets the router kept dropping until it failed: a black hole.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+mod rt;
+use rt::{runtime_on, tagged, Lockstep, PORT};
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use ddpdk_control::conn::Status;
+use ddpdk_control::runtime::{Event, RuntimeConfig};
+use ddpdk_dataplane::net::Interface;
+use ddpdk_dataplane::port::mem::{pair, HeapBuf, MemPort};
+use ddpdk_dataplane::port::region::Region;
+use ddpdk_dataplane::port::{LinkStatus, PacketBuf, Port, PortStats};
+use ddpdk_dataplane::sctp::Config;
+use ddpdk_dataplane::wire::crc32c::crc32c;
+
+const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+const R4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 254);
+const A6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const B6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+const R6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0xfe);
+const ROUTER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xfe];
+/// The next hop's MTU: IPv6's minimum (RFC 8200 §5), below the 1500-byte links.
+const HOP_MTU: usize = 1280;
+
+/// The client's port: what it sends crosses the router to the server's port; a frame larger
+/// than [`HOP_MTU`] is dropped and answered, through `back` (the server's end of the wire,
+/// whose transmissions the client receives), first with a forged Packet Too Big (another
+/// verification tag, a smaller MTU: Appendix C ICMP6 says ignore it), then with the router's.
+struct Router {
+    inner: Arc<MemPort>,
+    /// Where the ICMP goes back through; `None` on the server's side, which passes all.
+    back: Option<Arc<MemPort>>,
+    dropped: AtomicU64,
+    /// The longest IP packet the router passed on.
+    longest: AtomicU64,
+}
+
+impl Router {
+    /// The ICMP error for `frame` from the router: Fragmentation Needed (type 3 code 4,
+    /// Next-Hop MTU, RFC 1191 §4) or Packet Too Big (type 2, RFC 4443 §3.2), quoting as much
+    /// of the packet as RFC 1812 §4.3.2.3 / RFC 4443 §2.4 (c) allow: 576 / 1280 bytes in all.
+    fn icmp(frame: &[u8], vtag_xor: u32, mtu: u32) -> Vec<u8> {
+        let v4 = frame[12..14] == [0x08, 0x00];
+        let (ip_len, max) = if v4 { (20, 576) } else { (40, 1280) };
+        let mut quoted = frame[14..].to_vec();
+        quoted.truncate(max - ip_len - 8);
+        let vtag = ip_len + 4;
+        for (k, b) in vtag_xor.to_be_bytes().iter().enumerate() {
+            quoted[vtag + k] ^= b;
+        }
+        let mut icmp = vec![0u8; 8];
+        if v4 {
+            icmp[0] = 3;
+            icmp[1] = 4;
+            icmp[6..8].copy_from_slice(&(mtu as u16).to_be_bytes());
+        } else {
+            icmp[0] = 2;
+            icmp[4..8].copy_from_slice(&mtu.to_be_bytes());
+        }
+        icmp.extend_from_slice(&quoted);
+        let src_ip = &frame[14 + if v4 { 12 } else { 8 }..][..if v4 { 4 } else { 16 }];
+        let mut out = Vec::new();
+        out.extend_from_slice(&frame[6..12]);
+        out.extend_from_slice(&ROUTER_MAC);
+        out.extend_from_slice(&frame[12..14]);
+        if v4 {
+            let sum = checksum(&icmp, 0);
+            icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+            let mut h = vec![0x45, 0, 0, 0, 0, 1, 0, 0, 64, 1, 0, 0];
+            h[2..4].copy_from_slice(&((20 + icmp.len()) as u16).to_be_bytes());
+            h.extend_from_slice(&R4.octets());
+            h.extend_from_slice(src_ip);
+            let sum = checksum(&h, 0);
+            h[10..12].copy_from_slice(&sum.to_be_bytes());
+            out.extend_from_slice(&h);
+        } else {
+            // RFC 4443 §2.3: the checksum covers the pseudo-header too.
+            let mut pseudo = 0u32;
+            for w in R6.octets().chunks(2).chain(src_ip.chunks(2)) {
+                pseudo += u32::from(u16::from_be_bytes([w[0], w[1]]));
+            }
+            pseudo += icmp.len() as u32 + 58;
+            let sum = checksum(&icmp, pseudo);
+            icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+            let mut h = vec![0x60, 0, 0, 0, 0, 0, 58, 255];
+            h[4..6].copy_from_slice(&(icmp.len() as u16).to_be_bytes());
+            h.extend_from_slice(&R6.octets());
+            h.extend_from_slice(src_ip);
+            out.extend_from_slice(&h);
+        }
+        out.extend_from_slice(&icmp);
+        out
+    }
+}
+
+/// RFC 1071 over `b`, starting from `sum`.
+fn checksum(b: &[u8], mut sum: u32) -> u16 {
+    for w in b.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// The IP packet's length in an Ethernet frame, and whether it may not be fragmented on the
+/// way (IPv4 DF; every IPv6 packet).
+fn ip_len(frame: &[u8]) -> Option<(usize, bool)> {
+    match frame.get(12..14)? {
+        [0x08, 0x00] => Some((
+            usize::from(u16::from_be_bytes([frame[16], frame[17]])),
+            frame[20] & 0x40 != 0,
+        )),
+        [0x86, 0xdd] => Some((
+            40 + usize::from(u16::from_be_bytes([frame[18], frame[19]])),
+            true,
+        )),
+        _ => None,
+    }
+}
+
+impl Port for Router {
+    type Buf = HeapBuf;
+    fn id(&self) -> u16 {
+        self.inner.id()
+    }
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn nb_rx_queues(&self) -> u16 {
+        self.inner.nb_rx_queues()
+    }
+    fn nb_tx_queues(&self) -> u16 {
+        self.inner.nb_tx_queues()
+    }
+    fn mac(&self) -> [u8; 6] {
+        self.inner.mac()
+    }
+    fn rx_burst(&self, queue: u16, out: &mut Vec<HeapBuf>, max: usize) -> usize {
+        self.inner.rx_burst(queue, out, max)
+    }
+    fn tx_burst(&self, queue: u16, pkts: &mut Vec<HeapBuf>) -> usize {
+        let mut pass = Vec::with_capacity(pkts.len());
+        let mut dropped = 0;
+        for b in pkts.drain(..) {
+            match ip_len(b.data()) {
+                Some((len, df)) if df && len > HOP_MTU && self.back.is_some() => {
+                    dropped += 1;
+                    self.dropped.fetch_add(1, Relaxed);
+                    let forged = Router::icmp(b.data(), 0x0101_0101, 576);
+                    let real = Router::icmp(b.data(), 0, HOP_MTU as u32);
+                    let mut icmps = vec![HeapBuf::new(forged), HeapBuf::new(real)];
+                    if let Some(back) = &self.back {
+                        back.tx_burst(0, &mut icmps);
+                    }
+                }
+                l => {
+                    if let Some((len, _)) = l {
+                        self.longest.fetch_max(len as u64, Relaxed);
+                    }
+                    pass.push(b)
+                }
+            }
+        }
+        let n = self.inner.tx_burst(queue, &mut pass);
+        pkts.append(&mut pass);
+        n + dropped
+    }
+    fn alloc_bulk(&self, out: &mut Vec<HeapBuf>, n: usize, len: usize) -> bool {
+        self.inner.alloc_bulk(out, n, len)
+    }
+    fn attach_region(&self, _region: &Region, _offset: u64, _len: usize) -> Option<HeapBuf> {
+        // Frames are read whole by the router: no chains.
+        None
+    }
+    fn link(&self) -> LinkStatus {
+        self.inner.link()
+    }
+    fn stats(&self) -> PortStats {
+        self.inner.stats()
+    }
+    fn xstats(&self) -> Vec<(String, u64)> {
+        self.inner.xstats()
+    }
+    fn reset_stats(&self) {
+        self.inner.reset_stats()
+    }
+}
+
+/// The client writes, over a 1500-byte link whose path holds a 1280-byte hop, 64 tagged
+/// messages of 600 bytes posted at once (SCTP bundles two DATA chunks in each full-size
+/// packet, RFC 9260 §6.10), then one of 64 KiB. The first packets are dropped by the router;
+/// its ICMP lowers the association's path MTU (the forged one is ignored), the lost chunks go
+/// again in packets that fit, the 64 KiB write is cut at the MULPDU of the new path MTU (RFC
+/// 5043 §9), and every byte arrives.
+fn through_a_smaller_hop(server: IpAddr) {
+    let (pa, pb) = pair(2, 1024);
+    let pb = Arc::new(pb);
+    let router = Arc::new(Router {
+        inner: Arc::new(pa),
+        back: Some(Arc::clone(&pb)),
+        dropped: AtomicU64::new(0),
+        longest: AtomicU64::new(0),
+    });
+    let pb = Arc::new(Router {
+        inner: pb,
+        back: None,
+        dropped: AtomicU64::new(0),
+        longest: AtomicU64::new(0),
+    });
+    let link = |c: Config| Config {
+        path_mtu: 1500 - Interface::ip_header_len(server),
+        ..c
+    };
+    let cfg = RuntimeConfig {
+        link_mtu: 1500,
+        ..RuntimeConfig::default()
+    };
+    let a = runtime_on(
+        Arc::clone(&router),
+        Interface::new(router.mac(), Some(A4), Some(A6)),
+        1,
+        cfg,
+        link(Config::default()),
+    );
+    let b = runtime_on(
+        Arc::clone(&pb),
+        Interface::new(pb.mac(), Some(B4), Some(B6)),
+        2,
+        cfg,
+        link(Config::default()),
+    );
+    const SMALL: usize = 600;
+    const COUNT: usize = 64;
+    const BIG: usize = 64 * 1024;
+    let len = SMALL * COUNT + BIG;
+    let (mut l, reg, region) = Lockstep::open_to_region(a, b, server, PORT, len);
+    let data: Vec<u8> = (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let before = l.ka[0].report().assocs[0].path_mtu;
+    assert_eq!(before, 1500 - Interface::ip_header_len(server));
+    for k in 0..COUNT {
+        let at = k * SMALL;
+        let op = tagged(
+            k as u64 + 1,
+            reg.stag,
+            reg.to_base + at as u64,
+            data[at..at + SMALL].to_vec(),
+        );
+        l.ca.submit(l.conn, op).unwrap();
+    }
+    let done = |l: &Lockstep<Router>, n: usize| {
+        l.ea.iter()
+            .filter(|e| matches!(e, Event::Completion { completion, .. } if completion.status == Status::Success))
+            .count()
+            == n
+    };
+    l.run_until("the small writes through the smaller hop", |l| {
+        done(l, COUNT)
+    });
+    let lowered = l.ka[0].report();
+    let mtu = lowered.assocs[0].path_mtu;
+    assert_eq!(
+        mtu,
+        HOP_MTU - Interface::ip_header_len(server),
+        "the path MTU follows the router's"
+    );
+    assert!(
+        router.dropped.load(Relaxed) > 0,
+        "the router dropped packets"
+    );
+    assert!(lowered.stats.pmtu_lowered >= 1, "{:?}", lowered.stats);
+    // The forged Packet Too Big (another tag, 576 bytes) was ignored, and so were the real
+    // ones after the first: they would not lower it further.
+    assert!(lowered.stats.icmp_ignored >= 1, "{:?}", lowered.stats);
+    assert_eq!(
+        lowered.iface.icmp_too_big,
+        lowered.stats.pmtu_lowered + lowered.stats.icmp_ignored
+    );
+    // New writes are cut at the new size.
+    let dropped = router.dropped.load(Relaxed);
+    let at = SMALL * COUNT;
+    let op = tagged(1000, reg.stag, reg.to_base + at as u64, data[at..].to_vec());
+    l.ca.submit(l.conn, op).unwrap();
+    l.run_until("the 64 KiB write", |l| done(l, COUNT + 1));
+    assert_eq!(
+        router.dropped.load(Relaxed),
+        dropped,
+        "nothing more was too big"
+    );
+    assert!(router.longest.load(Relaxed) as usize <= HOP_MTU);
+    let r = l.cb.memory().region(region).unwrap();
+    assert_eq!(
+        r.crc32c(0, len).unwrap(),
+        crc32c(&data),
+        "every byte intact"
+    );
+    for k in l.ka.iter().chain(&l.kb) {
+        assert!(
+            k.report().unaccounted().is_empty(),
+            "{:?}",
+            k.report().unaccounted()
+        );
+    }
+}
+
+/// RFC 9260 §7.3 and Appendix C ICMP7, RFC 1191 §4: an ICMP Fragmentation Needed lowers the
+/// path MTU and the association recovers.
+#[test]
+fn a_fragmentation_needed_lowers_the_path_mtu_and_the_transfer_completes_rfc9260_7_3() {
+    through_a_smaller_hop(IpAddr::V4(B4));
+}
+
+/// RFC 9260 §7.3 and Appendix C ICMP7, RFC 8201 §4: the same with an ICMPv6 Packet Too Big.
+#[test]
+fn a_packet_too_big_lowers_the_path_mtu_and_the_transfer_completes_rfc8201_4() {
+    through_a_smaller_hop(IpAddr::V6(B6));
+}
