@@ -2362,6 +2362,7 @@ impl DdpApp {
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
                         "echo_replies": r.iface.echo_replies,
                         "pmtu_lowered": st.pmtu_lowered,
+                        "ip_reassembled": r.iface.reassembled,
                         "icmp_ignored": st.icmp_ignored + r.iface.icmp_ignored,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
                         "not_ours": r.iface.not_ours()})

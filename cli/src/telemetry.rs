@@ -530,6 +530,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
         ("pmtu_lowered", u(st.pmtu_lowered)),
+        ("ip_reassembled", u(r.iface.reassembled)),
         (
             "drop",
             dict(r.drops().into_iter().map(|(n, v)| (n, u(v))).collect()),

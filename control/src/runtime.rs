@@ -336,6 +336,10 @@ pub struct CoreStats {
     /// lower its path MTU (Appendix C ICMP5-ICMP6; RFC 1191 §3): ignored. (Those that quote
     /// no SCTP packet of ours are the interface's `icmp_ignored`.)
     pub icmp_ignored: u64,
+    /// IPv4 datagrams reassembled from fragments (RFC 1122 §3.3.2), each then received as a
+    /// frame of its own; one that found no buffer counts in `rx_chained_dropped` (or
+    /// `rx_too_long`), as a chain does.
+    pub reassembled: u64,
     /// Connections adopted from the control thread.
     pub adopted: u64,
     /// Connections the core had no room for (it holds [`MAX_CONNECTIONS_PER_CORE`]); aborted.
@@ -559,7 +563,7 @@ impl CoreReport {
     pub fn unaccounted(&self) -> Vec<String> {
         let st = &self.stats;
         let mut wrong = Vec::new();
-        let taken = (st.frames_in + st.dispatched_in + st.from_control)
+        let taken = (st.frames_in + st.dispatched_in + st.from_control + st.reassembled)
             .wrapping_sub(st.rx_chained_dropped + st.rx_too_long);
         let classified = self.iface.frames();
         if taken != classified {
@@ -1695,6 +1699,8 @@ impl<P: Port> DataCore<P> {
             Done,
             Dispatch(usize),
             ToControl,
+            /// A datagram reassembled from IPv4 fragments, whole in the reply buffer.
+            Whole(usize),
         }
         // RFC 9260 App. A checked by the device (RX checksum offload), or by software below.
         let verdict = if self.offload.rx {
@@ -1708,7 +1714,8 @@ impl<P: Port> DataCore<P> {
                 self.out.send_raw(&self.reply[..n]);
                 Next::Done
             }
-            Rx::Consumed | Rx::Dropped(_) => Next::Done,
+            Rx::Consumed | Rx::Dropped(_) | Rx::Fragment(None) => Next::Done,
+            Rx::Fragment(Some(n)) => Next::Whole(n),
             // RFC 9260 Appendix C ICMP5: the association the quoted packet names, on the core
             // that owns it (the peer's packets of that 5-tuple are steered there).
             Rx::TooBig(t) => match self.assoc_of(t.peer, t.peer_port, t.local_port) {
@@ -1781,6 +1788,28 @@ impl<P: Port> DataCore<P> {
         match next {
             // Freed with the rest of the burst (`free_spent`).
             Next::Done => self.spent.push(buf),
+            // RFC 1122 §3.3.2: the reassembled packet, copied to a buffer of its own, is
+            // received as any whole frame (it is no fragment: this goes one level deep).
+            Next::Whole(n) => {
+                self.spent.push(buf);
+                let fresh = self
+                    .port
+                    .alloc_bulk(&mut self.linear_buf, 1, n)
+                    .then(|| self.linear_buf.pop())
+                    .flatten();
+                if let Some(mut b) = fresh {
+                    if let Some(room) = b.data_mut().get_mut(..n) {
+                        room.copy_from_slice(&self.reply[..n]);
+                        self.stats.reassembled += 1;
+                        self.frame_in(now, b, dispatched);
+                    } else {
+                        self.stats.rx_too_long += 1;
+                        self.spent.push(b);
+                    }
+                } else {
+                    self.stats.rx_chained_dropped += 1;
+                }
+            }
             Next::Dispatch(k) => match self.dispatch_out[k].try_send(buf) {
                 Ok(()) => {
                     self.stats.dispatched_out += 1;
@@ -1826,9 +1855,17 @@ impl<P: Port> DataCore<P> {
             0 => t.init_tag == Some(a.local_tag()),
             v => v == a.peer_tag(),
         };
+        let peer = s.peer;
         match t.path_mtu() {
-            Some(mtu) if tag_ok && c.lower_path_mtu(mtu, s.peer) => self.stats.pmtu_lowered += 1,
+            Some(mtu) if tag_ok && c.lower_path_mtu(mtu, peer) => self.stats.pmtu_lowered += 1,
             _ => self.stats.icmp_ignored += 1,
+        }
+        if tag_ok {
+            // §6.9: a chunk sent before the drop, larger than the new path MTU, leaves without
+            // DF from now on (IPv4): the interface learns where the path MTU lies. Renewed by
+            // every valid ICMP, should the interface's small table have let it go.
+            let ip_mtu = c.association().path_mtu() + Interface::ip_header_len(peer);
+            self.iface.set_path_mtu(peer, ip_mtu);
         }
     }
 

@@ -42,6 +42,8 @@ struct Router {
     /// Where the ICMP goes back through; `None` on the server's side, which passes all.
     back: Option<Arc<MemPort>>,
     dropped: AtomicU64,
+    /// Packets it fragmented (sent without DF).
+    fragmented: AtomicU64,
     /// The longest IP packet the router passed on.
     longest: AtomicU64,
 }
@@ -102,6 +104,31 @@ impl Router {
         out.extend_from_slice(&icmp);
         out
     }
+}
+
+/// An IPv4 frame cut into fragments of at most [`HOP_MTU`] bytes (RFC 791 §3.2).
+fn fragment(frame: &[u8]) -> Vec<Vec<u8>> {
+    let ihl = usize::from(frame[14] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([frame[16], frame[17]]));
+    let payload = &frame[14 + ihl..14 + total];
+    let chunk = (HOP_MTU - ihl) & !7;
+    payload
+        .chunks(chunk)
+        .enumerate()
+        .map(|(k, part)| {
+            let mut f = frame[..14 + ihl].to_vec();
+            let ip = &mut f[14..];
+            ip[2..4].copy_from_slice(&((ihl + part.len()) as u16).to_be_bytes());
+            let more = (k + 1) * chunk < payload.len();
+            let flags = (k * chunk / 8) as u16 | if more { 0x2000 } else { 0 };
+            ip[6..8].copy_from_slice(&flags.to_be_bytes());
+            ip[10..12].fill(0);
+            let sum = checksum(&ip[..ihl], 0);
+            ip[10..12].copy_from_slice(&sum.to_be_bytes());
+            f.extend_from_slice(part);
+            f
+        })
+        .collect()
 }
 
 /// RFC 1071 over `b`, starting from `sum`.
@@ -166,6 +193,12 @@ impl Port for Router {
                         back.tx_burst(0, &mut icmps);
                     }
                 }
+                // Without DF, an IPv4 packet too big for the hop is fragmented (RFC 791 §2.3).
+                Some((len, false)) if len > HOP_MTU && self.back.is_some() => {
+                    self.fragmented.fetch_add(1, Relaxed);
+                    self.longest.fetch_max(HOP_MTU as u64, Relaxed);
+                    pass.extend(fragment(b.data()).into_iter().map(HeapBuf::new));
+                }
                 l => {
                     if let Some((len, _)) = l {
                         self.longest.fetch_max(len as u64, Relaxed);
@@ -205,19 +238,31 @@ impl Port for Router {
 /// its ICMP lowers the association's path MTU (the forged one is ignored), the lost chunks go
 /// again in packets that fit, the 64 KiB write is cut at the MULPDU of the new path MTU (RFC
 /// 5043 §9), and every byte arrives.
-fn through_a_smaller_hop(server: IpAddr) {
+type Setup = (
+    Lockstep<Router>,
+    ddpdk_control::memory::Registered,
+    ddpdk_control::memory::RegionId,
+    Arc<Router>,
+    Vec<u8>,
+);
+
+/// The two endpoints, the client behind the router, with a session on stream 1 and `len`
+/// bytes of the server's memory registered for the client's writes, and `len` bytes to write.
+fn behind_the_router(server: IpAddr, len: usize) -> Setup {
     let (pa, pb) = pair(2, 1024);
     let pb = Arc::new(pb);
     let router = Arc::new(Router {
         inner: Arc::new(pa),
         back: Some(Arc::clone(&pb)),
         dropped: AtomicU64::new(0),
+        fragmented: AtomicU64::new(0),
         longest: AtomicU64::new(0),
     });
     let pb = Arc::new(Router {
         inner: pb,
         back: None,
         dropped: AtomicU64::new(0),
+        fragmented: AtomicU64::new(0),
         longest: AtomicU64::new(0),
     });
     let link = |c: Config| Config {
@@ -242,14 +287,29 @@ fn through_a_smaller_hop(server: IpAddr) {
         cfg,
         link(Config::default()),
     );
+    let (l, reg, region) = Lockstep::open_to_region(a, b, server, PORT, len);
+    let data: Vec<u8> = (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    (l, reg, region, router, data)
+}
+
+/// Successful completions the client has heard.
+fn done(l: &Lockstep<Router>, n: usize) -> bool {
+    l.ea.iter()
+        .filter(|e| {
+            matches!(e, Event::Completion { completion, .. } if completion.status == Status::Success)
+        })
+        .count()
+        == n
+}
+
+fn through_a_smaller_hop(server: IpAddr) {
     const SMALL: usize = 600;
     const COUNT: usize = 64;
     const BIG: usize = 64 * 1024;
     let len = SMALL * COUNT + BIG;
-    let (mut l, reg, region) = Lockstep::open_to_region(a, b, server, PORT, len);
-    let data: Vec<u8> = (0..len as u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
-        .collect();
+    let (mut l, reg, region, router, data) = behind_the_router(server, len);
     let before = l.ka[0].report().assocs[0].path_mtu;
     assert_eq!(before, 1500 - Interface::ip_header_len(server));
     for k in 0..COUNT {
@@ -262,12 +322,6 @@ fn through_a_smaller_hop(server: IpAddr) {
         );
         l.ca.submit(l.conn, op).unwrap();
     }
-    let done = |l: &Lockstep<Router>, n: usize| {
-        l.ea.iter()
-            .filter(|e| matches!(e, Event::Completion { completion, .. } if completion.status == Status::Success))
-            .count()
-            == n
-    };
     l.run_until("the small writes through the smaller hop", |l| {
         done(l, COUNT)
     });
@@ -328,4 +382,47 @@ fn a_fragmentation_needed_lowers_the_path_mtu_and_the_transfer_completes_rfc9260
 #[test]
 fn a_packet_too_big_lowers_the_path_mtu_and_the_transfer_completes_rfc8201_4() {
     through_a_smaller_hop(IpAddr::V6(B6));
+}
+
+/// RFC 9260 §6.9: "Once a message is fragmented, it cannot be re-fragmented. Instead, if the
+/// PMTU has been reduced, then IP fragmentation MUST be used." A 64 KiB write whose first
+/// full-size DATA chunks (one per packet) are in flight when the path MTU falls: they are
+/// dropped, and their retransmissions leave without DF (IPv4), the router fragments them, and
+/// the server reassembles them (RFC 1122 §3.3.2); the later segments are cut at the new
+/// MULPDU. Without either half, the retransmissions are dropped for ever.
+#[test]
+fn a_full_size_chunk_in_flight_is_ip_fragmented_and_reassembled_rfc9260_6_9() {
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, region, router, data) = behind_the_router(server, len);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write through the smaller hop", |l| done(l, 1));
+    assert!(
+        router.dropped.load(Relaxed) > 0,
+        "full-size packets were dropped"
+    );
+    assert!(
+        router.fragmented.load(Relaxed) > 0,
+        "their retransmissions went without DF"
+    );
+    let server_iface = *l.kb[0].interface().stats();
+    assert!(server_iface.reassembled > 0, "{server_iface:?}");
+    assert_eq!(
+        l.ka[0].report().assocs[0].path_mtu,
+        HOP_MTU - Interface::ip_header_len(server)
+    );
+    let r = l.cb.memory().region(region).unwrap();
+    assert_eq!(
+        r.crc32c(0, len).unwrap(),
+        crc32c(&data),
+        "every byte intact"
+    );
+    for k in l.ka.iter().chain(&l.kb) {
+        assert!(
+            k.report().unaccounted().is_empty(),
+            "{:?}",
+            k.report().unaccounted()
+        );
+    }
 }

@@ -4,8 +4,10 @@
 //! segment or a veth without static tables.
 //!
 //! [`Interface::receive`] sorts every frame into: an SCTP packet for one of our addresses, a
-//! reply to send (ARP reply, Neighbor Advertisement, ICMP or ICMPv6 Echo Reply), or a drop with
-//! its reason, counted.
+//! reply to send (ARP reply, Neighbor Advertisement, ICMP or ICMPv6 Echo Reply), an ICMP
+//! Fragmentation Needed / Packet Too Big for the association it names (RFC 9260 §7.3,
+//! Appendix C), an IPv4 fragment of an SCTP packet kept for reassembly (RFC 1122 §3.3.2), or a
+//! drop with its reason, counted.
 //!
 //! Neighbours live in a small fixed table (no allocation after creation) and are learnt only
 //! from what can be trusted: ARP for our address (RFC 826), valid Neighbor Discovery (RFC 4861
@@ -71,6 +73,11 @@ pub const REACHABLE_TIME: Duration = Duration::from_secs(30);
 pub const SOLICITATION_MAX: usize = 86;
 /// Destinations being resolved at once.
 const PENDING: usize = 16;
+/// Peers whose lowered path MTU the interface keeps (for DF, [`Interface::set_path_mtu`]).
+const LOWERED: usize = 16;
+/// The largest IPv4 payload reassembled: an IPv4 packet of a 9000-byte link (the largest
+/// `--mtu`), whose whole frame fits the data core's reply buffer.
+const REASSEMBLY_MAX: usize = 9000 - IPV4_HEADER_LEN;
 
 /// Why a frame was not ours to take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +90,9 @@ pub enum Drop {
     OtherAddress,
     /// IP, but neither SCTP nor Neighbor Discovery.
     OtherProtocol,
-    /// An IP fragment: SCTP packets are never fragmented by us, and reassembly is not done.
+    /// An IP fragment not reassembled: an IPv6 one, or one not of an SCTP packet unicast to
+    /// us, or of a datagram too long or inconsistent (IPv4 fragments of SCTP packets to us are
+    /// reassembled: [`Rx::Fragment`]).
     Fragment,
     /// IPv4 header checksum wrong.
     BadIpChecksum,
@@ -132,6 +141,10 @@ pub struct InterfaceStats {
     pub icmp_too_big: u64,
     /// Those that quote no SCTP packet of ours ([`Drop::IcmpIgnored`]).
     pub icmp_ignored: u64,
+    /// IPv4 fragments of SCTP packets to us kept for reassembly ([`Rx::Fragment`]).
+    pub fragments_kept: u64,
+    /// IPv4 datagrams reassembled from them (RFC 791 §3.2, RFC 1122 §3.3.2).
+    pub reassembled: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
     /// Solicitations for neighbours we kept sending to without confirmation.
@@ -147,6 +160,7 @@ impl InterfaceStats {
             + self.echo_replies
             + self.icmp_too_big
             + self.icmp_ignored
+            + self.fragments_kept
             + self.neighbour_answers
             + self.other_ether_type
             + self.other_mac
@@ -179,6 +193,11 @@ pub enum Rx<'a> {
     Sctp(SctpFrame<'a>),
     /// A reply of this many bytes is in the output buffer: send it.
     Reply(usize),
+    /// An IPv4 fragment of an SCTP packet to us, kept (RFC 1122 §3.3.2: a host MUST
+    /// reassemble): `Some(n)` when it completed the datagram, which is then in the output
+    /// buffer as a whole frame of `n` bytes (Ethernet, a 20-byte IPv4 header, the SCTP
+    /// packet) to be received as any other.
+    Fragment(Option<usize>),
     /// An ICMP Fragmentation Needed or ICMPv6 Packet Too Big quoting an SCTP packet we sent:
     /// the association it names lowers its path MTU if the quote holds its tag.
     TooBig(TooBig),
@@ -260,6 +279,40 @@ struct Neighbour {
     confirmed: Option<Instant>,
 }
 
+/// The one IPv4 datagram being reassembled (RFC 791 §3.2): a peer's SCTP packet sent without
+/// DF after its path MTU fell below a DATA chunk it had already sent (RFC 9260 §6.9). One at a
+/// time: a fragment of another datagram starts over (the rest of the old one is lost, and SCTP
+/// retransmits it); no timer, since the next datagram replaces it.
+#[derive(Debug, Clone)]
+struct Reassembly {
+    /// Source, destination, identification (the protocol is always SCTP).
+    key: Option<(Ipv4Addr, Ipv4Addr, u16)>,
+    data: Box<[u8]>,
+    /// The 8-byte units of `data` received.
+    have: Box<[u64]>,
+    /// The payload's length, once the last fragment (MF clear) came.
+    total: Option<usize>,
+}
+
+impl Reassembly {
+    fn new() -> Reassembly {
+        Reassembly {
+            key: None,
+            data: vec![0; REASSEMBLY_MAX].into_boxed_slice(),
+            have: vec![0; REASSEMBLY_MAX.div_ceil(8).div_ceil(64)].into_boxed_slice(),
+            total: None,
+        }
+    }
+
+    fn complete(&self) -> Option<usize> {
+        let t = self.total?;
+        let units = t.div_ceil(8);
+        (0..units)
+            .all(|u| self.have[u / 64] >> (u % 64) & 1 == 1)
+            .then_some(t)
+    }
+}
+
 /// One port's addresses and neighbours.
 #[derive(Debug, Clone)]
 pub struct Interface {
@@ -275,6 +328,11 @@ pub struct Interface {
     stats: InterfaceStats,
     /// The last neighbour learnt from the wire, until [`Interface::take_learnt`].
     learnt: Option<(IpAddr, [u8; 6])>,
+    /// IPv4 peers whose path MTU ICMP lowered, with it ([`Interface::set_path_mtu`]); the
+    /// next to replace when full.
+    lowered: [Option<(Ipv4Addr, u16)>; LOWERED],
+    lowered_next: usize,
+    reassembly: Reassembly,
 }
 
 impl Interface {
@@ -297,6 +355,9 @@ impl Interface {
             ip_id: 0,
             stats: InterfaceStats::default(),
             learnt: None,
+            lowered: [None; LOWERED],
+            lowered_next: 0,
+            reassembly: Reassembly::new(),
         }
     }
 
@@ -440,6 +501,7 @@ impl Interface {
             Rx::Sctp(_) => s.sctp += 1,
             Rx::Reply(_) => {}
             Rx::TooBig(_) => s.icmp_too_big += 1,
+            Rx::Fragment(_) => s.fragments_kept += 1,
             Rx::Consumed => s.neighbour_answers += 1,
             Rx::Dropped(d) => match d {
                 Drop::OtherEtherType => s.other_ether_type += 1,
@@ -512,7 +574,7 @@ impl Interface {
                 Ok(f) if is_too_big(&f) => self.too_big(f),
                 _ => self.neighbour_discovery(frame, out),
             },
-            Err(Error::Fragment) => Rx::Dropped(Drop::Fragment),
+            Err(Error::Fragment) => self.fragment(frame, out),
             Err(Error::BadChecksum) => Rx::Dropped(Drop::BadIpChecksum),
             Err(_) => Rx::Dropped(Drop::Malformed),
         }
@@ -627,12 +689,136 @@ impl Interface {
                     IP_PROTO_ICMP,
                     icmp.len(),
                     self.ip_id,
+                    true,
                 );
             }
             _ => return Rx::Dropped(Drop::Malformed),
         }
         self.stats.echo_replies += 1;
         Rx::Reply(len)
+    }
+
+    /// RFC 1122 §3.3.2 ("A host MUST be capable of reassembling"), RFC 791 §3.2: an IPv4
+    /// fragment (its header checksum already verified) of an SCTP packet unicast to us from a
+    /// valid source is kept; the one that completes its datagram gives the whole frame in
+    /// `out`. Other fragments (IPv6 ones, other protocols, datagrams longer than
+    /// [`REASSEMBLY_MAX`], overlapping lengths) are dropped as before. Only a peer whose path
+    /// MTU fell while a full-size DATA chunk was in flight sends them (RFC 9260 §6.9).
+    fn fragment<'a>(&mut self, frame: &[u8], out: &mut [u8]) -> Rx<'a> {
+        let drop = Rx::Dropped(Drop::Fragment);
+        let Some(h) = frame.get(ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + IPV4_HEADER_LEN) else {
+            return drop;
+        };
+        if frame[12..14] != ETHERTYPE_IPV4.to_be_bytes() || h[0] >> 4 != 4 || h[9] != IP_PROTO_SCTP
+        {
+            return drop;
+        }
+        let ihl = usize::from(h[0] & 0x0f) * 4;
+        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let Some(payload) = frame.get(ETHERNET_HEADER_LEN + ihl..ETHERNET_HEADER_LEN + total)
+        else {
+            return drop;
+        };
+        let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
+        let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+        if ihl < IPV4_HEADER_LEN
+            || !self.is_ours(IpAddr::V4(dst))
+            || src.is_multicast()
+            || no_host_sends_from(IpAddr::V4(src))
+            || frame[..6] != self.mac
+        {
+            return drop;
+        }
+        let flags = u16::from_be_bytes([h[6], h[7]]);
+        let more = flags & 0x2000 != 0;
+        let off = usize::from(flags & 0x1fff) * 8;
+        let end = off + payload.len();
+        // RFC 791 §3.2: every fragment but the last carries a multiple of 8 bytes.
+        if payload.is_empty() || end > REASSEMBLY_MAX || (more && payload.len() % 8 != 0) {
+            return drop;
+        }
+        let key = (src, dst, u16::from_be_bytes([h[4], h[5]]));
+        let r = &mut self.reassembly;
+        if r.key != Some(key) {
+            r.key = Some(key);
+            r.have.fill(0);
+            r.total = None;
+        }
+        // A fragment past the end a last fragment gave, or a second different end: not one
+        // datagram; start over.
+        let past = r.total.is_some_and(|t| end > t || (!more && end != t));
+        if past {
+            r.key = None;
+            return drop;
+        }
+        if !more {
+            r.total = Some(end);
+        }
+        r.data[off..end].copy_from_slice(payload);
+        for u in off / 8..end.div_ceil(8) {
+            r.have[u / 64] |= 1 << (u % 64);
+        }
+        let Some(t) = r.complete() else {
+            return Rx::Fragment(None);
+        };
+        r.key = None;
+        let len = ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + t;
+        let Some(o) = out.get_mut(..len) else {
+            return drop;
+        };
+        let mut src_mac = [0u8; 6];
+        src_mac.copy_from_slice(&frame[6..12]);
+        ethernet(o, self.mac, src_mac, ETHERTYPE_IPV4);
+        ipv4_header(
+            &mut o[ETHERNET_HEADER_LEN..],
+            src,
+            dst,
+            IP_PROTO_SCTP,
+            t,
+            key.2,
+            true,
+        );
+        o[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN..].copy_from_slice(&r.data[..t]);
+        self.stats.reassembled += 1;
+        Rx::Fragment(Some(len))
+    }
+
+    /// RFC 9260 §6.9 and §7.3: the path MTU (IP bytes) to `peer` ICMP lowered. An IPv4
+    /// packet to it above this carries a DATA chunk sent before the drop, which cannot be
+    /// fragmented again: it leaves without DF, for the smaller hop to fragment ("IP
+    /// fragmentation MUST be used"). Packets within it keep DF. IPv6 routers do not fragment:
+    /// nothing changes for an IPv6 peer (source fragmentation is not done).
+    pub fn set_path_mtu(&mut self, peer: IpAddr, ip_mtu: usize) {
+        let IpAddr::V4(p) = peer else {
+            return;
+        };
+        let mtu = u16::try_from(ip_mtu).unwrap_or(u16::MAX);
+        let k = match self
+            .lowered
+            .iter()
+            .position(|l| l.is_some_and(|(a, _)| a == p))
+        {
+            Some(k) => k,
+            None => {
+                let k = self.lowered_next;
+                self.lowered_next = (k + 1) % LOWERED;
+                k
+            }
+        };
+        self.lowered[k] = Some((p, mtu));
+    }
+
+    /// Whether an IPv4 packet of `len` bytes to `peer` may carry DF: not when it is larger
+    /// than the path MTU ICMP gave (`set_path_mtu`). Costs one branch while none was given.
+    fn dont_fragment(&self, peer: Ipv4Addr, len: usize) -> bool {
+        if self.lowered[0].is_none() {
+            return true;
+        }
+        !self
+            .lowered
+            .iter()
+            .flatten()
+            .any(|(a, mtu)| *a == peer && len > usize::from(*mtu))
     }
 
     /// RFC 9260 Appendix C and §7.3: an ICMP Fragmentation Needed (RFC 1191 §4) or ICMPv6
@@ -937,6 +1123,7 @@ impl Interface {
                 let src = self.ipv4.expect("an IPv4 address to send from");
                 ethernet(out, mac, self.mac, ETHERTYPE_IPV4);
                 self.ip_id = self.ip_id.wrapping_add(1);
+                let df = self.dont_fragment(d, IPV4_HEADER_LEN + sctp_len);
                 ipv4_header(
                     &mut out[ETHERNET_HEADER_LEN..h],
                     src,
@@ -944,6 +1131,7 @@ impl Interface {
                     IP_PROTO_SCTP,
                     sctp_len,
                     self.ip_id,
+                    df,
                 );
             }
             IpAddr::V6(d) => {
@@ -1175,8 +1363,8 @@ fn write_arp(out: &mut [u8], op: u16, sha: [u8; 6], spa: Ipv4Addr, tha: [u8; 6],
     out[24..28].copy_from_slice(&tpa.octets());
 }
 
-/// An IPv4 header without options, Don't Fragment set (RFC 5043 §9: DDP segments are sized
-/// not to need IP fragmentation), TTL 64.
+/// An IPv4 header without options, TTL 64, Don't Fragment set when `df` (RFC 5043 §9: DDP
+/// segments are sized not to need IP fragmentation; see [`Interface::set_path_mtu`]).
 fn ipv4_header(
     out: &mut [u8],
     src: Ipv4Addr,
@@ -1184,13 +1372,14 @@ fn ipv4_header(
     protocol: u8,
     payload: usize,
     id: u16,
+    df: bool,
 ) {
     let total = (IPV4_HEADER_LEN + payload) as u16;
     out[0] = 0x45;
     out[1] = 0;
     out[2..4].copy_from_slice(&total.to_be_bytes());
     out[4..6].copy_from_slice(&id.to_be_bytes());
-    out[6..8].copy_from_slice(&0x4000u16.to_be_bytes());
+    out[6..8].copy_from_slice(&(if df { 0x4000u16 } else { 0 }).to_be_bytes());
     out[8] = TTL;
     out[9] = protocol;
     out[10..12].copy_from_slice(&[0, 0]);
@@ -2071,7 +2260,15 @@ mod tests {
         match (local, peer) {
             (IpAddr::V4(l), IpAddr::V4(p)) => {
                 q.resize(IPV4_HEADER_LEN, 0);
-                ipv4_header(&mut q, l, p, IP_PROTO_SCTP, usize::from(ip_len) - 20, 1);
+                ipv4_header(
+                    &mut q,
+                    l,
+                    p,
+                    IP_PROTO_SCTP,
+                    usize::from(ip_len) - 20,
+                    1,
+                    true,
+                );
             }
             (IpAddr::V6(l), IpAddr::V6(p)) => {
                 q.resize(IPV6_HEADER_LEN, 0);
@@ -2258,5 +2455,104 @@ mod tests {
             (5, 1, 0)
         );
         assert_eq!(s.frames(), 7);
+    }
+
+    /// An SCTP packet of `len` bytes from the peer to us, cut into IPv4 fragments of at most
+    /// `chunk` payload bytes (a multiple of 8), as a router on a smaller hop cuts a packet
+    /// sent without DF.
+    fn fragments4(payload: &[u8], chunk: usize, id: u16) -> Vec<Vec<u8>> {
+        payload
+            .chunks(chunk)
+            .enumerate()
+            .map(|(k, part)| {
+                let mut f = vec![0u8; ETHERNET_HEADER_LEN + IPV4_HEADER_LEN];
+                ethernet(&mut f, MAC, PEER_MAC, ETHERTYPE_IPV4);
+                ipv4_header(
+                    &mut f[ETHERNET_HEADER_LEN..],
+                    PEER4,
+                    IP4,
+                    IP_PROTO_SCTP,
+                    part.len(),
+                    id,
+                    false,
+                );
+                let more = (k + 1) * chunk < payload.len();
+                let flags = ((k * chunk / 8) as u16) | if more { 0x2000 } else { 0 };
+                f[ETHERNET_HEADER_LEN + 6..ETHERNET_HEADER_LEN + 8]
+                    .copy_from_slice(&flags.to_be_bytes());
+                f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12].fill(0);
+                let sum = internet_checksum(&f[ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + 20]);
+                f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12]
+                    .copy_from_slice(&sum.to_be_bytes());
+                f.extend_from_slice(part);
+                f
+            })
+            .collect()
+    }
+
+    /// RFC 1122 §3.3.2 ("A host MUST be capable of reassembling"; RFC 791 §3.2): the
+    /// fragments of an SCTP packet to us, in any order, give the whole packet as one frame,
+    /// which then parses as the SCTP packet it was; a lost fragment gives nothing, and a
+    /// fragment of another datagram starts over.
+    #[test]
+    fn ipv4_fragments_of_an_sctp_packet_are_reassembled_rfc1122_3_3_2() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..1452u32).map(|k| (k * 7) as u8).collect();
+        for order in [vec![0, 1, 2], vec![2, 0, 1]] {
+            let frags = fragments4(&sctp, 680, 99);
+            let mut got = None;
+            for k in order {
+                match i.receive(&frags[k], &mut out) {
+                    Rx::Fragment(None) => {}
+                    Rx::Fragment(Some(n)) => got = Some(n),
+                    other => panic!("{other:?}"),
+                }
+            }
+            let n = got.expect("reassembled");
+            let whole = out[..n].to_vec();
+            let Rx::Sctp(f) = i.receive(&whole, &mut [0u8; 128]) else {
+                panic!("the whole packet is SCTP")
+            };
+            assert_eq!(f.sctp, &sctp[..]);
+            assert_eq!(f.ip.src(), IpAddr::V4(PEER4));
+        }
+        // One fragment lost, then another datagram: nothing from the first.
+        let a = fragments4(&sctp, 680, 1);
+        let b = fragments4(&sctp, 680, 2);
+        assert_eq!(i.receive(&a[0], &mut out), Rx::Fragment(None));
+        assert_eq!(i.receive(&a[1], &mut out), Rx::Fragment(None));
+        assert_eq!(i.receive(&b[2], &mut out), Rx::Fragment(None));
+        assert_eq!(i.receive(&b[0], &mut out), Rx::Fragment(None));
+        assert!(matches!(i.receive(&b[1], &mut out), Rx::Fragment(Some(_))));
+        assert_eq!(i.stats().reassembled, 3);
+    }
+
+    /// RFC 9260 §6.9 ("if the PMTU has been reduced, then IP fragmentation MUST be used") with
+    /// §7.3: once ICMP lowered the path MTU to a peer, an IPv4 packet above it (a DATA chunk
+    /// sent before) leaves without DF; one within it, and every packet to another peer, keep
+    /// DF.
+    #[test]
+    fn a_packet_above_a_lowered_path_mtu_leaves_without_df_rfc9260_6_9() {
+        let mut i = iface();
+        i.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+        let other = Ipv4Addr::new(198, 18, 0, 3);
+        i.learn_static(IpAddr::V4(other), PEER_MAC);
+        i.set_path_mtu(IpAddr::V4(PEER4), 1280);
+        let mut out = vec![0u8; 2048];
+        let df = |i: &mut Interface, to: Ipv4Addr, sctp_len: usize, out: &mut Vec<u8>| {
+            let n = i.frame_sctp(T0, IpAddr::V4(to), sctp_len, out).unwrap();
+            let f = link::parse_ip(&out[..n]).unwrap();
+            matches!(
+                f.ip,
+                IpInfo::V4 {
+                    dont_fragment: true,
+                    ..
+                }
+            )
+        };
+        assert!(!df(&mut i, PEER4, 1400, &mut out), "above: no DF");
+        assert!(df(&mut i, PEER4, 1260, &mut out), "within: DF");
+        assert!(df(&mut i, other, 1400, &mut out), "another peer: DF");
     }
 }
