@@ -1,0 +1,193 @@
+//! Path MTU discovery from a real router's ICMP (RFC 9260 §7.3, Appendix C; RFC 1191): two
+//! ddpdk endpoints on `net_af_packet`, each on a veth whose other end belongs to the kernel of
+//! a network namespace of the test's own, which routes between them (`ip_forward=1`, proxy
+//! ARP so that both ends stay on one /24 without a gateway). The client's side of the router
+//! is MTU 1500, the server's 1400: the client's full-size DF packets are dropped by the kernel,
+//! which answers with ICMP Fragmentation Needed (Next-Hop MTU 1400). A perf transfer at
+//! `--mtu 1500` completes with every write delivered because that ICMP lowered the path MTU
+//! (and the chunks already in flight went again without DF, fragmented by the kernel and
+//! reassembled by the server, RFC 9260 §6.9).
+
+use std::process::{Command, Output};
+
+#[path = "common/procs.rs"]
+mod procs;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+
+/// The namespaces (router, client, server), removed (with their veths) however the test
+/// ends.
+struct Net {
+    ns: [String; 3],
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for ns in &self.ns {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+/// A process killed if the test ends before it does (it would hold the namespace).
+struct Running(Option<std::process::Child>);
+
+impl Running {
+    fn finish(mut self) -> Output {
+        self.0
+            .take()
+            .expect("running")
+            .wait_with_output()
+            .expect("wait")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// `ip netns exec NS ddpdk` on `iface` (af_packet), lcores `lcores`, with `app`.
+fn ddpdk(ns: &str, iface: &str, lcores: &str, app: &[&str]) -> std::process::Child {
+    let pid = std::process::id();
+    let mut eal: Vec<String> = ["netns", "exec", ns, BIN, "--lcores", lcores]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    eal.extend([
+        "--no-huge".into(),
+        "-m".into(),
+        "1024".into(),
+        "--no-pci".into(),
+        "--log-level=*:error".into(),
+        format!("--file-prefix={ns}-{iface}-{pid}"),
+        format!("--vdev=net_af_packet0,iface={iface}"),
+    ]);
+    procs::spawn("ip", &eal, app)
+}
+
+#[test]
+fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
+    let id = Command::new("id").arg("-u").output().expect("id");
+    assert_eq!(
+        String::from_utf8_lossy(&id.stdout).trim(),
+        "0",
+        "this test makes a network namespace: run it as root"
+    );
+    let pid = std::process::id();
+    let net = Net {
+        ns: ["r", "a", "b"].map(|k| format!("ddpdk-pmtu-{k}-{pid}")),
+    };
+    let [r, na, nb] = [0, 1, 2].map(|k| net.ns[k].as_str());
+    let sh = |args: &[&str]| {
+        let o = Command::new("ip").args(args).output().expect("ip");
+        assert!(o.status.success(), "ip {args:?}: {}", text(&o));
+    };
+    let ex = |ns: &str, args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(args)
+            .output()
+            .expect("ip netns exec");
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        text(&o)
+    };
+    for ns in &net.ns {
+        sh(&["netns", "add", ns]);
+    }
+    // Client (ddpdk on `pa`, namespace a) | `ra` router `rb` | (ddpdk on `pb`, b) server.
+    sh(&[
+        "-n", r, "link", "add", "pa", "type", "veth", "peer", "name", "ra",
+    ]);
+    sh(&[
+        "-n", r, "link", "add", "pb", "type", "veth", "peer", "name", "rb",
+    ]);
+    sh(&["-n", r, "link", "set", "pa", "netns", na]);
+    sh(&["-n", r, "link", "set", "pb", "netns", nb]);
+    ex(r, &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    ex(r, &["sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0"]);
+    for (ns, dev, mtu) in [
+        (na, "pa", "1500"),
+        (r, "ra", "1500"),
+        (nb, "pb", "1500"),
+        (r, "rb", "1400"),
+    ] {
+        ex(
+            ns,
+            &[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
+            ],
+        );
+        sh(&["-n", ns, "link", "set", dev, "mtu", mtu, "up"]);
+    }
+    // The router: an address on each side (the client's side's is the ICMP's source), a
+    // host route to each endpoint, and proxy ARP so each endpoint reaches the other through
+    // it as if on one link.
+    sh(&["-n", r, "addr", "add", "198.18.0.254/32", "dev", "ra"]);
+    sh(&["-n", r, "addr", "add", "198.18.0.253/32", "dev", "rb"]);
+    sh(&["-n", r, "route", "add", "198.18.0.1/32", "dev", "ra"]);
+    sh(&["-n", r, "route", "add", "198.18.0.2/32", "dev", "rb"]);
+    for dev in ["ra", "rb"] {
+        ex(
+            r,
+            &["sysctl", "-qw", &format!("net.ipv4.conf.{dev}.proxy_arp=1")],
+        );
+        ex(
+            r,
+            &["sysctl", "-qw", &format!("net.ipv4.conf.{dev}.rp_filter=0")],
+        );
+    }
+    let server_app = [
+        "--ddp-listen",
+        "--ip",
+        "198.18.0.2",
+        "--json",
+        "--run-for",
+        "60",
+        "--mtu",
+        "1500",
+    ];
+    let mut server = ddpdk(nb, "pb", "0@0", &server_app);
+    let stderr = server.stderr.take().expect("stderr");
+    let server = Running(Some(server));
+    let (head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+    let client_app = [
+        "--ddp-connect",
+        "198.18.0.2",
+        "--ip",
+        "198.18.0.1",
+        "--run-for",
+        "3",
+        "--json",
+        "--mtu",
+        "1500",
+    ];
+    let client = ddpdk(na, "pa", "0@1", &client_app)
+        .wait_with_output()
+        .expect("client");
+    let server = server.finish();
+    let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
+    let client_text = text(&client);
+    procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+    // The kernel answered with Fragmentation Needed (RFC 1191 §4), which is what lowered the
+    // client's path MTU: /proc/net/snmp is the router namespace's own.
+    let snmp = ex(r, &["cat", "/proc/net/snmp"]);
+    let icmp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Icmp:")).collect();
+    let (names, values) = (icmp[0].split_whitespace(), icmp[1].split_whitespace());
+    let unreach = names
+        .zip(values)
+        .find(|(n, _)| *n == "OutDestUnreachs")
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(unreach > 0, "the router sent no ICMP:\n{snmp}");
+}
