@@ -35,7 +35,10 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(f.dst_mac, MAC);
             }
             Rx::Reply(n) => assert!(n <= out.len() && n >= 42),
-            Rx::TooBig(_) | Rx::Consumed | Rx::Dropped(_) => {}
+            // A reassembled datagram is a whole frame in `out`, parsed as any other.
+            Rx::Fragment(Some(n)) => assert!(n <= out.len()),
+            Rx::TooBig(t) => assert!(i.is_ours(t.local)),
+            Rx::Fragment(None) | Rx::Consumed | Rx::Dropped(_) => {}
         }
         now += Duration::from_millis(300);
         for p in peers {
