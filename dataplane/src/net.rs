@@ -282,7 +282,10 @@ struct Neighbour {
 /// The one IPv4 datagram being reassembled (RFC 791 §3.2): a peer's SCTP packet sent without
 /// DF after its path MTU fell below a DATA chunk it had already sent (RFC 9260 §6.9). One at a
 /// time: a fragment of another datagram starts over (the rest of the old one is lost, and SCTP
-/// retransmits it); no timer, since the next datagram replaces it.
+/// retransmits it); no timer, since the next datagram replaces it. Overlapping fragments
+/// overwrite (the CRC32c of the SCTP packet judges the result). Each data core has its own:
+/// fragments of one datagram that a NIC's RSS spreads over cores (a later fragment has no
+/// ports to hash) are not reassembled; virtual devices deliver them on one queue.
 #[derive(Debug, Clone)]
 struct Reassembly {
     /// Source, destination, identification (the protocol is always SCTP).
