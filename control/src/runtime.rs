@@ -337,9 +337,10 @@ pub struct CoreStats {
     /// no SCTP packet of ours are the interface's `icmp_ignored`.)
     pub icmp_ignored: u64,
     /// IPv4 datagrams reassembled from fragments (RFC 1122 §3.3.2), each then received as a
-    /// frame of its own; one that found no buffer counts in `rx_chained_dropped` (or
-    /// `rx_too_long`), as a chain does.
+    /// frame of its own.
     pub reassembled: u64,
+    /// Of those, lost because no buffer was free for the copy (or none holds it).
+    pub reassembled_dropped: u64,
     /// Connections adopted from the control thread.
     pub adopted: u64,
     /// Connections the core had no room for (it holds [`MAX_CONNECTIONS_PER_CORE`]); aborted.
@@ -522,7 +523,7 @@ pub struct CoreReport {
 impl CoreReport {
     /// What the core dropped, by reason, every reason named (zero or not, in a fixed order):
     /// the names telemetry's `drop` dict and the perf tool's summaries use.
-    pub fn drops(&self) -> [(&'static str, u64); 23] {
+    pub fn drops(&self) -> [(&'static str, u64); 24] {
         let (st, i, t) = (&self.stats, &self.iface, &self.conn_totals);
         [
             // Packets an association refused (its checks say which failed).
@@ -538,6 +539,7 @@ impl CoreReport {
             ("tx_too_big", st.tx.too_big),
             ("ip_bad_checksum", i.bad_ip_checksum),
             ("ip_fragment", i.fragments),
+            ("ip_reassembly_no_buffer", st.reassembled_dropped),
             ("malformed", i.malformed),
             ("vlan", i.vlan),
             ("arp_nd_not_for_us", i.arp_not_for_us + i.nd_not_for_us),
@@ -1797,17 +1799,21 @@ impl<P: Port> DataCore<P> {
                     .alloc_bulk(&mut self.linear_buf, 1, n)
                     .then(|| self.linear_buf.pop())
                     .flatten();
-                if let Some(mut b) = fresh {
-                    if let Some(room) = b.data_mut().get_mut(..n) {
-                        room.copy_from_slice(&self.reply[..n]);
-                        self.stats.reassembled += 1;
-                        self.frame_in(now, b, dispatched);
-                    } else {
-                        self.stats.rx_too_long += 1;
-                        self.spent.push(b);
-                    }
-                } else {
-                    self.stats.rx_chained_dropped += 1;
+                // The fragments are counted by the interface: a datagram lost here is counted
+                // apart from the frames taken (`unaccounted`).
+                match fresh {
+                    Some(mut b) => match b.data_mut().get_mut(..n) {
+                        Some(room) => {
+                            room.copy_from_slice(&self.reply[..n]);
+                            self.stats.reassembled += 1;
+                            self.frame_in(now, b, dispatched);
+                        }
+                        None => {
+                            self.stats.reassembled_dropped += 1;
+                            self.spent.push(b);
+                        }
+                    },
+                    None => self.stats.reassembled_dropped += 1,
                 }
             }
             Next::Dispatch(k) => match self.dispatch_out[k].try_send(buf) {
