@@ -1634,6 +1634,12 @@ impl<P: Port> DataCore<P> {
         if let Some(mac) = peer_mac {
             self.iface.confirm(peer, mac);
         }
+        // RFC 1191 §5: the path MTU ICMP gave for this peer is the path's, not an earlier
+        // association's: a new one starts there rather than sending full-size packets the
+        // small hop fragments (their DF cleared by the interface's table) for good.
+        if let Some(mtu) = self.iface.lowered_path_mtu(peer) {
+            c.lower_path_mtu(mtu, peer);
+        }
         let Some(k) = slot else {
             self.stats.refused += 1;
             // The peer hears an ABORT rather than silence, and the ULP hears Closed.
@@ -1869,8 +1875,11 @@ impl<P: Port> DataCore<P> {
         if tag_ok {
             // §6.9: a chunk sent before the drop, larger than the new path MTU, leaves without
             // DF from now on (IPv4): the interface learns where the path MTU lies. Renewed by
-            // every valid ICMP, should the interface's small table have let it go.
+            // every valid ICMP, should the interface's small table have let it go. The hop's
+            // own MTU where it is below what the association may go to (its minimum): a
+            // packet of that minimum must then be fragmented too (RFC 1191 §3 goes to 68).
             let ip_mtu = c.association().path_mtu() + Interface::ip_header_len(peer);
+            let ip_mtu = t.path_mtu().map_or(ip_mtu, |m| m.min(ip_mtu));
             self.iface.set_path_mtu(peer, ip_mtu);
         }
     }

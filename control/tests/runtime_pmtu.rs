@@ -46,6 +46,8 @@ struct Router {
     fragmented: AtomicU64,
     /// The longest IP packet the router passed on.
     longest: AtomicU64,
+    /// The next hop's MTU ([`HOP_MTU`] unless a test lowers it).
+    hop: AtomicU64,
 }
 
 impl Router {
@@ -107,11 +109,11 @@ impl Router {
 }
 
 /// An IPv4 frame cut into fragments of at most [`HOP_MTU`] bytes (RFC 791 §3.2).
-fn fragment(frame: &[u8]) -> Vec<Vec<u8>> {
+fn fragment(frame: &[u8], hop: usize) -> Vec<Vec<u8>> {
     let ihl = usize::from(frame[14] & 0x0f) * 4;
     let total = usize::from(u16::from_be_bytes([frame[16], frame[17]]));
     let payload = &frame[14 + ihl..14 + total];
-    let chunk = (HOP_MTU - ihl) & !7;
+    let chunk = (hop - ihl) & !7;
     payload
         .chunks(chunk)
         .enumerate()
@@ -181,23 +183,24 @@ impl Port for Router {
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<HeapBuf>) -> usize {
         let mut pass = Vec::with_capacity(pkts.len());
         let mut dropped = 0;
+        let hop = self.hop.load(Relaxed) as usize;
         for b in pkts.drain(..) {
             match ip_len(b.data()) {
-                Some((len, df)) if df && len > HOP_MTU && self.back.is_some() => {
+                Some((len, df)) if df && len > hop && self.back.is_some() => {
                     dropped += 1;
                     self.dropped.fetch_add(1, Relaxed);
                     let forged = Router::icmp(b.data(), 0x0101_0101, 576);
-                    let real = Router::icmp(b.data(), 0, HOP_MTU as u32);
+                    let real = Router::icmp(b.data(), 0, hop as u32);
                     let mut icmps = vec![HeapBuf::new(forged), HeapBuf::new(real)];
                     if let Some(back) = &self.back {
                         back.tx_burst(0, &mut icmps);
                     }
                 }
                 // Without DF, an IPv4 packet too big for the hop is fragmented (RFC 791 §2.3).
-                Some((len, false)) if len > HOP_MTU && self.back.is_some() => {
+                Some((len, false)) if len > hop && self.back.is_some() => {
                     self.fragmented.fetch_add(1, Relaxed);
-                    self.longest.fetch_max(HOP_MTU as u64, Relaxed);
-                    pass.extend(fragment(b.data()).into_iter().map(HeapBuf::new));
+                    self.longest.fetch_max(hop as u64, Relaxed);
+                    pass.extend(fragment(b.data(), hop).into_iter().map(HeapBuf::new));
                 }
                 l => {
                     if let Some((len, _)) = l {
@@ -257,6 +260,7 @@ fn behind_the_router(server: IpAddr, len: usize) -> Setup {
         dropped: AtomicU64::new(0),
         fragmented: AtomicU64::new(0),
         longest: AtomicU64::new(0),
+        hop: AtomicU64::new(HOP_MTU as u64),
     });
     let pb = Arc::new(Router {
         inner: pb,
@@ -264,6 +268,7 @@ fn behind_the_router(server: IpAddr, len: usize) -> Setup {
         dropped: AtomicU64::new(0),
         fragmented: AtomicU64::new(0),
         longest: AtomicU64::new(0),
+        hop: AtomicU64::new(HOP_MTU as u64),
     });
     let link = |c: Config| Config {
         path_mtu: 1500 - Interface::ip_header_len(server),
@@ -425,4 +430,159 @@ fn a_full_size_chunk_in_flight_is_ip_fragmented_and_reassembled_rfc9260_6_9() {
             k.report().unaccounted()
         );
     }
+}
+
+/// (An independent review, session 55: RFC 9260 §7.3, RFC 1191 §3, RFC 5043 §9; §6.9 allows leaving DF off only for a
+/// chunk sent before the path MTU fell): the interface's table of lowered path MTUs is keyed
+/// by the peer's address alone and outlives the association, so once one association to a
+/// peer saw a Fragmentation Needed, every later association to that peer sends its full-size packets
+/// without DF. A new association then never gets an ICMP, never discovers its path MTU, and
+/// every one of its full-size packets is IP-fragmented for ever (RFC 8900), each datagram
+/// exposed to the one-slot reassembly. Its packets must carry DF, and it must end at the path
+/// MTU the router gives.
+#[test]
+fn a_later_association_to_the_same_peer_keeps_df_and_finds_its_path_mtu() {
+    use ddpdk_control::conn::Indication;
+    use ddpdk_control::runtime::Op;
+    use ddpdk_control::session::Event as SessionEvent;
+    use rt::{remote_write, session_event};
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, router, data) = behind_the_router(server, len);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write through the smaller hop", |l| done(l, 1));
+    assert_eq!(
+        l.ka[0].report().assocs[0].path_mtu,
+        HOP_MTU - Interface::ip_header_len(server)
+    );
+    // The association ends (SHUTDOWN), and a new one to the same server begins.
+    l.ca.submit(l.conn, Op::Shutdown).unwrap();
+    l.run_until("the end of the first association", |l| {
+        l.ea.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(_),
+                    ..
+                }
+            )
+        })
+    });
+    l.run_until_quiet();
+    let conn2 = l.ca.connect(l.now, server, PORT).unwrap();
+    let connected = |l: &Lockstep<Router>| {
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Connected { .. },
+                        ..
+                    }
+                )
+            })
+            .count()
+    };
+    l.run_until("the second association", |l| connected(l) == 2);
+    let apd = l.ca.memory_mut().alloc_pd();
+    let bpd = l.cb.memory_mut().alloc_pd();
+    let region2 = l.cb.memory_mut().alloc_region(len).unwrap();
+    let reg2 =
+        l.cb.memory_mut()
+            .register(remote_write(bpd, region2, len as u64))
+            .unwrap();
+    l.ca.submit(
+        conn2,
+        Op::Initiate {
+            stream: 1,
+            pd: apd,
+            private_data: Vec::new(),
+        },
+    )
+    .unwrap();
+    let sc1 = l.server_conn();
+    let sc2 = |l: &Lockstep<Router>| {
+        l.eb.iter().find_map(|e| match e {
+            Event::Indication { conn, .. } if *conn != sc1 => Some(*conn),
+            _ => None,
+        })
+    };
+    l.run_until("the second Initiate", |l| {
+        sc2(l).is_some_and(|c| {
+            session_event(&l.eb, c, |e| {
+                matches!(e, SessionEvent::InitiateReceived { .. })
+            })
+        })
+    });
+    let c2 = sc2(&l).unwrap();
+    l.cb.submit(
+        c2,
+        Op::Accept {
+            stream: 1,
+            pd: bpd,
+            private_data: Vec::new(),
+        },
+    )
+    .unwrap();
+    l.run_until("the second Accept", |l| {
+        session_event(&l.ea, conn2, |e| matches!(e, SessionEvent::Accepted { .. }))
+    });
+    let fragmented = router.fragmented.load(Relaxed);
+    l.ca.submit(conn2, tagged(2, reg2.stag, reg2.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the second association's write", |l| done(l, 2));
+    let assocs = l.ka[0].report().assocs;
+    assert_eq!(
+        router.fragmented.load(Relaxed),
+        fragmented,
+        "the new association's full-size packets left without DF and were fragmented; \
+         path MTUs {:?}",
+        assocs.iter().map(|a| a.path_mtu).collect::<Vec<_>>()
+    );
+    for a in &assocs {
+        assert_eq!(a.path_mtu, HOP_MTU - Interface::ip_header_len(server));
+    }
+}
+
+/// (An independent review, session 55: RFC 1191 §3: a path MTU may be as low as 68; RFC 9260 §6.9: "if the PMTU has been
+/// reduced, then IP fragmentation MUST be used"): a Fragmentation Needed for a hop below what
+/// the association can run at (MIN_PATH_MTU, 548 bytes of SCTP: 568 of IP) — here a 508-byte
+/// hop, an RFC 1191 plateau — clamps the association at 548, and the interface is told the
+/// clamped 568 instead of the router's 508. Packets of 509..568 bytes keep DF, the router
+/// drops every one and answers with an ICMP that lowers nothing: a black hole, and the write
+/// never completes. Above the router's MTU, DF must be cleared.
+#[test]
+fn a_hop_below_the_smallest_association_mtu_is_crossed_by_ip_fragmentation() {
+    let server = IpAddr::V4(B4);
+    let len = 32 * 1024;
+    let (mut l, reg, region, router, data) = behind_the_router(server, len);
+    router.hop.store(508, Relaxed);
+    // The first write was cut at the link's MULPDU: its chunks cross without DF.
+    let half = len / 2;
+    l.ca.submit(
+        l.conn,
+        tagged(1, reg.stag, reg.to_base, data[..half].to_vec()),
+    )
+    .unwrap();
+    l.run_until("the first write through a 508-byte hop", |l| done(l, 1));
+    assert_eq!(
+        l.ka[0].report().assocs[0].path_mtu,
+        548,
+        "clamped at MIN_PATH_MTU"
+    );
+    // The second is cut at the clamped path MTU: 568-byte IP packets, with DF.
+    l.ca.submit(
+        l.conn,
+        tagged(
+            2,
+            reg.stag,
+            reg.to_base + half as u64,
+            data[half..].to_vec(),
+        ),
+    )
+    .unwrap();
+    l.run_until("the second write through a 508-byte hop", |l| done(l, 2));
+    let r = l.cb.memory().region(region).unwrap();
+    assert_eq!(r.crc32c(0, len).unwrap(), crc32c(&data));
 }

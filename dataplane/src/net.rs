@@ -75,6 +75,8 @@ pub const SOLICITATION_MAX: usize = 86;
 const PENDING: usize = 16;
 /// Peers whose lowered path MTU the interface keeps (for DF, [`Interface::set_path_mtu`]).
 const LOWERED: usize = 16;
+/// IPv4 datagrams reassembled at once ([`Reassembly`]).
+const REASSEMBLIES: usize = 4;
 /// The largest IPv4 payload reassembled: an IPv4 packet of a 9000-byte link (the largest
 /// `--mtu`), whose whole frame fits the data core's reply buffer.
 const REASSEMBLY_MAX: usize = 9000 - IPV4_HEADER_LEN;
@@ -236,7 +238,7 @@ impl TooBig {
     /// it gives none (a router older than RFC 1191, §5) the largest plateau of RFC 1191 §7
     /// below the quoted packet's length. RFC 1191 §3: an MTU below 68 for IPv4 is ignored;
     /// RFC 8201 §4: a node "MUST NOT reduce its estimate of the Path MTU below the IPv6
-    /// minimum link MTU" (1280), so a smaller one means 1280. Whether it lowers anything is
+    /// minimum link MTU" (1280): a smaller one is ignored. Whether it lowers anything is
     /// the association's to judge (§3/§4: never raise from ICMP).
     pub fn path_mtu(&self) -> Option<usize> {
         // RFC 1191 §7 Table 7-1: the plateaus.
@@ -248,7 +250,8 @@ impl TooBig {
         let mtu = usize::try_from(mtu).ok()?;
         match self.local {
             IpAddr::V4(_) => (mtu >= 68).then_some(mtu),
-            IpAddr::V6(_) => Some(mtu.max(1280)),
+            // RFC 8201 §4: a Packet Too Big below 1280 is no reason to go below it.
+            IpAddr::V6(_) => (mtu >= 1280).then_some(mtu),
         }
     }
 }
@@ -279,11 +282,14 @@ struct Neighbour {
     confirmed: Option<Instant>,
 }
 
-/// The one IPv4 datagram being reassembled (RFC 791 §3.2): a peer's SCTP packet sent without
-/// DF after its path MTU fell below a DATA chunk it had already sent (RFC 9260 §6.9). One at a
-/// time: a fragment of another datagram starts over (the rest of the old one is lost, and SCTP
-/// retransmits it); no timer, since the next datagram replaces it. Overlapping fragments
-/// overwrite (the CRC32c of the SCTP packet judges the result). Each data core has its own:
+/// An IPv4 datagram being reassembled (RFC 791 §3.2): a peer's SCTP packet sent without DF
+/// after its path MTU fell below a DATA chunk it had already sent (RFC 9260 §6.9). A few at a
+/// time ([`REASSEMBLIES`]): a fragment of a new datagram takes a free slot or the least
+/// recently touched one (whose datagram is lost, and SCTP retransmits it), so one forged
+/// fragment cannot evict a datagram under way; a flood of them still can (no timer: bounded
+/// memory is floodable, RFC 4963 §4). Overlapping fragments discard the datagram (RFC 5722's
+/// rule, taken for IPv4 as Linux does: the CRC32c is no MAC), exact duplicates aside. Each
+/// data core has its own:
 /// fragments of one datagram that a NIC's RSS spreads over cores (a later fragment has no
 /// ports to hash) are not reassembled; virtual devices deliver them on one queue.
 #[derive(Debug, Clone)]
@@ -295,6 +301,8 @@ struct Reassembly {
     have: Box<[u64]>,
     /// The payload's length, once the last fragment (MF clear) came.
     total: Option<usize>,
+    /// When a fragment last came (the interface's fragment count): the least recent goes.
+    touched: u64,
 }
 
 impl Reassembly {
@@ -304,15 +312,24 @@ impl Reassembly {
             data: vec![0; REASSEMBLY_MAX].into_boxed_slice(),
             have: vec![0; REASSEMBLY_MAX.div_ceil(8).div_ceil(64)].into_boxed_slice(),
             total: None,
+            touched: 0,
         }
+    }
+
+    fn has(&self, u: usize) -> bool {
+        self.have[u / 64] >> (u % 64) & 1 == 1
+    }
+
+    fn reset(&mut self) {
+        self.key = None;
+        self.have.fill(0);
+        self.total = None;
     }
 
     fn complete(&self) -> Option<usize> {
         let t = self.total?;
         let units = t.div_ceil(8);
-        (0..units)
-            .all(|u| self.have[u / 64] >> (u % 64) & 1 == 1)
-            .then_some(t)
+        (0..units).all(|u| self.has(u)).then_some(t)
     }
 }
 
@@ -335,7 +352,9 @@ pub struct Interface {
     /// next to replace when full.
     lowered: [Option<(Ipv4Addr, u16)>; LOWERED],
     lowered_next: usize,
-    reassembly: Reassembly,
+    reassembly: [Reassembly; REASSEMBLIES],
+    /// Fragments taken (the reassembly slots' clock).
+    fragments_seen: u64,
 }
 
 impl Interface {
@@ -360,7 +379,8 @@ impl Interface {
             learnt: None,
             lowered: [None; LOWERED],
             lowered_next: 0,
-            reassembly: Reassembly::new(),
+            reassembly: core::array::from_fn(|_| Reassembly::new()),
+            fragments_seen: 0,
         }
     }
 
@@ -741,24 +761,44 @@ impl Interface {
             return drop;
         }
         let key = (src, dst, u16::from_be_bytes([h[4], h[5]]));
-        let r = &mut self.reassembly;
-        if r.key != Some(key) {
-            r.key = Some(key);
-            r.have.fill(0);
-            r.total = None;
+        self.fragments_seen += 1;
+        let k = match self.reassembly.iter().position(|r| r.key == Some(key)) {
+            Some(k) => k,
+            None => {
+                // A free slot, else the least recently touched datagram gives way.
+                let k = (0..REASSEMBLIES)
+                    .min_by_key(|&k| {
+                        let r = &self.reassembly[k];
+                        (r.key.is_some(), r.touched)
+                    })
+                    .unwrap_or(0);
+                self.reassembly[k].reset();
+                self.reassembly[k].key = Some(key);
+                k
+            }
+        };
+        let r = &mut self.reassembly[k];
+        r.touched = self.fragments_seen;
+        let units = off / 8..end.div_ceil(8);
+        // A fragment past the end a last fragment gave, a second different end, a last
+        // fragment ending before bytes already received: not one datagram.
+        let past = r.total.is_some_and(|t| end > t || (!more && end != t))
+            || (!more && (units.end..REASSEMBLY_MAX.div_ceil(8)).any(|u| r.has(u)));
+        // RFC 5722 §4's rule: overlapping fragments discard the datagram, save an exact
+        // duplicate (the same bytes at the same place, a copy the network made).
+        let overlap = units.clone().any(|u| r.has(u));
+        if overlap && units.clone().all(|u| r.has(u)) && r.data[off..end] == *payload && !past {
+            return Rx::Fragment(None);
         }
-        // A fragment past the end a last fragment gave, or a second different end: not one
-        // datagram; start over.
-        let past = r.total.is_some_and(|t| end > t || (!more && end != t));
-        if past {
-            r.key = None;
+        if past || overlap {
+            r.reset();
             return drop;
         }
         if !more {
             r.total = Some(end);
         }
         r.data[off..end].copy_from_slice(payload);
-        for u in off / 8..end.div_ceil(8) {
+        for u in units {
             r.have[u / 64] |= 1 << (u % 64);
         }
         let Some(t) = r.complete() else {
@@ -809,6 +849,19 @@ impl Interface {
             }
         };
         self.lowered[k] = Some((p, mtu));
+    }
+
+    /// The path MTU (IP bytes) ICMP last gave for `peer`, if the interface still holds it:
+    /// RFC 1191 §5's per-destination cache, for a new association to the same peer.
+    pub fn lowered_path_mtu(&self, peer: IpAddr) -> Option<usize> {
+        let IpAddr::V4(p) = peer else {
+            return None;
+        };
+        self.lowered
+            .iter()
+            .flatten()
+            .find(|(a, _)| *a == p)
+            .map(|(_, mtu)| usize::from(*mtu))
     }
 
     /// Whether an IPv4 packet of `len` bytes to `peer` may carry DF: not when it is larger
@@ -2557,5 +2610,124 @@ mod tests {
         assert!(!df(&mut i, PEER4, 1400, &mut out), "above: no DF");
         assert!(df(&mut i, PEER4, 1260, &mut out), "within: DF");
         assert!(df(&mut i, other, 1400, &mut out), "another peer: DF");
+    }
+
+    /// (An independent review, session 55.) one IPv4 fragment of SCTP to us, from `src`, with `id`, at byte offset `off`
+    /// (a multiple of 8), MF as `more`, carrying `part`.
+    fn frag4_review(src: Ipv4Addr, id: u16, off: usize, more: bool, part: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; ETHERNET_HEADER_LEN + IPV4_HEADER_LEN];
+        ethernet(&mut f, MAC, PEER_MAC, ETHERTYPE_IPV4);
+        ipv4_header(
+            &mut f[ETHERNET_HEADER_LEN..],
+            src,
+            IP4,
+            IP_PROTO_SCTP,
+            part.len(),
+            id,
+            false,
+        );
+        let flags = ((off / 8) as u16) | if more { 0x2000 } else { 0 };
+        f[ETHERNET_HEADER_LEN + 6..ETHERNET_HEADER_LEN + 8].copy_from_slice(&flags.to_be_bytes());
+        f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12].fill(0);
+        let sum = internet_checksum(&f[ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + 20]);
+        f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12].copy_from_slice(&sum.to_be_bytes());
+        f.extend_from_slice(part);
+        f
+    }
+
+    /// (An independent review, session 55: RFC 3128 / RFC 5722 style, RFC 1122 §3.3.2): a single forged fragment of another
+    /// datagram (any valid source, any ID: an off-path attacker needs nothing) arriving between
+    /// the fragments of the peer's datagram must not make us lose the peer's datagram. With one
+    /// reassembly slot that any fragment evicts, one spoofed fragment per packet time blocks
+    /// every fragmented packet of every peer.
+    #[test]
+    fn a_forged_fragment_of_another_datagram_does_not_evict_the_peers_datagram() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..1452u32).map(|k| (k * 7) as u8).collect();
+        let a = fragments4(&sctp, 680, 1);
+        assert_eq!(i.receive(&a[0], &mut out), Rx::Fragment(None));
+        assert_eq!(i.receive(&a[1], &mut out), Rx::Fragment(None));
+        // The attacker: a 8-byte first fragment from another (spoofed) host.
+        let x = frag4_review(Ipv4Addr::new(198, 51, 100, 9), 0x4242, 0, true, &[0; 8]);
+        assert_eq!(i.receive(&x, &mut out), Rx::Fragment(None));
+        assert!(
+            matches!(i.receive(&a[2], &mut out), Rx::Fragment(Some(_))),
+            "the peer's datagram was evicted by one forged fragment"
+        );
+    }
+
+    /// (An independent review, session 55: RFC 5722 §4 by analogy, RFC 1858, Linux since CVE-2018-5391: overlapping IPv4
+    /// fragments discard the datagram): a fragment that overlaps one already received with
+    /// different bytes rewrites the datagram. CRC32c is linear, not a MAC: an attacker who
+    /// knows the bytes it overwrites can pick a replacement with the same CRC, so the CRC does
+    /// not stand in for the overlap check. The reassembled datagram must not be handed on.
+    #[test]
+    fn overlapping_fragments_with_other_bytes_are_not_reassembled() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..1452u32).map(|k| (k * 7) as u8).collect();
+        let a = fragments4(&sctp, 680, 7);
+        assert_eq!(i.receive(&a[0], &mut out), Rx::Fragment(None));
+        // Overlaps bytes 672..688 (the end of fragment 0, the start of fragment 1) with others.
+        let forged = frag4_review(PEER4, 7, 672, true, &[0xee; 16]);
+        // Kept or dropped (with the datagram): never a completion.
+        assert!(!matches!(
+            i.receive(&forged, &mut out),
+            Rx::Fragment(Some(_))
+        ));
+        assert_eq!(i.receive(&a[1], &mut out), Rx::Fragment(None));
+        if let Rx::Fragment(Some(n)) = i.receive(&a[2], &mut out) {
+            panic!(
+                "reassembled despite overlap; bytes 672..680 now {:?}",
+                &out[n - 1452 + 672..n - 1452 + 680]
+            );
+        }
+    }
+
+    /// (An independent review, session 55.) a datagram whose fragments disagree on where it ends (a fragment reaches byte
+    /// 1480, the last fragment says it ends at 800) is "not one datagram" — the code drops it
+    /// when the last fragment comes first (`past`) but reassembles an 800-byte datagram when it
+    /// comes after: the outcome depends on arrival order, and bytes the sender placed beyond
+    /// 800 are silently ignored. Linux (ip_frag_queue: end < len -> discard) drops both ways.
+    #[test]
+    fn a_last_fragment_ending_before_data_already_received_is_not_reassembled() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        // Order 1: the last fragment before the one past its end — dropped by the code.
+        let beyond = frag4_review(PEER4, 9, 1000, true, &[1; 480]);
+        let head = frag4_review(PEER4, 9, 0, true, &[2; 800]);
+        let last = frag4_review(PEER4, 9, 800, false, &[3; 8]);
+        let mut order1 = Vec::new();
+        for f in [&last, &beyond, &head] {
+            order1.push(i.receive(f, &mut out));
+        }
+        assert!(!order1.iter().any(|r| matches!(r, Rx::Fragment(Some(_)))));
+        // Order 2: the fragment past the end first — must be dropped as well.
+        let mut j = iface();
+        for f in [&beyond, &head, &last] {
+            assert!(
+                !matches!(j.receive(f, &mut out), Rx::Fragment(Some(_))),
+                "an inconsistent datagram was reassembled (order-dependent)"
+            );
+        }
+    }
+
+    /// (An independent review, session 55: RFC 8201 §4): "If a node receives a Packet Too Big message reporting a next-hop
+    /// MTU that is less than the IPv6 minimum link MTU, it must discard it." The code lowers
+    /// the path MTU to 1280 instead (RFC 1981's old rule; Linux fixed this, TAHI v6LC.4.1.6).
+    #[test]
+    fn a_packet_too_big_below_1280_is_discarded_rfc8201_4() {
+        let t = TooBig {
+            local: IpAddr::V6(IP6),
+            peer: IpAddr::V6(PEER6),
+            local_port: 5000,
+            peer_port: 6000,
+            vtag: 1,
+            init_tag: None,
+            mtu: 600,
+            quoted_len: 1500,
+        };
+        assert_eq!(t.path_mtu(), None, "a PTB below 1280 must be discarded");
     }
 }
