@@ -651,23 +651,14 @@ impl Interface {
     /// multicast address: we do not join any but the solicited-node group). IPv4 options of
     /// the request (Record Route, Timestamp) are not returned, which §3.2.2.6 says SHOULD be.
     fn echo<'a>(&mut self, f: link::IpFrame<'_>, out: &mut [u8]) -> Rx<'a> {
+        let checksum_ok = match self.icmp_to_us(&f) {
+            Ok(ok) => ok,
+            Err(d) => return Rx::Dropped(d),
+        };
         let (src, dst) = (f.ip.src(), f.ip.dst());
-        if !self.is_ours(dst) || mapped(src) || src.is_multicast() {
-            return Rx::Dropped(Drop::OtherAddress);
-        }
-        if no_host_sends_from(src) {
-            return Rx::Dropped(Drop::InvalidSource);
-        }
-        if f.dst_mac != self.mac {
-            return Rx::Dropped(Drop::OtherMac);
-        }
         let icmp = f.payload;
         // RFC 792 / RFC 4443 §4.1: code 0, and a checksum that verifies (§2.3: "a node MUST
         // ... discard" one that does not).
-        let checksum_ok = match (src, dst) {
-            (IpAddr::V6(s6), IpAddr::V6(d6)) => icmpv6_checksum_ok(icmp, s6, d6),
-            _ => internet_checksum(icmp) == 0,
-        };
         if icmp.len() < 8 || icmp[1] != 0 || !checksum_ok {
             return Rx::Dropped(Drop::Malformed);
         }
@@ -877,6 +868,26 @@ impl Interface {
             .any(|(a, mtu)| *a == peer && len > usize::from(*mtu))
     }
 
+    /// An ICMP or ICMPv6 message unicast to our address and MAC from a source a host may use
+    /// (RFC 1122 §3.2.1.3), and whether its checksum verifies (RFC 792; RFC 4443 §2.3, over
+    /// the pseudo-header); why it is dropped otherwise.
+    fn icmp_to_us(&self, f: &link::IpFrame<'_>) -> Result<bool, Drop> {
+        let (src, dst) = (f.ip.src(), f.ip.dst());
+        if !self.is_ours(dst) || mapped(src) || src.is_multicast() {
+            return Err(Drop::OtherAddress);
+        }
+        if no_host_sends_from(src) {
+            return Err(Drop::InvalidSource);
+        }
+        if f.dst_mac != self.mac {
+            return Err(Drop::OtherMac);
+        }
+        Ok(match (src, dst) {
+            (IpAddr::V6(s6), IpAddr::V6(d6)) => icmpv6_checksum_ok(f.payload, s6, d6),
+            _ => internet_checksum(f.payload) == 0,
+        })
+    }
+
     /// RFC 9260 Appendix C and §7.3: an ICMP Fragmentation Needed (RFC 1191 §4) or ICMPv6
     /// Packet Too Big (RFC 8201 §4) to our address, checked here as far as the frame goes: a
     /// checksum that verifies (RFC 4443 §2.3; RFC 792), and a quote of a whole-enough SCTP
@@ -885,21 +896,12 @@ impl Interface {
     /// ([`TooBig`]). Nothing is learnt from the frame and nothing is answered. Other ICMP
     /// errors are ignored (Appendix C ICMP1, ICMP2: "MAY ignore").
     fn too_big<'a>(&mut self, f: link::IpFrame<'_>) -> Rx<'a> {
-        let (src, dst) = (f.ip.src(), f.ip.dst());
-        if !self.is_ours(dst) || mapped(src) || src.is_multicast() {
-            return Rx::Dropped(Drop::OtherAddress);
-        }
-        if no_host_sends_from(src) {
-            return Rx::Dropped(Drop::InvalidSource);
-        }
-        if f.dst_mac != self.mac {
-            return Rx::Dropped(Drop::OtherMac);
-        }
-        let icmp = f.payload;
-        let checksum_ok = match (src, dst) {
-            (IpAddr::V6(s6), IpAddr::V6(d6)) => icmpv6_checksum_ok(icmp, s6, d6),
-            _ => internet_checksum(icmp) == 0,
+        let checksum_ok = match self.icmp_to_us(&f) {
+            Ok(ok) => ok,
+            Err(d) => return Rx::Dropped(d),
         };
+        let dst = f.ip.dst();
+        let icmp = f.payload;
         let (Some(fields), Some(quoted)) = (icmp.get(4..8), icmp.get(8..)) else {
             return Rx::Dropped(Drop::IcmpIgnored);
         };
