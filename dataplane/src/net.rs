@@ -575,18 +575,8 @@ impl Interface {
     fn ip<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
         match link::parse_sctp(frame) {
             Ok(f) => {
-                // IPv4-mapped IPv6 addresses never appear on the wire (RFC 4291 §2.5.5.2) and
-                // a source is never multicast: neither can be answered.
-                let src = f.ip.src();
-                if !self.is_ours(f.ip.dst()) || mapped(src) || src.is_multicast() {
-                    return Rx::Dropped(Drop::OtherAddress);
-                }
-                if no_host_sends_from(src) {
-                    return Rx::Dropped(Drop::InvalidSource);
-                }
-                // Only unicast to our MAC carries SCTP for us.
-                if frame[..6] != self.mac {
-                    return Rx::Dropped(Drop::OtherMac);
+                if let Err(d) = self.unicast_to_us(f.ip.src(), f.ip.dst(), &frame[..6]) {
+                    return Rx::Dropped(d);
                 }
                 // Not learnt here: the association authenticates the packet first
                 // (`Interface::confirm`).
@@ -736,10 +726,9 @@ impl Interface {
         let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
         let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
         if ihl < IPV4_HEADER_LEN
-            || !self.is_ours(IpAddr::V4(dst))
-            || src.is_multicast()
-            || no_host_sends_from(IpAddr::V4(src))
-            || frame[..6] != self.mac
+            || self
+                .unicast_to_us(IpAddr::V4(src), IpAddr::V4(dst), &frame[..6])
+                .is_err()
         {
             return drop;
         }
@@ -868,20 +857,31 @@ impl Interface {
             .any(|(a, mtu)| *a == peer && len > usize::from(*mtu))
     }
 
-    /// An ICMP or ICMPv6 message unicast to our address and MAC from a source a host may use
-    /// (RFC 1122 §3.2.1.3), and whether its checksum verifies (RFC 792; RFC 4443 §2.3, over
-    /// the pseudo-header); why it is dropped otherwise.
-    fn icmp_to_us(&self, f: &link::IpFrame<'_>) -> Result<bool, Drop> {
-        let (src, dst) = (f.ip.src(), f.ip.dst());
+    /// Whether an IP packet from `src` to `dst`, in a frame to `dst_mac`, is ours to take:
+    /// to our address (IPv4-mapped IPv6 addresses never appear on the wire, RFC 4291
+    /// §2.5.5.2, and a source is never multicast: neither can be answered), from a source a
+    /// host may use (RFC 1122 §3.2.1.3), unicast to our MAC. Why not, otherwise. SCTP, ICMP and
+    /// fragments alike.
+    #[inline(always)]
+    fn unicast_to_us(&self, src: IpAddr, dst: IpAddr, dst_mac: &[u8]) -> Result<(), Drop> {
         if !self.is_ours(dst) || mapped(src) || src.is_multicast() {
             return Err(Drop::OtherAddress);
         }
         if no_host_sends_from(src) {
             return Err(Drop::InvalidSource);
         }
-        if f.dst_mac != self.mac {
+        if dst_mac != self.mac {
             return Err(Drop::OtherMac);
         }
+        Ok(())
+    }
+
+    /// An ICMP or ICMPv6 message unicast to our address and MAC from a source a host may use
+    /// (RFC 1122 §3.2.1.3), and whether its checksum verifies (RFC 792; RFC 4443 §2.3, over
+    /// the pseudo-header); why it is dropped otherwise.
+    fn icmp_to_us(&self, f: &link::IpFrame<'_>) -> Result<bool, Drop> {
+        let (src, dst) = (f.ip.src(), f.ip.dst());
+        self.unicast_to_us(src, dst, &f.dst_mac)?;
         Ok(match (src, dst) {
             (IpAddr::V6(s6), IpAddr::V6(d6)) => icmpv6_checksum_ok(f.payload, s6, d6),
             _ => internet_checksum(f.payload) == 0,
