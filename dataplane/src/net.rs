@@ -860,14 +860,17 @@ impl Interface {
     /// Whether an IP packet from `src` to `dst`, in a frame to `dst_mac`, is ours to take:
     /// to our address (IPv4-mapped IPv6 addresses never appear on the wire, RFC 4291
     /// §2.5.5.2, and a source is never multicast: neither can be answered), from a source a
-    /// host may use (RFC 1122 §3.2.1.3), unicast to our MAC. Why not, otherwise. SCTP, ICMP and
-    /// fragments alike.
+    /// host may use (RFC 1122 §3.2.1.3) and that is not our own, unicast to our MAC. Why not,
+    /// otherwise. SCTP, ICMP and fragments alike.
     #[inline(always)]
     fn unicast_to_us(&self, src: IpAddr, dst: IpAddr, dst_mac: &[u8]) -> Result<(), Drop> {
         if !self.is_ours(dst) || mapped(src) || src.is_multicast() {
             return Err(Drop::OtherAddress);
         }
-        if no_host_sends_from(src) {
+        // Our own address as the source (dst is ours, so src == dst) never comes off the wire
+        // from a peer: it is the LAND forgery, which Linux discards as a martian source. An
+        // answer to it (an INIT ACK, an Echo Reply) would be addressed to ourselves.
+        if no_host_sends_from(src) || src == dst {
             return Err(Drop::InvalidSource);
         }
         if dst_mac != self.mac {
@@ -1949,6 +1952,44 @@ mod tests {
             );
         }
         assert_eq!(i.stats().invalid_source, 7);
+        assert!(matches!(i.receive(&sctp4(IP4, MAC), &mut out), Rx::Sctp(_)));
+    }
+
+    /// A packet whose source is our own address (the LAND forgery: Linux drops it as a
+    /// martian source) is discarded like one from an address no host may use: SCTP, ICMP Echo
+    /// and a Packet Too Big alike, for both families; none is answered.
+    #[test]
+    fn a_packet_from_our_own_address_is_discarded_as_a_land_forgery() {
+        let mut i = iface();
+        let mut out = [0u8; 256];
+        for (src, dst) in [
+            (IpAddr::V4(IP4), IpAddr::V4(IP4)),
+            (IpAddr::V6(IP6), IpAddr::V6(IP6)),
+        ] {
+            let mut sctp = Vec::new();
+            let b = PacketBuilder::ethernet2(PEER_MAC, MAC);
+            let b = match (src, dst) {
+                (IpAddr::V4(s), IpAddr::V4(d)) => b.ipv4(s.octets(), d.octets(), 64),
+                (IpAddr::V6(s), IpAddr::V6(d)) => b.ipv6(s.octets(), d.octets(), 64),
+                _ => unreachable!(),
+            };
+            b.write(&mut sctp, IpNumber(IP_PROTO_SCTP), &[0u8; 28])
+                .unwrap();
+            assert_eq!(
+                i.receive(&sctp, &mut out),
+                Rx::Dropped(Drop::InvalidSource),
+                "{src}"
+            );
+        }
+        let mut ping = Vec::new();
+        PacketBuilder::ethernet2(PEER_MAC, MAC)
+            .ipv4(IP4.octets(), IP4.octets(), 64)
+            .icmpv4_echo_request(0x1234, 7)
+            .write(&mut ping, b"land")
+            .unwrap();
+        assert_eq!(i.receive(&ping, &mut out), Rx::Dropped(Drop::InvalidSource));
+        assert_eq!(i.stats().invalid_source, 3);
+        assert_eq!(i.stats().echo_replies, 0);
         assert!(matches!(i.receive(&sctp4(IP4, MAC), &mut out), Rx::Sctp(_)));
     }
 
