@@ -336,8 +336,8 @@ pub struct CoreStats {
     /// lower its path MTU (Appendix C ICMP5-ICMP6; RFC 1191 §3): ignored. (Those that quote
     /// no SCTP packet of ours are the interface's `icmp_ignored`.)
     pub icmp_ignored: u64,
-    /// IPv4 datagrams reassembled from fragments (RFC 1122 §3.3.2), each then received as a
-    /// frame of its own.
+    /// IPv4 and IPv6 datagrams reassembled from fragments (RFC 1122 §3.3.2, RFC 8200 §4.5),
+    /// each then received as a frame of its own.
     pub reassembled: u64,
     /// Of those, lost because no buffer was free for the copy (or none holds it).
     pub reassembled_dropped: u64,
@@ -1271,7 +1271,7 @@ impl<P: Port> DataCore<P> {
         }
         self.rx = rx;
         // Packets that waited for an ARP or ND answer go first, in the order they were made.
-        work += self.out.release_held(now, &self.iface);
+        work += self.out.release_held(now, &mut self.iface);
         for s in self.slots.iter_mut().flatten() {
             if s.c.get().poll_timeout().is_some_and(|t| t <= now) {
                 s.c.get_mut().handle_timeout(now);
@@ -1707,7 +1707,7 @@ impl<P: Port> DataCore<P> {
             Done,
             Dispatch(usize),
             ToControl,
-            /// A datagram reassembled from IPv4 fragments, whole in the reply buffer.
+            /// A datagram reassembled from IPv4 or IPv6 fragments, whole in the reply buffer.
             Whole(usize),
         }
         // RFC 9260 App. A checked by the device (RX checksum offload), or by software below.
@@ -1874,7 +1874,8 @@ impl<P: Port> DataCore<P> {
         }
         if tag_ok {
             // §6.9: a chunk sent before the drop, larger than the new path MTU, leaves without
-            // DF from now on (IPv4): the interface learns where the path MTU lies. Renewed by
+            // DF from now on (IPv4), or as source fragments (IPv6, RFC 8200 §4.5: no router
+            // fragments it): the interface learns where the path MTU lies. Renewed by
             // every valid ICMP, should the interface's small table have let it go. The hop's
             // own MTU where it is below what the association may go to (its minimum): a
             // packet of that minimum must then be fragmented too (RFC 1191 §3 goes to 68).

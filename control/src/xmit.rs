@@ -114,6 +114,9 @@ pub fn sctp_checksum_pieces(packet: &mut [u8], holes: &[Hole], regions: &RegionT
     packet[8..12].copy_from_slice(&crc.finish().to_le_bytes());
 }
 
+/// A frame's SCTP checksum request to the device: (link header, IP header, IPv6).
+type Offload = Option<(usize, usize, bool)>;
+
 /// A framed SCTP packet waiting for its neighbour's link address.
 struct Held {
     peer: IpAddr,
@@ -143,6 +146,10 @@ pub struct Tx<P: Port> {
     solicitation: [u8; SOLICITATION_MAX],
     /// The last burst left frames in `bufs` ([`Tx::congested`]).
     backlogged: bool,
+    /// While an IPv6 packet above its lowered path MTU is framed ([`Tx::frame_sctp`]): the
+    /// frame and its offload request, taken whole (spans copied in) instead of queued, to be
+    /// sent as source fragments (RFC 8200 §4.5).
+    to_fragment: Option<Option<(Vec<u8>, Offload)>>,
 }
 
 impl<P: Port> std::fmt::Debug for Tx<P> {
@@ -180,6 +187,7 @@ impl<P: Port> Tx<P> {
             held: Vec::new(),
             solicitation: [0; SOLICITATION_MAX],
             backlogged: false,
+            to_fragment: None,
         }
     }
 
@@ -226,7 +234,7 @@ impl<P: Port> Tx<P> {
 
     /// Sends the held packets whose neighbour is now known; drops (and counts) those held too
     /// long. Returns the packets sent. Cheap when nothing is held: call it every poll.
-    pub fn release_held(&mut self, now: Instant, iface: &Interface) -> usize {
+    pub fn release_held(&mut self, now: Instant, iface: &mut Interface) -> usize {
         if self.held.is_empty() {
             return 0;
         }
@@ -236,7 +244,12 @@ impl<P: Port> Tx<P> {
         held.retain_mut(|h| match iface.neighbour(h.peer) {
             Some(mac) => {
                 h.frame[..6].copy_from_slice(&mac);
-                self.send_bytes(&h.frame, h.offload);
+                let ip_len = h.frame.len() - ETHERNET_HEADER_LEN;
+                match iface.ipv6_fragment_mtu(h.peer, ip_len) {
+                    // ICMP lowered the path MTU while the packet waited.
+                    Some(mtu) => self.send_fragments(iface, &mut h.frame, h.offload, mtu),
+                    None => self.send_bytes(&h.frame, h.offload),
+                }
                 self.stats.held_sent += 1;
                 sent += 1;
                 false
@@ -271,7 +284,21 @@ impl<P: Port> Tx<P> {
         let offload = device_checksum.then_some((ETHERNET_HEADER_LEN, l3, peer.is_ipv6()));
         match iface.frame_sctp_reachable(now, peer, len, &mut frame, &mut self.solicitation) {
             Ok((n, stale)) => {
-                send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload);
+                // RFC 9260 §6.9/§7.3, RFC 8200 §4.5: an IPv6 packet above the path MTU ICMP
+                // lowered (a DATA chunk sent before the drop, which cannot be re-chunked) goes
+                // as source fragments: no IPv6 router fragments it. One branch otherwise.
+                match iface.ipv6_fragment_mtu(peer, l3 + len) {
+                    None => send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload),
+                    Some(mtu) => {
+                        // `send` copies the spans in and computes what CRC32c it would, then
+                        // hands the whole frame to `send_bytes`, which keeps it here.
+                        self.to_fragment = Some(None);
+                        send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload);
+                        if let Some(Some((mut whole, offload))) = self.to_fragment.take() {
+                            self.send_fragments(iface, &mut whole, offload, mtu);
+                        }
+                    }
+                }
                 if stale {
                     let probe = iface.probe(now, peer, &mut frame);
                     if probe > 0 {
@@ -363,7 +390,8 @@ impl<P: Port> Tx<P> {
         // Each span and the bytes before it, and the bytes after the last: a chain longer than
         // the device takes (some NICs stop at 8 segments) is not built.
         let segments = 2 * holes.len() + 1;
-        let mut chained = segments <= self.port.max_tx_segments();
+        // A packet to be fragmented goes whole to `send_bytes` (`Tx::frame_sctp`).
+        let mut chained = segments <= self.port.max_tx_segments() && self.to_fragment.is_none();
         for h in holes.iter().take_while(|_| chained) {
             let start = at + h.at;
             let end = start + h.ext.len as usize;
@@ -480,6 +508,10 @@ impl<P: Port> Tx<P> {
     /// As [`Tx::send_raw`]; with `sctp_checksum` = (link header, IP header, IPv6) the device is
     /// asked to fill the frame's SCTP CRC32c.
     fn send_bytes(&mut self, bytes: &[u8], sctp_checksum: Option<(usize, usize, bool)>) {
+        if let Some(keep) = self.to_fragment.as_mut() {
+            *keep = Some((bytes.to_vec(), sctp_checksum));
+            return;
+        }
         let Some(mut b) = self.fresh_buf(bytes.len()) else {
             self.stats.no_buffer += 1;
             return;
@@ -492,6 +524,29 @@ impl<P: Port> Tx<P> {
         };
         room.copy_from_slice(bytes);
         self.enqueue(b, bytes, sctp_checksum);
+    }
+
+    /// RFC 8200 §4.5: sends the framed IPv6 SCTP packet `frame` as fragments of at most `mtu`
+    /// IP bytes ([`Interface::fragment_ipv6`]). A CRC32c the device was to fill is computed
+    /// here first, over the whole packet: a device fills one packet's checksum, not one spread
+    /// over fragments. The rare path (a chunk sent before the path MTU fell): it allocates.
+    fn send_fragments(
+        &mut self,
+        iface: &mut Interface,
+        frame: &mut [u8],
+        offload: Option<(usize, usize, bool)>,
+        mtu: usize,
+    ) {
+        if let Some((l2, l3, _)) = offload {
+            if let Some(sctp) = frame.get_mut(l2 + l3..) {
+                crc32c::fill(sctp);
+            }
+        }
+        let mut scratch = vec![0; FRAME_MAX];
+        let made = iface.fragment_ipv6(frame, mtu, &mut scratch, |f| self.send_bytes(f, None));
+        if made == 0 {
+            self.stats.too_big += 1;
+        }
     }
 
     /// Queues the frame `b` holds (`bytes`, as the tap sees it), with its checksum request;
@@ -619,10 +674,10 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(&out[0][12..14], &ETHERTYPE_ARP.to_be_bytes());
         assert_eq!((tx.stats.unresolved, tx.stats.held_sent), (1, 0));
-        assert_eq!(tx.release_held(t0, &iface), 0, "nothing is known yet");
+        assert_eq!(tx.release_held(t0, &mut iface), 0, "nothing is known yet");
 
         iface.learn_static(IpAddr::V4(PEER), PEER_MAC);
-        assert_eq!(tx.release_held(t0, &iface), HELD_MAX);
+        assert_eq!(tx.release_held(t0, &mut iface), HELD_MAX);
         tx.flush();
         let out = received(&b);
         assert_eq!(out.len(), HELD_MAX);
@@ -632,7 +687,7 @@ mod tests {
             assert_eq!(f[h], mark as u8, "in the order they were made");
         }
         assert_eq!(tx.stats.held_sent, HELD_MAX as u64);
-        assert_eq!(tx.release_held(t0, &iface), 0, "each sent once");
+        assert_eq!(tx.release_held(t0, &mut iface), 0, "each sent once");
     }
 
     /// A full device ring is backpressure, not loss: what it has no room for waits, in order,
@@ -779,13 +834,13 @@ mod tests {
         let mut iface = Interface::new([2, 0, 0, 0, 0, 1], Some(OURS), None);
         let t0 = Instant::from_nanos(1_000_000_000);
         send(&mut tx, &mut iface, t0, 7);
-        assert_eq!(tx.release_held(t0 + HOLD_TIME / 2, &iface), 0);
+        assert_eq!(tx.release_held(t0 + HOLD_TIME / 2, &mut iface), 0);
         assert_eq!(tx.stats.unresolved, 0, "still waiting");
-        assert_eq!(tx.release_held(t0 + HOLD_TIME, &iface), 0);
+        assert_eq!(tx.release_held(t0 + HOLD_TIME, &mut iface), 0);
         assert_eq!(tx.stats.unresolved, 1, "given up and counted");
         iface.learn_static(IpAddr::V4(PEER), PEER_MAC);
         assert_eq!(
-            tx.release_held(t0 + HOLD_TIME + Duration::from_secs(1), &iface),
+            tx.release_held(t0 + HOLD_TIME + Duration::from_secs(1), &mut iface),
             0
         );
         tx.flush();

@@ -397,7 +397,20 @@ fn a_packet_too_big_lowers_the_path_mtu_and_the_transfer_completes_rfc8201_4() {
 /// MULPDU. Without either half, the retransmissions are dropped for ever.
 #[test]
 fn a_full_size_chunk_in_flight_is_ip_fragmented_and_reassembled_rfc9260_6_9() {
-    let server = IpAddr::V4(B4);
+    in_flight_through_a_smaller_hop(IpAddr::V4(B4));
+}
+
+/// RFC 9260 §6.9 and §7.3 over IPv6, RFC 8200 §4.5 and §5: no router fragments an IPv6
+/// packet, so the full-size DATA chunks in flight when the Packet Too Big came are sent again
+/// as source fragments that fit the 1280-byte hop, each with a Fragment header, and the
+/// server reassembles them. Before, the client sent them whole again and again, the router
+/// dropped every one, and the association failed.
+#[test]
+fn a_full_size_chunk_in_flight_is_sent_as_ipv6_source_fragments_rfc8200_4_5() {
+    in_flight_through_a_smaller_hop(IpAddr::V6(B6));
+}
+
+fn in_flight_through_a_smaller_hop(server: IpAddr) {
     let len = 64 * 1024;
     let (mut l, reg, region, router, data) = behind_the_router(server, len);
     l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
@@ -407,10 +420,24 @@ fn a_full_size_chunk_in_flight_is_ip_fragmented_and_reassembled_rfc9260_6_9() {
         router.dropped.load(Relaxed) > 0,
         "full-size packets were dropped"
     );
-    assert!(
-        router.fragmented.load(Relaxed) > 0,
-        "their retransmissions went without DF"
-    );
+    let client_iface = *l.ka[0].interface().stats();
+    if server.is_ipv4() {
+        assert!(
+            router.fragmented.load(Relaxed) > 0,
+            "their retransmissions went without DF"
+        );
+    } else {
+        assert!(
+            client_iface.source_fragmented > 0,
+            "their retransmissions went as fragments: {client_iface:?}"
+        );
+        assert_eq!(
+            router.fragmented.load(Relaxed),
+            0,
+            "no router fragments IPv6"
+        );
+    }
+    assert!(router.longest.load(Relaxed) as usize <= HOP_MTU);
     let server_iface = *l.kb[0].interface().stats();
     assert!(server_iface.reassembled > 0, "{server_iface:?}");
     assert_eq!(

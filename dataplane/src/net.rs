@@ -6,8 +6,9 @@
 //! [`Interface::receive`] sorts every frame into: an SCTP packet for one of our addresses, a
 //! reply to send (ARP reply, Neighbor Advertisement, ICMP or ICMPv6 Echo Reply), an ICMP
 //! Fragmentation Needed / Packet Too Big for the association it names (RFC 9260 §7.3,
-//! Appendix C), an IPv4 fragment of an SCTP packet kept for reassembly (RFC 1122 §3.3.2), or a
-//! drop with its reason, counted.
+//! Appendix C), an IPv4 or IPv6 fragment of an SCTP packet kept for reassembly (RFC 1122
+//! §3.3.2, RFC 8200 §4.5), or a drop with its reason, counted. An IPv6 SCTP packet above a
+//! path MTU ICMP lowered is cut into source fragments ([`Interface::fragment_ipv6`]).
 //!
 //! Neighbours live in a small fixed table (no allocation after creation) and are learnt only
 //! from what can be trusted: ARP for our address (RFC 826), valid Neighbor Discovery (RFC 4861
@@ -73,13 +74,25 @@ pub const REACHABLE_TIME: Duration = Duration::from_secs(30);
 pub const SOLICITATION_MAX: usize = 86;
 /// Destinations being resolved at once.
 const PENDING: usize = 16;
-/// Peers whose lowered path MTU the interface keeps (for DF, [`Interface::set_path_mtu`]).
+/// Peers whose lowered path MTU the interface keeps (for DF and IPv6 source fragmentation,
+/// [`Interface::set_path_mtu`]).
 const LOWERED: usize = 16;
-/// IPv4 datagrams reassembled at once ([`Reassembly`]).
+/// IP datagrams reassembled at once ([`Reassembly`]).
 const REASSEMBLIES: usize = 4;
-/// The largest IPv4 payload reassembled: an IPv4 packet of a 9000-byte link (the largest
-/// `--mtu`), whose whole frame fits the data core's reply buffer.
+/// The largest IPv4 payload (IPv6 fragmentable part) reassembled: an IPv4 packet of a
+/// 9000-byte link (the largest `--mtu`), whose whole frame fits the data core's reply buffer.
 const REASSEMBLY_MAX: usize = 9000 - IPV4_HEADER_LEN;
+/// RFC 8200 §5: the IPv6 minimum link MTU; no IPv6 path MTU is taken below it (RFC 8201 §4).
+pub const IPV6_MIN_MTU: usize = 1280;
+/// RFC 8200 §4.5: the Fragment header's Next Header value, and its length.
+const IPV6_FRAGMENT: u8 = 44;
+const IPV6_FRAGMENT_LEN: usize = 8;
+/// RFC 8200 §4.3-§4.6: Hop-by-Hop Options, Routing, Destination Options.
+const IPV6_HOP_BY_HOP: u8 = 0;
+const IPV6_ROUTING: u8 = 43;
+const IPV6_DEST_OPTS: u8 = 60;
+/// The SCTP common header (RFC 9260 §3.1): what RFC 7112 §5 asks the first fragment to hold.
+const SCTP_COMMON_HEADER_LEN: usize = 12;
 
 /// Why a frame was not ours to take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,8 +105,9 @@ pub enum Drop {
     OtherAddress,
     /// IP, but neither SCTP nor Neighbor Discovery.
     OtherProtocol,
-    /// An IP fragment not reassembled: an IPv6 one, or one not of an SCTP packet unicast to
-    /// us, or of a datagram too long or inconsistent (IPv4 fragments of SCTP packets to us are
+    /// An IP fragment not reassembled: one not of an SCTP packet unicast to us, a first IPv6
+    /// fragment without the whole header chain (RFC 7112 §5), or one of a datagram too long,
+    /// overlapping or inconsistent (IPv4 and IPv6 fragments of SCTP packets to us are
     /// reassembled: [`Rx::Fragment`]).
     Fragment,
     /// IPv4 header checksum wrong.
@@ -143,14 +157,18 @@ pub struct InterfaceStats {
     pub icmp_too_big: u64,
     /// Those that quote no SCTP packet of ours ([`Drop::IcmpIgnored`]).
     pub icmp_ignored: u64,
-    /// IPv4 fragments of SCTP packets to us kept for reassembly ([`Rx::Fragment`]).
+    /// IPv4 and IPv6 fragments of SCTP packets to us kept for reassembly ([`Rx::Fragment`]).
     pub fragments_kept: u64,
-    /// IPv4 datagrams reassembled from them (RFC 791 §3.2, RFC 1122 §3.3.2).
+    /// IPv4 and IPv6 datagrams reassembled from them (RFC 791 §3.2, RFC 1122 §3.3.2, RFC
+    /// 8200 §4.5).
     pub reassembled: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
     /// Solicitations for neighbours we kept sending to without confirmation.
     pub stale_probes: u64,
+    /// IPv6 SCTP packets we sent as fragments, above a lowered path MTU (RFC 8200 §4.5,
+    /// [`Interface::fragment_ipv6`]); sent, not received: outside [`InterfaceStats::frames`].
+    pub source_fragmented: u64,
 }
 
 impl InterfaceStats {
@@ -195,10 +213,11 @@ pub enum Rx<'a> {
     Sctp(SctpFrame<'a>),
     /// A reply of this many bytes is in the output buffer: send it.
     Reply(usize),
-    /// An IPv4 fragment of an SCTP packet to us, kept (RFC 1122 §3.3.2: a host MUST
-    /// reassemble): `Some(n)` when it completed the datagram, which is then in the output
-    /// buffer as a whole frame of `n` bytes (Ethernet, a 20-byte IPv4 header, the SCTP
-    /// packet) to be received as any other.
+    /// An IPv4 or IPv6 fragment of an SCTP packet to us, kept (RFC 1122 §3.3.2: a host MUST
+    /// reassemble; RFC 8200 §4.5): `Some(n)` when it completed the datagram, which is then in
+    /// the output buffer as a whole frame of `n` bytes (Ethernet, a 20-byte IPv4 header or a
+    /// 40-byte IPv6 header whose Next Header is SCTP, the SCTP packet) to be received as any
+    /// other.
     Fragment(Option<usize>),
     /// An ICMP Fragmentation Needed or ICMPv6 Packet Too Big quoting an SCTP packet we sent:
     /// the association it names lowers its path MTU if the quote holds its tag.
@@ -282,25 +301,31 @@ struct Neighbour {
     confirmed: Option<Instant>,
 }
 
-/// An IPv4 datagram being reassembled (RFC 791 §3.2): a peer's SCTP packet sent without DF
-/// after its path MTU fell below a DATA chunk it had already sent (RFC 9260 §6.9). A few at a
+/// An IP datagram being reassembled (RFC 791 §3.2, RFC 8200 §4.5): a peer's SCTP packet sent
+/// without DF (IPv4), or fragmented at its source (IPv6), after its path MTU fell below a DATA
+/// chunk it had already sent (RFC 9260 §6.9). A few at a
 /// time ([`REASSEMBLIES`]): a fragment of a new datagram takes a free slot or the least
 /// recently touched one (whose datagram is lost, and SCTP retransmits it), so one forged
 /// fragment cannot evict a datagram under way; a flood of them still can (no timer: bounded
 /// memory is floodable, RFC 4963 §4). Overlapping fragments discard the datagram (RFC 5722's
-/// rule, taken for IPv4 as Linux does: the CRC32c is no MAC), exact duplicates aside. Each
+/// rule, IPv6's and taken for IPv4 as Linux does: the CRC32c is no MAC), exact duplicates
+/// aside. Each
 /// data core has its own:
 /// fragments of one datagram that a NIC's RSS spreads over cores (a later fragment has no
 /// ports to hash) are not reassembled; virtual devices deliver them on one queue.
 #[derive(Debug, Clone)]
 struct Reassembly {
-    /// Source, destination, identification (the protocol is always SCTP).
-    key: Option<(Ipv4Addr, Ipv4Addr, u16)>,
+    /// Source, destination (their family the datagram's), identification (IPv4's 16 bits or
+    /// IPv6's 32); the protocol is always SCTP.
+    key: Option<(IpAddr, IpAddr, u32)>,
     data: Box<[u8]>,
     /// The 8-byte units of `data` received.
     have: Box<[u64]>,
     /// The payload's length, once the last fragment (MF clear) came.
     total: Option<usize>,
+    /// Where the SCTP packet starts in `data`: 0 for IPv4; for IPv6 past the extension
+    /// headers of the fragmentable part, once the first fragment gave them (RFC 8200 §4.5).
+    sctp_at: Option<usize>,
     /// When a fragment last came (the interface's fragment count): the least recent goes.
     touched: u64,
 }
@@ -312,6 +337,7 @@ impl Reassembly {
             data: vec![0; REASSEMBLY_MAX].into_boxed_slice(),
             have: vec![0; REASSEMBLY_MAX.div_ceil(8).div_ceil(64)].into_boxed_slice(),
             total: None,
+            sctp_at: None,
             touched: 0,
         }
     }
@@ -324,6 +350,7 @@ impl Reassembly {
         self.key = None;
         self.have.fill(0);
         self.total = None;
+        self.sctp_at = None;
     }
 
     fn complete(&self) -> Option<usize> {
@@ -331,6 +358,17 @@ impl Reassembly {
         let units = t.div_ceil(8);
         (0..units).all(|u| self.has(u)).then_some(t)
     }
+}
+
+/// One IP fragment as [`Interface::fragment`] read it: its datagram (source, destination,
+/// Identification), its offset in bytes, whether more follow, its bytes, and where the SCTP
+/// packet starts in the datagram if this is the first fragment.
+struct Fragment<'f> {
+    key: (IpAddr, IpAddr, u32),
+    off: usize,
+    more: bool,
+    payload: &'f [u8],
+    sctp_at: Option<usize>,
 }
 
 /// One port's addresses and neighbours.
@@ -348,13 +386,17 @@ pub struct Interface {
     stats: InterfaceStats,
     /// The last neighbour learnt from the wire, until [`Interface::take_learnt`].
     learnt: Option<(IpAddr, [u8; 6])>,
-    /// IPv4 peers whose path MTU ICMP lowered, with it ([`Interface::set_path_mtu`]); the
-    /// next to replace when full.
-    lowered: [Option<(Ipv4Addr, u16)>; LOWERED],
+    /// Peers whose path MTU ICMP lowered, with it ([`Interface::set_path_mtu`]); the next to
+    /// replace when full.
+    lowered: [Option<(IpAddr, u16)>; LOWERED],
     lowered_next: usize,
     reassembly: [Reassembly; REASSEMBLIES],
     /// Fragments taken (the reassembly slots' clock).
     fragments_seen: u64,
+    /// IPv6 datagrams fragmented at the source (a counter), and the secret key their
+    /// Identification is drawn with ([`Interface::fragment_ipv6`]).
+    fragmented: u64,
+    id_key: std::collections::hash_map::RandomState,
 }
 
 impl Interface {
@@ -381,6 +423,9 @@ impl Interface {
             lowered_next: 0,
             reassembly: core::array::from_fn(|_| Reassembly::new()),
             fragments_seen: 0,
+            fragmented: 0,
+            // SipHash with keys std draws from the OS's random source: RFC 7739 §5's secret.
+            id_key: std::collections::hash_map::RandomState::new(),
         }
     }
 
@@ -702,14 +747,18 @@ impl Interface {
         Rx::Reply(len)
     }
 
-    /// RFC 1122 §3.3.2 ("A host MUST be capable of reassembling"), RFC 791 §3.2: an IPv4
-    /// fragment (its header checksum already verified) of an SCTP packet unicast to us from a
-    /// valid source is kept; the one that completes its datagram gives the whole frame in
-    /// `out`. Other fragments (IPv6 ones, other protocols, datagrams longer than
+    /// RFC 1122 §3.3.2 ("A host MUST be capable of reassembling"), RFC 791 §3.2, RFC 8200
+    /// §4.5: an IPv4 fragment (its header checksum already verified) or an IPv6 one (its
+    /// unfragmentable extension headers already obeyed by [`link::parse_ip`]) of an SCTP
+    /// packet unicast to us from a valid source is kept; the one that completes its datagram
+    /// gives the whole frame in `out`. Other fragments (other protocols, datagrams longer than
     /// [`REASSEMBLY_MAX`], overlapping lengths) are dropped as before. Only a peer whose path
     /// MTU fell while a full-size DATA chunk was in flight sends them (RFC 9260 §6.9).
     fn fragment<'a>(&mut self, frame: &[u8], out: &mut [u8]) -> Rx<'a> {
         let drop = Rx::Dropped(Drop::Fragment);
+        if frame[12..14] == ETHERTYPE_IPV6.to_be_bytes() {
+            return self.fragment6(frame, out);
+        }
         let Some(h) = frame.get(ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + IPV4_HEADER_LEN) else {
             return drop;
         };
@@ -723,24 +772,115 @@ impl Interface {
         else {
             return drop;
         };
-        let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
-        let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
-        if ihl < IPV4_HEADER_LEN
-            || self
-                .unicast_to_us(IpAddr::V4(src), IpAddr::V4(dst), &frame[..6])
-                .is_err()
-        {
+        let src = IpAddr::V4(Ipv4Addr::new(h[12], h[13], h[14], h[15]));
+        let dst = IpAddr::V4(Ipv4Addr::new(h[16], h[17], h[18], h[19]));
+        if ihl < IPV4_HEADER_LEN || self.unicast_to_us(src, dst, &frame[..6]).is_err() {
             return drop;
         }
         let flags = u16::from_be_bytes([h[6], h[7]]);
         let more = flags & 0x2000 != 0;
         let off = usize::from(flags & 0x1fff) * 8;
+        let id = u32::from(u16::from_be_bytes([h[4], h[5]]));
+        // IPv4 carries no extension headers: the SCTP packet starts the payload.
+        let sctp_at = (off == 0).then_some(0);
+        let f = Fragment {
+            key: (src, dst, id),
+            off,
+            more,
+            payload,
+            sctp_at,
+        };
+        self.reassemble(frame, f, out)
+    }
+
+    /// RFC 8200 §4.5: an IPv6 fragment of an SCTP packet unicast to us. The unfragmentable
+    /// part (the extension headers before the Fragment header, already obeyed by
+    /// [`link::parse_ip`]: one with a Routing header still to run never gets here) is walked
+    /// past; the datagram is keyed by source, destination and the 32-bit Identification. Only
+    /// the first fragment's Next Header counts (§4.5: "Only the value from the Offset zero
+    /// fragment packet is used"), and RFC 7112 §5: that fragment must hold the whole header
+    /// chain through the SCTP common header, else it is discarded, and its datagram with it.
+    /// Destination Options in the fragmentable part are obeyed as [`link`] obeys them (RFC
+    /// 8200 §4.2) and left out of the reassembled frame, whose IPv6 header's Next Header is
+    /// SCTP. (An atomic fragment, offset 0 and M clear, RFC 6946 §4, never gets here:
+    /// [`link::parse_sctp`] takes it as the whole packet it is.)
+    fn fragment6<'a>(&mut self, frame: &[u8], out: &mut [u8]) -> Rx<'a> {
+        let drop = Rx::Dropped(Drop::Fragment);
+        let Some(h) = frame.get(ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + IPV6_HEADER_LEN) else {
+            return drop;
+        };
+        let payload_len = usize::from(u16::from_be_bytes([h[4], h[5]]));
+        let at = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN;
+        let Some(p) = frame.get(at..at + payload_len) else {
+            return drop;
+        };
+        let addr =
+            |b: &[u8]| IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(b).unwrap_or_default()));
+        let (src, dst) = (addr(&h[8..24]), addr(&h[24..40]));
+        if h[0] >> 4 != 6 || self.unicast_to_us(src, dst, &frame[..6]).is_err() {
+            return drop;
+        }
+        // The unfragmentable part: Hop-by-Hop, Routing and Destination Options headers, up to
+        // the Fragment header.
+        let (mut next, mut i) = (h[6], 0usize);
+        while next != IPV6_FRAGMENT {
+            if !matches!(next, IPV6_HOP_BY_HOP | IPV6_ROUTING | IPV6_DEST_OPTS) {
+                return drop;
+            }
+            let Some(e) = p.get(i..i + 2) else {
+                return drop;
+            };
+            next = e[0];
+            i += (usize::from(e[1]) + 1) * 8;
+        }
+        let Some(fh) = p.get(i..i + IPV6_FRAGMENT_LEN) else {
+            return drop;
+        };
+        let payload = &p[i + IPV6_FRAGMENT_LEN..];
+        let word = u16::from_be_bytes([fh[2], fh[3]]);
+        let (off, more) = (usize::from(word >> 3) * 8, word & 1 != 0);
+        let key = (src, dst, u32::from_be_bytes([fh[4], fh[5], fh[6], fh[7]]));
+        let sctp_at = match off {
+            0 => match sctp_start(fh[0], payload) {
+                Some(s) => Some(s),
+                None => {
+                    // RFC 7112 §5: "the receiver SHOULD discard" the first fragment without
+                    // the whole chain: its datagram is not taken either.
+                    if let Some(r) = self.reassembly.iter_mut().find(|r| r.key == Some(key)) {
+                        r.reset();
+                    }
+                    return drop;
+                }
+            },
+            _ => None,
+        };
+        let f = Fragment {
+            key,
+            off,
+            more,
+            payload,
+            sctp_at,
+        };
+        self.reassemble(frame, f, out)
+    }
+
+    /// Keeps fragment `f` of `frame` in its datagram's slot; the fragment completing the
+    /// datagram gives it to `out` whole.
+    fn reassemble<'a>(&mut self, frame: &[u8], f: Fragment<'_>, out: &mut [u8]) -> Rx<'a> {
+        let drop = Rx::Dropped(Drop::Fragment);
+        let Fragment {
+            key,
+            off,
+            more,
+            payload,
+            sctp_at,
+        } = f;
         let end = off + payload.len();
-        // RFC 791 §3.2: every fragment but the last carries a multiple of 8 bytes.
+        // RFC 791 §3.2, RFC 8200 §4.5: every fragment but the last carries a multiple of 8
+        // bytes.
         if payload.is_empty() || end > REASSEMBLY_MAX || (more && payload.len() % 8 != 0) {
             return drop;
         }
-        let key = (src, dst, u16::from_be_bytes([h[4], h[5]]));
         self.fragments_seen += 1;
         let k = match self.reassembly.iter().position(|r| r.key == Some(key)) {
             Some(k) => k,
@@ -777,43 +917,60 @@ impl Interface {
         if !more {
             r.total = Some(end);
         }
+        if sctp_at.is_some() {
+            r.sctp_at = sctp_at;
+        }
         r.data[off..end].copy_from_slice(payload);
         for u in units {
             r.have[u / 64] |= 1 << (u % 64);
         }
-        let Some(t) = r.complete() else {
+        let (Some(t), Some(at)) = (r.complete(), r.sctp_at) else {
             return Rx::Fragment(None);
         };
         r.key = None;
-        let len = ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + t;
+        let (src, dst, id) = key;
+        let Some(sctp) = r.data.get(at..t) else {
+            return drop;
+        };
+        let ip_len = Interface::ip_header_len(dst);
+        let len = ETHERNET_HEADER_LEN + ip_len + sctp.len();
         let Some(o) = out.get_mut(..len) else {
             return drop;
         };
         let mut src_mac = [0u8; 6];
         src_mac.copy_from_slice(&frame[6..12]);
-        ethernet(o, self.mac, src_mac, ETHERTYPE_IPV4);
-        ipv4_header(
-            &mut o[ETHERNET_HEADER_LEN..],
-            src,
-            dst,
-            IP_PROTO_SCTP,
-            t,
-            key.2,
-            true,
-        );
-        o[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN..].copy_from_slice(&r.data[..t]);
+        let (eth, ip) = o.split_at_mut(ETHERNET_HEADER_LEN);
+        match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                ethernet(eth, self.mac, src_mac, ETHERTYPE_IPV4);
+                let id = id as u16;
+                ipv4_header(ip, s, d, IP_PROTO_SCTP, sctp.len(), id, true);
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                ethernet(eth, self.mac, src_mac, ETHERTYPE_IPV6);
+                // The last fragment's hop limit: nothing after reassembly reads it.
+                let hop = frame[ETHERNET_HEADER_LEN + 7];
+                ipv6_header(ip, s, d, IP_PROTO_SCTP, sctp.len(), hop);
+            }
+            _ => return drop,
+        }
+        o[ETHERNET_HEADER_LEN + ip_len..].copy_from_slice(sctp);
         self.stats.reassembled += 1;
         Rx::Fragment(Some(len))
     }
 
-    /// RFC 9260 §6.9 and §7.3: the path MTU (IP bytes) to `peer` ICMP lowered. An IPv4
-    /// packet to it above this carries a DATA chunk sent before the drop, which cannot be
-    /// fragmented again: it leaves without DF, for the smaller hop to fragment ("IP
-    /// fragmentation MUST be used"). Packets within it keep DF. IPv6 routers do not fragment:
-    /// nothing changes for an IPv6 peer (source fragmentation is not done).
+    /// RFC 9260 §6.9 and §7.3: the path MTU (IP bytes) to `peer` ICMP lowered. A packet to
+    /// it above this carries a DATA chunk sent before the drop, which cannot be re-chunked
+    /// ("IP fragmentation MUST be used"). IPv4: it leaves without DF, for the smaller hop to
+    /// fragment; packets within it keep DF. IPv6 routers never fragment (RFC 8200 §5): the
+    /// caller sends it as source fragments that fit ([`Interface::ipv6_fragment_mtu`],
+    /// [`Interface::fragment_ipv6`]); an IPv6 path MTU is never taken below 1280 (RFC 8201
+    /// §4).
     pub fn set_path_mtu(&mut self, peer: IpAddr, ip_mtu: usize) {
-        let IpAddr::V4(p) = peer else {
-            return;
+        let p = peer;
+        let ip_mtu = match peer {
+            IpAddr::V4(_) => ip_mtu,
+            IpAddr::V6(_) => ip_mtu.max(IPV6_MIN_MTU),
         };
         let mtu = u16::try_from(ip_mtu).unwrap_or(u16::MAX);
         let k = match self
@@ -834,13 +991,10 @@ impl Interface {
     /// The path MTU (IP bytes) ICMP last gave for `peer`, if the interface still holds it:
     /// RFC 1191 §5's per-destination cache, for a new association to the same peer.
     pub fn lowered_path_mtu(&self, peer: IpAddr) -> Option<usize> {
-        let IpAddr::V4(p) = peer else {
-            return None;
-        };
         self.lowered
             .iter()
             .flatten()
-            .find(|(a, _)| *a == p)
+            .find(|(a, _)| *a == peer)
             .map(|(_, mtu)| usize::from(*mtu))
     }
 
@@ -854,7 +1008,78 @@ impl Interface {
             .lowered
             .iter()
             .flatten()
-            .any(|(a, mtu)| *a == peer && len > usize::from(*mtu))
+            .any(|(a, mtu)| *a == IpAddr::V4(peer) && len > usize::from(*mtu))
+    }
+
+    /// RFC 8200 §4.5, RFC 9260 §7.3: the path MTU an IPv6 packet of `ip_len` bytes (header
+    /// included) to `peer` must be fragmented to, when ICMP lowered it below that length
+    /// ([`Interface::set_path_mtu`]); `None` for a packet that fits, and for IPv4 (a router
+    /// fragments it: DF is cleared instead). Costs one branch while no path MTU was lowered.
+    #[inline]
+    pub fn ipv6_fragment_mtu(&self, peer: IpAddr, ip_len: usize) -> Option<usize> {
+        if self.lowered[0].is_none() || peer.is_ipv4() {
+            return None;
+        }
+        self.lowered
+            .iter()
+            .flatten()
+            .find(|(a, mtu)| *a == peer && ip_len > usize::from(*mtu))
+            .map(|(_, mtu)| usize::from(*mtu))
+    }
+
+    /// RFC 8200 §4.5: sends the IPv6 `frame` (Ethernet, a 40-byte IPv6 header with no
+    /// extension header, the whole SCTP packet with its CRC32c already computed over all of
+    /// it: no device can fill a checksum spread over fragments) as fragments of at most `mtu`
+    /// IP bytes (never taken below 1280), each built in `scratch` and handed to `emit`. Each
+    /// carries a Fragment header; every fragment but the last carries a multiple of 8 bytes.
+    /// The Identification is RFC 7739 §5's kind: a keyed hash (SipHash, its key random per
+    /// interface) of the source, destination and a counter, so that no one can predict it from
+    /// earlier ones. Returns the fragments made (0 when `frame` is not such a packet, or one
+    /// does not fit `scratch`: the packet is lost and SCTP retransmits it).
+    pub fn fragment_ipv6(
+        &mut self,
+        frame: &[u8],
+        mtu: usize,
+        scratch: &mut [u8],
+        mut emit: impl FnMut(&[u8]),
+    ) -> usize {
+        use core::hash::BuildHasher;
+        let at = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN;
+        let Some(h) = frame.get(ETHERNET_HEADER_LEN..at) else {
+            return 0;
+        };
+        // The fragmentable part each fragment carries: what fits after the IPv6 and Fragment
+        // headers, a multiple of 8 bytes.
+        let part = (mtu.max(IPV6_MIN_MTU) - IPV6_HEADER_LEN - IPV6_FRAGMENT_LEN) & !7;
+        if h[6] != IP_PROTO_SCTP || scratch.len() < at + IPV6_FRAGMENT_LEN + part {
+            return 0;
+        }
+        let payload = &frame[at..];
+        self.fragmented = self.fragmented.wrapping_add(1);
+        let id = self
+            .id_key
+            .hash_one((&h[8..24], &h[24..40], self.fragmented)) as u32;
+        let mut made = 0;
+        for (n, piece) in payload.chunks(part).enumerate() {
+            let off = n * part;
+            let more = off + piece.len() < payload.len();
+            let o = &mut scratch[..at + IPV6_FRAGMENT_LEN + piece.len()];
+            o[..at].copy_from_slice(&frame[..at]);
+            let ip = &mut o[ETHERNET_HEADER_LEN..at];
+            ip[4..6].copy_from_slice(&((IPV6_FRAGMENT_LEN + piece.len()) as u16).to_be_bytes());
+            ip[6] = IPV6_FRAGMENT;
+            // Next Header, reserved, the offset in 8-byte units with M in the low bit (the
+            // offset is a multiple of 8 already), the Identification.
+            let word = off as u16 | u16::from(more);
+            o[at..at + 2].copy_from_slice(&[IP_PROTO_SCTP, 0]);
+            o[at + 2..at + 4].copy_from_slice(&word.to_be_bytes());
+            o[at + 4..at + 8].copy_from_slice(&id.to_be_bytes());
+            o[at + IPV6_FRAGMENT_LEN..].copy_from_slice(piece);
+            emit(o);
+            made += 1;
+        }
+        self.stats.source_fragmented += 1;
+        made
     }
 
     /// Whether an IP packet from `src` to `dst`, in a frame to `dst_mac`, is ours to take:
@@ -1286,6 +1511,22 @@ impl Interface {
             }
         }
     }
+}
+
+/// RFC 7112 §5, RFC 8200 §4.5: where the SCTP packet starts in the first fragment's
+/// fragmentable part `f`, whose first header is `next`: past any Destination Options headers
+/// (their options obeyed as RFC 8200 §4.2 asks, [`link::ipv6_options_ok`]), provided the whole
+/// chain and the SCTP common header are in `f`. `None` for any other chain.
+fn sctp_start(mut next: u8, f: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while next == IPV6_DEST_OPTS {
+        let e = f.get(i..i + 2)?;
+        let len = (usize::from(e[1]) + 1) * 8;
+        link::ipv6_options_ok(f.get(i + 2..i + len)?).ok()?;
+        next = e[0];
+        i += len;
+    }
+    (next == IP_PROTO_SCTP && f.len() >= i + SCTP_COMMON_HEADER_LEN).then_some(i)
 }
 
 /// RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram containing an IP
@@ -2653,6 +2894,298 @@ mod tests {
         assert!(!df(&mut i, PEER4, 1400, &mut out), "above: no DF");
         assert!(df(&mut i, PEER4, 1260, &mut out), "within: DF");
         assert!(df(&mut i, other, 1400, &mut out), "another peer: DF");
+    }
+
+    /// One IPv6 fragment from PEER6 to us: Identification `id`, at byte offset `off`, M as
+    /// `more`, its Fragment header's Next Header `next`, carrying `part`; with `hop_by_hop` a
+    /// Hop-by-Hop Options header (PadN only) precedes the Fragment header (the unfragmentable
+    /// part, RFC 8200 §4.5).
+    fn frag6(id: u32, off: usize, more: bool, next: u8, part: &[u8], hop_by_hop: bool) -> Vec<u8> {
+        let mut f = vec![0u8; ETHERNET_HEADER_LEN + IPV6_HEADER_LEN];
+        ethernet(&mut f, MAC, PEER_MAC, ETHERTYPE_IPV6);
+        let mut ext = Vec::new();
+        if hop_by_hop {
+            ext.extend_from_slice(&[IPV6_FRAGMENT, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        ext.extend_from_slice(&[next, 0]);
+        ext.extend_from_slice(&(off as u16 | u16::from(more)).to_be_bytes());
+        ext.extend_from_slice(&id.to_be_bytes());
+        let first = if hop_by_hop { 0 } else { IPV6_FRAGMENT };
+        let ip = &mut f[ETHERNET_HEADER_LEN..];
+        ipv6_header(ip, PEER6, IP6, first, ext.len() + part.len(), 64);
+        f.extend_from_slice(&ext);
+        f.extend_from_slice(part);
+        f
+    }
+
+    /// `sctp` cut into IPv6 fragments of `chunk` bytes (a multiple of 8).
+    fn fragments6(sctp: &[u8], chunk: usize, id: u32, hop_by_hop: bool) -> Vec<Vec<u8>> {
+        sctp.chunks(chunk)
+            .enumerate()
+            .map(|(k, part)| {
+                let more = (k + 1) * chunk < sctp.len();
+                frag6(id, k * chunk, more, IP_PROTO_SCTP, part, hop_by_hop)
+            })
+            .collect()
+    }
+
+    /// Feeds `frames` in turn: the length of the whole frame the last one completed.
+    fn feed(i: &mut Interface, frames: &[&Vec<u8>], out: &mut [u8]) -> Option<usize> {
+        let mut got = None;
+        for f in frames {
+            match i.receive(f, out) {
+                Rx::Fragment(None) => {}
+                Rx::Fragment(Some(n)) => got = Some(n),
+                other => panic!("{other:?}"),
+            }
+        }
+        got
+    }
+
+    /// RFC 8200 §4.5: the IPv6 fragments of an SCTP packet to us, in order or not, behind a
+    /// Hop-by-Hop header or not, give the whole packet as one frame with an IPv6 header whose
+    /// Next Header is SCTP, received as any other; a lost fragment gives nothing.
+    #[test]
+    fn ipv6_fragments_of_an_sctp_packet_are_reassembled_rfc8200_4_5() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..1452u32).map(|k| (k * 7) as u8).collect();
+        for (order, hbh) in [([0, 1, 2], false), ([2, 0, 1], false), ([1, 2, 0], true)] {
+            let frags = fragments6(&sctp, 680, 0xdead_beef, hbh);
+            let n = feed(&mut i, &order.map(|k| &frags[k]), &mut out).expect("reassembled");
+            let whole = out[..n].to_vec();
+            assert_eq!(whole[ETHERNET_HEADER_LEN + 6], IP_PROTO_SCTP);
+            let Rx::Sctp(f) = i.receive(&whole, &mut [0u8; 128]) else {
+                panic!("the whole packet is SCTP")
+            };
+            assert_eq!(f.sctp, &sctp[..]);
+            assert_eq!(f.ip.src(), IpAddr::V6(PEER6));
+        }
+        assert_eq!(i.stats().reassembled, 3);
+        // A 32-bit Identification: two datagrams whose ids share their low 16 bits are two.
+        let a = fragments6(&sctp, 680, 0x0001_0007, false);
+        let b = fragments6(&sctp, 680, 0x0002_0007, false);
+        assert_eq!(feed(&mut i, &[&a[0], &a[1], &b[2], &b[0]], &mut out), None);
+        assert!(feed(&mut i, &[&b[1]], &mut out).is_some());
+        assert!(feed(&mut i, &[&a[2]], &mut out).is_some());
+        assert_eq!(i.stats().reassembled, 5);
+    }
+
+    /// RFC 5722 §4: "if any of the fragments being reassembled overlap with any other
+    /// fragments being reassembled for the same packet, reassembly of that packet must be
+    /// abandoned and all the fragments that have been received for that packet must be
+    /// discarded". An exact duplicate is a copy the network made, kept once.
+    #[test]
+    fn overlapping_ipv6_fragments_discard_the_datagram_rfc5722_4() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..1452u32).map(|k| (k * 3) as u8).collect();
+        let frags = fragments6(&sctp, 680, 5, false);
+        // The second fragment again, eight bytes earlier, with other bytes there.
+        let mut forged = sctp[672..1360].to_vec();
+        forged[..8].fill(0xee);
+        let overlap = frag6(5, 672, true, IP_PROTO_SCTP, &forged, false);
+        assert_eq!(feed(&mut i, &[&frags[0]], &mut out), None);
+        assert_eq!(i.receive(&overlap, &mut out), Rx::Dropped(Drop::Fragment));
+        assert_eq!(
+            feed(&mut i, &[&frags[1], &frags[2]], &mut out),
+            None,
+            "discarded"
+        );
+        assert_eq!(i.stats().reassembled, 0);
+        // A fresh datagram with a duplicate fragment completes.
+        let frags = fragments6(&sctp, 680, 6, false);
+        let n = feed(
+            &mut i,
+            &[&frags[0], &frags[0], &frags[2], &frags[1]],
+            &mut out,
+        );
+        assert!(n.is_some());
+        // A non-last fragment not a multiple of 8 bytes is no fragment of ours.
+        let odd = frag6(7, 0, true, IP_PROTO_SCTP, &sctp[..100], false);
+        assert_eq!(i.receive(&odd, &mut out), Rx::Dropped(Drop::Fragment));
+        // Nor a last fragment ending before bytes already received.
+        let frags = fragments6(&sctp, 680, 8, false);
+        let short = frag6(8, 680, false, IP_PROTO_SCTP, &sctp[680..1000], false);
+        assert_eq!(feed(&mut i, &[&frags[2]], &mut out), None);
+        assert_eq!(i.receive(&short, &mut out), Rx::Dropped(Drop::Fragment));
+    }
+
+    /// RFC 7112 §5: a first fragment that does not hold the whole header chain through the
+    /// upper-layer header (here the SCTP common header, RFC 9260 §3.1) is discarded, and its
+    /// datagram never completes. A chain that is whole (Destination Options, then SCTP) is
+    /// reassembled, the options obeyed (RFC 8200 §4.2) and left out of the frame.
+    #[test]
+    fn a_first_ipv6_fragment_without_the_sctp_header_is_discarded_rfc7112_5() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..1452u32).map(|k| (k * 5) as u8).collect();
+        // Eight bytes of Destination Options fill the first fragment: no SCTP header in it.
+        let opts = [IP_PROTO_SCTP, 0, 1, 4, 0, 0, 0, 0];
+        let mut payload = opts.to_vec();
+        payload.extend_from_slice(&sctp);
+        let first = frag6(9, 0, true, IPV6_DEST_OPTS, &payload[..8], false);
+        let rest = frag6(9, 8, false, IP_PROTO_SCTP, &payload[8..], false);
+        assert_eq!(i.receive(&first, &mut out), Rx::Dropped(Drop::Fragment));
+        assert_eq!(
+            i.receive(&rest, &mut out),
+            Rx::Fragment(None),
+            "never completes"
+        );
+        // Eight bytes of the SCTP header only (it is twelve).
+        let first = frag6(10, 0, true, IP_PROTO_SCTP, &sctp[..8], false);
+        let rest = frag6(10, 8, false, IP_PROTO_SCTP, &sctp[8..], false);
+        assert_eq!(i.receive(&rest, &mut out), Rx::Fragment(None));
+        assert_eq!(i.receive(&first, &mut out), Rx::Dropped(Drop::Fragment));
+        // Another upper layer in the first fragment: not SCTP, not taken.
+        let first = frag6(11, 0, true, 6, &sctp[..680], false);
+        assert_eq!(i.receive(&first, &mut out), Rx::Dropped(Drop::Fragment));
+        assert_eq!(i.stats().reassembled, 0);
+        // The whole chain in the first fragment: reassembled, the options left out.
+        let first = frag6(12, 0, true, IPV6_DEST_OPTS, &payload[..680], false);
+        let rest = frag6(12, 680, false, IP_PROTO_SCTP, &payload[680..], false);
+        let n = feed(&mut i, &[&rest, &first], &mut out).expect("reassembled");
+        let whole = out[..n].to_vec();
+        let Rx::Sctp(f) = i.receive(&whole, &mut [0u8; 128]) else {
+            panic!("the whole packet is SCTP")
+        };
+        assert_eq!(f.sctp, &sctp[..]);
+        // Destination Options with an option we must not skip (type 0x80): discarded.
+        let mut bad = payload[..680].to_vec();
+        bad[2] = 0x80;
+        // (`link` may already read the first fragment's chain that far: dropped either way.)
+        let first = frag6(13, 0, true, IPV6_DEST_OPTS, &bad, false);
+        assert!(matches!(i.receive(&first, &mut out), Rx::Dropped(_)));
+        let rest = frag6(13, 680, false, IP_PROTO_SCTP, &payload[680..], false);
+        assert_eq!(
+            i.receive(&rest, &mut out),
+            Rx::Fragment(None),
+            "never completes"
+        );
+    }
+
+    /// RFC 6946 §4 (RFC 8200 §4.5): an atomic fragment, offset 0 and M clear, is processed as
+    /// a whole packet, outside reassembly: no slot is taken, nothing waits.
+    #[test]
+    fn an_ipv6_atomic_fragment_is_a_whole_packet_rfc6946_4() {
+        let mut i = iface();
+        let sctp: Vec<u8> = (0..200u32).map(|k| k as u8).collect();
+        let atomic = frag6(14, 0, false, IP_PROTO_SCTP, &sctp, false);
+        let Rx::Sctp(f) = i.receive(&atomic, &mut [0u8; 128]) else {
+            panic!("an atomic fragment is the whole SCTP packet")
+        };
+        assert_eq!(f.sctp, &sctp[..]);
+        assert_eq!((i.stats().fragments_kept, i.stats().reassembled), (0, 0));
+    }
+
+    /// RFC 8200 §4.5 and §5, RFC 9260 §6.9/§7.3: once ICMP lowered the IPv6 path MTU to a peer
+    /// (never below 1280, RFC 8201 §4), a packet above it (a DATA chunk sent before) goes as
+    /// fragments that each fit it, offsets multiples of 8, one Identification a datagram and
+    /// another for the next; they reassemble, in any order, to the packet. A packet within it,
+    /// and one to another peer or over IPv4, is not fragmented.
+    #[test]
+    fn an_ipv6_packet_above_a_lowered_path_mtu_is_sent_as_fragments_rfc8200_4_5() {
+        let mut a = iface();
+        a.learn_static(IpAddr::V6(PEER6), PEER_MAC);
+        let other = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 3);
+        assert_eq!(
+            a.ipv6_fragment_mtu(IpAddr::V6(PEER6), 9000),
+            None,
+            "none lowered"
+        );
+        a.set_path_mtu(IpAddr::V6(PEER6), 1000);
+        assert_eq!(
+            a.lowered_path_mtu(IpAddr::V6(PEER6)),
+            Some(1280),
+            "never below 1280"
+        );
+        assert_eq!(
+            a.ipv6_fragment_mtu(IpAddr::V6(PEER6), 1280),
+            None,
+            "within it"
+        );
+        assert_eq!(
+            a.ipv6_fragment_mtu(IpAddr::V6(other), 1500),
+            None,
+            "another peer"
+        );
+        assert_eq!(
+            a.ipv6_fragment_mtu(IpAddr::V4(PEER4), 1500),
+            None,
+            "IPv4: no DF instead"
+        );
+        let mtu = a
+            .ipv6_fragment_mtu(IpAddr::V6(PEER6), 1500)
+            .expect("above it");
+        let mut b = Interface::new(PEER_MAC, None, Some(PEER6));
+        let mut out = vec![0u8; 9216];
+        let mut scratch = vec![0u8; 9216];
+        let mut ids = Vec::new();
+        for len in [1460usize, 3000, 1289] {
+            let sctp: Vec<u8> = (0..len as u32).map(|k| (k * 13 + 1) as u8).collect();
+            let mut frame = vec![0u8; 9216];
+            let h = Interface::header_len(IpAddr::V6(PEER6));
+            frame[h..h + len].copy_from_slice(&sctp);
+            let n = a
+                .frame_sctp(T0, IpAddr::V6(PEER6), len, &mut frame)
+                .unwrap();
+            let mut frags = Vec::new();
+            let made = a.fragment_ipv6(&frame[..n], mtu, &mut scratch, |f| frags.push(f.to_vec()));
+            assert_eq!(made, frags.len());
+            assert!(made >= 2, "{len} bytes need fragments");
+            let mut next_off = 0;
+            for (k, f) in frags.iter().enumerate() {
+                assert!(
+                    f.len() - ETHERNET_HEADER_LEN <= 1280,
+                    "each fits the path MTU"
+                );
+                assert_eq!(&f[..6], &PEER_MAC);
+                let ip = &f[ETHERNET_HEADER_LEN..];
+                assert_eq!(
+                    ip[6], IPV6_FRAGMENT,
+                    "a Fragment header follows the IPv6 header"
+                );
+                assert_eq!(
+                    usize::from(u16::from_be_bytes([ip[4], ip[5]])),
+                    ip.len() - 40
+                );
+                let fh = &ip[40..48];
+                assert_eq!(fh[0], IP_PROTO_SCTP);
+                let word = u16::from_be_bytes([fh[2], fh[3]]);
+                assert_eq!(
+                    usize::from(word & !7),
+                    next_off,
+                    "contiguous, multiples of 8"
+                );
+                assert_eq!(word & 1 == 1, k + 1 < frags.len(), "M on all but the last");
+                if k + 1 < frags.len() {
+                    assert_eq!((ip.len() - 48) % 8, 0);
+                }
+                next_off += ip.len() - 48;
+                ids.push((len, u32::from_be_bytes([fh[4], fh[5], fh[6], fh[7]])));
+                assert!(
+                    link::parse_ip(f).is_err(),
+                    "no fragment passes as a whole packet"
+                );
+            }
+            assert_eq!(next_off, len);
+            let rev: Vec<&Vec<u8>> = frags.iter().rev().collect();
+            let n = feed(&mut b, &rev, &mut out).expect("reassembled");
+            let whole = out[..n].to_vec();
+            let Rx::Sctp(f) = b.receive(&whole, &mut [0u8; 128]) else {
+                panic!("the whole packet is SCTP")
+            };
+            assert_eq!(f.sctp, &sctp[..]);
+            assert_eq!(f.ip.src(), IpAddr::V6(IP6));
+        }
+        ids.dedup();
+        assert_eq!(
+            ids.len(),
+            3,
+            "one Identification a datagram, each its own: {ids:?}"
+        );
+        assert_eq!(a.stats().source_fragmented, 3);
+        assert_eq!(b.stats().reassembled, 3);
     }
 
     /// (An independent review, session 55.) one IPv4 fragment of SCTP to us, from `src`, with `id`, at byte offset `off`

@@ -300,7 +300,7 @@ fn ipv4_options_ok(mut opts: &[u8]) -> Result<()> {
 }
 
 /// RFC 8200 §4.2: the TLV-encoded options of a Hop-by-Hop or Destination Options header.
-fn ipv6_options_ok(mut opts: &[u8]) -> Result<()> {
+pub(crate) fn ipv6_options_ok(mut opts: &[u8]) -> Result<()> {
     const PAD1: u8 = 0;
     const PADN: u8 = 1;
     while let Some(&ty) = opts.first() {
