@@ -850,4 +850,149 @@ mod tests {
             .count();
         assert_eq!(sctp, 0, "an expired packet is never sent");
     }
+
+    /// RFC 8200 §4.5 and §5, RFC 9260 §6.9: an IPv6 packet above a lowered path MTU (a DATA
+    /// chunk sent before the drop) leaves as fragments within it on every send path: zero-copy
+    /// (its region spans copied in, no chain), copied, with the CRC32c computed here or left
+    /// to the device (then computed here over the whole packet: no device fills a checksum
+    /// spread over fragments), and held for its neighbour. Each reassembles to the packet with
+    /// a right CRC32c. A packet within the path MTU still goes as a chain, its CRC32c the
+    /// device's.
+    #[test]
+    fn an_ipv6_packet_above_a_lowered_path_mtu_leaves_as_fragments_on_every_send_path_rfc8200_4_5()
+    {
+        use crate::memory::Memory;
+        use core::net::Ipv6Addr;
+        use ddpdk_dataplane::net::Rx;
+        use ddpdk_dataplane::port::ChecksumOffload;
+        use ddpdk_dataplane::sctp::ExtRef;
+        const OURS6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+        const PEER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+        let peer = IpAddr::V6(PEER6);
+        let offload = ChecksumOffload {
+            tx: true,
+            rx: false,
+        };
+        let (a, b) = mem::pair_with_offload(1, 64, offload);
+        let mut tx = Tx::new(Arc::new(a), 0);
+        let mut iface = Interface::new([2, 0, 0, 0, 0, 1], None, Some(OURS6));
+        iface.learn_static(peer, PEER_MAC);
+        iface.set_path_mtu(peer, 1280);
+        let (mut memory, _) = Memory::new(16, 0, 1);
+        let id = memory.alloc_region(8192).unwrap();
+        let body: Vec<u8> = (0..8192u32).map(|k| (k * 31 + 7) as u8).collect();
+        memory.region(id).unwrap().place(0, &body).unwrap();
+        let regions = memory.region_table().load_full();
+        let h = Interface::header_len(peer);
+        // An SCTP common header and a DATA chunk header (28 bytes), then `span` bytes of the
+        // region; the whole packet as it must arrive.
+        let packet = |tx: &mut Tx<mem::MemPort>, span: usize| -> Vec<u8> {
+            let mut p = vec![0u8; 28];
+            p[..4].copy_from_slice(&[0x13, 0x88, 0x13, 0x89]);
+            p[4..8].copy_from_slice(&0x1234_5678u32.to_be_bytes());
+            p[12] = 0; // DATA
+            p[14..16].copy_from_slice(&((16 + span) as u16).to_be_bytes());
+            tx.frame[h..h + 28].copy_from_slice(&p);
+            p.extend_from_slice(&body[..span]);
+            crc32c::fill(&mut p);
+            p
+        };
+        let hole = |span: usize| Hole {
+            at: 28,
+            ext: ExtRef {
+                key: id.0,
+                offset: 0,
+                len: span as u32,
+            },
+        };
+        let mut rx_iface = Interface::new(PEER_MAC, None, Some(PEER6));
+        let mut out = vec![0u8; 9216];
+        // What `b` received: the one packet it reassembles to, and how many frames it came in.
+        let mut arrived = |rx_iface: &mut Interface| -> (Vec<u8>, usize) {
+            let frames = received(&b);
+            let mut whole = None;
+            for f in &frames {
+                assert!(
+                    f.len() - ETHERNET_HEADER_LEN <= 1280,
+                    "each fits the path MTU"
+                );
+                match rx_iface.receive(f, &mut out) {
+                    Rx::Fragment(None) => {}
+                    Rx::Fragment(Some(n)) => whole = Some(out[..n].to_vec()),
+                    Rx::Sctp(_) => whole = Some(f.clone()),
+                    other => panic!("{other:?}"),
+                }
+            }
+            let whole = whole.expect("a whole packet");
+            let Rx::Sctp(s) = rx_iface.receive(&whole, &mut [0u8; 128]) else {
+                panic!("SCTP");
+            };
+            assert!(crc32c::verify(s.sctp), "the CRC32c covers the whole packet");
+            (s.sctp.to_vec(), frames.len())
+        };
+        let now = Instant::from_nanos(1_000_000_000);
+        for device_checksum in [false, true] {
+            // Zero-copy: 1432 bytes of the region, above INLINE_SPANS_MAX.
+            let want = packet(&mut tx, 1432);
+            tx.send_sctp_gather(
+                now,
+                &mut iface,
+                peer,
+                1460,
+                &[hole(1432)],
+                &regions,
+                device_checksum,
+            );
+            tx.flush();
+            let (got, frames) = arrived(&mut rx_iface);
+            assert_eq!(
+                (got, frames),
+                (want, 2),
+                "zero-copy, device checksum {device_checksum}"
+            );
+            // Copied.
+            let want = packet(&mut tx, 3000);
+            tx.frame[h + 28..h + 3028].copy_from_slice(&body[..3000]);
+            if !device_checksum {
+                crc32c::fill(&mut tx.frame[h..h + 3028]);
+            }
+            tx.send_sctp(now, &mut iface, peer, 3028, device_checksum);
+            tx.flush();
+            let (got, frames) = arrived(&mut rx_iface);
+            assert_eq!(
+                (got, frames),
+                (want, 3),
+                "copied, device checksum {device_checksum}"
+            );
+        }
+        assert_eq!(tx.stats.zero_copy_spans, 0, "no chain above the path MTU");
+        // Within the path MTU: a chain, as before.
+        let want = packet(&mut tx, 1000);
+        tx.send_sctp_gather(now, &mut iface, peer, 1028, &[hole(1000)], &regions, true);
+        tx.flush();
+        assert_eq!(tx.stats.zero_copy_spans, 1);
+        let (got, frames) = arrived(&mut rx_iface);
+        assert_eq!((got, frames), (want, 1));
+        // Held for a neighbour not yet known, released once it is.
+        let other6 = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 3);
+        let other = IpAddr::V6(other6);
+        iface.set_path_mtu(other, 1280);
+        let mut rx_other = Interface::new(PEER_MAC, None, Some(other6));
+        let want = packet(&mut tx, 2000);
+        tx.frame[h + 28..h + 2028].copy_from_slice(&body[..2000]);
+        tx.send_sctp(now, &mut iface, other, 2028, true);
+        tx.flush();
+        let solicitation = received(&b);
+        assert_eq!(
+            solicitation.len(),
+            1,
+            "a Neighbor Solicitation, the packet held"
+        );
+        iface.learn_static(other, PEER_MAC);
+        assert_eq!(tx.release_held(now, &mut iface), 1);
+        tx.flush();
+        let (got, frames) = arrived(&mut rx_other);
+        assert_eq!((got, frames), (want, 2), "held");
+        assert_eq!(iface.stats().source_fragmented, 5);
+    }
 }
