@@ -7,6 +7,11 @@
 //! `--mtu 1500` completes with every write delivered because that ICMP lowered the path MTU
 //! (and the chunks already in flight went again without DF, fragmented by the kernel and
 //! reassembled by the server, RFC 9260 §6.9).
+//!
+//! The IPv6 variant: the router forwards IPv6 (`forwarding=1`, proxy NDP in place of proxy
+//! ARP), answers with ICMPv6 Packet Too Big (MTU 1400, RFC 4443 §3.2), and never fragments
+//! (RFC 8200 §5): the chunks in flight go again as the client's own IPv6 fragments (RFC 8200
+//! §4.5), which Linux forwards unchanged and the server reassembles.
 
 use std::process::{Command, Output};
 
@@ -76,6 +81,21 @@ fn ddpdk(ns: &str, iface: &str, lcores: &str, app: &[&str]) -> std::process::Chi
 
 #[test]
 fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
+    through_a_kernel_router(false);
+}
+
+/// RFC 8201 §4, RFC 9260 §6.9 and §7.3, RFC 8200 §4.5: the same over IPv6.
+#[test]
+fn a_kernel_routers_packet_too_big_rescues_a_transfer_with_source_fragments_rfc8200_4_5() {
+    through_a_kernel_router(true);
+}
+
+fn through_a_kernel_router(v6: bool) {
+    let (client_ip, server_ip) = if v6 {
+        ("2001:db8::1", "2001:db8::2")
+    } else {
+        ("198.18.0.1", "198.18.0.2")
+    };
     let id = Command::new("id").arg("-u").output().expect("id");
     assert_eq!(
         String::from_utf8_lossy(&id.stdout).trim(),
@@ -84,7 +104,7 @@ fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
     );
     let pid = std::process::id();
     let net = Net {
-        ns: ["r", "a", "b"].map(|k| format!("ddpdk-pmtu-{k}-{pid}")),
+        ns: ["r", "a", "b"].map(|k| format!("ddpdk-pmtu{}-{k}-{pid}", if v6 { "6" } else { "" })),
     };
     let [r, na, nb] = [0, 1, 2].map(|k| net.ns[k].as_str());
     let sh = |args: &[&str]| {
@@ -113,6 +133,10 @@ fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
     sh(&["-n", r, "link", "set", "pa", "netns", na]);
     sh(&["-n", r, "link", "set", "pb", "netns", nb]);
     ex(r, &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    if v6 {
+        ex(r, &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]);
+        ex(r, &["sysctl", "-qw", "net.ipv6.conf.all.proxy_ndp=1"]);
+    }
     ex(r, &["sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0"]);
     for (ns, dev, mtu) in [
         (na, "pa", "1500"),
@@ -120,12 +144,15 @@ fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
         (nb, "pb", "1500"),
         (r, "rb", "1400"),
     ] {
+        // The endpoints' kernels stay out of IPv6 (ddpdk answers for its address); the router
+        // runs it when the test is IPv6's.
+        let off = if v6 && ns == r { 0 } else { 1 };
         ex(
             ns,
             &[
                 "sysctl",
                 "-qw",
-                &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
+                &format!("net.ipv6.conf.{dev}.disable_ipv6={off}"),
             ],
         );
         sh(&["-n", ns, "link", "set", dev, "mtu", mtu, "up"]);
@@ -147,10 +174,26 @@ fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
             &["sysctl", "-qw", &format!("net.ipv4.conf.{dev}.rp_filter=0")],
         );
     }
+    if v6 {
+        // The same with IPv6: an address each side (no duplicate address detection to wait
+        // out), host routes, and proxy NDP for each endpoint on the other's side.
+        for (dev, ours, behind, other) in [
+            ("ra", "2001:db8::fe/128", "2001:db8::1/128", "2001:db8::2"),
+            ("rb", "2001:db8::fd/128", "2001:db8::2/128", "2001:db8::1"),
+        ] {
+            ex(
+                r,
+                &["sysctl", "-qw", &format!("net.ipv6.conf.{dev}.proxy_ndp=1")],
+            );
+            sh(&["-n", r, "-6", "addr", "add", ours, "dev", dev, "nodad"]);
+            sh(&["-n", r, "-6", "route", "add", behind, "dev", dev]);
+            sh(&["-n", r, "-6", "neigh", "add", "proxy", other, "dev", dev]);
+        }
+    }
     let server_app = [
         "--ddp-listen",
         "--ip",
-        "198.18.0.2",
+        server_ip,
         "--json",
         "--run-for",
         "60",
@@ -163,9 +206,9 @@ fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
     let (head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
     let client_app = [
         "--ddp-connect",
-        "198.18.0.2",
+        server_ip,
         "--ip",
-        "198.18.0.1",
+        client_ip,
         "--run-for",
         "3",
         "--json",
@@ -179,8 +222,20 @@ fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
     let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
     let client_text = text(&client);
     procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
-    // The kernel answered with Fragmentation Needed (RFC 1191 §4), which is what lowered the
-    // client's path MTU: /proc/net/snmp is the router namespace's own.
+    // The kernel answered with Fragmentation Needed (RFC 1191 §4) or Packet Too Big (RFC 4443
+    // §3.2), which is what lowered the client's path MTU: /proc/net/snmp{,6} is the router
+    // namespace's own.
+    if v6 {
+        let snmp6 = ex(r, &["cat", "/proc/net/snmp6"]);
+        let too_big = snmp6
+            .lines()
+            .filter_map(|l| l.split_once(char::is_whitespace))
+            .find(|(n, _)| *n == "Icmp6OutPktTooBigs")
+            .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        assert!(too_big > 0, "the router sent no Packet Too Big:\n{snmp6}");
+        return;
+    }
     let snmp = ex(r, &["cat", "/proc/net/snmp"]);
     let icmp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Icmp:")).collect();
     let (names, values) = (icmp[0].split_whitespace(), icmp[1].split_whitespace());
