@@ -396,7 +396,20 @@ pub struct Interface {
     /// IPv6 datagrams fragmented at the source (a counter), and the secret key their
     /// Identification is drawn with ([`Interface::fragment_ipv6`]).
     fragmented: u64,
-    id_key: std::collections::hash_map::RandomState,
+    id_key: IdKey,
+}
+
+/// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]): SipHash keys
+/// std draws from the OS's random source. A clone (each data core's interface is one) draws
+/// its own: clones sharing key and counter would give two cores' datagrams to one peer the
+/// same Identifications, and the peer would reassemble one from pieces of both.
+#[derive(Debug)]
+struct IdKey(std::collections::hash_map::RandomState);
+
+impl Clone for IdKey {
+    fn clone(&self) -> IdKey {
+        IdKey(std::collections::hash_map::RandomState::new())
+    }
 }
 
 impl Interface {
@@ -424,8 +437,7 @@ impl Interface {
             reassembly: core::array::from_fn(|_| Reassembly::new()),
             fragments_seen: 0,
             fragmented: 0,
-            // SipHash with keys std draws from the OS's random source: RFC 7739 §5's secret.
-            id_key: std::collections::hash_map::RandomState::new(),
+            id_key: IdKey(std::collections::hash_map::RandomState::new()),
         }
     }
 
@@ -1058,6 +1070,7 @@ impl Interface {
         self.fragmented = self.fragmented.wrapping_add(1);
         let id = self
             .id_key
+            .0
             .hash_one((&h[8..24], &h[24..40], self.fragmented)) as u32;
         let mut made = 0;
         for (n, piece) in payload.chunks(part).enumerate() {
@@ -3186,6 +3199,43 @@ mod tests {
         );
         assert_eq!(a.stats().source_fragmented, 3);
         assert_eq!(b.stats().reassembled, 3);
+    }
+
+    /// RFC 7739 §5: IPv6 Identifications are not predictable from one another, and two
+    /// interfaces cloned from one (each data core's) never walk one sequence: the same
+    /// packets, to the same peer, from a clone and its original get other Identifications.
+    #[test]
+    fn a_cloned_interface_draws_its_own_ipv6_identifications_rfc7739_5() {
+        let mut a = iface();
+        a.learn_static(IpAddr::V6(PEER6), PEER_MAC);
+        a.set_path_mtu(IpAddr::V6(PEER6), 1280);
+        let mut c = a.clone();
+        let mut frame = vec![0u8; 4096];
+        let n = a
+            .frame_sctp(T0, IpAddr::V6(PEER6), 2000, &mut frame)
+            .unwrap();
+        let mut scratch = vec![0u8; 9216];
+        let mut ids = |i: &mut Interface| -> Vec<u32> {
+            (0..4)
+                .map(|_| {
+                    let mut id = 0;
+                    i.fragment_ipv6(&frame[..n], 1280, &mut scratch, |f| {
+                        let fh = &f[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
+                        id = u32::from_be_bytes([fh[4], fh[5], fh[6], fh[7]]);
+                    });
+                    id
+                })
+                .collect()
+        };
+        let (ours, theirs) = (ids(&mut a), ids(&mut c));
+        assert!(
+            ours.iter().all(|id| !theirs.contains(id)),
+            "{ours:?} {theirs:?}"
+        );
+        assert!(
+            ours.windows(2).all(|w| w[1] != w[0].wrapping_add(1)),
+            "not a counter"
+        );
     }
 
     /// (An independent review, session 55.) one IPv4 fragment of SCTP to us, from `src`, with `id`, at byte offset `off`
