@@ -998,7 +998,10 @@ pub fn build<P: Port>(
             doorbells: Arc::clone(&doorbells),
             control_bell: Arc::clone(&control_bell),
             rang_control: false,
-            out: Tx::with_stock(Arc::clone(&port), index as u16, STOCK),
+            // RFC 4301 §7: with IPsec, fragments are cut after ESP, not before
+            // (`Tx::with_source_fragments`).
+            out: Tx::with_stock(Arc::clone(&port), index as u16, STOCK)
+                .with_source_fragments(cfg.esp_headroom == 0),
             rx: Vec::with_capacity(BURST),
             spent: Vec::with_capacity(BURST),
             linear: Vec::new(),
@@ -1015,7 +1018,7 @@ pub fn build<P: Port>(
         });
     }
     let control = Control {
-        out: Tx::new(Arc::clone(&port), cores as u16),
+        out: Tx::new(Arc::clone(&port), cores as u16).with_source_fragments(cfg.esp_headroom == 0),
         iface,
         listener: {
             let mut l = Listener::new(endpoint, conn_cfg, limit);

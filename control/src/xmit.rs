@@ -150,6 +150,9 @@ pub struct Tx<P: Port> {
     /// frame and its offload request, taken whole (spans copied in) instead of queued, to be
     /// sent as source fragments (RFC 8200 §4.5).
     to_fragment: Option<Option<(Vec<u8>, Offload)>>,
+    /// Whether an IPv6 packet above a lowered path MTU goes as source fragments (RFC 8200
+    /// §4.5); off on an IPsec port ([`Tx::with_source_fragments`]).
+    source_fragments: bool,
 }
 
 impl<P: Port> std::fmt::Debug for Tx<P> {
@@ -188,7 +191,18 @@ impl<P: Port> Tx<P> {
             solicitation: [0; SOLICITATION_MAX],
             backlogged: false,
             to_fragment: None,
+            source_fragments: true,
         }
+    }
+
+    /// With `on` false, IPv6 packets above a lowered path MTU go whole, as before ddpdk cut
+    /// source fragments (the smaller hop drops them). For a port that seals frames with ESP:
+    /// RFC 4301 §7 fragments after IPsec processing, and a non-initial fragment cut before it
+    /// carries no ports, so a policy that protects the association's ports would not select
+    /// it (RFC 4301 §4.4.1.1) and it could leave in clear under a later `bypass`.
+    pub fn with_source_fragments(mut self, on: bool) -> Tx<P> {
+        self.source_fragments = on;
+        self
     }
 
     pub fn port(&self) -> &Arc<P> {
@@ -245,7 +259,8 @@ impl<P: Port> Tx<P> {
             Some(mac) => {
                 h.frame[..6].copy_from_slice(&mac);
                 let ip_len = h.frame.len() - ETHERNET_HEADER_LEN;
-                match iface.ipv6_fragment_mtu(h.peer, ip_len) {
+                let fragment = iface.ipv6_fragment_mtu(h.peer, ip_len);
+                match fragment.filter(|_| self.source_fragments) {
                     // ICMP lowered the path MTU while the packet waited.
                     Some(mtu) => self.send_fragments(iface, &mut h.frame, h.offload, mtu),
                     None => self.send_bytes(&h.frame, h.offload),
@@ -287,7 +302,10 @@ impl<P: Port> Tx<P> {
                 // RFC 9260 §6.9/§7.3, RFC 8200 §4.5: an IPv6 packet above the path MTU ICMP
                 // lowered (a DATA chunk sent before the drop, which cannot be re-chunked) goes
                 // as source fragments: no IPv6 router fragments it. One branch otherwise.
-                match iface.ipv6_fragment_mtu(peer, l3 + len) {
+                match iface
+                    .ipv6_fragment_mtu(peer, l3 + len)
+                    .filter(|_| self.source_fragments)
+                {
                     None => send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload),
                     Some(mtu) => {
                         // `send` copies the spans in and computes what CRC32c it would, then
@@ -993,6 +1011,16 @@ mod tests {
         tx.flush();
         let (got, frames) = arrived(&mut rx_other);
         assert_eq!((got, frames), (want, 2), "held");
+        assert_eq!(iface.stats().source_fragmented, 5);
+        // Without source fragments (an IPsec port): the packet goes whole, as before.
+        let mut tx = tx.with_source_fragments(false);
+        packet(&mut tx, 2000);
+        tx.frame[h + 28..h + 2028].copy_from_slice(&body[..2000]);
+        tx.send_sctp(now, &mut iface, peer, 2028, true);
+        tx.flush();
+        let out = received(&b);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), h + 2028);
         assert_eq!(iface.stats().source_fragmented, 5);
     }
 }
