@@ -303,16 +303,14 @@ struct Neighbour {
 
 /// An IP datagram being reassembled (RFC 791 §3.2, RFC 8200 §4.5): a peer's SCTP packet sent
 /// without DF (IPv4), or fragmented at its source (IPv6), after its path MTU fell below a DATA
-/// chunk it had already sent (RFC 9260 §6.9). A few at a
-/// time ([`REASSEMBLIES`]): a fragment of a new datagram takes a free slot or the least
-/// recently touched one (whose datagram is lost, and SCTP retransmits it), so one forged
-/// fragment cannot evict a datagram under way; a flood of them still can (no timer: bounded
-/// memory is floodable, RFC 4963 §4). Overlapping fragments discard the datagram (RFC 5722's
-/// rule, IPv6's and taken for IPv4 as Linux does: the CRC32c is no MAC), exact duplicates
-/// aside. Each
-/// data core has its own:
-/// fragments of one datagram that a NIC's RSS spreads over cores (a later fragment has no
-/// ports to hash) are not reassembled; virtual devices deliver them on one queue.
+/// chunk it had already sent (RFC 9260 §6.9). A few at a time ([`REASSEMBLIES`]): a fragment
+/// of a new datagram takes a free slot or the least recently touched one (whose datagram is
+/// lost, and SCTP retransmits it), so one forged fragment cannot evict a datagram under way; a
+/// flood of them still can (no timer: bounded memory is floodable, RFC 4963 §4). Overlapping
+/// fragments discard the datagram (RFC 5722 §4, IPv6's rule, taken for IPv4 as Linux does:
+/// the CRC32c is no MAC), exact duplicates aside. Each data core has its own: fragments of one
+/// datagram that a NIC's RSS spreads over cores (a later fragment has no ports to hash) are
+/// not reassembled; virtual devices deliver them on one queue.
 #[derive(Debug, Clone)]
 struct Reassembly {
     /// Source, destination (their family the datagram's), identification (IPv4's 16 bits or
