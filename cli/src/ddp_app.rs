@@ -2363,6 +2363,7 @@ impl DdpApp {
                         "echo_replies": r.iface.echo_replies,
                         "pmtu_lowered": st.pmtu_lowered,
                         "ip_reassembled": r.iface.reassembled,
+                        "ip_source_fragmented": r.iface.source_fragmented,
                         "icmp_ignored": st.icmp_ignored + r.iface.icmp_ignored,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
                         "not_ours": r.iface.not_ours()})

@@ -531,6 +531,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("fast_retransmits", u(t.fast_retransmits)),
         ("pmtu_lowered", u(st.pmtu_lowered)),
         ("ip_reassembled", u(r.iface.reassembled)),
+        ("ip_source_fragmented", u(r.iface.source_fragmented)),
         (
             "drop",
             dict(r.drops().into_iter().map(|(n, v)| (n, u(v))).collect()),
