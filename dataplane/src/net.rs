@@ -397,7 +397,8 @@ pub struct Interface {
     id_key: IdKey,
 }
 
-/// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]): SipHash keys
+/// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]) and those of
+/// IPv4 packets without DF ([`Interface::ipv4_id`]): SipHash keys
 /// std draws from the OS's random source. A clone (each data core's interface is one) draws
 /// its own: clones sharing key and counter would give two cores' datagrams to one peer the
 /// same Identifications, and the peer would reassemble one from pieces of both.
@@ -1093,6 +1094,21 @@ impl Interface {
         made
     }
 
+    /// The Identification of an IPv4 packet that leaves without DF (a router may fragment
+    /// it): RFC 6864 §4.1 forbids repeating one within the MSL for a source, destination and
+    /// protocol, and RFC 7739 §5 (its reasoning holds for IPv4) asks that no one off the path
+    /// predict it, lest forged fragments be spliced into the datagram. The clone's counter
+    /// (which no other datagram of this clone to `dst` reuses within 65536 packets) plus a
+    /// keyed hash of the pair (SipHash, its key random per clone, [`IdKey`]): each data core's
+    /// clone starts elsewhere in the space, where a bare counter from 0 on every core gave two
+    /// cores' datagrams to one peer the same Identifications. Packets with DF (atomic, RFC
+    /// 6864 §4.1: any value will do) keep the bare counter, with no hash on the fast path.
+    fn ipv4_id(&self, src: Ipv4Addr, dst: Ipv4Addr) -> u16 {
+        use core::hash::BuildHasher;
+        let offset = self.id_key.0.hash_one((src.octets(), dst.octets())) as u16;
+        offset.wrapping_add(self.ip_id)
+    }
+
     /// Whether an IP packet from `src` to `dst`, in a frame to `dst_mac`, is ours to take:
     /// to our address (IPv4-mapped IPv6 addresses never appear on the wire, RFC 4291
     /// §2.5.5.2, and a source is never multicast: neither can be answered), from a source a
@@ -1421,13 +1437,14 @@ impl Interface {
                 ethernet(out, mac, self.mac, ETHERTYPE_IPV4);
                 self.ip_id = self.ip_id.wrapping_add(1);
                 let df = self.dont_fragment(d, IPV4_HEADER_LEN + sctp_len);
+                let id = if df { self.ip_id } else { self.ipv4_id(src, d) };
                 ipv4_header(
                     &mut out[ETHERNET_HEADER_LEN..h],
                     src,
                     d,
                     IP_PROTO_SCTP,
                     sctp_len,
-                    self.ip_id,
+                    id,
                     df,
                 );
             }
@@ -2905,6 +2922,38 @@ mod tests {
         assert!(!df(&mut i, PEER4, 1400, &mut out), "above: no DF");
         assert!(df(&mut i, PEER4, 1260, &mut out), "within: DF");
         assert!(df(&mut i, other, 1400, &mut out), "another peer: DF");
+    }
+
+    /// RFC 6864 §4.1 and RFC 7739 §5: IPv4 packets that leave without DF (routers may
+    /// fragment them) never repeat an Identification to a peer within 65536 of them, and two
+    /// clones of an interface (two data cores) do not give theirs the same ones: each starts
+    /// at its own secret place. Packets with DF keep the bare counter.
+    #[test]
+    fn ipv4_identifications_without_df_differ_between_clones_rfc6864_4_1() {
+        let mut a = iface();
+        a.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+        a.set_path_mtu(IpAddr::V4(PEER4), 1280);
+        let mut b = a.clone();
+        let mut out = vec![0u8; 2048];
+        let id = |i: &mut Interface, sctp_len: usize, out: &mut Vec<u8>| {
+            let n = i.frame_sctp(T0, IpAddr::V4(PEER4), sctp_len, out).unwrap();
+            let ip = &out[ETHERNET_HEADER_LEN..n];
+            (u16::from_be_bytes([ip[4], ip[5]]), ip[6] & 0x40 != 0)
+        };
+        let from_a: Vec<u16> = (0..64).map(|_| id(&mut a, 1400, &mut out).0).collect();
+        let from_b: Vec<u16> = (0..64).map(|_| id(&mut b, 1400, &mut out).0).collect();
+        // Within a clone, a counter: no repeat before 65536 packets.
+        for ids in [&from_a, &from_b] {
+            assert!(
+                ids.windows(2).all(|w| w[1] == w[0].wrapping_add(1)),
+                "{ids:?}"
+            );
+        }
+        // Between clones, their own secret offsets (equal by chance once in 65536 runs).
+        assert_ne!(from_a[0], from_b[0], "two clones start at one place");
+        let (with_df, df) = id(&mut a, 1000, &mut out);
+        assert!(df);
+        assert_eq!(with_df, 65, "DF packets: the counter");
     }
 
     /// One IPv6 fragment from PEER6 to us: Identification `id`, at byte offset `off`, M as
