@@ -1618,14 +1618,21 @@ fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
             let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
             let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
             let total = u16::from_be_bytes([h[4], h[5]]).saturating_add(IPV6_HEADER_LEN as u16);
-            // We send SCTP right after the IPv6 header: no extension header to walk.
-            (
-                IpAddr::V6(src),
-                IpAddr::V6(dst),
-                h[6],
-                IPV6_HEADER_LEN,
-                total,
-            )
+            // We send SCTP right after the IPv6 header, or after a Fragment header when we cut
+            // source fragments (`Interface::fragment_ipv6`): a hop further on with a smaller
+            // MTU quotes the first of them (offset 0), whose SCTP common header follows it; a
+            // later fragment quotes none.
+            let (protocol, header) = match h[6] {
+                IPV6_FRAGMENT => {
+                    let fh = q.get(IPV6_HEADER_LEN..IPV6_HEADER_LEN + IPV6_FRAGMENT_LEN)?;
+                    if u16::from_be_bytes([fh[2], fh[3]]) & !7 != 0 {
+                        return None;
+                    }
+                    (fh[0], IPV6_HEADER_LEN + IPV6_FRAGMENT_LEN)
+                }
+                p => (p, IPV6_HEADER_LEN),
+            };
+            (IpAddr::V6(src), IpAddr::V6(dst), protocol, header, total)
         }
         _ => return None,
     };
