@@ -644,6 +644,13 @@ impl Interface {
                 _ => self.neighbour_discovery(frame, out),
             },
             Err(Error::Fragment) => self.fragment(frame, out),
+            // RFC 8200 §4.5: a later fragment's Fragment header names the first header of the
+            // fragmentable part (Destination Options, say), and the general parser then reads
+            // the fragment's data as that header. Its unfragmentable part is checked by
+            // `fragment6` instead.
+            Err(Error::Truncated | Error::Malformed) if later_ipv6_fragment(frame) => {
+                self.fragment(frame, out)
+            }
             Err(Error::BadChecksum) => Rx::Dropped(Drop::BadIpChecksum),
             Err(_) => Rx::Dropped(Drop::Malformed),
         }
@@ -833,16 +840,30 @@ impl Interface {
         }
         // The unfragmentable part: Hop-by-Hop, Routing and Destination Options headers, up to
         // the Fragment header.
+        // Obeyed here as `link` obeys them (RFC 8200 §4.2, §4.4): a later fragment whose
+        // fragmentable part starts with an extension header comes here past `link`
+        // (`later_ipv6_fragment`).
         let (mut next, mut i) = (h[6], 0usize);
         while next != IPV6_FRAGMENT {
-            if !matches!(next, IPV6_HOP_BY_HOP | IPV6_ROUTING | IPV6_DEST_OPTS) {
-                return drop;
-            }
             let Some(e) = p.get(i..i + 2) else {
                 return drop;
             };
+            let len = (usize::from(e[1]) + 1) * 8;
+            let Some(body) = p.get(i + 2..i + len) else {
+                return drop;
+            };
+            let ok = match next {
+                IPV6_HOP_BY_HOP => i == 0 && link::ipv6_options_ok(body).is_ok(),
+                IPV6_DEST_OPTS => link::ipv6_options_ok(body).is_ok(),
+                // Segments Left zero: no node still to visit.
+                IPV6_ROUTING => body.get(1) == Some(&0),
+                _ => false,
+            };
+            if !ok {
+                return drop;
+            }
             next = e[0];
-            i += (usize::from(e[1]) + 1) * 8;
+            i += len;
         }
         let Some(fh) = p.get(i..i + IPV6_FRAGMENT_LEN) else {
             return drop;
@@ -1555,6 +1576,37 @@ fn sctp_start(mut next: u8, f: &[u8]) -> Option<usize> {
         i += len;
     }
     (next == IP_PROTO_SCTP && f.len() >= i + SCTP_COMMON_HEADER_LEN).then_some(i)
+}
+
+/// Whether `frame` is an IPv6 fragment other than the first (offset non-zero): its header
+/// chain walked (Hop-by-Hop, Routing, Destination Options) up to a Fragment header. Only on
+/// the error path of a frame the general parser refused.
+fn later_ipv6_fragment(frame: &[u8]) -> bool {
+    let at = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN;
+    let Some(h) = frame.get(ETHERNET_HEADER_LEN..at) else {
+        return false;
+    };
+    if frame[12..14] != ETHERTYPE_IPV6.to_be_bytes() || h[0] >> 4 != 6 {
+        return false;
+    }
+    let (mut next, mut i) = (h[6], at);
+    loop {
+        match next {
+            IPV6_HOP_BY_HOP | IPV6_ROUTING | IPV6_DEST_OPTS => {
+                let Some(e) = frame.get(i..i + 2) else {
+                    return false;
+                };
+                next = e[0];
+                i += (usize::from(e[1]) + 1) * 8;
+            }
+            IPV6_FRAGMENT => {
+                return frame
+                    .get(i + 2..i + 4)
+                    .is_some_and(|w| u16::from_be_bytes([w[0], w[1]]) & !7 != 0);
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram containing an IP
@@ -3409,5 +3461,89 @@ mod tests {
             quoted_len: 1500,
         };
         assert_eq!(t.path_mtu(), None, "a PTB below 1280 must be discarded");
+    }
+
+    /// (An independent review, session 56: RFC 8201 §4, RFC 9260 Appendix C ICMP5.) Once we
+    /// send IPv6 source fragments (a path MTU lowered to 1400, say), a hop further on with a
+    /// smaller MTU (1300) drops them and its Packet Too Big quotes the first fragment: our
+    /// IPv6 header, our Fragment header (offset 0), then our SCTP common header. It must be
+    /// handed on like any other: otherwise the path MTU is never lowered below 1400 and a
+    /// chunk that only goes as fragments (the one retransmission T3 allows) never arrives.
+    #[test]
+    fn review_ptb_quoting_our_first_source_fragment_is_handed_on_rfc8201_4() {
+        let mut a = iface();
+        let peer = IpAddr::V6(PEER6);
+        a.learn_static(peer, PEER_MAC);
+        a.set_path_mtu(peer, 1400);
+        let len = 3000;
+        let h = Interface::header_len(peer);
+        let mut frame = vec![0u8; 9216];
+        frame[h..h + 2].copy_from_slice(&5000u16.to_be_bytes());
+        frame[h + 2..h + 4].copy_from_slice(&6000u16.to_be_bytes());
+        frame[h + 4..h + 8].copy_from_slice(&0x5eed_0001u32.to_be_bytes());
+        let n = a.frame_sctp(T0, peer, len, &mut frame).unwrap();
+        let mtu = a.ipv6_fragment_mtu(peer, IPV6_HEADER_LEN + len).unwrap();
+        let mut scratch = vec![0u8; 9216];
+        let mut frags = Vec::new();
+        a.fragment_ipv6(&frame[..n], mtu, &mut scratch, |f| frags.push(f.to_vec()));
+        // RFC 4443 §3.2: as much of the packet as fits in 1280 bytes is quoted.
+        let first = &frags[0][ETHERNET_HEADER_LEN..];
+        let quoted = &first[..first.len().min(1280 - IPV6_HEADER_LEN - 8)];
+        let f = icmp_error(
+            IpAddr::V6(ROUTER6),
+            IpAddr::V6(IP6),
+            2,
+            0,
+            1300u32.to_be_bytes(),
+            quoted,
+        );
+        let mut out = vec![0u8; 2048];
+        let got = a.receive(&f, &mut out);
+        assert_eq!(
+            got,
+            Rx::TooBig(TooBig {
+                local: IpAddr::V6(IP6),
+                peer,
+                local_port: 5000,
+                peer_port: 6000,
+                vtag: 0x5eed_0001,
+                init_tag: None,
+                mtu: 1300,
+                quoted_len: 1400,
+            }),
+            "a Packet Too Big quoting our first fragment is ignored"
+        );
+    }
+
+    /// (An independent review, session 56: RFC 8200 §4.5.) The Fragment header of every
+    /// fragment names the first header of the fragmentable part ("Next Header ... Identifies
+    /// the initial header type of the Fragmentable Part of the original packet"): a sender
+    /// with Destination Options there puts 60 in each fragment, not only in the first. A later
+    /// fragment's bytes are SCTP data, not a header chain: the datagram must still be
+    /// reassembled, whatever bytes the data holds (here a 0xff where a header length would
+    /// be).
+    #[test]
+    fn review_later_fragments_after_destination_options_are_kept_rfc8200_4_5() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let mut sctp: Vec<u8> = (0..1452u32).map(|k| (k * 5) as u8).collect();
+        // The first bytes of the second fragment (672 bytes into the SCTP packet).
+        sctp[672] = 0;
+        sctp[673] = 0xff;
+        let opts = [IP_PROTO_SCTP, 0, 1, 4, 0, 0, 0, 0];
+        let mut payload = opts.to_vec();
+        payload.extend_from_slice(&sctp);
+        let first = frag6(21, 0, true, IPV6_DEST_OPTS, &payload[..680], false);
+        let rest = frag6(21, 680, false, IPV6_DEST_OPTS, &payload[680..], false);
+        assert_eq!(i.receive(&first, &mut out), Rx::Fragment(None));
+        let got = i.receive(&rest, &mut out);
+        let Rx::Fragment(Some(n)) = got else {
+            panic!("the later fragment was not kept: {got:?}");
+        };
+        let whole = out[..n].to_vec();
+        let Rx::Sctp(f) = i.receive(&whole, &mut [0u8; 128]) else {
+            panic!("the whole packet is SCTP")
+        };
+        assert_eq!(f.sctp, &sctp[..]);
     }
 }
