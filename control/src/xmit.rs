@@ -446,7 +446,10 @@ impl<P: Port> Tx<P> {
         if !chained {
             // The partial chain goes back to its pool; the frame goes as one copied buffer.
             drop(head);
-            self.stats.copied_spans += holes.len() as u64;
+            // A packet cut into source fragments is copied by choice, not for the port.
+            if self.to_fragment.is_none() {
+                self.stats.copied_spans += holes.len() as u64;
+            }
             return self.send_bytes(frame, offload);
         }
         let Some(b) = head else {
@@ -1023,4 +1026,53 @@ mod tests {
         assert_eq!(out[0].len(), h + 2028);
         assert_eq!(iface.stats().source_fragmented, 5);
     }
+
+    /// (An independent review, session 56.) `copied_spans` counts "Region spans copied into
+    /// the frame because the port could not attach them" (telemetry, `show fwd stats`, the
+    /// endpoint's report). A zero-copy packet above a lowered IPv6 path MTU is copied because
+    /// it is cut into source fragments (RFC 8200 §4.5), on a port that attaches spans: it
+    /// must not be counted as one the port could not attach.
+    #[test]
+    fn review_fragmented_zero_copy_spans_are_not_counted_as_unattachable_rfc8200_4_5() {
+        use crate::memory::Memory;
+        use core::net::Ipv6Addr;
+        use ddpdk_dataplane::sctp::ExtRef;
+        const OURS6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+        const PEER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+        let peer = IpAddr::V6(PEER6);
+        let (a, b) = mem::pair(1, 64);
+        let mut tx = Tx::new(Arc::new(a), 0);
+        let mut iface = Interface::new([2, 0, 0, 0, 0, 1], None, Some(OURS6));
+        iface.learn_static(peer, PEER_MAC);
+        let (mut memory, _) = Memory::new(16, 0, 1);
+        let id = memory.alloc_region(8192).unwrap();
+        let regions = memory.region_table().load_full();
+        let h = Interface::header_len(peer);
+        tx.frame[h..h + 28].fill(0);
+        let hole = Hole {
+            at: 28,
+            ext: ExtRef {
+                key: id.0,
+                offset: 0,
+                len: 2000,
+            },
+        };
+        let now = Instant::from_nanos(1_000_000_000);
+        // Within the path MTU: the port attaches the span.
+        tx.send_sctp_gather(now, &mut iface, peer, 2028, &[hole], &regions, false);
+        tx.flush();
+        assert_eq!(received(&b).len(), 1);
+        assert_eq!((tx.stats.zero_copy_spans, tx.stats.copied_spans), (1, 0));
+        // Above it: two source fragments; the port could still have attached the span.
+        iface.set_path_mtu(peer, 1280);
+        tx.send_sctp_gather(now, &mut iface, peer, 2028, &[hole], &regions, false);
+        tx.flush();
+        assert_eq!(received(&b).len(), 2);
+        assert_eq!(
+            tx.stats.copied_spans, 0,
+            "a span cut into fragments counted as one the port could not attach: {:?}",
+            tx.stats
+        );
+    }
+
 }
