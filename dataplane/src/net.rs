@@ -767,7 +767,8 @@ impl Interface {
 
     /// RFC 1122 §3.3.2 ("A host MUST be capable of reassembling"), RFC 791 §3.2, RFC 8200
     /// §4.5: an IPv4 fragment (its header checksum already verified) or an IPv6 one (its
-    /// unfragmentable extension headers already obeyed by [`link::parse_ip`]) of an SCTP
+    /// unfragmentable extension headers obeyed by [`link::parse_ip`], or by `fragment6` for
+    /// a later fragment whose data that parser read as headers) of an SCTP
     /// packet unicast to us from a valid source is kept; the one that completes its datagram
     /// gives the whole frame in `out`. Other fragments (other protocols, datagrams longer than
     /// [`REASSEMBLY_MAX`], overlapping lengths) are dropped as before. Only a peer whose path
@@ -812,9 +813,8 @@ impl Interface {
     }
 
     /// RFC 8200 §4.5: an IPv6 fragment of an SCTP packet unicast to us. The unfragmentable
-    /// part (the extension headers before the Fragment header, already obeyed by
-    /// [`link::parse_ip`]: one with a Routing header still to run never gets here) is walked
-    /// past; the datagram is keyed by source, destination and the 32-bit Identification. Only
+    /// part (the extension headers before the Fragment header) is obeyed again and walked
+    /// past (one with a Routing header still to run is dropped); the datagram is keyed by source, destination and the 32-bit Identification. Only
     /// the first fragment's Next Header counts (§4.5: "Only the value from the Offset zero
     /// fragment packet is used"), and RFC 7112 §5: that fragment must hold the whole header
     /// chain through the SCTP common header, else it is discarded, and its datagram with it.
