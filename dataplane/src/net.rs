@@ -1123,7 +1123,10 @@ impl Interface {
     /// keyed hash of the pair (SipHash, its key random per clone, [`IdKey`]): each data core's
     /// clone starts elsewhere in the space, where a bare counter from 0 on every core gave two
     /// cores' datagrams to one peer the same Identifications. Packets with DF (atomic, RFC
-    /// 6864 §4.1: any value will do) keep the bare counter, with no hash on the fast path.
+    /// 6864 §4.1: any value will do) keep the bare counter, with no hash on the fast path
+    /// (kept out of line: inlined, the hash's registers cost every framed packet).
+    #[cold]
+    #[inline(never)]
     fn ipv4_id(&self, src: Ipv4Addr, dst: Ipv4Addr) -> u16 {
         use core::hash::BuildHasher;
         let offset = self.id_key.0.hash_one((src.octets(), dst.octets())) as u16;
