@@ -2362,6 +2362,7 @@ impl DdpApp {
                         "stags": r.stags, "arp_replies": r.iface.arp_replies,
                         "echo_replies": r.iface.echo_replies,
                         "pmtu_lowered": st.pmtu_lowered,
+                        "esp_pmtu_lowered": st.esp_pmtu_lowered,
                         "ip_reassembled": r.iface.reassembled,
                         "ip_source_fragmented": r.iface.source_fragmented,
                         "icmp_ignored": st.icmp_ignored + r.iface.icmp_ignored,
@@ -2376,7 +2377,7 @@ impl DdpApp {
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND/echo answered: {} not ours: {}\n  \
-                     path MTU lowered by ICMP: {} ICMP ignored: {}\n  \
+                     path MTU lowered by ICMP: {} (through an ESP SA: {}) ICMP ignored: {}\n  \
                      region spans by reference: {:<8} inlined: {:<8} copied: {:<8} \
                      RX chains gathered: {} \
                      (dropped: no buffer {}, too long {})\n  \
@@ -2401,6 +2402,7 @@ impl DdpApp {
                     r.iface.arp_replies + r.iface.nd_adverts + r.iface.echo_replies,
                     r.iface.not_ours(),
                     st.pmtu_lowered,
+                    st.esp_pmtu_lowered,
                     st.icmp_ignored + r.iface.icmp_ignored,
                     st.tx.zero_copy_spans,
                     st.tx.inlined_spans,

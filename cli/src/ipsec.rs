@@ -274,6 +274,21 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
             }
         );
     }
+    // RFC 4301 §8.2.1: the path MTU ICMP gave an outbound SA, and how many such messages it
+    // believed (§6.1.2).
+    for s in port
+        .sa_reports()
+        .iter()
+        .filter(|s| s.path_mtu.is_some() || s.counts.pmtu_accepted > 0)
+    {
+        out += &format!(
+            "  SA {} {}: path MTU {} from ICMP ({} PMTU messages accepted)\n",
+            s.direction,
+            s.spi,
+            s.path_mtu.map_or("aged out".to_owned(), |m| m.to_string()),
+            s.counts.pmtu_accepted
+        );
+    }
     for s in port.sa_reports().iter().filter(|s| s.counts.stalled > 0) {
         out += &format!(
             "  SA {} {}: its crypto device stopped returning ops; {} packets dropped \
@@ -287,14 +302,16 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
     let c = port.policy_counts();
     out += &format!(
         "  dropped: {} ESP for no SA, {} clear where ESP is required, {} not what the SA's \
-         policy selects, {} discarded in, {} discarded out, {} out with no SA, {} unparsable",
+         policy selects, {} discarded in, {} discarded out, {} out with no SA, {} unparsable; \
+         {} ICMP PMTU messages quoting ESP rejected",
         c.no_sa,
         c.clear_refused,
         c.policy_mismatch,
         c.discarded_in,
         c.discarded_out,
         c.no_sa_out,
-        c.unparsable
+        c.unparsable,
+        c.pmtu_rejected
     );
     out
 }

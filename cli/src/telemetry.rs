@@ -79,6 +79,7 @@ impl IpsecTotals {
             sum.overflow += c.overflow;
             sum.no_room += c.no_room;
             sum.stalled += c.stalled;
+            sum.pmtu_accepted += c.pmtu_accepted;
         }
         Some(t)
     }
@@ -101,6 +102,7 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
                 ("discarded_out", u(d.discarded_out)),
                 ("no_sa_out", u(d.no_sa_out)),
                 ("unparsable", u(d.unparsable)),
+                ("pmtu_rejected", u(d.pmtu_rejected)),
             ]),
         ),
         (
@@ -123,6 +125,7 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
                 ("overflow", u(o.overflow)),
                 ("no_room", u(o.no_room)),
                 ("stalled", u(o.stalled)),
+                ("pmtu_accepted", u(o.pmtu_accepted)),
             ]),
         ),
     ])
@@ -530,6 +533,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("t3_retransmits", u(t.t3_retransmits)),
         ("fast_retransmits", u(t.fast_retransmits)),
         ("pmtu_lowered", u(st.pmtu_lowered)),
+        ("esp_pmtu_lowered", u(st.esp_pmtu_lowered)),
         ("ip_reassembled", u(r.iface.reassembled)),
         ("ip_source_fragmented", u(r.iface.source_fragmented)),
         (

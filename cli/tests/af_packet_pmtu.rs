@@ -12,13 +12,24 @@
 //! ARP), answers with ICMPv6 Packet Too Big (MTU 1400, RFC 4443 §3.2), and never fragments
 //! (RFC 8200 §5): the chunks in flight go again as the client's own IPv6 fragments (RFC 8200
 //! §4.5), which Linux forwards unchanged and the server reassembles.
+//!
+//! The same under ESP in transport mode (RFC 4301 §8.2): the router's ICMP then quotes the ESP
+//! packet, which the client maps by its SPI to its outbound SA (§6.1.2); the SA's PMTU is
+//! propagated to the association, and the server reassembles the ESP fragments of the chunks
+//! already in flight before opening them (RFC 4303 §3.4.1).
 
 use std::process::{Command, Output};
+use std::sync::Mutex;
 
+#[path = "common/esp.rs"]
+#[allow(dead_code)] // its key manager's side is for tests/ipsec.rs
+mod esp;
 #[path = "common/procs.rs"]
 mod procs;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ddpdk");
+/// The cases run one at a time: each pins two processes to the machine's two CPUs.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The namespaces (router, client, server), removed (with their veths) however the test
 /// ends.
@@ -79,23 +90,18 @@ fn ddpdk(ns: &str, iface: &str, lcores: &str, app: &[&str]) -> std::process::Chi
     procs::spawn("ip", &eal, app)
 }
 
-#[test]
-fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
-    through_a_kernel_router(false);
-}
-
-/// RFC 8201 §4, RFC 9260 §6.9 and §7.3, RFC 8200 §4.5: the same over IPv6.
-#[test]
-fn a_kernel_routers_packet_too_big_rescues_a_transfer_with_source_fragments_rfc8200_4_5() {
-    through_a_kernel_router(true);
-}
-
-fn through_a_kernel_router(v6: bool) {
-    let (client_ip, server_ip) = if v6 {
+/// The client's and the server's addresses, IPv6's or IPv4's.
+fn addresses(v6: bool) -> (&'static str, &'static str) {
+    if v6 {
         ("2001:db8::1", "2001:db8::2")
     } else {
         ("198.18.0.1", "198.18.0.2")
-    };
+    }
+}
+
+/// The client | router | server namespaces, the router's server side at MTU 1400, routing
+/// IPv6 too with `v6`; `tag` names them.
+fn routed(tag: &str, v6: bool) -> Net {
     let id = Command::new("id").arg("-u").output().expect("id");
     assert_eq!(
         String::from_utf8_lossy(&id.stdout).trim(),
@@ -104,21 +110,12 @@ fn through_a_kernel_router(v6: bool) {
     );
     let pid = std::process::id();
     let net = Net {
-        ns: ["r", "a", "b"].map(|k| format!("ddpdk-pmtu{}-{k}-{pid}", if v6 { "6" } else { "" })),
+        ns: ["r", "a", "b"].map(|k| format!("ddpdk-{tag}-{k}-{pid}")),
     };
     let [r, na, nb] = [0, 1, 2].map(|k| net.ns[k].as_str());
     let sh = |args: &[&str]| {
         let o = Command::new("ip").args(args).output().expect("ip");
         assert!(o.status.success(), "ip {args:?}: {}", text(&o));
-    };
-    let ex = |ns: &str, args: &[&str]| {
-        let o = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .args(args)
-            .output()
-            .expect("ip netns exec");
-        assert!(o.status.success(), "{args:?}: {}", text(&o));
-        text(&o)
     };
     for ns in &net.ns {
         sh(&["netns", "add", ns]);
@@ -190,7 +187,26 @@ fn through_a_kernel_router(v6: bool) {
             sh(&["-n", r, "-6", "neigh", "add", "proxy", other, "dev", dev]);
         }
     }
-    let server_app = [
+    net
+}
+
+/// `ip netns exec NS ARGS`'s output, which must succeed.
+fn ex(ns: &str, args: &[&str]) -> String {
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(args)
+        .output()
+        .expect("ip netns exec");
+    assert!(o.status.success(), "{args:?}: {}", text(&o));
+    text(&o)
+}
+
+/// Runs a server and then a 3-second perf client at `--mtu 1500` across `net`'s router, over
+/// IPv6 with `v6`, each with `extra` arguments; returns the client's and the server's output.
+fn transfer(net: &Net, v6: bool, server_extra: &[&str], client_extra: &[&str]) -> [Output; 2] {
+    let [_, na, nb] = [0, 1, 2].map(|k| net.ns[k].as_str());
+    let (client_ip, server_ip) = addresses(v6);
+    let mut server_app = vec![
         "--ddp-listen",
         "--ip",
         server_ip,
@@ -200,11 +216,12 @@ fn through_a_kernel_router(v6: bool) {
         "--mtu",
         "1500",
     ];
+    server_app.extend(server_extra);
     let mut server = ddpdk(nb, "pb", "0@0", &server_app);
     let stderr = server.stderr.take().expect("stderr");
     let server = Running(Some(server));
     let (head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
-    let client_app = [
+    let mut client_app = vec![
         "--ddp-connect",
         server_ip,
         "--ip",
@@ -215,18 +232,23 @@ fn through_a_kernel_router(v6: bool) {
         "--mtu",
         "1500",
     ];
+    client_app.extend(client_extra);
     let client = ddpdk(na, "pa", "0@1", &client_app)
         .wait_with_output()
         .expect("client");
-    let server = server.finish();
-    let server_text = head + &rest.join().unwrap_or_default() + &text(&server);
-    let client_text = text(&client);
-    procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
-    // The kernel answered with Fragmentation Needed (RFC 1191 §4) or Packet Too Big (RFC 4443
-    // §3.2), which is what lowered the client's path MTU: /proc/net/snmp{,6} is the router
-    // namespace's own.
+    let mut server = server.finish();
+    // The lines read while waiting for the listener go back in front of the rest.
+    let server_text = head + &rest.join().unwrap_or_default();
+    server.stderr = [server_text.into_bytes(), server.stderr].concat();
+    [client, server]
+}
+
+/// The router sent ICMP Destination Unreachable (RFC 1191 §4's Fragmentation Needed) or,
+/// with `v6`, ICMPv6 Packet Too Big (RFC 4443 §3.2), which is what lowered the client's path
+/// MTU: /proc/net/snmp{,6} is the router namespace's own.
+fn assert_router_sent_icmp(net: &Net, v6: bool) {
     if v6 {
-        let snmp6 = ex(r, &["cat", "/proc/net/snmp6"]);
+        let snmp6 = ex(&net.ns[0], &["cat", "/proc/net/snmp6"]);
         let too_big = snmp6
             .lines()
             .filter_map(|l| l.split_once(char::is_whitespace))
@@ -236,7 +258,7 @@ fn through_a_kernel_router(v6: bool) {
         assert!(too_big > 0, "the router sent no Packet Too Big:\n{snmp6}");
         return;
     }
-    let snmp = ex(r, &["cat", "/proc/net/snmp"]);
+    let snmp = ex(&net.ns[0], &["cat", "/proc/net/snmp"]);
     let icmp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Icmp:")).collect();
     let (names, values) = (icmp[0].split_whitespace(), icmp[1].split_whitespace());
     let unreach = names
@@ -245,4 +267,94 @@ fn through_a_kernel_router(v6: bool) {
         .and_then(|(_, v)| v.parse::<u64>().ok())
         .unwrap_or(0);
     assert!(unreach > 0, "the router sent no ICMP:\n{snmp}");
+}
+
+/// A clear transfer through the router, over IPv6 with `v6`: every write is delivered and
+/// the router sent its ICMP.
+fn through_a_kernel_router(tag: &str, v6: bool) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let net = routed(tag, v6);
+    let [client, server] = transfer(&net, v6, &[], &[]);
+    let (client_text, server_text) = (text(&client), text(&server));
+    procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+    assert_router_sent_icmp(&net, v6);
+}
+
+#[test]
+fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
+    through_a_kernel_router("pmtu", false);
+}
+
+/// RFC 8201 §4, RFC 9260 §6.9 and §7.3, RFC 8200 §4.5: the same over IPv6.
+#[test]
+fn a_kernel_routers_packet_too_big_rescues_a_transfer_with_source_fragments_rfc8200_4_5() {
+    through_a_kernel_router("pmtu6", true);
+}
+
+/// The JSON object of `key` among the process's JSON lines.
+fn json_of(out: &str, key: &str) -> serde_json::Value {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get(key).cloned())
+        .unwrap_or_else(|| panic!("no {key} report in:\n{out}"))
+}
+
+/// RFC 4301 §8.2 with §6.1.2 and RFC 4303 §3.4.1: both ends run ESP (AES-GCM, transport mode,
+/// SCTP only through the SAs). The router's Fragmentation Needed quotes the client's ESP
+/// packet; the client believes it for its outbound SA 1000 (SPI, addresses, a sequence
+/// number the SA sent), records the PMTU on the SA and lowers the association's path MTU to
+/// 1400 less ESP and the IP header. The chunks already in flight go again without DF (the
+/// SA's transport-mode header is the SCTP packet's own), are fragmented by the router, and
+/// are reassembled by the server before its SA opens them. Every write is delivered, the SA
+/// shows the PMTU, and no packet failed its ICV.
+#[test]
+fn a_kernel_routers_fragmentation_needed_quoting_esp_rescues_a_transfer_rfc4301_8_2() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let net = routed("esppmtu", false);
+    let dir = std::env::temp_dir().join(format!("ddpdk-esppmtu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    struct Gone(std::path::PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let dir = Gone(dir);
+    let sconf = dir.0.join("server.conf");
+    let cconf = dir.0.join("client.conf");
+    std::fs::write(&sconf, esp::file_text(&esp::server_rules())).expect("write");
+    std::fs::write(&cconf, esp::file_text(&esp::client_rules())).expect("write");
+    let [client, server] = transfer(
+        &net,
+        false,
+        &["--ipsec-config", sconf.to_str().expect("utf-8")],
+        &["--ipsec-config", cconf.to_str().expect("utf-8")],
+    );
+    let (client_text, server_text) = (text(&client), text(&server));
+    procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+    assert_router_sent_icmp(&net, false);
+    let cipsec = json_of(&String::from_utf8_lossy(&client.stdout), "ipsec");
+    let sipsec = json_of(&String::from_utf8_lossy(&server.stdout), "ipsec");
+    let sa = |ipsec: &serde_json::Value, dir: &str, spi: u64| {
+        ipsec["sas"]
+            .as_array()
+            .and_then(|sas| {
+                sas.iter()
+                    .find(|s| s["direction"] == dir && s["spi"] == spi)
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no SA {dir} {spi}: {ipsec}"))
+    };
+    let out = sa(&cipsec, "out", 1000);
+    assert_eq!(out["path_mtu"], 1400, "the client's SA: {cipsec}");
+    assert!(
+        out["counts"]["pmtu_accepted"].as_u64() > Some(0),
+        "the client's SA: {cipsec}"
+    );
+    assert_eq!(cipsec["drops"]["pmtu_rejected"], 0, "{cipsec}");
+    for (ipsec, dir, spi) in [(&cipsec, "in", 2000), (&sipsec, "in", 1000)] {
+        let s = sa(ipsec, dir, spi);
+        assert_eq!(s["counts"]["auth_failed"], 0, "{s}");
+        assert!(s["counts"]["packets"].as_u64() > Some(0), "{s}");
+    }
 }

@@ -336,11 +336,19 @@ pub struct CoreStats {
     /// lower its path MTU (Appendix C ICMP5-ICMP6; RFC 1191 §3): ignored. (Those that quote
     /// no SCTP packet of ours are the interface's `icmp_ignored`.)
     pub icmp_ignored: u64,
+    /// ICMP Fragmentation Needed / Packet Too Big quoting our ESP that an outbound SA believed
+    /// and recorded (RFC 4301 §6.1.2, §8.2.1); those it did not are `icmp_ignored` (and the
+    /// port's `pmtu_rejected`).
+    pub esp_pmtu_taken: u64,
+    /// Associations of this core whose path MTU an SA's PMTU lowered (§8.2.1 propagation).
+    pub esp_pmtu_lowered: u64,
     /// IPv4 and IPv6 datagrams reassembled from fragments (RFC 1122 §3.3.2, RFC 8200 §4.5),
     /// each then received as a frame of its own.
     pub reassembled: u64,
     /// Of those, lost because no buffer was free for the copy (or none holds it).
     pub reassembled_dropped: u64,
+    /// ESP datagrams reassembled that the IPsec port did not open (its SA counts why).
+    pub reassembled_esp_dropped: u64,
     /// Connections adopted from the control thread.
     pub adopted: u64,
     /// Connections the core had no room for (it holds [`MAX_CONNECTIONS_PER_CORE`]); aborted.
@@ -523,7 +531,7 @@ pub struct CoreReport {
 impl CoreReport {
     /// What the core dropped, by reason, every reason named (zero or not, in a fixed order):
     /// the names telemetry's `drop` dict and the perf tool's summaries use.
-    pub fn drops(&self) -> [(&'static str, u64); 24] {
+    pub fn drops(&self) -> [(&'static str, u64); 25] {
         let (st, i, t) = (&self.stats, &self.iface, &self.conn_totals);
         [
             // Packets an association refused (its checks say which failed).
@@ -540,6 +548,8 @@ impl CoreReport {
             ("ip_bad_checksum", i.bad_ip_checksum),
             ("ip_fragment", i.fragments),
             ("ip_reassembly_no_buffer", st.reassembled_dropped),
+            // Reassembled ESP that did not open (its SA or the policy counts why).
+            ("esp_reassembled_not_opened", st.reassembled_esp_dropped),
             ("malformed", i.malformed),
             ("vlan", i.vlan),
             ("arp_nd_not_for_us", i.arp_not_for_us + i.nd_not_for_us),
@@ -588,12 +598,14 @@ impl CoreReport {
             + st.to_control
             + st.control_dropped
             + st.pmtu_lowered
+            + st.esp_pmtu_taken
             + st.icmp_ignored;
         if self.iface.sctp + self.iface.icmp_too_big != routed {
             wrong.push(format!(
                 "core {}: {} SCTP packets and {} ICMP Packet Too Big, {routed} routed ({} bad \
                  checksum, {} to connections, {} to siblings, {} sibling ring full, {} to the \
-                 control thread, {} its ring full, {} path MTU lowered, {} ICMP ignored)",
+                 control thread, {} its ring full, {} path MTU lowered, {} taken by an ESP \
+                 SA, {} ICMP ignored)",
                 self.core,
                 self.iface.sctp,
                 self.iface.icmp_too_big,
@@ -604,6 +616,7 @@ impl CoreReport {
                 st.to_control,
                 st.control_dropped,
                 st.pmtu_lowered,
+                st.esp_pmtu_taken,
                 st.icmp_ignored
             ));
         }
@@ -893,6 +906,9 @@ pub struct DataCore<P: Port> {
     shared_regions: Arc<SharedRegions>,
     /// The publication `regions` came with.
     regions_generation: u64,
+    /// The port's [`Port::esp_pmtu_generation`] when this core last propagated the SAs' path
+    /// MTUs to its associations.
+    esp_pmtu_generation: u64,
     commands: Receiver<Command<P::Buf>>,
     packets_up: Sender<P::Buf>,
     events_up: Sender<Upcall>,
@@ -934,10 +950,22 @@ pub struct DataCore<P: Port> {
     burst_goes_on: bool,
 }
 
+/// Whether a reassembled frame (Ethernet, then the IPv4 or IPv6 header `Interface::fragment`
+/// writes, with no extension header) is an ESP datagram: IPv4's protocol or IPv6's Next
+/// Header is ESP's.
+fn reassembled_esp(frame: &[u8]) -> bool {
+    const IPPROTO_ESP: u8 = 50;
+    let at = match frame.get(12..14) {
+        Some([0x86, 0xdd]) => 14 + 6,
+        _ => 14 + 9,
+    };
+    frame.get(at) == Some(&IPPROTO_ESP)
+}
+
 /// Builds the control side and `cfg.cores` data cores of one endpoint on `port`.
 pub fn build<P: Port>(
     port: Arc<P>,
-    iface: Interface,
+    mut iface: Interface,
     endpoint: Endpoint,
     conn_cfg: ConnConfig,
     limit: PendingLimit,
@@ -953,6 +981,8 @@ pub fn build<P: Port>(
         });
     }
     let depth = cfg.ring_depth.max(1);
+    // ESP fragments to us are reassembled for the IPsec port to open (RFC 4303 §3.4.1).
+    iface.reassemble_esp(port.opens_esp());
     let (memory, replicas) = Memory::new(cfg.stags, cores, cfg.random);
     let (packets_tx, packets_rx) = channel::bounded(depth);
     let (events_tx, events_rx) = channel::bounded(depth);
@@ -987,6 +1017,7 @@ pub fn build<P: Port>(
             slots: Vec::new(),
             stags,
             regions_generation: memory.region_table().generation(),
+            esp_pmtu_generation: 0,
             regions: memory.region_table().load_full(),
             shared_regions: Arc::clone(memory.region_table()),
             commands: cmd_rx,
@@ -1275,6 +1306,16 @@ impl<P: Port> DataCore<P> {
         self.rx = rx;
         // Packets that waited for an ARP or ND answer go first, in the order they were made.
         work += self.out.release_held(now, &mut self.iface);
+        // RFC 4301 §8.2.1: a path MTU an ESP SA learnt, on whichever core the ICMP came in,
+        // reaches the associations the SA protects on this one. One load a turn while none
+        // changes; the per-packet path is untouched.
+        let g = self.port.esp_pmtu_generation();
+        if g != self.esp_pmtu_generation {
+            self.esp_pmtu_generation = g;
+            for k in 0..self.slots.len() {
+                self.esp_path_mtu(k);
+            }
+        }
         for s in self.slots.iter_mut().flatten() {
             if s.c.get().poll_timeout().is_some_and(|t| t <= now) {
                 s.c.get_mut().handle_timeout(now);
@@ -1666,6 +1707,9 @@ impl<P: Port> DataCore<P> {
             peer,
             peer_port,
         });
+        // RFC 4301 §8.2.1: a path MTU the SA protecting it already holds applies from the
+        // start, as the interface's per-peer one above (RFC 1191 §5).
+        self.esp_path_mtu(k);
     }
 
     /// An operation from the ULP, applied by its connection (or held there, in order, while
@@ -1729,6 +1773,17 @@ impl<P: Port> DataCore<P> {
             Rx::Fragment(Some(n)) => Next::Whole(n),
             // RFC 9260 Appendix C ICMP5: the association the quoted packet names, on the core
             // that owns it (the peer's packets of that 5-tuple are steered there).
+            // RFC 4301 §6.1.2: the IPsec port judges it by the SA its SPI names, and records
+            // the PMTU there; every core's associations under that SA take it at their next
+            // turn (`esp_pmtu_generation`), so no dispatch to an owner.
+            Rx::EspTooBig(e) => {
+                if self.port.esp_too_big(&e) {
+                    self.stats.esp_pmtu_taken += 1;
+                } else {
+                    self.stats.icmp_ignored += 1;
+                }
+                Next::Done
+            }
             Rx::TooBig(t) => match self.assoc_of(t.peer, t.peer_port, t.local_port) {
                 Some(k) => {
                     self.path_too_big(k, &t);
@@ -1814,8 +1869,17 @@ impl<P: Port> DataCore<P> {
                     Some(mut b) => match b.data_mut().get_mut(..n) {
                         Some(room) => {
                             room.copy_from_slice(&self.reply[..n]);
-                            self.stats.reassembled += 1;
-                            self.frame_in(now, b, dispatched);
+                            // RFC 4301 §5.2, RFC 4303 §3.4.1: a reassembled ESP datagram
+                            // (`Interface::reassemble_esp`) is opened by the IPsec port, then
+                            // received as any frame; one that does not open is its SA's drop.
+                            let esp = reassembled_esp(&self.reply[..n]);
+                            match if esp { self.port.open_esp(b) } else { Some(b) } {
+                                Some(b) => {
+                                    self.stats.reassembled += 1;
+                                    self.frame_in(now, b, dispatched);
+                                }
+                                None => self.stats.reassembled_esp_dropped += 1,
+                            }
                         }
                         None => {
                             self.stats.reassembled_dropped += 1;
@@ -1886,6 +1950,36 @@ impl<P: Port> DataCore<P> {
             let ip_mtu = t.path_mtu().map_or(ip_mtu, |m| m.min(ip_mtu));
             self.iface.set_path_mtu(peer, ip_mtu);
         }
+    }
+
+    /// RFC 4301 §8.2.1 (propagation) with RFC 9260 §7.3: the association in slot `k` takes
+    /// the path MTU of the outbound SA protecting it, less that SA's overhead and the inner IP
+    /// header ([`Port::esp_sctp_mtu`]); lowered only. An IPv4 packet framed before, now too
+    /// large, leaves without DF (`Interface::set_path_mtu`, on the inner header: in transport
+    /// mode it is the outer one, so the ESP packet crosses the small hop fragmented).
+    fn esp_path_mtu(&mut self, k: usize) {
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
+        let c = s.c.get_mut();
+        let a = c.association();
+        if a.is_closed() {
+            return;
+        }
+        let peer = s.peer;
+        let Some(local) = self.iface.address_for(peer) else {
+            return;
+        };
+        let (lport, pport) = (a.local_port(), a.peer_port());
+        let Some(sctp) = self.port.esp_sctp_mtu(local, peer, lport, pport) else {
+            return;
+        };
+        if c.lower_sctp_mtu(sctp) {
+            self.stats.esp_pmtu_lowered += 1;
+        }
+        let ip_mtu = c.association().path_mtu() + Interface::ip_header_len(peer);
+        self.iface
+            .set_path_mtu(peer, ip_mtu.min(sctp + Interface::ip_header_len(peer)));
     }
 
     /// Sends an upcall, or holds it (behind any already held) if the ring is full. Returns

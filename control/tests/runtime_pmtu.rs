@@ -613,3 +613,134 @@ fn a_hop_below_the_smallest_association_mtu_is_crossed_by_ip_fragmentation() {
     let r = l.cb.memory().region(region).unwrap();
     assert_eq!(r.crc32c(0, len).unwrap(), crc32c(&data));
 }
+
+/// A port standing in for the IPsec port's side of RFC 4301 §8.2.1: one outbound SA that
+/// protects every association, whose path MTU (as the SCTP size it leaves) a test sets, as an
+/// ICMP taken on any core would.
+struct SaPort {
+    inner: MemPort,
+    generation: AtomicU64,
+    /// The SCTP packet size the SA's PMTU leaves; 0: none recorded.
+    sctp_mtu: AtomicU64,
+}
+
+impl Port for SaPort {
+    type Buf = HeapBuf;
+    fn id(&self) -> u16 {
+        self.inner.id()
+    }
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn nb_rx_queues(&self) -> u16 {
+        self.inner.nb_rx_queues()
+    }
+    fn nb_tx_queues(&self) -> u16 {
+        self.inner.nb_tx_queues()
+    }
+    fn mac(&self) -> [u8; 6] {
+        self.inner.mac()
+    }
+    fn rx_burst(&self, queue: u16, out: &mut Vec<HeapBuf>, max: usize) -> usize {
+        self.inner.rx_burst(queue, out, max)
+    }
+    fn tx_burst(&self, queue: u16, pkts: &mut Vec<HeapBuf>) -> usize {
+        self.inner.tx_burst(queue, pkts)
+    }
+    fn alloc_bulk(&self, out: &mut Vec<HeapBuf>, n: usize, len: usize) -> bool {
+        self.inner.alloc_bulk(out, n, len)
+    }
+    fn link(&self) -> LinkStatus {
+        self.inner.link()
+    }
+    fn stats(&self) -> PortStats {
+        self.inner.stats()
+    }
+    fn xstats(&self) -> Vec<(String, u64)> {
+        self.inner.xstats()
+    }
+    fn reset_stats(&self) {
+        self.inner.reset_stats()
+    }
+    fn esp_pmtu_generation(&self) -> u64 {
+        self.generation.load(Relaxed)
+    }
+    fn esp_sctp_mtu(&self, local: IpAddr, peer: IpAddr, _: u16, port: u16) -> Option<usize> {
+        // The SA's policy: SCTP from A4 to B4's PORT.
+        let m = self.sctp_mtu.load(Relaxed) as usize;
+        (local == IpAddr::V4(A4) && peer == IpAddr::V4(B4) && port == PORT && m > 0).then_some(m)
+    }
+}
+
+/// RFC 4301 §8.2.1 (propagation) across data cores: the ICMP that taught an outbound SA its
+/// path MTU came in on whichever core it came in on; the association the SA protects, on the
+/// core that owns it, takes the SA's PMTU at its next turn (the port's generation moved), is
+/// never raised by a later larger one (RFC 1191 §3, RFC 8201 §4), and a write then completes
+/// in segments cut at the new MULPDU. Fails if the cores do not read the generation.
+#[test]
+fn an_sas_path_mtu_reaches_the_association_on_its_own_core_rfc4301_8_2_1() {
+    let (pa, pb) = pair(3, 1024);
+    let sa = Arc::new(SaPort {
+        inner: pa,
+        generation: AtomicU64::new(0),
+        sctp_mtu: AtomicU64::new(0),
+    });
+    let cfg = RuntimeConfig {
+        cores: 2,
+        link_mtu: 1500,
+        ..RuntimeConfig::default()
+    };
+    let sctp = Config {
+        path_mtu: 1480,
+        ..Config::default()
+    };
+    // The server's side has no SA with a path MTU.
+    let pb = Arc::new(SaPort {
+        inner: pb,
+        generation: AtomicU64::new(0),
+        sctp_mtu: AtomicU64::new(0),
+    });
+    let a = runtime_on(
+        Arc::clone(&sa),
+        Interface::new(sa.mac(), Some(A4), None),
+        1,
+        cfg,
+        sctp,
+    );
+    let b = runtime_on(
+        Arc::clone(&pb),
+        Interface::new(pb.mac(), Some(B4), None),
+        2,
+        cfg,
+        sctp,
+    );
+    let len = 64 * 1024;
+    let (mut l, reg, region) = Lockstep::open_to_region(a, b, IpAddr::V4(B4), PORT, len);
+    let owner = (0..2)
+        .find(|&k| !l.ka[k].report().assocs.is_empty())
+        .expect("an owning core");
+    assert_eq!(l.ka[owner].report().assocs[0].path_mtu, 1480);
+    // The SA learnt 1400 bytes of path MTU: 1400 - 37 (AES-GCM) - 20 (IPv4) of SCTP.
+    sa.sctp_mtu.store(1343, Relaxed);
+    sa.generation.fetch_add(1, Relaxed);
+    l.step();
+    let r = l.ka[owner].report();
+    assert_eq!(r.assocs[0].path_mtu, 1343);
+    assert_eq!(r.stats.esp_pmtu_lowered, 1);
+    assert_eq!(l.ka[1 - owner].report().stats.esp_pmtu_lowered, 0);
+    // Never raised from ICMP.
+    sa.sctp_mtu.store(1400, Relaxed);
+    sa.generation.fetch_add(1, Relaxed);
+    l.step();
+    assert_eq!(l.ka[owner].report().assocs[0].path_mtu, 1343);
+    let data: Vec<u8> = (0..len as u32).map(|i| (i * 31) as u8).collect();
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write", |l| {
+        l.ea.iter().any(|e| {
+            matches!(e, Event::Completion { completion, .. } if completion.status == Status::Success)
+        })
+    });
+    let r = l.cb.memory().region(region).unwrap();
+    assert_eq!(r.crc32c(0, len).unwrap(), crc32c(&data));
+}

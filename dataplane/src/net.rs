@@ -42,6 +42,11 @@ pub const IPV6_HEADER_LEN: usize = 40;
 const ARP_LEN: usize = 28;
 const ICMPV6: u8 = 58;
 const IP_PROTO_ICMP: u8 = 1;
+/// ESP (RFC 4303 §2).
+const IP_PROTO_ESP: u8 = 50;
+/// ESP's header: the SPI and the sequence number (RFC 4303 §2), what RFC 7112 §5 asks the
+/// first fragment of an ESP packet to hold.
+const ESP_HEADER_LEN: usize = 8;
 const ICMP_ECHO_REPLY: u8 = 0;
 const ICMP_ECHO: u8 = 8;
 const ICMPV6_ECHO: u8 = 128;
@@ -217,11 +222,15 @@ pub enum Rx<'a> {
     /// reassemble; RFC 8200 §4.5): `Some(n)` when it completed the datagram, which is then in
     /// the output buffer as a whole frame of `n` bytes (Ethernet, a 20-byte IPv4 header or a
     /// 40-byte IPv6 header whose Next Header is SCTP, the SCTP packet) to be received as any
-    /// other.
+    /// other. With [`Interface::reassemble_esp`], of an ESP packet to us too: the whole ESP
+    /// datagram (protocol or Next Header 50) is for the IPsec port to open.
     Fragment(Option<usize>),
     /// An ICMP Fragmentation Needed or ICMPv6 Packet Too Big quoting an SCTP packet we sent:
     /// the association it names lowers its path MTU if the quote holds its tag.
     TooBig(TooBig),
+    /// The same ICMP quoting an ESP packet we sent (RFC 4301 §6.1.2): the IPsec port judges
+    /// it by the outbound SA its SPI names ([`EspTooBig`]).
+    EspTooBig(EspTooBig),
     /// Taken by the interface itself (an ARP reply or Neighbor Advertisement for us, learnt);
     /// nothing to send.
     Consumed,
@@ -260,18 +269,50 @@ impl TooBig {
     /// minimum link MTU" (1280): a smaller one is ignored. Whether it lowers anything is
     /// the association's to judge (§3/§4: never raise from ICMP).
     pub fn path_mtu(&self) -> Option<usize> {
-        // RFC 1191 §7 Table 7-1: the plateaus.
-        const PLATEAUS: [u16; 10] = [32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68];
-        let mtu = match self.mtu {
-            0 => u32::from(*PLATEAUS.iter().find(|p| **p < self.quoted_len)?),
-            m => m,
-        };
-        let mtu = usize::try_from(mtu).ok()?;
-        match self.local {
-            IpAddr::V4(_) => (mtu >= 68).then_some(mtu),
-            // RFC 8201 §4: a Packet Too Big below 1280 is no reason to go below it.
-            IpAddr::V6(_) => (mtu >= 1280).then_some(mtu),
-        }
+        icmp_path_mtu(self.local, self.mtu, self.quoted_len)
+    }
+}
+
+/// What an ICMP Fragmentation Needed or ICMPv6 Packet Too Big says about one of our ESP
+/// packets, from the packet it quotes: the outer IP header and the first 8 bytes of ESP, the
+/// SPI and the (low 32 bits of the) sequence number (RFC 4303 §2; RFC 792 quotes 64 bits of
+/// the datagram's data, just these). RFC 4301 §6.1.2: the message is unauthenticated; the
+/// IPsec port maps the SPI to one of our outbound SAs and checks the quote against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EspTooBig {
+    /// Our address, the quoted packet's source (a tunnel's local end in tunnel mode).
+    pub local: IpAddr,
+    /// The quoted packet's destination (the peer, or the tunnel's far end).
+    pub peer: IpAddr,
+    pub spi: u32,
+    /// The quoted sequence number: its low 32 bits under ESN (RFC 4303 §2.2.1).
+    pub seq: u32,
+    /// As [`TooBig::mtu`].
+    pub mtu: u32,
+    /// As [`TooBig::quoted_len`].
+    pub quoted_len: u16,
+}
+
+impl EspTooBig {
+    /// As [`TooBig::path_mtu`]: the path MTU (outer IP packet size) the message supports.
+    pub fn path_mtu(&self) -> Option<usize> {
+        icmp_path_mtu(self.local, self.mtu, self.quoted_len)
+    }
+}
+
+/// [`TooBig::path_mtu`] for a message about a packet from `local`.
+fn icmp_path_mtu(local: IpAddr, mtu: u32, quoted_len: u16) -> Option<usize> {
+    // RFC 1191 §7 Table 7-1: the plateaus.
+    const PLATEAUS: [u16; 10] = [32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68];
+    let mtu = match mtu {
+        0 => u32::from(*PLATEAUS.iter().find(|p| **p < quoted_len)?),
+        m => m,
+    };
+    let mtu = usize::try_from(mtu).ok()?;
+    match local {
+        IpAddr::V4(_) => (mtu >= 68).then_some(mtu),
+        // RFC 8201 §4: a Packet Too Big below 1280 is no reason to go below it.
+        IpAddr::V6(_) => (mtu >= 1280).then_some(mtu),
     }
 }
 
@@ -314,16 +355,19 @@ struct Neighbour {
 #[derive(Debug, Clone)]
 struct Reassembly {
     /// Source, destination (their family the datagram's), identification (IPv4's 16 bits or
-    /// IPv6's 32); the protocol is always SCTP.
-    key: Option<(IpAddr, IpAddr, u32)>,
+    /// IPv6's 32), protocol: IPv4's (RFC 791 §3.2: SCTP, or ESP when
+    /// [`Interface::reassemble_esp`] is on); 0 for IPv6, whose key has none (RFC 8200 §4.5:
+    /// only the first fragment's Next Header counts, [`Reassembly::upper`]).
+    key: Option<(IpAddr, IpAddr, u32, u8)>,
     data: Box<[u8]>,
     /// The 8-byte units of `data` received.
     have: Box<[u64]>,
     /// The payload's length, once the last fragment (MF clear) came.
     total: Option<usize>,
-    /// Where the SCTP packet starts in `data`: 0 for IPv4; for IPv6 past the extension
-    /// headers of the fragmentable part, once the first fragment gave them (RFC 8200 §4.5).
-    sctp_at: Option<usize>,
+    /// Where the upper-layer packet starts in `data`, and its protocol (SCTP, or ESP with
+    /// [`Interface::reassemble_esp`]), once the first fragment gave them: 0 for IPv4; for
+    /// IPv6 past the extension headers of the fragmentable part (RFC 8200 §4.5).
+    upper: Option<(usize, u8)>,
     /// When a fragment last came (the interface's fragment count): the least recent goes.
     touched: u64,
 }
@@ -335,7 +379,7 @@ impl Reassembly {
             data: vec![0; REASSEMBLY_MAX].into_boxed_slice(),
             have: vec![0; REASSEMBLY_MAX.div_ceil(8).div_ceil(64)].into_boxed_slice(),
             total: None,
-            sctp_at: None,
+            upper: None,
             touched: 0,
         }
     }
@@ -348,7 +392,7 @@ impl Reassembly {
         self.key = None;
         self.have.fill(0);
         self.total = None;
-        self.sctp_at = None;
+        self.upper = None;
     }
 
     fn complete(&self) -> Option<usize> {
@@ -359,14 +403,15 @@ impl Reassembly {
 }
 
 /// One IP fragment as [`Interface::fragment`] read it: its datagram (source, destination,
-/// Identification), its offset in bytes, whether more follow, its bytes, and where the SCTP
-/// packet starts in the datagram if this is the first fragment.
+/// Identification, IPv4's protocol), its offset in bytes, whether more follow, its bytes, and
+/// where the upper-layer packet starts in the datagram, with its protocol, if this is the
+/// first fragment.
 struct Fragment<'f> {
-    key: (IpAddr, IpAddr, u32),
+    key: (IpAddr, IpAddr, u32, u8),
     off: usize,
     more: bool,
     payload: &'f [u8],
-    sctp_at: Option<usize>,
+    upper: Option<(usize, u8)>,
 }
 
 /// One port's addresses and neighbours.
@@ -395,6 +440,9 @@ pub struct Interface {
     /// Identification is drawn with ([`Interface::fragment_ipv6`]).
     fragmented: u64,
     id_key: IdKey,
+    /// IPv4 and IPv6 fragments of ESP to us are reassembled too
+    /// ([`Interface::reassemble_esp`]).
+    esp_fragments: bool,
 }
 
 /// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]) and those of
@@ -437,7 +485,17 @@ impl Interface {
             fragments_seen: 0,
             fragmented: 0,
             id_key: IdKey(std::collections::hash_map::RandomState::new()),
+            esp_fragments: false,
         }
+    }
+
+    /// With `on`, IPv4 and IPv6 fragments of ESP to us are reassembled as SCTP's are (RFC
+    /// 4301 §5.2, RFC 4303 §3.4.1: ESP is opened once reassembled; RFC 8200 §4.5): the whole
+    /// ESP datagram comes back as [`Rx::Fragment`] for the IPsec port to open. An IPv6 first
+    /// fragment must hold the ESP header, SPI and sequence number (RFC 7112 §5). For a port with IPsec on: a peer whose
+    /// path MTU fell with ESP packets in flight sends them fragmented (RFC 9260 §7.3).
+    pub fn reassemble_esp(&mut self, on: bool) {
+        self.esp_fragments = on;
     }
 
     /// Our address of `peer`'s family, the one packets to `peer` come from.
@@ -579,7 +637,7 @@ impl Interface {
         match rx {
             Rx::Sctp(_) => s.sctp += 1,
             Rx::Reply(_) => {}
-            Rx::TooBig(_) => s.icmp_too_big += 1,
+            Rx::TooBig(_) | Rx::EspTooBig(_) => s.icmp_too_big += 1,
             Rx::Fragment(_) => s.fragments_kept += 1,
             Rx::Consumed => s.neighbour_answers += 1,
             Rx::Dropped(d) => match d {
@@ -768,8 +826,9 @@ impl Interface {
     /// RFC 1122 §3.3.2 ("A host MUST be capable of reassembling"), RFC 791 §3.2, RFC 8200
     /// §4.5: an IPv4 fragment (its header checksum already verified) or an IPv6 one (its
     /// unfragmentable extension headers obeyed by [`link::parse_ip`], or by `fragment6` for
-    /// a later fragment whose data that parser read as headers) of an SCTP
-    /// packet unicast to us from a valid source is kept; the one that completes its datagram
+    /// a later fragment whose data that parser read as headers) of an SCTP packet (or, with
+    /// [`Interface::reassemble_esp`], an ESP one) unicast to us from a valid source is kept;
+    /// the one that completes its datagram
     /// gives the whole frame in `out`. Other fragments (other protocols, datagrams longer than
     /// [`REASSEMBLY_MAX`], overlapping lengths) are dropped as before. Only a peer whose path
     /// MTU fell while a full-size DATA chunk was in flight sends them (RFC 9260 §6.9).
@@ -781,8 +840,8 @@ impl Interface {
         let Some(h) = frame.get(ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + IPV4_HEADER_LEN) else {
             return drop;
         };
-        if frame[12..14] != ETHERTYPE_IPV4.to_be_bytes() || h[0] >> 4 != 4 || h[9] != IP_PROTO_SCTP
-        {
+        let protocol_ok = h[9] == IP_PROTO_SCTP || (self.esp_fragments && h[9] == IP_PROTO_ESP);
+        if frame[12..14] != ETHERTYPE_IPV4.to_be_bytes() || h[0] >> 4 != 4 || !protocol_ok {
             return drop;
         }
         let ihl = usize::from(h[0] & 0x0f) * 4;
@@ -800,27 +859,29 @@ impl Interface {
         let more = flags & 0x2000 != 0;
         let off = usize::from(flags & 0x1fff) * 8;
         let id = u32::from(u16::from_be_bytes([h[4], h[5]]));
-        // IPv4 carries no extension headers: the SCTP packet starts the payload.
-        let sctp_at = (off == 0).then_some(0);
+        // IPv4 carries no extension headers: the SCTP (or ESP) packet starts the payload.
+        let upper = (off == 0).then_some((0, h[9]));
         let f = Fragment {
-            key: (src, dst, id),
+            key: (src, dst, id, h[9]),
             off,
             more,
             payload,
-            sctp_at,
+            upper,
         };
         self.reassemble(frame, f, out)
     }
 
-    /// RFC 8200 §4.5: an IPv6 fragment of an SCTP packet unicast to us. The unfragmentable
-    /// part (the extension headers before the Fragment header) is obeyed again and walked
-    /// past (one with a Routing header still to run is dropped); the datagram is keyed by source, destination and the 32-bit Identification. Only
+    /// RFC 8200 §4.5: an IPv6 fragment of an SCTP packet (or, with
+    /// [`Interface::reassemble_esp`], an ESP one) unicast to us. The unfragmentable part (the
+    /// extension headers before the Fragment header) is obeyed again and walked past (one
+    /// with a Routing header still to run is dropped); the datagram is keyed by source,
+    /// destination and the 32-bit Identification. Only
     /// the first fragment's Next Header counts (§4.5: "Only the value from the Offset zero
     /// fragment packet is used"), and RFC 7112 §5: that fragment must hold the whole header
-    /// chain through the SCTP common header, else it is discarded, and its datagram with it.
-    /// Destination Options in the fragmentable part are obeyed as [`link`] obeys them (RFC
-    /// 8200 §4.2) and left out of the reassembled frame, whose IPv6 header's Next Header is
-    /// SCTP. (An atomic fragment, offset 0 and M clear, RFC 6946 §4, never gets here:
+    /// chain through the SCTP common header (ESP's: the SPI and sequence number), else it is
+    /// discarded, and its datagram with it. Destination Options in the fragmentable part are
+    /// obeyed as [`link`] obeys them (RFC 8200 §4.2) and left out of the reassembled frame,
+    /// whose IPv6 header's Next Header is SCTP (or ESP). (An atomic fragment, offset 0 and M clear, RFC 6946 §4, never gets here:
     /// [`link::parse_sctp`] takes it as the whole packet it is.)
     fn fragment6<'a>(&mut self, frame: &[u8], out: &mut [u8]) -> Rx<'a> {
         let drop = Rx::Dropped(Drop::Fragment);
@@ -871,9 +932,14 @@ impl Interface {
         let payload = &p[i + IPV6_FRAGMENT_LEN..];
         let word = u16::from_be_bytes([fh[2], fh[3]]);
         let (off, more) = (usize::from(word >> 3) * 8, word & 1 != 0);
-        let key = (src, dst, u32::from_be_bytes([fh[4], fh[5], fh[6], fh[7]]));
-        let sctp_at = match off {
-            0 => match sctp_start(fh[0], payload) {
+        let key = (
+            src,
+            dst,
+            u32::from_be_bytes([fh[4], fh[5], fh[6], fh[7]]),
+            0,
+        );
+        let upper = match off {
+            0 => match upper_start(fh[0], payload, self.esp_fragments) {
                 Some(s) => Some(s),
                 None => {
                     // RFC 7112 §5: "the receiver SHOULD discard" the first fragment without
@@ -891,7 +957,7 @@ impl Interface {
             off,
             more,
             payload,
-            sctp_at,
+            upper,
         };
         self.reassemble(frame, f, out)
     }
@@ -905,7 +971,7 @@ impl Interface {
             off,
             more,
             payload,
-            sctp_at,
+            upper,
         } = f;
         let end = off + payload.len();
         // RFC 791 §3.2, RFC 8200 §4.5: every fragment but the last carries a multiple of 8
@@ -949,23 +1015,23 @@ impl Interface {
         if !more {
             r.total = Some(end);
         }
-        if sctp_at.is_some() {
-            r.sctp_at = sctp_at;
+        if upper.is_some() {
+            r.upper = upper;
         }
         r.data[off..end].copy_from_slice(payload);
         for u in units {
             r.have[u / 64] |= 1 << (u % 64);
         }
-        let (Some(t), Some(at)) = (r.complete(), r.sctp_at) else {
+        let (Some(t), Some((at, protocol))) = (r.complete(), r.upper) else {
             return Rx::Fragment(None);
         };
         r.key = None;
-        let (src, dst, id) = key;
-        let Some(sctp) = r.data.get(at..t) else {
+        let (src, dst, id, _) = key;
+        let Some(upper) = r.data.get(at..t) else {
             return drop;
         };
         let ip_len = Interface::ip_header_len(dst);
-        let len = ETHERNET_HEADER_LEN + ip_len + sctp.len();
+        let len = ETHERNET_HEADER_LEN + ip_len + upper.len();
         let Some(o) = out.get_mut(..len) else {
             return drop;
         };
@@ -976,17 +1042,17 @@ impl Interface {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
                 ethernet(eth, self.mac, src_mac, ETHERTYPE_IPV4);
                 let id = id as u16;
-                ipv4_header(ip, s, d, IP_PROTO_SCTP, sctp.len(), id, true);
+                ipv4_header(ip, s, d, protocol, upper.len(), id, true);
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 ethernet(eth, self.mac, src_mac, ETHERTYPE_IPV6);
                 // The last fragment's hop limit: nothing after reassembly reads it.
                 let hop = frame[ETHERNET_HEADER_LEN + 7];
-                ipv6_header(ip, s, d, IP_PROTO_SCTP, sctp.len(), hop);
+                ipv6_header(ip, s, d, protocol, upper.len(), hop);
             }
             _ => return drop,
         }
-        o[ETHERNET_HEADER_LEN + ip_len..].copy_from_slice(sctp);
+        o[ETHERNET_HEADER_LEN + ip_len..].copy_from_slice(upper);
         self.stats.reassembled += 1;
         Rx::Fragment(Some(len))
     }
@@ -1187,19 +1253,6 @@ impl Interface {
         if !checksum_ok {
             return Rx::Dropped(Drop::IcmpIgnored);
         }
-        let Some(q) = quoted_sctp(quoted) else {
-            return Rx::Dropped(Drop::IcmpIgnored);
-        };
-        // The quoted packet is one we sent: from our address, of the ICMP's family, to an
-        // address a peer can have.
-        if !self.is_ours(q.local)
-            || q.local.is_ipv4() != dst.is_ipv4()
-            || q.peer.is_multicast()
-            || mapped(q.peer)
-            || no_host_sends_from(q.peer)
-        {
-            return Rx::Dropped(Drop::IcmpIgnored);
-        }
         let mtu = match dst {
             // RFC 1191 §4: the Next-Hop MTU is the low-order 16 bits of the second word (the
             // high-order 16 are unused, and zero from an older router).
@@ -1207,7 +1260,26 @@ impl Interface {
             // RFC 4443 §3.2: the second word is the MTU.
             IpAddr::V6(_) => u32::from_be_bytes([fields[0], fields[1], fields[2], fields[3]]),
         };
-        Rx::TooBig(TooBig { mtu, ..q })
+        // The quoted packet is one we sent: from our address, of the ICMP's family, to an
+        // address a peer can have.
+        let sent_by_us = |local: IpAddr, peer: IpAddr| {
+            self.is_ours(local)
+                && local.is_ipv4() == dst.is_ipv4()
+                && !peer.is_multicast()
+                && !mapped(peer)
+                && !no_host_sends_from(peer)
+        };
+        if let Some(q) = quoted_sctp(quoted) {
+            if !sent_by_us(q.local, q.peer) {
+                return Rx::Dropped(Drop::IcmpIgnored);
+            }
+            return Rx::TooBig(TooBig { mtu, ..q });
+        }
+        // RFC 4301 §6.1.2: under ESP the router quotes the ESP packet, not the SCTP inside.
+        match quoted_esp(quoted) {
+            Some(e) if sent_by_us(e.local, e.peer) => Rx::EspTooBig(EspTooBig { mtu, ..e }),
+            _ => Rx::Dropped(Drop::IcmpIgnored),
+        }
     }
 
     /// RFC 4861 §7.2.3-§7.2.5: answer a valid Neighbor Solicitation for our IPv6 address with a
@@ -1568,8 +1640,11 @@ impl Interface {
 /// RFC 7112 §5, RFC 8200 §4.5: where the SCTP packet starts in the first fragment's
 /// fragmentable part `f`, whose first header is `next`: past any Destination Options headers
 /// (their options obeyed as RFC 8200 §4.2 asks, [`link::ipv6_options_ok`]), provided the whole
-/// chain and the SCTP common header are in `f`. `None` for any other chain.
-fn sctp_start(mut next: u8, f: &[u8]) -> Option<usize> {
+/// chain and the SCTP common header are in `f`; with it, the protocol. With `esp` (the
+/// interface's [`Interface::reassemble_esp`]), an ESP packet too, provided its header (SPI
+/// and sequence number, RFC 4303 §2) is in `f` (RFC 4303 §3.4.1: ESP is opened once
+/// reassembled). `None` for any other chain.
+fn upper_start(mut next: u8, f: &[u8], esp: bool) -> Option<(usize, u8)> {
     let mut i = 0;
     while next == IPV6_DEST_OPTS {
         let e = f.get(i..i + 2)?;
@@ -1578,7 +1653,12 @@ fn sctp_start(mut next: u8, f: &[u8]) -> Option<usize> {
         next = e[0];
         i += len;
     }
-    (next == IP_PROTO_SCTP && f.len() >= i + SCTP_COMMON_HEADER_LEN).then_some(i)
+    let header = match next {
+        IP_PROTO_SCTP => SCTP_COMMON_HEADER_LEN,
+        IP_PROTO_ESP if esp => ESP_HEADER_LEN,
+        _ => return None,
+    };
+    (f.len() >= i + header).then_some((i, next))
 }
 
 /// Whether `frame` is an IPv6 fragment other than the first (offset non-zero): its header
@@ -1710,6 +1790,54 @@ fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
         peer_port: u16::from_be_bytes([common[2], common[3]]),
         vtag,
         init_tag,
+        mtu: 0,
+        quoted_len,
+    })
+}
+
+/// The ESP packet an ICMP error quotes (the bytes after its first 8), if the quote holds its
+/// IP header (protocol 50, not a later fragment) and the ESP header's SPI and sequence number
+/// (RFC 4303 §2: 4 + 4 bytes right after the IP header; we send no IPv6 extension header
+/// before it). `mtu` is left 0.
+fn quoted_esp(q: &[u8]) -> Option<EspTooBig> {
+    let (local, peer, protocol, header, quoted_len) = match q.first()? >> 4 {
+        4 => {
+            let h = q.get(..IPV4_HEADER_LEN)?;
+            let ihl = usize::from(h[0] & 0x0f) * 4;
+            // A later fragment of an ESP packet quotes ciphertext, not the ESP header.
+            let offset = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
+            if ihl < IPV4_HEADER_LEN || offset != 0 {
+                return None;
+            }
+            let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
+            let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+            let total = u16::from_be_bytes([h[2], h[3]]);
+            (IpAddr::V4(src), IpAddr::V4(dst), h[9], ihl, total)
+        }
+        6 => {
+            let h = q.get(..IPV6_HEADER_LEN)?;
+            let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
+            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
+            let total = u16::from_be_bytes([h[4], h[5]]).saturating_add(IPV6_HEADER_LEN as u16);
+            (
+                IpAddr::V6(src),
+                IpAddr::V6(dst),
+                h[6],
+                IPV6_HEADER_LEN,
+                total,
+            )
+        }
+        _ => return None,
+    };
+    if protocol != IP_PROTO_ESP {
+        return None;
+    }
+    let esp = q.get(header..header + 8)?;
+    Some(EspTooBig {
+        local,
+        peer,
+        spi: u32::from_be_bytes([esp[0], esp[1], esp[2], esp[3]]),
+        seq: u32::from_be_bytes([esp[4], esp[5], esp[6], esp[7]]),
         mtu: 0,
         quoted_len,
     })
@@ -2827,6 +2955,84 @@ mod tests {
         assert_eq!(i.stats().frames(), 3);
     }
 
+    /// RFC 4301 §6.1.2 and §8.2: under ESP a router quotes the ESP packet (outer IP header,
+    /// SPI, sequence number), not the SCTP packet inside it. The interface hands on the SPI
+    /// and sequence number, with the quoted addresses and the MTU, for the IPsec port to map
+    /// to one of our outbound SAs; a quote of ESP from another host's address, one too short
+    /// to hold the SPI and sequence number, or a later fragment, is ignored and counted.
+    #[test]
+    fn a_too_big_quoting_our_esp_packet_is_handed_on_rfc4301_6_1_2() {
+        let esp = |local: IpAddr, peer: IpAddr, flags: u16, esp: &[u8]| {
+            let mut q = vec![0u8; IPV4_HEADER_LEN];
+            let (IpAddr::V4(l), IpAddr::V4(p)) = (local, peer) else {
+                unreachable!()
+            };
+            ipv4_header(&mut q, l, p, IP_PROTO_ESP, 1480, 1, true);
+            q[6..8].copy_from_slice(&flags.to_be_bytes());
+            q.extend_from_slice(esp);
+            q
+        };
+        let spi_seq = [0x00, 0x00, 0x03, 0xe8, 0x00, 0x01, 0x02, 0x03];
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let q = esp(IpAddr::V4(IP4), IpAddr::V4(PEER4), 0x4000, &spi_seq);
+        let frag_needed = |q: &[u8]| {
+            icmp_error(
+                IpAddr::V4(ROUTER4),
+                IpAddr::V4(IP4),
+                3,
+                4,
+                [0, 0, 0x05, 0x78],
+                q,
+            )
+        };
+        let want = EspTooBig {
+            local: IpAddr::V4(IP4),
+            peer: IpAddr::V4(PEER4),
+            spi: 1000,
+            seq: 0x0001_0203,
+            mtu: 1400,
+            quoted_len: 1500,
+        };
+        assert_eq!(i.receive(&frag_needed(&q), &mut out), Rx::EspTooBig(want));
+        assert_eq!(want.path_mtu(), Some(1400));
+        // IPv6: the Packet Too Big quotes the ESP header right after the IPv6 header.
+        let mut q6 = vec![0u8; IPV6_HEADER_LEN];
+        ipv6_header(&mut q6, IP6, PEER6, IP_PROTO_ESP, 1460, 64);
+        q6.extend_from_slice(&spi_seq);
+        let f = icmp_error(
+            IpAddr::V6(ROUTER6),
+            IpAddr::V6(IP6),
+            2,
+            0,
+            1280u32.to_be_bytes(),
+            &q6,
+        );
+        assert_eq!(
+            i.receive(&f, &mut out),
+            Rx::EspTooBig(EspTooBig {
+                local: IpAddr::V6(IP6),
+                peer: IpAddr::V6(PEER6),
+                mtu: 1280,
+                ..want
+            })
+        );
+        assert_eq!(i.stats().icmp_too_big, 2);
+        // Not from our address; the sequence number cut off; a later fragment.
+        let other = Ipv4Addr::new(198, 18, 0, 77);
+        for q in [
+            esp(IpAddr::V4(other), IpAddr::V4(PEER4), 0x4000, &spi_seq),
+            esp(IpAddr::V4(IP4), IpAddr::V4(PEER4), 0x4000, &spi_seq[..7]),
+            esp(IpAddr::V4(IP4), IpAddr::V4(PEER4), 0x2000 | 185, &spi_seq),
+        ] {
+            assert_eq!(
+                i.receive(&frag_needed(&q), &mut out),
+                Rx::Dropped(Drop::IcmpIgnored)
+            );
+        }
+        assert_eq!((i.stats().icmp_too_big, i.stats().icmp_ignored), (2, 3));
+    }
+
     /// RFC 9260 Appendix C ICMP5-ICMP6 (the quote must hold the SCTP common header of a packet
     /// we sent) and RFC 4443 §2.3 (a checksum that fails is discarded), RFC 1122 §3.2.1.3 (no
     /// host sends from 127/8): what is not handed on, each counted.
@@ -2918,6 +3124,102 @@ mod tests {
                 f
             })
             .collect()
+    }
+
+    /// RFC 4301 §5.2 and RFC 4303 §3.4.1: ESP is opened once reassembled. A peer whose path
+    /// MTU fell with ESP packets in flight sends them fragmented (RFC 9260 §7.3 under ESP):
+    /// with `reassemble_esp` on (a port that opens ESP) the fragments give the whole ESP
+    /// datagram, protocol 50, for the port to open; off, they are dropped as before. A
+    /// fragment of ESP never completes an SCTP datagram of the same identification (RFC 791
+    /// §3.2: the protocol is part of the key).
+    #[test]
+    fn ipv4_fragments_of_esp_are_reassembled_for_the_port_rfc4303_3_4_1() {
+        let esp_fragments = |payload: &[u8], id: u16| {
+            let mut frags = fragments4(payload, 680, id);
+            for f in &mut frags {
+                let h = ETHERNET_HEADER_LEN;
+                f[h + 9] = IP_PROTO_ESP;
+                f[h + 10..h + 12].fill(0);
+                let sum = internet_checksum(&f[h..h + IPV4_HEADER_LEN]);
+                f[h + 10..h + 12].copy_from_slice(&sum.to_be_bytes());
+            }
+            frags
+        };
+        let esp: Vec<u8> = (0..1480u32).map(|k| (k * 11) as u8).collect();
+        let mut out = vec![0u8; 9216];
+        let mut off = iface();
+        for f in esp_fragments(&esp, 5) {
+            assert_eq!(off.receive(&f, &mut out), Rx::Dropped(Drop::Fragment));
+        }
+        let mut i = iface();
+        i.reassemble_esp(true);
+        let frags = esp_fragments(&esp, 5);
+        assert_eq!(i.receive(&frags[2], &mut out), Rx::Fragment(None));
+        assert_eq!(i.receive(&frags[0], &mut out), Rx::Fragment(None));
+        let Rx::Fragment(Some(n)) = i.receive(&frags[1], &mut out) else {
+            panic!("the ESP datagram is whole")
+        };
+        let h = ETHERNET_HEADER_LEN;
+        assert_eq!(out[h + 9], IP_PROTO_ESP);
+        assert_eq!(&out[h + IPV4_HEADER_LEN..n], &esp[..]);
+        assert_eq!(internet_checksum(&out[h..h + IPV4_HEADER_LEN]), 0);
+        // SCTP and ESP fragments of one identification are two datagrams.
+        let sctp: Vec<u8> = (0..1480u32).map(|k| (k * 3) as u8).collect();
+        let s = fragments4(&sctp, 680, 9);
+        let e = esp_fragments(&esp, 9);
+        for f in [&s[0], &e[1], &s[2]] {
+            assert_eq!(i.receive(f, &mut out), Rx::Fragment(None));
+        }
+        assert!(matches!(i.receive(&s[1], &mut out), Rx::Fragment(Some(_))));
+        assert_eq!(out[h + 9], IP_PROTO_SCTP);
+    }
+
+    /// RFC 4303 §3.4.1 and RFC 8200 §4.5: IPv6 fragments of ESP to us, with
+    /// `reassemble_esp` on, give the whole ESP datagram, Next Header 50, for the port to open,
+    /// as IPv4's do; off, the first fragment is discarded (RFC 7112 §5: no SCTP header) and
+    /// its datagram never completes. RFC 7112 §5 for ESP: a first fragment that cuts the ESP
+    /// header (SPI and sequence number, 8 bytes) is discarded, and its datagram with it.
+    #[test]
+    fn ipv6_fragments_of_esp_are_reassembled_for_the_port_rfc4303_3_4_1() {
+        let esp: Vec<u8> = (0..1480u32).map(|k| (k * 13) as u8).collect();
+        let frags = |id: u32| -> Vec<Vec<u8>> {
+            esp.chunks(680)
+                .enumerate()
+                .map(|(k, part)| {
+                    let more = (k + 1) * 680 < esp.len();
+                    frag6(id, k * 680, more, IP_PROTO_ESP, part, false)
+                })
+                .collect()
+        };
+        let mut out = vec![0u8; 9216];
+        let mut off = iface();
+        let f = frags(5);
+        assert_eq!(off.receive(&f[0], &mut out), Rx::Dropped(Drop::Fragment));
+        assert_eq!(off.receive(&f[1], &mut out), Rx::Fragment(None));
+        assert_eq!(off.receive(&f[2], &mut out), Rx::Fragment(None));
+        let mut i = iface();
+        i.reassemble_esp(true);
+        let f = frags(5);
+        let Some(n) = feed(&mut i, &[&f[2], &f[0], &f[1]], &mut out) else {
+            panic!("the ESP datagram is whole")
+        };
+        let h = ETHERNET_HEADER_LEN;
+        assert_eq!(out[12..14], ETHERTYPE_IPV6.to_be_bytes());
+        assert_eq!(out[h + 6], IP_PROTO_ESP);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([out[h + 4], out[h + 5]])),
+            esp.len()
+        );
+        assert_eq!(&out[h + IPV6_HEADER_LEN..n], &esp[..]);
+        assert_eq!(i.stats().reassembled, 1);
+        // A first fragment holding a Destination Options header whose Next Header is ESP,
+        // and no ESP header: discarded, and the datagram's other fragment completes nothing.
+        let opts = [IP_PROTO_ESP, 0, 1, 4, 0, 0, 0, 0];
+        let cut = frag6(6, 0, true, IPV6_DEST_OPTS, &opts, false);
+        assert_eq!(i.receive(&cut, &mut out), Rx::Dropped(Drop::Fragment));
+        let rest = frag6(6, 8, false, IPV6_DEST_OPTS, &esp, false);
+        assert_eq!(i.receive(&rest, &mut out), Rx::Fragment(None));
+        assert_eq!(i.stats().reassembled, 1);
     }
 
     /// RFC 1122 §3.3.2 ("A host MUST be capable of reassembling"; RFC 791 §3.2): the

@@ -258,6 +258,8 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(&b);
     a_full_ring_sends_each_frame_sealed_once_4303_3_3(&b);
     callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(&b);
+    an_icmp_pmtu_quoting_our_esp_is_believed_for_our_sa_only_4301_6_1_2(&b);
+    tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -1570,4 +1572,130 @@ fn esp_sequence_numbers(wire: &[Vec<u8>]) -> Vec<u32> {
     wire.iter()
         .map(|s| u32::from_be_bytes([s[38], s[39], s[40], s[41]]))
         .collect()
+}
+
+/// RFC 4301 §6.1.2 and §8.2.1 on the IPsec port: an ICMP PMTU message quoting our ESP is
+/// believed only for one of our outbound SAs (its SPI), with that SA's addresses (in transport
+/// mode, ones its policy selects), quoting a sequence number it sent; each other is rejected
+/// and counted, and changes nothing. The one believed sets the SA's PMTU (shown), moves the
+/// generation the data cores watch, and gives the association the SCTP size it leaves
+/// (1400 - 37 - 20); a larger one later raises nothing. A reassembled ESP datagram is opened
+/// as a whole one (RFC 4303 §3.4.1).
+fn an_icmp_pmtu_quoting_our_esp_is_believed_for_our_sa_only_4301_6_1_2(b: &Bench) {
+    use ddpdk_dataplane::net::EspTooBig;
+    let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp\n"
+    );
+    let b_cfg = format!(
+        "sa in 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "esppmtu", &b.pool, 256);
+    let (raw_a, raw_b) = (&ports[0], &ports[1]);
+    let pa = IpsecPort::new(
+        raw_a.clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let pb = IpsecPort::new(
+        raw_b.clone(),
+        b.pool.clone(),
+        &parse_config(&b_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let frames: Vec<Vec<u8>> = (0..4u8).map(|i| sctp_frame(false, 1400, i)).collect();
+    let mut burst: Vec<Mbuf> = frames.iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 4);
+    let wire = receive_all(raw_b.as_ref(), 4);
+    let seq = |f: &[u8]| u32::from_be_bytes([f[38], f[39], f[40], f[41]]);
+    assert_eq!(
+        wire.iter().map(|f| seq(f)).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let genuine = EspTooBig {
+        local: ip("198.18.0.1"),
+        peer: ip("198.18.0.2"),
+        spi: 1000,
+        seq: 2,
+        mtu: 1400,
+        quoted_len: 1500,
+    };
+    for forged in [
+        EspTooBig {
+            spi: 999,
+            ..genuine
+        },
+        EspTooBig {
+            peer: ip("198.18.0.3"),
+            ..genuine
+        },
+        EspTooBig { seq: 5, ..genuine },
+        EspTooBig { seq: 0, ..genuine },
+        EspTooBig { mtu: 40, ..genuine },
+    ] {
+        assert!(!pa.esp_too_big(&forged), "{forged:?}");
+    }
+    let out = |p: &IpsecPort<_>| {
+        p.sa_reports()
+            .into_iter()
+            .find(|s| s.direction == "out")
+            .unwrap()
+    };
+    assert_eq!(pa.policy_counts().pmtu_rejected, 5);
+    assert_eq!(pa.esp_pmtu_generation(), 0);
+    assert_eq!(out(&pa).path_mtu, None);
+    let (a, b2) = (ip("198.18.0.1"), ip("198.18.0.2"));
+    assert_eq!(pa.esp_sctp_mtu(a, b2, 5000, 5000), None);
+    assert!(pa.esp_too_big(&genuine));
+    assert_eq!(pa.esp_pmtu_generation(), 1);
+    assert_eq!(out(&pa).path_mtu, Some(1400));
+    assert_eq!(out(&pa).counts.pmtu_accepted, 1);
+    assert_eq!(pa.esp_sctp_mtu(a, b2, 5000, 5000), Some(1400 - 37 - 20));
+    assert_eq!(pa.esp_sctp_mtu(a, ip("198.18.0.3"), 5000, 5000), None);
+    // RFC 1191 §3: never raised from ICMP.
+    assert!(pa.esp_too_big(&EspTooBig {
+        mtu: 1450,
+        ..genuine
+    }));
+    assert_eq!(pa.esp_pmtu_generation(), 1);
+    assert_eq!(out(&pa).path_mtu, Some(1400));
+    // The datagram the stack reassembled opens as the frame that was sealed.
+    assert!(pb.opens_esp());
+    let opened = pb.open_esp(mbuf(&b.pool, &wire[0])).expect("opened");
+    assert_eq!(opened.data(), &frames[0][..]);
+}
+
+/// RFC 4301 §8.1: in tunnel mode the outer header's DF is copied from the inner one. A packet
+/// framed before the path MTU fell leaves without DF (RFC 9260 §7.3) so that the small hop
+/// fragments it; every other keeps DF. The outer header's checksum holds either way, and the
+/// packet opens to what was sealed.
+fn tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(b: &Bench) {
+    let now = Instant::now();
+    let (out, inb) = sealed_pair(b, Algorithm::AesGcm128, tunnel(false, false));
+    let with_df = sctp_frame(false, 500, 1);
+    let mut without_df = sctp_frame(false, 500, 2);
+    without_df[20] = 0;
+    without_df[24..26].fill(0);
+    let sum = ipv4_sum(&without_df[14..34]);
+    without_df[24..26].copy_from_slice(&(!sum).to_be_bytes());
+    for (frame, df) in [(&with_df, true), (&without_df, false)] {
+        let e = out
+            .encrypt(mbuf(&b.pool, frame), &b.pool, now)
+            .unwrap()
+            .data()
+            .to_vec();
+        assert_eq!(e[14 + 9], 50);
+        assert_eq!(e[14 + 6] & 0x40 != 0, df, "outer DF");
+        assert_eq!(ipv4_sum(&e[14..34]), 0xffff, "outer checksum");
+        assert_eq!(
+            inb.decrypt(mbuf(&b.pool, &e), &b.pool, now).unwrap().data(),
+            &frame[..]
+        );
+    }
 }

@@ -194,10 +194,17 @@ impl Connection {
     /// never raised from ICMP); returns whether it did. New DATA is framed at the new size and
     /// new DDP segments are cut at the MULPDU it gives (RFC 5043 §9, `max_sizes`).
     pub fn lower_path_mtu(&mut self, ip_mtu: usize, peer: IpAddr) -> bool {
-        let before = self.assoc.path_mtu();
         let sctp = ip_mtu
             .saturating_sub(Interface::ip_header_len(peer))
             .saturating_sub(self.rx_slack);
+        self.lower_sctp_mtu(sctp)
+    }
+
+    /// [`Connection::lower_path_mtu`] given the SCTP packet size itself: what the ESP SA
+    /// protecting the association leaves of its path MTU (RFC 4301 §8.2.1: its own overhead,
+    /// not the link's headroom). Only ever lowers; returns whether it did.
+    pub fn lower_sctp_mtu(&mut self, sctp: usize) -> bool {
+        let before = self.assoc.path_mtu();
         if sctp >= before {
             return false;
         }

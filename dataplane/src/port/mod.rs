@@ -167,6 +167,46 @@ pub trait Port: Send + Sync {
     /// The port id (the DPDK port id for ethdevs).
     fn id(&self) -> u16;
 
+    /// RFC 4301 §6.1.2 and §8.2.1: an ICMP PMTU message quoting one of our ESP packets
+    /// ([`crate::net::Rx::EspTooBig`]); whether an outbound SA believed it and recorded its
+    /// path MTU. A port without IPsec has no SA: never.
+    fn esp_too_big(&self, _t: &crate::net::EspTooBig) -> bool {
+        false
+    }
+
+    /// Whether the port opens ESP ([`Port::open_esp`]): the interface then reassembles ESP
+    /// fragments to us for it.
+    fn opens_esp(&self) -> bool {
+        false
+    }
+
+    /// RFC 4301 §5.2, RFC 4303 §3.4.1: an ESP datagram reassembled from fragments, opened as
+    /// the port opens ESP it receives whole; `None` (dropped, counted by the SA or the
+    /// policy) if it does not open, or the port does not open ESP.
+    fn open_esp(&self, _frame: Self::Buf) -> Option<Self::Buf> {
+        None
+    }
+
+    /// Moves each time an SA's path MTU is lowered: a data core that sees it move (in its
+    /// timer tick, one load) asks [`Port::esp_sctp_mtu`] for each of its associations
+    /// (RFC 4301 §8.2.1: the PMTU is propagated to the traffic the SA carries).
+    fn esp_pmtu_generation(&self) -> u64 {
+        0
+    }
+
+    /// The SCTP packet size the association `local`:`local_port` to `peer`:`peer_port` may
+    /// send, where the outbound SA protecting it holds a path MTU from ICMP: that PMTU less
+    /// the SA's overhead and the inner IP header (RFC 4301 §8.2.1). `None` otherwise.
+    fn esp_sctp_mtu(
+        &self,
+        _local: std::net::IpAddr,
+        _peer: std::net::IpAddr,
+        _local_port: u16,
+        _peer_port: u16,
+    ) -> Option<usize> {
+        None
+    }
+
     /// The SCTP checksum offload the device offers and the port enabled (none by default).
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
         ChecksumOffload::default()

@@ -285,7 +285,15 @@ pub struct SaStats {
     /// Outbound: sequence numbers given out so far, the last one used (RFC 4303 §3.3.3: each
     /// packet rte_ipsec prepared took the next one, whether or not it was sealed).
     pub sequence: AtomicU64,
+    /// Outbound: ICMP PMTU messages quoting this SA's packets that were believed and recorded
+    /// (RFC 4301 §6.1.2, §8.2.1).
+    pub pmtu_accepted: AtomicU64,
 }
+
+/// RFC 4301 §8.2.2: a path MTU an SA learnt from ICMP ages out, as RFC 1191 §6 has a host's
+/// estimate time out ("the recommended setting of this timer is ten minutes"). The SA then
+/// shows none; associations keep what they lowered to (ddpdk does not probe upwards).
+pub const PMTU_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Sequence numbers an outbound SA may give out: 2^32 - 1 without ESN, 2^64 - 1 with it (RFC
 /// 4303 §3.3.3: the counter never cycles; a new SA, with a new key, takes over).
@@ -319,6 +327,7 @@ pub struct SaCounts {
     pub stalled: u64,
     pub copied: u64,
     pub sequence: u64,
+    pub pmtu_accepted: u64,
 }
 
 impl SaStats {
@@ -336,6 +345,7 @@ impl SaStats {
             stalled: r(&self.stalled),
             copied: r(&self.copied),
             sequence: r(&self.sequence),
+            pmtu_accepted: r(&self.pmtu_accepted),
         }
     }
 }
@@ -397,6 +407,11 @@ pub struct EspSa {
     out_of_place: bool,
     dev: Arc<CryptoDev>,
     created: Instant,
+    /// RFC 4301 §8.2.1: the path MTU (outer IP packet bytes) ICMP gave for this outbound SA,
+    /// and when (ms since `created`); 0: none. Written on the rare ICMP, read by the cores'
+    /// timer ticks only.
+    pmtu: AtomicU64,
+    pmtu_at: AtomicU64,
     pub stats: SaStats,
 }
 
@@ -644,6 +659,8 @@ impl EspSa {
             }),
             dev: Arc::clone(dev),
             created: Instant::now(),
+            pmtu: AtomicU64::new(0),
+            pmtu_at: AtomicU64::new(0),
             stats: SaStats::default(),
         })
     }
@@ -692,6 +709,36 @@ impl EspSa {
             return (false, false);
         }
         sequence_state(self.stats.sequence.load(Ordering::Relaxed), self.config.esn)
+    }
+
+    /// RFC 4301 §8.2.1: the path MTU (outer IP bytes) ICMP gave for this SA's packets, unless
+    /// it aged out (§8.2.2, [`PMTU_AGE`]).
+    pub fn path_mtu(&self, now: Instant) -> Option<usize> {
+        let mtu = self.pmtu.load(Ordering::Acquire);
+        let at = self.pmtu_at.load(Ordering::Relaxed);
+        let age = now.saturating_duration_since(self.created).as_millis();
+        (mtu != 0 && age.saturating_sub(u128::from(at)) < PMTU_AGE.as_millis())
+            .then(|| usize::try_from(mtu).ok())
+            .flatten()
+    }
+
+    /// Records `mtu`, from an ICMP PMTU message the caller believed (RFC 4301 §6.1.2), as the
+    /// SA's path MTU: lowered only, never raised while the last one is fresh (RFC 1191 §3, RFC
+    /// 8201 §4), and renewed. Returns whether it changed.
+    pub fn record_path_mtu(&self, mtu: usize, now: Instant) -> bool {
+        bump(&self.stats.pmtu_accepted);
+        let fresh = self.path_mtu(now);
+        let at = now.saturating_duration_since(self.created).as_millis();
+        self.pmtu_at
+            .store(u64::try_from(at).unwrap_or(u64::MAX), Ordering::Relaxed);
+        let mtu = u64::try_from(mtu).unwrap_or(u64::MAX);
+        match fresh {
+            Some(m) if u64::try_from(m).unwrap_or(u64::MAX) <= mtu => false,
+            _ => {
+                self.pmtu.store(mtu, Ordering::Release);
+                true
+            }
+        }
     }
 
     /// The hard lifetime is spent: the SA carries nothing more (RFC 4301 §4.4.2.1).
@@ -760,14 +807,14 @@ impl EspSa {
             return self.seal_out_of_place(frames, pool, now);
         }
         let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
-        // (index in results, Ethernet header, bytes before sealing) of each frame submitted.
-        let mut ready: Vec<(usize, [u8; ETH], usize)> = Vec::with_capacity(frames.len());
+        // (index in results, Ethernet header, bytes before sealing, DF) of each frame submitted.
+        let mut ready: Vec<(usize, [u8; ETH], usize, bool)> = Vec::with_capacity(frames.len());
         // Bytes of the frames before, taken for sealing: the hard lifetime counts them.
         let mut pending = 0u64;
         for frame in frames {
             let r = self.seal_ready(frame, pool, now, pending);
-            if let Ok((_, eth, before)) = &r {
-                ready.push((results.len(), *eth, *before));
+            if let Ok((_, eth, before, df)) = &r {
+                ready.push((results.len(), *eth, *before, *df));
                 pending += *before as u64;
             }
             results.push(r.map(|(m, ..)| m));
@@ -801,14 +848,14 @@ impl EspSa {
             };
             (prepared, ptrs[..k2 as usize].to_vec(), errno)
         };
-        for (i, eth, before) in ready {
+        for (i, eth, before, df) in ready {
             let Ok(mut m) = std::mem::replace(&mut results[i], Err(EspDrop::Malformed)) else {
                 continue;
             };
             clear_sec_flags(&mut m);
             let p = m.as_non_null().as_ptr();
             let r = if good.contains(&p) {
-                self.seal_done(m, &eth, before)
+                self.seal_done(m, &eth, before, df)
             } else if prepared.contains(&p) {
                 Err(EspDrop::Malformed)
             } else {
@@ -832,7 +879,7 @@ impl EspSa {
         pool: &Mempool,
         now: Instant,
         pending: u64,
-    ) -> Result<(Mbuf, [u8; ETH], usize), EspDrop> {
+    ) -> Result<(Mbuf, [u8; ETH], usize, bool), EspDrop> {
         if self.expired_after(now, pending) {
             return Err(EspDrop::Expired);
         }
@@ -846,21 +893,29 @@ impl EspSa {
     }
 
     /// The frame with its l2/l3 lengths set for rte_ipsec (its headers in the first segment),
-    /// its Ethernet header and its length.
-    fn framed(&self, mut m: Mbuf) -> Result<(Mbuf, [u8; ETH], usize), EspDrop> {
+    /// its Ethernet header, its length, and whether its IP header says Don't Fragment (IPv4
+    /// DF; IPv6 is never fragmented on the way, so yes).
+    fn framed(&self, mut m: Mbuf) -> Result<(Mbuf, [u8; ETH], usize, bool), EspDrop> {
         let d = m.data();
         let Some(l3) = ip_header_len(d, self.ipv6) else {
             return Err(EspDrop::Malformed);
         };
         let mut eth = [0u8; ETH];
         eth.copy_from_slice(&d[..ETH]);
+        let df = self.ipv6 || d.get(ETH + 6).is_none_or(|f| f & 0x40 != 0);
         set_lens(&mut m, ETH, l3);
         let before = m.frame_len();
-        Ok((m, eth, before))
+        Ok((m, eth, before, df))
     }
 
     /// A sealed packet made a frame again.
-    fn seal_done(&self, mut m: Mbuf, eth: &[u8; ETH], before: usize) -> Result<Mbuf, EspDrop> {
+    fn seal_done(
+        &self,
+        mut m: Mbuf,
+        eth: &[u8; ETH],
+        before: usize,
+        df: bool,
+    ) -> Result<Mbuf, EspDrop> {
         match self.config.mode {
             Mode::Transport => {
                 if !self.ipv6 {
@@ -878,6 +933,16 @@ impl EspSa {
                     &[0x86, 0xdd]
                 });
                 if dst.is_ipv4() {
+                    // RFC 4301 §8.1: the outer DF is copied from the inner header (of the
+                    // three choices, copy/set/clear). The inner one is set unless the packet
+                    // carries a chunk framed before the path MTU fell (RFC 9260 §7.3,
+                    // `Interface::set_path_mtu`): that one must cross the small hop
+                    // fragmented, as in transport mode, where the header is the inner one.
+                    if !df {
+                        if let Some(flags) = m.data_mut().get_mut(ETH + 6) {
+                            *flags &= !0x40;
+                        }
+                    }
                     fix_ipv4_checksum(&mut m.data_mut()[ETH..]);
                 }
             }
@@ -1156,7 +1221,9 @@ fn write_outer_template(t: &mut [u8; 40], src: IpAddr, dst: IpAddr) -> usize {
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
             t[0] = 0x45;
-            t[6] = 0x40; // DF: the SCTP packet inside was sized for the path (RFC 4301 §8.1)
+            // DF: the SCTP packet inside was sized for the path (RFC 4301 §8.1); cleared per
+            // packet where the inner header's is (`seal_done`).
+            t[6] = 0x40;
             t[8] = 64;
             t[9] = crate::ipsec::IPPROTO_ESP;
             t[12..16].copy_from_slice(&s.octets());

@@ -20,9 +20,10 @@ use sha2::{Digest, Sha256};
 use super::ipsec::{CryptoDev, EspSa, SaCounts};
 use super::mbuf::{Mbuf, Mempool};
 use crate::ipsec::{
-    Action, Direction, Flow, Framed, IpsecConfig, Mode, Policy, SaConfig, Spd, IPPROTO_ESP,
-    MAX_OVERHEAD,
+    Action, Direction, Flow, Framed, IpsecConfig, Mode, PmtuReject, Policy, SaConfig, Spd,
+    IPPROTO_ESP, MAX_OVERHEAD,
 };
+use crate::net::EspTooBig;
 use crate::port::region::Region;
 use crate::port::{ChecksumOffload, FlowRule, LinkStatus, PacketBuf, Port, PortStats, SctpFlow};
 
@@ -43,6 +44,10 @@ pub struct PolicyStats {
     /// IP whose upper-layer protocol could not be found (truncated, too many extension
     /// headers): policy cannot clear it.
     pub unparsable: AtomicU64,
+    /// ICMP PMTU messages quoting ESP that no outbound SA of ours believed: an unknown SPI,
+    /// addresses not the SA's, a sequence number it did not send lately, no usable MTU (RFC
+    /// 4301 §6.1.2).
+    pub pmtu_rejected: AtomicU64,
 }
 
 /// A snapshot of [`PolicyStats`].
@@ -55,6 +60,7 @@ pub struct PolicyCounts {
     pub discarded_out: u64,
     pub no_sa_out: u64,
     pub unparsable: u64,
+    pub pmtu_rejected: u64,
 }
 
 const OFF: &str = "IPsec is off on this port (start ddpdk with --ipsec or --ipsec-config FILE)";
@@ -117,6 +123,9 @@ pub struct SaReport {
     pub rekey_due: bool,
     /// The hard lifetime is spent: every packet of the SA is dropped (counted as expired).
     pub expired: bool,
+    /// RFC 4301 §8.2.1: the path MTU (outer IP bytes) ICMP gave for an outbound SA, while
+    /// fresh (§8.2.2).
+    pub path_mtu: Option<usize>,
     pub counts: SaCounts,
 }
 
@@ -152,6 +161,8 @@ pub struct IpsecPort<P> {
     headroom: usize,
     /// This host's addresses ([`IpsecPort::with_local_addresses`]); empty: any.
     local: Vec<IpAddr>,
+    /// Moves when an SA's path MTU is lowered ([`Port::esp_pmtu_generation`]).
+    pmtu_generation: AtomicU64,
     pub stats: PolicyStats,
 }
 
@@ -180,6 +191,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             active: AtomicBool::new(false),
             headroom: 0,
             local: Vec::new(),
+            pmtu_generation: AtomicU64::new(0),
             stats: PolicyStats::default(),
             held: Box::new([]),
         }
@@ -302,6 +314,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                     esn: c.esn,
                     rekey_due: s.rekey_due(now),
                     expired: s.expired(now) || s.sequence_state().1,
+                    path_mtu: s.path_mtu(now),
                     counts: s.stats.snapshot(),
                 }
             })
@@ -514,6 +527,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             discarded_out: r(&s.discarded_out),
             no_sa_out: r(&s.no_sa_out),
             unparsable: r(&s.unparsable),
+            pmtu_rejected: r(&s.pmtu_rejected),
         }
     }
 
@@ -724,6 +738,98 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
     fn tx_device_queue(&self, queue: u16) -> u16 {
         self.inner.tx_device_queue(queue)
     }
+    /// RFC 4301 §6.1.2: the ICMP is unauthenticated. It is believed only for one of our
+    /// outbound SAs (the SPI), with that SA's outer addresses, quoting a sequence number the
+    /// SA sent lately ([`SaConfig::pmtu_quote_check`]), with an MTU that leaves room for the
+    /// SA's overhead; the SA then records the PMTU (§8.2.1). Otherwise counted, and ignored.
+    fn esp_too_big(&self, e: &EspTooBig) -> bool {
+        if !self.is_enabled() {
+            return false;
+        }
+        let now = Instant::now();
+        let t = self.tables.load();
+        let taken = match t.sa(Direction::Out, e.spi) {
+            None => Err(PmtuReject::NoSa),
+            Some(sa) => {
+                let sent = sa.stats.sequence.load(Ordering::Relaxed);
+                let c = sa.config();
+                c.pmtu_quote_check(t.spd.policies(), e.local, e.peer, e.seq, sent)
+                    .and_then(|()| {
+                        e.path_mtu()
+                            .filter(|m| c.sctp_mtu(*m, sa.is_ipv6()).is_some())
+                            .ok_or(PmtuReject::Mtu)
+                    })
+                    .map(|mtu| sa.record_path_mtu(mtu, now))
+            }
+        };
+        match taken {
+            Ok(lowered) => {
+                if lowered {
+                    self.pmtu_generation.fetch_add(1, Ordering::Release);
+                }
+                true
+            }
+            Err(_) => {
+                bump(&self.stats.pmtu_rejected);
+                false
+            }
+        }
+    }
+    fn opens_esp(&self) -> bool {
+        self.is_enabled()
+    }
+    /// The datagram goes the way a received frame goes (`rx_burst`): policy, the SA its SPI
+    /// names, then the inner packet checked against the SA's policy (RFC 4301 §5.2 step 4).
+    fn open_esp(&self, frame: Mbuf) -> Option<Mbuf> {
+        if !self.is_active() {
+            return None;
+        }
+        let t = self.tables.load();
+        match self.inbound(&t, frame) {
+            Step::Pass(m) => Some(m),
+            Step::Dropped => None,
+            Step::Sa(sa, m) => {
+                let clear = sa
+                    .decrypt_burst(vec![m], &self.pool, Instant::now())
+                    .into_iter()
+                    .next()?
+                    .ok()?;
+                self.selected(&t, sa.spi(), &clear).then_some(clear)
+            }
+        }
+    }
+    fn esp_pmtu_generation(&self) -> u64 {
+        self.pmtu_generation.load(Ordering::Acquire)
+    }
+    /// RFC 4301 §8.2.1: the PMTU of the SA that the SPD's ordered search (§4.4.1) gives this
+    /// association's SCTP, less that SA's overhead and the inner IP header.
+    fn esp_sctp_mtu(
+        &self,
+        local: IpAddr,
+        peer: IpAddr,
+        local_port: u16,
+        peer_port: u16,
+    ) -> Option<usize> {
+        if !self.is_active() {
+            return None;
+        }
+        let t = self.tables.load();
+        let flow = Flow {
+            src: local,
+            dst: peer,
+            proto: crate::ipsec::IPPROTO_SCTP,
+            sport: local_port,
+            dport: peer_port,
+            ports: true,
+            fragment: false,
+        };
+        let Action::Protect(spi) = t.spd.action(Direction::Out, &flow) else {
+            return None;
+        };
+        let sa = t.sa(Direction::Out, spi)?;
+        sa.config()
+            .sctp_mtu(sa.path_mtu(Instant::now())?, local.is_ipv6())
+    }
     #[inline]
     fn tx_held(&self, queue: u16) -> usize {
         self.held_for(queue).map_or(0, |h| {
@@ -828,6 +934,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
                 ("ipsec_discarded_out".to_owned(), c.discarded_out),
                 ("ipsec_no_sa_out".to_owned(), c.no_sa_out),
                 ("ipsec_unparsable".to_owned(), c.unparsable),
+                ("ipsec_pmtu_rejected".to_owned(), c.pmtu_rejected),
             ]);
         }
         v

@@ -89,6 +89,8 @@ struct Ready {
     src: *mut sys::rte_mbuf,
     eth: [u8; ETH],
     before: usize,
+    /// The inner IP header's Don't Fragment ([`EspSa::framed`]).
+    df: bool,
     dst: Option<Mbuf>,
 }
 
@@ -116,13 +118,14 @@ impl EspSa {
         let mut pending = 0u64;
         for frame in frames {
             match self.out_ready(frame, pool, now, pending) {
-                Ok((m, eth, before, dst)) => {
+                Ok((m, eth, before, df, dst)) => {
                     pending += before as u64;
                     ready.push(Ready {
                         i: results.len(),
                         src: ptr(&m),
                         eth,
                         before,
+                        df,
                         dst,
                     });
                     results.push(Ok(m));
@@ -158,7 +161,7 @@ impl EspSa {
         pool: &Mempool,
         now: Instant,
         pending: u64,
-    ) -> Result<(Mbuf, [u8; ETH], usize, Option<Mbuf>), EspDrop> {
+    ) -> Result<(Mbuf, [u8; ETH], usize, bool, Option<Mbuf>), EspDrop> {
         if self.expired_after(now, pending) {
             return Err(EspDrop::Expired);
         }
@@ -182,8 +185,8 @@ impl EspSa {
                 (frame, Some(dst))
             };
         // The headers are in the first segment (the zero-copy sender's own buffer).
-        let (m, eth, before) = self.framed(m)?;
-        Ok((m, eth, before, dst))
+        let (m, eth, before, df) = self.framed(m)?;
+        Ok((m, eth, before, df, dst))
     }
 
     /// Prepares, encrypts and finishes up to [`OPS_AT_ONCE`] frames; each one's result replaces
@@ -283,7 +286,7 @@ impl EspSa {
                 // here; its destination is the frame.
                 let mut m = r.dst.take().unwrap_or(src);
                 clear_sec_flags(&mut m);
-                self.seal_done(m, &r.eth, r.before)
+                self.seal_done(m, &r.eth, r.before, r.df)
             } else if run.stalled.contains(&r.src) {
                 Err(EspDrop::Stalled)
             } else if prepared[c] {
