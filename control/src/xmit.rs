@@ -199,7 +199,8 @@ impl<P: Port> Tx<P> {
     /// source fragments (the smaller hop drops them). For a port that seals frames with ESP:
     /// RFC 4301 §7 fragments after IPsec processing, and a non-initial fragment cut before it
     /// carries no ports, so a policy that protects the association's ports would not select
-    /// it (RFC 4301 §4.4.1.1) and it could leave in clear under a later `bypass`.
+    /// it (RFC 4301 §4.4.1.1) and it could leave in clear under a later `bypass`. The IPsec
+    /// port fragments the sealed ESP packet instead, above its SA's path MTU.
     pub fn with_source_fragments(mut self, on: bool) -> Tx<P> {
         self.source_fragments = on;
         self

@@ -1139,45 +1139,25 @@ impl Interface {
         frame: &[u8],
         mtu: usize,
         scratch: &mut [u8],
-        mut emit: impl FnMut(&[u8]),
+        emit: impl FnMut(&[u8]),
     ) -> usize {
         use core::hash::BuildHasher;
         let at = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN;
         let Some(h) = frame.get(ETHERNET_HEADER_LEN..at) else {
             return 0;
         };
-        // The fragmentable part each fragment carries: what fits after the IPv6 and Fragment
-        // headers, a multiple of 8 bytes.
-        let part = (mtu.max(IPV6_MIN_MTU) - IPV6_HEADER_LEN - IPV6_FRAGMENT_LEN) & !7;
-        if h[6] != IP_PROTO_SCTP || scratch.len() < at + IPV6_FRAGMENT_LEN + part {
+        if h[6] != IP_PROTO_SCTP {
             return 0;
         }
-        let payload = &frame[at..];
         self.fragmented = self.fragmented.wrapping_add(1);
         let id = self
             .id_key
             .0
             .hash_one((&h[8..24], &h[24..40], self.fragmented)) as u32;
-        let mut made = 0;
-        for (n, piece) in payload.chunks(part).enumerate() {
-            let off = n * part;
-            let more = off + piece.len() < payload.len();
-            let o = &mut scratch[..at + IPV6_FRAGMENT_LEN + piece.len()];
-            o[..at].copy_from_slice(&frame[..at]);
-            let ip = &mut o[ETHERNET_HEADER_LEN..at];
-            ip[4..6].copy_from_slice(&((IPV6_FRAGMENT_LEN + piece.len()) as u16).to_be_bytes());
-            ip[6] = IPV6_FRAGMENT;
-            // Next Header, reserved, the offset in 8-byte units with M in the low bit (the
-            // offset is a multiple of 8 already), the Identification.
-            let word = off as u16 | u16::from(more);
-            o[at..at + 2].copy_from_slice(&[IP_PROTO_SCTP, 0]);
-            o[at + 2..at + 4].copy_from_slice(&word.to_be_bytes());
-            o[at + 4..at + 8].copy_from_slice(&id.to_be_bytes());
-            o[at + IPV6_FRAGMENT_LEN..].copy_from_slice(piece);
-            emit(o);
-            made += 1;
+        let made = ipv6_fragments(frame, mtu, id, scratch, emit);
+        if made > 0 {
+            self.stats.source_fragmented += 1;
         }
-        self.stats.source_fragmented += 1;
         made
     }
 
@@ -1635,6 +1615,58 @@ impl Interface {
             }
         }
     }
+}
+
+/// RFC 8200 §4.5: the IPv6 `frame` (Ethernet, a 40-byte IPv6 header with no extension
+/// header, then the whole upper-layer packet its Next Header names: SCTP for
+/// [`Interface::fragment_ipv6`], ESP for the IPsec port's sealed packets, RFC 4301 §7.3 and
+/// §8.1) as fragments of at most `mtu` IP bytes (never taken below 1280) with Identification
+/// `id`, each built in `scratch` and handed to `emit`. Every fragment but the last carries a
+/// multiple of 8 bytes. Returns the fragments made: 0 when `frame` is not such a packet, or
+/// a fragment does not fit `scratch`.
+pub fn ipv6_fragments(
+    frame: &[u8],
+    mtu: usize,
+    id: u32,
+    scratch: &mut [u8],
+    mut emit: impl FnMut(&[u8]),
+) -> usize {
+    let at = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN;
+    let Some(h) = frame.get(ETHERNET_HEADER_LEN..at) else {
+        return 0;
+    };
+    // The fragmentable part each fragment carries: what fits after the IPv6 and Fragment
+    // headers, a multiple of 8 bytes.
+    let part = (mtu.max(IPV6_MIN_MTU) - IPV6_HEADER_LEN - IPV6_FRAGMENT_LEN) & !7;
+    let next = h[6];
+    let extension = matches!(
+        next,
+        IPV6_HOP_BY_HOP | IPV6_ROUTING | IPV6_FRAGMENT | IPV6_DEST_OPTS
+    );
+    if h[0] >> 4 != 6 || extension || scratch.len() < at + IPV6_FRAGMENT_LEN + part {
+        return 0;
+    }
+    let payload = &frame[at..];
+    let mut made = 0;
+    for (n, piece) in payload.chunks(part).enumerate() {
+        let off = n * part;
+        let more = off + piece.len() < payload.len();
+        let o = &mut scratch[..at + IPV6_FRAGMENT_LEN + piece.len()];
+        o[..at].copy_from_slice(&frame[..at]);
+        let ip = &mut o[ETHERNET_HEADER_LEN..at];
+        ip[4..6].copy_from_slice(&((IPV6_FRAGMENT_LEN + piece.len()) as u16).to_be_bytes());
+        ip[6] = IPV6_FRAGMENT;
+        // Next Header, reserved, the offset in 8-byte units with M in the low bit (the
+        // offset is a multiple of 8 already), the Identification.
+        let word = off as u16 | u16::from(more);
+        o[at..at + 2].copy_from_slice(&[next, 0]);
+        o[at + 2..at + 4].copy_from_slice(&word.to_be_bytes());
+        o[at + 4..at + 8].copy_from_slice(&id.to_be_bytes());
+        o[at + IPV6_FRAGMENT_LEN..].copy_from_slice(piece);
+        emit(o);
+        made += 1;
+    }
+    made
 }
 
 /// RFC 7112 §5, RFC 8200 §4.5: where the SCTP packet starts in the first fragment's
@@ -3172,6 +3204,49 @@ mod tests {
         }
         assert!(matches!(i.receive(&s[1], &mut out), Rx::Fragment(Some(_))));
         assert_eq!(out[h + 9], IP_PROTO_SCTP);
+    }
+
+    /// RFC 4301 §7.3 and RFC 8200 §4.5: `ipv6_fragments` cuts any upper-layer packet (the
+    /// IPsec port's sealed ESP here, as `Interface::fragment_ipv6` cuts SCTP) into fragments
+    /// within the MTU whose Fragment header names it; reassembled with `reassemble_esp` they
+    /// give the ESP packet back. A frame with an extension header is not cut.
+    #[test]
+    fn ipv6_fragments_of_a_sealed_esp_packet_reassemble_to_it_rfc4301_7_3() {
+        let esp: Vec<u8> = (0..1460u32).map(|k| (k * 7) as u8).collect();
+        let mut frame = vec![0u8; ETHERNET_HEADER_LEN + IPV6_HEADER_LEN];
+        ethernet(&mut frame, MAC, PEER_MAC, ETHERTYPE_IPV6);
+        ipv6_header(
+            &mut frame[ETHERNET_HEADER_LEN..],
+            PEER6,
+            IP6,
+            IP_PROTO_ESP,
+            esp.len(),
+            64,
+        );
+        frame.extend_from_slice(&esp);
+        let mut scratch = vec![0u8; 2048];
+        let mut frags = Vec::new();
+        let made = ipv6_fragments(&frame, 1280, 0x1234_5678, &mut scratch, |f| {
+            frags.push(f.to_vec())
+        });
+        assert_eq!(made, 2);
+        for f in &frags {
+            assert!(f.len() - ETHERNET_HEADER_LEN <= 1280);
+            let at = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN;
+            assert_eq!(f[ETHERNET_HEADER_LEN + 6], IPV6_FRAGMENT);
+            assert_eq!(f[at], IP_PROTO_ESP);
+            assert_eq!(f[at + 4..at + 8], 0x1234_5678u32.to_be_bytes());
+        }
+        let mut i = iface();
+        i.reassemble_esp(true);
+        let mut out = vec![0u8; 9216];
+        let Some(n) = feed(&mut i, &[&frags[1], &frags[0]], &mut out) else {
+            panic!("the ESP packet is whole again")
+        };
+        assert_eq!(&out[ETHERNET_HEADER_LEN..n], &frame[ETHERNET_HEADER_LEN..]);
+        let mut hop = frame.clone();
+        hop[ETHERNET_HEADER_LEN + 6] = IPV6_HOP_BY_HOP;
+        assert_eq!(ipv6_fragments(&hop, 1280, 1, &mut scratch, |_| {}), 0);
     }
 
     /// RFC 4303 §3.4.1 and RFC 8200 §4.5: IPv6 fragments of ESP to us, with

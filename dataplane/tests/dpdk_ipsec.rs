@@ -260,6 +260,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(&b);
     an_icmp_pmtu_quoting_our_esp_is_believed_for_our_sa_only_4301_6_1_2(&b);
     tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(&b);
+    a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -1698,4 +1699,82 @@ fn tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(b: &Bench) {
             &frame[..]
         );
     }
+}
+
+/// RFC 4301 §7.3 and §8.1 with RFC 8200 §4.5: once an outbound IPv6 SA holds a path MTU
+/// (1280 here, from a Packet Too Big quoting its ESP), a sealed packet above it (a DATA chunk
+/// framed before the drop) leaves as IPv6 fragments of the ESP packet, none above 1280 bytes,
+/// each with a Fragment header whose Next Header is ESP and one Identification; the peer's
+/// interface reassembles them (`reassemble_esp`) and its IPsec port opens the whole to the
+/// frame that was sealed. A sealed packet within the path MTU leaves whole.
+fn a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(b: &Bench) {
+    use ddpdk_dataplane::net::{EspTooBig, Interface, Rx};
+    let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv6 out esp protect 1000 pri 10 dst 2001:db8::2/128 proto sctp\n"
+    );
+    let b_cfg = format!(
+        "sa in 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv6 in esp protect 1000 pri 10 src 2001:db8::1/128 proto sctp\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "esppmtu6", &b.pool, 256);
+    let (raw_a, raw_b) = (&ports[0], &ports[1]);
+    let pa = IpsecPort::new(
+        raw_a.clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let pb = IpsecPort::new(
+        raw_b.clone(),
+        b.pool.clone(),
+        &parse_config(&b_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let first = sctp_frame(true, 1000, 1);
+    let mut burst = vec![mbuf(&b.pool, &first)];
+    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
+    assert_eq!(receive_all(raw_b.as_ref(), 1).len(), 1);
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    assert!(pa.esp_too_big(&EspTooBig {
+        local: ip("2001:db8::1"),
+        peer: ip("2001:db8::2"),
+        spi: 1000,
+        seq: 1,
+        mtu: 1280,
+        quoted_len: 1500,
+    }));
+    // A 1400-byte SCTP chunk framed before the drop, then one that fits.
+    let big = sctp_frame(true, 1400, 2);
+    let small = sctp_frame(true, 500, 3);
+    let mut burst = vec![mbuf(&b.pool, &big), mbuf(&b.pool, &small)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    let wire = receive_all(raw_b.as_ref(), 3);
+    assert_eq!(wire.len(), 3, "two fragments and one whole packet");
+    let (frags, whole) = wire.split_at(2);
+    for f in frags {
+        assert!(f.len() - 14 <= 1280, "a fragment of {} bytes", f.len() - 14);
+        assert_eq!(f[14 + 6], 44, "a Fragment header");
+        assert_eq!(f[54], 50, "of ESP");
+        assert_eq!(f[58..62], frags[0][58..62], "one Identification");
+    }
+    assert_eq!(whole[0][14 + 6], 50, "whole ESP");
+    let mut iface = Interface::new(
+        [2, 0, 0, 0, 0, 2],
+        None,
+        Some("2001:db8::2".parse().unwrap()),
+    );
+    iface.reassemble_esp(true);
+    let mut out = vec![0u8; 9216];
+    assert_eq!(iface.receive(&frags[1], &mut out), Rx::Fragment(None));
+    let Rx::Fragment(Some(n)) = iface.receive(&frags[0], &mut out) else {
+        panic!("the ESP packet is whole again")
+    };
+    let opened = pb.open_esp(mbuf(&b.pool, &out[..n])).expect("opened");
+    assert_eq!(opened.data(), &big[..]);
+    let opened = pb.open_esp(mbuf(&b.pool, &whole[0])).expect("opened");
+    assert_eq!(opened.data(), &small[..]);
 }

@@ -163,6 +163,10 @@ pub struct IpsecPort<P> {
     local: Vec<IpAddr>,
     /// Moves when an SA's path MTU is lowered ([`Port::esp_pmtu_generation`]).
     pmtu_generation: AtomicU64,
+    /// The secret key and counter of the Identifications of sealed IPv6 ESP packets this port
+    /// fragments ([`IpsecPort::fragment_sealed`]; RFC 7739 §5: keyed, unpredictable).
+    frag_key: std::collections::hash_map::RandomState,
+    frag_count: AtomicU64,
     pub stats: PolicyStats,
 }
 
@@ -192,6 +196,8 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             headroom: 0,
             local: Vec::new(),
             pmtu_generation: AtomicU64::new(0),
+            frag_key: std::collections::hash_map::RandomState::new(),
+            frag_count: AtomicU64::new(0),
             stats: PolicyStats::default(),
             held: Box::new([]),
         }
@@ -685,6 +691,63 @@ fn in_runs<'t>(
     }
 }
 
+impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
+    /// RFC 4301 §7.3 and §8.1, RFC 8200 §4.5: the sealed IPv6 ESP packets of `out[from..]`
+    /// larger than their SA's path MTU `mtu` (IP bytes) leave as IPv6 fragments of at most
+    /// `mtu`: no IPv6 router fragments them, and the SCTP packet inside cannot be (its later
+    /// fragments would carry no ports for the SPD, so an IPsec port sends no source fragments
+    /// of SCTP). Only a DATA chunk sent before the path MTU fell makes one (RFC 9260 §6.9).
+    /// The peer reassembles before opening (RFC 4303 §3.4.1). A packet whose fragments get no
+    /// buffer is lost, and SCTP retransmits it. IPv4 ones are left to the routers (DF clear,
+    /// as the SCTP packet had it).
+    fn fragment_sealed(&self, out: &mut Vec<Mbuf>, from: usize, mtu: usize) {
+        use std::hash::BuildHasher;
+        const IP_AT: usize = 14;
+        let big = |m: &Mbuf| {
+            let d = m.data();
+            m.frame_len() == m.len()
+                && d.get(12..14) == Some(&[0x86, 0xdd][..])
+                && d.len() > IP_AT + mtu
+        };
+        if !out[from..].iter().any(big) {
+            return;
+        }
+        let sealed: Vec<Mbuf> = out.drain(from..).collect();
+        let mut scratch = vec![0u8; IP_AT + mtu.max(1280)];
+        for m in sealed {
+            if !big(&m) {
+                out.push(m);
+                continue;
+            }
+            let d = m.data();
+            let n = self.frag_count.fetch_add(1, Ordering::Relaxed);
+            let id =
+                self.frag_key
+                    .hash_one((&d[IP_AT + 8..IP_AT + 24], &d[IP_AT + 24..IP_AT + 40], n))
+                    as u32;
+            let mut pieces: Vec<Mbuf> = Vec::new();
+            let mut lost = false;
+            crate::net::ipv6_fragments(d, mtu, id, &mut scratch, |f| {
+                let mut b = Vec::with_capacity(1);
+                if lost || !self.pool.alloc_bulk(&mut b, 1, f.len()) {
+                    lost = true;
+                    return;
+                }
+                let mut b = b.pop().expect("one");
+                match b.data_mut().get_mut(..f.len()) {
+                    Some(room) if room.len() == f.len() => room.copy_from_slice(f),
+                    _ => lost = true,
+                }
+                pieces.push(b);
+            });
+            if !lost {
+                out.append(&mut pieces);
+            }
+            // Dropping an Mbuf frees it to its pool.
+        }
+    }
+}
+
 impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
     type Buf = Mbuf;
 
@@ -882,7 +945,13 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
                 framed,
                 pkts,
                 |m| self.outbound(&t, m),
-                |sa, run, out| sa.encrypt_burst(run, &self.pool, now, out),
+                |sa, run, out| {
+                    let from = out.len();
+                    sa.encrypt_burst(run, &self.pool, now, out);
+                    if let Some(mtu) = sa.path_mtu(now) {
+                        self.fragment_sealed(out, from, mtu);
+                    }
+                },
             );
         }
         sent += self.inner.tx_burst(queue, pkts);
