@@ -1703,7 +1703,12 @@ fn cores_json(reports: &[CoreReport]) -> serde_json::Value {
             serde_json::json!({"core": r.core, "frames_in": r.stats.frames_in,
                 "dispatched_out": r.stats.dispatched_out, "dispatched_in": r.stats.dispatched_in,
                 "dispatch_dropped": r.stats.dispatch_dropped,
-                "frames_out": r.stats.tx.frames_out, "associations": r.assocs.len()})
+                "frames_out": r.stats.tx.frames_out, "associations": r.assocs.len(),
+                // Path MTU discovery at work (RFC 9260 §7.3): what ICMP lowered, and the
+                // IP fragments a chunk sent before the drop crossed the smaller hop in.
+                "pmtu_lowered": r.stats.pmtu_lowered, "esp_pmtu_lowered": r.stats.esp_pmtu_lowered,
+                "ip_source_fragmented": r.iface.source_fragmented,
+                "ip_reassembled": r.iface.reassembled})
         })
         .collect()
 }

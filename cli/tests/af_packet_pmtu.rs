@@ -5,8 +5,9 @@
 //! is MTU 1500, the server's 1400: the client's full-size DF packets are dropped by the kernel,
 //! which answers with ICMP Fragmentation Needed (Next-Hop MTU 1400). A perf transfer at
 //! `--mtu 1500` completes with every write delivered because that ICMP lowered the path MTU
-//! (and the chunks already in flight went again without DF, fragmented by the kernel and
-//! reassembled by the server, RFC 9260 §6.9).
+//! (and the chunks already in flight went again without DF and were fragmented by the
+//! router, RFC 9260 §6.9; the server's kernel joins them again before ddpdk sees them, see
+//! `assert_chunks_in_flight_crossed_as_fragments`).
 //!
 //! The IPv6 variant: the router forwards IPv6 (`forwarding=1`, proxy NDP in place of proxy
 //! ARP), answers with ICMPv6 Packet Too Big (MTU 1400, RFC 4443 §3.2), and never fragments
@@ -15,8 +16,9 @@
 //!
 //! The same under ESP in transport mode (RFC 4301 §8.2): the router's ICMP then quotes the ESP
 //! packet, which the client maps by its SPI to its outbound SA (§6.1.2); the SA's PMTU is
-//! propagated to the association, and the server reassembles the ESP fragments of the chunks
-//! already in flight before opening them (RFC 4303 §3.4.1).
+//! propagated to the association, and the ESP fragments of the chunks already in flight are
+//! reassembled before the server's SA opens them (RFC 4303 §3.4.1; over af_packet, by the
+//! kernel, as for clear IPv4).
 
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -278,6 +280,45 @@ fn through_a_kernel_router(tag: &str, v6: bool) {
     let (client_text, server_text) = (text(&client), text(&server));
     procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
     assert_router_sent_icmp(&net, v6);
+    assert_chunks_in_flight_crossed_as_fragments(&net, &client_text, &server_text, v6);
+}
+
+/// The sum over `report`'s data cores of `field`, in the process's JSON output.
+fn cores_sum(out: &str, report: &str, field: &str) -> u64 {
+    json_of(out, report)["cores"].as_array().map_or(0, |cores| {
+        cores.iter().filter_map(|c| c[field].as_u64()).sum()
+    })
+}
+
+/// RFC 9260 §6.9 and §7.3: ICMP lowered the client's path MTU, and the DATA chunks it had
+/// already sent at full size crossed the 1400-byte hop as IP fragments. Without this the
+/// transfer could complete for reasons of its own and the test would prove nothing about
+/// fragments. Over IPv6 the client cut them itself (RFC 8200 §4.5) and the server
+/// reassembled them. Over IPv4 the router cut them (the router's `FragCreates`: the client
+/// sent them without DF) and the kernel put them together again before ddpdk saw them: DPDK's
+/// af_packet PMD joins its queues' sockets in a fanout group with PACKET_FANOUT_FLAG_DEFRAG,
+/// and the kernel defragments IPv4 for such a group. ddpdk's own IPv4 reassembly is proven in
+/// memory (`control/tests/runtime_pmtu.rs`).
+fn assert_chunks_in_flight_crossed_as_fragments(net: &Net, client: &str, server: &str, v6: bool) {
+    let lowered = cores_sum(client, "ddp_goodput", "pmtu_lowered")
+        + cores_sum(client, "ddp_goodput", "esp_pmtu_lowered");
+    assert!(lowered > 0, "no path MTU lowered at the client:\n{client}");
+    if v6 {
+        let cut = cores_sum(client, "ddp_goodput", "ip_source_fragmented");
+        assert!(cut > 0, "the client cut no source fragments:\n{client}");
+        let whole = cores_sum(server, "ddp_server", "ip_reassembled");
+        assert!(whole > 0, "the server reassembled nothing:\n{server}");
+        return;
+    }
+    let snmp = ex(&net.ns[0], &["cat", "/proc/net/snmp"]);
+    let ip: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Ip:")).collect();
+    let created = ip[0]
+        .split_whitespace()
+        .zip(ip[1].split_whitespace())
+        .find(|(n, _)| *n == "FragCreates")
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(created > 0, "the router fragmented nothing:\n{snmp}");
 }
 
 #[test]
@@ -333,6 +374,7 @@ fn a_kernel_routers_fragmentation_needed_quoting_esp_rescues_a_transfer_rfc4301_
     let (client_text, server_text) = (text(&client), text(&server));
     procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
     assert_router_sent_icmp(&net, false);
+    assert_chunks_in_flight_crossed_as_fragments(&net, &client_text, &server_text, false);
     let cipsec = json_of(&String::from_utf8_lossy(&client.stdout), "ipsec");
     let sipsec = json_of(&String::from_utf8_lossy(&server.stdout), "ipsec");
     let sa = |ipsec: &serde_json::Value, dir: &str, spi: u64| {
