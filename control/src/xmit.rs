@@ -1034,7 +1034,7 @@ mod tests {
     /// it is cut into source fragments (RFC 8200 §4.5), on a port that attaches spans: it
     /// must not be counted as one the port could not attach.
     #[test]
-    fn review_fragmented_zero_copy_spans_are_not_counted_as_unattachable_rfc8200_4_5() {
+    fn fragmented_zero_copy_spans_are_not_counted_as_unattachable_rfc8200_4_5() {
         use crate::memory::Memory;
         use core::net::Ipv6Addr;
         use ddpdk_dataplane::sctp::ExtRef;

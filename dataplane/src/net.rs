@@ -3850,7 +3850,7 @@ mod tests {
     /// handed on like any other: otherwise the path MTU is never lowered below 1400 and a
     /// chunk that only goes as fragments (the one retransmission T3 allows) never arrives.
     #[test]
-    fn review_ptb_quoting_our_first_source_fragment_is_handed_on_rfc8201_4() {
+    fn a_ptb_quoting_our_first_source_fragment_is_handed_on_rfc8201_4() {
         let mut a = iface();
         let peer = IpAddr::V6(PEER6);
         a.learn_static(peer, PEER_MAC);
@@ -3903,7 +3903,7 @@ mod tests {
     /// reassembled, whatever bytes the data holds (here a 0xff where a header length would
     /// be).
     #[test]
-    fn review_later_fragments_after_destination_options_are_kept_rfc8200_4_5() {
+    fn later_ipv6_fragments_after_destination_options_are_kept_rfc8200_4_5() {
         let mut i = iface();
         let mut out = vec![0u8; 9216];
         let mut sctp: Vec<u8> = (0..1452u32).map(|k| (k * 5) as u8).collect();
