@@ -1829,8 +1829,8 @@ fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
 
 /// The ESP packet an ICMP error quotes (the bytes after its first 8), if the quote holds its
 /// IP header (protocol 50, not a later fragment) and the ESP header's SPI and sequence number
-/// (RFC 4303 §2: 4 + 4 bytes right after the IP header; we send no IPv6 extension header
-/// before it). `mtu` is left 0.
+/// (RFC 4303 §2: 4 + 4 bytes right after the IP header, or after the Fragment header of the
+/// first IPv6 fragment the IPsec port cut, RFC 4301 §7.3). `mtu` is left 0.
 fn quoted_esp(q: &[u8]) -> Option<EspTooBig> {
     let (local, peer, protocol, header, quoted_len) = match q.first()? >> 4 {
         4 => {
@@ -1851,13 +1851,21 @@ fn quoted_esp(q: &[u8]) -> Option<EspTooBig> {
             let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
             let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
             let total = u16::from_be_bytes([h[4], h[5]]).saturating_add(IPV6_HEADER_LEN as u16);
-            (
-                IpAddr::V6(src),
-                IpAddr::V6(dst),
-                h[6],
-                IPV6_HEADER_LEN,
-                total,
-            )
+            // We send ESP right after the IPv6 header, or after a Fragment header when the
+            // IPsec port cut a sealed packet above its SA's path MTU (RFC 4301 §7.3): a hop
+            // further on with a smaller MTU quotes the first fragment (offset 0), whose ESP
+            // header follows it; a later fragment quotes ciphertext.
+            let (protocol, header) = match h[6] {
+                IPV6_FRAGMENT => {
+                    let fh = q.get(IPV6_HEADER_LEN..IPV6_HEADER_LEN + IPV6_FRAGMENT_LEN)?;
+                    if u16::from_be_bytes([fh[2], fh[3]]) & !7 != 0 {
+                        return None;
+                    }
+                    (fh[0], IPV6_HEADER_LEN + IPV6_FRAGMENT_LEN)
+                }
+                p => (p, IPV6_HEADER_LEN),
+            };
+            (IpAddr::V6(src), IpAddr::V6(dst), protocol, header, total)
         }
         _ => return None,
     };
@@ -3063,6 +3071,55 @@ mod tests {
             );
         }
         assert_eq!((i.stats().icmp_too_big, i.stats().icmp_ignored), (2, 3));
+    }
+
+    /// RFC 4301 §6.1.2 and §7.3 (review): the IPsec port now sends a sealed IPv6 ESP packet
+    /// above its SA's path MTU as IPv6 fragments (`ipv6_fragments`). When the path shrinks
+    /// further, the router's Packet Too Big quotes the first of them: the IPv6 header, a
+    /// Fragment header (offset 0, Next Header ESP), then the SPI and sequence number.
+    /// `quoted_sctp` walks such a Fragment header for exactly this reason; `quoted_esp` must
+    /// too, or the SA never learns the smaller MTU from its fragmented packets.
+    #[test]
+    fn review_too_big_quoting_our_first_esp_fragment_is_handed_on_rfc4301_6_1_2() {
+        let spi_seq = [0x00, 0x00, 0x03, 0xe8, 0x00, 0x01, 0x02, 0x03];
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let mut q6 = vec![0u8; IPV6_HEADER_LEN];
+        ipv6_header(&mut q6, IP6, PEER6, IPV6_FRAGMENT, 1352, 64);
+        // Fragment header: Next Header ESP, offset 0 with M set, an Identification.
+        q6.extend_from_slice(&[IP_PROTO_ESP, 0, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef]);
+        q6.extend_from_slice(&spi_seq);
+        let f = icmp_error(
+            IpAddr::V6(ROUTER6),
+            IpAddr::V6(IP6),
+            2,
+            0,
+            1300u32.to_be_bytes(),
+            &q6,
+        );
+        assert_eq!(
+            i.receive(&f, &mut out),
+            Rx::EspTooBig(EspTooBig {
+                local: IpAddr::V6(IP6),
+                peer: IpAddr::V6(PEER6),
+                spi: 1000,
+                seq: 0x0001_0203,
+                mtu: 1300,
+                quoted_len: 1392,
+            })
+        );
+        // A later fragment quotes ciphertext, not the ESP header: ignored.
+        let mut later = q6.clone();
+        later[IPV6_HEADER_LEN + 2..IPV6_HEADER_LEN + 4].copy_from_slice(&[0x00, 0xa8]);
+        let f = icmp_error(
+            IpAddr::V6(ROUTER6),
+            IpAddr::V6(IP6),
+            2,
+            0,
+            1300u32.to_be_bytes(),
+            &later,
+        );
+        assert_eq!(i.receive(&f, &mut out), Rx::Dropped(Drop::IcmpIgnored));
     }
 
     /// RFC 9260 Appendix C ICMP5-ICMP6 (the quote must hold the SCTP common header of a packet
