@@ -1680,8 +1680,20 @@ impl<P: Port> DataCore<P> {
         }
         // RFC 1191 §5: the path MTU ICMP gave for this peer is the path's, not an earlier
         // association's: a new one starts there rather than sending full-size packets the
-        // small hop fragments (their DF cleared by the interface's table) for good.
-        if let Some(mtu) = self.iface.lowered_path_mtu(peer) {
+        // small hop fragments (their DF cleared by the interface's table) for good. Where the
+        // outbound SA protecting the association holds a path MTU, that one is the path's
+        // (`esp_path_mtu` below, RFC 4301 §8.2.1): the interface's entry is then the inner IP
+        // size `esp_path_mtu` told it, and `lower_path_mtu` would take the ESP headroom off
+        // it a second time.
+        let under_sa = {
+            let a = c.association();
+            self.iface.address_for(peer).is_some_and(|local| {
+                self.port
+                    .esp_sctp_mtu(local, peer, a.local_port(), a.peer_port())
+                    .is_some()
+            })
+        };
+        if let Some(mtu) = self.iface.lowered_path_mtu(peer).filter(|_| !under_sa) {
             c.lower_path_mtu(mtu, peer);
         }
         let Some(k) = slot else {

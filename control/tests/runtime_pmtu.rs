@@ -744,3 +744,95 @@ fn an_sas_path_mtu_reaches_the_association_on_its_own_core_rfc4301_8_2_1() {
     let r = l.cb.memory().region(region).unwrap();
     assert_eq!(r.crc32c(0, len).unwrap(), crc32c(&data));
 }
+
+/// RFC 4301 §8.2.1 (review): a later association to the same peer, under the same outbound
+/// SA, starts at the SA's path MTU, as the first one ran at it: the SA's PMTU less the SA's
+/// own overhead and the inner header. The runtime tells the interface the SA-derived inner IP
+/// size (`esp_path_mtu`: SCTP + inner header, for its DF decisions); a new association then
+/// applies that cached value (RFC 1191 §5) through `lower_path_mtu`, which takes the link's
+/// ESP headroom off a second time, and `esp_path_mtu` only ever lowers: the new association is stuck that much
+/// below what the SA allows (1270 instead of 1343 here, with 73 bytes of headroom).
+#[test]
+fn review_a_second_association_under_an_sas_pmtu_starts_at_it_rfc4301_8_2_1() {
+    use ddpdk_control::conn::Indication;
+    let (pa, pb) = pair(3, 1024);
+    let sa = Arc::new(SaPort {
+        inner: pa,
+        generation: AtomicU64::new(0),
+        sctp_mtu: AtomicU64::new(0),
+    });
+    let cfg = RuntimeConfig {
+        cores: 1,
+        link_mtu: 1500,
+        esp_headroom: 73,
+        ..RuntimeConfig::default()
+    };
+    let sctp = Config {
+        path_mtu: 1480,
+        ..Config::default()
+    };
+    let pb = Arc::new(SaPort {
+        inner: pb,
+        generation: AtomicU64::new(0),
+        sctp_mtu: AtomicU64::new(0),
+    });
+    let a = runtime_on(
+        Arc::clone(&sa),
+        Interface::new(sa.mac(), Some(A4), None),
+        1,
+        cfg,
+        sctp,
+    );
+    let b = runtime_on(
+        Arc::clone(&pb),
+        Interface::new(pb.mac(), Some(B4), None),
+        2,
+        cfg,
+        sctp,
+    );
+    let (mut l, _reg, _region) = Lockstep::open_to_region(a, b, IpAddr::V4(B4), PORT, 4096);
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, 1500 - 20 - 73);
+    // The SA learnt 1400 bytes of path MTU: 1400 - 37 (AES-GCM) - 20 (IPv4) of SCTP.
+    sa.sctp_mtu.store(1343, Relaxed);
+    sa.generation.fetch_add(1, Relaxed);
+    l.step();
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, 1343);
+    // The association ends, and a new one to the same peer and port begins, under the same
+    // SA (whose PMTU is still fresh).
+    l.ca.submit(l.conn, ddpdk_control::runtime::Op::Shutdown)
+        .unwrap();
+    l.run_until("the end of the first association", |l| {
+        l.ea.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(_),
+                    ..
+                }
+            )
+        })
+    });
+    l.run_until_quiet();
+    l.ca.connect(l.now, IpAddr::V4(B4), PORT).unwrap();
+    l.run_until("the second association", |l| {
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Connected { .. },
+                        ..
+                    }
+                )
+            })
+            .count()
+            == 2
+    });
+    let mtus: Vec<usize> = l.ka[0].report().assocs.iter().map(|a| a.path_mtu).collect();
+    // (The first one may still be listed, closed.)
+    assert_eq!(
+        mtus.last(),
+        Some(&1343),
+        "the second association under the SA's PMTU: {mtus:?}"
+    );
+}
