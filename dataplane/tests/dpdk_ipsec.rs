@@ -261,6 +261,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     an_icmp_pmtu_quoting_our_esp_is_believed_for_our_sa_only_4301_6_1_2(&b);
     tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(&b);
     a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(&b);
+    review_ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -1777,4 +1778,58 @@ fn a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(b: &Benc
     assert_eq!(opened.data(), &big[..]);
     let opened = pb.open_esp(mbuf(&b.pool, &whole[0])).expect("opened");
     assert_eq!(opened.data(), &small[..]);
+}
+
+/// RFC 4301 §8.1 and §7.3 with RFC 9260 §6.9 (review): an IPv6 SA in an IPv4 tunnel holds a
+/// path MTU (1400, from a Fragmentation Needed quoting its ESP). A DATA chunk framed before
+/// the drop cannot be re-chunked ("IP fragmentation MUST be used"); once sealed it is larger
+/// than the path. The port fragments sealed packets only when the outer header is IPv6
+/// (`fragment_sealed`), and `framed` takes an IPv6 inner packet as DF set, so the outer IPv4
+/// header leaves with DF: the router drops it, its ICMP lowers nothing (the SA holds 1400
+/// already), and T3 resends the same packet until the association fails. Above the SA's
+/// PMTU the outer packet must leave without DF (or as fragments).
+fn review_ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(b: &Bench) {
+    use ddpdk_dataplane::net::EspTooBig;
+    let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode ipv4-tunnel src 192.0.2.1 dst 192.0.2.2\n\
+         sp ipv6 out esp protect 1000 pri 10 dst 2001:db8::2/128 proto sctp\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "esppmtu46", &b.pool, 256);
+    let (raw_a, raw_b) = (&ports[0], &ports[1]);
+    let pa = IpsecPort::new(
+        raw_a.clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let first = sctp_frame(true, 1000, 1);
+    let mut burst = vec![mbuf(&b.pool, &first)];
+    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
+    assert_eq!(receive_all(raw_b.as_ref(), 1).len(), 1);
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    assert!(pa.esp_too_big(&EspTooBig {
+        local: ip("192.0.2.1"),
+        peer: ip("192.0.2.2"),
+        spi: 1000,
+        seq: 1,
+        mtu: 1400,
+        quoted_len: 1500,
+    }));
+    // A 1400-byte SCTP chunk framed before the drop.
+    let big = sctp_frame(true, 1400, 2);
+    let mut burst = vec![mbuf(&b.pool, &big)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    let wire = receive_all(raw_b.as_ref(), 1);
+    assert!(!wire.is_empty(), "something left");
+    for f in &wire {
+        assert_eq!(f[12..14], [0x08, 0x00], "outer IPv4");
+        let ip_len = usize::from(u16::from_be_bytes([f[16], f[17]]));
+        let df = f[14 + 6] & 0x40 != 0;
+        assert!(
+            ip_len <= 1400 || !df,
+            "an outer IPv4 packet of {ip_len} bytes above the SA's path MTU of 1400 with DF set"
+        );
+    }
 }

@@ -1245,7 +1245,7 @@ fn write_outer_template(t: &mut [u8; 40], src: IpAddr, dst: IpAddr) -> usize {
 }
 
 /// RFC 791 header checksum over the IPv4 header at the start of `ip`.
-fn fix_ipv4_checksum(ip: &mut [u8]) {
+pub(super) fn fix_ipv4_checksum(ip: &mut [u8]) {
     let ihl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
     let Some(h) = ip.get_mut(..ihl) else {
         return;

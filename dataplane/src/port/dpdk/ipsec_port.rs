@@ -698,11 +698,25 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// fragments would carry no ports for the SPD, so an IPsec port sends no source fragments
     /// of SCTP). Only a DATA chunk sent before the path MTU fell makes one (RFC 9260 §6.9).
     /// The peer reassembles before opening (RFC 4303 §3.4.1). A packet whose fragments get no
-    /// buffer is lost, and SCTP retransmits it. IPv4 ones are left to the routers (DF clear,
-    /// as the SCTP packet had it).
+    /// buffer is lost, and SCTP retransmits it. IPv4 ones are left to the routers: DF clear,
+    /// as the SCTP packet had it, and cleared here where it is not (an IPv6 packet in an IPv4
+    /// tunnel, whose inner header has no DF to copy, RFC 4301 §8.1), or no router would
+    /// fragment it and it would never arrive (RFC 9260 §6.9).
     fn fragment_sealed(&self, out: &mut Vec<Mbuf>, from: usize, mtu: usize) {
         use std::hash::BuildHasher;
         const IP_AT: usize = 14;
+        for m in &mut out[from..] {
+            let d = m.data();
+            if m.frame_len() == m.len()
+                && d.get(12..14) == Some(&[0x08, 0x00][..])
+                && d.len() > IP_AT + mtu
+                && d.get(IP_AT + 6).is_some_and(|f| f & 0x40 != 0)
+            {
+                let ip = &mut m.data_mut()[IP_AT..];
+                ip[6] &= !0x40;
+                super::ipsec::fix_ipv4_checksum(ip);
+            }
+        }
         let big = |m: &Mbuf| {
             let d = m.data();
             m.frame_len() == m.len()
