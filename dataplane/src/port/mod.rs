@@ -187,8 +187,8 @@ pub trait Port: Send + Sync {
         None
     }
 
-    /// Moves each time an SA's path MTU is lowered: a data core that sees it move (in its
-    /// timer tick, one load) asks [`Port::esp_sctp_mtu`] for each of its associations
+    /// Moves each time an SA's path MTU is lowered: a data core that sees it move (one load
+    /// a turn of its poll loop) asks [`Port::esp_sctp_mtu`] for each of its associations
     /// (RFC 4301 §8.2.1: the PMTU is propagated to the traffic the SA carries).
     fn esp_pmtu_generation(&self) -> u64 {
         0

@@ -408,8 +408,10 @@ pub struct EspSa {
     dev: Arc<CryptoDev>,
     created: Instant,
     /// RFC 4301 §8.2.1: the path MTU (outer IP packet bytes) ICMP gave for this outbound SA,
-    /// and when (ms since `created`); 0: none. Written on the rare ICMP, read by the cores'
-    /// timer ticks only.
+    /// and when (ms since `created`); 0: none. Written on the rare ICMP; read when a core
+    /// re-derives its associations' sizes (the port's generation moved, or one is adopted),
+    /// and once per run of frames `IpsecPort::tx_burst` seals under the SA (to fragment or
+    /// clear DF above it).
     pmtu: AtomicU64,
     pmtu_at: AtomicU64,
     pub stats: SaStats,
