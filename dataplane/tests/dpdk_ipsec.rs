@@ -262,6 +262,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(&b);
     a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(&b);
     review_ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(&b);
+    review_a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -1832,4 +1833,61 @@ fn review_ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(
             "an outer IPv4 packet of {ip_len} bytes above the SA's path MTU of 1400 with DF set"
         );
     }
+}
+
+/// RFC 4301 §7.3 (review): a sealed IPv6 packet above its SA's path MTU whose fragments get no
+/// mbuf is lost (`fragment_sealed`: "SCTP retransmits it"). The loss must be counted
+/// somewhere an operator sees it, as the SA counts a frame it had no mbuf to copy into
+/// (`no_room`); it is counted nowhere: the packet vanishes between the SA's `packets` and
+/// the wire.
+fn review_a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(b: &Bench) {
+    use ddpdk_dataplane::net::EspTooBig;
+    let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv6 out esp protect 1000 pri 10 dst 2001:db8::2/128 proto sctp\n"
+    );
+    // The port's own pool, which fragments come from: small, and emptied below.
+    let small = Arc::new(Mempool::create("frgpool", 64, 0, DATA_ROOM, 0).unwrap());
+    let ports = ring_pair_ports(&b.eal, "esppmtu6lost", &b.pool, 256);
+    let (raw_a, raw_b) = (&ports[0], &ports[1]);
+    let pa = IpsecPort::new(
+        raw_a.clone(),
+        small.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let first = sctp_frame(true, 1000, 1);
+    let mut burst = vec![mbuf(&b.pool, &first)];
+    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
+    assert_eq!(receive_all(raw_b.as_ref(), 1).len(), 1);
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    assert!(pa.esp_too_big(&EspTooBig {
+        local: ip("2001:db8::1"),
+        peer: ip("2001:db8::2"),
+        spi: 1000,
+        seq: 1,
+        mtu: 1280,
+        quoted_len: 1500,
+    }));
+    let mut held = Vec::new();
+    while small.alloc_bulk(&mut held, 1, 64) {}
+    let counts = || {
+        let r = pa.sa_reports();
+        let o = r.iter().find(|s| s.direction == "out").unwrap();
+        (o.counts.packets, o.counts.no_room)
+    };
+    let (packets, no_room) = counts();
+    let big = sctp_frame(true, 1400, 2);
+    let mut burst = vec![mbuf(&b.pool, &big)];
+    pa.tx_burst_all(0, &mut burst, 8);
+    let wire = receive_all(raw_b.as_ref(), 0);
+    drop(held);
+    let (packets_after, no_room_after) = counts();
+    assert!(
+        !wire.is_empty() || no_room_after > no_room,
+        "a sealed packet (SA packets {packets} -> {packets_after}) neither reached the wire \
+         nor was counted as lost (no_room {no_room} -> {no_room_after})"
+    );
 }

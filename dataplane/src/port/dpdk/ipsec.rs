@@ -272,7 +272,8 @@ pub struct SaStats {
     pub expired: AtomicU64,
     /// Outbound without ESN: the 32-bit sequence number is spent (RFC 4303 §3.3.3).
     pub overflow: AtomicU64,
-    /// No mbuf to copy an attached or chained frame into, or no room in one.
+    /// No mbuf to copy an attached or chained frame into, or no room in one; or none for the
+    /// IPv6 fragments of a sealed packet above the SA's path MTU (the packet is lost).
     pub no_room: AtomicU64,
     /// The SA's crypto device stopped returning ops (a hung hardware lookaside device: the
     /// frames it held are left to it, and every packet through it after them is dropped), or

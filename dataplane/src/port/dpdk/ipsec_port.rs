@@ -702,7 +702,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// as the SCTP packet had it, and cleared here where it is not (an IPv6 packet in an IPv4
     /// tunnel, whose inner header has no DF to copy, RFC 4301 §8.1), or no router would
     /// fragment it and it would never arrive (RFC 9260 §6.9).
-    fn fragment_sealed(&self, out: &mut Vec<Mbuf>, from: usize, mtu: usize) {
+    fn fragment_sealed(&self, sa: &EspSa, out: &mut Vec<Mbuf>, from: usize, mtu: usize) {
         use std::hash::BuildHasher;
         const IP_AT: usize = 14;
         for m in &mut out[from..] {
@@ -754,7 +754,10 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                 }
                 pieces.push(b);
             });
-            if !lost {
+            if lost {
+                // The SA's count of frames it had no mbuf for (`show ipsec`).
+                bump(&sa.stats.no_room);
+            } else {
                 out.append(&mut pieces);
             }
             // Dropping an Mbuf frees it to its pool.
@@ -963,7 +966,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
                     let from = out.len();
                     sa.encrypt_burst(run, &self.pool, now, out);
                     if let Some(mtu) = sa.path_mtu(now) {
-                        self.fragment_sealed(out, from, mtu);
+                        self.fragment_sealed(sa, out, from, mtu);
                     }
                 },
             );
