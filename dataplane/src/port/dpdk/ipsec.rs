@@ -730,18 +730,20 @@ impl EspSa {
     /// 8201 §4), and renewed. Returns whether it changed.
     pub fn record_path_mtu(&self, mtu: usize, now: Instant) -> bool {
         bump(&self.stats.pmtu_accepted);
-        let fresh = self.path_mtu(now);
+        let seen = self.pmtu.load(Ordering::Acquire);
+        let aged = self.path_mtu(now).is_none();
         let at = now.saturating_duration_since(self.created).as_millis();
         self.pmtu_at
             .store(u64::try_from(at).unwrap_or(u64::MAX), Ordering::Relaxed);
         let mtu = u64::try_from(mtu).unwrap_or(u64::MAX);
-        match fresh {
-            Some(m) if u64::try_from(m).unwrap_or(u64::MAX) <= mtu => false,
-            _ => {
-                self.pmtu.store(mtu, Ordering::Release);
-                true
-            }
-        }
+        // Compare-and-swap: two cores believing ICMPs for this SA at once must not let the
+        // larger MTU overwrite the smaller (a read, then a store, would: the last one wins).
+        // The value found aged gives way only while it is still the one found.
+        self.pmtu
+            .fetch_update(Ordering::Release, Ordering::Acquire, |cur| {
+                (cur == 0 || (aged && cur == seen) || mtu < cur).then_some(mtu)
+            })
+            .is_ok()
     }
 
     /// The hard lifetime is spent: the SA carries nothing more (RFC 4301 §4.4.2.1).
