@@ -260,13 +260,17 @@ impl SaConfig {
 }
 
 /// How far behind an outbound SA's last sequence number the one an ICMP PMTU message quotes
-/// may lie: 2^16 packets. RFC 4301 §6.1.2 has unauthenticated ICMP PMTU messages checked
+/// may lie: 2^20 packets. RFC 4301 §6.1.2 has unauthenticated ICMP PMTU messages checked
 /// against the SA; the quoted sequence number, like SCTP's verification tag (RFC 9260
 /// Appendix C), is the only proof the sender saw our traffic. The router answers within about
-/// a round trip of the packet it drops, so the number is recent: 65536 packets is over 6 ms at
-/// 10 Mpps on one SA, more than a datacentre round trip; a blind forger who has the SPI hits
-/// it with one try in 2^16 (and must guess the 32-bit SPI too).
-pub const PMTU_SEQUENCE_WINDOW: u64 = 1 << 16;
+/// a round trip of the packet it drops, so the number is recent; but a fast sender on a long
+/// path has many packets out by then (25 Gb/s of 1400-byte packets over a 50 ms round trip is
+/// about 110 000), and a genuine ICMP refused for being too old leaves the path a black hole.
+/// 2^20 covers 100 Gb/s over 50 ms. Against forgery it is weak: SPIs are in clear in every
+/// packet and often configured, so an off-path forger who knows the addresses and the SPI
+/// needs about 2^32 / 2^20 = 4096 tries to land in the window; what it wins is a lowered
+/// path MTU (never below the association's minimum), not a broken association.
+pub const PMTU_SEQUENCE_WINDOW: u64 = 1 << 20;
 
 /// Why an ICMP PMTU message quoting ESP was not taken (RFC 4301 §6.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -444,8 +448,8 @@ mod tests {
         assert!(!quoted_sequence_sent(1001, 1000));
         // 0 is never sent (RFC 4303 §3.3.3: the first packet carries 1).
         assert!(!quoted_sequence_sent(0, 1000));
-        // The window: 2^16 back and no further.
-        let sent = 1_000_000u64;
+        // The window: PMTU_SEQUENCE_WINDOW back and no further.
+        let sent = 100_000_000u64;
         assert!(quoted_sequence_sent(
             (sent - PMTU_SEQUENCE_WINDOW + 1) as u32,
             sent
