@@ -753,7 +753,7 @@ fn an_sas_path_mtu_reaches_the_association_on_its_own_core_rfc4301_8_2_1() {
 /// ESP headroom off a second time, and `esp_path_mtu` only ever lowers: the new association is stuck that much
 /// below what the SA allows (1270 instead of 1343 here, with 73 bytes of headroom).
 #[test]
-fn review_a_second_association_under_an_sas_pmtu_starts_at_it_rfc4301_8_2_1() {
+fn a_second_association_under_an_sas_pmtu_starts_at_it_rfc4301_8_2_1() {
     use ddpdk_control::conn::Indication;
     let (pa, pb) = pair(3, 1024);
     let sa = Arc::new(SaPort {

@@ -447,8 +447,8 @@ pub struct Interface {
 
 /// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]) and those of
 /// IPv4 packets without DF ([`Interface::ipv4_id`]): SipHash keys
-/// std draws from the OS's random source. A clone (each data core's interface is one) draws
-/// its own: clones sharing key and counter would give two cores' datagrams to one peer the
+/// std draws from the OS's random source (per thread, then varied per instance). A clone (each
+/// data core's interface is one) draws its own: clones sharing key and counter would give two cores' datagrams to one peer the
 /// same Identifications, and the peer would reassemble one from pieces of both.
 #[derive(Debug)]
 struct IdKey(std::collections::hash_map::RandomState);
@@ -1130,9 +1130,10 @@ impl Interface {
     /// it: no device can fill a checksum spread over fragments) as fragments of at most `mtu`
     /// IP bytes (never taken below 1280), each built in `scratch` and handed to `emit`. Each
     /// carries a Fragment header; every fragment but the last carries a multiple of 8 bytes.
-    /// The Identification is RFC 7739 §5's kind: a keyed hash (SipHash, its key random per
-    /// interface) of the source, destination and a counter, so that no one can predict it from
-    /// earlier ones. Returns the fragments made (0 when `frame` is not such a packet, or one
+    /// The Identification is RFC 7739 §5.3's kind: a counter from a secret offset, a keyed
+    /// hash (SipHash, its key random per interface clone) of the source and destination, so
+    /// that no one off the path can predict it and none repeats to a peer within 2^32
+    /// datagrams. Returns the fragments made (0 when `frame` is not such a packet, or one
     /// does not fit `scratch`: the packet is lost and SCTP retransmits it).
     pub fn fragment_ipv6(
         &mut self,
@@ -1150,10 +1151,11 @@ impl Interface {
             return 0;
         }
         self.fragmented = self.fragmented.wrapping_add(1);
-        let id = self
-            .id_key
-            .0
-            .hash_one((&h[8..24], &h[24..40], self.fragmented)) as u32;
+        // RFC 7739 §5.3: a secret offset per source and destination plus a counter. Not
+        // predictable from outside, and no Identification repeats to a peer within 2^32 of
+        // this clone's datagrams (a hash of a counter would collide by the birthday bound).
+        let offset = self.id_key.0.hash_one((&h[8..24], &h[24..40])) as u32;
+        let id = offset.wrapping_add(self.fragmented as u32);
         let made = ipv6_fragments(frame, mtu, id, scratch, emit);
         if made > 0 {
             self.stats.source_fragmented += 1;
@@ -3080,7 +3082,7 @@ mod tests {
     /// `quoted_sctp` walks such a Fragment header for exactly this reason; `quoted_esp` must
     /// too, or the SA never learns the smaller MTU from its fragmented packets.
     #[test]
-    fn review_too_big_quoting_our_first_esp_fragment_is_handed_on_rfc4301_6_1_2() {
+    fn a_too_big_quoting_our_first_esp_fragment_is_handed_on_rfc4301_6_1_2() {
         let spi_seq = [0x00, 0x00, 0x03, 0xe8, 0x00, 0x01, 0x02, 0x03];
         let mut i = iface();
         let mut out = vec![0u8; 2048];
@@ -3744,9 +3746,10 @@ mod tests {
         assert_eq!(b.stats().reassembled, 3);
     }
 
-    /// RFC 7739 §5: IPv6 Identifications are not predictable from one another, and two
-    /// interfaces cloned from one (each data core's) never walk one sequence: the same
-    /// packets, to the same peer, from a clone and its original get other Identifications.
+    /// RFC 7739 §5.3: IPv6 Identifications start at a secret offset, and two interfaces cloned
+    /// from one (each data core's) never walk one sequence: the same packets, to the same
+    /// peer, from a clone and its original get other Identifications (equal offsets by chance
+    /// once in 2^32 runs).
     #[test]
     fn a_cloned_interface_draws_its_own_ipv6_identifications_rfc7739_5() {
         let mut a = iface();
@@ -3775,10 +3778,14 @@ mod tests {
             ours.iter().all(|id| !theirs.contains(id)),
             "{ours:?} {theirs:?}"
         );
-        assert!(
-            ours.windows(2).all(|w| w[1] != w[0].wrapping_add(1)),
-            "not a counter"
-        );
+        // RFC 7739 §5.3: within a clone, a counter from a secret offset: no repeat to a peer
+        // within 2^32 datagrams.
+        for seq in [&ours, &theirs] {
+            assert!(
+                seq.windows(2).all(|w| w[1] == w[0].wrapping_add(1)),
+                "{seq:?}"
+            );
+        }
     }
 
     /// (An independent review, session 55.) one IPv4 fragment of SCTP to us, from `src`, with `id`, at byte offset `off`

@@ -261,8 +261,8 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     an_icmp_pmtu_quoting_our_esp_is_believed_for_our_sa_only_4301_6_1_2(&b);
     tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(&b);
     a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(&b);
-    review_ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(&b);
-    review_a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(&b);
+    ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(&b);
+    a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -1789,7 +1789,7 @@ fn a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(b: &Benc
 /// header leaves with DF: the router drops it, its ICMP lowers nothing (the SA holds 1400
 /// already), and T3 resends the same packet until the association fails. Above the SA's
 /// PMTU the outer packet must leave without DF (or as fragments).
-fn review_ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(b: &Bench) {
+fn ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(b: &Bench) {
     use ddpdk_dataplane::net::EspTooBig;
     let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
     let a_cfg = format!(
@@ -1840,7 +1840,7 @@ fn review_ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(
 /// somewhere an operator sees it, as the SA counts a frame it had no mbuf to copy into
 /// (`no_room`); it is counted nowhere: the packet vanishes between the SA's `packets` and
 /// the wire.
-fn review_a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(b: &Bench) {
+fn a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(b: &Bench) {
     use ddpdk_dataplane::net::EspTooBig;
     let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
     let a_cfg = format!(

@@ -164,7 +164,7 @@ pub struct IpsecPort<P> {
     /// Moves when an SA's path MTU is lowered ([`Port::esp_pmtu_generation`]).
     pmtu_generation: AtomicU64,
     /// The secret key and counter of the Identifications of sealed IPv6 ESP packets this port
-    /// fragments ([`IpsecPort::fragment_sealed`]; RFC 7739 §5: keyed, unpredictable).
+    /// fragments ([`IpsecPort::fragment_sealed`]; RFC 7739 §5.3: a counter from a secret offset).
     frag_key: std::collections::hash_map::RandomState,
     frag_count: AtomicU64,
     pub stats: PolicyStats,
@@ -735,10 +735,13 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             }
             let d = m.data();
             let n = self.frag_count.fetch_add(1, Ordering::Relaxed);
-            let id =
-                self.frag_key
-                    .hash_one((&d[IP_AT + 8..IP_AT + 24], &d[IP_AT + 24..IP_AT + 40], n))
-                    as u32;
+            // RFC 7739 §5.3, as `Interface::fragment_ipv6`: a secret offset per pair plus a
+            // counter, so no Identification repeats within 2^32 datagrams.
+            let offset = self
+                .frag_key
+                .hash_one((&d[IP_AT + 8..IP_AT + 24], &d[IP_AT + 24..IP_AT + 40]))
+                as u32;
+            let id = offset.wrapping_add(n as u32);
             let mut pieces: Vec<Mbuf> = Vec::new();
             let mut lost = false;
             crate::net::ipv6_fragments(d, mtu, id, &mut scratch, |f| {
