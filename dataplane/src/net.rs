@@ -1763,16 +1763,20 @@ fn is_too_big(f: &link::IpFrame<'_>) -> bool {
     }
 }
 
-/// The SCTP packet an ICMP error quotes (the bytes after its first 8), if the quote holds
-/// its IP header and the first [`QUOTED_SCTP_MIN`] bytes of an SCTP packet that is not a
-/// later IP fragment (RFC 9260 Appendix C ICMP5-ICMP6). `mtu` is left 0.
-fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
-    let (local, peer, protocol, header, quoted_len) = match q.first()? >> 4 {
+/// The IP header of the packet an ICMP error quotes (the bytes after its first 8): our
+/// address, the peer's, the upper-layer protocol, where its header starts in the quote, and
+/// the quoted packet's IP length; `None` for a later fragment, whose quote holds no
+/// upper-layer header. We send SCTP or ESP right after the IP header, or (IPv6) after the
+/// Fragment header of the first fragment we cut (`Interface::fragment_ipv6`, the IPsec port's
+/// sealed fragments, RFC 4301 §7.3): a hop further on with a smaller MTU quotes that first
+/// fragment (offset 0), whose upper-layer header follows. IPv4 fragments are a router's (of a
+/// packet sent without DF). SCTP's and ESP's quotes alike (RFC 9260 Appendix C, RFC 4301
+/// §6.1.2).
+fn quoted_ip(q: &[u8]) -> Option<(IpAddr, IpAddr, u8, usize, u16)> {
+    match q.first()? >> 4 {
         4 => {
             let h = q.get(..IPV4_HEADER_LEN)?;
             let ihl = usize::from(h[0] & 0x0f) * 4;
-            // A later fragment quotes no SCTP header; ours are never fragmented by us
-            // anyway, but a router may have fragmented one sent without DF.
             let offset = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
             if ihl < IPV4_HEADER_LEN || offset != 0 {
                 return None;
@@ -1780,17 +1784,13 @@ fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
             let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
             let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
             let total = u16::from_be_bytes([h[2], h[3]]);
-            (IpAddr::V4(src), IpAddr::V4(dst), h[9], ihl, total)
+            Some((IpAddr::V4(src), IpAddr::V4(dst), h[9], ihl, total))
         }
         6 => {
             let h = q.get(..IPV6_HEADER_LEN)?;
             let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
             let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
             let total = u16::from_be_bytes([h[4], h[5]]).saturating_add(IPV6_HEADER_LEN as u16);
-            // We send SCTP right after the IPv6 header, or after a Fragment header when we cut
-            // source fragments (`Interface::fragment_ipv6`): a hop further on with a smaller
-            // MTU quotes the first of them (offset 0), whose SCTP common header follows it; a
-            // later fragment quotes none.
             let (protocol, header) = match h[6] {
                 IPV6_FRAGMENT => {
                     let fh = q.get(IPV6_HEADER_LEN..IPV6_HEADER_LEN + IPV6_FRAGMENT_LEN)?;
@@ -1801,10 +1801,17 @@ fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
                 }
                 p => (p, IPV6_HEADER_LEN),
             };
-            (IpAddr::V6(src), IpAddr::V6(dst), protocol, header, total)
+            Some((IpAddr::V6(src), IpAddr::V6(dst), protocol, header, total))
         }
-        _ => return None,
-    };
+        _ => None,
+    }
+}
+
+/// The SCTP packet an ICMP error quotes (the bytes after its first 8), if the quote holds
+/// its IP header and the first [`QUOTED_SCTP_MIN`] bytes of an SCTP packet that is not a
+/// later IP fragment (RFC 9260 Appendix C ICMP5-ICMP6). `mtu` is left 0.
+fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
+    let (local, peer, protocol, header, quoted_len) = quoted_ip(q)?;
     if protocol != IP_PROTO_SCTP {
         return None;
     }
@@ -1834,43 +1841,7 @@ fn quoted_sctp(q: &[u8]) -> Option<TooBig> {
 /// (RFC 4303 §2: 4 + 4 bytes right after the IP header, or after the Fragment header of the
 /// first IPv6 fragment the IPsec port cut, RFC 4301 §7.3). `mtu` is left 0.
 fn quoted_esp(q: &[u8]) -> Option<EspTooBig> {
-    let (local, peer, protocol, header, quoted_len) = match q.first()? >> 4 {
-        4 => {
-            let h = q.get(..IPV4_HEADER_LEN)?;
-            let ihl = usize::from(h[0] & 0x0f) * 4;
-            // A later fragment of an ESP packet quotes ciphertext, not the ESP header.
-            let offset = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
-            if ihl < IPV4_HEADER_LEN || offset != 0 {
-                return None;
-            }
-            let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
-            let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
-            let total = u16::from_be_bytes([h[2], h[3]]);
-            (IpAddr::V4(src), IpAddr::V4(dst), h[9], ihl, total)
-        }
-        6 => {
-            let h = q.get(..IPV6_HEADER_LEN)?;
-            let src = Ipv6Addr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
-            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
-            let total = u16::from_be_bytes([h[4], h[5]]).saturating_add(IPV6_HEADER_LEN as u16);
-            // We send ESP right after the IPv6 header, or after a Fragment header when the
-            // IPsec port cut a sealed packet above its SA's path MTU (RFC 4301 §7.3): a hop
-            // further on with a smaller MTU quotes the first fragment (offset 0), whose ESP
-            // header follows it; a later fragment quotes ciphertext.
-            let (protocol, header) = match h[6] {
-                IPV6_FRAGMENT => {
-                    let fh = q.get(IPV6_HEADER_LEN..IPV6_HEADER_LEN + IPV6_FRAGMENT_LEN)?;
-                    if u16::from_be_bytes([fh[2], fh[3]]) & !7 != 0 {
-                        return None;
-                    }
-                    (fh[0], IPV6_HEADER_LEN + IPV6_FRAGMENT_LEN)
-                }
-                p => (p, IPV6_HEADER_LEN),
-            };
-            (IpAddr::V6(src), IpAddr::V6(dst), protocol, header, total)
-        }
-        _ => return None,
-    };
+    let (local, peer, protocol, header, quoted_len) = quoted_ip(q)?;
     if protocol != IP_PROTO_ESP {
         return None;
     }
