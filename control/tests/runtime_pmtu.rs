@@ -672,34 +672,38 @@ impl Port for SaPort {
     }
 }
 
-/// RFC 4301 §8.2.1 (propagation) across data cores: the ICMP that taught an outbound SA its
-/// path MTU came in on whichever core it came in on; the association the SA protects, on the
-/// core that owns it, takes the SA's PMTU at its next turn (the port's generation moved), is
-/// never raised by a later larger one (RFC 1191 §3, RFC 8201 §4), and a write then completes
-/// in segments cut at the new MULPDU. Fails if the cores do not read the generation.
-#[test]
-fn an_sas_path_mtu_reaches_the_association_on_its_own_core_rfc4301_8_2_1() {
+/// Two runtimes between `A4` (behind an [`SaPort`], whose SA can learn a path MTU) and `B4`
+/// (behind one that never does), `cores` data cores each, a 1500-byte link with `headroom`
+/// bytes kept for ESP, an association and session from A to a region of `len` bytes at B.
+fn under_an_sa(
+    cores: usize,
+    headroom: usize,
+    len: usize,
+) -> (
+    Arc<SaPort>,
+    Lockstep<SaPort>,
+    ddpdk_control::memory::Registered,
+    ddpdk_control::memory::RegionId,
+) {
     let (pa, pb) = pair(3, 1024);
-    let sa = Arc::new(SaPort {
-        inner: pa,
-        generation: AtomicU64::new(0),
-        sctp_mtu: AtomicU64::new(0),
-    });
+    let sa_port = |inner| {
+        Arc::new(SaPort {
+            inner,
+            generation: AtomicU64::new(0),
+            sctp_mtu: AtomicU64::new(0),
+        })
+    };
+    let (sa, pb) = (sa_port(pa), sa_port(pb));
     let cfg = RuntimeConfig {
-        cores: 2,
+        cores,
         link_mtu: 1500,
+        esp_headroom: headroom,
         ..RuntimeConfig::default()
     };
     let sctp = Config {
         path_mtu: 1480,
         ..Config::default()
     };
-    // The server's side has no SA with a path MTU.
-    let pb = Arc::new(SaPort {
-        inner: pb,
-        generation: AtomicU64::new(0),
-        sctp_mtu: AtomicU64::new(0),
-    });
     let a = runtime_on(
         Arc::clone(&sa),
         Interface::new(sa.mac(), Some(A4), None),
@@ -714,8 +718,19 @@ fn an_sas_path_mtu_reaches_the_association_on_its_own_core_rfc4301_8_2_1() {
         cfg,
         sctp,
     );
+    let (l, reg, region) = Lockstep::open_to_region(a, b, IpAddr::V4(B4), PORT, len);
+    (sa, l, reg, region)
+}
+
+/// RFC 4301 §8.2.1 (propagation) across data cores: the ICMP that taught an outbound SA its
+/// path MTU came in on whichever core it came in on; the association the SA protects, on the
+/// core that owns it, takes the SA's PMTU at its next turn (the port's generation moved), is
+/// never raised by a later larger one (RFC 1191 §3, RFC 8201 §4), and a write then completes
+/// in segments cut at the new MULPDU. Fails if the cores do not read the generation.
+#[test]
+fn an_sas_path_mtu_reaches_the_association_on_its_own_core_rfc4301_8_2_1() {
     let len = 64 * 1024;
-    let (mut l, reg, region) = Lockstep::open_to_region(a, b, IpAddr::V4(B4), PORT, len);
+    let (sa, mut l, reg, region) = under_an_sa(2, 0, len);
     let owner = (0..2)
         .find(|&k| !l.ka[k].report().assocs.is_empty())
         .expect("an owning core");
@@ -755,42 +770,7 @@ fn an_sas_path_mtu_reaches_the_association_on_its_own_core_rfc4301_8_2_1() {
 #[test]
 fn a_second_association_under_an_sas_pmtu_starts_at_it_rfc4301_8_2_1() {
     use ddpdk_control::conn::Indication;
-    let (pa, pb) = pair(3, 1024);
-    let sa = Arc::new(SaPort {
-        inner: pa,
-        generation: AtomicU64::new(0),
-        sctp_mtu: AtomicU64::new(0),
-    });
-    let cfg = RuntimeConfig {
-        cores: 1,
-        link_mtu: 1500,
-        esp_headroom: 73,
-        ..RuntimeConfig::default()
-    };
-    let sctp = Config {
-        path_mtu: 1480,
-        ..Config::default()
-    };
-    let pb = Arc::new(SaPort {
-        inner: pb,
-        generation: AtomicU64::new(0),
-        sctp_mtu: AtomicU64::new(0),
-    });
-    let a = runtime_on(
-        Arc::clone(&sa),
-        Interface::new(sa.mac(), Some(A4), None),
-        1,
-        cfg,
-        sctp,
-    );
-    let b = runtime_on(
-        Arc::clone(&pb),
-        Interface::new(pb.mac(), Some(B4), None),
-        2,
-        cfg,
-        sctp,
-    );
-    let (mut l, _reg, _region) = Lockstep::open_to_region(a, b, IpAddr::V4(B4), PORT, 4096);
+    let (sa, mut l, _reg, _region) = under_an_sa(1, 73, 4096);
     assert_eq!(l.ka[0].report().assocs[0].path_mtu, 1500 - 20 - 73);
     // The SA learnt 1400 bytes of path MTU: 1400 - 37 (AES-GCM) - 20 (IPv4) of SCTP.
     sa.sctp_mtu.store(1343, Relaxed);
