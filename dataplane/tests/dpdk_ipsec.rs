@@ -1703,6 +1703,41 @@ fn tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(b: &Bench) {
     }
 }
 
+/// Side A's IPsec port (`a_cfg`, fragments from `pool`) on a ring pair named `name`, side B's
+/// raw port, and A's outbound SA 1000 taught a path MTU of `mtu` by a believed ICMP quoting
+/// its first packet from `local` to `peer` (RFC 4301 §6.1.2).
+fn sa_taught_a_pmtu(
+    b: &Bench,
+    name: &str,
+    a_cfg: &str,
+    pool: &Arc<Mempool>,
+    (local, peer): (&str, &str),
+    mtu: u32,
+) -> (IpsecPort<DpdkPort>, Arc<DpdkPort>) {
+    use ddpdk_dataplane::net::EspTooBig;
+    let ports = ring_pair_ports(&b.eal, name, &b.pool, 256);
+    let pa = IpsecPort::new(
+        ports[0].clone(),
+        pool.clone(),
+        &parse_config(a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let first = sctp_frame(true, 1000, 1);
+    let mut burst = vec![mbuf(&b.pool, &first)];
+    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
+    assert_eq!(receive_all(ports[1].as_ref(), 1).len(), 1);
+    assert!(pa.esp_too_big(&EspTooBig {
+        local: local.parse().unwrap(),
+        peer: peer.parse().unwrap(),
+        spi: 1000,
+        seq: 1,
+        mtu,
+        quoted_len: 1500,
+    }));
+    (pa, ports[1].clone())
+}
+
 /// RFC 4301 §7.3 and §8.1 with RFC 8200 §4.5: once an outbound IPv6 SA holds a path MTU
 /// (1280 here, from a Packet Too Big quoting its ESP), a sealed packet above it (a DATA chunk
 /// framed before the drop) leaves as IPv6 fragments of the ESP packet, none above 1280 bytes,
@@ -1710,7 +1745,7 @@ fn tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(b: &Bench) {
 /// interface reassembles them (`reassemble_esp`) and its IPsec port opens the whole to the
 /// frame that was sealed. A sealed packet within the path MTU leaves whole.
 fn a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(b: &Bench) {
-    use ddpdk_dataplane::net::{EspTooBig, Interface, Rx};
+    use ddpdk_dataplane::net::{Interface, Rx};
     let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
     let a_cfg = format!(
         "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
@@ -1720,15 +1755,14 @@ fn a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(b: &Benc
         "sa in 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
          sp ipv6 in esp protect 1000 pri 10 src 2001:db8::1/128 proto sctp\n"
     );
-    let ports = ring_pair_ports(&b.eal, "esppmtu6", &b.pool, 256);
-    let (raw_a, raw_b) = (&ports[0], &ports[1]);
-    let pa = IpsecPort::new(
-        raw_a.clone(),
-        b.pool.clone(),
-        &parse_config(&a_cfg).unwrap(),
-        &b.dev,
-    )
-    .unwrap();
+    let (pa, raw_b) = sa_taught_a_pmtu(
+        b,
+        "esppmtu6",
+        &a_cfg,
+        &b.pool,
+        ("2001:db8::1", "2001:db8::2"),
+        1280,
+    );
     let pb = IpsecPort::new(
         raw_b.clone(),
         b.pool.clone(),
@@ -1736,19 +1770,6 @@ fn a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(b: &Benc
         &b.dev,
     )
     .unwrap();
-    let first = sctp_frame(true, 1000, 1);
-    let mut burst = vec![mbuf(&b.pool, &first)];
-    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
-    assert_eq!(receive_all(raw_b.as_ref(), 1).len(), 1);
-    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-    assert!(pa.esp_too_big(&EspTooBig {
-        local: ip("2001:db8::1"),
-        peer: ip("2001:db8::2"),
-        spi: 1000,
-        seq: 1,
-        mtu: 1280,
-        quoted_len: 1500,
-    }));
     // A 1400-byte SCTP chunk framed before the drop, then one that fits.
     let big = sctp_frame(true, 1400, 2);
     let small = sctp_frame(true, 500, 3);
@@ -1790,34 +1811,19 @@ fn a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(b: &Benc
 /// already), and T3 resends the same packet until the association fails. Above the SA's
 /// PMTU the outer packet must leave without DF (or as fragments).
 fn ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(b: &Bench) {
-    use ddpdk_dataplane::net::EspTooBig;
     let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
     let a_cfg = format!(
         "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode ipv4-tunnel src 192.0.2.1 dst 192.0.2.2\n\
          sp ipv6 out esp protect 1000 pri 10 dst 2001:db8::2/128 proto sctp\n"
     );
-    let ports = ring_pair_ports(&b.eal, "esppmtu46", &b.pool, 256);
-    let (raw_a, raw_b) = (&ports[0], &ports[1]);
-    let pa = IpsecPort::new(
-        raw_a.clone(),
-        b.pool.clone(),
-        &parse_config(&a_cfg).unwrap(),
-        &b.dev,
-    )
-    .unwrap();
-    let first = sctp_frame(true, 1000, 1);
-    let mut burst = vec![mbuf(&b.pool, &first)];
-    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
-    assert_eq!(receive_all(raw_b.as_ref(), 1).len(), 1);
-    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-    assert!(pa.esp_too_big(&EspTooBig {
-        local: ip("192.0.2.1"),
-        peer: ip("192.0.2.2"),
-        spi: 1000,
-        seq: 1,
-        mtu: 1400,
-        quoted_len: 1500,
-    }));
+    let (pa, raw_b) = sa_taught_a_pmtu(
+        b,
+        "esppmtu46",
+        &a_cfg,
+        &b.pool,
+        ("192.0.2.1", "192.0.2.2"),
+        1400,
+    );
     // A 1400-byte SCTP chunk framed before the drop.
     let big = sctp_frame(true, 1400, 2);
     let mut burst = vec![mbuf(&b.pool, &big)];
@@ -1841,7 +1847,6 @@ fn ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(b: &Ben
 /// (`no_room`); it is counted nowhere: the packet vanishes between the SA's `packets` and
 /// the wire.
 fn a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(b: &Bench) {
-    use ddpdk_dataplane::net::EspTooBig;
     let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
     let a_cfg = format!(
         "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
@@ -1849,28 +1854,14 @@ fn a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(b: &Ben
     );
     // The port's own pool, which fragments come from: small, and emptied below.
     let small = Arc::new(Mempool::create("frgpool", 64, 0, DATA_ROOM, 0).unwrap());
-    let ports = ring_pair_ports(&b.eal, "esppmtu6lost", &b.pool, 256);
-    let (raw_a, raw_b) = (&ports[0], &ports[1]);
-    let pa = IpsecPort::new(
-        raw_a.clone(),
-        small.clone(),
-        &parse_config(&a_cfg).unwrap(),
-        &b.dev,
-    )
-    .unwrap();
-    let first = sctp_frame(true, 1000, 1);
-    let mut burst = vec![mbuf(&b.pool, &first)];
-    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
-    assert_eq!(receive_all(raw_b.as_ref(), 1).len(), 1);
-    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-    assert!(pa.esp_too_big(&EspTooBig {
-        local: ip("2001:db8::1"),
-        peer: ip("2001:db8::2"),
-        spi: 1000,
-        seq: 1,
-        mtu: 1280,
-        quoted_len: 1500,
-    }));
+    let (pa, raw_b) = sa_taught_a_pmtu(
+        b,
+        "esppmtu6lost",
+        &a_cfg,
+        &small,
+        ("2001:db8::1", "2001:db8::2"),
+        1280,
+    );
     let mut held = Vec::new();
     while small.alloc_bulk(&mut held, 1, 64) {}
     let counts = || {
