@@ -2363,6 +2363,7 @@ impl DdpApp {
                         "echo_replies": r.iface.echo_replies,
                         "pmtu_lowered": st.pmtu_lowered,
                         "esp_pmtu_lowered": st.esp_pmtu_lowered,
+                        "pmtu_raised": st.pmtu_raised,
                         "ip_reassembled": r.iface.reassembled,
                         "ip_source_fragmented": r.iface.source_fragmented,
                         "icmp_ignored": st.icmp_ignored + r.iface.icmp_ignored,

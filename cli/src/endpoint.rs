@@ -1707,6 +1707,7 @@ fn cores_json(reports: &[CoreReport]) -> serde_json::Value {
                 // Path MTU discovery at work (RFC 9260 §7.3): what ICMP lowered, and the
                 // IP fragments a chunk sent before the drop crossed the smaller hop in.
                 "pmtu_lowered": r.stats.pmtu_lowered, "esp_pmtu_lowered": r.stats.esp_pmtu_lowered,
+                "pmtu_raised": r.stats.pmtu_raised,
                 "ip_source_fragmented": r.iface.source_fragmented,
                 "ip_reassembled": r.iface.reassembled})
         })

@@ -534,6 +534,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("fast_retransmits", u(t.fast_retransmits)),
         ("pmtu_lowered", u(st.pmtu_lowered)),
         ("esp_pmtu_lowered", u(st.esp_pmtu_lowered)),
+        ("pmtu_raised", u(st.pmtu_raised)),
         ("ip_reassembled", u(r.iface.reassembled)),
         ("ip_source_fragmented", u(r.iface.source_fragmented)),
         (

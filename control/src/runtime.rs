@@ -342,6 +342,9 @@ pub struct CoreStats {
     pub esp_pmtu_taken: u64,
     /// Associations of this core whose path MTU an SA's PMTU lowered (§8.2.1 propagation).
     pub esp_pmtu_lowered: u64,
+    /// Lowered path MTUs taken back up after [`PMTU_AGE`] without a confirming ICMP (RFC 1191
+    /// §6.3, RFC 8201 §5.3).
+    pub pmtu_raised: u64,
     /// IPv4 and IPv6 datagrams reassembled from fragments (RFC 1122 §3.3.2, RFC 8200 §4.5),
     /// each then received as a frame of its own.
     pub reassembled: u64,
@@ -673,7 +676,19 @@ struct Slot {
     c: Quiet,
     peer: IpAddr,
     peer_port: u16,
+    /// The association's path MTU before any ICMP lowered it (the link's, less headers and
+    /// ESP headroom): where [`PMTU_AGE`] takes it back to.
+    link_mtu: usize,
+    /// When ICMP (or the SA protecting it) last lowered or confirmed its lowered path MTU.
+    pmtu_lowered_at: Option<Instant>,
 }
+
+/// RFC 1191 §6.3 and RFC 8201 §5.3 (which recommend 10 minutes, and forbid less than 5): a
+/// path MTU lowered by ICMP and not confirmed since for this long is taken back to the link's
+/// size, so that a path that grew again (a route back, a tunnel gone) is used whole again. If
+/// it did not, the next full-size packet draws the same ICMP and the path MTU falls again: one
+/// packet's retransmission, as fragments, each time.
+pub const PMTU_AGE: core::time::Duration = core::time::Duration::from_secs(600);
 
 /// The longest reply a data core writes: an Echo Reply is as long as its request (RFC 1122
 /// §3.2.2.6), and a jumbo frame is at most 9216 bytes on the NICs ddpdk meets.
@@ -1313,12 +1328,20 @@ impl<P: Port> DataCore<P> {
         if g != self.esp_pmtu_generation {
             self.esp_pmtu_generation = g;
             for k in 0..self.slots.len() {
-                self.esp_path_mtu(k);
+                self.esp_path_mtu(now, k);
             }
         }
-        for s in self.slots.iter_mut().flatten() {
+        for k in 0..self.slots.len() {
+            let Some(s) = self.slots[k].as_mut() else {
+                continue;
+            };
             if s.c.get().poll_timeout().is_some_and(|t| t <= now) {
                 s.c.get_mut().handle_timeout(now);
+            }
+            if s.pmtu_lowered_at
+                .is_some_and(|t| now.saturating_since(t) >= PMTU_AGE)
+            {
+                self.raise_path_mtu(now, k);
             }
         }
         let work = work + self.answer(now, true);
@@ -1693,8 +1716,12 @@ impl<P: Port> DataCore<P> {
                     .is_some()
             })
         };
+        let link_mtu = c.association().path_mtu();
+        let mut pmtu_lowered_at = None;
         if let Some(mtu) = self.iface.lowered_path_mtu(peer).filter(|_| !under_sa) {
-            c.lower_path_mtu(mtu, peer);
+            if c.lower_path_mtu(mtu, peer) {
+                pmtu_lowered_at = Some(now);
+            }
         }
         let Some(k) = slot else {
             self.stats.refused += 1;
@@ -1718,10 +1745,12 @@ impl<P: Port> DataCore<P> {
             c: Quiet::new(c),
             peer,
             peer_port,
+            link_mtu,
+            pmtu_lowered_at,
         });
         // RFC 4301 §8.2.1: a path MTU the SA protecting it already holds applies from the
         // start, as the interface's per-peer one above (RFC 1191 §5).
-        self.esp_path_mtu(k);
+        self.esp_path_mtu(now, k);
     }
 
     /// An operation from the ULP, applied by its connection (or held there, in order, while
@@ -1798,7 +1827,7 @@ impl<P: Port> DataCore<P> {
             }
             Rx::TooBig(t) => match self.assoc_of(t.peer, t.peer_port, t.local_port) {
                 Some(k) => {
-                    self.path_too_big(k, &t);
+                    self.path_too_big(now, k, &t);
                     Next::Done
                 }
                 None => match self.steer.owner(t.peer, t.local, t.peer_port, t.local_port) {
@@ -1936,7 +1965,7 @@ impl<P: Port> DataCore<P> {
     /// is the one we send it with (the peer's), or is 0 in a quoted INIT whose Initiate Tag is
     /// ours; otherwise, or if it would not lower the path MTU (RFC 1191 §3, RFC 8201 §4: never
     /// raised from ICMP; below the minimum), it is ignored, counted.
-    fn path_too_big(&mut self, k: usize, t: &TooBig) {
+    fn path_too_big(&mut self, now: Instant, k: usize, t: &TooBig) {
         let Some(s) = self.slots[k].as_mut() else {
             return;
         };
@@ -1950,6 +1979,10 @@ impl<P: Port> DataCore<P> {
         match t.path_mtu() {
             Some(mtu) if tag_ok && c.lower_path_mtu(mtu, peer) => self.stats.pmtu_lowered += 1,
             _ => self.stats.icmp_ignored += 1,
+        }
+        if tag_ok && c.association().path_mtu() < s.link_mtu {
+            // RFC 1191 §6.3: a valid ICMP confirms the lowered estimate; it ages from now.
+            s.pmtu_lowered_at = Some(now);
         }
         if tag_ok {
             // §6.9: a chunk sent before the drop, larger than the new path MTU, leaves without
@@ -1969,7 +2002,7 @@ impl<P: Port> DataCore<P> {
     /// header ([`Port::esp_sctp_mtu`]); lowered only. An IPv4 packet framed before, now too
     /// large, leaves without DF (`Interface::set_path_mtu`, on the inner header: in transport
     /// mode it is the outer one, so the ESP packet crosses the small hop fragmented).
-    fn esp_path_mtu(&mut self, k: usize) {
+    fn esp_path_mtu(&mut self, now: Instant, k: usize) {
         let Some(s) = self.slots[k].as_mut() else {
             return;
         };
@@ -1988,10 +2021,46 @@ impl<P: Port> DataCore<P> {
         };
         if c.lower_sctp_mtu(sctp) {
             self.stats.esp_pmtu_lowered += 1;
+            s.pmtu_lowered_at = Some(now);
         }
         let ip_mtu = c.association().path_mtu() + Interface::ip_header_len(peer);
         self.iface
             .set_path_mtu(peer, ip_mtu.min(sctp + Interface::ip_header_len(peer)));
+    }
+
+    /// [`PMTU_AGE`] after ICMP last lowered or confirmed the path MTU of the association in
+    /// slot `k` (RFC 1191 §6.3, RFC 8201 §5.3): it goes back to the link's size, or to what the
+    /// SA protecting it still allows (its own PMTU ages out the same way, RFC 4301 §8.2.2),
+    /// and the interface forgets the lowered estimate (DF again over IPv4, no source
+    /// fragments over IPv6). New DATA and DDP segments are cut at the larger size (RFC 5043
+    /// §9: the MULPDU follows).
+    fn raise_path_mtu(&mut self, now: Instant, k: usize) {
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
+        let peer = s.peer;
+        let c = s.c.get_mut();
+        let a = c.association();
+        let (lport, pport) = (a.local_port(), a.peer_port());
+        let sa_cap = self
+            .iface
+            .address_for(peer)
+            .and_then(|local| self.port.esp_sctp_mtu(local, peer, lport, pport));
+        let to = sa_cap.map_or(s.link_mtu, |cap| cap.min(s.link_mtu));
+        let before = c.association().path_mtu();
+        // Still capped by a fresh SA PMTU: confirmed, it ages from now.
+        s.pmtu_lowered_at = (to < s.link_mtu).then_some(now);
+        if to <= before {
+            return;
+        }
+        c.set_path_mtu(to);
+        self.stats.pmtu_raised += 1;
+        match sa_cap {
+            Some(_) if to < s.link_mtu => self
+                .iface
+                .set_path_mtu(peer, to + Interface::ip_header_len(peer)),
+            _ => self.iface.forget_path_mtu(peer),
+        }
     }
 
     /// Sends an upcall, or holds it (behind any already held) if the ring is full. Returns

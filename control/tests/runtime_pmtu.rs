@@ -816,3 +816,79 @@ fn a_second_association_under_an_sas_pmtu_starts_at_it_rfc4301_8_2_1() {
         "the second association under the SA's PMTU: {mtus:?}"
     );
 }
+
+/// RFC 1191 §6.3 and RFC 8201 §5.3: a path MTU ICMP lowered ages out. With `grown`, the path
+/// carries full-size packets again after the drop (the router's next hop back at 1500): ten
+/// minutes later, the association's path MTU is the link's again, and a write crosses in
+/// full-size packets with no ICMP. Without, the first full-size packet draws the router's ICMP
+/// again, the path MTU falls back, and the write completes all the same. Either way, less than
+/// ten minutes changes nothing.
+fn a_lowered_path_mtu_ages_out(server: IpAddr, grown: bool) {
+    let len = 64 * 1024;
+    let (mut l, reg, region, router, data) = behind_the_router(server, 3 * len);
+    let link = 1500 - Interface::ip_header_len(server);
+    let small = HOP_MTU - Interface::ip_header_len(server);
+    l.ca.submit(
+        l.conn,
+        tagged(1, reg.stag, reg.to_base, data[..len].to_vec()),
+    )
+    .unwrap();
+    l.run_until("the first write", |l| done(l, 1));
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, small);
+    if grown {
+        router.hop.store(1500, Relaxed);
+    }
+    l.now += ddpdk_control::runtime::PMTU_AGE / 2;
+    l.run_until_quiet();
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, small, "not yet");
+    assert_eq!(l.ka[0].report().stats.pmtu_raised, 0);
+    l.now += ddpdk_control::runtime::PMTU_AGE / 2;
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    assert_eq!(r.assocs[0].path_mtu, link, "taken back to the link's");
+    assert_eq!(r.stats.pmtu_raised, 1);
+    let (dropped, lowered) = (router.dropped.load(Relaxed), r.stats.pmtu_lowered);
+    router.longest.store(0, Relaxed);
+    l.ca.submit(
+        l.conn,
+        tagged(
+            2,
+            reg.stag,
+            reg.to_base + len as u64,
+            data[len..2 * len].to_vec(),
+        ),
+    )
+    .unwrap();
+    l.run_until("the write after the estimate aged", |l| done(l, 2));
+    let r = l.ka[0].report();
+    if grown {
+        assert_eq!(router.dropped.load(Relaxed), dropped, "nothing too big");
+        assert_eq!(r.assocs[0].path_mtu, link);
+        assert!(
+            router.longest.load(Relaxed) as usize > HOP_MTU,
+            "full-size packets again: {}",
+            router.longest.load(Relaxed)
+        );
+    } else {
+        assert!(
+            router.dropped.load(Relaxed) > dropped,
+            "full size tried again"
+        );
+        assert_eq!(r.stats.pmtu_lowered, lowered + 1, "and lowered again");
+        assert_eq!(r.assocs[0].path_mtu, small);
+    }
+    let got = l.cb.memory().region(region).unwrap();
+    assert_eq!(got.crc32c(0, 2 * len).unwrap(), crc32c(&data[..2 * len]));
+}
+
+#[test]
+fn a_lowered_path_mtu_ages_out_when_the_path_grew_again_rfc1191_6_3() {
+    a_lowered_path_mtu_ages_out(IpAddr::V4(B4), true);
+    a_lowered_path_mtu_ages_out(IpAddr::V6(B6), true);
+}
+
+#[test]
+fn a_lowered_path_mtu_that_aged_out_is_found_again_rfc8201_5_3() {
+    a_lowered_path_mtu_ages_out(IpAddr::V4(B4), false);
+    a_lowered_path_mtu_ages_out(IpAddr::V6(B6), false);
+}

@@ -1086,6 +1086,27 @@ impl Interface {
         self.lowered[k] = Some((p, mtu));
     }
 
+    /// Forgets the path MTU ICMP gave for `peer` (RFC 1191 §6.3, RFC 8201 §5.3: a lowered
+    /// estimate ages out, and the next packets try the link's size again): packets to it keep
+    /// DF (IPv4) and go whole (IPv6) until another ICMP says otherwise. The table stays packed
+    /// from its first entry, which the per-packet checks look at first.
+    pub fn forget_path_mtu(&mut self, peer: IpAddr) {
+        let Some(k) = self
+            .lowered
+            .iter()
+            .position(|l| l.is_some_and(|(a, _)| a == peer))
+        else {
+            return;
+        };
+        self.lowered[k] = None;
+        let kept: Vec<(IpAddr, u16)> = self.lowered.iter().flatten().copied().collect();
+        self.lowered = [None; LOWERED];
+        for (slot, e) in self.lowered.iter_mut().zip(&kept) {
+            *slot = Some(*e);
+        }
+        self.lowered_next = kept.len() % LOWERED;
+    }
+
     /// The path MTU (IP bytes) ICMP last gave for `peer`, if the interface still holds it:
     /// RFC 1191 §5's per-destination cache, for a new association to the same peer.
     pub fn lowered_path_mtu(&self, peer: IpAddr) -> Option<usize> {
@@ -3391,6 +3412,35 @@ mod tests {
         assert!(!df(&mut i, PEER4, 1400, &mut out), "above: no DF");
         assert!(df(&mut i, PEER4, 1260, &mut out), "within: DF");
         assert!(df(&mut i, other, 1400, &mut out), "another peer: DF");
+    }
+
+    /// RFC 1191 §6.3: a forgotten path MTU lets packets to that peer keep DF again, and the
+    /// others' entries keep working whichever entry went (the per-packet check looks at the
+    /// table's first entry before the rest).
+    #[test]
+    fn a_forgotten_path_mtu_gives_df_back_and_keeps_the_others_rfc1191_6_3() {
+        let mut i = iface();
+        let peers = [2u8, 3, 4].map(|h| Ipv4Addr::new(198, 18, 0, h));
+        for p in peers {
+            i.learn_static(IpAddr::V4(p), PEER_MAC);
+            i.set_path_mtu(IpAddr::V4(p), 1280);
+        }
+        let mut out = vec![0u8; 2048];
+        let mut df = |i: &mut Interface, to: Ipv4Addr| {
+            let n = i.frame_sctp(T0, IpAddr::V4(to), 1400, &mut out).unwrap();
+            out[ETHERNET_HEADER_LEN + 6] & 0x40 != 0 && n > 0
+        };
+        i.forget_path_mtu(IpAddr::V4(peers[0]));
+        assert!(df(&mut i, peers[0]), "forgotten: DF again");
+        assert!(
+            !df(&mut i, peers[1]) && !df(&mut i, peers[2]),
+            "the others kept"
+        );
+        assert_eq!(i.lowered_path_mtu(IpAddr::V4(peers[0])), None);
+        assert_eq!(i.lowered_path_mtu(IpAddr::V4(peers[2])), Some(1280));
+        i.forget_path_mtu(IpAddr::V4(peers[2]));
+        i.forget_path_mtu(IpAddr::V4(peers[1]));
+        assert!(peers.iter().all(|p| df(&mut i, *p)));
     }
 
     /// RFC 6864 §4.1 and RFC 7739 §5: IPv4 packets that leave without DF (routers may
