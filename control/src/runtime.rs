@@ -1994,6 +1994,14 @@ impl<P: Port> DataCore<P> {
             let ip_mtu = c.association().path_mtu() + Interface::ip_header_len(peer);
             let ip_mtu = t.path_mtu().map_or(ip_mtu, |m| m.min(ip_mtu));
             self.iface.set_path_mtu(peer, ip_mtu);
+            // RFC 1191 §6.3, RFC 8201 §5.3: the interface's estimate is the peer's (the path's),
+            // not this association's; every association to the peer whose lowered estimate
+            // ages (and would make the interface forget it) ages from this ICMP too.
+            for s in self.slots.iter_mut().flatten() {
+                if s.peer == peer && s.pmtu_lowered_at.is_some() {
+                    s.pmtu_lowered_at = Some(now);
+                }
+            }
         }
     }
 

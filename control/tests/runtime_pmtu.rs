@@ -892,3 +892,139 @@ fn a_lowered_path_mtu_that_aged_out_is_found_again_rfc8201_5_3() {
     a_lowered_path_mtu_ages_out(IpAddr::V4(B4), false);
     a_lowered_path_mtu_ages_out(IpAddr::V6(B6), false);
 }
+
+/// (Review, rev3.) RFC 1191 §6.3 ("when a Datagram Too Big message is received, the
+/// timestamp [of the per-destination PMTU entry] is set") and RFC 8201 §5.3 ("MUST NOT
+/// attempt to detect an increase ... less than 5 minutes after a Packet Too Big message has
+/// been received for the given path"): the interface's per-peer estimate is one for the path,
+/// but each association ages it on its own clock. An association lowered at t0 (and closed),
+/// a second one to the same peer whose own ICMP lowers the path further at t0 + 9 min: at
+/// t0 + 11 min the first association's timer makes the interface forget the estimate the
+/// path confirmed two minutes earlier, and a third association starts at the link's size.
+#[test]
+fn review_one_associations_timer_forgets_a_path_mtu_another_renewed_rfc1191_6_3() {
+    use ddpdk_control::conn::Indication;
+    use ddpdk_control::runtime::{Op, PMTU_AGE};
+    use ddpdk_control::session::Event as SessionEvent;
+    use rt::{remote_write, session_event};
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, router, data) = behind_the_router(server, len);
+    let t0 = l.now;
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the first write", |l| done(l, 1));
+    let closed = |l: &Lockstep<Router>, n: usize| {
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Closed(_),
+                        ..
+                    }
+                )
+            })
+            .count()
+            >= n
+    };
+    l.ca.submit(l.conn, Op::Shutdown).unwrap();
+    l.run_until("the end of the first association", |l| closed(l, 1));
+    l.run_until_quiet();
+    // The second association, adopted at the interface's estimate (1280).
+    let conn2 = l.ca.connect(l.now, server, PORT).unwrap();
+    let connected = |l: &Lockstep<Router>| {
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Connected { .. },
+                        ..
+                    }
+                )
+            })
+            .count()
+    };
+    l.run_until("the second association", |l| connected(l) == 2);
+    let apd = l.ca.memory_mut().alloc_pd();
+    let bpd = l.cb.memory_mut().alloc_pd();
+    let region2 = l.cb.memory_mut().alloc_region(len).unwrap();
+    let reg2 =
+        l.cb.memory_mut()
+            .register(remote_write(bpd, region2, len as u64))
+            .unwrap();
+    l.ca.submit(
+        conn2,
+        Op::Initiate {
+            stream: 1,
+            pd: apd,
+            private_data: Vec::new(),
+        },
+    )
+    .unwrap();
+    let sc1 = l.server_conn();
+    let sc2 = |l: &Lockstep<Router>| {
+        l.eb.iter().find_map(|e| match e {
+            Event::Indication { conn, .. } if *conn != sc1 => Some(*conn),
+            _ => None,
+        })
+    };
+    l.run_until("the second Initiate", |l| {
+        sc2(l).is_some_and(|c| {
+            session_event(&l.eb, c, |e| {
+                matches!(e, SessionEvent::InitiateReceived { .. })
+            })
+        })
+    });
+    let c2 = sc2(&l).unwrap();
+    l.cb.submit(
+        c2,
+        Op::Accept {
+            stream: 1,
+            pd: bpd,
+            private_data: Vec::new(),
+        },
+    )
+    .unwrap();
+    l.run_until("the second Accept", |l| {
+        session_event(&l.ea, conn2, |e| matches!(e, SessionEvent::Accepted { .. }))
+    });
+    // Nine minutes after the first ICMP the path shrinks again: the second association's
+    // packets draw an ICMP of their own, which lowers it and renews the path's estimate.
+    router.hop.store(1100, Relaxed);
+    l.now = t0 + PMTU_AGE * 9 / 10;
+    l.run_until_quiet();
+    l.ca.submit(conn2, tagged(2, reg2.stag, reg2.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the second association's write", |l| done(l, 2));
+    let mtu_of = |l: &Lockstep<Router>, c| {
+        l.ka[0]
+            .report()
+            .assocs
+            .iter()
+            .find(|a| a.conn == c)
+            .map(|a| a.path_mtu)
+    };
+    assert_eq!(
+        mtu_of(&l, conn2),
+        Some(1100 - 20),
+        "the second lowered again"
+    );
+    l.ca.submit(conn2, Op::Shutdown).unwrap();
+    l.run_until("the end of the second association", |l| closed(l, 2));
+    l.run_until_quiet();
+    // Two minutes after the path's last ICMP (eleven after the first association's).
+    l.now = t0 + PMTU_AGE * 11 / 10;
+    l.run_until_quiet();
+    let conn3 = l.ca.connect(l.now, server, PORT).unwrap();
+    l.run_until("the third association adopted", |l| {
+        mtu_of(l, conn3).is_some()
+    });
+    assert_eq!(
+        mtu_of(&l, conn3),
+        Some(1100 - 20),
+        "a new association starts at the path's estimate ICMP confirmed two minutes ago \
+         (RFC 8201 §5.3: no increase within 5 minutes of a Packet Too Big for the path)"
+    );
+}
