@@ -1028,3 +1028,125 @@ fn review_one_associations_timer_forgets_a_path_mtu_another_renewed_rfc1191_6_3(
          (RFC 8201 §5.3: no increase within 5 minutes of a Packet Too Big for the path)"
     );
 }
+
+/// (Review, rev3.) RFC 5043 §9 with RFC 1191 §6.3: an association adopted at the
+/// interface's lowered estimate announces (and receives up to) the MULPDU of the lowered path
+/// MTU, while its peer sends at its own path MTU: once one side's estimate ages out (or, as
+/// here, the other side never lowered), segments larger than the announced MULPDU arrive and
+/// are refused as oversize. The server writes to the client over a second association the
+/// client started at the estimate: the write must complete.
+#[test]
+fn review_a_peers_larger_segments_after_a_cached_lowered_start_are_taken_rfc5043_9() {
+    use ddpdk_control::conn::Indication;
+    use ddpdk_control::runtime::Op;
+    use ddpdk_control::session::Event as SessionEvent;
+    use rt::{remote_write, session_event};
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, _router, data) = behind_the_router(server, len);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the first write", |l| done(l, 1));
+    l.ca.submit(l.conn, Op::Shutdown).unwrap();
+    l.run_until("the end of the first association", |l| {
+        l.ea.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(_),
+                    ..
+                }
+            )
+        })
+    });
+    l.run_until_quiet();
+    let conn2 = l.ca.connect(l.now, server, PORT).unwrap();
+    l.run_until("the second association", |l| {
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Connected { .. },
+                        ..
+                    }
+                )
+            })
+            .count()
+            == 2
+    });
+    let apd = l.ca.memory_mut().alloc_pd();
+    let bpd = l.cb.memory_mut().alloc_pd();
+    // The client's memory, for the server's write.
+    let region2 = l.ca.memory_mut().alloc_region(len).unwrap();
+    let reg2 =
+        l.ca.memory_mut()
+            .register(remote_write(apd, region2, len as u64))
+            .unwrap();
+    l.ca.submit(
+        conn2,
+        Op::Initiate {
+            stream: 1,
+            pd: apd,
+            private_data: Vec::new(),
+        },
+    )
+    .unwrap();
+    let sc1 = l.server_conn();
+    let sc2 = |l: &Lockstep<Router>| {
+        l.eb.iter().find_map(|e| match e {
+            Event::Indication { conn, .. } if *conn != sc1 => Some(*conn),
+            _ => None,
+        })
+    };
+    l.run_until("the second Initiate", |l| {
+        sc2(l).is_some_and(|c| {
+            session_event(&l.eb, c, |e| {
+                matches!(e, SessionEvent::InitiateReceived { .. })
+            })
+        })
+    });
+    let c2 = sc2(&l).unwrap();
+    l.cb.submit(
+        c2,
+        Op::Accept {
+            stream: 1,
+            pd: bpd,
+            private_data: Vec::new(),
+        },
+    )
+    .unwrap();
+    l.run_until("the second Accept", |l| {
+        session_event(&l.ea, conn2, |e| matches!(e, SessionEvent::Accepted { .. }))
+    });
+    assert_eq!(
+        l.ka[0]
+            .report()
+            .assocs
+            .iter()
+            .find(|a| a.conn == conn2)
+            .map(|a| a.path_mtu),
+        Some(HOP_MTU - 20),
+        "the client started at the estimate"
+    );
+    l.cb.submit(c2, tagged(7, reg2.stag, reg2.to_base, data.clone()))
+        .unwrap();
+    let server_done = |l: &Lockstep<Router>| {
+        l.eb.iter()
+            .any(|e| matches!(e, Event::Completion { completion, .. } if completion.wr_id == 7))
+    };
+    l.run_until("the server's write", server_done);
+    let st = l.eb.iter().find_map(|e| match e {
+        Event::Completion { completion, .. } if completion.wr_id == 7 => Some(completion.status),
+        _ => None,
+    });
+    let oversize = l.ka[0].report().conn_totals.oversize_segments;
+    assert_eq!(
+        st,
+        Some(Status::Success),
+        "the server's write; client oversize {oversize}"
+    );
+    assert_eq!(oversize, 0);
+    let got = l.ca.memory().region(region2).unwrap();
+    assert_eq!(got.crc32c(0, len).unwrap(), crc32c(&data));
+}

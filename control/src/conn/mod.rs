@@ -110,7 +110,9 @@ pub struct Connection {
     connected: bool,
     closed: bool,
     /// The largest MULPDU announced to the ULP (RFC 5043 §9): segments above it are refused.
-    /// A path MTU that shrinks later lowers what we send, not what the peer was told it may.
+    /// A path MTU that shrinks later lowers what we send, not what the peer was told it may;
+    /// nor does one lowered before the association was up (`lower_sctp_mtu` keeps the MULPDU
+    /// it had before here).
     rx_mulpdu: usize,
     /// Bytes a received segment may exceed the MULPDU by: packets this end protects with
     /// ESP leave that much room, which a peer whose ESP adds less (or none) uses, and its
@@ -208,6 +210,10 @@ impl Connection {
         if sctp >= before {
             return false;
         }
+        // What we receive is the peer's path, not ours: a path MTU lowered before the
+        // association was up (the interface's estimate, RFC 1191 §5) or aged out later (RFC
+        // 1191 §6.3) must not make segments the peer cuts at the link's MULPDU oversize.
+        self.rx_mulpdu = self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message()));
         self.assoc.set_path_mtu(sctp);
         self.assoc.path_mtu() < before
     }
