@@ -902,7 +902,7 @@ fn a_lowered_path_mtu_that_aged_out_is_found_again_rfc8201_5_3() {
 /// t0 + 11 min the first association's timer makes the interface forget the estimate the
 /// path confirmed two minutes earlier, and a third association starts at the link's size.
 #[test]
-fn review_one_associations_timer_forgets_a_path_mtu_another_renewed_rfc1191_6_3() {
+fn one_associations_timer_does_not_forget_a_path_mtu_another_renewed_rfc1191_6_3() {
     use ddpdk_control::conn::Indication;
     use ddpdk_control::runtime::{Op, PMTU_AGE};
     use ddpdk_control::session::Event as SessionEvent;
@@ -1036,7 +1036,7 @@ fn review_one_associations_timer_forgets_a_path_mtu_another_renewed_rfc1191_6_3(
 /// are refused as oversize. The server writes to the client over a second association the
 /// client started at the estimate: the write must complete.
 #[test]
-fn review_a_peers_larger_segments_after_a_cached_lowered_start_are_taken_rfc5043_9() {
+fn a_peers_larger_segments_after_a_cached_lowered_start_are_taken_rfc5043_9() {
     use ddpdk_control::conn::Indication;
     use ddpdk_control::runtime::Op;
     use ddpdk_control::session::Event as SessionEvent;
