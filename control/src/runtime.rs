@@ -54,7 +54,7 @@ use ddpdk_dataplane::mem::{CoreStags, Revocation};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx, TooBig};
 use ddpdk_dataplane::port::region::PlacementBatch;
 use ddpdk_dataplane::port::{prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
-use ddpdk_dataplane::sctp::{Endpoint, Instant};
+use ddpdk_dataplane::sctp::{plpmtud, Endpoint, Instant};
 use ddpdk_dataplane::trace;
 
 pub use crate::clock::Clock;
@@ -345,6 +345,13 @@ pub struct CoreStats {
     /// Lowered path MTUs taken back up after [`PMTU_AGE`] without a confirming ICMP (RFC 1191
     /// §6.3, RFC 8201 §5.3).
     pub pmtu_raised: u64,
+    /// RFC 8899 black holes (T3-rtx again and again on a packet above BASE_PLPMTU, ICMP
+    /// silent): path MTUs taken down to BASE_PLPMTU.
+    pub plpmtud_black_holes: u64,
+    /// RFC 8899 probes (HEARTBEAT + PAD, DF) sent, and path MTUs a probe's HEARTBEAT ACK
+    /// raised.
+    pub plpmtud_probes: u64,
+    pub plpmtud_raised: u64,
     /// IPv4 and IPv6 datagrams reassembled from fragments (RFC 1122 §3.3.2, RFC 8200 §4.5),
     /// each then received as a frame of its own.
     pub reassembled: u64,
@@ -1343,6 +1350,7 @@ impl<P: Port> DataCore<P> {
             {
                 self.raise_path_mtu(now, k);
             }
+            self.plpmtud(now, k);
         }
         let work = work + self.answer(now, true);
         // The next message's lines, now that what this turn owed has left.
@@ -1978,6 +1986,11 @@ impl<P: Port> DataCore<P> {
         let peer = s.peer;
         match t.path_mtu() {
             Some(mtu) if tag_ok && c.lower_path_mtu(mtu, peer) => self.stats.pmtu_lowered += 1,
+            Some(mtu) if tag_ok => {
+                // RFC 8899 §6.2.1.4: not below the path MTU, so about a probe above it.
+                c.plpmtud_ptb(now, mtu.saturating_sub(Interface::ip_header_len(peer)));
+                self.stats.icmp_ignored += 1;
+            }
             _ => self.stats.icmp_ignored += 1,
         }
         if tag_ok && c.association().path_mtu() < s.link_mtu {
@@ -2068,6 +2081,49 @@ impl<P: Port> DataCore<P> {
                 .iface
                 .set_path_mtu(peer, to + Interface::ip_header_len(peer)),
             _ => self.iface.forget_path_mtu(peer),
+        }
+    }
+
+    /// RFC 8899 for the association in slot `k`: a path MTU its discovery moved reaches the
+    /// interface (DF and source fragments follow it; PLPMTUD's own PMTU_RAISE_TIMER takes
+    /// over from ICMP's aging), and a probe due goes, with DF and whole. One test a turn while
+    /// neither is.
+    fn plpmtud(&mut self, now: Instant, k: usize) {
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
+        let c = s.c.get_mut();
+        let peer = s.peer;
+        if let Some(mtu) = c.take_plpmtu_change() {
+            // Only a black hole lowers it, into BASE; a probe raises it.
+            let black_hole = c
+                .association()
+                .plpmtud()
+                .is_some_and(|p| p.state() == plpmtud::State::Base);
+            s.pmtu_lowered_at = None;
+            if mtu >= s.link_mtu {
+                self.iface.forget_path_mtu(peer);
+            } else {
+                self.iface
+                    .set_path_mtu(peer, mtu + Interface::ip_header_len(peer));
+            }
+            if black_hole {
+                self.stats.plpmtud_black_holes += 1;
+            } else {
+                self.stats.plpmtud_raised += 1;
+            }
+        }
+        if !c.probe_due() {
+            return;
+        }
+        let h = Interface::header_len(peer);
+        if let Some(len) = c.poll_probe(now, &mut self.out.frame[h..]) {
+            if self
+                .out
+                .send_sctp_probe(&mut self.iface, peer, len, self.offload.tx)
+            {
+                self.stats.plpmtud_probes += 1;
+            }
         }
     }
 

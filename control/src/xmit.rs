@@ -247,6 +247,30 @@ impl<P: Port> Tx<P> {
         );
     }
 
+    /// Sends the RFC 8899 probe of `len` bytes in `self.frame` (after the link and IP
+    /// headers) to `peer`: with DF, whole, never held for a neighbour (§6.2,
+    /// [`Interface::frame_sctp_probe`]). Returns whether it went to the device.
+    pub fn send_sctp_probe(
+        &mut self,
+        iface: &mut Interface,
+        peer: IpAddr,
+        len: usize,
+        device_checksum: bool,
+    ) -> bool {
+        let mut frame = std::mem::take(&mut self.frame);
+        let l3 = Interface::ip_header_len(peer);
+        let offload = device_checksum.then_some((ETHERNET_HEADER_LEN, l3, peer.is_ipv6()));
+        let sent = match iface.frame_sctp_probe(peer, len, &mut frame) {
+            Some(n) => {
+                self.send_bytes(&frame[..n], offload);
+                true
+            }
+            None => false,
+        };
+        self.frame = frame;
+        sent
+    }
+
     /// Sends the held packets whose neighbour is now known; drops (and counts) those held too
     /// long. Returns the packets sent. Cheap when nothing is held: call it every poll.
     pub fn release_held(&mut self, now: Instant, iface: &mut Interface) -> usize {

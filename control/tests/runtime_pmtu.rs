@@ -11,7 +11,7 @@ mod rt;
 use rt::{runtime_on, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use ddpdk_control::conn::Status;
@@ -48,6 +48,8 @@ struct Router {
     longest: AtomicU64,
     /// The next hop's MTU ([`HOP_MTU`] unless a test lowers it).
     hop: AtomicU64,
+    /// ICMP filtered on the path: a packet too big vanishes unanswered (a black hole).
+    silent: AtomicBool,
 }
 
 impl Router {
@@ -192,8 +194,11 @@ impl Port for Router {
                     let forged = Router::icmp(b.data(), 0x0101_0101, 576);
                     let real = Router::icmp(b.data(), 0, hop as u32);
                     let mut icmps = vec![HeapBuf::new(forged), HeapBuf::new(real)];
-                    if let Some(back) = &self.back {
-                        back.tx_burst(0, &mut icmps);
+                    match &self.back {
+                        Some(back) if !self.silent.load(Relaxed) => {
+                            back.tx_burst(0, &mut icmps);
+                        }
+                        _ => {}
                     }
                 }
                 // Without DF, an IPv4 packet too big for the hop is fragmented (RFC 791 §2.3).
@@ -261,6 +266,7 @@ fn behind_the_router(server: IpAddr, len: usize) -> Setup {
         fragmented: AtomicU64::new(0),
         longest: AtomicU64::new(0),
         hop: AtomicU64::new(HOP_MTU as u64),
+        silent: AtomicBool::new(false),
     });
     let pb = Arc::new(Router {
         inner: pb,
@@ -269,6 +275,7 @@ fn behind_the_router(server: IpAddr, len: usize) -> Setup {
         fragmented: AtomicU64::new(0),
         longest: AtomicU64::new(0),
         hop: AtomicU64::new(HOP_MTU as u64),
+        silent: AtomicBool::new(false),
     });
     let link = |c: Config| Config {
         path_mtu: 1500 - Interface::ip_header_len(server),
@@ -1149,4 +1156,82 @@ fn a_peers_larger_segments_after_a_cached_lowered_start_are_taken_rfc5043_9() {
     assert_eq!(oversize, 0);
     let got = l.ca.memory().region(region2).unwrap();
     assert_eq!(got.crc32c(0, len).unwrap(), crc32c(&data));
+}
+
+/// RFC 8899 §4.3 (black hole detection) and §5.3 (the search), over a path whose 1280-byte
+/// hop drops what is too big without a word: ICMP is filtered. Before RFC 8899 discovery the
+/// association retransmitted its full-size packets until Association.Max.Retrans ended it.
+/// Now three T3-rtx expiries in a row of a full-size packet take the path MTU to BASE_PLPMTU,
+/// the chunks already sent go as IP fragments (RFC 9260 §6.9), the write completes, and the
+/// probes (HEARTBEAT + PAD, DF) find the hop's size from below, never above it.
+fn through_a_black_hole(server: IpAddr) {
+    use ddpdk_dataplane::sctp::plpmtud::{BASE_PLPMTU, PROBE_TIMER, SEARCH_STEP};
+    let len = 64 * 1024;
+    let (mut l, reg, region, router, data) = behind_the_router(server, 2 * len);
+    router.silent.store(true, Relaxed);
+    let ip = Interface::ip_header_len(server);
+    let link = 1500 - ip;
+    let hop = HOP_MTU - ip;
+    l.ca.submit(
+        l.conn,
+        tagged(1, reg.stag, reg.to_base, data[..len].to_vec()),
+    )
+    .unwrap();
+    l.run_until("the write through the black hole", |l| done(l, 1));
+    let r = l.ka[0].report();
+    assert!(
+        router.dropped.load(Relaxed) > 0,
+        "full-size packets vanished"
+    );
+    assert_eq!(r.iface.icmp_too_big, 0, "and no ICMP told of it");
+    assert_eq!(r.stats.plpmtud_black_holes, 1, "{:?}", r.stats);
+    assert!(r.assocs[0].path_mtu < link, "{}", r.assocs[0].path_mtu);
+    // The search: probes lost wait PROBE_TIMER each; a probe that passes raises the path MTU.
+    for _ in 0..40 {
+        l.now += PROBE_TIMER;
+        l.run_until_quiet();
+    }
+    let r = l.ka[0].report();
+    let mtu = r.assocs[0].path_mtu;
+    assert!(
+        mtu <= hop && hop - mtu <= SEARCH_STEP,
+        "the hop's size ({hop}) found from below: {mtu}"
+    );
+    assert!(mtu > BASE_PLPMTU, "above BASE_PLPMTU: {mtu}");
+    assert!(r.stats.plpmtud_raised >= 1, "{:?}", r.stats);
+    assert!(r.stats.plpmtud_probes > r.stats.plpmtud_raised);
+    assert!(
+        router.longest.load(Relaxed) as usize <= HOP_MTU,
+        "nothing larger crossed"
+    );
+    // A second write is cut at the size found and crosses whole: nothing more vanishes.
+    let dropped = router.dropped.load(Relaxed);
+    let t3 = r.assocs[0].sctp.t3_expiries;
+    l.ca.submit(
+        l.conn,
+        tagged(2, reg.stag, reg.to_base + len as u64, data[len..].to_vec()),
+    )
+    .unwrap();
+    l.run_until("the write at the path MTU found", |l| done(l, 2));
+    assert_eq!(router.dropped.load(Relaxed), dropped, "nothing too big");
+    assert_eq!(l.ka[0].report().assocs[0].sctp.t3_expiries, t3);
+    let got = l.cb.memory().region(region).unwrap();
+    assert_eq!(got.crc32c(0, 2 * len).unwrap(), crc32c(&data), "every byte");
+    for k in l.ka.iter().chain(&l.kb) {
+        assert!(
+            k.report().unaccounted().is_empty(),
+            "{:?}",
+            k.report().unaccounted()
+        );
+    }
+}
+
+#[test]
+fn a_black_hole_is_found_from_t3_and_its_size_by_probes_rfc8899_4_3_ipv4() {
+    through_a_black_hole(IpAddr::V4(B4));
+}
+
+#[test]
+fn a_black_hole_is_found_from_t3_and_its_size_by_probes_rfc8899_4_3_ipv6() {
+    through_a_black_hole(IpAddr::V6(B6));
 }

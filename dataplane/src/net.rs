@@ -1515,6 +1515,36 @@ impl Interface {
             .is_some_and(|t| now.saturating_since(t) >= REACHABLE_TIME)
     }
 
+    /// An RFC 8899 probe of `sctp_len` bytes for `dst`, framed into `out` with DF set whatever
+    /// ICMP said of the path (§6.2: a probe that a smaller hop fragmented would confirm a size
+    /// the path does not carry); its length, or `None` while `dst`'s link address is unknown
+    /// (the probe is not held: the next one goes later). IPv6 packets are never fragmented
+    /// here; the caller must not fragment this one either.
+    pub fn frame_sctp_probe(
+        &mut self,
+        dst: IpAddr,
+        sctp_len: usize,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let mac = self.neighbour(dst)?;
+        let n = self.frame_sctp_to(mac, dst, sctp_len, out);
+        if let IpAddr::V4(d) = dst {
+            if !self.dont_fragment(d, IPV4_HEADER_LEN + sctp_len) {
+                let src = self.ipv4.expect("an IPv4 address to send from");
+                ipv4_header(
+                    &mut out[ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + IPV4_HEADER_LEN],
+                    src,
+                    d,
+                    IP_PROTO_SCTP,
+                    sctp_len,
+                    self.ip_id,
+                    true,
+                );
+            }
+        }
+        Some(n)
+    }
+
     /// As [`Interface::frame_sctp`], to link address `mac` without consulting the neighbour
     /// table: for a reply that goes back where its request came from (an INIT ACK to the
     /// INIT's source, RFC 9260 §5.1), without learning from an unauthenticated packet.

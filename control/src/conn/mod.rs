@@ -218,6 +218,28 @@ impl Connection {
         self.assoc.path_mtu() < before
     }
 
+    /// The path MTU, once, after RFC 8899 discovery moved it ([`Association::take_plpmtu_change`]).
+    pub fn take_plpmtu_change(&mut self) -> Option<usize> {
+        self.assoc.take_plpmtu_change()
+    }
+
+    /// Whether an RFC 8899 probe waits for [`Connection::poll_probe`].
+    #[inline]
+    pub fn probe_due(&self) -> bool {
+        self.assoc.probe_due()
+    }
+
+    /// [`Association::poll_probe`]: the probe due, larger than the path MTU, for the caller to
+    /// send with DF and unfragmented.
+    pub fn poll_probe(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.assoc.poll_probe(now, buf)
+    }
+
+    /// [`Association::plpmtud_ptb`]: a validated PTB that did not lower the path MTU.
+    pub fn plpmtud_ptb(&mut self, now: Instant, sctp_size: usize) {
+        self.assoc.plpmtud_ptb(now, sctp_size);
+    }
+
     /// What the link carries beyond the path MTU this end sends with (IPsec's headroom): a
     /// segment up to that much over the MULPDU arrived unfragmented and is taken.
     pub fn set_receive_slack(&mut self, bytes: usize) {
@@ -619,6 +641,10 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
+        // RFC 8899 black hole detection may lower the path MTU from T3-rtx: what we receive
+        // is the peer's path, and its segments cut at today's MULPDU stay welcome (as in
+        // `lower_sctp_mtu`).
+        self.rx_mulpdu = self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message()));
         self.assoc.handle_timeout(now);
         self.after_sctp();
         self.gaps_due(now);

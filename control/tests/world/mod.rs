@@ -234,6 +234,13 @@ impl World {
                         log.push((to_server, self.buf[..n].to_vec()));
                     }
                 }
+                // RFC 8899 probes, as an endpoint's IP layer sends them (DF, whole).
+                while let Some(n) = c.poll_probe(self.now, &mut self.buf) {
+                    self.net.send(self.now, to_server, &self.buf[..n]);
+                    if let Some(log) = self.sent.as_mut() {
+                        log.push((to_server, self.buf[..n].to_vec()));
+                    }
+                }
             }
             side.drain();
         }
@@ -247,6 +254,13 @@ impl World {
                 };
                 if let Some(c) = side.conn.as_mut() {
                     while let Some(n) = c.poll_transmit(self.now, &mut self.buf) {
+                        self.net.send(self.now, to_server, &self.buf[..n]);
+                        if let Some(log) = self.sent.as_mut() {
+                            log.push((to_server, self.buf[..n].to_vec()));
+                        }
+                    }
+                    // RFC 8899 probes, as an endpoint's IP layer sends them (DF, whole).
+                    while let Some(n) = c.poll_probe(self.now, &mut self.buf) {
                         self.net.send(self.now, to_server, &self.buf[..n]);
                         if let Some(log) = self.sent.as_mut() {
                             log.push((to_server, self.buf[..n].to_vec()));

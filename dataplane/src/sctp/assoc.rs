@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use super::config::{self, Config};
 use super::cookie::{Cookie, CookieKey, Prf};
 use super::endpoint;
+use super::plpmtud::{self, Plpmtud};
 use super::reassembly::Reassembly;
 use super::rto::{self, Rto};
 use super::send_queue::{ExtRef, Hole, SendQueue, Slot};
@@ -325,8 +326,10 @@ enum Timer {
     Sack,
     /// T5-shutdown-guard (§9.2).
     T5,
+    /// RFC 8899's PROBE_TIMER or PMTU_RAISE_TIMER ([`Plpmtud::timer`]).
+    Plpmtud,
 }
-const TIMERS: usize = 6;
+const TIMERS: usize = 7;
 
 /// Causes queued for one ERROR chunk; variable parts live in `Pending::error_bytes`.
 #[derive(Debug, Clone, Copy)]
@@ -522,6 +525,8 @@ pub struct Association {
     /// Where the packet `poll_transmit` built last misses external bytes.
     holes: [Hole; MAX_HOLES],
     n_holes: usize,
+    /// Path MTU discovery without ICMP (RFC 8899); `None` when configured off.
+    plpmtud: Option<Plpmtud>,
 }
 
 /// External spans ([`ExtRef`]) one packet may miss: bounds the buffer chain a zero-copy
@@ -686,6 +691,9 @@ impl Association {
             }; MAX_HOLES],
             n_holes: 0,
             stats: Stats::default(),
+            plpmtud: cfg
+                .plpmtud_probe_timer
+                .map(|t| Plpmtud::new(cfg.path_mtu, t)),
         };
         a.redraw_hb_jitter();
         a
@@ -848,6 +856,74 @@ impl Association {
     /// no longer fit are still sent whole: RFC 5043 §9 prefers IP fragmentation to SCTP's.
     pub fn set_path_mtu(&mut self, mtu: usize) {
         self.path.mtu = mtu.clamp(config::MIN_PATH_MTU, 65_535);
+        if let Some(p) = self.plpmtud.as_mut() {
+            p.set(self.path.mtu);
+        }
+        self.sync_plpmtud_timer();
+    }
+
+    /// RFC 8899 path MTU discovery of this association's path, if on.
+    pub fn plpmtud(&self) -> Option<&Plpmtud> {
+        self.plpmtud.as_ref()
+    }
+
+    /// The path MTU, once, after RFC 8899 discovery moved it (a black hole took it down, a
+    /// probe confirmed more): the caller's IP layer follows (DF, source fragments).
+    pub fn take_plpmtu_change(&mut self) -> Option<usize> {
+        self.plpmtud.as_mut()?.changed().map(|_| self.path.mtu)
+    }
+
+    /// Whether an RFC 8899 probe waits for [`Association::poll_probe`].
+    #[inline]
+    pub fn probe_due(&self) -> bool {
+        self.plpmtud.as_ref().is_some_and(Plpmtud::probe_due)
+    }
+
+    /// The RFC 8899 probe due, written into `buf` (CRC32c filled unless offloaded): a
+    /// HEARTBEAT whose information is [`plpmtud::PROBE_INFO_LEN`] bytes (nonce, size probed)
+    /// and a PAD chunk (RFC 4820) filling the packet to the size probed (§6.2). It is larger
+    /// than the path MTU: the caller sends it with DF and never fragments it. `None` if none
+    /// is due, the association cannot send HEARTBEATs now (§8.3), or `buf` is too short.
+    pub fn poll_probe(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        if !matches!(
+            self.state,
+            State::Established | State::ShutdownPending | State::ShutdownReceived
+        ) || !self.probe_due()
+        {
+            return None;
+        }
+        let fresh = self.prf.next_u64();
+        let (size, nonce) = self.plpmtud.as_mut()?.take_probe(now, fresh)?;
+        self.sync_plpmtud_timer();
+        let size = size & !3;
+        let room = buf.get_mut(..size)?;
+        let mut info = [0u8; plpmtud::PROBE_INFO_LEN];
+        info[..8].copy_from_slice(&nonce.to_be_bytes());
+        info[8..].copy_from_slice(&(size as u32).to_be_bytes());
+        let mut b = PacketBuilder::new(room, &self.header(self.peer_tag)).ok()?;
+        b.push(&ChunkRepr::Heartbeat(HeartbeatRepr { info: &info }))
+            .ok()?;
+        let pad = b.remaining();
+        b.push_padding(pad).ok()?;
+        let packet = b.finish();
+        if !self.tx_checksum_offload {
+            crc32c::fill(packet);
+        }
+        self.stats.packets_out += 1;
+        Some(size)
+    }
+
+    /// RFC 8899 §4.6, §6.2.1.4: a validated PTB naming this association whose size (as an
+    /// SCTP packet) did not lower the path MTU: one of the probes was too big.
+    pub fn plpmtud_ptb(&mut self, now: Instant, sctp_size: usize) {
+        if let Some(p) = self.plpmtud.as_mut() {
+            p.on_ptb(now, sctp_size);
+        }
+        self.sync_plpmtud_timer();
+    }
+
+    fn sync_plpmtud_timer(&mut self) {
+        self.timers[Timer::Plpmtud as usize] = self.plpmtud.as_ref().and_then(Plpmtud::timer);
     }
 
     /// A SACK is owed now, not after the delay (RFC 9260 §6.2: for every second packet with
@@ -2012,6 +2088,9 @@ impl Association {
             // §8.1: "The counter MUST be reset each time a DATA chunk sent to that peer
             // endpoint is acknowledged (by the reception of a SACK)".
             self.clear_errors();
+            if let Some(p) = self.plpmtud.as_mut() {
+                p.on_ack();
+            }
         }
         if self.path.flight == 0 {
             self.path.partial_bytes_acked = 0;
@@ -2075,6 +2154,10 @@ impl Association {
     }
 
     fn on_heartbeat_ack(&mut self, now: Instant, info: &[u8]) {
+        if info.len() == plpmtud::PROBE_INFO_LEN {
+            self.on_probe_ack(now, info);
+            return;
+        }
         if info.len() != HB_INFO_LEN {
             return;
         }
@@ -2100,6 +2183,27 @@ impl Association {
         self.path.rto.sample(now.saturating_since(sent));
         self.redraw_hb_jitter();
         self.arm_heartbeat(now);
+    }
+
+    /// RFC 8899 §6.2: the HEARTBEAT ACK of a probe confirms its size. It says nothing of the
+    /// error counter or the RTT (§8.3's heartbeat is the ordinary one): the probe went outside
+    /// congestion control, and its information carries no send time.
+    fn on_probe_ack(&mut self, now: Instant, info: &[u8]) {
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&info[..8]);
+        let mut z = [0u8; 4];
+        z.copy_from_slice(&info[8..12]);
+        let size = u32::from_be_bytes(z) as usize;
+        let Some(p) = self.plpmtud.as_mut() else {
+            return;
+        };
+        if p.on_probe_ack(now, u64::from_be_bytes(n), size) {
+            let mtu = p.plpmtu();
+            if mtu > self.path.mtu {
+                self.path.mtu = mtu;
+            }
+        }
+        self.sync_plpmtud_timer();
     }
 
     /// False if it acknowledged a TSN never sent: the association is aborted then.
@@ -2589,6 +2693,12 @@ impl Association {
                 x if x == Timer::T2 as usize => self.on_t2(now),
                 x if x == Timer::T3 as usize => self.on_t3(now),
                 x if x == Timer::Heartbeat as usize => self.on_heartbeat_timer(now),
+                x if x == Timer::Plpmtud as usize => {
+                    if let Some(p) = self.plpmtud.as_mut() {
+                        p.on_timer(now);
+                    }
+                    self.sync_plpmtud_timer();
+                }
                 x if x == Timer::Sack as usize => {
                     if self.ack_due.sack {
                         self.ack_due.sack_now = true;
@@ -2678,6 +2788,17 @@ impl Association {
         self.sack_since_t3 = false;
         if !probing_live_peer && self.count_error() {
             return;
+        }
+        // RFC 8899 §4.3: T3 again and again on a packet above BASE_PLPMTU is a black hole
+        // (ICMP filtered on the path) more likely than loss: the path MTU falls to
+        // BASE_PLPMTU, the chunks already sent larger go as IP fragments (§6.9), and a probe
+        // confirms it.
+        if let Some(p) = self.plpmtud.as_mut() {
+            let first = self.sq.outstanding_seqs().start;
+            let packet = HEADER_LEN + book(self.sq.slot(first).len);
+            if p.on_t3(packet) {
+                self.path.mtu = p.plpmtu().clamp(config::MIN_PATH_MTU, self.path.mtu);
+            }
         }
         // §6.3.3 E1: ssthresh = max(cwnd/2, 4 MTU), cwnd = 1 MTU.
         self.path.ssthresh = (self.path.cwnd / 2).max(4 * self.path.mtu);

@@ -74,6 +74,10 @@ pub struct Config {
     /// [`Association::handle`]: super::Association::handle
     /// [`Association::poll_transmit`]: super::Association::poll_transmit
     pub header_prediction: bool,
+    /// RFC 8899 path MTU discovery (black holes found from T3-rtx, sizes confirmed by
+    /// HEARTBEAT + PAD probes) with this PROBE_TIMER (at least 1 s, §5.1.1); `None` turns
+    /// it off, leaving ICMP-based discovery alone.
+    pub plpmtud_probe_timer: Option<Duration>,
 }
 
 impl Default for Config {
@@ -101,6 +105,7 @@ impl Default for Config {
             tsn_window: 8192,
             adaptation_indication: ADAPTATION_INDICATION_DDP,
             header_prediction: true,
+            plpmtud_probe_timer: Some(super::plpmtud::PROBE_TIMER),
         }
     }
 }

@@ -19,6 +19,7 @@ mod assoc;
 mod config;
 mod cookie;
 mod endpoint;
+pub mod plpmtud;
 mod reassembly;
 mod rto;
 mod send_queue;
@@ -33,6 +34,7 @@ pub use assoc::{
 pub use config::{max_message, Config, MIN_PATH_MTU};
 pub use cookie::{Cookie, CookieError, CookieKey, COOKIE_LEN};
 pub use endpoint::{addr_bytes, Endpoint, EndpointStats, Ignored, Outcome};
+pub use plpmtud::{Plpmtud, PlpmtudStats};
 pub use send_queue::{ExtRef, Hole};
 pub use time::Instant;
 pub use tsn_map::{Insert, TsnMap, MAX_DUP_TSNS};

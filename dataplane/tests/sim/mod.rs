@@ -326,6 +326,11 @@ impl Sim {
                 while let Some(n) = a.poll_transmit(now, buf) {
                     net.send(now, to_server, &buf[..n]);
                 }
+                // RFC 8899 probes, as an endpoint's IP layer sends them (DF, whole): loss
+                // taken for a black hole is undone by them.
+                while let Some(n) = a.poll_probe(now, buf) {
+                    net.send(now, to_server, &buf[..n]);
+                }
                 while let Some(e) = a.poll_event() {
                     peer.events.push(e);
                 }

@@ -1821,3 +1821,70 @@ fn peer_restart() {
         trace(&io)
     );
 }
+
+/// RFC 8899 §6.2 against usrsctp: our path MTU probes (a minimum HEARTBEAT and a PAD chunk,
+/// RFC 4820, filling the packet to the size probed) are answered by an independent stack.
+/// Packets to usrsctp above 1240 bytes vanish (ICMP filtered): three T3-rtx expiries of a
+/// full-size DATA chunk are a black hole (§4.3), the path MTU falls to BASE_PLPMTU, and
+/// usrsctp's HEARTBEAT ACK of the 1200-byte probe confirms it, its information unchanged. Once
+/// the path carries full size again, the largest size's probe is confirmed too and the chunk
+/// gets through.
+#[test]
+fn usrsctp_answers_our_path_mtu_probes_rfc8899_6_2() {
+    use ddpdk_dataplane::sctp::plpmtud::{BASE_PLPMTU, PROBE_INFO_LEN};
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    const PAD: u8 = 0x84;
+    let mut io = Interop::established(fast_stack(), our_config(0), Setup::ours_active());
+    let hole = Arc::new(AtomicBool::new(true));
+    let h = Arc::clone(&hole);
+    io.drop_if(move |dir, p| dir == Dir::ToUsrsctp && p.len() > 1240 && h.load(Relaxed));
+    let start = io.wire().len();
+    let max = io.our_assoc().max_message();
+    io.our_outbox.push_back((0, 16, vec![0x5a; max]));
+    assert!(
+        io.run_until(30_000, |io| io
+            .our_assoc()
+            .plpmtud()
+            .is_some_and(|p| p.stats.probes_acked >= 1)),
+        "{}",
+        trace(&io)
+    );
+    let p = io.our_assoc().plpmtud().unwrap().stats;
+    assert_eq!(p.black_holes, 1);
+    assert_eq!(io.our_assoc().path_mtu(), BASE_PLPMTU);
+    assert!(io.our_assoc().stats().t3_expiries >= 3);
+    let probe = sent(&io, Dir::ToUsrsctp)
+        .filter(|(i, _)| *i >= start)
+        .map(|(_, p)| p)
+        .find(|p| p.chunk_types() == [HEARTBEAT, PAD])
+        .expect("a probe");
+    assert_eq!(probe.bytes.len(), BASE_PLPMTU, "the size probed");
+    assert!(!probe.lost);
+    let info = match probe.chunks()[0] {
+        ChunkRepr::Heartbeat(h) => h.info.to_vec(),
+        _ => unreachable!(),
+    };
+    assert_eq!(info.len(), PROBE_INFO_LEN);
+    let echoed = sent(&io, Dir::ToOurs)
+        .filter(|(i, _)| *i >= start)
+        .flat_map(|(_, p)| p.chunks())
+        .any(|c| matches!(c, ChunkRepr::HeartbeatAck(a) if a.info == info.as_slice()));
+    assert!(
+        echoed,
+        "usrsctp echoed the probe's information: {}",
+        trace(&io)
+    );
+    // The path heals: the largest size is probed (again, after PROBE_TIMER, its first try
+    // went into the hole) and confirmed, and the full-size chunk crosses.
+    hole.store(false, Relaxed);
+    assert!(
+        io.run_until(60_000, |io| io.our_assoc().path_mtu() == USRSCTP_MTU
+            && us_message_count(io) == 1),
+        "{}",
+        trace(&io)
+    );
+    let p = io.our_assoc().plpmtud().unwrap().stats;
+    assert!(p.probes_acked >= 2 && p.raised >= 1, "{p:?}");
+    assert_eq!(io.our_assoc().state(), State::Established);
+}

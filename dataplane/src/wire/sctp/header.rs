@@ -6,7 +6,7 @@ use super::chunk::{Chunk, ChunkRepr};
 use super::data::DataRepr;
 use super::{
     padded, read_u16, read_u32, split_tlv, write_u16, write_u32, Error, Result, CHUNK_HEADER_LEN,
-    HEADER_LEN,
+    HEADER_LEN, PAD_CHUNK_TYPE,
 };
 
 mod field {
@@ -277,6 +277,22 @@ impl<'b> PacketBuilder<'b> {
         let at = self.len + chunk.chunk_len();
         self.len = end;
         Ok(at)
+    }
+
+    /// Appends a PAD chunk (RFC 4820) of `len` bytes, header included (a multiple of 4, at
+    /// least 4), its padding data zero: a path MTU probe's filler (RFC 8899 §6.2). Errors as
+    /// for [`PacketBuilder::push`]; `BadLength` for a length not so.
+    pub fn push_padding(&mut self, len: usize) -> Result<()> {
+        if len < 4 || !len.is_multiple_of(4) || len > usize::from(u16::MAX) {
+            return Err(Error::BadLength);
+        }
+        let end = self.len.checked_add(len).ok_or(Error::Truncated)?;
+        let room = self.buf.get_mut(self.len..end).ok_or(Error::Truncated)?;
+        room.fill(0);
+        room[0] = PAD_CHUNK_TYPE;
+        room[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        self.len = end;
+        Ok(())
     }
 
     /// Bytes written so far, header included.

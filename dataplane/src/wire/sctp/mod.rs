@@ -60,6 +60,9 @@ use super::{Error, Result};
 pub const HEADER_LEN: usize = 12;
 /// Length of the chunk header: type, flags, length (RFC 9260 §3.2).
 pub const CHUNK_HEADER_LEN: usize = 4;
+/// The PAD chunk's type (RFC 4820 §3): its upper bits "10" make a receiver that does not know
+/// it skip it and go on, unreported (RFC 9260 §3.2).
+pub const PAD_CHUNK_TYPE: u8 = 0x84;
 /// Length of a DATA chunk without user data (RFC 9260 §3.3.1); a valid DATA chunk is longer.
 pub const DATA_HEADER_LEN: usize = 16;
 /// Length of an INIT or INIT ACK chunk without parameters (RFC 9260 §3.3.2, §3.3.3).

@@ -625,6 +625,10 @@ impl Interop {
             while let Some(n) = a.poll_transmit(now, &mut self.buf) {
                 self.link.send(self.now_ms, Dir::ToUsrsctp, &self.buf[..n]);
             }
+            // RFC 8899 probes, as our IP layer sends them (DF, whole).
+            while let Some(n) = a.poll_probe(now, &mut self.buf) {
+                self.link.send(self.now_ms, Dir::ToUsrsctp, &self.buf[..n]);
+            }
             while let Some(e) = a.poll_event() {
                 self.our_events.push(e);
             }
