@@ -1708,6 +1708,10 @@ fn cores_json(reports: &[CoreReport]) -> serde_json::Value {
                 // IP fragments a chunk sent before the drop crossed the smaller hop in.
                 "pmtu_lowered": r.stats.pmtu_lowered, "esp_pmtu_lowered": r.stats.esp_pmtu_lowered,
                 "pmtu_raised": r.stats.pmtu_raised,
+                // RFC 8899: black holes (ICMP filtered) found from T3-rtx, and the probes.
+                "plpmtud_black_holes": r.stats.plpmtud_black_holes,
+                "plpmtud_probes": r.stats.plpmtud_probes,
+                "plpmtud_raised": r.stats.plpmtud_raised,
                 "ip_source_fragmented": r.iface.source_fragmented,
                 "ip_reassembled": r.iface.reassembled})
         })

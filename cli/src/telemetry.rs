@@ -535,6 +535,9 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("pmtu_lowered", u(st.pmtu_lowered)),
         ("esp_pmtu_lowered", u(st.esp_pmtu_lowered)),
         ("pmtu_raised", u(st.pmtu_raised)),
+        ("plpmtud_black_holes", u(st.plpmtud_black_holes)),
+        ("plpmtud_probes", u(st.plpmtud_probes)),
+        ("plpmtud_raised", u(st.plpmtud_raised)),
         ("ip_reassembled", u(r.iface.reassembled)),
         ("ip_source_fragmented", u(r.iface.source_fragmented)),
         (

@@ -303,6 +303,12 @@ fn assert_chunks_in_flight_crossed_as_fragments(net: &Net, client: &str, server:
     let lowered = cores_sum(client, "ddp_goodput", "pmtu_lowered")
         + cores_sum(client, "ddp_goodput", "esp_pmtu_lowered");
     assert!(lowered > 0, "no path MTU lowered at the client:\n{client}");
+    assert_fragments_crossed(net, client, server, v6);
+}
+
+/// The chunks sent at full size before the path MTU fell crossed the hop as IP fragments: cut
+/// by the client (IPv6) and reassembled by the server, or cut by the router (IPv4).
+fn assert_fragments_crossed(net: &Net, client: &str, server: &str, v6: bool) {
     if v6 {
         let cut = cores_sum(client, "ddp_goodput", "ip_source_fragmented");
         assert!(cut > 0, "the client cut no source fragments:\n{client}");
@@ -330,6 +336,64 @@ fn a_kernel_routers_fragmentation_needed_rescues_a_transfer_rfc9260_7_3() {
 #[test]
 fn a_kernel_routers_packet_too_big_rescues_a_transfer_with_source_fragments_rfc8200_4_5() {
     through_a_kernel_router("pmtu6", true);
+}
+
+/// RFC 8899 §4.3 against a real router that says nothing: the Linux router's own ICMP is
+/// routed into a blackhole (`ip rule ... ipproto icmp`, as a firewall filtering it would), so
+/// the client's full-size packets vanish at the 1400-byte hop unexplained. Before RFC 8899
+/// discovery the association retransmitted them until it failed. Now three T3-rtx expiries in
+/// a row take its path MTU to 1200, the chunks already sent cross as fragments, and every
+/// write is delivered.
+fn through_a_silent_kernel_router(tag: &str, v6: bool) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let net = routed(tag, v6);
+    let r = net.ns[0].as_str();
+    let (family, icmp) = if v6 {
+        ("-6", "ipv6-icmp")
+    } else {
+        ("-4", "icmp")
+    };
+    for args in [
+        &[
+            family, "rule", "add", "ipproto", icmp, "lookup", "100", "pref", "10",
+        ][..],
+        &[
+            family,
+            "route",
+            "add",
+            "blackhole",
+            "default",
+            "table",
+            "100",
+        ][..],
+    ] {
+        let o = Command::new("ip")
+            .args(["-n", r])
+            .args(args)
+            .output()
+            .expect("ip");
+        assert!(o.status.success(), "ip {args:?}: {}", text(&o));
+    }
+    let [client, server] = transfer(&net, v6, &[], &[]);
+    let (client_text, server_text) = (text(&client), text(&server));
+    procs::every_write_delivered(&client, &client_text, &server, &server_text, 100);
+    let heard = cores_sum(&client_text, "ddp_goodput", "pmtu_lowered");
+    assert_eq!(heard, 0, "an ICMP reached the client:\n{client_text}");
+    let holes = cores_sum(&client_text, "ddp_goodput", "plpmtud_black_holes");
+    assert!(holes >= 1, "no black hole found:\n{client_text}");
+    let probes = cores_sum(&client_text, "ddp_goodput", "plpmtud_probes");
+    assert!(probes >= 1, "no probe sent:\n{client_text}");
+    assert_fragments_crossed(&net, &client_text, &server_text, v6);
+}
+
+#[test]
+fn a_silent_kernel_router_is_found_as_a_black_hole_rfc8899_4_3() {
+    through_a_silent_kernel_router("bhole", false);
+}
+
+#[test]
+fn a_silent_kernel_router_is_found_as_a_black_hole_over_ipv6_rfc8899_4_3() {
+    through_a_silent_kernel_router("bhole6", true);
 }
 
 /// The JSON object of `key` among the process's JSON lines.
