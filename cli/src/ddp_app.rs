@@ -363,6 +363,14 @@ impl Shared {
                     format_args!("Association {conn}: the peer restarted"),
                 );
             }
+            Indication::MulpduChanged { mulpdu } => emit_event(
+                json,
+                "mulpdu",
+                json!({"assoc": conn.0, "mulpdu": mulpdu}),
+                format_args!(
+                    "Association {conn}: MULPDU now {mulpdu} (the path MTU moved, RFC 5043 §9)"
+                ),
+            ),
             Indication::PathChange { active } => emit_event(
                 json,
                 "path_change",

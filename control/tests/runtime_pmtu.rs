@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use ddpdk_control::conn::Status;
+use ddpdk_control::conn::{Indication, Status};
 use ddpdk_control::runtime::{Event, RuntimeConfig};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::mem::{pair, HeapBuf, MemPort};
@@ -306,6 +306,24 @@ fn behind_the_router(server: IpAddr, len: usize) -> Setup {
     (l, reg, region, router, data)
 }
 
+/// The MULPDUs the client's ULP was told of after `Connected` (RFC 5043 §9 item 1).
+fn mulpdu_changes(l: &Lockstep<Router>) -> Vec<usize> {
+    l.ea.iter()
+        .filter_map(|e| match e {
+            Event::Indication {
+                indication: Indication::MulpduChanged { mulpdu },
+                ..
+            } => Some(*mulpdu),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The MULPDU of an SCTP path MTU.
+fn mulpdu_of(mtu: usize) -> usize {
+    ddpdk_dataplane::ddp::mulpdu(ddpdk_dataplane::sctp::max_message(mtu))
+}
+
 /// Successful completions the client has heard.
 fn done(l: &Lockstep<Router>, n: usize) -> bool {
     l.ea.iter()
@@ -344,6 +362,8 @@ fn through_a_smaller_hop(server: IpAddr) {
         HOP_MTU - Interface::ip_header_len(server),
         "the path MTU follows the router's"
     );
+    // RFC 5043 §9 item 1: the ULP is told the new MULPDU, once.
+    assert_eq!(mulpdu_changes(&l), [mulpdu_of(mtu)], "{:?}", l.ea);
     assert!(
         router.dropped.load(Relaxed) > 0,
         "the router dropped packets"
@@ -1199,6 +1219,11 @@ fn through_a_black_hole(server: IpAddr) {
     );
     assert!(mtu > BASE_PLPMTU, "above BASE_PLPMTU: {mtu}");
     assert!(r.stats.plpmtud_raised >= 1, "{:?}", r.stats);
+    // RFC 5043 §9 item 1: the ULP heard each move: down to BASE_PLPMTU's MULPDU, then up to
+    // the one it ends at.
+    let told = mulpdu_changes(&l);
+    assert_eq!(told.first(), Some(&mulpdu_of(BASE_PLPMTU)), "{told:?}");
+    assert_eq!(told.last(), Some(&mulpdu_of(mtu)), "{told:?}");
     assert!(r.stats.plpmtud_probes > r.stats.plpmtud_raised);
     assert!(
         router.longest.load(Relaxed) as usize <= HOP_MTU,

@@ -532,6 +532,11 @@ pub enum Indication {
     /// The path went inactive after Path.Max.Retrans consecutive failures, or active again
     /// (RFC 9260 §8.2: the upper layer is told). The association keeps sending on its one path.
     PathChange { active: bool },
+    /// The MULPDU moved with the path MTU (RFC 5043 §9 item 1: "LLPs MUST expose MULPDU and
+    /// MULPDU changes"): ICMP lowered it, its age or an RFC 8899 probe raised it, a black hole
+    /// took it down. New messages are cut for it; segments already cut go as they are (item
+    /// 2: DDP need not re-segment, IP fragments them).
+    MulpduChanged { mulpdu: usize },
     /// The association is over (after every stream's session ended).
     Closed(CloseReason),
 }

@@ -114,6 +114,8 @@ pub struct Connection {
     /// nor does one lowered before the association was up (`lower_sctp_mtu` keeps the MULPDU
     /// it had before here).
     rx_mulpdu: usize,
+    /// The MULPDU the ULP was last told (`Connected`, `MulpduChanged`).
+    told_mulpdu: usize,
     /// Bytes a received segment may exceed the MULPDU by: packets this end protects with
     /// ESP leave that much room, which a peer whose ESP adds less (or none) uses, and its
     /// segments still arrived unfragmented (RFC 5043 §9: the largest size "that can be
@@ -143,6 +145,7 @@ impl Connection {
             connected: false,
             closed: false,
             rx_mulpdu: 0,
+            told_mulpdu: 0,
             rx_slack: 0,
             shutdown_deferred: false,
             daytime_due: false,
@@ -1022,6 +1025,7 @@ impl Connection {
                     self.daytime_due = self.cfg.service == Service::Daytime;
                     let mulpdu = self.max_sizes().mulpdu;
                     self.rx_mulpdu = self.rx_mulpdu.max(mulpdu);
+                    self.told_mulpdu = mulpdu;
                     self.sink
                         .indications
                         .push_back(Indication::Connected { streams, mulpdu });
@@ -1036,6 +1040,16 @@ impl Connection {
                     self.sink
                         .indications
                         .push_back(Indication::PathChange { active });
+                }
+                // RFC 5043 §9 item 1: "LLPs MUST expose MULPDU and MULPDU changes".
+                SctpEvent::PathMtu { .. } => {
+                    let mulpdu = self.max_sizes().mulpdu;
+                    if self.connected && mulpdu != self.told_mulpdu {
+                        self.told_mulpdu = mulpdu;
+                        self.sink
+                            .indications
+                            .push_back(Indication::MulpduChanged { mulpdu });
+                    }
                 }
                 SctpEvent::Closed(reason) => {
                     self.end_all_sessions();

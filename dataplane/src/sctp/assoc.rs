@@ -197,6 +197,14 @@ pub enum Event {
     PathChange {
         active: bool,
     },
+    /// The path MTU (the largest SCTP packet) moved: ICMP lowered it, its age or an RFC 8899
+    /// probe raised it, a black hole took it down. New messages are cut for it ([`max_message`]
+    /// follows; RFC 5043 §9: "LLPs MUST expose MULPDU and MULPDU changes").
+    ///
+    /// [`max_message`]: Association::max_message
+    PathMtu {
+        mtu: usize,
+    },
     Closed(CloseReason),
 }
 
@@ -855,11 +863,21 @@ impl Association {
     /// A new path MTU (for example from ICMP "packet too big"). Messages already queued that
     /// no longer fit are still sent whole: RFC 5043 §9 prefers IP fragmentation to SCTP's.
     pub fn set_path_mtu(&mut self, mtu: usize) {
+        let before = self.path.mtu;
         self.path.mtu = mtu.clamp(config::MIN_PATH_MTU, 65_535);
         if let Some(p) = self.plpmtud.as_mut() {
             p.set(self.path.mtu);
         }
         self.sync_plpmtud_timer();
+        self.path_mtu_moved(before);
+    }
+
+    /// Tells the layer above of a path MTU other than `before` ([`Event::PathMtu`]), once the
+    /// association is up (before, `Connected` carries it).
+    fn path_mtu_moved(&mut self, before: usize) {
+        if self.path.mtu != before && self.sending_state() {
+            self.events.push_back(Event::PathMtu { mtu: self.path.mtu });
+        }
     }
 
     /// RFC 8899 path MTU discovery of this association's path, if on.
@@ -2198,9 +2216,10 @@ impl Association {
             return;
         };
         if p.on_probe_ack(now, u64::from_be_bytes(n), size) {
-            let mtu = p.plpmtu();
-            if mtu > self.path.mtu {
+            let (mtu, before) = (p.plpmtu(), self.path.mtu);
+            if mtu > before {
                 self.path.mtu = mtu;
+                self.path_mtu_moved(before);
             }
         }
         self.sync_plpmtud_timer();
@@ -2797,7 +2816,9 @@ impl Association {
             let first = self.sq.outstanding_seqs().start;
             let packet = HEADER_LEN + book(self.sq.slot(first).len);
             if p.on_t3(packet) {
-                self.path.mtu = p.plpmtu().clamp(config::MIN_PATH_MTU, self.path.mtu);
+                let before = self.path.mtu;
+                self.path.mtu = p.plpmtu().clamp(config::MIN_PATH_MTU, before);
+                self.path_mtu_moved(before);
             }
         }
         // §6.3.3 E1: ssthresh = max(cwnd/2, 4 MTU), cwnd = 1 MTU.
