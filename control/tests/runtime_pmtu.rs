@@ -1260,3 +1260,37 @@ fn a_black_hole_is_found_from_t3_and_its_size_by_probes_rfc8899_4_3_ipv4() {
 fn a_black_hole_is_found_from_t3_and_its_size_by_probes_rfc8899_4_3_ipv6() {
     through_a_black_hole(IpAddr::V6(B6));
 }
+
+/// RFC 8899 §4.3 ("excessive loss of data sent with a specific packet size"): the size that
+/// vanishes is the packet's, not its first chunk's. Writes of 700 bytes go two DATA chunks
+/// to a packet (RFC 9260 §6.10), and E3 retransmits them so bundled (§6.3.3): each packet is
+/// larger than the 1280-byte hop and is dropped without a word, though no chunk alone is
+/// above BASE_PLPMTU. Taking the first chunk's size for the packet's never finds the black
+/// hole: the writes never complete and Association.Max.Retrans ends the association.
+#[test]
+fn a_black_hole_of_bundled_small_chunks_is_found_rfc8899_4_3() {
+    const SMALL: usize = 700;
+    const COUNT: usize = 16;
+    let server = IpAddr::V4(B4);
+    let len = SMALL * COUNT;
+    let (mut l, reg, region, router, data) = behind_the_router(server, len);
+    router.silent.store(true, Relaxed);
+    for k in 0..COUNT {
+        let at = k * SMALL;
+        let op = tagged(
+            k as u64 + 1,
+            reg.stag,
+            reg.to_base + at as u64,
+            data[at..at + SMALL].to_vec(),
+        );
+        l.ca.submit(l.conn, op).unwrap();
+    }
+    l.run_until("the bundled writes through the black hole", |l| {
+        done(l, COUNT)
+    });
+    let r = l.ka[0].report();
+    assert!(router.dropped.load(Relaxed) > 0, "bundled packets vanished");
+    assert_eq!(r.stats.plpmtud_black_holes, 1, "{:?}", r.stats);
+    let got = l.cb.memory().region(region).unwrap();
+    assert_eq!(got.crc32c(0, len).unwrap(), crc32c(&data), "every byte");
+}

@@ -2812,9 +2812,24 @@ impl Association {
         // (ICMP filtered on the path) more likely than loss: the path MTU falls to
         // BASE_PLPMTU, the chunks already sent larger go as IP fragments (§6.9), and a probe
         // confirms it.
+        // The size lost is the packet's: E3 below retransmits the earliest chunks bundled as
+        // many as fit, so small chunks make a full-size packet too (§6.10).
         if let Some(p) = self.plpmtud.as_mut() {
-            let first = self.sq.outstanding_seqs().start;
-            let packet = HEADER_LEN + book(self.sq.slot(first).len);
+            let mut packet = HEADER_LEN;
+            for seq in self.sq.outstanding_seqs() {
+                let s = self.sq.slot(seq);
+                if s.gap_acked {
+                    continue;
+                }
+                let b = book(s.len);
+                if packet > HEADER_LEN && packet + b > self.path.mtu {
+                    break;
+                }
+                packet += b;
+                if packet > plpmtud::BASE_PLPMTU {
+                    break;
+                }
+            }
             if p.on_t3(packet) {
                 let before = self.path.mtu;
                 self.path.mtu = p.plpmtu().clamp(config::MIN_PATH_MTU, before);
