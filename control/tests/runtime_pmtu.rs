@@ -257,6 +257,12 @@ type Setup = (
 /// The two endpoints, the client behind the router, with a session on stream 1 and `len`
 /// bytes of the server's memory registered for the client's writes, and `len` bytes to write.
 fn behind_the_router(server: IpAddr, len: usize) -> Setup {
+    behind_the_router_with(server, len, Some(1500 - Interface::ip_header_len(server)))
+}
+
+/// [`behind_the_router`] with the SCTP configuration's own `path_mtu` (`None`: its default),
+/// the runtime's link of 1500 bytes setting each association's path MTU.
+fn behind_the_router_with(server: IpAddr, len: usize, path_mtu: Option<usize>) -> Setup {
     let (pa, pb) = pair(2, 1024);
     let pb = Arc::new(pb);
     let router = Arc::new(Router {
@@ -278,7 +284,7 @@ fn behind_the_router(server: IpAddr, len: usize) -> Setup {
         silent: AtomicBool::new(false),
     });
     let link = |c: Config| Config {
-        path_mtu: 1500 - Interface::ip_header_len(server),
+        path_mtu: path_mtu.unwrap_or(c.path_mtu),
         ..c
     };
     let cfg = RuntimeConfig {
@@ -1293,4 +1299,41 @@ fn a_black_hole_of_bundled_small_chunks_is_found_rfc8899_4_3() {
     assert_eq!(r.stats.plpmtud_black_holes, 1, "{:?}", r.stats);
     let got = l.cb.memory().region(region).unwrap();
     assert_eq!(got.crc32c(0, len).unwrap(), crc32c(&data), "every byte");
+}
+
+/// RFC 8899 §5.1.2 MAX_PLPMTU: "the largest size of PLPMTU ... the local interface MTU".
+/// With the SCTP configuration's default path MTU (1480, IPv4's on a 1500-byte link), an
+/// IPv6 association runs at 1460 on the 1500-byte link; after a black hole its search must
+/// not probe above the link. It probed 1480 (a 1520-byte IPv6 packet, that no 1500-byte link
+/// sends), lost it MAX_PROBES times, and ended below the link's size.
+#[test]
+fn the_search_after_a_black_hole_never_probes_above_the_link_rfc8899_5_1_2() {
+    use ddpdk_dataplane::sctp::plpmtud::PROBE_TIMER;
+    let server = IpAddr::V6(B6);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, router, data) = behind_the_router_with(server, len, None);
+    let link = 1500 - Interface::ip_header_len(server);
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, link);
+    router.silent.store(true, Relaxed);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write through the black hole", |l| done(l, 1));
+    assert_eq!(l.ka[0].report().stats.plpmtud_black_holes, 1);
+    // The hop heals to the link's own size: whatever is larger than the link is dropped.
+    router.hop.store(1500, Relaxed);
+    let dropped = router.dropped.load(Relaxed);
+    for _ in 0..40 {
+        l.now += PROBE_TIMER;
+        l.run_until_quiet();
+    }
+    assert_eq!(
+        router.dropped.load(Relaxed),
+        dropped,
+        "nothing larger than the link was sent"
+    );
+    assert_eq!(
+        l.ka[0].report().assocs[0].path_mtu,
+        link,
+        "the link's size found"
+    );
 }

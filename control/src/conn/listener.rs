@@ -73,7 +73,8 @@ impl Listener {
     /// `assoc` with its path MTU, in a connection with its receive slack.
     fn connection(&self, mut assoc: Association, peer: IpAddr) -> Connection {
         if let Some(link) = self.link {
-            assoc.set_path_mtu(link.mtu - Interface::ip_header_len(peer) - link.esp_headroom);
+            // RFC 8899 §5.1.2: the link's size is also the largest PLPMTUD probes.
+            assoc.set_link_mtu(link.mtu - Interface::ip_header_len(peer) - link.esp_headroom);
         }
         let mut c = Connection::new(assoc, self.cfg, self.limit.clone());
         if let Some(link) = self.link {

@@ -880,6 +880,15 @@ impl Association {
         }
     }
 
+    /// The path MTU of the link this association runs on (less what the link keeps for ESP):
+    /// its path MTU now, and the largest RFC 8899 discovery probes (MAX_PLPMTU, §5.1.2).
+    pub fn set_link_mtu(&mut self, mtu: usize) {
+        self.set_path_mtu(mtu);
+        if let Some(p) = self.plpmtud.as_mut() {
+            p.set_max(self.path.mtu);
+        }
+    }
+
     /// RFC 8899 path MTU discovery of this association's path, if on.
     pub fn plpmtud(&self) -> Option<&Plpmtud> {
         self.plpmtud.as_ref()

@@ -132,6 +132,13 @@ impl Plpmtud {
         }
     }
 
+    /// MAX_PLPMTU (§5.1.2: the local interface's MTU) for this association: its link's size,
+    /// less what the link keeps (ESP's headroom). That is the PLPMTU too, as [`Plpmtud::set`].
+    pub fn set_max(&mut self, max: usize) {
+        self.max = max;
+        self.set(max);
+    }
+
     pub fn state(&self) -> State {
         self.state
     }
