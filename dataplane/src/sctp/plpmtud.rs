@@ -91,7 +91,7 @@ pub struct Plpmtud {
     state: State,
     /// The size in use: confirmed by a probe, or (before any) the link's or ICMP's.
     plpmtu: usize,
-    /// MAX_PLPMTU: the link's size for this association.
+    /// MAX_PLPMTU: the link's size for this association, rounded down to whole words.
     max: usize,
     /// The smallest size known not to pass (a probe lost MAX_PROBES times, or a PTB below
     /// it); `max + 1` when none is.
@@ -115,9 +115,12 @@ pub struct Plpmtud {
 impl Plpmtud {
     /// Discovery for a path whose link carries SCTP packets of `max` bytes, starting there.
     pub fn new(max: usize, probe_timer: Duration) -> Self {
+        let link = max;
+        // An SCTP packet is whole words (RFC 9260 §3.2): the largest one the link carries.
+        let max = max & !3;
         Plpmtud {
             state: State::SearchComplete,
-            plpmtu: max,
+            plpmtu: link,
             max,
             failed: max + 1,
             probed: max,
@@ -135,7 +138,8 @@ impl Plpmtud {
     /// MAX_PLPMTU (§5.1.2: the local interface's MTU) for this association: its link's size,
     /// less what the link keeps (ESP's headroom). That is the PLPMTU too, as [`Plpmtud::set`].
     pub fn set_max(&mut self, max: usize) {
-        self.max = max;
+        // An SCTP packet is whole words (RFC 9260 §3.2): the largest one the link carries.
+        self.max = max & !3;
         self.set(max);
     }
 
@@ -522,6 +526,29 @@ mod tests {
         assert!(!p.probe_due());
         assert_eq!(p.timer(), None, "ICMP's estimate ages on its own clock");
         assert_eq!(p.changed(), None);
+    }
+
+    /// An SCTP packet is whole 32-bit words (RFC 9260 §3.2, the PAD chunk's too, RFC 4820):
+    /// `poll_probe` sends `size & !3` and says so in the probe's information. A link whose
+    /// MTU is not a multiple of 4 (9001, 8981 bytes of SCTP over IPv4) made the search probe
+    /// the link's size itself, whose acknowledgement (the size rounded down) never matched:
+    /// every search after a black hole lost MAX_PROBES probes and ended below it.
+    #[test]
+    fn every_probe_is_a_whole_number_of_words_rfc4820() {
+        let max = 1482;
+        let mut p = Plpmtud::new(max, PROBE_TIMER);
+        for _ in 0..BLACK_HOLE_T3 {
+            p.on_t3(max);
+        }
+        let (size, n) = send(&mut p, at(0));
+        assert!(p.on_probe_ack(at(0), n, size));
+        let (size, n) = send(&mut p, at(0));
+        assert_eq!(size % 4, 0, "{size}");
+        assert_eq!(size, max & !3, "the largest size first");
+        assert!(p.on_probe_ack(at(0), n, size));
+        assert_eq!(p.plpmtu(), max & !3);
+        assert_eq!(p.state(), State::SearchComplete);
+        assert_eq!(p.timer(), None, "nothing larger is an SCTP packet");
     }
 
     #[test]
