@@ -177,6 +177,9 @@ impl Plpmtud {
         self.timer = None;
         self.probe_count = 0;
         self.failed = self.max + 1;
+        // A change discovery made and the caller has not taken is superseded: this size is
+        // not discovery's (its aging is the caller's, PMTU_AGE).
+        self.changed = false;
     }
 
     /// T3-rtx expired with the earliest outstanding chunk in a packet of `packet_len` bytes.
@@ -549,6 +552,25 @@ mod tests {
         assert_eq!(p.plpmtu(), max & !3);
         assert_eq!(p.state(), State::SearchComplete);
         assert_eq!(p.timer(), None, "nothing larger is an SCTP packet");
+    }
+
+    /// A probe's acknowledgement raised the PLPMTU and an ICMP set it lower before the
+    /// caller took the change (both in one receive burst): the size set from outside is not
+    /// discovery's. Reported as discovery's, the runtime took ICMP's lowered path MTU out of
+    /// PMTU_AGE's aging (discovery's own PMTU_RAISE_TIMER to take over), while `set` had
+    /// stopped that timer: the path MTU stayed lowered for good.
+    #[test]
+    fn a_path_mtu_set_from_outside_supersedes_a_raise_not_yet_taken_rfc8899_4_6_2() {
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        black_hole(&mut p);
+        assert_eq!(p.changed(), Some(BASE_PLPMTU));
+        let (size, n) = send(&mut p, at(0));
+        assert!(p.on_probe_ack(at(0), n, size));
+        let (size, n) = send(&mut p, at(0));
+        assert!(p.on_probe_ack(at(0), n, size), "raised to {size}");
+        p.set(1240);
+        assert_eq!(p.timer(), None, "ICMP's estimate ages on its own clock");
+        assert_eq!(p.changed(), None, "and is not discovery's to age");
     }
 
     #[test]
