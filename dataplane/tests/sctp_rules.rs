@@ -3377,3 +3377,51 @@ fn a_fast_retransmissions_leave_ends_with_it_beside_t3_marks_7_2_4() {
         "tsns[4] is a T3-rtx retransmission, not a fast one"
     );
 }
+
+/// RFC 8899 §4.3 black hole detection against §6.1 A zero window probing: a peer whose window
+/// stays 0 answers each retransmitted 1400-byte probe with a SACK that acknowledges nothing.
+/// Its T3-rtx expiries do not count against the association (§6.1 A), and they are no black
+/// hole either: the SACK says the large packet arrived. Three of them took the path MTU down
+/// to BASE_PLPMTU.
+#[test]
+fn a_peer_answering_zero_window_probes_is_no_black_hole_rfc8899_4_3() {
+    let mut p = Pair::new();
+    for _ in 0..2 {
+        p.c.send(0, 16, &[9; 1000]).unwrap();
+    }
+    let log = p.exchange(t(5), |_, _| true);
+    let (_, to_client) = log.iter().find(|(to_s, _)| !to_s).unwrap();
+    let tag = vtag(to_client);
+    let mtu = p.c.path_mtu();
+    p.c.send(0, 16, &[1; 1400]).unwrap();
+    let mut tsn = None;
+    for pk in drain(&mut p.c, t(10)) {
+        for c in chunks(&pk) {
+            if let ChunkRepr::Data(d) = c {
+                tsn = Some(d.tsn);
+            }
+        }
+    }
+    let zero = packet(
+        S_PORT,
+        C_PORT,
+        tag,
+        &[ChunkRepr::Sack(SackRepr {
+            cum_tsn_ack: tsn.unwrap().wrapping_sub(1),
+            a_rwnd: 0,
+            gap_ack_blocks: List::new(&[]),
+            dup_tsns: List::new(&[]),
+        })],
+    );
+    let mut now = t(10);
+    p.c.handle(now, &zero, &mut ignore).unwrap();
+    for _ in 0..8 {
+        now = p.c.poll_timeout().unwrap();
+        p.c.handle_timeout(now);
+        drain(&mut p.c, now);
+        p.c.handle(now, &zero, &mut ignore).unwrap();
+    }
+    assert!(p.c.stats().t3_expiries >= 3, "{}", p.c.stats().t3_expiries);
+    assert_eq!(p.c.state(), State::Established);
+    assert_eq!(p.c.path_mtu(), mtu, "no black hole");
+}

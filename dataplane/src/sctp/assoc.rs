@@ -2823,7 +2823,9 @@ impl Association {
         // confirms it.
         // The size lost is the packet's: E3 below retransmits the earliest chunks bundled as
         // many as fit, so small chunks make a full-size packet too (§6.10).
-        if let Some(p) = self.plpmtud.as_mut() {
+        // A peer answering zero window probes (§6.1 A) got them: no black hole, and the
+        // expiries before this one are not in a row.
+        if let Some(p) = self.plpmtud.as_mut().filter(|_| !probing_live_peer) {
             let mut packet = HEADER_LEN;
             for seq in self.sq.outstanding_seqs() {
                 let s = self.sq.slot(seq);
@@ -2844,6 +2846,8 @@ impl Association {
                 self.path.mtu = p.plpmtu().clamp(config::MIN_PATH_MTU, before);
                 self.path_mtu_moved(before);
             }
+        } else if let Some(p) = self.plpmtud.as_mut() {
+            p.on_ack();
         }
         // §6.3.3 E1: ssthresh = max(cwnd/2, 4 MTU), cwnd = 1 MTU.
         self.path.ssthresh = (self.path.cwnd / 2).max(4 * self.path.mtu);
