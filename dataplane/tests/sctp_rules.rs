@@ -3425,3 +3425,56 @@ fn a_peer_answering_zero_window_probes_is_no_black_hole_rfc8899_4_3() {
     assert_eq!(p.c.state(), State::Established);
     assert_eq!(p.c.path_mtu(), mtu, "no black hole");
 }
+
+/// RFC 8899 §4.3 ("excessive loss of data sent with a specific packet size"): a silent hop
+/// drops the 1400-byte chunk each time it goes, while small messages sent beside it arrive
+/// and are gap-acknowledged. Those acknowledgements clear the error counter (§8.1), and they
+/// also cleared the T3-rtx expiries counted in a row: the black hole was never found, and the
+/// large chunk went again and again for good.
+#[test]
+fn small_chunks_gap_acked_beside_a_lost_large_one_do_not_hide_a_black_hole_rfc8899_4_3() {
+    let mut p = Pair::new();
+    for _ in 0..2 {
+        p.c.send(0, 16, &[9; 1000]).unwrap();
+    }
+    let log = p.exchange(t(5), |_, _| true);
+    let (_, to_client) = log.iter().find(|(to_s, _)| !to_s).unwrap();
+    let tag = vtag(to_client);
+    let tsns = |out: Vec<Vec<u8>>| -> Vec<u32> {
+        out.iter()
+            .flat_map(|pk| {
+                chunks(pk)
+                    .into_iter()
+                    .filter_map(|c| match c {
+                        ChunkRepr::Data(d) => Some(d.tsn),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    p.c.send(0, 16, &[1; 1400]).unwrap();
+    let big = tsns(drain(&mut p.c, t(10)))[0];
+    let cum = big.wrapping_sub(1);
+    let mut small = 0u16;
+    let mut now = t(10);
+    for _ in 0..6 {
+        // A small message beside the lost one arrives; the peer's SACK gap-acks it.
+        p.c.send(0, 16, &[2; 100]).unwrap();
+        small += tsns(drain(&mut p.c, now))
+            .iter()
+            .filter(|&&x| x != big)
+            .count() as u16;
+        if small > 0 {
+            let sack = sack_to_client(tag, cum, &[(2, 1 + small)]);
+            p.c.handle(now, &sack, &mut ignore).unwrap();
+            drain(&mut p.c, now);
+        }
+        now = p.c.poll_timeout().unwrap();
+        p.c.handle_timeout(now);
+        drain(&mut p.c, now);
+    }
+    assert!(small > 0, "small messages went beside the large one");
+    assert!(p.c.stats().t3_expiries >= 3, "{}", p.c.stats().t3_expiries);
+    assert_eq!(p.c.path_mtu(), 1200, "the black hole found");
+}

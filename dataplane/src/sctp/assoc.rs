@@ -2115,6 +2115,11 @@ impl Association {
             // §8.1: "The counter MUST be reset each time a DATA chunk sent to that peer
             // endpoint is acknowledged (by the reception of a SACK)".
             self.clear_errors();
+        }
+        // RFC 8899 §4.3: the T3-rtx expiries in a row were of the earliest chunk; only its
+        // acknowledgement (the cumulative point moving) breaks the row. Small chunks sent
+        // beside it and gap-acked are what a black hole of its size lets through.
+        if cum_advanced {
             if let Some(p) = self.plpmtud.as_mut() {
                 p.on_ack();
             }

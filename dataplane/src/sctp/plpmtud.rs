@@ -206,7 +206,8 @@ impl Plpmtud {
         true
     }
 
-    /// DATA was acknowledged: the T3 expiries before it were not in a row.
+    /// The earliest outstanding DATA was acknowledged (the cumulative point moved): the T3
+    /// expiries before it were not in a row.
     #[inline]
     pub fn on_ack(&mut self) {
         self.t3_in_a_row = 0;
