@@ -2376,6 +2376,7 @@ impl DdpApp {
                         "plpmtud_probes": st.plpmtud_probes,
                         "plpmtud_raised": st.plpmtud_raised,
                         "ip_reassembled": r.iface.reassembled,
+                        "ip_reassembly_timeouts": r.iface.reassembly_timeouts,
                         "ip_source_fragmented": r.iface.source_fragmented,
                         "icmp_ignored": st.icmp_ignored + r.iface.icmp_ignored,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
@@ -2389,7 +2390,8 @@ impl DdpApp {
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND/echo answered: {} not ours: {}\n  \
-                     path MTU lowered by ICMP: {} (through an ESP SA: {}) ICMP ignored: {}\n  \
+                     path MTU lowered by ICMP: {} (through an ESP SA: {}) ICMP ignored: {} \
+                     black holes (RFC 8899): {} probes: {} raised by a probe: {}\n  \
                      region spans by reference: {:<8} inlined: {:<8} copied: {:<8} \
                      RX chains gathered: {} \
                      (dropped: no buffer {}, too long {})\n  \
@@ -2416,6 +2418,9 @@ impl DdpApp {
                     st.pmtu_lowered,
                     st.esp_pmtu_lowered,
                     st.icmp_ignored + r.iface.icmp_ignored,
+                    st.plpmtud_black_holes,
+                    st.plpmtud_probes,
+                    st.plpmtud_raised,
                     st.tx.zero_copy_spans,
                     st.tx.inlined_spans,
                     st.tx.copied_spans,

@@ -1713,7 +1713,8 @@ fn cores_json(reports: &[CoreReport]) -> serde_json::Value {
                 "plpmtud_probes": r.stats.plpmtud_probes,
                 "plpmtud_raised": r.stats.plpmtud_raised,
                 "ip_source_fragmented": r.iface.source_fragmented,
-                "ip_reassembled": r.iface.reassembled})
+                "ip_reassembled": r.iface.reassembled,
+                "ip_reassembly_timeouts": r.iface.reassembly_timeouts})
         })
         .collect()
 }

@@ -539,6 +539,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("plpmtud_probes", u(st.plpmtud_probes)),
         ("plpmtud_raised", u(st.plpmtud_raised)),
         ("ip_reassembled", u(r.iface.reassembled)),
+        ("ip_reassembly_timeouts", u(r.iface.reassembly_timeouts)),
         ("ip_source_fragmented", u(r.iface.source_fragmented)),
         (
             "drop",

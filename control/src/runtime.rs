@@ -1256,6 +1256,7 @@ impl<P: Port> DataCore<P> {
     /// and transmitted, what the connections owe the ULP sent up. Returns the work done.
     pub fn poll(&mut self, now: Instant) -> usize {
         self.account_load(now);
+        self.iface.set_time(now);
         // STag changes apply between packets, never in the middle of placing one.
         let mut work = self.memory_changes();
         let commands = self.commands(now);

@@ -84,6 +84,10 @@ const PENDING: usize = 16;
 const LOWERED: usize = 16;
 /// IP datagrams reassembled at once ([`Reassembly`]).
 const REASSEMBLIES: usize = 4;
+/// A datagram not complete this long after its first fragment came is abandoned, its
+/// fragments discarded: RFC 8200 §4.5's 60 seconds ("must be abandoned"), within RFC 1122
+/// §3.3.2's 60 to 120 for IPv4.
+pub const REASSEMBLY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The largest IPv4 payload (IPv6 fragmentable part) reassembled: an IPv4 packet of a
 /// 9000-byte link (the largest `--mtu`), whose whole frame fits the data core's reply buffer.
 const REASSEMBLY_MAX: usize = 9000 - IPV4_HEADER_LEN;
@@ -167,6 +171,9 @@ pub struct InterfaceStats {
     /// IPv4 and IPv6 datagrams reassembled from them (RFC 791 §3.2, RFC 1122 §3.3.2, RFC
     /// 8200 §4.5).
     pub reassembled: u64,
+    /// Datagrams abandoned [`REASSEMBLY_TIMEOUT`] after their first fragment, incomplete
+    /// (RFC 8200 §4.5, RFC 1122 §3.3.2).
+    pub reassembly_timeouts: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
     /// Solicitations for neighbours we kept sending to without confirmation.
@@ -370,6 +377,9 @@ struct Reassembly {
     upper: Option<(usize, u8)>,
     /// When a fragment last came (the interface's fragment count): the least recent goes.
     touched: u64,
+    /// When its first fragment came ([`Interface::set_time`]'s clock): the datagram is
+    /// abandoned [`REASSEMBLY_TIMEOUT`] later.
+    started: Instant,
 }
 
 impl Reassembly {
@@ -381,6 +391,7 @@ impl Reassembly {
             total: None,
             upper: None,
             touched: 0,
+            started: Instant::ZERO,
         }
     }
 
@@ -436,6 +447,8 @@ pub struct Interface {
     reassembly: [Reassembly; REASSEMBLIES],
     /// Fragments taken (the reassembly slots' clock).
     fragments_seen: u64,
+    /// The time the caller last gave ([`Interface::set_time`]): the reassembly timer's clock.
+    now: Instant,
     /// IPv6 datagrams fragmented at the source (a counter), and the secret key their
     /// Identification is drawn with ([`Interface::fragment_ipv6`]).
     fragmented: u64,
@@ -483,6 +496,7 @@ impl Interface {
             lowered_next: 0,
             reassembly: core::array::from_fn(|_| Reassembly::new()),
             fragments_seen: 0,
+            now: Instant::ZERO,
             fragmented: 0,
             id_key: IdKey(std::collections::hash_map::RandomState::new()),
             esp_fragments: false,
@@ -980,6 +994,14 @@ impl Interface {
             return drop;
         }
         self.fragments_seen += 1;
+        // RFC 8200 §4.5, RFC 1122 §3.3.2: a datagram whose fragments did not all come within
+        // the timeout is abandoned, before this fragment could join it.
+        for r in self.reassembly.iter_mut() {
+            if r.key.is_some() && self.now.saturating_since(r.started) >= REASSEMBLY_TIMEOUT {
+                r.reset();
+                self.stats.reassembly_timeouts += 1;
+            }
+        }
         let k = match self.reassembly.iter().position(|r| r.key == Some(key)) {
             Some(k) => k,
             None => {
@@ -992,6 +1014,7 @@ impl Interface {
                     .unwrap_or(0);
                 self.reassembly[k].reset();
                 self.reassembly[k].key = Some(key);
+                self.reassembly[k].started = self.now;
                 k
             }
         };
@@ -1055,6 +1078,14 @@ impl Interface {
         o[ETHERNET_HEADER_LEN + ip_len..].copy_from_slice(upper);
         self.stats.reassembled += 1;
         Rx::Fragment(Some(len))
+    }
+
+    /// The time now, for the reassembly timer ([`REASSEMBLY_TIMEOUT`]); a caller that never
+    /// gives it keeps incomplete datagrams until newer ones push them out. A data core gives
+    /// it each turn.
+    #[inline]
+    pub fn set_time(&mut self, now: Instant) {
+        self.now = now;
     }
 
     /// RFC 9260 §6.9 and §7.3: the path MTU (IP bytes) to `peer` ICMP lowered. A packet to
@@ -3414,6 +3445,45 @@ mod tests {
         assert_eq!(i.receive(&b[0], &mut out), Rx::Fragment(None));
         assert!(matches!(i.receive(&b[1], &mut out), Rx::Fragment(Some(_))));
         assert_eq!(i.stats().reassembled, 3);
+    }
+
+    /// RFC 8200 §4.5 ("If insufficient fragments are received to complete reassembly of a
+    /// packet within 60 seconds of the reception of the first-arriving fragment of that
+    /// packet, reassembly of that packet must be abandoned and all the fragments that have
+    /// been received for that packet must be discarded"), RFC 1122 §3.3.2 for IPv4: the last
+    /// fragment 60 s after the first completes nothing; within 60 s it does.
+    #[test]
+    fn a_datagram_incomplete_after_60_seconds_is_abandoned_rfc8200_4_5() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..1452u32).map(|k| (k * 7) as u8).collect();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for (id, late, whole) in [
+            (7, REASSEMBLY_TIMEOUT - Duration::from_millis(1), true),
+            (8, REASSEMBLY_TIMEOUT, false),
+        ] {
+            let frags = fragments4(&sctp, 680, id);
+            i.set_time(t0);
+            assert_eq!(i.receive(&frags[0], &mut out), Rx::Fragment(None));
+            assert_eq!(i.receive(&frags[1], &mut out), Rx::Fragment(None));
+            i.set_time(t0 + late);
+            let got = i.receive(&frags[2], &mut out);
+            assert_eq!(
+                matches!(got, Rx::Fragment(Some(_))),
+                whole,
+                "{late:?}: {got:?}"
+            );
+        }
+        assert_eq!(i.stats().reassembled, 1);
+        assert_eq!(i.stats().reassembly_timeouts, 1);
+        // The late fragment started a datagram of its own, which the first two complete no
+        // more (they were discarded): sent again, they do.
+        let frags = fragments4(&sctp, 680, 8);
+        assert_eq!(i.receive(&frags[0], &mut out), Rx::Fragment(None));
+        assert!(matches!(
+            i.receive(&frags[1], &mut out),
+            Rx::Fragment(Some(_))
+        ));
     }
 
     /// RFC 9260 §6.9 ("if the PMTU has been reduced, then IP fragmentation MUST be used") with

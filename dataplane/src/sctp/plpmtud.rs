@@ -7,8 +7,8 @@
 //! solely on [PTB messages]". This state machine (§5.2) is the other half:
 //!
 //! - Black hole detection (§4.3, the third indicator: "excessive loss of data sent with a
-//!   specific packet size"): [`BLACK_HOLE_T3`] T3-rtx expiries in a row, nothing acknowledged
-//!   between them, of a chunk whose packet is above [`BASE_PLPMTU`]. The PLPMTU drops to
+//!   specific packet size"): [`BLACK_HOLE_T3`] T3-rtx expiries in a row, the cumulative point
+//!   not moving between them, of a retransmitted packet above [`BASE_PLPMTU`]. The PLPMTU drops to
 //!   BASE_PLPMTU at once (§4.3: "sets a lower PLPMTU"; what was sent larger goes as IP
 //!   fragments, RFC 9260 §6.9) and the BASE state confirms it with a probe.
 //! - Probes (§6.2): a minimum HEARTBEAT with a PAD chunk (RFC 4820) filling the packet to the
@@ -41,7 +41,7 @@ pub const MAX_PROBES: u8 = 3;
 pub const PROBE_TIMER: Duration = Duration::from_secs(16);
 /// RFC 8899 §5.1.1: SEARCH_COMPLETE below the largest size searches again after this.
 pub const PMTU_RAISE_TIMER: Duration = Duration::from_secs(600);
-/// T3-rtx expiries in a row (no DATA acknowledged between them) of a packet above
+/// T3-rtx expiries in a row (the cumulative point not moving between them) of a packet above
 /// [`BASE_PLPMTU`] that are taken as a black hole (RFC 8899 §4.3): Linux's TCP takes its
 /// `tcp_retries1` (3) retransmission timeouts as its cue the same way. Fewer mistake a delayed
 /// SACK or loss for the path (two in a row came in 4 of 11 lossy runs of the DDP send tests
