@@ -1195,7 +1195,10 @@ impl Job {
                 (done * size as u64) as f64 / secs.max(1e-9) / 1e6
             )
         };
-        while w < end
+        // Posting goes on until --run-for ends or --ddp-messages were posted.
+        let limit = opts.ddp_messages;
+        let posting = |w: Instant, wr: u64| w < end && limit.is_none_or(|n| wr < n);
+        while posting(w, wr)
             || !posted.is_empty()
             || read_back_next.is_some()
             || read_back.as_ref().is_some_and(soak::ReadBack::busy)
@@ -1204,7 +1207,7 @@ impl Job {
                 return Err(format!("interrupted: {}", so_far(done, w)));
             }
             if let Some(rb) = read_back.as_mut() {
-                read_back_next = read_back_next.or_else(|| rb.next(w < end));
+                read_back_next = read_back_next.or_else(|| rb.next(posting(w, wr)));
             }
             if let Some(req) = read_back_next.take() {
                 match self.control.submit(conn, Op::PostRdma(req.clone())) {
@@ -1213,7 +1216,10 @@ impl Job {
                     Err(e) => return Err(e.to_string()),
                 }
             }
-            while posted.len() < window && w < end && (!verify || wr < credited + credit_window) {
+            while posted.len() < window
+                && posting(w, wr)
+                && (!verify || wr < credited + credit_window)
+            {
                 let send_untagged = verify && untagged < tagged / soak::UNTAGGED_EVERY;
                 let op = if let Some((sink, _)) = &sink {
                     // RFC 5040 §5.2: the next slot of the server's region into this read's

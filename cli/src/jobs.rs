@@ -157,6 +157,7 @@ const PERF: Spec = Spec {
     options: &[
         "ddp_size",
         "ddp_window",
+        "ddp_messages",
         "ddp_source",
         "ddp_op",
         "region_bytes",

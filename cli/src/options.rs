@@ -281,6 +281,13 @@ pub struct Options {
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub ddp_window: u32,
 
+    /// --ddp-connect posts N messages (writes, reads, and with --ddp-verify its untagged
+    /// Sends) and stops once they complete, or when --run-for ends, whichever comes first
+    /// (perftest's --iters): a run of a fixed amount of work, whatever the machine's speed.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub ddp_messages: Option<u64>,
+
     /// Where --ddp-connect's writes come from: `region` (a registered region in DPDK memory,
     /// sent by reference where the port chains mbufs: zero-copy) or `bytes` (a buffer moved
     /// into each send and copied into SCTP's send queue).

@@ -710,8 +710,9 @@ fn an_unfaulted_checked_transfer_at_the_default_size_stays_within_the_servers_bu
     let (dir, prefix) = scratch("credit");
     let sock = dir.join("memif.sock");
     let srv = server(&sock, &prefix, &[]);
-    // Long enough for more Sends than receive buffers in a debug build too.
-    let cli = client(&sock, &prefix, 6.0, &[]);
+    // More Sends than receive buffers (256): one untagged Send a fourth of the messages. A
+    // count, not seconds: on a busy machine 6 s once moved 159 Sends.
+    let cli = client(&sock, &prefix, 25.0, &["--ddp-messages", "1200"]);
     let (ccode, cout, cerr) = cli.finish(Duration::from_secs(30));
     let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
     let _ = std::fs::remove_dir_all(&dir);
@@ -721,6 +722,8 @@ fn an_unfaulted_checked_transfer_at_the_default_size_stays_within_the_servers_bu
     let s = json(&sout, "ddp_verify");
     assert_eq!(c["size"], 65536, "{all}");
     assert_eq!(s["tagged"], c["messages"], "{all}");
+    let posted = c["messages"].as_u64().unwrap() + c["untagged"].as_u64().unwrap();
+    assert_eq!(posted, 1200, "--ddp-messages: {all}");
     assert_eq!(s["untagged"], c["untagged"], "{all}");
     // More Sends than the server has receive buffers: they were re-posted as checked, and
     // none arrived before its buffer.
