@@ -29,6 +29,8 @@ fuzz_target!(|data: &[u8]| {
         let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
         let frame = &rest[2..2 + len];
         rest = &rest[2 + len..];
+        // The reassembly timer runs on this clock (RFC 8200 §4.5's 60 s: 200 frames).
+        i.set_time(now);
         match i.receive(frame, &mut out) {
             Rx::Sctp(f) => {
                 assert!(i.is_ours(f.ip.dst()));
@@ -38,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
             // A reassembled datagram is a whole frame in `out`, parsed as any other.
             Rx::Fragment(Some(n)) => assert!(n <= out.len()),
             Rx::TooBig(t) => assert!(i.is_ours(t.local)),
+            Rx::EspTooBig(t) => assert!(i.is_ours(t.local)),
             Rx::Fragment(None) | Rx::Consumed | Rx::Dropped(_) => {}
         }
         now += Duration::from_millis(300);
