@@ -1558,22 +1558,7 @@ impl Interface {
         out: &mut [u8],
     ) -> Option<usize> {
         let mac = self.neighbour(dst)?;
-        let n = self.frame_sctp_to(mac, dst, sctp_len, out);
-        if let IpAddr::V4(d) = dst {
-            if !self.dont_fragment(d, IPV4_HEADER_LEN + sctp_len) {
-                let src = self.ipv4.expect("an IPv4 address to send from");
-                ipv4_header(
-                    &mut out[ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + IPV4_HEADER_LEN],
-                    src,
-                    d,
-                    IP_PROTO_SCTP,
-                    sctp_len,
-                    self.ip_id,
-                    true,
-                );
-            }
-        }
-        Some(n)
+        Some(self.frame_sctp_headers(mac, dst, sctp_len, out, true))
     }
 
     /// As [`Interface::frame_sctp`], to link address `mac` without consulting the neighbour
@@ -1590,13 +1575,27 @@ impl Interface {
         sctp_len: usize,
         out: &mut [u8],
     ) -> usize {
+        self.frame_sctp_headers(mac, dst, sctp_len, out, false)
+    }
+
+    /// [`Interface::frame_sctp_to`]; with `probe`, DF whatever the path MTU ICMP gave
+    /// ([`Interface::frame_sctp_probe`]).
+    #[inline(always)]
+    fn frame_sctp_headers(
+        &mut self,
+        mac: [u8; 6],
+        dst: IpAddr,
+        sctp_len: usize,
+        out: &mut [u8],
+        probe: bool,
+    ) -> usize {
         let h = Interface::header_len(dst);
         match dst {
             IpAddr::V4(d) => {
                 let src = self.ipv4.expect("an IPv4 address to send from");
                 ethernet(out, mac, self.mac, ETHERTYPE_IPV4);
                 self.ip_id = self.ip_id.wrapping_add(1);
-                let df = self.dont_fragment(d, IPV4_HEADER_LEN + sctp_len);
+                let df = probe || self.dont_fragment(d, IPV4_HEADER_LEN + sctp_len);
                 let id = if df { self.ip_id } else { self.ipv4_id(src, d) };
                 ipv4_header(
                     &mut out[ETHERNET_HEADER_LEN..h],

@@ -2221,15 +2221,12 @@ impl Association {
     /// error counter or the RTT (§8.3's heartbeat is the ordinary one): the probe went outside
     /// congestion control, and its information carries no send time.
     fn on_probe_ack(&mut self, now: Instant, info: &[u8]) {
-        let mut n = [0u8; 8];
-        n.copy_from_slice(&info[..8]);
-        let mut z = [0u8; 4];
-        z.copy_from_slice(&info[8..12]);
-        let size = u32::from_be_bytes(z) as usize;
+        let nonce = u64::from(be32(info, 0)) << 32 | u64::from(be32(info, 4));
+        let size = be32(info, 8) as usize;
         let Some(p) = self.plpmtud.as_mut() else {
             return;
         };
-        if p.on_probe_ack(now, u64::from_be_bytes(n), size) {
+        if p.on_probe_ack(now, nonce, size) {
             let (mtu, before) = (p.plpmtu(), self.path.mtu);
             if mtu > before {
                 self.path.mtu = mtu;
