@@ -2175,6 +2175,47 @@ fn unknown_chunks_follow_3_2() {
     }
 }
 
+/// §8.3: "The receiver of the HEARTBEAT ... SHOULD immediately respond with a HEARTBEAT ACK
+/// that contains the Heartbeat Information TLV ... copied from the received HEARTBEAT chunk."
+/// An RFC 8899 probe (12 bytes of information here) and the peer's ordinary HEARTBEAT can come
+/// in one burst, when both timers fall due together; each is answered. One pending ACK kept
+/// only the later: the probe's answer was lost, and the peer's search counted it as lost.
+#[test]
+fn every_heartbeat_of_a_burst_is_answered_8_3() {
+    let mut p = Pair::new();
+    let tag = p.s.local_tag();
+    let probe_info = [7u8; 12];
+    let hb_info = [9u8; 16];
+    let probe = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[ChunkRepr::Heartbeat(HeartbeatRepr { info: &probe_info })],
+    );
+    let hb = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[ChunkRepr::Heartbeat(HeartbeatRepr { info: &hb_info })],
+    );
+    p.s.handle(t(5), &probe, &mut ignore).unwrap();
+    p.s.handle(t(5), &hb, &mut ignore).unwrap();
+    let out = drain(&mut p.s, t(5));
+    let acks: Vec<Vec<u8>> = out
+        .iter()
+        .flat_map(|o| chunks(o))
+        .filter_map(|c| match c {
+            ChunkRepr::HeartbeatAck(a) => Some(a.info.to_vec()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        acks,
+        vec![probe_info.to_vec(), hb_info.to_vec()],
+        "both, in order"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Collisions and restart (§5.2)
 // ---------------------------------------------------------------------------------------

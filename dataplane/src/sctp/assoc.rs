@@ -353,8 +353,66 @@ const ERROR_BYTES: usize = 512;
 /// parameter that would go past them is not reported.
 const INIT_ACK_REPORT_BYTES: usize = 512;
 const HB_ACK_INFO: usize = 512;
+/// HEARTBEATs answered at once: an RFC 8899 probe and an ordinary HEARTBEAT can arrive in
+/// one burst (both timers due at one moment), and each needs its own ACK.
+const HB_ACKS: usize = 2;
 const HB_INFO_LEN: usize = 16;
 const MAX_GAP_BLOCKS: usize = 64;
+
+/// HEARTBEAT ACKs owed (RFC 9260 §8.3: "The receiver of the HEARTBEAT ... SHOULD immediately
+/// respond with a HEARTBEAT ACK ... copying the Heartbeat Information"), in arrival order. One
+/// slot lost the ACK of an RFC 8899 probe whenever the peer's ordinary HEARTBEAT came in the
+/// same burst: the probe counted as lost, and the search waited PROBE_TIMER for nothing. A
+/// flood beyond [`HB_ACKS`] keeps the first ones (the later overwrite the last slot).
+#[derive(Debug, Clone)]
+struct HbAcks {
+    len: [usize; HB_ACKS],
+    info: [[u8; HB_ACK_INFO]; HB_ACKS],
+    n: usize,
+}
+
+impl Default for HbAcks {
+    fn default() -> Self {
+        HbAcks {
+            len: [0; HB_ACKS],
+            info: [[0; HB_ACK_INFO]; HB_ACKS],
+            n: 0,
+        }
+    }
+}
+
+impl HbAcks {
+    /// Owes an ACK echoing `info`; information longer than [`HB_ACK_INFO`] is not answered.
+    fn push(&mut self, info: &[u8]) {
+        if info.len() > HB_ACK_INFO {
+            return;
+        }
+        let k = self.n.min(HB_ACKS - 1);
+        self.info[k][..info.len()].copy_from_slice(info);
+        self.len[k] = info.len();
+        self.n = (self.n + 1).min(HB_ACKS);
+    }
+
+    fn front(&self) -> Option<&[u8]> {
+        (self.n > 0).then(|| &self.info[0][..self.len[0]])
+    }
+
+    fn pop_front(&mut self) {
+        if self.n == 0 {
+            return;
+        }
+        for k in 1..self.n {
+            self.len[k - 1] = self.len[k];
+            let (head, tail) = self.info.split_at_mut(k);
+            head[k - 1][..self.len[k]].copy_from_slice(&tail[0][..self.len[k]]);
+        }
+        self.n -= 1;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 enum AbortCause {
@@ -397,8 +455,7 @@ struct Pending {
     shutdown_ack: bool,
     shutdown_complete: bool,
     heartbeat: bool,
-    hb_ack: Option<usize>,
-    hb_ack_info: [u8; HB_ACK_INFO],
+    hb_acks: HbAcks,
     abort: Option<AbortCause>,
     causes: [Option<PendingCause>; MAX_PENDING_CAUSES],
     error_bytes: Vec<u8>,
@@ -671,8 +728,7 @@ impl Association {
                 shutdown_ack: false,
                 shutdown_complete: false,
                 heartbeat: false,
-                hb_ack: None,
-                hb_ack_info: [0; HB_ACK_INFO],
+                hb_acks: HbAcks::default(),
                 abort: None,
                 causes: [None; MAX_PENDING_CAUSES],
                 error_bytes: Vec::with_capacity(ERROR_BYTES),
@@ -945,6 +1001,30 @@ impl Association {
     pub fn plpmtud_ptb(&mut self, now: Instant, sctp_size: usize) {
         if let Some(p) = self.plpmtud.as_mut() {
             p.on_ptb(now, sctp_size);
+        }
+        self.sync_plpmtud_timer();
+    }
+
+    /// Whether RFC 8899 discovery runs on this association's path (then a path MTU is raised
+    /// only by a probe that passed: [`Association::plpmtud_search`]).
+    pub fn plpmtud_on(&self) -> bool {
+        self.plpmtud.is_some()
+    }
+
+    /// A lowered path MTU has aged (RFC 1191 §6.3, RFC 8201 §5.3): RFC 8899 discovery searches
+    /// up from it ([`Plpmtud::search`]) rather than the caller raising it on trust.
+    pub fn plpmtud_search(&mut self, now: Instant) {
+        if let Some(p) = self.plpmtud.as_mut() {
+            p.search(now);
+        }
+        self.sync_plpmtud_timer();
+    }
+
+    /// The probe due may be `ceiling` bytes at most ([`Plpmtud::limit`]: an ESP SA's path
+    /// MTU as an SCTP packet size, RFC 4301 §8.2.1).
+    pub fn limit_probe(&mut self, now: Instant, ceiling: usize) {
+        if let Some(p) = self.plpmtud.as_mut() {
+            p.limit(now, ceiling);
         }
         self.sync_plpmtud_timer();
     }
@@ -1647,9 +1727,8 @@ impl Association {
                 Flow::Continue
             }
             ChunkRepr::Heartbeat(hb) => {
-                if hb.info.len() <= HB_ACK_INFO && self.state != State::CookieWait {
-                    self.pending.hb_ack_info[..hb.info.len()].copy_from_slice(hb.info);
-                    self.pending.hb_ack = Some(hb.info.len());
+                if self.state != State::CookieWait {
+                    self.pending.hb_acks.push(hb.info);
                 }
                 Flow::Continue
             }
@@ -3120,14 +3199,14 @@ impl Association {
         if self.ack_due.sack && (self.ack_due.sack_now || data_next || any) && !crowds_rtx {
             any |= self.push_sack(&mut b);
         }
-        if let Some(n) = self.pending.hb_ack {
-            let info = &self.pending.hb_ack_info[..n];
+        while let Some(info) = self.pending.hb_acks.front() {
             if b.push(&ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info }))
-                .is_ok()
+                .is_err()
             {
-                self.pending.hb_ack = None;
-                any = true;
+                break;
             }
+            self.pending.hb_acks.pop_front();
+            any = true;
         }
         if self.pending.heartbeat {
             if let Some(nonce) = self.path.hb_nonce {
@@ -3328,8 +3407,7 @@ impl Association {
             shutdown_ack,
             shutdown_complete,
             heartbeat,
-            hb_ack,
-            hb_ack_info: _,
+            hb_acks,
             abort,
             causes,
             error_bytes: _,
@@ -3348,7 +3426,7 @@ impl Association {
             || *shutdown_complete
             || *heartbeat
             || *fast_rtx)
-            && hb_ack.is_none()
+            && hb_acks.is_empty()
             && abort.is_none()
             && causes[0].is_none()
             && ootb_shutdown_complete.is_none()

@@ -182,6 +182,42 @@ impl Plpmtud {
         self.changed = false;
     }
 
+    /// The path may carry more than the PLPMTU now (ICMP's lowered estimate is old, RFC 1191
+    /// §6.3, RFC 8201 §5.3): search up from it, the largest size first (§5.3), instead of
+    /// raising it on trust (§4.6.2: a PTB, and so its absence, never raises the PLPMTU; only a
+    /// probe that passes does). Nothing to do in BASE or ERROR (already probing) or while a
+    /// search runs.
+    pub fn search(&mut self, now: Instant) {
+        if self.state != State::SearchComplete {
+            return;
+        }
+        self.state = State::Searching;
+        self.failed = self.max + 1;
+        self.timer = None;
+        self.next(now);
+    }
+
+    /// The largest SCTP packet the path passes whole is `ceiling` (an ESP SA's path MTU less
+    /// its overhead, RFC 4301 §8.2.1): a probe due above it is not sent, since the port would
+    /// fragment it (or clear a tunnel's DF) and it would confirm a size that crosses only in
+    /// fragments. The search goes on below it, at `ceiling` first (as after a PTB, §4.6.2),
+    /// or is complete. BASE_PLPMTU is probed whatever the ceiling: it is the smallest size
+    /// the search uses (§5.1.2).
+    pub fn limit(&mut self, now: Instant, ceiling: usize) {
+        let ceiling = ceiling & !3;
+        if !self.due || self.state != State::Searching || self.probed <= ceiling {
+            return;
+        }
+        self.failed = self.failed.min(ceiling + 4);
+        self.nonce = None;
+        self.probe_count = 0;
+        if ceiling <= self.plpmtu {
+            self.complete(now);
+        } else {
+            self.probe(ceiling);
+        }
+    }
+
     /// T3-rtx expired with the earliest outstanding chunk in a packet of `packet_len` bytes.
     /// Returns true if that makes a black hole (RFC 8899 §4.3): the PLPMTU is BASE_PLPMTU
     /// now ([`Plpmtud::changed`]) and a probe of it is due.
@@ -572,6 +608,68 @@ mod tests {
         p.set(1240);
         assert_eq!(p.timer(), None, "ICMP's estimate ages on its own clock");
         assert_eq!(p.changed(), None, "and is not discovery's to age");
+    }
+
+    /// RFC 8899 §4.6.2 ("a PL MUST NOT increase the PLPMTU based on a PTB") with §5.1.1:
+    /// the ICMP path ages its lowered estimate after ten minutes (RFC 1191 §6.3), and with
+    /// discovery on that starts a search, the largest size first, instead of raising on
+    /// trust: the PLPMTU moves only once the probe's acknowledgement confirms the size.
+    #[test]
+    fn an_aged_icmp_estimate_is_searched_up_not_raised_rfc8899_4_6_2() {
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        p.set(1240);
+        p.search(at(0));
+        assert_eq!(p.state(), State::Searching);
+        assert_eq!(p.plpmtu(), 1240, "nothing raised before a probe passes");
+        assert_eq!(p.changed(), None);
+        let (size, n) = send(&mut p, at(0));
+        assert_eq!(size, MAX, "the largest size first");
+        assert!(p.on_probe_ack(at(0), n, size));
+        assert_eq!(p.changed(), Some(MAX));
+        // A search already under way (or BASE confirming itself) is left as it is.
+        black_hole(&mut p);
+        p.search(at(0));
+        assert_eq!(p.state(), State::Base);
+        assert_eq!(send(&mut p, at(0)).0, BASE_PLPMTU);
+    }
+
+    /// RFC 4301 §8.2.1 with RFC 8899 §5.1.2: an ESP SA whose path MTU leaves 1340 bytes of
+    /// SCTP: the search's largest probe would be sealed above it and cross as fragments (the
+    /// port fragments it, or clears a tunnel's DF), confirming a size that passes only in
+    /// pieces. The probe is made at the ceiling instead, and the search never goes above it.
+    #[test]
+    fn no_probe_is_made_above_the_sas_path_mtu_rfc4301_8_2_1() {
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        p.set(1240);
+        p.search(at(0));
+        p.limit(at(0), 1342);
+        let (size, n) = send(&mut p, at(0));
+        assert_eq!(size, 1340, "the ceiling, whole words");
+        assert!(p.on_probe_ack(at(0), n, size));
+        assert_eq!(p.plpmtu(), 1340);
+        assert_eq!(
+            p.state(),
+            State::SearchComplete,
+            "nothing above the ceiling"
+        );
+        assert_eq!(
+            p.timer(),
+            Some(at(0) + PMTU_RAISE_TIMER),
+            "searched again later"
+        );
+        // At or below the PLPMTU the search is complete at once: nothing to probe.
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        p.set(1240);
+        p.search(at(0));
+        p.limit(at(0), 1240);
+        assert!(!p.probe_due());
+        assert_eq!(p.state(), State::SearchComplete);
+        // A probe at or below the ceiling is left as it is.
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        p.set(1240);
+        p.search(at(0));
+        p.limit(at(0), MAX + 100);
+        assert_eq!(send(&mut p, at(0)).0, MAX);
     }
 
     #[test]
