@@ -1985,20 +1985,28 @@ impl<P: Port> DataCore<P> {
             v => v == a.peer_tag(),
         };
         let peer = s.peer;
+        // Whether the ICMP lowered the path MTU or named the size in use: only such an ICMP
+        // confirms the lowered estimate (RFC 1191 §6.3). A PTB above it answered a probe.
+        let mut confirms = false;
         match t.path_mtu() {
-            Some(mtu) if tag_ok && c.lower_path_mtu(mtu, peer) => self.stats.pmtu_lowered += 1,
+            Some(mtu) if tag_ok && c.lower_path_mtu(mtu, peer) => {
+                self.stats.pmtu_lowered += 1;
+                confirms = true;
+            }
             Some(mtu) if tag_ok => {
                 // RFC 8899 §6.2.1.4: not below the path MTU, so about a probe above it.
-                c.plpmtud_ptb(now, mtu.saturating_sub(Interface::ip_header_len(peer)));
+                c.plpmtud_ptb(now, mtu, peer);
                 self.stats.icmp_ignored += 1;
+                let sctp = mtu.saturating_sub(Interface::ip_header_len(peer));
+                confirms = sctp <= c.association().path_mtu();
             }
             _ => self.stats.icmp_ignored += 1,
         }
-        if tag_ok && c.association().path_mtu() < s.link_mtu {
+        if confirms && c.association().path_mtu() < s.link_mtu {
             // RFC 1191 §6.3: a valid ICMP confirms the lowered estimate; it ages from now.
             s.pmtu_lowered_at = Some(now);
         }
-        if tag_ok {
+        if confirms {
             // §6.9: a chunk sent before the drop, larger than the new path MTU, leaves without
             // DF from now on (IPv4), or as source fragments (IPv6, RFC 8200 §4.5: no router
             // fragments it): the interface learns where the path MTU lies. Renewed by
@@ -2055,7 +2063,8 @@ impl<P: Port> DataCore<P> {
     /// SA protecting it still allows (its own PMTU ages out the same way, RFC 4301 §8.2.2),
     /// and the interface forgets the lowered estimate (DF again over IPv4, no source
     /// fragments over IPv6). New DATA and DDP segments are cut at the larger size (RFC 5043
-    /// §9: the MULPDU follows).
+    /// §9: the MULPDU follows). With RFC 8899 discovery on, its probes search up instead,
+    /// and only what they confirm is raised.
     fn raise_path_mtu(&mut self, now: Instant, k: usize) {
         let Some(s) = self.slots[k].as_mut() else {
             return;
@@ -2068,6 +2077,15 @@ impl<P: Port> DataCore<P> {
             .iface
             .address_for(peer)
             .and_then(|local| self.port.esp_sctp_mtu(local, peer, lport, pport));
+        if c.plpmtud_on() {
+            // RFC 8899 §4.6.2, §5.1.1: with discovery on, only a probe that passed raises the
+            // path MTU. The search starts here (its probe no larger than the SA allows,
+            // `plpmtud`); what it confirms reaches the interface there, and discovery's own
+            // PMTU_RAISE_TIMER takes over from ICMP's aging.
+            s.pmtu_lowered_at = None;
+            c.plpmtud_search(now);
+            return;
+        }
         let to = sa_cap.map_or(s.link_mtu, |cap| cap.min(s.link_mtu));
         let before = c.association().path_mtu();
         // Still capped by a fresh SA PMTU: confirmed, it ages from now.
@@ -2116,6 +2134,17 @@ impl<P: Port> DataCore<P> {
         }
         if !c.probe_due() {
             return;
+        }
+        // RFC 4301 §8.2.1: a probe sealed above the SA's path MTU would leave in fragments (or
+        // without a tunnel's DF) and confirm a size that crosses only so.
+        let a = c.association();
+        let (lport, pport) = (a.local_port(), a.peer_port());
+        let sa_ceiling = self
+            .iface
+            .address_for(peer)
+            .and_then(|local| self.port.esp_sctp_mtu(local, peer, lport, pport));
+        if let Some(ceiling) = sa_ceiling {
+            c.limit_probe(now, ceiling);
         }
         let h = Interface::header_len(peer);
         if let Some(len) = c.poll_probe(now, &mut self.out.frame[h..]) {

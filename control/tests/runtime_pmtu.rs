@@ -263,6 +263,18 @@ fn behind_the_router(server: IpAddr, len: usize) -> Setup {
 /// [`behind_the_router`] with the SCTP configuration's own `path_mtu` (`None`: its default),
 /// the runtime's link of 1500 bytes setting each association's path MTU.
 fn behind_the_router_with(server: IpAddr, len: usize, path_mtu: Option<usize>) -> Setup {
+    behind_the_router_cfg(server, len, path_mtu, true, 0)
+}
+
+/// [`behind_the_router_with`], with RFC 8899 discovery on (`discovery`, the default) or off,
+/// and `headroom` bytes of each link kept for ESP (the runtime's `esp_headroom`).
+fn behind_the_router_cfg(
+    server: IpAddr,
+    len: usize,
+    path_mtu: Option<usize>,
+    discovery: bool,
+    headroom: usize,
+) -> Setup {
     let (pa, pb) = pair(2, 1024);
     let pb = Arc::new(pb);
     let router = Arc::new(Router {
@@ -285,10 +297,12 @@ fn behind_the_router_with(server: IpAddr, len: usize, path_mtu: Option<usize>) -
     });
     let link = |c: Config| Config {
         path_mtu: path_mtu.unwrap_or(c.path_mtu),
+        plpmtud_probe_timer: c.plpmtud_probe_timer.filter(|_| discovery),
         ..c
     };
     let cfg = RuntimeConfig {
         link_mtu: 1500,
+        esp_headroom: headroom,
         ..RuntimeConfig::default()
     };
     let a = runtime_on(
@@ -655,6 +669,8 @@ struct SaPort {
     generation: AtomicU64,
     /// The SCTP packet size the SA's PMTU leaves; 0: none recorded.
     sctp_mtu: AtomicU64,
+    /// The longest IP packet sent (before ESP, which this port stands in for).
+    longest: AtomicU64,
 }
 
 impl Port for SaPort {
@@ -678,6 +694,11 @@ impl Port for SaPort {
         self.inner.rx_burst(queue, out, max)
     }
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<HeapBuf>) -> usize {
+        for b in pkts.iter() {
+            if let Some((len, _)) = ip_len(b.data()) {
+                self.longest.fetch_max(len as u64, Relaxed);
+            }
+        }
         self.inner.tx_burst(queue, pkts)
     }
     fn alloc_bulk(&self, out: &mut Vec<HeapBuf>, n: usize, len: usize) -> bool {
@@ -724,6 +745,7 @@ fn under_an_sa(
             inner,
             generation: AtomicU64::new(0),
             sctp_mtu: AtomicU64::new(0),
+            longest: AtomicU64::new(0),
         })
     };
     let (sa, pb) = (sa_port(pa), sa_port(pb));
@@ -793,6 +815,42 @@ fn an_sas_path_mtu_reaches_the_association_on_its_own_core_rfc4301_8_2_1() {
     assert_eq!(r.crc32c(0, len).unwrap(), crc32c(&data));
 }
 
+/// RFC 4301 §8.2.1 with RFC 8899 §5.1.2: an SA's path MTU bounds the search too. Sealed
+/// above it, a probe leaves in fragments (the IPsec port fragments sealed IPv6, and clears a
+/// tunnel's outer DF) and its acknowledgement confirms a size that crosses only in pieces.
+/// The SA lowered the association to 1343; ten minutes on, its path MTU leaves 1400 bytes of
+/// SCTP, and the search that ICMP's aging starts probes 1400, not the link's 1480. Once the
+/// SA holds no path MTU, the next search (PMTU_RAISE_TIMER) probes the link's size.
+#[test]
+fn no_probe_goes_above_the_sas_path_mtu_rfc4301_8_2_1() {
+    use ddpdk_control::runtime::PMTU_AGE;
+    use ddpdk_dataplane::sctp::plpmtud::PMTU_RAISE_TIMER;
+    let (sa, mut l, _reg, _region) = under_an_sa(1, 0, 4096);
+    sa.sctp_mtu.store(1343, Relaxed);
+    sa.generation.fetch_add(1, Relaxed);
+    l.step();
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, 1343);
+    sa.sctp_mtu.store(1400, Relaxed);
+    sa.longest.store(0, Relaxed);
+    l.now += PMTU_AGE;
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    assert_eq!(r.stats.plpmtud_probes, 1, "{:?}", r.stats);
+    assert_eq!(
+        sa.longest.load(Relaxed),
+        1400 + 20,
+        "the probe at the SA's ceiling, not above"
+    );
+    assert_eq!(r.assocs[0].path_mtu, 1400, "confirmed by it");
+    sa.sctp_mtu.store(0, Relaxed);
+    l.now += PMTU_RAISE_TIMER;
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    assert_eq!(r.stats.plpmtud_probes, 2);
+    assert_eq!(sa.longest.load(Relaxed), 1500, "the link's size");
+    assert_eq!(r.assocs[0].path_mtu, 1480);
+}
+
 /// RFC 4301 §8.2.1 (review): a later association to the same peer, under the same outbound
 /// SA, starts at the SA's path MTU, as the first one ran at it: the SA's PMTU less the SA's
 /// own overhead and the inner header. The runtime tells the interface the SA-derived inner IP
@@ -853,12 +911,23 @@ fn a_second_association_under_an_sas_pmtu_starts_at_it_rfc4301_8_2_1() {
 /// RFC 1191 §6.3 and RFC 8201 §5.3: a path MTU ICMP lowered ages out. With `grown`, the path
 /// carries full-size packets again after the drop (the router's next hop back at 1500): ten
 /// minutes later, the association's path MTU is the link's again, and a write crosses in
-/// full-size packets with no ICMP. Without, the first full-size packet draws the router's ICMP
-/// again, the path MTU falls back, and the write completes all the same. Either way, less than
-/// ten minutes changes nothing.
-fn a_lowered_path_mtu_ages_out(server: IpAddr, grown: bool) {
+/// full-size packets with no ICMP. Less than ten minutes changes nothing.
+///
+/// Without `discovery` (RFC 8899 off), the estimate is raised on trust (RFC 1191's way): where
+/// the path did not grow, the first full-size DATA draws the router's ICMP again, the path MTU
+/// falls back, and the write completes all the same. With it, RFC 8899 §4.6.2 (only a probe
+/// that passed raises the PLPMTU) and §5.1.1: the aged estimate starts a search whose first
+/// probe (the link's size) is what the router drops; its PTB ends the search, and no DATA is
+/// ever sent too big. Raising on trust with discovery on lost full-size DATA at the hop again.
+fn a_lowered_path_mtu_ages_out(server: IpAddr, grown: bool, discovery: bool) {
     let len = 64 * 1024;
-    let (mut l, reg, region, router, data) = behind_the_router(server, 3 * len);
+    let (mut l, reg, region, router, data) = behind_the_router_cfg(
+        server,
+        3 * len,
+        Some(1500 - Interface::ip_header_len(server)),
+        discovery,
+        0,
+    );
     let link = 1500 - Interface::ip_header_len(server);
     let small = HOP_MTU - Interface::ip_header_len(server);
     l.ca.submit(
@@ -871,15 +940,49 @@ fn a_lowered_path_mtu_ages_out(server: IpAddr, grown: bool) {
     if grown {
         router.hop.store(1500, Relaxed);
     }
-    l.now += ddpdk_control::runtime::PMTU_AGE / 2;
-    l.run_until_quiet();
-    assert_eq!(l.ka[0].report().assocs[0].path_mtu, small, "not yet");
-    assert_eq!(l.ka[0].report().stats.pmtu_raised, 0);
+    let (dropped, lowered) = (
+        router.dropped.load(Relaxed),
+        l.ka[0].report().stats.pmtu_lowered,
+    );
     l.now += ddpdk_control::runtime::PMTU_AGE / 2;
     l.run_until_quiet();
     let r = l.ka[0].report();
-    assert_eq!(r.assocs[0].path_mtu, link, "taken back to the link's");
-    assert_eq!(r.stats.pmtu_raised, 1);
+    assert_eq!(r.assocs[0].path_mtu, small, "not yet");
+    assert_eq!(r.stats.pmtu_raised + r.stats.plpmtud_raised, 0);
+    assert_eq!(r.stats.plpmtud_probes, 0, "nothing probed yet");
+    l.now += ddpdk_control::runtime::PMTU_AGE / 2;
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    match (grown, discovery) {
+        (true, false) => {
+            assert_eq!(r.assocs[0].path_mtu, link, "taken back to the link's");
+            assert_eq!(r.stats.pmtu_raised, 1);
+        }
+        (true, true) => {
+            assert_eq!(
+                r.assocs[0].path_mtu, link,
+                "a probe confirmed the link's size"
+            );
+            assert_eq!((r.stats.pmtu_raised, r.stats.plpmtud_raised), (0, 1));
+            assert_eq!(r.stats.plpmtud_probes, 1);
+        }
+        (false, false) => {
+            assert_eq!(
+                r.assocs[0].path_mtu, link,
+                "taken back to the link's on trust"
+            );
+        }
+        (false, true) => {
+            assert_eq!(r.assocs[0].path_mtu, small, "no probe passed: not raised");
+            assert_eq!(r.stats.plpmtud_probes, 1);
+            assert_eq!(
+                router.dropped.load(Relaxed),
+                dropped + 1,
+                "the probe, and nothing else, was too big"
+            );
+            assert_eq!(r.stats.pmtu_lowered, lowered, "its PTB lowered nothing");
+        }
+    }
     let (dropped, lowered) = (router.dropped.load(Relaxed), r.stats.pmtu_lowered);
     router.longest.store(0, Relaxed);
     l.ca.submit(
@@ -902,6 +1005,10 @@ fn a_lowered_path_mtu_ages_out(server: IpAddr, grown: bool) {
             "full-size packets again: {}",
             router.longest.load(Relaxed)
         );
+    } else if discovery {
+        assert_eq!(router.dropped.load(Relaxed), dropped, "no DATA too big");
+        assert_eq!(r.stats.pmtu_lowered, lowered);
+        assert_eq!(r.assocs[0].path_mtu, small);
     } else {
         assert!(
             router.dropped.load(Relaxed) > dropped,
@@ -916,14 +1023,56 @@ fn a_lowered_path_mtu_ages_out(server: IpAddr, grown: bool) {
 
 #[test]
 fn a_lowered_path_mtu_ages_out_when_the_path_grew_again_rfc1191_6_3() {
-    a_lowered_path_mtu_ages_out(IpAddr::V4(B4), true);
-    a_lowered_path_mtu_ages_out(IpAddr::V6(B6), true);
+    a_lowered_path_mtu_ages_out(IpAddr::V4(B4), true, false);
+    a_lowered_path_mtu_ages_out(IpAddr::V6(B6), true, false);
 }
 
 #[test]
 fn a_lowered_path_mtu_that_aged_out_is_found_again_rfc8201_5_3() {
-    a_lowered_path_mtu_ages_out(IpAddr::V4(B4), false);
-    a_lowered_path_mtu_ages_out(IpAddr::V6(B6), false);
+    a_lowered_path_mtu_ages_out(IpAddr::V4(B4), false, false);
+    a_lowered_path_mtu_ages_out(IpAddr::V6(B6), false, false);
+}
+
+#[test]
+fn an_aged_path_mtu_is_raised_by_a_probe_that_passed_rfc8899_4_6_2() {
+    a_lowered_path_mtu_ages_out(IpAddr::V4(B4), true, true);
+    a_lowered_path_mtu_ages_out(IpAddr::V6(B6), true, true);
+}
+
+#[test]
+fn an_aged_path_mtu_is_not_raised_where_the_probe_fails_rfc8899_4_6_2() {
+    a_lowered_path_mtu_ages_out(IpAddr::V4(B4), false, true);
+    a_lowered_path_mtu_ages_out(IpAddr::V6(B6), false, true);
+}
+
+/// RFC 8899 §4.6.2 with RFC 9260 §7.3, on a link keeping 73 bytes of each packet for ESP:
+/// ICMP's lowering and a probe's PTB must read one hop's size alike. The 1280-byte hop's ICMP
+/// lowered the association to 1280 - 20 - 73 = 1187 (the headroom kept, as the link's own
+/// size keeps it); ten minutes on, the search's probe draws the same hop's PTB. Taken without
+/// the headroom, the PTB said 1260: the search probed and confirmed it, and the association
+/// ran 73 bytes above what ICMP (and the link) allow it.
+#[test]
+fn a_probes_ptb_is_read_as_icmp_is_with_the_esp_headroom_rfc8899_4_6_2() {
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, router, data) =
+        behind_the_router_cfg(server, len, Some(1480), true, 73);
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, 1500 - 20 - 73);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write", |l| done(l, 1));
+    let lowered = HOP_MTU - 20 - 73;
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, lowered);
+    let dropped = router.dropped.load(Relaxed);
+    l.now += ddpdk_control::runtime::PMTU_AGE;
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    assert_eq!(
+        r.stats.plpmtud_probes, 1,
+        "the search's first probe, then its PTB"
+    );
+    assert_eq!(router.dropped.load(Relaxed), dropped + 1);
+    assert_eq!(r.assocs[0].path_mtu, lowered, "ICMP's size, headroom kept");
 }
 
 /// (Review, rev3.) RFC 1191 §6.3 ("when a Datagram Too Big message is received, the

@@ -238,9 +238,31 @@ impl Connection {
         self.assoc.poll_probe(now, buf)
     }
 
-    /// [`Association::plpmtud_ptb`]: a validated PTB that did not lower the path MTU.
-    pub fn plpmtud_ptb(&mut self, now: Instant, sctp_size: usize) {
-        self.assoc.plpmtud_ptb(now, sctp_size);
+    /// [`Association::plpmtud_ptb`]: a validated ICMP for this association saying the path to
+    /// `peer` carries `ip_mtu` bytes, which did not lower the path MTU (a probe was too big).
+    /// Its size as an SCTP packet is the one [`Connection::lower_path_mtu`] takes from the
+    /// same ICMP (less the link's ESP headroom): the search and ICMP's lowering agree on what
+    /// a hop allows, so a probe the PTB names is never followed by one ICMP would lower again.
+    pub fn plpmtud_ptb(&mut self, now: Instant, ip_mtu: usize, peer: IpAddr) {
+        let sctp = ip_mtu
+            .saturating_sub(Interface::ip_header_len(peer))
+            .saturating_sub(self.rx_slack);
+        self.assoc.plpmtud_ptb(now, sctp);
+    }
+
+    /// Whether RFC 8899 discovery runs on this association's path.
+    pub fn plpmtud_on(&self) -> bool {
+        self.assoc.plpmtud_on()
+    }
+
+    /// [`Association::plpmtud_search`]: an aged, lowered path MTU is searched up by probes.
+    pub fn plpmtud_search(&mut self, now: Instant) {
+        self.assoc.plpmtud_search(now);
+    }
+
+    /// [`Association::limit_probe`]: no probe above `ceiling` (an SA's path MTU, as SCTP).
+    pub fn limit_probe(&mut self, now: Instant, ceiling: usize) {
+        self.assoc.limit_probe(now, ceiling);
     }
 
     /// What the link carries beyond the path MTU this end sends with (IPsec's headroom): a
