@@ -2077,7 +2077,8 @@ impl<P: Port> DataCore<P> {
             .iface
             .address_for(peer)
             .and_then(|local| self.port.esp_sctp_mtu(local, peer, lport, pport));
-        if c.plpmtud_on() {
+        let closed = a.is_closed();
+        if c.plpmtud_on() && !closed {
             // RFC 8899 §4.6.2, §5.1.1: with discovery on, only a probe that passed raises the
             // path MTU. The search starts here (its probe no larger than the SA allows,
             // `plpmtud`); what it confirms reaches the interface there, and discovery's own
@@ -2088,13 +2089,17 @@ impl<P: Port> DataCore<P> {
         }
         let to = sa_cap.map_or(s.link_mtu, |cap| cap.min(s.link_mtu));
         let before = c.association().path_mtu();
-        // Still capped by a fresh SA PMTU: confirmed, it ages from now.
-        s.pmtu_lowered_at = (to < s.link_mtu).then_some(now);
-        if to <= before {
-            return;
+        // Still capped by a fresh SA PMTU: confirmed, it ages from now. A closed association
+        // ages the peer's estimate once, for the associations after it (RFC 1191 §5), and
+        // nothing of its own is raised or counted.
+        s.pmtu_lowered_at = (to < s.link_mtu && !closed).then_some(now);
+        if !closed {
+            if to <= before {
+                return;
+            }
+            c.set_path_mtu(to);
+            self.stats.pmtu_raised += 1;
         }
-        c.set_path_mtu(to);
-        self.stats.pmtu_raised += 1;
         match sa_cap {
             Some(_) if to < s.link_mtu => self
                 .iface

@@ -1075,6 +1075,56 @@ fn a_probes_ptb_is_read_as_icmp_is_with_the_esp_headroom_rfc8899_4_6_2() {
     assert_eq!(r.assocs[0].path_mtu, lowered, "ICMP's size, headroom kept");
 }
 
+/// RFC 1191 §5 and §6.3: an association that ICMP lowered and that then closed still ages the
+/// peer's estimate for the associations after it, but nothing of its own is raised or counted.
+/// `pmtu_raised` counted the closed association's raise; and once aging started RFC 8899
+/// searches instead, a closed association's search (never probed: it cannot send) kept the
+/// estimate for good, so every later association started lowered.
+#[test]
+fn a_closed_associations_estimate_ages_for_the_next_uncounted_rfc1191_6_3() {
+    use ddpdk_control::runtime::{Op, PMTU_AGE};
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, _router, data) = behind_the_router(server, len);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data))
+        .unwrap();
+    l.run_until("the write", |l| done(l, 1));
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, HOP_MTU - 20);
+    l.ca.submit(l.conn, Op::Shutdown).unwrap();
+    l.run_until("the end of the association", |l| {
+        l.ea.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(_),
+                    ..
+                }
+            )
+        })
+    });
+    l.run_until_quiet();
+    l.now += PMTU_AGE;
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    assert_eq!(
+        r.stats.pmtu_raised + r.stats.plpmtud_raised,
+        0,
+        "nothing raised"
+    );
+    assert_eq!(r.stats.plpmtud_probes, 0);
+    let conn2 = l.ca.connect(l.now, server, PORT).unwrap();
+    let mtu_of = |l: &Lockstep<Router>| {
+        l.ka[0]
+            .report()
+            .assocs
+            .iter()
+            .find(|a| a.conn == conn2)
+            .map(|a| a.path_mtu)
+    };
+    l.run_until("the second association adopted", |l| mtu_of(l).is_some());
+    assert_eq!(mtu_of(&l), Some(1480), "the estimate aged: the link's size");
+}
+
 /// (Review, rev3.) RFC 1191 §6.3 ("when a Datagram Too Big message is received, the
 /// timestamp [of the per-destination PMTU entry] is set") and RFC 8201 §5.3 ("MUST NOT
 /// attempt to detect an increase ... less than 5 minutes after a Packet Too Big message has
