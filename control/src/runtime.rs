@@ -1728,7 +1728,9 @@ impl<P: Port> DataCore<P> {
         let link_mtu = c.association().path_mtu();
         let mut pmtu_lowered_at = None;
         if let Some(mtu) = self.iface.lowered_path_mtu(peer).filter(|_| !under_sa) {
-            if c.lower_path_mtu(mtu, peer) {
+            // The entry is an SCTP size plus the IP header, the link's ESP headroom already
+            // off (`path_too_big`, `plpmtud`): not `lower_path_mtu`, which takes it off again.
+            if c.lower_sctp_mtu(mtu.saturating_sub(Interface::ip_header_len(peer))) {
                 pmtu_lowered_at = Some(now);
             }
         }
@@ -1995,9 +1997,8 @@ impl<P: Port> DataCore<P> {
             }
             Some(mtu) if tag_ok => {
                 // RFC 8899 §6.2.1.4: not below the path MTU, so about a probe above it.
-                c.plpmtud_ptb(now, mtu, peer);
+                let sctp = c.plpmtud_ptb(now, mtu, peer);
                 self.stats.icmp_ignored += 1;
-                let sctp = mtu.saturating_sub(Interface::ip_header_len(peer));
                 confirms = sctp <= c.association().path_mtu();
             }
             _ => self.stats.icmp_ignored += 1,
@@ -2125,7 +2126,9 @@ impl<P: Port> DataCore<P> {
                 .plpmtud()
                 .is_some_and(|p| p.state() == plpmtud::State::Base);
             s.pmtu_lowered_at = None;
-            if mtu >= s.link_mtu {
+            // MAX_PLPMTU is the link's size in whole words: a search that reached it is at
+            // the link's size.
+            if mtu >= s.link_mtu & !3 {
                 self.iface.forget_path_mtu(peer);
             } else {
                 self.iface

@@ -50,6 +50,8 @@ struct Router {
     hop: AtomicU64,
     /// ICMP filtered on the path: a packet too big vanishes unanswered (a black hole).
     silent: AtomicBool,
+    /// The last IPv4 SCTP frame sent through the router, for a test to quote in an ICMP.
+    last_sctp: std::sync::Mutex<Option<Vec<u8>>>,
 }
 
 impl Router {
@@ -186,6 +188,12 @@ impl Port for Router {
         let mut pass = Vec::with_capacity(pkts.len());
         let mut dropped = 0;
         let hop = self.hop.load(Relaxed) as usize;
+        for b in pkts.iter() {
+            let d = b.data();
+            if d.len() > 34 && d[12..14] == [0x08, 0x00] && d[23] == 132 {
+                *self.last_sctp.lock().unwrap() = Some(d.to_vec());
+            }
+        }
         for b in pkts.drain(..) {
             match ip_len(b.data()) {
                 Some((len, df)) if df && len > hop && self.back.is_some() => {
@@ -285,6 +293,7 @@ fn behind_the_router_cfg(
         longest: AtomicU64::new(0),
         hop: AtomicU64::new(HOP_MTU as u64),
         silent: AtomicBool::new(false),
+        last_sctp: std::sync::Mutex::new(None),
     });
     let pb = Arc::new(Router {
         inner: pb,
@@ -294,6 +303,7 @@ fn behind_the_router_cfg(
         longest: AtomicU64::new(0),
         hop: AtomicU64::new(HOP_MTU as u64),
         silent: AtomicBool::new(false),
+        last_sctp: std::sync::Mutex::new(None),
     });
     let link = |c: Config| Config {
         path_mtu: path_mtu.unwrap_or(c.path_mtu),
@@ -1534,5 +1544,147 @@ fn the_search_after_a_black_hole_never_probes_above_the_link_rfc8899_5_1_2() {
         l.ka[0].report().assocs[0].path_mtu,
         link,
         "the link's size found"
+    );
+}
+
+/// (Review) RFC 1191 §6.3: "only an ICMP that lowered or named the size in use renews the
+/// aging clocks". On a link keeping ESP headroom, the size in use
+/// (1280 - 20 - 73 = 1187) is named by an ICMP of 1280, exactly what lowered it
+/// (`lower_path_mtu` takes the headroom off). `path_too_big` tests `mtu - 20 <= path_mtu`
+/// without the headroom, so with headroom > 0 an ICMP that names the size in use never
+/// confirms: the estimate ages from the first ICMP, not the last. Without the headroom
+/// (control case) the same ICMP renews it.
+fn a_repeat_icmp_renews(headroom: usize) {
+    use ddpdk_control::runtime::PMTU_AGE;
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, router, data) =
+        behind_the_router_cfg(server, len, Some(1480), false, headroom);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write", |l| done(l, 1));
+    let lowered = HOP_MTU - 20 - headroom;
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, lowered);
+    l.run_until_quiet();
+    // 9/10 of PMTU_AGE on, the same hop's ICMP again (say, for a packet delayed in a queue).
+    l.now += PMTU_AGE * 9 / 10;
+    l.run_until_quiet();
+    let frame = router.last_sctp.lock().unwrap().clone().unwrap();
+    let mut icmp = vec![HeapBuf::new(Router::icmp(&frame, 0, HOP_MTU as u32))];
+    let ignored = l.ka[0].report().stats.icmp_ignored;
+    router.back.as_ref().unwrap().tx_burst(0, &mut icmp);
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    assert_eq!(
+        r.stats.icmp_ignored,
+        ignored + 1,
+        "the ICMP reached the association"
+    );
+    assert_eq!(r.assocs[0].path_mtu, lowered);
+    // 1.1 PMTU_AGE after the first ICMP, 0.2 after the confirming one: not aged.
+    l.now += PMTU_AGE / 5;
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    assert_eq!(
+        (r.assocs[0].path_mtu, r.stats.pmtu_raised),
+        (lowered, 0),
+        "headroom {headroom}: the ICMP naming the size in use renewed the estimate"
+    );
+}
+
+#[test]
+fn an_icmp_naming_the_size_in_use_renews_the_estimate_rfc1191_6_3() {
+    a_repeat_icmp_renews(0);
+}
+
+#[test]
+fn an_icmp_naming_the_size_in_use_renews_the_estimate_with_esp_headroom_rfc1191_6_3() {
+    a_repeat_icmp_renews(73);
+}
+
+/// (Review) RFC 1191 §6.3 / RFC 8899 §4.6.2 with a link keeping 73 bytes for ESP: the
+/// association's link size is 1500 - 20 - 73 = 1407, MAX_PLPMTU is whole words, 1404. The
+/// aged estimate's search confirms 1404, and `plpmtud()` compares it with `link_mtu` (1407):
+/// not at the link's size, so the interface is told 1424 instead of forgetting the lowered
+/// estimate, for good (nothing ages it: pmtu_lowered_at is None). Raising on trust forgot it. A later association to the same peer then starts from the interface's 1424,
+/// less the headroom again (1331), not the link's 1407.
+#[test]
+fn an_aged_estimate_searched_back_to_the_link_is_forgotten_with_esp_headroom_rfc8899_4_6_2() {
+    use ddpdk_control::runtime::PMTU_AGE;
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, router, data) =
+        behind_the_router_cfg(server, len, Some(1480), true, 73);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write", |l| done(l, 1));
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, HOP_MTU - 20 - 73);
+    assert!(l.ka[0].interface().lowered_path_mtu(server).is_some());
+    router.hop.store(1500, Relaxed);
+    l.now += PMTU_AGE;
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    assert_eq!(r.stats.plpmtud_raised, 1, "{:?}", r.stats);
+    assert!(r.assocs[0].path_mtu >= 1404, "{}", r.assocs[0].path_mtu);
+    assert_eq!(
+        l.ka[0].interface().lowered_path_mtu(server),
+        None,
+        "the path carries the link's size again: the lowered estimate is forgotten"
+    );
+}
+
+/// (Review; older than RFC 8899 discovery) RFC 1191 §5 with the link's ESP headroom: the
+/// interface's per-peer entry is written as the association's path MTU plus the IP header
+/// (1187 + 20 = 1207: the headroom already off), and a later association to the peer reads
+/// it with `lower_path_mtu`, which takes the headroom off again: 1114, not the 1187 the hop
+/// allows. The same holds for an entry `plpmtud()` writes after a search.
+#[test]
+fn a_later_association_reads_the_cached_estimate_with_the_headroom_once_rfc1191_5() {
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, _router, data) =
+        behind_the_router_cfg(server, len, Some(1480), false, 73);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write", |l| done(l, 1));
+    let lowered = HOP_MTU - 20 - 73;
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, lowered);
+    l.ca.submit(l.conn, ddpdk_control::runtime::Op::Shutdown)
+        .unwrap();
+    l.run_until("the end of the first association", |l| {
+        l.ea.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(_),
+                    ..
+                }
+            )
+        })
+    });
+    l.run_until_quiet();
+    let _conn2 = l.ca.connect(l.now, server, PORT).unwrap();
+    l.run_until("the second association", |l| {
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Connected { .. },
+                        ..
+                    }
+                )
+            })
+            .count()
+            == 2
+    });
+    l.run_until_quiet();
+    let r = l.ka[0].report();
+    let mtus: Vec<usize> = r.assocs.iter().map(|a| a.path_mtu).collect();
+    assert_eq!(
+        mtus.last(),
+        Some(&lowered),
+        "all {mtus:?}; iface entry {:?}",
+        l.ka[0].interface().lowered_path_mtu(server)
     );
 }

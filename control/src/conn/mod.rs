@@ -243,11 +243,12 @@ impl Connection {
     /// Its size as an SCTP packet is the one [`Connection::lower_path_mtu`] takes from the
     /// same ICMP (less the link's ESP headroom): the search and ICMP's lowering agree on what
     /// a hop allows, so a probe the PTB names is never followed by one ICMP would lower again.
-    pub fn plpmtud_ptb(&mut self, now: Instant, ip_mtu: usize, peer: IpAddr) {
+    pub fn plpmtud_ptb(&mut self, now: Instant, ip_mtu: usize, peer: IpAddr) -> usize {
         let sctp = ip_mtu
             .saturating_sub(Interface::ip_header_len(peer))
             .saturating_sub(self.rx_slack);
         self.assoc.plpmtud_ptb(now, sctp);
+        sctp
     }
 
     /// Whether RFC 8899 discovery runs on this association's path.

@@ -363,7 +363,8 @@ const MAX_GAP_BLOCKS: usize = 64;
 /// respond with a HEARTBEAT ACK ... copying the Heartbeat Information"), in arrival order. One
 /// slot lost the ACK of an RFC 8899 probe whenever the peer's ordinary HEARTBEAT came in the
 /// same burst: the probe counted as lost, and the search waited PROBE_TIMER for nothing. A
-/// flood beyond [`HB_ACKS`] keeps the first ones (the later overwrite the last slot).
+/// flood beyond [`HB_ACKS`] keeps the first and the latest (each later one overwrites the
+/// last slot).
 #[derive(Debug, Clone)]
 struct HbAcks {
     len: [usize; HB_ACKS],

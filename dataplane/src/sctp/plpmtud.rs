@@ -672,6 +672,43 @@ mod tests {
         assert_eq!(send(&mut p, at(0)).0, MAX);
     }
 
+    /// (Review) RFC 4301 §8.2.1 ceiling's corners: a repeat due above the ceiling is made
+    /// afresh at it (the old probe's ACK confirms nothing), the next search is limited again,
+    /// and a ceiling below BASE_PLPMTU while searching completes the search, timer armed.
+    #[test]
+    fn the_probe_ceilings_corners_rfc4301_8_2_1() {
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        p.set(1240);
+        p.search(at(0));
+        let (size, old) = send(&mut p, at(0));
+        assert_eq!(size, MAX);
+        p.on_timer(at(0) + PROBE_TIMER);
+        assert!(p.probe_due(), "the repeat");
+        p.limit(at(16), 1300);
+        let (size, n) = p.take_probe(at(16), 99).unwrap();
+        assert_eq!((size, n), (1300, 99), "a fresh probe at the ceiling");
+        assert!(!p.on_probe_ack(at(17), old, MAX), "the old probe's ACK");
+        assert!(p.on_probe_ack(at(17), n, 1300));
+        assert_eq!((p.plpmtu(), p.state()), (1300, State::SearchComplete));
+        assert_eq!(p.timer(), Some(at(17) + PMTU_RAISE_TIMER));
+        // The next search: the largest size first, limited again.
+        p.on_timer(at(17) + PMTU_RAISE_TIMER);
+        assert!(p.probe_due());
+        p.limit(at(617), 1300);
+        assert!(!p.probe_due());
+        assert_eq!(p.state(), State::SearchComplete);
+        assert_eq!(p.timer(), Some(at(617) + PMTU_RAISE_TIMER));
+        // A ceiling below BASE_PLPMTU while searching above BASE: complete, timer armed.
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        black_hole(&mut p);
+        let (size, n) = send(&mut p, at(0));
+        assert!(p.on_probe_ack(at(0), n, size));
+        p.limit(at(0), 1000);
+        assert_eq!(p.state(), State::SearchComplete);
+        assert_eq!(p.plpmtu(), BASE_PLPMTU);
+        assert_eq!(p.timer(), Some(at(0) + PMTU_RAISE_TIMER));
+    }
+
     #[test]
     fn probe_timer_is_never_below_a_second_rfc8899_5_1_1() {
         let mut p = Plpmtud::new(MAX, Duration::from_millis(10));
