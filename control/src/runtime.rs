@@ -54,7 +54,7 @@ use ddpdk_dataplane::mem::{CoreStags, Revocation};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx, TooBig};
 use ddpdk_dataplane::port::region::PlacementBatch;
 use ddpdk_dataplane::port::{prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
-use ddpdk_dataplane::sctp::{plpmtud, Endpoint, Instant};
+use ddpdk_dataplane::sctp::{plpmtud, Association, Endpoint, Instant};
 use ddpdk_dataplane::trace;
 
 pub use crate::clock::Clock;
@@ -1714,17 +1714,9 @@ impl<P: Port> DataCore<P> {
         // association's: a new one starts there rather than sending full-size packets the
         // small hop fragments (their DF cleared by the interface's table) for good. Where the
         // outbound SA protecting the association holds a path MTU, that one is the path's
-        // (`esp_path_mtu` below, RFC 4301 §8.2.1): the interface's entry is then the inner IP
-        // size `esp_path_mtu` told it, and `lower_path_mtu` would take the ESP headroom off
-        // it a second time.
-        let under_sa = {
-            let a = c.association();
-            self.iface.address_for(peer).is_some_and(|local| {
-                self.port
-                    .esp_sctp_mtu(local, peer, a.local_port(), a.peer_port())
-                    .is_some()
-            })
-        };
+        // (`esp_path_mtu` below, RFC 4301 §8.2.1), and the interface's entry only the inner
+        // IP size `esp_path_mtu` told it.
+        let under_sa = sa_sctp_mtu(&self.iface, &*self.port, peer, c.association()).is_some();
         let link_mtu = c.association().path_mtu();
         let mut pmtu_lowered_at = None;
         if let Some(mtu) = self.iface.lowered_path_mtu(peer).filter(|_| !under_sa) {
@@ -2072,13 +2064,7 @@ impl<P: Port> DataCore<P> {
         };
         let peer = s.peer;
         let c = s.c.get_mut();
-        let a = c.association();
-        let (lport, pport) = (a.local_port(), a.peer_port());
-        let sa_cap = self
-            .iface
-            .address_for(peer)
-            .and_then(|local| self.port.esp_sctp_mtu(local, peer, lport, pport));
-        let closed = a.is_closed();
+        let closed = c.association().is_closed();
         if c.plpmtud_on() && !closed {
             // RFC 8899 §4.6.2, §5.1.1: with discovery on, only a probe that passed raises the
             // path MTU. The search starts here (its probe no larger than the SA allows,
@@ -2088,6 +2074,7 @@ impl<P: Port> DataCore<P> {
             c.plpmtud_search(now);
             return;
         }
+        let sa_cap = sa_sctp_mtu(&self.iface, &*self.port, peer, c.association());
         let to = sa_cap.map_or(s.link_mtu, |cap| cap.min(s.link_mtu));
         let before = c.association().path_mtu();
         // Still capped by a fresh SA PMTU: confirmed, it ages from now. A closed association
@@ -2145,13 +2132,7 @@ impl<P: Port> DataCore<P> {
         }
         // RFC 4301 §8.2.1: a probe sealed above the SA's path MTU would leave in fragments (or
         // without a tunnel's DF) and confirm a size that crosses only so.
-        let a = c.association();
-        let (lport, pport) = (a.local_port(), a.peer_port());
-        let sa_ceiling = self
-            .iface
-            .address_for(peer)
-            .and_then(|local| self.port.esp_sctp_mtu(local, peer, lport, pport));
-        if let Some(ceiling) = sa_ceiling {
+        if let Some(ceiling) = sa_sctp_mtu(&self.iface, &*self.port, peer, c.association()) {
             c.limit_probe(now, ceiling);
         }
         let h = Interface::header_len(peer);
@@ -2815,6 +2796,18 @@ impl<P: Port> std::fmt::Debug for DataCore<P> {
             .field("stats", &self.stats)
             .finish()
     }
+}
+
+/// RFC 4301 §8.2.1: the SCTP packet size the outbound SA protecting association `a` to `peer`
+/// leaves of its path MTU ([`Port::esp_sctp_mtu`]), if it holds one.
+fn sa_sctp_mtu<P: Port>(
+    iface: &Interface,
+    port: &P,
+    peer: IpAddr,
+    a: &Association,
+) -> Option<usize> {
+    let local = iface.address_for(peer)?;
+    port.esp_sctp_mtu(local, peer, a.local_port(), a.peer_port())
 }
 
 #[cfg(test)]

@@ -336,6 +336,38 @@ fn behind_the_router_cfg(
     (l, reg, region, router, data)
 }
 
+/// How many `Closed` indications `events` hold.
+fn closes(events: &[Event]) -> usize {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(_),
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+/// How many `Connected` indications `events` hold.
+fn connects(events: &[Event]) -> usize {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
 /// The MULPDUs the client's ULP was told of after `Connected` (RFC 5043 §9 item 1).
 fn mulpdu_changes(l: &Lockstep<Router>) -> Vec<usize> {
     l.ea.iter()
@@ -542,17 +574,7 @@ fn a_later_association_to_the_same_peer_keeps_df_and_finds_its_path_mtu() {
     );
     // The association ends (SHUTDOWN), and a new one to the same server begins.
     l.ca.submit(l.conn, Op::Shutdown).unwrap();
-    l.run_until("the end of the first association", |l| {
-        l.ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Closed(_),
-                    ..
-                }
-            )
-        })
-    });
+    l.run_until("the end of the first association", |l| closes(&l.ea) >= 1);
     l.run_until_quiet();
     let conn2 = l.ca.connect(l.now, server, PORT).unwrap();
     let connected = |l: &Lockstep<Router>| {
@@ -870,7 +892,6 @@ fn no_probe_goes_above_the_sas_path_mtu_rfc4301_8_2_1() {
 /// below what the SA allows (1270 instead of 1343 here, with 73 bytes of headroom).
 #[test]
 fn a_second_association_under_an_sas_pmtu_starts_at_it_rfc4301_8_2_1() {
-    use ddpdk_control::conn::Indication;
     let (sa, mut l, _reg, _region) = under_an_sa(1, 73, 4096);
     assert_eq!(l.ka[0].report().assocs[0].path_mtu, 1500 - 20 - 73);
     // The SA learnt 1400 bytes of path MTU: 1400 - 37 (AES-GCM) - 20 (IPv4) of SCTP.
@@ -882,33 +903,10 @@ fn a_second_association_under_an_sas_pmtu_starts_at_it_rfc4301_8_2_1() {
     // SA (whose PMTU is still fresh).
     l.ca.submit(l.conn, ddpdk_control::runtime::Op::Shutdown)
         .unwrap();
-    l.run_until("the end of the first association", |l| {
-        l.ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Closed(_),
-                    ..
-                }
-            )
-        })
-    });
+    l.run_until("the end of the first association", |l| closes(&l.ea) >= 1);
     l.run_until_quiet();
     l.ca.connect(l.now, IpAddr::V4(B4), PORT).unwrap();
-    l.run_until("the second association", |l| {
-        l.ea.iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Indication {
-                        indication: Indication::Connected { .. },
-                        ..
-                    }
-                )
-            })
-            .count()
-            == 2
-    });
+    l.run_until("the second association", |l| connects(&l.ea) == 2);
     let mtus: Vec<usize> = l.ka[0].report().assocs.iter().map(|a| a.path_mtu).collect();
     // (The first one may still be listed, closed.)
     assert_eq!(
@@ -1101,17 +1099,7 @@ fn a_closed_associations_estimate_ages_for_the_next_uncounted_rfc1191_6_3() {
     l.run_until("the write", |l| done(l, 1));
     assert_eq!(l.ka[0].report().assocs[0].path_mtu, HOP_MTU - 20);
     l.ca.submit(l.conn, Op::Shutdown).unwrap();
-    l.run_until("the end of the association", |l| {
-        l.ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Closed(_),
-                    ..
-                }
-            )
-        })
-    });
+    l.run_until("the end of the association", |l| closes(&l.ea) >= 1);
     l.run_until_quiet();
     l.now += PMTU_AGE;
     l.run_until_quiet();
@@ -1279,7 +1267,6 @@ fn one_associations_timer_does_not_forget_a_path_mtu_another_renewed_rfc1191_6_3
 /// client started at the estimate: the write must complete.
 #[test]
 fn a_peers_larger_segments_after_a_cached_lowered_start_are_taken_rfc5043_9() {
-    use ddpdk_control::conn::Indication;
     use ddpdk_control::runtime::Op;
     use ddpdk_control::session::Event as SessionEvent;
     use rt::{remote_write, session_event};
@@ -1290,33 +1277,10 @@ fn a_peers_larger_segments_after_a_cached_lowered_start_are_taken_rfc5043_9() {
         .unwrap();
     l.run_until("the first write", |l| done(l, 1));
     l.ca.submit(l.conn, Op::Shutdown).unwrap();
-    l.run_until("the end of the first association", |l| {
-        l.ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Closed(_),
-                    ..
-                }
-            )
-        })
-    });
+    l.run_until("the end of the first association", |l| closes(&l.ea) >= 1);
     l.run_until_quiet();
     let conn2 = l.ca.connect(l.now, server, PORT).unwrap();
-    l.run_until("the second association", |l| {
-        l.ea.iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Indication {
-                        indication: Indication::Connected { .. },
-                        ..
-                    }
-                )
-            })
-            .count()
-            == 2
-    });
+    l.run_until("the second association", |l| connects(&l.ea) == 2);
     let apd = l.ca.memory_mut().alloc_pd();
     let bpd = l.cb.memory_mut().alloc_pd();
     // The client's memory, for the server's write.
@@ -1651,33 +1615,10 @@ fn a_later_association_reads_the_cached_estimate_with_the_headroom_once_rfc1191_
     assert_eq!(l.ka[0].report().assocs[0].path_mtu, lowered);
     l.ca.submit(l.conn, ddpdk_control::runtime::Op::Shutdown)
         .unwrap();
-    l.run_until("the end of the first association", |l| {
-        l.ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Closed(_),
-                    ..
-                }
-            )
-        })
-    });
+    l.run_until("the end of the first association", |l| closes(&l.ea) >= 1);
     l.run_until_quiet();
     let _conn2 = l.ca.connect(l.now, server, PORT).unwrap();
-    l.run_until("the second association", |l| {
-        l.ea.iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Indication {
-                        indication: Indication::Connected { .. },
-                        ..
-                    }
-                )
-            })
-            .count()
-            == 2
-    });
+    l.run_until("the second association", |l| connects(&l.ea) == 2);
     l.run_until_quiet();
     let r = l.ka[0].report();
     let mtus: Vec<usize> = r.assocs.iter().map(|a| a.path_mtu).collect();
