@@ -535,6 +535,21 @@ impl Interface {
         &self.stats
     }
 
+    /// Whether this interface is in IPv6 multicast group `g`: all-nodes (ff02::1, RFC 4291
+    /// §2.7.1: "all nodes") and the solicited-node group of its address (§2.7.1, which Neighbor
+    /// Discovery uses), the groups whose frames the link layer takes (`33:33:...`).
+    fn joined(&self, g: Ipv6Addr) -> bool {
+        let Some(ours) = self.ipv6 else {
+            return false;
+        };
+        let o = ours.octets();
+        g == Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)
+            || g.octets()
+                == [
+                    0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15],
+                ]
+    }
+
     /// Whether `ip` is one of our addresses.
     pub fn is_ours(&self, ip: IpAddr) -> bool {
         match ip {
@@ -771,16 +786,48 @@ impl Interface {
     /// ("Every node MUST implement an ICMPv6 Echo responder function"): an Echo Request to our
     /// address is answered with an Echo Reply carrying its identifier, sequence number and
     /// data whole, from our address to its source, to the frame's source MAC (nothing is
-    /// learnt from it). Only unicast to us: a request to a broadcast or multicast address
-    /// "MAY be silently discarded" (§3.2.2.6; RFC 4443 §4.2 says SHOULD answer one to a
-    /// multicast address: we do not join any but the solicited-node group). IPv4 options of
-    /// the request (Record Route, Timestamp) are not returned, which §3.2.2.6 says SHOULD be.
+    /// learnt from it). IPv4: only unicast to us (a request to a broadcast or multicast
+    /// address "MAY be silently discarded", §3.2.2.6). IPv6: also one to a group this
+    /// interface is in ([`Interface::joined`]), as RFC 4443 §4.2 says SHOULD be ("the source
+    /// address of the reply MUST be a unicast address belonging to the interface": ours).
+    /// IPv4 options of the request (Record Route, Timestamp) are not returned, which
+    /// §3.2.2.6 says SHOULD be.
     fn echo<'a>(&mut self, f: link::IpFrame<'_>, out: &mut [u8]) -> Rx<'a> {
-        let checksum_ok = match self.icmp_to_us(&f) {
-            Ok(ok) => ok,
-            Err(d) => return Rx::Dropped(d),
-        };
         let (src, dst) = (f.ip.src(), f.ip.dst());
+        let group = match dst {
+            IpAddr::V6(d6) if self.joined(d6) => Some(d6),
+            _ => None,
+        };
+        let checksum_ok = match (group, src) {
+            (Some(g), IpAddr::V6(s6)) => {
+                // Sent to the group's MAC (RFC 2464 §7), from a source a host uses: never
+                // multicast, unspecified, loopback or ours (RFC 4443 §2.2, RFC 1122 §3.2.1.3).
+                let g_mac = [
+                    0x33,
+                    0x33,
+                    g.octets()[12],
+                    g.octets()[13],
+                    g.octets()[14],
+                    g.octets()[15],
+                ];
+                if s6.is_multicast() || no_host_sends_from(src) || self.is_ours(src) {
+                    return Rx::Dropped(Drop::InvalidSource);
+                }
+                if f.dst_mac != g_mac {
+                    return Rx::Dropped(Drop::OtherMac);
+                }
+                icmpv6_checksum_ok(f.payload, s6, g)
+            }
+            _ => match self.icmp_to_us(&f) {
+                Ok(ok) => ok,
+                Err(d) => return Rx::Dropped(d),
+            },
+        };
+        // The reply's source: our unicast address, whatever the request was sent to.
+        let dst = match (group, self.ipv6) {
+            (Some(_), Some(ours)) => IpAddr::V6(ours),
+            _ => dst,
+        };
         let icmp = f.payload;
         // RFC 792 / RFC 4443 §4.1: code 0, and a checksum that verifies (§2.3: "a node MUST
         // ... discard" one that does not).
@@ -2287,6 +2334,66 @@ mod tests {
         assert_eq!(&icmp[4..8], &[0x12, 0x34, 0, 7]);
         assert_eq!(&icmp[8..], &data[..]);
         assert_eq!(i.stats().echo_replies, 1);
+    }
+
+    /// RFC 4443 §4.2: "An Echo Reply SHOULD be sent in response to an Echo Request message
+    /// sent to an IPv6 multicast or anycast address. In this case, the source address of the
+    /// reply MUST be a unicast address belonging to the interface on which the Echo Request
+    /// message was received." `ping ff02::1%eth0` is how an operator finds the nodes on a
+    /// link: all-nodes and our solicited-node group are answered from our address; a group we
+    /// are not in (all-routers), a multicast source, or the wrong group MAC is not.
+    #[test]
+    fn an_echo_request_to_our_multicast_groups_is_answered_from_our_address_rfc4443_4_2() {
+        let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+        let o = IP6.octets();
+        let solicited = Ipv6Addr::from([
+            0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15],
+        ]);
+        let data: Vec<u8> = (0..100).map(|k| k as u8).collect();
+        for (group, mac) in [
+            (all_nodes, [0x33, 0x33, 0, 0, 0, 1]),
+            (solicited, [0x33, 0x33, 0xff, o[13], o[14], o[15]]),
+        ] {
+            let mut i = iface();
+            let mut out = vec![0u8; 2048];
+            let Rx::Reply(n) = i.receive(&ping6(group, mac, &data), &mut out) else {
+                panic!("{group}: not answered")
+            };
+            let r = &out[..n];
+            assert_eq!(&r[..6], &PEER_MAC);
+            let f = link::parse_ip(r).expect("a valid IPv6 header");
+            assert_eq!(f.ip.src(), IpAddr::V6(IP6), "from our unicast address");
+            assert_eq!(f.ip.dst(), IpAddr::V6(PEER6));
+            let icmp = f.payload;
+            assert_eq!(&icmp[..2], &[ICMPV6_ECHO_REPLY, 0]);
+            assert!(
+                icmpv6_checksum_ok(icmp, IP6, PEER6),
+                "its checksum verifies"
+            );
+            assert_eq!(&icmp[8..], &data[..]);
+            assert_eq!(i.stats().echo_replies, 1);
+        }
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let all_routers = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
+        assert_eq!(
+            i.receive(
+                &ping6(all_routers, [0x33, 0x33, 0, 0, 0, 2], b"x"),
+                &mut out
+            ),
+            Rx::Dropped(Drop::OtherAddress),
+            "not a group of ours"
+        );
+        assert_eq!(
+            i.receive(&ping6(all_nodes, [0x33, 0x33, 0, 0, 0, 2], b"x"), &mut out),
+            Rx::Dropped(Drop::OtherMac),
+            "the group's own MAC"
+        );
+        let mut bad = ping6(all_nodes, [0x33, 0x33, 0, 0, 0, 1], b"0123");
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        assert_eq!(i.receive(&bad, &mut out), Rx::Dropped(Drop::Malformed));
+        assert_eq!(i.stats().echo_replies, 0);
     }
 
     /// What the echo server does not answer, each counted: a request whose ICMP checksum fails
