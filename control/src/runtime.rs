@@ -2107,24 +2107,26 @@ impl<P: Port> DataCore<P> {
         let c = s.c.get_mut();
         let peer = s.peer;
         if let Some(mtu) = c.take_plpmtu_change() {
-            // Only a black hole lowers it, into BASE; a probe raises it.
-            let black_hole = c
-                .association()
-                .plpmtud()
-                .is_some_and(|p| p.state() == plpmtud::State::Base);
+            let Some(p) = c.association().plpmtud() else {
+                return;
+            };
             s.pmtu_lowered_at = None;
-            // MAX_PLPMTU is the link's size in whole words: a search that reached it is at
-            // the link's size.
-            if mtu >= s.link_mtu & !3 {
+            if p.fragments_allowed() && peer.is_ipv4() {
+                // RFC 8899 §5.4: BASE_PLPMTU unconfirmed, what is not a probe leaves without
+                // DF above RFC 791's 576 bytes, for a silent hop below BASE_PLPMTU to fragment.
+                self.iface.set_path_mtu(peer, IPV4_FRAGMENT_FLOOR);
+            } else if mtu >= s.link_mtu & !3 {
+                // MAX_PLPMTU is the link's size in whole words: a search that reached it is
+                // at the link's size.
                 self.iface.forget_path_mtu(peer);
             } else {
                 self.iface
                     .set_path_mtu(peer, mtu + Interface::ip_header_len(peer));
             }
-            if black_hole {
-                self.stats.plpmtud_black_holes += 1;
-            } else {
-                self.stats.plpmtud_raised += 1;
+            match p.last_change() {
+                plpmtud::Change::BlackHole => self.stats.plpmtud_black_holes += 1,
+                plpmtud::Change::Raised => self.stats.plpmtud_raised += 1,
+                plpmtud::Change::BaseConfirmed => {}
             }
         }
         if !c.probe_due() {
@@ -2797,6 +2799,11 @@ impl<P: Port> std::fmt::Debug for DataCore<P> {
             .finish()
     }
 }
+
+/// RFC 791 §3.1: "Every internet destination must be able to receive a datagram of 576
+/// octets". While RFC 8899 discovery has BASE_PLPMTU unconfirmed, IPv4 packets to the peer
+/// above it leave without DF (RFC 8899 §5.4).
+const IPV4_FRAGMENT_FLOOR: usize = 576;
 
 /// RFC 4301 §8.2.1: the SCTP packet size the outbound SA protecting association `a` to `peer`
 /// leaves of its path MTU ([`Port::esp_sctp_mtu`]), if it holds one.

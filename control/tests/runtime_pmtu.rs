@@ -1440,6 +1440,46 @@ fn a_black_hole_is_found_from_t3_and_its_size_by_probes_rfc8899_4_3_ipv6() {
     through_a_black_hole(IpAddr::V6(B6));
 }
 
+/// RFC 8899 §5.4: "Some paths could be unable to sustain packets of the BASE_PLPMTU size ...
+/// methods such as endpoint IP fragmentation [enable] the PL sender to communicate using
+/// packets smaller than the BASE_PLPMTU." A silent IPv4 hop of 1000 bytes (ICMP filtered):
+/// the black hole takes the path MTU to BASE_PLPMTU, whose 1220-byte packets the hop drops
+/// too while they carry DF, and the association died of Association.Max.Retrans. While
+/// BASE_PLPMTU is unconfirmed, what is not a probe leaves without DF above 576 bytes: the
+/// router fragments it, the server reassembles it, every byte arrives; the probes (DF) keep
+/// failing, so discovery stays below BASE confirmed (ERROR).
+#[test]
+fn a_silent_hop_below_base_plpmtu_is_crossed_by_ip_fragmentation_rfc8899_5_4() {
+    use ddpdk_dataplane::sctp::plpmtud::{BASE_PLPMTU, PROBE_TIMER};
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, region, router, data) = behind_the_router(server, len);
+    router.silent.store(true, Relaxed);
+    router.hop.store(1000, Relaxed);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write through a silent 1000-byte hop", |l| done(l, 1));
+    let r = l.ka[0].report();
+    assert_eq!(r.stats.plpmtud_black_holes, 1, "{:?}", r.stats);
+    assert_eq!(r.assocs[0].path_mtu, BASE_PLPMTU);
+    assert!(
+        router.fragmented.load(Relaxed) > 0,
+        "the router fragmented what left without DF"
+    );
+    assert!(router.longest.load(Relaxed) <= 1000);
+    let got = l.cb.memory().region(region).unwrap();
+    assert_eq!(got.crc32c(0, len).unwrap(), crc32c(&data), "every byte");
+    // The probes of BASE_PLPMTU (DF) keep failing: nothing is raised, and the association
+    // lives on.
+    for _ in 0..8 {
+        l.now += PROBE_TIMER;
+        l.run_until_quiet();
+    }
+    let r = l.ka[0].report();
+    assert_eq!(r.stats.plpmtud_raised, 0);
+    assert_eq!(r.assocs[0].state, "Established");
+}
+
 /// RFC 8899 §4.3 ("excessive loss of data sent with a specific packet size"): the size that
 /// vanishes is the packet's, not its first chunk's. Writes of 700 bytes go two DATA chunks
 /// to a packet (RFC 9260 §6.10), and E3 retransmits them so bundled (§6.3.3): each packet is

@@ -71,6 +71,18 @@ pub enum State {
     Error,
 }
 
+/// What moved a PLPMTU change ([`Plpmtud::last_change`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A black hole: down to BASE_PLPMTU (§4.3).
+    BlackHole,
+    /// BASE_PLPMTU confirmed by a probe (BASE or ERROR left for SEARCHING): the size is the
+    /// same, but what may be fragmented is not ([`Plpmtud::fragments_allowed`]).
+    BaseConfirmed,
+    /// A probe that passed raised it.
+    Raised,
+}
+
 /// Counters of one association's discovery.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct PlpmtudStats {
@@ -107,8 +119,10 @@ pub struct Plpmtud {
     timer: Option<Instant>,
     probe_timer: Duration,
     t3_in_a_row: u32,
-    /// The PLPMTU moved and the association has not taken it yet.
+    /// The PLPMTU moved (or BASE was confirmed) and the association has not taken it yet.
     changed: bool,
+    /// What the last change was.
+    last: Change,
     pub stats: PlpmtudStats,
 }
 
@@ -131,6 +145,7 @@ impl Plpmtud {
             probe_timer: probe_timer.max(Duration::from_secs(1)),
             t3_in_a_row: 0,
             changed: false,
+            last: Change::Raised,
             stats: PlpmtudStats::default(),
         }
     }
@@ -161,9 +176,27 @@ impl Plpmtud {
         self.due
     }
 
-    /// The new PLPMTU, once, after discovery moved it.
+    /// The new PLPMTU, once, after discovery moved it or confirmed BASE ([`Plpmtud::last_change`]
+    /// says which).
     pub fn changed(&mut self) -> Option<usize> {
         core::mem::take(&mut self.changed).then_some(self.plpmtu)
+    }
+
+    /// What the change [`Plpmtud::changed`] reported was.
+    pub fn last_change(&self) -> Change {
+        self.last
+    }
+
+    /// RFC 8899 §5.4: "Some paths could be unable to sustain packets of the BASE_PLPMTU
+    /// size. The Error State could be implemented to provide robustness to such paths ...
+    /// methods such as endpoint IP fragmentation". While BASE_PLPMTU is unconfirmed (BASE,
+    /// after a black hole, and ERROR) an IPv4 caller sends what is not a probe without DF, so
+    /// that a silent hop below BASE_PLPMTU fragments it instead of dropping it; probes keep
+    /// DF and say when the path carries BASE_PLPMTU whole again. (Linux's SCTP lets IP
+    /// fragment in ERROR alone; here BASE too, since Association.Max.Retrans at a 10 ms
+    /// RTO.Min can end an association before MAX_PROBES probes of PROBE_TIMER have failed.)
+    pub fn fragments_allowed(&self) -> bool {
+        matches!(self.state, State::Base | State::Error)
     }
 
     /// The path MTU was set from outside (ICMP lowered it, its age raised it, an SA's PMTU
@@ -234,6 +267,7 @@ impl Plpmtud {
         self.stats.black_holes += 1;
         self.plpmtu = BASE_PLPMTU;
         self.changed = true;
+        self.last = Change::BlackHole;
         self.state = State::Base;
         // The size that failed is not marked: loss, not the path, may have caused it, and
         // the search tries the largest size first.
@@ -273,12 +307,18 @@ impl Plpmtud {
         self.probe_count = 0;
         self.stats.probes_acked += 1;
         match self.state {
-            // §5.2: BASE (and ERROR) left for SEARCHING once BASE_PLPMTU is confirmed.
-            State::Base | State::Error => self.state = State::Searching,
+            // §5.2: BASE (and ERROR) left for SEARCHING once BASE_PLPMTU is confirmed; the
+            // caller stops letting routers fragment ([`Plpmtud::fragments_allowed`]).
+            State::Base | State::Error => {
+                self.state = State::Searching;
+                self.changed = true;
+                self.last = Change::BaseConfirmed;
+            }
             State::Searching => {
                 if size > self.plpmtu {
                     self.plpmtu = size;
                     self.changed = true;
+                    self.last = Change::Raised;
                     self.stats.raised += 1;
                 }
             }
@@ -707,6 +747,32 @@ mod tests {
         assert_eq!(p.state(), State::SearchComplete);
         assert_eq!(p.plpmtu(), BASE_PLPMTU);
         assert_eq!(p.timer(), Some(at(0) + PMTU_RAISE_TIMER));
+    }
+
+    /// RFC 8899 §5.4: endpoint IP fragmentation while BASE_PLPMTU is unconfirmed (BASE after a
+    /// black hole, ERROR), not once a probe confirmed it; the confirmation is reported as a
+    /// change of its own, so that the caller puts DF back, and counted as no raise.
+    #[test]
+    fn fragments_are_allowed_while_base_is_unconfirmed_rfc8899_5_4() {
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        assert!(!p.fragments_allowed(), "SEARCH_COMPLETE at the link's size");
+        black_hole(&mut p);
+        assert_eq!(p.changed(), Some(BASE_PLPMTU));
+        assert_eq!(p.last_change(), Change::BlackHole);
+        assert!(p.fragments_allowed(), "BASE");
+        send(&mut p, at(0));
+        let now = lose(&mut p, at(0));
+        assert_eq!(p.state(), State::Error);
+        assert!(p.fragments_allowed(), "ERROR");
+        let (size, n) = send(&mut p, now);
+        assert!(p.on_probe_ack(now, n, size));
+        assert!(!p.fragments_allowed(), "BASE_PLPMTU confirmed");
+        assert_eq!(p.changed(), Some(BASE_PLPMTU));
+        assert_eq!(p.last_change(), Change::BaseConfirmed);
+        let (size, n) = send(&mut p, now);
+        assert!(p.on_probe_ack(now, n, size));
+        assert_eq!(p.changed(), Some(MAX));
+        assert_eq!(p.last_change(), Change::Raised);
     }
 
     #[test]
