@@ -1722,7 +1722,15 @@ impl<P: Port> DataCore<P> {
         if let Some(mtu) = self.iface.lowered_path_mtu(peer).filter(|_| !under_sa) {
             // The entry is an SCTP size plus the IP header, the link's ESP headroom already
             // off (`path_too_big`, `plpmtud`): not `lower_path_mtu`, which takes it off again.
-            if c.lower_sctp_mtu(mtu.saturating_sub(Interface::ip_header_len(peer))) {
+            // The fragmentation floor is no measurement (RFC 8899 §5.4: an association's
+            // BASE_PLPMTU was unconfirmed, perhaps when it closed): a new association starts
+            // at BASE_PLPMTU, the smallest size discovery uses (§5.1.2), and the floor stays.
+            let sctp = if peer.is_ipv4() && mtu == IPV4_FRAGMENT_FLOOR {
+                plpmtud::BASE_PLPMTU
+            } else {
+                mtu.saturating_sub(Interface::ip_header_len(peer))
+            };
+            if c.lower_sctp_mtu(sctp) {
                 pmtu_lowered_at = Some(now);
             }
         }
@@ -2047,8 +2055,19 @@ impl<P: Port> DataCore<P> {
             s.pmtu_lowered_at = Some(now);
         }
         let ip_mtu = c.association().path_mtu() + Interface::ip_header_len(peer);
-        self.iface
-            .set_path_mtu(peer, ip_mtu.min(sctp + Interface::ip_header_len(peer)));
+        let ip_mtu = ip_mtu.min(sctp + Interface::ip_header_len(peer));
+        // RFC 8899 §5.4: while BASE_PLPMTU is unconfirmed the entry keeps letting routers
+        // fragment (`plpmtud`); an SA's news, which any SA on any core may bring, is no
+        // confirmation.
+        let floor = peer.is_ipv4() && fragments_allowed(c.association());
+        self.iface.set_path_mtu(
+            peer,
+            if floor {
+                ip_mtu.min(IPV4_FRAGMENT_FLOOR)
+            } else {
+                ip_mtu
+            },
+        );
     }
 
     /// [`PMTU_AGE`] after ICMP last lowered or confirmed the path MTU of the association in
@@ -2804,6 +2823,11 @@ impl<P: Port> std::fmt::Debug for DataCore<P> {
 /// octets". While RFC 8899 discovery has BASE_PLPMTU unconfirmed, IPv4 packets to the peer
 /// above it leave without DF (RFC 8899 §5.4).
 const IPV4_FRAGMENT_FLOOR: usize = 576;
+
+/// Whether RFC 8899 discovery of association `a` has BASE_PLPMTU unconfirmed (§5.4).
+fn fragments_allowed(a: &Association) -> bool {
+    a.plpmtud().is_some_and(plpmtud::Plpmtud::fragments_allowed)
+}
 
 /// RFC 4301 §8.2.1: the SCTP packet size the outbound SA protecting association `a` to `peer`
 /// leaves of its path MTU ([`Port::esp_sctp_mtu`]), if it holds one.

@@ -52,6 +52,10 @@ struct Router {
     silent: AtomicBool,
     /// The last IPv4 SCTP frame sent through the router, for a test to quote in an ICMP.
     last_sctp: std::sync::Mutex<Option<Vec<u8>>>,
+    /// An outbound SA to B4's PORT: the SCTP size its PMTU leaves (0: none), and the port's
+    /// ESP PMTU generation (as `SaPort` below, for the router's tests).
+    sa_sctp_mtu: AtomicU64,
+    sa_generation: AtomicU64,
 }
 
 impl Router {
@@ -184,6 +188,13 @@ impl Port for Router {
     fn rx_burst(&self, queue: u16, out: &mut Vec<HeapBuf>, max: usize) -> usize {
         self.inner.rx_burst(queue, out, max)
     }
+    fn esp_pmtu_generation(&self) -> u64 {
+        self.sa_generation.load(Relaxed)
+    }
+    fn esp_sctp_mtu(&self, local: IpAddr, peer: IpAddr, _: u16, port: u16) -> Option<usize> {
+        let m = self.sa_sctp_mtu.load(Relaxed) as usize;
+        (local == IpAddr::V4(A4) && peer == IpAddr::V4(B4) && port == PORT && m > 0).then_some(m)
+    }
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<HeapBuf>) -> usize {
         let mut pass = Vec::with_capacity(pkts.len());
         let mut dropped = 0;
@@ -294,6 +305,8 @@ fn behind_the_router_cfg(
         hop: AtomicU64::new(HOP_MTU as u64),
         silent: AtomicBool::new(false),
         last_sctp: std::sync::Mutex::new(None),
+        sa_sctp_mtu: AtomicU64::new(0),
+        sa_generation: AtomicU64::new(0),
     });
     let pb = Arc::new(Router {
         inner: pb,
@@ -304,6 +317,8 @@ fn behind_the_router_cfg(
         hop: AtomicU64::new(HOP_MTU as u64),
         silent: AtomicBool::new(false),
         last_sctp: std::sync::Mutex::new(None),
+        sa_sctp_mtu: AtomicU64::new(0),
+        sa_generation: AtomicU64::new(0),
     });
     let link = |c: Config| Config {
         path_mtu: path_mtu.unwrap_or(c.path_mtu),
@@ -577,20 +592,7 @@ fn a_later_association_to_the_same_peer_keeps_df_and_finds_its_path_mtu() {
     l.run_until("the end of the first association", |l| closes(&l.ea) >= 1);
     l.run_until_quiet();
     let conn2 = l.ca.connect(l.now, server, PORT).unwrap();
-    let connected = |l: &Lockstep<Router>| {
-        l.ea.iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Indication {
-                        indication: Indication::Connected { .. },
-                        ..
-                    }
-                )
-            })
-            .count()
-    };
-    l.run_until("the second association", |l| connected(l) == 2);
+    l.run_until("the second association", |l| connects(&l.ea) == 2);
     let apd = l.ca.memory_mut().alloc_pd();
     let bpd = l.cb.memory_mut().alloc_pd();
     let region2 = l.cb.memory_mut().alloc_region(len).unwrap();
@@ -1163,20 +1165,7 @@ fn one_associations_timer_does_not_forget_a_path_mtu_another_renewed_rfc1191_6_3
     l.run_until_quiet();
     // The second association, adopted at the interface's estimate (1280).
     let conn2 = l.ca.connect(l.now, server, PORT).unwrap();
-    let connected = |l: &Lockstep<Router>| {
-        l.ea.iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Indication {
-                        indication: Indication::Connected { .. },
-                        ..
-                    }
-                )
-            })
-            .count()
-    };
-    l.run_until("the second association", |l| connected(l) == 2);
+    l.run_until("the second association", |l| connects(&l.ea) == 2);
     let apd = l.ca.memory_mut().alloc_pd();
     let bpd = l.cb.memory_mut().alloc_pd();
     let region2 = l.cb.memory_mut().alloc_region(len).unwrap();
@@ -1478,6 +1467,72 @@ fn a_silent_hop_below_base_plpmtu_is_crossed_by_ip_fragmentation_rfc8899_5_4() {
     let r = l.ka[0].report();
     assert_eq!(r.stats.plpmtud_raised, 0);
     assert_eq!(r.assocs[0].state, "Established");
+}
+
+/// (Review) RFC 8899 §5.4 with RFC 4301 §8.2.1: while discovery is in BASE after a
+/// black hole behind a silent 1000-byte hop, an ESP SA's path MTU changing anywhere (the port's
+/// generation moves; this SA's PMTU, 1400 bytes of SCTP, lowers nothing) makes `esp_path_mtu`
+/// rewrite the peer's interface entry to path MTU + header (1220): DF is back on every
+/// 1220-byte packet while `fragments_allowed()` still holds, and the hop drops them again.
+#[test]
+fn an_sas_path_mtu_in_base_keeps_ip_fragmentation_rfc8899_5_4() {
+    use ddpdk_dataplane::sctp::plpmtud::BASE_PLPMTU;
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, region, router, data) = behind_the_router(server, len);
+    router.silent.store(true, Relaxed);
+    router.hop.store(1000, Relaxed);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the black hole", |l| {
+        l.ka[0].report().stats.plpmtud_black_holes == 1
+    });
+    assert_eq!(l.ka[0].report().assocs[0].path_mtu, BASE_PLPMTU);
+    // Some SA learnt a path MTU (here the one protecting this association: 1400, not below
+    // the path MTU in use).
+    router.sa_sctp_mtu.store(1400, Relaxed);
+    router.sa_generation.fetch_add(1, Relaxed);
+    l.step();
+    l.run_until("the write through a silent 1000-byte hop", |l| done(l, 1));
+    let got = l.cb.memory().region(region).unwrap();
+    assert_eq!(got.crc32c(0, len).unwrap(), crc32c(&data), "every byte");
+}
+
+/// (Review) RFC 8899 §5.1.2 with RFC 1191 §5: the 576-byte entry is no path MTU anyone measured: it only clears DF
+/// while BASE_PLPMTU is unconfirmed. An association that ends in BASE leaves it behind (its
+/// slot's `pmtu_lowered_at` is None, nothing ages it), and the next association to the peer
+/// adopts it at `lowered_path_mtu` as an ICMP estimate (RFC 1191 §5): it runs at 556 bytes of
+/// SCTP, below BASE_PLPMTU (RFC 8899 §5.1.2: the smallest size discovery uses), for PMTU_AGE
+/// (10 minutes) before any probe (its Plpmtud `set()` to SEARCH_COMPLETE with no timer).
+#[test]
+fn a_later_association_does_not_adopt_the_fragmentation_floor_rfc8899_5_1_2() {
+    use ddpdk_control::conn::Indication;
+    use ddpdk_control::runtime::Op;
+    use ddpdk_dataplane::sctp::plpmtud::BASE_PLPMTU;
+    let server = IpAddr::V4(B4);
+    let len = 64 * 1024;
+    let (mut l, reg, _region, router, data) = behind_the_router(server, len);
+    router.silent.store(true, Relaxed);
+    router.hop.store(1000, Relaxed);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write through a silent 1000-byte hop", |l| done(l, 1));
+    assert_eq!(l.ka[0].report().stats.plpmtud_black_holes, 1);
+    l.ca.submit(l.conn, Op::Shutdown).unwrap();
+    l.run_until("the end of the first association", |l| closes(&l.ea) >= 1);
+    l.run_until_quiet();
+    let _conn2 = l.ca.connect(l.now, server, PORT).unwrap();
+    l.run_until("the second association", |l| connects(&l.ea) == 2);
+    let assocs = l.ka[0].report().assocs;
+    let second = assocs
+        .iter()
+        .find(|a| a.state == "Established")
+        .expect("the second");
+    assert!(
+        second.path_mtu >= BASE_PLPMTU,
+        "the new association starts at {} bytes, below BASE_PLPMTU",
+        second.path_mtu
+    );
 }
 
 /// RFC 8899 §4.3 ("excessive loss of data sent with a specific packet size"): the size that

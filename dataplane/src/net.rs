@@ -801,7 +801,8 @@ impl Interface {
         let checksum_ok = match (group, src) {
             (Some(g), IpAddr::V6(s6)) => {
                 // Sent to the group's MAC (RFC 2464 §7), from a source a host uses: never
-                // multicast, unspecified, loopback or ours (RFC 4443 §2.2, RFC 1122 §3.2.1.3).
+                // multicast, unspecified, loopback or ours (RFC 4443 §2.2, RFC 1122 §3.2.1.3),
+                // nor IPv4-mapped (RFC 4291 §2.5.5.2), as the unicast path (`unicast_to_us`).
                 let g_mac = [
                     0x33,
                     0x33,
@@ -810,6 +811,9 @@ impl Interface {
                     g.octets()[14],
                     g.octets()[15],
                 ];
+                if mapped(src) {
+                    return Rx::Dropped(Drop::OtherAddress);
+                }
                 if s6.is_multicast() || no_host_sends_from(src) || self.is_ours(src) {
                     return Rx::Dropped(Drop::InvalidSource);
                 }
@@ -2393,6 +2397,32 @@ mod tests {
         let last = bad.len() - 1;
         bad[last] ^= 1;
         assert_eq!(i.receive(&bad, &mut out), Rx::Dropped(Drop::Malformed));
+        assert_eq!(i.stats().echo_replies, 0);
+    }
+
+    /// (Review) The unicast path refuses an IPv4-mapped source (RFC 4291 §2.5.5.2:
+    /// never on the wire; `unicast_to_us`: `Drop::OtherAddress`). A request to all-nodes from
+    /// one must be refused too, not answered from our address to `::ffff:192.0.2.1`.
+    #[test]
+    fn an_echo_request_to_all_nodes_from_a_mapped_source_is_not_answered_rfc4291_2_5_5_2() {
+        let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+        let forged = Ipv6Addr::from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1]);
+        let ping = |dst: Ipv6Addr, dst_mac: [u8; 6]| {
+            let mut f = Vec::new();
+            PacketBuilder::ethernet2(PEER_MAC, dst_mac)
+                .ipv6(forged.octets(), dst.octets(), 64)
+                .icmpv6_echo_request(0x1234, 7)
+                .write(&mut f, b"x")
+                .unwrap();
+            f
+        };
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let (u, g) = (ping(IP6, MAC), ping(all_nodes, [0x33, 0x33, 0, 0, 0, 1]));
+        let unicast = i.receive(&u, &mut out);
+        assert!(matches!(unicast, Rx::Dropped(_)), "unicast: {unicast:?}");
+        let group = i.receive(&g, &mut out);
+        assert!(matches!(group, Rx::Dropped(_)), "all-nodes: {group:?}");
         assert_eq!(i.stats().echo_replies, 0);
     }
 
