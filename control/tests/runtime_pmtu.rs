@@ -573,7 +573,6 @@ fn in_flight_through_a_smaller_hop(server: IpAddr) {
 /// MTU the router gives.
 #[test]
 fn a_later_association_to_the_same_peer_keeps_df_and_finds_its_path_mtu() {
-    use ddpdk_control::conn::Indication;
     use ddpdk_control::runtime::Op;
     use ddpdk_control::session::Event as SessionEvent;
     use rt::{remote_write, session_event};
@@ -1506,7 +1505,6 @@ fn an_sas_path_mtu_in_base_keeps_ip_fragmentation_rfc8899_5_4() {
 /// (10 minutes) before any probe (its Plpmtud `set()` to SEARCH_COMPLETE with no timer).
 #[test]
 fn a_later_association_does_not_adopt_the_fragmentation_floor_rfc8899_5_1_2() {
-    use ddpdk_control::conn::Indication;
     use ddpdk_control::runtime::Op;
     use ddpdk_dataplane::sctp::plpmtud::BASE_PLPMTU;
     let server = IpAddr::V4(B4);
