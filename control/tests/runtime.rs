@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{remote_write, runtime, session_event, tagged, Lockstep, PORT};
+use rt::{closes, remote_write, runtime, session_event, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -367,21 +367,7 @@ fn two_data_cores_own_their_associations_and_place_byte_exact() {
         a.control.submit(c, Op::Shutdown).unwrap();
     }
     until("both closed", &mut a, &mut b, clock, |a, b| {
-        let closed = |s: &Side| {
-            s.events
-                .iter()
-                .filter(|e| {
-                    matches!(
-                        e,
-                        Event::Indication {
-                            indication: Indication::Closed(_),
-                            ..
-                        }
-                    )
-                })
-                .count()
-        };
-        closed(a) == 2 && closed(b) == 2
+        closes(&a.events) == 2 && closes(&b.events) == 2
     });
     a.stop();
     b.stop();

@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
 mod rt;
-use rt::{runtime_on, tagged, Lockstep, PORT};
+use rt::{closes, connects, runtime_on, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -349,38 +349,6 @@ fn behind_the_router_cfg(
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     (l, reg, region, router, data)
-}
-
-/// How many `Closed` indications `events` hold.
-fn closes(events: &[Event]) -> usize {
-    events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Closed(_),
-                    ..
-                }
-            )
-        })
-        .count()
-}
-
-/// How many `Connected` indications `events` hold.
-fn connects(events: &[Event]) -> usize {
-    events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        })
-        .count()
 }
 
 /// The MULPDUs the client's ULP was told of after `Connected` (RFC 5043 §9 item 1).

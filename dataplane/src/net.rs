@@ -539,15 +539,8 @@ impl Interface {
     /// §2.7.1: "all nodes") and the solicited-node group of its address (§2.7.1, which Neighbor
     /// Discovery uses), the groups whose frames the link layer takes (`33:33:...`).
     fn joined(&self, g: Ipv6Addr) -> bool {
-        let Some(ours) = self.ipv6 else {
-            return false;
-        };
-        let o = ours.octets();
-        g == Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)
-            || g.octets()
-                == [
-                    0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15],
-                ]
+        self.ipv6
+            .is_some_and(|ours| g == ALL_NODES || g == solicited_node(ours))
     }
 
     /// Whether `ip` is one of our addresses.
@@ -803,21 +796,13 @@ impl Interface {
                 // Sent to the group's MAC (RFC 2464 §7), from a source a host uses: never
                 // multicast, unspecified, loopback or ours (RFC 4443 §2.2, RFC 1122 §3.2.1.3),
                 // nor IPv4-mapped (RFC 4291 §2.5.5.2), as the unicast path (`unicast_to_us`).
-                let g_mac = [
-                    0x33,
-                    0x33,
-                    g.octets()[12],
-                    g.octets()[13],
-                    g.octets()[14],
-                    g.octets()[15],
-                ];
                 if mapped(src) {
                     return Rx::Dropped(Drop::OtherAddress);
                 }
                 if s6.is_multicast() || no_host_sends_from(src) || self.is_ours(src) {
                     return Rx::Dropped(Drop::InvalidSource);
                 }
-                if f.dst_mac != g_mac {
+                if f.dst_mac != multicast_mac(g) {
                     return Rx::Dropped(Drop::OtherMac);
                 }
                 icmpv6_checksum_ok(f.payload, s6, g)
@@ -1464,11 +1449,7 @@ impl Interface {
         }
         // §7.2.4: to the solicitor, or to all nodes if it has no address yet.
         let (dst, dst_mac, solicited) = if src.is_unspecified() {
-            (
-                Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1),
-                [0x33, 0x33, 0, 0, 0, 1],
-                false,
-            )
+            (ALL_NODES, multicast_mac(ALL_NODES), false)
         } else {
             (src, reply_mac, true)
         };
@@ -1723,12 +1704,8 @@ impl Interface {
             }
             IpAddr::V6(target) => {
                 let src = self.ipv6.unwrap_or(Ipv6Addr::UNSPECIFIED);
-                // RFC 4291 §2.7.1: the solicited-node multicast address of the target.
-                let t = target.octets();
-                let group = Ipv6Addr::from([
-                    0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, t[13], t[14], t[15],
-                ]);
-                let dst_mac = [0x33, 0x33, 0xff, t[13], t[14], t[15]];
+                let group = solicited_node(target);
+                let dst_mac = multicast_mac(group);
                 ethernet(out, dst_mac, self.mac, ETHERTYPE_IPV6);
                 ipv6_header(
                     &mut out[ETHERNET_HEADER_LEN..],
@@ -1864,6 +1841,24 @@ fn later_ipv6_fragment(frame: &[u8]) -> bool {
 /// {127, <any>} (loopback, never outside a host). RFC 4291 §2.5.2 and §2.5.3 rule out IPv6's
 /// unspecified and loopback sources the same way. SCTP's answer would go to an address no peer
 /// has. (Multicast sources are refused with the destination check.)
+/// RFC 4291 §2.7.1: the all-nodes link-local multicast group.
+const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+
+/// RFC 4291 §2.7.1: the solicited-node multicast group of `a` (ff02::1:ff00:0/104 and its low
+/// 24 bits).
+fn solicited_node(a: Ipv6Addr) -> Ipv6Addr {
+    let o = a.octets();
+    Ipv6Addr::from([
+        0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15],
+    ])
+}
+
+/// RFC 2464 §7: the Ethernet address of IPv6 multicast group `g` (33:33 and its last 32 bits).
+fn multicast_mac(g: Ipv6Addr) -> [u8; 6] {
+    let o = g.octets();
+    [0x33, 0x33, o[12], o[13], o[14], o[15]]
+}
+
 fn no_host_sends_from(src: IpAddr) -> bool {
     match src {
         IpAddr::V4(a) => matches!(a.octets()[0], 0 | 127) || a.is_broadcast(),
@@ -2348,15 +2343,18 @@ mod tests {
     /// are not in (all-routers), a multicast source, or the wrong group MAC is not.
     #[test]
     fn an_echo_request_to_our_multicast_groups_is_answered_from_our_address_rfc4443_4_2() {
-        let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+        let all_nodes = ALL_NODES;
         let o = IP6.octets();
-        let solicited = Ipv6Addr::from([
-            0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15],
-        ]);
         let data: Vec<u8> = (0..100).map(|k| k as u8).collect();
+        // The groups and their MACs written out, not derived by the helpers under test.
         for (group, mac) in [
             (all_nodes, [0x33, 0x33, 0, 0, 0, 1]),
-            (solicited, [0x33, 0x33, 0xff, o[13], o[14], o[15]]),
+            (
+                Ipv6Addr::from([
+                    0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, o[13], o[14], o[15],
+                ]),
+                [0x33, 0x33, 0xff, o[13], o[14], o[15]],
+            ),
         ] {
             let mut i = iface();
             let mut out = vec![0u8; 2048];

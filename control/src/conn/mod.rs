@@ -199,10 +199,16 @@ impl Connection {
     /// never raised from ICMP); returns whether it did. New DATA is framed at the new size and
     /// new DDP segments are cut at the MULPDU it gives (RFC 5043 §9, `max_sizes`).
     pub fn lower_path_mtu(&mut self, ip_mtu: usize, peer: IpAddr) -> bool {
-        let sctp = ip_mtu
+        self.lower_sctp_mtu(self.icmp_sctp_size(ip_mtu, peer))
+    }
+
+    /// The SCTP packet size an ICMP's `ip_mtu` for `peer` leaves: less the IP header and the
+    /// ESP headroom kept on this link (the receive slack). ICMP's lowering and a probe's PTB
+    /// read it alike.
+    fn icmp_sctp_size(&self, ip_mtu: usize, peer: IpAddr) -> usize {
+        ip_mtu
             .saturating_sub(Interface::ip_header_len(peer))
-            .saturating_sub(self.rx_slack);
-        self.lower_sctp_mtu(sctp)
+            .saturating_sub(self.rx_slack)
     }
 
     /// [`Connection::lower_path_mtu`] given the SCTP packet size itself: what the ESP SA
@@ -243,10 +249,9 @@ impl Connection {
     /// Its size as an SCTP packet is the one [`Connection::lower_path_mtu`] takes from the
     /// same ICMP (less the link's ESP headroom): the search and ICMP's lowering agree on what
     /// a hop allows, so a probe the PTB names is never followed by one ICMP would lower again.
+    /// Returns that size.
     pub fn plpmtud_ptb(&mut self, now: Instant, ip_mtu: usize, peer: IpAddr) -> usize {
-        let sctp = ip_mtu
-            .saturating_sub(Interface::ip_header_len(peer))
-            .saturating_sub(self.rx_slack);
+        let sctp = self.icmp_sctp_size(ip_mtu, peer);
         self.assoc.plpmtud_ptb(now, sctp);
         sctp
     }

@@ -19,6 +19,38 @@ use ddpdk_dataplane::port::mem::MemPort;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 
+/// How many `Closed` indications `events` hold.
+pub fn closes(events: &[Event]) -> usize {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(_),
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+/// How many `Connected` indications `events` hold.
+pub fn connects(events: &[Event]) -> usize {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
 /// The SCTP port of every test endpoint.
 pub const PORT: u16 = 5000;
 
