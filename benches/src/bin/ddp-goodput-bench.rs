@@ -596,7 +596,14 @@ fn measure(args: &Args, mtu: u16) {
                     pps
                 }),
                 Some(s) => best_ddp(args, &tag, mtu, &args.sources[s]).map(|(run, rsize)| {
-                    busy[j] = run.busy();
+                    // A lossless run's recoveries are spurious (a descheduled core outlived
+                    // RTO.Min, or memif reordered): they explain a slow round.
+                    busy[j] = format!(
+                        "{}; {} fast retransmits, {} T3 expiries",
+                        run.busy(),
+                        run.fast_retransmits,
+                        run.t3_expiries
+                    );
                     ring[j] = rsize;
                     run.bytes_per_s
                 }),
