@@ -348,7 +348,8 @@ fn frames_a_full_kernel_ring_drops_are_counted_as_missed() {
 /// §4.2 (an ICMPv6 Echo responder), met by the kernel's own `ping` on the other end of the
 /// veth, which first resolves the endpoint by ARP and Neighbor Discovery: a DDP endpoint with
 /// an IPv4 and an IPv6 address answers every request, a 1400-byte one whole (ping checks the
-/// data it gets back).
+/// data it gets back), and `ping -R` / `ping -T` find the endpoint in the route and the
+/// timestamps of the replies.
 #[test]
 fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
     let net = Net::new("ping", 1500);
@@ -406,4 +407,58 @@ fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
         let out = sh(&[&["ping"][..], args].concat());
         assert!(out.contains(" 0% packet loss"), "ping {args:?}:\n{out}");
     }
+    // §3.2.2.6: a Record Route or Timestamp option of the request SHOULD come back "updated
+    // to include the current host": ping prints the route (the kernel enters itself on the
+    // way out and on the way back) and the timestamps it finds in the replies.
+    let out = sh(&[
+        "ping",
+        "-R",
+        "-c",
+        "2",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        "198.18.0.2",
+    ]);
+    assert!(out.contains(" 0% packet loss"), "ping -R:\n{out}");
+    let route: Vec<&str> = out
+        .split("RR:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("ping -R shows no route:\n{out}"))
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        route,
+        ["198.18.0.1", "198.18.0.2", "198.18.0.1"],
+        "out, this host, back:\n{out}"
+    );
+    let out = sh(&[
+        "ping",
+        "-T",
+        "tsandaddr",
+        "-c",
+        "2",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        "198.18.0.2",
+    ]);
+    assert!(out.contains(" 0% packet loss"), "ping -T:\n{out}");
+    // "TS: \t198.18.0.1\t45370615 absolute", then "\t198.18.0.2\t0" (ours, 0 ms later), ...
+    let stamps: Vec<&str> = out
+        .split("TS:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("ping -T shows no timestamps:\n{out}"))
+        .lines()
+        .map_while(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        stamps,
+        ["198.18.0.1", "198.18.0.2", "198.18.0.1"],
+        "out, this host, back:\n{out}"
+    );
 }

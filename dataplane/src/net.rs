@@ -783,8 +783,8 @@ impl Interface {
     /// address "MAY be silently discarded", §3.2.2.6). IPv6: also one to a group this
     /// interface is in ([`Interface::joined`]), as RFC 4443 §4.2 says SHOULD be ("the source
     /// address of the reply MUST be a unicast address belonging to the interface": ours).
-    /// IPv4 options of the request (Record Route, Timestamp) are not returned, which
-    /// §3.2.2.6 says SHOULD be.
+    /// IPv4: a request's Record Route and Timestamp options are returned in the reply's
+    /// header with this host entered ([`echo_reply_options`], §3.2.2.6's SHOULD).
     fn echo<'a>(&mut self, f: link::IpFrame<'_>, out: &mut [u8]) -> Rx<'a> {
         let (src, dst) = (f.ip.src(), f.ip.dst());
         let group = match dst {
@@ -823,8 +823,14 @@ impl Interface {
         if icmp.len() < 8 || icmp[1] != 0 || !checksum_ok {
             return Rx::Dropped(Drop::Malformed);
         }
+        let mut options = [0u8; IPV4_MAX_OPTIONS];
         let ip_len = match dst {
-            IpAddr::V4(_) => IPV4_HEADER_LEN,
+            IpAddr::V4(ours) => {
+                let Some(n) = echo_reply_options(f.ipv4_options, ours, &mut options) else {
+                    return Rx::Dropped(Drop::Malformed);
+                };
+                IPV4_HEADER_LEN + n
+            }
             IpAddr::V6(_) => IPV6_HEADER_LEN,
         };
         let len = ETHERNET_HEADER_LEN + ip_len + icmp.len();
@@ -849,7 +855,7 @@ impl Interface {
                 write_icmpv6(reply, ICMPV6_ECHO_REPLY, fields, &icmp[8..], d6, s6);
             }
             (IpAddr::V4(s4), IpAddr::V4(d4)) => {
-                let reply = &mut o[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN..];
+                let reply = &mut o[ETHERNET_HEADER_LEN + ip_len..];
                 reply.copy_from_slice(icmp);
                 reply[0] = ICMP_ECHO_REPLY;
                 reply[2..4].fill(0);
@@ -857,7 +863,7 @@ impl Interface {
                 reply[2..4].copy_from_slice(&sum.to_be_bytes());
                 ethernet(o, f.src_mac, self.mac, ETHERTYPE_IPV4);
                 self.ip_id = self.ip_id.wrapping_add(1);
-                ipv4_header(
+                ipv4_header_with_options(
                     &mut o[ETHERNET_HEADER_LEN..],
                     d4,
                     s4,
@@ -865,6 +871,7 @@ impl Interface {
                     icmp.len(),
                     self.ip_id,
                     true,
+                    &options[..ip_len - IPV4_HEADER_LEN],
                 );
             }
             _ => return Rx::Dropped(Drop::Malformed),
@@ -2034,8 +2041,25 @@ fn ipv4_header(
     id: u16,
     df: bool,
 ) {
-    let total = (IPV4_HEADER_LEN + payload) as u16;
-    out[0] = 0x45;
+    ipv4_header_with_options(out, src, dst, protocol, payload, id, df, &[]);
+}
+
+/// An IPv4 header followed by `options` (whole words, at most [`IPV4_MAX_OPTIONS`] bytes).
+#[allow(clippy::too_many_arguments)]
+fn ipv4_header_with_options(
+    out: &mut [u8],
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    protocol: u8,
+    payload: usize,
+    id: u16,
+    df: bool,
+    options: &[u8],
+) {
+    debug_assert!(options.len().is_multiple_of(4) && options.len() <= IPV4_MAX_OPTIONS);
+    let header = IPV4_HEADER_LEN + options.len();
+    let total = (header + payload) as u16;
+    out[0] = 0x40 | (header / 4) as u8;
     out[1] = 0;
     out[2..4].copy_from_slice(&total.to_be_bytes());
     out[4..6].copy_from_slice(&id.to_be_bytes());
@@ -2045,8 +2069,114 @@ fn ipv4_header(
     out[10..12].copy_from_slice(&[0, 0]);
     out[12..16].copy_from_slice(&src.octets());
     out[16..20].copy_from_slice(&dst.octets());
-    let sum = internet_checksum(&out[..IPV4_HEADER_LEN]);
+    out[IPV4_HEADER_LEN..header].copy_from_slice(options);
+    let sum = internet_checksum(&out[..header]);
     out[10..12].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// The most option bytes an IPv4 header holds (IHL 15).
+const IPV4_MAX_OPTIONS: usize = 40;
+
+/// RFC 1122 §3.2.2.6: "If a Record Route and/or Time Stamp option is received in an ICMP Echo
+/// Request, this option (these options) SHOULD be updated to include the current host and
+/// included in the IP header of the Echo Reply message, without truncation". Writes the
+/// reply's options into `out` from the request's (`request`, already walked by
+/// `link::parse_ip`): each Record Route and Timestamp option copied whole with `ours` entered
+/// once, as RFC 791 §3.1 has a module enter itself (the request's path ends here and the
+/// reply's starts here: one entry for both), padded with End of Option List to whole words.
+/// Other options (NOP, Security, Stream ID) are not echoed. Returns the options' length, or
+/// None for a request RFC 791 has discarded: a pointer below its option's first slot, a
+/// Timestamp flag it does not define, or a Timestamp overflow count that would overflow.
+fn echo_reply_options(
+    request: &[u8],
+    ours: Ipv4Addr,
+    out: &mut [u8; IPV4_MAX_OPTIONS],
+) -> Option<usize> {
+    const END: u8 = 0;
+    const NOP: u8 = 1;
+    const RECORD_ROUTE: u8 = 7;
+    const TIMESTAMP: u8 = 68;
+    let mut n = 0;
+    let mut opts = request;
+    while let Some(&ty) = opts.first() {
+        let len = match ty {
+            END => break,
+            NOP => 1,
+            _ => usize::from(*opts.get(1)?),
+        };
+        let (opt, rest) = opts.split_at_checked(len)?;
+        opts = rest;
+        if ty != RECORD_ROUTE && ty != TIMESTAMP {
+            continue;
+        }
+        let o = out.get_mut(n..n + len)?;
+        o.copy_from_slice(opt);
+        n += len;
+        // The pointer is 1-based from the option's type octet.
+        let ptr = usize::from(*o.get(2)?);
+        match ty {
+            RECORD_ROUTE => {
+                // §3.1: the pointer's least legal value is 4; a full route is left as it is.
+                if ptr < 4 {
+                    return None;
+                }
+                if let Some(slot) = o.get_mut(ptr - 1..ptr + 3) {
+                    slot.copy_from_slice(&ours.octets());
+                    o[2] += 4;
+                }
+            }
+            _ => {
+                // §3.1 Internet Timestamp: the pointer's least legal value is 5; flag 0 is
+                // timestamps only, 1 an address and a timestamp each, 3 timestamps at the
+                // addresses prespecified, ours among them.
+                let (overflow, flag) = (o.get(3)? >> 4, o.get(3)? & 0x0f);
+                if ptr < 5 {
+                    return None;
+                }
+                let entry = match flag {
+                    0 => 4,
+                    1 | 3 => 8,
+                    _ => return None,
+                };
+                let at = ptr - 1;
+                let Some(slot) = o.get_mut(at..at + entry) else {
+                    // "If the timestamp data area is already full ... the overflow count is
+                    // incremented by one"; "If the overflow count itself overflows, the
+                    // original datagram is considered to be in error and is discarded."
+                    if overflow == 0x0f {
+                        return None;
+                    }
+                    o[3] += 0x10;
+                    continue;
+                };
+                let ts = ms_since_midnight_ut().to_be_bytes();
+                match flag {
+                    0 => slot.copy_from_slice(&ts),
+                    1 => {
+                        slot[..4].copy_from_slice(&ours.octets());
+                        slot[4..].copy_from_slice(&ts);
+                    }
+                    // Only where the next prespecified address is ours.
+                    _ if slot[..4] == ours.octets() => slot[4..].copy_from_slice(&ts),
+                    _ => continue,
+                }
+                o[2] += entry as u8;
+            }
+        }
+    }
+    // End of Option List pads to whole words (`out` is zeroed).
+    Some(n.next_multiple_of(4))
+}
+
+/// RFC 791 §3.1's timestamp: "milliseconds since midnight UT"; where the time cannot be had
+/// so, any time "provided the high order bit of the timestamp field is set to one".
+fn ms_since_midnight_ut() -> u32 {
+    const DAY_MS: u128 = 86_400_000;
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        // UTC days are 86 400 s long in Unix time (leap seconds are not counted).
+        Ok(t) => (t.as_millis() % DAY_MS) as u32,
+        Err(_) => 1 << 31,
+    }
 }
 
 fn ipv6_header(
@@ -2956,25 +3086,7 @@ mod tests {
         let mut opts = vec![131u8, 7, 8];
         opts.extend_from_slice(&gw.octets());
         opts.push(0);
-        let ihl = (20 + opts.len()) / 4;
-        let icmp_len = 8 + 4;
-        let mut f = vec![0u8; ETHERNET_HEADER_LEN];
-        ethernet(&mut f, MAC, PEER_MAC, ETHERTYPE_IPV4);
-        let mut h = vec![0u8; ihl * 4];
-        h[0] = 0x40 | ihl as u8;
-        h[2..4].copy_from_slice(&((ihl * 4 + icmp_len) as u16).to_be_bytes());
-        h[8] = 64;
-        h[9] = IP_PROTO_ICMP;
-        h[12..16].copy_from_slice(&PEER4.octets());
-        h[16..20].copy_from_slice(&IP4.octets());
-        h[20..].copy_from_slice(&opts);
-        let sum = internet_checksum(&h);
-        h[10..12].copy_from_slice(&sum.to_be_bytes());
-        f.extend_from_slice(&h);
-        let mut icmp = vec![ICMP_ECHO, 0, 0, 0, 0x12, 0x34, 0, 7, b'a', b'b', b'c', b'd'];
-        let sum = internet_checksum(&icmp);
-        icmp[2..4].copy_from_slice(&sum.to_be_bytes());
-        f.extend_from_slice(&icmp);
+        let f = echo_request_with_options(&opts);
         match i.receive(&f, &mut out) {
             Rx::Reply(n) => {
                 let ip = &out[ETHERNET_HEADER_LEN..n];
@@ -2991,6 +3103,189 @@ mod tests {
             Rx::Dropped(_) => {}
             other => panic!("{other:?}"),
         }
+    }
+
+    /// An ICMP Echo Request from the peer to us whose IPv4 header carries `opts` (whole
+    /// words), with the four data bytes "abcd".
+    fn echo_request_with_options(opts: &[u8]) -> Vec<u8> {
+        assert!(opts.len().is_multiple_of(4));
+        let ihl = (20 + opts.len()) / 4;
+        let icmp_len = 8 + 4;
+        let mut f = vec![0u8; ETHERNET_HEADER_LEN];
+        ethernet(&mut f, MAC, PEER_MAC, ETHERTYPE_IPV4);
+        let mut h = vec![0u8; ihl * 4];
+        h[0] = 0x40 | ihl as u8;
+        h[2..4].copy_from_slice(&((ihl * 4 + icmp_len) as u16).to_be_bytes());
+        h[8] = 64;
+        h[9] = IP_PROTO_ICMP;
+        h[12..16].copy_from_slice(&PEER4.octets());
+        h[16..20].copy_from_slice(&IP4.octets());
+        h[20..].copy_from_slice(opts);
+        let sum = internet_checksum(&h);
+        h[10..12].copy_from_slice(&sum.to_be_bytes());
+        f.extend_from_slice(&h);
+        let mut icmp = vec![ICMP_ECHO, 0, 0, 0, 0x12, 0x34, 0, 7, b'a', b'b', b'c', b'd'];
+        let sum = internet_checksum(&icmp);
+        icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+        f.extend_from_slice(&icmp);
+        f
+    }
+
+    /// The reply to `f`: its IPv4 header's options, after checking the header's checksum and
+    /// that the Echo Reply behind it carries the request's identifier, sequence and data.
+    fn echo_reply_options_of(i: &mut Interface, f: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; 2048];
+        let Rx::Reply(n) = i.receive(f, &mut out) else {
+            panic!("the request is answered");
+        };
+        let ip = &out[ETHERNET_HEADER_LEN..n];
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        assert_eq!(ip[0] >> 4, 4);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([ip[2], ip[3]])),
+            ip.len(),
+            "total length"
+        );
+        assert_eq!(
+            internet_checksum(&ip[..ihl]),
+            0,
+            "the header checksum covers the options"
+        );
+        assert_eq!(&ip[12..20], &[IP4.octets(), PEER4.octets()].concat()[..]);
+        let icmp = &ip[ihl..];
+        assert_eq!(icmp[0], ICMP_ECHO_REPLY);
+        assert_eq!(&icmp[4..], &[0x12, 0x34, 0, 7, b'a', b'b', b'c', b'd']);
+        assert_eq!(internet_checksum(icmp), 0);
+        ip[20..ihl].to_vec()
+    }
+
+    /// RFC 1122 §3.2.2.6: "If a Record Route and/or Time Stamp option is received in an ICMP
+    /// Echo Request, this option (these options) SHOULD be updated to include the current
+    /// host and included in the IP header of the Echo Reply message, without truncation".
+    /// Record Route (RFC 791 §3.1): our address enters at the pointer, which moves on by 4; a
+    /// full route comes back as it was; a pointer below 4 is an error, discarded. Options
+    /// other than these two are not echoed.
+    #[test]
+    fn an_echo_requests_record_route_comes_back_with_this_host_rfc1122_3_2_2_6() {
+        let mut i = iface();
+        // `ping -R`: nine slots, the pinging host's own address in the first (pointer 8);
+        // a NOP before it, which is not echoed, and an End of Option List to fill the word.
+        let mut rr = vec![1u8, 7, 39, 8];
+        rr.extend_from_slice(&PEER4.octets());
+        rr.resize(40, 0);
+        let got = echo_reply_options_of(&mut i, &echo_request_with_options(&rr));
+        let mut want = vec![7u8, 39, 12];
+        want.extend_from_slice(&PEER4.octets());
+        want.extend_from_slice(&IP4.octets());
+        want.resize(40, 0);
+        assert_eq!(
+            got, want,
+            "the route with this host entered, NOP dropped, padded"
+        );
+
+        // A full route (two slots, pointer past them) comes back untouched.
+        let mut full = vec![7u8, 11, 12];
+        full.extend_from_slice(&PEER4.octets());
+        full.extend_from_slice(&Ipv4Addr::new(192, 0, 2, 9).octets());
+        full.push(0);
+        assert_eq!(
+            echo_reply_options_of(&mut i, &echo_request_with_options(&full)),
+            full
+        );
+
+        // A request without options has none in the reply (IHL 5).
+        assert!(echo_reply_options_of(&mut i, &echo_request_with_options(&[])).is_empty());
+
+        // Pointer 3 is below the first slot: discarded, counted, no reply.
+        let mut out = vec![0u8; 2048];
+        let bad = echo_request_with_options(&[7, 7, 3, 0, 0, 0, 0, 0]);
+        assert!(matches!(
+            i.receive(&bad, &mut out),
+            Rx::Dropped(Drop::Malformed)
+        ));
+        assert_eq!(i.stats().echo_replies, 3);
+    }
+
+    /// RFC 1122 §3.2.2.6 with RFC 791 §3.1's Internet Timestamp: flag 0 enters a timestamp,
+    /// flag 1 our address and a timestamp, flag 3 a timestamp only where the next prespecified
+    /// address is ours; a full option has its overflow count raised by one, and a count that
+    /// would overflow discards the request. The timestamp is milliseconds since midnight UT.
+    #[test]
+    fn an_echo_requests_timestamp_comes_back_with_this_host_rfc1122_3_2_2_6() {
+        let mut i = iface();
+        let ms = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let within = |ts: u32, before: u32, after: u32| {
+            // The day may turn between the two readings.
+            if before <= after {
+                (before..=after).contains(&ts)
+            } else {
+                ts >= before || ts <= after
+            }
+        };
+
+        // Flag 0, three slots, the first used (pointer 9).
+        let opts = [68u8, 16, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        let before = ms_since_midnight_ut();
+        let got = echo_reply_options_of(&mut i, &echo_request_with_options(&opts));
+        let after = ms_since_midnight_ut();
+        assert_eq!(
+            &got[..4],
+            &[68, 16, 13, 0],
+            "pointer past our entry, no overflow"
+        );
+        assert_eq!(ms(&got[4..]), 1, "the entry before ours is kept");
+        assert!(
+            within(ms(&got[8..]), before, after),
+            "ours: {}",
+            ms(&got[8..])
+        );
+        assert!(
+            before < 86_400_000 && ms(&got[8..]) < 86_400_000,
+            "a standard value"
+        );
+        assert_eq!(&got[12..], &[0, 0, 0, 0], "the next slot is left free");
+
+        // Flag 1: address and timestamp.
+        let opts = [68u8, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        let before = ms_since_midnight_ut();
+        let got = echo_reply_options_of(&mut i, &echo_request_with_options(&opts));
+        let after = ms_since_midnight_ut();
+        assert_eq!(&got[..4], &[68, 12, 13, 1]);
+        assert_eq!(&got[4..8], &IP4.octets());
+        assert!(within(ms(&got[8..]), before, after));
+
+        // Flag 3: entered only at our prespecified address.
+        let mut pre = vec![68u8, 20, 5, 3];
+        pre.extend_from_slice(&IP4.octets());
+        pre.extend_from_slice(&[0; 4]);
+        pre.extend_from_slice(&PEER4.octets());
+        pre.extend_from_slice(&[0; 4]);
+        let got = echo_reply_options_of(&mut i, &echo_request_with_options(&pre));
+        assert_eq!(got[2], 13, "ours was next: entered");
+        assert_ne!(ms(&got[8..]), 0);
+        let mut not_ours = pre.clone();
+        not_ours[2] = 13;
+        let got = echo_reply_options_of(&mut i, &echo_request_with_options(&not_ours));
+        assert_eq!(got, not_ours, "the peer's address is next: nothing entered");
+
+        // Full: the overflow count goes up by one, the entries are kept.
+        let full = [68u8, 8, 9, 0x20, 0, 0, 0, 5];
+        assert_eq!(
+            echo_reply_options_of(&mut i, &echo_request_with_options(&full)),
+            [68, 8, 9, 0x30, 0, 0, 0, 5]
+        );
+        let replies = i.stats().echo_replies;
+        // The count at 15 cannot go up: the request is in error, discarded; so is a flag
+        // RFC 791 does not define.
+        let mut out = vec![0u8; 2048];
+        for bad in [[68u8, 8, 9, 0xf0, 0, 0, 0, 5], [68, 8, 5, 2, 0, 0, 0, 0]] {
+            let f = echo_request_with_options(&bad);
+            assert!(matches!(
+                i.receive(&f, &mut out),
+                Rx::Dropped(Drop::Malformed)
+            ));
+        }
+        assert_eq!(i.stats().echo_replies, replies);
     }
 
     /// (An independent review, session 55.) (a7647df, f592a10): the IPv6 Routing header with Segments Left is now discarded

@@ -167,6 +167,10 @@ pub struct IpFrame<'a> {
     /// What the IP packet carries, cut at the length its header gives (Ethernet padding
     /// excluded).
     pub payload: &'a [u8],
+    /// The IPv4 header's options (RFC 791 §3.1), already walked by [`parse_ip`]; empty for
+    /// IPv6 and for IPv4 without options. An Echo Reply returns Record Route and Timestamp
+    /// (RFC 1122 §3.2.2.6).
+    pub ipv4_options: &'a [u8],
 }
 
 /// Slices `frame` down to its IP payload, with every check [`parse_sctp`] makes of the link
@@ -195,6 +199,7 @@ pub fn parse_ip(frame: &[u8]) -> Result<IpFrame<'_>> {
             inner: Some(v.inner().vlan_identifier().value()),
         },
     };
+    let mut ipv4_options: &[u8] = &[];
     let (ip, payload) = match &sliced.net {
         Some(NetSlice::Ipv4(v4)) => {
             let h = v4.header();
@@ -202,6 +207,15 @@ pub fn parse_ip(frame: &[u8]) -> Result<IpFrame<'_>> {
                 return Err(Error::BadChecksum);
             }
             ipv4_options_ok(h.options())?;
+            // `h.options()` borrows the slicer, not the frame: the same bytes found in the
+            // frame, right before the payload.
+            let options = h.options().len();
+            let at = (v4.payload().payload.as_ptr() as usize).wrapping_sub(frame.as_ptr() as usize);
+            ipv4_options = at
+                .checked_sub(options)
+                .and_then(|from| frame.get(from..at))
+                .unwrap_or_default();
+            debug_assert_eq!(ipv4_options, h.options());
             let info = IpInfo::V4 {
                 src: Ipv4Addr::from(h.source()),
                 dst: Ipv4Addr::from(h.destination()),
@@ -243,6 +257,7 @@ pub fn parse_ip(frame: &[u8]) -> Result<IpFrame<'_>> {
         ip,
         protocol: payload.ip_number.0,
         payload: payload.payload,
+        ipv4_options,
     })
 }
 
