@@ -2041,10 +2041,24 @@ fn ipv4_header(
     id: u16,
     df: bool,
 ) {
-    ipv4_header_with_options(out, src, dst, protocol, payload, id, df, &[]);
+    let total = (IPV4_HEADER_LEN + payload) as u16;
+    out[0] = 0x45;
+    out[1] = 0;
+    out[2..4].copy_from_slice(&total.to_be_bytes());
+    out[4..6].copy_from_slice(&id.to_be_bytes());
+    out[6..8].copy_from_slice(&(if df { 0x4000u16 } else { 0 }).to_be_bytes());
+    out[8] = TTL;
+    out[9] = protocol;
+    out[10..12].copy_from_slice(&[0, 0]);
+    out[12..16].copy_from_slice(&src.octets());
+    out[16..20].copy_from_slice(&dst.octets());
+    let sum = internet_checksum(&out[..IPV4_HEADER_LEN]);
+    out[10..12].copy_from_slice(&sum.to_be_bytes());
 }
 
-/// An IPv4 header followed by `options` (whole words, at most [`IPV4_MAX_OPTIONS`] bytes).
+/// An IPv4 header followed by `options` (whole words, at most [`IPV4_MAX_OPTIONS`] bytes):
+/// [`ipv4_header`]'s, which every SCTP packet pays for, with the length fields and checksum
+/// made again (Echo Replies only).
 #[allow(clippy::too_many_arguments)]
 fn ipv4_header_with_options(
     out: &mut [u8],
@@ -2057,19 +2071,11 @@ fn ipv4_header_with_options(
     options: &[u8],
 ) {
     debug_assert!(options.len().is_multiple_of(4) && options.len() <= IPV4_MAX_OPTIONS);
+    ipv4_header(out, src, dst, protocol, options.len() + payload, id, df);
     let header = IPV4_HEADER_LEN + options.len();
-    let total = (header + payload) as u16;
     out[0] = 0x40 | (header / 4) as u8;
-    out[1] = 0;
-    out[2..4].copy_from_slice(&total.to_be_bytes());
-    out[4..6].copy_from_slice(&id.to_be_bytes());
-    out[6..8].copy_from_slice(&(if df { 0x4000u16 } else { 0 }).to_be_bytes());
-    out[8] = TTL;
-    out[9] = protocol;
-    out[10..12].copy_from_slice(&[0, 0]);
-    out[12..16].copy_from_slice(&src.octets());
-    out[16..20].copy_from_slice(&dst.octets());
     out[IPV4_HEADER_LEN..header].copy_from_slice(options);
+    out[10..12].copy_from_slice(&[0, 0]);
     let sum = internet_checksum(&out[..header]);
     out[10..12].copy_from_slice(&sum.to_be_bytes());
 }
