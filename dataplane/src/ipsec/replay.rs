@@ -209,4 +209,64 @@ mod tests {
         assert!(!w.check(u64::MAX - 65), "left of it");
         assert!(w.accept(u64::MAX));
     }
+
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    proptest! {
+        /// RFC 4303 §3.4.3 against the rule's plain reading, for any order of arrival: a
+        /// packet is new if it is right of the window, or inside it and not received before;
+        /// left of the window (more than the window's size below the highest) it is a
+        /// replay; 0 never. `steps` move around the highest received so far, so most land
+        /// near the window's edges, and some jump past it.
+        #[test]
+        fn the_window_takes_exactly_what_rfc4303_3_4_3_allows(
+            size in prop::sample::select(vec![64u32, 128, 1024]),
+            start in 0u64..(1 << 40),
+            steps in prop::collection::vec(
+                prop_oneof![4 => -70i64..70, 1 => -1100i64..1100],
+                1..300,
+            ),
+        ) {
+            let mut w = ReplayWindow::new(size);
+            let width = w.size();
+            let mut seen = BTreeSet::new();
+            let mut top = 0u64;
+            for (k, d) in steps.into_iter().enumerate() {
+                let seq = if k == 0 { start } else { top.saturating_add_signed(d) };
+                let new = seq != 0
+                    && (seq > top || (seq + width > top && !seen.contains(&seq)));
+                prop_assert_eq!(w.check(seq), new, "check {} (top {})", seq, top);
+                prop_assert_eq!(w.accept(seq), new, "accept {} (top {})", seq, top);
+                if new {
+                    seen.insert(seq);
+                    top = top.max(seq);
+                }
+                prop_assert_eq!(w.top(), top);
+            }
+        }
+
+        /// RFC 4303 Appendix A2.2: with only the low 32 bits on the wire, the receiver finds
+        /// the sequence number of every packet inside its window or right of it by less than
+        /// 2^32 less the window (the sender cannot be further ahead without loss of
+        /// synchronisation, §A2.3).
+        #[test]
+        fn esn_is_inferred_for_every_packet_in_or_right_of_the_window_4303_a2_2(
+            size in prop::sample::select(vec![64u32, 1024]),
+            top in 1u64..(1 << 36),
+            ahead in any::<u32>(),
+            behind in 0u64..1024,
+            right in any::<bool>(),
+        ) {
+            let mut w = ReplayWindow::new(size);
+            prop_assert!(w.accept(top));
+            let width = w.size();
+            let seq = if right {
+                top + u64::from(ahead) % ((1 << 32) - width)
+            } else {
+                top.saturating_sub(behind % width).max(1)
+            };
+            prop_assert_eq!(w.infer_esn(seq as u32), seq, "top {}", top);
+        }
+    }
 }
