@@ -112,8 +112,16 @@ struct Pair {
 
 impl Pair {
     fn new() -> Pair {
-        let mut cep = endpoint(C_PORT, 1);
-        let mut sep = endpoint(S_PORT, 2);
+        Pair::with(|_| {})
+    }
+
+    /// A pair whose two endpoints' configuration `f` changes.
+    fn with(f: impl Fn(&mut Config)) -> Pair {
+        let (mut c_cfg, mut s_cfg) = (cfg(C_PORT), cfg(S_PORT));
+        f(&mut c_cfg);
+        f(&mut s_cfg);
+        let mut cep = Endpoint::new(c_cfg, [1; 32]).unwrap();
+        let mut sep = Endpoint::new(s_cfg, [2; 32]).unwrap();
         let mut c = cep.connect(t(0), S_ADDR, S_PORT);
         let mut out = vec![0u8; 65536];
         let init = drain(&mut c, t(0));
@@ -3465,6 +3473,38 @@ fn a_peer_answering_zero_window_probes_is_no_black_hole_rfc8899_4_3() {
     assert!(p.c.stats().t3_expiries >= 3, "{}", p.c.stats().t3_expiries);
     assert_eq!(p.c.state(), State::Established);
     assert_eq!(p.c.path_mtu(), mtu, "no black hole");
+}
+
+/// RFC 8899 §4.3 with RFC 9260 §8.1: three T3-rtx expiries in a row of a large packet are a
+/// black hole, but an association whose Association.Max.Retrans is 2 ends at the third. A
+/// silent 1200-byte hop (DF packets above it dropped, no ICMP) then ended it with the
+/// 1400-byte chunk never through; the black hole is now found at the second expiry, the
+/// chunk crosses fragmented (here: delivered once the path MTU says it goes without DF) and
+/// the association lives.
+#[test]
+fn a_black_hole_is_found_before_a_short_max_retrans_ends_the_association_rfc8899_4_3() {
+    let mut p = Pair::with(|c| c.assoc_max_retrans = 2);
+    p.c.send(0, 16, &[1; 1400]).unwrap();
+    let mut now = t(10);
+    for _ in 0..8 {
+        let df = p.c.path_mtu() > 1200;
+        p.exchange(now, |to_server, pk| !(to_server && df && pk.len() > 1200));
+        if p.got_s.iter().any(|(_, _, m)| m.len() == 1400) {
+            break;
+        }
+        let Some(next) = p.c.poll_timeout() else {
+            break;
+        };
+        now = next;
+        p.tick(now);
+    }
+    assert_eq!(p.c.state(), State::Established, "the association lives");
+    assert_eq!(p.c.path_mtu(), 1200, "the black hole found");
+    assert_eq!(p.c.stats().t3_expiries, 2, "at Max.Retrans's second expiry");
+    assert!(
+        p.got_s.iter().any(|(_, _, m)| m.len() == 1400),
+        "the message got through"
+    );
 }
 
 /// RFC 8899 §4.3 ("excessive loss of data sent with a specific packet size"): a silent hop

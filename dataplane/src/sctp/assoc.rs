@@ -2923,7 +2923,7 @@ impl Association {
                     break;
                 }
             }
-            if p.on_t3(packet) {
+            if p.on_t3(packet, self.cfg.assoc_max_retrans) {
                 let before = self.path.mtu;
                 self.path.mtu = p.plpmtu().clamp(config::MIN_PATH_MTU, before);
                 self.path_mtu_moved(before);

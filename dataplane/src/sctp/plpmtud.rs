@@ -251,16 +251,20 @@ impl Plpmtud {
         }
     }
 
-    /// T3-rtx expired with the earliest outstanding chunk in a packet of `packet_len` bytes.
-    /// Returns true if that makes a black hole (RFC 8899 §4.3): the PLPMTU is BASE_PLPMTU
-    /// now ([`Plpmtud::changed`]) and a probe of it is due.
-    pub fn on_t3(&mut self, packet_len: usize) -> bool {
+    /// T3-rtx expired with the earliest outstanding chunk in a packet of `packet_len` bytes,
+    /// on an association that ends after `max_retrans` expiries in a row
+    /// (Association.Max.Retrans, RFC 9260 §8.1). Returns true if that makes a black hole
+    /// (RFC 8899 §4.3): the PLPMTU is BASE_PLPMTU now ([`Plpmtud::changed`]) and a probe of
+    /// it is due. Below [`BLACK_HOLE_T3`] expiries the association would end first, so there
+    /// the black hole is taken at its last expiry: an operator's short Max.Retrans asks for
+    /// a quick failure of an unreachable peer, not of a small path.
+    pub fn on_t3(&mut self, packet_len: usize, max_retrans: u32) -> bool {
         if packet_len <= BASE_PLPMTU || self.plpmtu <= BASE_PLPMTU {
             self.t3_in_a_row = 0;
             return false;
         }
         self.t3_in_a_row += 1;
-        if self.t3_in_a_row < BLACK_HOLE_T3 {
+        if self.t3_in_a_row < BLACK_HOLE_T3.min(max_retrans.max(1)) {
             return false;
         }
         self.t3_in_a_row = 0;
@@ -434,7 +438,7 @@ mod tests {
 
     fn black_hole(p: &mut Plpmtud) {
         for _ in 0..BLACK_HOLE_T3 {
-            p.on_t3(MAX);
+            p.on_t3(MAX, 10);
         }
     }
 
@@ -450,16 +454,33 @@ mod tests {
         now
     }
 
+    /// Where Association.Max.Retrans is below three, the association would end at the
+    /// expiry that makes it a black hole: it is taken at Max.Retrans's last one instead.
+    #[test]
+    fn a_short_max_retrans_takes_the_black_hole_at_its_last_expiry_rfc8899_4_3() {
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        assert!(!p.on_t3(MAX, 2));
+        assert!(p.on_t3(MAX, 2), "the second of two");
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        assert!(p.on_t3(MAX, 1), "the only one");
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        assert!(!p.on_t3(MAX, 5) && !p.on_t3(MAX, 5), "three above three");
+        assert!(p.on_t3(MAX, 5));
+    }
+
     #[test]
     fn three_t3_expiries_in_a_row_of_a_large_packet_are_a_black_hole_rfc8899_4_3() {
         let mut p = Plpmtud::new(MAX, PROBE_TIMER);
-        assert!(!p.on_t3(MAX));
-        assert!(!p.on_t3(MAX));
+        assert!(!p.on_t3(MAX, 10));
+        assert!(!p.on_t3(MAX, 10));
         assert_eq!(p.changed(), None, "two expiries may be congestion");
         p.on_ack();
-        assert!(!p.on_t3(MAX), "an acknowledgement between: not in a row");
-        assert!(!p.on_t3(MAX));
-        assert!(p.on_t3(MAX));
+        assert!(
+            !p.on_t3(MAX, 10),
+            "an acknowledgement between: not in a row"
+        );
+        assert!(!p.on_t3(MAX, 10));
+        assert!(p.on_t3(MAX, 10));
         assert_eq!(p.changed(), Some(BASE_PLPMTU));
         assert_eq!(p.changed(), None, "reported once");
         assert_eq!(p.state(), State::Base);
@@ -475,7 +496,7 @@ mod tests {
     fn small_packets_lost_say_nothing_of_the_path_mtu() {
         let mut p = Plpmtud::new(MAX, PROBE_TIMER);
         for _ in 0..10 {
-            assert!(!p.on_t3(BASE_PLPMTU));
+            assert!(!p.on_t3(BASE_PLPMTU, 10));
         }
         assert_eq!(p.changed(), None);
         assert_eq!(p.state(), State::SearchComplete);
@@ -618,7 +639,7 @@ mod tests {
         let max = 1482;
         let mut p = Plpmtud::new(max, PROBE_TIMER);
         for _ in 0..BLACK_HOLE_T3 {
-            p.on_t3(max);
+            p.on_t3(max, 10);
         }
         let (size, n) = send(&mut p, at(0));
         assert!(p.on_probe_ack(at(0), n, size));
