@@ -94,11 +94,25 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
         }
         ["show"] => Ok(show_text(port)),
         ["expiring"] => Ok(expiring(port)),
-        // Only the first words come back: the rest may hold a key.
+        // Only the first words come back, and not one that may be a key (`ipsec sa KEY` is
+        // a key typed where `add` belongs), nor more than a line's worth of one.
         _ => Err(format!(
             "ipsec: expected sa add RULE | sa del in|out SPI | sp add RULE | sp del N|RULE | show | \
              expiring, got {:?}",
-            words.iter().take(2).copied().collect::<Vec<_>>().join(" ")
+            words
+                .iter()
+                .take(2)
+                .enumerate()
+                .map(|(i, w)| {
+                    let before = i.checked_sub(1).map(|j| words[j]);
+                    if ddpdk_dataplane::ipsec::hidden_word(before, w) {
+                        "(key hidden)".to_string()
+                    } else {
+                        w.chars().take(40).collect()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
         )),
     }
 }

@@ -620,6 +620,27 @@ fn a_failed_script_command_answers_in_json_without_its_key() {
     assert!(!out.contains("2b:7e"), "no key on stdout: {out}");
 }
 
+/// An `ipsec` command that is none of the known ones answers with its first words, but never
+/// with a key among them: `ipsec sa KEY`, a key typed where `add` belongs, echoed the key on
+/// stderr and in the JSON `command_error` while the quoted command line hid it.
+#[test]
+fn an_unknown_ipsec_command_does_not_echo_a_key() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("shellkey");
+    let cmds = dir.file("cmds.txt", &format!("ipsec sa {K_C2S}\nquit\n"));
+    let o = shell_script(&dir, &cmds, &["--json"]);
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    let error = json_of(&String::from_utf8_lossy(&o.stdout), "command_error");
+    assert!(
+        error["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("expected sa add") && e.contains("(key hidden)")),
+        "{error}"
+    );
+    assert!(!all.contains("2b:7e"), "no key on stdout or stderr: {all}");
+}
+
 /// With `--json`, the shell's IPsec answers are JSON lines on stdout like every command's
 /// result: `expiring` as the lists of SAs a key manager's script wants, not a sentence (before:
 /// the sentence, on stderr only), and a change's answer with the command's first words.

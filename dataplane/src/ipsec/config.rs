@@ -16,7 +16,7 @@ use std::net::IpAddr;
 
 use super::{
     Action, Algorithm, Direction, Lifetime, Mode, Policy, Prefix, SaConfig, Selector, Spd,
-    DEFAULT_REPLAY_WINDOW, IPPROTO_SCTP,
+    DEFAULT_REPLAY_WINDOW, IPPROTO_SCTP, MAX_REPLAY_WINDOW,
 };
 
 /// Every SA and policy of one configuration.
@@ -195,9 +195,13 @@ fn number<T: std::str::FromStr>(what: &str, w: Option<&&str>) -> Result<T, Strin
 
 fn bytes(what: &str, w: Option<&&str>) -> Result<Vec<u8>, String> {
     let w = w.ok_or_else(|| format!("{what} needs a value"))?;
+    // ipsec-secgw's groups are one or two digits each: an empty group or a longer one is a
+    // typo, not a byte (taken, it would make another key).
+    let groups_ok = |g: &str| (1..=2).contains(&g.len());
     let hex: String = match w.strip_prefix("0x") {
         Some(h) => h.to_owned(),
-        None => w.split(':').map(|b| format!("{b:0>2}")).collect(),
+        None if w.split(':').all(groups_ok) => w.split(':').map(|b| format!("{b:0>2}")).collect(),
+        None => String::from("?"),
     };
     if !hex.len().is_multiple_of(2) || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(format!(
@@ -306,7 +310,16 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
                 esn = true;
                 i -= 1;
             }
-            "replay-win" => window = Some(number::<u32>(key, val)?),
+            "replay-win" => {
+                let n = number::<u32>(key, val)?;
+                if u64::from(n) > MAX_REPLAY_WINDOW {
+                    return Err(format!(
+                        "replay-win: {n} is above the largest window, {MAX_REPLAY_WINDOW} \
+                         packets (rte_ipsec's)"
+                    ));
+                }
+                window = Some(n);
+            }
             "life-bytes" => lifetime.bytes = Some(number(key, val)?),
             "life-secs" => lifetime.secs = Some(number(key, val)?),
             "soft-life-bytes" => lifetime.soft_bytes = Some(number(key, val)?),
@@ -530,6 +543,53 @@ mod tests {
         // The same rule ended properly reads.
         let ok = text.trim_end_matches("\\\n").to_string() + "\n";
         assert_eq!(parse_config(&ok).unwrap().spd.policies().len(), 1);
+    }
+
+    /// A key typed with an empty or a three-digit group is refused: each group was padded to
+    /// a byte and the groups joined, so `2b::15` and `2b7e:15` made other keys than meant
+    /// (ipsec-secgw refuses them). A one-digit group is a byte, as there.
+    #[test]
+    fn a_key_with_an_empty_or_long_group_is_refused() {
+        let w = |k: &'static str| bytes("aead_key", Some(&k));
+        assert_eq!(w("2b:7e:5").unwrap(), [0x2b, 0x7e, 0x05]);
+        assert_eq!(w("0x2b7e15").unwrap(), [0x2b, 0x7e, 0x15]);
+        for bad in ["2b::15", "2b7e:15", ":2b", "2b:", "abc:def"] {
+            assert!(w(bad).is_err(), "{bad} taken as {:02x?}", w(bad));
+        }
+    }
+
+    /// `replay-win` above rte_ipsec's largest window is refused with its rule: the values
+    /// above 2^31 were taken (the window's width overflowed to a tiny rte_ipsec window and
+    /// 512 MiB of bits per SA), those between failed only once the EAL ran, naming neither
+    /// the option nor the line.
+    #[test]
+    fn a_replay_window_above_the_largest_is_refused() {
+        let sa = |n: u64| {
+            parse_sa(
+                &format!(
+                    "in 1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport \
+                     replay-win {n}"
+                )
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(
+            sa(MAX_REPLAY_WINDOW).unwrap().replay_window as u64,
+            MAX_REPLAY_WINDOW
+        );
+        for n in [
+            MAX_REPLAY_WINDOW + 1,
+            1 << 31,
+            (1 << 31) + 1,
+            u64::from(u32::MAX),
+        ] {
+            let e = sa(n).unwrap_err();
+            assert!(
+                e.contains("replay-win") && e.contains("largest"),
+                "{n}: {e}"
+            );
+        }
     }
 
     /// What an operator typing a rule by hand gets wrong is named in the operator's words.

@@ -6,6 +6,10 @@
 //! never recorded: half of all replays inside the window pass. This window is the one that
 //! decides; rte_ipsec's still runs and can only refuse more, never less.
 
+/// The widest window an SA may ask for: rte_ipsec, whose window still runs beside ours,
+/// keeps at most 32 768 buckets of 64 (`WINDOW_BUCKET_MAX` in DPDK's `lib/ipsec/sa.h`).
+pub const MAX_REPLAY_WINDOW: u64 = 1 << 21;
+
 /// Received sequence numbers from `top - size + 1` to `top`, one bit each.
 #[derive(Debug, Clone)]
 pub struct ReplayWindow {
