@@ -311,3 +311,89 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     );
     assert_eq!(status.code(), Some(0), "{serr}");
 }
+
+/// The exporter answers every scrape: an error reply from ddpdk (one stopping answers
+/// `/ddpdk/assoc/list` with `{"error": ...}`) fails the scrape with its reason, where a
+/// `KeyError` escaped before (a connection closed without an answer, a traceback with
+/// `--once`); and it listens on an IPv6 address as `--listen [::1]:PORT` says, where it failed
+/// ("Address family for hostname not supported"). Both found by an outside-in test.
+#[test]
+fn the_exporter_answers_every_scrape_and_listens_on_ipv6() {
+    let script = format!(
+        r#"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("exporter", {EXPORTER:?})
+ex = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ex)
+class Stopping:
+    def ask(self, cmd):
+        if cmd.startswith("/ddpdk/stats,"):
+            return {{"core/0/frames_in": 1}} if cmd.endswith(",0") else {{"error": "no data core"}}
+        return {{"error": "not available: the endpoint is stopping"}}
+try:
+    ex.collect(Stopping())
+    print("collected")
+except RuntimeError as e:
+    print("refused:", e)
+"#
+    );
+    let o = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        said.starts_with("refused: /ddpdk/assoc/list") && said.contains("stopping"),
+        "{said}"
+    );
+
+    // An IPv6 loopback may be missing in a container: then there is nothing to listen on.
+    let Ok(free) = std::net::TcpListener::bind("[::1]:0") else {
+        eprintln!("no IPv6 loopback here: the exporter's IPv6 listen is not checked");
+        return;
+    };
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let mut exporter = Command::new("python3")
+        .args([EXPORTER, "--listen", &format!("[::1]:{port}")])
+        .args(["--socket", "/nonexistent/dpdk_telemetry.v2"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let answer = loop {
+        let fetch = Command::new("python3")
+            .args([
+                "-c",
+                &format!(
+                    "import urllib.request, urllib.error\n\
+                     try:\n    urllib.request.urlopen('http://[::1]:{port}/metrics')\n\
+                     except urllib.error.HTTPError as e:\n    print(e.code, e.read().decode())"
+                ),
+            ])
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&fetch.stdout).into_owned();
+        if !out.is_empty() || Instant::now() > deadline {
+            break out;
+        }
+        if let Ok(Some(status)) = exporter.try_wait() {
+            let mut why = String::new();
+            std::io::Read::read_to_string(exporter.stderr.as_mut().unwrap(), &mut why).unwrap();
+            panic!("the exporter ended ({status}): {why}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    assert!(
+        answer.starts_with("503 ")
+            && answer.contains("/nonexistent/dpdk_telemetry.v2")
+            && answer.contains("is this ddpdk's telemetry socket?"),
+        "{answer}"
+    );
+}

@@ -161,6 +161,9 @@ def assoc_ids(t):
     first = 0
     while True:
         page = t.ask(f"/ddpdk/assoc/list,{first}") or []
+        # An error (a ddpdk stopping: "not available") fails the scrape with its reason.
+        if not isinstance(page, list):
+            raise RuntimeError(f"/ddpdk/assoc/list,{first}: {page!r}")
         # A ddpdk that does not page (before it took FIRST) answers the same page again.
         if page and page[-1] < first:
             return
@@ -176,6 +179,8 @@ def paged(t, cmd):
     cursor = ""
     while True:
         page = t.ask(f"{cmd},{cursor}" if cursor else cmd) or {}
+        if not isinstance(page, dict) or "error" in page:
+            raise RuntimeError(f"{cmd}: {page!r}")
         for key, value in page.items():
             if "/" in key:
                 yield value
@@ -336,8 +341,9 @@ def scrape_one(args):
             raise OSError(f"telemetry socket {path}: {e.strerror or e}") from e
         # Name the socket: a wrong --file-prefix, or a ddpdk not running (or run by another
         # user, whose runtime directory differs), is then plain to see.
-        raise OSError(f"telemetry socket {path}: {e.strerror or e}"
-                      " (is ddpdk running with this --file-prefix?)") from e
+        hint = ("is this ddpdk's telemetry socket?" if args.socket
+                else "is ddpdk running with this --file-prefix?")
+        raise OSError(f"telemetry socket {path}: {e.strerror or e} ({hint})") from e
     try:
         return collect(t).text()
     finally:
@@ -359,7 +365,7 @@ def main():
     if args.once:
         try:
             sys.stdout.write(scrape(args))
-        except (OSError, RuntimeError, ValueError) as e:
+        except (OSError, RuntimeError, ValueError, LookupError, TypeError) as e:
             print(f"ddpdk-exporter: {e}", file=sys.stderr)
             return 1
         return 0
@@ -375,14 +381,21 @@ def main():
             except (OSError, RuntimeError, ValueError) as e:
                 body = f"ddpdk-exporter: {e}\n".encode()
                 code = 503
+            except Exception as e:  # noqa: BLE001: an answer, never a dropped connection
+                body = f"ddpdk-exporter: {type(e).__name__}: {e}\n".encode()
+                code = 500
             self.send_response(code)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
+    class Server(http.server.ThreadingHTTPServer):
+        # An IPv6 address ([::1]:9465) needs an IPv6 socket; the default is IPv4's.
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
     try:
-        server = http.server.ThreadingHTTPServer((host.strip("[]"), int(port)), Handler)
+        server = Server((host.strip("[]"), int(port)), Handler)
     except OSError as e:
         print(f"ddpdk-exporter: --listen {args.listen}: {e.strerror or e}", file=sys.stderr)
         return 1
