@@ -394,16 +394,32 @@ impl KeySocket {
 /// Binds a socket that only its owner can ever connect to, at `path`: bound inside a fresh
 /// directory of mode 0700, made 0600, then moved into place (a socket bound at `path` itself
 /// would be open to others between bind and chmod, whatever the umask).
+/// The directory's name is short (`.ks` and the process id), so that the socket inside it is
+/// hardly longer than `path`: a Unix socket's path holds 107 bytes, and a name built from the
+/// socket's own doubled its length (a 90-byte path failed as "shorter than SUN_LEN").
 fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let dir = path.with_file_name(format!(
-        ".{}.{}.tmp",
-        path.file_name()
-            .map_or("ipsec".into(), |n| n.to_string_lossy()),
-        std::process::id()
-    ));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    /// `sun_path`'s bytes less its terminating NUL.
+    const SUN_PATH: usize = 107;
+    let dir = path.with_file_name(format!(".ks{}", std::process::id()));
     let inside = dir.join("s");
+    for (p, what) in [
+        (path, "the path"),
+        (inside.as_path(), "the socket made first"),
+    ] {
+        let n = p.as_os_str().as_bytes().len();
+        if n > SUN_PATH {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{what} ({}) is {n} bytes, over the {SUN_PATH} a Unix socket's path holds",
+                    p.display()
+                ),
+            ));
+        }
+    }
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     let r = UnixListener::bind(&inside).and_then(|l| {
         std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600))?;
         std::fs::rename(&inside, path)?;
@@ -500,5 +516,35 @@ fn session<P: Port<Buf = Mbuf>>(conn: UnixStream, port: &IpsecPort<P>, stop: &At
                 ) => {}
             Err(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A socket path that fits a Unix socket's 107 bytes is bound, private (0600); one that
+    /// does not is refused with what the limit is. Before, the socket was first made inside
+    /// a directory named after it, about twice the name's length, so a 100-byte path failed
+    /// as "path must be shorter than SUN_LEN".
+    #[test]
+    fn a_key_socket_path_that_fits_is_bound_and_one_that_does_not_is_named() {
+        let base = std::env::temp_dir().join(format!("ddpdk-ks-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let name_len = 100 - base.as_os_str().len() - 1;
+        let path = base.join("k".repeat(name_len));
+        assert_eq!(path.as_os_str().len(), 100);
+        let l = bind_private(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        drop(l);
+        std::fs::remove_file(&path).unwrap();
+        let long = base.join("k".repeat(name_len + 10));
+        let e = bind_private(&long).unwrap_err().to_string();
+        assert!(e.contains("110 bytes, over the 107"), "{e}");
+        assert!(!long.exists());
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

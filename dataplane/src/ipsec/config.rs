@@ -239,10 +239,35 @@ pub fn hidden_word(before: Option<&str>, word: &str) -> bool {
 fn keys_hidden(message: String, rule: &[&str]) -> String {
     let mut out = message;
     for (i, w) in rule.iter().enumerate() {
-        if hidden_word(i.checked_sub(1).map(|j| rule[j]), w) {
-            out = out.replace(w, "(key hidden)");
+        if !hidden_word(i.checked_sub(1).map(|j| rule[j]), w) {
+            continue;
         }
+        out = if may_be_key(w) {
+            // Key material goes wherever it stands.
+            out.replace(w, "(key hidden)")
+        } else {
+            // A short word after a key keyword (`aead_key aead`) only where it stands alone:
+            // "aead_key" in the message is not it.
+            whole_words_replaced(&out, w, "(key hidden)")
+        };
     }
+    out
+}
+
+/// `text` with `word` replaced where no letter, digit or `_` touches it.
+fn whole_words_replaced(text: &str, word: &str, with: &str) -> String {
+    let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let (before, after) = (&rest[..at], &rest[at + word.len()..]);
+        out.push_str(before);
+        let alone =
+            !part_of_word(before.chars().next_back()) && !part_of_word(after.chars().next());
+        out.push_str(if alone { with } else { word });
+        rest = after;
+    }
+    out.push_str(rest);
     out
 }
 
@@ -556,6 +581,31 @@ mod tests {
         for bad in ["2b::15", "2b7e:15", ":2b", "2b:", "abc:def"] {
             assert!(w(bad).is_err(), "{bad} taken as {:02x?}", w(bad));
         }
+    }
+
+    /// A short word hidden as a key's value is hidden where it stands alone, not inside the
+    /// keywords of the message: `aead_key aead` read "aes-128-gcm (key hidden)_key is ...".
+    #[test]
+    fn a_hidden_short_value_leaves_the_keywords_of_the_message_alone() {
+        let e = parse_sa(
+            &"out 1000 aead_algo aes-128-gcm aead_key aead mode transport"
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("aead_key") && !e.contains("(key hidden)_key"),
+            "{e}"
+        );
+        assert!(
+            !e.split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|w| w == "aead"),
+            "{e}"
+        );
+        assert_eq!(
+            whole_words_replaced("a aead_key \"aead\" aead", "aead", "X"),
+            "a aead_key \"X\" X"
+        );
     }
 
     /// `replay-win` above rte_ipsec's largest window is refused with its rule: the values
