@@ -27,6 +27,8 @@ const TICK: Duration = Duration::from_millis(50);
 
 enum Input {
     Line(String),
+    /// A line that is not UTF-8: refused as a command is, never taken for the end of input.
+    NotUtf8,
     /// End of input or Ctrl-D / Ctrl-C at the prompt.
     End,
 }
@@ -420,6 +422,15 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
             Some((rx, ack)) => match rx.recv_timeout(TICK) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) | Ok(Input::End) => break,
+                Ok(Input::NotUtf8) => {
+                    let e = "Bad input: the line is not UTF-8 (nothing was run)";
+                    command_error(opts.json, "(not UTF-8)", e);
+                    note(opts.json, format_args!("{e}"));
+                    if typos_count {
+                        status = EXIT_FAILURE;
+                    }
+                    let _ = ack.send(());
+                }
                 Ok(Input::Line(l)) => {
                     let flow = match shell::parse_line(&l) {
                         Ok(None) => Flow::Continue,
@@ -473,20 +484,30 @@ fn spawn_reader(json: bool) -> (mpsc::Receiver<Input>, mpsc::Sender<()>) {
 }
 
 fn read_pipe(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>, json: bool) {
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { return };
-        if !line.trim().is_empty() {
-            note(json, format_args!("ddpdk> {}", shell::key_hidden(&line)));
+    // Bytes, not `lines()`: a line that is not UTF-8 is an error of that line, where
+    // `lines()` ended the input there and the shell exited 0 with the rest unread.
+    let mut stdin = std::io::stdin().lock();
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        match stdin.read_until(b'\n', &mut bytes) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
         }
-        if tx.send(Input::Line(line)).is_err() || ack.recv().is_err() {
+        let input = match std::str::from_utf8(&bytes) {
+            Ok(line) => {
+                let line = line.trim_end_matches(['\n', '\r']).to_string();
+                if !line.trim().is_empty() {
+                    note(json, format_args!("ddpdk> {}", shell::key_hidden(&line)));
+                }
+                Input::Line(line)
+            }
+            Err(_) => Input::NotUtf8,
+        };
+        if tx.send(input).is_err() || ack.recv().is_err() {
             return;
         }
     }
-}
-
-/// Whether a shell line carries key material (`aead_key`, `cipher_key`, `auth_key`).
-fn holds_key(line: &str) -> bool {
-    line.split_whitespace().any(|w| w.ends_with("_key"))
 }
 
 fn read_terminal(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
@@ -506,10 +527,25 @@ fn read_terminal(tx: &mpsc::Sender<Input>, ack: &mpsc::Receiver<()>) {
     if let Some(h) = &history {
         let _ = rl.load_history(h);
     }
-    // Ctrl-C and Ctrl-D at the prompt end the session, like testpmd's quit.
-    while let Ok(line) = rl.readline("ddpdk> ") {
-        // A line with a key (`ipsec sa add ... aead_key ...`) never reaches the history file.
-        if !line.trim().is_empty() && !holds_key(&line) {
+    // Ctrl-C and Ctrl-D at the prompt end the session, like testpmd's quit; a line that is
+    // not UTF-8 (a stray byte) is refused, and the session goes on.
+    loop {
+        let line = match rl.readline("ddpdk> ") {
+            Ok(line) => line,
+            // rustyline's decoder reports a byte that is not UTF-8 as InvalidData.
+            Err(rustyline::error::ReadlineError::Io(e))
+                if e.kind() == std::io::ErrorKind::InvalidData =>
+            {
+                if tx.send(Input::NotUtf8).is_err() || ack.recv().is_err() {
+                    break;
+                }
+                continue;
+            }
+            Err(_) => break,
+        };
+        // A line with a key (`ipsec sa add ... aead_key ...`, misspelt `aead-key`, key
+        // material anywhere) never reaches the history file.
+        if !line.trim().is_empty() && !shell::holds_key(&line) {
             let _ = rl.add_history_entry(line.as_str());
         }
         // Saved before the line runs: `quit` ends the process without waking this thread

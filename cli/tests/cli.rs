@@ -558,6 +558,41 @@ fn a_failed_command_answers_on_stdout_in_json() {
     );
 }
 
+/// A line of the shell's input that is not UTF-8 is refused as a bad command is, and the
+/// lines after it run: it used to end the input there, with the rest unread and status 0.
+/// Key material never comes back, not even quoted in the parser's error (clap's "invalid
+/// value '...'" repeated the key the echoed command hid).
+#[test]
+fn a_line_that_is_not_utf8_is_refused_and_the_rest_runs() {
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "--json", "-i"],
+        b"show mr\n\xff\nmr reg 00112233445566778899aabbccddeeff\nmr reg 4096\nshow mr\nquit\n",
+    );
+    assert_eq!(o.status.code(), Some(1), "two lines were bad:\n{text}");
+    assert!(text.contains("the line is not UTF-8"), "{text}");
+    assert!(
+        text.contains("\"len\":4096"),
+        "the lines after it ran:\n{text}"
+    );
+    assert!(
+        !text.contains("00112233445566778899"),
+        "a key echoed:\n{text}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let errors: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("command_error").cloned())
+        .collect();
+    assert_eq!(errors.len(), 2, "{stdout}");
+    assert!(
+        errors[1]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("(key hidden)")),
+        "{stdout}"
+    );
+}
+
 /// Receive buffers a queue cannot hold (RFC 5041 §5.1.2 queues, 256 posted each) are refused
 /// by the command, in one line; `recv auto` used to accept them and every accepted session
 /// then printed "post_recv refused: queue full" once per buffer over the depth (1744 lines).
