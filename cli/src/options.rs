@@ -191,8 +191,8 @@ pub struct Options {
     #[arg(long, value_name = "ADDR")]
     pub reconnect: Option<std::net::IpAddr>,
 
-    /// The peer's SCTP port for --reconnect (default: --sctp-port).
-    #[arg(long, value_name = "PORT")]
+    /// The peer's SCTP port for --reconnect (default: --sctp-port; never 0, RFC 9260 §3.1).
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub reconnect_port: Option<u16>,
 
     /// DDP endpoint: what a data core with nothing to do does. `sleep` (the default, DPDK
@@ -233,9 +233,10 @@ pub struct Options {
 
     /// DDP endpoints: RTO.Initial, ms (RFC 9260 §6.3.1), the timeout before the first round
     /// trip is measured (INIT, COOKIE ECHO). RFC 9260 §16 suggests 1000; the default is 200.
-    #[arg(long, default_value_t = 200, value_name = "MS",
-          value_parser = clap::value_parser!(u64).range(1..=60_000))]
-    pub rto_initial_ms: u64,
+    /// (Above a `--rto-min-ms` of more than 200, the default is RTO.Min; a value given below
+    /// RTO.Min is refused, as `--sctp` refuses it.)
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub rto_initial_ms: Option<u64>,
 
     /// DDP endpoints: an SCTP protocol parameter, NAME=VALUE (repeatable, applied after
     /// --rto-min-ms and --rto-initial-ms): rto_initial_ms, rto_min_ms, rto_max_ms,
@@ -373,6 +374,10 @@ Examples:
   ddpdk endpoint -l 0-1 --vdev=net_memif0,role=server -- --ip 198.18.0.2 --listen -i
   ddpdk -l 0-1 -a 0000:03:00.0 -- --forward-mode rxonly --cmdline-file cmds.txt -a";
 
+/// RTO.Initial of a DDP endpoint when `--rto-initial-ms` is not given (RFC 9260 §16 suggests
+/// 1000 for the Internet).
+const DEFAULT_RTO_INITIAL_MS: u64 = 200;
+
 impl Options {
     /// Whether the DDP endpoint runs IPsec (--ipsec, or what implies it).
     pub fn ipsec_on(&self) -> bool {
@@ -418,7 +423,11 @@ impl Options {
             send_slots: 1024,
             a_rwnd: 4 << 20,
             rto_min: std::time::Duration::from_millis(self.rto_min_ms),
-            rto_initial: std::time::Duration::from_millis(self.rto_initial_ms.max(self.rto_min_ms)),
+            // Only the default follows RTO.Min up; a given value below it is `validate`'s.
+            rto_initial: std::time::Duration::from_millis(
+                self.rto_initial_ms
+                    .unwrap_or(DEFAULT_RTO_INITIAL_MS.max(self.rto_min_ms)),
+            ),
             ..ddpdk_dataplane::sctp::Config::default()
         };
         crate::sctp_params::apply(&mut cfg, &self.sctp)?;
@@ -433,6 +442,13 @@ impl Options {
     }
 
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(i) = self.rto_initial_ms.filter(|&i| i < self.rto_min_ms) {
+            return Err(format!(
+                "--rto-initial-ms {i} is below --rto-min-ms {}: RTO.Initial cannot be less than \
+                 RTO.Min (RFC 9260 §6.3.1)",
+                self.rto_min_ms
+            ));
+        }
         if self.nb_cores > 1
             && self.data_cores > 1
             && usize::from(self.nb_cores) != usize::from(self.data_cores)
@@ -481,12 +497,23 @@ impl Options {
         if v4 > 1 || self.ip.len() - v4 > 1 {
             return Err("--ip: at most one IPv4 and one IPv6 address".into());
         }
-        if let Some(a) = self
-            .ip
-            .iter()
-            .find(|a| a.is_unspecified() || a.is_multicast() || a.is_loopback())
-        {
-            return Err(format!("--ip {a}: not a unicast address for an interface"));
+        for &a in &self.ip {
+            // Taken as given, a mapped address was a second, IPv6 address of the interface.
+            if a.to_canonical() != a {
+                return Err(format!(
+                    "--ip {a}: an IPv4-mapped address; give the IPv4 address itself ({})",
+                    a.to_canonical()
+                ));
+            }
+            // Peers drop what comes from these (RFC 1122 §3.2.1.3, as our interface does).
+            let this_network = matches!(a, std::net::IpAddr::V4(v) if v.octets()[0] == 0);
+            let why = ddpdk_control::runtime::not_a_peer(a)
+                .or(this_network.then_some("in 0.0.0.0/8, which no host sends from"));
+            if let Some(why) = why {
+                return Err(format!(
+                    "--ip {a}: {why}, not a unicast address for an interface"
+                ));
+            }
         }
         for (flag, peer) in [
             ("--ddp-connect", self.ddp_connect),
@@ -650,6 +677,27 @@ mod tests {
         let (eal, app) = split_args(&args("ddpdk -i"));
         assert_eq!(eal, args("ddpdk"));
         assert_eq!(app, args("ddpdk -i"));
+    }
+
+    /// RTO.Initial: 200 ms unless given; the default follows a larger RTO.Min up, a value
+    /// given below RTO.Min is refused (it was raised silently).
+    #[test]
+    fn rto_initial_defaults_follow_rto_min_and_a_given_one_below_it_is_refused() {
+        let ms = |s: &str| {
+            let o = parse(s).expect("parses");
+            o.validate()
+                .and_then(|()| o.sctp_config())
+                .map(|c| c.rto_initial.as_millis())
+        };
+        assert_eq!(ms("ddpdk --ip 198.18.0.1"), Ok(200));
+        assert_eq!(ms("ddpdk --ip 198.18.0.1 --rto-min-ms 500"), Ok(500));
+        assert_eq!(ms("ddpdk --ip 198.18.0.1 --rto-initial-ms 50"), Ok(50));
+        let e = ms("ddpdk --ip 198.18.0.1 --rto-min-ms 500 --rto-initial-ms 100");
+        assert!(
+            e.as_ref()
+                .is_err_and(|e| e.contains("below --rto-min-ms 500")),
+            "{e:?}"
+        );
     }
 
     #[test]

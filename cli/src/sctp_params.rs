@@ -143,22 +143,35 @@ fn find(name: &str) -> Result<&'static Param, String> {
     })
 }
 
-/// Sets `name` to `value` in `cfg`: a number within the parameter's range, and a result the
-/// association accepts (`Config::validate`: RTO.Min <= RTO.Initial <= RTO.Max, ...).
-pub fn set(cfg: &mut Config, name: &str, value: &str) -> Result<(), String> {
-    let p = find(name)?;
-    let v: u64 = value
-        .parse()
-        .map_err(|_| format!("SCTP parameter {name}: {value:?} is not a whole number"))?;
-    if !(p.min..=p.max).contains(&v) {
-        return Err(format!(
-            "SCTP parameter {name} ({}): {v} is outside {}..={}{}",
+/// `value` as parameter `p`'s: a whole number within its range. One too large for any
+/// number is out of range too, not "not a whole number".
+fn value_of(p: &Param, name: &str, value: &str) -> Result<u64, String> {
+    let out_of_range = || {
+        format!(
+            "SCTP parameter {name} ({}): {value} is outside {}..={}{}",
             p.what,
             p.min,
             p.max,
             unit_suffix(p)
-        ));
+        )
+    };
+    match value.parse::<u64>() {
+        Ok(v) if (p.min..=p.max).contains(&v) => Ok(v),
+        Ok(_) => Err(out_of_range()),
+        Err(_) if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(out_of_range())
+        }
+        Err(_) => Err(format!(
+            "SCTP parameter {name}: {value:?} is not a whole number"
+        )),
     }
+}
+
+/// Sets `name` to `value` in `cfg`: a number within the parameter's range, and a result the
+/// association accepts (`Config::validate`: RTO.Min <= RTO.Initial <= RTO.Max, ...).
+pub fn set(cfg: &mut Config, name: &str, value: &str) -> Result<(), String> {
+    let p = find(name)?;
+    let v = value_of(p, name, value)?;
     let mut next = *cfg;
     (p.set)(&mut next, v);
     check(&next).map_err(|e| format!("SCTP parameter {name} = {v}: {e}"))?;
@@ -191,18 +204,7 @@ pub fn apply(cfg: &mut Config, assignments: &[String]) -> Result<(), String> {
             .ok_or_else(|| format!("--sctp {a:?}: expected NAME=VALUE"))?;
         let (name, value) = (name.trim(), value.trim());
         let p = find(name)?;
-        let v: u64 = value
-            .parse()
-            .map_err(|_| format!("SCTP parameter {name}: {value:?} is not a whole number"))?;
-        if !(p.min..=p.max).contains(&v) {
-            return Err(format!(
-                "SCTP parameter {name} ({}): {v} is outside {}..={}{}",
-                p.what,
-                p.min,
-                p.max,
-                unit_suffix(p)
-            ));
-        }
+        let v = value_of(p, name, value)?;
         (p.set)(&mut next, v);
     }
     check(&next).map_err(|e| format!("--sctp: {e}"))?;
@@ -247,6 +249,18 @@ mod tests {
     #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
     use super::*;
+
+    /// A number too large for any parameter is out of range, not "not a whole number".
+    #[test]
+    fn a_huge_number_is_out_of_range() {
+        let mut c = Config::default();
+        let e = apply(&mut c, &["rto_min_ms=99999999999999999999999".into()]).unwrap_err();
+        assert!(e.contains("is outside"), "{e}");
+        let e = set(&mut c, "rto_min_ms", "99999999999999999999999").unwrap_err();
+        assert!(e.contains("is outside"), "{e}");
+        let e = set(&mut c, "rto_min_ms", "12a").unwrap_err();
+        assert!(e.contains("not a whole number"), "{e}");
+    }
 
     #[test]
     fn every_parameter_round_trips_through_its_name() {

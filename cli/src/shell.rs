@@ -180,6 +180,8 @@ pub enum AssocCmd {
     /// assoc open ADDR [PORT]: set up an association (waits until it is up).
     Open {
         addr: std::net::IpAddr,
+        /// The peer's SCTP port (RFC 9260 §3.1: port 0 is never used).
+        #[arg(value_parser = clap::value_parser!(u16).range(1..))]
         port: Option<u16>,
     },
     /// assoc close ID [abort]: SHUTDOWN (or ABORT) and wait until it is closed.
@@ -823,6 +825,13 @@ mod tests {
 
     fn ok(line: &str) -> Command {
         parse_line(line).expect("parses").expect("not blank")
+    }
+
+    /// Port 0 is never a peer's (RFC 9260 §3.1): `assoc open ADDR 0` sent INITs to it.
+    #[test]
+    fn an_association_to_port_0_is_refused() {
+        assert!(parse_line("assoc open 198.18.0.2 0").is_err());
+        assert!(parse_line("assoc open 198.18.0.2 5001").is_ok());
     }
 
     /// An error names what is missing, not just that something is.

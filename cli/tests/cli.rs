@@ -109,6 +109,29 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         ],
         vec!["--ddp-listen"],
         vec!["--ip", "198.18.0.1", "--ddp-connect", "224.0.0.1"],
+        // Found by an outside-in test: each of these was taken. RTO.Initial below RTO.Min
+        // was raised silently (RFC 9260 §6.3.1; `--sctp` refused it); port 0 is never a
+        // peer's (§3.1); no host sends from the limited broadcast or 0/8, and a mapped
+        // address made a second, IPv6 address of the interface.
+        vec![
+            "--ip",
+            "198.18.0.1",
+            "--rto-min-ms",
+            "500",
+            "--rto-initial-ms",
+            "100",
+        ],
+        vec![
+            "--ip",
+            "198.18.0.1",
+            "--reconnect",
+            "198.18.0.2",
+            "--reconnect-port",
+            "0",
+        ],
+        vec!["--ip", "255.255.255.255"],
+        vec!["--ip", "0.1.2.3"],
+        vec!["--ip", "::ffff:198.18.0.1"],
     ] {
         // No EAL arguments at all: if the EAL were initialised first, it would fail differently.
         let o = Command::new(BIN)
