@@ -2145,10 +2145,13 @@ impl DdpApp {
         let conn = self.conn(id)?;
         self.fits_a_queue(qn, count)?;
         let mr = self.mr(stag)?;
-        // All or none: checked before the first is posted (the memory's answer came after
-        // some had been, with no STag and no count).
+        // The region's room is checked before the first is posted (the memory's answer came
+        // after some had been, with no STag and no count). The queue's room is the core's to
+        // know (buffers posted earlier may still wait there): a refusal says how many of these
+        // went before it.
         receive_buffers_fit(&mr, len, count)?;
         let base = lock(&self.shared).conns.get(&conn).map_or(0, |v| v.posted);
+        let depth = lock(&self.shared).control.conn_config().recv_depth;
         let (refused, _awaiting) = self.refusals(conn);
         for k in 0..count {
             let buf = lock(&self.shared)
@@ -2169,7 +2172,13 @@ impl DdpApp {
         self.wait("the receive buffers", |s| {
             let v = s.conns.get(&conn)?;
             if v.refused > refused {
-                return Some(Err(v.last_refusal.clone().unwrap_or_default()));
+                let why = v.last_refusal.clone().unwrap_or_default();
+                return Some(Err(format!(
+                    "{why}: {} of the {count} buffer(s) were posted before it (a queue holds {} \
+                     at a time, those posted earlier and not yet used among them)",
+                    v.posted - base,
+                    depth
+                )));
             }
             (v.posted - base >= u64::from(count)).then_some(Ok(()))
         })?;
