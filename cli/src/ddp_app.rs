@@ -970,8 +970,15 @@ impl DdpApp {
             Command::Rdma { what } => self.rdma(what)?,
             Command::Ipsec { words } => {
                 let words: Vec<&str> = words.iter().map(String::as_str).collect();
+                // The key manager socket's spelling, which the usage line offers: the same
+                // as `show ipsec` (it was refused as a failed command).
                 if words == ["show"] {
-                    return Err("'show ipsec' shows IPsec".into());
+                    if self.json {
+                        outln!("{}", crate::ipsec::show_json(&self.ipsec));
+                    } else {
+                        outln!("{}", crate::ipsec::show_text(&self.ipsec));
+                    }
+                    return Ok(Flow::Continue);
                 }
                 let done = crate::ipsec::command(&self.ipsec, &words)?;
                 if !self.json {
@@ -1785,11 +1792,32 @@ impl DdpApp {
                     .ok_or("TO + bytes wraps (RFC 5041 §7.1 check 5)")?;
                 Some((stag, to))
             }
-            // Every atomic of the command names the same word.
+            // Every atomic of the command names the same word, which the responder refuses
+            // unless 64-bit aligned (RFC 7306 §8.2: a Terminate that ends the stream), so a
+            // typo is refused here, as the region's bounds are.
             Verb::FetchAdd { stag, to, .. } | Verb::CmpSwap { stag, to, .. } => {
-                Some(self.remote(conn, stream, stag, to, ATOMIC_WORD as u64)?)
+                let (stag, to) = self.remote(conn, stream, stag, to, ATOMIC_WORD as u64)?;
+                if to % ATOMIC_WORD as u64 != 0 {
+                    return Err(format!(
+                        "the word at TO {to} is not 8-byte aligned: the peer would end the \
+                         stream (RFC 7306 §8.2)"
+                    ));
+                }
+                Some((stag, to))
             }
-            Verb::Untagged { .. } | Verb::Send { .. } | Verb::Immediate { .. } => None,
+            Verb::Untagged { qn } => {
+                // RFC 5041 §5.1.2: a QN the peer has no queue for ends the stream at the peer
+                // (invalid QN, 0x2/0x01).
+                let queues = lock(&self.shared).control.conn_config().queues;
+                if qn >= queues {
+                    return Err(format!(
+                        "no queue {qn}: a stream has untagged queues 0 to {} (RFC 5041 §5.1.2)",
+                        queues.saturating_sub(1)
+                    ));
+                }
+                None
+            }
+            Verb::Send { .. } | Verb::Immediate { .. } => None,
         };
         let sink = match verb {
             Verb::Read { into, .. } | Verb::FetchAdd { into, .. } | Verb::CmpSwap { into, .. } => {

@@ -1866,6 +1866,33 @@ fn commands_fail_when_the_peer_ends_the_session_and_a_signal_stops_a_wait() {
     );
 }
 
+/// Sends the peer must refuse are refused here instead, where a typo costs the command and
+/// not the stream (found by an outside-in test): an untagged Send to a queue the stream does
+/// not have (RFC 5041 §5.1.2; the peer ended the session with "invalid QN"). The session
+/// lives on: the association is closed gracefully after it.
+#[test]
+fn an_untagged_send_to_a_queue_a_stream_lacks_is_refused_here() {
+    let mut shell = ListeningShell::start("qn");
+    shell.say("wait session 30\nsend untagged 1 1 4 10\nshow session\nassoc close 1\n");
+    let (client, client_text) = shell.client(
+        "qn-client",
+        "assoc open 198.18.0.2\nsession open 1 1 hello\nwait closed 30\nquit\n",
+    );
+    let (_, server_text) = shell.finish();
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_has_all(
+        &server_text,
+        &[
+            "no queue 4: a stream has untagged queues 0 to 3",
+            "association 1 stream 1: Established",
+        ],
+    );
+    assert!(
+        !client_text.contains("invalid QN") && !server_text.contains("invalid QN"),
+        "{client_text}\n{server_text}"
+    );
+}
+
 /// A long-running server keeps its closed associations in view for a while, not for ever:
 /// after 24 associations opened and closed one after another, the last 16 closed are shown
 /// and held by the data core, and the 8 older ones are forgotten and said to be. Before, each

@@ -620,6 +620,29 @@ fn a_failed_script_command_answers_in_json_without_its_key() {
     assert!(!out.contains("2b:7e"), "no key on stdout: {out}");
 }
 
+/// `ipsec show`, the key manager socket's spelling that the shell's usage line offers too,
+/// shows IPsec as `show ipsec` does; it was refused as a failed command (found by an
+/// outside-in test).
+#[test]
+fn ipsec_show_in_the_shell_is_show_ipsec() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("shellshow");
+    let cmds = dir.file(
+        "cmds.txt",
+        &format!(
+            "ipsec sa add in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport\n\
+             ipsec show\nquit\n"
+        ),
+    );
+    let o = shell_script(&dir, &cmds, &[]);
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("algorithm") && all.contains("packets"),
+        "the table: {all}"
+    );
+}
+
 /// An `ipsec` command that is none of the known ones answers with its first words, but never
 /// with a key among them: `ipsec sa KEY`, a key typed where `add` belongs, echoed the key on
 /// stderr and in the JSON `command_error` while the quoted command line hid it.
