@@ -275,12 +275,6 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
         return Ok(Some(help(job.spec())));
     }
     let spec = job.spec();
-    let cmd = Options::command();
-    let mut allowed = shown(spec);
-    // testpmd's name for the data cores, which endpoint and perf take as --data-cores.
-    if spec.name == "endpoint" || spec.name == "perf" {
-        allowed.push("nb_cores");
-    }
     for a in app.iter().skip(1) {
         let name = a.split('=').next().unwrap_or(a);
         if foreign_modes(job).contains(&name) {
@@ -289,6 +283,36 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
                 spec.name
             ));
         }
+    }
+    refuse_others(job, app, &[], "")?;
+    let mode: Vec<String> = match job {
+        Job::Fwd | Job::Endpoint => Vec::new(),
+        Job::Loopback => vec!["--ddp-loopback".into()],
+        Job::PerfServer => vec!["--ddp-listen".into()],
+        Job::PerfClient(addr) => vec!["--ddp-connect".into(), addr.clone()],
+    };
+    if *job == Job::Endpoint && !app.iter().any(|a| a == "--ip" || a.starts_with("--ip=")) {
+        return Err("`ddpdk endpoint` needs --ip ADDR (see 'ddpdk endpoint --help')".into());
+    }
+    let at = app.len().min(1);
+    app.splice(at..at, mode);
+    Ok(None)
+}
+
+/// Refuses any option of `app` (`app[0]` the program name) that `job` does not take, but
+/// those in `also` (clap ids: the mode options of the flag form); `how` follows the job's
+/// name in the message.
+fn refuse_others(job: &Job, app: &[String], also: &[&str], how: &str) -> Result<(), String> {
+    let spec = job.spec();
+    let cmd = Options::command();
+    let mut allowed = shown(spec);
+    allowed.extend(also);
+    // testpmd's name for the data cores, which endpoint and perf take as --data-cores.
+    if spec.name == "endpoint" || spec.name == "perf" {
+        allowed.push("nb_cores");
+    }
+    for a in app.iter().skip(1) {
+        let name = a.split('=').next().unwrap_or(a);
         let args: Vec<&clap::Arg> = if let Some(long) = name.strip_prefix("--") {
             cmd.get_arguments()
                 .filter(|x| x.get_long() == Some(long))
@@ -315,23 +339,42 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
                 _ => name.to_string(),
             };
             return Err(format!(
-                "{shown} is not an option of `ddpdk {0}` (see 'ddpdk {0} --help')",
+                "{shown} is not an option of `ddpdk {0}`{how} (see 'ddpdk {0} --help')",
                 spec.name
             ));
         }
     }
-    let mode: Vec<String> = match job {
-        Job::Fwd | Job::Endpoint => Vec::new(),
-        Job::Loopback => vec!["--ddp-loopback".into()],
-        Job::PerfServer => vec!["--ddp-listen".into()],
-        Job::PerfClient(addr) => vec!["--ddp-connect".into(), addr.clone()],
+    Ok(())
+}
+
+/// The flag form (`ddpdk [EAL] -- --ddp-loopback ...`, no job named) refuses what its mode's
+/// job refuses: options of another mode were taken and did nothing (`--ip` with
+/// `--ddp-loopback`, `--pcap` on an endpoint), where the job form says so.
+pub fn check_flag_form(opts: &Options, app: &[String]) -> Result<(), String> {
+    let (job, mode, how): (Job, &[&str], &str) = if opts.ddp_loopback {
+        (
+            Job::Loopback,
+            &["ddp_loopback"],
+            " (what --ddp-loopback runs)",
+        )
+    } else if opts.ddp_listen {
+        (
+            Job::PerfServer,
+            &["ddp_listen"],
+            " (what --ddp-listen runs)",
+        )
+    } else if let Some(a) = opts.ddp_connect {
+        (
+            Job::PerfClient(a.to_string()),
+            &["ddp_connect"],
+            " (what --ddp-connect runs)",
+        )
+    } else if !opts.ip.is_empty() {
+        (Job::Endpoint, &[], " (what --ip runs)")
+    } else {
+        (Job::Fwd, &[], "")
     };
-    if *job == Job::Endpoint && !app.iter().any(|a| a == "--ip" || a.starts_with("--ip=")) {
-        return Err("`ddpdk endpoint` needs --ip ADDR (see 'ddpdk endpoint --help')".into());
-    }
-    let at = app.len().min(1);
-    app.splice(at..at, mode);
-    Ok(None)
+    refuse_others(&job, app, mode, how)
 }
 
 /// The options `spec`'s job takes (clap ids): its own and its groups'.

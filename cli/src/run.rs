@@ -86,6 +86,12 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if job.is_none() {
+        if let Err(e) = crate::jobs::check_flag_form(&opts, &app_args) {
+            errln!("ddpdk: {e}");
+            return EXIT_USAGE;
+        }
+    }
     if let Err(e) = opts.validate() {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
