@@ -615,9 +615,33 @@ pub fn parse_line(line: &str) -> Result<Option<Command>, String> {
     // Words as a POSIX shell splits them: "Private Data with spaces" is one argument.
     let words =
         shell_words::split(line).map_err(|e| format!("Bad command '{shown}': {e} (try 'help')"))?;
-    Line::try_parse_from(words)
+    Line::try_parse_from(&words)
         .map(|l| Some(l.cmd))
         .map_err(|e| {
+            use clap::error::ErrorKind;
+            // A command group alone (`assoc`): clap renders the group's help, whose first
+            // line is its description; say what is missing and what may follow instead.
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                let cmd = <Line as clap::CommandFactory>::command();
+                let mut sub = &cmd;
+                for w in &words {
+                    match sub.find_subcommand(w) {
+                        Some(next) => sub = next,
+                        None => break,
+                    }
+                }
+                let names: Vec<String> = sub
+                    .get_subcommands()
+                    .filter(|c| !c.is_hide_set())
+                    .map(|c| c.get_name().to_string())
+                    .collect();
+                if !names.is_empty() {
+                    return format!(
+                        "Bad command '{shown}': what to do is missing: {} (try 'help')",
+                        names.join(", ")
+                    );
+                }
+            }
             let rendered = e.render().to_string();
             let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
             let first = lines.next().unwrap_or("bad command");
@@ -825,6 +849,24 @@ mod tests {
 
     fn ok(line: &str) -> Command {
         parse_line(line).expect("parses").expect("not blank")
+    }
+
+    /// A command group alone says what may follow it: it printed the group's description
+    /// ("SCTP associations of the DDP endpoint"), and `show config` named only `fwd`.
+    #[test]
+    fn a_command_group_alone_names_what_may_follow() {
+        let e = |l: &str| parse_line(l).expect_err("incomplete");
+        assert!(
+            e("assoc").contains("what to do is missing: open, close"),
+            "{}",
+            e("assoc")
+        );
+        assert!(
+            e("show config").contains("fwd, sctp"),
+            "{}",
+            e("show config")
+        );
+        assert!(e("mr").contains("reg, dereg"), "{}", e("mr"));
     }
 
     /// Port 0 is never a peer's (RFC 9260 §3.1): `assoc open ADDR 0` sent INITs to it.
