@@ -469,7 +469,9 @@ impl Job {
                             // itself, and RDMA Writes are not indicated here (RFC 5040 §5.1).
                             let access =
                                 Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
-                            self.offer(eal, c, stream, region_len, (rdmap, false), access)?;
+                            let made =
+                                self.offer(eal, c, stream, region_len, (rdmap, false), access);
+                            self.or_abort(c, made)?;
                             continue;
                         }
                         // The region of a client that reads (--ddp-op read) may be read, and holds
@@ -480,8 +482,8 @@ impl Job {
                         } else {
                             Access::REMOTE_WRITE
                         };
-                        let (stag, region, pd) =
-                            self.offer(eal, c, stream, region_len, (rdmap, reads), access)?;
+                        let made = self.offer(eal, c, stream, region_len, (rdmap, reads), access);
+                        let (stag, region, pd) = self.or_abort(c, made)?;
                         offered.push((stream, stag, region));
                         if opts.ddp_verify {
                             let size = soak::message_size(private_data.as_bytes(), region_len)?;
@@ -861,6 +863,15 @@ impl Job {
     }
 
     /// Sends an ABORT on `conn` unless it is closed already, and waits briefly until it is.
+    /// `r`, after aborting `conn` if it failed: a server that cannot offer a session's region
+    /// ends, and its client hears so at once (it waited 30 s for an Accept before).
+    fn or_abort<T>(&mut self, conn: ConnHandle, r: Result<T, String>) -> Result<T, String> {
+        if r.is_err() {
+            self.abort(conn);
+        }
+        r
+    }
+
     fn abort(&mut self, conn: ConnHandle) {
         // Closed already (the peer aborted, or its ABORT came with the error): nothing to
         // send, and no second Closed to wait for.
@@ -1059,19 +1070,52 @@ impl Job {
             }
         };
         self.control.submit(conn, op).map_err(|e| e.to_string())?;
+        // The Accept, or what ends the wait for it at once: a Reject, the session's end, the
+        // association's (a server that cannot offer its region aborts; the wait ran out its
+        // 30 s before).
         let offer = self.wait_for("the Accept", signalled, WAIT, |events| {
             take(events, |e| {
                 is(e, &|i| {
                     matches!(
                         i,
                         Indication::Session {
-                            event: SessionEvent::Accepted { .. },
+                            event: SessionEvent::Accepted { .. }
+                                | SessionEvent::Rejected { .. }
+                                | SessionEvent::TerminateReceived
+                                | SessionEvent::SessionTerminated { .. },
                             ..
-                        }
+                        } | Indication::Closed(_)
                     )
                 })
             })
         })?;
+        match &offer {
+            Event::Indication {
+                indication:
+                    Indication::Session {
+                        event: SessionEvent::Accepted { .. },
+                        ..
+                    },
+                ..
+            } => {}
+            Event::Indication {
+                indication: Indication::Closed(why),
+                ..
+            } => return Err(format!("the association ended before the Accept: {why}")),
+            Event::Indication {
+                indication: Indication::Session { event, .. },
+                ..
+            } => {
+                return Err(match event {
+                    SessionEvent::Rejected { .. } => "the server rejected the session".into(),
+                    SessionEvent::SessionTerminated { reason } => {
+                        format!("the session ended before the Accept: {reason}")
+                    }
+                    _ => "the server ended the session before accepting it".into(),
+                })
+            }
+            other => return Err(format!("the server did not accept the session: {other:?}")),
+        }
         let accepted = accepted_data(offer);
         // An RDMAP Accept carries RDMAP's parameters before the offer (RFC 5040 §6).
         let offer = match decode_private_data(&accepted) {

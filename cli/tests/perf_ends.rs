@@ -28,8 +28,23 @@ fn pair(tag: &str, server_run_for: &str, client: &[&str]) -> Pair {
     pair_on(tag, "0@0", server_run_for, client)
 }
 
+/// The same with `region_bytes` for the server's region.
+fn pair_offering(tag: &str, region_bytes: &str, client: &[&str]) -> Pair {
+    pair_of(tag, "0@0", region_bytes, "60", client)
+}
+
 /// The same with the server's EAL on `server_lcores` (a worker lcore runs its data core).
 fn pair_on(tag: &str, server_lcores: &str, server_run_for: &str, client: &[&str]) -> Pair {
+    pair_of(tag, server_lcores, "1048576", server_run_for, client)
+}
+
+fn pair_of(
+    tag: &str,
+    server_lcores: &str,
+    region_bytes: &str,
+    server_run_for: &str,
+    client: &[&str],
+) -> Pair {
     let pid = format!("{tag}-{}", std::process::id());
     let dir = std::env::temp_dir().join(format!("ddpdk-perf-ends-{pid}"));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -43,7 +58,7 @@ fn pair_on(tag: &str, server_lcores: &str, server_run_for: &str, client: &[&str]
             "--ip",
             "198.18.0.2",
             "--region-bytes",
-            "1048576",
+            region_bytes,
             "--run-for",
             server_run_for,
         ],
@@ -144,6 +159,26 @@ fn a_write_larger_than_the_offered_region_is_refused_before_it_is_sent() {
     assert!(
         sout.contains("0 tagged messages delivered, 0 errors"),
         "{sout}"
+    );
+}
+
+/// A server that cannot make the region it offers (here 1 TiB) aborts the association before
+/// it exits, and its client says so at once: it went on waiting for the Accept until its 30 s
+/// ran out ("timed out waiting for the Accept"; found by an outside-in test).
+#[test]
+fn a_server_that_cannot_offer_its_region_releases_the_client() {
+    let mut p = pair_offering("noregion", "1099511627776", &["--run-for", "2"]);
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let cerr = stderr_of(&mut p.client);
+    let server = exit_within(&mut p.server, Duration::from_secs(15));
+    let serr = stderr_of(&mut p.server);
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(server.and_then(|s| s.code()), Some(1), "{serr}");
+    assert!(serr.contains("Cannot allocate memory"), "{serr}");
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("the session ended before the Accept: association ended"),
+        "{cerr}"
     );
 }
 
