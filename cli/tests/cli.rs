@@ -448,6 +448,27 @@ fn devices_that_make_no_port_or_too_few_queues_are_named_with_the_fix() {
         stderr.contains("needs 3 queue pairs") && stderr.contains("--vdev queues=3"),
         "{stderr}"
     );
+    // net_ring's 16 queues a port: it said only "Invalid argument" (an outside-in test).
+    let o = ddpdk(
+        &eal(),
+        &[
+            "--ring-pair",
+            "--rxq",
+            "17",
+            "--txq",
+            "17",
+            "--run-for",
+            "1",
+        ],
+    )
+    .output()
+    .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("a net_ring port has at most 16 queues, 17 asked"),
+        "{stderr}"
+    );
 }
 
 /// A perf client whose server never answers (here a port that receives nothing) is told that

@@ -219,6 +219,18 @@ impl Eal {
             }
         };
         let queues = queues.max(1);
+        // net_ring takes at most RTE_PMD_RING_MAX_RX_RINGS (16) queues a port, and said only
+        // EINVAL above it.
+        const RING_PMD_MAX_QUEUES: u16 = 16;
+        if queues > RING_PMD_MAX_QUEUES {
+            return Err(DpdkError::new(
+                format!(
+                    "a net_ring port has at most {RING_PMD_MAX_QUEUES} queues, {queues} asked \
+                     (fewer --rxq/--txq or data cores)"
+                ),
+                22,
+            ));
+        }
         let mut ab = (0..queues)
             .map(|q| mk_ring("ab", q))
             .collect::<Result<Vec<_>, _>>()?;
