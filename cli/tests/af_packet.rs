@@ -410,55 +410,28 @@ fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
     // §3.2.2.6: a Record Route or Timestamp option of the request SHOULD come back "updated
     // to include the current host": ping prints the route (the kernel enters itself on the
     // way out and on the way back) and the timestamps it finds in the replies.
-    let out = sh(&[
-        "ping",
-        "-R",
-        "-c",
-        "2",
-        "-i",
-        "0.2",
-        "-W",
-        "2",
-        "198.18.0.2",
-    ]);
-    assert!(out.contains(" 0% packet loss"), "ping -R:\n{out}");
-    let route: Vec<&str> = out
-        .split("RR:")
-        .nth(1)
-        .unwrap_or_else(|| panic!("ping -R shows no route:\n{out}"))
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.is_empty())
-        .collect();
+    // The addresses ping prints after `marker` for the first reply: "RR: \t198.18.0.1" then
+    // one a line; "TS: \t198.18.0.1\t45370615 absolute", then "\t198.18.0.2\t0" (ours).
+    let shown = |option: &[&str], marker: &str| -> Vec<String> {
+        let out = sh(&[
+            &["ping"][..],
+            option,
+            &["-c", "2", "-i", "0.2", "-W", "2", "198.18.0.2"],
+        ]
+        .concat());
+        assert!(out.contains(" 0% packet loss"), "ping {option:?}:\n{out}");
+        out.split(marker)
+            .nth(1)
+            .unwrap_or_else(|| panic!("ping {option:?} shows no {marker}\n{out}"))
+            .lines()
+            .map_while(|l| l.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    let out_here_back = ["198.18.0.1", "198.18.0.2", "198.18.0.1"];
+    assert_eq!(shown(&["-R"], "RR:"), out_here_back, "the route");
     assert_eq!(
-        route,
-        ["198.18.0.1", "198.18.0.2", "198.18.0.1"],
-        "out, this host, back:\n{out}"
-    );
-    let out = sh(&[
-        "ping",
-        "-T",
-        "tsandaddr",
-        "-c",
-        "2",
-        "-i",
-        "0.2",
-        "-W",
-        "2",
-        "198.18.0.2",
-    ]);
-    assert!(out.contains(" 0% packet loss"), "ping -T:\n{out}");
-    // "TS: \t198.18.0.1\t45370615 absolute", then "\t198.18.0.2\t0" (ours, 0 ms later), ...
-    let stamps: Vec<&str> = out
-        .split("TS:")
-        .nth(1)
-        .unwrap_or_else(|| panic!("ping -T shows no timestamps:\n{out}"))
-        .lines()
-        .map_while(|l| l.split_whitespace().next())
-        .collect();
-    assert_eq!(
-        stamps,
-        ["198.18.0.1", "198.18.0.2", "198.18.0.1"],
-        "out, this host, back:\n{out}"
+        shown(&["-T", "tsandaddr"], "TS:"),
+        out_here_back,
+        "the timestamps"
     );
 }

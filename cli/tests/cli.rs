@@ -530,6 +530,15 @@ fn data_cores_sets_an_endpoints_cores() {
     }
 }
 
+/// The `command_error` objects of a `--json` shell's standard output, in order.
+fn command_errors(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("command_error").cloned())
+        .collect()
+}
+
 /// A DDP endpoint on `net_null0` with `app` options, driven by `script` on its standard
 /// input: its exit and everything it printed.
 fn null_endpoint_shell(app: &[&str], script: &[u8]) -> (Output, String) {
@@ -587,11 +596,7 @@ fn a_failed_command_answers_on_stdout_in_json() {
     );
     assert_eq!(o.status.code(), Some(1), "two commands were bad:\n{text}");
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let errors: Vec<serde_json::Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v.get("command_error").cloned())
-        .collect();
+    let errors = command_errors(&stdout);
     assert_eq!(errors.len(), 2, "one for each bad command:\n{stdout}");
     assert_eq!(errors[0]["command"], "show port info 7", "{stdout}");
     assert!(
@@ -628,11 +633,7 @@ fn a_line_that_is_not_utf8_is_refused_and_the_rest_runs() {
         "a key echoed:\n{text}"
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let errors: Vec<serde_json::Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v.get("command_error").cloned())
-        .collect();
+    let errors = command_errors(&stdout);
     assert_eq!(errors.len(), 2, "{stdout}");
     assert!(
         errors[1]["error"]
