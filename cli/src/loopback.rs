@@ -67,7 +67,16 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
         let r = l.run(&eal, opts, signalled);
         // The data cores stop (and give back their buffers) whatever happened.
         let stats = l.stop(&eal);
-        r.and_then(|()| l.finish(opts.json, stats))
+        match r {
+            Ok(()) => l.finish(opts.json, stats),
+            // Cut short (a signal, a failed step): the frames still between the two ports
+            // go back too, before any region they hold spans of is dropped (SIGINT
+            // mid-transfer left "region dropped while 58 mbuf(s) reference it").
+            Err(e) => Err(match l.drain_ports() {
+                Ok(()) => e,
+                Err(more) => format!("{e}; {more}"),
+            }),
+        }
     });
     exit_status(r.map_err(|e| format!("ddp-loopback: {e}")), opts.json)
 }
@@ -386,9 +395,14 @@ impl Loopback {
         mut done: impl FnMut(&mut Loopback) -> Result<bool, String>,
     ) -> Result<(), String> {
         let deadline = Wall::now() + STEP_TIMEOUT;
-        while !done(self)? {
+        // The signal first: a busy transfer finds something done on every call, and a check
+        // only while waiting let a SIGINT go unheard to the loopback's end (minutes).
+        loop {
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted while waiting for {what}"));
+            }
+            if done(self)? {
+                break;
             }
             if Wall::now() > deadline {
                 return Err(format!("timed out waiting for {what}"));
@@ -687,8 +701,14 @@ impl Loopback {
                 ),
             );
         }
-        // The rings between threads went with the data cores; drain what the devices still
-        // hold (nothing, after the quiet period, unless a step failed), then stop them.
+        self.drain_ports()
+    }
+
+    /// The rings between threads went with the data cores; drains what the devices still hold
+    /// (nothing, after the quiet period, unless a step failed or a signal cut a transfer
+    /// short: frames on their way, some holding spans of a region), stops them, and checks
+    /// that every mbuf is back in its pool.
+    fn drain_ports(&self) -> Result<(), String> {
         let mut left = Vec::new();
         for p in &self.ports {
             for q in 0..p.nb_rx_queues() {
