@@ -199,6 +199,10 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
 /// SPI, ...` on one line (the socket answers every command with one): what a key manager polls
 /// to know which SAs to replace before their hard lifetime ends them.
 pub fn expiring<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
+    // "No SA is due" from an endpoint with no IPsec at all would read as all being well.
+    if !port.is_enabled() {
+        return "IPsec is off (start with --ipsec, --ipsec-config or --ipsec-socket)".into();
+    }
     let (due, over) = expiring_sas(port);
     let mut parts = Vec::new();
     if !due.is_empty() {

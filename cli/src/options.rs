@@ -126,8 +126,9 @@ pub struct Options {
     #[arg(long)]
     pub ring_pair: bool,
 
-    /// Mbufs per pool (default: sized from the queue configuration).
-    #[arg(long, value_name = "N")]
+    /// Mbufs per pool (default: sized from the queue configuration; at least 384, as DPDK
+    /// keeps a pool's per-lcore cache of 256 at most two thirds of it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(384..))]
     pub total_num_mbufs: Option<u32>,
 
     /// The main job on the embedded default: two DDP/SCTP endpoints on a net_ring pair in this

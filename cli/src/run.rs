@@ -187,6 +187,15 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
+    // Forwarding lcores the EAL does not have: the same usage error, before a port is set up.
+    if placement.is_none() && usize::from(opts.nb_cores) > eal.worker_lcores().len() {
+        errln!(
+            "ddpdk: --nb-cores {} but the EAL has {} worker lcore(s); give it more with -l",
+            opts.nb_cores,
+            eal.worker_lcores().len()
+        );
+        return EXIT_USAGE;
+    }
     if opts.ddp_listen || opts.ddp_connect.is_some() {
         return crate::endpoint::run(eal, &opts, &signalled);
     }

@@ -137,6 +137,9 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         vec!["--ddp-loopback", "--ip", "198.18.0.1", "--mtu", "9000"],
         vec!["--ip", "198.18.0.1", "--pcap", "/tmp/ddpdk-never.pcap"],
         vec!["--ip", "198.18.0.1", "--forward-mode", "txonly"],
+        // Below what a pool with its lcore cache needs: it failed after the EAL, with a hint
+        // to give the EAL more memory.
+        vec!["--ring-pair", "--total-num-mbufs", "100"],
     ] {
         // No EAL arguments at all: if the EAL were initialised first, it would fail differently.
         let o = Command::new(BIN)
@@ -370,11 +373,13 @@ fn an_impossible_lcore_table_is_refused_with_a_clear_message() {
         ),
         "{stderr}"
     );
+    // Too few worker lcores is a usage error (status 2, as docs/usage.md says), found before
+    // any port is set up.
     let o = ddpdk(&eal(), &["--ring-pair", "--nb-cores", "2"])
         .output()
         .expect("run");
     let (_, stderr) = out(&o);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("worker lcore"), "{stderr}");
 }
 
@@ -405,6 +410,16 @@ fn more_data_cores_than_the_lcores_allow_are_refused_not_ignored() {
         );
         assert!(!stdout.contains("data core(s)"), "{args:?}: {stdout}");
     }
+    // Forwarding cores too: it was status 1, after the ports were set up (outside-in test).
+    let o = ddpdk(&e, &["--nb-cores", "2", "--run-for", "1"])
+        .output()
+        .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("--nb-cores 2 but the EAL has 0 worker lcore(s)"),
+        "{stderr}"
+    );
 }
 
 /// A device the EAL was given and whose driver refused it is named as such, not answered with
@@ -559,6 +574,25 @@ fn null_endpoint_shell(app: &[&str], script: &[u8]) -> (Output, String) {
     let o = child.wait_with_output().expect("wait");
     let (stdout, stderr) = out(&o);
     (o, stdout + &stderr)
+}
+
+/// With IPsec off, `ipsec expiring` says so (it said "no SA is due for a rekey", which reads as
+/// all being well), and `ipsec sa add` names every way to turn it on, the key manager's socket
+/// among them (found by an outside-in test).
+#[test]
+fn ipsec_commands_without_ipsec_say_it_is_off() {
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i"],
+        b"ipsec expiring\nipsec sa add in 5 aead_algo aes-128-gcm aead_key \
+          00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:00:00:01 mode transport\nquit\n",
+    );
+    assert_eq!(o.status.code(), Some(1), "the add failed:\n{text}");
+    assert!(
+        text.contains("IPsec is off (start with --ipsec, --ipsec-config or --ipsec-socket)"),
+        "{text}"
+    );
+    assert!(text.contains("--ipsec-socket PATH)"), "{text}");
+    assert!(!text.contains("no SA is due"), "{text}");
 }
 
 /// A DDP endpoint answers testpmd's port commands for its one port, and refuses another
@@ -953,6 +987,52 @@ fn jobs_have_their_own_help_and_refuse_each_others_modes() {
 /// and a DDP session, move tagged and untagged messages of every size with each placed byte
 /// verified, read the server's memory with RDMA Reads on an RDMAP stream (each byte read
 /// verified), tear down (STags revoked with both cores' acknowledgement), and exit 0.
+/// SIGINT in the middle of the loopback's transfer: the run says it was interrupted and the
+/// frames still between the two ports go back to their pool before the regions they hold
+/// spans of are dropped. It left "region dropped while 58 mbuf(s) reference it; not freed"
+/// and mbufs outstanding (an outside-in test), where docs/usage.md promises a drained stop.
+#[test]
+fn an_interrupted_loopback_gives_every_mbuf_back() {
+    let mut child = ddpdk(&eal(), &["--ddp-loopback", "--ddp-bytes", "1099511627776"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut head = String::new();
+    // The tagged writes begin once the regions are registered (the table comes at the end).
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("read stdout");
+        assert!(n > 0, "ddpdk exited before the transfer began:\n{head}");
+        head.push_str(&line);
+        if line.starts_with("Registered STag") {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let pid = child.id().to_string();
+    let k = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(k.success());
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(60));
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    });
+    let mut stdout = head;
+    std::io::Read::read_to_string(&mut reader, &mut stdout).expect("read stdout");
+    let o = child.wait_with_output().expect("wait");
+    drop(watchdog);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    for leak in ["not freed", "outstanding", "not back in their pool"] {
+        assert!(!stderr.contains(leak), "{leak:?}:\n{stdout}\n{stderr}");
+    }
+}
+
 #[test]
 fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
     let o = ddpdk(

@@ -63,7 +63,8 @@ pub struct PolicyCounts {
     pub pmtu_rejected: u64,
 }
 
-const OFF: &str = "IPsec is off on this port (start ddpdk with --ipsec or --ipsec-config FILE)";
+const OFF: &str = "IPsec is off on this port (start ddpdk with --ipsec, --ipsec-config FILE or \
+                   --ipsec-socket PATH)";
 
 fn lock(m: &Mutex<IpsecConfig>) -> MutexGuard<'_, IpsecConfig> {
     // A change that panicked half-way published nothing: the definitions are still whole.
