@@ -1806,15 +1806,7 @@ impl DdpApp {
                 Some((stag, to))
             }
             Verb::Untagged { qn } => {
-                // RFC 5041 §5.1.2: a QN the peer has no queue for ends the stream at the peer
-                // (invalid QN, 0x2/0x01).
-                let queues = lock(&self.shared).control.conn_config().queues;
-                if qn >= queues {
-                    return Err(format!(
-                        "no queue {qn}: a stream has untagged queues 0 to {} (RFC 5041 §5.1.2)",
-                        queues.saturating_sub(1)
-                    ));
-                }
+                self.has_queue(qn)?;
                 None
             }
             Verb::Send { .. } | Verb::Immediate { .. } => None,
@@ -2145,17 +2137,25 @@ impl DdpApp {
     /// `count` buffers on queue `qn` is something a stream of ours could hold: refused here
     /// with one line, not by the core once per buffer over the queue's depth.
     fn fits_a_queue(&self, qn: u32, count: u32) -> Result<(), String> {
+        self.has_queue(qn)?;
         let cfg = lock(&self.shared).control.conn_config();
-        if qn >= cfg.queues {
-            return Err(format!(
-                "no queue {qn}: a stream has untagged queues 0 to {} (RFC 5041 §5.1.2)",
-                cfg.queues.saturating_sub(1)
-            ));
-        }
         if count as usize > cfg.recv_depth {
             return Err(format!(
                 "{count} buffers do not fit queue {qn}: it holds at most {} posted",
                 cfg.recv_depth
+            ));
+        }
+        Ok(())
+    }
+
+    /// A stream has untagged queue `qn` (RFC 5041 §5.1.2): a segment for another ends the
+    /// stream at the peer (invalid QN, 0x2/0x01).
+    fn has_queue(&self, qn: u32) -> Result<(), String> {
+        let queues = lock(&self.shared).control.conn_config().queues;
+        if qn >= queues {
+            return Err(format!(
+                "no queue {qn}: a stream has untagged queues 0 to {} (RFC 5041 §5.1.2)",
+                queues.saturating_sub(1)
             ));
         }
         Ok(())

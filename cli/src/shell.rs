@@ -598,7 +598,7 @@ fn message_key_hidden(message: &str, line: &str) -> String {
     let mut out = message.to_string();
     for (w, hide) in hidden_words(line) {
         if hide {
-            out = out.replace(w, "(key hidden)");
+            out = ddpdk_dataplane::ipsec::hidden_in(&out, w);
         }
     }
     out

@@ -749,6 +749,25 @@ fn a_start_up_error_after_the_data_cores_run_exits_instead_of_hanging() {
     }
 }
 
+/// Reads `child`'s stdout up to and including the first line starting with `marker` (it
+/// must come before the child exits): the reader, for the rest, and what was read.
+fn read_until_line(
+    child: &mut std::process::Child,
+    marker: &str,
+) -> (std::io::BufReader<std::process::ChildStdout>, String) {
+    let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("read stdout");
+        assert!(n > 0, "ddpdk exited before {marker:?}:\n{head}");
+        head.push_str(&line);
+        if line.starts_with(marker) {
+            return (reader, head);
+        }
+    }
+}
+
 #[test]
 fn sigterm_stops_cleanly() {
     let mut child = ddpdk(&eal(), &["--ring-pair", "--tx-first"])
@@ -758,17 +777,7 @@ fn sigterm_stops_cleanly() {
         .expect("spawn");
     // A signal during set-up means "do not start"; wait for forwarding to have started (however
     // slow the machine) rather than for a fixed time, keeping what was read for the checks below.
-    let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("read stdout");
-        assert!(n > 0, "ddpdk exited before forwarding started:\n{head}");
-        head.push_str(&line);
-        if line.starts_with("Start ") {
-            break;
-        }
-    }
+    let (mut reader, head) = read_until_line(&mut child, "Start ");
     let stderr_reader = {
         let mut e = child.stderr.take().expect("stderr");
         std::thread::spawn(move || {
@@ -998,18 +1007,8 @@ fn an_interrupted_loopback_gives_every_mbuf_back() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let mut reader = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut head = String::new();
     // The tagged writes begin once the regions are registered (the table comes at the end).
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut reader, &mut line).expect("read stdout");
-        assert!(n > 0, "ddpdk exited before the transfer began:\n{head}");
-        head.push_str(&line);
-        if line.starts_with("Registered STag") {
-            break;
-        }
-    }
+    let (mut reader, head) = read_until_line(&mut child, "Registered STag");
     std::thread::sleep(Duration::from_secs(1));
     let pid = child.id().to_string();
     let k = Command::new("kill")

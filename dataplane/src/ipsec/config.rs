@@ -242,16 +242,20 @@ fn keys_hidden(message: String, rule: &[&str]) -> String {
         if !hidden_word(i.checked_sub(1).map(|j| rule[j]), w) {
             continue;
         }
-        out = if may_be_key(w) {
-            // Key material goes wherever it stands.
-            out.replace(w, "(key hidden)")
-        } else {
-            // A short word after a key keyword (`aead_key aead`) only where it stands alone:
-            // "aead_key" in the message is not it.
-            whole_words_replaced(&out, w, "(key hidden)")
-        };
+        out = hidden_in(&out, w);
     }
     out
+}
+
+/// `message` with `word`, a word to hide, replaced: key material wherever it stands, a short
+/// word after a key keyword (`aead_key aead`) only where it stands alone ("aead_key" in the
+/// message is not it).
+pub fn hidden_in(message: &str, word: &str) -> String {
+    if may_be_key(word) {
+        message.replace(word, "(key hidden)")
+    } else {
+        whole_words_replaced(message, word, "(key hidden)")
+    }
 }
 
 /// `text` with `word` replaced where no letter, digit or `_` touches it.
