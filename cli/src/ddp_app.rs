@@ -868,6 +868,21 @@ impl DdpApp {
         }
     }
 
+    /// An association a command can still use: a closed one is said to be closed before
+    /// anything the command would lack on it (a send to a closed association named the
+    /// peer's missing offer first).
+    fn open_conn(&self, id: AssocId) -> Result<ConnHandle, String> {
+        let conn = self.conn(id)?;
+        match lock(&self.shared)
+            .conns
+            .get(&conn)
+            .and_then(|v| v.closed.clone())
+        {
+            Some(r) => Err(format!("association {conn} is closed already: {r}")),
+            None => Ok(conn),
+        }
+    }
+
     /// After a refusal ends a command: waits (a second at most) until each of the `posted`
     /// work requests from `first` on completed or was refused, so that the refusals of the
     /// rest are the command's too, not events printed after it returned.
@@ -1234,14 +1249,7 @@ impl DdpApp {
                 );
             }
             AssocCmd::Close { id, how } => {
-                let conn = self.conn(id)?;
-                if let Some(r) = lock(&self.shared)
-                    .conns
-                    .get(&conn)
-                    .and_then(|v| v.closed.clone())
-                {
-                    return Err(format!("association {conn} is closed already: {r}"));
-                }
+                let conn = self.open_conn(id)?;
                 let op = if how.is_some() {
                     Op::Abort
                 } else {
@@ -1403,7 +1411,7 @@ impl DdpApp {
                     return Err("a region needs at least one byte".into());
                 }
                 let region = Region::from_dpdk(&self.eal, bytes, None)
-                    .map_err(|e| format!("{e} (give the EAL more memory: -m)"))?;
+                    .map_err(|e| format!("{e} ({})", region_memory_hint(len)))?;
                 let huge = region.huge();
                 let mut s = lock(&self.shared);
                 let m = s.control.memory_mut();
@@ -1780,7 +1788,7 @@ impl DdpApp {
             }
             None => None,
         };
-        let conn = self.conn(id)?;
+        let conn = self.open_conn(id)?;
         let total = u64::from(size) * u64::from(count);
         if total > MAX_SEND_BYTES {
             return Err(format!("at most {MAX_SEND_BYTES} bytes per command"));
@@ -2170,7 +2178,7 @@ impl DdpApp {
         len: u32,
         count: u32,
     ) -> Result<(), String> {
-        let conn = self.conn(id)?;
+        let conn = self.open_conn(id)?;
         self.fits_a_queue(qn, count)?;
         let mr = self.mr(stag)?;
         // The region's room is checked before the first is posted (the memory's answer came
@@ -2707,5 +2715,23 @@ impl DdpApp {
                 note(self.json, format_args!("--reconnect to {addr}: {e}"));
             }
         }
+    }
+}
+
+/// What to do about a region the EAL's heap could not supply: more EAL memory helps only
+/// where the machine has it (a `mr reg` of 2^64-1 bytes was told to give the EAL more).
+fn region_memory_hint(len: u64) -> String {
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let kib = m.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+            kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+        })
+        .map(|kib| kib.saturating_mul(1024));
+    match machine {
+        Some(total) if len > total => {
+            format!("larger than this machine's memory, {} MiB", total >> 20)
+        }
+        _ => "give the EAL more memory: -m MB with --no-huge, or more hugepages".into(),
     }
 }

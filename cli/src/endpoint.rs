@@ -316,7 +316,10 @@ impl Job {
                 return Err(format!("interrupted while waiting for {what}"));
             }
             if Wall::now() > deadline {
-                return Err(format!("timed out waiting for {what}"));
+                return Err(format!(
+                    "timed out waiting for {what} ({} s)",
+                    timeout.as_secs_f64()
+                ));
             }
             let n = self.poll();
             self.pause(n);
@@ -1016,8 +1019,14 @@ impl Job {
         let size = usize::try_from(opts.ddp_size).unwrap_or(usize::MAX);
         let verify = opts.ddp_verify;
         let is = |e: &Event, f: &dyn Fn(&Indication) -> bool| matches!(e, Event::Indication { conn: c, indication } if *c == conn && f(indication));
+        // `--run-for` bounds the wait too (3 s at least, for INIT's retransmissions): a peer
+        // that never answers (policies that do not match, a server not there) held a 3 s run
+        // for 30.
+        let setup = opts
+            .run_for
+            .map_or(WAIT, |s| WAIT.min(Duration::from_secs_f64(s.max(3.0))));
         let up = self
-            .wait_for("the association", signalled, WAIT, |events| {
+            .wait_for("the association", signalled, setup, |events| {
                 take(events, |e| {
                     is(e, &|i| {
                         matches!(i, Indication::Connected { .. } | Indication::Closed(_))

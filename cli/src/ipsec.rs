@@ -364,19 +364,8 @@ impl KeySocket {
         P: Port<Buf = Mbuf> + Send + Sync + 'static,
     {
         let fail = |e: &dyn std::fmt::Display| format!("--ipsec-socket {}: {e}", path.display());
+        check_socket_path(path)?;
         if path.exists() {
-            // Only a socket is ours to replace: never a file someone put there, nor the
-            // socket of an endpoint that still listens on it.
-            let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| {
-                use std::os::unix::fs::FileTypeExt;
-                m.file_type().is_socket()
-            });
-            if !is_socket {
-                return Err(fail(&"exists and is not a socket"));
-            }
-            if UnixStream::connect(path).is_ok() {
-                return Err(fail(&"another process listens on it"));
-            }
             let _ = std::fs::remove_file(path);
         }
         let listener = bind_private(path).map_err(|e| fail(&e))?;
@@ -395,6 +384,58 @@ impl KeySocket {
     }
 }
 
+/// What can be known of `--ipsec-socket PATH` before anything starts, so that a wrong path is
+/// a usage error before the EAL (it was status 1 after it): the path fits a Unix socket's,
+/// its directory exists, and only a stale socket is there to replace, never a file someone
+/// put there nor the socket of an endpoint that still listens on it.
+pub fn check_socket_path(path: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let fail = |e: &dyn std::fmt::Display| format!("--ipsec-socket {}: {e}", path.display());
+    for p in [path.to_path_buf(), private_dir(path).join("s")] {
+        let n = p.as_os_str().as_bytes().len();
+        if n > SUN_PATH {
+            let what = if p == path {
+                "the path"
+            } else {
+                "the socket made first"
+            };
+            return Err(fail(&format_args!(
+                "{what} ({}) is {n} bytes, over the {SUN_PATH} a Unix socket's path holds",
+                p.display()
+            )));
+        }
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(fail(&format_args!("no directory {}", dir.display())));
+    }
+    if path.exists() || std::fs::symlink_metadata(path).is_ok() {
+        let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_socket()
+        });
+        if !is_socket {
+            return Err(fail(&"exists and is not a socket"));
+        }
+        if UnixStream::connect(path).is_ok() {
+            return Err(fail(&"another process listens on it"));
+        }
+    }
+    Ok(())
+}
+
+/// `sun_path`'s bytes less its terminating NUL.
+const SUN_PATH: usize = 107;
+
+/// The directory the socket is bound in first: short (`.ks` and the process id), beside
+/// `path`.
+fn private_dir(path: &Path) -> PathBuf {
+    path.with_file_name(format!(".ks{}", std::process::id()))
+}
+
 /// Binds a socket that only its owner can ever connect to, at `path`: bound inside a fresh
 /// directory of mode 0700, made 0600, then moved into place (a socket bound at `path` itself
 /// would be open to others between bind and chmod, whatever the umask).
@@ -402,27 +443,9 @@ impl KeySocket {
 /// hardly longer than `path`: a Unix socket's path holds 107 bytes, and a name built from the
 /// socket's own doubled its length (a 90-byte path failed as "shorter than SUN_LEN").
 fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
-    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    /// `sun_path`'s bytes less its terminating NUL.
-    const SUN_PATH: usize = 107;
-    let dir = path.with_file_name(format!(".ks{}", std::process::id()));
+    let dir = private_dir(path);
     let inside = dir.join("s");
-    for (p, what) in [
-        (path, "the path"),
-        (inside.as_path(), "the socket made first"),
-    ] {
-        let n = p.as_os_str().as_bytes().len();
-        if n > SUN_PATH {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!(
-                    "{what} ({}) is {n} bytes, over the {SUN_PATH} a Unix socket's path holds",
-                    p.display()
-                ),
-            ));
-        }
-    }
     std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     let r = UnixListener::bind(&inside).and_then(|l| {
         std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600))?;
@@ -546,9 +569,26 @@ mod tests {
         drop(l);
         std::fs::remove_file(&path).unwrap();
         let long = base.join("k".repeat(name_len + 10));
-        let e = bind_private(&long).unwrap_err().to_string();
+        let e = check_socket_path(&long).unwrap_err();
         assert!(e.contains("110 bytes, over the 107"), "{e}");
         assert!(!long.exists());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// A path whose directory is missing, or where a file that is not a socket lies, is
+    /// refused by the check made before the EAL starts (it was found only after).
+    #[test]
+    fn a_key_socket_path_without_its_directory_or_on_a_file_is_refused() {
+        let base = std::env::temp_dir().join(format!("ddpdk-ksf-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let e = check_socket_path(&base.join("none/ks")).unwrap_err();
+        assert!(e.contains("no directory"), "{e}");
+        let file = base.join("a-file");
+        std::fs::write(&file, "kept").unwrap();
+        let e = check_socket_path(&file).unwrap_err();
+        assert!(e.contains("exists and is not a socket"), "{e}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
+        assert!(check_socket_path(&base.join("ks")).is_ok());
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

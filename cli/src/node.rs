@@ -373,8 +373,15 @@ fn queues_devarg(driver: &str) -> Option<&'static str> {
 
 /// The text of `--ipsec-config PATH`, read and checked (it parses).
 pub fn read_ipsec_config(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
+    let fail = |e: &dyn std::fmt::Display| format!("--ipsec-config {}: {e}", path.display());
+    let bytes = std::fs::read(path).map_err(|e| fail(&e))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
+        fail(&format_args!(
+            "line {line}: not UTF-8 (a byte that is no character, even in a comment)"
+        ))
+    })?;
     parse_config(&text).map_err(|e| format!("--ipsec-config {}: {e}", path.display()))?;
     Ok(text)
 }

@@ -33,6 +33,73 @@ enum Input {
     End,
 }
 
+/// The EAL's long options (DPDK 22.11's usage) and the short ones that take a value, which
+/// ddpdk has none of: given after '--', they are named as the EAL's.
+const EAL_LONG: &[&str] = &[
+    "lcores",
+    "main-lcore",
+    "mbuf-pool-ops-name",
+    "block",
+    "allow",
+    "vdev",
+    "iova-mode",
+    "vmware-tsc-map",
+    "proc-type",
+    "syslog",
+    "log-level",
+    "trace",
+    "trace-dir",
+    "trace-bufsz",
+    "trace-mode",
+    "in-memory",
+    "base-virtaddr",
+    "telemetry",
+    "no-telemetry",
+    "force-max-sim",
+    "huge-unlink",
+    "no-huge",
+    "no-pci",
+    "no-hpet",
+    "no-shconf",
+    "socket-mem",
+    "socket-limit",
+    "huge-dir",
+    "file-prefix",
+    "create-uio-dev",
+    "vfio-intr",
+    "vfio-vf-token",
+    "legacy-mem",
+    "single-file-segments",
+    "match-allocations",
+    "huge-worker-stack",
+];
+const EAL_SHORT: &[&str] = &["-l", "-c", "-n", "-m", "-b", "-d", "-r"];
+
+fn is_eal_option(arg: &str) -> bool {
+    match arg.strip_prefix("--") {
+        Some(long) => EAL_LONG.contains(&long.split('=').next().unwrap_or(long)),
+        None => EAL_SHORT.iter().any(|s| arg.starts_with(s)),
+    }
+}
+
+/// A ddpdk option among the EAL's (before '--'): the EAL would refuse it after printing its
+/// usage, and a job would say it lacks the option given (`ddpdk endpoint --ip A -- -i`
+/// answered "needs --ip ADDR").
+fn ddpdk_option_among_eals(eal_args: &[String]) -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Options::command();
+    eal_args.iter().skip(1).find_map(|a| {
+        let long = a.strip_prefix("--")?.split('=').next()?;
+        let ours = cmd.get_arguments().any(|o| o.get_long() == Some(long));
+        (ours && !EAL_LONG.contains(&long) && long != "help").then(|| {
+            format!(
+                "{a} is ddpdk's option, not the EAL's: it goes after '--' (ddpdk [JOB] \
+                 [EAL options] -- [options]; see 'ddpdk --help')"
+            )
+        })
+    })
+}
+
 /// Runs ddpdk with `argv` (program name first) and returns the process exit status.
 pub fn main_with(mut argv: Vec<String>) -> i32 {
     let job = match crate::jobs::take(&mut argv) {
@@ -48,6 +115,10 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         }
     };
     let (mut eal_args, mut app_args) = split_args(&argv);
+    if let Some(e) = ddpdk_option_among_eals(&eal_args) {
+        errln!("ddpdk: {e}");
+        return EXIT_USAGE;
+    }
     if let Some(job) = &job {
         match crate::jobs::apply(job, &mut app_args) {
             Ok(Some(text)) => {
@@ -75,8 +146,11 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
                 .next()
                 .unwrap_or("bad arguments")
                 .trim_start_matches("error: ");
-            // Without '--' every argument is ddpdk's: an EAL option then reads as unknown.
-            let hint = if eal_args.len() <= 1 && !argv.iter().any(|a| a == "--") {
+            // Without '--' every argument is ddpdk's: an EAL option then reads as unknown; so
+            // does one given after it.
+            let hint = if (eal_args.len() <= 1 && !argv.iter().any(|a| a == "--"))
+                || app_args.iter().any(|a| is_eal_option(a))
+            {
                 "; EAL options go before '--', ddpdk's after it: ddpdk [JOB] [EAL options] -- \
                  [options]"
             } else {
@@ -105,6 +179,12 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
                 errln!("ddpdk: {e}");
                 return EXIT_USAGE;
             }
+        }
+    }
+    if let Some(path) = &opts.ipsec_socket {
+        if let Err(e) = crate::ipsec::check_socket_path(path) {
+            errln!("ddpdk: {e}");
+            return EXIT_USAGE;
         }
     }
     // Read every cmdline file before touching the EAL, so a missing file or a bad command is a

@@ -140,6 +140,13 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         // Below what a pool with its lcore cache needs: it failed after the EAL, with a hint
         // to give the EAL more memory.
         vec!["--ring-pair", "--total-num-mbufs", "100"],
+        // A key manager's socket in a directory that does not exist: found after the EAL.
+        vec![
+            "--ip",
+            "198.18.0.1",
+            "--ipsec-socket",
+            "/nonexistent/ddpdk-ks",
+        ],
     ] {
         // No EAL arguments at all: if the EAL were initialised first, it would fail differently.
         let o = Command::new(BIN)
@@ -174,6 +181,66 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         stderr.contains(":2: Bad command 'show port frob 0'"),
         "{stderr}"
     );
+}
+
+/// An option on the wrong side of '--' is named with the rule, before the EAL starts: a
+/// ddpdk option among the EAL's made a job say it "needs --ip ADDR" when --ip was given, and
+/// an EAL option after '--' was only "unexpected" (found by an outside-in test).
+#[test]
+fn an_option_on_the_wrong_side_of_the_separator_is_named() {
+    for (args, says) in [
+        (
+            &["endpoint", "--no-huge", "--ip", "198.18.0.1", "--", "-i"][..],
+            "--ip is ddpdk's option, not the EAL's: it goes after '--'",
+        ),
+        (
+            &["--no-huge", "--ip=198.18.0.1", "--", "-i"][..],
+            "--ip=198.18.0.1 is ddpdk's option",
+        ),
+        (
+            &["endpoint", "--", "--ip", "198.18.0.1", "--no-pci"][..],
+            "EAL options go before '--'",
+        ),
+        (
+            &["--", "--ip", "198.18.0.1", "-l", "0-1"][..],
+            "EAL options go before '--'",
+        ),
+    ] {
+        let o = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        let (stdout, stderr) = out(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(
+            !stdout.contains("EAL") && !stderr.contains("needs --ip"),
+            "{args:?}"
+        );
+    }
+}
+
+/// An argument that is not UTF-8 is refused as such: a file name with such a byte was passed
+/// on lossily and reported missing, naming another file (found by an outside-in test).
+#[test]
+fn an_argument_that_is_not_utf8_is_refused_as_such() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = std::env::temp_dir().join(format!("ddpdk-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join(std::ffi::OsStr::from_bytes(b"cmds\xff"));
+    std::fs::write(&file, "quit\n").expect("write");
+    let o = Command::new(BIN)
+        .args(["--", "--ring-pair", "--cmdline-file"])
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (_, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not UTF-8"), "{stderr}");
+    assert!(!stderr.contains("No such file"), "{stderr}");
 }
 
 #[test]
@@ -674,6 +741,26 @@ fn a_line_that_is_not_utf8_is_refused_and_the_rest_runs() {
             .as_str()
             .is_some_and(|e| e.contains("(key hidden)")),
         "{stdout}"
+    );
+}
+
+/// A region the machine could never hold is named as such; only one the EAL's heap lacks gets
+/// the hint to give the EAL more memory (`mr reg` of 2^64-1 bytes got that hint).
+#[test]
+fn a_region_larger_than_the_machine_is_not_blamed_on_the_eals_memory() {
+    let (_, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i"],
+        b"mr reg 18446744073709551615\nmr reg 300000000\nquit\n",
+    );
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("rte_zmalloc")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].contains("larger than this machine's memory") && !lines[0].contains("-m"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("give the EAL more memory"),
+        "256 MB of EAL memory lacks 300 MB:\n{text}"
     );
 }
 
@@ -1773,15 +1860,17 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
          rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\n\
          session open 1 3 plain\nsession close 1 3\n\
          mr reg 4096 local\nsend untagged 1 3 0 100 1 --from last\nassoc close 1\n\
-         session open 1 2 b\nquit\n",
+         session open 1 2 b\nrdma write 1 5 offer 0 100\nquit\n",
     );
-    // The last command is refused at once (before: "the association closed", then the
-    // core's refusal printed amid the commands after it).
+    // The last commands are refused at once (before: "the association closed", then the
+    // core's refusal printed amid the commands after it), the closed association named first
+    // (a write to the offer of a stream without one named the missing offer).
     assert_eq!(client.status.code(), Some(1), "client:\n{client_text}");
     assert_has_all(
         &client_text,
         &[
             "ddpdk> session open 1 2 b\nassociation 1 is closed already: shut down",
+            "ddpdk> rdma write 1 5 offer 0 100\nassociation 1 is closed already: shut down",
             // A send from a local STag on the ended session: the same reason as any send
             // (before: "the session is not accepted yet").
             "ddpdk> send untagged 1 3 0 100 1 --from last\n",

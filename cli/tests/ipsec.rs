@@ -377,6 +377,12 @@ fn a_client_whose_key_is_not_the_servers_is_told_so_4303_3_4_4() {
         cerr.contains("IPsec sealed") && cerr.contains("do both ends' SAs (SPIs, keys)"),
         "{cerr}"
     );
+    // `--run-for 1` bounds the wait for the association (3 s at least; it was 30 whatever
+    // --run-for said).
+    assert!(
+        cerr.contains("timed out waiting for the association (3 s)"),
+        "{cerr}"
+    );
     assert!(
         cerr.contains("IPsec: no policy protects with SA in 3000: it seals and opens nothing"),
         "{cerr}"

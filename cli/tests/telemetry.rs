@@ -371,8 +371,12 @@ except RuntimeError as e:
                 "-c",
                 &format!(
                     "import urllib.request, urllib.error\n\
-                     try:\n    urllib.request.urlopen('http://[::1]:{port}/metrics')\n\
-                     except urllib.error.HTTPError as e:\n    print(e.code, e.read().decode())"
+                     u = 'http://[::1]:{port}/metrics'\n\
+                     for r in [urllib.request.Request(u), urllib.request.Request(u + '?x=1'),\n\
+                               urllib.request.Request(u, method='HEAD')]:\n\
+                     \x20   try:\n        urllib.request.urlopen(r)\n\
+                     \x20   except urllib.error.HTTPError as e:\n\
+                     \x20       print(r.get_method(), e.code, e.read().decode().strip())"
                 ),
             ])
             .output()
@@ -390,10 +394,17 @@ except RuntimeError as e:
     };
     let _ = exporter.kill();
     let _ = exporter.wait();
-    assert!(
-        answer.starts_with("503 ")
-            && answer.contains("/nonexistent/dpdk_telemetry.v2")
-            && answer.contains("is this ddpdk's telemetry socket?"),
-        "{answer}"
-    );
+    let lines: Vec<&str> = answer.lines().collect();
+    assert_eq!(lines.len(), 3, "{answer}");
+    // The same answer with a query string (it was a 404), and to HEAD without its body (it
+    // was a 501): found by an outside-in test.
+    for line in &lines[..2] {
+        assert!(
+            line.starts_with("GET 503 ")
+                && line.contains("/nonexistent/dpdk_telemetry.v2")
+                && line.contains("is this ddpdk's telemetry socket?"),
+            "{answer}"
+        );
+    }
+    assert_eq!(lines[2].trim_end(), "HEAD 503", "{answer}");
 }

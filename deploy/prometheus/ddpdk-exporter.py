@@ -372,7 +372,14 @@ def main():
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            if self.path != "/metrics":
+            self.answer(body_too=True)
+
+        def do_HEAD(self):  # what a health check sends
+            self.answer(body_too=False)
+
+        def answer(self, body_too):
+            # A query string (a scraper's `?name[]=...`) asks for the same page.
+            if self.path.split("?", 1)[0] != "/metrics":
                 self.send_error(404)
                 return
             try:
@@ -388,7 +395,8 @@ def main():
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if body_too:
+                self.wfile.write(body)
 
     class Server(http.server.ThreadingHTTPServer):
         # An IPv6 address ([::1]:9465) needs an IPv6 socket; the default is IPv4's.

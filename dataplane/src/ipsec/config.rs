@@ -134,6 +134,15 @@ pub fn parse_config(text: &str) -> Result<IpsecConfig, ConfigError> {
     let mut pending = String::new();
     let mut first = 0;
     for (n, raw) in text.lines().enumerate() {
+        // `lines` ends a line at LF or CRLF; a CR left inside is a file of CR-only line ends
+        // (taken as one line, its rules would all be refused as the first's words) or a stray
+        // byte.
+        if raw.contains('\r') {
+            return Err(ConfigError {
+                line: n + 1,
+                message: "a carriage return inside the line: lines end with LF (or CRLF)".into(),
+            });
+        }
         let line = raw.split('#').next().unwrap_or("").trim_end();
         if pending.is_empty() {
             first = n + 1;
@@ -170,13 +179,27 @@ pub fn parse_rule(cfg: &mut IpsecConfig, words: &[&str]) -> Result<(), String> {
         None => Ok(()),
         Some(&"sa") => cfg.add_sa(parse_sa(&words[1..])?),
         Some(&"sp") => cfg.add_policy(parse_sp(&words[1..])?),
-        Some(w) => Err(format!("unknown rule {w:?} (expected sa or sp)")),
+        Some(w) => Err(format!("unknown rule {} (expected sa or sp)", shown(w))),
     }
 }
 
 /// `got` for a message: the word quoted, or that there was none.
 fn got(w: Option<&&str>) -> String {
-    w.map_or_else(|| "nothing".to_string(), |w| format!("{w:?}"))
+    w.map_or_else(|| "nothing".to_string(), |w| shown(w))
+}
+
+/// A word of the input quoted for a message, cut at 32 characters: a line that is one long
+/// word (a binary file) is not echoed whole. What may be a key is not echoed at all: cut, it
+/// would no longer be found whole by [`keys_hidden`].
+fn shown(w: &str) -> String {
+    const MAX: usize = 32;
+    if hidden_word(Some("_key"), w) {
+        return "(key hidden)".into();
+    }
+    match w.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{:?}...", &w[..at]),
+        None => format!("{w:?}"),
+    }
 }
 
 fn direction(w: Option<&&str>) -> Result<Direction, String> {
@@ -365,7 +388,7 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
                     w[i - 3]
                 ))
             }
-            other => return Err(format!("unknown sa keyword {other:?}")),
+            other => return Err(format!("unknown sa keyword {}", shown(other))),
         }
     }
     let (algorithm, key, auth_key, salt) = match (aead, cipher, auth) {
@@ -436,6 +459,13 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
             ))
         }
     };
+    // The window is the receiver's (RFC 4303 §3.4.3): on an outbound SA it would be taken
+    // and do nothing.
+    if window.is_some() && dir == Direction::Out {
+        return Err(
+            "replay-win is the receiver's (RFC 4303 §3.4.3): give it to the inbound SA".into(),
+        );
+    }
     let replay_window = window.unwrap_or(match dir {
         Direction::In => DEFAULT_REPLAY_WINDOW,
         Direction::Out => 0,
@@ -538,7 +568,7 @@ fn sp_rule(w: &[&str]) -> Result<Policy, String> {
             }
             "sport" => sel.sport = range(key, val)?,
             "dport" => sel.dport = range(key, val)?,
-            other => return Err(format!("unknown sp keyword {other:?}")),
+            other => return Err(format!("unknown sp keyword {}", shown(other))),
         }
     }
     Ok(Policy {
@@ -644,6 +674,65 @@ mod tests {
                 "{n}: {e}"
             );
         }
+    }
+
+    /// What was taken without a word and did nothing or could not work (found by an
+    /// outside-in test): a soft lifetime of 0, due before the first packet; `replay-win` on
+    /// an outbound SA (RFC 4303 §3.4.3: the window is the receiver's); a tunnel endpoint no
+    /// host has (RFC 4301 §5.1.2.1's outer header is between two hosts).
+    #[test]
+    fn an_sa_that_could_not_work_as_written_is_refused() {
+        let sa = |rest: &str| {
+            parse_sa(
+                &format!("{rest} aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be")
+                    .split_whitespace()
+                    .collect::<Vec<_>>(),
+            )
+            .and_then(|sa| sa.validate().map(|()| sa))
+        };
+        assert!(sa("in 1000 mode transport soft-life-secs 10 life-secs 20").is_ok());
+        for (rule, says) in [
+            (
+                "in 1000 mode transport soft-life-secs 0",
+                "soft lifetime of 0",
+            ),
+            (
+                "in 1000 mode transport soft-life-bytes 0",
+                "soft lifetime of 0",
+            ),
+            (
+                "out 1000 mode transport replay-win 64",
+                "replay-win is the receiver's",
+            ),
+            (
+                "in 1000 mode ipv4-tunnel src 0.0.0.0 dst 198.18.0.1",
+                "0.0.0.0 is no host's",
+            ),
+            (
+                "out 1000 mode ipv4-tunnel src 198.18.0.1 dst 255.255.255.255",
+                "no host's",
+            ),
+            (
+                "out 1000 mode ipv6-tunnel src 2001:db8::1 dst ff02::1",
+                "no host's",
+            ),
+        ] {
+            let e = sa(rule).unwrap_err();
+            assert!(e.contains(says), "{rule}: {e}");
+        }
+    }
+
+    /// A file whose lines end in CR alone is refused at its first line, not read as one line;
+    /// a word of the input is echoed 32 characters at most (a pasted blob was echoed whole).
+    #[test]
+    fn a_file_of_cr_line_ends_and_a_long_word_are_named_briefly() {
+        let e = parse_config("# one\rsp ipv4 in esp discard\r").unwrap_err();
+        assert_eq!(e.line, 1, "{e}");
+        assert!(e.message.contains("carriage return"), "{e}");
+        assert!(parse_config("sp ipv4 in esp discard\r\n").is_ok());
+        let long = "z".repeat(5000);
+        let e = parse_config(&long).unwrap_err().to_string();
+        assert!(e.len() < 100 && e.contains("unknown rule"), "{e}");
     }
 
     /// What an operator typing a rule by hand gets wrong is named in the operator's words.

@@ -219,6 +219,20 @@ impl SaConfig {
                     self.spi
                 ));
             }
+            // A tunnel's outer header goes from one host to another (RFC 4301 §5.1.2.1):
+            // no host has the unspecified, a multicast or the broadcast address.
+            let no_host = |a: IpAddr| {
+                a.is_unspecified()
+                    || a.is_multicast()
+                    || a == IpAddr::V4(std::net::Ipv4Addr::BROADCAST)
+            };
+            if let Some(a) = [src, dst].into_iter().find(|&a| no_host(a)) {
+                return Err(format!(
+                    "SA {}: tunnel endpoint {a} is no host's address (unspecified, multicast \
+                     or broadcast)",
+                    self.spi
+                ));
+            }
         }
         if self.direction == Direction::In && self.replay_window == 0 {
             return Err(format!(
@@ -229,6 +243,13 @@ impl SaConfig {
         let l = self.lifetime;
         if l.bytes == Some(0) || l.secs == Some(0) {
             return Err(format!("SA {}: a lifetime of 0 allows nothing", self.spi));
+        }
+        if l.soft_bytes == Some(0) || l.soft_secs == Some(0) {
+            return Err(format!(
+                "SA {}: a soft lifetime of 0 is due before the first packet (leave it out for \
+                 none)",
+                self.spi
+            ));
         }
         // RFC 4301 §4.4.2.1: "the soft lifetime ... is always less than the hard lifetime".
         let below = |soft: Option<u64>, hard: Option<u64>| match (soft, hard) {
