@@ -37,8 +37,7 @@ use sha2::{Digest, Sha256};
 
 use crate::app::{note, Flow};
 use crate::ipsec::KeySocket;
-use crate::loopback::pattern;
-use crate::node::{Node, NodePort, Placement};
+use crate::node::{offer_bytes, parse_offer, Node, NodePort, Placement};
 use crate::options::Options;
 use crate::shell::WaitArg;
 use crate::shell::{
@@ -47,14 +46,12 @@ use crate::shell::{
 };
 use crate::stats::mac_text;
 use crate::telemetry::{self, state_text};
+use crate::verify::pattern;
 
 /// How long a command waits for what it started.
 const WAIT: Duration = Duration::from_secs(15);
 /// Sends in flight per `send` command.
 const WINDOW: usize = 64;
-/// The Private Data of an Accept that offers a region: STag (4), TO (8), length (8), big-endian
-/// (the same as `--ddp-listen`'s).
-const OFFER_LEN: usize = 20;
 /// The most one `send` command writes (it builds the image to report its CRC32c).
 const MAX_SEND_BYTES: u64 = 1 << 30;
 
@@ -494,12 +491,7 @@ impl Shared {
         // RFC 5043 §6.4: the passive side's ULP answers every Initiate.
         if let Some((stream, rdmap)) = answer {
             let op = if listen {
-                let mut data = Vec::new();
-                if let Some(o) = offer {
-                    data.extend_from_slice(&o.stag.0.to_be_bytes());
-                    data.extend_from_slice(&o.to_base.to_be_bytes());
-                    data.extend_from_slice(&o.len.to_be_bytes());
-                }
+                let data = offer.as_ref().map(offer_bytes).unwrap_or_default();
                 // An RDMAP Initiate is accepted as an RDMAP stream, with the default limits.
                 if rdmap {
                     Op::AcceptRdmap {
@@ -607,24 +599,6 @@ fn json_event(json: bool, kind: &str, fields: serde_json::Value) {
     if json {
         emit_event(json, kind, fields, format_args!(""));
     }
-}
-
-/// The STag, base Tagged Offset and length an Accept's Private Data offers (20 bytes, big
-/// endian: the convention of the shell's and `perf`'s servers).
-pub(crate) fn parse_offer(b: &[u8]) -> Option<(Stag, u64, u64)> {
-    if b.len() != OFFER_LEN {
-        return None;
-    }
-    let u64_at = |k: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[k..k + 8]);
-        u64::from_be_bytes(x)
-    };
-    Some((
-        Stag(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
-        u64_at(4),
-        u64_at(12),
-    ))
 }
 
 /// A region the shell registered.

@@ -31,7 +31,7 @@ use ddpdk_control::runtime::{
 use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::xmit::TxStats;
 use ddpdk_dataplane::mem::{Access, Stag};
-use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mempool, PortConf};
+use ddpdk_dataplane::port::dpdk::Eal;
 use ddpdk_dataplane::port::faults::FaultCounts;
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{Port, PortStats};
@@ -41,8 +41,7 @@ use hdrhistogram::Histogram;
 
 use crate::app::note;
 use crate::ipsec::KeySocket;
-use crate::loopback::exit_status;
-use crate::node::{Node, NodePort, Placement};
+use crate::node::{exit_status, offer_bytes, Node, NodePort, Placement};
 use crate::options::{DdpOp, DdpSource, Options};
 use crate::soak::{self, Soak};
 use crate::telemetry;
@@ -55,8 +54,6 @@ const READ_CHECK_EVERY: u64 = 64;
 /// The ULP's Private Data of a `--ddp-op read` client's RDMAP Initiate (after RDMAP's
 /// parameters): it asks the server for a region it may read.
 const READS_WANTED: &[u8] = b"ddpdk perf: read";
-/// STag (4), TO (8), length (8).
-const OFFER_LEN: usize = 20;
 
 /// `--ddp-op read`'s check of what the reads brought: each sink slot's first read, and one in
 /// [`READ_CHECK_EVERY`] after, against the bytes the server filled its region with
@@ -794,10 +791,7 @@ impl Job {
         if fill {
             self.fill_for_reads(r)?;
         }
-        let mut offer = Vec::with_capacity(OFFER_LEN);
-        offer.extend_from_slice(&reg.stag.0.to_be_bytes());
-        offer.extend_from_slice(&reg.to_base.to_be_bytes());
-        offer.extend_from_slice(&reg.len.to_be_bytes());
+        let offer = offer_bytes(&reg);
         let op = if rdmap {
             Op::AcceptRdmap {
                 stream,
@@ -1647,7 +1641,7 @@ fn accepted_data(e: Event) -> Vec<u8> {
 
 /// The STag, base Tagged Offset and length a server's Accept offers.
 fn offered(offer: &[u8]) -> Result<(Stag, u64, u64), String> {
-    crate::ddp_app::parse_offer(offer).ok_or_else(|| {
+    crate::node::parse_offer(offer).ok_or_else(|| {
         format!(
             "the server's Accept carries {} bytes, not an STag offer",
             offer.len()
@@ -1809,48 +1803,6 @@ const QUIET: Duration = Duration::from_secs(5);
 fn take(events: &mut VecDeque<Event>, f: impl Fn(&Event) -> bool) -> Option<Event> {
     let k = events.iter().position(f)?;
     events.remove(k)
-}
-
-/// Configures port `id` of a DDP endpoint with `conf` and `pool`, sets its MTU to `--mtu`
-/// (a device without an MTU setting, such as net_memif, is noted and used: it carries what fits
-/// its buffers, and the mbufs are sized for the frame), and starts it.
-pub(crate) fn start_port(
-    id: u16,
-    conf: PortConf,
-    pool: &Arc<Mempool>,
-    opts: &Options,
-) -> Result<Arc<DpdkPort>, String> {
-    let port =
-        Arc::new(DpdkPort::configure(id, conf, Arc::clone(pool)).map_err(|e| e.to_string())?);
-    if opts.mtu != 1500 && port.name().starts_with("net_af_packet") {
-        // DPDK 22.11's af_packet declares 1518-byte frames (ethdev refuses a larger MTU) and
-        // sets a smaller one on the kernel interface itself. Its slots were sized for the
-        // frames and the interface's MTU checked before the EAL started (af_packet.rs); the
-        // interface is the operator's and is left as it is.
-        note(
-            opts.json,
-            format_args!(
-                "{}: the interface's own MTU applies; frames up to {} bytes fit the ring's slots",
-                port.name(),
-                u32::from(opts.mtu) + 14
-            ),
-        );
-    } else if opts.mtu != 1500 {
-        match port.set_mtu(opts.mtu) {
-            Ok(()) => {}
-            Err(e) if e.errno == 95 => note(
-                opts.json,
-                format_args!(
-                    "{}: no MTU setting; frames up to {} bytes",
-                    port.name(),
-                    opts.mtu
-                ),
-            ),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    port.start().map_err(|e| e.to_string())?;
-    Ok(port)
 }
 
 /// A busy share as a percentage, or "n/a" when no time passed.

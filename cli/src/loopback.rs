@@ -38,8 +38,9 @@ use ddpdk_dataplane::wire::crc32c::crc32c;
 use hdrhistogram::Histogram;
 
 use crate::app::note;
-use crate::node::launch_core;
+use crate::node::{exit_status, launch_core, random};
 use crate::options::Options;
+use crate::verify::{fill_pattern, pattern};
 
 const SCTP_PORT: u16 = 5000;
 const CLIENT: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
@@ -79,20 +80,6 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
         }
     });
     exit_status(r.map_err(|e| format!("ddp-loopback: {e}")), opts.json)
-}
-
-/// The process exit status of a DDP mode's result, with its last words.
-pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
-    match r {
-        Ok(()) => {
-            note(json, format_args!("Bye..."));
-            0
-        }
-        Err(e) => {
-            errln!("ddpdk: {e}");
-            1
-        }
-    }
 }
 
 /// Where an endpoint's data cores run.
@@ -1369,25 +1356,6 @@ fn registration(pd: Pd, region: RegionId, len: usize, access: Access) -> MemoryR
     }
 }
 
-/// The bytes of message `wr`: distinct per message, so a misplaced one is noticed.
-pub(crate) fn pattern(wr: u64, len: usize) -> Vec<u8> {
-    let mut v = vec![0; len];
-    fill_pattern(wr, &mut v);
-    v
-}
-
-/// Fills `out` with message `wr`'s bytes, a word of xorshift at a time: the loopback makes a
-/// message per write in its timed loop, so the harness must not be what it measures.
-pub(crate) fn fill_pattern(wr: u64, out: &mut [u8]) {
-    let mut x = wr.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    for word in out.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        word.copy_from_slice(&x.to_le_bytes()[..word.len()]);
-    }
-}
-
 fn connected(log: &[Indication]) -> Option<(u16, usize)> {
     log.iter().find_map(|i| match i {
         Indication::Connected { streams, mulpdu } => Some((*streams, *mulpdu)),
@@ -1407,15 +1375,4 @@ fn closed(log: &[Indication]) -> bool {
             Indication::Closed(CloseReason::Shutdown | CloseReason::PeerAbort { .. })
         )
     })
-}
-
-/// Random bytes from the kernel: the cookie secrets and the STag tables' starting points must
-/// not be guessable (RFC 9260 §5.1.3, RFC 5041 §8.3).
-pub(crate) fn random<const N: usize>() -> Result<[u8; N], String> {
-    use std::io::Read;
-    let mut b = [0u8; N];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| format!("/dev/urandom: {e}"))?;
-    Ok(b)
 }

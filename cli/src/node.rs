@@ -11,9 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ddpdk_control::conn::{ConnConfig, Service};
+use ddpdk_control::memory::Registered;
 use ddpdk_control::runtime::{self, Clock, Control, DataCore, IdlePolicy, RuntimeConfig};
 use ddpdk_control::session::PendingLimit;
 use ddpdk_dataplane::ipsec::{parse_config, IpsecConfig};
+use ddpdk_dataplane::mem::Stag;
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{
     CryptoDev, DpdkPort, Eal, IpsecPort, LcoreJoin, Mempool, PortConf, PortInfo, SctpSteering,
@@ -22,8 +24,7 @@ use ddpdk_dataplane::port::faults::Faulty;
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 
-use crate::endpoint::start_port;
-use crate::loopback::random;
+use crate::app::note;
 use crate::options::Options;
 
 /// The port every DDP job runs on: the device behind the fault injector of `--fault-drop`
@@ -542,6 +543,104 @@ pub fn poll_clock() -> Clock {
         }
     }
     Clock::new()
+}
+
+/// Configures port `id` of a DDP endpoint with `conf` and `pool`, sets its MTU to `--mtu`
+/// (a device without an MTU setting, such as net_memif, is noted and used: it carries what fits
+/// its buffers, and the mbufs are sized for the frame), and starts it.
+pub(crate) fn start_port(
+    id: u16,
+    conf: PortConf,
+    pool: &Arc<Mempool>,
+    opts: &Options,
+) -> Result<Arc<DpdkPort>, String> {
+    let port =
+        Arc::new(DpdkPort::configure(id, conf, Arc::clone(pool)).map_err(|e| e.to_string())?);
+    if opts.mtu != 1500 && port.name().starts_with("net_af_packet") {
+        // DPDK 22.11's af_packet declares 1518-byte frames (ethdev refuses a larger MTU) and
+        // sets a smaller one on the kernel interface itself. Its slots were sized for the
+        // frames and the interface's MTU checked before the EAL started (af_packet.rs); the
+        // interface is the operator's and is left as it is.
+        note(
+            opts.json,
+            format_args!(
+                "{}: the interface's own MTU applies; frames up to {} bytes fit the ring's slots",
+                port.name(),
+                u32::from(opts.mtu) + 14
+            ),
+        );
+    } else if opts.mtu != 1500 {
+        match port.set_mtu(opts.mtu) {
+            Ok(()) => {}
+            Err(e) if e.errno == 95 => note(
+                opts.json,
+                format_args!(
+                    "{}: no MTU setting; frames up to {} bytes",
+                    port.name(),
+                    opts.mtu
+                ),
+            ),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    port.start().map_err(|e| e.to_string())?;
+    Ok(port)
+}
+
+/// Random bytes from the kernel: the cookie secrets and the STag tables' starting points must
+/// not be guessable (RFC 9260 §5.1.3, RFC 5041 §8.3).
+pub(crate) fn random<const N: usize>() -> Result<[u8; N], String> {
+    use std::io::Read;
+    let mut b = [0u8; N];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| format!("/dev/urandom: {e}"))?;
+    Ok(b)
+}
+
+/// The process exit status of a DDP mode's result, with its last words.
+pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
+    match r {
+        Ok(()) => {
+            note(json, format_args!("Bye..."));
+            0
+        }
+        Err(e) => {
+            errln!("ddpdk: {e}");
+            1
+        }
+    }
+}
+
+/// An Accept's Private Data offering a region (the convention of the shell's and `perf`'s
+/// servers): its STag, base Tagged Offset and length, 20 bytes, big endian.
+const OFFER_LEN: usize = 20;
+
+/// The Private Data of an Accept that offers `reg`.
+pub(crate) fn offer_bytes(reg: &Registered) -> Vec<u8> {
+    let mut offer = Vec::with_capacity(OFFER_LEN);
+    offer.extend_from_slice(&reg.stag.0.to_be_bytes());
+    offer.extend_from_slice(&reg.to_base.to_be_bytes());
+    offer.extend_from_slice(&reg.len.to_be_bytes());
+    offer
+}
+
+/// The STag, base Tagged Offset and length an Accept's Private Data offers (20 bytes, big
+/// endian: the convention of the shell's and `perf`'s servers).
+pub(crate) fn parse_offer(b: &[u8]) -> Option<(Stag, u64, u64)> {
+    if b.len() != OFFER_LEN {
+        return None;
+    }
+    let u64_at = |k: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[k..k + 8]);
+        u64::from_be_bytes(x)
+    };
+    Some((
+        Stag(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+        u64_at(4),
+        u64_at(12),
+    ))
 }
 
 #[cfg(test)]

@@ -125,6 +125,25 @@ pub fn check(msg: &[u8], candidates: &[u64]) -> Result<usize, String> {
 /// Candidates [`check`] compares a block with, at most.
 pub const MAX_CANDIDATES: usize = 6;
 
+/// The bytes of message `wr`: distinct per message, so a misplaced one is noticed.
+pub fn pattern(wr: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0; len];
+    fill_pattern(wr, &mut v);
+    v
+}
+
+/// Fills `out` with message `wr`'s bytes, a word of xorshift at a time: the loopback makes a
+/// message per write in its timed loop, so the harness must not be what it measures.
+pub fn fill_pattern(wr: u64, out: &mut [u8]) {
+    let mut x = wr.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for word in out.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        word.copy_from_slice(&x.to_le_bytes()[..word.len()]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
