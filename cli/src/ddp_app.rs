@@ -2152,7 +2152,7 @@ impl DdpApp {
         len: u32,
         count: u32,
     ) -> Result<(), String> {
-        let conn = self.open_conn(id)?;
+        let conn = self.conn(id)?;
         self.fits_a_queue(qn, count)?;
         let mr = self.mr(stag)?;
         // The region's room is checked before the first is posted (the memory's answer came
