@@ -1285,15 +1285,18 @@ impl Duo {
 }
 
 /// RFC 5043 §9: "The SCTP adaptation layer MUST reject DDP Segments that are larger than the
-/// maximum size specified." A segment of exactly the MULPDU we announced is placed; one
-/// octet more (still one unfragmented DATA chunk) is refused, counted, places nothing, and
-/// stops the stream as a receive error.
+/// maximum size specified." The size taken is the MULPDU we announced with the room our
+/// sender keeps for a SACK given back (a peer that keeps none fills one unfragmented DATA
+/// chunk): a segment of exactly that is placed; one octet more is refused, counted, places
+/// nothing, and stops the stream as a receive error.
 #[test]
 fn rfc5043_9_segment_over_the_mulpdu_is_refused_and_counted() {
-    let mut d = Duo::new(256);
+    // The peer's path is wider than ours, so that one octet over our limit still leaves it
+    // unfragmented.
+    let mut d = Duo::with_server_path_mtu(256, sctp(SRV_PORT, 256).path_mtu - 64);
     let pd = d.memory.alloc_pd();
     d.open(S, pd);
-    let mulpdu = d.conn().max_sizes().mulpdu;
+    let mulpdu = d.conn().max_sizes().mulpdu + ddpdk_dataplane::ddp::SACK_HEADROOM;
     let tagged_header = 14;
     let (r, reg) = d.remote_write_region(pd, 8192, 0);
     let exact = vec![0x11; mulpdu - tagged_header];
@@ -1346,7 +1349,7 @@ fn rfc5043_9_the_receive_limit_takes_back_the_esp_headroom() {
     let pd = d.memory.alloc_pd();
     d.open(S, pd);
     d.conn().set_receive_slack(SLACK);
-    let mulpdu = d.conn().max_sizes().mulpdu;
+    let mulpdu = d.conn().max_sizes().mulpdu + ddpdk_dataplane::ddp::SACK_HEADROOM;
     let tagged_header = 14;
     let (r, reg) = d.remote_write_region(pd, 8192, 0);
     let most = vec![0x33; mulpdu + SLACK - tagged_header];
@@ -1369,7 +1372,10 @@ fn rfc5043_9_the_receive_limit_takes_back_the_esp_headroom() {
         )]
     );
     // What we send is unchanged: the MULPDU announced is the sending side's.
-    assert_eq!(d.conn().max_sizes().mulpdu, mulpdu);
+    assert_eq!(
+        d.conn().max_sizes().mulpdu + ddpdk_dataplane::ddp::SACK_HEADROOM,
+        mulpdu
+    );
 }
 
 /// RFC 5041 §7.1 with §6.2.2: after an invalid STag, a bounds violation or a TO that wraps,
@@ -3398,9 +3404,9 @@ fn rfc5043_10_an_accept_sent_after_its_segment_and_lost_is_waited_for() {
     d.send(S, 17, &ctl(0, 2, b"an accept lost on its way"));
     while d.round() {}
     assert_eq!(d.conn().stats().segments_held_for_answer, 1);
-    let grace = d.conn().association().rto() * ddpdk_control::conn::GAP_GRACE_RTOS;
-    // Lost on a lossy path for a while, SCTP retransmitting it all along.
-    d.run_for(grace + grace / 2);
+    let rto = d.conn().association().rto();
+    // Lost on a lossy path for a while (six RTOs), SCTP retransmitting it all along.
+    d.run_for(rto * 6);
     d.lose = None;
     d.run_for(Duration::from_secs(120));
     assert_eq!(
@@ -3474,4 +3480,173 @@ fn rfc5043_10_initiates_unanswered_does_not_count_a_session_we_ended() {
         Some(State::Terminated(TerminationReason::LocalTerminate))
     );
     assert_eq!(d.conn().stats().initiates_unanswered, 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// Independent review (RFC 5043 §7-§11)
+// ------------------------------------------------------------------------------------------
+
+/// RFC 5043 §9: the MULPDU "should be the largest value that can be supported without use of
+/// IP or SCTP fragmentation", and the adaptation "SHOULD set the maximum DDP Segment size
+/// below the theoretical maximum in order to allow bundling of Control Chunks" (a SHOULD,
+/// with no amount given). A peer that keeps no such room (or less than our 32 bytes,
+/// `ddp::tx::SACK_HEADROOM`) announces the theoretical maximum to its DDP and sends segments
+/// that size, each in one unfragmented DATA chunk on the same path: conforming, and carried
+/// without any fragmentation. ddpdk's receive limit is its own MULPDU, the SACK room taken
+/// off (`control/src/conn/mod.rs` `routing`, `route.rs` `place_segment`), so such a segment
+/// is refused as Oversize and the stream ends: two conforming ends that chose differently
+/// under the SHOULD cannot exchange a full segment. ddpdk already gives back the ESP headroom
+/// on receive for exactly this reason (`Connection::set_receive_slack`: "a peer whose ESP adds
+/// less (or none) uses [it], and its segments still arrived unfragmented (RFC 5043 §9)"); the
+/// SACK headroom is the same kind of local room and is not given back.
+#[test]
+fn rfc5043_9_a_segment_filling_one_unfragmented_data_chunk_is_not_refused() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    let ours = d.conn().max_sizes().mulpdu;
+    // The largest DATA user data one unfragmented packet carries on this path, less the
+    // DDP-SSN: the theoretical maximum DDP Segment (wire::ddp::mulpdu without SACK room).
+    let theoretical = d.conn().association().max_message() - 2;
+    assert!(theoretical > ours, "{theoretical} > {ours}");
+    let (r, reg) = d.remote_write_region(pd, 8192, 0);
+    let payload = vec![0x5a; theoretical - 14];
+    // The raw peer's SCTP refuses anything a DATA chunk cannot carry whole (it never
+    // fragments): this is one unfragmented chunk in one packet of the path MTU.
+    d.send(S, 16, &tseg(1, true, reg.stag.0, 0, &payload));
+    d.settle();
+    assert_eq!(
+        d.errors(),
+        vec![],
+        "a {theoretical}-byte segment that arrived unfragmented was refused (our MULPDU {ours})"
+    );
+    let bytes = d.region_bytes(r, payload.len());
+    assert!(bytes.iter().all(|&b| b == 0x5a), "the segment was placed");
+}
+
+impl Duo {
+    /// As [`Duo::new`], both ends' SCTP endpoints configured with Adaptation Indication
+    /// `indication` (RFC 5043 §7.1: "The local interface MUST allow the ULP to specify an
+    /// SCTP endpoint to use a specific Adaptation Indication": `Config::adaptation_indication`).
+    fn with_adaptation(indication: u32) -> Duo {
+        let now = Instant::from_nanos(1_000_000_000);
+        let raw_cfg = Config {
+            adaptation_indication: indication,
+            ..sctp(RAW_PORT, 256)
+        };
+        let srv_cfg = Config {
+            adaptation_indication: indication,
+            ..sctp(SRV_PORT, 256)
+        };
+        let mut raw_ep = Endpoint::new(raw_cfg, [7; 32]).unwrap();
+        let raw = raw_ep.connect(now, srv_addr(), SRV_PORT);
+        let ep = Endpoint::new(srv_cfg, [9; 32]).unwrap();
+        let (memory, _) = Memory::new(1024, 0, 0x1234_5678_9abc);
+        let mut d = Duo {
+            now,
+            raw,
+            raw_rx: Vec::new(),
+            listener: Listener::new(ep, ConnConfig::default(), PendingLimit::new(16)),
+            conn: None,
+            memory,
+            inds: Vec::new(),
+            comps: Vec::new(),
+            buf: vec![0; 65536],
+            deaf: false,
+            lose: None,
+        };
+        d.settle();
+        d
+    }
+}
+
+/// RFC 5043 §11.1, the table's last row: an Adaptation Indication other than DDP's "indicates
+/// that the peer DOES NOT support the DDP adaptation, and thus DDP procedures MUST NOT be
+/// performed upon this association". §7.1 makes the indication the ULP's choice, and ddpdk
+/// lets it be chosen (`sctp::Config::adaptation_indication`, "what an endpoint sends and
+/// requires"); an endpoint so configured takes an association whose peer indicated the same
+/// non-DDP value, and the `Connection` made of it (`Listener::handle`, which never looks at
+/// the indication) performs DDP procedures on it all the same: a PPID 17 chunk is taken as a
+/// DDP Stream Session Initiate and reported to the ULP as one (which may then accept it).
+/// Nothing the peer sends on such an association should be treated as DDP.
+#[test]
+fn rfc5043_11_1_no_ddp_procedures_on_an_association_with_another_indication() {
+    let mut d = Duo::with_adaptation(2);
+    assert!(
+        d.conn.is_some(),
+        "the association with indication 2 came up"
+    );
+    d.send(S, 17, &ctl(0, 1, b""));
+    d.settle();
+    let events = d.events(S);
+    assert!(
+        events.is_empty(),
+        "DDP Stream Session events on an association whose Adaptation Indication is 2: \
+         {events:?}"
+    );
+}
+
+/// RFC 5043 §10: "the receiver MUST NOT rely upon the SCTP Transmission Sequence Number (TSN)
+/// to imply ordering of DDP Segments ... The SCTP sender is not obligated to transmit
+/// unordered Data Chunks in the order presented"; §6.6: "A DDP Stream Identifier MUST NOT be
+/// reused for another DDP Stream Session while any Data Chunk from a prior session might be
+/// outstanding". The mirror of
+/// `rfc5043_6_a_chunk_sent_before_the_peers_terminate_is_waited_for_while_sctp_misses_it`: the
+/// peer's DDP submitted its last segment (DDP-SSN 1) and then its Terminate (DDP-SSN 2), a
+/// legal sequence (§6.2), and its SCTP transmitted the small Terminate first, so the segment
+/// has the higher TSN, and it is lost four times in a row (16 RTOs). The wait used to give up
+/// after `GAP_GRACE_RTOS` (then 4) RTOs once SCTP's cumulative TSN passed the Terminate's:
+/// the receive was flushed, the stream id freed, and the segment, when its retransmission
+/// came, dropped (the peer's send had completed Success), or taken by the next session on
+/// the stream id as its own DDP-SSN 1 (found by an independent review, session 60).
+#[test]
+fn rfc5043_10_a_segment_with_a_tsn_after_the_peers_terminate_is_still_waited_for() {
+    let flushed = |d: &Duo, wr: u64| {
+        d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::RecvFlushed { wr_id, .. } if *wr_id == wr))
+    };
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    d.posted_buffer(pd, 11);
+    // The Terminate (DDP-SSN 2) leaves first; the segment (DDP-SSN 1) after it, and is lost.
+    d.send(S, 17, &ctl(2, 4, b""));
+    while d.round() {}
+    d.lose = Some(b"late but legal".to_vec());
+    d.send(S, 16, &useg(1, true, 0, 1, 0, b"late but legal"));
+    d.settle();
+    assert_eq!(
+        d.conn().session_state(S),
+        Some(State::Terminated(TerminationReason::PeerTerminate))
+    );
+    let rto = d.conn().association().rto();
+    d.run_for(rto * 16);
+    assert!(!flushed(&d, 11), "the receive waits for the late segment");
+    assert_eq!(d.conn().stats().inbound_gaps_given_up, 0);
+    assert!(
+        d.conn().initiate(S, pd, b"").is_err(),
+        "the stream id is not free while the old session's segment is outstanding (§6.6)"
+    );
+    d.lose = None;
+    d.run_for(Duration::from_secs(60));
+    let st = *d.conn().stats();
+    assert!(
+        d.inds.iter().any(|i| matches!(
+            i,
+            Indication::Received {
+                wr_id: 11,
+                len: 14,
+                ..
+            }
+        )),
+        "the segment sent before the peer's Terminate was not delivered: flushed {}, \
+         inbound_gaps_given_up {}, segments_received {}, after_session_end {}",
+        flushed(&d, 11),
+        st.inbound_gaps_given_up,
+        st.segments_received,
+        st.after_session_end
+    );
+    assert_eq!(st.inbound_gaps_given_up, 0);
+    d.conn().initiate(S, pd, b"").unwrap();
 }

@@ -390,6 +390,9 @@ pub enum PostError {
     Session(LocalError),
     /// A previous session's chunks may still be outstanding (RFC 5043 §6.6).
     StreamBusy,
+    /// The association's Adaptation Indication is not DDP's: no DDP procedure runs on it
+    /// (RFC 5043 §11.1).
+    NotDdp,
     /// After a receive error the one further message is already posted (RFC 5041 §7.1).
     StreamFailed,
     /// QN beyond the stream's queues (receive side).
@@ -424,6 +427,10 @@ impl fmt::Display for PostError {
             PostError::StreamBusy => {
                 f.write_str("the previous session's chunks may still be outstanding")
             }
+            PostError::NotDdp => f.write_str(
+                "the association's Adaptation Indication is not DDP's: no DDP procedures on it \
+                 (RFC 5043 §11.1)",
+            ),
             PostError::StreamFailed => {
                 f.write_str("stream failed: its one last message is already posted")
             }

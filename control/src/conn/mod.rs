@@ -69,6 +69,7 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::max_payload;
+use ddpdk_dataplane::wire::sctp::ADAPTATION_INDICATION_DDP;
 
 use crate::memory::{Place, RegionId, SharedRegions};
 use crate::session::{Event as SessionEvent, LocalError, PendingLimit, State, TerminationReason};
@@ -77,19 +78,33 @@ use crate::session::{Event as SessionEvent, LocalError, PendingLimit, State, Ter
 const COOKIE_ECHO: u8 = 10;
 
 /// How many retransmission timeouts a stream waits for DDP-SSNs missing before the peer's
-/// final message, once our side is acknowledged ([`Connection::check_gaps`]): a chunk lost
-/// once is retransmitted after one RTO (RFC 9260 §6.3.3), again after two more (the timer
-/// doubles, §6.3.3 E2), so four cover a chunk lost twice.
-pub const GAP_GRACE_RTOS: u32 = 4;
+/// final message, once our side is acknowledged and SCTP misses nothing
+/// ([`Connection::check_gaps`]): what is still missing then was first sent after the
+/// Terminate (RFC 5043 §10: the peer's SCTP need not send unordered chunks in the order
+/// presented), and its losses leave no hole to see. As for the answer
+/// ([`ANSWER_GRACE_RTOS`]), 64 cover six losses in a row as the peer's timer doubles (1 + 2 +
+/// ... + 32, RFC 9260 §6.3.3 E2); four, before, covered two, and a segment lost three times
+/// was dropped with its receive flushed (an independent review, session 60).
+pub const GAP_GRACE_RTOS: u32 = 64;
 
 /// How many retransmission timeouts the active side waits for the peer's answer to its
 /// Initiate while segments the peer sent after it are held, once SCTP misses nothing up to
-/// them ([`Connection::check_gaps`]). Longer than [`GAP_GRACE_RTOS`]: an answer the peer's
+/// them ([`Connection::check_gaps`]). As long as [`GAP_GRACE_RTOS`]: an answer the peer's
 /// SCTP sent after the segments (RFC 5043 §10 lets it) and lost leaves no hole to see, so only
 /// time covers it; 63 covers six losses in a row as the peer's timer doubles (1 + 2 + ... +
 /// 32, RFC 9260 §6.3.3 E2). What the peer holds meanwhile is within our receive buffer, as
 /// a hole in SCTP's own sequence would be.
 pub const ANSWER_GRACE_RTOS: u32 = 64;
+
+/// The largest DDP segment taken (RFC 5043 §9's "maximum size specified"): the largest
+/// MULPDU announced (`rx_mulpdu`, or today's from SCTP's `max_message`) with the room our
+/// sender keeps for a bundled SACK given back, and the ESP `slack`. That room is §9's SHOULD
+/// for the sender ("below the theoretical maximum"), not the receiver's limit: a peer that
+/// keeps none fills one unfragmented DATA chunk, and refusing its segment ended the stream
+/// (an independent review, session 60).
+pub(crate) fn receive_limit(rx_mulpdu: usize, max_message: usize, slack: usize) -> usize {
+    rx_mulpdu.max(ddp::mulpdu(max_message)) + ddp::SACK_HEADROOM + slack
+}
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -170,6 +185,13 @@ impl Connection {
 
     pub fn association(&self) -> &Association {
         &self.assoc
+    }
+
+    /// Whether DDP runs on the association: its Adaptation Indication is DDP's. With any other
+    /// (§7.1 lets the ULP choose one), "DDP procedures MUST NOT be performed upon this
+    /// association" (RFC 5043 §11.1): no chunk is taken as DDP and no post is.
+    pub fn is_ddp(&self) -> bool {
+        self.assoc.adaptation_indication() == ADAPTATION_INDICATION_DDP
     }
 
     pub fn stats(&self) -> &ConnStats {
@@ -611,10 +633,11 @@ impl Connection {
         Routing {
             remote: self.remote_sessions,
             connected: self.connected,
-            mulpdu: self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message())) + self.rx_slack,
+            mulpdu: receive_limit(self.rx_mulpdu, self.assoc.max_message(), self.rx_slack),
             budget: self.assoc.receive_buffer(),
             zero_copy: self.regions.is_some(),
             service: self.cfg.service,
+            ddp: self.is_ddp(),
         }
     }
 
@@ -780,15 +803,22 @@ impl Connection {
                 self.sink.gaps.swap_remove(k);
                 continue;
             }
+            // While SCTP misses a chunk the peer sent before its Terminate, or any chunk (the
+            // missing DDP-SSN may be it), the wait has no timer; the grace runs whole from
+            // when SCTP misses nothing.
+            let sctp_misses = holes || s.final_tsn.is_some_and(|t| serial::lt(cum, t));
             match g.deadline {
                 None if s.session.outbound_complete() => {
                     self.sink.gaps[k].deadline = Some(now + grace);
                     k += 1;
                 }
-                Some(deadline)
-                    if now >= deadline && s.final_tsn.is_some_and(|t| serial::lt(cum, t)) =>
-                {
+                Some(_) if sctp_misses => {
+                    self.sink.gaps[k].deadline = Some(now + grace);
                     self.sink.gaps[k].expired = true;
+                    k += 1;
+                }
+                Some(_) if self.sink.gaps[k].expired => {
+                    self.sink.gaps[k].expired = false;
                     k += 1;
                 }
                 Some(deadline) if now >= deadline => {
@@ -967,6 +997,9 @@ impl Connection {
     fn check_stream(&self, stream: u16) -> Result<(), PostError> {
         if !self.connected || self.closed {
             return Err(PostError::NotConnected);
+        }
+        if !self.is_ddp() {
+            return Err(PostError::NotDdp);
         }
         // A restart may have negotiated fewer streams than we have state for.
         if usize::from(stream) >= self.streams.len() || stream >= self.assoc.streams() {

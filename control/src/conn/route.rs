@@ -20,7 +20,7 @@ use crate::session::{PendingLimit, Session, State, TerminationReason};
 use super::api::*;
 use super::lend::*;
 use super::stream::*;
-use super::Connection;
+use super::{receive_limit, Connection};
 
 /// What [`route`] needs to know of the connection besides its streams.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +38,8 @@ pub(super) struct Routing {
     pub(super) zero_copy: bool,
     /// Where user messages other than session control go.
     pub(super) service: Service,
+    /// The association's Adaptation Indication is DDP's ([`Connection::is_ddp`]).
+    pub(super) ddp: bool,
 }
 
 /// The connection's side of `Association::handle`: each DATA chunk is routed, and what the
@@ -98,7 +100,7 @@ impl Connection {
             return false;
         };
         let m = chunk.message;
-        if m.ppid != PPID_DDP_SEGMENT {
+        if m.ppid != PPID_DDP_SEGMENT || !self.is_ddp() {
             return false;
         }
         let Connection {
@@ -124,7 +126,7 @@ impl Connection {
             || (rdma_write && !(is_rdma_write(m.data) && sink.peer_invalidated.is_empty()))
             || !s.session.is_plain_segment(u16::from_be_bytes([hi, lo]))
             || m.data.len() - DDP_SSN_LEN
-                > (*rx_mulpdu).max(ddp::mulpdu(assoc.max_message())) + *rx_slack
+                > receive_limit(*rx_mulpdu, assoc.max_message(), *rx_slack)
         {
             return false;
         }
@@ -187,6 +189,12 @@ pub(super) fn route(
         remote, connected, ..
     } = how;
     let stream = m.stream;
+    // RFC 5043 §11.1: on an association whose Adaptation Indication is not DDP's, no chunk is
+    // DDP's, session control neither: discarded as the Discard service does.
+    if !how.ddp {
+        out.stats.service_discarded += 1;
+        return;
+    }
     let Some(s) = streams.get_mut(usize::from(stream)) else {
         out.stats.unknown_stream += 1;
         return;

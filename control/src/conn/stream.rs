@@ -247,8 +247,8 @@ pub(super) struct GapWait {
     pub(super) held_tsn: u32,
     /// When the wait is given up; set once our own side of the session is acknowledged.
     pub(super) deadline: Option<Instant>,
-    /// The deadline passed while chunks the peer sent before its Terminate were still missing:
-    /// the wait goes on until they are in, with no timer.
+    /// SCTP misses chunks (one the peer sent before its Terminate, or any): the wait goes on
+    /// with no timer, its deadline a whole grace from the last look.
     pub(super) expired: bool,
 }
 

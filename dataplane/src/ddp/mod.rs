@@ -17,4 +17,4 @@ pub use delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
 pub use rx::{
     HeaderCopy, Indication, InlineMessage, Regions, RxError, RxStats, StreamRx, Ulp, INLINE_SLOT,
 };
-pub use tx::{emit_segment, emit_segment_header, mulpdu, StreamTx, Target, TxError};
+pub use tx::{emit_segment, emit_segment_header, mulpdu, StreamTx, Target, TxError, SACK_HEADROOM};

@@ -833,6 +833,12 @@ impl Association {
         &self.stats
     }
 
+    /// The Adaptation Layer Indication both ends gave (RFC 5061 §4.2.7; an association whose
+    /// peer gave another is refused, so it is ours).
+    pub fn adaptation_indication(&self) -> u32 {
+        self.cfg.adaptation_indication
+    }
+
     /// Streams in each direction (RFC 5043 §8: equal both ways).
     pub fn streams(&self) -> u16 {
         self.streams
