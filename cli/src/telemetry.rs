@@ -672,6 +672,7 @@ fn all_stats(s: &Snapshot, only: Option<usize>) -> TelValue {
                                     u(c.endpoint.closed_port_aborts_out),
                                 ),
                                 ("bad_checksum", u(c.endpoint.bad_checksum)),
+                                ("other_peer_address", u(c.endpoint.other_peer_address)),
                             ]),
                         ),
                     ]),

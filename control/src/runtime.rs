@@ -1089,6 +1089,7 @@ pub fn build<P: Port>(
         next_conn: 1,
         owners: FxHashMap::default(),
         live: HashMap::new(),
+        live_tags: HashMap::new(),
         flow_rules: cfg.flow_rules,
         flows: FxHashMap::default(),
         ready: VecDeque::new(),
@@ -2361,6 +2362,10 @@ pub struct Control<P: Port> {
     /// thread goes to its core (never a second association for the same peer). Keyed by what
     /// a peer chooses, so std's keyed hasher; the tables keyed by our own handles use FxHash.
     live: HashMap<(IpAddr, u16), ConnHandle>,
+    /// Each live connection's verification tag and peer port, as the endpoint was told them
+    /// (`Endpoint::note_live`): a packet of the association from another address of the
+    /// peer is then dropped, not answered with an ABORT that would end it.
+    live_tags: HashMap<ConnHandle, (u32, u16)>,
     packets: Receiver<P::Buf>,
     events: Receiver<Upcall>,
     next_conn: u64,
@@ -2472,6 +2477,7 @@ impl<P: Port> Control<P> {
             .owner(peer, local, port, c.association().local_port());
         let conn = self.new_handle(core);
         self.live.insert((peer, port), conn);
+        self.note_live(conn, &c);
         self.steer_flow(conn, local, &c, core);
         self.stats.connected += 1;
         self.command(
@@ -2521,8 +2527,22 @@ impl<P: Port> Control<P> {
         self.command(core, Command::Forget(conn), true)?;
         self.owners.remove(&conn);
         self.live.retain(|_, c| *c != conn);
+        self.forget_live(conn);
         self.unsteer_flow(conn);
         Ok(())
+    }
+
+    fn note_live(&mut self, conn: ConnHandle, c: &Connection) {
+        let a = c.association();
+        let key = (a.local_tag(), a.peer_port());
+        self.listener.endpoint_mut().note_live(key.0, key.1);
+        self.live_tags.insert(conn, key);
+    }
+
+    fn forget_live(&mut self, conn: ConnHandle) {
+        if let Some((tag, port)) = self.live_tags.remove(&conn) {
+            self.listener.endpoint_mut().forget_live(tag, port);
+        }
     }
 
     /// With flow rules on, has the device steer `c`'s packets (to `local`) to `core`'s RX
@@ -2621,6 +2641,7 @@ impl<P: Port> Control<P> {
                     {
                         let conn = *conn;
                         self.live.retain(|_, c| *c != conn);
+                        self.forget_live(conn);
                         self.unsteer_flow(conn);
                     }
                     self.gate(e);
@@ -2778,6 +2799,7 @@ impl<P: Port> Control<P> {
                         .owner(peer, f.ip.dst(), peer_port, c.association().local_port());
                 let conn = self.new_handle(core);
                 self.live.insert((peer, peer_port), conn);
+                self.note_live(conn, &c);
                 self.steer_flow(conn, f.ip.dst(), &c, core);
                 let _ = self.command(
                     core,

@@ -915,3 +915,95 @@ fn every_frame_is_counted_once_by_its_fate() {
     assert_eq!(i.other_ether_type - j.other_ether_type, 1);
     assert_eq!(i.malformed - j.malformed, 1);
 }
+
+/// RFC 9260 §5.1.2 C: a multihomed peer's INIT lists its other addresses, which the receiver
+/// "MUST derive and record". This end is single-homed and finds associations by the peer's
+/// address and port, so a packet of the association from another of the peer's addresses
+/// (here listed in the INIT: a failover, a route change) reached the endpoint as out of the
+/// blue, and §8.4 rule 8's ABORT, reflecting the packet's tag (ours), ended the association
+/// at the peer. It is now dropped and counted (`other_peer_address`), and the association
+/// lives; once it has ended, the same packet is out of the blue again and answered so (found
+/// by an independent review, session 60).
+#[test]
+fn a_packet_from_another_address_of_the_peer_does_not_end_its_association_rfc9260_5_1_2() {
+    const OTHER4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 9);
+    let (pa, pb) = pair(2, 4096);
+    let mut ours = iface();
+    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+    let mut a = Solo::new(pa, ours, 1);
+    let now = t0();
+    let sport = 20_000;
+    // The INIT lists the peer's second address (an IPv4 Address parameter, type 5).
+    let init = sctp(
+        sport,
+        SCTP_PORT,
+        0,
+        &init_chunk(0x1234, &param(5, &OTHER4.octets())),
+        true,
+    );
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &init));
+    a.settle(now);
+    let (tag, cookie) = recv_raw(&pb)
+        .iter()
+        .find_map(|f| parse_init_ack(f))
+        .expect("INIT ACK");
+    let ce = sctp(sport, SCTP_PORT, tag, &chunk(10, 0, &cookie), true);
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &ce));
+    a.settle(now);
+    assert!(a.events.iter().any(|e| matches!(e, Event::Accepted { .. })));
+    recv_raw(&pb);
+    let heartbeat = sctp(
+        sport,
+        SCTP_PORT,
+        tag,
+        &chunk(4, 0, &param(1, b"from B..")),
+        true,
+    );
+    let aborts = |frames: &[Vec<u8>]| {
+        frames
+            .iter()
+            .filter(|f| f.len() > 14 + 20 + 12 && f[14 + 20 + 12] == 6)
+            .count()
+    };
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, OTHER4, IP4, &heartbeat));
+    a.settle(now);
+    let out = recv_raw(&pb);
+    assert_eq!(
+        aborts(&out),
+        0,
+        "an ABORT answered the peer's other address"
+    );
+    let st = a.control.stats().endpoint;
+    assert_eq!(
+        (st.other_peer_address, st.ootb_aborts_out),
+        (1, 0),
+        "{st:?}"
+    );
+    let closed = |a: &Solo| {
+        a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(_),
+                    ..
+                }
+            )
+        })
+    };
+    assert!(!closed(&a));
+    // Ended by the peer (ABORT from its address), the association is forgotten: the same
+    // packet from the other address is out of the blue, answered by §8.4 rule 8.
+    let abort = sctp(sport, SCTP_PORT, tag, &chunk(6, 0, &[]), true);
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &abort));
+    a.settle(now);
+    assert!(closed(&a));
+    recv_raw(&pb);
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, OTHER4, IP4, &heartbeat));
+    a.settle(now);
+    let st = a.control.stats().endpoint;
+    assert_eq!(
+        (st.other_peer_address, st.ootb_aborts_out),
+        (1, 1),
+        "{st:?}"
+    );
+}

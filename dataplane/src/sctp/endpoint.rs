@@ -3,6 +3,7 @@
 //! so an INIT flood costs CPU for an HMAC and no memory; a valid COOKIE ECHO becomes an
 //! [`Association`]. This is what the control thread runs; the data cores run associations.
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 
 use super::assoc::{Association, Deliver, ADAPTATION_REASON};
@@ -255,6 +256,9 @@ pub enum Ignored {
     /// COOKIE ECHO whose MAC does not verify, or that does not match the packet's tag, ports
     /// or source address (§5.1.5 steps 1-2).
     BadCookie,
+    /// A packet with a live association's verification tag and peer port from another source
+    /// address ([`Endpoint::note_live`]).
+    OtherPeerAddress,
     /// The answer does not fit the output buffer.
     NoRoom,
 }
@@ -293,6 +297,9 @@ pub struct EndpointStats {
     pub ootb_shutdown_completes_out: u64,
     pub ignored: u64,
     pub bad_checksum: u64,
+    /// Packets of a live association from another of the peer's addresses, dropped, not
+    /// answered ([`Endpoint::note_live`]).
+    pub other_peer_address: u64,
 }
 
 /// The endpoint of one local port.
@@ -303,6 +310,8 @@ pub struct Endpoint {
     prf: Prf,
     next_label: u64,
     stats: EndpointStats,
+    /// (Our verification tag, the peer's port) of each live association of this port.
+    live: HashSet<(u32, u16)>,
 }
 
 impl Endpoint {
@@ -317,7 +326,31 @@ impl Endpoint {
             prf: Prf::new(key, u64::MAX),
             next_label: 0,
             stats: EndpointStats::default(),
+            live: HashSet::new(),
         })
+    }
+
+    /// Tells the endpoint an association lives with our verification tag `local_tag` and the
+    /// peer's port `peer_port`, until [`Endpoint::forget_live`].
+    ///
+    /// Associations are found by the peer's address and port, and this end is single-homed:
+    /// it keeps the peer's other addresses (its INIT's Address parameters) only as a checksum
+    /// (RFC 9260 §5.1.2 C asks them recorded). A packet from another of them (a multihomed
+    /// peer failing over, a route change) reached the endpoint as out of the blue, and §8.4
+    /// rule 8's ABORT, reflecting the tag the packet carried, ended the association: the
+    /// peer took it as ours. A packet that carries a live association's tag and peer port is
+    /// that association's, whatever its source: it is dropped and counted
+    /// (`other_peer_address`), and the peer's SCTP goes back to the address the association
+    /// answers on (found by an independent review, session 60). The tag is what proves a
+    /// packet is the peer's (§8.5); one who knows it could end the association from the
+    /// right address anyway.
+    pub fn note_live(&mut self, local_tag: u32, peer_port: u16) {
+        self.live.insert((local_tag, peer_port));
+    }
+
+    /// The association of [`Endpoint::note_live`] has ended.
+    pub fn forget_live(&mut self, local_tag: u32, peer_port: u16) {
+        self.live.remove(&(local_tag, peer_port));
     }
 
     pub fn config(&self) -> &Config {
@@ -412,6 +445,13 @@ impl Endpoint {
             dst_port: hdr.src_port,
             verification_tag: hdr.verification_tag,
         };
+        if ours
+            && !matches!(first.chunk_type(), ChunkType::Init | ChunkType::CookieEcho)
+            && self.live.contains(&(hdr.verification_tag, hdr.src_port))
+        {
+            self.stats.other_peer_address += 1;
+            return self.ignore(Ignored::OtherPeerAddress);
+        }
         match first.chunk_type() {
             ChunkType::Init => {
                 if hdr.verification_tag != 0 || n_chunks != 1 {
