@@ -647,6 +647,17 @@ pub(crate) fn parse_offer(b: &[u8]) -> Option<(Stag, u64, u64)> {
 mod tests {
     use super::*;
 
+    /// A byte that is no UTF-8 character is refused with its line, even in a comment (it was
+    /// refused with no line: found by an outside-in test).
+    #[test]
+    fn a_configuration_byte_that_is_not_utf8_is_named_by_its_line() {
+        let path = std::env::temp_dir().join(format!("ddpdk-cfg-utf8-{}", std::process::id()));
+        std::fs::write(&path, b"# one\nsp ipv4 in esp discard\n# caf\xe9\n").expect("write");
+        let e = read_ipsec_config(&path).expect_err("not UTF-8");
+        let _ = std::fs::remove_file(&path);
+        assert!(e.contains("line 3: not UTF-8"), "{e}");
+    }
+
     #[test]
     fn every_memif_endpoint_opens_the_same_queue_pairs_whatever_its_data_cores() {
         for cores in 1..usize::from(MEMIF_QUEUE_PAIRS) {
