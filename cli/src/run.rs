@@ -100,6 +100,27 @@ fn ddpdk_option_among_eals(eal_args: &[String]) -> Option<String> {
     })
 }
 
+/// The process's arguments, or its exit with a usage error at the first that is not UTF-8:
+/// passed on lossily, a file name with such a byte was reported missing (it named another
+/// file).
+pub fn utf8_args(program: &str) -> Vec<String> {
+    let mut argv = Vec::new();
+    for a in std::env::args_os() {
+        match a.into_string() {
+            Ok(a) => argv.push(a),
+            Err(a) => {
+                errln!(
+                    "{program}: argument {} is not UTF-8: {program} takes its arguments, file \
+                     names too, in UTF-8 (see '{program} --help')",
+                    a.to_string_lossy()
+                );
+                std::process::exit(EXIT_USAGE);
+            }
+        }
+    }
+    argv
+}
+
 /// Runs ddpdk with `argv` (program name first) and returns the process exit status.
 pub fn main_with(mut argv: Vec<String>) -> i32 {
     let job = match crate::jobs::take(&mut argv) {

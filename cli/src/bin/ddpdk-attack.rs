@@ -2,8 +2,6 @@
 #![forbid(unsafe_code)]
 
 fn main() {
-    let argv = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let argv = ddpdk_cli::run::utf8_args("ddpdk-attack");
     std::process::exit(ddpdk_cli::attack::main_with(argv));
 }
