@@ -1322,7 +1322,10 @@ fn new_data_waits_for_marked_retransmissions_6_1_c() {
         S_PORT,
         C_PORT,
         tag,
-        &[ChunkRepr::Heartbeat(HeartbeatRepr { info: &info })],
+        &[ChunkRepr::Heartbeat(HeartbeatRepr {
+            info: &info,
+            extra: &[],
+        })],
     );
     p.c.handle(t(400), &hb, &mut ignore).unwrap();
     let sent: Vec<u32> = drain(&mut p.c, t(400))
@@ -1970,7 +1973,10 @@ fn a_heartbeat_acks_echoed_time_is_not_trusted_8_3() {
             S_PORT,
             C_PORT,
             c.local_tag(),
-            &[ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info: &info })],
+            &[ChunkRepr::HeartbeatAck(HeartbeatAckRepr {
+                info: &info,
+                extra: &[],
+            })],
         );
         c.handle(t(1130), &ack, &mut ignore).unwrap();
         assert_eq!(c.stats().heartbeat_acks_in, 1, "{forged}");
@@ -2157,7 +2163,10 @@ fn unknown_chunks_follow_3_2() {
             value: b"abcd",
         })
     };
-    let hb = ChunkRepr::Heartbeat(ddpdk_dataplane::wire::sctp::HeartbeatRepr { info: b"hb" });
+    let hb = ChunkRepr::Heartbeat(ddpdk_dataplane::wire::sctp::HeartbeatRepr {
+        info: b"hb",
+        extra: &[],
+    });
     let cases = [
         (0xC1, true, true),
         (0x81, true, false),
@@ -2198,13 +2207,19 @@ fn every_heartbeat_of_a_burst_is_answered_8_3() {
         C_PORT,
         S_PORT,
         tag,
-        &[ChunkRepr::Heartbeat(HeartbeatRepr { info: &probe_info })],
+        &[ChunkRepr::Heartbeat(HeartbeatRepr {
+            info: &probe_info,
+            extra: &[],
+        })],
     );
     let hb = packet(
         C_PORT,
         S_PORT,
         tag,
-        &[ChunkRepr::Heartbeat(HeartbeatRepr { info: &hb_info })],
+        &[ChunkRepr::Heartbeat(HeartbeatRepr {
+            info: &hb_info,
+            extra: &[],
+        })],
     );
     p.s.handle(t(5), &probe, &mut ignore).unwrap();
     p.s.handle(t(5), &hb, &mut ignore).unwrap();
@@ -3558,4 +3573,83 @@ fn small_chunks_gap_acked_beside_a_lost_large_one_do_not_hide_a_black_hole_rfc88
     assert!(small > 0, "small messages went beside the large one");
     assert!(p.c.stats().t3_expiries >= 3, "{}", p.c.stats().t3_expiries);
     assert_eq!(p.c.path_mtu(), 1200, "the black hole found");
+}
+
+// ---------------------------------------------------------------------------------------
+// An independent review (session 60): RFC 9260 §3.2, §3.3, §6.5, §6.9, §6.10, §8.1-§8.3
+// ---------------------------------------------------------------------------------------
+
+/// A chunk of type `ty` with `value` as its value, written as is (any type, known or not).
+fn raw_chunk(ty: u8, flags: u8, value: &[u8]) -> ChunkRepr<'_> {
+    ChunkRepr::Unknown(UnknownChunkRepr {
+        chunk_type: ty,
+        flags,
+        value,
+    })
+}
+
+/// A TLV (parameter or cause): type, length, value, padded to 4 bytes.
+fn tlv(ty: u16, value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ty.to_be_bytes());
+    v.extend_from_slice(&((4 + value.len()) as u16).to_be_bytes());
+    v.extend_from_slice(value);
+    while v.len() % 4 != 0 {
+        v.push(0);
+    }
+    v
+}
+
+/// §8.3: "The receiver of the HEARTBEAT chunk SHOULD immediately respond with a HEARTBEAT ACK
+/// chunk that contains the Heartbeat Information TLV, together with any other received TLVs,
+/// copied unchanged from the received HEARTBEAT chunk." A HEARTBEAT whose Heartbeat Info is
+/// followed by another TLV is a valid HEARTBEAT and is owed an ACK carrying both TLVs.
+#[test]
+fn a_heartbeat_with_other_tlvs_is_answered_with_them_copied_8_3() {
+    let mut p = Pair::new();
+    let tag = p.s.local_tag();
+    let mut value = tlv(1, &[0x5a; 16]);
+    value.extend_from_slice(&tlv(0x8123, b"more"));
+    let pkt = packet(C_PORT, S_PORT, tag, &[raw_chunk(4, 0, &value)]);
+    p.s.handle(t(5), &pkt, &mut ignore).unwrap();
+    let out = drain(&mut p.s, t(5));
+    let acks: Vec<Vec<u8>> = out
+        .iter()
+        .flat_map(|o| {
+            Packet::new_verified(&o[..])
+                .unwrap()
+                .chunks_ref()
+                .map(|c| c.unwrap())
+                .filter(|c| u8::from(c.chunk_type()) == 5)
+                .map(|c| c.value_ref().to_vec())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        acks,
+        vec![value.clone()],
+        "one HEARTBEAT ACK echoing every TLV (malformed counted: {})",
+        p.s.stats().malformed
+    );
+}
+
+/// §9.1: "After checking the Verification Tag, the receiving endpoint MUST remove the
+/// association from its record"; §3.3.7 lets an ABORT carry zero or more error causes, and
+/// nothing lets the receiver keep the association because a cause is not as §3.3.10 draws
+/// it. An ABORT with the right tag whose Out of Resource cause carries 4 bytes of
+/// information it should not have still ends the association.
+#[test]
+fn an_abort_with_a_cause_of_unexpected_length_still_ends_the_association_9_1_3_3_10() {
+    let mut p = Pair::new();
+    let tag = p.s.local_tag();
+    // Out of Resource (4), length 8 instead of 4.
+    let cause = tlv(4, &[0, 0, 0, 0]);
+    let pkt = packet(C_PORT, S_PORT, tag, &[raw_chunk(6, 0, &cause)]);
+    let _ = p.s.handle(t(5), &pkt, &mut ignore);
+    assert!(
+        p.s.is_closed(),
+        "the ABORT was not taken: state {:?}, malformed {}",
+        p.s.state(),
+        p.s.stats().malformed
+    );
 }

@@ -367,7 +367,8 @@ const MAX_GAP_BLOCKS: usize = 64;
 /// last slot).
 #[derive(Debug, Clone)]
 struct HbAcks {
-    len: [usize; HB_ACKS],
+    /// Bytes of each: the Heartbeat Info's value, then the TLVs after it.
+    len: [(usize, usize); HB_ACKS],
     info: [[u8; HB_ACK_INFO]; HB_ACKS],
     n: usize,
 }
@@ -375,7 +376,7 @@ struct HbAcks {
 impl Default for HbAcks {
     fn default() -> Self {
         HbAcks {
-            len: [0; HB_ACKS],
+            len: [(0, 0); HB_ACKS],
             info: [[0; HB_ACK_INFO]; HB_ACKS],
             n: 0,
         }
@@ -383,19 +384,26 @@ impl Default for HbAcks {
 }
 
 impl HbAcks {
-    /// Owes an ACK echoing `info`; information longer than [`HB_ACK_INFO`] is not answered.
-    fn push(&mut self, info: &[u8]) {
-        if info.len() > HB_ACK_INFO {
+    /// Owes an ACK echoing `info` and the TLVs after it (`extra`, §8.3); more than
+    /// [`HB_ACK_INFO`] bytes of both is not answered.
+    fn push(&mut self, info: &[u8], extra: &[u8]) {
+        let total = info.len() + extra.len();
+        if total > HB_ACK_INFO {
             return;
         }
         let k = self.n.min(HB_ACKS - 1);
         self.info[k][..info.len()].copy_from_slice(info);
-        self.len[k] = info.len();
+        self.info[k][info.len()..total].copy_from_slice(extra);
+        self.len[k] = (info.len(), extra.len());
         self.n = (self.n + 1).min(HB_ACKS);
     }
 
-    fn front(&self) -> Option<&[u8]> {
-        (self.n > 0).then(|| &self.info[0][..self.len[0]])
+    /// The first ACK owed: (info, extra).
+    fn front(&self) -> Option<(&[u8], &[u8])> {
+        (self.n > 0).then(|| {
+            let (i, e) = self.len[0];
+            self.info[0][..i + e].split_at(i)
+        })
     }
 
     fn pop_front(&mut self) {
@@ -404,8 +412,9 @@ impl HbAcks {
         }
         for k in 1..self.n {
             self.len[k - 1] = self.len[k];
+            let n = self.len[k].0 + self.len[k].1;
             let (head, tail) = self.info.split_at_mut(k);
-            head[k - 1][..self.len[k]].copy_from_slice(&tail[0][..self.len[k]]);
+            head[k - 1][..n].copy_from_slice(&tail[0][..n]);
         }
         self.n -= 1;
     }
@@ -991,8 +1000,11 @@ impl Association {
         info[..8].copy_from_slice(&nonce.to_be_bytes());
         info[8..].copy_from_slice(&(size as u32).to_be_bytes());
         let mut b = PacketBuilder::new(room, &self.header(self.peer_tag)).ok()?;
-        b.push(&ChunkRepr::Heartbeat(HeartbeatRepr { info: &info }))
-            .ok()?;
+        b.push(&ChunkRepr::Heartbeat(HeartbeatRepr {
+            info: &info,
+            extra: &[],
+        }))
+        .ok()?;
         let pad = b.remaining();
         b.push_padding(pad).ok()?;
         let packet = b.finish();
@@ -1735,7 +1747,7 @@ impl Association {
             }
             ChunkRepr::Heartbeat(hb) => {
                 if self.state != State::CookieWait {
-                    self.pending.hb_acks.push(hb.info);
+                    self.pending.hb_acks.push(hb.info, hb.extra);
                 }
                 Flow::Continue
             }
@@ -3206,8 +3218,8 @@ impl Association {
         if self.ack_due.sack && (self.ack_due.sack_now || data_next || any) && !crowds_rtx {
             any |= self.push_sack(&mut b);
         }
-        while let Some(info) = self.pending.hb_acks.front() {
-            if b.push(&ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info }))
+        while let Some((info, extra)) = self.pending.hb_acks.front() {
+            if b.push(&ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info, extra }))
                 .is_err()
             {
                 break;
@@ -3220,8 +3232,11 @@ impl Association {
                 let mut info = [0u8; HB_INFO_LEN];
                 info[..8].copy_from_slice(&nonce.to_be_bytes());
                 info[8..].copy_from_slice(&now.as_nanos().to_be_bytes());
-                if b.push(&ChunkRepr::Heartbeat(HeartbeatRepr { info: &info }))
-                    .is_ok()
+                if b.push(&ChunkRepr::Heartbeat(HeartbeatRepr {
+                    info: &info,
+                    extra: &[],
+                }))
+                .is_ok()
                 {
                     self.path.hb_sent = Some(now);
                     self.pending.heartbeat = false;

@@ -616,10 +616,10 @@ pub(super) mod tests {
                     dup_tsns: List::new(dups),
                 }),
                 ChunkSpec::Heartbeat { ack: false, info } => {
-                    ChunkRepr::Heartbeat(HeartbeatRepr { info })
+                    ChunkRepr::Heartbeat(HeartbeatRepr { info, extra: &[] })
                 }
                 ChunkSpec::Heartbeat { ack: true, info } => {
-                    ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info })
+                    ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info, extra: &[] })
                 }
                 ChunkSpec::Abort { t_bit, .. } => ChunkRepr::Abort(AbortRepr {
                     t_bit: *t_bit,

@@ -7,16 +7,21 @@ use super::chunk::{emit_header, expect_type, Chunk, ChunkType};
 use super::list::List;
 use super::param::{Param, ParamRepr, ParamType};
 use super::{
-    padded, read_u32, split_tlv, write_u32, Error, Result, CHUNK_HEADER_LEN, PARAM_HEADER_LEN,
+    padded, read_u32, split_tlv, write_u32, Error, Result, CAUSE_HEADER_LEN, CHUNK_HEADER_LEN,
+    PARAM_HEADER_LEN,
 };
 
 /// The T bit of ABORT and SHUTDOWN COMPLETE (RFC 9260 §3.3.7, §3.3.13): set when the sender
 /// reflected the verification tag of the packet it answers instead of using its peer's tag.
 const T_BIT: u8 = 0x01;
 
-/// Parses the body of HEARTBEAT and HEARTBEAT ACK: exactly one Heartbeat Info parameter
-/// (RFC 9260 §3.3.5, §3.3.6). Returns its value, the sender-specific information.
-fn parse_heartbeat_info<'a, T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<&'a [u8]> {
+/// Parses the body of HEARTBEAT and HEARTBEAT ACK: a Heartbeat Info parameter first (RFC 9260
+/// §3.3.5, §3.3.6), then any other TLVs, which the ACK copies unchanged (§8.3: "the
+/// Heartbeat Information TLV, together with any other received TLVs"). Returns the Heartbeat
+/// Info's value, the sender-specific information, and the bytes of the TLVs after it.
+fn parse_heartbeat_info<'a, T: AsRef<[u8]> + ?Sized>(
+    chunk: &Chunk<&'a T>,
+) -> Result<(&'a [u8], &'a [u8])> {
     let value = chunk.value_ref();
     if value.len() < PARAM_HEADER_LEN {
         // The chunk is shorter than a chunk header plus a parameter header.
@@ -24,20 +29,37 @@ fn parse_heartbeat_info<'a, T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Re
     }
     let (param, used) = split_tlv(value, PARAM_HEADER_LEN)?;
     let param = Param::new_checked(param)?;
-    if param.param_type() != ParamType::HeartbeatInfo || used != value.len() {
-        // Another parameter, or something after the Heartbeat Info: not a HEARTBEAT body.
+    if param.param_type() != ParamType::HeartbeatInfo {
+        // Another parameter first: not a HEARTBEAT body.
         return Err(Error::Malformed);
     }
-    Ok(param.value_ref())
+    let extra = &value[used..];
+    let mut rest = extra;
+    while !rest.is_empty() {
+        let (_, n) = split_tlv(rest, PARAM_HEADER_LEN)?;
+        rest = &rest[n..];
+    }
+    Ok((param.value_ref(), extra))
 }
 
-fn heartbeat_chunk_len(info: &[u8]) -> usize {
-    CHUNK_HEADER_LEN + PARAM_HEADER_LEN + info.len()
+fn heartbeat_chunk_len(info: &[u8], extra: &[u8]) -> usize {
+    if extra.is_empty() {
+        CHUNK_HEADER_LEN + PARAM_HEADER_LEN + info.len()
+    } else {
+        CHUNK_HEADER_LEN + padded(PARAM_HEADER_LEN + info.len()) + extra.len()
+    }
 }
 
-fn emit_heartbeat(t: ChunkType, info: &[u8], buf: &mut [u8]) {
-    let value = emit_header(buf, t, 0, PARAM_HEADER_LEN + info.len());
-    ParamRepr::HeartbeatInfo(info).emit(value);
+fn emit_heartbeat(t: ChunkType, info: &[u8], extra: &[u8], buf: &mut [u8]) {
+    let value_len = heartbeat_chunk_len(info, extra) - CHUNK_HEADER_LEN;
+    let value = emit_header(buf, t, 0, value_len);
+    let first = padded(PARAM_HEADER_LEN + info.len());
+    if extra.is_empty() {
+        ParamRepr::HeartbeatInfo(info).emit(value);
+    } else {
+        ParamRepr::HeartbeatInfo(info).emit(&mut value[..first]);
+        value[first..first + extra.len()].copy_from_slice(extra);
+    }
 }
 
 /// A HEARTBEAT chunk (RFC 9260 §3.3.5).
@@ -45,25 +67,29 @@ fn emit_heartbeat(t: ChunkType, info: &[u8], buf: &mut [u8]) {
 pub struct HeartbeatRepr<'a> {
     /// The value of the Heartbeat Info parameter, opaque to the receiver.
     pub info: &'a [u8],
+    /// TLVs after the Heartbeat Info, as received (none in ours).
+    pub extra: &'a [u8],
 }
 
 impl<'a> HeartbeatRepr<'a> {
     /// Parses a HEARTBEAT: `BadLength` without room for a parameter, `Malformed` unless the
-    /// value is exactly one Heartbeat Info parameter; parameter length errors as usual.
+    /// value starts with a Heartbeat Info parameter; parameter length errors as usual.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
         expect_type(chunk, ChunkType::Heartbeat)?;
-        Ok(HeartbeatRepr {
-            info: parse_heartbeat_info(chunk)?,
-        })
+        let (info, extra) = parse_heartbeat_info(chunk)?;
+        Ok(HeartbeatRepr { info, extra })
     }
 
-    /// The HEARTBEAT ACK that answers this HEARTBEAT: the same information (§3.3.6).
+    /// The HEARTBEAT ACK that answers this HEARTBEAT: the same TLVs (§3.3.6, §8.3).
     pub fn ack(&self) -> HeartbeatAckRepr<'a> {
-        HeartbeatAckRepr { info: self.info }
+        HeartbeatAckRepr {
+            info: self.info,
+            extra: self.extra,
+        }
     }
 
     pub fn chunk_len(&self) -> usize {
-        heartbeat_chunk_len(self.info)
+        heartbeat_chunk_len(self.info, self.extra)
     }
 
     pub fn buffer_len(&self) -> usize {
@@ -75,7 +101,7 @@ impl<'a> HeartbeatRepr<'a> {
     /// # Panics
     /// If `buf` is shorter than `buffer_len()`, or the chunk is longer than 65535 bytes.
     pub fn emit(&self, buf: &mut [u8]) {
-        emit_heartbeat(ChunkType::Heartbeat, self.info, buf);
+        emit_heartbeat(ChunkType::Heartbeat, self.info, self.extra, buf);
     }
 }
 
@@ -84,19 +110,20 @@ impl<'a> HeartbeatRepr<'a> {
 pub struct HeartbeatAckRepr<'a> {
     /// The Heartbeat Info value copied from the HEARTBEAT.
     pub info: &'a [u8],
+    /// The TLVs after it, copied from the HEARTBEAT.
+    pub extra: &'a [u8],
 }
 
 impl<'a> HeartbeatAckRepr<'a> {
     /// Parses a HEARTBEAT ACK with the rules of [`HeartbeatRepr::parse`].
     pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
         expect_type(chunk, ChunkType::HeartbeatAck)?;
-        Ok(HeartbeatAckRepr {
-            info: parse_heartbeat_info(chunk)?,
-        })
+        let (info, extra) = parse_heartbeat_info(chunk)?;
+        Ok(HeartbeatAckRepr { info, extra })
     }
 
     pub fn chunk_len(&self) -> usize {
-        heartbeat_chunk_len(self.info)
+        heartbeat_chunk_len(self.info, self.extra)
     }
 
     pub fn buffer_len(&self) -> usize {
@@ -108,7 +135,7 @@ impl<'a> HeartbeatAckRepr<'a> {
     /// # Panics
     /// If `buf` is shorter than `buffer_len()`, or the chunk is longer than 65535 bytes.
     pub fn emit(&self, buf: &mut [u8]) {
-        emit_heartbeat(ChunkType::HeartbeatAck, self.info, buf);
+        emit_heartbeat(ChunkType::HeartbeatAck, self.info, self.extra, buf);
     }
 }
 
@@ -121,12 +148,22 @@ pub struct AbortRepr<'a> {
 }
 
 impl<'a> AbortRepr<'a> {
-    /// Parses an ABORT; every cause must parse (cause length and padding errors as usual).
+    /// Parses an ABORT. Its causes must walk as TLVs (lengths within the chunk, padding as
+    /// usual); a cause whose content does not parse (a known cause of another length than its
+    /// own) costs the causes, not the ABORT: once its tag is checked the receiver "MUST remove
+    /// the association" (RFC 9260 §9.1), and the causes only say why. Refusing the chunk for
+    /// one left the association up (an independent review, session 60).
     pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
         expect_type(chunk, ChunkType::Abort)?;
+        let value = chunk.value_ref();
+        let mut rest: &[u8] = value;
+        while !rest.is_empty() {
+            let (_, used) = split_tlv(rest, CAUSE_HEADER_LEN)?;
+            rest = &rest[used..];
+        }
         Ok(AbortRepr {
             t_bit: chunk.flags() & T_BIT != 0,
-            causes: List::parse(chunk.value_ref())?,
+            causes: List::parse(value).unwrap_or_else(|_| List::empty()),
         })
     }
 
@@ -398,7 +435,10 @@ mod tests {
     #[test]
     fn heartbeat_round_trip_and_ack() {
         let info = [1, 2, 3, 4, 5, 6, 7];
-        let r = HeartbeatRepr { info: &info };
+        let r = HeartbeatRepr {
+            info: &info,
+            extra: &[],
+        };
         let b = emitted(&ChunkRepr::Heartbeat(r));
         assert_eq!(b, [4, 0, 0, 15, 0, 1, 0, 11, 1, 2, 3, 4, 5, 6, 7, 0]);
         assert_eq!(parse(&b), Ok(ChunkRepr::Heartbeat(r)));
@@ -414,7 +454,8 @@ mod tests {
         assert_eq!(
             parse(&b),
             Ok(ChunkRepr::Heartbeat(HeartbeatRepr {
-                info: &[1, 2, 3, 4, 5, 6, 7]
+                info: &[1, 2, 3, 4, 5, 6, 7],
+                extra: &[]
             }))
         );
     }
@@ -431,12 +472,24 @@ mod tests {
         assert_eq!(parse(&[4, 0, 0, 8, 0, 1, 0, 9]), Err(Error::Truncated));
     }
 
+    /// The Heartbeat Info comes first; TLVs after it are kept, to be copied into the ACK
+    /// unchanged (RFC 9260 §8.3: "together with any other received TLVs"); they must walk as
+    /// TLVs.
     #[test]
-    fn heartbeat_with_another_parameter_is_malformed() {
+    fn heartbeat_without_info_first_is_malformed_and_tlvs_after_it_are_kept() {
         assert_eq!(parse(&[4, 0, 0, 8, 0, 7, 0, 4]), Err(Error::Malformed));
+        let b = [
+            5, 0, 0, 19, 0, 1, 0, 5, 9, 0, 0, 0, 0x80, 7, 0, 7, 1, 2, 3, 0,
+        ];
+        let r = HeartbeatAckRepr {
+            info: &[9],
+            extra: &[0x80, 7, 0, 7, 1, 2, 3],
+        };
+        assert_eq!(parse(&b), Ok(ChunkRepr::HeartbeatAck(r)));
+        assert_eq!(&emitted(&ChunkRepr::HeartbeatAck(r))[..], &b[..]);
         assert_eq!(
-            parse(&[5, 0, 0, 12, 0, 1, 0, 4, 0, 1, 0, 4]),
-            Err(Error::Malformed)
+            parse(&[4, 0, 0, 12, 0, 1, 0, 4, 0, 9, 0, 9]),
+            Err(Error::Truncated)
         );
     }
 
