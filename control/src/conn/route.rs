@@ -100,7 +100,9 @@ impl Connection {
             return false;
         };
         let m = chunk.message;
-        if m.ppid != PPID_DDP_SEGMENT || !self.is_ddp() {
+        // (On an association that is not DDP's no session is ever established, so the
+        // plain-segment check below refuses every chunk: `route` discards them.)
+        if m.ppid != PPID_DDP_SEGMENT {
             return false;
         }
         let Connection {
