@@ -1862,10 +1862,14 @@ impl<P: Port> DataCore<P> {
                 };
                 // A connection held here is this core's (only its owner adopts it), so the
                 // RSS hash is computed only for frames of no connection here.
+                // Our port too: an INIT to another port of ours from a peer that has an
+                // association here is out of the blue, for the control thread's endpoint to
+                // answer (RFC 9260 §8.4 rule 3); the association discarded it.
                 let found = self.slots.iter().position(|s| {
                     s.as_ref().is_some_and(|s| {
                         s.peer == peer
                             && s.peer_port == peer_port
+                            && s.c.get().association().local_port() == local_port
                             && !s.c.get().association().is_closed()
                     })
                 });
@@ -2768,7 +2772,14 @@ impl<P: Port> Control<P> {
         };
         let peer = f.ip.src();
         let peer_port = f.sctp.get(..2).map(|p| u16::from_be_bytes([p[0], p[1]]));
-        if let Some(&conn) = peer_port.and_then(|p| self.live.get(&(peer, p))) {
+        // A live association's, unless it is for another port of ours (out of the blue, as
+        // on the data core).
+        let ours = f.sctp.get(2..4).map(|p| u16::from_be_bytes([p[0], p[1]]))
+            == Some(self.listener.endpoint().config().local_port);
+        if let Some(&conn) = peer_port
+            .filter(|_| ours)
+            .and_then(|p| self.live.get(&(peer, p)))
+        {
             if let Some(core) = self.owner(conn) {
                 self.stats.forwarded += 1;
                 if self.command(core, Command::Packet(buf), false).is_err() {

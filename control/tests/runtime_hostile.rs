@@ -1007,3 +1007,32 @@ fn a_packet_from_another_address_of_the_peer_does_not_end_its_association_rfc926
         "{st:?}"
     );
 }
+
+/// RFC 9260 §8.4 rule 3: an INIT to a port with no endpoint is answered with an ABORT. From a
+/// peer that already had an association here (the same address and source port), it was
+/// taken for that association's packet by the data core, which matched the peer's address
+/// and port but not ours, and discarded there: the peer's attempt timed out instead of
+/// hearing at once (found by an outside-in test, session 60).
+#[test]
+fn an_init_to_another_port_from_a_peer_with_an_association_is_answered_rfc9260_8_4() {
+    let (pa, pb) = pair(2, 4096);
+    let mut ours = iface();
+    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+    let mut a = Solo::new(pa, ours, 1);
+    let now = t0();
+    let sport = 20_000;
+    handshake(&mut a, &pb, now, sport, 0x1234);
+    assert!(a.events.iter().any(|e| matches!(e, Event::Accepted { .. })));
+    recv_raw(&pb);
+    let init = sctp(sport, SCTP_PORT + 1, 0, &init_chunk(0x5678, &[]), true);
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &init));
+    a.settle(now);
+    let out = recv_raw(&pb);
+    let abort = out.iter().find(|f| {
+        f.len() >= 14 + 20 + 16
+            && f[14 + 20 + 12] == 6
+            && f[14 + 20..14 + 20 + 2] == (SCTP_PORT + 1).to_be_bytes()
+    });
+    assert!(abort.is_some(), "no ABORT for the closed port: {out:?}");
+    assert_eq!(a.control.stats().endpoint.closed_port_aborts_out, 1);
+}
