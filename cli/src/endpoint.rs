@@ -405,9 +405,26 @@ impl Job {
     }
 
     fn server(&mut self, eal: &Eal, opts: &Options, signalled: &AtomicBool) -> Result<(), String> {
+        let mut conn = None;
+        let run = self.serve(eal, opts, signalled, &mut conn);
+        // Whatever ended the run in error (a client this server cannot serve, a check that
+        // failed), the client hears of it at once (RFC 9260 §9.1): a --ddp-verify server
+        // refusing a client without it left that client to find out after 10 s.
+        if let (Err(_), Some(c)) = (&run, conn) {
+            self.abort(c);
+        }
+        run
+    }
+
+    fn serve(
+        &mut self,
+        eal: &Eal,
+        opts: &Options,
+        signalled: &AtomicBool,
+        conn: &mut Option<ConnHandle>,
+    ) -> Result<(), String> {
         let json = opts.json;
         let region_len = usize::try_from(opts.region_bytes).unwrap_or(usize::MAX);
-        let mut conn: Option<ConnHandle> = None;
         let (mut delivered, mut errors) = (0u64, 0u64);
         let mut deadline = opts
             .run_for
@@ -429,7 +446,7 @@ impl Job {
                 let (c, i) = match e {
                     Event::Accepted { conn: c, .. } if conn.is_none() => {
                         // One association at a time: the run ends with it.
-                        conn = Some(c);
+                        *conn = Some(c);
                         deadline = None;
                         note(json, format_args!("Association accepted"));
                         load_from = self.load(signalled)?;
@@ -438,7 +455,7 @@ impl Job {
                     Event::Indication {
                         conn: c,
                         indication,
-                    } if Some(c) == conn => (c, indication),
+                    } if Some(c) == *conn => (c, indication),
                     // --ddp-verify: a buffer checked and posted again just as the client ended
                     // the session (its last Send raced its Terminate) has nothing to receive.
                     // Likewise a credit sent as the session ended (the server sends nothing

@@ -45,6 +45,25 @@ fn pair_of(
     server_run_for: &str,
     client: &[&str],
 ) -> Pair {
+    pair_with(
+        tag,
+        server_lcores,
+        region_bytes,
+        server_run_for,
+        &[],
+        client,
+    )
+}
+
+/// The same with `server_extra` options for the server.
+fn pair_with(
+    tag: &str,
+    server_lcores: &str,
+    region_bytes: &str,
+    server_run_for: &str,
+    server_extra: &[&str],
+    client: &[&str],
+) -> Pair {
     let pid = format!("{tag}-{}", std::process::id());
     let dir = std::env::temp_dir().join(format!("ddpdk-perf-ends-{pid}"));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -54,14 +73,18 @@ fn pair_of(
         BIN,
         &procs::memif_eal("server", server_lcores, &server_prefix, &sock, 1024, false),
         &[
-            "--ddp-listen",
-            "--ip",
-            "198.18.0.2",
-            "--region-bytes",
-            region_bytes,
-            "--run-for",
-            server_run_for,
-        ],
+            &[
+                "--ddp-listen",
+                "--ip",
+                "198.18.0.2",
+                "--region-bytes",
+                region_bytes,
+                "--run-for",
+                server_run_for,
+            ][..],
+            server_extra,
+        ]
+        .concat(),
     );
     let (head, rest) =
         procs::read_until(server.stdout.take().expect("stdout"), "the server", |l| {
@@ -178,6 +201,34 @@ fn a_server_that_cannot_offer_its_region_releases_the_client() {
     assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
     assert!(
         cerr.contains("the session ended before the Accept: association ended"),
+        "{cerr}"
+    );
+}
+
+/// A `--ddp-verify` server that refuses a client without it (its Initiate carries no message
+/// size) aborts the association as it exits, and the client says so at once: it wrote into
+/// the void until "no write completed for 10 s", whatever its --run-for (found by an
+/// outside-in test).
+#[test]
+fn a_verify_server_that_refuses_its_client_releases_it() {
+    let mut p = pair_with(
+        "verify",
+        "0@0",
+        "1048576",
+        "60",
+        &["--ddp-verify"],
+        &["--run-for", "30"],
+    );
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let cerr = stderr_of(&mut p.client);
+    let server = exit_within(&mut p.server, Duration::from_secs(15));
+    let serr = stderr_of(&mut p.server);
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(server.and_then(|s| s.code()), Some(1), "{serr}");
+    assert!(serr.contains("does not carry its message size"), "{serr}");
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("association ended") && !cerr.contains("no write completed"),
         "{cerr}"
     );
 }
