@@ -1064,6 +1064,33 @@ impl Job {
                 ),
             });
         }
+        // The streams perf uses must exist (RFC 5043 §8: the least of both ends' counts), or
+        // the Initiate is refused and the wait for its Accept ran out its 30 s.
+        if let Event::Indication {
+            indication: Indication::Connected { streams, .. },
+            ..
+        } = up
+        {
+            let needs = if verify {
+                soak::READ_BACK_STREAM
+            } else {
+                STREAM
+            } + 1;
+            if streams < needs {
+                return Err(format!(
+                    "the association has {streams} stream(s) (the least of both ends' \
+                     --streams): perf needs {needs} (stream {STREAM}{})",
+                    if verify {
+                        format!(
+                            ", and {} for --ddp-verify's read-back",
+                            soak::READ_BACK_STREAM
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
         let pd = self.control.memory_mut().alloc_pd();
         let reads = opts.ddp_op == DdpOp::Read;
         let op = if reads {

@@ -233,6 +233,24 @@ fn a_verify_server_that_refuses_its_client_releases_it() {
     );
 }
 
+/// An association with too few streams for perf's session (RFC 5043 §8: the least of both
+/// ends' counts) is said so at once: the refused Initiate was dropped and the client waited
+/// out 30 s for its Accept, whatever --run-for said (found by an outside-in test).
+#[test]
+fn a_client_with_too_few_streams_says_so_at_once() {
+    let mut p = pair("streams", "60", &["--run-for", "2", "--streams", "1"]);
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let cerr = stderr_of(&mut p.client);
+    let _ = p.server.kill();
+    let _ = p.server.wait();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("the association has 1 stream(s)") && !cerr.contains("timed out"),
+        "{cerr}"
+    );
+}
+
 /// SIGINT of a client mid-run: it reports the writes done so far and aborts the association,
 /// so the server's run ends with it (before: the server held the association until its
 /// heartbeats gave up, over 90 s).
