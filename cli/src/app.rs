@@ -803,14 +803,19 @@ pub(crate) fn show_port_info(json: bool, p: &DpdkPort) {
 
 /// `show port xstats`: the device's extended statistics.
 pub(crate) fn show_port_xstats(json: bool, p: &DpdkPort) {
-    let x = p.xstats();
+    show_xstats(json, p.id(), p.xstats());
+}
+
+/// `show port xstats` of port `id` with statistics `x`: a DDP endpoint's include the fault
+/// injector's (`fault_rx_*`), which sits above the device.
+pub(crate) fn show_xstats(json: bool, id: u16, x: Vec<(String, u64)>) {
     if json {
         let m: serde_json::Map<String, serde_json::Value> =
             x.into_iter().map(|(k, v)| (k, v.into())).collect();
-        outln!("{}", json!({"port": p.id(), "xstats": m}));
+        outln!("{}", json!({"port": id, "xstats": m}));
         return;
     }
-    outln!("###### NIC extended statistics for port {:<2}", p.id());
+    outln!("###### NIC extended statistics for port {id:<2}");
     for (k, v) in x {
         outln!("{k}: {v}");
     }

@@ -1060,7 +1060,9 @@ impl DdpApp {
                     let p = &self.port;
                     match what {
                         PortShow::Info => crate::app::show_port_info(self.json, p),
-                        PortShow::Xstats => crate::app::show_port_xstats(self.json, p),
+                        PortShow::Xstats => {
+                            crate::app::show_xstats(self.json, p.id(), self.ipsec.inner().xstats())
+                        }
                         PortShow::Stats if self.json => {
                             outln!("{}", json!({"port": p.id(), "stats": p.stats()}));
                         }

@@ -764,6 +764,17 @@ fn a_region_larger_than_the_machine_is_not_blamed_on_the_eals_memory() {
     );
 }
 
+/// `show port xstats` of a DDP endpoint has the fault injector's counters, as docs/usage.md
+/// says (`fault_rx_*`): it showed the device's alone (found by an outside-in test).
+#[test]
+fn port_xstats_show_the_injected_faults() {
+    let (_, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i", "--fault-drop", "0.5"],
+        b"show port xstats 0\nquit\n",
+    );
+    assert!(text.contains("fault_rx_dropped: "), "{text}");
+}
+
 /// Receive buffers a queue cannot hold (RFC 5041 §5.1.2 queues, 256 posted each) are refused
 /// by the command, in one line; `recv auto` used to accept them and every accepted session
 /// then printed "post_recv refused: queue full" once per buffer over the depth (1744 lines).
