@@ -443,6 +443,18 @@ impl Options {
     }
 
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(v6) = self
+            .ip
+            .iter()
+            .find(|a| a.is_ipv6())
+            .filter(|_| self.mtu < 1280)
+        {
+            return Err(format!(
+                "--ip {v6} with --mtu {}: an IPv6 link carries 1280 bytes at least (RFC 8200 \
+                 §5)",
+                self.mtu
+            ));
+        }
         if let Some(i) = self.rto_initial_ms.filter(|&i| i < self.rto_min_ms) {
             return Err(format!(
                 "--rto-initial-ms {i} is below --rto-min-ms {}: RTO.Initial cannot be less than \

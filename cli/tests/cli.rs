@@ -132,6 +132,8 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         vec!["--ip", "255.255.255.255"],
         vec!["--ip", "0.1.2.3"],
         vec!["--ip", "::ffff:198.18.0.1"],
+        // RFC 8200 §5: no IPv6 link is smaller than 1280 bytes (it was taken).
+        vec!["--ip", "2001:db8::1", "--mtu", "576"],
         // Without a job name, an option of another mode was taken and did nothing (the job
         // form refuses it): the endpoint options with the loopback, a capture on an endpoint.
         vec!["--ddp-loopback", "--ip", "198.18.0.1", "--mtu", "9000"],
