@@ -18,8 +18,10 @@ build: setup
 # messages of several sizes with every placed byte verified, tear down, and print throughput
 # and latency. DDP_BYTES is the payload per message size.
 DDP_BYTES ?= 67108864
+# RUN_ARGS: more of the loopback's options (`ddpdk loopback --help`), e.g. --data-cores 2.
+RUN_ARGS ?=
 run: build
-	$(DDPDK) loopback $$(deploy/eal-args.sh 0-1 512 ddpdk-run private) -- --ddp-bytes $(DDP_BYTES)
+	$(DDPDK) loopback $$(deploy/eal-args.sh 0-1 512 ddpdk-run private) -- --ddp-bytes $(DDP_BYTES) $(RUN_ARGS)
 
 # The raw forwarding engines instead (the foundation's embedded default): io forwarding between
 # the two net_ring ports seeded with one burst, statistics every second, then a clean stop.

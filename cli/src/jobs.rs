@@ -126,8 +126,8 @@ Examples:
 
 const ENDPOINT: Spec = Spec {
     name: "endpoint",
-    about: "A DDP endpoint on the EAL's first port, driven by shell commands (interactive, \
-            from --cmdline-file, or piped): associations, sessions, memory registration, \
+    about: "A DDP endpoint on the EAL's first port, driven by shell commands (-i, at a \
+            terminal or piped in; or --cmdline-file): associations, sessions, memory registration, \
             tagged and untagged sends, RDMA Reads, IPsec (`help ddp` lists them). Its figures \
             are on DPDK's telemetry socket too (docs/telemetry.md).",
     options: &[
@@ -141,9 +141,9 @@ const ENDPOINT: Spec = Spec {
     ],
     examples: "\
 Examples:
-  ddpdk endpoint -l 0-1 --vdev=net_memif0,role=server -- --ip 198.18.0.2 --listen -i
-  ddpdk endpoint -l 0-1 --vdev=net_memif0,role=client -- --ip 198.18.0.1 --cmdline-file client.txt --json
-  ddpdk endpoint -l 0-1 --vdev=net_af_packet0,iface=veth0 -- --ip 198.18.0.2 --service echo --sctp-port 7",
+  ddpdk endpoint -l 0-1 --no-pci --file-prefix srv --vdev=net_memif0,role=server -- --ip 198.18.0.2 --listen -i
+  ddpdk endpoint -l 0-1 --no-pci --file-prefix cli --vdev=net_memif0,role=client -- --ip 198.18.0.1 --cmdline-file client.txt --json
+  ddpdk endpoint -l 0-1 --no-pci --vdev=net_af_packet0,iface=veth0 -- --ip 198.18.0.2 --service echo --sctp-port 7",
 };
 
 const PERF: Spec = Spec {
@@ -165,8 +165,8 @@ const PERF: Spec = Spec {
     ],
     examples: "\
 Examples:
-  ddpdk perf server -l 0 --no-huge -m 1024 --vdev=net_memif0,role=server -- --ip 198.18.0.2
-  ddpdk perf client 198.18.0.2 -l 1 --no-huge -m 1024 --vdev=net_memif0,role=client -- --ip 198.18.0.1 --run-for 5
+  ddpdk perf server -l 0 --no-huge -m 1024 --no-pci --file-prefix srv --vdev=net_memif0,role=server -- --ip 198.18.0.2
+  ddpdk perf client 198.18.0.2 -l 1 --no-huge -m 1024 --no-pci --file-prefix cli --vdev=net_memif0,role=client -- --ip 198.18.0.1 --run-for 5
   ddpdk perf client 198.18.0.2 ... -- --ip 198.18.0.1 --ddp-window 1 --ddp-size 64 --json
   ddpdk perf client 198.18.0.2 ... -- --ip 198.18.0.1 --ddp-op read --ddp-size 65536",
 };

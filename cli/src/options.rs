@@ -367,7 +367,7 @@ Jobs (ddpdk JOB [EAL options] -- [options]; each has its own help: ddpdk JOB --h
   fwd       testpmd's forwarding engines (the default without a job)
   loopback  two DDP endpoints back to back in one process (make run)
   endpoint  a DDP endpoint driven by shell commands (needs --ip)
-  perf      goodput and write latency between two processes: perf server, perf client ADDR
+  perf      goodput, write and read latency between two processes: perf server, perf client ADDR
 
 Examples:
   ddpdk loopback --no-huge -m 512 --no-pci -l 0-1 -- --ddp-bytes 8388608

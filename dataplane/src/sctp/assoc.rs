@@ -160,7 +160,7 @@ impl std::fmt::Display for CloseReason {
             ),
             CloseReason::Unreachable => write!(
                 f,
-                "the peer stopped answering (Association.Max.Retrans, RFC 9260 §8.2)"
+                "the peer stopped answering (Association.Max.Retrans, RFC 9260 §8.1)"
             ),
             CloseReason::InitFailed => write!(
                 f,
