@@ -285,6 +285,30 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
         }
     }
     refuse_others(job, app, &[], "")?;
+    // perf's two sides share one list; what one side alone reads is refused on the other,
+    // where it was taken and ignored (found by an outside-in test).
+    let (side, theirs): (&str, &[&str]) = match job {
+        Job::PerfServer => (
+            "the client's (perf client)",
+            &[
+                "--ddp-op",
+                "--ddp-window",
+                "--ddp-messages",
+                "--ddp-size",
+                "--ddp-source",
+            ],
+        ),
+        Job::PerfClient(_) => ("the server's (perf server)", &["--region-bytes"]),
+        _ => ("", &[]),
+    };
+    if let Some(a) = app
+        .iter()
+        .skip(1)
+        .find(|a| theirs.contains(&a.split('=').next().unwrap_or(a)))
+    {
+        let name = a.split('=').next().unwrap_or(a);
+        return Err(format!("{name} is {side} option (see 'ddpdk perf --help')"));
+    }
     let mode: Vec<String> = match job {
         Job::Fwd | Job::Endpoint => Vec::new(),
         Job::Loopback => vec!["--ddp-loopback".into()],
@@ -517,6 +541,31 @@ mod tests {
             Parsed::Help(_)
         ));
         assert!(take(&mut argv("ddpdk help frob")).is_err());
+    }
+
+    /// perf's sides share one option list; what one side alone reads is refused on the other
+    /// (the server took --ddp-size and ignored it; found by an outside-in test).
+    #[test]
+    fn a_perf_side_refuses_the_other_sides_options() {
+        for opt in [
+            "--ddp-op",
+            "--ddp-window=4",
+            "--ddp-messages",
+            "--ddp-size",
+            "--ddp-source",
+        ] {
+            let mut app = argv(&format!("ddpdk --ip 198.18.0.2 {opt} 1"));
+            let e = apply(&Job::PerfServer, &mut app).unwrap_err();
+            assert!(
+                e.contains("is the client's (perf client) option"),
+                "{opt}: {e}"
+            );
+        }
+        let mut app = argv("ddpdk --ip 198.18.0.1 --region-bytes 4096");
+        let e = apply(&Job::PerfClient("198.18.0.2".into()), &mut app).unwrap_err();
+        assert!(e.contains("--region-bytes is the server's"), "{e}");
+        let mut app = argv("ddpdk --ip 198.18.0.1 --ddp-size 4096 --ddp-verify");
+        assert!(apply(&Job::PerfClient("198.18.0.2".into()), &mut app).is_ok());
     }
 
     #[test]
