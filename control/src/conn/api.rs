@@ -442,7 +442,7 @@ impl fmt::Display for PostError {
                 f.write_str("source STag unknown, of another protection domain, or too short")
             }
             PostError::NotRdmap => {
-                f.write_str("RDMA operations need an RDMAP stream, plain DDP sends a DDP one")
+                f.write_str("RDMA operations go on an RDMAP stream, plain DDP sends on a plain DDP one")
             }
             PostError::PeerNotRdmap => f.write_str("the peer's Initiate carries no RDMAP parameters"),
             PostError::BadSink => f.write_str(
