@@ -73,9 +73,11 @@ struct Args {
     /// The endpoint's Valid.Cookie.Life, ms: the stale COOKIE ECHO waits it out.
     #[arg(long, default_value_t = 500)]
     cookie_life_ms: u64,
-    /// The MULPDU the endpoint announces (RFC 5043 §9; on a 1500-byte link 1418 over IPv4 and
-    /// 1398 over IPv6, 32 bytes kept for a bundled SACK): the oversize attack sends one octet
-    /// more. Default: the 1500-byte link's, by the peer's family.
+    /// The largest DDP segment the endpoint takes (RFC 5043 §9: what one unfragmented DATA
+    /// chunk carries on its link, 1450 bytes over IPv4 at MTU 1500): the oversize attack sends
+    /// one octet more, in one DATA chunk, so the endpoint's link must be smaller than ours
+    /// (`--mtu`). Default: what one chunk carries on our own path, which only a smaller
+    /// endpoint refuses.
     #[arg(long)]
     mulpdu: Option<usize>,
     /// After each attack, wait for a line on stdin (a harness reads counters meanwhile).
@@ -551,10 +553,10 @@ impl Attacker {
         // stream 1 (its first ended at the bounds attack), to its own region.
         let terminates = self.terminates(1);
         let (stag, to, _) = self.open(1)?;
-        // The endpoint's own rule, on the path this association has.
+        // The endpoint's own rule: what one unfragmented chunk carries on its link.
         let mulpdu = args
             .mulpdu
-            .unwrap_or_else(|| ddpdk_dataplane::ddp::mulpdu(self.assoc.max_message()));
+            .unwrap_or_else(|| self.assoc.max_message().saturating_sub(2));
         let ssn = self.next_ssn(1);
         // One octet over: a 14-byte tagged header and the payload make MULPDU + 1.
         let over = tseg(ssn, stag, to, &vec![0x77; mulpdu + 1 - 14]);

@@ -99,6 +99,16 @@ fn every_attack_is_refused_counted_and_places_nothing_over_ipv6() {
     attack_matrix("2001:db8::2", "2001:db8::1");
 }
 
+/// The server's link MTU, below the attacker's 1500.
+const SERVER_MTU: usize = 1400;
+
+/// The largest DDP segment the server takes (RFC 5043 §9): what one unfragmented DATA chunk
+/// carries on its link (the IP header, SCTP's common header and DATA header, DDP-SSN off).
+fn receive_limit(server_ip: &str) -> usize {
+    let ip = if server_ip.contains(':') { 40 } else { 20 };
+    SERVER_MTU - ip - 12 - 16 - 2
+}
+
 /// Runs every attack of `ddpdk-attack` from `attacker_ip` against a server at `server_ip` and
 /// checks each one's answer and counters.
 fn attack_matrix(server_ip: &str, attacker_ip: &str) {
@@ -128,6 +138,10 @@ fn attack_matrix(server_ip: &str, attacker_ip: &str) {
             // More streams than its pending-Initiate limit (16), for the exhaustion attack.
             "--streams",
             "64",
+            // A link smaller than the attacker's, so that a segment one octet over what the
+            // server takes still goes in one DATA chunk of the attacker's.
+            "--mtu",
+            &SERVER_MTU.to_string(),
             "--sctp",
             "valid_cookie_life_ms=500",
             "--json",
@@ -158,6 +172,8 @@ fn attack_matrix(server_ip: &str, attacker_ip: &str) {
             &stags.to_string(),
             "--init-flood",
             &inits.to_string(),
+            "--mulpdu",
+            &receive_limit(server_ip).to_string(),
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
