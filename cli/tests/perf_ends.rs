@@ -185,20 +185,32 @@ fn a_write_larger_than_the_offered_region_is_refused_before_it_is_sent() {
     );
 }
 
+/// Waits for the client (40 s at most), then the server (15 s): each one's exit status and
+/// stderr; the pair's directory is removed.
+fn both_exit(p: &mut Pair) -> (Option<i32>, String, Option<i32>, String) {
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let cerr = stderr_of(&mut p.client);
+    let server = exit_within(&mut p.server, Duration::from_secs(15));
+    let serr = stderr_of(&mut p.server);
+    let _ = std::fs::remove_dir_all(&p.dir);
+    (
+        client.and_then(|s| s.code()),
+        cerr,
+        server.and_then(|s| s.code()),
+        serr,
+    )
+}
+
 /// A server that cannot make the region it offers (here 1 TiB) aborts the association before
 /// it exits, and its client says so at once: it went on waiting for the Accept until its 30 s
 /// ran out ("timed out waiting for the Accept"; found by an outside-in test).
 #[test]
 fn a_server_that_cannot_offer_its_region_releases_the_client() {
     let mut p = pair_offering("noregion", "1099511627776", &["--run-for", "2"]);
-    let client = exit_within(&mut p.client, Duration::from_secs(40));
-    let cerr = stderr_of(&mut p.client);
-    let server = exit_within(&mut p.server, Duration::from_secs(15));
-    let serr = stderr_of(&mut p.server);
-    let _ = std::fs::remove_dir_all(&p.dir);
-    assert_eq!(server.and_then(|s| s.code()), Some(1), "{serr}");
+    let (client, cerr, server, serr) = both_exit(&mut p);
+    assert_eq!(server, Some(1), "{serr}");
     assert!(serr.contains("Cannot allocate memory"), "{serr}");
-    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert_eq!(client, Some(1), "{cerr}");
     assert!(
         cerr.contains("the session ended before the Accept: association ended"),
         "{cerr}"
@@ -219,14 +231,10 @@ fn a_verify_server_that_refuses_its_client_releases_it() {
         &["--ddp-verify"],
         &["--run-for", "30"],
     );
-    let client = exit_within(&mut p.client, Duration::from_secs(40));
-    let cerr = stderr_of(&mut p.client);
-    let server = exit_within(&mut p.server, Duration::from_secs(15));
-    let serr = stderr_of(&mut p.server);
-    let _ = std::fs::remove_dir_all(&p.dir);
-    assert_eq!(server.and_then(|s| s.code()), Some(1), "{serr}");
+    let (client, cerr, server, serr) = both_exit(&mut p);
+    assert_eq!(server, Some(1), "{serr}");
     assert!(serr.contains("does not carry its message size"), "{serr}");
-    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert_eq!(client, Some(1), "{cerr}");
     assert!(
         cerr.contains("association ended") && !cerr.contains("no write completed"),
         "{cerr}"

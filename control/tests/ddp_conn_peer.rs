@@ -75,13 +75,20 @@ impl Duo {
 
     /// The server's associations send with `path_mtu` (the raw peer with the default).
     fn with_server_path_mtu(raw_slots: usize, path_mtu: usize) -> Duo {
-        let now = Instant::from_nanos(1_000_000_000);
-        let mut raw_ep = Endpoint::new(sctp(RAW_PORT, raw_slots), [7; 32]).unwrap();
-        let raw = raw_ep.connect(now, srv_addr(), SRV_PORT);
         let server = Config {
             path_mtu,
             ..sctp(SRV_PORT, 256)
         };
+        let d = Duo::with_configs(sctp(RAW_PORT, raw_slots), server);
+        assert!(d.conn.is_some(), "association up");
+        d
+    }
+
+    /// The raw peer's and the server's SCTP endpoints configured as given.
+    fn with_configs(raw_cfg: Config, server: Config) -> Duo {
+        let now = Instant::from_nanos(1_000_000_000);
+        let mut raw_ep = Endpoint::new(raw_cfg, [7; 32]).unwrap();
+        let raw = raw_ep.connect(now, srv_addr(), SRV_PORT);
         let ep = Endpoint::new(server, [9; 32]).unwrap();
         let (memory, _) = Memory::new(1024, 0, 0x1234_5678_9abc);
         let mut d = Duo {
@@ -98,7 +105,6 @@ impl Duo {
             lose: None,
         };
         d.settle();
-        assert!(d.conn.is_some(), "association up");
         d
     }
 
@@ -3529,34 +3535,16 @@ impl Duo {
     /// `indication` (RFC 5043 §7.1: "The local interface MUST allow the ULP to specify an
     /// SCTP endpoint to use a specific Adaptation Indication": `Config::adaptation_indication`).
     fn with_adaptation(indication: u32) -> Duo {
-        let now = Instant::from_nanos(1_000_000_000);
-        let raw_cfg = Config {
-            adaptation_indication: indication,
-            ..sctp(RAW_PORT, 256)
-        };
-        let srv_cfg = Config {
-            adaptation_indication: indication,
-            ..sctp(SRV_PORT, 256)
-        };
-        let mut raw_ep = Endpoint::new(raw_cfg, [7; 32]).unwrap();
-        let raw = raw_ep.connect(now, srv_addr(), SRV_PORT);
-        let ep = Endpoint::new(srv_cfg, [9; 32]).unwrap();
-        let (memory, _) = Memory::new(1024, 0, 0x1234_5678_9abc);
-        let mut d = Duo {
-            now,
-            raw,
-            raw_rx: Vec::new(),
-            listener: Listener::new(ep, ConnConfig::default(), PendingLimit::new(16)),
-            conn: None,
-            memory,
-            inds: Vec::new(),
-            comps: Vec::new(),
-            buf: vec![0; 65536],
-            deaf: false,
-            lose: None,
-        };
-        d.settle();
-        d
+        Duo::with_configs(
+            Config {
+                adaptation_indication: indication,
+                ..sctp(RAW_PORT, 256)
+            },
+            Config {
+                adaptation_indication: indication,
+                ..sctp(SRV_PORT, 256)
+            },
+        )
     }
 }
 

@@ -579,6 +579,20 @@ fn handshake(a: &mut Solo, pb: &MemPort, now: Instant, sport: u16, itag: u32) ->
     tag
 }
 
+/// An endpoint under test with one association, made by the test from PEER4 port `sport`
+/// (everything it sent so far read): the endpoint, the test's end of the pair, the time, and
+/// the endpoint's verification tag.
+fn associated(sport: u16) -> (Solo, MemPort, Instant, u32) {
+    let (pa, pb) = pair(2, 4096);
+    let mut ours = iface();
+    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+    let mut a = Solo::new(pa, ours, 1);
+    let now = t0();
+    let tag = handshake(&mut a, &pb, now, sport, 0x1234);
+    recv_raw(&pb);
+    (a, pb, now, tag)
+}
+
 /// An IPv4-mapped IPv6 address (::ffff:a.b.c.d) never appears on the wire (RFC 4291
 /// §2.5.5.2): packets from one are dropped as not ours, so no connection is made for it and
 /// nothing is ever sent as IPv4 to the embedded address (review: each retransmitted COOKIE
@@ -846,15 +860,9 @@ fn dpdk_big_init_does_not_panic_the_runtime() {
 /// frame missing.
 #[test]
 fn every_frame_is_counted_once_by_its_fate() {
-    let (pa, pb) = pair(2, 4096);
-    let mut ours = iface();
-    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
-    let mut a = Solo::new(pa, ours, 1);
-    let now = t0();
     // An association, adopted by the core.
     let sport = 20_000;
-    let tag = handshake(&mut a, &pb, now, sport, 0x1234);
-    recv_raw(&pb);
+    let (mut a, pb, now, tag) = associated(sport);
     assert_eq!(a.cores[0].stats().adopted, 1);
     let before = a.cores[0].report();
     assert_eq!(before.unaccounted(), Vec::<String>::new());
@@ -1015,15 +1023,9 @@ fn a_packet_from_another_address_of_the_peer_does_not_end_its_association_rfc926
 /// hearing at once (found by an outside-in test, session 60).
 #[test]
 fn an_init_to_another_port_from_a_peer_with_an_association_is_answered_rfc9260_8_4() {
-    let (pa, pb) = pair(2, 4096);
-    let mut ours = iface();
-    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
-    let mut a = Solo::new(pa, ours, 1);
-    let now = t0();
     let sport = 20_000;
-    handshake(&mut a, &pb, now, sport, 0x1234);
+    let (mut a, pb, now, _) = associated(sport);
     assert!(a.events.iter().any(|e| matches!(e, Event::Accepted { .. })));
-    recv_raw(&pb);
     let init = sctp(sport, SCTP_PORT + 1, 0, &init_chunk(0x5678, &[]), true);
     send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &init));
     a.settle(now);
