@@ -139,6 +139,18 @@ impl<'a> HeartbeatAckRepr<'a> {
     }
 }
 
+/// The causes of a received ABORT or ERROR: they must walk as TLVs (lengths within the chunk,
+/// padding as usual), but a cause whose content does not parse (a known cause of another length
+/// than its own) leaves the list empty rather than failing the chunk.
+fn causes_as_received(value: &[u8]) -> Result<List<'_, CauseRepr<'_>>> {
+    let mut rest = value;
+    while !rest.is_empty() {
+        let (_, used) = split_tlv(rest, CAUSE_HEADER_LEN)?;
+        rest = &rest[used..];
+    }
+    Ok(List::parse(value).unwrap_or_else(|_| List::empty()))
+}
+
 /// An ABORT chunk (RFC 9260 §3.3.7): zero or more error causes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AbortRepr<'a> {
@@ -155,15 +167,9 @@ impl<'a> AbortRepr<'a> {
     /// one left the association up (an independent review, session 60).
     pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
         expect_type(chunk, ChunkType::Abort)?;
-        let value = chunk.value_ref();
-        let mut rest: &[u8] = value;
-        while !rest.is_empty() {
-            let (_, used) = split_tlv(rest, CAUSE_HEADER_LEN)?;
-            rest = &rest[used..];
-        }
         Ok(AbortRepr {
             t_bit: chunk.flags() & T_BIT != 0,
-            causes: List::parse(value).unwrap_or_else(|_| List::empty()),
+            causes: causes_as_received(chunk.value_ref())?,
         })
     }
 
@@ -235,7 +241,8 @@ pub struct ErrorChunkRepr<'a> {
 
 impl<'a> ErrorChunkRepr<'a> {
     /// Parses an ERROR; without any cause it is `BadLength` (the chunk is shorter than a
-    /// chunk header and one cause header).
+    /// chunk header and one cause header). Causes as an ABORT's ([`AbortRepr::parse`]): one
+    /// whose content does not parse costs the causes, not the chunk and the rest of its packet.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
         expect_type(chunk, ChunkType::Error)?;
         let value = chunk.value_ref();
@@ -243,7 +250,7 @@ impl<'a> ErrorChunkRepr<'a> {
             return Err(Error::BadLength);
         }
         Ok(ErrorChunkRepr {
-            causes: List::parse(value)?,
+            causes: causes_as_received(value)?,
         })
     }
 
