@@ -2295,6 +2295,7 @@ impl DdpApp {
         let s = lock(&self.shared);
         let mut assocs: Vec<_> = reports.iter().flat_map(|r| &r.assocs).collect();
         assocs.sort_by_key(|a| a.conn.0);
+        let mut shown = 0;
         for a in assocs {
             for (stream, state) in &a.sessions {
                 let view = s.conns.get(&a.conn).and_then(|v| v.sessions.get(stream));
@@ -2303,6 +2304,7 @@ impl DdpApp {
                 if view.is_none() {
                     continue;
                 }
+                shown += 1;
                 let offer = view.and_then(|x| x.offer);
                 let rdmap = view.is_some_and(|x| x.rdmap);
                 if self.json {
@@ -2327,6 +2329,10 @@ impl DdpApp {
                     );
                 }
             }
+        }
+        // Scripts read one object a session (none when none); a person reads a sentence.
+        if shown == 0 && !self.json {
+            outln!("  no sessions");
         }
         Ok(())
     }
@@ -2363,6 +2369,9 @@ impl DdpApp {
                     }
                 );
             }
+        }
+        if self.mrs.is_empty() && !self.json {
+            outln!("  no memory regions registered (mr reg LEN)");
         }
     }
 

@@ -777,6 +777,27 @@ fn port_xstats_show_the_injected_faults() {
     assert!(text.contains("fault_rx_dropped: "), "{text}");
 }
 
+/// `show mr` and `show session` with nothing to show say so in text (they printed nothing;
+/// found by an outside-in test); with `--json`, none is still no object.
+#[test]
+fn empty_shows_say_so_in_text_and_print_nothing_in_json() {
+    let (_, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i"],
+        b"show mr\nshow session\nquit\n",
+    );
+    assert!(text.contains("no memory regions registered"), "{text}");
+    assert!(text.contains("no sessions"), "{text}");
+    let (o, _) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i", "--json"],
+        b"show mr\nshow session\nquit\n",
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !stdout.contains("no memory regions") && !stdout.contains("no sessions"),
+        "{stdout}"
+    );
+}
+
 /// Receive buffers a queue cannot hold (RFC 5041 §5.1.2 queues, 256 posted each) are refused
 /// by the command, in one line; `recv auto` used to accept them and every accepted session
 /// then printed "post_recv refused: queue full" once per buffer over the depth (1744 lines).
