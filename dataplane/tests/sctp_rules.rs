@@ -3653,39 +3653,3 @@ fn an_abort_with_a_cause_of_unexpected_length_still_ends_the_association_9_1_3_3
         p.s.stats().malformed
     );
 }
-
-/// §3.3.10: an ERROR whose cause is not as §3.3.10 draws it (Out of Resource with 4 bytes of
-/// information) costs its causes, not the rest of its packet: the HEARTBEAT bundled after it
-/// was dropped with it, as malformed (found by the same review, fixed with the ABORT's).
-#[test]
-fn an_error_with_a_cause_of_unexpected_length_does_not_drop_the_rest_of_its_packet_3_3_10() {
-    let mut p = Pair::new();
-    let tag = p.s.local_tag();
-    let cause = tlv(4, &[0, 0, 0, 0]);
-    let hb = tlv(1, &[0x5a; 8]);
-    let pkt = packet(
-        C_PORT,
-        S_PORT,
-        tag,
-        &[raw_chunk(9, 0, &cause), raw_chunk(4, 0, &hb)],
-    );
-    p.s.handle(t(5), &pkt, &mut ignore).unwrap();
-    let acks: usize = drain(&mut p.s, t(5))
-        .iter()
-        .map(|o| {
-            Packet::new_verified(&o[..])
-                .unwrap()
-                .chunks_ref()
-                .map(|c| c.unwrap())
-                .filter(|c| u8::from(c.chunk_type()) == 5)
-                .count()
-        })
-        .sum();
-    assert_eq!(
-        acks,
-        1,
-        "the HEARTBEAT after the ERROR is answered (malformed: {})",
-        p.s.stats().malformed
-    );
-    assert!(!p.s.is_closed());
-}

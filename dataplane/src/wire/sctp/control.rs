@@ -139,7 +139,7 @@ impl<'a> HeartbeatAckRepr<'a> {
     }
 }
 
-/// The causes of a received ABORT or ERROR: they must walk as TLVs (lengths within the chunk,
+/// The causes of a received ABORT: they must walk as TLVs (lengths within the chunk,
 /// padding as usual), but a cause whose content does not parse (a known cause of another length
 /// than its own) leaves the list empty rather than failing the chunk.
 fn causes_as_received(value: &[u8]) -> Result<List<'_, CauseRepr<'_>>> {
@@ -241,8 +241,8 @@ pub struct ErrorChunkRepr<'a> {
 
 impl<'a> ErrorChunkRepr<'a> {
     /// Parses an ERROR; without any cause it is `BadLength` (the chunk is shorter than a
-    /// chunk header and one cause header). Causes as an ABORT's ([`AbortRepr::parse`]): one
-    /// whose content does not parse costs the causes, not the chunk and the rest of its packet.
+    /// chunk header and one cause header). Every cause must parse: an ERROR has at least one,
+    /// so it cannot keep the chunk without them as an ABORT does.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
         expect_type(chunk, ChunkType::Error)?;
         let value = chunk.value_ref();
@@ -250,7 +250,7 @@ impl<'a> ErrorChunkRepr<'a> {
             return Err(Error::BadLength);
         }
         Ok(ErrorChunkRepr {
-            causes: causes_as_received(value)?,
+            causes: List::parse(value)?,
         })
     }
 
