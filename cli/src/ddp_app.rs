@@ -1251,17 +1251,10 @@ impl DdpApp {
                 ird,
                 ord,
             } => {
-                let conn = self.conn(*id)?;
+                // A closed association is said now, as 'assoc close' does, not by the core's
+                // refusal after the next commands.
+                let conn = self.open_conn(*id)?;
                 let stream = *stream;
-                // Said now, as 'assoc close' does, not by the core's refusal after the next
-                // commands.
-                if let Some(r) = lock(&self.shared)
-                    .conns
-                    .get(&conn)
-                    .and_then(|v| v.closed.clone())
-                {
-                    return Err(format!("association {conn} is closed already: {r}"));
-                }
                 let (refused, _awaiting) = self.refusals(conn);
                 let previous = lock(&self.shared)
                     .conns
