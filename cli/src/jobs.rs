@@ -225,7 +225,15 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
                 argv.drain(2..4);
                 Job::PerfClient(addr)
             }
-            Some("-h" | "--help") | None => return Ok(Parsed::Help(help(&PERF))),
+            Some("-h" | "--help") => return Ok(Parsed::Help(help(&PERF))),
+            // A side is required, as a missing subcommand is in clap: a script that forgot it
+            // must not read help text with status 0 as a run that succeeded.
+            None => {
+                return Err(
+                    "perf needs a side: `ddpdk perf server ...` or `ddpdk perf client ADDR ...` (see 'ddpdk perf --help')"
+                        .into(),
+                )
+            }
             Some(other) => {
                 return Err(format!(
                 "perf {other}: say `perf server` or `perf client ADDR` (see 'ddpdk perf --help')"
@@ -534,6 +542,8 @@ mod tests {
         assert_eq!(app, argv("ddpdk --ddp-connect 198.18.0.2 --ip 198.18.0.1"));
         assert!(take(&mut argv("ddpdk perf client -l 1")).is_err());
         assert!(take(&mut argv("ddpdk perf frob")).is_err());
+        let e = take(&mut argv("ddpdk perf")).unwrap_err();
+        assert!(e.contains("perf needs a side"), "{e}");
         let e = take(&mut argv("ddpdk perf client 198.18.0.999 -l 1")).unwrap_err();
         assert!(e.contains("not an IPv4 or IPv6 address"), "{e}");
         assert!(matches!(
