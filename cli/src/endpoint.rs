@@ -1165,9 +1165,10 @@ impl Job {
         }
         let accepted = accepted_data(offer);
         // An RDMAP Accept carries RDMAP's parameters before the offer (RFC 5040 §6).
-        let offer = match decode_private_data(&accepted) {
-            Some((_, ulp)) if reads => ulp,
-            _ => &accepted[..],
+        // The server's IRD caps our ORD (RFC 5040 §6): the reads that really travel at once.
+        let (offer, peer_ird) = match decode_private_data(&accepted) {
+            Some((limits, ulp)) if reads => (ulp, Some(limits.ird)),
+            _ => (&accepted[..], None),
         };
         let (stag, to, len) = offered(offer)?;
         // A write (or read) past the offered region would be refused by the server (RFC 5041
@@ -1610,6 +1611,7 @@ impl Job {
                         "cwnd": sctp.1,
                     },
                     "window": window,
+                    "peer_ird": peer_ird,
                     "latency_us": {
                         "p50": us(latency.value_at_quantile(0.5)),
                         "p99": us(latency.value_at_quantile(0.99)),
@@ -1619,8 +1621,14 @@ impl Job {
             });
             outln!("{v}");
         } else {
+            let in_flight = match peer_ird {
+                Some(ird) if usize::from(ird) < window => {
+                    format!("{ird} in flight: --ddp-window {window} capped by the server's IRD")
+                }
+                _ => format!("{window} in flight"),
+            };
             outln!(
-                "client: {done} {} of {size} bytes in {elapsed:.2} s ({window} in flight): \
+                "client: {done} {} of {size} bytes in {elapsed:.2} s ({in_flight}): \
                  {:.1} MB/s, latency p50 {:.1} us, p99 {:.1} us",
                 if reads { "RDMA Reads" } else { "tagged writes" },
                 goodput / 1e6,

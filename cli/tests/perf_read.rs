@@ -77,6 +77,9 @@ fn rfc5040_5_2_reads_bring_the_bytes_of_the_source_they_name() {
     let read = procs::json_line(&client_text, "ddp_goodput");
     let done = procs::json_line(&server_text, "ddp_server");
     assert_eq!(read["op"], "read", "{read}");
+    // RFC 5040 §6: the server's IRD (16 by default) is what caps the client's ORD; the
+    // report names it so a window above it is not read as the reads in flight.
+    assert_eq!(read["peer_ird"].as_u64(), Some(16), "{read}");
     let reads = read["messages"].as_u64().expect("messages");
     assert!(reads > 100, "{read}");
     assert_eq!(done["reads_served"].as_u64(), Some(reads), "{done}");
