@@ -1358,6 +1358,17 @@ impl DdpApp {
             }
             SessionCmd::Offer { stag } => {
                 let mr = self.mr(*stag)?;
+                // An offered STag is for the peer's tagged writes (or reads): one of local
+                // access only would fail every one of them (RFC 5041 §7.1 check 2, an access
+                // error ending the stream), so it is not offered.
+                if matches!(mr.access, AccessArg::Local) {
+                    return Err(format!(
+                        "STag {} grants local access only: the peer could not write or read \
+                         it; offer a region registered with remote access ('mr reg LEN \
+                         remote-write')",
+                        mr.reg.stag
+                    ));
+                }
                 lock(&self.shared).offer = Some(mr.reg);
                 note(
                     self.json,

@@ -218,7 +218,7 @@ pub enum SessionCmd {
     },
     /// session close ID STREAM: send a Terminate and wait until the session is over.
     Close { id: AssocId, stream: u16 },
-    /// session offer STAG: offer this region in the Accept of every session we accept.
+    /// session offer STAG: offer this region (registered with remote access) in the Accept of every session we accept.
     Offer { stag: StagArg },
 }
 

@@ -798,6 +798,26 @@ fn empty_shows_say_so_in_text_and_print_nothing_in_json() {
     );
 }
 
+/// `session offer` of a region registered for local access only is refused: the peer's every
+/// tagged write into it would fail RFC 5041 §7.1 check 2 and end its stream (it was taken;
+/// found by an outside-in test). A remote region is still offered.
+#[test]
+fn a_local_only_region_is_not_offered_rfc5041_7_1_check_2() {
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "--listen", "-i"],
+        b"mr reg 4096 local\nsession offer last\nmr reg 4096 remote-write\nsession offer last\nquit\n",
+    );
+    assert_eq!(o.status.code(), Some(1), "one command was bad:\n{text}");
+    assert_has_all(
+        &text,
+        &[
+            "grants local access only: the peer could not write or read it",
+            "Sessions we accept are offered STag",
+        ],
+    );
+    assert_eq!(text.matches("are offered STag").count(), 1, "{text}");
+}
+
 /// Receive buffers a queue cannot hold (RFC 5041 §5.1.2 queues, 256 posted each) are refused
 /// by the command, in one line; `recv auto` used to accept them and every accepted session
 /// then printed "post_recv refused: queue full" once per buffer over the depth (1744 lines).
