@@ -271,7 +271,7 @@ impl Shared {
                 let mut awaited = false;
                 if let Some(v) = self.conns.get_mut(&conn) {
                     v.refused += 1;
-                    v.last_refusal = Some(format!("{op} refused: {error}"));
+                    v.last_refusal = Some(crate::node::refusal(op, error));
                     awaited = v.awaited > 0;
                 }
                 let fields = json!({"assoc": conn.0, "op": op, "error": error.to_string()});
@@ -284,7 +284,7 @@ impl Shared {
                         json,
                         "refused",
                         fields,
-                        format_args!("Association {conn}: {op} refused: {error}"),
+                        format_args!("Association {conn}: {}", crate::node::refusal(op, error)),
                     );
                 }
             }

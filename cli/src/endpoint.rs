@@ -466,7 +466,7 @@ impl Job {
                         ..
                     } => continue,
                     Event::Refused { op, error, .. } => {
-                        return Err(format!("{op} refused: {error}"));
+                        return Err(crate::node::refusal(op, error));
                     }
                     _ => continue,
                 };
@@ -1436,7 +1436,7 @@ impl Job {
                         }
                     }
                     Event::Refused { op, error, .. } => {
-                        return Err(format!("{op} refused: {error}"));
+                        return Err(crate::node::refusal(op, error));
                     }
                     Event::Indication {
                         indication:

@@ -208,7 +208,7 @@ impl Side {
                 false
             }
             RtEvent::Refused { op, error, .. } => {
-                refused = Some(format!("{op} refused: {error}"));
+                refused = Some(crate::node::refusal(op, error));
                 false
             }
             _ => true,

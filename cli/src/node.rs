@@ -612,6 +612,24 @@ pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
     }
 }
 
+/// What an operator reads when the data core refuses an op: the op in the shell's words, not
+/// the library's name for it (`post_rdma`), which stays the `op` field of the JSON event.
+pub(crate) fn refusal(op: &str, error: impl std::fmt::Display) -> String {
+    let words = match op {
+        "initiate" | "initiate_rdmap" => "session Initiate",
+        "accept" | "accept_rdmap" => "session Accept",
+        "reject" => "session Reject",
+        "terminate" => "session Terminate",
+        "post_recv" => "receive buffer",
+        "post_send" => "send",
+        "post_rdma" => "RDMA operation",
+        "shutdown" => "SHUTDOWN",
+        "abort" => "ABORT",
+        other => other,
+    };
+    format!("{words} refused: {error}")
+}
+
 /// An Accept's Private Data offering a region (the convention of the shell's and `perf`'s
 /// servers): its STag, base Tagged Offset and length, 20 bytes, big endian.
 const OFFER_LEN: usize = 20;
