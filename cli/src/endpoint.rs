@@ -159,10 +159,16 @@ struct Job {
 
 impl Job {
     fn new(eal: &Eal, opts: &Options) -> Result<Job, String> {
-        let ip = *opts
+        if opts.ip.is_empty() {
+            return Err("--ddp-listen and --ddp-connect need --ip ADDR".into());
+        }
+        // A dual-stack endpoint (one --ip of each family) answers on both: the line names both.
+        let ip = opts
             .ip
-            .first()
-            .ok_or("--ddp-listen and --ddp-connect need --ip ADDR")?;
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" and ");
         let (node, control) = Node::start(
             eal,
             opts,

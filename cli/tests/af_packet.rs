@@ -388,7 +388,12 @@ fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
     let mut server = net.ddpdk("afa", "0@0", &app);
     let stderr = server.stderr.take().expect("stderr");
     let _server = Running(Some(server));
-    let (_head, _rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+    let (head, _rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+    // A dual-stack server names both of its addresses (it named the first alone).
+    assert!(
+        head.contains("DDP endpoint 198.18.0.2 and 2001:db8::2 SCTP port"),
+        "{head}"
+    );
     for args in [
         &["-c", "3", "-i", "0.2", "-W", "2", "198.18.0.2"][..],
         &[
