@@ -31,7 +31,7 @@ use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{ChecksumOffload, Port};
 use ddpdk_dataplane::sctp::CloseReason;
 use ddpdk_dataplane::wire::crc32c::crc32c;
-use ddpdk_dataplane::wire::rdmap::IMMEDIATE_DATA_LEN;
+use ddpdk_dataplane::wire::rdmap::{Control as RdmapControl, Opcode, IMMEDIATE_DATA_LEN};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -134,6 +134,38 @@ struct SessionView {
     offer: Option<(Stag, u64, u64)>,
     /// An RDMAP stream: the Initiate or Accept carried RDMAP's parameters.
     rdmap: bool,
+    /// Untagged messages delivered into our receive buffers (Sends; RFC 5041 §5.4), their
+    /// bytes, and of them RFC 7306 Immediate Data: a server shell heard nothing of them.
+    received: u64,
+    received_bytes: u64,
+    immediates: u64,
+    /// Tagged messages the peer placed in our regions (RDMA Writes; RFC 5041 §5.4).
+    tagged: u64,
+}
+
+/// What a session brought in, for `show session`: nothing when it brought nothing.
+fn received_text(v: &SessionView) -> String {
+    let mut parts = Vec::new();
+    if v.received > 0 {
+        parts.push(format!(
+            "{} untagged message(s) received ({} bytes{})",
+            v.received,
+            v.received_bytes,
+            if v.immediates > 0 {
+                format!(", {} of them Immediate Data", v.immediates)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if v.tagged > 0 {
+        parts.push(format!("{} tagged message(s) placed by the peer", v.tagged));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join(", "))
+    }
 }
 
 /// An association as the shell sees it, kept up to date by the control thread.
@@ -323,6 +355,31 @@ impl Shared {
         };
         let mut answer = None;
         let mut withdraw_offer = false;
+        // Counted for `show session`: one line each would drown a shell under thousands.
+        match &i {
+            Indication::Received {
+                stream,
+                len,
+                rsvd_ulp,
+                ..
+            } => {
+                if let Some(s) = v.sessions.get_mut(stream) {
+                    s.received += 1;
+                    s.received_bytes += u64::from(*len);
+                    let opcode = RdmapControl::from_byte(rsvd_ulp[0]).opcode;
+                    if s.rdmap && matches!(opcode, Opcode::ImmediateData | Opcode::ImmediateDataSe)
+                    {
+                        s.immediates += 1;
+                    }
+                }
+            }
+            Indication::TaggedDelivered { stream, .. } => {
+                if let Some(s) = v.sessions.get_mut(stream) {
+                    s.tagged += 1;
+                }
+            }
+            _ => {}
+        }
         match i {
             Indication::Connected { streams, mulpdu } => {
                 v.up = Some((streams, mulpdu));
@@ -436,6 +493,8 @@ impl Shared {
                 let s = v.sessions.entry(stream).or_default();
                 match event {
                     SessionEvent::InitiateReceived { private_data } => {
+                        // A new session on the stream: nothing of the last one's counts.
+                        *s = SessionView::default();
                         s.state = "initiate received".into();
                         s.rdmap = decode_private_data(private_data.as_bytes()).is_some();
                         answer = Some((stream, s.rdmap));
@@ -2309,19 +2368,21 @@ impl DdpApp {
                     continue;
                 }
                 shown += 1;
-                let offer = view.and_then(|x| x.offer);
-                let rdmap = view.is_some_and(|x| x.rdmap);
+                let Some(view) = view else { continue };
+                let (offer, rdmap) = (view.offer, view.rdmap);
                 if self.json {
                     outln!(
                         "{}",
                         json!({"assoc": a.conn.0, "stream": stream,
                                 "state": format!("{state:?}"), "text": state_text(*state),
                                 "rdmap": rdmap,
-                                "offer": offer.map(|(st, to, len)| json!({"stag": st.to_string(), "to": to, "len": len}))})
+                                "offer": offer.map(|(st, to, len)| json!({"stag": st.to_string(), "to": to, "len": len})),
+                                "received": view.received, "received_bytes": view.received_bytes,
+                                "immediates": view.immediates, "tagged_delivered": view.tagged})
                     );
                 } else {
                     outln!(
-                        "  association {} stream {stream}: {}{}{}",
+                        "  association {} stream {stream}: {}{}{}{}",
                         a.conn.0,
                         state_text(*state),
                         if rdmap { " (RDMAP)" } else { "" },
@@ -2329,7 +2390,8 @@ impl DdpApp {
                             .map(|(st, to, len)| format!(
                                 "; peer offers STag {st} TO {to:#x} length {len}"
                             ))
-                            .unwrap_or_default()
+                            .unwrap_or_default(),
+                        received_text(view)
                     );
                 }
             }

@@ -489,7 +489,8 @@ pub enum ShowCmd {
     },
     /// show assoc: associations, their core, state and counters.
     Assoc,
-    /// show session: DDP Stream Sessions that are not idle.
+    /// show session: DDP Stream Sessions that are not idle, with what each brought in (untagged
+    /// messages, Immediate Data, tagged messages placed).
     Session,
     /// show mr: registered regions (STag, TO, length, access).
     Mr,

@@ -1912,7 +1912,7 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
          recv auto 0 last 1000 4\nwait session 60\nwait closed 60\nshow mr\nshow session\n\
          quit\n",
         "assoc open 198.18.0.2\nsession open 1 1 a --rdmap\n\
-         rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\n\
+         rdma imm 1 1 7 2\nrdma send 1 1 10 1 --invalidate offer\nsession close 1 1\n\
          session open 1 3 plain\nsession close 1 3\n\
          mr reg 4096 local\nsend untagged 1 3 0 100 1 --from last\nassoc close 1\n\
          session open 1 2 b\nrdma write 1 5 offer 0 100\nquit\n",
@@ -1945,7 +1945,15 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
     assert!(!server_text.contains("(offered)"), "{server_text}");
     // `show session` lists the stream that had a session, not the seven that never did (the
     // core reports each of them terminated once the association ends).
-    assert_has_all(&server_text, &["association 1 stream 1: Terminated"]);
+    // It also says what the session brought in: two Immediate Data (RFC 7306 §6, 8 bytes
+    // each) and the Send (the server shell said nothing of either).
+    assert_has_all(
+        &server_text,
+        &[
+            "association 1 stream 1: Terminated",
+            "3 untagged message(s) received (26 bytes, 2 of them Immediate Data)",
+        ],
+    );
     assert!(!server_text.contains("stream 2: "), "{server_text}");
 }
 
