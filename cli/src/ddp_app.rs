@@ -184,6 +184,9 @@ struct ConnView {
     /// Commands waiting on this association that end with the core's refusal as their error
     /// ([`AwaitRefusals`]); while one waits, a refusal is its to report, not an event's.
     awaited: u32,
+    /// `assoc close` waits for this association's end and says it: the Closed event is then
+    /// the command's to print, not a second line of its own.
+    close_awaited: bool,
     /// Completions by `wr_id` (true: success), until the command that posted them takes them.
     done: BTreeMap<u64, bool>,
     posted: u64,
@@ -257,6 +260,7 @@ impl Shared {
             refused: 0,
             last_refusal: None,
             awaited: 0,
+            close_awaited: false,
             done: BTreeMap::new(),
             posted: 0,
         })
@@ -397,16 +401,22 @@ impl Shared {
                     CloseReason::PeerAbort { cause } => cause,
                     _ => None,
                 };
-                emit_event(
-                    json,
-                    "association_down",
-                    json!({"assoc": conn.0, "peer": v.peer.to_string(), "port": v.peer_port,
-                        "reason": reason.kind(), "cause": cause, "text": reason.to_string()}),
-                    format_args!(
-                        "Association {conn} with {} port {} closed: {reason}",
-                        v.peer, v.peer_port
-                    ),
-                );
+                let fields = json!({"assoc": conn.0, "peer": v.peer.to_string(),
+                    "port": v.peer_port, "reason": reason.kind(), "cause": cause,
+                    "text": reason.to_string()});
+                if std::mem::take(&mut v.close_awaited) {
+                    json_event(json, "association_down", fields);
+                } else {
+                    emit_event(
+                        json,
+                        "association_down",
+                        fields,
+                        format_args!(
+                            "Association {conn} with {} port {} closed: {reason}",
+                            v.peer, v.peer_port
+                        ),
+                    );
+                }
             }
             Indication::PeerRestarted => {
                 v.sessions.clear();
@@ -1290,11 +1300,19 @@ impl DdpApp {
                 } else {
                     Op::Shutdown
                 };
-                self.submit(conn, op)?;
-                let r = self.wait("the association to close", |s| {
-                    s.conns.get(&conn)?.closed.clone().map(Ok)
-                })?;
-                note(self.json, format_args!("Association {conn} closed: {r}"));
+                if let Some(v) = lock(&self.shared).conns.get_mut(&conn) {
+                    v.close_awaited = true;
+                }
+                let r = self.submit(conn, op).and_then(|()| {
+                    self.wait("the association to close", |s| {
+                        s.conns.get(&conn)?.closed.clone().map(Ok)
+                    })
+                });
+                // A close that failed or gave up waiting leaves the event its own line.
+                if let Some(v) = lock(&self.shared).conns.get_mut(&conn) {
+                    v.close_awaited = false;
+                }
+                note(self.json, format_args!("Association {conn} closed: {}", r?));
             }
         }
         Ok(())

@@ -1840,6 +1840,13 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
             "client lacks {want:?}:\n{client_text}"
         );
     }
+    // `assoc close` says the end once: the Closed event is the command's answer, not also a
+    // line of its own (it printed both).
+    assert_eq!(
+        client_text.matches(" closed: shut down").count(),
+        1,
+        "{client_text}"
+    );
     // The core's load (`CoreStats::busy_ns`): it moved 1 MiB, so part of its time was busy.
     let busy = client_text
         .split("busy since start: ")
