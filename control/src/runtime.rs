@@ -673,6 +673,13 @@ enum Upcall {
         ip: IpAddr,
         mac: [u8; 6],
     },
+    /// The association's local Verification Tag after a peer restart (RFC 9260 §5.2.2: the
+    /// INIT ACK to a restart carries a new Initiate Tag): the endpoint must know the new one
+    /// to keep a packet from the peer's other address from being answered as out of the blue.
+    Retagged {
+        conn: ConnHandle,
+        local_tag: u32,
+    },
 }
 
 /// One connection a core owns. While one of its sessions is at the control thread, only that
@@ -2218,6 +2225,11 @@ impl<P: Port> DataCore<P> {
                 let e = if let Some(completion) = s.c.poll_completion() {
                     Event::Completion { conn, completion }
                 } else if let Some(indication) = s.c.poll_indication() {
+                    if matches!(indication, Indication::PeerRestarted) {
+                        let local_tag = s.c.get().association().local_tag();
+                        // Held in order with the indication if the ring is full.
+                        let _ = self.up(Upcall::Retagged { conn, local_tag });
+                    }
                     Event::Indication { conn, indication }
                 } else {
                     break;
@@ -2237,6 +2249,10 @@ impl<P: Port> DataCore<P> {
             let _ = self.up(Upcall::Event(Event::Completion { conn, completion }));
         }
         while let Some(indication) = c.poll_indication() {
+            if matches!(indication, Indication::PeerRestarted) {
+                let local_tag = c.get().association().local_tag();
+                let _ = self.up(Upcall::Retagged { conn, local_tag });
+            }
             let _ = self.up(Upcall::Event(Event::Indication { conn, indication }));
         }
     }
@@ -2543,6 +2559,17 @@ impl<P: Port> Control<P> {
         self.live_tags.insert(conn, key);
     }
 
+    /// A live association's local tag changed (a peer restart): the endpoint forgets the old
+    /// one and knows the new.
+    fn retag_live(&mut self, conn: ConnHandle, local_tag: u32) {
+        if let Some((tag, port)) = self.live_tags.get(&conn).copied() {
+            let endpoint = self.listener.endpoint_mut();
+            endpoint.forget_live(tag, port);
+            endpoint.note_live(local_tag, port);
+            self.live_tags.insert(conn, (local_tag, port));
+        }
+    }
+
     fn forget_live(&mut self, conn: ConnHandle) {
         if let Some((tag, port)) = self.live_tags.remove(&conn) {
             self.listener.endpoint_mut().forget_live(tag, port);
@@ -2659,6 +2686,7 @@ impl<P: Port> Control<P> {
                         let _ = self.command(core, Command::SessionReturn { conn, call }, true);
                     }
                 }
+                Upcall::Retagged { conn, local_tag } => self.retag_live(conn, local_tag),
                 Upcall::Learnt { core, ip, mac } => {
                     for k in (0..self.cores.len()).filter(|&k| k != core) {
                         if self.command(k, Command::Neighbour(ip, mac), false).is_ok() {

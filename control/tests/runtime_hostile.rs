@@ -1016,6 +1016,83 @@ fn a_packet_from_another_address_of_the_peer_does_not_end_its_association_rfc926
     );
 }
 
+/// The same after a peer restart (RFC 9260 §5.2.4 case A): the INIT ACK to the restarting
+/// INIT carries a new Initiate Tag (§5.2.2), so the association's local tag changes. The
+/// endpoint kept the old one: a packet from the peer's other address under the new tag was
+/// out of the blue again, and §8.4 rule 8's ABORT ended the restarted association at the
+/// peer (session 60's list).
+#[test]
+fn after_a_peer_restart_its_other_address_is_still_known_rfc9260_5_1_2_5_2_4() {
+    const OTHER4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 9);
+    let (pa, pb) = pair(2, 4096);
+    let mut ours = iface();
+    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+    let mut a = Solo::new(pa, ours, 1);
+    let now = t0();
+    let sport = 20_000;
+    let handshake = |a: &mut Solo, initiate_tag: u32| -> u32 {
+        let init = sctp(
+            sport,
+            SCTP_PORT,
+            0,
+            &init_chunk(initiate_tag, &param(5, &OTHER4.octets())),
+            true,
+        );
+        send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &init));
+        a.settle(now);
+        let (tag, cookie) = recv_raw(&pb)
+            .iter()
+            .find_map(|f| parse_init_ack(f))
+            .expect("INIT ACK");
+        let ce = sctp(sport, SCTP_PORT, tag, &chunk(10, 0, &cookie), true);
+        send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &ce));
+        a.settle(now);
+        recv_raw(&pb);
+        tag
+    };
+    let first = handshake(&mut a, 0x1234);
+    assert!(a.events.iter().any(|e| matches!(e, Event::Accepted { .. })));
+    let second = handshake(&mut a, 0x5678);
+    assert_ne!(
+        first, second,
+        "§5.2.2: the restart's INIT ACK has a new Initiate Tag"
+    );
+    assert!(
+        a.events.iter().any(|e| matches!(
+            e,
+            Event::Indication {
+                indication: Indication::PeerRestarted,
+                ..
+            }
+        )),
+        "no restart"
+    );
+    let heartbeat = sctp(
+        sport,
+        SCTP_PORT,
+        second,
+        &chunk(4, 0, &param(1, b"from B..")),
+        true,
+    );
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, OTHER4, IP4, &heartbeat));
+    a.settle(now);
+    let out = recv_raw(&pb);
+    let aborts = out
+        .iter()
+        .filter(|f| f.len() > 14 + 20 + 12 && f[14 + 20 + 12] == 6)
+        .count();
+    assert_eq!(
+        aborts, 0,
+        "an ABORT answered the restarted peer's other address"
+    );
+    let st = a.control.stats().endpoint;
+    assert_eq!(
+        (st.other_peer_address, st.ootb_aborts_out),
+        (1, 0),
+        "{st:?}"
+    );
+}
+
 /// RFC 9260 §8.4 rule 3: an INIT to a port with no endpoint is answered with an ABORT. From a
 /// peer that already had an association here (the same address and source port), it was
 /// taken for that association's packet by the data core, which matched the peer's address
