@@ -3653,3 +3653,46 @@ fn an_abort_with_a_cause_of_unexpected_length_still_ends_the_association_9_1_3_3
         p.s.stats().malformed
     );
 }
+
+/// §3.3.10: an ERROR carries "one or more" causes, and one whose length does not fit its
+/// code's layout (Out of Resource with 4 bytes of information, its own is none; Cookie
+/// Received While Shutting Down with an odd length) is still a cause that walks as a TLV.
+/// Such an ERROR is taken (counted in `errors_in`, the cause kept raw and ignored) and the
+/// chunks after it in its packet stand: the HEARTBEAT bundled after it is answered. It was
+/// refused as malformed with the rest of its packet.
+#[test]
+fn an_error_with_a_cause_of_unexpected_length_keeps_the_rest_of_its_packet_3_3_10() {
+    let mut p = Pair::new();
+    let tag = p.s.local_tag();
+    let mut causes = tlv(4, &[0, 0, 0, 0]);
+    causes.extend(tlv(10, &[0xee]));
+    let hb = tlv(1, &[0x5a; 8]);
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[raw_chunk(9, 0, &causes), raw_chunk(4, 0, &hb)],
+    );
+    let errors_before = p.s.stats().errors_in;
+    p.s.handle(t(5), &pkt, &mut ignore).unwrap();
+    let acks: usize = drain(&mut p.s, t(5))
+        .iter()
+        .map(|o| {
+            chunks(o)
+                .iter()
+                .filter(|c| matches!(c, ChunkRepr::HeartbeatAck(_)))
+                .count()
+        })
+        .sum();
+    assert_eq!(
+        (acks, p.s.stats().malformed),
+        (1, 0),
+        "the HEARTBEAT after the ERROR is answered, nothing is malformed"
+    );
+    assert_eq!(
+        p.s.stats().errors_in,
+        errors_before + 1,
+        "the ERROR is taken"
+    );
+    assert_eq!(p.s.state(), State::Established);
+}

@@ -157,6 +157,14 @@ pub enum CauseRepr<'a> {
     ProtocolViolation { info: &'a [u8] },
     /// Any other cause, as received. `code` must not be one of the codes above.
     Unknown { code: u16, info: &'a [u8] },
+    /// A cause of a code above whose information does not fit that code's layout (a fixed
+    /// size other than its own, a count that does not match its length), kept as received:
+    /// the cause walks as a TLV, so the chunk carrying it still stands (§3.3.10 gives ERROR
+    /// "one or more" causes, and §9.1 ends the association on an ABORT whatever it says), and
+    /// it emits to the very bytes that made it. Made by
+    /// [`CauseRepr::parse_as_received`] only, from information [`CauseRepr::parse`] refuses:
+    /// one built of information that fits its code would re-parse as that code's variant.
+    Unparsed { code: u16, info: &'a [u8] },
 }
 
 impl<'a> CauseRepr<'a> {
@@ -226,6 +234,18 @@ impl<'a> CauseRepr<'a> {
         })
     }
 
+    /// Parses a cause as a received ABORT or ERROR carries it: as [`CauseRepr::parse`], but
+    /// a cause whose length is sound (the TLV rule, §3.2.1) and whose information does not fit
+    /// its code's layout is kept as [`CauseRepr::Unparsed`] instead of failing. Only the
+    /// TLV's own length errors fail it (`Truncated`, `BadLength`).
+    pub fn parse_as_received<T: AsRef<[u8]> + ?Sized>(cause: &Cause<&'a T>) -> Result<Self> {
+        cause.check_len()?;
+        Ok(Self::parse(cause).unwrap_or(CauseRepr::Unparsed {
+            code: u16::from(cause.code()),
+            info: cause.info_ref(),
+        }))
+    }
+
     pub fn code(&self) -> CauseCode {
         match self {
             CauseRepr::InvalidStreamIdentifier { .. } => CauseCode::InvalidStreamIdentifier,
@@ -244,6 +264,7 @@ impl<'a> CauseRepr<'a> {
             CauseRepr::UserInitiatedAbort { .. } => CauseCode::UserInitiatedAbort,
             CauseRepr::ProtocolViolation { .. } => CauseCode::ProtocolViolation,
             CauseRepr::Unknown { code, .. } => CauseCode::Unknown(*code),
+            CauseRepr::Unparsed { code, .. } => CauseCode::from(*code),
         }
     }
 
@@ -262,7 +283,8 @@ impl<'a> CauseRepr<'a> {
             | CauseRepr::RestartWithNewAddresses { addresses: b }
             | CauseRepr::UserInitiatedAbort { reason: b }
             | CauseRepr::ProtocolViolation { info: b }
-            | CauseRepr::Unknown { info: b, .. } => b.len(),
+            | CauseRepr::Unknown { info: b, .. }
+            | CauseRepr::Unparsed { info: b, .. } => b.len(),
         }
     }
 
@@ -308,7 +330,8 @@ impl<'a> CauseRepr<'a> {
             | CauseRepr::RestartWithNewAddresses { addresses: b }
             | CauseRepr::UserInitiatedAbort { reason: b }
             | CauseRepr::ProtocolViolation { info: b }
-            | CauseRepr::Unknown { info: b, .. } => info.copy_from_slice(b),
+            | CauseRepr::Unknown { info: b, .. }
+            | CauseRepr::Unparsed { info: b, .. } => info.copy_from_slice(b),
         }
         zero_padding(buf, len);
     }
@@ -317,9 +340,15 @@ impl<'a> CauseRepr<'a> {
 impl<'a> ListElement<'a> for CauseRepr<'a> {
     const FIXED_LEN: usize = 0;
 
+    /// Causes in a list are those of a received ABORT or ERROR: read as received
+    /// ([`CauseRepr::parse_as_received`]), so one whose information does not fit its code
+    /// costs nothing but its meaning.
     fn parse_front(bytes: &'a [u8]) -> Result<(Self, usize)> {
         let (cause, used) = split_tlv(bytes, CAUSE_HEADER_LEN)?;
-        Ok((CauseRepr::parse(&Cause::new_checked(cause)?)?, used))
+        Ok((
+            CauseRepr::parse_as_received(&Cause::new_checked(cause)?)?,
+            used,
+        ))
     }
 
     fn buffer_len(&self) -> usize {
@@ -344,6 +373,10 @@ pub(super) mod tests {
 
     fn parse(bytes: &[u8]) -> Result<CauseRepr<'_>> {
         CauseRepr::parse(&Cause::new_checked(bytes)?)
+    }
+
+    fn as_received(bytes: &[u8]) -> Result<CauseRepr<'_>> {
+        CauseRepr::parse_as_received(&Cause::new_checked(bytes)?)
     }
 
     fn emitted(c: &CauseRepr<'_>) -> Vec<u8> {
@@ -434,6 +467,47 @@ pub(super) mod tests {
         assert_eq!(parse(&[0, 2, 0, 6, 0, 0]), Err(Error::BadLength));
     }
 
+    /// §3.3.10: a cause of a known code whose information does not fit it (Out of Resource
+    /// with 4 bytes, Stale Cookie with 3, a Missing Mandatory Parameter count that does not
+    /// match) is refused by the strict `parse`, but read as received it is kept raw and emits
+    /// to the bytes it came from.
+    #[test]
+    fn a_known_cause_that_does_not_fit_its_code_is_kept_unparsed_as_received_3_3_10() {
+        let cases: [&[u8]; 4] = [
+            &[0, 4, 0, 8, 1, 2, 3, 4],
+            &[0, 3, 0, 7, 1, 2, 3, 0],
+            &[0, 2, 0, 10, 0, 0, 0, 2, 0, 7, 0, 0],
+            &[0, 10, 0, 5, 0xee, 0, 0, 0],
+        ];
+        for b in cases {
+            let view = Cause::new_checked(b).unwrap();
+            assert_eq!(CauseRepr::parse(&view), Err(Error::BadLength), "{b:?}");
+            let c = CauseRepr::parse_as_received(&view).unwrap();
+            assert_eq!(
+                c,
+                CauseRepr::Unparsed {
+                    code: u16::from_be_bytes([b[0], b[1]]),
+                    info: &b[4..usize::from(b[3])],
+                }
+            );
+            assert_eq!(c.code(), CauseCode::from(u16::from_be_bytes([b[0], b[1]])));
+            assert_eq!(emitted(&c), b, "emitted as received");
+            assert_eq!(
+                CauseRepr::parse_as_received(&Cause::new_checked(&emitted(&c)[..]).unwrap()),
+                Ok(c)
+            );
+        }
+        // A cause that fits its code is that code's variant either way, and a TLV whose own
+        // length is wrong is refused either way.
+        let fits = Cause::new_checked(&[0u8, 4, 0, 4][..]).unwrap();
+        assert_eq!(
+            CauseRepr::parse_as_received(&fits),
+            Ok(CauseRepr::OutOfResource)
+        );
+        let short = Cause::new_unchecked(&[0u8, 4, 0, 3][..]);
+        assert_eq!(CauseRepr::parse_as_received(&short), Err(Error::BadLength));
+    }
+
     #[test]
     fn unknown_cause_round_trips() {
         let b = [0x01, 0x00, 0x00, 0x05, 0x77, 0, 0, 0];
@@ -500,6 +574,8 @@ pub(super) mod tests {
         UserAbort(Vec<u8>),
         Violation(Vec<u8>),
         Unknown(u16, Vec<u8>),
+        /// A code whose information is always empty, with some: never fits.
+        Unparsed(u16, Vec<u8>),
     }
 
     impl CauseSpec {
@@ -521,6 +597,7 @@ pub(super) mod tests {
                 CauseSpec::UserAbort(b) => CauseRepr::UserInitiatedAbort { reason: b },
                 CauseSpec::Violation(b) => CauseRepr::ProtocolViolation { info: b },
                 CauseSpec::Unknown(c, b) => CauseRepr::Unknown { code: *c, info: b },
+                CauseSpec::Unparsed(c, b) => CauseRepr::Unparsed { code: *c, info: b },
             }
         }
     }
@@ -545,6 +622,13 @@ pub(super) mod tests {
             bytes(30).prop_map(CauseSpec::UserAbort),
             bytes(30).prop_map(CauseSpec::Violation),
             (unknown_code, bytes(20)).prop_map(|(c, b)| CauseSpec::Unknown(c, b)),
+            // Out of Resource, Invalid Mandatory Parameter, Cookie Received While Shutting
+            // Down: information of length 0 only, so any makes the cause unparsed.
+            (
+                prop_oneof![Just(4u16), Just(7), Just(10)],
+                proptest::collection::vec(any::<u8>(), 1..=20)
+            )
+                .prop_map(|(c, b)| CauseSpec::Unparsed(c, b)),
         ]
     }
 
@@ -554,8 +638,11 @@ pub(super) mod tests {
             let repr = spec.repr();
             let buf = emitted(&repr);
             prop_assert!(buf[repr.cause_len()..].iter().all(|&b| b == 0), "padding is zero");
-            prop_assert_eq!(parse(&buf), Ok(repr));
-            prop_assert_eq!(parse(&buf[..repr.cause_len()]), Ok(repr));
+            prop_assert_eq!(as_received(&buf), Ok(repr));
+            prop_assert_eq!(as_received(&buf[..repr.cause_len()]), Ok(repr));
+            if !matches!(repr, CauseRepr::Unparsed { .. }) {
+                prop_assert_eq!(parse(&buf), Ok(repr));
+            }
         }
     }
 }

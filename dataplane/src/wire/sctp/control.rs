@@ -7,8 +7,7 @@ use super::chunk::{emit_header, expect_type, Chunk, ChunkType};
 use super::list::List;
 use super::param::{Param, ParamRepr, ParamType};
 use super::{
-    padded, read_u32, split_tlv, write_u32, Error, Result, CAUSE_HEADER_LEN, CHUNK_HEADER_LEN,
-    PARAM_HEADER_LEN,
+    padded, read_u32, split_tlv, write_u32, Error, Result, CHUNK_HEADER_LEN, PARAM_HEADER_LEN,
 };
 
 /// The T bit of ABORT and SHUTDOWN COMPLETE (RFC 9260 §3.3.7, §3.3.13): set when the sender
@@ -139,18 +138,6 @@ impl<'a> HeartbeatAckRepr<'a> {
     }
 }
 
-/// The causes of a received ABORT: they must walk as TLVs (lengths within the chunk,
-/// padding as usual), but a cause whose content does not parse (a known cause of another length
-/// than its own) leaves the list empty rather than failing the chunk.
-fn causes_as_received(value: &[u8]) -> Result<List<'_, CauseRepr<'_>>> {
-    let mut rest = value;
-    while !rest.is_empty() {
-        let (_, used) = split_tlv(rest, CAUSE_HEADER_LEN)?;
-        rest = &rest[used..];
-    }
-    Ok(List::parse(value).unwrap_or_else(|_| List::empty()))
-}
-
 /// An ABORT chunk (RFC 9260 §3.3.7): zero or more error causes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AbortRepr<'a> {
@@ -161,15 +148,16 @@ pub struct AbortRepr<'a> {
 
 impl<'a> AbortRepr<'a> {
     /// Parses an ABORT. Its causes must walk as TLVs (lengths within the chunk, padding as
-    /// usual); a cause whose content does not parse (a known cause of another length than its
-    /// own) costs the causes, not the ABORT: once its tag is checked the receiver "MUST remove
-    /// the association" (RFC 9260 §9.1), and the causes only say why. Refusing the chunk for
-    /// one left the association up (an independent review, session 60).
+    /// usual); a cause whose information does not fit its code (a known cause of another
+    /// length than its own) is kept as [`CauseRepr::Unparsed`], not refused with the ABORT:
+    /// once its tag is checked the receiver "MUST remove the association" (RFC 9260 §9.1),
+    /// and the causes only say why. Refusing the chunk for one left the association up (an
+    /// independent review, session 60).
     pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
         expect_type(chunk, ChunkType::Abort)?;
         Ok(AbortRepr {
             t_bit: chunk.flags() & T_BIT != 0,
-            causes: causes_as_received(chunk.value_ref())?,
+            causes: List::parse(chunk.value_ref())?,
         })
     }
 
@@ -241,8 +229,11 @@ pub struct ErrorChunkRepr<'a> {
 
 impl<'a> ErrorChunkRepr<'a> {
     /// Parses an ERROR; without any cause it is `BadLength` (the chunk is shorter than a
-    /// chunk header and one cause header). Every cause must parse: an ERROR has at least one,
-    /// so it cannot keep the chunk without them as an ABORT does.
+    /// chunk header and one cause header). Its causes must walk as TLVs, as an ABORT's; one
+    /// whose information does not fit its code is kept as [`CauseRepr::Unparsed`], so the
+    /// ERROR and the chunks after it in its packet stand (RFC 9260 §3.3.10). Kept raw, not
+    /// dropped: an ERROR emptied of its causes would emit as no ERROR at all (it needs one),
+    /// and the `sctp_packet` fuzz target's emit/parse round trip caught that (session 60).
     pub fn parse<T: AsRef<[u8]> + ?Sized>(chunk: &Chunk<&'a T>) -> Result<Self> {
         expect_type(chunk, ChunkType::Error)?;
         let value = chunk.value_ref();
@@ -432,6 +423,44 @@ mod tests {
             codes,
             [CauseCode::NoUserData, CauseCode::InvalidStreamIdentifier]
         );
+    }
+
+    /// §3.3.10: an ERROR whose first cause does not fit its code (Out of Resource with 4
+    /// bytes) is kept with that cause raw and the good cause after it parsed, and emits to the
+    /// bytes it came from (the `sctp_packet` fuzz target's round trip).
+    #[test]
+    fn an_error_with_a_cause_of_unexpected_length_keeps_it_raw_and_round_trips_3_3_10() {
+        let b = [
+            9, 0, 0, 20, // ERROR, length 20
+            0, 4, 0, 8, 1, 2, 3, 4, // Out of Resource, length 8 (its own is 4)
+            0, 3, 0, 8, 0, 0, 0, 5, // Stale Cookie, staleness 5
+        ];
+        let ChunkRepr::Error(e) = parse(&b).unwrap() else {
+            panic!("not an ERROR")
+        };
+        assert_eq!(
+            e.causes.iter().collect::<Vec<_>>(),
+            [
+                CauseRepr::Unparsed {
+                    code: 4,
+                    info: &[1, 2, 3, 4]
+                },
+                CauseRepr::StaleCookie { staleness: 5 }
+            ]
+        );
+        assert_eq!(emitted(&ChunkRepr::Error(e)), b);
+        // Odd length: the padding is the chunk's, not counted by the chunk length (§3.2).
+        let b = [9, 0, 0, 9, 0, 10, 0, 5, 0xee, 0, 0, 0];
+        let r = parse(&b).unwrap();
+        assert_eq!(emitted(&r), b);
+        assert_eq!(parse(&emitted(&r)), Ok(r));
+        // The same cause in an ABORT: kept, not emptied.
+        let a = [6, 0, 0, 12, 0, 4, 0, 8, 1, 2, 3, 4];
+        let ChunkRepr::Abort(abort) = parse(&a).unwrap() else {
+            panic!("not an ABORT")
+        };
+        assert_eq!(abort.causes.len(), 1);
+        assert_eq!(emitted(&ChunkRepr::Abort(abort)), a);
     }
 
     #[test]
