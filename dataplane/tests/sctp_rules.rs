@@ -3696,3 +3696,68 @@ fn an_error_with_a_cause_of_unexpected_length_keeps_the_rest_of_its_packet_3_3_1
     );
     assert_eq!(p.s.state(), State::Established);
 }
+
+/// §8.5.1 B: "Otherwise, the receiver MUST silently discard the packet and take no further
+/// action" when an ABORT fails the T-bit rule (our tag with the T bit set, here); C says the
+/// same of SHUTDOWN COMPLETE. The packet is discarded whole: a DATA chunk or a HEARTBEAT
+/// bundled before the chunk (against §6.10 and §9.1) is not taken either, and the discard is
+/// counted where the ABORT's own T-bit failure is (`bad_vtag`). The DATA before such an ABORT
+/// was delivered and acknowledged. An ABORT that passes the rule after DATA still ends the
+/// association with the DATA taken.
+#[test]
+fn a_packet_whose_abort_fails_the_t_bit_rule_is_discarded_whole_8_5_1() {
+    let mut p = Pair::new();
+    let ours = p.s.local_tag();
+    assert_ne!(
+        ours,
+        p.s.peer_tag(),
+        "the T-bit rule needs the two tags apart"
+    );
+    let cum = p.s.received_cum_tsn();
+    let abort = |t_bit| {
+        ChunkRepr::Abort(AbortRepr {
+            t_bit,
+            causes: List::empty(),
+        })
+    };
+    let sc = ChunkRepr::ShutdownComplete(ShutdownCompleteRepr { t_bit: true });
+    let hb = ChunkRepr::Heartbeat(HeartbeatRepr {
+        info: &[7; 8],
+        extra: &[],
+    });
+    let d = data(cum.wrapping_add(1), 0, true, true, true, b"taken?");
+    for (i, bundle) in [
+        vec![d, abort(true)],
+        vec![d, d, hb, abort(true)],
+        vec![hb, abort(true)],
+        vec![d, sc],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut got = 0;
+        let r = p.s.handle(
+            t(5),
+            &packet(C_PORT, S_PORT, ours, bundle),
+            &mut |_: Message<'_>| got += 1,
+        );
+        assert_eq!(got, 0, "bundle {i}: nothing delivered");
+        assert_eq!(p.s.received_cum_tsn(), cum, "bundle {i}: no TSN taken");
+        assert_eq!(r, Err(Discard::BadVerificationTag), "bundle {i}");
+        assert_eq!(p.s.stats().bad_vtag, i as u64 + 1, "bundle {i}: counted");
+        assert!(
+            drain(&mut p.s, t(5)).is_empty(),
+            "bundle {i}: nothing answered (no SACK, no HEARTBEAT ACK)"
+        );
+        assert_eq!(p.s.state(), State::Established, "bundle {i}");
+    }
+    // Our tag without the T bit passes: the DATA before the ABORT is taken, then the ABORT.
+    let mut got = 0;
+    let r = p.s.handle(
+        t(6),
+        &packet(C_PORT, S_PORT, ours, &[d, abort(false)]),
+        &mut |_: Message<'_>| got += 1,
+    );
+    assert_eq!((r, got), (Ok(()), 1));
+    assert!(p.s.is_closed());
+}

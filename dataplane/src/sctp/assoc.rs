@@ -38,8 +38,8 @@ use crate::wire::sctp::{
     AbortRepr, CauseRepr, Chunk, ChunkRepr, ChunkType, CookieEchoRepr, DataChunk, DataRepr,
     ErrorChunkRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr, HeartbeatRepr, InitAckRepr,
     InitChunk, InitRepr, List, Packet, PacketBuilder, ParamRepr, ParamType, SackRepr,
-    ShutdownCompleteRepr, ShutdownRepr, DATA_HEADER_LEN, HEADER_LEN, INIT_MIN_LEN, MIN_A_RWND,
-    SACK_MIN_LEN,
+    ShutdownCompleteRepr, ShutdownRepr, CHUNK_HEADER_LEN, DATA_HEADER_LEN, HEADER_LEN,
+    INIT_MIN_LEN, MIN_A_RWND, SACK_MIN_LEN,
 };
 
 /// A message handed to the layer above: one whole, unordered DATA chunk.
@@ -1461,6 +1461,24 @@ impl Association {
             self.stats.bad_vtag += 1;
             return Err(Discard::BadVerificationTag);
         }
+        // §8.5.1 B and C: when an ABORT or SHUTDOWN COMPLETE fails the T-bit rule "the receiver
+        // MUST silently discard the packet", so nothing bundled before it may be taken (DATA
+        // before it already breaks §6.10 and §9.1, but carries our tag). The loop delivers
+        // DATA as it meets it, so the chunk headers after the first are read before it starts
+        // (the first is the loop's to check before it acts). A packet of one chunk, all that
+        // header prediction leaves of a bulk transfer, pays a compare; a bundle about 20
+        // instructions a further chunk (RELIABILITY.md, the §8.5.1 row).
+        let rest = pkt
+            .chunk_bytes_ref()
+            .get(first.offset()..)
+            .unwrap_or_default();
+        if !rest.is_empty()
+            && !matches!(first_type, ChunkType::Abort | ChunkType::ShutdownComplete)
+            && self.fails_t_bit_rule_later(rest, vtag)
+        {
+            self.stats.bad_vtag += 1;
+            return Err(Discard::BadVerificationTag);
+        }
 
         let mut got_data = false;
         for (i, c) in chunks.enumerate() {
@@ -1814,6 +1832,48 @@ impl Association {
                 }
             }
         }
+    }
+
+    /// Whether one of `chunks` (the chunks after a packet's first, as `Chunks` walks them) is
+    /// an ABORT or SHUTDOWN COMPLETE that fails the T-bit rule for the packet's tag `vtag`
+    /// (§8.5.1 B, C). Reads chunk headers only: type, flags, length. The walk ends where
+    /// `Chunks` would report a framing error (§3.2: a length below 4 or past the packet, a
+    /// packet ending inside a chunk's padding), since the chunk loop takes nothing from there
+    /// on, so a chunk there is not one the packet carries.
+    fn fails_t_bit_rule_later(&self, chunks: &[u8], vtag: u32) -> bool {
+        // A chunk's type and flags as one number, and which of them fail: ABORT is type 6 and
+        // SHUTDOWN COMPLETE 14, the same but for bit 3 (masked off), and the T bit is the
+        // lowest flag of both (§3.3.7, §3.3.13). Which T bit fails depends on the packet's tag
+        // alone, so each chunk of the walk (mostly DATA, in a bundle) costs one compare.
+        const TYPE: u16 = 0xf700;
+        const T_BIT: u16 = 0x0001;
+        const ABORT_OR_SHUTDOWN_COMPLETE: u16 = 0x0600;
+        debug_assert_eq!(u8::from(ChunkType::Abort), 6);
+        debug_assert_eq!(u8::from(ChunkType::ShutdownComplete), 6 | 8);
+        let (mask, failing) = match (
+            self.t_bit_tag_ok(true, vtag),
+            self.t_bit_tag_ok(false, vtag),
+        ) {
+            (true, true) => return false,
+            (false, false) => (TYPE, ABORT_OR_SHUTDOWN_COMPLETE),
+            (false, true) => (TYPE | T_BIT, ABORT_OR_SHUTDOWN_COMPLETE | T_BIT),
+            (true, false) => (TYPE | T_BIT, ABORT_OR_SHUTDOWN_COMPLETE),
+        };
+        let mut rest = chunks;
+        while let [ty, flags, l0, l1, ..] = *rest {
+            let len = usize::from(u16::from_be_bytes([l0, l1]));
+            // The chunk and its padding, or the chunk ending the packet without it (§3.2).
+            let after = match rest.get((len + 3) & !3..) {
+                Some(after) if len >= CHUNK_HEADER_LEN => after,
+                None if len == rest.len() => &[],
+                _ => return false,
+            };
+            if u16::from_be_bytes([ty, flags]) & mask == failing {
+                return true;
+            }
+            rest = after;
+        }
+        false
     }
 
     /// §8.5.1 rules B (ABORT) and C (SHUTDOWN COMPLETE): our tag without the T bit, or the
