@@ -1,0 +1,368 @@
+//! A library user's first programs against the verbs API (`docs/verbs.md`), each checking a
+//! promise of the document, of RFC 5040/5041/7306, or of libibverbs semantics a verbs
+//! programmer relies on.
+
+#![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+mod rt;
+mod verbs_pair;
+use rt::PORT;
+use verbs_pair::*;
+
+use std::net::IpAddr;
+
+use ddpdk_control::conn::Indication;
+use ddpdk_control::rdmap::RdmaLimits;
+use ddpdk_control::runtime::{ConnHandle, Event};
+use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::verbs::{
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Verbs, Wc, WcOpcode, WcStatus,
+    WrOpcode,
+};
+use ddpdk_dataplane::mem::Access;
+use ddpdk_dataplane::port::mem::MemPort;
+
+#[allow(dead_code)] // not every test uses every field
+struct Connected {
+    p: Pair,
+    qa: Qp,
+    qb: Qp,
+    cqa: Cq,
+    cqb: Cq,
+    pda: ProtectionDomain,
+    pdb: ProtectionDomain,
+    recv_mr: MemoryRegion,
+}
+
+/// Client QP `qa` (stream 1) connected to server QP `qb`; the server posted `recvs` receives
+/// of `recv_len` bytes each from `recv_mr` before accepting.
+fn connected_with(recvs: u64, recv_len: u32) -> Connected {
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let recv_mr =
+        p.b.v
+            .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let now = p.now;
+    let conn =
+        p.a.v
+            .control_mut()
+            .connect(now, IpAddr::V4(B4), PORT)
+            .unwrap();
+    p.run_until("the association", |p| {
+        p.a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        })
+    });
+    let cqa = p.a.v.create_cq();
+    let qa = qp(&mut p.a.v, pda, cqa, conn, 1);
+    p.a.v.connect_qp(qa, b"verbs").unwrap();
+    let mut server_conn = None::<ConnHandle>;
+    p.run_until("the Initiate", |p| {
+        server_conn = p.b.events.iter().find_map(|e| match e {
+            Event::Indication {
+                conn,
+                indication:
+                    Indication::Session {
+                        stream: 1,
+                        event: SessionEvent::InitiateReceived { .. },
+                    },
+            } => Some(*conn),
+            _ => None,
+        });
+        server_conn.is_some()
+    });
+    let cqb = p.b.v.create_cq();
+    let qb = qp(&mut p.b.v, pdb, cqb, server_conn.unwrap(), 1);
+    for i in 0..recvs {
+        let r = RecvWr {
+            wr_id: 500 + i,
+            sg_list: vec![sge(&recv_mr, i * 1024, recv_len)],
+        };
+        p.b.v.post_recv(qb, &r).unwrap();
+    }
+    p.b.v.accept_qp(qb, b"").unwrap();
+    p.run_until("the Accept", |p| p.a.v.qp_state(qa) == Some(QpState::Rts));
+    Connected {
+        p,
+        qa,
+        qb,
+        cqa,
+        cqb,
+        pda,
+        pdb,
+        recv_mr,
+    }
+}
+
+fn connected(recvs: u64) -> Connected {
+    connected_with(recvs, 1024)
+}
+
+fn qp(v: &mut Verbs<MemPort>, pd: ProtectionDomain, cq: Cq, conn: ConnHandle, stream: u16) -> Qp {
+    v.create_qp(QpInit {
+        pd,
+        send_cq: cq,
+        recv_cq: cq,
+        conn,
+        stream,
+        limits: RdmaLimits::default(),
+    })
+    .unwrap()
+}
+
+/// Steps until `n` completions arrived on the client's `cq` or `steps` turns passed.
+fn client_wcs(p: &mut Pair, cq: Cq, n: usize, steps: usize) -> Vec<Wc> {
+    let mut got = Vec::new();
+    for _ in 0..steps {
+        got.extend(wcs(&mut p.a.v, cq));
+        if got.len() >= n {
+            break;
+        }
+        p.step();
+    }
+    got
+}
+
+fn server_wcs(p: &mut Pair, cq: Cq, n: usize, steps: usize) -> Vec<Wc> {
+    let mut got = Vec::new();
+    for _ in 0..steps {
+        got.extend(wcs(&mut p.b.v, cq));
+        if got.len() >= n {
+            break;
+        }
+        p.step();
+    }
+    got
+}
+
+fn summary(got: &[Wc]) -> Vec<(u64, WcStatus, WcOpcode)> {
+    got.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect()
+}
+
+#[allow(dead_code)]
+fn read_u64(v: &Verbs<MemPort>, mr: &MemoryRegion, at: u64) -> u64 {
+    let mut b = [0u8; 8];
+    v.control()
+        .memory()
+        .region(mr.region)
+        .unwrap()
+        .read(at, &mut b)
+        .unwrap();
+    u64::from_ne_bytes(b)
+}
+
+use ddpdk_control::conn::PostError;
+
+/// The client's association handle (its only one).
+fn client_conn(c: &Connected) -> ConnHandle {
+    c.p.a.v.control().connections().next().unwrap().0
+}
+
+/// `docs/verbs.md`, Completions, "Errors end the stream": "When the association ends, every
+/// work request still in the send queue completes then, in order and once: `Flushed` ...; so
+/// does every receive not yet completed, in posting order". `Control::forget` (the one way
+/// the API offers to drop a connection; verbs has no `rdma_disconnect`) ends the association
+/// on this endpoint: its data core drops it. The queue pair on it must not stay `Rts` with
+/// its Read and its receive outstanding for ever.
+#[test]
+fn forgetting_the_association_flushes_its_queue_pairs_outstanding_work() {
+    let mut c = connected(0);
+    let target =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, 1 << 20, Access::REMOTE_READ, 0x3000_0000)
+            .unwrap();
+    let local =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 1 << 20, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let recv = RecvWr {
+        wr_id: 77,
+        sg_list: vec![sge(&local, 0, 100)],
+    };
+    c.p.a.v.post_recv(c.qa, &recv).unwrap();
+    let read = WrOpcode::RdmaRead {
+        rkey: target.rkey,
+        remote_addr: target.addr,
+    };
+    c.p.a
+        .v
+        .post_send(c.qa, &wr(2, read, vec![sge(&local, 100_000, 60_000)]))
+        .unwrap();
+    let conn = client_conn(&c);
+    c.p.a.v.control_mut().forget(conn).unwrap();
+    let mut got = client_wcs(&mut c.p, c.cqa, 2, 20_000);
+    got.sort_by_key(|w| w.wr_id);
+    assert_eq!(
+        summary(&got),
+        [
+            (2, WcStatus::Flushed, WcOpcode::RdmaRead),
+            (77, WcStatus::Flushed, WcOpcode::Recv),
+        ],
+        "the association is gone: its queue pair's work completes Flushed"
+    );
+    assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Error));
+}
+
+/// `docs/verbs.md`, `destroy_qp`: it "returns once the data core has withdrawn its receives";
+/// `Timeout` means "a core still holds the receives". Once the connection is forgotten no
+/// core holds anything of it, so `destroy_qp` must return `Ok` (and free the stream for a new
+/// queue pair), not answer `Timeout` on every call and leave the queue pair undestroyable.
+#[test]
+fn destroy_qp_of_a_forgotten_association_returns_ok_not_timeout() {
+    let mut c = connected(0);
+    let local =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let recv = RecvWr {
+        wr_id: 77,
+        sg_list: vec![sge(&local, 0, 100)],
+    };
+    c.p.a.v.post_recv(c.qa, &recv).unwrap();
+    c.p.steps(10); // the receive is with the core
+    let conn = client_conn(&c);
+    c.p.a.v.control_mut().forget(conn).unwrap();
+    c.p.steps(10);
+    let now = c.p.now;
+    let Node { v, cores, .. } = &mut c.p.a;
+    let r = v.destroy_qp_polling(c.qa, now, &mut || {
+        for k in cores.iter_mut() {
+            k.poll(now);
+        }
+    });
+    assert_eq!(
+        r,
+        Ok(()),
+        "no core holds the forgotten connection's receives"
+    );
+}
+
+/// `WcStatus::LocalProtection` (control/src/verbs.rs; `IBV_WC_LOC_PROT_ERR`): "an entry
+/// outside its region, of another protection domain, without the right it needs, or an lkey
+/// no longer valid". A receive whose memory region was deregistered (RFC 5041 §8.3.1; the
+/// verbs.md way with cores on this thread: `deregister_polling`, then `free_region`) and
+/// that a Send then reaches has an lkey no longer valid: it completes `LocalProtection`, as
+/// with libibverbs, not `Flushed` as if the stream had ended before it was used (and the peer
+/// is told "no buffer available", blaming its flow control).
+#[test]
+fn a_receive_whose_memory_region_was_deregistered_completes_local_protection() {
+    let mut c = connected(1);
+    let now = c.p.now;
+    let Node { v, cores, .. } = &mut c.p.b;
+    v.control_mut()
+        .memory_mut()
+        .deregister_polling(c.recv_mr.lkey, &mut || {
+            for k in cores.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+    v.control_mut()
+        .memory_mut()
+        .free_region(c.recv_mr.region)
+        .unwrap();
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+            .unwrap();
+    c.p.a
+        .v
+        .post_send(c.qa, &wr(1, WrOpcode::Send, vec![sge(&src, 0, 64)]))
+        .unwrap();
+    let got = server_wcs(&mut c.p, c.cqb, 1, 5000);
+    assert_eq!(
+        summary(&got),
+        [(500, WcStatus::LocalProtection, WcOpcode::Recv)],
+        "the receive's lkey is no longer valid"
+    );
+}
+
+/// `docs/verbs.md`, `accept_qp`: "Accepts the peer's Initiate (seen as an event from
+/// `poll_event`)"; `PeerNotRdmap` means "its Initiate lacked RDMAP's parameters", and on it
+/// verbs answers "that Initiate with a Reject". An `accept_qp` before any Initiate arrived
+/// (a race every passive side can lose) is refused as `PeerNotRdmap`, naming a peer fault
+/// that did not happen, and verbs sends a Reject for an Initiate that does not exist.
+#[test]
+fn accept_qp_without_a_pending_initiate_is_not_refused_as_peer_not_rdmap() {
+    let mut c = connected(0);
+    let server_conn = c.p.b.v.control().connections().next().unwrap().0;
+    let q = qp(&mut c.p.b.v, c.pdb, c.cqb, server_conn, 3);
+    c.p.b.v.accept_qp(q, b"").unwrap();
+    c.p.steps(200);
+    assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Error));
+    let refused = c.p.b.v.qp_refused(q);
+    assert!(refused.is_some(), "refused, with a reason");
+    assert_ne!(
+        refused,
+        Some(PostError::PeerNotRdmap),
+        "no Initiate came at all: the peer is no non-RDMAP peer"
+    );
+}
+
+/// `docs/verbs.md`, Completions, Statuses: `Flushed` is "`IBV_WC_WR_FLUSH_ERR`: the stream
+/// ended first; work the core refuses once the queue pair is in `Error` completes so too".
+/// With libibverbs (InfiniBand spec, and iWARP's siw) work posted to a queue pair in the Error
+/// state completes with `IBV_WC_WR_FLUSH_ERR`: it is how a ULP drains a queue pair
+/// (`ib_drain_qp` posts a marker after the move to Error and waits for its flush). Here
+/// `post_send` and `post_recv` refuse it outright with `QpState(Error)`.
+#[test]
+fn work_posted_to_a_queue_pair_in_error_completes_flushed() {
+    let mut c = connected(0);
+    let target =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, 4096, Access::REMOTE_READ, 0x3000_0000)
+            .unwrap();
+    let local =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 8192, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    // A Read past the peer's region ends the stream (RFC 5040 §7: Base or Bounds).
+    let bad = WrOpcode::RdmaRead {
+        rkey: target.rkey,
+        remote_addr: target.addr + 4000,
+    };
+    c.p.a
+        .v
+        .post_send(c.qa, &wr(1, bad, vec![sge(&local, 0, 200)]))
+        .unwrap();
+    let got = client_wcs(&mut c.p, c.cqa, 1, 5000);
+    assert_eq!(summary(&got), [(1, WcStatus::Flushed, WcOpcode::RdmaRead)]);
+    assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Error));
+
+    let drain =
+        c.p.a
+            .v
+            .post_send(c.qa, &wr(2, WrOpcode::Send, vec![sge(&local, 0, 8)]));
+    let recv = RecvWr {
+        wr_id: 3,
+        sg_list: vec![sge(&local, 0, 100)],
+    };
+    let drain_recv = c.p.a.v.post_recv(c.qa, &recv);
+    assert_eq!(
+        (drain, drain_recv),
+        (Ok(()), Ok(())),
+        "posted, to be flushed"
+    );
+    let got = client_wcs(&mut c.p, c.cqa, 2, 200);
+    assert_eq!(
+        summary(&got),
+        [
+            (2, WcStatus::Flushed, WcOpcode::Send),
+            (3, WcStatus::Flushed, WcOpcode::Recv),
+        ]
+    );
+}
