@@ -1664,6 +1664,7 @@ impl<P: Port> DataCore<P> {
                         if self.send_owed {
                             self.transmit(now, k);
                         }
+                        self.abort_live(now, k);
                         if let Some(mut s) = self.slots[k].take() {
                             self.drain_owed(conn, &mut s.c);
                             self.retire(&s);
@@ -1682,6 +1683,30 @@ impl<P: Port> DataCore<P> {
             }
         }
         n
+    }
+
+    /// The ULP forgets the connection in slot `k` while its association is still open: it is
+    /// aborted first (RFC 9260 §9.1), as dropping it silently would leave the peer's end open
+    /// until its retransmissions or heartbeats fail, and our ULP's work on it outstanding for
+    /// ever. The ABORT goes out at once, even past a backlogged ring (the association's last
+    /// packet, as for one refused a slot in `adopt`), and the Closed, with every completion
+    /// and flushed receive it brings (`docs/verbs.md`: outstanding work completes Flushed),
+    /// is what `drain_owed` then sends up.
+    fn abort_live(&mut self, now: Instant, k: usize) {
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
+        if s.c.get().is_closed() {
+            return;
+        }
+        let peer = s.peer;
+        let c = s.c.get_mut();
+        c.abort();
+        let h = Interface::header_len(peer);
+        while let Some(len) = c.poll_transmit(now, &mut self.out.frame[h..]) {
+            self.out
+                .send_sctp(now, &mut self.iface, peer, len, self.offload.tx);
+        }
     }
 
     fn find(&self, conn: ConnHandle) -> Option<usize> {
@@ -2541,7 +2566,13 @@ impl<P: Port> Control<P> {
         self.command(core, Command::Op { conn, op }, false)
     }
 
-    /// Drops a connection (after its `Closed` indication, say) from its core.
+    /// Drops a connection from its core; the handle is unknown from here on. One whose
+    /// association is not closed yet is aborted first (RFC 9260 §9.1: the peer hears an ABORT
+    /// and its end closes too), and what it owes the ULP still comes, in order, after this
+    /// returns: its completions, the sends and receives it ends `Flushed`, and its
+    /// [`Indication::Closed`] (`LocalAbort`), so that a queue pair on it moves to Error with
+    /// its work completed once (`docs/verbs.md`, "Errors end the stream"). After the `Closed`
+    /// (the usual time to call it) it only drops the connection.
     pub fn forget(&mut self, conn: ConnHandle) -> Result<(), RuntimeError> {
         let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
         self.command(core, Command::Forget(conn), true)?;

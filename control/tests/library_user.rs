@@ -21,6 +21,7 @@ use ddpdk_control::verbs::{
 };
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::MemPort;
+use ddpdk_dataplane::sctp::CloseReason;
 
 #[allow(dead_code)] // not every test uses every field
 struct Connected {
@@ -211,6 +212,23 @@ fn forgetting_the_association_flushes_its_queue_pairs_outstanding_work() {
         "the association is gone: its queue pair's work completes Flushed"
     );
     assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Error));
+    // RFC 9260 §9.1: the forgotten association was aborted, not dropped silently; our side
+    // heard its Closed, and the peer's ended with it (its queue pair in Error).
+    let closed = |events: &[Event], why: fn(&CloseReason) -> bool| {
+        events
+            .iter()
+            .filter(|e| {
+                matches!(e, Event::Indication { indication: Indication::Closed(r), .. } if why(r))
+            })
+            .count()
+    };
+    assert_eq!(closed(&c.p.a.events, |r| *r == CloseReason::LocalAbort), 1);
+    c.p.run_until("the peer's end", |p| {
+        closed(&p.b.events, |r| matches!(r, CloseReason::PeerAbort { .. })) == 1
+    });
+    assert_eq!(c.p.b.v.qp_state(c.qb), Some(QpState::Error));
+    // Once: nothing more completes on either queue pair.
+    assert!(client_wcs(&mut c.p, c.cqa, 1, 200).is_empty());
 }
 
 /// `docs/verbs.md`, `destroy_qp`: it "returns once the data core has withdrawn its receives";

@@ -12,12 +12,13 @@ use rt::{rdmap_session, runtime, tagged, Lockstep, PORT};
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use ddpdk_control::conn::{Payload, RdmaOp, RdmaRequest, Status};
+use ddpdk_control::conn::{Indication, Payload, RdmaOp, RdmaRequest, Status};
 use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{DataCore, Event, Op, RuntimeConfig};
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
+use ddpdk_dataplane::sctp::CloseReason;
 
 const A4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const B4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
@@ -271,7 +272,8 @@ fn a_held_sack_shares_a_packet_with_a_read_from_the_command_ring() {
 
 /// A ULP that forgets its connection while the core holds a frame of it for the ULP's return
 /// (it heard a completion, or the Closed after it, and let go) does not lose the frame: the
-/// core sends what the connection owes before it drops it.
+/// core sends what the connection owes before it drops it. The association was still open,
+/// so the ABORT that ends it (RFC 9260 §9.1, `Control::forget`) follows the held SACK.
 #[test]
 fn a_forgotten_connection_still_sends_what_was_held_for_the_ulp() {
     let (mut l, source, sink, _) = open_rdmap(true);
@@ -282,6 +284,21 @@ fn a_forgotten_connection_still_sends_what_was_held_for_the_ulp() {
     assert!(l.ka[0].tx_backlogged(), "the SACK is held");
     l.ca.forget(l.conn).unwrap();
     client_turn(&mut l);
-    assert_eq!(frames_out(&l.ka[0]), sent + 1, "the held SACK left");
+    assert_eq!(
+        frames_out(&l.ka[0]),
+        sent + 2,
+        "the held SACK left, then the ABORT"
+    );
     assert!(!l.ka[0].tx_backlogged());
+    l.run_until("the peer's end", |l| {
+        l.eb.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Closed(CloseReason::PeerAbort { .. }),
+                    ..
+                }
+            )
+        })
+    });
 }
