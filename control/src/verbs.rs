@@ -570,7 +570,9 @@ impl<P: Port> Verbs<P> {
         // full); one it took ends the session, which `session_over` then says.
         if e.opened && !e.session_over && e.refused.is_none() {
             match self.control.submit(conn, Op::Terminate { stream }) {
-                // Forgotten: no core holds anything of it.
+                // Forgotten: no Terminate to send. Its core aborts the association as it
+                // drops it (`Control::forget`), and the Closed that brings flushes the
+                // receives awaited below, so this returns Ok, not Timeout.
                 Ok(()) | Err(RuntimeError::NoSuchConnection) => {}
                 Err(e) => return Err(VerbsError::Runtime(e)),
             }

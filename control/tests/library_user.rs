@@ -266,6 +266,44 @@ fn destroy_qp_of_a_forgotten_association_returns_ok_not_timeout() {
     );
 }
 
+/// As above, with `destroy_qp` right after `forget`, before the core has taken the forget:
+/// the core still holds the receive then, and may place into it, so `destroy_qp` may not
+/// return at once; the abort that `forget` brings flushes it (`Closed`), and `destroy_qp`
+/// returns `Ok` within its wait, the receive reported to no CQ (`ibv_destroy_qp`), the queue
+/// pair gone and its stream free.
+#[test]
+fn destroy_qp_right_after_forget_returns_ok_once_the_core_let_go() {
+    let mut c = connected(0);
+    let local =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let recv = RecvWr {
+        wr_id: 77,
+        sg_list: vec![sge(&local, 0, 100)],
+    };
+    c.p.a.v.post_recv(c.qa, &recv).unwrap();
+    c.p.steps(10); // the receive is with the core
+    let conn = client_conn(&c);
+    c.p.a.v.control_mut().forget(conn).unwrap();
+    let now = c.p.now;
+    let Node { v, cores, .. } = &mut c.p.a;
+    let r = v.destroy_qp_polling(c.qa, now, &mut || {
+        for k in cores.iter_mut() {
+            k.poll(now);
+        }
+    });
+    assert_eq!(r, Ok(()));
+    assert_eq!(c.p.a.v.qp_state(c.qa), None, "destroyed");
+    assert!(
+        client_wcs(&mut c.p, c.cqa, 1, 200).is_empty(),
+        "a destroyed queue pair completes nothing"
+    );
+    // Its stream is free again: no StreamTaken.
+    qp(&mut c.p.a.v, c.pda, c.cqa, conn, 1);
+}
+
 /// `WcStatus::LocalProtection` (control/src/verbs.rs; `IBV_WC_LOC_PROT_ERR`): "an entry
 /// outside its region, of another protection domain, without the right it needs, or an lkey
 /// no longer valid". A receive whose memory region was deregistered (RFC 5041 §8.3.1; the
