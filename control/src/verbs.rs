@@ -1374,11 +1374,24 @@ impl<P: Port> Verbs<P> {
                     self.fail_qp(qp);
                 }
             }
-            Indication::Error { stream, error, .. } => {
+            Indication::Error {
+                stream,
+                error,
+                recv,
+                ..
+            } => {
                 if let Some(qp) = self.qp_of(conn, stream) {
                     if let Ok(e) = self.entry_mut(qp) {
                         // The error our Terminate reports (the peer's, if it came first, stays).
                         e.error.get_or_insert(terminate_error(error));
+                    }
+                    // A receive whose memory was deregistered (or invalidated) since it was
+                    // posted, which a Send then reached: its lkey is no longer valid, so it
+                    // completes IBV_WC_LOC_PROT_ERR in its turn, as with libibverbs, not
+                    // Flushed as if the stream had ended first. The core's later RecvFlushed
+                    // for it finds it over and changes nothing.
+                    if let Some(seq) = recv {
+                        self.recv_over(qp, seq, WcStatus::LocalProtection);
                     }
                     self.fail_qp(qp);
                 }

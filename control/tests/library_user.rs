@@ -22,6 +22,8 @@ use ddpdk_control::verbs::{
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::MemPort;
 use ddpdk_dataplane::sctp::CloseReason;
+use ddpdk_dataplane::wire::ddp::DdpError;
+use ddpdk_dataplane::wire::rdmap::TerminateError;
 
 #[allow(dead_code)] // not every test uses every field
 struct Connected {
@@ -161,6 +163,12 @@ fn read_u64(v: &Verbs<MemPort>, mr: &MemoryRegion, at: u64) -> u64 {
 }
 
 use ddpdk_control::conn::PostError;
+
+/// The first 1024 bytes of `mr`'s memory set to `byte` (docs/verbs.md: a region's bytes).
+fn fill_with(v: &Verbs<MemPort>, mr: &MemoryRegion, byte: u8) {
+    let region = v.control().memory().region(mr.region).unwrap();
+    region.fill(0, 1024, byte).unwrap();
+}
 
 /// The client's association handle (its only one).
 fn client_conn(c: &Connected) -> ConnHandle {
@@ -343,6 +351,71 @@ fn a_receive_whose_memory_region_was_deregistered_completes_local_protection() {
         [(500, WcStatus::LocalProtection, WcOpcode::Recv)],
         "the receive's lkey is no longer valid"
     );
+    // The Terminate names our own fault (RFC 5041 §7.2 Local Catastrophic, as siw sends for an
+    // invalid lkey), not the peer's flow control ("no buffer available"), on both ends.
+    let ours = Some(TerminateError::Ddp(DdpError::LocalCatastrophic));
+    assert_eq!(c.p.b.v.qp_error(c.qb), ours);
+    c.p.run_until("the Terminate", |p| {
+        p.a.v.qp_state(c.qa) == Some(QpState::Error)
+    });
+    assert_eq!(c.p.a.v.qp_error(c.qa), ours);
+}
+
+/// As above, the region deregistered but not freed, with a receive of a live region posted
+/// behind it: the Send reaching the first completes it `LocalProtection` and places nothing
+/// (RFC 5041 §7.1: the segment is checked before Placement); the stream ends, so the second
+/// completes `Flushed`, in posting order.
+#[test]
+fn a_receive_whose_memory_region_was_deregistered_places_nothing() {
+    let mut c = connected_with(1, 64);
+    let fill = |v: &Verbs<MemPort>, mr: &MemoryRegion| fill_with(v, mr, 0xee);
+    fill(&c.p.b.v, &c.recv_mr);
+    let live =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, 4096, Access::LOCAL_WRITE, 0x5000_0000)
+            .unwrap();
+    fill(&c.p.b.v, &live);
+    let r = RecvWr {
+        wr_id: 501,
+        sg_list: vec![sge(&live, 0, 64)],
+    };
+    c.p.b.v.post_recv(c.qb, &r).unwrap();
+    c.p.steps(10);
+    let now = c.p.now;
+    let Node { v, cores, .. } = &mut c.p.b;
+    v.control_mut()
+        .memory_mut()
+        .deregister_polling(c.recv_mr.lkey, &mut || {
+            for k in cores.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+            .unwrap();
+    fill_with(&c.p.a.v, &src, 0x11);
+    c.p.a
+        .v
+        .post_send(c.qa, &wr(1, WrOpcode::Send, vec![sge(&src, 0, 64)]))
+        .unwrap();
+    let got = server_wcs(&mut c.p, c.cqb, 2, 5000);
+    assert_eq!(
+        summary(&got),
+        [
+            (500, WcStatus::LocalProtection, WcOpcode::Recv),
+            (501, WcStatus::Flushed, WcOpcode::Recv),
+        ]
+    );
+    for mr in [&c.recv_mr, &live] {
+        let mut b = [0u8; 1024];
+        let region = c.p.b.v.control().memory().region(mr.region).unwrap();
+        region.read(0, &mut b).unwrap();
+        assert!(b.iter().all(|&x| x == 0xee), "nothing placed");
+    }
 }
 
 /// `docs/verbs.md`, `accept_qp`: "Accepts the peer's Initiate (seen as an event from

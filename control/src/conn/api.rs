@@ -525,6 +525,10 @@ pub enum Indication {
         error: RxError,
         header: HeaderCopy,
         segment_len: usize,
+        /// The posted receive the error is local to ([`RxError::BufferRevoked`]: its memory
+        /// was revoked since it was posted). It still returns with the session's end
+        /// ([`Indication::RecvFlushed`]), like the other receives; this says it failed.
+        recv: Option<u64>,
     },
     /// A posted receive returned unused: its session ended.
     RecvFlushed { stream: u16, qn: u32, wr_id: u64 },
@@ -573,6 +577,7 @@ impl ReceiveErrorCounts {
     pub fn count(&mut self, e: &RxError) {
         match e {
             RxError::Ddp(d) => self.ddp[d.index()] += 1,
+            RxError::BufferRevoked { .. } => self.ddp[DdpError::LocalCatastrophic.index()] += 1,
             RxError::Sequence(_) => self.sequence += 1,
             RxError::Truncated => self.truncated += 1,
             RxError::Oversize { .. } => self.oversize += 1,

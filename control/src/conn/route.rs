@@ -521,11 +521,20 @@ pub(super) fn indicate(
             out.stats.receive_errors += 1;
             out.stats.receive_errors_by_kind.count(&error);
             out.faulted.push((stream, error));
+            // The queue's buffers and their receives are in the same (posting) order.
+            let recv = match error {
+                RxError::BufferRevoked { qn, position } => posted
+                    .get(qn as usize)
+                    .and_then(|q| q.get(position as usize))
+                    .copied(),
+                _ => None,
+            };
             out.indications.push_back(Indication::Error {
                 stream,
                 error,
                 header,
                 segment_len,
+                recv,
             })
         }
     }

@@ -784,6 +784,9 @@ pub const ATOMIC_WORD: usize = 8;
 pub fn terminate_error(error: RxError) -> TerminateError {
     match error {
         RxError::Ddp(e) => TerminateError::Ddp(e),
+        // Our own fault (RFC 5041 §7.1 check 2 on a buffer we revoked): the peer is told of a
+        // local error, as siw does for an invalid lkey, not that its flow control failed.
+        RxError::BufferRevoked { .. } => TerminateError::Ddp(DdpError::LocalCatastrophic),
         RxError::Rdmap(e) => TerminateError::Rdmap(e),
         RxError::Sequence(_)
         | RxError::Truncated

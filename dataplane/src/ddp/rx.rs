@@ -67,6 +67,13 @@ pub enum RxError {
     /// or delivered ([`StreamRx::stop`]). Never reported back: a Terminate answers no
     /// Terminate.
     PeerTerminated,
+    /// RFC 5041 §7.1 untagged check 2 failed on our side: queue `qn` has the segment's buffer
+    /// (at `position`, 0 being the oldest not completed), but the registration under it was
+    /// revoked since it was posted (deregistered or invalidated, RFC 5041 §8.3.1 item 6), so it
+    /// no longer allows Placement. Nothing is placed. The Data Sink's fault, not the peer's:
+    /// it is reported as DDP's Local Catastrophic error (0x0/0x00, §7.2), as an RNIC does for
+    /// a posted receive whose lkey is no longer valid, not as "no buffer available".
+    BufferRevoked { qn: u32, position: u32 },
 }
 
 impl fmt::Display for RxError {
@@ -81,6 +88,11 @@ impl fmt::Display for RxError {
                 "DDP segment of {len} octets over the MULPDU of {max} (RFC 5043 §9)"
             ),
             RxError::Rdmap(e) => e.fmt(f),
+            RxError::BufferRevoked { qn, position } => write!(
+                f,
+                "the memory of posted buffer {position} of queue {qn} was revoked (local \
+                 protection error)"
+            ),
         }
     }
 }
@@ -631,29 +643,33 @@ impl StreamRx {
         let placement = match seg.header {
             Header::Tagged(h) => stags
                 .check_access(Stag(h.stag), h.to, len, self.stream, self.pd, need)
-                .map_err(|f| f.as_ddp()),
-            Header::Untagged(h) => self.queues.check(h.qn, h.msn, h.mo, len).and_then(|p| {
+                .map_err(|f| RxError::Ddp(f.as_ddp())),
+            Header::Untagged(h) => {
+                let p = self
+                    .queues
+                    .check(h.qn, h.msn, h.mo, len)
+                    .map_err(RxError::Ddp)?;
                 // Check 2 again for the memory under the buffer: it may have been deregistered
                 // since the buffer was posted, and then it no longer "allows Placement". The
                 // STag must still name local-write memory that holds the whole buffer: a
                 // re-issued STag value (same index and key, RFC 5041 §8.3) for other memory
                 // does not revive a stale buffer. Nor may the peer have invalidated it earlier
-                // in this packet (RFC 5040 §5.3).
+                // in this packet (RFC 5040 §5.3). A buffer is there, so this is no "no buffer
+                // available" (0x2/0x02), which would blame the peer: it is the Data Sink's own
+                // fault, as an invalid lkey in a posted receive is in verbs.
                 match self.queues.buffer(h.qn, h.msn) {
-                    Some(b) => match b.stag {
-                        Some(stag)
-                            if ulp.revoked().contains(&stag)
-                                || !stags.lookup(stag).is_some_and(|r| r.holds(b)) =>
-                        {
-                            Err(DdpError::NoBuffer)
-                        }
-                        _ => Ok(p),
-                    },
-                    None => Ok(p),
+                    Some((position, b))
+                        if b.stag.is_some_and(|stag| {
+                            ulp.revoked().contains(&stag)
+                                || !stags.lookup(stag).is_some_and(|r| r.holds(b))
+                        }) =>
+                    {
+                        return Err(RxError::BufferRevoked { qn: h.qn, position })
+                    }
+                    _ => Ok(p),
                 }
-            }),
-        }
-        .map_err(RxError::Ddp)?;
+            }
+        }?;
         let info = if seg.last {
             // An untagged MO + length beyond 2^32 was already refused as too long.
             Some(
@@ -950,11 +966,12 @@ mod tests {
         let before = f.digest();
         assert_eq!(f.feed(&untagged(1, true, 0, 1, 0, &[9u8; 100])), 0);
         assert_eq!(f.digest(), before, "nothing placed");
+        // The buffer is there: its memory's revocation is our fault, not "no buffer".
         assert!(
             matches!(
                 f.got.first(),
                 Some(Indication::Error {
-                    error: RxError::Ddp(DdpError::NoBuffer),
+                    error: RxError::BufferRevoked { qn: 0, position: 0 },
                     ..
                 })
             ),

@@ -136,10 +136,12 @@ impl UntaggedQueues {
         self.queues.get_mut(qn as usize)
     }
 
-    /// The buffer posted for message `msn` of queue `qn`, if any.
-    pub fn buffer(&self, qn: u32, msn: u32) -> Option<&PostedBuffer> {
+    /// The buffer posted for message `msn` of queue `qn`, if any, with its position in the
+    /// queue (0: the oldest buffer not completed, the head MSN's).
+    pub fn buffer(&self, qn: u32, msn: u32) -> Option<(u32, &PostedBuffer)> {
         let q = self.queues.get(qn as usize)?;
-        q.buffers.get(msn.wrapping_sub(q.head_msn) as usize)
+        let position = msn.wrapping_sub(q.head_msn);
+        Some((position, q.buffers.get(position as usize)?))
     }
 
     /// RFC 5041 §7.1 untagged check 1 (QN valid for this stream, else 0x2/0x01), then the
