@@ -44,7 +44,7 @@
 //! **Events.** What verbs causes itself (a receive of a queue pair reaching its core) it
 //! keeps; [`Verbs::poll_event`] has what connection management needs.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
 use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer, Registration, Revocation, Stag};
@@ -270,6 +270,11 @@ pub enum VerbsError {
     /// pair: their memory is not the application's yet. The queue pair stays destroyed
     /// (completing nothing); calling `destroy_qp` again waits again.
     Timeout,
+    /// `accept_qp` with no Initiate of the peer's pending on the queue pair's stream (RFC 5043
+    /// §6.3: an Accept answers one): none arrived yet, or it was answered or withdrawn.
+    /// Nothing was sent and the queue pair is as it was: accept again once the Initiate's
+    /// event comes.
+    NoPendingInitiate,
 }
 
 /// How long [`Verbs::destroy_qp`] waits for the data core to withdraw the queue pair's
@@ -288,6 +293,9 @@ impl std::fmt::Display for VerbsError {
             VerbsError::Timeout => f.write_str(
                 "a data core still holds receives of the queue pair (it did not answer in time)",
             ),
+            VerbsError::NoPendingInitiate => {
+                f.write_str("no Initiate of the peer's is pending on the queue pair's stream")
+            }
         }
     }
 }
@@ -414,6 +422,10 @@ pub struct Verbs<P: Port> {
     /// Initiates of peers that are no RDMAP peers, which an `accept_qp` found: rejected, and
     /// retried by [`Verbs::poll`] while the command ring is full.
     rejects_owed: Vec<(ConnHandle, u16)>,
+    /// The streams with an Initiate of the peer's waiting for the application's decision
+    /// (RFC 5043 §6.3), from its `InitiateReceived` until `accept_qp` answers it or its
+    /// session or association ends: what `accept_qp` may accept.
+    initiates: FxHashSet<(ConnHandle, u16)>,
     /// Runtime events verbs does not consume (connections accepted, sessions initiated by the
     /// peer, reports), for the application's connection management.
     events: VecDeque<Event>,
@@ -429,6 +441,7 @@ impl<P: Port> Verbs<P> {
             local_invs: Vec::new(),
             marks_owed: Vec::new(),
             rejects_owed: Vec::new(),
+            initiates: FxHashSet::default(),
             events: VecDeque::new(),
         }
     }
@@ -621,7 +634,9 @@ impl<P: Port> Verbs<P> {
     /// [`Event`] from [`Verbs::poll_event`]): the queue pair is ready to send at once, as
     /// operations reach the core in order behind the Accept. If the core refuses the Accept
     /// (the peer's Initiate carried no RDMAP parameters, say) it moves to [`QpState::Error`]
-    /// ([`Verbs::qp_refused`]).
+    /// ([`Verbs::qp_refused`]). Refused outright with [`VerbsError::NoPendingInitiate`] while
+    /// no Initiate is pending on the stream (none came yet, say): nothing is sent and the
+    /// queue pair stays in [`QpState::Init`], to accept the Initiate once it comes.
     pub fn accept_qp(&mut self, qp: Qp, private_data: &[u8]) -> Result<(), VerbsError> {
         self.open_session(qp, private_data, true)
     }
@@ -643,6 +658,13 @@ impl<P: Port> Verbs<P> {
             limits,
             ..
         } = e.init;
+        // RFC 5043 §6.3: an Accept answers a pending Initiate. Without one the core would
+        // refuse it only after this returned, with the queue pair already in Rts and its
+        // receives released to a stream that has no session; the passive side that accepts
+        // before the Initiate arrived (a race it can lose) is told so now, and can retry.
+        if accept && !self.initiates.contains(&(conn, stream)) {
+            return Err(VerbsError::NoPendingInitiate);
+        }
         let (pd, private_data) = (pd.0, private_data.to_vec());
         let (op, next) = if accept {
             let op = Op::AcceptRdmap {
@@ -662,6 +684,8 @@ impl<P: Port> Verbs<P> {
             (op, QpState::Connecting)
         };
         self.control.submit(conn, op).map_err(VerbsError::Runtime)?;
+        // Answered (or, if the core refuses the Accept, rejected by `session_refused`).
+        self.initiates.remove(&(conn, stream));
         let e = self.entry_mut(qp)?;
         e.state = next;
         e.opened = true;
@@ -1343,6 +1367,17 @@ impl<P: Port> Verbs<P> {
                 }),
             },
             Indication::Session { stream, event } => {
+                match &event {
+                    SessionEvent::InitiateReceived { .. } => {
+                        self.initiates.insert((conn, stream));
+                    }
+                    // Withdrawn by the peer's Terminate (§6.4), refused over the pending
+                    // limit, ended with the association: nothing left to accept.
+                    SessionEvent::SessionTerminated { .. } => {
+                        self.initiates.remove(&(conn, stream));
+                    }
+                    _ => {}
+                }
                 if let Some(qp) = self.qp_of(conn, stream) {
                     match &event {
                         SessionEvent::Accepted { .. } => {
@@ -1397,6 +1432,7 @@ impl<P: Port> Verbs<P> {
                 }
             }
             Indication::Closed(reason) => {
+                self.initiates.retain(|&(c, _)| c != conn);
                 // In creation order (not the hash map's): queue pairs that share a CQ get
                 // their completions there in a fixed order.
                 let ended: Vec<Qp> = (self.qps.iter().enumerate())

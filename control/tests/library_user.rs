@@ -13,11 +13,11 @@ use std::net::IpAddr;
 
 use ddpdk_control::conn::Indication;
 use ddpdk_control::rdmap::RdmaLimits;
-use ddpdk_control::runtime::{ConnHandle, Event};
-use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::runtime::{ConnHandle, Event, Op};
+use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Verbs, Wc, WcOpcode, WcStatus,
-    WrOpcode,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Verbs, VerbsError, Wc,
+    WcOpcode, WcStatus, WrOpcode,
 };
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::MemPort;
@@ -421,23 +421,109 @@ fn a_receive_whose_memory_region_was_deregistered_places_nothing() {
 /// `docs/verbs.md`, `accept_qp`: "Accepts the peer's Initiate (seen as an event from
 /// `poll_event`)"; `PeerNotRdmap` means "its Initiate lacked RDMAP's parameters", and on it
 /// verbs answers "that Initiate with a Reject". An `accept_qp` before any Initiate arrived
-/// (a race every passive side can lose) is refused as `PeerNotRdmap`, naming a peer fault
-/// that did not happen, and verbs sends a Reject for an Initiate that does not exist.
+/// (a race every passive side can lose) was refused as `PeerNotRdmap`, naming a peer fault
+/// that did not happen, the queue pair in `Error`, and verbs sent a Reject for an Initiate
+/// that does not exist. It is refused outright (`NoPendingInitiate`), nothing is sent, the
+/// queue pair stays in `Init` with its receive, and once the Initiate comes the same queue
+/// pair accepts it and carries a Send into that receive.
 #[test]
-fn accept_qp_without_a_pending_initiate_is_not_refused_as_peer_not_rdmap() {
+fn accept_qp_without_a_pending_initiate_is_refused_and_can_accept_later() {
     let mut c = connected(0);
     let server_conn = c.p.b.v.control().connections().next().unwrap().0;
     let q = qp(&mut c.p.b.v, c.pdb, c.cqb, server_conn, 3);
-    c.p.b.v.accept_qp(q, b"").unwrap();
-    c.p.steps(200);
-    assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Error));
-    let refused = c.p.b.v.qp_refused(q);
-    assert!(refused.is_some(), "refused, with a reason");
-    assert_ne!(
-        refused,
-        Some(PostError::PeerNotRdmap),
-        "no Initiate came at all: the peer is no non-RDMAP peer"
+    let recv = RecvWr {
+        wr_id: 900,
+        sg_list: vec![sge(&c.recv_mr, 0, 1024)],
+    };
+    c.p.b.v.post_recv(q, &recv).unwrap();
+    assert_eq!(
+        c.p.b.v.accept_qp(q, b""),
+        Err(VerbsError::NoPendingInitiate)
     );
+    c.p.steps(200);
+    assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Init), "as it was");
+    assert_eq!(c.p.b.v.qp_refused(q), None);
+    let session_on_3 = |events: &[Event]| {
+        events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Session { stream: 3, .. },
+                    ..
+                } | Event::Refused {
+                    stream: Some(3),
+                    ..
+                }
+            )
+        })
+    };
+    assert!(
+        !session_on_3(&c.p.a.events),
+        "nothing was sent: {:?}",
+        c.p.a.events
+    );
+    assert!(
+        !session_on_3(&c.p.b.events),
+        "nothing was refused: {:?}",
+        c.p.b.events
+    );
+    // The Initiate comes: the same queue pair accepts it.
+    let conn = client_conn(&c);
+    let client = qp(&mut c.p.a.v, c.pda, c.cqa, conn, 3);
+    c.p.a.v.connect_qp(client, b"").unwrap();
+    c.p.run_until("the Initiate on stream 3", |p| session_on_3(&p.b.events));
+    c.p.b.v.accept_qp(q, b"").unwrap();
+    c.p.run_until("the Accept", |p| {
+        p.a.v.qp_state(client) == Some(QpState::Rts)
+    });
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+            .unwrap();
+    c.p.a
+        .v
+        .post_send(client, &wr(1, WrOpcode::Send, vec![sge(&src, 0, 64)]))
+        .unwrap();
+    let got = server_wcs(&mut c.p, c.cqb, 1, 5000);
+    assert_eq!(summary(&got), [(900, WcStatus::Success, WcOpcode::Recv)]);
+    assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Rts));
+}
+
+/// The connection API under verbs (`Op::AcceptRdmap`, RFC 5043 §6.3): an Accept with no
+/// Initiate pending is refused for that (`NotPending`), not as `PeerNotRdmap`, which would
+/// have the application reject an Initiate that never came.
+#[test]
+fn accept_rdmap_without_a_pending_initiate_is_refused_as_not_pending() {
+    let mut c = connected(0);
+    let server_conn = c.p.b.v.control().connections().next().unwrap().0;
+    let op = Op::AcceptRdmap {
+        stream: 3,
+        pd: c.pdb.0,
+        limits: RdmaLimits::default(),
+        private_data: Vec::new(),
+    };
+    c.p.b.v.control_mut().submit(server_conn, op).unwrap();
+    c.p.run_until("the refusal", |p| {
+        p.b.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Refused {
+                    stream: Some(3),
+                    ..
+                }
+            )
+        })
+    });
+    let error = c.p.b.events.iter().find_map(|e| match e {
+        Event::Refused {
+            stream: Some(3),
+            error,
+            ..
+        } => Some(*error),
+        _ => None,
+    });
+    assert_eq!(error, Some(PostError::Session(LocalError::NotPending)));
 }
 
 /// `docs/verbs.md`, Completions, Statuses: `Flushed` is "`IBV_WC_WR_FLUSH_ERR`: the stream

@@ -562,8 +562,10 @@ impl Connection {
         Ok(())
     }
 
-    /// Accepts the pending Initiate on `stream` as an RDMAP stream: the Initiate must have
-    /// carried RDMAP's parameters ([`PostError::PeerNotRdmap`] otherwise; reject it then).
+    /// Accepts the pending Initiate on `stream` as an RDMAP stream: one must be pending
+    /// ([`LocalError::NotPending`] otherwise: nothing is sent, and a later Initiate can still be
+    /// accepted), and it must have carried RDMAP's parameters ([`PostError::PeerNotRdmap`]
+    /// otherwise; reject it then).
     pub fn accept_rdmap(
         &mut self,
         stream: u16,
@@ -572,9 +574,15 @@ impl Connection {
         private_data: &[u8],
     ) -> Result<(), PostError> {
         self.check_stream(stream)?;
-        let peer = self.streams[usize::from(stream)]
-            .peer_limits
-            .ok_or(PostError::PeerNotRdmap)?;
+        let s = &self.streams[usize::from(stream)];
+        // An Accept answers the peer's Initiate (RFC 5043 §6.3): without one pending there is
+        // no peer to judge, and no Initiate to reject (`PeerNotRdmap` would have the ULP send
+        // a Reject for one that never came). The parameters an earlier session's Initiate
+        // brought stay behind it, so its state is asked first.
+        if s.session.state() != State::InitiateReceived {
+            return Err(PostError::Session(LocalError::NotPending));
+        }
+        let peer = s.peer_limits.ok_or(PostError::PeerNotRdmap)?;
         let limits = self.rdmap_limits(limits)?;
         let data = encode_private_data(limits, private_data)
             .map_err(|_| PostError::Session(LocalError::PrivateDataTooLong))?;
