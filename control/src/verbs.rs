@@ -28,8 +28,9 @@
 //! byte length of the message, whether it was solicited, and the STag it invalidated (a Send
 //! with Invalidate, which every data core has dropped by then). When the stream ends (its
 //! session terminated, a Terminate either way, the association gone) the queue pair moves to
-//! [`QpState::Error`] and its outstanding work completes [`WcStatus::Flushed`]; the RDMAP error
-//! that ended it is [`Verbs::qp_error`].
+//! [`QpState::Error`] and its outstanding work completes [`WcStatus::Flushed`], and so does
+//! work posted to it afterwards, behind it (as with libibverbs, for `ib_drain_qp`); the RDMAP
+//! error that ended it is [`Verbs::qp_error`].
 //!
 //! **Local Invalidate** revokes the STag on every data core without blocking this thread; its
 //! completion is reported once every core has acknowledged, so it may overtake the completions
@@ -710,13 +711,20 @@ impl<P: Port> Verbs<P> {
     }
 
     /// `ibv_post_send` (RFC 4296 `rdma_send`, `rdma_write`, `rdma_read`). Refused outright
-    /// (nothing posted) only for a queue pair that is not ready or a core that cannot take
-    /// more; a work request whose memory does not pass its checks completes with an error, in
-    /// its turn behind the work posted before it.
+    /// (nothing posted) only for a queue pair that is not ready yet (`Init`, `Connecting`),
+    /// one destroyed, or a core that cannot take more ([`RuntimeError::Busy`]); a work request
+    /// whose memory does not pass its checks completes with an error, in its turn behind the
+    /// work posted before it. Posted to a queue pair in [`QpState::Error`] it is taken and
+    /// completes [`WcStatus::Flushed`] in its turn, as with libibverbs (the InfiniBand rule
+    /// `ib_drain_qp` relies on, which siw follows): nothing reaches the core.
     pub fn post_send(&mut self, qp: Qp, wr: &SendWr) -> Result<(), VerbsError> {
         let e = self.entry(qp)?;
-        if e.state != QpState::Rts {
-            return Err(VerbsError::QpState(e.state));
+        match e.state {
+            QpState::Rts => {}
+            QpState::Error if !e.destroyed => {
+                return self.fail_send(qp, wr, wc_opcode(wr.opcode), WcStatus::Flushed)
+            }
+            state => return Err(VerbsError::QpState(state)),
         }
         let QpInit {
             conn, stream, pd, ..
@@ -894,11 +902,24 @@ impl<P: Port> Verbs<P> {
 
     /// `ibv_post_recv` (RFC 4296 `rdma_post_recv`): one entry, local write needed. One that
     /// does not pass its checks completes with an error in its turn, behind the receives
-    /// posted before it.
+    /// posted before it. Posted to a queue pair in [`QpState::Error`] it is taken and
+    /// completes [`WcStatus::Flushed`] behind the receives posted before it, as with
+    /// libibverbs; only a destroyed queue pair refuses it.
     pub fn post_recv(&mut self, qp: Qp, wr: &RecvWr) -> Result<(), VerbsError> {
         let e = self.entry(qp)?;
         if e.state == QpState::Error {
-            return Err(VerbsError::QpState(e.state));
+            if e.destroyed {
+                return Err(VerbsError::QpState(e.state));
+            }
+            // No stream to place into: it never reaches a core, so it is over here, and
+            // completes once those before it have (the core's flush of theirs).
+            let seq = self.entry_mut(qp)?.rq.push(RecvSlot {
+                wr_id: wr.wr_id,
+                buffer: None,
+                done: None,
+            });
+            self.recv_over(qp, seq, WcStatus::Flushed);
+            return Ok(());
         }
         let QpInit {
             conn, stream, pd, ..
@@ -1657,6 +1678,19 @@ impl<P: Port> Verbs<P> {
             .region(RegionId(buffer.memory.region))?;
         region.read(buffer.memory.offset, &mut data).ok()?;
         Some(data)
+    }
+}
+
+/// What a work request completes as (`ibv_wc_opcode` of an `ibv_wr_opcode`).
+fn wc_opcode(op: WrOpcode) -> WcOpcode {
+    match op {
+        WrOpcode::Send | WrOpcode::SendWithInv { .. } => WcOpcode::Send,
+        WrOpcode::RdmaWrite { .. } => WcOpcode::RdmaWrite,
+        WrOpcode::RdmaRead { .. } => WcOpcode::RdmaRead,
+        WrOpcode::LocalInv { .. } => WcOpcode::LocalInv,
+        WrOpcode::AtomicFetchAdd { .. } => WcOpcode::FetchAdd,
+        WrOpcode::AtomicCmpSwap { .. } => WcOpcode::CompSwap,
+        WrOpcode::ImmediateData { .. } => WcOpcode::ImmediateData,
     }
 }
 

@@ -16,7 +16,7 @@ use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{ConnHandle, Event, Op};
 use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Verbs, VerbsError, Wc,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Verbs, VerbsError, Wc,
     WcOpcode, WcStatus, WrOpcode,
 };
 use ddpdk_dataplane::mem::Access;
@@ -580,4 +580,69 @@ fn work_posted_to_a_queue_pair_in_error_completes_flushed() {
             (3, WcStatus::Flushed, WcOpcode::Recv),
         ]
     );
+}
+
+/// Work posted once the queue pair is in `Error`, while work posted before is still being
+/// flushed by the core, completes behind it, per queue in posting order (`ib_drain_qp`'s
+/// marker is the last to complete): the receive posted before the error and the Read that
+/// ended the stream come first. Unsignaled work posted in `Error` completes too (a failure
+/// always does).
+#[test]
+fn work_posted_in_error_completes_behind_the_work_still_flushing() {
+    let mut c = connected(0);
+    let target =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, 4096, Access::REMOTE_READ, 0x3000_0000)
+            .unwrap();
+    let local =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 8192, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let recv = |wr_id| RecvWr {
+        wr_id,
+        sg_list: vec![sge(&local, 0, 100)],
+    };
+    c.p.a.v.post_recv(c.qa, &recv(70)).unwrap();
+    let bad = WrOpcode::RdmaRead {
+        rkey: target.rkey,
+        remote_addr: target.addr + 4000,
+    };
+    c.p.a
+        .v
+        .post_send(c.qa, &wr(1, bad, vec![sge(&local, 0, 200)]))
+        .unwrap();
+    // The completion queue is not polled meanwhile: whatever the core flushed waits there.
+    c.p.run_until("the queue pair in Error", |p| {
+        p.a.v.qp_state(c.qa) == Some(QpState::Error)
+    });
+    let unsignaled = SendWr {
+        signaled: false,
+        ..wr(2, WrOpcode::Send, vec![sge(&local, 0, 8)])
+    };
+    c.p.a.v.post_send(c.qa, &unsignaled).unwrap();
+    c.p.a.v.post_recv(c.qa, &recv(3)).unwrap();
+    let got = client_wcs(&mut c.p, c.cqa, 4, 5000);
+    let of = |opcodes: &[WcOpcode]| {
+        summary(&got)
+            .into_iter()
+            .filter(|w| opcodes.contains(&w.2))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        of(&[WcOpcode::Recv]),
+        [
+            (70, WcStatus::Flushed, WcOpcode::Recv),
+            (3, WcStatus::Flushed, WcOpcode::Recv),
+        ]
+    );
+    assert_eq!(
+        of(&[WcOpcode::RdmaRead, WcOpcode::Send]),
+        [
+            (1, WcStatus::Flushed, WcOpcode::RdmaRead),
+            (2, WcStatus::Flushed, WcOpcode::Send),
+        ]
+    );
+    assert_eq!(got.len(), 4, "each once");
 }

@@ -17,8 +17,8 @@ use ddpdk_control::rdmap::{RdmaLimits, MAX_ULP_PRIVATE_DATA};
 use ddpdk_control::runtime::{ConnHandle, Event, Op};
 use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Verbs, VerbsError,
-    WcStatus, WrOpcode,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Verbs, WcStatus,
+    WrOpcode,
 };
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::MemPort;
@@ -462,10 +462,14 @@ fn a_refused_accept_moves_the_queue_pair_to_error() {
     p.steps(200);
     let got: Vec<u64> = wcs(&mut p.b.v, cqb).iter().map(|w| w.wr_id).collect();
     assert_eq!(got, [500, 501], "every receive posted completes");
-    assert_eq!(
-        p.b.v.post_send(qb, &send(1)),
-        Err(VerbsError::QpState(QpState::Error))
-    );
+    // Posted in Error: taken and flushed, unsignaled too (a failure always completes).
+    assert_eq!(p.b.v.post_send(qb, &send(1)), Ok(()));
+    p.steps(10);
+    let got: Vec<(u64, WcStatus)> = wcs(&mut p.b.v, cqb)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(got, [(1, WcStatus::Flushed)]);
     // The peer's Initiate does not wait for a decision the application made: it is rejected
     // (RFC 5043 §6.3; before: pending, in one of the endpoint's §6.4 slots, until the
     // association ended).
