@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use ddpdk_control::conn::Indication;
 use ddpdk_control::rdmap::RdmaLimits;
-use ddpdk_control::runtime::{ConnHandle, Event, Op};
+use ddpdk_control::runtime::{ConnHandle, Event, Op, RuntimeConfig, RuntimeError};
 use ddpdk_control::session::{Event as SessionEvent, LocalError};
 use ddpdk_control::verbs::{
     Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Verbs, VerbsError, Wc,
@@ -645,4 +645,50 @@ fn work_posted_in_error_completes_behind_the_work_still_flushing() {
         ]
     );
     assert_eq!(got.len(), 4, "each once");
+}
+
+/// `docs/verbs.md`, Busy: with the data core not turning, `2 × ring_depth` (2048) posts are
+/// taken (the core's command ring, then the control side's queue in front of it) and the
+/// next is refused with `Runtime(Busy)`, nothing posted; once the core turns, posting goes
+/// on, and the work taken completes.
+#[test]
+fn post_send_is_busy_after_twice_the_ring_depth_of_posts_the_core_did_not_take() {
+    let mut c = connected(0);
+    let target =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, 4096, Access::REMOTE_WRITE, 0x3000_0000)
+            .unwrap();
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+            .unwrap();
+    let write = |wr_id, signaled| SendWr {
+        signaled,
+        ..wr(
+            wr_id,
+            WrOpcode::RdmaWrite {
+                rkey: target.rkey,
+                remote_addr: target.addr,
+            },
+            vec![sge(&src, 0, 8)],
+        )
+    };
+    let depth = RuntimeConfig::default().ring_depth as u64;
+    for i in 0..2 * depth {
+        c.p.a.v.post_send(c.qa, &write(i, false)).unwrap();
+    }
+    assert_eq!(
+        c.p.a.v.post_send(c.qa, &write(9999, true)),
+        Err(VerbsError::Runtime(RuntimeError::Busy))
+    );
+    c.p.steps(1);
+    c.p.a.v.post_send(c.qa, &write(9999, true)).unwrap();
+    let got = client_wcs(&mut c.p, c.cqa, 1, 20_000);
+    assert_eq!(
+        summary(&got),
+        [(9999, WcStatus::Success, WcOpcode::RdmaWrite)]
+    );
+    assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Rts));
 }
