@@ -3633,6 +3633,83 @@ fn a_heartbeat_with_other_tlvs_is_answered_with_them_copied_8_3() {
     );
 }
 
+/// The value of every HEARTBEAT ACK in `out`, whole (Heartbeat Info and the TLVs after it).
+fn heartbeat_acks(out: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    out.iter()
+        .flat_map(|o| {
+            Packet::new_verified(&o[..])
+                .unwrap()
+                .chunks_ref()
+                .map(|c| c.unwrap())
+                .filter(|c| u8::from(c.chunk_type()) == 5)
+                .map(|c| c.value_ref().to_vec())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// §8.3 again: the Heartbeat Information is the sender's to size, and TLVs may follow it (an
+/// RFC 8899 probe's padding among them). Whatever one packet of the path MTU carries, the ACK,
+/// as long as the HEARTBEAT, fits a packet back. Fixed 512-byte buffers left a HEARTBEAT of
+/// more unanswered (found by session 60's review), and the peer counted each against
+/// Path.Max.Retrans.
+#[test]
+fn a_heartbeat_of_1400_bytes_of_tlvs_is_answered_8_3() {
+    let mut p = Pair::new();
+    let tag = p.s.local_tag();
+    let mtu = p.s.path_mtu();
+    let mem = p.s.memory();
+    // 1400 bytes of TLVs: a Heartbeat Info of 1000 bytes and one of 400 after it.
+    let mut value = tlv(1, &[0x5a; 996]);
+    value.extend_from_slice(&tlv(0x8123, &[0x7e; 396]));
+    assert_eq!(value.len(), 1400);
+    // And a HEARTBEAT that fills a whole packet of the path MTU.
+    let full = tlv(1, &[0x11; 1480 - 12 - 4 - 4]);
+    assert_eq!(12 + 4 + full.len(), mtu);
+    for (i, v) in [value, full].into_iter().enumerate() {
+        let now = t(5 + i as u64);
+        let pkt = packet(C_PORT, S_PORT, tag, &[raw_chunk(4, 0, &v)]);
+        p.s.handle(now, &pkt, &mut ignore).unwrap();
+        let out = drain(&mut p.s, now);
+        assert_eq!(heartbeat_acks(&out), vec![v.clone()], "{} bytes", v.len());
+        assert!(out.iter().all(|o| o.len() <= mtu));
+    }
+    assert_eq!(p.s.memory(), mem, "association memory grew");
+}
+
+/// As above on a jumbo link (`--mtu 9000`): a HEARTBEAT filling an 8980-byte SCTP packet is
+/// answered whole.
+#[test]
+fn a_heartbeat_filling_a_jumbo_packet_is_answered_8_3() {
+    let mut p = Pair::with(|c| c.path_mtu = 9000 - 20);
+    let tag = p.s.local_tag();
+    let v = tlv(1, &[0x22; 9000 - 20 - 12 - 4 - 4]);
+    let pkt = packet(C_PORT, S_PORT, tag, &[raw_chunk(4, 0, &v)]);
+    assert_eq!(pkt.len(), 8980);
+    p.s.handle(t(5), &pkt, &mut ignore).unwrap();
+    assert_eq!(heartbeat_acks(&drain(&mut p.s, t(5))), vec![v]);
+}
+
+/// An ACK that one packet of our path MTU cannot carry is not sent (§8.3's SHOULD; §6.10: no
+/// packet is larger than the PMTU, and a control chunk is never fragmented): the path MTU fell
+/// after the HEARTBEAT came. It must not stay owed either, holding back the ACKs after it.
+#[test]
+fn a_heartbeat_ack_too_big_for_the_path_mtu_does_not_hold_back_the_next_8_3() {
+    let mut p = Pair::new();
+    let tag = p.s.local_tag();
+    let big = tlv(1, &[0x33; 1400]);
+    let small = tlv(1, &[0x44; 16]);
+    let pkt = packet(C_PORT, S_PORT, tag, &[raw_chunk(4, 0, &big)]);
+    p.s.handle(t(5), &pkt, &mut ignore).unwrap();
+    p.s.set_path_mtu(1200);
+    let out = drain(&mut p.s, t(5));
+    assert!(heartbeat_acks(&out).is_empty());
+    assert!(out.iter().all(|o| o.len() <= 1200));
+    let pkt = packet(C_PORT, S_PORT, tag, &[raw_chunk(4, 0, &small)]);
+    p.s.handle(t(6), &pkt, &mut ignore).unwrap();
+    assert_eq!(heartbeat_acks(&drain(&mut p.s, t(6))), vec![small]);
+}
+
 /// §9.1: "After checking the Verification Tag, the receiving endpoint MUST remove the
 /// association from its record"; §3.3.7 lets an ABORT carry zero or more error causes, and
 /// nothing lets the receiver keep the association because a cause is not as §3.3.10 draws

@@ -17,8 +17,9 @@
 //! Allocated when the association is made and never again on the data path:
 //! `send_slots * max_message` bytes of send buffer plus 48 bytes of book-keeping per slot,
 //! `tsn_window / 8` bytes of received-TSN bitmap, the peer's cookie while it is being echoed
-//! (handshake only), and a fixed ~1.3 KiB for pending control chunks. With the default
-//! configuration (256 slots, 1480-byte path MTU, 8192-TSN window) that is about 380 KiB.
+//! (handshake only), two packets of the path MTU for the HEARTBEAT ACKs owed and 1 KiB for
+//! other pending control chunks. With the default configuration (256 slots, 1480-byte path
+//! MTU, 8192-TSN window) that is about 385 KiB.
 
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -39,7 +40,7 @@ use crate::wire::sctp::{
     ErrorChunkRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr, HeartbeatRepr, InitAckRepr,
     InitChunk, InitRepr, List, Packet, PacketBuilder, ParamRepr, ParamType, SackRepr,
     ShutdownCompleteRepr, ShutdownRepr, CHUNK_HEADER_LEN, DATA_HEADER_LEN, HEADER_LEN,
-    INIT_MIN_LEN, MIN_A_RWND, SACK_MIN_LEN,
+    INIT_MIN_LEN, MIN_A_RWND, PARAM_HEADER_LEN, SACK_MIN_LEN,
 };
 
 /// A message handed to the layer above: one whole, unordered DATA chunk.
@@ -352,12 +353,17 @@ const ERROR_BYTES: usize = 512;
 /// Most bytes of Unrecognized Parameter reports an INIT ACK of ours carries (§3.2.2); a
 /// parameter that would go past them is not reported.
 const INIT_ACK_REPORT_BYTES: usize = 512;
-const HB_ACK_INFO: usize = 512;
 /// HEARTBEATs answered at once: an RFC 8899 probe and an ordinary HEARTBEAT can arrive in
 /// one burst (both timers due at one moment), and each needs its own ACK.
 const HB_ACKS: usize = 2;
 const HB_INFO_LEN: usize = 16;
 const MAX_GAP_BLOCKS: usize = 64;
+
+/// Bytes of a HEARTBEAT ACK's Heartbeat Information and the TLVs after it in an SCTP packet
+/// of `mtu` bytes (RFC 9260 §3.3.6).
+fn hb_ack_room(mtu: usize) -> usize {
+    mtu.saturating_sub(HEADER_LEN + CHUNK_HEADER_LEN + PARAM_HEADER_LEN)
+}
 
 /// HEARTBEAT ACKs owed (RFC 9260 §8.3: "The receiver of the HEARTBEAT ... SHOULD immediately
 /// respond with a HEARTBEAT ACK ... copying the Heartbeat Information"), in arrival order. One
@@ -365,57 +371,65 @@ const MAX_GAP_BLOCKS: usize = 64;
 /// same burst: the probe counted as lost, and the search waited PROBE_TIMER for nothing. A
 /// flood beyond [`HB_ACKS`] keeps the first and the latest (each later one overwrites the
 /// last slot).
-#[derive(Debug, Clone)]
+///
+/// Each slot holds what one packet of the path MTU can echo ([`hb_ack_room`]): the
+/// Heartbeat Information is the sender's to size, and 512 bytes left larger HEARTBEATs
+/// unanswered (session 60's review). The slots are allocated with the association
+/// ([`HbAcks::reserve`]); a HEARTBEAT only ever fills one, so no peer makes us allocate.
+#[derive(Debug, Default)]
 struct HbAcks {
     /// Bytes of each: the Heartbeat Info's value, then the TLVs after it.
-    len: [(usize, usize); HB_ACKS],
-    info: [[u8; HB_ACK_INFO]; HB_ACKS],
+    bytes: [Vec<u8>; HB_ACKS],
+    /// How many of each slot's bytes are the Heartbeat Info's value.
+    info_len: [usize; HB_ACKS],
     n: usize,
 }
 
-impl Default for HbAcks {
-    fn default() -> Self {
-        HbAcks {
-            len: [(0, 0); HB_ACKS],
-            info: [[0; HB_ACK_INFO]; HB_ACKS],
-            n: 0,
+impl HbAcks {
+    /// Makes each slot hold at least `room` bytes (a local setting: never on a peer's packet).
+    fn reserve(&mut self, room: usize) {
+        for b in &mut self.bytes {
+            b.reserve_exact(room.saturating_sub(b.len()));
         }
     }
-}
 
-impl HbAcks {
-    /// Owes an ACK echoing `info` and the TLVs after it (`extra`, §8.3); more than
-    /// [`HB_ACK_INFO`] bytes of both is not answered.
+    fn heap_bytes(&self) -> usize {
+        self.bytes.iter().map(Vec::capacity).sum()
+    }
+
+    /// Owes an ACK echoing `info` and the TLVs after it (`extra`, §8.3); more than a slot
+    /// holds is not answered (the caller checked that the ACK fits a packet of ours, which a
+    /// slot holds).
     fn push(&mut self, info: &[u8], extra: &[u8]) {
-        let total = info.len() + extra.len();
-        if total > HB_ACK_INFO {
+        let k = self.n.min(HB_ACKS - 1);
+        let b = &mut self.bytes[k];
+        if info.len() + extra.len() > b.capacity() {
             return;
         }
-        let k = self.n.min(HB_ACKS - 1);
-        self.info[k][..info.len()].copy_from_slice(info);
-        self.info[k][info.len()..total].copy_from_slice(extra);
-        self.len[k] = (info.len(), extra.len());
+        b.clear();
+        b.extend_from_slice(info);
+        b.extend_from_slice(extra);
+        self.info_len[k] = info.len();
         self.n = (self.n + 1).min(HB_ACKS);
     }
 
     /// The first ACK owed: (info, extra).
     fn front(&self) -> Option<(&[u8], &[u8])> {
-        (self.n > 0).then(|| {
-            let (i, e) = self.len[0];
-            self.info[0][..i + e].split_at(i)
-        })
+        if self.n == 0 {
+            return None;
+        }
+        let b = &self.bytes[0];
+        Some((b.get(..self.info_len[0])?, b.get(self.info_len[0]..)?))
     }
 
     fn pop_front(&mut self) {
         if self.n == 0 {
             return;
         }
-        for k in 1..self.n {
-            self.len[k - 1] = self.len[k];
-            let n = self.len[k].0 + self.len[k].1;
-            let (head, tail) = self.info.split_at_mut(k);
-            head[k - 1][..n].copy_from_slice(&tail[0][..n]);
-        }
+        // The slots' buffers change places, not bytes: the one popped goes last, its capacity
+        // kept.
+        self.bytes[..self.n].rotate_left(1);
+        self.info_len[..self.n].rotate_left(1);
         self.n -= 1;
     }
 
@@ -593,6 +607,12 @@ pub struct Association {
     /// The Unrecognized Parameter reports of `pending_init_ack` (§3.2.2): the parameters,
     /// whole and back to back, in memory set aside at setup.
     init_ack_report: Vec<u8>,
+    /// The largest SCTP packet the buffers of the control chunks that echo the peer were
+    /// sized for (`hb_acks`): the association's largest path
+    /// MTU, the configured one or the link's ([`Association::set_link_mtu`]). What a peer sends
+    /// is echoed up to what one packet of ours can carry back, so each of these holds one
+    /// packet's worth and no more: the memory per association stays fixed, whatever peers send.
+    ctl_mtu: usize,
     timers: [Option<Instant>; TIMERS],
     events: VecDeque<Event>,
     closed_reported: bool,
@@ -752,6 +772,7 @@ impl Association {
             ack_due: AckDue::default(),
             pending_init_ack: None,
             init_ack_report: Vec::with_capacity(INIT_ACK_REPORT_BYTES),
+            ctl_mtu: 0,
             timers: [None; TIMERS],
             events: VecDeque::with_capacity(8),
             closed_reported: false,
@@ -770,7 +791,25 @@ impl Association {
                 .map(|t| Plpmtud::new(cfg.path_mtu, t)),
         };
         a.redraw_hb_jitter();
+        a.size_control_buffers(cfg.path_mtu);
         a
+    }
+
+    /// Sizes the buffers of the control chunks that echo the peer for packets of `mtu` bytes
+    /// (see `ctl_mtu`); they grow, never shrink. At creation and when the link is set: never
+    /// on a peer's packet.
+    fn size_control_buffers(&mut self, mtu: usize) {
+        if mtu <= self.ctl_mtu {
+            return;
+        }
+        self.ctl_mtu = mtu;
+        self.pending.hb_acks.reserve(hb_ack_room(mtu));
+    }
+
+    /// The largest packet a control chunk echoing the peer may fill now: one of the path MTU
+    /// (RFC 9260 §6.10), within what the buffers were sized for.
+    fn control_mtu(&self) -> usize {
+        self.path.mtu.min(self.ctl_mtu)
     }
 
     /// Active open (§5.1 A): COOKIE-WAIT with an INIT to send. `label` must differ between
@@ -956,6 +995,9 @@ impl Association {
     /// its path MTU now, and the largest RFC 8899 discovery probes (MAX_PLPMTU, §5.1.2).
     pub fn set_link_mtu(&mut self, mtu: usize) {
         self.set_path_mtu(mtu);
+        // A link larger than the configured path MTU: what the peer sends over it is echoed
+        // whole too. A local setting, made once when the association is set up.
+        self.size_control_buffers(self.path.mtu);
         if let Some(p) = self.plpmtud.as_mut() {
             p.set_max(self.path.mtu);
         }
@@ -1098,6 +1140,7 @@ impl Association {
         core::mem::size_of::<Self>()
             + self.sq.heap_bytes()
             + self.rx.heap_bytes()
+            + self.pending.hb_acks.heap_bytes()
             + self.pending.error_bytes.capacity()
             + self.pending.init_abort_bytes.capacity()
             + self.init_ack_report.capacity()
@@ -1764,7 +1807,17 @@ impl Association {
                 Flow::Continue
             }
             ChunkRepr::Heartbeat(hb) => {
-                if self.state != State::CookieWait {
+                // §8.3: the ACK copies the Heartbeat Information and every TLV after it
+                // unchanged, so it is as long as the HEARTBEAT. One that a packet of our path
+                // MTU cannot carry (§6.10; SCTP fragments user messages only, §6.9) goes
+                // unanswered, as §8.3's SHOULD allows: cut, it would not be a copy.
+                let ack = ChunkRepr::HeartbeatAck(HeartbeatAckRepr {
+                    info: hb.info,
+                    extra: hb.extra,
+                });
+                if self.state != State::CookieWait
+                    && HEADER_LEN + ack.buffer_len() <= self.control_mtu()
+                {
                     self.pending.hb_acks.push(hb.info, hb.extra);
                 }
                 Flow::Continue
@@ -3279,13 +3332,17 @@ impl Association {
             any |= self.push_sack(&mut b);
         }
         while let Some((info, extra)) = self.pending.hb_acks.front() {
-            if b.push(&ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info, extra }))
-                .is_err()
-            {
+            let ack = ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info, extra });
+            if b.push(&ack).is_ok() {
+                any = true;
+            } else if HEADER_LEN + ack.buffer_len() <= limit {
+                // The next packet has room for it.
                 break;
             }
+            // Sent, or too big for any packet of ours now (the path MTU fell since the
+            // HEARTBEAT came: §6.10, §8.3's SHOULD): not owed any more, so that it never holds
+            // back the ACKs after it.
             self.pending.hb_acks.pop_front();
-            any = true;
         }
         if self.pending.heartbeat {
             if let Some(nonce) = self.path.hb_nonce {
