@@ -3710,6 +3710,89 @@ fn a_heartbeat_ack_too_big_for_the_path_mtu_does_not_hold_back_the_next_8_3() {
     assert_eq!(heartbeat_acks(&drain(&mut p.s, t(6))), vec![small]);
 }
 
+/// RFC 9260 §3.2: a chunk of unknown type whose upper bits are 01 or 11 is reported in an
+/// ERROR, Unrecognized Chunk Type, which carries the chunk whole (§3.3.10.6). Any size one
+/// packet of the path MTU can report must be: 512 bytes of room left chunks over about 508
+/// bytes skipped (or stopped at) but never reported (session 60's review).
+#[test]
+fn an_unrecognized_chunk_of_1400_bytes_is_reported_3_2() {
+    let mut p = Pair::new();
+    let tag = p.s.local_tag();
+    let mtu = p.s.path_mtu();
+    let mem = p.s.memory();
+    let hb = ChunkRepr::Heartbeat(HeartbeatRepr {
+        info: b"hb",
+        extra: &[],
+    });
+    let reported = |out: &[Vec<u8>]| -> Vec<Vec<u8>> {
+        out.iter()
+            .flat_map(|o| {
+                chunks(o)
+                    .into_iter()
+                    .filter_map(|c| match c {
+                        ChunkRepr::Error(e) => Some(
+                            e.causes
+                                .iter()
+                                .filter_map(|c| match c {
+                                    CauseRepr::UnrecognizedChunkType { chunk } => {
+                                        Some(chunk.to_vec())
+                                    }
+                                    _ => None,
+                                })
+                                .collect::<Vec<_>>(),
+                        ),
+                        _ => None,
+                    })
+                    .flatten()
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    // 1400 bytes of chunk, skipped (11) or stopping the packet (01); then the largest an
+    // ERROR in one packet of the path MTU holds: 12 + 4 + 4 + 1460 = 1480.
+    let largest = mtu - 12 - 4 - 4;
+    let mut now = 5;
+    for (ty, len, then_hb) in [
+        (0xC1u8, 1400, true),
+        (0x41, 1400, true),
+        (0xC2, largest, false),
+    ] {
+        let value = vec![0xab; len - 4];
+        let unknown = raw_chunk(ty, 0, &value);
+        let pkt = packet(
+            C_PORT,
+            S_PORT,
+            tag,
+            &[unknown, hb][..1 + usize::from(then_hb)],
+        );
+        assert!(pkt.len() <= mtu);
+        p.s.handle(t(now), &pkt, &mut ignore).unwrap();
+        let out = drain(&mut p.s, t(now));
+        now += 1;
+        let mut chunk = vec![ty, 0];
+        chunk.extend_from_slice(&(len as u16).to_be_bytes());
+        chunk.extend_from_slice(&value);
+        assert_eq!(reported(&out), vec![chunk], "type {ty:#x}, {len} bytes");
+        if then_hb {
+            let acked = !heartbeat_acks(&out).is_empty();
+            assert_eq!(acked, ty & 0x80 != 0, "type {ty:#x}: processing after it");
+        }
+        assert!(out.iter().all(|o| o.len() <= mtu));
+    }
+    // A word more and the ERROR cannot fit a packet (§6.10): not reported, and the association
+    // goes on (the next HEARTBEAT is answered).
+    let value = vec![0xcd; largest];
+    let pkt = packet(C_PORT, S_PORT, tag, &[raw_chunk(0xC3, 0, &value)]);
+    assert!(pkt.len() <= mtu);
+    p.s.handle(t(now), &pkt, &mut ignore).unwrap();
+    let out = drain(&mut p.s, t(now));
+    assert!(reported(&out).is_empty());
+    let pkt = packet(C_PORT, S_PORT, tag, &[hb]);
+    p.s.handle(t(now + 1), &pkt, &mut ignore).unwrap();
+    assert_eq!(heartbeat_acks(&drain(&mut p.s, t(now + 1))).len(), 1);
+    assert_eq!(p.s.memory(), mem, "association memory grew");
+}
+
 /// §9.1: "After checking the Verification Tag, the receiving endpoint MUST remove the
 /// association from its record"; §3.3.7 lets an ABORT carry zero or more error causes, and
 /// nothing lets the receiver keep the association because a cause is not as §3.3.10 draws

@@ -17,9 +17,10 @@
 //! Allocated when the association is made and never again on the data path:
 //! `send_slots * max_message` bytes of send buffer plus 48 bytes of book-keeping per slot,
 //! `tsn_window / 8` bytes of received-TSN bitmap, the peer's cookie while it is being echoed
-//! (handshake only), two packets of the path MTU for the HEARTBEAT ACKs owed and 1 KiB for
-//! other pending control chunks. With the default configuration (256 slots, 1480-byte path
-//! MTU, 8192-TSN window) that is about 385 KiB.
+//! (handshake only), three packets of the path MTU for the control chunks that echo the peer
+//! (two HEARTBEAT ACKs, an ERROR's causes) and 512 bytes for an INIT ACK's reports. With the
+//! default configuration (256 slots, 1480-byte path MTU, 8192-TSN window) that is about 385
+//! KiB.
 
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -340,16 +341,6 @@ enum Timer {
 }
 const TIMERS: usize = 7;
 
-/// Causes queued for one ERROR chunk; variable parts live in `Pending::error_bytes`.
-#[derive(Debug, Clone, Copy)]
-enum PendingCause {
-    InvalidStream(u16),
-    UnrecognizedChunk { off: usize, len: usize },
-    UnrecognizedParams { off: usize, len: usize },
-    CookieWhileShuttingDown,
-}
-const MAX_PENDING_CAUSES: usize = 4;
-const ERROR_BYTES: usize = 512;
 /// Most bytes of Unrecognized Parameter reports an INIT ACK of ours carries (§3.2.2); a
 /// parameter that would go past them is not reported.
 const INIT_ACK_REPORT_BYTES: usize = 512;
@@ -358,6 +349,11 @@ const INIT_ACK_REPORT_BYTES: usize = 512;
 const HB_ACKS: usize = 2;
 const HB_INFO_LEN: usize = 16;
 const MAX_GAP_BLOCKS: usize = 64;
+
+/// Bytes of one ERROR chunk's causes in an SCTP packet of `mtu` bytes (RFC 9260 §3.3.10).
+fn error_room(mtu: usize) -> usize {
+    mtu.saturating_sub(HEADER_LEN + CHUNK_HEADER_LEN)
+}
 
 /// Bytes of a HEARTBEAT ACK's Heartbeat Information and the TLVs after it in an SCTP packet
 /// of `mtu` bytes (RFC 9260 §3.3.6).
@@ -481,7 +477,9 @@ struct Pending {
     heartbeat: bool,
     hb_acks: HbAcks,
     abort: Option<AbortCause>,
-    causes: [Option<PendingCause>; MAX_PENDING_CAUSES],
+    /// The causes of the ERROR owed (RFC 9260 §3.3.10), in wire form, back to back: room for
+    /// the causes of one ERROR in a packet of the path MTU ([`error_room`]), allocated with the
+    /// association. Empty: no ERROR owed.
     error_bytes: Vec<u8>,
     /// The next packet may carry fast retransmissions regardless of cwnd (§7.2.4 step 3).
     fast_rtx: bool,
@@ -608,7 +606,7 @@ pub struct Association {
     /// whole and back to back, in memory set aside at setup.
     init_ack_report: Vec<u8>,
     /// The largest SCTP packet the buffers of the control chunks that echo the peer were
-    /// sized for (`hb_acks`): the association's largest path
+    /// sized for (`hb_acks`, `error_bytes`): the association's largest path
     /// MTU, the configured one or the link's ([`Association::set_link_mtu`]). What a peer sends
     /// is echoed up to what one packet of ours can carry back, so each of these holds one
     /// packet's worth and no more: the memory per association stays fixed, whatever peers send.
@@ -760,8 +758,7 @@ impl Association {
                 heartbeat: false,
                 hb_acks: HbAcks::default(),
                 abort: None,
-                causes: [None; MAX_PENDING_CAUSES],
-                error_bytes: Vec::with_capacity(ERROR_BYTES),
+                error_bytes: Vec::new(),
                 fast_rtx: false,
                 ootb_shutdown_complete: None,
                 stale_cookie: None,
@@ -804,6 +801,8 @@ impl Association {
         }
         self.ctl_mtu = mtu;
         self.pending.hb_acks.reserve(hb_ack_room(mtu));
+        let e = &mut self.pending.error_bytes;
+        e.reserve_exact(error_room(mtu).saturating_sub(e.len()));
     }
 
     /// The largest packet a control chunk echoing the peer may fill now: one of the path MTU
@@ -1874,9 +1873,15 @@ impl Association {
                 self.stats.unknown_chunks += 1;
                 let action = u.action();
                 if action.reports() {
-                    self.queue_cause_bytes(chunk.bytes_ref(), |off, len| {
-                        PendingCause::UnrecognizedChunk { off, len }
-                    });
+                    // §3.2 (upper bits 01 or 11): reported in an ERROR, Unrecognized Chunk
+                    // Type, which carries the chunk whole (§3.3.10.6).
+                    let room = error_room(self.control_mtu());
+                    self.queue_cause(
+                        &CauseRepr::UnrecognizedChunkType {
+                            chunk: chunk.bytes_ref(),
+                        },
+                        room,
+                    );
                 }
                 if action.continues() {
                     Flow::Continue
@@ -2030,7 +2035,10 @@ impl Association {
                 if view.stream_id() >= self.streams {
                     // §6.5: acknowledge, report Invalid Stream Identifier, discard.
                     self.stats.invalid_stream += 1;
-                    self.queue_cause(PendingCause::InvalidStream(view.stream_id()));
+                    let cause = CauseRepr::InvalidStreamIdentifier {
+                        stream_id: view.stream_id(),
+                    };
+                    self.queue_cause(&cause, error_room(self.control_mtu()));
                     return Flow::Continue;
                 }
                 self.stats.data_in += 1;
@@ -2102,18 +2110,15 @@ impl Association {
         }
     }
 
-    fn queue_cause(&mut self, c: PendingCause) {
-        if let Some(slot) = self.pending.causes.iter_mut().find(|s| s.is_none()) {
-            *slot = Some(c);
-        }
-    }
-
-    fn queue_cause_bytes(&mut self, bytes: &[u8], make: impl FnOnce(usize, usize) -> PendingCause) {
-        let off = self.pending.error_bytes.len();
-        if off + bytes.len() <= ERROR_BYTES && self.pending.causes.iter().any(Option::is_none) {
-            self.pending.error_bytes.extend_from_slice(bytes);
-            self.queue_cause(make(off, bytes.len()));
-        }
+    /// Adds `cause` to the ERROR owed if the causes then take at most `room` bytes: what an
+    /// ERROR in one packet of our path MTU holds, or less. A cause that does not fit is not
+    /// reported: §3.3.10.6 and §3.3.10.8 carry the chunk or parameters whole, so none is cut;
+    /// §6.10 bounds a packet by the PMTU (and SCTP fragments user messages only, §6.9); and an
+    /// ERROR reports an operation error, not fatal in itself (§3.3.10): nothing of the
+    /// association's operation waits for it. The causes of one ERROR at most are owed at a
+    /// time, so what a peer provokes stays one packet.
+    fn queue_cause(&mut self, cause: &CauseRepr<'_>, room: usize) {
+        endpoint::append_within(&mut self.pending.error_bytes, cause, room);
     }
 
     /// A SACK's acknowledgement (or a SHUTDOWN's, without gaps). False if it acknowledged a
@@ -2725,13 +2730,16 @@ impl Association {
         self.path.ssthresh = init.a_rwnd as usize;
         self.rx = TsnMap::new(init.initial_tsn, self.cfg.tsn_window);
         self.reasm.clear();
-        // §3.2.1: unrecognized parameters of an INIT ACK are reported in an ERROR bundled
-        // with the COOKIE ECHO.
-        let params_bytes = &chunk.bytes_ref()[crate::wire::sctp::INIT_MIN_LEN..];
+        // §3.2.1, §3.2.2: unrecognized parameters of an INIT ACK are reported in an ERROR
+        // bundled with the COOKIE ECHO, so the causes get what a packet of the path MTU holds
+        // beside it; those that would not fit are not reported (`queue_cause`).
+        let params_bytes = chunk.bytes_ref().get(INIT_MIN_LEN..).unwrap_or_default();
+        let echo = (CHUNK_HEADER_LEN + cookie.len()).next_multiple_of(4);
+        let room = error_room(self.control_mtu()).saturating_sub(echo);
         for &(off, len) in params.unrecognized() {
-            self.queue_cause_bytes(&params_bytes[off..off + len], |off, len| {
-                PendingCause::UnrecognizedParams { off, len }
-            });
+            if let Some(params) = params_bytes.get(off..off + len) {
+                self.queue_cause(&CauseRepr::UnrecognizedParameters { params }, room);
+            }
         }
         self.state = State::CookieEchoed;
         self.pending.init = false;
@@ -2839,7 +2847,8 @@ impl Association {
         {
             // Case A: the peer restarted.
             if self.state == State::ShutdownAckSent {
-                self.queue_cause(PendingCause::CookieWhileShuttingDown);
+                let room = error_room(self.control_mtu());
+                self.queue_cause(&CauseRepr::CookieReceivedWhileShuttingDown, room);
                 self.pending.shutdown_ack = true;
                 return Flow::Stop;
             }
@@ -3364,14 +3373,16 @@ impl Association {
                 self.pending.heartbeat = false;
             }
         }
-        if self.pending.causes[0].is_some() {
+        if !self.pending.error_bytes.is_empty() {
             // Only INIT may carry tag 0 (§8.5.1 A): reports made before the peer's tag is
             // known are dropped.
-            if self.peer_tag != 0 && self.push_error(&mut b) {
-                any = true;
-            } else if self.peer_tag == 0 {
-                self.pending.causes = [None; MAX_PENDING_CAUSES];
+            if self.peer_tag == 0 {
                 self.pending.error_bytes.clear();
+            } else {
+                // §3.2.2: an ERROR reporting an INIT ACK's parameters goes with the COOKIE
+                // ECHO, or not before the COOKIE ACK; one that did not fit beside it is not
+                // kept for the next packet.
+                any |= self.push_error(&mut b, limit, any && !cookie_packet);
             }
         }
         if self.pending.shutdown && self.state == State::ShutdownSent {
@@ -3548,8 +3559,7 @@ impl Association {
             heartbeat,
             hb_acks,
             abort,
-            causes,
-            error_bytes: _,
+            error_bytes,
             fast_rtx,
             ootb_shutdown_complete,
             stale_cookie,
@@ -3567,7 +3577,7 @@ impl Association {
             || *fast_rtx)
             && hb_acks.is_empty()
             && abort.is_none()
-            && causes[0].is_none()
+            && error_bytes.is_empty()
             && ootb_shutdown_complete.is_none()
             && stale_cookie.is_none()
             && init_abort.is_none()
@@ -3624,35 +3634,25 @@ impl Association {
         true
     }
 
-    fn push_error(&mut self, b: &mut PacketBuilder<'_>) -> bool {
-        let bytes = &self.pending.error_bytes;
-        let mut causes = [CauseRepr::OutOfResource; MAX_PENDING_CAUSES];
-        let mut n = 0;
-        for c in self.pending.causes.iter().flatten() {
-            causes[n] = match *c {
-                PendingCause::InvalidStream(stream_id) => {
-                    CauseRepr::InvalidStreamIdentifier { stream_id }
-                }
-                PendingCause::UnrecognizedChunk { off, len } => CauseRepr::UnrecognizedChunkType {
-                    chunk: &bytes[off..off + len],
-                },
-                PendingCause::UnrecognizedParams { off, len } => {
-                    CauseRepr::UnrecognizedParameters {
-                        params: &bytes[off..off + len],
-                    }
-                }
-                PendingCause::CookieWhileShuttingDown => CauseRepr::CookieReceivedWhileShuttingDown,
-            };
-            n += 1;
+    /// Pushes the ERROR owed; whether it went. One that does not fit this packet waits for
+    /// the next if `keep` (this packet holds other chunks) and a packet of `limit` bytes holds
+    /// it; otherwise it is not sent (`queue_cause` says why that is allowed).
+    fn push_error(&mut self, b: &mut PacketBuilder<'_>, limit: usize, keep: bool) -> bool {
+        // The causes were written by `queue_cause`, so they parse; the check is a walk of the
+        // causes, on this rare path only, and keeps a mistake from becoming a panic.
+        let Ok(causes) = List::parse(&self.pending.error_bytes) else {
+            self.pending.error_bytes.clear();
+            return false;
+        };
+        let e = ChunkRepr::Error(ErrorChunkRepr { causes });
+        if b.push(&e).is_ok() {
+            self.pending.error_bytes.clear();
+            return true;
         }
-        let e = ChunkRepr::Error(ErrorChunkRepr {
-            causes: List::new(&causes[..n]),
-        });
-        let ok = b.push(&e).is_ok();
-        // Sent or not (too big for the packet), the report is not retried.
-        self.pending.causes = [None; MAX_PENDING_CAUSES];
-        self.pending.error_bytes.clear();
-        ok
+        if !(keep && HEADER_LEN + e.buffer_len() <= limit) {
+            self.pending.error_bytes.clear();
+        }
+        false
     }
 
     fn push_data(&mut self, now: Instant, b: &mut PacketBuilder<'_>, cookie_packet: bool) -> bool {

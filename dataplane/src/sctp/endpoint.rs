@@ -13,7 +13,7 @@ use super::time::Instant;
 use crate::wire::crc32c;
 use crate::wire::sctp::{
     AbortRepr, CauseRepr, Chunk, ChunkRepr, ChunkType, ErrorChunkRepr, HeaderRepr, InitAckRepr,
-    InitChunk, InitRepr, List, Packet, PacketBuilder, ParamRepr, ShutdownCompleteRepr,
+    InitChunk, InitRepr, List, ListElement, Packet, PacketBuilder, ParamRepr, ShutdownCompleteRepr,
     UnrecognizedAction, INIT_MIN_LEN,
 };
 
@@ -102,6 +102,24 @@ pub(super) fn walk_init_params<'a>(init: &InitRepr<'a>) -> InitParams<'a> {
         off += (len + 3) & !3;
     }
     p
+}
+
+/// Appends `item`'s wire form (padding included) to `buf` if `buf` then holds at most `room`
+/// bytes; whether it did. Never beyond `buf`'s capacity: the buffers of peer reports are
+/// allocated once, and a report that does not fit is left out rather than grown into.
+pub(super) fn append_within<'a, E: ListElement<'a>>(
+    buf: &mut Vec<u8>,
+    item: &E,
+    room: usize,
+) -> bool {
+    let at = buf.len();
+    let n = item.buffer_len();
+    if at + n > room.min(buf.capacity()) {
+        return false;
+    }
+    buf.resize(at + n, 0);
+    item.emit(&mut buf[at..]);
+    true
 }
 
 /// The first parameter of type `ty` in the raw parameter bytes of an INIT or INIT ACK, whole
