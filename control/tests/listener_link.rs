@@ -93,3 +93,57 @@ fn both_sides_announce_the_mulpdu_of_their_family_5043_9() {
         assert_eq!(v4.1 - v6.1, 20, "ESP headroom {esp}");
     }
 }
+
+/// RFC 9260 §3.2.2: an INIT's unrecognized parameters are reported in the INIT ACK, as many as
+/// one packet holds (§6.10: no packet above the path MTU; the rest are left out, whole). The
+/// packet is the path's of the peer's family: over IPv6 20 bytes less than over IPv4, and less
+/// the ESP headroom, whatever the endpoint's own path MTU says.
+#[test]
+fn an_init_ack_fits_the_path_of_the_peers_family_3_2_2() {
+    use ddpdk_dataplane::wire::crc32c;
+    use ddpdk_dataplane::wire::sctp::{
+        ChunkRepr, HeaderRepr, InitRepr, List, PacketBuilder, ParamRepr,
+    };
+    let value = [0x5a; 28];
+    let mut params = vec![ParamRepr::AdaptationLayerIndication(1)];
+    params.extend((0..60u16).map(|i| ParamRepr::Unknown {
+        param_type: 0xC100 + i,
+        value: &value,
+    }));
+    let init = ChunkRepr::Init(InitRepr {
+        initiate_tag: 0x1234,
+        a_rwnd: 65536,
+        outbound_streams: 4,
+        inbound_streams: 4,
+        initial_tsn: 1000,
+        params: List::new(&params),
+    });
+    let mut pkt = vec![0u8; 4096];
+    let hdr = HeaderRepr {
+        src_port: 7001,
+        dst_port: 7002,
+        verification_tag: 0,
+    };
+    let mut b = PacketBuilder::new(&mut pkt, &hdr).unwrap();
+    b.push(&init).unwrap();
+    let n = b.packet_len();
+    pkt.truncate(n);
+    crc32c::fill(&mut pkt);
+    let (sm, _) = Memory::new(64, 0, 2);
+    for esp in [0, 64] {
+        for peer in ["198.18.0.1", "2001:db8::1"] {
+            let mut l = listener(7002, 2, esp);
+            let mut out = vec![0u8; 65536];
+            let ip: IpAddr = peer.parse().unwrap();
+            let Accept::Reply(m) = l.handle(Instant::from_nanos(1), ip, &pkt, &mut out, &sm) else {
+                panic!("INIT ACK expected")
+            };
+            let path = LINK_MTU - Interface::ip_header_len(ip) - esp;
+            // Within the path, and no room left for another report (4 + 32 bytes).
+            assert!(
+                m <= path && m + 36 > path,
+                "{peer}, ESP {esp}: {m} of {path}"
+            );
+        }
+    }
+}

@@ -3793,6 +3793,143 @@ fn an_unrecognized_chunk_of_1400_bytes_is_reported_3_2() {
     assert_eq!(p.s.memory(), mem, "association memory grew");
 }
 
+/// Parameters of unknown types 0xC1xx (report, skip): `n` of them, `value` bytes each.
+fn reportable_params(n: usize, value: &[u8]) -> Vec<ParamRepr<'_>> {
+    (0..n)
+        .map(|i| ParamRepr::Unknown {
+            param_type: 0xC100 + i as u16,
+            value,
+        })
+        .collect()
+}
+
+/// The Unrecognized Parameter reports of an INIT ACK packet, each the parameter it reports.
+fn init_ack_reports(pkt: &[u8]) -> Vec<Vec<u8>> {
+    let cs = chunks(pkt);
+    let ChunkRepr::InitAck(ia) = cs[0] else {
+        panic!("{cs:?}")
+    };
+    assert!(ia.state_cookie().is_some(), "the State Cookie is kept");
+    ia.0.params
+        .iter()
+        .filter_map(|p| match p {
+            ParamRepr::UnrecognizedParameter(b) => Some(b.to_vec()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each parameter's wire form.
+fn wire(params: &[ParamRepr<'_>]) -> Vec<Vec<u8>> {
+    params
+        .iter()
+        .map(|p| {
+            let mut b = vec![0; p.buffer_len()];
+            p.emit(&mut b);
+            b.truncate(p.param_len());
+            b
+        })
+        .collect()
+}
+
+/// RFC 9260 §3.2.2: the receiver of an INIT "MUST put the 'Unrecognized Parameter'
+/// parameter(s) in the INIT ACK" for every parameter whose type asks for a report (§3.2.1),
+/// not the first 8 or 512 bytes of them (session 60's review) - the endpoint's INIT ACK and
+/// an association's (§5.2.2) alike. What one packet of the path MTU cannot hold beside the
+/// State Cookie is left out, whole parameters at a time (§6.10: no packet above the PMTU).
+#[test]
+fn an_init_ack_reports_twenty_unrecognized_parameters_3_2_2() {
+    let value = [0x5a; 28];
+    let twenty = reportable_params(20, &value);
+    let mut params = vec![ParamRepr::AdaptationLayerIndication(1)];
+    params.extend_from_slice(&twenty);
+    let init = init_chunk(0x7777, &params);
+    // The endpoint's INIT ACK.
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 65536];
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init, &mut out, &mut ignore) else {
+        panic!("INIT not answered")
+    };
+    assert_eq!(init_ack_reports(&out[..n]), wire(&twenty));
+    // An association's (§5.2.2), within its fixed memory.
+    let mut p = Pair::new();
+    let mem = p.s.memory();
+    let _ = p.s.handle(t(5), &init, &mut ignore);
+    let acks = drain(&mut p.s, t(5));
+    assert_eq!(init_ack_reports(&acks[0]), wire(&twenty));
+    // 60 of them (the INIT came in a larger packet, or in fragments): as many as fit a packet
+    // of the path MTU, in order; the next would not have fit.
+    let sixty = reportable_params(60, &value);
+    let mut params = vec![ParamRepr::AdaptationLayerIndication(1)];
+    params.extend_from_slice(&sixty);
+    let init = init_chunk(0x7778, &params);
+    let mtu = p.s.path_mtu();
+    let Outcome::Reply(n) = sep.handle(t(6), C_ADDR, &init, &mut out, &mut ignore) else {
+        panic!("INIT not answered")
+    };
+    let _ = p.s.handle(t(6), &init, &mut ignore);
+    let acks = drain(&mut p.s, t(6));
+    for pkt in [&out[..n], &acks[0][..]] {
+        let got = init_ack_reports(pkt);
+        assert!(pkt.len() <= mtu, "{} bytes", pkt.len());
+        assert!(pkt.len() + 4 + 32 > mtu, "room left for another");
+        assert!(got.len() > 20, "{}", got.len());
+        assert_eq!(got, wire(&sixty[..got.len()]));
+    }
+    assert_eq!(p.s.memory(), mem, "association memory grew");
+}
+
+/// §3.2.2: the receiver of an INIT ACK reports its unrecognized parameters in an ERROR
+/// "bundled" with the COOKIE ECHO: every one of them, not 4 causes' worth (session 60's
+/// review found the ERROR's four slots).
+#[test]
+fn an_init_acks_unrecognized_parameters_are_all_reported_with_the_cookie_echo_3_2_2() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let init = drain(&mut c, t(0));
+    let ChunkRepr::Init(i) = chunks(&init[0])[0] else {
+        panic!()
+    };
+    let value = [0x5a; 28];
+    let twenty = reportable_params(20, &value);
+    let cookie = [7u8; 100];
+    let mut params = vec![
+        ParamRepr::AdaptationLayerIndication(1),
+        ParamRepr::StateCookie(&cookie),
+    ];
+    params.extend_from_slice(&twenty);
+    let ack = ChunkRepr::InitAck(ddpdk_dataplane::wire::sctp::InitAckRepr(InitRepr {
+        initiate_tag: 0xabcd,
+        a_rwnd: 65536,
+        outbound_streams: 4,
+        inbound_streams: 4,
+        initial_tsn: 5,
+        params: List::new(&params),
+    }));
+    c.handle(
+        t(1),
+        &packet(S_PORT, C_PORT, i.initiate_tag, &[ack]),
+        &mut ignore,
+    )
+    .unwrap();
+    let out = drain(&mut c, t(1));
+    let cs = chunks(&out[0]);
+    assert!(matches!(cs[0], ChunkRepr::CookieEcho(_)), "{cs:?}");
+    let reported: Vec<u8> = cs
+        .iter()
+        .filter_map(|c| match c {
+            ChunkRepr::Error(e) => Some(e.causes),
+            _ => None,
+        })
+        .flat_map(|causes| causes.iter())
+        .flat_map(|c| match c {
+            CauseRepr::UnrecognizedParameters { params } => params.to_vec(),
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(reported, wire(&twenty).concat());
+}
+
 /// §9.1: "After checking the Verification Tag, the receiving endpoint MUST remove the
 /// association from its record"; §3.3.7 lets an ABORT carry zero or more error causes, and
 /// nothing lets the receiver keep the association because a cause is not as §3.3.10 draws

@@ -114,6 +114,16 @@ impl Listener {
         place: impl Into<Place<'m>>,
     ) -> Accept {
         let memory = place.into();
+        // A reply fits one packet of the path the association would have (the link's, less
+        // the IP header of the peer's family and the ESP headroom, as `connection` sets it):
+        // the endpoint's Config has one path MTU for both families, and an INIT ACK leaves out
+        // the Unrecognized Parameter reports that do not fit its buffer (RFC 9260 §6.10).
+        let room = self.link.map_or(out.len(), |l| {
+            l.mtu
+                .saturating_sub(Interface::ip_header_len(peer) + l.esp_headroom)
+                .min(out.len())
+        });
+        let out = &mut out[..room];
         let early = &mut self.early;
         early.clear();
         let outcome = self

@@ -17,10 +17,10 @@
 //! Allocated when the association is made and never again on the data path:
 //! `send_slots * max_message` bytes of send buffer plus 48 bytes of book-keeping per slot,
 //! `tsn_window / 8` bytes of received-TSN bitmap, the peer's cookie while it is being echoed
-//! (handshake only), three packets of the path MTU for the control chunks that echo the peer
-//! (two HEARTBEAT ACKs, an ERROR's causes) and 512 bytes for an INIT ACK's reports. With the
-//! default configuration (256 slots, 1480-byte path MTU, 8192-TSN window) that is about 385
-//! KiB.
+//! (handshake only), and four packets of the path MTU for the control chunks that echo the
+//! peer (two HEARTBEAT ACKs, an ERROR's causes, an INIT ACK's parameters: see
+//! [`Association::memory`]). With the default configuration (256 slots, 1480-byte path MTU,
+//! 8192-TSN window) that is about 385 KiB.
 
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -341,9 +341,6 @@ enum Timer {
 }
 const TIMERS: usize = 7;
 
-/// Most bytes of Unrecognized Parameter reports an INIT ACK of ours carries (§3.2.2); a
-/// parameter that would go past them is not reported.
-const INIT_ACK_REPORT_BYTES: usize = 512;
 /// HEARTBEATs answered at once: an RFC 8899 probe and an ordinary HEARTBEAT can arrive in
 /// one burst (both timers due at one moment), and each needs its own ACK.
 const HB_ACKS: usize = 2;
@@ -602,11 +599,12 @@ pub struct Association {
     pending: Pending,
     ack_due: AckDue,
     pending_init_ack: Option<PendingInitAck>,
-    /// The Unrecognized Parameter reports of `pending_init_ack` (§3.2.2): the parameters,
-    /// whole and back to back, in memory set aside at setup.
-    init_ack_report: Vec<u8>,
+    /// The parameters of `pending_init_ack`'s INIT ACK in wire form (the State Cookie and the
+    /// Unrecognized Parameter reports of §3.2.2, `endpoint::init_ack_params`), in room for one
+    /// INIT ACK in a packet of the path MTU, allocated with the association.
+    init_ack_params: Vec<u8>,
     /// The largest SCTP packet the buffers of the control chunks that echo the peer were
-    /// sized for (`hb_acks`, `error_bytes`): the association's largest path
+    /// sized for (`hb_acks`, `error_bytes`, `init_ack_params`): the association's largest path
     /// MTU, the configured one or the link's ([`Association::set_link_mtu`]). What a peer sends
     /// is echoed up to what one packet of ours can carry back, so each of these holds one
     /// packet's worth and no more: the memory per association stays fixed, whatever peers send.
@@ -768,7 +766,7 @@ impl Association {
             },
             ack_due: AckDue::default(),
             pending_init_ack: None,
-            init_ack_report: Vec::with_capacity(INIT_ACK_REPORT_BYTES),
+            init_ack_params: Vec::new(),
             ctl_mtu: 0,
             timers: [None; TIMERS],
             events: VecDeque::with_capacity(8),
@@ -803,6 +801,8 @@ impl Association {
         self.pending.hb_acks.reserve(hb_ack_room(mtu));
         let e = &mut self.pending.error_bytes;
         e.reserve_exact(error_room(mtu).saturating_sub(e.len()));
+        let p = &mut self.init_ack_params;
+        p.reserve_exact(endpoint::init_ack_room(mtu).saturating_sub(p.len()));
     }
 
     /// The largest packet a control chunk echoing the peer may fill now: one of the path MTU
@@ -1142,7 +1142,7 @@ impl Association {
             + self.pending.hb_acks.heap_bytes()
             + self.pending.error_bytes.capacity()
             + self.pending.init_abort_bytes.capacity()
-            + self.init_ack_report.capacity()
+            + self.init_ack_params.capacity()
             + self.reasm.heap_bytes()
             + self.peer_cookie.capacity()
             + self.events.capacity() * core::mem::size_of::<Event>()
@@ -2651,17 +2651,20 @@ impl Association {
         );
         // §3.2.2: "the receiver of the INIT MUST put the 'Unrecognized Parameter'
         // parameter(s) in the INIT ACK chunk sent in response" - for the parameters whose
-        // type asks for a report (§3.2.1), as the endpoint does (at most MAX_UNRECOGNIZED).
-        self.init_ack_report.clear();
-        for &(off, len) in params.unrecognized() {
-            if let Some(p) = params_bytes.get(off..off + len) {
-                if self.init_ack_report.len() + p.len() <= INIT_ACK_REPORT_BYTES {
-                    self.init_ack_report.extend_from_slice(p);
-                }
-            }
-        }
-        self.pending_init_ack = Some(PendingInitAck {
-            cookie: cookie.seal(&self.key),
+        // type asks for a report (§3.2.1), as the endpoint does: every one that a packet of
+        // the path MTU holds beside the cookie.
+        let cookie = cookie.seal(&self.key);
+        let room = endpoint::init_ack_room(self.control_mtu());
+        let written = endpoint::init_ack_params(
+            &mut self.init_ack_params,
+            room,
+            self.cfg.adaptation_indication,
+            &cookie,
+            init,
+            params_bytes,
+        );
+        // Not written (no room even for the cookie): no INIT ACK, as when none fits a packet.
+        self.pending_init_ack = written.then_some(PendingInitAck {
             peer_tag: init.initiate_tag,
             local_tag,
             local_tsn,
@@ -2736,7 +2739,7 @@ impl Association {
         let params_bytes = chunk.bytes_ref().get(INIT_MIN_LEN..).unwrap_or_default();
         let echo = (CHUNK_HEADER_LEN + cookie.len()).next_multiple_of(4);
         let room = error_room(self.control_mtu()).saturating_sub(echo);
-        for &(off, len) in params.unrecognized() {
+        for (off, len) in endpoint::unrecognized(init) {
             if let Some(params) = params_bytes.get(off..off + len) {
                 self.queue_cause(&CauseRepr::UnrecognizedParameters { params }, room);
             }
@@ -3860,30 +3863,20 @@ impl Association {
     }
 
     fn build_init_ack(&mut self, buf: &mut [u8], ack: &PendingInitAck) -> Option<usize> {
-        let mut params = [ParamRepr::ForwardTsnSupported; 2 + endpoint::MAX_UNRECOGNIZED];
-        params[0] = ParamRepr::AdaptationLayerIndication(self.cfg.adaptation_indication);
-        params[1] = ParamRepr::StateCookie(&ack.cookie);
-        let mut n = 2;
-        // §3.3.3: each unrecognized parameter, whole, in an Unrecognized Parameter; each one
-        // stored says its own length (§3.2).
-        let mut rest = &self.init_ack_report[..];
-        while let (Some(slot), Some(h)) = (params.get_mut(n), rest.get(2..4)) {
-            let len = usize::from(u16::from_be_bytes([h[0], h[1]]));
-            let (Some(p), Some(after)) = (rest.get(..len), rest.get(len..)) else {
-                break;
-            };
-            *slot = ParamRepr::UnrecognizedParameter(p);
-            n += 1;
-            rest = after;
-        }
+        // The parameters were written for a packet of the path MTU (`on_init`); if it fell
+        // since, the reports at the end that no longer fit are left out, whole (§6.10).
+        let end = whole_params_within(&self.init_ack_params, endpoint::init_ack_room(buf.len()));
+        let params = self.init_ack_params.get(..end)?;
         let init_ack = InitAckRepr(InitRepr {
             initiate_tag: ack.local_tag,
             a_rwnd: self.cfg.a_rwnd,
             outbound_streams: self.cfg.streams,
             inbound_streams: self.cfg.streams,
             initial_tsn: ack.local_tsn,
-            params: List::new(&params[..n]),
+            params: List::parse(params).ok()?,
         });
+        // Not even the cookie fits: no INIT ACK (as when the packet cannot hold it).
+        init_ack.state_cookie()?;
         let mut b = PacketBuilder::new(buf, &self.header(ack.peer_tag)).ok()?;
         b.push(&ChunkRepr::InitAck(init_ack)).ok()?;
         Some(b.packet_len())
@@ -3904,13 +3897,28 @@ const SHUTDOWN_OF_UNSENT: &str = "SHUTDOWN acknowledging a TSN not sent (RFC 926
 pub const ADAPTATION_REASON: &str =
     "RFC 5043 §11.1: DDP requires Adaptation Layer Indication 0x00000001";
 
-/// An INIT ACK an association owes (§5.2.1, §5.2.2).
+/// An INIT ACK an association owes (§5.2.1, §5.2.2); its parameters, the State Cookie among
+/// them, are in `Association::init_ack_params`.
 #[derive(Debug, Clone, Copy)]
 struct PendingInitAck {
-    cookie: [u8; super::cookie::COOKIE_LEN],
     peer_tag: u32,
     local_tag: u32,
     local_tsn: u32,
+}
+
+/// The length of the longest run of whole parameters (each padded, §3.2) at the start of
+/// `params` that takes at most `room` bytes.
+fn whole_params_within(params: &[u8], room: usize) -> usize {
+    let mut end = 0;
+    while let Some(h) = params.get(end + 2..end + 4) {
+        let len = usize::from(u16::from_be_bytes([h[0], h[1]]));
+        let padded = len.next_multiple_of(4);
+        if len < 4 || end + padded > room.min(params.len()) {
+            break;
+        }
+        end += padded;
+    }
+    end
 }
 
 /// The big-endian 16-bit field at `at` of a packet whose length the caller checked (header

@@ -14,11 +14,8 @@ use crate::wire::crc32c;
 use crate::wire::sctp::{
     AbortRepr, CauseRepr, Chunk, ChunkRepr, ChunkType, ErrorChunkRepr, HeaderRepr, InitAckRepr,
     InitChunk, InitRepr, List, ListElement, Packet, PacketBuilder, ParamRepr, ShutdownCompleteRepr,
-    UnrecognizedAction, INIT_MIN_LEN,
+    HEADER_LEN, INIT_MIN_LEN,
 };
-
-/// Unrecognized parameters reported per INIT or INIT ACK; more are dropped silently.
-pub(super) const MAX_UNRECOGNIZED: usize = 8;
 /// Longest Cookie Preservative we honour (RFC 9260 §5.2.6 lets the receiver ignore it).
 const MAX_PRESERVATIVE_MS: u32 = 60_000;
 
@@ -38,29 +35,18 @@ pub(super) struct InitParams<'a> {
     /// The first Host Name Address parameter, whole: (offset, length) within the parameter
     /// bytes (RFC 9260 §3.3.2.1).
     pub host_name: Option<(usize, usize)>,
-    /// (offset, length) of each parameter to report, within the parameter bytes.
-    unrecognized: [(usize, usize); MAX_UNRECOGNIZED],
-    n_unrecognized: usize,
-}
-
-impl InitParams<'_> {
-    pub fn unrecognized(&self) -> &[(usize, usize)] {
-        &self.unrecognized[..self.n_unrecognized]
-    }
 }
 
 /// Walks the parameters in order. Unknown ones follow their type's upper bits (§3.2.1): `00`
 /// stops the walk, `01` stops it and reports, `10` skips, `11` skips and reports. Reports are
 /// Unrecognized Parameter in an INIT ACK (answering INIT) or an ERROR bundled with the COOKIE
-/// ECHO (answering INIT ACK).
+/// ECHO (answering INIT ACK); [`unrecognized`] walks them.
 pub(super) fn walk_init_params<'a>(init: &InitRepr<'a>) -> InitParams<'a> {
     let mut p = InitParams {
         adaptation: None,
         cookie: None,
         cookie_preservative: None,
         host_name: None,
-        unrecognized: [(0, 0); MAX_UNRECOGNIZED],
-        n_unrecognized: 0,
     };
     let mut off = 0;
     for param in init.params.iter() {
@@ -81,27 +67,54 @@ pub(super) fn walk_init_params<'a>(init: &InitRepr<'a>) -> InitParams<'a> {
                 p.host_name = Some((off, len));
                 break;
             }
-            // We parse Forward-TSN-Supported but do not implement PR-SCTP: to the
-            // association it is unrecognized, and its type bits (11) say skip and report
-            // (RFC 3758 §3.1, RFC 9260 §3.2.1).
-            ParamRepr::ForwardTsnSupported | ParamRepr::Unknown { .. } => {
-                let action = UnrecognizedAction::of_param_type(u16::from(param.param_type()));
-                if action.reports() && p.n_unrecognized < MAX_UNRECOGNIZED {
-                    p.unrecognized[p.n_unrecognized] = (off, len);
-                    p.n_unrecognized += 1;
-                }
-                if !action.continues() {
-                    break;
-                }
+            // An unrecognized parameter whose type says stop (00, 01) ends the walk; the
+            // reports are `unrecognized`'s, which stops here too.
+            ParamRepr::ForwardTsnSupported | ParamRepr::Unknown { .. }
+                if !param.action().continues() =>
+            {
+                break;
             }
-            // Addresses (we are single-homed and reply to the packet's source), Supported
-            // Address Types and Supported Extensions (we list none back, so the peer uses
-            // none) need nothing.
+            // Unrecognized parameters that say skip (10, 11), addresses (we are single-homed
+            // and reply to the packet's source), Supported Address Types and Supported
+            // Extensions (we list none back, so the peer uses none) need nothing here.
             _ => {}
         }
         off += (len + 3) & !3;
     }
     p
+}
+
+/// (offset, length) within the parameter bytes of each parameter of `init` to report, in order:
+/// those [`walk_init_params`] meets that are unrecognized and whose type's upper bits say
+/// report (`01`, `11`: RFC 9260 §3.2.1). As many as the INIT carries: a walk, not a list, so
+/// that no count bounds them (§3.2.2 asks for every one).
+pub(super) fn unrecognized<'a>(init: &InitRepr<'a>) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let mut off = 0;
+    let mut stopped = false;
+    init.params
+        .iter()
+        .map_while(move |param| {
+            if stopped {
+                return None;
+            }
+            let len = param.param_len();
+            let at = off;
+            off += (len + 3) & !3;
+            let report = match param {
+                // We parse Forward-TSN-Supported but do not implement PR-SCTP: to the
+                // association it is unrecognized, and its type bits (11) say skip and report
+                // (RFC 3758 §3.1, RFC 9260 §3.2.1). A Host Name Address (type 11, bits 00)
+                // stops the walk unreported, as `walk_init_params` stops at it.
+                ParamRepr::ForwardTsnSupported | ParamRepr::Unknown { .. } => {
+                    let action = param.action();
+                    stopped = !action.continues();
+                    action.reports()
+                }
+                _ => false,
+            };
+            Some(report.then_some((at, len)))
+        })
+        .flatten()
 }
 
 /// Appends `item`'s wire form (padding included) to `buf` if `buf` then holds at most `room`
@@ -119,6 +132,46 @@ pub(super) fn append_within<'a, E: ListElement<'a>>(
     }
     buf.resize(at + n, 0);
     item.emit(&mut buf[at..]);
+    true
+}
+
+/// The bytes of an INIT ACK's parameters (after its fixed fields) in an SCTP packet of `mtu`
+/// bytes.
+pub(super) fn init_ack_room(mtu: usize) -> usize {
+    mtu.saturating_sub(HEADER_LEN + INIT_MIN_LEN)
+}
+
+/// Writes into `out` (cleared) the parameters of the INIT ACK that answers `init` (whose
+/// parameter bytes are `params_bytes`), in wire form: our Adaptation Layer Indication (RFC 5043
+/// §5.1), the State Cookie (RFC 9260 §3.3.3), then an Unrecognized Parameter for each
+/// parameter [`unrecognized`] finds. §3.2.2: the receiver of an INIT "MUST put the
+/// 'Unrecognized Parameter' parameter(s) in the INIT ACK chunk sent in response"; and §6.10
+/// bounds a packet, IP header included, by the current PMTU (SCTP fragments user messages
+/// only, §6.9: an INIT ACK goes whole or not at all). Where both cannot hold (an INIT that came in a
+/// larger packet, or in IP fragments, asking for more reports than one packet of ours holds
+/// beside the cookie), the reports that would pass `room` bytes of parameters are left out,
+/// each whole (a cut parameter would report something the peer never sent); the others go.
+/// False if not even the cookie fits (nothing to send).
+pub(super) fn init_ack_params(
+    out: &mut Vec<u8>,
+    room: usize,
+    adaptation: u32,
+    cookie: &[u8],
+    init: &InitRepr<'_>,
+    params_bytes: &[u8],
+) -> bool {
+    out.clear();
+    if !(append_within(out, &ParamRepr::AdaptationLayerIndication(adaptation), room)
+        && append_within(out, &ParamRepr::StateCookie(cookie), room))
+    {
+        return false;
+    }
+    for (off, len) in unrecognized(init) {
+        if let Some(p) = params_bytes.get(off..off + len) {
+            // §3.3.3: each unrecognized parameter, whole, in an Unrecognized Parameter.
+            append_within(out, &ParamRepr::UnrecognizedParameter(p), room);
+        }
+    }
     true
 }
 
@@ -330,6 +383,10 @@ pub struct Endpoint {
     stats: EndpointStats,
     /// (Our verification tag, the peer's port) of each live association of this port.
     live: HashSet<(u32, u16)>,
+    /// The parameters of the INIT ACK being written ([`init_ack_params`]): room for one packet
+    /// of `cfg.path_mtu`, the largest INIT ACK we send, allocated with the endpoint (and again
+    /// only if `set_config` raises the path MTU), so that an INIT flood allocates nothing.
+    init_ack: Vec<u8>,
 }
 
 impl Endpoint {
@@ -345,6 +402,7 @@ impl Endpoint {
             next_label: 0,
             stats: EndpointStats::default(),
             live: HashSet::new(),
+            init_ack: Vec::with_capacity(init_ack_room(cfg.path_mtu)),
         })
     }
 
@@ -383,6 +441,9 @@ impl Endpoint {
         }
         cfg.validate()?;
         self.cfg = cfg;
+        let room = init_ack_room(cfg.path_mtu);
+        self.init_ack
+            .reserve_exact(room.saturating_sub(self.init_ack.len()));
         Ok(())
     }
 
@@ -591,30 +652,41 @@ impl Endpoint {
             0,
         )
         .seal(&self.key);
-        let params_bytes = &chunk.bytes_ref()[INIT_MIN_LEN..];
-        let mut reprs = [ParamRepr::ForwardTsnSupported; 2 + MAX_UNRECOGNIZED];
-        reprs[0] = ParamRepr::AdaptationLayerIndication(self.cfg.adaptation_indication);
-        reprs[1] = ParamRepr::StateCookie(&cookie);
-        let mut n = 2;
-        for &(off, len) in params.unrecognized() {
-            // §3.3.3: each unrecognized parameter, whole, in an Unrecognized Parameter.
-            reprs[n] = ParamRepr::UnrecognizedParameter(&params_bytes[off..off + len]);
-            n += 1;
-        }
-        let ack = ChunkRepr::InitAck(InitAckRepr(InitRepr {
-            initiate_tag: local_tag,
-            a_rwnd: self.cfg.a_rwnd,
-            outbound_streams: self.cfg.streams,
-            inbound_streams: self.cfg.streams,
-            initial_tsn: local_tsn,
-            params: List::new(&reprs[..n]),
-        }));
-        let reply_hdr = HeaderRepr {
-            src_port: hdr.dst_port,
-            dst_port: hdr.src_port,
-            verification_tag: init.initiate_tag,
+        let params_bytes = chunk.bytes_ref().get(INIT_MIN_LEN..).unwrap_or_default();
+        // The INIT ACK fits a packet of the path MTU new associations start with (and the
+        // caller's buffer).
+        let room = init_ack_room(self.cfg.path_mtu.min(out.len()));
+        let mut bytes = core::mem::take(&mut self.init_ack);
+        let written = init_ack_params(
+            &mut bytes,
+            room,
+            self.cfg.adaptation_indication,
+            &cookie,
+            &init,
+            params_bytes,
+        );
+        // Written by `init_ack_params` just now, so they parse; the check costs an INIT ACK's
+        // walk, and keeps a mistake from becoming a panic.
+        let r = match (written, List::parse(&bytes)) {
+            (true, Ok(params)) => {
+                let ack = ChunkRepr::InitAck(InitAckRepr(InitRepr {
+                    initiate_tag: local_tag,
+                    a_rwnd: self.cfg.a_rwnd,
+                    outbound_streams: self.cfg.streams,
+                    inbound_streams: self.cfg.streams,
+                    initial_tsn: local_tsn,
+                    params,
+                }));
+                let reply_hdr = HeaderRepr {
+                    src_port: hdr.dst_port,
+                    dst_port: hdr.src_port,
+                    verification_tag: init.initiate_tag,
+                };
+                self.reply(out, &reply_hdr, &ack)
+            }
+            _ => self.ignore(Ignored::NoRoom),
         };
-        let r = self.reply(out, &reply_hdr, &ack);
+        self.init_ack = bytes;
         if matches!(r, Outcome::Reply(_)) {
             self.stats.init_acks_out += 1;
         }
