@@ -4058,3 +4058,34 @@ fn a_packet_whose_abort_fails_the_t_bit_rule_is_discarded_whole_8_5_1() {
     assert_eq!((r, got), (Ok(()), 1));
     assert!(p.s.is_closed());
 }
+
+/// §3.2: an unknown chunk whose type's upper bits are 00 means "Stop processing this SCTP
+/// packet; discard the unrecognized chunk and all further chunks"; the chunks before it are
+/// processed. An ABORT after such a chunk is one of the chunks discarded unread, so §8.5.1 B
+/// (which discards the packet whole when an ABORT fails the T-bit rule) never applies to it:
+/// the DATA before the stopping chunk, under our tag, is delivered and acknowledged, exactly
+/// as it is when the ABORT after the stop passes the T-bit rule or is absent. The look-ahead
+/// of `fails_t_bit_rule_later` reads past the stop and throws the DATA away.
+#[test]
+fn an_abort_after_a_chunk_that_stops_the_packet_is_not_read_3_2_8_5_1() {
+    let mut p = Pair::new();
+    let ours = p.s.local_tag();
+    assert_ne!(ours, p.s.peer_tag());
+    let cum = p.s.received_cum_tsn();
+    let d = data(cum.wrapping_add(1), 0, true, true, true, b"taken");
+    let stop = raw_chunk(0x3f, 0, b"abcd");
+    let bad_abort = ChunkRepr::Abort(AbortRepr {
+        t_bit: true,
+        causes: List::empty(),
+    });
+    let mut got = 0;
+    let r = p.s.handle(
+        t(5),
+        &packet(C_PORT, S_PORT, ours, &[d, stop, bad_abort]),
+        &mut |_: Message<'_>| got += 1,
+    );
+    assert_eq!(r, Ok(()), "the packet is processed up to the stopping chunk");
+    assert_eq!(got, 1, "the DATA before the stopping chunk is delivered");
+    assert_eq!(p.s.received_cum_tsn(), cum.wrapping_add(1));
+    assert_eq!(p.s.state(), State::Established);
+}
