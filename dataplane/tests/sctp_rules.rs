@@ -4084,7 +4084,11 @@ fn an_abort_after_a_chunk_that_stops_the_packet_is_not_read_3_2_8_5_1() {
         &packet(C_PORT, S_PORT, ours, &[d, stop, bad_abort]),
         &mut |_: Message<'_>| got += 1,
     );
-    assert_eq!(r, Ok(()), "the packet is processed up to the stopping chunk");
+    assert_eq!(
+        r,
+        Ok(()),
+        "the packet is processed up to the stopping chunk"
+    );
     assert_eq!(got, 1, "the DATA before the stopping chunk is delivered");
     assert_eq!(p.s.received_cum_tsn(), cum.wrapping_add(1));
     assert_eq!(p.s.state(), State::Established);

@@ -1886,8 +1886,10 @@ impl Association {
     /// an ABORT or SHUTDOWN COMPLETE that fails the T-bit rule for the packet's tag `vtag`
     /// (§8.5.1 B, C). Reads chunk headers only: type, flags, length. The walk ends where
     /// `Chunks` would report a framing error (§3.2: a length below 4 or past the packet, a
-    /// packet ending inside a chunk's padding), since the chunk loop takes nothing from there
-    /// on, so a chunk there is not one the packet carries.
+    /// packet ending inside a chunk's padding) or at a chunk that stops the loop, since the
+    /// chunk loop takes nothing from there on, so a chunk there is not one the packet carries.
+    /// (A known chunk that fails to parse also stops the loop; the walk does not parse, so an
+    /// ABORT behind one still discards the packet: both are a broken peer's.)
     fn fails_t_bit_rule_later(&self, chunks: &[u8], vtag: u32) -> bool {
         // A chunk's type and flags as one number, and which of them fail: ABORT is type 6 and
         // SHUTDOWN COMPLETE 14, the same but for bit 3 (masked off), and the T bit is the
@@ -1918,6 +1920,12 @@ impl Association {
             };
             if u16::from_be_bytes([ty, flags]) & mask == failing {
                 return true;
+            }
+            // Where the loop stops, a later chunk is not read, so no ABORT there discards the
+            // packet (§3.2): a bundled INIT (§6.10) and an unknown type whose upper bits are
+            // 00 or 01 (the known types are 0 to 14). One compare for what a bundle carries.
+            if ty < 0x80 && (ty > 14 || ty == 1) {
+                return false;
             }
             rest = after;
         }
