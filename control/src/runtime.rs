@@ -1665,6 +1665,12 @@ impl<P: Port> DataCore<P> {
                             self.transmit(now, k);
                         }
                         self.abort_live(now, k);
+                        // Sessions away at the control thread never come back to a forgotten
+                        // connection: what waited for them is reported now.
+                        if let Some(s) = self.slots[k].as_mut() {
+                            s.c.get_mut().abandon_lent();
+                        }
+                        self.op_results(conn, k);
                         if let Some(mut s) = self.slots[k].take() {
                             self.drain_owed(conn, &mut s.c);
                             self.retire(&s);

@@ -255,6 +255,34 @@ impl Connection {
         }
     }
 
+    /// The ULP forgets the connection while sessions of it are away at the control thread:
+    /// they never come back, so the operations that waited for them will never apply. Each is
+    /// reported refused (`NotConnected`: the association ended first), as its result, so a
+    /// receive buffer posted meanwhile returns to the ULP (`Control::forget` promises what the
+    /// connection owes still comes); the chunks held with them give their room back.
+    pub fn abandon_lent(&mut self) {
+        for stream in 0..self.streams.len() {
+            let Some(lent) = self.streams[stream].lent.take() else {
+                continue;
+            };
+            self.sink.lent -= 1;
+            for item in lent.held {
+                match item {
+                    Held::Chunk { data, .. } => self.sink.held_bytes -= data.len(),
+                    Held::Op(op) => {
+                        self.sink.held_ops -= 1;
+                        self.sink.op_results.push_back(OpResult {
+                            op: op.name(),
+                            stream: op.stream(),
+                            wr_id: op.wr_id(),
+                            result: Err(PostError::NotConnected),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
     /// The result of an operation that [`Connection::apply`] deferred, once applied.
     pub fn poll_op_result(&mut self) -> Option<OpResult> {
         self.sink.op_results.pop_front()

@@ -1,5 +1,6 @@
-//! Independent review of the verbs-API changes (forget, dereg'd receives, accept without an
-//! Initiate, posting in Error): each test a promise the changes make and do not keep.
+//! `Control::forget` of a live connection (found by an independent review of session 61's
+//! change): what the connection owes the ULP still comes, whatever was away at the control
+//! thread.
 
 #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
 
@@ -25,15 +26,17 @@ fn associated() -> (Pair, ConnHandle, ConnHandle) {
             .connect(now, IpAddr::V4(B4), PORT)
             .unwrap();
     p.run_until("the association", |p| {
-        [&p.a.events, &p.b.events].iter().all(|ev| ev.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        }))
+        [&p.a.events, &p.b.events].iter().all(|ev| {
+            ev.iter().any(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::Connected { .. },
+                        ..
+                    }
+                )
+            })
+        })
     });
     let server = p.b.v.control().connections().next().unwrap().0;
     (p, conn, server)
@@ -85,9 +88,27 @@ fn forget_while_a_session_is_lent_still_returns_the_receives_it_deferred() {
     assert!(
         lent(&p),
         "the server's core lent the session out: {:?}",
-        p.b.cores.iter().map(|k| k.stats()).collect::<Vec<_>>()
-            .iter().chain(p.a.cores.iter().map(|k| k.stats()).collect::<Vec<_>>().iter())
-            .map(|s| (s.frames_in, s.to_connections, s.to_control, s.tx.frames_out, s.commands, s.dispatched_in, s.dispatched_out))
+        p.b.cores
+            .iter()
+            .map(|k| k.stats())
+            .collect::<Vec<_>>()
+            .iter()
+            .chain(
+                p.a.cores
+                    .iter()
+                    .map(|k| k.stats())
+                    .collect::<Vec<_>>()
+                    .iter()
+            )
+            .map(|s| (
+                s.frames_in,
+                s.to_connections,
+                s.to_control,
+                s.tx.frames_out,
+                s.commands,
+                s.dispatched_in,
+                s.dispatched_out
+            ))
             .collect::<Vec<_>>()
     );
     let buffer =
@@ -131,4 +152,3 @@ fn forget_while_a_session_is_lent_still_returns_the_receives_it_deferred() {
     });
     assert!(back, "receive 77 never returned to the ULP: {ev:?}");
 }
-
