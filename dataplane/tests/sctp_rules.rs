@@ -4028,6 +4028,9 @@ fn a_packet_whose_abort_fails_the_t_bit_rule_is_discarded_whole_8_5_1() {
         vec![d, d, hb, abort(true)],
         vec![hb, abort(true)],
         vec![d, sc],
+        // Alone, or leading the packet: the same answer (it was Ok, counted only).
+        vec![abort(true)],
+        vec![sc, d],
     ]
     .iter()
     .enumerate()

@@ -1470,8 +1470,8 @@ impl Association {
         let vtag = pkt.verification_tag();
         let chunks = pkt.chunks_ref();
         let mut first = chunks.clone();
-        let first_type = match first.next() {
-            Some(Ok(c)) => c.chunk_type(),
+        let (first_type, first_flags) = match first.next() {
+            Some(Ok(c)) => (c.chunk_type(), c.flags()),
             _ => {
                 self.stats.malformed += 1;
                 return Err(Discard::Malformed);
@@ -1500,6 +1500,15 @@ impl Association {
             // §8.5: every other packet must carry our tag. ABORT and SHUTDOWN COMPLETE are
             // checked per chunk (T bit, rules B and C); COOKIE ECHO against its cookie
             // (§5.2.4).
+            self.stats.bad_vtag += 1;
+            return Err(Discard::BadVerificationTag);
+        }
+        // §8.5.1 B and C for a packet led by an ABORT or SHUTDOWN COMPLETE: the packet is
+        // discarded as the look-ahead below discards one with such a chunk later (the same
+        // answer, so the caller counts both alike).
+        if matches!(first_type, ChunkType::Abort | ChunkType::ShutdownComplete)
+            && !self.t_bit_tag_ok(first_flags & 1 != 0, vtag)
+        {
             self.stats.bad_vtag += 1;
             return Err(Discard::BadVerificationTag);
         }
