@@ -532,6 +532,11 @@ impl<P: Port> Verbs<P> {
         if self.by_stream.contains_key(&(init.conn, init.stream)) {
             return Err(VerbsError::StreamTaken);
         }
+        // A handle no core owns (never made, or forgotten) would take posts that meet
+        // `Event::Unknown`, which names no work request: they would never complete.
+        if self.control.owner(init.conn).is_none() {
+            return Err(VerbsError::Runtime(RuntimeError::NoSuchConnection));
+        }
         let qp = Qp(self.qps.len() as u32);
         self.qps.push(Some(QpEntry {
             init,

@@ -308,8 +308,20 @@ fn destroy_qp_right_after_forget_returns_ok_once_the_core_let_go() {
         client_wcs(&mut c.p, c.cqa, 1, 200).is_empty(),
         "a destroyed queue pair completes nothing"
     );
-    // Its stream is free again: no StreamTaken.
-    qp(&mut c.p.a.v, c.pda, c.cqa, conn, 1);
+    // Its stream is free again (no StreamTaken), but the connection is gone: a queue pair on
+    // it is refused, as one on any handle no core owns (its posts would never complete).
+    let r = c.p.a.v.create_qp(QpInit {
+        pd: c.pda,
+        send_cq: c.cqa,
+        recv_cq: c.cqa,
+        conn,
+        stream: 1,
+        limits: RdmaLimits::default(),
+    });
+    assert_eq!(
+        r.err(),
+        Some(VerbsError::Runtime(RuntimeError::NoSuchConnection))
+    );
 }
 
 /// `WcStatus::LocalProtection` (control/src/verbs.rs; `IBV_WC_LOC_PROT_ERR`): "an entry
