@@ -682,6 +682,15 @@ enum Upcall {
     },
 }
 
+/// What goes up before `indication` of `c`: after a peer restart, the association's new local
+/// tag (RFC 9260 §5.2.2), for the endpoint's table of live associations.
+fn retagged(conn: ConnHandle, c: &Quiet, indication: &Indication) -> Option<Upcall> {
+    matches!(indication, Indication::PeerRestarted).then(|| Upcall::Retagged {
+        conn,
+        local_tag: c.get().association().local_tag(),
+    })
+}
+
 /// One connection a core owns. While one of its sessions is at the control thread, only that
 /// stream's chunks and operations wait (in the connection, [`Connection::apply`]); its other
 /// streams, SACKs and heartbeats go on.
@@ -2256,10 +2265,9 @@ impl<P: Port> DataCore<P> {
                 let e = if let Some(completion) = s.c.poll_completion() {
                     Event::Completion { conn, completion }
                 } else if let Some(indication) = s.c.poll_indication() {
-                    if matches!(indication, Indication::PeerRestarted) {
-                        let local_tag = s.c.get().association().local_tag();
-                        // Held in order with the indication if the ring is full.
-                        let _ = self.up(Upcall::Retagged { conn, local_tag });
+                    // Held in order with the indication if the ring is full.
+                    if let Some(u) = retagged(conn, &s.c, &indication) {
+                        let _ = self.up(u);
                     }
                     Event::Indication { conn, indication }
                 } else {
@@ -2280,9 +2288,8 @@ impl<P: Port> DataCore<P> {
             let _ = self.up(Upcall::Event(Event::Completion { conn, completion }));
         }
         while let Some(indication) = c.poll_indication() {
-            if matches!(indication, Indication::PeerRestarted) {
-                let local_tag = c.get().association().local_tag();
-                let _ = self.up(Upcall::Retagged { conn, local_tag });
+            if let Some(u) = retagged(conn, c, &indication) {
+                let _ = self.up(u);
             }
             let _ = self.up(Upcall::Event(Event::Indication { conn, indication }));
         }

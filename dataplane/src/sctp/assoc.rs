@@ -1503,30 +1503,25 @@ impl Association {
             self.stats.bad_vtag += 1;
             return Err(Discard::BadVerificationTag);
         }
-        // §8.5.1 B and C for a packet led by an ABORT or SHUTDOWN COMPLETE: the packet is
-        // discarded as the look-ahead below discards one with such a chunk later (the same
-        // answer, so the caller counts both alike).
-        if matches!(first_type, ChunkType::Abort | ChunkType::ShutdownComplete)
-            && !self.t_bit_tag_ok(first_flags & 1 != 0, vtag)
-        {
-            self.stats.bad_vtag += 1;
-            return Err(Discard::BadVerificationTag);
-        }
         // §8.5.1 B and C: when an ABORT or SHUTDOWN COMPLETE fails the T-bit rule "the receiver
         // MUST silently discard the packet", so nothing bundled before it may be taken (DATA
-        // before it already breaks §6.10 and §9.1, but carries our tag). The loop delivers
-        // DATA as it meets it, so the chunk headers after the first are read before it starts
-        // (the first is the loop's to check before it acts). A packet of one chunk, all that
+        // before it already breaks §6.10 and §9.1, but carries our tag). A packet it leads is
+        // judged by its header; otherwise the loop delivers DATA as it meets it, so the chunk
+        // headers after the first are read before it starts. A packet of one chunk, all that
         // header prediction leaves of a bulk transfer, pays a compare; a bundle about 20
-        // instructions a further chunk (RELIABILITY.md, the §8.5.1 row).
-        let rest = pkt
-            .chunk_bytes_ref()
-            .get(first.offset()..)
-            .unwrap_or_default();
-        if !rest.is_empty()
-            && !matches!(first_type, ChunkType::Abort | ChunkType::ShutdownComplete)
-            && self.fails_t_bit_rule_later(rest, vtag)
-        {
+        // instructions a further chunk (RELIABILITY.md, the §8.5.1 row). Either discard gets
+        // the same answer, so the caller counts both alike.
+        let fails_t_bit_rule =
+            if matches!(first_type, ChunkType::Abort | ChunkType::ShutdownComplete) {
+                !self.t_bit_tag_ok(first_flags & 1 != 0, vtag)
+            } else {
+                let rest = pkt
+                    .chunk_bytes_ref()
+                    .get(first.offset()..)
+                    .unwrap_or_default();
+                !rest.is_empty() && self.fails_t_bit_rule_later(rest, vtag)
+            };
+        if fails_t_bit_rule {
             self.stats.bad_vtag += 1;
             return Err(Discard::BadVerificationTag);
         }
