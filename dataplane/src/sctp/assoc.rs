@@ -1508,9 +1508,9 @@ impl Association {
         // before it already breaks §6.10 and §9.1, but carries our tag). A packet it leads is
         // judged by its header; otherwise the loop delivers DATA as it meets it, so the chunk
         // headers after the first are read before it starts. A packet of one chunk, all that
-        // header prediction leaves of a bulk transfer, pays a compare; a bundle about 20
-        // instructions a further chunk (RELIABILITY.md, the §8.5.1 row). Either discard gets
-        // the same answer, so the caller counts both alike.
+        // header prediction leaves of a bulk transfer, pays a compare; a bundle about 10
+        // instructions a further DATA chunk (RELIABILITY.md, the §8.5.1 rows). Either discard
+        // gets the same answer, so the caller counts both alike.
         let fails_t_bit_rule =
             if matches!(first_type, ChunkType::Abort | ChunkType::ShutdownComplete) {
                 !self.t_bit_tag_ok(first_flags & 1 != 0, vtag)
@@ -1922,14 +1922,17 @@ impl Association {
                 None if len == rest.len() => &[],
                 _ => return false,
             };
-            if u16::from_be_bytes([ty, flags]) & mask == failing {
-                return true;
-            }
-            // Where the loop stops, a later chunk is not read, so no ABORT there discards the
-            // packet (§3.2): a bundled INIT (§6.10) and an unknown type whose upper bits are
-            // 00 or 01 (the known types are 0 to 14). One compare for what a bundle carries.
-            if ty < 0x80 && (ty > 14 || ty == 1) {
-                return false;
+            // DATA (type 0), what a bundle mostly carries, is neither kind: one compare.
+            if ty != u8::from(ChunkType::Data) {
+                if u16::from_be_bytes([ty, flags]) & mask == failing {
+                    return true;
+                }
+                // Where the loop stops, a later chunk is not read, so no ABORT there discards
+                // the packet (§3.2): a bundled INIT (§6.10) and an unknown type whose upper
+                // bits are 00 or 01 (the known types are 0 to 14).
+                if ty < 0x80 && (ty > 14 || ty == 1) {
+                    return false;
+                }
             }
             rest = after;
         }
