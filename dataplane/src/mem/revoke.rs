@@ -16,7 +16,7 @@
 //! (a list without bound), the coordinator raises that core's resync request to the
 //! revocation's epoch: O(1) state per core, however many revocations it misses. The master
 //! keeps, beside its table, one atomic word per STag index saying which registration is valid
-//! there, by key and generation ([`Validity`]): the 8-bit key alone comes round after 256
+//! there, by key and generation (`Validity`): the 8-bit key alone comes round after 256
 //! reuses of the index, which a long stall can span. A core reads its request before it drains its channel on every poll; when
 //! the request moved it drops, after the drain, every STag of its replica that word does not
 //! name, then reports the request done. So a core that wakes sees every revocation it missed

@@ -107,7 +107,7 @@ pub(crate) fn later() -> (usize, usize) {
     LATER.get()
 }
 
-/// Issues the write hint [`for_write_later`] set aside, if any.
+/// Issues the write hint `for_write_later` set aside, if any.
 #[inline]
 pub fn run_later() {
     let (start, len) = LATER.replace((0, 0));

@@ -32,7 +32,7 @@ use memmap2::{MmapMut, MmapOptions};
 use crate::port::dpdk::{DpdkError, Eal};
 
 /// Placements of at least this many bytes store their whole lines with non-temporal stores,
-/// around the caches ([`stream_copy`]).
+/// around the caches (`stream_copy`).
 ///
 /// A jumbo segment's placement through the cache pulls its ~140 destination lines into L1 (a
 /// read for ownership each) on top of the ~140 of the frame the CRC32c and the copy read:
@@ -58,7 +58,7 @@ thread_local! {
 /// the outermost batch ends, instead of one each.
 ///
 /// The fence is what lets a completion event publish bytes written around the cache
-/// ([`stream_copy`]): it makes them globally visible before any later store. Within a batch
+/// (`stream_copy`): it makes them globally visible before any later store. Within a batch
 /// the placements are visible to this thread at once and to other agents only after the
 /// fence. The rule for the holder: nothing may let another thread or a device read the placed
 /// bytes, or tell another thread they are there or that their memory is no longer written,
@@ -484,7 +484,7 @@ impl Region {
     }
 
     /// Copies `src` to `offset` (a validated placement). From [`STREAM_MIN`] bytes on, the
-    /// whole lines of the destination are written around the cache ([`stream_copy`]) and
+    /// whole lines of the destination are written around the cache (`stream_copy`) and
     /// fenced before this returns, or when this thread's [`PlacementBatch`] ends if one is
     /// open.
     pub fn place(&self, offset: u64, src: &[u8]) -> Result<(), OutOfBounds> {

@@ -103,7 +103,7 @@ pub struct Cookie {
     /// The peer's address (IPv4 mapped into IPv6), so a cookie cannot be replayed from
     /// elsewhere.
     pub peer_addr: [u8; 16],
-    /// The address list of the peer's INIT, as [`super::endpoint::address_set`] sums it (0:
+    /// The address list of the peer's INIT, as `endpoint::address_set` sums it (0:
     /// none listed), so a restart that lists the same addresses is one (§5.2.2).
     pub peer_addresses: u32,
 }

@@ -185,7 +185,7 @@ impl Opcode {
         }
     }
 
-    /// Whether RsvdULP[8:39] holds an STag to invalidate (RFC 5040 §4.1).
+    /// Whether `RsvdULP[8:39]` holds an STag to invalidate (RFC 5040 §4.1).
     pub const fn carries_invalidate_stag(self) -> bool {
         matches!(self, Opcode::SendInvalidate | Opcode::SendSeInvalidate)
     }
@@ -289,7 +289,7 @@ impl Control {
     }
 }
 
-/// RsvdULP[8:39] of an untagged segment: the Invalidate STag (RFC 5040 §4.1), or `None` if
+/// `RsvdULP[8:39]` of an untagged segment: the Invalidate STag (RFC 5040 §4.1), or `None` if
 /// `rsvd_ulp` is not the 5 bytes of an untagged header.
 pub fn invalidate_stag(rsvd_ulp: &[u8]) -> Option<u32> {
     match rsvd_ulp {
@@ -348,7 +348,7 @@ impl ReadRequest {
 }
 
 /// The 8 bytes of an Immediate Data or Immediate Data with SE message (RFC 7306 §6.2): the
-/// whole ULP Payload. The Data Sink "MUST check that [they] include exactly 8 bytes" (§6.3):
+/// whole ULP Payload. The Data Sink "MUST check that \[they\] include exactly 8 bytes" (§6.3):
 /// [`Error::Truncated`] below, [`Error::BadLength`] above.
 pub fn immediate_data(payload: &[u8]) -> Result<[u8; IMMEDIATE_DATA_LEN]> {
     match payload.try_into() {

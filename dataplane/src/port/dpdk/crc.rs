@@ -5,12 +5,12 @@
 //! cycle (measured here: 0.82 ns a word on one chain, 0.27 on three). crc-fast folds 384-byte
 //! blocks from a 64-byte boundary with carry-less multiplies (VPCLMULQDQ), faster still, but
 //! runs what is left on one chain: the bytes before the boundary and a tail of up to 383
-//! bytes, half of its time on a 1500-byte packet. So a packet above [`ONE_CHAIN_MAX`] bytes
+//! bytes, half of its time on a 1500-byte packet. So a packet above `ONE_CHAIN_MAX` bytes
 //! goes to crc-fast for its whole aligned blocks and to three chains side by side for its
 //! head and tail, joined by a carry-less multiply each (PCLMULQDQ). A shorter one (a SACK, a
 //! 64-byte segment's packet) takes dpdk-sys's C shim (`ddpdk_sctp_crc32c`, one chain): the
 //! joins cost more than they save there. Without PCLMULQDQ (DPDK's x86-64 baseline,
-//! `-march=corei7`, does not promise it) packets up to [`SERIAL_MAX`] bytes take the shim and
+//! `-march=corei7`, does not promise it) packets up to `SERIAL_MAX` bytes take the shim and
 //! longer ones crc-fast alone. The 64-byte boundary and the 384-byte blocks are crc-fast's
 //! AVX-512 path (VPCLMULQDQ: the AMD EPYC and Intel Xeon VMs measured); on a CPU with
 //! PCLMULQDQ but not AVX-512 it takes its SSE path (smaller blocks, its own serial tail), where
@@ -221,7 +221,7 @@ pub fn crc32c_update(crc: u32, bytes: &[u8]) -> Option<u32> {
 
 /// The SCTP checksum of `packet` (RFC 9260 §6.8: CRC32c with the checksum field taken as
 /// zero), for a packet of at least the 12-byte common header; `None` for a shorter one, and
-/// for one longer than [`SERIAL_MAX`] on a CPU without PCLMULQDQ (crc-fast's then).
+/// for one longer than `SERIAL_MAX` on a CPU without PCLMULQDQ (crc-fast's then).
 #[inline]
 pub fn sctp_checksum(packet: &[u8]) -> Option<u32> {
     if packet.len() < crate::wire::crc32c::COMMON_HEADER_LEN {

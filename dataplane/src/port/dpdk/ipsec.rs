@@ -230,7 +230,7 @@ impl CryptoDev {
         &self.name
     }
 
-    /// Given up: it kept ops past the stall limit ([`oop`]).
+    /// Given up: it kept ops past the stall limit (`oop`).
     pub fn is_stalled(&self) -> bool {
         self.stalled.load(Ordering::Relaxed)
     }
@@ -715,7 +715,7 @@ impl EspSa {
     }
 
     /// RFC 4301 §8.2.1: the path MTU (outer IP bytes) ICMP gave for this SA's packets, unless
-    /// it aged out (§8.2.2, [`PMTU_AGE`]).
+    /// it aged out (§8.2.2, `PMTU_AGE`).
     pub fn path_mtu(&self, now: Instant) -> Option<usize> {
         let mtu = self.pmtu.load(Ordering::Acquire);
         let at = self.pmtu_at.load(Ordering::Relaxed);

@@ -101,7 +101,7 @@ impl Mempool {
 
     /// A fresh mbuf of this pool that references `len` bytes of `region` from `offset` instead
     /// of its own buffer (zero-copy transmit); `None` when the pool is empty or the region
-    /// cannot lend that span ([`Region::attach_to`]).
+    /// cannot lend that span (`Region::attach_to`).
     pub fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Mbuf> {
         let m = Mbuf::alloc(self)?;
         // A refused attach leaves `m` a plain mbuf, freed on return.
