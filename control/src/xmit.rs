@@ -21,7 +21,7 @@ use crate::memory::RegionTable;
 
 /// Frames sent per `tx_burst`.
 pub const BURST: usize = 32;
-/// Fresh buffers a queue takes from its pool at once ([`Tx::fresh_buf`]).
+/// Fresh buffers a queue takes from its pool at once (`Tx::fresh_buf`).
 pub const STOCK: usize = 16;
 /// Largest frame we build: a jumbo SCTP packet plus Ethernet and IPv6 headers.
 pub const FRAME_MAX: usize = 9216 + 14 + 40;
@@ -89,7 +89,7 @@ pub const INLINE_SPANS_MAX: usize = 256;
 
 /// Fills the CRC32c of the SCTP `packet` whose `holes` are still empty, reading the spans
 /// from their regions (RFC 9260 §6.8: computed with the checksum field zero). A span whose
-/// region is gone counts as the zeros [`Tx::send_chain`] sends for it. Not inlined: one call a
+/// region is gone counts as the zeros `Tx::send_chain` sends for it. Not inlined: one call a
 /// packet, and `callgrind-tx-stages.sh` counts the send path's CRC32c by its name.
 #[inline(never)]
 pub fn sctp_checksum_pieces(packet: &mut [u8], holes: &[Hole], regions: &RegionTable) {

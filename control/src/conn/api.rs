@@ -40,21 +40,21 @@ pub enum Op {
         buffer: PostedBuffer,
     },
     PostSend(SendRequest),
-    /// [`Connection::initiate_rdmap`].
+    /// [`Connection::initiate_rdmap`](crate::conn::Connection::initiate_rdmap).
     InitiateRdmap {
         stream: u16,
         pd: Pd,
         limits: crate::rdmap::RdmaLimits,
         private_data: Vec<u8>,
     },
-    /// [`Connection::accept_rdmap`].
+    /// [`Connection::accept_rdmap`](crate::conn::Connection::accept_rdmap).
     AcceptRdmap {
         stream: u16,
         pd: Pd,
         limits: crate::rdmap::RdmaLimits,
         private_data: Vec<u8>,
     },
-    /// [`Connection::post_rdma`].
+    /// [`Connection::post_rdma`](crate::conn::Connection::post_rdma).
     PostRdma(RdmaRequest),
     /// Graceful SHUTDOWN of the association.
     Shutdown,
@@ -105,7 +105,7 @@ impl Op {
     }
 }
 
-/// What [`Connection::apply`] did with an [`Op`].
+/// What [`Connection::apply`](crate::conn::Connection::apply) did with an [`Op`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
     Done,
@@ -117,6 +117,8 @@ pub enum Applied {
     },
     /// Its stream's session is away at the control thread: the operation waits, in order
     /// with the stream's chunks, and its result comes from [`Connection::poll_op_result`].
+    ///
+    /// [`Connection::poll_op_result`]: crate::conn::Connection::poll_op_result
     Deferred,
 }
 
@@ -214,6 +216,8 @@ pub enum Payload {
     /// protection domain of the stream's session; local read is implied by any registration,
     /// as in verbs ([`Connection::resolve_local`] checks, and turns it into a
     /// [`Payload::Region`]).
+    ///
+    /// [`Connection::resolve_local`]: crate::conn::Connection::resolve_local
     Local { stag: Stag, to: u64, len: u32 },
     /// `len` bytes of a region of this endpoint from `offset`, sent without a copy where the
     /// port can chain buffers ([`ddpdk_dataplane::port::Port::attach_region`]). The raw form,
@@ -260,6 +264,9 @@ pub struct SendRequest {
 
 /// An RDMA operation (RFC 5040 §5, RFC 4296 §2.2) on an RDMAP stream
 /// ([`Connection::initiate_rdmap`], [`Connection::accept_rdmap`]).
+///
+/// [`Connection::initiate_rdmap`]: crate::conn::Connection::initiate_rdmap
+/// [`Connection::accept_rdmap`]: crate::conn::Connection::accept_rdmap
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RdmaOp {
     /// RDMA Write (§5.1): the data into the peer's buffer `stag` from Tagged Offset `to`. The
@@ -365,6 +372,8 @@ pub struct RdmaRequest {
 }
 
 /// The RDMA Read state of an RDMAP stream ([`Connection::rdma_status`]).
+///
+/// [`Connection::rdma_status`]: crate::conn::Connection::rdma_status
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RdmaStatus {
     /// This side's limits as announced (IRD capped at the queue depth).
@@ -511,6 +520,9 @@ pub enum Indication {
         /// invalidation; a caller driving a [`Connection`] itself must first revoke it
         /// ([`Connection::take_peer_invalidated`]). `None` too when a core did not acknowledge
         /// in time (`ControlStats::invalidation_timeouts`): the invalidation is not vouched for.
+        ///
+        /// [`Connection`]: crate::conn::Connection
+        /// [`Connection::take_peer_invalidated`]: crate::conn::Connection::take_peer_invalidated
         invalidated: Option<Stag>,
     },
     /// A tagged message was delivered (RFC 5041 §5.4).
@@ -681,7 +693,8 @@ pub struct ConnStats {
     pub control_refused: u64,
     /// Control messages SCTP no longer took (the association was closing).
     pub control_lost: u64,
-    /// Control messages whose session machine ran on another thread ([`SessionCall`]).
+    /// Control messages whose session machine ran on another thread
+    /// ([`SessionCall`](crate::conn::SessionCall)).
     pub sessions_lent: u64,
     /// Streams whose receive path failed: the first error of each, indicated to the ULP
     /// (RFC 5041 §7.1; the segments after it are counted per stream, `RxStats`).
@@ -705,10 +718,14 @@ pub struct ConnStats {
     /// Read Requests this connection could not answer because it has no region table
     /// ([`Connection::use_regions`]): each ended its stream with RDMAP's Local Catastrophic
     /// Error.
+    ///
+    /// [`Connection::use_regions`]: crate::conn::Connection::use_regions
     pub reads_unservable: u64,
     /// Read Responses stopped before their last segment because the ULP revoked their Data
     /// Source STag meanwhile ([`Connection::recheck_read_sources`]): each ended its stream
     /// with RDMAP's Invalid STag.
+    ///
+    /// [`Connection::recheck_read_sources`]: crate::conn::Connection::recheck_read_sources
     pub reads_source_revoked: u64,
     /// Read Responses that ended short of their Read's size (RFC 5040 §5.2): each ended its
     /// stream with the unspecified Remote Operation Error, the Read Flushed.

@@ -37,6 +37,8 @@
 //! - **The association's end** terminates every session (RFC 5043 §11.3), flushes every
 //!   queued send and posted receive, and is indicated once. A peer restart does the same to
 //!   the sessions (the peer kept none) but the association lives on.
+//!
+//! [`Session`]: crate::session::Session
 
 mod api;
 mod lend;
@@ -79,7 +81,7 @@ const COOKIE_ECHO: u8 = 10;
 
 /// How many retransmission timeouts a stream waits for DDP-SSNs missing before the peer's
 /// final message, once our side is acknowledged and SCTP misses nothing
-/// ([`Connection::check_gaps`]): what is still missing then was first sent after the
+/// (`Connection::check_gaps`): what is still missing then was first sent after the
 /// Terminate (RFC 5043 §10: the peer's SCTP need not send unordered chunks in the order
 /// presented), and its losses leave no hole to see. As for the answer
 /// ([`ANSWER_GRACE_RTOS`]), 64 cover six losses in a row as the peer's timer doubles (1 + 2 +
@@ -89,7 +91,7 @@ pub const GAP_GRACE_RTOS: u32 = 64;
 
 /// How many retransmission timeouts the active side waits for the peer's answer to its
 /// Initiate while segments the peer sent after it are held, once SCTP misses nothing up to
-/// them ([`Connection::check_gaps`]). As long as [`GAP_GRACE_RTOS`]: an answer the peer's
+/// them (`Connection::check_gaps`). As long as [`GAP_GRACE_RTOS`]: an answer the peer's
 /// SCTP sent after the segments (RFC 5043 §10 lets it) and lost leaves no hole to see, so only
 /// time covers it; 63 covers six losses in a row as the peer's timer doubles (1 + 2 + ... +
 /// 32, RFC 9260 §6.3.3 E2). What the peer holds meanwhile is within our receive buffer, as
@@ -390,6 +392,8 @@ impl Connection {
     /// RFC 4296 `ddp_post_recv`: `buffer` (from [`Memory::receive_buffer`]) takes the next
     /// untagged message on queue `qn` of `stream`; its MSN is the number of buffers posted to
     /// the queue before it, plus one.
+    ///
+    /// [`Memory::receive_buffer`]: crate::memory::Memory::receive_buffer
     pub fn post_recv(
         &mut self,
         stream: u16,

@@ -21,7 +21,7 @@ pub struct Placed {
     /// Bytes placed from the sink's first byte, with no gap.
     pub prefix: u64,
     /// A segment landed on bytes already placed, or its ranges ahead passed
-    /// [`MAX_RANGES_AHEAD`]: the response cannot have carried the whole Data Source.
+    /// `MAX_RANGES_AHEAD`: the response cannot have carried the whole Data Source.
     pub overlapped: bool,
 }
 
