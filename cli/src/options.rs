@@ -9,7 +9,7 @@ use crate::shell::ModeArg;
 
 /// ddpdk: a DPDK poll-mode Direct Data Placement over SCTP endpoint (RFC 5043).
 ///
-/// Usage: ddpdk [EAL options] -- [options]. EAL options are DPDK's own (-l, --vdev, --no-huge,
+/// Usage: `ddpdk [EAL options] -- [options]`. EAL options are DPDK's own (-l, --vdev, --no-huge,
 /// --file-prefix, ...; see `ddpdk -h -- ` for DPDK's list). --ddp-loopback runs the DDP/SCTP
 /// endpoint pair on a net_ring pair; otherwise the data cores run testpmd-like forwarding engines.
 #[derive(Debug, Clone, Parser, PartialEq)]

@@ -157,7 +157,7 @@ pub enum Command {
         #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
         words: Vec<String>,
     },
-    /// wait (closed|session) [SECS]: wait until associations came and every one is closed, or
+    /// `wait (closed|session) [SECS]`: wait until associations came and every one is closed, or
     /// until a session is established (for scripts: a server's script waits for its client).
     Wait {
         #[arg(value_enum)]
@@ -177,14 +177,14 @@ pub type AssocId = u64;
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum AssocCmd {
-    /// assoc open ADDR [PORT]: set up an association (waits until it is up).
+    /// `assoc open ADDR [PORT]`: set up an association (waits until it is up).
     Open {
         addr: std::net::IpAddr,
         /// The peer's SCTP port (RFC 9260 §3.1: port 0 is never used).
         #[arg(value_parser = clap::value_parser!(u16).range(1..))]
         port: Option<u16>,
     },
-    /// assoc close ID [abort]: SHUTDOWN (or ABORT) and wait until it is closed.
+    /// `assoc close ID [abort]`: SHUTDOWN (or ABORT) and wait until it is closed.
     Close {
         id: AssocId,
         #[arg(value_enum)]
@@ -199,7 +199,7 @@ pub enum CloseHow {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum SessionCmd {
-    /// session open ID STREAM [TEXT] [--rdmap [--ird N] [--ord N]]: send an Initiate (Private
+    /// `session open ID STREAM [TEXT] [--rdmap [--ird N] [--ord N]]`: send an Initiate (Private
     /// Data TEXT) and wait for the peer's Accept or Reject; with --rdmap the session is an
     /// RDMAP stream, its RDMA Read limits in front of TEXT.
     Open {
@@ -301,7 +301,7 @@ pub enum MrCmd {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum SendCmd {
-    /// send tagged ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]: COUNT tagged writes of
+    /// `send tagged ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]`: COUNT tagged writes of
     /// SIZE bytes to the peer's STAG at TO, TO+SIZE, ... (waits for every completion).
     Tagged {
         id: AssocId,
@@ -317,7 +317,7 @@ pub enum SendCmd {
         #[arg(long)]
         from: Option<StagArg>,
     },
-    /// send untagged ID STREAM QN SIZE [COUNT] [--from LOCAL_STAG]: COUNT untagged messages of
+    /// `send untagged ID STREAM QN SIZE [COUNT] [--from LOCAL_STAG]`: COUNT untagged messages of
     /// SIZE bytes to queue QN (waits for every completion).
     Untagged {
         id: AssocId,
@@ -334,7 +334,7 @@ pub enum SendCmd {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum RdmaCmd {
-    /// rdma write ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]: COUNT RDMA Writes of SIZE
+    /// `rdma write ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]`: COUNT RDMA Writes of SIZE
     /// bytes to the peer's STAG at TO, TO+SIZE, ... (waits for every completion).
     Write {
         id: AssocId,
@@ -348,7 +348,7 @@ pub enum RdmaCmd {
         #[arg(long)]
         from: Option<StagArg>,
     },
-    /// rdma read ID STREAM STAG TO SIZE [COUNT] --into LOCAL_STAG: COUNT RDMA Reads of SIZE
+    /// `rdma read ID STREAM STAG TO SIZE [COUNT] --into LOCAL_STAG`: COUNT RDMA Reads of SIZE
     /// bytes from the peer's STAG at TO, TO+SIZE, ... into the local region (local write) at
     /// 0, SIZE, ... (wrapping at its last whole SIZE); prints latency and the CRC32c read.
     Read {
@@ -363,7 +363,7 @@ pub enum RdmaCmd {
         #[arg(long)]
         into: StagArg,
     },
-    /// rdma send ID STREAM SIZE [COUNT] [--solicited] [--invalidate STAG] [--from LOCAL_STAG]:
+    /// `rdma send ID STREAM SIZE [COUNT] [--solicited] [--invalidate STAG] [--from LOCAL_STAG]`:
     /// COUNT Sends into the peer's posted receives (queue 0).
     Send {
         id: AssocId,
@@ -381,7 +381,7 @@ pub enum RdmaCmd {
         #[arg(long)]
         from: Option<StagArg>,
     },
-    /// rdma fetch-add ID STREAM STAG TO ADD [COUNT] --into LOCAL_STAG: COUNT RFC 7306 FetchAdds
+    /// `rdma fetch-add ID STREAM STAG TO ADD [COUNT] --into LOCAL_STAG`: COUNT RFC 7306 FetchAdds
     /// of ADD on the peer's 64-bit word at STAG/TO (remote-atomic there, 8-aligned), one after
     /// another; the original values land in the local region's 8-byte slots (local write).
     /// Prints the last one.
@@ -410,7 +410,7 @@ pub enum RdmaCmd {
         #[arg(long)]
         into: StagArg,
     },
-    /// rdma imm ID STREAM VALUE [COUNT] [--solicited]: COUNT RFC 7306 Immediate Data messages,
+    /// `rdma imm ID STREAM VALUE [COUNT] [--solicited]`: COUNT RFC 7306 Immediate Data messages,
     /// VALUE's 8 bytes big-endian, into the peer's posted receives (queue 0).
     Imm {
         id: AssocId,
@@ -451,7 +451,7 @@ impl FromStr for U64Arg {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum RecvCmd {
-    /// recv post ID STREAM QN STAG LEN [COUNT]: COUNT receive buffers of LEN bytes, back to
+    /// `recv post ID STREAM QN STAG LEN [COUNT]`: COUNT receive buffers of LEN bytes, back to
     /// back from the start of the local region STAG (waits until the core has them).
     Post {
         id: AssocId,

@@ -38,7 +38,7 @@ pub struct Snapshot {
     /// dropped for drift or by the kernel shows here, not only on stderr.
     pub clock: &'static str,
     /// Which snapshot of the endpoint's this is (1, 2, ...) and when it was taken, set by the
-    /// commands' cache ([`SnapshotCache`]): answers within [`FRESH`] of each other may come
+    /// commands' cache (`SnapshotCache`): answers within [`FRESH`] of each other may come
     /// from one snapshot, and a tool that takes differences between two readings must know.
     pub taken: Option<(u64, Wall)>,
 }
@@ -325,7 +325,7 @@ fn u(x: impl TryInto<u64>) -> TelValue {
 const ASSOCS_LISTED: usize = 512;
 
 /// The association ids from `params` (an id; 0 when empty) on, ascending, at most
-/// [`ASSOCS_LISTED`]: an endpoint with more is read a page at a time, none left out.
+/// `ASSOCS_LISTED`: an endpoint with more is read a page at a time, none left out.
 pub fn assoc_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
     let from = match params.trim() {
         "" => 0,
@@ -389,7 +389,7 @@ const SESSIONS_LISTED: usize = 254;
 const SESSION_PAGE_BYTES: usize = 12 * 1024;
 
 /// The sessions not idle from `params` (`ASSOC/STREAM` or `ASSOC`; the first when empty) on,
-/// in association then stream order, at most [`SESSIONS_LISTED`]; `count` is every session
+/// in association then stream order, at most `SESSIONS_LISTED`; `count` is every session
 /// not idle, and `next` (when more are left) is where the next answer starts.
 pub fn session_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
     let usage =
@@ -460,7 +460,7 @@ fn access_text(a: Access) -> String {
 const MRS_LISTED: usize = 63;
 
 /// The registrations from `params` (an STag, `0x...` or decimal; the first when empty) on, in
-/// STag order, at most [`MRS_LISTED`]; `count` and `bytes` cover them all, and `next` (when
+/// STag order, at most `MRS_LISTED`; `count` and `bytes` cover them all, and `next` (when
 /// more are left) is where the next answer starts.
 pub fn mr_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
     let p = params.trim();
