@@ -1843,9 +1843,9 @@ fn later_ipv6_fragment(frame: &[u8]) -> bool {
 }
 
 /// RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram containing an IP
-/// source address that is invalid by the rules of this section": {0, <Host-number>} (this
+/// source address that is invalid by the rules of this section": {0, \<Host-number\>} (this
 /// network; 0.0.0.0 only while a host learns its address), {-1, -1} (limited broadcast) and
-/// {127, <any>} (loopback, never outside a host). RFC 4291 §2.5.2 and §2.5.3 rule out IPv6's
+/// {127, \<any\>} (loopback, never outside a host). RFC 4291 §2.5.2 and §2.5.3 rule out IPv6's
 /// unspecified and loopback sources the same way. SCTP's answer would go to an address no peer
 /// has. (Multicast sources are refused with the destination check.)
 /// RFC 4291 §2.7.1: the all-nodes link-local multicast group.

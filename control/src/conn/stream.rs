@@ -43,7 +43,7 @@ pub(super) struct DdpStream {
     /// The session is away at the control thread ([`SessionCall`]); `session` holds a
     /// placeholder meanwhile.
     pub(super) lent: Option<Box<Lent>>,
-    /// RDMAP's state, if the session is an RDMAP stream ([`Connection::initiate_rdmap`]).
+    /// RDMAP's state, if the session is an RDMAP stream ([`super::Connection::initiate_rdmap`]).
     pub(super) rdmap: Option<Box<RdmapStream>>,
     /// The RDMA Read limits the peer's Initiate announced, if it carried RDMAP's parameters.
     pub(super) peer_limits: Option<RdmaLimits>,
@@ -180,7 +180,7 @@ pub(super) struct Sink {
     /// every stream for nothing.
     pub(super) touched: Touched,
     /// Flushed region sends (stream, generation, work request) whose Flushed completion waits
-    /// for their segments already in SCTP's queue ([`Connection::defer_flushed`]).
+    /// for their segments already in SCTP's queue ([`super::Connection::defer_flushed`]).
     pub(super) deferred: Vec<(u16, u32, Done)>,
     /// The completion order of RDMAP streams renewed while some of their work still waited
     /// for its segments to settle ([`renew`], [`report_settled`]).
@@ -213,8 +213,8 @@ pub(super) struct Sink {
     /// Messages the echo service sends back (stream, PPID, bytes), in order; their bytes count
     /// in `held_bytes` until SCTP takes them, so a fast peer is slowed by its window.
     pub(super) echo: VecDeque<(u16, u32, Vec<u8>)>,
-    /// Streams (and their generation) whose [`DdpStream::crossing`] waits for SCTP's cumulative
-    /// TSN to pass its bound ([`super::Connection::check_crossings`]).
+    /// Streams (and their generation) whose [`DdpStream::crossings`] wait for SCTP's cumulative
+    /// TSN to pass their bound ([`super::Connection::check_crossings`]).
     pub(super) crossings: Vec<(u16, u32)>,
     /// Streams whose session is over with DDP-SSNs missing before the peer's final message
     /// (`Session::awaits_inbound_gap`), waited for a bounded time
