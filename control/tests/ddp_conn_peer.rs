@@ -3638,3 +3638,179 @@ fn rfc5043_10_a_segment_with_a_tsn_after_the_peers_terminate_is_still_waited_for
     assert_eq!(st.inbound_gaps_given_up, 0);
     d.conn().initiate(S, pd, b"").unwrap();
 }
+
+// ------------------------------------------------------------------------------------------
+// RFC 7306 from a hostile raw peer: probes of an independent review (session 62)
+// ------------------------------------------------------------------------------------------
+
+use ddpdk_control::conn::AtomicOperation;
+
+impl Duo {
+    /// The server posts a FetchAdd (wr_id 5) on the raw peer's word (STag 0x0011_2201, TO 0x40)
+    /// with its original value going to offset 8 of a fresh local-write sink; returns the sink
+    /// region, its registration, and the Atomic Request the raw peer received.
+    fn atomic_in_flight(
+        &mut self,
+        pd: Pd,
+    ) -> (
+        ddpdk_control::memory::RegionId,
+        ddpdk_control::memory::Registered,
+        AtomicRequest,
+    ) {
+        let (sink, sink_reg) = self.region_with(pd, 4096, 0x2000, Access::LOCAL_WRITE);
+        let atomic = RdmaRequest {
+            wr_id: 5,
+            stream: S,
+            op: RdmaOp::Atomic {
+                op: AtomicOperation::FetchAdd { add: 1, mask: 0 },
+                stag: Stag(0x0011_2201),
+                to: 0x40,
+                sink: sink_reg.stag,
+                sink_to: 0x2008,
+            },
+            data: Payload::Bytes(Vec::new()),
+            signaled: true,
+        };
+        let Duo { conn, memory, .. } = self;
+        conn.as_mut()
+            .unwrap()
+            .post_rdma(atomic, memory.stags())
+            .unwrap();
+        self.settle();
+        let request = self
+            .raw_rx
+            .iter()
+            .filter(|(s, p, x)| *s == S && *p == 16 && x.len() > 20 && x[2] & 0x80 == 0)
+            .filter(|(_, _, x)| Control::from_byte(x[3]).opcode == Opcode::AtomicRequest)
+            .map(|(_, _, x)| AtomicRequest::parse(&x[20..]).unwrap())
+            .next()
+            .expect("the Atomic Request");
+        (sink, sink_reg, request)
+    }
+}
+
+/// RFC 7306 §5.2.2: an Atomic Response echoes the Request Identifier of the request it answers
+/// (the oldest outstanding, the responder answering in order); one that echoes another is an
+/// error that ends the stream, its value written nowhere, and the Atomic completes in error.
+#[test]
+fn rfc7306_5_2_2_an_atomic_response_echoing_another_request_is_refused() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (sink, _, request) = d.atomic_in_flight(pd);
+    let response = AtomicResponse {
+        request_id: request.request_id.wrapping_add(1),
+        original: 0x1122_3344_5566_7788,
+    };
+    d.send(
+        S,
+        16,
+        &rseg(
+            1,
+            control(1, Opcode::AtomicResponse),
+            QN_ATOMIC_RESPONSE,
+            1,
+            &response.to_bytes(),
+        ),
+    );
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Rdmap(RdmapError::OperationUnspecified)]
+    );
+    assert!(
+        d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
+        "the value is written nowhere"
+    );
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(5, Status::Flushed)]
+    );
+    assert_eq!(d.conn().stats().atomics_completed, 0);
+}
+
+/// RFC 7306 §5.2.2 with RFC 5040 §5.3: a Send with Invalidate takes effect before the stream's
+/// next message. An Atomic Response behind one that invalidated the Atomic's sink, in the same
+/// packet, writes nothing there: the Atomic completes in error and the loss is counted. (The
+/// fix of aa4f820, which noted it untested.)
+#[test]
+fn rfc7306_5_2_2_a_sink_the_peer_invalidated_just_before_takes_no_result() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (sink, sink_reg, request) = d.atomic_in_flight(pd);
+    let _ = d.posted_buffer(pd, 40);
+    let mut invalidate = rseg(1, control(1, Opcode::SendInvalidate), 0, 1, b"inval");
+    invalidate[4..8].copy_from_slice(&sink_reg.stag.0.to_be_bytes());
+    let response = AtomicResponse {
+        request_id: request.request_id,
+        original: 0x1122_3344_5566_7788,
+    };
+    let answer = rseg(
+        2,
+        control(1, Opcode::AtomicResponse),
+        QN_ATOMIC_RESPONSE,
+        1,
+        &response.to_bytes(),
+    );
+    // Both in one packet: the invalidation is in no table yet, only in the packet's record.
+    d.send(S, 16, &invalidate);
+    d.send(S, 16, &answer);
+    let mut packets = Vec::new();
+    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
+        packets.push(d.buf[..n].to_vec());
+    }
+    assert_eq!(packets.len(), 1, "one packet");
+    d.deliver_to_server(&packets[0]);
+    d.settle();
+    assert!(d.rdmap_terminates(S).is_empty());
+    assert!(
+        d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
+        "nothing written into the invalidated sink"
+    );
+    assert!(d.comps.contains(&Completion {
+        wr_id: 5,
+        stream: S,
+        status: Status::Flushed
+    }));
+    assert_eq!(d.conn().stats().atomic_results_lost, 1);
+}
+
+/// RFC 7306 §5.2.1 with RFC 5040 §5.5 (a request is served only once DDP delivered it, all
+/// earlier messages placed): an Atomic that overtakes an earlier RDMA Write to its word (a later
+/// DDP-SSN arriving first, RFC 5043 §10) is performed after the Write is placed, and returns
+/// the Write's value.
+#[test]
+fn rfc7306_5_2_1_an_atomic_is_performed_after_the_write_before_it() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (w, wreg) = d.region_with(
+        pd,
+        4096,
+        0x1000,
+        Access::REMOTE_ATOMIC | Access::REMOTE_WRITE,
+    );
+    let mut atomic = atomic_request(AtomicOp::FetchAdd, 0x0a0a, wreg.stag, 0x1010, 1);
+    atomic[..2].copy_from_slice(&2u16.to_be_bytes());
+    let mut write = tseg(1, true, wreg.stag.0, 0x1010, &100u64.to_ne_bytes());
+    write[3] = control(1, Opcode::Write);
+    d.send(S, 16, &atomic);
+    d.send(S, 16, &write);
+    d.settle();
+    assert!(d.rdmap_terminates(S).is_empty());
+    let mut word = [0u8; 8];
+    d.memory.region(w).unwrap().read(16, &mut word).unwrap();
+    assert_eq!(u64::from_ne_bytes(word), 101, "the Write, then the Atomic");
+    let originals: Vec<u64> = d
+        .raw_rx
+        .iter()
+        .filter(|(s, p, v)| *s == S && *p == 16 && v.len() > 20 && v[2] & 0x80 == 0)
+        .filter(|(_, _, v)| v[8..12] == QN_ATOMIC_RESPONSE.to_be_bytes())
+        .map(|(_, _, v)| AtomicResponse::parse(&v[20..]).unwrap().original)
+        .collect();
+    assert_eq!(originals, [100]);
+}
