@@ -3814,3 +3814,70 @@ fn rfc7306_5_2_1_an_atomic_is_performed_after_the_write_before_it() {
         .collect();
     assert_eq!(originals, [100]);
 }
+
+/// RFC 7306 §7 (an Atomic Response may pass a Read Response) with RFC 5040 §5.5: a Read and
+/// then an Atomic outstanding, answered Atomic first; the Atomic's value lands at once, its
+/// completion waits for the Read's, and both complete Success in posting order.
+#[test]
+fn rfc7306_7_an_atomic_response_passing_a_read_response_completes_in_posting_order() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (read_sink, read_reg) = d.region_with(pd, 4096, 0x3000, Access::LOCAL_WRITE);
+    let read = RdmaRequest {
+        wr_id: 9,
+        stream: S,
+        op: RdmaOp::Read {
+            source: Stag(0x0011_2201),
+            source_to: 0,
+            sink: read_reg.stag,
+            sink_to: 0x3100,
+            len: 1000,
+        },
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
+    };
+    let Duo { conn, memory, .. } = &mut d;
+    conn.as_mut()
+        .unwrap()
+        .post_rdma(read, memory.stags())
+        .unwrap();
+    let (sink, _, request) = d.atomic_in_flight(pd);
+    let response = AtomicResponse {
+        request_id: request.request_id,
+        original: 0x0102_0304_0506_0708,
+    };
+    d.send(
+        S,
+        16,
+        &rseg(
+            1,
+            control(1, Opcode::AtomicResponse),
+            QN_ATOMIC_RESPONSE,
+            1,
+            &response.to_bytes(),
+        ),
+    );
+    d.settle();
+    let mut value = [0u8; 8];
+    d.memory.region(sink).unwrap().read(8, &mut value).unwrap();
+    assert_eq!(u64::from_ne_bytes(value), 0x0102_0304_0506_0708);
+    assert!(
+        d.comps.is_empty(),
+        "the Atomic waits for the Read before it"
+    );
+    d.send(S, 16, &rrseg(2, true, read_reg.stag.0, 0x3100, 1000));
+    d.settle();
+    assert!(d.rdmap_terminates(S).is_empty());
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(9, Status::Success), (5, Status::Success)]
+    );
+    assert_eq!(
+        d.region_bytes(read_sink, 4096)[0x100..0x100 + 1000],
+        [0xaa; 1000]
+    );
+}
