@@ -3881,3 +3881,130 @@ fn rfc7306_7_an_atomic_response_passing_a_read_response_completes_in_posting_ord
         [0xaa; 1000]
     );
 }
+
+/// RFC 5040 §5.4 with RFC 7306 §5.2.1: the peer's Terminate is the last message it sends on
+/// the stream, so an Atomic Request with a later DDP-SSN is none of the stream's: DDP delivers
+/// in DDP-SSN order (RFC 5043 §10), and an Atomic that arrived first (its DDP-SSN 2 ahead of
+/// the Terminate's 1) is delivered in the same turn as the Terminate, after it. It must not
+/// be performed: the word keeps its value and no Atomic Response leaves.
+#[test]
+fn rfc7306_5_2_1_an_atomic_behind_the_peers_terminate_is_not_performed() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (w, wreg) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_ATOMIC);
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    let term = rseg(1, control(1, Opcode::Terminate), 2, 1, &payload);
+    let mut atomic = atomic_request(AtomicOp::FetchAdd, 7, wreg.stag, 0x1010, 1);
+    atomic[..2].copy_from_slice(&2u16.to_be_bytes());
+    // The Atomic (DDP-SSN 2) overtakes the Terminate (DDP-SSN 1).
+    d.send(S, 16, &atomic);
+    d.send(S, 16, &term);
+    d.settle();
+    assert!(
+        d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::RdmapTerminate { .. })),
+        "{:?}",
+        d.inds
+    );
+    assert!(
+        d.region_bytes(w, 4096).iter().all(|&b| b == 0),
+        "the word is not modified after the peer's Terminate"
+    );
+    assert_eq!(d.conn().stats().atomics_served, 0);
+    assert!(
+        !d.raw_rx.iter().any(|(s, p, v)| *s == S
+            && *p == 16
+            && v.len() > 20
+            && v[8..12] == QN_ATOMIC_RESPONSE.to_be_bytes()),
+        "no Atomic Response"
+    );
+}
+
+/// RFC 5040 §5.4 with RFC 7306 §6: Immediate Data with a DDP-SSN after the peer's Terminate
+/// that arrived first is delivered behind the Terminate in the same turn; it completes no
+/// posted receive (the receive ends flushed with the stream).
+#[test]
+fn rfc7306_6_immediate_data_behind_the_peers_terminate_completes_no_receive() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let _ = d.posted_buffer(pd, 40);
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    let term = rseg(1, control(1, Opcode::Terminate), 2, 1, &payload);
+    let immediate = rseg(
+        2,
+        control(1, Opcode::ImmediateData),
+        0,
+        1,
+        &7u64.to_be_bytes(),
+    );
+    d.send(S, 16, &immediate);
+    d.send(S, 16, &term);
+    d.settle();
+    assert!(d
+        .inds
+        .iter()
+        .any(|i| matches!(i, Indication::RdmapTerminate { .. })));
+    assert_eq!(
+        world::received(&d.inds),
+        [],
+        "no receive completed behind the Terminate"
+    );
+}
+
+/// RFC 5040 §5.4 with RFC 7306 §5.2.2: the peer's Terminate ends our outstanding Atomic
+/// (flushed); an Atomic Response with a later DDP-SSN that arrived first, delivered behind it,
+/// is none of the stream's: it writes nothing, completes nothing more, and draws no Terminate
+/// from us (a Terminate answers no Terminate).
+#[test]
+fn rfc7306_5_2_2_an_atomic_response_behind_the_peers_terminate_is_ignored() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (sink, _, request) = d.atomic_in_flight(pd);
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    let term = rseg(1, control(1, Opcode::Terminate), 2, 1, &payload);
+    let response = AtomicResponse {
+        request_id: request.request_id,
+        original: 0x0102_0304_0506_0708,
+    };
+    let answer = rseg(
+        2,
+        control(1, Opcode::AtomicResponse),
+        QN_ATOMIC_RESPONSE,
+        1,
+        &response.to_bytes(),
+    );
+    d.send(S, 16, &answer);
+    d.send(S, 16, &term);
+    d.settle();
+    assert!(d.rdmap_terminates(S).is_empty(), "no Terminate answers it");
+    assert!(
+        d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
+        "nothing written"
+    );
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(5, Status::Flushed)]
+    );
+}

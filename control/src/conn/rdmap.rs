@@ -154,8 +154,12 @@ impl Ulp for RdmapUlp<'_> {
             ddp::Indication::Delivered {
                 message, inline, ..
             } => {
-                // After a fault nothing the same segment completed reaches the ULP.
-                if self.fault.is_some() {
+                // After a fault nothing the same segment completed reaches the ULP. Nor does
+                // anything delivered behind the peer's Terminate, its last message on the
+                // stream (RFC 5040 §5.4): a message with a later DDP-SSN that arrived first is
+                // delivered in the same turn, after it, and must not be acted on, an Atomic
+                // performed (RFC 7306 §5.2.1) or a Read served above all.
+                if self.fault.is_some() || self.peer_terminated {
                     return;
                 }
                 let inline = inline.as_ref().map(|m| m.as_bytes());
