@@ -4008,3 +4008,51 @@ fn rfc7306_5_2_2_an_atomic_response_behind_the_peers_terminate_is_ignored() {
         [(5, Status::Flushed)]
     );
 }
+
+/// RFC 5040 §5.4: a Read Request with a DDP-SSN after the peer's Terminate that arrived first
+/// is delivered behind the Terminate in the same turn; it is not served: no Read Response
+/// leaves, nothing is read.
+#[test]
+fn rfc5040_5_4_a_read_request_behind_the_peers_terminate_is_not_served() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let table = d.memory.region_table().clone();
+    d.conn().use_regions(table);
+    let (_, src) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_READ);
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    let term = rseg(1, control(1, Opcode::Terminate), 2, 1, &payload);
+    let request = ReadRequest {
+        sink_stag: 0x99,
+        sink_to: 0,
+        size: 64,
+        source_stag: src.stag.0,
+        source_to: 0x1000,
+    };
+    let read = rseg(
+        2,
+        control(1, Opcode::ReadRequest),
+        1,
+        1,
+        &request.to_bytes(),
+    );
+    d.send(S, 16, &read);
+    d.send(S, 16, &term);
+    d.settle();
+    assert!(d
+        .inds
+        .iter()
+        .any(|i| matches!(i, Indication::RdmapTerminate { .. })));
+    assert_eq!(d.conn().stats().reads_served, 0);
+    assert!(
+        !d.raw_rx
+            .iter()
+            .any(|(s, p, x)| *s == S && *p == 16 && x.get(2).is_some_and(|c| c & 0x80 != 0)),
+        "no Read Response"
+    );
+}
