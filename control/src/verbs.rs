@@ -29,8 +29,8 @@
 //! with Invalidate, which every data core has dropped by then). When the stream ends (its
 //! session terminated, a Terminate either way, the association gone) the queue pair moves to
 //! [`QpState::Error`] and its outstanding work completes [`WcStatus::Flushed`], and so does
-//! work posted to it afterwards, behind it (as with libibverbs, for `ib_drain_qp`); the RDMAP
-//! error that ended it is [`Verbs::qp_error`].
+//! work posted to it afterwards, behind it (as with libibverbs, for `ib_drain_qp`); why it
+//! ended (the RDMAP error, or the session's reason) is [`Verbs::qp_error`].
 //!
 //! **Local Invalidate** revokes the STag on every data core without blocking this thread; its
 //! completion is reported once every core has acknowledged, so it may overtake the completions
@@ -57,7 +57,7 @@ use crate::conn::{AtomicOperation, Indication, Payload, PostError, RdmaOp, RdmaR
 use crate::memory::{MemoryError, MemoryRegistration, RegionId};
 use crate::rdmap::{terminate_error, RdmaLimits};
 use crate::runtime::{ConnHandle, Control, Event, Op, RuntimeError};
-use crate::session::Event as SessionEvent;
+use crate::session::{Event as SessionEvent, TerminationReason};
 
 /// A protection domain (`ibv_alloc_pd`; RFC 5041 §8.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,6 +111,19 @@ pub enum QpState {
     Rts,
     /// The stream ended; outstanding work is flushed.
     Error,
+}
+
+/// Why a queue pair is in [`QpState::Error`] ([`Verbs::qp_error`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpError {
+    /// An RDMAP Terminate ended the stream, ours or the peer's (RFC 5040 §4.8, §7): its
+    /// layer, type and code. It stands whatever the session says afterwards.
+    Terminate(TerminateError),
+    /// The DDP Stream Session ended with no RDMAP Terminate (RFC 5043 §6): the peer's Reject
+    /// (§6.3) or DDP Terminate (§6.2), a chunk fitting none of §6's patterns (§6.1: both
+    /// sides' `connect_qp` on one stream cross, and each Initiate is an
+    /// `UnexpectedInitiate` to the other, §6.2), the association's end (§11.3).
+    Session(TerminationReason),
 }
 
 /// A scatter-gather entry (`ibv_sge`).
@@ -386,7 +399,7 @@ struct QpEntry {
     /// session's Initiate or Accept, so they go to the core right behind it (or complete
     /// Flushed if the stream ends first: [`Verbs::fail_qp`]).
     held_recvs: Vec<Op>,
-    error: Option<TerminateError>,
+    error: Option<QpError>,
     /// Why the core refused the session's Initiate or Accept, if it did.
     refused: Option<PostError>,
     /// Being destroyed ([`Verbs::destroy_qp`]): its work completes on no CQ.
@@ -702,8 +715,10 @@ impl<P: Port> Verbs<P> {
         self.entry(qp).ok().map(|e| e.state)
     }
 
-    /// The RDMAP error that ended the queue pair's stream, from either side's Terminate.
-    pub fn qp_error(&self, qp: Qp) -> Option<TerminateError> {
+    /// Why the queue pair's stream ended: the RDMAP error of either side's Terminate, or, with
+    /// none, why its DDP Stream Session ended (RFC 5043 §6: the peer's Reject or Terminate,
+    /// crossing Initiates, the association gone).
+    pub fn qp_error(&self, qp: Qp) -> Option<QpError> {
         self.entry(qp).ok().and_then(|e| e.error)
     }
 
@@ -1416,6 +1431,12 @@ impl<P: Port> Verbs<P> {
                         SessionEvent::Rejected { .. } | SessionEvent::SessionTerminated { .. } => {
                             if let Ok(e) = self.entry_mut(qp) {
                                 e.session_over = true;
+                                // Why, unless a Terminate said it (RFC 5043 §6.2: crossing
+                                // `connect_qp`s end both sessions with no RDMAP error, and
+                                // only this reason tells the application so).
+                                if let SessionEvent::SessionTerminated { reason } = &event {
+                                    e.error.get_or_insert(QpError::Session(*reason));
+                                }
                             }
                             self.fail_qp(qp)
                         }
@@ -1430,7 +1451,7 @@ impl<P: Port> Verbs<P> {
             Indication::RdmapTerminate { stream, error } => {
                 if let Some(qp) = self.qp_of(conn, stream) {
                     if let Ok(e) = self.entry_mut(qp) {
-                        e.error = Some(error);
+                        e.error = Some(QpError::Terminate(error));
                     }
                     self.fail_qp(qp);
                 }
@@ -1443,8 +1464,11 @@ impl<P: Port> Verbs<P> {
             } => {
                 if let Some(qp) = self.qp_of(conn, stream) {
                     if let Ok(e) = self.entry_mut(qp) {
-                        // The error our Terminate reports (the peer's, if it came first, stays).
-                        e.error.get_or_insert(terminate_error(error));
+                        // The error our Terminate reports (the peer's, if it came first,
+                        // stays); it says more than the session's end it brings.
+                        if !matches!(e.error, Some(QpError::Terminate(_))) {
+                            e.error = Some(QpError::Terminate(terminate_error(error)));
+                        }
                     }
                     // A receive whose memory was deregistered (or invalidated) since it was
                     // posted, which a Send then reached: its lkey is no longer valid, so it
@@ -1468,6 +1492,12 @@ impl<P: Port> Verbs<P> {
                     })
                     .collect();
                 for qp in ended {
+                    // A queue pair with no session to end (still in Init) has this reason
+                    // alone (RFC 5043 §11.3: the association's end ends every stream).
+                    if let Ok(e) = self.entry_mut(qp) {
+                        e.error
+                            .get_or_insert(QpError::Session(TerminationReason::AssociationEnded));
+                    }
                     self.fail_qp(qp);
                     self.sq_flush(qp);
                     self.rq_flush(qp);

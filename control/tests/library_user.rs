@@ -14,10 +14,10 @@ use std::net::IpAddr;
 use ddpdk_control::conn::Indication;
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{ConnHandle, Event, Op, RuntimeConfig, RuntimeError};
-use ddpdk_control::session::{Event as SessionEvent, LocalError};
+use ddpdk_control::session::{Event as SessionEvent, LocalError, ProtocolError, TerminationReason};
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, SendWr, Verbs, VerbsError, Wc,
-    WcOpcode, WcStatus, WrOpcode,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpError, QpInit, QpState, RecvWr, SendWr, Verbs,
+    VerbsError, Wc, WcOpcode, WcStatus, WrOpcode,
 };
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::MemPort;
@@ -365,7 +365,9 @@ fn a_receive_whose_memory_region_was_deregistered_completes_local_protection() {
     );
     // The Terminate names our own fault (RFC 5041 §7.2 Local Catastrophic, as siw sends for an
     // invalid lkey), not the peer's flow control ("no buffer available"), on both ends.
-    let ours = Some(TerminateError::Ddp(DdpError::LocalCatastrophic));
+    let ours = Some(QpError::Terminate(TerminateError::Ddp(
+        DdpError::LocalCatastrophic,
+    )));
     assert_eq!(c.p.b.v.qp_error(c.qb), ours);
     c.p.run_until("the Terminate", |p| {
         p.a.v.qp_state(c.qa) == Some(QpState::Error)
@@ -703,4 +705,55 @@ fn post_send_is_busy_after_twice_the_ring_depth_of_posts_the_core_did_not_take()
         [(9999, WcStatus::Success, WcOpcode::RdmaWrite)]
     );
     assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Rts));
+}
+
+/// RFC 5043 §6.2: a session has one active side. When both applications `connect_qp` on the
+/// same stream at once, each Initiate crosses the other and is, to its receiver, an Initiate
+/// where none may come (§6.2): a chunk fitting no pattern, which ends the session (§6.1)
+/// with no RDMAP Terminate. Both queue pairs go to Error, their receives complete Flushed;
+/// no core refused anything (`qp_refused` is empty), so `qp_error` must say why, as the
+/// session event does, rather than nothing at all.
+#[test]
+fn rfc5043_6_2_crossing_connects_say_why_in_qp_error() {
+    let mut c = connected(0);
+    let client = client_conn(&c);
+    let server = c.p.b.v.control().connections().next().unwrap().0;
+    let local =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let qa = qp(&mut c.p.a.v, c.pda, c.cqa, client, 2);
+    let qb = qp(&mut c.p.b.v, c.pdb, c.cqb, server, 2);
+    let recv = |wr_id, mr: &MemoryRegion| RecvWr {
+        wr_id,
+        sg_list: vec![sge(mr, 0, 64)],
+    };
+    c.p.a.v.post_recv(qa, &recv(70, &local)).unwrap();
+    c.p.b.v.post_recv(qb, &recv(80, &c.recv_mr)).unwrap();
+    c.p.a.v.connect_qp(qa, b"a").unwrap();
+    c.p.b.v.connect_qp(qb, b"b").unwrap();
+    c.p.run_until("both queue pairs in Error", |p| {
+        p.a.v.qp_state(qa) == Some(QpState::Error) && p.b.v.qp_state(qb) == Some(QpState::Error)
+    });
+    let crossed = Some(QpError::Session(TerminationReason::ProtocolError(
+        ProtocolError::UnexpectedInitiate,
+    )));
+    assert_eq!(c.p.a.v.qp_error(qa), crossed, "the client's queue pair");
+    assert_eq!(c.p.b.v.qp_error(qb), crossed, "the server's queue pair");
+    assert_eq!(
+        (c.p.a.v.qp_refused(qa), c.p.b.v.qp_refused(qb)),
+        (None, None)
+    );
+    assert_eq!(
+        summary(&client_wcs(&mut c.p, c.cqa, 1, 5000)),
+        [(70, WcStatus::Flushed, WcOpcode::Recv)]
+    );
+    assert_eq!(
+        summary(&server_wcs(&mut c.p, c.cqb, 1, 5000)),
+        [(80, WcStatus::Flushed, WcOpcode::Recv)]
+    );
+    // The stream's first queue pairs are untouched.
+    assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Rts));
+    assert_eq!(c.p.a.v.qp_error(c.qa), None);
 }

@@ -18,8 +18,8 @@ use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{ConnHandle, Event};
 use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_control::verbs::{
-    Cq, MemoryRegion, ProtectionDomain, Qp, QpInit, QpState, RecvWr, Sge, Verbs, VerbsError, Wc,
-    WcOpcode, WcStatus, WrOpcode,
+    Cq, MemoryRegion, ProtectionDomain, Qp, QpError, QpInit, QpState, RecvWr, Sge, Verbs,
+    VerbsError, Wc, WcOpcode, WcStatus, WrOpcode,
 };
 use ddpdk_dataplane::mem::{Access, StreamId};
 use ddpdk_dataplane::port::mem::MemPort;
@@ -294,7 +294,9 @@ fn verbs_work_requests_complete_in_order_with_their_opcodes() {
     );
     assert_eq!(
         c.p.a.v.qp_error(qa),
-        Some(TerminateError::Ddp(DdpError::InvalidStag)),
+        Some(QpError::Terminate(TerminateError::Ddp(
+            DdpError::InvalidStag
+        ))),
         "the peer's Terminate"
     );
     c.p.run_until("the server's flush", |p| {
@@ -309,7 +311,9 @@ fn verbs_work_requests_complete_in_order_with_their_opcodes() {
     assert_eq!(c.p.b.v.qp_state(c.qb), Some(QpState::Error));
     assert_eq!(
         c.p.b.v.qp_error(c.qb),
-        Some(TerminateError::Ddp(DdpError::InvalidStag))
+        Some(QpError::Terminate(TerminateError::Ddp(
+            DdpError::InvalidStag
+        )))
     );
 }
 
@@ -715,7 +719,9 @@ fn verbs_atomics_and_immediate_data() {
     assert_eq!(c.p.a.v.qp_state(qa), Some(QpState::Error));
     assert_eq!(
         c.p.a.v.qp_error(qa),
-        Some(TerminateError::Rdmap(RdmapError::AccessRights))
+        Some(QpError::Terminate(TerminateError::Rdmap(
+            RdmapError::AccessRights
+        )))
     );
     assert_eq!(value(&c.p.b.v, &plain, 0), 0, "nothing performed");
 }
