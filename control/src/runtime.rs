@@ -42,7 +42,7 @@
 //! the ULP's Initiate / Accept / Reject / Terminate go down as [`Op`]s.
 
 use ddpdk_dataplane::channel::{self, Receiver, Sender, TrySendError};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -65,7 +65,7 @@ use crate::conn::{
 };
 use crate::memory::{Memory, Place, RegionTable, SharedRegions};
 use crate::quiet::Quiet;
-use crate::session::{PendingLimit, State};
+use crate::session::{Event as SessionEvent, LocalError, PendingLimit, State};
 use crate::xmit::{Tap, Tx, TxStats, BURST, STOCK};
 
 /// Connections a data core holds at most; closed ones are reclaimed first.
@@ -1110,9 +1110,23 @@ pub fn build<P: Port>(
         flows: FxHashMap::default(),
         ready: VecDeque::new(),
         gated: VecDeque::new(),
+        initiates: FxHashSet::default(),
+        answered: FxHashSet::default(),
         stats: ControlStats::default(),
     };
     Ok((control, data))
+}
+
+/// The stream whose pending Initiate `op` answers, if it answers one (RFC 5043 §6.3: an
+/// Accept or a Reject; §6.2: a Terminate ends the session instead).
+fn answered_initiate(op: &Op) -> Option<u16> {
+    match op {
+        Op::Accept { stream, .. }
+        | Op::AcceptRdmap { stream, .. }
+        | Op::Reject { stream, .. }
+        | Op::Terminate { stream } => Some(*stream),
+        _ => None,
+    }
 }
 
 /// Why no peer can have `a` on a link, if none can: its packets would never reach a peer, or
@@ -2435,6 +2449,15 @@ pub struct Control<P: Port> {
     ready: VecDeque<Event>,
     /// Events waiting behind a remote invalidation's revocation ([`Control::gate`]).
     gated: VecDeque<(Event, Option<Revocation>)>,
+    /// The streams with an Initiate of the peer's waiting for the ULP's answer (RFC 5043
+    /// §6.3), from the `InitiateReceived` its core sent up until the ULP answers it through
+    /// [`Control::submit`] (Accept, Reject or Terminate, whoever calls it: verbs' `accept_qp`
+    /// or the application itself), its session ends, or its connection closes or is
+    /// forgotten ([`Control::initiate_pending`]).
+    initiates: FxHashSet<(ConnHandle, u16)>,
+    /// Of those, the ones answered and not yet ended: a refusal of the answer leaves the
+    /// Initiate pending ([`Event::Refused`]: nothing changed), and it is pending here again.
+    answered: FxHashSet<(ConnHandle, u16)>,
     stats: ControlStats,
 }
 
@@ -2554,7 +2577,78 @@ impl<P: Port> Control<P> {
     /// [`Event::Refused`].
     pub fn submit(&mut self, conn: ConnHandle, op: Op) -> Result<(), RuntimeError> {
         let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
-        self.command(core, Command::Op { conn, op }, false)
+        let answer = answered_initiate(&op);
+        self.command(core, Command::Op { conn, op }, false)?;
+        self.answering(conn, answer);
+        Ok(())
+    }
+
+    /// Whether an Initiate of the peer's on `stream` of `conn` waits for the ULP's answer
+    /// (RFC 5043 §6.3): its `InitiateReceived` came up, and since then no Accept, Reject or
+    /// Terminate of the stream was submitted (by anyone holding this `Control`), its session
+    /// did not end, its connection is neither closed nor forgotten. What the core would take
+    /// an Accept for, as far as this thread can know: verbs' `accept_qp` answers
+    /// `NoPendingInitiate` at once, rather than leave the core to refuse it later.
+    pub fn initiate_pending(&self, conn: ConnHandle, stream: u16) -> bool {
+        self.initiates.contains(&(conn, stream))
+    }
+
+    /// An answer to the peer's Initiate on `stream` went to its core: no longer pending
+    /// (RFC 5043 §6.3: one answer to an Initiate).
+    fn answering(&mut self, conn: ConnHandle, stream: Option<u16>) {
+        if let Some(stream) = stream {
+            if self.initiates.remove(&(conn, stream)) {
+                self.answered.insert((conn, stream));
+            }
+        }
+    }
+
+    /// Keeps [`Control::initiates`] as the cores report: an Initiate comes up, its session
+    /// ends, its association closes, or the core refuses the ULP's answer to it (nothing
+    /// changed, so it is still pending, unless it was not: `NotPending`).
+    fn track_initiates(&mut self, e: &Event) {
+        match e {
+            Event::Indication {
+                conn,
+                indication: Indication::Session { stream, event },
+            } => match event {
+                SessionEvent::InitiateReceived { .. } => {
+                    self.answered.remove(&(*conn, *stream));
+                    self.initiates.insert((*conn, *stream));
+                }
+                // Withdrawn by the peer's Terminate (§6.4), refused over the pending limit,
+                // answered and ended, ended with the association.
+                SessionEvent::SessionTerminated { .. } => {
+                    self.initiates.remove(&(*conn, *stream));
+                    self.answered.remove(&(*conn, *stream));
+                }
+                _ => {}
+            },
+            Event::Indication {
+                conn,
+                indication: Indication::Closed(_),
+            } => self.forget_initiates(*conn),
+            Event::Refused {
+                conn,
+                op: "accept" | "accept_rdmap" | "reject" | "terminate",
+                stream: Some(stream),
+                error,
+                ..
+            } => {
+                let key = (*conn, *stream);
+                if self.answered.remove(&key)
+                    && *error != PostError::Session(LocalError::NotPending)
+                {
+                    self.initiates.insert(key);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn forget_initiates(&mut self, conn: ConnHandle) {
+        self.initiates.retain(|&(c, _)| c != conn);
+        self.answered.retain(|&(c, _)| c != conn);
     }
 
     /// [`Control::submit`] from the thread that also polls `inline` (data cores run by the
@@ -2570,13 +2664,22 @@ impl<P: Port> Control<P> {
     ) -> Result<(), RuntimeError> {
         let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
         let op = match inline.iter_mut().find(|k| k.index() == core) {
-            Some(k) if self.cores[core].outbox.is_empty() => match k.apply_now(now, conn, op) {
-                Ok(()) => return Ok(()),
-                Err(op) => op,
-            },
+            Some(k) if self.cores[core].outbox.is_empty() => {
+                let answer = answered_initiate(&op);
+                match k.apply_now(now, conn, op) {
+                    Ok(()) => {
+                        self.answering(conn, answer);
+                        return Ok(());
+                    }
+                    Err(op) => op,
+                }
+            }
             _ => op,
         };
-        self.command(core, Command::Op { conn, op }, false)
+        let answer = answered_initiate(&op);
+        self.command(core, Command::Op { conn, op }, false)?;
+        self.answering(conn, answer);
+        Ok(())
     }
 
     /// Drops a connection from its core; the handle is unknown from here on. One whose
@@ -2590,6 +2693,7 @@ impl<P: Port> Control<P> {
         let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
         self.command(core, Command::Forget(conn), true)?;
         self.owners.remove(&conn);
+        self.forget_initiates(conn);
         self.live.retain(|_, c| *c != conn);
         self.forget_live(conn);
         self.unsteer_flow(conn);
@@ -2719,6 +2823,7 @@ impl<P: Port> Control<P> {
                         self.forget_live(conn);
                         self.unsteer_flow(conn);
                     }
+                    self.track_initiates(&e);
                     self.gate(e);
                 }
                 Upcall::Session { conn, mut call } => {

@@ -45,7 +45,7 @@
 //! **Events.** What verbs causes itself (a receive of a queue pair reaching its core) it
 //! keeps; [`Verbs::poll_event`] has what connection management needs.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer, Registration, Revocation, Stag};
@@ -436,10 +436,6 @@ pub struct Verbs<P: Port> {
     /// Initiates of peers that are no RDMAP peers, which an `accept_qp` found: rejected, and
     /// retried by [`Verbs::poll`] while the command ring is full.
     rejects_owed: Vec<(ConnHandle, u16)>,
-    /// The streams with an Initiate of the peer's waiting for the application's decision
-    /// (RFC 5043 §6.3), from its `InitiateReceived` until `accept_qp` answers it or its
-    /// session or association ends: what `accept_qp` may accept.
-    initiates: FxHashSet<(ConnHandle, u16)>,
     /// Runtime events verbs does not consume (connections accepted, sessions initiated by the
     /// peer, reports), for the application's connection management.
     events: VecDeque<Event>,
@@ -455,7 +451,6 @@ impl<P: Port> Verbs<P> {
             local_invs: Vec::new(),
             marks_owed: Vec::new(),
             rejects_owed: Vec::new(),
-            initiates: FxHashSet::default(),
             events: VecDeque::new(),
         }
     }
@@ -654,7 +649,8 @@ impl<P: Port> Verbs<P> {
     /// operations reach the core in order behind the Accept. If the core refuses the Accept
     /// (the peer's Initiate carried no RDMAP parameters, say) it moves to [`QpState::Error`]
     /// ([`Verbs::qp_refused`]). Refused outright with [`VerbsError::NoPendingInitiate`] while
-    /// no Initiate is pending on the stream (none came yet, say): nothing is sent and the
+    /// no Initiate is pending on the stream ([`Control::initiate_pending`]: none came yet,
+    /// or it was answered already, through `control_mut()` too): nothing is sent and the
     /// queue pair stays in [`QpState::Init`], to accept the Initiate once it comes.
     pub fn accept_qp(&mut self, qp: Qp, private_data: &[u8]) -> Result<(), VerbsError> {
         self.open_session(qp, private_data, true)
@@ -681,7 +677,10 @@ impl<P: Port> Verbs<P> {
         // refuse it only after this returned, with the queue pair already in Rts and its
         // receives released to a stream that has no session; the passive side that accepts
         // before the Initiate arrived (a race it can lose) is told so now, and can retry.
-        if accept && !self.initiates.contains(&(conn, stream)) {
+        // The control side knows, whoever answered the Initiate: an application that accepts
+        // or rejects one itself through `control_mut()` has answered it, and an Accept from
+        // here would only be refused later (`Session(NotPending)`), the queue pair in Error.
+        if accept && !self.control.initiate_pending(conn, stream) {
             return Err(VerbsError::NoPendingInitiate);
         }
         let (pd, private_data) = (pd.0, private_data.to_vec());
@@ -702,9 +701,9 @@ impl<P: Port> Verbs<P> {
             };
             (op, QpState::Connecting)
         };
+        // Answered (or, if the core refuses the Accept, rejected by `session_refused`): the
+        // control side marks it so.
         self.control.submit(conn, op).map_err(VerbsError::Runtime)?;
-        // Answered (or, if the core refuses the Accept, rejected by `session_refused`).
-        self.initiates.remove(&(conn, stream));
         let e = self.entry_mut(qp)?;
         e.state = next;
         e.opened = true;
@@ -1408,17 +1407,6 @@ impl<P: Port> Verbs<P> {
                 }),
             },
             Indication::Session { stream, event } => {
-                match &event {
-                    SessionEvent::InitiateReceived { .. } => {
-                        self.initiates.insert((conn, stream));
-                    }
-                    // Withdrawn by the peer's Terminate (§6.4), refused over the pending
-                    // limit, ended with the association: nothing left to accept.
-                    SessionEvent::SessionTerminated { .. } => {
-                        self.initiates.remove(&(conn, stream));
-                    }
-                    _ => {}
-                }
                 if let Some(qp) = self.qp_of(conn, stream) {
                     match &event {
                         SessionEvent::Accepted { .. } => {
@@ -1482,7 +1470,6 @@ impl<P: Port> Verbs<P> {
                 }
             }
             Indication::Closed(reason) => {
-                self.initiates.retain(|&(c, _)| c != conn);
                 // In creation order (not the hash map's): queue pairs that share a CQ get
                 // their completions there in a fixed order.
                 let ended: Vec<Qp> = (self.qps.iter().enumerate())

@@ -757,3 +757,105 @@ fn rfc5043_6_2_crossing_connects_say_why_in_qp_error() {
     assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Rts));
     assert_eq!(c.p.a.v.qp_error(c.qa), None);
 }
+
+/// Whether `events` hold the peer's Initiate on `stream`.
+fn initiate_on(events: &[Event], stream: u16) -> bool {
+    events.iter().any(|e| {
+        matches!(
+            e,
+            Event::Indication {
+                indication: Indication::Session {
+                    stream: s,
+                    event: SessionEvent::InitiateReceived { .. },
+                },
+                ..
+            } if *s == stream
+        )
+    })
+}
+
+/// Whether `events` hold the core's refusal of an Accept on `stream`.
+fn accept_refused_on(events: &[Event], stream: u16) -> bool {
+    events.iter().any(|e| {
+        matches!(
+            e,
+            Event::Refused { op: "accept_rdmap" | "accept", stream: Some(s), .. } if *s == stream
+        )
+    })
+}
+
+/// RFC 5043 §6.3: an Initiate has one answer. `docs/verbs.md`, `accept_qp`: with no Initiate
+/// pending on the stream it answers `NoPendingInitiate` at once, nothing sent. An application
+/// that answers the peer's Initiate itself through `control_mut()` (a Reject, or the
+/// connection API's Accept) has answered it: a later `accept_qp` on that stream has nothing
+/// to accept, and must say so at once, as `rdma_accept` of a request already answered fails,
+/// not be taken and then refused by the core (`Session(NotPending)`, the queue pair in Error).
+#[test]
+fn rfc5043_6_3_an_initiate_answered_through_control_mut_is_not_pending_for_accept_qp() {
+    let mut c = connected(0);
+    let client = client_conn(&c);
+    let server = c.p.b.v.control().connections().next().unwrap().0;
+    let answers = [
+        Op::Reject {
+            stream: 3,
+            private_data: Vec::new(),
+        },
+        Op::AcceptRdmap {
+            stream: 4,
+            pd: c.pdb.0,
+            limits: RdmaLimits::default(),
+            private_data: Vec::new(),
+        },
+    ];
+    for answer in answers {
+        let stream = answer.stream().unwrap();
+        let q = qp(&mut c.p.b.v, c.pdb, c.cqb, server, stream);
+        let active = qp(&mut c.p.a.v, c.pda, c.cqa, client, stream);
+        c.p.a.v.connect_qp(active, b"").unwrap();
+        c.p.run_until("the Initiate", |p| initiate_on(&p.b.events, stream));
+        c.p.b
+            .v
+            .control_mut()
+            .submit(server, answer.clone())
+            .unwrap();
+        assert_eq!(
+            c.p.b.v.accept_qp(q, b""),
+            Err(VerbsError::NoPendingInitiate),
+            "answered by {answer:?}"
+        );
+        c.p.steps(200);
+        assert_eq!(c.p.b.v.qp_refused(q), None, "nothing refused");
+        assert!(
+            !accept_refused_on(&c.p.b.events, stream),
+            "no Accept went to the core: {:?}",
+            c.p.b.events
+        );
+    }
+}
+
+/// As above, with the application's own answer refused by the core (Private Data over RFC
+/// 5043 §5.2.3's 512 bytes): a refused operation changes nothing (`Event::Refused`), so the
+/// Initiate is still pending, and `accept_qp` accepts it.
+#[test]
+fn rfc5043_6_3_an_initiate_whose_answer_the_core_refused_is_still_pending_for_accept_qp() {
+    let mut c = connected(0);
+    let client = client_conn(&c);
+    let server = c.p.b.v.control().connections().next().unwrap().0;
+    let q = qp(&mut c.p.b.v, c.pdb, c.cqb, server, 3);
+    let active = qp(&mut c.p.a.v, c.pda, c.cqa, client, 3);
+    c.p.a.v.connect_qp(active, b"").unwrap();
+    c.p.run_until("the Initiate", |p| initiate_on(&p.b.events, 3));
+    let too_long = Op::AcceptRdmap {
+        stream: 3,
+        pd: c.pdb.0,
+        limits: RdmaLimits::default(),
+        private_data: vec![0; 600],
+    };
+    c.p.b.v.control_mut().submit(server, too_long).unwrap();
+    c.p.run_until("the refusal", |p| accept_refused_on(&p.b.events, 3));
+    c.p.b.v.accept_qp(q, b"").unwrap();
+    c.p.run_until("the Accept", |p| {
+        p.a.v.qp_state(active) == Some(QpState::Rts)
+    });
+    assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Rts));
+}
