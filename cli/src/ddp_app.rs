@@ -324,7 +324,7 @@ impl Shared {
                     );
                 }
             }
-            RtEvent::Unknown { conn, op } => {
+            RtEvent::Unknown { conn, op, .. } => {
                 note(
                     json,
                     format_args!("Association {conn}: {op}: no such association on its core"),

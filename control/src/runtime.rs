@@ -198,8 +198,16 @@ pub enum Event {
         wr_id: Option<u64>,
         error: PostError,
     },
-    /// An [`Op`] for a connection its core no longer holds.
-    Unknown { conn: ConnHandle, op: &'static str },
+    /// An [`Op`] for a connection its core no longer holds (closed, and its slot given to
+    /// another association; or never adopted, its core full); nothing was done. Its stream
+    /// and work request, if any, as [`Event::Refused`] names them: a ULP that numbers its
+    /// work per stream (verbs) completes that work request from it.
+    Unknown {
+        conn: ConnHandle,
+        op: &'static str,
+        stream: Option<u16>,
+        wr_id: Option<u64>,
+    },
     /// A core's answer to [`Control::request_reports`].
     Report(Box<CoreReport>),
 }
@@ -1853,7 +1861,12 @@ impl<P: Port> DataCore<P> {
     fn op(&mut self, now: Instant, conn: ConnHandle, op: Op) {
         let (name, stream, wr_id) = (op.name(), op.stream(), op.wr_id());
         let Some(k) = self.find(conn) else {
-            let _ = self.up(Upcall::Event(Event::Unknown { conn, op: name }));
+            let _ = self.up(Upcall::Event(Event::Unknown {
+                conn,
+                op: name,
+                stream,
+                wr_id,
+            }));
             return;
         };
         let Some(s) = self.slots[k].as_mut() else {

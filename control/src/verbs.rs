@@ -540,8 +540,8 @@ impl<P: Port> Verbs<P> {
         if self.by_stream.contains_key(&(init.conn, init.stream)) {
             return Err(VerbsError::StreamTaken);
         }
-        // A handle no core owns (never made, or forgotten) would take posts that meet
-        // `Event::Unknown`, which names no work request: they would never complete.
+        // A handle no core owns (never made, or forgotten) would take work no core answers:
+        // `Control::submit` refuses it, and nothing would ever end the queue pair.
         if self.control.owner(init.conn).is_none() {
             return Err(VerbsError::Runtime(RuntimeError::NoSuchConnection));
         }
@@ -1307,6 +1307,41 @@ impl<P: Port> Verbs<P> {
                     self.send_refused(qp, seq, status, error);
                 }
             }
+            // An operation of a queue pair's that met no connection on its core: the
+            // connection closed and its slot went to another association before the
+            // operation came (a queue pair made after the Closed, before the `forget`). It
+            // is taken as a closed connection's refusal, so that the work request completes
+            // with its wr_id (Flushed, the queue pair in Error) and an Initiate or Accept
+            // moves the queue pair to Error, instead of waiting for ever.
+            Event::Unknown {
+                conn,
+                op,
+                stream: Some(stream),
+                wr_id,
+            } if self.qp_of(conn, stream).is_some() => {
+                let error = PostError::NotConnected;
+                match wr_id {
+                    Some(_) => self.event(Event::Refused {
+                        conn,
+                        op,
+                        stream: Some(stream),
+                        wr_id,
+                        error,
+                    }),
+                    None if matches!(op, "initiate_rdmap" | "accept_rdmap") => {
+                        self.session_refused(conn, op, stream, error)
+                    }
+                    None => {}
+                }
+                // The application hears of it still, as before: its connection is gone from
+                // its core, and it may `forget` it.
+                self.events.push_back(Event::Unknown {
+                    conn,
+                    op,
+                    stream: Some(stream),
+                    wr_id,
+                });
+            }
             // A receive of a queue pair's reached its core. Verbs itself caused it, and no
             // verbs application needs it: what it posts after the receive reaches the core
             // behind it, so a peer it answers finds the buffer there. Kept, one would pile
@@ -1568,7 +1603,7 @@ impl<P: Port> Verbs<P> {
     /// time: a receive posted after the core ended the association and before verbs heard. If
     /// the core still holds the closed connection it refuses it later, a report that finds no
     /// slot here and is ignored; if it has given the connection's slot to another association
-    /// meanwhile it answers [`Event::Unknown`], which names no work request. Either way the
+    /// meanwhile it answers [`Event::Unknown`], which finds none either. Either way the
     /// receive completes here, once (`docs/verbs.md`: outstanding work completes Flushed when
     /// the stream ends).
     fn rq_flush(&mut self, qp: Qp) {

@@ -859,3 +859,72 @@ fn rfc5043_6_3_an_initiate_whose_answer_the_core_refused_is_still_pending_for_ac
     });
     assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Rts));
 }
+
+/// `docs/verbs.md`, Completions: every work request completes, `Flushed` when its stream or
+/// association ends first. A queue pair made on a connection whose association closed (its
+/// `Closed` in, the connection not forgotten: `create_qp` takes it, as a core still holds
+/// it) has its Initiate and the receive behind it go to a core that has given the closed
+/// connection's slot to a new association (it holds `MAX_CONNECTIONS_PER_CORE`). The core
+/// answers `Event::Unknown`; it named no work request, so the receive never completed, nor
+/// did the queue pair leave `Connecting`. It names the stream and the work request now: the
+/// Initiate is refused as by a closed connection (`NotConnected`, the queue pair in Error)
+/// and the receive completes `Flushed` with its wr_id.
+#[test]
+fn verbs_work_on_a_closed_connection_whose_slot_was_reused_completes_with_its_wr_id() {
+    use ddpdk_control::runtime::MAX_CONNECTIONS_PER_CORE;
+    use std::net::Ipv4Addr;
+    let mut c = connected(0);
+    let conn = client_conn(&c);
+    let now = c.p.now;
+    // Peers that never answer: their INITs keep the client's core's other slots taken.
+    let mut bogus = (0..).map(|i: u32| {
+        let [_, _, x, y] = (i + 1).to_be_bytes();
+        IpAddr::V4(Ipv4Addr::new(198, 19, x, y))
+    });
+    for _ in 1..MAX_CONNECTIONS_PER_CORE {
+        let peer = bogus.next().unwrap();
+        c.p.a.v.control_mut().connect(now, peer, PORT).unwrap();
+    }
+    c.p.steps(5);
+    c.p.a.v.control_mut().submit(conn, Op::Abort).unwrap();
+    c.p.run_until("the Closed", |p| {
+        p.a.v.qp_state(c.qa) == Some(QpState::Error)
+    });
+    // Made after the Closed, before any forget: the connection is still the core's to answer.
+    let q = qp(&mut c.p.a.v, c.pda, c.cqa, conn, 2);
+    let local =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let recv = RecvWr {
+        wr_id: 90,
+        sg_list: vec![sge(&local, 0, 64)],
+    };
+    c.p.a.v.post_recv(q, &recv).unwrap();
+    // A new association takes the closed one's slot.
+    let peer = bogus.next().unwrap();
+    c.p.a.v.control_mut().connect(c.p.now, peer, PORT).unwrap();
+    c.p.steps(5);
+    c.p.a.v.connect_qp(q, b"").unwrap();
+    let got = client_wcs(&mut c.p, c.cqa, 1, 200);
+    assert!(
+        c.p.a.events.iter().any(|e| matches!(
+            e,
+            Event::Unknown { conn: k, op: "initiate_rdmap", .. } if *k == conn
+        )),
+        "the core no longer knew the connection"
+    );
+    assert_eq!(summary(&got), [(90, WcStatus::Flushed, WcOpcode::Recv)]);
+    assert_eq!(c.p.a.v.qp_state(q), Some(QpState::Error));
+    assert_eq!(c.p.a.v.qp_refused(q), Some(PostError::NotConnected));
+    // Work posted now completes too (in Error, it reaches no core).
+    c.p.a
+        .v
+        .post_send(q, &wr(91, WrOpcode::Send, vec![sge(&local, 0, 8)]))
+        .unwrap();
+    assert_eq!(
+        summary(&client_wcs(&mut c.p, c.cqa, 1, 10)),
+        [(91, WcStatus::Flushed, WcOpcode::Send)]
+    );
+}

@@ -342,7 +342,7 @@ fn a_receive_posted_as_the_association_ends_completes_once_when_its_slot_is_reus
         c.p.a
             .events
             .iter()
-            .any(|e| matches!(e, Event::Unknown { conn: k, op: "post_recv" } if *k == conn)),
+            .any(|e| matches!(e, Event::Unknown { conn: k, op: "post_recv", .. } if *k == conn)),
         "the core no longer knew the connection when the receive came"
     );
     assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Error));
