@@ -928,3 +928,29 @@ fn verbs_work_on_a_closed_connection_whose_slot_was_reused_completes_with_its_wr
         [(91, WcStatus::Flushed, WcOpcode::Send)]
     );
 }
+
+/// RFC 7306 §6: Immediate Data is an 8-byte message into the peer's next posted receive.
+/// Into a receive smaller than that it is a message too long for the buffer: RFC 5041 §7.1
+/// check 4, §7.2's "DDP Message too long for available buffer" (0x2/0x05), whatever the
+/// receive's size. A receive of 0 bytes ended the stream as Invalid MO (0x2/0x04), one of 4
+/// bytes as too long: the same fault told two ways.
+#[test]
+fn rfc5041_7_2_immediate_data_into_a_smaller_receive_is_too_long_whatever_its_size() {
+    for recv_len in [0, 4] {
+        let mut c = connected_with(1, recv_len);
+        let imm = WrOpcode::ImmediateData { data: [7; 8] };
+        c.p.a.v.post_send(c.qa, &wr(1, imm, Vec::new())).unwrap();
+        c.p.run_until("both queue pairs in Error", |p| {
+            p.a.v.qp_state(c.qa) == Some(QpState::Error)
+                && p.b.v.qp_state(c.qb) == Some(QpState::Error)
+        });
+        let too_long = Some(QpError::Terminate(TerminateError::Ddp(DdpError::TooLong)));
+        assert_eq!(c.p.b.v.qp_error(c.qb), too_long, "{recv_len}-byte receive");
+        assert_eq!(c.p.a.v.qp_error(c.qa), too_long, "{recv_len}-byte receive");
+        assert_eq!(
+            summary(&server_wcs(&mut c.p, c.cqb, 1, 5000)),
+            [(500, WcStatus::Flushed, WcOpcode::Recv)],
+            "{recv_len}-byte receive"
+        );
+    }
+}

@@ -1083,7 +1083,7 @@ mod tests {
             ),
             (
                 "invalid MO",
-                Box::new(|_| untagged(1, true, 0, 1, 1000, b"x")),
+                Box::new(|_| untagged(1, true, 0, 1, 1001, b"x")),
                 RxError::Ddp(DdpError::InvalidMo),
             ),
             (

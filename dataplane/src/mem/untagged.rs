@@ -96,7 +96,16 @@ impl UntaggedQueue {
                 len: 0,
             });
         }
-        if mo >= buf.len {
+        // RFC 5041 §7.1 check 3 (the MO within the buffer's offsets), then check 4 (MO +
+        // length too). A segment that starts at the buffer's end (MO == its length: MO 0 of
+        // an empty buffer, the first byte past a full one) carries bytes of a message longer
+        // than the buffer, which is what §7.2's 0x2/0x05 names ("DDP Message too long for
+        // available buffer"), as for a segment that starts inside the buffer and runs past
+        // it: how the sender cut the message into segments does not change the error (RFC
+        // 7306 §6's 8 bytes of Immediate Data into a receive of 0 or 4 bytes: too long,
+        // both). Only an MO past the end, which no segment in order can carry (the one
+        // before it would have failed check 4 first), is Invalid MO (0x2/0x04).
+        if mo > buf.len {
             return Err(DdpError::InvalidMo);
         }
         if u64::from(mo) + len as u64 > u64::from(buf.len) {
@@ -202,7 +211,7 @@ mod tests {
             Err(DdpError::MsnRange),
             "check 5: below the head"
         );
-        assert_eq!(q.check(1, 1, 100, 1), Err(DdpError::InvalidMo), "check 3");
+        assert_eq!(q.check(1, 1, 101, 1), Err(DdpError::InvalidMo), "check 3");
         assert_eq!(q.check(1, 1, 95, 6), Err(DdpError::TooLong), "check 4");
         assert_eq!(
             q.check(1, 2, 95, 5),
@@ -217,6 +226,32 @@ mod tests {
             q.check(1, 1, 0, 100).map(|p| p.offset),
             Ok(0),
             "first byte, whole buffer"
+        );
+    }
+
+    /// RFC 5041 §7.1 checks 3 and 4 with §7.2's codes: a segment starting at its buffer's
+    /// end is part of a message too long for the buffer (0x2/0x05), as one running past it
+    /// is, whatever the buffer's size: MO 0 of an empty buffer is its end (RFC 7306 §6's 8
+    /// bytes of Immediate Data into a receive of 0 bytes were Invalid MO, into one of 4 too
+    /// long).
+    #[test]
+    fn rfc5041_7_1_a_segment_at_its_buffers_end_is_too_long_not_invalid_mo() {
+        let mut q = UntaggedQueue::new(4);
+        for len in [0, 4, 100] {
+            q.post(buf(0, len)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(q.check(1, 0, 8), Err(DdpError::TooLong), "empty buffer");
+        assert_eq!(q.check(2, 0, 8), Err(DdpError::TooLong), "4 bytes");
+        assert_eq!(
+            q.check(3, 100, 1),
+            Err(DdpError::TooLong),
+            "the byte after a full one"
+        );
+        assert_eq!(q.check(3, 101, 1), Err(DdpError::InvalidMo), "past its end");
+        assert_eq!(
+            q.check(1, 0, 0).map(|p| p.len),
+            Ok(0),
+            "an empty message fits"
         );
     }
 
