@@ -47,43 +47,13 @@ fn connected_with(recvs: u64, recv_len: u32) -> Connected {
         p.b.v
             .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
             .unwrap();
-    let now = p.now;
-    let conn =
-        p.a.v
-            .control_mut()
-            .connect(now, IpAddr::V4(B4), PORT)
-            .unwrap();
-    p.run_until("the association", |p| {
-        p.a.events.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        })
-    });
+    let conn = p.associate();
     let cqa = p.a.v.create_cq();
     let qa = qp(&mut p.a.v, pda, cqa, conn, 1);
     p.a.v.connect_qp(qa, b"verbs").unwrap();
-    let mut server_conn = None::<ConnHandle>;
-    p.run_until("the Initiate", |p| {
-        server_conn = p.b.events.iter().find_map(|e| match e {
-            Event::Indication {
-                conn,
-                indication:
-                    Indication::Session {
-                        stream: 1,
-                        event: SessionEvent::InitiateReceived { .. },
-                    },
-            } => Some(*conn),
-            _ => None,
-        });
-        server_conn.is_some()
-    });
+    let server_conn = p.initiate_seen(1);
     let cqb = p.b.v.create_cq();
-    let qb = qp(&mut p.b.v, pdb, cqb, server_conn.unwrap(), 1);
+    let qb = qp(&mut p.b.v, pdb, cqb, server_conn, 1);
     for i in 0..recvs {
         let r = RecvWr {
             wr_id: 500 + i,

@@ -6,40 +6,20 @@
 
 mod rt;
 mod verbs_pair;
-use rt::PORT;
 use verbs_pair::*;
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use ddpdk_control::conn::Indication;
 use ddpdk_control::runtime::{ConnHandle, Event, Op};
 use ddpdk_dataplane::mem::Access;
 
-/// Client and server associated (no queue pair); the server's connection handle.
+/// Client and server associated (no queue pair): the pair, the client's connection and the
+/// server's.
 fn associated() -> (Pair, ConnHandle, ConnHandle) {
     let mut p = Pair::new();
-    let now = p.now;
-    let conn =
-        p.a.v
-            .control_mut()
-            .connect(now, IpAddr::V4(B4), PORT)
-            .unwrap();
-    p.run_until("the association", |p| {
-        [&p.a.events, &p.b.events].iter().all(|ev| {
-            ev.iter().any(|e| {
-                matches!(
-                    e,
-                    Event::Indication {
-                        indication: Indication::Connected { .. },
-                        ..
-                    }
-                )
-            })
-        })
-    });
-    let server = p.b.v.control().connections().next().unwrap().0;
-    (p, conn, server)
+    let (client, server) = p.associate_both();
+    (p, client, server)
 }
 
 /// `Control::forget` (runtime.rs doc, and docs/verbs.md): "what it owes the ULP still comes,

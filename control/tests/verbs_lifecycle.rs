@@ -6,10 +6,7 @@
 
 mod rt;
 mod verbs_pair;
-use rt::PORT;
 use verbs_pair::*;
-
-use std::net::IpAddr;
 
 use ddpdk_control::conn::{Indication, PostError};
 use ddpdk_control::memory::MAX_REGIONS;
@@ -22,50 +19,6 @@ use ddpdk_control::verbs::{
 };
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::MemPort;
-
-impl Pair {
-    fn associate(&mut self) -> ConnHandle {
-        let now = self.now;
-        let conn = self
-            .a
-            .v
-            .control_mut()
-            .connect(now, IpAddr::V4(B4), PORT)
-            .unwrap();
-        self.run_until("the association", |p| {
-            p.a.events.iter().any(|e| {
-                matches!(
-                    e,
-                    Event::Indication {
-                        indication: Indication::Connected { .. },
-                        ..
-                    }
-                )
-            })
-        });
-        conn
-    }
-
-    /// The server's connection once the client's Initiate on `stream` arrived there.
-    fn initiate_seen(&mut self, stream: u16) -> ConnHandle {
-        let mut seen = None::<ConnHandle>;
-        self.run_until("the Initiate", |p| {
-            seen = p.b.events.iter().find_map(|e| match e {
-                Event::Indication {
-                    conn,
-                    indication:
-                        Indication::Session {
-                            stream: s,
-                            event: SessionEvent::InitiateReceived { .. },
-                        },
-                } if *s == stream => Some(*conn),
-                _ => None,
-            });
-            seen.is_some()
-        });
-        seen.unwrap()
-    }
-}
 
 /// A CQ's completions as (wr_id, status).
 fn statuses(v: &mut Verbs<MemPort>, cq: Cq) -> Vec<(u64, WcStatus)> {

@@ -1,14 +1,17 @@
 //! Two endpoints, each a runtime under a `Verbs` context, their data cores polled on the test
-//! thread in simulated time: what the verbs tests (`verbs`, `verbs_order`, `verbs_lifecycle`)
-//! drive. Not every test binary uses every item.
+//! thread in simulated time: what the verbs tests (`verbs`, `verbs_order`, `verbs_lifecycle`,
+//! `verbs_destroy`, `library_user`, `runtime_forget`) drive, and the steps to connect them
+//! (`Pair::associate`, `Pair::initiate_seen`). Not every test binary uses every item.
 
 #![allow(dead_code)]
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use crate::rt::runtime;
-use ddpdk_control::runtime::{DataCore, Event, RuntimeConfig};
+use crate::rt::{runtime, PORT};
+use ddpdk_control::conn::Indication;
+use ddpdk_control::runtime::{ConnHandle, DataCore, Event, RuntimeConfig};
+use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_control::verbs::{
     Cq, MemoryRegion, Qp, SendWr, Sge, Verbs, Wc, WcOpcode, WcStatus, WrOpcode,
 };
@@ -74,6 +77,48 @@ impl Pair {
         }
     }
 
+    /// The client's association to the server, once the client heard it is up.
+    pub fn associate(&mut self) -> ConnHandle {
+        let now = self.now;
+        let conn = self
+            .a
+            .v
+            .control_mut()
+            .connect(now, IpAddr::V4(B4), PORT)
+            .unwrap();
+        self.run_until("the association", |p| connected(&p.a.events));
+        conn
+    }
+
+    /// As [`Pair::associate`], once both ends heard it is up: the client's connection and
+    /// the server's.
+    pub fn associate_both(&mut self) -> (ConnHandle, ConnHandle) {
+        let client = self.associate();
+        self.run_until("the server's association", |p| connected(&p.b.events));
+        let server = self.b.v.control().connections().next().unwrap().0;
+        (client, server)
+    }
+
+    /// The server's connection once the client's Initiate on `stream` arrived there.
+    pub fn initiate_seen(&mut self, stream: u16) -> ConnHandle {
+        let mut seen = None::<ConnHandle>;
+        self.run_until("the Initiate", |p| {
+            seen = p.b.events.iter().find_map(|e| match e {
+                Event::Indication {
+                    conn,
+                    indication:
+                        Indication::Session {
+                            stream: s,
+                            event: SessionEvent::InitiateReceived { .. },
+                        },
+                } if *s == stream => Some(*conn),
+                _ => None,
+            });
+            seen.is_some()
+        });
+        seen.unwrap()
+    }
+
     pub fn run_until(&mut self, what: &str, mut done: impl FnMut(&mut Pair) -> bool) {
         for _ in 0..200_000 {
             if done(self) {
@@ -93,6 +138,19 @@ impl Pair {
         }
         got
     }
+}
+
+/// Whether `events` hold an association's `Connected`.
+fn connected(events: &[Event]) -> bool {
+    events.iter().any(|e| {
+        matches!(
+            e,
+            Event::Indication {
+                indication: Indication::Connected { .. },
+                ..
+            }
+        )
+    })
 }
 
 /// Everything on `cq`, polled four at a time.
