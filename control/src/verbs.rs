@@ -1514,8 +1514,9 @@ impl<P: Port> Verbs<P> {
                     })
                     .collect();
                 for qp in ended {
-                    // A queue pair with no session to end (still in Init) has this reason
-                    // alone (RFC 5043 §11.3: the association's end ends every stream).
+                    // Unless a Terminate or its session's end said why already: a queue pair
+                    // with no session (still in Init) has no other reason (RFC 5043 §11.3:
+                    // the association's end ends every stream).
                     if let Ok(e) = self.entry_mut(qp) {
                         e.error
                             .get_or_insert(QpError::Session(TerminationReason::AssociationEnded));
