@@ -1029,6 +1029,8 @@ pub fn build<P: Port>(
     let depth = cfg.ring_depth.max(1);
     // ESP fragments to us are reassembled for the IPsec port to open (RFC 4303 §3.4.1).
     iface.reassemble_esp(port.opens_esp());
+    // RFC 1122 §3.3.2 EMTU_R: no datagram above the link's size is reassembled.
+    iface.set_link_mtu(cfg.link_mtu);
     let (memory, replicas) = Memory::new(cfg.stags, cores, cfg.random);
     let (packets_tx, packets_rx) = channel::bounded(depth);
     let (events_tx, events_rx) = channel::bounded(depth);

@@ -91,6 +91,11 @@ pub const REASSEMBLY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The largest IPv4 payload (IPv6 fragmentable part) reassembled: an IPv4 packet of a
 /// 9000-byte link (the largest `--mtu`), whose whole frame fits the data core's reply buffer.
 const REASSEMBLY_MAX: usize = 9000 - IPV4_HEADER_LEN;
+/// RFC 1122 §3.3.2: EMTU_R, the largest datagram a host reassembles, "MUST be greater than or
+/// equal to 576"; RFC 8200 §5: an IPv6 node "must be able to accept a fragmented packet that,
+/// after reassembly, is as large as 1500 octets". Floors of [`Interface::set_link_mtu`].
+const EMTU_R_MIN_V4: usize = 576;
+const EMTU_R_MIN_V6: usize = 1500;
 /// RFC 8200 §5: the IPv6 minimum link MTU; no IPv6 path MTU is taken below it (RFC 8201 §4).
 pub const IPV6_MIN_MTU: usize = 1280;
 /// RFC 8200 §4.5: the Fragment header's Next Header value, and its length.
@@ -456,6 +461,9 @@ pub struct Interface {
     /// IPv4 and IPv6 fragments of ESP to us are reassembled too
     /// ([`Interface::reassemble_esp`]).
     esp_fragments: bool,
+    /// The link MTU ([`Interface::set_link_mtu`]): the largest IP datagram reassembled
+    /// (EMTU_R, RFC 1122 §3.3.2), within the floors RFC 1122 and RFC 8200 set.
+    link_mtu: usize,
 }
 
 /// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]) and those of
@@ -500,7 +508,32 @@ impl Interface {
             fragmented: 0,
             id_key: IdKey(std::collections::hash_map::RandomState::new()),
             esp_fragments: false,
+            link_mtu: REASSEMBLY_MAX + IPV4_HEADER_LEN,
         }
+    }
+
+    /// The link's MTU (`--mtu`): no datagram larger than it (IP header included) is
+    /// reassembled. RFC 1122 §3.3.2 leaves EMTU_R to the host ("MUST be greater than or equal
+    /// to 576"; RFC 8200 §5: 1500 for IPv6, the floors kept whatever `mtu` says). A peer's
+    /// path MTU to us is at most our link's, so no SCTP packet it builds is larger (RFC 9260
+    /// §7.3), and a larger one carries what this end refuses anyway (RFC 5043 §9: a DDP
+    /// segment over the MULPDU announced from this link). Without this, fragments of SCTP
+    /// packets up to 8980 bytes were held and handed on whatever the link's size.
+    pub fn set_link_mtu(&mut self, mtu: usize) {
+        self.link_mtu = mtu;
+    }
+
+    /// The largest IP payload (IPv4) or fragmentable part (IPv6) reassembled for `dst`'s
+    /// family: the datagram within the link MTU, or the RFC's floor ([`EMTU_R_MIN_V4`],
+    /// [`EMTU_R_MIN_V6`]), never above what a slot holds.
+    fn reassembly_max(&self, dst: IpAddr) -> usize {
+        let emtu_r = match dst {
+            IpAddr::V4(_) => self.link_mtu.max(EMTU_R_MIN_V4),
+            IpAddr::V6(_) => self.link_mtu.max(EMTU_R_MIN_V6),
+        };
+        emtu_r
+            .saturating_sub(Interface::ip_header_len(dst))
+            .min(REASSEMBLY_MAX)
     }
 
     /// With `on`, IPv4 and IPv6 fragments of ESP to us are reassembled as SCTP's are (RFC
@@ -887,7 +920,7 @@ impl Interface {
     /// [`Interface::reassemble_esp`], an ESP one) unicast to us from a valid source is kept;
     /// the one that completes its datagram
     /// gives the whole frame in `out`. Other fragments (other protocols, datagrams longer than
-    /// [`REASSEMBLY_MAX`], overlapping lengths) are dropped as before. Only a peer whose path
+    /// the link MTU, [`Interface::set_link_mtu`], overlapping lengths) are dropped as before. Only a peer whose path
     /// MTU fell while a full-size DATA chunk was in flight sends them (RFC 9260 §6.9).
     fn fragment<'a>(&mut self, frame: &[u8], out: &mut [u8]) -> Rx<'a> {
         let drop = Rx::Dropped(Drop::Fragment);
@@ -1032,8 +1065,10 @@ impl Interface {
         } = f;
         let end = off + payload.len();
         // RFC 791 §3.2, RFC 8200 §4.5: every fragment but the last carries a multiple of 8
-        // bytes.
-        if payload.is_empty() || end > REASSEMBLY_MAX || (more && payload.len() % 8 != 0) {
+        // bytes. RFC 1122 §3.3.2: no datagram above EMTU_R, the link's size here
+        // (`set_link_mtu`).
+        let max = self.reassembly_max(key.1);
+        if payload.is_empty() || end > max || (more && payload.len() % 8 != 0) {
             return drop;
         }
         self.fragments_seen += 1;
@@ -3880,6 +3915,48 @@ mod tests {
         assert_eq!(i.receive(&b[0], &mut out), Rx::Fragment(None));
         assert!(matches!(i.receive(&b[1], &mut out), Rx::Fragment(Some(_))));
         assert_eq!(i.stats().reassembled, 3);
+    }
+
+    /// RFC 1122 §3.3.2 (EMTU_R, the host's to set, at least 576; RFC 8200 §5: IPv6 at least
+    /// 1500): on a link of `--mtu 1500` no datagram larger than 1500 bytes is reassembled; the
+    /// fragments of a 2000-byte SCTP packet were held and the packet handed on (8980 bytes
+    /// taken whatever the link). Within the link it is; and an IPv6 link below 1500 still
+    /// takes 1500-byte datagrams.
+    #[test]
+    fn reassembly_takes_no_datagram_above_the_link_mtu_rfc1122_3_3_2() {
+        let mut i = iface();
+        i.set_link_mtu(1500);
+        let mut out = vec![0u8; 9216];
+        let whole = |i: &mut Interface, frames: &[Vec<u8>], out: &mut [u8]| {
+            frames
+                .iter()
+                .any(|f| matches!(i.receive(f, out), Rx::Fragment(Some(_))))
+        };
+        let big: Vec<u8> = (0..2000u32).map(|k| k as u8).collect();
+        assert!(
+            !whole(&mut i, &fragments4(&big, 680, 1), &mut out),
+            "a 2020-byte IPv4 datagram reassembled on a 1500-byte link"
+        );
+        assert!(
+            !whole(&mut i, &fragments6(&big, 680, 1, false), &mut out),
+            "a 2040-byte IPv6 datagram reassembled on a 1500-byte link"
+        );
+        // The largest the link carries: 1480 bytes of SCTP over IPv4, 1460 over IPv6.
+        assert!(whole(&mut i, &fragments4(&big[..1480], 680, 2), &mut out));
+        assert!(whole(
+            &mut i,
+            &fragments6(&big[..1460], 680, 2, false),
+            &mut out
+        ));
+        assert!(!whole(&mut i, &fragments4(&big[..1488], 680, 3), &mut out));
+        // RFC 8200 §5 whatever the link: 1460 bytes of SCTP in a 1500-byte IPv6 datagram.
+        i.set_link_mtu(1280);
+        assert!(whole(
+            &mut i,
+            &fragments6(&big[..1460], 680, 4, false),
+            &mut out
+        ));
+        assert!(!whole(&mut i, &fragments4(&big[..1460], 680, 4), &mut out));
     }
 
     /// RFC 8200 §4.5 ("If insufficient fragments are received to complete reassembly of a
