@@ -348,6 +348,10 @@ pub struct CoreStats {
     /// and recorded (RFC 4301 §6.1.2, §8.2.1); those it did not are `icmp_ignored` (and the
     /// port's `pmtu_rejected`).
     pub esp_pmtu_taken: u64,
+    /// ICMP Protocol Unreachable / ICMPv6 "unrecognized Next Header" that ended an
+    /// association as an ABORT would (RFC 9260 Appendix C ICMP8); those naming no association
+    /// or with another tag are `icmp_ignored`.
+    pub icmp_aborts: u64,
     /// Associations of this core whose path MTU an SA's PMTU lowered (§8.2.1 propagation).
     pub esp_pmtu_lowered: u64,
     /// Lowered path MTUs taken back up after [`PMTU_AGE`] without a confirming ICMP (RFC 1191
@@ -617,16 +621,18 @@ impl CoreReport {
             + st.control_dropped
             + st.pmtu_lowered
             + st.esp_pmtu_taken
+            + st.icmp_aborts
             + st.icmp_ignored;
-        if self.iface.sctp + self.iface.icmp_too_big != routed {
+        let icmp = self.iface.icmp_too_big + self.iface.icmp_protocol_unreachable;
+        if self.iface.sctp + icmp != routed {
             wrong.push(format!(
-                "core {}: {} SCTP packets and {} ICMP Packet Too Big, {routed} routed ({} bad \
-                 checksum, {} to connections, {} to siblings, {} sibling ring full, {} to the \
-                 control thread, {} its ring full, {} path MTU lowered, {} taken by an ESP \
-                 SA, {} ICMP ignored)",
+                "core {}: {} SCTP packets and {} ICMP Packet Too Big or Protocol Unreachable, \
+                 {routed} routed ({} bad checksum, {} to connections, {} to siblings, {} \
+                 sibling ring full, {} to the control thread, {} its ring full, {} path MTU \
+                 lowered, {} taken by an ESP SA, {} ended by ICMP, {} ICMP ignored)",
                 self.core,
                 self.iface.sctp,
-                self.iface.icmp_too_big,
+                icmp,
                 st.checksum_bad,
                 st.to_connections,
                 st.dispatched_out,
@@ -635,6 +641,7 @@ impl CoreReport {
                 st.control_dropped,
                 st.pmtu_lowered,
                 st.esp_pmtu_taken,
+                st.icmp_aborts,
                 st.icmp_ignored
             ));
         }
@@ -1893,7 +1900,8 @@ impl<P: Port> DataCore<P> {
             None
         };
         // The reply buffer is the core's, not zeroed per frame: a reply writes all it sends.
-        let next = match self.iface.receive(buf.data(), &mut self.reply) {
+        let rx = self.iface.receive(buf.data(), &mut self.reply);
+        let next = match rx {
             Rx::Reply(n) => {
                 self.out.send_raw(&self.reply[..n]);
                 Next::Done
@@ -1913,19 +1921,34 @@ impl<P: Port> DataCore<P> {
                 }
                 Next::Done
             }
-            Rx::TooBig(t) => match self.assoc_of(t.peer, t.peer_port, t.local_port) {
-                Some(k) => {
-                    self.path_too_big(now, k, &t);
-                    Next::Done
-                }
-                None => match self.steer.owner(t.peer, t.local, t.peer_port, t.local_port) {
-                    owner if owner != self.index && !dispatched => Next::Dispatch(owner),
-                    _ => {
-                        self.stats.icmp_ignored += 1;
+            Rx::TooBig(t) | Rx::ProtocolUnreachable(t) => {
+                match self.assoc_of(t.peer, t.peer_port, t.local_port) {
+                    Some(k) if matches!(rx, Rx::TooBig(_)) => {
+                        self.path_too_big(now, k, &t);
                         Next::Done
                     }
-                },
-            },
+                    // RFC 9260 Appendix C ICMP8: the peer's host has no SCTP; an ABORT with the T
+                    // bit, if the quoted tag is the peer's (or our INIT's, in COOKIE-WAIT: ICMP6).
+                    Some(k) => {
+                        let ended = self.slots[k].as_mut().is_some_and(|s| {
+                            s.c.get_mut().icmp_protocol_unreachable(t.vtag, t.init_tag)
+                        });
+                        if ended {
+                            self.stats.icmp_aborts += 1;
+                        } else {
+                            self.stats.icmp_ignored += 1;
+                        }
+                        Next::Done
+                    }
+                    None => match self.steer.owner(t.peer, t.local, t.peer_port, t.local_port) {
+                        owner if owner != self.index && !dispatched => Next::Dispatch(owner),
+                        _ => {
+                            self.stats.icmp_ignored += 1;
+                            Next::Done
+                        }
+                    },
+                }
+            }
             Rx::Sctp(f) => {
                 let peer = f.ip.src();
                 let (peer_port, local_port) = match f.sctp.get(..4) {

@@ -25,7 +25,7 @@ use ddpdk_control::xmit::Tap;
 use ddpdk_dataplane::net::{Interface, Rx};
 use ddpdk_dataplane::port::mem::{pair, MemPort};
 use ddpdk_dataplane::port::{PacketBuf, Port};
-use ddpdk_dataplane::sctp::{Config, Instant};
+use ddpdk_dataplane::sctp::{CloseReason, Config, Instant};
 use ddpdk_dataplane::wire::crc32c;
 use rt::{ring_pair, runtime_on, tagged, Lockstep};
 
@@ -1122,4 +1122,104 @@ fn an_init_to_another_port_from_a_peer_with_an_association_is_answered_rfc9260_8
     });
     assert!(abort.is_some(), "no ABORT for the closed port: {out:?}");
     assert_eq!(a.control.stats().endpoint.closed_port_aborts_out, 1);
+}
+
+/// An ICMP Destination Unreachable of `code` (2: protocol unreachable) from the peer's host,
+/// quoting `quoted` (an IP packet we sent), to us.
+fn icmp_unreachable(quoted: &[u8], code: u8) -> Vec<u8> {
+    let mut icmp = vec![3, code, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(quoted);
+    let c = csum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut f = eth(MAC, PEER_MAC, 0x0800);
+    f.extend_from_slice(&ipv4(PEER4, IP4, 1, &icmp));
+    f
+}
+
+/// Whether `a` told its ULP that an association ended for an ICMP Protocol Unreachable.
+fn closed_unreachable(a: &Solo) -> bool {
+    a.events.iter().any(|e| {
+        matches!(
+            e,
+            Event::Indication {
+                indication: Indication::Closed(CloseReason::ProtocolUnreachable),
+                ..
+            }
+        )
+    })
+}
+
+/// RFC 9260 Appendix C ICMP8: "If the ICMP code is an 'Unrecognized Next Header Type
+/// Encountered' or a 'Protocol Unreachable', an implementation MUST treat this message as an
+/// abort with the T bit set if it does not contain an INIT chunk", once ICMP6 has found the
+/// quoted verification tag to be the peer's. Every ICMP but Fragmentation Needed was dropped
+/// (CONFORMANCE.md read ICMP8 as a MAY): an association to a host that lost its SCTP stack
+/// went on retransmitting until Association.Max.Retrans. Found by an independent review of
+/// the host layer (session 62).
+#[test]
+fn a_protocol_unreachable_ends_the_association_it_names_rfc9260_appendix_c_icmp8() {
+    let sport = 20_100;
+    let (mut a, pb, now, _) = associated(sport);
+    // One of our packets to the peer as its host quotes it: our address and port, the tag we
+    // send with (the peer's Initiate Tag, 0x1234).
+    let ours = |vtag: u32| {
+        let hb = chunk(4, 0, &param(1, b"12345678"));
+        ipv4(IP4, PEER4, 132, &sctp(SCTP_PORT, sport, vtag, &hb, true))
+    };
+    // ICMP6: another tag is discarded; ICMP3: a port unreachable is not ICMP8's.
+    send_raw(&pb, &icmp_unreachable(&ours(0x4321), 2));
+    send_raw(&pb, &icmp_unreachable(&ours(0x1234), 3));
+    a.settle(now);
+    assert!(!closed_unreachable(&a), "{:?}", a.events);
+    send_raw(&pb, &icmp_unreachable(&ours(0x1234), 2));
+    a.settle(now);
+    assert!(
+        closed_unreachable(&a),
+        "a Protocol Unreachable with the peer's tag did not end the association: {:?}",
+        a.events
+    );
+    let st = a.cores[0].stats();
+    assert_eq!((st.icmp_aborts, st.icmp_ignored), (1, 1), "{st:?}");
+    // Taken as an ABORT received: nothing goes back.
+    let out = recv_raw(&pb);
+    assert!(
+        !out.iter()
+            .any(|f| f.len() > 14 + 20 + 12 && f[23] == 132 && f[14 + 20 + 12] == 6),
+        "an ABORT was sent"
+    );
+}
+
+/// RFC 9260 Appendix C ICMP8, its INIT case: "If it does contain an INIT chunk and the
+/// association is in the COOKIE-WAIT state, handle the ICMP message like an ABORT" (ICMP6: the
+/// quoted tag is 0 and the INIT's Initiate Tag ours). Connecting to a host without SCTP
+/// retransmitted INIT until Max.Init.Retransmits instead.
+#[test]
+fn a_protocol_unreachable_for_our_init_ends_the_attempt_rfc9260_appendix_c_icmp8() {
+    let (pa, pb) = pair(2, 4096);
+    let mut ours = iface();
+    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+    let mut a = Solo::new(pa, ours, 1);
+    let now = t0();
+    a.control
+        .connect(now, IpAddr::V4(PEER4), SCTP_PORT)
+        .unwrap();
+    a.settle(now);
+    let init = recv_raw(&pb)
+        .into_iter()
+        .find(|f| f.len() > 14 + 20 + 20 && f[23] == 132 && f[14 + 20 + 12] == 1)
+        .expect("our INIT");
+    let quoted = &init[14..];
+    // Another Initiate Tag than ours: not our INIT (ICMP6).
+    let mut forged = quoted.to_vec();
+    forged[20 + 12 + 4] ^= 1;
+    send_raw(&pb, &icmp_unreachable(&forged, 2));
+    a.settle(now);
+    assert!(!closed_unreachable(&a), "{:?}", a.events);
+    send_raw(&pb, &icmp_unreachable(quoted, 2));
+    a.settle(now);
+    assert!(
+        closed_unreachable(&a),
+        "a Protocol Unreachable quoting our INIT did not end the attempt: {:?}",
+        a.events
+    );
 }

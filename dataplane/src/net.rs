@@ -56,6 +56,11 @@ const ICMP_UNREACHABLE: u8 = 3;
 const ICMP_FRAG_NEEDED: u8 = 4;
 /// RFC 4443 §3.2 Packet Too Big.
 const ICMPV6_TOO_BIG: u8 = 2;
+/// RFC 792 Destination Unreachable code 2, "protocol unreachable"; RFC 4443 §3.4 Parameter
+/// Problem, code 1 "unrecognized Next Header type encountered": RFC 9260 Appendix C ICMP8.
+const ICMP_PROTOCOL_UNREACHABLE: u8 = 2;
+const ICMPV6_PARAMETER_PROBLEM: u8 = 4;
+const ICMPV6_UNRECOGNIZED_NEXT_HEADER: u8 = 1;
 /// Bytes of the quoted SCTP packet an ICMP error must carry for RFC 9260 Appendix C: source
 /// and destination ports and the verification tag (RFC 792 quotes 64 bits of the datagram).
 const QUOTED_SCTP_MIN: usize = 8;
@@ -171,6 +176,9 @@ pub struct InterfaceStats {
     pub icmp_too_big: u64,
     /// Those that quote no SCTP packet of ours ([`Drop::IcmpIgnored`]).
     pub icmp_ignored: u64,
+    /// ICMP Protocol Unreachable and ICMPv6 "unrecognized Next Header" quoting one of our
+    /// SCTP packets, handed on ([`Rx::ProtocolUnreachable`], RFC 9260 Appendix C ICMP8).
+    pub icmp_protocol_unreachable: u64,
     /// IPv4 and IPv6 fragments of SCTP packets to us kept for reassembly ([`Rx::Fragment`]).
     pub fragments_kept: u64,
     /// IPv4 and IPv6 datagrams reassembled from them (RFC 791 §3.2, RFC 1122 §3.3.2, RFC
@@ -197,6 +205,7 @@ impl InterfaceStats {
             + self.echo_replies
             + self.icmp_too_big
             + self.icmp_ignored
+            + self.icmp_protocol_unreachable
             + self.fragments_kept
             + self.neighbour_answers
             + self.other_ether_type
@@ -243,6 +252,12 @@ pub enum Rx<'a> {
     /// The same ICMP quoting an ESP packet we sent (RFC 4301 §6.1.2): the IPsec port judges
     /// it by the outbound SA its SPI names ([`EspTooBig`]).
     EspTooBig(EspTooBig),
+    /// An ICMP Destination Unreachable "protocol unreachable" or an ICMPv6 Parameter Problem
+    /// "unrecognized Next Header type encountered" (its pointer on a Next Header that says
+    /// SCTP) quoting an SCTP packet we sent: the peer's host has no SCTP. The association it
+    /// names treats it as an ABORT if the quote holds its tag (RFC 9260 Appendix C ICMP6,
+    /// ICMP8). `mtu` is 0.
+    ProtocolUnreachable(TooBig),
     /// Taken by the interface itself (an ARP reply or Neighbor Advertisement for us, learnt);
     /// nothing to send.
     Consumed,
@@ -693,6 +708,7 @@ impl Interface {
             Rx::Sctp(_) => s.sctp += 1,
             Rx::Reply(_) => {}
             Rx::TooBig(_) | Rx::EspTooBig(_) => s.icmp_too_big += 1,
+            Rx::ProtocolUnreachable(_) => s.icmp_protocol_unreachable += 1,
             Rx::Fragment(_) => s.fragments_kept += 1,
             Rx::Consumed => s.neighbour_answers += 1,
             Rx::Dropped(d) => match d {
@@ -754,6 +770,7 @@ impl Interface {
             Err(Error::Unsupported) => match link::parse_ip(frame) {
                 Ok(f) if is_echo_request(&f) => self.echo(f, out),
                 Ok(f) if is_too_big(&f) => self.too_big(f),
+                Ok(f) if is_protocol_unreachable(&f) => self.protocol_unreachable(f),
                 _ => self.neighbour_discovery(frame, out),
             },
             Err(Error::Fragment) => self.fragment(frame, out),
@@ -1394,6 +1411,49 @@ impl Interface {
         }
     }
 
+    /// RFC 9260 Appendix C ICMP8: an ICMP Protocol Unreachable or ICMPv6 Parameter Problem
+    /// "unrecognized Next Header type encountered" to our address, checked as
+    /// [`Interface::too_big`] checks a Packet Too Big (checksum, a quote of an SCTP packet we
+    /// sent with its ports and verification tag). ICMPv6's pointer (RFC 4443 §3.4: "the octet
+    /// offset within the invoking packet where the error was detected") must fall on a Next
+    /// Header naming SCTP. The association judges the tag (ICMP6). A quote of ESP is no
+    /// SCTP's to judge: ignored.
+    fn protocol_unreachable<'a>(&mut self, f: link::IpFrame<'_>) -> Rx<'a> {
+        let checksum_ok = match self.icmp_to_us(&f) {
+            Ok(ok) => ok,
+            Err(d) => return Rx::Dropped(d),
+        };
+        let icmp = f.payload;
+        let (Some(fields), Some(quoted)) = (icmp.get(4..8), icmp.get(8..)) else {
+            return Rx::Dropped(Drop::IcmpIgnored);
+        };
+        if !checksum_ok {
+            return Rx::Dropped(Drop::IcmpIgnored);
+        }
+        if f.ip.dst().is_ipv6() {
+            let pointer = u32::from_be_bytes([fields[0], fields[1], fields[2], fields[3]]);
+            let names_sctp = usize::try_from(pointer)
+                .ok()
+                .and_then(|p| quoted.get(p))
+                .is_some_and(|&n| n == IP_PROTO_SCTP);
+            if !names_sctp {
+                return Rx::Dropped(Drop::IcmpIgnored);
+            }
+        }
+        match quoted_sctp(quoted) {
+            Some(q)
+                if self.is_ours(q.local)
+                    && q.local.is_ipv4() == f.ip.dst().is_ipv4()
+                    && !q.peer.is_multicast()
+                    && !mapped(q.peer)
+                    && !no_host_sends_from(q.peer) =>
+            {
+                Rx::ProtocolUnreachable(q)
+            }
+            _ => Rx::Dropped(Drop::IcmpIgnored),
+        }
+    }
+
     /// RFC 4861 §7.2.3-§7.2.5: answer a valid Neighbor Solicitation for our IPv6 address with a
     /// solicited Neighbor Advertisement carrying our link-layer address; learn from valid
     /// advertisements for addresses we asked about or know.
@@ -1928,6 +1988,23 @@ fn is_too_big(f: &link::IpFrame<'_>) -> bool {
         }
         link::IpInfo::V6 { .. } => {
             f.protocol == ICMPV6 && f.payload.first() == Some(&ICMPV6_TOO_BIG)
+        }
+    }
+}
+
+/// An ICMP Destination Unreachable "protocol unreachable" (RFC 792) or an ICMPv6 Parameter
+/// Problem "unrecognized Next Header type encountered" (RFC 4443 §3.4): RFC 9260 Appendix C
+/// ICMP8.
+fn is_protocol_unreachable(f: &link::IpFrame<'_>) -> bool {
+    match f.ip {
+        link::IpInfo::V4 { .. } => {
+            f.protocol == IP_PROTO_ICMP
+                && f.payload.get(..2) == Some(&[ICMP_UNREACHABLE, ICMP_PROTOCOL_UNREACHABLE])
+        }
+        link::IpInfo::V6 { .. } => {
+            f.protocol == ICMPV6
+                && f.payload.get(..2)
+                    == Some(&[ICMPV6_PARAMETER_PROBLEM, ICMPV6_UNRECOGNIZED_NEXT_HEADER])
         }
     }
 }
@@ -3705,6 +3782,50 @@ mod tests {
             (5, 1, 0)
         );
         assert_eq!(s.frames(), 7);
+    }
+
+    /// RFC 9260 Appendix C ICMP8 (found by an independent review, session 62): an ICMP
+    /// Protocol Unreachable (type 3 code 2) or an ICMPv6 Parameter Problem "unrecognized Next
+    /// Header type encountered" (type 4 code 1, RFC 4443 §3.4) quoting an SCTP packet we sent
+    /// is handed on for the association to treat as an ABORT; they were dropped as
+    /// `other_protocol`. ICMPv6's pointer must fall on the Next Header that says SCTP; a quote
+    /// of a packet we did not send is ignored, as for a Packet Too Big.
+    #[test]
+    fn a_protocol_unreachable_quoting_our_sctp_is_handed_on_rfc9260_appendix_c_icmp8() {
+        let mut i = iface();
+        let mut out = vec![0u8; 2048];
+        let (r4, us4, peer4) = (IpAddr::V4(PEER4), IpAddr::V4(IP4), IpAddr::V4(PEER4));
+        let (r6, us6, peer6) = (IpAddr::V6(PEER6), IpAddr::V6(IP6), IpAddr::V6(PEER6));
+        let q4 = our_sctp(us4, peer4, 0x1234, &[4, 0, 0, 8, 0, 1, 0, 4], 48);
+        let q6 = our_sctp(us6, peer6, 0x1234, &[4, 0, 0, 8, 0, 1, 0, 4], 68);
+        let want = |local, peer| TooBig {
+            local,
+            peer,
+            local_port: 5000,
+            peer_port: 6000,
+            vtag: 0x1234,
+            init_tag: None,
+            mtu: 0,
+            quoted_len: 0,
+        };
+        let got = |rx: Rx<'_>| match rx {
+            Rx::ProtocolUnreachable(t) => Some(TooBig { quoted_len: 0, ..t }),
+            _ => None,
+        };
+        let f = icmp_error(r4, us4, 3, 2, [0; 4], &q4);
+        assert_eq!(got(i.receive(&f, &mut out)), Some(want(us4, peer4)));
+        // The pointer: octet 6 of the quoted IPv6 header, its Next Header (132).
+        let f = icmp_error(r6, us6, 4, 1, 6u32.to_be_bytes(), &q6);
+        assert_eq!(got(i.receive(&f, &mut out)), Some(want(us6, peer6)));
+        // A pointer on anything but a Next Header naming SCTP; a packet we did not send.
+        let f = icmp_error(r6, us6, 4, 1, 7u32.to_be_bytes(), &q6);
+        assert_eq!(i.receive(&f, &mut out), Rx::Dropped(Drop::IcmpIgnored));
+        let theirs = our_sctp(peer4, us4, 0x1234, &[], 40);
+        let f = icmp_error(r4, us4, 3, 2, [0; 4], &theirs);
+        assert_eq!(i.receive(&f, &mut out), Rx::Dropped(Drop::IcmpIgnored));
+        let s = i.stats();
+        assert_eq!((s.icmp_protocol_unreachable, s.icmp_ignored), (2, 2));
+        assert_eq!(s.frames(), 4);
     }
 
     /// An SCTP packet of `len` bytes from the peer to us, cut into IPv4 fragments of at most

@@ -312,6 +312,15 @@ impl Connection {
         self.after_sctp();
     }
 
+    /// [`Association::icmp_protocol_unreachable`]: an ICMP saying the peer's host has no SCTP
+    /// (RFC 9260 Appendix C ICMP8) ends the association as an ABORT would, if its quote holds
+    /// the tag; returns whether it did.
+    pub fn icmp_protocol_unreachable(&mut self, vtag: u32, init_tag: Option<u32>) -> bool {
+        let ended = self.assoc.icmp_protocol_unreachable(vtag, init_tag);
+        self.after_sctp();
+        ended
+    }
+
     /// RFC 4296 `ddp_max_msizes`: the MULPDU and the largest untagged and tagged messages one
     /// segment carries, for the path as it is now.
     pub fn max_sizes(&self) -> MaxSizes {

@@ -120,6 +120,10 @@ pub enum CloseReason {
     /// below 1500 (ABORT, Invalid Mandatory Parameter, §3.3.3), or a zero Initiate Tag (no
     /// ABORT can be addressed, §3.3.3).
     InitAckRefused(&'static str),
+    /// An ICMP Protocol Unreachable or ICMPv6 "unrecognized Next Header" quoting one of our
+    /// packets with its tag: the peer's host has no SCTP, taken as an ABORT (RFC 9260
+    /// Appendix C ICMP8, [`Association::icmp_protocol_unreachable`]).
+    ProtocolUnreachable,
 }
 
 impl CloseReason {
@@ -134,6 +138,7 @@ impl CloseReason {
             CloseReason::InitFailed => "init_failed",
             CloseReason::ProtocolViolation(_) => "protocol_violation",
             CloseReason::InitAckRefused(_) => "init_ack_refused",
+            CloseReason::ProtocolUnreachable => "protocol_unreachable",
         }
     }
 }
@@ -174,6 +179,11 @@ impl std::fmt::Display for CloseReason {
             CloseReason::InitAckRefused(why) => {
                 write!(f, "the peer's INIT ACK cannot start an association: {why}")
             }
+            CloseReason::ProtocolUnreachable => write!(
+                f,
+                "the peer's host answered with an ICMP Protocol Unreachable (or ICMPv6 \
+                 unrecognized Next Header): no SCTP there (RFC 9260 Appendix C ICMP8)"
+            ),
         }
     }
 }
@@ -1312,6 +1322,27 @@ impl Association {
             State::CookieWait | State::CookieEchoed => self.abort(),
             _ => {}
         }
+    }
+
+    /// RFC 9260 Appendix C ICMP8: an ICMP Protocol Unreachable or an ICMPv6 Parameter Problem
+    /// "unrecognized Next Header type encountered" quoting one of our packets, whose quoted
+    /// verification tag is `vtag` (and, with a tag of 0, the quoted INIT's Initiate Tag
+    /// `init_tag`): "MUST treat this message as an abort with the T bit set if it does not
+    /// contain an INIT chunk. If it does contain an INIT chunk and the association is in the
+    /// COOKIE-WAIT state, handle the ICMP message like an ABORT." ICMP6 first: a tag other
+    /// than the peer's, or 0 without an INIT carrying our Initiate Tag while we wait for its
+    /// INIT ACK, is discarded. The association ends as a received ABORT ends it (§9.1: nothing
+    /// is sent back); returns whether it did.
+    pub fn icmp_protocol_unreachable(&mut self, vtag: u32, init_tag: Option<u32>) -> bool {
+        let tag_ok = match vtag {
+            0 => self.state == State::CookieWait && init_tag == Some(self.local_tag),
+            v => self.state != State::CookieWait && v == self.peer_tag,
+        };
+        if self.state == State::Closed || !tag_ok {
+            return false;
+        }
+        self.close(CloseReason::ProtocolUnreachable);
+        true
     }
 
     /// ABORT (§9.1) with a User-Initiated Abort cause; queued messages are dropped.
