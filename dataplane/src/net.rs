@@ -801,6 +801,19 @@ impl Interface {
         let spa = Ipv4Addr::new(a[14], a[15], a[16], a[17]);
         let tpa = Ipv4Addr::new(a[24], a[25], a[26], a[27]);
         let Some(ours) = self.ipv4.filter(|ip| *ip == tpa) else {
+            // RFC 826: "If the pair <protocol type, sender protocol address> is already in my
+            // translation table, update the sender hardware address field of the entry", before
+            // and whatever "Am I the target protocol address?" answers: a known peer's
+            // gratuitous ARP (RFC 5227 §3) after its link address changed. Only a known,
+            // learnt sender (static entries stay), never to a group address (IEEE 802.3
+            // §3.2.3).
+            let spa = IpAddr::V4(spa);
+            let moved = self.neighbours[..self.used]
+                .iter()
+                .any(|n| n.ip == spa && !n.fixed && n.mac != sha);
+            if moved && sha[0] & 1 == 0 {
+                self.insert(spa, sha, false);
+            }
             return Rx::Dropped(Drop::ArpNotForUs);
         };
         // IEEE 802.3 §3.2.3, as for the frame's source: the reply goes to the Sender Hardware
@@ -2504,6 +2517,47 @@ mod tests {
 
     /// An ICMP Echo Request from the peer to `dst` behind `dst_mac`, `data` after its id 0x1234
     /// and sequence 7.
+    /// RFC 826's receive algorithm merges before it asks who the target is: "If the pair
+    /// <protocol type, sender protocol address> is already in my translation table, update the
+    /// sender hardware address field of the entry with the new information in the packet";
+    /// only adding a new entry needs "Am I the target protocol address?". A peer whose link
+    /// address changed (a failover, a new NIC) announces it by a gratuitous ARP (RFC 5227 §3,
+    /// its sender and target both its own address); it was dropped unread, and the peer's
+    /// packets went to the old address until the entry went stale (`REACHABLE_TIME`, 30 s)
+    /// and a solicitation was answered. An unknown sender is still not added, and a static
+    /// entry still not replaced. Found by an independent review of the host layer (session 62).
+    #[test]
+    fn an_arp_from_a_known_sender_updates_its_entry_whoever_the_target_rfc826() {
+        let mut i = iface();
+        let mut out = [0u8; 128];
+        i.confirm(IpAddr::V4(PEER4), PEER_MAC);
+        let moved = [0x02, 0, 0, 0, 0, 0x22];
+        let announce = |sha: [u8; 6], spa: Ipv4Addr| {
+            let mut f = arp_frame(1, BROADCAST, spa, spa);
+            f[6..12].copy_from_slice(&sha);
+            f[ETHERNET_HEADER_LEN + 8..ETHERNET_HEADER_LEN + 14].copy_from_slice(&sha);
+            f
+        };
+        assert_eq!(
+            i.receive(&announce(moved, PEER4), &mut out),
+            Rx::Dropped(Drop::ArpNotForUs),
+            "not for us: not answered"
+        );
+        assert_eq!(
+            i.neighbour(IpAddr::V4(PEER4)),
+            Some(moved),
+            "the announced link address is not used"
+        );
+        // An unknown sender asking for another is not added; a static entry stays.
+        let stranger = Ipv4Addr::new(198, 18, 0, 77);
+        i.receive(&announce(moved, stranger), &mut out);
+        assert_eq!(i.neighbour(IpAddr::V4(stranger)), None);
+        let fixed = Ipv4Addr::new(198, 18, 0, 78);
+        i.learn_static(IpAddr::V4(fixed), PEER_MAC);
+        i.receive(&announce(moved, fixed), &mut out);
+        assert_eq!(i.neighbour(IpAddr::V4(fixed)), Some(PEER_MAC));
+    }
+
     fn ping4(dst: Ipv4Addr, dst_mac: [u8; 6], data: &[u8]) -> Vec<u8> {
         let mut f = Vec::new();
         PacketBuilder::ethernet2(PEER_MAC, dst_mac)
