@@ -1499,6 +1499,13 @@ impl Interface {
         {
             return Rx::Dropped(Drop::NdNotForUs);
         }
+        // RFC 4291 §2.5.3, §2.5.5.2: no node sends from loopback or an IPv4-mapped address,
+        // and our answer would go to it on the link ("must never be sent outside of a single
+        // node"); `unicast_to_us` refuses them for SCTP and ICMP alike. (The unspecified
+        // source is duplicate address detection's, §7.1.1, below.)
+        if src.is_loopback() || mapped(IpAddr::V6(src)) {
+            return Rx::Dropped(Drop::InvalidSource);
+        }
         let target = Ipv6Addr::from(<[u8; 16]>::try_from(&icmp[8..24]).unwrap_or_default());
         if target.is_multicast() {
             return Rx::Dropped(Drop::NdNotForUs);
@@ -3096,6 +3103,30 @@ mod tests {
     /// hop limit 255, carries our link-layer address, and its ICMPv6 checksum verifies
     /// (checked by etherparse, independently of how we wrote it). §7.1.1: a solicitation with
     /// another hop limit is not valid and is not answered.
+    /// RFC 4291 §2.5.3: "An IPv6 packet with a destination address of loopback must never be
+    /// sent outside of a single node", and §2.5.5.2: IPv4-mapped addresses never appear on the
+    /// wire. A Neighbor Solicitation "from" `::1` (or `::ffff:a.b.c.d`) for our address was
+    /// answered with a Neighbor Advertisement to `::1` on the link, and the source learnt as
+    /// a neighbour; SCTP and ICMP drop these sources (`unicast_to_us`), ND did not. Found by
+    /// an independent review of the host layer (session 62).
+    #[test]
+    fn a_neighbor_solicitation_from_loopback_or_a_mapped_address_is_not_answered_rfc4291_2_5_3() {
+        let mut a = iface();
+        let mut out = vec![0u8; 256];
+        let mapped = Ipv4Addr::new(198, 18, 0, 2).to_ipv6_mapped();
+        for src in [Ipv6Addr::LOCALHOST, mapped] {
+            let mut b = Interface::new(PEER_MAC, None, Some(src));
+            let mut ns = vec![0u8; 256];
+            let n = b.solicit(IpAddr::V6(IP6), &mut ns);
+            assert_eq!(
+                a.receive(&ns[..n], &mut out),
+                Rx::Dropped(Drop::InvalidSource),
+                "a solicitation from {src} was not dropped"
+            );
+            assert_eq!(a.neighbour(IpAddr::V6(src)), None, "{src} learnt");
+        }
+    }
+
     #[test]
     fn neighbor_solicitation_is_answered_rfc4861_7_2_4() {
         let mut a = iface();
