@@ -2493,6 +2493,7 @@ impl DdpApp {
                         "ip_reassembly_timeouts": r.iface.reassembly_timeouts,
                         "ip_source_fragmented": r.iface.source_fragmented,
                         "icmp_ignored": st.icmp_ignored + r.iface.icmp_ignored,
+                        "icmp_aborts": st.icmp_aborts,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,
                         "not_ours": r.iface.not_ours()})
                 );
@@ -2505,7 +2506,7 @@ impl DdpApp {
                      discarded: {:<8} unresolved: {:<8} held, then sent: {:<8} \
                      ARP/ND/echo answered: {} not ours: {}\n  \
                      path MTU lowered by ICMP: {} (through an ESP SA: {}) ICMP ignored: {} \
-                     black holes (RFC 8899): {} probes: {} raised by a probe: {}\n  \
+                     ended by ICMP Protocol Unreachable: {} black holes (RFC 8899): {} probes: {} raised by a probe: {}\n  \
                      region spans by reference: {:<8} inlined: {:<8} copied: {:<8} \
                      RX chains gathered: {} \
                      (dropped: no buffer {}, too long {})\n  \
@@ -2532,6 +2533,7 @@ impl DdpApp {
                     st.pmtu_lowered,
                     st.esp_pmtu_lowered,
                     st.icmp_ignored + r.iface.icmp_ignored,
+                    st.icmp_aborts,
                     st.plpmtud_black_holes,
                     st.plpmtud_probes,
                     st.plpmtud_raised,
