@@ -30,7 +30,9 @@
 //! session terminated, a Terminate either way, the association gone) the queue pair moves to
 //! [`QpState::Error`] and its outstanding work completes [`WcStatus::Flushed`], and so does
 //! work posted to it afterwards, behind it (as with libibverbs, for `ib_drain_qp`); why it
-//! ended (the RDMAP error, or the session's reason) is [`Verbs::qp_error`].
+//! ended (the RDMAP error, or the session's reason) is [`Verbs::qp_error`]. A receive the
+//! error was local to completes with that error instead, in its turn: `LocalProtection` over
+//! deregistered memory, [`WcStatus::LocalLength`] for a message longer than it.
 //!
 //! **Local Invalidate** revokes the STag on every data core without blocking this thread; its
 //! completion is reported once every core has acknowledged, so it may overtake the completions
@@ -48,6 +50,7 @@
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+use ddpdk_dataplane::ddp::RxError;
 use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer, Registration, Revocation, Stag};
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::Instant;
@@ -215,6 +218,10 @@ pub enum WcStatus {
     /// `IBV_WC_LOC_QP_OP_ERR`: the queue pair could not take it (state, a full queue, too
     /// many entries).
     LocalQpOperation,
+    /// `IBV_WC_LOC_LEN_ERR`: a receive that a Send or Immediate Data longer than it reached
+    /// (RFC 5041 §7.1 check 4; RFC 7306 §6's 8 bytes into a smaller receive). Nothing of the
+    /// message is placed beyond it; the stream ends with a Terminate (DDP 0x2/0x05).
+    LocalLength,
     /// `IBV_WC_WR_FLUSH_ERR`: the stream ended before it completed.
     Flushed,
 }
@@ -1493,13 +1500,21 @@ impl<P: Port> Verbs<P> {
                             e.error = Some(QpError::Terminate(terminate_error(error)));
                         }
                     }
-                    // A receive whose memory was deregistered (or invalidated) since it was
-                    // posted, which a Send then reached: its lkey is no longer valid, so it
-                    // completes IBV_WC_LOC_PROT_ERR in its turn, as with libibverbs, not
-                    // Flushed as if the stream had ended first. The core's later RecvFlushed
+                    // The receive the error is local to completes with its own status in its
+                    // turn, as with libibverbs, not Flushed as if the stream had ended before
+                    // it was used; those behind it are flushed. The core's later RecvFlushed
                     // for it finds it over and changes nothing.
-                    if let Some(seq) = recv {
-                        self.recv_over(qp, seq, WcStatus::LocalProtection);
+                    let status = match error {
+                        // Its memory deregistered (or invalidated) since it was posted, a
+                        // Send then reached it: its lkey is no longer valid.
+                        RxError::BufferRevoked { .. } => Some(WcStatus::LocalProtection),
+                        // A Send or Immediate Data longer than it (RFC 5041 §7.1 check 4, the
+                        // Terminate says 0x2/0x05): IBV_WC_LOC_LEN_ERR, as siw completes it.
+                        RxError::MessageTooLong { .. } => Some(WcStatus::LocalLength),
+                        _ => None,
+                    };
+                    if let (Some(seq), Some(status)) = (recv, status) {
+                        self.recv_over(qp, seq, status);
                     }
                     self.fail_qp(qp);
                 }

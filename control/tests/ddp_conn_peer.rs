@@ -3329,6 +3329,49 @@ fn rfc5041_7_1_an_msn_error_at_delivery_is_terminated_with_its_last_segment() {
     );
 }
 
+/// RFC 5041 §7.1 check 4, §7.2 (0x2/0x05 "DDP Message too long for available buffer"): a
+/// Send longer than the buffer its MSN names is terminated with that segment's DDP header
+/// and length, as any refused segment (RFC 5040 §4.8), and the error names the receive it
+/// reached (`recv`, the one a verbs receive completes `IBV_WC_LOC_LEN_ERR` for): here the
+/// second posted, message 1 still being placed into the first.
+#[test]
+fn rfc5041_7_1_check_4_a_send_too_long_names_its_receive_and_terminates_with_its_header() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    // Two receives of 256 bytes each.
+    d.posted_buffer(pd, 40);
+    d.posted_buffer(pd, 41);
+    let send = |ssn: u16, last: bool, msn: u32, payload: &[u8]| {
+        let mut v = useg(ssn, last, 0, msn, 0, payload);
+        v[3..8].copy_from_slice(&[control(1, Opcode::Send), 0, 0, 0, 0]);
+        v
+    };
+    d.send(S, 16, &send(1, false, 1, &[0xaa; 100]));
+    d.settle();
+    let too_long = send(2, true, 2, &[0xbb; 257]);
+    d.send(S, 16, &too_long);
+    d.settle();
+    assert_terminates_segment(
+        "too long",
+        &d.the_terminate(S),
+        TerminateError::Ddp(DdpError::TooLong),
+        &too_long,
+    );
+    let errors: Vec<_> = d
+        .inds
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Error { error, recv, .. } => Some((*error, *recv)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [(RxError::MessageTooLong { qn: 0, position: 1 }, Some(41))]
+    );
+}
+
 /// RFC 5043 §6.2, §6.6: a watch for a Terminate crossing our Reject, whose bound is a TSN of
 /// the association's previous incarnation, ends with the association: a restarted peer's TSNs
 /// start afresh (RFC 9260 §5.2.4), and the genuine Terminate (DDP-SSN 1) of a session opened

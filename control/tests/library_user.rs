@@ -903,7 +903,8 @@ fn verbs_work_on_a_closed_connection_whose_slot_was_reused_completes_with_its_wr
 /// Into a receive smaller than that it is a message too long for the buffer: RFC 5041 §7.1
 /// check 4, §7.2's "DDP Message too long for available buffer" (0x2/0x05), whatever the
 /// receive's size. A receive of 0 bytes ended the stream as Invalid MO (0x2/0x04), one of 4
-/// bytes as too long: the same fault told two ways.
+/// bytes as too long: the same fault told two ways. The receive completes `LocalLength`
+/// (`IBV_WC_LOC_LEN_ERR`) either way.
 #[test]
 fn rfc5041_7_2_immediate_data_into_a_smaller_receive_is_too_long_whatever_its_size() {
     for recv_len in [0, 4] {
@@ -919,8 +920,70 @@ fn rfc5041_7_2_immediate_data_into_a_smaller_receive_is_too_long_whatever_its_si
         assert_eq!(c.p.a.v.qp_error(c.qa), too_long, "{recv_len}-byte receive");
         assert_eq!(
             summary(&server_wcs(&mut c.p, c.cqb, 1, 5000)),
-            [(500, WcStatus::Flushed, WcOpcode::Recv)],
+            [(500, WcStatus::LocalLength, WcOpcode::Recv)],
             "{recv_len}-byte receive"
         );
+    }
+}
+
+/// RFC 5041 §7.1 untagged check 4: a message too long for the buffer its MSN names is
+/// refused before anything of it lands outside that buffer, and §7.2 reports it as "DDP
+/// Message too long for available buffer" (0x2/0x05); the stream ends with the Terminate. As
+/// with libibverbs (and siw), the receive it reached completes `IBV_WC_LOC_LEN_ERR`
+/// (`WcStatus::LocalLength`), in its turn, not `Flushed` as if the stream had ended before it
+/// was used; the receive behind it is flushed. Two ways to be too long: a Send of 1500 bytes
+/// into a receive of 1024, and RFC 7306 §6's 8 bytes of Immediate Data into a receive of 4.
+#[test]
+fn rfc5041_7_1_check_4_a_send_larger_than_its_receive_completes_local_length() {
+    // What, the receive's length, the work request and its one entry's length (none: 0).
+    let sends = [
+        ("a Send of 1500 bytes", 1024, WrOpcode::Send, 1500),
+        (
+            "Immediate Data",
+            4,
+            WrOpcode::ImmediateData { data: [0x11; 8] },
+            0,
+        ),
+    ];
+    for (what, recv_len, opcode, send_len) in sends {
+        // Receives 500 (`recv_len` bytes at 0) and 501 (at 1024) of `recv_mr`, whose first
+        // 4 KiB are 0xee.
+        let mut c = connected_with(2, recv_len);
+        let region = c.p.b.v.control().memory().region(c.recv_mr.region).unwrap();
+        region.fill(0, 4096, 0xee).unwrap();
+        let src =
+            c.p.a
+                .v
+                .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+                .unwrap();
+        fill_with(&c.p.a.v, &src, 0x11);
+        let sg_list = match send_len {
+            0 => Vec::new(),
+            n => vec![sge(&src, 0, n)],
+        };
+        c.p.a.v.post_send(c.qa, &wr(1, opcode, sg_list)).unwrap();
+        let got = server_wcs(&mut c.p, c.cqb, 2, 5000);
+        assert_eq!(
+            summary(&got),
+            [
+                (500, WcStatus::LocalLength, WcOpcode::Recv),
+                (501, WcStatus::Flushed, WcOpcode::Recv),
+            ],
+            "{what}"
+        );
+        let mut b = [0u8; 4096];
+        let region = c.p.b.v.control().memory().region(c.recv_mr.region).unwrap();
+        region.read(0, &mut b).unwrap();
+        assert!(
+            b[recv_len as usize..].iter().all(|&x| x == 0xee),
+            "{what}: nothing placed beyond the {recv_len}-byte buffer"
+        );
+        // The Terminate says the peer's message was too long (0x2/0x05), on both ends.
+        let too_long = Some(QpError::Terminate(TerminateError::Ddp(DdpError::TooLong)));
+        assert_eq!(c.p.b.v.qp_error(c.qb), too_long, "{what}");
+        c.p.run_until("the Terminate", |p| {
+            p.a.v.qp_state(c.qa) == Some(QpState::Error)
+        });
+        assert_eq!(c.p.a.v.qp_error(c.qa), too_long, "{what}");
     }
 }

@@ -538,7 +538,8 @@ pub enum Indication {
         header: HeaderCopy,
         segment_len: usize,
         /// The posted receive the error is local to ([`RxError::BufferRevoked`]: its memory
-        /// was revoked since it was posted). It still returns with the session's end
+        /// was revoked since it was posted; [`RxError::MessageTooLong`]: the message was too
+        /// long for it). It still returns with the session's end
         /// ([`Indication::RecvFlushed`]), like the other receives; this says it failed.
         recv: Option<u64>,
     },
@@ -590,6 +591,7 @@ impl ReceiveErrorCounts {
         match e {
             RxError::Ddp(d) => self.ddp[d.index()] += 1,
             RxError::BufferRevoked { .. } => self.ddp[DdpError::LocalCatastrophic.index()] += 1,
+            RxError::MessageTooLong { .. } => self.ddp[DdpError::TooLong.index()] += 1,
             RxError::Sequence(_) => self.sequence += 1,
             RxError::Truncated => self.truncated += 1,
             RxError::Oversize { .. } => self.oversize += 1,

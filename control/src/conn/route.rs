@@ -521,9 +521,11 @@ pub(super) fn indicate(
             out.stats.receive_errors += 1;
             out.stats.receive_errors_by_kind.count(&error);
             out.faulted.push((stream, error));
-            // The queue's buffers and their receives are in the same (posting) order.
+            // The queue's buffers and their receives are in the same (posting) order. An
+            // inline queue's buffers are the stream's own, with no receive: none is found.
             let recv = match error {
-                RxError::BufferRevoked { qn, position } => posted
+                RxError::BufferRevoked { qn, position }
+                | RxError::MessageTooLong { qn, position } => posted
                     .get(qn as usize)
                     .and_then(|q| q.get(position as usize))
                     .copied(),

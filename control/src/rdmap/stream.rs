@@ -784,6 +784,9 @@ pub const ATOMIC_WORD: usize = 8;
 pub fn terminate_error(error: RxError) -> TerminateError {
     match error {
         RxError::Ddp(e) => TerminateError::Ddp(e),
+        // RFC 5041 §7.1 check 4: the peer's message too long for the buffer (0x2/0x05); which
+        // buffer is ours to know, not the Terminate's.
+        RxError::MessageTooLong { .. } => TerminateError::Ddp(DdpError::TooLong),
         // Our own fault (RFC 5041 §7.1 check 2 on a buffer we revoked): the peer is told of a
         // local error, as siw does for an invalid lkey, not that its flow control failed.
         RxError::BufferRevoked { .. } => TerminateError::Ddp(DdpError::LocalCatastrophic),

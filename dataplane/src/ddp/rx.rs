@@ -74,6 +74,13 @@ pub enum RxError {
     /// it is reported as DDP's Local Catastrophic error (0x0/0x00, §7.2), as an RNIC does for
     /// a posted receive whose lkey is no longer valid, not as "no buffer available".
     BufferRevoked { qn: u32, position: u32 },
+    /// RFC 5041 §7.1 untagged check 4 failed: the segment's message is too long for the
+    /// buffer queue `qn` has for it (at `position`, 0 being the oldest not completed), §7.2's
+    /// "DDP Message too long for available buffer". The same error as
+    /// `Ddp(DdpError::TooLong)` (0x2/0x05, the peer's fault), with the buffer it names: the
+    /// ULP that posted it can fail that one receive (a verbs receive completes
+    /// `IBV_WC_LOC_LEN_ERR`) rather than only end the stream.
+    MessageTooLong { qn: u32, position: u32 },
 }
 
 impl fmt::Display for RxError {
@@ -92,6 +99,11 @@ impl fmt::Display for RxError {
                 f,
                 "the memory of posted buffer {position} of queue {qn} was revoked (local \
                  protection error)"
+            ),
+            RxError::MessageTooLong { qn, position } => write!(
+                f,
+                "{} (posted buffer {position} of queue {qn})",
+                DdpError::TooLong
             ),
         }
     }
@@ -648,7 +660,7 @@ impl StreamRx {
                 let p = self
                     .queues
                     .check(h.qn, h.msn, h.mo, len)
-                    .map_err(RxError::Ddp)?;
+                    .map_err(|e| self.untagged_refused(e, h.qn, h.msn))?;
                 // Check 2 again for the memory under the buffer: it may have been deregistered
                 // since the buffer was posted, and then it no longer "allows Placement". The
                 // STag must still name local-write memory that holds the whole buffer: a
@@ -707,6 +719,19 @@ impl StreamRx {
             self.stats.placed_bytes += len as u64;
         }
         Ok(len)
+    }
+
+    /// The error for an untagged segment that failed RFC 5041 §7.1 check `e`: a message too
+    /// long for its buffer names the buffer ([`RxError::MessageTooLong`]), the others are
+    /// DDP's number alone. Off the path of a segment that passes.
+    #[cold]
+    fn untagged_refused(&self, e: DdpError, qn: u32, msn: u32) -> RxError {
+        match (e, self.queues.buffer(qn, msn)) {
+            // Check 4 runs only on a posted buffer (checks 1, 2 and 5 found it), so it is
+            // there; were it not, the plain number still says the error.
+            (DdpError::TooLong, Some((position, _))) => RxError::MessageTooLong { qn, position },
+            _ => RxError::Ddp(e),
+        }
     }
 
     fn deliver(&mut self, ulp: &mut impl FnMut(Indication)) {
@@ -1089,7 +1114,7 @@ mod tests {
             (
                 "too long",
                 Box::new(|_| untagged(1, true, 0, 1, 999, b"xy")),
-                RxError::Ddp(DdpError::TooLong),
+                RxError::MessageTooLong { qn: 0, position: 0 },
             ),
             (
                 "DDP-SSN behind the window (RFC 5043 §10)",
@@ -1169,6 +1194,49 @@ mod tests {
                 }]
             ));
         }
+    }
+
+    /// RFC 5041 §7.1 untagged check 4 ("DDP Message too long for available buffer", §7.2
+    /// 0x2/0x05): the error names the buffer the segment's MSN picked, by its position in the
+    /// queue (0: the oldest not completed), so the ULP can fail that receive. Behind a message
+    /// still being placed it is the second buffer; once the first completed, the head.
+    #[test]
+    fn rfc5041_7_1_check_4_names_the_buffer_the_message_is_too_long_for() {
+        let too_long = |position| RxError::MessageTooLong { qn: 0, position };
+        // Each buffer of the fixture's queue 0 holds 1000 bytes.
+        let mut f = fixture();
+        let before = f.digest();
+        assert_eq!(f.feed(&untagged(1, true, 0, 1, 0, &[1u8; 1001])), 0);
+        assert_eq!(f.digest(), before, "nothing placed");
+        assert!(
+            matches!(f.got[..], [Indication::Error { error, .. }] if error == too_long(0)),
+            "{:?}",
+            f.got
+        );
+        // Message 1's first segment is placed; message 2 is too long for the buffer behind.
+        let mut f = fixture();
+        f.feed(&untagged(1, false, 0, 1, 0, &[1u8; 500]));
+        f.feed(&untagged(2, true, 0, 2, 0, &[2u8; 1001]));
+        assert!(
+            matches!(f.got[..], [Indication::Error { error, .. }] if error == too_long(1)),
+            "{:?}",
+            f.got
+        );
+        assert_eq!(f.rx.failed(), Some(too_long(1)));
+        // Message 1 delivered: message 2's buffer is the head now. A zero-length last segment
+        // with its MO past the buffer is as much too long (RFC 5041 §5.4).
+        let mut f = fixture();
+        f.feed(&untagged(1, true, 0, 1, 0, &[1u8; 1000]));
+        f.feed(&untagged(2, true, 0, 2, 1001, b""));
+        assert!(
+            matches!(
+                f.got[..],
+                [Indication::Delivered { .. }, Indication::Error { error, .. }]
+                    if error == too_long(0)
+            ),
+            "{:?}",
+            f.got
+        );
     }
 
     /// Delivery in DDP-SSN order across queues must also be MSN order per queue: a peer that
@@ -1317,7 +1385,7 @@ mod tests {
         assert!(matches!(
             f.got[..],
             [Indication::Error {
-                error: RxError::Ddp(DdpError::TooLong),
+                error: RxError::MessageTooLong { qn: 1, position: 0 },
                 ..
             }]
         ));
