@@ -41,6 +41,8 @@ fuzz_target!(|data: &[u8]| {
             Rx::Fragment(Some(n)) => assert!(n <= out.len()),
             Rx::TooBig(t) => assert!(i.is_ours(t.local)),
             Rx::EspTooBig(t) => assert!(i.is_ours(t.local)),
+            // RFC 9260 Appendix C ICMP8: only an ICMP quoting a packet from our own address.
+            Rx::ProtocolUnreachable(t) => assert!(i.is_ours(t.local)),
             Rx::Fragment(None) | Rx::Consumed | Rx::Dropped(_) => {}
         }
         now += Duration::from_millis(300);
