@@ -440,3 +440,60 @@ fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
         "the timestamps"
     );
 }
+
+/// Found by an outside-in test (session 62): a `perf client` whose association ended under it
+/// (here the kernel on the server's side takes the server's address too, mid-transfer, and
+/// answers the client's DATA with ICMP Protocol Unreachable, RFC 9260 Appendix C ICMP8; a
+/// link down past Association.Max.Retrans and a restarted peer's ABORT read the same) said
+/// only "write N ended flushed: the session or association ended first": the flushed
+/// completions come before the Closed indication, and the run stopped at the first. Now the
+/// message carries the association's reason, and the ICMP's names the likely
+/// misconfiguration (a kernel holding the endpoint's address, docs/usage.md `--ip`).
+#[test]
+#[ignore = "found by outside-in test, not fixed: a perf client cut short says only \"the session or association ended first\", not why"]
+fn a_run_cut_short_names_why_the_association_closed() {
+    let net = Net::new("afcut", 1500);
+    let server_app = [
+        "--ddp-listen",
+        "--ip",
+        "198.18.0.2",
+        "--json",
+        "--run-for",
+        "60",
+    ];
+    let mut server = net.ddpdk("afa", "0@0", &server_app);
+    let stderr = server.stderr.take().expect("stderr");
+    let _server = Running(Some(server));
+    let (_, _rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+    let client_app = [
+        "--ddp-connect",
+        "198.18.0.2",
+        "--ip",
+        "198.18.0.1",
+        "--json",
+        "--run-for",
+        "30",
+    ];
+    let mut client = net.ddpdk("afb", "0@1", &client_app);
+    let stderr = client.stderr.take().expect("stderr");
+    let (head, rest) = procs::read_until(stderr, "the client", |l| l.contains("accepted: writing"));
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let o = Command::new("ip")
+        .args(["-n", &net.ns, "addr", "add", "198.18.0.2/24", "dev", "afa"])
+        .output()
+        .expect("ip");
+    assert!(o.status.success(), "ip addr add: {}", text(&o));
+    let out = client.wait_with_output().expect("client");
+    let said = head + &rest.join().unwrap_or_default() + &text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let last = said
+        .lines()
+        .find(|l| l.starts_with("ddpdk: "))
+        .unwrap_or_else(|| panic!("no error line:\n{said}"));
+    assert!(last.contains("(the association closed: "), "{last}");
+    // A kernel without SCTP answers with ICMP; one with SCTP loaded with an ABORT.
+    assert!(
+        last.contains("a kernel there holds the address too") || last.contains("ABORT"),
+        "{last}"
+    );
+}
