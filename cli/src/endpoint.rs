@@ -263,6 +263,44 @@ impl Job {
         })
     }
 
+    /// Why association `conn` or one of its sessions ended, for a work request that completed
+    /// in error (flushed): the Closed or SessionTerminated indication that ended it, which
+    /// comes behind the flushed completions, looked for in the events queued and in those of
+    /// the next 200 ms; empty when none comes. Without it a run cut short by a link that
+    /// stayed down, a restarted peer's ABORT or an ICMP Protocol Unreachable said only "the
+    /// session or association ended first".
+    fn why_ended(&mut self, conn: ConnHandle) -> String {
+        let until = self.node.clock.now() + Duration::from_millis(200);
+        loop {
+            let mut session = None;
+            for e in &self.events {
+                match e {
+                    Event::Indication {
+                        conn: c,
+                        indication: Indication::Closed(reason),
+                    } if *c == conn => return format!(" (the association closed: {reason})"),
+                    Event::Indication {
+                        conn: c,
+                        indication:
+                            Indication::Session {
+                                event: SessionEvent::SessionTerminated { reason },
+                                ..
+                            },
+                    } if *c == conn && session.is_none() => {
+                        session = Some(format!(" (the session ended: {reason})"));
+                    }
+                    _ => {}
+                }
+            }
+            // A session ends before its association does ("association ended"): the
+            // association's own reason, if it comes, says more.
+            if self.node.clock.now() >= until {
+                return session.unwrap_or_default();
+            }
+            self.poll();
+        }
+    }
+
     /// One turn: the inline data core, then the control side; events queued. The clock is
     /// read once a turn (a read costs as much as handling a small packet on a VM).
     fn poll(&mut self) -> usize {
@@ -1406,9 +1444,10 @@ impl Job {
                     {
                         if c.status != Status::Success {
                             return Err(format!(
-                                "--ddp-verify: read-back work request {} ended {}; {}",
+                                "--ddp-verify: read-back work request {} ended {}{}; {}",
                                 c.wr_id,
                                 c.status,
+                                self.why_ended(conn),
                                 so_far(done, w)
                             ));
                         }
@@ -1420,9 +1459,10 @@ impl Job {
                     Event::Completion { completion: c, .. } => {
                         if c.status != Status::Success {
                             return Err(format!(
-                                "{one} {} ended {}; {}",
+                                "{one} {} ended {}{}; {}",
                                 c.wr_id,
                                 c.status,
+                                self.why_ended(conn),
                                 so_far(done, w)
                             ));
                         }

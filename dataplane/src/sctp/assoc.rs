@@ -182,7 +182,9 @@ impl std::fmt::Display for CloseReason {
             CloseReason::ProtocolUnreachable => write!(
                 f,
                 "the peer's host answered with an ICMP Protocol Unreachable (or ICMPv6 \
-                 unrecognized Next Header): no SCTP there (RFC 9260 Appendix C ICMP8)"
+                 unrecognized Next Header): no SCTP there, or a kernel there holds the \
+                 address too, as when ddpdk shares it on af_packet or a tap (RFC 9260 \
+                 Appendix C ICMP8; docs/usage.md, --ip)"
             ),
         }
     }
