@@ -1519,17 +1519,36 @@ impl Job {
             let waiting =
                 !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
             if waiting && w.saturating_since(progress) > quiet {
-                let (t3, sacks) = self
-                    .reports(signalled)?
+                let reports = self.reports(signalled)?;
+                let (t3, sacks) = reports
                     .iter()
                     .flat_map(|r| &r.assocs)
                     .find(|a| a.conn == conn)
                     .map_or((0, 0), |a| (a.sctp.t3_expiries, a.sctp.sacks_in));
+                // Frames that came cut short of their IP length: a peer whose frames are
+                // longer than ours may be (a larger --mtu on a link that lets them through)
+                // has them cut to our ring's slots (docs/usage.md, net_af_packet), its SACKs
+                // bundled with them lost too.
+                let cut: u64 = reports
+                    .iter()
+                    .flat_map(|r| r.drops())
+                    .filter(|(reason, _)| *reason == "malformed")
+                    .map(|(_, n)| n)
+                    .sum();
                 if sacks_seen.is_some_and(|s| s == sacks) {
                     // Not one write through, on an association that came up: its small
                     // packets pass and its full ones do not, as when the server's link MTU
                     // (--mtu) is smaller than ours (SCTP has no PMTU discovery here).
-                    let hint = if done == 0 {
+                    let hint = if cut > 0 {
+                        // Found by an outside-in test: a server at --mtu 9000 and a client at
+                        // 1500 on a veth of 9000 stalled after 144 writes, the client saying
+                        // only that the server stopped acknowledging.
+                        format!(
+                            "; {cut} frame(s) came cut short of their IP length (drop \
+                             `malformed`): is the server's --mtu larger than ours, {}?",
+                            opts.mtu
+                        )
+                    } else if done == 0 {
                         format!(
                             "; nothing was ever acknowledged: is the server's --mtu {} too?",
                             opts.mtu

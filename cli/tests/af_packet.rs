@@ -505,7 +505,6 @@ fn a_run_cut_short_names_why_the_association_closed() {
 /// ever acknowledged) and, exiting 1, no JSON report with its drops. Now it names the frames
 /// that came cut short and asks about the server's --mtu.
 #[test]
-#[ignore = "found by outside-in test, not fixed: a client stalled by a server's larger --mtu says only that the server stopped acknowledging"]
 fn a_client_stalled_by_a_servers_larger_mtu_names_it() {
     let net = Net::new("afmtu", 9000);
     let server_app = [
