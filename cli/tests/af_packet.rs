@@ -450,6 +450,7 @@ fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
 /// message carries the association's reason, and the ICMP's names the likely
 /// misconfiguration (a kernel holding the endpoint's address, docs/usage.md `--ip`).
 #[test]
+#[ignore = "found by outside-in test, not fixed: with --json a perf client that fails prints nothing on stdout (no report, no error)"]
 fn a_run_cut_short_names_why_the_association_closed() {
     let net = Net::new("afcut", 1500);
     let server_app = [
@@ -490,6 +491,13 @@ fn a_run_cut_short_names_why_the_association_closed() {
         .find(|l| l.starts_with("ddpdk: "))
         .unwrap_or_else(|| panic!("no error line:\n{said}"));
     assert!(last.contains("(the association closed: "), "{last}");
+    // With --json the error is on stdout too, where the report would have been.
+    let error = procs::json_line(&String::from_utf8_lossy(&out.stdout), "run_error");
+    assert_eq!(
+        error["error"].as_str(),
+        last.strip_prefix("ddpdk: "),
+        "{error}"
+    );
     // A kernel without SCTP answers with ICMP; one with SCTP loaded with an ABORT.
     assert!(
         last.contains("a kernel there holds the address too") || last.contains("ABORT"),
