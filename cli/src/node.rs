@@ -607,6 +607,12 @@ pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
         }
         Err(e) => {
             errln!("ddpdk: {e}");
+            // With --json a run that failed says so on stdout too, where its report would
+            // have been (found by an outside-in test: a perf client cut short by a link down,
+            // a restarted peer or an ICMP left a program reading its JSON nothing at all).
+            if json {
+                outln!("{}", serde_json::json!({"run_error": {"error": e}}));
+            }
             1
         }
     }

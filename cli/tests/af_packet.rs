@@ -450,7 +450,6 @@ fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
 /// message carries the association's reason, and the ICMP's names the likely
 /// misconfiguration (a kernel holding the endpoint's address, docs/usage.md `--ip`).
 #[test]
-#[ignore = "found by outside-in test, not fixed: with --json a perf client that fails prints nothing on stdout (no report, no error)"]
 fn a_run_cut_short_names_why_the_association_closed() {
     let net = Net::new("afcut", 1500);
     let server_app = [
