@@ -362,6 +362,9 @@ pub fn assoc_info(s: &Snapshot, params: &str) -> Result<TelValue, String> {
         ("sessions", u(a.sessions.len())),
         ("cwnd", u(a.cwnd)),
         ("path_mtu", u(a.path_mtu)),
+        ("path_active", u(u8::from(a.path_active))),
+        ("error_count", u(a.error_count)),
+        ("path_inactive", u(sc.path_inactive)),
         ("rto_us", u(a.rto.as_micros())),
         ("srtt_us", u(a.srtt.map_or(0, |d| d.as_micros()))),
         ("peer_rwnd", u(a.peer_rwnd)),
@@ -871,6 +874,8 @@ mod tests {
                 srtt: None,
                 local_port: 5001,
                 path_mtu: 1480,
+                path_active: true,
+                error_count: 0,
             });
         }
         let mrs = (0..mrs)

@@ -436,6 +436,10 @@ pub struct AssocInfo {
     /// The largest SCTP packet for its path (the path MTU less the IP header): the link's,
     /// or lower after an ICMP Packet Too Big (RFC 9260 §7.3).
     pub path_mtu: usize,
+    /// Whether its one path is active (RFC 9260 §8.2), and the consecutive failures counted
+    /// (§8.1): what shows an operator watching telemetry that the peer stopped answering.
+    pub path_active: bool,
+    pub error_count: u32,
 }
 
 /// What a data core's connections have counted, over every connection it has held: a
@@ -2396,6 +2400,8 @@ impl<P: Port> DataCore<P> {
                     srtt: s.c.get().association().srtt(),
                     local_port: s.c.get().association().local_port(),
                     path_mtu: s.c.get().association().path_mtu(),
+                    path_active: s.c.get().association().path_active(),
+                    error_count: s.c.get().association().error_count(),
                 })
                 .collect(),
             stags: self.stags.table().len(),

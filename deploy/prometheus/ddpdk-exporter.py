@@ -69,6 +69,12 @@ ASSOC_GAUGES = {
     "srtt_us": ("ddpdk_association_srtt_seconds", "Smoothed round-trip time.", 1e-6),
     "streams": ("ddpdk_association_streams", "SCTP streams.", 1),
     "sessions": ("ddpdk_association_sessions", "DDP Stream Sessions not idle.", 1),
+    "path_active": ("ddpdk_association_path_active",
+                    "1 while the path is active, 0 after Path.Max.Retrans failures in a row "
+                    "(RFC 9260 8.2).", 1),
+    "error_count": ("ddpdk_association_consecutive_errors",
+                    "Consecutive failures (T3-rtx expiries, unanswered HEARTBEATs; RFC 9260 "
+                    "8.1): the association ends beyond Association.Max.Retrans.", 1),
 }
 ASSOC_COUNTERS = {
     "packets_in": "SCTP packets received.",
@@ -80,6 +86,7 @@ ASSOC_COUNTERS = {
     "t3_expiries": "T3-rtx expiries.",
     "t3_retransmits": "DATA chunks retransmitted on T3-rtx expiry.",
     "fast_retransmits": "DATA chunks fast-retransmitted.",
+    "path_inactive": "Times the path went inactive (RFC 9260 8.2).",
     "segments_in": "DDP segments received.",
     "segments_out": "DDP segments sent.",
     "placed_bytes": "Payload bytes placed.",

@@ -977,6 +977,18 @@ impl Association {
         config::max_message(self.path.mtu).min(self.sq.slot_size())
     }
 
+    /// Whether the path is active (RFC 9260 §8.2): false after more than Path.Max.Retrans
+    /// consecutive failures, until the next acknowledgement or HEARTBEAT ACK.
+    pub fn path_active(&self) -> bool {
+        self.path_active
+    }
+
+    /// The consecutive failures counted so far (T3-rtx expiries, unanswered HEARTBEATs;
+    /// RFC 9260 §8.1, §8.2): the association ends beyond Association.Max.Retrans.
+    pub fn error_count(&self) -> u32 {
+        self.error_count
+    }
+
     /// The largest SCTP packet for the path (the path MTU less the IP header).
     pub fn path_mtu(&self) -> usize {
         self.path.mtu
