@@ -1375,6 +1375,28 @@ impl Interface {
         })
     }
 
+    /// An ICMP error to our address (Packet Too Big, Protocol Unreachable): its second word
+    /// and the quoted invoking packet, once [`Interface::icmp_to_us`] passed it and its
+    /// checksum verified (RFC 9260 Appendix C ICMP5, ICMP6 need the quote intact).
+    fn icmp_error_to_us<'f>(&self, f: &link::IpFrame<'f>) -> Result<(&'f [u8], &'f [u8]), Drop> {
+        let checksum_ok = self.icmp_to_us(f)?;
+        let icmp = f.payload;
+        match (icmp.get(4..8), icmp.get(8..)) {
+            (Some(fields), Some(quoted)) if checksum_ok => Ok((fields, quoted)),
+            _ => Err(Drop::IcmpIgnored),
+        }
+    }
+
+    /// Whether a packet quoted by an ICMP to `dst` is one we sent: from our address, of the
+    /// ICMP's family, to an address a peer can have.
+    fn sent_by_us(&self, dst: IpAddr, local: IpAddr, peer: IpAddr) -> bool {
+        self.is_ours(local)
+            && local.is_ipv4() == dst.is_ipv4()
+            && !peer.is_multicast()
+            && !mapped(peer)
+            && !no_host_sends_from(peer)
+    }
+
     /// RFC 9260 Appendix C and §7.3: an ICMP Fragmentation Needed (RFC 1191 §4) or ICMPv6
     /// Packet Too Big (RFC 8201 §4) to our address, checked here as far as the frame goes: a
     /// checksum that verifies (RFC 4443 §2.3; RFC 792), and a quote of a whole-enough SCTP
@@ -1383,18 +1405,11 @@ impl Interface {
     /// ([`TooBig`]). Nothing is learnt from the frame and nothing is answered. Other ICMP
     /// errors are ignored (Appendix C ICMP1, ICMP2: "MAY ignore").
     fn too_big<'a>(&mut self, f: link::IpFrame<'_>) -> Rx<'a> {
-        let checksum_ok = match self.icmp_to_us(&f) {
-            Ok(ok) => ok,
+        let (fields, quoted) = match self.icmp_error_to_us(&f) {
+            Ok(parts) => parts,
             Err(d) => return Rx::Dropped(d),
         };
         let dst = f.ip.dst();
-        let icmp = f.payload;
-        let (Some(fields), Some(quoted)) = (icmp.get(4..8), icmp.get(8..)) else {
-            return Rx::Dropped(Drop::IcmpIgnored);
-        };
-        if !checksum_ok {
-            return Rx::Dropped(Drop::IcmpIgnored);
-        }
         let mtu = match dst {
             // RFC 1191 §4: the Next-Hop MTU is the low-order 16 bits of the second word (the
             // high-order 16 are unused, and zero from an older router).
@@ -1402,15 +1417,7 @@ impl Interface {
             // RFC 4443 §3.2: the second word is the MTU.
             IpAddr::V6(_) => u32::from_be_bytes([fields[0], fields[1], fields[2], fields[3]]),
         };
-        // The quoted packet is one we sent: from our address, of the ICMP's family, to an
-        // address a peer can have.
-        let sent_by_us = |local: IpAddr, peer: IpAddr| {
-            self.is_ours(local)
-                && local.is_ipv4() == dst.is_ipv4()
-                && !peer.is_multicast()
-                && !mapped(peer)
-                && !no_host_sends_from(peer)
-        };
+        let sent_by_us = |local, peer| self.sent_by_us(dst, local, peer);
         if let Some(q) = quoted_sctp(quoted) {
             if !sent_by_us(q.local, q.peer) {
                 return Rx::Dropped(Drop::IcmpIgnored);
@@ -1432,17 +1439,10 @@ impl Interface {
     /// Header naming SCTP. The association judges the tag (ICMP6). A quote of ESP is no
     /// SCTP's to judge: ignored.
     fn protocol_unreachable<'a>(&mut self, f: link::IpFrame<'_>) -> Rx<'a> {
-        let checksum_ok = match self.icmp_to_us(&f) {
-            Ok(ok) => ok,
+        let (fields, quoted) = match self.icmp_error_to_us(&f) {
+            Ok(parts) => parts,
             Err(d) => return Rx::Dropped(d),
         };
-        let icmp = f.payload;
-        let (Some(fields), Some(quoted)) = (icmp.get(4..8), icmp.get(8..)) else {
-            return Rx::Dropped(Drop::IcmpIgnored);
-        };
-        if !checksum_ok {
-            return Rx::Dropped(Drop::IcmpIgnored);
-        }
         if f.ip.dst().is_ipv6() {
             let pointer = u32::from_be_bytes([fields[0], fields[1], fields[2], fields[3]]);
             let names_sctp = usize::try_from(pointer)
@@ -1454,15 +1454,7 @@ impl Interface {
             }
         }
         match quoted_sctp(quoted) {
-            Some(q)
-                if self.is_ours(q.local)
-                    && q.local.is_ipv4() == f.ip.dst().is_ipv4()
-                    && !q.peer.is_multicast()
-                    && !mapped(q.peer)
-                    && !no_host_sends_from(q.peer) =>
-            {
-                Rx::ProtocolUnreachable(q)
-            }
+            Some(q) if self.sent_by_us(f.ip.dst(), q.local, q.peer) => Rx::ProtocolUnreachable(q),
             _ => Rx::Dropped(Drop::IcmpIgnored),
         }
     }
