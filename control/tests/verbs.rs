@@ -7,16 +7,10 @@
 
 mod rt;
 mod verbs_pair;
-use rt::PORT;
 use verbs_pair::*;
 
-use std::net::IpAddr;
-
-use ddpdk_control::conn::Indication;
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::rdmap::RdmaLimits;
-use ddpdk_control::runtime::{ConnHandle, Event};
-use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_control::verbs::{
     Cq, MemoryRegion, ProtectionDomain, Qp, QpError, QpInit, QpState, RecvWr, Sge, Verbs,
     VerbsError, Wc, WcOpcode, WcStatus, WrOpcode,
@@ -48,23 +42,7 @@ fn connected(recvs: u64) -> Connected {
         p.b.v
             .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
             .unwrap();
-    let now = p.now;
-    let conn =
-        p.a.v
-            .control_mut()
-            .connect(now, IpAddr::V4(B4), PORT)
-            .unwrap();
-    p.run_until("the association", |p| {
-        p.a.events.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        })
-    });
+    let conn = p.associate();
     let cqa = p.a.v.create_cq();
     let qa =
         p.a.v
@@ -83,21 +61,7 @@ fn connected(recvs: u64) -> Connected {
         "no send before the queue pair is connected"
     );
     p.a.v.connect_qp(qa, b"verbs").unwrap();
-    let mut server_conn = None::<ConnHandle>;
-    p.run_until("the Initiate", |p| {
-        server_conn = p.b.events.iter().find_map(|e| match e {
-            Event::Indication {
-                conn,
-                indication:
-                    Indication::Session {
-                        stream: 1,
-                        event: SessionEvent::InitiateReceived { .. },
-                    },
-            } => Some(*conn),
-            _ => None,
-        });
-        server_conn.is_some()
-    });
+    let server_conn = p.initiate_seen(1);
     let (cqb_send, cqb_recv) = (p.b.v.create_cq(), p.b.v.create_cq());
     let qb =
         p.b.v
@@ -105,7 +69,7 @@ fn connected(recvs: u64) -> Connected {
                 pd: pdb,
                 send_cq: cqb_send,
                 recv_cq: cqb_recv,
-                conn: server_conn.unwrap(),
+                conn: server_conn,
                 stream: 1,
                 limits: RdmaLimits::default(),
             })

@@ -49,42 +49,11 @@ fn connected(recvs: u64) -> Connected {
         p.b.v
             .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
             .unwrap();
-    let now = p.now;
-    let conn =
-        p.a.v
-            .control_mut()
-            .connect(now, IpAddr::V4(B4), PORT)
-            .unwrap();
-    p.run_until("the association", |p| {
-        p.a.events.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        })
-    });
+    let conn = p.associate();
     let cqa = p.a.v.create_cq();
     let qa = qp(&mut p.a.v, pda, cqa, conn);
     p.a.v.connect_qp(qa, b"verbs").unwrap();
-    let mut server_conn = None::<ConnHandle>;
-    p.run_until("the Initiate", |p| {
-        server_conn = p.b.events.iter().find_map(|e| match e {
-            Event::Indication {
-                conn,
-                indication:
-                    Indication::Session {
-                        stream: 1,
-                        event: SessionEvent::InitiateReceived { .. },
-                    },
-            } => Some(*conn),
-            _ => None,
-        });
-        server_conn.is_some()
-    });
-    let server_conn = server_conn.unwrap();
+    let server_conn = p.initiate_seen(1);
     let cqb = p.b.v.create_cq();
     let qb = qp(&mut p.b.v, pdb, cqb, server_conn);
     for i in 0..recvs {
@@ -251,23 +220,7 @@ fn destroy_qp_of_a_connecting_queue_pair_returns_once_its_receives_are_withdrawn
         p.a.v
             .reg_mr(pda, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
             .unwrap();
-    let now = p.now;
-    let conn =
-        p.a.v
-            .control_mut()
-            .connect(now, IpAddr::V4(B4), PORT)
-            .unwrap();
-    p.run_until("the association", |p| {
-        p.a.events.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        })
-    });
+    let conn = p.associate();
     let cq = p.a.v.create_cq();
     let qa = qp(&mut p.a.v, pda, cq, conn);
     for i in 0..2 {
@@ -413,23 +366,7 @@ fn destroy_qp_after_the_peers_rdmap_terminate_ends_our_session_5043_6_2() {
         p.b.v
             .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
             .unwrap();
-    let now = p.now;
-    let conn =
-        p.a.v
-            .control_mut()
-            .connect(now, IpAddr::V4(B4), PORT)
-            .unwrap();
-    p.run_until("the association", |p| {
-        p.a.events.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        })
-    });
+    let conn = p.associate();
     // The peer (A): an RDMAP peer driven below verbs, on a plain DDP session whose Initiate
     // carries RDMAP's parameters (RFC 5040 §6).
     let apd = p.a.v.control_mut().memory_mut().alloc_pd();
@@ -445,23 +382,9 @@ fn destroy_qp_after_the_peers_rdmap_terminate_ends_our_session_5043_6_2() {
             },
         )
         .unwrap();
-    let mut server_conn = None::<ConnHandle>;
-    p.run_until("the Initiate", |p| {
-        server_conn = p.b.events.iter().find_map(|e| match e {
-            Event::Indication {
-                conn,
-                indication:
-                    Indication::Session {
-                        stream: 1,
-                        event: SessionEvent::InitiateReceived { .. },
-                    },
-            } => Some(*conn),
-            _ => None,
-        });
-        server_conn.is_some()
-    });
+    let server_conn = p.initiate_seen(1);
     let cqb = p.b.v.create_cq();
-    let qb = qp(&mut p.b.v, pdb, cqb, server_conn.unwrap());
+    let qb = qp(&mut p.b.v, pdb, cqb, server_conn);
     for i in 0..2u64 {
         let r = RecvWr {
             wr_id: 500 + i,
