@@ -1133,6 +1133,7 @@ pub fn build<P: Port>(
         gated: VecDeque::new(),
         initiates: FxHashSet::default(),
         answered: FxHashSet::default(),
+        closed: FxHashSet::default(),
         stats: ControlStats::default(),
     };
     Ok((control, data))
@@ -2502,6 +2503,9 @@ pub struct Control<P: Port> {
     /// Of those, the ones answered and not yet ended: a refusal of the answer leaves the
     /// Initiate pending ([`Event::Refused`]: nothing changed), and it is pending here again.
     answered: FxHashSet<(ConnHandle, u16)>,
+    /// Connections whose [`Indication::Closed`] came up from their core and that are not
+    /// forgotten yet ([`Control::is_closed`]).
+    closed: FxHashSet<ConnHandle>,
     stats: ControlStats,
 }
 
@@ -2561,6 +2565,17 @@ impl<P: Port> Control<P> {
     /// The core that owns `conn`.
     pub fn owner(&self, conn: ConnHandle) -> Option<usize> {
         self.owners.get(&conn).copied()
+    }
+
+    /// Whether `conn`'s association is over: its [`Indication::Closed`] came up from its core
+    /// (this side's [`Control::poll`] took it in, whether or not the ULP has polled the
+    /// event yet), and it is not forgotten. Its core may still hold the connection, but
+    /// nothing will ever run on it again (RFC 9260 §9, §10: a closed association carries no
+    /// more data): verbs' `create_qp` refuses a queue pair on it. A handle is never reused,
+    /// so the answer never goes back to `false` but with [`Control::forget`] (then the handle
+    /// is unknown: [`Control::owner`] answers `None`).
+    pub fn is_closed(&self, conn: ConnHandle) -> bool {
+        self.closed.contains(&conn)
     }
 
     /// Connections made and not forgotten.
@@ -2737,6 +2752,7 @@ impl<P: Port> Control<P> {
         let core = self.owner(conn).ok_or(RuntimeError::NoSuchConnection)?;
         self.command(core, Command::Forget(conn), true)?;
         self.owners.remove(&conn);
+        self.closed.remove(&conn);
         self.forget_initiates(conn);
         self.live.retain(|_, c| *c != conn);
         self.forget_live(conn);
@@ -2863,6 +2879,11 @@ impl<P: Port> Control<P> {
                     } = &e
                     {
                         let conn = *conn;
+                        // Not once forgotten: the Closed of a connection forgotten before it
+                        // closed still comes, and the handle is unknown by then.
+                        if self.owners.contains_key(&conn) {
+                            self.closed.insert(conn);
+                        }
                         self.live.retain(|_, c| *c != conn);
                         self.forget_live(conn);
                         self.unsteer_flow(conn);

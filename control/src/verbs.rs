@@ -296,6 +296,10 @@ pub enum VerbsError {
     /// Nothing was sent and the queue pair is as it was: accept again once the Initiate's
     /// event comes.
     NoPendingInitiate,
+    /// `create_qp` on a connection whose association is over (its `Closed` came up,
+    /// [`Control::is_closed`]) and that is not forgotten yet: no stream of it will ever carry
+    /// a session, so no queue pair is made. Nothing changed.
+    NotConnected,
 }
 
 /// How long [`Verbs::destroy_qp`] waits for the data core to withdraw the queue pair's
@@ -317,6 +321,7 @@ impl std::fmt::Display for VerbsError {
             VerbsError::NoPendingInitiate => {
                 f.write_str("no Initiate of the peer's is pending on the queue pair's stream")
             }
+            VerbsError::NotConnected => f.write_str("the connection's association is over"),
         }
     }
 }
@@ -551,6 +556,15 @@ impl<P: Port> Verbs<P> {
         // `Control::submit` refuses it, and nothing would ever end the queue pair.
         if self.control.owner(init.conn).is_none() {
             return Err(VerbsError::Runtime(RuntimeError::NoSuchConnection));
+        }
+        // One whose association is over (RFC 9260 §9, §10: nothing runs on it again) until
+        // it is forgotten: a queue pair on it could only go to Error at its first
+        // `connect_qp` or `accept_qp`, the core refusing it (or, with its slot given to
+        // another association, not knowing it). Refused as soon as the control side has the
+        // `Closed`, before the application polled it: that is a fact about the connection,
+        // not a guess about what the application has seen, and the event still comes.
+        if self.control.is_closed(init.conn) {
+            return Err(VerbsError::NotConnected);
         }
         let qp = Qp(self.qps.len() as u32);
         self.qps.push(Some(QpEntry {

@@ -830,15 +830,81 @@ fn rfc5043_6_3_an_initiate_whose_answer_the_core_refused_is_still_pending_for_ac
     assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Rts));
 }
 
+/// RFC 9260 §10 (a closed association carries no more user data; its ULP hears of the end,
+/// COMMUNICATION LOST or SHUTDOWN COMPLETE) with RFC 5043 §6 (a DDP Stream Session lives
+/// on its association): `create_qp` on a connection whose `Closed` is in and that is not
+/// forgotten yet refuses at once with `NotConnected`, nothing made. It made a queue pair
+/// that could only go to Error at its first `connect_qp` or `accept_qp`. The rule is the
+/// control side's knowledge: refused once its `Verbs::poll` took the `Closed` in, before
+/// the application polled the event too (a fact about the connection, which the event then
+/// tells), and the event still comes. Once forgotten the handle is unknown.
+#[test]
+fn rfc9260_10_create_qp_on_a_closed_association_is_refused_not_connected() {
+    let mut c = connected(0);
+    let conn = client_conn(&c);
+    let init = |stream| QpInit {
+        pd: c.pda,
+        send_cq: c.cqa,
+        recv_cq: c.cqa,
+        conn,
+        stream,
+        limits: RdmaLimits::default(),
+    };
+    let (init2, init3, init4) = (init(2), init(3), init(4));
+    c.p.a.v.control_mut().submit(conn, Op::Abort).unwrap();
+    // The client's core ends the association and its verbs takes the Closed in (the queue
+    // pair on it goes to Error); the application does not poll the event yet.
+    for _ in 0..1000 {
+        if c.p.a.v.qp_state(c.qa) == Some(QpState::Error) {
+            break;
+        }
+        let now = c.p.now;
+        for k in &mut c.p.a.cores {
+            k.poll(now);
+        }
+        c.p.a.v.poll(now);
+        c.p.now += std::time::Duration::from_micros(200);
+    }
+    assert_eq!(
+        c.p.a.v.qp_state(c.qa),
+        Some(QpState::Error),
+        "the Closed is in"
+    );
+    assert!(c.p.a.v.control().is_closed(conn));
+    assert_eq!(
+        c.p.a.v.create_qp(init2),
+        Err(VerbsError::NotConnected),
+        "the Closed not yet polled by the application"
+    );
+    let closed = std::iter::from_fn(|| c.p.a.v.poll_event()).any(|e| {
+        matches!(
+            e,
+            Event::Indication { conn: k, indication: Indication::Closed(_) } if k == conn
+        )
+    });
+    assert!(closed, "the Closed still comes");
+    assert_eq!(
+        c.p.a.v.create_qp(init3),
+        Err(VerbsError::NotConnected),
+        "the Closed polled"
+    );
+    c.p.a.v.control_mut().forget(conn).unwrap();
+    assert!(!c.p.a.v.control().is_closed(conn), "forgotten: unknown");
+    assert_eq!(
+        c.p.a.v.create_qp(init4),
+        Err(VerbsError::Runtime(RuntimeError::NoSuchConnection)),
+        "forgotten"
+    );
+}
+
 /// `docs/verbs.md`, Completions: every work request completes, `Flushed` when its stream or
-/// association ends first. A queue pair made on a connection whose association closed (its
-/// `Closed` in, the connection not forgotten: `create_qp` takes it, as a core still holds
-/// it) has its Initiate and the receive behind it go to a core that has given the closed
-/// connection's slot to a new association (it holds `MAX_CONNECTIONS_PER_CORE`). The core
-/// answers `Event::Unknown`; it named no work request, so the receive never completed, nor
-/// did the queue pair leave `Connecting`. It names the stream and the work request now: the
-/// Initiate is refused as by a closed connection (`NotConnected`, the queue pair in Error)
-/// and the receive completes `Flushed` with its wr_id.
+/// association ends first. A queue pair made on a connection as its association closes
+/// (its core ended it, the control side has not heard: `create_qp` takes it) has its
+/// Initiate and the receive behind it go to a core that has given the closed connection's
+/// slot to a new association (it holds `MAX_CONNECTIONS_PER_CORE`). The core answers
+/// `Event::Unknown`, which names the stream and the work request: the Initiate is refused
+/// as by a closed connection (`NotConnected`, the queue pair in Error) and the receive
+/// completes `Flushed` with its wr_id, once (the `Closed` that comes first flushes it).
 #[test]
 fn verbs_work_on_a_closed_connection_whose_slot_was_reused_completes_with_its_wr_id() {
     use ddpdk_control::runtime::MAX_CONNECTIONS_PER_CORE;
@@ -856,26 +922,26 @@ fn verbs_work_on_a_closed_connection_whose_slot_was_reused_completes_with_its_wr
         c.p.a.v.control_mut().connect(now, peer, PORT).unwrap();
     }
     c.p.steps(5);
-    c.p.a.v.control_mut().submit(conn, Op::Abort).unwrap();
-    c.p.run_until("the Closed", |p| {
-        p.a.v.qp_state(c.qa) == Some(QpState::Error)
-    });
-    // Made after the Closed, before any forget: the connection is still the core's to answer.
-    let q = qp(&mut c.p.a.v, c.pda, c.cqa, conn, 2);
+    let now = c.p.now;
     let local =
         c.p.a
             .v
             .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x1000_0000)
             .unwrap();
+    c.p.a.v.control_mut().submit(conn, Op::Abort).unwrap();
+    // The client's core ends the association; its control side has not heard yet.
+    for k in &mut c.p.a.cores {
+        k.poll(now);
+    }
+    // A new association takes the closed one's slot.
+    let peer = bogus.next().unwrap();
+    c.p.a.v.control_mut().connect(now, peer, PORT).unwrap();
+    let q = qp(&mut c.p.a.v, c.pda, c.cqa, conn, 2);
     let recv = RecvWr {
         wr_id: 90,
         sg_list: vec![sge(&local, 0, 64)],
     };
     c.p.a.v.post_recv(q, &recv).unwrap();
-    // A new association takes the closed one's slot.
-    let peer = bogus.next().unwrap();
-    c.p.a.v.control_mut().connect(c.p.now, peer, PORT).unwrap();
-    c.p.steps(5);
     c.p.a.v.connect_qp(q, b"").unwrap();
     let got = client_wcs(&mut c.p, c.cqa, 1, 200);
     assert!(
