@@ -353,6 +353,31 @@ impl StreamDelivery {
         }
     }
 
+    /// Whether every DDP-SSN before the segment `at` has been Placed (or was a session
+    /// control chunk that arrived): the segment is not ahead of a gap, so any earlier segment
+    /// of its message has been through the receive path already. For an error path.
+    pub(crate) fn nothing_missing_before(&self, at: Checked) -> bool {
+        at.0 == self.cum
+    }
+
+    /// The ULP Message Length (RFC 5041 §5.4) of untagged message `msn` of queue `qn`, if its
+    /// L segment is Placed and the message not yet Delivered. A scan of the pending messages:
+    /// for an error path only.
+    pub(crate) fn placed_untagged_len(&self, qn: u32, msn: u32) -> Option<u32> {
+        self.front
+            .iter()
+            .chain(self.pending.iter())
+            .find_map(|p| match p.info {
+                Some(MessageInfo::Untagged {
+                    qn: q,
+                    msn: m,
+                    message_len,
+                    ..
+                }) if q == qn && m == msn => Some(message_len),
+                _ => None,
+            })
+    }
+
     /// Whether `ddp_ssn` is the next to be Placed while no Placed message waits for Delivery:
     /// the common case of in-order traffic, which [`place_next`](Self::place_next) records
     /// without the window lookup. Such a segment passes [`check`](Self::check) whatever its L

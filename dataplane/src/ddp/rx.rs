@@ -660,7 +660,7 @@ impl StreamRx {
                 let p = self
                     .queues
                     .check(h.qn, h.msn, h.mo, len)
-                    .map_err(|e| self.untagged_refused(e, h.qn, h.msn))?;
+                    .map_err(|e| self.untagged_refused(e, &h, len, at))?;
                 // Check 2 again for the memory under the buffer: it may have been deregistered
                 // since the buffer was posted, and then it no longer "allows Placement". The
                 // STag must still name local-write memory that holds the whole buffer: a
@@ -721,14 +721,46 @@ impl StreamRx {
         Ok(len)
     }
 
-    /// The error for an untagged segment that failed RFC 5041 §7.1 check `e`: a message too
-    /// long for its buffer names the buffer ([`RxError::MessageTooLong`]), the others are
-    /// DDP's number alone. Off the path of a segment that passes.
+    /// The error for an untagged segment (header `h`, `len` bytes of payload, at `at` in the
+    /// window) that failed RFC 5041 §7.1 check `e`: a message too long for its buffer names
+    /// the buffer ([`RxError::MessageTooLong`]), the others are DDP's number alone. Off the
+    /// path of a segment that passes.
+    ///
+    /// An MO past the buffer's end fails check 3 (Invalid MO, 0x2/0x04) before check 4. In
+    /// order that is right: the segment that crossed the end came first and failed check 4
+    /// (0x2/0x05), so a later one past the end means a message whose segments skip offsets.
+    /// But SCTP delivers a message's segments in any order (RFC 5043 §10: unordered
+    /// chunks), and one that starts past the end may arrive before the one that crosses it:
+    /// then all the receiver knows is the buffer the MSN picked and that the message reaches
+    /// at least MO + length, past it, which is §7.2's "DDP Message too long for available
+    /// buffer", as in order. So it is too long when an earlier DDP-SSN is still missing (it
+    /// may be the crossing segment), unless the receiver knows the MO is invalid whatever
+    /// came before: the message's L segment arrived and ended it within the buffer (it passed
+    /// check 4), or MO + length is past the largest ULP Message (RFC 5041 §5.2: less than
+    /// 2^32), which no message could reach. Those, and a segment with nothing missing before
+    /// it, stay Invalid MO (check 3).
     #[cold]
-    fn untagged_refused(&self, e: DdpError, qn: u32, msn: u32) -> RxError {
+    fn untagged_refused(
+        &self,
+        e: DdpError,
+        h: &crate::wire::ddp::UntaggedHeader,
+        len: usize,
+        at: super::delivery::Checked,
+    ) -> RxError {
+        let (qn, msn) = (h.qn, h.msn);
+        let e = match e {
+            DdpError::InvalidMo
+                if !self.delivery.nothing_missing_before(at)
+                    && self.delivery.placed_untagged_len(qn, msn).is_none()
+                    && u64::from(h.mo) + len as u64 <= u64::from(u32::MAX) =>
+            {
+                DdpError::TooLong
+            }
+            e => e,
+        };
         match (e, self.queues.buffer(qn, msn)) {
-            // Check 4 runs only on a posted buffer (checks 1, 2 and 5 found it), so it is
-            // there; were it not, the plain number still says the error.
+            // Checks 3 and 4 run only on a posted buffer (checks 1, 2 and 5 found it), so it
+            // is there; were it not, the plain number still says the error.
             (DdpError::TooLong, Some((position, _))) => RxError::MessageTooLong { qn, position },
             _ => RxError::Ddp(e),
         }
@@ -1237,6 +1269,70 @@ mod tests {
             "{:?}",
             f.got
         );
+    }
+
+    /// RFC 5041 §7.1 checks 3 and 4 with RFC 5043 §10's unordered delivery: a message too
+    /// long for its buffer whose segment past the buffer's end arrives before the one that
+    /// crosses it is "DDP Message too long for available buffer" (§7.2 0x2/0x05), naming the
+    /// buffer, as it is in order: an earlier segment is still missing, and the message
+    /// reaches past the buffer whatever it holds. Check 3 (Invalid MO, 0x2/0x04) still
+    /// refuses an MO past the end with nothing missing before it (in order the crossing
+    /// segment would have failed check 4 first), one past the end of its own message (its
+    /// L segment arrived and fitted), and one that no message could reach (§5.2: a ULP
+    /// Message Length below 2^32).
+    #[test]
+    fn rfc5041_7_1_a_too_long_message_out_of_order_is_too_long_not_invalid_mo() {
+        let too_long = RxError::MessageTooLong { qn: 0, position: 0 };
+        let invalid_mo = RxError::Ddp(DdpError::InvalidMo);
+        // Message 1 of 1800 bytes in three segments of 600, into a buffer of 1000: the second
+        // crosses the buffer's end, the third starts past it.
+        let segments = [
+            untagged(1, false, 0, 1, 0, &[1u8; 600]),
+            untagged(2, false, 0, 1, 600, &[2u8; 600]),
+            untagged(3, true, 0, 1, 1200, &[3u8; 600]),
+        ];
+        let first_error = |order: &[usize]| {
+            let mut f = fixture();
+            let before = f.digest();
+            for &i in order {
+                f.feed(&segments[i]);
+            }
+            let placed = f.digest() != before;
+            (f.rx.failed(), placed, f.got.len())
+        };
+        assert_eq!(
+            first_error(&[0, 1, 2]),
+            (Some(too_long), true, 1),
+            "in order"
+        );
+        assert_eq!(
+            first_error(&[2, 1, 0]),
+            (Some(too_long), false, 1),
+            "the segment past the end first"
+        );
+        assert_eq!(
+            first_error(&[0, 2, 1]),
+            (Some(too_long), true, 1),
+            "the segment past the end before the crossing one"
+        );
+        // Nothing missing before it: the message skips offsets [600, 1200).
+        let mut f = fixture();
+        f.feed(&untagged(1, false, 0, 1, 0, &[1u8; 600]));
+        f.feed(&untagged(2, true, 0, 1, 1200, &[3u8; 10]));
+        assert_eq!(f.rx.failed(), Some(invalid_mo), "in order, past the end");
+        // Its L segment arrived and ended the message at 700, within the buffer.
+        let mut f = fixture();
+        f.feed(&untagged(3, true, 0, 1, 600, &[3u8; 100]));
+        f.feed(&untagged(2, false, 0, 1, 1200, &[2u8; 10]));
+        assert_eq!(
+            f.rx.failed(),
+            Some(invalid_mo),
+            "past its own message's end"
+        );
+        // No ULP Message reaches 2^32 - 1 octets and beyond (RFC 5041 §5.2).
+        let mut f = fixture();
+        f.feed(&untagged(3, true, 0, 1, u32::MAX - 5, &[3u8; 10]));
+        assert_eq!(f.rx.failed(), Some(invalid_mo), "past any message");
     }
 
     /// Delivery in DDP-SSN order across queues must also be MSN order per queue: a peer that
