@@ -1134,6 +1134,7 @@ pub fn build<P: Port>(
         initiates: FxHashSet::default(),
         answered: FxHashSet::default(),
         closed: FxHashSet::default(),
+        initiates_received: FxHashMap::default(),
         stats: ControlStats::default(),
     };
     Ok((control, data))
@@ -2506,6 +2507,10 @@ pub struct Control<P: Port> {
     /// Connections whose [`Indication::Closed`] came up from their core and that are not
     /// forgotten yet ([`Control::is_closed`]).
     closed: FxHashSet<ConnHandle>,
+    /// How many Initiates of the peer's each stream's core sent up, counted as this side
+    /// takes their events in ([`Control::initiates_received`]), until the connection is
+    /// forgotten.
+    initiates_received: FxHashMap<(ConnHandle, u16), u64>,
     stats: ControlStats,
 }
 
@@ -2647,9 +2652,23 @@ impl<P: Port> Control<P> {
     /// Terminate of the stream was submitted (by anyone holding this `Control`), its session
     /// did not end, its connection is neither closed nor forgotten. What the core would take
     /// an Accept for, as far as this thread can know: verbs' `accept_qp` answers
-    /// `NoPendingInitiate` at once, rather than leave the core to refuse it later.
+    /// `NoPendingInitiate` at once, rather than leave the core to refuse it later (and also
+    /// while the application has not polled the Initiate's event,
+    /// [`Control::initiates_received`]).
     pub fn initiate_pending(&self, conn: ConnHandle, stream: u16) -> bool {
         self.initiates.contains(&(conn, stream))
+    }
+
+    /// How many `InitiateReceived` events of `stream` of `conn` this side has taken in from
+    /// the core (its [`Control::poll`]), the one [`Control::initiate_pending`] answers for
+    /// the last of them. A ULP that counts the ones it has polled ([`Control::poll_event`])
+    /// knows whether it has seen the pending one: verbs' `accept_qp` takes only an Initiate
+    /// whose event the application polled.
+    pub fn initiates_received(&self, conn: ConnHandle, stream: u16) -> u64 {
+        self.initiates_received
+            .get(&(conn, stream))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// An answer to the peer's Initiate on `stream` went to its core: no longer pending
@@ -2674,6 +2693,10 @@ impl<P: Port> Control<P> {
                 SessionEvent::InitiateReceived { .. } => {
                     self.answered.remove(&(*conn, *stream));
                     self.initiates.insert((*conn, *stream));
+                    // Not for a connection forgotten meanwhile (the entry would stay).
+                    if self.owners.contains_key(conn) {
+                        *self.initiates_received.entry((*conn, *stream)).or_insert(0) += 1;
+                    }
                 }
                 // Withdrawn by the peer's Terminate (§6.4), refused over the pending limit,
                 // answered and ended, ended with the association.
@@ -2754,6 +2777,7 @@ impl<P: Port> Control<P> {
         self.owners.remove(&conn);
         self.closed.remove(&conn);
         self.forget_initiates(conn);
+        self.initiates_received.retain(|&(c, _), _| c != conn);
         self.live.retain(|_, c| *c != conn);
         self.forget_live(conn);
         self.unsteer_flow(conn);

@@ -292,9 +292,10 @@ pub enum VerbsError {
     /// (completing nothing); calling `destroy_qp` again waits again.
     Timeout,
     /// `accept_qp` with no Initiate of the peer's pending on the queue pair's stream (RFC 5043
-    /// §6.3: an Accept answers one): none arrived yet, or it was answered or withdrawn.
-    /// Nothing was sent and the queue pair is as it was: accept again once the Initiate's
-    /// event comes.
+    /// §6.3: an Accept answers one): none arrived yet, or it was answered or withdrawn, or
+    /// the application has not polled its event yet ([`Verbs::poll_event`]). Nothing was
+    /// sent and the queue pair is as it was: accept again once the Initiate's event is
+    /// polled.
     NoPendingInitiate,
     /// `create_qp` on a connection whose association is over (its `Closed` came up,
     /// [`Control::is_closed`]) and that is not forgotten yet: no stream of it will ever carry
@@ -451,6 +452,11 @@ pub struct Verbs<P: Port> {
     /// Runtime events verbs does not consume (connections accepted, sessions initiated by the
     /// peer, reports), for the application's connection management.
     events: VecDeque<Event>,
+    /// How many `InitiateReceived` events of each stream [`Verbs::poll_event`] handed to the
+    /// application: as many as the control side took in
+    /// ([`Control::initiates_received`]) once the application has seen the last, the one
+    /// pending. Dropped with the connection's `Closed`.
+    initiates_polled: FxHashMap<(ConnHandle, u16), u64>,
 }
 
 impl<P: Port> Verbs<P> {
@@ -464,6 +470,7 @@ impl<P: Port> Verbs<P> {
             marks_owed: Vec::new(),
             rejects_owed: Vec::new(),
             events: VecDeque::new(),
+            initiates_polled: FxHashMap::default(),
         }
     }
 
@@ -671,8 +678,9 @@ impl<P: Port> Verbs<P> {
     /// (the peer's Initiate carried no RDMAP parameters, say) it moves to [`QpState::Error`]
     /// ([`Verbs::qp_refused`]). Refused outright with [`VerbsError::NoPendingInitiate`] while
     /// no Initiate is pending on the stream ([`Control::initiate_pending`]: none came yet,
-    /// or it was answered already, through `control_mut()` too): nothing is sent and the
-    /// queue pair stays in [`QpState::Init`], to accept the Initiate once it comes.
+    /// or it was answered already, through `control_mut()` too), or while the application
+    /// has not polled the pending one's event from [`Verbs::poll_event`]: nothing is sent
+    /// and the queue pair stays in [`QpState::Init`], to accept the Initiate once it comes.
     pub fn accept_qp(&mut self, qp: Qp, private_data: &[u8]) -> Result<(), VerbsError> {
         self.open_session(qp, private_data, true)
     }
@@ -701,7 +709,16 @@ impl<P: Port> Verbs<P> {
         // The control side knows, whoever answered the Initiate: an application that accepts
         // or rejects one itself through `control_mut()` has answered it, and an Accept from
         // here would only be refused later (`Session(NotPending)`), the queue pair in Error.
-        if accept && !self.control.initiate_pending(conn, stream) {
+        //
+        // Pending, and seen: the application polled its event ([`Verbs::poll_event`]). An
+        // Initiate the control side has, whose event still waits in a queue, is one the
+        // application cannot have looked at (its Private Data, the peer's ORD and IRD):
+        // accepting it would be a guess that it is the one expected (`rdma_accept` needs
+        // the connect request's event), and a later one, after the first was withdrawn,
+        // would be accepted for the first. So it is refused as not pending until then.
+        if accept
+            && !(self.control.initiate_pending(conn, stream) && self.initiate_seen(conn, stream))
+        {
             return Err(VerbsError::NoPendingInitiate);
         }
         let (pd, private_data) = (pd.0, private_data.to_vec());
@@ -1024,7 +1041,31 @@ impl<P: Port> Verbs<P> {
     /// events, a refused Initiate or Accept, reports. The `Posted` of a queue pair's receives
     /// stay inside verbs.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let e = self.events.pop_front()?;
+        match &e {
+            Event::Indication {
+                conn,
+                indication:
+                    Indication::Session {
+                        stream,
+                        event: SessionEvent::InitiateReceived { .. },
+                    },
+            } => *self.initiates_polled.entry((*conn, *stream)).or_insert(0) += 1,
+            // No Initiate comes after it (a handle is never reused).
+            Event::Indication {
+                conn,
+                indication: Indication::Closed(_),
+            } => self.initiates_polled.retain(|&(c, _), _| c != *conn),
+            _ => {}
+        }
+        Some(e)
+    }
+
+    /// Whether the application polled the event of every Initiate of the peer's on `stream`
+    /// that the control side took in, so the one pending, if any, is one it has seen.
+    fn initiate_seen(&self, conn: ConnHandle, stream: u16) -> bool {
+        let polled = self.initiates_polled.get(&(conn, stream)).copied();
+        polled.unwrap_or(0) == self.control.initiates_received(conn, stream)
     }
 
     /// One turn: the control side, then its events into work completions. Returns the work

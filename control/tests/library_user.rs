@@ -830,6 +830,58 @@ fn rfc5043_6_3_an_initiate_whose_answer_the_core_refused_is_still_pending_for_ac
     assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Rts));
 }
 
+/// RFC 5043 §6.3: an Accept is the ULP's answer to the Initiate it was told of.
+/// `docs/verbs.md`, `accept_qp`: pending means pending and seen. An Initiate whose event the
+/// control side took in (`Verbs::poll` ran) but the application has not polled is one it
+/// cannot have looked at (its Private Data, the peer's ORD and IRD): `accept_qp` took it, a
+/// guess (`rdma_accept` needs the connect request's event). It answers `NoPendingInitiate`,
+/// nothing sent, the queue pair as it was; once the event is polled it accepts.
+#[test]
+fn rfc5043_6_3_an_initiate_the_application_has_not_polled_is_not_pending_for_accept_qp() {
+    let mut c = connected(0);
+    let client = client_conn(&c);
+    let server = c.p.b.v.control().connections().next().unwrap().0;
+    let q = qp(&mut c.p.b.v, c.pdb, c.cqb, server, 3);
+    let active = qp(&mut c.p.a.v, c.pda, c.cqa, client, 3);
+    c.p.a.v.connect_qp(active, b"").unwrap();
+    // Both ends turn; the server's verbs takes the Initiate in, its application polls nothing.
+    for _ in 0..1000 {
+        if c.p.b.v.control().initiate_pending(server, 3) {
+            break;
+        }
+        let now = c.p.now;
+        for n in [&mut c.p.a, &mut c.p.b] {
+            for k in &mut n.cores {
+                k.poll(now);
+            }
+            n.v.poll(now);
+        }
+        c.p.a
+            .events
+            .extend(std::iter::from_fn(|| c.p.a.v.poll_event()));
+        c.p.now += std::time::Duration::from_micros(200);
+    }
+    assert!(
+        c.p.b.v.control().initiate_pending(server, 3),
+        "the Initiate is in"
+    );
+    assert!(!initiate_on(&c.p.b.events, 3), "not polled");
+    assert_eq!(
+        c.p.b.v.accept_qp(q, b""),
+        Err(VerbsError::NoPendingInitiate),
+        "its event not polled yet"
+    );
+    assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Init), "as it was");
+    // The application polls it, and accepts the Initiate it saw.
+    c.p.step();
+    assert!(initiate_on(&c.p.b.events, 3), "polled");
+    c.p.b.v.accept_qp(q, b"").unwrap();
+    c.p.run_until("the Accept", |p| {
+        p.a.v.qp_state(active) == Some(QpState::Rts)
+    });
+    assert_eq!(c.p.b.v.qp_state(q), Some(QpState::Rts));
+}
+
 /// RFC 9260 §10 (a closed association carries no more user data; its ULP hears of the end,
 /// COMMUNICATION LOST or SHUTDOWN COMPLETE) with RFC 5043 §6 (a DDP Stream Session lives
 /// on its association): `create_qp` on a connection whose `Closed` is in and that is not
