@@ -130,6 +130,10 @@ impl Side {
                 for core in &mut side.inline {
                     core.set_ulp_polls(true);
                 }
+                // As a core on its own lcore does when it starts (`DataCore::run`).
+                if let Some(first) = side.inline.first_mut() {
+                    first.announce();
+                }
             }
             Placement::Lcores(lcores) => {
                 let (give_back, returned) = mpsc::channel();

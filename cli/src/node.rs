@@ -243,6 +243,10 @@ impl Node {
             for core in &mut data {
                 core.set_ulp_polls(true);
             }
+            // As a core on its own lcore does when it starts (`DataCore::run`).
+            if let Some(first) = data.first_mut() {
+                first.announce();
+            }
             node.inline = data;
             return Ok((node, control));
         }

@@ -1333,9 +1333,17 @@ fn every_frame_on_the_wire_passes_tshark() {
     assert!(ppids.iter().any(|p| p == "16") && ppids.iter().any(|p| p == "17"));
     assert!(ppids.iter().all(|p| p == "16" || p == "17"), "{ppids:?}");
     assert_eq!(
-        fields("arp.opcode == 1", "arp.opcode").len(),
+        fields("arp.opcode == 1 && !arp.isannouncement", "arp.opcode").len(),
         1,
         "one ARP request"
+    );
+    // RFC 5227 §2.3: each endpoint announced its address when it started, and tshark reads
+    // them as ARP Announcements (sender and target our address).
+    let announced = fields("arp.isannouncement", "arp.src.proto_ipv4");
+    assert!(
+        announced.contains(&"198.18.0.1".to_string())
+            || announced.contains(&"198.18.0.2".to_string()),
+        "{announced:?}"
     );
     assert_eq!(
         fields("arp.opcode == 2", "arp.opcode").len(),

@@ -1247,6 +1247,9 @@ impl<P: Port> DataCore<P> {
         let doorbell = Arc::clone(&self.doorbells);
         let doorbell = &doorbell[self.index];
         doorbell.attach();
+        if self.index == 0 {
+            self.announce();
+        }
         let mut backoff = Backoff::new(idle, clock.now());
         while !stop.load(Ordering::Acquire) {
             let now = clock.now();
@@ -1266,6 +1269,25 @@ impl<P: Port> DataCore<P> {
         }
         self.out.flush();
         self.out.discard_backlog();
+    }
+
+    /// Our link address for each of our IP addresses, once, at start (RFC 5227 §2.3's ARP
+    /// Announcement, RFC 4861 §7.2.6's unsolicited Neighbor Advertisement;
+    /// [`Interface::announce`]): a neighbour that cached another link address for ours (this
+    /// endpoint restarted on a new MAC) updates its entry at once instead of sending to the
+    /// old one until it goes stale. One core announces for the port: [`DataCore::run`] has
+    /// core 0 do it; a caller that polls its cores itself calls this on its first core before
+    /// the first turn. One announcement of each (RFC 4861 §7.2.6 allows up to three): a lost
+    /// one costs what not announcing did.
+    pub fn announce(&mut self) {
+        let mut frame = [0u8; 128];
+        for ipv6 in [false, true] {
+            let n = self.iface.announce(ipv6, &mut frame);
+            if n > 0 {
+                self.out.send_raw(&frame[..n]);
+            }
+        }
+        self.out.flush();
     }
 
     /// How often this core slept ([`DataCore::run`] with [`IdlePolicy::Sleep`]).

@@ -25,7 +25,7 @@ use ddpdk_dataplane::ddp::RxError;
 use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::mem::{pair, MemPort};
-use ddpdk_dataplane::port::Port;
+use ddpdk_dataplane::port::{PacketBuf, Port};
 use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 use ddpdk_dataplane::wire::crc32c::crc32c;
 use ddpdk_dataplane::wire::ddp::DdpError;
@@ -895,4 +895,69 @@ fn connect_refuses_addresses_no_peer_can_have() {
     assert!(ca
         .connect(now, IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)), PORT)
         .is_ok());
+}
+
+/// RFC 5227 §2.3, RFC 4861 §7.2.6: a started endpoint announces its link address for each of
+/// its addresses, once, from one data core however many it runs, so a neighbour that cached
+/// the link address of an earlier instance (restarted on a new MAC) updates it at once
+/// (RFC 826's merge; `an_announcement_moves_a_neighbours_cached_link_address_*` in `net`).
+#[test]
+fn a_started_endpoint_announces_its_link_address_once_rfc5227_2_3_rfc4861_7_2_6() {
+    let (pa, pb) = pair(3, 1024);
+    let a_mac = pa.mac();
+    let (control, cores) = runtime(
+        pa,
+        A4,
+        A6,
+        1,
+        RuntimeConfig {
+            cores: 2,
+            ..RuntimeConfig::default()
+        },
+    );
+    let clock = Clock::new();
+    let side = Side::start(control, cores, clock);
+    let mut frames = Vec::new();
+    let limit = std::time::Instant::now() + Duration::from_secs(30);
+    while frames.len() < 2 && std::time::Instant::now() < limit {
+        for q in 0..pb.nb_rx_queues() {
+            pb.rx_burst(q, &mut frames, 32);
+        }
+        std::thread::yield_now();
+    }
+    // Anything a second core announced would have left by now too.
+    std::thread::sleep(Duration::from_millis(100));
+    for q in 0..pb.nb_rx_queues() {
+        pb.rx_burst(q, &mut frames, 32);
+    }
+    side.stop();
+    let frames: Vec<Vec<u8>> = frames.iter().map(|b| b.data().to_vec()).collect();
+    let arp: Vec<_> = frames
+        .iter()
+        .filter(|f| f[12..14] == [0x08, 0x06])
+        .collect();
+    assert_eq!(arp.len(), 1, "one ARP Announcement: {frames:?}");
+    let a = &arp[0][14..];
+    assert_eq!(arp[0][..6], [0xff; 6], "broadcast");
+    assert_eq!(a[6..8], [0, 1], "RFC 5227 §3: an ARP Request");
+    assert_eq!(a[8..14], a_mac);
+    assert_eq!(a[14..18], A4.octets(), "the sender: our address");
+    assert_eq!(a[24..28], A4.octets(), "the target: the same");
+    let na: Vec<_> = frames
+        .iter()
+        .filter(|f| f[12..14] == [0x86, 0xdd] && f.get(54) == Some(&136))
+        .collect();
+    assert_eq!(na.len(), 1, "one unsolicited Neighbor Advertisement");
+    let na = na[0];
+    assert_eq!(
+        na[38..54],
+        Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1).octets()
+    );
+    assert_eq!(
+        na[58], 0x20,
+        "RFC 4861 §7.2.6: Solicited clear, Override set"
+    );
+    assert_eq!(na[62..78], A6.octets(), "the target: our address");
+    assert_eq!(na[80..86], a_mac, "its target link-layer address option");
+    assert_eq!(frames.len(), 2, "nothing else: {frames:?}");
 }

@@ -155,7 +155,9 @@ pub struct InterfaceStats {
     pub sctp: u64,
     pub arp_replies: u64,
     pub nd_adverts: u64,
-    /// ARP replies and Neighbor Advertisements for us, learnt.
+    /// ARP replies and Neighbor Advertisements for us, learnt; and neighbours' announcements
+    /// (an ARP Announcement, RFC 5227 §2.3; an unsolicited Neighbor Advertisement, RFC 4861
+    /// §7.2.6), learnt where the neighbour is known.
     pub neighbour_answers: u64,
     pub other_ether_type: u64,
     pub other_mac: u64,
@@ -191,6 +193,9 @@ pub struct InterfaceStats {
     pub solicitations: u64,
     /// Solicitations for neighbours we kept sending to without confirmation.
     pub stale_probes: u64,
+    /// ARP Announcements and unsolicited Neighbor Advertisements we sent
+    /// ([`Interface::announce`]); sent, not received: outside [`InterfaceStats::frames`].
+    pub announcements: u64,
     /// IPv6 SCTP packets we sent as fragments, above a lowered path MTU (RFC 8200 §4.5,
     /// [`Interface::fragment_ipv6`]); sent, not received: outside [`InterfaceStats::frames`].
     pub source_fragmented: u64,
@@ -813,6 +818,13 @@ impl Interface {
                 .any(|n| n.ip == spa && !n.fixed && n.mac != sha);
             if moved && sha[0] & 1 == 0 {
                 self.insert(spa, sha, false);
+            }
+            // RFC 5227 §2.3, §3: an ARP Announcement (sender and target the same address, a
+            // Request or a Reply) is a neighbour telling the segment its link address, as an
+            // unsolicited Neighbor Advertisement is: taken as one (`neighbour_answers`), not
+            // counted as a frame for another host (an endpoint's peer announces itself).
+            if spa == IpAddr::V4(tpa) && matches!(op, 1 | 2) {
+                return Rx::Consumed;
             }
             return Rx::Dropped(Drop::ArpNotForUs);
         };
@@ -1567,10 +1579,26 @@ impl Interface {
         } else {
             (src, reply_mac, true)
         };
-        let len = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN + 32;
-        let Some(o) = out.get_mut(..len) else {
+        let Some(len) = self.write_advert(out, ours, dst, dst_mac, solicited) else {
             return Rx::Dropped(Drop::Malformed);
         };
+        self.stats.nd_adverts += 1;
+        Rx::Reply(len)
+    }
+
+    /// A Neighbor Advertisement for our address `ours` to `dst` at `dst_mac`, with our
+    /// link-layer address, Override set (RFC 4861 §4.4, §7.2.4, §7.2.6); its length, or None
+    /// when `out` is too small.
+    fn write_advert(
+        &self,
+        out: &mut [u8],
+        ours: Ipv6Addr,
+        dst: Ipv6Addr,
+        dst_mac: [u8; 6],
+        solicited: bool,
+    ) -> Option<usize> {
+        let len = ETHERNET_HEADER_LEN + IPV6_HEADER_LEN + 32;
+        let o = out.get_mut(..len)?;
         ethernet(o, dst_mac, self.mac, ETHERTYPE_IPV6);
         ipv6_header(
             &mut o[ETHERNET_HEADER_LEN..],
@@ -1589,8 +1617,43 @@ impl Interface {
         body[18..24].copy_from_slice(&self.mac);
         let icmp_out = &mut o[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
         write_icmpv6(icmp_out, ND_ADVERT, [flags, 0, 0, 0], &body, ours, dst);
-        self.stats.nd_adverts += 1;
-        Rx::Reply(len)
+        Some(len)
+    }
+
+    /// Our link address for our IPv4 address (`ipv6` false: an ARP Announcement, RFC 5227
+    /// §2.3, a broadcast ARP Request whose sender and target are both ours) or our IPv6
+    /// address (an unsolicited Neighbor Advertisement to all nodes with Override set, RFC
+    /// 4861 §7.2.6), written to `out`; its length, 0 when we have no address of that family or
+    /// `out` is too small. Sent at start: a neighbour that cached another link address for
+    /// ours (this endpoint restarted on a new MAC, or moved) updates its entry at once (RFC
+    /// 826's merge, RFC 4861 §7.2.5) instead of sending to the old one until it goes stale.
+    pub fn announce(&mut self, ipv6: bool, out: &mut [u8]) -> usize {
+        let len = if ipv6 {
+            let Some(ours) = self.ipv6 else { return 0 };
+            let all = multicast_mac(ALL_NODES);
+            self.write_advert(out, ours, ALL_NODES, all, false)
+                .unwrap_or(0)
+        } else {
+            let Some(ours) = self.ipv4 else { return 0 };
+            let Some(o) = out.get_mut(..ETHERNET_MIN) else {
+                return 0;
+            };
+            o.fill(0);
+            ethernet(o, BROADCAST, self.mac, ETHERTYPE_ARP);
+            write_arp(
+                &mut o[ETHERNET_HEADER_LEN..],
+                1,
+                self.mac,
+                ours,
+                [0; 6],
+                ours,
+            );
+            ETHERNET_MIN
+        };
+        if len > 0 {
+            self.stats.announcements += 1;
+        }
+        len
     }
 
     /// Bytes of Ethernet and IP header in front of an SCTP packet to `dst`.
@@ -2539,8 +2602,8 @@ mod tests {
         };
         assert_eq!(
             i.receive(&announce(moved, PEER4), &mut out),
-            Rx::Dropped(Drop::ArpNotForUs),
-            "not for us: not answered"
+            Rx::Consumed,
+            "an announcement (RFC 5227 §2.3): taken, not answered"
         );
         assert_eq!(
             i.neighbour(IpAddr::V4(PEER4)),
@@ -2555,6 +2618,58 @@ mod tests {
         i.learn_static(IpAddr::V4(fixed), PEER_MAC);
         i.receive(&announce(moved, fixed), &mut out);
         assert_eq!(i.neighbour(IpAddr::V4(fixed)), Some(PEER_MAC));
+    }
+
+    /// RFC 5227 §2.3 and RFC 4861 §7.2.6, read by the peer as RFC 826 and RFC 4861 §7.2.5
+    /// read them: an endpoint restarted on a new link address announces it, and a neighbour
+    /// that cached the old one takes the new one at once, from either family's announcement.
+    #[test]
+    fn an_announcement_moves_a_neighbours_cached_link_address_rfc5227_2_3_rfc4861_7_2_6() {
+        let moved = [0x02, 0, 0, 0, 0, 0x33];
+        let mut restarted = Interface::new(moved, Some(PEER4), Some(PEER6));
+        let mut i = iface();
+        i.confirm(IpAddr::V4(PEER4), PEER_MAC);
+        i.confirm(IpAddr::V6(PEER6), PEER_MAC);
+        let mut out = [0u8; 128];
+        let mut sent = [0u8; 128];
+
+        let n = restarted.announce(false, &mut sent);
+        assert_eq!(n, ETHERNET_MIN);
+        let f = &sent[..n];
+        assert_eq!(f[..6], BROADCAST, "RFC 5227 §2.3: broadcast");
+        let arp = &f[ETHERNET_HEADER_LEN..];
+        assert_eq!(arp[6..8], [0, 1], "RFC 5227 §3: an ARP Request");
+        assert_eq!(arp[8..14], moved);
+        assert_eq!(arp[14..18], PEER4.octets(), "sender: the announced address");
+        assert_eq!(arp[24..28], PEER4.octets(), "target: the same address");
+        assert_eq!(i.receive(f, &mut out), Rx::Consumed, "taken, not answered");
+        assert_eq!(i.neighbour(IpAddr::V4(PEER4)), Some(moved));
+        // A host not in the table is not added (RFC 826), and its announcement is no frame
+        // "for another host" either: the endpoint's peer announces itself at its start.
+        let mut fresh = iface();
+        assert_eq!(fresh.receive(f, &mut out), Rx::Consumed);
+        assert_eq!(fresh.neighbour(IpAddr::V4(PEER4)), None);
+        assert_eq!(fresh.stats().arp_not_for_us, 0);
+        assert_eq!(i.neighbour(IpAddr::V6(PEER6)), Some(PEER_MAC));
+
+        let n = restarted.announce(true, &mut sent);
+        let f = &sent[..n];
+        assert_eq!(f[..6], multicast_mac(ALL_NODES), "§7.2.6: to all nodes");
+        let h = &f[ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + IPV6_HEADER_LEN];
+        assert_eq!(h[7], ND_HOP_LIMIT);
+        assert_eq!(h[24..40], ALL_NODES.octets());
+        let icmp = &f[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
+        assert_eq!(icmp[0], ND_ADVERT);
+        assert_eq!(icmp[4], 0x20, "§7.2.6: Solicited clear, Override set");
+        assert_eq!(i.receive(f, &mut out), Rx::Consumed);
+        assert_eq!(i.neighbour(IpAddr::V6(PEER6)), Some(moved));
+        assert_eq!(restarted.stats().announcements, 2);
+        assert_eq!(restarted.stats().frames(), 0, "sent, not received");
+
+        // An interface without an address of a family announces nothing for it.
+        let mut v4_only = Interface::new(moved, Some(PEER4), None);
+        assert_eq!(v4_only.announce(true, &mut sent), 0);
+        assert_eq!(v4_only.stats().announcements, 0);
     }
 
     fn ping4(dst: Ipv4Addr, dst_mac: [u8; 6], data: &[u8]) -> Vec<u8> {
