@@ -110,6 +110,7 @@ impl ReadCheck {
 
 /// Runs the endpoint and returns the exit status.
 pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
+    let mut counters = None;
     let r = Job::new(&eal, opts).and_then(|mut job| {
         let r = match opts.ddp_connect {
             Some(peer) => job.client(&eal, peer, opts, signalled),
@@ -123,6 +124,9 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
         // A run that failed reports IPsec too: an association that never came up over ESP is
         // most often keys or policies that do not match, and the counters say which.
         if r.is_err() {
+            if opts.ddp_connect.is_some() {
+                counters = job.report_failed_client(opts);
+            }
             job.report_ipsec();
         }
         let left = job.close(&eal);
@@ -132,7 +136,7 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
         }
         Ok(())
     });
-    exit_status(r, opts.json)
+    exit_status(r, opts.json, counters)
 }
 
 /// The endpoint and the ULP's view of it: the control side is polled here, with the data
@@ -818,6 +822,44 @@ impl Job {
     }
 
     /// `show ipsec` at the end of a run, when IPsec is on.
+    /// A client run that failed (its association cut short, the server silent) reports what
+    /// its counters saw up to then, as a finished run's report does: the frames each way,
+    /// the drops by reason, the faults injected, the DDP segments and bytes. In words unless
+    /// `--json`; the JSON object is returned for `run_error` (found by an outside-in test: a
+    /// failed run printed its error alone, where the counters say why most often).
+    fn report_failed_client(&mut self, opts: &Options) -> Option<serde_json::Value> {
+        let reports = self.reports(&AtomicBool::new(false)).ok()?;
+        let drops = Drops::of(&reports, self.node.port.stats());
+        let faults = self.node.port.inner().counts();
+        let sum = |f: fn(&CoreReport) -> u64| reports.iter().map(f).sum::<u64>();
+        let frames_in = sum(|r| r.stats.frames_in);
+        let frames_out = sum(|r| r.stats.tx.frames_out);
+        let segments_out = sum(|r| r.conn_totals.segments_out);
+        let segments_in = sum(|r| r.conn_totals.segments_in);
+        let fast = sum(|r| r.conn_totals.fast_retransmits);
+        let t3 = sum(|r| r.conn_totals.t3_retransmits);
+        if opts.json {
+            return Some(serde_json::json!({
+                "frames_in": frames_in, "frames_out": frames_out,
+                "ddp_segments_out": segments_out, "ddp_segments_in": segments_in,
+                "fast_retransmits": fast, "t3_retransmits": t3,
+                "faults": faults_json(faults), "drops": drops.json(),
+                "cores": cores_json(&reports)}));
+        }
+        outln!(
+            "client: up to the failure: {frames_in} frames in, {frames_out} out; \
+             {segments_out} DDP segments out, {segments_in} in; chunks retransmitted: {fast} \
+             fast, {t3} after T3"
+        );
+        if faults != FaultCounts::default() {
+            outln!("client: {}", faults_text(faults));
+        }
+        if let Some(text) = drops.text(opts.mtu) {
+            outln!("client: {text}");
+        }
+        None
+    }
+
     fn report_ipsec(&self) {
         let port = &self.node.port;
         if !port.is_enabled() {

@@ -79,7 +79,7 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
             }),
         }
     });
-    exit_status(r.map_err(|e| format!("ddp-loopback: {e}")), opts.json)
+    exit_status(r.map_err(|e| format!("ddp-loopback: {e}")), opts.json, None)
 }
 
 /// Where an endpoint's data cores run.

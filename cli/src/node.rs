@@ -602,8 +602,13 @@ pub(crate) fn random<const N: usize>() -> Result<[u8; N], String> {
     Ok(b)
 }
 
-/// The process exit status of a DDP mode's result, with its last words.
-pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
+/// The process exit status of a DDP mode's result, with its last words; with `--json` a
+/// failure's `counters` (what the run saw up to it) go into its `run_error` object.
+pub(crate) fn exit_status(
+    r: Result<(), String>,
+    json: bool,
+    counters: Option<serde_json::Value>,
+) -> i32 {
     match r {
         Ok(()) => {
             note(json, format_args!("Bye..."));
@@ -615,7 +620,11 @@ pub(crate) fn exit_status(r: Result<(), String>, json: bool) -> i32 {
             // have been (found by an outside-in test: a perf client cut short by a link down,
             // a restarted peer or an ICMP left a program reading its JSON nothing at all).
             if json {
-                outln!("{}", serde_json::json!({"run_error": {"error": e}}));
+                let mut error = serde_json::json!({"error": e});
+                if let Some(c) = counters {
+                    error["counters"] = c;
+                }
+                outln!("{}", serde_json::json!({ "run_error": error }));
             }
             1
         }

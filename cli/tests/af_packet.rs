@@ -502,6 +502,16 @@ fn a_run_cut_short_names_why_the_association_closed() {
         last.contains("a kernel there holds the address too") || last.contains("ABORT"),
         "{last}"
     );
+    // What the run saw up to its end comes with the error, as a finished run's report
+    // (session 63; found by an outside-in test: a failed run printed its error alone).
+    let counters = &error["counters"];
+    for k in ["frames_in", "frames_out", "ddp_segments_out"] {
+        assert!(counters[k].as_u64().is_some_and(|n| n > 0), "{k}: {error}");
+    }
+    assert!(
+        counters["cores"].is_array() && counters["drops"].is_object(),
+        "{error}"
+    );
 }
 
 /// Found by an outside-in test (session 62): on a veth of MTU 9000, a server at `--mtu 9000`
@@ -552,6 +562,14 @@ fn a_client_stalled_by_a_servers_larger_mtu_names_it() {
     assert!(
         last.contains("came cut short") && last.contains("--mtu larger than ours, 1500"),
         "{last}"
+    );
+    // The failed run's counters come with its error (session 63; found by the same test: it
+    // printed the error alone): the jumbo frames cut short are there, as `malformed`.
+    let error = procs::json_line(&String::from_utf8_lossy(&out.stdout), "run_error");
+    let drops = &error["counters"]["drops"];
+    assert!(
+        drops["malformed"].as_u64().is_some_and(|n| n > 0),
+        "{error}"
     );
 }
 
