@@ -1163,6 +1163,9 @@ pub fn not_a_peer(a: IpAddr) -> Option<&'static str> {
         Some("a multicast address")
     } else if a == IpAddr::V4(std::net::Ipv4Addr::BROADCAST) {
         Some("the broadcast address")
+    } else if matches!(a, IpAddr::V4(v4) if v4.octets()[0] >= 240) {
+        // RFC 6890 §2.2.2: 240.0.0.0/4 is Reserved, neither a source nor a destination.
+        Some("a reserved address (240.0.0.0/4)")
     } else {
         None
     }

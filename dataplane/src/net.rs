@@ -2036,9 +2036,12 @@ fn multicast_mac(g: Ipv6Addr) -> [u8; 6] {
     [0x33, 0x33, o[12], o[13], o[14], o[15]]
 }
 
+/// RFC 1122 §3.2.1.3 ("this network" 0/8, loopback 127/8, limited broadcast), RFC 6890
+/// §2.2.2 (240.0.0.0/4, "Reserved": Source False; the limited broadcast is its last
+/// address), RFC 4291 §2.5.2-§2.5.3 (`::`, `::1`): sources no host sends from.
 fn no_host_sends_from(src: IpAddr) -> bool {
     match src {
-        IpAddr::V4(a) => matches!(a.octets()[0], 0 | 127) || a.is_broadcast(),
+        IpAddr::V4(a) => matches!(a.octets()[0], 0 | 127 | 240..=255),
         IpAddr::V6(a) => a.is_unspecified() || a.is_loopback(),
     }
 }
@@ -3073,6 +3076,9 @@ mod tests {
             Ipv4Addr::BROADCAST,
             Ipv4Addr::LOCALHOST,
             Ipv4Addr::new(127, 1, 2, 3),
+            // RFC 6890 §2.2.2: 240.0.0.0/4 is Reserved, "Source: False".
+            Ipv4Addr::new(240, 0, 0, 1),
+            Ipv4Addr::new(250, 18, 0, 2),
         ] {
             let mut f = Vec::new();
             PacketBuilder::ethernet2(PEER_MAC, MAC)
@@ -3097,7 +3103,7 @@ mod tests {
                 "{src}"
             );
         }
-        assert_eq!(i.stats().invalid_source, 7);
+        assert_eq!(i.stats().invalid_source, 9);
         assert!(matches!(i.receive(&sctp4(IP4, MAC), &mut out), Rx::Sctp(_)));
     }
 
