@@ -1934,7 +1934,14 @@ impl<P: Port> DataCore<P> {
         let rx = self.iface.receive(buf.data(), &mut self.reply);
         let next = match rx {
             Rx::Reply(n) => {
-                self.out.send_raw(&self.reply[..n]);
+                match self.iface.take_reply_fragment_mtu() {
+                    // An IPv6 Echo Reply to a request that came in fragments (RFC 8200 §5).
+                    Some(mtu) => {
+                        self.out
+                            .send_raw_fragments(&mut self.iface, &self.reply[..n], mtu)
+                    }
+                    None => self.out.send_raw(&self.reply[..n]),
+                }
                 Next::Done
             }
             Rx::Consumed | Rx::Dropped(_) | Rx::Fragment(None) => Next::Done,

@@ -572,6 +572,14 @@ impl<P: Port> Tx<P> {
         self.enqueue(b, bytes, sctp_checksum);
     }
 
+    /// RFC 8200 §4.5: sends the IPv6 frame `bytes` (an Echo Reply the interface says must
+    /// leave in fragments, [`Interface::take_reply_fragment_mtu`]) as fragments of at most
+    /// `mtu` IP bytes. The rare path: it allocates.
+    pub fn send_raw_fragments(&mut self, iface: &mut Interface, bytes: &[u8], mtu: usize) {
+        let mut frame = bytes.to_vec();
+        self.send_fragments(iface, &mut frame, None, mtu);
+    }
+
     /// RFC 8200 §4.5: sends the framed IPv6 SCTP packet `frame` as fragments of at most `mtu`
     /// IP bytes ([`Interface::fragment_ipv6`]). A CRC32c the device was to fill is computed
     /// here first, over the whole packet: a device fills one packet's checksum, not one spread

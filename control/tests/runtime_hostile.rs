@@ -1223,3 +1223,71 @@ fn a_protocol_unreachable_for_our_init_ends_the_attempt_rfc9260_appendix_c_icmp8
         a.events
     );
 }
+
+/// RFC 8200 §4.5 and §5 with RFC 4443 §4.2, on a data core: an ICMPv6 Echo Request that came
+/// in fragments is reassembled and answered, and the reply, larger than the minimum MTU,
+/// leaves in fragments of at most 1280 bytes that reassemble to it (routers do not fragment,
+/// and the path that needed fragments one way may not carry the reply whole).
+#[test]
+fn a_fragmented_icmpv6_echo_request_is_answered_in_fragments_rfc8200_5() {
+    let (pa, pb) = pair(2, 64);
+    let mut a = Solo::new(pa, iface(), 1);
+    let data: Vec<u8> = (0..1400u32).map(|k| (k * 13) as u8).collect();
+    let mut echo = vec![128, 0, 0, 0, 0x12, 0x34, 0, 1];
+    echo.extend_from_slice(&data);
+    let sum = icmpv6_sum(PEER6, IP6, &echo);
+    echo[2..4].copy_from_slice(&sum.to_be_bytes());
+    let mut request = eth(MAC, PEER_MAC, 0x86dd);
+    request.extend_from_slice(&ipv6(PEER6, IP6, 58, 64, &echo));
+    let mut scratch = vec![0u8; 2048];
+    let mut pieces = Vec::new();
+    let made = ddpdk_dataplane::net::ipv6_fragments(&request, 1280, 7, &mut scratch, |f| {
+        pieces.push(f.to_vec())
+    });
+    assert_eq!(made, 2);
+    for p in &pieces {
+        send_raw(&pb, p);
+    }
+    a.settle(t0());
+    let out: Vec<Vec<u8>> = recv_raw(&pb)
+        .into_iter()
+        .filter(|f| f[12..14] == [0x86, 0xdd])
+        .collect();
+    assert!(
+        out.len() >= 2,
+        "the reply in fragments: {} frames",
+        out.len()
+    );
+    assert!(
+        out.iter().all(|f| f.len() - 14 <= 1280 && f[20] == 44),
+        "each a fragment within 1280 bytes"
+    );
+    // Put back together by hand (an interface reassembles no Echo Reply): the Fragment
+    // header's offset, one Identification, the last with M clear.
+    let mut icmp = Vec::new();
+    let mut parts: Vec<(usize, bool, &[u8])> = out
+        .iter()
+        .map(|f| {
+            let word = u16::from_be_bytes([f[56], f[57]]);
+            (usize::from(word & !7), word & 1 == 1, &f[62..])
+        })
+        .collect();
+    parts.sort_by_key(|p| p.0);
+    for (off, _, part) in &parts {
+        assert_eq!(*off, icmp.len(), "no hole, no overlap");
+        icmp.extend_from_slice(part);
+    }
+    assert!(!parts.last().expect("fragments").1, "the last has M clear");
+    assert_eq!(out[0][54], 58, "ICMPv6 inside");
+    assert_eq!(icmp[0], 129, "an Echo Reply");
+    assert_eq!(
+        icmpv6_sum(IP6, PEER6, &icmp),
+        0,
+        "its checksum over the whole"
+    );
+    assert_eq!(
+        icmp[8..],
+        data[..],
+        "the request's data whole (RFC 4443 §4.2)"
+    );
+}

@@ -484,6 +484,14 @@ pub struct Interface {
     /// The link MTU ([`Interface::set_link_mtu`]): the largest IP datagram reassembled
     /// (EMTU_R, RFC 1122 §3.3.2), within the floors RFC 1122 and RFC 8200 set.
     link_mtu: usize,
+    /// A datagram was just reassembled: the next frame received is it (a data core receives
+    /// the whole datagram right after the fragment completing it).
+    reassembled_next: bool,
+    /// The frame being received is such a datagram.
+    receiving_reassembled: bool,
+    /// The reply just written answers a reassembled IPv6 Echo Request and is larger than
+    /// every link carries: send it in fragments of this size ([`Interface::take_reply_fragment_mtu`]).
+    reply_fragment_mtu: Option<usize>,
 }
 
 /// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]) and those of
@@ -529,6 +537,9 @@ impl Interface {
             id_key: IdKey(std::collections::hash_map::RandomState::new()),
             esp_fragments: false,
             link_mtu: REASSEMBLY_MAX + IPV4_HEADER_LEN,
+            reassembled_next: false,
+            receiving_reassembled: false,
+            reply_fragment_mtu: None,
         }
     }
 
@@ -707,6 +718,8 @@ impl Interface {
     /// Sorts one received frame; a reply, if any, is written to `out` (at least 86 bytes; an
     /// Echo Reply is as long as its request, and one that does not fit `out` is not sent).
     pub fn receive<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
+        self.receiving_reassembled = core::mem::take(&mut self.reassembled_next);
+        self.reply_fragment_mtu = None;
         let rx = self.classify(frame, out);
         let s = &mut self.stats;
         match rx {
@@ -928,6 +941,12 @@ impl Interface {
                 let reply = &mut o[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
                 let fields = [icmp[4], icmp[5], icmp[6], icmp[7]];
                 write_icmpv6(reply, ICMPV6_ECHO_REPLY, fields, &icmp[8..], d6, s6);
+                // RFC 8200 §5: routers do not fragment. The request came in fragments, so
+                // the path back may not carry the reply whole; fragments of the minimum
+                // MTU every link carries do.
+                if self.receiving_reassembled && IPV6_HEADER_LEN + icmp.len() > IPV6_MIN_MTU {
+                    self.reply_fragment_mtu = Some(IPV6_MIN_MTU);
+                }
             }
             (IpAddr::V4(s4), IpAddr::V4(d4)) => {
                 let reply = &mut o[ETHERNET_HEADER_LEN + ip_len..];
@@ -945,7 +964,9 @@ impl Interface {
                     IP_PROTO_ICMP,
                     icmp.len(),
                     self.ip_id,
-                    true,
+                    // DF only on a request that came whole: one that came in fragments
+                    // crossed a smaller hop, which may fragment the reply on its way back.
+                    !self.receiving_reassembled,
                     &options[..ip_len - IPV4_HEADER_LEN],
                 );
             }
@@ -972,7 +993,11 @@ impl Interface {
         let Some(h) = frame.get(ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + IPV4_HEADER_LEN) else {
             return drop;
         };
-        let protocol_ok = h[9] == IP_PROTO_SCTP || (self.esp_fragments && h[9] == IP_PROTO_ESP);
+        // RFC 1122 §3.3.2 with §3.2.2.6: an Echo Request too, so that one a smaller hop
+        // fragmented is answered (its first fragment must say Echo Request, below).
+        let protocol_ok = h[9] == IP_PROTO_SCTP
+            || h[9] == IP_PROTO_ICMP
+            || (self.esp_fragments && h[9] == IP_PROTO_ESP);
         if frame[12..14] != ETHERTYPE_IPV4.to_be_bytes() || h[0] >> 4 != 4 || !protocol_ok {
             return drop;
         }
@@ -992,6 +1017,10 @@ impl Interface {
         let off = usize::from(flags & 0x1fff) * 8;
         let id = u32::from(u16::from_be_bytes([h[4], h[5]]));
         // IPv4 carries no extension headers: the SCTP (or ESP) packet starts the payload.
+        // Of ICMP, only an Echo Request's datagram is reassembled (RFC 1122 §3.2.2.6).
+        if off == 0 && h[9] == IP_PROTO_ICMP && payload.first() != Some(&ICMP_ECHO) {
+            return drop;
+        }
         let upper = (off == 0).then_some((0, h[9]));
         let f = Fragment {
             key: (src, dst, id, h[9]),
@@ -1197,7 +1226,15 @@ impl Interface {
         }
         o[ETHERNET_HEADER_LEN + ip_len..].copy_from_slice(upper);
         self.stats.reassembled += 1;
+        self.reassembled_next = true;
         Rx::Fragment(Some(len))
+    }
+
+    /// After [`Rx::Reply`]: the size (IP bytes) of the fragments the reply must leave in
+    /// ([`Interface::fragment_ipv6`]), when it answers an IPv6 Echo Request that came in
+    /// fragments and is larger than the minimum MTU (RFC 8200 §5); `None` to send it whole.
+    pub fn take_reply_fragment_mtu(&mut self) -> Option<usize> {
+        self.reply_fragment_mtu.take()
     }
 
     /// The time now, for the reassembly timer ([`REASSEMBLY_TIMEOUT`]); a caller that never
@@ -1319,7 +1356,7 @@ impl Interface {
         let Some(h) = frame.get(ETHERNET_HEADER_LEN..at) else {
             return 0;
         };
-        if h[6] != IP_PROTO_SCTP {
+        if h[6] != IP_PROTO_SCTP && h[6] != ICMPV6 {
             return 0;
         }
         self.fragmented = self.fragmented.wrapping_add(1);
@@ -1976,6 +2013,9 @@ fn upper_start(mut next: u8, f: &[u8], esp: bool) -> Option<(usize, u8)> {
     let header = match next {
         IP_PROTO_SCTP => SCTP_COMMON_HEADER_LEN,
         IP_PROTO_ESP if esp => ESP_HEADER_LEN,
+        // An Echo Request (RFC 8200 §4.5 with RFC 4443 §4.2); never Neighbor Discovery,
+        // which RFC 6980 §5 says to ignore fragmented.
+        ICMPV6 if f.get(i) == Some(&ICMPV6_ECHO) => 8,
         _ => return None,
     };
     (f.len() >= i + header).then_some((i, next))
@@ -2687,13 +2727,11 @@ mod tests {
 
     /// RFC 1122 §3.3.2 ("A host MUST be capable of reassembling"; EMTU_R "MUST be greater
     /// than or equal to 576", whatever the protocol) with §3.2.2.6 (an Echo Reply's data
-    /// "MUST be entirely included"): only fragments of SCTP (and ESP) are reassembled, so an
-    /// Echo Request a smaller hop fragmented (576 bytes of IP through a 300-byte hop) is never
-    /// answered. Found by an independent review of the host layer (session 62); not fixed:
-    /// taking ICMP into the reassembly is the small part, an answer larger than the path
-    /// would need fragmenting on the way out too.
+    /// "MUST be entirely included"): an Echo Request a smaller hop fragmented (576 bytes of IP
+    /// through a 300-byte hop) is reassembled and answered whole, without DF, for that hop to
+    /// fragment on the way back. Found by an independent review of the host layer (session
+    /// 62): only fragments of SCTP and ESP were reassembled, and the request went unanswered.
     #[test]
-    #[ignore = "found by review, not fixed"]
     fn rfc1122_3_3_2_a_fragmented_echo_request_is_reassembled_and_answered() {
         let mut i = iface();
         let mut out = vec![0u8; 9216];
@@ -2702,13 +2740,7 @@ mod tests {
         let icmp = &whole[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN..];
         let mut answered = None;
         for (k, part) in icmp.chunks(280).enumerate() {
-            let mut f = frag4_review(PEER4, 0x77, k * 280, (k + 1) * 280 < icmp.len(), part);
-            // The fragment of an ICMP datagram: protocol 1, the header checksum again.
-            f[ETHERNET_HEADER_LEN + 9] = IP_PROTO_ICMP;
-            f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12].fill(0);
-            let sum = internet_checksum(&f[ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + 20]);
-            f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12]
-                .copy_from_slice(&sum.to_be_bytes());
+            let f = icmp_frag4(0x77, k * 280, (k + 1) * 280 < icmp.len(), part);
             match i.receive(&f, &mut out) {
                 Rx::Fragment(Some(n)) => {
                     let reassembled = out[..n].to_vec();
@@ -2725,6 +2757,89 @@ mod tests {
             reply.ends_with(&data),
             "the reply carries the request's data whole"
         );
+        let ip = &reply[ETHERNET_HEADER_LEN..];
+        assert_eq!(ip[6] & 0x40, 0, "no DF: the smaller hop may fragment it");
+        assert_eq!(i.stats().echo_replies, 1);
+        // A request that came whole is answered with DF, as before.
+        let Rx::Reply(m) = i.receive(&ping4(IP4, MAC, &data), &mut out) else {
+            panic!("a whole Echo Request is answered");
+        };
+        assert_eq!(out[ETHERNET_HEADER_LEN + 6] & 0x40, 0x40, "DF");
+        assert!(m > 576);
+    }
+
+    /// The ICMP datagram `icmp`'s IPv4 fragment at `off` (Identification `id`) from the peer.
+    fn icmp_frag4(id: u16, off: usize, more: bool, part: &[u8]) -> Vec<u8> {
+        let mut f = frag4_review(PEER4, id, off, more, part);
+        f[ETHERNET_HEADER_LEN + 9] = IP_PROTO_ICMP;
+        f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12].fill(0);
+        let sum = internet_checksum(&f[ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + 20]);
+        f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12].copy_from_slice(&sum.to_be_bytes());
+        f
+    }
+
+    /// RFC 1122 §3.2.2.6 bounds what ICMP is reassembled: an Echo Request's datagram. The
+    /// first fragment of another ICMP message (a Destination Unreachable) is dropped as any
+    /// other fragment; it is nothing this host answers.
+    #[test]
+    fn only_an_echo_requests_icmp_fragments_are_reassembled_rfc1122_3_2_2_6() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let mut icmp = vec![ICMP_UNREACHABLE, 3, 0, 0, 0, 0, 0, 0];
+        icmp.resize(600, 0);
+        let first = icmp_frag4(0x78, 0, true, &icmp[..296]);
+        assert_eq!(i.receive(&first, &mut out), Rx::Dropped(Drop::Fragment));
+        assert_eq!(i.stats().fragments_kept, 0);
+    }
+
+    /// RFC 8200 §4.5 and §5 with RFC 4443 §4.2: an ICMPv6 Echo Request that came in
+    /// fragments is reassembled and answered; the reply, larger than the minimum MTU, must
+    /// leave in fragments of 1280 bytes (routers do not fragment, and the path that needed
+    /// fragments one way may not carry the reply whole the other), which the interface says.
+    /// A whole request's reply leaves whole.
+    #[test]
+    fn a_fragmented_icmpv6_echo_request_is_answered_in_fragments_rfc8200_5() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let data: Vec<u8> = (0..1392u32).map(|k| (k * 7) as u8).collect();
+        let whole = ping6(IP6, MAC, &data);
+        let icmp = &whole[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
+        let frames: Vec<Vec<u8>> = icmp
+            .chunks(1232)
+            .enumerate()
+            .map(|(k, part)| {
+                frag6(
+                    0x99,
+                    k * 1232,
+                    (k + 1) * 1232 < icmp.len(),
+                    ICMPV6,
+                    part,
+                    false,
+                )
+            })
+            .collect();
+        let n = feed(&mut i, &frames.iter().collect::<Vec<_>>(), &mut out).expect("reassembled");
+        let reassembled = out[..n].to_vec();
+        let Rx::Reply(m) = i.receive(&reassembled, &mut out) else {
+            panic!("answered");
+        };
+        assert!(out[..m].ends_with(&data), "the data whole");
+        assert_eq!(i.take_reply_fragment_mtu(), Some(IPV6_MIN_MTU));
+        assert_eq!(i.take_reply_fragment_mtu(), None, "once");
+        // The interface cuts it: each fragment fits 1280 bytes and they make the reply.
+        let reply = out[..m].to_vec();
+        let mut pieces = Vec::new();
+        let mut scratch = vec![0u8; 9216];
+        let made = i.fragment_ipv6(&reply, IPV6_MIN_MTU, &mut scratch, |f| {
+            pieces.push(f.to_vec())
+        });
+        assert!(made >= 2, "{made}");
+        assert!(pieces
+            .iter()
+            .all(|f| f.len() - ETHERNET_HEADER_LEN <= IPV6_MIN_MTU));
+        // Whole, the same request's reply leaves whole.
+        assert!(matches!(i.receive(&whole, &mut out), Rx::Reply(_)));
+        assert_eq!(i.take_reply_fragment_mtu(), None);
     }
 
     fn ping6(dst: Ipv6Addr, dst_mac: [u8; 6], data: &[u8]) -> Vec<u8> {
