@@ -542,6 +542,8 @@ fn core_stats(r: &CoreReport) -> TelValue {
         // probes and the reassembly timeouts are in the JSON reports and `show` instead.
         ("pmtu_raised", u(st.pmtu_raised + st.plpmtud_raised)),
         ("plpmtud_black_holes", u(st.plpmtud_black_holes)),
+        // Associations an ICMP Protocol Unreachable ended (RFC 9260 Appendix C ICMP8).
+        ("icmp_aborts", u(st.icmp_aborts)),
         ("ip_reassembled", u(r.iface.reassembled)),
         ("ip_source_fragmented", u(r.iface.source_fragmented)),
         (
@@ -794,6 +796,7 @@ mod tests {
         assert!(n.len() <= 256, "{} names", n.len());
         assert!(n.contains(&"core/2/ddp_error/invalid_stag".to_string()));
         assert!(n.contains(&"core/2/tx_backlog_peak".to_string()));
+        assert!(n.contains(&"core/2/icmp_aborts".to_string()));
         let more = Snapshot {
             reports: (0..=CORES_IN_ONE_ANSWER).map(core).collect(),
             ..Default::default()
