@@ -1887,6 +1887,12 @@ impl Drops {
         let mut parts = Vec::new();
         if !lost.is_empty() {
             let mut text = format!("dropped {}", lost.join(", "));
+            if self.all().any(|(k, _)| k == "address_conflict") {
+                text.push_str(
+                    " (address_conflict: another host on the link sends from this end's --ip; \
+                     give one of them another address)",
+                );
+            }
             if self.all().any(|(k, _)| k == "rx_too_long") {
                 text.push_str(&format!(
                     " (rx_too_long: frames longer than this end's buffers: is the peer's \

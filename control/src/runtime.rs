@@ -557,7 +557,7 @@ pub struct CoreReport {
 impl CoreReport {
     /// What the core dropped, by reason, every reason named (zero or not, in a fixed order):
     /// the names telemetry's `drop` dict and the perf tool's summaries use.
-    pub fn drops(&self) -> [(&'static str, u64); 25] {
+    pub fn drops(&self) -> [(&'static str, u64); 26] {
         let (st, i, t) = (&self.stats, &self.iface, &self.conn_totals);
         [
             // Packets an association refused (its checks say which failed).
@@ -580,6 +580,8 @@ impl CoreReport {
             ("vlan", i.vlan),
             ("arp_nd_not_for_us", i.arp_not_for_us + i.nd_not_for_us),
             ("not_ours", i.not_ours()),
+            // Another host on the link claims our address (RFC 5227 §2.4, RFC 4862 §5.4.4).
+            ("address_conflict", i.address_conflicts),
             // ICMP Fragmentation Needed / Packet Too Big not taken (RFC 9260 Appendix C).
             ("icmp_ignored", i.icmp_ignored + st.icmp_ignored),
             ("sctp_rwnd", t.sctp_rwnd_dropped),

@@ -76,6 +76,10 @@ const ETHERNET_MIN: usize = 60;
 /// At most one solicitation per destination per this long (RFC 1122 §2.3.2.1: "no more than
 /// one ARP request per second"; RFC 4861 §7.2.2 RetransTimer is 1 s).
 const SOLICIT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// RFC 5227 §2.4 (b), §1.1 DEFEND_INTERVAL: at most one ARP Announcement defends our address
+/// in this long.
+pub const DEFEND_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a neighbour stays trusted without confirmation while we send to it (RFC 4861
 /// §10 REACHABLE_TIME).
 pub const REACHABLE_TIME: Duration = Duration::from_secs(30);
@@ -147,6 +151,11 @@ pub enum Drop {
     /// packet we sent (RFC 9260 Appendix C ICMP5-ICMP6): a bad checksum, too short a quote
     /// for the SCTP common header, another protocol, or a quoted source not ours.
     IcmpIgnored,
+    /// An ARP or a Neighbor Advertisement from another link address claiming our IP address
+    /// (RFC 5227 §2.4, RFC 4862 §5.4.4): another host on the link is configured with it. Not
+    /// learnt; an IPv4 one is answered with an ARP Announcement at most once a
+    /// [`DEFEND_INTERVAL`] (then it is an ARP reply, not this).
+    AddressConflict,
 }
 
 /// Counters: every frame lands in exactly one of them.
@@ -196,6 +205,9 @@ pub struct InterfaceStats {
     /// ARP Announcements and unsolicited Neighbor Advertisements we sent
     /// ([`Interface::announce`]); sent, not received: outside [`InterfaceStats::frames`].
     pub announcements: u64,
+    /// ARPs and Neighbor Advertisements from another link address claiming our IP address
+    /// ([`Drop::AddressConflict`], those answered with an announcement included).
+    pub address_conflicts: u64,
     /// IPv6 SCTP packets we sent as fragments, above a lowered path MTU (RFC 8200 §4.5,
     /// [`Interface::fragment_ipv6`]); sent, not received: outside [`InterfaceStats::frames`].
     pub source_fragmented: u64,
@@ -224,6 +236,7 @@ impl InterfaceStats {
             + self.nd_not_for_us
             + self.vlan
             + self.invalid_source
+            + self.address_conflicts
     }
 
     /// Frames that were not for this endpoint: another address, MAC, EtherType or protocol,
@@ -492,6 +505,8 @@ pub struct Interface {
     /// The reply just written answers a reassembled IPv6 Echo Request and is larger than
     /// every link carries: send it in fragments of this size ([`Interface::take_reply_fragment_mtu`]).
     reply_fragment_mtu: Option<usize>,
+    /// When we last defended our IPv4 address (RFC 5227 §2.4 (b)).
+    defended: Option<Instant>,
 }
 
 /// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]) and those of
@@ -540,6 +555,7 @@ impl Interface {
             reassembled_next: false,
             receiving_reassembled: false,
             reply_fragment_mtu: None,
+            defended: None,
         }
     }
 
@@ -742,6 +758,7 @@ impl Interface {
                 Drop::NdNotForUs => s.nd_not_for_us += 1,
                 Drop::InvalidSource => s.invalid_source += 1,
                 Drop::IcmpIgnored => s.icmp_ignored += 1,
+                Drop::AddressConflict => s.address_conflicts += 1,
             },
         }
         rx
@@ -818,6 +835,24 @@ impl Interface {
         let sha: [u8; 6] = a[8..14].try_into().unwrap_or_default();
         let spa = Ipv4Addr::new(a[14], a[15], a[16], a[17]);
         let tpa = Ipv4Addr::new(a[24], a[25], a[26], a[27]);
+        // RFC 5227 §2.4: another host sends from our address (configured with it too). Its
+        // link address is never learnt for ours, nor its request answered; we defend the
+        // address with one ARP Announcement (§2.4 (b)), at most once a DEFEND_INTERVAL, and
+        // count each (the operator has two hosts on one address to sort out).
+        if self.ipv4 == Some(spa) && sha != self.mac {
+            let due = self
+                .defended
+                .is_none_or(|t| self.now.saturating_since(t) >= DEFEND_INTERVAL);
+            if due {
+                let n = self.announce(false, out);
+                if n > 0 {
+                    self.defended = Some(self.now);
+                    self.stats.address_conflicts += 1;
+                    return Rx::Reply(n);
+                }
+            }
+            return Rx::Dropped(Drop::AddressConflict);
+        }
         let Some(ours) = self.ipv4.filter(|ip| *ip == tpa) else {
             // RFC 826: "If the pair <protocol type, sender protocol address> is already in my
             // translation table, update the sender hardware address field of the entry", before
@@ -1576,8 +1611,16 @@ impl Interface {
         if kind == Some(ND_ADVERT) {
             let (solicited, override_flag) = (icmp[4] & 0x40 != 0, icmp[4] & 0x20 != 0);
             // §7.1.2: a solicited advertisement is never sent to a multicast address.
-            if (solicited && dst.is_multicast()) || target == ours {
+            if solicited && dst.is_multicast() {
                 return Rx::Dropped(Drop::NdNotForUs);
+            }
+            if target == ours {
+                // RFC 4862 §5.4.4: an advertisement for our address from another link
+                // address: "possibly ... a duplicate", which the node "SHOULD log": counted.
+                return match link_addr {
+                    Some(m) if m != self.mac => Rx::Dropped(Drop::AddressConflict),
+                    _ => Rx::Dropped(Drop::NdNotForUs),
+                };
             }
             let t = IpAddr::V6(target);
             match (link_addr, self.neighbour(t)) {
@@ -2713,6 +2756,63 @@ mod tests {
         let mut v4_only = Interface::new(moved, Some(PEER4), None);
         assert_eq!(v4_only.announce(true, &mut sent), 0);
         assert_eq!(v4_only.stats().announcements, 0);
+    }
+
+    /// RFC 5227 §2.4 and RFC 4862 §5.4.4: another host on the link configured with our
+    /// address announces it. Its link address is never learnt for ours (our peers would
+    /// keep reaching us; a neighbour table holding our own address would be wrong anyway),
+    /// each such frame is counted, and an IPv4 one is answered with our own ARP Announcement
+    /// at most once a DEFEND_INTERVAL (§2.4 (b)), so that neighbours that took the other
+    /// host's link address take ours back.
+    #[test]
+    fn another_host_claiming_our_address_is_counted_and_defended_rfc5227_2_4() {
+        let mut i = iface();
+        i.set_time(T0);
+        let mut out = [0u8; 128];
+        let claim = arp_frame(1, BROADCAST, IP4, IP4);
+        let Rx::Reply(n) = i.receive(&claim, &mut out) else {
+            panic!("defended");
+        };
+        let arp = &out[ETHERNET_HEADER_LEN..n];
+        assert_eq!(out[..6], BROADCAST);
+        assert_eq!(arp[6..8], [0, 1], "an ARP Announcement: a Request");
+        assert_eq!(arp[8..14], MAC, "our link address");
+        assert_eq!(arp[14..18], IP4.octets());
+        assert_eq!(arp[24..28], IP4.octets());
+        assert_eq!(i.neighbour(IpAddr::V4(IP4)), None, "never learnt for ours");
+        // Within DEFEND_INTERVAL: counted, not answered; a request for our address from
+        // the other host (its sender our address) is no request to answer either.
+        assert_eq!(
+            i.receive(&claim, &mut out),
+            Rx::Dropped(Drop::AddressConflict)
+        );
+        let asks = arp_frame(1, BROADCAST, IP4, Ipv4Addr::new(198, 18, 0, 9));
+        assert_eq!(
+            i.receive(&asks, &mut out),
+            Rx::Dropped(Drop::AddressConflict)
+        );
+        assert_eq!(i.stats().address_conflicts, 3);
+        assert_eq!(i.stats().frames(), 3, "each frame counted once");
+        i.set_time(T0 + DEFEND_INTERVAL);
+        assert!(
+            matches!(i.receive(&claim, &mut out), Rx::Reply(_)),
+            "defended again"
+        );
+        // The peer's own request for our address is still answered.
+        assert!(matches!(
+            i.receive(&arp_frame(1, BROADCAST, PEER4, IP4), &mut out),
+            Rx::Reply(_)
+        ));
+        // IPv6: an advertisement for our address from another link address.
+        let mut other = Interface::new(PEER_MAC, None, Some(IP6));
+        let mut na = [0u8; 128];
+        let m = other.announce(true, &mut na);
+        assert_eq!(
+            i.receive(&na[..m], &mut out),
+            Rx::Dropped(Drop::AddressConflict)
+        );
+        assert_eq!(i.neighbour(IpAddr::V6(IP6)), None);
+        assert_eq!(i.stats().address_conflicts, 5);
     }
 
     fn ping4(dst: Ipv4Addr, dst_mac: [u8; 6], data: &[u8]) -> Vec<u8> {
