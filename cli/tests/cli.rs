@@ -1495,17 +1495,42 @@ fn dissector_decodes_what_we_decode(pcap: &std::path::Path, rdmap: &[RdmapSegmen
 
 /// One Ethernet/IPv4/SCTP frame with a DATA chunk of `ppid` carrying `data`, in a pcap file.
 fn one_data_frame_pcap(path: &std::path::Path, ppid: u32, data: &[u8]) {
-    let mut chunk = vec![0u8, 0x07]; // DATA, U B E
-    chunk.extend_from_slice(&(16 + data.len() as u16).to_be_bytes());
-    chunk.extend_from_slice(&1u32.to_be_bytes()); // TSN
-    chunk.extend_from_slice(&[0, 1, 0, 0]); // stream 1, SSN 0
-    chunk.extend_from_slice(&ppid.to_be_bytes());
-    chunk.extend_from_slice(data);
-    while chunk.len() % 4 != 0 {
-        chunk.push(0);
+    data_frames_pcap(path, &[&[(ppid, data)]]);
+}
+
+/// A pcap file of Ethernet/IPv4/SCTP frames, one per element of `frames`, each with a DATA
+/// chunk (unordered, unfragmented, stream 1, TSNs counting from 1) per `(ppid, data)`.
+fn data_frames_pcap(path: &std::path::Path, frames: &[&[(u32, &[u8])]]) {
+    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    pcap.extend_from_slice(&65535u32.to_le_bytes());
+    pcap.extend_from_slice(&1u32.to_le_bytes()); // Ethernet
+    let mut tsn = 1u32;
+    for chunks in frames {
+        let frame = data_frame(chunks, &mut tsn);
+        pcap.extend_from_slice(&[0; 8]);
+        pcap.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        pcap.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        pcap.extend_from_slice(&frame);
     }
+    std::fs::write(path, pcap).expect("write pcap");
+}
+
+/// One Ethernet/IPv4/SCTP frame bundling a DATA chunk per `(ppid, data)` (RFC 9260 §6.10).
+fn data_frame(chunks: &[(u32, &[u8])], tsn: &mut u32) -> Vec<u8> {
     let mut sctp = vec![0x13, 0x88, 0x13, 0x88, 0, 0, 0, 1, 0, 0, 0, 0];
-    sctp.extend_from_slice(&chunk);
+    for (ppid, data) in chunks {
+        let mut chunk = vec![0u8, 0x07]; // DATA, U B E
+        chunk.extend_from_slice(&(16 + data.len() as u16).to_be_bytes());
+        chunk.extend_from_slice(&tsn.to_be_bytes());
+        *tsn += 1;
+        chunk.extend_from_slice(&[0, 1, 0, 0]); // stream 1, SSN 0
+        chunk.extend_from_slice(&ppid.to_be_bytes());
+        chunk.extend_from_slice(data);
+        while chunk.len() % 4 != 0 {
+            chunk.push(0);
+        }
+        sctp.extend_from_slice(&chunk);
+    }
     let total = 20 + sctp.len() as u16;
     let mut frame = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
     frame.extend_from_slice(&[
@@ -1524,14 +1549,66 @@ fn one_data_frame_pcap(path: &std::path::Path, ppid: u32, data: &[u8]) {
     ]);
     frame.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 2]);
     frame.extend_from_slice(&sctp);
-    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    pcap.extend_from_slice(&65535u32.to_le_bytes());
-    pcap.extend_from_slice(&1u32.to_le_bytes()); // Ethernet
-    pcap.extend_from_slice(&[0; 8]);
-    pcap.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-    pcap.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-    pcap.extend_from_slice(&frame);
-    std::fs::write(path, pcap).expect("write pcap");
+    frame
+}
+
+/// A DDP Segment Chunk's data (RFC 5043 §5.2.2): DDP-SSN 0, then a tagged DDP header (RFC 5041
+/// §4.2, DV 1, L set) with `rsvdulp` (RDMAP's control field), then `payload`.
+fn tagged_segment(rsvdulp: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
+    let mut d = vec![0, 0, 0xc1, rsvdulp];
+    d.extend_from_slice(&stag.to_be_bytes());
+    d.extend_from_slice(&to.to_be_bytes());
+    d.extend_from_slice(payload);
+    d
+}
+
+/// A DDP Segment Chunk's data: DDP-SSN 0, an untagged DDP header (RFC 5041 §4.3, DV 1, L as
+/// `last`) whose RsvdULP is `rsvdulp` (RDMAP's control field and Invalidate STag), then
+/// `payload`.
+fn untagged_segment(
+    rsvdulp: [u8; 5],
+    last: bool,
+    qn: u32,
+    msn: u32,
+    mo: u32,
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut d = vec![0, 0, if last { 0x41 } else { 0x01 }];
+    d.extend_from_slice(&rsvdulp);
+    for word in [qn, msn, mo] {
+        d.extend_from_slice(&word.to_be_bytes());
+    }
+    d.extend_from_slice(payload);
+    d
+}
+
+/// tshark's values of `field` with the dissector over `pcap`'s frames matching `filter`.
+fn dissected(pcap: &std::path::Path, filter: &str, field: &str) -> Vec<String> {
+    tshark::fields_with(pcap, &["-X", &dissector()], filter, field)
+}
+
+/// A tagged segment's TO is 64 bits (RFC 5041 §4.2): the Info column gives it digit for digit,
+/// past 2^53 and up to 2^64 - 1, where a Lua number (a double) rounds it and string.format
+/// raised a Lua error that hid the rest of the segment (its payload and RDMAP).
+#[test]
+fn dissector_reads_64_bit_tagged_offsets() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-lua-to-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pcap = dir.join("to.pcap");
+    let top = tagged_segment(0x40, 0x1234, u64::MAX, &[7; 8]);
+    let odd = tagged_segment(0x40, 0x1234, 0x1234_5678_9abc_def1, &[7; 8]);
+    data_frames_pcap(
+        &pcap,
+        &[
+            &[(PPID_DDP_SEGMENT, &top[..])],
+            &[(PPID_DDP_SEGMENT, &odd[..])],
+        ],
+    );
+    let info = dissected(&pcap, "rddp", "_ws.col.Info").join("\n");
+    assert_has_all(&info, &["TO 0xffffffffffffffff", "TO 0x123456789abcdef1"]);
+    assert_eq!(dissected(&pcap, "rddp", "rddp.payload_len"), ["8", "8"]);
+    assert_eq!(dissected(&pcap, "rdmap", "rdmap.opcode"), ["0", "0"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue 17 item 3: the dissector's expert info for malformed DDP: a segment shorter than its

@@ -155,7 +155,10 @@ function ddp.dissector(buf, pinfo, tree)
     if tagged then
         t:add(f.stag, buf(4, 4))
         t:add(f.to, buf(8, 8))
-        info = string.format(" Tagged STag 0x%08x TO 0x%x", buf(4, 4):uint(), buf(8, 8):uint64():tonumber())
+        -- The TO is 64 bits (RFC 5041 §4.2): formatted from the UInt64 itself, as a Lua number
+        -- loses the low bits above 2^53 and string.format raises an error near 2^64.
+        local to = buf(8, 8):uint64():tohex():gsub("^0+(.)", "%1")
+        info = string.format(" Tagged STag 0x%08x TO 0x%s", buf(4, 4):uint(), to)
     else
         t:add(f.qn, buf(8, 4))
         t:add(f.msn, buf(12, 4))
