@@ -1587,6 +1587,55 @@ fn dissected(pcap: &std::path::Path, filter: &str, field: &str) -> Vec<String> {
     tshark::fields_with(pcap, &["-X", &dissector()], filter, field)
 }
 
+/// Several DDP segments bundled in one SCTP packet (RFC 9260 §6.10; RFC 5043 §9 asks for room
+/// to bundle): each is dissected on its own, and the Info column keeps each chunk's text apart
+/// (it read "... MO 0 LDATA (TSN=1) ..." before).
+#[test]
+fn dissector_reads_bundled_segments_apart() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-lua-bundle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pcap = dir.join("bundle.pcap");
+    let read = |msn: u32, size: u32| {
+        let rr = ReadRequest {
+            sink_stag: 0x100 + msn,
+            sink_to: 0,
+            size,
+            source_stag: 0x200,
+            source_to: 0,
+        };
+        untagged_segment([0x41, 0, 0, 0, 0], true, 1, msn, 0, &rr.to_bytes())
+    };
+    let (a, b) = (read(1, 64), read(2, 4096));
+    let write = tagged_segment(0x40, 0x300, 0, &[1; 32]);
+    let sc = [0u8, 0, 0, 1]; // Initiate, no Private Data
+    data_frames_pcap(
+        &pcap,
+        &[&[
+            (PPID_DDP_SEGMENT, &a[..]),
+            (PPID_DDP_SEGMENT, &write[..]),
+            (PPID_DDP_SEGMENT, &b[..]),
+            (17, &sc[..]),
+        ]],
+    );
+    assert_eq!(dissected(&pcap, "rdmap", "rdmap.opcode"), ["1", "0", "1"]);
+    assert_eq!(dissected(&pcap, "rdmap", "rdmap.read.size"), ["64", "4096"]);
+    assert_eq!(
+        dissected(&pcap, "rddp", "rddp.payload_len"),
+        ["28", "32", "28"]
+    );
+    assert_eq!(dissected(&pcap, "rddp_sc", "rddp_sc.function"), ["1"]);
+    let info = dissected(&pcap, "rddp", "_ws.col.Info").join("\n");
+    assert_has_all(
+        &info,
+        &[
+            "MSN 1 MO 0 L DATA (TSN=1) RDMA Write",
+            "TO 0x0 L DATA (TSN=2) RDMA Read Request",
+            "MSN 2 MO 0 L DATA (TSN=3) DDP Session Initiate",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A tagged segment's TO is 64 bits (RFC 5041 §4.2): the Info column gives it digit for digit,
 /// past 2^53 and up to 2^64 - 1, where a Lua number (a double) rounds it and string.format
 /// raised a Lua error that hid the rest of the segment (its payload and RDMAP).

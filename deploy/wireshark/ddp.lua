@@ -104,7 +104,9 @@ function ddpsc.dissector(buf, pinfo, tree)
         t:add_proto_expert_info(e_terminate_data)
     end
     local name = functions[fc] or string.format("function %d", fc)
-    pinfo.cols.info:append(string.format(" DDP Session %s (DDP-SSN %d)", name, buf(0, 2):uint()))
+    -- SCTP writes "DATA (TSN=n) " per chunk, space after: ours ends with one too, so that
+    -- the next bundled chunk's text does not run into it (RFC 9260 §6.10 bundling).
+    pinfo.cols.info:append(string.format("DDP Session %s (DDP-SSN %d) ", name, buf(0, 2):uint()))
 end
 
 -- The RDMAP header inside an untagged segment's payload (RFC 5040 §4.4, §4.8; RFC 7306).
@@ -193,7 +195,8 @@ function ddp.dissector(buf, pinfo, tree)
         end
         info = " " .. (opcodes[op] or string.format("opcode %d", op)) .. info
     end
-    pinfo.cols.info:append(info)
+    -- As for session control: no leading space (SCTP's text ends with one), a trailing one.
+    pinfo.cols.info:append((info:gsub("^ ", "")) .. " ")
 end
 
 local ppi = DissectorTable.get("sctp.ppi")
