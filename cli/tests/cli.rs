@@ -1491,6 +1491,12 @@ fn dissector_decodes_what_we_decode(pcap: &std::path::Path, rdmap: &[RdmapSegmen
         with("_ws.expert", "_ws.expert.message").is_empty(),
         "expert info on our own frames"
     );
+    // RFC 5040 §4.1: RsvdULP[8:39] is an Invalidate STag only on the two Sends with
+    // Invalidate, none of which the loopback sends; reserved on its Read Requests and Atomics.
+    assert!(
+        with("rdmap", "rdmap.invalidate_stag").is_empty(),
+        "an Invalidate STag on a message that has none"
+    );
 }
 
 /// One Ethernet/IPv4/SCTP frame with a DATA chunk of `ppid` carrying `data`, in a pcap file.
@@ -1632,6 +1638,41 @@ fn dissector_reads_bundled_segments_apart() {
             "TO 0x0 L DATA (TSN=2) RDMA Read Request",
             "MSN 2 MO 0 L DATA (TSN=3) DDP Session Initiate",
         ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// RFC 5040 §4.1: the Invalidate STag in RsvdULP[8:39] of a Send with Invalidate (0x4) and a
+/// Send with SE and Invalidate (0x6), and on no other message (a Send, a Read Request).
+#[test]
+fn dissector_shows_invalidate_stag_only_where_there_is_one() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-lua-inval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pcap = dir.join("inval.pcap");
+    let segments: Vec<Vec<u8>> = [0x44u8, 0x46, 0x43, 0x41]
+        .iter()
+        .map(|&control| {
+            let payload = if control == 0x41 {
+                vec![0; 28]
+            } else {
+                vec![9; 4]
+            };
+            let qn = if control == 0x41 { 1 } else { 0 };
+            untagged_segment([control, 0xab, 0xcd, 0, control], true, qn, 1, 0, &payload)
+        })
+        .collect();
+    let chunks: Vec<(u32, &[u8])> = segments
+        .iter()
+        .map(|s| (PPID_DDP_SEGMENT, s.as_slice()))
+        .collect();
+    data_frames_pcap(&pcap, &[&chunks]);
+    assert_eq!(
+        dissected(&pcap, "rdmap", "rdmap.opcode"),
+        ["4", "6", "3", "1"]
+    );
+    assert_eq!(
+        dissected(&pcap, "rdmap", "rdmap.invalidate_stag"),
+        ["0xabcd0044", "0xabcd0046"]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -186,7 +186,12 @@ function ddp.dissector(buf, pinfo, tree)
         r:add(f.opcode, rsvd(0, 1))
         local op = bit.band(first, 0x0f)
         if not tagged then
-            r:add(f.inval, rsvd(1, 4))
+            -- RsvdULP[8:39] is the Invalidate STag of a Send with Invalidate or a Send with SE
+            -- and Invalidate only; reserved on every other message (RFC 5040 §4.1), so not
+            -- shown there, lest rdmap.invalidate_stag match Read Requests and Sends.
+            if op == 4 or op == 6 then
+                r:add(f.inval, rsvd(1, 4))
+            end
             if plen > 0 then
                 rdmap_payload(op, buf(2 + hdr, plen):tvb(), r)
             elseif op == 1 or op == 7 then
