@@ -1491,6 +1491,36 @@ fn dissector_decodes_what_we_decode(pcap: &std::path::Path, rdmap: &[RdmapSegmen
         with("_ws.expert", "_ws.expert.message").is_empty(),
         "expert info on our own frames"
     );
+    // RFC 7306 §5.2.1, §5.2.2: the FetchAdds' Atomic Requests and their Responses, Request
+    // Identifier by Request Identifier in capture order, and the Original Remote Data Values.
+    let ids = with("rdmap.atomic.request_id", "rdmap.atomic.request_id");
+    let our_ids: Vec<String> = rdmap
+        .iter()
+        .filter_map(|s| match s.opcode {
+            Opcode::AtomicRequest => AtomicRequest::parse(&s.payload)
+                .ok()
+                .map(|r| r.request_id.to_string()),
+            Opcode::AtomicResponse => AtomicResponse::parse(&s.payload)
+                .ok()
+                .map(|r| r.request_id.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert!(our_ids.len() > 1000, "{} atomics", our_ids.len());
+    assert_eq!(ids, our_ids, "Atomic Request Identifiers");
+    let originals = with("rdmap.opcode == 11", "rdmap.atomic.original");
+    let our_originals: Vec<String> = rdmap
+        .iter()
+        .filter(|s| s.opcode == Opcode::AtomicResponse)
+        .filter_map(|s| AtomicResponse::parse(&s.payload).ok())
+        .map(|r| format!("{:#018x}", r.original))
+        .collect();
+    assert_eq!(originals, our_originals, "Original Remote Data Values");
+    let adds = with("rdmap.opcode == 10", "rdmap.atomic.add_swap");
+    assert_eq!(adds.len(), our_ids.len() / 2, "one Add Data per request");
+    assert!(adds.iter().all(|a| a == "0x0000000000000001"), "{adds:?}");
+    let ops = with("rdmap.opcode == 10", "rdmap.atomic.op");
+    assert!(ops.iter().all(|o| o == "0"), "FetchAdd (0): {ops:?}");
     // RFC 5040 §4.1: RsvdULP[8:39] is an Invalidate STag only on the two Sends with
     // Invalidate, none of which the loopback sends; reserved on its Read Requests and Atomics.
     assert!(

@@ -23,6 +23,7 @@ local opcodes = {
     [10] = "Atomic Request", [11] = "Atomic Response",
 }
 local layers = { [0] = "RDMAP", [1] = "DDP", [2] = "LLP" }
+local atomic_ops = { [0] = "FetchAdd", [2] = "CmpSwap" }
 
 local f = {
     sc_ssn = ProtoField.uint16("rddp_sc.ssn", "DDP-SSN"),
@@ -57,12 +58,25 @@ local f = {
     term_etype = ProtoField.uint8("rdmap.term.etype", "Error type", base.HEX, nil, 0x0f),
     term_code = ProtoField.uint8("rdmap.term.code", "Error code", base.HEX),
     term_hdrct = ProtoField.uint8("rdmap.term.hdrct", "Header control (M D R)", base.HEX, nil, 0xe0),
+    -- RFC 7306 §5.2.1 (Atomic Request) and §5.2.2 (Atomic Response): the Request Identifier
+    -- is one field in both, so that rdmap.atomic.request_id == n shows a request and its
+    -- response.
+    at_op = ProtoField.uint32("rdmap.atomic.op", "Atomic Operation", base.DEC, atomic_ops, 0x0f),
+    at_id = ProtoField.uint32("rdmap.atomic.request_id", "Request Identifier"),
+    at_stag = ProtoField.uint32("rdmap.atomic.stag", "Remote STag", base.HEX),
+    at_to = ProtoField.uint64("rdmap.atomic.to", "Remote Tagged Offset", base.HEX),
+    at_data = ProtoField.uint64("rdmap.atomic.add_swap", "Add or Swap Data", base.HEX),
+    at_mask = ProtoField.uint64("rdmap.atomic.add_swap_mask", "Add or Swap Mask", base.HEX),
+    at_cmp = ProtoField.uint64("rdmap.atomic.compare", "Compare Data", base.HEX),
+    at_cmp_mask = ProtoField.uint64("rdmap.atomic.compare_mask", "Compare Mask", base.HEX),
+    at_orig = ProtoField.uint64("rdmap.atomic.original", "Original Remote Data Value", base.HEX),
 }
 ddpsc.fields = { f.sc_ssn, f.sc_function, f.sc_private, f.sc_private_len }
 ddp.fields = { f.ssn, f.control, f.t, f.l, f.dv, f.rsvdulp, f.stag, f.to, f.qn, f.msn, f.mo,
     f.payload_len, f.payload }
 rdmap.fields = { f.rv, f.opcode, f.inval, f.sink_stag, f.sink_to, f.read_size, f.src_stag,
-    f.src_to, f.imm, f.term_layer, f.term_etype, f.term_code, f.term_hdrct }
+    f.src_to, f.imm, f.term_layer, f.term_etype, f.term_code, f.term_hdrct, f.at_op, f.at_id,
+    f.at_stag, f.at_to, f.at_data, f.at_mask, f.at_cmp, f.at_cmp_mask, f.at_orig }
 
 local e_short = ProtoExpert.new("rddp.malformed", "Segment shorter than its DDP header",
     expert.group.MALFORMED, expert.severity.ERROR)
@@ -128,6 +142,24 @@ local function rdmap_payload(op, payload, t)
     elseif op == 8 or op == 9 then
         if len < 8 then return t:add_proto_expert_info(e_rdmap_short) end
         t:add(f.imm, payload(0, 8))
+    elseif op == 10 then
+        -- Atomic Request (RFC 7306 §5.2.1): 28 reserved bits and the AOpCode, Request
+        -- Identifier, Remote STag and TO, Add/Swap Data and Mask, Compare Data and Mask.
+        if len < 52 then return t:add_proto_expert_info(e_rdmap_short) end
+        t:add(f.at_op, payload(0, 4))
+        t:add(f.at_id, payload(4, 4))
+        t:add(f.at_stag, payload(8, 4))
+        t:add(f.at_to, payload(12, 8))
+        t:add(f.at_data, payload(20, 8))
+        t:add(f.at_mask, payload(28, 8))
+        t:add(f.at_cmp, payload(36, 8))
+        t:add(f.at_cmp_mask, payload(44, 8))
+    elseif op == 11 then
+        -- Atomic Response (RFC 7306 §5.2.2, Figure 6): Original Request Identifier and
+        -- Original Remote Data Value, 12 bytes (§4's "32 bytes" disagrees with its own figure).
+        if len < 12 then return t:add_proto_expert_info(e_rdmap_short) end
+        t:add(f.at_id, payload(0, 4))
+        t:add(f.at_orig, payload(4, 8))
     end
 end
 
@@ -194,7 +226,7 @@ function ddp.dissector(buf, pinfo, tree)
             end
             if plen > 0 then
                 rdmap_payload(op, buf(2 + hdr, plen):tvb(), r)
-            elseif op == 1 or op == 7 then
+            elseif op == 1 or op == 7 or (op >= 8 and op <= 11) then
                 r:add_proto_expert_info(e_rdmap_short)
             end
         end
