@@ -1733,7 +1733,9 @@ fn dissector_reads_64_bit_tagged_offsets() {
 
 /// Issue 17 item 3: the dissector's expert info for malformed DDP: a segment shorter than its
 /// header, an untagged one cut inside its header, a session control message under 4 bytes, a
-/// Terminate with Private Data, a truncated Read Request.
+/// Terminate with Private Data, a truncated Read Request; a message that is its RDMAP header
+/// alone continued past MO 0 (not decoded there) or with bytes after the header, an empty
+/// Immediate Data.
 #[test]
 fn dissector_flags_malformed_segments() {
     let dir = std::env::temp_dir().join(format!("ddpdk-lua-{}", std::process::id()));
@@ -1773,11 +1775,41 @@ fn dissector_flags_malformed_segments() {
             "Terminate carries Private Data",
         ),
         ("read", 16, rdmap_read_request_cut, "RDMAP header truncated"),
+        // RFC 5040 §4.2, RFC 7306 §4.1: these messages are their header, at MO 0, in one
+        // segment; a segment at MO 28 has no header, and one with L clear is not all of it.
+        (
+            "read_mo",
+            16,
+            untagged_segment([0x41, 0, 0, 0, 0], true, 1, 1, 28, &[0x11; 28]),
+            "spans several DDP segments",
+        ),
+        (
+            "atomic_not_last",
+            16,
+            untagged_segment([0x4a, 0, 0, 0, 0], false, 1, 1, 0, &[0; 52]),
+            "spans several DDP segments",
+        ),
+        (
+            "read_trailing",
+            16,
+            untagged_segment([0x41, 0, 0, 0, 0], true, 1, 1, 0, &[0; 30]),
+            "Bytes after the RDMAP header",
+        ),
+        (
+            "immediate_empty",
+            16,
+            untagged_segment([0x48, 0, 0, 0, 0], true, 0, 1, 0, &[]),
+            "RDMAP header truncated",
+        ),
     ] {
         let pcap = dir.join(format!("{name}.pcap"));
         one_data_frame_pcap(&pcap, ppid, &data);
         let got = tshark::fields_with(&pcap, &["-X", &lua], "_ws.expert", "_ws.expert.message");
         assert!(got.iter().any(|m| m.contains(want)), "{name}: {got:?}");
+        if name == "read_mo" {
+            // Not read as a Read Request header: its bytes are not one.
+            assert!(dissected(&pcap, "rdmap", "rdmap.read.size").is_empty());
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

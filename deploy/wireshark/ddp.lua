@@ -90,7 +90,14 @@ local e_rdmap_short = ProtoExpert.new("rdmap.malformed", "RDMAP header truncated
     expert.group.MALFORMED, expert.severity.ERROR)
 ddp.experts = { e_short }
 ddpsc.experts = { e_sc_short, e_private, e_terminate_data }
-rdmap.experts = { e_rdmap_short }
+local e_rdmap_split = ProtoExpert.new("rdmap.split",
+    "RDMAP message that is one header spans several DDP segments (MO > 0 or L clear): "
+        .. "its header is at MO 0 only (RFC 5040 §4.2, §4.4, §4.8; RFC 7306 §4.1)",
+    expert.group.MALFORMED, expert.severity.WARN)
+local e_rdmap_trailing = ProtoExpert.new("rdmap.trailing",
+    "Bytes after the RDMAP header of a message that is the header alone "
+        .. "(RFC 5040 §4.2, §4.4; RFC 7306 §4.1)", expert.group.MALFORMED, expert.severity.WARN)
+rdmap.experts = { e_rdmap_short, e_rdmap_split, e_rdmap_trailing }
 
 ddp.prefs.rdmap = Pref.enum("Decode RsvdULP as RDMAP", 1,
     "When to read a segment's RsvdULP as an RDMAP control field",
@@ -123,11 +130,20 @@ function ddpsc.dissector(buf, pinfo, tree)
     pinfo.cols.info:append(string.format("DDP Session %s (DDP-SSN %d) ", name, buf(0, 2):uint()))
 end
 
--- The RDMAP header inside an untagged segment's payload (RFC 5040 §4.4, §4.8; RFC 7306).
+-- The messages whose ULP Payload is an RDMAP header and nothing else (RFC 5040 §4.2's and
+-- RFC 7306 §4.1's message tables), and its length: Read Request (RFC 5040 §4.4), Immediate
+-- Data (RFC 7306 §6.2), Atomic Request and Response (RFC 7306 §5.2.1, §5.2.2). A Terminate (op 7) is a header too, of a length its flags give (§4.8).
+local header_only = { [1] = 28, [8] = 8, [9] = 8, [10] = 52, [11] = 12 }
+
+-- The RDMAP header at the start of an untagged message's ULP Payload (RFC 5040 §4.4, §4.8;
+-- RFC 7306). Returns the header's length, or nil if the payload is shorter.
 local function rdmap_payload(op, payload, t)
     local len = payload:len()
+    if header_only[op] and len < header_only[op] then
+        t:add_proto_expert_info(e_rdmap_short)
+        return nil
+    end
     if op == 1 then
-        if len < 28 then return t:add_proto_expert_info(e_rdmap_short) end
         t:add(f.sink_stag, payload(0, 4))
         t:add(f.sink_to, payload(4, 8))
         t:add(f.read_size, payload(12, 4))
@@ -140,12 +156,10 @@ local function rdmap_payload(op, payload, t)
         t:add(f.term_code, payload(1, 1))
         t:add(f.term_hdrct, payload(2, 1))
     elseif op == 8 or op == 9 then
-        if len < 8 then return t:add_proto_expert_info(e_rdmap_short) end
         t:add(f.imm, payload(0, 8))
     elseif op == 10 then
         -- Atomic Request (RFC 7306 §5.2.1): 28 reserved bits and the AOpCode, Request
         -- Identifier, Remote STag and TO, Add/Swap Data and Mask, Compare Data and Mask.
-        if len < 52 then return t:add_proto_expert_info(e_rdmap_short) end
         t:add(f.at_op, payload(0, 4))
         t:add(f.at_id, payload(4, 4))
         t:add(f.at_stag, payload(8, 4))
@@ -157,10 +171,10 @@ local function rdmap_payload(op, payload, t)
     elseif op == 11 then
         -- Atomic Response (RFC 7306 §5.2.2, Figure 6): Original Request Identifier and
         -- Original Remote Data Value, 12 bytes (§4's "32 bytes" disagrees with its own figure).
-        if len < 12 then return t:add_proto_expert_info(e_rdmap_short) end
         t:add(f.at_id, payload(0, 4))
         t:add(f.at_orig, payload(4, 8))
     end
+    return header_only[op]
 end
 
 function ddp.dissector(buf, pinfo, tree)
@@ -224,10 +238,24 @@ function ddp.dissector(buf, pinfo, tree)
             if op == 4 or op == 6 then
                 r:add(f.inval, rsvd(1, 4))
             end
-            if plen > 0 then
-                rdmap_payload(op, buf(2 + hdr, plen):tvb(), r)
-            elseif op == 1 or op == 7 or (op >= 8 and op <= 11) then
-                r:add_proto_expert_info(e_rdmap_short)
+            -- The header begins the message's ULP Payload, which a segment holds from its MO
+            -- (RFC 5041 §4.3): only the segment at MO 0 has it, the rest would be read as
+            -- garbage. The header alone fits one segment (MULPDU at least 516, RFC 5043 §9):
+            -- such a message in several segments is flagged.
+            local mo = buf(16, 4):uint()
+            local last = bit.band(ctl, 0x40) ~= 0
+            if header_only[op] or op == 7 then
+                if mo ~= 0 or not last then
+                    r:add_proto_expert_info(e_rdmap_split)
+                end
+                if mo == 0 and plen == 0 then
+                    r:add_proto_expert_info(e_rdmap_short)
+                elseif mo == 0 then
+                    local n = rdmap_payload(op, buf(2 + hdr, plen):tvb(), r)
+                    if n and plen > n and header_only[op] then
+                        r:add_proto_expert_info(e_rdmap_trailing)
+                    end
+                end
             end
         end
         info = " " .. (opcodes[op] or string.format("opcode %d", op)) .. info
