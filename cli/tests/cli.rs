@@ -1707,6 +1707,95 @@ fn dissector_shows_invalidate_stag_only_where_there_is_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// RFC 5040 §4.8: a Terminate's error named by layer, type and code (RDMAP's, and DDP's of RFC
+/// 5041 §7.2), its M, D and R flags, and what D and R announce: the DDP Segment Length and the
+/// terminated DDP header (18 bytes untagged, 14 tagged, by its T bit), the terminated Read
+/// Request header; one cut inside them is truncated, bytes past them are flagged.
+#[test]
+fn dissector_reads_terminate_headers() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-lua-term-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pcap = dir.join("terminate.pcap");
+    // The untagged DDP header of a Read Request on QN 1, MSN 7; that Read Request.
+    let ddp_untagged = &untagged_segment([0x41, 0, 0, 0, 0], true, 1, 7, 0, &[])[2..];
+    let ddp_tagged = &tagged_segment(0x40, 0xdead, 0x10, &[])[2..];
+    let rr = ReadRequest {
+        sink_stag: 0x100,
+        sink_to: 0,
+        size: 64,
+        source_stag: 0x200,
+        source_to: 0,
+    }
+    .to_bytes();
+    let terminate = |control: [u8; 4], segment_len: Option<u16>, headers: &[&[u8]]| {
+        let mut p = control.to_vec();
+        if let Some(n) = segment_len {
+            p.extend_from_slice(&n.to_be_bytes());
+        }
+        for h in headers {
+            p.extend_from_slice(h);
+        }
+        untagged_segment([0x47, 0, 0, 0, 0], true, 2, 1, 0, &p)
+    };
+    let segments = [
+        // RDMAP, Remote Operation Error, Unexpected OpCode; M D R.
+        terminate([0x02, 0x06, 0xe0, 0], Some(48), &[ddp_untagged, &rr]),
+        // DDP, Tagged Buffer Error, Invalid STag; M D.
+        terminate([0x11, 0x00, 0xc0, 0], Some(1038), &[ddp_tagged]),
+        // DDP, Untagged Buffer Error, Invalid QN; D, its header cut.
+        terminate([0x12, 0x01, 0x40, 0], Some(48), &[&ddp_untagged[..5]]),
+        // No flags, two bytes after the Terminate Control.
+        terminate([0x02, 0xff, 0, 0], None, &[&[0, 0]]),
+    ];
+    let frames: Vec<[(u32, &[u8]); 1]> = segments
+        .iter()
+        .map(|s| [(PPID_DDP_SEGMENT, s.as_slice())])
+        .collect();
+    let frames: Vec<&[(u32, &[u8])]> = frames.iter().map(|f| f.as_slice()).collect();
+    data_frames_pcap(&pcap, &frames);
+    let field = |name: &str| dissected(&pcap, "rdmap", name);
+    assert_eq!(
+        field("rdmap.term.error"),
+        [
+            "Remote Operation Error: Unexpected OpCode",
+            "Tagged Buffer Error: Invalid STag",
+            "Untagged Buffer Error: Invalid QN",
+            "Remote Operation Error: Unspecified Error",
+        ]
+    );
+    assert_eq!(field("rdmap.term.m"), ["1", "1", "0", "0"]);
+    assert_eq!(field("rdmap.term.d"), ["1", "1", "1", "0"]);
+    assert_eq!(field("rdmap.term.r"), ["1", "0", "0", "0"]);
+    assert_eq!(field("rdmap.term.ddp_segment_length"), ["48", "1038", "48"]);
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    assert_eq!(
+        field("rdmap.term.ddp_header"),
+        [hex(ddp_untagged), hex(ddp_tagged)]
+    );
+    assert_eq!(field("rdmap.term.rdma_header"), [hex(&rr)]);
+    let experts = |frame: u32| {
+        dissected(
+            &pcap,
+            &format!("frame.number == {frame}"),
+            "_ws.expert.message",
+        )
+        .join("\n")
+    };
+    assert!(!experts(1).contains("RDMAP"), "{}", experts(1));
+    assert!(!experts(2).contains("RDMAP"), "{}", experts(2));
+    assert!(
+        experts(3).contains("RDMAP header truncated"),
+        "{}",
+        experts(3)
+    );
+    assert!(
+        experts(4).contains("Bytes after the RDMAP header"),
+        "{}",
+        experts(4)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A tagged segment's TO is 64 bits (RFC 5041 §4.2): the Info column gives it digit for digit,
 /// past 2^53 and up to 2^64 - 1, where a Lua number (a double) rounds it and string.format
 /// raised a Lua error that hid the rest of the segment (its payload and RDMAP).

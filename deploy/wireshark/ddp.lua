@@ -24,6 +24,39 @@ local opcodes = {
 }
 local layers = { [0] = "RDMAP", [1] = "DDP", [2] = "LLP" }
 local atomic_ops = { [0] = "FetchAdd", [2] = "CmpSwap" }
+-- A Terminate's error by layer, type and code: RDMAP's (RFC 5040 §4.8), DDP's (RFC 5041 §7.2).
+local term_errors = {
+    [0x0] = {
+        [0x0] = { [0x00] = "Local Catastrophic Error" },
+        [0x1] = { [0x00] = "Remote Protection Error: Invalid STag",
+            [0x01] = "Remote Protection Error: Base or bounds violation",
+            [0x02] = "Remote Protection Error: Access rights violation",
+            [0x03] = "Remote Protection Error: STag not associated with RDMAP Stream",
+            [0x04] = "Remote Protection Error: TO wrap",
+            [0x09] = "Remote Protection Error: STag cannot be Invalidated",
+            [0xff] = "Remote Protection Error: Unspecified Error" },
+        [0x2] = { [0x05] = "Remote Operation Error: Invalid RDMAP version",
+            [0x06] = "Remote Operation Error: Unexpected OpCode",
+            [0x07] = "Remote Operation Error: Catastrophic error, localized to RDMAP Stream",
+            [0x08] = "Remote Operation Error: Catastrophic error, global",
+            [0x09] = "Remote Operation Error: STag cannot be Invalidated",
+            [0xff] = "Remote Operation Error: Unspecified Error" },
+    },
+    [0x1] = {
+        [0x0] = { [0x00] = "Local Catastrophic" },
+        [0x1] = { [0x00] = "Tagged Buffer Error: Invalid STag",
+            [0x01] = "Tagged Buffer Error: Base or bounds violation",
+            [0x02] = "Tagged Buffer Error: STag not associated with DDP Stream",
+            [0x03] = "Tagged Buffer Error: TO wrap",
+            [0x04] = "Tagged Buffer Error: Invalid DDP version" },
+        [0x2] = { [0x01] = "Untagged Buffer Error: Invalid QN",
+            [0x02] = "Untagged Buffer Error: Invalid MSN - no buffer available",
+            [0x03] = "Untagged Buffer Error: Invalid MSN - MSN range is not valid",
+            [0x04] = "Untagged Buffer Error: Invalid MO",
+            [0x05] = "Untagged Buffer Error: DDP Message too long for available buffer",
+            [0x06] = "Untagged Buffer Error: Invalid DDP version" },
+    },
+}
 
 local f = {
     sc_ssn = ProtoField.uint16("rddp_sc.ssn", "DDP-SSN"),
@@ -58,6 +91,15 @@ local f = {
     term_etype = ProtoField.uint8("rdmap.term.etype", "Error type", base.HEX, nil, 0x0f),
     term_code = ProtoField.uint8("rdmap.term.code", "Error code", base.HEX),
     term_hdrct = ProtoField.uint8("rdmap.term.hdrct", "Header control (M D R)", base.HEX, nil, 0xe0),
+    term_m = ProtoField.bool("rdmap.term.m", "M: DDP Segment Length valid", 8, nil, 0x80),
+    term_d = ProtoField.bool("rdmap.term.d", "D: DDP Segment Length and DDP header present", 8,
+        nil, 0x40),
+    term_r = ProtoField.bool("rdmap.term.r", "R: RDMA Read Request header present", 8, nil, 0x20),
+    term_error = ProtoField.string("rdmap.term.error", "Error"),
+    term_seg_len = ProtoField.uint16("rdmap.term.ddp_segment_length", "DDP Segment Length"),
+    term_ddp_hdr = ProtoField.bytes("rdmap.term.ddp_header", "Terminated DDP Header"),
+    term_rdma_hdr = ProtoField.bytes("rdmap.term.rdma_header",
+        "Terminated RDMA Read Request Header"),
     -- RFC 7306 §5.2.1 (Atomic Request) and §5.2.2 (Atomic Response): the Request Identifier
     -- is one field in both, so that rdmap.atomic.request_id == n shows a request and its
     -- response.
@@ -75,7 +117,8 @@ ddpsc.fields = { f.sc_ssn, f.sc_function, f.sc_private, f.sc_private_len }
 ddp.fields = { f.ssn, f.control, f.t, f.l, f.dv, f.rsvdulp, f.stag, f.to, f.qn, f.msn, f.mo,
     f.payload_len, f.payload }
 rdmap.fields = { f.rv, f.opcode, f.inval, f.sink_stag, f.sink_to, f.read_size, f.src_stag,
-    f.src_to, f.imm, f.term_layer, f.term_etype, f.term_code, f.term_hdrct, f.at_op, f.at_id,
+    f.src_to, f.imm, f.term_layer, f.term_etype, f.term_code, f.term_hdrct, f.term_m, f.term_d,
+    f.term_r, f.term_error, f.term_seg_len, f.term_ddp_hdr, f.term_rdma_hdr, f.at_op, f.at_id,
     f.at_stag, f.at_to, f.at_data, f.at_mask, f.at_cmp, f.at_cmp_mask, f.at_orig }
 
 local e_short = ProtoExpert.new("rddp.malformed", "Segment shorter than its DDP header",
@@ -96,7 +139,8 @@ local e_rdmap_split = ProtoExpert.new("rdmap.split",
     expert.group.MALFORMED, expert.severity.WARN)
 local e_rdmap_trailing = ProtoExpert.new("rdmap.trailing",
     "Bytes after the RDMAP header of a message that is the header alone "
-        .. "(RFC 5040 §4.2, §4.4; RFC 7306 §4.1)", expert.group.MALFORMED, expert.severity.WARN)
+        .. "(RFC 5040 §4.2, §4.4, §4.8; RFC 7306 §4.1)",
+    expert.group.MALFORMED, expert.severity.WARN)
 rdmap.experts = { e_rdmap_short, e_rdmap_split, e_rdmap_trailing }
 
 ddp.prefs.rdmap = Pref.enum("Decode RsvdULP as RDMAP", 1,
@@ -132,7 +176,8 @@ end
 
 -- The messages whose ULP Payload is an RDMAP header and nothing else (RFC 5040 §4.2's and
 -- RFC 7306 §4.1's message tables), and its length: Read Request (RFC 5040 §4.4), Immediate
--- Data (RFC 7306 §6.2), Atomic Request and Response (RFC 7306 §5.2.1, §5.2.2). A Terminate (op 7) is a header too, of a length its flags give (§4.8).
+-- Data (RFC 7306 §6.2), Atomic Request and Response (RFC 7306 §5.2.1, §5.2.2). A Terminate
+-- (op 7) is a header too, of a length its flags give (RFC 5040 §4.8).
 local header_only = { [1] = 28, [8] = 8, [9] = 8, [10] = 52, [11] = 12 }
 
 -- The RDMAP header at the start of an untagged message's ULP Payload (RFC 5040 §4.4, §4.8;
@@ -150,11 +195,54 @@ local function rdmap_payload(op, payload, t)
         t:add(f.src_stag, payload(16, 4))
         t:add(f.src_to, payload(20, 8))
     elseif op == 7 then
-        if len < 4 then return t:add_proto_expert_info(e_rdmap_short) end
+        -- Terminate (RFC 5040 §4.8): Layer, EType, Error Code, HdrCt (M, D, R) and 13 reserved
+        -- bits; then, if D, the DDP Segment Length and the terminated segment's DDP header
+        -- (14 or 18 bytes as its T bit says; M says whether the length is valid); then, if R,
+        -- the terminated RDMA Read Request header (28 bytes).
+        if len < 4 then
+            t:add_proto_expert_info(e_rdmap_short)
+            return nil
+        end
         t:add(f.term_layer, payload(0, 1))
         t:add(f.term_etype, payload(0, 1))
         t:add(f.term_code, payload(1, 1))
-        t:add(f.term_hdrct, payload(2, 1))
+        local layer = bit.rshift(payload(0, 1):uint(), 4)
+        local etype = bit.band(payload(0, 1):uint(), 0x0f)
+        local code = payload(1, 1):uint()
+        local name = term_errors[layer] and term_errors[layer][etype]
+            and term_errors[layer][etype][code]
+        if name then
+            t:add(f.term_error, name):set_generated()
+        end
+        local h = t:add(f.term_hdrct, payload(2, 1))
+        h:add(f.term_m, payload(2, 1))
+        h:add(f.term_d, payload(2, 1))
+        h:add(f.term_r, payload(2, 1))
+        local hdrct = payload(2, 1):uint()
+        local at = 4
+        if bit.band(hdrct, 0x40) ~= 0 then
+            if len < at + 3 then
+                t:add_proto_expert_info(e_rdmap_short)
+                return nil
+            end
+            t:add(f.term_seg_len, payload(at, 2))
+            local n = bit.band(payload(at + 2, 1):uint(), 0x80) ~= 0 and 14 or 18
+            if len < at + 2 + n then
+                t:add_proto_expert_info(e_rdmap_short)
+                return nil
+            end
+            t:add(f.term_ddp_hdr, payload(at + 2, n))
+            at = at + 2 + n
+        end
+        if bit.band(hdrct, 0x20) ~= 0 then
+            if len < at + 28 then
+                t:add_proto_expert_info(e_rdmap_short)
+                return nil
+            end
+            t:add(f.term_rdma_hdr, payload(at, 28))
+            at = at + 28
+        end
+        return at
     elseif op == 8 or op == 9 then
         t:add(f.imm, payload(0, 8))
     elseif op == 10 then
@@ -252,7 +340,7 @@ function ddp.dissector(buf, pinfo, tree)
                     r:add_proto_expert_info(e_rdmap_short)
                 elseif mo == 0 then
                     local n = rdmap_payload(op, buf(2 + hdr, plen):tvb(), r)
-                    if n and plen > n and header_only[op] then
+                    if n and plen > n then
                         r:add_proto_expert_info(e_rdmap_trailing)
                     end
                 end
