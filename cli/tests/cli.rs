@@ -1884,6 +1884,43 @@ fn dissector_flags_malformed_segments() {
             untagged_segment([0x41, 0, 0, 0, 0], true, 1, 1, 0, &[0; 30]),
             "Bytes after the RDMAP header",
         ),
+        // RFC 5041 §4.1: DV is 1.
+        (
+            "dv",
+            16,
+            {
+                let mut d = tagged_segment(0x40, 1, 0, &[0; 4]);
+                d[2] = 0xc2;
+                d
+            },
+            "DDP version (DV) is not 1",
+        ),
+        // RFC 5040 §4.2: a Read Request is untagged on QN 1, a Send untagged on QN 0.
+        (
+            "read_tagged",
+            16,
+            tagged_segment(0x41, 1, 0, &[0; 28]),
+            "wrong buffer model or untagged queue",
+        ),
+        (
+            "send_qn1",
+            16,
+            untagged_segment([0x43, 0, 0, 0, 0], true, 1, 1, 0, &[0; 4]),
+            "wrong buffer model or untagged queue",
+        ),
+        (
+            "opcode_12",
+            16,
+            untagged_segment([0x4c, 0, 0, 0, 0], true, 0, 1, 0, &[0; 4]),
+            "Opcode defined by neither",
+        ),
+        // RFC 5043 §5.2.3 defines Function Codes 1 to 4.
+        (
+            "function_9",
+            17,
+            vec![0, 0, 0, 9],
+            "Function Code not defined",
+        ),
         (
             "immediate_empty",
             16,
@@ -1900,6 +1937,16 @@ fn dissector_flags_malformed_segments() {
             assert!(dissected(&pcap, "rdmap", "rdmap.read.size").is_empty());
         }
     }
+    // RFC 5040 §4.1: RV is 1; another only reaches RDMAP with the preference "always".
+    let pcap = dir.join("rv.pcap");
+    one_data_frame_pcap(&pcap, 16, &tagged_segment(0x80, 1, 0, &[0; 4]));
+    let options = ["-X", &lua, "-o", "rddp.rdmap:always"];
+    let got = tshark::fields_with(&pcap, &options, "_ws.expert", "_ws.expert.message");
+    assert!(
+        got.iter()
+            .any(|m| m.contains("RDMAP version (RV) is not 1")),
+        "{got:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -131,8 +131,13 @@ local e_terminate_data = ProtoExpert.new("rddp_sc.terminate_data",
     "Terminate carries Private Data (RFC 5043 §5.2.3)", expert.group.PROTOCOL, expert.severity.WARN)
 local e_rdmap_short = ProtoExpert.new("rdmap.malformed", "RDMAP header truncated",
     expert.group.MALFORMED, expert.severity.ERROR)
-ddp.experts = { e_short }
-ddpsc.experts = { e_sc_short, e_private, e_terminate_data }
+local e_dv = ProtoExpert.new("rddp.dv", "DDP version (DV) is not 1 (RFC 5041 §4.1)",
+    expert.group.PROTOCOL, expert.severity.WARN)
+local e_function = ProtoExpert.new("rddp_sc.function_unknown",
+    "Function Code not defined by RFC 5043 §5.2.3 (1 to 4)", expert.group.PROTOCOL,
+    expert.severity.WARN)
+ddp.experts = { e_short, e_dv }
+ddpsc.experts = { e_sc_short, e_private, e_terminate_data, e_function }
 local e_rdmap_split = ProtoExpert.new("rdmap.split",
     "RDMAP message that is one header spans several DDP segments (MO > 0 or L clear): "
         .. "its header is at MO 0 only (RFC 5040 §4.2, §4.4, §4.8; RFC 7306 §4.1)",
@@ -141,7 +146,21 @@ local e_rdmap_trailing = ProtoExpert.new("rdmap.trailing",
     "Bytes after the RDMAP header of a message that is the header alone "
         .. "(RFC 5040 §4.2, §4.4, §4.8; RFC 7306 §4.1)",
     expert.group.MALFORMED, expert.severity.WARN)
-rdmap.experts = { e_rdmap_short, e_rdmap_split, e_rdmap_trailing }
+local e_rv = ProtoExpert.new("rdmap.version_invalid", "RDMAP version (RV) is not 1 "
+    .. "(RFC 5040 §4.1; a peer answers with Terminate 'Invalid RDMAP version')",
+    expert.group.PROTOCOL, expert.severity.WARN)
+local e_opcode = ProtoExpert.new("rdmap.opcode_unknown",
+    "Opcode defined by neither RFC 5040 §4.2 nor RFC 7306 §4.1", expert.group.PROTOCOL,
+    expert.severity.WARN)
+local e_placement = ProtoExpert.new("rdmap.wrong_queue",
+    "Opcode on the wrong buffer model or untagged queue (RFC 5040 §4.2; RFC 7306 §4.1)",
+    expert.group.PROTOCOL, expert.severity.WARN)
+rdmap.experts = { e_rdmap_short, e_rdmap_split, e_rdmap_trailing, e_rv, e_opcode, e_placement }
+
+-- Where each message goes (RFC 5040 §4.2's table, RFC 7306 §4.1's): tagged (true), or the
+-- untagged queue number.
+local placement = { [0] = true, [1] = 1, [2] = true, [3] = 0, [4] = 0, [5] = 0, [6] = 0,
+    [7] = 2, [8] = 0, [9] = 0, [10] = 1, [11] = 3 }
 
 ddp.prefs.rdmap = Pref.enum("Decode RsvdULP as RDMAP", 1,
     "When to read a segment's RsvdULP as an RDMAP control field",
@@ -167,6 +186,9 @@ function ddpsc.dissector(buf, pinfo, tree)
     end
     if fc == 4 and n > 0 then
         t:add_proto_expert_info(e_terminate_data)
+    end
+    if not functions[fc] then
+        t:add_proto_expert_info(e_function)
     end
     local name = functions[fc] or string.format("function %d", fc)
     -- SCTP writes "DATA (TSN=n) " per chunk, space after: ours ends with one too, so that
@@ -285,6 +307,9 @@ function ddp.dissector(buf, pinfo, tree)
     c:add(f.t, buf(2, 1))
     c:add(f.l, buf(2, 1))
     c:add(f.dv, buf(2, 1))
+    if bit.band(ctl, 0x03) ~= 1 then
+        c:add_proto_expert_info(e_dv)
+    end
     local rsvd = tagged and buf(3, 1) or buf(3, 5)
     t:add(f.rsvdulp, rsvd)
     local info
@@ -319,6 +344,16 @@ function ddp.dissector(buf, pinfo, tree)
         r:add(f.rv, rsvd(0, 1))
         r:add(f.opcode, rsvd(0, 1))
         local op = bit.band(first, 0x0f)
+        -- Only the "always" preference gets here with another version.
+        if bit.rshift(first, 6) ~= 1 then
+            r:add_proto_expert_info(e_rv)
+        end
+        local where = placement[op]
+        if where == nil then
+            r:add_proto_expert_info(e_opcode)
+        elseif (where == true) ~= tagged or (not tagged and where ~= buf(8, 4):uint()) then
+            r:add_proto_expert_info(e_placement)
+        end
         if not tagged then
             -- RsvdULP[8:39] is the Invalidate STag of a Send with Invalidate or a Send with SE
             -- and Invalidate only; reserved on every other message (RFC 5040 §4.1), so not
