@@ -8,7 +8,8 @@
 --
 -- Or copy it into ~/.local/lib/wireshark/plugins/. The RsvdULP of a segment is read as an
 -- RDMAP control field when its version bits say RDMAP version 1 (preference "rdmap": auto),
--- always, or never.
+-- always (-o rddp.rdmap:always), or never (-o rddp.rdmap:never). docs/wireshark.md has the
+-- fields, the expert info and what bundling and SCTP fragments do to them.
 
 local ddp = Proto("rddp", "Direct Data Placement over SCTP (RFC 5043, RFC 5041)")
 local ddpsc = Proto("rddp_sc", "DDP Stream Session Control (RFC 5043 §5.2.3)")
