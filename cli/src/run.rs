@@ -383,6 +383,7 @@ fn fit_devices(eal_args: &mut [String], opts: &mut Options) -> Result<Vec<String
         std::path::Path::new("/sys/class/net"),
         endpoint_queues,
         crate::af_packet::page_size(),
+        crate::af_packet::lockable_bytes(),
     )?;
     notes.extend(fitted.notes);
     if fitted.mbuf_size > opts.mbuf_size {
