@@ -2074,15 +2074,22 @@ impl<P: Port> DataCore<P> {
                                     self.stats.reassembled += 1;
                                     self.frame_in(now, b, dispatched);
                                 }
-                                None => self.stats.reassembled_esp_dropped += 1,
+                                None => {
+                                    self.stats.reassembled_esp_dropped += 1;
+                                    self.iface.reassembled_lost();
+                                }
                             }
                         }
                         None => {
                             self.stats.reassembled_dropped += 1;
+                            self.iface.reassembled_lost();
                             self.spent.push(b);
                         }
                     },
-                    None => self.stats.reassembled_dropped += 1,
+                    None => {
+                        self.stats.reassembled_dropped += 1;
+                        self.iface.reassembled_lost();
+                    }
                 }
             }
             Next::Dispatch(k) => match self.dispatch_out[k].try_send(buf) {

@@ -77,7 +77,7 @@ const ETHERNET_MIN: usize = 60;
 /// one ARP request per second"; RFC 4861 §7.2.2 RetransTimer is 1 s).
 const SOLICIT_INTERVAL: Duration = Duration::from_secs(1);
 
-/// RFC 5227 §2.4 (b), §1.1 DEFEND_INTERVAL: at most one ARP Announcement defends our address
+/// RFC 5227 §2.4 (c), §1.1 DEFEND_INTERVAL: at most one ARP Announcement defends our address
 /// in this long.
 pub const DEFEND_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a neighbour stays trusted without confirmation while we send to it (RFC 4861
@@ -505,7 +505,7 @@ pub struct Interface {
     /// The reply just written answers a reassembled IPv6 Echo Request and is larger than
     /// every link carries: send it in fragments of this size ([`Interface::take_reply_fragment_mtu`]).
     reply_fragment_mtu: Option<usize>,
-    /// When we last defended our IPv4 address (RFC 5227 §2.4 (b)).
+    /// When we last defended our IPv4 address (RFC 5227 §2.4 (c)).
     defended: Option<Instant>,
 }
 
@@ -835,11 +835,17 @@ impl Interface {
         let sha: [u8; 6] = a[8..14].try_into().unwrap_or_default();
         let spa = Ipv4Addr::new(a[14], a[15], a[16], a[17]);
         let tpa = Ipv4Addr::new(a[24], a[25], a[26], a[27]);
+        // Our own frame come back (a hairpin, a capturing device): RFC 5227 §2.4 takes a
+        // packet whose sender hardware address is ours as ours, nothing to learn or answer.
+        if sha == self.mac || frame[6..12] == self.mac {
+            return Rx::Dropped(Drop::ArpNotForUs);
+        }
         // RFC 5227 §2.4: another host sends from our address (configured with it too). Its
-        // link address is never learnt for ours, nor its request answered; we defend the
-        // address with one ARP Announcement (§2.4 (b)), at most once a DEFEND_INTERVAL, and
-        // count each (the operator has two hosts on one address to sort out).
-        if self.ipv4 == Some(spa) && sha != self.mac {
+        // link address is never learnt for ours, nor its request answered. We keep the
+        // address whatever happens (§2.4 (c): ddpdk's address is the operator's) and defend
+        // it with one ARP Announcement, "not more than one defensive ARP Announcement every
+        // DEFEND_INTERVAL seconds", and count each (two hosts on one address to sort out).
+        if self.ipv4 == Some(spa) {
             let due = self
                 .defended
                 .is_none_or(|t| self.now.saturating_since(t) >= DEFEND_INTERVAL);
@@ -992,13 +998,20 @@ impl Interface {
                 reply[2..4].copy_from_slice(&sum.to_be_bytes());
                 ethernet(o, f.src_mac, self.mac, ETHERTYPE_IPV4);
                 self.ip_id = self.ip_id.wrapping_add(1);
+                // Without DF the Identification is one a fragment is reassembled by: RFC 6864
+                // §4.1, RFC 7739 §5 (`ipv4_id`), not the bare counter every core starts at 0.
+                let id = if self.receiving_reassembled {
+                    self.ipv4_id(d4, s4)
+                } else {
+                    self.ip_id
+                };
                 ipv4_header_with_options(
                     &mut o[ETHERNET_HEADER_LEN..],
                     d4,
                     s4,
                     IP_PROTO_ICMP,
                     icmp.len(),
-                    self.ip_id,
+                    id,
                     // DF only on a request that came whole: one that came in fragments
                     // crossed a smaller hop, which may fragment the reply on its way back.
                     !self.receiving_reassembled,
@@ -1054,6 +1067,12 @@ impl Interface {
         // IPv4 carries no extension headers: the SCTP (or ESP) packet starts the payload.
         // Of ICMP, only an Echo Request's datagram is reassembled (RFC 1122 §3.2.2.6).
         if off == 0 && h[9] == IP_PROTO_ICMP && payload.first() != Some(&ICMP_ECHO) {
+            // Its later fragments may be in already: the datagram is not taken (as RFC 7112
+            // §5 has `fragment6` do).
+            let key = (src, dst, id, h[9]);
+            if let Some(r) = self.reassembly.iter_mut().find(|r| r.key == Some(key)) {
+                r.reset();
+            }
             return drop;
         }
         let upper = (off == 0).then_some((0, h[9]));
@@ -1189,13 +1208,20 @@ impl Interface {
         let k = match self.reassembly.iter().position(|r| r.key == Some(key)) {
             Some(k) => k,
             None => {
-                // A free slot, else the least recently touched datagram gives way.
+                // A free slot, else the least recently touched datagram gives way, an Echo
+                // Request's (IPv4 ICMP) first: a ping is never kept at SCTP's expense, and
+                // takes only a free slot or another ping's.
+                let icmp = |r: &Reassembly| r.key.is_some_and(|k| k.3 == IP_PROTO_ICMP);
                 let k = (0..REASSEMBLIES)
                     .min_by_key(|&k| {
                         let r = &self.reassembly[k];
-                        (r.key.is_some(), r.touched)
+                        (r.key.is_some(), !icmp(r), r.touched)
                     })
                     .unwrap_or(0);
+                let r = &self.reassembly[k];
+                if key.3 == IP_PROTO_ICMP && r.key.is_some() && !icmp(r) {
+                    return drop;
+                }
                 self.reassembly[k].reset();
                 self.reassembly[k].key = Some(key);
                 self.reassembly[k].started = self.now;
@@ -1263,6 +1289,12 @@ impl Interface {
         self.stats.reassembled += 1;
         self.reassembled_next = true;
         Rx::Fragment(Some(len))
+    }
+
+    /// The datagram the last fragment completed ([`Rx::Fragment`]) will not be received (no
+    /// buffer for it, an ESP one that did not open): the next frame is not it.
+    pub fn reassembled_lost(&mut self) {
+        self.reassembled_next = false;
     }
 
     /// After [`Rx::Reply`]: the size (IP bytes) of the fragments the reply must leave in
@@ -2762,7 +2794,7 @@ mod tests {
     /// address announces it. Its link address is never learnt for ours (our peers would
     /// keep reaching us; a neighbour table holding our own address would be wrong anyway),
     /// each such frame is counted, and an IPv4 one is answered with our own ARP Announcement
-    /// at most once a DEFEND_INTERVAL (§2.4 (b)), so that neighbours that took the other
+    /// at most once a DEFEND_INTERVAL (§2.4 (c)), so that neighbours that took the other
     /// host's link address take ours back.
     #[test]
     fn another_host_claiming_our_address_is_counted_and_defended_rfc5227_2_4() {
@@ -2876,6 +2908,115 @@ mod tests {
         let sum = internet_checksum(&f[ETHERNET_HEADER_LEN..ETHERNET_HEADER_LEN + 20]);
         f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12].copy_from_slice(&sum.to_be_bytes());
         f
+    }
+
+    /// Review (session 63) of the reassembled-datagram mark and the Echo Reply to one:
+    /// RFC 1122 §3.2.2.6 with RFC 6864 §4.1 and RFC 7739 §5. A datagram completed but never
+    /// received (no buffer for it) leaves no mark on the next frame (`reassembled_lost`): a
+    /// whole request's reply keeps DF. A reply without DF takes a keyed Identification,
+    /// not the counter every core's interface starts at 0: two cores answering the same
+    /// peer give different ones.
+    #[test]
+    fn the_reassembled_mark_and_the_replys_identification_rfc6864_4_1() {
+        let data: Vec<u8> = (0..548u32).map(|k| k as u8).collect();
+        let whole = ping4(IP4, MAC, &data);
+        let icmp = whole[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN..].to_vec();
+        let fragments = |id: u16| -> Vec<Vec<u8>> {
+            icmp.chunks(280)
+                .enumerate()
+                .map(|(k, part)| icmp_frag4(id, k * 280, (k + 1) * 280 < icmp.len(), part))
+                .collect()
+        };
+        let mut out = vec![0u8; 9216];
+        let mut i = iface();
+        for f in fragments(0x51) {
+            i.receive(&f, &mut out);
+        }
+        i.reassembled_lost();
+        let Rx::Reply(_) = i.receive(&whole, &mut out) else {
+            panic!("answered");
+        };
+        assert_eq!(
+            out[ETHERNET_HEADER_LEN + 6] & 0x40,
+            0x40,
+            "DF: it came whole"
+        );
+        let reply_id = |i: &mut Interface, id: u16| -> u16 {
+            let mut out = vec![0u8; 9216];
+            let mut got = None;
+            for f in fragments(id) {
+                if let Rx::Fragment(Some(n)) = i.receive(&f, &mut out) {
+                    let r = out[..n].to_vec();
+                    if let Rx::Reply(m) = i.receive(&r, &mut out) {
+                        got = Some(out[..m].to_vec());
+                    }
+                }
+            }
+            let reply = got.expect("answered");
+            assert_eq!(reply[ETHERNET_HEADER_LEN + 6] & 0x40, 0, "no DF");
+            u16::from_be_bytes([
+                reply[ETHERNET_HEADER_LEN + 4],
+                reply[ETHERNET_HEADER_LEN + 5],
+            ])
+        };
+        let (mut a, mut b) = (iface(), iface().clone());
+        assert_ne!(reply_id(&mut a, 0x52), reply_id(&mut b, 0x52));
+    }
+
+    /// Review (session 63), RFC 1122 §3.3.2: an Echo Request's fragments never take a slot
+    /// from a datagram of SCTP (four slots a core): with every slot holding SCTP, a ping's
+    /// fragments are dropped and the SCTP datagrams still complete; and a rejected first
+    /// ICMP fragment (not an Echo Request) takes its datagram's later fragments with it.
+    #[test]
+    fn echo_fragments_never_evict_sctp_reassembly_rfc1122_3_3_2() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..64u32).map(|k| k as u8).collect();
+        for id in 1..=REASSEMBLIES as u16 {
+            let f = frag4_review(PEER4, id, 0, true, &sctp[..32]);
+            assert_eq!(i.receive(&f, &mut out), Rx::Fragment(None));
+        }
+        let data: Vec<u8> = vec![7; 548];
+        let whole = ping4(IP4, MAC, &data);
+        let icmp = &whole[ETHERNET_HEADER_LEN + IPV4_HEADER_LEN..];
+        let f = icmp_frag4(0x99, 280, false, &icmp[280..]);
+        assert_eq!(i.receive(&f, &mut out), Rx::Dropped(Drop::Fragment));
+        for id in 1..=REASSEMBLIES as u16 {
+            let f = frag4_review(PEER4, id, 32, false, &sctp[32..]);
+            assert!(
+                matches!(i.receive(&f, &mut out), Rx::Fragment(Some(_))),
+                "SCTP datagram {id} completes"
+            );
+        }
+        // Slots free again: a non-Echo ICMP datagram's later fragment is kept, then its
+        // first fragment is refused and the slot emptied.
+        let mut other = vec![ICMP_UNREACHABLE, 3, 0, 0, 0, 0, 0, 0];
+        other.resize(600, 0);
+        let later = icmp_frag4(0x77, 296, false, &other[296..]);
+        assert_eq!(i.receive(&later, &mut out), Rx::Fragment(None));
+        let first = icmp_frag4(0x77, 0, true, &other[..296]);
+        assert_eq!(i.receive(&first, &mut out), Rx::Dropped(Drop::Fragment));
+        assert!(
+            i.reassembly.iter().all(|r| r.key.is_none()),
+            "the slot is free"
+        );
+    }
+
+    /// RFC 5227 §2.4: a packet whose sender hardware address is ours is ours (a hairpin or a
+    /// capturing device sends our announcement back): neither a conflict nor a request to
+    /// answer, and our address is not learnt.
+    #[test]
+    fn our_own_announcement_come_back_is_not_taken_rfc5227_2_4() {
+        let mut i = iface();
+        let mut own = [0u8; 128];
+        let n = i.announce(false, &mut own);
+        let mut out = [0u8; 128];
+        assert_eq!(
+            i.receive(&own[..n], &mut out),
+            Rx::Dropped(Drop::ArpNotForUs)
+        );
+        assert_eq!(i.neighbour(IpAddr::V4(IP4)), None);
+        assert_eq!(i.stats().address_conflicts, 0);
     }
 
     /// RFC 1122 §3.2.2.6 bounds what ICMP is reassembled: an Echo Request's datagram. The
