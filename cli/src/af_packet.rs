@@ -95,7 +95,7 @@ pub fn fit_frames(
             .map(strtoul10)
             .or(endpoint_queues.map(u64::from))
             .unwrap_or(1);
-        let locked = qpairs * 2 * ENDPOINT_FRAMECNT * DEFAULT_FRAMESZ;
+        let locked = qpairs.saturating_mul(2 * ENDPOINT_FRAMECNT * DEFAULT_FRAMESZ);
         if endpoint_queues.is_some()
             && devarg(&spec, "framecnt").is_none()
             && default_slots

@@ -125,7 +125,7 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
         // most often keys or policies that do not match, and the counters say which.
         if r.is_err() {
             if opts.ddp_connect.is_some() {
-                counters = job.report_failed_client(opts);
+                counters = job.report_failed_client(opts, signalled);
             }
             job.report_ipsec();
         }
@@ -821,14 +821,18 @@ impl Job {
         Ok((reg, r))
     }
 
-    /// `show ipsec` at the end of a run, when IPsec is on.
     /// A client run that failed (its association cut short, the server silent) reports what
     /// its counters saw up to then, as a finished run's report does: the frames each way,
     /// the drops by reason, the faults injected, the DDP segments and bytes. In words unless
     /// `--json`; the JSON object is returned for `run_error` (found by an outside-in test: a
     /// failed run printed its error alone, where the counters say why most often).
-    fn report_failed_client(&mut self, opts: &Options) -> Option<serde_json::Value> {
-        let reports = self.reports(&AtomicBool::new(false)).ok()?;
+    fn report_failed_client(
+        &mut self,
+        opts: &Options,
+        signalled: &AtomicBool,
+    ) -> Option<serde_json::Value> {
+        // A signal cuts the wait for the cores' reports short, as it does a run's.
+        let reports = self.reports(signalled).ok()?;
         let drops = Drops::of(&reports, self.node.port.stats());
         let faults = self.node.port.inner().counts();
         let sum = |f: fn(&CoreReport) -> u64| reports.iter().map(f).sum::<u64>();
@@ -860,6 +864,7 @@ impl Job {
         None
     }
 
+    /// `show ipsec` at the end of a run, when IPsec is on.
     fn report_ipsec(&self) {
         let port = &self.node.port;
         if !port.is_enabled() {
