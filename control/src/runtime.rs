@@ -2072,24 +2072,20 @@ impl<P: Port> DataCore<P> {
                             match if esp { self.port.open_esp(b) } else { Some(b) } {
                                 Some(b) => {
                                     self.stats.reassembled += 1;
+                                    // What answers it knows it came in fragments.
+                                    self.iface.set_reassembled(true);
                                     self.frame_in(now, b, dispatched);
+                                    self.iface.set_reassembled(false);
                                 }
-                                None => {
-                                    self.stats.reassembled_esp_dropped += 1;
-                                    self.iface.reassembled_lost();
-                                }
+                                None => self.stats.reassembled_esp_dropped += 1,
                             }
                         }
                         None => {
                             self.stats.reassembled_dropped += 1;
-                            self.iface.reassembled_lost();
                             self.spent.push(b);
                         }
                     },
-                    None => {
-                        self.stats.reassembled_dropped += 1;
-                        self.iface.reassembled_lost();
-                    }
+                    None => self.stats.reassembled_dropped += 1,
                 }
             }
             Next::Dispatch(k) => match self.dispatch_out[k].try_send(buf) {

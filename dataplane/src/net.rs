@@ -497,10 +497,8 @@ pub struct Interface {
     /// The link MTU ([`Interface::set_link_mtu`]): the largest IP datagram reassembled
     /// (EMTU_R, RFC 1122 §3.3.2), within the floors RFC 1122 and RFC 8200 set.
     link_mtu: usize,
-    /// A datagram was just reassembled: the next frame received is it (a data core receives
-    /// the whole datagram right after the fragment completing it).
-    reassembled_next: bool,
-    /// The frame being received is such a datagram.
+    /// The frames received are a datagram reassembled from fragments
+    /// ([`Interface::set_reassembled`]).
     receiving_reassembled: bool,
     /// The reply just written answers a reassembled IPv6 Echo Request and is larger than
     /// every link carries: send it in fragments of this size ([`Interface::take_reply_fragment_mtu`]).
@@ -552,7 +550,6 @@ impl Interface {
             id_key: IdKey(std::collections::hash_map::RandomState::new()),
             esp_fragments: false,
             link_mtu: REASSEMBLY_MAX + IPV4_HEADER_LEN,
-            reassembled_next: false,
             receiving_reassembled: false,
             reply_fragment_mtu: None,
             defended: None,
@@ -734,8 +731,6 @@ impl Interface {
     /// Sorts one received frame; a reply, if any, is written to `out` (at least 86 bytes; an
     /// Echo Reply is as long as its request, and one that does not fit `out` is not sent).
     pub fn receive<'a>(&mut self, frame: &'a [u8], out: &mut [u8]) -> Rx<'a> {
-        self.receiving_reassembled = core::mem::take(&mut self.reassembled_next);
-        self.reply_fragment_mtu = None;
         let rx = self.classify(frame, out);
         let s = &mut self.stats;
         match rx {
@@ -947,6 +942,7 @@ impl Interface {
             _ => dst,
         };
         let icmp = f.payload;
+        self.reply_fragment_mtu = None;
         // RFC 792 / RFC 4443 §4.1: code 0, and a checksum that verifies (§2.3: "a node MUST
         // ... discard" one that does not).
         if icmp.len() < 8 || icmp[1] != 0 || !checksum_ok {
@@ -1287,14 +1283,14 @@ impl Interface {
         }
         o[ETHERNET_HEADER_LEN + ip_len..].copy_from_slice(upper);
         self.stats.reassembled += 1;
-        self.reassembled_next = true;
         Rx::Fragment(Some(len))
     }
 
-    /// The datagram the last fragment completed ([`Rx::Fragment`]) will not be received (no
-    /// buffer for it, an ESP one that did not open): the next frame is not it.
-    pub fn reassembled_lost(&mut self) {
-        self.reassembled_next = false;
+    /// Says that the frames received until it is cleared are a datagram [`Rx::Fragment`]
+    /// gave whole (set around receiving it): an Echo Request that came in fragments is
+    /// answered for a path that needed them (RFC 1122 §3.2.2.6 with §3.3.2, RFC 8200 §5).
+    pub fn set_reassembled(&mut self, on: bool) {
+        self.receiving_reassembled = on;
     }
 
     /// After [`Rx::Reply`]: the size (IP bytes) of the fragments the reply must leave in
@@ -2876,9 +2872,11 @@ mod tests {
             match i.receive(&f, &mut out) {
                 Rx::Fragment(Some(n)) => {
                     let reassembled = out[..n].to_vec();
+                    i.set_reassembled(true);
                     if let Rx::Reply(m) = i.receive(&reassembled, &mut out) {
                         answered = Some(out[..m].to_vec());
                     }
+                    i.set_reassembled(false);
                 }
                 Rx::Reply(m) => answered = Some(out[..m].to_vec()),
                 _ => {}
@@ -2912,10 +2910,10 @@ mod tests {
 
     /// Review (session 63) of the reassembled-datagram mark and the Echo Reply to one:
     /// RFC 1122 §3.2.2.6 with RFC 6864 §4.1 and RFC 7739 §5. A datagram completed but never
-    /// received (no buffer for it) leaves no mark on the next frame (`reassembled_lost`): a
-    /// whole request's reply keeps DF. A reply without DF takes a keyed Identification,
-    /// not the counter every core's interface starts at 0: two cores answering the same
-    /// peer give different ones.
+    /// received as one (no buffer for it) leaves nothing on the next frame: the mark is the
+    /// receiver's to set around the datagram (`set_reassembled`), and a whole request's reply
+    /// keeps DF. A reply without DF takes a keyed Identification, not the counter every
+    /// core's interface starts at 0: two cores answering the same peer give different ones.
     #[test]
     fn the_reassembled_mark_and_the_replys_identification_rfc6864_4_1() {
         let data: Vec<u8> = (0..548u32).map(|k| k as u8).collect();
@@ -2932,7 +2930,6 @@ mod tests {
         for f in fragments(0x51) {
             i.receive(&f, &mut out);
         }
-        i.reassembled_lost();
         let Rx::Reply(_) = i.receive(&whole, &mut out) else {
             panic!("answered");
         };
@@ -2947,9 +2944,11 @@ mod tests {
             for f in fragments(id) {
                 if let Rx::Fragment(Some(n)) = i.receive(&f, &mut out) {
                     let r = out[..n].to_vec();
+                    i.set_reassembled(true);
                     if let Rx::Reply(m) = i.receive(&r, &mut out) {
                         got = Some(out[..m].to_vec());
                     }
+                    i.set_reassembled(false);
                 }
             }
             let reply = got.expect("answered");
@@ -3061,9 +3060,11 @@ mod tests {
             .collect();
         let n = feed(&mut i, &frames.iter().collect::<Vec<_>>(), &mut out).expect("reassembled");
         let reassembled = out[..n].to_vec();
+        i.set_reassembled(true);
         let Rx::Reply(m) = i.receive(&reassembled, &mut out) else {
             panic!("answered");
         };
+        i.set_reassembled(false);
         assert!(out[..m].ends_with(&data), "the data whole");
         assert_eq!(i.take_reply_fragment_mtu(), Some(IPV6_MIN_MTU));
         assert_eq!(i.take_reply_fragment_mtu(), None, "once");
