@@ -620,9 +620,15 @@ fn telemetry_shows_the_path_inactive_while_the_link_is_down_rfc9260_8_2() {
     let up = info();
     assert_eq!(up["path_active"], 1, "{up}");
     link("down");
-    // Path.Max.Retrans (5) T3 expiries from RTO.Min 10 ms, doubling: well under 3 s.
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    let down = info();
+    // Path.Max.Retrans (5) T3 expiries, the RTO doubling each time from what the transfer
+    // left: a few seconds (an SRTT of 24 ms under load put the sixth past 3 s). Waited for by
+    // state, not by a guess at the time.
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut down = info();
+    while down["path_active"] != 0 && std::time::Instant::now() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        down = info();
+    }
     link("up");
     assert_eq!(down["state"], "Established", "{down}");
     assert_eq!(down["path_active"], 0, "{down}");

@@ -1007,6 +1007,30 @@ pub struct DataCore<P: Port> {
     send_owed: bool,
     /// Another frame of the burst follows the one being handled (true outside RX bursts).
     burst_goes_on: bool,
+    /// The announcing core's schedule ([`DataCore::announce`]); `None` on the others.
+    announcing: Option<Announcing>,
+}
+
+/// RFC 5227 §2.3: "ANNOUNCE_NUM" ARP Announcements, "ANNOUNCE_INTERVAL" apart (its §1.1's
+/// constants), each sent with RFC 4861 §7.2.6's unsolicited Neighbor Advertisement (which
+/// allows up to three).
+pub const ANNOUNCE_NUM: u8 = 2;
+pub const ANNOUNCE_INTERVAL: Duration = Duration::from_secs(2);
+/// How often the announcing core reads the link's state while it has nothing to announce: a
+/// link that comes back up is announced on afresh (the neighbours may have been moved to
+/// another host while it was down, or have flushed their entries), and a link that is down is
+/// not offered announcements it cannot carry.
+pub const LINK_WATCH: Duration = Duration::from_millis(100);
+
+/// Where the announcing core is in [`ANNOUNCE_NUM`] announcements of a link-up period.
+#[derive(Clone, Copy, Debug)]
+struct Announcing {
+    /// When the core next reads the link, and announces if one is owed.
+    due: Instant,
+    /// Announcements still owed in this link-up period.
+    left: u8,
+    /// The link was up when last read; false at start, so the first up counts as a rise.
+    up: bool,
 }
 
 /// Whether a reassembled frame (Ethernet, then the IPv4 or IPv6 header `Interface::fragment`
@@ -1079,6 +1103,7 @@ pub fn build<P: Port>(
             stags,
             regions_generation: memory.region_table().generation(),
             esp_pmtu_generation: 0,
+            announcing: None,
             regions: memory.region_table().load_full(),
             shared_regions: Arc::clone(memory.region_table()),
             commands: cmd_rx,
@@ -1212,7 +1237,13 @@ impl<P: Port> DataCore<P> {
         if self.send_owed {
             return Some(Duration::ZERO);
         }
-        let timer = self.poll_timeout().map(|t| t.saturating_since(now));
+        // The announcer's next look at the link counts as a timer.
+        let timer = self
+            .poll_timeout()
+            .into_iter()
+            .chain(self.announcing.map(|a| a.due))
+            .min()
+            .map(|t| t.saturating_since(now));
         let backlog = (self.out.retry_soon() || !self.held.is_empty()).then_some(LIGHT_SLEEP);
         match (timer, backlog) {
             (Some(t), Some(b)) => Some(t.min(b)),
@@ -1276,23 +1307,51 @@ impl<P: Port> DataCore<P> {
         self.out.discard_backlog();
     }
 
-    /// Our link address for each of our IP addresses, once, at start (RFC 5227 §2.3's ARP
-    /// Announcement, RFC 4861 §7.2.6's unsolicited Neighbor Advertisement;
-    /// [`Interface::announce`]): a neighbour that cached another link address for ours (this
-    /// endpoint restarted on a new MAC) updates its entry at once instead of sending to the
-    /// old one until it goes stale. One core announces for the port: [`DataCore::run`] has
-    /// core 0 do it; a caller that polls its cores itself calls this on its first core before
-    /// the first turn. One announcement of each (RFC 4861 §7.2.6 allows up to three): a lost
-    /// one costs what not announcing did.
+    /// Makes this core the port's announcer: our link address for each of our IP addresses
+    /// (RFC 5227 §2.3's ARP Announcement, RFC 4861 §7.2.6's unsolicited Neighbor
+    /// Advertisement; [`Interface::announce`]), [`ANNOUNCE_NUM`] times [`ANNOUNCE_INTERVAL`]
+    /// apart from the first turn that finds the link up, and again each time the link comes
+    /// back up. A neighbour that cached another link address for ours (this endpoint restarted
+    /// on a new MAC, or moved) updates its entry at once instead of sending to the old one
+    /// until it goes stale; the second announcement covers a lost first. Nothing is offered
+    /// to a link that is down (a device that refuses it would be offered it every turn). One
+    /// core announces for the port: [`DataCore::run`] has core 0 do it; a caller that polls
+    /// its cores itself calls this on its first core before the first turn.
     pub fn announce(&mut self) {
-        let mut frame = [0u8; 128];
-        for ipv6 in [false, true] {
-            let n = self.iface.announce(ipv6, &mut frame);
-            if n > 0 {
-                self.out.send_raw(&frame[..n]);
+        self.announcing = Some(Announcing {
+            due: Instant::ZERO,
+            left: 0,
+            up: false,
+        });
+    }
+
+    /// The announcer's turn when its time came: reads the link, and announces if owed.
+    #[cold]
+    fn announce_due(&mut self, now: Instant) {
+        let Some(mut a) = self.announcing else {
+            return;
+        };
+        let up = self.port.link().up;
+        if up && !a.up {
+            a.left = ANNOUNCE_NUM;
+        }
+        a.up = up;
+        a.due = now + LINK_WATCH;
+        if up && a.left > 0 {
+            let mut frame = [0u8; 128];
+            for ipv6 in [false, true] {
+                let n = self.iface.announce(ipv6, &mut frame);
+                if n > 0 {
+                    self.out.send_raw(&frame[..n]);
+                }
+            }
+            self.out.flush();
+            a.left -= 1;
+            if a.left > 0 {
+                a.due = now + ANNOUNCE_INTERVAL;
             }
         }
-        self.out.flush();
+        self.announcing = Some(a);
     }
 
     /// How often this core slept ([`DataCore::run`] with [`IdlePolicy::Sleep`]).
@@ -1433,6 +1492,9 @@ impl<P: Port> DataCore<P> {
                 self.raise_path_mtu(now, k);
             }
             self.plpmtud(now, k);
+        }
+        if self.announcing.is_some_and(|a| a.due <= now) {
+            self.announce_due(now);
         }
         let work = work + self.answer(now, true);
         // The next message's lines, now that what this turn owed has left.

@@ -18,7 +18,7 @@ use ddpdk_control::conn::{Indication, Status};
 use ddpdk_control::memory::MemoryRegistration;
 use ddpdk_control::runtime::{
     Clock, ConnHandle, Control, CoreReport, DataCore, Event, IdlePolicy, Op, RuntimeConfig,
-    Steering,
+    Steering, ANNOUNCE_INTERVAL,
 };
 use ddpdk_control::session::Event as SessionEvent;
 use ddpdk_dataplane::ddp::RxError;
@@ -898,12 +898,94 @@ fn connect_refuses_addresses_no_peer_can_have() {
         .is_ok());
 }
 
+/// The announcements of a link-up period as (ARP Announcements, unsolicited Neighbor
+/// Advertisements) that reached `pb`.
+fn announcements(pb: &MemPort) -> (usize, usize) {
+    let mut frames = Vec::new();
+    for q in 0..pb.nb_rx_queues() {
+        pb.rx_burst(q, &mut frames, 64);
+    }
+    let arp = frames
+        .iter()
+        .filter(|f| f.data()[12..14] == [0x08, 0x06])
+        .count();
+    let na = frames
+        .iter()
+        .filter(|f| f.data()[12..14] == [0x86, 0xdd] && f.data().get(54) == Some(&136))
+        .count();
+    (arp, na)
+}
+
+/// RFC 5227 §2.3: "ANNOUNCE_NUM ARP Announcements, spaced ANNOUNCE_INTERVAL seconds apart"
+/// (2, 2 s), each with RFC 4861 §7.2.6's unsolicited Neighbor Advertisement; none while the
+/// link is down (a device that refuses them would be offered them every turn), and the
+/// two again when the link comes back up: the neighbours may have flushed or moved the
+/// entry meanwhile.
+#[test]
+fn the_announcer_announces_twice_two_seconds_apart_and_again_after_the_link_comes_back_rfc5227_2_3()
+{
+    let (pa, pb) = pair(2, 1024);
+    let pa = Arc::new(pa);
+    pa.set_link_up(false);
+    let (_control, mut cores) = runtime(Arc::clone(&pa), A4, A6, 1, RuntimeConfig::default());
+    let core = &mut cores[0];
+    core.announce();
+    let t0 = Instant::from_nanos(1_000_000_000);
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    core.poll(at(0));
+    core.poll(at(500));
+    assert_eq!(announcements(&pb), (0, 0), "the link is down: nothing");
+    assert!(
+        core.sleep_limit(at(500))
+            .is_some_and(|d| d <= ANNOUNCE_INTERVAL),
+        "the announcer comes back to look at the link"
+    );
+    pa.set_link_up(true);
+    core.poll(at(650));
+    assert_eq!(announcements(&pb), (1, 1), "the link is up: the first");
+    core.poll(at(1650));
+    assert_eq!(announcements(&pb), (0, 0), "not before ANNOUNCE_INTERVAL");
+    assert!(
+        core.sleep_limit(at(1650))
+            .is_some_and(|d| d <= Duration::from_millis(1000)),
+        "a sleeping core wakes for the second"
+    );
+    core.poll(at(2650));
+    assert_eq!(
+        announcements(&pb),
+        (1, 1),
+        "the second, 2 s after the first"
+    );
+    for ms in [4650, 6650, 20_000] {
+        core.poll(at(ms));
+    }
+    assert_eq!(announcements(&pb), (0, 0), "ANNOUNCE_NUM is two");
+    pa.set_link_up(false);
+    core.poll(at(20_200));
+    pa.set_link_up(true);
+    core.poll(at(20_400));
+    core.poll(at(22_400));
+    core.poll(at(30_000));
+    // Two, not one: the second of a new period.
+    let mut seen = announcements(&pb);
+    assert_eq!(seen, (2, 2), "the link came back: two more");
+    core.poll(at(40_000));
+    seen = announcements(&pb);
+    assert_eq!(seen, (0, 0));
+    assert_eq!(
+        core.interface().stats().announcements,
+        8,
+        "four of each family"
+    );
+}
+
 /// RFC 5227 §2.3, RFC 4861 §7.2.6: a started endpoint announces its link address for each of
-/// its addresses, once, from one data core however many it runs, so a neighbour that cached
+/// its addresses from one data core however many it runs (the first of two, the second two
+/// seconds later: `the_announcer_*` below), so a neighbour that cached
 /// the link address of an earlier instance (restarted on a new MAC) updates it at once
 /// (RFC 826's merge; `an_announcement_moves_a_neighbours_cached_link_address_*` in `net`).
 #[test]
-fn a_started_endpoint_announces_its_link_address_once_rfc5227_2_3_rfc4861_7_2_6() {
+fn a_started_endpoint_announces_its_link_address_from_one_core_rfc5227_2_3_rfc4861_7_2_6() {
     let (pa, pb) = pair(3, 1024);
     let a_mac = pa.mac();
     let (control, cores) = runtime(

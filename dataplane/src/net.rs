@@ -418,6 +418,9 @@ struct Reassembly {
     /// When its first fragment came ([`Interface::set_time`]'s clock): the datagram is
     /// abandoned [`REASSEMBLY_TIMEOUT`] later.
     started: Instant,
+    /// A ping's datagram ([`Fragment::ping`]; the first fragment's word is final): it gives
+    /// way to SCTP's and never takes a slot from one.
+    ping: bool,
 }
 
 impl Reassembly {
@@ -430,6 +433,7 @@ impl Reassembly {
             upper: None,
             touched: 0,
             started: Instant::ZERO,
+            ping: false,
         }
     }
 
@@ -442,6 +446,7 @@ impl Reassembly {
         self.have.fill(0);
         self.total = None;
         self.upper = None;
+        self.ping = false;
     }
 
     fn complete(&self) -> Option<usize> {
@@ -461,6 +466,10 @@ struct Fragment<'f> {
     more: bool,
     payload: &'f [u8],
     upper: Option<(usize, u8)>,
+    /// The datagram is a ping's (ICMP or ICMPv6: reassembled for an Echo Request only), as
+    /// far as this fragment tells: IPv4's protocol; the Next Header of IPv6's Fragment
+    /// header, which every fragment carries though only the first's counts (RFC 8200 §4.5).
+    ping: bool,
 }
 
 /// One port's addresses and neighbours.
@@ -503,8 +512,11 @@ pub struct Interface {
     /// The reply just written answers a reassembled IPv6 Echo Request and is larger than
     /// every link carries: send it in fragments of this size ([`Interface::take_reply_fragment_mtu`]).
     reply_fragment_mtu: Option<usize>,
-    /// When we last defended our IPv4 address (RFC 5227 §2.4 (c)).
-    defended: Option<Instant>,
+    /// When any clone of this interface (the port's data cores) last defended our IPv4
+    /// address (RFC 5227 §2.4 (c)), in nanoseconds plus one (0: never). Shared, so that a port
+    /// whose ARP reaches several cores (af_packet's fanout, software dispatch) still sends
+    /// "not more than one defensive ARP Announcement every DEFEND_INTERVAL seconds".
+    defended: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// RFC 7739 §5's secret for IPv6 Identifications ([`Interface::fragment_ipv6`]) and those of
@@ -552,7 +564,7 @@ impl Interface {
             link_mtu: REASSEMBLY_MAX + IPV4_HEADER_LEN,
             receiving_reassembled: false,
             reply_fragment_mtu: None,
-            defended: None,
+            defended: Default::default(),
         }
     }
 
@@ -841,13 +853,20 @@ impl Interface {
         // it with one ARP Announcement, "not more than one defensive ARP Announcement every
         // DEFEND_INTERVAL seconds", and count each (two hosts on one address to sort out).
         if self.ipv4 == Some(spa) {
-            let due = self
-                .defended
-                .is_none_or(|t| self.now.saturating_since(t) >= DEFEND_INTERVAL);
-            if due {
+            use std::sync::atomic::Ordering::Relaxed;
+            let last = self.defended.load(Relaxed);
+            let due = last == 0
+                || self.now.saturating_since(Instant::from_nanos(last - 1)) >= DEFEND_INTERVAL;
+            // The core that moves the shared time defends; another that saw the same claim
+            // in the same instant counts it only.
+            if due
+                && self
+                    .defended
+                    .compare_exchange(last, self.now.as_nanos() + 1, Relaxed, Relaxed)
+                    .is_ok()
+            {
                 let n = self.announce(false, out);
                 if n > 0 {
-                    self.defended = Some(self.now);
                     self.stats.address_conflicts += 1;
                     return Rx::Reply(n);
                 }
@@ -1078,6 +1097,7 @@ impl Interface {
             more,
             payload,
             upper,
+            ping: h[9] == IP_PROTO_ICMP,
         };
         self.reassemble(frame, f, out)
     }
@@ -1169,6 +1189,7 @@ impl Interface {
             more,
             payload,
             upper,
+            ping: fh[0] == ICMPV6,
         };
         self.reassemble(frame, f, out)
     }
@@ -1183,6 +1204,7 @@ impl Interface {
             more,
             payload,
             upper,
+            ping,
         } = f;
         let end = off + payload.len();
         // RFC 791 §3.2, RFC 8200 §4.5: every fragment but the last carries a multiple of 8
@@ -1205,9 +1227,9 @@ impl Interface {
             Some(k) => k,
             None => {
                 // A free slot, else the least recently touched datagram gives way, an Echo
-                // Request's (IPv4 ICMP) first: a ping is never kept at SCTP's expense, and
+                // Request's (ICMP, ICMPv6) first: a ping is never kept at SCTP's expense, and
                 // takes only a free slot or another ping's.
-                let icmp = |r: &Reassembly| r.key.is_some_and(|k| k.3 == IP_PROTO_ICMP);
+                let icmp = |r: &Reassembly| r.key.is_some() && r.ping;
                 let k = (0..REASSEMBLIES)
                     .min_by_key(|&k| {
                         let r = &self.reassembly[k];
@@ -1215,12 +1237,13 @@ impl Interface {
                     })
                     .unwrap_or(0);
                 let r = &self.reassembly[k];
-                if key.3 == IP_PROTO_ICMP && r.key.is_some() && !icmp(r) {
+                if ping && r.key.is_some() && !icmp(r) {
                     return drop;
                 }
                 self.reassembly[k].reset();
                 self.reassembly[k].key = Some(key);
                 self.reassembly[k].started = self.now;
+                self.reassembly[k].ping = ping;
                 k
             }
         };
@@ -1246,6 +1269,8 @@ impl Interface {
         }
         if upper.is_some() {
             r.upper = upper;
+            // RFC 8200 §4.5: the first fragment's Next Header is the datagram's.
+            r.ping = ping;
         }
         r.data[off..end].copy_from_slice(payload);
         for u in units {
@@ -2795,6 +2820,8 @@ mod tests {
     #[test]
     fn another_host_claiming_our_address_is_counted_and_defended_rfc5227_2_4() {
         let mut i = iface();
+        // Another data core's copy of the port's interface, made when the cores were.
+        let mut other_core = i.clone();
         i.set_time(T0);
         let mut out = [0u8; 128];
         let claim = arp_frame(1, BROADCAST, IP4, IP4);
@@ -2821,6 +2848,14 @@ mod tests {
         );
         assert_eq!(i.stats().address_conflicts, 3);
         assert_eq!(i.stats().frames(), 3, "each frame counted once");
+        // The claim reaches the other core too (af_packet's fanout, say): the port has
+        // defended within DEFEND_INTERVAL already.
+        other_core.set_time(T0 + DEFEND_INTERVAL / 2);
+        assert_eq!(
+            other_core.receive(&claim, &mut out),
+            Rx::Dropped(Drop::AddressConflict),
+            "one defence a DEFEND_INTERVAL for the port, not for each core"
+        );
         i.set_time(T0 + DEFEND_INTERVAL);
         assert!(
             matches!(i.receive(&claim, &mut out), Rx::Reply(_)),
@@ -2998,6 +3033,54 @@ mod tests {
         assert!(
             i.reassembly.iter().all(|r| r.key.is_none()),
             "the slot is free"
+        );
+    }
+
+    /// The same for IPv6 (session 63's list: its key has no protocol, RFC 8200 §4.5, so a
+    /// ping's datagram took slots as SCTP's did): the Fragment header's Next Header, which
+    /// every fragment carries, tells a ping's fragments, and they never take a slot from
+    /// SCTP's datagrams; a later fragment that said SCTP is a ping's once its first says so.
+    #[test]
+    fn icmpv6_echo_fragments_never_evict_sctp_reassembly_rfc8200_4_5() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..64u32).map(|k| k as u8).collect();
+        for id in 1..=REASSEMBLIES as u32 {
+            let f = frag6(id, 0, true, IP_PROTO_SCTP, &sctp[..32], false);
+            assert_eq!(i.receive(&f, &mut out), Rx::Fragment(None));
+        }
+        let data: Vec<u8> = vec![7; 1392];
+        let whole = ping6(IP6, MAC, &data);
+        let icmp = &whole[ETHERNET_HEADER_LEN + IPV6_HEADER_LEN..];
+        let later = frag6(0x99, 1232, false, ICMPV6, &icmp[1232..], false);
+        assert_eq!(
+            i.receive(&later, &mut out),
+            Rx::Dropped(Drop::Fragment),
+            "no SCTP datagram gives way to a ping's"
+        );
+        for id in 1..=REASSEMBLIES as u32 {
+            let f = frag6(id, 32, false, IP_PROTO_SCTP, &sctp[32..], false);
+            let got = i.receive(&f, &mut out);
+            assert!(
+                matches!(got, Rx::Fragment(Some(_))),
+                "SCTP datagram {id} completes: {got:?}"
+            );
+        }
+        // A ping's datagram whose later fragment claimed SCTP is a ping's once its first
+        // fragment says ICMPv6: it gives way to a new SCTP datagram when the slots are full.
+        let claimed = frag6(0x98, 1232, false, IP_PROTO_SCTP, &icmp[1232..], false);
+        assert_eq!(i.receive(&claimed, &mut out), Rx::Fragment(None));
+        let first = frag6(0x98, 0, true, ICMPV6, &icmp[..616], false);
+        assert_eq!(i.receive(&first, &mut out), Rx::Fragment(None));
+        for id in 10..10 + REASSEMBLIES as u32 - 1 {
+            let f = frag6(id, 0, true, IP_PROTO_SCTP, &sctp[..32], false);
+            assert_eq!(i.receive(&f, &mut out), Rx::Fragment(None));
+        }
+        let f = frag6(20, 0, true, IP_PROTO_SCTP, &sctp[..32], false);
+        assert_eq!(i.receive(&f, &mut out), Rx::Fragment(None));
+        assert!(
+            i.reassembly.iter().all(|r| !r.ping),
+            "the ping's datagram gave way, not an SCTP one"
         );
     }
 

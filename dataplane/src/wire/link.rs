@@ -247,7 +247,11 @@ pub fn parse_ip(frame: &[u8]) -> Result<IpFrame<'_>> {
     };
     // Checked before the protocol: a fragment's protocol says nothing about what it carries
     // until it is reassembled, and a non-first fragment must never reach the SCTP parser.
-    if payload.fragmented {
+    let fragmented = match &sliced.net {
+        Some(NetSlice::Ipv6(_)) => ipv6_fragmenting(&sliced.net),
+        _ => payload.fragmented,
+    };
+    if fragmented {
         return Err(Error::Fragment);
     }
     Ok(IpFrame {
@@ -269,6 +273,24 @@ pub fn parse_ip(frame: &[u8]) -> Result<IpFrame<'_>> {
 /// when the two high-order bits of its type are 00; otherwise the packet is discarded.
 /// (Discarding stands in for the ICMP Parameter Problem §4.2 and §4.4 also ask for: ddpdk
 /// sends no ICMP error messages.) Costs nothing for a packet without extension headers.
+/// Whether an IPv6 packet's Fragment header fragments it, read from the header's bytes (RFC
+/// 8200 §4.5: a 13-bit Fragment Offset, two reserved bits, then M, in bytes 2-3): etherparse
+/// 0.16 reads that word with IPv4's layout, so it took a last fragment at offset 32, 64 or 96
+/// bytes for a whole packet (its data then parsed as SCTP) and an atomic fragment with a
+/// reserved bit set (to be "ignored on reception") for a fragment.
+fn ipv6_fragmenting(net: &Option<NetSlice<'_>>) -> bool {
+    let Some(NetSlice::Ipv6(v6)) = net else {
+        return false;
+    };
+    v6.extensions().clone().into_iter().any(|e| match e {
+        Ipv6ExtensionSlice::Fragment(f) => f
+            .slice()
+            .get(2..4)
+            .is_some_and(|w| u16::from_be_bytes([w[0], w[1]]) & 0xfff9 != 0),
+        _ => false,
+    })
+}
+
 fn ipv6_extensions_ok(exts: &Ipv6ExtensionsSlice<'_>) -> Result<()> {
     if exts.is_empty() {
         return Ok(());
@@ -655,6 +677,52 @@ mod tests {
             .write(&mut out, IpNumber(IP_PROTO_SCTP), &SCTP)
             .expect("build");
         assert_eq!(parse_sctp(&out), Err(Error::Fragment));
+    }
+
+    /// RFC 8200 §4.5: every IPv6 fragment, first or later, at any offset, is a fragment, and
+    /// never read as a whole SCTP packet (etherparse 0.16 read a last fragment at offset 32,
+    /// 64 or 96 bytes as one); an atomic fragment (offset 0, M clear, RFC 6946) is the whole
+    /// packet, whatever its reserved bits.
+    #[test]
+    fn every_ipv6_fragment_offset_is_a_fragment_rfc8200_4_5() {
+        let frame = |word: u16| {
+            let mut f = vec![0u8; 14 + 40 + 8];
+            f[..6].copy_from_slice(&DST);
+            f[6..12].copy_from_slice(&SRC);
+            f[12..14].copy_from_slice(&[0x86, 0xdd]);
+            let ip = &mut f[14..54];
+            ip[0] = 0x60;
+            ip[4..6].copy_from_slice(&(8 + SCTP.len() as u16).to_be_bytes());
+            ip[6] = 44;
+            ip[7] = 64;
+            ip[8] = 0x20;
+            ip[24] = 0x20;
+            f[54] = IP_PROTO_SCTP;
+            f[56..58].copy_from_slice(&word.to_be_bytes());
+            f[58..62].copy_from_slice(&7u32.to_be_bytes());
+            f.extend_from_slice(&SCTP);
+            f
+        };
+        for units in 0..8192u16 {
+            for more in [false, true] {
+                if units == 0 && !more {
+                    continue;
+                }
+                let word = units << 3 | u16::from(more);
+                assert_eq!(
+                    parse_sctp(&frame(word)),
+                    Err(Error::Fragment),
+                    "offset {} bytes, M {more}",
+                    units * 8
+                );
+            }
+        }
+        for reserved in [0u16, 2, 4, 6] {
+            assert!(
+                parse_sctp(&frame(reserved)).is_ok(),
+                "atomic, reserved {reserved}"
+            );
+        }
     }
 
     #[test]
