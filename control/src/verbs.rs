@@ -1333,6 +1333,7 @@ impl<P: Port> Verbs<P> {
                 let status = match completion.status {
                     Status::Success => WcStatus::Success,
                     Status::Flushed => WcStatus::Flushed,
+                    Status::LocalProtection => WcStatus::LocalProtection,
                 };
                 self.sq_report(qp, completion.wr_id, Some(status));
             }

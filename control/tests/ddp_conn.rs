@@ -461,14 +461,58 @@ fn attack_one_byte_past_the_end() {
 }
 
 /// RFC 5041 §7.1 untagged check 1: a QN the stream does not have is Invalid QN (0x2/0x01).
+/// A ddpdk sender refuses a QN beyond its own queues at post
+/// (`rfc5041_5_1_2_a_send_to_a_queue_the_stream_lacks_is_refused_at_post`), so the client here
+/// has 8 queues and the server the default 4.
 #[test]
 fn attack_untagged_invalid_qn() {
     let mut w = last_message_world();
+    let wide = World::perfect_with(
+        1500,
+        ConnConfig {
+            queues: 8,
+            on_receive_error: OnReceiveError::AfterLastMessage,
+            ..ConnConfig::default()
+        },
+    );
+    // Both worlds draw the same addresses, ports and keys: only the client's queues differ.
+    w.client = wide.client;
     attack(
         &mut w,
         |_, _, _| untagged(1, S, 7, vec![0xaa; 100]),
         DdpError::InvalidQn,
     );
+}
+
+/// RFC 5041 §5.1.2: a plain DDP stream's untagged send names one of the stream's queues
+/// (QN 0 .. `ConnConfig::queues`-1); one beyond them is refused at post with `InvalidQn`,
+/// nothing sent, as a receive posted there is. It used to be sent (the peer then ends the
+/// stream with Invalid QN) and to add an MSN count searched on every later post.
+#[test]
+fn rfc5041_5_1_2_a_send_to_a_queue_the_stream_lacks_is_refused_at_post() {
+    let mut w = World::perfect(1500);
+    w.establish();
+    open(&mut w, S);
+    let queues = ConnConfig::default().queues;
+    let sent = w.client.conn().stats().messages_sent;
+    for qn in [queues, queues + 1, u32::MAX] {
+        assert_eq!(
+            w.client
+                .conn()
+                .post_send(untagged(1, S, qn, vec![0xaa; 100])),
+            Err(PostError::InvalidQn),
+            "QN {qn}"
+        );
+    }
+    w.run_for(Duration::from_millis(50));
+    assert_eq!(w.client.conn().stats().messages_sent, sent, "nothing sent");
+    assert!(errors(&w.server).is_empty());
+    assert_eq!(w.client.conn().session_state(S), Some(State::Established));
+    // The last queue is the stream's: taken.
+    w.client
+        .conn()
+        .post_send(untagged(2, S, queues - 1, vec![0xbb; 10]))
+        .unwrap();
 }
 
 /// RFC 5041 §7.1 untagged check 2: no buffer posted for the MSN is No Buffer (0x2/0x02).

@@ -2055,26 +2055,18 @@ fn rfc5040_4_8_an_atomic_this_side_cannot_execute_reports_its_request_segment() 
     assert_eq!(t.read_request, None, "R clear");
 }
 
-/// RFC 5041 §7.1 (TO wrap) for the Data Sink a Read Request names: a Read Response that would
-/// pass 2^64 at the requester cannot be sent whole, so the Data Source refuses the request
-/// with RDMAP's "TO Wrap" (RFC 5040 §4.8, Remote Protection Error) before it reads or sends a
-/// byte. It used to send the first segment of the response, stop at the wrap and flush its
-/// own queued work, with no Terminate and the stream left open (an independent review).
-#[test]
-fn rfc5041_7_1_a_read_request_whose_sink_wraps_is_refused() {
+/// Sends the peer's Read Request `request` (given the STag of a REMOTE_READ registration of
+/// 4096 bytes at TO `base`) raw, and checks it is refused with RDMAP's TO Wrap before any byte
+/// of a Read Response leaves (no tagged DDP segment: the T bit, the top bit of the control
+/// octet after the DDP-SSN).
+fn refused_with_to_wrap(base: u64, request: impl FnOnce(u32) -> ReadRequest) -> Duo {
     let mut d = Duo::new(256);
     let pd = d.memory.alloc_pd();
     d.open_rdmap(S, pd);
     let table = d.memory.region_table().clone();
     d.conn().use_regions(table);
-    let (_, src) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_READ);
-    let request = ReadRequest {
-        sink_stag: 0x99,
-        sink_to: u64::MAX - 100,
-        size: 4000,
-        source_stag: src.stag.0,
-        source_to: 0x1000,
-    };
+    let (_, src) = d.region_with(pd, 4096, base, Access::REMOTE_READ);
+    let request = request(src.stag.0);
     d.send(
         S,
         16,
@@ -2091,17 +2083,48 @@ fn rfc5041_7_1_a_read_request_whose_sink_wraps_is_refused() {
         d.rdmap_terminates(S),
         [TerminateError::Rdmap(RdmapError::ToWrap)]
     );
-    // No tagged DDP segment (T bit, the top bit of the control octet after the DDP-SSN) left.
     assert!(
         !d.raw_rx
             .iter()
             .any(|(s, p, x)| *s == S && *p == 16 && x.get(2).is_some_and(|c| c & 0x80 != 0)),
         "no part of the Read Response was sent"
     );
+    d
+}
+
+/// RFC 5041 §7.1 (TO wrap) for the Data Sink a Read Request names: a Read Response that would
+/// pass 2^64 at the requester cannot be sent whole, so the Data Source refuses the request
+/// with RDMAP's "TO Wrap" (RFC 5040 §4.8, Remote Protection Error) before it reads or sends a
+/// byte. It used to send the first segment of the response, stop at the wrap and flush its
+/// own queued work, with no Terminate and the stream left open (an independent review).
+#[test]
+fn rfc5041_7_1_a_read_request_whose_sink_wraps_is_refused() {
+    let mut d = refused_with_to_wrap(0x1000, |source_stag| ReadRequest {
+        sink_stag: 0x99,
+        sink_to: u64::MAX - 100,
+        size: 4000,
+        source_stag,
+        source_to: 0x1000,
+    });
     assert!(matches!(
         d.conn().session_state(S),
         Some(State::Terminated(_))
     ));
+}
+
+/// RFC 5040 §4.8 0x1/0x04 at the Data Source: a Read Request whose Data Source range starts
+/// inside a registration at the top of the TO space and whose end passes 2^64 is refused with
+/// RDMAP's TO Wrap, nothing read or sent. (A ddpdk requester refuses such a Read at post,
+/// `rfc5041_7_1_a_read_whose_source_wraps_is_refused_at_post`; this peer sends it raw.)
+#[test]
+fn rfc5040_4_8_a_read_request_whose_source_wraps_is_to_wrap() {
+    refused_with_to_wrap(u64::MAX - 4096, |source_stag| ReadRequest {
+        sink_stag: 0x99,
+        sink_to: 0x1000,
+        size: 100,
+        source_stag,
+        source_to: u64::MAX - 50,
+    });
 }
 
 /// RFC 5040 §4.8 with RFC 5041 §8.3.1 item 5: a Read Response stopped because the ULP
@@ -2725,6 +2748,103 @@ fn rfc5040_5_2_a_read_response_short_of_the_read_is_refused() {
         );
         assert_eq!(d.conn().stats().reads_short, 1, "{case}: counted apart");
     }
+}
+
+/// RFC 5040 §4.8 with RFC 5041 §7.2: our ULP deregisters a Read's Data Sink while the Read is
+/// outstanding, and the peer's valid Read Response (exactly where the Read asked) then finds
+/// no registration. The fault is ours: the Terminate says RDMAP's Local Catastrophic error
+/// (layer RDMAP, type 0x0), nothing is placed, and the Read completes `LocalProtection`, not
+/// `Flushed`. It used to be DDP's Invalid STag (0x2/0x00), blaming the peer, and the Read was
+/// flushed.
+#[test]
+fn rfc5040_4_8_a_read_response_into_a_sink_we_revoked_is_our_local_error() {
+    let (mut d, sink, request) = Duo::read_in_flight();
+    d.memory.deregister(Stag(request.sink_stag)).unwrap();
+    d.send(
+        S,
+        16,
+        &rrseg(1, true, request.sink_stag, request.sink_to, 1000),
+    );
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Rdmap(RdmapError::LocalCatastrophic)]
+    );
+    let errors: Vec<_> = d
+        .inds
+        .iter()
+        .filter_map(|i| match i {
+            Indication::Error { error, .. } => Some(*error),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [RxError::SinkRevoked {
+            stag: request.sink_stag,
+            to: request.sink_to
+        }]
+    );
+    assert!(
+        d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
+        "nothing placed"
+    );
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(9, Status::LocalProtection)],
+        "the Read fails of our fault, not flushed"
+    );
+}
+
+/// RFC 5041 §5.2: "The STag and TO fields MUST NOT be checked for a zero-length Tagged DDP
+/// Message". A 0-byte Read names a sink STag the responder need not echo: its empty Read
+/// Response with STag 0 (and any TO) answers the oldest outstanding Read (RFC 5040 §5.2), which
+/// completes Success, with no Terminate. Compared, the STag made it Unexpected OpCode
+/// (0x2/0x06) and the Read ended Flushed.
+#[test]
+fn rfc5041_5_2_a_zero_length_read_response_is_not_checked_for_its_stag() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let read = RdmaRequest {
+        wr_id: 9,
+        stream: S,
+        op: RdmaOp::Read {
+            source: Stag(0x0011_2201),
+            source_to: 0,
+            sink: Stag(0xdead_beef),
+            sink_to: 0x2100,
+            len: 0,
+        },
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
+    };
+    let Duo { conn, memory, .. } = &mut d;
+    conn.as_mut()
+        .unwrap()
+        .post_rdma(read, memory.stags())
+        .unwrap();
+    d.settle();
+    let request = d
+        .raw_rx
+        .iter()
+        .find(|(s, p, x)| *s == S && *p == 16 && x.len() == 48 && x[8..12] == [0, 0, 0, 1])
+        .map(|(_, _, x)| ReadRequest::parse(&x[20..]).unwrap())
+        .expect("the Read Request");
+    assert_eq!((request.sink_stag, request.size), (0xdead_beef, 0));
+    d.send(S, 16, &rrseg(1, true, 0, 0x7777, 0));
+    d.settle();
+    assert_eq!(d.rdmap_terminates(S), []);
+    assert_eq!(
+        d.comps
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect::<Vec<_>>(),
+        [(9, Status::Success)]
+    );
 }
 
 /// RFC 5040 §5.2 with RFC 5043 §10: a response that tiles its sink completes its Read in

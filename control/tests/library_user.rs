@@ -23,7 +23,7 @@ use ddpdk_dataplane::mem::Access;
 use ddpdk_dataplane::port::mem::MemPort;
 use ddpdk_dataplane::sctp::CloseReason;
 use ddpdk_dataplane::wire::ddp::DdpError;
-use ddpdk_dataplane::wire::rdmap::TerminateError;
+use ddpdk_dataplane::wire::rdmap::{RdmapError, TerminateError};
 
 #[allow(dead_code)] // not every test uses every field
 struct Connected {
@@ -343,6 +343,66 @@ fn a_receive_whose_memory_region_was_deregistered_completes_local_protection() {
         p.a.v.qp_state(c.qa) == Some(QpState::Error)
     });
     assert_eq!(c.p.a.v.qp_error(c.qa), ours);
+}
+
+/// RFC 5040 §4.8 with RFC 5041 §7.2: the application deregisters a Read's sink while the Read
+/// is outstanding; the peer's Read Response, exactly where the Read asked, places nothing. The
+/// fault is ours, as with a receive's revoked memory: the Read completes `LocalProtection`
+/// (its lkey is no longer valid), not `Flushed`, and the Terminate says RDMAP's Local
+/// Catastrophic error (0x0/0x00) on both ends, not DDP's Invalid STag blaming the peer.
+#[test]
+fn a_read_whose_sink_was_deregistered_completes_local_protection_5040_4_8() {
+    let mut c = connected(0);
+    let target =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, 4096, Access::REMOTE_READ, 0x3000_0000)
+            .unwrap();
+    let sink =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::LOCAL_WRITE, 0x1000_0000)
+            .unwrap();
+    let read = WrOpcode::RdmaRead {
+        rkey: target.rkey,
+        remote_addr: target.addr,
+    };
+    c.p.a
+        .v
+        .post_send(c.qa, &wr(1, read, vec![sge(&sink, 0, 1000)]))
+        .unwrap();
+    // The client's core takes the Read and sends its request; the server's is not turned, so
+    // no response can come before the sink is gone.
+    let now = c.p.now;
+    let Node { v, cores, .. } = &mut c.p.a;
+    for _ in 0..5 {
+        v.poll(now);
+        for k in cores.iter_mut() {
+            k.poll(now);
+        }
+    }
+    v.control_mut()
+        .memory_mut()
+        .deregister_polling(sink.lkey, &mut || {
+            for k in cores.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+    let got = client_wcs(&mut c.p, c.cqa, 1, 5000);
+    assert_eq!(
+        summary(&got),
+        [(1, WcStatus::LocalProtection, WcOpcode::RdmaRead)],
+        "the Read's lkey is no longer valid"
+    );
+    let ours = Some(QpError::Terminate(TerminateError::Rdmap(
+        RdmapError::LocalCatastrophic,
+    )));
+    assert_eq!(c.p.a.v.qp_error(c.qa), ours);
+    c.p.run_until("the Terminate", |p| {
+        p.b.v.qp_state(c.qb) == Some(QpState::Error)
+    });
+    assert_eq!(c.p.b.v.qp_error(c.qb), ours);
 }
 
 /// As above, the region deregistered but not freed, with a receive of a live region posted

@@ -885,54 +885,43 @@ fn rfc5040_4_8_read_past_the_source_is_base_or_bounds() {
     assert_refused(r, RdmapError::BaseOrBounds);
 }
 
-/// RFC 5040 §4.8 0x1/0x04: a Data Source range that starts inside a registration at the top
-/// of the TO space and whose end wraps past 2^64.
+/// RFC 5041 §7.1 check 5, knowable at the requester: a Read whose Data Source range (TO +
+/// size) passes 2^64 is refused at post with `Tx(ToWrap)`, as an RDMA Write's is, nothing
+/// sent: on the wire the responder must refuse it with TO Wrap (RFC 5040 §4.8 0x1/0x04, its
+/// check is `rfc5040_4_8_a_read_request_whose_source_wraps_is_to_wrap`) and end the whole
+/// stream. It used to be sent.
 #[test]
-fn rfc5040_4_8_read_whose_range_wraps_is_to_wrap() {
+fn rfc5041_7_1_a_read_whose_source_wraps_is_refused_at_post() {
     let mut w = World::perfect(1500);
     w.establish();
-    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
-    let r = w.server.memory.alloc_region(4096).unwrap();
-    let top = w
-        .server
-        .memory
-        .register(MemoryRegistration {
-            pd: spd,
-            region: r,
-            offset: 0,
-            len: 4096,
-            access: Access::REMOTE_READ,
-            stream: None,
-            to_base: u64::MAX - 4096,
-        })
-        .unwrap();
+    let (cpd, _) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
     let (sink, sink_reg) = region(&mut w.client, cpd, 4096, Access::LOCAL_WRITE, None);
-    rdma(
-        &mut w.client,
-        5,
-        RdmaOp::Read {
-            source: top.stag,
-            source_to: u64::MAX - 50,
-            sink: sink_reg.stag,
-            sink_to: BASE,
-            len: 100,
-        },
-        Payload::Bytes(Vec::new()),
-    )
-    .unwrap();
-    wait(&mut w, "the Terminate", |w| {
-        w.client
-            .indications
-            .iter()
-            .any(|i| matches!(i, Indication::RdmapTerminate { .. }))
-    });
-    assert!(w.client.indications.iter().any(|i| matches!(
-        i,
-        Indication::RdmapTerminate {
-            error: TerminateError::Rdmap(RdmapError::ToWrap),
-            ..
-        }
-    )));
+    let sent = w.client.conn().stats().messages_sent;
+    assert_eq!(
+        rdma(
+            &mut w.client,
+            5,
+            RdmaOp::Read {
+                source: Stag(0x0011_2201),
+                source_to: u64::MAX - 10,
+                sink: sink_reg.stag,
+                sink_to: BASE,
+                len: 100,
+            },
+            Payload::Bytes(Vec::new()),
+        ),
+        Err(PostError::Tx(ddpdk_dataplane::ddp::TxError::ToWrap))
+    );
+    w.run_for(std::time::Duration::from_millis(50));
+    assert_eq!(w.client.conn().stats().messages_sent, sent, "nothing sent");
+    assert_eq!(w.client.conn().rdma_status(S).unwrap().outstanding_reads, 0);
+    assert_eq!(w.server.conn().stats().rdmap_terminates_sent, 0);
+    assert!(completions(&w.client).is_empty());
+    assert_eq!(
+        w.client.conn().session_state(S),
+        Some(State::Established),
+        "the stream goes on"
+    );
     assert_eq!(read(&w.client, sink, 0, 4096), vec![0; 4096]);
 }
 

@@ -404,7 +404,8 @@ pub enum PostError {
     NotDdp,
     /// After a receive error the one further message is already posted (RFC 5041 §7.1).
     StreamFailed,
-    /// QN beyond the stream's queues (receive side).
+    /// QN beyond the stream's queues ([`ConnConfig::queues`]): a receive posted to one, or a
+    /// plain DDP stream's untagged send naming one.
     InvalidQn,
     /// The queue or the connection's send queue is full.
     Full,
@@ -479,6 +480,10 @@ pub enum Status {
     Success,
     /// Not (wholly) sent, or its delivery is unknown: the session or association ended first.
     Flushed,
+    /// It failed of this side's own fault, not the peer's: an RDMA Read whose Data Sink the
+    /// ULP deregistered or invalidated while it was outstanding, its response then placing
+    /// nothing ([`RxError::SinkRevoked`]; RFC 5040 §4.8 Local Catastrophic). The stream ends.
+    LocalProtection,
 }
 
 /// For people: RFC 4296's words for a completion that did not succeed.
@@ -487,6 +492,7 @@ impl std::fmt::Display for Status {
         f.write_str(match self {
             Status::Success => "successfully",
             Status::Flushed => "flushed: the session or association ended first",
+            Status::LocalProtection => "failed: its local memory was revoked under it",
         })
     }
 }
@@ -595,7 +601,9 @@ impl ReceiveErrorCounts {
             RxError::Sequence(_) => self.sequence += 1,
             RxError::Truncated => self.truncated += 1,
             RxError::Oversize { .. } => self.oversize += 1,
-            RxError::Rdmap(_) | RxError::PeerTerminated => self.rdmap += 1,
+            RxError::Rdmap(_) | RxError::SinkRevoked { .. } | RxError::PeerTerminated => {
+                self.rdmap += 1
+            }
         }
     }
 

@@ -436,6 +436,12 @@ impl Connection {
         if self.streams[usize::from(req.stream)].rdmap.is_some() {
             return Err(PostError::NotRdmap);
         }
+        // RFC 5041 §5.1.2: the ULP names a queue the stream has (QN 0 .. queues-1, as a
+        // receive does). One beyond it would reach the peer as Invalid QN (§7.2 0x2/0x01) and
+        // add an MSN count to the stream's list, searched on every later post.
+        if matches!(req.kind, SendKind::Untagged { qn, .. } if qn >= self.cfg.queues) {
+            return Err(PostError::InvalidQn);
+        }
         self.queue_send(req, Origin::Ulp)
     }
 

@@ -7,7 +7,7 @@
 //! registered region without a copy), and its first receive error goes to the peer as an
 //! RDMAP Terminate before the DDP Stream Session ends (RFC 5043 §11.3).
 
-use ddpdk_dataplane::ddp::{self, HeaderCopy, RxError, Target, Ulp};
+use ddpdk_dataplane::ddp::{self, HeaderCopy, RxError, Target, TxError, Ulp};
 use ddpdk_dataplane::mem::{Access, Pd, Stag, StagTable, StreamId};
 use ddpdk_dataplane::wire::ddp::SegmentRepr;
 use ddpdk_dataplane::wire::rdmap::{
@@ -259,6 +259,13 @@ impl Ulp for RdmapUlp<'_> {
             } => {
                 self.rdmap
                     .set_terminate(terminate_payload(error, &header, segment_len, None));
+                // The Read whose sink our ULP revoked under its response fails of its own
+                // (`Status::LocalProtection`), not flushed as the stream's other work.
+                if let RxError::SinkRevoked { stag, to } = error {
+                    if let Some(seq) = self.rdmap.read_into(Stag(stag), to).map(|r| r.seq) {
+                        self.rdmap.fail_local(seq);
+                    }
+                }
                 indicate(stream, self.posted, self.grace, out, ind);
             }
         }
@@ -686,6 +693,13 @@ impl Connection {
                 stags
                     .check_access(sink, sink_to, len as usize, sid, pd, Access::LOCAL_WRITE)
                     .map_err(|_| PostError::BadSink)?;
+                // RFC 5041 §7.1 check 5, knowable here: a Data Source range whose TO + size
+                // passes 2^64 is refused by the responder (RFC 5040 §4.8 TO Wrap), which then
+                // ends the whole stream. Refused at post instead, as an RDMA Write's sink is
+                // (`Connection::queue_send`), nothing sent.
+                source_to
+                    .checked_add(u64::from(len))
+                    .ok_or(PostError::Tx(TxError::ToWrap))?;
                 let request = ReadRequest {
                     sink_stag: sink.0,
                     sink_to,

@@ -438,7 +438,7 @@ pub(super) fn report(
             stream,
             done.wr_id,
             done.signaled,
-            status == Status::Success,
+            (status == Status::Success, status == Status::LocalProtection),
         ),
     }
 }
@@ -510,17 +510,28 @@ pub(super) fn report_in_order(streams: &mut [DdpStream], out: &mut Sink, stream:
 
 /// The completions at the front of `r`'s order that are finished.
 fn report_done(out: &mut Sink, stream: u16, r: &mut RdmapStream) {
-    while let Some((wr_id, signaled, ok)) = r.pop_done() {
-        push_completion(out, stream, wr_id, signaled, ok);
+    while let Some((wr_id, signaled, ok, local)) = r.pop_done() {
+        push_completion(out, stream, wr_id, signaled, (ok, local));
     }
 }
 
-fn push_completion(out: &mut Sink, stream: u16, wr_id: u64, signaled: bool, ok: bool) {
+/// `ok`: it succeeded; `local`: it failed of its own local fault, not flushed.
+fn push_completion(
+    out: &mut Sink,
+    stream: u16,
+    wr_id: u64,
+    signaled: bool,
+    (ok, local): (bool, bool),
+) {
     if signaled || !ok {
         out.completions.push_back(Completion {
             wr_id,
             stream,
-            status: if ok { Status::Success } else { Status::Flushed },
+            status: match (ok, local) {
+                (true, _) => Status::Success,
+                (false, true) => Status::LocalProtection,
+                (false, false) => Status::Flushed,
+            },
         });
     }
 }
@@ -548,8 +559,8 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
         let held = held_by_retired(out, stream);
         let flushed = r.flush_order();
         if !held {
-            for (wr_id, signaled, ok) in flushed {
-                push_completion(out, stream, wr_id, signaled, ok);
+            for (wr_id, signaled, ok, local) in flushed {
+                push_completion(out, stream, wr_id, signaled, (ok, local));
             }
         }
     }

@@ -231,6 +231,8 @@ struct Order {
     /// A send of the ULP's registered memory without a copy: SCTP reads its bytes from the
     /// region as its segments leave, and again for a retransmission.
     zero_copy: bool,
+    /// Failed of its own local fault ([`RdmapStream::fail_local`]), not flushed.
+    local: bool,
 }
 
 impl RdmapStream {
@@ -338,6 +340,7 @@ impl RdmapStream {
             signaled,
             done: None,
             zero_copy,
+            local: false,
         });
         seq
     }
@@ -375,16 +378,32 @@ impl RdmapStream {
         }
     }
 
-    /// The next work request to report, in posting order: `(wr_id, signaled, ok)`.
-    pub fn pop_done(&mut self) -> Option<(u64, bool, bool)> {
+    /// Work request `seq` (an outstanding Read) failed of a local fault: its Data Sink was
+    /// revoked by our ULP under its response (RFC 5040 §4.8 Local Catastrophic). It is
+    /// reported so in its turn ([`RdmapStream::pop_done`]'s `local`), not as flushed with the
+    /// rest of the stream's work.
+    pub fn fail_local(&mut self, seq: u64) {
+        let first = self.order.front().map(|o| o.seq);
+        let at = first.and_then(|f| usize::try_from(seq.checked_sub(f)?).ok());
+        if let Some(o) = at.and_then(|i| self.order.get_mut(i)) {
+            if o.done.is_none() {
+                o.done = Some(false);
+                o.local = true;
+            }
+        }
+    }
+
+    /// The next work request to report, in posting order: `(wr_id, signaled, ok, local)`,
+    /// `local` for one that failed of its own local fault ([`RdmapStream::fail_local`]).
+    pub fn pop_done(&mut self) -> Option<(u64, bool, bool, bool)> {
         let o = self.order.front()?;
         let ok = o.done?;
         let o = self.order.pop_front()?;
-        Some((o.wr_id, o.signaled, ok))
+        Some((o.wr_id, o.signaled, ok, o.local))
     }
 
     /// The stream is over: every work request not finished yet fails (is flushed). Returns
-    /// those that may be reported now, in order: `(wr_id, signaled, ok)`.
+    /// those that may be reported now, in order: `(wr_id, signaled, ok, local)`.
     ///
     /// A zero-copy send not finished yet is the exception: SCTP may still transmit or
     /// retransmit its segments, reading the ULP's memory, and the completion gives the ULP its
@@ -393,7 +412,7 @@ impl RdmapStream {
     /// dropped with the association ([`RdmapStream::finish`], which the caller is bound to
     /// call for it), and what was posted after it waits for it (RFC 5040 §5.5's order):
     /// [`RdmapStream::pop_done`] has them then.
-    pub fn flush_order(&mut self) -> impl Iterator<Item = (u64, bool, bool)> + '_ {
+    pub fn flush_order(&mut self) -> impl Iterator<Item = (u64, bool, bool, bool)> + '_ {
         self.over = true;
         for o in self.order.iter_mut().filter(|o| !o.zero_copy) {
             o.done.get_or_insert(false);
@@ -422,6 +441,17 @@ impl RdmapStream {
         self.terminate.take()
     }
 
+    /// The outstanding Read whose Data Sink holds `to` of STag `stag`, oldest first: the one
+    /// a Read Response segment there was let in for ([`RdmapStream::check`]).
+    pub fn read_into(&self, stag: Stag, to: u64) -> Option<&OutboundRead> {
+        self.orq.iter().find(|r| {
+            r.sink == stag
+                && to
+                    .checked_sub(r.sink_to)
+                    .is_some_and(|rel| rel < u64::from(r.len))
+        })
+    }
+
     /// The Reads still outstanding, for flushing when the stream ends.
     pub fn take_outstanding(&mut self) -> impl Iterator<Item = OutboundRead> + '_ {
         self.ahead.clear();
@@ -441,7 +471,8 @@ impl RdmapStream {
     /// the Read's sink range are Base or bounds (DDP's tagged numbers, RFC 5041 §7.2: the
     /// responder may write only where the Read asked, however large the registration).
     /// Tagged segments need remote write (RDMA Write) or local write (Read Response: the Data
-    /// Sink is this side's own buffer).
+    /// Sink is this side's own buffer, so DDP's STag check failing there is our fault,
+    /// `RxError::SinkRevoked`).
     /// `revoked`: STags the peer invalidated earlier in the packet (see [`Stags`]); a tagged
     /// segment naming one fails as Invalid STag (RFC 5041 §7.1 check 1) before DDP looks it up.
     ///
@@ -536,10 +567,21 @@ impl RdmapStream {
         pd: Pd,
     ) -> Upcall {
         match message.info {
-            MessageInfo::Tagged { stag, rsvd_ulp, .. } => {
+            MessageInfo::Tagged {
+                stag,
+                rsvd_ulp,
+                last_len,
+                ..
+            } => {
                 if Control::from_byte(rsvd_ulp).opcode != Opcode::ReadResponse {
                     return Upcall::Write;
                 }
+                // RFC 5041 §5.2: "The STag and TO fields MUST NOT be checked for a zero-length
+                // Tagged DDP Message": an empty response names no sink, and answers the oldest
+                // outstanding Read whatever STag it carries (responses come in order, RFC 5040
+                // §5.2); it is whole only if that Read is zero-length too.
+                let zero_length = message.segments == 1 && last_len == 0;
+                let answers = |read: &OutboundRead| zero_length || read.sink.0 == stag;
                 // Responses come in the order of their Requests (§5.2, §5.5): this one must
                 // answer the oldest outstanding Read, and carry its RDMA Read Message Size into
                 // its Data Sink: a response that placed less, or some bytes twice, leaves sink
@@ -548,7 +590,7 @@ impl RdmapStream {
                 // told for Reads whose sinks overlap: `OutboundRead::shared_sink`.)
                 match self.orq.front() {
                     Some(read)
-                        if read.sink.0 == stag
+                        if answers(read)
                             && (read.placed.whole(u64::from(read.len)) || read.shared_sink) =>
                     {
                         let read = *read;
@@ -559,7 +601,7 @@ impl RdmapStream {
                     front => Upcall::Fault {
                         // Short of its Read, or answering none outstanding: §5.2's "Unexpected
                         // OpCode".
-                        error: RxError::Rdmap(if front.is_some_and(|r| r.sink.0 == stag) {
+                        error: RxError::Rdmap(if front.is_some_and(answers) {
                             RdmapError::OperationUnspecified
                         } else {
                             RdmapError::UnexpectedOpcode
@@ -790,6 +832,10 @@ pub fn terminate_error(error: RxError) -> TerminateError {
         // Our own fault (RFC 5041 §7.1 check 2 on a buffer we revoked): the peer is told of a
         // local error, as siw does for an invalid lkey, not that its flow control failed.
         RxError::BufferRevoked { .. } => TerminateError::Ddp(DdpError::LocalCatastrophic),
+        // A Read Response where our Read asked for it, into a sink our ULP revoked meanwhile:
+        // our fault, reported as RDMAP's Local Catastrophic error (RFC 5040 §4.8 layer 0x0,
+        // type 0x0), not DDP's Invalid STag, which blames the peer.
+        RxError::SinkRevoked { .. } => TerminateError::Rdmap(RdmapError::LocalCatastrophic),
         RxError::Rdmap(e) => TerminateError::Rdmap(e),
         RxError::Sequence(_)
         | RxError::Truncated
@@ -829,9 +875,13 @@ pub fn terminate_payload(
             segment_len: u16::try_from(segment_len).unwrap_or(u16::MAX),
             ddp_header,
         });
+    // RFC 5040 §4.8: M says the Terminated DDP Segment Length is the segment's. A segment
+    // longer than its 16 bits can hold (SCTP's MULPDU may exceed 0xFFFF) is copied saturated,
+    // which is not its length: M stays clear then, D still says the header is there.
+    let segment_len_valid = segment.is_some() && u16::try_from(segment_len).is_ok();
     let repr = TerminateRepr {
         error: reported,
-        segment_len_valid: segment.is_some(),
+        segment_len_valid,
         segment,
         read_request,
     };
@@ -845,4 +895,38 @@ pub fn terminate_payload(
 /// Invalidate STag (zero unless it carries one).
 pub fn rsvd_ulp(opcode: Opcode, invalidate: Option<Stag>) -> [u8; 5] {
     Control::new(opcode).untagged_rsvd_ulp(invalidate.map_or(0, |s| s.0))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    /// RFC 5040 §4.8: M ("DDP Segment Length valid") only when the 16-bit field holds the
+    /// segment's true length; a 70 000-byte segment is copied saturated (0xFFFF), M clear, its
+    /// DDP header still copied (D).
+    #[test]
+    fn terminate_m_flag_only_for_a_length_that_fits_5040_4_8() {
+        // DDP-SSN, then a tagged DDP header (control with T and DV 1, RsvdULP, STag, TO).
+        let mut bytes = vec![0, 7, 0x81, 0x41];
+        bytes.extend_from_slice(&[0; 12]);
+        let header = HeaderCopy::from_bytes(&bytes);
+        let error = RxError::Ddp(DdpError::InvalidStag);
+        for (len, m) in [
+            (70_000, false),
+            (0x1_0000, false),
+            (0xFFFF, true),
+            (100, true),
+        ] {
+            let payload = terminate_payload(error, &header, len, None);
+            let t = TerminatePacket::new_checked(&payload[..]).unwrap();
+            assert_eq!(t.segment_len_valid(), m, "segment of {len} bytes");
+            assert!(t.has_ddp_header(), "segment of {len} bytes: D");
+            assert_eq!(
+                t.segment_len(),
+                Some(u16::try_from(len).unwrap_or(u16::MAX)),
+                "segment of {len} bytes"
+            );
+        }
+    }
 }

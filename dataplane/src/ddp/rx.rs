@@ -81,6 +81,14 @@ pub enum RxError {
     /// ULP that posted it can fail that one receive (a verbs receive completes
     /// `IBV_WC_LOC_LEN_ERR`) rather than only end the stream.
     MessageTooLong { qn: u32, position: u32 },
+    /// A tagged segment the ULP let into a buffer of its own (its check asked for local
+    /// write, not remote: RDMAP's Read Response inside an outstanding Read's Data Sink, RFC
+    /// 5040 §5.2) whose STag `stag` no longer allows Placement at `to`: the ULP deregistered or
+    /// invalidated the sink while the Read was outstanding (RFC 5041 §8.3.1 item 6). Nothing
+    /// is placed. The Data Sink's fault, not the peer's, whose segment is where the Read asked
+    /// for it: not DDP's Invalid STag (0x2/0x00 would blame the peer) but a local error (RFC
+    /// 5040 §4.8: RDMAP's Local Catastrophic error, 0x0/0x00).
+    SinkRevoked { stag: u32, to: u64 },
 }
 
 impl fmt::Display for RxError {
@@ -104,6 +112,11 @@ impl fmt::Display for RxError {
                 f,
                 "{} (posted buffer {position} of queue {qn})",
                 DdpError::TooLong
+            ),
+            RxError::SinkRevoked { stag, to } => write!(
+                f,
+                "the Data Sink STag {stag:#x} (TO {to:#x}) of an outstanding Read was revoked \
+                 (local error)"
             ),
         }
     }
@@ -655,7 +668,21 @@ impl StreamRx {
         let placement = match seg.header {
             Header::Tagged(h) => stags
                 .check_access(Stag(h.stag), h.to, len, self.stream, self.pd, need)
-                .map_err(|f| RxError::Ddp(f.as_ddp())),
+                .map_err(|f| {
+                    // Local write is the right of the ULP's own buffers: the ULP found the
+                    // segment where it asked the peer to write (RDMAP: inside an outstanding
+                    // Read's Data Sink), so an STag that no longer allows it is its own doing
+                    // (RFC 5040 §4.8, RFC 5041 §7.2: the error is attributed to the local
+                    // side), not the peer's Invalid STag or bounds violation.
+                    if need == Access::LOCAL_WRITE {
+                        RxError::SinkRevoked {
+                            stag: h.stag,
+                            to: h.to,
+                        }
+                    } else {
+                        RxError::Ddp(f.as_ddp())
+                    }
+                }),
             Header::Untagged(h) => {
                 let p = self
                     .queues
@@ -1423,20 +1450,27 @@ mod tests {
     }
 
     /// The right the ULP asks for is the one checked: the fixture's STag grants remote write
-    /// only, so a segment that needs local write is refused as Invalid STag (RFC 5041 §7.2
-    /// has no access-rights code).
+    /// only, so a segment that needs local write is refused, nothing placed. Local write is
+    /// the right of the ULP's own buffers (RDMAP's Read sinks): a refusal there is the local
+    /// side's fault (`SinkRevoked`, RFC 5040 §4.8), not the peer's Invalid STag.
     #[test]
     fn the_access_the_ulp_asks_for_is_checked() {
         let mut f = fixture();
+        let before = f.digest();
         let seg = tagged(1, true, f.stag, 0x10_0000, b"needs local write");
         f.rx.on_segment(&seg, &f.stags, &f.regions, &mut Refuse(&mut f.got));
-        assert!(matches!(
-            f.got[..],
-            [Indication::Error {
-                error: RxError::Ddp(DdpError::InvalidStag),
-                ..
-            }]
-        ));
+        assert!(
+            matches!(
+                f.got[..],
+                [Indication::Error {
+                    error: RxError::SinkRevoked { stag, to: 0x10_0000 },
+                    ..
+                }] if stag == f.stag.0
+            ),
+            "{:?}",
+            f.got
+        );
+        assert_eq!(f.digest(), before, "nothing placed");
     }
 
     /// An inline queue takes messages into the stream's own memory, hands each over as a copy
