@@ -31,8 +31,30 @@ use serde_json::json;
 use crate::app::note;
 
 /// Runs one IPsec command (`sa add RULE`, `sa del in|out SPI`, `sp add RULE`, `sp del N|RULE`,
-/// `show`, `expiring`) on `port`; returns what to print.
+/// `show`, `expiring`) on `port`; returns what to print. No error quotes a word of `words`
+/// that may be a key: the shell prints it to stderr and in `--json`'s `command_error`, the
+/// socket to the key manager's log (`sa del in KEY`, a key pasted where the SPI belongs, was
+/// quoted whole).
 pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Result<String, String> {
+    run(port, words).map_err(|e| keys_hidden(e, words))
+}
+
+/// `message` with each word of `words` that may be a key ([`hidden_word`]) hidden wherever
+/// it is quoted.
+///
+/// [`hidden_word`]: ddpdk_dataplane::ipsec::hidden_word
+fn keys_hidden(message: String, words: &[&str]) -> String {
+    let mut out = message;
+    for (i, w) in words.iter().enumerate() {
+        let before = i.checked_sub(1).map(|j| words[j]);
+        if ddpdk_dataplane::ipsec::hidden_word(before, w) {
+            out = ddpdk_dataplane::ipsec::hidden_in(&out, w);
+        }
+    }
+    out
+}
+
+fn run<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Result<String, String> {
     match words {
         ["sa", "add", rule @ ..] => {
             let sa = parse_sa(rule)?;
@@ -46,9 +68,8 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
                 "out" => Direction::Out,
                 other => return Err(format!("sa del: in or out, not {other:?}")),
             };
-            let spi: u32 = spi
-                .parse()
-                .map_err(|_| format!("sa del: {spi:?} is not an SPI"))?;
+            let spi: u32 =
+                digits(spi).ok_or_else(|| format!("sa del: {spi:?} is not an SPI"))?;
             port.remove_sa(dir, spi)?;
             // Such policies fail closed (ipsec::config): the key manager is told what its
             // order of deletions leaves dropped (a rekey deletes the old policy first).
@@ -86,9 +107,8 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
             Ok(policy_deleted(port, n, &p))
         }
         ["sp", "del", n] => {
-            let n: usize = n
-                .parse()
-                .map_err(|_| format!("sp del: {n:?} is not a policy number (show ipsec)"))?;
+            let n: usize = digits(n)
+                .ok_or_else(|| format!("sp del: {n:?} is not a policy number (show ipsec)"))?;
             let p = port.remove_policy(n)?;
             Ok(policy_deleted(port, n, &p))
         }
@@ -114,6 +134,16 @@ pub fn command<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, words: &[&str]) -> Resu
                 .collect::<Vec<_>>()
                 .join(" ")
         )),
+    }
+}
+
+/// `w` as a number if it is written in decimal digits alone: Rust's parse also takes a
+/// leading `+` (`sa del in +1000`), which no rule writes (a typo, refused as in a rule).
+fn digits<T: std::str::FromStr>(w: &str) -> Option<T> {
+    if w.bytes().all(|b| b.is_ascii_digit()) {
+        w.parse().ok()
+    } else {
+        None
     }
 }
 
@@ -180,9 +210,8 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
             ),
         );
     }
-    if policies.is_empty() {
-        return;
-    }
+    // With no policy at all (an endpoint that waits for its key manager, `--ipsec-socket`
+    // alone) both families take clear SCTP: said too, not only once rules exist.
     for family in port.unguarded_families() {
         note(
             json,
@@ -374,7 +403,12 @@ impl KeySocket {
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("ddpdk-ipsec-km".into())
-            .spawn(move || serve(&listener, &port, &flag))
+            .spawn(move || {
+                // Off the main lcore, whose CPU it inherited: it waits on a socket, and
+                // belongs where DPDK's own control threads run, not beside a polling core.
+                ddpdk_dataplane::port::dpdk::to_control_cpus();
+                serve(&listener, &port, &flag)
+            })
             .map_err(|e| format!("--ipsec-socket: cannot start its thread: {e}"))?;
         Ok(KeySocket {
             path: path.to_path_buf(),
@@ -470,7 +504,7 @@ impl Drop for KeySocket {
 fn serve<P: Port<Buf = Mbuf>>(listener: &UnixListener, port: &IpsecPort<P>, stop: &AtomicBool) {
     while !stop.load(Ordering::Acquire) {
         match listener.accept() {
-            Ok((conn, _)) => session(conn, port, stop),
+            Ok((conn, _)) => session(conn, stop, |line| answer(port, line)),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
             Err(e) => {
                 errln!("ddpdk: --ipsec-socket: {e}");
@@ -486,8 +520,30 @@ const MAX_LINE: usize = 4096;
 /// client at a time, and a stuck one must not keep a key manager out.
 const IDLE: Duration = Duration::from_secs(10);
 
-/// One client, until it hangs up, stalls or the endpoint stops.
-fn session<P: Port<Buf = Mbuf>>(conn: UnixStream, port: &IpsecPort<P>, stop: &AtomicBool) {
+/// The answer to one line of the socket (its bytes, newline or not): `ok ...` or
+/// `error: ...`, ending in a newline.
+fn answer<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, raw: &[u8]) -> String {
+    let line = String::from_utf8_lossy(raw);
+    let words: Vec<&str> = line
+        .split('#')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    // Every line is answered, a blank one too: a key manager that waits for the answer to
+    // each line it writes never waits for one that does not come.
+    if words.is_empty() {
+        return "ok nothing to do\n".to_string();
+    }
+    match command(port, &words) {
+        Ok(text) if words == ["show"] => format!("{text}\nok\n"),
+        Ok(text) => format!("ok {text}\n"),
+        Err(e) => format!("error: {e}\n"),
+    }
+}
+
+/// One client, until it hangs up, stalls or the endpoint stops; `answer` answers each line.
+fn session(conn: UnixStream, stop: &AtomicBool, mut answer: impl FnMut(&[u8]) -> String) {
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(TICK));
     // A client that does not read its answers cannot hold the thread (and shutdown) either.
@@ -508,28 +564,19 @@ fn session<P: Port<Buf = Mbuf>>(conn: UnixStream, port: &IpsecPort<P>, stop: &At
                 let _ = w.write_all(b"error: line too long\n");
                 return;
             }
-            Ok(0) => return,
+            // The end of the client's writes: a last line without its newline (`printf 'sa
+            // del in 1000' | socat - UNIX:...`, a half-close after it) is a line too, run and
+            // answered as the shell runs a script's last line; it was dropped unanswered.
+            Ok(0) => {
+                if !raw.is_empty() {
+                    let _ = w.write_all(answer(&raw).as_bytes());
+                }
+                return;
+            }
             Ok(_) if raw.ends_with(b"\n") => {
                 last = std::time::Instant::now();
-                let line = String::from_utf8_lossy(&raw).into_owned();
+                let reply = answer(&raw);
                 raw.clear();
-                let words: Vec<&str> = line
-                    .split('#')
-                    .next()
-                    .unwrap_or("")
-                    .split_whitespace()
-                    .collect();
-                // Every line is answered, a blank one too: a key manager that waits for the
-                // answer to each line it writes never waits for one that does not come.
-                let reply = if words.is_empty() {
-                    "ok nothing to do\n".to_string()
-                } else {
-                    match command(port, &words) {
-                        Ok(text) if words == ["show"] => format!("{text}\nok\n"),
-                        Ok(text) => format!("ok {text}\n"),
-                        Err(e) => format!("error: {e}\n"),
-                    }
-                };
                 if w.write_all(reply.as_bytes()).is_err() {
                     return;
                 }
@@ -573,6 +620,36 @@ mod tests {
         assert!(e.contains("110 bytes, over the 107"), "{e}");
         assert!(!long.exists());
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// A last line without its newline, followed by the client's half-close (SHUT_WR), is
+    /// run and answered like every line: it was dropped silently, and a key manager that
+    /// wrote `sa del in 1000` so never had it run nor heard why.
+    #[test]
+    fn a_last_line_without_its_newline_is_answered_at_half_close() {
+        let (server, mut client) = UnixStream::pair().unwrap();
+        let stop = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        client.write_all(b"show\nsa del in 1000").unwrap();
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        session(server, &stop, |raw| {
+            seen.push(String::from_utf8_lossy(raw).into_owned());
+            format!("ok {}\n", seen.len())
+        });
+        assert_eq!(seen, ["show\n", "sa del in 1000"]);
+        let mut answers = String::new();
+        client.read_to_string(&mut answers).unwrap();
+        assert_eq!(answers, "ok 1\nok 2\n");
+    }
+
+    /// An SPI or a policy number written `+1000` is refused: Rust's parse took it as 1000.
+    #[test]
+    fn a_signed_spi_or_policy_number_is_refused() {
+        assert_eq!(digits::<u32>("1000"), Some(1000));
+        for bad in ["+1000", "-1", " 1", "1e3", "", "0x10"] {
+            assert_eq!(digits::<u32>(bad), None, "{bad:?}");
+        }
+        assert_eq!(digits::<usize>("+0"), None);
     }
 
     /// A path whose directory is missing, or where a file that is not a socket lies, is

@@ -700,3 +700,212 @@ fn the_json_shell_answers_ipsec_commands_in_json() {
     );
     assert!(!out.contains("2b:7e"), "no key on stdout: {out}");
 }
+
+/// No `ipsec` error quotes a key, whatever the command: `sa del` and `sp del N` quoted the
+/// word they refused (a key pasted where the SPI, the direction or the number belongs), and a
+/// key in one-digit groups (`1:2:...`, which a rule takes) was not taken for one, so
+/// `aead_algo KEY` echoed it: on stderr and in `--json`'s `command_error`.
+#[test]
+fn no_ipsec_error_echoes_a_key_wherever_it_was_typed() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("shellkeys");
+    let hex = "2b7e151628aed2a6abf7158809cf4f3c";
+    let digits = "1:2:3:4:5:6:7:8:9:a:b:c:d:e:f:0:1:2:3:4";
+    // A script stops at its first failed command: one script each.
+    for command in [
+        format!("ipsec sa del in 0x{hex}"),
+        format!("ipsec sa del 0x{hex} 1000"),
+        format!("ipsec sp del {K_C2S}"),
+        format!("ipsec sa add in 1000 aead_algo {digits} mode transport"),
+    ] {
+        let cmds = dir.file("cmds.txt", &format!("{command}\nquit\n"));
+        let o = shell_script(&dir, &cmds, &["--json"]);
+        let all = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{command}: {all}");
+        let error = json_of(&String::from_utf8_lossy(&o.stdout), "command_error");
+        assert!(
+            error["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("(key hidden)")),
+            "{command}: {error}"
+        );
+        for key in [hex, "2b:7e", "1:2:3:4"] {
+            assert!(
+                !all.contains(key),
+                "{command}: {key} on stdout or stderr: {all}"
+            );
+        }
+    }
+}
+
+/// An endpoint started with `--ipsec-socket` and no policy yet (waiting for its key
+/// manager) takes clear SCTP of both families, and says so at start-up as docs/ipsec.md
+/// promises (RFC 4301 §4.4.1 would discard it): it said only "0 SA(s), 0 policies".
+#[test]
+fn an_endpoint_with_no_policy_yet_names_both_families_as_taking_clear_sctp_4301_4_4_1() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("nopolicy");
+    let path = dir.0.join("ipsec.sock");
+    let (s, head, rest) = server(
+        &dir,
+        &[
+            "--ipsec-socket",
+            path.to_str().expect("utf-8"),
+            "--run-for",
+            "2",
+        ],
+        "IPsec on",
+    );
+    let o = s.wait_with_output().expect("server");
+    let serr = head + &rest.join().expect("server stderr");
+    assert_eq!(o.status.code(), Some(0), "{serr}");
+    assert!(serr.contains("0 SA(s), 0 policies"), "{serr}");
+    for family in ["ipv4", "ipv6"] {
+        assert!(
+            serr.contains(&format!(
+                "clear {family} SCTP from hosts no policy names is accepted"
+            )),
+            "{family}: {serr}"
+        );
+    }
+}
+
+/// A server killed when its test ends, passed or failed: a failed assertion left it running
+/// out its `--run-for`, its EAL prefix taken from the next test.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A key is spent only once an SA holds it: an `sa add` refused because the crypto device's
+/// session pool was exhausted is taken, the same rule, once an SA is deleted (it was refused
+/// as "used by an SA before", the key recorded before the SA was made).
+#[test]
+fn a_key_whose_sa_could_not_be_made_is_not_spent() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("kmfull");
+    let path = dir.0.join("ipsec.sock");
+    let (s, _head, _rest) = server(
+        &dir,
+        &["--ipsec-socket", path.to_str().expect("utf-8")],
+        "IPsec on",
+    );
+    let _server = Killed(s);
+    let mut sock = connect(&path);
+    let rule = |spi: u32| {
+        format!(
+            "sa add in {spi} aead_algo aes-128-gcm aead_key 0x{spi:08x}{} mode transport \
+             replay-win 64",
+            "ab".repeat(16)
+        )
+    };
+    // The pool holds 1023 sessions; some other than SAs may hold some.
+    let (mut refused, mut why) = (None, String::new());
+    for spi in 1000..3100 {
+        let a = km(&mut sock, &rule(spi));
+        if !a.starts_with("ok ") {
+            (refused, why) = (Some(spi), a);
+            break;
+        }
+    }
+    let spi = refused.unwrap_or_else(|| panic!("every SA was installed"));
+    assert!(!why.contains("used by an SA before"), "{why}");
+    assert!(km(&mut sock, "sa del in 1000").starts_with("ok "));
+    // The deleted SA's session returns to the pool once no core holds its table.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let again = loop {
+        let a = km(&mut sock, &rule(spi));
+        if a.starts_with("ok ") || a.contains("used") || Instant::now() > deadline {
+            break a;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        again.starts_with(&format!("ok SA in {spi} installed")),
+        "{why}{again}"
+    );
+}
+
+/// "A key is used once" holds for each key of an SA: `sa del in 1000`, then SPI 1000 again
+/// with a new cipher key and the old HMAC key, is refused (it was taken, the three keys
+/// checked together: the old SA's recorded packets then passed the ICV under the same SPI,
+/// and one with a high sequence number moved the fresh window past the real ones, RFC 4303
+/// §3.4.3, §3.4.4).
+#[test]
+fn an_sa_with_an_hmac_key_used_before_is_refused_rfc4303_3_4_3() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("kmreuse");
+    let path = dir.0.join("ipsec.sock");
+    let (s, _head, _rest) = server(
+        &dir,
+        &["--ipsec-socket", path.to_str().expect("utf-8")],
+        "IPsec on",
+    );
+    let _server = Killed(s);
+    let mut sock = connect(&path);
+    let cbc = |c: &str, h: &str| {
+        format!(
+            "sa add in 1000 cipher_algo aes-128-cbc cipher_key 0x{} auth_algo sha256-hmac \
+             auth_key 0x{} mode transport",
+            c.repeat(16),
+            h.repeat(32)
+        )
+    };
+    assert!(km(&mut sock, &cbc("11", "22")).starts_with("ok "));
+    assert!(km(&mut sock, "sa del in 1000").starts_with("ok "));
+    for (c, h) in [("33", "22"), ("11", "44")] {
+        let a = km(&mut sock, &cbc(c, h));
+        assert!(
+            a.starts_with("error: ") && a.contains("used by an SA before"),
+            "cipher {c} auth {h}: {a}"
+        );
+    }
+    assert!(km(&mut sock, &cbc("33", "44")).starts_with("ok "));
+}
+
+/// The key socket's thread runs where DPDK runs its own control threads, off the lcores: it
+/// inherited the main lcore's CPU from the thread that started it, and took turns with what
+/// polls there.
+#[test]
+fn the_key_socket_thread_runs_with_dpdks_control_threads_off_the_lcores() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("kmcpu");
+    let path = dir.0.join("ipsec.sock");
+    let (s, _head, _rest) = server(
+        &dir,
+        &["--ipsec-socket", path.to_str().expect("utf-8")],
+        "IPsec on",
+    );
+    let pid = s.id();
+    let _server = Killed(s);
+    // Connected, the socket's thread has run (and moved itself).
+    let mut sock = connect(&path);
+    assert!(km(&mut sock, "expiring").starts_with("ok "));
+    let cpus_of = |task: &Path| -> Option<String> {
+        let status = std::fs::read_to_string(task.join("status")).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|v| v.trim().to_owned())
+    };
+    let task_named = |name: &str| -> Option<PathBuf> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|t| std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.trim() == name))
+    };
+    let main = cpus_of(Path::new(&format!("/proc/{pid}"))).expect("the main thread's CPUs");
+    let km_thread = task_named("ddpdk-ipsec-km").expect("the key socket's thread");
+    let control = task_named("eal-intr-thread").expect("DPDK's interrupt thread");
+    let (km_cpus, control_cpus) = (cpus_of(&km_thread), cpus_of(&control));
+    assert_eq!(km_cpus, control_cpus, "main lcore on {main}");
+    // The test machine has a CPU the lcores (0@0) leave free.
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+        assert_ne!(km_cpus.as_deref(), Some(main.as_str()));
+    }
+}

@@ -42,10 +42,11 @@ impl IpsecConfig {
         }
         // What the port refuses anyway (a key is used once: RFC 4106 §8.1's nonces, RFC 4303
         // §3.4.3's replay window), said here, where a file's line can be named.
+        let prints = key_prints(&sa);
         if let Some(other) = self
             .sas
             .iter()
-            .find(|o| o.key == sa.key && o.salt == sa.salt && o.auth_key == sa.auth_key)
+            .find(|o| key_prints(o).iter().any(|p| prints.contains(p)))
         {
             return Err(format!(
                 "SA {} {} has the key of SA {} {}: a key is used once; give it a new key",
@@ -111,6 +112,31 @@ impl IpsecConfig {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// Fingerprints (SHA-256) of each key of `sa`, the ones "a key is used once" is kept on:
+/// the cipher key with its salt (AES-GCM's nonce is salt and sequence number, RFC 4106 §4),
+/// and the HMAC key apart from it. Kept on the three together, an SA with a new cipher key
+/// and an old SA's HMAC key was taken: under the old SPI, the old SA's recorded packets pass
+/// its ICV, and one with a high sequence number moves the new replay window past every real
+/// packet (RFC 4303 §3.4.3, §3.4.4).
+pub fn key_prints(sa: &SaConfig) -> Vec<[u8; 32]> {
+    use sha2::{Digest, Sha256};
+    let print = |what: &[u8], parts: &[&[u8]]| -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(what);
+        for part in parts {
+            h.update((part.len() as u32).to_be_bytes());
+            h.update(part);
+        }
+        h.finalize().into()
+    };
+    let mut prints = vec![print(b"cipher", &[&sa.key, &sa.salt.to_be_bytes()])];
+    // AES-GCM has no HMAC key: its empty one is no key to share.
+    if !sa.auth_key.is_empty() {
+        prints.push(print(b"auth", &[&sa.auth_key]));
+    }
+    prints
 }
 
 /// A line of the file that could not be taken, and why.
@@ -212,8 +238,13 @@ fn direction(w: Option<&&str>) -> Result<Direction, String> {
 
 fn number<T: std::str::FromStr>(what: &str, w: Option<&&str>) -> Result<T, String> {
     let w = w.ok_or_else(|| format!("{what} needs a value"))?;
+    // Rust's parse takes a leading `+` (`+1000`); no rule writes one, and an SPI or a
+    // length so written is a typo, as ipsec-secgw has it.
+    if w.starts_with('+') {
+        return Err(format!("{what}: {} is not a number in range", shown(w)));
+    }
     w.parse()
-        .map_err(|_| format!("{what}: {w:?} is not a number in range"))
+        .map_err(|_| format!("{what}: {} is not a number in range", shown(w)))
 }
 
 fn bytes(what: &str, w: Option<&&str>) -> Result<Vec<u8>, String> {
@@ -238,11 +269,22 @@ fn bytes(what: &str, w: Option<&&str>) -> Result<Vec<u8>, String> {
 }
 
 /// Whether `word` may be key material: 16 bytes or more of hex (`aa:bb:...` or `0xaabb...`),
-/// the shortest key an SA takes. A 64-bit value (an atomic's operand) is not.
+/// the shortest key an SA takes. A 64-bit value (an atomic's operand) is not, nor an IPv6
+/// address (8 groups at most).
 pub fn may_be_key(word: &str) -> bool {
     let hex = word.strip_prefix("0x").unwrap_or(word);
+    if !hex.chars().all(|c| c.is_ascii_hexdigit() || c == ':') {
+        return false;
+    }
     let digits = hex.chars().filter(|c| *c != ':').count();
-    digits >= 32 && hex.chars().all(|c| c.is_ascii_hexdigit() || c == ':')
+    // [`bytes`] takes a one-digit group as a byte: 16 groups are 16 bytes in as few as 16
+    // digits (`1:2:...:f:0`), which counting digits alone let through.
+    let groups = if hex.contains(':') {
+        hex.split(':').count()
+    } else {
+        0
+    };
+    digits >= 32 || groups >= 16
 }
 
 /// Whether `word`, following `before`, is to be hidden: the value of a key keyword (spelled
@@ -615,6 +657,95 @@ mod tests {
         for bad in ["2b::15", "2b7e:15", ":2b", "2b:", "abc:def"] {
             assert!(w(bad).is_err(), "{bad} taken as {:02x?}", w(bad));
         }
+    }
+
+    /// A key written in one-digit groups (`1:2:...`, which [`bytes`] takes) may be a key
+    /// however few its digits: `aead_algo 1:2:...:5` (a key where the algorithm belongs) was
+    /// echoed in the error, as only 32 hex digits or more counted as a key.
+    #[test]
+    fn a_key_in_one_digit_groups_is_never_echoed() {
+        let key = (0..20)
+            .map(|i| format!("{:x}", i % 16))
+            .collect::<Vec<_>>()
+            .join(":");
+        assert_eq!(bytes("aead_key", Some(&key.as_str())).unwrap().len(), 20);
+        assert!(may_be_key(&key));
+        let rule = format!("in 1000 aead_algo {key} mode transport");
+        let e = parse_sa(&rule.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert!(!e.contains("0:1:2") && e.contains("(key hidden)"), "{e}");
+        // An IPv6 address (8 groups at most) or a 64-bit value is no key.
+        for not_key in [
+            "2001:db8:0:0:0:0:0:1",
+            "fe80::1",
+            "0x4d4d4d4d4d4d4d5c",
+            "1000",
+        ] {
+            assert!(!may_be_key(not_key), "{not_key}");
+        }
+    }
+
+    /// "A key is used once" holds for each key of an SA, not for its keys together: an SA
+    /// whose HMAC key (or cipher key) another SA has is refused, though its other key is new.
+    #[test]
+    fn each_key_of_an_sa_is_used_once_rfc4303_3_4_3() {
+        let cbc = |spi: u32, c: &str, h: &str| {
+            parse_sa(
+                &format!(
+                    "in {spi} cipher_algo aes-128-cbc cipher_key 0x{} auth_algo sha256-hmac \
+                     auth_key 0x{} mode transport",
+                    c.repeat(16),
+                    h.repeat(32)
+                )
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            )
+            .unwrap()
+        };
+        let mut cfg = IpsecConfig::default();
+        cfg.add_sa(cbc(1000, "11", "22")).unwrap();
+        for (spi, c, h) in [(1001, "33", "22"), (1002, "11", "44")] {
+            let e = cfg.add_sa(cbc(spi, c, h)).unwrap_err();
+            assert!(e.contains("has the key of SA in 1000"), "{spi}: {e}");
+        }
+        cfg.add_sa(cbc(1003, "33", "44")).unwrap();
+        // Two AES-GCM SAs share no key through their empty HMAC keys.
+        let gcm = |spi: u32, k: &str| {
+            parse_sa(
+                &format!(
+                    "in {spi} aead_algo aes-128-gcm aead_key 0x{} mode transport",
+                    k.repeat(20)
+                )
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            )
+            .unwrap()
+        };
+        cfg.add_sa(gcm(2000, "55")).unwrap();
+        cfg.add_sa(gcm(2001, "66")).unwrap();
+        assert_eq!(key_prints(&gcm(1, "55")).len(), 1);
+        assert_eq!(key_prints(&cbc(1, "55", "66")).len(), 2);
+    }
+
+    /// `10.0.0.0/` (a length left out) was read as 10.0.0.0/32, and an SPI written `+1000`
+    /// was taken as 1000 (Rust's parse takes the sign): both refused, as typos.
+    #[test]
+    fn a_prefix_with_nothing_after_its_slash_and_a_signed_number_are_refused() {
+        for bad in ["10.0.0.0/", "2001:db8::/", "10.0.0.0/+8"] {
+            let e = bad.parse::<Prefix>().unwrap_err();
+            assert!(e.contains("not a prefix length"), "{bad}: {e}");
+        }
+        assert_eq!("10.0.0.1".parse::<Prefix>().unwrap().len, 32);
+        assert_eq!("10.0.0.0/8".parse::<Prefix>().unwrap().len, 8);
+        let words = |r: &str| r.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        let sa =
+            format!("in +1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport");
+        let w = words(&sa);
+        let e = parse_sa(&w.iter().map(String::as_str).collect::<Vec<_>>()).unwrap_err();
+        assert!(e.contains("spi") && e.contains("not a number"), "{e}");
+        let w = words("ipv4 in esp discard pri +1 proto sctp");
+        assert!(parse_sp(&w.iter().map(String::as_str).collect::<Vec<_>>()).is_err());
+        let w = words("ipv4 in esp discard pri 1 src 10.0.0.0/ proto sctp");
+        assert!(parse_sp(&w.iter().map(String::as_str).collect::<Vec<_>>()).is_err());
     }
 
     /// A short word hidden as a key's value is hidden where it stands alone, not inside the

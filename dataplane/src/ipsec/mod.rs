@@ -14,8 +14,8 @@ mod replay;
 mod spd;
 
 pub use config::{
-    hidden_in, hidden_word, may_be_key, parse_config, parse_rule, parse_sa, parse_sp, ConfigError,
-    IpsecConfig,
+    hidden_in, hidden_word, key_prints, may_be_key, parse_config, parse_rule, parse_sa, parse_sp,
+    ConfigError, IpsecConfig,
 };
 pub use replay::{ReplayWindow, MAX_REPLAY_WINDOW};
 pub use spd::{Action, Flow, Framed, Policy, Prefix, Selector, Spd};

@@ -48,16 +48,21 @@ impl Prefix {
 impl std::str::FromStr for Prefix {
     type Err = String;
     fn from_str(s: &str) -> Result<Prefix, String> {
-        let (a, l) = s.split_once('/').unwrap_or((s, ""));
+        let (a, l) = match s.split_once('/') {
+            Some((a, l)) => (a, Some(l)),
+            None => (s, None),
+        };
         let addr: IpAddr = a.parse().map_err(|_| format!("{a:?} is not an address"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
-        let len = if l.is_empty() {
-            max
-        } else {
-            l.parse::<u8>()
+        // No `/`: the one host. A `/` with nothing (or `+8`) after it is a length left out or
+        // mistyped, not a host: `10.0.0.0/` was read as 10.0.0.0/32.
+        let len = match l {
+            None => max,
+            Some(l) => l
+                .parse::<u8>()
                 .ok()
-                .filter(|n| *n <= max)
-                .ok_or_else(|| format!("{l:?} is not a prefix length (0-{max})"))?
+                .filter(|n| *n <= max && l.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| format!("{l:?} is not a prefix length (0-{max})"))?,
         };
         // Kept as the network, host bits cleared: two rules for the same traffic compare
         // equal however they were written (the rekey exception matches selectors exactly,

@@ -2,6 +2,7 @@
 
 use std::ffi::{c_int, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use dpdk_sys as sys;
@@ -9,6 +10,49 @@ use dpdk_sys as sys;
 use super::DpdkError;
 
 static EAL_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// The CPUs for a thread of ours that only waits (on a socket, a timer): those the process
+/// could run on before the EAL pinned its main thread, less every enabled lcore's, or all of
+/// them if the lcores take every one. DPDK 22.11 gives its own control threads the same set
+/// (`ctrl_cpuset`, `eal_adjust_config`). Known once [`Eal::init`] has run.
+static CONTROL_CPUS: OnceLock<Vec<usize>> = OnceLock::new();
+
+/// The CPUs the calling thread may run on (empty if the kernel does not say).
+fn thread_cpus() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is the empty set, and sched_getaffinity writes at most
+    // the size it is given into it.
+    let (rc, set) = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let rc = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        (rc, set)
+    };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET reads bit `c` of the set, below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Moves the calling thread onto the CPUs DPDK gives its control threads (the process's CPUs
+/// at start less the lcores', or all of them if the lcores take every one): a thread spawned by the main thread inherits the main lcore's CPU, and
+/// competes with what polls there. False before [`Eal::init`], or if the kernel refuses.
+pub fn to_control_cpus() -> bool {
+    let Some(cpus) = CONTROL_CPUS.get().filter(|c| !c.is_empty()) else {
+        return false;
+    };
+    // SAFETY: an all-zero cpu_set_t is the empty set; each CPU set is below CPU_SETSIZE (it
+    // was read by CPU_ISSET); sched_setaffinity reads the set of the size given, for this
+    // thread (0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
 
 /// The initialised EAL. DPDK allows one per process; [`Eal::init`] refuses a second.
 /// Dropping it runs `rte_eal_cleanup`, so drop every port and pool first.
@@ -100,6 +144,8 @@ impl Eal {
             .iter()
             .take_while(|a| a.as_ref() != "--")
             .any(|a| matches!(a.as_ref(), "-h" | "--help"));
+        // Before the EAL pins this thread to the main lcore.
+        let startup = thread_cpus();
         let redirect = (!asks_help).then(StdoutToStderr::new).flatten();
         // SAFETY: argv holds argc valid NUL-terminated strings that are never freed.
         let rc = unsafe { sys::rte_eal_init(argv.len() as c_int, argv.as_mut_ptr()) };
@@ -108,6 +154,23 @@ impl Eal {
             EAL_TAKEN.store(false, Ordering::SeqCst);
             return Err(DpdkError::from_rte_errno("rte_eal_init"));
         }
+        let mut lcores = Vec::new();
+        for l in 0..sys::RTE_MAX_LCORE {
+            // SAFETY: EAL is initialised; the function bounds-checks the lcore id.
+            if unsafe { sys::rte_lcore_is_enabled(l) } != 0 {
+                // SAFETY: as above.
+                let cpu = unsafe { sys::rte_lcore_to_cpu_id(l as c_int) };
+                lcores.extend(usize::try_from(cpu).ok());
+            }
+        }
+        // The main lcore's whole set, where the EAL has just pinned this thread.
+        lcores.extend(thread_cpus());
+        let free: Vec<usize> = startup
+            .iter()
+            .copied()
+            .filter(|c| !lcores.contains(c))
+            .collect();
+        let _ = CONTROL_CPUS.set(if free.is_empty() { startup } else { free });
         // Lets `dpdk-dumpcap` (a secondary process) capture our ports' traffic. Without shared
         // memory (--no-huge, --no-shconf) there is no secondary, and the call fails harmlessly.
         // SAFETY: EAL is initialised; the call only registers a multi-process handler.

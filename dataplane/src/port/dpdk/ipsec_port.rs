@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
-use sha2::{Digest, Sha256};
 
 use super::ipsec::{CryptoDev, EspSa, SaCounts};
 use super::mbuf::{Mbuf, Mempool};
@@ -236,8 +235,9 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                 ));
             }
             let ipv6 = naming.first().copied().unwrap_or(false);
-            port.take_key(sa)?;
+            let prints = port.unused_keys(sa)?;
             let esp = Arc::new(EspSa::new(dev, sa, ipv6)?);
+            port.record_keys(prints);
             match sa.direction {
                 Direction::In => tables.inbound.push(esp),
                 Direction::Out => tables.outbound.push(esp),
@@ -381,38 +381,46 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         }
         let mut next = cfg.clone();
         next.add_sa(sa.clone())?;
-        self.take_key(&sa)?;
+        let prints = self.unused_keys(&sa)?;
         // Policies name their SA, so none names a new one yet: the tunnel's family, or IPv4,
         // until a policy of the other family protects with it (`add_policy` rebuilds it then).
         let ipv6 = matches!(sa.mode, Mode::Tunnel { dst, .. } if dst.is_ipv6());
         let esp = Arc::new(EspSa::new(dev, &sa, ipv6)?);
+        // Only a key that an SA holds is used: an SA that could not be made (the session pool
+        // spent) never carried a packet, and the same rule is taken once there is room.
+        self.record_keys(prints);
         self.publish(&next, |t| t.sas_mut(sa.direction).push(esp));
         *cfg = next;
         Ok(())
     }
 
-    /// Records `sa`'s key as used, refusing one used before by any SA of this port.
-    fn take_key(&self, sa: &SaConfig) -> Result<(), String> {
-        let mut h = Sha256::new();
-        for part in [&sa.key[..], &sa.salt.to_be_bytes(), &sa.auth_key[..]] {
-            h.update((part.len() as u32).to_be_bytes());
-            h.update(part);
-        }
-        let print: [u8; 32] = h.finalize().into();
-        let mut used = self
+    /// The fingerprints of `sa`'s keys ([`key_prints`]), refused if an SA of this port has
+    /// had any of them; recorded by [`IpsecPort::record_keys`] once the SA exists (both under
+    /// `config`'s lock).
+    fn unused_keys(&self, sa: &SaConfig) -> Result<Vec<[u8; 32]>, String> {
+        let prints = crate::ipsec::key_prints(sa);
+        let used = self
             .used_keys
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !used.insert(print) {
+        if prints.iter().any(|p| used.contains(p)) {
             return Err(format!(
                 "SA {} {}: its key was used by an SA before: a key is used once (a new SA \
                  restarts its sequence numbers, so the same key would repeat AES-GCM nonces, \
-                 RFC 4106 §8.1, and reopen the replay window, RFC 4303 §3.4.3); give it a \
-                 new key",
+                 RFC 4106 §8.1, and reopen the replay window, RFC 4303 §3.4.3; an HMAC key \
+                 alone again lets the old SA's packets pass the ICV); give it a new key",
                 sa.direction, sa.spi
             ));
         }
-        Ok(())
+        Ok(prints)
+    }
+
+    /// Records keys [`IpsecPort::unused_keys`] found unused, now that an SA holds them.
+    fn record_keys(&self, prints: Vec<[u8; 32]>) {
+        self.used_keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(prints);
     }
 
     /// Deletes an SA: packets it carried are dropped from the next burst on, and a policy that

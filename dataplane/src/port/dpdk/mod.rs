@@ -21,7 +21,7 @@ pub mod telemetry;
 #[cfg(target_arch = "x86_64")]
 pub mod tsc;
 
-pub use eal::{Eal, LcoreJoin};
+pub use eal::{to_control_cpus, Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
 pub use ipsec::{CryptoDev, EspDrop, EspSa, SaCounts, SaStats};
 pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats, SaReport};
