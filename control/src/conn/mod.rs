@@ -41,6 +41,7 @@
 //! [`Session`]: crate::session::Session
 
 mod api;
+mod fifo;
 mod lend;
 mod listener;
 mod rdmap;

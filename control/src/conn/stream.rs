@@ -3,6 +3,8 @@
 //! and the [`Sink`] that holds what the ULP is owed.
 
 use std::collections::VecDeque;
+
+use super::fifo::Fifo;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ddpdk_dataplane::ddp::{RxError, StreamRx};
@@ -170,8 +172,8 @@ impl Touched {
 /// What the ULP is owed, kept apart from the streams so both can be borrowed at once.
 #[derive(Debug, Default)]
 pub(super) struct Sink {
-    pub(super) indications: VecDeque<Indication>,
-    pub(super) completions: VecDeque<Completion>,
+    pub(super) indications: Fifo<Indication>,
+    pub(super) completions: Fifo<Completion>,
     pub(super) stats: ConnStats,
     /// Send work requests not yet wholly handed to SCTP.
     pub(super) queued_sends: usize,
