@@ -774,6 +774,20 @@ fn an_endpoint_with_no_policy_yet_names_both_families_as_taking_clear_sctp_4301_
 /// out its `--run-for`, its EAL prefix taken from the next test.
 struct Killed(Child);
 
+/// An endpoint whose SAs come from a key manager only (`--ipsec-socket` in `dir`, no policy
+/// yet), killed when the first value is dropped, and a connection to its socket.
+fn km_endpoint(dir: &Dir) -> (Killed, std::io::BufReader<std::os::unix::net::UnixStream>) {
+    let path = dir.0.join("ipsec.sock");
+    let (s, _head, _rest) = server(
+        dir,
+        &["--ipsec-socket", path.to_str().expect("utf-8")],
+        "IPsec on",
+    );
+    let server = Killed(s);
+    let sock = connect(&path);
+    (server, sock)
+}
+
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -788,14 +802,7 @@ impl Drop for Killed {
 fn a_key_whose_sa_could_not_be_made_is_not_spent() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Dir::new("kmfull");
-    let path = dir.0.join("ipsec.sock");
-    let (s, _head, _rest) = server(
-        &dir,
-        &["--ipsec-socket", path.to_str().expect("utf-8")],
-        "IPsec on",
-    );
-    let _server = Killed(s);
-    let mut sock = connect(&path);
+    let (_server, mut sock) = km_endpoint(&dir);
     let rule = |spi: u32| {
         format!(
             "sa add in {spi} aead_algo aes-128-gcm aead_key 0x{spi:08x}{} mode transport \
@@ -839,14 +846,7 @@ fn a_key_whose_sa_could_not_be_made_is_not_spent() {
 fn an_sa_with_an_hmac_key_used_before_is_refused_rfc4303_3_4_3() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Dir::new("kmreuse");
-    let path = dir.0.join("ipsec.sock");
-    let (s, _head, _rest) = server(
-        &dir,
-        &["--ipsec-socket", path.to_str().expect("utf-8")],
-        "IPsec on",
-    );
-    let _server = Killed(s);
-    let mut sock = connect(&path);
+    let (_server, mut sock) = km_endpoint(&dir);
     let cbc = |c: &str, h: &str| {
         format!(
             "sa add in 1000 cipher_algo aes-128-cbc cipher_key 0x{} auth_algo sha256-hmac \
@@ -874,16 +874,9 @@ fn an_sa_with_an_hmac_key_used_before_is_refused_rfc4303_3_4_3() {
 fn the_key_socket_thread_runs_with_dpdks_control_threads_off_the_lcores() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Dir::new("kmcpu");
-    let path = dir.0.join("ipsec.sock");
-    let (s, _head, _rest) = server(
-        &dir,
-        &["--ipsec-socket", path.to_str().expect("utf-8")],
-        "IPsec on",
-    );
-    let pid = s.id();
-    let _server = Killed(s);
     // Connected, the socket's thread has run (and moved itself).
-    let mut sock = connect(&path);
+    let (server, mut sock) = km_endpoint(&dir);
+    let pid = server.0.id();
     assert!(km(&mut sock, "expiring").starts_with("ok "));
     let cpus_of = |task: &Path| -> Option<String> {
         let status = std::fs::read_to_string(task.join("status")).ok()?;
