@@ -1950,6 +1950,65 @@ fn dissector_flags_malformed_segments() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// RFC 5043 §6.1: a session's DDP-SSNs go up by one on a stream, with no gaps. The dissector
+/// follows them per stream and direction: a gap is flagged with how many are missing, a DDP-SSN
+/// seen before as a repeat (an SCTP retransmission), one below the highest and not seen before
+/// as late (unordered chunks, §5.2.1); an Initiate starts the count anew, and a frame's verdict
+/// is the same however often it is dissected.
+#[test]
+fn dissector_follows_ddp_ssns_per_stream_rfc5043_6_1() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-lua-ssn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pcap = dir.join("ssn.pcap");
+    let seg = |ssn: u16| {
+        let mut d = tagged_segment(0x40, 0x300, 0, &[1; 8]);
+        d[..2].copy_from_slice(&ssn.to_be_bytes());
+        d
+    };
+    let initiate = [0u8, 0, 0, 1];
+    let segs: Vec<Vec<u8>> = [1, 3, 3, 2, 4, 2].into_iter().map(seg).collect();
+    let mut frames: Vec<Vec<(u32, &[u8])>> = vec![vec![(17, &initiate[..])]];
+    frames.extend(segs.iter().map(|d| vec![(PPID_DDP_SEGMENT, &d[..])]));
+    // A new session on the stream: its DDP-SSNs start again, 1 is not a repeat.
+    frames.push(vec![(17, &initiate[..])]);
+    frames.push(vec![(PPID_DDP_SEGMENT, &segs[0][..])]);
+    let frames: Vec<&[(u32, &[u8])]> = frames.iter().map(Vec::as_slice).collect();
+    data_frames_pcap(&pcap, &frames);
+    let experts = |frame: usize| {
+        dissected(
+            &pcap,
+            &format!("frame.number == {frame}"),
+            "_ws.expert.message",
+        )
+        .join("\n")
+    };
+    let want = [
+        (1, ""),
+        (2, ""),
+        (3, "DDP-SSN gap: 1 DDP-SSN(s) before this one not seen"),
+        (4, "DDP-SSN seen before on this stream"),
+        (5, "DDP-SSN below one already seen and not seen before"),
+        (6, ""),
+        (7, "DDP-SSN seen before on this stream"),
+        (8, ""),
+        (9, ""),
+    ];
+    for (frame, expert) in want {
+        let got = experts(frame);
+        if expert.is_empty() {
+            assert!(!got.contains("DDP-SSN"), "frame {frame}: {got}");
+        } else {
+            assert!(got.contains(expert), "frame {frame}: {got}");
+        }
+    }
+    assert_eq!(
+        dissected(&pcap, "rddp.ssn_gap", "frame.number"),
+        ["3"],
+        "filterable by the expert's name"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// One RDMAP message segment of a capture: DDP over SCTP (PPID 16), as RFC 5040 §4 reads it.
 #[derive(Debug)]
 struct RdmapSegment {

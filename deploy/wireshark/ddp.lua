@@ -137,7 +137,19 @@ local e_dv = ProtoExpert.new("rddp.dv", "DDP version (DV) is not 1 (RFC 5041 §4
 local e_function = ProtoExpert.new("rddp_sc.function_unknown",
     "Function Code not defined by RFC 5043 §5.2.3 (1 to 4)", expert.group.PROTOCOL,
     expert.severity.WARN)
-ddp.experts = { e_short, e_dv }
+-- DDP-SSN analysis (RFC 5043 §5.2.1, §6: a session's DDP-SSNs, over its segments and its
+-- session control messages, go up by one on each stream in each direction, with no gaps).
+local e_ssn_gap = ProtoExpert.new("rddp.ssn_gap",
+    "DDP-SSN gap: DDP-SSNs before this one not seen: lost / late / not captured "
+        .. "(RFC 5043 §6.1)", expert.group.SEQUENCE, expert.severity.WARN)
+local e_ssn_repeat = ProtoExpert.new("rddp.ssn_repeat",
+    "DDP-SSN seen before on this stream: an SCTP retransmission or a duplicate",
+    expert.group.SEQUENCE, expert.severity.NOTE)
+local e_ssn_late = ProtoExpert.new("rddp.ssn_late",
+    "DDP-SSN below one already seen and not seen before: out of order (unordered DATA "
+        .. "chunks; RFC 5043 §5.2.1)", expert.group.SEQUENCE,
+    expert.severity.NOTE)
+ddp.experts = { e_short, e_dv, e_ssn_gap, e_ssn_repeat, e_ssn_late }
 ddpsc.experts = { e_sc_short, e_private, e_terminate_data, e_function }
 local e_rdmap_split = ProtoExpert.new("rdmap.split",
     "RDMAP message that is one header spans several DDP segments (MO > 0 or L clear): "
@@ -167,6 +179,61 @@ ddp.prefs.rdmap = Pref.enum("Decode RsvdULP as RDMAP", 1,
     "When to read a segment's RsvdULP as an RDMAP control field",
     { { 1, "auto (RDMAP version 1)", 1 }, { 2, "always", 2 }, { 3, "never", 3 } }, false)
 
+-- The SCTP stream of the DATA chunk being dissected: the last stream id SCTP has put in the
+-- tree so far (a bundled packet lists one per chunk, in order).
+local f_sid = Field.new("sctp.data_sid")
+-- Per stream and direction: the highest DDP-SSN seen (`last`), how many steps it has moved
+-- since the stream was first seen (`at`), and for each DDP-SSN the step it was seen at.
+local streams = {}
+-- Each chunk's verdict, kept from the first pass so that a later one (Wireshark dissects a
+-- packet again when it is clicked) shows the same.
+local verdicts = {}
+
+local function ssn_analysis(ssn, pinfo, t, starts)
+    local sids = { f_sid() }
+    local key = string.format("%s:%d>%s:%d/%s", tostring(pinfo.src), pinfo.src_port,
+        tostring(pinfo.dst), pinfo.dst_port, tostring(sids[#sids]))
+    local here = pinfo.number .. "/" .. #sids
+    if not pinfo.visited then
+        local s = streams[key]
+        local verdict
+        if s == nil or starts then
+            -- A stream first seen, or a session starting (RFC 5043 §6.1: DDP-SSNs start anew).
+            streams[key] = { last = ssn, at = 0, seen = { [ssn] = 0 } }
+        else
+            local ahead = (ssn - s.last) % 65536
+            if ahead >= 1 and ahead < 32768 then
+                if ahead > 1 then
+                    verdict = { e_ssn_gap, ahead - 1 }
+                end
+                s.last = ssn
+                s.at = s.at + ahead
+                s.seen[ssn] = s.at
+            else
+                -- At or behind the highest: the step this DDP-SSN would have been seen at.
+                local at = s.at - (s.last - ssn) % 65536
+                if s.seen[ssn] == at then
+                    verdict = { e_ssn_repeat }
+                else
+                    verdict = { e_ssn_late }
+                    s.seen[ssn] = at
+                end
+            end
+        end
+        verdicts[here] = verdict
+    end
+    local v = verdicts[here]
+    if v then
+        if v[2] then
+            -- No commas: tshark's field output separates occurrences with them.
+            t:add_proto_expert_info(v[1], string.format("DDP-SSN gap: %d DDP-SSN(s) before this "
+                .. "one not seen: lost / late / not captured (RFC 5043 §6.1)", v[2]))
+        else
+            t:add_proto_expert_info(v[1])
+        end
+    end
+end
+
 function ddpsc.dissector(buf, pinfo, tree)
     pinfo.cols.protocol = "DDP/SC"
     local t = tree:add(ddpsc, buf())
@@ -177,6 +244,8 @@ function ddpsc.dissector(buf, pinfo, tree)
     t:add(f.sc_ssn, buf(0, 2))
     t:add(f.sc_function, buf(2, 2))
     local fc = buf(2, 2):uint()
+    -- An Initiate or an Accept begins its side's DDP-SSNs (RFC 5043 §6.2).
+    ssn_analysis(buf(0, 2):uint(), pinfo, t, fc == 1 or fc == 2)
     local n = buf:len() - 4
     t:add(f.sc_private_len, n):set_generated()
     if n > 0 then
@@ -296,6 +365,7 @@ function ddp.dissector(buf, pinfo, tree)
         return
     end
     t:add(f.ssn, buf(0, 2))
+    ssn_analysis(buf(0, 2):uint(), pinfo, t, false)
     local ctl = buf(2, 1):uint()
     local tagged = bit.band(ctl, 0x80) ~= 0
     local hdr = tagged and 14 or 18
