@@ -1571,6 +1571,12 @@ impl Duo {
     /// An RDMAP stream with one Read outstanding (wr_id 9: 1000 bytes into a 4096-byte sink
     /// registered at TO 0x2000, from TO 0x2100), and the Read Request the raw peer got for it.
     fn read_in_flight() -> (Duo, ddpdk_control::memory::RegionId, ReadRequest) {
+        let (d, _, sink, request) = Duo::read_in_flight_in_pd();
+        (d, sink, request)
+    }
+
+    /// [`Duo::read_in_flight`], with the stream's protection domain.
+    fn read_in_flight_in_pd() -> (Duo, Pd, ddpdk_control::memory::RegionId, ReadRequest) {
         let mut d = Duo::new(256);
         let pd = d.memory.alloc_pd();
         d.open_rdmap(S, pd);
@@ -1616,7 +1622,7 @@ impl Duo {
             (request.sink_stag, request.sink_to, request.size),
             (sink_reg.stag.0, 0x2100, 1000)
         );
-        (d, sink, request)
+        (d, pd, sink, request)
     }
 
     /// [`Duo::provoke`] with the region's access rights chosen.
@@ -2796,6 +2802,51 @@ fn rfc5040_4_8_a_read_response_into_a_sink_we_revoked_is_our_local_error() {
             .collect::<Vec<_>>(),
         [(9, Status::LocalProtection)],
         "the Read fails of our fault, not flushed"
+    );
+}
+
+/// RFC 5040 §5.3 with §4.8 and RFC 5041 §7.2: a peer that invalidates our Read's Data Sink
+/// STag with a Send with Invalidate, then answers the Read in a later packet, after the STag
+/// has left the tables, is told Invalid STag (0x1/0x00): the error is the peer's, as it is when
+/// both come in one packet. It was reported as our own Local Catastrophic, as for a sink our
+/// ULP deregistered, and the Read completed LocalProtection.
+#[test]
+fn rfc5040_5_3_a_read_response_into_a_sink_the_peer_invalidated_is_its_invalid_stag() {
+    let (mut d, pd, sink, request) = Duo::read_in_flight_in_pd();
+    let _ = d.posted_buffer(pd, 40);
+    let mut invalidate = rseg(1, control(1, Opcode::SendInvalidate), 0, 1, b"inval");
+    invalidate[4..8].copy_from_slice(&request.sink_stag.to_be_bytes());
+    d.send(S, 16, &invalidate);
+    d.settle();
+    // The owner of the tables takes the invalidation (as a data core does before its next
+    // packet): the STag is gone from the table the next packet is checked against.
+    let invalidated = d.conn().take_peer_invalidated();
+    assert_eq!(invalidated, [Stag(request.sink_stag)]);
+    d.memory.deregister(Stag(request.sink_stag)).unwrap();
+    d.send(
+        S,
+        16,
+        &rrseg(2, true, request.sink_stag, request.sink_to, 1000),
+    );
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Ddp(DdpError::InvalidStag)]
+    );
+    assert!(
+        d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
+        "nothing placed"
+    );
+    let read: Vec<_> = d
+        .comps
+        .iter()
+        .filter(|c| c.wr_id == 9)
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(
+        read,
+        [Status::Flushed],
+        "the Read ends with the stream, not of our fault"
     );
 }
 

@@ -9,7 +9,7 @@
 
 use ddpdk_dataplane::ddp::{self, HeaderCopy, RxError, Target, TxError, Ulp};
 use ddpdk_dataplane::mem::{Access, Pd, Stag, StagTable, StreamId};
-use ddpdk_dataplane::wire::ddp::SegmentRepr;
+use ddpdk_dataplane::wire::ddp::{DdpError, SegmentRepr};
 use ddpdk_dataplane::wire::rdmap::{
     AtomicRequest, AtomicResponse, Control, Opcode, RdmapError, ReadRequest, QN_ATOMIC_RESPONSE,
     QN_READ_REQUEST, QN_SEND, QN_TERMINATE,
@@ -180,6 +180,7 @@ impl Ulp for RdmapUlp<'_> {
                             // here: `Connection::take_peer_invalidated`).
                             out.peer_invalidated.push(stag);
                             out.stats.stags_invalidated_by_peer += 1;
+                            self.rdmap.peer_invalidated(stag);
                             if let Some(Indication::Received { invalidated, .. }) =
                                 out.indications.back_mut()
                             {
@@ -253,19 +254,32 @@ impl Ulp for RdmapUlp<'_> {
                 }
             }
             ddp::Indication::Error {
-                error,
+                mut error,
                 header,
                 segment_len,
             } => {
-                self.rdmap
-                    .set_terminate(terminate_payload(error, &header, segment_len, None));
                 // The Read whose sink our ULP revoked under its response fails of its own
-                // (`Status::LocalProtection`), not flushed as the stream's other work.
+                // (`Status::LocalProtection`), not flushed as the stream's other work. Where
+                // the peer invalidated that sink itself, the response is its Invalid STag.
                 if let RxError::SinkRevoked { stag, to } = error {
-                    if let Some(seq) = self.rdmap.read_into(Stag(stag), to).map(|r| r.seq) {
-                        self.rdmap.fail_local(seq);
+                    match self.rdmap.read_into(Stag(stag), to) {
+                        Some(r) if r.sink_invalidated_by_peer => {
+                            error = RxError::Ddp(DdpError::InvalidStag);
+                        }
+                        Some(r) => {
+                            let seq = r.seq;
+                            self.rdmap.fail_local(seq);
+                        }
+                        None => {}
                     }
                 }
+                self.rdmap
+                    .set_terminate(terminate_payload(error, &header, segment_len, None));
+                let ind = ddp::Indication::Error {
+                    error,
+                    header,
+                    segment_len,
+                };
                 indicate(stream, self.posted, self.grace, out, ind);
             }
         }
@@ -722,6 +736,7 @@ impl Connection {
                         seq: 0,
                         placed: Placed::default(),
                         shared_sink: false,
+                        sink_invalidated_by_peer: false,
                     }),
                 )
             }

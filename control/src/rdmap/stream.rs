@@ -35,6 +35,10 @@ pub struct OutboundRead {
     /// cannot be told to be this Read's or the other's (SCTP may deliver a later response's
     /// segment first), so its bytes are not held to its length ([`RdmapStream::read_sent`]).
     pub shared_sink: bool,
+    /// The peer invalidated its Data Sink STag (a Send with Invalidate, RFC 5040 §5.3) while
+    /// it was outstanding: a response into it is then the peer's error, not ours
+    /// ([`RdmapStream::peer_invalidated`]).
+    pub sink_invalidated_by_peer: bool,
 }
 
 /// A Read Request to answer (RFC 5040 §5.2): its Data Source checked and found readable.
@@ -318,6 +322,16 @@ impl RdmapStream {
             }
         }
         self.orq.push_back(read);
+    }
+
+    /// The peer invalidated `stag` (RFC 5040 §5.3): the outstanding Reads whose Data Sink it
+    /// is are noted, so that a response into it is reported as the peer's Invalid STag
+    /// (RFC 5041 §7.2 0x1/0x00) once the STag has left the tables, as it is while the
+    /// invalidation is still this packet's record, and not as our own revocation.
+    pub fn peer_invalidated(&mut self, stag: Stag) {
+        for r in self.orq.iter_mut().filter(|r| r.sink == stag) {
+            r.sink_invalidated_by_peer = true;
+        }
     }
 
     /// A Read Response went wholly to SCTP: its IRD slot is free.
