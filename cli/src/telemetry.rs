@@ -660,6 +660,17 @@ fn all_stats(s: &Snapshot, only: Option<usize>) -> TelValue {
                         ("flow_rules", u(c.flow_rules)),
                         ("flow_rules_refused", u(c.flow_rules_refused)),
                         ("forward_dropped", u(c.forward_dropped)),
+                        // The control thread's own sends (INIT ACKs, ABORTs, ...) lost, by
+                        // reason, named as a core's: every drop counted somewhere.
+                        (
+                            "drop",
+                            dict(vec![
+                                ("tx_refused", u(c.tx.tx_dropped)),
+                                ("tx_no_buffer", u(c.tx.no_buffer)),
+                                ("tx_unresolved", u(c.tx.unresolved)),
+                                ("tx_too_big", u(c.tx.too_big)),
+                            ]),
+                        ),
                         ("clock", TelValue::Str(s.clock.into())),
                         (
                             "sctp",
@@ -834,6 +845,50 @@ mod tests {
         assert!(n.iter().any(|x| x.starts_with("core/1/")));
         assert!(!n.iter().any(|x| x.starts_with("core/0/")));
         assert_eq!(stats(&s, "5").unwrap_err(), "no data core 5");
+    }
+
+    /// Every drop is counted where telemetry shows it: what the control thread failed to send
+    /// (its INIT ACKs, ABORTs, ...) was counted in its TX stats and shown nowhere.
+    #[test]
+    fn stats_count_the_control_threads_transmit_drops() {
+        let mut s = Snapshot {
+            reports: (0..CORES_IN_ONE_ANSWER).map(core).collect(),
+            taken: Some((1, std::time::Instant::now())),
+            ..Default::default()
+        };
+        s.control.tx.tx_dropped = 1;
+        s.control.tx.no_buffer = 2;
+        s.control.tx.unresolved = 3;
+        s.control.tx.too_big = 4;
+        let mut flat = Vec::new();
+        fn values(v: &TelValue, prefix: &str, out: &mut Vec<(String, TelValue)>) {
+            if let TelValue::Dict(entries) = v {
+                for (k, v) in entries {
+                    let name = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}/{k}")
+                    };
+                    match v {
+                        TelValue::Dict(_) => values(v, &name, out),
+                        _ => out.push((name, v.clone())),
+                    }
+                }
+            }
+        }
+        // Three cores still fit one answer with them.
+        values(&stats(&s, "").unwrap(), "", &mut flat);
+        for (name, want) in [
+            ("control/drop/tx_refused", 1),
+            ("control/drop/tx_no_buffer", 2),
+            ("control/drop/tx_unresolved", 3),
+            ("control/drop/tx_too_big", 4),
+        ] {
+            assert!(
+                flat.contains(&(name.to_string(), TelValue::U64(want))),
+                "{name} missing: {flat:?}"
+            );
+        }
     }
 
     /// A TSC the clock's watch dropped shows in the stats, not only on stderr.

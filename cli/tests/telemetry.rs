@@ -408,3 +408,59 @@ except RuntimeError as e:
     }
     assert_eq!(lines[2].trim_end(), "HEAD 503", "{answer}");
 }
+
+/// The exporter's `collect` run against a fake telemetry connection whose `ask(cmd)` answers
+/// from `answers` (a Python dict literal, command to reply; `/ddpdk/stats,N` past those given
+/// is "no data core N"): the metrics' text, or `refused: WHY` when the scrape failed.
+fn exporter_against(answers: &str) -> String {
+    let script = format!(
+        r#"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("exporter", {EXPORTER:?})
+ex = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ex)
+ANSWERS = {answers}
+class Fake:
+    def ask(self, cmd):
+        if cmd in ANSWERS:
+            return ANSWERS[cmd]
+        if cmd.startswith("/ddpdk/stats,"):
+            return {{"error": "no data core " + cmd.split(",")[1]}}
+        if cmd.startswith("/ddpdk/assoc/list"):
+            return []
+        if cmd.startswith("/ddpdk/session/list"):
+            return {{"count": 0}}
+        if cmd == "/ddpdk/mr/list":
+            return {{"count": 0, "bytes": 0}}
+        if cmd == "/ethdev/list":
+            return []
+        return {{"error": "unknown " + cmd}}
+try:
+    sys.stdout.write(ex.collect(Fake()).text())
+except RuntimeError as e:
+    print("refused:", e)
+"#
+    );
+    let o = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Every drop is exported: the control thread's failed sends (`control/drop/REASON`) were
+/// left out of the scrape.
+#[test]
+fn the_exporter_exports_the_control_threads_drops() {
+    let out = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5, "control/drop/tx_unresolved": 3,
+            "control/drop/tx_too_big": 0}}"#,
+    );
+    assert!(
+        out.contains("# TYPE ddpdk_control_drops_total counter")
+            && out.contains("ddpdk_control_drops_total{reason=\"tx_unresolved\"} 3")
+            && out.contains("ddpdk_control_drops_total{reason=\"tx_too_big\"} 0"),
+        "{out}"
+    );
+}

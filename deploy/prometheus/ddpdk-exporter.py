@@ -262,6 +262,10 @@ def collect(t):
         elif parts[0] == "control" and len(parts) == 2:
             m.add(f"ddpdk_control_{parts[1]}_total", "counter",
                   CONTROL_HELP.get(parts[1], f"Control thread counter {parts[1]}."), {}, value)
+        elif parts[0] == "control" and len(parts) == 3 and parts[1] == "drop":
+            m.add("ddpdk_control_drops_total", "counter",
+                  "Frames the control thread failed to send (INIT ACKs, ABORTs, ...), by "
+                  "reason.", {"reason": parts[2]}, value)
         elif parts[0] == "control" and len(parts) == 3 and parts[1] == "sctp":
             m.add(f"ddpdk_sctp_endpoint_{parts[2]}_total", "counter",
                   f"The SCTP endpoint's {parts[2].replace('_', ' ')} (RFC 9260 5.1, 8.4).",
