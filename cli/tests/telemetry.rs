@@ -464,3 +464,42 @@ fn the_exporter_exports_the_control_threads_drops() {
         "{out}"
     );
 }
+
+/// A scrape is whole or fails: a core that did not answer (a snapshot not taken in time)
+/// ended the core loop as if it were past the last core, and the scrape passed without that
+/// core's series; only "no data core N" ends it now.
+#[test]
+fn the_exporter_fails_a_scrape_when_a_core_does_not_answer() {
+    let out = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5},
+            "/ddpdk/stats,1": {"error": "the endpoint did not answer in time"},
+            "/ddpdk/stats,2": {"core/2/frames_in": 7}}"#,
+    );
+    assert!(
+        out.starts_with("refused: /ddpdk/stats,1") && out.contains("did not answer"),
+        "{out}"
+    );
+    // Past the last core, the scrape goes on.
+    let whole = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5}, "/ddpdk/stats,1": {"core/1/frames_in": 6}}"#,
+    );
+    assert!(
+        whole.contains("ddpdk_core_frames_in_total{core=\"1\"} 6"),
+        "{whole}"
+    );
+}
+
+/// An error answer to `/ddpdk/mr/list` is no "0 registrations": it was exported as
+/// `ddpdk_memory_registrations 0` (a gauge that fell to zero for a scrape); it fails the
+/// scrape now, as the other lists' errors do.
+#[test]
+fn the_exporter_fails_a_scrape_when_the_memory_list_errs() {
+    let out = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5},
+            "/ddpdk/mr/list": {"error": "the endpoint did not answer in time"}}"#,
+    );
+    assert!(
+        out.starts_with("refused: /ddpdk/mr/list") && !out.contains("ddpdk_memory_registrations"),
+        "{out}"
+    );
+}

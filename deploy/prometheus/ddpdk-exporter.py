@@ -208,7 +208,13 @@ def collect(t):
             if core == 0:
                 raise RuntimeError(f"/ddpdk/stats,0: {reply!r} (is this a ddpdk endpoint? "
                                    "one starting up answers once its port is set up)")
-            break
+            # Past the last core ("no data core N"). Any other error (a snapshot not taken
+            # in time) fails the scrape: a scrape without this core's series would pass for
+            # a whole one.
+            why = reply.get("error", "") if isinstance(reply, dict) else ""
+            if str(why).startswith("no data core"):
+                break
+            raise RuntimeError(f"/ddpdk/stats,{core}: {reply!r}")
         for key, value in reply.items():
             if key.startswith("core/") or core == 0:
                 stats[key] = value
@@ -298,6 +304,9 @@ def collect(t):
         m.add("ddpdk_sessions", "gauge", "DDP Stream Sessions not idle, by state.",
               {"state": state}, n)
     mrs = t.ask("/ddpdk/mr/list") or {}
+    # An error is no "0 registrations": it fails the scrape with its reason.
+    if not isinstance(mrs, dict) or "error" in mrs:
+        raise RuntimeError(f"/ddpdk/mr/list: {mrs!r}")
     m.add("ddpdk_memory_registrations", "gauge", "Registered memory regions (STags).", {},
           mrs.get("count", 0))
     m.add("ddpdk_memory_registered_bytes", "gauge", "Bytes of registered memory.", {},
