@@ -58,30 +58,15 @@ impl IpsecTotals {
         if !port.is_enabled() {
             return None;
         }
-        let mut t = IpsecTotals {
+        // The SAs deleted or rebuilt included: a counter that fell when a key manager deleted
+        // an SA (a rekey's last step) would read as a reset.
+        let (sas, inbound, outbound) = port.sa_totals();
+        Some(IpsecTotals {
             drops: port.policy_counts(),
-            ..Default::default()
-        };
-        for sa in port.sa_reports() {
-            t.sas += 1;
-            let sum = if sa.direction == "in" {
-                &mut t.inbound
-            } else {
-                &mut t.outbound
-            };
-            let c = sa.counts;
-            sum.packets += c.packets;
-            sum.bytes += c.bytes;
-            sum.replay += c.replay;
-            sum.auth_failed += c.auth_failed;
-            sum.malformed += c.malformed;
-            sum.expired += c.expired;
-            sum.overflow += c.overflow;
-            sum.no_room += c.no_room;
-            sum.stalled += c.stalled;
-            sum.pmtu_accepted += c.pmtu_accepted;
-        }
-        Some(t)
+            inbound,
+            outbound,
+            sas,
+        })
     }
 }
 

@@ -902,3 +902,67 @@ fn the_key_socket_thread_runs_with_dpdks_control_threads_off_the_lcores() {
         assert_ne!(km_cpus.as_deref(), Some(main.as_str()));
     }
 }
+
+/// `/ddpdk/stats`' `ipsec/in/...` and `ipsec/out/...` are counters: they keep what an SA
+/// counted after a key manager deletes it (a rekey's last step). They were the sums over the
+/// SAs in force, so deleting one took its counts away, and Prometheus read a counter reset.
+#[test]
+fn ipsec_counters_keep_what_a_deleted_sa_counted() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("retired");
+    let path = dir.0.join("ipsec.sock");
+    let (mut s, _head, _rest) = server(
+        &dir,
+        &[
+            "--ipsec-socket",
+            path.to_str().expect("utf-8"),
+            "--run-for",
+            "20",
+        ],
+        "IPsec on",
+    );
+    let mut sock = connect(&path);
+    for rule in server_rules() {
+        let (what, rest) = rule.split_once(' ').expect("a rule");
+        assert!(km(&mut sock, &format!("{what} add {rest}")).starts_with("ok "));
+    }
+    // A client whose outbound key is not the server's: its ESP fails SA in 1000's ICV.
+    let wrong = esp::file_text(&client_rules()).replace(K_C2S, &K_C2S.replace("2b:", "3c:"));
+    let cconf = dir.file("client.conf", &wrong);
+    let c = client(&dir, &["--ipsec-config", cconf.to_str().expect("utf-8")])
+        .output()
+        .expect("client");
+    assert_eq!(c.status.code(), Some(1), "{}", text(&c));
+    let prefix = format!("ddpdk-ipsec-server-{}", std::process::id());
+    let stat = |name: &str| -> (u64, u64) {
+        let r = procs::ask(&prefix, &["/ddpdk/stats,0"]);
+        let v = procs::value(&r[0], "/ddpdk/stats");
+        (
+            v[name].as_u64().unwrap_or_else(|| panic!("{name}: {v}")),
+            v["snapshot/number"].as_u64().expect("snapshot/number"),
+        )
+    };
+    let (failed, before) = stat("ipsec/in/auth_failed");
+    assert!(failed > 0, "the client's ESP failed the ICV");
+    assert!(km(&mut sock, "sa del in 1000").starts_with("ok "));
+    // A snapshot taken after the deletion (one answers for 200 ms).
+    let after = (0..100)
+        .find_map(|_| {
+            let (n, number) = stat("ipsec/in/auth_failed");
+            if number > before {
+                return Some(n);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            None
+        })
+        .expect("a new snapshot");
+    assert!(
+        after >= failed,
+        "ipsec/in/auth_failed fell from {failed} to {after} when SA in 1000 was deleted"
+    );
+    let (sas, _) = stat("ipsec/sas");
+    assert_eq!(sas, 1, "SA out 2000 is left");
+    drop(sock);
+    let _ = s.kill();
+    let _ = s.wait();
+}

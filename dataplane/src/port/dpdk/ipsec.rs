@@ -331,6 +331,23 @@ pub struct SaCounts {
     pub pmtu_accepted: u64,
 }
 
+impl SaCounts {
+    /// Adds `o`'s counts (not its `sequence`, a position, not a count).
+    pub fn add(&mut self, o: &SaCounts) {
+        self.packets += o.packets;
+        self.bytes += o.bytes;
+        self.replay += o.replay;
+        self.auth_failed += o.auth_failed;
+        self.malformed += o.malformed;
+        self.expired += o.expired;
+        self.overflow += o.overflow;
+        self.no_room += o.no_room;
+        self.stalled += o.stalled;
+        self.copied += o.copied;
+        self.pmtu_accepted += o.pmtu_accepted;
+    }
+}
+
 impl SaStats {
     pub fn snapshot(&self) -> SaCounts {
         let r = |c: &AtomicU64| c.load(Ordering::Relaxed);

@@ -155,6 +155,10 @@ pub struct IpsecPort<P> {
     /// (RFC 4106 §8.1, §10), and an inbound SA's new replay window would accept every packet
     /// the old one saw (RFC 4303 §3.4.3).
     used_keys: Mutex<HashSet<[u8; 32]>>,
+    /// What the SAs no longer in force counted, inbound's and outbound's (added under
+    /// `config`'s lock as [`IpsecPort::publish`] drops them): the port's totals
+    /// ([`IpsecPort::sa_totals`]) only grow when an SA is deleted or rebuilt.
+    retired: Mutex<[SaCounts; 2]>,
     /// Whether any policy or SA exists: a port without one costs a burst one load.
     active: AtomicBool,
     /// Bytes the path MTU leaves free for ESP: no outbound SA may add more.
@@ -192,6 +196,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             tables: ArcSwap::from_pointee(Tables::default()),
             config: Mutex::new(IpsecConfig::default()),
             used_keys: Mutex::new(HashSet::new()),
+            retired: Mutex::new([SaCounts::default(); 2]),
             active: AtomicBool::new(false),
             headroom: 0,
             local: Vec::new(),
@@ -301,6 +306,25 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     pub fn sas(&self) -> Vec<Arc<EspSa>> {
         let t = self.tables.load();
         t.inbound.iter().chain(&t.outbound).cloned().collect()
+    }
+
+    /// How many SAs are in force, and what every SA this port has had counted, inbound's and
+    /// outbound's summed (those deleted or rebuilt included, so each sum only grows).
+    pub fn sa_totals(&self) -> (usize, SaCounts, SaCounts) {
+        // `config`'s lock: no SA moves from the tables to `retired` while these are read.
+        let _one_change_at_a_time = lock(&self.config);
+        let t = self.tables.load();
+        let [mut inbound, mut outbound] = *self
+            .retired
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for sa in &t.inbound {
+            inbound.add(&sa.stats.snapshot());
+        }
+        for sa in &t.outbound {
+            outbound.add(&sa.stats.snapshot());
+        }
+        (t.inbound.len() + t.outbound.len(), inbound, outbound)
     }
 
     /// Every SA with its counters, inbound first.
@@ -522,6 +546,20 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             kept: now.kept.clone(),
         };
         edit(&mut t);
+        // The counts of SAs this drops are kept: a port's totals never go backwards.
+        let mut retired = self
+            .retired
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (k, (was, is)) in [(&now.inbound, &t.inbound), (&now.outbound, &t.outbound)]
+            .into_iter()
+            .enumerate()
+        {
+            for gone in was.iter().filter(|s| !is.iter().any(|n| Arc::ptr_eq(n, s))) {
+                retired[k].add(&gone.stats.snapshot());
+            }
+        }
+        drop(retired);
         self.active.store(t.in_force(), Ordering::Release);
         self.tables.store(Arc::new(t));
     }
