@@ -542,3 +542,19 @@ fn the_dashboards_drop_panel_charts_every_drop_metric() {
         );
     }
 }
+
+/// `ddpdk_ipsec_sa_drops_total` counts drops alone: `ipsec/out/pmtu_accepted` (ICMP PMTU
+/// messages an SA believed, RFC 4301 §6.1.2) was exported as a drop reason of it.
+#[test]
+fn the_exporter_counts_no_accepted_pmtu_message_as_an_ipsec_drop() {
+    let out = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5, "ipsec/sas": 2,
+            "ipsec/out/packets": 9, "ipsec/out/no_room": 1, "ipsec/out/pmtu_accepted": 4}}"#,
+    );
+    assert!(
+        out.contains("ddpdk_ipsec_sa_drops_total{direction=\"out\",reason=\"no_room\"} 1")
+            && !out.contains("reason=\"pmtu_accepted\"")
+            && out.contains("ddpdk_ipsec_pmtu_accepted_total{direction=\"out\"} 4"),
+        "{out}"
+    );
+}

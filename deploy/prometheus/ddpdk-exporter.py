@@ -252,6 +252,11 @@ def collect(t):
             m.add(f"ddpdk_ipsec_{parts[2]}_total", "counter",
                   f"ESP {parts[2]} through the SAs, by direction.",
                   {"direction": parts[1]}, value)
+        elif parts[0] == "ipsec" and len(parts) == 3 and parts[2] == "pmtu_accepted":
+            # Not a drop: ICMP PMTU messages quoting our ESP that an SA believed.
+            m.add("ddpdk_ipsec_pmtu_accepted_total", "counter",
+                  "ICMP PMTU messages quoting our ESP that an outbound SA believed "
+                  "(RFC 4301 6.1.2, 8.2.1).", {"direction": parts[1]}, value)
         elif parts[0] == "ipsec" and len(parts) == 3:
             m.add("ddpdk_ipsec_sa_drops_total", "counter",
                   "Packets the SAs dropped, by direction and reason (RFC 4303 3.4: replay, "
