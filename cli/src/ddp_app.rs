@@ -2294,11 +2294,9 @@ impl DdpApp {
             s.control.request_reports();
             s.control.cores()
         };
-        let mut r = self.wait("the data cores' reports", |s| {
-            (s.reports.len() >= cores).then(|| Ok(std::mem::take(&mut s.reports)))
-        })?;
-        r.sort_by_key(|x| x.core);
-        Ok(r)
+        self.wait("the data cores' reports", |s| {
+            one_report_a_core(&mut s.reports, cores).map(Ok)
+        })
     }
 
     fn show_assoc(&self) -> Result<(), String> {
@@ -2663,6 +2661,22 @@ fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
     }
 }
 
+/// The reports taken from `reports`, in core order, once every one of `cores` data cores has
+/// sent one; a late report of an earlier request that timed out (a telemetry snapshot's, or a
+/// `show`'s) is not a second core's, so a core is never shown or summed twice.
+fn one_report_a_core(reports: &mut Vec<CoreReport>, cores: usize) -> Option<Vec<CoreReport>> {
+    let mut seen: Vec<usize> = reports.iter().map(|r| r.core).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() < cores {
+        return None;
+    }
+    let mut r = std::mem::take(reports);
+    r.sort_by_key(|x| x.core);
+    r.dedup_by_key(|x| x.core);
+    Some(r)
+}
+
 /// What the telemetry commands report on, from the control thread's view: the data cores'
 /// reports (asked for and waited on, as `show` does), the control counters, the STags.
 fn snapshot(
@@ -2681,14 +2695,7 @@ fn snapshot(
     loop {
         {
             let mut s = lock(shared);
-            let mut seen: Vec<usize> = s.reports.iter().map(|r| r.core).collect();
-            seen.sort_unstable();
-            seen.dedup();
-            if seen.len() >= cores {
-                let mut reports = std::mem::take(&mut s.reports);
-                reports.sort_by_key(|x| x.core);
-                // A late report of an earlier, timed-out request is not a second core.
-                reports.dedup_by_key(|x| x.core);
+            if let Some(reports) = one_report_a_core(&mut s.reports, cores) {
                 return Ok(telemetry::Snapshot::of(reports, &s.control, clock));
             }
         }
@@ -2804,5 +2811,43 @@ fn region_memory_hint(len: u64) -> String {
             format!("larger than this machine's memory, {} MiB", total >> 20)
         }
         _ => "give the EAL more memory: -m MB with --no-huge, or more hugepages".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+
+    use super::*;
+
+    fn report(core: usize, frames_in: u64) -> CoreReport {
+        let mut r = CoreReport {
+            core,
+            stats: Default::default(),
+            iface: Default::default(),
+            assocs: Vec::new(),
+            stags: 0,
+            conn_totals: Default::default(),
+            upcalls_held: 0,
+        };
+        r.stats.frames_in = frames_in;
+        r
+    }
+
+    /// `show`'s reports are one a core: a late report of a request that timed out, with a
+    /// fresh one of the same core, counted as two cores, so `show` listed that core twice
+    /// (and summed it twice) and another core not at all.
+    #[test]
+    fn reports_are_one_a_core_whatever_came_late() {
+        let mut got = vec![report(0, 1), report(0, 2)];
+        assert!(
+            one_report_a_core(&mut got, 2).is_none(),
+            "core 1 has not answered"
+        );
+        assert_eq!(got.len(), 2, "nothing taken yet");
+        got.push(report(1, 3));
+        let r = one_report_a_core(&mut got, 2).unwrap();
+        assert_eq!(r.iter().map(|r| r.core).collect::<Vec<_>>(), [0, 1]);
+        assert!(got.is_empty());
     }
 }
