@@ -198,6 +198,9 @@ pub struct InterfaceStats {
     /// Datagrams abandoned [`REASSEMBLY_TIMEOUT`] after their first fragment, incomplete
     /// (RFC 8200 §4.5, RFC 1122 §3.3.2).
     pub reassembly_timeouts: u64,
+    /// Incomplete datagrams given up to make room for another when every reassembly slot was
+    /// taken (the least recently touched, a ping's first): their fragments are lost.
+    pub reassembly_evicted: u64,
     /// Frames we sent because a neighbour was unknown (ARP request, Neighbor Solicitation).
     pub solicitations: u64,
     /// Solicitations for neighbours we kept sending to without confirmation.
@@ -1239,6 +1242,9 @@ impl Interface {
                 let r = &self.reassembly[k];
                 if ping && r.key.is_some() && !icmp(r) {
                     return drop;
+                }
+                if r.key.is_some() {
+                    self.stats.reassembly_evicted += 1;
                 }
                 self.reassembly[k].reset();
                 self.reassembly[k].key = Some(key);
@@ -5250,6 +5256,23 @@ mod tests {
     /// the fragments of the peer's datagram must not make us lose the peer's datagram. With one
     /// reassembly slot that any fragment evicts, one spoofed fragment per packet time blocks
     /// every fragmented packet of every peer.
+    /// Every drop is counted: a datagram whose fragments waited in a slot another datagram
+    /// took (every slot in use) was lost without a count.
+    #[test]
+    fn a_datagram_evicted_from_a_full_reassembly_table_is_counted() {
+        let mut i = iface();
+        let mut out = vec![0u8; 9216];
+        let sctp: Vec<u8> = (0..1452u32).map(|k| (k * 7) as u8).collect();
+        for id in 1..=REASSEMBLIES as u16 {
+            let a = fragments4(&sctp, 680, id);
+            assert_eq!(i.receive(&a[0], &mut out), Rx::Fragment(None));
+        }
+        assert_eq!(i.stats().reassembly_evicted, 0, "a slot each");
+        let a = fragments4(&sctp, 680, 99);
+        assert_eq!(i.receive(&a[0], &mut out), Rx::Fragment(None));
+        assert_eq!(i.stats().reassembly_evicted, 1);
+    }
+
     #[test]
     fn a_forged_fragment_of_another_datagram_does_not_evict_the_peers_datagram() {
         let mut i = iface();
