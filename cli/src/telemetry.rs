@@ -504,6 +504,9 @@ fn core_stats(r: &CoreReport) -> TelValue {
         ("tx_ring_full", u(st.tx.tx_ring_full)),
         ("tx_backlog_peak", u(st.tx.backlog_peak)),
         ("associations", u(r.assocs.len())),
+        // Associations handed to this core that it had no room for: aborted (the peer hears
+        // an ABORT), so one the control thread accepted never shows in the list.
+        ("associations_refused", u(st.refused)),
         ("stags", u(r.stags)),
         ("busy_ns", u(st.busy_ns)),
         ("idle_ns", u(st.idle_ns)),
@@ -916,6 +919,36 @@ mod tests {
         assert!(
             drops.contains(&("ip_reassembly_abandoned".to_string(), TelValue::U64(5))),
             "{drops:?}"
+        );
+    }
+
+    /// An association a full data core aborted is counted where telemetry shows it (it was
+    /// only in the core's own stats: accepted by the control thread, then gone without a
+    /// trace).
+    #[test]
+    fn stats_count_the_associations_a_full_core_refused() {
+        let mut c = core(1);
+        c.stats.refused = 7;
+        let s = Snapshot {
+            reports: vec![core(0), c, core(2)],
+            taken: Some((1, std::time::Instant::now())),
+            ..Default::default()
+        };
+        let mut n = Vec::new();
+        names(&stats(&s, "").unwrap(), "", &mut n);
+        assert!(n.len() <= DICT_NAMES, "{} names", n.len());
+        let TelValue::Dict(top) = stats(&s, "1").unwrap() else {
+            panic!("a dict")
+        };
+        let Some((_, TelValue::Dict(cores))) = top.iter().find(|(k, _)| k == "core") else {
+            panic!("no core dict")
+        };
+        let Some((_, TelValue::Dict(one))) = cores.iter().find(|(k, _)| k == "1") else {
+            panic!("no core 1")
+        };
+        assert!(
+            one.contains(&("associations_refused".to_string(), TelValue::U64(7))),
+            "{one:?}"
         );
     }
 

@@ -32,6 +32,8 @@ CORE_HELP = {
     "frames_in": "Frames the data core received.",
     "frames_out": "Frames the data core sent.",
     "tx_ring_full": "Times the device's TX ring filled and held the core back (not loss).",
+    "associations_refused": "Associations handed to the data core that it had no room for: "
+                            "aborted.",
     "placed_bytes": "Payload bytes placed into registered memory.",
     "segments_in": "DDP segments received.",
     "segments_out": "DDP segments sent.",
