@@ -5251,11 +5251,6 @@ mod tests {
         f
     }
 
-    /// (An independent review, session 55: RFC 3128 / RFC 5722 style, RFC 1122 §3.3.2): a single forged fragment of another
-    /// datagram (any valid source, any ID: an off-path attacker needs nothing) arriving between
-    /// the fragments of the peer's datagram must not make us lose the peer's datagram. With one
-    /// reassembly slot that any fragment evicts, one spoofed fragment per packet time blocks
-    /// every fragmented packet of every peer.
     /// Every drop is counted: a datagram whose fragments waited in a slot another datagram
     /// took (every slot in use) was lost without a count.
     #[test]
@@ -5273,6 +5268,11 @@ mod tests {
         assert_eq!(i.stats().reassembly_evicted, 1);
     }
 
+    /// (An independent review, session 55: RFC 3128 / RFC 5722 style, RFC 1122 §3.3.2): a single forged fragment of another
+    /// datagram (any valid source, any ID: an off-path attacker needs nothing) arriving between
+    /// the fragments of the peer's datagram must not make us lose the peer's datagram. With one
+    /// reassembly slot that any fragment evicts, one spoofed fragment per packet time blocks
+    /// every fragmented packet of every peer.
     #[test]
     fn a_forged_fragment_of_another_datagram_does_not_evict_the_peers_datagram() {
         let mut i = iface();
