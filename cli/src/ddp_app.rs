@@ -2672,6 +2672,8 @@ fn one_report_a_core(reports: &mut Vec<CoreReport>, cores: usize) -> Option<Vec<
         return None;
     }
     let mut r = std::mem::take(reports);
+    // Latest first within a core (the sort is stable), so the fresh report is the one kept.
+    r.reverse();
     r.sort_by_key(|x| x.core);
     r.dedup_by_key(|x| x.core);
     Some(r)
@@ -2848,6 +2850,7 @@ mod tests {
         got.push(report(1, 3));
         let r = one_report_a_core(&mut got, 2).unwrap();
         assert_eq!(r.iter().map(|r| r.core).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(r[0].stats.frames_in, 2, "core 0's fresh report, not the late one");
         assert!(got.is_empty());
     }
 }
