@@ -3,7 +3,9 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 RUN_SECS ?= 5
-DDPDK := target/release/ddpdk
+# Where cargo builds it: under CARGO_TARGET_DIR when that is set (it was looked for in target/
+# regardless, and `make run` failed with "No such file or directory" or ran a stale binary).
+DDPDK := $(or $(CARGO_TARGET_DIR),target)/release/ddpdk
 
 .PHONY: run run-fwd test setup build lint bench bench-goodput bench-sctp bench-ddp fuzz fuzz-ci soak attacks clean
 

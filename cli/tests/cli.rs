@@ -1070,6 +1070,33 @@ fn bad_eal_arguments_exit_with_status_2() {
     assert_eq!(stdout, "", "stdout");
 }
 
+/// `make run` runs the binary cargo built: under CARGO_TARGET_DIR when that is set (it ran
+/// target/release/ddpdk regardless: missing, or stale). `make -n` prints without running.
+#[test]
+fn make_run_runs_the_binary_where_cargo_built_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace");
+    let make = |target_dir: Option<&str>| {
+        let mut c = Command::new("make");
+        c.arg("-n").arg("-C").arg(root).arg("run");
+        match target_dir {
+            Some(d) => c.env("CARGO_TARGET_DIR", d),
+            None => c.env_remove("CARGO_TARGET_DIR"),
+        };
+        let o = c.output().expect("make");
+        assert!(o.status.success(), "{:?}", out(&o));
+        out(&o).0
+    };
+    let shown = make(Some("/nonexistent/ddpdk-target"));
+    assert!(
+        shown.contains("/nonexistent/ddpdk-target/release/ddpdk loopback"),
+        "{shown}"
+    );
+    let shown = make(None);
+    assert!(shown.contains("\ntarget/release/ddpdk loopback"), "{shown}");
+}
+
 /// An explicit `-h` among the EAL's arguments keeps DPDK's usage on stdout, where help goes.
 #[test]
 fn eal_help_goes_to_stdout() {
