@@ -217,9 +217,9 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
                     argv.get(3).filter(|a| !a.starts_with('-')).cloned().ok_or(
                         "perf client needs the server's address: ddpdk perf client ADDR ...",
                     )?;
-                if addr.parse::<std::net::IpAddr>().is_err() {
+                if let Err(e) = crate::options::parse_ip(&addr) {
                     return Err(format!(
-                        "perf client {addr}: not an IPv4 or IPv6 address (ddpdk perf client ADDR ...)"
+                        "perf client {addr}: {e} (ddpdk perf client ADDR ...)"
                     ));
                 }
                 argv.drain(2..4);
@@ -546,6 +546,8 @@ mod tests {
         assert!(e.contains("perf needs a side"), "{e}");
         let e = take(&mut argv("ddpdk perf client 198.18.0.999 -l 1")).unwrap_err();
         assert!(e.contains("not an IPv4 or IPv6 address"), "{e}");
+        let e = take(&mut argv("ddpdk perf client 198.18.0.2/24 -l 1")).unwrap_err();
+        assert!(e.contains("give 198.18.0.2, not 198.18.0.2/24"), "{e}");
         assert!(matches!(
             take(&mut argv("ddpdk perf client --help")).unwrap(),
             Parsed::Help(_)

@@ -159,13 +159,13 @@ pub struct Options {
     /// Be a DDP/SCTP client of the server at ADDR on the EAL's first port: open a session and
     /// write --ddp-size tagged messages into the offered region for --run-for seconds (needs
     /// --ip).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_ip)]
     pub ddp_connect: Option<std::net::IpAddr>,
 
     /// Our IPv4 or IPv6 address (give one of each family at most). Without --ddp-listen or
     /// --ddp-connect it makes ddpdk a DDP endpoint on the EAL's first port, driven by the DDP
     /// shell commands (`help ddp`).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_ip)]
     pub ip: Vec<std::net::IpAddr>,
 
     /// DDP endpoints: the Ethernet address to answer as, instead of the port's own (the port
@@ -189,7 +189,7 @@ pub struct Options {
 
     /// DDP endpoint: keep an association to ADDR (port --reconnect-port): open it, and open it
     /// again a second after each ABORT, shutdown or failed attempt.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_ip)]
     pub reconnect: Option<std::net::IpAddr>,
 
     /// The peer's SCTP port for --reconnect (default: --sctp-port; never 0, RFC 9260 §3.1).
@@ -617,6 +617,21 @@ pub fn split_args(argv: &[String]) -> (Vec<String>, Vec<String>) {
     }
 }
 
+/// An IPv4 or IPv6 address. A prefix length is refused by name: `198.18.0.1/24` was "invalid
+/// IP address syntax", which did not say what to take off (an endpoint has addresses, no
+/// subnets).
+pub(crate) fn parse_ip(text: &str) -> Result<std::net::IpAddr, String> {
+    if let Some((addr, _)) = text.split_once('/') {
+        if addr.parse::<std::net::IpAddr>().is_ok() {
+            return Err(format!(
+                "an address takes no prefix length: give {addr}, not {text}"
+            ));
+        }
+    }
+    text.parse()
+        .map_err(|_| "not an IPv4 or IPv6 address (as 198.18.0.1 or 2001:db8::1)".to_string())
+}
+
 /// A share of frames: a number from 0 to 1.
 fn share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -672,6 +687,24 @@ mod tests {
             let e = parse_mac(bad).expect_err(bad);
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    /// An address with a prefix length says to take the prefix off, for every address option.
+    #[test]
+    fn an_address_with_a_prefix_length_is_refused_with_the_address_to_give() {
+        for opt in ["--ip", "--ddp-connect", "--reconnect"] {
+            for (bad, want) in [
+                ("198.18.0.1/24", "give 198.18.0.1, not 198.18.0.1/24"),
+                ("2001:db8::1/64", "give 2001:db8::1, not 2001:db8::1/64"),
+                ("300.1.1.1", "not an IPv4 or IPv6 address"),
+            ] {
+                let e = parse(&format!("ddpdk {opt} {bad}"))
+                    .expect_err(bad)
+                    .to_string();
+                assert!(e.contains(want), "{opt} {bad}: {e}");
+            }
+        }
+        assert!(parse("ddpdk --ip 198.18.0.1 --ip 2001:db8::1").is_ok());
     }
 
     fn args(s: &str) -> Vec<String> {
