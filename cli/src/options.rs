@@ -134,7 +134,7 @@ pub struct Options {
     /// The main job on the embedded default: two DDP/SCTP endpoints on a net_ring pair in this
     /// process set up an association and a DDP session, move tagged and untagged messages of
     /// several sizes with every placed byte verified, tear down, and print throughput and
-    /// latency. Forwarding options are ignored.
+    /// latency. Forwarding options are refused (`ddpdk loopback --help` lists what it takes).
     #[arg(long)]
     pub ddp_loopback: bool,
 
@@ -705,6 +705,26 @@ mod tests {
             }
         }
         assert!(parse("ddpdk --ip 198.18.0.1 --ip 2001:db8::1").is_ok());
+    }
+
+    /// --ddp-loopback's help said forwarding options were ignored; they are refused
+    /// (jobs::check_flag_form).
+    #[test]
+    fn ddp_loopback_help_says_forwarding_options_are_refused() {
+        use clap::CommandFactory;
+        let cmd = Options::command();
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "ddp_loopback")
+            .expect("--ddp-loopback");
+        let help = arg.get_help().expect("help").to_string();
+        assert!(
+            help.contains("Forwarding options are refused") && !help.contains("ignored"),
+            "{help}"
+        );
+        let e = parse("ddpdk --ddp-loopback --burst 64").expect("parses");
+        let app = args("ddpdk --ddp-loopback --burst 64");
+        assert!(crate::jobs::check_flag_form(&e, &app).is_err());
     }
 
     fn args(s: &str) -> Vec<String> {
