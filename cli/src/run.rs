@@ -431,20 +431,35 @@ fn no_port_made(eal: &Eal, eal_args: &[String]) -> Option<String> {
 
 fn eal_hint(eal_args: &[String]) -> &'static str {
     let no_huge = eal_args.iter().any(|a| a == "--no-huge");
-    let huge_total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("HugePages_Total:"))
-                .and_then(|l| {
-                    l.split_whitespace()
-                        .nth(1)
-                        .and_then(|v| v.parse::<u64>().ok())
-                })
-        })
-        .unwrap_or(0);
-    if !no_huge && huge_total == 0 {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    huge_hint(no_huge, &read("/proc/meminfo"), &read("/proc/mounts"))
+}
+
+/// What to do when the EAL failed on hugepages, from `/proc/meminfo` and `/proc/mounts`:
+/// none reserved, reserved but no hugetlbfs mounted (the EAL said "Permission denied" and no
+/// more), or none free.
+fn huge_hint(no_huge: bool, meminfo: &str, mounts: &str) -> &'static str {
+    let pages = |key: &str| {
+        meminfo
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let mounted = mounts
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"));
+    if no_huge {
+        ""
+    } else if pages("HugePages_Total:") == 0 {
         "\n  no hugepages are reserved: run deploy/setup.sh, or pass --no-huge -m 512 to the EAL"
+    } else if !mounted {
+        "\n  hugepages are reserved but no hugetlbfs is mounted: run deploy/setup.sh (it mounts \
+         /dev/hugepages), or pass --no-huge -m 512 to the EAL"
+    } else if pages("HugePages_Free:") == 0 {
+        "\n  no hugepage is free (other processes hold them all): pass --no-huge -m 512 to the \
+         EAL, or stop one"
     } else {
         ""
     }
@@ -697,3 +712,28 @@ impl rustyline::hint::Hinter for ShellHelper {
 impl rustyline::highlight::Highlighter for ShellHelper {}
 impl rustyline::validate::Validator for ShellHelper {}
 impl rustyline::Helper for ShellHelper {}
+
+#[cfg(test)]
+mod tests {
+    use super::huge_hint;
+
+    const MOUNTED: &str = "nodev /dev/hugepages hugetlbfs rw,relatime,pagesize=2M 0 0\n";
+
+    /// Hugepages reserved but no hugetlbfs mounted: the EAL says only "Permission denied";
+    /// the hint says what to mount or to run with --no-huge.
+    #[test]
+    fn an_eal_failure_without_a_hugetlbfs_mount_says_to_mount_one_or_use_no_huge() {
+        let reserved = "HugePages_Total:     512\nHugePages_Free:      384\n";
+        let h = huge_hint(false, reserved, "proc /proc proc rw 0 0\n");
+        assert!(
+            h.contains("no hugetlbfs is mounted") && h.contains("--no-huge"),
+            "{h:?}"
+        );
+        assert_eq!(huge_hint(false, reserved, MOUNTED), "");
+        assert_eq!(huge_hint(true, reserved, ""), "");
+        let none = "HugePages_Total:       0\nHugePages_Free:        0\n";
+        assert!(huge_hint(false, none, MOUNTED).contains("no hugepages are reserved"));
+        let all_used = "HugePages_Total:     512\nHugePages_Free:        0\n";
+        assert!(huge_hint(false, all_used, MOUNTED).contains("no hugepage is free"));
+    }
+}
