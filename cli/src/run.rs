@@ -22,6 +22,9 @@ pub const EXIT_USAGE: i32 = 2;
 /// Exit status for a failure at run time (EAL, ports, a failing cmdline-file command).
 pub const EXIT_FAILURE: i32 = 1;
 
+/// rte_eal_init's rte_errno when it cannot parse a device option (or scan the buses).
+const ENODEV: i32 = 19;
+
 /// How often the main lcore looks at signals, deadlines and the shell.
 const TICK: Duration = Duration::from_millis(50);
 
@@ -254,12 +257,20 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     let eal = match Eal::init(&eal_args) {
         Ok(e) => e,
         Err(e) => {
-            errln!(
-                "ddpdk: EAL initialisation failed: {e}{}",
+            // ENODEV with devices given: DPDK could not parse one of them (a --vdev whose
+            // driver it lacks, a malformed -a), a bad argument like any other, where it was
+            // reported as a run-time failure with status 1.
+            let bad_device = e.errno == ENODEV && !crate::vdev::device_specs(&eal_args).is_empty();
+            let hint = if bad_device {
+                "\n  a device option names no device DPDK can make (the line above names it): \
+                 check each --vdev's driver name (net_ring, net_memif, net_af_packet, net_tap, \
+                 ...) and each -a PCI address"
+            } else {
                 eal_hint(&eal_args)
-            );
+            };
+            errln!("ddpdk: EAL initialisation failed: {e}{hint}");
             // EINVAL: the EAL refused its arguments (it has printed its usage above).
-            return if e.errno == 22 {
+            return if e.errno == 22 || bad_device {
                 EXIT_USAGE
             } else {
                 EXIT_FAILURE

@@ -1070,6 +1070,26 @@ fn bad_eal_arguments_exit_with_status_2() {
     assert_eq!(stdout, "", "stdout");
 }
 
+/// A --vdev whose driver DPDK lacks is a bad argument (status 2, as the docs say), named
+/// with what to check; it was a run-time failure (status 1) with only rte_errno's "No such
+/// device".
+#[test]
+fn a_vdev_of_no_driver_is_a_usage_error_that_says_what_to_check() {
+    let mut eal_args = eal();
+    eal_args.push("--vdev=net_nosuch0".into());
+    let o = ddpdk(&eal_args, &["--run-for", "1"]).output().expect("run");
+    let (_, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_has_all(
+        &stderr,
+        &[
+            "ddpdk: EAL initialisation failed",
+            "a device option names no device DPDK can make",
+            "--vdev's driver name",
+        ],
+    );
+}
+
 /// `make run` runs the binary cargo built: under CARGO_TARGET_DIR when that is set (it ran
 /// target/release/ddpdk regardless: missing, or stale). `make -n` prints without running.
 #[test]
