@@ -1250,7 +1250,8 @@ impl Loopback {
 /// what both endpoints transmit, so every frame on the wire once.
 fn pcap_tap(path: &std::path::Path) -> Result<ddpdk_control::xmit::Tap, String> {
     use std::io::Write;
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file =
+        std::fs::File::create(path).map_err(|e| format!("--pcap {}: {e}", path.display()))?;
     let mut w = std::io::BufWriter::new(file);
     // Global header: magic, version 2.4, GMT offset, accuracy, snaplen, LINKTYPE_ETHERNET.
     let mut header = Vec::new();

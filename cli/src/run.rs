@@ -211,6 +211,10 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
             return EXIT_USAGE;
         }
     }
+    if let Some(Err(e)) = opts.pcap.as_deref().map(check_pcap_path) {
+        errln!("ddpdk: {e}");
+        return EXIT_USAGE;
+    }
     // Read every cmdline file before touching the EAL, so a missing file or a bad command is a
     // usage error that costs nothing.
     let mut scripts = Vec::new();
@@ -405,6 +409,30 @@ fn fit_devices(eal_args: &mut [String], opts: &mut Options) -> Result<Vec<String
         opts.mbuf_size = fitted.mbuf_size;
     }
     Ok(notes)
+}
+
+/// Where `--pcap` is to be written, checked before the EAL starts: a missing directory was
+/// found only once both ports were up, as a run-time failure that did not name --pcap.
+/// Nothing is created here (a run that fails later leaves no empty capture behind).
+fn check_pcap_path(path: &Path) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "--pcap {}: no directory {}",
+            path.display(),
+            dir.display()
+        ));
+    }
+    if path.is_dir() {
+        return Err(format!(
+            "--pcap {}: a directory; give a file name",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 fn load_script(path: &Path) -> Result<Script, String> {

@@ -98,6 +98,9 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         vec!["--run-for", "-1"],
         vec!["-i", "--run-for", "3"],
         vec!["--cmdline-file", "/nonexistent/ddpdk-cmds"],
+        // A capture into a missing directory failed once both ports were up, with status 1.
+        vec!["--ddp-loopback", "--pcap", "/nonexistent/ddpdk.pcap"],
+        vec!["--ddp-loopback", "--pcap", "/tmp"],
         // IPsec needs a DDP endpoint, and room for 516-byte segments under ESP (RFC 5043 §9).
         vec!["--ipsec", "--ring-pair"],
         vec!["--ip", "198.18.0.1", "--ipsec", "--mtu", "600"],
