@@ -254,6 +254,13 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
             };
             return Ok(Parsed::Help(text));
         }
+        // A word where a job goes that names none (`ddpdk lopback ...`): the EAL skipped it
+        // and the default job ran, or refused the loopback's options as fwd's.
+        w if !w.starts_with('-') => {
+            return Err(format!(
+                "{w}: no such job (fwd, loopback, endpoint, perf; see 'ddpdk --help')"
+            ))
+        }
         _ => return Ok(Parsed::None),
     };
     argv.remove(1);
@@ -553,6 +560,21 @@ mod tests {
             Parsed::Help(_)
         ));
         assert!(take(&mut argv("ddpdk help frob")).is_err());
+    }
+
+    /// A misspelt job was skipped by the EAL and the default job ran (status 0), or the
+    /// loopback's options were refused as fwd's.
+    #[test]
+    fn a_word_that_names_no_job_is_refused_as_such() {
+        let e = take(&mut argv(
+            "ddpdk lopback --no-huge -l 0-1 -- --ddp-bytes 4096",
+        ))
+        .unwrap_err();
+        assert!(e.starts_with("lopback: no such job (fwd, loopback"), "{e}");
+        assert_eq!(
+            take(&mut argv("ddpdk -l 0-1 --no-huge -- --ring-pair")).unwrap(),
+            Parsed::None
+        );
     }
 
     /// perf's sides share one option list; what one side alone reads is refused on the other
