@@ -218,7 +218,12 @@ impl App {
                 opts.mbuf_size,
                 socket,
             )
-            .map_err(|e| format!("{e} (with --no-huge, give the EAL more memory: -m 1024)"))?;
+            .map_err(|e| {
+                format!(
+                    "{e} ({})",
+                    pool_memory_hint(n, opts.mbuf_size, machine_bytes())
+                )
+            })?;
             note(
                 opts.json,
                 format_args!(
@@ -820,4 +825,54 @@ pub(crate) fn show_xstats(json: bool, id: u16, x: Vec<(String, u64)>) {
         outln!("{k}: {v}");
     }
     outln!("#########################################################################");
+}
+
+/// This machine's memory, bytes (`MemTotal`).
+fn machine_bytes() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = m.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    let kib = kib
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// What to do about an mbuf pool the EAL's heap could not supply: more EAL memory helps only
+/// where the machine has it (`--total-num-mbufs 4000000000`, terabytes, was told to give the
+/// EAL `-m 1024`).
+fn pool_memory_hint(n: u32, mbuf_size: u16, machine: Option<u64>) -> String {
+    // Each element: the 128-byte rte_mbuf and its buffer.
+    let bytes = u64::from(n) * (128 + u64::from(mbuf_size));
+    match machine {
+        Some(total) if bytes > total => format!(
+            "{n} mbufs of {mbuf_size} bytes are {} MiB, more than this machine's {} MiB: give a \
+             smaller --total-num-mbufs",
+            bytes >> 20,
+            total >> 20
+        ),
+        _ => "with --no-huge, give the EAL more memory: -m 1024".into(),
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use super::pool_memory_hint;
+
+    /// A pool larger than the machine is blamed on --total-num-mbufs, not on the EAL's -m.
+    #[test]
+    fn a_pool_larger_than_the_machine_names_total_num_mbufs_not_eal_memory() {
+        let machine = Some(8u64 << 30);
+        let h = pool_memory_hint(4_000_000_000, 2176, machine);
+        assert!(
+            h.contains("more than this machine's 8192 MiB")
+                && h.contains("--total-num-mbufs")
+                && !h.contains("-m 1024"),
+            "{h}"
+        );
+        assert!(pool_memory_hint(16383, 2176, machine).contains("-m 1024"));
+        assert!(pool_memory_hint(4_000_000_000, 2176, None).contains("-m 1024"));
+    }
 }
