@@ -828,7 +828,7 @@ pub(crate) fn show_xstats(json: bool, id: u16, x: Vec<(String, u64)>) {
 }
 
 /// This machine's memory, bytes (`MemTotal`).
-fn machine_bytes() -> Option<u64> {
+pub(crate) fn machine_bytes() -> Option<u64> {
     let m = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib = m.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
     let kib = kib

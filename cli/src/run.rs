@@ -215,6 +215,10 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
+    if let Err(e) = region_fits(&opts, crate::app::machine_bytes()) {
+        errln!("ddpdk: {e}");
+        return EXIT_USAGE;
+    }
     // Read every cmdline file before touching the EAL, so a missing file or a bad command is a
     // usage error that costs nothing.
     let mut scripts = Vec::new();
@@ -433,6 +437,21 @@ fn check_pcap_path(path: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A perf server's --region-bytes the machine can hold: it was taken up to 1 TiB, and the
+/// server listened until its first client came, then failed to allocate the region and ended
+/// that client's association.
+fn region_fits(opts: &Options, machine: Option<u64>) -> Result<(), String> {
+    match machine {
+        Some(total) if opts.ddp_listen && opts.region_bytes > total => Err(format!(
+            "--region-bytes {} is more than this machine's memory ({} MiB): each session's \
+             region is allocated whole in DPDK memory",
+            opts.region_bytes,
+            total >> 20
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn load_script(path: &Path) -> Result<Script, String> {
@@ -755,6 +774,28 @@ impl rustyline::Helper for ShellHelper {}
 #[cfg(test)]
 mod tests {
     use super::huge_hint;
+
+    /// A perf server's region larger than the machine is refused at start, not when the
+    /// first client's session asks for it.
+    #[test]
+    fn a_perf_server_region_larger_than_the_machine_is_refused_at_start() {
+        use clap::Parser;
+        let opts = |s: &str| {
+            crate::options::Options::try_parse_from(s.split_whitespace()).expect("parses")
+        };
+        let machine = Some(8u64 << 30);
+        let big = opts("ddpdk --ip 198.18.0.2 --ddp-listen --region-bytes 1099511627776");
+        let e = super::region_fits(&big, machine).expect_err("refused");
+        assert!(
+            e.contains(
+                "--region-bytes 1099511627776 is more than this machine's memory (8192 MiB)"
+            ),
+            "{e}"
+        );
+        let fits = opts("ddpdk --ip 198.18.0.2 --ddp-listen --region-bytes 67108864");
+        assert_eq!(super::region_fits(&fits, machine), Ok(()));
+        assert_eq!(super::region_fits(&big, None), Ok(()));
+    }
 
     const MOUNTED: &str = "nodev /dev/hugepages hugetlbfs rw,relatime,pagesize=2M 0 0\n";
 
