@@ -471,6 +471,16 @@ impl Options {
                 self.data_cores, self.nb_cores
             ));
         }
+        // The loopback's net_ring ports carry a queue a data core and one for the control
+        // thread, 16 at most (RTE_PMD_RING_MAX_RX_RINGS): 16 data cores failed after the EAL,
+        // naming --rxq/--txq, which the loopback does not take.
+        if self.ddp_loopback && self.data_cores > 15 {
+            return Err(format!(
+                "--data-cores {} with the loopback: its net_ring ports carry 15 data cores at \
+                 most (16 queues: one a data core and one for the control thread)",
+                self.data_cores
+            ));
+        }
         if let Some(s) = self.run_for {
             if !(s.is_finite() && s > 0.0 && s <= MAX_SECS) {
                 return Err(format!(
@@ -850,6 +860,8 @@ mod tests {
             "ddpdk --ip 198.18.0.1 --reconnect 2001:db8::2",
             "ddpdk --ddp-listen",
             "ddpdk --ddp-connect 198.18.0.2",
+            // 17 net_ring queues: refused after the EAL, naming options the loopback refuses.
+            "ddpdk --ddp-loopback --data-cores 16",
         ] {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");
