@@ -92,7 +92,12 @@ fn ddpdk_option_among_eals(eal_args: &[String]) -> Option<String> {
     use clap::CommandFactory;
     let cmd = Options::command();
     eal_args.iter().skip(1).find_map(|a| {
-        let long = a.strip_prefix("--")?.split('=').next()?;
+        // -i, ddpdk's one short option the EAL lacks (-a and -h are the EAL's too): the EAL
+        // said "invalid option -- 'i'" above 80 lines of its usage.
+        let long = match a.as_str() {
+            "-i" => "interactive",
+            _ => a.strip_prefix("--")?.split('=').next()?,
+        };
         let ours = cmd.get_arguments().any(|o| o.get_long() == Some(long));
         (ours && !EAL_LONG.contains(&long) && long != "help").then(|| {
             format!(

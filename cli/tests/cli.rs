@@ -202,6 +202,11 @@ fn an_option_on_the_wrong_side_of_the_separator_is_named() {
             &["--no-huge", "--ip=198.18.0.1", "--", "-i"][..],
             "--ip=198.18.0.1 is ddpdk's option",
         ),
+        // The EAL said "invalid option -- 'i'" above its usage.
+        (
+            &["endpoint", "--no-huge", "-i", "--", "--ip", "198.18.0.1"][..],
+            "-i is ddpdk's option, not the EAL's: it goes after '--'",
+        ),
         (
             &["endpoint", "--", "--ip", "198.18.0.1", "--no-pci"][..],
             "EAL options go before '--'",
