@@ -108,6 +108,41 @@ fn ddpdk_option_among_eals(eal_args: &[String]) -> Option<String> {
     })
 }
 
+/// The EAL's flags that take no value: a word after one is no option's value.
+const EAL_FLAGS: &[&str] = &[
+    "--no-huge",
+    "--no-pci",
+    "--no-hpet",
+    "--no-shconf",
+    "--no-telemetry",
+    "--telemetry",
+    "--in-memory",
+    "--huge-unlink",
+    "--legacy-mem",
+    "--single-file-segments",
+    "--match-allocations",
+    "--create-uio-dev",
+    "--vmware-tsc-map",
+    "-v",
+];
+
+/// A job's name among the EAL's arguments where no option takes it as a value (`ddpdk -l 0-1
+/// loopback -- ...`): the EAL skipped the word and the default job ran, or refused the job's
+/// options as fwd's.
+fn job_among_eals(eal_args: &[String]) -> Option<String> {
+    let jobs = ["fwd", "loopback", "endpoint", "shell", "perf"];
+    eal_args.windows(2).enumerate().find_map(|(i, w)| {
+        let (before, word) = (&w[0], w[1].as_str());
+        let a_value = before.starts_with('-') && !EAL_FLAGS.contains(&before.as_str());
+        (jobs.contains(&word) && (i == 0 || !a_value)).then(|| {
+            format!(
+                "{word}: the job goes first, before the EAL options: ddpdk {word} [EAL options] \
+                 -- [options] (see 'ddpdk --help')"
+            )
+        })
+    })
+}
+
 /// The process's arguments, or its exit with a usage error at the first that is not UTF-8:
 /// passed on lossily, a file name with such a byte was reported missing (it named another
 /// file).
@@ -144,7 +179,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         }
     };
     let (mut eal_args, mut app_args) = split_args(&argv);
-    if let Some(e) = ddpdk_option_among_eals(&eal_args) {
+    if let Some(e) = ddpdk_option_among_eals(&eal_args).or_else(|| job_among_eals(&eal_args)) {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
@@ -779,6 +814,31 @@ impl rustyline::Helper for ShellHelper {}
 #[cfg(test)]
 mod tests {
     use super::huge_hint;
+
+    /// A job named after EAL options was skipped by the EAL: the default job ran.
+    #[test]
+    fn a_job_named_among_the_eal_options_is_refused_with_where_it_goes() {
+        let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        for bad in [
+            "ddpdk -l 0-1 loopback",
+            "ddpdk --no-huge perf -l 0",
+            "ddpdk --no-huge -m 512 --no-pci endpoint",
+        ] {
+            let e = super::job_among_eals(&args(bad)).expect(bad);
+            assert!(
+                e.contains(": the job goes first, before the EAL options"),
+                "{e}"
+            );
+        }
+        // An option's value may be any word: a prefix named after a job is one.
+        for good in [
+            "ddpdk --file-prefix perf -l 0-1",
+            "ddpdk -l 0-1 --vdev net_ring0 --no-huge",
+            "ddpdk",
+        ] {
+            assert_eq!(super::job_among_eals(&args(good)), None, "{good}");
+        }
+    }
 
     /// A perf server's region larger than the machine is refused at start, not when the
     /// first client's session asks for it.
