@@ -325,11 +325,19 @@ impl Eal {
         Ok((a, b))
     }
 
-    /// Runs `work` on worker `lcore`. The lcore must be idle.
+    /// Runs `work` on worker `lcore`. The lcore must be idle. Refused (EINVAL) for an lcore
+    /// that is not an enabled worker: DPDK 22.11's `rte_eal_remote_launch` indexes its lcore
+    /// table with the id unchecked, and the main lcore and disabled ones have no worker thread.
     pub fn launch<F>(&self, lcore: u32, work: F) -> Result<LcoreJoin, DpdkError>
     where
         F: FnOnce() -> i32 + Send + 'static,
     {
+        if !self.lcore_enabled(lcore) || lcore == self.main_lcore() {
+            return Err(DpdkError::new(
+                format!("rte_eal_remote_launch(lcore {lcore}): not an enabled worker lcore"),
+                22,
+            ));
+        }
         let boxed: Box<Work> = Box::new(Box::new(work));
         let arg = Box::into_raw(boxed).cast::<c_void>();
         // SAFETY: trampoline takes back ownership of `arg` exactly once when DPDK runs it.
@@ -358,9 +366,14 @@ impl Eal {
         Ok(())
     }
 
-    /// Waits for work launched on an lcore and returns its result.
+    /// Waits for work launched on an lcore and returns its result (-EINVAL for an lcore id
+    /// past DPDK's table: `LcoreJoin` can be built by hand).
     pub fn join(&self, job: LcoreJoin) -> i32 {
-        // SAFETY: EAL is initialised; waiting on a launched worker lcore.
+        if job.lcore >= sys::RTE_MAX_LCORE {
+            return -22;
+        }
+        // SAFETY: EAL is initialised; the id is inside DPDK's lcore table (checked above),
+        // which rte_eal_wait_lcore indexes unchecked.
         unsafe { sys::rte_eal_wait_lcore(job.lcore) }
     }
 }
