@@ -691,17 +691,27 @@ impl Region {
             }
         };
         let shinfo = alloc.shinfo.as_ptr();
-        // SAFETY: `shinfo` is live while the region is (DpdkAlloc); its refcnt is atomic. The
-        // count is a u16: stop well before it could wrap.
-        if unsafe { dpdk_sys::rte_mbuf_ext_refcnt_read(shinfo) } >= u16::MAX - 1 {
+        // SAFETY: `shinfo` is live while the region is (DpdkAlloc) and aligned (a Box of the
+        // struct); DPDK accesses its refcnt only with __atomic builtins (the count never
+        // reads 1, so never by its plain fast path: BASE_REFS), the same instructions as a
+        // Rust atomic. The atomic lives only for this call.
+        let refcnt = unsafe { core::sync::atomic::AtomicU16::from_ptr(&raw mut (*shinfo).refcnt) };
+        // The count is a u16: the reference is taken only below the cap, in one atomic step.
+        // A read then an update let data cores attaching at once all pass the check at the cap
+        // and wrap the count, after which DpdkAlloc would free memory mbufs still reference.
+        if refcnt
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                c.checked_add(1).filter(|&n| n < u16::MAX)
+            })
+            .is_err()
+        {
             return false;
         }
         // SAFETY: `m` is a fresh mbuf the caller owns (refcnt 1, direct). The reference taken
-        // here is dropped by DPDK when the mbuf is freed (__rte_pktmbuf_free_extbuf), and the
+        // above is dropped by DPDK when the mbuf is freed (__rte_pktmbuf_free_extbuf), and the
         // region outlives that: DpdkAlloc leaks rather than free memory still referenced.
         // data_len/pkt_len are set to the span attached, which attach_extbuf left at zero.
         unsafe {
-            dpdk_sys::rte_mbuf_ext_refcnt_update(shinfo, 1);
             dpdk_sys::rte_pktmbuf_attach_extbuf(m.as_ptr(), addr.cast(), iova, len16, shinfo);
             let mb = &mut *m.as_ptr();
             mb.data_len = len16;
