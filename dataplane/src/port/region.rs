@@ -292,6 +292,9 @@ impl Drop for DpdkAlloc {
             );
             return;
         }
+        // DPDK reads the count relaxed: the last mbuf's release (its acq-rel decrement, after
+        // the device's last read of the span) must happen before the memory is given back.
+        core::sync::atomic::fence(Ordering::Acquire);
         // SAFETY: the pointer came from rte_zmalloc_socket and is freed exactly once, here. The
         // owning Region has no other way to reach it after this (it is being dropped), no mbuf
         // references it (checked above), and the EAL is still up because regions are dropped
