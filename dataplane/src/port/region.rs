@@ -2,7 +2,8 @@
 //!
 //! This is port-layer memory for the same reason mbufs are: the wire writes into it. A data
 //! core places validated segments with [`Region::place`] while the application may be reading
-//! other parts of the same region, so the bytes are never exposed as a `&[u8]` or `&mut [u8]`:
+//! other parts of the same region, so the bytes are never exposed as a `&[u8]` or `&mut [u8]`
+//! (but a send span's, for the length of a CRC: [`Region::digest`]):
 //! every access is a bounds-checked copy in or out through the raw mapping (DESIGN.md: "Memory
 //! that a core writes while the application may read it is never exposed as a plain &[u8]
 //! while placement can happen"). The happens-before edge that makes a placed message visible
@@ -235,7 +236,7 @@ unsafe fn memseg_iova(addr: *const u8) -> Option<u64> {
     // SAFETY: per the contract; a null list makes DPDK find it, and a null result means no
     // memseg holds the address. The memseg is read at once, not kept.
     let ms = unsafe { dpdk_sys::rte_mem_virt2memseg(addr.cast(), core::ptr::null()).as_ref()? };
-    // SAFETY: `addr` is the memseg's start address (a union of two views of one pointer).
+    // SAFETY: the memseg's start address (a union of two views of one pointer).
     let base = unsafe { ms.__bindgen_anon_1.addr_64 };
     if ms.iova == u64::MAX {
         return None;
@@ -320,8 +321,10 @@ impl fmt::Debug for Region {
 // SAFETY: the region is a plain block of process memory owned by this value; every access goes
 // through the bounds-checked copies below, which are valid from any thread. Concurrent copies
 // into overlapping bytes can only come from a peer targeting the same bytes twice, and leave
-// those bytes with one of the values written, exactly as a NIC's DMA would; no Rust reference
-// to the bytes ever exists for such a race to invalidate.
+// those bytes with one of the values written, exactly as a NIC's DMA would: formally a data
+// race in Rust's model, accepted as for DMA (module documentation). The one Rust reference to
+// region bytes is a send span's, for the length of one CRC (`digest`; an attached span's mbuf
+// slices, `Mbuf::data`): bytes the ULP keeps unchanged while the send is in flight.
 unsafe impl Send for Region {}
 // SAFETY: as for Send: `&Region` only allows the copies below.
 unsafe impl Sync for Region {}
@@ -493,8 +496,13 @@ impl Region {
     pub fn place(&self, offset: u64, src: &[u8]) -> Result<(), OutOfBounds> {
         let start = self.span(offset, src.len())?;
         // SAFETY: `start + src.len() <= self.len`, so the destination lies inside the mapping,
-        // which lives as long as `self`; `src` is a distinct Rust slice, so the ranges do not
-        // overlap. No reference to the destination bytes exists (module documentation).
+        // which lives as long as `self`. `src` is a Rust slice, so it is not region bytes
+        // being placed (the ranges do not overlap) unless it is an attached span's
+        // (`Mbuf::data` of a span from `attach_region`): received chains are copied into one
+        // buffer before anything parses them (`runtime::single_segment`), so no caller places
+        // from a span. No reference to the destination bytes exists (module documentation)
+        // but a send span's, which the ULP keeps unchanged while the send is in flight (a
+        // peer's write into one is the race `digest` describes).
         unsafe {
             let dst = self.ptr.as_ptr().add(start);
             if src.len() >= STREAM_MIN {
@@ -604,7 +612,11 @@ impl Region {
         // SAFETY: the range is inside the mapping (checked above). The slice lives only for
         // this call. It is a send span: the ULP keeps those bytes unchanged until the send
         // completes (`Payload::Region`'s contract), the same contract under which the device
-        // reads them for the frame, so nothing writes them while the CRC reads.
+        // reads them for the frame. Nothing here stops a peer's RDMA Write from placing into
+        // the same bytes meanwhile, if the ULP has also opened them to that peer (an STag with
+        // remote write over the span): then the slice is a shared reference racing a store,
+        // formally undefined; in practice the CRC may then not match the bytes the device
+        // sends, and the receiver drops the packet.
         let span = unsafe { core::slice::from_raw_parts(self.ptr.as_ptr().add(start), len) };
         digest.update(span);
         Ok(())
@@ -685,6 +697,11 @@ impl Region {
         let iova = if alloc.iova_is_va {
             addr as u64
         } else {
+            // Checking the two ends is enough only while a span (under 64 KiB) touches at most
+            // two memsegs, i.e. on pages of 64 KiB or more (huge pages). With smaller pages and
+            // IOVAs that are not addresses (IOVA as PA on 4 KiB pages, if the EAL gives those
+            // real IOVAs at all: not checked here) a page between the ends could lie elsewhere,
+            // and every memseg of the span would need checking.
             // SAFETY: both addresses lie inside a live DPDK heap element, hence in memsegs of
             // the EAL's memory configuration.
             let (first, last) = unsafe { (memseg_iova(addr), memseg_iova(addr.add(len - 1))) };

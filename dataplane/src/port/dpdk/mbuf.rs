@@ -251,9 +251,13 @@ impl PacketBuf for Mbuf {
     fn data(&self) -> &[u8] {
         let m = self.raw();
         // SAFETY: buf_addr + data_off .. + data_len lies inside the mbuf's buffer (DPDK keeps
-        // data_off + data_len <= buf_len; set_len clamps), which we own for the lifetime of &self.
-        // The bytes are initialised memory (pool memory is zeroed at creation), though after
-        // alloc_bulk they hold whatever an earlier packet left.
+        // data_off + data_len <= buf_len; set_len clamps), which lives as long as the mbuf: its
+        // pool's, or for an attached span (is_external) region memory, kept by the shared
+        // info's reference. The bytes are initialised memory (pool memory and regions are
+        // zeroed at creation), though after alloc_bulk they hold whatever an earlier packet
+        // left. A span's bytes are a send span's: the ULP keeps them unchanged until the send
+        // completes (`Payload::Region`), so no store races the slice unless a peer writes into
+        // a span that is also open to it (see `Region::digest`).
         unsafe {
             std::slice::from_raw_parts(
                 m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
@@ -265,7 +269,10 @@ impl PacketBuf for Mbuf {
     fn data_mut(&mut self) -> &mut [u8] {
         let m = self.raw();
         let (addr, off, len) = (m.buf_addr, m.data_off, m.data_len);
-        // SAFETY: as in data(), with exclusive access through &mut self.
+        // SAFETY: as in data(), with exclusive access through &mut self to the mbuf's own
+        // buffer. An attached span's buffer is region memory, shared with the data cores and
+        // the application: no caller writes one (a span is chained behind a head of ours at
+        // once, `fwd.rs`, `xmit.rs`; ESP seals a copy or out of place, `ipsec`).
         unsafe {
             std::slice::from_raw_parts_mut(
                 addr.cast::<u8>().add(usize::from(off)),
