@@ -2850,7 +2850,10 @@ mod tests {
         got.push(report(1, 3));
         let r = one_report_a_core(&mut got, 2).unwrap();
         assert_eq!(r.iter().map(|r| r.core).collect::<Vec<_>>(), [0, 1]);
-        assert_eq!(r[0].stats.frames_in, 2, "core 0's fresh report, not the late one");
+        assert_eq!(
+            r[0].stats.frames_in, 2,
+            "core 0's fresh report, not the late one"
+        );
         assert!(got.is_empty());
     }
 }
