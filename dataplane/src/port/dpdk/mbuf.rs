@@ -78,14 +78,18 @@ impl Mempool {
 
     /// Appends `n` mbufs with `len` data bytes each to `out`, all or nothing.
     pub fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize, len: usize) -> bool {
+        // DPDK counts in u32: a truncated count would have it write fewer than the n elements
+        // set_len exposes below.
+        let Ok(count) = u32::try_from(n) else {
+            return false;
+        };
         out.reserve(n);
         let spare = out.spare_capacity_mut();
         // SAFETY: `spare` has room for n pointers; Mbuf is repr(transparent) over a non-null
-        // rte_mbuf pointer, so the pool writes exactly n valid Mbufs on success (rc == 0) and
-        // nothing on failure.
-        let rc = unsafe {
-            sys::rte_pktmbuf_alloc_bulk(self.as_ptr(), spare.as_mut_ptr().cast(), n as u32)
-        };
+        // rte_mbuf pointer, so the pool writes exactly n (== count) valid Mbufs on success
+        // (rc == 0) and nothing on failure.
+        let rc =
+            unsafe { sys::rte_pktmbuf_alloc_bulk(self.as_ptr(), spare.as_mut_ptr().cast(), count) };
         if rc != 0 {
             return false;
         }
