@@ -704,6 +704,22 @@ mod tests {
 
     use super::*;
 
+    /// The entries of the dict at `path` (keys from the top) in `v`, a test's failure if any
+    /// step is missing or not a dict.
+    fn dict_at<'a>(v: &'a TelValue, path: &[&str]) -> &'a [(String, TelValue)] {
+        let TelValue::Dict(top) = v else {
+            panic!("not a dict: {v:?}")
+        };
+        let mut d: &[(String, TelValue)] = top;
+        for key in path {
+            let Some((_, TelValue::Dict(next))) = d.iter().find(|(k, _)| k == key) else {
+                panic!("no dict {key} in {d:?}")
+            };
+            d = next;
+        }
+        d
+    }
+
     fn core(n: usize) -> CoreReport {
         CoreReport {
             core: n,
@@ -757,12 +773,8 @@ mod tests {
         names(&stats(&a, "").unwrap(), "", &mut n);
         assert!(n.contains(&"snapshot/number".to_string()), "{n:?}");
         assert!(n.contains(&"snapshot/age_us".to_string()), "{n:?}");
-        let TelValue::Dict(top) = stats(&a, "").unwrap() else {
-            panic!("stats is a dict");
-        };
-        let Some((_, TelValue::Dict(snap))) = top.iter().find(|(k, _)| k == "snapshot") else {
-            panic!("no snapshot entry");
-        };
+        let all = stats(&a, "").unwrap();
+        let snap = dict_at(&all, &["snapshot"]);
         assert!(snap.contains(&("number".to_string(), TelValue::U64(1))));
     }
 
@@ -904,18 +916,8 @@ mod tests {
             taken: Some((1, std::time::Instant::now())),
             ..Default::default()
         };
-        let TelValue::Dict(top) = stats(&s, "").unwrap() else {
-            panic!("a dict")
-        };
-        let Some((_, TelValue::Dict(cores))) = top.iter().find(|(k, _)| k == "core") else {
-            panic!("no core dict")
-        };
-        let Some((_, TelValue::Dict(zero))) = cores.iter().find(|(k, _)| k == "0") else {
-            panic!("no core 0")
-        };
-        let Some((_, TelValue::Dict(drops))) = zero.iter().find(|(k, _)| k == "drop") else {
-            panic!("no drop dict")
-        };
+        let all = stats(&s, "").unwrap();
+        let drops = dict_at(&all, &["core", "0", "drop"]);
         assert!(
             drops.contains(&("ip_reassembly_abandoned".to_string(), TelValue::U64(5))),
             "{drops:?}"
@@ -937,15 +939,8 @@ mod tests {
         let mut n = Vec::new();
         names(&stats(&s, "").unwrap(), "", &mut n);
         assert!(n.len() <= DICT_NAMES, "{} names", n.len());
-        let TelValue::Dict(top) = stats(&s, "1").unwrap() else {
-            panic!("a dict")
-        };
-        let Some((_, TelValue::Dict(cores))) = top.iter().find(|(k, _)| k == "core") else {
-            panic!("no core dict")
-        };
-        let Some((_, TelValue::Dict(one))) = cores.iter().find(|(k, _)| k == "1") else {
-            panic!("no core 1")
-        };
+        let all = stats(&s, "1").unwrap();
+        let one = dict_at(&all, &["core", "1"]);
         assert!(
             one.contains(&("associations_refused".to_string(), TelValue::U64(7))),
             "{one:?}"
@@ -960,13 +955,8 @@ mod tests {
             clock: "monotonic, TSC dropped",
             ..Default::default()
         };
-        let TelValue::Dict(top) = stats(&s, "").unwrap() else {
-            panic!("a dict")
-        };
-        let control = top.iter().find(|(k, _)| k == "control").map(|(_, v)| v);
-        let Some(TelValue::Dict(control)) = control else {
-            panic!("a control dict")
-        };
+        let all = stats(&s, "").unwrap();
+        let control = dict_at(&all, &["control"]);
         assert!(control
             .iter()
             .any(|(k, v)| k == "clock" && *v == TelValue::Str("monotonic, TSC dropped".into())));
