@@ -732,7 +732,8 @@ mod tests {
         }
     }
 
-    fn names(v: &TelValue, prefix: &str, out: &mut Vec<String>) {
+    /// Every leaf of `v` with its path of keys joined by `/`, under `prefix`.
+    fn values(v: &TelValue, prefix: &str, out: &mut Vec<(String, TelValue)>) {
         if let TelValue::Dict(entries) = v {
             for (k, v) in entries {
                 let name = if prefix.is_empty() {
@@ -741,11 +742,18 @@ mod tests {
                     format!("{prefix}/{k}")
                 };
                 match v {
-                    TelValue::Dict(_) => names(v, &name, out),
-                    _ => out.push(name),
+                    TelValue::Dict(_) => values(v, &name, out),
+                    _ => out.push((name, v.clone())),
                 }
             }
         }
+    }
+
+    /// The names of [`values`].
+    fn names(v: &TelValue, prefix: &str, out: &mut Vec<String>) {
+        let mut all = Vec::new();
+        values(v, prefix, &mut all);
+        out.extend(all.into_iter().map(|(name, _)| name));
     }
 
     /// A snapshot answers while it is fresh; after, the next one is taken and numbered on,
@@ -873,21 +881,6 @@ mod tests {
         s.control.tx.unresolved = 3;
         s.control.tx.too_big = 4;
         let mut flat = Vec::new();
-        fn values(v: &TelValue, prefix: &str, out: &mut Vec<(String, TelValue)>) {
-            if let TelValue::Dict(entries) = v {
-                for (k, v) in entries {
-                    let name = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}/{k}")
-                    };
-                    match v {
-                        TelValue::Dict(_) => values(v, &name, out),
-                        _ => out.push((name, v.clone())),
-                    }
-                }
-            }
-        }
         // Three cores still fit one answer with them.
         values(&stats(&s, "").unwrap(), "", &mut flat);
         for (name, want) in [
