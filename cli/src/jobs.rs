@@ -192,6 +192,9 @@ pub enum Parsed {
     Job(Job),
     /// Print this help and exit 0.
     Help(String),
+    /// `ddpdk preflight [EAL options]`: the host checked for a run, no EAL started
+    /// (`preflight.rs`); the job's word is taken from `argv`.
+    Preflight,
 }
 
 /// Takes a job's words (`loopback`, `perf client ADDR`, `help [JOB]`) from the front of `argv`
@@ -203,6 +206,10 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
     let job = match word.as_str() {
         "fwd" => Job::Fwd,
         "loopback" => Job::Loopback,
+        "preflight" => {
+            argv.remove(1);
+            return Ok(Parsed::Preflight);
+        }
         "endpoint" | "shell" => Job::Endpoint,
         "perf" => match argv.get(2).map(String::as_str) {
             Some("server") => {
@@ -243,11 +250,12 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
         "help" => {
             let text = match argv.get(2) {
                 None => Options::command().render_help().to_string(),
+                Some(j) if j == "preflight" => crate::preflight::HELP.to_string(),
                 Some(j) => match SPECS.iter().find(|s| s.name == *j) {
                     Some(spec) => help(spec),
                     None => {
                         return Err(format!(
-                            "help {j}: no such job (fwd, loopback, endpoint, perf)"
+                            "help {j}: no such job (fwd, loopback, endpoint, perf, preflight)"
                         ))
                     }
                 },
@@ -258,7 +266,7 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
         // and the default job ran, or refused the loopback's options as fwd's.
         w if !w.starts_with('-') => {
             return Err(format!(
-                "{w}: no such job (fwd, loopback, endpoint, perf; see 'ddpdk --help')"
+                "{w}: no such job (fwd, loopback, endpoint, perf, preflight; see 'ddpdk --help')"
             ))
         }
         _ => return Ok(Parsed::None),

@@ -18,6 +18,7 @@ pub mod loopback;
 pub mod memif;
 pub mod node;
 pub mod options;
+pub mod preflight;
 pub mod run;
 pub mod sctp_params;
 pub mod shell;

@@ -368,6 +368,7 @@ Jobs (ddpdk JOB [EAL options] -- [options]; each has its own help: ddpdk JOB --h
   loopback  two DDP endpoints back to back in one process (make run)
   endpoint  a DDP endpoint driven by shell commands (needs --ip)
   perf      goodput, write and read latency between two processes: perf server, perf client ADDR
+  preflight this host checked for a run's EAL options (NIC binding, hugepages, CPUs), no EAL started
 
 Examples:
   ddpdk loopback --no-huge -m 512 --no-pci -l 0-1 -- --ddp-bytes 8388608

@@ -130,7 +130,7 @@ const EAL_FLAGS: &[&str] = &[
 /// loopback -- ...`): the EAL skipped the word and the default job ran, or refused the job's
 /// options as fwd's.
 fn job_among_eals(eal_args: &[String]) -> Option<String> {
-    let jobs = ["fwd", "loopback", "endpoint", "shell", "perf"];
+    let jobs = ["fwd", "loopback", "endpoint", "shell", "perf", "preflight"];
     eal_args.windows(2).enumerate().find_map(|(i, w)| {
         let (before, word) = (&w[0], w[1].as_str());
         let a_value = before.starts_with('-') && !EAL_FLAGS.contains(&before.as_str());
@@ -172,6 +172,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
             return 0;
         }
         Ok(Parsed::Job(job)) => Some(job),
+        Ok(Parsed::Preflight) => return crate::preflight::run(&argv),
         Ok(Parsed::None) => None,
         Err(e) => {
             errln!("ddpdk: {e}");
