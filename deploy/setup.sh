@@ -14,9 +14,10 @@ set -euo pipefail
 # tshark (an independent dissector that checks our frames' CRC32c and chunks), python3-scapy
 # (an independent ESP implementation, RFC 4303, that checks our IPsec packets both ways),
 # prometheus (its promtool checks the exporter's output, deploy/prometheus/), iputils-ping (the
-# kernel's ping, which the endpoint's ICMP Echo responder answers).
+# kernel's ping, which the endpoint's ICMP Echo responder answers), systemd (its
+# systemd-analyze checks the service units, deploy/systemd/).
 PACKAGES=(libdpdk-dev dpdk dpdk-dev pkg-config libclang-dev clang gcc make libusrsctp-dev iproute2 procps tshark
-  python3-scapy prometheus iputils-ping)
+  python3-scapy prometheus iputils-ping systemd)
 
 say() { printf 'setup: %s\n' "$*"; }
 SUDO=""

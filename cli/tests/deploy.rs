@@ -271,34 +271,27 @@ fn install_stages_the_service_whose_units_systemd_accepts_and_whose_example_runs
 
     // systemd's own reading of the units, their paths moved into the stage (systemd-analyze
     // verify warns on stderr, and still exits 0, for a line it ignores).
-    let have_systemd = Command::new("systemd-analyze")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if have_systemd {
-        let units = stage.join("units");
-        std::fs::create_dir_all(&units).expect("dir");
-        let s = stage.to_str().expect("utf-8");
-        let mut names = Vec::new();
-        for u in ["ddpdk@.service", "ddpdk-exporter@.service"] {
-            let text = std::fs::read_to_string(stage.join("etc/systemd/system").join(u))
-                .expect("unit")
-                .replace("/usr/local/", &format!("{s}/usr/local/"))
-                .replace("/etc/ddpdk/", &format!("{s}/etc/ddpdk/"));
-            let name = u.replace('@', "@example");
-            std::fs::write(units.join(&name), text).expect("write");
-            names.push(units.join(name));
-        }
-        let o = Command::new("systemd-analyze")
-            .arg("verify")
-            .args(&names)
-            .output()
-            .expect("systemd-analyze");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success() && err.trim().is_empty(), "{err}");
-    } else {
-        eprintln!("systemd-analyze not installed: the units are not verified");
+    // deploy/setup.sh installs systemd for its systemd-analyze.
+    let units = stage.join("units");
+    std::fs::create_dir_all(&units).expect("dir");
+    let s = stage.to_str().expect("utf-8");
+    let mut names = Vec::new();
+    for u in ["ddpdk@.service", "ddpdk-exporter@.service"] {
+        let text = std::fs::read_to_string(stage.join("etc/systemd/system").join(u))
+            .expect("unit")
+            .replace("/usr/local/", &format!("{s}/usr/local/"))
+            .replace("/etc/ddpdk/", &format!("{s}/etc/ddpdk/"));
+        let name = u.replace('@', "@example");
+        std::fs::write(units.join(&name), text).expect("write");
+        names.push(units.join(name));
     }
+    let o = Command::new("systemd-analyze")
+        .arg("verify")
+        .args(&names)
+        .output()
+        .expect("systemd-analyze (deploy/setup.sh installs systemd)");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.trim().is_empty(), "{err}");
 
     // The example service's job and options, on a virtual port: the same words, the NIC and
     // hugepages of its EAL options swapped for a ring and --no-huge.
