@@ -2064,6 +2064,97 @@ fn dissector_follows_ddp_ssns_per_stream_rfc5043_6_1() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Untagged MSNs (RFC 5041 §4.3: from 1, up by one a message on each queue, the same on every
+/// segment of a message): a skipped MSN is flagged with how many messages are missing, per
+/// queue; a message's second segment and another queue's MSNs are not.
+#[test]
+fn dissector_follows_untagged_msns_per_queue_rfc5041_4_3() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-lua-msn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let initiate = [0u8, 0, 0, 1];
+    // (QN, MSN, MO, L) in capture order, DDP-SSNs 1, 2, ... so that only MSNs are news.
+    let msgs = [
+        (0, 1, 0, false),
+        (0, 1, 1000, true),
+        (0, 3, 0, true),
+        (0, 2, 0, true),
+        (1, 2, 0, true),
+        (0, 2, 0, true),
+        (0, 4, 0, true),
+    ];
+    let segs: Vec<Vec<u8>> = msgs
+        .iter()
+        .enumerate()
+        .map(|(i, &(qn, msn, mo, last))| {
+            let mut d = untagged_segment([0; 5], last, qn, msn, mo, &[7; 16]);
+            d[..2].copy_from_slice(&(i as u16 + 1).to_be_bytes());
+            d
+        })
+        .collect();
+    let started = dir.join("started.pcap");
+    let mut frames: Vec<Vec<(u32, &[u8])>> = vec![vec![(17, &initiate[..])]];
+    frames.extend(segs.iter().map(|d| vec![(PPID_DDP_SEGMENT, &d[..])]));
+    let frames: Vec<&[(u32, &[u8])]> = frames.iter().map(Vec::as_slice).collect();
+    data_frames_pcap(&started, &frames);
+    let experts = |pcap: &std::path::Path, frame: usize| {
+        dissected(
+            pcap,
+            &format!("frame.number == {frame}"),
+            "_ws.expert.message",
+        )
+        .join("\n")
+    };
+    let want = [
+        (2, ""),
+        (3, ""),
+        (
+            4,
+            "MSN gap: 1 message(s) before this one on queue 0 not seen",
+        ),
+        (5, "MSN below one already seen on this queue"),
+        (
+            6,
+            "MSN gap: 1 message(s) before this one on queue 1 not seen",
+        ),
+        (7, ""),
+        (8, ""),
+    ];
+    for (frame, expert) in want {
+        let got = experts(&started, frame);
+        if expert.is_empty() {
+            assert!(!got.contains("MSN"), "frame {frame}: {got}");
+        } else {
+            assert!(got.contains(expert), "frame {frame}: {got}");
+        }
+        assert!(!got.contains("DDP-SSN"), "frame {frame}: {got}");
+    }
+    assert_eq!(
+        dissected(&started, "rddp.msn_gap", "frame.number"),
+        ["4", "6"],
+        "filterable by the expert's name"
+    );
+    // A capture that begins mid-session has no first MSN to hold a queue to.
+    let joined = dir.join("joined.pcap");
+    let late: Vec<Vec<(u32, &[u8])>> = segs[2..3]
+        .iter()
+        .chain(&segs[6..])
+        .map(|d| vec![(PPID_DDP_SEGMENT, &d[..])])
+        .collect();
+    let late: Vec<&[(u32, &[u8])]> = late.iter().map(Vec::as_slice).collect();
+    data_frames_pcap(&joined, &late);
+    assert!(
+        !experts(&joined, 1).contains("MSN"),
+        "{}",
+        experts(&joined, 1)
+    );
+    assert!(
+        !experts(&joined, 2).contains("MSN"),
+        "3 then 4: {}",
+        experts(&joined, 2)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// One RDMAP message segment of a capture: DDP over SCTP (PPID 16), as RFC 5040 §4 reads it.
 #[derive(Debug)]
 struct RdmapSegment {

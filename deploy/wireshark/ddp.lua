@@ -149,7 +149,16 @@ local e_ssn_late = ProtoExpert.new("rddp.ssn_late",
     "DDP-SSN below one already seen and not seen before: out of order (unordered DATA "
         .. "chunks; RFC 5043 §5.2.1)", expert.group.SEQUENCE,
     expert.severity.NOTE)
-ddp.experts = { e_short, e_dv, e_ssn_gap, e_ssn_repeat, e_ssn_late }
+-- Untagged MSN analysis (RFC 5041 §4.3: a queue's messages on a stream carry MSNs that go up
+-- by one from 1, every segment of a message the same): an MSN past the next one says messages
+-- of that queue were lost, are late or were not captured, as a DDP-SSN gap does for segments.
+local e_msn_gap = ProtoExpert.new("rddp.msn_gap",
+    "MSN gap: messages before this one on its queue not seen: lost / late / not captured "
+        .. "(RFC 5041 §4.3)", expert.group.SEQUENCE, expert.severity.WARN)
+local e_msn_late = ProtoExpert.new("rddp.msn_late",
+    "MSN below one already seen on this queue and not seen before: out of order (unordered "
+        .. "DATA chunks; RFC 5043 §5.2.1)", expert.group.SEQUENCE, expert.severity.NOTE)
+ddp.experts = { e_short, e_dv, e_ssn_gap, e_ssn_repeat, e_ssn_late, e_msn_gap, e_msn_late }
 ddpsc.experts = { e_sc_short, e_private, e_terminate_data, e_function }
 local e_rdmap_split = ProtoExpert.new("rdmap.split",
     "RDMAP message that is one header spans several DDP segments (MO > 0 or L clear): "
@@ -189,14 +198,71 @@ local streams = {}
 -- packet again when it is clicked) shows the same.
 local verdicts = {}
 
-local function ssn_analysis(ssn, pinfo, t, starts)
+-- Per stream and direction, each untagged queue's highest MSN (`last`) and the MSNs seen; and
+-- whether the capture holds the session's start (then a queue's first MSN is 1).
+local queues = {}
+local msn_verdicts = {}
+
+-- The stream and direction of the DATA chunk being dissected, and the chunk's own name.
+local function chunk_key(pinfo)
     local sids = { f_sid() }
     local key = string.format("%s:%d>%s:%d/%s", tostring(pinfo.src), pinfo.src_port,
         tostring(pinfo.dst), pinfo.dst_port, tostring(sids[#sids]))
-    local here = pinfo.number .. "/" .. #sids
+    return key, pinfo.number .. "/" .. #sids
+end
+
+local function msn_analysis(qn, msn, pinfo, t)
+    local key, here = chunk_key(pinfo)
+    if not pinfo.visited then
+        local st = queues[key]
+        if st == nil then
+            st = { started = false, q = {} }
+            queues[key] = st
+        end
+        local q = st.q[qn]
+        local verdict
+        if q == nil then
+            -- A session whose start was captured numbers each queue's messages from 1.
+            if st.started and msn ~= 1 then
+                verdict = { e_msn_gap, (msn - 1) % 4294967296 }
+            end
+            st.q[qn] = { last = msn, seen = { [msn] = true } }
+        else
+            local ahead = (msn - q.last) % 4294967296
+            if ahead >= 1 and ahead < 2147483648 then
+                if ahead > 1 then
+                    verdict = { e_msn_gap, ahead - 1 }
+                end
+                q.last = msn
+                q.seen[msn] = true
+            elseif ahead ~= 0 and not q.seen[msn] then
+                -- Another segment of a message seen before is no news (DDP-SSNs tell repeats).
+                verdict = { e_msn_late }
+                q.seen[msn] = true
+            end
+        end
+        msn_verdicts[here] = verdict
+    end
+    local v = msn_verdicts[here]
+    if v then
+        if v[2] then
+            t:add_proto_expert_info(v[1], string.format("MSN gap: %d message(s) before this one "
+                .. "on queue %d not seen: lost / late / not captured (RFC 5041 §4.3)", v[2], qn))
+        else
+            t:add_proto_expert_info(v[1])
+        end
+    end
+end
+
+local function ssn_analysis(ssn, pinfo, t, starts)
+    local key, here = chunk_key(pinfo)
     if not pinfo.visited then
         local s = streams[key]
         local verdict
+        if starts then
+            -- RFC 5041 §4.3: each queue's MSNs start at 1 on the new session.
+            queues[key] = { started = true, q = {} }
+        end
         if s == nil or starts then
             -- A stream first seen, or a session starting (RFC 5043 §6.1: DDP-SSNs start anew).
             streams[key] = { last = ssn, at = 0, seen = { [ssn] = 0 } }
@@ -397,6 +463,7 @@ function ddp.dissector(buf, pinfo, tree)
         t:add(f.mo, buf(16, 4))
         info = string.format(" Untagged QN %d MSN %d MO %d", buf(8, 4):uint(), buf(12, 4):uint(),
             buf(16, 4):uint())
+        msn_analysis(buf(8, 4):uint(), buf(12, 4):uint(), pinfo, t)
     end
     local plen = buf:len() - 2 - hdr
     t:add(f.payload_len, plen):set_generated()
