@@ -42,6 +42,8 @@ const FUNCTIONS: &[&str] = &[
     "rte_ipsec_.*",
     "rte_tel_data_.*",
     "rte_telemetry_register_cmd",
+    // An idle data core blocks on its RX queues' interrupts and its doorbell in one epoll.
+    "rte_epoll_.*",
     "ddpdk_.*",
 ];
 

@@ -15,6 +15,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <rte_ethdev.h>
+#include <rte_epoll.h>
 #include <rte_eth_ring.h>
 #include <rte_flow.h>
 #include <rte_dev.h>

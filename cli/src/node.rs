@@ -137,6 +137,7 @@ impl Node {
             // A device with a queue pair a data core and none to spare still carries the
             // endpoint: the control thread sends through the first data core's TX queue.
             share_last_pair: true,
+            rx_interrupts: opts.idle == crate::options::IdleArg::Interrupt,
         };
         // The mbufs this end's queues can hold at once: memif's spare queues carry nothing
         // from this end, and its copying receive takes an mbuf per frame, none ahead (its

@@ -199,8 +199,11 @@ pub struct Options {
     /// DDP endpoint: what a data core with nothing to do does. `sleep` (the default, DPDK
     /// l3fwd-power's adaptive back-off): after a few hundred empty polls it sleeps, 1 µs at
     /// first, doubling up to 50 µs, and after 10 ms without work up to --idle-sleep-max-us;
-    /// commands and frames from sibling cores wake it at once. `spin`: it polls without pause
-    /// (a CPU of its own, the lowest latency).
+    /// commands and frames from sibling cores wake it at once. `interrupt`: as `sleep`, and
+    /// after 10 ms without work a data core on a worker lcore blocks on its RX queues'
+    /// interrupts until a frame, a command or a timer wakes it, where the device has them (NICs
+    /// under vfio-pci, net_tap, net_virtio_user; others sleep as with `sleep`). `spin`: it
+    /// polls without pause (a CPU of its own, the lowest latency).
     #[arg(long, value_enum, default_value = "sleep")]
     pub idle: IdleArg,
 
@@ -390,7 +393,7 @@ impl Options {
     pub fn idle_policy(&self) -> IdlePolicy {
         match self.idle {
             IdleArg::Spin => IdlePolicy::Spin,
-            IdleArg::Sleep => IdlePolicy::Sleep {
+            IdleArg::Sleep | IdleArg::Interrupt => IdlePolicy::Sleep {
                 max_sleep: std::time::Duration::from_micros(u64::from(self.idle_sleep_max_us)),
             },
         }
@@ -903,6 +906,8 @@ impl From<ServiceArg> for ddpdk_control::conn::Service {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum IdleArg {
     Sleep,
+    /// `sleep`, and RX interrupts in deep idle where the device has them.
+    Interrupt,
     Spin,
 }
 

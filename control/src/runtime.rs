@@ -53,7 +53,9 @@ use std::time::Duration;
 use ddpdk_dataplane::mem::{CoreStags, Revocation};
 use ddpdk_dataplane::net::{Interface, InterfaceStats, Rx, TooBig};
 use ddpdk_dataplane::port::region::PlacementBatch;
-use ddpdk_dataplane::port::{prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, SctpFlow};
+use ddpdk_dataplane::port::{
+    prefetch, ChecksumOffload, FlowRule, PacketBuf, Port, RxWaiter, SctpFlow, Woken,
+};
 use ddpdk_dataplane::sctp::{plpmtud, Association, Endpoint, Instant};
 use ddpdk_dataplane::trace;
 
@@ -754,7 +756,9 @@ pub enum IdlePolicy {
     /// (on a VM a 50 µs cap costs a quarter of a CPU), so a core that pauses between bursts
     /// answers within tens of µs while an idle one costs little. A command from the control
     /// thread or a frame a sibling core dispatches wakes the core at once ([`Doorbell`]); a
-    /// frame from the device waits at most the current sleep.
+    /// frame from the device waits at most the current sleep, unless the port has RX
+    /// interrupts ([`Port::rx_waiter`]): then a core idle for [`DEEP_IDLE_AFTER`] blocks until
+    /// a frame, a command or its next timer, whichever comes first.
     Sleep { max_sleep: Duration },
 }
 
@@ -770,6 +774,10 @@ impl Default for IdlePolicy {
         }
     }
 }
+
+/// The longest wait of a core blocked on RX interrupts with no timer due sooner: a frame, a
+/// command or a timer ends it before; this bounds what a lost interrupt would cost.
+pub const INTERRUPT_SLEEP: Duration = Duration::from_millis(100);
 
 /// The longest sleep of a core that did something in the last [`DEEP_IDLE_AFTER`].
 pub const LIGHT_SLEEP: Duration = Duration::from_micros(50);
@@ -807,6 +815,11 @@ impl Backoff {
     /// all. Polling goes on for [`SPIN_BEFORE_SLEEP`] after the last work; then sleeps double
     /// from 1 µs up to [`LIGHT_SLEEP`], and after [`DEEP_IDLE_AFTER`] up to the policy's
     /// `max_sleep`.
+    /// Whether the loop has been idle for [`DEEP_IDLE_AFTER`] at `now`.
+    pub fn deep(&self, now: Instant) -> bool {
+        now.saturating_since(self.busy) >= DEEP_IDLE_AFTER
+    }
+
     pub fn after(&mut self, now: Instant, work: usize) -> Option<Duration> {
         let IdlePolicy::Sleep { max_sleep } = self.policy else {
             return None;
@@ -901,6 +914,8 @@ impl RxQueue {
 pub struct Doorbell {
     sleeping: AtomicBool,
     thread: OnceLock<Thread>,
+    /// The RX-interrupt wait the thread may block in instead of parking.
+    waiter: OnceLock<Arc<dyn RxWaiter>>,
 }
 
 impl Doorbell {
@@ -918,17 +933,36 @@ impl Doorbell {
             if let Some(t) = self.thread.get() {
                 t.unpark();
             }
+            if let Some(w) = self.waiter.get() {
+                w.bell();
+            }
         }
+    }
+
+    /// Makes a ring also end the attached thread's [`RxWaiter::wait`] (once).
+    pub fn attach_waiter(&self, waiter: Arc<dyn RxWaiter>) {
+        let _ = self.waiter.set(waiter);
     }
 
     /// Sleeps the attached thread for at most `d` (a ring wakes it), unless `work`, run after
     /// the sleep is announced, finds something to do. Returns what `work` did.
     pub fn sleep_unless(&self, d: Duration, work: impl FnOnce() -> usize) -> usize {
+        self.sleep_unless_with(d, work, std::thread::park_timeout)
+    }
+
+    /// As [`Doorbell::sleep_unless`], blocking with `block` (an [`RxWaiter::wait`], which a
+    /// ring ends too once [`Doorbell::attach_waiter`] gave it).
+    pub fn sleep_unless_with(
+        &self,
+        d: Duration,
+        work: impl FnOnce() -> usize,
+        block: impl FnOnce(Duration),
+    ) -> usize {
         self.sleeping.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let n = work();
         if n == 0 {
-            std::thread::park_timeout(d);
+            block(d);
         }
         self.sleeping.store(false, Ordering::Relaxed);
         n
@@ -942,6 +976,10 @@ pub struct IdleStats {
     pub sleeps: u64,
     /// Times it was about to sleep and found work when it looked again.
     pub sleeps_avoided: u64,
+    /// Sleeps blocked on the RX queues' interrupts ([`Port::rx_waiter`]), and those a frame
+    /// ended (an interrupt), not a command or a timer.
+    pub interrupt_sleeps: u64,
+    pub interrupt_wakes: u64,
 }
 
 /// One data core: see the module documentation. Move it to its thread and call
@@ -1287,16 +1325,47 @@ impl<P: Port> DataCore<P> {
             self.announce();
         }
         let mut backoff = Backoff::new(idle, clock.now());
+        // RX interrupts, where the device has them: made here, on the thread that waits.
+        let waiter = match idle {
+            IdlePolicy::Sleep { .. } => {
+                let queues: Vec<u16> = self.rx_queues.iter().map(|q| q.id).collect();
+                self.port.rx_waiter(&queues)
+            }
+            IdlePolicy::Spin => None,
+        };
+        if let Some(w) = &waiter {
+            doorbell.attach_waiter(Arc::clone(w));
+        }
         while !stop.load(Ordering::Acquire) {
             let now = clock.now();
             let work = self.poll(now);
             let Some(sleep) = backoff.after(now, work) else {
                 continue;
             };
-            let sleep = self.sleep_limit(now).map_or(sleep, |l| sleep.min(l));
+            let limit = self.sleep_limit(now);
+            let deep = waiter.as_ref().filter(|_| backoff.deep(now));
             // The rings are looked at once more after the sleep is announced: work put there
-            // before a doorbell could see us asleep is found then.
-            if doorbell.sleep_unless(sleep, || self.poll(now)) > 0 {
+            // before a doorbell could see us asleep is found then; with interrupts armed
+            // first, so that a frame that came before them is found then too.
+            let found = match deep {
+                Some(w) if w.arm(true) => {
+                    let d = limit.map_or(INTERRUPT_SLEEP, |l| l.min(INTERRUPT_SLEEP));
+                    let mut woken = Woken::Timeout;
+                    let found =
+                        doorbell.sleep_unless_with(d, || self.poll(now), |d| woken = w.wait(d));
+                    w.arm(false);
+                    if found == 0 {
+                        self.idle.interrupt_sleeps += 1;
+                        self.idle.interrupt_wakes += u64::from(woken == Woken::Rx);
+                    }
+                    found
+                }
+                _ => {
+                    let sleep = limit.map_or(sleep, |l| sleep.min(l));
+                    doorbell.sleep_unless(sleep, || self.poll(now))
+                }
+            };
+            if found > 0 {
                 self.idle.sleeps_avoided += 1;
                 backoff.after(now, 1);
             } else {

@@ -156,6 +156,30 @@ pub struct TxOutcome {
     pub dropped_bytes: u64,
 }
 
+/// Why an [`RxWaiter::wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woken {
+    /// A frame came to one of the queues (the device's RX interrupt).
+    Rx,
+    /// [`RxWaiter::bell`]: work in the core's rings.
+    Bell,
+    Timeout,
+}
+
+/// An idle data core's blocking wait on its RX queues' interrupts and its doorbell (RX
+/// interrupts: the device wakes the core with the first frame instead of a timer waking it
+/// to poll). Made by [`Port::rx_waiter`] on the thread that waits.
+pub trait RxWaiter: Send + Sync + std::fmt::Debug {
+    /// Turns the queues' interrupts on or off; false if the device refused (poll instead).
+    /// Frames that came before `arm(true)` may signal nothing: poll once after arming.
+    fn arm(&self, on: bool) -> bool;
+    /// Blocks the calling thread until a queue signals, [`RxWaiter::bell`] rings, or
+    /// `timeout` passes (rounded up to milliseconds).
+    fn wait(&self, timeout: std::time::Duration) -> Woken;
+    /// Ends a wait under way, from any thread, or the next one if none is.
+    fn bell(&self);
+}
+
 /// A network port with any number of RX and TX queues.
 ///
 /// Queue methods take `&self` because DPDK's per-queue burst functions are safe to call from
@@ -292,6 +316,13 @@ pub trait Port: Send + Sync {
     /// would not.
     fn unsteer_sctp(&self, _rule: FlowRule) -> Result<(), String> {
         Ok(())
+    }
+
+    /// A wait on the interrupts of RX queues `queues` and a doorbell, for the calling thread
+    /// ([`RxWaiter`]); `None` where the device has no RX interrupts or the port was not set
+    /// up for them.
+    fn rx_waiter(&self, _queues: &[u16]) -> Option<std::sync::Arc<dyn RxWaiter>> {
+        None
     }
 
     /// Frees every buffer of `bufs`, leaving it empty. Devices with a bulk free override it.

@@ -47,6 +47,10 @@ pub struct PortConf {
     /// (one a data core, one for the control thread), so that a device with one queue pair
     /// (vhost-user, virtio-user, pcap, af_xdp on most interfaces) still carries an endpoint.
     pub share_last_pair: bool,
+    /// RX queue interrupts, for cores that block while idle ([`Port::rx_waiter`]). A device
+    /// whose configuration refuses them is configured without; one that takes them but has
+    /// none (most virtual devices) gives no waiter.
+    pub rx_interrupts: bool,
 }
 
 impl Default for PortConf {
@@ -58,6 +62,7 @@ impl Default for PortConf {
             nb_txd: 1024,
             promiscuous: true,
             share_last_pair: false,
+            rx_interrupts: false,
         }
     }
 }
@@ -247,11 +252,25 @@ impl DpdkPort {
         if multi_seg {
             eth_conf.txmode.offloads |= TX_OFFLOAD_MULTI_SEGS;
         }
-        check(
-            || format!("rte_eth_dev_configure(port {port_id})"),
+        let mut conf = conf;
+        if conf.rx_interrupts {
+            eth_conf.intr_conf.set_rxq(1);
             // SAFETY: eth_conf is a valid, fully initialised configuration.
-            unsafe { sys::rte_eth_dev_configure(port_id, conf.nb_rxq, conf.nb_txq, &eth_conf) },
-        )?;
+            let r =
+                unsafe { sys::rte_eth_dev_configure(port_id, conf.nb_rxq, conf.nb_txq, &eth_conf) };
+            if r != 0 {
+                // A PMD that refuses RX interrupts still polls.
+                eth_conf.intr_conf.set_rxq(0);
+                conf.rx_interrupts = false;
+            }
+        }
+        if !conf.rx_interrupts {
+            check(
+                || format!("rte_eth_dev_configure(port {port_id})"),
+                // SAFETY: eth_conf is a valid, fully initialised configuration.
+                unsafe { sys::rte_eth_dev_configure(port_id, conf.nb_rxq, conf.nb_txq, &eth_conf) },
+            )?;
+        }
         // From here on the device is configured: if a later step fails, dropping `port` closes
         // it, so no half-configured device keeps references to the pool.
         let mut port = DpdkPort {
@@ -689,6 +708,14 @@ impl Port for DpdkPort {
             return Err(buf);
         }
         self.pool.attach_region_in(buf, region, offset, len)
+    }
+
+    fn rx_waiter(&self, queues: &[u16]) -> Option<Arc<dyn crate::port::RxWaiter>> {
+        if !self.conf.rx_interrupts || queues.iter().any(|&q| q >= self.conf.nb_rxq) {
+            return None;
+        }
+        let w = super::intr::DpdkRxWaiter::new(self.info.port_id, queues)?;
+        Some(Arc::new(w))
     }
 
     fn id(&self) -> u16 {

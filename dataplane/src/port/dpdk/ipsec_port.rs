@@ -1052,6 +1052,10 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
     fn free_bulk(&self, bufs: &mut Vec<Mbuf>) {
         self.inner.free_bulk(bufs)
     }
+    fn rx_waiter(&self, queues: &[u16]) -> Option<Arc<dyn crate::port::RxWaiter>> {
+        // ESP is opened inside rx_burst from the device's own queues: their interrupts wake.
+        self.inner.rx_waiter(queues)
+    }
     fn link(&self) -> LinkStatus {
         self.inner.link()
     }

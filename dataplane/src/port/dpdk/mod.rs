@@ -11,6 +11,7 @@ pub mod crc;
 mod eal;
 mod ethdev;
 mod flow;
+mod intr;
 mod ipsec;
 mod ipsec_port;
 mod kernel_ring;
@@ -23,6 +24,7 @@ pub mod tsc;
 
 pub use eal::{to_control_cpus, Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
+pub use intr::DpdkRxWaiter;
 pub use ipsec::{CryptoDev, EspDrop, EspSa, SaCounts, SaStats};
 pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats, SaReport};
 pub use mbuf::{Mbuf, Mempool};
