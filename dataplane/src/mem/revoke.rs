@@ -867,7 +867,19 @@ mod tests {
             let r = coord.revoke_polling(stag, Duration::from_millis(2), &mut || {
                 replicas[0].poll();
             });
-            assert_eq!(r, Err(RevokeError::Timeout { acked: 1, cores: 2 }));
+            // Core 0 acknowledges when it is polled before the 2 ms pass; a test thread
+            // descheduled longer (a loaded CI machine) times out with none: either way the
+            // stalled core 1 never does.
+            assert!(
+                matches!(
+                    r,
+                    Err(RevokeError::Timeout {
+                        acked: 0 | 1,
+                        cores: 2
+                    })
+                ),
+                "{r:?}"
+            );
             coord.tend();
             assert_eq!(coord.revocations_in_flight(), 0, "held per revocation");
         }
@@ -905,7 +917,18 @@ mod tests {
             let r = coord.revoke_polling(stag, Duration::from_millis(2), &mut || {
                 replicas[0].poll();
             });
-            assert_eq!(r, Err(RevokeError::Timeout { acked: 1, cores: 2 }));
+            // Core 0's acknowledgement may miss the 2 ms on a loaded machine; core 1's never
+            // comes.
+            assert!(
+                matches!(
+                    r,
+                    Err(RevokeError::Timeout {
+                        acked: 0 | 1,
+                        cores: 2
+                    })
+                ),
+                "{r:?}"
+            );
         }
         replicas[1].poll();
         let table = replicas[1].table();
@@ -966,7 +989,17 @@ mod tests {
         let r = coord.revoke_polling(old, Duration::from_millis(2), &mut || {
             replicas[0].poll();
         });
-        assert_eq!(r, Err(RevokeError::Timeout { acked: 1, cores: 2 }));
+        // As above: core 0 may miss the 2 ms under load, core 1 is stalled.
+        assert!(
+            matches!(
+                r,
+                Err(RevokeError::Timeout {
+                    acked: 0 | 1,
+                    cores: 2
+                })
+            ),
+            "{r:?}"
+        );
         // 255 reuses of old's index, each withdrawn (core 1 cannot be told): each takes the
         // next key.
         for _ in 0..255 {
