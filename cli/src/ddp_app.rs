@@ -783,7 +783,7 @@ impl DdpApp {
             format_args!(
                 "DDP endpoint on port {} ({}, {}, link {}): {} SCTP port {}, {} streams, {} \
                  data core(s) on lcore(s) {:?}, control thread{}; steering: {}; \
-                 SCTP CRC32c: {}",
+                 SCTP CRC32c: {}{}",
                 port.id(),
                 port.name(),
                 mac_text(&opts.mac.unwrap_or(port.mac())),
@@ -819,7 +819,8 @@ impl DdpApp {
                         rx: true,
                     } => "software on TX, device on RX",
                     ChecksumOffload { .. } => "software",
-                }
+                },
+                node.idle_note(opts),
             ),
         );
         crate::ipsec::announce(&ipsec, opts.json, opts.ipsec_socket.as_deref());

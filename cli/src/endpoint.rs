@@ -204,7 +204,7 @@ impl Job {
             opts.json,
             format_args!(
                 "DDP endpoint {ip} SCTP port {} on {} ({}); {} data core(s) {}; steering: {}; \
-                 clock: {}",
+                 clock: {}{}",
                 opts.sctp_port,
                 node.port.name(),
                 if opts.ddp_listen {
@@ -223,7 +223,8 @@ impl Job {
                     "TSC"
                 } else {
                     "monotonic"
-                }
+                },
+                node.idle_note(opts)
             ),
         );
         // The main lcore waits as an idle data core does (it may be polling one inline), its

@@ -260,6 +260,20 @@ impl Node {
         Ok((node, control))
     }
 
+    /// What `--idle interrupt` gives this node's data cores, for its start-up line; empty
+    /// without it.
+    pub fn idle_note(&self, opts: &Options) -> &'static str {
+        if opts.idle != crate::options::IdleArg::Interrupt {
+            ""
+        } else if self.is_inline() {
+            "; idle: sleep (RX interrupts only for data cores on worker lcores)"
+        } else if self.port.inner().inner().rx_interrupts_ready() {
+            "; idle: RX interrupts"
+        } else {
+            "; idle: sleep (the device has no RX interrupts)"
+        }
+    }
+
     /// One turn at `now` of the data cores this thread polls (none when they run on worker
     /// lcores).
     pub fn poll_inline(&mut self, now: Instant) -> usize {

@@ -98,3 +98,64 @@ fn an_idle_endpoint_sleeps() {
         share * 100.0
     );
 }
+
+/// `--idle interrupt` says at start whether the cores got what it asks for: a device with RX
+/// interrupts (`net_tap`, root and /dev/net/tun) gives them to a data core on a worker lcore;
+/// a `net_ring` has none, and its cores sleep as with `sleep`.
+#[test]
+fn idle_interrupt_says_whether_the_device_has_rx_interrupts() {
+    let tap = std::path::Path::new("/dev/net/tun").exists()
+        && std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        });
+    let iface = format!("net_tap0,iface=ddpidle{}", std::process::id() % 10_000);
+    let mut cases = vec![(
+        "net_ring0",
+        "; idle: sleep (the device has no RX interrupts)",
+    )];
+    if tap {
+        cases.push((&iface, "; idle: RX interrupts"));
+    } else {
+        eprintln!("net_tap part skipped: needs root and /dev/net/tun");
+    }
+    for (vdev, want) in cases {
+        let o = Command::new(BIN)
+            .args([
+                "endpoint",
+                "-l",
+                "0-1",
+                "--no-huge",
+                "-m",
+                "512",
+                "--no-pci",
+                "--file-prefix",
+                &format!("ddpdk-idle-intr{}", std::process::id()),
+                "--vdev",
+                vdev,
+                "--log-level=*:error",
+                "--",
+                "--ip",
+                "198.18.12.2",
+                "--data-cores",
+                "1",
+                "--idle",
+                "interrupt",
+                "--run-for",
+                "1",
+            ])
+            .output()
+            .expect("run ddpdk");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{vdev}: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("DDP endpoint on port"))
+            .unwrap_or_else(|| panic!("{vdev}: no start-up line in {out}"));
+        assert!(line.ends_with(want), "{vdev}: {line}");
+    }
+}

@@ -336,6 +336,14 @@ impl DpdkPort {
         self.shared_tx.is_some()
     }
 
+    /// Whether the started port has RX interrupts a data core can block on
+    /// ([`Port::rx_waiter`]): configured for them, and the device gave queue 0 an event fd.
+    pub fn rx_interrupts_ready(&self) -> bool {
+        // SAFETY: a configured port and queue; the call only reads the interrupt handle.
+        self.conf.rx_interrupts
+            && unsafe { sys::rte_eth_dev_rx_intr_ctl_q_get_fd(self.info.port_id, 0) } >= 0
+    }
+
     /// Whether the device sends mbuf chains, so [`Port::attach_region`] sends region memory
     /// without copying it.
     pub fn zero_copy_tx(&self) -> bool {
