@@ -659,7 +659,14 @@ fn all_stats(s: &Snapshot, only: Option<usize>) -> TelValue {
                         ("initiates_over_limit", u(c.initiates_over_limit)),
                         ("flow_rules", u(c.flow_rules)),
                         ("flow_rules_refused", u(c.flow_rules_refused)),
+                        // A rule the device would not remove stays until the port closes:
+                        // shown, so that rules leaking on a device can be seen.
+                        ("flow_rules_removed", u(c.flow_rules_removed)),
+                        ("flow_rules_remove_failed", u(c.flow_rules_remove_failed)),
                         ("forward_dropped", u(c.forward_dropped)),
+                        // A stalled core's revocation not acknowledged in time: the ULP heard
+                        // of the Send with Invalidate without the STag vouched revoked.
+                        ("invalidation_timeouts", u(c.invalidation_timeouts)),
                         // The control thread's own sends (INIT ACKs, ABORTs, ...) lost, by
                         // reason, named as a core's: every drop counted somewhere.
                         (
@@ -888,6 +895,36 @@ mod tests {
             ("control/drop/tx_no_buffer", 2),
             ("control/drop/tx_unresolved", 3),
             ("control/drop/tx_too_big", 4),
+        ] {
+            assert!(
+                flat.contains(&(name.to_string(), TelValue::U64(want))),
+                "{name} missing: {flat:?}"
+            );
+        }
+    }
+
+    /// Every count of the control thread's that says something went wrong is shown: flow
+    /// rules the device would not remove and revocations a core did not acknowledge in time
+    /// were in its stats alone; three cores still fit one answer with them.
+    #[test]
+    fn stats_show_flow_rules_not_removed_and_invalidations_not_acknowledged() {
+        let mut s = Snapshot {
+            reports: (0..CORES_IN_ONE_ANSWER).map(core).collect(),
+            taken: Some((1, std::time::Instant::now())),
+            ..Default::default()
+        };
+        s.control.flow_rules_removed = 5;
+        s.control.flow_rules_remove_failed = 6;
+        s.control.invalidation_timeouts = 7;
+        let mut flat = Vec::new();
+        values(&stats(&s, "").unwrap(), "", &mut flat);
+        assert!(flat.len() <= DICT_NAMES, "{} names", flat.len());
+        for (name, want) in [
+            ("control/flow_rules_removed", 5),
+            ("control/flow_rules_remove_failed", 6),
+            ("control/invalidation_timeouts", 7),
+            // The last name DPDK would cut first is still there.
+            ("control/sctp/other_peer_address", 0),
         ] {
             assert!(
                 flat.contains(&(name.to_string(), TelValue::U64(want))),

@@ -465,6 +465,32 @@ fn the_exporter_exports_the_control_threads_drops() {
     );
 }
 
+/// The control thread's flow rules the device would not remove and revocations a core did
+/// not acknowledge in time are exported with help saying what they count (they were in the
+/// control thread's stats alone).
+#[test]
+fn the_exporter_exports_flow_rules_not_removed_and_invalidations_not_acknowledged() {
+    let out = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5, "control/flow_rules_removed": 4,
+            "control/flow_rules_remove_failed": 1, "control/invalidation_timeouts": 2}}"#,
+    );
+    for (name, value, help) in [
+        ("flow_rules_removed", 4, "removed"),
+        ("flow_rules_remove_failed", 1, "would not remove"),
+        ("invalidation_timeouts", 2, "did not acknowledge in time"),
+    ] {
+        let metric = format!("ddpdk_control_{name}_total");
+        assert!(
+            out.contains(&format!("# TYPE {metric} counter\n"))
+                && out.contains(&format!("{metric} {value}\n"))
+                && out
+                    .lines()
+                    .any(|l| l.starts_with(&format!("# HELP {metric} ")) && l.contains(help)),
+            "{metric}: {out}"
+        );
+    }
+}
+
 /// A scrape is whole or fails: a core that did not answer (a snapshot not taken in time)
 /// ended the core loop as if it were past the last core, and the scrape passed without that
 /// core's series; only "no data core N" ends it now.

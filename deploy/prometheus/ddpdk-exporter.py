@@ -62,6 +62,12 @@ CONTROL_GAUGES = {
 CONTROL_HELP = {
     "initiates_over_limit": "Initiates answered with a Terminate: the pending limit was "
                             "reached (RFC 5043 6.4).",
+    "flow_rules_removed": "Device flow rules of ended associations removed.",
+    "flow_rules_remove_failed": "Device flow rules the device would not remove (they stay "
+                                "until the port closes).",
+    "invalidation_timeouts": "Remote invalidations (Send with Invalidate, RFC 5040 5.3) a "
+                             "data core did not acknowledge in time: the receive reached the "
+                             "ULP without the STag vouched revoked.",
 }
 ASSOC_GAUGES = {
     "cwnd": ("ddpdk_association_cwnd_bytes", "Congestion window.", 1),
