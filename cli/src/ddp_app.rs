@@ -747,7 +747,8 @@ fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 
 impl DdpApp {
     pub fn new(eal: Eal, opts: &Options) -> Result<DdpApp, String> {
-        let (node, mut control) = Node::start(&eal, opts, "ddp_app_pool", Placement::Workers, 64)?;
+        let (mut node, mut control) =
+            Node::start(&eal, opts, "ddp_app_pool", Placement::Workers, 64)?;
         let pd = control.memory_mut().alloc_pd();
         let clock = node.clock;
         let stop = Arc::new(AtomicBool::new(false));
@@ -837,7 +838,7 @@ impl DdpApp {
                 Ok(snapshot)
             })
         };
-        let commands = match telemetry::register(source) {
+        let commands = match node.answer_telemetry(source) {
             Ok(r) => Some(r),
             Err(e) => {
                 errln!("ddpdk: no telemetry commands: {e}");

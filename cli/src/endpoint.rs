@@ -173,7 +173,7 @@ impl Job {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(" and ");
-        let (node, control) = Node::start(
+        let (mut node, control) = Node::start(
             eal,
             opts,
             "ddp_endpoint_pool",
@@ -246,7 +246,7 @@ impl Job {
         let now = node.clock.now();
         let idle = Backoff::new(policy, now);
         let hub = Arc::new(telemetry::Hub::default());
-        let commands = match telemetry::register(hub.source()) {
+        let commands = match node.answer_telemetry(hub.source()) {
             Ok(r) => Some(r),
             Err(e) => {
                 errln!("ddpdk: no telemetry commands: {e}");

@@ -26,6 +26,7 @@ use ddpdk_dataplane::sctp::{Config, Endpoint, Instant};
 
 use crate::app::note;
 use crate::options::Options;
+use crate::telemetry;
 
 /// The port every DDP job runs on: the device behind the fault injector of `--fault-drop`
 /// (which passes every frame through unless asked), behind IPsec policy (a pass-through
@@ -83,6 +84,8 @@ pub struct Node {
     port_closed: bool,
     /// The driver keeps mbufs past its close (af_xdp): the pool is not counted.
     keeps_buffers: bool,
+    /// The telemetry commands, answering from before the link wait ([`Node::answer_telemetry`]).
+    telemetry: Option<telemetry::Early>,
 }
 
 /// The data cores' stop flag, raised when the node goes: a node dropped on an error path
@@ -174,6 +177,9 @@ impl Node {
         }
         let faulty = Arc::new(Faulty::new(device, opts.faults()));
         let port = Arc::new(ipsec_port(faulty, &pool, opts)?);
+        let clock = poll_clock();
+        // A memif server's link waits for its client: the commands answer meanwhile.
+        let telemetry = telemetry::Early::register(cores, clock);
         let link = port
             .inner()
             .inner()
@@ -223,7 +229,6 @@ impl Node {
             },
         )
         .map_err(|e| e.to_string())?;
-        let clock = poll_clock();
         let stop = Stop(Arc::new(AtomicBool::new(false)));
         let mut node = Node {
             port,
@@ -238,6 +243,7 @@ impl Node {
             core_lcores: Vec::new(),
             port_closed: false,
             keeps_buffers,
+            telemetry: Some(telemetry),
         };
         if inline {
             // This thread reads the events between two turns of the cores (`Job::poll`).
@@ -272,6 +278,19 @@ impl Node {
         } else {
             "; idle: sleep (the device has no RX interrupts)"
         }
+    }
+
+    /// The telemetry commands, answered from `source`'s snapshots from now on (they answered
+    /// as an endpoint with nothing yet since before the link wait); an error if they could not
+    /// be registered, or were handed on already.
+    pub fn answer_telemetry(
+        &mut self,
+        source: telemetry::Source,
+    ) -> Result<telemetry::Registered, String> {
+        self.telemetry
+            .take()
+            .ok_or("the telemetry commands were handed on already")?
+            .answer_from(source)
     }
 
     /// One turn at `now` of the data cores this thread polls (none when they run on worker

@@ -13,7 +13,7 @@
 //! that lists associations and then asks for each one sees one moment.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant as Wall};
 
 use ddpdk_control::runtime::{AssocInfo, Clock, Control, ControlStats, CoreReport};
@@ -117,6 +117,26 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
 }
 
 impl Snapshot {
+    /// An endpoint of `cores` data cores not yet running: every counter at zero, no
+    /// association, no memory registered ([`Early`]).
+    pub fn starting(cores: usize, clock: Clock) -> Snapshot {
+        Snapshot {
+            reports: (0..cores)
+                .map(|core| CoreReport {
+                    core,
+                    stats: Default::default(),
+                    iface: Default::default(),
+                    assocs: Vec::new(),
+                    stags: 0,
+                    conn_totals: Default::default(),
+                    upcalls_held: 0,
+                })
+                .collect(),
+            clock: clock.source(),
+            ..Default::default()
+        }
+    }
+
     /// The data cores' `reports` with what the control side `control` knows: its counters and
     /// the registrations.
     pub fn of<P: Port>(reports: Vec<CoreReport>, control: &Control<P>, clock: Clock) -> Snapshot {
@@ -236,6 +256,51 @@ pub fn register(source: Source) -> Result<Registered, String> {
         )?;
     }
     Ok(Registered)
+}
+
+/// The commands of an endpoint whose port is still coming up, registered before it waits for
+/// the link: a memif server's comes up when its client connects, `--link-timeout` later at
+/// most, and commands registered after the wait were missing for its length (a scraper saw
+/// no ddpdk there). Until [`Early::answer_from`] hands them the endpoint's own source they
+/// answer as an endpoint with nothing yet: its data cores at zero, no association, no memory.
+pub struct Early {
+    late: Arc<OnceLock<Source>>,
+    registered: Result<Registered, String>,
+}
+
+impl Early {
+    /// The commands for an endpoint of `cores` data cores whose poll loops read `clock`.
+    pub fn register(cores: usize, clock: Clock) -> Early {
+        let late = Arc::new(OnceLock::<Source>::new());
+        let source: Source = {
+            let late = Arc::clone(&late);
+            Arc::new(move || match late.get() {
+                Some(source) => source(),
+                None => Ok(Snapshot::starting(cores, clock)),
+            })
+        };
+        Early {
+            late,
+            registered: register(source),
+        }
+    }
+
+    /// The commands, answered from `source`'s snapshots from now on (or why they could not be
+    /// registered).
+    pub fn answer_from(self, source: Source) -> Result<Registered, String> {
+        // Set once: `self` is taken.
+        let _ = self.late.set(source);
+        self.registered
+    }
+}
+
+impl std::fmt::Debug for Early {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Early")
+            .field("answering", &self.late.get().is_some())
+            .field("registered", &self.registered)
+            .finish()
+    }
 }
 
 /// How long a command waits for the loop that owns the control side to take a snapshot.

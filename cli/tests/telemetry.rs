@@ -312,6 +312,81 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
     assert_eq!(status.code(), Some(0), "{serr}");
 }
 
+/// An endpoint answers its commands while its link comes up, as one with nothing yet: a
+/// memif server waits for its client (`--link-timeout` at most), and its commands were
+/// registered after the wait, so they answered nothing (`null`) and the exporter called it
+/// unreachable until a client came or the wait ran out.
+#[test]
+fn a_server_waiting_for_its_link_answers_its_commands_with_no_association() {
+    let pid = std::process::id();
+    let dir = std::env::temp_dir().join(format!("ddpdk-tel-wait-{pid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("memif.sock");
+    let prefix = format!("ddpdk-tel-wait-{pid}");
+    let started = Instant::now();
+    // No client ever comes: the link stays down for the whole wait.
+    let mut server = procs::spawn(
+        BIN,
+        &procs::memif_eal("server", "0@0", &prefix, &sock, 512, false),
+        &[
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--link-timeout",
+            "60",
+            "--run-for",
+            "1",
+        ],
+    );
+    let socket = format!("/var/run/dpdk/{prefix}/dpdk_telemetry.v2");
+    let deadline = started + Duration::from_secs(20);
+    let stats = loop {
+        assert!(
+            Instant::now() < deadline,
+            "no answer to /ddpdk/stats,0 within 20 s of the start"
+        );
+        if std::path::Path::new(&socket).exists() {
+            let r = procs::ask(&prefix, &["/ddpdk/stats,0"]);
+            let v = procs::value(&r[0], "/ddpdk/stats,0").clone();
+            if !v.is_null() {
+                break v;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(stats["core/0/associations"], 0, "{stats}");
+    assert_eq!(stats["core/0/frames_in"], 0, "{stats}");
+    let cmds = ["/ddpdk/assoc/list", "/ddpdk/session/list", "/ddpdk/mr/list"];
+    let r = procs::ask(&prefix, &cmds);
+    assert_eq!(
+        procs::value(&r[0], cmds[0]),
+        &serde_json::json!([]),
+        "{}",
+        r[0]
+    );
+    assert_eq!(procs::value(&r[1], cmds[1])["count"], 0, "{}", r[1]);
+    assert_eq!(procs::value(&r[2], cmds[2])["count"], 0, "{}", r[2]);
+    let scrape = Command::new("python3")
+        .args([EXPORTER, "--file-prefix", &prefix, "--once"])
+        .output()
+        .unwrap();
+    let metrics = String::from_utf8_lossy(&scrape.stdout).into_owned();
+    assert!(
+        scrape.status.success() && metrics.contains("ddpdk_core_frames_in_total{core=\"0\"} 0"),
+        "{metrics}{}",
+        String::from_utf8_lossy(&scrape.stderr)
+    );
+    // All of it while the server still waited for its link.
+    assert!(
+        started.elapsed() < Duration::from_secs(55),
+        "the link wait was over: {:?}",
+        started.elapsed()
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The exporter answers every scrape: an error reply from ddpdk (one stopping answers
 /// `/ddpdk/assoc/list` with `{"error": ...}`) fails the scrape with its reason, where a
 /// `KeyError` escaped before (a connection closed without an answer, a traceback with
