@@ -3993,6 +3993,64 @@ fn rfc7306_5_2_2_a_sink_the_peer_invalidated_just_before_takes_no_result() {
     assert_eq!(d.conn().stats().atomic_results_lost, 1);
 }
 
+/// RFC 7306 §5.2.2 (Figure 6) with RFC 5040 §5.3: an Atomic Response is untagged (QN 3) and
+/// carries the Request Identifier and the Original Remote Data Value alone; the Atomic's sink is
+/// the Requester's own word, which no field of the request or the response names. A peer that
+/// invalidated that sink (Send with Invalidate) and answers the Atomic in a later packet, the
+/// STag gone from the tables by then, sent a valid response: no Terminate (unlike a Read
+/// Response, tagged, whose sink STag is on the wire and fails DDP's checks,
+/// `rfc5040_5_3_a_read_response_into_a_sink_the_peer_invalidated_is_its_invalid_stag`); the
+/// result has nowhere to go, the Atomic completes in error and the loss is counted.
+#[test]
+fn rfc7306_5_2_2_an_atomic_response_names_no_sink_so_one_the_peer_invalidated_earlier_is_no_terminate(
+) {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let (sink, sink_reg, request) = d.atomic_in_flight(pd);
+    let _ = d.posted_buffer(pd, 40);
+    let mut invalidate = rseg(1, control(1, Opcode::SendInvalidate), 0, 1, b"inval");
+    invalidate[4..8].copy_from_slice(&sink_reg.stag.0.to_be_bytes());
+    d.send(S, 16, &invalidate);
+    d.settle();
+    // The owner of the tables takes the invalidation (as a data core does before its next
+    // packet): the STag is gone from the table the response's turn sees.
+    assert_eq!(d.conn().take_peer_invalidated(), [sink_reg.stag]);
+    d.memory.deregister(sink_reg.stag).unwrap();
+    let response = AtomicResponse {
+        request_id: request.request_id,
+        original: 0x1122_3344_5566_7788,
+    };
+    d.send(
+        S,
+        16,
+        &rseg(
+            2,
+            control(1, Opcode::AtomicResponse),
+            QN_ATOMIC_RESPONSE,
+            1,
+            &response.to_bytes(),
+        ),
+    );
+    d.settle();
+    assert!(
+        d.rdmap_terminates(S).is_empty(),
+        "the peer did nothing wrong"
+    );
+    assert!(
+        d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
+        "nothing written into the invalidated sink"
+    );
+    let atomic: Vec<_> = d
+        .comps
+        .iter()
+        .filter(|c| c.wr_id == 5)
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(atomic, [Status::Flushed]);
+    assert_eq!(d.conn().stats().atomic_results_lost, 1);
+}
+
 /// RFC 7306 §5.2.1 with RFC 5040 §5.5 (a request is served only once DDP delivered it, all
 /// earlier messages placed): an Atomic that overtakes an earlier RDMA Write to its word (a later
 /// DDP-SSN arriving first, RFC 5043 §10) is performed after the Write is placed, and returns

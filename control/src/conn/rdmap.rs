@@ -97,8 +97,15 @@ impl<'a> RdmapUlp<'a> {
 
     /// An Atomic Response arrived (RFC 7306 §5.2.2): the Original Remote Data Value goes into
     /// the Atomic's sink, in this machine's byte order, and the Atomic completes (§5.4 rule 7).
-    /// A sink deregistered meanwhile, or invalidated by the peer earlier in this packet (RFC
-    /// 5040 §5.3), takes nothing: the work request completes in error.
+    /// A sink deregistered meanwhile, or invalidated by the peer (RFC 5040 §5.3), in this
+    /// packet or an earlier one, takes nothing: the work request completes in error, and no
+    /// Terminate is sent. Unlike a Read Response (tagged, its Data Sink STag on the wire, so a
+    /// sink the peer invalidated is its Invalid STag, RFC 5041 §7.2), an Atomic Response is
+    /// untagged on QN 3 and holds only the Request Identifier and the Original Remote Data
+    /// Value (§5.2.2 Figure 6), and the Atomic Request names only the Responder's Remote STag
+    /// (§5.2.1 Figure 4): the sink is the Requester's own word, named nowhere on the wire, and
+    /// a response that echoes the oldest outstanding Request Identifier is valid as received.
+    /// The peer did nothing wrong to be told of.
     fn complete_atomic(&mut self, atomic: OutboundAtomic, original: u64) {
         let out = &mut *self.out;
         let stags = Stags {
