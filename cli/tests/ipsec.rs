@@ -867,6 +867,39 @@ fn an_sa_with_an_hmac_key_used_before_is_refused_rfc4303_3_4_3() {
     assert!(km(&mut sock, &cbc("33", "44")).starts_with("ok "));
 }
 
+/// A key is used for one purpose: after `sa del in 1000`, an SA whose AES-256-CBC cipher key
+/// is the deleted SA's HMAC-SHA-256 key (32 bytes both), or whose HMAC key was its cipher key,
+/// is refused, and the error does not say the key. Each key was held apart by use, so the
+/// cipher key and the HMAC key were never compared.
+#[test]
+fn a_key_used_as_a_cipher_key_is_never_an_hmac_key_rfc4303_3_4_3() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("kmcross");
+    let (_server, mut sock) = km_endpoint(&dir);
+    let cbc = |spi: u32, c: &str, h: &str| {
+        format!(
+            "sa add in {spi} cipher_algo aes-256-cbc cipher_key 0x{} auth_algo sha256-hmac \
+             auth_key 0x{} mode transport",
+            c.repeat(32),
+            h.repeat(32)
+        )
+    };
+    assert!(km(&mut sock, &cbc(1000, "11", "22")).starts_with("ok "));
+    assert!(km(&mut sock, "sa del in 1000").starts_with("ok "));
+    for (c, h) in [("22", "33"), ("44", "11")] {
+        let a = km(&mut sock, &cbc(1000, c, h));
+        assert!(
+            a.starts_with("error: ") && a.contains("in another use") && a.contains("one purpose"),
+            "cipher {c} auth {h}: {a}"
+        );
+        assert!(
+            !a.contains(&c.repeat(4)) && !a.contains(&h.repeat(4)),
+            "{a}"
+        );
+    }
+    assert!(km(&mut sock, &cbc(1000, "55", "66")).starts_with("ok "));
+}
+
 /// The key socket's thread runs where DPDK runs its own control threads, off the lcores: it
 /// inherited the main lcore's CPU from the thread that started it, and took turns with what
 /// polls there.

@@ -41,17 +41,26 @@ impl IpsecConfig {
             return Err(format!("SA {} {} is defined twice", sa.direction, sa.spi));
         }
         // What the port refuses anyway (a key is used once: RFC 4106 §8.1's nonces, RFC 4303
-        // §3.4.3's replay window), said here, where a file's line can be named.
+        // §3.4.3's replay window; and for one purpose), said here, where a file's line can be
+        // named.
         let prints = key_prints(&sa);
-        if let Some(other) = self
-            .sas
-            .iter()
-            .find(|o| key_prints(o).iter().any(|p| prints.contains(p)))
-        {
-            return Err(format!(
-                "SA {} {} has the key of SA {} {}: a key is used once; give it a new key",
-                sa.direction, sa.spi, other.direction, other.spi
-            ));
+        let cross = cross_use_prints(&sa);
+        for other in &self.sas {
+            let theirs = recorded_prints(other);
+            if prints.iter().any(|p| theirs.contains(p)) {
+                return Err(format!(
+                    "SA {} {} has the key of SA {} {}: a key is used once; give it a new key",
+                    sa.direction, sa.spi, other.direction, other.spi
+                ));
+            }
+            if cross.iter().any(|p| theirs.contains(p)) {
+                return Err(format!(
+                    "SA {} {} has the key of SA {} {} in another use (a cipher key as an HMAC \
+                     key, or an HMAC key as a cipher key): a key is used once, for one purpose; \
+                     give it a new key",
+                    sa.direction, sa.spi, other.direction, other.spi
+                ));
+            }
         }
         self.sas.push(sa);
         Ok(())
@@ -121,22 +130,47 @@ impl IpsecConfig {
 /// its ICV, and one with a high sequence number moves the new replay window past every real
 /// packet (RFC 4303 §3.4.3, §3.4.4).
 pub fn key_prints(sa: &SaConfig) -> Vec<[u8; 32]> {
-    use sha2::{Digest, Sha256};
-    let print = |what: &[u8], parts: &[&[u8]]| -> [u8; 32] {
-        let mut h = Sha256::new();
-        h.update(what);
-        for part in parts {
-            h.update((part.len() as u32).to_be_bytes());
-            h.update(part);
-        }
-        h.finalize().into()
-    };
     let mut prints = vec![print(b"cipher", &[&sa.key, &sa.salt.to_be_bytes()])];
     // AES-GCM has no HMAC key: its empty one is no key to share.
     if !sa.auth_key.is_empty() {
         prints.push(print(b"auth", &[&sa.auth_key]));
     }
     prints
+}
+
+/// The fingerprints kept of an SA that holds its keys: [`key_prints`], and its cipher key
+/// without the salt, against which a later SA's HMAC key is checked ([`cross_use_prints`]).
+pub fn recorded_prints(sa: &SaConfig) -> Vec<[u8; 32]> {
+    let mut prints = key_prints(sa);
+    prints.push(print(b"cipher key", &[&sa.key]));
+    prints
+}
+
+/// What refuses `sa` found among the [`recorded_prints`] of an SA before it, beside its own
+/// [`key_prints`]: its cipher key as that SA's HMAC key, and its HMAC key as that SA's cipher
+/// key (salt or not). AES-256-CBC's key and HMAC-SHA-256's are both 32 bytes, so one SA's
+/// cipher key could be another's HMAC key, and the two fingerprints, kept apart by use, never
+/// met: a key is used for one purpose too (NIST SP 800-57 Part 1 §5.2), and an HMAC key that
+/// was a cipher key has had its own ciphertexts on the wire.
+pub fn cross_use_prints(sa: &SaConfig) -> Vec<[u8; 32]> {
+    let mut prints = vec![print(b"auth", &[&sa.key])];
+    if !sa.auth_key.is_empty() {
+        prints.push(print(b"cipher key", &[&sa.auth_key]));
+    }
+    prints
+}
+
+/// SHA-256 of `what` and each of `parts`, each led by its length, so that no two lists of
+/// parts run together into the same bytes.
+fn print(what: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(what);
+    for part in parts {
+        h.update((part.len() as u32).to_be_bytes());
+        h.update(part);
+    }
+    h.finalize().into()
 }
 
 /// A line of the file that could not be taken, and why.
@@ -726,6 +760,48 @@ mod tests {
         assert_eq!(key_prints(&cbc(1, "55", "66")).len(), 2);
     }
 
+    /// A key is used for one purpose: one SA's AES-256-CBC cipher key as another's
+    /// HMAC-SHA-256 key (both 32 bytes), or the other way, or one SA's as its own two keys,
+    /// is refused; the check kept each key apart by use and never compared the two. No error
+    /// says the key.
+    #[test]
+    fn a_cipher_key_is_never_an_hmac_key_rfc4303_3_4_3() {
+        let cbc = |spi: u32, c: &str, h: &str| {
+            parse_sa(
+                &format!(
+                    "in {spi} cipher_algo aes-256-cbc cipher_key 0x{} auth_algo sha256-hmac \
+                     auth_key 0x{} mode transport",
+                    c.repeat(32),
+                    h.repeat(32)
+                )
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            )
+            .unwrap()
+        };
+        let mut cfg = IpsecConfig::default();
+        cfg.add_sa(cbc(1000, "11", "22")).unwrap();
+        for (spi, c, h) in [(1001, "22", "33"), (1002, "44", "11")] {
+            let e = cfg.add_sa(cbc(spi, c, h)).unwrap_err();
+            assert!(
+                e.contains("has the key of SA in 1000 in another use")
+                    && e.contains("for one purpose"),
+                "{spi}: {e}"
+            );
+            assert!(
+                !e.contains(&c.repeat(4)) && !e.contains(&h.repeat(4)),
+                "{e}"
+            );
+        }
+        let e = cbc(1003, "55", "55").validate().unwrap_err();
+        assert!(e.contains("for one purpose"), "{e}");
+        assert!(!e.contains("5555"), "{e}");
+        let e = cfg.add_sa(cbc(1003, "55", "55")).unwrap_err();
+        assert!(e.contains("for one purpose") && !e.contains("5555"), "{e}");
+        // New keys in both uses are taken.
+        cfg.add_sa(cbc(1004, "66", "77")).unwrap();
+    }
+
     /// `10.0.0.0/` (a length left out) was read as 10.0.0.0/32, and an SPI written `+1000`
     /// was taken as 1000 (Rust's parse takes the sign): both refused, as typos.
     #[test]
@@ -1152,10 +1228,11 @@ mod tests {
         let text = format!(
             "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport\n\
              sa out 1001 aead_algo aes-128-gcm aead_key 0x{k1} mode ipv6-tunnel src 2001:db8::1 dst 2001:db8::2\n\
-             sa in 1002 cipher_algo aes-256-cbc cipher_key 0x{k2} auth_algo sha256-hmac auth_key 0x{k2} mode transport\n",
+             sa in 1002 cipher_algo aes-256-cbc cipher_key 0x{k2} auth_algo sha256-hmac auth_key 0x{k3} mode transport\n",
             k = "ab".repeat(20),
             k1 = "ac".repeat(20),
-            k2 = "cd".repeat(32)
+            k2 = "cd".repeat(32),
+            k3 = "ce".repeat(32)
         );
         let cfg = parse_config(&text).unwrap();
         assert_eq!(cfg.max_overhead(), 40 + 37);

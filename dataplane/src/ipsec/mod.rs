@@ -14,8 +14,8 @@ mod replay;
 mod spd;
 
 pub use config::{
-    hidden_in, hidden_word, key_prints, may_be_key, parse_config, parse_rule, parse_sa, parse_sp,
-    ConfigError, IpsecConfig,
+    cross_use_prints, hidden_in, hidden_word, key_prints, may_be_key, parse_config, parse_rule,
+    parse_sa, parse_sp, recorded_prints, ConfigError, IpsecConfig,
 };
 pub use replay::{ReplayWindow, MAX_REPLAY_WINDOW};
 pub use spd::{Action, Flow, Framed, Policy, Prefix, Selector, Spd};
@@ -203,6 +203,15 @@ impl SaConfig {
                 a.name(),
                 a.auth_key_len(),
                 self.auth_key.len()
+            ));
+        }
+        // One key for two purposes (encryption and integrity) is refused as one key in two
+        // SAs is ([`cross_use_prints`]).
+        if !self.auth_key.is_empty() && self.auth_key == self.key {
+            return Err(format!(
+                "SA {}: its cipher key is its HMAC key: a key is used once, for one purpose; \
+                 give each its own",
+                self.spi
             ));
         }
         // RFC 4303 §2.1: SPIs 1-255 are reserved by IANA, 0 is for local use only.

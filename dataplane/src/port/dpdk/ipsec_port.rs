@@ -419,14 +419,25 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     }
 
     /// The fingerprints of `sa`'s keys ([`key_prints`]), refused if an SA of this port has
-    /// had any of them; recorded by [`IpsecPort::record_keys`] once the SA exists (both under
-    /// `config`'s lock).
+    /// had any of them, in the same use or the other ([`crate::ipsec::cross_use_prints`]);
+    /// recorded by [`IpsecPort::record_keys`] once the SA exists (both under `config`'s lock).
     fn unused_keys(&self, sa: &SaConfig) -> Result<Vec<[u8; 32]>, String> {
         let prints = crate::ipsec::key_prints(sa);
         let used = self
             .used_keys
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if crate::ipsec::cross_use_prints(sa)
+            .iter()
+            .any(|p| used.contains(p))
+        {
+            return Err(format!(
+                "SA {} {}: its key was used by an SA before, in another use (a cipher key as an \
+                 HMAC key, or an HMAC key as a cipher key): a key is used once, for one \
+                 purpose; give it a new key",
+                sa.direction, sa.spi
+            ));
+        }
         if prints.iter().any(|p| used.contains(p)) {
             return Err(format!(
                 "SA {} {}: its key was used by an SA before: a key is used once (a new SA \
@@ -436,7 +447,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                 sa.direction, sa.spi
             ));
         }
-        Ok(prints)
+        Ok(crate::ipsec::recorded_prints(sa))
     }
 
     /// Records keys [`IpsecPort::unused_keys`] found unused, now that an SA holds them.
