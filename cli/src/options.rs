@@ -19,7 +19,11 @@ use crate::shell::ModeArg;
     about,
     long_about = None,
     after_help = AFTER_HELP,
-    override_usage = "ddpdk [JOB] [EAL options] -- [options]"
+    override_usage = "ddpdk [JOB] [EAL options] -- [options]",
+    // A negative number goes to the option's value parser, which says the option takes none
+    // below 0: clap read `--ddp-size -5` as a flag, "unexpected argument '-5'". ddpdk has no
+    // short flag that is a digit for it to hide.
+    allow_negative_numbers = true
 )]
 pub struct Options {
     /// Run the interactive shell (prompt `ddpdk> `); commands are read from standard input.
@@ -31,27 +35,27 @@ pub struct Options {
     pub auto_start: bool,
 
     /// Number of forwarding lcores (worker lcores of the EAL).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=128))]
+    #[arg(long, default_value_t = 1, value_parser = whole::<u16>(1, 128))]
     pub nb_cores: u16,
 
     /// RX queues per port.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, default_value_t = 1, value_parser = whole::<u16>(1, 1024))]
     pub rxq: u16,
 
     /// TX queues per port.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, default_value_t = 1, value_parser = whole::<u16>(1, 1024))]
     pub txq: u16,
 
     /// RX descriptors per queue.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u16).range(32..=32768))]
+    #[arg(long, default_value_t = 1024, value_parser = whole::<u16>(32, 32768))]
     pub rxd: u16,
 
     /// TX descriptors per queue.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u16).range(32..=32768))]
+    #[arg(long, default_value_t = 1024, value_parser = whole::<u16>(32, 32768))]
     pub txd: u16,
 
     /// Packets per burst.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=512))]
+    #[arg(long, default_value_t = 32, value_parser = whole::<u16>(1, 512))]
     pub burst: u16,
 
     /// Forwarding engine.
@@ -60,7 +64,7 @@ pub struct Options {
 
     /// Frame length sent by txonly (and tx_first), bytes without FCS; at most one mbuf's data
     /// room (--mbuf-size less its 128-byte headroom), as frames are single-segment.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=9600))]
+    #[arg(long, default_value_t = 64, value_parser = whole::<u16>(60, 9600))]
     pub txpkts: u16,
 
     /// txonly frames shaped as a zero-copy DDP sender's: each frame's first N bytes in a buffer
@@ -68,36 +72,36 @@ pub struct Options {
     /// not copied (a chain of two mbufs, the second external), the spans walking a 1 MiB
     /// region. What the device's handling of such chains costs, without any protocol: the
     /// goodput bench's zero-copy ceiling. N at least 42 (the headers) and below --txpkts.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole::<u16>(0, u16::MAX))]
     pub txsplit: Option<u16>,
 
     /// ping: frames sent together each round trip (one burst of --txpkts frames); the round
     /// trip ends when as many have come back. The raw twin of a write of N segments.
     #[arg(long, default_value_t = 1, value_name = "N",
-          value_parser = clap::value_parser!(u16).range(1..=32))]
+          value_parser = whole::<u16>(1, 32))]
     pub ping_frames: u16,
 
     /// echo: send each frame back cut to its first BYTES (at least the 14-byte Ethernet
     /// header), so that the way back carries an acknowledgement's size, not the data again.
     #[arg(long, value_name = "BYTES",
-          value_parser = clap::value_parser!(u16).range(14..=9600))]
+          value_parser = whole::<u16>(14, 9600))]
     pub echo_trim: Option<u16>,
 
     /// Size of each mbuf's buffer, bytes, its 128-byte headroom included (testpmd's
-    /// --mbuf-size). Jumbo frames need 9216 + 128 or so.
+    /// --mbuf-size). Jumbo frames need 9216 + 128 or so. K (1024) may follow.
     #[arg(long, default_value_t = 2176, value_name = "BYTES",
-          value_parser = clap::value_parser!(u16).range(1024..=16384))]
+          value_parser = bytes::<u16>(1024, 16384), allow_hyphen_values = true)]
     pub mbuf_size: u16,
 
     /// The link MTU of a DDP endpoint (IP packet bytes; --ddp-listen, --ddp-connect, --ip).
     /// Association path MTUs and DDP segment sizes follow from it (RFC 5043 §9); above 1500
     /// the mbufs grow to hold a whole frame.
     #[arg(long, default_value_t = 1500, value_name = "BYTES",
-          value_parser = clap::value_parser!(u16).range(576..=9000))]
+          value_parser = whole::<u16>(576, 9000))]
     pub mtu: u16,
 
     /// Extra tx_burst attempts before what a port did not take is freed and counted.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    #[arg(long, default_value_t = 0, value_parser = whole::<u32>(0, 1000))]
     pub tx_retry: u32,
 
     /// Send one burst on every stream when forwarding starts (seeds io loops).
@@ -106,7 +110,7 @@ pub struct Options {
 
     /// Print port statistics every N seconds while running (0: never).
     #[arg(long, default_value_t = 0, value_name = "N",
-          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+          value_parser = whole::<u64>(0, 86_400))]
     pub stats_period: u64,
 
     /// Run for SECS seconds, then stop and exit (non-interactive runs).
@@ -128,7 +132,7 @@ pub struct Options {
 
     /// Mbufs per pool (default: sized from the queue configuration; at least 384, as DPDK
     /// keeps a pool's per-lcore cache of 256 at most two thirds of it).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(384..))]
+    #[arg(long, value_name = "N", value_parser = whole::<u32>(384, u32::MAX))]
     pub total_num_mbufs: Option<u32>,
 
     /// The main job on the embedded default: two DDP/SCTP endpoints on a net_ring pair in this
@@ -143,12 +147,13 @@ pub struct Options {
     /// is on the main one. With more than one, associations are steered by their SCTP
     /// 5-tuple (RSS or rte_flow where the port has them, in software otherwise).
     #[arg(long, default_value_t = 1, value_name = "N",
-          value_parser = clap::value_parser!(u8).range(1..=16))]
+          value_parser = whole::<u8>(1, 16))]
     pub data_cores: u8,
 
-    /// Payload bytes per message size in --ddp-loopback (at most 4096 messages a size).
+    /// Payload bytes per message size in --ddp-loopback (at most 4096 messages a size). A
+    /// binary unit may follow: K, M, G, T (or KiB, ...; 64M is 67108864).
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
-          value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
+          value_parser = bytes::<u64>(1, 1 << 40), allow_hyphen_values = true)]
     pub ddp_bytes: u64,
 
     /// Be a DDP/SCTP server on the EAL's first port: accept associations and sessions, offer
@@ -193,7 +198,7 @@ pub struct Options {
     pub reconnect: Option<std::net::IpAddr>,
 
     /// The peer's SCTP port for --reconnect (default: --sctp-port; never 0, RFC 9260 §3.1).
-    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "PORT", value_parser = whole::<u16>(1, u16::MAX))]
     pub reconnect_port: Option<u16>,
 
     /// DDP endpoint: what a data core with nothing to do does. `sleep` (the default, DPDK
@@ -211,35 +216,36 @@ pub struct Options {
     /// for a core idle for over 10 ms (with --idle sleep; 50 keeps every wake-up within tens
     /// of µs, at the CPU cost of waking 20 000 times a second).
     #[arg(long, default_value_t = 1000, value_name = "US",
-          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+          value_parser = whole::<u32>(1, 100_000))]
     pub idle_sleep_max_us: u32,
 
     /// DDP endpoint: SCTP streams we ask for (OS = MIS, RFC 5043 §8); one DDP stream each.
     #[arg(long, default_value_t = 8, value_name = "N",
-          value_parser = clap::value_parser!(u16).range(1..))]
+          value_parser = whole::<u16>(1, u16::MAX))]
     pub streams: u16,
 
     /// SCTP port of a DDP endpoint (endpoint, perf server, perf client).
-    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = 5000, value_parser = whole::<u16>(1, u16::MAX))]
     pub sctp_port: u16,
 
-    /// Size of each tagged write (or RDMA Read, --ddp-op read) of --ddp-connect, bytes.
+    /// Size of each tagged write (or RDMA Read, --ddp-op read) of --ddp-connect, bytes. A
+    /// binary unit may follow: K, M, G (or KiB, ...; 64K is 65536).
     #[arg(long, default_value_t = 65536, value_name = "BYTES",
-          value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
+          value_parser = bytes::<u64>(1, 1 << 32), allow_hyphen_values = true)]
     pub ddp_size: u64,
 
     /// DDP endpoints: RTO.Min of every association, ms (RFC 9260 §6.3.1). RFC 9260 §16
     /// suggests 1000 for the Internet; on a data-centre link whose round trip is microseconds a
     /// T3-rtx expiry would stall a transfer for that long, so the default is 10.
     #[arg(long, default_value_t = 10, value_name = "MS",
-          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+          value_parser = whole::<u64>(1, 60_000))]
     pub rto_min_ms: u64,
 
     /// DDP endpoints: RTO.Initial, ms (RFC 9260 §6.3.1), the timeout before the first round
     /// trip is measured (INIT, COOKIE ECHO). RFC 9260 §16 suggests 1000; the default is 200.
     /// (Above a `--rto-min-ms` of more than 200, the default is RTO.Min; a value given below
     /// RTO.Min is refused, as `--sctp` refuses it.)
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>(1, 60_000))]
     pub rto_initial_ms: Option<u64>,
 
     /// DDP endpoints: an SCTP protocol parameter, NAME=VALUE (repeatable, applied after
@@ -272,25 +278,26 @@ pub struct Options {
 
     /// DDP endpoints: hold every received frame this long before the data cores see it.
     #[arg(long, default_value_t = 0, value_name = "US",
-          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+          value_parser = whole::<u64>(0, 10_000_000))]
     pub fault_delay_us: u64,
 
     /// Seeds the fault injector's draws (the same seed does the same to the same traffic).
-    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    #[arg(long, default_value_t = 1, value_name = "SEED",
+          value_parser = whole::<u64>(0, u64::MAX))]
     pub fault_seed: u64,
 
     /// Tagged writes (or RDMA Reads) --ddp-connect keeps in flight: 1 measures latency
     /// (perftest's ib_write_lat or ib_read_lat: one outstanding, its completion the end), more
     /// measure goodput.
     #[arg(long, default_value_t = 16, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=1024))]
+          value_parser = whole::<u32>(1, 1024))]
     pub ddp_window: u32,
 
     /// --ddp-connect posts N messages (writes, reads, and with --ddp-verify its untagged
     /// Sends) and stops once they complete, or when --run-for ends, whichever comes first
     /// (perftest's --iters): a run of a fixed amount of work, whatever the machine's speed.
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = whole::<u64>(1, u64::MAX))]
     pub ddp_messages: Option<u64>,
 
     /// Where --ddp-connect's writes come from: `region` (a registered region in DPDK memory,
@@ -317,9 +324,10 @@ pub struct Options {
     #[arg(long)]
     pub ddp_verify: bool,
 
-    /// Size of the region --ddp-listen registers for each session, bytes.
+    /// Size of the region --ddp-listen registers for each session, bytes. A binary unit may
+    /// follow: K, M, G, T (or KiB, ...; 64M is 67108864).
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
-          value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
+          value_parser = bytes::<u64>(1, 1 << 40), allow_hyphen_values = true)]
     pub region_bytes: u64,
 
     /// With --ddp-loopback: write every frame both endpoints transmit to this pcap file.
@@ -646,6 +654,119 @@ pub(crate) fn parse_ip(text: &str) -> Result<std::net::IpAddr, String> {
         .map_err(|_| "not an IPv4 or IPv6 address (as 198.18.0.1 or 2001:db8::1)".to_string())
 }
 
+/// A whole number from `min` to `max`, the parser of every integer option: a negative one is
+/// named as such (clap's own said "invalid digit found in string").
+pub(crate) fn whole<T>(
+    min: T,
+    max: T,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: Copy + Into<u64> + TryFrom<u64> + std::fmt::Display + Send + Sync + 'static,
+{
+    move |text: &str| {
+        let range = format!("from {min} to {max}");
+        if is_negative(text) {
+            return Err(format!(
+                "negative: the option takes a non-negative whole number ({range})"
+            ));
+        }
+        match text.parse::<u64>() {
+            Ok(n) if (min.into()..=max.into()).contains(&n) => {
+                T::try_from(n).map_err(|_| format!("out of range ({range})"))
+            }
+            Ok(_) => Err(format!("out of range ({range})")),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+                Err(format!("out of range ({range})"))
+            }
+            Err(_) => Err(format!("not a whole number ({range})")),
+        }
+    }
+}
+
+/// A count of bytes from `min` to `max`, the parser of every option that sizes memory
+/// (buffers, regions, messages): digits, then optionally a binary unit, K, M, G or T (KiB,
+/// MiB, GiB, TiB; any case), so `64K` is 65536. Binary, as DPDK and RDMA users size buffers
+/// and regions (`-m 512` is MiB, ib_write_bw's sizes are powers of 2); KB, MB, GB and TB are
+/// refused rather than guessed, as they mean 1000 to some and 1024 to others. Frame lengths
+/// (`--txpkts`, `--echo-trim`, `--mtu`) stay plain: they are exact counts on the wire.
+pub(crate) fn bytes<T>(
+    min: T,
+    max: T,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: Copy + Into<u64> + TryFrom<u64> + Send + Sync + 'static,
+{
+    move |text: &str| {
+        let range = format!(
+            "from {} to {}",
+            with_unit(min.into()),
+            with_unit(max.into())
+        );
+        if is_negative(text) {
+            return Err(format!(
+                "negative: the option takes a non-negative count of bytes ({range})"
+            ));
+        }
+        let n = parse_bytes(text)?;
+        u64::try_from(n)
+            .ok()
+            .filter(|n| (min.into()..=max.into()).contains(n))
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| format!("out of range ({range})"))
+    }
+}
+
+/// `text` as a count of bytes with its unit applied; in u128, so that any count that does not
+/// overflow it (and none of ours comes near) is compared with its option's range, not taken
+/// for junk.
+fn parse_bytes(text: &str) -> Result<u128, String> {
+    let junk = || {
+        "not a count of bytes: digits, then optionally K, M, G or T (binary: 64K is 65536)"
+            .to_string()
+    };
+    let end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(end);
+    if digits.is_empty() {
+        return Err(junk());
+    }
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        "t" | "tib" => 40,
+        "kb" | "mb" | "gb" | "tb" => {
+            let binary = unit[..1].to_ascii_uppercase();
+            return Err(format!(
+                "{unit} could mean units of 1000 or of 1024: give {digits}{binary} (units of \
+                 1024) or the count of bytes"
+            ));
+        }
+        _ => return Err(junk()),
+    };
+    // Only more digits than u128 holds fail here: far out of every option's range.
+    let n = digits.parse::<u128>().unwrap_or(u128::MAX);
+    Ok(n.saturating_mul(1 << shift))
+}
+
+/// A count of bytes as the largest binary unit that divides it: what `bytes` says a range is.
+fn with_unit(n: u64) -> String {
+    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// A negative number, however it is written (`-5`, `-0.5`, `-64K`).
+fn is_negative(text: &str) -> bool {
+    text.strip_prefix('-')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+}
+
 /// A share of frames: a number from 0 to 1.
 fn share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -808,6 +929,72 @@ mod tests {
         let o = parse("ddpdk --forward-mode txonly --txpkts 1482 --txsplit 78").expect("parses");
         assert_eq!(o.txsplit, Some(78));
         assert_eq!(o.validate(), Ok(()));
+    }
+
+    /// Byte counts take binary units (`--ddp-size 64K` was "invalid digit found in string");
+    /// junk, ambiguous units and counts beyond the option's range are refused, saying why.
+    #[test]
+    fn a_byte_count_takes_binary_units_and_refuses_junk_and_overflow() {
+        let o = parse("ddpdk --ddp-size 64K --region-bytes 1T --ddp-bytes 8mib --mbuf-size 9K")
+            .expect("parses");
+        assert_eq!(
+            (o.ddp_size, o.region_bytes, o.ddp_bytes, o.mbuf_size),
+            (65536, 1 << 40, 8 << 20, 9216)
+        );
+        let o = parse("ddpdk --ddp-size 4G --region-bytes 65536").expect("parses");
+        assert_eq!((o.ddp_size, o.region_bytes), (1 << 32, 65536));
+        for (bad, why) in [
+            ("--ddp-size 64X", "not a count of bytes"),
+            ("--ddp-size 1.5M", "not a count of bytes"),
+            ("--ddp-size K", "not a count of bytes"),
+            ("--ddp-size 64KB", "give 64K (units of 1024)"),
+            ("--region-bytes 2mb", "give 2M (units of 1024)"),
+            ("--ddp-size 5G", "out of range (from 1 to 4G)"),
+            ("--ddp-size 0", "out of range (from 1 to 4G)"),
+            ("--region-bytes 2T", "out of range (from 1 to 1T)"),
+            ("--ddp-bytes 99999999999999999999999999T", "out of range"),
+            (
+                "--ddp-bytes 999999999999999999999999999999999999999999",
+                "out of range",
+            ),
+            ("--mbuf-size 17K", "out of range (from 1K to 16K)"),
+        ] {
+            let e = parse(&format!("ddpdk {bad}")).expect_err(bad).to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    /// A negative number is refused as negative, by the option it was given to: clap took
+    /// `--ddp-size -5` for a flag ("unexpected argument '-5'"). Flags still parse as flags.
+    #[test]
+    fn a_negative_number_is_refused_as_negative_not_taken_for_a_flag() {
+        for bad in [
+            "--ddp-size -5",
+            "--ddp-size -64K",
+            "--region-bytes -1",
+            "--rxq -1",
+            "--stats-period -1",
+            "--sctp-port -7",
+            "--fault-seed -1",
+            "--txsplit -3",
+            "--total-num-mbufs -1000",
+        ] {
+            let e = parse(&format!("ddpdk {bad}")).expect_err(bad).to_string();
+            assert!(
+                e.contains("negative: the option takes a non-negative")
+                    && !e.contains("unexpected argument"),
+                "{bad}: {e}"
+            );
+        }
+        // Negative seconds reach the checks of seconds.
+        let o = parse("ddpdk --run-for -3").expect("parses");
+        assert!(o.validate().is_err_and(|e| e.contains("--run-for must be")));
+        let o = parse("ddpdk -i -a --rxq 2").expect("parses");
+        assert!(o.interactive && o.auto_start && o.rxq == 2);
+        let e = parse("ddpdk --rxq 70000").expect_err("range").to_string();
+        assert!(e.contains("out of range (from 1 to 1024)"), "{e}");
+        let e = parse("ddpdk --rxq two").expect_err("words").to_string();
+        assert!(e.contains("not a whole number (from 1 to 1024)"), "{e}");
     }
 
     #[test]

@@ -152,6 +152,11 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
             "--ipsec-socket",
             "/nonexistent/ddpdk-ks",
         ],
+        // Byte counts: junk and an ambiguous unit; a negative number (clap took it for a flag).
+        vec!["--ddp-loopback", "--ddp-bytes", "64X"],
+        vec!["--ddp-loopback", "--ddp-bytes", "64KB"],
+        vec!["--ddp-loopback", "--ddp-bytes", "-5"],
+        vec!["--ring-pair", "--burst", "-1"],
     ] {
         // No EAL arguments at all: if the EAL were initialised first, it would fail differently.
         let o = Command::new(BIN)
@@ -186,6 +191,62 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         stderr.contains(":2: Bad command 'show port frob 0'"),
         "{stderr}"
     );
+}
+
+/// A byte count takes binary units and says what it takes when it is junk or negative, in
+/// one line before the EAL: `--ddp-size 64K` was "invalid digit found in string", `-5` was
+/// clap's "unexpected argument '-5'".
+#[test]
+fn a_byte_count_takes_binary_units_and_a_negative_number_is_named_as_such() {
+    for (args, says) in [
+        (
+            &[
+                "perf",
+                "client",
+                "198.18.0.2",
+                "--",
+                "--ip",
+                "198.18.0.1",
+                "--ddp-size",
+                "64KB",
+            ][..],
+            "invalid value '64KB' for '--ddp-size <BYTES>': KB could mean units of 1000 or of \
+             1024: give 64K (units of 1024)",
+        ),
+        (
+            &[
+                "perf",
+                "server",
+                "--",
+                "--ip",
+                "198.18.0.2",
+                "--region-bytes",
+                "-1M",
+            ][..],
+            "invalid value '-1M' for '--region-bytes <BYTES>': negative: the option takes a \
+             non-negative count of bytes (from 1 to 1T)",
+        ),
+        (
+            &["loopback", "--", "--ddp-bytes", "2T"][..],
+            "out of range (from 1 to 1T)",
+        ),
+        (
+            &["fwd", "--", "--rxq", "-2"][..],
+            "invalid value '-2' for '--rxq <RXQ>': negative: the option takes a non-negative \
+             whole number (from 1 to 1024)",
+        ),
+    ] {
+        let o = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        let (stdout, stderr) = out(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stdout.contains("EAL"), "{args:?}");
+    }
 }
 
 /// An option on the wrong side of '--' is named with the rule, before the EAL starts: a
@@ -1238,7 +1299,7 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
             "--data-cores",
             "2",
             "--ddp-bytes",
-            "262144",
+            "256K",
             "--json",
         ],
     )
