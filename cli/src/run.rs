@@ -143,6 +143,118 @@ fn job_among_eals(eal_args: &[String]) -> Option<String> {
     })
 }
 
+/// The EAL's long options that take a value as the next word (DPDK 22.11's getopt table,
+/// `eal_long_options`; the two `pci-` names and `master-lcore` of older releases too, so a
+/// command line they accept is never refused here).
+const EAL_VALUED_LONG: &[&str] = &[
+    "allow",
+    "base-virtaddr",
+    "block",
+    "file-prefix",
+    "force-max-simd-bitwidth",
+    "huge-dir",
+    "iova-mode",
+    "lcores",
+    "log-level",
+    "main-lcore",
+    "master-lcore",
+    "mbuf-pool-ops-name",
+    "pci-blacklist",
+    "pci-whitelist",
+    "proc-type",
+    "socket-limit",
+    "socket-mem",
+    "syslog",
+    "trace",
+    "trace-bufsz",
+    "trace-dir",
+    "trace-mode",
+    "vdev",
+    "vfio-intr",
+    "vfio-vf-token",
+];
+/// The EAL's long options that take no value, or one only after '=' (`--huge-unlink[=...]`,
+/// `--huge-worker-stack[=size]`: getopt's optional arguments never take the next word).
+const EAL_BARE_LONG: &[&str] = &[
+    "create-uio-dev",
+    "help",
+    "huge-unlink",
+    "huge-worker-stack",
+    "in-memory",
+    "legacy-mem",
+    "match-allocations",
+    "no-hpet",
+    "no-huge",
+    "no-pci",
+    "no-shconf",
+    "no-telemetry",
+    "single-file-segments",
+    "telemetry",
+    "vmware-tsc-map",
+];
+/// DPDK 22.11's short options that take a value (`eal_short_options`, `-w` of older
+/// releases too), and those that take none.
+const EAL_VALUED_SHORT: &str = "abcdlmnrsSw";
+const EAL_BARE_SHORT: &str = "hv";
+
+/// Whether the EAL's long option `name` takes the next word as its value, as getopt_long
+/// reads it: its full name or a prefix of exactly one. None: no option of the EAL's.
+fn eal_long_takes_value(name: &str) -> Option<bool> {
+    let prefixed = |names: &[&str]| names.iter().filter(|n| n.starts_with(name)).count();
+    if EAL_VALUED_LONG.contains(&name) {
+        return Some(true);
+    }
+    if EAL_BARE_LONG.contains(&name) {
+        return Some(false);
+    }
+    match (prefixed(EAL_VALUED_LONG), prefixed(EAL_BARE_LONG)) {
+        (1, 0) => Some(true),
+        (0, 1) => Some(false),
+        _ => None,
+    }
+}
+
+/// A word among the EAL's arguments that is neither an option nor an option's value (`ddpdk
+/// -l 0-1 --no-huge 512 -- ...`): the EAL's getopt sets it aside and the EAL starts without
+/// it, saying nothing. Job names are `job_among_eals`'s. After an option the EAL does not
+/// know, nothing is judged: the EAL refuses that option itself, and the word after it may be
+/// its value.
+fn stray_among_eals(eal_args: &[String]) -> Option<String> {
+    let mut words = eal_args.iter().skip(1);
+    while let Some(a) = words.next() {
+        if let Some(long) = a.strip_prefix("--") {
+            if long.contains('=') {
+                continue;
+            }
+            // An option the EAL lacks ends the walk (`?`): the EAL refuses it itself.
+            if eal_long_takes_value(long)? {
+                words.next();
+            }
+        } else if let Some(shorts) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
+            // getopt: flags may run together (-vl 0-1); the first that takes a value takes
+            // the rest of the word, or the next word when the rest is empty.
+            for (i, c) in shorts.char_indices() {
+                if EAL_VALUED_SHORT.contains(c) {
+                    if i + c.len_utf8() == shorts.len() {
+                        words.next();
+                    }
+                    break;
+                }
+                if !EAL_BARE_SHORT.contains(c) {
+                    return None;
+                }
+            }
+        } else {
+            return Some(format!(
+                "{a}: among the EAL options, but no option's value and no option (the EAL \
+                 would skip it without a word): ddpdk [JOB] [EAL options] -- [options] (see \
+                 'ddpdk --help')"
+            ));
+        }
+    }
+    None
+}
+
 /// The process's arguments, or its exit with a usage error at the first that is not UTF-8:
 /// passed on lossily, a file name with such a byte was reported missing (it named another
 /// file).
@@ -180,7 +292,10 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         }
     };
     let (mut eal_args, mut app_args) = split_args(&argv);
-    if let Some(e) = ddpdk_option_among_eals(&eal_args).or_else(|| job_among_eals(&eal_args)) {
+    if let Some(e) = ddpdk_option_among_eals(&eal_args)
+        .or_else(|| job_among_eals(&eal_args))
+        .or_else(|| stray_among_eals(&eal_args))
+    {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
@@ -838,6 +953,49 @@ mod tests {
             "ddpdk",
         ] {
             assert_eq!(super::job_among_eals(&args(good)), None, "{good}");
+        }
+    }
+
+    /// A word among the EAL options that no option takes as its value was skipped by the EAL
+    /// without a word; the values of the EAL's options, however given, still pass.
+    #[test]
+    fn a_word_among_the_eal_options_that_is_no_options_value_is_refused() {
+        let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        for (bad, word) in [
+            ("ddpdk -l 0-1 --no-huge 512", "512"),
+            ("ddpdk --no-pci stray -l 0-1", "stray"),
+            ("ddpdk -m 512 1024", "1024"),
+            ("ddpdk -l0-1 x", "x"),
+            ("ddpdk --vdev=net_ring0 y", "y"),
+            ("ddpdk --huge-unlink always", "always"),
+            ("ddpdk -v z", "z"),
+            ("ddpdk --file-prefix p -", "-"),
+        ] {
+            let e = super::stray_among_eals(&args(bad)).expect(bad);
+            assert!(
+                e.starts_with(&format!(
+                    "{word}: among the EAL options, but no option's value"
+                )),
+                "{bad}: {e}"
+            );
+        }
+        for good in [
+            "ddpdk -l 0-1 -m 512 --vdev net_ring0 -a 0000:03:00.0 --file-prefix p \
+             --log-level *:error --no-huge --no-pci",
+            "ddpdk -c 3 -n 4 -b 0000:00:01.0 -d /usr/lib/x -r 2 -s 0x2 -S 1 --lcores 0@0,1@1",
+            "ddpdk --main-lcore 0 --socket-mem 512 --socket-limit 1024 --huge-dir /mnt/h \
+             --iova-mode va --proc-type auto --syslog daemon --base-virtaddr 0x100000000",
+            "ddpdk --trace .* --trace-dir /tmp --trace-bufsz 2M --trace-mode d \
+             --vfio-intr msix --vfio-vf-token x --mbuf-pool-ops-name ring_mp_mc \
+             --force-max-simd-bitwidth 512 --allow 0000:03:00.0 --block 0000:03:00.1",
+            "ddpdk -vl 0-1 -m512 --huge-unlink=never --in-memory --single-file-segments",
+            // getopt takes an unambiguous prefix: --file-p is --file-prefix.
+            "ddpdk --file-p p -l 0",
+            // An option the EAL lacks is the EAL's to refuse; its value is not judged.
+            "ddpdk --no-such-option value",
+            "ddpdk",
+        ] {
+            assert_eq!(super::stray_among_eals(&args(good)), None, "{good}");
         }
     }
 

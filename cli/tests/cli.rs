@@ -276,6 +276,21 @@ fn an_option_on_the_wrong_side_of_the_separator_is_named() {
             &["--", "--ip", "198.18.0.1", "-l", "0-1"][..],
             "EAL options go before '--'",
         ),
+        // A word among the EAL options that no option takes: the EAL skipped it and ran.
+        (
+            &[
+                "--no-huge",
+                "-m",
+                "256",
+                "--no-pci",
+                "256",
+                "--",
+                "--ring-pair",
+                "--run-for",
+                "1",
+            ][..],
+            "256: among the EAL options, but no option's value and no option",
+        ),
     ] {
         let o = Command::new(BIN)
             .args(args)
