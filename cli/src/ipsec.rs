@@ -446,6 +446,23 @@ pub fn check_socket_path(path: &Path) -> Result<(), String> {
     if !dir.is_dir() {
         return Err(fail(&format_args!("no directory {}", dir.display())));
     }
+    // The socket is bound in a directory made beside it (bind_private): made and removed
+    // here, so that a directory nothing can be made in (read-only, another user's) is a
+    // usage error before the EAL starts, where it was found only once the EAL had started.
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        let probe = private_dir(path);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&probe)
+            .map_err(|e| {
+                fail(&format_args!(
+                    "cannot make a socket in {}: {e}",
+                    dir.display()
+                ))
+            })?;
+        let _ = std::fs::remove_dir(&probe);
+    }
     if path.exists() || std::fs::symlink_metadata(path).is_ok() {
         let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| {
             use std::os::unix::fs::FileTypeExt;
@@ -666,6 +683,30 @@ mod tests {
         assert!(e.contains("exists and is not a socket"), "{e}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
         assert!(check_socket_path(&base.join("ks")).is_ok());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// A path in a directory no socket can be made in is refused before the EAL starts (it
+    /// failed only after): sysfs takes no new file, even root's; a directory of mode 0555
+    /// refuses any other user. The check leaves nothing behind.
+    #[test]
+    fn a_key_socket_path_in_a_directory_nothing_can_be_made_in_is_refused() {
+        let e = check_socket_path(Path::new("/sys/ddpdk-ks")).unwrap_err();
+        assert!(
+            e.starts_with("--ipsec-socket /sys/ddpdk-ks: cannot make a socket in /sys: "),
+            "{e}"
+        );
+        let base = std::env::temp_dir().join(format!("ddpdk-ksro-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        assert!(check_socket_path(&base.join("ks")).is_ok());
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // Root may write there all the same: the refusal is for everyone else.
+        let writable = std::fs::File::create(base.join("probe")).is_ok();
+        let r = check_socket_path(&base.join("ks"));
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(r.is_ok(), writable, "{r:?}");
+        let _ = std::fs::remove_file(base.join("probe"));
+        assert_eq!(std::fs::read_dir(&base).unwrap().count(), 0, "left behind");
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
