@@ -325,7 +325,9 @@ pub struct Options {
     pub ddp_verify: bool,
 
     /// Size of the region --ddp-listen registers for each session, bytes. A binary unit may
-    /// follow: K, M, G, T (or KiB, ...; 64M is 67108864).
+    /// follow: K, M, G, T (or KiB, ...; 64M is 67108864). Each is allocated whole in DPDK
+    /// memory: one larger than the machine, or than the EAL's heap where --no-huge or
+    /// --legacy-mem fixes it (-m MB; 64 MiB with --no-huge alone), is refused at start.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
           value_parser = bytes::<u64>(1, 1 << 40), allow_hyphen_values = true)]
     pub region_bytes: u64,

@@ -371,7 +371,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
-    if let Err(e) = region_fits(&opts, crate::app::machine_bytes()) {
+    if let Err(e) = region_fits(&opts, crate::app::machine_bytes(), eal_heap(&eal_args)) {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
@@ -595,18 +595,76 @@ fn check_pcap_path(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A perf server's --region-bytes the machine can hold: it was taken up to 1 TiB, and the
-/// server listened until its first client came, then failed to allocate the region and ended
-/// that client's association.
-fn region_fits(opts: &Options, machine: Option<u64>) -> Result<(), String> {
-    match machine {
-        Some(total) if opts.ddp_listen && opts.region_bytes > total => Err(format!(
+/// A perf server's --region-bytes the machine, and the EAL's heap, can hold: it was taken up
+/// to 1 TiB, and the server listened until its first client came, then failed to allocate the
+/// region ("Cannot allocate memory") and ended that client's association. `heap` is what
+/// `eal_heap` found the EAL limited to, with how it was given.
+fn region_fits(
+    opts: &Options,
+    machine: Option<u64>,
+    heap: Option<(u64, String)>,
+) -> Result<(), String> {
+    if !opts.ddp_listen {
+        return Ok(());
+    }
+    match (machine, heap) {
+        (Some(total), _) if opts.region_bytes > total => Err(format!(
             "--region-bytes {} is more than this machine's memory ({} MiB): each session's \
              region is allocated whole in DPDK memory",
             opts.region_bytes,
             total >> 20
         )),
+        (_, Some((heap, how))) if opts.region_bytes > heap => Err(format!(
+            "--region-bytes {} is more than the EAL's memory ({how}): each session's region is \
+             allocated whole in it; give the EAL more with -m MB, or a smaller --region-bytes",
+            opts.region_bytes
+        )),
         _ => Ok(()),
+    }
+}
+
+/// The EAL's heap when its arguments fix it, with how they fix it: `--no-huge` maps `-m` MB
+/// (64 MiB without it, DPDK's MEMSIZE_IF_NO_HUGE_PAGE) once and never grows, nor does
+/// `--legacy-mem` past its `-m` or, on one socket, the largest `--socket-mem`. Otherwise
+/// (hugepages, dynamic memory) `-m` is only what is reserved at start: the heap grows into
+/// whatever hugepages are free when the region is made, which nothing here can know, so None.
+fn eal_heap(eal_args: &[String]) -> Option<(u64, String)> {
+    let mb = |v: &str| v.parse::<u64>().ok().map(|m| m << 20);
+    let (mut m, mut socket_mem) = (None, None);
+    let mut words = eal_args.iter().skip(1);
+    while let Some(a) = words.next() {
+        if a == "-m" {
+            m = words.next().map(|v| (mb(v), v.clone()));
+        } else if let Some(v) = a.strip_prefix("-m").filter(|v| !v.is_empty()) {
+            m = Some((mb(v), v.to_string()));
+        } else if a == "--socket-mem" {
+            socket_mem = words.next().cloned();
+        } else if let Some(v) = a.strip_prefix("--socket-mem=") {
+            socket_mem = Some(v.to_string());
+        }
+    }
+    let flag = |f: &str| eal_args.iter().any(|a| a == f);
+    match (m, socket_mem) {
+        // A value the EAL reads otherwise than we would (atoi): its heap is not ours to guess.
+        (Some((None, _)), _) => None,
+        (Some((Some(bytes), given)), _) if flag("--no-huge") || flag("--legacy-mem") => {
+            Some((bytes, format!("-m {given}: {} MiB", bytes >> 20)))
+        }
+        (None, _) if flag("--no-huge") => {
+            Some((64 << 20, "--no-huge without -m: 64 MiB".to_string()))
+        }
+        (None, Some(list)) if flag("--legacy-mem") => {
+            let each: Option<Vec<u64>> = list.split(',').map(mb).collect();
+            let most = each?.into_iter().max()?;
+            Some((
+                most,
+                format!(
+                    "--legacy-mem --socket-mem {list}: {} MiB on a socket at most",
+                    most >> 20
+                ),
+            ))
+        }
+        _ => None,
     }
 }
 
@@ -1009,7 +1067,7 @@ mod tests {
         };
         let machine = Some(8u64 << 30);
         let big = opts("ddpdk --ip 198.18.0.2 --ddp-listen --region-bytes 1099511627776");
-        let e = super::region_fits(&big, machine).expect_err("refused");
+        let e = super::region_fits(&big, machine, None).expect_err("refused");
         assert!(
             e.contains(
                 "--region-bytes 1099511627776 is more than this machine's memory (8192 MiB)"
@@ -1017,8 +1075,57 @@ mod tests {
             "{e}"
         );
         let fits = opts("ddpdk --ip 198.18.0.2 --ddp-listen --region-bytes 67108864");
-        assert_eq!(super::region_fits(&fits, machine), Ok(()));
-        assert_eq!(super::region_fits(&big, None), Ok(()));
+        assert_eq!(super::region_fits(&fits, machine, None), Ok(()));
+        assert_eq!(super::region_fits(&big, None, None), Ok(()));
+    }
+
+    /// A perf server's region larger than the EAL's heap, where the EAL's arguments fix it
+    /// (`--no-huge`, `--legacy-mem`), is refused at start naming -m: it failed at the first
+    /// client ("Cannot allocate memory"). On hugepages `-m` is no limit, and nothing is said.
+    #[test]
+    fn a_perf_server_region_larger_than_the_eals_memory_is_refused_at_start_naming_m() {
+        use clap::Parser;
+        let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let heap = |s: &str| super::eal_heap(&args(s));
+        let machine = Some(64u64 << 30);
+        let gib = crate::options::Options::try_parse_from(
+            "ddpdk --ip 198.18.0.2 --ddp-listen --region-bytes 1G".split_whitespace(),
+        )
+        .expect("parses");
+        for (eal, says) in [
+            ("ddpdk -l 0 --no-huge -m 512", "(-m 512: 512 MiB)"),
+            ("ddpdk -l 0 --no-huge -m512 --no-pci", "(-m 512: 512 MiB)"),
+            ("ddpdk --no-huge -l 0", "(--no-huge without -m: 64 MiB)"),
+            ("ddpdk --legacy-mem -m 1000", "(-m 1000: 1000 MiB)"),
+            (
+                "ddpdk --legacy-mem --socket-mem=512,768",
+                "(--legacy-mem --socket-mem 512,768: 768 MiB on a socket at most)",
+            ),
+        ] {
+            let e = super::region_fits(&gib, machine, heap(eal)).expect_err(eal);
+            assert!(
+                e.starts_with("--region-bytes 1073741824 is more than the EAL's memory ")
+                    && e.contains(says)
+                    && e.contains("give the EAL more with -m MB"),
+                "{eal}: {e}"
+            );
+        }
+        for fits in [
+            "ddpdk --no-huge -m 1024",
+            "ddpdk --no-huge -m 2048",
+            // Hugepages in dynamic mode: -m is reserved at start, the heap grows past it.
+            "ddpdk -m 512",
+            "ddpdk --socket-mem 512",
+            "ddpdk",
+            // Not a number the EAL reads as we would: not ours to judge.
+            "ddpdk --no-huge -m 512M",
+        ] {
+            assert_eq!(
+                super::region_fits(&gib, machine, heap(fits)),
+                Ok(()),
+                "{fits}"
+            );
+        }
     }
 
     const MOUNTED: &str = "nodev /dev/hugepages hugetlbfs rw,relatime,pagesize=2M 0 0\n";

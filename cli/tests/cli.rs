@@ -832,6 +832,40 @@ fn a_line_that_is_not_utf8_is_refused_and_the_rest_runs() {
     );
 }
 
+/// A perf server's region larger than its EAL's heap (`--no-huge -m 256`) but within the
+/// machine is refused at start, in one line naming -m: the server listened, then failed at
+/// its first client with "Cannot allocate memory".
+#[test]
+fn a_perf_server_region_larger_than_the_eals_memory_is_refused_at_start() {
+    let mut args = vec!["perf".to_string(), "server".to_string()];
+    args.extend(eal());
+    args.extend(
+        [
+            "--",
+            "--ip",
+            "198.18.0.2",
+            "--region-bytes",
+            "512M",
+            "--run-for",
+            "1",
+        ]
+        .map(String::from),
+    );
+    let o = Command::new(BIN)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--region-bytes 536870912 is more than the EAL's memory (-m 256: 256 MiB)"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("listening"), "{stdout}");
+}
+
 /// A region the machine could never hold is named as such; only one the EAL's heap lacks gets
 /// the hint to give the EAL more memory (`mr reg` of 2^64-1 bytes got that hint).
 #[test]

@@ -201,13 +201,14 @@ fn both_exit(p: &mut Pair) -> (Option<i32>, String, Option<i32>, String) {
     )
 }
 
-/// A server that cannot make the region it offers (here 4 GiB: within the machine, which a
-/// perf server checks at start, but beyond its EAL's 1 GiB, `-m 1024`) aborts the association
-/// before it exits, and its client says so at once: it went on waiting for the Accept until
-/// its 30 s ran out ("timed out waiting for the Accept"; found by an outside-in test).
+/// A server that cannot make the region it offers (here 1 GiB: all of its EAL's `-m 1024`,
+/// which a perf server checks at start, but that heap holds its pools too) aborts the
+/// association before it exits, and its client says so at once: it went on waiting for the
+/// Accept until its 30 s ran out ("timed out waiting for the Accept"; found by an outside-in
+/// test).
 #[test]
 fn a_server_that_cannot_offer_its_region_releases_the_client() {
-    let mut p = pair_offering("noregion", "4294967296", &["--run-for", "2"]);
+    let mut p = pair_offering("noregion", "1073741824", &["--run-for", "2"]);
     let (client, cerr, server, serr) = both_exit(&mut p);
     assert_eq!(server, Some(1), "{serr}");
     assert!(serr.contains("Cannot allocate memory"), "{serr}");
