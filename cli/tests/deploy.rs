@@ -70,10 +70,10 @@ fn the_exit_status_is_1_exactly_when_a_check_failed() {
         );
     }
     let o = preflight(&["-l", "4095", "--no-pci", "--vdev", "net_ring0"]);
-    assert_eq!(o.status.code(), Some(1), "no CPU 4095 is a failure");
+    assert_eq!(o.status.code(), Some(1), "lcore 4095 is a failure");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("fail  lcores     no CPU 4095"),
+        text.contains("fail  lcores     lcore id 4095 at or above RTE_MAX_LCORE (128)"),
         "one line a finding, its status first: {text}"
     );
 }
@@ -151,7 +151,18 @@ fn tree(name: &str, driver: &str) -> PathBuf {
     write("sys/devices/system/cpu/nohz_full", "1");
     write("sys/bus/pci/devices/0000:03:00.0/numa_node", "-1");
     write("sys/bus/pci/devices/0000:03:00.0/net/eth2/operstate", "up");
-    std::fs::create_dir_all(d.join("sys/kernel/iommu_groups/7")).expect("dir");
+    // The IOMMU on: the NIC in group 7, alone there.
+    std::fs::create_dir_all(d.join("sys/kernel/iommu_groups/7/devices")).expect("dir");
+    std::os::unix::fs::symlink(
+        "../../../../kernel/iommu_groups/7",
+        d.join("sys/bus/pci/devices/0000:03:00.0/iommu_group"),
+    )
+    .expect("symlink");
+    std::os::unix::fs::symlink(
+        "../../../../bus/pci/devices/0000:03:00.0",
+        d.join("sys/kernel/iommu_groups/7/devices/0000:03:00.0"),
+    )
+    .expect("symlink");
     std::os::unix::fs::symlink(
         format!("../../../bus/pci/drivers/{driver}"),
         d.join("sys/bus/pci/devices/0000:03:00.0/driver"),
@@ -206,9 +217,27 @@ fn options_preflight_does_not_take_are_usage_errors() {
     );
     let o = preflight(&["-l", "x-y"]);
     assert_eq!(o.status.code(), Some(2), "a bad -l is named, not checked");
+    // Options the EAL refuses, and preflight's own before '--', are usage errors too.
+    for args in [
+        &["-l", "0", "--json"][..],
+        &["-l", "0", "-m", "64", "--socket-mem", "64"],
+        &["-l", "0", "-c", "1"],
+        &["-l", "0", "-a", "not-a-device"],
+        &["-l", "0", "-a", "03:00.0", "-b", "04:00.0"],
+        &["-l", "0", "-m", "99999999999999999"],
+    ] {
+        let o = preflight(args);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
     let o = preflight(&["--help"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("Usage: ddpdk preflight"));
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("Usage: ddpdk preflight") && help.contains("2 for options"));
     let o = Command::new(BIN)
         .args(["help", "preflight"])
         .output()
