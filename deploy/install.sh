@@ -10,13 +10,25 @@
 # Then: cp /etc/ddpdk/example.env /etc/ddpdk/NAME.env (and NAME.cmds), edit them, check the
 # host with `ddpdk preflight <the EAL options>`, and `systemctl enable --now ddpdk@NAME`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 DESTDIR=${DESTDIR:-}
 PREFIX=${PREFIX:-/usr/local}
-BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/ddpdk}
-if [ ! -x "$BIN" ]; then
-    echo "install: building $BIN"
-    cargo build --release -q -p ddpdk-cli --bin ddpdk
+# A BIN given is the binary to install, resolved against the caller's directory before the
+# cd below; it must exist (building something else in its place would install the wrong
+# thing). Only without BIN is the release binary built when missing.
+if [ -n "${BIN:-}" ]; then
+    if [ ! -x "$BIN" ]; then
+        echo "install: BIN=$BIN: no such executable" >&2
+        exit 1
+    fi
+    BIN=$(realpath "$BIN")
+    cd "$(dirname "$0")/.."
+else
+    cd "$(dirname "$0")/.."
+    BIN=${CARGO_TARGET_DIR:-target}/release/ddpdk
+    if [ ! -x "$BIN" ]; then
+        echo "install: building $BIN"
+        cargo build --release -q -p ddpdk-cli --bin ddpdk
+    fi
 fi
 # The units name the prefix's paths; another prefix rewrites them as they are copied.
 unit() {

@@ -366,3 +366,92 @@ fn install_stages_the_service_whose_units_systemd_accepts_and_whose_example_runs
     );
     let _ = std::fs::remove_dir_all(&stage);
 }
+
+#[test]
+fn install_takes_a_relative_bin_from_the_callers_directory_and_refuses_a_missing_one() {
+    let stage = std::env::temp_dir().join(format!("ddpdk-install-rel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&stage);
+    let bin = Path::new(BIN);
+    let (dir, name) = (
+        bin.parent().expect("bin dir"),
+        bin.file_name().expect("bin name"),
+    );
+    // BIN relative to where the script is run from, not to the repository it cd's into.
+    let o = Command::new("bash")
+        .arg(repo().join("deploy/install.sh"))
+        .current_dir(dir)
+        .env("DESTDIR", &stage)
+        .env("BIN", name)
+        .output()
+        .expect("run install.sh");
+    assert!(
+        o.status.success() && stage.join("usr/local/bin/ddpdk").is_file(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A BIN given that is not there is an error, never a build of something else.
+    let o = Command::new("bash")
+        .arg(repo().join("deploy/install.sh"))
+        .current_dir(dir)
+        .env("DESTDIR", &stage)
+        .env("BIN", "no-such-ddpdk")
+        .output()
+        .expect("run install.sh");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("no-such-ddpdk: no such executable"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("building"));
+    let _ = std::fs::remove_dir_all(&stage);
+}
+
+/// `Key=value` in `[section]` of a unit file.
+fn unit_value(unit: &str, section: &str, key: &str) -> Option<String> {
+    let mut inside = false;
+    for l in unit.lines() {
+        let l = l.trim();
+        if l.starts_with('[') {
+            inside = l == format!("[{section}]");
+        } else if inside {
+            if let Some(v) = l.strip_prefix(key).and_then(|v| v.strip_prefix('=')) {
+                return Some(v.to_string());
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn the_service_restarts_spaced_out_a_bounded_number_of_times() {
+    let unit = std::fs::read_to_string(repo().join("deploy/systemd/ddpdk@.service")).expect("unit");
+    let num = |section: &str, key: &str| -> u64 {
+        unit_value(&unit, section, key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key}= in [{section}]"))
+    };
+    let (interval, burst, every) = (
+        num("Unit", "StartLimitIntervalSec"),
+        num("Unit", "StartLimitBurst"),
+        num("Service", "RestartSec"),
+    );
+    // The burst is reached within the interval (restarts stop), and not within seconds.
+    assert!(
+        every * burst < interval,
+        "{every} s x {burst} within {interval} s"
+    );
+    assert!(
+        every >= 10,
+        "RestartSec={every} spends the burst in seconds"
+    );
+    let doc = std::fs::read_to_string(repo().join("docs/deploy.md")).expect("doc");
+    for s in [
+        "systemctl enable --now ddpdk-exporter@",
+        "StartLimitBurst",
+        "2 for a usage error",
+        ".service.d/",
+    ] {
+        assert!(doc.contains(s), "docs/deploy.md says {s}");
+    }
+}
