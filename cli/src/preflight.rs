@@ -1001,6 +1001,16 @@ fn check_hugepages(host: &Host, plan: &Plan, nodes_used: &BTreeSet<u32>, out: &m
         })
         .unwrap_or(2048);
     let default_bytes = default_kb << 10;
+    // get_hugepage_dir matches no mount for a --huge-dir that does not exist.
+    if let Some(h) = plan.huge_dir.as_deref().filter(|h| !host.exists(h)) {
+        out.push(bad(
+            "hugepages",
+            Status::Fail,
+            format!("--huge-dir {h}: no such directory"),
+            format!("mkdir -p {h} (inside a hugetlbfs mount)"),
+        ));
+        return;
+    }
     // The directory the EAL uses for each page size (get_hugepage_dir): the first mount of
     // that size; with --huge-dir, that directory, in the longest mount that contains it.
     let mut dirs: std::collections::BTreeMap<u64, (String, usize)> = Default::default();
@@ -1258,12 +1268,14 @@ fn vfio_finding(host: &Host, dev: &str, addr: &str) -> Finding {
              IOMMU on in the firmware; without one, vfio's enable_unsafe_noiommu_mode=1",
         );
     };
+    // The group by its number under /sys/kernel/iommu_groups, where the kernel lists it.
+    let gdir = format!("/sys/kernel/iommu_groups/{group}");
     let blocking: Vec<String> = host
-        .list(&format!("{dev}/iommu_group/devices"))
+        .list(&format!("{gdir}/devices"))
         .into_iter()
         .filter(|d| d != addr)
         .filter_map(|d| {
-            let other = format!("{dev}/iommu_group/devices/{d}");
+            let other = format!("/sys/bus/pci/devices/{d}");
             // A PCI bridge in the group does not stop it (the kernel lets bridges be).
             if host
                 .read(&format!("{other}/class"))
@@ -1290,7 +1302,7 @@ fn vfio_finding(host: &Host, dev: &str, addr: &str) -> Finding {
             ),
         );
     }
-    if host.read(&format!("{dev}/iommu_group/name")).as_deref() == Some("vfio-noiommu") {
+    if host.read(&format!("{gdir}/name")).as_deref() == Some("vfio-noiommu") {
         return bad(
             check,
             Status::Warn,
@@ -2398,6 +2410,21 @@ mod tests {
     #[test]
     fn a_huge_dir_inside_a_mount_and_in_memory_without_one_are_what_the_eal_takes() {
         let t = Tree::host("hugedir", 512);
+        let f = t.check(&[
+            "-l",
+            "1",
+            "--huge-dir",
+            "/dev/hugepages/ddpdk0",
+            "--no-pci",
+            "--vdev",
+            "net_ring0",
+        ]);
+        assert!(
+            find(&f, "hugepages", Status::Fail).is_some_and(|h| h.what.contains("no such")),
+            "{}",
+            render(&f)
+        );
+        t.dir("/dev/hugepages/ddpdk0");
         let f = t.check(&[
             "-l",
             "1",
