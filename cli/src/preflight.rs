@@ -381,6 +381,13 @@ fn vdev_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
+/// A device named with its bus (`auxiliary:mlx5_core.sf.2`), which the EAL hands to that bus.
+fn other_bus(name: &str) -> bool {
+    name.split_once(':').is_some_and(|(bus, rest)| {
+        !bus.is_empty() && bus.chars().all(|c| c.is_ascii_lowercase()) && !rest.is_empty()
+    })
+}
+
 /// The value of option `name` at `args[i]`, in either form (`-l 0-1`, `-l0-1`, `--lcores=x`,
 /// `--lcores x`), and the index after it.
 fn value_of<'a>(args: &'a [String], i: usize, name: &str) -> Option<(&'a str, usize)> {
@@ -531,6 +538,9 @@ pub fn plan(eal: &[String]) -> Result<Plan, String> {
             p.pci.push(a);
         } else if vdev_name(name.strip_prefix("vdev:").unwrap_or(name)) {
             p.vdevs.push(name.trim_start_matches("vdev:").to_string());
+        } else if other_bus(name) {
+            // `auxiliary:mlx5_core.sf.2` and the like: another bus's device, not checked.
+            p.vdevs.push(name.to_string());
         } else {
             return Err(format!(
                 "{option} '{spec}' is neither a PCI address (0000:03:00.0, 03:00.0) nor a \
@@ -2482,6 +2492,10 @@ mod tests {
             "as DPDK names them"
         );
         assert_eq!(p.vdevs, ["net_null0"]);
+        assert!(
+            plan(&args(&["-a", "auxiliary:mlx5_core.sf.2"])).is_ok(),
+            "another bus's"
+        );
         // The service's own example passes.
         let env = include_str!("../../deploy/systemd/example.env");
         let eal = env
