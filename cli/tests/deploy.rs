@@ -431,26 +431,28 @@ fn unit_value(unit: &str, section: &str, key: &str) -> Option<String> {
 
 #[test]
 fn the_service_restarts_spaced_out_a_bounded_number_of_times() {
-    let unit = std::fs::read_to_string(repo().join("deploy/systemd/ddpdk@.service")).expect("unit");
-    let num = |section: &str, key: &str| -> u64 {
-        unit_value(&unit, section, key)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{key}= in [{section}]"))
-    };
-    let (interval, burst, every) = (
-        num("Unit", "StartLimitIntervalSec"),
-        num("Unit", "StartLimitBurst"),
-        num("Service", "RestartSec"),
-    );
-    // The burst is reached within the interval (restarts stop), and not within seconds.
-    assert!(
-        every * burst < interval,
-        "{every} s x {burst} within {interval} s"
-    );
-    assert!(
-        every >= 10,
-        "RestartSec={every} spends the burst in seconds"
-    );
+    for u in ["ddpdk@.service", "ddpdk-exporter@.service"] {
+        let unit = std::fs::read_to_string(repo().join("deploy/systemd").join(u)).expect("unit");
+        let num = |section: &str, key: &str| -> u64 {
+            unit_value(&unit, section, key)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{u}: {key}= in [{section}]"))
+        };
+        let (interval, burst, every) = (
+            num("Unit", "StartLimitIntervalSec"),
+            num("Unit", "StartLimitBurst"),
+            num("Service", "RestartSec"),
+        );
+        // The burst is reached within the interval (restarts stop), and not within seconds.
+        assert!(
+            every * burst < interval,
+            "{u}: {every} s x {burst} within {interval} s"
+        );
+        assert!(
+            every >= 10,
+            "{u}: RestartSec={every} spends the burst in seconds"
+        );
+    }
     let doc = std::fs::read_to_string(repo().join("docs/deploy.md")).expect("doc");
     for s in [
         "systemctl enable --now ddpdk-exporter@",
