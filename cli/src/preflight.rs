@@ -1157,6 +1157,22 @@ fn check_hugepages(host: &Host, plan: &Plan, nodes_used: &BTreeSet<u32>, out: &m
             format!("none free ({}; {where_})", parts.join(", ")),
             reserve(1 << 30),
         )),
+        // Without -m the EAL takes memory as the run asks for it, and a pool or region
+        // that finds too little fails the run after it started: 1 GiB is what the example
+        // service's region alone needs.
+        None if free_bytes < 1 << 30 => out.push(bad(
+            "hugepages",
+            Status::Warn,
+            format!(
+                "no -m, and {} MiB free ({}; {where_})",
+                free_bytes >> 20,
+                parts.join(", ")
+            ),
+            format!(
+                "give -m with what the run needs (mbuf pools and every registered region),                  and reserve that: {}",
+                reserve((1 << 30) - free_bytes)
+            ),
+        )),
         _ => out.push(ok("hugepages", format!("{}; {where_}", parts.join(", ")))),
     }
     // Memory asked per node, and memory near the devices and lcores. Which node a stale
@@ -2303,6 +2319,17 @@ mod tests {
         let f = t.check(&["-l", "1", "-m", "8", "--no-pci", "--vdev", "net_ring0"]);
         let h = find(&f, "hugepages", Status::Fail).expect("6 MiB are not 8");
         assert!(h.what.contains("6 MiB in stale files"), "{}", h.what);
+    }
+
+    #[test]
+    fn without_m_less_than_a_gib_of_free_hugepages_warns() {
+        let t = Tree::host("small", 100);
+        let f = t.check(&["-l", "1", "--no-pci", "--vdev", "net_ring0"]);
+        assert!(
+            find(&f, "hugepages", Status::Warn).is_some_and(|h| h.what.contains("200 MiB free")),
+            "{}",
+            render(&f)
+        );
     }
 
     #[test]
