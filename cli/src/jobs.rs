@@ -193,7 +193,7 @@ pub enum Parsed {
     /// Print this help and exit 0.
     Help(String),
     /// `ddpdk preflight [EAL options]`: the host checked for a run, no EAL started
-    /// (`preflight.rs`); the job's word is taken from `argv`.
+    /// (`preflight/`); the job's word is taken from `argv`.
     Preflight,
 }
 
