@@ -2827,12 +2827,7 @@ mod tests {
     fn report(core: usize, frames_in: u64) -> CoreReport {
         let mut r = CoreReport {
             core,
-            stats: Default::default(),
-            iface: Default::default(),
-            assocs: Vec::new(),
-            stags: 0,
-            conn_totals: Default::default(),
-            upcalls_held: 0,
+            ..Default::default()
         };
         r.stats.frames_in = frames_in;
         r

@@ -124,12 +124,7 @@ impl Snapshot {
             reports: (0..cores)
                 .map(|core| CoreReport {
                     core,
-                    stats: Default::default(),
-                    iface: Default::default(),
-                    assocs: Vec::new(),
-                    stags: 0,
-                    conn_totals: Default::default(),
-                    upcalls_held: 0,
+                    ..Default::default()
                 })
                 .collect(),
             clock: clock.source(),

@@ -541,7 +541,7 @@ impl ConnTotals {
 }
 
 /// What one data core holds and has done.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CoreReport {
     pub core: usize,
     pub stats: CoreStats,

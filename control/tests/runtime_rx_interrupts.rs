@@ -16,32 +16,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eal_args, pool, start_eal};
+use common::{eal_args, ip, pool, start_eal, tap_possible};
 use ddpdk_control::runtime::{Clock, IdlePolicy, IdleStats, RuntimeConfig};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, PortConf};
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::Config;
 use rt::runtime_on;
-
-fn tap_possible() -> bool {
-    std::path::Path::new("/dev/net/tun").exists()
-        && std::fs::read_to_string("/proc/self/status")
-            .map(|s| {
-                s.lines()
-                    .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-            })
-            .unwrap_or(false)
-}
-
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        o.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 /// Runs one data core on `port` (configured as `conf`) idle for a while, then has the kernel
 /// ping it three times with pauses longer than the core's deep-idle threshold. Returns

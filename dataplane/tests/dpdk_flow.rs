@@ -22,17 +22,6 @@ use common::*;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, PortConf};
 use ddpdk_dataplane::port::{Port, SctpFlow};
 
-fn tap_possible() -> bool {
-    // Root and a TUN device, as net_tap needs.
-    std::path::Path::new("/dev/net/tun").exists()
-        && std::fs::read_to_string("/proc/self/status")
-            .map(|s| {
-                s.lines()
-                    .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-            })
-            .unwrap_or(false)
-}
-
 #[test]
 fn flow_rule_probe_and_fallback_on_virtual_devices() {
     let tap = tap_possible();

@@ -15,25 +15,6 @@ use common::*;
 use ddpdk_dataplane::port::dpdk::{DpdkPort, PortConf};
 use ddpdk_dataplane::port::{PacketBuf, Port, Woken};
 
-fn tap_possible() -> bool {
-    std::path::Path::new("/dev/net/tun").exists()
-        && std::fs::read_to_string("/proc/self/status")
-            .map(|s| {
-                s.lines()
-                    .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-            })
-            .unwrap_or(false)
-}
-
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        o.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 #[test]
 fn an_idle_core_waits_for_a_frame_its_doorbell_or_its_timeout() {
     if !tap_possible() {

@@ -718,23 +718,27 @@ mod tests {
         }
     }
 
+    /// An inbound AES-`bits`-CBC + HMAC-SHA-256 SA whose cipher key is the byte `c` (two hex
+    /// digits) repeated and whose 32-byte HMAC key is `h` repeated.
+    fn cbc_sa(spi: u32, bits: usize, c: &str, h: &str) -> SaConfig {
+        parse_sa(
+            &format!(
+                "in {spi} cipher_algo aes-{bits}-cbc cipher_key 0x{} auth_algo sha256-hmac \
+                 auth_key 0x{} mode transport",
+                c.repeat(bits / 8),
+                h.repeat(32)
+            )
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        )
+        .unwrap()
+    }
+
     /// "A key is used once" holds for each key of an SA, not for its keys together: an SA
     /// whose HMAC key (or cipher key) another SA has is refused, though its other key is new.
     #[test]
     fn each_key_of_an_sa_is_used_once_rfc4303_3_4_3() {
-        let cbc = |spi: u32, c: &str, h: &str| {
-            parse_sa(
-                &format!(
-                    "in {spi} cipher_algo aes-128-cbc cipher_key 0x{} auth_algo sha256-hmac \
-                     auth_key 0x{} mode transport",
-                    c.repeat(16),
-                    h.repeat(32)
-                )
-                .split_whitespace()
-                .collect::<Vec<_>>(),
-            )
-            .unwrap()
-        };
+        let cbc = |spi: u32, c: &str, h: &str| cbc_sa(spi, 128, c, h);
         let mut cfg = IpsecConfig::default();
         cfg.add_sa(cbc(1000, "11", "22")).unwrap();
         for (spi, c, h) in [(1001, "33", "22"), (1002, "11", "44")] {
@@ -766,19 +770,7 @@ mod tests {
     /// says the key.
     #[test]
     fn a_cipher_key_is_never_an_hmac_key_rfc4303_3_4_3() {
-        let cbc = |spi: u32, c: &str, h: &str| {
-            parse_sa(
-                &format!(
-                    "in {spi} cipher_algo aes-256-cbc cipher_key 0x{} auth_algo sha256-hmac \
-                     auth_key 0x{} mode transport",
-                    c.repeat(32),
-                    h.repeat(32)
-                )
-                .split_whitespace()
-                .collect::<Vec<_>>(),
-            )
-            .unwrap()
-        };
+        let cbc = |spi: u32, c: &str, h: &str| cbc_sa(spi, 256, c, h);
         let mut cfg = IpsecConfig::default();
         cfg.add_sa(cbc(1000, "11", "22")).unwrap();
         for (spi, c, h) in [(1001, "22", "33"), (1002, "44", "11")] {

@@ -264,3 +264,27 @@ pub fn ring_pair_ports(
         })
         .collect()
 }
+
+/// Whether `net_tap` can be made here: root and a TUN device.
+pub fn tap_possible() -> bool {
+    std::path::Path::new("/dev/net/tun").exists()
+        && std::fs::read_to_string("/proc/self/status")
+            .map(|s| {
+                s.lines()
+                    .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+            })
+            .unwrap_or(false)
+}
+
+/// Runs `ip ARGS` (iproute2), failing the test if it fails.
+pub fn ip(args: &[&str]) {
+    let o = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .expect("run ip");
+    assert!(
+        o.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
