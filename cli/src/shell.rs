@@ -279,6 +279,7 @@ pub enum MrCmd {
     /// mr reg LEN [remote-write|remote-read|remote|remote-atomic|local]: a region of DPDK
     /// memory, registered.
     Reg {
+        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
         len: u64,
         #[arg(value_enum)]
         access: Option<AccessArg>,
@@ -307,7 +308,9 @@ pub enum SendCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
+        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
         to: u64,
+        #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         size: u32,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
@@ -323,6 +326,7 @@ pub enum SendCmd {
         id: AssocId,
         stream: u16,
         qn: u32,
+        #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         size: u32,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
@@ -340,7 +344,9 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
+        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
         to: u64,
+        #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         size: u32,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
@@ -355,7 +361,9 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
+        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
         to: u64,
+        #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         size: u32,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
@@ -368,6 +376,7 @@ pub enum RdmaCmd {
     Send {
         id: AssocId,
         stream: u16,
+        #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         size: u32,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
@@ -389,6 +398,7 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
+        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
         to: u64,
         add: U64Arg,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
@@ -403,6 +413,7 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
+        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
         to: u64,
         compare: U64Arg,
         swap: U64Arg,
@@ -458,6 +469,7 @@ pub enum RecvCmd {
         stream: u16,
         qn: u32,
         stag: StagArg,
+        #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         len: u32,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: Option<u32>,
@@ -468,6 +480,7 @@ pub enum RecvCmd {
     Auto {
         qn: u32,
         stag: StagArg,
+        #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         len: u32,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         count: u32,
@@ -1040,6 +1053,42 @@ mod tests {
         assert_eq!(ok("quit"), Command::Quit);
         assert_eq!(ok("exit"), Command::Quit);
         assert_eq!(ok("   show   port stats   0  "), ok("show port stats 0"));
+    }
+
+    /// The shell's lengths, sizes and offsets take the command line's binary units: `mr reg
+    /// 1G` registers 2^30 bytes, `send tagged ... 1M 4K` writes 4096 bytes at TO 2^20.
+    #[test]
+    fn shell_byte_counts_take_binary_units() {
+        assert_eq!(
+            ok("mr reg 1G remote-write"),
+            Command::Mr {
+                what: MrCmd::Reg {
+                    len: 1 << 30,
+                    access: Some(AccessArg::RemoteWrite)
+                }
+            }
+        );
+        assert_eq!(
+            ok("send tagged 1 1 offer 1M 4K 2"),
+            Command::Send {
+                what: SendCmd::Tagged {
+                    id: 1,
+                    stream: 1,
+                    stag: StagArg::Offer,
+                    to: 1 << 20,
+                    size: 4096,
+                    count: Some(2),
+                    from: None
+                }
+            }
+        );
+        for bad in [
+            "mr reg 64KB",
+            "send untagged 1 1 0 4G",
+            "recv post 1 1 0 last -5",
+        ] {
+            assert!(parse_line(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
