@@ -92,11 +92,22 @@ pub struct Node {
 /// without [`Node::halt`] (a key socket that cannot be bound, a core that cannot be launched)
 /// must still let its lcores end, or the EAL's drop waits for them forever, every data core
 /// spinning.
-struct Stop(Arc<AtomicBool>);
+struct Stop(Arc<AtomicBool>, Arc<[ddpdk_control::runtime::Doorbell]>);
+
+impl Stop {
+    /// Raises the flag and wakes every data core that sleeps (a core blocked on RX
+    /// interrupts would see it only at its next frame or its 100 ms bound).
+    fn raise(&self) {
+        self.0.store(true, Ordering::Release);
+        for bell in self.1.iter() {
+            bell.ring();
+        }
+    }
+}
 
 impl Drop for Stop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
+        self.raise();
     }
 }
 
@@ -229,7 +240,8 @@ impl Node {
             },
         )
         .map_err(|e| e.to_string())?;
-        let stop = Stop(Arc::new(AtomicBool::new(false)));
+        // The cores' doorbells wake a core blocked on RX interrupts to see the flag.
+        let stop = Stop(Arc::new(AtomicBool::new(false)), control.core_doorbells());
         let mut node = Node {
             port,
             pool,
@@ -268,15 +280,20 @@ impl Node {
 
     /// What `--idle interrupt` gives this node's data cores, for its start-up line; empty
     /// without it.
-    pub fn idle_note(&self, opts: &Options) -> &'static str {
+    pub fn idle_note(&self, opts: &Options) -> String {
         if opts.idle != crate::options::IdleArg::Interrupt {
-            ""
-        } else if self.is_inline() {
-            "; idle: sleep (RX interrupts only for data cores on worker lcores)"
-        } else if self.port.inner().inner().rx_interrupts_ready() {
-            "; idle: RX interrupts"
-        } else {
-            "; idle: sleep (the device has no RX interrupts)"
+            return String::new();
+        }
+        if self.is_inline() {
+            return "; idle: sleep (RX interrupts only for data cores on worker lcores)".into();
+        }
+        match self.port.inner().inner().rx_interrupt_queues() {
+            (0, _) => "; idle: sleep (the device has no RX interrupts)".into(),
+            (own, all) if own == all => "; idle: RX interrupts".into(),
+            (own, all) => format!(
+                "; idle: RX interrupts on {own} of {all} RX queues (the device shares \
+                 interrupt vectors: the cores of the others sleep)"
+            ),
         }
     }
 
@@ -323,7 +340,7 @@ impl Node {
 
     /// Stops the data cores and waits for them.
     pub fn halt(&mut self, eal: &Eal) {
-        self.stop.0.store(true, Ordering::Release);
+        self.stop.raise();
         for job in self.lcores.drain(..) {
             eal.join(job);
         }
@@ -621,7 +638,15 @@ pub(crate) fn start_port(
             Err(e) => return Err(e.to_string()),
         }
     }
-    port.start().map_err(|e| e.to_string())?;
+    port.start().map_err(|e| {
+        // A device may take RX interrupts at configuration and fail to set them up at the
+        // start (ixgbe with more than 15 queues, a vector allocation refused).
+        if port.conf().rx_interrupts {
+            format!("{e} (with --idle interrupt: the device may not have the RX interrupts asked for; try --idle sleep)")
+        } else {
+            e.to_string()
+        }
+    })?;
     Ok(port)
 }
 

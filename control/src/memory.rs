@@ -330,6 +330,11 @@ impl Memory {
         self.stags.master()
     }
 
+    /// Has each command or resync request left for a data core wake it ([`Coordinator::set_wake`]).
+    pub fn set_core_wake(&mut self, wake: ddpdk_dataplane::mem::revoke::CoreWake) {
+        self.stags.set_wake(wake);
+    }
+
     /// RFC 4296 `ddp_register`: returns the STag the peer may be told. The range must lie in
     /// its region, and the TO range must not wrap.
     pub fn register(&mut self, r: MemoryRegistration) -> Result<Registered, MemoryError> {

@@ -779,6 +779,9 @@ impl Default for IdlePolicy {
 /// command or a timer ends it before; this bounds what a lost interrupt would cost.
 pub const INTERRUPT_SLEEP: Duration = Duration::from_millis(100);
 
+/// The shortest wait a core blocks on RX interrupts for: the epoll wait counts milliseconds.
+pub const INTERRUPT_MIN: Duration = Duration::from_millis(1);
+
 /// The longest sleep of a core that did something in the last [`DEEP_IDLE_AFTER`].
 pub const LIGHT_SLEEP: Duration = Duration::from_micros(50);
 /// Idle time after which a sleeping core backs off beyond [`LIGHT_SLEEP`].
@@ -811,15 +814,15 @@ impl Backoff {
         }
     }
 
-    /// After a turn at `now` that did `work`: how long to sleep before the next one, if at
-    /// all. Polling goes on for [`SPIN_BEFORE_SLEEP`] after the last work; then sleeps double
-    /// from 1 µs up to [`LIGHT_SLEEP`], and after [`DEEP_IDLE_AFTER`] up to the policy's
-    /// `max_sleep`.
     /// Whether the loop has been idle for [`DEEP_IDLE_AFTER`] at `now`.
     pub fn deep(&self, now: Instant) -> bool {
         now.saturating_since(self.busy) >= DEEP_IDLE_AFTER
     }
 
+    /// After a turn at `now` that did `work`: how long to sleep before the next one, if at
+    /// all. Polling goes on for [`SPIN_BEFORE_SLEEP`] after the last work; then sleeps double
+    /// from 1 µs up to [`LIGHT_SLEEP`], and after [`DEEP_IDLE_AFTER`] up to the policy's
+    /// `max_sleep`.
     pub fn after(&mut self, now: Instant, work: usize) -> Option<Duration> {
         let IdlePolicy::Sleep { max_sleep } = self.policy else {
             return None;
@@ -914,8 +917,9 @@ impl RxQueue {
 pub struct Doorbell {
     sleeping: AtomicBool,
     thread: OnceLock<Thread>,
-    /// The RX-interrupt wait the thread may block in instead of parking.
-    waiter: OnceLock<Arc<dyn RxWaiter>>,
+    /// The RX-interrupt wait the thread may block in instead of parking; taken back when the
+    /// thread's loop ends, so that the waiter is dropped on the thread whose epoll holds it.
+    waiter: std::sync::Mutex<Option<Arc<dyn RxWaiter>>>,
 }
 
 impl Doorbell {
@@ -933,15 +937,23 @@ impl Doorbell {
             if let Some(t) = self.thread.get() {
                 t.unpark();
             }
-            if let Some(w) = self.waiter.get() {
+            // Only while the thread sleeps: the lock is off every busy path.
+            if let Some(w) = self.waiter.lock().ok().and_then(|w| w.clone()) {
                 w.bell();
             }
         }
     }
 
-    /// Makes a ring also end the attached thread's [`RxWaiter::wait`] (once).
+    /// Makes a ring also end the attached thread's [`RxWaiter::wait`].
     pub fn attach_waiter(&self, waiter: Arc<dyn RxWaiter>) {
-        let _ = self.waiter.set(waiter);
+        if let Ok(mut w) = self.waiter.lock() {
+            *w = Some(waiter);
+        }
+    }
+
+    /// Takes the waiter back ([`Doorbell::attach_waiter`]), when the thread stops using it.
+    pub fn detach_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
+        self.waiter.lock().ok().and_then(|mut w| w.take())
     }
 
     /// Sleeps the attached thread for at most `d` (a ring wakes it), unless `work`, run after
@@ -976,10 +988,11 @@ pub struct IdleStats {
     pub sleeps: u64,
     /// Times it was about to sleep and found work when it looked again.
     pub sleeps_avoided: u64,
-    /// Sleeps blocked on the RX queues' interrupts ([`Port::rx_waiter`]), and those a frame
-    /// ended (an interrupt), not a command or a timer.
+    /// Sleeps blocked on the RX queues' interrupts ([`Port::rx_waiter`]), those a frame ended
+    /// (an interrupt), and those the doorbell ended (a command, an STag change, a stop).
     pub interrupt_sleeps: u64,
     pub interrupt_wakes: u64,
+    pub interrupt_bells: u64,
 }
 
 /// One data core: see the module documentation. Move it to its thread and call
@@ -1106,7 +1119,7 @@ pub fn build<P: Port>(
     iface.reassemble_esp(port.opens_esp());
     // RFC 1122 §3.3.2 EMTU_R: no datagram above the link's size is reassembled.
     iface.set_link_mtu(cfg.link_mtu);
-    let (memory, replicas) = Memory::new(cfg.stags, cores, cfg.random);
+    let (mut memory, replicas) = Memory::new(cfg.stags, cores, cfg.random);
     let (packets_tx, packets_rx) = channel::bounded(depth);
     let (events_tx, events_rx) = channel::bounded(depth);
     let mut dispatch_tx = Vec::new();
@@ -1118,6 +1131,16 @@ pub fn build<P: Port>(
     }
     let steer = Steering::with_reta(cores, cfg.reta_size);
     let doorbells: Arc<[Doorbell]> = (0..cores).map(|_| Doorbell::default()).collect();
+    // An STag command or resync request wakes its core: one blocked on RX interrupts would
+    // find it only at its next frame or timer (a deregistration waited up to 100 ms).
+    memory.set_core_wake(ddpdk_dataplane::mem::revoke::CoreWake(Arc::new({
+        let bells = Arc::clone(&doorbells);
+        move |k| {
+            if let Some(b) = bells.get(k) {
+                b.ring();
+            }
+        }
+    })));
     let control_bell = Arc::new(Doorbell::default());
     let mut links = Vec::new();
     let mut data = Vec::new();
@@ -1282,10 +1305,19 @@ impl<P: Port> DataCore<P> {
             .chain(self.announcing.map(|a| a.due))
             .min()
             .map(|t| t.saturating_since(now));
-        let backlog = (self.out.retry_soon() || !self.held.is_empty()).then_some(LIGHT_SLEEP);
+        // An STag acknowledgement the channel had no room for is sent again at the next poll.
+        let backlog = (self.out.retry_soon() || !self.held.is_empty() || self.stags.ack_owed())
+            .then_some(LIGHT_SLEEP);
         match (timer, backlog) {
             (Some(t), Some(b)) => Some(t.min(b)),
             (t, b) => t.or(b),
+        }
+    }
+
+    /// Makes the next turn read every RX queue, cold ones included.
+    fn rx_all_due(&mut self) {
+        for q in &mut self.rx_queues {
+            q.next = Instant::ZERO;
         }
     }
 
@@ -1326,7 +1358,7 @@ impl<P: Port> DataCore<P> {
         }
         let mut backoff = Backoff::new(idle, clock.now());
         // RX interrupts, where the device has them: made here, on the thread that waits.
-        let waiter = match idle {
+        let mut waiter = match idle {
             IdlePolicy::Sleep { .. } => {
                 let queues: Vec<u16> = self.rx_queues.iter().map(|q| q.id).collect();
                 self.port.rx_waiter(&queues)
@@ -1343,24 +1375,43 @@ impl<P: Port> DataCore<P> {
                 continue;
             };
             let limit = self.sleep_limit(now);
-            let deep = waiter.as_ref().filter(|_| backoff.deep(now));
+            let d = limit.map_or(INTERRUPT_SLEEP, |l| l.min(INTERRUPT_SLEEP));
+            // Blocking pays only past the millisecond the wait is counted in; shorter limits
+            // (a backlog retried every LIGHT_SLEEP, a timer due) sleep as without interrupts.
+            let deep = waiter
+                .as_ref()
+                .filter(|_| backoff.deep(now) && d >= INTERRUPT_MIN);
             // The rings are looked at once more after the sleep is announced: work put there
             // before a doorbell could see us asleep is found then; with interrupts armed
-            // first, so that a frame that came before them is found then too.
+            // first, and every RX queue read whether or not it is cold, so that a frame that
+            // came before them (which a device may never signal) is found then too.
             let found = match deep {
                 Some(w) if w.arm(true) => {
-                    let d = limit.map_or(INTERRUPT_SLEEP, |l| l.min(INTERRUPT_SLEEP));
+                    self.rx_all_due();
                     let mut woken = Woken::Timeout;
                     let found =
                         doorbell.sleep_unless_with(d, || self.poll(now), |d| woken = w.wait(d));
                     w.arm(false);
+                    // An interrupt's frame is read at the next turn, cold queue or not.
+                    self.rx_all_due();
                     if found == 0 {
                         self.idle.interrupt_sleeps += 1;
                         self.idle.interrupt_wakes += u64::from(woken == Woken::Rx);
+                        self.idle.interrupt_bells += u64::from(woken == Woken::Bell);
+                    }
+                    if woken == Woken::Failed {
+                        waiter = None;
+                        doorbell.detach_waiter();
                     }
                     found
                 }
-                _ => {
+                Some(_) => {
+                    // The device would not arm (it undid what it had armed): poll from now on.
+                    waiter = None;
+                    doorbell.detach_waiter();
+                    doorbell.sleep_unless(sleep.min(d), || self.poll(now))
+                }
+                None => {
                     let sleep = limit.map_or(sleep, |l| sleep.min(l));
                     doorbell.sleep_unless(sleep, || self.poll(now))
                 }
@@ -1372,6 +1423,9 @@ impl<P: Port> DataCore<P> {
                 self.idle.sleeps += 1;
             }
         }
+        // The waiter is dropped here, on the thread whose epoll instance holds its events.
+        doorbell.detach_waiter();
+        drop(waiter);
         self.out.flush();
         self.out.discard_backlog();
     }
@@ -2690,6 +2744,11 @@ impl<P: Port> Control<P> {
 
     pub fn memory(&self) -> &Memory {
         &self.memory
+    }
+
+    /// The data cores' doorbells: ringing them wakes sleeping cores (to see a stop flag, say).
+    pub fn core_doorbells(&self) -> Arc<[Doorbell]> {
+        Arc::clone(&self.doorbells)
     }
 
     /// Registering and deregistering go through here; a deregistration waits for every core.

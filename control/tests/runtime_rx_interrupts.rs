@@ -61,6 +61,18 @@ fn idle_then_pinged(port: &Arc<DpdkPort>, addr: Ipv4Addr) -> (bool, IdleStats) {
         std::thread::sleep(Duration::from_millis(1));
     }
     let answered = pinger.join().unwrap();
+    // An STag registered and deregistered while the core is blocked: each command wakes it
+    // (the deregistration waits for its acknowledgement; it waited for the core's 100 ms
+    // bound before).
+    std::thread::sleep(Duration::from_millis(50));
+    let pd = control.memory_mut().alloc_pd();
+    let region = control.memory_mut().alloc_region(1 << 16).unwrap();
+    let reg = control
+        .memory_mut()
+        .register(rt::remote_write(pd, region, 1 << 16))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    control.memory_mut().deregister(reg.stag).unwrap();
     stop.store(true, Ordering::Release);
     let core = thread.join().unwrap();
     (answered, core.idle_stats())
@@ -107,6 +119,10 @@ fn an_idle_core_blocked_on_rx_interrupts_is_woken_by_the_kernels_frames() {
     assert!(
         idle.interrupt_wakes >= 1 && idle.interrupt_sleeps >= idle.interrupt_wakes,
         "sleeps on RX interrupts that a frame ended: {idle:?}"
+    );
+    assert!(
+        idle.interrupt_bells >= 2,
+        "the STag registration and deregistration each rang the blocked core: {idle:?}"
     );
     port.stop().unwrap();
     drop(port);

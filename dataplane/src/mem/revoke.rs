@@ -84,6 +84,12 @@ pub struct CoreStags {
 }
 
 impl CoreStags {
+    /// Whether an acknowledgement waits for room in the channel (sent again at the next
+    /// poll): a core that owes one must not sleep long.
+    pub fn ack_owed(&self) -> bool {
+        self.unsent_ack.is_some()
+    }
+
     /// The table the fast path checks segments against.
     pub fn table(&self) -> &StagTable {
         &self.table
@@ -228,6 +234,19 @@ pub struct Coordinator {
     /// How long a registration waits for room in a core's channel ([`REGISTER_WAIT`]; a
     /// test shortens it).
     register_wait: Duration,
+    /// Wakes core k after a command or a resync request was left for it: a core blocked
+    /// while idle (on RX interrupts) would otherwise find it only at its next frame or timer.
+    wake: Option<CoreWake>,
+}
+
+/// How the coordinator wakes a data core it left a command for ([`Coordinator::set_wake`]).
+#[derive(Clone)]
+pub struct CoreWake(pub Arc<dyn Fn(usize) + Send + Sync>);
+
+impl std::fmt::Debug for CoreWake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CoreWake")
+    }
 }
 
 impl Coordinator {
@@ -272,6 +291,7 @@ impl Coordinator {
                 epoch: 0,
                 inflight: Vec::new(),
                 register_wait: REGISTER_WAIT,
+                wake: None,
             },
             replicas,
         )
@@ -279,6 +299,17 @@ impl Coordinator {
 
     pub fn master(&self) -> &StagTable {
         &self.master
+    }
+
+    /// Has `wake(k)` called each time a command or a resync request is left for core `k`.
+    pub fn set_wake(&mut self, wake: CoreWake) {
+        self.wake = Some(wake);
+    }
+
+    fn wake(&self, core: usize) {
+        if let Some(w) = &self.wake {
+            (w.0)(core);
+        }
     }
 
     /// Registers in the master and tells every core; the caller may advertise the STag once
@@ -294,8 +325,10 @@ impl Coordinator {
         // Before any core can hold it: a core that resyncs must find it valid.
         self.set_valid(stag, true);
         let deadline = Instant::now() + self.register_wait;
-        for core in &self.cores {
-            match send_by(core, Command::Register(stag, generation, reg), deadline) {
+        for (k, core) in self.cores.iter().enumerate() {
+            let sent = send_by(core, Command::Register(stag, generation, reg), deadline);
+            self.wake(k);
+            match sent {
                 // Gone: it places nothing any more.
                 Ok(()) | Err(SendBy::Gone) => {}
                 Err(SendBy::Timeout) => {
@@ -415,6 +448,7 @@ impl Coordinator {
                     self.resync[k].requested.store(epoch, Ordering::Release);
                 }
             }
+            self.wake(k);
         }
         self.inflight.push(r);
         Ok((reg, Revocation(epoch)))

@@ -164,6 +164,8 @@ pub enum Woken {
     /// [`RxWaiter::bell`]: work in the core's rings.
     Bell,
     Timeout,
+    /// The wait itself failed: the caller sleeps on its timer from now on.
+    Failed,
 }
 
 /// An idle data core's blocking wait on its RX queues' interrupts and its doorbell (RX

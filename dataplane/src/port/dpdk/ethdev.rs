@@ -186,6 +186,11 @@ pub struct DpdkPort {
     kernel_rings: Option<KernelRings>,
     /// A tap's kernel queues, whose drops the PMD does not count either (`tap_queue`).
     tap_queue: Option<TapQueue>,
+    /// Each RX queue's interrupt fd (-1: none), read once after the start: DPDK logs an
+    /// error for each look at a device without them.
+    rx_intr_fds: std::sync::OnceLock<Vec<i32>>,
+    /// The fds data cores' waiters hold ([`super::intr::ClaimedFds`]).
+    rx_intr_claimed: super::intr::ClaimedFds,
 }
 
 impl DpdkPort {
@@ -284,6 +289,8 @@ impl DpdkPort {
             shared_tx: shared.then(|| std::sync::Mutex::new(())),
             kernel_rings: None,
             tap_queue: None,
+            rx_intr_fds: std::sync::OnceLock::new(),
+            rx_intr_claimed: Default::default(),
         };
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
         check(
@@ -336,12 +343,33 @@ impl DpdkPort {
         self.shared_tx.is_some()
     }
 
-    /// Whether the started port has RX interrupts a data core can block on
-    /// ([`Port::rx_waiter`]): configured for them, and the device gave queue 0 an event fd.
-    pub fn rx_interrupts_ready(&self) -> bool {
-        // SAFETY: a configured port and queue; the call only reads the interrupt handle.
-        self.conf.rx_interrupts
-            && unsafe { sys::rte_eth_dev_rx_intr_ctl_q_get_fd(self.info.port_id, 0) } >= 0
+    /// Each RX queue's interrupt fd once the port has started (-1 where it has none; empty
+    /// before the start, or without `rx_interrupts`).
+    fn rx_intr_fds(&self) -> &[i32] {
+        if !self.conf.rx_interrupts || self.state.load(Ordering::Acquire) != STARTED {
+            return &[];
+        }
+        self.rx_intr_fds.get_or_init(|| {
+            // SAFETY: a configured, started port and queue; reads the interrupt handle.
+            let fd = |q| unsafe { sys::rte_eth_dev_rx_intr_ctl_q_get_fd(self.info.port_id, q) };
+            // Queue 0 first: a device without the handle logs one error, not one a queue.
+            if fd(0) < 0 {
+                return vec![-1; usize::from(self.conf.nb_rxq)];
+            }
+            (0..self.conf.nb_rxq).map(fd).collect()
+        })
+    }
+
+    /// Of the started port's RX queues, how many have an interrupt of their own a data core
+    /// can block on ([`Port::rx_waiter`]), and how many there are: a device without RX
+    /// interrupts has none; one that gives several queues one vector, only one of them.
+    pub fn rx_interrupt_queues(&self) -> (usize, usize) {
+        let fds = self.rx_intr_fds();
+        let own = fds
+            .iter()
+            .filter(|&&fd| fd >= 0 && fds.iter().filter(|&&f| f == fd).count() == 1)
+            .count();
+        (own, usize::from(self.conf.nb_rxq))
     }
 
     /// Whether the device sends mbuf chains, so [`Port::attach_region`] sends region memory
@@ -719,10 +747,14 @@ impl Port for DpdkPort {
     }
 
     fn rx_waiter(&self, queues: &[u16]) -> Option<Arc<dyn crate::port::RxWaiter>> {
-        if !self.conf.rx_interrupts || queues.iter().any(|&q| q >= self.conf.nb_rxq) {
+        let fds = self.rx_intr_fds();
+        if queues
+            .iter()
+            .any(|&q| fds.get(usize::from(q)).is_none_or(|&fd| fd < 0))
+        {
             return None;
         }
-        let w = super::intr::DpdkRxWaiter::new(self.info.port_id, queues)?;
+        let w = super::intr::DpdkRxWaiter::new(self.info.port_id, queues, &self.rx_intr_claimed)?;
         Some(Arc::new(w))
     }
 
