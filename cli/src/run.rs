@@ -194,12 +194,12 @@ const EAL_BARE_LONG: &[&str] = &[
 ];
 /// DPDK 22.11's short options that take a value (`eal_short_options`, `-w` of older
 /// releases too), and those that take none.
-const EAL_VALUED_SHORT: &str = "abcdlmnrsSw";
-const EAL_BARE_SHORT: &str = "hv";
+pub(crate) const EAL_VALUED_SHORT: &str = "abcdlmnrsSw";
+pub(crate) const EAL_BARE_SHORT: &str = "hv";
 
 /// Whether the EAL's long option `name` takes the next word as its value, as getopt_long
 /// reads it: its full name or a prefix of exactly one. None: no option of the EAL's.
-fn eal_long_takes_value(name: &str) -> Option<bool> {
+pub(crate) fn eal_long_takes_value(name: &str) -> Option<bool> {
     let prefixed = |names: &[&str]| names.iter().filter(|n| n.starts_with(name)).count();
     if EAL_VALUED_LONG.contains(&name) {
         return Some(true);

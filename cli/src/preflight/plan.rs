@@ -20,6 +20,42 @@ pub enum LcoreForm {
     Map,
 }
 
+/// How many words option `a` takes (itself, and the next when it is its value), as the EAL's
+/// getopt reads them with DPDK 22.11's tables (`run.rs`); an error for a word the EAL does
+/// not know, which it would refuse (an option) or skip without a word (anything else): with
+/// no EAL started here, nothing else would say so.
+fn eal_words(a: &str) -> Result<usize, String> {
+    use crate::run::{eal_long_takes_value, EAL_BARE_SHORT, EAL_VALUED_SHORT};
+    if let Some(long) = a.strip_prefix("--") {
+        let (name, inline) = match long.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (long, false),
+        };
+        return match eal_long_takes_value(name) {
+            Some(takes) => Ok(if takes && !inline { 2 } else { 1 }),
+            None => Err(format!("--{name} is not an option of DPDK 22.11's EAL")),
+        };
+    }
+    if let Some(shorts) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
+        for (i, c) in shorts.char_indices() {
+            if EAL_VALUED_SHORT.contains(c) {
+                return Ok(if i + c.len_utf8() == shorts.len() {
+                    2
+                } else {
+                    1
+                });
+            }
+            if !EAL_BARE_SHORT.contains(c) {
+                return Err(format!("-{c} is not an option of DPDK 22.11's EAL"));
+            }
+        }
+        return Ok(1);
+    }
+    Err(format!(
+        "{a}: no EAL option and no option's value (the EAL would skip it without a word)"
+    ))
+}
+
 /// What the EAL options of a run ask of the host.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -408,7 +444,7 @@ pub fn plan(eal: &[String]) -> Result<Plan, String> {
                 }
                 _ => {}
             }
-            i + 1
+            i + eal_words(a)?
         };
         i = next;
     }

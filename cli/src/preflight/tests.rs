@@ -890,3 +890,47 @@ fn reserving_a_page_size_other_than_the_default_names_its_hugepagesz_and_no_dev_
         render(&f)
     );
 }
+
+/// With no EAL started, preflight says what the EAL would: an option DPDK 22.11's getopt
+/// tables lack (a typo such as `--socketmem`) is refused, and so is a stray word (which the EAL
+/// skips without a word); every form the EAL takes still passes, values of any option
+/// included.
+#[test]
+fn unknown_eal_options_and_stray_words_are_usage_errors() {
+    for (bad, why) in [
+        (
+            &["-l", "0", "--socketmem", "512"][..],
+            "--socketmem is not an option",
+        ),
+        (&["-l", "0", "-x"], "-x is not an option"),
+        (&["-l", "0", "--no-huge", "512"], "512: no EAL option"),
+    ] {
+        let e = plan(&args(bad)).expect_err("refused");
+        assert!(e.contains(why), "{bad:?}: {e}");
+    }
+    let good = [
+        "-l",
+        "0-1",
+        "-n",
+        "4",
+        "--file-prefix",
+        "p",
+        "--file-p",
+        "q",
+        "--log-level",
+        "*:error",
+        "--log-level=pmd.*:debug",
+        "-a",
+        "0000:03:00.0,rxq_cqe_comp_en=0",
+        "--vdev",
+        "net_ring0",
+        "--vdev=net_null0",
+        "--huge-unlink",
+        "--iova-mode",
+        "va",
+        "-vd",
+        "librte_net_ice.so",
+    ];
+    let p = plan(&args(&good)).expect("every form the EAL takes");
+    assert_eq!(p.pci, ["0000:03:00.0"]);
+}
