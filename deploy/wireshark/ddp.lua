@@ -203,6 +203,21 @@ local verdicts = {}
 local queues = {}
 local msn_verdicts = {}
 
+-- A chunk's verdict, an expert and, for a gap, its text with the count: shown on every pass.
+local function show_verdict(t, v)
+    if v and v[2] then
+        t:add_proto_expert_info(v[1], v[2])
+    elseif v then
+        -- Its own text: add_proto_expert_info takes no nil for one.
+        t:add_proto_expert_info(v[1])
+    end
+end
+
+local function msn_gap(missing, qn)
+    return { e_msn_gap, string.format("MSN gap: %d message(s) before this one on queue %d not "
+        .. "seen: lost / late / not captured (RFC 5041 §4.3)", missing, qn) }
+end
+
 -- The stream and direction of the DATA chunk being dissected, and the chunk's own name.
 local function chunk_key(pinfo)
     local sids = { f_sid() }
@@ -224,14 +239,14 @@ local function msn_analysis(qn, msn, pinfo, t)
         if q == nil then
             -- A session whose start was captured numbers each queue's messages from 1.
             if st.started and msn ~= 1 then
-                verdict = { e_msn_gap, (msn - 1) % 4294967296 }
+                verdict = msn_gap((msn - 1) % 4294967296, qn)
             end
             st.q[qn] = { last = msn, seen = { [msn] = true } }
         else
             local ahead = (msn - q.last) % 4294967296
             if ahead >= 1 and ahead < 2147483648 then
                 if ahead > 1 then
-                    verdict = { e_msn_gap, ahead - 1 }
+                    verdict = msn_gap(ahead - 1, qn)
                 end
                 q.last = msn
                 q.seen[msn] = true
@@ -243,15 +258,7 @@ local function msn_analysis(qn, msn, pinfo, t)
         end
         msn_verdicts[here] = verdict
     end
-    local v = msn_verdicts[here]
-    if v then
-        if v[2] then
-            t:add_proto_expert_info(v[1], string.format("MSN gap: %d message(s) before this one "
-                .. "on queue %d not seen: lost / late / not captured (RFC 5041 §4.3)", v[2], qn))
-        else
-            t:add_proto_expert_info(v[1])
-        end
-    end
+    show_verdict(t, msn_verdicts[here])
 end
 
 local function ssn_analysis(ssn, pinfo, t, starts)
@@ -270,7 +277,10 @@ local function ssn_analysis(ssn, pinfo, t, starts)
             local ahead = (ssn - s.last) % 65536
             if ahead >= 1 and ahead < 32768 then
                 if ahead > 1 then
-                    verdict = { e_ssn_gap, ahead - 1 }
+                    -- No commas: tshark's field output separates occurrences with them.
+                    verdict = { e_ssn_gap, string.format("DDP-SSN gap: %d DDP-SSN(s) before "
+                        .. "this one not seen: lost / late / not captured (RFC 5043 §6.1)",
+                        ahead - 1) }
                 end
                 s.last = ssn
                 s.at = s.at + ahead
@@ -288,16 +298,7 @@ local function ssn_analysis(ssn, pinfo, t, starts)
         end
         verdicts[here] = verdict
     end
-    local v = verdicts[here]
-    if v then
-        if v[2] then
-            -- No commas: tshark's field output separates occurrences with them.
-            t:add_proto_expert_info(v[1], string.format("DDP-SSN gap: %d DDP-SSN(s) before this "
-                .. "one not seen: lost / late / not captured (RFC 5043 §6.1)", v[2]))
-        else
-            t:add_proto_expert_info(v[1])
-        end
-    end
+    show_verdict(t, verdicts[here])
 end
 
 function ddpsc.dissector(buf, pinfo, tree)
