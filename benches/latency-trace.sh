@@ -11,6 +11,8 @@
 #   SERVER_ARGS='--region-bytes 4096' ...         options for the server (here: one slot, so
 #                                                 every write lands on the same, cached, bytes)
 #   KEEP=DIR ...                                  the marks and both outputs kept in DIR
+#   MEMIF_OPTS=,rsize=6 ...                       more memif options for both ends (here: a
+#                                                 ring of 64 slots)
 #
 # Prints each leg's median and 90th percentile in nanoseconds over the run's writes (the first
 # fifth left out), the client's own p50 of the traced run, then every mark of the commonest
@@ -37,7 +39,7 @@ eal() { echo "--no-huge -m 1024 --no-pci --log-level=*:error --file-prefix=ddpdk
 sock=$out/memif.sock
 # shellcheck disable=SC2046 # the EAL arguments are words
 DDPDK_TRACE=$out/server.marks $BIN --lcores 0@0 $(eal s) \
-    --vdev="net_memif0,role=server,id=0,socket=$sock" -- \
+    --vdev="net_memif0,role=server,id=0,socket=$sock${MEMIF_OPTS:-}" -- \
     --ddp-listen ${SERVER_ARGS:-} --ip 198.18.0.2 --run-for $((SECS + 60)) >"$out/server" 2>&1 &
 server=$!
 for _ in $(seq 100); do
@@ -46,7 +48,7 @@ for _ in $(seq 100); do
 done
 # shellcheck disable=SC2046
 DDPDK_TRACE=$out/client.marks $BIN --lcores 0@1 $(eal c) \
-    --vdev="net_memif0,role=client,id=0,socket=$sock" -- \
+    --vdev="net_memif0,role=client,id=0,socket=$sock${MEMIF_OPTS:-}" -- \
     --ddp-connect 198.18.0.2 --ip 198.18.0.1 --run-for "$SECS" --ddp-size "$SIZE" \
     --ddp-window 1 --json ${CLIENT_ARGS:-} >"$out/client" 2>&1
 # A server whose client shut down may have ended already.

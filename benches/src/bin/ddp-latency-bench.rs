@@ -51,9 +51,19 @@ struct Args {
     /// which writes one remote buffer. By default each write lands on lines in memory.
     #[arg(long)]
     region_bytes: Option<u64>,
+    /// log2 of the slots of each memif ring, for every pair of the run alike (memif's
+    /// `rsize`; DPDK's default is 10, 1024 slots of 2 KiB). A write takes a slot a frame and
+    /// the slots are used in turn, so on a deep ring each frame is copied into and out of
+    /// buffers the cache let go of; a shallow one keeps them warm.
+    #[arg(long)]
+    memif_rsize: Option<u8>,
 }
 
-fn eal(lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
+fn eal(args: &Args, lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
+    let rsize = args
+        .memif_rsize
+        .map(|r| format!(",rsize={r}"))
+        .unwrap_or_default();
     [
         "--lcores",
         lcores,
@@ -63,7 +73,7 @@ fn eal(lcores: &str, prefix: &str, role: &str, sock: &str) -> Vec<String> {
         "--no-pci",
         "--log-level=*:error",
         &format!("--file-prefix={prefix}"),
-        &format!("--vdev=net_memif0,role={role},id=0,socket={sock}"),
+        &format!("--vdev=net_memif0,role={role},id=0,socket={sock}{rsize}"),
     ]
     .iter()
     .map(|s| s.to_string())
@@ -138,6 +148,7 @@ fn raw(args: &Args, tag: &str, how: Raw) -> Result<(f64, f64), String> {
     let echo = spawn(
         args,
         eal(
+            args,
             "0@0,1@0",
             &format!("lat-{tag}-echo{frames}"),
             "server",
@@ -159,6 +170,7 @@ fn raw(args: &Args, tag: &str, how: Raw) -> Result<(f64, f64), String> {
     let ping = spawn(
         args,
         eal(
+            args,
             "0@1,1@1",
             &format!("lat-{tag}-ping{frames}"),
             "client",
@@ -199,7 +211,7 @@ fn ddp(args: &Args, tag: &str, size: usize) -> Result<(f64, f64), String> {
     }
     let mut server = spawn(
         args,
-        eal("0@0", &format!("lat-{tag}-srv"), "server", &sock),
+        eal(args, "0@0", &format!("lat-{tag}-srv"), "server", &sock),
         &server_args,
     )
     .map_err(|e| e.to_string())?;
@@ -221,7 +233,7 @@ fn ddp(args: &Args, tag: &str, size: usize) -> Result<(f64, f64), String> {
     let (secs, size_s) = (args.secs.to_string(), size.to_string());
     let client = spawn(
         args,
-        eal("0@1", &format!("lat-{tag}-cli"), "client", &sock),
+        eal(args, "0@1", &format!("lat-{tag}-cli"), "client", &sock),
         &[
             "--ddp-connect",
             "198.18.0.2",
