@@ -1077,21 +1077,26 @@ impl Job {
                 + t.inbound.malformed
                 + t.drops.no_sa
                 + t.drops.clear_refused
-                + t.drops.policy_mismatch;
+                + t.drops.policy_mismatch
+                + t.drops.no_policy_in
+                + t.drops.no_policy_out;
             refused > 0 || t.inbound.packets == 0
         }) {
             // What IPsec dropped never reaches a data core: the usual cause when ESP is on.
             format!(
                 "{e}: IPsec sealed {} packet(s) out and opened {} in; it dropped {} failing \
                  their ICV, {} for no SA, {} in the clear where ESP is required, {} against \
-                 their SA's policy: do both ends' SAs (SPIs, keys) and policies match? (show \
-                 ipsec's table)",
+                 their SA's policy, {} out and {} in that no policy names (RFC 4301 §5 discards \
+                 them): do both ends' SAs (SPIs, keys) and policies match, and name this \
+                 peer's traffic? (show ipsec's table)",
                 t.outbound.packets,
                 t.inbound.packets,
                 t.inbound.auth_failed,
                 t.drops.no_sa,
                 t.drops.clear_refused,
-                t.drops.policy_mismatch
+                t.drops.policy_mismatch,
+                t.drops.no_policy_out,
+                t.drops.no_policy_in
             )
         } else if frames_in == 0 {
             format!(

@@ -168,8 +168,9 @@ fn policy_deleted<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, n: usize, p: &Policy
 }
 
 /// What an endpoint says of IPsec at start-up: the tables it starts with and what ESP takes
-/// off each packet, and each family whose clear SCTP from hosts no policy names it accepts
-/// (ddpdk's default is bypass where RFC 4301 §4.4.1 discards).
+/// off each packet, what traffic no policy names gets (RFC 4301 §5: discarded, unless
+/// `--ipsec-default bypass`), and each family whose clear SCTP from hosts no policy names it
+/// accepts.
 pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Option<&Path>) {
     if !port.is_enabled() {
         return;
@@ -210,8 +211,25 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
             ),
         );
     }
-    // With no policy at all (an endpoint that waits for its key manager, `--ipsec-socket`
-    // alone) both families take clear SCTP: said too, not only once rules exist.
+    // RFC 4301 §5's default, or the operator's bypass, said once: an endpoint waiting for its
+    // key manager with no policy yet reaches no peer until one comes, and ping and ICMP
+    // errors need a policy of their own either way.
+    note(
+        json,
+        format_args!(
+            "IPsec: {}",
+            if port.unmatched() == Action::Bypass {
+                "IP traffic no policy names passes in the clear (--ipsec-default bypass; RFC \
+                 4301 §5 discards it)"
+            } else {
+                "IP traffic no policy names is discarded (RFC 4301 §5), but for IPv6 Neighbor \
+                 Discovery and the path MTU's ICMP; ping needs policies of its own (`sp ipv4 \
+                 in esp bypass proto 1`, and `out`)"
+            }
+        ),
+    );
+    // With no policy at all and `--ipsec-default bypass` (an endpoint that waits for its key
+    // manager) both families take clear SCTP: said too, not only once rules exist.
     for family in port.unguarded_families() {
         note(
             json,
@@ -346,16 +364,26 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
     for (i, p) in port.policies().iter().enumerate() {
         out += &format!("  policy {i}: {p}\n");
     }
+    out += &format!(
+        "  no policy: {} (IPv6 Neighbor Discovery and the path MTU's ICMP pass)\n",
+        if port.unmatched() == Action::Bypass {
+            "bypass"
+        } else {
+            "discard"
+        }
+    );
     let c = port.policy_counts();
     out += &format!(
         "  dropped: {} ESP for no SA, {} clear where ESP is required, {} not what the SA's \
-         policy selects, {} discarded in, {} discarded out, {} out with no SA, {} unparsable; \
-         {} ICMP PMTU messages quoting ESP rejected",
+         policy selects, {} discarded in, {} discarded out, {} in and {} out that no policy \
+         names, {} out with no SA, {} unparsable; {} ICMP PMTU messages quoting ESP rejected",
         c.no_sa,
         c.clear_refused,
         c.policy_mismatch,
         c.discarded_in,
         c.discarded_out,
+        c.no_policy_in,
+        c.no_policy_out,
         c.no_sa_out,
         c.unparsable,
         c.pmtu_rejected
@@ -370,6 +398,7 @@ pub fn show_json<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> serde_json::Value 
         "headroom": port.headroom(),
         "sas": port.sa_reports(),
         "policies": port.policies().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "no_policy": if port.unmatched() == Action::Bypass { "bypass" } else { "discard" },
         "drops": port.policy_counts(),
     }})
 }

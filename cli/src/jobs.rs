@@ -48,6 +48,7 @@ const NET: &[&str] = &[
     "ipsec_config",
     "ipsec_socket",
     "ipsec_crypto_dev",
+    "ipsec_default",
     // The port's rings and mbufs (Node::start).
     "rxd",
     "txd",

@@ -462,6 +462,10 @@ fn ipsec_port(
         }
         None => IpsecConfig::default(),
     };
+    let mut config = config;
+    if let Some(d) = opts.ipsec_default {
+        config.spd.set_unmatched(d.into())?;
+    }
     let dev = CryptoDev::open(&opts.ipsec_crypto_dev)
         .map_err(|e| format!("--ipsec-crypto-dev {}: {e}", opts.ipsec_crypto_dev))?;
     IpsecPort::new(port, Arc::clone(pool), &config, &dev)

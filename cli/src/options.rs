@@ -370,6 +370,14 @@ pub struct Options {
     /// crypto ops, each burst finished before the core goes on (docs/ipsec.md).
     #[arg(long, value_name = "NAME", default_value = "crypto_aesni_mb0")]
     pub ipsec_crypto_dev: String,
+
+    /// DDP endpoints with IPsec: what happens to IP traffic no policy names, in and out.
+    /// `discard` (the default) is RFC 4301 §5's; `bypass` lets it pass in the clear, as Linux's
+    /// xfrm does by default. IPv6 Neighbor Solicitations and Advertisements and the path MTU's
+    /// ICMP (Fragmentation Needed, Packet Too Big) pass either way, and ARP is not IP; other
+    /// ICMP (ping) needs a policy (docs/ipsec.md).
+    #[arg(long, value_name = "ACTION", value_enum)]
+    pub ipsec_default: Option<IpsecDefault>,
 }
 
 /// The longest --run-for: a year, far from where `Instant + Duration` could overflow.
@@ -602,6 +610,13 @@ impl Options {
                 "--ipsec, --ipsec-config and --ipsec-socket are for a DDP endpoint \
                         (--ip ADDR, with --ddp-listen, --ddp-connect or the shell), not \
                         --ddp-loopback or forwarding"
+                    .into(),
+            );
+        }
+        if self.ipsec_default.is_some() && !self.ipsec_on() {
+            return Err(
+                "--ipsec-default is for an endpoint with IPsec (--ipsec, --ipsec-config or \
+                 --ipsec-socket)"
                     .into(),
             );
         }
@@ -931,6 +946,17 @@ mod tests {
         let o = parse("ddpdk --forward-mode txonly --txpkts 1482 --txsplit 78").expect("parses");
         assert_eq!(o.txsplit, Some(78));
         assert_eq!(o.validate(), Ok(()));
+        for (word, want) in [
+            ("bypass", IpsecDefault::Bypass),
+            ("discard", IpsecDefault::Discard),
+        ] {
+            let o = parse(&format!(
+                "ddpdk --ip 198.18.0.1 --ddp-listen --ipsec --ipsec-default {word}"
+            ))
+            .expect("parses");
+            assert_eq!(o.ipsec_default, Some(want));
+            assert_eq!(o.validate(), Ok(()));
+        }
     }
 
     /// Byte counts take binary units (`--ddp-size 64K` was "invalid digit found in string");
@@ -1023,6 +1049,7 @@ mod tests {
             "ddpdk --mtu 9001",
             "ddpdk --idle yield",
             "ddpdk --idle-sleep-max-us 0",
+            "ddpdk --ip 198.18.0.1 --ipsec --ipsec-default protect",
         ] {
             assert!(parse(bad).is_err(), "{bad} was accepted");
         }
@@ -1055,6 +1082,8 @@ mod tests {
             "ddpdk --ddp-connect 198.18.0.2",
             // 17 net_ring queues: refused after the EAL, naming options the loopback refuses.
             "ddpdk --ddp-loopback --data-cores 16",
+            // What no policy names is IPsec's to decide: without it, nothing to decide.
+            "ddpdk --ip 198.18.0.1 --ddp-listen --ipsec-default bypass",
         ] {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");
@@ -1087,6 +1116,22 @@ impl From<ServiceArg> for ddpdk_control::conn::Service {
             ServiceArg::Echo => ddpdk_control::conn::Service::Echo,
             ServiceArg::Discard => ddpdk_control::conn::Service::Discard,
             ServiceArg::Daytime => ddpdk_control::conn::Service::Daytime,
+        }
+    }
+}
+
+/// What IPsec does with traffic no policy names (`--ipsec-default`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum IpsecDefault {
+    Discard,
+    Bypass,
+}
+
+impl From<IpsecDefault> for ddpdk_dataplane::ipsec::Action {
+    fn from(d: IpsecDefault) -> Self {
+        match d {
+            IpsecDefault::Discard => ddpdk_dataplane::ipsec::Action::Discard,
+            IpsecDefault::Bypass => ddpdk_dataplane::ipsec::Action::Bypass,
         }
     }
 }

@@ -85,6 +85,8 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
                 ("policy_mismatch", u(d.policy_mismatch)),
                 ("discarded_in", u(d.discarded_in)),
                 ("discarded_out", u(d.discarded_out)),
+                ("no_policy_in", u(d.no_policy_in)),
+                ("no_policy_out", u(d.no_policy_out)),
                 ("no_sa_out", u(d.no_sa_out)),
                 ("unparsable", u(d.unparsable)),
                 ("pmtu_rejected", u(d.pmtu_rejected)),

@@ -236,10 +236,12 @@ fn tagged_writes_between_two_processes_travel_as_esp_5043_13() {
         serr.contains("37 bytes of each packet left for ESP"),
         "{serr}"
     );
-    // The rules guard IPv4 with a catch-all discard, and IPv6 not at all: the operator is
-    // told which family takes clear SCTP from hosts no policy names.
+    // The rules guard IPv4 with a catch-all discard, and IPv6 not at all: RFC 4301 §5's
+    // default discards what no policy names, so neither family takes clear SCTP, and the
+    // operator is told what the default does.
     assert!(
-        serr.contains("clear ipv6 SCTP from hosts no policy names is accepted")
+        serr.contains("IP traffic no policy names is discarded (RFC 4301 §5)")
+            && !serr.contains("clear ipv6 SCTP")
             && !serr.contains("clear ipv4 SCTP")
             && !serr.contains("no policy protects with SA"),
         "{serr}"
@@ -340,6 +342,51 @@ fn clear_sctp_to_a_protected_endpoint_is_refused_and_counted_4301_5_2() {
         serr.contains("server: 0 tagged messages delivered"),
         "{serr}"
     );
+}
+
+/// RFC 4301 §5: "If no policy is found in the SPD that matches a packet (for either inbound
+/// or outbound traffic), the packet MUST be discarded." A client with IPsec on and no policy
+/// yet sends nothing to a server in the clear: its INITs are discarded on the way out and
+/// counted, and it says that no policy names them (before: they went out in the clear and the
+/// association came up unprotected). With `--ipsec-default bypass`, the operator's choice,
+/// the same pair moves its writes in the clear.
+#[test]
+fn a_client_with_no_policy_sends_nothing_in_the_clear_4301_5() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("nopolicyout");
+    let (mut s, _head, _rest) = server(&dir, &[], "(listening)");
+    let c = client(&dir, &["--ipsec"]).output().expect("client");
+    let (cout, cerr) = (
+        String::from_utf8_lossy(&c.stdout).into_owned(),
+        String::from_utf8_lossy(&c.stderr).into_owned(),
+    );
+    assert_eq!(c.status.code(), Some(1), "{cout}{cerr}");
+    assert!(
+        cerr.contains("that no policy names (RFC 4301 §5 discards them)"),
+        "{cerr}"
+    );
+    let ipsec = json_of(&cout, "ipsec");
+    assert!(
+        ipsec["drops"]["no_policy_out"].as_u64() >= Some(1),
+        "the INITs: {ipsec}"
+    );
+    assert_eq!(ipsec["no_policy"], "discard", "{ipsec}");
+    // The same server, a client that lets what no policy names pass.
+    let c = client(&dir, &["--ipsec", "--ipsec-default", "bypass"])
+        .output()
+        .expect("client");
+    let _ = s.kill();
+    let _ = s.wait();
+    let (cout, cerr) = (
+        String::from_utf8_lossy(&c.stdout).into_owned(),
+        String::from_utf8_lossy(&c.stderr).into_owned(),
+    );
+    assert_eq!(c.status.code(), Some(0), "{cout}{cerr}");
+    let report = json_of(&cout, "ddp_goodput");
+    assert!(report["messages"].as_u64() > Some(0), "{report}");
+    let ipsec = json_of(&cout, "ipsec");
+    assert_eq!(ipsec["drops"]["no_policy_out"], 0, "{ipsec}");
+    assert_eq!(ipsec["no_policy"], "bypass", "{ipsec}");
 }
 
 /// A client whose outbound key is not the server's: the server drops its ESP as failing the
@@ -738,35 +785,51 @@ fn no_ipsec_error_echoes_a_key_wherever_it_was_typed() {
     }
 }
 
-/// An endpoint started with `--ipsec-socket` and no policy yet (waiting for its key
-/// manager) takes clear SCTP of both families, and says so at start-up as docs/ipsec.md
-/// promises (RFC 4301 §4.4.1 would discard it): it said only "0 SA(s), 0 policies".
+/// RFC 4301 §5: "If no policy is found in the SPD that matches a packet (for either inbound
+/// or outbound traffic), the packet MUST be discarded." An endpoint started with
+/// `--ipsec-socket` and no policy yet (waiting for its key manager) says at start-up that it
+/// discards what no policy names (before: it took clear SCTP of both families); with the
+/// operator's `--ipsec-default bypass` it takes it, and names both families as doing so.
 #[test]
-fn an_endpoint_with_no_policy_yet_names_both_families_as_taking_clear_sctp_4301_4_4_1() {
+fn an_endpoint_with_no_policy_yet_discards_what_no_policy_names_4301_5() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Dir::new("nopolicy");
-    let path = dir.0.join("ipsec.sock");
-    let (s, head, rest) = server(
-        &dir,
-        &[
+    for default in [None, Some("bypass")] {
+        let dir = Dir::new("nopolicy");
+        let path = dir.0.join("ipsec.sock");
+        let mut args = vec![
             "--ipsec-socket",
             path.to_str().expect("utf-8"),
             "--run-for",
             "2",
-        ],
-        "IPsec on",
-    );
-    let o = s.wait_with_output().expect("server");
-    let serr = head + &rest.join().expect("server stderr");
-    assert_eq!(o.status.code(), Some(0), "{serr}");
-    assert!(serr.contains("0 SA(s), 0 policies"), "{serr}");
-    for family in ["ipv4", "ipv6"] {
-        assert!(
-            serr.contains(&format!(
-                "clear {family} SCTP from hosts no policy names is accepted"
-            )),
-            "{family}: {serr}"
+        ];
+        if let Some(d) = default {
+            args.extend(["--ipsec-default", d]);
+        }
+        let (s, head, rest) = server(&dir, &args, "IPsec on");
+        let o = s.wait_with_output().expect("server");
+        let serr = head + &rest.join().expect("server stderr");
+        assert_eq!(o.status.code(), Some(0), "{default:?}: {serr}");
+        assert!(serr.contains("0 SA(s), 0 policies"), "{serr}");
+        let bypassed = default.is_some();
+        assert_eq!(
+            serr.contains("IP traffic no policy names is discarded (RFC 4301 §5)"),
+            !bypassed,
+            "{default:?}: {serr}"
         );
+        assert_eq!(
+            serr.contains("IP traffic no policy names passes in the clear (--ipsec-default bypass"),
+            bypassed,
+            "{default:?}: {serr}"
+        );
+        for family in ["ipv4", "ipv6"] {
+            assert_eq!(
+                serr.contains(&format!(
+                    "clear {family} SCTP from hosts no policy names is accepted"
+                )),
+                bypassed,
+                "{default:?} {family}: {serr}"
+            );
+        }
     }
 }
 

@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use common::*;
 use ddpdk_dataplane::ipsec::{
-    parse_config, parse_sa, parse_sp, Algorithm, Direction, IpsecConfig, Lifetime, Mode, SaConfig,
+    parse_config, parse_sa, parse_sp, Action, Algorithm, Direction, IpsecConfig, Lifetime, Mode,
+    SaConfig,
 };
 use ddpdk_dataplane::port::dpdk::{CryptoDev, DpdkPort, EspDrop, EspSa, IpsecPort, Mbuf, Mempool};
 use ddpdk_dataplane::port::region::Region;
@@ -807,7 +808,14 @@ fn every_outbound_frame_is_judged_and_a_shadowed_catch_all_guards_nothing_4301_5
     let mut burst = vec![mbuf(&b.pool, &clear)];
     raw_a.tx_burst_all(0, &mut burst, 8);
     assert_eq!(receive_all(&pb, 1), vec![clear.clone()], "the bypass wins");
-    assert_eq!(pb.unguarded_families(), vec!["ipv4", "ipv6"]);
+    // IPv6 SCTP has no policy: RFC 4301 §5's default discards it. With the operator's
+    // `--ipsec-default bypass` it passes, and is named too.
+    assert_eq!(pb.unguarded_families(), vec!["ipv4"]);
+    let mut open = parse_config(cfg).unwrap();
+    open.spd.set_unmatched(Action::Bypass).unwrap();
+    let pa = IpsecPort::new(raw_a.clone(), b.pool.clone(), &open, &b.dev).unwrap();
+    assert_eq!(pa.unguarded_families(), vec!["ipv4", "ipv6"]);
+    drop(pa);
     let mut esp = from([198, 18, 0, 2], sctp_frame(false, 64, 6));
     esp[23] = 50;
     let esp = from([198, 18, 0, 2], esp);
@@ -897,7 +905,8 @@ fn esp_for_another_host_is_not_opened_4301_5_2(b: &Bench) {
 /// RFC 5043 §13 and RFC 4301 §5: on two ports of a ring pair, each behind its policy, SCTP
 /// travels only as ESP and arrives as the frame that was sent; clear SCTP that must be
 /// protected, ESP for an unknown SPI and ESP whose inner packet its SA's policy does not
-/// select are dropped and counted; ARP and unlisted traffic pass.
+/// select are dropped and counted; ARP and Neighbor Discovery pass, and other traffic no
+/// policy names is discarded and counted.
 fn policy_on_a_ring_pair_5043_13(b: &Bench) {
     let key = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
     let key2 = "0x000102030405060708090a0b0c0d0e0f10111213";
@@ -978,19 +987,34 @@ fn policy_on_a_ring_pair_5043_13(b: &Bench) {
     let stranger = from([198, 18, 0, 7], sctp_frame(false, 64, 1));
     let mut burst = vec![mbuf(&b.pool, &stranger)];
     pa.tx_burst_all(0, &mut burst, 8);
-    // Traffic no policy names: ARP (not IP) and UDP.
+    // Traffic no policy names (RFC 4301 §5): ARP is not IP and passes, and so does an IPv6
+    // Neighbor Solicitation; UDP is discarded on the way out of A and, sent in the clear
+    // past A's policy, on the way into B, each counted as no policy's.
     let mut arp = sent[0].clone();
     arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    let mut ns = sent[0][..12].to_vec();
+    ns.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 24, 58, 255]);
+    ns.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    ns.extend_from_slice(&[0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 2]);
+    ns.extend_from_slice(&[135, 0, 0, 0, 0, 0, 0, 0]);
+    ns.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
     let mut udp = sent[1].clone();
     udp[23] = 17;
     let udp = from([198, 18, 0, 1], udp);
-    let mut burst = vec![mbuf(&b.pool, &arp), mbuf(&b.pool, &udp)];
+    let mut burst = vec![mbuf(&b.pool, &arp), mbuf(&b.pool, &udp), mbuf(&b.pool, &ns)];
     pa.tx_burst_all(0, &mut burst, 8);
-    assert_eq!(receive_all(&pb, 2), vec![arp, udp]);
+    assert_eq!(receive_all(&pb, 2), vec![arp, ns.clone()]);
+    assert_eq!(pa.policy_counts().no_policy_out, 1);
+    let mut burst = vec![mbuf(&b.pool, &udp)];
+    raw_a.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pb, 0), Vec::<Vec<u8>>::new());
+    let mut burst = vec![mbuf(&b.pool, &ns)];
+    pb.tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pa, 1), vec![ns]);
     let c = pb.policy_counts();
     assert_eq!(
-        (c.clear_refused, c.no_sa, c.policy_mismatch),
-        (2, 1, 1),
+        (c.clear_refused, c.no_sa, c.policy_mismatch, c.no_policy_in),
+        (2, 1, 1, 1),
         "{c:?}"
     );
     let sa_in: Vec<_> = pb
@@ -1018,13 +1042,29 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
     let key = k(1);
     let ports = ring_pair_ports(&b.eal, "espkm", &b.pool, 256);
     let (raw_a, raw_b) = (&ports[0], &ports[1]);
-    let empty = IpsecConfig::default();
+    let frame = sctp_frame(false, 400, 1);
+    // Nothing configured, RFC 4301 §5's default: what no policy names is discarded.
+    let strict = IpsecPort::new(
+        raw_a.clone(),
+        b.pool.clone(),
+        &IpsecConfig::default(),
+        &b.dev,
+    )
+    .unwrap();
+    let mut burst = vec![mbuf(&b.pool, &frame)];
+    strict.tx_burst_all(0, &mut burst, 8);
+    assert!(receive_all(raw_b.as_ref(), 1).is_empty());
+    assert_eq!(strict.policy_counts().no_policy_out, 1);
+    drop(strict);
+    // The rest with what no policy names let through (`--ipsec-default bypass`), so that a
+    // frame arriving in the clear shows what the tables did.
+    let mut empty = IpsecConfig::default();
+    empty.spd.set_unmatched(Action::Bypass).unwrap();
     let pa = IpsecPort::new(raw_a.clone(), b.pool.clone(), &empty, &b.dev).unwrap();
     let pb = IpsecPort::new(raw_b.clone(), b.pool.clone(), &empty, &b.dev).unwrap();
     // Nothing configured: room kept for any SA, frames pass, CRC32c in software.
     assert_eq!(pa.headroom(), ddpdk_dataplane::ipsec::MAX_OVERHEAD);
     assert!(!pa.sctp_checksum_offload().tx && !pa.sctp_checksum_offload().rx);
-    let frame = sctp_frame(false, 400, 1);
     let mut burst = vec![mbuf(&b.pool, &frame)];
     pa.tx_burst_all(0, &mut burst, 8);
     assert_eq!(receive_all(&pb, 1), vec![frame.clone()]);

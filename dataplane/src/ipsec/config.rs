@@ -1067,6 +1067,7 @@ mod tests {
             dport: 5000,
             ports: true,
             fragment: false,
+            icmp: None,
         };
         assert_eq!(
             cfg.spd.action(Direction::Out, &to_peer),
@@ -1086,13 +1087,15 @@ mod tests {
             ..from_peer
         };
         assert_eq!(cfg.spd.action(Direction::In, &stranger), Action::Discard);
-        // An ipv4 rule never selects IPv6 traffic.
+        // An ipv4 rule never selects IPv6 traffic (which no policy names: RFC 4301 §5's
+        // default discards it).
         let v6 = Flow {
             src: "2001:db8::2".parse().unwrap(),
             dst: "2001:db8::1".parse().unwrap(),
             ..from_peer
         };
-        assert_eq!(cfg.spd.action(Direction::In, &v6), Action::Bypass);
+        assert!(cfg.spd.lookup(Direction::In, &v6).is_none());
+        assert_eq!(cfg.spd.action(Direction::In, &v6), Action::Discard);
     }
 
     /// What `show ipsec` prints of a policy reads back into the same policy, so an operator

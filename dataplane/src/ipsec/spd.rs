@@ -9,6 +9,17 @@ use super::{Direction, IPPROTO_SCTP};
 /// IP protocol numbers of TCP and UDP, whose ports a selector may name too.
 const IPPROTO_TCP: u8 = 6;
 const IPPROTO_UDP: u8 = 17;
+/// ICMP and ICMPv6, whose message type and code RFC 4301 §4.4.1.1 makes selectors.
+const IPPROTO_ICMP: u8 = 1;
+const IPPROTO_ICMPV6: u8 = 58;
+/// ICMPv6 Neighbor Solicitation and Advertisement (RFC 4861 §4.3, §4.4).
+const NEIGHBOR_SOLICITATION: u8 = 135;
+const NEIGHBOR_ADVERTISEMENT: u8 = 136;
+/// The path MTU's messages: ICMP Destination Unreachable, Fragmentation Needed (RFC 1191 §4)
+/// and ICMPv6 Packet Too Big (RFC 4443 §3.2).
+const ICMP_UNREACHABLE: u8 = 3;
+const ICMP_FRAGMENTATION_NEEDED: u8 = 4;
+const ICMPV6_PACKET_TOO_BIG: u8 = 2;
 
 /// What policy says of a packet (RFC 4301 §4.4.1: PROTECT, BYPASS, DISCARD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +108,10 @@ pub struct Flow {
     /// A fragment, first or later (IPv4 MF or an offset; an IPv6 Fragment header that is not
     /// atomic): IPsec works on reassembled packets (RFC 4301 §5.2, RFC 4303 §3.4.1).
     pub fragment: bool,
+    /// ICMP's (over IPv4) or ICMPv6's (over IPv6) message type and code, where the packet
+    /// holds them (RFC 4301 §4.4.1.1 names them as selectors): what tells Neighbor Discovery
+    /// apart ([`Spd::unmatched_action`]).
+    pub icmp: Option<(u8, u8)>,
 }
 
 /// What an Ethernet frame is, to policy.
@@ -200,6 +215,11 @@ impl Flow {
         } else {
             (0, 0)
         };
+        let icmp = match proto {
+            IPPROTO_ICMP if !v6 && first => frame.get(at..at + 2).map(|h| (h[0], h[1])),
+            IPPROTO_ICMPV6 if v6 && first => frame.get(at..at + 2).map(|h| (h[0], h[1])),
+            _ => None,
+        };
         Some(Framed::Ip(
             Flow {
                 src,
@@ -209,6 +229,7 @@ impl Flow {
                 dport,
                 ports,
                 fragment,
+                icmp,
             },
             at,
         ))
@@ -308,15 +329,45 @@ impl std::fmt::Display for Policy {
     }
 }
 
-/// The ordered policies of both directions.
-#[derive(Debug, Clone, Default)]
+/// The ordered policies of both directions, and what happens to traffic none of them names.
+#[derive(Debug, Clone)]
 pub struct Spd {
     policies: Vec<Policy>,
+    /// `Discard` (RFC 4301 §5) or `Bypass` (`--ipsec-default bypass`).
+    unmatched: Action,
+}
+
+/// RFC 4301 §5: "If no policy is found in the SPD that matches a packet (for either inbound
+/// or outbound traffic), the packet MUST be discarded."
+impl Default for Spd {
+    fn default() -> Spd {
+        Spd {
+            policies: Vec::new(),
+            unmatched: Action::Discard,
+        }
+    }
 }
 
 impl Spd {
     pub fn new() -> Spd {
         Spd::default()
+    }
+
+    /// What traffic no policy names gets: `Discard` (RFC 4301 §5, the default) or `Bypass`.
+    /// Anything else is refused.
+    pub fn set_unmatched(&mut self, action: Action) -> Result<(), String> {
+        match action {
+            Action::Discard | Action::Bypass => {
+                self.unmatched = action;
+                Ok(())
+            }
+            Action::Protect(_) => Err("traffic no policy names is discarded or bypassed".into()),
+        }
+    }
+
+    /// See [`Spd::set_unmatched`].
+    pub fn unmatched(&self) -> Action {
+        self.unmatched
     }
 
     pub fn add(&mut self, p: Policy) {
@@ -345,11 +396,34 @@ impl Spd {
             .find(|p| p.direction == dir && p.selector.matches(flow))
     }
 
-    /// What happens to `flow` going `dir`. Traffic no policy names passes (BYPASS): ARP,
-    /// Neighbor Discovery and flows the operator did not list keep working, and a deployment
-    /// that wants RFC 4301 §4.4.1's default-deny adds a lowest-priority `discard` for all.
+    /// What happens to `flow` going `dir`: its first policy's action, or
+    /// [`Spd::unmatched_action`].
     pub fn action(&self, dir: Direction, flow: &Flow) -> Action {
-        self.lookup(dir, flow).map_or(Action::Bypass, |p| p.action)
+        self.lookup(dir, flow)
+            .map_or_else(|| self.unmatched_action(flow), |p| p.action)
+    }
+
+    /// What happens to `flow` when no policy names it: [`Spd::unmatched`], except for two
+    /// kinds of ICMP that pass, each checked where it lands:
+    /// - Neighbor Solicitations and Advertisements: without them no IPv6 peer's link address
+    ///   is ever learnt, and nothing, protected or not, reaches it (ARP, which is not IP, is
+    ///   not policy's to judge either). The stack applies RFC 4861 §7.1's checks (hop limit
+    ///   255, code 0), so a solicitation from off the link is dropped there.
+    /// - The path MTU's messages (Fragmentation Needed, Packet Too Big), which RFC 4301 §8.2
+    ///   has IPsec act on: one quoting our ESP is believed only as §6.1.2 says (the SA's SPI,
+    ///   addresses and a sequence number it sent lately), one quoting clear SCTP only with the
+    ///   association's verification tag (RFC 9260 Appendix C).
+    ///
+    /// An operator's policy that names them (a catch-all `discard` with no protocol, say)
+    /// still decides first. Other ICMP, ping and Protocol Unreachable among it, needs a
+    /// policy.
+    pub fn unmatched_action(&self, flow: &Flow) -> Action {
+        match (flow.proto, flow.icmp) {
+            (IPPROTO_ICMPV6, Some((NEIGHBOR_SOLICITATION | NEIGHBOR_ADVERTISEMENT, _)))
+            | (IPPROTO_ICMPV6, Some((ICMPV6_PACKET_TOO_BIG, _)))
+            | (IPPROTO_ICMP, Some((ICMP_UNREACHABLE, ICMP_FRAGMENTATION_NEEDED))) => Action::Bypass,
+            _ => self.unmatched,
+        }
     }
 }
 
@@ -367,6 +441,7 @@ mod tests {
             dport,
             ports: true,
             fragment: false,
+            icmp: None,
         }
     }
 
@@ -484,7 +559,9 @@ mod tests {
             spd.action(Direction::Out, &flow("198.18.0.1", "198.18.0.2", 9, 5000)),
             Action::Protect(1000)
         );
-        // Another SCTP port, or the same port under another protocol, is not selected.
+        // Another SCTP port, or the same port under another protocol, is not selected (and
+        // so gets what traffic no policy names gets).
+        spd.set_unmatched(Action::Bypass).unwrap();
         assert_eq!(
             spd.action(Direction::Out, &flow("198.18.0.1", "198.18.0.2", 9, 5001)),
             Action::Bypass
@@ -589,6 +666,124 @@ mod tests {
         };
         dns.add(pol(10, to_53, Action::Discard));
         assert_eq!(dns.action(Direction::In, &udp), Action::Discard);
+    }
+
+    /// RFC 4301 §5: "If no policy is found in the SPD that matches a packet (for either
+    /// inbound or outbound traffic), the packet MUST be discarded." Before, such traffic
+    /// passed: a rule set of IPv4 rules alone left IPv6 SCTP in the clear.
+    #[test]
+    fn traffic_no_policy_names_is_discarded_4301_5() {
+        let mut spd = Spd::new();
+        assert_eq!(spd.unmatched(), Action::Discard);
+        spd.add(policy(
+            10,
+            Selector {
+                proto: Some(IPPROTO_SCTP),
+                dport: 5000..=5000,
+                ..Selector::default()
+            },
+            Action::Protect(1000),
+        ));
+        let named = flow("198.18.0.1", "198.18.0.2", 9, 5000);
+        let other_port = flow("198.18.0.1", "198.18.0.2", 9, 5001);
+        let v6 = flow("2001:db8::1", "2001:db8::2", 9, 5000);
+        assert_eq!(spd.action(Direction::Out, &named), Action::Protect(1000));
+        assert_eq!(spd.action(Direction::Out, &other_port), Action::Discard);
+        assert_eq!(spd.action(Direction::Out, &v6), Action::Protect(1000));
+        assert_eq!(spd.action(Direction::In, &named), Action::Discard);
+        // An empty SPD discards everything IP.
+        assert_eq!(Spd::new().action(Direction::In, &v6), Action::Discard);
+        // The operator's choice, `--ipsec-default bypass`: what no policy names passes.
+        spd.set_unmatched(Action::Bypass).unwrap();
+        assert_eq!(spd.action(Direction::Out, &other_port), Action::Bypass);
+        assert_eq!(spd.action(Direction::In, &named), Action::Bypass);
+        assert!(spd.set_unmatched(Action::Protect(1000)).is_err());
+        assert_eq!(spd.unmatched(), Action::Bypass);
+    }
+
+    /// An Ethernet frame of ICMP (IPv4) or ICMPv6 (IPv6) of message `type_` and `code`.
+    fn icmp_frame(v6: bool, type_: u8, code: u8) -> Vec<u8> {
+        let mut f = vec![0; 12];
+        if v6 {
+            f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 24, IPPROTO_ICMPV6, 255]);
+            f.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+            f.extend_from_slice(&[0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 2]);
+        } else {
+            f.extend_from_slice(&[
+                0x08,
+                0x00,
+                0x45,
+                0,
+                0,
+                28,
+                0,
+                0,
+                0,
+                0,
+                64,
+                IPPROTO_ICMP,
+                0,
+                0,
+            ]);
+            f.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 2]);
+        }
+        f.extend_from_slice(&[type_, code, 0, 0, 0, 0, 0, 0]);
+        f
+    }
+
+    /// Neighbor Solicitations and Advertisements (RFC 4861 §4.3, §4.4), without which no IPv6
+    /// peer is reachable at all, and the path MTU's messages, which RFC 4301 §8.2 has IPsec
+    /// act on, pass where no policy names them, whatever the SPD's default. Other ICMP (an
+    /// echo request, a Router Advertisement, a Protocol Unreachable), and ICMP over the other
+    /// family with the same numbers, get the default; and a policy that names them decides
+    /// first.
+    #[test]
+    fn neighbor_discovery_and_pmtu_messages_pass_where_no_policy_names_them() {
+        let of = |v6, t, c| match Flow::parse(&icmp_frame(v6, t, c)) {
+            Framed::Ip(f, _) => f,
+            other => panic!("{other:?}"),
+        };
+        let spd = Spd::new();
+        for dir in [Direction::In, Direction::Out] {
+            assert_eq!(spd.action(dir, &of(true, 135, 0)), Action::Bypass, "NS");
+            assert_eq!(spd.action(dir, &of(true, 136, 0)), Action::Bypass, "NA");
+            assert_eq!(spd.action(dir, &of(true, 2, 0)), Action::Bypass, "PTB");
+            assert_eq!(spd.action(dir, &of(false, 3, 4)), Action::Bypass, "FN");
+            assert_eq!(spd.action(dir, &of(true, 128, 0)), Action::Discard, "echo");
+            assert_eq!(spd.action(dir, &of(true, 134, 0)), Action::Discard, "RA");
+            assert_eq!(spd.action(dir, &of(false, 3, 2)), Action::Discard, "proto");
+            assert_eq!(spd.action(dir, &of(false, 8, 0)), Action::Discard, "ping");
+            assert_eq!(spd.action(dir, &of(false, 135, 0)), Action::Discard, "v4");
+            assert_eq!(spd.action(dir, &of(true, 3, 4)), Action::Discard, "v6");
+        }
+        assert_eq!(of(true, 135, 0).icmp, Some((135, 0)));
+        // Cut before its type: no ICMP selectors, so no exception.
+        let cut = icmp_frame(true, 135, 0);
+        assert_eq!(
+            Flow::parse(&cut[..54]),
+            Framed::Ip(
+                Flow {
+                    icmp: None,
+                    ..of(true, 135, 0)
+                },
+                54
+            )
+        );
+        let mut strict = Spd::new();
+        strict.add(Policy {
+            direction: Direction::In,
+            priority: 0,
+            selector: Selector::default(),
+            action: Action::Discard,
+        });
+        assert_eq!(
+            strict.action(Direction::In, &of(true, 135, 0)),
+            Action::Discard
+        );
+        assert_eq!(
+            strict.action(Direction::Out, &of(true, 135, 0)),
+            Action::Bypass
+        );
     }
 
     /// A prefix is its network: `198.18.0.1/24` and `198.18.0.0/24` select the same traffic

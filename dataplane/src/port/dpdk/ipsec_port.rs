@@ -38,6 +38,10 @@ pub struct PolicyStats {
     /// `discard` policies, inbound and outbound.
     pub discarded_in: AtomicU64,
     pub discarded_out: AtomicU64,
+    /// IP that no policy names, discarded (RFC 4301 §5; not with `--ipsec-default bypass`),
+    /// inbound and outbound.
+    pub no_policy_in: AtomicU64,
+    pub no_policy_out: AtomicU64,
     /// Outbound packets a policy protects with an SA that is not there.
     pub no_sa_out: AtomicU64,
     /// IP whose upper-layer protocol could not be found (truncated, too many extension
@@ -57,6 +61,8 @@ pub struct PolicyCounts {
     pub policy_mismatch: u64,
     pub discarded_in: u64,
     pub discarded_out: u64,
+    pub no_policy_in: u64,
+    pub no_policy_out: u64,
     pub no_sa_out: u64,
     pub unparsable: u64,
     pub pmtu_rejected: u64,
@@ -89,9 +95,13 @@ struct Tables {
 
 impl Tables {
     /// Whether frames need looking at: ESP for an SA is opened (and its inner packet checked
-    /// against policy) even when no policy is left.
+    /// against policy) even when no policy is left, and an SPD with no policy discards what
+    /// it does not name (RFC 4301 §5) unless told to let it pass.
     fn in_force(&self) -> bool {
-        !(self.spd.is_empty() && self.inbound.is_empty() && self.outbound.is_empty())
+        !(self.spd.is_empty()
+            && self.spd.unmatched() == Action::Bypass
+            && self.inbound.is_empty()
+            && self.outbound.is_empty())
     }
 
     fn sa(&self, direction: Direction, spi: u32) -> Option<&Arc<EspSa>> {
@@ -353,15 +363,22 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     }
 
     /// The policies in force, highest priority first (the numbers `remove_policy` takes).
+    /// What traffic no policy names gets: `Discard` (RFC 4301 §5) or `Bypass`
+    /// (`--ipsec-default bypass`); Neighbor Discovery passes either way
+    /// ([`Spd::unmatched_action`]).
+    pub fn unmatched(&self) -> Action {
+        self.tables.load().spd.unmatched()
+    }
+
     pub fn policies(&self) -> Vec<Policy> {
         self.tables.load().spd.policies().to_vec()
     }
 
     /// The families (`"ipv4"`, `"ipv6"`) in which clear SCTP from a host no policy names is
     /// accepted: the first inbound policy, in SPD order, that covers all of that family's
-    /// SCTP is a `bypass`, or there is none (RFC 4301 §4.4.1 would discard it; ddpdk's
-    /// default is bypass, see `docs/ipsec.md`). A catch-all `discard` that a broader-ranked
-    /// catch-all `bypass` shadows guards nothing.
+    /// SCTP is a `bypass`, or there is none and traffic no policy names passes
+    /// (`--ipsec-default bypass`; RFC 4301 §5 discards it, ddpdk's default). A catch-all
+    /// `discard` that a broader-ranked catch-all `bypass` shadows guards nothing.
     pub fn unguarded_families(&self) -> Vec<&'static str> {
         let t = self.tables.load();
         let covers = |p: &Policy, v6: bool| {
@@ -383,7 +400,8 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                     .policies()
                     .iter()
                     .find(|p| covers(p, *v6))
-                    .is_none_or(|p| p.action == Action::Bypass)
+                    .map_or(t.spd.unmatched(), |p| p.action)
+                    == Action::Bypass
             })
             .map(|(name, _)| name)
             .collect()
@@ -589,6 +607,8 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             policy_mismatch: r(&s.policy_mismatch),
             discarded_in: r(&s.discarded_in),
             discarded_out: r(&s.discarded_out),
+            no_policy_in: r(&s.no_policy_in),
+            no_policy_out: r(&s.no_policy_out),
             no_sa_out: r(&s.no_sa_out),
             unparsable: r(&s.unparsable),
             pmtu_rejected: r(&s.pmtu_rejected),
@@ -607,7 +627,16 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             Framed::Ip(flow, l4) => (flow, l4),
         };
         if flow.proto != IPPROTO_ESP {
-            return match t.spd.action(Direction::In, &flow) {
+            let Some(policy) = t.spd.lookup(Direction::In, &flow) else {
+                return match t.spd.unmatched_action(&flow) {
+                    Action::Bypass => Step::Pass(m),
+                    Action::Discard | Action::Protect(_) => {
+                        bump(&self.stats.no_policy_in);
+                        Step::Dropped
+                    }
+                };
+            };
+            return match policy.action {
                 Action::Bypass => Step::Pass(m),
                 Action::Protect(_) => {
                     bump(&self.stats.clear_refused);
@@ -689,7 +718,16 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         // processing of all traffic"), ESP included: a frame we sealed never comes back here
         // (`held` keeps the ones the device did not take), so protocol 50 on this path is
         // someone else's, and a `discard` must stop it like any other.
-        match t.spd.action(Direction::Out, &flow) {
+        let Some(policy) = t.spd.lookup(Direction::Out, &flow) else {
+            return match t.spd.unmatched_action(&flow) {
+                Action::Bypass => Step::Pass(m),
+                Action::Discard | Action::Protect(_) => {
+                    bump(&self.stats.no_policy_out);
+                    Step::Dropped
+                }
+            };
+        };
+        match policy.action {
             Action::Bypass => Step::Pass(m),
             Action::Discard => {
                 bump(&self.stats.discarded_out);
@@ -963,6 +1001,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
             dport: peer_port,
             ports: true,
             fragment: false,
+            icmp: None,
         };
         let Action::Protect(spi) = t.spd.action(Direction::Out, &flow) else {
             return None;
@@ -1083,6 +1122,8 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
                 ("ipsec_policy_mismatch".to_owned(), c.policy_mismatch),
                 ("ipsec_discarded_in".to_owned(), c.discarded_in),
                 ("ipsec_discarded_out".to_owned(), c.discarded_out),
+                ("ipsec_no_policy_in".to_owned(), c.no_policy_in),
+                ("ipsec_no_policy_out".to_owned(), c.no_policy_out),
                 ("ipsec_no_sa_out".to_owned(), c.no_sa_out),
                 ("ipsec_unparsable".to_owned(), c.unparsable),
                 ("ipsec_pmtu_rejected".to_owned(), c.pmtu_rejected),
