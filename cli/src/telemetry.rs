@@ -158,7 +158,7 @@ pub type Source = Arc<dyn Fn() -> Result<Snapshot, String> + Send + Sync>;
 
 /// The commands, their help, and what renders their answer.
 type Render = fn(&Snapshot, &str) -> Result<TelValue, String>;
-const COMMANDS: [(&str, &str, Render); 5] = [
+const COMMANDS: [(&str, &str, Render); 6] = [
     (
         "/ddpdk/assoc/list",
         "Returns SCTP association ids, ascending, 512 at most. Parameters: int first_id (optional)",
@@ -183,6 +183,11 @@ const COMMANDS: [(&str, &str, Render); 5] = [
         "/ddpdk/stats",
         "Returns counters per data core and control thread: frames, bytes placed, drops, DDP errors. Parameters: int core (optional)",
         stats,
+    ),
+    (
+        "/ddpdk/control",
+        "Returns the control thread's counters, every one: INITs, forwarded packets, peer invalidations, drops",
+        control,
     ),
 ];
 
@@ -667,6 +672,87 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
     Ok(answer)
 }
 
+/// The control thread's counters: in `/ddpdk/stats` (`full` false) those that fit beside
+/// three cores' in DPDK's 256 names; in `/ddpdk/control` (`full`) every one.
+fn control_stats(s: &Snapshot, full: bool) -> TelValue {
+    let c = &s.control;
+    let mut v = match dict(vec![
+        ("packets_in", u(c.packets)),
+        ("replies", u(c.replies)),
+        ("ignored", u(c.ignored)),
+        ("accepted", u(c.accepted)),
+        ("connected", u(c.connected)),
+        ("frames_out", u(c.tx.frames_out)),
+        ("session_messages", u(c.session_messages)),
+        ("initiates_pending", u(c.initiates_pending)),
+        ("initiates_over_limit", u(c.initiates_over_limit)),
+        ("flow_rules", u(c.flow_rules)),
+        ("flow_rules_refused", u(c.flow_rules_refused)),
+        // A rule the device would not remove stays until the port closes:
+        // shown, so that rules leaking on a device can be seen.
+        ("flow_rules_removed", u(c.flow_rules_removed)),
+        ("flow_rules_remove_failed", u(c.flow_rules_remove_failed)),
+        ("forward_dropped", u(c.forward_dropped)),
+        // A stalled core's revocation not acknowledged in time: the ULP heard
+        // of the Send with Invalidate without the STag vouched revoked.
+        ("invalidation_timeouts", u(c.invalidation_timeouts)),
+        // The control thread's own sends (INIT ACKs, ABORTs, ...) lost, by
+        // reason, named as a core's: every drop counted somewhere.
+        (
+            "drop",
+            dict(vec![
+                ("tx_refused", u(c.tx.tx_dropped)),
+                ("tx_no_buffer", u(c.tx.no_buffer)),
+                ("tx_unresolved", u(c.tx.unresolved)),
+                ("tx_too_big", u(c.tx.too_big)),
+            ]),
+        ),
+        ("clock", TelValue::Str(s.clock.into())),
+        (
+            "sctp",
+            dict(vec![
+                ("inits", u(c.endpoint.inits)),
+                ("init_acks_out", u(c.endpoint.init_acks_out)),
+                ("cookies_accepted", u(c.endpoint.cookies_accepted)),
+                ("bad_cookies", u(c.endpoint.bad_cookies)),
+                ("stale_cookies", u(c.endpoint.stale_cookies)),
+                ("adaptation_refused", u(c.endpoint.adaptation_refused)),
+                ("invalid_inits", u(c.endpoint.invalid_inits)),
+                ("ootb_aborts_out", u(c.endpoint.ootb_aborts_out)),
+                (
+                    "closed_port_aborts_out",
+                    u(c.endpoint.closed_port_aborts_out),
+                ),
+                ("bad_checksum", u(c.endpoint.bad_checksum)),
+                ("other_peer_address", u(c.endpoint.other_peer_address)),
+            ]),
+        ),
+    ]) {
+        TelValue::Dict(entries) => entries,
+        other => return other,
+    };
+    if full {
+        v.extend(
+            [
+                ("neighbours_shared", u(c.neighbours_shared)),
+                ("forwarded", u(c.forwarded)),
+                ("peer_invalidations", u(c.peer_invalidations)),
+            ]
+            .map(|(k, v)| (k.to_string(), v)),
+        );
+    }
+    TelValue::Dict(v)
+}
+
+/// `/ddpdk/control`: the control thread's counters, every one (`/ddpdk/stats` has room for
+/// only some beside three cores').
+fn control(s: &Snapshot, params: &str) -> Result<TelValue, String> {
+    if !params.trim().is_empty() {
+        return Err("usage: /ddpdk/control (no parameters)".into());
+    }
+    Ok(control_stats(s, true))
+}
+
 /// The names a telemetry dict holds at most (DPDK's `RTE_TEL_MAX_DICT_ENTRIES`).
 const DICT_NAMES: usize = 256;
 
@@ -681,7 +767,6 @@ fn name_count(v: &TelValue) -> usize {
 /// `/ddpdk/stats`'s answer: every core's counters (or core `only`'s) with the control
 /// thread's, IPsec's and the snapshot's.
 fn all_stats(s: &Snapshot, only: Option<usize>) -> TelValue {
-    let c = &s.control;
     let ipsec = s.ipsec.as_ref().map(|t| ("ipsec", ipsec_stats(t)));
     let snapshot = s.taken.map(|(number, at)| {
         (
@@ -707,61 +792,7 @@ fn all_stats(s: &Snapshot, only: Option<usize>) -> TelValue {
                             .collect(),
                     ),
                 ),
-                (
-                    "control",
-                    dict(vec![
-                        ("packets_in", u(c.packets)),
-                        ("replies", u(c.replies)),
-                        ("ignored", u(c.ignored)),
-                        ("accepted", u(c.accepted)),
-                        ("connected", u(c.connected)),
-                        ("frames_out", u(c.tx.frames_out)),
-                        ("session_messages", u(c.session_messages)),
-                        ("initiates_pending", u(c.initiates_pending)),
-                        ("initiates_over_limit", u(c.initiates_over_limit)),
-                        ("flow_rules", u(c.flow_rules)),
-                        ("flow_rules_refused", u(c.flow_rules_refused)),
-                        // A rule the device would not remove stays until the port closes:
-                        // shown, so that rules leaking on a device can be seen.
-                        ("flow_rules_removed", u(c.flow_rules_removed)),
-                        ("flow_rules_remove_failed", u(c.flow_rules_remove_failed)),
-                        ("forward_dropped", u(c.forward_dropped)),
-                        // A stalled core's revocation not acknowledged in time: the ULP heard
-                        // of the Send with Invalidate without the STag vouched revoked.
-                        ("invalidation_timeouts", u(c.invalidation_timeouts)),
-                        // The control thread's own sends (INIT ACKs, ABORTs, ...) lost, by
-                        // reason, named as a core's: every drop counted somewhere.
-                        (
-                            "drop",
-                            dict(vec![
-                                ("tx_refused", u(c.tx.tx_dropped)),
-                                ("tx_no_buffer", u(c.tx.no_buffer)),
-                                ("tx_unresolved", u(c.tx.unresolved)),
-                                ("tx_too_big", u(c.tx.too_big)),
-                            ]),
-                        ),
-                        ("clock", TelValue::Str(s.clock.into())),
-                        (
-                            "sctp",
-                            dict(vec![
-                                ("inits", u(c.endpoint.inits)),
-                                ("init_acks_out", u(c.endpoint.init_acks_out)),
-                                ("cookies_accepted", u(c.endpoint.cookies_accepted)),
-                                ("bad_cookies", u(c.endpoint.bad_cookies)),
-                                ("stale_cookies", u(c.endpoint.stale_cookies)),
-                                ("adaptation_refused", u(c.endpoint.adaptation_refused)),
-                                ("invalid_inits", u(c.endpoint.invalid_inits)),
-                                ("ootb_aborts_out", u(c.endpoint.ootb_aborts_out)),
-                                (
-                                    "closed_port_aborts_out",
-                                    u(c.endpoint.closed_port_aborts_out),
-                                ),
-                                ("bad_checksum", u(c.endpoint.bad_checksum)),
-                                ("other_peer_address", u(c.endpoint.other_peer_address)),
-                            ]),
-                        ),
-                    ]),
-                ),
+                ("control", control_stats(s, false)),
             ])
             .collect(),
     )
@@ -853,6 +884,47 @@ mod tests {
         let all = stats(&a, "").unwrap();
         let snap = dict_at(&all, &["snapshot"]);
         assert!(snap.contains(&("number".to_string(), TelValue::U64(1))));
+    }
+
+    /// `/ddpdk/control` has every control-thread counter, the three that `/ddpdk/stats` has
+    /// no room for beside three cores' included (before, they were not exported at all), with
+    /// the values of the snapshot; it takes no parameter.
+    #[test]
+    fn the_control_command_answers_every_control_counter() {
+        let s = Snapshot {
+            reports: (0..CORES_IN_ONE_ANSWER).map(core).collect(),
+            control: ControlStats {
+                neighbours_shared: 3,
+                forwarded: 5,
+                peer_invalidations: 7,
+                packets: 11,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = control(&s, "").unwrap();
+        let mut n = Vec::new();
+        names(&answer, "", &mut n);
+        for (name, want) in [
+            ("neighbours_shared", 3),
+            ("forwarded", 5),
+            ("peer_invalidations", 7),
+            ("packets_in", 11),
+        ] {
+            assert!(n.contains(&name.to_string()), "{name}: {n:?}");
+            let got = dict_at(&answer, &[])
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone());
+            assert_eq!(got, Some(TelValue::U64(want)), "{name}");
+        }
+        assert!(n.contains(&"sctp/bad_checksum".to_string()));
+        assert!(n.contains(&"drop/tx_refused".to_string()));
+        assert!(n.len() <= DICT_NAMES);
+        let mut in_stats = Vec::new();
+        names(&stats(&s, "").unwrap(), "", &mut in_stats);
+        assert!(!in_stats.contains(&"control/peer_invalidations".to_string()));
+        assert!(control(&s, "1").unwrap_err().contains("no parameters"));
     }
 
     /// DPDK 22.11 refuses a command of 56 bytes or more, or help of 128 or more.

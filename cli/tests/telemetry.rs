@@ -82,6 +82,7 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
         "/ddpdk/stats",
         "/ddpdk/assoc/info,999",
         "/help,/ddpdk/stats",
+        "/ddpdk/control",
     ];
     let r = procs::ask(&server_prefix, &cmds);
     let ids = procs::value(&r[0], cmds[0]).as_array().unwrap().clone();
@@ -180,6 +181,13 @@ fn a_running_endpoint_answers_on_the_telemetry_socket_and_exports_to_prometheus(
         "{stats}"
     );
     assert_eq!(stats["control/sctp/closed_port_aborts_out"], 0, "{stats}");
+    // Every control-thread counter, those /ddpdk/stats has no room for included.
+    let control = procs::value(&r[5], cmds[5]);
+    assert!(control["accepted"].as_u64() >= Some(1), "{control}");
+    for name in ["peer_invalidations", "forwarded", "neighbours_shared"] {
+        assert!(control[name].is_u64(), "{name}: {control}");
+    }
+    assert!(control["sctp/inits"].as_u64() >= Some(1), "{control}");
     // What the poll loops' clock reads: a TSC its watch dropped is told here.
     let clock = stats["control/clock"].as_str().unwrap_or("");
     assert!(
@@ -538,6 +546,34 @@ fn the_exporter_exports_the_control_threads_drops() {
             && out.contains("ddpdk_control_drops_total{reason=\"tx_too_big\"} 0"),
         "{out}"
     );
+}
+
+/// The control thread's counters that `/ddpdk/stats` has no room for (peer invalidations,
+/// packets forwarded to a core, neighbours shared) come from `/ddpdk/control` and are
+/// exported with help saying what they count; they were exported nowhere. A ddpdk without
+/// the command (it answers nothing) still gives the `/ddpdk/stats` ones.
+#[test]
+fn the_exporter_exports_the_control_counters_stats_has_no_room_for() {
+    let out = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5, "control/packets_in": 1},
+            "/ddpdk/control": {"packets_in": 9, "peer_invalidations": 7, "forwarded": 5,
+            "neighbours_shared": 3, "drop/tx_refused": 2}}"#,
+    );
+    for want in [
+        "ddpdk_control_peer_invalidations_total 7",
+        "ddpdk_control_forwarded_total 5",
+        "ddpdk_control_neighbours_shared_total 3",
+        "ddpdk_control_packets_in_total 9",
+        "ddpdk_control_drops_total{reason=\"tx_refused\"} 2",
+        "# HELP ddpdk_control_peer_invalidations_total Remote invalidations",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    let old = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5, "control/packets_in": 1},
+            "/ddpdk/control": None}"#,
+    );
+    assert!(old.contains("ddpdk_control_packets_in_total 1"), "{old}");
 }
 
 /// The control thread's flow rules the device would not remove and revocations a core did

@@ -68,6 +68,12 @@ CONTROL_HELP = {
     "invalidation_timeouts": "Remote invalidations (Send with Invalidate, RFC 5040 5.3) a "
                              "data core did not acknowledge in time: the receive reached the "
                              "ULP without the STag vouched revoked.",
+    "peer_invalidations": "Remote invalidations (Send with Invalidate, RFC 5040 5.3) revoked "
+                          "on every data core before the ULP heard of them.",
+    "forwarded": "Packets of a live association that reached the control thread and went on "
+                 "to the association's data core.",
+    "neighbours_shared": "Neighbours one data core learnt and the others were told of (one "
+                         "per core told).",
 }
 ASSOC_GAUGES = {
     "cwnd": ("ddpdk_association_cwnd_bytes", "Congestion window.", 1),
@@ -226,6 +232,12 @@ def collect(t):
         for key, value in reply.items():
             if key.startswith("core/") or core == 0:
                 stats[key] = value
+    # Every control-thread counter: /ddpdk/stats has room for some only. A ddpdk before the
+    # command answers it with nothing, and its /ddpdk/stats ones stand.
+    control = t.ask("/ddpdk/control")
+    if isinstance(control, dict) and "error" not in control:
+        for key, value in control.items():
+            stats[f"control/{key}"] = value
     for key, value in stats.items():
         parts = key.split("/")
         if parts[0] == "core" and len(parts) >= 3:
