@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+
+use crate::options::{bytes, whole};
 use ddpdk_control::rdmap::{decode_private_data, encode_private_data, RdmaLimits};
 use ddpdk_dataplane::net::{Interface, Rx};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal, Mbuf, Mempool, PortConf};
@@ -65,21 +67,21 @@ struct Args {
     #[arg(long, default_value_t = 5000)]
     port: u16,
     /// Tagged segments with random STags.
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, default_value_t = 1 << 20, value_parser = whole::<u64>(0, u64::MAX))]
     stags: u64,
     /// INITs of the flood.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = whole::<u64>(0, u64::MAX))]
     init_flood: u64,
     /// The endpoint's Valid.Cookie.Life, ms: the stale COOKIE ECHO waits it out.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, value_parser = whole::<u64>(1, 3_600_000))]
     cookie_life_ms: u64,
     /// The largest DDP segment the endpoint takes (RFC 5043 §9: what one unfragmented DATA
     /// chunk carries on its link, 1450 bytes over IPv4 at MTU 1500): the oversize attack sends
     /// one octet more, in one DATA chunk, so the endpoint's link must be smaller than ours
     /// (`--mtu`). Default: what one chunk carries on our own path, which only a smaller
-    /// endpoint refuses.
-    #[arg(long)]
-    mulpdu: Option<usize>,
+    /// endpoint refuses. At least the tagged header's 14 bytes; binary units (`1K`).
+    #[arg(long, value_parser = bytes::<u32>(14, 65_535))]
+    mulpdu: Option<u32>,
     /// After each attack, wait for a line on stdin (a harness reads counters meanwhile).
     #[arg(long)]
     step: bool,
@@ -554,9 +556,10 @@ impl Attacker {
         let terminates = self.terminates(1);
         let (stag, to, _) = self.open(1)?;
         // The endpoint's own rule: what one unfragmented chunk carries on its link.
-        let mulpdu = args
-            .mulpdu
-            .unwrap_or_else(|| self.assoc.max_message().saturating_sub(2));
+        let mulpdu = args.mulpdu.map_or_else(
+            || self.assoc.max_message().saturating_sub(2),
+            |m| m as usize,
+        );
         let ssn = self.next_ssn(1);
         // One octet over: a 14-byte tagged header and the payload make MULPDU + 1.
         let over = tseg(ssn, stag, to, &vec![0x77; mulpdu + 1 - 14]);
@@ -901,4 +904,31 @@ fn init_ack(p: &[u8], port: u16) -> Option<(u32, Vec<u8>)> {
         params = params.get(l.next_multiple_of(4)..)?;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--mulpdu` below the tagged header's 14 bytes made `mulpdu + 1 - 14` wrap (a panic, or
+    /// a vector of 2^64 bytes); it is refused at parsing now, and byte counts take binary
+    /// units as the endpoint's do.
+    #[test]
+    fn a_mulpdu_below_the_tagged_header_is_refused_and_units_are_taken() {
+        let parse = |extra: &str| {
+            Args::try_parse_from(
+                format!("ddpdk-attack --ip 198.18.0.1 --peer 198.18.0.2 {extra}")
+                    .split_whitespace(),
+            )
+        };
+        assert!(parse("--mulpdu 5").is_err());
+        assert!(parse("--mulpdu -1").is_err());
+        assert_eq!(parse("--mulpdu 14").map(|a| a.mulpdu).ok(), Some(Some(14)));
+        assert_eq!(
+            parse("--mulpdu 1K").map(|a| a.mulpdu).ok(),
+            Some(Some(1024))
+        );
+        assert!(parse("--cookie-life-ms 0").is_err());
+        assert!(parse("--stags -3").is_err());
+    }
 }

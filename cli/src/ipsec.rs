@@ -223,8 +223,9 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
                  4301 §5 discards it)"
             } else {
                 "IP traffic no policy names is discarded (RFC 4301 §5), but for IPv6 Neighbor \
-                 Discovery and the path MTU's ICMP; ping needs policies of its own (`sp ipv4 \
-                 in esp bypass proto 1`, and `out`)"
+                 Solicitations and Advertisements and the path MTU's ICMP; ping needs policies \
+                 of its own (`sp ipv4 in esp bypass proto 1` and `out`; `proto 58` for \
+                 ipv6)"
             }
         ),
     );
@@ -365,7 +366,8 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         out += &format!("  policy {i}: {p}\n");
     }
     out += &format!(
-        "  no policy: {} (IPv6 Neighbor Discovery and the path MTU's ICMP pass)\n",
+        "  no policy: {} (IPv6 Neighbor Solicitations and Advertisements and the path MTU's \
+         ICMP pass)\n",
         if port.unmatched() == Action::Bypass {
             "bypass"
         } else {
@@ -398,7 +400,12 @@ pub fn show_json<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> serde_json::Value 
         "headroom": port.headroom(),
         "sas": port.sa_reports(),
         "policies": port.policies().iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "no_policy": if port.unmatched() == Action::Bypass { "bypass" } else { "discard" },
+        // With IPsec off every frame passes, whatever an unused SPD would say.
+        "no_policy": match (port.is_enabled(), port.unmatched()) {
+            (false, _) => serde_json::Value::Null,
+            (true, Action::Bypass) => json!("bypass"),
+            (true, _) => json!("discard"),
+        },
         "drops": port.policy_counts(),
     }})
 }

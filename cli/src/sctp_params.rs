@@ -143,9 +143,14 @@ fn find(name: &str) -> Result<&'static Param, String> {
     })
 }
 
-/// `value` as parameter `p`'s: a whole number within its range. One too large for any
+/// `value` as parameter `p`'s: a whole number within its range, a count of bytes with a
+/// binary unit for one in bytes (`a_rwnd=4M`, as `--region-bytes 4M`). One too large for any
 /// number is out of range too, not "not a whole number".
 fn value_of(p: &Param, name: &str, value: &str) -> Result<u64, String> {
+    if p.unit == "bytes" {
+        return crate::options::bytes::<u64>(p.min, p.max)(value)
+            .map_err(|e| format!("SCTP parameter {name} ({}): {value}: {e}", p.what));
+    }
     let out_of_range = || {
         format!(
             "SCTP parameter {name} ({}): {value} is outside {}..={}{}",
@@ -260,6 +265,25 @@ mod tests {
         assert!(e.contains("is outside"), "{e}");
         let e = set(&mut c, "rto_min_ms", "12a").unwrap_err();
         assert!(e.contains("not a whole number"), "{e}");
+    }
+
+    /// A parameter in bytes takes binary units, as every byte count of the command line and
+    /// the shell does (`--sctp a_rwnd=4M` was "not a whole number"); junk and counts out of
+    /// its range are refused, saying the range.
+    #[test]
+    fn a_parameter_in_bytes_takes_binary_units() {
+        let mut c = Config::default();
+        apply(&mut c, &["a_rwnd=4M".into()]).unwrap();
+        assert_eq!(c.a_rwnd, 4 << 20);
+        set(&mut c, "a_rwnd", "64K").unwrap();
+        assert_eq!(c.a_rwnd, 64 << 10);
+        set(&mut c, "a_rwnd", "1500").unwrap();
+        assert_eq!(c.a_rwnd, 1500);
+        let e = set(&mut c, "a_rwnd", "2G").unwrap_err();
+        assert!(e.contains("a_rwnd") && e.contains("out of range"), "{e}");
+        let e = set(&mut c, "a_rwnd", "4MB").unwrap_err();
+        assert!(e.contains("1000 or of 1024"), "{e}");
+        assert_eq!(c.a_rwnd, 1500, "a refused setting changes nothing");
     }
 
     #[test]

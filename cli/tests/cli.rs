@@ -750,6 +750,25 @@ fn ipsec_commands_without_ipsec_say_it_is_off() {
     assert!(!text.contains("no SA is due"), "{text}");
 }
 
+/// With IPsec off, `show ipsec --json` says what no policy names gets as nothing (`null`),
+/// not `discard`: every frame passes when IPsec is off (before, the unused SPD's default
+/// read as discarding everything).
+#[test]
+fn show_ipsec_without_ipsec_names_no_default() {
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i", "--json"],
+        b"show ipsec\nquit\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let ipsec = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("ipsec").cloned())
+        .unwrap_or_else(|| panic!("no ipsec report: {text}"));
+    assert_eq!(ipsec["enabled"], false, "{ipsec}");
+    assert!(ipsec["no_policy"].is_null(), "{ipsec}");
+}
+
 /// A DDP endpoint answers testpmd's port commands for its one port, and refuses another
 /// port's number (it used to print port 0's counters whatever was asked).
 #[test]
