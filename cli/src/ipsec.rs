@@ -224,8 +224,8 @@ pub fn announce<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>, json: bool, socket: Op
             } else {
                 "IP traffic no policy names is discarded (RFC 4301 §5), but for IPv6 Neighbor \
                  Solicitations and Advertisements and the path MTU's ICMP; ping needs policies \
-                 of its own (`sp ipv4 in esp bypass proto 1` and `out`; `proto 58` for \
-                 ipv6)"
+                 of its own (`sp ipv4 in esp bypass proto 1 type 8`, `sp ipv4 out esp bypass \
+                 proto 1 type 0`; ipv6: `proto 58 type 128`, `type 129`)"
             }
         ),
     );

@@ -375,7 +375,7 @@ pub struct Options {
     /// `discard` (the default) is RFC 4301 §5's; `bypass` lets it pass in the clear, as Linux's
     /// xfrm does by default. IPv6 Neighbor Solicitations and Advertisements and the path MTU's
     /// ICMP (Fragmentation Needed, Packet Too Big) pass either way, and ARP is not IP; other
-    /// ICMP (ping) needs a policy (docs/ipsec.md).
+    /// ICMP (ping) needs a policy, by type if you like (`proto 1 type 8`; docs/ipsec.md).
     #[arg(long, value_name = "ACTION", value_enum)]
     pub ipsec_default: Option<IpsecDefault>,
 }

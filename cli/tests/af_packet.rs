@@ -441,6 +441,110 @@ fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
     );
 }
 
+/// RFC 4301 §5 and §4.4.1.1 with the kernel's `ping` on the other end of the veth: an
+/// endpoint with IPsec on and no policy discards the echo requests (counted as named by no
+/// policy), while its Neighbor Advertisements still reach the kernel (its neighbour table has
+/// the endpoint); with policies naming ICMP's echo request in and echo reply out by type
+/// (`proto 1 type 8`, `proto 58 type 128`, ...), both families' pings are answered.
+#[test]
+fn the_kernels_ping_needs_a_policy_naming_its_icmp_under_ipsec_4301_5() {
+    let net = Net::new("pingesp", 1500);
+    let ns = net.ns.as_str();
+    let sh = |args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(args)
+            .output()
+            .expect("ip netns exec");
+        text(&o)
+    };
+    sh(&["ip", "addr", "add", "198.18.0.1/24", "dev", "afb"]);
+    sh(&["sysctl", "-qw", "net.ipv6.conf.afb.disable_ipv6=0"]);
+    sh(&[
+        "ip",
+        "-6",
+        "addr",
+        "add",
+        "2001:db8::1/64",
+        "dev",
+        "afb",
+        "nodad",
+    ]);
+    let conf = std::env::temp_dir().join(format!("ddpdk-pingesp-{}.conf", std::process::id()));
+    std::fs::write(
+        &conf,
+        "sp ipv4 in esp bypass pri 5 proto 1 type 8\n\
+         sp ipv4 out esp bypass pri 5 proto 1 type 0\n\
+         sp ipv6 in esp bypass pri 5 proto 58 type 128\n\
+         sp ipv6 out esp bypass pri 5 proto 58 type 129\n",
+    )
+    .expect("write");
+    let conf_arg = conf.to_str().expect("utf-8").to_string();
+    let pings: [&[&str]; 2] = [
+        &["ping", "-c", "3", "-i", "0.2", "-W", "1", "198.18.0.2"],
+        &[
+            "ping",
+            "-6",
+            "-c",
+            "3",
+            "-i",
+            "0.2",
+            "-W",
+            "1",
+            "2001:db8::2",
+        ],
+    ];
+    for with_policy in [false, true] {
+        let mut app = vec![
+            "--ddp-listen",
+            "--ip",
+            "198.18.0.2",
+            "--ip",
+            "2001:db8::2",
+            "--json",
+            "--run-for",
+            "6",
+        ];
+        if with_policy {
+            app.extend(["--ipsec-config", conf_arg.as_str()]);
+        } else {
+            app.push("--ipsec");
+        }
+        let mut server = net.ddpdk("afa", "0@0", &app);
+        let stderr = server.stderr.take().expect("stderr");
+        let (_head, rest) = procs::read_until(stderr, "the server", |l| l.contains("(listening)"));
+        for args in pings {
+            let out = sh(args);
+            let want = if with_policy {
+                " 0% packet loss"
+            } else {
+                " 100% packet loss"
+            };
+            assert!(out.contains(want), "policy {with_policy}: {args:?}:\n{out}");
+        }
+        // The endpoint's Neighbor Advertisement passed, policy or none.
+        let neigh = sh(&["ip", "-6", "neigh", "show", "2001:db8::2"]);
+        assert!(neigh.contains("lladdr"), "policy {with_policy}: {neigh}");
+        let o = server.wait_with_output().expect("server");
+        let all =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &rest.join().unwrap_or_default();
+        let ipsec = o
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+            .find_map(|v| v.get("ipsec").cloned())
+            .unwrap_or_else(|| panic!("no ipsec report: {all}"));
+        let discarded = ipsec["drops"]["no_policy_in"].as_u64().unwrap_or(0);
+        if with_policy {
+            assert_eq!(discarded, 0, "{ipsec}");
+        } else {
+            assert!(discarded >= 6, "the echo requests: {ipsec}");
+        }
+        sh(&["ip", "-6", "neigh", "flush", "dev", "afb"]);
+    }
+    let _ = std::fs::remove_file(&conf);
+}
+
 /// Found by an outside-in test (session 62): a `perf client` whose association ended under it
 /// (here the kernel on the server's side takes the server's address too, mid-transfer, and
 /// answers the client's DATA with ICMP Protocol Unreachable, RFC 9260 Appendix C ICMP8; a

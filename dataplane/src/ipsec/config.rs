@@ -644,7 +644,21 @@ fn sp_rule(w: &[&str]) -> Result<Policy, String> {
             }
             "sport" => sel.sport = range(key, val)?,
             "dport" => sel.dport = range(key, val)?,
+            "type" => sel.icmp_type = Some(number(key, val)?),
+            "code" => sel.icmp_code = Some(number(key, val)?),
             other => return Err(format!("unknown sp keyword {}", shown(other))),
+        }
+    }
+    // RFC 4301 §4.4.1.1: ICMP's type and code are its selectors, in place of ports.
+    let icmp = if all.addr.is_ipv4() { 1 } else { 58 };
+    if sel.icmp_type.is_some() || sel.icmp_code.is_some() {
+        if sel.proto != Some(icmp) {
+            return Err(format!(
+                "type and code select ICMP messages: the rule needs proto {icmp}"
+            ));
+        }
+        if sel.icmp_type.is_none() {
+            return Err("code needs the message's type too (type T code C)".into());
         }
     }
     Ok(Policy {
@@ -662,6 +676,54 @@ mod tests {
     use crate::ipsec::Flow;
 
     const KEY16: &str = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c";
+
+    /// RFC 4301 §4.4.1.1: ICMP's message type and code are selectors, as ports are for SCTP:
+    /// a rule lets ping's echo requests in and its replies out, and no other ICMP; the rule
+    /// reads back as written (`show ipsec`); type and code outside ICMP, or a code without its
+    /// type, are refused.
+    #[test]
+    fn icmp_type_and_code_are_selectors_4301_4_4_1_1() {
+        let rule = |t: &str| parse_sp(&t.split_whitespace().collect::<Vec<_>>());
+        let echo_in = rule("ipv4 in esp bypass pri 5 proto 1 type 8").unwrap();
+        let unreachable = rule("ipv4 in esp discard pri 5 proto 1 type 3 code 1").unwrap();
+        let v6 = rule("ipv6 in esp bypass pri 5 proto 58 type 128").unwrap();
+        let icmp = |t, c| Flow {
+            src: "198.18.0.1".parse().unwrap(),
+            dst: "198.18.0.2".parse().unwrap(),
+            proto: 1,
+            sport: 0,
+            dport: 0,
+            ports: false,
+            fragment: false,
+            icmp: Some((t, c)),
+        };
+        assert!(echo_in.selector.matches(&icmp(8, 0)));
+        assert!(!echo_in.selector.matches(&icmp(0, 0)), "an echo reply");
+        assert!(!echo_in.selector.matches(&Flow {
+            icmp: None,
+            ..icmp(8, 0)
+        }));
+        assert!(unreachable.selector.matches(&icmp(3, 1)));
+        assert!(!unreachable.selector.matches(&icmp(3, 4)));
+        for p in [&echo_in, &unreachable, &v6] {
+            let text = p.to_string();
+            let back = rule(text.strip_prefix("sp ").unwrap()).unwrap();
+            assert_eq!(&back, p, "{text}");
+        }
+        assert_eq!(
+            unreachable.to_string(),
+            "sp ipv4 in esp discard pri 5 proto 1 type 3 code 1"
+        );
+        for bad in [
+            "ipv4 in esp bypass proto sctp type 8",
+            "ipv4 in esp bypass type 8",
+            "ipv6 in esp bypass proto 1 type 8",
+            "ipv4 in esp bypass proto 1 code 1",
+            "ipv4 in esp bypass proto 1 type 256",
+        ] {
+            assert!(rule(bad).is_err(), "{bad}");
+        }
+    }
 
     /// A rule whose last line ends in `\` is refused with its line, not dropped: the file
     /// below without the check read as 1 SA and 0 policies, so SCTP went in the clear.

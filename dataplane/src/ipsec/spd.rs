@@ -244,6 +244,10 @@ pub struct Selector {
     pub proto: Option<u8>,
     pub sport: RangeInclusive<u16>,
     pub dport: RangeInclusive<u16>,
+    /// ICMP's (or ICMPv6's) message type and code (RFC 4301 §4.4.1.1), for a rule of
+    /// protocol 1 (IPv4) or 58 (IPv6): a packet without them (truncated) matches neither.
+    pub icmp_type: Option<u8>,
+    pub icmp_code: Option<u8>,
 }
 
 impl Default for Selector {
@@ -254,6 +258,8 @@ impl Default for Selector {
             proto: None,
             sport: 0..=u16::MAX,
             dport: 0..=u16::MAX,
+            icmp_type: None,
+            icmp_code: None,
         }
     }
 }
@@ -267,6 +273,12 @@ impl Selector {
             && (f.ports || (self.sport == any && self.dport == any))
             && self.sport.contains(&f.sport)
             && self.dport.contains(&f.dport)
+            && self
+                .icmp_type
+                .is_none_or(|t| f.icmp.is_some_and(|(ft, _)| ft == t))
+            && self
+                .icmp_code
+                .is_none_or(|c| f.icmp.is_some_and(|(_, fc)| fc == c))
     }
 }
 
@@ -319,6 +331,11 @@ impl std::fmt::Display for Policy {
             Some(IPPROTO_SCTP) => f.write_str(" proto sctp")?,
             Some(p) => write!(f, " proto {p}")?,
             None => {}
+        }
+        for (key, v) in [("type", s.icmp_type), ("code", s.icmp_code)] {
+            if let Some(v) = v {
+                write!(f, " {key} {v}")?;
+            }
         }
         for (key, r) in [("sport", &s.sport), ("dport", &s.dport)] {
             if *r != (0..=u16::MAX) {
