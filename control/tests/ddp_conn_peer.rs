@@ -3985,10 +3985,11 @@ fn rfc7306_5_2_2_a_sink_the_peer_invalidated_just_before_takes_no_result() {
         d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
         "nothing written into the invalidated sink"
     );
+    // Performed by the Responder, its result lost here: not "flushed" (not carried out).
     assert!(d.comps.contains(&Completion {
         wr_id: 5,
         stream: S,
-        status: Status::Flushed
+        status: Status::LocalProtection
     }));
     assert_eq!(d.conn().stats().atomic_results_lost, 1);
 }
@@ -4047,7 +4048,7 @@ fn rfc7306_5_2_2_an_atomic_response_names_no_sink_so_one_the_peer_invalidated_ea
         .filter(|c| c.wr_id == 5)
         .map(|c| c.status)
         .collect();
-    assert_eq!(atomic, [Status::Flushed]);
+    assert_eq!(atomic, [Status::LocalProtection]);
     assert_eq!(d.conn().stats().atomic_results_lost, 1);
 }
 

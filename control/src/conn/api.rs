@@ -482,7 +482,10 @@ pub enum Status {
     Flushed,
     /// It failed of this side's own fault, not the peer's: an RDMA Read whose Data Sink the
     /// ULP deregistered or invalidated while it was outstanding, its response then placing
-    /// nothing ([`RxError::SinkRevoked`]; RFC 5040 §4.8 Local Catastrophic). The stream ends.
+    /// nothing ([`RxError::SinkRevoked`]; RFC 5040 §4.8 Local Catastrophic; the stream ends);
+    /// or an Atomic whose result buffer was deregistered, or invalidated by the peer, before
+    /// its response came: the Responder performed it, its Original Remote Data Value had
+    /// nowhere to go (RFC 7306 §5.2.2; the stream goes on).
     LocalProtection,
 }
 

@@ -98,8 +98,9 @@ impl<'a> RdmapUlp<'a> {
     /// An Atomic Response arrived (RFC 7306 §5.2.2): the Original Remote Data Value goes into
     /// the Atomic's sink, in this machine's byte order, and the Atomic completes (§5.4 rule 7).
     /// A sink deregistered meanwhile, or invalidated by the peer (RFC 5040 §5.3), in this
-    /// packet or an earlier one, takes nothing: the work request completes in error, and no
-    /// Terminate is sent. Unlike a Read Response (tagged, its Data Sink STag on the wire, so a
+    /// packet or an earlier one, takes nothing: the work request completes `LocalProtection`
+    /// (the Responder performed the operation, so `Flushed`, "not carried out", would invite a
+    /// ULP to post a FetchAdd again and add twice), and no Terminate is sent. Unlike a Read Response (tagged, its Data Sink STag on the wire, so a
     /// sink the peer invalidated is its Invalid STag, RFC 5041 §7.2), an Atomic Response is
     /// untagged on QN 3 and holds only the Request Identifier and the Original Remote Data
     /// Value (§5.2.2 Figure 6), and the Atomic Request names only the Responder's Remote STag
@@ -132,7 +133,9 @@ impl<'a> RdmapUlp<'a> {
             Status::Success
         } else {
             out.stats.atomic_results_lost += 1;
-            Status::Flushed
+            // In posting order, as the stream's other work: marked here, reported in turn.
+            self.rdmap.fail_local(atomic.seq);
+            Status::LocalProtection
         };
         let done = Done {
             wr_id: atomic.wr_id,
