@@ -732,11 +732,22 @@ fn control_stats(s: &Snapshot, full: bool) -> TelValue {
         other => return other,
     };
     if full {
+        let (e, t) = (&c.endpoint, &c.tx);
         v.extend(
             [
                 ("neighbours_shared", u(c.neighbours_shared)),
                 ("forwarded", u(c.forwarded)),
                 ("peer_invalidations", u(c.peer_invalidations)),
+                ("sctp/packets_in", u(e.packets_in)),
+                ("sctp/host_name_refused", u(e.host_name_refused)),
+                (
+                    "sctp/ootb_shutdown_completes_out",
+                    u(e.ootb_shutdown_completes_out),
+                ),
+                ("sctp/ignored", u(e.ignored)),
+                ("tx_ring_full", u(t.tx_ring_full)),
+                ("tx_backlog_peak", u(t.backlog_peak)),
+                ("tx_held_sent", u(t.held_sent)),
             ]
             .map(|(k, v)| (k.to_string(), v)),
         );
@@ -918,8 +929,19 @@ mod tests {
                 .map(|(_, v)| v.clone());
             assert_eq!(got, Some(TelValue::U64(want)), "{name}");
         }
-        assert!(n.contains(&"sctp/bad_checksum".to_string()));
-        assert!(n.contains(&"drop/tx_refused".to_string()));
+        for name in [
+            "sctp/bad_checksum",
+            "sctp/host_name_refused",
+            "sctp/ootb_shutdown_completes_out",
+            "sctp/ignored",
+            "sctp/packets_in",
+            "drop/tx_refused",
+            "tx_ring_full",
+            "tx_backlog_peak",
+            "tx_held_sent",
+        ] {
+            assert!(n.contains(&name.to_string()), "{name}: {n:?}");
+        }
         assert!(n.len() <= DICT_NAMES);
         let mut in_stats = Vec::new();
         names(&stats(&s, "").unwrap(), "", &mut in_stats);

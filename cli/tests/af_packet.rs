@@ -534,10 +534,10 @@ fn the_kernels_ping_needs_a_policy_naming_its_icmp_under_ipsec_4301_5() {
             .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
             .find_map(|v| v.get("ipsec").cloned())
             .unwrap_or_else(|| panic!("no ipsec report: {all}"));
-        let discarded = ipsec["drops"]["no_policy_in"].as_u64().unwrap_or(0);
-        if with_policy {
-            assert_eq!(discarded, 0, "{ipsec}");
-        } else {
+        // Without a policy the six echo requests at least (the kernel's Router Solicitations
+        // and MLD reports name no policy either, and may come in any run: not counted on).
+        if !with_policy {
+            let discarded = ipsec["drops"]["no_policy_in"].as_u64().unwrap_or(0);
             assert!(discarded >= 6, "the echo requests: {ipsec}");
         }
         sh(&["ip", "-6", "neigh", "flush", "dev", "afb"]);

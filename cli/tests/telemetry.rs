@@ -557,7 +557,7 @@ fn the_exporter_exports_the_control_counters_stats_has_no_room_for() {
     let out = exporter_against(
         r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5, "control/packets_in": 1},
             "/ddpdk/control": {"packets_in": 9, "peer_invalidations": 7, "forwarded": 5,
-            "neighbours_shared": 3, "drop/tx_refused": 2}}"#,
+            "neighbours_shared": 3, "drop/tx_refused": 2, "tx_backlog_peak": 4}}"#,
     );
     for want in [
         "ddpdk_control_peer_invalidations_total 7",
@@ -565,6 +565,8 @@ fn the_exporter_exports_the_control_counters_stats_has_no_room_for() {
         "ddpdk_control_neighbours_shared_total 3",
         "ddpdk_control_packets_in_total 9",
         "ddpdk_control_drops_total{reason=\"tx_refused\"} 2",
+        "# TYPE ddpdk_control_tx_backlog_peak gauge",
+        "ddpdk_control_tx_backlog_peak 4",
         "# HELP ddpdk_control_peer_invalidations_total Remote invalidations",
     ] {
         assert!(out.contains(want), "{want}: {out}");

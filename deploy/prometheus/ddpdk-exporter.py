@@ -58,6 +58,8 @@ CORE_HELP = {
 # /ddpdk/stats control/NAME values that are levels, not counts.
 CONTROL_GAUGES = {
     "initiates_pending": "DDP Stream Session Initiates waiting for the ULP (RFC 5043 6.4).",
+    "tx_backlog_peak": "The most frames the control thread's transmit queue held waiting for "
+                       "the device's ring at once.",
 }
 CONTROL_HELP = {
     "initiates_over_limit": "Initiates answered with a Terminate: the pending limit was "
@@ -74,6 +76,9 @@ CONTROL_HELP = {
                  "to the association's data core.",
     "neighbours_shared": "Neighbours one data core learnt and the others were told of (one "
                          "per core told).",
+    "tx_ring_full": "Times the device's ring filled under the control thread's frames "
+                    "(backpressure, not loss).",
+    "tx_held_sent": "Control-thread packets held while their neighbour was resolved, then sent.",
 }
 ASSOC_GAUGES = {
     "cwnd": ("ddpdk_association_cwnd_bytes", "Congestion window.", 1),

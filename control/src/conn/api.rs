@@ -480,7 +480,7 @@ pub enum Status {
     Success,
     /// Not (wholly) sent, or its delivery is unknown: the session or association ended first.
     Flushed,
-    /// It failed of this side's own fault, not the peer's: an RDMA Read whose Data Sink the
+    /// It failed of this side's local memory, not of a peer's error: an RDMA Read whose Data Sink the
     /// ULP deregistered or invalidated while it was outstanding, its response then placing
     /// nothing ([`RxError::SinkRevoked`]; RFC 5040 §4.8 Local Catastrophic; the stream ends);
     /// or an Atomic whose result buffer was deregistered, or invalidated by the peer, before

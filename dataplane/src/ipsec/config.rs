@@ -661,6 +661,11 @@ fn sp_rule(w: &[&str]) -> Result<Policy, String> {
             return Err("code needs the message's type too (type T code C)".into());
         }
     }
+    // ICMP has no ports: a port range on its rule could never match anything.
+    let any = 0..=u16::MAX;
+    if sel.proto == Some(icmp) && (sel.sport != any || sel.dport != any) {
+        return Err("ICMP has no ports: select its messages with type T (and code C)".into());
+    }
     Ok(Policy {
         direction: dir,
         priority,
@@ -720,6 +725,8 @@ mod tests {
             "ipv6 in esp bypass proto 1 type 8",
             "ipv4 in esp bypass proto 1 code 1",
             "ipv4 in esp bypass proto 1 type 256",
+            "ipv4 in esp bypass proto 1 type 8 sport 1:2",
+            "ipv6 in esp bypass proto 58 dport 5:5",
         ] {
             assert!(rule(bad).is_err(), "{bad}");
         }
