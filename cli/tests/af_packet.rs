@@ -58,6 +58,31 @@ impl Net {
         net
     }
 
+    /// The kernel's end of the veth (`afb`) with 198.18.0.1/24 and 2001:db8::1/64, IPv6 on.
+    fn kernel_dual_stack(&self) {
+        for args in [
+            &["ip", "addr", "add", "198.18.0.1/24", "dev", "afb"][..],
+            &["sysctl", "-qw", "net.ipv6.conf.afb.disable_ipv6=0"],
+            &[
+                "ip",
+                "-6",
+                "addr",
+                "add",
+                "2001:db8::1/64",
+                "dev",
+                "afb",
+                "nodad",
+            ],
+        ] {
+            let o = Command::new("ip")
+                .args(["netns", "exec", &self.ns])
+                .args(args)
+                .output()
+                .expect("ip netns exec");
+            assert!(o.status.success(), "{args:?}: {}", text(&o));
+        }
+    }
+
     /// `ip netns exec NS ddpdk` with EAL arguments for one end on interface `iface`.
     fn ddpdk(&self, iface: &str, lcores: &str, app: &[&str]) -> std::process::Child {
         // No qpairs: ddpdk gives an endpoint the queue pairs it needs.
@@ -363,18 +388,7 @@ fn the_kernels_ping_is_answered_over_af_packet_rfc1122_3_2_2_6() {
         assert!(o.status.success(), "{args:?}: {}", text(&o));
         text(&o)
     };
-    sh(&["ip", "addr", "add", "198.18.0.1/24", "dev", "afb"]);
-    sh(&["sysctl", "-qw", "net.ipv6.conf.afb.disable_ipv6=0"]);
-    sh(&[
-        "ip",
-        "-6",
-        "addr",
-        "add",
-        "2001:db8::1/64",
-        "dev",
-        "afb",
-        "nodad",
-    ]);
+    net.kernel_dual_stack();
     let app = [
         "--ddp-listen",
         "--ip",
@@ -458,18 +472,7 @@ fn the_kernels_ping_needs_a_policy_naming_its_icmp_under_ipsec_4301_5() {
             .expect("ip netns exec");
         text(&o)
     };
-    sh(&["ip", "addr", "add", "198.18.0.1/24", "dev", "afb"]);
-    sh(&["sysctl", "-qw", "net.ipv6.conf.afb.disable_ipv6=0"]);
-    sh(&[
-        "ip",
-        "-6",
-        "addr",
-        "add",
-        "2001:db8::1/64",
-        "dev",
-        "afb",
-        "nodad",
-    ]);
+    net.kernel_dual_stack();
     let conf = std::env::temp_dir().join(format!("ddpdk-pingesp-{}.conf", std::process::id()));
     std::fs::write(
         &conf,

@@ -628,13 +628,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         };
         if flow.proto != IPPROTO_ESP {
             let Some(policy) = t.spd.lookup(Direction::In, &flow) else {
-                return match t.spd.unmatched_action(&flow) {
-                    Action::Bypass => Step::Pass(m),
-                    Action::Discard | Action::Protect(_) => {
-                        bump(&self.stats.no_policy_in);
-                        Step::Dropped
-                    }
-                };
+                return unmatched(t, &flow, m, &self.stats.no_policy_in);
             };
             return match policy.action {
                 Action::Bypass => Step::Pass(m),
@@ -719,13 +713,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         // (`held` keeps the ones the device did not take), so protocol 50 on this path is
         // someone else's, and a `discard` must stop it like any other.
         let Some(policy) = t.spd.lookup(Direction::Out, &flow) else {
-            return match t.spd.unmatched_action(&flow) {
-                Action::Bypass => Step::Pass(m),
-                Action::Discard | Action::Protect(_) => {
-                    bump(&self.stats.no_policy_out);
-                    Step::Dropped
-                }
-            };
+            return unmatched(t, &flow, m, &self.stats.no_policy_out);
         };
         match policy.action {
             Action::Bypass => Step::Pass(m),
@@ -740,6 +728,18 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                     Step::Dropped
                 }
             },
+        }
+    }
+}
+
+/// What becomes of a frame no policy names (RFC 4301 §5; [`Spd::unmatched_action`]): passed,
+/// or dropped and counted in `dropped`.
+fn unmatched<'t>(t: &Tables, flow: &Flow, m: Mbuf, dropped: &AtomicU64) -> Step<'t> {
+    match t.spd.unmatched_action(flow) {
+        Action::Bypass => Step::Pass(m),
+        Action::Discard | Action::Protect(_) => {
+            bump(dropped);
+            Step::Dropped
         }
     }
 }
