@@ -676,6 +676,31 @@ pub fn stats(s: &Snapshot, params: &str) -> Result<TelValue, String> {
 /// three cores' in DPDK's 256 names; in `/ddpdk/control` (`full`) every one.
 fn control_stats(s: &Snapshot, full: bool) -> TelValue {
     let c = &s.control;
+    let e = &c.endpoint;
+    let mut sctp = vec![
+        ("inits", u(e.inits)),
+        ("init_acks_out", u(e.init_acks_out)),
+        ("cookies_accepted", u(e.cookies_accepted)),
+        ("bad_cookies", u(e.bad_cookies)),
+        ("stale_cookies", u(e.stale_cookies)),
+        ("adaptation_refused", u(e.adaptation_refused)),
+        ("invalid_inits", u(e.invalid_inits)),
+        ("ootb_aborts_out", u(e.ootb_aborts_out)),
+        ("closed_port_aborts_out", u(e.closed_port_aborts_out)),
+        ("bad_checksum", u(e.bad_checksum)),
+        ("other_peer_address", u(e.other_peer_address)),
+    ];
+    if full {
+        sctp.extend([
+            ("packets_in", u(e.packets_in)),
+            ("host_name_refused", u(e.host_name_refused)),
+            (
+                "ootb_shutdown_completes_out",
+                u(e.ootb_shutdown_completes_out),
+            ),
+            ("ignored", u(e.ignored)),
+        ]);
+    }
     let mut v = match dict(vec![
         ("packets_in", u(c.packets)),
         ("replies", u(c.replies)),
@@ -708,43 +733,18 @@ fn control_stats(s: &Snapshot, full: bool) -> TelValue {
             ]),
         ),
         ("clock", TelValue::Str(s.clock.into())),
-        (
-            "sctp",
-            dict(vec![
-                ("inits", u(c.endpoint.inits)),
-                ("init_acks_out", u(c.endpoint.init_acks_out)),
-                ("cookies_accepted", u(c.endpoint.cookies_accepted)),
-                ("bad_cookies", u(c.endpoint.bad_cookies)),
-                ("stale_cookies", u(c.endpoint.stale_cookies)),
-                ("adaptation_refused", u(c.endpoint.adaptation_refused)),
-                ("invalid_inits", u(c.endpoint.invalid_inits)),
-                ("ootb_aborts_out", u(c.endpoint.ootb_aborts_out)),
-                (
-                    "closed_port_aborts_out",
-                    u(c.endpoint.closed_port_aborts_out),
-                ),
-                ("bad_checksum", u(c.endpoint.bad_checksum)),
-                ("other_peer_address", u(c.endpoint.other_peer_address)),
-            ]),
-        ),
+        ("sctp", dict(sctp)),
     ]) {
         TelValue::Dict(entries) => entries,
         other => return other,
     };
     if full {
-        let (e, t) = (&c.endpoint, &c.tx);
+        let t = &c.tx;
         v.extend(
             [
                 ("neighbours_shared", u(c.neighbours_shared)),
                 ("forwarded", u(c.forwarded)),
                 ("peer_invalidations", u(c.peer_invalidations)),
-                ("sctp/packets_in", u(e.packets_in)),
-                ("sctp/host_name_refused", u(e.host_name_refused)),
-                (
-                    "sctp/ootb_shutdown_completes_out",
-                    u(e.ootb_shutdown_completes_out),
-                ),
-                ("sctp/ignored", u(e.ignored)),
                 ("tx_ring_full", u(t.tx_ring_full)),
                 ("tx_backlog_peak", u(t.backlog_peak)),
                 ("tx_held_sent", u(t.held_sent)),
