@@ -78,6 +78,14 @@ fn json_of(out: &str, key: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no {key} report in:\n{out}"))
 }
 
+/// A finished process's stdout and stderr, as text.
+fn outputs(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// The packets through SA `spi` in `direction` of a `show ipsec` JSON report.
 fn sa_packets(ipsec: &serde_json::Value, direction: &str, spi: u64) -> u64 {
     ipsec["sas"]
@@ -356,10 +364,7 @@ fn a_client_with_no_policy_sends_nothing_in_the_clear_4301_5() {
     let dir = Dir::new("nopolicyout");
     let (mut s, _head, _rest) = server(&dir, &[], "(listening)");
     let c = client(&dir, &["--ipsec"]).output().expect("client");
-    let (cout, cerr) = (
-        String::from_utf8_lossy(&c.stdout).into_owned(),
-        String::from_utf8_lossy(&c.stderr).into_owned(),
-    );
+    let (cout, cerr) = outputs(&c);
     assert_eq!(c.status.code(), Some(1), "{cout}{cerr}");
     assert!(
         cerr.contains("that no policy names (RFC 4301 §5 discards them)"),
@@ -377,10 +382,7 @@ fn a_client_with_no_policy_sends_nothing_in_the_clear_4301_5() {
         .expect("client");
     let _ = s.kill();
     let _ = s.wait();
-    let (cout, cerr) = (
-        String::from_utf8_lossy(&c.stdout).into_owned(),
-        String::from_utf8_lossy(&c.stderr).into_owned(),
-    );
+    let (cout, cerr) = outputs(&c);
     assert_eq!(c.status.code(), Some(0), "{cout}{cerr}");
     let report = json_of(&cout, "ddp_goodput");
     assert!(report["messages"].as_u64() > Some(0), "{report}");
@@ -415,10 +417,7 @@ fn a_client_whose_key_is_not_the_servers_is_told_so_4303_3_4_4() {
         .expect("client");
     let _ = s.kill();
     let _ = s.wait();
-    let (cout, cerr) = (
-        String::from_utf8_lossy(&c.stdout).into_owned(),
-        String::from_utf8_lossy(&c.stderr).into_owned(),
-    );
+    let (cout, cerr) = outputs(&c);
     assert_eq!(c.status.code(), Some(1), "{cout}{cerr}");
     assert!(
         cerr.contains("IPsec sealed") && cerr.contains("do both ends' SAs (SPIs, keys)"),

@@ -559,11 +559,9 @@ mod tests {
         assert_eq!("198.18.0.1".parse::<Prefix>().unwrap().len, 32);
     }
 
-    /// RFC 5043 §13 item 3: policy selects on protocol and SCTP ports, as it does for TCP.
-    #[test]
-    fn sctp_port_and_protocol_selectors_5043_13() {
-        let mut spd = Spd::new();
-        spd.add(policy(
+    /// Outbound SCTP to port 5000 through SA 1000, priority 10.
+    fn protect_sctp_to_5000() -> Policy {
+        policy(
             10,
             Selector {
                 proto: Some(IPPROTO_SCTP),
@@ -571,7 +569,14 @@ mod tests {
                 ..Selector::default()
             },
             Action::Protect(1000),
-        ));
+        )
+    }
+
+    /// RFC 5043 §13 item 3: policy selects on protocol and SCTP ports, as it does for TCP.
+    #[test]
+    fn sctp_port_and_protocol_selectors_5043_13() {
+        let mut spd = Spd::new();
+        spd.add(protect_sctp_to_5000());
         assert_eq!(
             spd.action(Direction::Out, &flow("198.18.0.1", "198.18.0.2", 9, 5000)),
             Action::Protect(1000)
@@ -692,15 +697,7 @@ mod tests {
     fn traffic_no_policy_names_is_discarded_4301_5() {
         let mut spd = Spd::new();
         assert_eq!(spd.unmatched(), Action::Discard);
-        spd.add(policy(
-            10,
-            Selector {
-                proto: Some(IPPROTO_SCTP),
-                dport: 5000..=5000,
-                ..Selector::default()
-            },
-            Action::Protect(1000),
-        ));
+        spd.add(protect_sctp_to_5000());
         let named = flow("198.18.0.1", "198.18.0.2", 9, 5000);
         let other_port = flow("198.18.0.1", "198.18.0.2", 9, 5001);
         let v6 = flow("2001:db8::1", "2001:db8::2", 9, 5000);
