@@ -260,6 +260,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     a_full_ring_sends_each_frame_sealed_once_4303_3_3(&b);
     callers_sharing_a_device_queue_send_in_sequence_order_4303_3_4_3(&b);
     an_icmp_pmtu_quoting_our_esp_is_believed_for_our_sa_only_4301_6_1_2(&b);
+    an_icmp_error_through_a_tunnel_is_judged_by_the_packet_it_quotes_4301_6_2(&b);
     tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(&b);
     a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(&b);
     ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(&b);
@@ -1712,6 +1713,179 @@ fn an_icmp_pmtu_quoting_our_esp_is_believed_for_our_sa_only_4301_6_1_2(b: &Bench
     assert!(pb.opens_esp());
     let opened = pb.open_esp(mbuf(&b.pool, &wire[0])).expect("opened");
     assert_eq!(opened.data(), &frames[0][..]);
+}
+
+/// An Ethernet frame of IPv4 or IPv6 from `src` to `dst` whose upper layer is `proto` with
+/// `payload`.
+fn ip_frame(src: IpAddr, dst: IpAddr, proto: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+    let mut ip = ip_packet(src, dst, proto, payload);
+    f.extend_from_slice(if src.is_ipv6() {
+        &[0x86, 0xdd]
+    } else {
+        &[0x08, 0x00]
+    });
+    f.append(&mut ip);
+    f
+}
+
+/// An IPv4 (checksummed) or IPv6 packet from `src` to `dst` of `proto` carrying `payload`.
+fn ip_packet(src: IpAddr, dst: IpAddr, proto: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let mut h = vec![0x45, 0];
+            h.extend_from_slice(&((20 + payload.len()) as u16).to_be_bytes());
+            h.extend_from_slice(&[0, 9, 0x40, 0, 64, proto, 0, 0]);
+            h.extend_from_slice(&s.octets());
+            h.extend_from_slice(&d.octets());
+            let sum = ipv4_sum(&h);
+            h[10..12].copy_from_slice(&(!sum).to_be_bytes());
+            h
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let mut h = vec![0x60, 0, 0, 0];
+            h.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+            h.extend_from_slice(&[proto, 64]);
+            h.extend_from_slice(&s.octets());
+            h.extend_from_slice(&d.octets());
+            h
+        }
+        _ => panic!("{src} and {dst} are of two families"),
+    };
+    p.extend_from_slice(payload);
+    p
+}
+
+/// RFC 4301 §6.2: "If an IPsec implementation receives an inbound ICMP error message on an SA,
+/// and the IP and ICMP headers of the message do not match the traffic selectors for the SA,
+/// the receiver ... must extract the header of the triggering packet from the ICMP payload,
+/// and reverse fields ... to determine if the packet is consistent with the selectors for the
+/// SA"; if not, it "MUST NOT" be delivered. A router behind the far gateway of a tunnel SA
+/// (198.18.5.1, no policy names it) says our SCTP to the peer does not fit its link: that
+/// error, quoting our packet from port 5000, reaches the stack, where the association checks
+/// its tag. Before, it was dropped as a policy mismatch, so the path MTU beyond the gateway
+/// was never learnt and big packets were lost there for good. What quotes other traffic (our
+/// port 6000, a host another SA serves, UDP, a packet of the other family) and what is no
+/// error (a ping from the router) is dropped and counted. Both families.
+fn an_icmp_error_through_a_tunnel_is_judged_by_the_packet_it_quotes_4301_6_2(b: &Bench) {
+    let k1 = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let k3 = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:33:ca:fe:ba:be";
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    for v6 in [false, true] {
+        let (family, mode, gw_a, gw_b, net) = if v6 {
+            (
+                "ipv6",
+                "ipv6-tunnel",
+                "2001:db8::a",
+                "2001:db8::b",
+                "2001:db8::/64",
+            )
+        } else {
+            (
+                "ipv4",
+                "ipv4-tunnel",
+                "198.18.9.1",
+                "198.18.9.2",
+                "198.18.0.0/24",
+            )
+        };
+        let (us, peer, other_peer, router) = if v6 {
+            (
+                ip("2001:db8::2"),
+                ip("2001:db8::1"),
+                ip("2001:db8::7"),
+                ip("2001:db8:5::1"),
+            )
+        } else {
+            (
+                ip("198.18.0.2"),
+                ip("198.18.0.1"),
+                ip("198.18.0.7"),
+                ip("198.18.5.1"),
+            )
+        };
+        let tunnel = format!("mode {mode} src {gw_a} dst {gw_b}");
+        // The far gateway seals all it sends us; we take SCTP to our port 5000 from the
+        // peer's network through SA 1000, and the other peer's through SA 3000.
+        let a_cfg = format!(
+            "sa out 1000 aead_algo aes-128-gcm aead_key {k1} {tunnel}\n\
+             sp {family} out esp protect 1000 pri 10 dst {us}\n"
+        );
+        let b_cfg = format!(
+            "sa in 1000 aead_algo aes-128-gcm aead_key {k1} {tunnel}\n\
+             sa in 3000 aead_algo aes-128-gcm aead_key {k3} {tunnel}\n\
+             sp {family} in esp protect 3000 pri 20 src {other_peer} proto sctp\n\
+             sp {family} in esp protect 1000 pri 10 src {net} dst {us} proto sctp dport 5000:5000\n"
+        );
+        let ports = ring_pair_ports(&b.eal, &format!("esp62{v6}"), &b.pool, 256);
+        let config = |text: &str| parse_config(text).unwrap();
+        let pa = IpsecPort::new(ports[0].clone(), b.pool.clone(), &config(&a_cfg), &b.dev).unwrap();
+        let pb = IpsecPort::new(ports[1].clone(), b.pool.clone(), &config(&b_cfg), &b.dev).unwrap();
+        let through_the_tunnel = |frame: &[u8]| {
+            let mut burst = vec![mbuf(&b.pool, frame)];
+            assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 1);
+            receive_all(&pb, 1)
+        };
+        // SCTP's common header: ports, then a verification tag.
+        let sctp = |sport: u16, dport: u16| {
+            let mut h = sport.to_be_bytes().to_vec();
+            h.extend_from_slice(&dport.to_be_bytes());
+            h.extend_from_slice(&[1, 2, 3, 4, 0, 0, 0, 0]);
+            h
+        };
+        // ICMP Fragmentation Needed (MTU 1300) or ICMPv6 Packet Too Big quoting `quoted`.
+        let (icmp, too_big) = if v6 { (58, [2, 0]) } else { (1, [3, 4]) };
+        let error = |quoted: Vec<u8>| {
+            let mut m = vec![too_big[0], too_big[1], 0, 0, 0, 0, 0x05, 0x14];
+            m.extend_from_slice(&quoted);
+            ip_frame(router, us, icmp, &m)
+        };
+        let ours = error(ip_packet(us, peer, 132, &sctp(5000, 5000)));
+        assert_eq!(
+            through_the_tunnel(&ours),
+            vec![ours.clone()],
+            "{family}: an error about our SCTP to the peer"
+        );
+        assert_eq!(pb.policy_counts().policy_mismatch, 0);
+        let other_v = if v6 {
+            ip("198.18.0.2")
+        } else {
+            ip("2001:db8::2")
+        };
+        let other_p = if v6 {
+            ip("198.18.0.1")
+        } else {
+            ip("2001:db8::1")
+        };
+        let echo = if v6 { [128, 0] } else { [8, 0] };
+        let refused = [
+            (
+                "our port 6000",
+                error(ip_packet(us, peer, 132, &sctp(6000, 5000))),
+            ),
+            (
+                "SA 3000's peer",
+                error(ip_packet(us, other_peer, 132, &sctp(5000, 5000))),
+            ),
+            ("UDP", error(ip_packet(us, peer, 17, &sctp(5000, 5000)))),
+            (
+                "the other family",
+                error(ip_packet(other_v, other_p, 132, &sctp(5000, 5000))),
+            ),
+            (
+                "a ping",
+                ip_frame(router, us, icmp, &[echo[0], echo[1], 0, 0, 0, 1, 0, 1]),
+            ),
+        ];
+        for (n, (what, frame)) in refused.iter().enumerate() {
+            assert!(through_the_tunnel(frame).is_empty(), "{family}: {what}");
+            assert_eq!(
+                pb.policy_counts().policy_mismatch,
+                n as u64 + 1,
+                "{family}: {what}"
+            );
+        }
+    }
 }
 
 /// RFC 4301 §8.1: in tunnel mode the outer header's DF is copied from the inner one. A packet

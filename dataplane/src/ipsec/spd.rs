@@ -153,31 +153,74 @@ impl Flow {
         Flow::walk(frame).unwrap_or(Framed::Unparsable)
     }
 
+    /// Whether this is an ICMP error message, which quotes the packet that triggered it after
+    /// its first 8 bytes: Destination Unreachable, Time Exceeded and Parameter Problem (RFC
+    /// 792), and ICMPv6's four error types, Packet Too Big among them (RFC 4443 §3).
+    pub fn is_icmp_error(&self) -> bool {
+        match (self.proto, self.icmp) {
+            (IPPROTO_ICMP, Some((t, _))) => matches!(t, ICMP_UNREACHABLE | 11 | 12),
+            (IPPROTO_ICMPV6, Some((t, _))) => matches!(t, 1..=4),
+            _ => false,
+        }
+    }
+
+    /// RFC 4301 §6.2: the packet an ICMP error quotes, turned round as the receiver of an
+    /// error "on an SA" must turn it ("reverse the source and destination IP address fields
+    /// ... and reverses the port fields"), for `self`, the error's own flow, whose ICMP header
+    /// starts at `l4` in `frame`: the flow of the traffic the error is about, as that traffic
+    /// arrives here. `None` for anything but an ICMP error, and for a quote of the other IP
+    /// family or one that cannot be followed to its ports.
+    pub fn quoted_reversed(&self, frame: &[u8], l4: usize) -> Option<Flow> {
+        if !self.is_icmp_error() {
+            return None;
+        }
+        let at = l4 + 8;
+        let v6 = self.src.is_ipv6();
+        if frame.get(at)? >> 4 != if v6 { 6 } else { 4 } {
+            return None;
+        }
+        match Flow::walk_ip(frame, at, v6)? {
+            Framed::Ip(q, _) => Some(Flow {
+                src: q.dst,
+                dst: q.src,
+                sport: q.dport,
+                dport: q.sport,
+                ..q
+            }),
+            Framed::NotIp | Framed::Unparsable => None,
+        }
+    }
+
     fn walk(frame: &[u8]) -> Option<Framed> {
+        match frame.get(12..14) {
+            Some([0x08, 0x00]) => Flow::walk_ip(frame, 14, false),
+            Some([0x86, 0xdd]) => Flow::walk_ip(frame, 14, true),
+            _ => Some(Framed::NotIp),
+        }
+    }
+
+    /// The selectors of the IPv4 (`v6` false) or IPv6 packet whose header starts at `ip` in
+    /// `frame`; `None` where it cannot be followed to its upper layer.
+    fn walk_ip(frame: &[u8], ip: usize, v6: bool) -> Option<Framed> {
         let mut fragment = false;
-        let (src, dst, mut proto, mut at, mut first) = match frame.get(12..14) {
-            Some([0x08, 0x00]) => {
-                let h = frame.get(14..34)?;
-                let ihl = usize::from(h[0] & 0x0f) * 4;
-                if ihl < 20 {
-                    return None;
-                }
-                let src = IpAddr::from(<[u8; 4]>::try_from(&h[12..16]).ok()?);
-                let dst = IpAddr::from(<[u8; 4]>::try_from(&h[16..20]).ok()?);
-                // A non-first fragment has no upper-layer header.
-                let frag_off = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
-                fragment = frag_off != 0 || h[6] & 0x20 != 0;
-                (src, dst, h[9], 14 + ihl, frag_off == 0)
+        let (src, dst, mut proto, mut at, mut first) = if v6 {
+            let h = frame.get(ip..ip + 40)?;
+            let src = IpAddr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
+            let dst = IpAddr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
+            (src, dst, h[6], ip + 40, true)
+        } else {
+            let h = frame.get(ip..ip + 20)?;
+            let ihl = usize::from(h[0] & 0x0f) * 4;
+            if ihl < 20 {
+                return None;
             }
-            Some([0x86, 0xdd]) => {
-                let h = frame.get(14..54)?;
-                let src = IpAddr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
-                let dst = IpAddr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
-                (src, dst, h[6], 54, true)
-            }
-            _ => return Some(Framed::NotIp),
+            let src = IpAddr::from(<[u8; 4]>::try_from(&h[12..16]).ok()?);
+            let dst = IpAddr::from(<[u8; 4]>::try_from(&h[16..20]).ok()?);
+            // A non-first fragment has no upper-layer header.
+            let frag_off = u16::from_be_bytes([h[6], h[7]]) & 0x1fff;
+            fragment = frag_off != 0 || h[6] & 0x20 != 0;
+            (src, dst, h[9], ip + ihl, frag_off == 0)
         };
-        let v6 = src.is_ipv6();
         for _ in 0..MAX_EXTENSIONS {
             let h = match proto {
                 AH if first => frame.get(at..at + 2)?,
@@ -743,6 +786,64 @@ mod tests {
         }
         f.extend_from_slice(&[type_, code, 0, 0, 0, 0, 0, 0]);
         f
+    }
+
+    /// RFC 4301 §6.2: the flow an ICMP error is judged by on an SA is the packet it quotes with
+    /// addresses and ports turned round. Only errors quote (not an echo request), only a quote
+    /// of the error's own family counts, and a quote cut before its ports gives nothing.
+    #[test]
+    fn an_icmp_errors_quote_is_turned_round_4301_6_2() {
+        // Our SCTP from 198.18.0.2:5000 to 198.18.0.1:9, as a router quotes it.
+        let mut quote = vec![0x45, 0, 0, 32, 0, 0, 0x40, 0, 64, IPPROTO_SCTP, 0, 0];
+        quote.extend_from_slice(&[198, 18, 0, 2, 198, 18, 0, 1]);
+        quote.extend_from_slice(&[0x13, 0x88, 0, 9, 1, 2, 3, 4, 0, 0, 0, 0]);
+        let with = |type_: u8, code: u8, quote: &[u8]| {
+            let mut f = icmp_frame(false, type_, code);
+            f.extend_from_slice(quote);
+            let total = (f.len() - 14) as u16;
+            f[16..18].copy_from_slice(&total.to_be_bytes());
+            match Flow::parse(&f) {
+                Framed::Ip(flow, l4) => flow.quoted_reversed(&f, l4),
+                other => panic!("{other:?}"),
+            }
+        };
+        let turned = flow("198.18.0.1", "198.18.0.2", 9, 5000);
+        for (type_, code) in [(3, 4), (3, 1), (11, 0), (12, 0)] {
+            assert_eq!(with(type_, code, &quote), Some(turned), "type {type_}");
+        }
+        assert_eq!(with(8, 0, &quote), None, "an echo request quotes nothing");
+        assert_eq!(with(3, 4, &quote[..22]), None, "cut before the ports");
+        let mut v6_quote = quote.clone();
+        v6_quote[0] = 0x60;
+        assert_eq!(with(3, 4, &v6_quote), None, "an IPv6 quote in ICMPv4");
+        // ICMPv6's errors are types 1 to 4.
+        let mut q6 = vec![0x60, 0, 0, 0, 0, 12, IPPROTO_SCTP, 64];
+        q6.extend_from_slice(
+            &"2001:db8::2"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        q6.extend_from_slice(
+            &"2001:db8::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        q6.extend_from_slice(&[0x13, 0x88, 0, 9, 1, 2, 3, 4, 0, 0, 0, 0]);
+        let with6 = |type_: u8| {
+            let mut f = icmp_frame(true, type_, 0);
+            f.extend_from_slice(&q6);
+            match Flow::parse(&f) {
+                Framed::Ip(flow, l4) => flow.quoted_reversed(&f, l4),
+                other => panic!("{other:?}"),
+            }
+        };
+        let turned6 = flow("2001:db8::1", "2001:db8::2", 9, 5000);
+        for type_ in 1..=4 {
+            assert_eq!(with6(type_), Some(turned6), "ICMPv6 type {type_}");
+        }
+        assert_eq!(with6(128), None, "an ICMPv6 echo request");
     }
 
     /// Neighbor Solicitations and Advertisements (RFC 4861 §4.3, §4.4), without which no IPv6

@@ -673,21 +673,35 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// the SA lives) that names this SA: that is a rekey, and the old SA's packets still in
     /// flight are its to accept. Traffic that no policy names, or that a `bypass` lets pass in
     /// clear, is accepted through the SA only where one of its policies covers it.
+    ///
+    /// An ICMP error that fails this (a router's behind the far gateway of a tunnel SA, which
+    /// no policy of the SA names) is judged by the packet it quotes, turned round (RFC 4301
+    /// §6.2: the receiver "must extract the header of the triggering packet from the ICMP
+    /// payload, and reverse fields ... to determine if the packet is consistent with the
+    /// selectors for the SA"): a Packet Too Big about our traffic to the SA's far side reaches
+    /// the stack, whose association checks its verification tag (RFC 9260 Appendix C). One
+    /// that fails that too is not delivered (§6.2: "MUST NOT forward"), and is counted.
     fn selected(&self, t: &Tables, spi: u32, clear: &Mbuf) -> bool {
+        let this_sa =
+            |p: &&Policy| p.direction == Direction::In && p.action == Action::Protect(spi);
+        let through_this_sa = |flow: &Flow| {
+            let mut ours = t.spd.policies().iter().chain(&t.kept).filter(this_sa);
+            match t.spd.lookup(Direction::In, flow) {
+                Some(first) => match first.action {
+                    Action::Protect(x) if x == spi => true,
+                    Action::Protect(_) => ours.any(|p| p.selector == first.selector),
+                    Action::Discard => false,
+                    Action::Bypass => ours.any(|p| p.selector.matches(flow)),
+                },
+                None => ours.any(|p| p.selector.matches(flow)),
+            }
+        };
         let ok = match Flow::parse(clear.data()) {
-            Framed::Ip(inner, _) => {
-                let this_sa =
-                    |p: &&Policy| p.direction == Direction::In && p.action == Action::Protect(spi);
-                let mut ours = t.spd.policies().iter().chain(&t.kept).filter(this_sa);
-                match t.spd.lookup(Direction::In, &inner) {
-                    Some(first) => match first.action {
-                        Action::Protect(x) if x == spi => true,
-                        Action::Protect(_) => ours.any(|p| p.selector == first.selector),
-                        Action::Discard => false,
-                        Action::Bypass => ours.any(|p| p.selector.matches(&inner)),
-                    },
-                    None => ours.any(|p| p.selector.matches(&inner)),
-                }
+            Framed::Ip(inner, l4) => {
+                through_this_sa(&inner)
+                    || inner
+                        .quoted_reversed(clear.data(), l4)
+                        .is_some_and(|quoted| through_this_sa(&quoted))
             }
             Framed::NotIp | Framed::Unparsable => false,
         };
