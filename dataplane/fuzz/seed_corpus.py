@@ -3,7 +3,7 @@
 seeds/TARGET (not kept: remade from the captures each run; the corpus the fuzzers grow and the
 repository keeps is corpus/TARGET, see run.sh).
 
-link_frame gets whole frames; sctp_packet and init_params get the SCTP packets, sctp_assoc each
+link_frame and ipsec_flow get whole frames; sctp_packet and init_params get the SCTP packets, sctp_assoc each
 packet as one record for the association under attack; ddp_segment gets
 the user data of every PPID 16/17 DATA chunk, and ddp_conn the same chunks as records for the
 server connection under attack (tagged ones with the registered STag stamped in);
@@ -47,7 +47,7 @@ def main():
     if not os.path.isdir(VECTORS):
         print(f"no captures at {VECTORS}: no seeds; the kept corpus alone")
         return
-    out = {t: os.path.join(HERE, "seeds", t) for t in ("link_frame", "net_interface", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc", "ddp_conn", "rdmap_headers")}
+    out = {t: os.path.join(HERE, "seeds", t) for t in ("link_frame", "net_interface", "sctp_packet", "init_params", "ddp_segment", "sctp_assoc", "ddp_conn", "rdmap_headers", "ipsec_flow")}
     for d in out.values():
         os.makedirs(d, exist_ok=True)
     count = 0
@@ -62,6 +62,7 @@ def main():
                     f.write(data)
                 count += 1
             put("link_frame", "", frame)
+            put("ipsec_flow", "", frame)
             # net_interface reads records of [length (16 bits), frame].
             put("net_interface", "", len(frame).to_bytes(2, "big") + frame)
             sctp = frame[34:]

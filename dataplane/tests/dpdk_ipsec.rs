@@ -1766,7 +1766,8 @@ fn ip_packet(src: IpAddr, dst: IpAddr, proto: u8, payload: &[u8]) -> Vec<u8> {
 /// its tag. Before, it was dropped as a policy mismatch, so the path MTU beyond the gateway
 /// was never learnt and big packets were lost there for good. What quotes other traffic (our
 /// port 6000, a host another SA serves, UDP, a packet of the other family) and what is no
-/// error (a ping from the router) is dropped and counted. Both families.
+/// error (a ping from the router) is dropped and counted, and so is any error once a
+/// `discard` names it. Both families.
 fn an_icmp_error_through_a_tunnel_is_judged_by_the_packet_it_quotes_4301_6_2(b: &Bench) {
     let k1 = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
     let k3 = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:33:ca:fe:ba:be";
@@ -1858,6 +1859,14 @@ fn an_icmp_error_through_a_tunnel_is_judged_by_the_packet_it_quotes_4301_6_2(b: 
             ip("2001:db8::1")
         };
         let echo = if v6 { [128, 0] } else { [8, 0] };
+        // A quote of the other family, its first byte made one that reads as a whole header
+        // of this family's (IPv6 with traffic class 0x5_ looks like IPv4 with IHL 5).
+        let mut other_family = ip_packet(other_v, other_p, 132, &sctp(5000, 5000));
+        other_family[0] |= 0x05;
+        other_family.resize(60, 0);
+        // An echo request whose data is our packet: no error, so nothing it quotes counts.
+        let mut ping = vec![echo[0], echo[1], 0, 0, 0, 1, 0, 1];
+        ping.extend_from_slice(&ip_packet(us, peer, 132, &sctp(5000, 5000)));
         let refused = [
             (
                 "our port 6000",
@@ -1868,14 +1877,8 @@ fn an_icmp_error_through_a_tunnel_is_judged_by_the_packet_it_quotes_4301_6_2(b: 
                 error(ip_packet(us, other_peer, 132, &sctp(5000, 5000))),
             ),
             ("UDP", error(ip_packet(us, peer, 17, &sctp(5000, 5000)))),
-            (
-                "the other family",
-                error(ip_packet(other_v, other_p, 132, &sctp(5000, 5000))),
-            ),
-            (
-                "a ping",
-                ip_frame(router, us, icmp, &[echo[0], echo[1], 0, 0, 0, 1, 0, 1]),
-            ),
+            ("the other family", error(other_family)),
+            ("a ping", ip_frame(router, us, icmp, &ping)),
         ];
         for (n, (what, frame)) in refused.iter().enumerate() {
             assert!(through_the_tunnel(frame).is_empty(), "{family}: {what}");
@@ -1885,6 +1888,15 @@ fn an_icmp_error_through_a_tunnel_is_judged_by_the_packet_it_quotes_4301_6_2(b: 
                 "{family}: {what}"
             );
         }
+        // An operator's `discard` that names the error itself still decides first.
+        let discard = format!(
+            "{family} in esp discard pri 100 proto {icmp} type {}",
+            too_big[0]
+        );
+        pb.add_policy(parse_sp(&discard.split_whitespace().collect::<Vec<_>>()).unwrap())
+            .unwrap();
+        assert!(through_the_tunnel(&ours).is_empty(), "{family}: {discard}");
+        assert_eq!(pb.policy_counts().policy_mismatch, 6, "{family}: {discard}");
     }
 }
 

@@ -174,12 +174,7 @@ impl Flow {
         if !self.is_icmp_error() {
             return None;
         }
-        let at = l4 + 8;
-        let v6 = self.src.is_ipv6();
-        if frame.get(at)? >> 4 != if v6 { 6 } else { 4 } {
-            return None;
-        }
-        match Flow::walk_ip(frame, at, v6)? {
+        match Flow::walk_ip(frame, l4 + 8, self.src.is_ipv6())? {
             Framed::Ip(q, _) => Some(Flow {
                 src: q.dst,
                 dst: q.src,
@@ -200,18 +195,22 @@ impl Flow {
     }
 
     /// The selectors of the IPv4 (`v6` false) or IPv6 packet whose header starts at `ip` in
-    /// `frame`; `None` where it cannot be followed to its upper layer.
+    /// `frame`; `None` where it cannot be followed to its upper layer, or is not of that
+    /// version.
     fn walk_ip(frame: &[u8], ip: usize, v6: bool) -> Option<Framed> {
         let mut fragment = false;
         let (src, dst, mut proto, mut at, mut first) = if v6 {
             let h = frame.get(ip..ip + 40)?;
+            if h[0] >> 4 != 6 {
+                return None;
+            }
             let src = IpAddr::from(<[u8; 16]>::try_from(&h[8..24]).ok()?);
             let dst = IpAddr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?);
             (src, dst, h[6], ip + 40, true)
         } else {
             let h = frame.get(ip..ip + 20)?;
             let ihl = usize::from(h[0] & 0x0f) * 4;
-            if ihl < 20 {
+            if h[0] >> 4 != 4 || ihl < 20 {
                 return None;
             }
             let src = IpAddr::from(<[u8; 4]>::try_from(&h[12..16]).ok()?);
@@ -244,7 +243,9 @@ impl Flow {
         }
         let extension =
             proto == AH || (v6 && matches!(proto, HOP_BY_HOP | ROUTING | DEST_OPTS | FRAGMENT));
-        if first && extension {
+        // Headers that claim more than the frame holds (an IPv4 IHL, an extension's length):
+        // a cut packet, not one to judge by its addresses alone (the `ipsec_flow` fuzz target).
+        if (first && extension) || at > frame.len() {
             return None;
         }
         // SCTP, TCP and UDP all start with the two ports (RFC 4301 §4.4.1.1 names them).
@@ -788,6 +789,27 @@ mod tests {
         f
     }
 
+    /// A packet whose headers claim more than the frame holds cannot be followed to its upper
+    /// layer: unparsable (dropped), not judged by its addresses (found by fuzzing).
+    #[test]
+    fn headers_longer_than_the_frame_are_unparsable() {
+        let mut f = icmp_frame(false, 8, 0);
+        assert!(matches!(Flow::parse(&f), Framed::Ip(..)));
+        f[14] = 0x4f; // IHL 60 bytes, in a frame of 14 + 28
+        assert_eq!(Flow::parse(&f), Framed::Unparsable);
+        // IPv6: a Destination Options header of 88 bytes, then ICMPv6, in 8 bytes of frame.
+        let mut f = v6_frame(&[(DEST_OPTS, vec![0; 8])]);
+        assert!(matches!(Flow::parse(&f), Framed::Ip(..)));
+        let at = f.len() - 12 - 8;
+        f[at..at + 2].copy_from_slice(&[IPPROTO_ICMPV6, 10]);
+        f.truncate(at + 8);
+        assert_eq!(Flow::parse(&f), Framed::Unparsable);
+        // The version must be the EtherType's.
+        let mut f = icmp_frame(false, 8, 0);
+        f[14] = 0x65;
+        assert_eq!(Flow::parse(&f), Framed::Unparsable);
+    }
+
     /// RFC 4301 §6.2: the flow an ICMP error is judged by on an SA is the packet it quotes with
     /// addresses and ports turned round. Only errors quote (not an echo request), only a quote
     /// of the error's own family counts, and a quote cut before its ports gives nothing.
@@ -813,8 +835,9 @@ mod tests {
         }
         assert_eq!(with(8, 0, &quote), None, "an echo request quotes nothing");
         assert_eq!(with(3, 4, &quote[..22]), None, "cut before the ports");
+        // Version 6 (traffic class 0x5_), which read as IPv4 would have a whole header.
         let mut v6_quote = quote.clone();
-        v6_quote[0] = 0x60;
+        v6_quote[0] = 0x65;
         assert_eq!(with(3, 4, &v6_quote), None, "an IPv6 quote in ICMPv4");
         // ICMPv6's errors are types 1 to 4.
         let mut q6 = vec![0x60, 0, 0, 0, 0, 12, IPPROTO_SCTP, 64];

@@ -680,7 +680,8 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// payload, and reverse fields ... to determine if the packet is consistent with the
     /// selectors for the SA"): a Packet Too Big about our traffic to the SA's far side reaches
     /// the stack, whose association checks its verification tag (RFC 9260 Appendix C). One
-    /// that fails that too is not delivered (§6.2: "MUST NOT forward"), and is counted.
+    /// that fails that too is not delivered (§6.2: "MUST NOT forward"), and is counted. An
+    /// operator's `discard` that selects the error itself still decides first.
     fn selected(&self, t: &Tables, spi: u32, clear: &Mbuf) -> bool {
         let this_sa =
             |p: &&Policy| p.direction == Direction::In && p.action == Action::Protect(spi);
@@ -699,9 +700,15 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         let ok = match Flow::parse(clear.data()) {
             Framed::Ip(inner, l4) => {
                 through_this_sa(&inner)
-                    || inner
+                    || (!matches!(
+                        t.spd.lookup(Direction::In, &inner),
+                        Some(Policy {
+                            action: Action::Discard,
+                            ..
+                        })
+                    ) && inner
                         .quoted_reversed(clear.data(), l4)
-                        .is_some_and(|quoted| through_this_sa(&quoted))
+                        .is_some_and(|quoted| through_this_sa(&quoted)))
             }
             Framed::NotIp | Framed::Unparsable => false,
         };
