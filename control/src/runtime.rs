@@ -65,7 +65,7 @@ use crate::conn::{
     Accept, Applied, Completion, ConnConfig, ConnStats, Connection, Indication, Listener,
     PostError, ReceiveErrorCounts, SessionCall,
 };
-use crate::memory::{Memory, Place, RegionTable, SharedRegions};
+use crate::memory::{Memory, Place, RegionId, RegionTable, SharedRegions};
 use crate::quiet::Quiet;
 use crate::session::{Event as SessionEvent, LocalError, PendingLimit, State};
 use crate::xmit::{Tap, Tx, TxStats, BURST, STOCK};
@@ -1490,7 +1490,10 @@ impl<P: Port> DataCore<P> {
         // thread placed around the cache is fenced first (`PlacementBatch`).
         PlacementBatch::settle();
         let invalidated = self.stags.invalidations();
-        let n = self.stags.poll();
+        let (slots, regions) = (&mut self.slots, &*self.regions);
+        let n = self.stags.poll_revoking(|reg| {
+            materialize(slots, regions, RegionId(reg.memory.region));
+        });
         if self.stags.invalidations() != invalidated {
             self.recheck_read_sources();
         }
@@ -1790,7 +1793,10 @@ impl<P: Port> DataCore<P> {
         };
         s.c.get_mut().return_session(now, call, place);
         for stag in s.c.get_mut().take_peer_invalidated() {
-            self.stags.invalidate_local(stag);
+            if let Some(reg) = self.stags.invalidate_local(stag) {
+                let region = RegionId(reg.memory.region);
+                materialize(&mut self.slots, &self.regions, region);
+            }
         }
         self.op_results(conn, k);
         self.lend_sessions();
@@ -1858,16 +1864,25 @@ impl<P: Port> DataCore<P> {
         }
         // RFC 5040 §5.3: what the peer invalidated is invalid here before the next packet; the
         // control thread revokes it on every core before the ULP hears of the Send.
-        let mut invalidated = false;
-        for stag in s.c.get_mut().take_peer_invalidated() {
-            self.stags.invalidate_local(stag);
-            invalidated = true;
+        let peer_invalidated = s.c.get_mut().take_peer_invalidated();
+        let mut revoked = Vec::new();
+        for &stag in &peer_invalidated {
+            if let Some(reg) = self.stags.invalidate_local(stag) {
+                revoked.push(RegionId(reg.memory.region));
+            }
         }
         // This connection's responses from it stop now; other connections' when the control
         // thread's revocation reaches this core (`memory_changes`).
-        if invalidated {
+        if !peer_invalidated.is_empty() {
             s.c.get_mut().recheck_read_sources(self.stags.table());
         }
+        // What SCTP holds of that memory no longer reads it ([`materialize`]).
+        for region in revoked {
+            materialize(&mut self.slots, &self.regions, region);
+        }
+        let Some(s) = self.slots[k].as_mut() else {
+            return;
+        };
         // RFC 9260 §6.2 / §6.7: a packet that needs its own SACK (every second one, a
         // duplicate, any while gaps exist) gets it before the next packet of the burst is
         // handled; otherwise SACKs of a whole burst merge into one. A packet that opened the
@@ -3365,6 +3380,15 @@ fn sa_sctp_mtu<P: Port>(
 ) -> Option<usize> {
     let local = iface.address_for(peer)?;
     port.esp_sctp_mtu(local, peer, a.local_port(), a.peer_port())
+}
+
+/// What this core's associations hold of `region` in SCTP's send queues is copied in there
+/// ([`Connection::materialize_region`]): a registration of it is being revoked, and what is
+/// sent afterwards must not read it.
+fn materialize(slots: &mut [Option<Slot>], regions: &RegionTable, region: RegionId) {
+    for s in slots.iter_mut().flatten() {
+        s.c.get_mut().materialize_region(region, regions);
+    }
 }
 
 #[cfg(test)]

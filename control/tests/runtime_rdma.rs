@@ -291,6 +291,84 @@ fn rfc5041_8_3_1_a_late_remote_invalidation_is_not_reported_as_done() {
     });
 }
 
+/// RFC 5041 §8.3.1: once a revocation is acknowledged the memory is no longer reached. A
+/// 64 KiB Read's whole response is with SCTP (so no Terminate stops it: DDP has handed on its
+/// every segment), most of it not yet sent for want of congestion window, when the server's
+/// ULP deregisters the Data Source and frees its region. The rest leaves as the bytes the
+/// region held at the revocation, and the requester's Read completes Success over exactly
+/// the source. Before, each segment read the region when SCTP sent it: the freed region's
+/// segments went out as zeros under a good CRC32c, and the Read completed Success over them
+/// (found by an independent review, session 68).
+#[test]
+fn rfc5041_8_3_1_a_response_already_with_sctp_sends_what_the_source_held_at_revocation() {
+    let (mut a, mut b, apd, bpd) = client_and_server();
+    const LEN: u64 = 64 << 10;
+    let source: Vec<u8> = (0..LEN as u32).map(|i| (i % 251) as u8 + 1).collect();
+    let m = b.0.memory_mut();
+    let src = m.alloc_region(LEN as usize).unwrap();
+    m.region(src).unwrap().place(0, &source).unwrap();
+    let src_reg = m
+        .register(registration(bpd, src, LEN, Access::REMOTE_READ))
+        .unwrap();
+    let m = a.0.memory_mut();
+    let sink = m.alloc_region(LEN as usize).unwrap();
+    let sink_reg = m
+        .register(registration(apd, sink, LEN, Access::LOCAL_WRITE))
+        .unwrap();
+    let limits = RdmaLimits { ird: 2, ord: 2 };
+    let (open, accept) = rdmap_session(apd, limits, bpd, limits);
+    let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept]);
+    let read = RdmaRequest {
+        wr_id: 1,
+        stream: 1,
+        op: RdmaOp::Read {
+            source: src_reg.stag,
+            source_to: 0x10_0000,
+            sink: sink_reg.stag,
+            sink_to: 0x10_0000,
+            len: LEN as u32,
+        },
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
+    };
+    l.ca.submit(l.conn, Op::PostRdma(read)).unwrap();
+    let served = |l: &Lockstep<MemPort>| {
+        l.kb.iter().map(|k| k.report().conn_totals).fold(
+            Default::default(),
+            |mut t: ddpdk_control::runtime::ConnTotals, o| {
+                t.add(&o);
+                t
+            },
+        )
+    };
+    let segments = LEN.div_ceil(1418 - 14);
+    l.run_until("the whole response with SCTP", |l| {
+        served(l).segments_out >= segments
+    });
+    assert!(
+        completions(&l).is_empty(),
+        "the response is still leaving, as SCTP's window allows"
+    );
+    let (cb, kb, now) = (&mut l.cb, &mut l.kb, l.now);
+    cb.memory_mut()
+        .deregister_polling(src_reg.stag, &mut || {
+            for k in kb.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+    l.cb.memory_mut().free_region(src).unwrap();
+    l.run_until("the Read's completion", |l| !completions(l).is_empty());
+    assert_eq!(completions(&l), [(1, Status::Success)]);
+    assert_eq!(served(&l).reads_source_revoked, 0, "nothing left to stop");
+    let got = l.ca.memory().region(sink).unwrap();
+    assert_eq!(
+        got.crc32c(0, LEN as usize).unwrap(),
+        crc32c(&source),
+        "the sink holds the source as it was at the revocation"
+    );
+}
+
 /// RFC 5041 §8.3.1 item 5: the ULP may revoke remote access at any time. A 4 MiB Read is being
 /// answered (its response leaves a few segments a step, as SCTP's window allows) when the
 /// server's ULP deregisters the Data Source: the rest of the response is never read from the

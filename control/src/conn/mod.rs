@@ -74,7 +74,7 @@ use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::max_payload;
 use ddpdk_dataplane::wire::sctp::ADAPTATION_INDICATION_DDP;
 
-use crate::memory::{Place, RegionId, SharedRegions};
+use crate::memory::{Place, RegionId, RegionTable, SharedRegions};
 use crate::session::{Event as SessionEvent, LocalError, PendingLimit, State, TerminationReason};
 
 /// SCTP chunk type of COOKIE ECHO (RFC 9260 §3.3.11).
@@ -175,6 +175,22 @@ impl Connection {
     /// The endpoint's regions, so that sends may name their bytes there ([`Payload::Region`]).
     pub fn use_regions(&mut self, regions: Arc<SharedRegions>) {
         self.regions = Some(regions);
+    }
+
+    /// Copies into SCTP's send queue the bytes of every message there that names `region`
+    /// (a Read Response's or a posted send's, sent and awaiting acknowledgement or not yet
+    /// sent), read from `regions` now. For a registration of that memory being revoked:
+    /// RFC 5041 §8.3.1 lets the ULP take remote access away at any time, and once the
+    /// revocation is acknowledged neither a later transmission nor a retransmission may read
+    /// the memory, which the ULP may change or free; before, they read it at each
+    /// transmission, and a response whose region was freed went out as zeros under a good
+    /// CRC32c, the peer's Read completing Success over them. Returns how many messages.
+    pub fn materialize_region(&mut self, region: RegionId, regions: &RegionTable) -> usize {
+        self.assoc.materialize_ext(region.0, |e, out| {
+            regions
+                .region(e.key)
+                .is_some_and(|r| r.read(e.offset, out).is_ok())
+        })
     }
 
     /// The peer's address as packets carry it (the association keeps IPv4 as v4-mapped IPv6).

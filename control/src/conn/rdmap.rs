@@ -935,7 +935,8 @@ impl Connection {
     /// naming the STag now would get, Invalid STag (RFC 5040 §4.8, 0x1/0x00, the request
     /// copied), as siw fails a response whose source no longer checks; the requester's Read
     /// completes in error, never Success over bytes read after the revocation. Segments
-    /// already with SCTP go as they are (a retransmission reads the region again). A stream
+    /// already with SCTP go as they are, their bytes copied in from the region before the
+    /// core acknowledged the revocation ([`Connection::materialize_region`]). A stream
     /// whose session is away is checked when it returns, before anything of it is sent; one
     /// that failed already sends no more responses. Returns the responses stopped.
     pub fn recheck_read_sources(&mut self, stags: &StagTable) -> usize {

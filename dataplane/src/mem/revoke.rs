@@ -98,6 +98,14 @@ impl CoreStags {
     /// Applies every pending command (call between packets), and resyncs with the master when
     /// asked to. Never blocks. Returns how many.
     pub fn poll(&mut self) -> usize {
+        self.poll_revoking(|_| {})
+    }
+
+    /// [`CoreStags::poll`], handing `revoked` each registration an invalidation takes away
+    /// before the invalidation is acknowledged: what must be done before the coordinator may
+    /// tell the ULP the memory is no longer reached (RFC 5041 §8.3.1), such as copying the
+    /// bytes queued sends still name out of it.
+    pub fn poll_revoking(&mut self, mut revoked: impl FnMut(&Registration)) -> usize {
         // Read before the drain: every command sent before the request is then applied below,
         // ahead of the scan, so a registration still in the channel of an STag revoked since
         // cannot outlive it. One load of a line the control thread seldom writes.
@@ -113,14 +121,16 @@ impl CoreStags {
                     self.table.insert(stag, generation, reg)
                 }
                 Command::Invalidate(stag, epoch) => {
-                    self.table.invalidate(stag);
+                    if let Some(reg) = self.table.invalidate(stag) {
+                        revoked(&reg);
+                    }
                     self.invalidations += 1;
                     self.ack(epoch);
                 }
             }
         }
         if requested != self.resynced {
-            self.resync_with_master(requested);
+            self.resync_with_master(requested, &mut revoked);
             n += 1;
         }
         n
@@ -130,9 +140,9 @@ impl CoreStags {
     /// channel full, and any others, whatever their number. A registration is marked valid
     /// before it is sent to any core, so nothing the master holds is dropped.
     #[cold]
-    fn resync_with_master(&mut self, requested: u64) {
+    fn resync_with_master(&mut self, requested: u64, revoked: &mut impl FnMut(&Registration)) {
         let valid = &self.valid;
-        let dropped = self.table.retain(|stag, generation| {
+        let dropped = self.table.retain(revoked, |stag, generation| {
             // The request's Acquire made the master's words up to it visible; a later one
             // only ever says a registration is no longer valid, or names a newer one. Key and
             // generation: the key alone may have come round to a newer registration's.
@@ -976,6 +986,31 @@ mod tests {
             .check_tagged(fresh, 0, 64, StreamId(0), Pd(1))
             .is_ok());
         assert!(replicas[1].invalidations() >= revoked.len() as u64);
+    }
+
+    /// What a core drops is handed to its caller (`poll_revoking`), by command and by the
+    /// resync of a core whose channel was full alike: once per revoked registration, none for
+    /// those that stay, so the core can copy queued sends out of the memory before it
+    /// acknowledges (RFC 5041 §8.3.1).
+    #[test]
+    fn every_registration_a_core_drops_is_handed_to_its_caller() {
+        let (mut coord, mut replicas, stags) = stall_core_1(48);
+        let (revoked, _kept) = stags.split_at(40);
+        let mut by_command = 0;
+        for &stag in revoked {
+            let r = coord.revoke_polling(stag, Duration::from_millis(2), &mut || {
+                replicas[0].poll_revoking(|_| by_command += 1);
+            });
+            timed_out_without_core_1(&r);
+        }
+        assert_eq!(by_command, revoked.len());
+        let mut dropped = 0;
+        replicas[1].poll_revoking(|r| {
+            assert_eq!(r.memory.region, reg().memory.region);
+            dropped += 1;
+        });
+        assert_eq!(dropped, revoked.len(), "by command and by resync together");
+        replicas[1].poll_revoking(|_| panic!("nothing more was revoked"));
     }
 
     /// RFC 5041 §8.3.1 item 6: a revocation still waiting when the stalled core runs again is

@@ -271,14 +271,20 @@ impl StagTable {
         Some(reg)
     }
 
-    /// Invalidates every registration `keep` refuses, given its STag and generation, and
-    /// returns how many (a scan of the whole table: for a replica catching up with the master
-    /// after a stall, not per packet).
-    pub fn retain(&mut self, mut keep: impl FnMut(Stag, u32) -> bool) -> usize {
+    /// Invalidates every registration `keep` refuses, given its STag and generation, handing
+    /// each to `dropped_one` as it goes, and returns how many (a scan of the whole table: for a
+    /// replica catching up with the master after a stall, not per packet).
+    pub fn retain(
+        &mut self,
+        dropped_one: &mut impl FnMut(&Registration),
+        mut keep: impl FnMut(Stag, u32) -> bool,
+    ) -> usize {
         let mut dropped = 0;
         for (i, slot) in self.slots.iter_mut().enumerate() {
             if slot.reg.is_some() && !keep(Stag::new(i as u32, slot.key), slot.generation) {
-                slot.reg = None;
+                if let Some(reg) = slot.reg.take() {
+                    dropped_one(&reg);
+                }
                 dropped += 1;
                 if !self.replica {
                     self.free.push_back(i as u32);

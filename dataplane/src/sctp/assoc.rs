@@ -1298,6 +1298,18 @@ impl Association {
         Ok(())
     }
 
+    /// Copies in the bytes of every held message whose [`ExtRef`] names memory `key`, read
+    /// by `read`, so that nothing sent or retransmitted later reads that memory
+    /// ([`SendQueue::materialize`]): for memory whose last registration is being revoked.
+    /// Returns how many messages were copied.
+    pub fn materialize_ext(
+        &mut self,
+        key: u32,
+        read: impl FnMut(&ExtRef, &mut [u8]) -> bool,
+    ) -> usize {
+        self.sq.materialize(key, read)
+    }
+
     /// Every message numbered below this is settled: acknowledged by the peer's Cumulative TSN
     /// Ack (final, unlike a gap ack, which the peer may renege: RFC 9260 §6.2.1), or dropped by
     /// a peer restart or the end of the association, which [`Event::Restarted`] and

@@ -253,6 +253,41 @@ impl SendQueue {
         &self.data[off..off + held]
     }
 
+    /// Copies into the ring the bytes of every held message whose [`ExtRef`] names memory
+    /// `key` (sent and awaiting acknowledgement, or not sent yet), read by `read` into the
+    /// slice given (false: it could not, and the bytes go as zeros, as a transmit would send
+    /// them); from then on the message is its own and no longer names the memory. For memory
+    /// about to be taken away: whatever is sent or retransmitted later is what it held now.
+    /// Every message fits its slot (`push_ext`'s caller checked the whole length). Returns
+    /// how many messages were copied.
+    pub fn materialize(
+        &mut self,
+        key: u32,
+        mut read: impl FnMut(&ExtRef, &mut [u8]) -> bool,
+    ) -> usize {
+        let mut copied = 0;
+        for seq in self.head..self.tail {
+            let i = self.idx(seq);
+            let Some(ext) = self.slots[i].ext.filter(|e| e.key == key) else {
+                continue;
+            };
+            let len = self.slots[i].len;
+            let held = len - ext.len as usize;
+            let off = i * self.slot_size;
+            if inline(true, held) {
+                let head = self.heads[i];
+                self.data[off..off + held].copy_from_slice(&head[..held]);
+            }
+            let tail = &mut self.data[off + held..off + len];
+            if !read(&ext, tail) {
+                tail.fill(0);
+            }
+            self.slots[i].ext = None;
+            copied += 1;
+        }
+        copied
+    }
+
     /// Sequence number of the first message the last [`SendQueue::clear`] dropped: those
     /// below it that were freed before were acknowledged.
     pub fn dropped_from(&self) -> u64 {
@@ -318,6 +353,49 @@ mod tests {
                 q.pop_front();
             }
         }
+    }
+
+    /// Memory about to be taken away: every held message that names it, sent or not, has its
+    /// bytes copied into its slot and names it no more, whatever store held its head; a message
+    /// of other memory, and a copied one, stay as they were. What a later read of the
+    /// memory would have said does not matter any more.
+    #[test]
+    fn messages_naming_memory_taken_away_are_copied_in() {
+        let mut q = SendQueue::new(8, 2048);
+        let ext = |key, len| {
+            Some(ExtRef {
+                key,
+                offset: 100,
+                len,
+            })
+        };
+        let short = [7u8; 16];
+        let long = [8u8; 40];
+        let a = q.push_ext(1, 18, &short, ext(3, 1400));
+        let b = q.push_ext(1, 18, &long, ext(3, 1000));
+        let other = q.push_ext(1, 18, &short, ext(4, 500));
+        let copied = q.push_ext(1, 18, &[9u8; 60], None);
+        q.mark_sent(); // `a` awaits acknowledgement, the others their first transmission
+        let memory: Vec<u8> = (0..4096u32).map(|i| i as u8).collect();
+        let n = q.materialize(3, |e, out| {
+            out.copy_from_slice(&memory[e.offset as usize..][..out.len()]);
+            true
+        });
+        assert_eq!(n, 2);
+        for (seq, head, len) in [(a, &short[..], 1400), (b, &long[..], 1000)] {
+            assert_eq!(q.slot(seq).ext, None);
+            assert_eq!(q.slot(seq).len, head.len() + len);
+            let p = q.payload(seq);
+            assert_eq!(&p[..head.len()], head);
+            assert_eq!(&p[head.len()..], &memory[100..100 + len]);
+        }
+        assert_eq!(q.slot(other).ext, ext(4, 500));
+        assert_eq!(q.payload(other), &short[..]);
+        assert_eq!(q.payload(copied), &[9u8; 60][..]);
+        // Memory that could not be read goes as zeros; nothing names key 4 afterwards.
+        assert_eq!(q.materialize(4, |_, _| false), 1);
+        assert_eq!(&q.payload(other)[16..], &[0u8; 500][..]);
+        assert_eq!(q.materialize(4, |_, _| panic!("read twice")), 0);
     }
 
     /// A ring whose size is not a power of two (`send_slots` is any number up to 32767) takes
