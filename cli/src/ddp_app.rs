@@ -2636,7 +2636,8 @@ impl DdpApp {
 
 fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
     /// Control work is rare, and the cores ring the thread's doorbell when they hand it some:
-    /// an idle thread sleeps up to this long (for the command outbox, which nobody rings for).
+    /// an idle thread sleeps up to this long (briefly while a command outbox is not empty:
+    /// nobody rings for it).
     const MAX_SLEEP: Duration = Duration::from_millis(5);
     let turn = || {
         let mut s = lock(shared);
@@ -2655,7 +2656,8 @@ fn control_loop(shared: &Mutex<Shared>, clock: Clock, stop: &AtomicBool) {
         if turn() > 0 || doorbell.sleep_unless(sleep, turn) > 0 {
             sleep = Duration::from_micros(50);
         } else if lock(shared).control.tx_backlogged() {
-            // Frames wait for the ring, which rings no doorbell when it drains.
+            // Frames wait for the ring, or commands for a core's, and neither rings a
+            // doorbell when it drains.
             sleep = LIGHT_SLEEP;
         } else {
             sleep = (sleep * 2).min(MAX_SLEEP);

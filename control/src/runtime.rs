@@ -3199,9 +3199,11 @@ impl<P: Port> Control<P> {
 
     /// Whether frames this control side made wait for room in the device's ring (its loop
     /// retries within [`LIGHT_SLEEP`] then, as a data core does: nothing wakes it when the
-    /// ring drains).
+    /// ring drains), or commands wait in an outbox for room in a core's command ring (a
+    /// session's return among them, its stream stalled meanwhile), which nothing rings for
+    /// either when the core drains it.
     pub fn tx_backlogged(&self) -> bool {
-        self.out.retry_soon()
+        self.out.retry_soon() || self.cores.iter().any(|l| !l.outbox.is_empty())
     }
 
     /// An event from a core on its way to the ULP. A Send with Invalidate's `Received` waits

@@ -444,6 +444,36 @@ fn a_full_control_ring_drops_and_counts_instead_of_stalling() {
     );
 }
 
+/// Commands that wait in the control side's outbox for room in a core's command ring (a
+/// session's return among them) make its loop retry soon (`tx_backlogged`, the loop's cue to
+/// sleep `LIGHT_SLEEP` at most): nothing rings the control thread when the core drains its
+/// ring, and before, an idle control loop backed off to 5 ms with them still waiting (found
+/// by an independent review, session 68). Once the core has taken them, no more.
+#[test]
+fn commands_waiting_for_a_cores_ring_keep_the_control_loop_awake() {
+    let (pa, _pb) = pair(2, 64);
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ring_depth: 2,
+        ..RuntimeConfig::default()
+    };
+    let (mut c, mut k) = runtime(pa, A4, A6, 1, cfg);
+    let now = Instant::from_nanos(1_000_000_000);
+    c.poll(now);
+    assert!(!c.tx_backlogged());
+    // Report requests must not be lost: past the ring's two, they wait in the outbox.
+    for _ in 0..4 {
+        c.request_reports();
+    }
+    c.poll(now);
+    assert!(c.tx_backlogged(), "commands wait for the core's ring");
+    for _ in 0..4 {
+        k[0].poll(now);
+        c.poll(now);
+    }
+    assert!(!c.tx_backlogged(), "the core took them all");
+}
+
 /// Issue 6 item 2: when the event ring is full the core holds its events back, in order, and
 /// the ULP still gets every completion. Everything runs on this thread in virtual time.
 #[test]
