@@ -46,6 +46,17 @@ impl Quiet {
         &mut self.c
     }
 
+    /// [`Connection::materialize_region`]: the messages stay the same messages, so what the
+    /// connection owes does not change, and a quiet one stays quiet (a revocation asks every
+    /// connection of its core).
+    pub(crate) fn materialize_region(
+        &mut self,
+        region: crate::memory::RegionId,
+        regions: &crate::memory::RegionTable,
+    ) -> usize {
+        self.c.materialize_region(region, regions)
+    }
+
     /// [`Connection::poll_transmit_gather`], skipped while the connection is known to owe
     /// nothing.
     pub(crate) fn poll_transmit_gather(

@@ -3389,7 +3389,7 @@ fn sa_sctp_mtu<P: Port>(
 /// sent afterwards must not read it.
 fn materialize(slots: &mut [Option<Slot>], regions: &RegionTable, region: RegionId) {
     for s in slots.iter_mut().flatten() {
-        s.c.get_mut().materialize_region(region, regions);
+        s.c.materialize_region(region, regions);
     }
 }
 

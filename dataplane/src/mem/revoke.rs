@@ -988,6 +988,27 @@ mod tests {
         assert!(replicas[1].invalidations() >= revoked.len() as u64);
     }
 
+    /// The core has done what it must with a revoked registration before the coordinator
+    /// hears its acknowledgement: the callback of `poll_revoking` runs first.
+    #[test]
+    fn a_revoked_registration_reaches_the_core_before_its_acknowledgement() {
+        let (mut coord, mut replicas) = Coordinator::new(8, 1, 1, 4);
+        let stag = coord.register(reg()).unwrap();
+        replicas[0].poll();
+        let (_, r) = coord.start_revoke(stag, Duration::from_secs(30)).unwrap();
+        let mut seen = 0;
+        replicas[0].poll_revoking(|_| {
+            assert_eq!(
+                coord.revocation(r),
+                None,
+                "acknowledged before the core was done"
+            );
+            seen += 1;
+        });
+        assert_eq!(seen, 1);
+        assert_eq!(coord.revocation(r), Some(Ok(())));
+    }
+
     /// What a core drops is handed to its caller (`poll_revoking`), by command and by the
     /// resync of a core whose channel was full alike: once per revoked registration, none for
     /// those that stay, so the core can copy queued sends out of the memory before it
