@@ -11,7 +11,7 @@ use rt::{rdmap_session, runtime, Lockstep, PORT};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ddpdk_control::conn::{Indication, Payload, RdmaOp, RdmaRequest, Status};
-use ddpdk_control::memory::MemoryRegistration;
+use ddpdk_control::memory::{MemoryRegistration, Registered};
 use ddpdk_control::rdmap::RdmaLimits;
 use ddpdk_control::runtime::{Control, DataCore, Event, Op, RuntimeConfig};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
@@ -47,6 +47,47 @@ fn registration(
         access,
         stream: None,
         to_base: 0x10_0000,
+    }
+}
+
+/// The server's (b's) connection counters, summed over its cores.
+fn served(l: &Lockstep<MemPort>) -> ddpdk_control::runtime::ConnTotals {
+    l.kb.iter().map(|k| k.report().conn_totals).fold(
+        Default::default(),
+        |mut t: ddpdk_control::runtime::ConnTotals, o| {
+            t.add(&o);
+            t
+        },
+    )
+}
+
+/// The server (b) deregisters `stag`, its cores polled on this thread.
+fn deregister(l: &mut Lockstep<MemPort>, stag: Stag) {
+    let (cb, kb, now) = (&mut l.cb, &mut l.kb, l.now);
+    cb.memory_mut()
+        .deregister_polling(stag, &mut || {
+            for k in kb.iter_mut() {
+                k.poll(now);
+            }
+        })
+        .unwrap();
+}
+
+/// A signalled Read (wr 1, stream 1) of `len` bytes from the start of `source` into the start
+/// of `sink`.
+fn whole_read(source: &Registered, sink: &Registered, len: u64) -> RdmaRequest {
+    RdmaRequest {
+        wr_id: 1,
+        stream: 1,
+        op: RdmaOp::Read {
+            source: source.stag,
+            source_to: 0x10_0000,
+            sink: sink.stag,
+            sink_to: 0x10_0000,
+            len: len as u32,
+        },
+        data: Payload::Bytes(Vec::new()),
+        signaled: true,
     }
 }
 
@@ -318,29 +359,8 @@ fn rfc5041_8_3_1_a_response_already_with_sctp_sends_what_the_source_held_at_revo
     let limits = RdmaLimits { ird: 2, ord: 2 };
     let (open, accept) = rdmap_session(apd, limits, bpd, limits);
     let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept]);
-    let read = RdmaRequest {
-        wr_id: 1,
-        stream: 1,
-        op: RdmaOp::Read {
-            source: src_reg.stag,
-            source_to: 0x10_0000,
-            sink: sink_reg.stag,
-            sink_to: 0x10_0000,
-            len: LEN as u32,
-        },
-        data: Payload::Bytes(Vec::new()),
-        signaled: true,
-    };
-    l.ca.submit(l.conn, Op::PostRdma(read)).unwrap();
-    let served = |l: &Lockstep<MemPort>| {
-        l.kb.iter().map(|k| k.report().conn_totals).fold(
-            Default::default(),
-            |mut t: ddpdk_control::runtime::ConnTotals, o| {
-                t.add(&o);
-                t
-            },
-        )
-    };
+    l.ca.submit(l.conn, Op::PostRdma(whole_read(&src_reg, &sink_reg, LEN)))
+        .unwrap();
     let segments = LEN.div_ceil(1418 - 14);
     l.run_until("the whole response with SCTP", |l| {
         served(l).segments_out >= segments
@@ -349,14 +369,7 @@ fn rfc5041_8_3_1_a_response_already_with_sctp_sends_what_the_source_held_at_revo
         completions(&l).is_empty(),
         "the response is still leaving, as SCTP's window allows"
     );
-    let (cb, kb, now) = (&mut l.cb, &mut l.kb, l.now);
-    cb.memory_mut()
-        .deregister_polling(src_reg.stag, &mut || {
-            for k in kb.iter_mut() {
-                k.poll(now);
-            }
-        })
-        .unwrap();
+    deregister(&mut l, src_reg.stag);
     l.cb.memory_mut().free_region(src).unwrap();
     l.run_until("the Read's completion", |l| !completions(l).is_empty());
     assert_eq!(completions(&l), [(1, Status::Success)]);
@@ -407,39 +420,8 @@ fn rfc5041_8_3_1_a_read_response_stops_once_its_source_is_deregistered() {
     let limits = RdmaLimits { ird: 2, ord: 2 };
     let (open, accept) = rdmap_session(apd, limits, bpd, limits);
     let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept]);
-    let read = RdmaRequest {
-        wr_id: 1,
-        stream: 1,
-        op: RdmaOp::Read {
-            source: src_reg.stag,
-            source_to: 0x10_0000,
-            sink: sink_reg.stag,
-            sink_to: 0x10_0000,
-            len: LEN as u32,
-        },
-        data: Payload::Bytes(Vec::new()),
-        signaled: true,
-    };
-    l.ca.submit(l.conn, Op::PostRdma(read)).unwrap();
-    let served = |l: &Lockstep<MemPort>| {
-        l.kb.iter().map(|k| k.report().conn_totals).fold(
-            Default::default(),
-            |mut t: ddpdk_control::runtime::ConnTotals, o| {
-                t.add(&o);
-                t
-            },
-        )
-    };
-    let deregister = |l: &mut Lockstep<MemPort>, stag| {
-        let (cb, kb, now) = (&mut l.cb, &mut l.kb, l.now);
-        cb.memory_mut()
-            .deregister_polling(stag, &mut || {
-                for k in kb.iter_mut() {
-                    k.poll(now);
-                }
-            })
-            .unwrap();
-    };
+    l.ca.submit(l.conn, Op::PostRdma(whole_read(&src_reg, &sink_reg, LEN)))
+        .unwrap();
     l.run_until("the response under way", |l| served(l).segments_out >= 8);
     deregister(&mut l, other.stag);
     let first = served(&l).segments_out;

@@ -1299,8 +1299,8 @@ impl Association {
     }
 
     /// Copies in the bytes of every held message whose [`ExtRef`] names memory `key`, read
-    /// by `read`, so that nothing sent or retransmitted later reads that memory
-    /// ([`SendQueue::materialize`]): for memory whose last registration is being revoked.
+    /// by `read` into the send queue's own storage, so that nothing sent or retransmitted
+    /// later reads that memory: for memory one of whose registrations is being revoked.
     /// Returns how many messages were copied.
     pub fn materialize_ext(
         &mut self,
