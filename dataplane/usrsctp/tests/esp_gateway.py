@@ -5,6 +5,7 @@ an independent ESP peer for ddpdk, in front of a host (usrsctp) that has no IPse
     usage: esp_gateway.py HOST_IF WIRE_IF SPI_OUT KEY_OUT SPI_IN KEY_IN
                           [--algo aes-128-gcm|aes-256-gcm|aes-128-cbc]
                           [--tunnel GATEWAY_ADDR PEER_ADDR] [--attack N]
+                          [--too-big MTU ROUTER_ADDR]
 
 It bridges Ethernet frames between HOST_IF (the host's side) and WIRE_IF (ddpdk's side):
 - IPv4 or IPv6 SCTP from the host leaves on the wire as ESP under SPI_OUT with KEY_OUT, in transport
@@ -22,15 +23,22 @@ same packet again (a replay, RFC 4303 §3.4.3), a copy with one ciphertext bit f
 ICV that does not verify, §3.4.4), a copy under an SPI nobody has (§3.4.2) and a copy cut
 short inside its ICV. The receiver must drop and count each.
 
+--too-big MTU ROUTER_ADDR: the host sits behind a router (ROUTER_ADDR) whose link takes IPv4
+packets of at most MTU bytes. An opened packet larger than that with DF set is not passed on:
+the router's ICMP Fragmentation Needed (RFC 1191 §4, quoting as much of it as fits 576 bytes,
+RFC 1812 §4.3.2.3) goes back to its sender through the SA, as a gateway carries what its
+network sends back (RFC 4301 §6.2 has the receiver judge it by the packet it quotes). One
+without DF is passed on in fragments, as the router would cut it.
+
 It prints one line when it is ready and, on SIGTERM or SIGINT, its counters as one line:
-`gateway: sealed N, opened N, dropped N, passed N, attacks N`.
+`gateway: sealed N, opened N, dropped N, passed N, attacks N, too_big N`.
 """
 import select
 import signal
 import socket
 import sys
 
-from scapy.layers.inet import IP
+from scapy.layers.inet import ICMP, IP, fragment
 from scapy.layers.inet6 import IPv6
 from scapy.layers.ipsec import ESP, SecurityAssociation
 from scapy.layers.l2 import Ether
@@ -80,7 +88,7 @@ def attacks(sealed_ip):
 def main():
     host_if, wire_if, spi_out, key_out, spi_in, key_in = sys.argv[1:7]
     rest = sys.argv[7:]
-    algo, tunnel, attack_every = "aes-128-gcm", None, 0
+    algo, tunnel, attack_every, too_big = "aes-128-gcm", None, 0, None
     while rest:
         opt = rest.pop(0)
         if opt == "--algo":
@@ -89,6 +97,8 @@ def main():
             tunnel = (rest.pop(0), rest.pop(0))
         elif opt == "--attack":
             attack_every = int(rest.pop(0))
+        elif opt == "--too-big":
+            too_big = (int(rest.pop(0)), rest.pop(0))
         else:
             sys.exit(f"esp_gateway: unknown option {opt}")
     out_sa = sa(int(spi_out), algo, key_out, tunnel)
@@ -99,7 +109,7 @@ def main():
         s.bind((name, 0))
         socks[name] = s
     host, wire = socks[host_if], socks[wire_if]
-    counts = {"sealed": 0, "opened": 0, "dropped": 0, "passed": 0, "attacks": 0}
+    counts = {"sealed": 0, "opened": 0, "dropped": 0, "passed": 0, "attacks": 0, "too_big": 0}
     running = [True]
 
     def stop(*_):
@@ -122,9 +132,10 @@ def main():
             family = type(ip) if ip is not None else None
             proto = None if ip is None else (ip.nh if family is IPv6 else ip.proto)
 
-            def to(sock, payload):
+            def to(sock, payload, back=False):
                 kind = 0x86DD if payload[0] >> 4 == 6 else 0x0800
-                sock.send(bytes(Ether(src=eth.src, dst=eth.dst, type=kind)) + payload)
+                src, dst = (eth.dst, eth.src) if back else (eth.src, eth.dst)
+                sock.send(bytes(Ether(src=src, dst=dst, type=kind)) + payload)
 
             if s is host:
                 if proto == 132:
@@ -146,15 +157,27 @@ def main():
                 except Exception:  # a forgery, another SPI: the SA's to refuse
                     counts["dropped"] += 1
                     continue
-                to(host, bytes(opened))
                 counts["opened"] += 1
+                raw = bytes(opened)
+                if too_big and family is IP and len(raw) > too_big[0]:
+                    inner = IP(raw)
+                    if inner.flags.DF:
+                        icmp = IP(src=too_big[1], dst=inner.src) / ICMP(
+                            type=3, code=4, nexthopmtu=too_big[0]) / raw[:548]
+                        to(wire, bytes(out_sa.encrypt(IP(bytes(icmp)))), back=True)
+                        counts["too_big"] += 1
+                    else:
+                        for piece in fragment(inner, fragsize=(too_big[0] - 20) // 8 * 8):
+                            to(host, bytes(piece))
+                    continue
+                to(host, raw)
             elif proto == 132:
                 counts["dropped"] += 1
             else:
                 host.send(frame)
                 counts["passed"] += 1
     print("gateway: sealed {sealed}, opened {opened}, dropped {dropped}, passed {passed}, "
-          "attacks {attacks}".format(**counts), flush=True)
+          "attacks {attacks}, too_big {too_big}".format(**counts), flush=True)
 
 
 if __name__ == "__main__":
