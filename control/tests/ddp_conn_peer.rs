@@ -3471,6 +3471,91 @@ fn rfc5040_4_8_a_send_with_invalidate_refused_at_delivery_reports_its_last_segme
     );
 }
 
+/// RFC 5040 §7 / RFC 5041 §7.1: the first error is the stream's. A Send with Invalidate of an
+/// STag the stream may not invalidate (DDP-SSN 1, MSN 1) is delivered in the same turn as a
+/// later Send that arrived first (DDP-SSN 2) whose MSN 3 is out of order once message 1 is
+/// taken: the Terminate is Cannot Invalidate with message 1's header, not MSN range with
+/// message 2's. Before, the later error took the first's place (an independent review,
+/// session 68).
+#[test]
+fn rfc5040_7_the_first_error_of_a_delivery_is_the_one_terminated() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    for wr in 40..43 {
+        d.posted_buffer(pd, wr);
+    }
+    let later = {
+        let mut v = useg(2, true, 0, 3, 0, &[0xbb; 50]);
+        v[3..8].copy_from_slice(&[control(1, Opcode::Send), 0, 0, 0, 0]);
+        v
+    };
+    let first = {
+        let mut v = useg(1, true, 0, 1, 0, &[0xaa; 50]);
+        v[3..8].copy_from_slice(&[control(1, Opcode::SendInvalidate), 0x00, 0xab, 0xcd, 0x01]);
+        v
+    };
+    d.send(S, 16, &later);
+    d.settle();
+    d.send(S, 16, &first);
+    d.settle();
+    assert_terminates_segment(
+        "the first error",
+        &d.the_terminate(S),
+        TerminateError::Rdmap(RdmapError::ProtectionCannotInvalidate),
+        &first,
+    );
+}
+
+/// RFC 5040 §5.4: a Terminate answers no Terminate. The peer's Terminate (DDP-SSN 1) is
+/// delivered in the same turn as a later Send that arrived first (DDP-SSN 2) whose MSN is out
+/// of order: that error, behind the peer's last message, is not answered with a Terminate of
+/// ours. Before, it was (an independent review, session 68).
+#[test]
+fn rfc5040_5_4_an_error_behind_the_peers_terminate_is_not_terminated() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    for wr in 40..43 {
+        d.posted_buffer(pd, wr);
+    }
+    let later = {
+        let mut v = useg(2, true, 0, 3, 0, &[0xbb; 50]);
+        v[3..8].copy_from_slice(&[control(1, Opcode::Send), 0, 0, 0, 0]);
+        v
+    };
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    let term = rseg(1, control(1, Opcode::Terminate), 2, 1, &payload);
+    d.send(S, 16, &later);
+    d.settle();
+    d.send(S, 16, &term);
+    d.settle();
+    assert!(
+        d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::RdmapTerminate { .. })),
+        "{:?}",
+        d.inds
+    );
+    let ours = d
+        .raw_rx
+        .iter()
+        .filter(|(s, p, x)| {
+            *s == S
+                && *p == 16
+                && x.len() > 20
+                && x[2] & 0x80 == 0
+                && x[8..12] == QN_TERMINATE.to_be_bytes()
+        })
+        .count();
+    assert_eq!(ours, 0, "a Terminate of ours answered the peer's");
+}
+
 /// RFC 5041 §7.1 check 5 and §7.2 (0x2/0x03), reported per RFC 5040 §4.8: a Send whose MSN is
 /// within the posted range on arrival but out of order at delivery (MSN 2 delivered first) is
 /// terminated with the DDP header of its last segment (QN 0, MSN 2, MO 100) and that segment's

@@ -268,6 +268,15 @@ impl Ulp for RdmapUlp<'_> {
                 header,
                 segment_len,
             } => {
+                // The first error is the stream's (RFC 5040 §7, RFC 5041 §7.1): one DDP finds
+                // in a message delivered after a fault of this turn (its MSN out of order,
+                // say) is not reported, the fault is (`fail` puts it in DDP's place). Nor is
+                // one behind the peer's Terminate, its last message: a Terminate answers no
+                // Terminate (RFC 5040 §5.4). Before, the later error took the fault's place,
+                // and a Terminate of ours answered the peer's.
+                if self.fault.is_some() || self.peer_terminated {
+                    return;
+                }
                 // The Read whose sink our ULP revoked under its response fails of its own
                 // (`Status::LocalProtection`), not flushed as the stream's other work. Where
                 // the peer invalidated that sink itself, the response is its Invalid STag.
@@ -384,6 +393,7 @@ fn answer(
             out,
             (error, header, segment_len, read_request),
             serve.len(),
+            true,
         );
         return;
     }
@@ -406,7 +416,7 @@ fn answer(
                         response.request_segment_len,
                         Some(response.request()),
                     );
-                    fail(stream, s, out, request, 1 + serve.len());
+                    fail(stream, s, out, request, 1 + serve.len(), false);
                     return;
                 }
                 queue_response(stream, s, response, out)
@@ -424,7 +434,7 @@ fn answer(
                     // RFC 5040 §4.8: the requester learns which request failed from its
                     // segment (M, D); RFC 7306 §8.1 item 2 leaves the RDMA header out (R).
                     let request = (error, atomic.header, atomic.segment_len, None);
-                    fail(stream, s, out, request, 1 + serve.len());
+                    fail(stream, s, out, request, 1 + serve.len(), false);
                     return;
                 }
             },
@@ -433,13 +443,16 @@ fn answer(
 }
 
 /// RDMAP found an error in a delivered message: the stream fails with it (RFC 5040 §7), and
-/// the `unanswered` requests accepted before it hand back their IRD slots unanswered.
+/// the `unanswered` requests accepted before it hand back their IRD slots unanswered. `fault`:
+/// the error is a delivered message's own, found as the ULP took it, before any error DDP
+/// found later in the same delivery.
 fn fail(
     stream: u16,
     s: &mut DdpStream,
     out: &mut Sink,
     (error, header, segment_len, read_request): (RxError, HeaderCopy, usize, Option<ReadRequest>),
     unanswered: usize,
+    fault: bool,
 ) {
     let DdpStream {
         rx,
@@ -449,9 +462,14 @@ fn fail(
         ..
     } = s;
     if let Some(rx_path) = rx.as_mut() {
-        rx_path.fail_delivered(error, header.as_bytes(), segment_len, &mut |i| {
-            indicate(stream, posted, grace, out, i)
-        });
+        let mut ulp = |i| indicate(stream, posted, grace, out, i);
+        if fault {
+            // DDP may have stopped the same delivery at a later message's error, which the
+            // ULP did not report (`RdmapUlp::indicate`): this earlier one is the stream's.
+            rx_path.fail_delivered_first(error, header.as_bytes(), segment_len, &mut ulp);
+        } else {
+            rx_path.fail_delivered(error, header.as_bytes(), segment_len, &mut ulp);
+        }
     }
     if let Some(rdmap) = rdmap.as_deref_mut() {
         rdmap.set_terminate(terminate_payload(error, &header, segment_len, read_request));
@@ -1001,6 +1019,7 @@ impl Connection {
                     Some(answered.request),
                 ),
                 0,
+                false,
             );
         }
         if stopped > 0 {

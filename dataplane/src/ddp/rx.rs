@@ -431,6 +431,28 @@ impl StreamRx {
         });
     }
 
+    /// As [`StreamRx::fail_delivered`], for the ULP's error in a message this delivery
+    /// handed up before DDP stopped it at a later message's error (an MSN out of order),
+    /// which the ULP did not report: the first error is the stream's (RFC 5040 §7), so it
+    /// takes that one's place.
+    pub fn fail_delivered_first(
+        &mut self,
+        error: RxError,
+        header: &[u8],
+        segment_len: usize,
+        ulp: &mut impl FnMut(Indication),
+    ) {
+        if self.error.is_none() {
+            self.stats.errors += 1;
+        }
+        self.error = Some(error);
+        ulp(Indication::Error {
+            error,
+            header: HeaderCopy::of(header),
+            segment_len,
+        });
+    }
+
     /// Posts an untagged receive buffer to queue `qn` (RFC 4296 §2.1.2 "post a receive
     /// buffer").
     pub fn post(&mut self, qn: u32, buf: PostedBuffer) -> Result<(), QueueFull> {
