@@ -12,8 +12,8 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
-    AbortRepr, CauseRepr, ChunkRepr, DataRepr, GapAckBlock, HeaderRepr, HeartbeatAckRepr,
-    HeartbeatRepr, InitRepr, List, Packet, PacketBuilder, ParamRepr, SackRepr,
+    AbortRepr, CauseRepr, ChunkRepr, DataRepr, ErrorChunkRepr, GapAckBlock, HeaderRepr,
+    HeartbeatAckRepr, HeartbeatRepr, InitRepr, List, Packet, PacketBuilder, ParamRepr, SackRepr,
     ShutdownCompleteRepr, ShutdownRepr, UnknownChunkRepr,
 };
 
@@ -707,6 +707,66 @@ fn out_of_the_blue_packets_8_4() {
     let mut bad = packet(C_PORT, S_PORT, 77, &[sack]);
     bad[14] ^= 1;
     assert_eq!(h(bad), Err(Ignored::BadChecksum));
+}
+
+/// §8.4 rules 5-7 ask whether an out-of-the-blue packet "contains" a SHUTDOWN ACK, a SHUTDOWN
+/// COMPLETE, a COOKIE ACK or a Stale Cookie ERROR, not whether it starts with one: behind a
+/// SACK, a SHUTDOWN ACK is still answered with SHUTDOWN COMPLETE (T bit), and the others are
+/// still dropped. Before, rule 8's ABORT answered all four (an independent review, session 68).
+#[test]
+fn out_of_the_blue_rules_5_to_7_look_at_every_chunk_8_4() {
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 2048];
+    let mut h = |p: Vec<u8>| match sep.handle(t(0), C_ADDR, &p, &mut out, &mut ignore) {
+        Outcome::Reply(n) => Ok(out[..n].to_vec()),
+        Outcome::Ignored(why) => Err(why),
+        Outcome::Accepted(_) => panic!("accepted"),
+    };
+    let sack = ChunkRepr::Sack(SackRepr {
+        cum_tsn_ack: 1,
+        a_rwnd: 1500,
+        gap_ack_blocks: List::empty(),
+        dup_tsns: List::empty(),
+    });
+    let r = h(packet(C_PORT, S_PORT, 77, &[sack, ChunkRepr::ShutdownAck])).unwrap();
+    assert_eq!(vtag(&r), 77);
+    assert_eq!(
+        chunks(&r),
+        [ChunkRepr::ShutdownComplete(ShutdownCompleteRepr {
+            t_bit: true
+        })],
+        "rule 5"
+    );
+    let sc = ChunkRepr::ShutdownComplete(ShutdownCompleteRepr { t_bit: false });
+    assert_eq!(
+        h(packet(C_PORT, S_PORT, 77, &[sack, sc])),
+        Err(Ignored::ShutdownComplete),
+        "rule 6"
+    );
+    assert_eq!(
+        h(packet(C_PORT, S_PORT, 77, &[sack, ChunkRepr::CookieAck])),
+        Err(Ignored::CookieAckOrError),
+        "rule 7, COOKIE ACK"
+    );
+    let causes = [CauseRepr::StaleCookie { staleness: 1000 }];
+    let stale = ChunkRepr::Error(ErrorChunkRepr {
+        causes: List::new(&causes),
+    });
+    assert_eq!(
+        h(packet(C_PORT, S_PORT, 77, &[sack, stale])),
+        Err(Ignored::CookieAckOrError),
+        "rule 7, Stale Cookie"
+    );
+    // Another ERROR is rule 8's, as before.
+    let other_causes = [CauseRepr::InvalidMandatoryParameter];
+    let other = ChunkRepr::Error(ErrorChunkRepr {
+        causes: List::new(&other_causes),
+    });
+    let r = h(packet(C_PORT, S_PORT, 77, &[sack, other])).unwrap();
+    assert!(matches!(
+        chunks(&r)[0],
+        ChunkRepr::Abort(AbortRepr { t_bit: true, .. })
+    ));
 }
 
 /// §8.4 for a port with nothing on it (ours is the address's only SCTP endpoint): an INIT
@@ -2797,6 +2857,52 @@ fn restart_listing_the_same_addresses_is_a_restart_5_2_2() {
         Some(CauseRepr::RestartWithNewAddresses { .. })
     ));
     assert_eq!(s.state(), State::Established);
+}
+
+/// RFC 9260 §5.1 C: until the COOKIE ACK, "the sender MUST NOT send any other packets to the
+/// peer" than the COOKIE ECHO. A HEARTBEAT and an unknown chunk to report (upper bits 01)
+/// from the peer while our COOKIE ECHO is out (its COOKIE ACK lost, say) get no packet of
+/// their own; the ERROR goes once the association is up. Before, a lone HEARTBEAT ACK and a
+/// lone ERROR went (an independent review, session 68).
+#[test]
+fn nothing_but_the_cookie_echo_leaves_before_the_cookie_ack_5_1_c() {
+    let (mut sep, mut c, echo) = handshake_to_echo();
+    assert_eq!(c.state(), State::CookieEchoed);
+    let tag = c.local_tag();
+    let hb = ChunkRepr::Heartbeat(HeartbeatRepr {
+        info: b"hb",
+        extra: &[],
+    });
+    let unknown = ChunkRepr::Unknown(UnknownChunkRepr {
+        chunk_type: 0x41,
+        flags: 0,
+        value: b"abcd",
+    });
+    c.handle(t(2), &packet(S_PORT, C_PORT, tag, &[hb]), &mut ignore)
+        .unwrap();
+    c.handle(t(2), &packet(S_PORT, C_PORT, tag, &[unknown]), &mut ignore)
+        .unwrap();
+    assert!(
+        drain(&mut c, t(2)).is_empty(),
+        "a packet before the COOKIE ACK"
+    );
+    assert_eq!(c.state(), State::CookieEchoed);
+    // The handshake completes, and the report leaves then.
+    let mut out = vec![0u8; 65536];
+    let Outcome::Accepted(s) = sep.handle(t(3), C_ADDR, &echo, &mut out, &mut ignore) else {
+        panic!("COOKIE ECHO not accepted")
+    };
+    let mut s = *s;
+    for p in drain(&mut s, t(3)) {
+        c.handle(t(4), &p, &mut ignore).unwrap();
+    }
+    assert_eq!(c.state(), State::Established);
+    let sent: Vec<_> = drain(&mut c, t(4));
+    let all: Vec<_> = sent.iter().flat_map(|o| chunks(o)).collect();
+    assert!(
+        has(&all, |c| matches!(c, ChunkRepr::Error(_))),
+        "the report after the COOKIE ACK: {all:?}"
+    );
 }
 
 /// RFC 9260 §5.2.1: in COOKIE-ECHOED, an INIT that adds an address to those the peer's

@@ -3424,6 +3424,16 @@ impl Association {
         if self.ack_due.sack && (self.ack_due.sack_now || data_next || any) && !crowds_rtx {
             any |= self.push_sack(&mut b);
         }
+        // §5.1 C: until the COOKIE ACK comes, "the sender MUST NOT send any other packets to
+        // the peer" than the COOKIE ECHO: a HEARTBEAT's ACK goes only beside it (or not at
+        // all: the peer heartbeats again), an ERROR waits for it or for the COOKIE ACK. (The
+        // answers to an INIT that §5.2.1 asks for are not this packet's.)
+        let echoed_alone = self.state == State::CookieEchoed && !cookie_packet;
+        if echoed_alone {
+            while self.pending.hb_acks.front().is_some() {
+                self.pending.hb_acks.pop_front();
+            }
+        }
         while let Some((info, extra)) = self.pending.hb_acks.front() {
             let ack = ChunkRepr::HeartbeatAck(HeartbeatAckRepr { info, extra });
             if b.push(&ack).is_ok() {
@@ -3462,7 +3472,7 @@ impl Association {
             // known are dropped.
             if self.peer_tag == 0 {
                 self.pending.error_bytes.clear();
-            } else {
+            } else if !echoed_alone {
                 // §3.2.2: an ERROR reporting an INIT ACK's parameters goes with the COOKIE
                 // ECHO, or not before the COOKIE ACK; one that did not fit beside it is not
                 // kept for the next packet.

@@ -504,12 +504,21 @@ impl Endpoint {
         let ours = hdr.dst_port == self.cfg.local_port;
         let mut n_chunks = 0;
         let mut first = None;
+        // §8.4 rules 5-7 ask whether the packet "contains" these, wherever they stand.
+        let (mut shutdown_ack, mut shutdown_complete, mut spared) = (false, false, false);
         for c in pkt.chunks_ref() {
             let Ok(c) = c else {
                 return self.ignore(Ignored::Malformed);
             };
-            if c.chunk_type() == ChunkType::Abort {
-                return self.ignore(Ignored::Abort);
+            match c.chunk_type() {
+                ChunkType::Abort => return self.ignore(Ignored::Abort),
+                ChunkType::ShutdownAck => shutdown_ack = true,
+                ChunkType::ShutdownComplete => shutdown_complete = true,
+                ChunkType::CookieAck => spared = true,
+                // Rule 7 spares an ERROR only when it reports a Stale Cookie; any other is
+                // answered by rule 8.
+                ChunkType::Error if is_stale_cookie_error(&c) => spared = true,
+                _ => {}
             }
             if first.is_none() {
                 first = Some(c);
@@ -552,19 +561,15 @@ impl Endpoint {
             ChunkType::CookieEcho if ours => {
                 self.on_cookie_echo(now, peer, hdr, &first, packet, out, rx)
             }
-            ChunkType::ShutdownAck => {
+            _ if shutdown_ack => {
                 // §8.4 rule 5: SHUTDOWN COMPLETE, tag reflected, T bit set.
                 self.stats.ootb_shutdown_completes_out += 1;
                 let sc = ChunkRepr::ShutdownComplete(ShutdownCompleteRepr { t_bit: true });
                 self.reply(out, &reply_hdr, &sc)
             }
-            ChunkType::ShutdownComplete => self.ignore(Ignored::ShutdownComplete),
-            ChunkType::CookieAck => self.ignore(Ignored::CookieAckOrError),
-            // §8.4 rule 7 spares an ERROR only when it reports a Stale Cookie; any other is
-            // answered by rule 8 below.
-            ChunkType::Error if is_stale_cookie_error(&first) => {
-                self.ignore(Ignored::CookieAckOrError)
-            }
+            // Rules 6 and 7.
+            _ if shutdown_complete => self.ignore(Ignored::ShutdownComplete),
+            _ if spared => self.ignore(Ignored::CookieAckOrError),
             _ => {
                 // §8.4 rule 8: ABORT, tag reflected, T bit set.
                 self.stats.ootb_aborts_out += 1;
