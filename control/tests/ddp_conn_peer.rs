@@ -3471,6 +3471,25 @@ fn rfc5040_4_8_a_send_with_invalidate_refused_at_delivery_reports_its_last_segme
     );
 }
 
+/// RFC 5041 §3 item 1: "LLPs MUST expose MULPDU and MULPDU changes". A path MTU an ICMP
+/// lowers (`lower_path_mtu`, as the data core calls it) gives the ULP its new MULPDU at once;
+/// before, it waited for the idle association's next packet or timer (an independent review,
+/// session 68).
+#[test]
+fn rfc5041_3_a_mulpdu_lowered_by_icmp_is_told_at_once() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open(S, pd);
+    d.settle();
+    let peer = d.conn.as_ref().unwrap().peer_ip();
+    let c = d.conn.as_mut().unwrap();
+    while c.poll_indication().is_some() {}
+    assert!(c.lower_path_mtu(1280, peer));
+    let told = std::iter::from_fn(|| c.poll_indication())
+        .any(|i| matches!(i, Indication::MulpduChanged { .. }));
+    assert!(told, "the ULP was not told of the new MULPDU");
+}
+
 /// RFC 5040 §7 / RFC 5041 §7.1: the first error is the stream's. A Send with Invalidate of an
 /// STag the stream may not invalidate (DDP-SSN 1, MSN 1) is delivered in the same turn as a
 /// later Send that arrived first (DDP-SSN 2) whose MSN 3 is out of order once message 1 is

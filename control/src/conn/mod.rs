@@ -227,9 +227,12 @@ impl Connection {
         self.assoc.set_tx_checksum_offload(on);
     }
 
-    /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments).
+    /// A new path MTU (RFC 5043 §9: the MULPDU follows it for the next segments), and the
+    /// MULPDU change told to the ULP at once (RFC 5041 §3 item 1: "LLPs MUST expose MULPDU and
+    /// MULPDU changes"), not at the association's next packet or timer.
     pub fn set_path_mtu(&mut self, mtu: usize) {
         self.assoc.set_path_mtu(mtu);
+        self.after_sctp();
     }
 
     /// RFC 9260 §7.3 and Appendix C ICMP7: an ICMP Fragmentation Needed or Packet Too Big for
@@ -265,6 +268,9 @@ impl Connection {
         // 1191 §6.3) must not make segments the peer cuts at the link's MULPDU oversize.
         self.rx_mulpdu = self.rx_mulpdu.max(ddp::mulpdu(self.assoc.max_message()));
         self.assoc.set_path_mtu(sctp);
+        // The ULP hears of the new MULPDU now (RFC 5041 §3 item 1), not at the next packet
+        // or timer of an association that may be idle.
+        self.after_sctp();
         self.assoc.path_mtu() < before
     }
 
