@@ -2372,6 +2372,50 @@ fn peer_restart_5_2_4_a() {
     assert_eq!(got, vec![b"new incarnation".to_vec()]);
 }
 
+/// RFC 8899 after a peer restart (§5.2.4 case A): a path MTU probe in flight when the peer
+/// restarted was sent under the old tags and will never be answered; discovery must go on.
+/// Before, the restart cleared the probe's timer with the others and kept the probe as
+/// outstanding, so no probe was ever due again (an independent review, session 68).
+#[test]
+fn path_mtu_discovery_goes_on_after_a_peer_restart_rfc8899() {
+    let mut p = Pair::new();
+    let mut buf = vec![0u8; 65536];
+    p.s.set_path_mtu(1200);
+    p.s.plpmtud_search(t(10));
+    assert!(
+        p.s.poll_probe(t(10), &mut buf).is_some(),
+        "a probe in flight"
+    );
+    let mut cep2 = endpoint(C_PORT, 9);
+    let mut c2 = cep2.connect(t(20), S_ADDR, S_PORT);
+    for step in 20..30u64 {
+        let now = t(step);
+        for pk in drain(&mut c2, now) {
+            let _ = p.s.handle(now, &pk, &mut ignore);
+        }
+        for pk in drain(&mut p.s, now) {
+            let _ = c2.handle(now, &pk, &mut ignore);
+        }
+    }
+    assert!(events(&mut p.s)
+        .iter()
+        .any(|e| matches!(e, Event::Restarted { .. })));
+    let mut now = t(30);
+    let mut probed = false;
+    for _ in 0..100 {
+        if p.s.probe_due() && p.s.poll_probe(now, &mut buf).is_some() {
+            probed = true;
+            break;
+        }
+        let Some(at) = p.s.poll_timeout() else {
+            break;
+        };
+        now = now.max(at);
+        p.s.handle_timeout(now);
+    }
+    assert!(probed, "no probe after the restart");
+}
+
 /// §5.2.4 case A treats a restart as an ABORT followed by a new COOKIE ECHO: what the server
 /// owed the old incarnation goes with it. A DATA packet of the old client, its SACK delayed
 /// (§6.2) when the restart comes, is not acknowledged to the new one: the COOKIE ACK travels
@@ -2857,6 +2901,37 @@ fn restart_listing_the_same_addresses_is_a_restart_5_2_2() {
         Some(CauseRepr::RestartWithNewAddresses { .. })
     ));
     assert_eq!(s.state(), State::Established);
+}
+
+/// RFC 9260 §7.2.1: "The initial cwnd before DATA transmission ... MUST be set to min(4*MTU,
+/// max (2*MTU, 4404))". An association configured for a 9000-byte link whose path to the peer
+/// is 1480 bytes (set before any DATA, as the runtime does from its neighbour's estimate)
+/// sends a first flight of about 4404 bytes, not twelve packets sized by the configured MTU.
+/// Found by an independent review, session 68.
+#[test]
+fn the_first_flight_follows_the_path_mtu_known_before_it_7_2_1() {
+    let mut p = Pair::with(|c| c.path_mtu = 8980);
+    p.c.set_path_mtu(1480);
+    for _ in 0..20 {
+        p.c.send(1, 16, &[7u8; 1400]).unwrap();
+    }
+    let mut sent = 0;
+    loop {
+        let out = drain(&mut p.c, t(3));
+        if out.is_empty() {
+            break;
+        }
+        sent += out
+            .iter()
+            .flat_map(|o| chunks(o))
+            .filter_map(|c| match c {
+                ChunkRepr::Data(d) => Some(d.user_data.len()),
+                _ => None,
+            })
+            .sum::<usize>();
+    }
+    assert!(sent > 0);
+    assert!(sent <= 4404 + 1480, "a first flight of {sent} bytes");
 }
 
 /// RFC 9260 §5.1 C: until the COOKIE ACK, "the sender MUST NOT send any other packets to the

@@ -999,6 +999,12 @@ impl Association {
     pub fn set_path_mtu(&mut self, mtu: usize) {
         let before = self.path.mtu;
         self.path.mtu = mtu.clamp(config::MIN_PATH_MTU, 65_535);
+        if self.next_tsn == self.local_initial_tsn {
+            // §7.2.1: the initial cwnd is min(4*MTU, max(2*MTU, 4404)) of the path's MTU: one
+            // learnt before any DATA left (the link's, an earlier association's estimate of
+            // this peer's path) sizes the first flight, not the configured one.
+            self.path.cwnd = initial_cwnd(self.path.mtu);
+        }
         if let Some(p) = self.plpmtud.as_mut() {
             p.set(self.path.mtu);
         }
@@ -2956,6 +2962,14 @@ impl Association {
             self.pending.cookie_ack = true;
             self.events.push_back(Event::Restarted { lost });
             self.arm_heartbeat(now);
+            // RFC 8899 goes on over the same path: a probe in flight went under the old tags
+            // and no answer to it will come, and its timer was cleared with the others (which
+            // stopped discovery for good): a search from the size in use starts afresh.
+            if let Some(p) = self.plpmtud.as_mut() {
+                p.set(self.path.mtu);
+                p.search(now);
+            }
+            self.sync_plpmtud_timer();
             return Flow::Continue;
         }
         if local_match && !peer_match {
