@@ -324,6 +324,30 @@ fn useg(ssn: u16, last: bool, qn: u32, msn: u32, mo: u32, payload: &[u8]) -> Vec
     v
 }
 
+/// An untagged segment on QN 0 whose RDMAP header (control byte and the four bytes after it:
+/// a Send with Invalidate's STag) is `rdmap`.
+fn rdmap_useg(ssn: u16, last: bool, msn: u32, mo: u32, rdmap: [u8; 5], payload: &[u8]) -> Vec<u8> {
+    let mut v = useg(ssn, last, 0, msn, mo, payload);
+    v[3..8].copy_from_slice(&rdmap);
+    v
+}
+
+/// The RDMAP header of a Send with Invalidate of STag 0xabcd01, which no stream may invalidate.
+fn send_inv_unknown() -> [u8; 5] {
+    [control(1, Opcode::SendInvalidate), 0x00, 0xab, 0xcd, 0x01]
+}
+
+/// A server connection with an RDMAP stream on `S` accepted and `n` receives posted on QN 0.
+fn rdmap_duo_with_receives(n: u64) -> Duo {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    for wr in 40..40 + n {
+        d.posted_buffer(pd, wr);
+    }
+    d
+}
+
 // ------------------------------------------------------------------------------------------
 // The rules
 // ------------------------------------------------------------------------------------------
@@ -3449,14 +3473,9 @@ fn rfc5040_4_8_a_read_response_short_at_delivery_reports_its_last_segment() {
 /// Length (not the whole message's), M and D set, R clear.
 #[test]
 fn rfc5040_4_8_a_send_with_invalidate_refused_at_delivery_reports_its_last_segment() {
-    let mut d = Duo::new(256);
-    let pd = d.memory.alloc_pd();
-    d.open_rdmap(S, pd);
-    d.posted_buffer(pd, 40);
+    let mut d = rdmap_duo_with_receives(1);
     let send_inv = |ssn: u16, last: bool, mo: u32, payload: &[u8]| {
-        let mut v = useg(ssn, last, 0, 1, mo, payload);
-        v[3..8].copy_from_slice(&[control(1, Opcode::SendInvalidate), 0x00, 0xab, 0xcd, 0x01]);
-        v
+        rdmap_useg(ssn, last, 1, mo, send_inv_unknown(), payload)
     };
     let last = send_inv(2, true, 100, &[0xbb; 50]);
     d.send(S, 16, &last);
@@ -3498,22 +3517,16 @@ fn rfc5041_3_a_mulpdu_lowered_by_icmp_is_told_at_once() {
 /// session 68).
 #[test]
 fn rfc5040_7_the_first_error_of_a_delivery_is_the_one_terminated() {
-    let mut d = Duo::new(256);
-    let pd = d.memory.alloc_pd();
-    d.open_rdmap(S, pd);
-    for wr in 40..43 {
-        d.posted_buffer(pd, wr);
-    }
-    let later = {
-        let mut v = useg(2, true, 0, 3, 0, &[0xbb; 50]);
-        v[3..8].copy_from_slice(&[control(1, Opcode::Send), 0, 0, 0, 0]);
-        v
-    };
-    let first = {
-        let mut v = useg(1, true, 0, 1, 0, &[0xaa; 50]);
-        v[3..8].copy_from_slice(&[control(1, Opcode::SendInvalidate), 0x00, 0xab, 0xcd, 0x01]);
-        v
-    };
+    let mut d = rdmap_duo_with_receives(3);
+    let later = rdmap_useg(
+        2,
+        true,
+        3,
+        0,
+        [control(1, Opcode::Send), 0, 0, 0, 0],
+        &[0xbb; 50],
+    );
+    let first = rdmap_useg(1, true, 1, 0, send_inv_unknown(), &[0xaa; 50]);
     d.send(S, 16, &later);
     d.settle();
     d.send(S, 16, &first);
@@ -3532,17 +3545,15 @@ fn rfc5040_7_the_first_error_of_a_delivery_is_the_one_terminated() {
 /// ours. Before, it was (an independent review, session 68).
 #[test]
 fn rfc5040_5_4_an_error_behind_the_peers_terminate_is_not_terminated() {
-    let mut d = Duo::new(256);
-    let pd = d.memory.alloc_pd();
-    d.open_rdmap(S, pd);
-    for wr in 40..43 {
-        d.posted_buffer(pd, wr);
-    }
-    let later = {
-        let mut v = useg(2, true, 0, 3, 0, &[0xbb; 50]);
-        v[3..8].copy_from_slice(&[control(1, Opcode::Send), 0, 0, 0, 0]);
-        v
-    };
+    let mut d = rdmap_duo_with_receives(3);
+    let later = rdmap_useg(
+        2,
+        true,
+        3,
+        0,
+        [control(1, Opcode::Send), 0, 0, 0, 0],
+        &[0xbb; 50],
+    );
     let payload = ddpdk_control::rdmap::terminate_payload(
         RxError::Rdmap(RdmapError::OperationUnspecified),
         &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
@@ -3581,15 +3592,16 @@ fn rfc5040_5_4_an_error_behind_the_peers_terminate_is_not_terminated() {
 /// DDP Segment Length, M and D set. It used to be reported without a header.
 #[test]
 fn rfc5041_7_1_an_msn_error_at_delivery_is_terminated_with_its_last_segment() {
-    let mut d = Duo::new(256);
-    let pd = d.memory.alloc_pd();
-    d.open_rdmap(S, pd);
-    d.posted_buffer(pd, 40);
-    d.posted_buffer(pd, 41);
+    let mut d = rdmap_duo_with_receives(2);
     let send = |ssn: u16, last: bool, mo: u32, payload: &[u8]| {
-        let mut v = useg(ssn, last, 0, 2, mo, payload);
-        v[3..8].copy_from_slice(&[control(1, Opcode::Send), 0, 0, 0, 0]);
-        v
+        rdmap_useg(
+            ssn,
+            last,
+            2,
+            mo,
+            [control(1, Opcode::Send), 0, 0, 0, 0],
+            payload,
+        )
     };
     let last = send(2, true, 100, &[0xbb; 50]);
     d.send(S, 16, &last);

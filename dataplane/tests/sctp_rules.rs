@@ -639,22 +639,12 @@ fn unknown_init_parameters_follow_3_2_1() {
 #[test]
 fn out_of_the_blue_packets_8_4() {
     let mut sep = endpoint(S_PORT, 2);
-    let mut out = vec![0u8; 2048];
-    let mut h = |p: Vec<u8>| match sep.handle(t(0), C_ADDR, &p, &mut out, &mut ignore) {
-        Outcome::Reply(n) => Ok(out[..n].to_vec()),
-        Outcome::Ignored(why) => Err(why),
-        Outcome::Accepted(_) => panic!("accepted"),
-    };
+    let mut h = |p: Vec<u8>| out_of_the_blue(&mut sep, &p);
     let abort = ChunkRepr::Abort(AbortRepr {
         t_bit: false,
         causes: List::empty(),
     });
-    let sack = ChunkRepr::Sack(SackRepr {
-        cum_tsn_ack: 1,
-        a_rwnd: 1500,
-        gap_ack_blocks: List::empty(),
-        dup_tsns: List::empty(),
-    });
+    let sack = a_sack();
     // Rule 2: anything with an ABORT in it, even after another chunk, is dropped silently.
     assert_eq!(
         h(packet(C_PORT, S_PORT, 77, &[sack, abort])),
@@ -709,6 +699,27 @@ fn out_of_the_blue_packets_8_4() {
     assert_eq!(h(bad), Err(Ignored::BadChecksum));
 }
 
+/// What the endpoint `sep` makes of packet `p` from the client, out of the blue: its reply, or
+/// why it was ignored.
+fn out_of_the_blue(sep: &mut Endpoint, p: &[u8]) -> Result<Vec<u8>, Ignored> {
+    let mut out = vec![0u8; 2048];
+    match sep.handle(t(0), C_ADDR, p, &mut out, &mut ignore) {
+        Outcome::Reply(n) => Ok(out[..n].to_vec()),
+        Outcome::Ignored(why) => Err(why),
+        Outcome::Accepted(_) => panic!("accepted"),
+    }
+}
+
+/// A SACK of TSN 1, nothing else.
+fn a_sack() -> ChunkRepr<'static> {
+    ChunkRepr::Sack(SackRepr {
+        cum_tsn_ack: 1,
+        a_rwnd: 1500,
+        gap_ack_blocks: List::empty(),
+        dup_tsns: List::empty(),
+    })
+}
+
 /// §8.4 rules 5-7 ask whether an out-of-the-blue packet "contains" a SHUTDOWN ACK, a SHUTDOWN
 /// COMPLETE, a COOKIE ACK or a Stale Cookie ERROR, not whether it starts with one: behind a
 /// SACK, a SHUTDOWN ACK is still answered with SHUTDOWN COMPLETE (T bit), and the others are
@@ -716,18 +727,8 @@ fn out_of_the_blue_packets_8_4() {
 #[test]
 fn out_of_the_blue_rules_5_to_7_look_at_every_chunk_8_4() {
     let mut sep = endpoint(S_PORT, 2);
-    let mut out = vec![0u8; 2048];
-    let mut h = |p: Vec<u8>| match sep.handle(t(0), C_ADDR, &p, &mut out, &mut ignore) {
-        Outcome::Reply(n) => Ok(out[..n].to_vec()),
-        Outcome::Ignored(why) => Err(why),
-        Outcome::Accepted(_) => panic!("accepted"),
-    };
-    let sack = ChunkRepr::Sack(SackRepr {
-        cum_tsn_ack: 1,
-        a_rwnd: 1500,
-        gap_ack_blocks: List::empty(),
-        dup_tsns: List::empty(),
-    });
+    let mut h = |p: Vec<u8>| out_of_the_blue(&mut sep, &p);
+    let sack = a_sack();
     let r = h(packet(C_PORT, S_PORT, 77, &[sack, ChunkRepr::ShutdownAck])).unwrap();
     assert_eq!(vtag(&r), 77);
     assert_eq!(
