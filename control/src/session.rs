@@ -846,19 +846,34 @@ impl Session {
     /// ([`Session::inbound_complete`]); the caller tells such a Terminate from a later
     /// session's chunks by its TSN.
     pub fn peer_terminate_may_cross(&self) -> bool {
-        self.state == State::Terminated(TerminationReason::LocalReject)
-            && !self.association_ended
-            && !self.rx.is_seen(1)
+        self.refused_before_accept() && !self.association_ended && !self.rx.is_seen(1)
+    }
+
+    /// The passive side ended the peer's Initiate without accepting it: by our ULP's Reject
+    /// (§6.3), or by a Terminate at our DDP-SSN 0 (§6.4: the pending limit, or our ULP's
+    /// terminate while the Initiate waited). Either way the active side sends nothing more
+    /// but, perhaps, its own Terminate at its DDP-SSN 1, crossing ours (§6.6 lets it send one
+    /// once its Initiate is acknowledged; RFC 5043 asks none of it, so we do not wait for it:
+    /// a peer that sends none would keep the stream id busy for good).
+    fn refused_before_accept(&self) -> bool {
+        self.role == Some(Role::Passive)
+            && !self.accepted
+            && matches!(
+                self.state,
+                State::Terminated(
+                    TerminationReason::LocalReject
+                        | TerminationReason::PendingLimit
+                        | TerminationReason::LocalTerminate
+                )
+            )
     }
 
     /// Whether every chunk the peer will send in this session has arrived: its final message
-    /// and everything before it in DDP-SSN order, or, after we rejected, its Initiate (§6.3: the
-    /// active side sends nothing more).
+    /// and everything before it in DDP-SSN order, or, after we refused its Initiate (our
+    /// Reject, §6.3, or our Terminate, §6.4), the Initiate itself (the active side sends
+    /// nothing more we must wait for: `refused_before_accept`).
     pub fn inbound_complete(&self) -> bool {
-        if self.association_ended
-            || self.inbound_given_up
-            || self.state == State::Terminated(TerminationReason::LocalReject)
-        {
+        if self.association_ended || self.inbound_given_up || self.refused_before_accept() {
             return true;
         }
         self.peer_final.is_some_and(|f| self.rx.base > f)
@@ -1599,6 +1614,47 @@ mod tests {
         assert!(p.peer_terminate_may_cross());
         feed(&crossing[0], &mut p).unwrap();
         assert!(!p.peer_terminate_may_cross());
+    }
+
+    /// RFC 5043 §6.4: "the passive side MUST respond to the Initiate message with a DDP Stream
+    /// Terminate Message", and the legal sequence may end there (§6.2 asks one Terminate of
+    /// either side). A peer that sends no Terminate of its own after ours must not keep the
+    /// stream id busy: our refusal at its DDP-SSN 0 (the pending limit, or our ULP's
+    /// terminate while the Initiate waited) completes its direction as a Reject would, and
+    /// its Terminate may still cross ours. Before, the stream id waited for that Terminate
+    /// for good (an independent review, session 68).
+    #[test]
+    fn rfc5043_6_4_a_refusal_by_terminate_frees_the_stream_without_the_peers() {
+        for over_limit in [true, false] {
+            let mut a = Session::new(PendingLimit::new(4));
+            let mut p = Session::new(PendingLimit::new(if over_limit { 0 } else { 4 }));
+            a.initiate(b"").unwrap();
+            deliver(&mut a, &mut p);
+            if !over_limit {
+                p.terminate().unwrap();
+            }
+            let t = transmits(&mut p);
+            assert_eq!(
+                t,
+                [Transmit {
+                    ddp_ssn: 0,
+                    message: ControlMessage::Terminate
+                }],
+                "over the limit: {over_limit}"
+            );
+            p.on_acked(0).unwrap();
+            assert!(p.can_reuse(), "over the limit: {over_limit}");
+            assert!(p.peer_terminate_may_cross(), "over the limit: {over_limit}");
+            // The active side's answer, if it sends one, still arrives as the crossing one.
+            feed(&t[0], &mut a).unwrap();
+            let answer = transmits(&mut a);
+            feed(&answer[0], &mut p).unwrap();
+            assert!(
+                !p.peer_terminate_may_cross(),
+                "over the limit: {over_limit}"
+            );
+            assert!(p.can_reuse(), "over the limit: {over_limit}");
+        }
     }
 
     #[test]
