@@ -233,6 +233,15 @@ impl Duo {
         self.raw.send(stream, ppid, data).unwrap();
     }
 
+    /// Sends each DDP segment on stream `S` (PPID 16), the server handling one before the
+    /// next is sent: a later DDP-SSN first makes the server hold it until the earlier comes.
+    fn send_in_turn(&mut self, segments: &[&[u8]]) {
+        for seg in segments {
+            self.send(S, 16, seg);
+            self.settle();
+        }
+    }
+
     fn events(&self, stream: u16) -> Vec<Event> {
         self.inds
             .iter()
@@ -1331,10 +1340,10 @@ fn rfc5043_9_segment_over_the_mulpdu_is_refused_and_counted() {
     let (r, reg) = d.remote_write_region(pd, 8192, 0);
     let exact = vec![0x11; mulpdu - tagged_header];
     let over = vec![0x22; mulpdu - tagged_header + 1];
-    d.send(S, 16, &tseg(1, true, reg.stag.0, 0, &exact));
-    d.settle();
-    d.send(S, 16, &tseg(2, true, reg.stag.0, 4096, &over));
-    d.settle();
+    d.send_in_turn(&[
+        &tseg(1, true, reg.stag.0, 0, &exact),
+        &tseg(2, true, reg.stag.0, 4096, &over),
+    ]);
     let bytes = d.region_bytes(r, 8192);
     assert!(
         bytes[..exact.len()].iter().all(|&b| b == 0x11),
@@ -1384,10 +1393,10 @@ fn rfc5043_9_the_receive_limit_takes_back_the_esp_headroom() {
     let (r, reg) = d.remote_write_region(pd, 8192, 0);
     let most = vec![0x33; mulpdu + SLACK - tagged_header];
     let over = vec![0x44; mulpdu + SLACK - tagged_header + 1];
-    d.send(S, 16, &tseg(1, true, reg.stag.0, 0, &most));
-    d.settle();
-    d.send(S, 16, &tseg(2, true, reg.stag.0, 4096, &over));
-    d.settle();
+    d.send_in_turn(&[
+        &tseg(1, true, reg.stag.0, 0, &most),
+        &tseg(2, true, reg.stag.0, 4096, &over),
+    ]);
     let bytes = d.region_bytes(r, 8192);
     assert!(bytes[..most.len()].iter().all(|&b| b == 0x33));
     assert!(bytes[4096..].iter().all(|&b| b == 0));
@@ -3455,10 +3464,7 @@ fn rfc5040_4_8_a_read_response_short_at_delivery_reports_its_last_segment() {
     let (mut d, _, r) = Duo::read_in_flight();
     // [0, 600) and [400, 800): overlapping, 200 bytes short.
     let last = rrseg(2, true, r.sink_stag, r.sink_to + 400, 400);
-    d.send(S, 16, &last);
-    d.settle();
-    d.send(S, 16, &rrseg(1, false, r.sink_stag, r.sink_to, 600));
-    d.settle();
+    d.send_in_turn(&[&last, &rrseg(1, false, r.sink_stag, r.sink_to, 600)]);
     assert_terminates_segment(
         "short",
         &d.the_terminate(S),
@@ -3527,10 +3533,7 @@ fn rfc5040_7_the_first_error_of_a_delivery_is_the_one_terminated() {
         &[0xbb; 50],
     );
     let first = rdmap_useg(1, true, 1, 0, send_inv_unknown(), &[0xaa; 50]);
-    d.send(S, 16, &later);
-    d.settle();
-    d.send(S, 16, &first);
-    d.settle();
+    d.send_in_turn(&[&later, &first]);
     assert_terminates_segment(
         "the first error",
         &d.the_terminate(S),
@@ -3561,10 +3564,7 @@ fn rfc5040_5_4_an_error_behind_the_peers_terminate_is_not_terminated() {
         None,
     );
     let term = rseg(1, control(1, Opcode::Terminate), 2, 1, &payload);
-    d.send(S, 16, &later);
-    d.settle();
-    d.send(S, 16, &term);
-    d.settle();
+    d.send_in_turn(&[&later, &term]);
     assert!(
         d.inds
             .iter()

@@ -61,6 +61,16 @@ fn served(l: &Lockstep<MemPort>) -> ddpdk_control::runtime::ConnTotals {
     )
 }
 
+/// A region of `len` bytes on the client (a) and its registration as a Read's Data Sink.
+fn a_sink(a: &mut Runtime, apd: Pd, len: u64) -> (ddpdk_control::memory::RegionId, Registered) {
+    let m = a.0.memory_mut();
+    let sink = m.alloc_region(len as usize).unwrap();
+    let sink_reg = m
+        .register(registration(apd, sink, len, Access::LOCAL_WRITE))
+        .unwrap();
+    (sink, sink_reg)
+}
+
 /// The server (b) deregisters `stag`, its cores polled on this thread.
 fn deregister(l: &mut Lockstep<MemPort>, stag: Stag) {
     let (cb, kb, now) = (&mut l.cb, &mut l.kb, l.now);
@@ -351,11 +361,7 @@ fn rfc5041_8_3_1_a_response_already_with_sctp_sends_what_the_source_held_at_revo
     let src_reg = m
         .register(registration(bpd, src, LEN, Access::REMOTE_READ))
         .unwrap();
-    let m = a.0.memory_mut();
-    let sink = m.alloc_region(LEN as usize).unwrap();
-    let sink_reg = m
-        .register(registration(apd, sink, LEN, Access::LOCAL_WRITE))
-        .unwrap();
+    let (sink, sink_reg) = a_sink(&mut a, apd, LEN);
     let limits = RdmaLimits { ird: 2, ord: 2 };
     let (open, accept) = rdmap_session(apd, limits, bpd, limits);
     let mut l = Lockstep::open_with(a, b, IpAddr::V4(B4), PORT, open, vec![accept]);
@@ -408,11 +414,8 @@ fn rfc5041_8_3_1_a_read_response_stops_once_its_source_is_deregistered() {
     let other = m
         .register(registration(bpd, src, LEN, Access::REMOTE_READ))
         .unwrap();
+    let (_, sink_reg) = a_sink(&mut a, apd, LEN);
     let m = a.0.memory_mut();
-    let sink = m.alloc_region(LEN as usize).unwrap();
-    let sink_reg = m
-        .register(registration(apd, sink, LEN, Access::LOCAL_WRITE))
-        .unwrap();
     let target = m.alloc_region(4096).unwrap();
     let target_reg = m
         .register(registration(apd, target, 4096, Access::REMOTE_WRITE))
