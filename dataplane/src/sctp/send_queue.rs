@@ -87,11 +87,11 @@ pub struct SendQueue {
     /// retransmit?" on every packet, and the answer is almost always no.
     rtx_marked: usize,
     dropped_from: u64,
-    /// Held messages with an [`ExtRef`], and a bit (`key % 64`) for each memory any of them
-    /// named since the count was last 0: what lets [`SendQueue::materialize`] skip a queue
-    /// that names no such memory without a walk (a revocation, which asks every queue of a
-    /// core, may come with every I/O where the peer invalidates what it used).
-    ext_held: u64,
+    /// A bit (`key % 64`) for each memory an [`ExtRef`] of a message named since the queue
+    /// was last empty: what lets [`SendQueue::materialize`] skip a queue that names no such
+    /// memory without a walk (a revocation, which asks every queue of a core, may come with
+    /// every I/O where the peer invalidates what it used). Kept per push and per emptying,
+    /// not per acknowledged message: a count would cost the SACK path a read a message.
     ext_keys: u64,
 }
 
@@ -112,7 +112,6 @@ impl SendQueue {
             tail: 0,
             rtx_marked: 0,
             dropped_from: 0,
-            ext_held: 0,
             ext_keys: 0,
         }
     }
@@ -177,7 +176,6 @@ impl SendQueue {
             ..Slot::default()
         };
         if let Some(e) = ext {
-            self.ext_held += 1;
             self.ext_keys |= key_bit(e.key);
         }
         self.tail += 1;
@@ -212,10 +210,10 @@ impl SendQueue {
     pub fn pop_front(&mut self) {
         debug_assert!(self.head < self.sent);
         self.set_rtx(self.head, false);
-        if self.slots[self.idx(self.head)].ext.is_some() {
-            self.let_go_ext();
-        }
         self.head += 1;
+        if self.head == self.tail {
+            self.ext_keys = 0;
+        }
     }
 
     /// Marks or unmarks an outstanding message for retransmission.
@@ -311,18 +309,9 @@ impl SendQueue {
                 tail.fill(0);
             }
             self.slots[i].ext = None;
-            self.let_go_ext();
             copied += 1;
         }
         copied
-    }
-
-    /// One message with an [`ExtRef`] fewer held.
-    fn let_go_ext(&mut self) {
-        self.ext_held -= 1;
-        if self.ext_held == 0 {
-            self.ext_keys = 0;
-        }
     }
 
     /// Sequence number of the first message the last [`SendQueue::clear`] dropped: those
@@ -340,7 +329,6 @@ impl SendQueue {
             self.slots[i].rtx = false;
         }
         self.rtx_marked = 0;
-        self.ext_held = 0;
         self.ext_keys = 0;
         self.head = self.tail;
         self.sent = self.tail;
