@@ -19,7 +19,7 @@ use std::time::{Duration, Instant as Wall};
 use ddpdk_control::conn::{
     AtomicOperation, Indication, Payload, RdmaOp, RdmaRequest, SendKind, SendRequest, Status,
 };
-use ddpdk_control::memory::{MemoryRegistration, RegionId, Registered};
+use ddpdk_control::memory::{MemoryError, MemoryRegistration, RegionId, Registered};
 use ddpdk_control::rdmap::{decode_private_data, RdmaLimits, ATOMIC_WORD};
 use ddpdk_control::runtime::{
     self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeError, LIGHT_SLEEP,
@@ -1530,7 +1530,13 @@ impl DdpApp {
                 let cores = {
                     let mut s = lock(&self.shared);
                     let m = s.control.memory_mut();
-                    m.deregister(mr.reg.stag).map_err(|e| e.to_string())?;
+                    // Already invalidated (by the peer's Send with Invalidate, or by an
+                    // earlier `mr dereg` whose region could not be freed yet): the memory is
+                    // still this MR's to free.
+                    match m.deregister(mr.reg.stag) {
+                        Ok(()) | Err(MemoryError::NoSuchStag) => {}
+                        Err(e) => return Err(e.to_string()),
+                    }
                     // Its region was the MR's own: its slot is free for the next `mr reg`.
                     m.free_region(mr.region).map_err(|e| e.to_string())?;
                     // What named it goes with it, and says so: an offer of it would end the

@@ -64,6 +64,10 @@ pub enum MemoryError {
     Revoke(RevokeError),
     /// An STag still names the region: deregister it first.
     InUse,
+    /// A revocation naming the region is not yet acknowledged by every data core (one timed
+    /// out on a stalled core, or one under way): that core may still place into the region or
+    /// copy queued sends out of it. Retry once it has run.
+    Revoking,
 }
 
 impl fmt::Display for MemoryError {
@@ -76,6 +80,9 @@ impl fmt::Display for MemoryError {
             MemoryError::Register(e) => e.fmt(f),
             MemoryError::Revoke(e) => e.fmt(f),
             MemoryError::InUse => f.write_str("an STag still names the region"),
+            MemoryError::Revoking => f.write_str(
+                "a data core has yet to acknowledge the revocation of an STag that named the region",
+            ),
         }
     }
 }
@@ -265,7 +272,8 @@ impl Memory {
     /// Frees a region: its slot is reused by a later [`Memory::add_region`], under a new
     /// generation, so `id` names nothing from now on. Refused while an STag still names it
     /// (deregister those first: a revocation is what guarantees no data core places into it
-    /// any more). The ULP must not free a region that its own sends still name
+    /// any more), and while a revocation naming it is not acknowledged by every core
+    /// ([`MemoryError::Revoking`]). The ULP must not free a region that its own sends still name
     /// ([`crate::conn::Payload::Region`] in flight): those spans would go out zeroed. The
     /// memory itself goes back once no core and no mbuf holds it.
     pub fn free_region(&mut self, id: RegionId) -> Result<(), MemoryError> {
@@ -275,6 +283,13 @@ impl Memory {
         }
         if self.stags.master().names_region(id.0) {
             return Err(MemoryError::InUse);
+        }
+        // RFC 5041 §8.3.1 item 6: the memory is the ULP's again only once every core has let
+        // go of it; a core that never acknowledged (stalled) may still copy a queued Read
+        // Response out of it, which would send zeros, or the next region's bytes, as the
+        // Data Source's.
+        if self.stags.revoking_region(id.0) {
+            return Err(MemoryError::Revoking);
         }
         if let Some(gone) = self.master.slots[slot].take() {
             self.freed.push(gone);
@@ -584,6 +599,41 @@ mod tests {
             "b still names it"
         );
         m.deregister(b.stag).unwrap();
+        assert_eq!(m.free_region(r), Ok(()));
+    }
+
+    /// RFC 5041 §8.3.1 item 6: a region is not freed while a core that never acknowledged
+    /// its STag's revocation (stalled past the timeout) may still reach it: that core copies
+    /// queued sends out of the region when it runs again, and would copy zeros, or the next
+    /// region's bytes, as the Data Source's. Once it has run, the region is freed.
+    #[test]
+    fn a_region_is_not_freed_before_a_stalled_core_let_go_of_it_8_3_1_item_6() {
+        let (mut m, mut cores) = Memory::new(8, 2, 7);
+        let pd = m.alloc_pd();
+        let r = m.alloc_region(4096).unwrap();
+        let a = m
+            .register(reg(pd, r, 0, 4096, Access::REMOTE_READ))
+            .unwrap();
+        for c in &mut cores {
+            c.poll();
+        }
+        m.revoke_timeout = Duration::from_millis(5);
+        let (first, stalled) = cores.split_at_mut(1);
+        let r0 = m.deregister_polling(a.stag, &mut || {
+            first[0].poll();
+        });
+        assert!(
+            matches!(r0, Err(MemoryError::Revoke(RevokeError::Timeout { .. }))),
+            "{r0:?}"
+        );
+        assert_eq!(m.free_region(r), Err(MemoryError::Revoking));
+        assert!(m.region(r).is_some());
+        let mut let_go = 0;
+        stalled[0].poll_revoking(|_| let_go += 1);
+        assert_eq!(
+            let_go, 1,
+            "the stalled core drops the registration when it runs"
+        );
         assert_eq!(m.free_region(r), Ok(()));
     }
 

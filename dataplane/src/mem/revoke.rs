@@ -241,6 +241,12 @@ pub struct Coordinator {
     acks: Receiver<(usize, u64)>,
     epoch: u64,
     inflight: Vec<Inflight>,
+    /// Regions named by revocations answered late ([`RevokeError::Timeout`]), each with the
+    /// resync epoch every core that had not acknowledged must still reach: until then such a
+    /// core may yet read or place into the region (copy a queued send out of it, RFC 5041
+    /// §8.3.1), so the region must not be freed ([`Coordinator::revoking_region`]). One entry
+    /// a region, not a revocation: bounded however long a core stays stalled.
+    late: Vec<LateRegion>,
     /// How long a registration waits for room in a core's channel ([`REGISTER_WAIT`]; a
     /// test shortens it).
     register_wait: Duration,
@@ -300,6 +306,7 @@ impl Coordinator {
                 acks: ack_rx,
                 epoch: 0,
                 inflight: Vec::new(),
+                late: Vec::new(),
                 register_wait: REGISTER_WAIT,
                 wake: None,
             },
@@ -490,13 +497,21 @@ impl Coordinator {
         let result = if r.done() {
             Ok(())
         } else if Instant::now() >= r.deadline {
-            Err(RevokeError::Timeout {
+            let late = (
+                r.reg.memory.region,
+                r.epoch,
+                r.waiting().collect::<Vec<_>>(),
+            );
+            let result = Err(RevokeError::Timeout {
                 acked: r.acked(),
                 cores: self.cores.len(),
-            })
+            });
+            self.answered_late(late);
+            result
         } else {
             return None;
         };
+        let r = &mut self.inflight[i];
         r.waiters = r.waiters.saturating_sub(1);
         if r.waiters == 0 {
             self.inflight.swap_remove(i);
@@ -516,6 +531,42 @@ impl Coordinator {
     /// Revocations started and not yet answered.
     pub fn revocations_in_flight(&self) -> usize {
         self.inflight.len()
+    }
+
+    /// Whether a revocation naming `region` (a [`RegionSlice::region`]) has yet to be
+    /// acknowledged by some live core, answered or not: that core may still place into the
+    /// region or copy queued sends out of it, so the region must not be freed or reused yet.
+    ///
+    /// [`RegionSlice::region`]: super::RegionSlice
+    pub fn revoking_region(&mut self, region: u32) -> bool {
+        self.progress();
+        self.inflight
+            .iter()
+            .any(|r| r.reg.memory.region == region && !r.done())
+            || self.late.iter().any(|l| l.region == region)
+    }
+
+    /// A revocation of `region` at `epoch` was answered with a timeout while `cores` had not
+    /// acknowledged it. Each such core is asked to resync up to that epoch: a resync done
+    /// covers every invalidation up to its epoch however it was sent, so its `done` alone
+    /// says when the core is through, with no record a revocation.
+    fn answered_late(&mut self, (region, epoch, cores): (u32, u64, Vec<usize>)) {
+        let i = match self.late.iter().position(|l| l.region == region) {
+            Some(i) => i,
+            None => {
+                self.late.push(LateRegion {
+                    region,
+                    epochs: vec![0; self.cores.len()],
+                });
+                self.late.len() - 1
+            }
+        };
+        for k in cores {
+            self.resync[k].requested.fetch_max(epoch, Ordering::AcqRel);
+            let e = &mut self.late[i].epochs[k];
+            *e = (*e).max(epoch);
+            self.wake(k);
+        }
     }
 
     /// Credits every acknowledgement that came and every resync done, and forgets what
@@ -549,6 +600,21 @@ impl Coordinator {
         let now = Instant::now();
         self.inflight
             .retain(|r| !(r.detached && (r.done() || now >= r.deadline)));
+        if !self.late.is_empty() {
+            let resync = &self.resync;
+            self.late.retain_mut(|l| {
+                for (k, e) in l.epochs.iter_mut().enumerate() {
+                    // Through once its resync reached the epoch, or gone (see above).
+                    if *e != 0
+                        && (resync[k].done.load(Ordering::Acquire) >= *e
+                            || Arc::strong_count(&resync[k]) == 1)
+                    {
+                        *e = 0;
+                    }
+                }
+                l.epochs.iter().any(|e| *e != 0)
+            });
+        }
     }
 
     /// Credits one core's acknowledgement to the revocation of its epoch. One of a revocation
@@ -591,9 +657,26 @@ impl Inflight {
         !self.cores.contains(&CoreWait::Waiting)
     }
 
+    /// The cores yet to acknowledge.
+    fn waiting(&self) -> impl Iterator<Item = usize> + '_ {
+        self.cores
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w == CoreWait::Waiting)
+            .map(|(k, _)| k)
+    }
+
     fn acked(&self) -> usize {
         self.cores.iter().filter(|w| **w == CoreWait::Acked).count()
     }
+}
+
+/// A region a revocation answered late still names: per core, the resync epoch it must reach
+/// (0 once through).
+#[derive(Debug)]
+struct LateRegion {
+    region: u32,
+    epochs: Vec<u64>,
 }
 
 /// Where one core stands in a revocation.
@@ -931,6 +1014,48 @@ mod tests {
             coord.tend();
             assert_eq!(coord.revocations_in_flight(), 0, "held per revocation");
         }
+    }
+
+    /// RFC 5041 §8.3.1 item 6: the region of a revocation answered late stays named until
+    /// the stalled core has resynced past it (it may still copy queued sends out of the
+    /// region), with one record a region however many revocations time out against it; a
+    /// region no late revocation names is free at once.
+    #[test]
+    fn a_late_revocations_region_stays_named_until_the_stalled_core_resyncs_8_3_1_item_6() {
+        let (mut coord, mut replicas, stags) = stall_core_1(16);
+        for &stag in &stags {
+            let r = coord.revoke_polling(stag, Duration::from_millis(2), &mut || {
+                replicas[0].poll();
+            });
+            timed_out_without_core_1(&r);
+            assert!(coord.revoking_region(reg().memory.region));
+            assert_eq!(coord.late.len(), 1, "one record for the region");
+        }
+        assert!(!coord.revoking_region(reg().memory.region + 1));
+        // Core 0's late acknowledgements free nothing: core 1 is the one that may reach it.
+        replicas[0].poll();
+        assert!(coord.revoking_region(reg().memory.region));
+        replicas[1].poll();
+        assert!(!coord.revoking_region(reg().memory.region));
+        assert!(coord.late.is_empty());
+    }
+
+    /// A revocation still waiting names its region too, and stops once every core has
+    /// acknowledged it.
+    #[test]
+    fn a_revocation_under_way_names_its_region() {
+        let (mut coord, mut replicas) = Coordinator::new(8, 1, 2, 4);
+        let a = coord.register(reg()).unwrap();
+        for r in &mut replicas {
+            r.poll();
+        }
+        let (_, r) = coord.start_revoke(a, Duration::from_secs(30)).unwrap();
+        assert!(coord.revoking_region(reg().memory.region));
+        for r in &mut replicas {
+            r.poll();
+        }
+        assert!(!coord.revoking_region(reg().memory.region));
+        assert_eq!(coord.revocation(r), Some(Ok(())));
     }
 
     /// RELIABILITY.md's case: a ULP that keeps registering while a core is stalled. Each
