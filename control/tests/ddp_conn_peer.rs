@@ -2245,6 +2245,147 @@ fn rfc5040_4_8_a_read_response_stopped_by_deregistration_reports_its_request_who
     );
 }
 
+/// The peer's RDMAP Terminate (QN 2, MSN 1) at DDP-SSN `ssn`.
+fn peers_terminate(ssn: u16) -> Vec<u8> {
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    rseg(ssn, control(1, Opcode::Terminate), 2, 1, &payload)
+}
+
+/// RFC 5040 §5.4, §7: the peer's Terminate ends the stream, whether or not its session
+/// Terminate follows (RFC 5043 §6.2). Work of ours still queued (a Write behind a Read
+/// waiting for ORD) does not leave after it, and everything posted, both queues, completes
+/// Flushed in posting order. It used to leave, and complete Success after the queue pair was
+/// in Error, and posted receives waited for a session end the peer need never send (an
+/// independent review).
+#[test]
+fn rfc5040_5_4_work_queued_before_the_peers_terminate_does_not_leave_after_it() {
+    let (mut d, pd, _, first) = Duo::read_in_flight_in_pd();
+    d.posted_buffer(pd, 40);
+    let Duo { conn, memory, .. } = &mut d;
+    let conn = conn.as_mut().unwrap();
+    // Reads 10-12 fill ORD (4) beside Read 9; Read 13 waits, and the Write behind it.
+    for wr_id in 10..14 {
+        let read = RdmaOp::Read {
+            source: Stag(0x0011_2201),
+            source_to: 0,
+            sink: Stag(first.sink_stag),
+            sink_to: first.sink_to + 0x100 * (wr_id - 9),
+            len: 8,
+        };
+        let req = RdmaRequest {
+            wr_id,
+            stream: S,
+            op: read,
+            data: Payload::Bytes(vec![]),
+            signaled: true,
+        };
+        conn.post_rdma(req, memory.stags()).unwrap();
+    }
+    let write = RdmaRequest {
+        wr_id: 14,
+        stream: S,
+        op: RdmaOp::Write {
+            stag: Stag(0x0033_4401),
+            to: 0,
+        },
+        data: Payload::Bytes(vec![1; 8]),
+        signaled: true,
+    };
+    conn.post_rdma(write, memory.stags()).unwrap();
+    d.settle();
+    // Tagged (DDP's T bit), RDMAP opcode Write.
+    let is_write = |(s, p, x): &&(u16, u32, Vec<u8>)| {
+        *s == S && *p == 16 && x[2] & 0x80 != 0 && x[3] & 0x0f == Opcode::Write.bits()
+    };
+    assert_eq!(
+        d.raw_rx.iter().filter(is_write).count(),
+        0,
+        "the Write waits"
+    );
+    d.send(S, 16, &peers_terminate(1));
+    d.settle();
+    assert_eq!(
+        d.raw_rx.iter().filter(is_write).count(),
+        0,
+        "nothing of ours leaves after the peer's Terminate"
+    );
+    assert_eq!(
+        d.completed(),
+        (9..=14).map(|w| (w, Status::Flushed)).collect::<Vec<_>>()
+    );
+    assert!(
+        d.inds
+            .iter()
+            .any(|i| matches!(i, Indication::RecvFlushed { wr_id: 40, .. })),
+        "the posted receive is flushed: {:?}",
+        d.inds
+    );
+}
+
+/// RFC 5041 §8.3.1 items 5-6 after the peer's Terminate: a Read Response still queued goes
+/// no further. It used to go on segment by segment, and the check that stops a response
+/// whose Data Source is revoked skipped a stream whose receive side had ended, so a
+/// terminated peer got bytes the ULP wrote after revoking its access (an independent review).
+#[test]
+fn rfc5041_8_3_1_a_response_goes_no_further_after_the_peers_terminate() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let table = d.memory.region_table().clone();
+    d.conn().use_regions(table);
+    // More segments than SCTP's send queue holds: the rest of the response waits with DDP.
+    const LEN: u32 = 1 << 20;
+    let (_, src) = d.region_with(pd, u64::from(LEN), 0x1000, Access::REMOTE_READ);
+    let request = ReadRequest {
+        sink_stag: 0x99,
+        sink_to: 0,
+        size: LEN,
+        source_stag: src.stag.0,
+        source_to: 0x1000,
+    };
+    d.send(
+        S,
+        16,
+        &rseg(
+            1,
+            control(1, Opcode::ReadRequest),
+            1,
+            1,
+            &request.to_bytes(),
+        ),
+    );
+    let mut packets = Vec::new();
+    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
+        packets.push(d.buf[..n].to_vec());
+    }
+    for p in packets {
+        d.deliver_to_server(&p);
+    }
+    d.send(S, 16, &peers_terminate(2));
+    d.settle();
+    let sent: usize = d
+        .raw_rx
+        .iter()
+        .filter(|(s, p, x)| *s == S && *p == 16 && x.get(2).is_some_and(|c| c & 0x80 != 0))
+        .map(|(_, _, x)| x.len() - 16)
+        .sum();
+    assert!(
+        sent < LEN as usize / 2,
+        "the response stopped at the Terminate: {sent} bytes"
+    );
+    let Duo { conn, memory, .. } = &mut d;
+    assert_eq!(
+        conn.as_mut().unwrap().recheck_read_sources(memory.stags()),
+        0,
+        "nothing left to stop"
+    );
+}
+
 /// RFC 5040 §5.4: a Terminate is the last message its sender sends on the stream. After the
 /// peer's, nothing it sends on the stream is placed, and the ULP's new work is refused; the
 /// Terminate is told, and no Terminate answers it. Before, an RDMA Write after the peer's

@@ -434,6 +434,32 @@ fn destroy_qp_after_the_peers_rdmap_terminate_ends_our_session_5043_6_2() {
         p.b.v.qp_state(qb) == Some(QpState::Error)
     });
     p.steps(5000);
+    // RFC 5040 §5.4, §7: the stream is over with the peer's Terminate, session or not; the
+    // queue pair drains as `ib_drain_qp` does: a receive posted in Error completes Flushed
+    // behind those posted before it, with no destroy_qp first. Those waited for a session
+    // end the peer need never send (an independent review).
+    p.b.v
+        .post_recv(
+            qb,
+            &RecvWr {
+                wr_id: 999,
+                sg_list: vec![sge(&recv_mr, 4096, 64)],
+            },
+        )
+        .unwrap();
+    p.steps(50_000);
+    let drained: Vec<_> = wcs(&mut p.b.v, cqb)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(
+        drained,
+        [
+            (500, WcStatus::Flushed),
+            (501, WcStatus::Flushed),
+            (999, WcStatus::Flushed)
+        ]
+    );
     // The application destroys it, and retries as the Timeout says it may.
     let mut last = None;
     for _ in 0..3 {

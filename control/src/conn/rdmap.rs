@@ -344,6 +344,22 @@ pub(super) fn receive(
     }
     out.stats.after_session_end += dropped;
     answer(stream, s, out, memory, zero_copy, serve, fault);
+    if peer_terminated {
+        end_at_peers_terminate(stream, s, out);
+    }
+}
+
+/// RFC 5040 §5.4, §7: the peer's Terminate ends the RDMAP Stream, whether or not the peer
+/// ends the DDP session after it (RFC 5043 §6.2 leaves that to either side). What is queued
+/// of ours goes no further (a Write behind a Read waiting for ORD, a Read Response still
+/// reading its Data Source, whose revocation would no longer stop it) and completes Flushed,
+/// as do the posted receives (nothing more is placed): a ULP draining its queue pair is not
+/// left waiting for a session end the peer may never send. Work SCTP already has completes
+/// when SCTP settles it, as before (RFC 5040 §5.1).
+fn end_at_peers_terminate(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    flush_sends(stream, s, out);
+    flush_posted(stream, s, out);
+    out.touched.stream(stream);
 }
 
 /// The messages a session control message at DDP-SSN `ssn` lets DDP deliver on an RDMAP
@@ -373,6 +389,9 @@ pub(super) fn release(
         rx_path.stop(RxError::PeerTerminated);
     }
     answer(stream, s, out, memory, zero_copy, serve, fault);
+    if peer_terminated {
+        end_at_peers_terminate(stream, s, out);
+    }
 }
 
 /// What RDMAP found in the messages DDP just delivered: the stream fails with a fault, or the

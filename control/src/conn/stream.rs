@@ -566,6 +566,12 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
             }
         }
     }
+    flush_posted(stream, s, out);
+    s.rx = None;
+}
+
+/// The receives posted on `stream`, flushed.
+pub(super) fn flush_posted(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     for (qn, q) in s.posted.iter_mut().enumerate() {
         for wr_id in q.drain(..) {
             out.stats.flushed_receives += 1;
@@ -576,7 +582,6 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
             });
         }
     }
-    s.rx = None;
 }
 
 /// Replaces a stream whose session is over with a fresh one for the next session, after
