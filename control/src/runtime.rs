@@ -461,6 +461,8 @@ pub struct ConnTotals {
     /// New DATA beyond the receive buffer (§6.2) and TSNs outside the map.
     pub sctp_rwnd_dropped: u64,
     pub sctp_tsn_out_of_window: u64,
+    /// Fragments acknowledged, then dropped from a full reassembly for a lower TSN (§6.2).
+    pub sctp_reneged: u64,
     pub refused_by_session: u64,
     pub after_session_end: u64,
     pub unknown_ppid: u64,
@@ -499,6 +501,7 @@ impl ConnTotals {
             sctp_bad_vtag: s.bad_vtag,
             sctp_rwnd_dropped: s.rwnd_dropped,
             sctp_tsn_out_of_window: s.tsn_out_of_window,
+            sctp_reneged: s.reneged,
             refused_by_session: c.refused_by_session,
             after_session_end: c.after_session_end,
             unknown_ppid: c.unknown_ppid,
@@ -525,6 +528,7 @@ impl ConnTotals {
         self.sctp_bad_vtag += o.sctp_bad_vtag;
         self.sctp_rwnd_dropped += o.sctp_rwnd_dropped;
         self.sctp_tsn_out_of_window += o.sctp_tsn_out_of_window;
+        self.sctp_reneged += o.sctp_reneged;
         self.refused_by_session += o.refused_by_session;
         self.after_session_end += o.after_session_end;
         self.unknown_ppid += o.unknown_ppid;
@@ -586,7 +590,9 @@ impl CoreReport {
             ("address_conflict", i.address_conflicts),
             // ICMP Fragmentation Needed / Packet Too Big not taken (RFC 9260 Appendix C).
             ("icmp_ignored", i.icmp_ignored + st.icmp_ignored),
-            ("sctp_rwnd", t.sctp_rwnd_dropped),
+            // With the fragments a full reassembly dropped for a lower TSN: both are data the
+            // receive buffer had no room for (one answer holds 256 names; no room for another).
+            ("sctp_rwnd", t.sctp_rwnd_dropped + t.sctp_reneged),
             ("sctp_tsn_out_of_window", t.sctp_tsn_out_of_window),
             ("ddp_refused_by_session", t.refused_by_session),
             ("ddp_after_session_end", t.after_session_end),

@@ -3420,6 +3420,75 @@ fn a_fragment_received_again_while_reassembly_is_full_is_a_duplicate_6_2() {
     assert_eq!(p.s.stats().rwnd_dropped, refused + 1);
 }
 
+/// RFC 9260 §6.2: "If the new incoming DATA chunk holds a TSN value less than the largest
+/// TSN received so far, then the receiver SHOULD drop the largest TSN held for reordering
+/// and accept the new incoming DATA chunk"; §6.9 reassembles. A reassembly full of messages
+/// each missing one fragment refused the very fragments that would have completed them: the
+/// cumulative TSN never moved again and the association stalled until Max.Retrans ended it
+/// (an independent review). Now the highest held fragments make way, reneged on (the next
+/// SACK no longer reports them), and every message completes once the peer resends them.
+#[test]
+fn a_full_reassembly_makes_way_for_the_fragment_completing_a_held_message_6_2() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let bytes: Vec<[u8; 300]> = (0..16u8).map(|m| [m; 300]).collect();
+    let frag = |m: u32, k: u32| data(tsn + 5 * m + k, 0, true, k == 0, k == 4, &bytes[m as usize]);
+    // 16 messages of five 300-byte fragments, each missing its second: 64 held, full.
+    for m in 0..16u32 {
+        for k in (0..5u32).filter(|&k| k != 1) {
+            let _ = to_server(&mut p, tag, frag(m, k), 500);
+        }
+    }
+    assert_eq!(p.s.stats().fragments_in, 64);
+    let mut got = Vec::new();
+    let pkt = packet(C_PORT, S_PORT, tag, &[frag(0, 1)]);
+    p.s.handle(t(501), &pkt, &mut |m: Message<'_>| {
+        got.push(m.data.to_vec())
+    })
+    .unwrap();
+    assert_eq!(got, vec![vec![0u8; 1500]], "the first message, whole");
+    // Up to the next message's first fragment.
+    assert_eq!(p.s.received_cum_tsn(), tsn + 5);
+    assert_eq!(p.s.stats().reneged, 1, "the highest fragment made way");
+    let out = drain(&mut p.s, t(501));
+    let sack = out
+        .iter()
+        .flat_map(|pk| chunks(pk))
+        .find_map(|c| match c {
+            ChunkRepr::Sack(s) => Some(s),
+            _ => None,
+        })
+        .expect("a SACK (gaps: at once, §6.7)");
+    let highest_reported = sack
+        .gap_ack_blocks
+        .iter()
+        .map(|b| b.tsns(sack.cum_tsn_ack).1)
+        .max()
+        .unwrap();
+    assert_eq!(
+        highest_reported,
+        tsn + 78,
+        "the TSN reneged on is reported no more"
+    );
+    // The peer resends what is missing, the reneged fragment with the rest, in TSN order:
+    // every message completes.
+    let mut whole = 1;
+    for m in 1..16u32 {
+        for k in [1, 4] {
+            let pkt = packet(C_PORT, S_PORT, tag, &[frag(m, k)]);
+            p.s.handle(t(502), &pkt, &mut |msg: Message<'_>| {
+                assert_eq!(msg.data, &[m as u8; 1500][..]);
+                whole += 1;
+            })
+            .unwrap();
+        }
+    }
+    assert_eq!(whole, 16);
+    assert_eq!(p.s.received_cum_tsn(), tsn + 79);
+    assert_eq!(p.s.stats().reassembled, 16);
+}
+
 /// RFC 9260 §6.2's window update: a receiver whose layer above frees room tells the peer at
 /// once, once. Here the window stays low for another reason (fragments held for reassembly,
 /// §6.9, take a_rwnd until their message is whole): room given back by the layer above does

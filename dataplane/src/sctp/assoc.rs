@@ -29,7 +29,7 @@ use super::config::{self, Config};
 use super::cookie::{Cookie, CookieKey, Prf};
 use super::endpoint;
 use super::plpmtud::{self, Plpmtud};
-use super::reassembly::Reassembly;
+use super::reassembly::{self, Reassembly};
 use super::rto::{self, Rto};
 use super::send_queue::{ExtRef, Hole, SendQueue, Slot};
 use super::serial;
@@ -289,6 +289,10 @@ pub struct Stats {
     /// New DATA larger than the receive buffer left (the a_rwnd the peer was told, or less),
     /// dropped unacknowledged (RFC 9260 §6.2): a peer that ignores a_rwnd is not buffered.
     pub rwnd_dropped: u64,
+    /// Fragments held for reassembly, acknowledged in a gap block, then dropped to take a
+    /// lower TSN when the reassembly was full (RFC 9260 §6.2's reneging): reported no more,
+    /// so the peer sends them again.
+    pub reneged: u64,
     pub invalid_stream: u64,
     pub data_out: u64,
     pub bytes_out: u64,
@@ -2100,9 +2104,7 @@ impl Association {
             serial::gt(tsn, self.rx.cum_tsn())
                 && !self.rx.received(tsn)
                 && (len > room && serial::gt(tsn, self.rx.highest())
-                    || !self
-                        .reasm
-                        .admits(len, view.ending(), self.cfg.a_rwnd as usize))
+                    || !self.make_room_for_fragment(tsn, len, view.ending()))
         };
         if refused {
             self.stats.rwnd_dropped += 1;
@@ -2172,6 +2174,33 @@ impl Association {
             }
         }
         Flow::Continue
+    }
+
+    /// Whether the reassembly may hold a new fragment of `len` bytes at `tsn` (`last` if it
+    /// carries E). RFC 9260 §6.2: "If the new incoming DATA chunk holds a TSN value less than
+    /// the largest TSN received so far, then the receiver SHOULD drop the largest TSN held for
+    /// reordering and accept the new incoming DATA chunk": when the reassembly is full,
+    /// fragments held above `tsn` are dropped, highest first, and reneged on in the TSN map
+    /// (the peer sends them again, §6.2.1 D iii) until this one fits. So the fragment that
+    /// completes the lowest held message always gets in: a reassembly full of messages each
+    /// missing one fragment used to refuse the very fragments that would have emptied it,
+    /// and the association stalled until Association.Max.Retrans ended it.
+    fn make_room_for_fragment(&mut self, tsn: u32, len: usize, last: bool) -> bool {
+        let budget = self.cfg.a_rwnd as usize;
+        // The floor on middle fragments is no matter of room: nothing dropped helps.
+        if !last && len < reassembly::MIN_FRAGMENT {
+            return false;
+        }
+        while !self.reasm.admits(len, last, budget) {
+            if self.reasm.highest_above(tsn).is_none() {
+                return false;
+            }
+            if let Some(dropped) = self.reasm.drop_highest() {
+                self.rx.renege(dropped);
+                self.stats.reneged += 1;
+            }
+        }
+        true
     }
 
     /// After a packet that carried DATA: SACK now or later (§6.2, §6.7).

@@ -6,7 +6,10 @@
 //!
 //! Unordered fragments of one message carry consecutive TSNs, B on the first and E on the
 //! last (§6.9; the SSN means nothing for unordered data). A fragment is acknowledged when it
-//! arrives, so nothing that can still complete is dropped; what a fragment may hold is judged
+//! arrives; one that can still complete is dropped only to make way for a lower TSN when the
+//! reassembly is full (§6.2, [`Reassembly::drop_highest`]: the association reneges on it and
+//! the peer resends it), so the fragment completing the lowest message always fits; what a
+//! fragment may hold is judged
 //! before its TSN is taken ([`Reassembly::admits`]): at most [`MAX_FRAGMENTS`] fragments and a
 //! byte budget (the association's a_rwnd) whatever the fragment's TSN, and no fragment but a
 //! message's last below [`MIN_FRAGMENT`] bytes (a peer fragments at its path MTU). A refused
@@ -90,6 +93,22 @@ impl Reassembly {
         self.frags.len() < MAX_FRAGMENTS
             && self.held + len <= budget
             && (last || len >= MIN_FRAGMENT)
+    }
+
+    /// The TSN of the highest fragment held, if it is above `tsn`.
+    pub fn highest_above(&self, tsn: u32) -> Option<u32> {
+        self.frags
+            .last()
+            .map(|f| f.tsn)
+            .filter(|&h| serial::gt(h, tsn))
+    }
+
+    /// Drops the highest fragment held (RFC 9260 §6.2: a receiver out of buffer drops the
+    /// largest TSN held for reordering to take a lower one); returns its TSN.
+    pub fn drop_highest(&mut self) -> Option<u32> {
+        let f = self.frags.pop()?;
+        self.held -= f.data.len();
+        Some(f.tsn)
     }
 
     /// Drops the runs that can no longer complete, now that every TSN up to `cum` has arrived:

@@ -144,6 +144,30 @@ impl TsnMap {
         Insert::New
     }
 
+    /// Forgets `tsn`, recorded above the cumulative point: the receiver reneges on it (RFC
+    /// 9260 §6.2, a buffer full of data held for reordering), so the next SACK no longer
+    /// reports it and the sender sends it again (§6.2.1 D iii). Returns whether it was
+    /// recorded.
+    pub fn renege(&mut self, tsn: u32) -> bool {
+        if serial::le(tsn, self.cum_tsn) {
+            return false;
+        }
+        let d = tsn.wrapping_sub(self.cum_tsn).wrapping_sub(1) as usize;
+        if d >= self.window() || !self.bit(d) {
+            return false;
+        }
+        self.set(d, false);
+        if tsn == self.highest {
+            // The highest is now the next recorded TSN below it, or the cumulative point.
+            let mut e = d;
+            while e > 0 && !self.bit(e - 1) {
+                e -= 1;
+            }
+            self.highest = self.cum_tsn.wrapping_add(e as u32);
+        }
+        true
+    }
+
     fn note_dup(&mut self, tsn: u32) {
         if self.n_dups < MAX_DUP_TSNS {
             self.dups[self.n_dups] = tsn;
@@ -195,6 +219,31 @@ impl TsnMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 9260 §6.2: a TSN reneged on is reported no more, the highest falls back to the
+    /// next recorded one, and it is new again when it comes back.
+    #[test]
+    fn a_reneged_tsn_is_forgotten_6_2() {
+        let mut m = TsnMap::new(100, 64);
+        for tsn in [102, 103, 106] {
+            assert_eq!(m.insert(tsn), Insert::New);
+        }
+        assert!(m.renege(106));
+        assert_eq!(m.highest(), 103);
+        assert_eq!(blocks(&m), [(3, 4)]);
+        assert!(m.renege(103) && m.renege(102));
+        assert_eq!(m.highest(), 99);
+        assert!(!m.has_gaps());
+        assert!(!m.renege(102), "not recorded");
+        assert!(
+            !m.renege(99),
+            "at the cumulative point: delivered, never reneged"
+        );
+        assert_eq!(m.insert(102), Insert::New);
+        assert_eq!(m.insert(100), Insert::New);
+        assert_eq!(m.insert(101), Insert::New);
+        assert_eq!(m.cum_tsn(), 102);
+    }
 
     fn blocks(m: &TsnMap) -> Vec<(u16, u16)> {
         let mut out = [GapAckBlock { start: 0, end: 0 }; 8];
