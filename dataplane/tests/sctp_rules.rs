@@ -3420,6 +3420,70 @@ fn a_fragment_received_again_while_reassembly_is_full_is_a_duplicate_6_2() {
     assert_eq!(p.s.stats().rwnd_dropped, refused + 1);
 }
 
+/// The SACK in `out`.
+fn the_sack<'a>(out: &'a [Vec<u8>]) -> SackRepr<'a> {
+    out.iter()
+        .flat_map(|pk| chunks(pk))
+        .find_map(|c| match c {
+            ChunkRepr::Sack(s) => Some(s),
+            _ => None,
+        })
+        .expect("a SACK")
+}
+
+/// RFC 9260 §6.2: "The SCTP endpoint MUST report as many Gap Ack Blocks as can fit in a
+/// single SACK chunk limited by the current path MTU." A SACK held 64 at most, where a
+/// 1480-byte path holds 363 (an independent review).
+#[test]
+fn a_sack_reports_every_gap_block_its_packet_holds_6_2() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let one = [1u8];
+    // 70 isolated TSNs above the hole at `tsn`: 70 blocks.
+    let bundle: Vec<_> = (0..70u32)
+        .map(|k| data(tsn + 1 + 2 * k, 0, true, true, true, &one))
+        .collect();
+    p.s.handle(t(500), &packet(C_PORT, S_PORT, tag, &bundle), &mut ignore)
+        .unwrap();
+    let out = drain(&mut p.s, t(500));
+    let sack = the_sack(&out);
+    assert_eq!(sack.cum_tsn_ack, tsn.wrapping_sub(1));
+    assert_eq!(sack.gap_ack_blocks.len(), 70);
+}
+
+/// The same rule seen from the sender: a TSN one SACK gap-acknowledged is still covered by
+/// the next. With SACKs cut at 64 blocks, a block opening ahead of the others pushed the
+/// last one out, and the sender read that as reneging (§6.2.1 D iii) and sent again what
+/// the receiver held.
+#[test]
+fn a_gap_acked_tsn_stays_covered_when_a_block_opens_ahead_of_it_6_2() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let one = [1u8];
+    for k in 1..=64u32 {
+        let _ = to_server(
+            &mut p,
+            tag,
+            data(tsn + 4 * k, 0, true, true, true, &one),
+            500,
+        );
+    }
+    // A TSN between the hole and the first block: a 65th block, ahead of the others.
+    let out = to_server(&mut p, tag, data(tsn + 2, 0, true, true, true, &one), 501);
+    let sack = the_sack(&out);
+    let last = tsn + 256;
+    assert!(
+        sack.gap_ack_blocks.iter().any(|b| {
+            let (lo, hi) = b.tsns(sack.cum_tsn_ack);
+            ddpdk_dataplane::sctp::serial::le(lo, last)
+                && ddpdk_dataplane::sctp::serial::le(last, hi)
+        }),
+        "TSN {last}, gap-acknowledged before, is still reported"
+    );
+}
+
 /// RFC 9260 §6.2: "If the new incoming DATA chunk holds a TSN value less than the largest
 /// TSN received so far, then the receiver SHOULD drop the largest TSN held for reordering
 /// and accept the new incoming DATA chunk"; §6.9 reassembles. A reassembly full of messages

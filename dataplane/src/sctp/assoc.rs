@@ -17,9 +17,9 @@
 //! Allocated when the association is made and never again on the data path:
 //! `send_slots * max_message` bytes of send buffer plus 48 bytes of book-keeping per slot,
 //! `tsn_window / 8` bytes of received-TSN bitmap, the peer's cookie while it is being echoed
-//! (handshake only), and four packets of the path MTU for the control chunks that echo the
-//! peer (two HEARTBEAT ACKs, an ERROR's causes, an INIT ACK's parameters: see
-//! [`Association::memory`]). With the default configuration (256 slots, 1480-byte path MTU,
+//! (handshake only), and five packets of the path MTU for the control chunks that echo the
+//! peer (two HEARTBEAT ACKs, an ERROR's causes, an INIT ACK's parameters, a SACK's Gap Ack
+//! Blocks: see [`Association::memory`]). With the default configuration (256 slots, 1480-byte path MTU,
 //! 8192-TSN window) that is about 385 KiB.
 
 use core::time::Duration;
@@ -361,7 +361,12 @@ const TIMERS: usize = 7;
 /// one burst (both timers due at one moment), and each needs its own ACK.
 const HB_ACKS: usize = 2;
 const HB_INFO_LEN: usize = 16;
-const MAX_GAP_BLOCKS: usize = 64;
+
+/// Gap Ack Blocks one SACK holds in an SCTP packet of `mtu` bytes with `dups` duplicate TSNs
+/// (RFC 9260 §3.3.4: a 16-byte chunk header and fields, 4 bytes a block or TSN).
+fn gap_room(mtu: usize, dups: usize) -> usize {
+    mtu.saturating_sub(HEADER_LEN + 16 + 4 * dups) / 4
+}
 
 /// Bytes of one ERROR chunk's causes in an SCTP packet of `mtu` bytes (RFC 9260 §3.3.10).
 fn error_room(mtu: usize) -> usize {
@@ -611,7 +616,10 @@ pub struct Association {
     rx_room: u32,
     /// The a_rwnd of the last SACK sent.
     rwnd_told: u32,
-    gaps: [GapAckBlock; MAX_GAP_BLOCKS],
+    /// Room for the Gap Ack Blocks of one SACK in a packet of `ctl_mtu` (RFC 9260 §6.2: "as
+    /// many Gap Ack Blocks as can fit in a single SACK chunk limited by the current path
+    /// MTU"), and never more than the TSN map can have.
+    gaps: Vec<GapAckBlock>,
     pending: Pending,
     ack_due: AckDue,
     pending_init_ack: Option<PendingInitAck>,
@@ -760,7 +768,7 @@ impl Association {
             reasm: Reassembly::default(),
             rx_room: cfg.a_rwnd,
             rwnd_told: cfg.a_rwnd,
-            gaps: [GapAckBlock { start: 0, end: 0 }; MAX_GAP_BLOCKS],
+            gaps: Vec::new(),
             pending: Pending {
                 init: false,
                 cookie_echo: false,
@@ -819,6 +827,19 @@ impl Association {
         e.reserve_exact(error_room(mtu).saturating_sub(e.len()));
         let p = &mut self.init_ack_params;
         p.reserve_exact(endpoint::init_ack_room(mtu).saturating_sub(p.len()));
+        // A map of w TSNs above the cumulative point has at most w / 2 blocks.
+        let blocks = gap_room(mtu, 0).min(self.rx.window() / 2);
+        self.gaps.resize(
+            blocks.max(self.gaps.len()),
+            GapAckBlock { start: 0, end: 0 },
+        );
+    }
+
+    /// Writes the Gap Ack Blocks into `gaps`, as many as a SACK beside the duplicates owed
+    /// holds in a packet of the control MTU; returns how many.
+    fn gap_blocks(&mut self) -> usize {
+        let room = gap_room(self.control_mtu(), self.rx.dups().len()).min(self.gaps.len());
+        self.rx.gap_blocks(&mut self.gaps[..room])
     }
 
     /// The largest packet a control chunk echoing the peer may fill now: one of the path MTU
@@ -1177,6 +1198,7 @@ impl Association {
             + self.pending.error_bytes.capacity()
             + self.pending.init_abort_bytes.capacity()
             + self.init_ack_params.capacity()
+            + self.gaps.capacity() * core::mem::size_of::<GapAckBlock>()
             + self.reasm.heap_bytes()
             + self.peer_cookie.capacity()
             + self.events.capacity() * core::mem::size_of::<Event>()
@@ -3460,7 +3482,7 @@ impl Association {
         // for it waits for the next packet.
         let crowds_rtx = self.pending.fast_rtx
             && self.sq.first_rtx().is_some_and(|q| {
-                let n = self.rx.gap_blocks(&mut self.gaps);
+                let n = self.gap_blocks();
                 let sack = 16 + 4 * n + 4 * self.rx.dups().len();
                 b.remaining() < sack + book(self.sq.slot(q).len)
             });
@@ -3762,7 +3784,7 @@ impl Association {
     }
 
     fn push_sack(&mut self, b: &mut PacketBuilder<'_>) -> bool {
-        let n = self.rx.gap_blocks(&mut self.gaps);
+        let n = self.gap_blocks();
         let a_rwnd = self.advertised_rwnd();
         let sack = ChunkRepr::Sack(SackRepr {
             cum_tsn_ack: self.rx.cum_tsn(),
