@@ -100,6 +100,7 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
                 ("replay", u(i.replay)),
                 ("auth_failed", u(i.auth_failed)),
                 ("malformed", u(i.malformed)),
+                ("dummy", u(i.dummy)),
                 ("expired", u(i.expired)),
             ]),
         ),

@@ -265,6 +265,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(&b);
     ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(&b);
     a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(&b);
+    what_esp_leaves_unprotected_is_checked_and_dummies_are_no_error_4303(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -591,6 +592,77 @@ fn replayed_corrupted_and_truncated_esp_is_dropped_and_counted_4303_3_4(b: &Benc
         assert_eq!((s.packets, s.replay, s.auth_failed), (100, 100, 3), "{s:?}");
         assert_eq!(s.malformed + s.auth_failed, 5, "{s:?}");
     }
+}
+
+/// What ESP does not protect, and what it carries that is no packet (an independent review):
+/// - RFC 1122 §3.2.1.2: a host verifies the IPv4 header checksum of every datagram. In
+///   transport mode ESP does not cover the outer header, and opening rewrote the checksum:
+///   a header damaged on the way (its TTL here; its source, within a policy's prefix, sent
+///   the packet to SCTP as another host's) was opened, spent its sequence number and went on
+///   with a good checksum. Now it is malformed, and the window does not move.
+/// - RFC 4303 §3.1.1: ESP behind an IPv6 extension header (a Fragment header here, as RFC
+///   6946's atomic fragment) is not supported; the SA read the extension header as ESP's and
+///   counted the packet as an ICV failure, which reads as an attack or a wrong key.
+/// - RFC 4303 §2.6: a dummy packet (Next Header 59) is discarded "without indicating an
+///   error": it was counted as a policy mismatch. Its sequence number is spent.
+fn what_esp_leaves_unprotected_is_checked_and_dummies_are_no_error_4303(b: &Bench) {
+    let now = Instant::now();
+    let (out, inb) = sealed_pair(b, Algorithm::AesGcm128, Mode::Transport);
+    let seal = |out: &EspSa, f: &[u8]| {
+        out.encrypt(mbuf(&b.pool, f), &b.pool, now)
+            .unwrap()
+            .data()
+            .to_vec()
+    };
+    let sealed = seal(&out, &sctp_frame(false, 200, 1));
+    let mut ttl = sealed.clone();
+    ttl[14 + 8] ^= 1;
+    let r = inb.decrypt(mbuf(&b.pool, &ttl), &b.pool, now);
+    assert_eq!(r.err(), Some(EspDrop::Malformed), "a damaged outer header");
+    let m = inb.decrypt(mbuf(&b.pool, &sealed), &b.pool, now).unwrap();
+    assert_eq!(
+        m.data(),
+        sctp_frame(false, 200, 1),
+        "the window did not move"
+    );
+
+    let v6 = |d| {
+        EspSa::new(
+            &b.dev,
+            &sa(Algorithm::AesGcm128, d, Mode::Transport, false),
+            true,
+        )
+    };
+    let (out6, inb6) = (v6(Direction::Out).unwrap(), v6(Direction::In).unwrap());
+    let mut frag = seal(&out6, &sctp_frame(true, 200, 2));
+    frag.splice(54..54, [50, 0, 0, 0, 0x12, 0x34, 0x56, 0x78]);
+    frag[14 + 6] = 44;
+    let plen = u16::from_be_bytes([frag[18], frag[19]]) + 8;
+    frag[18..20].copy_from_slice(&plen.to_be_bytes());
+    let r = inb6.decrypt(mbuf(&b.pool, &frag), &b.pool, now);
+    assert_eq!(
+        r.err(),
+        Some(EspDrop::Malformed),
+        "ESP behind a Fragment header"
+    );
+    assert_eq!(inb6.stats.snapshot().auth_failed, 0);
+
+    let (s, d): (IpAddr, IpAddr) = ("198.18.0.1".parse().unwrap(), "198.18.0.2".parse().unwrap());
+    let dummy = seal(&out, &ip_frame(s, d, 59, &[]));
+    let r = inb.decrypt(mbuf(&b.pool, &dummy), &b.pool, now);
+    assert_eq!(r.err(), Some(EspDrop::Dummy));
+    let again = inb.decrypt(mbuf(&b.pool, &dummy), &b.pool, now);
+    assert_eq!(
+        again.err(),
+        Some(EspDrop::Replay),
+        "its sequence number was spent"
+    );
+    let c = inb.stats.snapshot();
+    assert_eq!(
+        (c.packets, c.dummy, c.malformed, c.auth_failed, c.replay),
+        (1, 1, 1, 0, 1),
+        "{c:?}"
+    );
 }
 
 /// A tunnel SA names its gateways: ESP with the right SPI and keys from another outer source is

@@ -282,6 +282,11 @@ def collect(t):
             m.add("ddpdk_ipsec_pmtu_accepted_total", "counter",
                   "ICMP PMTU messages quoting our ESP that an outbound SA believed "
                   "(RFC 4301 6.1.2, 8.2.1).", {"direction": parts[1]}, value)
+        elif parts[0] == "ipsec" and len(parts) == 3 and parts[2] == "dummy":
+            # Not an error (RFC 4303 2.6): dummy packets, authenticated and discarded.
+            m.add("ddpdk_ipsec_dummy_total", "counter",
+                  "ESP dummy packets (Next Header 59) authenticated and discarded without an "
+                  "error (RFC 4303 2.6).", {"direction": parts[1]}, value)
         elif parts[0] == "ipsec" and len(parts) == 3:
             m.add("ddpdk_ipsec_sa_drops_total", "counter",
                   "Packets the SAs dropped, by direction and reason (RFC 4303 3.4: replay, "

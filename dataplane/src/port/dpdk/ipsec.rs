@@ -266,8 +266,14 @@ pub struct SaStats {
     /// Inbound: the ICV did not verify (RFC 4303 §3.4.4).
     pub auth_failed: AtomicU64,
     /// Too short, misaligned ciphertext, wrong padding (RFC 4303 §2.4), outer addresses that
-    /// are not the tunnel's.
+    /// are not the tunnel's, an outer IPv4 header whose checksum fails (RFC 1122 §3.2.1.2:
+    /// in transport mode nothing else covers it), ESP not right after the IP header (behind
+    /// IPv6 extension headers or AH: not supported).
     pub malformed: AtomicU64,
+    /// Inbound: dummy packets (Next Header 59, RFC 4303 §2.6), authenticated and discarded
+    /// "without indicating an error" (their sequence numbers are spent). Transport mode
+    /// only: rte_ipsec refuses a tunnel-mode one as malformed.
+    pub dummy: AtomicU64,
     /// The SA's lifetime in bytes or seconds is spent (RFC 4301 §4.4.2.1).
     pub expired: AtomicU64,
     /// Outbound without ESN: the 32-bit sequence number is spent (RFC 4303 §3.3.3).
@@ -296,13 +302,15 @@ pub struct SaStats {
 /// shows none; associations keep what they lowered to (ddpdk does not probe upwards).
 pub const PMTU_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Sequence numbers an outbound SA may give out: 2^32 - 1 without ESN, 2^64 - 1 with it (RFC
-/// 4303 §3.3.3: the counter never cycles; a new SA, with a new key, takes over).
+/// Sequence numbers an outbound SA may give out (RFC 4303 §3.3.3: the counter never cycles;
+/// a new SA, with a new key, takes over): 2^32 - 2 without ESN, 2^64 - 2 with it. rte_ipsec's
+/// counter starts at 1 and refuses a packet once the counter, moved past it, would pass the
+/// mask, so the last number it gives is the mask less one.
 fn sequence_space(esn: bool) -> u64 {
     if esn {
-        u64::MAX
+        u64::MAX - 1
     } else {
-        u64::from(u32::MAX)
+        u64::from(u32::MAX) - 1
     }
 }
 
@@ -322,6 +330,7 @@ pub struct SaCounts {
     pub replay: u64,
     pub auth_failed: u64,
     pub malformed: u64,
+    pub dummy: u64,
     pub expired: u64,
     pub overflow: u64,
     pub no_room: u64,
@@ -339,6 +348,7 @@ impl SaCounts {
         self.replay += o.replay;
         self.auth_failed += o.auth_failed;
         self.malformed += o.malformed;
+        self.dummy += o.dummy;
         self.expired += o.expired;
         self.overflow += o.overflow;
         self.no_room += o.no_room;
@@ -357,6 +367,7 @@ impl SaStats {
             replay: r(&self.replay),
             auth_failed: r(&self.auth_failed),
             malformed: r(&self.malformed),
+            dummy: r(&self.dummy),
             expired: r(&self.expired),
             overflow: r(&self.overflow),
             no_room: r(&self.no_room),
@@ -408,6 +419,8 @@ pub enum EspDrop {
     Replay,
     AuthFailed,
     Malformed,
+    /// A dummy packet (RFC 4303 §2.6): discarded, no error.
+    Dummy,
     Expired,
     Overflow,
     NoRoom,
@@ -790,6 +803,7 @@ impl EspSa {
             EspDrop::Replay => &s.replay,
             EspDrop::AuthFailed => &s.auth_failed,
             EspDrop::Malformed => &s.malformed,
+            EspDrop::Dummy => &s.dummy,
             EspDrop::Expired => &s.expired,
             EspDrop::Overflow => &s.overflow,
             EspDrop::NoRoom => &s.no_room,
@@ -1141,6 +1155,9 @@ impl EspSa {
         let Some(l3) = ip_header_len(d, outer_v6) else {
             return Err(EspDrop::Malformed);
         };
+        if !esp_follows(&d[ETH..], l3, outer_v6) {
+            return Err(EspDrop::Malformed);
+        }
         // RFC 4303 §3.4.2 leaves the SA lookup to SPI (and addresses); a tunnel SA also names
         // its gateways, which rte_ipsec does not check: the outer source and destination
         // must be the tunnel's (inbound: src is the peer's gateway).
@@ -1164,6 +1181,13 @@ impl EspSa {
     fn open_done(&self, mut m: Mbuf, eth: &[u8; ETH]) -> Result<Mbuf, EspDrop> {
         match self.config.mode {
             Mode::Transport => {
+                // RFC 4303 §2.6: the trailer's Next Header, which rte_ipsec wrote into the IP
+                // header, says "no next header": a dummy packet, whose sequence number it
+                // was sent to spend. Discarded "without indicating an error".
+                let next = m.data().get(ETH + if self.ipv6 { 6 } else { 9 }).copied();
+                if next == Some(NO_NEXT_HEADER) {
+                    return Err(EspDrop::Dummy);
+                }
                 if !self.ipv6 {
                     fix_ipv4_checksum(&mut m.data_mut()[ETH..]);
                 }
@@ -1266,6 +1290,31 @@ fn write_outer_template(t: &mut [u8; 40], src: IpAddr, dst: IpAddr) -> usize {
     }
 }
 
+/// IP's "no next header" (RFC 8200 §4.7), an ESP dummy packet's Next Header (RFC 4303 §2.6).
+const NO_NEXT_HEADER: u8 = 59;
+
+/// Whether the IP header of `l3` bytes at the start of `ip` (IPv6 if `v6`) is followed by
+/// ESP itself (RFC 4303 §3.1.1), and, IPv4, checks (RFC 1122 §3.2.1.2: a host verifies the
+/// header checksum of every datagram; in transport mode ESP does not cover the IP header,
+/// and the checksum is rewritten once the packet is opened, so this is the one look at it).
+fn esp_follows(ip: &[u8], l3: usize, v6: bool) -> bool {
+    const ESP: u8 = 50;
+    if v6 {
+        return ip.get(6) == Some(&ESP);
+    }
+    let Some(h) = ip.get(..l3) else {
+        return false;
+    };
+    let mut sum: u32 = h
+        .chunks_exact(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    h[9] == ESP && sum == 0xffff
+}
+
 /// RFC 791 header checksum over the IPv4 header at the start of `ip`.
 pub(super) fn fix_ipv4_checksum(ip: &mut [u8]) {
     let ihl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
@@ -1364,10 +1413,18 @@ mod tests {
 
     /// RFC 4303 §3.3.3: the counter never cycles. Three quarters of the space given out is a
     /// rekey due (RFC 4301 §4.4.2.1's soft limit, for the key manager's `expiring`); all of it,
-    /// an SA that sends nothing more. Without ESN, 2^32 - 1 numbers; with it, 2^64 - 1.
+    /// an SA that sends nothing more. Without ESN, 2^32 - 2 numbers (rte_ipsec's last is
+    /// 2^32 - 2: the SA used to be said spent only at 2^32 - 1, a number never given, and
+    /// stayed "rekey" while it refused every packet); with it, 2^64 - 2.
     #[test]
     fn sequence_numbers_running_out_are_said_4303_3_3_3() {
-        let space = u64::from(u32::MAX);
+        assert_eq!(sequence_state(u64::from(u32::MAX) - 1, false), (true, true));
+        assert_eq!(
+            sequence_state(u64::from(u32::MAX) - 2, false),
+            (true, false)
+        );
+        assert_eq!(sequence_state(u64::MAX - 1, true), (true, true));
+        let space = u64::from(u32::MAX) - 1;
         assert_eq!(sequence_state(0, false), (false, false));
         assert_eq!(sequence_state(space - space / 4 - 1, false), (false, false));
         assert_eq!(sequence_state(space - space / 4, false), (true, false));
@@ -1379,10 +1436,13 @@ mod tests {
             "ESN: far from it"
         );
         assert_eq!(
-            sequence_state(u64::MAX - u64::MAX / 4 - 1, true),
+            sequence_state(u64::MAX - 1 - (u64::MAX - 1) / 4 - 1, true),
             (false, false)
         );
-        assert_eq!(sequence_state(u64::MAX - u64::MAX / 4, true), (true, false));
+        assert_eq!(
+            sequence_state(u64::MAX - 1 - (u64::MAX - 1) / 4, true),
+            (true, false)
+        );
         assert_eq!(sequence_state(u64::MAX, true), (true, true));
     }
 
