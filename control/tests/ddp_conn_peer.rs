@@ -3024,6 +3024,104 @@ fn rfc5040_5_3_a_read_response_into_a_sink_the_peer_invalidated_is_its_invalid_s
     );
 }
 
+/// RFC 5040 §5.3 for a Read still waiting for ORD: the peer invalidates its Data Sink, the
+/// Read goes out when a slot frees, and the peer's response into the dead sink is the peer's
+/// Invalid STag, the Read flushed with the stream, as for a Read already outstanding. It was
+/// reported as our own revocation (`LocalProtection`, a Local Catastrophic Terminate of
+/// ours): only the Reads already sent were noted (an independent review).
+#[test]
+fn rfc5040_5_3_a_waiting_reads_sink_the_peer_invalidated_is_its_invalid_stag() {
+    let (mut d, pd, _, first) = Duo::read_in_flight_in_pd();
+    let _ = d.posted_buffer(pd, 40);
+    let (_, second) = d.region_with(pd, 4096, 0x8000, Access::LOCAL_WRITE);
+    let read = |wr_id: u64, sink: Stag, sink_to: u64| RdmaRequest {
+        wr_id,
+        stream: S,
+        op: RdmaOp::Read {
+            source: Stag(0x0011_2201),
+            source_to: 0,
+            sink,
+            sink_to,
+            len: 8,
+        },
+        data: Payload::Bytes(vec![]),
+        signaled: true,
+    };
+    let Duo { conn, memory, .. } = &mut d;
+    let conn = conn.as_mut().unwrap();
+    // Reads 10-12 fill ORD (4) beside Read 9; Read 13, into the second sink, waits.
+    for wr_id in 10..13 {
+        let to = 0x2600 + 0x100 * (wr_id - 10);
+        conn.post_rdma(read(wr_id, Stag(first.sink_stag), to), memory.stags())
+            .unwrap();
+    }
+    conn.post_rdma(read(13, second.stag, 0x8000), memory.stags())
+        .unwrap();
+    d.settle();
+    let mut invalidate = rseg(1, control(1, Opcode::SendInvalidate), 0, 1, b"inval");
+    invalidate[4..8].copy_from_slice(&second.stag.0.to_be_bytes());
+    d.send(S, 16, &invalidate);
+    d.settle();
+    assert_eq!(d.conn().take_peer_invalidated(), [second.stag]);
+    d.memory.deregister(second.stag).unwrap();
+    // Reads 9-12 answered whole: Read 13's Request leaves.
+    d.send(S, 16, &rrseg(2, true, first.sink_stag, first.sink_to, 1000));
+    for (k, ssn) in (3..6u16).enumerate() {
+        let to = 0x2600 + 0x100 * k as u64;
+        d.send(S, 16, &rrseg(ssn, true, first.sink_stag, to, 8));
+    }
+    d.settle();
+    d.send(S, 16, &rrseg(6, true, second.stag.0, 0x8000, 8));
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Ddp(DdpError::InvalidStag)]
+    );
+    let thirteen: Vec<_> = d
+        .comps
+        .iter()
+        .filter(|c| c.wr_id == 13)
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(thirteen, [Status::Flushed], "the peer's error, not ours");
+}
+
+/// RFC 5040 §5.2: a zero-length Read inside another Read's sink range overlaps nothing. It
+/// marked both as sharing a sink, which switches off the whole-response check, and an empty
+/// response then completed the other Read Success with its sink unwritten (an independent
+/// review).
+#[test]
+fn rfc5040_5_2_a_zero_length_read_shares_no_sink() {
+    let (mut d, _, first) = Duo::read_in_flight();
+    let Duo { conn, memory, .. } = &mut d;
+    let fence = RdmaRequest {
+        wr_id: 10,
+        stream: S,
+        op: RdmaOp::Read {
+            source: Stag(0x0011_2201),
+            source_to: 0,
+            sink: Stag(first.sink_stag),
+            sink_to: first.sink_to + 0x100,
+            len: 0,
+        },
+        data: Payload::Bytes(vec![]),
+        signaled: true,
+    };
+    conn.as_mut()
+        .unwrap()
+        .post_rdma(fence, memory.stags())
+        .unwrap();
+    d.settle();
+    // Read 9's response, empty: short of its 1000 bytes.
+    d.send(S, 16, &rrseg(1, true, first.sink_stag, first.sink_to, 0));
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Rdmap(RdmapError::OperationUnspecified)]
+    );
+    assert_eq!(d.completed(), [(9, Status::Flushed), (10, Status::Flushed)]);
+}
+
 /// RFC 5041 §5.2: "The STag and TO fields MUST NOT be checked for a zero-length Tagged DDP
 /// Message". A 0-byte Read names a sink STag the responder need not echo: its empty Read
 /// Response with STag 0 (and any TO) answers the oldest outstanding Read (RFC 5040 §5.2), which
@@ -4537,6 +4635,47 @@ fn rfc7306_5_2_2_an_atomic_response_behind_the_peers_terminate_is_ignored() {
             .collect::<Vec<_>>(),
         [(5, Status::Flushed)]
     );
+}
+
+/// `reads_served` counts responses queued: a Read Request delivered with a later message
+/// whose fault ends the stream in the same turn (a Send with Invalidate of an STag no stream
+/// may invalidate) is never answered, and was counted served all the same (an independent
+/// review).
+#[test]
+fn a_read_request_behind_a_fault_of_its_delivery_is_not_counted_served() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    d.posted_buffer(pd, 40);
+    d.posted_buffer(pd, 41);
+    let table = d.memory.region_table().clone();
+    d.conn().use_regions(table);
+    let (_, src) = d.region_with(pd, 4096, 0x1000, Access::REMOTE_READ);
+    let request = ReadRequest {
+        sink_stag: 0x99,
+        sink_to: 0,
+        size: 64,
+        source_stag: src.stag.0,
+        source_to: 0x1000,
+    };
+    // DDP-SSN 2 and 3 first, held for DDP-SSN 1: all three are delivered in one turn.
+    let read = rseg(
+        2,
+        control(1, Opcode::ReadRequest),
+        1,
+        1,
+        &request.to_bytes(),
+    );
+    d.send(S, 16, &read);
+    d.send(S, 16, &rdmap_useg(3, true, 2, 0, send_inv_unknown(), b"x"));
+    d.send(
+        S,
+        16,
+        &rdmap_useg(1, true, 1, 0, [control(1, Opcode::Send), 0, 0, 0, 0], b"y"),
+    );
+    d.settle();
+    assert_eq!(d.rdmap_terminates(S).len(), 1, "the fault ends the stream");
+    assert_eq!(d.conn().stats().reads_served, 0);
 }
 
 /// RFC 5040 §5.4: a Read Request with a DDP-SSN after the peer's Terminate that arrived first

@@ -199,10 +199,7 @@ impl Ulp for RdmapUlp<'_> {
                         }
                     }
                     Upcall::Write => {}
-                    Upcall::Serve(response) => {
-                        out.stats.reads_served += 1;
-                        self.serve.push(Serve::Read(response));
-                    }
+                    Upcall::Serve(response) => self.serve.push(Serve::Read(response)),
                     Upcall::Atomic(atomic) => self.serve.push(Serve::Atomic(atomic)),
                     Upcall::AtomicDone { atomic, original } => {
                         self.complete_atomic(atomic, original);
@@ -317,6 +314,7 @@ pub(super) fn receive(
     out: &mut Sink,
     zero_copy: bool,
 ) {
+    let invalidated = out.peer_invalidated.len();
     let Some((rx_path, mut ulp)) = RdmapUlp::of(stream, s, memory, &mut *out) else {
         out.stats.after_session_end += 1;
         return;
@@ -343,9 +341,27 @@ pub(super) fn receive(
         rx_path.stop(RxError::PeerTerminated);
     }
     out.stats.after_session_end += dropped;
+    note_waiting_sinks_invalidated(s, &out.peer_invalidated[invalidated..]);
     answer(stream, s, out, memory, zero_copy, serve, fault);
     if peer_terminated {
         end_at_peers_terminate(stream, s, out);
+    }
+}
+
+/// The peer invalidated `stags` (RFC 5040 §5.3): a Read still waiting for ORD whose Data Sink
+/// is one of them is noted as an outstanding one is ([`RdmapStream::peer_invalidated`]), so
+/// the response the peer then sends into it is the peer's Invalid STag, not blamed on our
+/// own revocation (`LocalProtection`, a Local Catastrophic Terminate of ours).
+fn note_waiting_sinks_invalidated(s: &mut DdpStream, stags: &[Stag]) {
+    if stags.is_empty() {
+        return;
+    }
+    for p in s.sends.iter_mut() {
+        if let Origin::Read(read) = &mut p.origin {
+            if stags.contains(&read.sink) {
+                read.sink_invalidated_by_peer = true;
+            }
+        }
     }
 }
 
@@ -375,6 +391,7 @@ pub(super) fn release(
     out: &mut Sink,
     zero_copy: bool,
 ) {
+    let invalidated = out.peer_invalidated.len();
     let Some((rx_path, mut ulp)) = RdmapUlp::of(stream, s, memory, &mut *out) else {
         return;
     };
@@ -388,6 +405,7 @@ pub(super) fn release(
     if peer_terminated {
         rx_path.stop(RxError::PeerTerminated);
     }
+    note_waiting_sinks_invalidated(s, &out.peer_invalidated[invalidated..]);
     answer(stream, s, out, memory, zero_copy, serve, fault);
     if peer_terminated {
         end_at_peers_terminate(stream, s, out);
@@ -438,6 +456,9 @@ fn answer(
                     fail(stream, s, out, request, 1 + serve.len(), false);
                     return;
                 }
+                // Counted once queued (as an Atomic is once performed): a request behind a
+                // fault of the same delivery is never answered, nor one unservable.
+                out.stats.reads_served += 1;
                 queue_response(stream, s, response, out)
             }
             Serve::Atomic(atomic) => match execute_atomic(&atomic, memory) {

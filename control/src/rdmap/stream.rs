@@ -316,7 +316,10 @@ impl RdmapStream {
     pub fn read_sent(&mut self, mut read: OutboundRead) {
         let end = |r: &OutboundRead| r.sink_to.saturating_add(u64::from(r.len));
         for other in self.orq.iter_mut().filter(|o| o.sink == read.sink) {
-            if other.sink_to < end(&read) && read.sink_to < end(other) {
+            // An empty range overlaps nothing: a zero-length Read inside another's sink
+            // (a fence) used to switch off that Read's whole-response check (RFC 5040 §5.2).
+            let empty = read.len == 0 || other.len == 0;
+            if !empty && other.sink_to < end(&read) && read.sink_to < end(other) {
                 other.shared_sink = true;
                 read.shared_sink = true;
             }
