@@ -1786,6 +1786,30 @@ fn t3_takes_over_a_fast_retransmission_not_yet_sent_6_3_3() {
     );
 }
 
+/// §7.2.4 after §6.3.3 E3: a chunk T3 retransmitted counts its miss indications afresh. Two
+/// misses of its first transmission, then T3, then one miss of the retransmission: no Fast
+/// Retransmit (it took three new ones). The old count carried over, and the retransmission,
+/// barely sent, was fast-retransmitted again at once (usrsctp resets; RFC 9260 leaves it
+/// open).
+#[test]
+fn t3_starts_a_retransmitted_chunks_miss_count_afresh_7_2_4() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let cum = tsns[0].wrapping_sub(1);
+    for blocks in [&[(2u16, 2u16)][..], &[(2, 3)]] {
+        p.c.handle(t(11), &sack_to_client(tag, cum, blocks), &mut ignore)
+            .unwrap();
+    }
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    assert_eq!(p.c.stats().t3_expiries, 1);
+    assert!(carries(&drain(&mut p.c, at), tsns[0]));
+    let fast = p.c.stats().fast_retransmits;
+    p.c.handle(at, &sack_to_client(tag, cum, &[(2, 4)]), &mut ignore)
+        .unwrap();
+    let _ = drain(&mut p.c, at);
+    assert_eq!(p.c.stats().fast_retransmits, fast, "one miss of three");
+}
+
 /// §7.2.4: "Mark the DATA chunk(s) with three miss indications for retransmission" and "only
 /// once": the marks belong to a TSN, not to the send slot that held it. A ring of four slots
 /// holds four TSNs that are fast-retransmitted and acknowledged; the next four TSNs reuse the

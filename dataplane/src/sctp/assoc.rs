@@ -3233,6 +3233,11 @@ impl Association {
             s.fast_rtx_due = false;
             if !s.gap_acked {
                 s.in_flight = false;
+                // Miss indications start afresh with the retransmission (usrsctp's reading;
+                // RFC 9260 leaves it open): those counted belonged to the transmission T3
+                // gave up on, and with them one more miss, of a retransmission barely sent,
+                // fast-retransmitted it again at once.
+                s.misses = 0;
                 self.sq.set_rtx(seq, true);
             }
         }
