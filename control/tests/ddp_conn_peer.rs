@@ -2325,6 +2325,16 @@ fn rfc5040_5_4_work_queued_before_the_peers_terminate_does_not_leave_after_it() 
         "the posted receive is flushed: {:?}",
         d.inds
     );
+    // A receive posted after it is refused, as work is: taken, it would wait for a session
+    // end the peer need never send (verbs completes it Flushed, the queue pair in Error).
+    let (_, reg) = d.region_with(pd, 4096, 0, Access::LOCAL_WRITE);
+    let b = d.memory.receive_buffer(pd, reg.stag, 0, 256).unwrap();
+    assert_eq!(
+        d.conn().post_recv(S, 0, 41, b),
+        Err(PostError::Session(
+            ddpdk_control::session::LocalError::Terminated
+        ))
+    );
 }
 
 /// RFC 5041 §8.3.1 items 5-6 after the peer's Terminate: a Read Response still queued goes

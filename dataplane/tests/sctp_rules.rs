@@ -3577,6 +3577,36 @@ fn a_full_reassembly_makes_way_for_the_fragment_completing_a_held_message_6_2() 
     assert_eq!(p.s.stats().reassembled, 16);
 }
 
+/// §6.2's dropping is for a chunk it makes room for: a fragment that would not fit the byte
+/// budget even with every fragment above it gone drops none of them (they were reneged on,
+/// and resent, for nothing: review of this session's change).
+#[test]
+fn a_fragment_too_big_for_the_room_left_below_it_reneges_on_nothing_6_2() {
+    let mut p = Pair::with(|c| c.a_rwnd = 4000);
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let (big, small) = ([1u8; 1200], [2u8; 300]);
+    let frag = |at: u32, b: bool, bytes| data(tsn + at, 0, true, b, false, bytes);
+    // Held: 3600 bytes below TSN +4, and 300 above it.
+    for chunk in [
+        frag(5, true, &small[..]),
+        frag(0, true, &big),
+        frag(2, false, &big),
+        frag(3, false, &big),
+    ] {
+        let _ = to_server(&mut p, tag, chunk, 500);
+    }
+    assert_eq!(p.s.stats().fragments_in, 4);
+    let refused = p.s.stats().rwnd_dropped;
+    let _ = to_server(&mut p, tag, frag(4, false, &[3u8; 600]), 501);
+    assert_eq!(
+        p.s.stats().rwnd_dropped,
+        refused + 1,
+        "4200 bytes do not fit 4000"
+    );
+    assert_eq!(p.s.stats().reneged, 0);
+}
+
 /// RFC 9260 §6.2's window update: a receiver whose layer above frees room tells the peer at
 /// once, once. Here the window stays low for another reason (fragments held for reassembly,
 /// §6.9, take a_rwnd until their message is whole): room given back by the layer above does

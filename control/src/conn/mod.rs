@@ -435,7 +435,12 @@ impl Connection {
     ) -> Result<(), PostError> {
         self.check_stream(stream)?;
         let s = &mut self.streams[usize::from(stream)];
-        if matches!(s.session.state(), State::Terminated(_)) {
+        // Nor after the peer's RDMAP Terminate (RFC 5040 §5.4), as a post of work is not: a
+        // receive taken then would wait for a session end the peer need never send, and hold
+        // every later one behind it.
+        if matches!(s.session.state(), State::Terminated(_))
+            || s.rdmap.as_deref().is_some_and(|r| r.peer_terminated())
+        {
             return Err(PostError::Session(LocalError::Terminated));
         }
         // RDMAP keeps queues 1 and 2 for itself (RFC 5040 §4.2): Sends arrive on 0.

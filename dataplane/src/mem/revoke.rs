@@ -355,6 +355,7 @@ impl Coordinator {
                     if self.start_revoke(stag, self.register_wait).is_ok() {
                         if let Some(r) = self.inflight.last_mut() {
                             r.detached = true;
+                            r.withdrawn = true;
                             r.waiters = 0;
                         }
                     }
@@ -453,6 +454,7 @@ impl Coordinator {
             deadline: Instant::now() + timeout,
             cores: vec![CoreWait::Waiting; self.cores.len()],
             detached: false,
+            withdrawn: false,
         };
         for (k, core) in self.cores.iter().enumerate() {
             match core.try_send(Command::Invalidate(stag, epoch)) {
@@ -542,7 +544,7 @@ impl Coordinator {
         self.progress();
         self.inflight
             .iter()
-            .any(|r| r.reg.memory.region == region && !r.done())
+            .any(|r| r.reg.memory.region == region && !r.done() && !r.withdrawn)
             || self.late.iter().any(|l| l.region == region)
     }
 
@@ -650,6 +652,10 @@ struct Inflight {
     /// acknowledged it or it is late. Each core still drops the STag, from its channel or its
     /// resync request, so nothing has to be kept for one that is late.
     detached: bool,
+    /// A registration withdrawn before its STag was given to anyone
+    /// ([`RegisterError::CoreUnreachable`]): no peer can name it, and the stalled core it
+    /// waits for never had it, so its region is no revocation's ([`Coordinator::revoking_region`]).
+    withdrawn: bool,
 }
 
 impl Inflight {
@@ -963,6 +969,9 @@ mod tests {
             "it waited for room first"
         );
         assert_eq!(coord.master().len(), 2, "withdrawn from the master");
+        // No peer was told the STag and the stalled core never had it: its region may be
+        // freed at once (a refused `reg_mr` gives its slot back).
+        assert!(!coord.revoking_region(reg().memory.region));
         // The live core was told, then told to forget: it knows a and b only.
         replicas[0].poll();
         assert_eq!(replicas[0].table().len(), 2);

@@ -29,7 +29,7 @@ use super::config::{self, Config};
 use super::cookie::{Cookie, CookieKey, Prf};
 use super::endpoint;
 use super::plpmtud::{self, Plpmtud};
-use super::reassembly::{self, Reassembly};
+use super::reassembly::Reassembly;
 use super::rto::{self, Rto};
 use super::send_queue::{ExtRef, Hole, SendQueue, Slot};
 use super::serial;
@@ -2209,8 +2209,12 @@ impl Association {
     /// and the association stalled until Association.Max.Retrans ended it.
     fn make_room_for_fragment(&mut self, tsn: u32, len: usize, last: bool) -> bool {
         let budget = self.cfg.a_rwnd as usize;
-        // The floor on middle fragments is no matter of room: nothing dropped helps.
-        if !last && len < reassembly::MIN_FRAGMENT {
+        if self.reasm.admits(len, last, budget) {
+            return true;
+        }
+        // Nothing is dropped for a fragment that would not fit even then (the floor on
+        // middle fragments, or a byte budget that what is above cannot free).
+        if !self.reasm.admits_without_above(tsn, len, last, budget) {
             return false;
         }
         while !self.reasm.admits(len, last, budget) {

@@ -103,6 +103,20 @@ impl Reassembly {
             .filter(|&h| serial::gt(h, tsn))
     }
 
+    /// Whether [`admits`](Self::admits) would take the fragment once every fragment above
+    /// `tsn` were dropped: so that none is dropped for a fragment that would not fit anyway.
+    pub fn admits_without_above(&self, tsn: u32, len: usize, last: bool, budget: usize) -> bool {
+        let above = self
+            .frags
+            .iter()
+            .rev()
+            .take_while(|f| serial::gt(f.tsn, tsn));
+        let (n, bytes) = above.fold((0, 0), |(n, b), f| (n + 1, b + f.data.len()));
+        self.frags.len() - n < MAX_FRAGMENTS
+            && self.held - bytes + len <= budget
+            && (last || len >= MIN_FRAGMENT)
+    }
+
     /// Drops the highest fragment held (RFC 9260 §6.2: a receiver out of buffer drops the
     /// largest TSN held for reordering to take a lower one); returns its TSN.
     pub fn drop_highest(&mut self) -> Option<u32> {
