@@ -3444,6 +3444,44 @@ fn a_fragment_received_again_while_reassembly_is_full_is_a_duplicate_6_2() {
     assert_eq!(p.s.stats().rwnd_dropped, refused + 1);
 }
 
+/// §8.5.1 A: "When an endpoint receives an SCTP packet with the Verification Tag set to 0,
+/// it SHOULD verify that the packet contains only an INIT chunk. Otherwise, the receiver MUST
+/// silently discard the packet." A SACK or a SHUTDOWN ACK of tag 0 to no association got
+/// rule 8's ABORT or rule 5's SHUTDOWN COMPLETE, reflected with tag 0 (an independent review).
+#[test]
+fn a_tag_0_packet_that_is_not_an_init_is_discarded_8_5_1_a() {
+    let mut sep = endpoint(S_PORT, 2);
+    assert_eq!(
+        out_of_the_blue(&mut sep, &packet(C_PORT, S_PORT, 0, &[a_sack()])).err(),
+        Some(Ignored::ZeroTag)
+    );
+    assert_eq!(
+        out_of_the_blue(
+            &mut sep,
+            &packet(C_PORT, S_PORT, 0, &[ChunkRepr::ShutdownAck])
+        )
+        .err(),
+        Some(Ignored::ZeroTag)
+    );
+    let s = sep.stats();
+    assert_eq!(s.ootb_aborts_out + s.ootb_shutdown_completes_out, 0);
+    // The same with a tag is answered (rule 8).
+    assert!(out_of_the_blue(&mut sep, &packet(C_PORT, S_PORT, 9, &[a_sack()])).is_ok());
+}
+
+/// A `valid_cookie_life` longer than a cookie's 32-bit lifespan holds is refused by the
+/// configuration's check: near `Duration::MAX` a peer's Cookie Preservative overflowed the
+/// addition (a panic, which aborts the release build), and above 49 days it was cut short
+/// unseen (an independent review).
+#[test]
+fn a_cookie_life_no_cookie_can_carry_is_refused() {
+    let mut c = cfg(S_PORT);
+    c.valid_cookie_life = Duration::MAX;
+    assert!(c.validate().is_err());
+    c.valid_cookie_life = Duration::from_secs(49 * 24 * 3600);
+    assert!(c.validate().is_ok());
+}
+
 /// The SACK in `out`.
 fn the_sack<'a>(out: &'a [Vec<u8>]) -> SackRepr<'a> {
     out.iter()

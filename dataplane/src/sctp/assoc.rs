@@ -2973,6 +2973,11 @@ impl Association {
             self.stats.bad_vtag += 1;
             return Flow::Stop;
         }
+        // §5.1.3: a lifespan longer than any this endpoint writes was not issued here.
+        if c.lifespan > endpoint::longest_issued_lifespan(&self.cfg) {
+            self.stats.malformed += 1;
+            return Flow::Stop;
+        }
         let local_match = c.local_tag == self.local_tag;
         let peer_match = c.peer_tag == self.peer_tag;
         // §5.1.5 step 3, except for case D: when both tags are the current association's,

@@ -159,6 +159,12 @@ impl Config {
         if self.valid_cookie_life.is_zero() || self.hb_interval.is_some_and(|d| d.is_zero()) {
             return Err("valid_cookie_life and hb_interval must be above 0");
         }
+        // A cookie carries its lifespan in 32 bits of milliseconds, a Cookie Preservative's
+        // minute included (RFC 9260 §5.1.3, §5.2.6): a longer life would be cut short
+        // unseen (and, near Duration::MAX, overflowed when a peer's INIT asked for more).
+        if self.valid_cookie_life > Duration::from_millis(u64::from(u32::MAX) - 60_000) {
+            return Err("valid_cookie_life must be at most 49 days (a cookie's 32-bit lifespan)");
+        }
         if self.max_init_retransmits == 0
             || self.assoc_max_retrans == 0
             || self.path_max_retrans == 0

@@ -19,6 +19,17 @@ use crate::wire::sctp::{
 /// Longest Cookie Preservative we honour (RFC 9260 §5.2.6 lets the receiver ignore it).
 const MAX_PRESERVATIVE_MS: u32 = 60_000;
 
+/// The longest lifespan this endpoint writes into a cookie: its `valid_cookie_life` and the
+/// most a Cookie Preservative adds. A cookie claiming more was not issued here, whatever its
+/// MAC says (§5.1.3): someone who learnt one period's key could otherwise date a cookie in
+/// that period with a lifespan of weeks and use it long after the key was retired.
+pub(super) fn longest_issued_lifespan(cfg: &Config) -> core::time::Duration {
+    cfg.valid_cookie_life
+        .saturating_add(core::time::Duration::from_millis(u64::from(
+            MAX_PRESERVATIVE_MS,
+        )))
+}
+
 /// Host Name Address (RFC 9260 §3.3.2.1): we resolve no names, so the wire layer keeps it as
 /// an unknown parameter, and its receiver MUST answer with ABORT.
 pub(super) const HOST_NAME_ADDRESS: u16 = 11;
@@ -274,7 +285,9 @@ pub(super) fn cookie_for_init(
         .min(MAX_PRESERVATIVE_MS);
     Cookie {
         created: now,
-        lifespan: cfg.valid_cookie_life + core::time::Duration::from_millis(u64::from(extra)),
+        lifespan: cfg
+            .valid_cookie_life
+            .saturating_add(core::time::Duration::from_millis(u64::from(extra))),
         local_tag,
         peer_tag: init.initiate_tag,
         local_initial_tsn: local_tsn,
@@ -332,6 +345,9 @@ pub enum Ignored {
     OtherPeerAddress,
     /// The answer does not fit the output buffer.
     NoRoom,
+    /// §8.5.1 A: a packet with a Verification Tag of 0 that is not an INIT, silently
+    /// discarded (it would get a reflected ABORT or SHUTDOWN COMPLETE of tag 0 otherwise).
+    ZeroTag,
 }
 
 /// The endpoint's answer to a packet that matched no association.
@@ -558,6 +574,8 @@ impl Endpoint {
                 }
                 self.on_init(now, peer, hdr, &first, out)
             }
+            // §8.5.1 A: "Otherwise, the receiver MUST silently discard the packet."
+            _ if hdr.verification_tag == 0 => self.ignore(Ignored::ZeroTag),
             ChunkType::CookieEcho if ours => {
                 self.on_cookie_echo(now, peer, hdr, &first, packet, out, rx)
             }
@@ -743,6 +761,7 @@ impl Endpoint {
             || c.local_port != hdr.dst_port
             || c.peer_port != hdr.src_port
             || c.peer_addr != addr_bytes(peer)
+            || c.lifespan > longest_issued_lifespan(&self.cfg)
         {
             self.stats.bad_cookies += 1;
             return self.ignore(Ignored::BadCookie);
@@ -768,5 +787,77 @@ impl Endpoint {
         // no-op), then any DATA bundled after it is delivered and acknowledged.
         let _ = a.handle(now, packet, rx);
         Outcome::Accepted(Box::new(a))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // in a test, a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use crate::wire::sctp::CookieEchoRepr;
+    use core::time::Duration;
+    use std::net::Ipv4Addr;
+
+    /// RFC 9260 §5.1.3: the key changes every period so that one leaked key forges cookies
+    /// of its period only. A cookie sealed under one period's key and claiming a lifespan no
+    /// cookie of ours carries (weeks) was accepted weeks after that key was retired; now a
+    /// lifespan beyond the longest this endpoint writes is refused like a bad MAC. One it
+    /// does write is still taken (an independent review).
+    #[test]
+    fn a_cookie_claiming_a_lifespan_never_issued_is_refused_5_1_3() {
+        let cfg = Config {
+            local_port: 5002,
+            ..Config::default()
+        };
+        let mut ep = Endpoint::new(cfg, [7; 32]).unwrap();
+        let peer = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let cookie = |lifespan, local_tag| Cookie {
+            created: t0,
+            lifespan,
+            local_tag,
+            peer_tag: 0x2222,
+            local_initial_tsn: 1,
+            peer_initial_tsn: 1,
+            peer_a_rwnd: 65536,
+            local_tie_tag: 0,
+            peer_tie_tag: 0,
+            peer_adaptation: 1,
+            streams: 4,
+            local_port: 5002,
+            peer_port: 5001,
+            peer_addr: addr_bytes(peer),
+            peer_addresses: 0,
+        };
+        let echo = |ep: &mut Endpoint, c: Cookie, now: Instant| {
+            let sealed = c.seal(&ep.key);
+            let hdr = HeaderRepr {
+                src_port: 5001,
+                dst_port: 5002,
+                verification_tag: c.local_tag,
+            };
+            let mut pkt = vec![0u8; 512];
+            let mut b = PacketBuilder::new(&mut pkt, &hdr).unwrap();
+            b.push(&ChunkRepr::CookieEcho(CookieEchoRepr { cookie: &sealed }))
+                .unwrap();
+            let len = b.packet_len();
+            pkt.truncate(len);
+            crc32c::fill(&mut pkt);
+            let mut out = vec![0u8; 2048];
+            let mut rx = |_: super::super::Message<'_>| {};
+            matches!(
+                ep.handle(now, peer, &pkt, &mut out, &mut rx),
+                Outcome::Accepted(_)
+            )
+        };
+        let weeks = Duration::from_millis(u64::from(u32::MAX));
+        let later = t0 + Duration::from_secs(7 * 24 * 3600);
+        assert!(
+            !echo(&mut ep, cookie(weeks, 0x1111), later),
+            "a week and 168 key periods later"
+        );
+        assert_eq!(ep.stats().bad_cookies, 1);
+        let longest = longest_issued_lifespan(&cfg);
+        assert!(echo(&mut ep, cookie(longest, 0x3333), t0 + longest));
     }
 }
