@@ -179,7 +179,11 @@ impl Node {
             ),
                 _ => e,
             })?;
-        let (reta_size, flow_rules, mut steering) = steer(&device, cores, opts.ip.first().copied());
+        // Drawn, not the well-known default: a peer that knows the key chooses source ports
+        // that all hash to one core (it programs the device's RSS and the software hash).
+        let rss_key = random::<40>()?;
+        let (reta_size, flow_rules, mut steering) =
+            steer(&device, cores, opts.ip.first().copied(), &rss_key);
         if device.shares_last_pair() {
             steering.push_str(&format!(
                 "; the device has {cores} queue pair(s), so the control thread sends through the \
@@ -233,6 +237,7 @@ impl Node {
                 cores,
                 reta_size,
                 flow_rules,
+                rss_key,
                 link_mtu,
                 esp_headroom,
                 random: u64::from_ne_bytes(random::<8>()?),
@@ -521,10 +526,15 @@ fn endpoint_queues(driver: &str, cores: usize, device_queues: u16) -> Result<u16
 /// key and table as the software hash); where it matches SCTP in rte_flow rules it gets one
 /// rule per association; otherwise the cores hand packets over. Returns the redirection
 /// table size, whether flow rules steer, and what steers, in words.
-fn steer(port: &DpdkPort, cores: usize, local: Option<IpAddr>) -> (usize, bool, String) {
+fn steer(
+    port: &DpdkPort,
+    cores: usize,
+    local: Option<IpAddr>,
+    key: &[u8; 40],
+) -> (usize, bool, String) {
     // A device that refuses the programming still works: the cores dispatch in software.
     let rss = port
-        .program_sctp_rss(&runtime::RSS_KEY, cores as u16)
+        .program_sctp_rss(key, cores as u16)
         .unwrap_or(SctpSteering::None("the device refused the RSS programming"));
     let flow_rules = match (&rss, local) {
         (SctpSteering::None(_), Some(local)) => port.enable_sctp_flow_rules(local, cores as u16),

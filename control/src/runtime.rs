@@ -75,7 +75,9 @@ pub const MAX_CONNECTIONS_PER_CORE: usize = 256;
 /// Entries in the redirection table [`Steering`] models.
 pub const RETA_SIZE: usize = 128;
 /// The RSS key most NICs and DPDK's examples use (Microsoft's RSS verification suite), so a
-/// NIC programmed with it and a round-robin RETA agrees with [`Steering`].
+/// NIC programmed with it and a round-robin RETA agrees with [`Steering`]. Public: the
+/// product draws its own at start ([`RuntimeConfig::rss_key`]); this one is the default of
+/// tests and of library users who leave it.
 pub const RSS_KEY: [u8; 40] = [
     0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
     0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
@@ -106,6 +108,7 @@ pub fn toeplitz(key: &[u8; 40], input: &[u8]) -> u32 {
 pub struct Steering {
     cores: usize,
     reta_size: usize,
+    key: [u8; 40],
 }
 
 impl Steering {
@@ -119,7 +122,13 @@ impl Steering {
         Steering {
             cores: cores.max(1),
             reta_size: reta_size.max(1),
+            key: RSS_KEY,
         }
+    }
+
+    /// The same, hashing under `key` (the device's RSS key, when it steers).
+    pub fn with_key(self, key: [u8; 40]) -> Steering {
+        Steering { key, ..self }
     }
 
     pub fn owner(&self, peer: IpAddr, local: IpAddr, peer_port: u16, local_port: u16) -> usize {
@@ -141,7 +150,7 @@ impl Steering {
         };
         input[n..n + 2].copy_from_slice(&peer_port.to_be_bytes());
         input[n + 2..n + 4].copy_from_slice(&local_port.to_be_bytes());
-        let hash = toeplitz(&RSS_KEY, &input[..n + 4]);
+        let hash = toeplitz(&self.key, &input[..n + 4]);
         (hash as usize % self.reta_size) % self.cores
     }
 }
@@ -281,6 +290,11 @@ pub struct RuntimeConfig {
     /// The control thread installs a device flow rule per association
     /// ([`Port::steer_sctp`]) that steers its packets to the owner's RX queue.
     pub flow_rules: bool,
+    /// The RSS key of the software hash, and of the device's RSS when it steers SCTP (the
+    /// same key). A peer that knows it picks source ports whose associations all land on
+    /// one core, filling its slots while the others stay empty: the product draws one at
+    /// start. [`RSS_KEY`] by default.
+    pub rss_key: [u8; 40],
 }
 
 impl Default for RuntimeConfig {
@@ -294,6 +308,7 @@ impl Default for RuntimeConfig {
             random: 0x5eed,
             reta_size: RETA_SIZE,
             flow_rules: false,
+            rss_key: RSS_KEY,
         }
     }
 }
@@ -1135,7 +1150,7 @@ pub fn build<P: Port>(
         dispatch_tx.push(t);
         dispatch_rx.push(r);
     }
-    let steer = Steering::with_reta(cores, cfg.reta_size);
+    let steer = Steering::with_reta(cores, cfg.reta_size).with_key(cfg.rss_key);
     let doorbells: Arc<[Doorbell]> = (0..cores).map(|_| Doorbell::default()).collect();
     // An STag command or resync request wakes its core: one blocked on RX interrupts would
     // find it only at its next frame or timer (a deregistration waited up to 100 ms).
@@ -3480,6 +3495,27 @@ mod tests {
             assert_eq!(got, round);
         }
         sleeper.join().unwrap_or_else(|_| panic!("sleeper"));
+    }
+
+    /// The key is the steering's: ports that all land on one core under the well-known key
+    /// (what a peer who knows it would choose) spread under another. Under a key the
+    /// product draws at start a peer cannot aim its associations at one core (an
+    /// independent review: the default key let 256 of them fill one core's slots).
+    #[test]
+    fn steering_follows_its_key() {
+        let local = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
+        let peer = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
+        let known = Steering::new(2);
+        let aimed: Vec<u16> = (1..=u16::MAX)
+            .filter(|&p| known.owner(peer, local, p, 5000) == 0)
+            .take(64)
+            .collect();
+        let drawn = Steering::new(2).with_key([0x3c; 40]);
+        let on_1 = aimed
+            .iter()
+            .filter(|&&p| drawn.owner(peer, local, p, 5000) == 1)
+            .count();
+        assert!(on_1 > 8 && on_1 < 56, "{on_1} of 64 on core 1");
     }
 
     /// Ownership depends on the whole 5-tuple and spreads associations over the cores.
