@@ -2491,6 +2491,12 @@ impl<P: Port> DataCore<P> {
         let Some(s) = self.slots[k].as_mut() else {
             return;
         };
+        // Asked without `get_mut`, which marks the connection as one to transmit for: this
+        // runs for every slot every turn, and took every idle association off the quiet
+        // path (a transmit call each, every turn).
+        if !s.c.get().association().plpmtud_wants() {
+            return;
+        }
         let c = s.c.get_mut();
         let peer = s.peer;
         if let Some(mtu) = c.take_plpmtu_change() {

@@ -1074,6 +1074,16 @@ impl Association {
         self.plpmtud.as_ref().is_some_and(Plpmtud::probe_due)
     }
 
+    /// Whether discovery has work for the caller: a change of the path MTU to take
+    /// ([`Association::take_plpmtu_change`]) or a probe due. Reads only: a caller polling it
+    /// every turn leaves an idle association as it was.
+    #[inline]
+    pub fn plpmtud_wants(&self) -> bool {
+        self.plpmtud
+            .as_ref()
+            .is_some_and(|p| p.has_changed() || p.probe_due())
+    }
+
     /// The RFC 8899 probe due, written into `buf` (CRC32c filled unless offloaded): a
     /// HEARTBEAT whose information is [`plpmtud::PROBE_INFO_LEN`] bytes (nonce, size probed)
     /// and a PAD chunk (RFC 4820) filling the packet to the size probed (§6.2). It is larger

@@ -182,6 +182,12 @@ impl Plpmtud {
         core::mem::take(&mut self.changed).then_some(self.plpmtu)
     }
 
+    /// Whether [`Plpmtud::changed`] has a change to report (without taking it).
+    #[inline]
+    pub fn has_changed(&self) -> bool {
+        self.changed
+    }
+
     /// What the change [`Plpmtud::changed`] reported was.
     pub fn last_change(&self) -> Change {
         self.last
