@@ -1786,6 +1786,59 @@ fn t3_takes_over_a_fast_retransmission_not_yet_sent_6_3_3() {
     );
 }
 
+/// §6.1 A with §6.2's window update: the zero window probe the peer dropped goes again as
+/// soon as a SACK reopens the window, not at its T3-rtx, which the probe's expiries backed
+/// off towards RTO.Max (usrsctp's window probe recovery). A ULP waiting for its last
+/// message's completion waited up to as long as the window had been closed (an independent
+/// review).
+#[test]
+fn a_dropped_zero_window_probe_goes_again_when_the_window_opens_6_1_a() {
+    let (mut p, tag, tsns) = outstanding(1);
+    let sack = |cum: u32, a_rwnd: u32| {
+        packet(
+            S_PORT,
+            C_PORT,
+            tag,
+            &[ChunkRepr::Sack(SackRepr {
+                cum_tsn_ack: cum,
+                a_rwnd,
+                gap_ack_blocks: List::new(&[]),
+                dup_tsns: List::new(&[]),
+            })],
+        )
+    };
+    // Everything taken, the window closed; a message waits: it becomes the probe.
+    p.c.handle(t(20), &sack(tsns[0], 0), &mut ignore).unwrap();
+    p.c.send(0, 16, &[7; 1000]).unwrap();
+    let mut now = t(20);
+    drain(&mut p.c, now);
+    // The peer drops the probe each time and answers with its window still 0.
+    while p.c.stats().t3_expiries < 3 {
+        now = p.c.poll_timeout().unwrap();
+        p.c.handle_timeout(now);
+        drain(&mut p.c, now);
+        p.c.handle(now, &sack(tsns[0], 0), &mut ignore).unwrap();
+    }
+    let next_t3 = p.c.poll_timeout().unwrap();
+    // The peer's ULP frees room: a window update, the probe still unacknowledged.
+    let opened = now + Duration::from_millis(10);
+    assert!(next_t3 > opened + Duration::from_millis(100));
+    p.c.handle(opened, &sack(tsns[0], 1 << 20), &mut ignore)
+        .unwrap();
+    let probe = tsns[0].wrapping_add(1);
+    assert!(
+        carries(&drain(&mut p.c, opened), probe),
+        "the probe waited for T3 at {next_t3:?}"
+    );
+    assert_eq!(p.c.stats().window_probe_recoveries, 1);
+    // Acknowledged, nothing more to send: no further recovery on the next update.
+    p.c.handle(opened, &sack(probe, 1 << 20), &mut ignore)
+        .unwrap();
+    assert!(drain(&mut p.c, opened)
+        .iter()
+        .all(|pk| chunks(pk).iter().all(|c| !matches!(c, ChunkRepr::Data(_)))));
+}
+
 /// §7.2.4 after §6.3.3 E3: a chunk T3 retransmitted counts its miss indications afresh. Two
 /// misses of its first transmission, then T3, then one miss of the retransmission: no Fast
 /// Retransmit (it took three new ones). The old count carried over, and the retransmission,

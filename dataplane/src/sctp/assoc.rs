@@ -299,6 +299,9 @@ pub struct Stats {
     pub t3_expiries: u64,
     pub t3_retransmits: u64,
     pub fast_retransmits: u64,
+    /// Zero window probes sent again at once when the peer's window reopened (§6.1 A), not
+    /// at their backed-off T3-rtx.
+    pub window_probe_recoveries: u64,
     pub sacks_in: u64,
     pub sacks_out: u64,
     /// SACKs older than the cumulative ack point, or acknowledging TSNs never sent.
@@ -601,6 +604,9 @@ pub struct Association {
     burst_ended: bool,
     /// A SACK arrived since T3-rtx last fired: the peer is alive (§6.1 A, zero window probes).
     sack_since_t3: bool,
+    /// The peer's last SACK advertised a window of 0 (§6.1 A): what we sent since is a zero
+    /// window probe, which a window update finds dropped.
+    peer_window_closed: bool,
     /// Outstanding messages a gap ack block covers (slots with `gap_acked`).
     gap_acked: usize,
     /// The TSN being timed for RTT and when it was sent (one measurement per round trip).
@@ -760,6 +766,7 @@ impl Association {
             burst_budget: cfg.max_burst,
             burst_ended: false,
             sack_since_t3: false,
+            peer_window_closed: false,
             timed: None,
             gap_acked: 0,
             error_count: 0,
@@ -2495,6 +2502,15 @@ impl Association {
         if self.path.flight == 0 {
             self.path.partial_bytes_acked = 0;
         }
+        // §6.1 A: the window the peer closed is open again, and what went into it meanwhile
+        // (the zero window probe) is unacknowledged: the peer dropped it. It goes again now,
+        // as usrsctp's window probe recovery sends it, not at its T3-rtx, which the probes'
+        // expiries have backed off towards RTO.Max (a ULP waiting for its last message's
+        // completion waited as long as the window had been closed, up to a minute).
+        if self.peer_window_closed && a_rwnd > 0 {
+            self.recover_window_probes();
+        }
+        self.peer_window_closed = a_rwnd == 0;
         // §6.2.1 D ii: rwnd = a_rwnd - bytes in flight.
         self.peer_rwnd = a_rwnd.saturating_sub(self.path.flight as u32);
 
@@ -2508,6 +2524,23 @@ impl Association {
         self.burst_ended = false;
         self.progress_shutdown(now);
         true
+    }
+
+    /// Marks the chunks in flight and not acknowledged, sent while the peer's window was
+    /// closed, for retransmission (§6.1 A; their room given back to the flight, §6.2.1 C).
+    #[cold]
+    fn recover_window_probes(&mut self) {
+        for seq in self.sq.outstanding_seqs() {
+            let s = self.sq.slot_mut(seq);
+            if s.gap_acked || !s.in_flight {
+                continue;
+            }
+            s.in_flight = false;
+            let len = s.len;
+            self.path.flight -= book(len);
+            self.sq.set_rtx(seq, true);
+            self.stats.window_probe_recoveries += 1;
+        }
     }
 
     /// Whether a chunk marked by Fast Retransmit still waits to be sent (acknowledged ones are
