@@ -60,7 +60,7 @@ use crate::conn::{AtomicOperation, Indication, Payload, PostError, RdmaOp, RdmaR
 use crate::memory::{MemoryError, MemoryRegistration, RegionId};
 use crate::rdmap::{terminate_error, RdmaLimits};
 use crate::runtime::{ConnHandle, Control, Event, Op, RuntimeError};
-use crate::session::{Event as SessionEvent, TerminationReason};
+use crate::session::{Event as SessionEvent, LocalError, TerminationReason};
 
 /// A protection domain (`ibv_alloc_pd`; RFC 5041 §8.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -1359,6 +1359,13 @@ impl<P: Port> Verbs<P> {
                     // the core's reason: its stream ended, or never began, before the core had
                     // it (the receives released behind a refused Initiate or Accept, say).
                     _ if self.qp_state(qp) == Some(QpState::Error) => WcStatus::Flushed,
+                    // The stream or the association ended before the core had it, though
+                    // verbs has not heard yet (the session's end waits behind the refusal of
+                    // an op queued after the session's return): flushed all the same, not
+                    // "the queue pair could not take it".
+                    PostError::Session(LocalError::Terminated) | PostError::NotConnected => {
+                        WcStatus::Flushed
+                    }
                     PostError::BadLocalStag | PostError::BadRegion | PostError::BadSink => {
                         WcStatus::LocalProtection
                     }

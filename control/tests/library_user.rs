@@ -1165,3 +1165,34 @@ fn rfc5041_7_1_check_4_a_send_larger_than_its_receive_completes_local_length() {
         assert_eq!(c.p.a.v.qp_error(c.qa), too_long, "{what}");
     }
 }
+
+/// docs/verbs.md's Statuses: `Flushed` is "the stream ended first". The peer ends the stream
+/// (its session Terminate, lent to the control thread with its session); a Send posted before
+/// verbs hears is refused by the core as behind a terminated session, and that refusal came up
+/// before the session's end: it completed `LocalQpOperation` ("the queue pair could not take
+/// it"), the queue pair still in `Rts` (an independent review).
+#[test]
+fn work_refused_because_the_peer_ended_the_stream_completes_flushed() {
+    let mut c = connected(0);
+    let server = c.p.b.v.control().connections().next().unwrap().0;
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+            .unwrap();
+    let lent = |p: &Pair| p.a.cores[0].stats().sessions_lent;
+    let before = lent(&c.p);
+    c.p.b
+        .v
+        .control_mut()
+        .submit(server, Op::Terminate { stream: 1 })
+        .unwrap();
+    c.p.run_until("the session lent", |p| lent(p) > before);
+    assert_eq!(c.p.a.v.qp_state(c.qa), Some(QpState::Rts));
+    c.p.a
+        .v
+        .post_send(c.qa, &wr(1, WrOpcode::Send, vec![sge(&src, 0, 8)]))
+        .unwrap();
+    let got = client_wcs(&mut c.p, c.cqa, 1, 2000);
+    assert_eq!(summary(&got), [(1, WcStatus::Flushed, WcOpcode::Send)]);
+}
