@@ -1693,6 +1693,21 @@ impl Interface {
             }
             return Rx::Consumed;
         }
+        // A solicitation from our own address, whatever its target, is another host
+        // configured with it (RFC 4862 §5.4.4, as an advertisement or ARP of it is), or our
+        // own frame come back: our address is never learnt as a neighbour's, nor answered
+        // (the answer would go to ourselves).
+        if src == ours {
+            let from = link_addr.unwrap_or_else(|| {
+                let mut m = [0u8; 6];
+                m.copy_from_slice(&frame[6..12]);
+                m
+            });
+            return match from {
+                m if m != self.mac => Rx::Dropped(Drop::AddressConflict),
+                _ => Rx::Dropped(Drop::NdNotForUs),
+            };
+        }
         if target != ours {
             return Rx::Dropped(Drop::NdNotForUs);
         }
@@ -1708,16 +1723,6 @@ impl Interface {
         // goes to the frame's source.
         let mut reply_mac = [0u8; 6];
         reply_mac.copy_from_slice(&frame[6..12]);
-        // A solicitation from our own address is another host configured with it (RFC 4862
-        // §5.4.4, as an advertisement or ARP of it is), or our own frame come back: our
-        // address is never learnt as a neighbour's, nor answered (the answer would go to
-        // ourselves).
-        if src == ours {
-            return match link_addr.unwrap_or(reply_mac) {
-                m if m != self.mac => Rx::Dropped(Drop::AddressConflict),
-                _ => Rx::Dropped(Drop::NdNotForUs),
-            };
-        }
         if let Some(m) = link_addr {
             self.insert(IpAddr::V6(src), m, false);
             reply_mac = m;
@@ -2902,6 +2907,13 @@ mod tests {
         );
         assert_eq!(i.neighbour(IpAddr::V6(IP6)), None);
         assert_eq!(i.stats().address_conflicts, 6);
+        // One for another target from our address is the same conflict.
+        let m = other.solicit(IpAddr::V6(PEER6), &mut ns);
+        assert_eq!(
+            i.receive(&ns[..m], &mut out),
+            Rx::Dropped(Drop::AddressConflict)
+        );
+        assert_eq!(i.stats().address_conflicts, 7);
     }
 
     fn ping4(dst: Ipv4Addr, dst_mac: [u8; 6], data: &[u8]) -> Vec<u8> {

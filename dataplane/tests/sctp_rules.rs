@@ -1839,6 +1839,39 @@ fn a_dropped_zero_window_probe_goes_again_when_the_window_opens_6_1_a() {
         .all(|pk| chunks(pk).iter().all(|c| !matches!(c, ChunkRepr::Data(_)))));
 }
 
+/// The window probe recovery above is for probes only: chunks sent into an open window, still
+/// in flight when the peer's window closes and opens again (its SACKs overtaking them, or a
+/// peer alternating windows), are not sent again; nor is a probe when a SHUTDOWN, which
+/// carries no window, comes (review of this session's change: the whole flight was resent).
+#[test]
+fn only_zero_window_probes_are_recovered_6_1_a() {
+    let (mut p, tag, tsns) = outstanding(3);
+    let sack = |cum: u32, a_rwnd: u32| {
+        packet(
+            S_PORT,
+            C_PORT,
+            tag,
+            &[ChunkRepr::Sack(SackRepr {
+                cum_tsn_ack: cum,
+                a_rwnd,
+                gap_ack_blocks: List::new(&[]),
+                dup_tsns: List::new(&[]),
+            })],
+        )
+    };
+    let before = tsns[0].wrapping_sub(1);
+    for a_rwnd in [0, 1 << 20, 0, 1 << 20] {
+        p.c.handle(t(20), &sack(before, a_rwnd), &mut ignore)
+            .unwrap();
+        let out = drain(&mut p.c, t(20));
+        assert!(
+            tsns.iter().all(|&tsn| !carries(&out, tsn)),
+            "a chunk sent into an open window was sent again at a_rwnd {a_rwnd}"
+        );
+    }
+    assert_eq!(p.c.stats().window_probe_recoveries, 0);
+}
+
 /// §7.2.4 after §6.3.3 E3: a chunk T3 retransmitted counts its miss indications afresh. Two
 /// misses of its first transmission, then T3, then one miss of the retransmission: no Fast
 /// Retransmit (it took three new ones). The old count carried over, and the retransmission,

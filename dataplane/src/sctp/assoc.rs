@@ -905,6 +905,7 @@ impl Association {
         self.next_tsn = c.local_initial_tsn;
         self.cum_ack_point = c.local_initial_tsn.wrapping_sub(1);
         self.peer_rwnd = c.peer_a_rwnd;
+        self.peer_window_closed = false;
         self.streams = c.streams;
         self.peer_adaptation = c.peer_adaptation;
         self.peer_addresses = c.peer_addresses;
@@ -2526,15 +2527,20 @@ impl Association {
         true
     }
 
-    /// Marks the chunks in flight and not acknowledged, sent while the peer's window was
-    /// closed, for retransmission (§6.1 A; their room given back to the flight, §6.2.1 C).
+    /// Marks the zero window probes in flight and not acknowledged for retransmission (§6.1
+    /// A; their room given back to the flight, §6.2.1 C). Only probes: chunks sent into an
+    /// open window are in flight as ever (a window update can overtake them), and a peer
+    /// alternating windows of 0 and more would otherwise have the whole flight resent.
     #[cold]
     fn recover_window_probes(&mut self) {
         for seq in self.sq.outstanding_seqs() {
             let s = self.sq.slot_mut(seq);
-            if s.gap_acked || !s.in_flight {
+            if s.gap_acked || !s.in_flight || !s.window_probe {
                 continue;
             }
+            s.window_probe = false;
+            // Its misses belonged to the transmission the peer dropped (as after T3).
+            s.misses = 0;
             s.in_flight = false;
             let len = s.len;
             self.path.flight -= book(len);
@@ -2679,8 +2685,12 @@ impl Association {
         // §9.2: the Cumulative TSN Ack of SHUTDOWN acknowledges like a SACK's, without gaps.
         if serial::ge(cum, self.cum_ack_point) {
             let rwnd = self.peer_rwnd.saturating_add(self.path.flight as u32);
+            // SHUTDOWN carries no a_rwnd: the one made up here is no window update (§6.1 A),
+            // and must not send a probe again into a window still closed.
+            let closed = core::mem::take(&mut self.peer_window_closed);
             // Checked above to be a TSN sent: never the §12.4 abort.
             let _ = self.on_sack(now, cum, rwnd, None);
+            self.peer_window_closed = closed;
         }
         self.progress_shutdown(now);
         true
@@ -2915,6 +2925,7 @@ impl Association {
         self.peer_adaptation = params.adaptation.unwrap_or(0);
         self.peer_addresses = endpoint::address_set(init);
         self.peer_rwnd = init.a_rwnd;
+        self.peer_window_closed = false;
         self.path.ssthresh = init.a_rwnd as usize;
         self.rx = TsnMap::new(init.initial_tsn, self.cfg.tsn_window);
         self.reasm.clear();
@@ -3100,6 +3111,7 @@ impl Association {
     /// Case B and D: the peer's values from the cookie, keeping our send side.
     fn adopt_negotiated(&mut self, c: &Cookie) {
         self.peer_rwnd = c.peer_a_rwnd;
+        self.peer_window_closed = false;
         self.streams = c.streams;
         self.peer_adaptation = c.peer_adaptation;
         if matches!(self.state, State::CookieWait | State::CookieEchoed) {
@@ -4029,6 +4041,7 @@ impl Association {
         slot.tx_count = 1;
         slot.sent_at = now;
         slot.in_flight = true;
+        slot.window_probe = size > self.peer_rwnd as usize;
         self.sq.mark_sent();
         self.path.flight += size;
         self.peer_rwnd = self.peer_rwnd.saturating_sub(size as u32);

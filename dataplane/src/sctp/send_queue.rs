@@ -37,6 +37,9 @@ pub struct Slot {
     pub fast_rtx_due: bool,
     /// Miss indications (§7.2.4).
     pub misses: u32,
+    /// Sent as a zero window probe (RFC 9260 §6.1 A: larger than the peer's window, nothing
+    /// else outstanding): a window update that leaves it unacknowledged sends it again.
+    pub window_probe: bool,
     /// The message's tail, outside the ring (zero-copy transmit): `len` counts it, the ring
     /// holds only the `len - ext.len` bytes before it.
     pub ext: Option<ExtRef>,
