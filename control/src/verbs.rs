@@ -51,7 +51,7 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 use ddpdk_dataplane::ddp::RxError;
-use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer, Registration, Revocation, Stag};
+use ddpdk_dataplane::mem::{Access, Pd, Registration, Revocation, Stag};
 use ddpdk_dataplane::port::Port;
 use ddpdk_dataplane::sctp::Instant;
 use ddpdk_dataplane::wire::rdmap::{Control as RdmapControl, Opcode, TerminateError};
@@ -396,8 +396,6 @@ struct SendSlot {
 #[derive(Debug, Clone, Copy)]
 struct RecvSlot {
     wr_id: u64,
-    /// Its buffer (where Immediate Data is read from); none if it failed its checks.
-    buffer: Option<PostedBuffer>,
     /// Its completion, waiting for those of the receives posted before it.
     done: Option<Wc>,
 }
@@ -972,7 +970,6 @@ impl<P: Port> Verbs<P> {
             // completes once those before it have (the core's flush of theirs).
             let seq = self.entry_mut(qp)?.rq.push(RecvSlot {
                 wr_id: wr.wr_id,
-                buffer: None,
                 done: None,
             });
             self.recv_over(qp, seq, WcStatus::Flushed);
@@ -998,7 +995,6 @@ impl<P: Port> Verbs<P> {
             Err(status) => {
                 let seq = self.entry_mut(qp)?.rq.push(RecvSlot {
                     wr_id: wr.wr_id,
-                    buffer: None,
                     done: None,
                 });
                 self.recv_over(qp, seq, status);
@@ -1013,7 +1009,6 @@ impl<P: Port> Verbs<P> {
         };
         let slot = RecvSlot {
             wr_id: wr.wr_id,
-            buffer: Some(buffer),
             done: None,
         };
         let e = self.entry_mut(qp)?;
@@ -1482,6 +1477,7 @@ impl<P: Port> Verbs<P> {
                 len,
                 rsvd_ulp,
                 invalidated,
+                imm_data,
                 ..
             } if self.qp_of(conn, stream).is_some() => {
                 let opcode = RdmapControl::from_byte(rsvd_ulp[0]).opcode;
@@ -1497,9 +1493,7 @@ impl<P: Port> Verbs<P> {
                     byte_len: len,
                     invalidated,
                     solicited: opcode.solicited_event(),
-                    imm_data: immediate
-                        .then(|| slot.buffer.and_then(|b| self.immediate_data(b)))
-                        .flatten(),
+                    imm_data: immediate.then_some(imm_data).flatten(),
                     ..Wc::new(slot.wr_id, WcStatus::Success, WcOpcode::Recv, qp)
                 };
                 self.recv_done(qp, seq, wc);
@@ -1801,19 +1795,6 @@ impl<P: Port> Verbs<P> {
             e.rq.pop_front();
             cq.push_back(wc);
         }
-    }
-
-    /// The 8 bytes of Immediate Data that filled a receive's `buffer` (RFC 7306 §6.2: its
-    /// first 8 bytes). Read before the completion is queued, while the buffer is still the
-    /// receive's: the application has not had it back.
-    fn immediate_data(&self, buffer: PostedBuffer) -> Option<[u8; 8]> {
-        let mut data = [0u8; 8];
-        let region = self
-            .control
-            .memory()
-            .region(RegionId(buffer.memory.region))?;
-        region.read(buffer.memory.offset, &mut data).ok()?;
-        Some(data)
     }
 }
 

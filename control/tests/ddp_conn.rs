@@ -158,6 +158,7 @@ fn accepted_session_moves_tagged_and_untagged_messages() {
                 len: 3000,
                 rsvd_ulp: [1, 2, 3, 4, 5],
                 invalidated: None,
+                imm_data: None,
             }
         ],
         "in the order sent (RFC 5041 §5.3)"

@@ -1196,3 +1196,39 @@ fn work_refused_because_the_peer_ended_the_stream_completes_flushed() {
     let got = client_wcs(&mut c.p, c.cqa, 1, 2000);
     assert_eq!(summary(&got), [(1, WcStatus::Flushed, WcOpcode::Send)]);
 }
+
+/// RFC 7306 §6.2 with `Wc::imm_data` ("its 8 bytes, as sent"): receive buffers may overlap
+/// (libibverbs leaves only their contents undefined), and two Immediate Data messages placed
+/// into one 8-byte scratch buffer in one core turn each complete with their own 8 bytes. verbs
+/// read them back from the buffer when it handled the event, by when the second had been
+/// placed over the first: both reported the second's (an independent review).
+#[test]
+fn immediate_data_is_each_receives_own_when_buffers_overlap_rfc7306_6() {
+    let mut c = connected(0);
+    let scratch =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, 4096, Access::LOCAL_WRITE, 0x7000_0000)
+            .unwrap();
+    for wr_id in [600, 601] {
+        let r = RecvWr {
+            wr_id,
+            sg_list: vec![sge(&scratch, 0, 8)],
+        };
+        c.p.b.v.post_recv(c.qb, &r).unwrap();
+    }
+    c.p.steps(5);
+    for (id, data) in [(1, *b"first!!!"), (2, *b"second!!")] {
+        c.p.a
+            .v
+            .post_send(c.qa, &wr(id, WrOpcode::ImmediateData { data }, Vec::new()))
+            .unwrap();
+    }
+    let got = server_wcs(&mut c.p, c.cqb, 2, 5000);
+    assert_eq!(
+        got.iter()
+            .map(|w| (w.wr_id, w.imm_data))
+            .collect::<Vec<_>>(),
+        [(600, Some(*b"first!!!")), (601, Some(*b"second!!"))]
+    );
+}

@@ -533,6 +533,10 @@ pub enum Indication {
         /// [`Connection`]: crate::conn::Connection
         /// [`Connection::take_peer_invalidated`]: crate::conn::Connection::take_peer_invalidated
         invalidated: Option<Stag>,
+        /// RFC 7306 §6.2: an Immediate Data message's 8 bytes, read from its buffer when it
+        /// was delivered, before a later message could be placed over them (receive buffers
+        /// may overlap). `None` for other messages.
+        imm_data: Option<[u8; 8]>,
     },
     /// A tagged message was delivered (RFC 5041 §5.4).
     TaggedDelivered {

@@ -162,7 +162,9 @@ impl Ulp for RdmapUlp<'_> {
         let (stream, out) = (self.stream, &mut *self.out);
         match ind {
             ddp::Indication::Delivered {
-                message, inline, ..
+                message,
+                inline,
+                buffer,
             } => {
                 // After a fault nothing the same segment completed reaches the ULP. Nor does
                 // anything delivered behind the peer's Terminate, its last message on the
@@ -181,8 +183,23 @@ impl Ulp for RdmapUlp<'_> {
                     .rdmap
                     .on_delivered(&message, inline, stags, self.sid, self.pd)
                 {
-                    Upcall::Send { invalidate, .. } => {
+                    Upcall::Send { invalidate, opcode } => {
                         indicate(stream, self.posted, self.grace, out, ind);
+                        // RFC 7306 §6.2: the 8 bytes are the buffer's first; read now, while
+                        // they are this message's (a later one may be placed over them before
+                        // the ULP looks).
+                        if matches!(opcode, Opcode::ImmediateData | Opcode::ImmediateDataSe) {
+                            let mut data = [0u8; 8];
+                            let read = buffer.and_then(|b| {
+                                let r = Regions::region(self.regions, b.memory.region)?;
+                                r.read(b.memory.offset, &mut data).ok()
+                            });
+                            if let Some(Indication::Received { imm_data, .. }) =
+                                out.indications.back_mut()
+                            {
+                                *imm_data = read.map(|()| data);
+                            }
+                        }
                         if let Some(stag) = invalidate {
                             // RFC 5040 §5.3: invalid for the rest of this packet now, in the
                             // core's table before its next packet, on every core before the

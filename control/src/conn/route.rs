@@ -509,6 +509,7 @@ pub(super) fn indicate(
                     len: message_len,
                     rsvd_ulp,
                     invalidated: None,
+                    imm_data: None,
                 })
             }
         },
