@@ -270,6 +270,43 @@ impl Duo {
 }
 
 impl Duo {
+    /// An RDMAP stream serving the peer's Read Request (DDP-SSN 1) of `len` bytes from a
+    /// remote-read region at TO 0x1000, zero copy: the request has reached the server, which
+    /// queued its response, what SCTP's queue takes of it given to SCTP, the rest (with more
+    /// segments than that queue holds) waiting with DDP. With the Data Source's registration
+    /// and the request.
+    fn serving_a_read(len: u32) -> (Duo, ddpdk_control::memory::Registered, ReadRequest) {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        let table = d.memory.region_table().clone();
+        d.conn().use_regions(table);
+        let (_, src) = d.region_with(pd, u64::from(len), 0x1000, Access::REMOTE_READ);
+        let request = ReadRequest {
+            sink_stag: 0x99,
+            sink_to: 0,
+            size: len,
+            source_stag: src.stag.0,
+            source_to: 0x1000,
+        };
+        let segment = rseg(
+            1,
+            control(1, Opcode::ReadRequest),
+            1,
+            1,
+            &request.to_bytes(),
+        );
+        d.send(S, 16, &segment);
+        let mut packets = Vec::new();
+        while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
+            packets.push(d.buf[..n].to_vec());
+        }
+        for p in packets {
+            d.deliver_to_server(&p);
+        }
+        (d, src, request)
+    }
+
     /// A 4 KiB local-write region of `pd`, its first 256 bytes posted to queue 0 of stream
     /// `S` as receive `wr_id`.
     fn posted_buffer(
@@ -2173,21 +2210,8 @@ fn rfc5040_4_8_a_read_request_whose_source_wraps_is_to_wrap() {
 /// the Read Request header alone (the debt noted in sessions 48-50).
 #[test]
 fn rfc5040_4_8_a_read_response_stopped_by_deregistration_reports_its_request_whole() {
-    let mut d = Duo::new(256);
-    let pd = d.memory.alloc_pd();
-    d.open_rdmap(S, pd);
-    let table = d.memory.region_table().clone();
-    d.conn().use_regions(table);
-    // More segments than SCTP's send queue holds: the rest of the response waits with DDP.
     const LEN: u32 = 1 << 20;
-    let (_, src) = d.region_with(pd, u64::from(LEN), 0x1000, Access::REMOTE_READ);
-    let request = ReadRequest {
-        sink_stag: 0x99,
-        sink_to: 0,
-        size: LEN,
-        source_stag: src.stag.0,
-        source_to: 0x1000,
-    };
+    let (mut d, src, request) = Duo::serving_a_read(LEN);
     let segment = rseg(
         1,
         control(1, Opcode::ReadRequest),
@@ -2195,16 +2219,6 @@ fn rfc5040_4_8_a_read_response_stopped_by_deregistration_reports_its_request_who
         1,
         &request.to_bytes(),
     );
-    d.send(S, 16, &segment);
-    // The request reaches the server, which queues its response: what SCTP's queue takes of
-    // it now, the rest waiting.
-    let mut packets = Vec::new();
-    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
-        packets.push(d.buf[..n].to_vec());
-    }
-    for p in packets {
-        d.deliver_to_server(&p);
-    }
     d.memory.deregister(src.stag).unwrap();
     let Duo { conn, memory, .. } = &mut d;
     let stopped = conn.as_mut().unwrap().recheck_read_sources(memory.stags());
@@ -2343,39 +2357,8 @@ fn rfc5040_5_4_work_queued_before_the_peers_terminate_does_not_leave_after_it() 
 /// terminated peer got bytes the ULP wrote after revoking its access (an independent review).
 #[test]
 fn rfc5041_8_3_1_a_response_goes_no_further_after_the_peers_terminate() {
-    let mut d = Duo::new(256);
-    let pd = d.memory.alloc_pd();
-    d.open_rdmap(S, pd);
-    let table = d.memory.region_table().clone();
-    d.conn().use_regions(table);
-    // More segments than SCTP's send queue holds: the rest of the response waits with DDP.
     const LEN: u32 = 1 << 20;
-    let (_, src) = d.region_with(pd, u64::from(LEN), 0x1000, Access::REMOTE_READ);
-    let request = ReadRequest {
-        sink_stag: 0x99,
-        sink_to: 0,
-        size: LEN,
-        source_stag: src.stag.0,
-        source_to: 0x1000,
-    };
-    d.send(
-        S,
-        16,
-        &rseg(
-            1,
-            control(1, Opcode::ReadRequest),
-            1,
-            1,
-            &request.to_bytes(),
-        ),
-    );
-    let mut packets = Vec::new();
-    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
-        packets.push(d.buf[..n].to_vec());
-    }
-    for p in packets {
-        d.deliver_to_server(&p);
-    }
+    let (mut d, _, _) = Duo::serving_a_read(LEN);
     d.send(S, 16, &peers_terminate(2));
     d.settle();
     let sent: usize = d

@@ -1188,6 +1188,21 @@ fn sack_to_client(tag: u32, cum: u32, blocks: &[(u16, u16)]) -> Vec<u8> {
     )
 }
 
+/// A SACK to the client acknowledging up to `cum`, no gaps, advertising `a_rwnd`.
+fn window_to_client(tag: u32, cum: u32, a_rwnd: u32) -> Vec<u8> {
+    packet(
+        S_PORT,
+        C_PORT,
+        tag,
+        &[ChunkRepr::Sack(SackRepr {
+            cum_tsn_ack: cum,
+            a_rwnd,
+            gap_ack_blocks: List::new(&[]),
+            dup_tsns: List::new(&[]),
+        })],
+    )
+}
+
 /// The association closed and its next packet is an ABORT with a Protocol Violation cause
 /// (§12.4).
 fn assert_aborted_for_violation(c: &mut Association, what: &str) {
@@ -1794,19 +1809,7 @@ fn t3_takes_over_a_fast_retransmission_not_yet_sent_6_3_3() {
 #[test]
 fn a_dropped_zero_window_probe_goes_again_when_the_window_opens_6_1_a() {
     let (mut p, tag, tsns) = outstanding(1);
-    let sack = |cum: u32, a_rwnd: u32| {
-        packet(
-            S_PORT,
-            C_PORT,
-            tag,
-            &[ChunkRepr::Sack(SackRepr {
-                cum_tsn_ack: cum,
-                a_rwnd,
-                gap_ack_blocks: List::new(&[]),
-                dup_tsns: List::new(&[]),
-            })],
-        )
-    };
+    let sack = |cum: u32, a_rwnd: u32| window_to_client(tag, cum, a_rwnd);
     // Everything taken, the window closed; a message waits: it becomes the probe.
     p.c.handle(t(20), &sack(tsns[0], 0), &mut ignore).unwrap();
     p.c.send(0, 16, &[7; 1000]).unwrap();
@@ -1846,19 +1849,7 @@ fn a_dropped_zero_window_probe_goes_again_when_the_window_opens_6_1_a() {
 #[test]
 fn only_zero_window_probes_are_recovered_6_1_a() {
     let (mut p, tag, tsns) = outstanding(3);
-    let sack = |cum: u32, a_rwnd: u32| {
-        packet(
-            S_PORT,
-            C_PORT,
-            tag,
-            &[ChunkRepr::Sack(SackRepr {
-                cum_tsn_ack: cum,
-                a_rwnd,
-                gap_ack_blocks: List::new(&[]),
-                dup_tsns: List::new(&[]),
-            })],
-        )
-    };
+    let sack = |cum: u32, a_rwnd: u32| window_to_client(tag, cum, a_rwnd);
     let before = tsns[0].wrapping_sub(1);
     for a_rwnd in [0, 1 << 20, 0, 1 << 20] {
         p.c.handle(t(20), &sack(before, a_rwnd), &mut ignore)

@@ -1305,6 +1305,11 @@ fn esp_follows(ip: &[u8], l3: usize, v6: bool) -> bool {
     let Some(h) = ip.get(..l3) else {
         return false;
     };
+    h[9] == ESP && ones_complement_sum(h) == 0xffff
+}
+
+/// RFC 1071's one's complement sum of `h`'s 16-bit words.
+fn ones_complement_sum(h: &[u8]) -> u16 {
     let mut sum: u32 = h
         .chunks_exact(2)
         .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
@@ -1312,7 +1317,7 @@ fn esp_follows(ip: &[u8], l3: usize, v6: bool) -> bool {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    h[9] == ESP && sum == 0xffff
+    sum as u16
 }
 
 /// RFC 791 header checksum over the IPv4 header at the start of `ip`.
@@ -1323,14 +1328,8 @@ pub(super) fn fix_ipv4_checksum(ip: &mut [u8]) {
     };
     h[10] = 0;
     h[11] = 0;
-    let mut sum: u32 = h
-        .chunks_exact(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let sum = ones_complement_sum(h);
+    h[10..12].copy_from_slice(&(!sum).to_be_bytes());
 }
 
 /// The room after the data of `frame` if it is a single direct mbuf that nothing else holds,
