@@ -266,7 +266,10 @@ struct Checked {
 /// byte); the read-back went round; the region ends as the client's last writes left it;
 /// every frame each end took counted once, by its fate.
 fn checked_run(cli: Proc, srv: Proc, dir: &Path) -> Checked {
-    let (ccode, cout, cerr) = cli.finish(Duration::from_secs(60));
+    // The client may still be writing (the ESP run's writes for half the soak, and nothing
+    // waited for them): its run, then a minute to finish. A flat minute from here killed a
+    // client of `DDPDK_SOAK_SECS` above ~100 mid-run (`make soak`'s ESP run failed so).
+    let (ccode, cout, cerr) = cli.finish(Duration::from_secs_f64(soak_secs() + 60.0));
     let (scode, sout, serr) = srv.finish(Duration::from_secs(30));
     let _ = std::fs::remove_dir_all(dir);
     let all = || transcript((ccode, &cout, &cerr), (scode, &sout, &serr));
