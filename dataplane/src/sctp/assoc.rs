@@ -2236,13 +2236,11 @@ impl Association {
             return false;
         }
         while !self.reasm.admits(len, last, budget) {
-            if self.reasm.highest_above(tsn).is_none() {
+            let Some(dropped) = self.reasm.drop_highest_above(tsn) else {
                 return false;
-            }
-            if let Some(dropped) = self.reasm.drop_highest() {
-                self.rx.renege(dropped);
-                self.stats.reneged += 1;
-            }
+            };
+            self.rx.renege(dropped);
+            self.stats.reneged += 1;
         }
         true
     }

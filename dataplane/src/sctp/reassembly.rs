@@ -7,7 +7,7 @@
 //! Unordered fragments of one message carry consecutive TSNs, B on the first and E on the
 //! last (§6.9; the SSN means nothing for unordered data). A fragment is acknowledged when it
 //! arrives; one that can still complete is dropped only to make way for a lower TSN when the
-//! reassembly is full (§6.2, [`Reassembly::drop_highest`]: the association reneges on it and
+//! reassembly is full (§6.2, [`Reassembly::drop_highest_above`]: the association reneges on it and
 //! the peer resends it), so the fragment completing the lowest message always fits; what a
 //! fragment may hold is judged
 //! before its TSN is taken ([`Reassembly::admits`]): at most [`MAX_FRAGMENTS`] fragments and a
@@ -95,14 +95,6 @@ impl Reassembly {
             && (last || len >= MIN_FRAGMENT)
     }
 
-    /// The TSN of the highest fragment held, if it is above `tsn`.
-    pub fn highest_above(&self, tsn: u32) -> Option<u32> {
-        self.frags
-            .last()
-            .map(|f| f.tsn)
-            .filter(|&h| serial::gt(h, tsn))
-    }
-
     /// Whether [`admits`](Self::admits) would take the fragment once every fragment above
     /// `tsn` were dropped: so that none is dropped for a fragment that would not fit anyway.
     pub fn admits_without_above(&self, tsn: u32, len: usize, last: bool, budget: usize) -> bool {
@@ -117,9 +109,13 @@ impl Reassembly {
             && (last || len >= MIN_FRAGMENT)
     }
 
-    /// Drops the highest fragment held (RFC 9260 §6.2: a receiver out of buffer drops the
-    /// largest TSN held for reordering to take a lower one); returns its TSN.
-    pub fn drop_highest(&mut self) -> Option<u32> {
+    /// Drops the highest fragment held if its TSN is above `tsn` (RFC 9260 §6.2: a receiver
+    /// out of buffer drops the largest TSN held for reordering to take a lower one); returns
+    /// its TSN.
+    pub fn drop_highest_above(&mut self, tsn: u32) -> Option<u32> {
+        if !serial::gt(self.frags.last()?.tsn, tsn) {
+            return None;
+        }
         let f = self.frags.pop()?;
         self.held -= f.data.len();
         Some(f.tsn)
