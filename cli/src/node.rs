@@ -181,7 +181,12 @@ impl Node {
             })?;
         // Drawn, not the well-known default: a peer that knows the key chooses source ports
         // that all hash to one core (it programs the device's RSS and the software hash).
-        let rss_key = random::<40>()?;
+        // DDPDK_RSS_KEY=default keeps the well-known key: for a test that needs to know which
+        // core owns an association (its ports fixed), never for a deployment.
+        let rss_key = match std::env::var("DDPDK_RSS_KEY").as_deref() {
+            Ok("default") => runtime::RSS_KEY,
+            _ => random::<40>()?,
+        };
         let (reta_size, flow_rules, mut steering) =
             steer(&device, cores, opts.ip.first().copied(), &rss_key);
         if device.shares_last_pair() {

@@ -634,6 +634,10 @@ fn ends_with_different_data_cores_share_a_memif_and_dispatch_between_cores() {
 /// A checked, faulted transfer between a server on `server_cores` data cores and a client on
 /// `client_cores`; the end with more hands frames between its cores.
 fn different_data_cores(server_cores: u8, client_cores: u8) {
+    // The association's owner must be the core that does not receive its frames, which its
+    // fixed ports give under the well-known RSS key only (the product draws one at start:
+    // with it the test failed whenever the drawn key put the owner on the receiving core).
+    std::env::set_var("DDPDK_RSS_KEY", "default");
     let (dir, prefix) = scratch(&format!("cores{server_cores}{client_cores}"));
     let sock = dir.join("memif.sock");
     // The main lcore and the data cores, all on the end's own CPU.
