@@ -452,6 +452,43 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
             "life-secs" => lifetime.secs = Some(number(key, val)?),
             "soft-life-bytes" => lifetime.soft_bytes = Some(number(key, val)?),
             "soft-life-secs" => lifetime.soft_secs = Some(number(key, val)?),
+            // ipsec-secgw's action type, so its configuration files load as they are. Its two
+            // software types mean the same SA here: the crypto runs on the process's crypto
+            // device, as CPU crypto where the device does it (`--ipsec-crypto-dev`). Its
+            // offload types are refused by name, never run in software behind the operator's
+            // back: the operator asked for a NIC or a crypto device to do ESP itself.
+            "type" => match val.copied() {
+                Some("lookaside-none" | "cpu-crypto") => {}
+                Some(t @ ("inline-crypto-offload" | "inline-protocol-offload")) => {
+                    return Err(format!(
+                        "type {t}: inline rte_security (the port does the ESP) is not \
+                         supported yet; use lookaside-none or cpu-crypto"
+                    ))
+                }
+                Some("lookaside-protocol-offload") => {
+                    return Err(
+                        "type lookaside-protocol-offload: a crypto device doing the \
+                                whole ESP protocol is not supported; use lookaside-none or \
+                                cpu-crypto"
+                            .into(),
+                    )
+                }
+                other => {
+                    return Err(format!(
+                        "type must be lookaside-none, cpu-crypto, inline-crypto-offload, \
+                         inline-protocol-offload or lookaside-protocol-offload, got {}",
+                        got(other.as_ref())
+                    ))
+                }
+            },
+            // ipsec-secgw names the port of an inline type; no type here takes one.
+            "port_id" => {
+                return Err(
+                    "port_id: only ipsec-secgw's inline types take a port, and they \
+                            are not supported yet"
+                        .into(),
+                )
+            }
             // A value where a keyword belongs may be key material (a keyword left out before
             // it): not echoed.
             other
@@ -681,6 +718,30 @@ mod tests {
     use crate::ipsec::Flow;
 
     const KEY16: &str = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c";
+
+    /// ipsec-secgw's `type lookaside-none` and `type cpu-crypto` load as the same SA as no
+    /// type at all (ipsec-secgw's own files carry them); its offload types are refused
+    /// (`mistakes_are_named_with_their_line`).
+    #[test]
+    fn secgw_software_types_load_as_the_same_sa() {
+        let base =
+            format!("out 1000 aead_algo aes-128-gcm aead_key {KEY16}:ca:fe:ba:be mode transport");
+        let sa = |extra: &str| {
+            parse_sa(
+                &format!("{base}{extra}")
+                    .split_whitespace()
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let plain = sa("").unwrap();
+        for t in [" type lookaside-none", " type cpu-crypto"] {
+            assert_eq!(sa(t).unwrap(), plain, "{t}");
+        }
+        assert!(sa(" type cpu-crypto type cpu-crypto")
+            .unwrap_err()
+            .contains("twice"));
+        assert!(sa(" type").unwrap_err().contains("type must be"));
+    }
 
     /// RFC 4301 §4.4.1.1: ICMP's message type and code are selectors, as ports are for SCTP:
     /// a rule lets ping's echo requests in and its replies out, and no other ICMP; the rule
@@ -1265,6 +1326,24 @@ mod tests {
             (
                 "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport turbo on",
                 "unknown sa keyword",
+            ),
+            (
+                "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport \
+                 type inline-crypto-offload port_id 0",
+                "inline rte_security",
+            ),
+            (
+                "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport \
+                 type lookaside-protocol-offload",
+                "not supported",
+            ),
+            (
+                "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport type fast",
+                "type must be",
+            ),
+            (
+                "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport port_id 0",
+                "port_id",
             ),
             ("sp ipv4 out esp protect 77 pri 1", "not defined"),
             ("sp ipv4 out esp bypass pri 1 dst 2001:db8::1", "family"),
