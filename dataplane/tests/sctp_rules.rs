@@ -3442,8 +3442,7 @@ fn a_window_smaller_than_one_message_is_refused() {
 
 /// RFC 9260 §6.9 with a broken or hostile peer: a run of fragments that can never complete
 /// (the TSN it needs came as a whole message) is dropped once the cumulative TSN passes it, so
-/// it does not pin the advertised window; fragments beyond the reassembly's limits (count,
-/// budget, tiny middle fragments) are dropped unacknowledged, as DATA beyond the window is.
+/// it does not pin the advertised window.
 #[test]
 fn fragments_that_cannot_complete_do_not_pin_the_window_6_9() {
     let mut p = Pair::new();
@@ -3467,15 +3466,47 @@ fn fragments_that_cannot_complete_do_not_pin_the_window_6_9() {
         Some(cfg(S_PORT).a_rwnd),
         "the window is whole again"
     );
-    // A middle fragment under 256 bytes is not held, nor acknowledged.
-    let before = p.s.stats().rwnd_dropped;
-    let _ = send(&mut p, data(tsn + 2, 0, true, false, false, &[2; 100]), 900);
-    assert_eq!(p.s.stats().rwnd_dropped, before + 1);
-    assert_eq!(
-        p.s.stats().fragments_in,
-        1,
-        "only the first fragment was taken"
-    );
+}
+
+/// RFC 5043 §9 with RFC 9260 §6.9: a fragment under 256 bytes that is not a message's last is
+/// never held (its message could need more fragments than the reassembly holds, and no path
+/// a DDP segment may be fragmented for is that small). It used to be dropped unacknowledged,
+/// so the peer resent it until Max.Retrans with nothing said; the association is aborted at
+/// once with a Protocol Violation that says why. A message's last fragment may be small.
+#[test]
+fn a_tiny_fragment_before_a_messages_end_is_aborted_with_the_reason_5043_9() {
+    let why = "under 256 bytes";
+    for (b, what) in [(false, "a middle fragment"), (true, "a first fragment")] {
+        let mut p = Pair::new();
+        let tsn = next_client_tsn(&mut p, t(5));
+        let tag = p.s.local_tag();
+        let send = |p: &mut Pair, chunk: ChunkRepr<'_>, ms: u64| to_server(p, tag, chunk, ms);
+        // A message in a first fragment of 400 bytes and a last one of 10: taken.
+        let _ = send(&mut p, data(tsn, 0, true, true, false, &[1; 400]), 500);
+        let _ = send(&mut p, data(tsn + 1, 0, true, false, true, &[1; 10]), 501);
+        assert_eq!(p.s.stats().reassembled, 1, "{what}");
+        let _ = events(&mut p.s);
+        let out = send(&mut p, data(tsn + 2, 0, true, b, false, &[2; 255]), 900);
+        assert_eq!(p.s.stats().fragments_in, 2, "{what}: not taken");
+        let ev = events(&mut p.s);
+        let Some(Event::Closed(CloseReason::ProtocolViolation(msg))) = ev.last() else {
+            panic!("{what}: {ev:?}")
+        };
+        assert!(msg.contains(why), "{msg}");
+        let out = [out, drain(&mut p.s, t(900))].concat();
+        let abort = out
+            .iter()
+            .flat_map(|pk| chunks(pk))
+            .find_map(|c| match c {
+                ChunkRepr::Abort(a) => Some(a),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{what}: no ABORT"));
+        assert!(matches!(
+            abort.causes.iter().next(),
+            Some(CauseRepr::ProtocolViolation { info }) if std::str::from_utf8(info).unwrap().contains(why)
+        ));
+    }
 }
 
 /// §6.2: "the duplicate TSN number(s) SHOULD be reported in the SACK chunk as duplicate". A

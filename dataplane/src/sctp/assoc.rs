@@ -29,7 +29,7 @@ use super::config::{self, Config};
 use super::cookie::{Cookie, CookieKey, Prf};
 use super::endpoint;
 use super::plpmtud::{self, Plpmtud};
-use super::reassembly::Reassembly;
+use super::reassembly::{self, Reassembly};
 use super::rto::{self, Rto};
 use super::send_queue::{ExtRef, Hole, SendQueue, Slot};
 use super::serial;
@@ -2127,6 +2127,22 @@ impl Association {
         // MULPDU.
         let whole = view.beginning() && view.ending();
         let tsn = view.tsn();
+        if !view.ending()
+            && view.user_data().len() < reassembly::MIN_FRAGMENT
+            && serial::gt(tsn, self.rx.cum_tsn())
+            && !self.rx.received(tsn)
+        {
+            // The reassembly never holds such a fragment (its message could need more
+            // fragments than it holds), so the peer would resend it until Max.Retrans with
+            // nothing said; a peer fragments at its path MTU, and no path a DDP segment may
+            // be fragmented for (RFC 5043 §9: only where IP fragmentation is the alternative)
+            // is this small. Told at once, with the reason.
+            self.abort_with(
+                AbortCause::Violation(TINY_FRAGMENT),
+                CloseReason::ProtocolViolation(TINY_FRAGMENT),
+            );
+            return Flow::Stop;
+        }
         // RFC 9260 §6.2: "When the receiver's advertised window is 0, the receiver MUST drop
         // any new incoming DATA chunk with a TSN larger than the largest TSN received so far";
         // one larger than what is left is dropped alike. A whole message below it fills a gap:
@@ -4121,6 +4137,8 @@ enum Flow {
 }
 
 const ORDERED_DATA: &str = "ordered DATA on a DDP association (RFC 5043 §10)";
+const TINY_FRAGMENT: &str =
+    "a DATA fragment but a message's last under 256 bytes (RFC 5043 §9, RFC 9260 §6.9)";
 const SACK_OF_UNSENT: &str = "SACK acknowledging a TSN not sent (RFC 9260 §12.4)";
 const SHUTDOWN_OF_UNSENT: &str = "SHUTDOWN acknowledging a TSN not sent (RFC 9260 §9.2, §12.4)";
 /// The reason carried in the ABORT that refuses a peer without DDP's adaptation indication.

@@ -12,8 +12,9 @@
 //! fragment may hold is judged
 //! before its TSN is taken ([`Reassembly::admits`]): at most [`MAX_FRAGMENTS`] fragments and a
 //! byte budget (the association's a_rwnd) whatever the fragment's TSN, and no fragment but a
-//! message's last below [`MIN_FRAGMENT`] bytes (a peer fragments at its path MTU). A refused
-//! fragment is dropped unacknowledged, as DATA beyond the window is (§6.2). The association
+//! message's last below [`MIN_FRAGMENT`] bytes (a peer fragments at its path MTU; the association
+//! aborts on such a fragment before it gets here, saying why). A refused fragment is dropped
+//! unacknowledged, as DATA beyond the window is (§6.2). The association
 //! advertises its room less [`Reassembly::held`]. Runs that can no longer complete (a TSN
 //! they need arrived as something else) are dropped as the cumulative TSN passes them
 //! ([`Reassembly::purge`]): a broken or hostile peer cannot pin the window.
