@@ -700,6 +700,10 @@ fn control_stats(s: &Snapshot, full: bool) -> TelValue {
                 u(e.ootb_shutdown_completes_out),
             ),
             ("ignored", u(e.ignored)),
+            (
+                "ignored_why",
+                dict(e.ignored_why.iter().map(|(n, v)| (n, u(v))).collect()),
+            ),
         ]);
     }
     let mut v = match dict(vec![
@@ -935,6 +939,8 @@ mod tests {
             "sctp/host_name_refused",
             "sctp/ootb_shutdown_completes_out",
             "sctp/ignored",
+            "sctp/ignored_why/zero_tag",
+            "sctp/ignored_why/malformed",
             "sctp/packets_in",
             "drop/tx_refused",
             "tx_ring_full",

@@ -557,9 +557,14 @@ fn the_exporter_exports_the_control_counters_stats_has_no_room_for() {
     let out = exporter_against(
         r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5, "control/packets_in": 1},
             "/ddpdk/control": {"packets_in": 9, "peer_invalidations": 7, "forwarded": 5,
-            "neighbours_shared": 3, "drop/tx_refused": 2, "tx_backlog_peak": 4}}"#,
+            "neighbours_shared": 3, "drop/tx_refused": 2, "tx_backlog_peak": 4,
+            "sctp/ignored": 6, "sctp/ignored_why/zero_tag": 4,
+            "sctp/ignored_why/ootb_abort": 2}}"#,
     );
     for want in [
+        "ddpdk_sctp_endpoint_ignored_total 6",
+        "ddpdk_sctp_endpoint_ignored_by_reason_total{reason=\"zero_tag\"} 4",
+        "ddpdk_sctp_endpoint_ignored_by_reason_total{reason=\"ootb_abort\"} 2",
         "ddpdk_control_peer_invalidations_total 7",
         "ddpdk_control_forwarded_total 5",
         "ddpdk_control_neighbours_shared_total 3",

@@ -3573,6 +3573,24 @@ fn a_tag_0_packet_that_is_not_an_init_is_discarded_8_5_1_a() {
     );
     let s = sep.stats();
     assert_eq!(s.ootb_aborts_out + s.ootb_shutdown_completes_out, 0);
+    // Counted under its reason, apart from the other ignored packets.
+    assert_eq!(s.ignored_why.get(Ignored::ZeroTag), 2);
+    assert_eq!(s.ignored_why.iter().map(|(_, n)| n).sum::<u64>(), s.ignored);
+    // An out-of-the-blue ABORT (§8.4 rule 2) is ignored for its own reason.
+    let abort = ChunkRepr::Abort(AbortRepr {
+        t_bit: false,
+        causes: List::empty(),
+    });
+    assert!(out_of_the_blue(&mut sep, &packet(C_PORT, S_PORT, 9, &[abort])).is_err());
+    let s = sep.stats();
+    assert_eq!(
+        (
+            s.ignored_why.get(Ignored::Abort),
+            s.ignored_why.get(Ignored::ZeroTag),
+            s.ignored
+        ),
+        (1, 2, 3)
+    );
     // The same with a tag is answered (rule 8).
     assert!(out_of_the_blue(&mut sep, &packet(C_PORT, S_PORT, 9, &[a_sack()])).is_ok());
 }

@@ -307,6 +307,11 @@ def collect(t):
             m.add("ddpdk_control_drops_total", "counter",
                   "Frames the control thread failed to send (INIT ACKs, ABORTs, ...), by "
                   "reason.", {"reason": parts[2]}, value)
+        elif parts[0] == "control" and parts[1:3] == ["sctp", "ignored_why"] and len(parts) == 4:
+            m.add("ddpdk_sctp_endpoint_ignored_by_reason_total", "counter",
+                  "Packets to no association the SCTP endpoint dropped unanswered, by reason "
+                  "(RFC 9260 8.4, 8.5.1: ootb_abort, zero_tag, malformed, ...).",
+                  {"reason": parts[3]}, value)
         elif parts[0] == "control" and len(parts) == 3 and parts[1] == "sctp":
             m.add(f"ddpdk_sctp_endpoint_{parts[2]}_total", "counter",
                   f"The SCTP endpoint's {parts[2].replace('_', ' ')} (RFC 9260 5.1, 8.4).",

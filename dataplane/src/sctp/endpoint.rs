@@ -350,6 +350,57 @@ pub enum Ignored {
     ZeroTag,
 }
 
+impl Ignored {
+    /// Every reason, in [`IgnoredCounts`]' order.
+    pub const ALL: [Ignored; 11] = [
+        Ignored::BadChecksum,
+        Ignored::Malformed,
+        Ignored::Abort,
+        Ignored::ShutdownComplete,
+        Ignored::NotUnicast,
+        Ignored::CookieAckOrError,
+        Ignored::BadInit,
+        Ignored::BadCookie,
+        Ignored::OtherPeerAddress,
+        Ignored::NoRoom,
+        Ignored::ZeroTag,
+    ];
+
+    /// The reason's counter name (telemetry's `sctp/ignored_why/NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Ignored::BadChecksum => "bad_checksum",
+            Ignored::Malformed => "malformed",
+            Ignored::Abort => "ootb_abort",
+            Ignored::ShutdownComplete => "ootb_shutdown_complete",
+            Ignored::NotUnicast => "not_unicast",
+            Ignored::CookieAckOrError => "ootb_cookie_ack_or_error",
+            Ignored::BadInit => "bad_init",
+            Ignored::BadCookie => "bad_cookie",
+            Ignored::OtherPeerAddress => "other_peer_address",
+            Ignored::NoRoom => "no_room",
+            Ignored::ZeroTag => "zero_tag",
+        }
+    }
+}
+
+/// What the endpoint ignored, a counter per [`Ignored`] reason (their sum is
+/// [`EndpointStats::ignored`]): an operator told only "ignored" cannot tell a probe of closed
+/// ports from a peer whose packets are malformed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IgnoredCounts([u64; Ignored::ALL.len()]);
+
+impl IgnoredCounts {
+    pub fn get(&self, why: Ignored) -> u64 {
+        self.0[why as usize]
+    }
+
+    /// (name, count) of every reason.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Ignored::ALL.iter().map(|&w| (w.name(), self.get(w)))
+    }
+}
+
 /// The endpoint's answer to a packet that matched no association.
 #[derive(Debug)]
 pub enum Outcome {
@@ -383,6 +434,8 @@ pub struct EndpointStats {
     pub closed_port_aborts_out: u64,
     pub ootb_shutdown_completes_out: u64,
     pub ignored: u64,
+    /// [`EndpointStats::ignored`] by reason.
+    pub ignored_why: IgnoredCounts,
     pub bad_checksum: u64,
     /// Packets of a live association from another of the peer's addresses, dropped, not
     /// answered ([`Endpoint::note_live`]).
@@ -481,6 +534,7 @@ impl Endpoint {
 
     fn ignore(&mut self, why: Ignored) -> Outcome {
         self.stats.ignored += 1;
+        self.stats.ignored_why.0[why as usize] += 1;
         Outcome::Ignored(why)
     }
 
@@ -797,6 +851,17 @@ mod tests {
     use crate::wire::sctp::CookieEchoRepr;
     use core::time::Duration;
     use std::net::Ipv4Addr;
+
+    /// [`IgnoredCounts`] indexes by the reason's discriminant: `ALL` must list every reason
+    /// in the enum's order, once.
+    #[test]
+    fn every_ignored_reason_has_its_own_counter() {
+        for (i, w) in Ignored::ALL.iter().enumerate() {
+            assert_eq!(*w as usize, i, "{w:?}");
+        }
+        let names: std::collections::HashSet<_> = Ignored::ALL.iter().map(|w| w.name()).collect();
+        assert_eq!(names.len(), Ignored::ALL.len());
+    }
 
     /// RFC 9260 §5.1.3: the key changes every period so that one leaked key forges cookies
     /// of its period only. A cookie sealed under one period's key and claiming a lifespan no
