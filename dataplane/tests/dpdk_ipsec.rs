@@ -1200,9 +1200,20 @@ fn sas_and_policies_change_while_a_port_carries_traffic_4301_4_4(b: &Bench) {
         ),
     ))
     .unwrap();
+    let installed = |p: &IpsecPort<_>| {
+        p.sas()
+            .iter()
+            .find(|s| s.spi() == 3002)
+            .map(|s| (s.is_ipv6(), s.created()))
+            .unwrap()
+    };
+    let (v6, born) = installed(&pa);
+    assert!(!v6);
     pa.add_policy(rule(parse_sp, "ipv6 out esp protect 3002 pri 5 proto sctp"))
         .unwrap();
-    assert!(pa.sas().iter().any(|s| s.spi() == 3002 && s.is_ipv6()));
+    // RFC 4301 §4.4.2.1: rebuilt for IPv6, it is the same SA, its time lifetimes running from
+    // its install, not from the policy that rebuilt it.
+    assert_eq!(installed(&pa), (true, born));
 
     // The outbound SA deleted: its policy drops what it selects, counted; nothing leaves.
     pa.remove_sa(Direction::Out, 3000).unwrap();

@@ -718,6 +718,22 @@ impl EspSa {
         self.config.spi
     }
 
+    /// When the SA was installed: its time lifetimes (RFC 4301 §4.4.2.1) run from here.
+    pub fn created(&self) -> Instant {
+        self.created
+    }
+
+    /// This SA made again for the other family (rte_ipsec fixes the family of the packets an
+    /// SA carries): the same SA to the key manager and to RFC 4301 §4.4.2.1, so its time
+    /// lifetimes keep running from its install, not from the policy that rebuilt it (a
+    /// policy added and deleted again and again would otherwise keep an unused SA from ever
+    /// expiring).
+    pub fn for_family(&self, ipv6: bool) -> Result<EspSa, String> {
+        let mut esp = EspSa::new(&self.dev, &self.config, ipv6)?;
+        esp.created = self.created;
+        Ok(esp)
+    }
+
     pub fn is_ipv6(&self) -> bool {
         self.ipv6
     }

@@ -496,7 +496,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// policy that protects with it (rte_ipsec fixes the family of the packets an SA carries:
     /// in a tunnel, the inner ones).
     pub fn add_policy(&self, p: Policy) -> Result<(), String> {
-        let dev = self.dev.as_ref().ok_or(OFF)?;
+        self.dev.as_ref().ok_or(OFF)?;
         let mut cfg = lock(&self.config);
         let mut next = cfg.clone();
         next.add_policy(p.clone())?;
@@ -518,7 +518,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                         if sa.is_ipv6() { "IPv6" } else { "IPv4" }
                     ));
                 }
-                rebuilt = Some(Arc::new(EspSa::new(dev, sa.config(), p.is_ipv6())?));
+                rebuilt = Some(Arc::new(sa.for_family(p.is_ipv6())?));
             }
         }
         self.publish(&next, |t| {
