@@ -478,7 +478,9 @@ impl Shared {
             // Counted by the core (`show assoc`); the shell has nothing to wait for on them.
             Indication::TaggedDelivered { .. }
             | Indication::Received { .. }
-            | Indication::RecvFlushed { .. } => {}
+            | Indication::RecvFlushed { .. }
+            // This application posts its writes signaled.
+            | Indication::SilentSuccesses { .. } => {}
             // The core's connection terminates the session right after (ConnConfig's
             // `on_receive_error`); its SessionTerminated follows.
             Indication::Error { stream, error, .. } => {

@@ -1498,6 +1498,15 @@ impl<P: Port> Verbs<P> {
                 };
                 self.recv_done(qp, seq, wc);
             }
+            // Unsignaled work the core finished silently: over now, not flushed with what
+            // the stream never took (docs/verbs.md, Order).
+            Indication::SilentSuccesses { stream, through } => match self.qp_of(conn, stream) {
+                Some(qp) => self.sq_report(qp, through, Some(WcStatus::Success)),
+                None => self.events.push_back(Event::Indication {
+                    conn,
+                    indication: Indication::SilentSuccesses { stream, through },
+                }),
+            },
             Indication::RecvFlushed { stream, wr_id, qn } => match self.qp_of(conn, stream) {
                 Some(qp) => self.recv_over(qp, wr_id, WcStatus::Flushed),
                 None => self.events.push_back(Event::Indication {
@@ -1648,7 +1657,8 @@ impl<P: Port> Verbs<P> {
 
     /// The association is gone: every work request still in the send queue completes now, in
     /// posting order, with its own status if it has one and Flushed if not, signaled or not
-    /// (the stream ended with it outstanding). The core's completions for the association
+    /// (the stream ended with it outstanding: unsignaled work the core finished silently was
+    /// released before, by its [`Indication::SilentSuccesses`]). The core's completions for the association
     /// came before its Closed, but work posted after the core ended it and before verbs
     /// heard is still to reach the core, which refuses it later: that report, and any other
     /// for a number released here, finds no slot and is ignored, so each completes once.

@@ -225,6 +225,74 @@ fn the_association_ending_flushes_every_outstanding_send_once_in_order_and_held_
     );
 }
 
+/// docs/verbs.md, Order: "An unsignaled work request that succeeds completes silently". An
+/// unsignaled Send the peer received and SCTP acknowledged, the stream's last work, used to
+/// complete Flushed when the association ended (verbs could not tell it from work the core
+/// never took; a ULP resending flushed work sent it twice). It completes silently; an
+/// unsignaled Send posted after the core ended the association still completes Flushed.
+#[test]
+fn an_unsignaled_send_that_succeeded_is_not_flushed_when_the_association_ends() {
+    use ddpdk_control::verbs::{SendWr, WrOpcode};
+    let quiet = |wr_id, sg_list| SendWr {
+        wr_id,
+        opcode: WrOpcode::Send,
+        sg_list,
+        signaled: false,
+        solicited: false,
+    };
+    let mut p = Pair::new();
+    let pda = p.a.v.alloc_pd();
+    let pdb = p.b.v.alloc_pd();
+    let mr =
+        p.a.v
+            .reg_mr(pda, 1 << 16, Access::LOCAL_WRITE, 0x9000_0000)
+            .unwrap();
+    let mrb =
+        p.b.v
+            .reg_mr(pdb, 1 << 16, Access::LOCAL_WRITE, 0xa000_0000)
+            .unwrap();
+    let conn = p.associate();
+    let cq = p.a.v.create_cq();
+    let q1 =
+        p.a.v
+            .create_qp(QpInit {
+                pd: pda,
+                send_cq: cq,
+                recv_cq: cq,
+                conn,
+                stream: 1,
+                limits: RdmaLimits::default(),
+            })
+            .unwrap();
+    p.a.v.connect_qp(q1, b"").unwrap();
+    let server_conn = p.initiate_seen(1);
+    let (qb, cqb) = qp_on(&mut p.b.v, pdb, server_conn, 1);
+    post_recvs(&mut p.b.v, qb, &mrb, 500, 1);
+    p.b.v.accept_qp(qb, b"").unwrap();
+    p.run_until("the Accept", |p| p.a.v.qp_state(q1) == Some(QpState::Rts));
+    p.a.v
+        .post_send(q1, &quiet(1, vec![sge(&mr, 0, 8)]))
+        .unwrap();
+    p.run_until("the Send received", |p| {
+        statuses(&mut p.b.v, cqb).contains(&(500, WcStatus::Success))
+    });
+    // And acknowledged by SCTP.
+    p.steps(200);
+    p.a.v.control_mut().submit(conn, Op::Abort).unwrap();
+    for k in &mut p.a.cores {
+        k.poll(p.now);
+    }
+    // Posted after the core ended the association: never taken.
+    p.a.v
+        .post_send(q1, &quiet(2, vec![sge(&mr, 0, 8)]))
+        .unwrap();
+    p.run_until("the queue pair in Error", |p| {
+        p.a.v.qp_state(q1) == Some(QpState::Error)
+    });
+    p.steps(200);
+    assert_eq!(statuses(&mut p.a.v, cq), [(2, WcStatus::Flushed)]);
+}
+
 // ---- memory regions ----
 
 /// A registration the STag table refuses (here a Tagged Offset range that wraps, RFC 5041

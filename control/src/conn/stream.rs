@@ -222,6 +222,9 @@ pub(super) struct Sink {
     /// (`Session::awaits_inbound_gap`), waited for a bounded time
     /// ([`super::Connection::check_gaps`]).
     pub(super) gaps: Vec<GapWait>,
+    /// (stream, work request) of streams whose latest success was unsignaled, so reported to
+    /// nobody ([`push_completion`]): told at the stream's end ([`Indication::SilentSuccesses`]).
+    pub(super) silent: Vec<(u16, u64)>,
 }
 
 /// An earlier session's RDMAP completion order, kept past its stream's renewal: the peer may
@@ -385,6 +388,14 @@ pub(super) fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
 }
 
 pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
+    // How far the stream's unsignaled work got, ahead of what the end flushes: without it an
+    // unsignaled Send that succeeded looked, at the association's end, like one never taken,
+    // and was completed Flushed (a ULP resending flushed work sent it twice).
+    if let Some(k) = out.silent.iter().position(|x| x.0 == stream) {
+        let (_, through) = out.silent.swap_remove(k);
+        out.indications
+            .push_back(Indication::SilentSuccesses { stream, through });
+    }
     for p in s.sends.drain(..) {
         out.queued_sends -= 1;
         out.stats.flushed_sends += 1;
@@ -535,6 +546,14 @@ fn push_completion(
                 (false, false) => Status::Flushed,
             },
         });
+        if let Some(k) = out.silent.iter().position(|x| x.0 == stream) {
+            out.silent.swap_remove(k);
+        }
+    } else {
+        match out.silent.iter_mut().find(|x| x.0 == stream) {
+            Some(x) => x.1 = wr_id,
+            None => out.silent.push((stream, wr_id)),
+        }
     }
 }
 
