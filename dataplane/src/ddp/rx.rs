@@ -1052,7 +1052,7 @@ mod tests {
         let s = Stag(0x0000_0542);
         // A data core's replica: the master's choices are inserted as they come.
         f.stags = StagTable::replica(64);
-        f.stags.insert(s, 1, local(4000));
+        let _ = f.stags.insert(s, 1, local(4000));
         let mut rx = StreamRx::new(S, PD, 1, 2, 4);
         rx.post(
             0,
@@ -1068,7 +1068,7 @@ mod tests {
         .unwrap();
         f.rx = rx;
         f.stags.invalidate(s);
-        f.stags.insert(s, 1, local(20_000));
+        let _ = f.stags.insert(s, 1, local(20_000));
         let before = f.digest();
         assert_eq!(f.feed(&untagged(1, true, 0, 1, 0, &[9u8; 100])), 0);
         assert_eq!(f.digest(), before, "nothing placed");
@@ -1087,7 +1087,7 @@ mod tests {
         // The same STag naming the buffer's memory again is fine.
         let mut g = fixture();
         g.stags = StagTable::replica(64);
-        g.stags.insert(s, 1, local(4000));
+        let _ = g.stags.insert(s, 1, local(4000));
         let mut rx = StreamRx::new(S, PD, 1, 2, 4);
         rx.post(
             0,

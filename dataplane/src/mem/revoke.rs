@@ -118,7 +118,14 @@ impl CoreStags {
             n += 1;
             match cmd {
                 Command::Register(stag, generation, reg) => {
-                    self.table.insert(stag, generation, reg)
+                    // RFC 5041 §8.3.1 item 6: a registration this replaces was revoked while
+                    // the revocation's request to resync had not been read yet (it was read
+                    // before this drain); the resync will find the new one valid and drop
+                    // nothing, so the old one's revocation is finished here.
+                    if let Some(old) = self.table.insert(stag, generation, reg) {
+                        revoked(&old);
+                        self.invalidations += 1;
+                    }
                 }
                 Command::Invalidate(stag, epoch) => {
                     if let Some(reg) = self.table.invalidate(stag) {
@@ -716,6 +723,49 @@ mod tests {
                 offset: 0,
             },
         }
+    }
+
+    /// RFC 5041 §8.3.1 item 6: a core whose invalidation went by resync (its channel full)
+    /// and who read the request just before it was raised drains a Register that reuses the
+    /// revoked STag's index; the resync then finds the new registration valid and drops
+    /// nothing. The registration the Register replaced is the revoked one: it is handed to
+    /// the caller (who stops queued reads of its memory) and counted, before the revocation
+    /// can be acknowledged. It was overwritten unseen (an independent review).
+    #[test]
+    fn a_registration_a_register_replaces_is_handed_over_8_3_1_item_6() {
+        let (mut coord, mut replicas) = Coordinator::new(2, 5, 2, 1);
+        let old = coord.register(reg()).unwrap();
+        for r in &mut replicas {
+            r.poll();
+        }
+        // Core 1's channel (one command deep) is full with this one.
+        let _other = coord.register(reg()).unwrap();
+        replicas[0].poll();
+        let (_, rev) = coord.start_revoke(old, Duration::from_secs(30)).unwrap();
+        replicas[0].poll();
+        // Core 1 read its request just before it was raised: it drains without resyncing.
+        let (saved, req) = (
+            replicas[1].resynced,
+            replicas[1].resync.requested.load(Ordering::Acquire),
+        );
+        replicas[1].resynced = req;
+        replicas[1].poll();
+        replicas[1].resynced = saved;
+        let fresh = Registration {
+            memory: RegionSlice {
+                region: 9,
+                offset: 0,
+            },
+            ..reg()
+        };
+        let new = coord.register(fresh).unwrap();
+        assert_eq!(new.index(), old.index(), "the index is reused");
+        let before = replicas[1].invalidations();
+        let mut handed = Vec::new();
+        replicas[1].poll_revoking(|r| handed.push(*r));
+        assert_eq!(handed, vec![reg()], "the revoked registration handed over");
+        assert!(replicas[1].invalidations() > before);
+        assert_eq!(coord.revocation(rev), Some(Ok(())));
     }
 
     /// RFC 5041 §8.3.1 item 6 with two data cores placing as fast as they can. Once revoke()

@@ -224,19 +224,30 @@ impl StagTable {
 
     /// Puts a registration the master made under exactly its STag and generation
     /// ([`StagTable::generation`]; replicas only, a master allocates with
-    /// [`StagTable::register`]). An STag beyond the capacity is ignored.
-    pub fn insert(&mut self, stag: Stag, generation: u32, reg: Registration) {
+    /// [`StagTable::register`]). An STag beyond the capacity is ignored. Returns the
+    /// registration it replaced: the master reuses an index only once it is invalidated, so
+    /// that one was revoked and this replica never heard (its invalidation went by resync).
+    #[must_use = "a replaced registration was revoked: its revocation is the caller's to finish"]
+    pub fn insert(
+        &mut self,
+        stag: Stag,
+        generation: u32,
+        reg: Registration,
+    ) -> Option<Registration> {
         debug_assert!(self.replica, "a master table allocates its own STags");
-        if let Some(slot) = self.slots.get_mut(stag.index() as usize) {
-            if slot.reg.is_none() {
-                self.used += 1;
-            }
-            *slot = Slot {
+        let slot = self.slots.get_mut(stag.index() as usize)?;
+        let old = std::mem::replace(
+            slot,
+            Slot {
                 key: stag.key(),
                 generation,
                 reg: Some(reg),
-            };
+            },
+        );
+        if old.reg.is_none() {
+            self.used += 1;
         }
+        old.reg
     }
 
     /// Registers memory and returns its STag.
