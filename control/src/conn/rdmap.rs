@@ -956,11 +956,13 @@ impl Connection {
         }
         s.rdmap = Some(Box::new(r));
         if let Some(rx) = s.rx.as_mut() {
-            // Fresh queues of the configured depth: neither call can fail.
-            let _ = rx.set_inline_queue(QN_READ_REQUEST, usize::from(limits.ird.max(1)));
-            let _ = rx.set_inline_queue(QN_TERMINATE, 1);
+            // Fresh queues of the configured depth (it cannot fail but for want of memory);
             // RFC 7306 §5.2.2 item 5: room for an Atomic Response per Atomic within ORD.
-            let _ = rx.set_inline_queue(QN_ATOMIC_RESPONSE, usize::from(limits.ord.max(1)));
+            let _ = rx.set_inline_queues(&[
+                (QN_READ_REQUEST, usize::from(limits.ird.max(1))),
+                (QN_TERMINATE, 1),
+                (QN_ATOMIC_RESPONSE, usize::from(limits.ord.max(1))),
+            ]);
         }
     }
 

@@ -371,14 +371,27 @@ impl StreamRx {
     /// `depth` ahead, or a message longer than a slot, fails the stream with the DDP error
     /// for it. Call once per queue, before any segment arrives; the queue must be empty.
     pub fn set_inline_queue(&mut self, qn: u32, depth: usize) -> Result<(), QueueFull> {
-        let first = self.inline_queues.iter().map(|&(_, _, d)| d).sum::<usize>();
-        let taken = self.inline_queues.iter().any(|q| q.0 == qn);
-        if depth == 0 || taken || self.queues.queue(qn).is_none_or(|q| q.posted() > 0) {
-            return Err(QueueFull);
+        self.set_inline_queues(&[(qn, depth)])
+    }
+
+    /// [`StreamRx::set_inline_queue`] for several queues (queue number, depth) at once, in one
+    /// region sized for all of them: a stream opening pays one mapping of 4 KiB pages, not
+    /// one a queue (each on a 2 MiB huge page, two unmapped again: a peer whose sessions are
+    /// accepted pinned a huge page a stream, and every unmapping interrupted every data
+    /// core; an independent review). Nothing is set unless every queue can be.
+    pub fn set_inline_queues(&mut self, queues: &[(u32, usize)]) -> Result<(), QueueFull> {
+        for (k, &(qn, depth)) in queues.iter().enumerate() {
+            let taken = self.inline_queues.iter().any(|q| q.0 == qn)
+                || queues[..k].iter().any(|q| q.0 == qn);
+            if depth == 0 || taken || self.queues.queue(qn).is_none_or(|q| q.posted() > 0) {
+                return Err(QueueFull);
+            }
         }
+        let mut first = self.inline_queues.iter().map(|&(_, _, d)| d).sum::<usize>();
+        let total = first + queues.iter().map(|&(_, d)| d).sum::<usize>();
         // One region for all of the stream's inline queues, grown by copying what the
         // earlier ones hold (nothing, before the first segment).
-        let region = Region::new((first + depth) * INLINE_SLOT).map_err(|_| QueueFull)?;
+        let region = Region::small(total * INLINE_SLOT).map_err(|_| QueueFull)?;
         if let Some(old) = self.inline.as_ref() {
             let mut bytes = vec![0u8; old.len()];
             if old.read(0, &mut bytes).is_ok() {
@@ -386,17 +399,20 @@ impl StreamRx {
             }
         }
         self.inline = Some(region);
-        self.inline_queues.push((qn, first, depth));
-        let queue = self.queues.queue(qn).ok_or(QueueFull)?;
-        for i in 0..depth {
-            queue.post(PostedBuffer {
-                memory: RegionSlice {
-                    region: INLINE_REGION,
-                    offset: ((first + i) * INLINE_SLOT) as u64,
-                },
-                len: INLINE_SLOT as u32,
-                stag: None,
-            })?;
+        for &(qn, depth) in queues {
+            self.inline_queues.push((qn, first, depth));
+            let queue = self.queues.queue(qn).ok_or(QueueFull)?;
+            for i in 0..depth {
+                queue.post(PostedBuffer {
+                    memory: RegionSlice {
+                        region: INLINE_REGION,
+                        offset: ((first + i) * INLINE_SLOT) as u64,
+                    },
+                    len: INLINE_SLOT as u32,
+                    stag: None,
+                })?;
+            }
+            first += depth;
         }
         Ok(())
     }
@@ -1525,6 +1541,35 @@ mod tests {
             );
         }
         assert_eq!(f.digest(), before, "no registered region was written");
+    }
+
+    /// An RDMAP stream's three inline queues share one region sized for them all, on 4 KiB
+    /// pages: each open took a 2 MiB huge page a queue (three mapped, two unmapped again, one
+    /// pinned for the stream's life) for about 2 KiB of slots (an independent review). Each
+    /// queue takes its own slots; a queue named twice sets none.
+    #[test]
+    fn inline_queues_share_one_region_on_small_pages() {
+        let mut f = fixture();
+        f.rx = StreamRx::new(S, PD, 1, 4, 4);
+        assert_eq!(
+            f.rx.set_inline_queues(&[(1, 2), (1, 1)]),
+            Err(QueueFull),
+            "a queue named twice"
+        );
+        assert!(f.rx.inline.is_none(), "nothing set");
+        f.rx.set_inline_queues(&[(1, 2), (2, 1), (3, 2)]).unwrap();
+        let region = f.rx.inline.as_ref().unwrap();
+        assert_eq!(region.len(), 5 * INLINE_SLOT);
+        // Whatever huge pages the host has free (this one may have none).
+        assert!(!region.huge(), "on 4 KiB pages");
+        for (ddp_ssn, (qn, msn)) in (1..).zip([(1, 1), (2, 1), (3, 1), (1, 2), (3, 2)]) {
+            let body = [qn as u8 * 16 + msn as u8; 40];
+            f.feed(&untagged(ddp_ssn, true, qn, msn, 0, &body));
+            let Some(Indication::Delivered { inline, .. }) = f.got.pop() else {
+                panic!("QN {qn} MSN {msn}: {:?}", f.got)
+            };
+            assert_eq!(inline.unwrap().as_bytes(), &body, "QN {qn} MSN {msn}");
+        }
     }
 
     /// The §7.1 checks hold on an inline queue: a message longer than a slot is too long, and
