@@ -1594,7 +1594,13 @@ fn a_repeat_icmp_renews(headroom: usize) {
     // 9/10 of PMTU_AGE on, the same hop's ICMP again (say, for a packet delayed in a queue).
     l.now += PMTU_AGE * 9 / 10;
     l.run_until_quiet();
-    let frame = router.last_sctp.lock().unwrap().clone().unwrap();
+    let mut frame = router.last_sctp.lock().unwrap().clone().unwrap();
+    // About a packet sent before the path MTU fell, as long as the link: the hop drops only
+    // what is larger than the MTU it names (an ICMP saying otherwise is ignored).
+    frame[16..18].copy_from_slice(&1500u16.to_be_bytes());
+    frame[24..26].fill(0);
+    let sum = checksum(&frame[14..34], 0);
+    frame[24..26].copy_from_slice(&sum.to_be_bytes());
     let mut icmp = vec![HeapBuf::new(Router::icmp(&frame, 0, HOP_MTU as u32))];
     let ignored = l.ka[0].report().stats.icmp_ignored;
     router.back.as_ref().unwrap().tx_burst(0, &mut icmp);

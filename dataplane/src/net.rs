@@ -354,6 +354,10 @@ fn icmp_path_mtu(local: IpAddr, mtu: u32, quoted_len: u16) -> Option<usize> {
     const PLATEAUS: [u16; 10] = [32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68];
     let mtu = match mtu {
         0 => u32::from(*PLATEAUS.iter().find(|p| **p < quoted_len)?),
+        // A hop drops a packet for its size only if it is larger than the MTU it reports:
+        // a message saying otherwise is inconsistent (RFC 8899 §4.6.2's sanity check, here
+        // against the quoted packet), forged or broken, and lowers nothing.
+        m if m >= u32::from(quoted_len) => return None,
         m => m,
     };
     let mtu = usize::try_from(mtu).ok()?;
@@ -5394,6 +5398,29 @@ mod tests {
             quoted_len: 1500,
         };
         assert_eq!(t.path_mtu(), None, "a PTB below 1280 must be discarded");
+    }
+
+    /// A hop drops a packet for its size only if it is larger than the MTU the hop reports:
+    /// a Fragmentation Needed quoting a 100-byte SACK that reports 1000, or one reporting the
+    /// quoted packet's own size, is inconsistent (RFC 8899 §4.6.2's sanity check) and lowers
+    /// nothing; it used to be believed. One size below the quoted packet still counts.
+    #[test]
+    fn a_too_big_reporting_no_less_than_the_quoted_packet_is_ignored_rfc8899_4_6_2() {
+        let t = |mtu, quoted_len| TooBig {
+            local: IpAddr::V4(IP4),
+            peer: IpAddr::V4(PEER4),
+            local_port: 5000,
+            peer_port: 6000,
+            vtag: 1,
+            init_tag: None,
+            mtu,
+            quoted_len,
+        };
+        assert_eq!(t(1000, 100).path_mtu(), None);
+        assert_eq!(t(1500, 1500).path_mtu(), None);
+        assert_eq!(t(1499, 1500).path_mtu(), Some(1499));
+        // No MTU given (a router older than RFC 1191): the plateau below the quoted size.
+        assert_eq!(t(0, 1500).path_mtu(), Some(1492));
     }
 
     /// (An independent review, session 56: RFC 8201 §4, RFC 9260 Appendix C ICMP5.) Once we
