@@ -542,3 +542,46 @@ fn rfc9260_6_2_a_peer_beyond_the_receive_buffer_is_dropped_and_counted() {
         "a window update SACK"
     );
 }
+
+/// RFC 9260 §5.2.4 with RFC 5043 §6: the peer restarts while a session of ours is away at the
+/// control thread. Chunks held behind the session's message that came before the restart are
+/// the old incarnation's and are dropped (counted); the new incarnation's, held behind it
+/// too, are its own: its first Initiate must reach the session once it is back. All of them
+/// were dropped, uncounted, after SCTP had acknowledged them, and the new session hung for
+/// the life of the association (an independent review).
+#[test]
+fn a_restart_while_a_session_is_away_keeps_the_new_incarnations_initiate_9260_5_2_4() {
+    use ddpdk_control::session::State;
+    let mut r = Rig::new(256, true);
+    r.open();
+    r.auto = false;
+    // The peer's Terminate: the session goes to the control thread and stays there.
+    r.raw.send(S, 17, &ctl(1, 4, b"")).unwrap();
+    for p in r.raw_packets() {
+        r.deliver_to_server(&p);
+    }
+    assert!(r.conn().sessions_lent(), "the session is away");
+    // The peer restarts, its first Initiate queued before the handshake.
+    let mut ep2 = Endpoint::new(sctp(RAW_PORT, 256), [8; 32]).unwrap();
+    let mut raw2 = ep2.connect(r.now, srv_addr(), SRV_PORT);
+    raw2.send(S, 17, &ctl(0, 1, b"new")).unwrap();
+    r.raw = raw2;
+    r.raw_rx.clear();
+    r.run_for(Duration::from_secs(2));
+    assert!(
+        r.inds
+            .iter()
+            .any(|i| matches!(i, Indication::PeerRestarted)),
+        "restart seen: {:?}",
+        r.inds
+    );
+    r.control();
+    r.auto = true;
+    r.run_for(Duration::from_secs(2));
+    assert_eq!(
+        r.conn().session_state(S),
+        Some(State::InitiateReceived),
+        "events on S: {:?}",
+        r.events(S)
+    );
+}

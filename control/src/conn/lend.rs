@@ -28,6 +28,9 @@ pub(super) struct Lent {
     pub(super) acks: Vec<u16>,
     /// The association ended (or the peer restarted) meanwhile.
     pub(super) ended: bool,
+    /// How many of `held` came before the end: after a restart (RFC 9260 §5.2.4) the ones
+    /// behind them are the new incarnation's, for the new session.
+    pub(super) held_at_end: usize,
 }
 
 /// A chunk or an operation waiting for its stream's session ([`Lent::held`]).
@@ -174,15 +177,21 @@ impl Connection {
         // What waited for the session, in arrival order, until a control message among it
         // sends the session away again (the rest then waits for that one).
         let (mut held, ended) = (lent.held, lent.ended);
+        let mut before_end = if ended { lent.held_at_end } else { 0 };
         while let Some(item) = held.pop_front() {
+            let old_incarnation = before_end > 0;
+            before_end = before_end.saturating_sub(1);
             match item {
                 Held::Chunk { ppid, tsn, data } => {
                     self.sink.held_bytes -= data.len();
                     // Chunks behind the message of an association that has ended meanwhile
                     // start nothing (a held Initiate would open a session on a closed
-                    // association).
-                    if !ended {
+                    // association); after a restart, those that came before it were the
+                    // old incarnation's, and the new one's go to the new session.
+                    if !ended || !(old_incarnation || self.closed) {
                         self.route_one(stream, ppid, tsn, &data, memory);
+                    } else {
+                        self.sink.stats.after_session_end += 1;
                     }
                 }
                 Held::Op(op) => {

@@ -1206,6 +1206,7 @@ impl Connection {
                 // with the association's (§11.3), and the session is ended when it is back.
                 Some(lent) if !lent.ended => {
                     lent.ended = true;
+                    lent.held_at_end = lent.held.len();
                     if !matches!(lent.state, State::Terminated(_)) {
                         lent.state = State::Terminated(TerminationReason::AssociationEnded);
                         self.sink.indications.push_back(Indication::Session {

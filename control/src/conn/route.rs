@@ -285,6 +285,7 @@ pub(super) fn route(
                     held: VecDeque::new(),
                     acks: Vec::new(),
                     ended: false,
+                    held_at_end: 0,
                 }));
                 out.lent += 1;
                 out.stats.sessions_lent += 1;
