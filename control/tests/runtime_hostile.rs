@@ -1291,3 +1291,48 @@ fn a_fragmented_icmpv6_echo_request_is_answered_in_fragments_rfc8200_5() {
         "the request's data whole (RFC 4443 §4.2)"
     );
 }
+
+/// RFC 1191 §5, RFC 8201 §5, RFC 9260 §7.3: a path MTU estimate is the destination's. A
+/// Fragmentation Needed about one association's packet lowers every association of its core
+/// to that peer address: the interface learns the smaller size for the peer, and a sibling
+/// left at the link's size sent its full-size packets without DF, its path MTU and MULPDU
+/// unmoved and no ICMP of its own to tell it (an independent review).
+#[test]
+fn a_fragmentation_needed_lowers_every_association_to_the_peer_rfc1191_5() {
+    let (mut a, pb, now, _) = associated(7000);
+    handshake(&mut a, &pb, now, 7001, 0x5678);
+    recv_raw(&pb);
+    let path_mtus = |a: &Solo| {
+        let mut v: Vec<(u16, usize)> = a.cores[0]
+            .report()
+            .assocs
+            .iter()
+            .map(|x| (x.peer_port, x.path_mtu))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(path_mtus(&a), [(7000, 1480), (7001, 1480)]);
+    // The router's ICMP quotes a 1500-byte packet the endpoint sent to port 7000 (its tag,
+    // 0x1234, is the peer's).
+    let mut quoted = ipv4(IP4, PEER4, 132, &sctp(SCTP_PORT, 7000, 0x1234, &[], true));
+    quoted[2..4].copy_from_slice(&1500u16.to_be_bytes());
+    quoted[10..12].fill(0);
+    let c = csum(&quoted[..20]);
+    quoted[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut icmp = vec![3, 4, 0, 0, 0, 0];
+    icmp.extend_from_slice(&1300u16.to_be_bytes());
+    icmp.extend_from_slice(&quoted);
+    let c = csum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let router = Ipv4Addr::new(198, 18, 0, 254);
+    let mut frame = eth(MAC, PEER_MAC, 0x0800);
+    frame.extend_from_slice(&ipv4(router, IP4, 1, &icmp));
+    send_raw(&pb, &frame);
+    a.settle(now);
+    assert_eq!(
+        path_mtus(&a),
+        [(7000, 1280), (7001, 1280)],
+        "both associations to the peer take the hop's size"
+    );
+}
