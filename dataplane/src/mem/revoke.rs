@@ -348,9 +348,13 @@ impl Coordinator {
         let generation = self.master.generation(stag);
         // Before any core can hold it: a core that resyncs must find it valid.
         self.set_valid(stag, true);
-        let deadline = Instant::now() + self.register_wait;
+        let now = Instant::now();
+        let deadline = now + self.register_wait;
         for (k, core) in self.cores.iter().enumerate() {
-            let sent = send_by(core, Command::Register(stag, generation, reg), deadline);
+            // A core known stalled is not waited for again: one whose channel is full
+            // refuses at once, not after a second of the control thread's time each call.
+            let by = if self.known_stalled(k) { now } else { deadline };
+            let sent = send_by(core, Command::Register(stag, generation, reg), by);
             self.wake(k);
             match sent {
                 // Gone: it places nothing any more.
@@ -502,10 +506,16 @@ impl Coordinator {
         let Some(i) = self.inflight.iter().position(|r| r.epoch == revocation.0) else {
             return Some(Ok(()));
         };
+        // Cores still owing this revocation that are known stalled (one already let a
+        // revocation time out and has not resynced since) are not waited for again: each
+        // deregistration would otherwise hold the control thread for its whole timeout,
+        // answering no INIT and returning no session meanwhile (an independent review).
+        let r = &self.inflight[i];
+        let only_stalled = !r.done() && r.waiting().all(|k| self.known_stalled(k));
         let r = &mut self.inflight[i];
         let result = if r.done() {
             Ok(())
-        } else if Instant::now() >= r.deadline {
+        } else if only_stalled || Instant::now() >= r.deadline {
             let late = (
                 r.reg.memory.region,
                 r.epoch,
@@ -553,6 +563,14 @@ impl Coordinator {
             .iter()
             .any(|r| r.reg.memory.region == region && !r.done() && !r.withdrawn)
             || self.late.iter().any(|l| l.region == region)
+    }
+
+    /// Whether core `k` let a revocation time out and has not resynced since: it is not
+    /// running its poll loop, and waiting for it again only stalls the caller.
+    fn known_stalled(&self, k: usize) -> bool {
+        self.late
+            .iter()
+            .any(|l| l.epochs.get(k).is_some_and(|e| *e != 0))
     }
 
     /// A revocation of `region` at `epoch` was answered with a timeout while `cores` had not
@@ -723,6 +741,57 @@ mod tests {
                 offset: 0,
             },
         }
+    }
+
+    /// A core that let a revocation time out and has not run since is not waited for
+    /// again: a second revocation it owes is answered Timeout at once, not after its own
+    /// timeout (each deregistration held the control thread a second, answering no INIT
+    /// meanwhile; an independent review). Once the core runs again (it resyncs), it is
+    /// waited for as before; the region stays unfreeable until then either way.
+    #[test]
+    fn a_core_known_stalled_is_not_waited_for_again() {
+        let (mut coord, mut replicas) = Coordinator::new(64, 7, 2, 16);
+        let stags: Vec<Stag> = (0..3).map(|_| coord.register(reg()).unwrap()).collect();
+        for r in &mut replicas {
+            r.poll();
+        }
+        // Core 1 stops. The first revocation waits out its (short) timeout.
+        let mut poll0 = || {
+            replicas[0].poll();
+        };
+        let first = coord.revoke_polling(stags[0], Duration::from_millis(20), &mut poll0);
+        assert!(matches!(
+            first,
+            Err(RevokeError::Timeout { acked: 1, cores: 2 })
+        ));
+        // The second owes only core 1 once core 0 has acknowledged: answered at once,
+        // however long its own timeout.
+        let (_, second) = coord
+            .start_revoke(stags[1], Duration::from_secs(3600))
+            .unwrap();
+        replicas[0].poll();
+        assert!(matches!(
+            coord.revocation(second),
+            Some(Err(RevokeError::Timeout { acked: 1, cores: 2 }))
+        ));
+        assert!(
+            coord.revoking_region(0),
+            "core 1 may still reach the region"
+        );
+        // Core 1 runs again: it resyncs, and is waited for as before.
+        replicas[1].poll();
+        assert!(!coord.revoking_region(0));
+        let (_, third) = coord
+            .start_revoke(stags[2], Duration::from_secs(3600))
+            .unwrap();
+        replicas[0].poll();
+        assert_eq!(
+            coord.revocation(third),
+            None,
+            "core 1 owes it and is running"
+        );
+        replicas[1].poll();
+        assert_eq!(coord.revocation(third), Some(Ok(())));
     }
 
     /// RFC 5041 §8.3.1 item 6: a core whose invalidation went by resync (its channel full)
@@ -1253,10 +1322,11 @@ mod tests {
         }
         let _other = coord.register(reg()).unwrap();
         replicas[0].poll();
-        let r = coord.revoke_polling(old, Duration::from_millis(2), &mut || {
-            replicas[0].poll();
-        });
-        timed_out_without_core_1(&r);
+        // Revoked, its answer not asked for: core 1 is not known stalled yet (a revocation
+        // answered late would make registrations give up on it at once), so the 256th
+        // registration below waits for room in its channel while it wakes.
+        let (_, _revocation) = coord.start_revoke(old, Duration::from_secs(30)).unwrap();
+        replicas[0].poll();
         // 255 reuses of old's index, each withdrawn (core 1 cannot be told): each takes the
         // next key.
         for _ in 0..255 {
