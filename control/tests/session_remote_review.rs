@@ -585,3 +585,49 @@ fn a_restart_while_a_session_is_away_keeps_the_new_incarnations_initiate_9260_5_
         r.events(S)
     );
 }
+
+/// A SHUTDOWN the ULP asks for while a session is away waits for that session, not for
+/// sessions the peer's later control messages send away: a peer that kept a junk control
+/// message queued behind a lent session (each return routed it, which lent the session
+/// again) put our graceful SHUTDOWN off for as long as it liked, with no bound and no event
+/// (an independent review).
+#[test]
+fn a_peer_cannot_put_off_our_shutdown_by_keeping_a_session_away() {
+    let mut r = Rig::new(256, true);
+    r.auto = false;
+    let junk = |r: &mut Rig| {
+        r.raw.send(2, 17, &ctl(5, 4, b"")).unwrap();
+        for p in r.raw_packets() {
+            r.deliver_to_server(&p);
+        }
+    };
+    junk(&mut r);
+    assert!(r.conn().sessions_lent());
+    let now = r.now;
+    assert!(matches!(
+        r.conn
+            .as_mut()
+            .unwrap()
+            .apply(now, Op::Shutdown, r.memory.stags()),
+        Ok(Applied::Deferred)
+    ));
+    // Each junk message arrives while the session is away and is held behind it; on the
+    // session's return it is routed, which sends the session away again.
+    for _ in 0..50 {
+        junk(&mut r);
+        let mut call = r.calls.pop_front().expect("a session away");
+        call.run();
+        r.conn
+            .as_mut()
+            .unwrap()
+            .return_session(now, call, &r.memory);
+        r.drain();
+    }
+    assert!(r.conn().sessions_lent(), "the peer keeps a session away");
+    let state = r.conn().association().state();
+    assert_ne!(
+        state,
+        ddpdk_dataplane::sctp::State::Established,
+        "the SHUTDOWN began"
+    );
+}

@@ -128,6 +128,7 @@ impl Connection {
         let Some(lent) = s.lent.take() else {
             return;
         };
+        self.shutdown_waits_for.retain(|&w| w != stream);
         self.sink.lent -= 1;
         // Not this stream's session any more (nothing renews a stream while its session is
         // away, so this is only defence): the stream is free again, the old session dropped.
@@ -211,7 +212,14 @@ impl Connection {
                 break;
             }
         }
-        if self.shutdown_deferred && !self.sessions_lent() {
+        // Sessions away since the SHUTDOWN was asked for (the peer's control messages) do
+        // not hold it; the ULP's operations posted before it do.
+        let ops_held = self
+            .streams
+            .iter()
+            .filter_map(|s| s.lent.as_ref())
+            .any(|l| l.held.iter().any(|h| matches!(h, Held::Op(_))));
+        if self.shutdown_deferred && self.shutdown_waits_for.is_empty() && !ops_held {
             self.shutdown_deferred = false;
             self.shutdown(now);
         }
@@ -237,6 +245,10 @@ impl Connection {
             }
             Op::Shutdown if self.sessions_lent() => {
                 self.shutdown_deferred = true;
+                self.shutdown_waits_for = (0..self.streams.len())
+                    .filter(|&i| self.streams[i].lent.is_some())
+                    .map(|i| i as u16)
+                    .collect();
                 self.sink.stats.ops_held += 1;
                 Ok(Applied::Deferred)
             }

@@ -141,6 +141,10 @@ pub struct Connection {
     rx_slack: usize,
     /// The ULP asked for a SHUTDOWN while a session was away ([`Connection::apply`]).
     shutdown_deferred: bool,
+    /// The streams whose sessions were away when it asked: the SHUTDOWN waits for them (and
+    /// for the ULP's operations held behind them), not for sessions the peer's later
+    /// control messages send away, or a peer could put it off for ever.
+    shutdown_waits_for: Vec<u16>,
     /// The daytime service owes its message and SHUTDOWN ([`Service::Daytime`]).
     daytime_due: bool,
 }
@@ -166,6 +170,7 @@ impl Connection {
             told_mulpdu: 0,
             rx_slack: 0,
             shutdown_deferred: false,
+            shutdown_waits_for: Vec::new(),
             daytime_due: false,
         };
         c.after_sctp();
