@@ -738,7 +738,9 @@ impl StreamRx {
                     Some((position, b))
                         if b.stag.is_some_and(|stag| {
                             ulp.revoked().contains(&stag)
-                                || !stags.lookup(stag).is_some_and(|r| r.holds(b))
+                                || !stags
+                                    .lookup(stag)
+                                    .is_some_and(|r| r.pd == self.pd && r.holds(b))
                         }) =>
                     {
                         return Err(RxError::BufferRevoked { qn: h.qn, position })
@@ -1099,6 +1101,49 @@ mod tests {
             ),
             "{:?}",
             f.got
+        );
+        // The same STag value reissued over the buffer's memory in another protection
+        // domain (its key came round): the buffer is not this stream's to fill any more
+        // (RFC 5041 §8.3.1 item 1; an independent review).
+        let mut h = fixture();
+        h.stags = StagTable::replica(64);
+        let _ = h.stags.insert(s, 1, local(4000));
+        let mut rx = StreamRx::new(S, PD, 1, 2, 4);
+        rx.post(
+            0,
+            PostedBuffer {
+                memory: RegionSlice {
+                    region: 1,
+                    offset: 4000,
+                },
+                len: 1000,
+                stag: Some(s),
+            },
+        )
+        .unwrap();
+        h.rx = rx;
+        h.stags.invalidate(s);
+        let _ = h.stags.insert(
+            s,
+            257,
+            Registration {
+                pd: Pd(PD.0 + 1),
+                ..local(4000)
+            },
+        );
+        let before = h.digest();
+        assert_eq!(h.feed(&untagged(1, true, 0, 1, 0, &[9u8; 100])), 0);
+        assert_eq!(h.digest(), before, "nothing placed");
+        assert!(
+            matches!(
+                h.got.first(),
+                Some(Indication::Error {
+                    error: RxError::BufferRevoked { qn: 0, position: 0 },
+                    ..
+                })
+            ),
+            "{:?}",
+            h.got
         );
         // The same STag naming the buffer's memory again is fine.
         let mut g = fixture();
