@@ -1230,6 +1230,7 @@ pub fn build<P: Port>(
         doorbells,
         bell: control_bell,
         outbox_limit: depth,
+        event_budget: depth,
         packets: packets_rx,
         events: events_rx,
         next_conn: 1,
@@ -2759,6 +2760,8 @@ pub struct Control<P: Port> {
     /// The cores ring this one after handing the control thread work.
     bell: Arc<Doorbell>,
     outbox_limit: usize,
+    /// Upcalls taken from the cores' event ring a poll: its depth.
+    event_budget: usize,
     /// Live associations by peer address and port: a packet of one that reaches the control
     /// thread goes to its core (never a second association for the same peer). Keyed by what
     /// a peer chooses, so std's keyed hasher; the tables keyed by our own handles use FxHash.
@@ -3181,7 +3184,14 @@ impl<P: Port> Control<P> {
             self.stats.packets += 1;
             self.packet(now, b);
         }
-        while let Some(u) = channel::poll(&self.events) {
+        // At most a ring's worth a poll: the cores refill the ring while it drains (a peer
+        // whose control messages make the round trip keeps it full), and a poll that never
+        // returned answered no INIT and let the ULP reach no completion queue (an
+        // independent review). What is left is taken at the next poll; work says so.
+        for _ in 0..self.event_budget {
+            let Some(u) = channel::poll(&self.events) else {
+                break;
+            };
             work += 1;
             match u {
                 Upcall::Event(e) => {
