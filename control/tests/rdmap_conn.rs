@@ -89,6 +89,42 @@ fn read_op(source: Stag, source_off: u64, sink: Stag, sink_off: u64, len: u32) -
     }
 }
 
+/// RFC 5040 §5.2 with three untagged queues, RDMAP's own (RFC 5040 §4.2: no 4th for RFC
+/// 7306's Atomic Responses): the Read Request and Terminate queues are set all the same. A
+/// change that set a stream's inline queues all at once set none when the Atomic Response
+/// queue was missing, and every Read failed for want of a buffer (an independent review).
+#[test]
+fn rfc5040_5_2_a_read_works_on_a_stream_of_three_queues() {
+    let mut w = World::perfect_with(
+        1500,
+        ddpdk_control::conn::ConnConfig {
+            queues: 3,
+            ..Default::default()
+        },
+    );
+    w.establish();
+    let (cpd, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
+    let (src, src_reg) = region(&mut w.server, spd, 1 << 16, Access::REMOTE_READ, None);
+    let data = pattern(5000, 3);
+    w.server
+        .memory
+        .region(src)
+        .unwrap()
+        .place(0, &data)
+        .unwrap();
+    let (sink, sink_reg) = region(&mut w.client, cpd, 1 << 16, Access::LOCAL_WRITE, None);
+    rdma(
+        &mut w.client,
+        1,
+        read_op(src_reg.stag, 0, sink_reg.stag, 0, data.len() as u32),
+        Payload::Bytes(Vec::new()),
+    )
+    .unwrap();
+    wait(&mut w, "the Read", |w| done(&w.client, 1));
+    assert_eq!(completions(&w.client), [(1, Status::Success)]);
+    assert_eq!(read(&w.client, sink, 0, data.len()), data);
+}
+
 /// RFC 5040 §5.2: an RDMA Read of many segments brings the Data Source's bytes into the
 /// requester's Data Sink, and completes there once the whole response is placed; the
 /// responder's ULP is not involved.

@@ -956,13 +956,18 @@ impl Connection {
         }
         s.rdmap = Some(Box::new(r));
         if let Some(rx) = s.rx.as_mut() {
-            // Fresh queues of the configured depth (it cannot fail but for want of memory);
-            // RFC 7306 §5.2.2 item 5: room for an Atomic Response per Atomic within ORD.
-            let _ = rx.set_inline_queues(&[
+            // Fresh queues of the configured depth, those the stream has (RDMAP needs 3; RFC
+            // 7306 §5.2.2 item 5's 4th, room for an Atomic Response per Atomic within ORD,
+            // only where configured): it cannot fail but for want of memory.
+            let queues: Vec<(u32, usize)> = [
                 (QN_READ_REQUEST, usize::from(limits.ird.max(1))),
                 (QN_TERMINATE, 1),
                 (QN_ATOMIC_RESPONSE, usize::from(limits.ord.max(1))),
-            ]);
+            ]
+            .into_iter()
+            .filter(|&(qn, _)| rx.has_queue(qn))
+            .collect();
+            let _ = rx.set_inline_queues(&queues);
         }
     }
 

@@ -374,6 +374,11 @@ impl StreamRx {
         self.set_inline_queues(&[(qn, depth)])
     }
 
+    /// Whether the stream has untagged queue `qn` (RFC 5041 §5.1.2: QN 0 to its count - 1).
+    pub fn has_queue(&self, qn: u32) -> bool {
+        (qn as usize) < self.queues.count()
+    }
+
     /// [`StreamRx::set_inline_queue`] for several queues (queue number, depth) at once, in one
     /// region sized for all of them: a stream opening pays one mapping of 4 KiB pages, not
     /// one a queue (each on a 2 MiB huge page, two unmapped again: a peer whose sessions are

@@ -145,6 +145,11 @@ impl UntaggedQueues {
         self.queues.get_mut(qn as usize)
     }
 
+    /// How many queues (QN 0 .. this - 1).
+    pub fn count(&self) -> usize {
+        self.queues.len()
+    }
+
     /// The buffer posted for message `msn` of queue `qn`, if any, with its position in the
     /// queue (0: the oldest buffer not completed, the head MSN's).
     pub fn buffer(&self, qn: u32, msn: u32) -> Option<(u32, &PostedBuffer)> {
