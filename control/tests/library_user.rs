@@ -1232,3 +1232,58 @@ fn immediate_data_is_each_receives_own_when_buffers_overlap_rfc7306_6() {
         [(600, Some(*b"first!!!")), (601, Some(*b"second!!"))]
     );
 }
+
+/// docs/verbs.md, Order, with RFC 5040 §5.5: an unsignaled Send behind a Read completes in its
+/// turn, after the Read. The association ends while the Read's response is still coming and
+/// after the Send was received and acknowledged: the Read completes `Flushed`, the Send
+/// silently (it succeeded). The core told verbs how far its unsignaled work got before it
+/// released the Send from behind the Read, so the Send completed `Flushed` too (an
+/// independent review of session 70's first fix).
+#[test]
+fn an_unsignaled_send_behind_an_unfinished_read_is_not_flushed_when_the_association_ends() {
+    let mut c = connected(1);
+    let (qa, cqa, cqb) = (c.qa, c.cqa, c.cqb);
+    let len: u32 = 4 << 20;
+    let src =
+        c.p.a
+            .v
+            .reg_mr(c.pda, 4096, Access::default(), 0x1000_0000)
+            .unwrap();
+    let sink =
+        c.p.a
+            .v
+            .reg_mr(c.pda, len as usize, Access::LOCAL_WRITE, 0x2000_0000)
+            .unwrap();
+    let target =
+        c.p.b
+            .v
+            .reg_mr(c.pdb, len as usize, Access::REMOTE_READ, 0x3000_0000)
+            .unwrap();
+    let read = WrOpcode::RdmaRead {
+        rkey: target.rkey,
+        remote_addr: target.addr,
+    };
+    c.p.a
+        .v
+        .post_send(qa, &wr(1, read, vec![sge(&sink, 0, len)]))
+        .unwrap();
+    let quiet = SendWr {
+        signaled: false,
+        ..wr(2, WrOpcode::Send, vec![sge(&src, 0, 8)])
+    };
+    c.p.a.v.post_send(qa, &quiet).unwrap();
+    let got = server_wcs(&mut c.p, cqb, 1, 5000);
+    assert_eq!(summary(&got), [(500, WcStatus::Success, WcOpcode::Recv)]);
+    // And acknowledged by SCTP; the 4 MiB response is still coming.
+    c.p.steps(20);
+    assert_eq!(summary(&wcs(&mut c.p.a.v, cqa)), [], "the Read is not over");
+    let conn = client_conn(&c);
+    c.p.a.v.control_mut().forget(conn).unwrap();
+    c.p.run_until("Error", |p| p.a.v.qp_state(qa) == Some(QpState::Error));
+    c.p.steps(100);
+    assert_eq!(
+        summary(&wcs(&mut c.p.a.v, cqa)),
+        [(1, WcStatus::Flushed, WcOpcode::RdmaRead)],
+        "the Send succeeded: nothing to report"
+    );
+}

@@ -558,12 +558,13 @@ pub enum Indication {
     },
     /// A posted receive returned unused: its session ended.
     RecvFlushed { stream: u16, qn: u32, wr_id: u64 },
-    /// The stream's session is ending and its last work request to succeed, `through`, was
+    /// The stream's session is ending and its latest work request to succeed, `through`, was
     /// unsignaled (so nothing reported it): every send work request of the stream posted up
-    /// to `through` and not reported otherwise succeeded; what was posted after it and is not
-    /// reported never ran. Said once, before the stream's flushed work and the association's
+    /// to `through` and not reported otherwise succeeded. Told as the session ends (again
+    /// if work its end releases later succeeded silently too) and before the association's
     /// `Closed`, so that a layer counting work (verbs) can tell silent successes from work
-    /// the stream never took; a ULP that posts nothing unsignaled never sees it.
+    /// the stream never took (which completes `Flushed` by then, or was never taken); a ULP
+    /// that posts nothing unsignaled never sees it.
     SilentSuccesses { stream: u16, through: u64 },
     /// The peer's RDMAP Terminate (RFC 5040 §5.4): the error it reports on the stream. The
     /// stream's work ends; its session's end follows.

@@ -1166,6 +1166,7 @@ impl Connection {
                 }
                 SctpEvent::Closed(reason) => {
                     self.end_all_sessions();
+                    stream::tell_all_silent(&mut self.sink);
                     self.closed = true;
                     self.sink.indications.push_back(Indication::Closed(reason));
                 }

@@ -388,14 +388,7 @@ pub(super) fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
 }
 
 pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
-    // How far the stream's unsignaled work got, ahead of what the end flushes: without it an
-    // unsignaled Send that succeeded looked, at the association's end, like one never taken,
-    // and was completed Flushed (a ULP resending flushed work sent it twice).
-    if let Some(k) = out.silent.iter().position(|x| x.0 == stream) {
-        let (_, through) = out.silent.swap_remove(k);
-        out.indications
-            .push_back(Indication::SilentSuccesses { stream, through });
-    }
+    tell_silent(stream, out);
     for p in s.sends.drain(..) {
         out.queued_sends -= 1;
         out.stats.flushed_sends += 1;
@@ -585,8 +578,33 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
             }
         }
     }
+    // Work the order held behind a Read or an Atomic, released above, may have succeeded
+    // silently too.
+    tell_silent(stream, out);
     flush_posted(stream, s, out);
     s.rx = None;
+}
+
+/// How far `stream`'s unsignaled work got, told as its session ends (and again if more of
+/// it is released later, and for every stream before the association's `Closed`,
+/// [`tell_all_silent`]): without it an unsignaled Send that succeeded looked, at the
+/// association's end, like one never taken, and was completed Flushed (a ULP resending
+/// flushed work sent it twice). The note goes with the session, so it never names an
+/// earlier session's work to a later one's.
+pub(super) fn tell_silent(stream: u16, out: &mut Sink) {
+    if let Some(k) = out.silent.iter().position(|x| x.0 == stream) {
+        let (_, through) = out.silent.swap_remove(k);
+        out.indications
+            .push_back(Indication::SilentSuccesses { stream, through });
+    }
+}
+
+/// [`tell_silent`] for every stream: the association is over.
+pub(super) fn tell_all_silent(out: &mut Sink) {
+    for (stream, through) in std::mem::take(&mut out.silent) {
+        out.indications
+            .push_back(Indication::SilentSuccesses { stream, through });
+    }
 }
 
 /// The receives posted on `stream`, flushed.
