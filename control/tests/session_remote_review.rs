@@ -631,3 +631,48 @@ fn a_peer_cannot_put_off_our_shutdown_by_keeping_a_session_away() {
         "the SHUTDOWN began"
     );
 }
+
+/// The same with two restarts while the session is away: the chunks the first restarted
+/// incarnation sent are as dead once the second restart comes; only the newest
+/// incarnation's Initiate reaches the session (an independent review of the first fix).
+#[test]
+fn after_two_restarts_while_a_session_is_away_only_the_newest_initiate_counts_9260_5_2_4() {
+    let mut r = Rig::new(256, true);
+    r.open();
+    r.auto = false;
+    r.raw.send(S, 17, &ctl(1, 4, b"")).unwrap();
+    for p in r.raw_packets() {
+        r.deliver_to_server(&p);
+    }
+    assert!(r.conn().sessions_lent());
+    for (secret, pd) in [(8u8, &b"new"[..]), (10, &b"newer"[..])] {
+        let mut ep = Endpoint::new(sctp(RAW_PORT, 256), [secret; 32]).unwrap();
+        let mut raw = ep.connect(r.now, srv_addr(), SRV_PORT);
+        raw.send(S, 17, &ctl(0, 1, pd)).unwrap();
+        r.raw = raw;
+        r.raw_rx.clear();
+        r.run_for(Duration::from_secs(2));
+    }
+    let restarts = r
+        .inds
+        .iter()
+        .filter(|i| matches!(i, Indication::PeerRestarted))
+        .count();
+    assert_eq!(restarts, 2, "{:?}", r.inds);
+    r.control();
+    r.auto = true;
+    r.run_for(Duration::from_secs(2));
+    let initiates: Vec<Vec<u8>> = r
+        .events(S)
+        .iter()
+        .filter_map(|e| match e {
+            Event::InitiateReceived { private_data } => Some(private_data.as_bytes().to_vec()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        initiates,
+        [b"".to_vec(), b"newer".to_vec()],
+        "the first session's, then the newest incarnation's"
+    );
+}

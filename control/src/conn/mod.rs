@@ -1224,7 +1224,9 @@ impl Connection {
                     }
                     flush(i as u16, s, &mut self.sink);
                 }
-                Some(_) => {}
+                // Ended before (an earlier restart) and still away: what it holds now came
+                // before this end too, and is no newer incarnation's.
+                Some(lent) => lent.held_at_end = lent.held.len(),
                 None => {
                     // A session the peer's Terminate ended while chunks of its before it were
                     // missing kept its receives, Reads and Atomics for them (`end_flush`); none

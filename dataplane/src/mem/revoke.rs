@@ -401,8 +401,10 @@ impl Coordinator {
         mut poll: Option<&mut dyn FnMut()>,
     ) -> Result<Registration, RevokeError> {
         let (reg, revocation) = self.start_revoke(stag, timeout)?;
+        // A caller that polls the cores itself is about to run the stalled one too.
+        let give_up_on_stalled = poll.is_none();
         loop {
-            if let Some(done) = self.revocation(revocation) {
+            if let Some(done) = self.answer(revocation, give_up_on_stalled) {
                 return done.map(|()| reg);
             }
             match poll.as_mut() {
@@ -502,6 +504,16 @@ impl Coordinator {
     /// every caller was: a core that never acknowledged still drops the STag before its next
     /// packet, from its channel or its resync request. Never blocks.
     pub fn revocation(&mut self, revocation: Revocation) -> Option<Result<(), RevokeError>> {
+        self.answer(revocation, true)
+    }
+
+    /// [`Coordinator::revocation`]; `give_up_on_stalled`: answer Timeout at once when only
+    /// cores known stalled still owe it (not for a caller that polls the cores itself).
+    fn answer(
+        &mut self,
+        revocation: Revocation,
+        give_up_on_stalled: bool,
+    ) -> Option<Result<(), RevokeError>> {
         self.progress();
         let Some(i) = self.inflight.iter().position(|r| r.epoch == revocation.0) else {
             return Some(Ok(()));
@@ -511,7 +523,8 @@ impl Coordinator {
         // deregistration would otherwise hold the control thread for its whole timeout,
         // answering no INIT and returning no session meanwhile (an independent review).
         let r = &self.inflight[i];
-        let only_stalled = !r.done() && r.waiting().all(|k| self.known_stalled(k));
+        let only_stalled =
+            give_up_on_stalled && !r.done() && r.waiting().all(|k| self.known_stalled(k));
         let r = &mut self.inflight[i];
         let result = if r.done() {
             Ok(())
@@ -568,9 +581,17 @@ impl Coordinator {
     /// Whether core `k` let a revocation time out and has not resynced since: it is not
     /// running its poll loop, and waiting for it again only stalls the caller.
     fn known_stalled(&self, k: usize) -> bool {
-        self.late
-            .iter()
-            .any(|l| l.epochs.get(k).is_some_and(|e| *e != 0))
+        // Read live, not from `late` alone, which only `progress` clears: a core that ran
+        // again since must not be refused for a moment's full channel.
+        let Some(resync) = self.resync.get(k) else {
+            return false;
+        };
+        let done = resync.done.load(Ordering::Acquire);
+        Arc::strong_count(resync) > 1
+            && self
+                .late
+                .iter()
+                .any(|l| l.epochs.get(k).is_some_and(|&e| e != 0 && done < e))
     }
 
     /// A revocation of `region` at `epoch` was answered with a timeout while `cores` had not
