@@ -586,6 +586,47 @@ fn a_restart_while_a_session_is_away_keeps_the_new_incarnations_initiate_9260_5_
     );
 }
 
+/// A SHUTDOWN asked for while a session is away, with a peer message held behind it that came
+/// before the request, waits for that message's trip to the control thread too (its answer
+/// goes first), then goes (an independent review of the first fix, which let it go at once).
+#[test]
+fn a_shutdown_waits_for_a_peer_message_that_came_before_it() {
+    let mut r = Rig::new(256, true);
+    r.auto = false;
+    for _ in 0..2 {
+        r.raw.send(2, 17, &ctl(5, 4, b"")).unwrap();
+        for p in r.raw_packets() {
+            r.deliver_to_server(&p);
+        }
+    }
+    let now = r.now;
+    assert!(matches!(
+        r.conn
+            .as_mut()
+            .unwrap()
+            .apply(now, Op::Shutdown, r.memory.stags()),
+        Ok(Applied::Deferred)
+    ));
+    let mut give_back = |r: &mut Rig| {
+        let mut call = r.calls.pop_front().expect("a session away");
+        call.run();
+        r.conn
+            .as_mut()
+            .unwrap()
+            .return_session(now, call, &r.memory);
+        r.drain();
+        r.conn().association().state()
+    };
+    use ddpdk_dataplane::sctp::State as Sctp;
+    assert_eq!(
+        give_back(&mut r),
+        Sctp::Established,
+        "the second message is away"
+    );
+    assert!(r.conn().sessions_lent());
+    assert_ne!(give_back(&mut r), Sctp::Established, "then the SHUTDOWN");
+}
+
 /// A SHUTDOWN the ULP asks for while a session is away waits for that session, not for
 /// sessions the peer's later control messages send away: a peer that kept a junk control
 /// message queued behind a lent session (each return routed it, which lent the session

@@ -31,6 +31,9 @@ pub(super) struct Lent {
     /// How many of `held` came before the end: after a restart (RFC 9260 §5.2.4) the ones
     /// behind them are the new incarnation's, for the new session.
     pub(super) held_at_end: usize,
+    /// How many of `held` came before the ULP asked for a SHUTDOWN: it waits for them (a
+    /// peer's message among them is answered first), not for what came after.
+    pub(super) before_shutdown: usize,
 }
 
 /// A chunk or an operation waiting for its stream's session ([`Lent::held`]).
@@ -179,9 +182,12 @@ impl Connection {
         // sends the session away again (the rest then waits for that one).
         let (mut held, ended) = (lent.held, lent.ended);
         let mut before_end = if ended { lent.held_at_end } else { 0 };
+        let mut before_shutdown = lent.before_shutdown;
         while let Some(item) = held.pop_front() {
             let old_incarnation = before_end > 0;
             before_end = before_end.saturating_sub(1);
+            let asked_before_shutdown = before_shutdown > 0;
+            before_shutdown = before_shutdown.saturating_sub(1);
             match item {
                 Held::Chunk { ppid, tsn, data } => {
                     self.sink.held_bytes -= data.len();
@@ -209,16 +215,29 @@ impl Connection {
             }
             if let Some(again) = self.streams[usize::from(stream)].lent.as_mut() {
                 again.held.extend(held.drain(..));
+                // The message that sent the session away again came before the SHUTDOWN was
+                // asked for: its answer goes first, and what else came before it.
+                if asked_before_shutdown {
+                    again.before_shutdown = before_shutdown;
+                    if !self.shutdown_waits_for.contains(&stream) {
+                        self.shutdown_waits_for.push(stream);
+                    }
+                }
                 break;
             }
         }
-        // Sessions away since the SHUTDOWN was asked for (the peer's control messages) do
-        // not hold it; the ULP's operations posted before it do.
+        // Sessions away since the SHUTDOWN was asked for (the peer's later control messages)
+        // do not hold it; the ULP's operations posted before it do.
         let ops_held = self
             .streams
             .iter()
             .filter_map(|s| s.lent.as_ref())
-            .any(|l| l.held.iter().any(|h| matches!(h, Held::Op(_))));
+            .any(|l| {
+                l.held
+                    .iter()
+                    .take(l.before_shutdown)
+                    .any(|h| matches!(h, Held::Op(_)))
+            });
         if self.shutdown_deferred && self.shutdown_waits_for.is_empty() && !ops_held {
             self.shutdown_deferred = false;
             self.shutdown(now);
@@ -231,7 +250,9 @@ impl Connection {
     /// waits for it, in order with the stream's chunks ([`Applied::Deferred`]; its result
     /// comes from [`Connection::poll_op_result`]); the other streams go on. A local STag of
     /// a send is resolved against `stags` (the caller's STag table) when the send is applied.
-    /// A SHUTDOWN waits until no session is away; an ABORT never waits.
+    /// A SHUTDOWN waits for the sessions away when it is asked for, and for what came
+    /// before it behind them (not for sessions the peer sends away later); an ABORT never
+    /// waits.
     pub fn apply(
         &mut self,
         now: Instant,
@@ -245,10 +266,13 @@ impl Connection {
             }
             Op::Shutdown if self.sessions_lent() => {
                 self.shutdown_deferred = true;
-                self.shutdown_waits_for = (0..self.streams.len())
-                    .filter(|&i| self.streams[i].lent.is_some())
-                    .map(|i| i as u16)
-                    .collect();
+                self.shutdown_waits_for.clear();
+                for (i, s) in self.streams.iter_mut().enumerate() {
+                    if let Some(lent) = s.lent.as_mut() {
+                        lent.before_shutdown = lent.held.len();
+                        self.shutdown_waits_for.push(i as u16);
+                    }
+                }
                 self.sink.stats.ops_held += 1;
                 Ok(Applied::Deferred)
             }

@@ -286,6 +286,7 @@ pub(super) fn route(
                     acks: Vec::new(),
                     ended: false,
                     held_at_end: 0,
+                    before_shutdown: 0,
                 }));
                 out.lent += 1;
                 out.stats.sessions_lent += 1;
