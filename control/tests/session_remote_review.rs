@@ -607,7 +607,7 @@ fn a_shutdown_waits_for_a_peer_message_that_came_before_it() {
             .apply(now, Op::Shutdown, r.memory.stags()),
         Ok(Applied::Deferred)
     ));
-    let mut give_back = |r: &mut Rig| {
+    let give_back = |r: &mut Rig| {
         let mut call = r.calls.pop_front().expect("a session away");
         call.run();
         r.conn
