@@ -2359,12 +2359,10 @@ impl<P: Port> DataCore<P> {
         // Whether the ICMP lowered the path MTU or named the size in use: only such an ICMP
         // confirms the lowered estimate (RFC 1191 §6.3). A PTB above it answered a probe.
         let mut confirms = false;
-        let mut lowered = None;
         match t.path_mtu() {
             Some(mtu) if tag_ok && c.lower_path_mtu(mtu, peer) => {
                 self.stats.pmtu_lowered += 1;
                 confirms = true;
-                lowered = Some(mtu);
             }
             Some(mtu) if tag_ok => {
                 // RFC 8899 §6.2.1.4: not below the path MTU, so about a probe above it.
@@ -2388,29 +2386,31 @@ impl<P: Port> DataCore<P> {
             let ip_mtu = c.association().path_mtu() + Interface::ip_header_len(peer);
             let ip_mtu = t.path_mtu().map_or(ip_mtu, |m| m.min(ip_mtu));
             self.iface.set_path_mtu(peer, ip_mtu);
-            // RFC 1191 §5, RFC 8201 §5, RFC 9260 §7.3: the estimate is the destination's. The
-            // other associations of this core to the peer take it too: their packets above
-            // the interface's entry would otherwise leave without DF (or as our IPv6
-            // fragments), their path MTU and MULPDU unmoved and no ICMP of their own to tell
-            // them (an independent review).
-            if let Some(mtu) = lowered {
-                for (j, o) in self.slots.iter_mut().enumerate() {
-                    let Some(o) = o.as_mut().filter(|o| j != k && o.peer == peer) else {
-                        continue;
-                    };
-                    let oc = o.c.get_mut();
-                    if !oc.association().is_closed() && oc.lower_path_mtu(mtu, peer) {
-                        self.stats.pmtu_lowered += 1;
-                        o.pmtu_lowered_at = Some(now);
-                    }
-                }
-            }
             // RFC 1191 §6.3, RFC 8201 §5.3: the interface's estimate is the peer's (the path's),
             // not this association's; every association to the peer whose lowered estimate
             // ages (and would make the interface forget it) ages from this ICMP too.
             for s in self.slots.iter_mut().flatten() {
                 if s.peer == peer && s.pmtu_lowered_at.is_some() {
                     s.pmtu_lowered_at = Some(now);
+                }
+            }
+        }
+        // RFC 1191 §5, RFC 8201 §5, RFC 9260 §7.3: the estimate is the destination's. The
+        // other associations of this core to the peer take the hop's size too, whether or
+        // not it lowered the one the ICMP named (already below it, or probing above it):
+        // their packets above the interface's entry would otherwise leave without DF (or as
+        // our IPv6 fragments), their path MTU and MULPDU unmoved and no ICMP of their own to
+        // tell them (an independent review). Other cores' associations learn it from their
+        // own ICMP: each core keeps its own interface.
+        if let Some(mtu) = t.path_mtu().filter(|_| tag_ok) {
+            for (j, o) in self.slots.iter_mut().enumerate() {
+                let Some(o) = o.as_mut().filter(|o| j != k && o.peer == peer) else {
+                    continue;
+                };
+                let oc = o.c.get_mut();
+                if !oc.association().is_closed() && oc.lower_path_mtu(mtu, peer) {
+                    self.stats.pmtu_lowered += 1;
+                    o.pmtu_lowered_at = Some(now);
                 }
             }
         }
