@@ -222,9 +222,10 @@ pub(super) struct Sink {
     /// (`Session::awaits_inbound_gap`), waited for a bounded time
     /// ([`super::Connection::check_gaps`]).
     pub(super) gaps: Vec<GapWait>,
-    /// (stream, work request) of streams whose latest success was unsignaled, so reported to
-    /// nobody ([`push_completion`]): told at the stream's end ([`Indication::SilentSuccesses`]).
-    pub(super) silent: Vec<(u16, u64)>,
+    /// By stream, the work request of its latest success if that was unsignaled, so reported
+    /// to nobody ([`push_completion`]): told at the stream's end
+    /// ([`Indication::SilentSuccesses`]). Indexed, so a completion costs one store.
+    pub(super) silent: Vec<Option<u64>>,
 }
 
 /// An earlier session's RDMAP completion order, kept past its stream's renewal: the peer may
@@ -539,14 +540,15 @@ fn push_completion(
                 (false, false) => Status::Flushed,
             },
         });
-        if let Some(k) = out.silent.iter().position(|x| x.0 == stream) {
-            out.silent.swap_remove(k);
+        if let Some(x) = out.silent.get_mut(usize::from(stream)) {
+            *x = None;
         }
     } else {
-        match out.silent.iter_mut().find(|x| x.0 == stream) {
-            Some(x) => x.1 = wr_id,
-            None => out.silent.push((stream, wr_id)),
+        let k = usize::from(stream);
+        if out.silent.len() <= k {
+            out.silent.resize(k + 1, None);
         }
+        out.silent[k] = Some(wr_id);
     }
 }
 
@@ -592,8 +594,11 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
 /// flushed work sent it twice). The note goes with the session, so it never names an
 /// earlier session's work to a later one's.
 pub(super) fn tell_silent(stream: u16, out: &mut Sink) {
-    if let Some(k) = out.silent.iter().position(|x| x.0 == stream) {
-        let (_, through) = out.silent.swap_remove(k);
+    if let Some(through) = out
+        .silent
+        .get_mut(usize::from(stream))
+        .and_then(Option::take)
+    {
         out.indications
             .push_back(Indication::SilentSuccesses { stream, through });
     }
@@ -601,9 +606,13 @@ pub(super) fn tell_silent(stream: u16, out: &mut Sink) {
 
 /// [`tell_silent`] for every stream: the association is over.
 pub(super) fn tell_all_silent(out: &mut Sink) {
-    for (stream, through) in std::mem::take(&mut out.silent) {
-        out.indications
-            .push_back(Indication::SilentSuccesses { stream, through });
+    for (stream, through) in std::mem::take(&mut out.silent).into_iter().enumerate() {
+        if let Some(through) = through {
+            out.indications.push_back(Indication::SilentSuccesses {
+                stream: stream as u16,
+                through,
+            });
+        }
     }
 }
 

@@ -383,7 +383,8 @@ impl StreamRx {
     /// region sized for all of them: a stream opening pays one mapping of 4 KiB pages, not
     /// one a queue (each on a 2 MiB huge page, two unmapped again: a peer whose sessions are
     /// accepted pinned a huge page a stream, and every unmapping interrupted every data
-    /// core; an independent review). Nothing is set unless every queue can be.
+    /// core; an independent review). Nothing is set unless every queue exists, is empty and
+    /// is named once.
     pub fn set_inline_queues(&mut self, queues: &[(u32, usize)]) -> Result<(), QueueFull> {
         for (k, &(qn, depth)) in queues.iter().enumerate() {
             let taken = self.inline_queues.iter().any(|q| q.0 == qn)
