@@ -33,7 +33,7 @@ pub use assoc::{
 };
 pub use config::{max_message, Config, MIN_PATH_MTU};
 pub use cookie::{Cookie, CookieError, CookieKey, COOKIE_LEN};
-pub use endpoint::{addr_bytes, Endpoint, EndpointStats, Ignored, Outcome};
+pub use endpoint::{addr_bytes, Endpoint, EndpointStats, Ignored, IgnoredCounts, Outcome};
 pub use plpmtud::{Plpmtud, PlpmtudStats};
 pub use send_queue::{ExtRef, Hole};
 pub use time::Instant;
