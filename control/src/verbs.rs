@@ -1500,13 +1500,12 @@ impl<P: Port> Verbs<P> {
             }
             // Unsignaled work the core finished silently: over now, not flushed with what
             // the stream never took (docs/verbs.md, Order).
-            Indication::SilentSuccesses { stream, through } => match self.qp_of(conn, stream) {
-                Some(qp) => self.sq_report(qp, through, Some(WcStatus::Success)),
-                None => self.events.push_back(Event::Indication {
-                    conn,
-                    indication: Indication::SilentSuccesses { stream, through },
-                }),
-            },
+            // Verbs' own numbers: of no use to the application, whose queue pair is gone.
+            Indication::SilentSuccesses { stream, through } => {
+                if let Some(qp) = self.qp_of(conn, stream) {
+                    self.sq_report(qp, through, Some(WcStatus::Success));
+                }
+            }
             Indication::RecvFlushed { stream, wr_id, qn } => match self.qp_of(conn, stream) {
                 Some(qp) => self.recv_over(qp, wr_id, WcStatus::Flushed),
                 None => self.events.push_back(Event::Indication {

@@ -136,6 +136,7 @@ impl Connection {
         // Not this stream's session any more (nothing renews a stream while its session is
         // away, so this is only defence): the stream is free again, the old session dropped.
         if s.generation != call.generation {
+            self.shutdown_if_due(now);
             return;
         }
         call.run();
@@ -226,8 +227,15 @@ impl Connection {
                 break;
             }
         }
-        // Sessions away since the SHUTDOWN was asked for (the peer's later control messages)
-        // do not hold it; the ULP's operations posted before it do.
+        self.shutdown_if_due(now);
+        self.progress(stream);
+        self.gaps_due(now);
+    }
+
+    /// A deferred SHUTDOWN goes once the sessions away at the request are back with what
+    /// came before it: sessions away since (the peer's later control messages) do not hold
+    /// it; the ULP's operations posted before it do.
+    fn shutdown_if_due(&mut self, now: Instant) {
         let ops_held = self
             .streams
             .iter()
@@ -242,8 +250,6 @@ impl Connection {
             self.shutdown_deferred = false;
             self.shutdown(now);
         }
-        self.progress(stream);
-        self.gaps_due(now);
     }
 
     /// Applies a ULP operation. One on a stream whose session is away at the control thread

@@ -591,8 +591,9 @@ pub(super) fn flush_receives(stream: u16, s: &mut DdpStream, out: &mut Sink) {
 /// it is released later, and for every stream before the association's `Closed`,
 /// [`tell_all_silent`]): without it an unsignaled Send that succeeded looked, at the
 /// association's end, like one never taken, and was completed Flushed (a ULP resending
-/// flushed work sent it twice). The note goes with the session, so it never names an
-/// earlier session's work to a later one's.
+/// flushed work sent it twice). The note is the stream's, not a session's: a late success
+/// of an earlier session may be told at a later session's end (verbs numbers each queue
+/// pair's work apart, so it finds nothing of its own under it).
 pub(super) fn tell_silent(stream: u16, out: &mut Sink) {
     if let Some(through) = out
         .silent
