@@ -245,6 +245,7 @@ impl Node {
                 rss_key,
                 link_mtu,
                 esp_headroom,
+                associations_per_peer: opts.max_assocs_per_peer as usize,
                 random: u64::from_ne_bytes(random::<8>()?),
                 ..RuntimeConfig::default()
             },

@@ -219,6 +219,14 @@ pub struct Options {
           value_parser = whole::<u32>(1, 100_000))]
     pub idle_sleep_max_us: u32,
 
+    /// DDP endpoint: live associations one peer address may hold; one more it completes is
+    /// aborted (counted peer_limit_refused). Without a bound one host opening from ever-new
+    /// ports takes every data core's 256 association slots. Raise it for many clients behind
+    /// one NAT.
+    #[arg(long, default_value_t = ddpdk_control::runtime::ASSOCIATIONS_PER_PEER as u32,
+          value_name = "N", value_parser = whole::<u32>(1, 4096))]
+    pub max_assocs_per_peer: u32,
+
     /// DDP endpoint: SCTP streams we ask for (OS = MIS, RFC 5043 §8); one DDP stream each.
     #[arg(long, default_value_t = 8, value_name = "N",
           value_parser = whole::<u16>(1, u16::MAX))]

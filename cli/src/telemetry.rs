@@ -750,6 +750,7 @@ fn control_stats(s: &Snapshot, full: bool) -> TelValue {
                 ("neighbours_shared", u(c.neighbours_shared)),
                 ("forwarded", u(c.forwarded)),
                 ("peer_invalidations", u(c.peer_invalidations)),
+                ("peer_limit_refused", u(c.peer_limit_refused)),
                 ("tx_ring_full", u(t.tx_ring_full)),
                 ("tx_backlog_peak", u(t.backlog_peak)),
                 ("tx_held_sent", u(t.held_sent)),

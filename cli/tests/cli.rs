@@ -112,6 +112,7 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         ],
         vec!["--ddp-listen"],
         vec!["--ip", "198.18.0.1", "--ddp-connect", "224.0.0.1"],
+        vec!["--ip", "198.18.0.1", "--max-assocs-per-peer", "0"],
         // Found by an outside-in test: each of these was taken. RTO.Initial below RTO.Min
         // was raised silently (RFC 9260 §6.3.1; `--sctp` refused it); port 0 is never a
         // peer's (§3.1); no host sends from the limited broadcast or 0/8, and a mapped

@@ -295,7 +295,16 @@ pub struct RuntimeConfig {
     /// one core, filling its slots while the others stay empty: the product draws one at
     /// start. [`RSS_KEY`] by default.
     pub rss_key: [u8; 40],
+    /// Live associations one peer address may hold: another it completes (a valid COOKIE
+    /// ECHO) is aborted ([`ControlStats::peer_limit_refused`]). Each core has
+    /// [`MAX_CONNECTIONS_PER_CORE`] slots, and without a bound one host opening from
+    /// ever-new ports takes them all. [`ASSOCIATIONS_PER_PEER`] by default.
+    pub associations_per_peer: usize,
 }
+
+/// [`RuntimeConfig::associations_per_peer`]'s default: a quarter of one core's slots, so
+/// one host (or one NAT) cannot take a core, let alone all of them.
+pub const ASSOCIATIONS_PER_PEER: usize = MAX_CONNECTIONS_PER_CORE / 4;
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
@@ -309,6 +318,7 @@ impl Default for RuntimeConfig {
             reta_size: RETA_SIZE,
             flow_rules: false,
             rss_key: RSS_KEY,
+            associations_per_peer: ASSOCIATIONS_PER_PEER,
         }
     }
 }
@@ -1231,6 +1241,7 @@ pub fn build<P: Port>(
         bell: control_bell,
         outbox_limit: depth,
         event_budget: depth,
+        associations_per_peer: cfg.associations_per_peer.max(1),
         packets: packets_rx,
         events: events_rx,
         next_conn: 1,
@@ -2735,6 +2746,9 @@ pub struct ControlStats {
     /// the pending-Initiate limit was reached (RFC 5043 §6.4), every core's.
     pub initiates_pending: u64,
     pub initiates_over_limit: u64,
+    /// Associations a peer completed beyond [`RuntimeConfig::associations_per_peer`] live
+    /// ones from its address, aborted.
+    pub peer_limit_refused: u64,
     /// Remote invalidations (Send with Invalidate) revoked on every core before the ULP heard.
     pub peer_invalidations: u64,
     /// Of those, revocations a core did not acknowledge in time (it is stalled): their
@@ -2762,6 +2776,8 @@ pub struct Control<P: Port> {
     outbox_limit: usize,
     /// Upcalls taken from the cores' event ring a poll: its depth.
     event_budget: usize,
+    /// [`RuntimeConfig::associations_per_peer`].
+    associations_per_peer: usize,
     /// Live associations by peer address and port: a packet of one that reaches the control
     /// thread goes to its core (never a second association for the same peer). Keyed by what
     /// a peer chooses, so std's keyed hasher; the tables keyed by our own handles use FxHash.
@@ -3367,6 +3383,24 @@ impl<P: Port> Control<P> {
             Accept::Reply(n) => {
                 self.stats.replies += 1;
                 self.out.send_sctp_to(&mut self.iface, f.src_mac, peer, n);
+            }
+            Accept::Connection(mut c)
+                if self.live.keys().filter(|(p, _)| *p == peer).count()
+                    >= self.associations_per_peer =>
+            {
+                // One peer address may not take every slot: the association it completed is
+                // aborted at once (the peer hears why not as it would from a full core), and
+                // the ULP hears nothing of it.
+                self.stats.peer_limit_refused += 1;
+                c.abort();
+                let h = Interface::header_len(peer);
+                let mut out = std::mem::take(&mut self.out.frame);
+                while let Some(n) = c.poll_transmit(now, &mut out[h..]) {
+                    self.out.frame = out;
+                    self.out.send_sctp_to(&mut self.iface, f.src_mac, peer, n);
+                    out = std::mem::take(&mut self.out.frame);
+                }
+                self.out.frame = out;
             }
             Accept::Connection(c) => {
                 self.stats.accepted += 1;

@@ -1336,3 +1336,55 @@ fn a_fragmentation_needed_lowers_every_association_to_the_peer_rfc1191_5() {
         "both associations to the peer take the hop's size"
     );
 }
+
+/// One peer address may hold at most `associations_per_peer` live associations: a host
+/// opening from ever-new ports took every slot of every core (256 a core), shutting every
+/// other peer out. The association it completes beyond the limit is aborted at once (the
+/// peer hears an ABORT, the ULP nothing), counted; the others live on.
+#[test]
+fn one_peer_address_cannot_take_every_slot() {
+    let (pa, pb) = pair(2, 4096);
+    let mut ours = iface();
+    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+    let (control, cores) = runtime_on(
+        Arc::new(pa),
+        ours,
+        1,
+        RuntimeConfig {
+            associations_per_peer: 2,
+            ..RuntimeConfig::default()
+        },
+        Config::default(),
+    );
+    let mut a = Solo {
+        control,
+        cores,
+        events: Vec::new(),
+    };
+    let now = t0();
+    for sport in [7000, 7001] {
+        handshake(&mut a, &pb, now, sport, 0x1000 + u32::from(sport));
+    }
+    recv_raw(&pb);
+    handshake(&mut a, &pb, now, 7002, 0x3333);
+    let aborts = recv_raw(&pb)
+        .iter()
+        .filter(|f| {
+            f.len() >= 14 + 20 + 12 + 4
+                && f[23] == 132
+                && u16::from_be_bytes([f[36], f[37]]) == 7002
+                && f[14 + 20 + 12] == 6
+        })
+        .count();
+    assert_eq!(aborts, 1, "the third association is aborted");
+    let stats = a.control.stats();
+    assert_eq!((stats.accepted, stats.peer_limit_refused), (2, 1));
+    let mut ports: Vec<u16> = a.cores[0]
+        .report()
+        .assocs
+        .iter()
+        .map(|x| x.peer_port)
+        .collect();
+    ports.sort();
+    assert_eq!(ports, [7000, 7001]);
+}

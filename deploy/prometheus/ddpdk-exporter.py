@@ -72,6 +72,8 @@ CONTROL_HELP = {
                              "ULP without the STag vouched revoked.",
     "peer_invalidations": "Remote invalidations (Send with Invalidate, RFC 5040 5.3) revoked "
                           "on every data core before the ULP heard of them.",
+    "peer_limit_refused": "Associations a peer address completed beyond --max-assocs-per-peer "
+                          "live ones, aborted.",
     "forwarded": "Packets of a live association that reached the control thread and went on "
                  "to the association's data core.",
     "neighbours_shared": "Neighbours one data core learnt and the others were told of (one "
