@@ -252,6 +252,11 @@ impl Attacker {
             streams: STREAMS,
             path_mtu: LINK_MTU - Interface::ip_header_len(peer),
             rto_min: Duration::from_millis(10),
+            // The path is a veth of known MTU, and some attacks need full-size packets: no
+            // RFC 8899 discovery, whose black-hole detection took three T3 expiries of a
+            // starved run (a loaded CI machine, RTO.Min 10 ms) for a hop below 1200 bytes
+            // and shrank the association under the oversize-segment attack.
+            plpmtud_probe_timer: None,
             ..Config::default()
         };
         let mut ep = Endpoint::new(cfg, [0x5a; 32])?;
