@@ -3394,13 +3394,9 @@ impl<P: Port> Control<P> {
                 self.stats.peer_limit_refused += 1;
                 c.abort();
                 let h = Interface::header_len(peer);
-                let mut out = std::mem::take(&mut self.out.frame);
-                while let Some(n) = c.poll_transmit(now, &mut out[h..]) {
-                    self.out.frame = out;
+                while let Some(n) = c.poll_transmit(now, &mut self.out.frame[h..]) {
                     self.out.send_sctp_to(&mut self.iface, f.src_mac, peer, n);
-                    out = std::mem::take(&mut self.out.frame);
                 }
-                self.out.frame = out;
             }
             Accept::Connection(c) => {
                 self.stats.accepted += 1;

@@ -607,13 +607,8 @@ pub(super) fn tell_silent(stream: u16, out: &mut Sink) {
 
 /// [`tell_silent`] for every stream: the association is over.
 pub(super) fn tell_all_silent(out: &mut Sink) {
-    for (stream, through) in std::mem::take(&mut out.silent).into_iter().enumerate() {
-        if let Some(through) = through {
-            out.indications.push_back(Indication::SilentSuccesses {
-                stream: stream as u16,
-                through,
-            });
-        }
+    for stream in 0..out.silent.len() {
+        tell_silent(stream as u16, out);
     }
 }
 
