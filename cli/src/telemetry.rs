@@ -435,6 +435,30 @@ pub fn assoc_info(s: &Snapshot, params: &str) -> Result<TelValue, String> {
         ("segments_out", u(a.stats.segments_sent)),
         ("placed_bytes", u(a.stats.placed_bytes)),
         ("receive_errors", u(a.stats.receive_errors)),
+        // RFC 8899 discovery (absent when off): "Base", "Searching", "SearchComplete" or
+        // "Error" (§5.2), BASE_PLPMTU, and its counters.
+        (
+            "plpmtud_state",
+            TelValue::Str(a.plpmtud.map_or("off".into(), |p| format!("{:?}", p.state))),
+        ),
+        ("plpmtud_base", u(a.plpmtud.map_or(0, |p| p.base))),
+        (
+            "plpmtud_black_holes",
+            u(a.plpmtud.map_or(0, |p| p.stats.black_holes)),
+        ),
+        (
+            "plpmtud_probes_out",
+            u(a.plpmtud.map_or(0, |p| p.stats.probes_out)),
+        ),
+        (
+            "plpmtud_probes_acked",
+            u(a.plpmtud.map_or(0, |p| p.stats.probes_acked)),
+        ),
+        (
+            "plpmtud_probes_lost",
+            u(a.plpmtud.map_or(0, |p| p.stats.probes_lost)),
+        ),
+        ("plpmtud_raised", u(a.plpmtud.map_or(0, |p| p.stats.raised))),
     ]))
 }
 
@@ -1179,6 +1203,7 @@ mod tests {
                 path_mtu: 1480,
                 path_active: true,
                 error_count: 0,
+                plpmtud: None,
             });
         }
         let mrs = (0..mrs)

@@ -467,6 +467,17 @@ pub struct AssocInfo {
     /// (§8.1): what shows an operator watching telemetry that the peer stopped answering.
     pub path_active: bool,
     pub error_count: u32,
+    /// RFC 8899 discovery of its path, if on: its state (§5.2), its BASE_PLPMTU (§5.1.2,
+    /// less than 1200 bytes where ESP over IPv6 needs it) and its counters.
+    pub plpmtud: Option<PlpmtudInfo>,
+}
+
+/// One association's RFC 8899 discovery, as [`AssocInfo`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlpmtudInfo {
+    pub state: plpmtud::State,
+    pub base: usize,
+    pub stats: plpmtud::PlpmtudStats,
 }
 
 /// What a data core's connections have counted, over every connection it has held: a
@@ -2699,6 +2710,11 @@ impl<P: Port> DataCore<P> {
                     path_mtu: s.c.get().association().path_mtu(),
                     path_active: s.c.get().association().path_active(),
                     error_count: s.c.get().association().error_count(),
+                    plpmtud: s.c.get().association().plpmtud().map(|p| PlpmtudInfo {
+                        state: p.state(),
+                        base: p.base(),
+                        stats: p.stats,
+                    }),
                 })
                 .collect(),
             stags: self.stags.table().len(),

@@ -289,9 +289,12 @@ impl<P: Port> Tx<P> {
                 h.frame[..6].copy_from_slice(&mac);
                 let ip_len = h.frame.len() - ETHERNET_HEADER_LEN;
                 let fragment = iface.ipv6_fragment_mtu(h.peer, ip_len);
-                match fragment.filter(|_| self.source_fragments) {
+                match fragment {
                     // ICMP lowered the path MTU while the packet waited.
-                    Some(mtu) => self.send_fragments(iface, &mut h.frame, h.offload, mtu),
+                    Some(mtu) if self.source_fragments => {
+                        self.send_fragments(iface, &mut h.frame, h.offload, mtu)
+                    }
+                    Some(mtu) => self.send_to_fragment_sealed(&h.frame, h.offload, mtu),
                     None => self.send_bytes(&h.frame, h.offload),
                 }
                 self.stats.held_sent += 1;
@@ -329,12 +332,11 @@ impl<P: Port> Tx<P> {
         match iface.frame_sctp_reachable(now, peer, len, &mut frame, &mut self.solicitation) {
             Ok((n, stale)) => {
                 // RFC 9260 §6.9/§7.3, RFC 8200 §4.5: an IPv6 packet above the path MTU ICMP
-                // lowered (a DATA chunk sent before the drop, which cannot be re-chunked) goes
-                // as source fragments: no IPv6 router fragments it. One branch otherwise.
-                match iface
-                    .ipv6_fragment_mtu(peer, l3 + len)
-                    .filter(|_| self.source_fragments)
-                {
+                // or discovery lowered (a DATA chunk sent before the drop, which cannot be
+                // re-chunked) goes as source fragments, or, on a port that seals it, as
+                // fragments of the sealed packet: no IPv6 router fragments it. One branch
+                // otherwise.
+                match iface.ipv6_fragment_mtu(peer, l3 + len) {
                     None => send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload),
                     Some(mtu) => {
                         // `send` copies the spans in and computes what CRC32c it would, then
@@ -342,7 +344,11 @@ impl<P: Port> Tx<P> {
                         self.to_fragment = Some(None);
                         send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload);
                         if let Some(Some((mut whole, offload))) = self.to_fragment.take() {
-                            self.send_fragments(iface, &mut whole, offload, mtu);
+                            if self.source_fragments {
+                                self.send_fragments(iface, &mut whole, offload, mtu);
+                            } else {
+                                self.send_to_fragment_sealed(&whole, offload, mtu);
+                            }
                         }
                     }
                 }
@@ -604,6 +610,47 @@ impl<P: Port> Tx<P> {
         let made = iface.fragment_ipv6(frame, mtu, &mut scratch, |f| self.send_bytes(f, None));
         if made == 0 {
             self.stats.too_big += 1;
+        }
+    }
+
+    /// RFC 4301 §7, RFC 8200 §4.5: sends the IPv6 frame `bytes`, above the path MTU `mtu` to
+    /// its peer, through a port that seals what it sends (no source fragments,
+    /// [`Tx::with_source_fragments`]): alone, after the frames queued before it, for the port
+    /// to fragment once sealed ([`Port::tx_burst_fragmenting`]). Behind a backlog it waits
+    /// in the queue and goes whole (lost on a smaller hop: SCTP sends it again). The rare
+    /// path: a chunk framed before the path MTU fell, or while RFC 8899 discovery has
+    /// BASE_PLPMTU unconfirmed.
+    fn send_to_fragment_sealed(&mut self, bytes: &[u8], offload: Offload, mtu: usize) {
+        let Some(mut b) = self.fresh_buf(bytes.len()) else {
+            self.stats.no_buffer += 1;
+            return;
+        };
+        let Some(room) = b.data_mut().get_mut(..bytes.len()) else {
+            self.stats.too_big += 1;
+            return;
+        };
+        room.copy_from_slice(bytes);
+        if let Some((l2, l3, ipv6)) = offload {
+            b.request_sctp_checksum(l2, l3, ipv6);
+        }
+        if let Some(t) = &self.tap {
+            if let Ok(mut f) = t.lock() {
+                f(bytes);
+            }
+        }
+        self.flush();
+        if self.backlogged || self.link_down {
+            self.bufs.push(b);
+            return;
+        }
+        PlacementBatch::settle();
+        let mut one = vec![b];
+        let sent = self.port.tx_burst_fragmenting(self.queue, &mut one, mtu);
+        self.stats.frames_out += sent as u64;
+        if !one.is_empty() || self.port.tx_held(self.queue) > 0 {
+            self.bufs.append(&mut one);
+            self.backlogged = true;
+            self.stats.tx_ring_full += 1;
         }
     }
 

@@ -56,6 +56,13 @@ struct Router {
     /// ESP PMTU generation (as `SaPort` below, for the router's tests).
     sa_sctp_mtu: AtomicU64,
     sa_generation: AtomicU64,
+    /// An IPsec port's work emulated: every frame sent is taken as sealed with this many
+    /// bytes of ESP (0: none), and what `tx_burst_fragmenting` is given and finds above its
+    /// IPv6 size once sealed is taken as sent in fragments of at most that size (it crosses
+    /// any IPv6 hop, none smaller than 1280 bytes, RFC 8200 §5).
+    seal_overhead: AtomicU64,
+    /// Sealed packets so fragmented.
+    sealed_fragmented: AtomicU64,
 }
 
 impl Router {
@@ -205,8 +212,9 @@ impl Port for Router {
                 *self.last_sctp.lock().unwrap() = Some(d.to_vec());
             }
         }
+        let sealed = self.seal_overhead.load(Relaxed) as usize;
         for b in pkts.drain(..) {
-            match ip_len(b.data()) {
+            match ip_len(b.data()).map(|(len, df)| (len + sealed, df)) {
                 Some((len, df)) if df && len > hop && self.back.is_some() => {
                     dropped += 1;
                     self.dropped.fetch_add(1, Relaxed);
@@ -237,6 +245,24 @@ impl Port for Router {
         let n = self.inner.tx_burst(queue, &mut pass);
         pkts.append(&mut pass);
         n + dropped
+    }
+    fn tx_burst_fragmenting(&self, queue: u16, pkts: &mut Vec<HeapBuf>, mtu: usize) -> usize {
+        let sealed = self.seal_overhead.load(Relaxed) as usize;
+        let piece = mtu.max(1280);
+        let (cut, mut whole): (Vec<HeapBuf>, Vec<HeapBuf>) = pkts.drain(..).partition(|b| {
+            sealed > 0
+                && b.data()[12..14] == [0x86, 0xdd]
+                && ip_len(b.data()).is_some_and(|(len, _)| len + sealed > piece)
+        });
+        let mut n = self.tx_burst(queue, &mut whole);
+        pkts.append(&mut whole);
+        if !cut.is_empty() {
+            self.sealed_fragmented.fetch_add(cut.len() as u64, Relaxed);
+            self.longest.fetch_max(piece as u64, Relaxed);
+            let mut cut = cut;
+            n += self.inner.tx_burst(queue, &mut cut);
+        }
+        n
     }
     fn alloc_bulk(&self, out: &mut Vec<HeapBuf>, n: usize, len: usize) -> bool {
         self.inner.alloc_bulk(out, n, len)
@@ -307,6 +333,8 @@ fn behind_the_router_cfg(
         last_sctp: std::sync::Mutex::new(None),
         sa_sctp_mtu: AtomicU64::new(0),
         sa_generation: AtomicU64::new(0),
+        seal_overhead: AtomicU64::new(0),
+        sealed_fragmented: AtomicU64::new(0),
     });
     let pb = Arc::new(Router {
         inner: pb,
@@ -319,6 +347,8 @@ fn behind_the_router_cfg(
         last_sctp: std::sync::Mutex::new(None),
         sa_sctp_mtu: AtomicU64::new(0),
         sa_generation: AtomicU64::new(0),
+        seal_overhead: AtomicU64::new(0),
+        sealed_fragmented: AtomicU64::new(0),
     });
     let link = |c: Config| Config {
         path_mtu: path_mtu.unwrap_or(c.path_mtu),
@@ -1394,6 +1424,112 @@ fn a_black_hole_is_found_from_t3_and_its_size_by_probes_rfc8899_4_3_ipv4() {
 #[test]
 fn a_black_hole_is_found_from_t3_and_its_size_by_probes_rfc8899_4_3_ipv6() {
     through_a_black_hole(IpAddr::V6(B6));
+}
+
+/// (Review) RFC 8899 §4.3 with RFC 4301 §7 and RFC 8200 §4.5: an IPv6 association under ESP
+/// (the link keeps 64 bytes for it; AES-GCM transport adds 37) behind a silent 1280-byte hop.
+/// Its full-size packets vanish; the black hole takes the path MTU to BASE_PLPMTU, but the
+/// chunks already sent at the link's size cannot be re-chunked, and an IPsec port cuts no
+/// source fragments (a non-initial one carries no ports for the policy): they were resent
+/// whole and lost for ever, the write never completing while HEARTBEATs kept the association
+/// alive. The sealed packet is fragmented instead, at the discovered size.
+#[test]
+fn an_ipv6_black_hole_under_esp_is_crossed_by_fragments_of_the_sealed_packets_rfc8899_4_3() {
+    use ddpdk_dataplane::sctp::plpmtud::PROBE_TIMER;
+    let server = IpAddr::V6(B6);
+    let len = 64 * 1024;
+    let (mut l, reg, region, router, data) =
+        behind_the_router_cfg(server, len, Some(1500 - 40), true, 64);
+    router.silent.store(true, Relaxed);
+    router.seal_overhead.store(37, Relaxed);
+    l.ca.submit(l.conn, tagged(1, reg.stag, reg.to_base, data.clone()))
+        .unwrap();
+    l.run_until("the write through the black hole under ESP", |l| done(l, 1));
+    let r = l.ka[0].report();
+    assert!(
+        router.dropped.load(Relaxed) > 0,
+        "full-size packets vanished"
+    );
+    assert_eq!(r.stats.plpmtud_black_holes, 1, "{:?}", r.stats);
+    assert!(
+        router.sealed_fragmented.load(Relaxed) > 0,
+        "the chunks sent at the old size crossed as fragments of the sealed packet"
+    );
+    let got = l.cb.memory().region(region).unwrap();
+    assert_eq!(got.crc32c(0, len).unwrap(), crc32c(&data), "every byte");
+    // BASE_PLPMTU sealed (1200 + 40 + 37) crosses whole: its probe confirms it, and the
+    // search finds the hop from there with whole probes, none fragmented.
+    let cut = router.sealed_fragmented.load(Relaxed);
+    for _ in 0..40 {
+        l.now += PROBE_TIMER;
+        l.run_until_quiet();
+    }
+    let r = l.ka[0].report();
+    let mtu = r.assocs[0].path_mtu;
+    assert!(mtu >= 1280 - 40 - 64 && mtu + 40 + 37 <= HOP_MTU, "{mtu}");
+    assert_eq!(
+        router.sealed_fragmented.load(Relaxed),
+        cut,
+        "probes go whole"
+    );
+    assert_eq!(r.assocs[0].state, "Established");
+}
+
+/// (Review) RFC 8899 §5.1.2 with RFC 8200 §5: over IPv6, BASE_PLPMTU sealed in a tunnel with
+/// AES-CBC (1200 + 40 + up to 97 bytes) is larger than a 1280-byte hop, which every IPv6 path
+/// may have. After the black hole every packet at BASE_PLPMTU vanished too, and the write
+/// never completed. The association's BASE_PLPMTU leaves the link's ESP headroom (97 bytes
+/// here) of 1280: what it sends after the black hole, and its probe of that size, cross
+/// whole.
+#[test]
+fn base_plpmtu_leaves_room_for_esp_in_ipv6s_minimum_link_rfc8899_5_1_2() {
+    use ddpdk_dataplane::sctp::plpmtud::{State, PROBE_TIMER};
+    let server = IpAddr::V6(B6);
+    let len = 64 * 1024;
+    let headroom = 97;
+    let (mut l, reg, region, router, data) =
+        behind_the_router_cfg(server, 2 * len, Some(1500 - 40), true, headroom);
+    router.silent.store(true, Relaxed);
+    router.seal_overhead.store(headroom as u64, Relaxed);
+    l.ca.submit(
+        l.conn,
+        tagged(1, reg.stag, reg.to_base, data[..len].to_vec()),
+    )
+    .unwrap();
+    l.run_until("the write through the black hole", |l| done(l, 1));
+    let r = l.ka[0].report();
+    assert_eq!(r.stats.plpmtud_black_holes, 1, "{:?}", r.stats);
+    let base = (1280 - 40 - headroom) & !3;
+    assert_eq!(r.assocs[0].path_mtu, base);
+    // A second write, cut at that size: it crosses whole, sealed.
+    let dropped = router.dropped.load(Relaxed);
+    router.longest.store(0, Relaxed);
+    l.ca.submit(
+        l.conn,
+        tagged(2, reg.stag, reg.to_base + len as u64, data[len..].to_vec()),
+    )
+    .unwrap();
+    l.run_until("the write at BASE_PLPMTU", |l| done(l, 2));
+    assert_eq!(router.dropped.load(Relaxed), dropped, "nothing vanished");
+    assert!(router.longest.load(Relaxed) as usize <= HOP_MTU);
+    let got = l.cb.memory().region(region).unwrap();
+    assert_eq!(got.crc32c(0, 2 * len).unwrap(), crc32c(&data), "every byte");
+    // Its probe passes: BASE is left for the search, which finds nothing larger that
+    // crosses whole, and the association lives on.
+    for _ in 0..8 {
+        l.now += PROBE_TIMER;
+        l.run_until_quiet();
+    }
+    let r = l.ka[0].report();
+    let p = r.assocs[0].plpmtud.unwrap();
+    assert_eq!(p.base, base);
+    assert!(p.stats.probes_acked >= 1, "{p:?}");
+    assert!(
+        matches!(p.state, State::Searching | State::SearchComplete),
+        "BASE_PLPMTU confirmed: {p:?}"
+    );
+    assert!(r.assocs[0].path_mtu >= base, "{}", r.assocs[0].path_mtu);
+    assert_eq!(r.assocs[0].state, "Established");
 }
 
 /// RFC 8899 §5.4: "Some paths could be unable to sustain packets of the BASE_PLPMTU size ...

@@ -263,6 +263,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     an_icmp_error_through_a_tunnel_is_judged_by_the_packet_it_quotes_4301_6_2(&b);
     tunnel_mode_copies_the_inner_df_to_the_outer_header_4301_8_1(&b);
     a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(&b);
+    a_packet_above_the_callers_path_mtu_leaves_in_fragments_once_sealed_4301_7(&b);
     ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(&b);
     a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(&b);
     what_esp_leaves_unprotected_is_checked_and_dummies_are_no_error_4303(&b);
@@ -2103,6 +2104,83 @@ fn a_sealed_ipv6_packet_above_its_sas_pmtu_leaves_as_fragments_4301_7_3(b: &Benc
     let mut out = vec![0u8; 9216];
     assert_eq!(iface.receive(&frags[1], &mut out), Rx::Fragment(None));
     let Rx::Fragment(Some(n)) = iface.receive(&frags[0], &mut out) else {
+        panic!("the ESP packet is whole again")
+    };
+    let opened = pb.open_esp(mbuf(&b.pool, &out[..n])).expect("opened");
+    assert_eq!(opened.data(), &big[..]);
+    let opened = pb.open_esp(mbuf(&b.pool, &whole[0])).expect("opened");
+    assert_eq!(opened.data(), &small[..]);
+}
+
+/// RFC 4301 §7 with RFC 8899 §4.3 (review): the SA holds no path MTU (ICMP is filtered:
+/// RFC 8899 found the black hole, and only the data core knows the size). A packet the
+/// caller hands to `tx_burst_fragmenting` (a chunk framed before the black hole) leaves as
+/// fragments of the sealed packet, none above 1280 bytes, which the peer reassembles and
+/// opens; one that fits sealed leaves whole; what `tx_burst` sends (an RFC 8899 probe,
+/// which must cross whole or not at all) is never fragmented.
+fn a_packet_above_the_callers_path_mtu_leaves_in_fragments_once_sealed_4301_7(b: &Bench) {
+    use ddpdk_dataplane::net::{Interface, Rx};
+    let k = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv6 out esp protect 1000 pri 10 dst 2001:db8::2/128 proto sctp\n"
+    );
+    let b_cfg = format!(
+        "sa in 1000 aead_algo aes-128-gcm aead_key {k} mode transport\n\
+         sp ipv6 in esp protect 1000 pri 10 src 2001:db8::1/128 proto sctp\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "espfragcaller", &b.pool, 256);
+    let pa = IpsecPort::new(
+        ports[0].clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let raw_b = ports[1].clone();
+    let pb = IpsecPort::new(
+        raw_b.clone(),
+        b.pool.clone(),
+        &parse_config(&b_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let big = sctp_frame(true, 1400, 1);
+    let small = sctp_frame(true, 1100, 2);
+    let probe = sctp_frame(true, 1400, 3);
+    let mut one = vec![mbuf(&b.pool, &big)];
+    assert!(pa.tx_burst_fragmenting(0, &mut one, 1240) > 0);
+    let mut one = vec![mbuf(&b.pool, &small)];
+    assert!(pa.tx_burst_fragmenting(0, &mut one, 1240) > 0);
+    let mut one = vec![mbuf(&b.pool, &probe)];
+    assert_eq!(pa.tx_burst(0, &mut one), 1);
+    let wire = receive_all(raw_b.as_ref(), 4);
+    assert_eq!(wire.len(), 4, "two fragments, then two whole packets");
+    let (frags, whole) = wire.split_at(2);
+    for f in frags {
+        assert!(f.len() - 14 <= 1280, "a fragment of {} bytes", f.len() - 14);
+        assert_eq!(f[14 + 6], 44, "a Fragment header");
+        assert_eq!(f[54], 50, "of ESP");
+    }
+    assert_eq!(
+        whole[0][14 + 6],
+        50,
+        "the small one whole: it fits 1280 sealed"
+    );
+    assert_eq!(whole[1][14 + 6], 50, "the probe whole");
+    assert!(
+        whole[1].len() - 14 > 1280,
+        "above the caller's size, as it asked"
+    );
+    let mut iface = Interface::new(
+        [2, 0, 0, 0, 0, 2],
+        None,
+        Some("2001:db8::2".parse().unwrap()),
+    );
+    iface.reassemble_esp(true);
+    let mut out = vec![0u8; 9216];
+    assert_eq!(iface.receive(&frags[0], &mut out), Rx::Fragment(None));
+    let Rx::Fragment(Some(n)) = iface.receive(&frags[1], &mut out) else {
         panic!("the ESP packet is whole again")
     };
     let opened = pb.open_esp(mbuf(&b.pool, &out[..n])).expect("opened");

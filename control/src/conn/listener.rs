@@ -75,6 +75,15 @@ impl Listener {
         if let Some(link) = self.link {
             // RFC 8899 §5.1.2: the link's size is also the largest PLPMTUD probes.
             assoc.set_link_mtu(link.mtu - Interface::ip_header_len(peer) - link.esp_headroom);
+            if peer.is_ipv6() && link.esp_headroom > 0 {
+                // RFC 8899 §5.1.2 with RFC 8200 §5: BASE_PLPMTU sealed must still cross a
+                // 1280-byte IPv6 hop, which any path may have; an IPsec port sends no source
+                // fragments (a black hole down to a size no silent hop passes never ends).
+                assoc.set_plpmtud_base(
+                    ddpdk_dataplane::net::IPV6_MIN_MTU
+                        .saturating_sub(Interface::ip_header_len(peer) + link.esp_headroom),
+                );
+            }
         }
         let mut c = Connection::new(assoc, self.cfg, self.limit.clone());
         if let Some(link) = self.link {

@@ -390,6 +390,14 @@ impl<P: Port> Port for Faulty<P> {
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize {
         self.inner.tx_burst(queue, pkts)
     }
+    fn tx_burst_fragmenting(
+        &self,
+        queue: u16,
+        pkts: &mut Vec<Self::Buf>,
+        ipv6_mtu: usize,
+    ) -> usize {
+        self.inner.tx_burst_fragmenting(queue, pkts, ipv6_mtu)
+    }
     fn alloc_bulk(&self, out: &mut Vec<Self::Buf>, n: usize, len: usize) -> bool {
         self.inner.alloc_bulk(out, n, len)
     }

@@ -252,6 +252,23 @@ pub trait Port: Send + Sync {
     /// took are removed from `pkts` and the number is returned; the others remain, in order.
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize;
 
+    /// [`Port::tx_burst`] for IPv6 packets larger than the path to their peer carries whole
+    /// (chunks framed before RFC 8899 discovery or ICMP lowered the path MTU, RFC 9260 §7.3;
+    /// or any packet while discovery has BASE_PLPMTU unconfirmed, RFC 8899 §5.4), which the
+    /// caller could not cut into source fragments because the port seals what it sends: a
+    /// non-initial fragment carries no ports for the security policy to select (RFC 4301
+    /// §4.4.1.1). A port that seals them with ESP fragments each sealed packet above
+    /// `ipv6_mtu` IP bytes (never below IPv6's 1280, RFC 8200 §5), after IPsec processing
+    /// (RFC 4301 §7); any other port sends them as they are.
+    fn tx_burst_fragmenting(
+        &self,
+        queue: u16,
+        pkts: &mut Vec<Self::Buf>,
+        _ipv6_mtu: usize,
+    ) -> usize {
+        self.tx_burst(queue, pkts)
+    }
+
     /// How many frames this port took from TX queue `queue`'s caller still wait for the
     /// device's ring inside it (an IPsec port holds frames it sealed: they cannot go back to be
     /// sealed again). The caller keeps calling [`Port::tx_burst`], with nothing new if need be,

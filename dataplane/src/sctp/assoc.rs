@@ -1065,6 +1065,14 @@ impl Association {
         }
     }
 
+    /// RFC 8899 §5.1.2: BASE_PLPMTU for this association's path, where the link adds more
+    /// below SCTP than [`plpmtud::BASE_PLPMTU`] leaves room for ([`Plpmtud::set_base`]).
+    pub fn set_plpmtud_base(&mut self, base: usize) {
+        if let Some(p) = self.plpmtud.as_mut() {
+            p.set_base(base);
+        }
+    }
+
     /// RFC 8899 path MTU discovery of this association's path, if on.
     pub fn plpmtud(&self) -> Option<&Plpmtud> {
         self.plpmtud.as_ref()
@@ -3275,6 +3283,7 @@ impl Association {
         // A peer answering zero window probes (§6.1 A) got them: no black hole, and the
         // expiries before this one are not in a row.
         if let Some(p) = self.plpmtud.as_mut().filter(|_| !probing_live_peer) {
+            let base = p.base();
             let mut packet = HEADER_LEN;
             for seq in self.sq.outstanding_seqs() {
                 let s = self.sq.slot(seq);
@@ -3286,7 +3295,7 @@ impl Association {
                     break;
                 }
                 packet += b;
-                if packet > plpmtud::BASE_PLPMTU {
+                if packet > base {
                     break;
                 }
             }

@@ -105,6 +105,9 @@ pub struct Plpmtud {
     plpmtu: usize,
     /// MAX_PLPMTU: the link's size for this association, rounded down to whole words.
     max: usize,
+    /// BASE_PLPMTU for this association's path: [`BASE_PLPMTU`], or less where what the
+    /// link adds below SCTP would take it past IPv6's minimum link ([`Plpmtud::set_base`]).
+    base: usize,
     /// The smallest size known not to pass (a probe lost MAX_PROBES times, or a PTB below
     /// it); `max + 1` when none is.
     failed: usize,
@@ -136,6 +139,7 @@ impl Plpmtud {
             state: State::SearchComplete,
             plpmtu: link,
             max,
+            base: BASE_PLPMTU,
             failed: max + 1,
             probed: max,
             probe_count: 0,
@@ -156,6 +160,23 @@ impl Plpmtud {
         // An SCTP packet is whole words (RFC 9260 §3.2): the largest one the link carries.
         self.max = max & !3;
         self.set(max);
+    }
+
+    /// RFC 8899 §5.1.2: BASE_PLPMTU is "a configured size expected to work for most paths",
+    /// and the MIN_PLPMTU below it is configured "to provide space for extension headers and
+    /// other encapsulations at layers below the PL". Over IPv6, every path carries 1280
+    /// bytes (RFC 8200 §5): with an ESP SA's up to `headroom` bytes around the IPv6 packet
+    /// (in a tunnel, another IPv6 header; with AES-CBC, up to 57 bytes), [`BASE_PLPMTU`]
+    /// sealed may not fit, and a black hole would take the association to a size no silent
+    /// 1280-byte hop passes. `base` is what is left of 1280 bytes (whole words, at most
+    /// BASE_PLPMTU); set before any black hole.
+    pub fn set_base(&mut self, base: usize) {
+        self.base = (base & !3).min(BASE_PLPMTU);
+    }
+
+    /// BASE_PLPMTU for this association ([`Plpmtud::set_base`]).
+    pub fn base(&self) -> usize {
+        self.base
     }
 
     pub fn state(&self) -> State {
@@ -265,7 +286,7 @@ impl Plpmtud {
     /// the black hole is taken at its last expiry: an operator's short Max.Retrans asks for
     /// a quick failure of an unreachable peer, not of a small path.
     pub fn on_t3(&mut self, packet_len: usize, max_retrans: u32) -> bool {
-        if packet_len <= BASE_PLPMTU || self.plpmtu <= BASE_PLPMTU {
+        if packet_len <= self.base || self.plpmtu <= self.base {
             self.t3_in_a_row = 0;
             return false;
         }
@@ -275,14 +296,14 @@ impl Plpmtud {
         }
         self.t3_in_a_row = 0;
         self.stats.black_holes += 1;
-        self.plpmtu = BASE_PLPMTU;
+        self.plpmtu = self.base;
         self.changed = true;
         self.last = Change::BlackHole;
         self.state = State::Base;
         // The size that failed is not marked: loss, not the path, may have caused it, and
         // the search tries the largest size first.
         self.failed = self.max + 1;
-        self.probe(BASE_PLPMTU);
+        self.probe(self.base);
         true
     }
 
@@ -384,7 +405,7 @@ impl Plpmtud {
             // is probed again: the association's own retransmissions decide its fate.
             State::Base | State::Error => {
                 self.state = State::Error;
-                self.probe(BASE_PLPMTU);
+                self.probe(self.base);
             }
             State::Searching => {
                 self.failed = self.probed;
@@ -496,6 +517,27 @@ mod tests {
             "§5.2: BASE probes BASE_PLPMTU"
         );
         assert_eq!(p.stats.black_holes, 1);
+    }
+
+    /// RFC 8899 §5.1.2: a BASE_PLPMTU set below the default (ESP over IPv6) is where a black
+    /// hole goes, what BASE and ERROR probe, and the size below which a lost packet says
+    /// nothing of the path; never above the default.
+    #[test]
+    fn a_base_set_lower_is_the_black_holes_size_rfc8899_5_1_2() {
+        let mut p = Plpmtud::new(MAX, PROBE_TIMER);
+        p.set_base(1143);
+        assert_eq!(p.base(), 1140, "whole words");
+        for _ in 0..10 {
+            assert!(!p.on_t3(1140, 10), "a packet of BASE_PLPMTU's size");
+        }
+        assert!(!p.on_t3(1180, 10));
+        assert!(!p.on_t3(1180, 10));
+        assert!(p.on_t3(1180, 10), "above it: a black hole");
+        assert_eq!(p.changed(), Some(1140));
+        assert_eq!(send(&mut p, at(0)).0, 1140, "§5.2: BASE probes it");
+        let mut q = Plpmtud::new(MAX, PROBE_TIMER);
+        q.set_base(1400);
+        assert_eq!(q.base(), BASE_PLPMTU);
     }
 
     #[test]

@@ -809,6 +809,53 @@ fn in_runs<'t>(
 }
 
 impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
+    /// Returns the frames the device took; every frame of `pkts` is taken (protected, passed
+    /// or dropped by policy) unless frames protected earlier still wait for the ring, when
+    /// none is and `pkts` is left as it was: the caller's backpressure. What is sealed is
+    /// fragmented above the SA's path MTU, or above `ipv6_mtu` where the caller gives one
+    /// ([`Port::tx_burst_fragmenting`]).
+    fn seal_and_send(&self, queue: u16, pkts: &mut Vec<Mbuf>, ipv6_mtu: Option<usize>) -> usize {
+        let Some(held) = self.held_for(queue) else {
+            return self.inner.tx_burst(queue, pkts);
+        };
+        let mut held = held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut sent = 0;
+        if !held.is_empty() {
+            sent = self.inner.tx_burst(queue, &mut held);
+            if !held.is_empty() {
+                return sent;
+            }
+        }
+        if self.is_active() && !pkts.is_empty() {
+            let now = Instant::now();
+            let t = self.tables.load();
+            let framed: Vec<Mbuf> = std::mem::take(pkts);
+            in_runs(
+                framed,
+                pkts,
+                |m| self.outbound(&t, m),
+                |sa, run, out| {
+                    let from = out.len();
+                    sa.encrypt_burst(run, &self.pool, now, out);
+                    // The smaller of the SA's path MTU from ICMP and the caller's estimate
+                    // for these packets' peer (RFC 8899's, which only the caller holds).
+                    let mtu = match (sa.path_mtu(now), ipv6_mtu) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    if let Some(mtu) = mtu {
+                        self.fragment_sealed(sa, out, from, mtu);
+                    }
+                },
+            );
+        }
+        sent += self.inner.tx_burst(queue, pkts);
+        held.append(pkts);
+        sent
+    }
+
     /// RFC 4301 §7.3 and §8.1, RFC 8200 §4.5: the sealed IPv6 ESP packets of `out[from..]`
     /// larger than their SA's path MTU `mtu` (IP bytes) leave as IPv6 fragments of at most
     /// `mtu`: no IPv6 router fragments them, and the SCTP packet inside cannot be (its later
@@ -834,11 +881,13 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                 super::ipsec::fix_ipv4_checksum(ip);
             }
         }
+        // RFC 8200 §5: every IPv6 link carries 1280 bytes; no smaller piece is cut.
+        let ipv6_mtu = mtu.max(crate::net::IPV6_MIN_MTU);
         let big = |m: &Mbuf| {
             let d = m.data();
             m.frame_len() == m.len()
                 && d.get(12..14) == Some(&[0x86, 0xdd][..])
-                && d.len() > IP_AT + mtu
+                && d.len() > IP_AT + ipv6_mtu
         };
         if !out[from..].iter().any(big) {
             return;
@@ -1058,43 +1107,12 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         })
     }
 
-    /// Returns the frames the device took; every frame of `pkts` is taken (protected, passed
-    /// or dropped by policy) unless frames protected earlier still wait for the ring, when
-    /// none is and `pkts` is left as it was: the caller's backpressure.
+    /// [`IpsecPort::seal_and_send`].
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
-        let Some(held) = self.held_for(queue) else {
-            return self.inner.tx_burst(queue, pkts);
-        };
-        let mut held = held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut sent = 0;
-        if !held.is_empty() {
-            sent = self.inner.tx_burst(queue, &mut held);
-            if !held.is_empty() {
-                return sent;
-            }
-        }
-        if self.is_active() && !pkts.is_empty() {
-            let now = Instant::now();
-            let t = self.tables.load();
-            let framed: Vec<Mbuf> = std::mem::take(pkts);
-            in_runs(
-                framed,
-                pkts,
-                |m| self.outbound(&t, m),
-                |sa, run, out| {
-                    let from = out.len();
-                    sa.encrypt_burst(run, &self.pool, now, out);
-                    if let Some(mtu) = sa.path_mtu(now) {
-                        self.fragment_sealed(sa, out, from, mtu);
-                    }
-                },
-            );
-        }
-        sent += self.inner.tx_burst(queue, pkts);
-        held.append(pkts);
-        sent
+        self.seal_and_send(queue, pkts, None)
+    }
+    fn tx_burst_fragmenting(&self, queue: u16, pkts: &mut Vec<Mbuf>, ipv6_mtu: usize) -> usize {
+        self.seal_and_send(queue, pkts, Some(ipv6_mtu))
     }
     fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize, len: usize) -> bool {
         self.inner.alloc_bulk(out, n, len)
