@@ -1067,6 +1067,10 @@ pub struct DataCore<P: Port> {
     /// Upcalls the event ring had no room for, sent first, in order, on the next poll; while
     /// any wait, nothing more is taken from the connections.
     held: VecDeque<Upcall>,
+    /// The slot [`DataCore::upcalls`] serves first: the one after the slot whose event found
+    /// the ring full, so that with a ULP slow to take its events a busy connection in a low
+    /// slot does not fill the ring again every time it is emptied, ahead of every other.
+    upcall_first: usize,
     dispatch_in: Receiver<P::Buf>,
     dispatch_out: Vec<Sender<P::Buf>>,
     /// Every core's doorbell (this one's at `index`): a frame dispatched to a sibling wakes it.
@@ -1213,6 +1217,7 @@ pub fn build<P: Port>(
             packets_up: packets_tx.clone(),
             events_up: events_tx.clone(),
             held: VecDeque::new(),
+            upcall_first: 0,
             dispatch_in,
             dispatch_out: dispatch_tx.clone(),
             doorbells: Arc::clone(&doorbells),
@@ -2621,7 +2626,13 @@ impl<P: Port> DataCore<P> {
                 }
             }
         }
-        for k in 0..self.slots.len() {
+        let slots = self.slots.len();
+        let first = if self.upcall_first < slots {
+            self.upcall_first
+        } else {
+            0
+        };
+        for k in (first..slots).chain(0..first) {
             while let Some(s) = self.slots[k].as_mut() {
                 let conn = s.conn;
                 // Completions first: a Closed indication must not overtake the completions
@@ -2638,6 +2649,8 @@ impl<P: Port> DataCore<P> {
                     break;
                 };
                 if !self.up(Upcall::Event(e)) {
+                    // Held; this slot is served last next time.
+                    self.upcall_first = k + 1;
                     return n;
                 }
                 n += 1;

@@ -474,151 +474,234 @@ fn commands_waiting_for_a_cores_ring_keep_the_control_loop_awake() {
     assert!(!c.tx_backlogged(), "the core took them all");
 }
 
+/// Two runtimes of one data core each on a wire, A's events and B's, in virtual time; a
+/// turn polls both cores, B's control thread (its events taken), and A's unless told not to.
+struct EventPair {
+    ca: Control<MemPort>,
+    ka: Vec<DataCore<MemPort>>,
+    ea: Vec<Event>,
+    cb: Control<MemPort>,
+    kb: Vec<DataCore<MemPort>>,
+    eb: Vec<Event>,
+    now: Instant,
+}
+
+impl EventPair {
+    fn new(ring_depth: usize) -> EventPair {
+        let b4 = Ipv4Addr::new(198, 18, 0, 2);
+        let (pa, pb) = pair(2, 4096);
+        let cfg = RuntimeConfig {
+            cores: 1,
+            ring_depth,
+            ..RuntimeConfig::default()
+        };
+        let (ca, ka) = runtime(pa, A4, A6, 1, cfg);
+        let (cb, kb) = runtime(pb, b4, B6, 2, cfg);
+        EventPair {
+            ca,
+            ka,
+            ea: Vec::new(),
+            cb,
+            kb,
+            eb: Vec::new(),
+            now: Instant::from_nanos(1_000_000_000),
+        }
+    }
+
+    fn turn(&mut self, poll_a: bool) {
+        self.ka[0].poll(self.now);
+        self.kb[0].poll(self.now);
+        if poll_a {
+            self.ca.poll(self.now);
+            while let Some(e) = self.ca.poll_event() {
+                self.ea.push(e);
+            }
+        }
+        self.cb.poll(self.now);
+        while let Some(e) = self.cb.poll_event() {
+            self.eb.push(e);
+        }
+    }
+
+    /// A new association from A to B's address `to` with a session on stream 1 (B accepts
+    /// every Initiate with `bpd`).
+    fn session(
+        &mut self,
+        to: IpAddr,
+        apd: ddpdk_dataplane::mem::Pd,
+        bpd: ddpdk_dataplane::mem::Pd,
+    ) -> ConnHandle {
+        let conn = self.ca.connect(self.now, to, PORT).unwrap();
+        let mut step = 0;
+        while !session_event(&self.ea, conn, |e| {
+            matches!(e, SessionEvent::Accepted { .. })
+        }) {
+            step += 1;
+            assert!(step < 100_000, "no session");
+            self.turn(true);
+            if self.ea.iter().any(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        conn: c,
+                        indication: Indication::Connected { .. },
+                    } if *c == conn
+                )
+            }) && step % 1000 == 1
+            {
+                let _ = self.ca.submit(
+                    conn,
+                    Op::Initiate {
+                        stream: 1,
+                        pd: apd,
+                        private_data: Vec::new(),
+                    },
+                );
+            }
+            for e in self.eb.drain(..) {
+                if let Event::Indication {
+                    conn: c,
+                    indication:
+                        Indication::Session {
+                            event: SessionEvent::InitiateReceived { .. },
+                            ..
+                        },
+                } = e
+                {
+                    self.cb
+                        .submit(
+                            c,
+                            Op::Accept {
+                                stream: 1,
+                                pd: bpd,
+                                private_data: Vec::new(),
+                            },
+                        )
+                        .unwrap();
+                }
+            }
+            self.now += Duration::from_micros(100);
+        }
+        conn
+    }
+
+    /// Posts `op` on `conn`, turning A's control thread and core while its outbox is full.
+    fn submit(&mut self, conn: ConnHandle, op: impl Fn() -> Op) {
+        while self.ca.submit(conn, op()).is_err() {
+            self.ca.poll(self.now);
+            self.ka[0].poll(self.now);
+        }
+    }
+
+    /// The successful completions A's ULP was told of, in order: (connection, wr_id).
+    fn done(&self) -> Vec<(ConnHandle, u64)> {
+        self.ea
+            .iter()
+            .filter_map(|e| match e {
+                Event::Completion { conn, completion } if completion.status == Status::Success => {
+                    Some((*conn, completion.wr_id))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// Issue 6 item 2: when the event ring is full the core holds its events back, in order, and
 /// the ULP still gets every completion. Everything runs on this thread in virtual time.
 #[test]
 fn a_full_event_ring_delays_completions_but_loses_none() {
-    let b4 = Ipv4Addr::new(198, 18, 0, 2);
-    let (pa, pb) = pair(2, 4096);
-    let cfg = RuntimeConfig {
-        cores: 1,
-        ring_depth: 4,
-        ..RuntimeConfig::default()
-    };
-    let (mut ca, mut ka) = runtime(pa, A4, A6, 1, cfg);
-    let (mut cb, mut kb) = runtime(pb, b4, B6, 2, cfg);
-    let mut now = Instant::from_nanos(1_000_000_000);
-    let mut ea = Vec::new();
-    let mut eb = Vec::new();
-    fn turn(
-        now: Instant,
-        (ca, ka, ea): (
-            &mut Control<MemPort>,
-            &mut [DataCore<MemPort>],
-            &mut Vec<Event>,
-        ),
-        (cb, kb, eb): (
-            &mut Control<MemPort>,
-            &mut [DataCore<MemPort>],
-            &mut Vec<Event>,
-        ),
-        poll_a: bool,
-    ) {
-        ka[0].poll(now);
-        kb[0].poll(now);
-        if poll_a {
-            ca.poll(now);
-            while let Some(e) = ca.poll_event() {
-                ea.push(e);
-            }
-        }
-        cb.poll(now);
-        while let Some(e) = cb.poll_event() {
-            eb.push(e);
-        }
-    }
-    macro_rules! turn {
-        ($poll_a:expr) => {
-            turn(
-                now,
-                (&mut ca, &mut ka, &mut ea),
-                (&mut cb, &mut kb, &mut eb),
-                $poll_a,
-            )
-        };
-    }
-    let conn = ca.connect(now, IpAddr::V4(b4), PORT).unwrap();
-    let bpd = cb.memory_mut().alloc_pd();
-    let region = cb.memory_mut().alloc_region(1 << 16).unwrap();
-    let reg = cb
-        .memory_mut()
-        .register(remote_write(bpd, region, 1 << 16))
-        .unwrap();
-    let apd = ca.memory_mut().alloc_pd();
-    let mut step = 0;
-    while !session_event(&ea, conn, |e| matches!(e, SessionEvent::Accepted { .. })) {
-        step += 1;
-        assert!(step < 100_000, "no session");
-        turn!(true);
-        if ea.iter().any(|e| {
-            matches!(
-                e,
-                Event::Indication {
-                    indication: Indication::Connected { .. },
-                    ..
-                }
-            )
-        }) && step % 1000 == 1
-        {
-            let _ = ca.submit(
-                conn,
-                Op::Initiate {
-                    stream: 1,
-                    pd: apd,
-                    private_data: Vec::new(),
-                },
-            );
-        }
-        for e in eb.drain(..) {
-            if let Event::Indication {
-                conn: c,
-                indication:
-                    Indication::Session {
-                        event: SessionEvent::InitiateReceived { .. },
-                        ..
-                    },
-            } = e
-            {
-                cb.submit(
-                    c,
-                    Op::Accept {
-                        stream: 1,
-                        pd: bpd,
-                        private_data: Vec::new(),
-                    },
-                )
-                .unwrap();
-            }
-        }
-        now += Duration::from_micros(100);
-    }
-    ea.clear();
+    let mut p = EventPair::new(4);
+    let bpd = p.cb.memory_mut().alloc_pd();
+    let region = p.cb.memory_mut().alloc_region(1 << 16).unwrap();
+    let reg =
+        p.cb.memory_mut()
+            .register(remote_write(bpd, region, 1 << 16))
+            .unwrap();
+    let apd = p.ca.memory_mut().alloc_pd();
+    let conn = p.session(IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)), apd, bpd);
+    p.ea.clear();
     // 40 signaled writes; A's control thread is not polled while they complete.
     // (The ULP's outbox is as deep as the ring: it waits for room.)
     for k in 0..40u64 {
-        while ca
-            .submit(conn, tagged(k, reg.stag, k * 1000, vec![k as u8; 1000]))
-            .is_err()
-        {
-            ca.poll(now);
-            ka[0].poll(now);
-        }
+        p.submit(conn, || tagged(k, reg.stag, k * 1000, vec![k as u8; 1000]));
     }
-    ca.poll(now);
-    while let Some(e) = ca.poll_event() {
-        ea.push(e);
+    p.ca.poll(p.now);
+    while let Some(e) = p.ca.poll_event() {
+        p.ea.push(e);
     }
     for _ in 0..20_000 {
-        turn!(false);
-        now += Duration::from_micros(100);
+        p.turn(false);
+        p.now += Duration::from_micros(100);
     }
-    assert!(ka[0].stats().events_held > 0, "{:?}", ka[0].stats());
+    assert!(p.ka[0].stats().events_held > 0, "{:?}", p.ka[0].stats());
     for _ in 0..200 {
-        turn!(true);
+        p.turn(true);
     }
-    let done: Vec<u64> = ea
+    assert_eq!(
+        p.done(),
+        (0..40).map(|k| (conn, k)).collect::<Vec<_>>(),
+        "every completion, in posting order"
+    );
+}
+
+/// (Review, session 70) With the event ring full (a ULP slow to take its events), each
+/// connection of a core gets its turn: the core drained its slots from the first every time,
+/// so a busy association in a low slot filled the ring again whenever the ULP emptied it, and
+/// a later slot's events (its peer's data, a session, a Closed) waited behind every one the
+/// busy association owed. After a full ring the next round starts with the slot after the one
+/// that filled it.
+#[test]
+fn a_full_event_ring_serves_every_connection_in_turn() {
+    let mut p = EventPair::new(4);
+    let bpd = p.cb.memory_mut().alloc_pd();
+    let region = p.cb.memory_mut().alloc_region(1 << 16).unwrap();
+    let reg =
+        p.cb.memory_mut()
+            .register(remote_write(bpd, region, 1 << 16))
+            .unwrap();
+    let apd = p.ca.memory_mut().alloc_pd();
+    // One association to each of B's addresses (one association between two endpoints).
+    let busy = p.session(IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)), apd, bpd);
+    let other = p.session(IpAddr::V6(B6), apd, bpd);
+    p.ea.clear();
+    // The busy association's 40 writes complete, then the other's one; A's ULP takes no
+    // event meanwhile.
+    for k in 0..40u64 {
+        p.submit(busy, || tagged(k, reg.stag, k * 1000, vec![k as u8; 1000]));
+    }
+    for _ in 0..20_000 {
+        p.turn(false);
+        p.now += Duration::from_micros(100);
+    }
+    p.submit(other, || tagged(100, reg.stag, 50_000, vec![1; 1000]));
+    for _ in 0..20_000 {
+        p.turn(false);
+        p.now += Duration::from_micros(100);
+    }
+    assert!(p.ka[0].stats().events_held > 0, "{:?}", p.ka[0].stats());
+    for _ in 0..200 {
+        p.turn(true);
+    }
+    let done = p.done();
+    assert_eq!(done.len(), 41, "every completion: {done:?}");
+    let at = done.iter().position(|d| *d == (other, 100)).unwrap();
+    // Before: at 40, behind every completion the busy one owed. Now behind what the core
+    // had already held back when the ring filled, and one ring's worth.
+    let held = p.ka[0].stats().events_held as usize;
+    assert!(
+        at <= held + 4,
+        "the other connection's completion came at {at} ({held} held): {done:?}"
+    );
+    let busy_ids: Vec<u64> = done
         .iter()
-        .filter_map(|e| match e {
-            Event::Completion { completion, .. } if completion.status == Status::Success => {
-                Some(completion.wr_id)
-            }
-            _ => None,
-        })
+        .filter(|(c, _)| *c == busy)
+        .map(|(_, k)| *k)
         .collect();
     assert_eq!(
-        done,
+        busy_ids,
         (0..40).collect::<Vec<_>>(),
-        "every completion, in posting order"
+        "each connection's in order"
     );
 }
 
