@@ -2925,7 +2925,8 @@ impl<P: Port> Control<P> {
     }
 
     /// Opens an association to `peer`, `port`; it goes to its owning core, which sends the
-    /// INIT.
+    /// INIT. [`RuntimeError::Busy`] while that core takes no commands (its ring and the
+    /// outbox in front of it full).
     pub fn connect(
         &mut self,
         now: Instant,
@@ -2956,6 +2957,10 @@ impl<P: Port> Control<P> {
         let core = self
             .steer
             .owner(peer, local, port, c.association().local_port());
+        if self.cores[core].outbox.len() >= self.outbox_limit {
+            // Its core takes no commands now: a connection queued for it would wait as long.
+            return Err(RuntimeError::Busy);
+        }
         let conn = self.new_handle(core);
         self.live.insert((peer, port), conn);
         self.note_live(conn, &c);
@@ -3176,8 +3181,25 @@ impl<P: Port> Control<P> {
     }
 
     /// Asks every core for a [`CoreReport`]; they come back as [`Event::Report`].
+    /// Commands waiting in the control side's outbox for room in core `core`'s command ring:
+    /// a stalled core's (nothing a peer sends reaches the control thread through it) grow
+    /// only by the ULP's commands, which `connect` and `submit` refuse past the ring's depth.
+    pub fn commands_waiting(&self, core: usize) -> usize {
+        self.cores.get(core).map_or(0, |l| l.outbox.len())
+    }
+
+    /// A core whose outbox already holds a request answers that one: no second is queued
+    /// (a stalled core's requests would pile up without bound; callers take one report a
+    /// core).
     pub fn request_reports(&mut self) {
         for k in 0..self.cores.len() {
+            if self.cores[k]
+                .outbox
+                .iter()
+                .any(|c| matches!(c, Command::Report))
+            {
+                continue;
+            }
             let _ = self.command(k, Command::Report, true);
         }
     }
@@ -3413,7 +3435,7 @@ impl<P: Port> Control<P> {
                 self.stats.replies += 1;
                 self.out.send_sctp_to(&mut self.iface, f.src_mac, peer, n);
             }
-            Accept::Connection(mut c)
+            Accept::Connection(c)
                 if self.live.keys().filter(|(p, _)| *p == peer).count()
                     >= self.associations_per_peer =>
             {
@@ -3421,18 +3443,14 @@ impl<P: Port> Control<P> {
                 // aborted at once (the peer hears why not as it would from a full core), and
                 // the ULP hears nothing of it.
                 self.stats.peer_limit_refused += 1;
-                c.abort();
-                let h = Interface::header_len(peer);
-                while let Some(n) = c.poll_transmit(now, &mut self.out.frame[h..]) {
-                    self.out.send_sctp_to(&mut self.iface, f.src_mac, peer, n);
-                }
+                self.refuse(now, c, peer, f.src_mac);
             }
             Accept::Connection(c) => {
-                self.stats.accepted += 1;
                 let peer_port = c.association().peer_port();
                 let core =
                     self.steer
                         .owner(peer, f.ip.dst(), peer_port, c.association().local_port());
+                self.stats.accepted += 1;
                 let conn = self.new_handle(core);
                 self.live.insert((peer, peer_port), conn);
                 self.note_live(conn, &c);
@@ -3453,6 +3471,18 @@ impl<P: Port> Control<P> {
                     core,
                 });
             }
+        }
+    }
+}
+
+impl<P: Port> Control<P> {
+    /// Aborts the association `c` the control thread will not hand to a core (RFC 9260
+    /// §9.1): the ABORT goes to the peer at `mac`; the ULP hears nothing of it.
+    fn refuse(&mut self, now: Instant, mut c: Box<Connection>, peer: IpAddr, mac: [u8; 6]) {
+        c.abort();
+        let h = Interface::header_len(peer);
+        while let Some(n) = c.poll_transmit(now, &mut self.out.frame[h..]) {
+            self.out.send_sctp_to(&mut self.iface, mac, peer, n);
         }
     }
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use ddpdk_control::conn::Indication;
 use ddpdk_control::runtime::{
-    ConnHandle, Control, DataCore, Event, RuntimeConfig, MAX_CONNECTIONS_PER_CORE,
+    ConnHandle, Control, DataCore, Event, RuntimeConfig, RuntimeError, MAX_CONNECTIONS_PER_CORE,
 };
 use ddpdk_control::xmit::Tap;
 use ddpdk_dataplane::net::{Interface, Rx};
@@ -1387,4 +1387,55 @@ fn one_peer_address_cannot_take_every_slot() {
         .collect();
     ports.sort();
     assert_eq!(ports, [7000, 7001]);
+}
+
+/// (Review, session 70) A stalled data core takes no commands, and the control thread queued
+/// every command for it in the core's outbox without bound: each `connect` to a peer the core
+/// would own built a connection (some hundred KiB) that waited for as long as the core did,
+/// and every report request (a telemetry scrape a second) queued one more. Past the ring's
+/// and the outbox's depth, `connect` answers Busy (as `submit` does); a report request
+/// already waiting is not queued again.
+#[test]
+fn a_stalled_core_queues_no_more_than_its_outbox_holds() {
+    let (pa, _pb) = pair(3, 4096);
+    let depth = 2;
+    let (mut control, mut cores) = runtime_on(
+        Arc::new(pa),
+        iface(),
+        1,
+        RuntimeConfig {
+            cores: 2,
+            ring_depth: depth,
+            ..RuntimeConfig::default()
+        },
+        Config::default(),
+    );
+    // Core 1 never turns.
+    let stalled = cores.pop().unwrap();
+    let now = t0();
+    let mut to_stalled = 0;
+    let mut busy = 0;
+    for port in 8000..8100 {
+        match control.connect(now, IpAddr::V4(PEER4), port) {
+            Ok(conn) if control.owner(conn) == Some(1) => to_stalled += 1,
+            Ok(_) => {}
+            Err(RuntimeError::Busy) => busy += 1,
+            Err(e) => panic!("{e}"),
+        }
+        cores[0].poll(now);
+        control.poll(now);
+    }
+    assert_eq!(
+        to_stalled,
+        2 * depth,
+        "the ring's and the outbox's worth of connections for the stalled core"
+    );
+    assert!(busy > 0, "the rest refused while it takes no commands");
+    assert_eq!(control.commands_waiting(1), depth);
+    // Report requests: one waits for the stalled core, however often asked.
+    for _ in 0..3 {
+        control.request_reports();
+    }
+    assert_eq!(control.commands_waiting(1), depth + 1);
+    drop(stalled);
 }
