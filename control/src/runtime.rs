@@ -1163,6 +1163,9 @@ pub fn build<P: Port>(
     let depth = cfg.ring_depth.max(1);
     // ESP fragments to us are reassembled for the IPsec port to open (RFC 4303 §3.4.1).
     iface.reassemble_esp(port.opens_esp());
+    // RFC 4301 §7: with IPsec, packets above a lowered path MTU are fragmented by the port
+    // once sealed (`Tx::with_source_fragments` below).
+    iface.fragment_after_sealing(cfg.esp_headroom > 0);
     // RFC 1122 §3.3.2 EMTU_R: no datagram above the link's size is reassembled.
     iface.set_link_mtu(cfg.link_mtu);
     let (mut memory, replicas) = Memory::new(cfg.stags, cores, cfg.random);

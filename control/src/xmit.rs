@@ -156,7 +156,16 @@ pub struct Tx<P: Port> {
     /// Whether an IPv6 packet above a lowered path MTU goes as source fragments (RFC 8200
     /// §4.5); off on an IPsec port ([`Tx::with_source_fragments`]).
     source_fragments: bool,
+    /// Frames for the port to fragment once sealed, with their size
+    /// ([`Tx::send_to_fragment_sealed`]), waiting behind a backlog; at most
+    /// [`SEAL_FRAGMENTED_MAX`].
+    seal_fragmented: Vec<(P::Buf, usize)>,
 }
+
+/// Frames waiting to be fragmented after sealing behind a backlog, at most: each is a chunk
+/// framed before its path MTU fell (or an IPv4 one without DF in an IPv6 tunnel), rare.
+/// Beyond, the newest is dropped (`tx_dropped`) and SCTP sends it again.
+const SEAL_FRAGMENTED_MAX: usize = 64;
 
 impl<P: Port> std::fmt::Debug for Tx<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -196,6 +205,7 @@ impl<P: Port> Tx<P> {
             link_down: false,
             to_fragment: None,
             source_fragments: true,
+            seal_fragmented: Vec::new(),
         }
     }
 
@@ -212,6 +222,18 @@ impl<P: Port> Tx<P> {
 
     pub fn port(&self) -> &Arc<P> {
         &self.port
+    }
+
+    /// The path MTU a packet of `ip_len` IP bytes to `peer` is above, which it must leave in
+    /// fragments of: as source fragments (IPv6), or, on a port that seals it, as fragments of
+    /// the sealed packet (IPv6, and IPv4 without DF: its tunnel may be IPv6).
+    #[inline]
+    fn fragment_mtu(&self, iface: &Interface, peer: IpAddr, ip_len: usize) -> Option<usize> {
+        if self.source_fragments {
+            iface.ipv6_fragment_mtu(peer, ip_len)
+        } else {
+            iface.sealed_fragment_mtu(peer, ip_len)
+        }
     }
 
     /// Whether frames wait for room in the device's ring: the last burst left some. A
@@ -288,7 +310,7 @@ impl<P: Port> Tx<P> {
             Some(mac) => {
                 h.frame[..6].copy_from_slice(&mac);
                 let ip_len = h.frame.len() - ETHERNET_HEADER_LEN;
-                let fragment = iface.ipv6_fragment_mtu(h.peer, ip_len);
+                let fragment = self.fragment_mtu(iface, h.peer, ip_len);
                 match fragment {
                     // ICMP lowered the path MTU while the packet waited.
                     Some(mtu) if self.source_fragments => {
@@ -333,10 +355,10 @@ impl<P: Port> Tx<P> {
             Ok((n, stale)) => {
                 // RFC 9260 §6.9/§7.3, RFC 8200 §4.5: an IPv6 packet above the path MTU ICMP
                 // or discovery lowered (a DATA chunk sent before the drop, which cannot be
-                // re-chunked) goes as source fragments, or, on a port that seals it, as
-                // fragments of the sealed packet: no IPv6 router fragments it. One branch
-                // otherwise.
-                match iface.ipv6_fragment_mtu(peer, l3 + len) {
+                // re-chunked) goes as source fragments: no IPv6 router fragments it. On a port
+                // that seals it, as fragments of the sealed packet, IPv4 without DF too (an
+                // IPv6 tunnel's routers would not fragment it either). One branch otherwise.
+                match self.fragment_mtu(iface, peer, l3 + len) {
                     None => send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload),
                     Some(mtu) => {
                         // `send` copies the spans in and computes what CRC32c it would, then
@@ -613,12 +635,12 @@ impl<P: Port> Tx<P> {
         }
     }
 
-    /// RFC 4301 §7, RFC 8200 §4.5: sends the IPv6 frame `bytes`, above the path MTU `mtu` to
-    /// its peer, through a port that seals what it sends (no source fragments,
-    /// [`Tx::with_source_fragments`]): alone, after the frames queued before it, for the port
-    /// to fragment once sealed ([`Port::tx_burst_fragmenting`]). Behind a backlog it waits
-    /// in the queue and goes whole (lost on a smaller hop: SCTP sends it again). The rare
-    /// path: a chunk framed before the path MTU fell, or while RFC 8899 discovery has
+    /// RFC 4301 §7, RFC 8200 §4.5: sends the frame `bytes`, above the path MTU `mtu` to its
+    /// peer (before sealing: [`Interface::sealed_fragment_mtu`]), through a port that seals
+    /// what it sends (no source fragments, [`Tx::with_source_fragments`]): after the frames
+    /// queued before it, alone, for the port to fragment once sealed
+    /// ([`Port::tx_burst_fragmenting`]); behind a backlog it waits for it to clear. The rare
+    /// path: a chunk framed before the path MTU fell, or (IPv4) while RFC 8899 discovery has
     /// BASE_PLPMTU unconfirmed.
     fn send_to_fragment_sealed(&mut self, bytes: &[u8], offload: Offload, mtu: usize) {
         let Some(mut b) = self.fresh_buf(bytes.len()) else {
@@ -638,20 +660,34 @@ impl<P: Port> Tx<P> {
                 f(bytes);
             }
         }
-        self.flush();
-        if self.backlogged || self.link_down {
-            self.bufs.push(b);
+        if self.seal_fragmented.len() >= SEAL_FRAGMENTED_MAX {
+            self.stats.tx_dropped += 1;
+            self.port.free_bulk(&mut vec![b]);
             return;
         }
-        PlacementBatch::settle();
-        let mut one = vec![b];
-        let sent = self.port.tx_burst_fragmenting(self.queue, &mut one, mtu);
-        self.stats.frames_out += sent as u64;
-        if !one.is_empty() || self.port.tx_held(self.queue) > 0 {
-            self.bufs.append(&mut one);
-            self.backlogged = true;
-            self.stats.tx_ring_full += 1;
+        // Behind what is queued before it, in order ([`Tx::flush`]).
+        self.seal_fragmented.push((b, mtu));
+        self.flush();
+    }
+
+    /// Offers the frames waiting to be fragmented once sealed to the port, one at a time
+    /// (each with its own size), while it takes them. Returns the frames the device took.
+    fn flush_seal_fragmented(&mut self) -> usize {
+        let mut sent = 0;
+        let mut waiting = std::mem::take(&mut self.seal_fragmented).into_iter();
+        for (b, mtu) in waiting.by_ref() {
+            let mut one = vec![b];
+            sent += self.port.tx_burst_fragmenting(self.queue, &mut one, mtu);
+            if let Some(b) = one.pop() {
+                self.seal_fragmented.push((b, mtu));
+                break;
+            }
+            if self.port.tx_held(self.queue) > 0 {
+                break;
+            }
         }
+        self.seal_fragmented.extend(waiting);
+        sent
     }
 
     /// Queues the frame `b` holds (`bytes`, as the tap sees it), with its checksum request;
@@ -682,7 +718,10 @@ impl<P: Port> Tx<P> {
         // Frames the port took but holds (sealed ESP frames the ring refused) are a backlog as
         // much as our own: without this they would wait for the next frame queued here, a SACK
         // or a T3 retransmission away.
-        if self.bufs.is_empty() && self.port.tx_held(self.queue) == 0 {
+        if self.bufs.is_empty()
+            && self.seal_fragmented.is_empty()
+            && self.port.tx_held(self.queue) == 0
+        {
             self.backlogged = false;
             return 0;
         }
@@ -697,15 +736,22 @@ impl<P: Port> Tx<P> {
         if self.link_down && self.port.link().up {
             self.link_down = false;
         }
-        let sent = if self.link_down {
+        let mut sent = if self.link_down {
             0
         } else {
             self.port.tx_burst(self.queue, &mut self.bufs)
         };
+        if !self.seal_fragmented.is_empty()
+            && !self.link_down
+            && self.bufs.is_empty()
+            && self.port.tx_held(self.queue) == 0
+        {
+            sent += self.flush_seal_fragmented();
+        }
         self.stats.frames_out += sent as u64;
         let was = self.backlogged;
         let held = self.port.tx_held(self.queue);
-        self.backlogged = !self.bufs.is_empty() || held > 0;
+        self.backlogged = !self.bufs.is_empty() || !self.seal_fragmented.is_empty() || held > 0;
         if sent == 0 && self.backlogged && !self.link_down && !self.port.link().up {
             self.link_down = true;
         }
@@ -727,8 +773,10 @@ impl<P: Port> Tx<P> {
     /// Frees the frames still waiting for the ring, ours and those the port holds for this
     /// queue, counted in [`TxStats::tx_dropped`] (a queue whose thread stops). Returns how many.
     pub fn discard_backlog(&mut self) -> usize {
-        let n = self.bufs.len() + self.port.discard_held(self.queue);
+        let mut later: Vec<P::Buf> = self.seal_fragmented.drain(..).map(|(b, _)| b).collect();
+        let n = self.bufs.len() + later.len() + self.port.discard_held(self.queue);
         self.stats.tx_dropped += n as u64;
+        self.port.free_bulk(&mut later);
         self.port.free_bulk(&mut self.bufs);
         self.backlogged = false;
         n
@@ -742,6 +790,10 @@ impl<P: Port> Drop for Tx<P> {
     fn drop(&mut self) {
         if !self.bufs.is_empty() {
             self.port.free_bulk(&mut self.bufs);
+        }
+        if !self.seal_fragmented.is_empty() {
+            let mut later: Vec<P::Buf> = self.seal_fragmented.drain(..).map(|(b, _)| b).collect();
+            self.port.free_bulk(&mut later);
         }
         if !self.spare.is_empty() {
             self.port.free_bulk(&mut self.spare);
@@ -845,6 +897,8 @@ mod tests {
         inner: mem::MemPort,
         held: std::sync::Mutex<Vec<mem::HeapBuf>>,
         offered: std::sync::atomic::AtomicUsize,
+        /// Frames offered through `tx_burst_fragmenting`, with the size asked.
+        to_fragment: std::sync::Mutex<Vec<(usize, usize)>>,
     }
 
     impl Holding {
@@ -853,6 +907,7 @@ mod tests {
                 inner,
                 held: std::sync::Mutex::new(Vec::new()),
                 offered: std::sync::atomic::AtomicUsize::new(0),
+                to_fragment: std::sync::Mutex::new(Vec::new()),
             }
         }
     }
@@ -890,6 +945,20 @@ mod tests {
             }
             let sent = sent + self.inner.tx_burst(queue, pkts);
             held.append(pkts);
+            sent
+        }
+        fn tx_burst_fragmenting(
+            &self,
+            queue: u16,
+            pkts: &mut Vec<Self::Buf>,
+            ipv6_mtu: usize,
+        ) -> usize {
+            let before = pkts.len();
+            let sent = self.tx_burst(queue, pkts);
+            if pkts.len() < before {
+                let mut f = self.to_fragment.lock().unwrap();
+                f.extend(std::iter::repeat_n(ipv6_mtu, before - pkts.len()).map(|m| (m, before)));
+            }
             sent
         }
         fn tx_held(&self, _queue: u16) -> usize {
@@ -935,6 +1004,60 @@ mod tests {
         assert_eq!((port.tx_held(0), tx.stats.frames_out), (2, 8));
         assert_eq!(tx.discard_backlog(), 2, "the port's two, freed");
         assert_eq!((tx.stats.tx_dropped, port.tx_held(0)), (2, 0));
+    }
+
+    /// (Review) RFC 4301 §7: a frame for the port to fragment once sealed, made while the
+    /// queue waits for the ring, waits behind the backlog and then goes to
+    /// `tx_burst_fragmenting` with its size; it was queued with the rest and went whole
+    /// (certainly lost on the smaller hop, every time the core was backlogged).
+    #[test]
+    fn a_frame_to_fragment_once_sealed_waits_behind_a_backlog_for_the_port_rfc4301_7() {
+        use core::net::Ipv6Addr;
+        let ours = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+        let peer = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2));
+        let (a, b) = mem::pair(1, 4);
+        let port = Arc::new(Holding::new(a));
+        let mut tx = Tx::new(port.clone(), 0).with_source_fragments(false);
+        let mut iface = Interface::new([2, 0, 0, 0, 0, 1], None, Some(ours));
+        iface.fragment_after_sealing(true);
+        iface.learn_static(peer, PEER_MAC);
+        iface.set_path_mtu(peer, 1180);
+        for mark in 0..10u8 {
+            tx.send_raw(&[mark; 60]);
+        }
+        tx.flush();
+        assert!(tx.congested());
+        let now = Instant::from_nanos(1_000_000_000);
+        let h = Interface::header_len(peer);
+        tx.frame[h..h + 1300].fill(0xab);
+        tx.send_sctp(now, &mut iface, peer, 1300, false);
+        assert!(
+            port.to_fragment.lock().unwrap().is_empty(),
+            "behind the backlog"
+        );
+        assert!(tx.congested());
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            got.extend(received(&b));
+            tx.flush();
+        }
+        got.extend(received(&b));
+        assert_eq!(got.len(), 11, "every frame");
+        assert_eq!(
+            got.last().unwrap().len(),
+            14 + 40 + 1300,
+            "the large one last"
+        );
+        assert_eq!(
+            *port.to_fragment.lock().unwrap(),
+            vec![(1180, 1)],
+            "offered alone, to be fragmented at the path MTU before sealing"
+        );
+        assert!(!tx.congested());
+        // Without a backlog, a large one goes at once.
+        tx.send_sctp(now, &mut iface, peer, 1300, false);
+        assert_eq!(port.to_fragment.lock().unwrap().len(), 2);
+        assert_eq!(received(&b).len(), 1);
     }
 
     /// A device whose link is down refuses every burst: its frames wait, offered once, not

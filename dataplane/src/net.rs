@@ -498,6 +498,9 @@ pub struct Interface {
     /// replace when full.
     lowered: [Option<(IpAddr, u16)>; LOWERED],
     lowered_next: usize,
+    /// What leaves above a lowered path MTU is fragmented after an IPsec port seals it, not
+    /// here ([`Interface::fragment_after_sealing`]).
+    sealed: bool,
     reassembly: [Reassembly; REASSEMBLIES],
     /// Fragments taken (the reassembly slots' clock).
     fragments_seen: u64,
@@ -562,6 +565,7 @@ impl Interface {
             learnt: None,
             lowered: [None; LOWERED],
             lowered_next: 0,
+            sealed: false,
             reassembly: core::array::from_fn(|_| Reassembly::new()),
             fragments_seen: 0,
             now: Instant::ZERO,
@@ -606,6 +610,16 @@ impl Interface {
     /// path MTU fell with ESP packets in flight sends them fragmented (RFC 9260 §7.3).
     pub fn reassemble_esp(&mut self, on: bool) {
         self.esp_fragments = on;
+    }
+
+    /// With `on`, packets are sealed with ESP after they leave the interface, and the port
+    /// fragments a sealed packet that is larger than its peer's path carries whole (RFC 4301
+    /// §7; no source fragments are cut before, whose later pieces carry no ports for the
+    /// policy). A lowered IPv6 path MTU is then kept below 1280 bytes: it is the size of the
+    /// packet before sealing ([`Interface::sealed_fragment_mtu`]), and the packet sealed is
+    /// larger (RFC 8200 §5's 1280 bounds the fragments the port cuts, not this).
+    pub fn fragment_after_sealing(&mut self, on: bool) {
+        self.sealed = on;
     }
 
     /// Our address of `peer`'s family, the one packets to `peer` come from.
@@ -1349,11 +1363,13 @@ impl Interface {
     /// fragment; packets within it keep DF. IPv6 routers never fragment (RFC 8200 §5): the
     /// caller sends it as source fragments that fit ([`Interface::ipv6_fragment_mtu`],
     /// [`Interface::fragment_ipv6`]); an IPv6 path MTU is never taken below 1280 (RFC 8201
-    /// §4).
+    /// §4), but on an interface whose packets are sealed after it (the size before sealing,
+    /// [`Interface::fragment_after_sealing`]; never below 576).
     pub fn set_path_mtu(&mut self, peer: IpAddr, ip_mtu: usize) {
         let p = peer;
         let ip_mtu = match peer {
             IpAddr::V4(_) => ip_mtu,
+            IpAddr::V6(_) if self.sealed => ip_mtu.max(EMTU_R_MIN_V4),
             IpAddr::V6(_) => ip_mtu.max(IPV6_MIN_MTU),
         };
         let mtu = u16::try_from(ip_mtu).unwrap_or(u16::MAX);
@@ -1414,6 +1430,22 @@ impl Interface {
             .iter()
             .flatten()
             .any(|(a, mtu)| *a == IpAddr::V4(peer) && len > usize::from(*mtu))
+    }
+
+    /// On an interface whose packets are sealed after it ([`Interface::fragment_after_sealing`]):
+    /// the path MTU (IP bytes, before sealing) a packet of `ip_len` bytes to `peer` is above,
+    /// when one was lowered below that length: IPv6, or IPv4 leaving without DF (which an
+    /// IPv6 tunnel's outer header cannot carry, RFC 4301 §8.1). The port fragments it once
+    /// sealed ([`crate::port::Port::tx_burst_fragmenting`]). One branch while none was lowered.
+    #[inline]
+    pub fn sealed_fragment_mtu(&self, peer: IpAddr, ip_len: usize) -> Option<usize> {
+        // The table is packed from its first entry: empty, nothing was lowered.
+        self.lowered[0]?;
+        self.lowered
+            .iter()
+            .flatten()
+            .find(|(a, mtu)| *a == peer && ip_len > usize::from(*mtu))
+            .map(|(_, mtu)| usize::from(*mtu))
     }
 
     /// RFC 8200 §4.5, RFC 9260 §7.3: the path MTU an IPv6 packet of `ip_len` bytes (header

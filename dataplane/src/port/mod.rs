@@ -252,14 +252,16 @@ pub trait Port: Send + Sync {
     /// took are removed from `pkts` and the number is returned; the others remain, in order.
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Self::Buf>) -> usize;
 
-    /// [`Port::tx_burst`] for IPv6 packets larger than the path to their peer carries whole
-    /// (chunks framed before RFC 8899 discovery or ICMP lowered the path MTU, RFC 9260 §7.3;
-    /// or any packet while discovery has BASE_PLPMTU unconfirmed, RFC 8899 §5.4), which the
-    /// caller could not cut into source fragments because the port seals what it sends: a
-    /// non-initial fragment carries no ports for the security policy to select (RFC 4301
-    /// §4.4.1.1). A port that seals them with ESP fragments each sealed packet above
-    /// `ipv6_mtu` IP bytes (never below IPv6's 1280, RFC 8200 §5), after IPsec processing
-    /// (RFC 4301 §7); any other port sends them as they are.
+    /// [`Port::tx_burst`] for packets larger than the path to their peer carries whole:
+    /// chunks framed before RFC 8899 discovery or ICMP lowered the path MTU (RFC 9260 §7.3),
+    /// over IPv6, or over IPv4 without DF (also every IPv4 packet above 576 bytes while
+    /// discovery has BASE_PLPMTU unconfirmed, RFC 8899 §5.4), which the caller could not cut
+    /// into source fragments because the port seals what it sends: a non-initial fragment
+    /// carries no ports for the security policy to select (RFC 4301 §4.4.1.1). A port that
+    /// seals them with ESP fragments each sealed IPv6 packet above `ipv6_mtu` IP bytes (the
+    /// size before sealing the caller holds for the path, no larger than what crossed it
+    /// sealed; never below IPv6's 1280, RFC 8200 §5), after IPsec processing (RFC 4301 §7);
+    /// sealed IPv4 leaves without DF for the routers. Any other port sends them as they are.
     fn tx_burst_fragmenting(
         &self,
         queue: u16,

@@ -171,7 +171,7 @@ impl Plpmtud {
     /// 1280-byte hop passes. `base` is what is left of 1280 bytes (whole words, at most
     /// BASE_PLPMTU); set before any black hole.
     pub fn set_base(&mut self, base: usize) {
-        self.base = (base & !3).min(BASE_PLPMTU);
+        self.base = (base & !3).clamp(super::config::MIN_PATH_MTU & !3, BASE_PLPMTU);
     }
 
     /// BASE_PLPMTU for this association ([`Plpmtud::set_base`]).
