@@ -191,7 +191,7 @@ impl Connection {
             before_shutdown = before_shutdown.saturating_sub(1);
             match item {
                 Held::Chunk { ppid, tsn, data } => {
-                    self.sink.held_bytes -= data.len();
+                    self.sink.held_bytes -= held_cost(data.len());
                     // Chunks behind the message of an association that has ended meanwhile
                     // start nothing (a held Initiate would open a session on a closed
                     // association); after a restart, those that came before it were the
@@ -215,7 +215,14 @@ impl Connection {
                 }
             }
             if let Some(again) = self.streams[usize::from(stream)].lent.as_mut() {
-                again.held.extend(held.drain(..));
+                // The rest waits for it, whole: moved, not item by item (a peer sending a
+                // control message behind every few chunks made each return of the session
+                // copy everything still held, quadratic in what it held).
+                if again.held.is_empty() {
+                    again.held = held;
+                } else {
+                    again.held.append(&mut held);
+                }
                 // The message that sent the session away again came before the SHUTDOWN was
                 // asked for: its answer goes first, and what else came before it.
                 if asked_before_shutdown {
@@ -319,7 +326,7 @@ impl Connection {
             self.sink.lent -= 1;
             for item in lent.held {
                 match item {
-                    Held::Chunk { data, .. } => self.sink.held_bytes -= data.len(),
+                    Held::Chunk { data, .. } => self.sink.held_bytes -= held_cost(data.len()),
                     Held::Op(op) => {
                         self.sink.held_ops -= 1;
                         self.sink.op_results.push_back(OpResult {

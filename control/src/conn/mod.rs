@@ -52,7 +52,7 @@ mod stream;
 pub use api::*;
 pub use lend::SessionCall;
 pub use listener::{Accept, Listener};
-pub use stream::MAX_HELD_OPS;
+pub use stream::{HELD_ITEM_COST, MAX_HELD_OPS};
 
 use route::*;
 use send::*;
@@ -971,7 +971,7 @@ impl Connection {
                 Err(_) => self.sink.stats.service_dropped += 1,
             }
             self.sink.echo.pop_front();
-            self.sink.held_bytes -= len;
+            self.sink.held_bytes -= held_cost(len);
         }
         if std::mem::take(&mut self.daytime_due) {
             let text = daytime(std::time::SystemTime::now());

@@ -205,11 +205,11 @@ pub(super) fn route(
         match how.service {
             // The queue is bounded by the receive buffer whatever SCTP let through (a message
             // that filled a gap is taken beyond the window, §6.2): past it, counted and dropped.
-            Service::Echo if out.held_bytes + m.data.len() > how.budget => {
+            Service::Echo if out.held_bytes + held_cost(m.data.len()) > how.budget => {
                 out.stats.service_dropped += 1;
             }
             Service::Echo => {
-                out.held_bytes += m.data.len();
+                out.held_bytes += held_cost(m.data.len());
                 out.echo.push_back((stream, m.ppid, m.data.to_vec()));
             }
             _ => out.stats.service_discarded += 1,
@@ -220,7 +220,7 @@ pub(super) fn route(
     // machine sees the stream's chunks in the order they came. The copy counts against the
     // receive buffer until it is routed (SCTP refuses what does not fit: `Router::room`).
     if let Some(lent) = s.lent.as_mut() {
-        out.held_bytes += m.data.len();
+        out.held_bytes += held_cost(m.data.len());
         out.stats.chunks_held += 1;
         lent.held.push_back(Held::Chunk {
             ppid: m.ppid,
@@ -353,7 +353,7 @@ pub(super) fn route(
                     // before the segment.
                     note_answer_wait(stream, s, m.tsn, out);
                 }
-                out.held_bytes += m.data.len();
+                out.held_bytes += held_cost(m.data.len());
                 out.stats.segments_held_for_answer += 1;
                 s.before_answer.push(m.data.to_vec());
                 return;
@@ -389,7 +389,7 @@ pub(super) fn release_before_answer(
     }
     let accepted = s.session.peer_accepted();
     for data in std::mem::take(&mut s.before_answer) {
-        out.held_bytes -= data.len();
+        out.held_bytes -= held_cost(data.len());
         if accepted {
             place_segment(stream, s, &data, how, memory, out);
         } else {

@@ -304,6 +304,19 @@ pub(super) fn note_gap(stream: u16, s: &DdpStream, out: &mut Sink) {
 /// whose messages the ULP does not take fast enough is told a smaller a_rwnd.
 pub(super) const INDICATION_COST: usize = std::mem::size_of::<Indication>();
 
+/// What holding one of the peer's chunks costs beyond its bytes (behind a session that is
+/// away, ahead of an answer, to be echoed): its queue entry and its copy's heap block (the
+/// allocator's own 16 bytes at least). Counted with the bytes against the receive buffer, so
+/// that a peer's one-byte chunks hold about a hundred bytes each within a_rwnd, not one
+/// (RFC 9260 §6.2: a_rwnd is the memory the receiver has for the peer's data).
+pub const HELD_ITEM_COST: usize = std::mem::size_of::<super::lend::Held>() + 16;
+
+/// What a held chunk of `len` bytes takes of the receive buffer ([`HELD_ITEM_COST`]).
+#[inline]
+pub(super) fn held_cost(len: usize) -> usize {
+    len + HELD_ITEM_COST
+}
+
 /// Operations a connection holds for its sessions that are away; more are refused
 /// ([`PostError::Full`]).
 pub const MAX_HELD_OPS: usize = 4096;
@@ -556,7 +569,7 @@ fn push_completion(
 /// end, their receive buffer given back.
 pub(super) fn drop_held_for_answer(s: &mut DdpStream, out: &mut Sink) {
     for data in s.before_answer.drain(..) {
-        out.held_bytes -= data.len();
+        out.held_bytes -= held_cost(data.len());
         out.stats.after_session_end += 1;
     }
 }
