@@ -578,6 +578,41 @@ fn rfc9260_6_2_one_byte_chunks_held_behind_a_session_cost_what_they_take() {
     assert_eq!(r.conn().receive_room(), budget, "all given back");
 }
 
+/// (Review, session 71) RFC 9260 §6.2: SCTP took a whole chunk that filled a gap whatever
+/// the room ("nothing is held for reordering"), but a stream whose session is away holds
+/// what comes on it: a peer that sent one chunk far ahead, then filled the gap behind it,
+/// had every one of them held, about 8 000 full chunks (12 MB at MTU 1500) against a
+/// 128 KiB buffer. A chunk the connection would hold is judged against the room as a new
+/// one is: dropped unacknowledged beyond it, counted.
+#[test]
+fn rfc9260_6_2_chunks_filling_a_gap_on_a_held_stream_keep_to_the_buffer() {
+    let mut r = Rig::new(256, true);
+    r.auto = false;
+    r.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
+    r.run_for(Duration::from_millis(50));
+    assert!(r.conn().sessions_lent());
+    r.raw.send(S, 16, &tseg(1, 1000)).unwrap();
+    let template = r.raw_packets();
+    assert_eq!(template.len(), 1);
+    let budget = r.conn().association().receive_buffer();
+    let chunk = tseg(1, 1000).len();
+    let n = 3 * budget / chunk;
+    // The last first, then the gap behind it.
+    r.deliver_to_server(&with_tsn_plus(&template[0], n as u32));
+    for k in 0..n {
+        r.deliver_to_server(&with_tsn_plus(&template[0], k as u32));
+    }
+    let held = r.conn().stats().chunks_held as usize;
+    let dropped = r.conn().association().stats().rwnd_dropped as usize;
+    assert_eq!(held + dropped, n + 1, "every chunk held or dropped");
+    assert!(
+        held * (chunk + HELD_ITEM_COST) <= budget + chunk + HELD_ITEM_COST,
+        "{held} chunks of {chunk} bytes held within a buffer of {budget}"
+    );
+    r.control();
+    assert_eq!(r.conn().receive_room(), budget, "all given back");
+}
+
 /// RFC 9260 §5.2.4 with RFC 5043 §6: the peer restarts while a session of ours is away at the
 /// control thread. Chunks held behind the session's message that came before the restart are
 /// the old incarnation's and are dropped (counted); the new incarnation's, held behind it

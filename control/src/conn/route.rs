@@ -67,6 +67,16 @@ impl Deliver for Router<'_, '_> {
     fn room(&self) -> usize {
         self.sink.room(self.how.budget)
     }
+
+    /// A stream whose session is away, or waits for the peer's answer, holds what comes on it
+    /// (`Lent::held`, `DdpStream::before_answer`); an echo service holds what it echoes.
+    fn holds(&self, stream: u16) -> bool {
+        self.how.service == Service::Echo
+            || self
+                .streams
+                .get(usize::from(stream))
+                .is_some_and(|s| s.lent.is_some() || s.session.answer_pending())
+    }
 }
 
 impl Connection {

@@ -71,9 +71,19 @@ pub trait Deliver {
     /// above the highest TSN received and larger than this is dropped unacknowledged; a whole
     /// message that fills a gap below it is taken and delivered whatever this says (§6.2: it
     /// frees the window, and nothing is held for reordering to drop instead), so the layer
-    /// above must accept a delivery beyond its room. Each SACK advertises at most this.
+    /// above must accept a delivery beyond its room, unless it would hold that message
+    /// ([`Deliver::holds`]). Each SACK advertises at most this.
     fn room(&self) -> usize {
         usize::MAX
+    }
+
+    /// Whether a message on `stream` would be held (copied, waiting) rather than consumed at
+    /// delivery: then one that fills a gap is judged against [`Deliver::room`] as a new one
+    /// is, and dropped unacknowledged beyond it (§6.2 allows dropping what was not
+    /// acknowledged), so that holding it cannot take the layer above past its buffer. Asked
+    /// only of a message larger than the room.
+    fn holds(&self, _stream: u16) -> bool {
+        false
     }
 }
 
@@ -2163,7 +2173,7 @@ impl Association {
         // duplicate TSN number(s) SHOULD be reported"), not a new one the full reassembly
         // refuses: it takes no room.
         let refused = if whole {
-            serial::gt(tsn, self.rx.highest()) && len > room
+            len > room && (serial::gt(tsn, self.rx.highest()) || rx.holds(view.stream_id()))
         } else {
             serial::gt(tsn, self.rx.cum_tsn())
                 && !self.rx.received(tsn)
