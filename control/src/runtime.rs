@@ -2635,31 +2635,46 @@ impl<P: Port> DataCore<P> {
         } else {
             0
         };
-        for k in (first..slots).chain(0..first) {
-            while let Some(s) = self.slots[k].as_mut() {
-                let conn = s.conn;
-                // Completions first: a Closed indication must not overtake the completions
-                // of sends it ended (the ULP may forget the connection on Closed).
-                let e = if let Some(completion) = s.c.poll_completion() {
-                    Event::Completion { conn, completion }
-                } else if let Some(indication) = s.c.poll_indication() {
-                    // Held in order with the indication if the ring is full.
-                    if let Some(u) = retagged(conn, &s.c, &indication) {
-                        let _ = self.up(u);
-                    }
-                    Event::Indication { conn, indication }
-                } else {
-                    break;
-                };
-                if !self.up(Upcall::Event(e)) {
-                    // Held; this slot is served last next time.
-                    self.upcall_first = k + 1;
-                    return n;
-                }
-                n += 1;
+        // Two plain loops, not a chained iterator: this runs every turn of an idle core.
+        for k in first..slots {
+            if !self.upcalls_of(k, &mut n) {
+                return n;
+            }
+        }
+        for k in 0..first {
+            if !self.upcalls_of(k, &mut n) {
+                return n;
             }
         }
         n
+    }
+
+    /// Moves what the connection in slot `k` owes the ULP to the event ring, counting them
+    /// in `n`; false once the ring is full (the slot is then served last next time).
+    #[inline(always)]
+    fn upcalls_of(&mut self, k: usize, n: &mut usize) -> bool {
+        while let Some(s) = self.slots[k].as_mut() {
+            let conn = s.conn;
+            // Completions first: a Closed indication must not overtake the completions of
+            // sends it ended (the ULP may forget the connection on Closed).
+            let e = if let Some(completion) = s.c.poll_completion() {
+                Event::Completion { conn, completion }
+            } else if let Some(indication) = s.c.poll_indication() {
+                // Held in order with the indication if the ring is full.
+                if let Some(u) = retagged(conn, &s.c, &indication) {
+                    let _ = self.up(u);
+                }
+                Event::Indication { conn, indication }
+            } else {
+                break;
+            };
+            if !self.up(Upcall::Event(e)) {
+                self.upcall_first = k + 1;
+                return false;
+            }
+            *n += 1;
+        }
+        true
     }
 
     /// Sends up (or holds) everything `c` still owes the ULP, completions first.
@@ -3183,7 +3198,6 @@ impl<P: Port> Control<P> {
         }
     }
 
-    /// Asks every core for a [`CoreReport`]; they come back as [`Event::Report`].
     /// Commands waiting in the control side's outbox for room in core `core`'s command ring:
     /// a stalled core's (nothing a peer sends reaches the control thread through it) grow
     /// only by the ULP's commands, which `connect` and `submit` refuse past the ring's depth.
@@ -3191,7 +3205,8 @@ impl<P: Port> Control<P> {
         self.cores.get(core).map_or(0, |l| l.outbox.len())
     }
 
-    /// A core whose outbox already holds a request answers that one: no second is queued
+    /// Asks every core for a [`CoreReport`]; they come back as [`Event::Report`]. A core
+    /// whose outbox already holds a request answers that one: no second is queued
     /// (a stalled core's requests would pile up without bound; callers take one report a
     /// core).
     pub fn request_reports(&mut self) {

@@ -2697,6 +2697,44 @@ fn rfc5043_10_a_lost_accept_is_waited_for_while_sctp_misses_it() {
     );
 }
 
+/// (Review, session 71) RFC 9260 §6.2 with RFC 5043 §10: the peer's segments behind its lost
+/// Accept fill the receive buffer (held until the Accept comes). The Accept, retransmitted,
+/// fills the gap: it is the one chunk that releases what is held, so it is never refused
+/// for want of room (a chunk filling a gap on a stream that holds its chunks is, since
+/// session 71); refused, the association's cumulative TSN stayed stuck for good.
+#[test]
+fn rfc9260_6_2_a_lost_accept_fills_its_gap_however_full_the_buffer() {
+    let mut d = Duo::new(1024);
+    let pd = d.memory.alloc_pd();
+    d.conn().initiate(S, pd, b"").unwrap();
+    d.settle();
+    let (n, len) = (800u16, 200usize);
+    let (w, wreg) = d.region_with(pd, 256 * 1024, 0x1000, Access::REMOTE_WRITE);
+    let private_data = [0x5a; 512];
+    d.lose = Some(vec![0x5a; 64]);
+    d.send(S, 17, &ctl(0, 2, &private_data));
+    while d.round() {}
+    for k in 0..n {
+        let to = 0x1000 + u64::from(k) * len as u64;
+        d.send(S, 16, &tseg(k + 1, true, wreg.stag.0, to, &[0xaa; 200]));
+    }
+    while d.round() {}
+    assert!(
+        d.conn().receive_room() < 4 + private_data.len(),
+        "the buffer full of held segments: {}",
+        d.conn().receive_room()
+    );
+    d.lose = None;
+    d.run_for(Duration::from_secs(120));
+    assert_eq!(d.conn().session_state(S), Some(State::Established));
+    assert!(
+        d.region_bytes(w, usize::from(n) * len)
+            .iter()
+            .all(|&b| b == 0xaa),
+        "every segment placed once the Accept came"
+    );
+}
+
 /// RFC 5043 §6.6: "A DDP Stream Session Control message MUST NOT be sent if it may be
 /// received before a prior DDP Stream Session Control message within the same DDP Stream
 /// Session". The passive side's Terminate comes after its answer at DDP-SSN 0 and may leave

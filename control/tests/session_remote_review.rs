@@ -405,6 +405,33 @@ fn with_tsn_plus(p: &[u8], by: u32) -> Vec<u8> {
     v
 }
 
+/// `p` (one packet of one whole DATA chunk) as two packets of its two fragments (RFC 9260
+/// §6.9: B set on the first, TSN n; E on the second, TSN n + 1), the first `first` bytes of
+/// its user data in the first.
+fn in_two_fragments(p: &[u8], first: usize) -> [Vec<u8>; 2] {
+    let (head, chunk) = p.split_at(12);
+    let data = &chunk[16..usize::from(u16::from_be_bytes([chunk[2], chunk[3]]))];
+    let tsn = u32::from_be_bytes([chunk[4], chunk[5], chunk[6], chunk[7]]);
+    let piece = |flags: u8, tsn: u32, part: &[u8]| {
+        let mut v = head.to_vec();
+        v.extend_from_slice(&[0, (chunk[1] & !3) | flags]);
+        v.extend_from_slice(&((16 + part.len()) as u16).to_be_bytes());
+        v.extend_from_slice(&tsn.to_be_bytes());
+        v.extend_from_slice(&chunk[8..16]);
+        v.extend_from_slice(part);
+        while v.len() % 4 != 0 {
+            v.push(0);
+        }
+        v[8..12].copy_from_slice(&[0; 4]);
+        crc32c::fill(&mut v);
+        v
+    };
+    [
+        piece(2, tsn, &data[..first]),
+        piece(1, tsn.wrapping_add(1), &data[first..]),
+    ]
+}
+
 /// The a_rwnd of the first SACK among `packets`.
 fn sack_a_rwnd(packets: &[Vec<u8>]) -> Option<u32> {
     packets
@@ -608,6 +635,43 @@ fn rfc9260_6_2_chunks_filling_a_gap_on_a_held_stream_keep_to_the_buffer() {
     assert!(
         held * (chunk + HELD_ITEM_COST) <= budget + chunk + HELD_ITEM_COST,
         "{held} chunks of {chunk} bytes held within a buffer of {budget}"
+    );
+    r.control();
+    assert_eq!(r.conn().receive_room(), budget, "all given back");
+}
+
+/// (Review of the above) The same with each message in two fragments (RFC 9260 §6.9): the
+/// reassembly judged a fragment against its own budget only, then delivered the whole
+/// message to the stream that holds it whatever the room.
+#[test]
+fn rfc9260_6_2_fragments_filling_a_gap_on_a_held_stream_keep_to_the_buffer() {
+    let mut r = Rig::new(256, true);
+    r.auto = false;
+    r.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
+    r.run_for(Duration::from_millis(50));
+    assert!(r.conn().sessions_lent());
+    r.raw.send(S, 16, &tseg(1, 1000)).unwrap();
+    let whole = r.raw_packets();
+    assert_eq!(whole.len(), 1);
+    assert_eq!(whole[0][12], 0, "a DATA chunk first");
+    let template = in_two_fragments(&whole[0], 600);
+    let budget = r.conn().association().receive_buffer();
+    let n = 3 * budget / 1000;
+    let both = |r: &mut Rig, k: usize| {
+        for t in &template {
+            r.deliver_to_server(&with_tsn_plus(t, 2 * k as u32));
+        }
+    };
+    // The last first, then the gap behind it.
+    both(&mut r, n);
+    for k in 0..n {
+        both(&mut r, k);
+    }
+    let held = r.conn().stats().chunks_held as usize;
+    assert!(held > 0);
+    assert!(
+        held * (1014 + HELD_ITEM_COST) <= budget + 1014 + HELD_ITEM_COST,
+        "{held} messages of 1014 bytes held within a buffer of {budget}"
     );
     r.control();
     assert_eq!(r.conn().receive_room(), budget, "all given back");

@@ -68,14 +68,17 @@ impl Deliver for Router<'_, '_> {
         self.sink.room(self.how.budget)
     }
 
-    /// A stream whose session is away, or waits for the peer's answer, holds what comes on it
-    /// (`Lent::held`, `DdpStream::before_answer`); an echo service holds what it echoes.
-    fn holds(&self, stream: u16) -> bool {
-        self.how.service == Service::Echo
+    /// A stream whose session is away holds what comes on it (`Lent::held`: the control
+    /// thread's return releases it); one waiting for the peer's answer holds its segments
+    /// (`DdpStream::before_answer`), not the answer, which releases them; an echo service
+    /// holds what it echoes.
+    fn holds(&self, stream: u16, ppid: u32) -> bool {
+        let control = ppid == PPID_SESSION_CONTROL;
+        self.how.service == Service::Echo && !control
             || self
                 .streams
                 .get(usize::from(stream))
-                .is_some_and(|s| s.lent.is_some() || s.session.answer_pending())
+                .is_some_and(|s| s.lent.is_some() || s.session.answer_pending() && !control)
     }
 }
 

@@ -77,12 +77,13 @@ pub trait Deliver {
         usize::MAX
     }
 
-    /// Whether a message on `stream` would be held (copied, waiting) rather than consumed at
-    /// delivery: then one that fills a gap is judged against [`Deliver::room`] as a new one
-    /// is, and dropped unacknowledged beyond it (§6.2 allows dropping what was not
-    /// acknowledged), so that holding it cannot take the layer above past its buffer. Asked
-    /// only of a message larger than the room.
-    fn holds(&self, _stream: u16) -> bool {
+    /// Whether a message on `stream` with `ppid` would be held (copied, waiting) rather than
+    /// consumed at delivery: then one that fills a gap (or a fragment of one) is judged
+    /// against [`Deliver::room`] as a new one is, and dropped unacknowledged beyond it (§6.2
+    /// allows dropping what was not acknowledged), so that holding it cannot take the layer
+    /// above past its buffer. A message whose arrival releases what is held must not be
+    /// called held: refused, it would never come. Asked only of a chunk larger than the room.
+    fn holds(&self, _stream: u16, _ppid: u32) -> bool {
         false
     }
 }
@@ -2173,11 +2174,15 @@ impl Association {
         // duplicate TSN number(s) SHOULD be reported"), not a new one the full reassembly
         // refuses: it takes no room.
         let refused = if whole {
-            len > room && (serial::gt(tsn, self.rx.highest()) || rx.holds(view.stream_id()))
+            len > room
+                && (serial::gt(tsn, self.rx.highest())
+                    || !self.rx.received(tsn) && rx.holds(view.stream_id(), view.ppid()))
         } else {
             serial::gt(tsn, self.rx.cum_tsn())
                 && !self.rx.received(tsn)
-                && (len > room && serial::gt(tsn, self.rx.highest())
+                && (len > room
+                    && (serial::gt(tsn, self.rx.highest())
+                        || rx.holds(view.stream_id(), view.ppid()))
                     || !self.make_room_for_fragment(tsn, len, view.ending()))
         };
         if refused {
