@@ -162,9 +162,10 @@ pub struct Tx<P: Port> {
     seal_fragmented: Vec<(P::Buf, usize)>,
 }
 
-/// Frames waiting to be fragmented after sealing behind a backlog, at most: each is a chunk
-/// framed before its path MTU fell (or an IPv4 one without DF in an IPv6 tunnel), rare.
-/// Beyond, the newest is dropped (`tx_dropped`) and SCTP sends it again.
+/// Frames waiting to be fragmented after sealing behind a backlog, at most: chunks framed
+/// before their path MTU fell, and over IPv4 every packet above 576 bytes while RFC 8899
+/// discovery has BASE_PLPMTU unconfirmed (its tunnel may be IPv6: the port decides). Beyond,
+/// the newest is dropped (`tx_dropped`) and SCTP sends it again.
 const SEAL_FRAGMENTED_MAX: usize = 64;
 
 impl<P: Port> std::fmt::Debug for Tx<P> {
@@ -760,7 +761,8 @@ impl<P: Port> Tx<P> {
         }
         // The port's held frames wait as ours do (the first refused burst is sealed whole, so
         // our own list can be empty while the ring holds the core back).
-        let waiting = (self.bufs.len().min(TX_BACKLOG_MAX) + held) as u64;
+        let waiting =
+            (self.bufs.len().min(TX_BACKLOG_MAX) + self.seal_fragmented.len() + held) as u64;
         self.stats.backlog_peak = self.stats.backlog_peak.max(waiting);
         if self.bufs.len() > TX_BACKLOG_MAX {
             let mut newest = self.bufs.split_off(TX_BACKLOG_MAX);

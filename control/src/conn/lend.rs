@@ -136,6 +136,7 @@ impl Connection {
         // Not this stream's session any more (nothing renews a stream while its session is
         // away, so this is only defence): the stream is free again, the old session dropped.
         if s.generation != call.generation {
+            self.release_held(lent.held);
             self.shutdown_if_due(now);
             return;
         }
@@ -324,18 +325,24 @@ impl Connection {
                 continue;
             };
             self.sink.lent -= 1;
-            for item in lent.held {
-                match item {
-                    Held::Chunk { data, .. } => self.sink.held_bytes -= held_cost(data.len()),
-                    Held::Op(op) => {
-                        self.sink.held_ops -= 1;
-                        self.sink.op_results.push_back(OpResult {
-                            op: op.name(),
-                            stream: op.stream(),
-                            wr_id: op.wr_id(),
-                            result: Err(PostError::NotConnected),
-                        });
-                    }
+            self.release_held(lent.held);
+        }
+    }
+
+    /// Drops what waited for a session that will not apply it: the chunks give their room
+    /// back, the operations are reported refused (`NotConnected`) as their results.
+    fn release_held(&mut self, held: VecDeque<Held>) {
+        for item in held {
+            match item {
+                Held::Chunk { data, .. } => self.sink.held_bytes -= held_cost(data.len()),
+                Held::Op(op) => {
+                    self.sink.held_ops -= 1;
+                    self.sink.op_results.push_back(OpResult {
+                        op: op.name(),
+                        stream: op.stream(),
+                        wr_id: op.wr_id(),
+                        result: Err(PostError::NotConnected),
+                    });
                 }
             }
         }
