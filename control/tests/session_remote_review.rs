@@ -677,6 +677,43 @@ fn rfc9260_6_2_fragments_filling_a_gap_on_a_held_stream_keep_to_the_buffer() {
     assert_eq!(r.conn().receive_room(), budget, "all given back");
 }
 
+/// (Review, session 71) RFC 9260 §6.2 with RFC 5041 §5.4: messages Placed behind a missing
+/// DDP-SSN wait for Delivery in the stream's pending heap, 32 bytes each, up to the DDP
+/// window (32768: 1 MiB a stream) for zero-length tagged messages that need no STag; none
+/// of it was charged to the receive buffer. It is now: the a_rwnd falls with them, and
+/// comes back once they are delivered.
+#[test]
+fn rfc9260_6_2_messages_waiting_for_delivery_are_charged_to_the_buffer() {
+    let mut r = Rig::new(256, false);
+    r.open();
+    let budget = r.conn().association().receive_buffer();
+    assert_eq!(r.conn().receive_room(), budget);
+    let n = 2000u16;
+    // DDP-SSN 1 missing; 2..=n+1 zero-length tagged messages.
+    for ssn in 2..=n + 1 {
+        while r.raw.send(S, 16, &tseg(ssn, 0)).is_err() {
+            r.run_for(Duration::from_millis(1));
+        }
+    }
+    r.run_for(Duration::from_millis(50));
+    let room = r.conn().receive_room();
+    assert!(
+        room + usize::from(n) * 32 <= budget,
+        "{n} messages waiting, room {room} of {budget}"
+    );
+    // And the peer is told so: the next SACK's a_rwnd.
+    r.raw.send(S, 16, &tseg(n + 2, 0)).unwrap();
+    r.raw.send(S, 16, &tseg(n + 3, 0)).unwrap();
+    for p in r.raw_packets() {
+        r.deliver_to_server(&p);
+    }
+    let told = sack_a_rwnd(&r.server_packets()).expect("a SACK") as usize;
+    assert!(told + usize::from(n) * 32 <= budget, "a_rwnd {told}");
+    r.raw.send(S, 16, &tseg(1, 0)).unwrap();
+    r.run_for(Duration::from_millis(50));
+    assert_eq!(r.conn().receive_room(), budget, "given back once delivered");
+}
+
 /// RFC 9260 §5.2.4 with RFC 5043 §6: the peer restarts while a session of ours is away at the
 /// control thread. Chunks held behind the session's message that came before the restart are
 /// the old incarnation's and are dropped (counted); the new incarnation's, held behind it

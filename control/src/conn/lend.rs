@@ -235,6 +235,7 @@ impl Connection {
                 break;
             }
         }
+        self.sink.sync_pending();
         self.shutdown_if_due(now);
         self.progress(stream);
         self.gaps_due(now);

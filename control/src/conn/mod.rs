@@ -385,7 +385,7 @@ impl Connection {
         self.reuse_if_over(stream)?;
         let s = &mut self.streams[usize::from(stream)];
         s.session.initiate(private_data)?;
-        open_receive(s, pd, &self.cfg, true);
+        open_receive(s, pd, &self.cfg, true, &self.sink);
         self.mark_ready(stream);
         self.progress(stream);
         Ok(())
@@ -396,7 +396,7 @@ impl Connection {
         self.check_stream(stream)?;
         let s = &mut self.streams[usize::from(stream)];
         s.session.accept(private_data)?;
-        open_receive(s, pd, &self.cfg, false);
+        open_receive(s, pd, &self.cfg, false, &self.sink);
         self.mark_ready(stream);
         self.progress(stream);
         Ok(())
@@ -673,6 +673,7 @@ impl Connection {
             how,
         };
         let r = assoc.handle_checked(now, packet, &mut router, checksum_verified);
+        self.sink.sync_pending();
         self.after_sctp();
         self.gaps_due(now);
         r
@@ -710,6 +711,7 @@ impl Connection {
             &self.limit,
             how,
         );
+        self.sink.sync_pending();
         self.progress(stream);
     }
 
@@ -993,7 +995,7 @@ impl Connection {
     /// The receive buffer not taken by what the connection holds for the ULP (chunks of
     /// streams whose session is away, indications not yet polled).
     pub fn receive_room(&self) -> usize {
-        self.sink.room(self.assoc.receive_buffer())
+        self.sink.room_now(self.assoc.receive_buffer())
     }
 
     /// The regions sends may read from.

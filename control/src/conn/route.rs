@@ -65,7 +65,8 @@ impl Deliver for Router<'_, '_> {
     }
 
     fn room(&self) -> usize {
-        self.sink.room(self.how.budget)
+        // Routing may leave messages waiting for Delivery chunk by chunk: counted as they are.
+        self.sink.room_now(self.how.budget)
     }
 
     /// A stream whose session is away holds what comes on it (`Lent::held`: the control

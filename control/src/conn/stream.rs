@@ -203,6 +203,14 @@ pub(super) struct Sink {
     /// Bytes of chunks held for sessions that are away ([`Lent::held`]): they count against
     /// the receive buffer.
     pub(super) held_bytes: usize,
+    /// Messages every stream's receive path holds for Delivery behind a missing DDP-SSN
+    /// (`StreamDelivery::set_charge`): each takes `PENDING_ENTRY_BYTES` of the receive buffer.
+    pub(super) pending_entries: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Their bytes when last looked at ([`Sink::sync_pending`]): only the general receive
+    /// path adds to them (the fused path delivers in order), and a stream's end takes them
+    /// away (then the room is understated until the next packet of the peer, a zero window
+    /// probe at least, looks again).
+    pub(super) pending_bytes: usize,
     /// Operations held for sessions that are away.
     pub(super) held_ops: usize,
     /// RDMAP streams whose peer accepted without RDMAP's parameters: their sessions end.
@@ -324,7 +332,27 @@ pub const MAX_HELD_OPS: usize = 4096;
 impl Sink {
     /// Bytes of the receive buffer (`budget`) not taken by held chunks and owed indications.
     pub(super) fn room(&self, budget: usize) -> usize {
-        budget.saturating_sub(self.held_bytes + self.indications.len() * INDICATION_COST)
+        budget.saturating_sub(
+            self.held_bytes + self.indications.len() * INDICATION_COST + self.pending_bytes,
+        )
+    }
+
+    /// [`Sink::room`] with the messages waiting for Delivery counted as they are now.
+    pub(super) fn room_now(&self, budget: usize) -> usize {
+        budget.saturating_sub(
+            self.held_bytes + self.indications.len() * INDICATION_COST + self.pending_now(),
+        )
+    }
+
+    fn pending_now(&self) -> usize {
+        self.pending_entries
+            .load(std::sync::atomic::Ordering::Relaxed)
+            * ddpdk_dataplane::ddp::StreamDelivery::PENDING_ENTRY_BYTES
+    }
+
+    /// Looks again at the messages waiting for Delivery ([`Sink::pending_bytes`]).
+    pub(super) fn sync_pending(&mut self) {
+        self.pending_bytes = self.pending_now();
     }
 }
 
@@ -678,13 +706,15 @@ pub(super) fn renew(stream: u16, s: &mut DdpStream, limit: &PendingLimit, out: &
 /// with its control message at DDP-SSN 0 (§6.1): the passive side has it already (the
 /// Initiate) and expects segments from 1; the active side expects the Accept at 0, and
 /// delivers nothing that follows it until it has arrived.
-pub(super) fn open_receive(s: &mut DdpStream, pd: Pd, cfg: &ConnConfig, active: bool) {
-    s.rx = Some(StreamRx::new(
+pub(super) fn open_receive(s: &mut DdpStream, pd: Pd, cfg: &ConnConfig, active: bool, out: &Sink) {
+    let mut rx = StreamRx::new(
         s.sid,
         pd,
         u16::from(!active),
         cfg.queues as usize,
         cfg.recv_depth,
-    ));
+    );
+    rx.set_pending_charge(std::sync::Arc::clone(&out.pending_entries));
+    s.rx = Some(rx);
     s.posted = (0..cfg.queues).map(|_| VecDeque::new()).collect();
 }

@@ -62,6 +62,8 @@
 use core::cmp::Ordering;
 use core::fmt;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
 
 use crate::wire::ddp::{Header, SegmentRepr};
 
@@ -233,8 +235,10 @@ impl Ord for PendingLast {
 /// [`StreamDelivery::PENDING_ENTRY_BYTES`] per pending message, 256 of them allocated by
 /// [`StreamDelivery::new`] and at most `max_pending_messages`; [`StreamDelivery::heap_bytes`]
 /// gives the total. With the defaults: 4096 + 256 × 32 = 12288 bytes, growing to at most
-/// 4096 + 32768 × 32 (1 MiB) under a peer that keeps a whole window of messages waiting.
-#[derive(Debug, Clone)]
+/// 4096 + 32768 × 32 (1 MiB) under a peer that keeps a whole window of messages waiting
+/// (counted for the owner's receive buffer, [`StreamDelivery::set_charge`], and given back
+/// once they are delivered).
+#[derive(Debug)]
 pub struct StreamDelivery {
     /// DDP-SSN of absolute index 0.
     first_ddp_ssn: u16,
@@ -256,6 +260,35 @@ pub struct StreamDelivery {
     /// L segments Placed and not yet Delivered, smallest index on top.
     pending: BinaryHeap<PendingLast>,
     max_pending: usize,
+    /// Where the entries of `pending` are counted for the owner's receive buffer
+    /// ([`StreamDelivery::set_charge`]).
+    charge: Option<Arc<AtomicUsize>>,
+}
+
+impl Clone for StreamDelivery {
+    /// A copy counted nowhere: its entries are not the owner's.
+    fn clone(&self) -> StreamDelivery {
+        StreamDelivery {
+            first_ddp_ssn: self.first_ddp_ssn,
+            window: self.window,
+            placed: self.placed.clone(),
+            mask: self.mask,
+            cum: self.cum,
+            base: self.base,
+            front: self.front,
+            pending: self.pending.clone(),
+            max_pending: self.max_pending,
+            charge: None,
+        }
+    }
+}
+
+impl Drop for StreamDelivery {
+    fn drop(&mut self) {
+        if let Some(c) = &self.charge {
+            c.fetch_sub(self.pending.len(), AtomicOrdering::Relaxed);
+        }
+    }
 }
 
 impl StreamDelivery {
@@ -294,6 +327,20 @@ impl StreamDelivery {
             front: None,
             pending: BinaryHeap::with_capacity(max_pending_messages.min(PREALLOCATED_PENDING)),
             max_pending: max_pending_messages,
+            charge: None,
+        }
+    }
+
+    /// Counts the messages waiting in the pending heap (each
+    /// [`StreamDelivery::PENDING_ENTRY_BYTES`] of memory) in `charge`, from now until the
+    /// tracker is dropped: a connection charges them against its receive buffer (RFC 9260
+    /// §6.2, the a_rwnd it advertises), so that a peer keeping a window of zero-length
+    /// messages waiting behind one missing DDP-SSN (32768 of them, 1 MiB a stream) is told
+    /// less room instead. The in-order path never touches it.
+    pub fn set_charge(&mut self, charge: Arc<AtomicUsize>) {
+        charge.fetch_add(self.pending.len(), AtomicOrdering::Relaxed);
+        if let Some(old) = self.charge.replace(charge) {
+            old.fetch_sub(self.pending.len(), AtomicOrdering::Relaxed);
         }
     }
 
@@ -482,7 +529,15 @@ impl StreamDelivery {
                     if self.pending.peek()?.index >= self.cum {
                         return None;
                     }
-                    self.pending.pop()?
+                    let last = self.pending.pop()?;
+                    if let Some(c) = &self.charge {
+                        c.fetch_sub(1, AtomicOrdering::Relaxed);
+                    }
+                    // A burst that grew the heap gives its memory back once delivered.
+                    if self.pending.is_empty() && self.pending.capacity() > PREALLOCATED_PENDING {
+                        self.pending.shrink_to(PREALLOCATED_PENDING);
+                    }
+                    last
                 }
             };
             // A control chunk: nothing to deliver, the next message starts after it.
@@ -514,6 +569,9 @@ impl StreamDelivery {
             self.front = Some(entry);
         } else {
             self.pending.push(entry);
+            if let Some(c) = &self.charge {
+                c.fetch_add(1, AtomicOrdering::Relaxed);
+            }
         }
     }
 

@@ -334,6 +334,12 @@ pub struct StreamRx {
 }
 
 impl StreamRx {
+    /// Counts the stream's messages waiting for Delivery behind a missing DDP-SSN in `charge`
+    /// ([`StreamDelivery::set_charge`]).
+    pub fn set_pending_charge(&mut self, charge: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        self.delivery.set_charge(charge);
+    }
+
     /// The protection domain the stream's session was opened for (RFC 5043 §6: one PD per
     /// session).
     pub fn pd(&self) -> Pd {
