@@ -591,18 +591,25 @@ impl<P: Port> Tx<P> {
             *keep = Some((bytes.to_vec(), sctp_checksum));
             return;
         }
+        if let Some(b) = self.filled_buf(bytes) {
+            self.enqueue(b, bytes, sctp_checksum);
+        }
+    }
+
+    /// A fresh buffer holding `bytes`, or `None`, counted: no buffer, or `bytes` larger than
+    /// its data room (a reply to an oversized INIT; the buffer goes back to its pool).
+    #[inline]
+    fn filled_buf(&mut self, bytes: &[u8]) -> Option<P::Buf> {
         let Some(mut b) = self.fresh_buf(bytes.len()) else {
             self.stats.no_buffer += 1;
-            return;
+            return None;
         };
-        // A buffer holds at most its data room: a larger frame (a reply to an oversized INIT)
-        // is not sent; the buffer goes back to its pool.
         let Some(room) = b.data_mut().get_mut(..bytes.len()) else {
             self.stats.too_big += 1;
-            return;
+            return None;
         };
         room.copy_from_slice(bytes);
-        self.enqueue(b, bytes, sctp_checksum);
+        Some(b)
     }
 
     /// RFC 8200 §4.5: sends the IPv6 frame `bytes` (an Echo Reply the interface says must
@@ -644,15 +651,9 @@ impl<P: Port> Tx<P> {
     /// path: a chunk framed before the path MTU fell, or (IPv4) while RFC 8899 discovery has
     /// BASE_PLPMTU unconfirmed.
     fn send_to_fragment_sealed(&mut self, bytes: &[u8], offload: Offload, mtu: usize) {
-        let Some(mut b) = self.fresh_buf(bytes.len()) else {
-            self.stats.no_buffer += 1;
+        let Some(mut b) = self.filled_buf(bytes) else {
             return;
         };
-        let Some(room) = b.data_mut().get_mut(..bytes.len()) else {
-            self.stats.too_big += 1;
-            return;
-        };
-        room.copy_from_slice(bytes);
         if let Some((l2, l3, ipv6)) = offload {
             b.request_sctp_checksum(l2, l3, ipv6);
         }

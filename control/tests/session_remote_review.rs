@@ -432,6 +432,22 @@ fn in_two_fragments(p: &[u8], first: usize) -> [Vec<u8>; 2] {
     ]
 }
 
+/// A rig whose raw peer sent a control message on `S` (its session lent to a control
+/// thread that never returns it), and the packet of one DATA chunk carrying `data` on `S`
+/// that the raw peer would send next (not delivered): a template to replay at other TSNs.
+fn lent_with(data: &[u8]) -> (Rig, Vec<u8>) {
+    let mut r = Rig::new(256, true);
+    r.auto = false;
+    r.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
+    r.run_for(Duration::from_millis(50));
+    assert!(r.conn().sessions_lent());
+    r.raw.send(S, 16, data).unwrap();
+    let mut template = r.raw_packets();
+    assert_eq!(template.len(), 1);
+    assert_eq!(template[0][12], 0, "a DATA chunk first");
+    (r, template.remove(0))
+}
+
 /// The a_rwnd of the first SACK among `packets`.
 fn sack_a_rwnd(packets: &[Vec<u8>]) -> Option<u32> {
     packets
@@ -533,15 +549,8 @@ fn a_waiting_session_parks_only_its_own_stream() {
 /// the window at once. The peer here ignores a_rwnd: 200 chunks of 1 KiB against 128 KiB.
 #[test]
 fn rfc9260_6_2_a_peer_beyond_the_receive_buffer_is_dropped_and_counted() {
-    let mut r = Rig::new(256, true);
-    r.auto = false;
-    r.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
-    r.run_for(Duration::from_millis(50));
-    assert!(r.conn().sessions_lent());
-    r.raw.send(S, 16, &tseg(1, 1000)).unwrap();
-    let template = r.raw_packets();
-    assert_eq!(template.len(), 1);
-    assert_eq!(template[0][12], 0, "a DATA chunk first");
+    let (mut r, template) = lent_with(&tseg(1, 1000));
+    let template = [template];
     let budget = r.conn().association().receive_buffer();
     let chunk = tseg(1, 1000).len();
     for k in 0..200 {
@@ -578,14 +587,8 @@ fn rfc9260_6_2_a_peer_beyond_the_receive_buffer_is_dropped_and_counted() {
 /// peer is held to the buffer.
 #[test]
 fn rfc9260_6_2_one_byte_chunks_held_behind_a_session_cost_what_they_take() {
-    let mut r = Rig::new(256, true);
-    r.auto = false;
-    r.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
-    r.run_for(Duration::from_millis(50));
-    assert!(r.conn().sessions_lent());
-    r.raw.send(S, 16, &[0x5a]).unwrap();
-    let template = r.raw_packets();
-    assert_eq!(template.len(), 1);
+    let (mut r, template) = lent_with(&[0x5a]);
+    let template = [template];
     let budget = r.conn().association().receive_buffer();
     let n = 4 * budget / HELD_ITEM_COST;
     for k in 0..n {
@@ -613,14 +616,8 @@ fn rfc9260_6_2_one_byte_chunks_held_behind_a_session_cost_what_they_take() {
 /// one is: dropped unacknowledged beyond it, counted.
 #[test]
 fn rfc9260_6_2_chunks_filling_a_gap_on_a_held_stream_keep_to_the_buffer() {
-    let mut r = Rig::new(256, true);
-    r.auto = false;
-    r.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
-    r.run_for(Duration::from_millis(50));
-    assert!(r.conn().sessions_lent());
-    r.raw.send(S, 16, &tseg(1, 1000)).unwrap();
-    let template = r.raw_packets();
-    assert_eq!(template.len(), 1);
+    let (mut r, template) = lent_with(&tseg(1, 1000));
+    let template = [template];
     let budget = r.conn().association().receive_buffer();
     let chunk = tseg(1, 1000).len();
     let n = 3 * budget / chunk;
@@ -645,16 +642,8 @@ fn rfc9260_6_2_chunks_filling_a_gap_on_a_held_stream_keep_to_the_buffer() {
 /// message to the stream that holds it whatever the room.
 #[test]
 fn rfc9260_6_2_fragments_filling_a_gap_on_a_held_stream_keep_to_the_buffer() {
-    let mut r = Rig::new(256, true);
-    r.auto = false;
-    r.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
-    r.run_for(Duration::from_millis(50));
-    assert!(r.conn().sessions_lent());
-    r.raw.send(S, 16, &tseg(1, 1000)).unwrap();
-    let whole = r.raw_packets();
-    assert_eq!(whole.len(), 1);
-    assert_eq!(whole[0][12], 0, "a DATA chunk first");
-    let template = in_two_fragments(&whole[0], 600);
+    let (mut r, whole) = lent_with(&tseg(1, 1000));
+    let template = in_two_fragments(&whole, 600);
     let budget = r.conn().association().receive_buffer();
     let n = 3 * budget / 1000;
     let both = |r: &mut Rig, k: usize| {

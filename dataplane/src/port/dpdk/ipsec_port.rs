@@ -1107,7 +1107,7 @@ impl<P: Port<Buf = Mbuf>> Port for IpsecPort<P> {
         })
     }
 
-    /// [`IpsecPort::seal_and_send`].
+    /// Seals what policy protects and sends (`seal_and_send`).
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
         self.seal_and_send(queue, pkts, None)
     }
