@@ -448,6 +448,16 @@ fn lent_with(data: &[u8]) -> (Rig, Vec<u8>) {
     (r, template.remove(0))
 }
 
+/// [`with_tsn_plus`], the DDP-SSN of its first chunk (RFC 5043 §5.2: the user data's first
+/// two bytes) set to `ssn`.
+fn with_tsn_and_ssn(p: &[u8], by: u32, ssn: u16) -> Vec<u8> {
+    let mut v = with_tsn_plus(p, by);
+    v[28..30].copy_from_slice(&ssn.to_be_bytes());
+    v[8..12].copy_from_slice(&[0; 4]);
+    crc32c::fill(&mut v);
+    v
+}
+
 /// The a_rwnd of the first SACK among `packets`.
 fn sack_a_rwnd(packets: &[Vec<u8>]) -> Option<u32> {
     packets
@@ -701,6 +711,58 @@ fn rfc9260_6_2_messages_waiting_for_delivery_are_charged_to_the_buffer() {
     r.raw.send(S, 16, &tseg(1, 0)).unwrap();
     r.run_for(Duration::from_millis(50));
     assert_eq!(r.conn().receive_room(), budget, "given back once delivered");
+}
+
+/// (Review of the above) The messages waiting for Delivery take the room; the DDP-SSN they
+/// wait for, coming with a TSN above every other (a peer whose SCTP sends a stream's chunks
+/// out of the order they were presented, RFC 5043 §10), was refused for want of that room,
+/// and only its arrival gives the room back: every chunk of the association was refused
+/// from then on. The chunk that releases them is taken whatever the room.
+#[test]
+fn rfc9260_6_2_the_segment_waited_for_is_taken_however_full_the_buffer() {
+    let mut r = Rig::new(256, false);
+    r.open();
+    let budget = r.conn().association().receive_buffer();
+    r.raw.send(S, 16, &tseg(2, 0)).unwrap();
+    let template = r.raw_packets().remove(0);
+    // DDP-SSN k + 2 at TSN + k, DDP-SSN 1 missing, until the buffer refuses them.
+    let mut k = 0u32;
+    while r.conn().association().stats().rwnd_dropped == 0 {
+        r.deliver_to_server(&with_tsn_and_ssn(&template, k, k as u16 + 2));
+        k += 1;
+        assert!(k < 20_000);
+    }
+    assert!(r.conn().receive_room() < 16, "{}", r.conn().receive_room());
+    r.deliver_to_server(&with_tsn_and_ssn(&template, k, 1));
+    assert_eq!(
+        r.conn().receive_room(),
+        budget,
+        "delivered, the room is back"
+    );
+}
+
+/// (Review of the above) The heap of waiting messages keeps the memory it grew to until it
+/// empties: a peer that had 1000 wait, then left one waiting, kept ~32 KiB of it charged to
+/// nothing (on every stream, every association). What it holds is charged while it holds it.
+#[test]
+fn rfc9260_6_2_the_memory_waiting_messages_grew_to_stays_charged_while_held() {
+    let mut r = Rig::new(256, false);
+    r.open();
+    let budget = r.conn().association().receive_buffer();
+    r.raw.send(S, 16, &tseg(2, 0)).unwrap();
+    let template = r.raw_packets().remove(0);
+    for k in 0..1000u32 {
+        r.deliver_to_server(&with_tsn_and_ssn(&template, k, k as u16 + 2));
+    }
+    // One more behind DDP-SSN 1002, which never comes; then DDP-SSN 1.
+    r.deliver_to_server(&with_tsn_and_ssn(&template, 1000, 1003));
+    r.deliver_to_server(&with_tsn_and_ssn(&template, 1001, 1));
+    let grown = 1024 - ddpdk_dataplane::ddp::delivery::PREALLOCATED_PENDING;
+    assert!(
+        r.conn().receive_room() <= budget - grown * 32,
+        "one message waits in a heap of 1024 entries: room {}",
+        r.conn().receive_room()
+    );
 }
 
 /// RFC 9260 §5.2.4 with RFC 5043 §6: the peer restarts while a session of ours is away at the

@@ -673,9 +673,9 @@ impl Connection {
             how,
         };
         let r = assoc.handle_checked(now, packet, &mut router, checksum_verified);
-        self.sink.sync_pending();
         self.after_sctp();
         self.gaps_due(now);
+        self.sink.sync_pending();
         r
     }
 
@@ -988,6 +988,9 @@ impl Connection {
     /// Tells SCTP how much of the receive buffer is free now, for the a_rwnd of the next
     /// SACK: the ULP may have taken indications since the last packet.
     fn tell_room(&mut self) {
+        // A stream's end (a ULP call, a timer) may have dropped messages waiting for Delivery
+        // since the last packet: looked at again before the a_rwnd is told.
+        self.sink.sync_pending();
         let room = self.sink.room(self.assoc.receive_buffer());
         self.assoc.set_receive_room(room);
     }

@@ -73,6 +73,19 @@ impl Deliver for Router<'_, '_> {
     /// thread's return releases it); one waiting for the peer's answer holds its segments
     /// (`DdpStream::before_answer`), not the answer, which releases them; an echo service
     /// holds what it echoes.
+    /// The DDP chunk (segment or control message: its DDP-SSN first, RFC 5043 §5.2) a
+    /// stream's Placed messages wait for, on a stream whose session is here.
+    fn releases(&self, stream: u16, ppid: u32, data: &[u8]) -> bool {
+        let (Some(s), Some(ssn)) = (self.streams.get(usize::from(stream)), data.get(..2)) else {
+            return false;
+        };
+        (ppid == ddpdk_dataplane::wire::ddp::PPID_DDP_SEGMENT || ppid == PPID_SESSION_CONTROL)
+            && s.lent.is_none()
+            && s.rx
+                .as_ref()
+                .is_some_and(|rx| rx.releases_pending(u16::from_be_bytes([ssn[0], ssn[1]])))
+    }
+
     fn holds(&self, stream: u16, ppid: u32) -> bool {
         let control = ppid == PPID_SESSION_CONTROL;
         self.how.service == Service::Echo && !control

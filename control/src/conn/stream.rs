@@ -206,10 +206,9 @@ pub(super) struct Sink {
     /// Messages every stream's receive path holds for Delivery behind a missing DDP-SSN
     /// (`StreamDelivery::set_charge`): each takes `PENDING_ENTRY_BYTES` of the receive buffer.
     pub(super) pending_entries: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    /// Their bytes when last looked at ([`Sink::sync_pending`]): only the general receive
-    /// path adds to them (the fused path delivers in order), and a stream's end takes them
-    /// away (then the room is understated until the next packet of the peer, a zero window
-    /// probe at least, looks again).
+    /// Their bytes when last looked at ([`Sink::sync_pending`]: after each packet the general
+    /// receive path took, a session's return, and before each a_rwnd is told): only the
+    /// general path adds to them (the fused path delivers in order, adding none).
     pub(super) pending_bytes: usize,
     /// Operations held for sessions that are away.
     pub(super) held_ops: usize,

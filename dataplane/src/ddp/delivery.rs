@@ -261,8 +261,9 @@ pub struct StreamDelivery {
     pending: BinaryHeap<PendingLast>,
     max_pending: usize,
     /// Where the entries of `pending` are counted for the owner's receive buffer
-    /// ([`StreamDelivery::set_charge`]).
+    /// ([`StreamDelivery::set_charge`]), and how many are counted there now.
     charge: Option<Arc<AtomicUsize>>,
+    charged: usize,
 }
 
 impl Clone for StreamDelivery {
@@ -279,6 +280,7 @@ impl Clone for StreamDelivery {
             pending: self.pending.clone(),
             max_pending: self.max_pending,
             charge: None,
+            charged: 0,
         }
     }
 }
@@ -286,7 +288,7 @@ impl Clone for StreamDelivery {
 impl Drop for StreamDelivery {
     fn drop(&mut self) {
         if let Some(c) = &self.charge {
-            c.fetch_sub(self.pending.len(), AtomicOrdering::Relaxed);
+            c.fetch_sub(self.charged, AtomicOrdering::Relaxed);
         }
     }
 }
@@ -328,7 +330,32 @@ impl StreamDelivery {
             pending: BinaryHeap::with_capacity(max_pending_messages.min(PREALLOCATED_PENDING)),
             max_pending: max_pending_messages,
             charge: None,
+            charged: 0,
         }
+    }
+
+    /// Entries the heap takes of the owner's receive buffer: those waiting, or the memory it
+    /// grew to beyond the entries allocated up front, if more (it keeps its capacity until
+    /// it empties: a peer leaving one message waiting after a burst keeps it all).
+    fn chargeable(&self) -> usize {
+        self.pending
+            .len()
+            .max(self.pending.capacity().saturating_sub(PREALLOCATED_PENDING))
+    }
+
+    /// Brings the owner's count in line with [`StreamDelivery::chargeable`]. The rare path:
+    /// only the heap's changes call it.
+    fn recharge(&mut self) {
+        let Some(c) = &self.charge else {
+            return;
+        };
+        let now = self.chargeable();
+        if now > self.charged {
+            c.fetch_add(now - self.charged, AtomicOrdering::Relaxed);
+        } else {
+            c.fetch_sub(self.charged - now, AtomicOrdering::Relaxed);
+        }
+        self.charged = now;
     }
 
     /// Counts the messages waiting in the pending heap (each
@@ -338,10 +365,11 @@ impl StreamDelivery {
     /// messages waiting behind one missing DDP-SSN (32768 of them, 1 MiB a stream) is told
     /// less room instead. The in-order path never touches it.
     pub fn set_charge(&mut self, charge: Arc<AtomicUsize>) {
-        charge.fetch_add(self.pending.len(), AtomicOrdering::Relaxed);
         if let Some(old) = self.charge.replace(charge) {
-            old.fetch_sub(self.pending.len(), AtomicOrdering::Relaxed);
+            old.fetch_sub(self.charged, AtomicOrdering::Relaxed);
         }
+        self.charged = 0;
+        self.recharge();
     }
 
     /// A tracker with [`DEFAULT_WINDOW`] and [`DEFAULT_MAX_PENDING_MESSAGES`].
@@ -530,13 +558,11 @@ impl StreamDelivery {
                         return None;
                     }
                     let last = self.pending.pop()?;
-                    if let Some(c) = &self.charge {
-                        c.fetch_sub(1, AtomicOrdering::Relaxed);
-                    }
                     // A burst that grew the heap gives its memory back once delivered.
                     if self.pending.is_empty() && self.pending.capacity() > PREALLOCATED_PENDING {
                         self.pending.shrink_to(PREALLOCATED_PENDING);
                     }
+                    self.recharge();
                     last
                 }
             };
@@ -569,9 +595,7 @@ impl StreamDelivery {
             self.front = Some(entry);
         } else {
             self.pending.push(entry);
-            if let Some(c) = &self.charge {
-                c.fetch_add(1, AtomicOrdering::Relaxed);
-            }
+            self.recharge();
         }
     }
 

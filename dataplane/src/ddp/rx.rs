@@ -340,6 +340,13 @@ impl StreamRx {
         self.delivery.set_charge(charge);
     }
 
+    /// Whether the chunk whose DDP-SSN is `ddp_ssn` is the one Placed messages wait for
+    /// (the first not yet Placed, with messages waiting behind it): its arrival releases
+    /// them.
+    pub fn releases_pending(&self, ddp_ssn: u16) -> bool {
+        self.delivery.pending_messages() > 0 && ddp_ssn == self.delivery.next_expected_ddp_ssn()
+    }
+
     /// The protection domain the stream's session was opened for (RFC 5043 §6: one PD per
     /// session).
     pub fn pd(&self) -> Pd {

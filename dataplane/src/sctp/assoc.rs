@@ -86,6 +86,14 @@ pub trait Deliver {
     fn holds(&self, _stream: u16, _ppid: u32) -> bool {
         false
     }
+
+    /// Whether the whole message `data` on `stream` with `ppid` is the one what the layer
+    /// above holds waits for (DDP messages Placed behind a missing DDP-SSN): its delivery
+    /// releases them, so it is taken beyond [`Deliver::room`] whatever its TSN, or the room
+    /// they take would never come back. Asked only of a chunk larger than the room.
+    fn releases(&self, _stream: u16, _ppid: u32, _data: &[u8]) -> bool {
+        false
+    }
 }
 
 impl<F: FnMut(Message<'_>)> Deliver for F {
@@ -2177,13 +2185,16 @@ impl Association {
             len > room
                 && (serial::gt(tsn, self.rx.highest())
                     || !self.rx.received(tsn) && rx.holds(view.stream_id(), view.ppid()))
+                && !rx.releases(view.stream_id(), view.ppid(), view.user_data())
         } else {
+            // A fragment for a stream that holds what it is given is judged against the room
+            // the reassembly could make (by reneging on fragments above it, §6.2) too.
             serial::gt(tsn, self.rx.cum_tsn())
                 && !self.rx.received(tsn)
-                && (len > room
-                    && (serial::gt(tsn, self.rx.highest())
-                        || rx.holds(view.stream_id(), view.ppid()))
-                    || !self.make_room_for_fragment(tsn, len, view.ending()))
+                && (len > room && serial::gt(tsn, self.rx.highest())
+                    || !self.make_room_for_fragment(tsn, len, view.ending())
+                    || len > rx.room().saturating_sub(self.reasm.held())
+                        && rx.holds(view.stream_id(), view.ppid()))
         };
         if refused {
             self.stats.rwnd_dropped += 1;
