@@ -228,8 +228,22 @@ impl<P: Port> Tx<P> {
     /// The path MTU a packet of `ip_len` IP bytes to `peer` is above, which it must leave in
     /// fragments of: as source fragments (IPv6), or, on a port that seals it, as fragments of
     /// the sealed packet (IPv6, and IPv4 without DF: its tunnel may be IPv6).
-    #[inline]
+    #[inline(always)]
     fn fragment_mtu(&self, iface: &Interface, peer: IpAddr, ip_len: usize) -> Option<usize> {
+        // One branch while no path MTU is lowered; the rest out of line.
+        if !iface.any_path_mtu_lowered() {
+            return None;
+        }
+        self.lowered_fragment_mtu(iface, peer, ip_len)
+    }
+
+    #[inline(never)]
+    fn lowered_fragment_mtu(
+        &self,
+        iface: &Interface,
+        peer: IpAddr,
+        ip_len: usize,
+    ) -> Option<usize> {
         if self.source_fragments {
             iface.ipv6_fragment_mtu(peer, ip_len)
         } else {
@@ -359,20 +373,18 @@ impl<P: Port> Tx<P> {
                 // re-chunked) goes as source fragments: no IPv6 router fragments it. On a port
                 // that seals it, as fragments of the sealed packet, IPv4 without DF too (an
                 // IPv6 tunnel's routers would not fragment it either). One branch otherwise.
-                match self.fragment_mtu(iface, peer, l3 + len) {
-                    None => send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload),
-                    Some(mtu) => {
-                        // `send` copies the spans in and computes what CRC32c it would, then
-                        // hands the whole frame to `send_bytes`, which keeps it here.
-                        self.to_fragment = Some(None);
-                        send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload);
-                        if let Some(Some((mut whole, offload))) = self.to_fragment.take() {
-                            if self.source_fragments {
-                                self.send_fragments(iface, &mut whole, offload, mtu);
-                            } else {
-                                self.send_to_fragment_sealed(&whole, offload, mtu);
-                            }
-                        }
+                let fragment = self.fragment_mtu(iface, peer, l3 + len);
+                if fragment.is_some() {
+                    // `send` copies the spans in and computes what CRC32c it would, then
+                    // hands the whole frame to `send_bytes`, which keeps it here.
+                    self.to_fragment = Some(None);
+                }
+                // One call of `send`, so that it is inlined here (two kept it out of line: 53
+                // instructions a segment).
+                send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload);
+                if let Some(mtu) = fragment {
+                    if let Some(Some((whole, offload))) = self.to_fragment.take() {
+                        self.send_in_fragments(iface, whole, offload, mtu);
                     }
                 }
                 if stale {
@@ -402,6 +414,25 @@ impl<P: Port> Tx<P> {
             }
         }
         self.frame = frame;
+    }
+
+    /// The rare path of [`Tx::frame_sctp`], kept out of it (so that it inlines its `send`):
+    /// the whole frame above its path MTU `mtu` leaves as source fragments, or as fragments
+    /// of the packet the port seals.
+    #[cold]
+    #[inline(never)]
+    fn send_in_fragments(
+        &mut self,
+        iface: &mut Interface,
+        mut whole: Vec<u8>,
+        offload: Offload,
+        mtu: usize,
+    ) {
+        if self.source_fragments {
+            self.send_fragments(iface, &mut whole, offload, mtu);
+        } else {
+            self.send_to_fragment_sealed(&whole, offload, mtu);
+        }
     }
 
     /// As [`Tx::send_sctp`], for a packet with `holes` where region spans belong

@@ -1432,6 +1432,13 @@ impl Interface {
             .any(|(a, mtu)| *a == IpAddr::V4(peer) && len > usize::from(*mtu))
     }
 
+    /// Whether any path MTU is lowered ([`Interface::set_path_mtu`]): the table is packed from
+    /// its first entry.
+    #[inline(always)]
+    pub fn any_path_mtu_lowered(&self) -> bool {
+        self.lowered[0].is_some()
+    }
+
     /// On an interface whose packets are sealed after it ([`Interface::fragment_after_sealing`]):
     /// the path MTU (IP bytes, before sealing) a packet of `ip_len` bytes to `peer` is above,
     /// when one was lowered below that length: IPv6, or IPv4 leaving without DF (which an
