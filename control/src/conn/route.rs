@@ -69,10 +69,6 @@ impl Deliver for Router<'_, '_> {
         self.sink.room_now(self.how.budget)
     }
 
-    /// A stream whose session is away holds what comes on it (`Lent::held`: the control
-    /// thread's return releases it); one waiting for the peer's answer holds its segments
-    /// (`DdpStream::before_answer`), not the answer, which releases them; an echo service
-    /// holds what it echoes.
     /// The DDP chunk (segment or control message: its DDP-SSN first, RFC 5043 §5.2) a
     /// stream's Placed messages wait for, on a stream whose session is here.
     fn releases(&self, stream: u16, ppid: u32, data: &[u8]) -> bool {
@@ -86,6 +82,10 @@ impl Deliver for Router<'_, '_> {
                 .is_some_and(|rx| rx.releases_pending(u16::from_be_bytes([ssn[0], ssn[1]])))
     }
 
+    /// A stream whose session is away holds what comes on it (`Lent::held`: the control
+    /// thread's return releases it); one waiting for the peer's answer holds its segments
+    /// (`DdpStream::before_answer`), not the answer, which releases them; an echo service
+    /// holds what it echoes.
     fn holds(&self, stream: u16, ppid: u32) -> bool {
         let control = ppid == PPID_SESSION_CONTROL;
         self.how.service == Service::Echo && !control

@@ -558,9 +558,16 @@ impl StreamDelivery {
                         return None;
                     }
                     let last = self.pending.pop()?;
-                    // A burst that grew the heap gives its memory back once delivered.
-                    if self.pending.is_empty() && self.pending.capacity() > PREALLOCATED_PENDING {
-                        self.pending.shrink_to(PREALLOCATED_PENDING);
+                    // A burst that grew the heap gives its memory back as it is delivered:
+                    // halved once a quarter full, so that the capacity charged
+                    // (`chargeable`) is at most four times what waits (kept while one
+                    // message waited, it pinned a lossy path's a_rwnd low for as long as the
+                    // loss lasted). Each halving copies at most a quarter of the capacity:
+                    // amortised, a constant a message.
+                    let cap = self.pending.capacity();
+                    if cap > PREALLOCATED_PENDING && self.pending.len() * 4 <= cap {
+                        self.pending
+                            .shrink_to((self.pending.len() * 2).max(PREALLOCATED_PENDING));
                     }
                     self.recharge();
                     last
