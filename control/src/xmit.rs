@@ -328,10 +328,7 @@ impl<P: Port> Tx<P> {
                 let fragment = self.fragment_mtu(iface, h.peer, ip_len);
                 match fragment {
                     // ICMP lowered the path MTU while the packet waited.
-                    Some(mtu) if self.source_fragments => {
-                        self.send_fragments(iface, &mut h.frame, h.offload, mtu)
-                    }
-                    Some(mtu) => self.send_to_fragment_sealed(&h.frame, h.offload, mtu),
+                    Some(mtu) => self.send_in_fragments(iface, &mut h.frame, h.offload, mtu),
                     None => self.send_bytes(&h.frame, h.offload),
                 }
                 self.stats.held_sent += 1;
@@ -383,8 +380,8 @@ impl<P: Port> Tx<P> {
                 // instructions a segment).
                 send(self, &mut frame[..n], ETHERNET_HEADER_LEN + l3, offload);
                 if let Some(mtu) = fragment {
-                    if let Some(Some((whole, offload))) = self.to_fragment.take() {
-                        self.send_in_fragments(iface, whole, offload, mtu);
+                    if let Some(Some((mut whole, offload))) = self.to_fragment.take() {
+                        self.send_in_fragments(iface, &mut whole, offload, mtu);
                     }
                 }
                 if stale {
@@ -424,14 +421,14 @@ impl<P: Port> Tx<P> {
     fn send_in_fragments(
         &mut self,
         iface: &mut Interface,
-        mut whole: Vec<u8>,
+        whole: &mut [u8],
         offload: Offload,
         mtu: usize,
     ) {
         if self.source_fragments {
-            self.send_fragments(iface, &mut whole, offload, mtu);
+            self.send_fragments(iface, whole, offload, mtu);
         } else {
-            self.send_to_fragment_sealed(&whole, offload, mtu);
+            self.send_to_fragment_sealed(whole, offload, mtu);
         }
     }
 
@@ -685,14 +682,7 @@ impl<P: Port> Tx<P> {
         let Some(mut b) = self.filled_buf(bytes) else {
             return;
         };
-        if let Some((l2, l3, ipv6)) = offload {
-            b.request_sctp_checksum(l2, l3, ipv6);
-        }
-        if let Some(t) = &self.tap {
-            if let Ok(mut f) = t.lock() {
-                f(bytes);
-            }
-        }
+        self.stamp(&mut b, bytes, offload);
         if self.seal_fragmented.len() >= SEAL_FRAGMENTED_MAX {
             self.stats.tx_dropped += 1;
             self.port.free_bulk(&mut vec![b]);
@@ -731,6 +721,16 @@ impl<P: Port> Tx<P> {
         bytes: &[u8],
         sctp_checksum: Option<(usize, usize, bool)>,
     ) {
+        self.stamp(&mut b, bytes, sctp_checksum);
+        self.bufs.push(b);
+        if self.bufs.len() >= BURST {
+            self.flush();
+        }
+    }
+
+    /// What every frame queued here gets: its checksum request, and the tap's copy.
+    #[inline(always)]
+    fn stamp(&self, b: &mut P::Buf, bytes: &[u8], sctp_checksum: Offload) {
         if let Some((l2, l3, ipv6)) = sctp_checksum {
             b.request_sctp_checksum(l2, l3, ipv6);
         }
@@ -738,10 +738,6 @@ impl<P: Port> Tx<P> {
             if let Ok(mut f) = t.lock() {
                 f(bytes);
             }
-        }
-        self.bufs.push(b);
-        if self.bufs.len() >= BURST {
-            self.flush();
         }
     }
 
