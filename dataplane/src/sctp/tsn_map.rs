@@ -88,6 +88,26 @@ impl TsnMap {
         end
     }
 
+    /// One past the last offset below `d` whose bit is set; 0 if none. A word at a time, as
+    /// [`next_bit`](Self::next_bit): a renege of the highest TSN (§6.2) walks back to the next
+    /// recorded one, and a peer holding one TSN far ahead made each such walk cost the window.
+    fn prev_set(&self, mut d: usize) -> usize {
+        let mask = self.window() - 1;
+        while d > 0 {
+            let i = (self.base + d - 1) & mask;
+            // Bits at and below `i` of its word: offsets `d - 1 - i % 64 ..= d - 1`, or fewer
+            // if the walk would pass offset 0.
+            let low = (i % 64).min(d - 1);
+            let word = self.bits[i / 64] << (63 - i % 64);
+            let word = word >> (63 - low) << (63 - low);
+            if word != 0 {
+                return d - word.leading_zeros() as usize;
+            }
+            d -= low + 1;
+        }
+        0
+    }
+
     fn set(&mut self, d: usize, on: bool) {
         let i = (self.base + d) & (self.window() - 1);
         if on {
@@ -178,10 +198,7 @@ impl TsnMap {
         self.set(d, false);
         if tsn == self.highest {
             // The highest is now the next recorded TSN below it, or the cumulative point.
-            let mut e = d;
-            while e > 0 && !self.bit(e - 1) {
-                e -= 1;
-            }
+            let e = self.prev_set(d);
             self.highest = self.cum_tsn.wrapping_add(e as u32);
         }
         true
@@ -270,6 +287,46 @@ mod tests {
                 let _ = m.insert(from.wrapping_add(t));
             }
             let mut out = [GapAckBlock { start: 0, end: 0 }; 600];
+            let n = m.gap_blocks(&mut out);
+            let got: Vec<(u16, u16)> = out[..n].iter().map(|b| (b.start, b.end)).collect();
+            proptest::prop_assert_eq!(got, gap_blocks_by_tsn(&m));
+        }
+    }
+
+    proptest::proptest! {
+        /// RFC 9260 §6.2: after a renege the highest TSN is the highest still recorded above the
+        /// cumulative point (found a word at a time), or that point when none is, wherever
+        /// the ring's base stands; the gap blocks stay the per-TSN definition's.
+        #[test]
+        fn the_highest_after_a_renege_is_the_highest_still_recorded_6_2(
+            initial in proptest::prelude::any::<u32>(),
+            window_log in 6u32..12,
+            turns in 0usize..3000,
+            tsns in proptest::collection::vec(0u32..4096, 0..200),
+            reneges in proptest::collection::vec(0u32..4096, 0..60),
+        ) {
+            let window = 1usize << window_log;
+            let mut m = TsnMap::new(initial, window);
+            for k in 0..turns as u32 {
+                assert!(m.insert_next(initial.wrapping_add(k)));
+            }
+            let from = initial.wrapping_add(turns as u32);
+            for t in tsns {
+                let _ = m.insert(from.wrapping_add(t % window as u32));
+            }
+            for r in reneges {
+                // Mostly the highest, the case that walks back; sometimes another.
+                let tsn = if r % 3 == 0 { from.wrapping_add(r) } else { m.highest() };
+                let _ = m.renege(tsn);
+                let cum = m.cum_tsn();
+                let highest_by_tsn = (1..=m.window() as u32)
+                    .rev()
+                    .map(|k| cum.wrapping_add(k))
+                    .find(|&t| m.received(t))
+                    .unwrap_or(cum);
+                proptest::prop_assert_eq!(m.highest(), highest_by_tsn);
+            }
+            let mut out = [GapAckBlock { start: 0, end: 0 }; 2048];
             let n = m.gap_blocks(&mut out);
             let got: Vec<(u16, u16)> = out[..n].iter().map(|b| (b.start, b.end)).collect();
             proptest::prop_assert_eq!(got, gap_blocks_by_tsn(&m));
