@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use ddpdk_control::conn::{
-    Accept, Completion, ConnConfig, Connection, Indication, Listener, Status,
+    Accept, Applied, Completion, ConnConfig, Connection, Indication, Listener, Op, Status,
 };
 use ddpdk_control::memory::{Memory, MemoryRegistration, Place};
 use ddpdk_control::session::{Event, PendingLimit, ProtocolError, State, TerminationReason};
@@ -757,6 +757,77 @@ fn rfc5041_8_3_1_deregistration_stops_posted_receives() {
         "placed into deregistered memory: {:?}",
         d.inds
     );
+}
+
+/// RFC 5041 §7.1 untagged check 2 ("allows Placement"), judged when a receive is posted: a
+/// plain DDP ULP's buffer of another protection domain than the stream's session, or of a
+/// registration gone since it was built, is refused to the ULP (`BadSink`) and never taken;
+/// it used to be queued, and the peer's first Send into it then ended the stream
+/// (`BufferRevoked`, a Local Catastrophic Terminate). One of the stream's own PD is taken.
+#[test]
+fn rfc5041_7_1_a_receive_no_placement_could_fill_is_refused_when_posted() {
+    let mut d = Duo::new(256);
+    let (pd, other) = (d.memory.alloc_pd(), d.memory.alloc_pd());
+    d.open(S, pd);
+    let now = d.now;
+    let r = d.memory.alloc_region(8192).unwrap();
+    let reg = |pd, offset| MemoryRegistration {
+        pd,
+        region: r,
+        offset,
+        len: 4096,
+        access: Access::LOCAL_WRITE,
+        stream: None,
+        to_base: 0,
+    };
+    let theirs = d.memory.register(reg(other, 0)).unwrap();
+    let ours = d.memory.register(reg(pd, 4096)).unwrap();
+    let gone = d.memory.register(reg(pd, 0)).unwrap();
+    let post = |d: &mut Duo, pd, stag, wr_id| {
+        let buffer = d.memory.receive_buffer(pd, stag, 0, 256).unwrap();
+        let op = Op::PostRecv {
+            stream: S,
+            qn: 0,
+            wr_id,
+            buffer,
+        };
+        let conn = d.conn.as_mut().unwrap();
+        conn.apply(now, op, d.memory.stags())
+    };
+    assert_eq!(
+        post(&mut d, other, theirs.stag, 1),
+        Err(PostError::BadSink),
+        "another PD's buffer"
+    );
+    let stale = d.memory.receive_buffer(pd, gone.stag, 0, 256).unwrap();
+    d.memory.deregister(gone.stag).unwrap();
+    let op = Op::PostRecv {
+        stream: S,
+        qn: 0,
+        wr_id: 2,
+        buffer: stale,
+    };
+    let conn = d.conn.as_mut().unwrap();
+    assert_eq!(
+        conn.apply(now, op, d.memory.stags()),
+        Err(PostError::BadSink),
+        "a deregistered buffer"
+    );
+    assert_eq!(
+        post(&mut d, pd, ours.stag, 3),
+        Ok(Applied::Posted {
+            stream: S,
+            qn: 0,
+            wr_id: 3
+        })
+    );
+    // The taken buffer is the first posted (MSN 1): the refused ones never queued ahead.
+    d.send(S, 16, &useg(1, true, 0, 1, 0, b"into the stream's own PD"));
+    d.settle();
+    let mut got = vec![0u8; 24];
+    d.memory.region(r).unwrap().read(4096, &mut got).unwrap();
+    assert_eq!(&got[..], b"into the stream's own PD", "{:?}", d.inds);
+    assert_eq!(d.conn().session_state(S), Some(State::Established));
 }
 
 /// RFC 5041 §5.4: the ULP Message Length of an untagged message is the MO plus the payload

@@ -420,8 +420,9 @@ pub enum PostError {
     NotRdmap,
     /// The peer's Initiate did not carry RDMAP's parameters: it is no RDMAP peer.
     PeerNotRdmap,
-    /// The RDMA Read's (or Atomic's) Data Sink is not a registration of this stream's
-    /// protection domain that grants local write and holds the range.
+    /// The RDMA Read's (or Atomic's) Data Sink, or a posted receive's buffer, is not a
+    /// registration of this stream's protection domain that grants local write and holds the
+    /// range.
     BadSink,
     /// An RDMA Read or Atomic on a stream whose ORD is 0 (ours, or the peer's IRD: RFC 5040
     /// §6.1, RFC 7306 §5.2): none may ever be outstanding, so it would wait forever.

@@ -381,6 +381,7 @@ impl Connection {
                 wr_id,
                 buffer,
             } => {
+                self.check_receive_buffer(stream, &buffer, stags)?;
                 self.post_recv(stream, qn, wr_id, buffer)?;
                 return Ok(Applied::Posted { stream, qn, wr_id });
             }

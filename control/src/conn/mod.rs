@@ -1049,6 +1049,33 @@ impl Connection {
         }
     }
 
+    /// The checks placement makes of a posted receive's buffer (RFC 5041 §7.1 untagged check
+    /// 2, "allows Placement"), made when it is posted against `stags` (the table the caller
+    /// places with), so a buffer that could never be placed is refused to the ULP that posted
+    /// it rather than ending the stream at the peer's first Send (`BufferRevoked`): it names a
+    /// registration of the stream's protection domain that grants local write and holds it.
+    /// The stream's PD is its session's; one not established yet is left to
+    /// [`post_recv`](Self::post_recv)'s own refusal.
+    pub(super) fn check_receive_buffer(
+        &self,
+        stream: u16,
+        buffer: &PostedBuffer,
+        stags: &ddpdk_dataplane::mem::StagTable,
+    ) -> Result<(), PostError> {
+        let Some(pd) = self
+            .streams
+            .get(usize::from(stream))
+            .and_then(|s| s.rx.as_ref())
+            .map(StreamRx::pd)
+        else {
+            return Ok(());
+        };
+        match buffer.stag.and_then(|stag| stags.lookup(stag)) {
+            Some(reg) if reg.pd == pd && reg.holds(buffer) => Ok(()),
+            _ => Err(PostError::BadSink),
+        }
+    }
+
     // ---- internals ----
 
     fn check_stream(&self, stream: u16) -> Result<(), PostError> {
