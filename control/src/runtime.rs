@@ -787,6 +787,10 @@ const REPLY_MAX: usize = 9216;
 /// its own operations, and the connections' receive buffers shrink the peers' a_rwnd.
 pub const MAX_HELD_UPCALLS: usize = 1024;
 
+/// Events the control side keeps for the ULP per entry of a ring ([`Control::events_waiting`]):
+/// room for a few polls' worth of upcalls between two of the ULP's turns, and no more.
+pub const READY_PER_RING_ENTRY: usize = 4;
+
 /// How a data core waits when a poll turn finds nothing to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdlePolicy {
@@ -1260,6 +1264,7 @@ pub fn build<P: Port>(
         bell: control_bell,
         outbox_limit: depth,
         event_budget: depth,
+        ready_limit: depth.saturating_mul(READY_PER_RING_ENTRY),
         associations_per_peer: cfg.associations_per_peer.max(1),
         packets: packets_rx,
         events: events_rx,
@@ -2823,6 +2828,11 @@ pub struct Control<P: Port> {
     outbox_limit: usize,
     /// Upcalls taken from the cores' event ring a poll: its depth.
     event_budget: usize,
+    /// Events waiting for the ULP ([`Control::poll_event`]) beyond which no more upcalls are
+    /// taken from the cores: they wait in the cores' ring and then in their connections,
+    /// whose a_rwnd closes (RFC 9260 §6.2), so a ULP that polls but does not take its events
+    /// holds the peers back instead of growing this queue with every message they send.
+    ready_limit: usize,
     /// [`RuntimeConfig::associations_per_peer`].
     associations_per_peer: usize,
     /// Live associations by peer address and port: a packet of one that reaches the control
@@ -3226,6 +3236,13 @@ impl<P: Port> Control<P> {
         self.ready.pop_front()
     }
 
+    /// Events taken from the cores that the ULP has not taken yet ([`Control::poll_event`]),
+    /// those behind a revocation included. At [`RuntimeConfig::ring_depth`] ×
+    /// [`READY_PER_RING_ENTRY`] [`Control::poll`] takes no more until the ULP does.
+    pub fn events_waiting(&self) -> usize {
+        self.ready.len() + self.gated.len()
+    }
+
     fn new_handle(&mut self, core: usize) -> ConnHandle {
         let conn = ConnHandle(self.next_conn);
         self.next_conn += 1;
@@ -3272,8 +3289,12 @@ impl<P: Port> Control<P> {
         // At most a ring's worth a poll: the cores refill the ring while it drains (a peer
         // whose control messages make the round trip keeps it full), and a poll that never
         // returned answered no INIT and let the ULP reach no completion queue (an
-        // independent review). What is left is taken at the next poll; work says so.
-        for _ in 0..self.event_budget {
+        // independent review). What is left is taken at the next poll; work says so. None
+        // while the ULP has not taken what it was given ([`Control::events_waiting`]).
+        let room = self
+            .ready_limit
+            .saturating_sub(self.ready.len() + self.gated.len());
+        for _ in 0..self.event_budget.min(room) {
             let Some(u) = channel::poll(&self.events) else {
                 break;
             };

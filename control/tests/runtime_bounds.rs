@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ddpdk_control::conn::{Indication, Status};
-use ddpdk_control::runtime::{Event, RuntimeConfig, LIGHT_SLEEP, MAX_HELD_UPCALLS};
+use ddpdk_control::runtime::{
+    Event, RuntimeConfig, LIGHT_SLEEP, MAX_HELD_UPCALLS, READY_PER_RING_ENTRY,
+};
 use ddpdk_dataplane::port::mem::pair;
 use ddpdk_dataplane::sctp::Config;
 
@@ -127,4 +129,100 @@ fn run<P: ddpdk_dataplane::port::Port>(
     });
     let report = l.kb[0].report();
     assert_eq!(report.assocs[0].receive_room, BUFFER as usize);
+}
+
+/// The server's control thread polls but its ULP never takes an event (`poll_event`): the
+/// control side keeps at most `ring_depth × READY_PER_RING_ENTRY` events for it and takes no
+/// more upcalls, so the core's ring fills and the connection's receive buffer closes the
+/// client's window (RFC 9260 §6.2), as with a stalled control thread. It used to take every
+/// upcall into a queue without bound: 3000 events for 3000 writes, all completed. Once the
+/// ULP takes its events, every write completes and every message is indicated once.
+#[test]
+fn a_ulp_that_polls_without_taking_events_holds_its_peers_back() {
+    let (a4, b4) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
+    let (a6, b6): (Ipv6Addr, Ipv6Addr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+    let (pa, pb) = pair(2, 4096);
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ring_depth: 8,
+        ..RuntimeConfig::default()
+    };
+    let a = runtime(Arc::new(pa), a4, a6, 1, cfg);
+    let b = runtime_with(
+        Arc::new(pb),
+        b4,
+        b6,
+        2,
+        cfg,
+        Config {
+            a_rwnd: BUFFER,
+            ..Config::default()
+        },
+    );
+    let (mut l, reg, _region) = Lockstep::open_to_region(a, b, IpAddr::V4(b4), PORT, 1 << 20);
+    let limit = cfg.ring_depth * READY_PER_RING_ENTRY;
+    let mut submitted = 0u64;
+    let mut most_waiting = 0;
+    for _ in 0..50_000 {
+        while submitted < WRITES {
+            let op = tagged(
+                submitted,
+                reg.stag,
+                reg.to_base + (submitted % 1024) * 64,
+                vec![7; 64],
+            );
+            if l.ca.submit(l.conn, op).is_err() {
+                break;
+            }
+            submitted += 1;
+        }
+        for k in l.ka.iter_mut().chain(&mut l.kb) {
+            k.poll(l.now);
+        }
+        l.ca.poll(l.now);
+        l.cb.poll(l.now);
+        most_waiting = most_waiting.max(l.cb.events_waiting());
+        l.ea.extend(std::iter::from_fn(|| l.ca.poll_event()));
+        l.now += Duration::from_micros(200);
+    }
+    let completed = |l: &Lockstep<_>| {
+        l.ea.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Completion { completion, .. } if completion.status == Status::Success
+                )
+            })
+            .count() as u64
+    };
+    assert!(
+        most_waiting <= limit,
+        "{most_waiting} events kept for the ULP, more than {limit}"
+    );
+    assert!(
+        completed(&l) < WRITES,
+        "the client was never held back ({} writes completed)",
+        completed(&l)
+    );
+    let server = &l.kb[0].report().assocs[0];
+    assert!(
+        server.receive_room < 64 + 16,
+        "the receive buffer is full ({} bytes left)",
+        server.receive_room
+    );
+    l.run_until("every write completed", |l| completed(l) == WRITES);
+    l.run_until("every message indicated", |l| {
+        l.eb.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::TaggedDelivered { .. },
+                        ..
+                    }
+                )
+            })
+            .count() as u64
+            == WRITES
+    });
 }
