@@ -1951,6 +1951,10 @@ fn cores_json(reports: &[CoreReport]) -> serde_json::Value {
                 "plpmtud_probes": r.stats.plpmtud_probes,
                 "plpmtud_raised": r.stats.plpmtud_raised,
                 "ip_source_fragmented": r.iface.source_fragmented,
+                // The small tables' evictions: neighbours (spoofed ARP floods) and lowered
+                // path MTUs (more peers behind small hops than the table holds).
+                "neighbours_evicted": r.iface.neighbours_evicted,
+                "path_mtus_evicted": r.iface.path_mtus_evicted,
                 "ip_reassembled": r.iface.reassembled,
                 "ip_reassembly_timeouts": r.iface.reassembly_timeouts})
         })

@@ -214,6 +214,14 @@ pub struct InterfaceStats {
     /// IPv6 SCTP packets we sent as fragments, above a lowered path MTU (RFC 8200 §4.5,
     /// [`Interface::fragment_ipv6`]); sent, not received: outside [`InterfaceStats::frames`].
     pub source_fragmented: u64,
+    /// Learnt neighbours forgotten to make room for another when the table was full (the
+    /// least recently confirmed): what a flood of ARP requests from spoofed sources costs the
+    /// real peers (a solicitation each, later). Outside [`InterfaceStats::frames`].
+    pub neighbours_evicted: u64,
+    /// Lowered path MTUs of one peer forgotten to make room for another's
+    /// ([`Interface::set_path_mtu`]'s table is small): that peer's packets framed before its
+    /// drop then leave whole until its next ICMP. Outside [`InterfaceStats::frames`].
+    pub path_mtus_evicted: u64,
 }
 
 impl InterfaceStats {
@@ -743,7 +751,10 @@ impl Interface {
                 .filter(|(_, n)| !n.fixed)
                 .min_by_key(|(_, n)| n.stamp)
             {
-                Some((k, _)) => k,
+                Some((k, _)) => {
+                    self.stats.neighbours_evicted += 1;
+                    k
+                }
                 None => return,
             }
         };
@@ -1382,6 +1393,9 @@ impl Interface {
             None => {
                 let k = self.lowered_next;
                 self.lowered_next = (k + 1) % LOWERED;
+                if self.lowered[k].is_some() {
+                    self.stats.path_mtus_evicted += 1;
+                }
                 k
             }
         };
@@ -5324,6 +5338,49 @@ mod tests {
         f[ETHERNET_HEADER_LEN + 10..ETHERNET_HEADER_LEN + 12].copy_from_slice(&sum.to_be_bytes());
         f.extend_from_slice(part);
         f
+    }
+
+    /// What the small tables forget to make room is counted: a learnt neighbour evicted by
+    /// another (a flood of ARP from spoofed sources costs the real peers a solicitation each)
+    /// and one peer's lowered path MTU evicted by another's (its old-size packets then leave
+    /// whole). Renewing an entry evicts nothing; a static neighbour is never evicted.
+    #[test]
+    fn entries_the_small_tables_forget_to_make_room_are_counted() {
+        let mut i = iface();
+        let host = |k: usize| {
+            IpAddr::V4(Ipv4Addr::new(
+                198,
+                18,
+                1 + (k / 250) as u8,
+                (k % 250) as u8 + 1,
+            ))
+        };
+        i.learn_static(host(1000), PEER_MAC);
+        for k in 0..NEIGHBOURS - 1 {
+            i.learn_shared(host(k), PEER_MAC);
+        }
+        i.learn_shared(host(0), PEER_MAC);
+        assert_eq!(
+            i.stats().neighbours_evicted,
+            0,
+            "full, nothing forgotten yet"
+        );
+        i.learn_shared(host(NEIGHBOURS), PEER_MAC);
+        assert_eq!(i.stats().neighbours_evicted, 1);
+        assert_eq!(
+            i.neighbour(host(1000)),
+            Some(PEER_MAC),
+            "static entries stay"
+        );
+        for k in 0..LOWERED {
+            i.set_path_mtu(host(k), 1280);
+        }
+        i.set_path_mtu(host(0), 1200);
+        assert_eq!(i.stats().path_mtus_evicted, 0, "a slot each, one renewed");
+        i.set_path_mtu(host(LOWERED), 1280);
+        assert_eq!(i.stats().path_mtus_evicted, 1);
+        assert_eq!(i.lowered_path_mtu(host(0)), None, "the oldest went");
+        assert_eq!(i.stats().frames(), 0, "counted apart from frames received");
     }
 
     /// Every drop is counted: a datagram whose fragments waited in a slot another datagram
