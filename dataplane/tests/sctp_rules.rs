@@ -1842,6 +1842,53 @@ fn a_dropped_zero_window_probe_goes_again_when_the_window_opens_6_1_a() {
         .all(|pk| chunks(pk).iter().all(|c| !matches!(c, ChunkRepr::Data(_)))));
 }
 
+/// §6.1 A: a window smaller than the message waiting is as closed to it as a window of 0: the
+/// message goes as a probe, and a window update that holds it finds the probe dropped and
+/// sends it again at once, whether the window opens from 500 bytes at once or from 0 in
+/// two steps (0, then 500, too small still, then enough). Only a window of 0 was recovered:
+/// the probe waited for its T3-rtx, backed off towards RTO.Max (an independent review).
+#[test]
+fn a_probe_into_a_window_too_small_for_it_goes_again_when_the_window_holds_it_6_1_a() {
+    for steps in [&[500u32][..], &[0, 500]] {
+        let (mut p, tag, tsns) = outstanding(1);
+        let sack = |cum: u32, a_rwnd: u32| window_to_client(tag, cum, a_rwnd);
+        p.c.handle(t(20), &sack(tsns[0], steps[0]), &mut ignore)
+            .unwrap();
+        p.c.send(0, 16, &[7; 1000]).unwrap();
+        let mut now = t(20);
+        let probe = tsns[0].wrapping_add(1);
+        assert!(
+            carries(&drain(&mut p.c, now), probe),
+            "{steps:?}: sent as a probe"
+        );
+        while p.c.stats().t3_expiries < 3 {
+            now = p.c.poll_timeout().unwrap();
+            p.c.handle_timeout(now);
+            drain(&mut p.c, now);
+            p.c.handle(now, &sack(tsns[0], steps[0]), &mut ignore)
+                .unwrap();
+        }
+        for &a_rwnd in &steps[1..] {
+            p.c.handle(now, &sack(tsns[0], a_rwnd), &mut ignore)
+                .unwrap();
+            assert!(
+                !carries(&drain(&mut p.c, now), probe),
+                "{steps:?}: sent again into {a_rwnd} bytes"
+            );
+        }
+        let next_t3 = p.c.poll_timeout().unwrap();
+        let opened = now + Duration::from_millis(10);
+        assert!(next_t3 > opened + Duration::from_millis(100));
+        p.c.handle(opened, &sack(tsns[0], 1 << 20), &mut ignore)
+            .unwrap();
+        assert!(
+            carries(&drain(&mut p.c, opened), probe),
+            "{steps:?}: the probe waited for T3 at {next_t3:?}"
+        );
+        assert_eq!(p.c.stats().window_probe_recoveries, 1, "{steps:?}");
+    }
+}
+
 /// The window probe recovery above is for probes only: chunks sent into an open window, still
 /// in flight when the peer's window closes and opens again (its SACKs overtaking them, or a
 /// peer alternating windows), are not sent again; nor is a probe when a SHUTDOWN, which

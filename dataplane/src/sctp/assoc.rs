@@ -623,9 +623,13 @@ pub struct Association {
     burst_ended: bool,
     /// A SACK arrived since T3-rtx last fired: the peer is alive (§6.1 A, zero window probes).
     sack_since_t3: bool,
-    /// The peer's last SACK advertised a window of 0 (§6.1 A): what we sent since is a zero
-    /// window probe, which a window update finds dropped.
-    peer_window_closed: bool,
+    /// The a_rwnd of the peer's last SACK (its INIT's, or its cookie's, before one): a
+    /// window probe (§6.1 A: a chunk sent larger than the window) that did not fit it and
+    /// fits a later one, still unacknowledged, was dropped by the peer.
+    peer_a_rwnd: u32,
+    /// A window probe was sent since [`Association::recover_window_probes`] last looked:
+    /// only then does a window update walk the send queue for them.
+    window_probes: bool,
     /// Outstanding messages a gap ack block covers (slots with `gap_acked`).
     gap_acked: usize,
     /// The TSN being timed for RTT and when it was sent (one measurement per round trip).
@@ -785,7 +789,8 @@ impl Association {
             burst_budget: cfg.max_burst,
             burst_ended: false,
             sack_since_t3: false,
-            peer_window_closed: false,
+            peer_a_rwnd: 0,
+            window_probes: false,
             timed: None,
             gap_acked: 0,
             error_count: 0,
@@ -924,7 +929,7 @@ impl Association {
         self.next_tsn = c.local_initial_tsn;
         self.cum_ack_point = c.local_initial_tsn.wrapping_sub(1);
         self.peer_rwnd = c.peer_a_rwnd;
-        self.peer_window_closed = false;
+        self.peer_a_rwnd = c.peer_a_rwnd;
         self.streams = c.streams;
         self.peer_adaptation = c.peer_adaptation;
         self.peer_addresses = c.peer_addresses;
@@ -2551,15 +2556,17 @@ impl Association {
         if self.path.flight == 0 {
             self.path.partial_bytes_acked = 0;
         }
-        // §6.1 A: the window the peer closed is open again, and what went into it meanwhile
-        // (the zero window probe) is unacknowledged: the peer dropped it. It goes again now,
-        // as usrsctp's window probe recovery sends it, not at its T3-rtx, which the probes'
-        // expiries have backed off towards RTO.Max (a ULP waiting for its last message's
-        // completion waited as long as the window had been closed, up to a minute).
-        if self.peer_window_closed && a_rwnd > 0 {
-            self.recover_window_probes();
+        // §6.1 A: the window the peer closed (or kept smaller than the chunk) now holds what
+        // went into it meanwhile (the window probe), which is unacknowledged: the peer
+        // dropped it. It goes again now, as usrsctp's window probe recovery sends it, not at
+        // its T3-rtx, which the probes' expiries have backed off towards RTO.Max (a ULP
+        // waiting for its last message's completion waited as long as the window had been
+        // closed, up to a minute). A window of 500 bytes to a 1000-byte probe is as closed
+        // as one of 0 (an independent review: only 0 was recovered).
+        if self.window_probes && a_rwnd > self.peer_a_rwnd {
+            self.recover_window_probes(self.peer_a_rwnd, a_rwnd);
         }
-        self.peer_window_closed = a_rwnd == 0;
+        self.peer_a_rwnd = a_rwnd;
         // §6.2.1 D ii: rwnd = a_rwnd - bytes in flight.
         self.peer_rwnd = a_rwnd.saturating_sub(self.path.flight as u32);
 
@@ -2575,15 +2582,23 @@ impl Association {
         true
     }
 
-    /// Marks the zero window probes in flight and not acknowledged for retransmission (§6.1
-    /// A; their room given back to the flight, §6.2.1 C). Only probes: chunks sent into an
-    /// open window are in flight as ever (a window update can overtake them), and a peer
-    /// alternating windows of 0 and more would otherwise have the whole flight resent.
+    /// Marks the window probes in flight and not acknowledged that the window `before`
+    /// (the peer's last a_rwnd) did not hold and `after` (its new one) does, for
+    /// retransmission (§6.1 A; their room given back to the flight, §6.2.1 C). Only probes:
+    /// chunks sent into an open window are in flight as ever (a window update can overtake
+    /// them), and a peer alternating windows of 0 and more would otherwise have the whole
+    /// flight resent; a probe still larger than the new window would only be dropped again.
     #[cold]
-    fn recover_window_probes(&mut self) {
+    fn recover_window_probes(&mut self, before: u32, after: u32) {
+        let mut waiting = false;
         for seq in self.sq.outstanding_seqs() {
             let s = self.sq.slot_mut(seq);
             if s.gap_acked || !s.in_flight || !s.window_probe {
+                continue;
+            }
+            let size = book(s.len);
+            if size <= before as usize || size > after as usize {
+                waiting |= size > after as usize;
                 continue;
             }
             s.window_probe = false;
@@ -2595,6 +2610,7 @@ impl Association {
             self.sq.set_rtx(seq, true);
             self.stats.window_probe_recoveries += 1;
         }
+        self.window_probes = waiting;
     }
 
     /// Whether a chunk marked by Fast Retransmit still waits to be sent (acknowledged ones are
@@ -2735,10 +2751,10 @@ impl Association {
             let rwnd = self.peer_rwnd.saturating_add(self.path.flight as u32);
             // SHUTDOWN carries no a_rwnd: the one made up here is no window update (§6.1 A),
             // and must not send a probe again into a window still closed.
-            let closed = core::mem::take(&mut self.peer_window_closed);
+            let (last, probes) = (self.peer_a_rwnd, core::mem::take(&mut self.window_probes));
             // Checked above to be a TSN sent: never the §12.4 abort.
             let _ = self.on_sack(now, cum, rwnd, None);
-            self.peer_window_closed = closed;
+            (self.peer_a_rwnd, self.window_probes) = (last, probes);
         }
         self.progress_shutdown(now);
         true
@@ -2973,7 +2989,7 @@ impl Association {
         self.peer_adaptation = params.adaptation.unwrap_or(0);
         self.peer_addresses = endpoint::address_set(init);
         self.peer_rwnd = init.a_rwnd;
-        self.peer_window_closed = false;
+        self.peer_a_rwnd = init.a_rwnd;
         self.path.ssthresh = init.a_rwnd as usize;
         self.rx = TsnMap::new(init.initial_tsn, self.cfg.tsn_window);
         self.reasm.clear();
@@ -3159,7 +3175,7 @@ impl Association {
     /// Case B and D: the peer's values from the cookie, keeping our send side.
     fn adopt_negotiated(&mut self, c: &Cookie) {
         self.peer_rwnd = c.peer_a_rwnd;
-        self.peer_window_closed = false;
+        self.peer_a_rwnd = c.peer_a_rwnd;
         self.streams = c.streams;
         self.peer_adaptation = c.peer_adaptation;
         if matches!(self.state, State::CookieWait | State::CookieEchoed) {
@@ -4091,6 +4107,7 @@ impl Association {
         slot.sent_at = now;
         slot.in_flight = true;
         slot.window_probe = size > self.peer_rwnd as usize;
+        self.window_probes |= slot.window_probe;
         self.sq.mark_sent();
         self.path.flight += size;
         self.peer_rwnd = self.peer_rwnd.saturating_sub(size as u32);
