@@ -1795,9 +1795,46 @@ fn t3_takes_over_a_fast_retransmission_not_yet_sent_6_3_3() {
     assert!(carries(&out, tsns[0]));
     assert_eq!(
         (p.c.stats().fast_retransmits, p.c.stats().t3_retransmits),
-        (fast, t3 + 2),
-        "the first and the last (1 MTU holds one chunk a packet: {} packets)",
+        (fast, t3 + 1),
+        "the first alone (1 MTU holds one chunk a packet, and §7.2.3 allows one packet in \
+         flight after T3: {} packets)",
         out.len()
+    );
+}
+
+/// §7.2.3: on T3-rtx expiry cwnd = 1 MTU "and ensure that no more than one SCTP packet will
+/// be in flight for that address until the endpoint receives acknowledgement for successful
+/// delivery of data to that address". The flight counts chunks, not the packet around them,
+/// so a packet of one 1000-byte chunk left `flight < cwnd` and a second packet went at once:
+/// another retransmission, or new data (an independent review). One packet now, with as many
+/// chunks as it holds (E3); the rest once the peer acknowledges it.
+#[test]
+fn one_packet_in_flight_after_t3_until_data_is_acknowledged_7_2_3() {
+    let (mut p, tag, tsns) = outstanding(2);
+    let t3 = p.c.stats().t3_retransmits;
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    // New data waiting too: it must not go beside the retransmission either.
+    p.c.send(0, 16, &[5; 1000]).unwrap();
+    let data_packets = |out: &[Vec<u8>]| {
+        out.iter()
+            .filter(|pk| chunks(pk).iter().any(|c| matches!(c, ChunkRepr::Data(_))))
+            .count()
+    };
+    let out = drain(&mut p.c, at);
+    assert_eq!(data_packets(&out), 1, "one packet after T3");
+    assert!(carries(&out, tsns[0]) && !carries(&out, tsns[1]));
+    assert_eq!(p.c.stats().t3_retransmits, t3 + 1);
+    // Nothing more while it is unacknowledged, however often the sender is asked.
+    let later = at + Duration::from_millis(5);
+    assert_eq!(data_packets(&drain(&mut p.c, later)), 0);
+    // Its acknowledgement lets the next go (cwnd now allows a packet again).
+    p.c.handle(later, &sack_to_client(tag, tsns[0], &[]), &mut ignore)
+        .unwrap();
+    let out = drain(&mut p.c, later);
+    assert!(
+        carries(&out, tsns[1]),
+        "the second retransmission follows the ack"
     );
 }
 

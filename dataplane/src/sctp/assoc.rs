@@ -559,6 +559,10 @@ struct Path {
     ssthresh: usize,
     partial_bytes_acked: usize,
     flight: usize,
+    /// §7.2.3: T3-rtx expired and no DATA has been acknowledged since: "no more than one SCTP
+    /// packet will be in flight". `flight < cwnd` alone let a second packet go, since the
+    /// flight counts chunks, not the packet around them ([`Path::window_open`]).
+    t3_one_packet: bool,
     rto: Rto,
     /// Nonce of the HEARTBEAT awaiting its ACK.
     hb_nonce: Option<u64>,
@@ -577,6 +581,15 @@ struct Path {
     /// When DATA last went on the path (new or retransmitted): how long it has been idle, for
     /// the congestion window's decay (§7.2.1).
     last_data_at: Instant,
+}
+
+impl Path {
+    /// Whether the congestion window lets another packet of DATA start (§7.2.1; §7.2.3: one
+    /// packet at most in flight after T3-rtx, until DATA is acknowledged).
+    #[inline]
+    fn window_open(&self) -> bool {
+        self.flight < self.cwnd && !(self.t3_one_packet && self.flight > 0)
+    }
 }
 
 /// One association. See the module documentation.
@@ -775,6 +788,7 @@ impl Association {
                 ssthresh: usize::MAX,
                 partial_bytes_acked: 0,
                 flight: 0,
+                t3_one_packet: false,
                 rto: Rto::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
                 hb_nonce: None,
                 hb_sent: None,
@@ -2544,6 +2558,8 @@ impl Association {
             // §8.1: "The counter MUST be reset each time a DATA chunk sent to that peer
             // endpoint is acknowledged (by the reception of a SACK)".
             self.clear_errors();
+            // §7.2.3: the one packet after T3-rtx was delivered.
+            self.path.t3_one_packet = false;
         }
         // RFC 8899 §4.3: the T3-rtx expiries in a row were of the earliest chunk; only its
         // acknowledgement (the cumulative point moving) breaks the row. Small chunks sent
@@ -3124,6 +3140,7 @@ impl Association {
             self.gap_acked = 0;
             self.timers = [None; TIMERS];
             self.path.flight = 0;
+            self.path.t3_one_packet = false;
             self.path.cwnd = initial_cwnd(self.path.mtu);
             self.path.partial_bytes_acked = 0;
             self.path.rto = Rto::new(self.cfg.rto_initial, self.cfg.rto_min, self.cfg.rto_max);
@@ -3353,6 +3370,9 @@ impl Association {
         self.path.ssthresh = (self.path.cwnd / 2).max(4 * self.path.mtu);
         self.path.cwnd = self.path.mtu;
         self.path.partial_bytes_acked = 0;
+        // §7.2.3: "ensure that no more than one SCTP packet will be in flight for that address
+        // until the endpoint receives acknowledgement for successful delivery of data".
+        self.path.t3_one_packet = true;
         // E2.
         self.path.rto.back_off();
         // E3: everything outstanding and not gap-acked is retransmitted.
@@ -3773,12 +3793,12 @@ impl Association {
             return None;
         }
         if let Some(seq) = self.sq.first_rtx() {
-            return (self.pending.fast_rtx || self.path.flight < self.path.cwnd).then_some(seq);
+            return (self.pending.fast_rtx || self.path.window_open()).then_some(seq);
         }
         let seq = self.sq.next_unsent()?;
         let size = book(self.sq.slot(seq).len);
         (self.burst_budget > 0
-            && self.path.flight < self.path.cwnd
+            && self.path.window_open()
             && (size <= self.peer_rwnd as usize || self.sq.outstanding() == 0))
             .then_some(seq)
     }
@@ -3813,13 +3833,13 @@ impl Association {
         if !open {
             return false;
         }
-        if self.sq.has_rtx() && (self.pending.fast_rtx || self.path.flight < self.path.cwnd) {
+        if self.sq.has_rtx() && (self.pending.fast_rtx || self.path.window_open()) {
             return true;
         }
         if let Some(seq) = self.sq.next_unsent() {
             let size = book(self.sq.slot(seq).len);
             return self.burst_budget > 0
-                && self.path.flight < self.path.cwnd
+                && self.path.window_open()
                 && (size <= self.peer_rwnd as usize || self.sq.outstanding() == 0);
         }
         false
@@ -3956,6 +3976,9 @@ impl Association {
 
     fn push_data(&mut self, now: Instant, b: &mut PacketBuilder<'_>, cookie_packet: bool) -> bool {
         let mut any = false;
+        // §7.2.3: after T3-rtx one packet (E3's, as many chunks as it holds) until DATA is
+        // acknowledged. Asked once a packet: its first chunk makes the flight non-zero.
+        let after_t3 = self.path.t3_one_packet && self.path.flight > 0;
         // Retransmissions first, oldest first (§6.3.3 E3, §7.2.4 step 3).
         let fast = self.pending.fast_rtx;
         let from = self
@@ -3967,7 +3990,7 @@ impl Association {
             if !s.rtx {
                 continue;
             }
-            if !fast && self.path.flight >= self.path.cwnd {
+            if !fast && (after_t3 || self.path.flight >= self.path.cwnd) {
                 break;
             }
             let d = DataRepr {
@@ -4033,7 +4056,8 @@ impl Association {
             // probe, "when all outstanding DATA chunks have been cumulatively acknowledged and
             // no DATA chunks are in flight": with nothing in flight but chunks gap-acked, a
             // peer that kept its window at 0 was sent one new chunk per SACK.
-            if self.path.flight >= self.path.cwnd
+            if after_t3
+                || self.path.flight >= self.path.cwnd
                 || (size > self.peer_rwnd as usize && self.sq.outstanding() > 0)
             {
                 break;
