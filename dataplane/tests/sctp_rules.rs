@@ -2525,6 +2525,47 @@ fn simultaneous_open_5_2_1() {
     assert_eq!(got, vec![b"after the collision".to_vec()]);
 }
 
+/// §5.2.4 case D with §6.2.1 D ii: a COOKIE ECHO retransmitted after its COOKIE ACK was lost
+/// reaches an association that already sends: the peer's window stays the last one less
+/// what is in flight, not the cookie's a_rwnd (its INIT's, from before any of it). Case D
+/// never took the cookie's window once established; case B (a collision in which the peer
+/// chose a new tag) did, whole, and now subtracts the flight as well (an independent review;
+/// no test of its own: a collision with data in flight needs a rig this file does not have).
+#[test]
+fn a_late_cookie_echo_keeps_the_flight_counted_against_the_window_5_2_4_d() {
+    let mut cep = Endpoint::new(cfg(C_PORT), [1; 32]).unwrap();
+    let mut sep = Endpoint::new(cfg(S_PORT), [2; 32]).unwrap();
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let mut out = vec![0u8; 65536];
+    let init = drain(&mut c, t(0));
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!("INIT not answered")
+    };
+    c.handle(t(1), &out[..n], &mut ignore).unwrap();
+    let echo = drain(&mut c, t(1));
+    let Outcome::Accepted(s) = sep.handle(t(1), C_ADDR, &echo[0], &mut out, &mut ignore) else {
+        panic!("COOKIE ECHO not accepted")
+    };
+    let mut s = *s;
+    let a_rwnd = s.peer_rwnd();
+    // The server sends four messages; the COOKIE ACK and they are still on their way.
+    for i in 0..4u8 {
+        s.send(0, 16, &[i; 1000]).unwrap();
+    }
+    let sent = drain(&mut s, t(2));
+    assert!(sent.len() >= 2, "data in flight");
+    let in_flight = a_rwnd - s.peer_rwnd();
+    assert!(in_flight >= 4 * 1000, "{in_flight} bytes booked");
+    // The client, its COOKIE ACK lost, sends the COOKIE ECHO again.
+    s.handle(t(3), &echo[0], &mut ignore).unwrap();
+    assert_eq!(s.state(), State::Established);
+    assert_eq!(
+        s.peer_rwnd(),
+        a_rwnd - in_flight,
+        "the flight still counts against the peer's window"
+    );
+}
+
 /// §5.2.2 and §5.2.4 case A: the client restarts (new incarnation, same address and port).
 /// The server's association answers the INIT with tie-tags, recognises the restart in the
 /// COOKIE ECHO, reports it, drops what it had queued for the old peer, and carries data with

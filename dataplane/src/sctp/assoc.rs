@@ -3191,7 +3191,11 @@ impl Association {
 
     /// Case B and D: the peer's values from the cookie, keeping our send side.
     fn adopt_negotiated(&mut self, c: &Cookie) {
-        self.peer_rwnd = c.peer_a_rwnd;
+        // §6.2.1 D ii: the window is the advertised one less what is in flight. An
+        // association already sending (a COOKIE ECHO retransmitted after its COOKIE ACK was
+        // lost, case D, or a collision's, case B) keeps what it has in flight counted: the
+        // cookie's a_rwnd is the peer's INIT's, from before any of it.
+        self.peer_rwnd = c.peer_a_rwnd.saturating_sub(self.path.flight as u32);
         self.peer_a_rwnd = c.peer_a_rwnd;
         self.streams = c.streams;
         self.peer_adaptation = c.peer_adaptation;
