@@ -312,6 +312,9 @@ pub struct Stats {
     /// lower TSN when the reassembly was full (RFC 9260 §6.2's reneging): reported no more,
     /// so the peer sends them again.
     pub reneged: u64,
+    /// Our chunks the peer gap-acked and a later SACK no longer covered (RFC 9260 §6.2.1 D
+    /// iii: the peer reneged): outstanding again, each with a miss indication.
+    pub peer_reneged: u64,
     pub invalid_stream: u64,
     pub data_out: u64,
     pub bytes_out: u64,
@@ -2406,15 +2409,23 @@ impl Association {
         let mut highest_reported: Option<u32> = None;
         let gaps = gaps.filter(|g| self.gap_acked > 0 || g.valid().next().is_some());
         // TSNs this SACK no longer covers though an earlier one did (the receiver reneged):
-        // rare, so the list allocates only when it happens.
-        let mut reneged: Vec<u64> = Vec::new();
+        // marked in their slots (`Slot::reneged`), no list allocated per SACK.
+        let mut any_reneged = false;
         if let Some(g) = gaps {
             // Outstanding TSNs rise with the ring and valid blocks rise too: one merge walk,
-            // O(slots + blocks), however many blocks a peer crams into a SACK.
+            // O(slots + blocks), however many blocks a peer crams into a SACK. It ends past
+            // the last block and the last slot an earlier SACK covered (none after could
+            // change): a peer bundling SACKs of one small block each made every one walk the
+            // whole ring (an independent review).
             let mut blocks = g.valid();
             let mut block = blocks.next();
+            let mut covered_ahead = self.gap_acked;
             for seq in self.sq.outstanding_seqs() {
+                if block.is_none() && covered_ahead == 0 {
+                    break;
+                }
                 let s = *self.sq.slot(seq);
+                covered_ahead -= usize::from(s.gap_acked);
                 let off = s.tsn.wrapping_sub(cum);
                 while block.is_some_and(|(_, end)| u32::from(end) < off) {
                     block = blocks.next();
@@ -2450,11 +2461,13 @@ impl Association {
                     // of 0 would let §6.1 A send into a zero window while it is outstanding.
                     let slot = self.sq.slot_mut(seq);
                     slot.gap_acked = false;
+                    slot.reneged = true;
+                    self.stats.peer_reneged += 1;
                     if !slot.in_flight {
                         slot.in_flight = true;
                         self.path.flight += book(s.len);
                     }
-                    reneged.push(seq);
+                    any_reneged = true;
                 }
             }
         }
@@ -2483,17 +2496,13 @@ impl Association {
         }
         // §6.2.1 D iii: a TSN the receiver reneged on may be missing: one miss indication
         // (unless the HTNA walk above just counted this SACK's one), and T3-rtx running.
-        for &seq in &reneged {
-            let s = self.sq.slot(seq);
-            let counted = threshold.is_some_and(|th| serial::lt(s.tsn, th));
-            if !counted && !s.rtx && !s.fast_rtx_done {
-                new_fast_rtx |= self.miss_indication(seq);
+        if any_reneged {
+            self.reneged_misses(threshold, &mut new_fast_rtx);
+            // T3-rtx stops only when nothing is outstanding, so it runs here already; kept
+            // for the rule's letter, should that ever change.
+            if !self.running(Timer::T3) {
+                self.arm(Timer::T3, self.after_rto(now));
             }
-        }
-        // T3-rtx stops only when nothing is outstanding, so it runs here already; kept for
-        // the rule's letter, should that ever change.
-        if !reneged.is_empty() && !self.running(Timer::T3) {
-            self.arm(Timer::T3, self.after_rto(now));
         }
         debug_assert_eq!(
             self.gap_acked,
@@ -2596,6 +2605,23 @@ impl Association {
         self.burst_ended = false;
         self.progress_shutdown(now);
         true
+    }
+
+    /// One miss indication for each slot the SACK just handled reneged on (§6.2.1 D iii),
+    /// unless the HTNA walk below `threshold` counted it already; clears their marks. Rare
+    /// (a receiver short of buffer), so a walk of its own.
+    #[cold]
+    fn reneged_misses(&mut self, threshold: Option<u32>, new_fast_rtx: &mut bool) {
+        for seq in self.sq.outstanding_seqs() {
+            let s = self.sq.slot_mut(seq);
+            if !core::mem::take(&mut s.reneged) {
+                continue;
+            }
+            let counted = threshold.is_some_and(|th| serial::lt(s.tsn, th));
+            if !counted && !s.rtx && !s.fast_rtx_done {
+                *new_fast_rtx |= self.miss_indication(seq);
+            }
+        }
     }
 
     /// Marks the window probes in flight and not acknowledged that the window `before`

@@ -40,6 +40,9 @@ pub struct Slot {
     /// Sent as a zero window probe (RFC 9260 §6.1 A: larger than the peer's window, nothing
     /// else outstanding): a window update that leaves it unacknowledged sends it again.
     pub window_probe: bool,
+    /// Reneged on by the SACK being handled (RFC 9260 §6.2.1 D iii), for its miss indication
+    /// once the HTNA walk is done; set and cleared within one SACK.
+    pub reneged: bool,
     /// The message's tail, outside the ring (zero-copy transmit): `len` counts it, the ring
     /// holds only the `len - ext.len` bytes before it.
     pub ext: Option<ExtRef>,
