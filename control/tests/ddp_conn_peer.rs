@@ -16,7 +16,7 @@ use ddpdk_control::conn::{
 use ddpdk_control::memory::{Memory, MemoryRegistration, Place};
 use ddpdk_control::session::{Event, PendingLimit, ProtocolError, State, TerminationReason};
 use ddpdk_dataplane::ddp::RxError;
-use ddpdk_dataplane::mem::{Access, Pd};
+use ddpdk_dataplane::mem::{Access, Pd, PostedBuffer};
 use ddpdk_dataplane::sctp::{Association, Config, Endpoint, Instant};
 use ddpdk_dataplane::wire::ddp::DdpError;
 use world::{open, read, region, session_events, tagged, wait, World};
@@ -812,6 +812,17 @@ fn rfc5041_7_1_a_receive_no_placement_could_fill_is_refused_when_posted() {
         conn.apply(now, op, d.memory.stags()),
         Err(PostError::BadSink),
         "a deregistered buffer"
+    );
+    // A buffer of no registration at all (only `Memory::receive_buffer` builds them right):
+    // deregistration could never stop it.
+    let bare = PostedBuffer {
+        stag: None,
+        ..d.memory.receive_buffer(pd, ours.stag, 0, 256).unwrap()
+    };
+    assert_eq!(
+        d.conn().post_recv(S, 0, 4, bare),
+        Err(PostError::BadSink),
+        "a buffer without an STag"
     );
     assert_eq!(
         post(&mut d, pd, ours.stag, 3),

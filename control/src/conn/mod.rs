@@ -439,6 +439,11 @@ impl Connection {
         buffer: PostedBuffer,
     ) -> Result<(), PostError> {
         self.check_stream(stream)?;
+        // Placement re-checks a posted buffer against its registration (RFC 5041 §8.3.1 item
+        // 6: deregistering stops it); one without a registration could never be stopped.
+        if buffer.stag.is_none() {
+            return Err(PostError::BadSink);
+        }
         let s = &mut self.streams[usize::from(stream)];
         // Nor after the peer's RDMAP Terminate (RFC 5040 §5.4), as a post of work is not: a
         // receive taken then would wait for a session end the peer need never send, and hold
