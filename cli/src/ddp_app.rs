@@ -2500,6 +2500,8 @@ impl DdpApp {
                         "ip_reassembled": r.iface.reassembled,
                         "ip_reassembly_timeouts": r.iface.reassembly_timeouts,
                         "ip_source_fragmented": r.iface.source_fragmented,
+                        "neighbours_evicted": r.iface.neighbours_evicted,
+                        "path_mtus_evicted": r.iface.path_mtus_evicted,
                         "icmp_ignored": st.icmp_ignored + r.iface.icmp_ignored,
                         "icmp_aborts": st.icmp_aborts,
                         "busy_ns": st.busy_ns, "idle_ns": st.idle_ns,

@@ -1,6 +1,9 @@
 //! The `ddpdk` command: testpmd-style options, an interactive shell, and the application that
 //! ties EAL, ports and data lcores together.
 #![forbid(unsafe_code)]
+// ddp_app's per-core JSON report is one `serde_json::json!` of some sixty keys, past the
+// macro's default depth.
+#![recursion_limit = "256"]
 
 // Output goes through ddpdk_dataplane's outln!/out!/errln!: a reader that leaves must not
 // abort a running endpoint (see there).

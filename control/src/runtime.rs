@@ -1984,7 +1984,13 @@ impl<P: Port> DataCore<P> {
             self.stats.commands += 1;
             match cmd {
                 Command::Adopt { conn, c, peer_mac } => self.adopt(now, conn, *c, peer_mac),
-                Command::Op { conn, op } => self.op(now, conn, op),
+                Command::Op { conn, op } => {
+                    // The STag changes the ULP made before submitting it (a `reg_mr` then a
+                    // `post_recv` naming it), as `apply_now` does: the turn's first look may
+                    // have come before them, and the op's checks read this core's table.
+                    self.memory_changes();
+                    self.op(now, conn, op)
+                }
                 Command::Neighbour(ip, mac) => self.iface.learn_shared(ip, mac),
                 Command::Forget(conn) => {
                     if let Some(k) = self.find(conn) {
@@ -3290,7 +3296,8 @@ impl<P: Port> Control<P> {
         // whose control messages make the round trip keeps it full), and a poll that never
         // returned answered no INIT and let the ULP reach no completion queue (an
         // independent review). What is left is taken at the next poll; work says so. None
-        // while the ULP has not taken what it was given ([`Control::events_waiting`]).
+        // while the ULP has not taken what it was given ([`Control::events_waiting`]): then
+        // work does not count what waits in the ring, which only the ULP's taking frees.
         let room = self
             .ready_limit
             .saturating_sub(self.ready.len() + self.gated.len());

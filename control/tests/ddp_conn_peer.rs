@@ -832,6 +832,23 @@ fn rfc5041_7_1_a_receive_no_placement_could_fill_is_refused_when_posted() {
             wr_id: 3
         })
     );
+    // A bad buffer where no receive can go is refused for that first, as any receive is
+    // (verbs completes a receive refused for an ended stream `Flushed`, not in error).
+    let stale_again = d.memory.receive_buffer(pd, ours.stag, 0, 256).unwrap();
+    let op = Op::PostRecv {
+        stream: S,
+        qn: 99,
+        wr_id: 5,
+        buffer: PostedBuffer {
+            stag: None,
+            ..stale_again
+        },
+    };
+    let conn = d.conn.as_mut().unwrap();
+    assert_eq!(
+        conn.apply(now, op, d.memory.stags()),
+        Err(PostError::InvalidQn)
+    );
     // The taken buffer is the first posted (MSN 1): the refused ones never queued ahead.
     d.send(S, 16, &useg(1, true, 0, 1, 0, b"into the stream's own PD"));
     d.settle();

@@ -381,8 +381,7 @@ impl Connection {
                 wr_id,
                 buffer,
             } => {
-                self.check_receive_buffer(stream, &buffer, stags)?;
-                self.post_recv(stream, qn, wr_id, buffer)?;
+                self.post_recv_checked(stream, qn, wr_id, buffer, Some(stags))?;
                 return Ok(Applied::Posted { stream, qn, wr_id });
             }
             Op::PostSend(mut req) => {

@@ -438,12 +438,21 @@ impl Connection {
         wr_id: u64,
         buffer: PostedBuffer,
     ) -> Result<(), PostError> {
+        self.post_recv_checked(stream, qn, wr_id, buffer, None)
+    }
+
+    /// [`Connection::post_recv`], the buffer checked against `stags` (placement's table)
+    /// after the stream's own checks, so that a receive on an ended stream is refused for
+    /// that (`check_receive_buffer`).
+    pub(super) fn post_recv_checked(
+        &mut self,
+        stream: u16,
+        qn: u32,
+        wr_id: u64,
+        buffer: PostedBuffer,
+        stags: Option<&ddpdk_dataplane::mem::StagTable>,
+    ) -> Result<(), PostError> {
         self.check_stream(stream)?;
-        // Placement re-checks a posted buffer against its registration (RFC 5041 §8.3.1 item
-        // 6: deregistering stops it); one without a registration could never be stopped.
-        if buffer.stag.is_none() {
-            return Err(PostError::BadSink);
-        }
         let s = &mut self.streams[usize::from(stream)];
         // Nor after the peer's RDMAP Terminate (RFC 5040 §5.4), as a post of work is not: a
         // receive taken then would wait for a session end the peer need never send, and hold
@@ -461,6 +470,14 @@ impl Connection {
             s.rx.as_mut()
                 .ok_or(PostError::Session(LocalError::NotEstablished))?;
         let posted = s.posted.get_mut(qn as usize).ok_or(PostError::InvalidQn)?;
+        // Placement re-checks a posted buffer against its registration (RFC 5041 §8.3.1 item
+        // 6: deregistering stops it); one without a registration could never be stopped.
+        if buffer.stag.is_none() {
+            return Err(PostError::BadSink);
+        }
+        if let Some(stags) = stags {
+            check_receive_buffer(rx.pd(), &buffer, stags)?;
+        }
         rx.post(qn, buffer).map_err(|QueueFull| PostError::Full)?;
         posted.push_back(wr_id);
         Ok(())
@@ -1054,33 +1071,6 @@ impl Connection {
         }
     }
 
-    /// The checks placement makes of a posted receive's buffer (RFC 5041 §7.1 untagged check
-    /// 2, "allows Placement"), made when it is posted against `stags` (the table the caller
-    /// places with), so a buffer that could never be placed is refused to the ULP that posted
-    /// it rather than ending the stream at the peer's first Send (`BufferRevoked`): it names a
-    /// registration of the stream's protection domain that grants local write and holds it.
-    /// The stream's PD is its session's; one not established yet is left to
-    /// [`post_recv`](Self::post_recv)'s own refusal.
-    pub(super) fn check_receive_buffer(
-        &self,
-        stream: u16,
-        buffer: &PostedBuffer,
-        stags: &ddpdk_dataplane::mem::StagTable,
-    ) -> Result<(), PostError> {
-        let Some(pd) = self
-            .streams
-            .get(usize::from(stream))
-            .and_then(|s| s.rx.as_ref())
-            .map(StreamRx::pd)
-        else {
-            return Ok(());
-        };
-        match buffer.stag.and_then(|stag| stags.lookup(stag)) {
-            Some(reg) if reg.pd == pd && reg.holds(buffer) => Ok(()),
-            _ => Err(PostError::BadSink),
-        }
-    }
-
     // ---- internals ----
 
     fn check_stream(&self, stream: u16) -> Result<(), PostError> {
@@ -1425,5 +1415,21 @@ mod daytime_tests {
         assert_eq!(at(951_782_400), "2000-02-29 00:00:00 UTC\n");
         assert_eq!(at(951_868_799), "2000-02-29 23:59:59 UTC\n");
         assert_eq!(at(951_868_800), "2000-03-01 00:00:00 UTC\n");
+    }
+}
+
+/// The checks placement makes of a posted receive's buffer (RFC 5041 §7.1 untagged check 2,
+/// "allows Placement"), made when it is posted against `stags` (the table the caller places
+/// with), so that a buffer that could never be placed is refused to the ULP that posted it
+/// rather than ending the stream at the peer's first Send (`BufferRevoked`): it names a
+/// registration of the stream's protection domain `pd` that grants local write and holds it.
+fn check_receive_buffer(
+    pd: Pd,
+    buffer: &PostedBuffer,
+    stags: &ddpdk_dataplane::mem::StagTable,
+) -> Result<(), PostError> {
+    match buffer.stag.and_then(|stag| stags.lookup(stag)) {
+        Some(reg) if reg.pd == pd && reg.holds(buffer) => Ok(()),
+        _ => Err(PostError::BadSink),
     }
 }
