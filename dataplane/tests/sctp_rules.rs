@@ -1926,6 +1926,34 @@ fn a_probe_into_a_window_too_small_for_it_goes_again_when_the_window_holds_it_6_
     }
 }
 
+/// §6.1 A: a probe marked for retransmission by T3 when a window update too small for it
+/// comes is still a probe: it is sent again into the small window (T3 sends regardless),
+/// dropped, and recovered when the window holds it. The update in between used to stop the
+/// tracking of probes, and the probe waited for its next T3 (an independent review).
+#[test]
+fn a_probe_retransmitted_by_t3_is_still_recovered_when_the_window_opens_6_1_a() {
+    let (mut p, tag, tsns) = outstanding(1);
+    let sack = |cum: u32, a_rwnd: u32| window_to_client(tag, cum, a_rwnd);
+    p.c.handle(t(20), &sack(tsns[0], 0), &mut ignore).unwrap();
+    p.c.send(0, 16, &[7; 1000]).unwrap();
+    let probe = tsns[0].wrapping_add(1);
+    assert!(carries(&drain(&mut p.c, t(20)), probe));
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    // Before the retransmission leaves, the window grows, not enough for it.
+    p.c.handle(at, &sack(tsns[0], 200), &mut ignore).unwrap();
+    assert!(carries(&drain(&mut p.c, at), probe), "T3 sends it again");
+    let next_t3 = p.c.poll_timeout().unwrap();
+    let opened = at + Duration::from_millis(10);
+    assert!(next_t3 > opened + Duration::from_millis(100));
+    p.c.handle(opened, &sack(tsns[0], 1 << 20), &mut ignore)
+        .unwrap();
+    assert!(
+        carries(&drain(&mut p.c, opened), probe),
+        "the probe waited for T3 at {next_t3:?}"
+    );
+}
+
 /// The window probe recovery above is for probes only: chunks sent into an open window, still
 /// in flight when the peer's window closes and opens again (its SACKs overtaking them, or a
 /// peer alternating windows), are not sent again; nor is a probe when a SHUTDOWN, which

@@ -2410,7 +2410,8 @@ impl Association {
         let gaps = gaps.filter(|g| self.gap_acked > 0 || g.valid().next().is_some());
         // TSNs this SACK no longer covers though an earlier one did (the receiver reneged):
         // marked in their slots (`Slot::reneged`), no list allocated per SACK.
-        let mut any_reneged = false;
+        // The first and one past the last slot reneged on: the walk after HTNA visits those.
+        let mut reneged = u64::MAX..0;
         if let Some(g) = gaps {
             // Outstanding TSNs rise with the ring and valid blocks rise too: one merge walk,
             // O(slots + blocks), however many blocks a peer crams into a SACK. It ends past
@@ -2467,7 +2468,8 @@ impl Association {
                         slot.in_flight = true;
                         self.path.flight += book(s.len);
                     }
-                    any_reneged = true;
+                    reneged.start = reneged.start.min(seq);
+                    reneged.end = seq + 1;
                 }
             }
         }
@@ -2496,8 +2498,8 @@ impl Association {
         }
         // §6.2.1 D iii: a TSN the receiver reneged on may be missing: one miss indication
         // (unless the HTNA walk above just counted this SACK's one), and T3-rtx running.
-        if any_reneged {
-            self.reneged_misses(threshold, &mut new_fast_rtx);
+        if !reneged.is_empty() {
+            self.reneged_misses(reneged, threshold, &mut new_fast_rtx);
             // T3-rtx stops only when nothing is outstanding, so it runs here already; kept
             // for the rule's letter, should that ever change.
             if !self.running(Timer::T3) {
@@ -2609,10 +2611,17 @@ impl Association {
 
     /// One miss indication for each slot the SACK just handled reneged on (§6.2.1 D iii),
     /// unless the HTNA walk below `threshold` counted it already; clears their marks. Rare
-    /// (a receiver short of buffer), so a walk of its own.
+    /// (a receiver short of buffer), so a walk of its own, over `seqs` (from the first slot
+    /// reneged on to the last) only: a peer alternating SACKs with and without one small
+    /// block would otherwise make every other SACK walk the whole ring.
     #[cold]
-    fn reneged_misses(&mut self, threshold: Option<u32>, new_fast_rtx: &mut bool) {
-        for seq in self.sq.outstanding_seqs() {
+    fn reneged_misses(
+        &mut self,
+        seqs: core::ops::Range<u64>,
+        threshold: Option<u32>,
+        new_fast_rtx: &mut bool,
+    ) {
+        for seq in seqs {
             let s = self.sq.slot_mut(seq);
             if !core::mem::take(&mut s.reneged) {
                 continue;
@@ -2635,7 +2644,13 @@ impl Association {
         let mut waiting = false;
         for seq in self.sq.outstanding_seqs() {
             let s = self.sq.slot_mut(seq);
-            if s.gap_acked || !s.in_flight || !s.window_probe {
+            if s.gap_acked || !s.window_probe {
+                continue;
+            }
+            if !s.in_flight {
+                // Marked for retransmission (T3): it goes again, a probe still if the window
+                // then is too small, and is recovered at a later update.
+                waiting = true;
                 continue;
             }
             let size = book(s.len);
@@ -3217,15 +3232,16 @@ impl Association {
 
     /// Case B and D: the peer's values from the cookie, keeping our send side.
     fn adopt_negotiated(&mut self, c: &Cookie) {
-        // §6.2.1 D ii: the window is the advertised one less what is in flight. An
-        // association already sending (a COOKIE ECHO retransmitted after its COOKIE ACK was
-        // lost, case D, or a collision's, case B) keeps what it has in flight counted: the
-        // cookie's a_rwnd is the peer's INIT's, from before any of it.
-        self.peer_rwnd = c.peer_a_rwnd.saturating_sub(self.path.flight as u32);
-        self.peer_a_rwnd = c.peer_a_rwnd;
         self.streams = c.streams;
         self.peer_adaptation = c.peer_adaptation;
         if matches!(self.state, State::CookieWait | State::CookieEchoed) {
+            // §6.2.1 D ii: the advertised window less what is in flight (DATA bundled with
+            // our COOKIE ECHO). An association already established (a collision's COOKIE
+            // ECHO, case B) keeps its last SACK's window: the cookie's a_rwnd is the peer's
+            // INIT's, from before anything in flight or any SACK since (an independent
+            // review: it took it whole).
+            self.peer_rwnd = c.peer_a_rwnd.saturating_sub(self.path.flight as u32);
+            self.peer_a_rwnd = c.peer_a_rwnd;
             self.rx = TsnMap::new(c.peer_initial_tsn, self.cfg.tsn_window);
             self.reasm.clear();
             self.path.ssthresh = c.peer_a_rwnd as usize;
@@ -4038,11 +4054,17 @@ impl Association {
                 break;
             }
             self.sq.set_rtx(seq, false);
+            let probe = book(s.len) > self.peer_rwnd as usize;
             let slot = self.sq.slot_mut(seq);
             slot.in_flight = true;
             slot.fast_rtx_due = false;
             slot.tx_count += 1;
             slot.sent_at = now;
+            // §6.1 A: retransmitted into a window too small for it (T3 sends regardless), it
+            // is a probe the peer may drop, recovered at the window update; a probe stays one
+            // (T3 gave its own room back to the window, rule C).
+            slot.window_probe |= probe;
+            self.window_probes |= slot.window_probe;
             self.path.flight += book(s.len);
             // §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the
             // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
