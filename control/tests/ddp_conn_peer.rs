@@ -79,7 +79,14 @@ impl Duo {
             path_mtu,
             ..sctp(SRV_PORT, 256)
         };
-        let d = Duo::with_configs(sctp(RAW_PORT, raw_slots), server);
+        // The raw peer stands in for another stack, one that lets a second packet go after
+        // T3-rtx (RFC 9260 §7.2.3 asks for one): the tests that lose one of its chunks for
+        // a while (`lose`) have its other messages go meanwhile.
+        let raw = Config {
+            one_packet_after_t3: false,
+            ..sctp(RAW_PORT, raw_slots)
+        };
+        let d = Duo::with_configs(raw, server);
         assert!(d.conn.is_some(), "association up");
         d
     }

@@ -1401,6 +1401,22 @@ fn daytime(now: std::time::SystemTime) -> String {
     )
 }
 
+/// The checks placement makes of a posted receive's buffer (RFC 5041 §7.1 untagged check 2,
+/// "allows Placement"), made when it is posted against `stags` (the table the caller places
+/// with), so that a buffer that could never be placed is refused to the ULP that posted it
+/// rather than ending the stream at the peer's first Send (`BufferRevoked`): it names a
+/// registration of the stream's protection domain `pd` that grants local write and holds it.
+fn check_receive_buffer(
+    pd: Pd,
+    buffer: &PostedBuffer,
+    stags: &ddpdk_dataplane::mem::StagTable,
+) -> Result<(), PostError> {
+    match buffer.stag.and_then(|stag| stags.lookup(stag)) {
+        Some(reg) if reg.pd == pd && reg.holds(buffer) => Ok(()),
+        _ => Err(PostError::BadSink),
+    }
+}
+
 #[cfg(test)]
 mod daytime_tests {
     use super::daytime;
@@ -1415,21 +1431,5 @@ mod daytime_tests {
         assert_eq!(at(951_782_400), "2000-02-29 00:00:00 UTC\n");
         assert_eq!(at(951_868_799), "2000-02-29 23:59:59 UTC\n");
         assert_eq!(at(951_868_800), "2000-03-01 00:00:00 UTC\n");
-    }
-}
-
-/// The checks placement makes of a posted receive's buffer (RFC 5041 §7.1 untagged check 2,
-/// "allows Placement"), made when it is posted against `stags` (the table the caller places
-/// with), so that a buffer that could never be placed is refused to the ULP that posted it
-/// rather than ending the stream at the peer's first Send (`BufferRevoked`): it names a
-/// registration of the stream's protection domain `pd` that grants local write and holds it.
-fn check_receive_buffer(
-    pd: Pd,
-    buffer: &PostedBuffer,
-    stags: &ddpdk_dataplane::mem::StagTable,
-) -> Result<(), PostError> {
-    match buffer.stag.and_then(|stag| stags.lookup(stag)) {
-        Some(reg) if reg.pd == pd && reg.holds(buffer) => Ok(()),
-        _ => Err(PostError::BadSink),
     }
 }

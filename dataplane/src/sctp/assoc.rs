@@ -2410,8 +2410,9 @@ impl Association {
         let gaps = gaps.filter(|g| self.gap_acked > 0 || g.valid().next().is_some());
         // TSNs this SACK no longer covers though an earlier one did (the receiver reneged):
         // marked in their slots (`Slot::reneged`), no list allocated per SACK.
-        // The first and one past the last slot reneged on: the walk after HTNA visits those.
-        let mut reneged = u64::MAX..0;
+        // The first and one past the last slot reneged on (none yet: start above end): the
+        // walk after HTNA visits those.
+        let (mut reneged_from, mut reneged_to) = (u64::MAX, 0);
         if let Some(g) = gaps {
             // Outstanding TSNs rise with the ring and valid blocks rise too: one merge walk,
             // O(slots + blocks), however many blocks a peer crams into a SACK. It ends past
@@ -2468,8 +2469,8 @@ impl Association {
                         slot.in_flight = true;
                         self.path.flight += book(s.len);
                     }
-                    reneged.start = reneged.start.min(seq);
-                    reneged.end = seq + 1;
+                    reneged_from = reneged_from.min(seq);
+                    reneged_to = seq + 1;
                 }
             }
         }
@@ -2498,8 +2499,8 @@ impl Association {
         }
         // §6.2.1 D iii: a TSN the receiver reneged on may be missing: one miss indication
         // (unless the HTNA walk above just counted this SACK's one), and T3-rtx running.
-        if !reneged.is_empty() {
-            self.reneged_misses(reneged, threshold, &mut new_fast_rtx);
+        if reneged_from < reneged_to {
+            self.reneged_misses(reneged_from..reneged_to, threshold, &mut new_fast_rtx);
             // T3-rtx stops only when nothing is outstanding, so it runs here already; kept
             // for the rule's letter, should that ever change.
             if !self.running(Timer::T3) {
@@ -3418,7 +3419,7 @@ impl Association {
         self.path.partial_bytes_acked = 0;
         // §7.2.3: "ensure that no more than one SCTP packet will be in flight for that address
         // until the endpoint receives acknowledgement for successful delivery of data".
-        self.path.t3_one_packet = true;
+        self.path.t3_one_packet = self.cfg.one_packet_after_t3;
         // E2.
         self.path.rto.back_off();
         // E3: everything outstanding and not gap-acked is retransmitted.

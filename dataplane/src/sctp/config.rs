@@ -29,6 +29,11 @@ pub struct Config {
     pub rto_max: Duration,
     /// Max.Burst (§6.1 D): new-data packets sent in one go after a SACK or a timer.
     pub max_burst: u32,
+    /// §7.2.3: after T3-rtx, at most one packet in flight until DATA is acknowledged (on by
+    /// default). Off, a second packet goes while the flight of chunks is below the 1-MTU
+    /// cwnd (the flight counts chunks, not the packets around them), as stacks that test
+    /// only `flight < cwnd` do; tests use it to stand in for such a peer.
+    pub one_packet_after_t3: bool,
     pub assoc_max_retrans: u32,
     /// Path.Max.Retrans (§8.2): consecutive failures after which the path is reported
     /// inactive ([`Event::PathChange`]). With our one path the association still sends on it,
@@ -91,6 +96,7 @@ impl Default for Config {
             rto_min: Duration::from_secs(1),
             rto_max: Duration::from_secs(60),
             max_burst: 4,
+            one_packet_after_t3: true,
             assoc_max_retrans: 10,
             path_max_retrans: 5,
             max_init_retransmits: 8,
