@@ -2557,7 +2557,7 @@ fn simultaneous_open_5_2_1() {
 /// reaches an association that already sends: the peer's window stays the last one less
 /// what is in flight, not the cookie's a_rwnd (its INIT's, from before any of it). Case D
 /// never took the cookie's window once established; case B (a collision in which the peer
-/// chose a new tag) did, whole, and now subtracts the flight as well (an independent review;
+/// chose a new tag) did, and now keeps the last SACK's window too (an independent review;
 /// no test of its own: a collision with data in flight needs a rig this file does not have).
 #[test]
 fn a_late_cookie_echo_keeps_the_flight_counted_against_the_window_5_2_4_d() {

@@ -2649,8 +2649,8 @@ impl Association {
                 continue;
             }
             if !s.in_flight {
-                // Marked for retransmission (T3): it goes again, a probe still if the window
-                // then is too small, and is recovered at a later update.
+                // Marked for retransmission (T3): it goes again, still a probe (the mark
+                // stays), and is recovered at a later update that holds it.
                 waiting = true;
                 continue;
             }
@@ -4055,17 +4055,11 @@ impl Association {
                 break;
             }
             self.sq.set_rtx(seq, false);
-            let probe = book(s.len) > self.peer_rwnd as usize;
             let slot = self.sq.slot_mut(seq);
             slot.in_flight = true;
             slot.fast_rtx_due = false;
             slot.tx_count += 1;
             slot.sent_at = now;
-            // §6.1 A: retransmitted into a window too small for it (T3 sends regardless), it
-            // is a probe the peer may drop, recovered at the window update; a probe stays one
-            // (T3 gave its own room back to the window, rule C).
-            slot.window_probe |= probe;
-            self.window_probes |= slot.window_probe;
             self.path.flight += book(s.len);
             // §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the
             // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
