@@ -22,19 +22,22 @@ use ddpdk_dataplane::sctp::Config;
 const BUFFER: u32 = 16_384;
 const WRITES: u64 = 3000;
 
-/// The server's control thread stops polling (a stalled ULP). The client writes 3000 small
-/// tagged messages. The server's event ring fills, then its connection's receive buffer (the
-/// indications it owes): its SACKs advertise a window too small for a segment, the client
-/// stops, and the server's core holds no more than its bounds. Once the ULP polls again every
-/// write completes, and every message is indicated once.
-#[test]
-fn a_stalled_ulp_closes_the_window_and_bounds_the_core() {
+/// The rings of both sides' runtimes (one data core each).
+const RING_DEPTH: usize = 8;
+
+/// A client and a server of one data core each, rings of [`RING_DEPTH`], the server's receive
+/// buffer [`BUFFER`], an association and session open, the server's 1 MiB region registered.
+fn small_rings_and_buffer() -> (
+    Lockstep<ddpdk_dataplane::port::mem::MemPort>,
+    ddpdk_control::memory::Registered,
+    ddpdk_control::memory::RegionId,
+) {
     let (a4, b4) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
     let (a6, b6): (Ipv6Addr, Ipv6Addr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
     let (pa, pb) = pair(2, 4096);
     let cfg = RuntimeConfig {
         cores: 1,
-        ring_depth: 8,
+        ring_depth: RING_DEPTH,
         ..RuntimeConfig::default()
     };
     let a = runtime(Arc::new(pa), a4, a6, 1, cfg);
@@ -49,7 +52,17 @@ fn a_stalled_ulp_closes_the_window_and_bounds_the_core() {
             ..Config::default()
         },
     );
-    let (l, reg, _region) = Lockstep::open_to_region(a, b, IpAddr::V4(b4), PORT, 1 << 20);
+    Lockstep::open_to_region(a, b, IpAddr::V4(b4), PORT, 1 << 20)
+}
+
+/// The server's control thread stops polling (a stalled ULP). The client writes 3000 small
+/// tagged messages. The server's event ring fills, then its connection's receive buffer (the
+/// indications it owes): its SACKs advertise a window too small for a segment, the client
+/// stops, and the server's core holds no more than its bounds. Once the ULP polls again every
+/// write completes, and every message is indicated once.
+#[test]
+fn a_stalled_ulp_closes_the_window_and_bounds_the_core() {
+    let (l, reg, _region) = small_rings_and_buffer();
     run(l, reg.stag, reg.to_base);
 }
 
@@ -139,28 +152,8 @@ fn run<P: ddpdk_dataplane::port::Port>(
 /// ULP takes its events, every write completes and every message is indicated once.
 #[test]
 fn a_ulp_that_polls_without_taking_events_holds_its_peers_back() {
-    let (a4, b4) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
-    let (a6, b6): (Ipv6Addr, Ipv6Addr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
-    let (pa, pb) = pair(2, 4096);
-    let cfg = RuntimeConfig {
-        cores: 1,
-        ring_depth: 8,
-        ..RuntimeConfig::default()
-    };
-    let a = runtime(Arc::new(pa), a4, a6, 1, cfg);
-    let b = runtime_with(
-        Arc::new(pb),
-        b4,
-        b6,
-        2,
-        cfg,
-        Config {
-            a_rwnd: BUFFER,
-            ..Config::default()
-        },
-    );
-    let (mut l, reg, _region) = Lockstep::open_to_region(a, b, IpAddr::V4(b4), PORT, 1 << 20);
-    let limit = cfg.ring_depth * READY_PER_RING_ENTRY;
+    let (mut l, reg, _region) = small_rings_and_buffer();
+    let limit = RING_DEPTH * READY_PER_RING_ENTRY;
     let mut submitted = 0u64;
     let mut most_waiting = 0;
     for _ in 0..50_000 {

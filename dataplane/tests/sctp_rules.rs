@@ -110,6 +110,26 @@ struct Pair {
     got_s: Vec<(u16, u32, Vec<u8>)>,
 }
 
+/// The four-way handshake between a client and a server endpoint of these configurations,
+/// the server's association made from the client's COOKIE ECHO (returned too), the COOKIE ACK
+/// not yet sent back.
+fn handshake(c_cfg: Config, s_cfg: Config) -> (Association, Association, Vec<u8>) {
+    let mut cep = Endpoint::new(c_cfg, [1; 32]).unwrap();
+    let mut sep = Endpoint::new(s_cfg, [2; 32]).unwrap();
+    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
+    let mut out = vec![0u8; 65536];
+    let init = drain(&mut c, t(0));
+    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
+        panic!("INIT not answered")
+    };
+    c.handle(t(1), &out[..n], &mut ignore).unwrap();
+    let echo = drain(&mut c, t(1));
+    let Outcome::Accepted(s) = sep.handle(t(1), C_ADDR, &echo[0], &mut out, &mut ignore) else {
+        panic!("COOKIE ECHO not accepted")
+    };
+    (c, *s, echo[0].clone())
+}
+
 impl Pair {
     fn new() -> Pair {
         Pair::with(|_| {})
@@ -120,22 +140,10 @@ impl Pair {
         let (mut c_cfg, mut s_cfg) = (cfg(C_PORT), cfg(S_PORT));
         f(&mut c_cfg);
         f(&mut s_cfg);
-        let mut cep = Endpoint::new(c_cfg, [1; 32]).unwrap();
-        let mut sep = Endpoint::new(s_cfg, [2; 32]).unwrap();
-        let mut c = cep.connect(t(0), S_ADDR, S_PORT);
-        let mut out = vec![0u8; 65536];
-        let init = drain(&mut c, t(0));
-        let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
-            panic!("INIT not answered")
-        };
-        c.handle(t(1), &out[..n], &mut ignore).unwrap();
-        let echo = drain(&mut c, t(1));
-        let Outcome::Accepted(s) = sep.handle(t(1), C_ADDR, &echo[0], &mut out, &mut ignore) else {
-            panic!("COOKIE ECHO not accepted")
-        };
+        let (c, s, _) = handshake(c_cfg, s_cfg);
         let mut p = Pair {
             c,
-            s: *s,
+            s,
             got_c: Vec::new(),
             got_s: Vec::new(),
         };
@@ -2561,20 +2569,7 @@ fn simultaneous_open_5_2_1() {
 /// no test of its own: a collision with data in flight needs a rig this file does not have).
 #[test]
 fn a_late_cookie_echo_keeps_the_flight_counted_against_the_window_5_2_4_d() {
-    let mut cep = Endpoint::new(cfg(C_PORT), [1; 32]).unwrap();
-    let mut sep = Endpoint::new(cfg(S_PORT), [2; 32]).unwrap();
-    let mut c = cep.connect(t(0), S_ADDR, S_PORT);
-    let mut out = vec![0u8; 65536];
-    let init = drain(&mut c, t(0));
-    let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
-        panic!("INIT not answered")
-    };
-    c.handle(t(1), &out[..n], &mut ignore).unwrap();
-    let echo = drain(&mut c, t(1));
-    let Outcome::Accepted(s) = sep.handle(t(1), C_ADDR, &echo[0], &mut out, &mut ignore) else {
-        panic!("COOKIE ECHO not accepted")
-    };
-    let mut s = *s;
+    let (_c, mut s, echo) = handshake(cfg(C_PORT), cfg(S_PORT));
     let a_rwnd = s.peer_rwnd();
     // The server sends four messages; the COOKIE ACK and they are still on their way.
     for i in 0..4u8 {
@@ -2585,7 +2580,7 @@ fn a_late_cookie_echo_keeps_the_flight_counted_against_the_window_5_2_4_d() {
     let in_flight = a_rwnd - s.peer_rwnd();
     assert!(in_flight >= 4 * 1000, "{in_flight} bytes booked");
     // The client, its COOKIE ACK lost, sends the COOKIE ECHO again.
-    s.handle(t(3), &echo[0], &mut ignore).unwrap();
+    s.handle(t(3), &echo, &mut ignore).unwrap();
     assert_eq!(s.state(), State::Established);
     assert_eq!(
         s.peer_rwnd(),
