@@ -72,16 +72,6 @@ fn run<P: ddpdk_dataplane::port::Port>(
     to: u64,
 ) {
     let mut submitted = 0u64;
-    let completed = |l: &Lockstep<P>| {
-        l.ea.iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Completion { completion, .. } if completion.status == Status::Success
-                )
-            })
-            .count() as u64
-    };
     // The server's ULP is stalled: its cores run, its control thread does not.
     for _ in 0..50_000 {
         while submitted < WRITES {
@@ -125,21 +115,7 @@ fn run<P: ddpdk_dataplane::port::Port>(
     );
     assert_eq!(server.stats.receive_errors, 0);
     // The ULP resumes: everything completes and is indicated exactly once.
-    l.run_until("every write completed", |l| completed(l) == WRITES);
-    l.run_until("every message indicated", |l| {
-        l.eb.iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Indication {
-                        indication: Indication::TaggedDelivered { .. },
-                        ..
-                    }
-                )
-            })
-            .count() as u64
-            == WRITES
-    });
+    every_write_completes_and_is_indicated_once(&mut l);
     let report = l.kb[0].report();
     assert_eq!(report.assocs[0].receive_room, BUFFER as usize);
 }
@@ -178,16 +154,6 @@ fn a_ulp_that_polls_without_taking_events_holds_its_peers_back() {
         l.ea.extend(std::iter::from_fn(|| l.ca.poll_event()));
         l.now += Duration::from_micros(200);
     }
-    let completed = |l: &Lockstep<_>| {
-        l.ea.iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Event::Completion { completion, .. } if completion.status == Status::Success
-                )
-            })
-            .count() as u64
-    };
     assert!(
         most_waiting <= limit,
         "{most_waiting} events kept for the ULP, more than {limit}"
@@ -203,6 +169,14 @@ fn a_ulp_that_polls_without_taking_events_holds_its_peers_back() {
         "the receive buffer is full ({} bytes left)",
         server.receive_room
     );
+    every_write_completes_and_is_indicated_once(&mut l);
+}
+
+/// The server's ULP takes its events again: every write completes and every message is
+/// indicated, once.
+fn every_write_completes_and_is_indicated_once<P: ddpdk_dataplane::port::Port>(
+    l: &mut Lockstep<P>,
+) {
     l.run_until("every write completed", |l| completed(l) == WRITES);
     l.run_until("every message indicated", |l| {
         l.eb.iter()
@@ -218,4 +192,29 @@ fn a_ulp_that_polls_without_taking_events_holds_its_peers_back() {
             .count() as u64
             == WRITES
     });
+    let indicated =
+        l.eb.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Indication {
+                        indication: Indication::TaggedDelivered { .. },
+                        ..
+                    }
+                )
+            })
+            .count() as u64;
+    assert_eq!(indicated, WRITES, "each message indicated once");
+}
+
+/// The client's writes completed successfully so far.
+fn completed<P: ddpdk_dataplane::port::Port>(l: &Lockstep<P>) -> u64 {
+    l.ea.iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Completion { completion, .. } if completion.status == Status::Success
+            )
+        })
+        .count() as u64
 }

@@ -1056,23 +1056,7 @@ fn the_last_chunk_before_idle_asks_for_an_immediate_sack_rfc7053() {
         immediate_sack_when_idle: true,
         ..cfg(C_PORT)
     };
-    p.c = {
-        let mut cep = Endpoint::new(with_bit, [3; 32]).unwrap();
-        let mut sep = endpoint(S_PORT, 4);
-        let mut c = cep.connect(t(0), S_ADDR, S_PORT);
-        let mut out = vec![0u8; 65536];
-        let init = drain(&mut c, t(0));
-        let Outcome::Reply(n) = sep.handle(t(0), C_ADDR, &init[0], &mut out, &mut ignore) else {
-            panic!("INIT not answered")
-        };
-        c.handle(t(1), &out[..n], &mut ignore).unwrap();
-        let echo = drain(&mut c, t(1));
-        let Outcome::Accepted(s) = sep.handle(t(1), C_ADDR, &echo[0], &mut out, &mut ignore) else {
-            panic!("COOKIE ECHO not accepted")
-        };
-        p.s = *s;
-        c
-    };
+    (p.c, p.s, _) = handshake(with_bit, cfg(S_PORT));
     p.exchange(t(2), |_, _| true);
     for i in 0..3u8 {
         p.c.send(0, 16, &[i; 1000]).unwrap();
