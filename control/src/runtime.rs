@@ -3298,9 +3298,7 @@ impl<P: Port> Control<P> {
         // independent review). What is left is taken at the next poll; work says so. None
         // while the ULP has not taken what it was given ([`Control::events_waiting`]): then
         // work does not count what waits in the ring, which only the ULP's taking frees.
-        let room = self
-            .ready_limit
-            .saturating_sub(self.ready.len() + self.gated.len());
+        let room = self.ready_limit.saturating_sub(self.events_waiting());
         for _ in 0..self.event_budget.min(room) {
             let Some(u) = channel::poll(&self.events) else {
                 break;

@@ -74,13 +74,7 @@ fn run<P: ddpdk_dataplane::port::Port>(
     let mut submitted = 0u64;
     // The server's ULP is stalled: its cores run, its control thread does not.
     for _ in 0..50_000 {
-        while submitted < WRITES {
-            let op = tagged(submitted, stag, to + (submitted % 1024) * 64, vec![7; 64]);
-            if l.ca.submit(l.conn, op).is_err() {
-                break;
-            }
-            submitted += 1;
-        }
+        submit_writes(&mut l, &mut submitted, stag, to);
         for k in l.ka.iter_mut().chain(&mut l.kb) {
             k.poll(l.now);
         }
@@ -133,18 +127,7 @@ fn a_ulp_that_polls_without_taking_events_holds_its_peers_back() {
     let mut submitted = 0u64;
     let mut most_waiting = 0;
     for _ in 0..50_000 {
-        while submitted < WRITES {
-            let op = tagged(
-                submitted,
-                reg.stag,
-                reg.to_base + (submitted % 1024) * 64,
-                vec![7; 64],
-            );
-            if l.ca.submit(l.conn, op).is_err() {
-                break;
-            }
-            submitted += 1;
-        }
+        submit_writes(&mut l, &mut submitted, reg.stag, reg.to_base);
         for k in l.ka.iter_mut().chain(&mut l.kb) {
             k.poll(l.now);
         }
@@ -217,4 +200,21 @@ fn completed<P: ddpdk_dataplane::port::Port>(l: &Lockstep<P>) -> u64 {
             )
         })
         .count() as u64
+}
+
+/// The client submits its small tagged writes (the k-th at `to + (k % 1024) × 64`) until
+/// [`WRITES`] are submitted or its command ring is full.
+fn submit_writes<P: ddpdk_dataplane::port::Port>(
+    l: &mut Lockstep<P>,
+    submitted: &mut u64,
+    stag: ddpdk_dataplane::mem::Stag,
+    to: u64,
+) {
+    while *submitted < WRITES {
+        let op = tagged(*submitted, stag, to + (*submitted % 1024) * 64, vec![7; 64]);
+        if l.ca.submit(l.conn, op).is_err() {
+            break;
+        }
+        *submitted += 1;
+    }
 }

@@ -713,6 +713,17 @@ fn rfc9260_6_2_messages_waiting_for_delivery_are_charged_to_the_buffer() {
     assert_eq!(r.conn().receive_room(), budget, "given back once delivered");
 }
 
+/// A session open on `S`, the receive buffer's size, and a packet of the raw peer's tagged
+/// segment (DDP-SSN 2) to send again at other TSNs and DDP-SSNs (`with_tsn_and_ssn`).
+fn a_session_and_a_segment_to_renumber() -> (Rig, usize, Vec<u8>) {
+    let mut r = Rig::new(256, false);
+    r.open();
+    let budget = r.conn().association().receive_buffer();
+    r.raw.send(S, 16, &tseg(2, 0)).unwrap();
+    let template = r.raw_packets().remove(0);
+    (r, budget, template)
+}
+
 /// (Review of the above) The messages waiting for Delivery take the room; the DDP-SSN they
 /// wait for, coming with a TSN above every other (a peer whose SCTP sends a stream's chunks
 /// out of the order they were presented, RFC 5043 §10), was refused for want of that room,
@@ -720,11 +731,7 @@ fn rfc9260_6_2_messages_waiting_for_delivery_are_charged_to_the_buffer() {
 /// from then on. The chunk that releases them is taken whatever the room.
 #[test]
 fn rfc9260_6_2_the_segment_waited_for_is_taken_however_full_the_buffer() {
-    let mut r = Rig::new(256, false);
-    r.open();
-    let budget = r.conn().association().receive_buffer();
-    r.raw.send(S, 16, &tseg(2, 0)).unwrap();
-    let template = r.raw_packets().remove(0);
+    let (mut r, budget, template) = a_session_and_a_segment_to_renumber();
     // DDP-SSN k + 2 at TSN + k, DDP-SSN 1 missing, until the buffer refuses them.
     let mut k = 0u32;
     while r.conn().association().stats().rwnd_dropped == 0 {
@@ -747,11 +754,7 @@ fn rfc9260_6_2_the_segment_waited_for_is_taken_however_full_the_buffer() {
 /// memory back as it is delivered.
 #[test]
 fn rfc9260_6_2_one_message_left_waiting_after_a_burst_keeps_no_peak_charged() {
-    let mut r = Rig::new(256, false);
-    r.open();
-    let budget = r.conn().association().receive_buffer();
-    r.raw.send(S, 16, &tseg(2, 0)).unwrap();
-    let template = r.raw_packets().remove(0);
+    let (mut r, budget, template) = a_session_and_a_segment_to_renumber();
     for k in 0..1000u32 {
         r.deliver_to_server(&with_tsn_and_ssn(&template, k, k as u16 + 2));
     }
@@ -772,11 +775,7 @@ fn rfc9260_6_2_one_message_left_waiting_after_a_burst_keeps_no_peak_charged() {
 /// loss pinned the a_rwnd low for as long as the loss lasted).
 #[test]
 fn rfc9260_6_2_the_memory_waiting_messages_grew_to_is_charged_while_held() {
-    let mut r = Rig::new(256, false);
-    r.open();
-    let budget = r.conn().association().receive_buffer();
-    r.raw.send(S, 16, &tseg(2, 0)).unwrap();
-    let template = r.raw_packets().remove(0);
+    let (mut r, budget, template) = a_session_and_a_segment_to_renumber();
     // DDP-SSN 2..=401 wait behind 1, 403..=1002 behind 402: the heap grows to 1024.
     for k in 0..1000u32 {
         let ssn = if k < 400 { k + 2 } else { k + 3 };

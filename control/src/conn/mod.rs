@@ -443,7 +443,7 @@ impl Connection {
 
     /// [`Connection::post_recv`], the buffer checked against `stags` (placement's table)
     /// after the stream's own checks, so that a receive on an ended stream is refused for
-    /// that (`check_receive_buffer`).
+    /// that.
     pub(super) fn post_recv_checked(
         &mut self,
         stream: u16,
@@ -471,12 +471,15 @@ impl Connection {
                 .ok_or(PostError::Session(LocalError::NotEstablished))?;
         let posted = s.posted.get_mut(qn as usize).ok_or(PostError::InvalidQn)?;
         // Placement re-checks a posted buffer against its registration (RFC 5041 §8.3.1 item
-        // 6: deregistering stops it); one without a registration could never be stopped.
-        if buffer.stag.is_none() {
+        // 6: deregistering stops it), so one without a registration could never be stopped;
+        // against the caller's table (placement's), one that placement would refuse is
+        // refused now, rather than ending the stream at the peer's first Send
+        // (`BufferRevoked`).
+        let placeable = buffer
+            .stag
+            .is_some_and(|stag| stags.is_none_or(|t| t.allows_receive(stag, rx.pd(), &buffer)));
+        if !placeable {
             return Err(PostError::BadSink);
-        }
-        if let Some(stags) = stags {
-            check_receive_buffer(rx.pd(), &buffer, stags)?;
         }
         rx.post(qn, buffer).map_err(|QueueFull| PostError::Full)?;
         posted.push_back(wr_id);
@@ -1399,22 +1402,6 @@ fn daytime(now: std::time::SystemTime) -> String {
         rem / 60 % 60,
         rem % 60
     )
-}
-
-/// The checks placement makes of a posted receive's buffer (RFC 5041 §7.1 untagged check 2,
-/// "allows Placement"), made when it is posted against `stags` (the table the caller places
-/// with), so that a buffer that could never be placed is refused to the ULP that posted it
-/// rather than ending the stream at the peer's first Send (`BufferRevoked`): it names a
-/// registration of the stream's protection domain `pd` that grants local write and holds it.
-fn check_receive_buffer(
-    pd: Pd,
-    buffer: &PostedBuffer,
-    stags: &ddpdk_dataplane::mem::StagTable,
-) -> Result<(), PostError> {
-    match buffer.stag.and_then(|stag| stags.lookup(stag)) {
-        Some(reg) if reg.pd == pd && reg.holds(buffer) => Ok(()),
-        _ => Err(PostError::BadSink),
-    }
 }
 
 #[cfg(test)]

@@ -756,10 +756,7 @@ impl StreamRx {
                 match self.queues.buffer(h.qn, h.msn) {
                     Some((position, b))
                         if b.stag.is_some_and(|stag| {
-                            ulp.revoked().contains(&stag)
-                                || !stags
-                                    .lookup(stag)
-                                    .is_some_and(|r| r.pd == self.pd && r.holds(b))
+                            ulp.revoked().contains(&stag) || !stags.allows_receive(stag, self.pd, b)
                         }) =>
                     {
                         return Err(RxError::BufferRevoked { qn: h.qn, position })

@@ -319,6 +319,16 @@ impl StagTable {
         self.slots.len()
     }
 
+    /// Whether `stag` still allows Placement into the posted receive `buffer` of a stream of
+    /// protection domain `pd` (RFC 5041 §7.1 untagged check 2, §8.3.1 item 6): a valid
+    /// registration of that PD granting local write over all of the buffer's memory. Asked
+    /// when the buffer is posted and again before each placement into it.
+    #[inline]
+    pub fn allows_receive(&self, stag: Stag, pd: Pd, buffer: &crate::mem::PostedBuffer) -> bool {
+        self.lookup(stag)
+            .is_some_and(|r| r.pd == pd && r.holds(buffer))
+    }
+
     /// The registration of exactly this STag: index and key must both match.
     pub fn lookup(&self, stag: Stag) -> Option<&Registration> {
         let slot = self.slots.get(stag.index() as usize)?;
