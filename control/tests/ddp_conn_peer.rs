@@ -73,19 +73,26 @@ impl Duo {
         Duo::with_server_path_mtu(raw_slots, sctp(SRV_PORT, 256).path_mtu)
     }
 
+    /// As [`Duo::new`], the raw peer standing in for a stack that lets a second packet go
+    /// after T3-rtx (RFC 9260 §7.2.3 asks for one): for the tests that lose one of its
+    /// chunks for a while (`lose`, `deaf`) and have its other messages go meanwhile.
+    fn lenient(raw_slots: usize) -> Duo {
+        let raw = Config {
+            one_packet_after_t3: false,
+            ..sctp(RAW_PORT, raw_slots)
+        };
+        let d = Duo::with_configs(raw, sctp(SRV_PORT, 256));
+        assert!(d.conn.is_some(), "association up");
+        d
+    }
+
     /// The server's associations send with `path_mtu` (the raw peer with the default).
     fn with_server_path_mtu(raw_slots: usize, path_mtu: usize) -> Duo {
         let server = Config {
             path_mtu,
             ..sctp(SRV_PORT, 256)
         };
-        // The raw peer stands in for another stack, one that lets a second packet go after
-        // T3-rtx (RFC 9260 §7.2.3 asks for one): the tests that lose one of its chunks for
-        // a while (`lose`) have its other messages go meanwhile.
-        let raw = Config {
-            one_packet_after_t3: false,
-            ..sctp(RAW_PORT, raw_slots)
-        };
+        let raw = sctp(RAW_PORT, raw_slots);
         let d = Duo::with_configs(raw, server);
         assert!(d.conn.is_some(), "association up");
         d
@@ -1043,7 +1050,7 @@ fn rfc5043_6_a_gap_before_the_peers_terminate_is_waited_for_a_bounded_time() {
 #[test]
 fn rfc5043_6_6_a_terminate_crossing_our_reject_does_not_end_the_next_session() {
     for after_answer in [false, true] {
-        let mut d = Duo::new(256);
+        let mut d = Duo::lenient(256);
         let pd = d.memory.alloc_pd();
         d.send(S, 17, &ctl(0, 1, b""));
         d.settle();
@@ -1161,7 +1168,7 @@ fn rejected_attempts_then_our_session(d: &mut Duo, pd: Pd, attempts: usize) {
 /// session stays open.
 #[test]
 fn rfc5043_6_6_two_terminates_crossing_our_rejects_do_not_end_the_next_session() {
-    let mut d = Duo::new(256);
+    let mut d = Duo::lenient(256);
     let pd = d.memory.alloc_pd();
     rejected_attempts_then_our_session(&mut d, pd, 2);
     d.lose = None;
@@ -1194,7 +1201,7 @@ fn rfc5043_6_6_two_terminates_crossing_our_rejects_do_not_end_the_next_session()
 /// unwatched, as before any watch, ends the next session.
 #[test]
 fn rfc5043_6_6_crossing_watches_are_bounded_and_a_dropped_one_is_counted() {
-    let mut d = Duo::new(256);
+    let mut d = Duo::lenient(256);
     let pd = d.memory.alloc_pd();
     rejected_attempts_then_our_session(&mut d, pd, 5);
     assert_eq!(d.conn().stats().crossed_rejects_unwatched, 1);
@@ -3461,9 +3468,12 @@ impl Duo {
     /// acknowledged): a zero-copy Write of `len` bytes of 0x11 (wr_id 1, one registration read
     /// as its segments leave), a Read (2) and a Write of copied bytes (3). Then the raw peer
     /// writes through an STag the server never registered: the server's stream fails (RFC 5040
-    /// §7: its Terminate) and its work is flushed. Returns the Write's source region.
-    fn zero_copy_write_then_failure(len: u32) -> (Duo, ddpdk_control::memory::RegionId) {
-        let mut d = Duo::new(256);
+    /// §7: its Terminate) and its work is flushed, on `d` (a fresh `Duo`). Returns the Write's
+    /// source region.
+    fn zero_copy_write_then_failure(
+        mut d: Duo,
+        len: u32,
+    ) -> (Duo, ddpdk_control::memory::RegionId) {
         let pd = d.memory.alloc_pd();
         d.open_rdmap(S, pd);
         let table = d.memory.region_table().clone();
@@ -3578,7 +3588,7 @@ impl Duo {
 #[test]
 fn a_flushed_zero_copy_write_completes_only_once_sctp_no_longer_reads_its_buffer() {
     for len in [1 << 16, 1 << 20] {
-        let (mut d, src) = Duo::zero_copy_write_then_failure(len);
+        let (mut d, src) = Duo::zero_copy_write_then_failure(Duo::new(256), len);
         d.run_reusing_at_completion(src, Duration::from_secs(1));
         let while_deaf = d.completed();
         d.deaf = false;
@@ -3613,7 +3623,7 @@ fn a_flushed_zero_copy_write_completes_only_once_sctp_no_longer_reads_its_buffer
 /// queue when the association ends: nothing reads the buffer after that).
 #[test]
 fn a_zero_copy_write_never_acknowledged_completes_when_the_association_ends() {
-    let (mut d, src) = Duo::zero_copy_write_then_failure(1 << 16);
+    let (mut d, src) = Duo::zero_copy_write_then_failure(Duo::new(256), 1 << 16);
     let closed = |d: &Duo| d.inds.iter().any(|i| matches!(i, Indication::Closed(_)));
     let until = d.now + Duration::from_secs(600);
     while !closed(&d) && d.now < until {
@@ -3637,7 +3647,7 @@ fn a_zero_copy_write_never_acknowledged_completes_when_the_association_ends() {
 /// dropped with the old session's state.
 #[test]
 fn a_flushed_zero_copy_write_outlives_a_new_session_on_its_stream() {
-    let (mut d, src) = Duo::zero_copy_write_then_failure(1 << 16);
+    let (mut d, src) = Duo::zero_copy_write_then_failure(Duo::lenient(256), 1 << 16);
     let pdata = encode_private_data(RdmaLimits { ird: 4, ord: 4 }, b"").unwrap();
     d.send(S, 17, &ctl(0, 1, &pdata));
     d.run_reusing_at_completion(src, Duration::from_secs(1));
@@ -3719,7 +3729,7 @@ fn work_waiting_for_the_peers_missing_chunks_is_flushed_when_the_association_end
 /// only once every work request posted before it, the old session's, is reported.
 #[test]
 fn rfc5040_5_5_a_mark_after_renewal_completes_behind_the_earlier_sessions_work() {
-    let (mut d, src) = Duo::zero_copy_write_then_failure(1 << 16);
+    let (mut d, src) = Duo::zero_copy_write_then_failure(Duo::new(256), 1 << 16);
     let pdata = encode_private_data(RdmaLimits { ird: 4, ord: 4 }, b"").unwrap();
     d.send(S, 17, &ctl(0, 1, &pdata));
     d.run_reusing_at_completion(src, Duration::from_secs(1));
@@ -3754,7 +3764,7 @@ fn rfc5040_5_5_a_mark_after_renewal_completes_behind_the_earlier_sessions_work()
 /// for its segments, completes Success behind the flushed work: it did nothing that failed.
 #[test]
 fn a_mark_after_the_session_ended_completes_success_behind_the_flushed_work() {
-    let (mut d, src) = Duo::zero_copy_write_then_failure(1 << 16);
+    let (mut d, src) = Duo::zero_copy_write_then_failure(Duo::new(256), 1 << 16);
     let req = RdmaRequest {
         wr_id: 9,
         stream: S,
