@@ -12,9 +12,9 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
-    AbortRepr, CauseRepr, ChunkRepr, DataRepr, ErrorChunkRepr, GapAckBlock, HeaderRepr,
-    HeartbeatAckRepr, HeartbeatRepr, InitRepr, List, Packet, PacketBuilder, ParamRepr, SackRepr,
-    ShutdownCompleteRepr, ShutdownRepr, UnknownChunkRepr,
+    AbortRepr, CauseRepr, ChunkRepr, CookieEchoRepr, DataRepr, ErrorChunkRepr, GapAckBlock,
+    HeaderRepr, HeartbeatAckRepr, HeartbeatRepr, InitRepr, List, Packet, PacketBuilder, ParamRepr,
+    SackRepr, ShutdownCompleteRepr, ShutdownRepr, UnknownChunkRepr,
 };
 
 const C_PORT: u16 = 5001;
@@ -2549,8 +2549,8 @@ fn simultaneous_open_5_2_1() {
 /// reaches an association that already sends: the peer's window stays the last one less
 /// what is in flight, not the cookie's a_rwnd (its INIT's, from before any of it). Case D
 /// never took the cookie's window once established; case B (a collision in which the peer
-/// chose a new tag) did, and now keeps the last SACK's window too (an independent review;
-/// no test of its own: a collision with data in flight needs a rig this file does not have).
+/// chose a new tag) did, and now keeps the last SACK's window too
+/// (`a_collision_cookie_echo_keeps_the_last_sacks_window_5_2_4_b`).
 #[test]
 fn a_late_cookie_echo_keeps_the_flight_counted_against_the_window_5_2_4_d() {
     let (_c, mut s, echo) = handshake(cfg(C_PORT), cfg(S_PORT));
@@ -2570,6 +2570,94 @@ fn a_late_cookie_echo_keeps_the_flight_counted_against_the_window_5_2_4_d() {
         s.peer_rwnd(),
         a_rwnd - in_flight,
         "the flight still counts against the peer's window"
+    );
+}
+
+/// §5.2.4 case B with §6.2.1 D ii: a collision's COOKIE ECHO (our tag, a peer tag other than
+/// the one we talk to) reaching an association that already sends takes the cookie's peer
+/// tag, but the peer's window stays the last SACK's less what is in flight, not the a_rwnd
+/// of the INIT the cookie was made from (session 72's review: the association took the
+/// cookie's a_rwnd whole, the flight forgotten until the next SACK).
+#[test]
+fn a_collision_cookie_echo_keeps_the_last_sacks_window_5_2_4_b() {
+    let mut cep = endpoint(C_PORT, 1);
+    let mut sep = endpoint(S_PORT, 2);
+    let mut s = sep.connect(t(0), C_ADDR, C_PORT);
+    let s_init = drain(&mut s, t(0));
+    // An INIT of the peer's crossing ours (another tag, a far larger window): answered from
+    // COOKIE-WAIT with our own tag (§5.2.1), the cookie kept for later.
+    let crossing = packet(
+        C_PORT,
+        S_PORT,
+        0,
+        &[ChunkRepr::Init(InitRepr {
+            initiate_tag: 0x5eed_5eed,
+            a_rwnd: 1 << 24,
+            outbound_streams: 8,
+            inbound_streams: 8,
+            initial_tsn: 77,
+            params: List::new(&[ParamRepr::AdaptationLayerIndication(1)]),
+        })],
+    );
+    s.handle(t(1), &crossing, &mut ignore).unwrap();
+    let init_ack = drain(&mut s, t(1));
+    let cs = chunks(&init_ack[0]);
+    let ChunkRepr::InitAck(ia) = cs[0] else {
+        panic!("INIT ACK expected, got {cs:?}")
+    };
+    let cookie = ia.0.state_cookie().unwrap().to_vec();
+    assert_eq!(ia.0.initiate_tag, s.local_tag(), "§5.2.1: our own tag");
+    // Our handshake completes with the peer's endpoint.
+    let mut out = vec![0u8; 65536];
+    let Outcome::Reply(n) = cep.handle(t(1), S_ADDR, &s_init[0], &mut out, &mut ignore) else {
+        panic!("INIT not answered")
+    };
+    s.handle(t(2), &out[..n], &mut ignore).unwrap();
+    let echo = drain(&mut s, t(2));
+    let Outcome::Accepted(c) = cep.handle(t(2), S_ADDR, &echo[0], &mut out, &mut ignore) else {
+        panic!("COOKIE ECHO not accepted")
+    };
+    let mut c = *c;
+    for pk in drain(&mut c, t(2)) {
+        s.handle(t(3), &pk, &mut ignore).unwrap();
+    }
+    assert_eq!(s.state(), State::Established);
+    assert_ne!(s.peer_tag(), 0x5eed_5eed);
+    // Data acknowledged (the peer's window learnt from its SACK), then more in flight.
+    for i in 0..4u8 {
+        s.send(0, 16, &[i; 1000]).unwrap();
+    }
+    for pk in drain(&mut s, t(4)) {
+        c.handle(t(4), &pk, &mut ignore).unwrap();
+    }
+    for pk in drain(&mut c, t(300)) {
+        s.handle(t(300), &pk, &mut ignore).unwrap();
+    }
+    assert_eq!(s.queued(), 0, "the first four acknowledged");
+    for i in 0..3u8 {
+        s.send(0, 16, &[i; 1000]).unwrap();
+    }
+    assert!(!drain(&mut s, t(301)).is_empty(), "data in flight");
+    let window = s.peer_rwnd();
+    assert!(
+        window < cfg(C_PORT).a_rwnd - 3 * 1000,
+        "{window}: the flight booked"
+    );
+    // The crossing INIT's COOKIE ECHO arrives late: case B.
+    let late = packet(
+        C_PORT,
+        S_PORT,
+        s.local_tag(),
+        &[ChunkRepr::CookieEcho(CookieEchoRepr { cookie: &cookie })],
+    );
+    s.handle(t(302), &late, &mut ignore).unwrap();
+    assert_eq!(s.state(), State::Established);
+    assert_eq!(s.peer_tag(), 0x5eed_5eed, "case B: the cookie's peer tag");
+    assert_eq!(
+        s.peer_rwnd(),
+        window,
+        "the last SACK's window less the flight, not the cookie's {}",
+        1 << 24
     );
 }
 
