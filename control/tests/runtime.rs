@@ -1157,3 +1157,126 @@ fn a_started_endpoint_announces_its_link_address_from_one_core_rfc5227_2_3_rfc48
     assert_eq!(na[80..86], a_mac, "its target link-layer address option");
     assert_eq!(frames.len(), 2, "nothing else: {frames:?}");
 }
+
+/// RFC 5041 §7.1 check 2, judged when a receive is posted, on a data core of its own thread:
+/// a registration and then a `PostRecv` naming its STag may land within one turn of the
+/// core, the registration after the turn's first look at its STag channel. The op is checked
+/// against the table with the STag in it (the core applies the STag changes before each
+/// command op): posted, never refused `BadSink` (session 72's review found it refused). A
+/// race of two threads, so many rounds of register-then-post, each of which must be posted.
+#[test]
+fn a_receive_posted_right_after_its_registration_is_taken_on_a_threaded_core() {
+    const ROUNDS: u64 = 250;
+    let b4 = Ipv4Addr::new(198, 18, 0, 2);
+    let clock = Clock::new();
+    let (pa, pb) = pair(2, 1024);
+    let cfg = RuntimeConfig {
+        cores: 1,
+        ..RuntimeConfig::default()
+    };
+    let (ca, cores_a) = runtime(pa, A4, A6, 1, cfg);
+    let (cb, cores_b) = runtime(pb, b4, B6, 2, cfg);
+    let mut a = Side::start(ca, cores_a, clock);
+    let mut b = Side::start(cb, cores_b, clock);
+    let conn = a
+        .control
+        .connect(clock.now(), IpAddr::V4(b4), PORT)
+        .unwrap();
+    until("the association", &mut a, &mut b, clock, |a, b| {
+        a.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::Indication {
+                    indication: Indication::Connected { .. },
+                    ..
+                }
+            )
+        }) && b.events.iter().any(|e| matches!(e, Event::Accepted { .. }))
+    });
+    let server = b
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Accepted { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .unwrap();
+    let apd = a.control.memory_mut().alloc_pd();
+    let bpd = b.control.memory_mut().alloc_pd();
+    a.control
+        .submit(
+            conn,
+            Op::Initiate {
+                stream: 1,
+                pd: apd,
+                private_data: Vec::new(),
+            },
+        )
+        .unwrap();
+    until("the Initiate", &mut a, &mut b, clock, |_, b| {
+        session_event(&b.events, server, |e| {
+            matches!(e, SessionEvent::InitiateReceived { .. })
+        })
+    });
+    b.control
+        .submit(
+            server,
+            Op::Accept {
+                stream: 1,
+                pd: bpd,
+                private_data: Vec::new(),
+            },
+        )
+        .unwrap();
+    until("the Accept", &mut a, &mut b, clock, |a, _| {
+        session_event(&a.events, conn, |e| {
+            matches!(e, SessionEvent::Accepted { .. })
+        })
+    });
+    let region = b.control.memory_mut().alloc_region(1 << 20).unwrap();
+    for wr_id in 0..ROUNDS {
+        let reg = b
+            .control
+            .memory_mut()
+            .register(MemoryRegistration {
+                pd: bpd,
+                region,
+                offset: wr_id * 4096,
+                len: 4096,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0,
+            })
+            .unwrap();
+        let buffer = b
+            .control
+            .memory()
+            .receive_buffer(bpd, reg.stag, 0, 4096)
+            .unwrap();
+        b.control
+            .submit(
+                server,
+                Op::PostRecv {
+                    stream: 1,
+                    qn: 0,
+                    wr_id,
+                    buffer,
+                },
+            )
+            .unwrap();
+    }
+    // Posted back to back: a turn that takes one op from its command ring takes the next
+    // too, and the registration before it landed after the turn's first look.
+    let answered = |e: &Event| matches!(e, Event::Posted { .. } | Event::Refused { .. });
+    until("every post's answer", &mut a, &mut b, clock, |_, b| {
+        b.events.iter().filter(|e| answered(e)).count() == ROUNDS as usize
+    });
+    let refused: Vec<&Event> = b
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Refused { .. }))
+        .collect();
+    assert!(refused.is_empty(), "{} refused: {refused:?}", refused.len());
+    a.stop();
+    b.stop();
+}
