@@ -3168,6 +3168,88 @@ fn rfc5040_5_3_a_read_response_into_a_sink_the_peer_invalidated_is_its_invalid_s
     );
 }
 
+impl Duo {
+    /// Sends the raw peer's Send with Invalidate of `stag` (DDP-SSN 1, QN 0, MSN 1) and
+    /// `after` (DDP-SSN 2) in one SCTP packet, and lets the server handle it: the
+    /// invalidation is in no table yet, only in the packet's record.
+    fn invalidate_then_in_one_packet(&mut self, stag: Stag, after: &[u8]) {
+        let mut invalidate = rseg(1, control(1, Opcode::SendInvalidate), 0, 1, b"inval");
+        invalidate[4..8].copy_from_slice(&stag.0.to_be_bytes());
+        self.send(S, 16, &invalidate);
+        self.send(S, 16, after);
+        let mut packets = Vec::new();
+        while let Some(n) = self.raw.poll_transmit(self.now, &mut self.buf) {
+            packets.push(self.buf[..n].to_vec());
+        }
+        assert_eq!(packets.len(), 1, "one packet");
+        self.deliver_to_server(&packets[0]);
+        self.settle();
+    }
+}
+
+/// RFC 5040 §5.3 with RFC 5041 §7.1: a tagged segment naming an STag the peer invalidated
+/// earlier in the same SCTP packet meets RDMAP's checks first (version, opcode) and DDP's
+/// Invalid STag after them, as it does when the invalidation came in an earlier packet; the
+/// Terminate's error used to depend on SCTP's bundling (Invalid STag before any RDMAP check:
+/// an independent review). Nothing is placed either way.
+#[test]
+fn rfc5040_5_3_an_stag_invalidated_earlier_in_the_packet_fails_after_rdmaps_checks() {
+    let cases = [
+        (
+            control(0, Opcode::Write),
+            TerminateError::Rdmap(RdmapError::InvalidVersion),
+        ),
+        (
+            control(1, Opcode::Send),
+            TerminateError::Rdmap(RdmapError::UnexpectedOpcode),
+        ),
+        (
+            control(1, Opcode::Write),
+            TerminateError::Ddp(DdpError::InvalidStag),
+        ),
+    ];
+    for (rdmap, expected) in cases {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        let _ = d.posted_buffer(pd, 40);
+        let (region, reg) = d.region_with(pd, 4096, 0x4000, Access::REMOTE_WRITE);
+        d.invalidate_then_in_one_packet(reg.stag, &rtseg(2, rdmap, reg.stag.0, 0x4000, b"late"));
+        assert_eq!(d.rdmap_terminates(S), [expected], "control {rdmap:#04x}");
+        assert!(
+            d.region_bytes(region, 4096).iter().all(|&b| b == 0),
+            "nothing placed"
+        );
+    }
+}
+
+/// RFC 5040 §5.3: a Read Response into a sink the peer invalidated earlier in the same
+/// packet is the peer's Invalid STag and the Read is flushed with the stream, as when the
+/// invalidation came in an earlier packet
+/// (`rfc5040_5_3_a_read_response_into_a_sink_the_peer_invalidated_is_its_invalid_stag`).
+#[test]
+fn rfc5040_5_3_a_read_response_behind_its_sinks_invalidation_in_one_packet_is_invalid_stag() {
+    let (mut d, pd, sink, request) = Duo::read_in_flight_in_pd();
+    let _ = d.posted_buffer(pd, 40);
+    let response = rrseg(2, true, request.sink_stag, request.sink_to, 1000);
+    d.invalidate_then_in_one_packet(Stag(request.sink_stag), &response);
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Ddp(DdpError::InvalidStag)]
+    );
+    assert!(
+        d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
+        "nothing placed"
+    );
+    let read: Vec<_> = d
+        .comps
+        .iter()
+        .filter(|c| c.wr_id == 9)
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(read, [Status::Flushed], "the peer's error, not ours");
+}
+
 /// RFC 5040 §5.3 for a Read still waiting for ORD: the peer invalidates its Data Sink, the
 /// Read goes out when a slot frees, and the peer's response into the dead sink is the peer's
 /// Invalid STag, the Read flushed with the stream, as for a Read already outstanding. It was

@@ -151,7 +151,7 @@ impl<'a> RdmapUlp<'a> {
 
 impl Ulp for RdmapUlp<'_> {
     fn check(&mut self, segment: &SegmentRepr<'_>) -> Result<Access, RxError> {
-        self.rdmap.check(segment, &self.out.peer_invalidated)
+        self.rdmap.check(segment)
     }
 
     fn revoked(&self) -> &[Stag] {

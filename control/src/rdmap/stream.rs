@@ -490,23 +490,14 @@ impl RdmapStream {
     /// Tagged segments need remote write (RDMA Write) or local write (Read Response: the Data
     /// Sink is this side's own buffer, so DDP's STag check failing there is our fault,
     /// `RxError::SinkRevoked`).
-    /// `revoked`: STags the peer invalidated earlier in the packet (see [`Stags`]); a tagged
-    /// segment naming one fails as Invalid STag (RFC 5041 §7.1 check 1) before DDP looks it up.
+    /// A tagged segment naming an STag the peer invalidated earlier in the packet passes here
+    /// and fails DDP's check 1 next (`Ulp::revoked`), as one invalidated earlier does.
     ///
     /// A Read Response segment it lets through is recorded in its Read's `placed`: DDP places
     /// it next, or the stream faults and the Read is flushed.
-    pub fn check(
-        &mut self,
-        segment: &SegmentRepr<'_>,
-        revoked: &[Stag],
-    ) -> Result<Access, RxError> {
+    pub fn check(&mut self, segment: &SegmentRepr<'_>) -> Result<Access, RxError> {
         let rsvd_ulp = match &segment.header {
-            Header::Tagged(h) => {
-                if !segment.payload.is_empty() && revoked.contains(&Stag(h.stag)) {
-                    return Err(RxError::Ddp(DdpError::InvalidStag));
-                }
-                h.rsvd_ulp
-            }
+            Header::Tagged(h) => h.rsvd_ulp,
             Header::Untagged(h) => h.rsvd_ulp[0],
         };
         let control = Control::from_byte(rsvd_ulp);

@@ -14,7 +14,8 @@ use core::fmt;
 
 use super::delivery::{Delivered, DeliveryError, MessageInfo, StreamDelivery};
 use crate::mem::{
-    Access, Pd, PostedBuffer, QueueFull, RegionSlice, Stag, StagTable, StreamId, UntaggedQueues,
+    Access, Pd, PostedBuffer, QueueFull, RegionSlice, Stag, StagTable, StreamId, TagFault,
+    UntaggedQueues,
 };
 use crate::port::region::Region;
 use crate::wire::ddp::segment::field;
@@ -723,23 +724,31 @@ impl StreamRx {
         let need = ulp.check(&seg)?;
         let len = seg.payload.len();
         let placement = match seg.header {
-            Header::Tagged(h) => stags
-                .check_access(Stag(h.stag), h.to, len, self.stream, self.pd, need)
-                .map_err(|f| {
-                    // Local write is the right of the ULP's own buffers: the ULP found the
-                    // segment where it asked the peer to write (RDMAP: inside an outstanding
-                    // Read's Data Sink), so an STag that no longer allows it is its own doing
-                    // (RFC 5040 §4.8, RFC 5041 §7.2: the error is attributed to the local
-                    // side), not the peer's Invalid STag or bounds violation.
-                    if need == Access::LOCAL_WRITE {
-                        RxError::SinkRevoked {
-                            stag: h.stag,
-                            to: h.to,
-                        }
-                    } else {
-                        RxError::Ddp(f.as_ddp())
+            // An STag the peer invalidated earlier in this packet (RFC 5040 §5.3), still in
+            // the table until the packet ends, fails as one invalidated in an earlier packet
+            // does, at the same point: after the ULP's own checks (RDMAP's version and
+            // opcode), as RFC 5041 §7.1 check 1. It failed before them, so the Terminate's
+            // error depended on SCTP's bundling.
+            Header::Tagged(h) => (if len > 0 && ulp.revoked().contains(&Stag(h.stag)) {
+                Err(TagFault::InvalidStag)
+            } else {
+                stags.check_access(Stag(h.stag), h.to, len, self.stream, self.pd, need)
+            })
+            .map_err(|f| {
+                // Local write is the right of the ULP's own buffers: the ULP found the
+                // segment where it asked the peer to write (RDMAP: inside an outstanding
+                // Read's Data Sink), so an STag that no longer allows it is its own doing
+                // (RFC 5040 §4.8, RFC 5041 §7.2: the error is attributed to the local
+                // side), not the peer's Invalid STag or bounds violation.
+                if need == Access::LOCAL_WRITE {
+                    RxError::SinkRevoked {
+                        stag: h.stag,
+                        to: h.to,
                     }
-                }),
+                } else {
+                    RxError::Ddp(f.as_ddp())
+                }
+            }),
             Header::Untagged(h) => {
                 let p = self
                     .queues
