@@ -247,8 +247,8 @@ impl Rig {
             .collect()
     }
 
-    /// The raw peer opens a session on `S`; the server's ULP accepts it.
-    fn open(&mut self) {
+    /// The raw peer opens a session on `S`; the server's ULP accepts it with the PD returned.
+    fn open(&mut self) -> ddpdk_dataplane::mem::Pd {
         self.raw.send(S, 17, &ctl(0, 1, b"")).unwrap();
         self.run_for(Duration::from_millis(50));
         assert!(self
@@ -262,6 +262,7 @@ impl Rig {
             .raw_rx
             .iter()
             .any(|(s, p, d)| *s == S && *p == 17 && d[2..4] == [0, 2]));
+        pd
     }
 }
 
@@ -967,4 +968,101 @@ fn after_two_restarts_while_a_session_is_away_only_the_newest_initiate_counts_92
         [b"".to_vec(), b"newer".to_vec()],
         "the first session's, then the newest incarnation's"
     );
+}
+
+/// An untagged DDP Segment chunk payload (QN 0, MO 0, the last of its message).
+fn useg(ssn: u16, msn: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ssn.to_be_bytes());
+    v.push(0x40 | 0x01);
+    v.extend_from_slice(&[0; 5]);
+    v.extend_from_slice(&0u32.to_be_bytes());
+    v.extend_from_slice(&msn.to_be_bytes());
+    v.extend_from_slice(&0u32.to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// RFC 9260 §9.2 ("This will allow all outstanding DATA chunks from the peer of the shutdown
+/// initiator to be delivered before the association terminates") with RFC 5041 §2's graceful
+/// teardown: the peer's Terminate (DDP-SSN 3) overtakes its last messages (RFC 5043 §10), a
+/// Send into a posted receive and a tagged message, which SCTP acknowledges while the
+/// Terminate's session is away at the control thread; the peer shuts the association down
+/// before the session is back. Both are delivered once it is, before the ULP hears Closed,
+/// as where the session machine runs in place. They were dropped (`after_session_end`), the
+/// receive flushed, though the peer's ULP had them acknowledged (an independent review).
+#[test]
+fn a_graceful_close_while_a_session_is_away_delivers_what_it_held_9260_9_2() {
+    use ddpdk_control::memory::MemoryRegistration;
+    use ddpdk_dataplane::mem::Access;
+    use ddpdk_dataplane::sctp::CloseReason;
+    let mut seen = Vec::new();
+    for remote in [false, true] {
+        let mut r = Rig::new(256, remote);
+        let pd = r.open();
+        let region = r.memory.alloc_region(4096).unwrap();
+        let reg = r
+            .memory
+            .register(MemoryRegistration {
+                pd,
+                region,
+                offset: 0,
+                len: 4096,
+                access: Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0,
+            })
+            .unwrap();
+        let buffer = r.memory.receive_buffer(pd, reg.stag, 0, 4096).unwrap();
+        let now = r.now;
+        let post = Op::PostRecv {
+            stream: S,
+            qn: 0,
+            wr_id: 11,
+            buffer,
+        };
+        let c = r.conn.as_mut().unwrap();
+        let applied = c.apply(now, post, r.memory.stags());
+        assert!(matches!(applied, Ok(Applied::Posted { .. })), "{applied:?}");
+        r.auto = false;
+        r.raw.send(S, 17, &ctl(3, 4, b"")).unwrap();
+        for p in r.raw_packets() {
+            r.deliver_to_server(&p);
+        }
+        r.raw.send(S, 16, &useg(1, 1, b"before the end")).unwrap();
+        r.raw.send(S, 16, &tseg(2, 0)).unwrap();
+        for p in r.raw_packets() {
+            r.deliver_to_server(&p);
+        }
+        let now = r.now;
+        r.raw.shutdown(now);
+        r.run_for(Duration::from_secs(2));
+        assert!(r.conn().association().is_closed(), "remote={remote}");
+        r.control();
+        r.drain();
+        let at = |what: &dyn Fn(&Indication) -> bool| r.inds.iter().position(what);
+        let received = at(&|i| matches!(i, Indication::Received { wr_id: 11, .. }));
+        let tagged = at(&|i| matches!(i, Indication::TaggedDelivered { stream: S, .. }));
+        let closed = at(&|i| matches!(i, Indication::Closed(CloseReason::Shutdown)));
+        assert!(
+            received.is_some() && tagged.is_some() && closed.is_some(),
+            "remote={remote}: {:?}",
+            r.inds
+        );
+        assert!(
+            received < closed && tagged < closed,
+            "remote={remote}: delivered before Closed: {:?}",
+            r.inds
+        );
+        assert!(
+            !r.inds
+                .iter()
+                .any(|i| matches!(i, Indication::RecvFlushed { .. })),
+            "remote={remote}: {:?}",
+            r.inds
+        );
+        assert_eq!(r.conn().stats().after_session_end, 0, "remote={remote}");
+        seen.push(format!("{:?}", r.inds));
+    }
+    assert_eq!(seen[0], seen[1], "in place, then at the control thread");
 }

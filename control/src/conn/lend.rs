@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use ddpdk_dataplane::sctp::Instant;
-use ddpdk_dataplane::wire::ddp::FunctionCode;
+use ddpdk_dataplane::wire::ddp::{FunctionCode, PPID_DDP_SEGMENT};
 
 use crate::memory::Place;
 use crate::session::{Session, State};
@@ -28,6 +28,10 @@ pub(super) struct Lent {
     pub(super) acks: Vec<u16>,
     /// The association ended (or the peer restarted) meanwhile.
     pub(super) ended: bool,
+    /// It ended gracefully (SHUTDOWN, RFC 9260 §9.2) before anything else ended it: the
+    /// stream's end waits for the session, and the DDP segments held, which SCTP
+    /// acknowledged, are delivered first.
+    pub(super) graceful: bool,
     /// How many of `held` came before the end: after a restart (RFC 9260 §5.2.4) the ones
     /// behind them are the new incarnation's, for the new session.
     pub(super) held_at_end: usize,
@@ -138,6 +142,7 @@ impl Connection {
         if s.generation != call.generation {
             self.release_held(lent.held);
             self.shutdown_if_due(now);
+            self.tell_closed_once_back();
             return;
         }
         call.run();
@@ -145,7 +150,7 @@ impl Connection {
         for ssn in lent.acks {
             let _ = s.session.on_acked(ssn);
         }
-        if lent.ended {
+        if lent.ended && !lent.graceful {
             // Its end was told when the association ended; what the machine said of the
             // message since is moot.
             s.session.association_ended();
@@ -182,7 +187,7 @@ impl Connection {
         self.recheck_read_sources(memory.stags);
         // What waited for the session, in arrival order, until a control message among it
         // sends the session away again (the rest then waits for that one).
-        let (mut held, ended) = (lent.held, lent.ended);
+        let (mut held, ended, graceful) = (lent.held, lent.ended, lent.graceful);
         let mut before_end = if ended { lent.held_at_end } else { 0 };
         let mut before_shutdown = lent.before_shutdown;
         while let Some(item) = held.pop_front() {
@@ -196,8 +201,12 @@ impl Connection {
                     // Chunks behind the message of an association that has ended meanwhile
                     // start nothing (a held Initiate would open a session on a closed
                     // association); after a restart, those that came before it were the
-                    // old incarnation's, and the new one's go to the new session.
-                    if !ended || !(old_incarnation || self.closed) {
+                    // old incarnation's, and the new one's go to the new session. After a
+                    // SHUTDOWN, the DDP segments SCTP acknowledged are delivered.
+                    if !ended
+                        || !(old_incarnation || self.closed)
+                        || (graceful && ppid == PPID_DDP_SEGMENT)
+                    {
                         self.route_one(stream, ppid, tsn, &data, memory);
                     } else {
                         self.sink.stats.after_session_end += 1;
@@ -235,10 +244,27 @@ impl Connection {
                 break;
             }
         }
+        if graceful {
+            // The end the SHUTDOWN brought, once what it held is delivered (nothing held can
+            // send the session away again: control messages are not routed after the end).
+            let s = &mut self.streams[usize::from(stream)];
+            super::end_with_association(stream, s, &mut self.sink);
+        }
         self.sink.sync_pending();
         self.shutdown_if_due(now);
         self.progress(stream);
         self.gaps_due(now);
+        self.tell_closed_once_back();
+    }
+
+    /// The ULP hears a graceful close once the sessions away at it are back and what they
+    /// held is delivered ([`Lent::graceful`]).
+    fn tell_closed_once_back(&mut self) {
+        if self.sink.lent == 0 {
+            if let Some(reason) = self.closed_untold.take() {
+                self.sink.indications.push_back(Indication::Closed(reason));
+            }
+        }
     }
 
     /// A deferred SHUTDOWN goes once the sessions away at the request are back with what
@@ -328,6 +354,7 @@ impl Connection {
             self.sink.lent -= 1;
             self.release_held(lent.held);
         }
+        self.tell_closed_once_back();
     }
 
     /// Drops what waited for a session that will not apply it: the chunks give their room

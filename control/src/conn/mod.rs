@@ -67,8 +67,8 @@ use ddpdk_dataplane::ddp::{Target, TxError};
 use ddpdk_dataplane::mem::{Pd, PostedBuffer, QueueFull, StreamId};
 use ddpdk_dataplane::net::Interface;
 use ddpdk_dataplane::sctp::{
-    serial, Association, Discard, Event as SctpEvent, Hole, Instant, Message as SctpMessage,
-    SendError,
+    serial, Association, CloseReason, Discard, Event as SctpEvent, Hole, Instant,
+    Message as SctpMessage, SendError,
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::ddp::max_payload;
@@ -139,6 +139,9 @@ pub struct Connection {
     /// segments still arrived unfragmented (RFC 5043 §9: the largest size "that can be
     /// supported without use of IP or SCTP fragmentation").
     rx_slack: usize,
+    /// The association closed gracefully while sessions were away: the ULP hears it once
+    /// they are back with what SCTP acknowledged behind them ([`Lent::graceful`]).
+    closed_untold: Option<CloseReason>,
     /// The ULP asked for a SHUTDOWN while a session was away ([`Connection::apply`]).
     shutdown_deferred: bool,
     /// The streams whose sessions were away when it asked: the SHUTDOWN waits for them (and
@@ -169,6 +172,7 @@ impl Connection {
             rx_mulpdu: 0,
             told_mulpdu: 0,
             rx_slack: 0,
+            closed_untold: None,
             shutdown_deferred: false,
             shutdown_waits_for: Vec::new(),
             daytime_due: false,
@@ -1175,7 +1179,7 @@ impl Connection {
                 }
                 SctpEvent::Restarted { .. } => {
                     // The peer kept no DDP state; what we had queued for it is gone.
-                    self.end_all_sessions();
+                    self.end_all_sessions(false);
                     self.sink.indications.push_back(Indication::PeerRestarted);
                 }
                 SctpEvent::ShutdownReceived => {}
@@ -1195,16 +1199,27 @@ impl Connection {
                     }
                 }
                 SctpEvent::Closed(reason) => {
-                    self.end_all_sessions();
+                    let graceful = reason == CloseReason::Shutdown;
+                    self.end_all_sessions(graceful);
                     stream::tell_all_silent(&mut self.sink);
                     self.closed = true;
-                    self.sink.indications.push_back(Indication::Closed(reason));
+                    let waits = self
+                        .streams
+                        .iter()
+                        .any(|s| s.lent.as_ref().is_some_and(|l| l.graceful));
+                    if waits {
+                        self.closed_untold = Some(reason);
+                    } else {
+                        self.sink.indications.push_back(Indication::Closed(reason));
+                    }
                 }
             }
         }
     }
 
-    fn end_all_sessions(&mut self) {
+    /// Ends every stream's session with the association (`graceful`: a SHUTDOWN, not an
+    /// ABORT, a failure or the peer's restart).
+    fn end_all_sessions(&mut self, graceful: bool) {
         // Messages below `dropped_from` were acknowledged before the restart or close (perhaps
         // by a SACK in the same packet); the rest were dropped.
         let acked_before = self.assoc.dropped_from();
@@ -1238,6 +1253,16 @@ impl Connection {
             s.control = None;
             s.crossings.clear();
             match s.lent.as_mut() {
+                // The session is at the control thread and the association shut down: what
+                // SCTP acknowledged behind it is the peer's to have delivered (RFC 9260 §9.2,
+                // RFC 5041 §2's graceful teardown). The stream ends once the session is back
+                // and that is delivered, as where the session machine runs in place, and the
+                // ULP hears Closed after it.
+                Some(lent) if !lent.ended && graceful => {
+                    lent.ended = true;
+                    lent.graceful = true;
+                    lent.held_at_end = lent.held.len();
+                }
                 // The session is at the control thread: the ULP hears the end now, in order
                 // with the association's (§11.3), and the session is ended when it is back.
                 Some(lent) if !lent.ended => {
@@ -1257,22 +1282,7 @@ impl Connection {
                 // Ended before (an earlier restart) and still away: what it holds now came
                 // before this end too, and is no newer incarnation's.
                 Some(lent) => lent.held_at_end = lent.held.len(),
-                None => {
-                    // A session the peer's Terminate ended while chunks of its before it were
-                    // missing kept its receives, Reads and Atomics for them (`end_flush`); none
-                    // can come now, and its end was indicated already, so no event will flush
-                    // them.
-                    let waiting = s.session.state()
-                        == State::Terminated(TerminationReason::PeerTerminate)
-                        && !s.session.inbound_complete();
-                    s.session.association_ended();
-                    if waiting {
-                        flush_receives(i as u16, s, &mut self.sink);
-                    }
-                    // Held for an answer that cannot come now, of a session already over
-                    // (which no event will flush): their receive buffer back.
-                    drop_held_for_answer(s, &mut self.sink);
-                }
+                None => end_with_association(i as u16, s, &mut self.sink),
             }
         }
         self.sink.touched.all();
@@ -1402,6 +1412,22 @@ fn daytime(now: std::time::SystemTime) -> String {
         rem / 60 % 60,
         rem % 60
     )
+}
+
+/// A stream's session ends with the association (the session here, not away).
+fn end_with_association(stream: u16, s: &mut DdpStream, sink: &mut Sink) {
+    // A session the peer's Terminate ended while chunks of its before it were missing kept
+    // its receives, Reads and Atomics for them (`end_flush`); none can come now, and its end
+    // was indicated already, so no event will flush them.
+    let waiting = s.session.state() == State::Terminated(TerminationReason::PeerTerminate)
+        && !s.session.inbound_complete();
+    s.session.association_ended();
+    if waiting {
+        flush_receives(stream, s, sink);
+    }
+    // Held for an answer that cannot come now, of a session already over (which no event
+    // will flush): their receive buffer back.
+    drop_held_for_answer(s, sink);
 }
 
 #[cfg(test)]

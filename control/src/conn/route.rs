@@ -312,6 +312,7 @@ pub(super) fn route(
                     held: VecDeque::new(),
                     acks: Vec::new(),
                     ended: false,
+                    graceful: false,
                     held_at_end: 0,
                     before_shutdown: 0,
                 }));
