@@ -100,6 +100,11 @@ impl Duo {
 
     /// The raw peer's and the server's SCTP endpoints configured as given.
     fn with_configs(raw_cfg: Config, server: Config) -> Duo {
+        Duo::with_conn_config(raw_cfg, server, ConnConfig::default())
+    }
+
+    /// As [`Duo::with_configs`], the server's connection configured with `conn`.
+    fn with_conn_config(raw_cfg: Config, server: Config, conn: ConnConfig) -> Duo {
         let now = Instant::from_nanos(1_000_000_000);
         let mut raw_ep = Endpoint::new(raw_cfg, [7; 32]).unwrap();
         let raw = raw_ep.connect(now, srv_addr(), SRV_PORT);
@@ -109,7 +114,7 @@ impl Duo {
             now,
             raw,
             raw_rx: Vec::new(),
-            listener: Listener::new(ep, ConnConfig::default(), PendingLimit::new(16)),
+            listener: Listener::new(ep, conn, PendingLimit::new(16)),
             conn: None,
             memory,
             inds: Vec::new(),
@@ -3248,6 +3253,55 @@ fn rfc5040_5_3_a_read_response_behind_its_sinks_invalidation_in_one_packet_is_in
         .map(|c| c.status)
         .collect();
     assert_eq!(read, [Status::Flushed], "the peer's error, not ours");
+}
+
+/// RFC 5043 §11.3 ("Other RDMAP-defined Terminate Messages MUST be generated as specified
+/// when a DDP stream is terminated") with RFC 5040 §7: the RDMAP Terminate of a stream's
+/// first error is not ULP work, and the connection's limit on queued sends (`max_sends`,
+/// here 1, taken by a Write on another stream waiting for its Accept) does not refuse it. It
+/// was refused, and only the session's Terminate told the peer, without its error (an
+/// independent review).
+#[test]
+fn rfc5043_11_3_the_rdmap_terminate_is_sent_whatever_the_other_streams_queued() {
+    const S2: u16 = 2;
+    let conn = ConnConfig {
+        max_sends: 1,
+        ..ConnConfig::default()
+    };
+    let mut d = Duo::with_conn_config(sctp(RAW_PORT, 256), sctp(SRV_PORT, 256), conn);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    d.conn()
+        .initiate_rdmap(S2, pd, RdmaLimits::default(), b"")
+        .unwrap();
+    let write = RdmaRequest {
+        wr_id: 1,
+        stream: S2,
+        op: RdmaOp::Write {
+            stag: Stag(PEER_STAG),
+            to: 0,
+        },
+        data: Payload::Bytes(b"waits for the Accept".to_vec()),
+        signaled: true,
+    };
+    let Duo { conn, memory, .. } = &mut d;
+    conn.as_mut()
+        .unwrap()
+        .post_rdma(write, memory.stags())
+        .unwrap();
+    d.settle();
+    // An RDMA Write through an STag the server never registered.
+    d.send(
+        S,
+        16,
+        &rtseg(1, control(1, Opcode::Write), 0xdead_be01, 0, b"x"),
+    );
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Ddp(DdpError::InvalidStag)]
+    );
+    assert_eq!(d.conn().stats().rdmap_terminates_sent, 1);
 }
 
 /// RFC 5040 §5.3 for a Read still waiting for ORD: the peer invalidates its Data Sink, the

@@ -510,7 +510,9 @@ impl Connection {
     /// Queues a message of the ULP's, or one RDMAP makes, after the checks every send passes.
     fn queue_send(&mut self, req: SendRequest, origin: Origin) -> Result<(), PostError> {
         self.check_stream(req.stream)?;
-        if self.sink.queued_sends >= self.cfg.max_sends {
+        // RDMAP's Terminate is no work of the ULP's (one a stream, its last message): the
+        // limit on queued work does not refuse it (RFC 5043 §11.3 "MUST be generated").
+        if self.sink.queued_sends >= self.cfg.max_sends && !matches!(origin, Origin::Terminate) {
             return Err(PostError::Full);
         }
         let len = u32::try_from(req.data.len()).map_err(|_| PostError::Tx(TxError::TooLong))?;
