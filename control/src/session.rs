@@ -925,11 +925,11 @@ impl Session {
                 // Terminate then fits our pattern too, and completes its direction.
                 self.role = Some(Role::Passive);
             }
-            return self.refuse(ssn, ProtocolError::PrivateDataTooLong);
+            return self.refuse_as(ssn, kind, ProtocolError::PrivateDataTooLong);
         }
         // RFC 5043 §5.2.3: "Private Data MUST NOT be included in the ... Terminate message."
         if kind == Inbound::Terminate && !private_data.is_empty() {
-            return self.refuse(ssn, ProtocolError::PrivateDataOnTerminate);
+            return self.refuse_as(ssn, kind, ProtocolError::PrivateDataOnTerminate);
         }
         self.receive(ssn, kind, private_data)
     }
@@ -1092,6 +1092,8 @@ impl Session {
         // §6.2/§6.3/§6.4: a final message must not precede chunks already received.
         let is_final = matches!(kind, Inbound::Terminate | Inbound::Reject);
         if is_final && self.rx.highest.is_some_and(|h| h > pos) {
+            // Still the peer's last chunk, as a Terminate sent too early is (above).
+            self.peer_final.get_or_insert(pos);
             return self.refuse_at(pos, ProtocolError::AfterFinal);
         }
         self.rx.mark(pos);
@@ -1193,6 +1195,25 @@ impl Session {
             Position::Ahead(pos) if !self.rx.is_seen(pos) => self.refuse_at(pos, e),
             _ => self.fail(e),
         }
+    }
+
+    /// [`Session::refuse`] for a control message of `kind` refused for its format: a
+    /// Terminate or Reject is the peer's last chunk all the same (§6.2, §6.3), so its
+    /// direction completes once everything before it is in (§6.6: the stream id is then free).
+    fn refuse_as(
+        &mut self,
+        ssn: u16,
+        kind: Inbound,
+        e: ProtocolError,
+    ) -> Result<(), ProtocolError> {
+        if matches!(kind, Inbound::Terminate | Inbound::Reject) && !self.is_without_session() {
+            if let Position::Ahead(pos) = self.rx.locate(ssn) {
+                if !self.rx.is_seen(pos) && self.peer_final.is_none_or(|f| pos <= f) {
+                    self.peer_final = Some(pos);
+                }
+            }
+        }
+        self.refuse(ssn, e)
     }
 
     /// A chunk at position `pos` (in the window, not seen before) that fits no pattern. It
@@ -2133,7 +2154,8 @@ mod tests {
         let cases: &[(&str, Setup, &[In])] = &[
             ("a second Accept", Setup::ActiveEstablished, &[In::Seg(1), In::Ctl(2, Accept, b""), In::Ctl(3, Terminate, b"")]),
             ("an unknown function code", Setup::ActiveEstablished, &[In::Ctl(1, FunctionCode::Unknown(9), b""), In::Ctl(2, Terminate, b"")]),
-            ("Private Data on a Terminate", Setup::PassiveEstablished, &[In::Ctl(1, Terminate, b"x"), In::Ctl(2, Terminate, b"")]),
+            // (A Terminate refused for its Private Data is the peer's last chunk itself:
+            // `rfc5043_6_6_a_refused_final_message_still_completes_the_peers_direction`.)
             ("a segment before our Accept", Setup::PassivePending, &[In::Seg(1), In::Ctl(2, Terminate, b"")]),
             ("an oversized Initiate", Setup::PassiveIdle, &[In::Ctl(0, Initiate, BIG), In::Ctl(1, Terminate, b"")]),
             // The refused Terminate is still the peer's last chunk: the answer completes it.
@@ -2418,5 +2440,40 @@ mod tests {
             "association ended"
         );
         assert!(!LocalError::WouldExceedWindow.to_string().is_empty());
+    }
+
+    /// RFC 5043 §6.2 and §6.6: a Terminate or Reject refused for its format (Private Data on a
+    /// Terminate, more than 512 bytes) or for its place (behind chunks already received) is
+    /// still the peer's last chunk: once it and everything before it are in, and ours are
+    /// acknowledged, the stream id may be reused. It was never counted final, so the stream
+    /// id stayed busy for us until the association ended (an independent review).
+    #[test]
+    fn rfc5043_6_6_a_refused_final_message_still_completes_the_peers_direction() {
+        use FunctionCode::{Reject, Terminate};
+        let cases: [(Setup, &[In]); 4] = [
+            (Setup::PassiveEstablished, &[In::Ctl(1, Terminate, b"x")]),
+            (Setup::PassiveEstablished, &[In::Ctl(1, Terminate, BIG)]),
+            (Setup::ActiveAwaiting, &[In::Ctl(0, Reject, BIG)]),
+            (
+                Setup::PassiveEstablished,
+                &[In::Seg(2), In::Ctl(1, Terminate, b"")],
+            ),
+        ];
+        for (k, (which, inputs)) in cases.into_iter().enumerate() {
+            let mut s = setup(which);
+            let mut last = Ok(());
+            for &input in inputs {
+                last = step(&mut s, input);
+            }
+            assert!(last.is_err(), "case {k}: refused");
+            for t in transmits(&mut s) {
+                s.on_acked(t.ddp_ssn).unwrap();
+            }
+            assert!(
+                s.inbound_complete(),
+                "case {k}: the peer's direction is complete"
+            );
+            assert!(s.can_reuse(), "case {k}");
+        }
     }
 }
