@@ -2497,6 +2497,45 @@ fn rfc5041_8_3_1_a_response_goes_no_further_after_the_peers_terminate() {
     );
 }
 
+/// RFC 5040 §4.8, RFC 5041 §7.2: the error a peer's Terminate reports is its Terminate
+/// Control's first 4 octets, told to the ULP as they are even when a header its D flag
+/// announces is missing (here DDP's Invalid STag, 0x1/0x1/0x00, with D set and nothing
+/// after). It was told as RDMAP's "unspecified" (0x0/0x2/0xFF), the peer's own error lost
+/// (an independent review). Fewer than 4 octets say nothing, and stay "unspecified".
+#[test]
+fn rfc5040_4_8_a_short_terminate_still_reports_the_peers_error() {
+    let cases: [(&[u8], TerminateError); 2] = [
+        (
+            &[0x11, 0x00, 0x40, 0x00],
+            TerminateError::Ddp(DdpError::InvalidStag),
+        ),
+        (
+            &[0x11, 0x00],
+            TerminateError::Rdmap(RdmapError::OperationUnspecified),
+        ),
+    ];
+    for (payload, expected) in cases {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        d.send(
+            S,
+            16,
+            &rseg(1, control(1, Opcode::Terminate), 2, 1, payload),
+        );
+        d.settle();
+        let told: Vec<TerminateError> = d
+            .inds
+            .iter()
+            .filter_map(|i| match i {
+                Indication::RdmapTerminate { error, .. } => Some(*error),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(told, [expected], "{payload:02x?}");
+    }
+}
+
 /// RFC 5040 §5.4: a Terminate is the last message its sender sends on the stream. After the
 /// peer's, nothing it sends on the stream is placed, and the ULP's new work is refused; the
 /// Terminate is told, and no Terminate answers it. Before, an RDMA Write after the peer's

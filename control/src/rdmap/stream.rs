@@ -10,7 +10,7 @@ use ddpdk_dataplane::wire::ddp::{header_len, DdpError, Header, SegmentRepr, DDP_
 use ddpdk_dataplane::wire::rdmap::{
     invalidate_stag, AtomicOp, AtomicRequest, AtomicResponse, Control, Opcode, RdmapError,
     ReadRequest, TerminateError, TerminatePacket, TerminateRepr, TerminatedSegment,
-    IMMEDIATE_DATA_LEN, QN_ATOMIC_RESPONSE, QN_SEND, RDMAP_VERSION,
+    IMMEDIATE_DATA_LEN, QN_ATOMIC_RESPONSE, QN_SEND, RDMAP_VERSION, TERMINATE_CONTROL_LEN,
 };
 
 use super::coverage::{Ahead, Placed};
@@ -678,10 +678,14 @@ impl RdmapStream {
                     }
                     Opcode::Terminate => {
                         let bytes = inline.unwrap_or(&[]);
-                        let error = match TerminatePacket::new_checked(bytes) {
-                            Ok(t) => t.error(),
+                        // The error is the Terminate Control's first 4 octets: read whatever
+                        // follows them (a header its flags announce may be cut short; the
+                        // peer's layer, type and code were replaced by "unspecified" then).
+                        let error = if bytes.len() >= TERMINATE_CONTROL_LEN {
+                            TerminatePacket::new_unchecked(bytes).error()
+                        } else {
                             // Too short to say which: it ends the stream all the same.
-                            Err(_) => TerminateError::Rdmap(RdmapError::OperationUnspecified),
+                            TerminateError::Rdmap(RdmapError::OperationUnspecified)
                         };
                         Upcall::PeerTerminate(error)
                     }
