@@ -7,11 +7,12 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use ddpdk_dataplane::sctp::{
-    Association, Config, Endpoint, Event, Instant, Message, Outcome, State,
+    Association, Config, Discard, Endpoint, Event, Instant, Message, Outcome, State,
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
-    ChunkRepr, DataRepr, GapAckBlock, HeaderRepr, List, Packet, PacketBuilder, SackRepr,
+    CauseRepr, ChunkRepr, DataRepr, ErrorChunkRepr, GapAckBlock, HeaderRepr, List, Packet,
+    PacketBuilder, SackRepr,
 };
 
 const CP: u16 = 5001;
@@ -226,6 +227,49 @@ fn shutdown_ack_in_cookie_wait_is_out_of_the_blue_8_5_1_e() {
         "expected SHUTDOWN COMPLETE(T) with reflected tag; handle() = {r:?}, sent {:?}",
         out.iter().map(|o| describe(o)).collect::<Vec<_>>()
     );
+    // Answered, not taken: nothing in it authenticates the sender (the caller confirms its
+    // neighbour on `Ok`).
+    assert_eq!(r, Err(Discard::OutOfTheBlue));
+}
+
+/// §8.5.1 E with §8.4 rule 5 ("If the packet contains a SHUTDOWN ACK chunk"), and §8.5.1 A:
+/// in COOKIE-WAIT a SHUTDOWN ACK behind another chunk is answered as one alone is (a peer's
+/// restart answer in SHUTDOWN-ACK-SENT is ERROR, then SHUTDOWN ACK: it was dropped as a bad
+/// tag, and the new association waited a T1 for the peer's lone retransmission), while one
+/// under tag 0 is silently discarded (it was answered, to anyone). An independent review.
+#[test]
+fn shutdown_ack_in_cookie_wait_anywhere_in_the_packet_and_not_under_tag_0_8_5_1() {
+    let mut p = Pair::new(|_| {}, |_| {});
+    p.connect();
+    let a = p.c.assoc.as_mut().unwrap();
+    drain(a, p.now);
+    let causes = [CauseRepr::CookieReceivedWhileShuttingDown];
+    let behind_error = build(
+        0xDEAD_BEEF,
+        SP,
+        CP,
+        &[
+            ChunkRepr::Error(ErrorChunkRepr {
+                causes: List::new(&causes),
+            }),
+            ChunkRepr::ShutdownAck,
+        ],
+    );
+    let r = a.handle(p.now, &behind_error, &mut |_m: Message<'_>| {});
+    assert_eq!(r, Err(Discard::OutOfTheBlue));
+    let out: Vec<_> = drain(a, p.now).iter().map(|o| describe(o)).collect();
+    assert!(
+        out.contains(&(0xDEAD_BEEF, vec![(14, 1)])),
+        "SHUTDOWN COMPLETE(T) on the packet's tag: {out:?}"
+    );
+    let zero = build(0, SP, CP, &[ChunkRepr::ShutdownAck]);
+    assert!(a.handle(p.now, &zero, &mut |_m: Message<'_>| {}).is_err());
+    let out: Vec<_> = drain(a, p.now).iter().map(|o| describe(o)).collect();
+    assert!(
+        !out.iter().any(|(_, chunks)| chunks.contains(&(14, 1))),
+        "nothing answers tag 0: {out:?}"
+    );
+    assert_eq!(a.state(), State::CookieWait);
 }
 
 /// The consequence between two instances of this engine: the SHUTDOWN COMPLETE of a graceful

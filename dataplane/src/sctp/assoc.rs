@@ -284,6 +284,10 @@ pub enum Discard {
     /// INIT with other chunks or with a non-zero verification tag (§6.10, §8.5.1).
     BadInit,
     Closed,
+    /// Out of the blue before the association is up (§8.5.1 E: a SHUTDOWN ACK in
+    /// COOKIE-WAIT or COOKIE-ECHOED): answered as §8.4 says, nothing taken, and nothing in it
+    /// authenticates its sender.
+    OutOfTheBlue,
 }
 
 /// Counters: everything dropped, retransmitted or refused is counted.
@@ -1633,14 +1637,25 @@ impl Association {
                 return Err(Discard::Malformed);
             }
         };
-        if first_type == ChunkType::ShutdownAck
-            && matches!(self.state, State::CookieWait | State::CookieEchoed)
+        if matches!(self.state, State::CookieWait | State::CookieEchoed)
+            && (first_type == ChunkType::ShutdownAck
+                || first
+                    .clone()
+                    .any(|c| c.is_ok_and(|c| c.chunk_type() == ChunkType::ShutdownAck)))
         {
+            // §8.5.1 A: under tag 0 only an INIT is taken; anything else "MUST" be silently
+            // discarded (the endpoint does so too, `Ignored::ZeroTag`).
+            if vtag == 0 {
+                self.stats.bad_vtag += 1;
+                return Err(Discard::BadVerificationTag);
+            }
             // §8.5.1 E: out of the blue here (a peer still in SHUTDOWN-ACK-SENT from an earlier
-            // association on these ports), so §8.4 rule 5: SHUTDOWN COMPLETE on its tag with
-            // the T bit, and no change of state.
+            // association on these ports; its SHUTDOWN ACK may follow an ERROR, as ours does
+            // after a restart's COOKIE ECHO), so §8.4 rule 5: SHUTDOWN COMPLETE on its tag with
+            // the T bit, and no change of state. Not `Ok`: nothing in it is authenticated (the
+            // caller takes `Ok` as the neighbour confirmed).
             self.pending.ootb_shutdown_complete = Some(vtag);
-            return Ok(());
+            return Err(Discard::OutOfTheBlue);
         }
         // §8.5.1 rule A: INIT travels alone with tag 0.
         if first_type == ChunkType::Init {
