@@ -4117,6 +4117,44 @@ fn data_after_the_peers_shutdown_is_discarded_9_2() {
     }
 }
 
+/// §9.2: "The sender of the SHUTDOWN ACK chunk SHOULD limit the number of retransmissions of
+/// the SHUTDOWN ACK chunk to the protocol parameter 'Association.Max.Retrans'." A peer that
+/// repeats its SHUTDOWN more often than our RTO, our SHUTDOWN ACKs never reaching it, is
+/// answered each time, but its SHUTDOWNs do not restart T2: the association ends at
+/// Association.Max.Retrans. Each SHUTDOWN restarted T2, which then never expired, and the
+/// association stayed in SHUTDOWN-ACK-SENT for as long as the SHUTDOWNs came (an independent
+/// review).
+#[test]
+fn repeated_shutdowns_do_not_hold_shutdown_ack_sent_open_9_2() {
+    let mut p = Pair::new();
+    p.c.shutdown(t(407));
+    let shutdown = drain(&mut p.c, t(407));
+    assert_eq!(shutdown.len(), 1);
+    p.s.handle(t(407), &shutdown[0], &mut ignore).unwrap();
+    assert_eq!(p.s.state(), State::ShutdownAckSent);
+    let mut now = t(407);
+    let mut answers = 0;
+    for _ in 0..2000 {
+        if p.s.is_closed() {
+            break;
+        }
+        now += Duration::from_millis(50);
+        if p.s.poll_timeout().is_some_and(|at| at <= now) {
+            p.s.handle_timeout(now);
+        }
+        let _ = p.s.handle(now, &shutdown[0], &mut ignore);
+        // Every SHUTDOWN ACK is lost.
+        answers += drain(&mut p.s, now).len();
+    }
+    assert!(answers > 0, "the repeated SHUTDOWNs are answered");
+    assert!(
+        p.s.is_closed(),
+        "still {:?} after 100 s of repeated SHUTDOWNs",
+        p.s.state()
+    );
+    assert!(events(&mut p.s).contains(&Event::Closed(CloseReason::Unreachable)));
+}
+
 /// RFC 5043 §9 forbids SCTP fragmentation only "unless the alternative is IP fragmentation":
 /// a segment a small-MTU path split into DATA fragments is reassembled (RFC 9260 §6.9), in
 /// whatever order its fragments come, and delivered once, whole; until then its bytes count

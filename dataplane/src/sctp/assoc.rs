@@ -2812,9 +2812,11 @@ impl Association {
             State::ShutdownReceived => {}
             State::ShutdownAckSent => {
                 // §9.2: our SHUTDOWN ACK was lost and the peer repeats its SHUTDOWN: answer at
-                // once rather than on our own T2.
+                // once rather than on our own T2. T2 runs on: its expiries are what counts our
+                // retransmissions against Association.Max.Retrans (§9.2's SHOULD), and a peer
+                // repeating SHUTDOWN faster than the RTO would otherwise hold the association
+                // here for ever.
                 self.pending.shutdown_ack = true;
-                self.arm(Timer::T2, self.after_rto(now));
                 return true;
             }
             _ => return true,
