@@ -2694,6 +2694,54 @@ fn peer_restart_5_2_4_a() {
     assert_eq!(got, vec![b"new incarnation".to_vec()]);
 }
 
+/// §5.2.4 case A in SHUTDOWN-PENDING or SHUTDOWN-SENT: the restart takes the association to
+/// ESTABLISHED (the old incarnation's queue gone), and the shutdown our ULP asked for still
+/// stands: SHUTDOWN goes to the new incarnation and the association closes gracefully. It was
+/// forgotten, the association left ESTABLISHED with no shutdown under way, and a ULP waiting
+/// for Closed waited for ever (an independent review).
+#[test]
+fn a_peer_restart_keeps_our_shutdown_going_5_2_4_a_9_2() {
+    for outstanding in [true, false] {
+        let mut p = Pair::new();
+        if outstanding {
+            // Lost with the old client: the server stays in SHUTDOWN-PENDING.
+            p.s.send(0, 16, b"for the old incarnation").unwrap();
+        }
+        p.s.shutdown(t(10));
+        let _ = drain(&mut p.s, t(10));
+        let want = if outstanding {
+            State::ShutdownPending
+        } else {
+            State::ShutdownSent
+        };
+        assert_eq!(p.s.state(), want);
+        let mut cep2 = endpoint(C_PORT, 9);
+        let mut c2 = cep2.connect(t(20), S_ADDR, S_PORT);
+        for step in 20..60u64 {
+            let now = t(step);
+            for pk in drain(&mut c2, now) {
+                let _ = p.s.handle(now, &pk, &mut ignore);
+            }
+            for pk in drain(&mut p.s, now) {
+                let _ = c2.handle(now, &pk, &mut ignore);
+            }
+        }
+        let s_events = events(&mut p.s);
+        assert!(
+            s_events
+                .iter()
+                .any(|e| matches!(e, Event::Restarted { .. })),
+            "{want:?}: {s_events:?}"
+        );
+        assert!(
+            s_events.contains(&Event::Closed(CloseReason::Shutdown)),
+            "{want:?}: the shutdown went on after the restart, now {:?}: {s_events:?}",
+            p.s.state()
+        );
+        assert!(events(&mut c2).contains(&Event::Closed(CloseReason::Shutdown)));
+    }
+}
+
 /// RFC 8899 after a peer restart (§5.2.4 case A): a path MTU probe in flight when the peer
 /// restarted was sent under the old tags and will never be answered; discovery must go on.
 /// Before, the restart cleared the probe's timer with the others and kept the probe as

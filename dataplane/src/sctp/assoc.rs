@@ -3212,6 +3212,9 @@ impl Association {
             self.timed = None;
             self.clear_errors();
             self.adopt_cookie(&c);
+            // The SHUTDOWN our ULP asked for still stands (§9.2): the restart ends the old
+            // incarnation, not the request.
+            let shutting_down = matches!(self.state, State::ShutdownPending | State::ShutdownSent);
             self.state = State::Established;
             self.pending.cookie_ack = true;
             self.events.push_back(Event::Restarted { lost });
@@ -3224,6 +3227,10 @@ impl Association {
                 p.search(now);
             }
             self.sync_plpmtud_timer();
+            if shutting_down {
+                // Nothing is queued now: the SHUTDOWN goes with the COOKIE ACK.
+                self.shutdown(now);
+            }
             return Flow::Continue;
         }
         if local_match && !peer_match {
