@@ -4165,6 +4165,44 @@ fn data_after_the_peers_shutdown_is_discarded_9_2() {
     }
 }
 
+/// §8.4 rule 5 at the endpoint: a SHUTDOWN ACK under the tag of an association it still
+/// counts live is answered (SHUTDOWN COMPLETE, T bit, the tag reflected), where any other
+/// packet under that tag is dropped as from another of the peer's addresses. The association
+/// has just closed (its SHUTDOWN COMPLETE lost) and the control thread has not yet heard of
+/// it, which waits for the ULP: the peer's retransmitted SHUTDOWN ACKs were dropped and it
+/// ended at Association.Max.Retrans, unreachable (an independent review).
+#[test]
+fn a_shutdown_ack_under_a_live_tag_is_answered_8_4_rule_5() {
+    let mut sep = endpoint(S_PORT, 2);
+    let tag = 0x1234_5678;
+    sep.note_live(tag, C_PORT);
+    let mut out = vec![0u8; 1500];
+    let hb = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[ChunkRepr::Heartbeat(HeartbeatRepr {
+            info: &[1; 8],
+            extra: &[],
+        })],
+    );
+    assert!(matches!(
+        sep.handle(t(1), C_ADDR, &hb, &mut out, &mut ignore),
+        Outcome::Ignored(Ignored::OtherPeerAddress)
+    ));
+    let ack = packet(C_PORT, S_PORT, tag, &[ChunkRepr::ShutdownAck]);
+    let Outcome::Reply(n) = sep.handle(t(2), C_ADDR, &ack, &mut out, &mut ignore) else {
+        panic!("the SHUTDOWN ACK is not answered")
+    };
+    assert_eq!(vtag(&out[..n]), tag, "the tag reflected");
+    assert!(matches!(
+        chunks(&out[..n])[..],
+        [ChunkRepr::ShutdownComplete(ShutdownCompleteRepr {
+            t_bit: true
+        })]
+    ));
+}
+
 /// §9.2: "The sender of the SHUTDOWN ACK chunk SHOULD limit the number of retransmissions of
 /// the SHUTDOWN ACK chunk to the protocol parameter 'Association.Max.Retrans'." A peer that
 /// repeats its SHUTDOWN more often than our RTO, our SHUTDOWN ACKs never reaching it, is
