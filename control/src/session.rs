@@ -488,6 +488,12 @@ pub struct Session {
     tx_closed: bool,
     /// A Terminate is owed but held back by §6.6 or the §10 window.
     terminate_queued: bool,
+    /// Our Terminate waits for the ULP's last message, RDMAP's Terminate (§6.2: the session
+    /// Terminate "would follow any RDMAP Terminate message"): [`Session::hold_final`].
+    final_held: bool,
+    /// A failure of this machine holds our Terminate for the ULP's own
+    /// ([`Session::set_terminate_follows_ulp`]).
+    terminate_follows_ulp: bool,
     /// Position of the last control message we sent (§6.6).
     last_control: Option<u64>,
     /// Position (DDP-SSN count) of our next chunk.
@@ -531,6 +537,8 @@ impl Session {
             accepted: false,
             tx_closed: false,
             terminate_queued: false,
+            final_held: false,
+            terminate_follows_ulp: false,
             last_control: None,
             tx_next: 0,
             tx_acked: SeqWindow::default(),
@@ -651,10 +659,43 @@ impl Session {
         }
     }
 
+    /// For a ULP that reports the stream's errors in a last message of its own (RDMAP's
+    /// Terminate, RFC 5040 §5.4; RFC 5043 §11.3: it "MUST be generated"): when this machine
+    /// ends an established session for a chunk that fits no pattern (§6.1), our Terminate
+    /// is held ([`Session::hold_final`]) for the ULP's message to go first.
+    pub fn set_terminate_follows_ulp(&mut self, on: bool) {
+        self.terminate_follows_ulp = on;
+    }
+
+    /// The ULP owes its last message on an established stream (RDMAP's Terminate): our
+    /// session Terminate, whenever it is owed (the ULP's end, the peer's Terminate answered,
+    /// a failure), waits for [`Session::release_final`], and one more DDP Segment may be sent
+    /// meanwhile even once the session has ended. Nothing if our last message has gone
+    /// already.
+    pub fn hold_final(&mut self) {
+        if self.accepted && (!self.tx_closed || self.terminate_queued) {
+            self.final_held = true;
+        }
+    }
+
+    /// The ULP's last message has gone (or cannot): our Terminate may follow.
+    pub fn release_final(&mut self) {
+        if core::mem::take(&mut self.final_held) {
+            self.flush();
+        }
+    }
+
+    /// Whether our Terminate waits for the ULP's last message ([`Session::hold_final`]).
+    pub fn final_held(&self) -> bool {
+        self.final_held
+    }
+
     /// `Ok` if a DDP Segment may be sent now.
     pub fn may_send_segment(&self) -> Result<(), LocalError> {
         match self.state {
             State::Established => {}
+            // The ULP's last message, ahead of our Terminate (`hold_final`).
+            State::Terminated(_) if self.final_held && !self.association_ended => {}
             State::Idle => return Err(LocalError::NoSession),
             // RFC 5043 §6.2 and §6.6: the active side sends no segment before the Accept has
             // arrived; the passive side none before it accepted.
@@ -1230,6 +1271,9 @@ impl Session {
     /// RFC 5043 §6.1: a chunk fitting no legal pattern terminates the session (once).
     fn fail(&mut self, e: ProtocolError) -> Result<(), ProtocolError> {
         if !matches!(self.state, State::Terminated(_)) {
+            if self.terminate_follows_ulp && self.state == State::Established {
+                self.hold_final();
+            }
             self.end(TerminationReason::ProtocolError(e));
             self.owe_terminate();
         }
@@ -1257,7 +1301,7 @@ impl Session {
     /// segment calls this, and nearly always nothing is held back.
     #[inline]
     fn flush(&mut self) {
-        if self.terminate_queued && !self.association_ended {
+        if self.terminate_queued && !self.association_ended && !self.final_held {
             self.flush_terminate();
         }
     }

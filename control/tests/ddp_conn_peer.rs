@@ -3343,6 +3343,99 @@ fn rfc5043_11_3_the_rdmap_terminate_is_sent_whatever_the_other_streams_queued() 
     assert_eq!(d.conn().stats().rdmap_terminates_sent, 1);
 }
 
+impl Duo {
+    /// The DDP-SSNs of the server's RDMAP Terminate (PPID 16, QN 2) and of its session
+    /// Terminate (PPID 17) on `stream`, as the raw peer received them.
+    fn terminate_ssns(&self, stream: u16) -> (Vec<u16>, Vec<u16>) {
+        let ssn = |d: &[u8]| u16::from_be_bytes([d[0], d[1]]);
+        let rdmap = self
+            .raw_rx
+            .iter()
+            .filter(|(s, p, d)| {
+                *s == stream
+                    && *p == 16
+                    && d.len() > 20
+                    && d[2] & 0x80 == 0
+                    && d[8..12] == QN_TERMINATE.to_be_bytes()
+            })
+            .map(|(_, _, d)| ssn(d))
+            .collect();
+        let session = self
+            .raw_rx
+            .iter()
+            .filter(|(s, p, d)| *s == stream && *p == 17 && d[2..4] == [0, 4])
+            .map(|(_, _, d)| ssn(d))
+            .collect();
+        (rdmap, session)
+    }
+}
+
+/// RFC 5043 §11.3 ("Other RDMAP-defined Terminate Messages MUST be generated as specified
+/// when a DDP stream is terminated") with §6.2 (the session Terminate "would follow any RDMAP
+/// Terminate message"): a chunk the session layer refuses on an RDMAP stream (a DDP-SSN no
+/// gap accounts for, §10; a duplicate) ends the stream with RDMAP's Terminate, the stream's
+/// catastrophic error (RFC 5040 §4.8, 0x2/0x07), then the session's Terminate at the next
+/// DDP-SSN. Only the session Terminate went (an independent review).
+#[test]
+fn rfc5043_11_3_a_chunk_the_session_refuses_draws_rdmaps_terminate_first() {
+    let zero_write = || rtseg(1, control(1, Opcode::Write), 0, 0, b"");
+    let cases: [(&str, Vec<Vec<u8>>); 2] = [
+        (
+            "out of the window",
+            vec![rtseg(40_000, control(1, Opcode::Write), 0, 0, b"")],
+        ),
+        ("a duplicate", vec![zero_write(), zero_write()]),
+    ];
+    for (what, chunks) in cases {
+        let mut d = Duo::new(256);
+        let pd = d.memory.alloc_pd();
+        d.open_rdmap(S, pd);
+        for c in &chunks {
+            d.send(S, 16, c);
+            d.settle();
+        }
+        assert_eq!(
+            d.rdmap_terminates(S),
+            [TerminateError::Rdmap(RdmapError::CatastrophicStream)],
+            "{what}"
+        );
+        let (rdmap, session) = d.terminate_ssns(S);
+        assert_eq!(session.len(), 1, "{what}: the session's Terminate too");
+        assert_eq!(session[0], rdmap[0] + 1, "{what}: right behind RDMAP's");
+    }
+}
+
+/// RFC 5043 §6.2 with RFC 5040 §4.8: a faulty segment and, behind it in the same packet, the
+/// peer's session Terminate. The session ends before the RDMAP Terminate that reports the
+/// fault is queued; it still goes, and our session Terminate follows it. The session's end
+/// refused it, and the peer never learnt its error (an independent review).
+#[test]
+fn rfc5043_6_2_rdmaps_terminate_goes_before_our_answer_to_the_peers_terminate() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    d.send(
+        S,
+        16,
+        &rtseg(1, control(1, Opcode::Write), 0xdead_be01, 0, b"x"),
+    );
+    d.send(S, 17, &ctl(2, 4, b""));
+    let mut packets = Vec::new();
+    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
+        packets.push(d.buf[..n].to_vec());
+    }
+    assert_eq!(packets.len(), 1, "one packet");
+    d.deliver_to_server(&packets[0]);
+    d.settle();
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Ddp(DdpError::InvalidStag)]
+    );
+    let (rdmap, session) = d.terminate_ssns(S);
+    assert_eq!(session.len(), 1, "our session Terminate answers the peer's");
+    assert_eq!(session[0], rdmap[0] + 1, "right behind RDMAP's");
+}
+
 /// RFC 5040 §5.3 for a Read still waiting for ORD: the peer invalidates its Data Sink, the
 /// Read goes out when a slot frees, and the peer's response into the dead sink is the peer's
 /// Invalid STag, the Read flushed with the stream, as for a Read already outstanding. It was

@@ -1066,3 +1066,69 @@ fn a_graceful_close_while_a_session_is_away_delivers_what_it_held_9260_9_2() {
     }
     assert_eq!(seen[0], seen[1], "in place, then at the control thread");
 }
+
+/// RFC 5043 §6.2 and §11.3 with the session machine on the control thread: a faulty RDMA
+/// Write and, behind it in the same packet, the peer's session Terminate, which sends the
+/// stream's session away before the fault's RDMAP Terminate is queued. The Terminate still
+/// goes, with our session Terminate right behind it, as where the machine runs in place;
+/// the fault used to be dropped for a session away, and the peer never learnt its error.
+#[test]
+fn rdmaps_terminate_goes_first_when_the_peers_terminate_sends_the_session_away() {
+    use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
+    use ddpdk_dataplane::wire::ddp::DdpError;
+    use ddpdk_dataplane::wire::rdmap::{Opcode, TerminateError, TerminatePacket, QN_TERMINATE};
+    let mut seen = Vec::new();
+    for remote in [false, true] {
+        let mut r = Rig::new(256, remote);
+        let limits = RdmaLimits { ird: 4, ord: 4 };
+        let pdata = encode_private_data(limits, b"").unwrap();
+        r.raw.send(S, 17, &ctl(0, 1, &pdata)).unwrap();
+        r.run_for(Duration::from_millis(50));
+        let pd = r.memory.alloc_pd();
+        r.conn().accept_rdmap(S, pd, limits, b"").unwrap();
+        r.run_for(Duration::from_millis(500));
+        // An RDMA Write (RDMAP version 1) of one byte through an STag never registered.
+        let mut write = tseg(1, 1);
+        write[3] = (1 << 6) | Opcode::Write.bits();
+        r.raw.send(S, 16, &write).unwrap();
+        r.raw.send(S, 17, &ctl(2, 4, b"")).unwrap();
+        let packets = r.raw_packets();
+        assert_eq!(packets.len(), 1, "one packet");
+        r.deliver_to_server(&packets[0]);
+        r.run_for(Duration::from_millis(500));
+        let ssn = |d: &[u8]| u16::from_be_bytes([d[0], d[1]]);
+        let rdmap: Vec<(u16, TerminateError)> = r
+            .raw_rx
+            .iter()
+            .filter(|(s, p, d)| {
+                *s == S
+                    && *p == 16
+                    && d.len() > 20
+                    && d[2] & 0x80 == 0
+                    && d[8..12] == QN_TERMINATE.to_be_bytes()
+            })
+            .filter_map(|(_, _, d)| {
+                let t = TerminatePacket::new_checked(&d[20..]).ok()?;
+                Some((ssn(d), t.error()))
+            })
+            .collect();
+        let session: Vec<u16> = r
+            .raw_rx
+            .iter()
+            .filter(|(s, p, d)| *s == S && *p == 17 && d[2..4] == [0, 4])
+            .map(|(_, _, d)| ssn(d))
+            .collect();
+        assert_eq!(
+            rdmap.iter().map(|x| x.1).collect::<Vec<_>>(),
+            [TerminateError::Ddp(DdpError::InvalidStag)],
+            "remote={remote}"
+        );
+        assert_eq!(
+            session,
+            [rdmap[0].0 + 1],
+            "remote={remote}: ours right behind"
+        );
+        seen.push((rdmap, session));
+    }
+    assert_eq!(seen[0], seen[1], "in place, then at the control thread");
+}

@@ -38,6 +38,10 @@ pub(super) struct Lent {
     /// How many of `held` came before the ULP asked for a SHUTDOWN: it waits for them (a
     /// peer's message among them is answered first), not for what came after.
     pub(super) before_shutdown: usize,
+    /// The stream's receive path failed in the packet that sent the session away, ahead of
+    /// the control message: its end (RDMAP's Terminate first, `end_faulted`) waits for the
+    /// session.
+    pub(super) fault: Option<ddpdk_dataplane::ddp::RxError>,
 }
 
 /// A chunk or an operation waiting for its stream's session ([`Lent::held`]).
@@ -147,6 +151,9 @@ impl Connection {
         }
         call.run();
         s.session = *call.session;
+        if let Some(error) = lent.fault.filter(|_| !lent.ended) {
+            self.sink.faulted.push((stream, error));
+        }
         for ssn in lent.acks {
             let _ = s.session.on_acked(ssn);
         }
@@ -180,6 +187,9 @@ impl Connection {
         } else {
             self.sink.stats.control_refused += 1;
             count_without_session(&s.session, &mut self.sink);
+            if let Some(Err(e)) = call.result {
+                rdmap_terminate_first(stream, s, e, &mut self.sink);
+            }
         }
         release_before_answer(stream, s, &how, memory, &mut self.sink);
         self.sink.touched.stream(stream);

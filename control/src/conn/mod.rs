@@ -546,6 +546,9 @@ impl Connection {
             State::Established | State::InitiateSent => {}
             State::Idle => return Err(LocalError::NoSession.into()),
             State::InitiateReceived => return Err(LocalError::NotEstablished.into()),
+            // RDMAP's Terminate ahead of the session's own (`Session::hold_final`).
+            State::Terminated(_)
+                if matches!(origin, Origin::Terminate) && s.session.final_held() => {}
             State::Terminated(_) => return Err(LocalError::Terminated.into()),
         }
         // RFC 5040 §5.5: the ULP's work on an RDMAP stream is reported in posting order, so
@@ -1374,15 +1377,22 @@ impl Connection {
             let Some(s) = self.streams.get_mut(usize::from(stream)) else {
                 continue;
             };
+            // The packet sent the session away after the fault: its end waits for the
+            // session's return (`return_session`), which holds our Terminate meanwhile if
+            // RDMAP's is owed (`Session::hold_final`).
+            if let Some(lent) = s.lent.as_mut() {
+                lent.fault.get_or_insert(error);
+                continue;
+            }
             // An RDMAP stream tells the peer what went wrong first (RFC 5040 §5.4).
-            if s.rdmap.is_some() && s.lent.is_none() {
+            if s.rdmap.is_some() {
                 self.send_rdmap_terminate(stream, error);
                 continue;
             }
             if self.cfg.on_receive_error != OnReceiveError::Terminate {
                 continue;
             }
-            if s.lent.is_none() && s.session.terminate_for_error(error).is_ok() {
+            if s.session.terminate_for_error(error).is_ok() {
                 self.sink.stats.sessions_faulted += 1;
                 self.sink.touched.stream(stream);
                 self.mark_ready(stream);

@@ -360,6 +360,7 @@ pub(super) fn receive(
     out.stats.after_session_end += dropped;
     note_waiting_sinks_invalidated(s, &out.peer_invalidated[invalidated..]);
     answer(stream, s, out, memory, zero_copy, serve, fault);
+    hold_for_terminate(stream, s, out);
     if peer_terminated {
         end_at_peers_terminate(stream, s, out);
     }
@@ -395,6 +396,16 @@ fn end_at_peers_terminate(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     out.touched.stream(stream);
 }
 
+/// A fault found in what was just received owes the peer RDMAP's Terminate, which
+/// `end_faulted` queues once the packet is handled: the session's own Terminate, should the
+/// session end before (the peer's session Terminate later in the same packet, say), waits
+/// for it (RFC 5043 §6.2, §11.3; `Session::hold_final`).
+fn hold_for_terminate(stream: u16, s: &mut DdpStream, out: &Sink) {
+    if out.faulted.iter().any(|&(f, _)| f == stream) {
+        s.session.hold_final();
+    }
+}
+
 /// The messages a session control message at DDP-SSN `ssn` lets DDP deliver on an RDMAP
 /// stream (the active side's first segments wait for the peer's Accept, RFC 5043 §6): through
 /// RDMAP, as a segment's deliveries go ([`receive`]). They went to the ULP as plain DDP
@@ -424,6 +435,7 @@ pub(super) fn release(
     }
     note_waiting_sinks_invalidated(s, &out.peer_invalidated[invalidated..]);
     answer(stream, s, out, memory, zero_copy, serve, fault);
+    hold_for_terminate(stream, s, out);
     if peer_terminated {
         end_at_peers_terminate(stream, s, out);
     }
@@ -955,6 +967,9 @@ impl Connection {
             r.set_peer_limits(peer);
         }
         s.rdmap = Some(Box::new(r));
+        // RFC 5043 §11.3: a stream the session machine ends for a chunk that fits no
+        // pattern (§6.1, §10) reports it in RDMAP's Terminate first, as any other error.
+        s.session.set_terminate_follows_ulp(true);
         if let Some(rx) = s.rx.as_mut() {
             // Fresh queues of the configured depth, those the stream has (RDMAP needs 3; RFC
             // 7306 §5.2.2 item 5's 4th, room for an Atomic Response per Atomic within ORD,
@@ -986,6 +1001,9 @@ impl Connection {
             .take_terminate()
             .unwrap_or_else(|| terminate_payload(error, &HeaderCopy::from_bytes(&[]), 0, None));
         flush_sends(stream, s, &mut self.sink);
+        // The session's Terminate, if the session ends meanwhile, follows this one (RFC 5043
+        // §6.2): held until it has gone.
+        s.session.hold_final();
         let rsvd_ulp = rsvd_ulp(Opcode::Terminate, None);
         let req = SendRequest {
             wr_id: 0,
@@ -998,8 +1016,10 @@ impl Connection {
             signaled: false,
         };
         if self.queue_send(req, Origin::Terminate).is_err() {
-            // The session cannot carry it (it ended meanwhile): end it all the same.
+            // The session cannot carry it (its last message is out already): end it all the
+            // same.
             let s = &mut self.streams[usize::from(stream)];
+            s.session.release_final();
             if s.session.terminate_for_error(error).is_ok() {
                 self.sink.stats.sessions_faulted += 1;
             }

@@ -262,7 +262,9 @@ pub(super) fn route(
             out.touched.stream(stream);
             let Ok(p) = SessionControlPacket::new_checked(m.data) else {
                 out.stats.control_refused += 1;
-                let _ = s.session.on_truncated();
+                if let Err(e) = s.session.on_truncated() {
+                    rdmap_terminate_first(stream, s, e, out);
+                }
                 count_without_session(&s.session, out);
                 return;
             };
@@ -315,6 +317,7 @@ pub(super) fn route(
                     graceful: false,
                     held_at_end: 0,
                     before_shutdown: 0,
+                    fault: None,
                 }));
                 out.lent += 1;
                 out.stats.sessions_lent += 1;
@@ -336,9 +339,10 @@ pub(super) fn route(
             if connected && indicate_events(stream, s, out) {
                 out.wake.push(stream);
             }
-            if verdict.is_err() {
+            if let Err(e) = verdict {
                 out.stats.control_refused += 1;
                 count_without_session(&s.session, out);
+                rdmap_terminate_first(stream, s, e, out);
             } else if s.rdmap.is_some() {
                 // Messages after it in DDP-SSN order may now be delivered (the active side's
                 // first segments wait for the Accept): on an RDMAP stream, through RDMAP.
@@ -358,13 +362,16 @@ pub(super) fn route(
             out.stats.segments_received += 1;
             let Some(ssn) = m.data.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
                 out.stats.refused_by_session += 1;
-                let _ = s.session.on_truncated();
+                if let Err(e) = s.session.on_truncated() {
+                    rdmap_terminate_first(stream, s, e, out);
+                }
                 count_without_session(&s.session, out);
                 out.touched.stream(stream);
                 return;
             };
-            if s.session.on_segment(ssn).is_err() {
+            if let Err(e) = s.session.on_segment(ssn) {
                 out.stats.refused_by_session += 1;
+                rdmap_terminate_first(stream, s, e, out);
                 count_without_session(&s.session, out);
                 out.touched.stream(stream);
                 return;
@@ -392,11 +399,42 @@ pub(super) fn route(
             // It was counted and dropped, the session left open: a peer that spent a DDP-SSN
             // on it stalled every later delivery, unreported (an independent review).
             out.stats.unknown_ppid += 1;
-            let _ = s.session.on_unknown_ppid(ppid);
+            if let Err(e) = s.session.on_unknown_ppid(ppid) {
+                rdmap_terminate_first(stream, s, e, out);
+            }
             count_without_session(&s.session, out);
             out.touched.stream(stream);
         }
     }
+}
+
+/// The session machine ended an RDMAP stream's session for a chunk that fits no pattern
+/// (RFC 5043 §6.1, §10) and holds its Terminate (`Session::set_terminate_follows_ulp`):
+/// RDMAP's Terminate reports the error first (§11.3: "Other RDMAP-defined Terminate
+/// Messages MUST be generated as specified when a DDP stream is terminated"; RFC 5040 §4.8:
+/// the stream's catastrophic error, 0x2/0x07, having no number of its own), queued by
+/// `end_faulted`, and the session's Terminate follows it. Anything else releases the hold.
+pub(super) fn rdmap_terminate_first(
+    stream: u16,
+    s: &mut DdpStream,
+    e: crate::session::ProtocolError,
+    out: &mut Sink,
+) {
+    use crate::session::ProtocolError;
+    use ddpdk_dataplane::ddp::DeliveryError;
+    if !s.session.final_held() || out.faulted.iter().any(|&(f, _)| f == stream) {
+        return;
+    }
+    if s.rdmap.is_none() {
+        s.session.release_final();
+        return;
+    }
+    let error = match e {
+        ProtocolError::OutOfWindow => RxError::Sequence(DeliveryError::OutOfWindow),
+        ProtocolError::Duplicate => RxError::Sequence(DeliveryError::Duplicate),
+        _ => RxError::Truncated,
+    };
+    out.faulted.push((stream, error));
 }
 
 /// The peer's segments that came ahead of its answer to our Initiate, once the answer is in

@@ -613,7 +613,12 @@ fn segment_sent(
                     r.response_sent();
                 }
             }
-            Some((Origin::Terminate, _, _)) => sink.stats.rdmap_terminates_sent += 1,
+            Some((Origin::Terminate, _, _)) => {
+                sink.stats.rdmap_terminates_sent += 1;
+                // The session's Terminate may follow it now (`Session::hold_final`).
+                s.session.release_final();
+                sink.touched.stream(stream);
+            }
             None => {}
         }
     }

@@ -430,7 +430,15 @@ pub(super) fn flush(stream: u16, s: &mut DdpStream, out: &mut Sink) {
 
 pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     tell_silent(stream, out);
+    // RDMAP's Terminate, once queued, goes whatever ends the session meanwhile (our ULP, the
+    // peer's session Terminate): the session's own waits for it (`Session::hold_final`).
+    let keep = s.session.final_held();
+    let mut kept = None;
     for p in s.sends.drain(..) {
+        if keep && matches!(p.origin, Origin::Terminate) {
+            kept = Some(p);
+            continue;
+        }
         out.queued_sends -= 1;
         out.stats.flushed_sends += 1;
         let wr_id = match p.origin {
@@ -458,6 +466,9 @@ pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
             continue;
         }
         report(out, s.rdmap.as_deref_mut(), stream, done, Status::Flushed);
+    }
+    if let Some(p) = kept {
+        s.sends.push_back(p);
     }
 }
 
