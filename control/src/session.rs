@@ -1247,10 +1247,18 @@ impl Session {
         kind: Inbound,
         e: ProtocolError,
     ) -> Result<(), ProtocolError> {
-        if matches!(kind, Inbound::Terminate | Inbound::Reject) && !self.is_without_session() {
+        // A Reject stands only as the passive side's answer (§6.3): elsewhere it is no final
+        // message. A final position known already stays (as `receive` keeps it): a second
+        // final message moved it below DDP-SSNs still missing.
+        let final_here = match kind {
+            Inbound::Terminate => true,
+            Inbound::Reject => self.role == Some(Role::Active) && ssn == 0,
+            _ => false,
+        };
+        if final_here && !self.is_without_session() {
             if let Position::Ahead(pos) = self.rx.locate(ssn) {
-                if !self.rx.is_seen(pos) && self.peer_final.is_none_or(|f| pos <= f) {
-                    self.peer_final = Some(pos);
+                if !self.rx.is_seen(pos) {
+                    self.peer_final.get_or_insert(pos);
                 }
             }
         }
@@ -2519,5 +2527,11 @@ mod tests {
             );
             assert!(s.can_reuse(), "case {k}");
         }
+        // A second final message, refused for its Private Data, does not move the first one's
+        // place: DDP-SSN 2 is still missing before the Terminate at 3.
+        let mut s = setup(Setup::PassiveEstablished);
+        assert_eq!(step(&mut s, In::Ctl(3, Terminate, b"")), Ok(()));
+        assert!(step(&mut s, In::Ctl(1, Terminate, b"x")).is_err());
+        assert!(!s.inbound_complete(), "DDP-SSN 2 is missing");
     }
 }
