@@ -11,8 +11,8 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
-    CauseRepr, ChunkRepr, DataRepr, ErrorChunkRepr, GapAckBlock, HeaderRepr, List, Packet,
-    PacketBuilder, SackRepr,
+    AbortRepr, CauseRepr, ChunkRepr, DataRepr, ErrorChunkRepr, GapAckBlock, HeaderRepr, List,
+    Packet, PacketBuilder, SackRepr,
 };
 
 const CP: u16 = 5001;
@@ -270,6 +270,25 @@ fn shutdown_ack_in_cookie_wait_anywhere_in_the_packet_and_not_under_tag_0_8_5_1(
         "nothing answers tag 0: {out:?}"
     );
     assert_eq!(a.state(), State::CookieWait);
+    // §8.4 rule 2: with an ABORT in it too, the packet is no SHUTDOWN ACK's to answer.
+    let with_abort = build(
+        0xDEAD_BEEF,
+        SP,
+        CP,
+        &[
+            ChunkRepr::ShutdownAck,
+            ChunkRepr::Abort(AbortRepr {
+                t_bit: false,
+                causes: List::new(&[]),
+            }),
+        ],
+    );
+    let _ = a.handle(p.now, &with_abort, &mut |_m: Message<'_>| {});
+    let out: Vec<_> = drain(a, p.now).iter().map(|o| describe(o)).collect();
+    assert!(
+        !out.iter().any(|(_, chunks)| chunks.contains(&(14, 1))),
+        "nothing answers a packet with an ABORT: {out:?}"
+    );
 }
 
 /// The consequence between two instances of this engine: the SHUTDOWN COMPLETE of a graceful

@@ -2701,7 +2701,7 @@ fn peer_restart_5_2_4_a() {
 /// for Closed waited for ever (an independent review).
 #[test]
 fn a_peer_restart_keeps_our_shutdown_going_5_2_4_a_9_2() {
-    for outstanding in [true, false] {
+    for (outstanding, peer_shuts_down) in [(true, false), (false, false), (true, true)] {
         let mut p = Pair::new();
         if outstanding {
             // Lost with the old client: the server stays in SHUTDOWN-PENDING.
@@ -2709,10 +2709,18 @@ fn a_peer_restart_keeps_our_shutdown_going_5_2_4_a_9_2() {
         }
         p.s.shutdown(t(10));
         let _ = drain(&mut p.s, t(10));
-        let want = if outstanding {
-            State::ShutdownPending
-        } else {
-            State::ShutdownSent
+        if peer_shuts_down {
+            // The old client's own SHUTDOWN moves the server on to SHUTDOWN-RECEIVED.
+            p.c.shutdown(t(11));
+            for pk in drain(&mut p.c, t(11)) {
+                let _ = p.s.handle(t(11), &pk, &mut ignore);
+            }
+            let _ = drain(&mut p.s, t(11));
+        }
+        let want = match (outstanding, peer_shuts_down) {
+            (_, true) => State::ShutdownReceived,
+            (true, false) => State::ShutdownPending,
+            (false, false) => State::ShutdownSent,
         };
         assert_eq!(p.s.state(), want);
         let mut cep2 = endpoint(C_PORT, 9);

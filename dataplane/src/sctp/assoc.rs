@@ -650,6 +650,9 @@ pub struct Association {
     /// A window probe was sent since [`Association::recover_window_probes`] last looked:
     /// only then does a window update walk the send queue for them.
     window_probes: bool,
+    /// Our ULP asked for SHUTDOWN ([`Association::shutdown`]): a peer restart does not undo
+    /// the request (§5.2.4 A, §9.2).
+    shutdown_asked: bool,
     /// Outstanding messages a gap ack block covers (slots with `gap_acked`).
     gap_acked: usize,
     /// The TSN being timed for RTT and when it was sent (one measurement per round trip).
@@ -812,6 +815,7 @@ impl Association {
             sack_since_t3: false,
             peer_a_rwnd: 0,
             window_probes: false,
+            shutdown_asked: false,
             timed: None,
             gap_acked: 0,
             error_count: 0,
@@ -1445,6 +1449,7 @@ impl Association {
     pub fn shutdown(&mut self, now: Instant) {
         match self.state {
             State::Established => {
+                self.shutdown_asked = true;
                 self.state = State::ShutdownPending;
                 self.progress_shutdown(now);
             }
@@ -1637,11 +1642,14 @@ impl Association {
                 return Err(Discard::Malformed);
             }
         };
+        // (§8.4 rule 2: a packet that also holds an ABORT is no SHUTDOWN ACK's to answer; the
+        // ABORT is judged below by its T bit.)
+        let holds = |t: ChunkType| {
+            first_type == t || first.clone().any(|c| c.is_ok_and(|c| c.chunk_type() == t))
+        };
         if matches!(self.state, State::CookieWait | State::CookieEchoed)
-            && (first_type == ChunkType::ShutdownAck
-                || first
-                    .clone()
-                    .any(|c| c.is_ok_and(|c| c.chunk_type() == ChunkType::ShutdownAck)))
+            && holds(ChunkType::ShutdownAck)
+            && !holds(ChunkType::Abort)
         {
             // §8.5.1 A: under tag 0 only an INIT is taken; anything else "MUST" be silently
             // discarded (the endpoint does so too, `Ignored::ZeroTag`).
@@ -3213,8 +3221,9 @@ impl Association {
             self.clear_errors();
             self.adopt_cookie(&c);
             // The SHUTDOWN our ULP asked for still stands (§9.2): the restart ends the old
-            // incarnation, not the request.
-            let shutting_down = matches!(self.state, State::ShutdownPending | State::ShutdownSent);
+            // incarnation, not the request (the peer's own SHUTDOWN, which may have moved us
+            // on to SHUTDOWN-RECEIVED since, was the old incarnation's).
+            let shutting_down = core::mem::take(&mut self.shutdown_asked);
             self.state = State::Established;
             self.pending.cookie_ack = true;
             self.events.push_back(Event::Restarted { lost });
