@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use ddpdk_control::conn::{
     Accept, Applied, Completion, ConnConfig, Connection, Indication, Listener, Op, OpResult,
-    SendKind, SendRequest, SessionCall, Status, HELD_ITEM_COST,
+    PostError, SendKind, SendRequest, SessionCall, Status, HELD_ITEM_COST,
 };
 use ddpdk_control::memory::Memory;
 use ddpdk_control::session::{Event, PendingLimit};
@@ -1131,4 +1131,206 @@ fn rdmaps_terminate_goes_first_when_the_peers_terminate_sends_the_session_away()
         seen.push((rdmap, session));
     }
     assert_eq!(seen[0], seen[1], "in place, then at the control thread");
+}
+
+/// The peer answers our Initiate with its Accept (sent away to the control thread), then a
+/// Send and its Terminate, then shuts the association down; meanwhile our ULP posts the
+/// receive for the Send. In place the Accept is applied at once, the receive taken, the Send
+/// delivered into it and the peer's Terminate heard. With the session away, all of it waits
+/// behind the Accept and the association closes first; once the session is back, the same
+/// happens, in the same order, before Closed. (A review of this session's graceful-close
+/// change: the receive was refused NotConnected, so the Send found no buffer, and the held
+/// Terminate was dropped, the ULP told AssociationEnded instead of the peer's end.)
+/// `forget` says whether the ULP forgets the connection instead before the session is back:
+/// then the stream's end is told, its receive flushed, before Closed.
+fn our_initiate_answered_then_the_peer_shuts_down(remote: bool, forget: bool) -> Rig {
+    let mut r = Rig::new(256, remote);
+    let pd = r.memory.alloc_pd();
+    r.conn().initiate(S, pd, b"").unwrap();
+    r.run_for(Duration::from_millis(50));
+    assert!(
+        r.raw_rx.iter().any(|(s, p, _)| *s == S && *p == 17),
+        "Initiate out"
+    );
+    r.auto = false;
+    r.raw.send(S, 17, &ctl(0, 2, b"")).unwrap();
+    for p in r.raw_packets() {
+        r.deliver_to_server(&p);
+    }
+    let region = r.memory.alloc_region(4096).unwrap();
+    let reg = r
+        .memory
+        .register(ddpdk_control::memory::MemoryRegistration {
+            pd,
+            region,
+            offset: 0,
+            len: 4096,
+            access: ddpdk_dataplane::mem::Access::LOCAL_WRITE,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    let buffer = r.memory.receive_buffer(pd, reg.stag, 0, 4096).unwrap();
+    let now = r.now;
+    let post = Op::PostRecv {
+        stream: S,
+        qn: 0,
+        wr_id: 11,
+        buffer,
+    };
+    let c = r.conn.as_mut().unwrap();
+    let applied = c.apply(now, post, r.memory.stags());
+    assert!(applied.is_ok(), "{applied:?}");
+    r.raw.send(S, 16, &useg(1, 1, b"the peer's Send")).unwrap();
+    r.raw.send(S, 17, &ctl(2, 4, b"")).unwrap();
+    for p in r.raw_packets() {
+        r.deliver_to_server(&p);
+    }
+    let now = r.now;
+    r.raw.shutdown(now);
+    r.run_for(Duration::from_secs(2));
+    assert!(r.conn().association().is_closed(), "remote={remote}");
+    if forget {
+        r.conn().abandon_lent();
+        r.calls.clear();
+    } else {
+        r.control();
+    }
+    r.drain();
+    r
+}
+
+#[test]
+fn what_was_held_before_a_graceful_close_is_applied_as_in_place_9260_9_2() {
+    use ddpdk_dataplane::sctp::CloseReason;
+    let mut seen = Vec::new();
+    for remote in [false, true] {
+        let mut r = our_initiate_answered_then_the_peer_shuts_down(remote, false);
+        let at = |what: &dyn Fn(&Indication) -> bool| r.inds.iter().position(what);
+        let received = at(&|i| matches!(i, Indication::Received { wr_id: 11, .. }));
+        let peer_ended = at(&|i| {
+            matches!(
+                i,
+                Indication::Session {
+                    event: Event::SessionTerminated {
+                        reason: ddpdk_control::session::TerminationReason::PeerTerminate
+                    },
+                    ..
+                }
+            )
+        });
+        let closed = at(&|i| matches!(i, Indication::Closed(CloseReason::Shutdown)));
+        assert!(
+            received.is_some() && peer_ended.is_some() && closed.is_some(),
+            "remote={remote}: {:?}",
+            r.inds
+        );
+        assert!(received < closed && peer_ended < closed, "remote={remote}");
+        let refused: Vec<OpResult> = std::iter::from_fn(|| r.conn().poll_op_result())
+            .filter(|o| o.result.is_err())
+            .collect();
+        assert!(refused.is_empty(), "remote={remote}: {refused:?}");
+        assert_eq!(r.conn().stats().after_session_end, 0, "remote={remote}");
+        seen.push(format!("{:?}", r.inds));
+    }
+    assert_eq!(seen[0], seen[1], "in place, then at the control thread");
+}
+
+/// The same, the ULP forgetting the connection before the session is back (`Control::forget`
+/// promises every work request an end): the stream's end is told, then Closed, and the
+/// receive held behind the session is reported refused. (The same review: the deferred end
+/// never came.)
+#[test]
+fn forgetting_a_connection_whose_graceful_end_waits_still_ends_its_streams() {
+    use ddpdk_dataplane::sctp::CloseReason;
+    let mut r = our_initiate_answered_then_the_peer_shuts_down(true, true);
+    let results: Vec<OpResult> = std::iter::from_fn(|| r.conn().poll_op_result()).collect();
+    assert!(
+        results
+            .iter()
+            .any(|o| o.wr_id == Some(11) && o.result == Err(PostError::NotConnected)),
+        "{results:?}"
+    );
+    let at = |what: &dyn Fn(&Indication) -> bool| r.inds.iter().position(what);
+    let ended = at(&|i| {
+        matches!(
+            i,
+            Indication::Session {
+                event: Event::SessionTerminated { .. },
+                ..
+            }
+        )
+    });
+    let closed = at(&|i| matches!(i, Indication::Closed(CloseReason::Shutdown)));
+    assert!(ended.is_some() && closed.is_some(), "{:?}", r.inds);
+    assert!(ended < closed, "{:?}", r.inds);
+}
+
+/// RFC 9260 §9.2 with RFC 7306 §5.2: an Atomic Request held behind the peer's Accept (away
+/// at the control thread) when the association closes gracefully is not performed once the
+/// session is back: its response could never leave the closed association, and the
+/// requester's Atomic ends Flushed, "not carried out" (a ULP reposting it would add twice).
+/// (A review of this session's graceful-close change: the word was changed after the close.)
+#[test]
+fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
+    use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
+    use ddpdk_dataplane::wire::rdmap::{AtomicOp, AtomicRequest, Opcode, QN_READ_REQUEST};
+    let mut r = Rig::new(256, true);
+    let pd = r.memory.alloc_pd();
+    let limits = RdmaLimits { ird: 4, ord: 4 };
+    r.conn().initiate_rdmap(S, pd, limits, b"").unwrap();
+    r.run_for(Duration::from_millis(50));
+    let region = r.memory.alloc_region(4096).unwrap();
+    r.memory
+        .region(region)
+        .unwrap()
+        .place(0, &5u64.to_be_bytes())
+        .unwrap();
+    let word = r
+        .memory
+        .register(ddpdk_control::memory::MemoryRegistration {
+            pd,
+            region,
+            offset: 0,
+            len: 4096,
+            access: ddpdk_dataplane::mem::Access::REMOTE_ATOMIC,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    r.auto = false;
+    let pdata = encode_private_data(limits, b"").unwrap();
+    r.raw.send(S, 17, &ctl(0, 2, &pdata)).unwrap();
+    for p in r.raw_packets() {
+        r.deliver_to_server(&p);
+    }
+    let request = AtomicRequest {
+        op: AtomicOp::FetchAdd,
+        request_id: 1,
+        stag: word.stag.0,
+        to: 0,
+        add_swap: 1,
+        add_swap_mask: 0,
+        compare: 0,
+        compare_mask: u64::MAX,
+    };
+    let mut atomic = useg(1, 1, &request.to_bytes());
+    atomic[3] = (1 << 6) | Opcode::AtomicRequest.bits();
+    atomic[8..12].copy_from_slice(&QN_READ_REQUEST.to_be_bytes());
+    r.raw.send(S, 16, &atomic).unwrap();
+    for p in r.raw_packets() {
+        r.deliver_to_server(&p);
+    }
+    let now = r.now;
+    r.raw.shutdown(now);
+    r.run_for(Duration::from_secs(2));
+    assert!(r.conn().association().is_closed());
+    r.control();
+    r.drain();
+    let mut v = [0u8; 8];
+    r.memory.region(region).unwrap().read(0, &mut v).unwrap();
+    assert_eq!(u64::from_be_bytes(v), 5, "not performed: {:?}", r.inds);
+    let stats = *r.conn().stats();
+    assert_eq!(stats.atomics_served, 0);
+    assert_eq!(stats.after_session_end, 1);
 }

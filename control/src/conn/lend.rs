@@ -5,7 +5,10 @@
 use std::collections::VecDeque;
 
 use ddpdk_dataplane::sctp::Instant;
-use ddpdk_dataplane::wire::ddp::{FunctionCode, PPID_DDP_SEGMENT};
+use ddpdk_dataplane::wire::ddp::{
+    FunctionCode, SessionControlPacket, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
+};
+use ddpdk_dataplane::wire::rdmap::QN_READ_REQUEST;
 
 use crate::memory::Place;
 use crate::session::{Session, State};
@@ -213,11 +216,10 @@ impl Connection {
                     // association); after a restart, those that came before it were the
                     // old incarnation's, and the new one's go to the new session. After a
                     // SHUTDOWN, the DDP segments SCTP acknowledged are delivered.
-                    if !ended
-                        || !(old_incarnation || self.closed)
-                        || (graceful && ppid == PPID_DDP_SEGMENT)
-                    {
+                    if !ended || !(old_incarnation || self.closed) {
                         self.route_one(stream, ppid, tsn, &data, memory);
+                    } else if graceful && old_incarnation {
+                        self.replay_after_close(stream, ppid, tsn, &data, memory);
                     } else {
                         self.sink.stats.after_session_end += 1;
                     }
@@ -225,7 +227,11 @@ impl Connection {
                 Held::Op(op) => {
                     self.sink.held_ops -= 1;
                     let (name, stream, wr_id) = (op.name(), op.stream(), op.wr_id());
+                    // Posted before the graceful close: applied as it was then (a receive
+                    // for the Send held behind it, say).
+                    self.replaying = graceful && old_incarnation;
                     let result = self.apply_stream_op(op, memory.stags);
+                    self.replaying = false;
                     self.sink.op_results.push_back(OpResult {
                         op: name,
                         stream,
@@ -265,6 +271,48 @@ impl Connection {
         self.progress(stream);
         self.gaps_due(now);
         self.tell_closed_once_back();
+    }
+
+    /// A chunk SCTP acknowledged before a graceful close, held behind a session that was
+    /// away (RFC 9260 §9.2: delivered before the association terminates): DDP segments are
+    /// routed, and the peer's final message (Terminate, Reject) taken by the session machine
+    /// in place, as they were where the machine runs in place. What needs an answer the
+    /// closed association cannot carry (an RDMAP Read or Atomic Request, RFC 5040 §5.2, RFC
+    /// 7306 §5.2) is not acted on, nor is a control message that would start anything.
+    fn replay_after_close<'m>(
+        &mut self,
+        stream: u16,
+        ppid: u32,
+        tsn: u32,
+        data: &[u8],
+        memory: Place<'m>,
+    ) {
+        let rdmap = self
+            .streams
+            .get(usize::from(stream))
+            .is_some_and(|s| s.rdmap.is_some());
+        let take = match ppid {
+            PPID_DDP_SEGMENT => {
+                // DDP-SSN, control (T bit), RsvdULP, then an untagged segment's QN.
+                let request = data.get(2).is_some_and(|&c| c & 0x80 == 0)
+                    && data.get(8..12) == Some(&QN_READ_REQUEST.to_be_bytes()[..]);
+                !(rdmap && request)
+            }
+            PPID_SESSION_CONTROL => SessionControlPacket::new_checked(data).is_ok_and(|p| {
+                matches!(
+                    p.function_code(),
+                    FunctionCode::Terminate | FunctionCode::Reject
+                )
+            }),
+            _ => false,
+        };
+        if !take {
+            self.sink.stats.after_session_end += 1;
+            return;
+        }
+        let remote = core::mem::replace(&mut self.remote_sessions, false);
+        self.route_one(stream, ppid, tsn, data, memory);
+        self.remote_sessions = remote;
     }
 
     /// The ULP hears a graceful close once the sessions away at it are back and what they
@@ -358,6 +406,15 @@ impl Connection {
     /// connection owes still comes); the chunks held with them give their room back.
     pub fn abandon_lent(&mut self) {
         for stream in 0..self.streams.len() {
+            // A graceful end deferred for the session's return (`Lent::graceful`) happens
+            // now: the ULP hears it, and what the stream holds is flushed.
+            if self.streams[stream]
+                .lent
+                .as_ref()
+                .is_some_and(|l| l.graceful)
+            {
+                super::end_lent_now(stream as u16, &mut self.streams[stream], &mut self.sink);
+            }
             let Some(lent) = self.streams[stream].lent.take() else {
                 continue;
             };

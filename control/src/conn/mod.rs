@@ -142,6 +142,10 @@ pub struct Connection {
     /// The association closed gracefully while sessions were away: the ULP hears it once
     /// they are back with what SCTP acknowledged behind them ([`Lent::graceful`]).
     closed_untold: Option<CloseReason>,
+    /// What a returning session held from before a graceful close is being applied
+    /// ([`Connection::return_session`]): the ULP's operations among it are taken as they
+    /// would have been then.
+    replaying: bool,
     /// The ULP asked for a SHUTDOWN while a session was away ([`Connection::apply`]).
     shutdown_deferred: bool,
     /// The streams whose sessions were away when it asked: the SHUTDOWN waits for them (and
@@ -173,6 +177,7 @@ impl Connection {
             told_mulpdu: 0,
             rx_slack: 0,
             closed_untold: None,
+            replaying: false,
             shutdown_deferred: false,
             shutdown_waits_for: Vec::new(),
             daytime_due: false,
@@ -1086,7 +1091,9 @@ impl Connection {
     // ---- internals ----
 
     fn check_stream(&self, stream: u16) -> Result<(), PostError> {
-        if !self.connected || self.closed {
+        // (An operation posted before a graceful close, held behind a session that was away,
+        // is applied as it would have been then: `replaying`.)
+        if !self.connected || (self.closed && !self.replaying) {
             return Err(PostError::NotConnected);
         }
         if !self.is_ddp() {
@@ -1273,16 +1280,7 @@ impl Connection {
                 Some(lent) if !lent.ended => {
                     lent.ended = true;
                     lent.held_at_end = lent.held.len();
-                    if !matches!(lent.state, State::Terminated(_)) {
-                        lent.state = State::Terminated(TerminationReason::AssociationEnded);
-                        self.sink.indications.push_back(Indication::Session {
-                            stream: i as u16,
-                            event: SessionEvent::SessionTerminated {
-                                reason: TerminationReason::AssociationEnded,
-                            },
-                        });
-                    }
-                    flush(i as u16, s, &mut self.sink);
+                    end_lent_now(i as u16, s, &mut self.sink);
                 }
                 // Ended before (an earlier restart) and still away: what it holds now came
                 // before this end too, and is no newer incarnation's.
@@ -1424,6 +1422,23 @@ fn daytime(now: std::time::SystemTime) -> String {
         rem / 60 % 60,
         rem % 60
     )
+}
+
+/// A stream whose session is away ends with the association now: the ULP hears the end, and
+/// what the stream holds is flushed (the session is ended when it is back).
+fn end_lent_now(stream: u16, s: &mut DdpStream, sink: &mut Sink) {
+    if let Some(lent) = s.lent.as_mut() {
+        if !matches!(lent.state, State::Terminated(_)) {
+            lent.state = State::Terminated(TerminationReason::AssociationEnded);
+            sink.indications.push_back(Indication::Session {
+                stream,
+                event: SessionEvent::SessionTerminated {
+                    reason: TerminationReason::AssociationEnded,
+                },
+            });
+        }
+    }
+    flush(stream, s, sink);
 }
 
 /// A stream's session ends with the association (the session here, not away).
