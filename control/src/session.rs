@@ -786,6 +786,8 @@ impl Session {
         self.association_ended = true;
         self.transmits.clear();
         self.terminate_queued = false;
+        // Nothing more leaves: no message of the ULP's waits to go ahead of ours.
+        self.final_held = false;
         self.tx_closed = true;
         self.slot = None;
         match self.state {
@@ -2533,5 +2535,43 @@ mod tests {
         assert_eq!(step(&mut s, In::Ctl(3, Terminate, b"")), Ok(()));
         assert!(step(&mut s, In::Ctl(1, Terminate, b"x")).is_err());
         assert!(!s.inbound_complete(), "DDP-SSN 2 is missing");
+    }
+
+    /// RFC 5043 §6.2: our Terminate held for the ULP's last message (RDMAP's Terminate,
+    /// `hold_final`) while the session is established, then released when that has gone; a
+    /// failure of the machine on such a stream holds it by itself; the association's end
+    /// (a restart, a close) ends the hold, as nothing more leaves (a review: it stayed, and
+    /// the connection kept the ULP's queued Terminate, counted, for a session gone).
+    #[test]
+    fn rfc5043_6_2_our_terminate_waits_for_the_ulps_last_message() {
+        let mut s = setup(Setup::PassiveEstablished);
+        s.hold_final();
+        s.terminate().unwrap();
+        assert!(transmits(&mut s).is_empty(), "held");
+        assert_eq!(
+            s.may_send_segment(),
+            Ok(()),
+            "the ULP's last message may go"
+        );
+        s.release_final();
+        let sent = transmits(&mut s);
+        assert!(matches!(
+            sent[..],
+            [Transmit {
+                message: ControlMessage::Terminate,
+                ..
+            }]
+        ));
+        assert!(s.may_send_segment().is_err(), "nothing after our Terminate");
+
+        let mut s = setup(Setup::PassiveEstablished);
+        s.set_terminate_follows_ulp(true);
+        assert_eq!(s.on_segment(40_000), Err(ProtocolError::OutOfWindow));
+        assert!(
+            s.final_held() && transmits(&mut s).is_empty(),
+            "held by the failure"
+        );
+        s.association_ended();
+        assert!(!s.final_held(), "the association's end ends the hold");
     }
 }

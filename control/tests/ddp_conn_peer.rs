@@ -3405,6 +3405,38 @@ fn rfc5043_11_3_a_chunk_the_session_refuses_draws_rdmaps_terminate_first() {
     }
 }
 
+/// RFC 5040 §7 (the first error is the stream's) with RFC 5043 §6.2: while the RDMAP Terminate
+/// of a stream's first error waits for room in SCTP's queue (a Read Response fills it), more
+/// chunks the session refuses (a duplicate of the faulty segment, each in its own packet)
+/// neither queue another Terminate nor let the session's go ahead of it: one RDMAP Terminate,
+/// the first error's, then ours. (A review of this session's change: the second refusal
+/// released the session's Terminate, which then went alone, RDMAP's flushed; with the machine's
+/// own first error, each refusal queued one more, `queued_sends` growing without bound.)
+#[test]
+fn rfc5040_7_later_refusals_behind_a_waiting_terminate_change_nothing() {
+    let (mut d, _, _) = Duo::serving_a_read(1 << 20);
+    let faulty = rtseg(2, control(1, Opcode::Write), 0xdead_be01, 0, b"x");
+    for _ in 0..3 {
+        d.send(S, 16, &faulty);
+        let mut packets = Vec::new();
+        while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
+            packets.push(d.buf[..n].to_vec());
+        }
+        for p in packets {
+            d.deliver_to_server(&p);
+        }
+    }
+    d.settle();
+    d.run_for(Duration::from_secs(5));
+    assert_eq!(
+        d.rdmap_terminates(S),
+        [TerminateError::Ddp(DdpError::InvalidStag)]
+    );
+    let (rdmap, session) = d.terminate_ssns(S);
+    assert_eq!(session.len(), 1, "the session's Terminate too");
+    assert_eq!(session[0], rdmap[0] + 1, "right behind RDMAP's");
+}
+
 /// RFC 5043 §6.2 with RFC 5040 §4.8: a faulty segment and, behind it in the same packet, the
 /// peer's session Terminate. The session ends before the RDMAP Terminate that reports the
 /// fault is queued; it still goes, and our session Terminate follows it. The session's end

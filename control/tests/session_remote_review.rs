@@ -1270,7 +1270,9 @@ fn forgetting_a_connection_whose_graceful_end_waits_still_ends_its_streams() {
 /// at the control thread) when the association closes gracefully is not performed once the
 /// session is back: its response could never leave the closed association, and the
 /// requester's Atomic ends Flushed, "not carried out" (a ULP reposting it would add twice).
-/// (A review of this session's graceful-close change: the word was changed after the close.)
+/// It is delivered all the same, so a Send behind it is too. (Reviews of this session's
+/// graceful-close change: the word was changed after the close; then, the request dropped,
+/// its DDP-SSN was a gap the Send waited behind for ever.)
 #[test]
 fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
     use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
@@ -1318,6 +1320,37 @@ fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
     atomic[3] = (1 << 6) | Opcode::AtomicRequest.bits();
     atomic[8..12].copy_from_slice(&QN_READ_REQUEST.to_be_bytes());
     r.raw.send(S, 16, &atomic).unwrap();
+    // A Send behind it (DDP-SSN 2), into a receive posted meanwhile: delivered, the request's
+    // DDP-SSN no gap before it.
+    let inbox = r.memory.alloc_region(4096).unwrap();
+    let inbox_reg = r
+        .memory
+        .register(ddpdk_control::memory::MemoryRegistration {
+            pd,
+            region: inbox,
+            offset: 0,
+            len: 4096,
+            access: ddpdk_dataplane::mem::Access::LOCAL_WRITE,
+            stream: None,
+            to_base: 0,
+        })
+        .unwrap();
+    let buffer = r
+        .memory
+        .receive_buffer(pd, inbox_reg.stag, 0, 4096)
+        .unwrap();
+    let now = r.now;
+    let post = Op::PostRecv {
+        stream: S,
+        qn: 0,
+        wr_id: 11,
+        buffer,
+    };
+    let c = r.conn.as_mut().unwrap();
+    assert!(c.apply(now, post, r.memory.stags()).is_ok());
+    let mut send = useg(2, 1, b"behind the request");
+    send[3] = (1 << 6) | Opcode::Send.bits();
+    r.raw.send(S, 16, &send).unwrap();
     for p in r.raw_packets() {
         r.deliver_to_server(&p);
     }
@@ -1333,4 +1366,11 @@ fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
     let stats = *r.conn().stats();
     assert_eq!(stats.atomics_served, 0);
     assert_eq!(stats.after_session_end, 1);
+    assert!(
+        r.inds
+            .iter()
+            .any(|i| matches!(i, Indication::Received { wr_id: 11, .. })),
+        "the Send behind it: {:?}",
+        r.inds
+    );
 }

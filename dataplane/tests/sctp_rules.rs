@@ -2701,14 +2701,23 @@ fn peer_restart_5_2_4_a() {
 /// for Closed waited for ever (an independent review).
 #[test]
 fn a_peer_restart_keeps_our_shutdown_going_5_2_4_a_9_2() {
-    for (outstanding, peer_shuts_down) in [(true, false), (false, false), (true, true)] {
+    // (outstanding, the peer's SHUTDOWN too, ours asked only after the peer's)
+    let cases = [
+        (true, false, false),
+        (false, false, false),
+        (true, true, false),
+        (true, true, true),
+    ];
+    for (outstanding, peer_shuts_down, ours_after) in cases {
         let mut p = Pair::new();
         if outstanding {
             // Lost with the old client: the server stays in SHUTDOWN-PENDING.
             p.s.send(0, 16, b"for the old incarnation").unwrap();
         }
-        p.s.shutdown(t(10));
-        let _ = drain(&mut p.s, t(10));
+        if !ours_after {
+            p.s.shutdown(t(10));
+            let _ = drain(&mut p.s, t(10));
+        }
         if peer_shuts_down {
             // The old client's own SHUTDOWN moves the server on to SHUTDOWN-RECEIVED.
             p.c.shutdown(t(11));
@@ -2716,6 +2725,9 @@ fn a_peer_restart_keeps_our_shutdown_going_5_2_4_a_9_2() {
                 let _ = p.s.handle(t(11), &pk, &mut ignore);
             }
             let _ = drain(&mut p.s, t(11));
+        }
+        if ours_after {
+            p.s.shutdown(t(12));
         }
         let want = match (outstanding, peer_shuts_down) {
             (_, true) => State::ShutdownReceived,

@@ -8,7 +8,6 @@ use ddpdk_dataplane::sctp::Instant;
 use ddpdk_dataplane::wire::ddp::{
     FunctionCode, SessionControlPacket, PPID_DDP_SEGMENT, PPID_SESSION_CONTROL,
 };
-use ddpdk_dataplane::wire::rdmap::QN_READ_REQUEST;
 
 use crate::memory::Place;
 use crate::session::{Session, State};
@@ -278,7 +277,8 @@ impl Connection {
     /// routed, and the peer's final message (Terminate, Reject) taken by the session machine
     /// in place, as they were where the machine runs in place. What needs an answer the
     /// closed association cannot carry (an RDMAP Read or Atomic Request, RFC 5040 §5.2, RFC
-    /// 7306 §5.2) is not acted on, nor is a control message that would start anything.
+    /// 7306 §5.2) is delivered, keeping the stream's order, but not answered
+    /// (`Sink::answers_closed`); a control message that would start anything is dropped.
     fn replay_after_close<'m>(
         &mut self,
         stream: u16,
@@ -287,17 +287,8 @@ impl Connection {
         data: &[u8],
         memory: Place<'m>,
     ) {
-        let rdmap = self
-            .streams
-            .get(usize::from(stream))
-            .is_some_and(|s| s.rdmap.is_some());
         let take = match ppid {
-            PPID_DDP_SEGMENT => {
-                // DDP-SSN, control (T bit), RsvdULP, then an untagged segment's QN.
-                let request = data.get(2).is_some_and(|&c| c & 0x80 == 0)
-                    && data.get(8..12) == Some(&QN_READ_REQUEST.to_be_bytes()[..]);
-                !(rdmap && request)
-            }
+            PPID_DDP_SEGMENT => true,
             PPID_SESSION_CONTROL => SessionControlPacket::new_checked(data).is_ok_and(|p| {
                 matches!(
                     p.function_code(),
@@ -311,7 +302,9 @@ impl Connection {
             return;
         }
         let remote = core::mem::replace(&mut self.remote_sessions, false);
+        self.sink.answers_closed = true;
         self.route_one(stream, ppid, tsn, data, memory);
+        self.sink.answers_closed = false;
         self.remote_sessions = remote;
     }
 

@@ -463,6 +463,10 @@ fn answer(
         );
         return;
     }
+    if out.answers_closed {
+        out.stats.after_session_end += serve.len() as u64;
+        return;
+    }
     let mut serve = serve.into_iter();
     while let Some(request) = serve.next() {
         match request {
@@ -997,6 +1001,11 @@ impl Connection {
         let Some(r) = s.rdmap.as_deref_mut() else {
             return;
         };
+        // One a stream, for its first error (RFC 5040 §7): a later refusal (a duplicate
+        // behind it, say) neither queues another nor lets the session's go ahead of it.
+        if r.start_terminate() {
+            return;
+        }
         let payload = r
             .take_terminate()
             .unwrap_or_else(|| terminate_payload(error, &HeaderCopy::from_bytes(&[]), 0, None));

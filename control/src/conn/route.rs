@@ -425,8 +425,13 @@ pub(super) fn rdmap_terminate_first(
     if !s.session.final_held() || out.faulted.iter().any(|&(f, _)| f == stream) {
         return;
     }
-    if s.rdmap.is_none() {
+    let Some(r) = s.rdmap.as_deref() else {
         s.session.release_final();
+        return;
+    };
+    // The stream's Terminate is out or on its way already (its first error's): the hold
+    // ends when it has gone.
+    if r.terminate_started() {
         return;
     }
     let error = match e {

@@ -200,6 +200,10 @@ pub(super) struct Sink {
     /// Streams whose receive path failed in the middle of a packet, and why: with
     /// [`OnReceiveError::Terminate`] their sessions end once the packet is through.
     pub(super) faulted: Vec<(u16, RxError)>,
+    /// The association has closed under what is being routed (a returning session's held
+    /// chunks, `replay_after_close`): requests are delivered, keeping the stream's order,
+    /// but not answered (a Read served or an Atomic performed could never say so).
+    pub(super) answers_closed: bool,
     /// Bytes of chunks held for sessions that are away ([`Lent::held`]): they count against
     /// the receive buffer.
     pub(super) held_bytes: usize,
@@ -435,7 +439,7 @@ pub(super) fn flush_sends(stream: u16, s: &mut DdpStream, out: &mut Sink) {
     let keep = s.session.final_held();
     let mut kept = None;
     for p in s.sends.drain(..) {
-        if keep && matches!(p.origin, Origin::Terminate) {
+        if keep && kept.is_none() && matches!(p.origin, Origin::Terminate) {
             kept = Some(p);
             continue;
         }
@@ -704,6 +708,9 @@ pub(super) fn renew(stream: u16, s: &mut DdpStream, limit: &PendingLimit, out: &
         }
         crossings.push(Crossing { below: None });
     }
+    // (Nothing is left queued after the flush but a Terminate the session's end still
+    // holds, which goes with the old state.)
+    out.queued_sends -= s.sends.len();
     *s = DdpStream::new(limit, s.generation.wrapping_add(1));
     s.ready = ready;
     s.crossings = crossings;

@@ -215,6 +215,9 @@ pub struct RdmapStream {
     serving: u16,
     /// The payload of the Terminate owed for this stream's first error (§4.8).
     terminate: Option<Vec<u8>>,
+    /// Our Terminate for the stream's first error is queued or sent: it is the stream's one
+    /// (RFC 5040 §7: the first error is reported), whatever fails after it.
+    terminate_started: bool,
     /// The peer's Terminate arrived ([`RdmapStream::set_peer_terminated`]).
     peer_terminated: bool,
     /// The ULP's work requests in posting order, until reported ([`RdmapStream::begin`]).
@@ -251,6 +254,7 @@ impl RdmapStream {
             next_request_id: 0,
             serving: 0,
             terminate: None,
+            terminate_started: false,
             peer_terminated: false,
             order: VecDeque::new(),
             next_seq: 0,
@@ -456,6 +460,17 @@ impl RdmapStream {
     /// The Terminate payload owed, once.
     pub fn take_terminate(&mut self) -> Option<Vec<u8>> {
         self.terminate.take()
+    }
+
+    /// Marks our Terminate queued ([`RdmapStream::terminate_started`]); whether it was
+    /// already.
+    pub fn start_terminate(&mut self) -> bool {
+        core::mem::replace(&mut self.terminate_started, true)
+    }
+
+    /// Whether our Terminate is queued or sent: no second one reports a later error.
+    pub fn terminate_started(&self) -> bool {
+        self.terminate_started
     }
 
     /// The outstanding Read whose Data Sink holds `to` of STag `stag`, oldest first: the one

@@ -1454,6 +1454,9 @@ impl Association {
                 self.progress_shutdown(now);
             }
             State::CookieWait | State::CookieEchoed => self.abort(),
+            // The peer's SHUTDOWN came first: ours goes with our SHUTDOWN ACK, but the
+            // request stands should the peer restart (§5.2.4 A).
+            State::ShutdownReceived => self.shutdown_asked = true,
             _ => {}
         }
     }
