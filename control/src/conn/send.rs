@@ -571,6 +571,15 @@ impl Connection {
     }
 }
 
+/// RDMAP's Terminate is with SCTP: the session's Terminate may follow it now
+/// (`Session::hold_final`). Once a stream, apart from the bulk path.
+#[cold]
+fn terminate_sent(stream: u16, s: &mut DdpStream, sink: &mut Sink) {
+    sink.stats.rdmap_terminates_sent += 1;
+    s.session.release_final();
+    sink.touched.stream(stream);
+}
+
 /// Books segment `number` (DDP-SSN `ddp_ssn`) of the front send of `stream`, just given to
 /// SCTP: its place in the in-flight runs and, if it was the send's `last`, the send's end (the
 /// completion it owes when acknowledged, RFC 5041 §5.4, or RDMAP's bookkeeping).
@@ -613,12 +622,7 @@ fn segment_sent(
                     r.response_sent();
                 }
             }
-            Some((Origin::Terminate, _, _)) => {
-                sink.stats.rdmap_terminates_sent += 1;
-                // The session's Terminate may follow it now (`Session::hold_final`).
-                s.session.release_final();
-                sink.touched.stream(stream);
-            }
+            Some((Origin::Terminate, _, _)) => terminate_sent(stream, s, sink),
             None => {}
         }
     }
