@@ -3199,12 +3199,7 @@ fn rfc5040_5_3_a_read_response_into_a_sink_the_peer_invalidated_is_its_invalid_s
         d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
         "nothing placed"
     );
-    let read: Vec<_> = d
-        .comps
-        .iter()
-        .filter(|c| c.wr_id == 9)
-        .map(|c| c.status)
-        .collect();
+    let read = d.statuses(9);
     assert_eq!(
         read,
         [Status::Flushed],
@@ -3285,12 +3280,7 @@ fn rfc5040_5_3_a_read_response_behind_its_sinks_invalidation_in_one_packet_is_in
         d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
         "nothing placed"
     );
-    let read: Vec<_> = d
-        .comps
-        .iter()
-        .filter(|c| c.wr_id == 9)
-        .map(|c| c.status)
-        .collect();
+    let read = d.statuses(9);
     assert_eq!(read, [Status::Flushed], "the peer's error, not ours");
 }
 
@@ -3521,12 +3511,7 @@ fn rfc5040_5_3_a_waiting_reads_sink_the_peer_invalidated_is_its_invalid_stag() {
         d.rdmap_terminates(S),
         [TerminateError::Ddp(DdpError::InvalidStag)]
     );
-    let thirteen: Vec<_> = d
-        .comps
-        .iter()
-        .filter(|c| c.wr_id == 13)
-        .map(|c| c.status)
-        .collect();
+    let thirteen = d.statuses(13);
     assert_eq!(thirteen, [Status::Flushed], "the peer's error, not ours");
 }
 
@@ -3876,6 +3861,15 @@ impl Duo {
 
     fn completed(&self) -> Vec<(u64, Status)> {
         self.comps.iter().map(|c| (c.wr_id, c.status)).collect()
+    }
+
+    /// The statuses work request `wr_id` completed with, in order.
+    fn statuses(&self, wr_id: u64) -> Vec<Status> {
+        self.comps
+            .iter()
+            .filter(|c| c.wr_id == wr_id)
+            .map(|c| c.status)
+            .collect()
     }
 }
 
@@ -4844,12 +4838,7 @@ fn rfc7306_5_2_2_an_atomic_response_names_no_sink_so_one_the_peer_invalidated_ea
         d.region_bytes(sink, 4096).iter().all(|&b| b == 0),
         "nothing written into the invalidated sink"
     );
-    let atomic: Vec<_> = d
-        .comps
-        .iter()
-        .filter(|c| c.wr_id == 5)
-        .map(|c| c.status)
-        .collect();
+    let atomic = d.statuses(5);
     assert_eq!(atomic, [Status::LocalProtection]);
     assert_eq!(d.conn().stats().atomic_results_lost, 1);
 }

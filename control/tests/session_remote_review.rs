@@ -266,6 +266,40 @@ impl Rig {
     }
 }
 
+impl Rig {
+    /// A 4 KiB local-write region of `pd` posted whole to queue 0 of stream `S` as receive
+    /// `wr_id`: what `Connection::apply` answered.
+    fn post_receive(
+        &mut self,
+        pd: ddpdk_dataplane::mem::Pd,
+        wr_id: u64,
+    ) -> Result<Applied, PostError> {
+        let region = self.memory.alloc_region(4096).unwrap();
+        let reg = self
+            .memory
+            .register(ddpdk_control::memory::MemoryRegistration {
+                pd,
+                region,
+                offset: 0,
+                len: 4096,
+                access: ddpdk_dataplane::mem::Access::LOCAL_WRITE,
+                stream: None,
+                to_base: 0,
+            })
+            .unwrap();
+        let buffer = self.memory.receive_buffer(pd, reg.stag, 0, 4096).unwrap();
+        let post = Op::PostRecv {
+            stream: S,
+            qn: 0,
+            wr_id,
+            buffer,
+        };
+        let now = self.now;
+        let c = self.conn.as_mut().unwrap();
+        c.apply(now, post, self.memory.stags())
+    }
+}
+
 /// Appends an ABORT chunk (no causes, T bit clear) to a packet and fixes its CRC32c.
 fn with_abort(p: &[u8]) -> Vec<u8> {
     let mut v = p.to_vec();
@@ -993,36 +1027,12 @@ fn useg(ssn: u16, msn: u32, payload: &[u8]) -> Vec<u8> {
 /// receive flushed, though the peer's ULP had them acknowledged (an independent review).
 #[test]
 fn a_graceful_close_while_a_session_is_away_delivers_what_it_held_9260_9_2() {
-    use ddpdk_control::memory::MemoryRegistration;
-    use ddpdk_dataplane::mem::Access;
     use ddpdk_dataplane::sctp::CloseReason;
     let mut seen = Vec::new();
     for remote in [false, true] {
         let mut r = Rig::new(256, remote);
         let pd = r.open();
-        let region = r.memory.alloc_region(4096).unwrap();
-        let reg = r
-            .memory
-            .register(MemoryRegistration {
-                pd,
-                region,
-                offset: 0,
-                len: 4096,
-                access: Access::LOCAL_WRITE,
-                stream: None,
-                to_base: 0,
-            })
-            .unwrap();
-        let buffer = r.memory.receive_buffer(pd, reg.stag, 0, 4096).unwrap();
-        let now = r.now;
-        let post = Op::PostRecv {
-            stream: S,
-            qn: 0,
-            wr_id: 11,
-            buffer,
-        };
-        let c = r.conn.as_mut().unwrap();
-        let applied = c.apply(now, post, r.memory.stags());
+        let applied = r.post_receive(pd, 11);
         assert!(matches!(applied, Ok(Applied::Posted { .. })), "{applied:?}");
         r.auto = false;
         r.raw.send(S, 17, &ctl(3, 4, b"")).unwrap();
@@ -1157,29 +1167,7 @@ fn our_initiate_answered_then_the_peer_shuts_down(remote: bool, forget: bool) ->
     for p in r.raw_packets() {
         r.deliver_to_server(&p);
     }
-    let region = r.memory.alloc_region(4096).unwrap();
-    let reg = r
-        .memory
-        .register(ddpdk_control::memory::MemoryRegistration {
-            pd,
-            region,
-            offset: 0,
-            len: 4096,
-            access: ddpdk_dataplane::mem::Access::LOCAL_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .unwrap();
-    let buffer = r.memory.receive_buffer(pd, reg.stag, 0, 4096).unwrap();
-    let now = r.now;
-    let post = Op::PostRecv {
-        stream: S,
-        qn: 0,
-        wr_id: 11,
-        buffer,
-    };
-    let c = r.conn.as_mut().unwrap();
-    let applied = c.apply(now, post, r.memory.stags());
+    let applied = r.post_receive(pd, 11);
     assert!(applied.is_ok(), "{applied:?}");
     r.raw.send(S, 16, &useg(1, 1, b"the peer's Send")).unwrap();
     r.raw.send(S, 17, &ctl(2, 4, b"")).unwrap();
@@ -1322,32 +1310,7 @@ fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
     r.raw.send(S, 16, &atomic).unwrap();
     // A Send behind it (DDP-SSN 2), into a receive posted meanwhile: delivered, the request's
     // DDP-SSN no gap before it.
-    let inbox = r.memory.alloc_region(4096).unwrap();
-    let inbox_reg = r
-        .memory
-        .register(ddpdk_control::memory::MemoryRegistration {
-            pd,
-            region: inbox,
-            offset: 0,
-            len: 4096,
-            access: ddpdk_dataplane::mem::Access::LOCAL_WRITE,
-            stream: None,
-            to_base: 0,
-        })
-        .unwrap();
-    let buffer = r
-        .memory
-        .receive_buffer(pd, inbox_reg.stag, 0, 4096)
-        .unwrap();
-    let now = r.now;
-    let post = Op::PostRecv {
-        stream: S,
-        qn: 0,
-        wr_id: 11,
-        buffer,
-    };
-    let c = r.conn.as_mut().unwrap();
-    assert!(c.apply(now, post, r.memory.stags()).is_ok());
+    assert!(r.post_receive(pd, 11).is_ok());
     let mut send = useg(2, 1, b"behind the request");
     send[3] = (1 << 6) | Opcode::Send.bits();
     r.raw.send(S, 16, &send).unwrap();
