@@ -173,6 +173,18 @@ impl Duo {
         self.drain();
     }
 
+    /// Delivers what the raw peer sends now to the server, nothing lost; how many packets.
+    fn raw_to_server(&mut self) -> usize {
+        let mut packets = Vec::new();
+        while let Some(n) = self.raw.poll_transmit(self.now, &mut self.buf) {
+            packets.push(self.buf[..n].to_vec());
+        }
+        for p in &packets {
+            self.deliver_to_server(p);
+        }
+        packets.len()
+    }
+
     /// One exchange round; returns whether any packet moved.
     fn round(&mut self) -> bool {
         let mut moved = false;
@@ -316,13 +328,7 @@ impl Duo {
             &request.to_bytes(),
         );
         d.send(S, 16, &segment);
-        let mut packets = Vec::new();
-        while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
-            packets.push(d.buf[..n].to_vec());
-        }
-        for p in packets {
-            d.deliver_to_server(&p);
-        }
+        d.raw_to_server();
         (d, src, request)
     }
 
@@ -3216,12 +3222,7 @@ impl Duo {
         invalidate[4..8].copy_from_slice(&stag.0.to_be_bytes());
         self.send(S, 16, &invalidate);
         self.send(S, 16, after);
-        let mut packets = Vec::new();
-        while let Some(n) = self.raw.poll_transmit(self.now, &mut self.buf) {
-            packets.push(self.buf[..n].to_vec());
-        }
-        assert_eq!(packets.len(), 1, "one packet");
-        self.deliver_to_server(&packets[0]);
+        assert_eq!(self.raw_to_server(), 1, "one packet");
         self.settle();
     }
 }
@@ -3408,13 +3409,7 @@ fn rfc5040_7_later_refusals_behind_a_waiting_terminate_change_nothing() {
     let faulty = rtseg(2, control(1, Opcode::Write), 0xdead_be01, 0, b"x");
     for _ in 0..3 {
         d.send(S, 16, &faulty);
-        let mut packets = Vec::new();
-        while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
-            packets.push(d.buf[..n].to_vec());
-        }
-        for p in packets {
-            d.deliver_to_server(&p);
-        }
+        d.raw_to_server();
     }
     d.settle();
     d.run_for(Duration::from_secs(5));
@@ -3442,12 +3437,7 @@ fn rfc5043_6_2_rdmaps_terminate_goes_before_our_answer_to_the_peers_terminate() 
         &rtseg(1, control(1, Opcode::Write), 0xdead_be01, 0, b"x"),
     );
     d.send(S, 17, &ctl(2, 4, b""));
-    let mut packets = Vec::new();
-    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
-        packets.push(d.buf[..n].to_vec());
-    }
-    assert_eq!(packets.len(), 1, "one packet");
-    d.deliver_to_server(&packets[0]);
+    assert_eq!(d.raw_to_server(), 1, "one packet");
     d.settle();
     assert_eq!(
         d.rdmap_terminates(S),
@@ -4769,12 +4759,7 @@ fn rfc7306_5_2_2_a_sink_the_peer_invalidated_just_before_takes_no_result() {
     // Both in one packet: the invalidation is in no table yet, only in the packet's record.
     d.send(S, 16, &invalidate);
     d.send(S, 16, &answer);
-    let mut packets = Vec::new();
-    while let Some(n) = d.raw.poll_transmit(d.now, &mut d.buf) {
-        packets.push(d.buf[..n].to_vec());
-    }
-    assert_eq!(packets.len(), 1, "one packet");
-    d.deliver_to_server(&packets[0]);
+    assert_eq!(d.raw_to_server(), 1, "one packet");
     d.settle();
     assert!(d.rdmap_terminates(S).is_empty());
     assert!(
