@@ -1263,6 +1263,14 @@ fn forgetting_a_connection_whose_graceful_end_waits_still_ends_its_streams() {
 /// its DDP-SSN was a gap the Send waited behind for ever.)
 #[test]
 fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
+    for atomic_first in [false, true] {
+        request_before_a_graceful_close(atomic_first);
+    }
+}
+
+/// The test above, the Atomic Request behind the peer's Accept, or ahead of it (SCTP
+/// delivers unordered, RFC 5043 §10: it waits for the answer, then is released by it).
+fn request_before_a_graceful_close(atomic_first: bool) {
     use ddpdk_control::rdmap::{encode_private_data, RdmaLimits};
     use ddpdk_dataplane::wire::rdmap::{AtomicOp, AtomicRequest, Opcode, QN_READ_REQUEST};
     let mut r = Rig::new(256, true);
@@ -1289,11 +1297,6 @@ fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
         })
         .unwrap();
     r.auto = false;
-    let pdata = encode_private_data(limits, b"").unwrap();
-    r.raw.send(S, 17, &ctl(0, 2, &pdata)).unwrap();
-    for p in r.raw_packets() {
-        r.deliver_to_server(&p);
-    }
     let request = AtomicRequest {
         op: AtomicOp::FetchAdd,
         request_id: 1,
@@ -1307,7 +1310,17 @@ fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
     let mut atomic = useg(1, 1, &request.to_bytes());
     atomic[3] = (1 << 6) | Opcode::AtomicRequest.bits();
     atomic[8..12].copy_from_slice(&QN_READ_REQUEST.to_be_bytes());
-    r.raw.send(S, 16, &atomic).unwrap();
+    let pdata = encode_private_data(limits, b"").unwrap();
+    if atomic_first {
+        r.raw.send(S, 16, &atomic).unwrap();
+    }
+    r.raw.send(S, 17, &ctl(0, 2, &pdata)).unwrap();
+    for p in r.raw_packets() {
+        r.deliver_to_server(&p);
+    }
+    if !atomic_first {
+        r.raw.send(S, 16, &atomic).unwrap();
+    }
     // A Send behind it (DDP-SSN 2), into a receive posted meanwhile: delivered, the request's
     // DDP-SSN no gap before it.
     assert!(r.post_receive(pd, 11).is_ok());
@@ -1325,7 +1338,12 @@ fn a_request_held_before_a_graceful_close_is_not_carried_out_9260_9_2() {
     r.drain();
     let mut v = [0u8; 8];
     r.memory.region(region).unwrap().read(0, &mut v).unwrap();
-    assert_eq!(u64::from_be_bytes(v), 5, "not performed: {:?}", r.inds);
+    assert_eq!(
+        u64::from_be_bytes(v),
+        5,
+        "atomic_first {atomic_first}: not performed: {:?}",
+        r.inds
+    );
     let stats = *r.conn().stats();
     assert_eq!(stats.atomics_served, 0);
     assert_eq!(stats.after_session_end, 1);

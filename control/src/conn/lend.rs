@@ -169,6 +169,10 @@ impl Connection {
         if indicate_events(stream, s, &mut self.sink) {
             self.sink.wake.push(stream);
         }
+        // After a graceful close, what the message releases (requests that overtook it)
+        // is delivered, not answered, as what was held behind it (`replay_after_close`).
+        let graceful_end = lent.graceful;
+        self.sink.answers_closed = graceful_end;
         if call.result == Some(Ok(())) {
             // Messages after it in DDP-SSN order may now be delivered (the active side's
             // first segments wait for the Accept): on an RDMAP stream, through RDMAP.
@@ -194,6 +198,7 @@ impl Connection {
             }
         }
         release_before_answer(stream, s, &how, memory, &mut self.sink);
+        self.sink.answers_closed = false;
         self.sink.touched.stream(stream);
         // Its Read Responses were not checked against STags revoked while it was away.
         self.recheck_read_sources(memory.stags);

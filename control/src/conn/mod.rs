@@ -1449,6 +1449,15 @@ fn end_with_association(stream: u16, s: &mut DdpStream, sink: &mut Sink) {
     let waiting = s.session.state() == State::Terminated(TerminationReason::PeerTerminate)
         && !s.session.inbound_complete();
     s.session.association_ended();
+    // RDMAP's Terminate still queued can never leave now (its hold ends with the session).
+    if let Some(k) = s
+        .sends
+        .iter()
+        .position(|p| matches!(p.origin, Origin::Terminate))
+    {
+        s.sends.remove(k);
+        sink.queued_sends -= 1;
+    }
     if waiting {
         flush_receives(stream, s, sink);
     }
