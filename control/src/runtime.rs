@@ -342,7 +342,9 @@ pub struct CoreStats {
     pub to_control: u64,
     /// Packets for the control thread dropped because its ring was full.
     pub control_dropped: u64,
-    /// Packets a connection's association discarded (bad CRC32c or tag, ...).
+    /// Packets a connection's association discarded (bad CRC32c or tag, ...), an
+    /// out-of-the-blue one it answered included (a SHUTDOWN ACK before it is up, RFC 9260
+    /// §8.5.1 E: `Discard::OutOfTheBlue`).
     pub discarded: u64,
     /// Packets whose CRC32c the device found bad (RX checksum offload); dropped.
     pub checksum_bad: u64,

@@ -670,8 +670,8 @@ impl Session {
     /// The ULP owes its last message on an established stream (RDMAP's Terminate): our
     /// session Terminate, whenever it is owed (the ULP's end, the peer's Terminate answered,
     /// a failure), waits for [`Session::release_final`], and one more DDP Segment may be sent
-    /// meanwhile even once the session has ended. Nothing if our last message has gone
-    /// already.
+    /// meanwhile even once the session has ended. Nothing if our last message has left the
+    /// session already (handed to the connection to send).
     pub fn hold_final(&mut self) {
         if self.accepted && (!self.tx_closed || self.terminate_queued) {
             self.final_held = true;

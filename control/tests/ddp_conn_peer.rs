@@ -3422,6 +3422,34 @@ fn rfc5040_7_later_refusals_behind_a_waiting_terminate_change_nothing() {
     assert_eq!(session[0], rdmap[0] + 1, "right behind RDMAP's");
 }
 
+/// RFC 5040 §5.4 ("a Terminate answers no Terminate") after RFC 5043 §11.3's: the peer's RDMAP
+/// Terminate, then a chunk of its the session refuses (its session Terminate with Private
+/// Data, §5.2.3): our session Terminate ends the stream, and no RDMAP Terminate of ours
+/// answers the peer's. (A last review of this session's change: one did.)
+#[test]
+fn rfc5040_5_4_no_rdmap_terminate_answers_the_peers() {
+    let mut d = Duo::new(256);
+    let pd = d.memory.alloc_pd();
+    d.open_rdmap(S, pd);
+    let payload = ddpdk_control::rdmap::terminate_payload(
+        RxError::Rdmap(RdmapError::OperationUnspecified),
+        &ddpdk_dataplane::ddp::HeaderCopy::from_bytes(&[]),
+        0,
+        None,
+    );
+    d.send(
+        S,
+        16,
+        &rseg(1, control(1, Opcode::Terminate), 2, 1, &payload),
+    );
+    d.settle();
+    d.send(S, 17, &ctl(2, 4, b"x"));
+    d.settle();
+    assert!(d.rdmap_terminates(S).is_empty(), "{:?}", d.raw_rx);
+    let (_, session) = d.terminate_ssns(S);
+    assert_eq!(session.len(), 1, "our session Terminate ends the stream");
+}
+
 /// RFC 5043 §6.2 with RFC 5040 §4.8: a faulty segment and, behind it in the same packet, the
 /// peer's session Terminate. The session ends before the RDMAP Terminate that reports the
 /// fault is queued; it still goes, and our session Terminate follows it. The session's end

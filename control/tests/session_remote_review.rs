@@ -1088,7 +1088,7 @@ fn rdmaps_terminate_goes_first_when_the_peers_terminate_sends_the_session_away()
     use ddpdk_dataplane::wire::ddp::DdpError;
     use ddpdk_dataplane::wire::rdmap::{Opcode, TerminateError, TerminatePacket, QN_TERMINATE};
     let mut seen = Vec::new();
-    for remote in [false, true] {
+    for (remote, shutdown) in [(false, false), (true, false), (false, true), (true, true)] {
         let mut r = Rig::new(256, remote);
         let limits = RdmaLimits { ird: 4, ord: 4 };
         let pdata = encode_private_data(limits, b"").unwrap();
@@ -1104,7 +1104,19 @@ fn rdmaps_terminate_goes_first_when_the_peers_terminate_sends_the_session_away()
         r.raw.send(S, 17, &ctl(2, 4, b"")).unwrap();
         let packets = r.raw_packets();
         assert_eq!(packets.len(), 1, "one packet");
-        r.deliver_to_server(&packets[0]);
+        if shutdown {
+            // Our ULP, told of the error, asks for SHUTDOWN while the session is away (it
+            // waits for it): RDMAP's Terminate still goes first. (A last review of this
+            // session's change: the SHUTDOWN went first and nothing more left.)
+            r.auto = false;
+            r.deliver_to_server(&packets[0]);
+            let now = r.now;
+            let c = r.conn.as_mut().unwrap();
+            let _ = c.apply(now, Op::Shutdown, r.memory.stags());
+            r.control();
+        } else {
+            r.deliver_to_server(&packets[0]);
+        }
         r.run_for(Duration::from_millis(500));
         let ssn = |d: &[u8]| u16::from_be_bytes([d[0], d[1]]);
         let rdmap: Vec<(u16, TerminateError)> = r
@@ -1131,16 +1143,22 @@ fn rdmaps_terminate_goes_first_when_the_peers_terminate_sends_the_session_away()
         assert_eq!(
             rdmap.iter().map(|x| x.1).collect::<Vec<_>>(),
             [TerminateError::Ddp(DdpError::InvalidStag)],
-            "remote={remote}"
+            "remote={remote} shutdown={shutdown}"
         );
-        assert_eq!(
-            session,
-            [rdmap[0].0 + 1],
-            "remote={remote}: ours right behind"
-        );
+        if !shutdown {
+            assert_eq!(
+                session,
+                [rdmap[0].0 + 1],
+                "remote={remote}: ours right behind"
+            );
+        }
         seen.push((rdmap, session));
     }
     assert_eq!(seen[0], seen[1], "in place, then at the control thread");
+    assert_eq!(
+        seen[2].0, seen[3].0,
+        "with a SHUTDOWN: in place, then at the control thread"
+    );
 }
 
 /// The peer answers our Initiate with its Accept (sent away to the control thread), then a

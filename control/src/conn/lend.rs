@@ -271,8 +271,11 @@ impl Connection {
             super::end_with_association(stream, s, &mut self.sink);
         }
         self.sink.sync_pending();
-        self.shutdown_if_due(now);
+        // What the session's return owes the peer (RDMAP's Terminate for a fault parked in
+        // `Lent::fault`, messages it released) goes before a SHUTDOWN deferred behind it:
+        // once SCTP is shutting down it takes nothing new.
         self.progress(stream);
+        self.shutdown_if_due(now);
         self.gaps_due(now);
         self.tell_closed_once_back();
     }

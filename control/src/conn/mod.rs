@@ -423,8 +423,9 @@ impl Connection {
     }
 
     /// Ends the session on `stream` with a Terminate (§6.2), or refuses a pending Initiate
-    /// with one (§6.4). Sends not yet handed to SCTP are flushed; the association goes on
-    /// (RFC 5043 §11.3).
+    /// with one (§6.4). Sends not yet handed to SCTP are flushed (but an RDMAP Terminate
+    /// owed for the stream's error, which goes first: `Session::hold_final`); the
+    /// association goes on (RFC 5043 §11.3).
     pub fn terminate(&mut self, stream: u16) -> Result<(), PostError> {
         self.check_stream(stream)?;
         self.streams[usize::from(stream)].session.terminate()?;
@@ -1368,7 +1369,9 @@ impl Connection {
 
     /// Ends the sessions of streams whose receive path failed, as the endpoint's ULP
     /// ([`OnReceiveError::Terminate`]; RFC 5041 §6.2.2): the error was indicated first, and
-    /// the Terminate tells the peer that nothing more on the stream will be placed.
+    /// the Terminate tells the peer that nothing more on the stream will be placed. An
+    /// RDMAP stream's session the session machine ended for a chunk it refused is here too
+    /// (`rdmap_terminate_first`, nothing indicated): its RDMAP Terminate goes first.
     fn end_faulted(&mut self) {
         let faulted = std::mem::take(&mut self.sink.faulted);
         for (stream, error) in faulted {

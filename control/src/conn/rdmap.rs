@@ -998,6 +998,16 @@ impl Connection {
         let Some(s) = self.streams.get_mut(usize::from(stream)) else {
             return;
         };
+        // RFC 5040 §5.4: a Terminate answers no Terminate. After the peer's, an error of ours
+        // (a chunk of its the session refuses) ends the session with the session's own.
+        if s.rdmap.as_deref().is_some_and(|r| r.peer_terminated()) {
+            s.session.release_final();
+            if s.session.terminate_for_error(error).is_ok() {
+                self.sink.stats.sessions_faulted += 1;
+            }
+            self.sink.touched.stream(stream);
+            return;
+        }
         let Some(r) = s.rdmap.as_deref_mut() else {
             return;
         };

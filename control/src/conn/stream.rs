@@ -197,7 +197,9 @@ pub(super) struct Sink {
     /// Streams (and their generation) whose session ended in the middle of a packet: what the
     /// end flushes waits for the packet's acknowledgements, so completions keep their order.
     pub(super) end_flush: Vec<(u16, u32)>,
-    /// Streams whose receive path failed in the middle of a packet, and why: with
+    /// Streams whose receive path failed in the middle of a packet (or, on an RDMAP stream,
+    /// whose session the machine ended for a refused chunk: `rdmap_terminate_first`), and
+    /// why: with
     /// [`OnReceiveError::Terminate`] their sessions end once the packet is through.
     pub(super) faulted: Vec<(u16, RxError)>,
     /// The association has closed under what is being routed (a returning session's held

@@ -215,8 +215,9 @@ pub struct RdmapStream {
     serving: u16,
     /// The payload of the Terminate owed for this stream's first error (§4.8).
     terminate: Option<Vec<u8>>,
-    /// Our Terminate for the stream's first error is queued or sent: it is the stream's one
-    /// (RFC 5040 §7: the first error is reported), whatever fails after it.
+    /// Our Terminate for the stream's first error was queued (and perhaps sent), or could not
+    /// be: it is the stream's one (RFC 5040 §7: the first error is reported), whatever
+    /// fails after it.
     terminate_started: bool,
     /// The peer's Terminate arrived ([`RdmapStream::set_peer_terminated`]).
     peer_terminated: bool,

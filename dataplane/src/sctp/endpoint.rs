@@ -486,7 +486,8 @@ impl Endpoint {
     /// peer took it as ours. A packet that carries a live association's tag and peer port is
     /// that association's, whatever its source: it is dropped and counted
     /// (`other_peer_address`), and the peer's SCTP goes back to the address the association
-    /// answers on (found by an independent review, session 60). The tag is what proves a
+    /// answers on (found by an independent review, session 60). A SHUTDOWN ACK is answered
+    /// all the same (RFC 9260 §8.4 rule 5: the association may have just closed). The tag is what proves a
     /// packet is the peer's (§8.5); one who knows it could end the association from the
     /// right address anyway.
     pub fn note_live(&mut self, local_tag: u32, peer_port: u16) {
