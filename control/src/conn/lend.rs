@@ -171,8 +171,7 @@ impl Connection {
         }
         // After a graceful close, what the message releases (requests that overtook it)
         // is delivered, not answered, as what was held behind it (`replay_after_close`).
-        let graceful_end = lent.graceful;
-        self.sink.answers_closed = graceful_end;
+        self.sink.answers_closed = lent.graceful;
         if call.result == Some(Ok(())) {
             // Messages after it in DDP-SSN order may now be delivered (the active side's
             // first segments wait for the Accept): on an RDMAP stream, through RDMAP.
@@ -287,13 +286,13 @@ impl Connection {
     /// closed association cannot carry (an RDMAP Read or Atomic Request, RFC 5040 §5.2, RFC
     /// 7306 §5.2) is delivered, keeping the stream's order, but not answered
     /// (`Sink::answers_closed`); a control message that would start anything is dropped.
-    fn replay_after_close<'m>(
+    fn replay_after_close(
         &mut self,
         stream: u16,
         ppid: u32,
         tsn: u32,
         data: &[u8],
-        memory: Place<'m>,
+        memory: Place<'_>,
     ) {
         let take = match ppid {
             PPID_DDP_SEGMENT => true,

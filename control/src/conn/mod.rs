@@ -1453,11 +1453,7 @@ fn end_with_association(stream: u16, s: &mut DdpStream, sink: &mut Sink) {
         && !s.session.inbound_complete();
     s.session.association_ended();
     // RDMAP's Terminate still queued can never leave now (its hold ends with the session).
-    if let Some(k) = s
-        .sends
-        .iter()
-        .position(|p| matches!(p.origin, Origin::Terminate))
-    {
+    if let Some(k) = s.queued_terminate() {
         s.sends.remove(k);
         sink.queued_sends -= 1;
     }

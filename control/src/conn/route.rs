@@ -432,11 +432,7 @@ pub(super) fn rdmap_terminate_first(
     // The stream's Terminate is out or on its way already (its first error's): the hold
     // ends when it has gone, or now if it has.
     if r.terminate_started() {
-        if !s
-            .sends
-            .iter()
-            .any(|p| matches!(p.origin, super::send::Origin::Terminate))
-        {
+        if s.queued_terminate().is_none() {
             s.session.release_final();
         }
         return;

@@ -83,6 +83,13 @@ pub(super) struct Crossing {
 }
 
 impl DdpStream {
+    /// Where RDMAP's Terminate waits among the stream's queued sends, if it does.
+    pub(super) fn queued_terminate(&self) -> Option<usize> {
+        self.sends
+            .iter()
+            .position(|p| matches!(p.origin, Origin::Terminate))
+    }
+
     pub(super) fn new(limit: &PendingLimit, generation: u32) -> DdpStream {
         DdpStream {
             session: Session::new(limit.clone()),
