@@ -773,6 +773,8 @@ fn control_stats(s: &Snapshot, full: bool) -> TelValue {
             [
                 ("neighbours_shared", u(c.neighbours_shared)),
                 ("forwarded", u(c.forwarded)),
+                // Forwarded packets a core sent back, the association closed there.
+                ("returned_closed", u(c.returned_closed)),
                 ("peer_invalidations", u(c.peer_invalidations)),
                 ("peer_limit_refused", u(c.peer_limit_refused)),
                 ("tx_ring_full", u(t.tx_ring_full)),

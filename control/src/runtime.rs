@@ -716,15 +716,41 @@ enum Command<B> {
     Neighbour(IpAddr, [u8; 6]),
     Forget(ConnHandle),
     Report,
-    /// A packet for an association this core owns that reached the control thread (it arrived
-    /// before the core had adopted the association: a duplicated or retransmitted COOKIE
-    /// ECHO, say). Behind the Adopt in the same ring, so it finds the association.
-    Packet(B),
+    /// A packet for an association this core owns (`conn`) that reached the control thread
+    /// (it arrived before the core had adopted the association: a duplicated or retransmitted
+    /// COOKIE ECHO, say). Behind the Adopt in the same ring, so it finds the association;
+    /// where the association has closed since, the core sends it back named
+    /// ([`PacketUp::closed`]).
+    Packet {
+        buf: B,
+        conn: ConnHandle,
+    },
     /// A session the control thread ran a control message through, coming back.
     SessionReturn {
         conn: ConnHandle,
         call: Box<SessionCall>,
     },
+}
+
+/// A packet a data core hands up to the control thread's endpoint.
+struct PacketUp<B> {
+    buf: B,
+    /// The connection the control thread sent it to ([`Command::Packet`]) when the core holds
+    /// no live association for it: closed there, the Closed not yet taken by the control
+    /// thread. Without it the control thread's map of live associations sent it back to the
+    /// core, and so on until the Closed was taken, which waits for the ULP's events.
+    closed: Option<ConnHandle>,
+}
+
+/// Where a frame a data core receives comes from.
+#[derive(Clone, Copy)]
+enum Via {
+    /// The core's own RX queues.
+    Wire,
+    /// A sibling core's dispatch ring (the frame's owner is this core).
+    Core,
+    /// The control thread, for the connection it names ([`Command::Packet`]).
+    Control(ConnHandle),
 }
 
 enum Upcall {
@@ -1068,7 +1094,7 @@ pub struct DataCore<P: Port> {
     /// MTUs to its associations.
     esp_pmtu_generation: u64,
     commands: Receiver<Command<P::Buf>>,
-    packets_up: Sender<P::Buf>,
+    packets_up: Sender<PacketUp<P::Buf>>,
     events_up: Sender<Upcall>,
     /// Upcalls the event ring had no room for, sent first, in order, on the next poll; while
     /// any wait, nothing more is taken from the connections.
@@ -1603,7 +1629,7 @@ impl<P: Port> DataCore<P> {
                         work += self.memory_changes();
                     }
                     self.stats.dispatched_in += 1;
-                    self.frame_in(now, b, true);
+                    self.frame_in(now, b, Via::Core);
                     work += 1;
                 }
                 None => break,
@@ -1638,7 +1664,7 @@ impl<P: Port> DataCore<P> {
                 self.burst_goes_on = next.is_some();
                 self.stats.frames_in += 1;
                 if let Some(b) = self.single_segment(b) {
-                    self.frame_in(now, b, false);
+                    self.frame_in(now, b, Via::Wire);
                 }
             }
             self.burst_goes_on = true;
@@ -2015,9 +2041,9 @@ impl<P: Port> DataCore<P> {
                         }
                     }
                 }
-                Command::Packet(buf) => {
+                Command::Packet { buf, conn } => {
                     self.stats.from_control += 1;
-                    self.frame_in(now, buf, true);
+                    self.frame_in(now, buf, Via::Control(conn));
                 }
                 Command::SessionReturn { conn, call } => self.session_return(now, conn, *call),
                 Command::Report => {
@@ -2183,7 +2209,8 @@ impl<P: Port> DataCore<P> {
         self.op_event(conn, name, stream, wr_id, result);
     }
 
-    fn frame_in(&mut self, now: Instant, buf: P::Buf, dispatched: bool) {
+    fn frame_in(&mut self, now: Instant, buf: P::Buf, via: Via) {
+        let dispatched = !matches!(via, Via::Wire);
         enum Next {
             Done,
             Dispatch(usize),
@@ -2339,7 +2366,7 @@ impl<P: Port> DataCore<P> {
                                     self.stats.reassembled += 1;
                                     // What answers it knows it came in fragments.
                                     self.iface.set_reassembled(true);
-                                    self.frame_in(now, b, dispatched);
+                                    self.frame_in(now, b, via);
                                     self.iface.set_reassembled(false);
                                 }
                                 None => self.stats.reassembled_esp_dropped += 1,
@@ -2360,7 +2387,13 @@ impl<P: Port> DataCore<P> {
                 }
                 Err(_) => self.stats.dispatch_dropped += 1,
             },
-            Next::ToControl => match self.packets_up.try_send(buf) {
+            Next::ToControl => match self.packets_up.try_send(PacketUp {
+                buf,
+                closed: match via {
+                    Via::Control(conn) => Some(conn),
+                    Via::Wire | Via::Core => None,
+                },
+            }) {
                 Ok(()) => {
                     self.stats.to_control += 1;
                     self.rang_control = true;
@@ -2792,6 +2825,9 @@ pub struct ControlStats {
     pub forwarded: u64,
     /// Of those, dropped because the core's command queue was full.
     pub forward_dropped: u64,
+    /// Of those, sent back by the core: the association had closed there, its Closed not yet
+    /// taken here; then answered as out of the blue (RFC 9260 §8.4).
+    pub returned_closed: u64,
     /// DDP Stream Session Control messages (PPID 17) the cores forwarded, each run through its
     /// stream's RFC 5043 §6 session machine here.
     pub session_messages: u64,
@@ -2851,7 +2887,7 @@ pub struct Control<P: Port> {
     /// (`Endpoint::note_live`): a packet of the association from another address of the
     /// peer is then dropped, not answered with an ABORT that would end it.
     live_tags: HashMap<ConnHandle, (u32, u16)>,
-    packets: Receiver<P::Buf>,
+    packets: Receiver<PacketUp<P::Buf>>,
     events: Receiver<Upcall>,
     next_conn: u64,
     /// Which core owns each connection.
@@ -3292,7 +3328,7 @@ impl<P: Port> Control<P> {
             };
             work += 1;
             self.stats.packets += 1;
-            self.packet(now, b);
+            self.packet(now, b.buf, b.closed);
         }
         // At most a ring's worth a poll: the cores refill the ring while it drains (a peer
         // whose control messages make the round trip keeps it full), and a poll that never
@@ -3442,7 +3478,7 @@ impl<P: Port> Control<P> {
         n
     }
 
-    fn packet(&mut self, now: Instant, buf: P::Buf) {
+    fn packet(&mut self, now: Instant, buf: P::Buf, closed: Option<ConnHandle>) {
         let mut reply = [0u8; 128];
         let Rx::Sctp(f) = self.iface.receive(buf.data(), &mut reply) else {
             // Cores hand up only SCTP packets for our addresses.
@@ -3451,6 +3487,14 @@ impl<P: Port> Control<P> {
         };
         let peer = f.ip.src();
         let peer_port = f.sctp.get(..2).map(|p| u16::from_be_bytes([p[0], p[1]]));
+        // Its association closed on its core: from now on out of the blue to the endpoint
+        // (RFC 9260 §8.4), so that a SHUTDOWN ACK the peer repeats because our SHUTDOWN
+        // COMPLETE was lost is answered (rule 5) while the ULP lags behind the Closed.
+        if let Some(conn) = closed {
+            self.stats.returned_closed += 1;
+            self.live.retain(|_, c| *c != conn);
+            self.forget_live(conn);
+        }
         // A live association's, unless it is for another port of ours (out of the blue, as
         // on the data core).
         let ours = f.sctp.get(2..4).map(|p| u16::from_be_bytes([p[0], p[1]]))
@@ -3461,7 +3505,10 @@ impl<P: Port> Control<P> {
         {
             if let Some(core) = self.owner(conn) {
                 self.stats.forwarded += 1;
-                if self.command(core, Command::Packet(buf), false).is_err() {
+                if self
+                    .command(core, Command::Packet { buf, conn }, false)
+                    .is_err()
+                {
                     self.stats.forward_dropped += 1;
                 }
                 return;

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use ddpdk_control::conn::Indication;
 use ddpdk_control::runtime::{
-    ConnHandle, Control, DataCore, Event, RuntimeConfig, RuntimeError, MAX_CONNECTIONS_PER_CORE,
+    ConnHandle, Control, DataCore, Event, Op, RuntimeConfig, RuntimeError,
+    MAX_CONNECTIONS_PER_CORE, READY_PER_RING_ENTRY,
 };
 use ddpdk_control::xmit::Tap;
 use ddpdk_dataplane::net::{Interface, Rx};
@@ -1122,6 +1123,120 @@ fn an_init_to_another_port_from_a_peer_with_an_association_is_answered_rfc9260_8
     });
     assert!(abort.is_some(), "no ABORT for the closed port: {out:?}");
     assert_eq!(a.control.stats().endpoint.closed_port_aborts_out, 1);
+}
+
+/// SCTP chunks (type, flags, verification tag) of the frames the endpoint sent from `SCTP_PORT`.
+fn chunks_sent(out: &[Vec<u8>]) -> Vec<(u8, u8, u32)> {
+    out.iter()
+        .filter(|f| {
+            f.len() >= 14 + 20 + 16
+                && f[12..14] == [8, 0]
+                && f[23] == 132
+                && f[14 + 20..14 + 22] == SCTP_PORT.to_be_bytes()
+        })
+        .map(|f| {
+            let s = &f[14 + 20..];
+            (
+                s[12],
+                s[13],
+                u32::from_be_bytes(s[4..8].try_into().unwrap()),
+            )
+        })
+        .collect()
+}
+
+/// RFC 9260 §8.4 rule 5 (and §9.2): our SHUTDOWN COMPLETE lost, the peer repeats its
+/// SHUTDOWN ACK from SHUTDOWN-ACK-SENT, and it is answered with a SHUTDOWN COMPLETE, T bit
+/// set, while the ULP has not yet taken the association's Closed (its events backed up to
+/// the control thread's limit, so the Closed waits in the core's ring). Before, the control
+/// thread's map of live associations sent the packet to the core, which no longer had the
+/// association and sent it back, and so on until the Closed was taken: nothing answered it
+/// and the peer ended unreachable at Association.Max.Retrans (a review, session 73).
+#[test]
+fn a_repeated_shutdown_ack_is_answered_while_the_ulp_lags_behind_the_close_9260_8_4_rule_5() {
+    let (pa, pb) = pair(2, 4096);
+    let mut ours = iface();
+    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+    let ring_depth = 8;
+    let (control, cores) = runtime_on(
+        Arc::new(pa),
+        ours,
+        1,
+        RuntimeConfig {
+            ring_depth,
+            ..RuntimeConfig::default()
+        },
+        Config::default(),
+    );
+    let mut a = Solo {
+        control,
+        cores,
+        events: Vec::new(),
+    };
+    let now = t0();
+    let (sport, peer_tag) = (20_001, 0x1234);
+    let tag = handshake(&mut a, &pb, now, sport, peer_tag);
+    recv_raw(&pb);
+    let conn = a
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Accepted { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("accepted");
+    a.control.submit(conn, Op::Shutdown).unwrap();
+    a.settle(now);
+    let sent = chunks_sent(&recv_raw(&pb));
+    assert!(sent.contains(&(7, 0, peer_tag)), "no SHUTDOWN: {sent:?}");
+
+    // The ULP stops taking events: reports fill what the control thread holds for it.
+    let limit = ring_depth * READY_PER_RING_ENTRY;
+    // Polls without taking events; false if the endpoint never ran out of work.
+    let lagging = |a: &mut Solo| {
+        for _ in 0..100 {
+            let mut work: usize = a.cores.iter_mut().map(|k| k.poll(now)).sum();
+            work += a.control.poll(now);
+            if work == 0 {
+                return true;
+            }
+        }
+        false
+    };
+    while a.control.events_waiting() < limit {
+        a.control.request_reports();
+        assert!(lagging(&mut a));
+    }
+
+    // The peer's SHUTDOWN ACK closes the association; our SHUTDOWN COMPLETE (lost).
+    let shutdown_ack = sctp(sport, SCTP_PORT, tag, &chunk(8, 0, &[]), true);
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &shutdown_ack));
+    assert!(lagging(&mut a));
+    let sent = chunks_sent(&recv_raw(&pb));
+    assert_eq!(sent, vec![(14, 0, peer_tag)], "SHUTDOWN COMPLETE");
+    assert!(!a.control.is_closed(conn), "the Closed is not taken yet");
+
+    // Repeated: §8.4 rule 5, the tag reflected and the T bit set.
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &shutdown_ack));
+    assert!(
+        lagging(&mut a),
+        "the repeated SHUTDOWN ACK went round and round"
+    );
+    let sent = chunks_sent(&recv_raw(&pb));
+    assert_eq!(sent, vec![(14, 1, tag)], "SHUTDOWN COMPLETE, T bit set");
+    assert_eq!(a.control.stats().returned_closed, 1);
+    assert_eq!(a.control.stats().endpoint.ootb_shutdown_completes_out, 1);
+
+    // The ULP catches up: the association's end is told, once.
+    a.settle(now);
+    let closed = a
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(e, Event::Indication { conn: c, indication: Indication::Closed(_) } if *c == conn)
+        })
+        .count();
+    assert_eq!(closed, 1);
 }
 
 /// An ICMP Destination Unreachable of `code` (2: protocol unreachable) from the peer's host,

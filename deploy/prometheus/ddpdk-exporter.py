@@ -76,6 +76,9 @@ CONTROL_HELP = {
                           "live ones, aborted.",
     "forwarded": "Packets of a live association that reached the control thread and went on "
                  "to the association's data core.",
+    "returned_closed": "Forwarded packets the data core sent back: the association had "
+                       "closed there (its end not yet taken by the control thread); then "
+                       "answered as out of the blue (RFC 9260 8.4).",
     "neighbours_shared": "Neighbours one data core learnt and the others were told of (one "
                          "per core told).",
     "tx_ring_full": "Times the device's ring filled under the control thread's frames "
