@@ -1300,6 +1300,7 @@ pub fn build<P: Port>(
         owners: FxHashMap::default(),
         live: HashMap::new(),
         live_tags: HashMap::new(),
+        closing: FxHashMap::default(),
         flow_rules: cfg.flow_rules,
         flows: FxHashMap::default(),
         ready: VecDeque::new(),
@@ -2887,6 +2888,11 @@ pub struct Control<P: Port> {
     /// (`Endpoint::note_live`): a packet of the association from another address of the
     /// peer is then dropped, not answered with an ABORT that would end it.
     live_tags: HashMap<ConnHandle, (u32, u16)>,
+    /// Connections a core sent a packet back for, their association closed there
+    /// ([`PacketUp::closed`]) and out of `live`, until their Closed is taken (or they are
+    /// forgotten): the peer address of each, which they still count against
+    /// ([`RuntimeConfig::associations_per_peer`]; their slots are still held).
+    closing: FxHashMap<ConnHandle, IpAddr>,
     packets: Receiver<PacketUp<P::Buf>>,
     events: Receiver<Upcall>,
     next_conn: u64,
@@ -3192,6 +3198,7 @@ impl<P: Port> Control<P> {
         self.forget_initiates(conn);
         self.initiates_received.retain(|&(c, _), _| c != conn);
         self.live.retain(|_, c| *c != conn);
+        self.closing.remove(&conn);
         self.forget_live(conn);
         self.unsteer_flow(conn);
         Ok(())
@@ -3356,6 +3363,7 @@ impl<P: Port> Control<P> {
                             self.closed.insert(conn);
                         }
                         self.live.retain(|_, c| *c != conn);
+                        self.closing.remove(&conn);
                         self.forget_live(conn);
                         self.unsteer_flow(conn);
                     }
@@ -3492,8 +3500,15 @@ impl<P: Port> Control<P> {
         // COMPLETE was lost is answered (rule 5) while the ULP lags behind the Closed.
         if let Some(conn) = closed {
             self.stats.returned_closed += 1;
-            self.live.retain(|_, c| *c != conn);
+            let closing = &mut self.closing;
+            self.live.retain(|&(ip, _), c| {
+                if *c == conn {
+                    closing.insert(conn, ip);
+                }
+                *c != conn
+            });
             self.forget_live(conn);
+            self.unsteer_flow(conn);
         }
         // A live association's, unless it is for another port of ours (out of the blue, as
         // on the data core).
@@ -3530,6 +3545,7 @@ impl<P: Port> Control<P> {
             }
             Accept::Connection(c)
                 if self.live.keys().filter(|(p, _)| *p == peer).count()
+                    + self.closing.values().filter(|&&p| p == peer).count()
                     >= self.associations_per_peer =>
             {
                 // One peer address may not take every slot: the association it completed is

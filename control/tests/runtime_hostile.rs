@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use ddpdk_control::conn::Indication;
 use ddpdk_control::runtime::{
-    ConnHandle, Control, DataCore, Event, Op, RuntimeConfig, RuntimeError,
+    ConnHandle, Control, DataCore, Event, Op, RuntimeConfig, RuntimeError, ASSOCIATIONS_PER_PEER,
     MAX_CONNECTIONS_PER_CORE, READY_PER_RING_ENTRY,
 };
 use ddpdk_control::xmit::Tap;
@@ -517,6 +517,8 @@ struct Solo {
     control: Control<MemPort>,
     cores: Vec<DataCore<MemPort>>,
     events: Vec<Event>,
+    /// The ULP takes no events ([`Solo::lag`]).
+    ulp_lags: bool,
 }
 
 impl Solo {
@@ -526,6 +528,18 @@ impl Solo {
             control,
             cores,
             events: Vec::new(),
+            ulp_lags: false,
+        }
+    }
+
+    /// From now on the ULP takes no events, and reports fill what the control thread holds
+    /// for it (`READY_PER_RING_ENTRY` events a ring entry, `ring_depth` given): the
+    /// connections' upcalls then wait in the cores' ring, a Closed among them.
+    fn lag(&mut self, now: Instant, ring_depth: usize) {
+        self.ulp_lags = true;
+        while self.control.events_waiting() < ring_depth * READY_PER_RING_ENTRY {
+            self.control.request_reports();
+            self.settle(now);
         }
     }
 
@@ -535,7 +549,10 @@ impl Solo {
         for _ in 0..100 {
             let mut work: usize = self.cores.iter_mut().map(|k| k.poll(now)).sum();
             work += self.control.poll(now);
-            while let Some(e) = self.control.poll_event() {
+            while let Some(e) = (!self.ulp_lags)
+                .then(|| self.control.poll_event())
+                .flatten()
+            {
                 self.events.push(e);
                 work += 1;
             }
@@ -1145,6 +1162,41 @@ fn chunks_sent(out: &[Vec<u8>]) -> Vec<(u8, u8, u32)> {
         .collect()
 }
 
+/// One endpoint of one data core on rings of `ring_depth` entries, `associations_per_peer`
+/// for each peer address.
+fn small_rings(ring_depth: usize, associations_per_peer: usize) -> (Solo, MemPort) {
+    let (pa, pb) = pair(2, 4096);
+    let mut ours = iface();
+    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
+    let (control, cores) = runtime_on(
+        Arc::new(pa),
+        ours,
+        1,
+        RuntimeConfig {
+            ring_depth,
+            associations_per_peer,
+            ..RuntimeConfig::default()
+        },
+        Config::default(),
+    );
+    let a = Solo {
+        control,
+        cores,
+        events: Vec::new(),
+        ulp_lags: false,
+    };
+    (a, pb)
+}
+
+fn accepted(events: &[Event], peer_port: u16) -> Option<ConnHandle> {
+    events.iter().find_map(|e| match e {
+        Event::Accepted {
+            conn, peer_port: p, ..
+        } if *p == peer_port => Some(*conn),
+        _ => None,
+    })
+}
+
 /// RFC 9260 §8.4 rule 5 (and §9.2): our SHUTDOWN COMPLETE lost, the peer repeats its
 /// SHUTDOWN ACK from SHUTDOWN-ACK-SENT, and it is answered with a SHUTDOWN COMPLETE, T bit
 /// set, while the ULP has not yet taken the association's Closed (its events backed up to
@@ -1154,81 +1206,43 @@ fn chunks_sent(out: &[Vec<u8>]) -> Vec<(u8, u8, u32)> {
 /// and the peer ended unreachable at Association.Max.Retrans (a review, session 73).
 #[test]
 fn a_repeated_shutdown_ack_is_answered_while_the_ulp_lags_behind_the_close_9260_8_4_rule_5() {
-    let (pa, pb) = pair(2, 4096);
-    let mut ours = iface();
-    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
     let ring_depth = 8;
-    let (control, cores) = runtime_on(
-        Arc::new(pa),
-        ours,
-        1,
-        RuntimeConfig {
-            ring_depth,
-            ..RuntimeConfig::default()
-        },
-        Config::default(),
-    );
-    let mut a = Solo {
-        control,
-        cores,
-        events: Vec::new(),
-    };
+    let (mut a, pb) = small_rings(ring_depth, ASSOCIATIONS_PER_PEER);
     let now = t0();
     let (sport, peer_tag) = (20_001, 0x1234);
     let tag = handshake(&mut a, &pb, now, sport, peer_tag);
     recv_raw(&pb);
-    let conn = a
-        .events
-        .iter()
-        .find_map(|e| match e {
-            Event::Accepted { conn, .. } => Some(*conn),
-            _ => None,
-        })
-        .expect("accepted");
+    let conn = accepted(&a.events, sport).expect("accepted");
     a.control.submit(conn, Op::Shutdown).unwrap();
     a.settle(now);
     let sent = chunks_sent(&recv_raw(&pb));
     assert!(sent.contains(&(7, 0, peer_tag)), "no SHUTDOWN: {sent:?}");
-
-    // The ULP stops taking events: reports fill what the control thread holds for it.
-    let limit = ring_depth * READY_PER_RING_ENTRY;
-    // Polls without taking events; false if the endpoint never ran out of work.
-    let lagging = |a: &mut Solo| {
-        for _ in 0..100 {
-            let mut work: usize = a.cores.iter_mut().map(|k| k.poll(now)).sum();
-            work += a.control.poll(now);
-            if work == 0 {
-                return true;
-            }
-        }
-        false
-    };
-    while a.control.events_waiting() < limit {
-        a.control.request_reports();
-        assert!(lagging(&mut a));
-    }
+    a.lag(now, ring_depth);
 
     // The peer's SHUTDOWN ACK closes the association; our SHUTDOWN COMPLETE (lost).
     let shutdown_ack = sctp(sport, SCTP_PORT, tag, &chunk(8, 0, &[]), true);
     send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &shutdown_ack));
-    assert!(lagging(&mut a));
+    a.settle(now);
     let sent = chunks_sent(&recv_raw(&pb));
     assert_eq!(sent, vec![(14, 0, peer_tag)], "SHUTDOWN COMPLETE");
     assert!(!a.control.is_closed(conn), "the Closed is not taken yet");
 
-    // Repeated: §8.4 rule 5, the tag reflected and the T bit set.
-    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &shutdown_ack));
-    assert!(
-        lagging(&mut a),
-        "the repeated SHUTDOWN ACK went round and round"
-    );
-    let sent = chunks_sent(&recv_raw(&pb));
-    assert_eq!(sent, vec![(14, 1, tag)], "SHUTDOWN COMPLETE, T bit set");
-    assert_eq!(a.control.stats().returned_closed, 1);
-    assert_eq!(a.control.stats().endpoint.ootb_shutdown_completes_out, 1);
+    // Repeated: §8.4 rule 5, the tag reflected and the T bit set (before, it went round and
+    // round: the endpoint never ran out of work). Again: the core is not asked twice.
+    for k in 1..=2 {
+        send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &shutdown_ack));
+        a.settle(now);
+        let sent = chunks_sent(&recv_raw(&pb));
+        assert_eq!(sent, vec![(14, 1, tag)], "SHUTDOWN COMPLETE, T bit set");
+        assert_eq!(a.control.stats().endpoint.ootb_shutdown_completes_out, k);
+    }
+    let stats = a.control.stats();
+    assert_eq!((stats.forwarded, stats.returned_closed), (1, 1));
 
     // The ULP catches up: the association's end is told, once.
+    a.ulp_lags = false;
     a.settle(now);
+    assert!(a.control.is_closed(conn));
     let closed = a
         .events
         .iter()
@@ -1237,6 +1251,46 @@ fn a_repeated_shutdown_ack_is_answered_while_the_ulp_lags_behind_the_close_9260_
         })
         .count();
     assert_eq!(closed, 1);
+}
+
+/// `associations_per_peer` (a review of the test above's fix): an association whose packet
+/// came back from its core, closed there, leaves the control thread's map of live ones, but
+/// its slot is held until the ULP takes its Closed: it still counts against its peer. Without
+/// that, a peer aborting its associations and sending one more packet on each opened new ones
+/// past its limit for as long as the ULP lagged.
+#[test]
+fn an_association_closed_but_not_yet_told_still_counts_against_its_peer() {
+    let ring_depth = 8;
+    let (mut a, pb) = small_rings(ring_depth, 1);
+    let now = t0();
+    let tag = handshake(&mut a, &pb, now, 20_002, 0x2222);
+    assert!(accepted(&a.events, 20_002).is_some());
+    a.lag(now, ring_depth);
+    // The peer aborts it, then sends one more packet on it (out of the blue by now).
+    let abort = sctp(20_002, SCTP_PORT, tag, &chunk(6, 0, &[]), true);
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &abort));
+    a.settle(now);
+    let heartbeat = sctp(
+        20_002,
+        SCTP_PORT,
+        tag,
+        &chunk(4, 0, &param(1, &[7; 8])),
+        true,
+    );
+    send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &heartbeat));
+    a.settle(now);
+    assert_eq!(a.control.stats().returned_closed, 1);
+    recv_raw(&pb);
+    // A second association from the same address: refused while the first's slot is held.
+    handshake(&mut a, &pb, now, 20_003, 0x3333);
+    let stats = a.control.stats();
+    assert_eq!((stats.accepted, stats.peer_limit_refused), (1, 1));
+    // Once the ULP has heard the first one end, the peer may open one again.
+    a.ulp_lags = false;
+    a.settle(now);
+    handshake(&mut a, &pb, now, 20_004, 0x4444);
+    assert!(accepted(&a.events, 20_004).is_some());
+    assert_eq!(a.control.stats().accepted, 2);
 }
 
 /// An ICMP Destination Unreachable of `code` (2: protocol unreachable) from the peer's host,
@@ -1475,6 +1529,7 @@ fn one_peer_address_cannot_take_every_slot() {
         control,
         cores,
         events: Vec::new(),
+        ulp_lags: false,
     };
     let now = t0();
     for sport in [7000, 7001] {

@@ -606,9 +606,10 @@ impl Endpoint {
         };
         // A SHUTDOWN ACK is answered whatever the tag (§8.4 rule 5): a peer whose SHUTDOWN
         // COMPLETE was lost retransmits it from SHUTDOWN-ACK-SENT, and an association that
-        // just closed here stays in the live set until the control thread hears of its end,
-        // which waits for the ULP's events (the peer then ended at Association.Max.Retrans,
-        // unreachable, instead of shut down: an independent review). A live association's
+        // just closed here may stay in the live set until the control thread hears of its end
+        // (which waits for the ULP's events; the runtime forgets it sooner, when its core
+        // sends a packet back), and the peer then ended at Association.Max.Retrans,
+        // unreachable, instead of shut down (an independent review). A live association's
         // peer sends one only after our SHUTDOWN, so the answer ends nothing it would keep.
         if ours
             && !shutdown_ack
