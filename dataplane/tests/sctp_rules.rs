@@ -1830,6 +1830,148 @@ fn one_packet_in_flight_after_t3_until_data_is_acknowledged_7_2_3() {
     );
 }
 
+/// §7.2.1 with §7.2.3: slow start grows cwnd "only if the current congestion window is being
+/// fully utilized", and after T3-rtx the one packet allowed is the whole window. Its chunks
+/// stay below a cwnd of one MTU (which counts the common header), so its acknowledgement
+/// never grew the window, and every recovery cost a round trip more (an independent review).
+#[test]
+fn the_one_packet_after_t3_grows_cwnd_when_acknowledged_7_2_1_7_2_3() {
+    let (mut p, tag, tsns) = outstanding(2);
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    assert_eq!(p.c.cwnd(), MTU, "T3-rtx: one MTU");
+    let out = drain(&mut p.c, at);
+    assert!(carries(&out, tsns[0]) && !carries(&out, tsns[1]));
+    p.c.handle(at, &sack_to_client(tag, tsns[0], &[]), &mut ignore)
+        .unwrap();
+    assert_eq!(
+        p.c.cwnd(),
+        MTU + CHUNK,
+        "slow start: + the bytes acknowledged"
+    );
+}
+
+/// §7.2.1: "The initial cwnd before DATA transmission or after a sufficiently long idle
+/// period MUST be set to min(4*MTU, max(2*MTU, 4404 bytes))", and idling adjusts it to
+/// "max(cwnd/2, 4*MTU) per RTO", which raises a small one. A cwnd cut to one MTU by T3-rtx
+/// stayed small after ten seconds idle: only lowering was done (an independent review).
+#[test]
+fn a_long_idle_period_sets_a_small_cwnd_to_the_initial_one_7_2_1() {
+    let (mut p, tag, tsns) = outstanding(1);
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    drain(&mut p.c, at);
+    p.c.handle(at, &sack_to_client(tag, tsns[0], &[]), &mut ignore)
+        .unwrap();
+    let small = p.c.cwnd();
+    let initial = (4 * MTU).min((2 * MTU).max(4404));
+    assert!(small < initial, "{small}");
+    let later = at + Duration::from_secs(10);
+    p.c.send(0, 16, &[3; 100]).unwrap();
+    drain(&mut p.c, later);
+    assert_eq!(p.c.cwnd(), initial, "from {small}");
+}
+
+/// §6.1 B: "the sender SHOULD exceed cwnd by up to (PMTU-1) bytes on a new data transmission
+/// if the flightsize does not currently reach cwnd. The breach of cwnd MUST constitute one
+/// packet only." The packet that crosses cwnd takes as many small chunks as fit: asked before
+/// each chunk, it stopped at the first one past cwnd (two 64-byte messages where eighteen
+/// fit; an independent review).
+#[test]
+fn the_packet_that_crosses_cwnd_is_filled_6_1_b() {
+    let mut p = Pair::new();
+    for i in 0..100u8 {
+        p.c.send(0, 16, &[i; 64]).unwrap();
+    }
+    let cwnd = p.c.cwnd();
+    let data = |pk: &Vec<u8>| {
+        chunks(pk)
+            .iter()
+            .filter(|c| matches!(c, ChunkRepr::Data(_)))
+            .count()
+    };
+    // 18 chunks of 80 bytes to a 1480-byte packet; three fill 4320 bytes of a 4404-byte
+    // cwnd, so the fourth crosses it.
+    let first: Vec<usize> = drain(&mut p.c, t(10)).iter().map(data).collect();
+    assert_eq!(first, [18, 18, 18, 18], "cwnd {cwnd}");
+    // Within the breach allowed: 72 chunks of 80 bytes below cwnd + (PMTU - 1).
+    assert!(first.iter().sum::<usize>() * 80 < cwnd + MTU - 1);
+    // One packet only: nothing more until acknowledgements come.
+    assert!(drain(&mut p.c, t(10)).iter().all(|pk| data(pk) == 0));
+}
+
+/// §7.2.4 step 3: "If not in Fast Recovery", one packet of the earliest chunks marked for
+/// retransmission goes whatever cwnd says; chunks marked while in Fast Recovery "will be
+/// retransmitted later on as soon as cwnd allows" (step 5). Each one marked in Fast
+/// Recovery went at once, past the halved cwnd: a burst loss reported by several SACKs sent
+/// a packet over cwnd for each (an independent review).
+#[test]
+fn in_fast_recovery_a_later_fast_retransmit_waits_for_cwnd_7_2_4() {
+    let mut p = Pair::new();
+    for i in 0..30u8 {
+        p.c.send(0, 16, &[i; 1000]).unwrap();
+    }
+    p.exchange(t(10), |_, _| true);
+    let tag = p.c.local_tag();
+    for i in 0..200u8 {
+        if p.c.send(0, 16, &[i; 1000]).is_err() {
+            break;
+        }
+    }
+    let mut tsns = Vec::new();
+    for _ in 0..100 {
+        for pk in drain(&mut p.c, t(20)) {
+            for c in chunks(&pk) {
+                if let ChunkRepr::Data(d) = c {
+                    tsns.push(d.tsn);
+                }
+            }
+        }
+    }
+    assert!(tsns.len() >= 16, "{tsns:?}");
+    let base = p.c.stats().fast_retransmits;
+    // The first and third TSNs lost: offsets 1 and 3 from the cumulative point.
+    let cum = tsns[0].wrapping_sub(1);
+    for (at, blocks) in [
+        (21, &[(2u16, 2u16)][..]),
+        (22, &[(2, 2), (4, 4)][..]),
+        (23, &[(2, 2), (4, 5)][..]),
+    ] {
+        p.c.handle(t(at), &sack_to_client(tag, cum, blocks), &mut ignore)
+            .unwrap();
+        drain(&mut p.c, t(at));
+    }
+    assert_eq!(
+        p.c.stats().fast_retransmits,
+        base + 1,
+        "the first, on entry"
+    );
+    // The third TSN's third miss, in Fast Recovery, with the flight above cwnd.
+    p.c.handle(
+        t(24),
+        &sack_to_client(tag, cum, &[(2, 2), (4, 6)]),
+        &mut ignore,
+    )
+    .unwrap();
+    let flight = (1usize << 20) - p.c.peer_rwnd() as usize;
+    assert!(flight >= p.c.cwnd(), "{flight} against {}", p.c.cwnd());
+    let out = drain(&mut p.c, t(24));
+    assert!(!carries(&out, tsns[2]), "past cwnd in Fast Recovery");
+    assert_eq!(p.c.stats().fast_retransmits, base + 1);
+    // The rest acknowledged (the first too): the flight falls below cwnd, and it goes,
+    // still a fast retransmission.
+    let last = u16::try_from(tsns.len() - 2).unwrap();
+    p.c.handle(
+        t(25),
+        &sack_to_client(tag, tsns[1], &[(2, last)]),
+        &mut ignore,
+    )
+    .unwrap();
+    let out = drain(&mut p.c, t(25));
+    assert!(carries(&out, tsns[2]), "as soon as cwnd allows");
+    assert_eq!(p.c.stats().fast_retransmits, base + 2);
+}
+
 /// §6.1 A with §6.2's window update: the zero window probe the peer dropped goes again as
 /// soon as a SACK reopens the window, not at its T3-rtx, which the probe's expiries backed
 /// off towards RTO.Max (usrsctp's window probe recovery). A ULP waiting for its last

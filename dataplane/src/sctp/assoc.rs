@@ -2399,7 +2399,12 @@ impl Association {
             );
             return false;
         }
-        let cwnd_full = self.path.flight >= self.path.cwnd;
+        // §7.2.1: grown "only if the current congestion window is being fully utilized". After
+        // T3-rtx the one packet allowed (§7.2.3) is the whole window: its chunks stay below a
+        // cwnd of one MTU (which counts the common header), and the window never grew on its
+        // acknowledgement, costing each recovery a round trip (an independent review).
+        let cwnd_full =
+            self.path.flight >= self.path.cwnd || (self.path.t3_one_packet && self.path.flight > 0);
         let mut bytes_acked = 0usize;
         let cum_advanced = serial::gt(cum, self.cum_ack_point);
         // Whether this SACK acknowledges any DATA chunk it did not already (§8.1), a chunk
@@ -2579,8 +2584,12 @@ impl Association {
                 self.path.cwnd = self.path.ssthresh;
                 self.path.partial_bytes_acked = 0;
                 self.fast_recovery_exit = Some(self.next_tsn.wrapping_sub(1));
+                // Step 3: "If not in Fast Recovery", one packet of the earliest marked
+                // chunks goes whatever cwnd says. Chunks marked in Fast Recovery go "as soon
+                // as cwnd allows" (step 5): each used to take a packet past cwnd of its own
+                // (an independent review).
+                self.pending.fast_rtx = true;
             }
-            self.pending.fast_rtx = true;
             self.timed = None;
         }
         // A chunk marked for fast retransmission may be acknowledged before it goes (its
@@ -4101,7 +4110,9 @@ impl Association {
             // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
             // SACK that marked it gave its room back (rule C counts only what is in flight).
             self.peer_rwnd = self.peer_rwnd.saturating_sub(book(s.len) as u32);
-            if fast {
+            // Marked by Fast Retransmit (§7.2.4) whether it goes on the leave or as cwnd
+            // allows; T3-rtx clears the mark of what it takes over (§6.3.3).
+            if s.fast_rtx_due {
                 self.stats.fast_retransmits += 1;
             } else {
                 self.stats.t3_retransmits += 1;
@@ -4131,6 +4142,15 @@ impl Association {
         if self.path.flight == 0 {
             self.decay_idle_cwnd(now);
         }
+        // §6.1 B: "the sender SHOULD exceed cwnd by up to (PMTU-1) bytes on a new data
+        // transmission if the flightsize does not currently reach cwnd. The breach of cwnd
+        // MUST constitute one packet only": decided once for the packet, which then holds as
+        // many chunks as fit. Asked before each chunk, the packet that crossed cwnd stopped at
+        // its first chunk past it: small messages went two to that packet where eighteen fit
+        // (an independent review).
+        if after_t3 || self.path.flight >= self.path.cwnd {
+            return false;
+        }
         let mut sent_new = false;
         while let Some(seq) = self.sq.next_unsent() {
             let s = *self.sq.slot(seq);
@@ -4139,10 +4159,7 @@ impl Association {
             // probe, "when all outstanding DATA chunks have been cumulatively acknowledged and
             // no DATA chunks are in flight": with nothing in flight but chunks gap-acked, a
             // peer that kept its window at 0 was sent one new chunk per SACK.
-            if after_t3
-                || self.path.flight >= self.path.cwnd
-                || (size > self.peer_rwnd as usize && self.sq.outstanding() > 0)
-            {
+            if size > self.peer_rwnd as usize && self.sq.outstanding() > 0 {
                 break;
             }
             if cookie_packet && !self.pending.data_with_cookie {
@@ -4180,8 +4197,9 @@ impl Association {
     /// data on a given transport address, the cwnd of the transport address SHOULD be adjusted
     /// to max(cwnd/2, 4*MTU) per RTO", and it "MUST be set to" the initial cwnd "after a
     /// sufficiently long idle period": here, once the halving has reached its floor. Done when
-    /// the path is next used, as if done per RTO meanwhile; a cwnd already below the floor
-    /// (after a T3 expiry, say) is not raised.
+    /// the path is next used, as if done per RTO meanwhile. A cwnd already below the floor
+    /// (after a T3 expiry, say) is set to the initial one too (max(cwnd/2, 4*MTU) raises it;
+    /// TCP's restart window, min(IW, cwnd), kept it small: an independent review).
     fn decay_idle_cwnd(&mut self, now: Instant) {
         let rto = self.path.rto.rto().as_nanos().max(1);
         let idle = now.saturating_since(self.path.last_data_at).as_nanos();
@@ -4196,7 +4214,7 @@ impl Association {
         } else {
             decayed
         };
-        self.path.cwnd = self.path.cwnd.min(cwnd);
+        self.path.cwnd = cwnd;
         self.path.partial_bytes_acked = 0;
         // One decay per idle period.
         self.path.last_data_at = now;
