@@ -2474,6 +2474,9 @@ impl Association {
                     let slot = self.sq.slot_mut(seq);
                     slot.gap_acked = true;
                     slot.acked_before = true;
+                    // Marked by Fast Retransmit and acknowledged before it went: a later
+                    // retransmission (a renege, a window probe recovered) is no fast one.
+                    slot.fast_rtx_due = false;
                     if slot.in_flight {
                         slot.in_flight = false;
                         self.path.flight -= book(s.len);
