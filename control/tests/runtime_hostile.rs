@@ -1164,7 +1164,7 @@ fn chunks_sent(out: &[Vec<u8>]) -> Vec<(u8, u8, u32)> {
 
 /// One endpoint of one data core on rings of `ring_depth` entries, `associations_per_peer`
 /// for each peer address.
-fn small_rings(ring_depth: usize, associations_per_peer: usize) -> (Solo, MemPort) {
+fn solo_with(ring_depth: usize, associations_per_peer: usize) -> (Solo, MemPort) {
     let (pa, pb) = pair(2, 4096);
     let mut ours = iface();
     ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
@@ -1207,7 +1207,7 @@ fn accepted(events: &[Event], peer_port: u16) -> Option<ConnHandle> {
 #[test]
 fn a_repeated_shutdown_ack_is_answered_while_the_ulp_lags_behind_the_close_9260_8_4_rule_5() {
     let ring_depth = 8;
-    let (mut a, pb) = small_rings(ring_depth, ASSOCIATIONS_PER_PEER);
+    let (mut a, pb) = solo_with(ring_depth, ASSOCIATIONS_PER_PEER);
     let now = t0();
     let (sport, peer_tag) = (20_001, 0x1234);
     let tag = handshake(&mut a, &pb, now, sport, peer_tag);
@@ -1261,7 +1261,7 @@ fn a_repeated_shutdown_ack_is_answered_while_the_ulp_lags_behind_the_close_9260_
 #[test]
 fn an_association_closed_but_not_yet_told_still_counts_against_its_peer() {
     let ring_depth = 8;
-    let (mut a, pb) = small_rings(ring_depth, 1);
+    let (mut a, pb) = solo_with(ring_depth, 1);
     let now = t0();
     let tag = handshake(&mut a, &pb, now, 20_002, 0x2222);
     assert!(accepted(&a.events, 20_002).is_some());
@@ -1512,25 +1512,7 @@ fn a_fragmentation_needed_lowers_every_association_to_the_peer_rfc1191_5() {
 /// peer hears an ABORT, the ULP nothing), counted; the others live on.
 #[test]
 fn one_peer_address_cannot_take_every_slot() {
-    let (pa, pb) = pair(2, 4096);
-    let mut ours = iface();
-    ours.learn_static(IpAddr::V4(PEER4), PEER_MAC);
-    let (control, cores) = runtime_on(
-        Arc::new(pa),
-        ours,
-        1,
-        RuntimeConfig {
-            associations_per_peer: 2,
-            ..RuntimeConfig::default()
-        },
-        Config::default(),
-    );
-    let mut a = Solo {
-        control,
-        cores,
-        events: Vec::new(),
-        ulp_lags: false,
-    };
+    let (mut a, pb) = solo_with(RuntimeConfig::default().ring_depth, 2);
     let now = t0();
     for sport in [7000, 7001] {
         handshake(&mut a, &pb, now, sport, 0x1000 + u32::from(sport));

@@ -1278,15 +1278,10 @@ fn a_sack_of_a_tsn_never_sent_aborts_12_4() {
     assert_eq!(p.c.state(), State::Established);
 }
 
-/// §7.2.4's note: "Before the above adjustments, if the received SACK also acknowledges new
-/// DATA chunks and advances the Cumulative TSN Ack Point, the cwnd adjustment rules defined in
-/// Sections 7.2.1 and 7.2.2 MUST be applied first." In slow start with the window full, two
-/// SACKs give the second outstanding TSN two miss indications; a third advances the
-/// cumulative point and gives it its third: the window grows by one MTU, then Fast Recovery
-/// halves it. The growth was skipped, and the cut halved the smaller window (an independent
-/// review).
-#[test]
-fn fast_recovery_halves_the_grown_window_7_2_4() {
+/// A pair whose client's cwnd slow start grew (30 messages exchanged), then a window's worth
+/// of 1000-byte messages sent at t(20) and not acknowledged: the pair, the client's tag, and
+/// the TSNs in flight.
+fn grown_window() -> (Pair, u32, Vec<u32>) {
     let mut p = Pair::new();
     for i in 0..30u8 {
         p.c.send(0, 16, &[i; 1000]).unwrap();
@@ -1308,6 +1303,19 @@ fn fast_recovery_halves_the_grown_window_7_2_4() {
             }
         }
     }
+    (p, tag, tsns)
+}
+
+/// §7.2.4's note: "Before the above adjustments, if the received SACK also acknowledges new
+/// DATA chunks and advances the Cumulative TSN Ack Point, the cwnd adjustment rules defined in
+/// Sections 7.2.1 and 7.2.2 MUST be applied first." In slow start with the window full, two
+/// SACKs give the second outstanding TSN two miss indications; a third advances the
+/// cumulative point and gives it its third: the window grows by one MTU, then Fast Recovery
+/// halves it. The growth was skipped, and the cut halved the smaller window (an independent
+/// review).
+#[test]
+fn fast_recovery_halves_the_grown_window_7_2_4() {
+    let (mut p, tag, tsns) = grown_window();
     assert!(tsns.len() >= 6, "{tsns:?}");
     let before = tsns[0].wrapping_sub(1);
     for (at, blocks) in [
@@ -1907,27 +1915,7 @@ fn the_packet_that_crosses_cwnd_is_filled_6_1_b() {
 /// a packet over cwnd for each (an independent review).
 #[test]
 fn in_fast_recovery_a_later_fast_retransmit_waits_for_cwnd_7_2_4() {
-    let mut p = Pair::new();
-    for i in 0..30u8 {
-        p.c.send(0, 16, &[i; 1000]).unwrap();
-    }
-    p.exchange(t(10), |_, _| true);
-    let tag = p.c.local_tag();
-    for i in 0..200u8 {
-        if p.c.send(0, 16, &[i; 1000]).is_err() {
-            break;
-        }
-    }
-    let mut tsns = Vec::new();
-    for _ in 0..100 {
-        for pk in drain(&mut p.c, t(20)) {
-            for c in chunks(&pk) {
-                if let ChunkRepr::Data(d) = c {
-                    tsns.push(d.tsn);
-                }
-            }
-        }
-    }
+    let (mut p, tag, tsns) = grown_window();
     assert!(tsns.len() >= 16, "{tsns:?}");
     let base = p.c.stats().fast_retransmits;
     // The first and third TSNs lost: offsets 1 and 3 from the cumulative point.
