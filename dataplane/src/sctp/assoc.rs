@@ -1709,6 +1709,7 @@ impl Association {
         }
 
         let mut got_data = false;
+        let had_gaps = self.rx.has_gaps();
         for (i, c) in chunks.enumerate() {
             let Ok(chunk) = c else {
                 self.stats.malformed += 1;
@@ -1732,7 +1733,7 @@ impl Association {
         }
         self.rx_room = clamp_room(rx.room());
         if got_data {
-            self.after_data(now);
+            self.after_data(now, had_gaps && !self.rx.has_gaps());
         }
         Ok(())
     }
@@ -1840,7 +1841,8 @@ impl Association {
     #[inline(always)]
     pub fn finish_predicted(&mut self, now: Instant, room: usize) {
         self.rx_room = clamp_room(room);
-        self.after_data(now);
+        // Predicted only while no gap exists: none was filled.
+        self.after_data(now, false);
     }
 
     /// Whether a packet's common header is this association's: the peer's port to ours, with
@@ -2343,11 +2345,16 @@ impl Association {
         true
     }
 
-    /// After a packet that carried DATA: SACK now or later (§6.2, §6.7).
-    fn after_data(&mut self, now: Instant) {
+    /// After a packet that carried DATA: SACK now or later (§6.2, §6.7). `filled_gaps`: the
+    /// packet filled the last gap. §6.2 follows RFC 5681 §4.2's delayed acknowledgements,
+    /// which send "an immediate ACK when ... a data segment ... fills in all or part of a
+    /// gap": the retransmission that repaired a loss waited for the delayed SACK (200 ms),
+    /// its sender (one packet in flight after T3-rtx, §7.2.3) with it (an independent review).
+    /// A part filled leaves a gap, which §6.7 SACKs at once anyway.
+    fn after_data(&mut self, now: Instant, filled_gaps: bool) {
         self.ack_due.sack = true;
         self.ack_due.data_packets += 1;
-        if self.ack_due.data_packets >= self.cfg.sack_freq || self.rx.has_gaps() {
+        if self.ack_due.data_packets >= self.cfg.sack_freq || self.rx.has_gaps() || filled_gaps {
             self.ack_due.sack_now = true;
         }
         if self.state == State::ShutdownSent {
