@@ -7,8 +7,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use ddpdk_dataplane::sctp::{
-    Association, CloseReason, Config, Discard, Endpoint, Event, Ignored, Instant, Message, Outcome,
-    SendError, State, ADAPTATION_REASON,
+    Association, CloseReason, Config, Deliver, Discard, Endpoint, Event, Ignored, Instant, Message,
+    Outcome, SendError, State, ADAPTATION_REASON,
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
@@ -4257,6 +4257,53 @@ fn no_window_update_while_reassembly_holds_the_window_6_2() {
             out.len()
         );
     }
+}
+
+/// A layer above that can take `0` more bytes, whatever it is given.
+struct Room(usize);
+
+impl Deliver for Room {
+    fn deliver(&mut self, _: Message<'_>) {}
+    fn room(&self) -> usize {
+        self.0
+    }
+}
+
+/// RFC 9260 §6.2: the receiver's window follows SWS avoidance "similar to" RFC 1122
+/// §4.2.3.3, whose right edge moves once it can move by min(RCV.BUFF/2, MSS). A window told
+/// near 0 reopened by an update only once half the buffer was free: with less freed, the peer
+/// waited for its zero window probe's T3-rtx (an independent review). One update a step: told
+/// again the same room, nothing more goes.
+#[test]
+fn a_window_told_near_zero_is_updated_once_a_packet_fits_6_2() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let budget = cfg(S_PORT).a_rwnd as usize;
+    let a_rwnd_of = |out: &[Vec<u8>]| {
+        out.iter().flat_map(|pk| chunks(pk)).find_map(|c| match c {
+            ChunkRepr::Sack(s) => Some(s.a_rwnd),
+            _ => None,
+        })
+    };
+    // The layer above keeps what it is given: 100 bytes of room told.
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn, 0, true, true, true, &[1; 100])],
+    );
+    p.s.handle(t(500), &pkt, &mut Room(100)).unwrap();
+    p.tick(t(800));
+    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(100));
+    // Less than half the buffer freed, but far more than a packet: the window is updated.
+    let freed = budget / 2 - 1;
+    p.s.set_receive_room(freed);
+    let update = a_rwnd_of(&drain(&mut p.s, t(801)));
+    assert_eq!(update, Some(freed as u32), "a window update");
+    // Told again: nothing more (the runtime tells the room every transmit opportunity).
+    p.s.set_receive_room(freed);
+    assert!(drain(&mut p.s, t(802)).is_empty());
 }
 
 /// `chunk` from the client to the server at `ms` (with the server's tag): what the server sends

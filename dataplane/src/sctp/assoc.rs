@@ -1912,13 +1912,17 @@ impl Association {
     pub fn set_receive_room(&mut self, room: usize) {
         self.rx_room = clamp_room(room);
         let (budget, told) = (self.cfg.a_rwnd, self.rwnd_told);
-        if told < budget / 4
-            && self.rx_room >= budget / 2
-            && self.advertised_rwnd() >= budget / 2
-            && self.sending_state()
-        {
-            self.ack_due.sack = true;
-            self.ack_due.sack_now = true;
+        // §6.2's receiver SWS avoidance, "similar to" RFC 1122 §4.2.3.3: the window told moves
+        // once it can move by min(RCV.BUFF/2, MSS). At half the buffer only, a peer told a
+        // window near 0 waited for its probe's T3-rtx while up to half the buffer was free
+        // (an independent review). Each update moves `told`: no storm, though the runtime
+        // tells the room before every transmit opportunity.
+        if told < budget / 4 && self.sending_state() {
+            let step = (budget / 2).min(u32::try_from(self.path.mtu).unwrap_or(u32::MAX));
+            if self.advertised_rwnd() >= told.saturating_add(step) {
+                self.ack_due.sack = true;
+                self.ack_due.sack_now = true;
+            }
         }
     }
 
