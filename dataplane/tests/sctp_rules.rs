@@ -4259,7 +4259,7 @@ fn no_window_update_while_reassembly_holds_the_window_6_2() {
     }
 }
 
-/// A layer above that can take `0` more bytes, whatever it is given.
+/// A layer above that can take `.0` more bytes, whatever it is given.
 struct Room(usize);
 
 impl Deliver for Room {
@@ -4296,7 +4296,16 @@ fn a_window_told_near_zero_is_updated_once_a_packet_fits_6_2() {
     p.s.handle(t(500), &pkt, &mut Room(100)).unwrap();
     p.tick(t(800));
     assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(100));
-    // Less than half the buffer freed, but far more than a packet: the window is updated.
+    // The step is one packet (the path MTU, below half the buffer): a byte short, nothing.
+    p.s.set_receive_room(100 + MTU - 1);
+    assert!(
+        drain(&mut p.s, t(801)).is_empty(),
+        "less than a packet more"
+    );
+    p.s.set_receive_room(100 + MTU);
+    let update = a_rwnd_of(&drain(&mut p.s, t(801)));
+    assert_eq!(update, Some((100 + MTU) as u32), "a packet more");
+    // Less than half the buffer freed, but far more than a packet: updated again.
     let freed = budget / 2 - 1;
     p.s.set_receive_room(freed);
     let update = a_rwnd_of(&drain(&mut p.s, t(801)));
