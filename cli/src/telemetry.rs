@@ -939,6 +939,7 @@ mod tests {
             control: ControlStats {
                 neighbours_shared: 3,
                 forwarded: 5,
+                returned_closed: 13,
                 peer_invalidations: 7,
                 packets: 11,
                 ..Default::default()
@@ -951,6 +952,7 @@ mod tests {
         for (name, want) in [
             ("neighbours_shared", 3),
             ("forwarded", 5),
+            ("returned_closed", 13),
             ("peer_invalidations", 7),
             ("packets_in", 11),
         ] {

@@ -2826,8 +2826,8 @@ pub struct ControlStats {
     pub forwarded: u64,
     /// Of those, dropped because the core's command queue was full.
     pub forward_dropped: u64,
-    /// Of those, sent back by the core: the association had closed there, its Closed not yet
-    /// taken here; then answered as out of the blue (RFC 9260 §8.4).
+    /// Of the packets forwarded, those the core sent back: the association had closed there,
+    /// its Closed not yet taken here; then answered as out of the blue (RFC 9260 §8.4).
     pub returned_closed: u64,
     /// DDP Stream Session Control messages (PPID 17) the cores forwarded, each run through its
     /// stream's RFC 5043 §6 session machine here.

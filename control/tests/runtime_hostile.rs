@@ -1270,6 +1270,7 @@ fn an_association_closed_but_not_yet_told_still_counts_against_its_peer() {
     let abort = sctp(20_002, SCTP_PORT, tag, &chunk(6, 0, &[]), true);
     send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &abort));
     a.settle(now);
+    recv_raw(&pb);
     let heartbeat = sctp(
         20_002,
         SCTP_PORT,
@@ -1280,7 +1281,9 @@ fn an_association_closed_but_not_yet_told_still_counts_against_its_peer() {
     send_raw(&pb, &sctp4_frame(MAC, PEER_MAC, PEER4, IP4, &heartbeat));
     a.settle(now);
     assert_eq!(a.control.stats().returned_closed, 1);
-    recv_raw(&pb);
+    // Out of the blue (RFC 9260 §8.4 rule 8): an ABORT, T bit set, the tag reflected; not
+    // dropped as a live association's packet from another address of the peer.
+    assert_eq!(chunks_sent(&recv_raw(&pb)), vec![(6, 1, tag)]);
     // A second association from the same address: refused while the first's slot is held.
     handshake(&mut a, &pb, now, 20_003, 0x3333);
     let stats = a.control.stats();

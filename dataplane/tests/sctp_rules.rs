@@ -4305,6 +4305,9 @@ fn a_window_told_near_zero_is_updated_once_a_packet_fits_6_2() {
     p.s.set_receive_room(100 + MTU);
     let update = a_rwnd_of(&drain(&mut p.s, t(801)));
     assert_eq!(update, Some((100 + MTU) as u32), "a packet more");
+    // Told the same room again, still below a quarter of the buffer: nothing more.
+    p.s.set_receive_room(100 + MTU);
+    assert!(drain(&mut p.s, t(801)).is_empty(), "one update a step");
     // Less than half the buffer freed, but far more than a packet: updated again.
     let freed = budget / 2 - 1;
     p.s.set_receive_room(freed);

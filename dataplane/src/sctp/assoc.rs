@@ -2608,8 +2608,8 @@ impl Association {
         }
         // A chunk marked for fast retransmission may be acknowledged before it goes (its
         // original was late, not lost): the leave to ignore cwnd would outlive it and pass to
-        // the next T3-rtx retransmission (of a chunk marked beside it, or later), counted as
-        // fast, and keep `owes_nothing` false meanwhile. It lasts while a chunk marked by Fast
+        // the next T3-rtx retransmission (of a chunk marked beside it, or later), and keep
+        // `owes_nothing` false meanwhile. It lasts while a chunk marked by Fast
         // Retransmit waits; looked for only while the leave is held, from the first marked.
         if self.pending.fast_rtx && !self.fast_rtx_waits() {
             self.pending.fast_rtx = false;

@@ -608,7 +608,7 @@ impl Endpoint {
         // COMPLETE was lost retransmits it from SHUTDOWN-ACK-SENT, and an association that
         // just closed here may stay in the live set until the control thread hears of its end
         // (which waits for the ULP's events; the runtime forgets it sooner, when its core
-        // sends a packet back), and the peer then ended at Association.Max.Retrans,
+        // sends a packet back). Unanswered, that peer ended at Association.Max.Retrans,
         // unreachable, instead of shut down (an independent review). A live association's
         // peer sends one only after our SHUTDOWN, so the answer ends nothing it would keep.
         if ours

@@ -32,8 +32,9 @@ pub struct Slot {
     pub rtx: bool,
     /// Fast-retransmitted once already (RFC 9260 §7.2.4: only once per TSN).
     pub fast_rtx_done: bool,
-    /// Marked by Fast Retransmit and not sent since: while one such chunk is marked, the next
-    /// packet of retransmissions may ignore cwnd (§7.2.4 step 3).
+    /// Marked by Fast Retransmit and not sent since. While one marked on entering Fast
+    /// Recovery waits, the next packet of retransmissions may ignore cwnd (§7.2.4 step 3);
+    /// its send counts as a fast retransmission.
     pub fast_rtx_due: bool,
     /// Miss indications (§7.2.4).
     pub misses: u32,

@@ -309,7 +309,6 @@ fn server_script(dir: &Path, show: &str) -> PathBuf {
     cmds
 }
 
-/// A tshark capture of `iface` in namespace `ns` into `pcap`, started (the file exists).
 /// An empty `dir`: a test that failed in this process (the tests share its id) left its
 /// files there, and `start_capture` took the capture file it left for the new one started,
 /// so the traffic began before the capture did (a failure then followed a failure).
@@ -318,6 +317,7 @@ fn fresh_dir(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
 }
 
+/// A tshark capture of `iface` in namespace `ns` into `pcap`, started (the file exists).
 fn start_capture(ns: &str, iface: &str, pcap: &Path) -> Child {
     let capture = Command::new("ip")
         .args(["netns", "exec", ns, "tshark", "-q", "-i", iface, "-w"])
