@@ -222,11 +222,13 @@ fn compare(seed: u64, loss: f64, slots: usize) {
     assert_eq!(sf.segments_sent, sg.segments_sent, "seed {seed}");
     // Only a lone stream continues (stream 2 shares half of the bytes), and a run is as long
     // as the batch SCTP's queue frees: 12 slots of 48, 2 of 8, 1 of 3 (one segment in every
-    // few then). Seen: 252-339, 107-127, 22-63 of 538.
+    // few then). Seen: 248-339, 105-128, 15-63 of 538 (15 since session 74: the packet that
+    // fills a gap is SACKed at once, RFC 5681 §4.2, so each SACK frees fewer slots under
+    // loss). What matters is above: the two worlds send the same packets.
     let share = match slots {
         48.. => 3,
         8.. => 6,
-        _ => 30,
+        _ => 40,
     };
     assert!(
         sf.segments_continued * share > sf.segments_sent,
