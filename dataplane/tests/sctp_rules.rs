@@ -1838,15 +1838,21 @@ fn one_packet_in_flight_after_t3_until_data_is_acknowledged_7_2_3() {
     );
 }
 
+/// `outstanding(n)`, then its T3-rtx expired: the pair, the client's tag, the TSNs, the time.
+fn t3_expired(n: u8) -> (Pair, u32, Vec<u32>, Instant) {
+    let (mut p, tag, tsns) = outstanding(n);
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    (p, tag, tsns, at)
+}
+
 /// §7.2.1 with §7.2.3: slow start grows cwnd "only if the current congestion window is being
 /// fully utilized", and after T3-rtx the one packet allowed is the whole window. Its chunks
 /// stay below a cwnd of one MTU (which counts the common header), so its acknowledgement
 /// never grew the window, and every recovery cost a round trip more (an independent review).
 #[test]
 fn the_one_packet_after_t3_grows_cwnd_when_acknowledged_7_2_1_7_2_3() {
-    let (mut p, tag, tsns) = outstanding(2);
-    let at = p.c.poll_timeout().unwrap();
-    p.c.handle_timeout(at);
+    let (mut p, tag, tsns, at) = t3_expired(2);
     assert_eq!(p.c.cwnd(), MTU, "T3-rtx: one MTU");
     let out = drain(&mut p.c, at);
     assert!(carries(&out, tsns[0]) && !carries(&out, tsns[1]));
@@ -1865,9 +1871,7 @@ fn the_one_packet_after_t3_grows_cwnd_when_acknowledged_7_2_1_7_2_3() {
 /// stayed small after ten seconds idle: only lowering was done (an independent review).
 #[test]
 fn a_long_idle_period_sets_a_small_cwnd_to_the_initial_one_7_2_1() {
-    let (mut p, tag, tsns) = outstanding(1);
-    let at = p.c.poll_timeout().unwrap();
-    p.c.handle_timeout(at);
+    let (mut p, tag, tsns, at) = t3_expired(1);
     drain(&mut p.c, at);
     p.c.handle(at, &sack_to_client(tag, tsns[0], &[]), &mut ignore)
         .unwrap();
@@ -3863,12 +3867,6 @@ fn fragments_that_cannot_complete_do_not_pin_the_window_6_9() {
     let tsn = next_client_tsn(&mut p, t(5));
     let tag = p.s.local_tag();
     let send = |p: &mut Pair, chunk: ChunkRepr<'_>, ms: u64| to_server(p, tag, chunk, ms);
-    let a_rwnd_of = |out: &[Vec<u8>]| {
-        out.iter().flat_map(|pk| chunks(pk)).find_map(|c| match c {
-            ChunkRepr::Sack(s) => Some(s.a_rwnd),
-            _ => None,
-        })
-    };
     // A B fragment, then a whole message where its next fragment should be.
     let _ = send(&mut p, data(tsn, 0, true, true, false, &[1; 400]), 500);
     let out = send(&mut p, data(tsn + 1, 0, true, true, true, b"whole"), 501);
@@ -4210,6 +4208,14 @@ fn a_fragment_too_big_for_the_room_left_below_it_reneges_on_nothing_6_2() {
     assert_eq!(p.s.stats().reneged, 0);
 }
 
+/// The a_rwnd of the first SACK in `out`.
+fn a_rwnd_of(out: &[Vec<u8>]) -> Option<u32> {
+    out.iter().flat_map(|pk| chunks(pk)).find_map(|c| match c {
+        ChunkRepr::Sack(s) => Some(s.a_rwnd),
+        _ => None,
+    })
+}
+
 /// RFC 9260 §6.2's window update: a receiver whose layer above frees room tells the peer at
 /// once, once. Here the window stays low for another reason (fragments held for reassembly,
 /// §6.9, take a_rwnd until their message is whole): room given back by the layer above does
@@ -4221,12 +4227,6 @@ fn no_window_update_while_reassembly_holds_the_window_6_2() {
     let tsn = next_client_tsn(&mut p, t(5));
     let tag = p.s.local_tag();
     let budget = cfg(S_PORT).a_rwnd as usize;
-    let a_rwnd_of = |out: &[Vec<u8>]| {
-        out.iter().flat_map(|pk| chunks(pk)).find_map(|c| match c {
-            ChunkRepr::Sack(s) => Some(s.a_rwnd),
-            _ => None,
-        })
-    };
     // A message's first fragments, three quarters of a_rwnd and more, its end never sent.
     let fragment = [5u8; 1600];
     let n = (budget * 3 / 4) / fragment.len() + 1;
@@ -4280,12 +4280,6 @@ fn a_window_told_near_zero_is_updated_once_a_packet_fits_6_2() {
     let tsn = next_client_tsn(&mut p, t(5));
     let tag = p.s.local_tag();
     let budget = cfg(S_PORT).a_rwnd as usize;
-    let a_rwnd_of = |out: &[Vec<u8>]| {
-        out.iter().flat_map(|pk| chunks(pk)).find_map(|c| match c {
-            ChunkRepr::Sack(s) => Some(s.a_rwnd),
-            _ => None,
-        })
-    };
     // The layer above keeps what it is given: 100 bytes of room told.
     let pkt = packet(
         C_PORT,
