@@ -4312,6 +4312,155 @@ fn a_window_told_near_zero_is_updated_once_a_packet_fits_6_2() {
     assert!(drain(&mut p.s, t(802)).is_empty());
 }
 
+/// RFC 9260 §6.2's SWS avoidance measures the right edge the peer knows (its cumulative ack
+/// plus the window told), RFC 1122 §4.2.3.3: DATA taken since the last SACK moved it as much
+/// as room freed. A window of 1000 told, a 900-byte message taken (its SACK delayed) and
+/// held, then 1800 bytes freed: the edge moved 1800, more than a packet, and the update goes.
+/// Counting the room alone (1900 against 1000 told) held it back, and the peer, its window
+/// used up, waited for the delayed SACK (an independent review).
+#[test]
+fn data_taken_since_the_last_sack_moves_the_right_edge_too_6_2() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn, 0, true, true, true, &[1; 100])],
+    );
+    p.s.handle(t(500), &pkt, &mut Room(1000)).unwrap();
+    p.tick(t(800));
+    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(1000));
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn.wrapping_add(1), 0, true, true, true, &[2; 900])],
+    );
+    p.s.handle(t(801), &pkt, &mut Room(1000)).unwrap();
+    assert!(
+        drain(&mut p.s, t(801)).is_empty(),
+        "one packet since the SACK: delayed (§6.2)"
+    );
+    // The layer above holds the message: 100 bytes left, the edge where it was.
+    p.s.set_receive_room(100);
+    assert!(drain(&mut p.s, t(801)).is_empty(), "the edge has not moved");
+    p.s.set_receive_room(1900);
+    assert_eq!(
+        a_rwnd_of(&drain(&mut p.s, t(802))),
+        Some(1900),
+        "the edge moved by 900 taken + 1900 free - 1000 told"
+    );
+    // Updates go only while the window the peer knows is below a quarter of the buffer; it
+    // is what was told less what was sent into it since: 33000 told, 900 taken, 32100 left.
+    let mut p = Pair::new();
+    let quarter = cfg(S_PORT).a_rwnd as usize / 4;
+    let told = quarter + 232;
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn, 0, true, true, true, &[1; 100])],
+    );
+    p.s.handle(t(500), &pkt, &mut Room(told)).unwrap();
+    p.tick(t(800));
+    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(told as u32));
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn.wrapping_add(1), 0, true, true, true, &[2; 900])],
+    );
+    p.s.handle(t(801), &pkt, &mut Room(told - 900)).unwrap();
+    assert!(drain(&mut p.s, t(801)).is_empty());
+    p.s.set_receive_room(told - 900 + MTU);
+    assert_eq!(
+        a_rwnd_of(&drain(&mut p.s, t(802))),
+        Some((told - 900 + MTU) as u32),
+        "{} left of the window told, below a quarter",
+        told - 900
+    );
+}
+
+/// RFC 9260 §5.2.4 case A: a restart's new incarnation was told the configured a_rwnd in the
+/// INIT ACK, so a window update is measured from that, not from the old incarnation's last
+/// SACK. A small window told to the old peer made the new one an unasked SACK (a cumulative
+/// ack of its initial TSN - 1) at the next telling of the room (an independent review).
+#[test]
+fn a_restart_measures_window_updates_from_the_new_incarnations_window_5_2_4_a() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn, 0, true, true, true, &[1; 100])],
+    );
+    p.s.handle(t(500), &pkt, &mut Room(100)).unwrap();
+    p.tick(t(800));
+    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(100));
+    let mut cep2 = endpoint(C_PORT, 9);
+    let mut c2 = cep2.connect(t(900), S_ADDR, S_PORT);
+    for step in 900..904u64 {
+        let now = t(step);
+        for pk in drain(&mut c2, now) {
+            let _ = p.s.handle(now, &pk, &mut ignore);
+        }
+        for pk in drain(&mut p.s, now) {
+            let _ = c2.handle(now, &pk, &mut ignore);
+        }
+    }
+    assert_eq!(c2.state(), State::Established);
+    assert!(events(&mut p.s)
+        .iter()
+        .any(|e| matches!(e, Event::Restarted { .. })));
+    // A packet more than the old incarnation was told, far less than the new one was.
+    p.s.set_receive_room(100 + MTU);
+    let out = drain(&mut p.s, t(905));
+    assert_eq!(a_rwnd_of(&out), None, "an update nobody needs: {out:?}");
+}
+
+/// RFC 9260 §9.2: a peer that sent SHUTDOWN sends no new DATA, so a window update serves
+/// nothing there; it went in SHUTDOWN-RECEIVED and SHUTDOWN-ACK-SENT as in ESTABLISHED (an
+/// independent review).
+#[test]
+fn no_window_update_after_the_peers_shutdown_9_2() {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn, 0, true, true, true, &[1; 100])],
+    );
+    p.s.handle(t(500), &pkt, &mut Room(100)).unwrap();
+    p.tick(t(800));
+    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(100));
+    p.c.shutdown(t(801));
+    for pk in drain(&mut p.c, t(801)) {
+        let _ = p.s.handle(t(801), &pk, &mut Room(100));
+    }
+    let out = drain(&mut p.s, t(801));
+    assert!(
+        out.iter()
+            .any(|pk| has(&chunks(pk), |c| matches!(c, ChunkRepr::ShutdownAck))),
+        "the SHUTDOWN answered: {out:?}"
+    );
+    assert_eq!(p.s.state(), State::ShutdownAckSent);
+    p.s.set_receive_room(cfg(S_PORT).a_rwnd as usize);
+    let out = drain(&mut p.s, t(802));
+    assert_eq!(
+        a_rwnd_of(&out),
+        None,
+        "a window update after SHUTDOWN: {out:?}"
+    );
+}
+
 /// `chunk` from the client to the server at `ms` (with the server's tag): what the server sends
 /// in return.
 fn to_server(p: &mut Pair, tag: u32, chunk: ChunkRepr<'_>, ms: u64) -> Vec<Vec<u8>> {

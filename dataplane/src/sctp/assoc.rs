@@ -668,6 +668,9 @@ pub struct Association {
     rx_room: u32,
     /// The a_rwnd of the last SACK sent.
     rwnd_told: u32,
+    /// `stats.bytes_in` when that SACK went: the user data the peer has sent into the window
+    /// told since, which moved its right edge as much as room freed here did.
+    bytes_in_told: u64,
     /// Room for the Gap Ack Blocks of one SACK in a packet of `ctl_mtu` (RFC 9260 §6.2: "as
     /// many Gap Ack Blocks as can fit in a single SACK chunk limited by the current path
     /// MTU"), and never more than the TSN map can have.
@@ -824,6 +827,7 @@ impl Association {
             reasm: Reassembly::default(),
             rx_room: cfg.a_rwnd,
             rwnd_told: cfg.a_rwnd,
+            bytes_in_told: 0,
             gaps: Vec::new(),
             pending: Pending {
                 init: false,
@@ -963,6 +967,10 @@ impl Association {
         // A SACK owed went with the TSN space it acknowledged (§5.2.4 case A: a restart is an
         // ABORT and a new COOKIE ECHO; the timers went too).
         self.ack_due = AckDue::default();
+        // The new incarnation was told the configured a_rwnd in INIT or INIT ACK, whatever
+        // the old one's last SACK said: a window update is measured from that.
+        self.rwnd_told = self.cfg.a_rwnd;
+        self.bytes_in_told = self.stats.bytes_in;
         self.path.ssthresh = c.peer_a_rwnd as usize;
     }
 
@@ -1916,10 +1924,15 @@ impl Association {
         // once it can move by min(RCV.BUFF/2, MSS). At half the buffer only, a peer told a
         // window near 0 waited for its probe's T3-rtx while up to half the buffer was free
         // (an independent review). Each update moves `told`: no storm, though the runtime
-        // tells the room before every transmit opportunity.
-        if told < budget / 4 && self.sending_state() {
+        // tells the room before every transmit opportunity. The right edge the peer knows is
+        // its cumulative ack plus `told`; DATA it sent since then moved the edge here as much as
+        // room freed did, so both count (it was the room alone: a peer that filled the window
+        // with an odd packet waited for the delayed SACK, another review).
+        let taken = u32::try_from(self.stats.bytes_in.saturating_sub(self.bytes_in_told))
+            .unwrap_or(u32::MAX);
+        if told.saturating_sub(taken) < budget / 4 && self.receiving_state() {
             let step = (budget / 2).min(u32::try_from(self.path.mtu).unwrap_or(u32::MAX));
-            if self.advertised_rwnd() >= told.saturating_add(step) {
+            if self.advertised_rwnd().saturating_add(taken) >= told.saturating_add(step) {
                 self.ack_due.sack = true;
                 self.ack_due.sack_now = true;
             }
@@ -2151,6 +2164,15 @@ impl Association {
         } else {
             vtag == self.local_tag
         }
+    }
+
+    /// Whether the peer may still send new DATA (RFC 9260 §9.2: not after its SHUTDOWN), so
+    /// that a window update serves it.
+    fn receiving_state(&self) -> bool {
+        matches!(
+            self.state,
+            State::Established | State::ShutdownPending | State::ShutdownSent
+        )
     }
 
     fn sending_state(&self) -> bool {
@@ -4036,6 +4058,7 @@ impl Association {
     fn sack_sent(&mut self, a_rwnd: u32) {
         self.rx.clear_dups();
         self.rwnd_told = a_rwnd;
+        self.bytes_in_told = self.stats.bytes_in;
         self.ack_due.sack = false;
         self.ack_due.sack_now = false;
         self.ack_due.data_packets = 0;
