@@ -1865,6 +1865,73 @@ fn the_one_packet_after_t3_grows_cwnd_when_acknowledged_7_2_1_7_2_3() {
     );
 }
 
+/// §7.2.1: slow start grows cwnd "only if the current congestion window is being fully
+/// utilized". After T3-rtx, the one packet allowed (§7.2.3) uses the whole window only if
+/// something waited behind it: an application-limited sender's lone chunk, acknowledged, grew
+/// cwnd by its bytes (an independent review). Nor does a SACK of a flight below cwnd.
+#[test]
+fn an_application_limited_sender_does_not_grow_cwnd_7_2_1() {
+    let (mut p, tag, tsns, at) = t3_expired(1);
+    assert_eq!(p.c.cwnd(), MTU, "T3-rtx: one MTU");
+    let out = drain(&mut p.c, at);
+    assert!(carries(&out, tsns[0]));
+    p.c.handle(at, &sack_to_client(tag, tsns[0], &[]), &mut ignore)
+        .unwrap();
+    assert_eq!(p.c.cwnd(), MTU, "nothing waited behind the one packet");
+    // Two chunks out under the initial cwnd, nothing more to send: not cwnd-limited.
+    let (mut p, tag, tsns) = outstanding(2);
+    let before = p.c.cwnd();
+    assert!(2 * CHUNK < before, "{before}");
+    p.c.handle(t(50), &sack_to_client(tag, tsns[0], &[]), &mut ignore)
+        .unwrap();
+    assert_eq!(p.c.cwnd(), before, "a flight below cwnd");
+}
+
+/// §6.1 B: "the sender SHOULD exceed cwnd by up to (PMTU-1) bytes on a new data
+/// transmission ... The breach of cwnd MUST constitute one packet only." Messages queued before
+/// the path MTU fell are larger than a packet now and go whole (RFC 5043 §9): each went
+/// whenever the window was open, so two of them passed cwnd by far more than the new PMTU (an
+/// independent review). They go as the bound allows, and all of them do.
+#[test]
+fn a_message_queued_before_the_mtu_fell_keeps_the_cwnd_bound_6_1_b() {
+    let mut p = Pair::with(|c| c.path_mtu = 8980);
+    let cwnd = p.c.cwnd();
+    p.c.send(0, 16, &[1; 8000]).unwrap();
+    let first = drain(&mut p.c, t(10));
+    assert_eq!(first.len(), 1);
+    for i in 2..5u8 {
+        p.c.send(0, 16, &[i; 8000]).unwrap();
+    }
+    p.c.set_path_mtu(1480);
+    let out = drain(&mut p.c, t(10));
+    let booked = 8016;
+    assert_eq!(
+        out.len(),
+        1,
+        "flight {booked} of cwnd {cwnd}: one more keeps within cwnd + 1479, two do not"
+    );
+    assert!(2 * booked <= cwnd + 1479);
+    // Acknowledged, the rest follow: none is stranded.
+    let mut sent = 2;
+    let mut now = 20;
+    let mut pending: Vec<Vec<u8>> = first.into_iter().chain(out).collect();
+    while sent < 4 || !pending.is_empty() {
+        for pk in std::mem::take(&mut pending) {
+            let _ = p.s.handle(t(now), &pk, &mut ignore);
+        }
+        p.tick(t(now + 200));
+        for pk in drain(&mut p.s, t(now + 200)) {
+            let _ = p.c.handle(t(now + 200), &pk, &mut ignore);
+        }
+        let more = drain(&mut p.c, t(now + 200));
+        sent += more.len();
+        pending = more;
+        now += 300;
+        assert!(now < 10_000, "stranded: {sent} sent");
+    }
+    assert_eq!(sent, 4);
+}
+
 /// §7.2.1: "The initial cwnd before DATA transmission or after a sufficiently long idle
 /// period MUST be set to min(4*MTU, max(2*MTU, 4404 bytes))", and idling adjusts it to
 /// "max(cwnd/2, 4*MTU) per RTO", which raises a small one. A cwnd cut to one MTU by T3-rtx

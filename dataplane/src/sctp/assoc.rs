@@ -2435,9 +2435,13 @@ impl Association {
         // §7.2.1: grown "only if the current congestion window is being fully utilized". After
         // T3-rtx the one packet allowed (§7.2.3) is the whole window: its chunks stay below a
         // cwnd of one MTU (which counts the common header), and the window never grew on its
-        // acknowledgement, costing each recovery a round trip (an independent review).
-        let cwnd_full =
-            self.path.flight >= self.path.cwnd || (self.path.t3_one_packet && self.path.flight > 0);
+        // acknowledgement, costing each recovery a round trip (an independent review). Only
+        // when something waited behind that packet: an application-limited sender's lone
+        // chunk does not use the window (another review).
+        let cwnd_full = self.path.flight >= self.path.cwnd
+            || (self.path.t3_one_packet
+                && self.path.flight > 0
+                && (self.sq.has_rtx() || self.sq.next_unsent().is_some()));
         let mut bytes_acked = 0usize;
         let cum_advanced = serial::gt(cum, self.cum_ack_point);
         // Whether this SACK acknowledges any DATA chunk it did not already (§8.1), a chunk
@@ -3934,11 +3938,21 @@ impl Association {
     /// A message queued before the path MTU dropped can be larger than a packet now. It goes
     /// alone, in a packet above the path MTU that IP fragments: RFC 5043 §9 allows IP
     /// fragmentation where SCTP's would be the alternative, and the queue must not stall
-    /// behind it.
+    /// behind it. New, it stays within §6.1 B's bound, as a packet within the MTU does by its
+    /// size: "the sender SHOULD exceed cwnd by up to (PMTU-1) bytes" (went whenever the window
+    /// was open, so the flight could pass cwnd + PMTU - 1 by the MTU's drop, an independent
+    /// review). With nothing in flight it goes anyway, or it never would.
     fn build_oversized(&mut self, now: Instant, full: &mut [u8]) -> Option<usize> {
         let seq = self.next_data()?;
-        let size = HEADER_LEN + book(self.sq.slot(seq).len);
+        let booked = book(self.sq.slot(seq).len);
+        let size = HEADER_LEN + booked;
         if size <= self.path.mtu || size > full.len() {
+            return None;
+        }
+        if self.path.flight > 0
+            && self.sq.next_unsent() == Some(seq)
+            && self.path.flight + booked >= self.path.cwnd + self.path.mtu
+        {
             return None;
         }
         let mut b = PacketBuilder::new(&mut full[..size], &self.header(self.peer_tag)).ok()?;
