@@ -4283,6 +4283,61 @@ fn a_rwnd_of(out: &[Vec<u8>]) -> Option<u32> {
     })
 }
 
+/// RFC 9260 §6.2: "When the receiver's advertised window is 0, the receiver MUST drop any new
+/// incoming DATA chunk with a TSN larger than the largest TSN received so far". The window
+/// shrinks with the TSN map's free share as well as with the layer above's room: with a small
+/// a_rwnd the share rounds to 0 while a slot remains, and a chunk above the highest TSN was
+/// still taken under the window of 0 told, judged by the layer's room alone (session 74's
+/// review). The chunk that fills the gap, below the highest, is taken.
+#[test]
+fn data_above_the_highest_tsn_is_dropped_under_a_window_of_0_6_2() {
+    let mut p = Pair::with(|c| {
+        c.a_rwnd = 1500;
+        c.tsn_window = 4096;
+    });
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let one = [7u8; 1];
+    // `tsn` lost, the 4094 after it received: one slot of the map left, its share of 1500
+    // bytes 0 (1500 * 1 / 2048).
+    let mut told = None;
+    for start in (1..4095u32).step_by(64) {
+        let batch: Vec<ChunkRepr<'_>> = (start..(start + 64).min(4095))
+            .map(|off| data(tsn.wrapping_add(off), 0, true, true, true, &one))
+            .collect();
+        p.s.handle(t(500), &packet(C_PORT, S_PORT, tag, &batch), &mut ignore)
+            .unwrap();
+        told = a_rwnd_of(&drain(&mut p.s, t(500))).or(told);
+    }
+    assert_eq!(told, Some(0), "a window of 0 told");
+    let dropped = p.s.stats().rwnd_dropped;
+    let above = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn.wrapping_add(4095), 0, true, true, true, &one)],
+    );
+    p.s.handle(t(501), &above, &mut ignore).unwrap();
+    assert_eq!(
+        p.s.stats().rwnd_dropped,
+        dropped + 1,
+        "above the highest TSN: dropped"
+    );
+    let out = drain(&mut p.s, t(501));
+    let sack = the_sack(&out);
+    assert_eq!(sack.cum_tsn_ack, tsn.wrapping_sub(1));
+    let gap = packet(C_PORT, S_PORT, tag, &[data(tsn, 0, true, true, true, &one)]);
+    p.s.handle(t(502), &gap, &mut ignore).unwrap();
+    let out = drain(&mut p.s, t(502));
+    let sack = the_sack(&out);
+    assert_eq!(
+        sack.cum_tsn_ack,
+        tsn.wrapping_add(4094),
+        "the gap filled, the dropped one not taken"
+    );
+    assert!(sack.a_rwnd > 0, "the window open again");
+}
+
 /// RFC 9260 §6.2's window update: a receiver whose layer above frees room tells the peer at
 /// once, once. Here the window stays low for another reason (fragments held for reassembly,
 /// §6.9, take a_rwnd until their message is whole): room given back by the layer above does

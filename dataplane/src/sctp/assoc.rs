@@ -2251,8 +2251,13 @@ impl Association {
         // one larger than what is left is dropped alike. A whole message below it fills a gap:
         // nothing is held for reordering, so it is taken (it frees the window). A fragment is
         // held whatever its TSN, so it is judged by the reassembly's own limits (a budget of
-        // a_rwnd, a count, a floor on middle fragments) before it is acknowledged.
-        let room = rx.room().saturating_sub(self.reasm.held());
+        // a_rwnd, a count, a floor on middle fragments) before it is acknowledged. The window
+        // is the TSN map's share too (`advertised_rwnd`): judged by the layer's room alone, a
+        // chunk above the highest TSN was taken under a window of 0 told (session 74's review).
+        let room = rx
+            .room()
+            .min(self.map_share() as usize)
+            .saturating_sub(self.reasm.held());
         let len = view.user_data().len();
         // A fragment received already is a duplicate (reported in the next SACK, §6.2: "the
         // duplicate TSN number(s) SHOULD be reported"), not a new one the full reassembly
@@ -3991,17 +3996,22 @@ impl Association {
     /// map: a_rwnd stays at its configured value until the TSNs recorded above the cumulative
     /// point fill half the map, then shrinks to 0 as the map fills (§6.2 lets a_rwnd fall).
     fn advertised_rwnd(&self) -> u32 {
+        // Fragments held for reassembly take receive buffer until their message is whole.
+        self.map_share()
+            .min(self.rx_room)
+            .saturating_sub(u32::try_from(self.reasm.held()).unwrap_or(u32::MAX))
+    }
+
+    /// The TSN map's share of a_rwnd: all of it until the TSNs recorded above the cumulative
+    /// point fill half the map, then shrinking to 0 as the map fills.
+    fn map_share(&self) -> u32 {
         let (span, window) = (self.rx.span(), self.rx.window());
-        let by_map = if span <= window / 2 {
+        if span <= window / 2 {
             self.cfg.a_rwnd
         } else {
             let left = window.saturating_sub(span) as u64;
             (u64::from(self.cfg.a_rwnd) * left / (window as u64 / 2)) as u32
-        };
-        // Fragments held for reassembly take receive buffer until their message is whole.
-        by_map
-            .min(self.rx_room)
-            .saturating_sub(u32::try_from(self.reasm.held()).unwrap_or(u32::MAX))
+        }
     }
 
     /// Whether nothing but a SACK is owed: no handshake or teardown chunk, no HEARTBEAT or
