@@ -1915,8 +1915,8 @@ impl Association {
     /// reopens is told at once (RFC 9260 §6.2's window update), so the peer does not wait
     /// for a zero-window probe. Reopens: the window a SACK would advertise now, not the room
     /// alone, which other holders (the TSN map, fragments in reassembly) may keep from it; an
-    /// update that would tell the peer no more than the last SACK did is not sent (it was
-    /// sent on every telling, a SACK before every transmit opportunity).
+    /// update that would not move the peer's right edge by a step is not sent (it was sent on
+    /// every telling, a SACK before every transmit opportunity).
     pub fn set_receive_room(&mut self, room: usize) {
         self.rx_room = clamp_room(room);
         let (budget, told) = (self.cfg.a_rwnd, self.rwnd_told);
@@ -2251,32 +2251,35 @@ impl Association {
         // one larger than what is left is dropped alike. A whole message below it fills a gap:
         // nothing is held for reordering, so it is taken (it frees the window). A fragment is
         // held whatever its TSN, so it is judged by the reassembly's own limits (a budget of
-        // a_rwnd, a count, a floor on middle fragments) before it is acknowledged. The window
-        // is the TSN map's share too (`advertised_rwnd`): judged by the layer's room alone, a
-        // chunk above the highest TSN was taken under a window of 0 told (session 74's review).
-        let room = rx
-            .room()
-            .min(self.map_share() as usize)
-            .saturating_sub(self.reasm.held());
+        // a_rwnd, a count, a floor on middle fragments) before it is acknowledged.
+        let room = rx.room().saturating_sub(self.reasm.held());
         let len = view.user_data().len();
+        let above = serial::gt(tsn, self.rx.highest());
+        // The window told is the TSN map's share of a_rwnd too (`advertised_rwnd`): judged by
+        // the layer's room alone, a chunk above the highest TSN was taken under a window of 0
+        // told (session 74's review). The MUST's 0 only: a share below a chunk, with slots
+        // left, may be less than the peer was told (small chunks and large ones mixed), and a
+        // chunk below the highest fills a gap, the only way the share grows (judged by it, a
+        // gap's chunk on a stream that holds its messages was refused for ever: a review).
+        let closed = above && self.map_share() == 0;
         // A fragment received already is a duplicate (reported in the next SACK, §6.2: "the
         // duplicate TSN number(s) SHOULD be reported"), not a new one the full reassembly
         // refuses: it takes no room.
-        let refused = if whole {
-            len > room
-                && (serial::gt(tsn, self.rx.highest())
-                    || !self.rx.received(tsn) && rx.holds(view.stream_id(), view.ppid()))
-                && !rx.releases(view.stream_id(), view.ppid(), view.user_data())
-        } else {
-            // A fragment for a stream that holds what it is given is judged against the room
-            // the reassembly could make (by reneging on fragments above it, §6.2) too.
-            serial::gt(tsn, self.rx.cum_tsn())
-                && !self.rx.received(tsn)
-                && (len > room && serial::gt(tsn, self.rx.highest())
-                    || !self.make_room_for_fragment(tsn, len, view.ending())
-                    || len > rx.room().saturating_sub(self.reasm.held())
-                        && rx.holds(view.stream_id(), view.ppid()))
-        };
+        let refused = closed
+            || if whole {
+                len > room
+                    && (above || !self.rx.received(tsn) && rx.holds(view.stream_id(), view.ppid()))
+                    && !rx.releases(view.stream_id(), view.ppid(), view.user_data())
+            } else {
+                // A fragment for a stream that holds what it is given is judged against the room
+                // the reassembly could make (by reneging on fragments above it, §6.2) too.
+                serial::gt(tsn, self.rx.cum_tsn())
+                    && !self.rx.received(tsn)
+                    && (len > room && above
+                        || !self.make_room_for_fragment(tsn, len, view.ending())
+                        || len > rx.room().saturating_sub(self.reasm.held())
+                            && rx.holds(view.stream_id(), view.ppid()))
+            };
         if refused {
             self.stats.rwnd_dropped += 1;
             *got_data = true;
@@ -3943,21 +3946,15 @@ impl Association {
     /// A message queued before the path MTU dropped can be larger than a packet now. It goes
     /// alone, in a packet above the path MTU that IP fragments: RFC 5043 §9 allows IP
     /// fragmentation where SCTP's would be the alternative, and the queue must not stall
-    /// behind it. New, it stays within §6.1 B's bound, as a packet within the MTU does by its
-    /// size: "the sender SHOULD exceed cwnd by up to (PMTU-1) bytes" (went whenever the window
-    /// was open, so the flight could pass cwnd + PMTU - 1 by the MTU's drop, an independent
-    /// review). With nothing in flight it goes anyway, or it never would.
+    /// behind it. It goes, as a packet within the MTU does, only while the flight is below
+    /// cwnd, so §6.1 B's MUSTs hold (nothing new with cwnd + PMTU - 1 or more outstanding; one
+    /// packet the breach): a bound of cwnd + PMTU - 1 on the flight it makes (session 74's
+    /// review) was tried and dropped, as one message in flight below cwnd never grew it and
+    /// such a backlog drained at one message a round trip and a delayed SACK (another review).
     fn build_oversized(&mut self, now: Instant, full: &mut [u8]) -> Option<usize> {
         let seq = self.next_data()?;
-        let booked = book(self.sq.slot(seq).len);
-        let size = HEADER_LEN + booked;
+        let size = HEADER_LEN + book(self.sq.slot(seq).len);
         if size <= self.path.mtu || size > full.len() {
-            return None;
-        }
-        if self.path.flight > 0
-            && self.sq.next_unsent() == Some(seq)
-            && self.path.flight + booked >= self.path.cwnd + self.path.mtu
-        {
             return None;
         }
         let mut b = PacketBuilder::new(&mut full[..size], &self.header(self.peer_tag)).ok()?;
@@ -3992,9 +3989,8 @@ impl Association {
         false
     }
 
-    /// Messages leave the receiver as they arrive, so the only receive resource is the TSN
-    /// map: a_rwnd stays at its configured value until the TSNs recorded above the cumulative
-    /// point fill half the map, then shrinks to 0 as the map fills (§6.2 lets a_rwnd fall).
+    /// The a_rwnd a SACK tells: the least of the TSN map's share (`map_share`) and the layer
+    /// above's room, less the fragments held for reassembly (§6.2 lets a_rwnd fall).
     fn advertised_rwnd(&self) -> u32 {
         // Fragments held for reassembly take receive buffer until their message is whole.
         self.map_share()
