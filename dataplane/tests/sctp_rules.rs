@@ -4410,6 +4410,25 @@ impl Deliver for Room {
     }
 }
 
+/// A pair whose server told the client a window of `room`: one 100-byte message taken by a
+/// layer above with that much room left, its SACK delayed and sent (RFC 9260 §6.2). With the
+/// server's tag and the message's TSN.
+fn told_a_window(room: usize) -> (Pair, u32, u32) {
+    let mut p = Pair::new();
+    let tsn = next_client_tsn(&mut p, t(5));
+    let tag = p.s.local_tag();
+    let pkt = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn, 0, true, true, true, &[1; 100])],
+    );
+    p.s.handle(t(500), &pkt, &mut Room(room)).unwrap();
+    p.tick(t(800));
+    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(room as u32));
+    (p, tag, tsn)
+}
+
 /// RFC 9260 §6.2: the receiver's window follows SWS avoidance "similar to" RFC 1122
 /// §4.2.3.3, whose right edge moves once it can move by min(RCV.BUFF/2, MSS). A window told
 /// near 0 reopened by an update only once half the buffer was free: with less freed, the peer
@@ -4417,20 +4436,9 @@ impl Deliver for Room {
 /// again the same room, nothing more goes.
 #[test]
 fn a_window_told_near_zero_is_updated_once_a_packet_fits_6_2() {
-    let mut p = Pair::new();
-    let tsn = next_client_tsn(&mut p, t(5));
-    let tag = p.s.local_tag();
     let budget = cfg(S_PORT).a_rwnd as usize;
     // The layer above keeps what it is given: 100 bytes of room told.
-    let pkt = packet(
-        C_PORT,
-        S_PORT,
-        tag,
-        &[data(tsn, 0, true, true, true, &[1; 100])],
-    );
-    p.s.handle(t(500), &pkt, &mut Room(100)).unwrap();
-    p.tick(t(800));
-    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(100));
+    let (mut p, ..) = told_a_window(100);
     // The step is one packet (the path MTU, below half the buffer): a byte short, nothing.
     p.s.set_receive_room(100 + MTU - 1);
     assert!(
@@ -4461,18 +4469,7 @@ fn a_window_told_near_zero_is_updated_once_a_packet_fits_6_2() {
 /// used up, waited for the delayed SACK (an independent review).
 #[test]
 fn data_taken_since_the_last_sack_moves_the_right_edge_too_6_2() {
-    let mut p = Pair::new();
-    let tsn = next_client_tsn(&mut p, t(5));
-    let tag = p.s.local_tag();
-    let pkt = packet(
-        C_PORT,
-        S_PORT,
-        tag,
-        &[data(tsn, 0, true, true, true, &[1; 100])],
-    );
-    p.s.handle(t(500), &pkt, &mut Room(1000)).unwrap();
-    p.tick(t(800));
-    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(1000));
+    let (mut p, tag, tsn) = told_a_window(1000);
     let pkt = packet(
         C_PORT,
         S_PORT,
@@ -4497,20 +4494,8 @@ fn data_taken_since_the_last_sack_moves_the_right_edge_too_6_2() {
     assert!(drain(&mut p.s, t(802)).is_empty(), "one update a step");
     // Updates go only while the window the peer knows is below a quarter of the buffer; it
     // is what was told less what was sent into it since: 33000 told, 900 taken, 32100 left.
-    let mut p = Pair::new();
-    let quarter = cfg(S_PORT).a_rwnd as usize / 4;
-    let told = quarter + 232;
-    let tsn = next_client_tsn(&mut p, t(5));
-    let tag = p.s.local_tag();
-    let pkt = packet(
-        C_PORT,
-        S_PORT,
-        tag,
-        &[data(tsn, 0, true, true, true, &[1; 100])],
-    );
-    p.s.handle(t(500), &pkt, &mut Room(told)).unwrap();
-    p.tick(t(800));
-    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(told as u32));
+    let told = cfg(S_PORT).a_rwnd as usize / 4 + 232;
+    let (mut p, tag, tsn) = told_a_window(told);
     let pkt = packet(
         C_PORT,
         S_PORT,
@@ -4534,18 +4519,7 @@ fn data_taken_since_the_last_sack_moves_the_right_edge_too_6_2() {
 /// ack of its initial TSN - 1) at the next telling of the room (an independent review).
 #[test]
 fn a_restart_measures_window_updates_from_the_new_incarnations_window_5_2_4_a() {
-    let mut p = Pair::new();
-    let tsn = next_client_tsn(&mut p, t(5));
-    let tag = p.s.local_tag();
-    let pkt = packet(
-        C_PORT,
-        S_PORT,
-        tag,
-        &[data(tsn, 0, true, true, true, &[1; 100])],
-    );
-    p.s.handle(t(500), &pkt, &mut Room(100)).unwrap();
-    p.tick(t(800));
-    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(100));
+    let (mut p, ..) = told_a_window(100);
     let mut cep2 = endpoint(C_PORT, 9);
     let mut c2 = cep2.connect(t(900), S_ADDR, S_PORT);
     for step in 900..904u64 {
@@ -4572,18 +4546,7 @@ fn a_restart_measures_window_updates_from_the_new_incarnations_window_5_2_4_a() 
 /// independent review).
 #[test]
 fn no_window_update_after_the_peers_shutdown_9_2() {
-    let mut p = Pair::new();
-    let tsn = next_client_tsn(&mut p, t(5));
-    let tag = p.s.local_tag();
-    let pkt = packet(
-        C_PORT,
-        S_PORT,
-        tag,
-        &[data(tsn, 0, true, true, true, &[1; 100])],
-    );
-    p.s.handle(t(500), &pkt, &mut Room(100)).unwrap();
-    p.tick(t(800));
-    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(100));
+    let (mut p, ..) = told_a_window(100);
     p.c.shutdown(t(801));
     for pk in drain(&mut p.c, t(801)) {
         let _ = p.s.handle(t(801), &pk, &mut Room(100));
@@ -4603,18 +4566,7 @@ fn no_window_update_after_the_peers_shutdown_9_2() {
         "a window update after SHUTDOWN: {out:?}"
     );
     // Our own SHUTDOWN sent, the peer's not: it may still send DATA, and is told.
-    let mut p = Pair::new();
-    let tsn = next_client_tsn(&mut p, t(5));
-    let tag = p.s.local_tag();
-    let pkt = packet(
-        C_PORT,
-        S_PORT,
-        tag,
-        &[data(tsn, 0, true, true, true, &[1; 100])],
-    );
-    p.s.handle(t(500), &pkt, &mut Room(100)).unwrap();
-    p.tick(t(800));
-    assert_eq!(a_rwnd_of(&drain(&mut p.s, t(800))), Some(100));
+    let (mut p, ..) = told_a_window(100);
     p.s.shutdown(t(801));
     let out = drain(&mut p.s, t(801));
     assert!(out
