@@ -2113,6 +2113,51 @@ fn a_probe_retransmitted_by_t3_is_still_recovered_when_the_window_opens_6_1_a() 
     );
 }
 
+/// §6.1 A: a chunk sent into an open window and dropped by the peer as its window closed is
+/// sent again by T3 whatever the window: into a window that cannot hold it, that
+/// retransmission is a probe, and the window update that holds it sends it again at once.
+/// Only chunks first sent as probes were recovered: this one waited for its T3, backed off by
+/// the closed window's expiries towards RTO.Max (session 72's list).
+#[test]
+fn a_chunk_t3_sent_into_a_closed_window_is_recovered_when_it_opens_6_1_a() {
+    let (mut p, tag, tsns) = outstanding(1);
+    let sack = |cum: u32, a_rwnd: u32| window_to_client(tag, cum, a_rwnd);
+    let before = tsns[0].wrapping_sub(1);
+    // The peer dropped the chunk: its window closed first.
+    p.c.handle(t(20), &sack(before, 0), &mut ignore).unwrap();
+    let mut now = t(20);
+    while p.c.stats().t3_expiries < 3 {
+        now = p.c.poll_timeout().unwrap();
+        p.c.handle_timeout(now);
+        assert!(carries(&drain(&mut p.c, now), tsns[0]), "T3 sends it");
+        p.c.handle(now, &sack(before, 0), &mut ignore).unwrap();
+    }
+    let next_t3 = p.c.poll_timeout().unwrap();
+    let opened = now + Duration::from_millis(10);
+    assert!(next_t3 > opened + Duration::from_millis(100));
+    p.c.handle(opened, &sack(before, 1 << 20), &mut ignore)
+        .unwrap();
+    assert!(
+        carries(&drain(&mut p.c, opened), tsns[0]),
+        "the chunk waited for T3 at {next_t3:?}"
+    );
+    assert_eq!(p.c.stats().window_probe_recoveries, 1);
+    // T3 into an open window is no probe: a later update finds nothing to recover.
+    let (mut p, tag, tsns) = outstanding(1);
+    let sack = |cum: u32, a_rwnd: u32| window_to_client(tag, cum, a_rwnd);
+    let before = tsns[0].wrapping_sub(1);
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    assert!(carries(&drain(&mut p.c, at), tsns[0]));
+    p.c.handle(at, &sack(before, 0), &mut ignore).unwrap();
+    p.c.handle(at, &sack(before, 1 << 20), &mut ignore).unwrap();
+    assert!(
+        !carries(&drain(&mut p.c, at), tsns[0]),
+        "in flight, not a probe"
+    );
+    assert_eq!(p.c.stats().window_probe_recoveries, 0);
+}
+
 /// The window probe recovery above is for probes only: chunks sent into an open window, still
 /// in flight when the peer's window closes and opens again (its SACKs overtaking them, or a
 /// peer alternating windows), are not sent again; nor is a probe when a SHUTDOWN, which

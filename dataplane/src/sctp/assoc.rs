@@ -4162,18 +4162,30 @@ impl Association {
             slot.fast_rtx_due = false;
             slot.tx_count += 1;
             slot.sent_at = now;
+            // What the peer's last window holds beside the flight (§6.2.1 C): `peer_rwnd`
+            // saturates at 0 and T3 gives the whole flight back to it, so it overstates this.
+            let room = (self.peer_a_rwnd as usize).saturating_sub(self.path.flight);
             self.path.flight += book(s.len);
-            // §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the
-            // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
-            // SACK that marked it gave its room back (rule C counts only what is in flight).
-            self.peer_rwnd = self.peer_rwnd.saturating_sub(book(s.len) as u32);
             // Marked by Fast Retransmit (§7.2.4) whether it goes on the leave or as cwnd
             // allows; T3-rtx clears the mark of what it takes over (§6.3.3).
             if s.fast_rtx_due {
                 self.stats.fast_retransmits += 1;
             } else {
                 self.stats.t3_retransmits += 1;
+                // §6.1 A: T3 sends whatever the window, so into a window that cannot hold it
+                // the chunk is a window probe, recovered by the update that holds it. It was
+                // one only if first sent so: a chunk the peer dropped as its window closed
+                // went again at each backed-off T3, and after the window opened waited for
+                // the next (up to RTO.Max). Not a fast retransmission: the peer takes those
+                // below its highest TSN whatever its window.
+                let probe = book(s.len) > room;
+                slot.window_probe = probe;
+                self.window_probes |= probe;
             }
+            // §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the
+            // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
+            // SACK that marked it gave its room back (rule C counts only what is in flight).
+            self.peer_rwnd = self.peer_rwnd.saturating_sub(book(s.len) as u32);
             any = true;
             // §7.2.4 step 4 / §6.3.2 R4: restart T3 when the earliest outstanding TSN goes
             // again, start it if it is not running.
