@@ -1928,11 +1928,13 @@ impl Association {
         // its cumulative ack plus `told`; DATA it sent since then moved the edge here as much as
         // room freed did, so both count (it was the room alone: a peer that filled the window
         // with an odd packet waited for the delayed SACK, another review).
-        let taken = u32::try_from(self.stats.bytes_in.saturating_sub(self.bytes_in_told))
-            .unwrap_or(u32::MAX);
-        if told.saturating_sub(taken) < budget / 4 && self.receiving_state() {
-            let step = (budget / 2).min(u32::try_from(self.path.mtu).unwrap_or(u32::MAX));
-            if self.advertised_rwnd().saturating_add(taken) >= told.saturating_add(step) {
+        // In u64, where nothing overflows: the runtime tells the room every transmit
+        // opportunity, so this is on the send path.
+        let taken = self.stats.bytes_in.saturating_sub(self.bytes_in_told);
+        let told = u64::from(told);
+        if told < u64::from(budget / 4) + taken && self.receiving_state() {
+            let step = u64::from(budget / 2).min(self.path.mtu as u64);
+            if u64::from(self.advertised_rwnd()) + taken >= told + step {
                 self.ack_due.sack = true;
                 self.ack_due.sack_now = true;
             }
