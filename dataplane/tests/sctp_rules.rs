@@ -2158,10 +2158,150 @@ fn a_chunk_t3_sent_into_a_closed_window_is_recovered_when_it_opens_6_1_a() {
     assert_eq!(p.c.stats().window_probe_recoveries, 0);
 }
 
+/// §6.1 A: a probe is marked by how it was last sent. T3 sends a probe again into a window
+/// that has opened meanwhile (the update came while it was marked for retransmission): no
+/// longer a probe, and a later window that closes and opens again does not resend it while
+/// it is in flight (with the mark kept, it would be).
+#[test]
+fn a_probe_t3_sends_into_an_open_window_is_no_longer_one_6_1_a() {
+    let (mut p, tag, tsns) = outstanding(1);
+    let sack = |cum: u32, a_rwnd: u32| window_to_client(tag, cum, a_rwnd);
+    p.c.handle(t(20), &sack(tsns[0], 0), &mut ignore).unwrap();
+    p.c.send(0, 16, &[7; 1000]).unwrap();
+    let probe = tsns[0].wrapping_add(1);
+    assert!(carries(&drain(&mut p.c, t(20)), probe), "sent as a probe");
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    p.c.handle(at, &sack(tsns[0], 1 << 20), &mut ignore)
+        .unwrap();
+    assert!(
+        carries(&drain(&mut p.c, at), probe),
+        "T3 sends it into the open window"
+    );
+    for a_rwnd in [0, 1 << 20] {
+        p.c.handle(at, &sack(tsns[0], a_rwnd), &mut ignore).unwrap();
+        assert!(
+            !carries(&drain(&mut p.c, at), probe),
+            "in flight, resent at {a_rwnd}"
+        );
+    }
+    assert_eq!(p.c.stats().window_probe_recoveries, 0);
+}
+
+/// §6.1 A and §7.2.4: a fast retransmission goes whatever the window, and the peer takes it
+/// below its highest TSN whatever its window: it is no probe, and a window update does not
+/// send it again (session 72's reason to mark T3's retransmissions only).
+#[test]
+fn a_fast_retransmission_into_a_closed_window_is_no_probe_6_1_a_7_2_4() {
+    let (mut p, tag, tsns) = outstanding(5);
+    let before = tsns[0].wrapping_sub(1);
+    let sack = |end: u16, a_rwnd: u32| {
+        let blocks = [GapAckBlock { start: 2, end }];
+        packet(
+            S_PORT,
+            C_PORT,
+            tag,
+            &[ChunkRepr::Sack(SackRepr {
+                cum_tsn_ack: before,
+                a_rwnd,
+                gap_ack_blocks: List::new(&blocks),
+                dup_tsns: List::new(&[]),
+            })],
+        )
+    };
+    let mut out = Vec::new();
+    for end in 2..5u16 {
+        p.c.handle(t(11), &sack(end, 0), &mut ignore).unwrap();
+        out.extend(drain(&mut p.c, t(11)));
+    }
+    assert!(
+        carries(&out, tsns[0]),
+        "fast-retransmitted into a window of 0"
+    );
+    p.c.handle(t(12), &sack(4, 1 << 20), &mut ignore).unwrap();
+    assert!(
+        !carries(&drain(&mut p.c, t(12)), tsns[0]),
+        "resent at the update"
+    );
+    assert_eq!(p.c.stats().window_probe_recoveries, 0);
+}
+
+/// §6.1 A: T3 sends as many chunks as one packet holds (§6.3.3 E3), and the later ones may
+/// find the last window full with the earlier: those are probes. The window update that
+/// holds them sends them again; asked of the last window alone, which held each, they waited
+/// for the next T3 (a review).
+#[test]
+fn the_chunks_a_t3_packet_crowds_out_of_the_window_are_recovered_6_1_a() {
+    let (mut p, tag, _) = outstanding(0);
+    for i in 0..4u8 {
+        p.c.send(0, 16, &[i; 300]).unwrap();
+    }
+    let mut tsns = Vec::new();
+    for pk in drain(&mut p.c, t(10)) {
+        for c in chunks(&pk) {
+            if let ChunkRepr::Data(d) = c {
+                tsns.push(d.tsn);
+            }
+        }
+    }
+    assert_eq!(tsns.len(), 4);
+    let before = tsns[0].wrapping_sub(1);
+    let sack = |cum: u32, a_rwnd: u32| window_to_client(tag, cum, a_rwnd);
+    // 1000 bytes: three chunks of 316, not the fourth beside them.
+    p.c.handle(t(11), &sack(before, 1000), &mut ignore).unwrap();
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    let out = drain(&mut p.c, at);
+    assert!(tsns.iter().all(|&tsn| carries(&out, tsn)), "one T3 packet");
+    p.c.handle(at, &sack(tsns[2], 1 << 20), &mut ignore)
+        .unwrap();
+    assert!(
+        carries(&drain(&mut p.c, at), tsns[3]),
+        "the fourth waited for T3"
+    );
+    assert_eq!(p.c.stats().window_probe_recoveries, 1);
+}
+
+/// §9.2 with §6.1 A: SHUTDOWN carries no a_rwnd, and the window made up to handle its
+/// Cumulative TSN Ack is no window update: a probe T3 sent into a closed window is not sent
+/// again at a SHUTDOWN, and is at the SACK that opens the window.
+#[test]
+fn a_shutdown_is_no_window_update_for_a_probe_9_2_6_1_a() {
+    let (mut p, tag, tsns) = outstanding(1);
+    let before = tsns[0].wrapping_sub(1);
+    p.c.handle(t(20), &window_to_client(tag, before, 0), &mut ignore)
+        .unwrap();
+    let at = p.c.poll_timeout().unwrap();
+    p.c.handle_timeout(at);
+    assert!(
+        carries(&drain(&mut p.c, at), tsns[0]),
+        "T3 into the closed window"
+    );
+    let shutdown = packet(
+        S_PORT,
+        C_PORT,
+        tag,
+        &[ChunkRepr::Shutdown(ShutdownRepr {
+            cum_tsn_ack: before,
+        })],
+    );
+    p.c.handle(at, &shutdown, &mut ignore).unwrap();
+    assert!(
+        !carries(&drain(&mut p.c, at), tsns[0]),
+        "resent at the SHUTDOWN"
+    );
+    p.c.handle(at, &window_to_client(tag, before, 1 << 20), &mut ignore)
+        .unwrap();
+    assert!(
+        carries(&drain(&mut p.c, at), tsns[0]),
+        "resent at the update"
+    );
+}
+
 /// The window probe recovery above is for probes only: chunks sent into an open window, still
 /// in flight when the peer's window closes and opens again (its SACKs overtaking them, or a
-/// peer alternating windows), are not sent again; nor is a probe when a SHUTDOWN, which
-/// carries no window, comes (review of this session's change: the whole flight was resent).
+/// peer alternating windows), are not sent again (review of this session's change: the whole
+/// flight was resent). A SHUTDOWN's case: `a_shutdown_is_no_window_update_for_a_probe_9_2_6_1_a`.
 #[test]
 fn only_zero_window_probes_are_recovered_6_1_a() {
     let (mut p, tag, tsns) = outstanding(3);
@@ -4399,6 +4539,43 @@ fn a_small_share_of_the_map_is_not_a_closed_window_6_2() {
         p.s.stats().rwnd_dropped,
         dropped,
         "a 100-byte chunk, slots left: taken"
+    );
+    let out = drain(&mut p.s, t(501));
+    let sack = the_sack(&out);
+    let last = sack.gap_ack_blocks.iter().map(|b| b.end).max();
+    // Gap Ack Block offsets count from the cumulative TSN ack, `tsn` - 1.
+    assert_eq!(last, Some(4094), "recorded: the gap block reaches it");
+}
+
+/// §6.2's MUST for a fragment too: above the highest TSN under a window of 0 (the map's share
+/// 0), it is dropped before the reassembly makes room for it (nothing reneged for it).
+#[test]
+fn a_fragment_above_the_highest_tsn_is_dropped_under_a_window_of_0_6_2() {
+    let (mut p, tag, tsn, told) = map_filled(4094);
+    assert_eq!(told, Some(0));
+    let (dropped, reneged) = (p.s.stats().rwnd_dropped, p.s.stats().reneged);
+    let first = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(
+            tsn.wrapping_add(4095),
+            0,
+            true,
+            true,
+            false,
+            &[8; 300],
+        )],
+    );
+    p.s.handle(t(501), &first, &mut ignore).unwrap();
+    assert_eq!(p.s.stats().rwnd_dropped, dropped + 1, "dropped");
+    assert_eq!(p.s.stats().reneged, reneged);
+    let out = drain(&mut p.s, t(501));
+    let last = the_sack(&out).gap_ack_blocks.iter().map(|b| b.end).max();
+    assert_eq!(
+        last,
+        Some(4095),
+        "not recorded: the block ends at tsn + 4094"
     );
 }
 

@@ -650,6 +650,10 @@ pub struct Association {
     /// A window probe was sent since [`Association::recover_window_probes`] last looked:
     /// only then does a window update walk the send queue for them.
     window_probes: bool,
+    /// The last send-queue sequence number marked a window probe: the walk ends there, not
+    /// at the queue's end (after T3-rtx into a closed window, the probes are the first
+    /// chunks of a full queue).
+    probe_last: u64,
     /// Our ULP asked for SHUTDOWN ([`Association::shutdown`]): a peer restart does not undo
     /// the request (§5.2.4 A, §9.2).
     shutdown_asked: bool,
@@ -818,6 +822,7 @@ impl Association {
             sack_since_t3: false,
             peer_a_rwnd: 0,
             window_probes: false,
+            probe_last: 0,
             shutdown_asked: false,
             timed: None,
             gap_acked: 0,
@@ -2677,7 +2682,7 @@ impl Association {
         // closed, up to a minute). A window of 500 bytes to a 1000-byte probe is as closed
         // as one of 0 (an independent review: only 0 was recovered).
         if self.window_probes && a_rwnd > self.peer_a_rwnd {
-            self.recover_window_probes(self.peer_a_rwnd, a_rwnd);
+            self.recover_window_probes(a_rwnd);
         }
         self.peer_a_rwnd = a_rwnd;
         // §6.2.1 D ii: rwnd = a_rwnd - bytes in flight.
@@ -2719,29 +2724,32 @@ impl Association {
         }
     }
 
-    /// Marks the window probes in flight and not acknowledged that the window `before`
-    /// (the peer's last a_rwnd) did not hold and `after` (its new one) does, for
-    /// retransmission (§6.1 A; their room given back to the flight, §6.2.1 C). Only probes:
-    /// chunks sent into an open window are in flight as ever (a window update can overtake
-    /// them), and a peer alternating windows of 0 and more would otherwise have the whole
-    /// flight resent; a probe still larger than the new window would only be dropped again.
+    /// Marks the window probes in flight and not acknowledged that the window `after` (the
+    /// peer's new a_rwnd, larger than its last) holds, for retransmission (§6.1 A; their
+    /// room given back to the flight, §6.2.1 C). A probe is a chunk sent where the last
+    /// window, less the flight, could not hold it; asked of that window alone, the later
+    /// chunks of a T3-rtx packet that the flight had crowded out were never recovered (a
+    /// review). Only probes: chunks sent into an open window are in flight as ever (a window
+    /// update can overtake them), and a peer alternating windows of 0 and more would
+    /// otherwise have the whole flight resent; a probe still larger than the new window
+    /// would only be dropped again.
     #[cold]
-    fn recover_window_probes(&mut self, before: u32, after: u32) {
+    fn recover_window_probes(&mut self, after: u32) {
         let mut waiting = false;
-        for seq in self.sq.outstanding_seqs() {
+        let seqs = self.sq.outstanding_seqs();
+        for seq in seqs.start..seqs.end.min(self.probe_last + 1) {
             let s = self.sq.slot_mut(seq);
             if s.gap_acked || !s.window_probe {
                 continue;
             }
             if !s.in_flight {
-                // Marked for retransmission (T3): it goes again, still a probe (the mark
-                // stays), and is recovered at a later update that holds it.
+                // Marked for retransmission (T3): it goes again, marked afresh as it goes,
+                // and is recovered at a later update that holds it.
                 waiting = true;
                 continue;
             }
-            let size = book(s.len);
-            if size <= before as usize || size > after as usize {
-                waiting |= size > after as usize;
+            if book(s.len) > after as usize {
+                waiting = true;
                 continue;
             }
             s.window_probe = false;
@@ -4172,17 +4180,23 @@ impl Association {
             // allows; T3-rtx clears the mark of what it takes over (§6.3.3).
             if s.fast_rtx_due {
                 self.stats.fast_retransmits += 1;
+                self.sq.slot_mut(seq).window_probe = false;
             } else {
                 self.stats.t3_retransmits += 1;
-                // §6.1 A: T3 sends whatever the window, so into a window that cannot hold it
-                // the chunk is a window probe, recovered by the update that holds it. It was
+                // §6.1 A: T3 (and a probe's recovery) sends whatever the window, so into a
+                // window that cannot hold it the chunk is a window probe, recovered by the
+                // update that holds it. It was
                 // one only if first sent so: a chunk the peer dropped as its window closed
                 // went again at each backed-off T3, and after the window opened waited for
                 // the next (up to RTO.Max). Not a fast retransmission: the peer takes those
                 // below its highest TSN whatever its window.
                 let probe = book(s.len) > room;
+                let slot = self.sq.slot_mut(seq);
                 slot.window_probe = probe;
-                self.window_probes |= probe;
+                if probe {
+                    self.window_probes = true;
+                    self.probe_last = self.probe_last.max(seq);
+                }
             }
             // §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the
             // endpoint subtracts the data size of the chunk from the rwnd of that peer." The
@@ -4303,7 +4317,11 @@ impl Association {
         slot.sent_at = now;
         slot.in_flight = true;
         slot.window_probe = size > self.peer_rwnd as usize;
-        self.window_probes |= slot.window_probe;
+        if slot.window_probe {
+            // Sent only with nothing outstanding (§6.1 A): the last sequence number yet.
+            self.window_probes = true;
+            self.probe_last = seq;
+        }
         self.sq.mark_sent();
         self.path.flight += size;
         self.peer_rwnd = self.peer_rwnd.saturating_sub(size as u32);
