@@ -325,8 +325,9 @@ pub struct Stats {
     pub t3_expiries: u64,
     pub t3_retransmits: u64,
     pub fast_retransmits: u64,
-    /// Zero window probes sent again at once when the peer's window reopened (§6.1 A), not
-    /// at their backed-off T3-rtx.
+    /// Window probes (new, or sent again by T3-rtx, into a window that could not hold them)
+    /// sent again at once when the peer's window reopened (§6.1 A), not at their backed-off
+    /// T3-rtx.
     pub window_probe_recoveries: u64,
     pub sacks_in: u64,
     pub sacks_out: u64,
@@ -2682,7 +2683,7 @@ impl Association {
         // closed, up to a minute). A window of 500 bytes to a 1000-byte probe is as closed
         // as one of 0 (an independent review: only 0 was recovered).
         if self.window_probes && a_rwnd > self.peer_a_rwnd {
-            self.recover_window_probes(a_rwnd);
+            self.recover_window_probes(self.peer_a_rwnd, a_rwnd);
         }
         self.peer_a_rwnd = a_rwnd;
         // §6.2.1 D ii: rwnd = a_rwnd - bytes in flight.
@@ -2724,17 +2725,17 @@ impl Association {
         }
     }
 
-    /// Marks the window probes in flight and not acknowledged that the window `after` (the
-    /// peer's new a_rwnd, larger than its last) holds, for retransmission (§6.1 A; their
-    /// room given back to the flight, §6.2.1 C). A probe is a chunk sent where the last
-    /// window, less the flight, could not hold it; asked of that window alone, the later
-    /// chunks of a T3-rtx packet that the flight had crowded out were never recovered (a
-    /// review). Only probes: chunks sent into an open window are in flight as ever (a window
-    /// update can overtake them), and a peer alternating windows of 0 and more would
-    /// otherwise have the whole flight resent; a probe still larger than the new window
-    /// would only be dropped again.
+    /// Marks the window probes in flight and not acknowledged that the window `before`
+    /// (the peer's last a_rwnd) did not hold and `after` (its new one) does, for
+    /// retransmission (§6.1 A; their room given back to the flight, §6.2.1 C). Only probes:
+    /// chunks sent into an open window are in flight as ever (a window update can overtake
+    /// them), and a peer alternating windows of 0 and more would otherwise have the whole
+    /// flight resent; a probe still larger than the new window would only be dropped again.
+    /// `before` against the chunk alone, as it was marked: a window that grows by a byte
+    /// does not resend what the flight may still be carrying to the peer (a review of a
+    /// version that counted the flight).
     #[cold]
-    fn recover_window_probes(&mut self, after: u32) {
+    fn recover_window_probes(&mut self, before: u32, after: u32) {
         let mut waiting = false;
         let seqs = self.sq.outstanding_seqs();
         for seq in seqs.start..seqs.end.min(self.probe_last + 1) {
@@ -2748,8 +2749,9 @@ impl Association {
                 waiting = true;
                 continue;
             }
-            if book(s.len) > after as usize {
-                waiting = true;
+            let size = book(s.len);
+            if size <= before as usize || size > after as usize {
+                waiting |= size > after as usize;
                 continue;
             }
             s.window_probe = false;
@@ -4172,9 +4174,6 @@ impl Association {
             slot.fast_rtx_due = false;
             slot.tx_count += 1;
             slot.sent_at = now;
-            // What the peer's last window holds beside the flight (§6.2.1 C): `peer_rwnd`
-            // saturates at 0 and T3 gives the whole flight back to it, so it overstates this.
-            let room = (self.peer_a_rwnd as usize).saturating_sub(self.path.flight);
             self.path.flight += book(s.len);
             // Marked by Fast Retransmit (§7.2.4) whether it goes on the leave or as cwnd
             // allows; T3-rtx clears the mark of what it takes over (§6.3.3).
@@ -4185,12 +4184,16 @@ impl Association {
                 self.stats.t3_retransmits += 1;
                 // §6.1 A: T3 (and a probe's recovery) sends whatever the window, so into a
                 // window that cannot hold it the chunk is a window probe, recovered by the
-                // update that holds it. It was
-                // one only if first sent so: a chunk the peer dropped as its window closed
-                // went again at each backed-off T3, and after the window opened waited for
-                // the next (up to RTO.Max). Not a fast retransmission: the peer takes those
-                // below its highest TSN whatever its window.
-                let probe = book(s.len) > room;
+                // update that holds it. It was one only if first sent so: a chunk the peer
+                // dropped as its window closed went again at each backed-off T3, and after
+                // the window opened waited for the next (up to RTO.Max). Not a fast
+                // retransmission: the peer takes those below its highest TSN whatever its
+                // window. The peer's last window against the chunk alone, as a new probe
+                // (sent with nothing outstanding) is: counting the flight, the chunks a T3
+                // packet crowded out were marked, and any growth of the window resent them
+                // while the flight could still be carrying them (a review). Not `peer_rwnd`,
+                // which T3 raised by the whole flight it gave back (§6.2.1 C).
+                let probe = book(s.len) > self.peer_a_rwnd as usize;
                 let slot = self.sq.slot_mut(seq);
                 slot.window_probe = probe;
                 if probe {

@@ -39,8 +39,8 @@ pub struct Slot {
     /// Miss indications (§7.2.4).
     pub misses: u32,
     /// Sent as a zero window probe (RFC 9260 §6.1 A): new, larger than the peer's window with
-    /// nothing else outstanding; or sent again by T3-rtx where the peer's last window, less
-    /// the flight, could not hold it. A window update that holds it and leaves it
+    /// nothing else outstanding; or sent again (by T3-rtx, or the recovery of a probe) larger
+    /// than the peer's last window. A window update that holds it and leaves it
     /// unacknowledged sends it again. A fast retransmission clears it.
     pub window_probe: bool,
     /// Reneged on by the SACK being handled (RFC 9260 §6.2.1 D iii), for its miss indication
