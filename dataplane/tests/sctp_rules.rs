@@ -1163,6 +1163,11 @@ fn outstanding(n: u8) -> (Pair, u32, Vec<u32>) {
 
 /// A SACK to the client: cumulative TSN `cum`, a_rwnd 1 MiB, these Gap Ack Blocks.
 fn sack_to_client(tag: u32, cum: u32, blocks: &[(u16, u16)]) -> Vec<u8> {
+    sack_window_to_client(tag, cum, blocks, 1 << 20)
+}
+
+/// A SACK to the client with Gap Ack Blocks and a window of `a_rwnd`.
+fn sack_window_to_client(tag: u32, cum: u32, blocks: &[(u16, u16)], a_rwnd: u32) -> Vec<u8> {
     let blocks: Vec<GapAckBlock> = blocks
         .iter()
         .map(|&(start, end)| GapAckBlock { start, end })
@@ -1173,7 +1178,7 @@ fn sack_to_client(tag: u32, cum: u32, blocks: &[(u16, u16)]) -> Vec<u8> {
         tag,
         &[ChunkRepr::Sack(SackRepr {
             cum_tsn_ack: cum,
-            a_rwnd: 1 << 20,
+            a_rwnd,
             gap_ack_blocks: List::new(&blocks),
             dup_tsns: List::new(&[]),
         })],
@@ -2197,21 +2202,8 @@ fn a_fast_retransmission_into_a_closed_window_is_no_probe_6_1_a_7_2_4() {
     let (mut p, tag, tsns) = outstanding(5);
     let before = tsns[0].wrapping_sub(1);
     let sack = |end: u16, a_rwnd: u32| {
-        let blocks: Vec<GapAckBlock> = (end > 1)
-            .then_some(GapAckBlock { start: 2, end })
-            .into_iter()
-            .collect();
-        packet(
-            S_PORT,
-            C_PORT,
-            tag,
-            &[ChunkRepr::Sack(SackRepr {
-                cum_tsn_ack: before,
-                a_rwnd,
-                gap_ack_blocks: List::new(&blocks),
-                dup_tsns: List::new(&[]),
-            })],
-        )
+        let blocks: &[(u16, u16)] = if end > 1 { &[(2, end)] } else { &[] };
+        sack_window_to_client(tag, before, blocks, a_rwnd)
     };
     // The window closed; T3 sends the first chunk into it, a probe.
     p.c.handle(t(11), &sack(0, 0), &mut ignore).unwrap();
