@@ -4492,6 +4492,46 @@ fn data_above_the_highest_tsn_is_dropped_under_a_window_of_0_6_2() {
     assert!(sack.a_rwnd > 0, "the window open again");
 }
 
+/// RFC 9260 §6.2's MUST with fragments held: the window told is the map's share less the
+/// fragments held for reassembly, so a share above 0 but no larger than them is a window of 0
+/// too, and a whole chunk above the highest TSN is dropped. The share alone was asked (the
+/// session's last review): a chunk was taken under a window of 0 told.
+#[test]
+fn data_above_the_highest_tsn_is_dropped_while_fragments_fill_the_window_6_2() {
+    // The 4091 after `tsn`: a share of 1500 * 4 / 2048 = 2 bytes.
+    let (mut p, tag, tsn, told) = map_filled(4091);
+    assert_eq!(told, Some(2));
+    let fragment = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(
+            tsn.wrapping_add(4092),
+            0,
+            true,
+            true,
+            false,
+            &[8; 300],
+        )],
+    );
+    p.s.handle(t(501), &fragment, &mut ignore).unwrap();
+    let out = drain(&mut p.s, t(501));
+    assert_eq!(a_rwnd_of(&out), Some(0), "300 bytes held, a share of 2");
+    let dropped = p.s.stats().rwnd_dropped;
+    let above = packet(
+        C_PORT,
+        S_PORT,
+        tag,
+        &[data(tsn.wrapping_add(4093), 0, true, true, true, &[9; 1])],
+    );
+    p.s.handle(t(502), &above, &mut ignore).unwrap();
+    assert_eq!(
+        p.s.stats().rwnd_dropped,
+        dropped + 1,
+        "taken under a window of 0 told"
+    );
+}
+
 /// RFC 9260 §6.2's MUST is for a window of 0. A share of the map above 0 but below a chunk's
 /// size, with slots left, can be less than the window the peer was last told (small chunks and
 /// large ones mixed): the chunk is within what the peer may send, and taken.
@@ -4688,7 +4728,14 @@ fn data_taken_since_the_last_sack_moves_the_right_edge_too_6_2() {
     assert!(drain(&mut p.s, t(802)).is_empty(), "one update a step");
     // Updates go only while the window the peer knows is below a quarter of the buffer; it
     // is what was told less what was sent into it since: 33000 told, 900 taken, 32100 left.
+    // With nothing taken, 33000 is above the quarter: a packet more freed tells nothing.
     let told = cfg(S_PORT).a_rwnd as usize / 4 + 232;
+    let (mut p, ..) = told_a_window(told);
+    p.s.set_receive_room(told + MTU);
+    assert!(
+        drain(&mut p.s, t(801)).is_empty(),
+        "above a quarter: no update"
+    );
     let (mut p, tag, tsn) = told_a_window(told);
     let pkt = packet(
         C_PORT,

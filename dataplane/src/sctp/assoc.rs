@@ -2268,8 +2268,10 @@ impl Association {
         // told (session 74's review). The MUST's 0 only: a share below a chunk, with slots
         // left, may be less than the peer was told (small chunks and large ones mixed), and a
         // chunk below the highest fills a gap, the only way the share grows (judged by it, a
-        // gap's chunk on a stream that holds its messages was refused for ever: a review).
-        let closed = above && self.map_share() == 0;
+        // gap's chunk on a stream that holds its messages was refused for ever: a review). The
+        // fragments held for reassembly come off the share as they do in the window told (a
+        // share no larger than them told 0 and took the chunk: the session's last review).
+        let closed = above && self.map_share() as usize <= self.reasm.held();
         // A fragment received already is a duplicate (reported in the next SACK, §6.2: "the
         // duplicate TSN number(s) SHOULD be reported"), not a new one the full reassembly
         // refuses: it takes no room.
