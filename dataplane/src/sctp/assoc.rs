@@ -2768,6 +2768,13 @@ impl Association {
         self.window_probes = waiting;
     }
 
+    /// A window probe (§6.1 A) went at send-queue sequence number `seq`: a window update
+    /// walks the queue for it, as far as the last one marked.
+    fn note_window_probe(&mut self, seq: u64) {
+        self.window_probes = true;
+        self.probe_last = self.probe_last.max(seq);
+    }
+
     /// Whether a chunk marked by Fast Retransmit still waits to be sent (acknowledged ones are
     /// no longer marked, sent ones no longer due).
     fn fast_rtx_waits(&self) -> bool {
@@ -4199,8 +4206,7 @@ impl Association {
                 let slot = self.sq.slot_mut(seq);
                 slot.window_probe = probe;
                 if probe {
-                    self.window_probes = true;
-                    self.probe_last = self.probe_last.max(seq);
+                    self.note_window_probe(seq);
                 }
             }
             // §6.2.1 B: "Any time a DATA chunk is transmitted (or retransmitted) to a peer, the
@@ -4323,9 +4329,7 @@ impl Association {
         slot.in_flight = true;
         slot.window_probe = size > self.peer_rwnd as usize;
         if slot.window_probe {
-            // Sent only with nothing outstanding (§6.1 A): the last sequence number yet.
-            self.window_probes = true;
-            self.probe_last = seq;
+            self.note_window_probe(seq);
         }
         self.sq.mark_sent();
         self.path.flight += size;
