@@ -24,6 +24,7 @@
 #include <rte_crypto.h>
 #include <rte_cryptodev.h>
 #include <rte_security.h>
+#include <rte_security_driver.h>
 #include <rte_ipsec.h>
 #include <rte_telemetry.h>
 #include "shim.h"

@@ -340,6 +340,18 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
             }
         );
     }
+    // The SAs the port's NIC does as it sends and receives (inline crypto); the others run
+    // on the crypto device.
+    for s in port
+        .sa_reports()
+        .iter()
+        .filter(|s| s.crypto.starts_with("inline"))
+    {
+        out += &format!(
+            "  SA {} {}: crypto {} (the NIC's, as it sends and receives)\n",
+            s.direction, s.spi, s.crypto
+        );
+    }
     // RFC 4301 §8.2.1: the path MTU ICMP gave an outbound SA, and how many such messages it
     // believed (§6.1.2).
     for s in port

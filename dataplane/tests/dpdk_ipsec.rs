@@ -18,9 +18,12 @@ use std::time::Instant;
 use common::*;
 use ddpdk_dataplane::ipsec::{
     parse_config, parse_sa, parse_sp, Action, Algorithm, Direction, IpsecConfig, Lifetime, Mode,
-    SaConfig,
+    Offload, SaConfig,
 };
-use ddpdk_dataplane::port::dpdk::{CryptoDev, DpdkPort, EspDrop, EspSa, IpsecPort, Mbuf, Mempool};
+use ddpdk_dataplane::port::dpdk::nic_double::NicDouble;
+use ddpdk_dataplane::port::dpdk::{
+    CryptoDev, DpdkPort, EspDrop, EspSa, InlineDev, IpsecPort, Mbuf, Mempool,
+};
 use ddpdk_dataplane::port::region::Region;
 use ddpdk_dataplane::port::{PacketBuf, Port};
 use std::sync::Arc;
@@ -50,6 +53,7 @@ fn sa(algorithm: Algorithm, direction: Direction, mode: Mode, esn: bool) -> SaCo
         esn,
         replay_window: if direction == Direction::In { 64 } else { 0 },
         lifetime: Lifetime::default(),
+        offload: Offload::Auto,
     }
 }
 
@@ -267,6 +271,9 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     ipv6_in_an_ipv4_tunnel_above_the_sas_pmtu_is_not_black_holed_4301_8_1(&b);
     a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(&b);
     what_esp_leaves_unprotected_is_checked_and_dummies_are_no_error_4303(&b);
+    inline_crypto_on_a_nic_interoperates_with_scapy_4303(&b);
+    what_the_nic_cannot_do_inline_is_done_in_software_or_refused(&b);
+    inline_and_software_esp_meet_through_policy_on_a_ring_pair_5043_13(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -2268,4 +2275,316 @@ fn a_sealed_packet_lost_for_want_of_fragment_buffers_is_counted_4301_7_3(b: &Ben
         "a sealed packet (SA packets {packets} -> {packets_after}) neither reached the wire \
          nor was counted as lost (no_room {no_room} -> {no_room_after})"
     );
+}
+
+/// What an inline NIC put on the wire: `frames` handed to the stand-in NIC in front of one
+/// port of a ring pair, read raw off the other.
+fn through_the_nic(nic: &NicDouble<DpdkPort>, raw: &DpdkPort, frames: Vec<Mbuf>) -> Vec<Vec<u8>> {
+    let n = frames.len();
+    let mut burst = frames;
+    assert_eq!(nic.tx_burst_all(0, &mut burst, 8).sent, n);
+    receive_all(raw, n)
+}
+
+/// Issue 15 item 1, "an inline-crypto device used where the port offers rte_security": on a
+/// port whose NIC does ESP crypto inline (the stand-in of `nic_double`, an AES-GCM of its own),
+/// an SA the NIC covers is done by it. For AES-GCM-128 and -256, transport and tunnel, both
+/// families: what we frame leaves with its payload still in clear until the NIC (the crypto is
+/// the NIC's, not ours), a zero-copy frame with no copy and its region unwritten; on the wire
+/// scapy opens each packet to the very frame (RFC 4303 §3.1, RFC 4106). What scapy seals the
+/// NIC decrypts and we open to the very packet; the NIC's failed ICV is dropped and counted as
+/// an authentication failure (§3.4.4), a replay as a replay (§3.4.3), and ESP the NIC leaves
+/// alone is opened by the SA's software session.
+fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
+    let ports = ring_pair_ports(&b.eal, "inl", &b.pool, 256);
+    let nic = NicDouble::new(ports[0].clone(), b.pool.clone()).unwrap();
+    let inline = InlineDev::of_port(&nic)
+        .unwrap()
+        .expect("the stand-in offers inline crypto");
+    let region = Region::from_dpdk(&b.eal, 2 * 4096, None).unwrap();
+    let now = Instant::now();
+    let mut cases = 0;
+    for v6 in [false, true] {
+        for algorithm in [Algorithm::AesGcm128, Algorithm::AesGcm256] {
+            for tunnelled in [false, true] {
+                let mode = |reverse| {
+                    if tunnelled {
+                        tunnel(v6, reverse)
+                    } else {
+                        Mode::Transport
+                    }
+                };
+                let what = format!("inline {}", case(v6, algorithm, tunnelled, false));
+                let out_cfg = SaConfig {
+                    key: vec![0x11 + cases as u8; algorithm.key_len()],
+                    ..sa(algorithm, Direction::Out, mode(false), false)
+                };
+                let out = EspSa::new_on(&b.dev, Some(&inline), &out_cfg, v6).unwrap();
+                assert!(out.inline().is_some(), "{what}: not inline");
+                let sealed_before = nic.counts().sealed;
+                // A frame of our own, then a zero-copy one.
+                let frames: Vec<Vec<u8>> = (0..2)
+                    .map(|i| sctp_frame(v6, 600 + 300 * i, 0x30 + i as u8))
+                    .collect();
+                let burst = vec![
+                    mbuf(&b.pool, &frames[0]),
+                    zero_copy(b, &region, 0, &frames[1], v6),
+                ];
+                let crc = region.crc32c(0, 4096).unwrap();
+                let mut framed = Vec::new();
+                out.encrypt_burst(burst, &b.pool, now, &mut framed);
+                assert_eq!(framed.len(), 2, "{what}: {:?}", out.stats.snapshot());
+                // Framed as ESP, but nothing encrypted yet: that is the NIC's job.
+                let own = framed[0].data();
+                assert!(own.len() > frames[0].len(), "{what}: no ESP framing");
+                let clear = &frames[0][frames[0].len() - 64..];
+                assert!(
+                    own.windows(64).any(|x| x == clear),
+                    "{what}: encrypted by us"
+                );
+                assert_eq!(
+                    framed[1].nb_segs(),
+                    4,
+                    "{what}: the zero-copy chain and a trailer"
+                );
+                let wire = through_the_nic(&nic, &ports[1], framed);
+                assert_eq!(nic.counts().sealed - sealed_before, 2, "{what}");
+                assert_eq!(wire.len(), 2, "{what}");
+                for (k, (w, f)) in wire.iter().zip(&frames).enumerate() {
+                    let ip = &w[14..];
+                    let (proto, esp_at) = if v6 { (ip[6], 40) } else { (ip[9], 20) };
+                    assert_eq!(proto, 50, "{what}: not ESP on the wire");
+                    if !v6 {
+                        assert_eq!(ipv4_sum(&ip[..20]), 0xffff, "{what}: IPv4 checksum");
+                    }
+                    let seq = k as u64 + 1;
+                    assert_eq!(&ip[esp_at + 4..esp_at + 8], &(seq as u32).to_be_bytes());
+                    let clear = &f[f.len() - 64..];
+                    assert!(
+                        !ip.windows(64).any(|x| x == clear),
+                        "{what}: payload in clear"
+                    );
+                    scapy_opens_to(&out_cfg, ip, seq, f, &format!("{what}: frame {k}"));
+                }
+                assert_eq!(
+                    region.crc32c(0, 4096).unwrap(),
+                    crc,
+                    "{what}: region written"
+                );
+                assert_eq!(region.mbuf_references(), 0, "{what}: a span is still held");
+                assert_eq!(out.stats.snapshot().copied, 0, "{what}: a frame was copied");
+
+                // Scapy's to ours, through the NIC.
+                let in_cfg = SaConfig {
+                    key: vec![0x91 + cases as u8; algorithm.key_len()],
+                    ..sa(algorithm, Direction::In, mode(false), false)
+                };
+                let inb = EspSa::new_on(&b.dev, Some(&inline), &in_cfg, v6).unwrap();
+                assert!(inb.inline().is_some(), "{what}: inbound not inline");
+                let wire_of = |frame: &[u8], seq: u64| {
+                    let sealed = scapy("encrypt", &in_cfg, &frame[14..], seq);
+                    let mut w = frame[..12].to_vec();
+                    w.extend_from_slice(if sealed[0] >> 4 == 6 {
+                        &[0x86, 0xdd]
+                    } else {
+                        &[8, 0]
+                    });
+                    w.extend_from_slice(&sealed);
+                    w
+                };
+                let frames: Vec<Vec<u8>> = (0..4)
+                    .map(|i| sctp_frame(v6, 900 + i, 0x50 + i as u8))
+                    .collect();
+                let mut bad = wire_of(&frames[2], 3);
+                let last = bad.len() - 1;
+                bad[last] ^= 1;
+                let sent = [
+                    wire_of(&frames[0], 1),
+                    wire_of(&frames[1], 2),
+                    wire_of(&frames[0], 1),
+                    bad,
+                ];
+                let before = nic.counts();
+                let mut burst: Vec<Mbuf> = sent.iter().map(|w| mbuf(&b.pool, w)).collect();
+                assert_eq!(ports[1].tx_burst_all(0, &mut burst, 8).sent, 4);
+                let mut got = Vec::new();
+                let deadline = Instant::now() + std::time::Duration::from_secs(2);
+                while got.len() < 4 && Instant::now() < deadline {
+                    nic.rx_burst(0, &mut got, 8);
+                }
+                assert_eq!(got.len(), 4, "{what}");
+                let after = nic.counts();
+                assert_eq!(
+                    (after.opened - before.opened, after.failed - before.failed),
+                    (3, 1),
+                    "{what}: the NIC's verdicts"
+                );
+                let opened = inb.decrypt_burst(got, &b.pool, now);
+                assert_eq!(opened[0].as_ref().unwrap().data(), frames[0], "{what}");
+                assert_eq!(opened[1].as_ref().unwrap().data(), frames[1], "{what}");
+                assert_eq!(opened[2].as_ref().err(), Some(&EspDrop::Replay), "{what}");
+                assert_eq!(
+                    opened[3].as_ref().err(),
+                    Some(&EspDrop::AuthFailed),
+                    "{what}"
+                );
+                // The NIC leaves one alone (no SA in it): the software session opens it.
+                nic.set_decrypts(false);
+                let mut burst = vec![mbuf(&b.pool, &wire_of(&frames[3], 4))];
+                assert_eq!(ports[1].tx_burst_all(0, &mut burst, 8).sent, 1);
+                let mut got = Vec::new();
+                let deadline = Instant::now() + std::time::Duration::from_secs(2);
+                while got.is_empty() && Instant::now() < deadline {
+                    nic.rx_burst(0, &mut got, 8);
+                }
+                nic.set_decrypts(true);
+                assert_eq!(nic.counts().passed - after.passed, 1, "{what}");
+                let opened = inb.decrypt_burst(got, &b.pool, now);
+                assert_eq!(
+                    opened[0].as_ref().unwrap().data(),
+                    frames[3],
+                    "{what}: fallback"
+                );
+                let c = inb.stats.snapshot();
+                assert_eq!(
+                    (c.packets, c.replay, c.auth_failed),
+                    (3, 1, 1),
+                    "{what}: {c:?}"
+                );
+                cases += 1;
+            }
+        }
+    }
+    assert_eq!(cases, 8);
+    assert_eq!(nic.sessions(), 0, "every SA's session destroyed with it");
+}
+
+/// The NIC's capabilities decide, per SA: without a `type`, an SA it cannot do (ESN, AES-CBC
+/// with HMAC-SHA-256: the stand-in, like most inline NICs, does AES-GCM without ESN) runs on the
+/// crypto device; with `type lookaside-none` even one it could do does; `type
+/// inline-crypto-offload` on an SA it cannot do, or on a port without inline crypto, is
+/// refused with the reason, never run in software behind the operator's back.
+fn what_the_nic_cannot_do_inline_is_done_in_software_or_refused(b: &Bench) {
+    let ports = ring_pair_ports(&b.eal, "inl2", &b.pool, 64);
+    let nic = NicDouble::new(ports[0].clone(), b.pool.clone()).unwrap();
+    let inline = InlineDev::of_port(&nic).unwrap().unwrap();
+    assert!(InlineDev::of_port(&ports[1]).unwrap().is_none());
+    let gcm = sa(Algorithm::AesGcm128, Direction::Out, Mode::Transport, false);
+    let esn = sa(Algorithm::AesGcm128, Direction::Out, Mode::Transport, true);
+    let cbc = sa(
+        Algorithm::AesCbc128HmacSha256,
+        Direction::In,
+        Mode::Transport,
+        false,
+    );
+    let with = |cfg: &SaConfig, offload| SaConfig {
+        offload,
+        ..cfg.clone()
+    };
+    let on_nic = |cfg: &SaConfig| EspSa::new_on(&b.dev, Some(&inline), cfg, false);
+    assert!(on_nic(&gcm).unwrap().inline().is_some());
+    assert!(on_nic(&esn).unwrap().inline().is_none(), "ESN: software");
+    assert!(on_nic(&cbc).unwrap().inline().is_none(), "CBC: software");
+    assert!(on_nic(&with(&gcm, Offload::Software))
+        .unwrap()
+        .inline()
+        .is_none());
+    let e = on_nic(&with(&esn, Offload::Inline)).unwrap_err();
+    assert!(e.contains("extended sequence numbers"), "{e}");
+    let e = on_nic(&with(&cbc, Offload::Inline)).unwrap_err();
+    assert!(e.contains("AES-GCM only"), "{e}");
+    let e = EspSa::new_on(&b.dev, None, &with(&gcm, Offload::Inline), false).unwrap_err();
+    assert!(e.contains("no inline crypto"), "{e}");
+    assert_eq!(nic.sessions(), 0);
+}
+
+/// RFC 5043 §13 through the IPsec port, one side's NIC doing the crypto inline and the other
+/// side in software (DPDK's crypto_aesni_mb): the same configuration text both sides but for
+/// ipsec-secgw's `type inline-crypto-offload ... port_id 0` on A. Frames cross both ways and
+/// arrive as sent, only ESP is on the wire, A's SAs report the NIC (`show ipsec`), and a
+/// flipped ICV bit on the way to A is dropped by A's NIC and counted by A's SA.
+fn inline_and_software_esp_meet_through_policy_on_a_ring_pair_5043_13(b: &Bench) {
+    let key = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c:ca:fe:ba:be";
+    let key2 = "0x000102030405060708090a0b0c0d0e0f10111213";
+    let a_cfg = format!(
+        "sa out 1000 aead_algo aes-128-gcm aead_key {key} mode transport type inline-crypto-offload port_id 0\n\
+         sa in 2000 aead_algo aes-128-gcm aead_key {key2} mode transport type inline-crypto-offload port_id 0\n\
+         sp ipv4 out esp protect 1000 pri 10 dst 198.18.0.2/32 proto sctp\n\
+         sp ipv4 in esp protect 2000 pri 10 src 198.18.0.2/32 proto sctp\n"
+    );
+    let b_cfg = format!(
+        "sa in 1000 aead_algo aes-128-gcm aead_key {key} mode transport\n\
+         sa out 2000 aead_algo aes-128-gcm aead_key {key2} mode transport\n\
+         sp ipv4 in esp protect 1000 pri 10 src 198.18.0.1/32 proto sctp\n\
+         sp ipv4 out esp protect 2000 pri 10 dst 198.18.0.1/32 proto sctp\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "inl3", &b.pool, 256);
+    let nic = NicDouble::new(ports[0].clone(), b.pool.clone()).unwrap();
+    let pa = IpsecPort::new(
+        nic.clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let pb = IpsecPort::new(
+        ports[1].clone(),
+        b.pool.clone(),
+        &parse_config(&b_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    for r in pa.sa_reports() {
+        assert!(r.crypto.starts_with("inline "), "{r:?}");
+    }
+    for r in pb.sa_reports() {
+        assert_eq!(r.crypto, CRYPTO, "{r:?}");
+    }
+    let sent: Vec<Vec<u8>> = (0..8)
+        .map(|i| sctp_frame(false, 100 + 150 * i, i as u8))
+        .collect();
+    let mut burst: Vec<Mbuf> = sent.iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst_all(0, &mut burst, 8).sent, 8);
+    assert_eq!(receive_all(&pb, 8), sent);
+    assert_eq!(nic.counts().sealed, 8);
+    let replies: Vec<Vec<u8>> = (0..4)
+        .map(|i| {
+            let mut r = from(
+                [198, 18, 0, 2],
+                sctp_frame(false, 200 + 100 * i, 0x70 + i as u8),
+            );
+            r[30..34].copy_from_slice(&[198, 18, 0, 1]);
+            from([198, 18, 0, 2], r)
+        })
+        .collect();
+    let mut burst: Vec<Mbuf> = replies.iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pb.tx_burst_all(0, &mut burst, 8).sent, 4);
+    assert_eq!(receive_all(&pa, 4), replies);
+    assert_eq!(nic.counts().opened, 4);
+    // On the wire from A: ESP only.
+    let mut burst = vec![mbuf(&b.pool, &sent[3])];
+    pa.tx_burst_all(0, &mut burst, 8);
+    let wire = receive_all(ports[1].as_ref(), 1);
+    assert_eq!(wire.len(), 1);
+    assert_eq!(wire[0][23], 50, "IP protocol ESP");
+    assert!(!wire[0]
+        .windows(40)
+        .any(|w| w == &sent[3][sent[3].len() - 40..]));
+    // A flipped bit on the way to A: A's NIC finds the ICV wrong, A's SA counts it.
+    let mut burst = vec![mbuf(&b.pool, &replies[1])];
+    pb.tx_burst_all(0, &mut burst, 8);
+    let wire = receive_all(ports[0].as_ref(), 1);
+    assert_eq!(wire.len(), 1);
+    let mut flipped = wire[0].clone();
+    flipped[60] ^= 0x80;
+    let mut burst = vec![mbuf(&b.pool, &flipped)];
+    ports[1].tx_burst_all(0, &mut burst, 8);
+    assert_eq!(receive_all(&pa, 0), Vec::<Vec<u8>>::new());
+    assert_eq!(nic.counts().failed, 1);
+    let auth: u64 = pa
+        .sas()
+        .iter()
+        .map(|s| s.stats.snapshot().auth_failed)
+        .sum();
+    assert_eq!(auth, 1);
 }

@@ -15,7 +15,7 @@
 use std::net::IpAddr;
 
 use super::{
-    Action, Algorithm, Direction, Lifetime, Mode, Policy, Prefix, SaConfig, Selector, Spd,
+    Action, Algorithm, Direction, Lifetime, Mode, Offload, Policy, Prefix, SaConfig, Selector, Spd,
     DEFAULT_REPLAY_WINDOW, IPPROTO_SCTP, MAX_REPLAY_WINDOW,
 };
 
@@ -390,6 +390,8 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
     let mut esn = false;
     let mut window = None;
     let mut lifetime = Lifetime::default();
+    let mut offload = None;
+    let mut port_id = false;
     let mut i = 2;
     let mut seen: Vec<&str> = Vec::new();
     while i < w.len() {
@@ -454,24 +456,19 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
             "soft-life-secs" => lifetime.soft_secs = Some(number(key, val)?),
             // ipsec-secgw's action type, so its configuration files load as they are. Its two
             // software types mean the same SA here: the crypto runs on the process's crypto
-            // device, as CPU crypto where the device does it (`--ipsec-crypto-dev`). Its
-            // offload types are refused by name, never run in software behind the operator's
-            // back: the operator asked for a NIC or a crypto device to do ESP itself.
+            // device, as CPU crypto where the device does it (`--ipsec-crypto-dev`). Inline
+            // crypto runs on the port's NIC, and an SA it cannot do is refused when it is
+            // added, never run in software behind the operator's back; no type at all takes
+            // the NIC where it can and the crypto device otherwise. The protocol offloads
+            // (the device doing all of ESP) are refused by name.
             "type" => match val.copied() {
-                Some("lookaside-none" | "cpu-crypto") => {}
-                Some(t @ ("inline-crypto-offload" | "inline-protocol-offload")) => {
+                Some("lookaside-none" | "cpu-crypto") => offload = Some(Offload::Software),
+                Some("inline-crypto-offload") => offload = Some(Offload::Inline),
+                Some(t @ ("inline-protocol-offload" | "lookaside-protocol-offload")) => {
                     return Err(format!(
-                        "type {t}: inline rte_security (the port does the ESP) is not \
-                         supported yet; use lookaside-none or cpu-crypto"
+                        "type {t}: a device doing the whole ESP protocol is not supported; \
+                         use inline-crypto-offload, lookaside-none or cpu-crypto"
                     ))
-                }
-                Some("lookaside-protocol-offload") => {
-                    return Err(
-                        "type lookaside-protocol-offload: a crypto device doing the \
-                                whole ESP protocol is not supported; use lookaside-none or \
-                                cpu-crypto"
-                            .into(),
-                    )
                 }
                 other => {
                     return Err(format!(
@@ -481,13 +478,11 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
                     ))
                 }
             },
-            // ipsec-secgw names the port of an inline type; no type here takes one.
+            // ipsec-secgw names the port of an inline type; ddpdk's IPsec runs on its one
+            // port, so the number is taken and not checked.
             "port_id" => {
-                return Err(
-                    "port_id: only ipsec-secgw's inline types take a port, and they \
-                            are not supported yet"
-                        .into(),
-                )
+                number::<u16>(key, val)?;
+                port_id = true;
             }
             // A value where a keyword belongs may be key material (a keyword left out before
             // it): not echoed.
@@ -583,6 +578,11 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
         Direction::In => DEFAULT_REPLAY_WINDOW,
         Direction::Out => 0,
     });
+    // ipsec-secgw's port belongs to an inline type; with another it would name a NIC that
+    // does nothing.
+    if port_id && offload != Some(Offload::Inline) {
+        return Err("port_id names the NIC of type inline-crypto-offload; give that type".into());
+    }
     Ok(SaConfig {
         spi,
         direction: dir,
@@ -594,6 +594,7 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
         esn,
         replay_window,
         lifetime,
+        offload: offload.unwrap_or_default(),
     })
 }
 
@@ -720,7 +721,8 @@ mod tests {
     const KEY16: &str = "2b:7e:15:16:28:ae:d2:a6:ab:f7:15:88:09:cf:4f:3c";
 
     /// ipsec-secgw's `type lookaside-none` and `type cpu-crypto` load as the same SA as no
-    /// type at all (ipsec-secgw's own files carry them); its offload types are refused
+    /// type at all but for who does the crypto (ipsec-secgw's own files carry them),
+    /// `inline-crypto-offload` as an inline SA; its protocol offload types are refused
     /// (`mistakes_are_named_with_their_line`).
     #[test]
     fn secgw_software_types_load_as_the_same_sa() {
@@ -734,9 +736,31 @@ mod tests {
             )
         };
         let plain = sa("").unwrap();
+        assert_eq!(plain.offload, Offload::Auto);
         for t in [" type lookaside-none", " type cpu-crypto"] {
-            assert_eq!(sa(t).unwrap(), plain, "{t}");
+            let typed = sa(t).unwrap();
+            assert_eq!(typed.offload, Offload::Software, "{t}");
+            assert_eq!(
+                SaConfig {
+                    offload: Offload::Auto,
+                    ..typed
+                },
+                plain,
+                "{t}"
+            );
         }
+        // Inline crypto, with or without ipsec-secgw's port; a port without it names a NIC
+        // that would do nothing.
+        for t in [
+            " type inline-crypto-offload",
+            " type inline-crypto-offload port_id 0",
+            " port_id 0 type inline-crypto-offload",
+        ] {
+            assert_eq!(sa(t).unwrap().offload, Offload::Inline, "{t}");
+        }
+        assert!(sa(" type cpu-crypto port_id 0")
+            .unwrap_err()
+            .contains("inline-crypto-offload"));
         assert!(sa(" type cpu-crypto type cpu-crypto")
             .unwrap_err()
             .contains("twice"));
@@ -1329,8 +1353,8 @@ mod tests {
             ),
             (
                 "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport \
-                 type inline-crypto-offload port_id 0",
-                "inline rte_security",
+                 type inline-protocol-offload port_id 0",
+                "whole ESP protocol",
             ),
             (
                 "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport \

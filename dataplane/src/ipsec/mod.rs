@@ -156,6 +156,22 @@ pub struct SaConfig {
     /// outbound SA may do.
     pub replay_window: u32,
     pub lifetime: Lifetime,
+    /// Who does the crypto: ipsec-secgw's `type`.
+    pub offload: Offload,
+}
+
+/// Who does an SA's crypto (ipsec-secgw's `type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Offload {
+    /// The port's NIC where it offers inline crypto for the SA (`rte_security`), else the
+    /// crypto device: no `type` given.
+    #[default]
+    Auto,
+    /// The crypto device (`lookaside-none`, `cpu-crypto`).
+    Software,
+    /// The port's NIC, as it sends and receives (`inline-crypto-offload`); an SA it cannot
+    /// do is refused, never run in software behind the operator's back.
+    Inline,
 }
 
 /// The most bytes any SA of ours adds to a packet: an IPv6 tunnel's outer header (40) and
@@ -179,6 +195,7 @@ impl std::fmt::Debug for SaConfig {
             .field("esn", &self.esn)
             .field("replay_window", &self.replay_window)
             .field("lifetime", &self.lifetime)
+            .field("offload", &self.offload)
             .finish_non_exhaustive()
     }
 }
@@ -391,6 +408,7 @@ mod tests {
             esn: false,
             replay_window: 64,
             lifetime: Lifetime::default(),
+            offload: Offload::Auto,
         }
     }
 

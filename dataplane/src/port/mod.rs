@@ -233,6 +233,14 @@ pub trait Port: Send + Sync {
         None
     }
 
+    /// The device's `rte_security` context where it does ESP crypto inline, as it sends and
+    /// receives (`RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO`); `None` by default. IPsec then has
+    /// the NIC do the SAs it can. A port that returns one promises a live `rte_security_ctx`
+    /// for as long as the port itself lives: the IPsec port calls into it.
+    fn inline_crypto(&self) -> Option<std::ptr::NonNull<std::ffi::c_void>> {
+        None
+    }
+
     /// The SCTP checksum offload the device offers and the port enabled (none by default).
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
         ChecksumOffload::default()

@@ -25,6 +25,9 @@ const TX_OFFLOAD_SCTP_CKSUM: u64 = 1 << 4;
 /// RTE_ETH_TX_OFFLOAD_MULTI_SEGS: the device sends mbuf chains.
 const TX_OFFLOAD_MULTI_SEGS: u64 = 1 << 15;
 const RX_OFFLOAD_SCTP_CKSUM: u64 = 1 << 17;
+/// rte_ethdev.h: inline IPsec crypto (`rte_security`) on receive and on transmit.
+const RX_OFFLOAD_SECURITY: u64 = 1 << 15;
+const TX_OFFLOAD_SECURITY: u64 = 1 << 17;
 /// SCTP first: associations are steered on the SCTP 5-tuple where the NIC can hash it.
 const RSS_WANTED: u64 = RSS_NONFRAG_IPV4_SCTP
     | RSS_NONFRAG_IPV6_SCTP
@@ -173,6 +176,9 @@ pub struct DpdkPort {
     conf: PortConf,
     /// SCTP CRC32c offloads the device offers, enabled at configuration.
     offload: ChecksumOffload,
+    /// The address of the device's `rte_security` context, its inline IPsec crypto enabled
+    /// both ways; 0: none.
+    sec_ctx: usize,
     /// The device sends mbuf chains, so region memory can go out attached, not copied.
     multi_seg: bool,
     /// SCTP associations are steered by `rte_flow` rules ([`DpdkPort::enable_sctp_flow_rules`]).
@@ -252,6 +258,18 @@ impl DpdkPort {
         if offload.rx {
             eth_conf.rxmode.offloads |= RX_OFFLOAD_SCTP_CKSUM;
         }
+        // ESP crypto in the NIC where it does it both ways and has a security context: IPsec
+        // then has it do the SAs it can (ipsec::inline).
+        // SAFETY: a valid port id; the context, if any, lives as long as the device.
+        let sec_ctx = std::ptr::NonNull::new(unsafe { sys::rte_eth_dev_get_sec_ctx(port_id) })
+            .filter(|_| {
+                info.rx_offload_capa & RX_OFFLOAD_SECURITY != 0
+                    && info.tx_offload_capa & TX_OFFLOAD_SECURITY != 0
+            });
+        if sec_ctx.is_some() {
+            eth_conf.rxmode.offloads |= RX_OFFLOAD_SECURITY;
+            eth_conf.txmode.offloads |= TX_OFFLOAD_SECURITY;
+        }
         // Chains let tagged payload leave straight from registered regions (zero-copy).
         let multi_seg = info.tx_offload_capa & TX_OFFLOAD_MULTI_SEGS != 0;
         if multi_seg {
@@ -282,6 +300,7 @@ impl DpdkPort {
             info,
             conf,
             offload,
+            sec_ctx: sec_ctx.map_or(0, |c| c.as_ptr() as usize),
             multi_seg,
             flow_rules: std::sync::atomic::AtomicBool::new(false),
             pool,
@@ -709,6 +728,10 @@ impl Port for DpdkPort {
 
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
         self.offload
+    }
+
+    fn inline_crypto(&self) -> Option<std::ptr::NonNull<std::ffi::c_void>> {
+        std::ptr::NonNull::new(self.sec_ctx as *mut std::ffi::c_void)
     }
 
     fn max_tx_segments(&self) -> usize {

@@ -28,10 +28,13 @@ use dpdk_sys as sys;
 
 use super::mbuf::{Mbuf, Mempool};
 use super::DpdkError;
-use crate::ipsec::{Direction, Mode, ReplayWindow, SaConfig};
+use crate::ipsec::{Direction, Mode, Offload, ReplayWindow, SaConfig};
 use crate::port::PacketBuf;
 
+mod inline;
 mod oop;
+
+pub use inline::InlineDev;
 
 const ETH: usize = 14;
 const IPPROTO_IPIP: u8 = 4;
@@ -400,6 +403,8 @@ struct Engine {
     /// Inbound: the anti-replay window that decides (see `ipsec::ReplayWindow` for why not
     /// rte_ipsec's alone).
     window: Option<ReplayWindow>,
+    /// The session on the port's inline crypto ([`inline`]), where the NIC does this SA.
+    inline: Option<inline::InlineSession>,
 }
 
 // SAFETY: the pointers are owned by this value alone and used under the SA's mutex.
@@ -437,6 +442,9 @@ pub struct EspSa {
     /// `engine.lookaside` is set; read per burst without the lock.
     out_of_place: bool,
     dev: Arc<CryptoDev>,
+    /// The port's inline crypto when it does this SA (`engine.inline` is set); read per burst
+    /// without the lock.
+    inline: Option<Arc<InlineDev>>,
     created: Instant,
     /// RFC 4301 §8.2.1: the path MTU (outer IP packet bytes) ICMP gave for this outbound SA,
     /// and when (ms since `created`); 0: none. Written on the rare ICMP; read when a core
@@ -460,7 +468,40 @@ impl std::fmt::Debug for EspSa {
 impl EspSa {
     /// Creates the SA for packets of one family (`ipv6`: the SCTP packets it protects are IPv6).
     pub fn new(dev: &Arc<CryptoDev>, config: &SaConfig, ipv6: bool) -> Result<EspSa, String> {
+        EspSa::new_on(dev, None, config, ipv6)
+    }
+
+    /// [`EspSa::new`] on a port whose NIC may do the crypto inline (`inline`): there when
+    /// the NIC covers the SA and its `type` allows it ([`Offload`]); an SA of type
+    /// `inline-crypto-offload` that the NIC cannot do is refused with the reason.
+    pub fn new_on(
+        dev: &Arc<CryptoDev>,
+        inline: Option<&Arc<InlineDev>>,
+        config: &SaConfig,
+        ipv6: bool,
+    ) -> Result<EspSa, String> {
         config.validate()?;
+        // Whether, and under which capability flags, the NIC does this SA.
+        let inline_flags = match (config.offload, inline) {
+            (Offload::Software, _) | (Offload::Auto, None) => None,
+            (Offload::Inline, None) => {
+                return Err(format!(
+                    "SA {} {}: type inline-crypto-offload, and the port offers no inline \
+                     crypto (rte_security)",
+                    config.direction, config.spi
+                ))
+            }
+            (Offload::Auto, Some(d)) => d.covers(config).ok().map(|f| (d, f)),
+            (Offload::Inline, Some(d)) => Some((
+                d,
+                d.covers(config).map_err(|why| {
+                    format!(
+                        "SA {} {}: type inline-crypto-offload: {why}",
+                        config.direction, config.spi
+                    )
+                })?,
+            )),
+        };
         let egress = config.direction == Direction::Out;
         let a = config.algorithm;
         // The chain: an AEAD alone; CBC and HMAC as encrypt-then-MAC outbound, verify-then-
@@ -679,16 +720,47 @@ impl EspSa {
             unsafe { sys::rte_free(mem) };
             return Err(fail(format!("rte_ipsec SA {}: errno {}", config.spi, -rc2)));
         }
+        let inline_session = match inline_flags {
+            None => None,
+            Some((d, flags)) => {
+                let mut conf = sys::rte_security_session_conf {
+                    crypto_xform: head,
+                    ..Default::default()
+                };
+                conf.__bindgen_anon_1.ipsec = prm.ipsec_xform;
+                // SAFETY: the SA is initialised (rc2) and freed only after its sessions;
+                // conf points at xf, alive here.
+                match unsafe { inline::InlineSession::new(d, sa.as_ptr(), &mut conf, flags) } {
+                    Ok(s) => Some(s),
+                    Err(why) => {
+                        // SAFETY: created and allocated above, never shared.
+                        unsafe {
+                            if let Some(l) = &lookaside {
+                                sys::rte_cryptodev_sym_session_free(l.dev.id, l.crypto.as_ptr());
+                            }
+                            sys::rte_ipsec_sa_fini(sa.as_ptr());
+                            sys::rte_free(mem);
+                        }
+                        return Err(fail(format!(
+                            "SA {} {}: {why}",
+                            config.direction, config.spi
+                        )));
+                    }
+                }
+            }
+        };
         Ok(EspSa {
             config: config.clone(),
             ipv6,
             out_of_place: lookaside.is_some() || (!dev.cpu && egress && a.is_aead() && dev.oop_sgl),
+            inline: inline_session.as_ref().map(|s| Arc::clone(&s.dev)),
             engine: Mutex::new(Engine {
                 sa,
                 session,
                 crypto,
                 lookaside,
                 window: (!egress).then(|| ReplayWindow::new(config.replay_window)),
+                inline: inline_session,
             }),
             dev: Arc::clone(dev),
             created: Instant::now(),
@@ -718,6 +790,12 @@ impl EspSa {
         self.config.spi
     }
 
+    /// The port's inline crypto, where its NIC does this SA's crypto; `None`: the crypto
+    /// device does.
+    pub fn inline(&self) -> Option<&Arc<InlineDev>> {
+        self.inline.as_ref()
+    }
+
     /// When the SA was installed: its time lifetimes (RFC 4301 §4.4.2.1) run from here.
     pub fn created(&self) -> Instant {
         self.created
@@ -729,7 +807,7 @@ impl EspSa {
     /// policy added and deleted again and again would otherwise keep an unused SA from ever
     /// expiring).
     pub fn for_family(&self, ipv6: bool) -> Result<EspSa, String> {
-        let mut esp = EspSa::new(&self.dev, &self.config, ipv6)?;
+        let mut esp = EspSa::new_on(&self.dev, self.inline.as_ref(), &self.config, ipv6)?;
         esp.created = self.created;
         Ok(esp)
     }
@@ -832,7 +910,12 @@ impl EspSa {
     /// A frame that is chained or attached to memory not its own is copied into a fresh mbuf
     /// from `pool` first. The drop is counted.
     pub fn encrypt(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
-        let mut one = self.seal(vec![frame], pool, now);
+        let frames = vec![frame];
+        let mut one = if self.seals_inline(&frames, None) {
+            self.seal_inline(frames, pool, now)
+        } else {
+            self.seal(frames, pool, now)
+        };
         one.pop().unwrap_or(Err(EspDrop::Malformed))
     }
 
@@ -847,7 +930,27 @@ impl EspSa {
         now: Instant,
         out: &mut Vec<Mbuf>,
     ) {
-        out.extend(self.seal(frames, pool, now).into_iter().flatten());
+        self.encrypt_burst_within(frames, pool, now, None, out);
+    }
+
+    /// [`EspSa::encrypt_burst`] for frames the caller fragments above `mtu` IP bytes once
+    /// sealed (RFC 4301 §7.3): an inline SA seals such a burst in software, since a NIC
+    /// encrypts whole packets only. Frames sealed inline leave marked for the NIC
+    /// ([`InlineDev`]).
+    pub fn encrypt_burst_within(
+        &self,
+        frames: Vec<Mbuf>,
+        pool: &Mempool,
+        now: Instant,
+        mtu: Option<usize>,
+        out: &mut Vec<Mbuf>,
+    ) {
+        let sealed = if self.seals_inline(&frames, mtu) {
+            self.seal_inline(frames, pool, now)
+        } else {
+            self.seal(frames, pool, now)
+        };
+        out.extend(sealed.into_iter().flatten());
     }
 
     /// What each of `frames` became, in their order; drops counted.
@@ -1024,15 +1127,22 @@ impl EspSa {
 
     fn open(&self, frames: Vec<Mbuf>, pool: &Mempool, now: Instant) -> Vec<Result<Mbuf, EspDrop>> {
         let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
-        // (index in results, Ethernet header, bytes before, low 32 bits of the sequence number)
-        let mut ready: Vec<(usize, [u8; ETH], usize, u32)> = Vec::with_capacity(frames.len());
+        // (index in results, Ethernet header, bytes before, low 32 bits of the sequence
+        // number, the NIC's marks)
+        let mut ready: Vec<(usize, [u8; ETH], usize, u32, u64)> = Vec::with_capacity(frames.len());
         // Bytes of the frames before, taken for opening (their ESP frames: a little more than
         // they count once opened), against the hard lifetime.
         let mut pending = 0u64;
         for frame in frames {
+            // What a NIC with inline crypto did to the frame ([`inline`]): read before the
+            // frame may be copied, whose copy has no marks.
+            let nic = match self.inline {
+                Some(_) => ol_flags(&frame) & (RX_SEC_OFFLOAD | RX_SEC_OFFLOAD_FAILED),
+                None => 0,
+            };
             let r = self.open_ready(frame, pool, now, pending);
             if let Ok((_, eth, before, low)) = &r {
-                ready.push((results.len(), *eth, *before, *low));
+                ready.push((results.len(), *eth, *before, *low, nic));
                 pending += *before as u64;
             }
             results.push(r.map(|(m, ..)| m));
@@ -1044,7 +1154,9 @@ impl EspSa {
             let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
             let mut submitted: Vec<(usize, [u8; ETH], usize, u64, *mut sys::rte_mbuf)> =
                 Vec::with_capacity(ready.len());
-            for (i, eth, before, low) in ready {
+            // The packets the NIC decrypted, with its marks.
+            let mut by_nic: Vec<(*mut sys::rte_mbuf, u64)> = Vec::new();
+            for (i, eth, before, low, nic) in ready {
                 let seq = match &engine.window {
                     Some(w) if self.config.esn => w.infer_esn(low),
                     _ => u64::from(low),
@@ -1052,7 +1164,11 @@ impl EspSa {
                 if engine.window.as_ref().is_some_and(|w| !w.check(seq)) {
                     verdicts.push((i, eth, Err(EspDrop::Replay)));
                 } else if let Ok(m) = &results[i] {
-                    submitted.push((i, eth, before, seq, m.as_non_null().as_ptr()));
+                    let p = m.as_non_null().as_ptr();
+                    submitted.push((i, eth, before, seq, p));
+                    if nic & RX_SEC_OFFLOAD != 0 {
+                        by_nic.push((p, nic));
+                    }
                 }
             }
             // In sequence order: rte_ipsec infers each packet's high half (ESN) twice, at
@@ -1063,14 +1179,19 @@ impl EspSa {
             // no packet meets a window that packets above it moved. (Stable: a second copy
             // stays behind the first, which sets the bit it then finds.)
             submitted.sort_by_key(|s| s.3);
-            let mut ptrs: Vec<*mut sys::rte_mbuf> = submitted.iter().map(|s| s.4).collect();
+            // The CPU crypto session opens what the NIC did not.
+            let mut ptrs: Vec<*mut sys::rte_mbuf> = submitted
+                .iter()
+                .map(|s| s.4)
+                .filter(|p| !by_nic.iter().any(|(q, _)| q == p))
+                .collect();
             // Bursts are at most a port's (512), far below u16::MAX.
             let n = ptrs.len() as u16;
             // The packets whose crypto failed, as prepare (which runs it) marks them.
             let mut failed: Vec<*mut sys::rte_mbuf> = Vec::new();
             // Those that failed because the device stalled (a device of ops only).
             let mut stalled: Vec<*mut sys::rte_mbuf> = Vec::new();
-            let (prepared, good, errno) = if n == 0 {
+            let (mut prepared, mut good, errno) = if n == 0 {
                 (Vec::new(), Vec::new(), 0)
             } else {
                 // The crypto runs inside prepare on the calling core, or through the device's
@@ -1102,6 +1223,26 @@ impl EspSa {
                 };
                 (prepared, ptrs[..usize::from(k2)].to_vec(), errno)
             };
+            if let (false, Some(inl)) = (by_nic.is_empty(), engine.inline.as_ref()) {
+                // The NIC's verdicts: rte_ipsec reads its marks (a failed ICV refused), checks
+                // the replay window and takes the trailer off; nothing to prepare.
+                let mut nic: Vec<*mut sys::rte_mbuf> = Vec::with_capacity(by_nic.len());
+                for (p, marks) in by_nic {
+                    // SAFETY: a live mbuf of ours (results holds it); its marks as the NIC
+                    // set them, which set_lens cleared.
+                    unsafe { (*p).ol_flags |= marks };
+                    if marks & RX_SEC_OFFLOAD_FAILED != 0 {
+                        failed.push(p);
+                    }
+                    prepared.push(p);
+                    nic.push(p);
+                }
+                let k = nic.len() as u16;
+                // SAFETY: own mbufs with l2/l3 lengths set (open_ready), the inline session
+                // prepared on this SA, whose state is ours under the lock.
+                let k2 = unsafe { sys::rte_ipsec_pkt_process(&inl.session.0, nic.as_mut_ptr(), k) };
+                good.extend_from_slice(&nic[..usize::from(k2)]);
+            }
             for (i, eth, before, seq, p) in submitted {
                 let Ok(m) = &mut results[i] else { continue };
                 let verdict = if !prepared.contains(&p) {

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 
-use super::ipsec::{CryptoDev, EspSa, SaCounts};
+use super::ipsec::{CryptoDev, EspSa, InlineDev, SaCounts};
 use super::mbuf::{Mbuf, Mempool};
 use crate::ipsec::{
     Action, Direction, Flow, Framed, IpsecConfig, Mode, PmtuReject, Policy, SaConfig, Spd,
@@ -129,6 +129,9 @@ pub struct SaReport {
     pub algorithm: &'static str,
     pub mode: String,
     pub esn: bool,
+    /// Who does the crypto: `inline <port>` where the port's NIC does it as it sends and
+    /// receives, else the crypto device's name.
+    pub crypto: String,
     /// The soft lifetime is spent: the key manager is to replace the SA (RFC 4301 §4.4.2.1).
     pub rekey_due: bool,
     /// The hard lifetime is spent: every packet of the SA is dropped (counted as expired).
@@ -155,6 +158,8 @@ pub struct IpsecPort<P> {
     pool: Arc<Mempool>,
     /// The crypto device SAs are created on; `None`: IPsec is off and every frame passes.
     dev: Option<Arc<CryptoDev>>,
+    /// The device's inline crypto ([`Port::inline_crypto`]), which does the SAs it can.
+    inline: Option<Arc<InlineDev>>,
     tables: ArcSwap<Tables>,
     /// The SAs' and policies' definitions; changes are made one at a time under this lock and
     /// published as a new [`Tables`].
@@ -203,6 +208,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             inner,
             pool,
             dev: None,
+            inline: None,
             tables: ArcSwap::from_pointee(Tables::default()),
             config: Mutex::new(IpsecConfig::default()),
             used_keys: Mutex::new(HashSet::new()),
@@ -226,10 +232,15 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         pool: Arc<Mempool>,
         config: &IpsecConfig,
         dev: &Arc<CryptoDev>,
-    ) -> Result<IpsecPort<P>, String> {
+    ) -> Result<IpsecPort<P>, String>
+    where
+        P: 'static,
+    {
         let queues = inner.nb_tx_queues();
+        let inline = InlineDev::of_port(&inner)?;
         let mut port = IpsecPort::passthrough(inner, pool);
         port.dev = Some(Arc::clone(dev));
+        port.inline = inline;
         port.held = (0..queues).map(|_| Mutex::new(Vec::new())).collect();
         let mut tables = Tables::default();
         for sa in &config.sas {
@@ -251,7 +262,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             }
             let ipv6 = naming.first().copied().unwrap_or(false);
             let prints = port.unused_keys(sa)?;
-            let esp = Arc::new(EspSa::new(dev, sa, ipv6)?);
+            let esp = Arc::new(EspSa::new_on(dev, port.inline.as_ref(), sa, ipv6)?);
             port.record_keys(prints);
             match sa.direction {
                 Direction::In => tables.inbound.push(esp),
@@ -353,6 +364,10 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                         Mode::Tunnel { src, dst } => format!("tunnel {src} -> {dst}"),
                     },
                     esn: c.esn,
+                    crypto: match s.inline() {
+                        Some(d) => format!("inline {}", d.name()),
+                        None => self.dev.as_ref().map_or("-", |d| d.name()).to_owned(),
+                    },
                     rekey_due: s.rekey_due(now),
                     expired: s.expired(now) || s.sequence_state().1,
                     path_mtu: s.path_mtu(now),
@@ -427,7 +442,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         // Policies name their SA, so none names a new one yet: the tunnel's family, or IPv4,
         // until a policy of the other family protects with it (`add_policy` rebuilds it then).
         let ipv6 = matches!(sa.mode, Mode::Tunnel { dst, .. } if dst.is_ipv6());
-        let esp = Arc::new(EspSa::new(dev, &sa, ipv6)?);
+        let esp = Arc::new(EspSa::new_on(dev, self.inline.as_ref(), &sa, ipv6)?);
         // Only a key that an SA holds is used: an SA that could not be made (the session pool
         // spent) never carried a packet, and the same rule is taken once there is room.
         self.record_keys(prints);
@@ -838,13 +853,13 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                 |m| self.outbound(&t, m),
                 |sa, run, out| {
                     let from = out.len();
-                    sa.encrypt_burst(run, &self.pool, now, out);
                     // The smaller of the SA's path MTU from ICMP and the caller's estimate
                     // for these packets' peer (RFC 8899's, which only the caller holds).
                     let mtu = match (sa.path_mtu(now), ipv6_mtu) {
                         (Some(a), Some(b)) => Some(a.min(b)),
                         (a, b) => a.or(b),
                     };
+                    sa.encrypt_burst_within(run, &self.pool, now, mtu, out);
                     if let Some(mtu) = mtu {
                         self.fragment_sealed(sa, out, from, mtu);
                     }

@@ -16,6 +16,7 @@ mod ipsec;
 mod ipsec_port;
 mod kernel_ring;
 mod mbuf;
+pub mod nic_double;
 mod tap_queue;
 pub mod telemetry;
 // RDTSC is x86-64's; elsewhere the poll loops keep the vDSO clock.
@@ -25,7 +26,7 @@ pub mod tsc;
 pub use eal::{to_control_cpus, Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
 pub use intr::DpdkRxWaiter;
-pub use ipsec::{CryptoDev, EspDrop, EspSa, SaCounts, SaStats};
+pub use ipsec::{CryptoDev, EspDrop, EspSa, InlineDev, SaCounts, SaStats};
 pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats, SaReport};
 pub use mbuf::{Mbuf, Mempool};
 

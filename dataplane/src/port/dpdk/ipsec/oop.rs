@@ -635,7 +635,7 @@ unsafe fn crypto_prepare(
 /// Whether every segment of `frame` is held by this frame alone, the first one in its own
 /// buffer: the chain may then be relinked (a trailer chained behind it) and its first segment
 /// written (ESP header), while the attached spans are only read.
-fn chain_is_ours_to_relink(frame: &Mbuf) -> bool {
+pub(super) fn chain_is_ours_to_relink(frame: &Mbuf) -> bool {
     let mut seg: *const sys::rte_mbuf = frame.as_non_null().as_ptr();
     let mut first = true;
     // SAFETY: we own the chain; each `next` is null or a live segment of it.

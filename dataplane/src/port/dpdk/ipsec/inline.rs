@@ -1,0 +1,440 @@
+//! Inline crypto (`RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO`): the port's NIC encrypts an ESP
+//! packet as it sends it and decrypts one as it receives it, where the port offers
+//! `rte_security` (ipsec-secgw's `inline-crypto-offload`). rte_ipsec still does the protocol:
+//! the ESP header, sequence numbers, padding and trailer outbound; the NIC's verdict, the
+//! anti-replay window and the trailer's removal inbound (DPDK 22.11, `lib/ipsec`).
+//!
+//! What the NIC and rte_ipsec leave to us, done here:
+//! - outbound, rte_ipsec writes the trailer into the last segment: a zero-copy frame gets a
+//!   trailer mbuf of ours chained behind its region spans (as out of place, [`super::oop`]).
+//!   The NIC reads the region's plaintext and puts ciphertext on the wire, so the frame stays
+//!   zero-copy all the way and the region is never written;
+//! - inbound, the NIC decrypts what it holds an SA for and marks it (`RX_SEC_OFFLOAD`, and
+//!   `RX_SEC_OFFLOAD_FAILED` when the ICV did not verify); rte_ipsec checks the mark, not its
+//!   absence. What the NIC left alone (a packet it holds no SA for, a datagram reassembled
+//!   from fragments, RFC 4303 §3.4.1) is opened by the SA's CPU crypto session instead, one
+//!   sequence number space, so nothing is lost to what the NIC did not take;
+//! - a packet that must leave as IPv6 fragments (RFC 4301 §7.3) is sealed by CPU crypto: a
+//!   NIC encrypts whole packets, and fragments of one it has not encrypted yet would carry
+//!   plaintext;
+//! - only what the NIC's capabilities name is offloaded: AES-GCM (the AEAD inline NICs do),
+//!   the SA's mode, direction and ESN, and no NIC that writes the trailer itself
+//!   (`RTE_SECURITY_TX_HW_TRAILER_OFFLOAD`), whose packets rte_ipsec would trail twice.
+//!
+//! No NIC here has inline crypto, so this runs against [`super::super::nic_double`], a port
+//! that does what such a NIC does with an AES-GCM of its own.
+
+use std::any::Any;
+use std::ffi::{c_void, CString};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use dpdk_sys as sys;
+
+use super::oop::chain_is_ours_to_relink;
+use super::{own_copy, own_room, EspDrop, EspSa, Mbuf, Mempool, Session, ETH, TAIL_SCRATCH};
+use crate::ipsec::{Direction, Mode, SaConfig};
+use crate::port::{PacketBuf, Port};
+
+/// rte_security.h: a NIC that writes the ESP trailer itself.
+const TX_HW_TRAILER_OFFLOAD: u32 = 0x2;
+const RX_HW_TRAILER_OFFLOAD: u32 = 0x1_0000;
+/// Sessions a port's context holds at once: as many as a crypto device's.
+const SESSIONS: u32 = 1023;
+
+/// A port's inline crypto: its `rte_security` context and a pool for its sessions.
+pub struct InlineDev {
+    ctx: NonNull<sys::rte_security_ctx>,
+    sessions: NonNull<sys::rte_mempool>,
+    name: String,
+    /// What owns the context (the port): kept open while an SA holds a session on it.
+    _owner: Arc<dyn Any + Send + Sync>,
+}
+
+// SAFETY: the context is the port's, usable from any thread; sessions are created and
+// destroyed on the control thread under the IPsec port's configuration lock, and the data
+// cores only read them through rte_ipsec.
+unsafe impl Send for InlineDev {}
+// SAFETY: as above.
+unsafe impl Sync for InlineDev {}
+
+impl std::fmt::Debug for InlineDev {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineDev")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InlineDev {
+    /// The inline crypto of a port whose `rte_security` context is `ctx`.
+    ///
+    /// # Safety
+    /// `ctx` is a live `rte_security_ctx` that stays valid while `owner` lives.
+    pub unsafe fn new(
+        ctx: NonNull<c_void>,
+        name: &str,
+        owner: Arc<dyn Any + Send + Sync>,
+    ) -> Result<Arc<InlineDev>, String> {
+        static POOLS: AtomicU32 = AtomicU32::new(0);
+        let ctx = ctx.cast::<sys::rte_security_ctx>();
+        // SAFETY: a live context (the caller's promise).
+        let size = unsafe { sys::rte_security_session_get_size(ctx.as_ptr()) };
+        if size == 0 {
+            return Err(format!(
+                "{name}: its rte_security context gives no session size"
+            ));
+        }
+        let pool_name = CString::new(format!(
+            "inl_sess_{}",
+            POOLS.fetch_add(1, Ordering::Relaxed)
+        ))
+        .map_err(|_| "pool name".to_string())?;
+        // SAFETY: a valid name and sizes; no constructors.
+        let pool = unsafe {
+            sys::rte_mempool_create(
+                pool_name.as_ptr(),
+                SESSIONS,
+                size,
+                0,
+                0,
+                None,
+                std::ptr::null_mut(),
+                None,
+                std::ptr::null_mut(),
+                sys::SOCKET_ID_ANY,
+                0,
+            )
+        };
+        let sessions = NonNull::new(pool)
+            .ok_or_else(|| format!("{name}: no memory for inline crypto sessions"))?;
+        Ok(Arc::new(InlineDev {
+            ctx,
+            sessions,
+            name: name.to_owned(),
+            _owner: owner,
+        }))
+    }
+
+    /// The inline crypto of `port`, where its device has it ([`Port::inline_crypto`]).
+    pub fn of_port<P: Port + 'static>(port: &Arc<P>) -> Result<Option<Arc<InlineDev>>, String> {
+        let Some(ctx) = port.inline_crypto() else {
+            return Ok(None);
+        };
+        let owner: Arc<dyn Any + Send + Sync> = port.clone();
+        // SAFETY: Port::inline_crypto gives the port's context, live while the port is, which
+        // `owner` keeps.
+        unsafe { InlineDev::new(ctx, port.name(), owner) }.map(Some)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The capability flags (`ol_flags`) under which the NIC does `config` inline, or why it
+    /// does not: an inline-crypto IPsec capability of ESP in the SA's mode and direction,
+    /// with ESN where the SA has it, AES-GCM of the SA's key length with a 16-byte ICV, and
+    /// no trailer written by the NIC.
+    pub fn covers(&self, config: &SaConfig) -> Result<u32, String> {
+        if !config.algorithm.is_aead() {
+            return Err(format!(
+                "inline crypto does AES-GCM only, not {:?}",
+                config.algorithm
+            ));
+        }
+        let mode = match config.mode {
+            Mode::Transport => sys::RTE_SECURITY_IPSEC_SA_MODE_TRANSPORT,
+            Mode::Tunnel { .. } => sys::RTE_SECURITY_IPSEC_SA_MODE_TUNNEL,
+        };
+        let direction = match config.direction {
+            Direction::In => sys::RTE_SECURITY_IPSEC_SA_DIR_INGRESS,
+            Direction::Out => sys::RTE_SECURITY_IPSEC_SA_DIR_EGRESS,
+        };
+        // SAFETY: a live context; the driver's array ends with an entry of action NONE.
+        let caps = unsafe { sys::rte_security_capabilities_get(self.ctx.as_ptr()) };
+        let mut why = format!(
+            "{} offers no inline ESP of this mode and direction",
+            self.name
+        );
+        let mut i = 0;
+        loop {
+            if caps.is_null() {
+                return Err(why);
+            }
+            // SAFETY: within the array, which its NONE entry ends.
+            let c = unsafe { &*caps.add(i) };
+            i += 1;
+            if c.action == sys::RTE_SECURITY_ACTION_TYPE_NONE {
+                return Err(why);
+            }
+            if c.action != sys::RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO
+                || c.protocol != sys::RTE_SECURITY_PROTOCOL_IPSEC
+            {
+                continue;
+            }
+            // SAFETY: an IPsec capability's union holds `ipsec`.
+            let ipsec = unsafe { c.__bindgen_anon_1.ipsec };
+            if ipsec.proto != sys::RTE_SECURITY_IPSEC_SA_PROTO_ESP
+                || ipsec.mode != mode
+                || ipsec.direction != direction
+            {
+                continue;
+            }
+            if config.esn && ipsec.options.esn() == 0 {
+                why = format!("{} does no extended sequence numbers inline", self.name);
+                continue;
+            }
+            if c.ol_flags & (TX_HW_TRAILER_OFFLOAD | RX_HW_TRAILER_OFFLOAD) != 0 {
+                why = format!(
+                    "{} writes the ESP trailer itself, which ddpdk does not drive",
+                    self.name
+                );
+                continue;
+            }
+            if !gcm_in(c.crypto_capabilities, config.key.len()) {
+                why = format!(
+                    "{} does no AES-GCM with a {}-byte key inline",
+                    self.name,
+                    config.key.len()
+                );
+                continue;
+            }
+            return Ok(c.ol_flags);
+        }
+    }
+
+    /// An inline session for the SA whose IPsec and crypto transforms `conf` carries.
+    fn create(
+        &self,
+        conf: &mut sys::rte_security_session_conf,
+    ) -> Option<NonNull<sys::rte_security_session>> {
+        // SAFETY: a live context, a fully initialised conf whose pointers are valid for the
+        // call, and our pool sized by the context.
+        let s = unsafe {
+            sys::rte_security_session_create(self.ctx.as_ptr(), conf, self.sessions.as_ptr())
+        };
+        NonNull::new(s.cast())
+    }
+
+    fn destroy(&self, ses: NonNull<sys::rte_security_session>) {
+        // SAFETY: a session of this context that no packet uses any more.
+        unsafe { sys::rte_security_session_destroy(self.ctx.as_ptr(), ses.as_ptr().cast()) };
+    }
+}
+
+impl Drop for InlineDev {
+    fn drop(&mut self) {
+        // SAFETY: every SA holding a session of this pool holds an Arc of this value, so none
+        // is left.
+        unsafe { sys::rte_mempool_free(self.sessions.as_ptr()) };
+    }
+}
+
+/// Whether a crypto capability list (ended by an entry of op UNDEFINED) has AES-GCM with a
+/// key of `key_len` bytes and a 16-byte ICV.
+fn gcm_in(list: *const sys::rte_cryptodev_capabilities, key_len: usize) -> bool {
+    let in_range = |r: &sys::rte_crypto_param_range, v: usize| {
+        let (min, max) = (usize::from(r.min), usize::from(r.max));
+        let inc = usize::from(r.increment);
+        v >= min && v <= max && (inc == 0 && v == min || inc != 0 && (v - min).is_multiple_of(inc))
+    };
+    let mut i = 0;
+    loop {
+        if list.is_null() {
+            return false;
+        }
+        // SAFETY: within the driver's list, which its UNDEFINED entry ends.
+        let c = unsafe { &*list.add(i) };
+        i += 1;
+        if c.op == sys::RTE_CRYPTO_OP_TYPE_UNDEFINED {
+            return false;
+        }
+        if c.op != sys::RTE_CRYPTO_OP_TYPE_SYMMETRIC {
+            continue;
+        }
+        // SAFETY: a symmetric capability's union holds `sym`.
+        let sym = unsafe { c.__bindgen_anon_1.sym };
+        if sym.xform_type != sys::RTE_CRYPTO_SYM_XFORM_AEAD {
+            continue;
+        }
+        // SAFETY: an AEAD capability's union holds `aead`.
+        let aead = unsafe { sym.__bindgen_anon_1.aead };
+        if aead.algo == sys::RTE_CRYPTO_AEAD_AES_GCM
+            && in_range(&aead.key_size, key_len)
+            && in_range(&aead.digest_size, 16)
+        {
+            return true;
+        }
+    }
+}
+
+/// An SA's session on a port's inline crypto: a second rte_ipsec session on the SA (so one
+/// sequence number space and one replay window with its CPU crypto session).
+pub(super) struct InlineSession {
+    pub(super) session: Box<Session>,
+    ses: NonNull<sys::rte_security_session>,
+    pub(super) dev: Arc<InlineDev>,
+}
+
+impl InlineSession {
+    /// The inline session of `sa` on `dev`; `conf` names the SA's IPsec and crypto
+    /// transforms (its action type and protocol are set here).
+    ///
+    /// # Safety
+    /// `sa` is an initialised rte_ipsec SA that outlives the session; `conf`'s pointers are
+    /// valid for the call.
+    pub(super) unsafe fn new(
+        dev: &Arc<InlineDev>,
+        sa: *mut sys::rte_ipsec_sa,
+        conf: &mut sys::rte_security_session_conf,
+        ol_flags: u32,
+    ) -> Result<InlineSession, String> {
+        conf.action_type = sys::RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO;
+        conf.protocol = sys::RTE_SECURITY_PROTOCOL_IPSEC;
+        let ses = dev
+            .create(conf)
+            .ok_or_else(|| format!("{}: the NIC refused the inline session", dev.name))?;
+        let mut session = Box::new(Session(sys::rte_ipsec_session::default()));
+        session.0.sa = sa;
+        session.0.type_ = sys::RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO;
+        session.0.__bindgen_anon_1.security = sys::rte_ipsec_session__bindgen_ty_1__bindgen_ty_2 {
+            ses: ses.as_ptr(),
+            ctx: dev.ctx.as_ptr(),
+            ol_flags,
+        };
+        // SAFETY: an initialised SA, a live session on a live context, a boxed session that
+        // keeps its address.
+        let rc = unsafe { sys::rte_ipsec_session_prepare(&mut session.0) };
+        if rc < 0 {
+            dev.destroy(ses);
+            return Err(format!("rte_ipsec inline session: errno {}", -rc));
+        }
+        Ok(InlineSession {
+            session,
+            ses,
+            dev: Arc::clone(dev),
+        })
+    }
+}
+
+impl Drop for InlineSession {
+    fn drop(&mut self) {
+        self.dev.destroy(self.ses);
+    }
+}
+
+impl EspSa {
+    /// Whether this outbound SA seals `frames` inline: it has an inline session, and none of
+    /// them must leave as fragments of at most `mtu` IP bytes (RFC 4301 §7.3), which only a
+    /// packet sealed in software can.
+    pub(super) fn seals_inline(&self, frames: &[Mbuf], mtu: Option<usize>) -> bool {
+        self.inline.is_some()
+            && mtu.is_none_or(|mtu| {
+                let grown = self.config.overhead() + ETH;
+                frames.iter().all(|f| f.frame_len() + grown <= ETH + mtu)
+            })
+    }
+
+    /// Frames `frames` as ESP for the port's NIC to encrypt as it sends them.
+    pub(super) fn seal_inline(
+        &self,
+        frames: Vec<Mbuf>,
+        pool: &Mempool,
+        now: std::time::Instant,
+    ) -> Vec<Result<Mbuf, EspDrop>> {
+        let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
+        let mut ready: Vec<(usize, [u8; ETH], usize, bool)> = Vec::with_capacity(frames.len());
+        let mut pending = 0u64;
+        for frame in frames {
+            let r = self.inline_ready(frame, pool, now, pending);
+            if let Ok((_, eth, before, df)) = &r {
+                ready.push((results.len(), *eth, *before, *df));
+                pending += *before as u64;
+            }
+            results.push(r.map(|(m, ..)| m));
+        }
+        let mut ptrs: Vec<*mut sys::rte_mbuf> = ready
+            .iter()
+            .filter_map(|(i, ..)| results[*i].as_ref().ok())
+            .map(|m| m.as_non_null().as_ptr())
+            .collect();
+        // Bursts are at most a port's (512), far below u16::MAX.
+        let n = ptrs.len() as u16;
+        let (good, errno) = if n == 0 {
+            (Vec::new(), 0)
+        } else {
+            let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(inline) = engine.inline.as_ref() else {
+                return results;
+            };
+            // SAFETY: frames whose headers are in an own first segment and whose last
+            // segment is ours with room for the trailer (inline_ready), l2/l3 lengths set;
+            // the session prepared on this SA; the SA's state is ours under the lock.
+            // rte_ipsec moves the packets it could not take behind the ones it took, marks
+            // the others for the NIC and sets their metadata where the NIC asks for it.
+            let k = unsafe { sys::rte_ipsec_pkt_process(&inline.session.0, ptrs.as_mut_ptr(), n) };
+            let errno = if k < n { dpdk_sys::rte_errno() } else { 0 };
+            self.stats
+                .sequence
+                .fetch_add(u64::from(k), Ordering::Relaxed);
+            (ptrs[..usize::from(k)].to_vec(), errno)
+        };
+        for (i, eth, before, df) in ready {
+            let Ok(m) = std::mem::replace(&mut results[i], Err(EspDrop::Malformed)) else {
+                continue;
+            };
+            let p = m.as_non_null().as_ptr();
+            results[i] = if good.contains(&p) {
+                self.seal_done(m, &eth, before, df).and_then(|mut m| {
+                    // Where the NIC finds ESP: after the (outer) IP header.
+                    let outer_v6 = match self.config.mode {
+                        Mode::Transport => self.ipv6,
+                        Mode::Tunnel { dst, .. } => dst.is_ipv6(),
+                    };
+                    let l3 = super::ip_header_len(m.data(), outer_v6).ok_or(EspDrop::Malformed)?;
+                    super::set_lens(&mut m, ETH, l3);
+                    Ok(m)
+                })
+            } else {
+                Err(super::refused(errno))
+            };
+        }
+        for r in &results {
+            if let Err(why) = r {
+                self.count(*why);
+            }
+        }
+        results
+    }
+
+    /// One frame made ready for rte_ipsec's inline framing: headers in an own first segment,
+    /// room for the trailer in an own last one (chained behind a zero-copy frame's spans, which
+    /// are only read), lengths set; with its Ethernet header, length and DF.
+    fn inline_ready(
+        &self,
+        frame: Mbuf,
+        pool: &Mempool,
+        now: std::time::Instant,
+        pending: u64,
+    ) -> Result<(Mbuf, [u8; ETH], usize, bool), EspDrop> {
+        if self.expired_after(now, pending) {
+            return Err(EspDrop::Expired);
+        }
+        let tail = self.config.algorithm.block() - 1 + TAIL_SCRATCH;
+        let m = if own_room(&frame).is_some_and(|room| room >= tail) {
+            frame
+        } else if frame.nb_segs() > 1 && chain_is_ours_to_relink(&frame) {
+            let trailer = Mbuf::alloc(pool).ok_or(EspDrop::NoRoom)?;
+            if trailer.tailroom_total() < tail {
+                return Err(EspDrop::NoRoom);
+            }
+            let mut frame = frame;
+            frame.chain(trailer).map_err(|_| EspDrop::NoRoom)?;
+            frame
+        } else {
+            own_copy(frame, pool, tail, &self.stats.copied)?
+        };
+        self.framed(m)
+    }
+}

@@ -1,0 +1,570 @@
+//! A stand-in for a NIC with inline ESP crypto (`rte_security`'s
+//! `RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO`), for the tests of ddpdk's inline path: no NIC on
+//! these machines has it, and no DPDK PMD emulates one.
+//!
+//! [`NicDouble`] wraps a port and does to its frames what such a NIC does: it offers a
+//! security context whose capabilities name AES-GCM-128/256 ESP in transport and tunnel mode,
+//! both directions, without ESN; it keeps the sessions created on it as its SA table (SPI,
+//! key, salt); outbound it encrypts each frame marked `TX_SEC_OFFLOAD` under the session its
+//! metadata names, as it leaves (RFC 4106: the nonce is the salt and the ESP IV, the AAD the SPI
+//! and sequence number, the ICV written into the room rte_ipsec left), reading a zero-copy
+//! frame where it lies and writing the ciphertext only to the wire; inbound it decrypts the ESP
+//! of an SPI it holds an inbound session for in place and marks the frame `RX_SEC_OFFLOAD`, with
+//! `RX_SEC_OFFLOAD_FAILED` when the ICV does not verify (then the frame stays as it came). Its
+//! AES-GCM is RustCrypto's, not DPDK's: what our inline path frames is sealed by other code
+//! than our software path, and checked by a third party (scapy) in the tests.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use aes_gcm::aead::{AeadInPlace, KeyInit};
+use aes_gcm::{Aes128Gcm, Aes256Gcm, Nonce, Tag};
+use dpdk_sys as sys;
+
+use super::mbuf::{Mbuf, Mempool};
+use crate::port::region::Region;
+use crate::port::{
+    ChecksumOffload, FlowRule, LinkStatus, PacketBuf, Port, PortStats, RxWaiter, SctpFlow,
+};
+
+const TX_SEC_OFFLOAD: u64 = 1 << 43;
+const RX_SEC_OFFLOAD: u64 = 1 << 18;
+const RX_SEC_OFFLOAD_FAILED: u64 = 1 << 19;
+/// rte_security.h: the NIC needs the session in each packet's metadata.
+const TX_OLOAD_NEED_MDATA: u32 = 0x1;
+const ICV: usize = 16;
+const ETH: usize = 14;
+
+/// What the stand-in did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct NicCounts {
+    /// Frames encrypted as they left.
+    pub sealed: u64,
+    /// Marked frames sent without a session in their metadata (dropped: a NIC would send
+    /// them unencrypted or not at all).
+    pub unknown_session: u64,
+    /// ESP frames decrypted and marked, and those whose ICV failed.
+    pub opened: u64,
+    pub failed: u64,
+    /// ESP frames left as they came (an SPI without an inbound session, or decryption off).
+    pub passed: u64,
+}
+
+enum Gcm {
+    A128(Box<Aes128Gcm>),
+    A256(Box<Aes256Gcm>),
+}
+
+impl Gcm {
+    fn seal(&self, nonce: &[u8; 12], aad: &[u8], buf: &mut [u8]) -> Option<[u8; ICV]> {
+        let n = Nonce::from_slice(nonce);
+        let tag = match self {
+            Gcm::A128(c) => c.encrypt_in_place_detached(n, aad, buf),
+            Gcm::A256(c) => c.encrypt_in_place_detached(n, aad, buf),
+        }
+        .ok()?;
+        Some(tag.into())
+    }
+
+    fn open(&self, nonce: &[u8; 12], aad: &[u8], buf: &mut [u8], icv: &[u8]) -> bool {
+        let n = Nonce::from_slice(nonce);
+        let t = Tag::from_slice(icv);
+        match self {
+            Gcm::A128(c) => c.decrypt_in_place_detached(n, aad, buf, t),
+            Gcm::A256(c) => c.decrypt_in_place_detached(n, aad, buf, t),
+        }
+        .is_ok()
+    }
+}
+
+struct NicSa {
+    /// The session's address: what a frame's metadata names.
+    session: usize,
+    spi: u32,
+    egress: bool,
+    salt: [u8; 4],
+    gcm: Gcm,
+}
+
+/// The NIC's state, where its security context's `device` points.
+struct Nic {
+    ops: sys::rte_security_ops,
+    caps: Vec<sys::rte_security_capability>,
+    crypto: Vec<sys::rte_cryptodev_capabilities>,
+    sas: Mutex<Vec<NicSa>>,
+    decrypts: AtomicBool,
+    sealed: AtomicU64,
+    unknown_session: AtomicU64,
+    opened: AtomicU64,
+    failed: AtomicU64,
+    passed: AtomicU64,
+}
+
+/// A port whose frames a stand-in NIC with inline ESP crypto encrypts and decrypts (module
+/// docs).
+pub struct NicDouble<P> {
+    inner: Arc<P>,
+    pool: Arc<Mempool>,
+    ctx: NonNull<sys::rte_security_ctx>,
+    nic: NonNull<Nic>,
+}
+
+impl<P> std::fmt::Debug for NicDouble<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NicDouble").finish_non_exhaustive()
+    }
+}
+
+// SAFETY: the context and the NIC state are owned by this value and freed in its Drop; the
+// state is shared only through atomics and a mutex, the context written only by DPDK's
+// session calls, which the IPsec port makes under its configuration lock.
+unsafe impl<P: Send> Send for NicDouble<P> {}
+// SAFETY: as above.
+unsafe impl<P: Sync> Sync for NicDouble<P> {}
+
+impl<P: Port<Buf = Mbuf>> NicDouble<P> {
+    /// The stand-in in front of `inner`; `pool` gives the buffers frames are linearised into
+    /// as they are encrypted.
+    pub fn new(inner: Arc<P>, pool: Arc<Mempool>) -> Result<Arc<NicDouble<P>>, String> {
+        // SAFETY: registers the mbuf field rte_security keeps a packet's metadata in (once
+        // per process; again returns the same offset).
+        if unsafe { sys::rte_security_dynfield_register() } < 0 {
+            return Err("rte_security_dynfield_register failed".into());
+        }
+        let mut caps = Vec::new();
+        for mode in [
+            sys::RTE_SECURITY_IPSEC_SA_MODE_TRANSPORT,
+            sys::RTE_SECURITY_IPSEC_SA_MODE_TUNNEL,
+        ] {
+            for direction in [
+                sys::RTE_SECURITY_IPSEC_SA_DIR_INGRESS,
+                sys::RTE_SECURITY_IPSEC_SA_DIR_EGRESS,
+            ] {
+                let mut c = sys::rte_security_capability {
+                    action: sys::RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO,
+                    protocol: sys::RTE_SECURITY_PROTOCOL_IPSEC,
+                    ol_flags: TX_OLOAD_NEED_MDATA,
+                    ..Default::default()
+                };
+                c.__bindgen_anon_1.ipsec =
+                    sys::rte_security_capability__bindgen_ty_1__bindgen_ty_1 {
+                        proto: sys::RTE_SECURITY_IPSEC_SA_PROTO_ESP,
+                        mode,
+                        direction,
+                        replay_win_sz_max: 0,
+                        ..Default::default()
+                    };
+                caps.push(c);
+            }
+        }
+        // The list's end: an entry of action NONE (the default).
+        caps.push(sys::rte_security_capability::default());
+        let mut gcm = sys::rte_cryptodev_capabilities {
+            op: sys::RTE_CRYPTO_OP_TYPE_SYMMETRIC,
+            ..Default::default()
+        };
+        let range = |min, max, increment| sys::rte_crypto_param_range {
+            min,
+            max,
+            increment,
+        };
+        let mut sym = sys::rte_cryptodev_symmetric_capability {
+            xform_type: sys::RTE_CRYPTO_SYM_XFORM_AEAD,
+            ..Default::default()
+        };
+        sym.__bindgen_anon_1.aead =
+            sys::rte_cryptodev_symmetric_capability__bindgen_ty_1__bindgen_ty_3 {
+                algo: sys::RTE_CRYPTO_AEAD_AES_GCM,
+                block_size: 16,
+                key_size: range(16, 32, 16),
+                digest_size: range(16, 16, 0),
+                aad_size: range(8, 8, 0),
+                iv_size: range(12, 12, 0),
+            };
+        gcm.__bindgen_anon_1.sym = sym;
+        // The end: an entry of op UNDEFINED (the default).
+        let crypto = vec![gcm, sys::rte_cryptodev_capabilities::default()];
+        let mut nic = Box::new(Nic {
+            ops: sys::rte_security_ops::default(),
+            caps,
+            crypto,
+            sas: Mutex::new(Vec::new()),
+            decrypts: AtomicBool::new(true),
+            sealed: AtomicU64::new(0),
+            unknown_session: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            passed: AtomicU64::new(0),
+        });
+        let list = nic.crypto.as_ptr();
+        for c in &mut nic.caps {
+            c.crypto_capabilities = list;
+        }
+        nic.ops.session_create = Some(session_create);
+        nic.ops.session_destroy = Some(session_destroy);
+        nic.ops.session_get_size = Some(session_get_size);
+        nic.ops.set_pkt_metadata = Some(set_pkt_metadata);
+        nic.ops.capabilities_get = Some(capabilities_get);
+        let nic = NonNull::from(Box::leak(nic));
+        let ctx = Box::new(sys::rte_security_ctx {
+            device: nic.as_ptr().cast(),
+            // SAFETY: the state was just leaked: it lives until Drop, as the context does.
+            ops: unsafe { &nic.as_ref().ops },
+            ..Default::default()
+        });
+        Ok(Arc::new(NicDouble {
+            inner,
+            pool,
+            ctx: NonNull::from(Box::leak(ctx)),
+            nic,
+        }))
+    }
+
+    fn nic(&self) -> &Nic {
+        // SAFETY: alive until Drop; shared state only.
+        unsafe { self.nic.as_ref() }
+    }
+
+    /// Whether the NIC decrypts what it receives (on by default): off, every ESP frame passes
+    /// as it came, as from a NIC that holds no SA for it.
+    pub fn set_decrypts(&self, on: bool) {
+        self.nic().decrypts.store(on, Ordering::Relaxed);
+    }
+
+    pub fn counts(&self) -> NicCounts {
+        let n = self.nic();
+        NicCounts {
+            sealed: n.sealed.load(Ordering::Relaxed),
+            unknown_session: n.unknown_session.load(Ordering::Relaxed),
+            opened: n.opened.load(Ordering::Relaxed),
+            failed: n.failed.load(Ordering::Relaxed),
+            passed: n.passed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Sessions the NIC holds.
+    pub fn sessions(&self) -> usize {
+        self.nic()
+            .sas
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// A marked frame as it goes on the wire: linearised into a buffer of ours (the NIC reads
+    /// a chain where it lies) and encrypted; `None` if its session is unknown.
+    fn seal(&self, frame: Mbuf) -> Option<Mbuf> {
+        let head = frame.as_non_null().as_ptr();
+        // SAFETY: a live mbuf we own; the metadata field is registered (new) and the session
+        // was written there by set_pkt_metadata.
+        let (session, l2, l3) = unsafe {
+            let t = (*head).__bindgen_anon_3.tx_offload;
+            (
+                *sys::rte_security_dynfield(head) as usize,
+                (t & 0x7f) as usize,
+                ((t >> 7) & 0x1ff) as usize,
+            )
+        };
+        let sas = self
+            .nic()
+            .sas
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(sa) = sas.iter().find(|s| s.session == session && s.egress) else {
+            self.nic().unknown_session.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let len = frame.frame_len();
+        let mut out = Mbuf::alloc(&self.pool)?;
+        if out.tailroom_total() < len {
+            return None;
+        }
+        out.set_len(len as u16);
+        if !frame.copy_frame_to(out.data_mut()) {
+            return None;
+        }
+        drop(frame);
+        let d = out.data_mut();
+        let esp = l2 + l3;
+        if d.len() < esp + 16 + ICV || d.get(esp..esp + 4) != Some(&sa.spi.to_be_bytes()[..]) {
+            return None;
+        }
+        let mut nonce = [0u8; 12];
+        nonce[..4].copy_from_slice(&sa.salt);
+        nonce[4..].copy_from_slice(&d[esp + 8..esp + 16]);
+        let aad: [u8; 8] = d[esp..esp + 8].try_into().ok()?;
+        let end = d.len() - ICV;
+        let icv = sa.gcm.seal(&nonce, &aad, &mut d[esp + 16..end])?;
+        d[end..].copy_from_slice(&icv);
+        self.nic().sealed.fetch_add(1, Ordering::Relaxed);
+        Some(out)
+    }
+
+    /// An ESP frame as the NIC hands it up: decrypted and marked where it holds the SA.
+    fn open(&self, frame: &mut Mbuf) {
+        let n = self.nic();
+        let Some(esp) = esp_offset(frame.data()) else {
+            return;
+        };
+        if !n.decrypts.load(Ordering::Relaxed) {
+            n.passed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let d = frame.data_mut();
+        let spi = u32::from_be_bytes([d[esp], d[esp + 1], d[esp + 2], d[esp + 3]]);
+        let sas = n
+            .sas
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(sa) = sas.iter().find(|s| s.spi == spi && !s.egress) else {
+            n.passed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        if d.len() < esp + 16 + ICV {
+            n.passed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mut nonce = [0u8; 12];
+        nonce[..4].copy_from_slice(&sa.salt);
+        nonce[4..].copy_from_slice(&d[esp + 8..esp + 16]);
+        let mut aad = [0u8; 8];
+        aad.copy_from_slice(&d[esp..esp + 8]);
+        let end = d.len() - ICV;
+        let mut clear = d[esp + 16..end].to_vec();
+        let ok = sa.gcm.open(&nonce, &aad, &mut clear, &d[end..]);
+        let marks = if ok {
+            d[esp + 16..end].copy_from_slice(&clear);
+            n.opened.fetch_add(1, Ordering::Relaxed);
+            RX_SEC_OFFLOAD
+        } else {
+            n.failed.fetch_add(1, Ordering::Relaxed);
+            RX_SEC_OFFLOAD | RX_SEC_OFFLOAD_FAILED
+        };
+        // SAFETY: a live mbuf we own.
+        unsafe { (*frame.as_non_null().as_ptr()).ol_flags |= marks };
+    }
+}
+
+/// Where ESP begins in an Ethernet frame of IPv4 or IPv6 whose IP header is followed by ESP.
+fn esp_offset(d: &[u8]) -> Option<usize> {
+    match d.get(12..14)? {
+        [0x08, 0x00] => {
+            let ihl = usize::from(d.get(ETH)? & 0x0f) * 4;
+            (*d.get(ETH + 9)? == 50).then_some(ETH + ihl)
+        }
+        [0x86, 0xdd] => (*d.get(ETH + 6)? == 50).then_some(ETH + 40),
+        _ => None,
+    }
+}
+
+impl<P> Drop for NicDouble<P> {
+    fn drop(&mut self) {
+        // SAFETY: leaked in new() and freed once here; no session is used any more (each SA
+        // holding one keeps this port alive through its InlineDev).
+        unsafe {
+            drop(Box::from_raw(self.ctx.as_ptr()));
+            drop(Box::from_raw(self.nic.as_ptr()));
+        }
+    }
+}
+
+/// # Safety
+/// `device` is a `Nic` of a live [`NicDouble`].
+unsafe fn nic<'a>(device: *mut c_void) -> &'a Nic {
+    // SAFETY: the caller's promise.
+    unsafe { &*device.cast::<Nic>() }
+}
+
+unsafe extern "C" fn session_create(
+    device: *mut c_void,
+    conf: *mut sys::rte_security_session_conf,
+    sess: *mut sys::rte_security_session,
+) -> c_int {
+    // SAFETY: DPDK passes our context's device and a valid conf.
+    let (n, conf) = unsafe { (nic(device), &*conf) };
+    if conf.action_type != sys::RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO
+        || conf.protocol != sys::RTE_SECURITY_PROTOCOL_IPSEC
+        || conf.crypto_xform.is_null()
+    {
+        return -95;
+    }
+    // SAFETY: an IPsec conf's union holds `ipsec`; crypto_xform is non-null.
+    let (ipsec, xf) = unsafe { (conf.__bindgen_anon_1.ipsec, &*conf.crypto_xform) };
+    if xf.type_ != sys::RTE_CRYPTO_SYM_XFORM_AEAD || ipsec.options.esn() != 0 {
+        return -95;
+    }
+    // SAFETY: an AEAD transform's union holds `aead`, whose key is valid for the call.
+    let key = unsafe {
+        let a = xf.__bindgen_anon_1.aead;
+        if a.algo != sys::RTE_CRYPTO_AEAD_AES_GCM {
+            return -95;
+        }
+        std::slice::from_raw_parts(a.key.data, usize::from(a.key.length))
+    };
+    let gcm = match key.len() {
+        16 => Aes128Gcm::new_from_slice(key).map(|c| Gcm::A128(Box::new(c))),
+        32 => Aes256Gcm::new_from_slice(key).map(|c| Gcm::A256(Box::new(c))),
+        _ => return -22,
+    };
+    let Ok(gcm) = gcm else { return -22 };
+    n.sas
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(NicSa {
+            session: sess as usize,
+            spi: ipsec.spi,
+            egress: ipsec.direction == sys::RTE_SECURITY_IPSEC_SA_DIR_EGRESS,
+            // The salt as it lies in memory: the 4 bytes in wire order.
+            salt: ipsec.salt.to_ne_bytes(),
+            gcm,
+        });
+    0
+}
+
+unsafe extern "C" fn session_destroy(
+    device: *mut c_void,
+    sess: *mut sys::rte_security_session,
+) -> c_int {
+    // SAFETY: DPDK passes our context's device.
+    let n = unsafe { nic(device) };
+    n.sas
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .retain(|s| s.session != sess as usize);
+    0
+}
+
+unsafe extern "C" fn session_get_size(_device: *mut c_void) -> c_uint {
+    // The SA table is the NIC's own: no private data in the session.
+    0
+}
+
+unsafe extern "C" fn set_pkt_metadata(
+    _device: *mut c_void,
+    sess: *mut sys::rte_security_session,
+    mb: *mut sys::rte_mbuf,
+    _params: *mut c_void,
+) -> c_int {
+    // SAFETY: a live mbuf rte_ipsec is preparing; the field is registered (NicDouble::new).
+    unsafe { *sys::rte_security_dynfield(mb) = sess as u64 };
+    0
+}
+
+unsafe extern "C" fn capabilities_get(device: *mut c_void) -> *const sys::rte_security_capability {
+    // SAFETY: DPDK passes our context's device.
+    unsafe { nic(device) }.caps.as_ptr()
+}
+
+impl<P: Port<Buf = Mbuf>> Port for NicDouble<P> {
+    type Buf = Mbuf;
+
+    fn id(&self) -> u16 {
+        self.inner.id()
+    }
+    fn inline_crypto(&self) -> Option<NonNull<c_void>> {
+        Some(self.ctx.cast())
+    }
+    fn sctp_checksum_offload(&self) -> ChecksumOffload {
+        self.inner.sctp_checksum_offload()
+    }
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn nb_rx_queues(&self) -> u16 {
+        self.inner.nb_rx_queues()
+    }
+    fn nb_tx_queues(&self) -> u16 {
+        self.inner.nb_tx_queues()
+    }
+    fn mac(&self) -> [u8; 6] {
+        self.inner.mac()
+    }
+    fn rx_burst(&self, queue: u16, out: &mut Vec<Mbuf>, max: usize) -> usize {
+        let start = out.len();
+        let n = self.inner.rx_burst(queue, out, max);
+        for f in &mut out[start..] {
+            self.open(f);
+        }
+        n
+    }
+    fn tx_held(&self, queue: u16) -> usize {
+        self.inner.tx_held(queue)
+    }
+    fn discard_held(&self, queue: u16) -> usize {
+        self.inner.discard_held(queue)
+    }
+    fn tx_device_queue(&self, queue: u16) -> u16 {
+        self.inner.tx_device_queue(queue)
+    }
+    fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
+        // The NIC encrypts as it sends: a frame left in the ring's way is already sealed
+        // and unmarked, and goes as it is next time.
+        let frames = std::mem::take(pkts);
+        let mut dropped = 0;
+        for f in frames {
+            // SAFETY: a live mbuf we own.
+            let marked = unsafe { (*f.as_non_null().as_ptr()).ol_flags } & TX_SEC_OFFLOAD != 0;
+            if !marked {
+                pkts.push(f);
+            } else if let Some(sealed) = self.seal(f) {
+                pkts.push(sealed);
+            } else {
+                dropped += 1;
+            }
+        }
+        self.inner.tx_burst(queue, pkts) + dropped
+    }
+    fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize, len: usize) -> bool {
+        self.inner.alloc_bulk(out, n, len)
+    }
+    fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Mbuf> {
+        self.inner.attach_region(region, offset, len)
+    }
+    fn attach_region_in(
+        &self,
+        buf: Mbuf,
+        region: &Region,
+        offset: u64,
+        len: usize,
+    ) -> Result<Mbuf, Mbuf> {
+        self.inner.attach_region_in(buf, region, offset, len)
+    }
+    fn max_tx_segments(&self) -> usize {
+        self.inner.max_tx_segments()
+    }
+    fn steer_sctp(&self, flow: &SctpFlow, queue: u16) -> Result<FlowRule, String> {
+        self.inner.steer_sctp(flow, queue)
+    }
+    fn unsteer_sctp(&self, rule: FlowRule) -> Result<(), String> {
+        self.inner.unsteer_sctp(rule)
+    }
+    fn free_bulk(&self, bufs: &mut Vec<Mbuf>) {
+        self.inner.free_bulk(bufs)
+    }
+    fn rx_waiter(&self, queues: &[u16]) -> Option<Arc<dyn RxWaiter>> {
+        self.inner.rx_waiter(queues)
+    }
+    fn link(&self) -> LinkStatus {
+        self.inner.link()
+    }
+    fn stats(&self) -> PortStats {
+        self.inner.stats()
+    }
+    fn xstats(&self) -> Vec<(String, u64)> {
+        let mut v = self.inner.xstats();
+        let c = self.counts();
+        v.extend([
+            ("nic_double_sealed".into(), c.sealed),
+            ("nic_double_unknown_session".into(), c.unknown_session),
+            ("nic_double_opened".into(), c.opened),
+            ("nic_double_failed".into(), c.failed),
+            ("nic_double_passed".into(), c.passed),
+        ]);
+        v
+    }
+    fn reset_stats(&self) {
+        self.inner.reset_stats()
+    }
+}
