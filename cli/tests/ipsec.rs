@@ -632,6 +632,33 @@ fn the_shell_adds_shows_and_deletes_sas_and_policies() {
     assert!(!t[last..].contains("1000 aes-128-gcm"), "{t}");
 }
 
+/// ipsec-secgw's `type inline-crypto-offload` asks for the port's NIC to do the crypto: on a
+/// port without inline crypto (memif here) the SA is refused with the reason, not run in
+/// software behind the operator's back; `type cpu-crypto` on the same SA is installed.
+#[test]
+fn an_inline_sa_on_a_port_without_inline_crypto_is_refused() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Dir::new("shellinline");
+    let cmds = dir.file(
+        "cmds.txt",
+        &format!(
+            "ipsec sa add in 1000 aead_algo aes-128-gcm aead_key {K_C2S} mode transport \
+             type cpu-crypto\n\
+             ipsec sa add in 1001 aead_algo aes-128-gcm aead_key {K_S2C} mode transport \
+             type inline-crypto-offload port_id 0\n\
+             quit\n"
+        ),
+    );
+    let o = shell_script(&dir, &cmds, &[]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("SA in 1000 installed"), "{t}");
+    assert!(
+        t.contains("type inline-crypto-offload, and the port offers no inline crypto"),
+        "{t}"
+    );
+}
+
 /// The DDP shell with IPsec on and no peer (`--link-timeout 0`), run on the script `cmds`.
 fn shell_script(dir: &Dir, cmds: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["--ip", "198.18.0.2", "--ipsec", "--link-timeout", "0"];
