@@ -961,24 +961,9 @@ impl EspSa {
         if !self.dev.cpu || self.out_of_place() && frames.iter().any(|f| own_room(f).is_none()) {
             return self.seal_out_of_place(frames, pool, now);
         }
-        let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
-        // (index in results, Ethernet header, bytes before sealing, DF) of each frame submitted.
-        let mut ready: Vec<(usize, [u8; ETH], usize, bool)> = Vec::with_capacity(frames.len());
-        // Bytes of the frames before, taken for sealing: the hard lifetime counts them.
-        let mut pending = 0u64;
-        for frame in frames {
-            let r = self.seal_ready(frame, pool, now, pending);
-            if let Ok((_, eth, before, df)) = &r {
-                ready.push((results.len(), *eth, *before, *df));
-                pending += *before as u64;
-            }
-            results.push(r.map(|(m, ..)| m));
-        }
-        let mut ptrs: Vec<*mut sys::rte_mbuf> = ready
-            .iter()
-            .filter_map(|(i, ..)| results[*i].as_ref().ok())
-            .map(|m| m.as_non_null().as_ptr())
-            .collect();
+        let (mut results, ready, mut ptrs) = readied(frames, |frame, pending| {
+            self.seal_ready(frame, pool, now, pending)
+        });
         // Bursts are at most a port's (512), far below u16::MAX.
         let n = ptrs.len() as u16;
         let (prepared, good, errno) = if n == 0 {
@@ -1388,6 +1373,40 @@ impl Drop for EspSa {
             }
         }
     }
+}
+
+/// A frame made ready to seal: the frame, its Ethernet header, its length and DF.
+type SealReady = (Mbuf, [u8; ETH], usize, bool);
+
+/// What `ready` made of each of `frames` (given the bytes of the frames before it, which the
+/// hard lifetime counts), in their order; the (index, Ethernet header, length, DF) of each one
+/// made ready; and those frames' mbufs, for rte_ipsec.
+#[allow(clippy::type_complexity)]
+fn readied(
+    frames: Vec<Mbuf>,
+    mut ready: impl FnMut(Mbuf, u64) -> Result<SealReady, EspDrop>,
+) -> (
+    Vec<Result<Mbuf, EspDrop>>,
+    Vec<(usize, [u8; ETH], usize, bool)>,
+    Vec<*mut sys::rte_mbuf>,
+) {
+    let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
+    let mut ok: Vec<(usize, [u8; ETH], usize, bool)> = Vec::with_capacity(frames.len());
+    let mut pending = 0u64;
+    for frame in frames {
+        let r = ready(frame, pending);
+        if let Ok((_, eth, before, df)) = &r {
+            ok.push((results.len(), *eth, *before, *df));
+            pending += *before as u64;
+        }
+        results.push(r.map(|(m, ..)| m));
+    }
+    let ptrs = ok
+        .iter()
+        .filter_map(|(i, ..)| results[*i].as_ref().ok())
+        .map(|m| m.as_non_null().as_ptr())
+        .collect();
+    (results, ok, ptrs)
 }
 
 /// The IP header's length if the frame carries one of the expected family whose next header is

@@ -343,22 +343,9 @@ impl EspSa {
         pool: &Mempool,
         now: std::time::Instant,
     ) -> Vec<Result<Mbuf, EspDrop>> {
-        let mut results: Vec<Result<Mbuf, EspDrop>> = Vec::with_capacity(frames.len());
-        let mut ready: Vec<(usize, [u8; ETH], usize, bool)> = Vec::with_capacity(frames.len());
-        let mut pending = 0u64;
-        for frame in frames {
-            let r = self.inline_ready(frame, pool, now, pending);
-            if let Ok((_, eth, before, df)) = &r {
-                ready.push((results.len(), *eth, *before, *df));
-                pending += *before as u64;
-            }
-            results.push(r.map(|(m, ..)| m));
-        }
-        let mut ptrs: Vec<*mut sys::rte_mbuf> = ready
-            .iter()
-            .filter_map(|(i, ..)| results[*i].as_ref().ok())
-            .map(|m| m.as_non_null().as_ptr())
-            .collect();
+        let (mut results, ready, mut ptrs) = super::readied(frames, |frame, pending| {
+            self.inline_ready(frame, pool, now, pending)
+        });
         // Bursts are at most a port's (512), far below u16::MAX.
         let n = ptrs.len() as u16;
         let (good, errno) = if n == 0 {
@@ -417,7 +404,7 @@ impl EspSa {
         pool: &Mempool,
         now: std::time::Instant,
         pending: u64,
-    ) -> Result<(Mbuf, [u8; ETH], usize, bool), EspDrop> {
+    ) -> Result<super::SealReady, EspDrop> {
         if self.expired_after(now, pending) {
             return Err(EspDrop::Expired);
         }
