@@ -390,7 +390,8 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
     out += &format!(
         "  dropped: {} ESP for no SA, {} clear where ESP is required, {} not what the SA's \
          policy selects, {} discarded in, {} discarded out, {} in and {} out that no policy \
-         names, {} out with no SA, {} unparsable; {} ICMP PMTU messages quoting ESP rejected",
+         names, {} out with no SA, {} unparsable, {} framed for the NIC under an SA deleted \
+         before the device took them; {} ICMP PMTU messages quoting ESP rejected",
         c.no_sa,
         c.clear_refused,
         c.policy_mismatch,
@@ -400,6 +401,7 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         c.no_policy_out,
         c.no_sa_out,
         c.unparsable,
+        c.inline_unsent,
         c.pmtu_rejected
     );
     out

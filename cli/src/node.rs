@@ -152,6 +152,7 @@ impl Node {
             // endpoint: the control thread sends through the first data core's TX queue.
             share_last_pair: true,
             rx_interrupts: opts.idle == crate::options::IdleArg::Interrupt,
+            inline_ipsec: opts.ipsec_on(),
         };
         // The mbufs this end's queues can hold at once: memif's spare queues carry nothing
         // from this end, and its copying receive takes an mbuf per frame, none ahead (its
@@ -381,6 +382,9 @@ impl Node {
         }
         // Frames the fault injector still holds back go back too.
         self.port.inner().release_held();
+        // The NIC's IPsec sessions before the device: a NIC may free its security context
+        // when it closes.
+        self.port.release_inline();
         if let Err(e) = device.close() {
             errln!("ddpdk: warning: closing {}: {e}", device.name());
         }

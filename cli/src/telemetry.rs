@@ -90,6 +90,7 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
                 ("no_sa_out", u(d.no_sa_out)),
                 ("unparsable", u(d.unparsable)),
                 ("pmtu_rejected", u(d.pmtu_rejected)),
+                ("inline_unsent", u(d.inline_unsent)),
             ]),
         ),
         (

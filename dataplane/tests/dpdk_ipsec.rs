@@ -21,6 +21,7 @@ use ddpdk_dataplane::ipsec::{
     Offload, SaConfig,
 };
 use ddpdk_dataplane::port::dpdk::nic_double::NicDouble;
+use ddpdk_dataplane::port::dpdk::RETIRE_AFTER;
 use ddpdk_dataplane::port::dpdk::{
     CryptoDev, DpdkPort, EspDrop, EspSa, InlineDev, IpsecPort, Mbuf, Mempool,
 };
@@ -274,6 +275,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     inline_crypto_on_a_nic_interoperates_with_scapy_4303(&b);
     what_the_nic_cannot_do_inline_is_done_in_software_or_refused(&b);
     inline_and_software_esp_meet_through_policy_on_a_ring_pair_5043_13(&b);
+    an_inline_sa_is_retired_only_once_nothing_it_framed_can_reach_the_nic_4303(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -2290,11 +2292,13 @@ fn through_the_nic(nic: &NicDouble<DpdkPort>, raw: &DpdkPort, frames: Vec<Mbuf>)
 /// port whose NIC does ESP crypto inline (the stand-in of `nic_double`, an AES-GCM of its own),
 /// an SA the NIC covers is done by it. For AES-GCM-128 and -256, transport and tunnel, both
 /// families: what we frame leaves with its payload still in clear until the NIC (the crypto is
-/// the NIC's, not ours), a zero-copy frame with no copy and its region unwritten; on the wire
-/// scapy opens each packet to the very frame (RFC 4303 §3.1, RFC 4106). What scapy seals the
-/// NIC decrypts and we open to the very packet; the NIC's failed ICV is dropped and counted as
-/// an authentication failure (§3.4.4), a replay as a replay (§3.4.3), and ESP the NIC leaves
-/// alone is opened by the SA's software session.
+/// the NIC's, not ours), a zero-copy frame copied into one buffer (the drivers find the trailer
+/// in one segment only) and its region unwritten; on the wire scapy opens each packet to the
+/// very frame (RFC 4303 §3.1, RFC 4106); an IPv6 packet that must leave in fragments is sealed
+/// in software (RFC 4301 §7.3). What scapy seals the NIC decrypts and we open to the very
+/// packet; the NIC's failed ICV is dropped and counted as an authentication failure (§3.4.4), a
+/// replay as a replay (§3.4.3), and in a burst out of sequence order the ESP the NIC leaves
+/// alone is opened by the SA's software session, the rest by the NIC's verdict.
 fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
     let ports = ring_pair_ports(&b.eal, "inl", &b.pool, 256);
     let nic = NicDouble::new(ports[0].clone(), b.pool.clone()).unwrap();
@@ -2342,11 +2346,9 @@ fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
                     own.windows(64).any(|x| x == clear),
                     "{what}: encrypted by us"
                 );
-                assert_eq!(
-                    framed[1].nb_segs(),
-                    4,
-                    "{what}: the zero-copy chain and a trailer"
-                );
+                // The drivers find the trailer in one segment only: the zero-copy frame is
+                // copied into one buffer, its region only read.
+                assert_eq!(framed[1].nb_segs(), 1, "{what}");
                 let wire = through_the_nic(&nic, &ports[1], framed);
                 assert_eq!(nic.counts().sealed - sealed_before, 2, "{what}");
                 assert_eq!(wire.len(), 2, "{what}");
@@ -2372,7 +2374,27 @@ fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
                     "{what}: region written"
                 );
                 assert_eq!(region.mbuf_references(), 0, "{what}: a span is still held");
-                assert_eq!(out.stats.snapshot().copied, 0, "{what}: a frame was copied");
+                assert_eq!(
+                    out.stats.snapshot().copied,
+                    1,
+                    "{what}: the zero-copy frame"
+                );
+                if v6 {
+                    // A burst that must leave in IPv6 fragments of at most 1280 bytes (RFC
+                    // 4301 §7.3) is sealed in software: fragments of a packet the NIC has not
+                    // encrypted yet would carry plaintext.
+                    let big = sctp_frame(true, 1300, 0x3f);
+                    let mut sealed = Vec::new();
+                    let frame = vec![mbuf(&b.pool, &big)];
+                    out.encrypt_burst_within(frame, &b.pool, now, Some(1280), &mut sealed);
+                    let s0 = nic.counts().sealed;
+                    let wire = through_the_nic(&nic, &ports[1], sealed);
+                    assert_eq!(nic.counts().sealed, s0, "{what}: sealed by the NIC");
+                    let ip = &wire[0][14..];
+                    let clear = &big[big.len() - 64..];
+                    assert!(!ip.windows(64).any(|x| x == clear), "{what}: in clear");
+                    scapy_opens_to(&out_cfg, ip, 3, &big, &format!("{what}: above the MTU"));
+                }
 
                 // Scapy's to ours, through the NIC.
                 let in_cfg = SaConfig {
@@ -2428,27 +2450,36 @@ fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
                     Some(&EspDrop::AuthFailed),
                     "{what}"
                 );
-                // The NIC leaves one alone (no SA in it): the software session opens it.
-                nic.set_decrypts(false);
-                let mut burst = vec![mbuf(&b.pool, &wire_of(&frames[3], 4))];
-                assert_eq!(ports[1].tx_burst_all(0, &mut burst, 8).sent, 1);
+                // One burst, out of sequence order, the NIC leaving its first frame alone (no
+                // SA in it for that one): the software session opens that one, the NIC's
+                // verdict the other, and each is the very frame.
+                nic.pass_next(1);
+                let mut burst = vec![
+                    mbuf(&b.pool, &wire_of(&frames[3], 6)),
+                    mbuf(&b.pool, &wire_of(&frames[2], 5)),
+                    mbuf(&b.pool, &wire_of(&frames[1], 7)),
+                ];
+                assert_eq!(ports[1].tx_burst_all(0, &mut burst, 8).sent, 3);
                 let mut got = Vec::new();
                 let deadline = Instant::now() + std::time::Duration::from_secs(2);
-                while got.is_empty() && Instant::now() < deadline {
+                while got.len() < 3 && Instant::now() < deadline {
                     nic.rx_burst(0, &mut got, 8);
                 }
-                nic.set_decrypts(true);
-                assert_eq!(nic.counts().passed - after.passed, 1, "{what}");
-                let opened = inb.decrypt_burst(got, &b.pool, now);
+                let c = nic.counts();
                 assert_eq!(
-                    opened[0].as_ref().unwrap().data(),
-                    frames[3],
-                    "{what}: fallback"
+                    (c.passed - after.passed, c.opened - after.opened),
+                    (1, 2),
+                    "{what}"
                 );
+                let opened = inb.decrypt_burst(got, &b.pool, now);
+                for (o, f) in opened.iter().zip([&frames[3], &frames[2], &frames[1]]) {
+                    let o = o.as_ref().unwrap_or_else(|e| panic!("{what}: {e:?}"));
+                    assert_eq!(o.data(), &f[..], "{what}: a mixed burst");
+                }
                 let c = inb.stats.snapshot();
                 assert_eq!(
                     (c.packets, c.replay, c.auth_failed),
-                    (3, 1, 1),
+                    (5, 1, 1),
                     "{what}: {c:?}"
                 );
                 cases += 1;
@@ -2489,12 +2520,34 @@ fn what_the_nic_cannot_do_inline_is_done_in_software_or_refused(b: &Bench) {
         .unwrap()
         .inline()
         .is_none());
-    let e = on_nic(&with(&esn, Offload::Inline)).unwrap_err();
+    let inline_on = |port| Offload::Inline { port };
+    let e = on_nic(&with(&esn, inline_on(None))).unwrap_err();
     assert!(e.contains("extended sequence numbers"), "{e}");
-    let e = on_nic(&with(&cbc, Offload::Inline)).unwrap_err();
+    let e = on_nic(&with(&cbc, inline_on(None))).unwrap_err();
     assert!(e.contains("AES-GCM only"), "{e}");
-    let e = EspSa::new_on(&b.dev, None, &with(&gcm, Offload::Inline), false).unwrap_err();
+    let e = EspSa::new_on(&b.dev, None, &with(&gcm, inline_on(None)), false).unwrap_err();
     assert!(e.contains("no inline crypto"), "{e}");
+    // ipsec-secgw's port_id names the port: this one, or the SA is refused.
+    let here = Some(nic.id());
+    assert!(on_nic(&with(&gcm, inline_on(here)))
+        .unwrap()
+        .inline()
+        .is_some());
+    let e = on_nic(&with(&gcm, inline_on(Some(nic.id() + 7)))).unwrap_err();
+    assert!(e.contains("is not this port"), "{e}");
+    // A NIC whose SA table is full: an SA that did not ask for it runs in software, one
+    // that asked is refused.
+    let held = on_nic(&gcm).unwrap();
+    assert_eq!(nic.sessions(), 1);
+    nic.set_max_sessions(1);
+    assert!(
+        on_nic(&gcm).unwrap().inline().is_none(),
+        "a full NIC: software"
+    );
+    let e = on_nic(&with(&gcm, inline_on(None))).unwrap_err();
+    assert!(e.contains("refused the inline session"), "{e}");
+    nic.set_max_sessions(u64::MAX);
+    drop(held);
     assert_eq!(nic.sessions(), 0);
 }
 
@@ -2587,4 +2640,134 @@ fn inline_and_software_esp_meet_through_policy_on_a_ring_pair_5043_13(b: &Bench)
         .map(|s| s.stats.snapshot().auth_failed)
         .sum();
     assert_eq!(auth, 1);
+}
+
+/// A frame framed for the NIC is plaintext until the NIC takes it: an inline SA deleted while
+/// such frames wait for the device ring keeps its NIC session until none can still reach the
+/// NIC (`RETIRE_AFTER`, no burst holding it); then its waiting frames are dropped and counted
+/// (`inline_unsent`), never handed to a NIC whose session is gone, and the session goes. An
+/// inbound SA's successor on the same SPI is not done inline while the old session lives (the
+/// NIC's mark would vouch for a packet verified under the old key, RFC 4303 §3.4.4), and is
+/// once it is gone. At close, every session goes before the device does, and nothing leaves
+/// afterwards.
+fn an_inline_sa_is_retired_only_once_nothing_it_framed_can_reach_the_nic_4303(b: &Bench) {
+    let key = |n: u8| format!("0x{}", hex(&[n; 20]));
+    let conf = |k: &str, dir: &str, spi: u32, ty: &str| {
+        format!("sa {dir} {spi} aead_algo aes-128-gcm aead_key {k} mode transport {ty}")
+    };
+    // A ring of 8 slots holds 7 frames.
+    let (ia, ib) = b.eal.create_ring_pair("inl_full", 8, 1).unwrap();
+    let raw: Vec<Arc<DpdkPort>> = [ia, ib]
+        .into_iter()
+        .map(|id| {
+            let p = DpdkPort::configure(id, Default::default(), b.pool.clone()).unwrap();
+            p.start().unwrap();
+            assert!(p.wait_link_up(std::time::Duration::from_secs(2)).up);
+            Arc::new(p)
+        })
+        .collect();
+    let nic = NicDouble::new(raw[0].clone(), b.pool.clone()).unwrap();
+    let text = format!(
+        "{}\n{}\nsp ipv4 out esp protect 3000 pri 10 dst 198.18.0.2/32 proto sctp\n",
+        conf(&key(0x31), "out", 3000, "type inline-crypto-offload"),
+        conf(&key(0x32), "in", 4000, ""),
+    );
+    let pa = IpsecPort::new(
+        nic.clone(),
+        b.pool.clone(),
+        &parse_config(&text).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    assert_eq!(nic.sessions(), 2);
+    let sent: Vec<Vec<u8>> = (0..10u8).map(|i| sctp_frame(false, 200, i)).collect();
+    let mut burst: Vec<Mbuf> = sent.iter().map(|f| mbuf(&b.pool, f)).collect();
+    assert_eq!(pa.tx_burst(0, &mut burst), 7, "the ring's room");
+    assert_eq!(
+        pa.tx_held(0),
+        3,
+        "three framed for the NIC wait for the ring"
+    );
+    pa.remove_sa(Direction::Out, 3000).unwrap();
+    pa.remove_sa(Direction::In, 4000).unwrap();
+    pa.sweep_retiring();
+    assert_eq!(
+        nic.sessions(),
+        2,
+        "kept while frames may still reach the NIC"
+    );
+    assert_eq!(pa.tx_held(0), 3);
+    // The inbound SA's successor, a new key on the same SPI: in software while the old
+    // session lives; refused where it asks for the NIC.
+    let e = pa
+        .add_sa(
+            parse_sa(&rule_words(&conf(
+                &key(0x33),
+                "in",
+                4000,
+                "type inline-crypto-offload",
+            )))
+            .unwrap(),
+        )
+        .unwrap_err();
+    assert!(e.contains("being retired"), "{e}");
+    pa.add_sa(parse_sa(&rule_words(&conf(&key(0x34), "in", 4000, ""))).unwrap())
+        .unwrap();
+    let crypto_of = |spi: u32| {
+        pa.sa_reports()
+            .into_iter()
+            .find(|r| r.spi == spi)
+            .map(|r| r.crypto)
+            .unwrap()
+    };
+    assert_eq!(crypto_of(4000), CRYPTO, "the successor in software");
+    std::thread::sleep(RETIRE_AFTER + std::time::Duration::from_millis(100));
+    pa.sweep_retiring();
+    assert_eq!(nic.sessions(), 0, "both retired");
+    assert_eq!(pa.tx_held(0), 0, "the waiting frames dropped");
+    assert_eq!(pa.policy_counts().inline_unsent, 3);
+    let wire = receive_all(raw[1].as_ref(), 7);
+    assert_eq!(wire.len(), 7, "only what the NIC took left");
+    assert_eq!(nic.counts().sealed, 7);
+    for w in &wire {
+        assert!(!w
+            .windows(40)
+            .any(|x| sent.iter().any(|f| x == &f[f.len() - 40..])));
+    }
+    // The SPI is free again: its next successor is done by the NIC.
+    pa.remove_sa(Direction::In, 4000).unwrap();
+    pa.add_sa(parse_sa(&rule_words(&conf(&key(0x35), "in", 4000, ""))).unwrap())
+        .unwrap();
+    assert!(crypto_of(4000).starts_with("inline"));
+    // Closing: every session before the device; nothing framed for the NIC leaves after.
+    pa.add_sa(parse_sa(&rule_words(&conf(&key(0x36), "out", 3001, ""))).unwrap())
+        .unwrap();
+    pa.add_policy(
+        parse_sp(&rule_words(
+            "ipv4 out esp protect 3001 pri 20 dst 198.18.0.2/32 proto sctp",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(nic.sessions(), 2);
+    pa.release_inline();
+    assert_eq!(nic.sessions(), 0);
+    let mut burst = vec![mbuf(&b.pool, &sent[0])];
+    pa.tx_burst_all(0, &mut burst, 4);
+    assert!(
+        receive_all(raw[1].as_ref(), 0).is_empty(),
+        "nothing after the release"
+    );
+    let expired: u64 = pa.sas().iter().map(|s| s.stats.snapshot().expired).sum();
+    assert_eq!(expired, 1, "the frame is dropped, counted");
+}
+
+/// The words of a configuration rule after its `sa` or `sp`.
+fn rule_words(line: &str) -> Vec<&str> {
+    let w: Vec<&str> = line.split_whitespace().collect();
+    if matches!(w.first(), Some(&"sa") | Some(&"sp")) {
+        w[1..].to_vec()
+    } else {
+        w
+    }
 }

@@ -391,7 +391,7 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
     let mut window = None;
     let mut lifetime = Lifetime::default();
     let mut offload = None;
-    let mut port_id = false;
+    let mut port_id = None;
     let mut i = 2;
     let mut seen: Vec<&str> = Vec::new();
     while i < w.len() {
@@ -463,7 +463,7 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
             // (the device doing all of ESP) are refused by name.
             "type" => match val.copied() {
                 Some("lookaside-none" | "cpu-crypto") => offload = Some(Offload::Software),
-                Some("inline-crypto-offload") => offload = Some(Offload::Inline),
+                Some("inline-crypto-offload") => offload = Some(Offload::Inline { port: None }),
                 Some(t @ ("inline-protocol-offload" | "lookaside-protocol-offload")) => {
                     return Err(format!(
                         "type {t}: a device doing the whole ESP protocol is not supported; \
@@ -478,12 +478,9 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
                     ))
                 }
             },
-            // ipsec-secgw names the port of an inline type; ddpdk's IPsec runs on its one
-            // port, so the number is taken and not checked.
-            "port_id" => {
-                number::<u16>(key, val)?;
-                port_id = true;
-            }
+            // ipsec-secgw names the port of an inline type (and parses it for every type,
+            // using it for the inline ones only): the IPsec port checks it is its own.
+            "port_id" => port_id = Some(number::<u16>(key, val)?),
             // A value where a keyword belongs may be key material (a keyword left out before
             // it): not echoed.
             other
@@ -578,11 +575,10 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
         Direction::In => DEFAULT_REPLAY_WINDOW,
         Direction::Out => 0,
     });
-    // ipsec-secgw's port belongs to an inline type; with another it would name a NIC that
-    // does nothing.
-    if port_id && offload != Some(Offload::Inline) {
-        return Err("port_id names the NIC of type inline-crypto-offload; give that type".into());
-    }
+    let offload = match offload {
+        Some(Offload::Inline { .. }) => Offload::Inline { port: port_id },
+        other => other.unwrap_or_default(),
+    };
     Ok(SaConfig {
         spi,
         direction: dir,
@@ -594,7 +590,7 @@ fn sa_rule(w: &[&str]) -> Result<SaConfig, String> {
         esn,
         replay_window,
         lifetime,
-        offload: offload.unwrap_or_default(),
+        offload,
     })
 }
 
@@ -751,16 +747,25 @@ mod tests {
         }
         // Inline crypto, with or without ipsec-secgw's port; a port without it names a NIC
         // that would do nothing.
+        assert_eq!(
+            sa(" type inline-crypto-offload").unwrap().offload,
+            Offload::Inline { port: None }
+        );
         for t in [
-            " type inline-crypto-offload",
-            " type inline-crypto-offload port_id 0",
-            " port_id 0 type inline-crypto-offload",
+            " type inline-crypto-offload port_id 3",
+            " port_id 3 type inline-crypto-offload",
         ] {
-            assert_eq!(sa(t).unwrap().offload, Offload::Inline, "{t}");
+            assert_eq!(
+                sa(t).unwrap().offload,
+                Offload::Inline { port: Some(3) },
+                "{t}"
+            );
         }
-        assert!(sa(" type cpu-crypto port_id 0")
-            .unwrap_err()
-            .contains("inline-crypto-offload"));
+        // ipsec-secgw parses port_id with every type and uses it with the inline ones.
+        assert_eq!(
+            sa(" type cpu-crypto port_id 0").unwrap().offload,
+            Offload::Software
+        );
         assert!(sa(" type cpu-crypto type cpu-crypto")
             .unwrap_err()
             .contains("twice"));

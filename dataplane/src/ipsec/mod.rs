@@ -170,8 +170,9 @@ pub enum Offload {
     /// The crypto device (`lookaside-none`, `cpu-crypto`).
     Software,
     /// The port's NIC, as it sends and receives (`inline-crypto-offload`); an SA it cannot
-    /// do is refused, never run in software behind the operator's back.
-    Inline,
+    /// do is refused, never run in software behind the operator's back. `port`: ipsec-secgw's
+    /// `port_id`, which must be the IPsec port's.
+    Inline { port: Option<u16> },
 }
 
 /// The most bytes any SA of ours adds to a packet: an IPv6 tunnel's outer header (40) and

@@ -318,8 +318,11 @@ impl<P: Port> Port for Faulty<P> {
     }
     fn inline_crypto(&self) -> Option<std::ptr::NonNull<std::ffi::c_void>> {
         // A NIC's ICV check vouches for the frame it decrypted, before this wrapper corrupts
-        // it: with corruption on, ESP is opened in software, which sees the damage.
-        self.inner.inline_crypto().filter(|_| self.corrupt == 0)
+        // it, and its marks are not on the copies this wrapper makes of a frame: with
+        // corruption or duplication on, ESP is opened in software, which sees both.
+        self.inner
+            .inline_crypto()
+            .filter(|_| self.corrupt == 0 && self.duplicate == 0)
     }
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
         let mut o = self.inner.sctp_checksum_offload();

@@ -54,6 +54,9 @@ pub struct PortConf {
     /// whose configuration refuses them is configured without; one that takes them but has
     /// none (most virtual devices) gives no waiter.
     pub rx_interrupts: bool,
+    /// Enable the device's inline IPsec crypto where it has it (`rte_security`): asked only
+    /// with IPsec on, since a NIC may leave its fastest transmit path with it.
+    pub inline_ipsec: bool,
 }
 
 impl Default for PortConf {
@@ -66,6 +69,7 @@ impl Default for PortConf {
             promiscuous: true,
             share_last_pair: false,
             rx_interrupts: false,
+            inline_ipsec: false,
         }
     }
 }
@@ -258,12 +262,13 @@ impl DpdkPort {
         if offload.rx {
             eth_conf.rxmode.offloads |= RX_OFFLOAD_SCTP_CKSUM;
         }
-        // ESP crypto in the NIC where it does it both ways and has a security context: IPsec
-        // then has it do the SAs it can (ipsec::inline).
+        // ESP crypto in the NIC where it does it both ways and has a security context, with
+        // IPsec on: IPsec then has it do the SAs it can (ipsec::inline).
         // SAFETY: a valid port id; the context, if any, lives as long as the device.
         let sec_ctx = std::ptr::NonNull::new(unsafe { sys::rte_eth_dev_get_sec_ctx(port_id) })
             .filter(|_| {
-                info.rx_offload_capa & RX_OFFLOAD_SECURITY != 0
+                conf.inline_ipsec
+                    && info.rx_offload_capa & RX_OFFLOAD_SECURITY != 0
                     && info.tx_offload_capa & TX_OFFLOAD_SECURITY != 0
             });
         if sec_ctx.is_some() {

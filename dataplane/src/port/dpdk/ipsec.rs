@@ -34,6 +34,7 @@ use crate::port::PacketBuf;
 mod inline;
 mod oop;
 
+pub(crate) use inline::marked_for_nic;
 pub use inline::InlineDev;
 
 const ETH: usize = 14;
@@ -484,7 +485,7 @@ impl EspSa {
         // Whether, and under which capability flags, the NIC does this SA.
         let inline_flags = match (config.offload, inline) {
             (Offload::Software, _) | (Offload::Auto, None) => None,
-            (Offload::Inline, None) => {
+            (Offload::Inline { .. }, None) => {
                 return Err(format!(
                     "SA {} {}: type inline-crypto-offload, and the port offers no inline \
                      crypto (rte_security)",
@@ -492,7 +493,7 @@ impl EspSa {
                 ))
             }
             (Offload::Auto, Some(d)) => d.covers(config).ok().map(|f| (d, f)),
-            (Offload::Inline, Some(d)) => Some((
+            (Offload::Inline { .. }, Some(d)) => Some((
                 d,
                 d.covers(config).map_err(|why| {
                     format!(
@@ -728,10 +729,15 @@ impl EspSa {
                     ..Default::default()
                 };
                 conf.__bindgen_anon_1.ipsec = prm.ipsec_xform;
-                // SAFETY: the SA is initialised (rc2) and freed only after its sessions;
-                // conf points at xf, alive here.
-                match unsafe { inline::InlineSession::new(d, sa.as_ptr(), &mut conf, flags) } {
+                // SAFETY: the SA is initialised (rc2) and outlives its sessions (EspSa's
+                // Drop releases the inline one first); conf points at xf, alive here.
+                match unsafe {
+                    inline::InlineSession::new(d, sa.as_ptr(), &mut conf, flags, config)
+                } {
                     Ok(s) => Some(s),
+                    // Not asked for: the crypto device does it (a NIC whose SA table is full,
+                    // an SPI it still holds).
+                    Err(_) if config.offload == Offload::Auto => None,
                     Err(why) => {
                         // SAFETY: created and allocated above, never shared.
                         unsafe {
@@ -794,6 +800,15 @@ impl EspSa {
     /// device does.
     pub fn inline(&self) -> Option<&Arc<InlineDev>> {
         self.inline.as_ref()
+    }
+
+    /// Destroys the SA's session on the NIC, before a device that frees its security context
+    /// closes: from then on the SA seals nothing inline (such frames are dropped as expired)
+    /// and opens in software what the NIC still marks as its own (nothing: its session is
+    /// gone).
+    pub fn release_inline(&self) {
+        let mut e = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        e.inline = None;
     }
 
     /// When the SA was installed: its time lifetimes (RFC 4301 §4.4.2.1) run from here.
@@ -1137,6 +1152,12 @@ impl EspSa {
         let mut verdicts: Vec<(usize, [u8; ETH], Result<(), EspDrop>)> = Vec::new();
         if !ready.is_empty() {
             let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+            if engine.inline.is_none() {
+                // Released: the NIC's marks name no session of ours any more.
+                for r in ready.iter_mut() {
+                    r.4 = 0;
+                }
+            }
             let mut submitted: Vec<(usize, [u8; ETH], usize, u64, *mut sys::rte_mbuf)> =
                 Vec::with_capacity(ready.len());
             // The packets the NIC decrypted, with its marks.
@@ -1210,9 +1231,13 @@ impl EspSa {
             };
             if let (false, Some(inl)) = (by_nic.is_empty(), engine.inline.as_ref()) {
                 // The NIC's verdicts: rte_ipsec reads its marks (a failed ICV refused), checks
-                // the replay window and takes the trailer off; nothing to prepare.
+                // the replay window and takes the trailer off; nothing to prepare. In
+                // sequence order, as the software's run.
                 let mut nic: Vec<*mut sys::rte_mbuf> = Vec::with_capacity(by_nic.len());
-                for (p, marks) in by_nic {
+                let sorted = submitted
+                    .iter()
+                    .filter_map(|s| by_nic.iter().find(|(p, _)| *p == s.4).copied());
+                for (p, marks) in sorted {
                     // SAFETY: a live mbuf of ours (results holds it); its marks as the NIC
                     // set them, which set_lens cleared.
                     unsafe { (*p).ol_flags |= marks };
@@ -1357,6 +1382,8 @@ impl EspSa {
 impl Drop for EspSa {
     fn drop(&mut self) {
         let e = self.engine.get_mut().unwrap_or_else(|p| p.into_inner());
+        // The NIC's session first: it names the SA.
+        e.inline = None;
         // SAFETY: no packet is in flight (CPU crypto is synchronous, and every op is dequeued
         // before the call that enqueued it returns, but on a device given up as stalled,
         // whose sessions are left to the ops it holds) and nothing else holds the SA or the

@@ -51,6 +51,9 @@ pub struct PolicyStats {
     /// addresses not the SA's, a sequence number it did not send lately, no usable MTU (RFC
     /// 4301 §6.1.2).
     pub pmtu_rejected: AtomicU64,
+    /// Frames framed for the NIC to encrypt (inline crypto) under an SA deleted before the
+    /// device took them: dropped, never handed to a NIC whose session is gone.
+    pub inline_unsent: AtomicU64,
 }
 
 /// A snapshot of [`PolicyStats`].
@@ -66,7 +69,12 @@ pub struct PolicyCounts {
     pub no_sa_out: u64,
     pub unparsable: u64,
     pub pmtu_rejected: u64,
+    pub inline_unsent: u64,
 }
+
+/// How long an SA with a NIC session stays after its deletion ([`IpsecPort::sweep_retiring`]):
+/// far longer than a device takes the frames in its ring, while the link is up.
+pub const RETIRE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 const OFF: &str = "IPsec is off on this port (start ddpdk with --ipsec, --ipsec-config FILE or \
                    --ipsec-socket PATH)";
@@ -160,6 +168,11 @@ pub struct IpsecPort<P> {
     dev: Option<Arc<CryptoDev>>,
     /// The device's inline crypto ([`Port::inline_crypto`]), which does the SAs it can.
     inline: Option<Arc<InlineDev>>,
+    /// SAs with a session on the NIC that left the tables, and when: a frame sealed inline is
+    /// plaintext until the NIC takes it, so the session stays until none can still reach the
+    /// NIC ([`IpsecPort::sweep_retiring`]), and goes on the control thread, not on a data
+    /// core whose burst happened to hold the SA last.
+    retiring: Mutex<Vec<(Arc<EspSa>, Instant)>>,
     tables: ArcSwap<Tables>,
     /// The SAs' and policies' definitions; changes are made one at a time under this lock and
     /// published as a new [`Tables`].
@@ -209,6 +222,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             pool,
             dev: None,
             inline: None,
+            retiring: Mutex::new(Vec::new()),
             tables: ArcSwap::from_pointee(Tables::default()),
             config: Mutex::new(IpsecConfig::default()),
             used_keys: Mutex::new(HashSet::new()),
@@ -237,7 +251,15 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         P: 'static,
     {
         let queues = inner.nb_tx_queues();
-        let inline = InlineDev::of_port(&inner)?;
+        // A port whose inline crypto cannot be set up (no memory for its sessions) runs every
+        // SA in software, said once; an SA asking for the NIC is then refused.
+        let inline = InlineDev::of_port(&inner).unwrap_or_else(|e| {
+            crate::errln!(
+                "ddpdk: warning: {}: inline crypto not used: {e}",
+                inner.name()
+            );
+            None
+        });
         let mut port = IpsecPort::passthrough(inner, pool);
         port.dev = Some(Arc::clone(dev));
         port.inline = inline;
@@ -350,6 +372,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
 
     /// Every SA with its counters, inbound first.
     pub fn sa_reports(&self) -> Vec<SaReport> {
+        self.sweep_retiring();
         let now = std::time::Instant::now();
         self.sas()
             .iter()
@@ -604,8 +627,80 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             }
         }
         drop(retired);
+        let leaving: Vec<Arc<EspSa>> = now
+            .inbound
+            .iter()
+            .chain(&now.outbound)
+            .filter(|s| s.inline().is_some())
+            .filter(|s| {
+                !t.inbound
+                    .iter()
+                    .chain(&t.outbound)
+                    .any(|n| Arc::ptr_eq(n, s))
+            })
+            .cloned()
+            .collect();
         self.active.store(t.in_force(), Ordering::Release);
         self.tables.store(Arc::new(t));
+        drop(now);
+        let at = Instant::now();
+        self.retiring_sas()
+            .extend(leaving.into_iter().map(|s| (s, at)));
+        self.sweep_retiring();
+    }
+
+    fn retiring_sas(&self) -> MutexGuard<'_, Vec<(Arc<EspSa>, Instant)>> {
+        self.retiring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Releases the NIC sessions of SAs deleted at least [`RETIRE_AFTER`] ago that no burst
+    /// holds any more: their frames still waiting for the device ring (`held`) are dropped
+    /// and counted (`inline_unsent`), and those in the ring were taken by the NIC long since.
+    /// Called on the control thread, with each change and each report.
+    pub fn sweep_retiring(&self) {
+        let now = Instant::now();
+        let mut retiring = self.retiring_sas();
+        let mut done: Vec<Arc<EspSa>> = Vec::new();
+        retiring.retain(|(sa, at)| {
+            let free = now.duration_since(*at) >= RETIRE_AFTER && Arc::strong_count(sa) == 1;
+            if free {
+                done.push(Arc::clone(sa));
+            }
+            !free
+        });
+        drop(retiring);
+        for sa in done {
+            self.drop_held_for(|m| sa.marks(m));
+        }
+    }
+
+    /// Drops (counted) the frames waiting for the device that `marked` picks.
+    fn drop_held_for(&self, marked: impl Fn(&Mbuf) -> bool) {
+        for q in self.held.iter() {
+            let mut q = q.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let before = q.len();
+            q.retain(|m| !marked(m));
+            self.stats
+                .inline_unsent
+                .fetch_add((before - q.len()) as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Destroys every SA's session on the NIC, before the device closes (a NIC may free its
+    /// security context at close); frames still waiting for the NIC are dropped, counted.
+    /// The SAs seal and open in software from then on, or not at all where only the NIC could.
+    pub fn release_inline(&self) {
+        let t = self.tables.load();
+        for sa in t.inbound.iter().chain(&t.outbound) {
+            sa.release_inline();
+        }
+        let retiring = std::mem::take(&mut *self.retiring_sas());
+        for (sa, _) in &retiring {
+            sa.release_inline();
+        }
+        self.drop_held_for(super::ipsec::marked_for_nic);
     }
 
     /// The most bytes ESP adds to an outbound packet under the SAs in force.
@@ -627,6 +722,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             no_sa_out: r(&s.no_sa_out),
             unparsable: r(&s.unparsable),
             pmtu_rejected: r(&s.pmtu_rejected),
+            inline_unsent: r(&s.inline_unsent),
         }
     }
 

@@ -27,7 +27,7 @@ pub use eal::{to_control_cpus, Eal, LcoreJoin};
 pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
 pub use intr::DpdkRxWaiter;
 pub use ipsec::{CryptoDev, EspDrop, EspSa, InlineDev, SaCounts, SaStats};
-pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats, SaReport};
+pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats, SaReport, RETIRE_AFTER};
 pub use mbuf::{Mbuf, Mempool};
 
 use std::ffi::CStr;

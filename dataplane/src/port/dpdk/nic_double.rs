@@ -95,6 +95,10 @@ struct Nic {
     crypto: Vec<sys::rte_cryptodev_capabilities>,
     sas: Mutex<Vec<NicSa>>,
     decrypts: AtomicBool,
+    /// ESP frames still to pass undecrypted before decrypting again.
+    pass: AtomicU64,
+    /// Sessions it takes at most (its SA table's size).
+    max_sessions: AtomicU64,
     sealed: AtomicU64,
     unknown_session: AtomicU64,
     opened: AtomicU64,
@@ -192,6 +196,8 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
             crypto,
             sas: Mutex::new(Vec::new()),
             decrypts: AtomicBool::new(true),
+            pass: AtomicU64::new(0),
+            max_sessions: AtomicU64::new(u64::MAX),
             sealed: AtomicU64::new(0),
             unknown_session: AtomicU64::new(0),
             opened: AtomicU64::new(0),
@@ -233,6 +239,17 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
         self.nic().decrypts.store(on, Ordering::Relaxed);
     }
 
+    /// The next `n` ESP frames pass as they came, as from a NIC without their SA; then it
+    /// decrypts again.
+    pub fn pass_next(&self, n: u64) {
+        self.nic().pass.store(n, Ordering::Relaxed);
+    }
+
+    /// The NIC's SA table holds at most `n` sessions: creating another fails.
+    pub fn set_max_sessions(&self, n: u64) {
+        self.nic().max_sessions.store(n, Ordering::Relaxed);
+    }
+
     pub fn counts(&self) -> NicCounts {
         let n = self.nic();
         NicCounts {
@@ -253,9 +270,10 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
             .len()
     }
 
-    /// A marked frame as it goes on the wire: linearised into a buffer of ours (the NIC reads
-    /// a chain where it lies) and encrypted; `None` if its session is unknown.
-    fn seal(&self, frame: Mbuf) -> Option<Mbuf> {
+    /// A marked frame as it goes on the wire: a copy of it, linearised into a buffer of ours
+    /// (the NIC reads a chain where it lies), encrypted; `None` if its session is unknown.
+    /// The frame itself stays as it was (plaintext and marked) until the ring takes the copy.
+    fn seal(&self, frame: &Mbuf) -> Option<Mbuf> {
         let head = frame.as_non_null().as_ptr();
         // SAFETY: a live mbuf we own; the metadata field is registered (new) and the session
         // was written there by set_pkt_metadata.
@@ -285,7 +303,6 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
         if !frame.copy_frame_to(out.data_mut()) {
             return None;
         }
-        drop(frame);
         let d = out.data_mut();
         let esp = l2 + l3;
         if d.len() < esp + 16 + ICV || d.get(esp..esp + 4) != Some(&sa.spi.to_be_bytes()[..]) {
@@ -298,17 +315,25 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
         let end = d.len() - ICV;
         let icv = sa.gcm.seal(&nonce, &aad, &mut d[esp + 16..end])?;
         d[end..].copy_from_slice(&icv);
-        self.nic().sealed.fetch_add(1, Ordering::Relaxed);
         Some(out)
     }
 
     /// An ESP frame as the NIC hands it up: decrypted and marked where it holds the SA.
     fn open(&self, frame: &mut Mbuf) {
         let n = self.nic();
+        // The marks are the NIC's to set, whatever the frame carried before.
+        // SAFETY: a live mbuf we own.
+        unsafe {
+            (*frame.as_non_null().as_ptr()).ol_flags &= !(RX_SEC_OFFLOAD | RX_SEC_OFFLOAD_FAILED)
+        };
         let Some(esp) = esp_offset(frame.data()) else {
             return;
         };
-        if !n.decrypts.load(Ordering::Relaxed) {
+        let passing = n
+            .pass
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| p.checked_sub(1))
+            .is_ok();
+        if passing || !n.decrypts.load(Ordering::Relaxed) {
             n.passed.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -395,31 +420,45 @@ unsafe extern "C" fn session_create(
     if xf.type_ != sys::RTE_CRYPTO_SYM_XFORM_AEAD || ipsec.options.esn() != 0 {
         return -95;
     }
-    // SAFETY: an AEAD transform's union holds `aead`, whose key is valid for the call.
-    let key = unsafe {
+    // SAFETY: an AEAD transform's union holds `aead`; its key is followed by the 4-byte
+    // salt, where the 22.11 drivers (ixgbe, txgbe, ngbe) read it: the caller's promise, which
+    // this stand-in holds it to.
+    let (key, salt) = unsafe {
         let a = xf.__bindgen_anon_1.aead;
         if a.algo != sys::RTE_CRYPTO_AEAD_AES_GCM {
             return -95;
         }
-        std::slice::from_raw_parts(a.key.data, usize::from(a.key.length))
+        let len = usize::from(a.key.length);
+        let all = std::slice::from_raw_parts(a.key.data, len + 4);
+        (
+            &all[..len],
+            [all[len], all[len + 1], all[len + 2], all[len + 3]],
+        )
     };
+    // The salt behind the key and the transform's are one.
+    if salt != ipsec.salt.to_ne_bytes() {
+        return -22;
+    }
+    let mut sas = n
+        .sas
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if sas.len() as u64 >= n.max_sessions.load(Ordering::Relaxed) {
+        return -28;
+    }
     let gcm = match key.len() {
         16 => Aes128Gcm::new_from_slice(key).map(|c| Gcm::A128(Box::new(c))),
         32 => Aes256Gcm::new_from_slice(key).map(|c| Gcm::A256(Box::new(c))),
         _ => return -22,
     };
     let Ok(gcm) = gcm else { return -22 };
-    n.sas
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(NicSa {
-            session: sess as usize,
-            spi: ipsec.spi,
-            egress: ipsec.direction == sys::RTE_SECURITY_IPSEC_SA_DIR_EGRESS,
-            // The salt as it lies in memory: the 4 bytes in wire order.
-            salt: ipsec.salt.to_ne_bytes(),
-            gcm,
-        });
+    sas.push(NicSa {
+        session: sess as usize,
+        spi: ipsec.spi,
+        egress: ipsec.direction == sys::RTE_SECURITY_IPSEC_SA_DIR_EGRESS,
+        salt,
+        gcm,
+    });
     0
 }
 
@@ -499,22 +538,36 @@ impl<P: Port<Buf = Mbuf>> Port for NicDouble<P> {
         self.inner.tx_device_queue(queue)
     }
     fn tx_burst(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
-        // The NIC encrypts as it sends: a frame left in the ring's way is already sealed
-        // and unmarked, and goes as it is next time.
-        let frames = std::mem::take(pkts);
-        let mut dropped = 0;
-        for f in frames {
+        // The NIC encrypts a frame as the ring takes it, one at a time here: a frame the ring
+        // has no room for stays with the caller as it was, plaintext and marked, as one
+        // waiting for a real NIC's DMA would.
+        let mut taken = 0;
+        while let Some(f) = pkts.first() {
             // SAFETY: a live mbuf we own.
             let marked = unsafe { (*f.as_non_null().as_ptr()).ol_flags } & TX_SEC_OFFLOAD != 0;
-            if !marked {
-                pkts.push(f);
+            let mut one = if !marked {
+                vec![pkts.remove(0)]
             } else if let Some(sealed) = self.seal(f) {
-                pkts.push(sealed);
+                vec![sealed]
             } else {
-                dropped += 1;
+                // Dropped: no session of this NIC's names it.
+                pkts.remove(0);
+                taken += 1;
+                continue;
+            };
+            if self.inner.tx_burst(queue, &mut one) == 0 {
+                if !marked {
+                    pkts.insert(0, one.remove(0));
+                }
+                break;
             }
+            if marked {
+                pkts.remove(0);
+                self.nic().sealed.fetch_add(1, Ordering::Relaxed);
+            }
+            taken += 1;
         }
-        self.inner.tx_burst(queue, pkts) + dropped
+        taken
     }
     fn alloc_bulk(&self, out: &mut Vec<Mbuf>, n: usize, len: usize) -> bool {
         self.inner.alloc_bulk(out, n, len)

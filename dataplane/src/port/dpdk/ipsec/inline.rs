@@ -5,10 +5,12 @@
 //! anti-replay window and the trailer's removal inbound (DPDK 22.11, `lib/ipsec`).
 //!
 //! What the NIC and rte_ipsec leave to us, done here:
-//! - outbound, rte_ipsec writes the trailer into the last segment: a zero-copy frame gets a
-//!   trailer mbuf of ours chained behind its region spans (as out of place, [`super::oop`]).
-//!   The NIC reads the region's plaintext and puts ciphertext on the wire, so the frame stays
-//!   zero-copy all the way and the region is never written;
+//! - outbound, rte_ipsec writes the trailer into the frame; the 22.11 drivers with inline
+//!   crypto (ixgbe, txgbe, ngbe) read the trailer's length from a single segment only (a
+//!   chain's is taken as 0: a broken packet on the wire), so a zero-copy frame is copied into
+//!   one buffer of ours first, counted in `copied`, and its region is never written;
+//! - the drivers take the salt from the 4 bytes behind the AEAD key (ipsec-secgw's layout),
+//!   so the NIC's transform carries key and salt together;
 //! - inbound, the NIC decrypts what it holds an SA for and marks it (`RX_SEC_OFFLOAD`, and
 //!   `RX_SEC_OFFLOAD_FAILED` when the ICV did not verify); rte_ipsec checks the mark, not its
 //!   absence. What the NIC left alone (a packet it holds no SA for, a datagram reassembled
@@ -18,8 +20,13 @@
 //!   NIC encrypts whole packets, and fragments of one it has not encrypted yet would carry
 //!   plaintext;
 //! - only what the NIC's capabilities name is offloaded: AES-GCM (the AEAD inline NICs do),
-//!   the SA's mode, direction and ESN, and no NIC that writes the trailer itself
-//!   (`RTE_SECURITY_TX_HW_TRAILER_OFFLOAD`), whose packets rte_ipsec would trail twice.
+//!   the SA's mode and direction, no ESN (in software: rte_ipsec infers a packet's high half
+//!   per run, and the NIC's and the software's packets are two runs), and no NIC that writes
+//!   the trailer itself (`RTE_SECURITY_TX_HW_TRAILER_OFFLOAD`), whose packets rte_ipsec would
+//!   trail twice;
+//! - a session is destroyed only once no frame marked for it can still reach the NIC, on the
+//!   control thread ([`crate::port::dpdk::IpsecPort`]'s retiring SAs), and before the device
+//!   closes (a NIC that frees its context at close).
 //!
 //! No NIC here has inline crypto, so this runs against [`super::super::nic_double`], a port
 //! that does what such a NIC does with an AES-GCM of its own.
@@ -28,15 +35,16 @@ use std::any::Any;
 use std::ffi::{c_void, CString};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use dpdk_sys as sys;
 
-use super::oop::chain_is_ours_to_relink;
-use super::{own_copy, own_room, EspDrop, EspSa, Mbuf, Mempool, Session, ETH, TAIL_SCRATCH};
-use crate::ipsec::{Direction, Mode, SaConfig};
+use super::{EspDrop, EspSa, Mbuf, Mempool, Session, ETH};
+use crate::ipsec::{Direction, Mode, Offload, SaConfig};
 use crate::port::{PacketBuf, Port};
 
+/// rte_mbuf_core.h: the NIC is to encrypt this packet as it sends it.
+const TX_SEC_OFFLOAD: u64 = 1 << 43;
 /// rte_security.h: a NIC that writes the ESP trailer itself.
 const TX_HW_TRAILER_OFFLOAD: u32 = 0x2;
 const RX_HW_TRAILER_OFFLOAD: u32 = 0x1_0000;
@@ -48,13 +56,21 @@ pub struct InlineDev {
     ctx: NonNull<sys::rte_security_ctx>,
     sessions: NonNull<sys::rte_mempool>,
     name: String,
-    /// What owns the context (the port): kept open while an SA holds a session on it.
+    port: u16,
+    /// The SPIs of the inbound sessions alive on the NIC: the NIC's mark says one of its
+    /// sessions verified a packet, and an SA takes it by SPI, so no two live at once on one
+    /// SPI (an SA being retired and its successor), or a packet verified under the old key
+    /// would pass as the new SA's (RFC 4303 §3.4.4). Also the lock under which sessions are
+    /// created and destroyed: the context's session count is plain memory.
+    ingress: Mutex<Vec<u32>>,
+    /// What owns the context (the port): kept alive while an SA holds a session on it. (A
+    /// device that frees its context when closed is closed only after every session was
+    /// released: [`crate::port::dpdk::IpsecPort::release_inline`].)
     _owner: Arc<dyn Any + Send + Sync>,
 }
 
 // SAFETY: the context is the port's, usable from any thread; sessions are created and
-// destroyed on the control thread under the IPsec port's configuration lock, and the data
-// cores only read them through rte_ipsec.
+// destroyed under `ingress`'s lock, and the data cores only read them through rte_ipsec.
 unsafe impl Send for InlineDev {}
 // SAFETY: as above.
 unsafe impl Sync for InlineDev {}
@@ -75,6 +91,7 @@ impl InlineDev {
     pub unsafe fn new(
         ctx: NonNull<c_void>,
         name: &str,
+        port: u16,
         owner: Arc<dyn Any + Send + Sync>,
     ) -> Result<Arc<InlineDev>, String> {
         static POOLS: AtomicU32 = AtomicU32::new(0);
@@ -113,6 +130,8 @@ impl InlineDev {
             ctx,
             sessions,
             name: name.to_owned(),
+            port,
+            ingress: Mutex::new(Vec::new()),
             _owner: owner,
         }))
     }
@@ -125,7 +144,7 @@ impl InlineDev {
         let owner: Arc<dyn Any + Send + Sync> = port.clone();
         // SAFETY: Port::inline_crypto gives the port's context, live while the port is, which
         // `owner` keeps.
-        unsafe { InlineDev::new(ctx, port.name(), owner) }.map(Some)
+        unsafe { InlineDev::new(ctx, port.name(), port.id(), owner) }.map(Some)
     }
 
     pub fn name(&self) -> &str {
@@ -137,6 +156,17 @@ impl InlineDev {
     /// with ESN where the SA has it, AES-GCM of the SA's key length with a 16-byte ICV, and
     /// no trailer written by the NIC.
     pub fn covers(&self, config: &SaConfig) -> Result<u32, String> {
+        if let Offload::Inline { port: Some(p) } = config.offload {
+            if p != self.port {
+                return Err(format!("port_id {p} is not this port ({})", self.port));
+            }
+        }
+        // rte_ipsec infers an ESN packet's high half from the window as it processes a run;
+        // the NIC's packets and the software's would be two runs out of sequence order (RFC
+        // 4303 Appendix A2: a late one taken 2^32 ahead). ESN SAs stay in software.
+        if config.esn {
+            return Err("ddpdk does extended sequence numbers in software only".into());
+        }
         if !config.algorithm.is_aead() {
             return Err(format!(
                 "inline crypto does AES-GCM only, not {:?}",
@@ -181,10 +211,6 @@ impl InlineDev {
             {
                 continue;
             }
-            if config.esn && ipsec.options.esn() == 0 {
-                why = format!("{} does no extended sequence numbers inline", self.name);
-                continue;
-            }
             if c.ol_flags & (TX_HW_TRAILER_OFFLOAD | RX_HW_TRAILER_OFFLOAD) != 0 {
                 why = format!(
                     "{} writes the ESP trailer itself, which ddpdk does not drive",
@@ -208,18 +234,54 @@ impl InlineDev {
     fn create(
         &self,
         conf: &mut sys::rte_security_session_conf,
-    ) -> Option<NonNull<sys::rte_security_session>> {
+    ) -> Result<NonNull<sys::rte_security_session>, String> {
+        let mut ingress = self
+            .ingress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // SAFETY: an IPsec conf's union holds `ipsec`.
+        let x = unsafe { conf.__bindgen_anon_1.ipsec };
+        let inbound = x.direction == sys::RTE_SECURITY_IPSEC_SA_DIR_INGRESS;
+        if inbound && ingress.contains(&x.spi) {
+            return Err(format!(
+                "the NIC still holds an inbound SA {} being retired (a second would let a \
+                 packet verified under its key pass as the new SA's)",
+                x.spi
+            ));
+        }
         // SAFETY: a live context, a fully initialised conf whose pointers are valid for the
-        // call, and our pool sized by the context.
+        // call, and our pool sized by the context; under the lock.
         let s = unsafe {
             sys::rte_security_session_create(self.ctx.as_ptr(), conf, self.sessions.as_ptr())
         };
-        NonNull::new(s.cast())
+        let s = NonNull::new(s.cast())
+            .ok_or_else(|| format!("{}: the NIC refused the inline session", self.name))?;
+        if inbound {
+            ingress.push(x.spi);
+        }
+        Ok(s)
     }
 
-    fn destroy(&self, ses: NonNull<sys::rte_security_session>) {
-        // SAFETY: a session of this context that no packet uses any more.
-        unsafe { sys::rte_security_session_destroy(self.ctx.as_ptr(), ses.as_ptr().cast()) };
+    fn destroy(&self, ses: NonNull<sys::rte_security_session>, ingress_spi: Option<u32>) {
+        let mut ingress = self
+            .ingress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // SAFETY: a session of this context that no packet uses any more; under the lock.
+        let rc =
+            unsafe { sys::rte_security_session_destroy(self.ctx.as_ptr(), ses.as_ptr().cast()) };
+        if rc != 0 {
+            // The driver kept it (DPDK 22.11 returns it to the pool only on success).
+            crate::errln!(
+                "ddpdk: warning: {}: the NIC did not release an inline session ({rc})",
+                self.name
+            );
+        }
+        if let Some(spi) = ingress_spi {
+            if let Some(i) = ingress.iter().position(|s| *s == spi) {
+                ingress.swap_remove(i);
+            }
+        }
     }
 }
 
@@ -275,6 +337,12 @@ pub(super) struct InlineSession {
     pub(super) session: Box<Session>,
     ses: NonNull<sys::rte_security_session>,
     pub(super) dev: Arc<InlineDev>,
+    /// The SPI of an inbound session.
+    ingress_spi: Option<u32>,
+    /// The AEAD key followed by the salt, where the drivers of 22.11 (ixgbe, txgbe, ngbe)
+    /// read it: they take the salt from the 4 bytes after `key.length`, as ipsec-secgw lays
+    /// it out, and keep the pointer. Alive as long as the session.
+    _key: Box<[u8]>,
 }
 
 impl InlineSession {
@@ -289,12 +357,24 @@ impl InlineSession {
         sa: *mut sys::rte_ipsec_sa,
         conf: &mut sys::rte_security_session_conf,
         ol_flags: u32,
+        config: &SaConfig,
     ) -> Result<InlineSession, String> {
         conf.action_type = sys::RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO;
         conf.protocol = sys::RTE_SECURITY_PROTOCOL_IPSEC;
-        let ses = dev
-            .create(conf)
-            .ok_or_else(|| format!("{}: the NIC refused the inline session", dev.name))?;
+        let key: Box<[u8]> = [&config.key[..], &config.salt.to_be_bytes()[..]]
+            .concat()
+            .into_boxed_slice();
+        // The NIC's own transform: an AEAD alone (covers()), its key with the salt behind.
+        // SAFETY: conf.crypto_xform points at the SA's transform, alive for the call.
+        let mut xf = unsafe { *conf.crypto_xform };
+        xf.next = std::ptr::null_mut();
+        // An AEAD transform's union holds `aead` (covers() admits AES-GCM only).
+        xf.__bindgen_anon_1.aead.key.data = key.as_ptr();
+        conf.crypto_xform = &mut xf;
+        // Inbound, the window is rte_ipsec's and ours, not the NIC's.
+        conf.__bindgen_anon_1.ipsec.replay_win_sz = 0;
+        let ingress_spi = (config.direction == Direction::In).then_some(config.spi);
+        let ses = dev.create(conf)?;
         let mut session = Box::new(Session(sys::rte_ipsec_session::default()));
         session.0.sa = sa;
         session.0.type_ = sys::RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO;
@@ -307,20 +387,22 @@ impl InlineSession {
         // keeps its address.
         let rc = unsafe { sys::rte_ipsec_session_prepare(&mut session.0) };
         if rc < 0 {
-            dev.destroy(ses);
+            dev.destroy(ses, ingress_spi);
             return Err(format!("rte_ipsec inline session: errno {}", -rc));
         }
         Ok(InlineSession {
             session,
             ses,
             dev: Arc::clone(dev),
+            ingress_spi,
+            _key: key,
         })
     }
 }
 
 impl Drop for InlineSession {
     fn drop(&mut self) {
-        self.dev.destroy(self.ses);
+        self.dev.destroy(self.ses, self.ingress_spi);
     }
 }
 
@@ -343,8 +425,12 @@ impl EspSa {
         pool: &Mempool,
         now: std::time::Instant,
     ) -> Vec<Result<Mbuf, EspDrop>> {
+        // One single-segment buffer of ours a frame, with room for the trailer: the 22.11
+        // drivers with inline crypto (ixgbe, txgbe, ngbe) find the trailer's length in a
+        // single segment only (a chain's is taken as 0), so a zero-copy frame is copied,
+        // counted in `copied`, as under AES-CBC.
         let (mut results, ready, mut ptrs) = super::readied(frames, |frame, pending| {
-            self.inline_ready(frame, pool, now, pending)
+            self.seal_ready(frame, pool, now, pending)
         });
         // Bursts are at most a port's (512), far below u16::MAX.
         let n = ptrs.len() as u16;
@@ -353,6 +439,14 @@ impl EspSa {
         } else {
             let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
             let Some(inline) = engine.inline.as_ref() else {
+                // Released (the port is closing): nothing leaves unsealed.
+                drop(engine);
+                for r in &mut results {
+                    if r.is_ok() {
+                        *r = Err(EspDrop::Expired);
+                        self.count(EspDrop::Expired);
+                    }
+                }
                 return results;
             };
             // SAFETY: frames whose headers are in an own first segment and whose last
@@ -394,34 +488,24 @@ impl EspSa {
         }
         results
     }
+}
 
-    /// One frame made ready for rte_ipsec's inline framing: headers in an own first segment,
-    /// room for the trailer in an own last one (chained behind a zero-copy frame's spans, which
-    /// are only read), lengths set; with its Ethernet header, length and DF.
-    fn inline_ready(
-        &self,
-        frame: Mbuf,
-        pool: &Mempool,
-        now: std::time::Instant,
-        pending: u64,
-    ) -> Result<super::SealReady, EspDrop> {
-        if self.expired_after(now, pending) {
-            return Err(EspDrop::Expired);
+/// Whether `m` is framed for the NIC to encrypt (`TX_SEC_OFFLOAD`).
+pub(crate) fn marked_for_nic(m: &Mbuf) -> bool {
+    // SAFETY: a live mbuf we own; a plain field.
+    unsafe { m.as_non_null().as_ref().ol_flags & TX_SEC_OFFLOAD != 0 }
+}
+
+impl EspSa {
+    /// Whether `m` is a frame this SA framed for the NIC to encrypt: marked, its ESP (after
+    /// the IP header its lengths name) of this SA's SPI.
+    pub(crate) fn marks(&self, m: &Mbuf) -> bool {
+        if self.config.direction != Direction::Out || !marked_for_nic(m) {
+            return false;
         }
-        let tail = self.config.algorithm.block() - 1 + TAIL_SCRATCH;
-        let m = if own_room(&frame).is_some_and(|room| room >= tail) {
-            frame
-        } else if frame.nb_segs() > 1 && chain_is_ours_to_relink(&frame) {
-            let trailer = Mbuf::alloc(pool).ok_or(EspDrop::NoRoom)?;
-            if trailer.tailroom_total() < tail {
-                return Err(EspDrop::NoRoom);
-            }
-            let mut frame = frame;
-            frame.chain(trailer).map_err(|_| EspDrop::NoRoom)?;
-            frame
-        } else {
-            own_copy(frame, pool, tail, &self.stats.copied)?
-        };
-        self.framed(m)
+        // SAFETY: a live mbuf we own; a plain field.
+        let t = unsafe { m.as_non_null().as_ref().__bindgen_anon_3.tx_offload };
+        let at = (t & 0x7f) as usize + ((t >> 7) & 0x1ff) as usize;
+        m.data().get(at..at + 4) == Some(&self.config.spi.to_be_bytes()[..])
     }
 }
