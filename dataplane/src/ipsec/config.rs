@@ -1371,7 +1371,7 @@ mod tests {
                 "type must be",
             ),
             (
-                "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport port_id 0",
+                "sa out 1000 aead_algo aes-128-gcm aead_key 0x{k} mode transport port_id 70000",
                 "port_id",
             ),
             ("sp ipv4 out esp protect 77 pri 1", "not defined"),
