@@ -382,8 +382,12 @@ impl Node {
         }
         // Frames the fault injector still holds back go back too.
         self.port.inner().release_held();
-        // The NIC's IPsec sessions before the device: a NIC may free its security context
-        // when it closes.
+        // The NIC's IPsec sessions once the device has stopped sending (frames it still
+        // holds would otherwise meet a session gone) and before it closes (a NIC may free its
+        // security context then).
+        if let Err(e) = device.stop() {
+            errln!("ddpdk: warning: stopping {}: {e}", device.name());
+        }
         self.port.release_inline();
         if let Err(e) = device.close() {
             errln!("ddpdk: warning: closing {}: {e}", device.name());

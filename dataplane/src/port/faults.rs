@@ -318,11 +318,10 @@ impl<P: Port> Port for Faulty<P> {
     }
     fn inline_crypto(&self) -> Option<std::ptr::NonNull<std::ffi::c_void>> {
         // A NIC's ICV check vouches for the frame it decrypted, before this wrapper corrupts
-        // it, and its marks are not on the copies this wrapper makes of a frame: with
-        // corruption or duplication on, ESP is opened in software, which sees both.
-        self.inner
-            .inline_crypto()
-            .filter(|_| self.corrupt == 0 && self.duplicate == 0)
+        // it; its marks are not on the copies this wrapper makes, and a frame it holds back
+        // could reach an SA after the session that verified it went: with any fault on, ESP
+        // is opened in software, which sees all of it.
+        self.inner.inline_crypto().filter(|_| !self.active)
     }
     fn sctp_checksum_offload(&self) -> ChecksumOffload {
         let mut o = self.inner.sctp_checksum_offload();

@@ -1160,8 +1160,10 @@ impl EspSa {
             }
             let mut submitted: Vec<(usize, [u8; ETH], usize, u64, *mut sys::rte_mbuf)> =
                 Vec::with_capacity(ready.len());
-            // The packets the NIC decrypted, with its marks.
-            let mut by_nic: Vec<(*mut sys::rte_mbuf, u64)> = Vec::new();
+            // The packets the NIC decrypted, with their marks and sequence numbers.
+            let mut by_nic: Vec<(*mut sys::rte_mbuf, u64, u64)> = Vec::new();
+            // The others, which the CPU crypto session opens, with their sequence numbers.
+            let mut by_cpu: Vec<(u64, *mut sys::rte_mbuf)> = Vec::with_capacity(ready.len());
             for (i, eth, before, low, nic) in ready {
                 let seq = match &engine.window {
                     Some(w) if self.config.esn => w.infer_esn(low),
@@ -1173,7 +1175,9 @@ impl EspSa {
                     let p = m.as_non_null().as_ptr();
                     submitted.push((i, eth, before, seq, p));
                     if nic & RX_SEC_OFFLOAD != 0 {
-                        by_nic.push((p, nic));
+                        by_nic.push((p, nic, seq));
+                    } else {
+                        by_cpu.push((seq, p));
                     }
                 }
             }
@@ -1185,12 +1189,8 @@ impl EspSa {
             // no packet meets a window that packets above it moved. (Stable: a second copy
             // stays behind the first, which sets the bit it then finds.)
             submitted.sort_by_key(|s| s.3);
-            // The CPU crypto session opens what the NIC did not.
-            let mut ptrs: Vec<*mut sys::rte_mbuf> = submitted
-                .iter()
-                .map(|s| s.4)
-                .filter(|p| !by_nic.iter().any(|(q, _)| q == p))
-                .collect();
+            by_cpu.sort_by_key(|c| c.0);
+            let mut ptrs: Vec<*mut sys::rte_mbuf> = by_cpu.iter().map(|c| c.1).collect();
             // Bursts are at most a port's (512), far below u16::MAX.
             let n = ptrs.len() as u16;
             // The packets whose crypto failed, as prepare (which runs it) marks them.
@@ -1234,10 +1234,8 @@ impl EspSa {
                 // the replay window and takes the trailer off; nothing to prepare. In
                 // sequence order, as the software's run.
                 let mut nic: Vec<*mut sys::rte_mbuf> = Vec::with_capacity(by_nic.len());
-                let sorted = submitted
-                    .iter()
-                    .filter_map(|s| by_nic.iter().find(|(p, _)| *p == s.4).copied());
-                for (p, marks) in sorted {
+                by_nic.sort_by_key(|b| b.2);
+                for (p, marks, _) in by_nic {
                     // SAFETY: a live mbuf of ours (results holds it); its marks as the NIC
                     // set them, which set_lens cleared.
                     unsafe { (*p).ol_flags |= marks };

@@ -354,6 +354,9 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// How many SAs are in force, and what every SA this port has had counted, inbound's and
     /// outbound's summed (those deleted or rebuilt included, so each sum only grows).
     pub fn sa_totals(&self) -> (usize, SaCounts, SaCounts) {
+        // Telemetry asks for these now and then, on the control side: deleted SAs' NIC
+        // sessions go without waiting for the next change.
+        self.sweep_retiring();
         // `config`'s lock: no SA moves from the tables to `retired` while these are read.
         let _one_change_at_a_time = lock(&self.config);
         let t = self.tables.load();
@@ -449,6 +452,9 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     pub fn add_sa(&self, sa: SaConfig) -> Result<(), String> {
         let dev = self.dev.as_ref().ok_or(OFF)?;
         let mut cfg = lock(&self.config);
+        // A deleted inbound SA's NIC session due to go goes first: its SPI is then free for
+        // this one.
+        self.sweep_retiring();
         if sa.direction == Direction::Out && sa.overhead() > self.headroom {
             return Err(format!(
                 "SA out {} adds up to {} bytes to a packet, and the path MTU leaves room for {} \
@@ -536,6 +542,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     pub fn add_policy(&self, p: Policy) -> Result<(), String> {
         self.dev.as_ref().ok_or(OFF)?;
         let mut cfg = lock(&self.config);
+        self.sweep_retiring();
         let mut next = cfg.clone();
         next.add_policy(p.clone())?;
         let mut rebuilt = None;
@@ -655,42 +662,54 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Releases the NIC sessions of SAs deleted at least [`RETIRE_AFTER`] ago that no burst
-    /// holds any more: their frames still waiting for the device ring (`held`) are dropped
-    /// and counted (`inline_unsent`), and those in the ring were taken by the NIC long since.
-    /// Called on the control thread, with each change and each report.
+    /// Releases the NIC sessions of deleted SAs once none of their frames can still reach
+    /// the NIC: no burst holds the SA; its frames waiting for the device ring (`held`) are
+    /// dropped, counted (`inline_unsent`), and the wait starts again from there (frames still
+    /// waiting mean the ring was full: those ahead of them in it are not sent yet); then
+    /// [`RETIRE_AFTER`] with the link up, which a device's ring takes far less to drain.
+    /// Called on the control thread (the changes, the reports, telemetry's totals), never on
+    /// a data core.
     pub fn sweep_retiring(&self) {
         let now = Instant::now();
+        let up = self.inner.link().up;
         let mut retiring = self.retiring_sas();
         let mut done: Vec<Arc<EspSa>> = Vec::new();
-        retiring.retain(|(sa, at)| {
-            let free = now.duration_since(*at) >= RETIRE_AFTER && Arc::strong_count(sa) == 1;
-            if free {
+        for (sa, at) in retiring.iter_mut() {
+            if Arc::strong_count(sa) > 1 {
+                continue;
+            }
+            if self.drop_held_for(|m| sa.marks(m)) > 0 || !up {
+                *at = now;
+            }
+            if now.duration_since(*at) >= RETIRE_AFTER {
                 done.push(Arc::clone(sa));
             }
-            !free
-        });
-        drop(retiring);
-        for sa in done {
-            self.drop_held_for(|m| sa.marks(m));
         }
+        retiring.retain(|(sa, _)| !done.iter().any(|d| Arc::ptr_eq(d, sa)));
+        drop(retiring);
+        // Dropping the last reference here destroys the NIC session, on this thread.
+        drop(done);
     }
 
-    /// Drops (counted) the frames waiting for the device that `marked` picks.
-    fn drop_held_for(&self, marked: impl Fn(&Mbuf) -> bool) {
+    /// Drops (counted) the frames waiting for the device that `marked` picks; how many.
+    fn drop_held_for(&self, marked: impl Fn(&Mbuf) -> bool) -> usize {
+        let mut dropped = 0;
         for q in self.held.iter() {
             let mut q = q.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let before = q.len();
             q.retain(|m| !marked(m));
-            self.stats
-                .inline_unsent
-                .fetch_add((before - q.len()) as u64, Ordering::Relaxed);
+            dropped += before - q.len();
         }
+        self.stats
+            .inline_unsent
+            .fetch_add(dropped as u64, Ordering::Relaxed);
+        dropped
     }
 
-    /// Destroys every SA's session on the NIC, before the device closes (a NIC may free its
-    /// security context at close); frames still waiting for the NIC are dropped, counted.
-    /// The SAs seal and open in software from then on, or not at all where only the NIC could.
+    /// Destroys every SA's session on the NIC, once the device is stopped and before it
+    /// closes (a NIC may free its security context at close); frames still waiting for the
+    /// NIC are dropped, counted. From then on an SA that the NIC did seals nothing (its frames
+    /// are dropped as expired) and opens in software.
     pub fn release_inline(&self) {
         let t = self.tables.load();
         for sa in t.inbound.iter().chain(&t.outbound) {

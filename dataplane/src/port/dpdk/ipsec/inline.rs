@@ -57,12 +57,14 @@ pub struct InlineDev {
     sessions: NonNull<sys::rte_mempool>,
     name: String,
     port: u16,
-    /// The SPIs of the inbound sessions alive on the NIC: the NIC's mark says one of its
-    /// sessions verified a packet, and an SA takes it by SPI, so no two live at once on one
-    /// SPI (an SA being retired and its successor), or a packet verified under the old key
-    /// would pass as the new SA's (RFC 4303 §3.4.4). Also the lock under which sessions are
-    /// created and destroyed: the context's session count is plain memory.
-    ingress: Mutex<Vec<u32>>,
+    /// The SPI and a fingerprint of the key of each inbound session alive on the NIC: the
+    /// NIC's mark says one of its sessions verified a packet, and an SA takes it by SPI, so no
+    /// two with one SPI and different keys live at once (an SA being retired and its
+    /// successor), or a packet verified under the old key would pass as the new SA's (RFC 4303
+    /// §3.4.4); the same SA made again for the other family shares its key and may. Also the
+    /// lock under which sessions are created and destroyed: the context's session count is
+    /// plain memory.
+    ingress: Mutex<Vec<(u32, [u8; 32])>>,
     /// What owns the context (the port): kept alive while an SA holds a session on it. (A
     /// device that frees its context when closed is closed only after every session was
     /// released: [`crate::port::dpdk::IpsecPort::release_inline`].)
@@ -234,6 +236,7 @@ impl InlineDev {
     fn create(
         &self,
         conf: &mut sys::rte_security_session_conf,
+        print: [u8; 32],
     ) -> Result<NonNull<sys::rte_security_session>, String> {
         let mut ingress = self
             .ingress
@@ -242,7 +245,7 @@ impl InlineDev {
         // SAFETY: an IPsec conf's union holds `ipsec`.
         let x = unsafe { conf.__bindgen_anon_1.ipsec };
         let inbound = x.direction == sys::RTE_SECURITY_IPSEC_SA_DIR_INGRESS;
-        if inbound && ingress.contains(&x.spi) {
+        if inbound && ingress.iter().any(|(s, p)| *s == x.spi && *p != print) {
             return Err(format!(
                 "the NIC still holds an inbound SA {} being retired (a second would let a \
                  packet verified under its key pass as the new SA's)",
@@ -257,12 +260,13 @@ impl InlineDev {
         let s = NonNull::new(s.cast())
             .ok_or_else(|| format!("{}: the NIC refused the inline session", self.name))?;
         if inbound {
-            ingress.push(x.spi);
+            ingress.push((x.spi, print));
         }
         Ok(s)
     }
 
-    fn destroy(&self, ses: NonNull<sys::rte_security_session>, ingress_spi: Option<u32>) {
+    fn destroy(&self, ses: NonNull<sys::rte_security_session>, ingress: Option<(u32, [u8; 32])>) {
+        let ingress_spi = ingress;
         let mut ingress = self
             .ingress
             .lock()
@@ -271,14 +275,16 @@ impl InlineDev {
         let rc =
             unsafe { sys::rte_security_session_destroy(self.ctx.as_ptr(), ses.as_ptr().cast()) };
         if rc != 0 {
-            // The driver kept it (DPDK 22.11 returns it to the pool only on success).
+            // The driver kept it (DPDK 22.11 returns it to the pool only on success): its
+            // SPI stays taken, as the NIC may still verify under it.
             crate::errln!(
                 "ddpdk: warning: {}: the NIC did not release an inline session ({rc})",
                 self.name
             );
+            return;
         }
-        if let Some(spi) = ingress_spi {
-            if let Some(i) = ingress.iter().position(|s| *s == spi) {
+        if let Some(held) = ingress_spi {
+            if let Some(i) = ingress.iter().position(|s| *s == held) {
                 ingress.swap_remove(i);
             }
         }
@@ -337,8 +343,8 @@ pub(super) struct InlineSession {
     pub(super) session: Box<Session>,
     ses: NonNull<sys::rte_security_session>,
     pub(super) dev: Arc<InlineDev>,
-    /// The SPI of an inbound session.
-    ingress_spi: Option<u32>,
+    /// The SPI and key fingerprint of an inbound session.
+    ingress_spi: Option<(u32, [u8; 32])>,
     /// The AEAD key followed by the salt, where the drivers of 22.11 (ixgbe, txgbe, ngbe)
     /// read it: they take the salt from the 4 bytes after `key.length`, as ipsec-secgw lays
     /// it out, and keep the pointer. Alive as long as the session.
@@ -365,16 +371,24 @@ impl InlineSession {
             .concat()
             .into_boxed_slice();
         // The NIC's own transform: an AEAD alone (covers()), its key with the salt behind.
+        let theirs = conf.crypto_xform;
         // SAFETY: conf.crypto_xform points at the SA's transform, alive for the call.
-        let mut xf = unsafe { *conf.crypto_xform };
+        let mut xf = unsafe { *theirs };
         xf.next = std::ptr::null_mut();
         // An AEAD transform's union holds `aead` (covers() admits AES-GCM only).
         xf.__bindgen_anon_1.aead.key.data = key.as_ptr();
         conf.crypto_xform = &mut xf;
         // Inbound, the window is rte_ipsec's and ours, not the NIC's.
         conf.__bindgen_anon_1.ipsec.replay_win_sz = 0;
-        let ingress_spi = (config.direction == Direction::In).then_some(config.spi);
-        let ses = dev.create(conf)?;
+        let print: [u8; 32] = {
+            use sha2::Digest;
+            sha2::Sha256::digest(&key).into()
+        };
+        let ingress_spi = (config.direction == Direction::In).then_some((config.spi, print));
+        let ses = dev.create(conf, print);
+        // The caller's conf does not keep a pointer to this frame's transform.
+        conf.crypto_xform = theirs;
+        let ses = ses?;
         let mut session = Box::new(Session(sys::rte_ipsec_session::default()));
         session.0.sa = sa;
         session.0.type_ = sys::RTE_SECURITY_ACTION_TYPE_INLINE_CRYPTO;
@@ -444,13 +458,15 @@ impl EspSa {
                 for r in &mut results {
                     if r.is_ok() {
                         *r = Err(EspDrop::Expired);
-                        self.count(EspDrop::Expired);
+                    }
+                    if let Err(why) = r {
+                        self.count(*why);
                     }
                 }
                 return results;
             };
             // SAFETY: frames whose headers are in an own first segment and whose last
-            // segment is ours with room for the trailer (inline_ready), l2/l3 lengths set;
+            // segment is ours with room for the trailer (seal_ready), l2/l3 lengths set;
             // the session prepared on this SA; the SA's state is ours under the lock.
             // rte_ipsec moves the packets it could not take behind the ones it took, marks
             // the others for the NIC and sets their metadata where the NIC asks for it.
