@@ -821,8 +821,9 @@ impl EspSa {
     /// lifetimes keep running from its install, not from the policy that rebuilt it (a
     /// policy added and deleted again and again would otherwise keep an unused SA from ever
     /// expiring).
-    pub fn for_family(&self, ipv6: bool) -> Result<EspSa, String> {
-        let mut esp = EspSa::new_on(&self.dev, self.inline.as_ref(), &self.config, ipv6)?;
+    /// `inline`: the port's inline crypto, if it may still be used.
+    pub fn for_family(&self, inline: Option<&Arc<InlineDev>>, ipv6: bool) -> Result<EspSa, String> {
+        let mut esp = EspSa::new_on(&self.dev, inline, &self.config, ipv6)?;
         esp.created = self.created;
         Ok(esp)
     }

@@ -173,6 +173,8 @@ pub struct IpsecPort<P> {
     /// NIC ([`IpsecPort::sweep_retiring`]), and goes on the control thread, not on a data
     /// core whose burst happened to hold the SA last.
     retiring: Mutex<Vec<(Arc<EspSa>, Instant)>>,
+    /// The NIC sessions were released ([`IpsecPort::release_inline`]): no new one is made.
+    released: AtomicBool,
     tables: ArcSwap<Tables>,
     /// The SAs' and policies' definitions; changes are made one at a time under this lock and
     /// published as a new [`Tables`].
@@ -223,6 +225,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             dev: None,
             inline: None,
             retiring: Mutex::new(Vec::new()),
+            released: AtomicBool::new(false),
             tables: ArcSwap::from_pointee(Tables::default()),
             config: Mutex::new(IpsecConfig::default()),
             used_keys: Mutex::new(HashSet::new()),
@@ -471,7 +474,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         // Policies name their SA, so none names a new one yet: the tunnel's family, or IPv4,
         // until a policy of the other family protects with it (`add_policy` rebuilds it then).
         let ipv6 = matches!(sa.mode, Mode::Tunnel { dst, .. } if dst.is_ipv6());
-        let esp = Arc::new(EspSa::new_on(dev, self.inline.as_ref(), &sa, ipv6)?);
+        let esp = Arc::new(EspSa::new_on(dev, self.inline_dev(), &sa, ipv6)?);
         // Only a key that an SA holds is used: an SA that could not be made (the session pool
         // spent) never carried a packet, and the same rule is taken once there is room.
         self.record_keys(prints);
@@ -563,7 +566,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                         if sa.is_ipv6() { "IPv6" } else { "IPv4" }
                     ));
                 }
-                rebuilt = Some(Arc::new(sa.for_family(p.is_ipv6())?));
+                rebuilt = Some(Arc::new(sa.for_family(self.inline_dev(), p.is_ipv6())?));
             }
         }
         self.publish(&next, |t| {
@@ -650,10 +653,25 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         self.active.store(t.in_force(), Ordering::Release);
         self.tables.store(Arc::new(t));
         drop(now);
+        // The leaving SAs' frames waiting for the ring go now, counted: a burst sealing under
+        // the tables before this store holds its queue's lock from before it loaded them until
+        // it appends what the ring refused, so once each queue's lock is taken here no such
+        // frame can come after. (Matched by SPI: a successor on the same SPI comes in a later
+        // change, or, rebuilt for the other family, carried nothing yet.)
+        if !leaving.is_empty() {
+            self.drop_held_for(|m| leaving.iter().any(|s| s.marks(m)));
+        }
         let at = Instant::now();
         self.retiring_sas()
             .extend(leaving.into_iter().map(|s| (s, at)));
         self.sweep_retiring();
+    }
+
+    /// The port's inline crypto while it may be used.
+    fn inline_dev(&self) -> Option<&Arc<InlineDev>> {
+        self.inline
+            .as_ref()
+            .filter(|_| !self.released.load(Ordering::Acquire))
     }
 
     fn retiring_sas(&self) -> MutexGuard<'_, Vec<(Arc<EspSa>, Instant)>> {
@@ -662,33 +680,28 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Releases the NIC sessions of deleted SAs once none of their frames can still reach
-    /// the NIC: no burst holds the SA; its frames waiting for the device ring (`held`) are
-    /// dropped, counted (`inline_unsent`), and the wait starts again from there (frames still
-    /// waiting mean the ring was full: those ahead of them in it are not sent yet); then
-    /// [`RETIRE_AFTER`] with the link up, which a device's ring takes far less to drain.
-    /// Called on the control thread (the changes, the reports, telemetry's totals), never on
-    /// a data core.
+    /// Releases the NIC sessions of deleted SAs once their frames are out of the device's
+    /// ring: no burst holds the SA, and [`RETIRE_AFTER`] has passed since it left the tables
+    /// (its frames waiting for the ring were dropped then) with the link up whenever a sweep
+    /// looked, far longer than a running device takes to drain its ring. Called on the control
+    /// side (the changes, the reports, telemetry's totals), never on a data core; the
+    /// sessions are destroyed under the list's lock, so [`IpsecPort::release_inline`] finds
+    /// none half gone.
     pub fn sweep_retiring(&self) {
         let now = Instant::now();
         let up = self.inner.link().up;
         let mut retiring = self.retiring_sas();
-        let mut done: Vec<Arc<EspSa>> = Vec::new();
-        for (sa, at) in retiring.iter_mut() {
-            if Arc::strong_count(sa) > 1 {
-                continue;
+        let mut kept = Vec::with_capacity(retiring.len());
+        for (sa, mut at) in retiring.drain(..) {
+            if !up {
+                at = now;
             }
-            if self.drop_held_for(|m| sa.marks(m)) > 0 || !up {
-                *at = now;
+            if Arc::strong_count(&sa) > 1 || now.duration_since(at) < RETIRE_AFTER {
+                kept.push((sa, at));
             }
-            if now.duration_since(*at) >= RETIRE_AFTER {
-                done.push(Arc::clone(sa));
-            }
+            // Else dropped here, the last reference: its NIC session is destroyed.
         }
-        retiring.retain(|(sa, _)| !done.iter().any(|d| Arc::ptr_eq(d, sa)));
-        drop(retiring);
-        // Dropping the last reference here destroys the NIC session, on this thread.
-        drop(done);
+        *retiring = kept;
     }
 
     /// Drops (counted) the frames waiting for the device that `marked` picks; how many.
@@ -711,14 +724,17 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// NIC are dropped, counted. From then on an SA that the NIC did seals nothing (its frames
     /// are dropped as expired) and opens in software.
     pub fn release_inline(&self) {
+        let mut retiring = self.retiring_sas();
+        self.released.store(true, Ordering::Release);
         let t = self.tables.load();
         for sa in t.inbound.iter().chain(&t.outbound) {
             sa.release_inline();
         }
-        let retiring = std::mem::take(&mut *self.retiring_sas());
-        for (sa, _) in &retiring {
+        for (sa, _) in retiring.iter() {
             sa.release_inline();
         }
+        retiring.clear();
+        drop(retiring);
         self.drop_held_for(super::ipsec::marked_for_nic);
     }
 

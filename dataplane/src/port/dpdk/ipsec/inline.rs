@@ -265,7 +265,12 @@ impl InlineDev {
         Ok(s)
     }
 
-    fn destroy(&self, ses: NonNull<sys::rte_security_session>, ingress: Option<(u32, [u8; 32])>) {
+    /// Whether the NIC let the session go.
+    fn destroy(
+        &self,
+        ses: NonNull<sys::rte_security_session>,
+        ingress: Option<(u32, [u8; 32])>,
+    ) -> bool {
         let ingress_spi = ingress;
         let mut ingress = self
             .ingress
@@ -281,13 +286,14 @@ impl InlineDev {
                 "ddpdk: warning: {}: the NIC did not release an inline session ({rc})",
                 self.name
             );
-            return;
+            return false;
         }
         if let Some(held) = ingress_spi {
             if let Some(i) = ingress.iter().position(|s| *s == held) {
                 ingress.swap_remove(i);
             }
         }
+        true
     }
 }
 
@@ -401,7 +407,9 @@ impl InlineSession {
         // keeps its address.
         let rc = unsafe { sys::rte_ipsec_session_prepare(&mut session.0) };
         if rc < 0 {
-            dev.destroy(ses, ingress_spi);
+            if !dev.destroy(ses, ingress_spi) {
+                std::mem::forget(key);
+            }
             return Err(format!("rte_ipsec inline session: errno {}", -rc));
         }
         Ok(InlineSession {
@@ -416,7 +424,10 @@ impl InlineSession {
 
 impl Drop for InlineSession {
     fn drop(&mut self) {
-        self.dev.destroy(self.ses, self.ingress_spi);
+        if !self.dev.destroy(self.ses, self.ingress_spi) {
+            // The driver keeps the session, and with it the pointer to the key: left to it.
+            std::mem::forget(std::mem::take(&mut self._key));
+        }
     }
 }
 
