@@ -438,7 +438,8 @@ impl EspSa {
     pub(super) fn seals_inline(&self, frames: &[Mbuf], mtu: Option<usize>) -> bool {
         self.inline.is_some()
             && mtu.is_none_or(|mtu| {
-                let grown = self.config.overhead() + ETH;
+                // The sealed IP packet: the frame's, less its Ethernet header, plus ESP's.
+                let grown = self.config.overhead();
                 frames.iter().all(|f| f.frame_len() + grown <= ETH + mtu)
             })
     }
