@@ -926,12 +926,7 @@ impl EspSa {
     /// A frame that is chained or attached to memory not its own is copied into a fresh mbuf
     /// from `pool` first. The drop is counted.
     pub fn encrypt(&self, frame: Mbuf, pool: &Mempool, now: Instant) -> Result<Mbuf, EspDrop> {
-        let frames = vec![frame];
-        let mut one = if self.seals_inline(&frames, None) {
-            self.seal_inline(frames, pool, now)
-        } else {
-            self.seal(frames, pool, now)
-        };
+        let mut one = self.sealed(vec![frame], pool, now, None);
         one.pop().unwrap_or(Err(EspDrop::Malformed))
     }
 
@@ -961,12 +956,23 @@ impl EspSa {
         mtu: Option<usize>,
         out: &mut Vec<Mbuf>,
     ) {
-        let sealed = if self.seals_inline(&frames, mtu) {
+        out.extend(self.sealed(frames, pool, now, mtu).into_iter().flatten());
+    }
+
+    /// What each of `frames` became, sealed inline where the SA and `mtu` allow
+    /// ([`EspSa::encrypt_burst_within`]), in software otherwise.
+    fn sealed(
+        &self,
+        frames: Vec<Mbuf>,
+        pool: &Mempool,
+        now: Instant,
+        mtu: Option<usize>,
+    ) -> Vec<Result<Mbuf, EspDrop>> {
+        if self.seals_inline(&frames, mtu) {
             self.seal_inline(frames, pool, now)
         } else {
             self.seal(frames, pool, now)
-        };
-        out.extend(sealed.into_iter().flatten());
+        }
     }
 
     /// What each of `frames` became, in their order; drops counted.
@@ -1159,12 +1165,16 @@ impl EspSa {
                     r.4 = 0;
                 }
             }
-            let mut submitted: Vec<(usize, [u8; ETH], usize, u64, *mut sys::rte_mbuf)> =
-                Vec::with_capacity(ready.len());
-            // The packets the NIC decrypted, with their marks and sequence numbers.
-            let mut by_nic: Vec<(*mut sys::rte_mbuf, u64, u64)> = Vec::new();
-            // The others, which the CPU crypto session opens, with their sequence numbers.
-            let mut by_cpu: Vec<(u64, *mut sys::rte_mbuf)> = Vec::with_capacity(ready.len());
+            // (.., the mbuf, the NIC's marks: RX_SEC_OFFLOAD for a packet the NIC decrypted)
+            #[allow(clippy::type_complexity)]
+            let mut submitted: Vec<(
+                usize,
+                [u8; ETH],
+                usize,
+                u64,
+                *mut sys::rte_mbuf,
+                u64,
+            )> = Vec::with_capacity(ready.len());
             for (i, eth, before, low, nic) in ready {
                 let seq = match &engine.window {
                     Some(w) if self.config.esn => w.infer_esn(low),
@@ -1173,13 +1183,7 @@ impl EspSa {
                 if engine.window.as_ref().is_some_and(|w| !w.check(seq)) {
                     verdicts.push((i, eth, Err(EspDrop::Replay)));
                 } else if let Ok(m) = &results[i] {
-                    let p = m.as_non_null().as_ptr();
-                    submitted.push((i, eth, before, seq, p));
-                    if nic & RX_SEC_OFFLOAD != 0 {
-                        by_nic.push((p, nic, seq));
-                    } else {
-                        by_cpu.push((seq, p));
-                    }
+                    submitted.push((i, eth, before, seq, m.as_non_null().as_ptr(), nic));
                 }
             }
             // In sequence order: rte_ipsec infers each packet's high half (ESN) twice, at
@@ -1189,9 +1193,14 @@ impl EspSa {
             // packet fails its ICV (RFC 4303 Appendix A2; an independent review). In order,
             // no packet meets a window that packets above it moved. (Stable: a second copy
             // stays behind the first, which sets the bit it then finds.)
+            // The NIC's run and the CPU crypto session's, each in that order.
             submitted.sort_by_key(|s| s.3);
-            by_cpu.sort_by_key(|c| c.0);
-            let mut ptrs: Vec<*mut sys::rte_mbuf> = by_cpu.iter().map(|c| c.1).collect();
+            let by_nic = |s: &&(_, _, _, _, _, u64)| s.5 & RX_SEC_OFFLOAD != 0;
+            let mut ptrs: Vec<*mut sys::rte_mbuf> = submitted
+                .iter()
+                .filter(|s| !by_nic(s))
+                .map(|s| s.4)
+                .collect();
             // Bursts are at most a port's (512), far below u16::MAX.
             let n = ptrs.len() as u16;
             // The packets whose crypto failed, as prepare (which runs it) marks them.
@@ -1230,13 +1239,11 @@ impl EspSa {
                 };
                 (prepared, ptrs[..usize::from(k2)].to_vec(), errno)
             };
-            if let (false, Some(inl)) = (by_nic.is_empty(), engine.inline.as_ref()) {
+            let mut nic: Vec<*mut sys::rte_mbuf> = Vec::new();
+            if let (true, Some(inl)) = (submitted.len() > ptrs.len(), engine.inline.as_ref()) {
                 // The NIC's verdicts: rte_ipsec reads its marks (a failed ICV refused), checks
-                // the replay window and takes the trailer off; nothing to prepare. In
-                // sequence order, as the software's run.
-                let mut nic: Vec<*mut sys::rte_mbuf> = Vec::with_capacity(by_nic.len());
-                by_nic.sort_by_key(|b| b.2);
-                for (p, marks, _) in by_nic {
+                // the replay window and takes the trailer off; nothing to prepare.
+                for &(.., p, marks) in submitted.iter().filter(by_nic) {
                     // SAFETY: a live mbuf of ours (results holds it); its marks as the NIC
                     // set them, which set_lens cleared.
                     unsafe { (*p).ol_flags |= marks };
@@ -1252,7 +1259,7 @@ impl EspSa {
                 let k2 = unsafe { sys::rte_ipsec_pkt_process(&inl.session.0, nic.as_mut_ptr(), k) };
                 good.extend_from_slice(&nic[..usize::from(k2)]);
             }
-            for (i, eth, before, seq, p) in submitted {
+            for (i, eth, before, seq, p, _) in submitted {
                 let Ok(m) = &mut results[i] else { continue };
                 let verdict = if !prepared.contains(&p) {
                     // Prepare refuses replays (EINVAL) before any crypto, and short or
