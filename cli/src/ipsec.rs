@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ddpdk_dataplane::ipsec::{parse_sa, parse_sp, Action, Direction, Policy};
-use ddpdk_dataplane::port::dpdk::{IpsecPort, Mbuf};
+use ddpdk_dataplane::port::dpdk::{IpsecPort, Mbuf, SaReport};
 use ddpdk_dataplane::port::Port;
 use serde_json::json;
 
@@ -289,6 +289,32 @@ pub fn expiring_sas<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> (Vec<String>, V
     (listed(false), listed(true))
 }
 
+/// The lines of `show ipsec` for an SA the port's NIC holds a session for: how much of its
+/// traffic the NIC did, and where the rest went when it did none (the session alone is no
+/// offload at work).
+fn inline_lines(s: &SaReport) -> String {
+    let (did, of) = (s.counts.nic, s.counts.packets);
+    let inbound = s.direction == "in";
+    let verb = if inbound { "decrypted" } else { "encrypted" };
+    let mut out = format!(
+        "  SA {} {}: crypto {} (the NIC's, as it sends and receives): {did} of its {of} \
+         packets {verb} by the NIC\n",
+        s.direction, s.spi, s.crypto
+    );
+    if did == 0 && of > 0 {
+        out += &format!(
+            "    (all {of} in software: {}\n",
+            if inbound {
+                "a NIC that installs inbound SAs only from a flow rule, as ixgbe and txgbe \
+                 do, decrypts nothing ddpdk gave it none for)"
+            } else {
+                "each had to leave in fragments, or the NIC's session was released)"
+            }
+        );
+    }
+    out
+}
+
 /// `show ipsec` as text: the SAs with their counters, the policies by number, the drops.
 pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
     if !port.is_enabled() {
@@ -347,10 +373,7 @@ pub fn show_text<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> String {
         .iter()
         .filter(|s| s.crypto.starts_with("inline"))
     {
-        out += &format!(
-            "  SA {} {}: crypto {} (the NIC's, as it sends and receives)\n",
-            s.direction, s.spi, s.crypto
-        );
+        out += &inline_lines(s);
     }
     // RFC 4301 §8.2.1: the path MTU ICMP gave an outbound SA, and how many such messages it
     // believed (§6.1.2).
@@ -665,6 +688,48 @@ fn session(conn: UnixStream, stop: &AtomicBool, mut answer: impl FnMut(&[u8]) ->
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    fn inline_report(direction: &str, packets: u64, nic: u64) -> SaReport {
+        SaReport {
+            spi: 7,
+            direction: direction.into(),
+            algorithm: "aes-128-gcm",
+            mode: "transport".into(),
+            esn: false,
+            crypto: "inline 0".into(),
+            rekey_due: false,
+            expired: false,
+            path_mtu: None,
+            counts: ddpdk_dataplane::port::dpdk::SaCounts {
+                packets,
+                nic,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// `show ipsec` says how much of an inline SA's traffic the NIC did, and when the NIC
+    /// holds the session but did none of it, that software did all (an inbound SA on a NIC
+    /// that wants a flow rule, as ixgbe does, would otherwise read as offloaded).
+    #[test]
+    fn show_ipsec_tells_what_the_nic_did_of_an_inline_sas_traffic() {
+        let busy = inline_lines(&inline_report("in", 10, 8));
+        assert!(
+            busy.contains("8 of its 10 packets decrypted by the NIC"),
+            "{busy}"
+        );
+        assert!(!busy.contains("in software"), "{busy}");
+        let idle = inline_lines(&inline_report("in", 10, 0));
+        assert!(idle.contains("0 of its 10 packets decrypted"), "{idle}");
+        assert!(idle.contains("all 10 in software"), "{idle}");
+        assert!(idle.contains("flow rule"), "{idle}");
+        let out = inline_lines(&inline_report("out", 3, 0));
+        assert!(out.contains("0 of its 3 packets encrypted"), "{out}");
+        assert!(out.contains("fragments"), "{out}");
+        // Nothing carried yet: nothing to explain.
+        let new = inline_lines(&inline_report("in", 0, 0));
+        assert!(!new.contains("in software"), "{new}");
+    }
 
     /// A socket path that fits a Unix socket's 107 bytes is bound, private (0600); one that
     /// does not is refused with what the limit is. Before, the socket was first made inside

@@ -103,6 +103,7 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
                 ("malformed", u(i.malformed)),
                 ("dummy", u(i.dummy)),
                 ("expired", u(i.expired)),
+                ("nic", u(i.nic)),
             ]),
         ),
         (
@@ -115,6 +116,7 @@ fn ipsec_stats(t: &IpsecTotals) -> TelValue {
                 ("no_room", u(o.no_room)),
                 ("stalled", u(o.stalled)),
                 ("pmtu_accepted", u(o.pmtu_accepted)),
+                ("nic", u(o.nic)),
             ]),
         ),
     ])

@@ -702,3 +702,20 @@ fn the_exporter_counts_no_accepted_pmtu_message_as_an_ipsec_drop() {
         "{out}"
     );
 }
+
+/// The NIC's share of an inline SA's packets (`ipsec/in/nic`, `ipsec/out/nic`) is a count of
+/// work done, not a drop reason of `ddpdk_ipsec_sa_drops_total`.
+#[test]
+fn the_exporter_counts_the_nics_packets_apart_from_ipsec_drops() {
+    let out = exporter_against(
+        r#"{"/ddpdk/stats,0": {"core/0/frames_in": 5, "ipsec/sas": 2, "ipsec/in/packets": 9,
+            "ipsec/in/nic": 7, "ipsec/in/replay": 1, "ipsec/out/nic": 3}}"#,
+    );
+    assert!(
+        out.contains("ddpdk_ipsec_sa_drops_total{direction=\"in\",reason=\"replay\"} 1")
+            && !out.contains("reason=\"nic\"")
+            && out.contains("ddpdk_ipsec_nic_packets_total{direction=\"in\"} 7")
+            && out.contains("ddpdk_ipsec_nic_packets_total{direction=\"out\"} 3"),
+        "{out}"
+    );
+}

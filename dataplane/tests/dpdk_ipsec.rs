@@ -2352,6 +2352,12 @@ fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
                 let wire = through_the_nic(&nic, &ports[1], framed);
                 assert_eq!(nic.counts().sealed - sealed_before, 2, "{what}");
                 assert_eq!(wire.len(), 2, "{what}");
+                // The SA's own count of what the NIC did: both.
+                assert_eq!(
+                    (out.stats.snapshot().packets, out.stats.snapshot().nic),
+                    (2, 2),
+                    "{what}: the NIC's share"
+                );
                 for (k, (w, f)) in wire.iter().zip(&frames).enumerate() {
                     let ip = &w[14..];
                     let (proto, esp_at) = if v6 { (ip[6], 40) } else { (ip[9], 20) };
@@ -2390,6 +2396,8 @@ fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
                     let s0 = nic.counts().sealed;
                     let wire = through_the_nic(&nic, &ports[1], sealed);
                     assert_eq!(nic.counts().sealed, s0, "{what}: sealed by the NIC");
+                    let c = out.stats.snapshot();
+                    assert_eq!((c.packets, c.nic), (3, 2), "{what}: sealed in software");
                     let ip = &wire[0][14..];
                     let clear = &big[big.len() - 64..];
                     assert!(!ip.windows(64).any(|x| x == clear), "{what}: in clear");
@@ -2450,6 +2458,8 @@ fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
                     Some(&EspDrop::AuthFailed),
                     "{what}"
                 );
+                // The two the NIC decrypted and verified, not its refused ones.
+                assert_eq!(inb.stats.snapshot().nic, 2, "{what}: the NIC's share");
                 // One burst, out of sequence order, the NIC leaving its first frame alone (no
                 // SA in it for that one): the software session opens that one, the NIC's
                 // verdict the other, and each is the very frame.
@@ -2478,8 +2488,8 @@ fn inline_crypto_on_a_nic_interoperates_with_scapy_4303(b: &Bench) {
                 }
                 let c = inb.stats.snapshot();
                 assert_eq!(
-                    (c.packets, c.replay, c.auth_failed),
-                    (5, 1, 1),
+                    (c.packets, c.replay, c.auth_failed, c.nic),
+                    (5, 1, 1, 4),
                     "{what}: {c:?}"
                 );
                 cases += 1;

@@ -292,6 +292,12 @@ def collect(t):
             m.add("ddpdk_ipsec_dummy_total", "counter",
                   "ESP dummy packets (Next Header 59) authenticated and discarded without an "
                   "error (RFC 4303 2.6).", {"direction": parts[1]}, value)
+        elif parts[0] == "ipsec" and len(parts) == 3 and parts[2] == "nic":
+            # Not a drop: of the packets, those a NIC with inline crypto did.
+            m.add("ddpdk_ipsec_nic_packets_total", "counter",
+                  "ESP packets a NIC with inline crypto decrypted and verified (in) or was "
+                  "handed to encrypt (out), of ddpdk_ipsec_packets_total.",
+                  {"direction": parts[1]}, value)
         elif parts[0] == "ipsec" and len(parts) == 3:
             m.add("ddpdk_ipsec_sa_drops_total", "counter",
                   "Packets the SAs dropped, by direction and reason (RFC 4303 3.4: replay, "

@@ -299,6 +299,11 @@ pub struct SaStats {
     /// Outbound: ICMP PMTU messages quoting this SA's packets that were believed and recorded
     /// (RFC 4301 §6.1.2, §8.2.1).
     pub pmtu_accepted: AtomicU64,
+    /// Of `packets`, those the port's NIC did (inline crypto): outbound, framed for it to
+    /// encrypt as it sends; inbound, decrypted and verified by it. The rest went through the
+    /// CPU crypto session: what tells an operator whether the NIC takes the SA's traffic at
+    /// all (a NIC that installs an inbound SA only from a flow rule decrypts none of it).
+    pub nic: AtomicU64,
 }
 
 /// RFC 4301 §8.2.2: a path MTU an SA learnt from ICMP ages out, as RFC 1191 §6 has a host's
@@ -342,6 +347,7 @@ pub struct SaCounts {
     pub copied: u64,
     pub sequence: u64,
     pub pmtu_accepted: u64,
+    pub nic: u64,
 }
 
 impl SaCounts {
@@ -359,6 +365,7 @@ impl SaCounts {
         self.stalled += o.stalled;
         self.copied += o.copied;
         self.pmtu_accepted += o.pmtu_accepted;
+        self.nic += o.nic;
     }
 }
 
@@ -379,6 +386,7 @@ impl SaStats {
             copied: r(&self.copied),
             sequence: r(&self.sequence),
             pmtu_accepted: r(&self.pmtu_accepted),
+            nic: r(&self.nic),
         }
     }
 }
@@ -1156,7 +1164,9 @@ impl EspSa {
         }
         // Under the SA's lock: the duplicate check before any crypto (RFC 4303 §3.4.3), the
         // crypto for the burst, and the window moved only for packets whose ICV verified.
-        let mut verdicts: Vec<(usize, [u8; ETH], Result<(), EspDrop>)> = Vec::new();
+        // (index in results, Ethernet header, verdict, whether the NIC decrypted it)
+        #[allow(clippy::type_complexity)]
+        let mut verdicts: Vec<(usize, [u8; ETH], Result<(), EspDrop>, bool)> = Vec::new();
         if !ready.is_empty() {
             let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
             if engine.inline.is_none() {
@@ -1181,7 +1191,7 @@ impl EspSa {
                     _ => u64::from(low),
                 };
                 if engine.window.as_ref().is_some_and(|w| !w.check(seq)) {
-                    verdicts.push((i, eth, Err(EspDrop::Replay)));
+                    verdicts.push((i, eth, Err(EspDrop::Replay), false));
                 } else if let Ok(m) = &results[i] {
                     submitted.push((i, eth, before, seq, m.as_non_null().as_ptr(), nic));
                 }
@@ -1288,16 +1298,19 @@ impl EspSa {
                     Err(EspDrop::Malformed)
                 };
                 clear_sec_flags(m);
-                verdicts.push((i, eth, verdict));
+                verdicts.push((i, eth, verdict, nic.contains(&p)));
             }
         }
-        for (i, eth, verdict) in verdicts {
+        for (i, eth, verdict, by_nic) in verdicts {
             let taken = std::mem::replace(&mut results[i], Err(EspDrop::Malformed));
             results[i] = match (taken, verdict) {
                 (Ok(m), Ok(())) => self.open_done(m, &eth),
                 (Ok(_), Err(why)) => Err(why),
                 (Err(why), _) => Err(why),
             };
+            if by_nic && results[i].is_ok() {
+                bump(&self.stats.nic);
+            }
         }
         for r in &results {
             if let Err(why) = r {

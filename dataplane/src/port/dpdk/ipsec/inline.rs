@@ -503,6 +503,7 @@ impl EspSa {
                     };
                     let l3 = super::ip_header_len(m.data(), outer_v6).ok_or(EspDrop::Malformed)?;
                     super::set_lens(&mut m, ETH, l3);
+                    self.stats.nic.fetch_add(1, Ordering::Relaxed);
                     Ok(m)
                 })
             } else {
