@@ -305,8 +305,9 @@ fn inline_lines(s: &SaReport) -> String {
         out += &format!(
             "    (all {of} in software: {}\n",
             if inbound {
-                "a NIC that installs inbound SAs only from a flow rule, as ixgbe and txgbe \
-                 do, decrypts nothing ddpdk gave it none for)"
+                "the NIC decrypted none; one that installs inbound SAs only from a flow \
+                 rule, as ixgbe and txgbe do, decrypts none where the port refused the rule \
+                 (a warning said why when the SA was made))"
             } else {
                 "each had to leave in fragments, or the NIC's session was released)"
             }

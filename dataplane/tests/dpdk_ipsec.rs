@@ -276,6 +276,7 @@ fn esp_through_rte_ipsec_on_crypto_aesni_mb() {
     what_the_nic_cannot_do_inline_is_done_in_software_or_refused(&b);
     inline_and_software_esp_meet_through_policy_on_a_ring_pair_5043_13(&b);
     an_inline_sa_is_retired_only_once_nothing_it_framed_can_reach_the_nic_4303(&b);
+    a_nic_that_installs_inbound_sas_from_flow_rules_is_given_one_4303(&b);
 }
 
 fn bench(name: &str) -> Bench {
@@ -2781,6 +2782,149 @@ fn an_inline_sa_is_retired_only_once_nothing_it_framed_can_reach_the_nic_4303(b:
 }
 
 /// The words of a configuration rule after its `sa` or `sp`.
+/// A NIC that installs an inbound SA only from an `rte_flow` rule with a SECURITY action, as
+/// ixgbe and txgbe do (the stand-in with `set_wants_rules`): the IPsec port gives each inbound
+/// SA on it a rule to each of this host's addresses of its family (a transport-mode SA) or to
+/// the tunnel's near end, and the NIC decrypts what arrives there; before the host's addresses
+/// are known it decrypts nothing and software opens all (RFC 4303 §3.4: nothing lost either
+/// way). Deleting the SA removes its rule before its session goes (a rule left naming a
+/// destroyed session would have the NIC decrypt under freed state).
+fn a_nic_that_installs_inbound_sas_from_flow_rules_is_given_one_4303(b: &Bench) {
+    let key = "0x0f0e0d0c0b0a09080706050403020100a1a2a3a4";
+    let key3 = "0x2f2e2d2c2b2a29282726252423222120c1c2c3c4";
+    let a_cfg = format!(
+        "sa in 3000 aead_algo aes-128-gcm aead_key {key} mode transport\n\
+         sa in 3001 aead_algo aes-128-gcm aead_key {key3} mode ipv4-tunnel src 198.18.0.2 dst 198.18.0.1\n\
+         sp ipv4 in esp protect 3000 pri 10 src 198.18.0.2/32 proto sctp sport 5000\n\
+         sp ipv4 in esp protect 3001 pri 10 src 198.18.0.2/32 proto sctp sport 6000\n"
+    );
+    let b_cfg = format!(
+        "sa out 3000 aead_algo aes-128-gcm aead_key {key} mode transport\n\
+         sa out 3001 aead_algo aes-128-gcm aead_key {key3} mode ipv4-tunnel src 198.18.0.2 dst 198.18.0.1\n\
+         sp ipv4 out esp protect 3000 pri 10 dst 198.18.0.1/32 proto sctp sport 5000\n\
+         sp ipv4 out esp protect 3001 pri 10 dst 198.18.0.1/32 proto sctp sport 6000\n"
+    );
+    let ports = ring_pair_ports(&b.eal, "inl_rule", &b.pool, 256);
+    let nic = NicDouble::new(ports[0].clone(), b.pool.clone()).unwrap();
+    nic.set_wants_rules(true);
+    let pa = IpsecPort::new(
+        nic.clone(),
+        b.pool.clone(),
+        &parse_config(&a_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let pb = IpsecPort::new(
+        ports[1].clone(),
+        b.pool.clone(),
+        &parse_config(&b_cfg).unwrap(),
+        &b.dev,
+    )
+    .unwrap();
+    let here: IpAddr = "198.18.0.1".parse().unwrap();
+    // The tunnel's SA knows where its packets arrive: its rule is made with it.
+    let sa = |spi: u32| {
+        pa.sas()
+            .into_iter()
+            .find(|s| s.spi() == spi)
+            .expect("the SA")
+    };
+    let ruled = |spi: u32| {
+        let s = sa(spi);
+        nic.rules().iter().filter(|(_, to)| *to == here).count() > 0 && s.inline().is_some()
+    };
+    assert_eq!(
+        nic.rules().len(),
+        1,
+        "the tunnel's rule alone: {:?}",
+        nic.rules()
+    );
+    assert!(ruled(3001));
+    // Frames from B to A: on port 5000 under the transport SA, else under the tunnel's.
+    let frames = |n: usize, sport: u16, tag: u8| -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let mut r = from(
+                    [198, 18, 0, 2],
+                    sctp_frame(false, 200 + 100 * i, tag + i as u8),
+                );
+                r[30..34].copy_from_slice(&[198, 18, 0, 1]);
+                r[34..36].copy_from_slice(&sport.to_be_bytes());
+                from([198, 18, 0, 2], r)
+            })
+            .collect()
+    };
+    let send = |frames: &[Vec<u8>]| {
+        let mut burst: Vec<Mbuf> = frames.iter().map(|f| mbuf(&b.pool, f)).collect();
+        assert_eq!(pb.tx_burst_all(0, &mut burst, 8).sent, frames.len());
+    };
+    // Before A knows its addresses the transport SA has no rule: the NIC leaves its packets,
+    // software opens them all.
+    let early = frames(2, 5000, 0x10);
+    send(&early);
+    assert_eq!(receive_all(&pa, 2), early);
+    assert_eq!(
+        (
+            sa(3000).stats.snapshot().packets,
+            sa(3000).stats.snapshot().nic
+        ),
+        (2, 0),
+        "no rule yet: software"
+    );
+    let pa = pa.with_local_addresses(&[
+        "2001:db8::1".parse().unwrap(),
+        here,
+        "198.18.0.9".parse().unwrap(),
+    ]);
+    // One rule more, to A's first IPv4 address (the SA's family): one a session.
+    assert_eq!(nic.rules().len(), 2, "{:?}", nic.rules());
+    assert!(nic.rules().iter().all(|(_, to)| *to == here));
+    let sa = |spi: u32| {
+        pa.sas()
+            .into_iter()
+            .find(|s| s.spi() == spi)
+            .expect("the SA")
+    };
+    let opened = nic.counts().opened;
+    let ruled_frames = frames(4, 5000, 0x20);
+    send(&ruled_frames);
+    assert_eq!(receive_all(&pa, 4), ruled_frames);
+    assert_eq!(nic.counts().opened - opened, 4, "the NIC decrypted them");
+    let c = sa(3000).stats.snapshot();
+    assert_eq!((c.packets, c.nic), (6, 4), "{c:?}");
+    let tunnelled = frames(3, 6000, 0x30);
+    send(&tunnelled);
+    assert_eq!(receive_all(&pa, 3), tunnelled);
+    let c = sa(3001).stats.snapshot();
+    assert_eq!(
+        (c.packets, c.nic),
+        (3, 3),
+        "the tunnel's through its rule: {c:?}"
+    );
+    // Deleting the SAs: their rules go before their sessions.
+    pa.remove_sa(Direction::In, 3000).unwrap();
+    pa.remove_sa(Direction::In, 3001).unwrap();
+    std::thread::sleep(RETIRE_AFTER + std::time::Duration::from_millis(100));
+    pa.sweep_retiring();
+    assert_eq!(nic.sessions(), 0, "the sessions went");
+    assert!(nic.rules().is_empty(), "rules left: {:?}", nic.rules());
+    assert_eq!(nic.stale_rules(), 0, "a session destroyed under a rule");
+    // A device without flow rules (net_ring) refuses one through rte_flow itself, with its
+    // reason; the SA then opens its packets in software. (It reads no session: none is
+    // named.)
+    let e = ports[1]
+        .esp_ingress_rule(
+            &ddpdk_dataplane::port::EspIngress {
+                local: here,
+                peer: None,
+                spi: 3000,
+            },
+            std::ptr::NonNull::dangling(),
+        )
+        .unwrap_err();
+    assert!(!e.is_empty(), "no reason given");
+}
+
 fn rule_words(line: &str) -> Vec<&str> {
     let w: Vec<&str> = line.split_whitespace().collect();
     if matches!(w.first(), Some(&"sa") | Some(&"sp")) {

@@ -429,6 +429,16 @@ impl<P: Port> Port for Faulty<P> {
     fn unsteer_sctp(&self, rule: FlowRule) -> Result<(), String> {
         self.inner.unsteer_sctp(rule)
     }
+    fn esp_ingress_rule(
+        &self,
+        esp: &super::EspIngress,
+        session: std::ptr::NonNull<std::ffi::c_void>,
+    ) -> Result<FlowRule, String> {
+        self.inner.esp_ingress_rule(esp, session)
+    }
+    fn remove_esp_ingress_rule(&self, rule: FlowRule) -> Result<(), String> {
+        self.inner.remove_esp_ingress_rule(rule)
+    }
     fn free_bulk(&self, bufs: &mut Vec<Self::Buf>) {
         self.inner.free_bulk(bufs)
     }

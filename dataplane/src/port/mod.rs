@@ -93,7 +93,18 @@ pub struct SctpFlow {
     pub peer_port: u16,
 }
 
-/// A device flow rule [`Port::steer_sctp`] installed; only the port that made it can remove it.
+/// Inbound ESP of one SA as it arrives: SPI `spi` to `local`, from `peer` where the SA is a
+/// tunnel's (any source for a transport-mode SA): what a device rule matches to hand it to the
+/// NIC's inline crypto session ([`Port::esp_ingress_rule`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EspIngress {
+    pub local: std::net::IpAddr,
+    pub peer: Option<std::net::IpAddr>,
+    pub spi: u32,
+}
+
+/// A device flow rule [`Port::steer_sctp`] or [`Port::esp_ingress_rule`] installed; only the
+/// port that made it can remove it.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct FlowRule(usize);
 
@@ -344,6 +355,24 @@ pub trait Port: Send + Sync {
     /// Removes a rule [`Port::steer_sctp`] installed; `Err` with the device's reason if it
     /// would not.
     fn unsteer_sctp(&self, _rule: FlowRule) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Installs the device rule that hands `esp`'s packets to the NIC's inline crypto session
+    /// `session` (of the context [`Port::inline_crypto`] gave): `rte_flow` with a SECURITY
+    /// action, the only way ixgbe and txgbe install an inbound SA (their session creation
+    /// installs outbound ones alone). `Err` with the device's reason where it has no such
+    /// rules or refused this one; what its NIC then leaves undecrypted is opened in software.
+    fn esp_ingress_rule(
+        &self,
+        _esp: &EspIngress,
+        _session: std::ptr::NonNull<std::ffi::c_void>,
+    ) -> Result<FlowRule, String> {
+        Err("the port has no flow rules".into())
+    }
+
+    /// Removes a rule [`Port::esp_ingress_rule`] installed, before its session goes.
+    fn remove_esp_ingress_rule(&self, _rule: FlowRule) -> Result<(), String> {
         Ok(())
     }
 

@@ -754,6 +754,18 @@ impl Port for DpdkPort {
         super::flow::destroy(self.info.port_id, rule.id())
     }
 
+    fn esp_ingress_rule(
+        &self,
+        esp: &crate::port::EspIngress,
+        session: std::ptr::NonNull<std::ffi::c_void>,
+    ) -> Result<FlowRule, String> {
+        super::flow::create_esp(self.info.port_id, esp, session).map(FlowRule::new)
+    }
+
+    fn remove_esp_ingress_rule(&self, rule: FlowRule) -> Result<(), String> {
+        super::flow::destroy(self.info.port_id, rule.id())
+    }
+
     fn attach_region(&self, region: &Region, offset: u64, len: usize) -> Option<Mbuf> {
         if !self.multi_seg {
             return None;

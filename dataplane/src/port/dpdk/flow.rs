@@ -175,7 +175,115 @@ pub(crate) fn create(port: u16, flow: &SctpFlow, queue: u16) -> Result<usize, St
     }
 }
 
-/// Removes a rule `create` installed on `port`.
+/// The specs and masks of an ESP ingress rule's pattern and its SECURITY action's session,
+/// kept alive while DPDK reads them.
+struct EspPattern {
+    v4: [sys::rte_flow_item_ipv4; 2],
+    v6: [sys::rte_flow_item_ipv6; 2],
+    esp: [sys::rte_flow_item_esp; 2],
+    security: sys::rte_flow_action_security,
+}
+
+/// Installs `eth / ipv4|ipv6 dst is LOCAL [src is PEER] / esp spi is SPI / end actions
+/// security SESSION / end`, ingress: the rule through which ixgbe and txgbe install an inbound
+/// SA in their NIC (they read the IP item's addresses and take the SPI from the session;
+/// ipsec-secgw's pattern, whose ESP item other NICs match on). The action list is SECURITY
+/// alone: ixgbe refuses any action after it.
+pub(crate) fn create_esp(
+    port: u16,
+    esp: &crate::port::EspIngress,
+    session: std::ptr::NonNull<core::ffi::c_void>,
+) -> Result<usize, String> {
+    if esp.peer.is_some_and(|p| p.is_ipv4() != esp.local.is_ipv4()) {
+        return Err(format!(
+            "{} and {:?} are of different address families",
+            esp.local, esp.peer
+        ));
+    }
+    let mut p = EspPattern {
+        v4: [sys::rte_flow_item_ipv4::default(); 2],
+        v6: [sys::rte_flow_item_ipv6::default(); 2],
+        esp: [sys::rte_flow_item_esp::default(); 2],
+        security: sys::rte_flow_action_security {
+            security_session: session.as_ptr(),
+        },
+    };
+    match esp.local {
+        IpAddr::V4(dst) => {
+            // Big-endian in memory, as on the wire: the octets in order.
+            p.v4[0].hdr.dst_addr = u32::from_ne_bytes(dst.octets());
+            p.v4[1].hdr.dst_addr = u32::MAX;
+            if let Some(IpAddr::V4(src)) = esp.peer {
+                p.v4[0].hdr.src_addr = u32::from_ne_bytes(src.octets());
+                p.v4[1].hdr.src_addr = u32::MAX;
+            }
+        }
+        IpAddr::V6(dst) => {
+            p.v6[0].hdr.dst_addr = dst.octets();
+            p.v6[1].hdr.dst_addr = [0xff; 16];
+            if let Some(IpAddr::V6(src)) = esp.peer {
+                p.v6[0].hdr.src_addr = src.octets();
+                p.v6[1].hdr.src_addr = [0xff; 16];
+            }
+        }
+    }
+    p.esp[0].hdr.spi = u32::from_ne_bytes(esp.spi.to_be_bytes());
+    p.esp[1].hdr.spi = u32::MAX;
+    let item =
+        |t, spec: *const core::ffi::c_void, mask: *const core::ffi::c_void| sys::rte_flow_item {
+            type_: t,
+            spec,
+            last: core::ptr::null(),
+            mask,
+        };
+    let none = core::ptr::null();
+    let ip = if esp.local.is_ipv4() {
+        item(
+            sys::RTE_FLOW_ITEM_TYPE_IPV4,
+            (&p.v4[0] as *const sys::rte_flow_item_ipv4).cast(),
+            (&p.v4[1] as *const sys::rte_flow_item_ipv4).cast(),
+        )
+    } else {
+        item(
+            sys::RTE_FLOW_ITEM_TYPE_IPV6,
+            (&p.v6[0] as *const sys::rte_flow_item_ipv6).cast(),
+            (&p.v6[1] as *const sys::rte_flow_item_ipv6).cast(),
+        )
+    };
+    let items = [
+        item(sys::RTE_FLOW_ITEM_TYPE_ETH, none, none),
+        ip,
+        item(
+            sys::RTE_FLOW_ITEM_TYPE_ESP,
+            (&p.esp[0] as *const sys::rte_flow_item_esp).cast(),
+            (&p.esp[1] as *const sys::rte_flow_item_esp).cast(),
+        ),
+        item(sys::RTE_FLOW_ITEM_TYPE_END, none, none),
+    ];
+    let actions = [
+        sys::rte_flow_action {
+            type_: sys::RTE_FLOW_ACTION_TYPE_SECURITY,
+            conf: (&p.security as *const sys::rte_flow_action_security).cast(),
+        },
+        sys::rte_flow_action {
+            type_: sys::RTE_FLOW_ACTION_TYPE_END,
+            conf: core::ptr::null(),
+        },
+    ];
+    let mut err = sys::rte_flow_error::default();
+    // SAFETY: attr, items and actions are valid, END-terminated and point into `p`, which
+    // lives across the call; the session is the caller's, live on this port's context.
+    // DPDK only reads them (the drivers copy what they keep) and writes `err`.
+    let rule =
+        unsafe { sys::rte_flow_create(port, &attr(), items.as_ptr(), actions.as_ptr(), &mut err) };
+    if rule.is_null() {
+        Err(reason(&err, dpdk_sys::rte_errno(), &items))
+    } else {
+        Ok(rule as usize)
+    }
+}
+
+/// Removes a rule `create` or `create_esp` installed on `port`.
 pub(crate) fn destroy(port: u16, rule: usize) -> Result<(), String> {
     let mut err = sys::rte_flow_error::default();
     // SAFETY: `rule` came from rte_flow_create on this port and is destroyed once (the

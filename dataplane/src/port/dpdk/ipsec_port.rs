@@ -288,6 +288,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
             let ipv6 = naming.first().copied().unwrap_or(false);
             let prints = port.unused_keys(sa)?;
             let esp = Arc::new(EspSa::new_on(dev, port.inline.as_ref(), sa, ipv6)?);
+            port.rule_in(&esp);
             port.record_keys(prints);
             match sa.direction {
                 Direction::In => tables.inbound.push(esp),
@@ -314,7 +315,26 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
     /// would then make the genuine packet a replay).
     pub fn with_local_addresses(mut self, addrs: &[IpAddr]) -> IpsecPort<P> {
         self.local = addrs.to_vec();
+        // Transport-mode SAs on the NIC arrive to these: their rules can be made now.
+        for esp in &self.tables.load().inbound {
+            self.rule_in(esp);
+        }
         self
+    }
+
+    /// Has the port hand an inbound SA on the NIC its packets ([`EspSa::install_ingress_rules`]
+    /// for this host's addresses), saying why where the device refused a rule: a NIC that
+    /// installs inbound SAs only from one (ixgbe, txgbe) then decrypts none of them, and the
+    /// SA opens them in software (`show ipsec` shows the NIC's share).
+    fn rule_in(&self, esp: &EspSa) {
+        for why in esp.install_ingress_rules(&self.local) {
+            crate::errln!(
+                "ddpdk: warning: {}: SA in {}: no ESP rule to {why}; a NIC that installs \
+                 inbound SAs only from one (ixgbe, txgbe) leaves its packets to software",
+                self.inner.name(),
+                esp.spi()
+            );
+        }
     }
 
     pub fn inner(&self) -> &Arc<P> {
@@ -475,6 +495,7 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
         // until a policy of the other family protects with it (`add_policy` rebuilds it then).
         let ipv6 = matches!(sa.mode, Mode::Tunnel { dst, .. } if dst.is_ipv6());
         let esp = Arc::new(EspSa::new_on(dev, self.inline_dev(), &sa, ipv6)?);
+        self.rule_in(&esp);
         // Only a key that an SA holds is used: an SA that could not be made (the session pool
         // spent) never carried a packet, and the same rule is taken once there is room.
         self.record_keys(prints);
@@ -566,7 +587,9 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                         if sa.is_ipv6() { "IPv6" } else { "IPv4" }
                     ));
                 }
-                rebuilt = Some(Arc::new(sa.for_family(self.inline_dev(), p.is_ipv6())?));
+                let esp = Arc::new(sa.for_family(self.inline_dev(), p.is_ipv6())?);
+                self.rule_in(&esp);
+                rebuilt = Some(esp);
             }
         }
         self.publish(&next, |t| {

@@ -13,10 +13,16 @@
 //! `RX_SEC_OFFLOAD_FAILED` when the ICV does not verify (then the frame stays as it came). Its
 //! AES-GCM is RustCrypto's, not DPDK's: what our inline path frames is sealed by other code
 //! than our software path, and checked by a third party (scapy) in the tests.
+//!
+//! It installs an inbound SA at session creation and takes no flow rules, unless
+//! [`NicDouble::set_wants_rules`] makes it do as ixgbe and txgbe do: an inbound session then
+//! decrypts only the packets an `rte_flow`-style rule ([`Port::esp_ingress_rule`]) handed it,
+//! by the destination address the rule names.
 
 use std::ffi::{c_int, c_uint, c_void};
+use std::net::IpAddr;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aes_gcm::aead::{AeadInPlace, KeyInit};
@@ -26,7 +32,8 @@ use dpdk_sys as sys;
 use super::mbuf::{Mbuf, Mempool};
 use crate::port::region::Region;
 use crate::port::{
-    ChecksumOffload, FlowRule, LinkStatus, PacketBuf, Port, PortStats, RxWaiter, SctpFlow,
+    ChecksumOffload, EspIngress, FlowRule, LinkStatus, PacketBuf, Port, PortStats, RxWaiter,
+    SctpFlow,
 };
 
 const TX_SEC_OFFLOAD: u64 = 1 << 43;
@@ -99,6 +106,13 @@ struct Nic {
     pass: AtomicU64,
     /// Sessions it takes at most (its SA table's size).
     max_sessions: AtomicU64,
+    /// As ixgbe: an inbound session decrypts only what a rule handed it.
+    wants_rules: AtomicBool,
+    /// The rules installed: (handle, session, destination address).
+    rules: Mutex<Vec<(usize, usize, IpAddr)>>,
+    next_rule: AtomicUsize,
+    /// Sessions destroyed while a rule still named them.
+    stale_rules: AtomicU64,
     sealed: AtomicU64,
     unknown_session: AtomicU64,
     opened: AtomicU64,
@@ -198,6 +212,10 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
             decrypts: AtomicBool::new(true),
             pass: AtomicU64::new(0),
             max_sessions: AtomicU64::new(u64::MAX),
+            wants_rules: AtomicBool::new(false),
+            rules: Mutex::new(Vec::new()),
+            next_rule: AtomicUsize::new(1),
+            stale_rules: AtomicU64::new(0),
             sealed: AtomicU64::new(0),
             unknown_session: AtomicU64::new(0),
             opened: AtomicU64::new(0),
@@ -248,6 +266,30 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
     /// The NIC's SA table holds at most `n` sessions: creating another fails.
     pub fn set_max_sessions(&self, n: u64) {
         self.nic().max_sessions.store(n, Ordering::Relaxed);
+    }
+
+    /// On: as ixgbe and txgbe, an inbound session decrypts only the packets a rule
+    /// ([`Port::esp_ingress_rule`]) handed it, to the rule's destination address. Off (the
+    /// default): it takes no rules, and an inbound session decrypts from its creation.
+    pub fn set_wants_rules(&self, on: bool) {
+        self.nic().wants_rules.store(on, Ordering::Relaxed);
+    }
+
+    /// The ESP rules installed, as (session, destination address).
+    pub fn rules(&self) -> Vec<(usize, IpAddr)> {
+        self.nic()
+            .rules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|&(_, s, a)| (s, a))
+            .collect()
+    }
+
+    /// Sessions destroyed while a rule still named them (a NIC left decrypting under a
+    /// freed session).
+    pub fn stale_rules(&self) -> u64 {
+        self.nic().stale_rules.load(Ordering::Relaxed)
     }
 
     pub fn counts(&self) -> NicCounts {
@@ -347,6 +389,19 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
             n.passed.fetch_add(1, Ordering::Relaxed);
             return;
         };
+        if n.wants_rules.load(Ordering::Relaxed) {
+            let ruled = destination(d).is_some_and(|to| {
+                n.rules
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .iter()
+                    .any(|&(_, s, a)| s == sa.session && a == to)
+            });
+            if !ruled {
+                n.passed.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
         if d.len() < esp + 16 + ICV {
             n.passed.fetch_add(1, Ordering::Relaxed);
             return;
@@ -380,6 +435,21 @@ fn esp_offset(d: &[u8]) -> Option<usize> {
             (*d.get(ETH + 9)? == 50).then_some(ETH + ihl)
         }
         [0x86, 0xdd] => (*d.get(ETH + 6)? == 50).then_some(ETH + 40),
+        _ => None,
+    }
+}
+
+/// The destination address of an Ethernet frame of IPv4 or IPv6.
+fn destination(d: &[u8]) -> Option<IpAddr> {
+    match d.get(12..14)? {
+        [0x08, 0x00] => {
+            let a: [u8; 4] = d.get(ETH + 16..ETH + 20)?.try_into().ok()?;
+            Some(IpAddr::from(a))
+        }
+        [0x86, 0xdd] => {
+            let a: [u8; 16] = d.get(ETH + 24..ETH + 40)?.try_into().ok()?;
+            Some(IpAddr::from(a))
+        }
         _ => None,
     }
 }
@@ -468,6 +538,14 @@ unsafe extern "C" fn session_destroy(
 ) -> c_int {
     // SAFETY: DPDK passes our context's device.
     let n = unsafe { nic(device) };
+    if n.rules
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .any(|&(_, s, _)| s == sess as usize)
+    {
+        n.stale_rules.fetch_add(1, Ordering::Relaxed);
+    }
     n.sas
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -592,6 +670,47 @@ impl<P: Port<Buf = Mbuf>> Port for NicDouble<P> {
     }
     fn unsteer_sctp(&self, rule: FlowRule) -> Result<(), String> {
         self.inner.unsteer_sctp(rule)
+    }
+    fn esp_ingress_rule(
+        &self,
+        esp: &EspIngress,
+        session: NonNull<c_void>,
+    ) -> Result<FlowRule, String> {
+        let n = self.nic();
+        if !n.wants_rules.load(Ordering::Relaxed) {
+            return Err("the stand-in NIC takes no flow rules".into());
+        }
+        let sess = session.as_ptr() as usize;
+        // As ixgbe: a rule for an inbound session of this context, matched by destination.
+        let inbound = n
+            .sas
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|s| s.session == sess && !s.egress && s.spi == esp.spi);
+        if !inbound {
+            return Err("only authenticated decryption is supported".into());
+        }
+        let id = n.next_rule.fetch_add(1, Ordering::Relaxed);
+        n.rules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((id, sess, esp.local));
+        Ok(FlowRule::new(id))
+    }
+    fn remove_esp_ingress_rule(&self, rule: FlowRule) -> Result<(), String> {
+        let mut rules = self
+            .nic()
+            .rules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match rules.iter().position(|r| r.0 == rule.id()) {
+            Some(i) => {
+                rules.swap_remove(i);
+                Ok(())
+            }
+            None => Err("no such rule".into()),
+        }
     }
     fn free_bulk(&self, bufs: &mut Vec<Mbuf>) {
         self.inner.free_bulk(bufs)

@@ -33,6 +33,7 @@
 
 use std::any::Any;
 use std::ffi::{c_void, CString};
+use std::net::IpAddr;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,7 +42,11 @@ use dpdk_sys as sys;
 
 use super::{EspDrop, EspSa, Mbuf, Mempool, Session, ETH};
 use crate::ipsec::{Direction, Mode, Offload, SaConfig};
-use crate::port::{PacketBuf, Port};
+use crate::port::{EspIngress, FlowRule, PacketBuf, Port};
+
+/// The port's [`Port::esp_ingress_rule`] and [`Port::remove_esp_ingress_rule`].
+type AddRule = Box<dyn Fn(&EspIngress, NonNull<c_void>) -> Result<FlowRule, String> + Send + Sync>;
+type RemoveRule = Box<dyn Fn(FlowRule) -> Result<(), String> + Send + Sync>;
 
 /// rte_mbuf_core.h: the NIC is to encrypt this packet as it sends it.
 const TX_SEC_OFFLOAD: u64 = 1 << 43;
@@ -65,6 +70,10 @@ pub struct InlineDev {
     /// lock under which sessions are created and destroyed: the context's session count is
     /// plain memory.
     ingress: Mutex<Vec<(u32, [u8; 32])>>,
+    /// The port's rules that hand an inbound SA's packets to its session (ixgbe and txgbe
+    /// install an inbound SA in the NIC only through one).
+    add_rule: AddRule,
+    remove_rule: RemoveRule,
     /// What owns the context (the port): kept alive while an SA holds a session on it. (A
     /// device that frees its context when closed is closed only after every session was
     /// released: [`crate::port::dpdk::IpsecPort::release_inline`].)
@@ -95,6 +104,7 @@ impl InlineDev {
         name: &str,
         port: u16,
         owner: Arc<dyn Any + Send + Sync>,
+        (add_rule, remove_rule): (AddRule, RemoveRule),
     ) -> Result<Arc<InlineDev>, String> {
         static POOLS: AtomicU32 = AtomicU32::new(0);
         let ctx = ctx.cast::<sys::rte_security_ctx>();
@@ -134,6 +144,8 @@ impl InlineDev {
             name: name.to_owned(),
             port,
             ingress: Mutex::new(Vec::new()),
+            add_rule,
+            remove_rule,
             _owner: owner,
         }))
     }
@@ -144,9 +156,14 @@ impl InlineDev {
             return Ok(None);
         };
         let owner: Arc<dyn Any + Send + Sync> = port.clone();
+        let (adds, removes) = (Arc::clone(port), Arc::clone(port));
+        let rules: (AddRule, RemoveRule) = (
+            Box::new(move |esp, session| adds.esp_ingress_rule(esp, session)),
+            Box::new(move |rule| removes.remove_esp_ingress_rule(rule)),
+        );
         // SAFETY: Port::inline_crypto gives the port's context, live while the port is, which
         // `owner` keeps.
-        unsafe { InlineDev::new(ctx, port.name(), port.id(), owner) }.map(Some)
+        unsafe { InlineDev::new(ctx, port.name(), port.id(), owner, rules) }.map(Some)
     }
 
     pub fn name(&self) -> &str {
@@ -351,6 +368,9 @@ pub(super) struct InlineSession {
     pub(super) dev: Arc<InlineDev>,
     /// The SPI and key fingerprint of an inbound session.
     ingress_spi: Option<(u32, [u8; 32])>,
+    /// Inbound: the port's rules handing the SA's packets to this session, and the addresses
+    /// they match ([`InlineSession::install_rules`]); removed before the session goes.
+    rules: Vec<(IpAddr, FlowRule)>,
     /// The AEAD key followed by the salt, where the drivers of 22.11 (ixgbe, txgbe, ngbe)
     /// read it: they take the salt from the 4 bytes after `key.length`, as ipsec-secgw lays
     /// it out, and keep the pointer. Alive as long as the session.
@@ -417,13 +437,47 @@ impl InlineSession {
             ses,
             dev: Arc::clone(dev),
             ingress_spi,
+            rules: Vec::new(),
             _key: key,
         })
+    }
+
+    /// Inbound: has the port hand the SA's packets to this session, one rule for each of
+    /// `targets` not ruled yet (what the packets arrive as: to one of our addresses, from the
+    /// tunnel's far end for a tunnel's SA), so that a NIC that installs inbound SAs only from
+    /// a flow rule (ixgbe, txgbe) decrypts them. A refused rule costs nothing but the offload:
+    /// what the NIC leaves undecrypted is opened in software. Returns why each refused rule
+    /// was refused.
+    fn install_rules(&mut self, targets: &[EspIngress]) -> Vec<String> {
+        let mut refused = Vec::new();
+        if self.ingress_spi.is_none() {
+            return refused;
+        }
+        for t in targets {
+            if self.rules.iter().any(|(at, _)| *at == t.local) {
+                continue;
+            }
+            match (self.dev.add_rule)(t, self.ses.cast()) {
+                Ok(rule) => self.rules.push((t.local, rule)),
+                Err(e) => refused.push(format!("{}: {e}", t.local)),
+            }
+        }
+        refused
     }
 }
 
 impl Drop for InlineSession {
     fn drop(&mut self) {
+        // The rules name the session: they go first (a NIC that keeps a rule to a destroyed
+        // session would decrypt under freed state).
+        for (at, rule) in self.rules.drain(..) {
+            if let Err(e) = (self.dev.remove_rule)(rule) {
+                crate::errln!(
+                    "ddpdk: warning: {}: the ESP rule to {at} stayed ({e})",
+                    self.dev.name
+                );
+            }
+        }
         if !self.dev.destroy(self.ses, self.ingress_spi) {
             // The driver keeps the session, and with it the pointer to the key: left to it.
             std::mem::forget(std::mem::take(&mut self._key));
@@ -432,6 +486,44 @@ impl Drop for InlineSession {
 }
 
 impl EspSa {
+    /// Inbound, on the NIC: has the port hand the SA's packets to its NIC session
+    /// ([`Port::esp_ingress_rule`]), as they arrive: a tunnel's from its far end to its near
+    /// one, a transport-mode SA's to the first of `local` (this host's addresses) of its
+    /// family.
+    /// Rules already in place stay; nothing for an outbound or software SA. Returns why each
+    /// refused rule was refused (the packets it would have matched are opened in software).
+    pub fn install_ingress_rules(&self, local: &[IpAddr]) -> Vec<String> {
+        if self.config.direction != Direction::In || self.inline.is_none() {
+            return Vec::new();
+        }
+        let spi = self.config.spi;
+        let targets: Vec<EspIngress> = match self.config.mode {
+            Mode::Tunnel { src, dst } => vec![EspIngress {
+                local: dst,
+                peer: Some(src),
+                spi,
+            }],
+            // One rule a session: ixgbe keeps one SA table entry a session, the last rule's,
+            // so a second rule's entry would outlive the session. The host's first address of
+            // the family is where its associations run (`--ip`'s first).
+            Mode::Transport => local
+                .iter()
+                .find(|a| a.is_ipv6() == self.ipv6)
+                .map(|&a| EspIngress {
+                    local: a,
+                    peer: None,
+                    spi,
+                })
+                .into_iter()
+                .collect(),
+        };
+        let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        match engine.inline.as_mut() {
+            Some(s) => s.install_rules(&targets),
+            None => Vec::new(),
+        }
+    }
+
     /// Whether this outbound SA seals `frames` inline: it has an inline session, and none of
     /// them must leave as fragments of at most `mtu` IP bytes (RFC 4301 §7.3), which only a
     /// packet sealed in software can.
