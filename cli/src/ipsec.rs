@@ -295,10 +295,14 @@ pub fn expiring_sas<P: Port<Buf = Mbuf>>(port: &IpsecPort<P>) -> (Vec<String>, V
 fn inline_lines(s: &SaReport) -> String {
     let (did, of) = (s.counts.nic, s.counts.packets);
     let inbound = s.direction == "in";
-    let verb = if inbound { "decrypted" } else { "encrypted" };
+    let what = if inbound {
+        "decrypted by the NIC"
+    } else {
+        "handed to the NIC to encrypt"
+    };
     let mut out = format!(
         "  SA {} {}: crypto {} (the NIC's, as it sends and receives): {did} of its {of} \
-         packets {verb} by the NIC\n",
+         packets {what}\n",
         s.direction, s.spi, s.crypto
     );
     if did == 0 && of > 0 {
@@ -306,10 +310,11 @@ fn inline_lines(s: &SaReport) -> String {
             "    (all {of} in software: {}\n",
             if inbound {
                 "the NIC decrypted none; one that installs inbound SAs only from a flow \
-                 rule, as ixgbe and txgbe do, decrypts none where the port refused the rule \
-                 (a warning said why when the SA was made))"
+                 rule, as ixgbe and txgbe do, decrypts none where the port has no working \
+                 rule for the SA: refused (a warning said why), not made (no --ip address of \
+                 its family), or taken but not installed (ixgbe's table full))"
             } else {
-                "each had to leave in fragments, or the NIC's session was released)"
+                "each had to leave in IPv6 fragments, which only software seals)"
             }
         );
     }
@@ -725,7 +730,10 @@ mod tests {
         assert!(idle.contains("all 10 in software"), "{idle}");
         assert!(idle.contains("flow rule"), "{idle}");
         let out = inline_lines(&inline_report("out", 3, 0));
-        assert!(out.contains("0 of its 3 packets encrypted"), "{out}");
+        assert!(
+            out.contains("0 of its 3 packets handed to the NIC"),
+            "{out}"
+        );
         assert!(out.contains("fragments"), "{out}");
         // Nothing carried yet: nothing to explain.
         let new = inline_lines(&inline_report("in", 0, 0));

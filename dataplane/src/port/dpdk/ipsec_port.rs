@@ -587,6 +587,11 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                         if sa.is_ipv6() { "IPv6" } else { "IPv4" }
                     ));
                 }
+                // Its NIC session goes first (it carried nothing, and no policy selects it):
+                // the new one shares its SPI and key, and ixgbe and txgbe find the SA table
+                // entry a session's destruction clears by SPI alone, so with both alive the
+                // old one's destruction would clear the new one's entry, or leave its own.
+                sa.release_inline();
                 let esp = Arc::new(sa.for_family(self.inline_dev(), p.is_ipv6())?);
                 self.rule_in(&esp);
                 rebuilt = Some(esp);

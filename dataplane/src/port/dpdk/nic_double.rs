@@ -113,6 +113,9 @@ struct Nic {
     next_rule: AtomicUsize,
     /// Sessions destroyed while a rule still named them.
     stale_rules: AtomicU64,
+    /// Inbound sessions created while another of the same SPI lived: ixgbe and txgbe clear
+    /// a destroyed session's SA table entry by SPI alone, so such a pair corrupts theirs.
+    duplicate_spis: AtomicU64,
     sealed: AtomicU64,
     unknown_session: AtomicU64,
     opened: AtomicU64,
@@ -216,6 +219,7 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
             rules: Mutex::new(Vec::new()),
             next_rule: AtomicUsize::new(1),
             stale_rules: AtomicU64::new(0),
+            duplicate_spis: AtomicU64::new(0),
             sealed: AtomicU64::new(0),
             unknown_session: AtomicU64::new(0),
             opened: AtomicU64::new(0),
@@ -290,6 +294,12 @@ impl<P: Port<Buf = Mbuf>> NicDouble<P> {
     /// freed session).
     pub fn stale_rules(&self) -> u64 {
         self.nic().stale_rules.load(Ordering::Relaxed)
+    }
+
+    /// Inbound sessions created while another of the same SPI lived (which ixgbe's and
+    /// txgbe's SA tables, cleared by SPI alone, do not survive).
+    pub fn duplicate_spis(&self) -> u64 {
+        self.nic().duplicate_spis.load(Ordering::Relaxed)
     }
 
     pub fn counts(&self) -> NicCounts {
@@ -522,6 +532,10 @@ unsafe extern "C" fn session_create(
         _ => return -22,
     };
     let Ok(gcm) = gcm else { return -22 };
+    let egress = ipsec.direction == sys::RTE_SECURITY_IPSEC_SA_DIR_EGRESS;
+    if !egress && sas.iter().any(|s| !s.egress && s.spi == ipsec.spi) {
+        n.duplicate_spis.fetch_add(1, Ordering::Relaxed);
+    }
     sas.push(NicSa {
         session: sess as usize,
         spi: ipsec.spi,

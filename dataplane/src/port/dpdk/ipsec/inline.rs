@@ -282,17 +282,31 @@ impl InlineDev {
         Ok(s)
     }
 
+    /// The inbound sessions' list, whose lock is also the one under which the NIC's SA tables
+    /// change: sessions created and destroyed, rules made and removed (a driver edits the
+    /// same tables and registers for both, from whichever thread asks).
+    fn tables(&self) -> std::sync::MutexGuard<'_, Vec<(u32, [u8; 32])>> {
+        self.ingress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Whether the NIC let the session go.
     fn destroy(
         &self,
         ses: NonNull<sys::rte_security_session>,
         ingress: Option<(u32, [u8; 32])>,
     ) -> bool {
-        let ingress_spi = ingress;
-        let mut ingress = self
-            .ingress
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.destroy_locked(&mut self.tables(), ses, ingress)
+    }
+
+    /// [`InlineDev::destroy`] under the tables' lock, held by the caller.
+    fn destroy_locked(
+        &self,
+        ingress: &mut Vec<(u32, [u8; 32])>,
+        ses: NonNull<sys::rte_security_session>,
+        ingress_spi: Option<(u32, [u8; 32])>,
+    ) -> bool {
         // SAFETY: a session of this context that no packet uses any more; under the lock.
         let rc =
             unsafe { sys::rte_security_session_destroy(self.ctx.as_ptr(), ses.as_ptr().cast()) };
@@ -453,6 +467,7 @@ impl InlineSession {
         if self.ingress_spi.is_none() {
             return refused;
         }
+        let _tables = self.dev.tables();
         for t in targets {
             if self.rules.iter().any(|(at, _)| *at == t.local) {
                 continue;
@@ -468,17 +483,19 @@ impl InlineSession {
 
 impl Drop for InlineSession {
     fn drop(&mut self) {
-        // The rules name the session: they go first (a NIC that keeps a rule to a destroyed
-        // session would decrypt under freed state).
-        for (at, rule) in self.rules.drain(..) {
-            if let Err(e) = (self.dev.remove_rule)(rule) {
-                crate::errln!(
-                    "ddpdk: warning: {}: the ESP rule to {at} stayed ({e})",
-                    self.dev.name
-                );
-            }
+        let mut tables = self.dev.tables();
+        // The rules name the session: they go first (a NIC that kept a rule to a destroyed
+        // session would decrypt under freed state). A refusal is not reported: ixgbe and
+        // txgbe (22.11) refuse to destroy any ESP rule, their flow code knowing no such
+        // filter; the SA table entry their rule made goes with the session below, the rule's
+        // memory with the port.
+        for (_, rule) in self.rules.drain(..) {
+            let _ = (self.dev.remove_rule)(rule);
         }
-        if !self.dev.destroy(self.ses, self.ingress_spi) {
+        if !self
+            .dev
+            .destroy_locked(&mut tables, self.ses, self.ingress_spi)
+        {
             // The driver keeps the session, and with it the pointer to the key: left to it.
             std::mem::forget(std::mem::take(&mut self._key));
         }
