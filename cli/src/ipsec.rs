@@ -314,7 +314,7 @@ fn inline_lines(s: &SaReport) -> String {
                  rule for the SA: refused (a warning said why), not made (no --ip address of \
                  its family), or taken but not installed (ixgbe's table full))"
             } else {
-                "each had to leave in IPv6 fragments, which only software seals)"
+                "each was sealed with frames above the path MTU, which software seals)"
             }
         );
     }
@@ -734,7 +734,7 @@ mod tests {
             out.contains("0 of its 3 packets handed to the NIC"),
             "{out}"
         );
-        assert!(out.contains("fragments"), "{out}");
+        assert!(out.contains("path MTU"), "{out}");
         // Nothing carried yet: nothing to explain.
         let new = inline_lines(&inline_report("in", 0, 0));
         assert!(!new.contains("in software"), "{new}");

@@ -587,12 +587,43 @@ impl<P: Port<Buf = Mbuf>> IpsecPort<P> {
                         if sa.is_ipv6() { "IPv6" } else { "IPv4" }
                     ));
                 }
-                // Its NIC session goes first (it carried nothing, and no policy selects it):
+                // Its NIC session goes first (no policy selects it, and it carried nothing):
                 // the new one shares its SPI and key, and ixgbe and txgbe find the SA table
                 // entry a session's destruction clears by SPI alone, so with both alive the
                 // old one's destruction would clear the new one's entry, or leave its own.
-                sa.release_inline();
-                let esp = Arc::new(sa.for_family(self.inline_dev(), p.is_ipv6())?);
+                // A burst that chose it under tables from before its last policy went holds
+                // its queue's lock until it has sent: each taken once, none is left, and
+                // what they sealed is counted by now.
+                if sa.inline().is_some() {
+                    for q in self.held.iter() {
+                        drop(q.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+                    }
+                    if sa.stats.snapshot().packets > 0 {
+                        return Err(format!(
+                            "SA {} {spi} has just carried packets; an SA protects one family \
+                             (add another SA for this rule)",
+                            p.direction
+                        ));
+                    }
+                    sa.release_inline();
+                }
+                let esp = match sa.for_family(self.inline_dev(), p.is_ipv6()) {
+                    Ok(esp) => Arc::new(esp),
+                    Err(e) => {
+                        // Without its NIC session the old SA would drop what it framed for
+                        // the NIC: made again for its own family, with a session of its own.
+                        if let Ok(again) = sa.for_family(self.inline_dev(), sa.is_ipv6()) {
+                            let again = Arc::new(again);
+                            self.rule_in(&again);
+                            self.publish(&cfg, |t| {
+                                let list = t.sas_mut(p.direction);
+                                list.retain(|s| s.spi() != spi);
+                                list.push(again);
+                            });
+                        }
+                        return Err(e);
+                    }
+                };
                 self.rule_in(&esp);
                 rebuilt = Some(esp);
             }

@@ -74,6 +74,8 @@ pub struct InlineDev {
     /// install an inbound SA in the NIC only through one).
     add_rule: AddRule,
     remove_rule: RemoveRule,
+    /// A refused rule removal was reported (once a port: ixgbe and txgbe refuse every one).
+    removal_refused: std::sync::atomic::AtomicBool,
     /// What owns the context (the port): kept alive while an SA holds a session on it. (A
     /// device that frees its context when closed is closed only after every session was
     /// released: [`crate::port::dpdk::IpsecPort::release_inline`].)
@@ -146,6 +148,7 @@ impl InlineDev {
             ingress: Mutex::new(Vec::new()),
             add_rule,
             remove_rule,
+            removal_refused: std::sync::atomic::AtomicBool::new(false),
             _owner: owner,
         }))
     }
@@ -485,12 +488,21 @@ impl Drop for InlineSession {
     fn drop(&mut self) {
         let mut tables = self.dev.tables();
         // The rules name the session: they go first (a NIC that kept a rule to a destroyed
-        // session would decrypt under freed state). A refusal is not reported: ixgbe and
-        // txgbe (22.11) refuse to destroy any ESP rule, their flow code knowing no such
-        // filter; the SA table entry their rule made goes with the session below, the rule's
-        // memory with the port.
-        for (_, rule) in self.rules.drain(..) {
-            let _ = (self.dev.remove_rule)(rule);
+        // session would decrypt under freed state). A refusal is reported once a port: ixgbe
+        // and txgbe (22.11) refuse to destroy any ESP rule, their flow code knowing no such
+        // filter (the SA table entry their rule made goes with the session below, the rule's
+        // memory with the port), and another driver's refusal is worth one line.
+        for (at, rule) in self.rules.drain(..) {
+            if let Err(e) = (self.dev.remove_rule)(rule) {
+                if !self.dev.removal_refused.swap(true, Ordering::Relaxed) {
+                    crate::errln!(
+                        "ddpdk: warning: {}: the device kept the ESP rule to {at} ({e}); \
+                         ixgbe and txgbe keep every one, their SA entry going with the \
+                         session (said once)",
+                        self.dev.name
+                    );
+                }
+            }
         }
         if !self
             .dev
