@@ -56,28 +56,8 @@ impl Pattern {
 
     /// The item list; it points into `self`, which must outlive its use.
     fn items(&self, v4: bool) -> [sys::rte_flow_item; 4] {
-        let item = |t, spec: *const core::ffi::c_void, mask: *const core::ffi::c_void| {
-            sys::rte_flow_item {
-                type_: t,
-                spec,
-                last: core::ptr::null(),
-                mask,
-            }
-        };
         let none = core::ptr::null();
-        let ip = if v4 {
-            item(
-                sys::RTE_FLOW_ITEM_TYPE_IPV4,
-                (&self.v4[0] as *const sys::rte_flow_item_ipv4).cast(),
-                (&self.v4[1] as *const sys::rte_flow_item_ipv4).cast(),
-            )
-        } else {
-            item(
-                sys::RTE_FLOW_ITEM_TYPE_IPV6,
-                (&self.v6[0] as *const sys::rte_flow_item_ipv6).cast(),
-                (&self.v6[1] as *const sys::rte_flow_item_ipv6).cast(),
-            )
-        };
+        let ip = ip_item(v4, &self.v4, &self.v6);
         [
             item(sys::RTE_FLOW_ITEM_TYPE_ETH, none, none),
             ip,
@@ -101,6 +81,41 @@ impl Pattern {
                 conf: core::ptr::null(),
             },
         ]
+    }
+}
+
+/// A pattern item of type `t` with `spec` and `mask` (no range).
+fn item(
+    t: sys::rte_flow_item_type,
+    spec: *const core::ffi::c_void,
+    mask: *const core::ffi::c_void,
+) -> sys::rte_flow_item {
+    sys::rte_flow_item {
+        type_: t,
+        spec,
+        last: core::ptr::null(),
+        mask,
+    }
+}
+
+/// The IPv4 (`v4`) or IPv6 item over a spec and mask pair; it points into them.
+fn ip_item(
+    v4: bool,
+    ipv4: &[sys::rte_flow_item_ipv4; 2],
+    ipv6: &[sys::rte_flow_item_ipv6; 2],
+) -> sys::rte_flow_item {
+    if v4 {
+        item(
+            sys::RTE_FLOW_ITEM_TYPE_IPV4,
+            (&ipv4[0] as *const sys::rte_flow_item_ipv4).cast(),
+            (&ipv4[1] as *const sys::rte_flow_item_ipv4).cast(),
+        )
+    } else {
+        item(
+            sys::RTE_FLOW_ITEM_TYPE_IPV6,
+            (&ipv6[0] as *const sys::rte_flow_item_ipv6).cast(),
+            (&ipv6[1] as *const sys::rte_flow_item_ipv6).cast(),
+        )
     }
 }
 
@@ -229,27 +244,8 @@ pub(crate) fn create_esp(
     }
     p.esp[0].hdr.spi = u32::from_ne_bytes(esp.spi.to_be_bytes());
     p.esp[1].hdr.spi = u32::MAX;
-    let item =
-        |t, spec: *const core::ffi::c_void, mask: *const core::ffi::c_void| sys::rte_flow_item {
-            type_: t,
-            spec,
-            last: core::ptr::null(),
-            mask,
-        };
     let none = core::ptr::null();
-    let ip = if esp.local.is_ipv4() {
-        item(
-            sys::RTE_FLOW_ITEM_TYPE_IPV4,
-            (&p.v4[0] as *const sys::rte_flow_item_ipv4).cast(),
-            (&p.v4[1] as *const sys::rte_flow_item_ipv4).cast(),
-        )
-    } else {
-        item(
-            sys::RTE_FLOW_ITEM_TYPE_IPV6,
-            (&p.v6[0] as *const sys::rte_flow_item_ipv6).cast(),
-            (&p.v6[1] as *const sys::rte_flow_item_ipv6).cast(),
-        )
-    };
+    let ip = ip_item(esp.local.is_ipv4(), &p.v4, &p.v6);
     let items = [
         item(sys::RTE_FLOW_ITEM_TYPE_ETH, none, none),
         ip,
