@@ -179,12 +179,27 @@ pub(crate) fn create(port: u16, flow: &SctpFlow, queue: u16) -> Result<usize, St
     same_family(flow)?;
     let p = Pattern::new(flow, queue);
     let (items, actions) = (p.items(flow.peer.is_ipv4()), p.actions());
+    // SAFETY: END-terminated lists pointing into `p`, which lives across the call.
+    unsafe { install(port, &items, &actions) }
+}
+
+/// `rte_flow_create` of `items` and `actions` on `port`, ingress; the handle as an address.
+///
+/// # Safety
+/// Both lists are END-terminated, and every spec, mask and action configuration they point
+/// at is valid and lives across the call.
+unsafe fn install(
+    port: u16,
+    items: &[sys::rte_flow_item],
+    actions: &[sys::rte_flow_action],
+) -> Result<usize, String> {
     let mut err = sys::rte_flow_error::default();
-    // SAFETY: as in validate; the device copies what it needs of the pattern.
+    // SAFETY: the caller's promise for items and actions; attr and err are ours. The device
+    // copies what it needs of them and writes `err`.
     let rule =
         unsafe { sys::rte_flow_create(port, &attr(), items.as_ptr(), actions.as_ptr(), &mut err) };
     if rule.is_null() {
-        Err(reason(&err, dpdk_sys::rte_errno(), &items))
+        Err(reason(&err, dpdk_sys::rte_errno(), items))
     } else {
         Ok(rule as usize)
     }
@@ -266,17 +281,9 @@ pub(crate) fn create_esp(
             conf: core::ptr::null(),
         },
     ];
-    let mut err = sys::rte_flow_error::default();
-    // SAFETY: attr, items and actions are valid, END-terminated and point into `p`, which
-    // lives across the call; the session is the caller's, live on this port's context.
-    // DPDK only reads them (the drivers copy what they keep) and writes `err`.
-    let rule =
-        unsafe { sys::rte_flow_create(port, &attr(), items.as_ptr(), actions.as_ptr(), &mut err) };
-    if rule.is_null() {
-        Err(reason(&err, dpdk_sys::rte_errno(), &items))
-    } else {
-        Ok(rule as usize)
-    }
+    // SAFETY: END-terminated lists pointing into `p`, which lives across the call; the
+    // session is the caller's, live on this port's context.
+    unsafe { install(port, &items, &actions) }
 }
 
 /// Removes a rule `create` or `create_esp` installed on `port`.

@@ -1269,7 +1269,7 @@ impl EspSa {
                 let k2 = unsafe { sys::rte_ipsec_pkt_process(&inl.session.0, nic.as_mut_ptr(), k) };
                 good.extend_from_slice(&nic[..usize::from(k2)]);
             }
-            for (i, eth, before, seq, p, _) in submitted {
+            for (i, eth, before, seq, p, marks) in submitted {
                 let Ok(m) = &mut results[i] else { continue };
                 let verdict = if !prepared.contains(&p) {
                     // Prepare refuses replays (EINVAL) before any crypto, and short or
@@ -1298,9 +1298,12 @@ impl EspSa {
                     Err(EspDrop::Malformed)
                 };
                 clear_sec_flags(m);
-                verdicts.push((i, eth, verdict, nic.contains(&p)));
+                // The NIC's run is the marked packets (marks were cleared above without a
+                // session to read them).
+                verdicts.push((i, eth, verdict, marks & RX_SEC_OFFLOAD != 0));
             }
         }
+        let mut by_the_nic = 0;
         for (i, eth, verdict, by_nic) in verdicts {
             let taken = std::mem::replace(&mut results[i], Err(EspDrop::Malformed));
             results[i] = match (taken, verdict) {
@@ -1308,9 +1311,10 @@ impl EspSa {
                 (Ok(_), Err(why)) => Err(why),
                 (Err(why), _) => Err(why),
             };
-            if by_nic && results[i].is_ok() {
-                bump(&self.stats.nic);
-            }
+            by_the_nic += u64::from(by_nic && results[i].is_ok());
+        }
+        if by_the_nic > 0 {
+            self.stats.nic.fetch_add(by_the_nic, Ordering::Relaxed);
         }
         for r in &results {
             if let Err(why) = r {

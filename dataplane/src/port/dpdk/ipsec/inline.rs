@@ -624,12 +624,16 @@ impl EspSa {
                     };
                     let l3 = super::ip_header_len(m.data(), outer_v6).ok_or(EspDrop::Malformed)?;
                     super::set_lens(&mut m, ETH, l3);
-                    self.stats.nic.fetch_add(1, Ordering::Relaxed);
                     Ok(m)
                 })
             } else {
                 Err(super::refused(errno))
             };
+        }
+        // Every frame framed here is the NIC's to encrypt: one add a burst.
+        let framed = results.iter().filter(|r| r.is_ok()).count() as u64;
+        if framed > 0 {
+            self.stats.nic.fetch_add(framed, Ordering::Relaxed);
         }
         for r in &results {
             if let Err(why) = r {
