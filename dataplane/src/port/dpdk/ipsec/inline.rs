@@ -630,15 +630,16 @@ impl EspSa {
                 Err(super::refused(errno))
             };
         }
-        // Every frame framed here is the NIC's to encrypt: one add a burst.
-        let framed = results.iter().filter(|r| r.is_ok()).count() as u64;
+        // Every frame framed here is the NIC's to encrypt: one pass over the burst, one add.
+        let mut framed = 0;
+        for r in &results {
+            match r {
+                Ok(_) => framed += 1,
+                Err(why) => self.count(*why),
+            }
+        }
         if framed > 0 {
             self.stats.nic.fetch_add(framed, Ordering::Relaxed);
-        }
-        for r in &results {
-            if let Err(why) = r {
-                self.count(*why);
-            }
         }
         results
     }
