@@ -23,7 +23,8 @@
 #                                                       (--reconnect, --idle spin): instructions
 #                                                       an idle poll turn
 #
-# DDPDK_BIN=PATH counts another build (a baseline's) with the same script; PARTS=N lists N parts.
+# DDPDK_BIN=PATH counts another build (a baseline's) with the same script; PARTS=N lists N parts;
+# CLIENT_ARGS='--tx-spans chain' gives the client (write, bulk, idle) more options.
 # valgrind does not run AVX-512, so crc-fast takes its SSE path under it: a frame's CRC32c
 # counts more here than it executes natively (1 100-odd instructions at MTU 1500).
 #
@@ -103,7 +104,8 @@ else
     # shellcheck disable=SC2046
     valgrind --tool=callgrind --callgrind-out-file="$out/cg" --toggle-collect="$toggle" \
         ${CALLGRIND_ARGS:-} $BIN --lcores "$lcores" $(eal c) \
-        --vdev="net_memif0,role=client,id=0,socket=$sock" -- "${client[@]}" >"$out/client" 2>&1
+        --vdev="net_memif0,role=client,id=0,socket=$sock" -- "${client[@]}" ${CLIENT_ARGS:-} \
+        >"$out/client" 2>&1
 fi
 (cd "$out" && callgrind_annotate --inclusive=yes --threshold=100 --auto=no cg >cg.ann 2>/dev/null)
 [ -n "${KEEP_CG:-}" ] && cp "$out/cg" "$KEEP_CG"

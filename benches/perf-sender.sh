@@ -7,6 +7,8 @@
 #
 #   benches/perf-sender.sh [MTU] [ROUNDS]        MTU 1500 (default) or 9000, 2 rounds
 #   KEEP=DIR benches/perf-sender.sh ...          keeps each round's perf.data files in DIR
+#   CLIENT_ARGS='--tx-spans chain' ...           more options for the DDP sender (here: its
+#                                                region spans in chains even on memif)
 #
 # Each sample is charged to one of three parts: `device` (memif's PMD: its transmit copy, the
 # frees of the sent chains, the receive of the peer's SACKs), `crc32c` (the SCTP checksum of
@@ -57,7 +59,7 @@ for round in $(seq 1 "$ROUNDS"); do
     pids+=("$srv")
     sleep 2
     $BIN $(eal client 0@1 cli$round "$ring") -- --ddp-connect 198.18.0.2 --ip 198.18.0.1 --mtu "$MTU" \
-        --run-for 8 --ddp-size 1048576 --ddp-source region --json >"$out/cli" 2>&1 &
+        --run-for 8 --ddp-size 1048576 --ddp-source region --json ${CLIENT_ARGS:-} >"$out/cli" 2>&1 &
     cli=$!
     sleep 3
     record "$cli" "$out/ddp.data"
