@@ -21,9 +21,10 @@
 //! machine's speed shifts between runs (a shared VM), the first can pair a fast round's
 //! ceiling with a slow round's goodput.
 //!
-//! Each round runs them all, in an order that rotates from round to round: the three ceilings
-//! (the receiver's median per-second `rx_pps`), then the DDP pair for each source
-//! (`--ddp-listen` and `--ddp-connect`, the client's goodput over `--secs`). Two links by default: MTU 1500 (1418-byte segments, 1404 bytes of
+//! Each round runs them all, in an order that rotates from round to round (the sources' own
+//! order reversed every other round): the three ceilings (the receiver's median per-second
+//! `rx_pps`), then the DDP pair for each source (`--ddp-listen` and `--ddp-connect`, the
+//! client's goodput over `--secs`). Two links by default: MTU 1500 (1418-byte segments, 1404 bytes of
 //! payload) and MTU 9000 (8918-byte segments, 8904 of payload; jumbo mbufs, memif buffers of
 //! 9216 bytes so a frame is one descriptor). The MULPDU keeps 32 bytes of each packet for a
 //! bundled SACK (RFC 5043 §9), so segments are 20 bytes short of the link's largest.
@@ -590,6 +591,13 @@ fn measure(args: &Args, mtu: u16) {
         let mut ring: Vec<Option<u8>> = vec![None; runs];
         for k in 0..runs {
             let j = (k + r as usize) % runs;
+            // The sources also swap their order every other round: the later of two DDP runs
+            // met the VM's fast phase more often (benches/README.md, "Session 79"), and the
+            // rotation alone keeps two neighbours in one order four rounds in five.
+            let j = match j.checked_sub(CEILINGS.len()) {
+                Some(s) if r % 2 == 1 => CEILINGS.len() + (n - 1 - s),
+                _ => j,
+            };
             let result = match j.checked_sub(CEILINGS.len()) {
                 None => best_ceiling(args, &tag, mtu, CEILINGS[j]).map(|(pps, rsize)| {
                     ring[j] = rsize;
