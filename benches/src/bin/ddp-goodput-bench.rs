@@ -590,13 +590,12 @@ fn measure(args: &Args, mtu: u16) {
         // The ring each ceiling and each DDP run was best on (None: DPDK's default).
         let mut ring: Vec<Option<u8>> = vec![None; runs];
         for k in 0..runs {
-            let j = (k + r as usize) % runs;
             // The sources also swap their order every other round: the later of two DDP runs
             // met the VM's fast phase more often (benches/README.md, "Session 79"), and the
             // rotation alone keeps two neighbours in one order four rounds in five.
-            let j = match j.checked_sub(CEILINGS.len()) {
-                Some(s) if r % 2 == 1 => CEILINGS.len() + (n - 1 - s),
-                _ => j,
+            let j = match (k + r as usize) % runs {
+                j if j >= CEILINGS.len() && r % 2 == 1 => runs - 1 - (j - CEILINGS.len()),
+                j => j,
             };
             let result = match j.checked_sub(CEILINGS.len()) {
                 None => best_ceiling(args, &tag, mtu, CEILINGS[j]).map(|(pps, rsize)| {
