@@ -11,8 +11,8 @@ use ddpdk_dataplane::sctp::{
 };
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
-    AbortRepr, CauseRepr, ChunkRepr, DataRepr, ErrorChunkRepr, GapAckBlock, HeaderRepr, List,
-    Packet, PacketBuilder, SackRepr,
+    AbortRepr, CauseRepr, ChunkRepr, DataRepr, ErrorChunkRepr, GapAckBlock, HeaderRepr,
+    HeartbeatRepr, List, Packet, PacketBuilder, SackRepr,
 };
 
 const CP: u16 = 5001;
@@ -471,6 +471,69 @@ fn t2_restarts_on_data_in_shutdown_sent_9_2() {
         "T2 should be restarted to t1+RTO={:?}, is still {:?} (after t0)",
         (t1 + rto).saturating_since(t0),
         next.saturating_since(t0)
+    );
+}
+
+/// RFC 9260 §9.2: "The reception of any packet from its peer (i.e., as the peer sends all of
+/// its queued DATA chunks) SHOULD clear the endpoint's retransmission count and restart the
+/// T2-shutdown timer". A packet without DATA (here a HEARTBEAT) did neither: only DATA did,
+/// so a peer alive but with nothing to send in time had our SHUTDOWN's lost copies counted
+/// against Association.Max.Retrans all the same.
+#[test]
+fn any_packet_clears_the_count_and_restarts_t2_in_shutdown_sent_9_2() {
+    let mut p = Pair::new(|_| {}, |_| {});
+    p.established();
+    let c = p.c.assoc.as_mut().unwrap();
+    let tag = c.local_tag();
+    c.shutdown(p.now);
+    // Every SHUTDOWN lost: T2 expires twice.
+    let mut now = p.now;
+    let _ = drain(c, now);
+    for _ in 0..2 {
+        now = c.poll_timeout().unwrap();
+        c.handle_timeout(now);
+        assert_eq!(c.state(), State::ShutdownSent);
+        let _ = drain(c, now);
+    }
+    assert_eq!(c.error_count(), 2, "two T2 expiries counted");
+    let rto = c.poll_timeout().unwrap().saturating_since(now);
+    // Halfway to the third expiry, the peer's HEARTBEAT.
+    let at = now + rto / 2;
+    let info = [7u8; 16];
+    let hb = build(
+        tag,
+        SP,
+        CP,
+        &[ChunkRepr::Heartbeat(HeartbeatRepr {
+            info: &info,
+            extra: &[],
+        })],
+    );
+    c.handle(at, &hb, &mut |_m: Message<'_>| {}).unwrap();
+    assert_eq!(c.error_count(), 0, "the retransmission count cleared");
+    let next = c.poll_timeout().unwrap();
+    assert!(
+        next >= at + rto,
+        "T2 restarted from the packet: due {:?} after it, its RTO is {rto:?}",
+        next.saturating_since(at)
+    );
+    // A packet under another tag is no packet of the peer's: nothing restarts.
+    let stray = build(
+        tag ^ 1,
+        SP,
+        CP,
+        &[ChunkRepr::Heartbeat(HeartbeatRepr {
+            info: &info,
+            extra: &[],
+        })],
+    );
+    let late = at + rto / 4;
+    let _ = drain(c, at);
+    assert!(c.handle(late, &stray, &mut |_m: Message<'_>| {}).is_err());
+    assert_eq!(
+        c.poll_timeout(),
+        Some(next),
+        "a stray packet does not restart T2"
     );
 }
 

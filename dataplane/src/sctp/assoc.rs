@@ -1748,6 +1748,13 @@ impl Association {
         self.rx_room = clamp_room(rx.room());
         if got_data {
             self.after_data(now, had_gaps && !self.rx.has_gaps());
+        } else if self.state == State::ShutdownSent {
+            // §9.2: "The reception of any packet from its peer ... SHOULD clear the endpoint's
+            // retransmission count and restart the T2-shutdown timer" (a packet with DATA did
+            // in `after_data`). It is the peer's (our tag, checked above); T5-shutdown-guard,
+            // not restarted, still bounds a peer that keeps talking and never answers.
+            self.clear_errors();
+            self.arm(Timer::T2, self.after_rto(now));
         }
         Ok(())
     }
