@@ -205,6 +205,18 @@ impl Node {
             .inner()
             .inner()
             .wait_link_up(Duration::from_secs_f64(opts.link_timeout));
+        let reconnects = port.inner().inner().memif_reconnects();
+        if reconnects > 0 {
+            note(
+                opts.json,
+                format_args!(
+                    "{}: connected again {reconnects} time(s) (a memif server refuses its \
+                     clients until its own port starts); link {}",
+                    port.inner().inner().name(),
+                    if link.up { "up" } else { "still down" }
+                ),
+            );
+        }
         // DPDK 22.11's af_xdp lends the kernel its fill ring's mbufs (and those of frames not
         // yet completed) and forgets them when it closes (xdp_umem_destroy), so what its pool
         // holds afterwards says nothing of the endpoint's own buffers.

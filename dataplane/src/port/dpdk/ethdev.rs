@@ -201,7 +201,16 @@ pub struct DpdkPort {
     rx_intr_fds: std::sync::OnceLock<Vec<i32>>,
     /// The fds data cores' waiters hold ([`super::intr::ClaimedFds`]).
     rx_intr_claimed: super::intr::ClaimedFds,
+    /// Reconnections of a memif client ([`DpdkPort::wait_link_up`]).
+    memif_reconnects: std::sync::atomic::AtomicU32,
 }
+
+/// How long [`DpdkPort::wait_link_up`] gives a memif client's first connection before it
+/// connects again: a handshake takes milliseconds, a refusal comes at once.
+pub const MEMIF_RECONNECT_AFTER: Duration = Duration::from_millis(500);
+
+/// The longest wait between two of a memif client's connections.
+pub const MEMIF_RECONNECT_MAX: Duration = Duration::from_secs(4);
 
 impl DpdkPort {
     /// Configures `port_id` with `conf`, its RX queues drawing from `pool`.
@@ -315,6 +324,7 @@ impl DpdkPort {
             tap_queue: None,
             rx_intr_fds: std::sync::OnceLock::new(),
             rx_intr_claimed: Default::default(),
+            memif_reconnects: Default::default(),
         };
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
         check(
@@ -678,15 +688,50 @@ impl DpdkPort {
     }
 
     /// Polls the link until it is up or `timeout` passes; returns the last status seen.
+    ///
+    /// A memif client still down [`MEMIF_RECONNECT_AFTER`] after its start connects again (the
+    /// port stopped and started: `memif_connect_client`), then after twice as long, and so on.
+    /// DPDK 22.11's memif server listens from its probe on but refuses a client ("ID not
+    /// found", a disconnect message) until its own port starts, and its client never tries
+    /// again: two processes started together (a server and its client launched by one script)
+    /// left the link down in 3 runs of 4. Call it before any lcore polls the port.
     pub fn wait_link_up(&self, timeout: Duration) -> LinkStatus {
         let deadline = Instant::now() + timeout;
+        let client = self.info.driver == "net_memif" && !self.is_memif_server();
+        let mut wait = MEMIF_RECONNECT_AFTER;
+        let mut reconnect_at = Instant::now() + wait;
         loop {
             let l = self.link();
-            if l.up || Instant::now() >= deadline {
+            let now = Instant::now();
+            if l.up || now >= deadline {
+                if client && self.state.load(Ordering::Acquire) != STARTED {
+                    // A reconnection's start found no server at the socket: the port is left
+                    // started, as the caller had it (its link down).
+                    let _ = self.start();
+                }
                 return l;
+            }
+            if client && now >= reconnect_at {
+                // Refused long ago, or nothing at the socket any more: no control channel of
+                // the client's is left for the interrupt thread to work on meanwhile (a
+                // handshake takes milliseconds), so stopping here races none of memif's
+                // handlers (`teardown`). A start that finds no server leaves the port stopped
+                // until the next try.
+                if self.state.load(Ordering::Acquire) == STARTED {
+                    let _ = self.stop();
+                }
+                let _ = self.start();
+                self.memif_reconnects.fetch_add(1, Ordering::Relaxed);
+                wait = (wait * 2).min(MEMIF_RECONNECT_MAX);
+                reconnect_at = Instant::now() + wait;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// How often [`DpdkPort::wait_link_up`] connected this memif client again.
+    pub fn memif_reconnects(&self) -> u32 {
+        self.memif_reconnects.load(Ordering::Relaxed)
     }
 }
 

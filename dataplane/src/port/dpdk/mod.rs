@@ -24,7 +24,9 @@ pub mod telemetry;
 pub mod tsc;
 
 pub use eal::{to_control_cpus, Eal, LcoreJoin};
-pub use ethdev::{DpdkPort, PortConf, PortInfo, SctpSteering};
+pub use ethdev::{
+    DpdkPort, PortConf, PortInfo, SctpSteering, MEMIF_RECONNECT_AFTER, MEMIF_RECONNECT_MAX,
+};
 pub use intr::DpdkRxWaiter;
 pub use ipsec::{CryptoDev, EspDrop, EspSa, InlineDev, SaCounts, SaStats};
 pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats, SaReport, RETIRE_AFTER};
