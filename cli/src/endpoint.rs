@@ -28,7 +28,7 @@ use ddpdk_control::runtime::{
     Backoff, ConnHandle, Control, CoreReport, CoreStats, Event, IdlePolicy, Op, RuntimeError,
     LIGHT_SLEEP,
 };
-use ddpdk_control::session::{Event as SessionEvent, LocalError};
+use ddpdk_control::session::{Event as SessionEvent, LocalError, TerminationReason};
 use ddpdk_control::xmit::TxStats;
 use ddpdk_dataplane::mem::{Access, Stag};
 use ddpdk_dataplane::port::dpdk::Eal;
@@ -389,6 +389,35 @@ impl Job {
     }
 
     /// The data cores' reports.
+    /// The association's T3-rtx expiries, SACKs received and smoothed round trip (0 before
+    /// one was measured), and the frames the cores dropped as cut short of their IP length
+    /// (`malformed`), for a run whose writes stopped completing.
+    fn stall_facts(
+        &mut self,
+        signalled: &AtomicBool,
+        conn: ConnHandle,
+    ) -> Result<(u64, u64, u64, Duration), String> {
+        let reports = self.reports(signalled)?;
+        let (t3, sacks, srtt) = reports
+            .iter()
+            .flat_map(|r| &r.assocs)
+            .find(|a| a.conn == conn)
+            .map_or((0, 0, Duration::ZERO), |a| {
+                (
+                    a.sctp.t3_expiries,
+                    a.sctp.sacks_in,
+                    a.srtt.unwrap_or_default(),
+                )
+            });
+        let cut: u64 = reports
+            .iter()
+            .flat_map(|r| r.drops())
+            .filter(|(reason, _)| *reason == "malformed")
+            .map(|(_, n)| n)
+            .sum();
+        Ok((t3, sacks, cut, srtt))
+    }
+
     fn reports(&mut self, signalled: &AtomicBool) -> Result<Vec<CoreReport>, String> {
         if self.node.is_inline() {
             return Ok(self.node.inline_reports());
@@ -1375,6 +1404,9 @@ impl Job {
         let mut progress = t0;
         let mut last_done = t0;
         let quiet = QUIET.max(Duration::from_millis(opts.rto_min_ms.saturating_mul(4)));
+        let drain_least =
+            DRAIN_AFTER_RUN.max(Duration::from_millis(opts.rto_min_ms.saturating_mul(4)));
+        let mut drain: Option<Duration> = None;
         let mut sacks_seen: Option<u64> = None;
         // What the run's work requests are called in its messages.
         let (one, many) = if opts.ddp_op == DdpOp::Read {
@@ -1535,7 +1567,14 @@ impl Job {
                         }
                     }
                     Event::Refused { op, error, .. } => {
-                        return Err(crate::node::refusal(op, error));
+                        let why = self.why_ended(conn);
+                        let peer = why.contains(&TerminationReason::PeerTerminate.to_string());
+                        let hint = verify_hint(verify && peer);
+                        return Err(format!(
+                            "{}{why}{hint}; {}",
+                            crate::node::refusal(op, error),
+                            so_far(done, w)
+                        ));
                     }
                     Event::Indication {
                         indication:
@@ -1565,50 +1604,53 @@ impl Job {
                                 ..
                             },
                         ..
-                    } => return Err(format!("the session ended: {reason}; {}", so_far(done, w))),
+                    } => {
+                        let hint =
+                            verify_hint(verify && reason == TerminationReason::PeerTerminate);
+                        return Err(format!(
+                            "the session ended: {reason}{hint}; {}",
+                            so_far(done, w)
+                        ));
+                    }
                     _ => {}
                 }
             }
             let waiting =
                 !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
+            // --run-for bounds the run (docs/usage.md): once it is over, what is still
+            // outstanding has 8 smoothed round trips to complete (a lost last packet goes
+            // again after T3-rtx, whose RTO is about 2 of them on a steady path), at least 1 s
+            // and 4 RTO.Min, at most the stall check's 10 s. Not the RTO itself: a stalled
+            // path has backed it off to seconds. A stalled peer held every run for those 10 s
+            // (found by an outside-in test: `--run-for 2` against a server of a smaller --mtu
+            // took 11.6 s).
+            if waiting && w > end && drain.is_none() {
+                let (_, _, _, srtt) = self.stall_facts(signalled, conn)?;
+                drain = Some((srtt * 8).clamp(drain_least, quiet * 2));
+            }
+            if waiting && drain.is_some_and(|d| w.saturating_since(end) > d) {
+                let (t3, _, cut, _) = self.stall_facts(signalled, conn)?;
+                let last = if done == 0 {
+                    "none completed".to_owned()
+                } else {
+                    format!(
+                        "the last completed {:.1} s before",
+                        w.saturating_since(last_done).as_secs_f64()
+                    )
+                };
+                return Err(format!(
+                    "{} {many} still outstanding {:.1} s after --run-for's {secs} s ({last}; \
+                     {t3} retransmission timeouts): did the server stop acknowledging?; {}{}",
+                    posted.len().max(1),
+                    w.saturating_since(end).as_secs_f64(),
+                    so_far(done, w),
+                    stall_hint(cut, done, opts.mtu)
+                ));
+            }
             if waiting && w.saturating_since(progress) > quiet {
-                let reports = self.reports(signalled)?;
-                let (t3, sacks) = reports
-                    .iter()
-                    .flat_map(|r| &r.assocs)
-                    .find(|a| a.conn == conn)
-                    .map_or((0, 0), |a| (a.sctp.t3_expiries, a.sctp.sacks_in));
-                // Frames that came cut short of their IP length: a peer whose frames are
-                // longer than ours may be (a larger --mtu on a link that lets them through)
-                // has them cut to our ring's slots (docs/usage.md, net_af_packet), its SACKs
-                // bundled with them lost too.
-                let cut: u64 = reports
-                    .iter()
-                    .flat_map(|r| r.drops())
-                    .filter(|(reason, _)| *reason == "malformed")
-                    .map(|(_, n)| n)
-                    .sum();
+                let (t3, sacks, cut, _) = self.stall_facts(signalled, conn)?;
                 if sacks_seen.is_some_and(|s| s == sacks) {
-                    // Not one write through, on an association that came up: its small
-                    // packets pass and its full ones do not, as when the server's link MTU
-                    // (--mtu) is smaller than ours (SCTP has no PMTU discovery here).
-                    let hint = if cut > 0 {
-                        // Found by an outside-in test: a server at --mtu 9000 and a client at
-                        // 1500 on a veth of 9000 stalled after 144 writes, the client saying
-                        // only that the server stopped acknowledging.
-                        format!(
-                            "; {cut} frame(s) came cut short of their IP length (drop \
-                             `malformed`): is the server's --mtu larger than ours, {}?",
-                            opts.mtu
-                        )
-                    } else if done == 0 {
-                        format!(
-                            "; nothing was ever acknowledged: is the server's --mtu {} too?",
-                            opts.mtu
-                        )
-                    } else {
-                        String::new()
-                    };
+                    let hint = stall_hint(cut, done, opts.mtu);
                     return Err(format!(
                         "no {one} completed for {} s and no SACK came for the last {}: the \
                          server stopped acknowledging ({t3} retransmission timeouts); {}{hint}",
@@ -1739,11 +1781,20 @@ impl Job {
             });
             outln!("{v}");
         } else {
+            // Fewer messages than the window never fill it (found by an outside-in test:
+            // `--ddp-messages 10` said "16 in flight").
+            let by_messages = opts.ddp_messages.filter(|&n| n < window as u64);
             let in_flight = match peer_ird {
-                Some(ird) if usize::from(ird) < window => {
+                Some(ird)
+                    if usize::from(ird) < window
+                        && by_messages.is_none_or(|n| n >= u64::from(ird)) =>
+                {
                     format!("{ird} in flight: --ddp-window {window} capped by the server's IRD")
                 }
-                _ => format!("{window} in flight"),
+                _ => match by_messages {
+                    Some(n) => format!("at most {n} in flight: --ddp-messages {n}"),
+                    None => format!("{window} in flight"),
+                },
             };
             outln!(
                 "client: {done} {} of {size} bytes in {elapsed:.2} s ({in_flight}): \
@@ -1987,6 +2038,46 @@ const WAIT: Duration = Duration::from_secs(30);
 /// How long a perf client waits with writes outstanding and none completing, then again with
 /// no SACK arriving either, before it takes the server for gone (at least 4 RTO.Min).
 const QUIET: Duration = Duration::from_secs(5);
+
+/// What a `--ddp-verify` client whose session the peer ended should check (`peer_ended`): a
+/// server without --ddp-verify posts no receive buffers, so the untagged sends the soak mixes
+/// in end its session ("no buffer available", RFC 5041 §7.2). The client said only "send
+/// refused: the session is terminated" (found by an outside-in test).
+fn verify_hint(peer_ended: bool) -> &'static str {
+    if peer_ended {
+        "; a server without --ddp-verify has no receive buffers for the untagged sends \
+         --ddp-verify adds: was it given --ddp-verify too?"
+    } else {
+        ""
+    }
+}
+
+/// The least a perf client waits, once `--run-for` is over, for what is still outstanding.
+const DRAIN_AFTER_RUN: Duration = Duration::from_secs(1);
+
+/// Why a perf client's writes may have stopped completing, from what its cores counted: frames
+/// cut short (`cut`, drop `malformed`) or nothing ever acknowledged (`done` 0) both point at
+/// the two ends' `--mtu`.
+fn stall_hint(cut: u64, done: u64, mtu: u16) -> String {
+    if cut > 0 {
+        // A peer whose frames are longer than ours may be (a larger --mtu on a link that lets
+        // them through) has them cut to our ring's slots (docs/usage.md, net_af_packet), its
+        // SACKs bundled with them lost too. Found by an outside-in test: a server at --mtu
+        // 9000 and a client at 1500 on a veth of 9000 stalled after 144 writes, the client
+        // saying only that the server stopped acknowledging.
+        format!(
+            "; {cut} frame(s) came cut short of their IP length (drop `malformed`): is the \
+             server's --mtu larger than ours, {mtu}?"
+        )
+    } else if done == 0 {
+        // Not one write through, on an association that came up: its small packets pass and
+        // its full ones do not, as when the server's link MTU (--mtu) is smaller than ours
+        // (SCTP has no PMTU discovery here).
+        format!("; nothing was ever acknowledged: is the server's --mtu {mtu} too?")
+    } else {
+        String::new()
+    }
+}
 
 /// Removes and returns the first event `f` accepts.
 fn take(events: &mut VecDeque<Event>, f: impl Fn(&Event) -> bool) -> Option<Event> {

@@ -428,3 +428,80 @@ fn a_client_without_a_memif_server_is_told_what_to_check() {
         "{cerr}"
     );
 }
+
+/// `--run-for` bounds a stalled run too: a client whose full-size packets never reach the
+/// server (its `--mtu 9000` against the server's 1500) stops soon after its run, not after the
+/// stall check's 10 s (found by an outside-in test: `--run-for 2` took 11.6 s), and says what
+/// was still outstanding and what to check.
+#[test]
+fn a_stalled_client_stops_soon_after_its_run_for() {
+    let mut p = pair(
+        "drain",
+        "60",
+        &["--run-for", "2", "--mtu", "9000", "--ddp-size", "65536"],
+    );
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let cerr = stderr_of(&mut p.client);
+    let _ = p.server.kill();
+    let _ = p.server.wait();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("still outstanding")
+            && cerr.contains("after --run-for's 2 s")
+            && cerr.contains("is the server's --mtu 9000 too?")
+            && !cerr.contains("no write completed for 1"),
+        "{cerr}"
+    );
+}
+
+/// A client given fewer `--ddp-messages` than its window says how many were in flight at most
+/// (found by an outside-in test: `--ddp-messages 10` said "16 in flight").
+#[test]
+fn a_run_of_fewer_messages_than_the_window_says_so() {
+    let mut p = pair(
+        "msgs",
+        "60",
+        &[
+            "--run-for",
+            "10",
+            "--ddp-messages",
+            "10",
+            "--ddp-size",
+            "1024",
+        ],
+    );
+    let mut out = String::new();
+    if let Some(mut o) = p.client.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let cerr = stderr_of(&mut p.client);
+    let _ = p.server.kill();
+    let _ = p.server.wait();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(0), "{out}{cerr}");
+    assert!(
+        out.contains("client: 10 tagged writes of 1024 bytes")
+            && out.contains("(at most 10 in flight: --ddp-messages 10)"),
+        "{out}"
+    );
+}
+
+/// A `--ddp-verify` client against a server without it: the server has no receive buffers for
+/// the untagged sends the soak mixes in and ends the session; the client says what to check
+/// (found by an outside-in test: it said only "send refused: the session is terminated").
+#[test]
+fn a_verify_client_of_a_plain_server_asks_about_the_server() {
+    let mut p = pair("vclient", "60", &["--run-for", "5", "--ddp-verify"]);
+    let client = exit_within(&mut p.client, Duration::from_secs(40));
+    let cerr = stderr_of(&mut p.client);
+    let _ = p.server.kill();
+    let _ = p.server.wait();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    assert!(
+        cerr.contains("terminated by the peer") && cerr.contains("given --ddp-verify too?"),
+        "{cerr}"
+    );
+}
