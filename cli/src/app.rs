@@ -150,6 +150,8 @@ pub trait Shell {
     fn running_note(&self) -> &'static str;
     /// Called every turn of the command loop (a few times a second), for work of its own.
     fn tick(&mut self) {}
+    /// When `--run-for` (`secs`) ends the run: a command still waiting then gives up.
+    fn set_deadline(&mut self, _deadline: std::time::Instant, _secs: f64) {}
 }
 
 impl Shell for App {

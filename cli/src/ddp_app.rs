@@ -713,6 +713,8 @@ pub struct DdpApp {
     /// Raised by SIGINT/SIGTERM ([`DdpApp::watch_signals`]): a command waiting (for the
     /// peer, for completions) gives up, so one Ctrl-C stops the endpoint.
     signalled: Arc<AtomicBool>,
+    /// When `--run-for` ends the run, and its seconds: a waiting command gives up then too.
+    deadline: Option<(Wall, f64)>,
     /// The commands registered on DPDK's telemetry socket.
     _telemetry: Option<telemetry::Registered>,
 }
@@ -870,6 +872,7 @@ impl DdpApp {
             reconnect_at: Wall::now(),
             reports_gate,
             signalled: Arc::new(AtomicBool::new(false)),
+            deadline: None,
             _telemetry: commands,
         })
     }
@@ -879,10 +882,19 @@ impl DdpApp {
         self.signalled = signalled;
     }
 
-    /// A waiting command's error once a signal came.
+    /// A waiting command's error once a signal came, or `--run-for` ran out (a script's
+    /// `wait closed` held the process past it for as long as the peer took: found by an
+    /// outside-in test).
     fn interrupted(&self, what: &str) -> Result<(), String> {
         if self.signalled.load(Ordering::Relaxed) {
             return Err(format!("interrupted by a signal while waiting for {what}"));
+        }
+        if let Some((at, secs)) = self.deadline {
+            if Wall::now() >= at {
+                return Err(format!(
+                    "--run-for's {secs} s ran out while waiting for {what}"
+                ));
+            }
         }
         Ok(())
     }
@@ -2752,6 +2764,9 @@ impl crate::app::Shell for DdpApp {
     }
     fn tick(&mut self) {
         self.keep_associated();
+    }
+    fn set_deadline(&mut self, deadline: Wall, secs: f64) {
+        self.deadline = Some((deadline, secs));
     }
 }
 

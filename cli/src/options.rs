@@ -113,7 +113,8 @@ pub struct Options {
           value_parser = whole::<u64>(0, 86_400))]
     pub stats_period: u64,
 
-    /// Run for SECS seconds, then stop and exit (non-interactive runs).
+    /// Run for SECS seconds from the start, then stop and exit (non-interactive runs); a
+    /// --cmdline-file command still waiting then gives up.
     #[arg(long, value_name = "SECS")]
     pub run_for: Option<f64>,
 

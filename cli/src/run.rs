@@ -754,6 +754,15 @@ fn command_error(json: bool, command: &str, error: &str) {
 
 /// Runs scripts, auto-start, then the shell or the wait; returns the exit status.
 fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &AtomicBool) -> i32 {
+    // From the start, scripts included: "stop and exit after SECS seconds" (it counted from the
+    // scripts' end, and a script's `wait closed` held the process for as long as its peer
+    // took: found by an outside-in test). Options::validate bounds it: no overflow.
+    let deadline = opts
+        .run_for
+        .map(|s| Instant::now() + Duration::from_secs_f64(s));
+    if let (Some(d), Some(secs)) = (deadline, opts.run_for) {
+        app.set_deadline(d, secs);
+    }
     for (n, script) in scripts.iter().enumerate() {
         let file = opts.cmdline_file[n].display();
         note(opts.json, format_args!("Read CLI commands from {file}"));
@@ -761,6 +770,13 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
             // A signal stops a script between commands too (a waiting command gives up).
             if signalled.load(Ordering::Relaxed) {
                 errln!("ddpdk: {file}:{line}: interrupted by a signal; the rest not run");
+                return EXIT_FAILURE;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                errln!(
+                    "ddpdk: {file}:{line}: --run-for's {} s ran out; the rest not run",
+                    opts.run_for.unwrap_or_default()
+                );
                 return EXIT_FAILURE;
             }
             note(
@@ -795,10 +811,7 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
     if !opts.interactive && opts.run_for.is_none() {
         note(opts.json, format_args!("{}", app.running_note()));
     }
-    // Options::validate bounds both durations, so these additions cannot overflow.
-    let deadline = opts
-        .run_for
-        .map(|s| Instant::now() + Duration::from_secs_f64(s));
+    // Options::validate bounds the period, so this addition cannot overflow.
     let period = (opts.stats_period > 0).then(|| Duration::from_secs(opts.stats_period));
     let mut next_stats = period.map(|p| Instant::now() + p);
     let mut status = 0;

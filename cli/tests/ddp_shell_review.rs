@@ -133,3 +133,44 @@ fn send_refused_by_the_core_hangs_the_shell_forever() {
         "{ctext}"
     );
 }
+
+/// `--run-for` ("stop and exit after SECS seconds") bounds a script's waiting command too: it
+/// counted from the script's end, so `wait closed` with no peer held the endpoint until killed
+/// (found by an outside-in test: still running 40 s into `--run-for 3`).
+#[test]
+fn run_for_ends_a_scripts_wait() {
+    let cmds = script("runfor", "wait closed\nquit\n");
+    let prefix = format!("ddpdk-zz2-runfor-{}", std::process::id());
+    let c = Command::new(BIN)
+        .args([
+            "endpoint",
+            "-l",
+            "0-1",
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "--log-level=*:error",
+            "--file-prefix",
+            &prefix,
+            "--vdev=net_ring0",
+            "--",
+            "--ip",
+            "198.18.0.2",
+            "--cmdline-file",
+            cmds.to_str().expect("utf-8"),
+            "--run-for",
+            "2",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ddpdk");
+    let (exited, text) = finish(c, Duration::from_secs(30));
+    assert!(exited, "still waiting 30 s into a --run-for of 2:\n{text}");
+    assert!(
+        text.contains("--run-for's 2 s ran out while waiting for the associations to close"),
+        "{text}"
+    );
+}
