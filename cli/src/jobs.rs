@@ -299,8 +299,22 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
         return Ok(Some(help(job.spec())));
     }
     let spec = job.spec();
+    // The option a perf side stands for (docs/usage.md: `--ddp-listen` is `perf server`) was
+    // called "another job's option" (found by an outside-in test).
+    let own = match job {
+        Job::PerfServer => Some(("--ddp-listen", "perf server", "leave it out")),
+        Job::PerfClient(_) => Some((
+            "--ddp-connect",
+            "perf client",
+            "the address goes after `perf client`",
+        )),
+        _ => None,
+    };
     for a in app.iter().skip(1) {
         let name = a.split('=').next().unwrap_or(a);
+        if let Some((_, side, what)) = own.filter(|(o, _, _)| *o == name) {
+            return Err(format!("{name} is what `ddpdk {side}` is already: {what}"));
+        }
         if foreign_modes(job).contains(&name) {
             return Err(format!(
                 "{name} is another job's option; `ddpdk {}` does not take it (see 'ddpdk --help')",

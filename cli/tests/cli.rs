@@ -1349,6 +1349,13 @@ fn jobs_have_their_own_help_and_refuse_each_others_modes() {
     let (code, _, e) = run(&["endpoint", "--no-huge", "--", "-i"]);
     assert_eq!(code, Some(2), "{e}");
     assert!(e.contains("needs --ip"), "{e}");
+    // A perf side's own mode is no other job's (found by an outside-in test).
+    let (code, _, e) = run(&["perf", "server", "--no-huge", "--", "--ddp-listen"]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("--ddp-listen is what `ddpdk perf server` is already"),
+        "{e}"
+    );
 }
 
 /// The main job on the embedded default (`--ddp-loopback`), here with two data cores per
