@@ -546,19 +546,46 @@ impl Loopback {
         let budget = usize::try_from(opts.ddp_bytes).unwrap_or(usize::MAX);
         let mut rows = Vec::new();
         let mut wr = 0u64;
+        // A run that fails or is interrupted part-way still prints the rows it measured (an
+        // interrupted run printed none: found by an outside-in test).
+        let mut failed = None;
         for &size in &TAGGED_SIZES {
             let n = (budget / size).clamp(1, 4096);
-            rows.push(self.tagged(size, n, (treg.stag, tr), src, &mut wr, cc, signalled)?);
+            match self.tagged(size, n, (treg.stag, tr), src, &mut wr, cc, signalled) {
+                Ok(r) => rows.push(r),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
-        for &size in &UNTAGGED_SIZES {
+        for &size in UNTAGGED_SIZES.iter().filter(|_| failed.is_none()) {
             let n = (budget / size).clamp(1, 4096);
-            rows.push(self.untagged(size, n, spd, ureg.stag, ur, &mut wr, cc, sc, signalled)?);
+            match self.untagged(size, n, spd, ureg.stag, ur, &mut wr, cc, sc, signalled) {
+                Ok(r) => rows.push(r),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
         // RDMA Reads on an RDMAP stream: the server's memory, read by the client.
-        let (read_rows, read_stags) =
-            self.reads(eal, json, budget, (cpd, spd), &mut wr, (cc, sc), signalled)?;
-        rows.extend(read_rows);
-        print_rows(json, &rows);
+        let mut read_stags = Vec::new();
+        if failed.is_none() {
+            match self.reads(eal, json, budget, (cpd, spd), &mut wr, (cc, sc), signalled) {
+                Ok((read_rows, stags)) => {
+                    rows.extend(read_rows);
+                    read_stags = stags;
+                }
+                Err(e) => failed = Some(e),
+            }
+        }
+        if !rows.is_empty() {
+            print_rows(json, &rows);
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
 
         // Teardown: the client terminates the sessions, the server answers; SHUTDOWN; the
         // server revokes its STags, each revocation acknowledged by every data core.

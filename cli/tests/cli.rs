@@ -1394,6 +1394,14 @@ fn an_interrupted_loopback_gives_every_mbuf_back() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
+    // What it measured before the signal is printed (4096 writes of 1 KiB take milliseconds;
+    // an interrupted run printed no row: found by an outside-in test).
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("tagged") && l.ends_with("| verified")),
+        "no row of what was measured:\n{stdout}"
+    );
     for leak in ["not freed", "outstanding", "not back in their pool"] {
         assert!(!stderr.contains(leak), "{leak:?}:\n{stdout}\n{stderr}");
     }
