@@ -136,6 +136,17 @@ fn stderr_of(child: &mut Child) -> String {
     s
 }
 
+/// Waits up to `limit` for the client to exit, then ends the server and removes the pair's
+/// directory: the client's exit code (None: killed at `limit`) and stderr.
+fn client_outcome(p: &mut Pair, limit: Duration) -> (Option<i32>, String) {
+    let client = exit_within(&mut p.client, limit);
+    let cerr = stderr_of(&mut p.client);
+    let _ = p.server.kill();
+    let _ = p.server.wait();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    (client.and_then(|s| s.code()), cerr)
+}
+
 /// Waits until the client writes (its session accepted), then a second more: a signal before
 /// that would test the set-up's waits, not the run's end.
 fn writing(client: &mut Child) {
@@ -249,12 +260,8 @@ fn a_verify_server_that_refuses_its_client_releases_it() {
 #[test]
 fn a_client_with_too_few_streams_says_so_at_once() {
     let mut p = pair("streams", "60", &["--run-for", "2", "--streams", "1"]);
-    let client = exit_within(&mut p.client, Duration::from_secs(40));
-    let cerr = stderr_of(&mut p.client);
-    let _ = p.server.kill();
-    let _ = p.server.wait();
-    let _ = std::fs::remove_dir_all(&p.dir);
-    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(40));
+    assert_eq!(client, Some(1), "{cerr}");
     assert!(
         cerr.contains("the association has 1 stream(s)") && !cerr.contains("timed out"),
         "{cerr}"
@@ -440,12 +447,8 @@ fn a_stalled_client_stops_soon_after_its_run_for() {
         "60",
         &["--run-for", "2", "--mtu", "9000", "--ddp-size", "65536"],
     );
-    let client = exit_within(&mut p.client, Duration::from_secs(40));
-    let cerr = stderr_of(&mut p.client);
-    let _ = p.server.kill();
-    let _ = p.server.wait();
-    let _ = std::fs::remove_dir_all(&p.dir);
-    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(40));
+    assert_eq!(client, Some(1), "{cerr}");
     assert!(
         cerr.contains("still outstanding")
             && cerr.contains("after --run-for's 2 s")
@@ -475,12 +478,8 @@ fn a_run_of_fewer_messages_than_the_window_says_so() {
     if let Some(mut o) = p.client.stdout.take() {
         let _ = o.read_to_string(&mut out);
     }
-    let client = exit_within(&mut p.client, Duration::from_secs(40));
-    let cerr = stderr_of(&mut p.client);
-    let _ = p.server.kill();
-    let _ = p.server.wait();
-    let _ = std::fs::remove_dir_all(&p.dir);
-    assert_eq!(client.and_then(|s| s.code()), Some(0), "{out}{cerr}");
+    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(40));
+    assert_eq!(client, Some(0), "{out}{cerr}");
     assert!(
         out.contains("client: 10 tagged writes of 1024 bytes")
             && out.contains("(at most 10 in flight: --ddp-messages 10)"),
@@ -494,12 +493,8 @@ fn a_run_of_fewer_messages_than_the_window_says_so() {
 #[test]
 fn a_verify_client_of_a_plain_server_asks_about_the_server() {
     let mut p = pair("vclient", "60", &["--run-for", "5", "--ddp-verify"]);
-    let client = exit_within(&mut p.client, Duration::from_secs(40));
-    let cerr = stderr_of(&mut p.client);
-    let _ = p.server.kill();
-    let _ = p.server.wait();
-    let _ = std::fs::remove_dir_all(&p.dir);
-    assert_eq!(client.and_then(|s| s.code()), Some(1), "{cerr}");
+    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(40));
+    assert_eq!(client, Some(1), "{cerr}");
     assert!(
         cerr.contains("terminated by the peer") && cerr.contains("given --ddp-verify too?"),
         "{cerr}"

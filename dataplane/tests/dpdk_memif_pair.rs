@@ -20,7 +20,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ddpdk_dataplane::port::dpdk::{DpdkError, DpdkPort, PortConf, PortInfo};
+use ddpdk_dataplane::port::dpdk::{DpdkError, DpdkPort, PortConf};
 use ddpdk_dataplane::port::Port;
 
 const TAG_AB: u8 = 0x3c;
@@ -79,12 +79,7 @@ fn memif_pair_back_to_back() {
     let args = eal_args("memif-pair", true, &vdevs);
     let eal = start_eal(&args);
 
-    let by_name = |name: &str| -> u16 {
-        eal.port_ids()
-            .into_iter()
-            .find(|&p| PortInfo::query(p).is_ok_and(|i| i.name == name))
-            .unwrap_or_else(|| panic!("no port {name} among {:?}", eal.port_ids()))
-    };
+    let by_name = |name: &str| port_named(&eal, name);
     let (a_id, b_id) = (by_name("net_memif0"), by_name("net_memif1"));
     assert_eq!(eal.port_ids().len(), 2);
 

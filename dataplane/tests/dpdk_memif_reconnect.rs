@@ -14,7 +14,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ddpdk_dataplane::port::dpdk::{DpdkPort, PortConf, PortInfo, MEMIF_RECONNECT_AFTER};
+use ddpdk_dataplane::port::dpdk::{DpdkPort, PortConf, MEMIF_RECONNECT_AFTER};
 use ddpdk_dataplane::port::Port;
 
 #[test]
@@ -28,12 +28,7 @@ fn a_refused_memif_client_connects_again_once_its_server_starts() {
     ];
     let args = eal_args("memif-reconnect", true, &vdevs);
     let eal = start_eal(&args);
-    let by_name = |name: &str| -> u16 {
-        eal.port_ids()
-            .into_iter()
-            .find(|&p| PortInfo::query(p).is_ok_and(|i| i.name == name))
-            .unwrap_or_else(|| panic!("no port {name} among {:?}", eal.port_ids()))
-    };
+    let by_name = |name: &str| port_named(&eal, name);
     let pool = pool("memif_reconnect", 4095);
     let conf = PortConf::default();
     let server = DpdkPort::configure(by_name("net_memif0"), conf, pool.clone()).expect("server");

@@ -500,16 +500,19 @@ fn any_packet_clears_the_count_and_restarts_t2_in_shutdown_sent_9_2() {
     // Halfway to the third expiry, the peer's HEARTBEAT.
     let at = now + rto / 2;
     let info = [7u8; 16];
-    let hb = build(
-        tag,
-        SP,
-        CP,
-        &[ChunkRepr::Heartbeat(HeartbeatRepr {
-            info: &info,
-            extra: &[],
-        })],
-    );
-    c.handle(at, &hb, &mut |_m: Message<'_>| {}).unwrap();
+    let heartbeat = |vtag: u32| {
+        build(
+            vtag,
+            SP,
+            CP,
+            &[ChunkRepr::Heartbeat(HeartbeatRepr {
+                info: &info,
+                extra: &[],
+            })],
+        )
+    };
+    c.handle(at, &heartbeat(tag), &mut |_m: Message<'_>| {})
+        .unwrap();
     assert_eq!(c.error_count(), 0, "the retransmission count cleared");
     let next = c.poll_timeout().unwrap();
     assert!(
@@ -518,18 +521,11 @@ fn any_packet_clears_the_count_and_restarts_t2_in_shutdown_sent_9_2() {
         next.saturating_since(at)
     );
     // A packet under another tag is no packet of the peer's: nothing restarts.
-    let stray = build(
-        tag ^ 1,
-        SP,
-        CP,
-        &[ChunkRepr::Heartbeat(HeartbeatRepr {
-            info: &info,
-            extra: &[],
-        })],
-    );
     let late = at + rto / 4;
     let _ = drain(c, at);
-    assert!(c.handle(late, &stray, &mut |_m: Message<'_>| {}).is_err());
+    assert!(c
+        .handle(late, &heartbeat(tag ^ 1), &mut |_m: Message<'_>| {})
+        .is_err());
     assert_eq!(
         c.poll_timeout(),
         Some(next),

@@ -86,6 +86,14 @@ pub fn start_eal(args: &[String]) -> TestEal {
     }
 }
 
+/// The port of the EAL's device named `name` (`net_memif0`).
+pub fn port_named(eal: &Eal, name: &str) -> u16 {
+    eal.port_ids()
+        .into_iter()
+        .find(|&p| ddpdk_dataplane::port::dpdk::PortInfo::query(p).is_ok_and(|i| i.name == name))
+        .unwrap_or_else(|| panic!("no port {name} among {:?}", eal.port_ids()))
+}
+
 /// A scratch directory unique to this process, removed on drop.
 #[derive(Debug)]
 pub struct TempDir(pub PathBuf);
