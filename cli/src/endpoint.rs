@@ -1619,8 +1619,8 @@ impl Job {
                 !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
             // --run-for bounds the run (docs/usage.md): once it is over, what is still
             // outstanding has 8 smoothed round trips to complete (a lost last packet goes
-            // again after T3-rtx, whose RTO is about 2 of them on a steady path), at least 1 s
-            // and 4 RTO.Min, at most the stall check's 10 s. Not the RTO itself: a stalled
+            // again after T3-rtx, whose RTO is about 2 of them on a steady path), at least 2 s (a
+            // loaded machine may hold the peer that long) and 4 RTO.Min, at most the stall check's 10 s. Not the RTO itself: a stalled
             // path has backed it off to seconds. A stalled peer held every run for those 10 s
             // (found by an outside-in test: `--run-for 2` against a server of a smaller --mtu
             // took 11.6 s).
@@ -2053,7 +2053,7 @@ fn verify_hint(peer_ended: bool) -> &'static str {
 }
 
 /// The least a perf client waits, once `--run-for` is over, for what is still outstanding.
-const DRAIN_AFTER_RUN: Duration = Duration::from_secs(1);
+const DRAIN_AFTER_RUN: Duration = Duration::from_secs(2);
 
 /// Why a perf client's writes may have stopped completing, from what its cores counted: frames
 /// cut short (`cut`, drop `malformed`) or nothing ever acknowledged (`done` 0) both point at
