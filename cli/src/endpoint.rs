@@ -1619,11 +1619,11 @@ impl Job {
                 !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
             // --run-for bounds the run (docs/usage.md): once it is over, what is still
             // outstanding has 8 smoothed round trips to complete (a lost last packet goes
-            // again after T3-rtx, whose RTO is about 2 of them on a steady path), at least 2 s (a
-            // loaded machine may hold the peer that long) and 4 RTO.Min, at most the stall check's 10 s. Not the RTO itself: a stalled
-            // path has backed it off to seconds. A stalled peer held every run for those 10 s
-            // (found by an outside-in test: `--run-for 2` against a server of a smaller --mtu
-            // took 11.6 s).
+            // again after T3-rtx, whose RTO is about 2 of them on a steady path), at least 2 s
+            // (a loaded machine may hold the peer that long) and 4 RTO.Min, at most the stall
+            // check's 10 s. Not the RTO itself: a stalled path has backed it off to seconds. A
+            // stalled peer held every run for those 10 s (found by an outside-in test:
+            // `--run-for 2` against a server of a smaller --mtu took 11.6 s).
             if waiting && w > end && drain.is_none() {
                 let (_, _, _, srtt) = self.stall_facts(signalled, conn)?;
                 drain = Some((srtt * 8).clamp(drain_least, quiet * 2));
