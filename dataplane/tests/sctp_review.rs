@@ -12,7 +12,7 @@ use ddpdk_dataplane::sctp::{
 use ddpdk_dataplane::wire::crc32c;
 use ddpdk_dataplane::wire::sctp::{
     AbortRepr, CauseRepr, ChunkRepr, DataRepr, ErrorChunkRepr, GapAckBlock, HeaderRepr,
-    HeartbeatRepr, List, Packet, PacketBuilder, SackRepr,
+    HeartbeatRepr, InitRepr, List, Packet, PacketBuilder, SackRepr,
 };
 
 const CP: u16 = 5001;
@@ -478,7 +478,11 @@ fn t2_restarts_on_data_in_shutdown_sent_9_2() {
 /// its queued DATA chunks) SHOULD clear the endpoint's retransmission count and restart the
 /// T2-shutdown timer". A packet without DATA (here a HEARTBEAT) did neither: only DATA did,
 /// so a peer alive but with nothing to send in time had our SHUTDOWN's lost copies counted
-/// against Association.Max.Retrans all the same.
+/// against Association.Max.Retrans all the same. The SHUTDOWN goes again with the answer (a
+/// peer talking faster than the RTO would hold it off otherwise); the path, inactive after
+/// Path.Max.Retrans expiries, stays so (§8.2: an acknowledgement or a HEARTBEAT ACK makes it
+/// active, not any packet); and a packet that is not the peer's (another tag, an INIT under
+/// tag 0) restarts nothing (a review: an off-path sender could keep T2 from expiring).
 #[test]
 fn any_packet_clears_the_count_and_restarts_t2_in_shutdown_sent_9_2() {
     let mut p = Pair::new(|_| {}, |_| {});
@@ -486,19 +490,19 @@ fn any_packet_clears_the_count_and_restarts_t2_in_shutdown_sent_9_2() {
     let c = p.c.assoc.as_mut().unwrap();
     let tag = c.local_tag();
     c.shutdown(p.now);
-    // Every SHUTDOWN lost: T2 expires twice.
+    // Every SHUTDOWN lost: T2 expires past Path.Max.Retrans (5), within Association.Max (10).
     let mut now = p.now;
     let _ = drain(c, now);
-    for _ in 0..2 {
+    for _ in 0..6 {
         now = c.poll_timeout().unwrap();
         c.handle_timeout(now);
         assert_eq!(c.state(), State::ShutdownSent);
         let _ = drain(c, now);
     }
-    assert_eq!(c.error_count(), 2, "two T2 expiries counted");
-    let rto = c.poll_timeout().unwrap().saturating_since(now);
-    // Halfway to the third expiry, the peer's HEARTBEAT.
-    let at = now + rto / 2;
+    assert_eq!(c.error_count(), 6, "six T2 expiries counted");
+    assert!(!c.path_active(), "the path inactive past Path.Max.Retrans");
+    let due = c.poll_timeout().unwrap();
+    let rto = due.saturating_since(now);
     let info = [7u8; 16];
     let heartbeat = |vtag: u32| {
         build(
@@ -511,25 +515,48 @@ fn any_packet_clears_the_count_and_restarts_t2_in_shutdown_sent_9_2() {
             })],
         )
     };
+    // Not the peer's: another tag (refused by the header check), an INIT under tag 0.
+    let at = now + rto / 4;
+    assert!(c
+        .handle(at, &heartbeat(tag ^ 1), &mut |_m: Message<'_>| {})
+        .is_err());
+    let init = build(
+        0,
+        SP,
+        CP,
+        &[ChunkRepr::Init(InitRepr {
+            initiate_tag: 0x1234_5678,
+            a_rwnd: 65536,
+            outbound_streams: 8,
+            inbound_streams: 8,
+            initial_tsn: 1,
+            params: List::new(&[]),
+        })],
+    );
+    let _ = c.handle(at, &init, &mut |_m: Message<'_>| {});
+    let _ = drain(c, at);
+    assert_eq!(c.error_count(), 6, "nothing of the peer's came");
+    assert_eq!(c.poll_timeout(), Some(due), "T2 not restarted");
+    // The peer's HEARTBEAT, halfway to the next expiry.
+    let at = now + rto / 2;
     c.handle(at, &heartbeat(tag), &mut |_m: Message<'_>| {})
         .unwrap();
     assert_eq!(c.error_count(), 0, "the retransmission count cleared");
+    assert!(!c.path_active(), "no acknowledgement made the path active");
     let next = c.poll_timeout().unwrap();
     assert!(
         next >= at + rto,
         "T2 restarted from the packet: due {:?} after it, its RTO is {rto:?}",
         next.saturating_since(at)
     );
-    // A packet under another tag is no packet of the peer's: nothing restarts.
-    let late = at + rto / 4;
-    let _ = drain(c, at);
-    assert!(c
-        .handle(late, &heartbeat(tag ^ 1), &mut |_m: Message<'_>| {})
-        .is_err());
-    assert_eq!(
-        c.poll_timeout(),
-        Some(next),
-        "a stray packet does not restart T2"
+    let answer: Vec<u8> = drain(c, at)
+        .iter()
+        .flat_map(|pk| describe(pk).1)
+        .map(|(t, _)| t)
+        .collect();
+    assert!(
+        answer.contains(&5) && answer.contains(&7),
+        "HEARTBEAT ACK and SHUTDOWN in the answer: chunk types {answer:?}"
     );
 }
 

@@ -1748,12 +1748,18 @@ impl Association {
         self.rx_room = clamp_room(rx.room());
         if got_data {
             self.after_data(now, had_gaps && !self.rx.has_gaps());
-        } else if self.state == State::ShutdownSent {
+        } else if self.state == State::ShutdownSent && vtag == self.local_tag {
             // §9.2: "The reception of any packet from its peer ... SHOULD clear the endpoint's
             // retransmission count and restart the T2-shutdown timer" (a packet with DATA did
-            // in `after_data`). It is the peer's (our tag, checked above); T5-shutdown-guard,
-            // not restarted, still bounds a peer that keeps talking and never answers.
-            self.clear_errors();
+            // in `after_data`). The peer's: under our tag (an INIT under tag 0 or a COOKIE
+            // ECHO under any tag passed the header check, and an off-path sender could keep
+            // T2 from ever expiring with them: a review). The count only: §8.2 makes the path
+            // active again by an acknowledgement or a HEARTBEAT ACK, not by any packet. The
+            // SHUTDOWN goes again with the answer, or a peer talking faster than the RTO
+            // would hold its retransmission off until T5-shutdown-guard, which, not restarted,
+            // still bounds a peer that keeps talking and never answers.
+            self.error_count = 0;
+            self.pending.shutdown = true;
             self.arm(Timer::T2, self.after_rto(now));
         }
         Ok(())
