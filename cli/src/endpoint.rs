@@ -388,15 +388,12 @@ impl Job {
         }
     }
 
-    /// The data cores' reports.
-    /// The association's T3-rtx expiries, SACKs received and smoothed round trip (0 before
-    /// one was measured), and the frames the cores dropped as cut short of their IP length
-    /// (`malformed`), for a run whose writes stopped completing.
+    /// What the cores counted of a run whose writes stopped completing ([`StallFacts`]).
     fn stall_facts(
         &mut self,
         signalled: &AtomicBool,
         conn: ConnHandle,
-    ) -> Result<(u64, u64, u64, Duration), String> {
+    ) -> Result<StallFacts, String> {
         let reports = self.reports(signalled)?;
         let (t3, sacks, srtt) = reports
             .iter()
@@ -415,9 +412,15 @@ impl Job {
             .filter(|(reason, _)| *reason == "malformed")
             .map(|(_, n)| n)
             .sum();
-        Ok((t3, sacks, cut, srtt))
+        Ok(StallFacts {
+            t3,
+            sacks,
+            cut,
+            srtt,
+        })
     }
 
+    /// The data cores' reports.
     fn reports(&mut self, signalled: &AtomicBool) -> Result<Vec<CoreReport>, String> {
         if self.node.is_inline() {
             return Ok(self.node.inline_reports());
@@ -1403,6 +1406,8 @@ impl Job {
         // a live peer and a chunk SCTP is still retransmitting (RTO backoff, a lossy link).
         let mut progress = t0;
         let mut last_done = t0;
+        // The last completion of anything (a write, a send, the read-back's).
+        let mut last_any = t0;
         let quiet = QUIET.max(Duration::from_millis(opts.rto_min_ms.saturating_mul(4)));
         let drain_least =
             DRAIN_AFTER_RUN.max(Duration::from_millis(opts.rto_min_ms.saturating_mul(4)));
@@ -1536,7 +1541,7 @@ impl Job {
                                 so_far(done, w)
                             ));
                         }
-                        progress = w;
+                        (progress, last_any) = (w, w);
                         if let Some(rb) = read_back.as_mut() {
                             read_back_next = rb.completed(self.control.memory())?;
                         }
@@ -1551,7 +1556,7 @@ impl Job {
                                 so_far(done, w)
                             ));
                         }
-                        (progress, last_done, sacks_seen) = (w, w, None);
+                        (progress, last_done, last_any, sacks_seen) = (w, w, w, None);
                         match posted.pop_front() {
                             Some((_, at, true)) => {
                                 let seen = self.node.clock.now();
@@ -1618,18 +1623,30 @@ impl Job {
             let waiting =
                 !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
             // --run-for bounds the run (docs/usage.md): once it is over, what is still
-            // outstanding has 8 smoothed round trips to complete (a lost last packet goes
-            // again after T3-rtx, whose RTO is about 2 of them on a steady path), at least 2 s
-            // (a loaded machine may hold the peer that long) and 4 RTO.Min, at most the stall
-            // check's 10 s. Not the RTO itself: a stalled path has backed it off to seconds. A
+            // outstanding ends the run if nothing completes for 8 smoothed round trips (a lost
+            // last packet goes again after T3-rtx, whose RTO is about 2 of them on a steady
+            // path), at least 2 s (a loaded machine may hold the peer that long) and 4
+            // RTO.Min, at most the stall check's 10 s; a slow run whose writes still complete
+            // goes on. Not the RTO itself: a stalled path has backed it off to seconds. A
             // stalled peer held every run for those 10 s (found by an outside-in test:
             // `--run-for 2` against a server of a smaller --mtu took 11.6 s).
             if waiting && w > end && drain.is_none() {
-                let (_, _, _, srtt) = self.stall_facts(signalled, conn)?;
+                let srtt = self.stall_facts(signalled, conn)?.srtt;
                 drain = Some((srtt * 8).clamp(drain_least, quiet * 2));
             }
-            if waiting && drain.is_some_and(|d| w.saturating_since(end) > d) {
-                let (t3, _, cut, _) = self.stall_facts(signalled, conn)?;
+            if waiting && drain.is_some_and(|d| w.saturating_since(end.max(last_any)) > d) {
+                let facts = self.stall_facts(signalled, conn)?;
+                let read_back_busy = read_back.as_ref().is_some_and(soak::ReadBack::busy);
+                let what = match (posted.len(), read_back_busy) {
+                    (0, _) => "the --ddp-verify read-back".to_owned(),
+                    (n, false) => format!("{n} {many}"),
+                    (n, true) => format!("{n} {many} and the --ddp-verify read-back"),
+                };
+                let run = if opts.run_for.is_some() {
+                    format!("--run-for's {secs} s")
+                } else {
+                    format!("the run's {secs} s (the default --run-for)")
+                };
                 let last = if done == 0 {
                     "none completed".to_owned()
                 } else {
@@ -1639,16 +1656,16 @@ impl Job {
                     )
                 };
                 return Err(format!(
-                    "{} {many} still outstanding {:.1} s after --run-for's {secs} s ({last}; \
-                     {t3} retransmission timeouts): did the server stop acknowledging?; {}{}",
-                    posted.len().max(1),
+                    "{what} still outstanding {:.1} s after {run} ({last}; {} retransmission \
+                     timeouts): did the server stop acknowledging?; {}{}",
                     w.saturating_since(end).as_secs_f64(),
+                    facts.t3,
                     so_far(done, w),
-                    stall_hint(cut, done, opts.mtu)
+                    stall_hint(facts.cut, done, opts.mtu)
                 ));
             }
             if waiting && w.saturating_since(progress) > quiet {
-                let (t3, sacks, cut, _) = self.stall_facts(signalled, conn)?;
+                let StallFacts { t3, sacks, cut, .. } = self.stall_facts(signalled, conn)?;
                 if sacks_seen.is_some_and(|s| s == sacks) {
                     let hint = stall_hint(cut, done, opts.mtu);
                     return Err(format!(
@@ -2045,11 +2062,24 @@ const QUIET: Duration = Duration::from_secs(5);
 /// refused: the session is terminated" (found by an outside-in test).
 fn verify_hint(peer_ended: bool) -> &'static str {
     if peer_ended {
-        "; a server without --ddp-verify has no receive buffers for the untagged sends \
-         --ddp-verify adds: was it given --ddp-verify too?"
+        "; if the server runs without --ddp-verify, it has no receive buffers for the \
+         untagged sends --ddp-verify adds: was it given --ddp-verify too?"
     } else {
         ""
     }
+}
+
+/// What the cores counted of a perf client's association whose writes stopped completing.
+struct StallFacts {
+    /// T3-rtx expiries.
+    t3: u64,
+    /// SACKs received.
+    sacks: u64,
+    /// Frames the cores dropped as cut short of their IP length (`malformed`): a peer's
+    /// frames longer than ours may be.
+    cut: u64,
+    /// The smoothed round trip (0 before one was measured).
+    srtt: Duration,
 }
 
 /// The least a perf client waits, once `--run-for` is over, for what is still outstanding.

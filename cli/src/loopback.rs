@@ -559,13 +559,15 @@ impl Loopback {
                 }
             }
         }
-        for &size in UNTAGGED_SIZES.iter().filter(|_| failed.is_none()) {
-            let n = (budget / size).clamp(1, 4096);
-            match self.untagged(size, n, spd, ureg.stag, ur, &mut wr, cc, sc, signalled) {
-                Ok(r) => rows.push(r),
-                Err(e) => {
-                    failed = Some(e);
-                    break;
+        if failed.is_none() {
+            for &size in &UNTAGGED_SIZES {
+                let n = (budget / size).clamp(1, 4096);
+                match self.untagged(size, n, spd, ureg.stag, ur, &mut wr, cc, sc, signalled) {
+                    Ok(r) => rows.push(r),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
                 }
             }
         }
