@@ -205,15 +205,22 @@ impl Node {
             .inner()
             .inner()
             .wait_link_up(Duration::from_secs_f64(opts.link_timeout));
-        let reconnects = port.inner().inner().memif_reconnects();
-        if reconnects > 0 {
+        let device_port = port.inner().inner();
+        let (reconnects, failed) = (
+            device_port.memif_reconnects(),
+            device_port.memif_reconnect_error(),
+        );
+        if reconnects > 0 || failed.is_some() {
             note(
                 opts.json,
                 format_args!(
-                    "{}: connected again {reconnects} time(s) (a memif server refuses its \
-                     clients until its own port starts); link {}",
-                    port.inner().inner().name(),
-                    if link.up { "up" } else { "still down" }
+                    "{}: connected again {reconnects} time(s) while its link was down (a memif \
+                     server refuses its clients until its own port starts); link {}{}",
+                    device_port.name(),
+                    if link.up { "up" } else { "still down" },
+                    failed
+                        .map(|e| format!("; the last try: {e}"))
+                        .unwrap_or_default()
                 ),
             );
         }

@@ -201,8 +201,10 @@ pub struct DpdkPort {
     rx_intr_fds: std::sync::OnceLock<Vec<i32>>,
     /// The fds data cores' waiters hold ([`super::intr::ClaimedFds`]).
     rx_intr_claimed: super::intr::ClaimedFds,
-    /// Reconnections of a memif client ([`DpdkPort::wait_link_up`]).
+    /// Reconnections of a memif client ([`DpdkPort::wait_link_up`]), and why the last one
+    /// failed.
     memif_reconnects: std::sync::atomic::AtomicU32,
+    memif_reconnect_error: std::sync::Mutex<Option<String>>,
 }
 
 /// How long [`DpdkPort::wait_link_up`] gives a memif client's first connection before it
@@ -325,6 +327,7 @@ impl DpdkPort {
             rx_intr_fds: std::sync::OnceLock::new(),
             rx_intr_claimed: Default::default(),
             memif_reconnects: Default::default(),
+            memif_reconnect_error: Default::default(),
         };
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
         check(
@@ -689,12 +692,13 @@ impl DpdkPort {
 
     /// Polls the link until it is up or `timeout` passes; returns the last status seen.
     ///
-    /// A memif client still down [`MEMIF_RECONNECT_AFTER`] after its start connects again (the
-    /// port stopped and started: `memif_connect_client`), then after twice as long, and so on.
-    /// DPDK 22.11's memif server listens from its probe on but refuses a client ("ID not
-    /// found", a disconnect message) until its own port starts, and its client never tries
-    /// again: two processes started together (a server and its client launched by one script)
-    /// left the link down in 3 runs of 4. Call it before any lcore polls the port.
+    /// A memif client still down [`MEMIF_RECONNECT_AFTER`] after its start connects again
+    /// ([`DpdkPort::reconnect_memif_client`]), then after twice as long, and so on up to
+    /// [`MEMIF_RECONNECT_MAX`]. DPDK 22.11's memif server listens from its probe on but refuses
+    /// a client ("ID not found", a disconnect message) until its own port starts, and its
+    /// client never tries again: two processes started together (a server and its client
+    /// launched by one script) left the link down in half the runs or more. Call it before
+    /// any lcore polls the port.
     pub fn wait_link_up(&self, timeout: Duration) -> LinkStatus {
         let deadline = Instant::now() + timeout;
         let client = self.info.driver == "net_memif" && !self.is_memif_server();
@@ -704,24 +708,10 @@ impl DpdkPort {
             let l = self.link();
             let now = Instant::now();
             if l.up || now >= deadline {
-                if client && self.state.load(Ordering::Acquire) != STARTED {
-                    // A reconnection's start found no server at the socket: the port is left
-                    // started, as the caller had it (its link down).
-                    let _ = self.start();
-                }
                 return l;
             }
             if client && now >= reconnect_at {
-                // Refused long ago, or nothing at the socket any more: no control channel of
-                // the client's is left for the interrupt thread to work on meanwhile (a
-                // handshake takes milliseconds), so stopping here races none of memif's
-                // handlers (`teardown`). A start that finds no server leaves the port stopped
-                // until the next try.
-                if self.state.load(Ordering::Acquire) == STARTED {
-                    let _ = self.stop();
-                }
-                let _ = self.start();
-                self.memif_reconnects.fetch_add(1, Ordering::Relaxed);
+                self.reconnect_memif_client();
                 wait = (wait * 2).min(MEMIF_RECONNECT_MAX);
                 reconnect_at = Instant::now() + wait;
             }
@@ -729,17 +719,71 @@ impl DpdkPort {
         }
     }
 
-    /// How often [`DpdkPort::wait_link_up`] connected this memif client again.
+    /// Stops and starts this memif client's port (`memif_connect_client` again), unless its
+    /// link came up meanwhile. Both run on the EAL's interrupt thread, where memif runs its
+    /// control channel's handlers, so none of them runs meanwhile: a handshake still under
+    /// way, or the link coming up between a look and the stop, would otherwise race the stop's
+    /// teardown of the connection (`teardown` says what that costs; an independent review).
+    /// A start that fails (no server at the socket any more) leaves the port stopped, its
+    /// error in [`DpdkPort::memif_reconnect_error`].
+    fn reconnect_memif_client(&self) {
+        let id = self.info.port_id;
+        let outcome = on_interrupt_thread(move || {
+            let mut l = sys::rte_eth_link::default();
+            // SAFETY: valid out-parameter.
+            let rc = unsafe { sys::rte_eth_link_get_nowait(id, &mut l) };
+            if rc == 0 && l.link_status() == sys::RTE_ETH_LINK_UP as u16 {
+                return 1;
+            }
+            // SAFETY: the port is configured and no lcore polls it (`wait_link_up`'s caller);
+            // on the interrupt thread no memif handler runs meanwhile. Stopping a port a failed
+            // start left stopped does nothing.
+            unsafe { sys::rte_eth_dev_stop(id) };
+            // SAFETY: as above; the port's queues are set up.
+            unsafe { sys::rte_eth_dev_start(id) }
+        });
+        let failed = match outcome {
+            // Up meanwhile: nothing done.
+            Ok(1) => return,
+            Ok(0) => {
+                self.state.store(STARTED, Ordering::Release);
+                self.memif_reconnects.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Ok(rc) => {
+                self.state.store(STOPPED, Ordering::Release);
+                Some(format!(
+                    "rte_eth_dev_start(port {id}, net_memif) failed ({rc}): is the memif server \
+                     still running at its socket?"
+                ))
+            }
+            Err(e) => Some(format!("the reconnection did not run: {e}")),
+        };
+        if let Ok(mut last) = self.memif_reconnect_error.lock() {
+            *last = failed;
+        }
+    }
+
+    /// How often [`DpdkPort::wait_link_up`] connected this memif client again (starts that
+    /// succeeded; the server may still have refused the connection).
     pub fn memif_reconnects(&self) -> u32 {
         self.memif_reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Why the last reconnection of this memif client failed, if it did (the port is stopped
+    /// then).
+    pub fn memif_reconnect_error(&self) -> Option<String> {
+        self.memif_reconnect_error
+            .lock()
+            .ok()
+            .and_then(|l| l.clone())
     }
 }
 
 /// Runs `call` on the EAL's interrupt thread, as an alarm callback, and waits for its answer.
-/// Unused for now ([`DpdkPort::teardown`] says why).
 /// Nothing else the EAL runs on that thread (device interrupt handlers, other alarms) can
-/// overlap it.
-#[allow(dead_code)]
+/// overlap it. A memif client's reconnection runs there; stops and closes do not
+/// ([`DpdkPort::teardown`] says why).
 fn on_interrupt_thread(call: impl FnOnce() -> i32 + Send + 'static) -> Result<i32, &'static str> {
     type Job = Box<dyn FnOnce() + Send>;
     extern "C" fn run(arg: *mut c_void) {
