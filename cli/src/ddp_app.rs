@@ -2521,7 +2521,7 @@ impl DdpApp {
                 );
             } else {
                 outln!(
-                    "  ------- Data core {} (associations {}, STags {}) -------\n  \
+                    "  ------- Data core {} (associations {}{}, STags {}) -------\n  \
                      RX-frames: {:<12} TX-frames: {:<12} TX-dropped: {:<8} no-buffer: {:<8} \
                      TX ring full: {} (most waiting {})\n  \
                      dispatched in: {:<8} out: {:<8} dropped: {:<8} to control: {} (dropped {})\n  \
@@ -2534,7 +2534,11 @@ impl DdpApp {
                      (dropped: no buffer {}, too long {})\n  \
                      busy since start: {}",
                     r.core,
-                    r.assocs.len(),
+                    r.live_associations(),
+                    match r.assocs.len() - r.live_associations() {
+                        0 => String::new(),
+                        n => format!(", {n} closed kept in view"),
+                    },
                     r.stags,
                     st.frames_in,
                     st.tx.frames_out,

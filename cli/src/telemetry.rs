@@ -598,7 +598,7 @@ fn core_stats(r: &CoreReport) -> TelValue {
         // Backpressure, not drops: a full ring held the core back (`tx_refused` is the loss).
         ("tx_ring_full", u(st.tx.tx_ring_full)),
         ("tx_backlog_peak", u(st.tx.backlog_peak)),
-        ("associations", u(r.assocs.len())),
+        ("associations", u(r.live_associations())),
         // Associations handed to this core that it had no room for: aborted (the peer hears
         // an ABORT), so one the control thread accepted never shows in the list.
         ("associations_refused", u(st.refused)),

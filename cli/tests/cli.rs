@@ -2945,7 +2945,7 @@ fn closed_associations_are_forgotten_beyond_the_last_sixteen() {
             text,
             &[
                 "(8 older closed association(s) not shown: the last 16 closed are kept)",
-                "Data core 0 (associations 16, STags",
+                "Data core 0 (associations 0, 16 closed kept in view, STags",
                 // The count of all of them stays whole.
                 "All 24 association(s) closed",
             ],

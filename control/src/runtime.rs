@@ -599,6 +599,13 @@ pub struct CoreReport {
 }
 
 impl CoreReport {
+    /// The associations the core serves: those it keeps in view once closed (for `show assoc`
+    /// and the final reports) left out. Telemetry's gauge counted them, so it never fell back
+    /// to 0 with nothing live (found by an outside-in test).
+    pub fn live_associations(&self) -> usize {
+        self.assocs.iter().filter(|a| a.state != "Closed").count()
+    }
+
     /// What the core dropped, by reason, every reason named (zero or not, in a fixed order):
     /// the names telemetry's `drop` dict and the perf tool's summaries use.
     pub fn drops(&self) -> [(&'static str, u64); 26] {
@@ -2770,12 +2777,7 @@ impl<P: Port> DataCore<P> {
                     state: format!("{:?}", s.c.get().association().state()),
                     streams: s.c.get().association().streams(),
                     sessions: (0..s.c.get().association().streams())
-                        .filter_map(|k| {
-                            s.c.get()
-                                .session_state(k)
-                                .filter(|st| *st != State::Idle)
-                                .map(|st| (k, st))
-                        })
+                        .filter_map(|k| s.c.get().opened_session_state(k).map(|st| (k, st)))
                         .collect(),
                     stats: *s.c.get().stats(),
                     receive_room: s.c.get().receive_room(),

@@ -510,6 +510,9 @@ pub struct Session {
     /// The caller gave up on the peer's answer to our Initiate ([`Session::give_up_answer`]).
     answer_given_up: bool,
     association_ended: bool,
+    /// The association ended while this stream had no session: it is Terminated only so that
+    /// nothing starts on it, and no session to report ([`Session::never_opened`]).
+    idle_at_end: bool,
     limit: PendingLimit,
     slot: Option<PendingSlot>,
     transmits: VecDeque<Transmit>,
@@ -547,6 +550,7 @@ impl Session {
             inbound_given_up: false,
             answer_given_up: false,
             association_ended: false,
+            idle_at_end: false,
             limit,
             slot: None,
             transmits: VecDeque::new(),
@@ -804,11 +808,21 @@ impl Session {
         self.slot = None;
         match self.state {
             State::Terminated(_) => {}
-            State::Idle => self.state = State::Terminated(TerminationReason::AssociationEnded),
+            State::Idle => {
+                self.state = State::Terminated(TerminationReason::AssociationEnded);
+                self.idle_at_end = true;
+            }
             State::InitiateSent | State::InitiateReceived | State::Established => {
                 self.end(TerminationReason::AssociationEnded)
             }
         }
+    }
+
+    /// Whether this stream never had a session: idle, or ended with the association while
+    /// idle (then Terminated all the same). Telemetry counted each of them as a terminated
+    /// session once the association ended (found by an outside-in test).
+    pub fn never_opened(&self) -> bool {
+        self.state == State::Idle || self.idle_at_end
     }
 
     /// Whether we may start a new session on this stream id: this one is over and none of its
@@ -2466,10 +2480,13 @@ mod tests {
             State::Terminated(TerminationReason::AssociationEnded)
         );
 
-        // A stream that never had a session reports nothing.
+        // A stream that never had a session reports nothing, and says it never had one.
         let mut idle = Session::new(limit);
+        assert!(idle.never_opened());
         idle.association_ended();
         assert!(events(&mut idle).is_empty());
+        assert!(idle.never_opened());
+        assert!(!a.never_opened() && !p.never_opened());
     }
 
     #[test]

@@ -24,7 +24,7 @@ import time
 
 # /ddpdk/stats core/N/NAME values that are levels, not counts.
 CORE_GAUGES = {
-    "associations": "Associations the data core owns.",
+    "associations": "Live associations the data core owns (closed ones kept in view not counted).",
     "stags": "STags the data core's replica holds.",
     "tx_backlog_peak": "Most frames that waited at once for room in the device's TX ring.",
 }

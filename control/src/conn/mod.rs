@@ -376,6 +376,16 @@ impl Connection {
     }
 
     /// The session state of `stream`.
+    /// The state of `stream`'s session, if it ever had one ([`Session::never_opened`]): what
+    /// reports and telemetry count.
+    pub fn opened_session_state(&self, stream: u16) -> Option<State> {
+        let s = self.streams.get(usize::from(stream))?;
+        if s.lent.is_none() && s.session.never_opened() {
+            return None;
+        }
+        self.session_state(stream)
+    }
+
     pub fn session_state(&self, stream: u16) -> Option<State> {
         let s = self.streams.get(usize::from(stream))?;
         Some(
