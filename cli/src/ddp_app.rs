@@ -1295,10 +1295,25 @@ impl DdpApp {
                         if !open {
                             return Err(e);
                         }
+                        // Why, as `perf client` says it (found by an outside-in test: the
+                        // shell said only that it timed out, with the link down or ARP
+                        // unanswered).
+                        let why = self.reports_for_diagnosis().and_then(|reports| {
+                            let link_up = self.node.as_ref().is_some_and(|n| n.port.link().up);
+                            crate::node::unreached(
+                                reports.iter().map(|r| r.stats.frames_in).sum(),
+                                reports.iter().map(|r| r.stats.tx.unresolved).sum(),
+                                &addr.to_string(),
+                                link_up,
+                            )
+                        });
                         // Given up on: it must not go on sending INITs behind the user's back,
                         // nor stand in the way of the next `assoc open` to the same peer.
                         let _ = self.submit(conn, Op::Abort);
-                        return Err(format!("{e}; association {conn} aborted"));
+                        return Err(format!(
+                            "{e}{}; association {conn} aborted",
+                            why.map(|w| format!(": {w}")).unwrap_or_default()
+                        ));
                     }
                 };
                 note(
@@ -2310,15 +2325,35 @@ impl DdpApp {
     /// Asks every core for its report and waits for them.
     fn reports(&self) -> Result<Vec<CoreReport>, String> {
         let _one_at_a_time = self.reports_gate.lock().unwrap_or_else(|e| e.into_inner());
-        let cores = {
-            let mut s = lock(&self.shared);
-            s.reports.clear();
-            s.control.request_reports();
-            s.control.cores()
-        };
+        let cores = self.request_reports();
         self.wait("the data cores' reports", |s| {
             one_report_a_core(&mut s.reports, cores).map(Ok)
         })
+    }
+
+    /// Asks every core for its report; returns how many cores answer.
+    fn request_reports(&self) -> usize {
+        let mut s = lock(&self.shared);
+        s.reports.clear();
+        s.control.request_reports();
+        s.control.cores()
+    }
+
+    /// The cores' reports for the diagnosis of a command that failed: within a second, even
+    /// once a signal came or `--run-for` ran out (which end [`DdpApp::reports`]' wait).
+    fn reports_for_diagnosis(&self) -> Option<Vec<CoreReport>> {
+        let _one_at_a_time = self.reports_gate.lock().unwrap_or_else(|e| e.into_inner());
+        let cores = self.request_reports();
+        let deadline = Wall::now() + Duration::from_secs(1);
+        loop {
+            if let Some(r) = one_report_a_core(&mut lock(&self.shared).reports, cores) {
+                return Some(r);
+            }
+            if Wall::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 
     fn show_assoc(&self) -> Result<(), String> {

@@ -1130,19 +1130,11 @@ impl Job {
                 t.drops.no_policy_out,
                 t.drops.no_policy_in
             )
-        } else if frames_in == 0 {
-            format!(
-                "{e}: no frame arrived on the port, not even an answer to ARP or Neighbor \
-                 Discovery for {peer}: is the link up, and a server at that address on it?"
-            )
-        } else if unresolved > 0 {
-            format!(
-                "{e}: {peer} never answered ARP or Neighbor Discovery ({unresolved} packet(s) \
-                 to it dropped unresolved), though other frames arrived: is a server at that \
-                 address?"
-            )
         } else {
-            e
+            match crate::node::unreached(frames_in, unresolved, &peer, true) {
+                Some(why) => format!("{e}: {why}"),
+                None => e,
+            }
         }
     }
 

@@ -737,6 +737,34 @@ pub(crate) fn exit_status(
     }
 }
 
+/// Why an association to `peer` never came up, from the port's link and what the cores
+/// counted (`frames_in`, and packets dropped for want of a link-layer address): a link down,
+/// no frame at all, or ARP or Neighbor Discovery unanswered (RFC 1122 §2.3.2.1: the INITs were
+/// dropped unresolved). None if none of these applies.
+pub(crate) fn unreached(
+    frames_in: u64,
+    unresolved: u64,
+    peer: &str,
+    link_up: bool,
+) -> Option<String> {
+    if !link_up {
+        Some("the port's link is down: is the peer's end of it up?".into())
+    } else if frames_in == 0 {
+        Some(format!(
+            "no frame arrived on the port, not even an answer to ARP or Neighbor Discovery for \
+             {peer}: is the link up, and a server at that address on it?"
+        ))
+    } else if unresolved > 0 {
+        Some(format!(
+            "{peer} never answered ARP or Neighbor Discovery ({unresolved} packet(s) to it \
+             dropped unresolved by then), though other frames arrived: is a server at that \
+             address?"
+        ))
+    } else {
+        None
+    }
+}
+
 /// What an operator reads when the data core refuses an op: the op in the shell's words, not
 /// the library's name for it (`post_rdma`), which stays the `op` field of the JSON event.
 pub(crate) fn refusal(op: &str, error: impl std::fmt::Display) -> String {

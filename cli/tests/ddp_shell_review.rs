@@ -174,3 +174,32 @@ fn run_for_ends_a_scripts_wait() {
         "{text}"
     );
 }
+
+/// A shell's `assoc open` that never came up says why, as `perf client` does: here the
+/// port's link is down (a memif server without its client). It said only "timed out waiting
+/// for the association" (found by an outside-in test).
+#[test]
+fn an_assoc_open_that_fails_says_why() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-zz2-nolink-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let sock = dir.join("memif.sock");
+    let cmds = script("nolink", "assoc open 198.18.0.2\nquit\n");
+    let c = spawn(
+        &eal("nolink", "server", "0@0,1@1", sock.to_str().expect("utf-8")),
+        &[
+            "--ip",
+            "198.18.0.1",
+            "--cmdline-file",
+            cmds.to_str().expect("utf-8"),
+            "--run-for",
+            "3",
+        ],
+    );
+    let (exited, text) = finish(c, Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(exited, "{text}");
+    assert!(
+        text.contains("while waiting for the association: the port's link is down"),
+        "{text}"
+    );
+}
