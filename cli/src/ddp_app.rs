@@ -24,7 +24,7 @@ use ddpdk_control::rdmap::{decode_private_data, RdmaLimits, ATOMIC_WORD};
 use ddpdk_control::runtime::{
     self, Clock, ConnHandle, Control, CoreReport, Event as RtEvent, Op, RuntimeError, LIGHT_SLEEP,
 };
-use ddpdk_control::session::Event as SessionEvent;
+use ddpdk_control::session::{Event as SessionEvent, State};
 use ddpdk_dataplane::mem::{Access, Pd, Stag};
 use ddpdk_dataplane::port::dpdk::{DpdkPort, Eal};
 use ddpdk_dataplane::port::region::Region;
@@ -45,7 +45,7 @@ use crate::shell::{
     PortTarget, RdmaCmd, RecvCmd, SendCmd, SessionCmd, SetCmd, ShowCmd, ShowConfigCmd, StagArg,
 };
 use crate::stats::mac_text;
-use crate::telemetry::{self, state_text};
+use crate::telemetry::{self, state_name, state_text};
 use crate::verify::pattern;
 
 /// How long a command waits for what it started.
@@ -616,7 +616,9 @@ impl Shared {
                 }
             }
             if submitted.is_ok() {
-                json_event(
+                // The text shell said nothing of a session it accepted (found by an outside-in
+                // test: a --listen server's operator never saw sessions arrive).
+                emit_event(
                     json,
                     if accepting {
                         "session_accepted"
@@ -624,6 +626,15 @@ impl Shared {
                         "session_rejected"
                     },
                     json!({"assoc": conn.0, "stream": stream, "rdmap": rdmap, "by": "us"}),
+                    format_args!(
+                        "Session {stream} of association {conn}: {} {}Initiate",
+                        if accepting {
+                            "accepted the"
+                        } else {
+                            "rejected the"
+                        },
+                        if rdmap { "RDMAP " } else { "" }
+                    ),
                 );
             }
             let state = match submitted {
@@ -2206,6 +2217,11 @@ impl DdpApp {
                     "crc32c": crc.map(|c| format!("{c:#010x}")), "failed": failed,
                     "crc32c_of_last_reads": sink_wrapped,
                     "op": verb.name(),
+                    // As the text says it (found by an outside-in test: the JSON lacked it).
+                    "swapped": match (verb, original) {
+                        (Verb::CmpSwap { compare, .. }, Some(v)) => Some(v == compare),
+                        _ => None,
+                    },
                     // A string, as in the text: a 64-bit word loses its low bits as a JSON
                     // number in a reader that holds numbers as doubles (jq, JavaScript).
                     "original": original.map(|v| format!("{v:#018x}"))}})
@@ -2447,7 +2463,11 @@ impl DdpApp {
                     outln!(
                         "{}",
                         json!({"assoc": a.conn.0, "stream": stream,
-                                "state": format!("{state:?}"), "text": state_text(*state),
+                                "state": state_name(*state), "text": state_text(*state),
+                                "reason": match state {
+                                    State::Terminated(r) => Some(r.to_string()),
+                                    _ => None,
+                                },
                                 "rdmap": rdmap,
                                 "offer": offer.map(|(st, to, len)| json!({"stag": st.to_string(), "to": to, "len": len})),
                                 "received": view.received, "received_bytes": view.received_bytes,

@@ -516,6 +516,19 @@ pub fn session_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
 }
 
 /// A session's state in words (`Terminated (terminated by the local ULP)`).
+/// A session state's name, without what it carries: a stable value for JSON (`show session`
+/// gave the Rust `Debug` form, `Terminated(ReceiveError(Ddp(NoBuffer)))`, which changes with
+/// internal types: found by an outside-in test).
+pub fn state_name(state: State) -> &'static str {
+    match state {
+        State::Idle => "Idle",
+        State::InitiateSent => "InitiateSent",
+        State::InitiateReceived => "InitiateReceived",
+        State::Established => "Established",
+        State::Terminated(_) => "Terminated",
+    }
+}
+
 pub fn state_text(state: State) -> String {
     match state {
         State::Terminated(reason) => format!("Terminated ({reason})"),

@@ -2615,6 +2615,8 @@ fn ddp_shell_scripts_drive_two_endpoints_over_memif() {
     );
     for want in [
         "Association 1 accepted from 198.18.0.1 port 5000",
+        // The session it accepted is said in text too (it was only a JSON event).
+        "Session 1 of association 1: accepted the Initiate",
         "All 1 association(s) closed",
         "remote-write  (offered)",
         "accepted: 1",
@@ -3377,5 +3379,60 @@ fn rdma_shell_refuses_what_cannot_complete() {
     assert!(
         server_text.contains("stream 2: session terminated: receive error: invalid STag"),
         "{server_text}"
+    );
+}
+
+/// The shell's JSON answers carry stable values (found by an outside-in test): a session's
+/// `state` is its name (it was the Rust `Debug` form, `Terminated(ReceiveError(...))`), and
+/// an `rdma cmp-swap` says whether it swapped, as its text does.
+#[test]
+fn shell_json_gives_session_states_by_name_and_cmp_swap_outcomes() {
+    let (client, client_text, server_code, server_text) = memif_shell_pair_with(
+        "json-names",
+        "mr reg 1048576 remote-atomic\nmr fill last 77\nsession offer last\nwait closed 60\n\
+         quit\n",
+        "assoc open 198.18.0.2\nsession open 1 1 hello --rdmap\nshow session\n\
+         mr reg 4096 local\n\
+         rdma cmp-swap 1 1 offer 8 0x4d4d4d4d4d4d4d4d 7 --into last\n\
+         rdma cmp-swap 1 1 offer 8 0x4d4d4d4d4d4d4d4d 9 --into last\n\
+         session close 1 1\nshow session\nassoc close 1\nquit\n",
+        &["--json"],
+    );
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(server_code, Some(0), "server:\n{server_text}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&client.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let states: Vec<(String, Option<String>)> = lines
+        .iter()
+        .filter(|v| v.get("stream").is_some() && v.get("text").is_some())
+        .map(|v| {
+            (
+                v["state"].as_str().unwrap_or_default().to_string(),
+                v["reason"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("Established".to_string(), None),
+            (
+                "Terminated".to_string(),
+                Some("terminated by the local ULP".to_string())
+            )
+        ],
+        "{client_text}"
+    );
+    let swapped: Vec<serde_json::Value> = lines
+        .iter()
+        .filter(|v| v["send"]["op"] == "rdma cmp-swap")
+        .map(|v| v["send"]["swapped"].clone())
+        .collect();
+    assert_eq!(
+        swapped,
+        [serde_json::json!(true), serde_json::json!(false)],
+        "{client_text}"
     );
 }
