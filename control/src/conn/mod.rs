@@ -375,9 +375,9 @@ impl Connection {
         Some(self.streams.get(usize::from(stream))?.sid)
     }
 
-    /// The session state of `stream`.
-    /// The state of `stream`'s session, if it ever had one ([`Session::never_opened`]): what
-    /// reports and telemetry count.
+    /// The state of `stream`'s session, if it ever had one
+    /// ([`Session::never_opened`](crate::session::Session::never_opened)): what reports and
+    /// telemetry count.
     pub fn opened_session_state(&self, stream: u16) -> Option<State> {
         let s = self.streams.get(usize::from(stream))?;
         if s.lent.is_none() && s.session.never_opened() {
@@ -386,6 +386,7 @@ impl Connection {
         self.session_state(stream)
     }
 
+    /// The session state of `stream`.
     pub fn session_state(&self, stream: u16) -> Option<State> {
         let s = self.streams.get(usize::from(stream))?;
         Some(

@@ -693,7 +693,7 @@ impl DpdkPort {
     /// Polls the link until it is up or `timeout` passes; returns the last status seen.
     ///
     /// A memif client still down [`MEMIF_RECONNECT_AFTER`] after its start connects again
-    /// ([`DpdkPort::reconnect_memif_client`]), then after twice as long, and so on up to
+    /// (`reconnect_memif_client`), then after twice as long, and so on up to
     /// [`MEMIF_RECONNECT_MAX`]. DPDK 22.11's memif server listens from its probe on but refuses
     /// a client ("ID not found", a disconnect message) until its own port starts, and its
     /// client never tries again: two processes started together (a server and its client
