@@ -304,6 +304,9 @@ impl App {
                 opts.json,
                 format_args!("Port {}: {} link {}", p.id(), mac_text(&p.mac()), link),
             );
+            if let Some(n) = p.memif_reconnect_note(link.up) {
+                note(opts.json, format_args!("{n}"));
+            }
         }
         Ok(app)
     }

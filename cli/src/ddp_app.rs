@@ -1278,6 +1278,16 @@ impl DdpApp {
         match *what {
             AssocCmd::Open { addr, port } => {
                 let port = port.unwrap_or(self.sctp_port);
+                // What the cores counted so far, so that a failure is judged on this attempt's
+                // frames alone (a review: a long-lived shell's totals told of another peer).
+                let counted = |reports: &[CoreReport]| -> (u64, u64) {
+                    (
+                        reports.iter().map(|r| r.stats.frames_in).sum(),
+                        reports.iter().map(|r| r.stats.tx.unresolved).sum(),
+                    )
+                };
+                let before = self.reports_for_diagnosis().map(|r| counted(&r));
+                let opened = Wall::now();
                 let conn = {
                     let mut s = lock(&self.shared);
                     let now = self.clock.now();
@@ -1309,15 +1319,27 @@ impl DdpApp {
                         // Why, as `perf client` says it (found by an outside-in test: the
                         // shell said only that it timed out, with the link down or ARP
                         // unanswered).
-                        let why = self.reports_for_diagnosis().and_then(|reports| {
-                            let link_up = self.node.as_ref().is_some_and(|n| n.port.link().up);
-                            crate::node::unreached(
-                                reports.iter().map(|r| r.stats.frames_in).sum(),
-                                reports.iter().map(|r| r.stats.tx.unresolved).sum(),
-                                &addr.to_string(),
-                                link_up,
-                            )
-                        });
+                        // The link's state always tells; the counts only once an INIT had
+                        // time for an answer (a second), and only this attempt's.
+                        let link_up = self.node.as_ref().is_some_and(|n| n.port.link().up);
+                        let why = if !link_up {
+                            crate::node::unreached(0, 0, &addr.to_string(), false)
+                        } else if Wall::now().saturating_duration_since(opened)
+                            < Duration::from_secs(1)
+                        {
+                            None
+                        } else {
+                            before
+                                .zip(self.reports_for_diagnosis().map(|r| counted(&r)))
+                                .and_then(|((f0, u0), (f1, u1))| {
+                                    crate::node::unreached(
+                                        f1.saturating_sub(f0),
+                                        u1.saturating_sub(u0),
+                                        &addr.to_string(),
+                                        true,
+                                    )
+                                })
+                        };
                         // Given up on: it must not go on sending INITs behind the user's back,
                         // nor stand in the way of the next `assoc open` to the same peer.
                         let _ = self.submit(conn, Op::Abort);
@@ -2450,14 +2472,11 @@ impl DdpApp {
         let mut shown = 0;
         for a in assocs {
             for (stream, state) in &a.sessions {
-                let view = s.conns.get(&a.conn).and_then(|v| v.sessions.get(stream));
-                // Streams that never had a session: the core reports each of them
-                // terminated once the association ends.
-                if view.is_none() {
+                // A session the shell has not heard of yet (its event still on the way).
+                let Some(view) = s.conns.get(&a.conn).and_then(|v| v.sessions.get(stream)) else {
                     continue;
-                }
+                };
                 shown += 1;
-                let Some(view) = view else { continue };
                 let (offer, rdmap) = (view.offer, view.rdmap);
                 if self.json {
                     outln!(
@@ -2550,7 +2569,8 @@ impl DdpApp {
                         "tx_dropped": st.tx.tx_dropped, "tx_ring_full": st.tx.tx_ring_full, "tx_backlog_peak": st.tx.backlog_peak,
                         "no_buffer": st.tx.no_buffer,
                         "unresolved": st.tx.unresolved, "held_sent": st.tx.held_sent,
-                        "associations": r.assocs.len(),
+                        "associations": r.live_associations(),
+                        "associations_closed_kept": r.assocs.len() - r.live_associations(),
                         "zero_copy_spans": st.tx.zero_copy_spans,
                         "copied_spans": st.tx.copied_spans,
                         "inlined_spans": st.tx.inlined_spans, "rx_chained": st.rx_chained,

@@ -205,24 +205,8 @@ impl Node {
             .inner()
             .inner()
             .wait_link_up(Duration::from_secs_f64(opts.link_timeout));
-        let device_port = port.inner().inner();
-        let (reconnects, failed) = (
-            device_port.memif_reconnects(),
-            device_port.memif_reconnect_error(),
-        );
-        if reconnects > 0 || failed.is_some() {
-            note(
-                opts.json,
-                format_args!(
-                    "{}: connected again {reconnects} time(s) while its link was down (a memif \
-                     server refuses its clients until its own port starts); link {}{}",
-                    device_port.name(),
-                    if link.up { "up" } else { "still down" },
-                    failed
-                        .map(|e| format!("; the last try: {e}"))
-                        .unwrap_or_default()
-                ),
-            );
+        if let Some(n) = port.inner().inner().memif_reconnect_note(link.up) {
+            note(opts.json, format_args!("{n}"));
         }
         // DPDK 22.11's af_xdp lends the kernel its fill ring's mbufs (and those of frames not
         // yet completed) and forgets them when it closes (xdp_umem_destroy), so what its pool

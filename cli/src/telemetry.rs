@@ -515,7 +515,6 @@ pub fn session_list(s: &Snapshot, params: &str) -> Result<TelValue, String> {
     Ok(TelValue::Dict(entries))
 }
 
-/// A session's state in words (`Terminated (terminated by the local ULP)`).
 /// A session state's name, without what it carries: a stable value for JSON (`show session`
 /// gave the Rust `Debug` form, `Terminated(ReceiveError(Ddp(NoBuffer)))`, which changes with
 /// internal types: found by an outside-in test).
@@ -529,6 +528,7 @@ pub fn state_name(state: State) -> &'static str {
     }
 }
 
+/// A session's state in words (`Terminated (terminated by the local ULP)`).
 pub fn state_text(state: State) -> String {
     match state {
         State::Terminated(reason) => format!("Terminated ({reason})"),
@@ -1210,6 +1210,7 @@ mod tests {
                 peer: std::net::IpAddr::from([198, 18, 0, 2]),
                 peer_port: 5000,
                 state: "Established".into(),
+                closed: false,
                 streams: 8,
                 sessions: vec![(2, State::Established), (1, State::InitiateSent)],
                 stats: Default::default(),

@@ -444,6 +444,8 @@ pub struct AssocInfo {
     pub peer: IpAddr,
     pub peer_port: u16,
     pub state: String,
+    /// Closed: kept in view only (`show assoc`, the final reports).
+    pub closed: bool,
     pub streams: u16,
     /// Streams with a session that is not idle, and its state.
     pub sessions: Vec<(u16, State)>,
@@ -603,7 +605,7 @@ impl CoreReport {
     /// and the final reports) left out. Telemetry's gauge counted them, so it never fell back
     /// to 0 with nothing live (found by an outside-in test).
     pub fn live_associations(&self) -> usize {
-        self.assocs.iter().filter(|a| a.state != "Closed").count()
+        self.assocs.iter().filter(|a| !a.closed).count()
     }
 
     /// What the core dropped, by reason, every reason named (zero or not, in a fixed order):
@@ -2775,6 +2777,7 @@ impl<P: Port> DataCore<P> {
                     peer: s.peer,
                     peer_port: s.peer_port,
                     state: format!("{:?}", s.c.get().association().state()),
+                    closed: s.c.get().association().state() == ddpdk_dataplane::sctp::State::Closed,
                     streams: s.c.get().association().streams(),
                     sessions: (0..s.c.get().association().streams())
                         .filter_map(|k| s.c.get().opened_session_state(k).map(|st| (k, st)))

@@ -383,7 +383,8 @@ impl Connection {
         if s.lent.is_none() && s.session.never_opened() {
             return None;
         }
-        self.session_state(stream)
+        // A session lent with the peer's Initiate is Idle until it comes back (a review).
+        self.session_state(stream).filter(|st| *st != State::Idle)
     }
 
     /// The session state of `stream`.

@@ -204,6 +204,7 @@ pub struct DpdkPort {
     /// Reconnections of a memif client ([`DpdkPort::wait_link_up`]), and why the last one
     /// failed.
     memif_reconnects: std::sync::atomic::AtomicU32,
+    memif_reconnect_tries: std::sync::atomic::AtomicU32,
     memif_reconnect_error: std::sync::Mutex<Option<String>>,
 }
 
@@ -327,6 +328,7 @@ impl DpdkPort {
             rx_intr_fds: std::sync::OnceLock::new(),
             rx_intr_claimed: Default::default(),
             memif_reconnects: Default::default(),
+            memif_reconnect_tries: Default::default(),
             memif_reconnect_error: Default::default(),
         };
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
@@ -708,6 +710,14 @@ impl DpdkPort {
             let l = self.link();
             let now = Instant::now();
             if l.up || now >= deadline {
+                if client && self.state.load(Ordering::Acquire) == STOPPED {
+                    // The last try found no server: the port is left started, as its caller
+                    // had it (a review: the endpoint went on with a stopped port). Nothing of
+                    // a connection is under way on a stopped port, so no handler races this.
+                    if let Err(e) = self.start() {
+                        self.keep_reconnect_error(Some(e.to_string()));
+                    }
+                }
                 return l;
             }
             if client && now >= reconnect_at {
@@ -723,9 +733,12 @@ impl DpdkPort {
     /// link came up meanwhile. Both run on the EAL's interrupt thread, where memif runs its
     /// control channel's handlers, so none of them runs meanwhile: a handshake still under
     /// way, or the link coming up between a look and the stop, would otherwise race the stop's
-    /// teardown of the connection (`teardown` says what that costs; an independent review).
-    /// A start that fails (no server at the socket any more) leaves the port stopped, its
-    /// error in [`DpdkPort::memif_reconnect_error`].
+    /// teardown of the connection (`teardown` says what that costs; an independent review):
+    /// a handshake still under way is stopped and begun again instead. A start that fails (no
+    /// server at the socket any more) leaves the port stopped until the next try or the end
+    /// of the wait, its error in [`DpdkPort::memif_reconnect_error`]. Narrow cases can still
+    /// hold the interrupt thread (a blocking connect to a full backlog of a server in the same
+    /// process): then the job is given up after 10 s and never runs (`on_interrupt_thread`).
     fn reconnect_memif_client(&self) {
         let id = self.info.port_id;
         let outcome = on_interrupt_thread(move || {
@@ -742,6 +755,9 @@ impl DpdkPort {
             // SAFETY: as above; the port's queues are set up.
             unsafe { sys::rte_eth_dev_start(id) }
         });
+        if outcome != Ok(1) {
+            self.memif_reconnect_tries.fetch_add(1, Ordering::Relaxed);
+        }
         let failed = match outcome {
             // Up meanwhile: nothing done.
             Ok(1) => return,
@@ -759,9 +775,33 @@ impl DpdkPort {
             }
             Err(e) => Some(format!("the reconnection did not run: {e}")),
         };
+        self.keep_reconnect_error(failed);
+    }
+
+    fn keep_reconnect_error(&self, failed: Option<String>) {
         if let Ok(mut last) = self.memif_reconnect_error.lock() {
             *last = failed;
         }
+    }
+
+    /// What a memif client's reconnections came to, for its start-up line: none if it needed
+    /// none.
+    pub fn memif_reconnect_note(&self, link_up: bool) -> Option<String> {
+        let tries = self.memif_reconnect_tries.load(Ordering::Relaxed);
+        if tries == 0 {
+            return None;
+        }
+        let (started, failed) = (self.memif_reconnects(), self.memif_reconnect_error());
+        Some(format!(
+            "{}: connected again {started} time(s) in {tries} tr{} while its link was down (a \
+             memif server refuses its clients until its own port starts); link {}{}",
+            self.name(),
+            if tries == 1 { "y" } else { "ies" },
+            if link_up { "up" } else { "still down" },
+            failed
+                .map(|e| format!("; the last try: {e}"))
+                .unwrap_or_default()
+        ))
     }
 
     /// How often [`DpdkPort::wait_link_up`] connected this memif client again (starts that
@@ -792,10 +832,22 @@ fn on_interrupt_thread(call: impl FnOnce() -> i32 + Send + 'static) -> Result<i3
         let job = unsafe { Box::from_raw(arg.cast::<Job>()) };
         job();
     }
+    // The job runs `call` only if the waiter has not given up on it by then (an independent
+    // review: a job left to run late would stop a port its caller went on to use). Once it
+    // runs, the waiter waits for it whatever the time.
+    const PENDING: u8 = 0;
+    const RUNNING: u8 = 1;
+    const ABANDONED: u8 = 2;
+    let turn = Arc::new(AtomicU8::new(PENDING));
+    let its_turn = Arc::clone(&turn);
     let (answer, answered) = std::sync::mpsc::sync_channel(1);
     let job: Box<Job> = Box::new(Box::new(move || {
-        // The waiter may have given up; the call is made all the same.
-        let _ = answer.send(call());
+        if its_turn
+            .compare_exchange(PENDING, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            let _ = answer.send(call());
+        }
     }));
     let arg = Box::into_raw(job).cast::<c_void>();
     // SAFETY: `run` takes `arg` back when the alarm fires; 1 us is the shortest delay the EAL
@@ -805,9 +857,21 @@ fn on_interrupt_thread(call: impl FnOnce() -> i32 + Send + 'static) -> Result<i3
         drop(unsafe { Box::from_raw(arg.cast::<Job>()) });
         return Err("the EAL refused the alarm that runs it on its interrupt thread");
     }
-    answered
-        .recv_timeout(Duration::from_secs(10))
-        .map_err(|_| "the EAL's interrupt thread did not run it within 10 s")
+    match answered.recv_timeout(Duration::from_secs(10)) {
+        Ok(rc) => Ok(rc),
+        Err(_) => {
+            if turn
+                .compare_exchange(PENDING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Err("the EAL's interrupt thread did not run it within 10 s (given up)");
+            }
+            // Running: it is waited for, so that nothing it does comes after this returns.
+            answered
+                .recv()
+                .map_err(|_| "the EAL's interrupt thread dropped it")
+        }
+    }
 }
 
 impl Drop for DpdkPort {
