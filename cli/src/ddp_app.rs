@@ -2363,35 +2363,21 @@ impl DdpApp {
     /// Asks every core for its report and waits for them.
     fn reports(&self) -> Result<Vec<CoreReport>, String> {
         let _one_at_a_time = self.reports_gate.lock().unwrap_or_else(|e| e.into_inner());
-        let cores = self.request_reports();
+        let cores = request_reports(&self.shared);
         self.wait("the data cores' reports", |s| {
             one_report_a_core(&mut s.reports, cores).map(Ok)
         })
     }
 
-    /// Asks every core for its report; returns how many cores answer.
-    fn request_reports(&self) -> usize {
-        let mut s = lock(&self.shared);
-        s.reports.clear();
-        s.control.request_reports();
-        s.control.cores()
-    }
-
     /// The cores' reports for the diagnosis of a command that failed: within a second, even
     /// once a signal came or `--run-for` ran out (which end [`DdpApp::reports`]' wait).
     fn reports_for_diagnosis(&self) -> Option<Vec<CoreReport>> {
-        let _one_at_a_time = self.reports_gate.lock().unwrap_or_else(|e| e.into_inner());
-        let cores = self.request_reports();
-        let deadline = Wall::now() + Duration::from_secs(1);
-        loop {
-            if let Some(r) = one_report_a_core(&mut lock(&self.shared).reports, cores) {
-                return Some(r);
-            }
-            if Wall::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        await_reports(
+            &self.shared,
+            &self.reports_gate,
+            Duration::from_secs(1),
+            |r, _| r,
+        )
     }
 
     fn show_assoc(&self) -> Result<(), String> {
@@ -2791,23 +2777,41 @@ fn snapshot(
     gate: &Arc<Mutex<()>>,
     clock: Clock,
 ) -> Result<telemetry::Snapshot, String> {
+    await_reports(shared, gate, telemetry::ANSWER_WITHIN, |reports, s| {
+        telemetry::Snapshot::of(reports, &s.control, clock)
+    })
+    .ok_or_else(|| "timed out waiting for the data cores' reports".into())
+}
+
+/// Asks every core for its report; returns how many cores answer.
+fn request_reports(shared: &Arc<Mutex<Shared>>) -> usize {
+    let mut s = lock(shared);
+    s.reports.clear();
+    s.control.request_reports();
+    s.control.cores()
+}
+
+/// Every core's report within `within` (one request at a time: `gate`), handed to `then` with
+/// the shared state still locked; None if a core did not answer in time. Neither a signal nor
+/// `--run-for` ends the wait, which is bounded.
+fn await_reports<T>(
+    shared: &Arc<Mutex<Shared>>,
+    gate: &Arc<Mutex<()>>,
+    within: Duration,
+    then: impl FnOnce(Vec<CoreReport>, &Shared) -> T,
+) -> Option<T> {
     let _one_at_a_time = gate.lock().unwrap_or_else(|e| e.into_inner());
-    let cores = {
-        let mut s = lock(shared);
-        s.reports.clear();
-        s.control.request_reports();
-        s.control.cores()
-    };
-    let deadline = Wall::now() + telemetry::ANSWER_WITHIN;
+    let cores = request_reports(shared);
+    let deadline = Wall::now() + within;
     loop {
         {
             let mut s = lock(shared);
             if let Some(reports) = one_report_a_core(&mut s.reports, cores) {
-                return Ok(telemetry::Snapshot::of(reports, &s.control, clock));
+                return Some(then(reports, &s));
             }
         }
         if Wall::now() > deadline {
-            return Err("timed out waiting for the data cores' reports".into());
+            return None;
         }
         std::thread::sleep(Duration::from_micros(200));
     }

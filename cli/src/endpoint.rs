@@ -388,6 +388,22 @@ impl Job {
         }
     }
 
+    /// Whether a session of `conn` was ended by the peer's Terminate, among the events not
+    /// yet taken (as `why_ended` left them).
+    fn peer_terminated(&self, conn: ConnHandle) -> bool {
+        self.events.iter().any(|e| {
+            matches!(e, Event::Indication {
+                conn: c,
+                indication: Indication::Session {
+                    event: SessionEvent::SessionTerminated {
+                        reason: TerminationReason::PeerTerminate,
+                    },
+                    ..
+                },
+            } if *c == conn)
+        })
+    }
+
     /// What the cores counted of a run whose writes stopped completing ([`StallFacts`]).
     fn stall_facts(
         &mut self,
@@ -395,28 +411,20 @@ impl Job {
         conn: ConnHandle,
     ) -> Result<StallFacts, String> {
         let reports = self.reports(signalled)?;
-        let (t3, sacks, srtt) = reports
+        let a = reports
             .iter()
             .flat_map(|r| &r.assocs)
-            .find(|a| a.conn == conn)
-            .map_or((0, 0, Duration::ZERO), |a| {
-                (
-                    a.sctp.t3_expiries,
-                    a.sctp.sacks_in,
-                    a.srtt.unwrap_or_default(),
-                )
-            });
-        let cut: u64 = reports
-            .iter()
-            .flat_map(|r| r.drops())
-            .filter(|(reason, _)| *reason == "malformed")
-            .map(|(_, n)| n)
-            .sum();
+            .find(|a| a.conn == conn);
         Ok(StallFacts {
-            t3,
-            sacks,
-            cut,
-            srtt,
+            t3: a.map_or(0, |a| a.sctp.t3_expiries),
+            sacks: a.map_or(0, |a| a.sctp.sacks_in),
+            srtt: a.and_then(|a| a.srtt).unwrap_or_default(),
+            cut: reports
+                .iter()
+                .flat_map(|r| r.drops())
+                .filter(|(reason, _)| *reason == "malformed")
+                .map(|(_, n)| n)
+                .sum(),
         })
     }
 
@@ -1565,8 +1573,7 @@ impl Job {
                     }
                     Event::Refused { op, error, .. } => {
                         let why = self.why_ended(conn);
-                        let peer = why.contains(&TerminationReason::PeerTerminate.to_string());
-                        let hint = verify_hint(verify && peer);
+                        let hint = verify_hint(verify && self.peer_terminated(conn));
                         return Err(format!(
                             "{}{why}{hint}; {}",
                             crate::node::refusal(op, error),

@@ -547,47 +547,27 @@ impl Loopback {
         let mut rows = Vec::new();
         let mut wr = 0u64;
         // A run that fails or is interrupted part-way still prints the rows it measured (an
-        // interrupted run printed none: found by an outside-in test).
-        let mut failed = None;
-        for &size in &TAGGED_SIZES {
-            let n = (budget / size).clamp(1, 4096);
-            match self.tagged(size, n, (treg.stag, tr), src, &mut wr, cc, signalled) {
-                Ok(r) => rows.push(r),
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
+        // interrupted run printed none: found by an outside-in test): they are kept as they
+        // come, whatever ends the measurements.
+        let measured = (|| {
+            for &size in &TAGGED_SIZES {
+                let n = (budget / size).clamp(1, 4096);
+                rows.push(self.tagged(size, n, (treg.stag, tr), src, &mut wr, cc, signalled)?);
             }
-        }
-        if failed.is_none() {
             for &size in &UNTAGGED_SIZES {
                 let n = (budget / size).clamp(1, 4096);
-                match self.untagged(size, n, spd, ureg.stag, ur, &mut wr, cc, sc, signalled) {
-                    Ok(r) => rows.push(r),
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
+                rows.push(self.untagged(size, n, spd, ureg.stag, ur, &mut wr, cc, sc, signalled)?);
             }
-        }
-        // RDMA Reads on an RDMAP stream: the server's memory, read by the client.
-        let mut read_stags = Vec::new();
-        if failed.is_none() {
-            match self.reads(eal, json, budget, (cpd, spd), &mut wr, (cc, sc), signalled) {
-                Ok((read_rows, stags)) => {
-                    rows.extend(read_rows);
-                    read_stags = stags;
-                }
-                Err(e) => failed = Some(e),
-            }
-        }
+            // RDMA Reads on an RDMAP stream: the server's memory, read by the client.
+            let (read_rows, read_stags) =
+                self.reads(eal, json, budget, (cpd, spd), &mut wr, (cc, sc), signalled)?;
+            rows.extend(read_rows);
+            Ok::<_, String>(read_stags)
+        })();
         if !rows.is_empty() {
             print_rows(json, &rows);
         }
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        let read_stags = measured?;
 
         // Teardown: the client terminates the sessions, the server answers; SHUTDOWN; the
         // server revokes its STags, each revocation acknowledged by every data core.

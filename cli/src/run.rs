@@ -775,7 +775,6 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
                 errln!("ddpdk: {file}:{line}: interrupted by a signal; the rest not run");
                 return EXIT_FAILURE;
             }
-
             note(
                 opts.json,
                 format_args!("ddpdk> {}", shell::key_hidden(text)),

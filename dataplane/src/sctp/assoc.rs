@@ -1759,10 +1759,16 @@ impl Association {
             // would hold its retransmission off until T5-shutdown-guard, which, not restarted,
             // still bounds a peer that keeps talking and never answers.
             self.error_count = 0;
-            self.pending.shutdown = true;
-            self.arm(Timer::T2, self.after_rto(now));
+            self.heard_in_shutdown_sent(now);
         }
         Ok(())
+    }
+
+    /// RFC 9260 §9.2: a packet of the peer's in SHUTDOWN-SENT is answered with the SHUTDOWN
+    /// and restarts T2-shutdown (each caller clears the retransmission count its own way).
+    fn heard_in_shutdown_sent(&mut self, now: Instant) {
+        self.pending.shutdown = true;
+        self.arm(Timer::T2, self.after_rto(now));
     }
 
     /// Header prediction (as Van Jacobson's for TCP): in an established association with
@@ -2418,9 +2424,8 @@ impl Association {
             // §9.2: in SHUTDOWN-SENT every packet with DATA is answered at once with SACK and
             // SHUTDOWN, and T2-shutdown restarts: the peer is alive and draining.
             self.ack_due.sack_now = true;
-            self.pending.shutdown = true;
             self.clear_errors();
-            self.arm(Timer::T2, self.after_rto(now));
+            self.heard_in_shutdown_sent(now);
         }
         if !self.ack_due.sack_now && !self.running(Timer::Sack) {
             self.arm(Timer::Sack, now + self.cfg.sack_delay);
