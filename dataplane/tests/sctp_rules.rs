@@ -3614,6 +3614,92 @@ fn restart_listing_the_same_addresses_is_a_restart_5_2_2() {
     assert_eq!(s.state(), State::Established);
 }
 
+/// RFC 9260 §8.5.1 exempts a COOKIE ECHO from the tag check: its cookie vouches for the
+/// packet instead. One the association refuses (a cookie that does not open, a tag other than
+/// the cookie's, a stale cookie) authenticated nothing, so it is a discard, not `Ok`: the
+/// runtime takes `Ok` as its sender confirmed as the neighbour (an off-path sender could move
+/// the peer's MAC address with one). A retransmitted COOKIE ECHO of the association's own
+/// (§5.2.4 case D) is taken. Found by a review, session 80.
+#[test]
+fn a_refused_cookie_echo_is_a_discard_not_a_packet_taken_8_5_1() {
+    let mut sep = endpoint(S_PORT, 2);
+    let mut out = vec![0u8; 4096];
+    let ali = [ParamRepr::AdaptationLayerIndication(1)];
+    let init = |tag: u32| init_packet(C_PORT, S_PORT, tag, 77, &ali);
+    let cookie_of = |sep: &mut Endpoint, s: Option<&mut Association>, tag: u32, at| {
+        let mut out = vec![0u8; 4096];
+        let ack = match s {
+            Some(s) => {
+                let _ = s.handle(at, &init(tag), &mut ignore);
+                drain(s, at).remove(0)
+            }
+            None => {
+                let Outcome::Reply(n) = sep.handle(at, C_ADDR, &init(tag), &mut out, &mut ignore)
+                else {
+                    panic!("no INIT ACK")
+                };
+                out[..n].to_vec()
+            }
+        };
+        let ChunkRepr::InitAck(ia) = chunks(&ack)[0] else {
+            panic!("{:?}", chunks(&ack))
+        };
+        (ia.0.initiate_tag, ia.state_cookie().unwrap().to_vec())
+    };
+    let echo = |tag: u32, cookie: &[u8]| {
+        packet(
+            C_PORT,
+            S_PORT,
+            tag,
+            &[ChunkRepr::CookieEcho(CookieEchoRepr { cookie })],
+        )
+    };
+    let (ours, cookie) = cookie_of(&mut sep, None, 0x7171, t(0));
+    let Outcome::Accepted(s) =
+        sep.handle(t(1), C_ADDR, &echo(ours, &cookie), &mut out, &mut ignore)
+    else {
+        panic!("COOKIE ECHO not accepted")
+    };
+    let mut s = *s;
+    let _ = drain(&mut s, t(1));
+    let stats = *s.stats();
+    let mut forged = cookie.clone();
+    *forged.last_mut().unwrap() ^= 1;
+    assert_eq!(
+        s.handle(t(2), &echo(0xbad, &forged), &mut ignore),
+        Err(Discard::Malformed),
+        "a cookie that does not open"
+    );
+    assert_eq!(s.stats().malformed, stats.malformed + 1);
+    assert_eq!(
+        s.handle(t(2), &echo(0xbad, &cookie), &mut ignore),
+        Err(Discard::BadVerificationTag),
+        "the association's own cookie under a tag not the cookie's (§5.1.5 step 2)"
+    );
+    assert_eq!(s.stats().bad_vtag, stats.bad_vtag + 1);
+    assert!(drain(&mut s, t(2)).is_empty(), "neither is answered");
+    // A restart's cookie presented past Valid.Cookie.Life (60 s): answered with a Stale
+    // Cookie ERROR (§5.1.5 step 3), still nothing taken.
+    let (new_tag, restart) = cookie_of(&mut sep, Some(&mut s), 0x7272, t(3));
+    let late = t(3) + Duration::from_secs(61);
+    assert_eq!(
+        s.handle(late, &echo(new_tag, &restart), &mut ignore),
+        Err(Discard::UnusableCookie),
+        "a stale cookie"
+    );
+    assert_eq!(s.stats().stale_cookies, stats.stale_cookies + 1);
+    let answer = drain(&mut s, late);
+    assert!(
+        answer
+            .iter()
+            .any(|p| matches!(chunks(p)[0], ChunkRepr::Error(_))),
+        "the Stale Cookie ERROR still goes"
+    );
+    assert_eq!(s.state(), State::Established);
+    // Case D, the association's own COOKIE ECHO again (its COOKIE ACK lost): taken.
+    assert_eq!(s.handle(late, &echo(ours, &cookie), &mut ignore), Ok(()));
+}
+
 /// RFC 9260 §7.2.1: "The initial cwnd before DATA transmission ... MUST be set to min(4*MTU,
 /// max (2*MTU, 4404))". An association configured for a 9000-byte link whose path to the peer
 /// is 1480 bytes (set before any DATA, as the runtime does from its neighbour's estimate)

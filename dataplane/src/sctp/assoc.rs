@@ -288,6 +288,13 @@ pub enum Discard {
     /// COOKIE-WAIT or COOKIE-ECHOED): answered as §8.4 says, nothing taken, and nothing in it
     /// authenticates its sender.
     OutOfTheBlue,
+    /// A COOKIE ECHO leading the packet whose cookie this association did not take: stale
+    /// (answered with a Stale Cookie ERROR, §5.1.5 step 3) or of no case of §5.2.4 (an earlier
+    /// INIT's, case C; tie-tags of no incarnation here), silently discarded. A cookie that
+    /// does not open or carries another tag is `Malformed` or `BadVerificationTag`. Not `Ok`:
+    /// the packet passed no tag check (§8.5.1 exempts a COOKIE ECHO), so nothing in it
+    /// confirms its sender as the neighbour.
+    UnusableCookie,
 }
 
 /// Counters: everything dropped, retransmitted or refused is counted.
@@ -1740,6 +1747,11 @@ impl Association {
             match self.handle_chunk(now, vtag, &chunk, rx, &mut got_data) {
                 Flow::Continue => {}
                 Flow::Stop => break,
+                // A COOKIE ECHO first (§6.10 puts it there) vouched for the packet's tag
+                // instead of the header: refused, nothing of the packet was taken.
+                Flow::Refused(d) if i == 0 => return Err(d),
+                // Behind a chunk under our own tag, the packet was the peer's (§8.5).
+                Flow::Refused(_) => break,
             }
             if self.state == State::Closed {
                 break;
@@ -3266,17 +3278,17 @@ impl Association {
     fn on_cookie_echo(&mut self, now: Instant, vtag: u32, bytes: &[u8]) -> Flow {
         let Ok(c) = Cookie::open(bytes, &self.key) else {
             self.stats.malformed += 1;
-            return Flow::Stop;
+            return Flow::Refused(Discard::Malformed);
         };
         // §5.1.5 step 2: the packet must carry the tag the cookie gives us.
         if c.local_tag != vtag || c.local_port != self.local_port || c.peer_port != self.peer_port {
             self.stats.bad_vtag += 1;
-            return Flow::Stop;
+            return Flow::Refused(Discard::BadVerificationTag);
         }
         // §5.1.3: a lifespan longer than any this endpoint writes was not issued here.
         if c.lifespan > endpoint::longest_issued_lifespan(&self.cfg) {
             self.stats.malformed += 1;
-            return Flow::Stop;
+            return Flow::Refused(Discard::Malformed);
         }
         let local_match = c.local_tag == self.local_tag;
         let peer_match = c.peer_tag == self.peer_tag;
@@ -3287,7 +3299,7 @@ impl Association {
             if let Some(staleness) = c.staleness(now) {
                 self.stats.stale_cookies += 1;
                 self.pending.stale_cookie = Some((c.peer_tag, staleness));
-                return Flow::Stop;
+                return Flow::Refused(Discard::UnusableCookie);
             }
         }
         if !local_match
@@ -3350,7 +3362,7 @@ impl Association {
         }
         if !local_match && peer_match && c.local_tie_tag == 0 && c.peer_tie_tag == 0 {
             // Case C: a stale COOKIE ECHO from an earlier INIT; discard.
-            return Flow::Stop;
+            return Flow::Refused(Discard::UnusableCookie);
         }
         if local_match && peer_match {
             // Case D: a retransmitted COOKIE ECHO, or ours crossed theirs.
@@ -3360,7 +3372,8 @@ impl Association {
             self.enter_established_from_echo(now);
             return Flow::Continue;
         }
-        Flow::Stop
+        // §5.2.4: none of the cases: silently discarded.
+        Flow::Refused(Discard::UnusableCookie)
     }
 
     /// Case B and D: the peer's values from the cookie, keeping our send side.
@@ -4427,6 +4440,8 @@ impl Association {
 enum Flow {
     Continue,
     Stop,
+    /// Stop, and the chunk did not authenticate the packet (a COOKIE ECHO refused).
+    Refused(Discard),
 }
 
 const ORDERED_DATA: &str = "ordered DATA on a DDP association (RFC 5043 §10)";
