@@ -149,13 +149,14 @@ fn client_outcome(p: &mut Pair, limit: Duration) -> (Option<i32>, String) {
 
 /// Waits until the client writes (its session accepted), then a second more: a signal before
 /// that would test the set-up's waits, not the run's end.
-fn writing(client: &mut Child) {
+/// The rest of its stdout is read so that it never blocks on a full pipe: joined, it is what
+/// the client printed after.
+fn writing(client: &mut Child) -> std::thread::JoinHandle<String> {
     let (_, rest) = procs::read_until(client.stdout.take().expect("stdout"), "the client", |l| {
         l.contains("accepted: writing")
     });
-    // The rest of its stdout is read (and dropped) so that it never blocks on a full pipe.
-    std::mem::drop(rest);
     std::thread::sleep(Duration::from_secs(1));
+    rest
 }
 
 fn signal(child: &Child, sig: &str) {
@@ -274,7 +275,7 @@ fn a_client_with_too_few_streams_says_so_at_once() {
 #[test]
 fn an_interrupted_client_reports_what_it_did_and_releases_the_server() {
     let mut p = pair("int", "120", &["--run-for", "60"]);
-    writing(&mut p.client);
+    let _ = writing(&mut p.client);
     signal(&p.client, "-INT");
     let client = exit_within(&mut p.client, Duration::from_secs(20));
     let cerr = stderr_of(&mut p.client);
@@ -303,11 +304,12 @@ fn an_interrupted_client_reports_what_it_did_and_releases_the_server() {
 #[test]
 fn an_interrupted_server_reports_and_releases_the_client() {
     let mut p = pair_on("sint", "0@0,1@0", "120", &["--run-for", "60"]);
-    writing(&mut p.client);
+    let client_out = writing(&mut p.client);
     signal(&p.server, "-INT");
     let server = exit_within(&mut p.server, Duration::from_secs(15));
     let client = exit_within(&mut p.client, Duration::from_secs(5));
     let cerr = stderr_of(&mut p.client);
+    let cout = client_out.join().unwrap_or_default();
     let sout = p.server_out.join().unwrap_or_default();
     let _ = std::fs::remove_dir_all(&p.dir);
     assert_eq!(server.and_then(|s| s.code()), Some(0), "{sout}");
@@ -321,6 +323,37 @@ fn an_interrupted_server_reports_and_releases_the_client() {
         cerr.contains("ended flushed: the session or association ended first")
             && cerr.contains(" writes of 65536 bytes completed in "),
         "{cerr}"
+    );
+    // The two reports agree. Every write the client saw complete was placed and counted by
+    // the server (its deliveries still queued when the loop ended were left out: 17 fewer
+    // than the client's in one run). Every frame the client received, the server counts as
+    // sent: the control thread's out-of-the-blue ABORTs to the DATA still in flight after
+    // its own ABORT were left out (the client counted ~700 more). The server may count a
+    // little more of both (a SACK or an answer lost with the association).
+    let number_before = |text: &str, what: &str| -> u64 {
+        let at = text
+            .find(what)
+            .unwrap_or_else(|| panic!("no '{what}' in:\n{text}"));
+        let head = text[..at].trim_end();
+        let digits = head
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap_or("");
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("no number before '{what}' in:\n{text}"))
+    };
+    let delivered = number_before(&sout, "tagged messages delivered");
+    let completed = number_before(&cerr, "writes of 65536 bytes completed");
+    assert!(
+        delivered >= completed,
+        "server delivered {delivered}, client completed {completed}:\n{sout}\n{cerr}"
+    );
+    let server_out = number_before(&sout, "out; received frames faulted");
+    let client_in = number_before(&cout, "frames in, ");
+    assert!(
+        server_out >= client_in,
+        "server sent {server_out} frames, the client received {client_in}:\n{sout}\n{cout}"
     );
 }
 
@@ -357,7 +390,7 @@ fn a_client_whose_output_reader_left_runs_to_its_end() {
 #[test]
 fn a_client_whose_server_is_gone_says_so_within_seconds() {
     let mut p = pair("gone", "120", &["--run-for", "60"]);
-    writing(&mut p.client);
+    let _ = writing(&mut p.client);
     signal(&p.server, "-KILL");
     let _ = p.server.wait();
     let killed = Instant::now();
