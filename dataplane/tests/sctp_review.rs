@@ -558,6 +558,29 @@ fn any_packet_clears_the_count_and_restarts_t2_in_shutdown_sent_9_2() {
         answer.contains(&5) && answer.contains(&7),
         "HEARTBEAT ACK and SHUTDOWN in the answer: chunk types {answer:?}"
     );
+    // The peer's DATA alike: the count cleared, T2 restarted, the path left to §8.2 (the
+    // DATA path made it active: session 80's note).
+    let at = at + rto / 4;
+    let data = ChunkRepr::Data(DataRepr {
+        immediate: false,
+        unordered: true,
+        beginning: true,
+        ending: true,
+        tsn: c.received_cum_tsn().wrapping_add(1),
+        stream_id: 0,
+        ssn: 0,
+        ppid: 16,
+        user_data: &[9u8; 32],
+    });
+    let mut got = 0;
+    c.handle(at, &build(tag, SP, CP, &[data]), &mut |_m: Message<'_>| {
+        got += 1
+    })
+    .unwrap();
+    assert_eq!(got, 1, "the DATA taken");
+    assert_eq!(c.error_count(), 0);
+    assert!(!c.path_active(), "DATA acknowledges nothing we sent");
+    assert!(c.poll_timeout().unwrap() >= at + rto, "T2 restarted");
 }
 
 fn data_tsns(p: &[u8]) -> Vec<u32> {

@@ -1770,15 +1770,15 @@ impl Association {
             // SHUTDOWN goes again with the answer, or a peer talking faster than the RTO
             // would hold its retransmission off until T5-shutdown-guard, which, not restarted,
             // still bounds a peer that keeps talking and never answers.
-            self.error_count = 0;
             self.heard_in_shutdown_sent(now);
         }
         Ok(())
     }
 
-    /// RFC 9260 §9.2: a packet of the peer's in SHUTDOWN-SENT is answered with the SHUTDOWN
-    /// and restarts T2-shutdown (each caller clears the retransmission count its own way).
+    /// RFC 9260 §9.2: a packet of the peer's in SHUTDOWN-SENT clears the retransmission count
+    /// (not the path's state: §8.2), is answered with the SHUTDOWN and restarts T2-shutdown.
     fn heard_in_shutdown_sent(&mut self, now: Instant) {
+        self.error_count = 0;
         self.pending.shutdown = true;
         self.arm(Timer::T2, self.after_rto(now));
     }
@@ -2434,9 +2434,10 @@ impl Association {
         }
         if self.state == State::ShutdownSent {
             // §9.2: in SHUTDOWN-SENT every packet with DATA is answered at once with SACK and
-            // SHUTDOWN, and T2-shutdown restarts: the peer is alive and draining.
+            // SHUTDOWN, and T2-shutdown restarts: the peer is alive and draining. The count
+            // only, as for any packet of the peer's (§8.2: DATA acknowledges nothing we sent,
+            // so it does not make an inactive path active).
             self.ack_due.sack_now = true;
-            self.clear_errors();
             self.heard_in_shutdown_sent(now);
         }
         if !self.ack_due.sack_now && !self.running(Timer::Sack) {
