@@ -159,7 +159,14 @@ struct Job {
     answering: bool,
     /// The commands registered on DPDK's telemetry socket (none where it is off).
     _commands: Option<telemetry::Registered>,
+    /// The link's state as last told, and when it is looked at next: a change is said (a
+    /// memif server's link comes up when its client connects, and nothing said so).
+    link_up: bool,
+    link_check_at: Instant,
 }
+
+/// How often a job looks at its link's state.
+const LINK_CHECK: Duration = Duration::from_millis(250);
 
 impl Job {
     fn new(eal: &Eal, opts: &Options) -> Result<Job, String> {
@@ -203,14 +210,19 @@ impl Job {
         note(
             opts.json,
             format_args!(
-                "DDP endpoint {ip} SCTP port {} on {} ({}); {} data core(s) {}; steering: {}; \
-                 clock: {}{}",
+                "DDP endpoint {ip} SCTP port {} on {} ({}); link {}; {} data core(s) {}; \
+                 steering: {}; clock: {}{}",
                 opts.sctp_port,
                 node.port.name(),
                 if opts.ddp_listen {
                     "listening"
                 } else {
                     "connecting"
+                },
+                match (node.link_up, node.port.name().starts_with("net_memif")) {
+                    (true, _) => "up",
+                    (false, true) => "down until a memif client connects",
+                    (false, false) => "down",
                 },
                 node.cores,
                 if node.is_inline() {
@@ -253,6 +265,7 @@ impl Job {
                 None
             }
         };
+        let node_link_up = node.link_up;
         Ok(Job {
             node,
             control,
@@ -265,6 +278,8 @@ impl Job {
             telemetry: hub,
             answering: false,
             _commands: commands,
+            link_up: node_link_up,
+            link_check_at: now + LINK_CHECK,
         })
     }
 
@@ -310,6 +325,23 @@ impl Job {
     /// read once a turn (a read costs as much as handling a small packet on a VM).
     fn poll(&mut self) -> usize {
         self.now = self.node.clock.now();
+        // Down, every turn (nothing else to do, and the link's coming is said before what
+        // comes over it); up, four times a second.
+        if !self.link_up || self.now >= self.link_check_at {
+            self.link_check_at = self.now + LINK_CHECK;
+            let up = self.node.port.link().up;
+            if up != self.link_up {
+                self.link_up = up;
+                note(
+                    self.json,
+                    format_args!(
+                        "{}: link {}",
+                        self.node.port.name(),
+                        if up { "up" } else { "down" }
+                    ),
+                );
+            }
+        }
         let mut n = self.node.poll_inline(self.now);
         n += self.control.poll(self.now);
         while let Some(e) = self.control.poll_event() {

@@ -533,3 +533,39 @@ fn a_verify_client_of_a_plain_server_asks_about_the_server() {
         "{cerr}"
     );
 }
+
+/// A memif server started before its client says its link is down until a client connects,
+/// and when the link comes up (before the association that comes over it).
+/// Before, the banner said nothing of the link, and an operator could not tell a server whose
+/// client never came from one whose client came and was silent (an outside-in review).
+#[test]
+fn a_memif_server_says_when_its_client_comes() {
+    let mut p = pair_with(
+        "link",
+        "0@0",
+        "1048576",
+        "60",
+        &["--link-timeout", "0.2"],
+        &["--run-for", "1"],
+    );
+    let (client, cerr) = {
+        let c = exit_within(&mut p.client, Duration::from_secs(30));
+        (c, stderr_of(&mut p.client))
+    };
+    let server = exit_within(&mut p.server, Duration::from_secs(15));
+    let sout = p.server_out.join().unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(client.and_then(|s| s.code()), Some(0), "{cerr}");
+    assert!(server.is_some(), "{sout}");
+    assert!(
+        sout.contains("(listening); link down until a memif client connects;"),
+        "{sout}"
+    );
+    let up = sout
+        .find("net_memif0: link up")
+        .unwrap_or_else(|| panic!("{sout}"));
+    let accepted = sout
+        .find("Association accepted")
+        .unwrap_or_else(|| panic!("{sout}"));
+    assert!(up < accepted, "the link's coming said first:\n{sout}");
+}
