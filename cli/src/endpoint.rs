@@ -1046,6 +1046,14 @@ impl Job {
                     .into(),
             );
         }
+        // Taken and ignored before (found by an outside-in review): a reader sends no bytes.
+        if opts.ddp_source == DdpSource::Bytes && opts.ddp_op == DdpOp::Read {
+            return Err(
+                "--ddp-source says where writes come from; --ddp-op read places the \
+                        server's bytes in a local sink and sends none: leave --ddp-source out"
+                    .into(),
+            );
+        }
         if verify && opts.ddp_window as usize > soak::MAX_WINDOW {
             return Err(format!(
                 "--ddp-verify: at most {} in flight (--ddp-window)",
@@ -1845,7 +1853,11 @@ impl Job {
                         "t3_retransmits": sctp.0.t3_retransmits,
                         "cwnd": sctp.1,
                     },
-                    "window": window,
+                    // The most in flight: --ddp-window, less where fewer messages never
+                    // fill it or the server's IRD caps the reads (it kept --ddp-window).
+                    "window": opts.ddp_messages.map_or(window as u64, |n| n.min(window as u64))
+                        .min(peer_ird.map_or(u64::MAX, u64::from)),
+                    "ddp_window": window,
                     "peer_ird": peer_ird,
                     "latency_us": {
                         "p50": us(latency.value_at_quantile(0.5)),

@@ -145,11 +145,27 @@ fn a_run_of_a_few_reads_takes_at_least_its_slowest_read() {
     assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
     let read = procs::json_line(&client_text, "ddp_goodput");
     assert_eq!(read["messages"].as_u64(), Some(7), "{read}");
+    // Seven reads never fill the window of 16: the JSON's `window` is the most in flight (it
+    // kept --ddp-window's 16), `ddp_window` the option.
+    assert_eq!(read["window"].as_u64(), Some(7), "{read}");
+    assert_eq!(read["ddp_window"].as_u64(), Some(16), "{read}");
     let seconds = read["seconds"].as_f64().expect("seconds");
     let max = read["latency_us"]["max"].as_f64().expect("max");
     assert!(
         seconds * 1e6 >= max,
         "{seconds} s for a read of {max} us: {read}"
+    );
+}
+
+/// `--ddp-source bytes` says where writes come from: a reader refuses it rather than take it
+/// and do nothing with it.
+#[test]
+fn reads_refuse_a_write_source() {
+    let (client, client_text, _, _) = run("source", "3", &["--ddp-source", "bytes"]);
+    assert_eq!(client.status.code(), Some(1), "{client_text}");
+    assert!(
+        client_text.contains("--ddp-op read places the server's bytes in a local sink"),
+        "{client_text}"
     );
 }
 
