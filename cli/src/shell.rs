@@ -561,7 +561,13 @@ pub enum SetCmd {
         mode: ModeArg,
     },
     /// set sctp NAME VALUE: an SCTP parameter for associations made from now on.
-    Sctp { name: String, value: String },
+    Sctp {
+        name: String,
+        /// Taken whatever it looks like (a negative number is refused as such, not as an
+        /// unknown option).
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
 }
 
 #[derive(Debug, Parser)]

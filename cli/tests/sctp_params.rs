@@ -33,6 +33,8 @@ fn a_bad_sctp_option_is_refused_before_the_eal_runs() {
         ("sack_delay_ms=600", "1..=500"),
         ("max_burst", "NAME=VALUE"),
         ("rto_min_ms=70000", "rto_min <= rto_max"),
+        // As the other options say a negative number (docs/usage.md).
+        ("max_burst=-1", "-1 is negative: it takes a whole number from 1 to 65535"),
     ] {
         let o = Command::new(BIN)
             .args(eal())
@@ -64,6 +66,7 @@ fn shell_sets_shows_and_applies_sctp_parameters_9260_16() {
         .expect("stdin")
         .write_all(
             b"show config sctp\nset sctp max_burst 8\nset sctp sack_delay_ms 600\n\
+              set sctp hb_interval_ms -5\n\
               set sctp rto_min_ms 20\nset sctp rto_initial_ms 20\n\
               set sctp max_init_retransmits 1\nshow config sctp\n\
               assoc open 198.18.0.9\nassoc open 198.18.0.9\nquit\n",
@@ -99,6 +102,8 @@ fn shell_sets_shows_and_applies_sctp_parameters_9260_16() {
     assert_eq!(value(shows[1], "max_init_retransmits"), Some(1));
     assert_eq!(value(shows[1], "sack_delay_ms"), Some(200), "600 refused");
     assert!(out.contains("600 is outside 1..=500 ms"), "{out}");
+    // Refused as a negative number, not as an unknown option of the shell's parser.
+    assert!(out.contains("-5 is negative: it takes a whole number"), "{out}");
     // Both opens end by Max.Init.Retransmits; the second is a new association, not refused
     // as a second one to the same peer (the first is closed).
     assert_eq!(
