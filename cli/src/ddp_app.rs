@@ -1043,7 +1043,18 @@ impl DdpApp {
                 self.json,
                 format_args!("The DDP endpoint runs from start-up; 'quit' stops it"),
             ),
-            Command::Stop => self.show_fwd_stats()?,
+            // testpmd's `stop` prints the statistics as it stops forwarding; an endpoint
+            // does not stop (its peers would see their associations die), so it says so
+            // first, as `start` does (it printed the statistics alone, as if it had stopped).
+            Command::Stop => {
+                note(
+                    self.json,
+                    format_args!(
+                        "The DDP endpoint runs until 'quit'; its statistics ('show fwd stats'):"
+                    ),
+                );
+                self.show_fwd_stats()?;
+            }
             Command::Help { section } => note(
                 self.json,
                 format_args!("{}", crate::shell::help(*section).trim_end()),

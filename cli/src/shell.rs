@@ -685,6 +685,8 @@ pub fn help(section: Option<HelpSection>) -> String {
 Control:
   start [tx_first]                     Start forwarding (tx_first: send one burst first).
   stop                                 Stop forwarding and print forwarding statistics.
+                                       (A DDP endpoint runs until quit: start and stop
+                                       say so, stop with its statistics.)
   quit | exit                          Stop, close all ports and exit.
 ";
     const DISPLAY: &str = "\

@@ -770,6 +770,28 @@ fn show_ipsec_without_ipsec_names_no_default() {
     assert!(ipsec["no_policy"].is_null(), "{ipsec}");
 }
 
+/// testpmd's `start` and `stop` on a DDP endpoint: neither stops or starts it, and both say
+/// so (`stop` printed the statistics alone, as if the endpoint had stopped; an outside-in
+/// review); `stop` still prints them, as testpmd's does. Commands after it still run.
+#[test]
+fn a_ddp_endpoint_says_stop_does_not_stop_it() {
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i"],
+        b"stop\nstart\nshow port info 0\nquit\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let said = text
+        .find("The DDP endpoint runs until 'quit'; its statistics ('show fwd stats'):")
+        .unwrap_or_else(|| panic!("{text}"));
+    let stats = text.find("Data core 0").unwrap_or_else(|| panic!("{text}"));
+    assert!(said < stats, "said before the statistics:\n{text}");
+    assert!(
+        text.contains("The DDP endpoint runs from start-up; 'quit' stops it"),
+        "{text}"
+    );
+    assert!(text.contains("Infos for port 0"), "{text}");
+}
+
 /// A DDP endpoint answers testpmd's port commands for its one port, and refuses another
 /// port's number (it used to print port 0's counters whatever was asked).
 #[test]

@@ -34,7 +34,10 @@ fn a_bad_sctp_option_is_refused_before_the_eal_runs() {
         ("max_burst", "NAME=VALUE"),
         ("rto_min_ms=70000", "rto_min <= rto_max"),
         // As the other options say a negative number (docs/usage.md).
-        ("max_burst=-1", "-1 is negative: it takes a whole number from 1 to 65535"),
+        (
+            "max_burst=-1",
+            "-1 is negative: it takes a whole number from 1 to 65535",
+        ),
     ] {
         let o = Command::new(BIN)
             .args(eal())
@@ -103,7 +106,10 @@ fn shell_sets_shows_and_applies_sctp_parameters_9260_16() {
     assert_eq!(value(shows[1], "sack_delay_ms"), Some(200), "600 refused");
     assert!(out.contains("600 is outside 1..=500 ms"), "{out}");
     // Refused as a negative number, not as an unknown option of the shell's parser.
-    assert!(out.contains("-5 is negative: it takes a whole number"), "{out}");
+    assert!(
+        out.contains("-5 is negative: it takes a whole number"),
+        "{out}"
+    );
     // Both opens end by Max.Init.Retransmits; the second is a new association, not refused
     // as a second one to the same peer (the first is closed).
     assert_eq!(
