@@ -219,7 +219,12 @@ impl Job {
                 } else {
                     "connecting"
                 },
-                match (node.link_up, node.port.name().starts_with("net_memif")) {
+                // A listener's memif port is the server's (a client's waits for the link,
+                // or was told not to: --link-timeout 0).
+                match (
+                    node.link_up,
+                    opts.ddp_listen && node.port.name().starts_with("net_memif"),
+                ) {
                     (true, _) => "up",
                     (false, true) => "down until a memif client connects",
                     (false, false) => "down",
@@ -712,12 +717,25 @@ impl Job {
                 match e {
                     Event::Indication {
                         conn: from,
-                        indication: Indication::TaggedDelivered { .. },
-                    } if from == c => delivered += 1,
+                        indication:
+                            Indication::TaggedDelivered {
+                                stream,
+                                stag,
+                                rsvd_ulp,
+                            },
+                    } if from == c => {
+                        delivered += 1;
+                        if opts.ddp_verify {
+                            soak.tagged(self.control.memory(), stream, stag, rsvd_ulp)?;
+                        }
+                    }
                     Event::Indication {
                         conn: from,
-                        indication: Indication::Error { .. },
-                    } if from == c => errors += 1,
+                        indication: Indication::Error { error, .. },
+                    } if from == c => {
+                        errors += 1;
+                        errln!("ddpdk: segment refused: {error}");
+                    }
                     _ => {}
                 }
             }
@@ -1831,7 +1849,8 @@ impl Job {
                     "messages": done,
                     "seconds": elapsed,
                     "bytes_per_s": goodput,
-                    "source": format!("{:?}", opts.ddp_source).to_lowercase(),
+                    // A reader sends no bytes: no source (it said `region`, the default).
+                    "source": (!reads).then(|| format!("{:?}", opts.ddp_source).to_lowercase()),
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
                     "spans_inlined": inlined,

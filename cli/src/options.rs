@@ -788,7 +788,7 @@ fn with_unit(n: u64) -> String {
 }
 
 /// A negative number, however it is written (`-5`, `-0.5`, `-64K`).
-fn is_negative(text: &str) -> bool {
+pub(crate) fn is_negative(text: &str) -> bool {
     text.strip_prefix('-')
         .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
 }

@@ -166,9 +166,10 @@ fn value_of(p: &Param, name: &str, value: &str) -> Result<u64, String> {
         Err(_) if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
             Err(out_of_range())
         }
-        // As the command line's options say it (docs/usage.md).
-        Err(_) if value.len() > 1 && value.starts_with('-') && value[1..].bytes().all(|b| b.is_ascii_digit()) => Err(format!(
-            "SCTP parameter {name} ({}): {value} is negative: it takes a whole number from {} to {}{}",
+        // As the command line's options say it (docs/usage.md), by the same rule.
+        Err(_) if crate::options::is_negative(value) => Err(format!(
+            "SCTP parameter {name} ({}): {value} is negative: it takes a whole number from {} \
+             to {}{}",
             p.what,
             p.min,
             p.max,

@@ -149,6 +149,7 @@ fn a_run_of_a_few_reads_takes_at_least_its_slowest_read() {
     // kept --ddp-window's 16), `ddp_window` the option.
     assert_eq!(read["window"].as_u64(), Some(7), "{read}");
     assert_eq!(read["ddp_window"].as_u64(), Some(16), "{read}");
+    assert!(read["source"].is_null(), "a reader sends no bytes: {read}");
     let seconds = read["seconds"].as_f64().expect("seconds");
     let max = read["latency_us"]["max"].as_f64().expect("max");
     assert!(

@@ -559,7 +559,13 @@ fn any_packet_clears_the_count_and_restarts_t2_in_shutdown_sent_9_2() {
         "HEARTBEAT ACK and SHUTDOWN in the answer: chunk types {answer:?}"
     );
     // The peer's DATA alike: the count cleared, T2 restarted, the path left to §8.2 (the
-    // DATA path made it active: session 80's note).
+    // DATA path made it active: session 80's note). T2 expires once more first, so that
+    // there is a count to clear.
+    let at = next;
+    c.handle_timeout(at);
+    let _ = drain(c, at);
+    assert_eq!(c.error_count(), 1, "the SHUTDOWN lost again");
+    let rto = c.poll_timeout().unwrap().saturating_since(at);
     let at = at + rto / 4;
     let data = ChunkRepr::Data(DataRepr {
         immediate: false,

@@ -3696,6 +3696,23 @@ fn a_refused_cookie_echo_is_a_discard_not_a_packet_taken_8_5_1() {
         "the Stale Cookie ERROR still goes"
     );
     assert_eq!(s.state(), State::Established);
+    // Cookies the endpoint issued for INITs of no association (tie-tags 0): one for the
+    // association's own peer tag is §5.2.4 case C (an earlier INIT's), one for another tag
+    // fits no case. Both silently discarded (the endpoint's cookies are good ones: only the
+    // association's cases refuse them), nothing answered.
+    let (c_tag, case_c) = cookie_of(&mut sep, None, 0x7171, late);
+    let (n_tag, no_case) = cookie_of(&mut sep, None, 0x9999, late);
+    for (what, tag, cookie) in [("case C", c_tag, &case_c), ("no case", n_tag, &no_case)] {
+        let before = s.stats().unusable_cookies;
+        assert_eq!(
+            s.handle(late, &echo(tag, cookie), &mut ignore),
+            Err(Discard::UnusableCookie),
+            "{what}"
+        );
+        assert_eq!(s.stats().unusable_cookies, before + 1, "{what}: counted");
+        assert!(drain(&mut s, late).is_empty(), "{what}: not answered");
+        assert_eq!(s.state(), State::Established, "{what}");
+    }
     // Case D, the association's own COOKIE ECHO again (its COOKIE ACK lost): taken.
     assert_eq!(s.handle(late, &echo(ours, &cookie), &mut ignore), Ok(()));
 }

@@ -345,6 +345,10 @@ pub struct Stats {
     pub unknown_chunks: u64,
     pub errors_in: u64,
     pub stale_cookies: u64,
+    /// COOKIE ECHOs whose cookie, authentic and in time, fits no case of RFC 9260 §5.2.4 this
+    /// association takes (an earlier INIT's, case C; tie-tags of no incarnation here):
+    /// silently discarded (`Discard::UnusableCookie`).
+    pub unusable_cookies: u64,
     pub init_retransmits: u64,
     pub adaptation_refused: u64,
     /// INITs answered with ABORT because they carried a Host Name Address (RFC 9260
@@ -3363,6 +3367,7 @@ impl Association {
         }
         if !local_match && peer_match && c.local_tie_tag == 0 && c.peer_tie_tag == 0 {
             // Case C: a stale COOKIE ECHO from an earlier INIT; discard.
+            self.stats.unusable_cookies += 1;
             return Flow::Refused(Discard::UnusableCookie);
         }
         if local_match && peer_match {
@@ -3374,6 +3379,7 @@ impl Association {
             return Flow::Continue;
         }
         // §5.2.4: none of the cases: silently discarded.
+        self.stats.unusable_cookies += 1;
         Flow::Refused(Discard::UnusableCookie)
     }
 
