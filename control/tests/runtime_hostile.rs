@@ -611,6 +611,55 @@ fn associated(sport: u16) -> (Solo, MemPort, Instant, u32) {
     (a, pb, now, tag)
 }
 
+/// RFC 9260 §8.5.1 lets a COOKIE ECHO past the tag check on its cookie's word; one the
+/// association refuses (here a cookie that does not open, from another MAC address under
+/// the peer's IP and ports) is a discard, counted so, and the core takes nothing from it.
+/// It answered `Ok`: counted as handled, and taken as confirming its sender as the peer's
+/// neighbour. A known neighbour's address is never changed by a confirmation, but one the
+/// table had let go (64 others came since) was learnt from the forged packet: the peer's
+/// traffic then went to the forger's MAC address (session 80's review).
+#[test]
+fn a_refused_cookie_echo_teaches_the_core_nothing_8_5_1() {
+    let (pa, pb) = pair(2, 4096);
+    let mut a = Solo::new(pa, iface(), 1);
+    let now = t0();
+    let sport = 20_000;
+    handshake(&mut a, &pb, now, sport, 0x1234);
+    recv_raw(&pb);
+    assert!(a.events.iter().any(|e| matches!(e, Event::Accepted { .. })));
+    let peer = IpAddr::V4(PEER4);
+    assert_eq!(
+        a.cores[0].interface().neighbour(peer),
+        Some(PEER_MAC),
+        "the handshake's sender is the neighbour"
+    );
+    // 64 hosts ask for us by ARP: each is learnt, and the peer's entry goes.
+    for k in 0..64u32 {
+        let host = Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 19, 0, 1)) + k);
+        send_raw(
+            &pb,
+            &arp_req(None, [2, 0, 0, 1, (k >> 8) as u8, k as u8], host, IP4),
+        );
+        a.settle(now);
+    }
+    recv_raw(&pb);
+    assert_eq!(
+        a.cores[0].interface().neighbour(peer),
+        None,
+        "the peer's entry went"
+    );
+    let discarded = a.cores[0].stats().discarded;
+    let forged = sctp(sport, SCTP_PORT, 0xbad, &chunk(10, 0, &[0x55; 64]), true);
+    send_raw(&pb, &sctp4_frame(MAC, EVIL_MAC, PEER4, IP4, &forged));
+    a.settle(now);
+    assert_eq!(
+        a.cores[0].interface().neighbour(peer),
+        None,
+        "a refused COOKIE ECHO taught the core the peer's link address"
+    );
+    assert_eq!(a.cores[0].stats().discarded, discarded + 1, "counted");
+}
+
 /// An IPv4-mapped IPv6 address (::ffff:a.b.c.d) never appears on the wire (RFC 4291
 /// §2.5.5.2): packets from one are dropped as not ours, so no connection is made for it and
 /// nothing is ever sent as IPv4 to the embedded address (review: each retransmitted COOKIE
