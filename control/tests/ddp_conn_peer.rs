@@ -1775,6 +1775,9 @@ impl Duo {
         let pd = d.memory.alloc_pd();
         d.open_rdmap(S, pd);
         let sink = d.memory.alloc_region(4096).unwrap();
+        // Remote write too, as iWARP verbs ask of a Read's Data Sink (its Read Response is a
+        // tagged placement): the peer was told of it, and the tests that have the peer
+        // invalidate it need that (a local-only STag is not the peer's to invalidate).
         let sink_reg = d
             .memory
             .register(MemoryRegistration {
@@ -1782,7 +1785,7 @@ impl Duo {
                 region: sink,
                 offset: 0,
                 len: 4096,
-                access: Access::LOCAL_WRITE,
+                access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
                 stream: None,
                 to_base: 0x2000,
             })
@@ -3485,7 +3488,7 @@ fn rfc5043_6_2_rdmaps_terminate_goes_before_our_answer_to_the_peers_terminate() 
 fn rfc5040_5_3_a_waiting_reads_sink_the_peer_invalidated_is_its_invalid_stag() {
     let (mut d, pd, _, first) = Duo::read_in_flight_in_pd();
     let _ = d.posted_buffer(pd, 40);
-    let (_, second) = d.region_with(pd, 4096, 0x8000, Access::LOCAL_WRITE);
+    let (_, second) = d.region_with(pd, 4096, 0x8000, Access::LOCAL_WRITE | Access::REMOTE_WRITE);
     let read = |wr_id: u64, sink: Stag, sink_to: u64| RdmaRequest {
         wr_id,
         stream: S,
@@ -4685,7 +4688,10 @@ impl Duo {
         ddpdk_control::memory::Registered,
         AtomicRequest,
     ) {
-        let (sink, sink_reg) = self.region_with(pd, 4096, 0x2000, Access::LOCAL_WRITE);
+        // Remote write too: the tests that have the peer invalidate the sink need an STag the
+        // peer may invalidate (a local-only one is refused, "STag cannot be invalidated").
+        let (sink, sink_reg) =
+            self.region_with(pd, 4096, 0x2000, Access::LOCAL_WRITE | Access::REMOTE_WRITE);
         let atomic = RdmaRequest {
             wr_id: 5,
             stream: S,

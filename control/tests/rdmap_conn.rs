@@ -297,7 +297,15 @@ fn rfc5040_5_3_a_buffer_whose_stag_the_peer_invalidated_takes_nothing_more() {
     let mut w = World::perfect(1500);
     w.establish();
     let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
-    let (rbuf, rreg) = region(&mut w.server, spd, 4096, Access::LOCAL_WRITE, None);
+    // Remote write too: a region the server also advertised, so the peer may invalidate its
+    // STag (a local-only one is refused: `rfc5040_4_8_send_invalidating_...`).
+    let (rbuf, rreg) = region(
+        &mut w.server,
+        spd,
+        4096,
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        None,
+    );
     for (wr_id, offset) in [(50, 0), (51, 1024)] {
         let b = w
             .server
@@ -390,16 +398,19 @@ fn rfc5040_5_3_send_with_invalidate_revokes_the_stag_before_the_next_message() {
 
 /// What a Send with Invalidate may not invalidate (RFC 5040 §5.3 and §4.8, Remote Protection
 /// Error "STag cannot be invalidated"): an STag the server never issued, one of another
-/// protection domain, one bound to another stream. Each ends the stream with that Terminate,
-/// the Send's receive buffer is not completed as received, and a real STag stays valid.
+/// protection domain, one bound to another stream, and a local-only one, which the peer was
+/// never told of: here the very region of the posted receive buffers (a peer guessing it
+/// revoked every session's buffers: an outside-in review). Each ends the stream with that
+/// Terminate, the Send's receive buffer is not completed as received, and a real STag stays
+/// valid.
 #[test]
 fn rfc5040_4_8_send_invalidating_what_the_stream_may_not_is_cannot_invalidate() {
-    for case in ["unknown", "another domain", "another stream"] {
+    for case in ["unknown", "another domain", "another stream", "local only"] {
         let mut w = World::perfect(1500);
         w.establish();
         let (_, spd) = open_rdmap(&mut w, RdmaLimits::default(), RdmaLimits::default());
         let target = match case {
-            "unknown" => None,
+            "unknown" | "local only" => None,
             "another domain" => {
                 let other = w.server.memory.alloc_pd();
                 Some(region(&mut w.server, other, 4096, Access::REMOTE_WRITE, None).1)
@@ -425,8 +436,13 @@ fn rfc5040_4_8_send_invalidating_what_the_stream_may_not_is_cannot_invalidate() 
                 Some(reg)
             }
         };
-        let stag = target.map_or(Stag(0x00ab_cd01), |r| r.stag);
         let (_, rreg) = region(&mut w.server, spd, 4096, Access::LOCAL_WRITE, None);
+        let target = if case == "local only" {
+            Some(rreg)
+        } else {
+            target
+        };
+        let stag = target.map_or(Stag(0x00ab_cd01), |r| r.stag);
         let b = w
             .server
             .memory

@@ -713,13 +713,19 @@ impl RdmapStream {
                         // RFC 5040 §5.3 (Send with Invalidate at the Data Sink): the STag must
                         // name a live registration the stream could use itself (its
                         // protection domain, and its stream if it is bound to one, RFC 5041
-                        // §8.2); anything else is the Remote Protection Error "STag cannot be
-                        // invalidated" of §4.8 (the code siw sends), and the Send does not
-                        // complete.
+                        // §8.2), and one the peer could have been told of: a remote right
+                        // (an advertised buffer, as InfiniBand's remote invalidation takes an
+                        // R_Key). A local-only STag (receive buffers) is not the peer's to end:
+                        // it was, and a peer guessing one revoked the buffers every session
+                        // posted (an outside-in review). Anything else is the Remote Protection
+                        // Error "STag cannot be invalidated" of §4.8 (the code siw sends), and
+                        // the Send does not complete.
                         let allowed = |stag: Stag| {
-                            stags
-                                .lookup(stag)
-                                .is_some_and(|r| r.pd == pd && r.stream.is_none_or(|s| s == stream))
+                            stags.lookup(stag).is_some_and(|r| {
+                                r.pd == pd
+                                    && r.stream.is_none_or(|s| s == stream)
+                                    && r.access.any_remote()
+                            })
                         };
                         match invalidate {
                             Some(stag) if !allowed(stag) => Upcall::Fault {

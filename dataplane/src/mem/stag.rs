@@ -68,6 +68,11 @@ impl Access {
     pub const fn contains(self, other: Access) -> bool {
         self.0 & other.0 == other.0
     }
+    /// Whether any remote right is granted: the STag is one the peer may be told of (an
+    /// RDMA Write or Read target, an atomic's word), and so one it may invalidate.
+    pub const fn any_remote(self) -> bool {
+        self.0 & (Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_ATOMIC.0) != 0
+    }
     pub const fn union(self, other: Access) -> Access {
         Access(self.0 | other.0)
     }
