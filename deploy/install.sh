@@ -12,12 +12,17 @@
 set -euo pipefail
 DESTDIR=${DESTDIR:-}
 PREFIX=${PREFIX:-/usr/local}
+# A relative DESTDIR is the caller's, as BIN is: resolved before the cd below (it staged into
+# the source tree).
+if [ -n "$DESTDIR" ]; then
+    DESTDIR=$(realpath -m "$DESTDIR")
+fi
 # A BIN given is the binary to install, resolved against the caller's directory before the
 # cd below; it must exist (building something else in its place would install the wrong
 # thing). Only without BIN is the release binary built when missing.
 if [ -n "${BIN:-}" ]; then
-    if [ ! -x "$BIN" ]; then
-        echo "install: BIN=$BIN: no such executable" >&2
+    if [ ! -f "$BIN" ] || [ ! -x "$BIN" ]; then
+        echo "install: BIN=$BIN: no such executable file" >&2
         exit 1
     fi
     BIN=$(realpath "$BIN")

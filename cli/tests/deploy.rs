@@ -263,6 +263,41 @@ fn env_value(env: &str, name: &str) -> String {
         .to_string()
 }
 
+/// A relative DESTDIR is the caller's, as a relative BIN is: it staged into the source tree
+/// (found by an outside-in review); a BIN that is a directory is refused as such before
+/// anything is made (it passed the executable check, `install` failed half-way and left an
+/// empty tree).
+#[test]
+fn install_takes_its_paths_from_the_callers_directory() {
+    let dir = std::env::temp_dir().join(format!("ddpdk-install-rel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let run = |destdir: &str, bin: &str| {
+        Command::new("bash")
+            .arg(repo().join("deploy/install.sh"))
+            .current_dir(&dir)
+            .env("DESTDIR", destdir)
+            .env("BIN", bin)
+            .output()
+            .expect("run install.sh")
+    };
+    let o = run("stage", BIN);
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    assert!(dir.join("stage/usr/local/bin/ddpdk").is_file(), "{text}");
+    assert!(
+        !repo().join("stage").exists(),
+        "staged into the source tree: {text}"
+    );
+    let o = run("stage2", dir.to_str().expect("utf-8"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no such executable file"), "{err}");
+    assert!(!dir.join("stage2").exists(), "nothing made: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn install_stages_the_service_whose_units_systemd_accepts_and_whose_example_runs() {
     let stage = std::env::temp_dir().join(format!("ddpdk-install-{}", std::process::id()));

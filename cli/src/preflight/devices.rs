@@ -124,7 +124,11 @@ pub(super) fn check_devices(
                 "devices",
                 Status::Fail,
                 "--no-pci and no --vdev: the EAL will find no port".into(),
-                "allow the NIC (-a 0000:03:00.0) or give a virtual device",
+                // deploy/eal-args.sh's options are this: right for the jobs that make their
+                // own ports, which preflight, given EAL options alone, cannot see.
+                "allow the NIC (-a 0000:03:00.0) or give a virtual device (--vdev); \
+                 `ddpdk loopback` and `--ring-pair` make their own net_ring ports and need \
+                 neither",
             ));
         } else {
             out.push(ok(
