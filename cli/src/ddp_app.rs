@@ -203,8 +203,8 @@ struct Shared {
     pd: Pd,
     /// Offered in the Accept of sessions we accept.
     offer: Option<Registered>,
-    /// Receive buffers posted for every session we accept: QN, local STag, length, count.
-    auto_recv: Option<(u32, Stag, u32, u32)>,
+    /// Receive buffers posted for every session we accept (`recv auto`).
+    auto_recv: Option<AutoRecv>,
     conns: BTreeMap<ConnHandle, ConnView>,
     /// Sessions established (by either side) that no `wait session` has reported yet, in the
     /// order they were: a session that came and went between two looks is still seen.
@@ -218,6 +218,37 @@ struct Shared {
 
 /// `count` receive buffers of `len` bytes, one after another from the start of `mr`: it must
 /// be memory we may write (the peer's untagged messages land there) and hold them all.
+/// `recv auto`: COUNT buffers of LEN bytes on queue QN for each session accepted, from the
+/// local region STAG. Each live session has a set of its own, the region cut into as many
+/// sets as it holds: one set for all (as it was) had concurrent sessions' messages land in
+/// the same bytes (found by an outside-in review).
+struct AutoRecv {
+    qn: u32,
+    stag: Stag,
+    len: u32,
+    count: u32,
+    /// Which session holds each set of the region, in order; None: free.
+    sets: Vec<Option<(ConnHandle, u16)>>,
+}
+
+impl AutoRecv {
+    /// A free set for session `stream` of `conn`: the offset of its first buffer.
+    fn take(&mut self, conn: ConnHandle, stream: u16) -> Option<u64> {
+        let k = self.sets.iter().position(Option::is_none)?;
+        self.sets[k] = Some((conn, stream));
+        Some(k as u64 * u64::from(self.len) * u64::from(self.count))
+    }
+
+    /// The sets of `conn`'s sessions (`stream`, or all of them) are free again.
+    fn give_back(&mut self, conn: ConnHandle, stream: Option<u16>) {
+        for set in &mut self.sets {
+            if set.is_some_and(|(c, s)| c == conn && stream.is_none_or(|st| st == s)) {
+                *set = None;
+            }
+        }
+    }
+}
+
 fn receive_buffers_fit(mr: &Mr, len: u32, count: u32) -> Result<(), String> {
     if !matches!(mr.access, AccessArg::Local) {
         return Err(format!(
@@ -333,6 +364,18 @@ impl Shared {
             RtEvent::Report(r) => self.reports.push(*r),
             RtEvent::Indication { conn, indication } => {
                 let closed = matches!(indication, Indication::Closed(_));
+                // A session's receive buffers (`recv auto`) are free for the next once it ends.
+                let ended = match &indication {
+                    Indication::Closed(_) => Some(None),
+                    Indication::Session {
+                        stream,
+                        event: SessionEvent::SessionTerminated { .. },
+                    } => Some(Some(*stream)),
+                    _ => None,
+                };
+                if let (Some(stream), Some(auto)) = (ended, self.auto_recv.as_mut()) {
+                    auto.give_back(conn, stream);
+                }
                 self.on_indication(conn, indication);
                 if closed {
                     self.closed.push_back(conn);
@@ -588,14 +631,33 @@ impl Shared {
             let submitted = self.control.submit(conn, op);
             // Buffers behind the Accept, in the same command ring: the core posts them before it
             // sends the Accept, so the peer cannot send into a queue still empty.
-            if let (Ok(()), true, Some((qn, stag, len, count))) =
-                (&submitted, accepting, self.auto_recv)
-            {
+            let set = match (&submitted, accepting, self.auto_recv.as_mut()) {
+                (Ok(()), true, Some(auto)) => {
+                    let (qn, stag, len, count, sets) =
+                        (auto.qn, auto.stag, auto.len, auto.count, auto.sets.len());
+                    match auto.take(conn, stream) {
+                        Some(base) => Some((qn, stag, len, count, base)),
+                        None => {
+                            note(
+                                json,
+                                format_args!(
+                                    "Association {conn}: session {stream} gets no receive \
+                                     buffers: STag {stag} holds {sets} session(s)' {count} of \
+                                     {len} bytes, all in use ('recv auto' with a larger region)"
+                                ),
+                            );
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            if let Some((qn, stag, len, count, base)) = set {
                 for k in 0..count {
                     let posted = self
                         .control
                         .memory()
-                        .receive_buffer(pd, stag, u64::from(k) * u64::from(len), len)
+                        .receive_buffer(pd, stag, base + u64::from(k) * u64::from(len), len)
                         .map_err(|e| e.to_string())
                         .and_then(|buffer| {
                             let op = Op::PostRecv {
@@ -1117,18 +1179,26 @@ impl DdpApp {
                 // Checked now, not when a session is accepted: there the refusal is one note per
                 // session, and each accepted session's queue stays empty.
                 receive_buffers_fit(&mr, *len, *count)?;
-                // One set for every session: a second replaces the first, which is said.
-                let before = lock(&self.shared)
-                    .auto_recv
-                    .replace((*qn, mr.reg.stag, *len, *count));
+                // Each session a set of its own, as many as the region holds. A second `recv
+                // auto` replaces the first, which is said; sessions holding sets of the first
+                // keep their buffers.
+                let sets = (mr.reg.len / (u64::from(*len).max(1) * u64::from(*count))) as usize;
+                let before = lock(&self.shared).auto_recv.replace(AutoRecv {
+                    qn: *qn,
+                    stag: mr.reg.stag,
+                    len: *len,
+                    count: *count,
+                    sets: vec![None; sets],
+                });
                 note(
                     self.json,
                     format_args!(
                         "Sessions we accept get {count} receive buffer(s) of {len} bytes on \
-                         queue {qn} from STag {}{}",
+                         queue {qn} from STag {}, each its own ({sets} at once){}",
                         mr.reg.stag,
-                        before.map_or(String::new(), |(q, st, l, c)| format!(
-                            " (instead of {c} of {l} bytes on queue {q} from STag {st})"
+                        before.map_or(String::new(), |a| format!(
+                            " (instead of {} of {} bytes on queue {} from STag {})",
+                            a.count, a.len, a.qn, a.stag
                         ))
                     ),
                 );
@@ -1619,7 +1689,7 @@ impl DdpApp {
                         s.offer = None;
                         also += "; sessions accepted from now on are offered no region";
                     }
-                    if s.auto_recv.is_some_and(|a| a.1 == mr.reg.stag) {
+                    if s.auto_recv.as_ref().is_some_and(|a| a.stag == mr.reg.stag) {
                         s.auto_recv = None;
                         also += "; sessions accepted from now on get no receive buffers \
                                  ('recv auto' cleared)";

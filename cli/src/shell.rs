@@ -475,8 +475,9 @@ pub enum RecvCmd {
         count: Option<u32>,
     },
     /// recv auto QN STAG LEN COUNT: with --listen, every session we accept gets COUNT receive
-    /// buffers of LEN bytes on queue QN from the local region STAG, posted right behind the
-    /// Accept (in the same command ring, so before the peer can send).
+    /// buffers of LEN bytes on queue QN from the local region STAG (each session a set of its
+    /// own), posted right behind the Accept (in the same command ring, so before the peer can
+    /// send).
     Auto {
         qn: u32,
         stag: StagArg,
@@ -730,7 +731,8 @@ DDP endpoint (ddpdk --ip ADDR ...):
   recv post ID STREAM QN STAG LEN [COUNT]
                                        Post receive buffers from local region STAG
                                        (QN 0-3; a queue holds at most 256).
-  recv auto QN STAG LEN COUNT          With --listen: buffers for every session accepted.
+  recv auto QN STAG LEN COUNT          With --listen: buffers for every session accepted,
+                                       each its own set of the region STAG.
   rdma write ID STREAM STAG TO SIZE [COUNT] [--from LOCAL_STAG]
                                        RDMA Writes on an RDMAP session.
   rdma read ID STREAM STAG TO SIZE [COUNT] --into LOCAL_STAG

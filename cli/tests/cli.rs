@@ -3341,6 +3341,35 @@ fn rdma_shell_reads_writes_and_sends_over_memif() {
     );
 }
 
+/// `recv auto` gives each session it accepts buffers of its own: a region of two sets holds
+/// two sessions at once, and a third is told it gets none. It gave every session the same
+/// buffers (the region's first bytes), so the second session's Send landed on the first's
+/// (found by an outside-in review).
+#[test]
+fn recv_auto_gives_each_session_its_own_buffers() {
+    let (client, client_text, server_code, server_text) = memif_shell_pair(
+        "recv-auto",
+        "mr reg 2048 local\nrecv auto 0 last 1024 1\nwait closed 60\nmr checksum last\nquit\n",
+        "assoc open 198.18.0.2\nsession open 1 3 a --rdmap\nsession open 1 4 b --rdmap\n\
+         session open 1 5 c --rdmap\nmr reg 1024 local\nmr fill last 170\n\
+         rdma send 1 3 1024 --from last\nmr fill last 187\nrdma send 1 4 1024 --from last\n\
+         assoc close 1\nquit\n",
+    );
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(server_code, Some(0), "server:\n{server_text}");
+    let both: Vec<u8> = [[170u8; 1024], [187u8; 1024]].concat();
+    let want = format!("{:#010x}", ddpdk_dataplane::wire::crc32c::crc32c(&both));
+    assert!(
+        server_text.contains(&want),
+        "the region holds both messages ({want}):\n{server_text}"
+    );
+    assert!(
+        server_text.contains("session 5 gets no receive buffers: STag")
+            && server_text.contains("holds 2 session(s)' 1 of 1024 bytes, all in use"),
+        "{server_text}"
+    );
+}
+
 /// What the client can tell will not complete is refused before anything is sent, and what
 /// the peer refused is not reported as done: a Read on a stream whose ORD is 0 (RFC 5040
 /// §6.1: none may be outstanding), a Write or Read past the region the peer offered (RFC 5041
