@@ -141,6 +141,8 @@ struct SessionView {
     immediates: u64,
     /// Tagged messages the peer placed in our regions (RDMA Writes; RFC 5041 §5.4).
     tagged: u64,
+    /// The error of the peer's RDMAP Terminate, if one came: why work it flushed failed.
+    peer_terminate: Option<String>,
 }
 
 /// What a session brought in, for `show session`: nothing when it brought nothing.
@@ -535,6 +537,9 @@ impl Shared {
                 );
             }
             Indication::RdmapTerminate { stream, error } => {
+                if let Some(sv) = v.sessions.get_mut(&stream) {
+                    sv.peer_terminate = Some(error.to_string());
+                }
                 emit_event(
                     json,
                     "rdmap_terminate",
@@ -2229,7 +2234,17 @@ impl DdpApp {
         }
         // No rate and no CRC32c for a command whose work did not all happen.
         if failed > 0 {
-            return Err(format!("{failed} of {count} work request(s) flushed"));
+            // The cause, where the peer gave one (an outside-in review: a script's error, and
+            // JSON's command_error, said only "flushed", the cause in an earlier event).
+            let cause = lock(&self.shared)
+                .conns
+                .get(&conn)
+                .and_then(|v| v.sessions.get(&stream)?.peer_terminate.clone())
+                .map(|e| format!(": the peer's RDMAP Terminate: {e}"))
+                .unwrap_or_default();
+            return Err(format!(
+                "{failed} of {count} work request(s) flushed{cause}"
+            ));
         }
         let secs = t0.elapsed().as_secs_f64();
         // A DDP send completes when SCTP has delivered it, not when the peer placed it: a peer

@@ -3397,7 +3397,8 @@ fn rdma_shell_refuses_what_cannot_complete() {
             "offset 1048000 + 65536 bytes is past the 1048576 bytes the peer offered on stream 2",
             "offset 1048000 + 1024 bytes is past the 1048576 bytes the peer offered on stream 2",
             "Wrote 1 x 1024 bytes on association 1 stream 2",
-            "1 of 1 work request(s) flushed",
+            // The cause with it (it was in an earlier event only).
+            "1 of 1 work request(s) flushed: the peer's RDMAP Terminate: invalid STag",
             "Association 1 closed: shut down",
             "association 1 is closed already: shut down",
         ],
