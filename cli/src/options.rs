@@ -742,6 +742,17 @@ where
     }
 }
 
+/// A Tagged Offset: a count of bytes as [`bytes`] takes it, or hexadecimal after `0x`, as
+/// `show mr` prints TOs and as STags are given (an outside-in review: `0x...` was "not a count
+/// of bytes").
+pub(crate) fn tagged_offset(text: &str) -> Result<u64, String> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16)
+            .map_err(|_| format!("not a Tagged Offset: {text:?} is not 64-bit hexadecimal")),
+        None => bytes::<u64>(0, u64::MAX)(text),
+    }
+}
+
 /// `text` as a count of bytes with its unit applied; in u128, so that any count that does not
 /// overflow it (and none of ours comes near) is compared with its option's range, not taken
 /// for junk.

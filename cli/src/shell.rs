@@ -308,7 +308,7 @@ pub enum SendCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
-        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
+        #[arg(value_parser = crate::options::tagged_offset)]
         to: u64,
         #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         size: u32,
@@ -344,7 +344,7 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
-        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
+        #[arg(value_parser = crate::options::tagged_offset)]
         to: u64,
         #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         size: u32,
@@ -361,7 +361,7 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
-        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
+        #[arg(value_parser = crate::options::tagged_offset)]
         to: u64,
         #[arg(value_parser = crate::options::bytes::<u32>(0, u32::MAX))]
         size: u32,
@@ -398,7 +398,7 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
-        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
+        #[arg(value_parser = crate::options::tagged_offset)]
         to: u64,
         add: U64Arg,
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
@@ -413,7 +413,7 @@ pub enum RdmaCmd {
         id: AssocId,
         stream: u16,
         stag: StagArg,
-        #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
+        #[arg(value_parser = crate::options::tagged_offset)]
         to: u64,
         compare: U64Arg,
         swap: U64Arg,
@@ -720,6 +720,10 @@ DDP endpoint (ddpdk --ip ADDR ...):
   session offer STAG                   Offer region STAG in the Accept of sessions we accept.
   mr reg LEN [remote-write|remote-read|remote|remote-atomic|local]
                                        Allocate and register a region; prints its STag.
+                                       remote-write (the default): the peer places into it;
+                                       remote-read: the peer reads it; remote: both;
+                                       remote-atomic: both and RFC 7306 atomics; local: ours
+                                       (receive buffers, Read sinks, send sources).
   mr dereg STAG                        Deregister (every data core acknowledges); free it.
   mr fill STAG BYTE                    Set every byte of a region.
   mr checksum STAG [crc32c|sha256]     Digest of a region's bytes ('all': every region).
@@ -1288,6 +1292,24 @@ mod tests {
             parse_line("mr fill last 0xff").map(|c| c.map(|c| format!("{c:?}"))),
             parse_line("mr fill last 255").map(|c| c.map(|c| format!("{c:?}")))
         );
+        // A Tagged Offset in hex too, as `show mr` prints it (an outside-in review: "not a
+        // count of bytes"); with units as before.
+        let same = |a: &str, b: &str| {
+            assert_eq!(
+                parse_line(a).map(|c| c.map(|c| format!("{c:?}"))),
+                parse_line(b).map(|c| c.map(|c| format!("{c:?}"))),
+                "{a} / {b}"
+            )
+        };
+        same(
+            "rdma write 1 5 offer 0xfffffffffffff000 8192",
+            "rdma write 1 5 offer 18446744073709547520 8192",
+        );
+        same(
+            "rdma read 1 1 offer 0x10000 64 --into last",
+            "rdma read 1 1 offer 64K 64 --into last",
+        );
+        assert!(parse_line("rdma write 1 1 offer 0xfffffffffffffffff 8").is_err());
         assert!(parse_line("mr fill last 0x100").is_err());
         let e = parse_line("show port stats x").expect_err("bad port");
         assert!(e.contains("'x' is not a port id or 'all'"), "{e}");
