@@ -229,16 +229,31 @@ struct AutoRecv {
     stag: Stag,
     len: u32,
     count: u32,
-    /// Which session holds each set of the region, in order; None: free.
+    /// Which session holds each set of the region, in order; None: free. Grown as sessions
+    /// come, to `room` sets at most (a large region of small buffers holds millions: a table
+    /// made up front for them all took gigabytes, a review).
     sets: Vec<Option<(ConnHandle, u16)>>,
+    room: usize,
 }
 
 impl AutoRecv {
     /// A free set for session `stream` of `conn`: the offset of its first buffer.
     fn take(&mut self, conn: ConnHandle, stream: u16) -> Option<u64> {
-        let k = self.sets.iter().position(Option::is_none)?;
+        let k = match self.sets.iter().position(Option::is_none) {
+            Some(k) => k,
+            None if self.sets.len() < self.room => {
+                self.sets.push(None);
+                self.sets.len() - 1
+            }
+            None => return None,
+        };
         self.sets[k] = Some((conn, stream));
         Some(k as u64 * u64::from(self.len) * u64::from(self.count))
+    }
+
+    /// Sessions holding a set now.
+    fn held(&self) -> usize {
+        self.sets.iter().filter(|s| s.is_some()).count()
     }
 
     /// The sets of `conn`'s sessions (`stream`, or all of them) are free again.
@@ -639,7 +654,7 @@ impl Shared {
             let set = match (&submitted, accepting, self.auto_recv.as_mut()) {
                 (Ok(()), true, Some(auto)) => {
                     let (qn, stag, len, count, sets) =
-                        (auto.qn, auto.stag, auto.len, auto.count, auto.sets.len());
+                        (auto.qn, auto.stag, auto.len, auto.count, auto.room);
                     match auto.take(conn, stream) {
                         Some(base) => Some((qn, stag, len, count, base)),
                         None => {
@@ -1185,16 +1200,29 @@ impl DdpApp {
                 // session, and each accepted session's queue stays empty.
                 receive_buffers_fit(&mr, *len, *count)?;
                 // Each session a set of its own, as many as the region holds. A second `recv
-                // auto` replaces the first, which is said; sessions holding sets of the first
-                // keep their buffers.
-                let sets = (mr.reg.len / (u64::from(*len).max(1) * u64::from(*count))) as usize;
-                let before = lock(&self.shared).auto_recv.replace(AutoRecv {
-                    qn: *qn,
-                    stag: mr.reg.stag,
-                    len: *len,
-                    count: *count,
-                    sets: vec![None; sets],
-                });
+                // auto` replaces the first, which is said; not while sessions hold sets of the
+                // first (a review: the new table, all free, handed the same bytes out again).
+                let sets =
+                    usize::try_from(mr.reg.len / (u64::from(*len) * u64::from(*count)).max(1))
+                        .unwrap_or(usize::MAX);
+                let before = {
+                    let mut s = lock(&self.shared);
+                    if let Some(held) = s.auto_recv.as_ref().map(AutoRecv::held).filter(|&n| n > 0)
+                    {
+                        return Err(format!(
+                            "{held} session(s) still hold receive buffers of the 'recv auto' \
+                             in force: it can change once they end"
+                        ));
+                    }
+                    s.auto_recv.replace(AutoRecv {
+                        qn: *qn,
+                        stag: mr.reg.stag,
+                        len: *len,
+                        count: *count,
+                        sets: Vec::new(),
+                        room: sets,
+                    })
+                };
                 note(
                     self.json,
                     format_args!(

@@ -3349,7 +3349,8 @@ fn rdma_shell_reads_writes_and_sends_over_memif() {
 fn recv_auto_gives_each_session_its_own_buffers() {
     let (client, client_text, server_code, server_text) = memif_shell_pair(
         "recv-auto",
-        "mr reg 2048 local\nrecv auto 0 last 1024 1\nwait closed 60\nmr checksum last\nquit\n",
+        "mr reg 2048 local\nrecv auto 0 last 1024 1\nwait closed 60\nmr checksum last\n\
+         recv auto 0 last 512 2\nquit\n",
         "assoc open 198.18.0.2\nsession open 1 3 a --rdmap\nsession open 1 4 b --rdmap\n\
          session open 1 5 c --rdmap\nmr reg 1024 local\nmr fill last 170\n\
          rdma send 1 3 1024 --from last\nmr fill last 187\nrdma send 1 4 1024 --from last\n\
@@ -3366,6 +3367,12 @@ fn recv_auto_gives_each_session_its_own_buffers() {
     assert!(
         server_text.contains("session 5 gets no receive buffers: STag")
             && server_text.contains("holds 2 session(s)' 1 of 1024 bytes, all in use"),
+        "{server_text}"
+    );
+    // The association's end gave the sets back: another `recv auto` may replace this one
+    // (it is refused while sessions hold sets).
+    assert!(
+        server_text.contains("Sessions we accept get 2 receive buffer(s) of 512 bytes"),
         "{server_text}"
     );
 }

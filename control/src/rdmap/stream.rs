@@ -713,9 +713,11 @@ impl RdmapStream {
                         // RFC 5040 §5.3 (Send with Invalidate at the Data Sink): the STag must
                         // name a live registration the stream could use itself (its
                         // protection domain, and its stream if it is bound to one, RFC 5041
-                        // §8.2), and one the peer could have been told of: a remote right
-                        // (an advertised buffer, as InfiniBand's remote invalidation takes an
-                        // R_Key). A local-only STag (receive buffers) is not the peer's to end:
+                        // §8.2), and one granting a remote right (an advertised buffer, as
+                        // InfiniBand's remote invalidation takes an R_Key; a Read's sink told
+                        // in its Read Request qualifies when registered with remote write, as
+                        // iWARP verbs register sinks). A local-only STag (receive buffers, a
+                        // sink of local write alone) is not the peer's to end:
                         // it was, and a peer guessing one revoked the buffers every session
                         // posted (an outside-in review). Anything else is the Remote Protection
                         // Error "STag cannot be invalidated" of §4.8 (the code siw sends), and
