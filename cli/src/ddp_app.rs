@@ -232,8 +232,22 @@ struct AutoRecv {
     /// Which session holds each set of the region, in order; None: free. Grown as sessions
     /// come, to `room` sets at most (a large region of small buffers holds millions: a table
     /// made up front for them all took gigabytes, a review).
-    sets: Vec<Option<(ConnHandle, u16)>>,
+    sets: Vec<Option<Holder>>,
     room: usize,
+}
+
+/// A session holding a set of `recv auto`'s buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Holder {
+    conn: ConnHandle,
+    stream: u16,
+    /// Receives posted on the session and not yet ended (filled or flushed).
+    receives: u32,
+    /// Its SessionTerminated came. A session the peer ended while DDP-SSNs before its
+    /// Terminate were missing keeps its receives until those arrive (RFC 5043 §6.1: order is
+    /// by DDP-SSN; the library's `end_flush`): its set is free only once none is left, or a
+    /// session accepted meanwhile would be given the bytes the old one's late segments land in.
+    ended: bool,
 }
 
 impl AutoRecv {
@@ -247,7 +261,12 @@ impl AutoRecv {
             }
             None => return None,
         };
-        self.sets[k] = Some((conn, stream));
+        self.sets[k] = Some(Holder {
+            conn,
+            stream,
+            receives: 0,
+            ended: false,
+        });
         Some(k as u64 * u64::from(self.len) * u64::from(self.count))
     }
 
@@ -256,10 +275,62 @@ impl AutoRecv {
         self.sets.iter().filter(|s| s.is_some()).count()
     }
 
-    /// The sets of `conn`'s sessions (`stream`, or all of them) are free again.
-    fn give_back(&mut self, conn: ConnHandle, stream: Option<u16>) {
+    /// The set of `conn`'s session `stream`: the live session's, else one ended and waiting.
+    fn holder(
+        &mut self,
+        conn: ConnHandle,
+        stream: u16,
+        ended: bool,
+    ) -> Option<&mut Option<Holder>> {
+        self.sets.iter_mut().find(|set| {
+            set.is_some_and(|h| h.conn == conn && h.stream == stream && h.ended == ended)
+        })
+    }
+
+    /// A receive was posted on session `stream` of `conn` (any queue, any buffer: each ends
+    /// with one Received or RecvFlushed, which [`AutoRecv::receive_ended`] counts).
+    fn posted(&mut self, conn: ConnHandle, stream: u16) {
+        if let Some(Some(h)) = self.holder(conn, stream, false) {
+            h.receives += 1;
+        }
+    }
+
+    /// A receive of session `stream` of `conn` was filled or flushed. An ended session's are
+    /// counted first: a stream's next session starts only after the last one's receives were
+    /// flushed.
+    fn receive_ended(&mut self, conn: ConnHandle, stream: u16) {
+        let set = self.sets.iter_mut().filter_map(|set| {
+            set.filter(|h| h.conn == conn && h.stream == stream && h.receives > 0)
+                .map(|h| (h.ended, set))
+        });
+        let Some((_, set)) = set.max_by_key(|(ended, _)| *ended) else {
+            return;
+        };
+        if let Some(h) = set.as_mut() {
+            h.receives -= 1;
+            if h.ended && h.receives == 0 {
+                *set = None;
+            }
+        }
+    }
+
+    /// Session `stream` of `conn` ended: its set is free once none of its receives is left.
+    fn session_ended(&mut self, conn: ConnHandle, stream: u16) {
+        if let Some(set) = self.holder(conn, stream, false) {
+            if let Some(h) = set.as_mut() {
+                h.ended = true;
+                if h.receives == 0 {
+                    *set = None;
+                }
+            }
+        }
+    }
+
+    /// Every set of `conn`'s sessions is free again: the association is over, or its peer
+    /// restarted (every session ended and its receives flushed, with no SessionTerminated).
+    fn give_back(&mut self, conn: ConnHandle) {
         for set in &mut self.sets {
-            if set.is_some_and(|(c, s)| c == conn && stream.is_none_or(|st| st == s)) {
+            if set.is_some_and(|h| h.conn == conn) {
                 *set = None;
             }
         }
@@ -267,7 +338,7 @@ impl AutoRecv {
 }
 
 fn receive_buffers_fit(mr: &Mr, len: u32, count: u32) -> Result<(), String> {
-    if !matches!(mr.access, AccessArg::Local) {
+    if !mr.access.local_write() {
         return Err(format!(
             "STag {} is not registered for local write ('mr reg LEN local'): receive buffers \
              are written by the peer's untagged messages",
@@ -344,9 +415,12 @@ impl Shared {
                     }
                 }
             }
-            RtEvent::Posted { conn, .. } => {
+            RtEvent::Posted { conn, stream, .. } => {
                 if let Some(v) = self.conns.get_mut(&conn) {
                     v.posted += 1;
+                }
+                if let Some(auto) = self.auto_recv.as_mut() {
+                    auto.posted(conn, stream);
                 }
             }
             RtEvent::Refused {
@@ -381,17 +455,21 @@ impl Shared {
             RtEvent::Report(r) => self.reports.push(*r),
             RtEvent::Indication { conn, indication } => {
                 let closed = matches!(indication, Indication::Closed(_));
-                // A session's receive buffers (`recv auto`) are free for the next once it ends.
-                let ended = match &indication {
-                    Indication::Closed(_) => Some(None),
-                    Indication::Session {
-                        stream,
-                        event: SessionEvent::SessionTerminated { .. },
-                    } => Some(Some(*stream)),
-                    _ => None,
-                };
-                if let (Some(stream), Some(auto)) = (ended, self.auto_recv.as_mut()) {
-                    auto.give_back(conn, stream);
+                // A session's receive buffers (`recv auto`) are free for the next once it ended
+                // and none of its receives can still be filled.
+                if let Some(auto) = self.auto_recv.as_mut() {
+                    match &indication {
+                        Indication::Closed(_) | Indication::PeerRestarted => auto.give_back(conn),
+                        Indication::Session {
+                            stream,
+                            event: SessionEvent::SessionTerminated { .. },
+                        } => auto.session_ended(conn, *stream),
+                        Indication::Received { stream, .. }
+                        | Indication::RecvFlushed { stream, .. } => {
+                            auto.receive_ended(conn, *stream)
+                        }
+                        _ => {}
+                    }
                 }
                 self.on_indication(conn, indication);
                 if closed {
@@ -1659,6 +1737,7 @@ impl DdpApp {
                         Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
                     }
                     AccessArg::Local => Access::LOCAL_WRITE,
+                    AccessArg::Sink => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
                 };
                 let reg = m
                     .register(MemoryRegistration {
@@ -2063,6 +2142,19 @@ impl DdpApp {
         let sink = match verb {
             Verb::Read { into, .. } | Verb::FetchAdd { into, .. } | Verb::CmpSwap { into, .. } => {
                 let mr = self.mr(into)?;
+                // Said here, where the shell knows which: the core's refusal names every
+                // cause a sink can have (RFC 5040 §6.1: the Read Response is placed with the
+                // local STag's rights).
+                if !mr.access.local_write() {
+                    return Err(format!(
+                        "STag {} is registered {}, without local write: a {} writes its \
+                         result into the --into region ('mr reg LEN local', or 'sink' for \
+                         one the peer may invalidate)",
+                        mr.reg.stag,
+                        access_text(mr.access),
+                        verb.name()
+                    ));
+                }
                 let slots = slots_of(&mr)?;
                 Some((mr, slots))
             }
@@ -2948,6 +3040,7 @@ fn access_text(a: AccessArg) -> &'static str {
         AccessArg::Remote => "remote",
         AccessArg::RemoteAtomic => "remote-atomic",
         AccessArg::Local => "local",
+        AccessArg::Sink => "sink",
     }
 }
 
@@ -3065,6 +3158,70 @@ mod tests {
         };
         r.stats.frames_in = frames_in;
         r
+    }
+
+    fn auto(room: usize) -> AutoRecv {
+        AutoRecv {
+            qn: 0,
+            stag: Stag::new(1, 0),
+            len: 1000,
+            count: 2,
+            sets: Vec::new(),
+            room,
+        }
+    }
+
+    /// RFC 5043 §6.1 (order is by DDP-SSN) with `recv auto`: a session the peer's Terminate
+    /// ended while DDP-SSNs before it were missing keeps its posted receives until those
+    /// arrive; its set was free at its SessionTerminated, so a session accepted meanwhile was
+    /// given the bytes the old one's late segments then landed in. The set is free only once
+    /// every receive of it was filled or flushed.
+    #[test]
+    fn recv_auto_holds_a_set_until_its_ended_sessions_receives_are_done_6_1() {
+        let (a, b) = (ConnHandle(1), ConnHandle(2));
+        let mut auto = auto(1);
+        assert_eq!(auto.take(a, 3), Some(0));
+        auto.posted(a, 3);
+        auto.posted(a, 3);
+        auto.receive_ended(a, 3); // the first message filled its buffer
+        auto.session_ended(a, 3);
+        assert_eq!(auto.held(), 1, "one receive is still posted");
+        assert_eq!(
+            auto.take(b, 3),
+            None,
+            "the one set is still the ended session's"
+        );
+        auto.receive_ended(b, 3); // another association's: not this set's
+        auto.receive_ended(a, 4); // another stream's
+        assert_eq!(auto.held(), 1);
+        auto.receive_ended(a, 3); // the late segment's message, or the flush
+        assert_eq!(auto.held(), 0, "free once none of its receives is left");
+        assert_eq!(auto.take(b, 3), Some(0));
+    }
+
+    /// A session that ended with nothing posted, or with everything done, gives its set back
+    /// at once; a stream's next session counts its own receives apart from the ended one's;
+    /// the association's end and a peer's restart give every set back.
+    #[test]
+    fn recv_auto_gives_sets_back_at_session_and_association_end() {
+        let a = ConnHandle(1);
+        let mut auto = auto(2);
+        assert_eq!(auto.take(a, 3), Some(0));
+        auto.session_ended(a, 3);
+        assert_eq!(auto.held(), 0, "nothing posted: free at its end");
+        assert_eq!(auto.take(a, 3), Some(0));
+        auto.posted(a, 3);
+        auto.session_ended(a, 3);
+        // The stream's next session, on the other set.
+        assert_eq!(auto.take(a, 3), Some(2000));
+        auto.posted(a, 3);
+        auto.posted(a, 3);
+        // The ended session's flush counts against it, not the live one.
+        auto.receive_ended(a, 3);
+        assert_eq!(auto.held(), 1);
+        assert_eq!(auto.take(a, 5), Some(0), "the ended session's set is free");
+        auto.give_back(a);
+        assert_eq!(auto.held(), 0);
     }
 
     /// `show`'s reports are one a core: a late report of a request that timed out, with a

@@ -234,6 +234,18 @@ pub enum AccessArg {
     RemoteAtomic,
     /// Receive buffers for untagged messages (local write).
     Local,
+    /// A Read's or an Atomic's sink the peer may end with a Send with Invalidate: local write
+    /// and remote write (RFC 5040 §5.3: an STag the peer invalidates must grant it a remote
+    /// right, as an InfiniBand R_Key; iWARP registers its sinks so).
+    Sink,
+}
+
+impl AccessArg {
+    /// Whether our own operations may write the region: a receive buffer's, a Read's or an
+    /// Atomic's sink.
+    pub fn local_write(self) -> bool {
+        matches!(self, AccessArg::Local | AccessArg::Sink)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -276,7 +288,7 @@ impl FromStr for StagArg {
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum MrCmd {
-    /// mr reg LEN [remote-write|remote-read|remote|remote-atomic|local]: a region of DPDK
+    /// mr reg LEN [remote-write|remote-read|remote|remote-atomic|local|sink]: a region of DPDK
     /// memory, registered.
     Reg {
         #[arg(value_parser = crate::options::bytes::<u64>(0, u64::MAX))]
@@ -718,12 +730,14 @@ DDP endpoint (ddpdk --ip ADDR ...):
                                        --rdmap); waits for the answer.
   session close ID STREAM              Terminate a session.
   session offer STAG                   Offer region STAG in the Accept of sessions we accept.
-  mr reg LEN [remote-write|remote-read|remote|remote-atomic|local]
+  mr reg LEN [remote-write|remote-read|remote|remote-atomic|local|sink]
                                        Allocate and register a region; prints its STag.
                                        remote-write (the default): the peer places into it;
                                        remote-read: the peer reads it; remote: both;
                                        remote-atomic: both and RFC 7306 atomics; local: ours
-                                       (receive buffers, Read sinks, send sources).
+                                       (receive buffers, Read sinks, send sources); sink:
+                                       local and remote-write (a Read sink the peer may
+                                       invalidate with a Send with Invalidate).
   mr dereg STAG                        Deregister (every data core acknowledges); free it.
   mr fill STAG BYTE                    Set every byte of a region.
   mr checksum STAG [crc32c|sha256]     Digest of a region's bytes ('all': every region).

@@ -2744,6 +2744,40 @@ fn an_stag_the_peer_invalidated_is_shown_so_and_no_longer_offered() {
     assert!(!server_text.contains("stream 2: "), "{server_text}");
 }
 
+/// RFC 5040 §5.3 in the shell: a region the peer may invalidate must grant it a remote right,
+/// and a Read's sink needs local write, so no access word served a Read sink the peer could
+/// end with a Send with Invalidate (`local` has no remote right, `remote-write` no local
+/// write): `sink` grants both. A Read into a region without local write is refused by the
+/// shell with that cause (the core's refusal named four possible ones).
+#[test]
+fn a_sink_region_may_be_invalidated_by_the_peer_5_3() {
+    let (client, client_text, server_code, server_text) = memif_shell_pair(
+        "sink",
+        "mr reg 8000 local\nrecv auto 0 last 1000 4\nmr reg 4096 sink\nsession offer last\n\
+         wait session 60\nwait closed 60\nshow mr\nquit\n",
+        "assoc open 198.18.0.2\nsession open 1 1 a --rdmap\nmr reg 4096 remote-write\n\
+         rdma read 1 1 offer 0 100 --into last\nrdma write 1 1 offer 0 100\n\
+         rdma send 1 1 10 1 --invalidate offer\nsession close 1 1\nassoc close 1\nquit\n",
+    );
+    assert_eq!(client.status.code(), Some(1), "client:\n{client_text}");
+    assert_has_all(
+        &client_text,
+        &[
+            "is registered remote-write, without local write: a rdma read writes its result \
+             into the --into region",
+            "Wrote 1 x 100 bytes on association 1 stream 1",
+        ],
+    );
+    assert_eq!(server_code, Some(0), "server:\n{server_text}");
+    assert_has_all(
+        &server_text,
+        &[
+            "the peer invalidated STag",
+            "length 4096  sink  (invalidated by the peer)",
+        ],
+    );
+}
+
 /// A scratch directory for the memif pair of test `name`, holding its socket; removed when
 /// dropped.
 struct MemifDir {
@@ -3374,6 +3408,35 @@ fn recv_auto_gives_each_session_its_own_buffers() {
     assert!(
         server_text.contains("Sessions we accept get 2 receive buffer(s) of 512 bytes"),
         "{server_text}"
+    );
+}
+
+/// A `recv auto` set is free again once its session ended and its receives are done, not
+/// only when the association ends: a region of one set serves one session after another.
+/// The shell counts each session's receives posted and ended (filled or flushed) to know
+/// when (a session the peer ended with DDP-SSNs missing keeps its receives, RFC 5043 §6.1).
+#[test]
+fn recv_auto_gives_a_set_back_at_its_sessions_end() {
+    let (client, client_text, server_code, server_text) = memif_shell_pair(
+        "recv-auto-end",
+        "mr reg 1024 local\nrecv auto 0 last 1024 1\nwait closed 60\nmr checksum last\nquit\n",
+        "assoc open 198.18.0.2\nsession open 1 3 a --rdmap\nmr reg 1024 local\nmr fill last 170\n\
+         rdma send 1 3 1024 --from last\nsession close 1 3\nsession open 1 4 b --rdmap\n\
+         mr fill last 187\nrdma send 1 4 1024 --from last\nassoc close 1\nquit\n",
+    );
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert_eq!(server_code, Some(0), "server:\n{server_text}");
+    assert!(
+        !server_text.contains("gets no receive buffers"),
+        "session 4 got the set session 3 gave back:\n{server_text}"
+    );
+    let want = format!(
+        "{:#010x}",
+        ddpdk_dataplane::wire::crc32c::crc32c(&[187u8; 1024])
+    );
+    assert!(
+        server_text.contains(&want),
+        "the second session's message is in the set ({want}):\n{server_text}"
     );
 }
 
