@@ -143,6 +143,28 @@ struct SessionView {
     tagged: u64,
     /// The error of the peer's RDMAP Terminate, if one came: why work it flushed failed.
     peer_terminate: Option<String>,
+    /// An RDMAP stream's Read limits (RFC 5040 §6.1, RFC 5043 §6.3's RDMA Read Credits): ours
+    /// as we sent them, and the peer's from its Initiate or Accept.
+    limits: Option<RdmaLimits>,
+    peer_limits: Option<RdmaLimits>,
+}
+
+/// An RDMAP session's Read limits, for `show session`: how many Reads each side may have
+/// outstanding (its ORD, at most the other's IRD).
+fn limits_text(v: &SessionView) -> String {
+    match (v.limits, v.peer_limits) {
+        (Some(ours), Some(peer)) => format!(
+            "; Reads outstanding: ours at most {} (our ORD {}, the peer's IRD {}), the peer's \
+             at most {} (its ORD {}, our IRD {})",
+            ours.ord.min(peer.ird),
+            ours.ord,
+            peer.ird,
+            peer.ord.min(ours.ird),
+            peer.ord,
+            ours.ird
+        ),
+        _ => String::new(),
+    }
 }
 
 /// What a session brought in, for `show session`: nothing when it brought nothing.
@@ -347,7 +369,7 @@ fn receive_buffers_fit(mr: &Mr, len: u32, count: u32) -> Result<(), String> {
     }
     if u64::from(len) * u64::from(count) > mr.reg.len {
         return Err(format!(
-            "{count} buffers of {len} bytes do not fit STag {} ({} bytes)",
+            "{count} buffer(s) of {len} bytes do not fit STag {} ({} bytes)",
             mr.reg.stag, mr.reg.len
         ));
     }
@@ -649,7 +671,10 @@ impl Shared {
                         // A new session on the stream: nothing of the last one's counts.
                         *s = SessionView::default();
                         s.state = "initiate received".into();
-                        s.rdmap = decode_private_data(private_data.as_bytes()).is_some();
+                        s.peer_limits = decode_private_data(private_data.as_bytes()).map(|p| p.0);
+                        s.rdmap = s.peer_limits.is_some();
+                        // What the answer below sends, if it accepts.
+                        s.limits = (s.rdmap && listen).then(RdmaLimits::default);
                         answer = Some((stream, s.rdmap));
                     }
                     SessionEvent::Accepted { private_data } => {
@@ -663,7 +688,10 @@ impl Shared {
                         // RDMAP's parameters come first; the offer is the ULP's part.
                         let bytes = private_data.as_bytes();
                         let (rdmap, ulp) = match decode_private_data(bytes) {
-                            Some((_, ulp)) => (true, ulp),
+                            Some((peer, ulp)) => {
+                                s.peer_limits = Some(peer);
+                                (true, ulp)
+                            }
                             None => (false, bytes),
                         };
                         s.rdmap = rdmap;
@@ -1110,6 +1138,20 @@ impl DdpApp {
         {
             Some(r) => Err(format!("association {conn} is closed already: {r}")),
             None => Ok(conn),
+        }
+    }
+
+    /// `stream` is one of the association's (RFC 9260 §5.1: the number both ends agreed at
+    /// its set-up): a command for another was answered as if the stream merely lacked a
+    /// session or an offer.
+    fn has_stream(&self, conn: ConnHandle, stream: u16) -> Result<(), String> {
+        let s = lock(&self.shared);
+        match s.conns.get(&conn).and_then(|v| v.up) {
+            Some((streams, _)) if stream >= streams => Err(format!(
+                "association {conn} has streams 0 to {} (agreed at its set-up, RFC 9260 §5.1)",
+                streams.saturating_sub(1)
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -1589,10 +1631,17 @@ impl DdpApp {
                 let conn = self.open_conn(*id)?;
                 let stream = *stream;
                 let (refused, _awaiting) = self.refusals(conn);
+                let view = SessionView {
+                    limits: rdmap.then_some(RdmaLimits {
+                        ird: *ird,
+                        ord: *ord,
+                    }),
+                    ..SessionView::default()
+                };
                 let previous = lock(&self.shared)
                     .conns
                     .get_mut(&conn)
-                    .and_then(|v| v.sessions.insert(stream, SessionView::default()));
+                    .and_then(|v| v.sessions.insert(stream, view));
                 let private_data = text.clone().unwrap_or_default().into_bytes();
                 let op = if *rdmap {
                     Op::InitiateRdmap {
@@ -1702,12 +1751,24 @@ impl DdpApp {
                         mr.reg.stag
                     ));
                 }
-                lock(&self.shared).offer = Some(mr.reg);
+                let listen = {
+                    let mut s = lock(&self.shared);
+                    s.offer = Some(mr.reg);
+                    s.listen
+                };
                 note(
                     self.json,
                     format_args!(
-                        "Sessions we accept are offered STag {} TO {:#x} length {}",
-                        mr.reg.stag, mr.reg.to_base, mr.reg.len
+                        "Sessions we accept are offered STag {} TO {:#x} length {}{}",
+                        mr.reg.stag,
+                        mr.reg.to_base,
+                        mr.reg.len,
+                        if listen {
+                            ""
+                        } else {
+                            " (this shell accepts none: it rejects the peer's sessions \
+                             without --listen)"
+                        }
                     ),
                 );
             }
@@ -2109,6 +2170,7 @@ impl DdpApp {
             None => None,
         };
         let conn = self.open_conn(id)?;
+        self.has_stream(conn, stream)?;
         let total = u64::from(size) * u64::from(count);
         if total > MAX_SEND_BYTES {
             return Err(format!("at most {MAX_SEND_BYTES} bytes per command"));
@@ -2497,7 +2559,7 @@ impl DdpApp {
         let cfg = lock(&self.shared).control.conn_config();
         if count as usize > cfg.recv_depth {
             return Err(format!(
-                "{count} buffers do not fit queue {qn}: it holds at most {} posted",
+                "{count} buffer(s) do not fit queue {qn}: it holds at most {} posted",
                 cfg.recv_depth
             ));
         }
@@ -2528,6 +2590,30 @@ impl DdpApp {
     ) -> Result<(), String> {
         let conn = self.conn(id)?;
         self.fits_a_queue(qn, count)?;
+        self.has_stream(conn, stream)?;
+        {
+            let s = lock(&self.shared);
+            let session = s.conns.get(&conn).and_then(|v| v.sessions.get(&stream));
+            match session {
+                // The core's refusal said "the session is not accepted yet".
+                None => {
+                    return Err(format!(
+                        "no session on stream {stream} of association {conn}: receives are \
+                         posted to a session ('session open', or one the peer opens)"
+                    ))
+                }
+                // RFC 5040 §5.1: on an RDMAP stream queue 1 holds the peer's Read Requests
+                // and queue 2 its Terminates, RDMAP's own; the core refused them as past a
+                // full queue.
+                Some(v) if v.rdmap && qn != 0 => {
+                    return Err(format!(
+                        "queue {qn} of RDMAP stream {stream} is RDMAP's own (RFC 5040 §5.1: 1 \
+                         Read Requests, 2 Terminates): the peer's Sends land on queue 0"
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
         let mr = self.mr(stag)?;
         // The region's room is checked before the first is posted (the memory's answer came
         // after some had been, with no STag and no count). The queue's room is the core's to
@@ -2692,11 +2778,14 @@ impl DdpApp {
                                 "rdmap": rdmap,
                                 "offer": offer.map(|(st, to, len)| json!({"stag": st.to_string(), "to": to, "len": len})),
                                 "received": view.received, "received_bytes": view.received_bytes,
-                                "immediates": view.immediates, "tagged_delivered": view.tagged})
+                                "immediates": view.immediates, "tagged_delivered": view.tagged,
+                                "ird": view.limits.map(|l| l.ird), "ord": view.limits.map(|l| l.ord),
+                                "peer_ird": view.peer_limits.map(|l| l.ird),
+                                "peer_ord": view.peer_limits.map(|l| l.ord)})
                     );
                 } else {
                     outln!(
-                        "  association {} stream {stream}: {}{}{}{}",
+                        "  association {} stream {stream}: {}{}{}{}{}",
                         a.conn.0,
                         state_text(*state),
                         if rdmap { " (RDMAP)" } else { "" },
@@ -2705,6 +2794,7 @@ impl DdpApp {
                                 "; peer offers STag {st} TO {to:#x} length {len}"
                             ))
                             .unwrap_or_default(),
+                        limits_text(view),
                         received_text(view)
                     );
                 }

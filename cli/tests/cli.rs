@@ -998,7 +998,7 @@ fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
     assert_has_all(
         &text,
         &[
-            "2000 buffers do not fit queue 0: it holds at most 256 posted",
+            "2000 buffer(s) do not fit queue 0: it holds at most 256 posted",
             "no queue 4: a stream has untagged queues 0 to 3",
             // A region the peer may write by STag is not a receive buffer (before: accepted
             // here, then "receive buffer 0 not posted" for every session accepted).
@@ -2778,6 +2778,53 @@ fn a_sink_region_may_be_invalidated_by_the_peer_5_3() {
     );
 }
 
+/// The shell names the cause it knows, where the core's refusal named a lesser one: a receive
+/// posted on a stream with no session ("not accepted yet"), on queue 1 of an RDMAP stream
+/// (RFC 5040 §5.1: RDMAP's Read Request queue; "no such queue, a queue holds 256"), and a
+/// Read on a stream the association does not have (RFC 9260 §5.1; "the peer offered no
+/// region"). An offer in a shell that accepts no sessions says so; `show session` gives an
+/// RDMAP session's Read limits.
+#[test]
+fn shell_commands_name_the_cause_they_know() {
+    let (client, client_text, server_code, server_text) = memif_shell_pair(
+        "causes",
+        "wait closed 60\nquit\n",
+        "assoc open 198.18.0.2\nmr reg 4096 local\nrecv post 1 2 0 last 1000 1\n\
+         session open 1 1 a --rdmap --ord 4 --ird 2\nrecv post 1 1 1 last 1000 1\n\
+         rdma read 1 1000 offer 0 10 --into last\nrecv post 1 1 0 last 1000 1\nshow session\n\
+         assoc close 1\nquit\n",
+    );
+    assert_eq!(server_code, Some(0), "server:\n{server_text}");
+    assert_eq!(client.status.code(), Some(1), "client:\n{client_text}");
+    assert_has_all(
+        &client_text,
+        &[
+            "no session on stream 2 of association 1: receives are posted to a session",
+            "queue 1 of RDMAP stream 1 is RDMAP's own (RFC 5040 §5.1",
+            "association 1 has streams 0 to ",
+            // Queue 0 of the same stream takes it.
+            "Posted 1 receive buffer(s) of 1000 bytes on association 1 stream 1 queue 0",
+            // RFC 5040 §6.1: each side's Reads outstanding are its ORD, at most the other's
+            // IRD (the server accepts with 16 each); `show session` showed neither.
+            "Reads outstanding: ours at most 4 (our ORD 4, the peer's IRD 16), the peer's at \
+             most 2 (its ORD 16, our IRD 2)",
+        ],
+    );
+    assert!(
+        !client_text.contains("not accepted yet") && !client_text.contains("offered no region"),
+        "{client_text}"
+    );
+    let (o, text) = null_endpoint_shell(
+        &["--ip", "198.18.0.1", "-i"],
+        b"mr reg 4096\nsession offer last\nquit\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("(this shell accepts none: it rejects the peer's sessions without --listen)"),
+        "{text}"
+    );
+}
+
 /// A scratch directory for the memif pair of test `name`, holding its socket; removed when
 /// dropped.
 struct MemifDir {
@@ -2939,7 +2986,7 @@ fn commands_fail_when_the_peer_ends_the_session_and_a_signal_stops_a_wait() {
         &server_text,
         &[
             "invalid STag",
-            "8 buffers of 1000 bytes do not fit STag",
+            "8 buffer(s) of 1000 bytes do not fit STag",
             "interrupted by a signal while waiting for a session",
         ],
     );
