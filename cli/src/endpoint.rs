@@ -168,6 +168,39 @@ struct Job {
 /// How often a job looks at its link's state.
 const LINK_CHECK: Duration = Duration::from_millis(250);
 
+/// What the perf server counts of the messages placed: by its loop, and after it (what the
+/// cores delivered before the loop ended and it never took, counted all the same: the client
+/// counts its completions, and each message placed was acknowledged).
+#[derive(Default)]
+struct Tally {
+    delivered: u64,
+    errors: u64,
+    /// --ddp-verify: each tagged message's bytes are checked.
+    verify: bool,
+}
+
+impl Tally {
+    fn take(&mut self, i: &Indication, soak: &mut Soak, memory: &Memory) -> Result<(), String> {
+        match *i {
+            Indication::TaggedDelivered {
+                stream,
+                stag,
+                rsvd_ulp,
+            } => {
+                self.delivered += 1;
+                if self.verify {
+                    soak.tagged(memory, stream, stag, rsvd_ulp)?;
+                }
+            }
+            Indication::Error { ref error, .. } => {
+                self.errors += 1;
+                errln!("ddpdk: segment refused: {error}");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
 impl Job {
     fn new(eal: &Eal, opts: &Options) -> Result<Job, String> {
         if opts.ip.is_empty() {
@@ -560,7 +593,10 @@ impl Job {
     ) -> Result<(), String> {
         let json = opts.json;
         let region_len = usize::try_from(opts.region_bytes).unwrap_or(usize::MAX);
-        let (mut delivered, mut errors) = (0u64, 0u64);
+        let mut tally = Tally {
+            verify: opts.ddp_verify,
+            ..Tally::default()
+        };
         let mut deadline = opts
             .run_for
             .map(|s| Wall::now() + Duration::from_secs_f64(s));
@@ -655,15 +691,8 @@ impl Job {
                             ));
                         }
                     }
-                    Indication::TaggedDelivered {
-                        stream,
-                        stag,
-                        rsvd_ulp,
-                    } => {
-                        delivered += 1;
-                        if opts.ddp_verify {
-                            soak.tagged(self.control.memory(), stream, stag, rsvd_ulp)?;
-                        }
+                    Indication::TaggedDelivered { .. } | Indication::Error { .. } => {
+                        tally.take(&i, &mut soak, self.control.memory())?;
                     }
                     Indication::Received {
                         stream, wr_id, len, ..
@@ -678,10 +707,6 @@ impl Job {
                             buffer,
                         };
                         self.control.submit(c, op).map_err(|e| e.to_string())?;
-                    }
-                    Indication::Error { error, .. } => {
-                        errors += 1;
-                        errln!("ddpdk: segment refused: {error}");
                     }
                     Indication::Session {
                         stream,
@@ -719,32 +744,20 @@ impl Job {
         // message placed was acknowledged).
         if let Some(c) = *conn {
             for e in std::mem::take(&mut self.events) {
-                match e {
-                    Event::Indication {
-                        conn: from,
-                        indication:
-                            Indication::TaggedDelivered {
-                                stream,
-                                stag,
-                                rsvd_ulp,
-                            },
-                    } if from == c => {
-                        delivered += 1;
-                        if opts.ddp_verify {
-                            soak.tagged(self.control.memory(), stream, stag, rsvd_ulp)?;
-                        }
+                if let Event::Indication {
+                    conn: from,
+                    indication,
+                } = e
+                {
+                    if from == c {
+                        tally.take(&indication, &mut soak, self.control.memory())?;
                     }
-                    Event::Indication {
-                        conn: from,
-                        indication: Indication::Error { error, .. },
-                    } if from == c => {
-                        errors += 1;
-                        errln!("ddpdk: segment refused: {error}");
-                    }
-                    _ => {}
                 }
             }
         }
+        let Tally {
+            delivered, errors, ..
+        } = tally;
         // The report is made whatever ended the run: a signal ends the loop, not the questions
         // to the data cores (on worker lcores they answer through a channel).
         let finishing = AtomicBool::new(false);
