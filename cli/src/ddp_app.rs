@@ -149,13 +149,24 @@ struct SessionView {
     peer_limits: Option<RdmaLimits>,
 }
 
-/// An RDMAP session's Read limits, for `show session`: how many Reads each side may have
-/// outstanding (its ORD, at most the other's IRD).
+/// The limits an Initiate or Accept asking for `asked` carries: the library caps each at a
+/// queue's depth, `recv_depth` (IRD: the inline Read Request queue; ORD: the Atomic Response
+/// queue).
+fn sent_limits(asked: RdmaLimits, recv_depth: usize) -> RdmaLimits {
+    let depth = u16::try_from(recv_depth).unwrap_or(u16::MAX);
+    RdmaLimits {
+        ird: asked.ird.min(depth),
+        ord: asked.ord.min(depth),
+    }
+}
+
+/// An RDMAP session's Read limits, for `show session`: how many Reads and Atomics (one
+/// count, RFC 7306 §5.2.2) each side may have outstanding: its ORD, at most the other's IRD.
 fn limits_text(v: &SessionView) -> String {
     match (v.limits, v.peer_limits) {
         (Some(ours), Some(peer)) => format!(
-            "; Reads outstanding: ours at most {} (our ORD {}, the peer's IRD {}), the peer's \
-             at most {} (its ORD {}, our IRD {})",
+            "; Reads and Atomics outstanding: ours at most {} (our ORD {}, the peer's IRD {}), \
+             the peer's at most {} (its ORD {}, our IRD {})",
             ours.ord.min(peer.ird),
             ours.ord,
             peer.ird,
@@ -200,6 +211,9 @@ struct ConnView {
     core: usize,
     /// Streams and MULPDU, once up.
     up: Option<(u16, usize)>,
+    /// The peer restarted (RFC 9260 §5.2.4): the streams were negotiated again, and no
+    /// indication says how many.
+    restarted: bool,
     closed: Option<String>,
     sessions: BTreeMap<u16, SessionView>,
     refused: u64,
@@ -349,7 +363,7 @@ impl AutoRecv {
     }
 
     /// Every set of `conn`'s sessions is free again: the association is over, or its peer
-    /// restarted (every session ended and its receives flushed, with no SessionTerminated).
+    /// restarted (every session ended and its receives flushed before either is indicated).
     fn give_back(&mut self, conn: ConnHandle) {
         for set in &mut self.sets {
             if set.is_some_and(|h| h.conn == conn) {
@@ -360,11 +374,14 @@ impl AutoRecv {
 }
 
 fn receive_buffers_fit(mr: &Mr, len: u32, count: u32) -> Result<(), String> {
-    if !mr.access.local_write() {
+    // Not a `sink` either: its remote write lets the peer place into the buffers by STag
+    // and end them all with one Send with Invalidate (a review).
+    if !matches!(mr.access, AccessArg::Local) {
         return Err(format!(
-            "STag {} is not registered for local write ('mr reg LEN local'): receive buffers \
-             are written by the peer's untagged messages",
-            mr.reg.stag
+            "STag {} is registered {}, not for local write alone ('mr reg LEN local'): \
+             receive buffers are written by the peer's untagged messages only",
+            mr.reg.stag,
+            access_text(mr.access)
         ));
     }
     if u64::from(len) * u64::from(count) > mr.reg.len {
@@ -396,6 +413,7 @@ impl Shared {
             peer_port,
             core,
             up: None,
+            restarted: false,
             closed: None,
             sessions: BTreeMap::new(),
             refused: 0,
@@ -514,6 +532,7 @@ impl Shared {
     fn on_indication(&mut self, conn: ConnHandle, i: Indication) {
         let json = self.json;
         let (listen, pd, offer) = (self.listen, self.pd, self.offer);
+        let recv_depth = self.control.conn_config().recv_depth;
         let Some(v) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -580,6 +599,7 @@ impl Shared {
             }
             Indication::PeerRestarted => {
                 v.sessions.clear();
+                v.restarted = true;
                 emit_event(
                     json,
                     "peer_restarted",
@@ -674,7 +694,8 @@ impl Shared {
                         s.peer_limits = decode_private_data(private_data.as_bytes()).map(|p| p.0);
                         s.rdmap = s.peer_limits.is_some();
                         // What the answer below sends, if it accepts.
-                        s.limits = (s.rdmap && listen).then(RdmaLimits::default);
+                        s.limits = (s.rdmap && listen)
+                            .then(|| sent_limits(RdmaLimits::default(), recv_depth));
                         answer = Some((stream, s.rdmap));
                     }
                     SessionEvent::Accepted { private_data } => {
@@ -1146,7 +1167,12 @@ impl DdpApp {
     /// session or an offer.
     fn has_stream(&self, conn: ConnHandle, stream: u16) -> Result<(), String> {
         let s = lock(&self.shared);
-        match s.conns.get(&conn).and_then(|v| v.up) {
+        match s
+            .conns
+            .get(&conn)
+            .filter(|v| !v.restarted)
+            .and_then(|v| v.up)
+        {
             Some((streams, _)) if stream >= streams => Err(format!(
                 "association {conn} has streams 0 to {} (agreed at its set-up, RFC 9260 §5.1)",
                 streams.saturating_sub(1)
@@ -1632,10 +1658,13 @@ impl DdpApp {
                 let stream = *stream;
                 let (refused, _awaiting) = self.refusals(conn);
                 let view = SessionView {
-                    limits: rdmap.then_some(RdmaLimits {
-                        ird: *ird,
-                        ord: *ord,
-                    }),
+                    limits: rdmap.then_some(sent_limits(
+                        RdmaLimits {
+                            ird: *ird,
+                            ord: *ord,
+                        },
+                        lock(&self.shared).control.conn_config().recv_depth,
+                    )),
                     ..SessionView::default()
                 };
                 let previous = lock(&self.shared)
@@ -2205,8 +2234,8 @@ impl DdpApp {
             Verb::Read { into, .. } | Verb::FetchAdd { into, .. } | Verb::CmpSwap { into, .. } => {
                 let mr = self.mr(into)?;
                 // Said here, where the shell knows which: the core's refusal names every
-                // cause a sink can have (RFC 5040 §6.1: the Read Response is placed with the
-                // local STag's rights).
+                // cause a sink can have (RFC 5040 §5.2: the Read Response is placed into
+                // the local STag, which must let us write it).
                 if !mr.access.local_write() {
                     return Err(format!(
                         "STag {} is registered {}, without local write: a {} writes its \
@@ -2602,12 +2631,12 @@ impl DdpApp {
                          posted to a session ('session open', or one the peer opens)"
                     ))
                 }
-                // RFC 5040 §5.1: on an RDMAP stream queue 1 holds the peer's Read Requests
+                // RFC 5040 §4.2: on an RDMAP stream queue 1 holds the peer's Read Requests
                 // and queue 2 its Terminates, RDMAP's own; the core refused them as past a
                 // full queue.
-                Some(v) if v.rdmap && qn != 0 => {
+                Some(v) if v.rdmap && v.state == "established" && qn != 0 => {
                     return Err(format!(
-                        "queue {qn} of RDMAP stream {stream} is RDMAP's own (RFC 5040 §5.1: 1 \
+                        "queue {qn} of RDMAP stream {stream} is RDMAP's own (RFC 5040 §4.2: 1 \
                          Read Requests, 2 Terminates): the peer's Sends land on queue 0"
                     ))
                 }
@@ -2794,7 +2823,11 @@ impl DdpApp {
                                 "; peer offers STag {st} TO {to:#x} length {len}"
                             ))
                             .unwrap_or_default(),
-                        limits_text(view),
+                        if matches!(state, State::Terminated(_)) {
+                            String::new()
+                        } else {
+                            limits_text(view)
+                        },
                         received_text(view)
                     );
                 }

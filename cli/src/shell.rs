@@ -234,9 +234,10 @@ pub enum AccessArg {
     RemoteAtomic,
     /// Receive buffers for untagged messages (local write).
     Local,
-    /// A Read's or an Atomic's sink the peer may end with a Send with Invalidate: local write
-    /// and remote write (RFC 5040 §5.3: an STag the peer invalidates must grant it a remote
-    /// right, as an InfiniBand R_Key; iWARP registers its sinks so).
+    /// A Read's or an Atomic's sink the peer may end with a Send with Invalidate (RFC 5040
+    /// §5.3): local write and remote write (ddpdk lets a peer invalidate only an STag that
+    /// grants it a remote right, as InfiniBand an R_Key; iWARP registers its sinks so). Not
+    /// for receive buffers, which take `Local` alone.
     Sink,
 }
 

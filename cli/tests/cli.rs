@@ -989,12 +989,12 @@ fn a_local_only_region_is_not_offered_rfc5041_7_1_check_2() {
 fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
     let (o, text) = null_endpoint_shell(
         &["--ip", "198.18.0.1", "--listen", "-i"],
-        b"mr reg 4194304 remote\nrecv auto 0 last 1000 8\n\
-          mr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
+        b"mr reg 4194304 remote\nrecv auto 0 last 1000 8\nmr reg 4096 sink\n\
+          recv auto 0 last 1000 2\nmr reg 4194304 local\nrecv auto 0 last 1000 2000\nrecv auto 4 last 1000 8\n\
           recv auto 0 last 1000 256\nrecv auto 1 last 1000 2\nmr dereg last\nmr fill last 1\n\
           quit\n",
     );
-    assert_eq!(o.status.code(), Some(1), "four commands were bad:\n{text}");
+    assert_eq!(o.status.code(), Some(1), "five commands were bad:\n{text}");
     assert_has_all(
         &text,
         &[
@@ -1002,7 +1002,9 @@ fn receive_buffers_beyond_a_queue_are_refused_in_one_line() {
             "no queue 4: a stream has untagged queues 0 to 3",
             // A region the peer may write by STag is not a receive buffer (before: accepted
             // here, then "receive buffer 0 not posted" for every session accepted).
-            "is not registered for local write ('mr reg LEN local')",
+            "is registered remote, not for local write alone ('mr reg LEN local')",
+            // Nor a Read sink the peer may write and invalidate (a review).
+            "is registered sink, not for local write alone",
             "Sessions we accept get 256 receive buffer(s) of 1000 bytes on queue 0",
             // A second replaces the first, and says so; deregistering the region clears it.
             "on queue 1 from STag",
@@ -2780,7 +2782,7 @@ fn a_sink_region_may_be_invalidated_by_the_peer_5_3() {
 
 /// The shell names the cause it knows, where the core's refusal named a lesser one: a receive
 /// posted on a stream with no session ("not accepted yet"), on queue 1 of an RDMAP stream
-/// (RFC 5040 §5.1: RDMAP's Read Request queue; "no such queue, a queue holds 256"), and a
+/// (RFC 5040 §4.2: RDMAP's Read Request queue; "no such queue, a queue holds 256"), and a
 /// Read on a stream the association does not have (RFC 9260 §5.1; "the peer offered no
 /// region"). An offer in a shell that accepts no sessions says so; `show session` gives an
 /// RDMAP session's Read limits.
@@ -2790,7 +2792,7 @@ fn shell_commands_name_the_cause_they_know() {
         "causes",
         "wait closed 60\nquit\n",
         "assoc open 198.18.0.2\nmr reg 4096 local\nrecv post 1 2 0 last 1000 1\n\
-         session open 1 1 a --rdmap --ord 4 --ird 2\nrecv post 1 1 1 last 1000 1\n\
+         session open 1 1 a --rdmap --ord 1000 --ird 2\nrecv post 1 1 1 last 1000 1\n\
          rdma read 1 1000 offer 0 10 --into last\nrecv post 1 1 0 last 1000 1\nshow session\n\
          assoc close 1\nquit\n",
     );
@@ -2800,14 +2802,15 @@ fn shell_commands_name_the_cause_they_know() {
         &client_text,
         &[
             "no session on stream 2 of association 1: receives are posted to a session",
-            "queue 1 of RDMAP stream 1 is RDMAP's own (RFC 5040 §5.1",
+            "queue 1 of RDMAP stream 1 is RDMAP's own (RFC 5040 §4.2",
             "association 1 has streams 0 to ",
             // Queue 0 of the same stream takes it.
             "Posted 1 receive buffer(s) of 1000 bytes on association 1 stream 1 queue 0",
-            // RFC 5040 §6.1: each side's Reads outstanding are its ORD, at most the other's
-            // IRD (the server accepts with 16 each); `show session` showed neither.
-            "Reads outstanding: ours at most 4 (our ORD 4, the peer's IRD 16), the peer's at \
-             most 2 (its ORD 16, our IRD 2)",
+            // Each side's Reads and Atomics outstanding are its ORD, at most the other's IRD
+            // (the server accepts with 16 each); `show session` showed neither. The ORD sent
+            // is capped at a queue's depth, 256 (a review: the shell showed 1000).
+            "Reads and Atomics outstanding: ours at most 16 (our ORD 256, the peer's IRD 16), \
+             the peer's at most 2 (its ORD 16, our IRD 2)",
         ],
     );
     assert!(
