@@ -206,6 +206,8 @@ pub struct DpdkPort {
     memif_reconnects: std::sync::atomic::AtomicU32,
     memif_reconnect_tries: std::sync::atomic::AtomicU32,
     memif_reconnect_error: std::sync::Mutex<Option<String>>,
+    /// A `net_memif` port: its bursts are marked for `memif_quiesce`.
+    memif: bool,
 }
 
 /// How long [`DpdkPort::wait_link_up`] gives a memif client's first connection before it
@@ -330,7 +332,12 @@ impl DpdkPort {
             memif_reconnects: Default::default(),
             memif_reconnect_tries: Default::default(),
             memif_reconnect_error: Default::default(),
+            memif: false,
         };
+        port.memif = port.info.driver == "net_memif";
+        if port.memif {
+            super::memif_quiesce::arm();
+        }
         let (mut nb_rxd, mut nb_txd) = (conf.nb_rxd, conf.nb_txd);
         check(
             || format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {port_id})"),
@@ -671,11 +678,13 @@ impl DpdkPort {
     #[inline]
     fn send(&self, queue: u16, pkts: &mut Vec<Mbuf>) -> usize {
         let n = pkts.len().min(usize::from(u16::MAX));
+        let burst = self.memif.then(super::memif_quiesce::Burst::begin);
         // SAFETY: pkts holds n valid owned mbufs laid out as rte_mbuf pointers; the queue belongs
         // to the calling lcore, or is shared under `shared_tx`.
         let sent = usize::from(unsafe {
             sys::rte_eth_tx_burst(self.info.port_id, queue, pkts.as_mut_ptr().cast(), n as u16)
         });
+        drop(burst);
         // The device now owns the first `sent` mbufs: forget them without dropping (freeing)
         // them, and move the rest to the front.
         if sent > 0 {
@@ -978,6 +987,7 @@ impl Port for DpdkPort {
         out.reserve(max);
         let spare = out.spare_capacity_mut();
         let n = max.min(spare.len()).min(usize::from(u16::MAX));
+        let burst = self.memif.then(super::memif_quiesce::Burst::begin);
         // SAFETY: `spare` has room for n pointers and Mbuf is repr(transparent) over
         // NonNull<rte_mbuf>; DPDK writes `got` valid mbuf pointers whose ownership passes to us.
         // The queue belongs to the calling lcore (validated fwd table).
@@ -989,6 +999,7 @@ impl Port for DpdkPort {
                 n as u16,
             )
         };
+        drop(burst);
         if got > 0 {
             crate::trace::mark(crate::trace::Point::RxGot);
         }

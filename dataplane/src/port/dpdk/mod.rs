@@ -16,6 +16,7 @@ mod ipsec;
 mod ipsec_port;
 mod kernel_ring;
 mod mbuf;
+mod memif_quiesce;
 pub mod nic_double;
 mod tap_queue;
 pub mod telemetry;
@@ -31,6 +32,7 @@ pub use intr::DpdkRxWaiter;
 pub use ipsec::{CryptoDev, EspDrop, EspSa, InlineDev, SaCounts, SaStats};
 pub use ipsec_port::{IpsecPort, PolicyCounts, PolicyStats, SaReport, RETIRE_AFTER};
 pub use mbuf::{Mbuf, Mempool};
+pub use memif_quiesce::interposed as memif_teardown_guarded;
 
 use std::ffi::CStr;
 
