@@ -493,12 +493,7 @@ impl App {
                 ping_timeout: ddpdk_dataplane::fwd::PING_TIMEOUT,
                 echo_trim: self.echo_trim,
             };
-            match self.eal.launch(lcore, move || {
-                if tx_first {
-                    l.tx_first();
-                }
-                l.run()
-            }) {
+            match self.eal.launch(lcore, move || l.run_tx_first(tx_first)) {
                 Ok(j) => joins.push(j),
                 Err(e) => {
                     // Do not leave the lcores already launched running.

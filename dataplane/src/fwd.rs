@@ -264,6 +264,7 @@ impl Clone for TxSpan {
 
 impl<P: Port> LcoreLoop<P> {
     /// Transmits one burst of the template on every stream's TX queue (testpmd `--tx-first`).
+    /// [`LcoreLoop::run_tx_first`] sends it after the first poll of every RX queue.
     pub fn tx_first(&self) {
         let mut bufs = Vec::with_capacity(self.burst);
         for s in &self.streams {
@@ -389,10 +390,30 @@ impl<P: Port> LcoreLoop<P> {
 
     /// Polls until `stop` is set. Returns 0, the lcore function's status.
     pub fn run(&self) -> i32 {
+        self.run_tx_first(false)
+    }
+
+    /// [`LcoreLoop::run`], with `--tx-first`'s burst sent once every RX queue has been polled:
+    /// a memif client's receive ring has no free slots for its peer until its first poll
+    /// refills it, so a first burst sent before it came back to a peer that could not answer
+    /// (an io loop never started; `ping` lost its first frame, an outside-in review).
+    pub fn run_tx_first(&self, tx_first: bool) -> i32 {
+        let mut tx_first = tx_first;
         let c = &self.counters;
         let mut bufs: Vec<P::Buf> = Vec::with_capacity(self.burst);
         let mut at = 0u64;
         let mut rtt = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).ok();
+        // ping sends before it receives: its RX queues are polled once first, for the same
+        // reason as `tx_first` (its first echo was dropped by a memif peer: "lost 1").
+        if self.mode == FwdMode::Ping {
+            for s in &self.streams {
+                let n = s.rx.rx_burst(s.spec.rx_queue, &mut bufs, self.burst);
+                if n > 0 {
+                    bump(&s.counters.rx_packets, n as u64);
+                    s.rx.free_bulk(&mut bufs);
+                }
+            }
+        }
         // Checking the stop flag once per sweep over the streams keeps it off the per-packet path.
         while !self.stop.load(std::sync::atomic::Ordering::Acquire) {
             let mut work = 0;
@@ -423,6 +444,9 @@ impl<P: Port> LcoreLoop<P> {
             bump(&c.polls, 1);
             if work == 0 {
                 bump(&c.idle_polls, 1);
+            }
+            if std::mem::take(&mut tx_first) {
+                self.tx_first();
             }
         }
         if let (Some(shared), Some(mine)) = (self.rtt.as_ref(), rtt) {
@@ -492,10 +516,12 @@ impl<P: Port> LcoreLoop<P> {
                 }
                 return 1;
             }
-            if sent.elapsed() > self.ping_timeout
-                || self.stop.load(std::sync::atomic::Ordering::Acquire)
-            {
+            if sent.elapsed() > self.ping_timeout {
                 bump(&sc.ping_lost, 1);
+                return 1;
+            }
+            // Cut short by the stop, not lost: every memif run said "lost 1" (a review).
+            if self.stop.load(std::sync::atomic::Ordering::Acquire) {
                 return 1;
             }
         }
@@ -750,7 +776,7 @@ mod tests {
         let got = ping_echo(&mut ping, &echo, 300);
         let snap = ping.streams[0].counters.snapshot();
         assert!(got >= 100, "{got} round trips recorded");
-        assert!(snap.ping_lost <= 1, "{snap:?}");
+        assert_eq!(snap.ping_lost, 0, "{snap:?}");
         // The last round trip may be cut by the stop with some of its frames back.
         assert!(
             (snap.tx_packets - 3..=snap.tx_packets).contains(&(3 * got)),
@@ -790,10 +816,8 @@ mod tests {
         let snap = ping.streams[0].counters.snapshot();
         assert!(got >= 100, "{got} round trips recorded");
         assert_eq!(got, snap.rx_packets, "one round trip per frame back");
-        assert!(
-            snap.ping_lost <= 1,
-            "only the last ping may be cut by the stop"
-        );
+        // The last ping, cut short by the stop, is not a loss (every memif run said "lost 1").
+        assert_eq!(snap.ping_lost, 0, "{snap:?}");
         let e = echo.streams[0].counters.snapshot();
         assert_eq!(e.rx_packets, e.tx_packets, "echo sends back all it gets");
         // The frames that came back have the addresses swapped.
