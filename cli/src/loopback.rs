@@ -69,14 +69,22 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
         // The data cores stop (and give back their buffers) whatever happened.
         let stats = l.stop(&eal);
         match r {
-            Ok(()) => l.finish(opts.json, stats),
+            Ok(()) => l
+                .finish(opts.json, stats)
+                .and_then(|()| l.pcap.as_ref().map_or(Ok(()), Pcap::result)),
             // Cut short (a signal, a failed step): the frames still between the two ports
             // go back too, before any region they hold spans of is dropped (SIGINT
             // mid-transfer left "region dropped while 58 mbuf(s) reference it").
-            Err(e) => Err(match l.drain_ports() {
-                Ok(()) => e,
-                Err(more) => format!("{e}; {more}"),
-            }),
+            Err(e) => {
+                let e = match l.pcap.as_ref().map_or(Ok(()), Pcap::result) {
+                    Ok(()) => e,
+                    Err(capture) => format!("{e}; {capture}"),
+                };
+                Err(match l.drain_ports() {
+                    Ok(()) => e,
+                    Err(more) => format!("{e}; {more}"),
+                })
+            }
         }
     });
     exit_status(r.map_err(|e| format!("ddp-loopback: {e}")), opts.json, None)
@@ -229,6 +237,8 @@ impl Side {
 }
 
 struct Loopback {
+    /// `--pcap`'s capture.
+    pcap: Option<Pcap>,
     clock: Clock,
     client: Side,
     server: Side,
@@ -296,7 +306,7 @@ impl Loopback {
         if macs[0] == macs[1] {
             macs[1][5] ^= 1;
         }
-        let tap = opts.pcap.as_deref().map(pcap_tap).transpose()?;
+        let (tap, pcap) = opts.pcap.as_deref().map(pcap_tap).transpose()?.unzip();
         let clock = crate::node::poll_clock();
         let stop = Arc::new(AtomicBool::new(false));
         type Parts = (Control<DpdkPort>, Vec<DataCore<DpdkPort>>);
@@ -368,6 +378,7 @@ impl Loopback {
             ),
         );
         Ok(Loopback {
+            pcap,
             clock,
             client,
             server,
@@ -1255,9 +1266,40 @@ impl Loopback {
     }
 }
 
+/// What a `--pcap` tap wrote: frames, frames lost, and the first write error, for the run's
+/// end to report (a full disk or `/dev/full` gave a cut capture and exit 0 without a word).
+#[derive(Debug, Default)]
+struct PcapState {
+    written: u64,
+    lost: u64,
+    error: Option<String>,
+}
+
+/// The capture of a run, and what became of it.
+struct Pcap {
+    path: std::path::PathBuf,
+    state: Arc<std::sync::Mutex<PcapState>>,
+}
+
+impl Pcap {
+    /// An error if any frame was not written: the capture is incomplete.
+    fn result(&self) -> Result<(), String> {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match &s.error {
+            None => Ok(()),
+            Some(e) => Err(format!(
+                "--pcap {}: {} of {} frame(s) not written ({e}): the capture is incomplete",
+                self.path.display(),
+                s.lost,
+                s.written + s.lost
+            )),
+        }
+    }
+}
+
 /// A tap that writes every frame to a pcap file (microsecond timestamps, Ethernet link type):
 /// what both endpoints transmit, so every frame on the wire once.
-fn pcap_tap(path: &std::path::Path) -> Result<ddpdk_control::xmit::Tap, String> {
+fn pcap_tap(path: &std::path::Path) -> Result<(ddpdk_control::xmit::Tap, Pcap), String> {
     use std::io::Write;
     let file =
         std::fs::File::create(path).map_err(|e| format!("--pcap {}: {e}", path.display()))?;
@@ -1271,6 +1313,11 @@ fn pcap_tap(path: &std::path::Path) -> Result<ddpdk_control::xmit::Tap, String> 
         header.extend_from_slice(&v.to_le_bytes());
     }
     w.write_all(&header).map_err(|e| e.to_string())?;
+    let pcap = Pcap {
+        path: path.to_path_buf(),
+        state: Arc::default(),
+    };
+    let state = Arc::clone(&pcap.state);
     let tap = move |frame: &[u8]| {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -1281,10 +1328,18 @@ fn pcap_tap(path: &std::path::Path) -> Result<ddpdk_control::xmit::Tap, String> 
             rec.extend_from_slice(&v.to_le_bytes());
         }
         rec.extend_from_slice(frame);
-        // A full disk loses capture records, never the transfer.
-        let _ = w.write_all(&rec).and_then(|_| w.flush());
+        // A full disk loses capture records, never the transfer; the run's end says so.
+        let written = w.write_all(&rec).and_then(|_| w.flush());
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        match written {
+            Ok(()) => s.written += 1,
+            Err(e) => {
+                s.lost += 1;
+                s.error.get_or_insert_with(|| e.to_string());
+            }
+        }
     };
-    Ok(Arc::new(std::sync::Mutex::new(tap)))
+    Ok((Arc::new(std::sync::Mutex::new(tap)), pcap))
 }
 
 /// A posted work request awaiting its completion: its id, when it was posted, and what the

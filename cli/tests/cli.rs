@@ -1530,6 +1530,32 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
     assert!(!stderr.contains("not freed"), "{stderr}");
 }
 
+/// A capture the disk could not hold is said and fails the run: `--pcap /dev/full` (every
+/// write refused, ENOSPC) exited 0 with nothing written, and a small tmpfs gave a file cut in
+/// the middle of a packet, without a word (an outside-in review). The transfer itself still
+/// completes (a capture never stops it).
+#[test]
+fn a_capture_the_disk_refused_fails_the_run() {
+    let o = Command::new(BIN)
+        .arg("loopback")
+        .args(eal())
+        .arg("--")
+        .args(["--ddp-bytes", "65536", "--pcap", "/dev/full"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("--pcap /dev/full: ") && stderr.contains("the capture is incomplete"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("verified"),
+        "the transfer completed:\n{stdout}"
+    );
+}
+
 /// Every frame the two endpoints put on the wire, dissected by tshark (an independent SCTP
 /// implementation; `deploy/setup.sh` installs it): every SCTP packet's CRC32c is good (RFC 9260
 /// App. A), the association's whole life is there (INIT, INIT ACK, COOKIE ECHO, COOKIE ACK,
