@@ -395,13 +395,19 @@ impl App {
                     );
                 }
             }
+            // testpmd's `show fwd stats all`: the forwarding statistics so far.
+            Command::Show {
+                what: ShowCmd::Fwd { .. },
+            } => match self.running.as_ref() {
+                Some(r) => self.forward_stats(r),
+                None => return Err("packet forwarding not started".into()),
+            },
             Command::Show {
                 what:
                     ShowCmd::Assoc
                     | ShowCmd::Session
                     | ShowCmd::Mr
                     | ShowCmd::Ipsec
-                    | ShowCmd::Fwd { .. }
                     | ShowCmd::Config {
                         what: ShowConfigCmd::Sctp,
                     },
@@ -544,16 +550,26 @@ impl App {
     /// transmitting on the port sent, TX-dropped what they freed after tx_burst refused it plus
     /// the device's own TX errors.
     pub fn stop(&mut self) -> Result<(), String> {
-        let Some(r) = self.running.take() else {
+        let Some(mut r) = self.running.take() else {
             return Err("packet forwarding not started".into());
         };
         note(self.json, format_args!("Telling cores to stop..."));
         r.stop.store(true, Ordering::Release);
         note(self.json, format_args!("Waiting for lcores to finish..."));
-        for j in r.joins {
+        for j in std::mem::take(&mut r.joins) {
             self.eal.join(j);
         }
-        self.spent_spans.extend(r.tx_span);
+        self.spent_spans.extend(r.tx_span.take());
+        self.forward_stats(&r);
+        if !self.json {
+            outln!("Done.");
+        }
+        Ok(())
+    }
+
+    /// The forwarding statistics of run `r` so far (testpmd's, at `stop` and by `show fwd
+    /// stats all`; ping's round trips are the lcores' once they stopped).
+    fn forward_stats(&self, r: &Running) {
         let elapsed = r.started.elapsed();
         let mut total = StreamSnapshot::default();
         for (_, c) in &r.streams {
@@ -623,7 +639,9 @@ impl App {
                 total.tx_dropped
             );
             outln!(
-                "  Over {:.3} s: RX {:.0} pps, TX {:.0} pps",
+                "  Over {:.*} s: RX {:.0} pps, TX {:.0} pps",
+                // A short interactive run said "Over 0.000 s".
+                if secs < 0.1 { 6 } else { 3 },
                 secs,
                 total.rx_packets as f64 / secs,
                 total.tx_packets as f64 / secs,
@@ -650,9 +668,7 @@ impl App {
                 );
             }
             outln!("  {}", "+".repeat(76));
-            outln!("Done.");
         }
-        Ok(())
     }
 
     fn show_config_fwd(&self) {

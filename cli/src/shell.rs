@@ -523,7 +523,7 @@ pub enum ShowCmd {
     Mr,
     /// show ipsec: SAs with their counters, policies by number, policy drops.
     Ipsec,
-    /// show fwd stats all: per-data-core counters.
+    /// show fwd stats all: per-data-core counters (in `fwd`: the forwarding statistics so far).
     Fwd {
         #[command(subcommand)]
         what: ShowFwdCmd,
@@ -773,7 +773,8 @@ DDP endpoint (ddpdk --ip ADDR ...):
   ipsec expiring                       SAs past their soft lifetime: due for a rekey.
   show assoc | show session | show mr  Associations, sessions, regions.
   show ipsec                           SAs and their counters, policies, policy drops.
-  show fwd stats all                   Per-data-core and control-thread counters.
+  show fwd stats all                   Per-data-core and control-thread counters (fwd: the
+                                       forwarding statistics so far, as at stop).
   show port (info|stats|xstats) (N|all)  The endpoint's port; 'clear port stats' resets it.
   set sctp NAME VALUE | show config sctp
                                        SCTP parameters for associations made from now on.

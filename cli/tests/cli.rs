@@ -310,6 +310,38 @@ fn an_option_on_the_wrong_side_of_the_separator_is_named() {
     }
 }
 
+/// testpmd's `show fwd stats all` shows the forwarding statistics so far in `fwd` (it said
+/// "not a DDP endpoint: start ddpdk with --ip ADDR", an outside-in review), and says when
+/// nothing runs.
+#[test]
+fn show_fwd_stats_all_shows_the_forwarding_so_far() {
+    let mut child = Command::new(BIN)
+        .args(eal())
+        .args(["--", "--ring-pair", "-i"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"start\nshow fwd stats all\nstop\nshow fwd stats all\nquit\n")
+        .expect("commands");
+    let o = child.wait_with_output().expect("exit");
+    let (stdout, stderr) = out(&o);
+    let text = format!("{stdout}\n{stderr}");
+    assert!(!text.contains("not a DDP endpoint"), "{text}");
+    assert_eq!(
+        text.matches("Accumulated forward statistics for all ports")
+            .count(),
+        2,
+        "the show and the stop:\n{text}"
+    );
+    assert!(text.contains("packet forwarding not started"), "{text}");
+}
+
 /// `--txsplit`'s region outlives the frames that reference it: the lcores held its last
 /// reference, so at the stop it was dropped while the txonly frames still sat in the ring
 /// pair ("region dropped while 2046 mbuf(s) reference it; not freed", an outside-in review);
