@@ -35,6 +35,10 @@ const RING_PAIR_SIZE: u32 = 1024;
 /// Longest wait for a memif peer's link to go down after closing its other end.
 const MEMIF_SETTLE: Duration = Duration::from_secs(1);
 
+/// How long a memif port's peer is given to take the frames left in the ring before the
+/// port closes (`App::shutdown`).
+const MEMIF_RING_GRACE: Duration = Duration::from_millis(20);
+
 /// Frames drained from one RX queue at shutdown, beyond its descriptors: a net_ring holds up to
 /// its ring size; anything more is a peer still sending.
 const DRAIN_LIMIT_PER_QUEUE: usize = RING_PAIR_SIZE as usize * 4;
@@ -746,6 +750,17 @@ impl App {
         }
         // No frame in a queue references them now.
         self.spent_spans.clear();
+        // What a memif port sent last may still wait in the shared ring for a peer that is
+        // still polling: closing at once took the ring away with it (a txonly client's last
+        // 1024 frames, counted sent and never received, an outside-in review). The peer takes
+        // a ring of them in well under a millisecond.
+        if self
+            .ports
+            .iter()
+            .any(|p| p.info().driver == "net_memif" && p.link().up)
+        {
+            std::thread::sleep(MEMIF_RING_GRACE);
+        }
         let mut first_err = None;
         for (i, p) in self.ports.iter().enumerate() {
             note(self.json, format_args!("Stopping port {}...", p.id()));
