@@ -449,6 +449,11 @@ impl<P: Port> LcoreLoop<P> {
                 self.tx_first();
             }
         }
+        // Stopped before the first sweep (`start tx_first` then `stop` at once): the burst
+        // asked for still goes, as it always did.
+        if tx_first {
+            self.tx_first();
+        }
         if let (Some(shared), Some(mine)) = (self.rtt.as_ref(), rtt) {
             let mut h = shared.lock().unwrap_or_else(PoisonError::into_inner);
             let _ = h.add(mine);
