@@ -149,17 +149,6 @@ struct SessionView {
     peer_limits: Option<RdmaLimits>,
 }
 
-/// The limits an Initiate or Accept asking for `asked` carries: the library caps each at a
-/// queue's depth, `recv_depth` (IRD: the inline Read Request queue; ORD: the Atomic Response
-/// queue).
-fn sent_limits(asked: RdmaLimits, recv_depth: usize) -> RdmaLimits {
-    let depth = u16::try_from(recv_depth).unwrap_or(u16::MAX);
-    RdmaLimits {
-        ird: asked.ird.min(depth),
-        ord: asked.ord.min(depth),
-    }
-}
-
 /// An RDMAP session's Read limits, for `show session`: how many Reads and Atomics (one
 /// count, RFC 7306 §5.2.2) each side may have outstanding: its ORD, at most the other's IRD.
 fn limits_text(v: &SessionView) -> String {
@@ -532,7 +521,7 @@ impl Shared {
     fn on_indication(&mut self, conn: ConnHandle, i: Indication) {
         let json = self.json;
         let (listen, pd, offer) = (self.listen, self.pd, self.offer);
-        let recv_depth = self.control.conn_config().recv_depth;
+        let conn_config = self.control.conn_config();
         let Some(v) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -695,7 +684,7 @@ impl Shared {
                         s.rdmap = s.peer_limits.is_some();
                         // What the answer below sends, if it accepts.
                         s.limits = (s.rdmap && listen)
-                            .then(|| sent_limits(RdmaLimits::default(), recv_depth));
+                            .then(|| conn_config.rdmap_limits(RdmaLimits::default()));
                         answer = Some((stream, s.rdmap));
                     }
                     SessionEvent::Accepted { private_data } => {
@@ -1658,13 +1647,15 @@ impl DdpApp {
                 let stream = *stream;
                 let (refused, _awaiting) = self.refusals(conn);
                 let view = SessionView {
-                    limits: rdmap.then_some(sent_limits(
-                        RdmaLimits {
-                            ird: *ird,
-                            ord: *ord,
-                        },
-                        lock(&self.shared).control.conn_config().recv_depth,
-                    )),
+                    limits: rdmap.then(|| {
+                        lock(&self.shared)
+                            .control
+                            .conn_config()
+                            .rdmap_limits(RdmaLimits {
+                                ird: *ird,
+                                ord: *ord,
+                            })
+                    }),
                     ..SessionView::default()
                 };
                 let previous = lock(&self.shared)

@@ -178,6 +178,25 @@ fn a_server_with_a_smaller_mtu_is_named_when_nothing_is_acknowledged() {
     );
 }
 
+/// Two `fwd` processes over one memif socket in `sock`, each forwarding lcore on a CPU of its
+/// own: the server with `server` (started first), then the client with `client`, run to their
+/// ends. Returns (client, server).
+fn memif_fwd_pair(
+    tag: &str,
+    sock: &std::path::Path,
+    server: &[&str],
+    client: &[&str],
+) -> (Output, Output) {
+    let _ = std::fs::remove_file(sock);
+    let eal = |role: &str, lcores: &str| memif_eal(tag, role, lcores, sock);
+    let server = procs::spawn(BIN, &eal("server", "0@0,1@1"), server);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let client = procs::spawn(BIN, &eal("client", "0@1,1@0"), client)
+        .wait_with_output()
+        .expect("client");
+    (client, server.wait_with_output().expect("server"))
+}
+
 /// A memif forwarder whose peer leaves mid-run keeps running: DPDK 22.11's memif unmaps the
 /// connection's shared memory on the EAL's interrupt thread while the forwarding lcore may be
 /// inside a burst that already found the link up, and the server died of SIGSEGV in 4 of 6
@@ -202,17 +221,10 @@ fn a_memif_forwarder_survives_its_peer_leaving_mid_burst() {
     std::fs::create_dir_all(&dir).expect("dir");
     let sock = dir.join("memif.sock");
     for run in 0..3 {
-        let _ = std::fs::remove_file(&sock);
-        let eal = |role: &str, lcores: &str| memif_eal(&format!("ml{run}"), role, lcores, &sock);
-        let server = procs::spawn(
-            BIN,
-            &eal("server", "0@0,1@1"),
+        let (client, server) = memif_fwd_pair(
+            &format!("ml{run}"),
+            &sock,
             &["--forward-mode", "rxonly", "--run-for", "4", "-a"],
-        );
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let client = procs::spawn(
-            BIN,
-            &eal("client", "0@1,1@0"),
             &[
                 "--forward-mode",
                 "txonly",
@@ -222,10 +234,7 @@ fn a_memif_forwarder_survives_its_peer_leaving_mid_burst() {
                 "2",
                 "-a",
             ],
-        )
-        .wait_with_output()
-        .expect("client");
-        let server = server.wait_with_output().expect("server");
+        );
         assert_eq!(client.status.code(), Some(0), "client:\n{}", text(&client));
         assert_eq!(
             server.status.code(),
@@ -250,16 +259,10 @@ fn tx_first_seeds_an_io_loop_over_memif() {
     let dir = std::env::temp_dir().join(format!("ddpdk-memif-txfirst-{pid}"));
     std::fs::create_dir_all(&dir).expect("dir");
     let sock = dir.join("memif.sock");
-    let eal = |role: &str, lcores: &str| memif_eal("tf", role, lcores, &sock);
-    let server = procs::spawn(
-        BIN,
-        &eal("server", "0@0,1@1"),
+    let (client, server) = memif_fwd_pair(
+        "tf",
+        &sock,
         &["--forward-mode", "io", "--run-for", "3", "-a"],
-    );
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let client = procs::spawn(
-        BIN,
-        &eal("client", "0@1,1@0"),
         &[
             "--forward-mode",
             "io",
@@ -269,10 +272,7 @@ fn tx_first_seeds_an_io_loop_over_memif() {
             "-a",
             "--json",
         ],
-    )
-    .wait_with_output()
-    .expect("client");
-    let server = server.wait_with_output().expect("server");
+    );
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(client.status.code(), Some(0), "client:\n{}", text(&client));
     assert_eq!(server.status.code(), Some(0), "server:\n{}", text(&server));

@@ -169,6 +169,20 @@ pub enum Service {
     Daytime,
 }
 
+impl ConnConfig {
+    /// The RDMAP limits a connection of this configuration honours, and sends, for `asked`:
+    /// IRD is the depth of the inline Read Request queue, and ORD that of the Atomic Response
+    /// queue (RFC 7306 §5.2.2 item 5: a buffer there for every Atomic outstanding), each
+    /// `recv_depth`.
+    pub fn rdmap_limits(&self, asked: crate::rdmap::RdmaLimits) -> crate::rdmap::RdmaLimits {
+        let depth = u16::try_from(self.recv_depth).unwrap_or(u16::MAX);
+        crate::rdmap::RdmaLimits {
+            ird: asked.ird.min(depth),
+            ord: asked.ord.min(depth),
+        }
+    }
+}
+
 impl Default for ConnConfig {
     fn default() -> Self {
         ConnConfig {

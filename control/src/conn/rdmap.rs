@@ -946,19 +946,13 @@ impl Connection {
         report_in_order(&mut self.streams, &mut self.sink, stream);
     }
 
-    /// Limits this connection can honour: IRD is the depth of the inline Read Request queue,
-    /// and ORD that of the Atomic Response queue (RFC 7306 §5.2.2 item 5: a buffer there for
-    /// every Atomic outstanding).
+    /// Limits this connection can honour (`ConnConfig::rdmap_limits`).
     fn rdmap_limits(&self, limits: RdmaLimits) -> Result<RdmaLimits, PostError> {
         // RDMAP needs queues 0, 1 and 2 (RFC 5040 §4.2).
         if self.cfg.queues <= QN_TERMINATE {
             return Err(PostError::InvalidQn);
         }
-        let depth = u16::try_from(self.cfg.recv_depth).unwrap_or(u16::MAX);
-        Ok(RdmaLimits {
-            ird: limits.ird.min(depth),
-            ord: limits.ord.min(depth),
-        })
+        Ok(self.cfg.rdmap_limits(limits))
     }
 
     /// Makes the freshly opened session on `stream` an RDMAP stream: RDMAP's state, and its
