@@ -674,6 +674,11 @@ impl Loopback {
 
     /// The summary, and every mbuf back in its pool.
     fn finish(&mut self, json: bool, stats: [SideStats; 2]) -> Result<(), String> {
+        if json {
+            // Data, not commentary: on stdout with the rows (they were text on stderr).
+            print_counters_json(&stats);
+            return self.drain_ports();
+        }
         for (label, s) in ["client", "server"].iter().zip(&stats) {
             for (k, c) in s.cores.iter().enumerate() {
                 note(
@@ -1367,6 +1372,34 @@ fn settle<T>(
 
 fn hist() -> Result<Histogram<u64>, String> {
     Histogram::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())
+}
+
+/// Each side's data cores and control thread as JSON lines (`"kind": "core"` and
+/// `"control"`), named as in `show fwd stats` (docs/telemetry.md).
+fn print_counters_json(stats: &[SideStats; 2]) {
+    for (side, s) in ["client", "server"].iter().zip(stats) {
+        for (k, c) in s.cores.iter().enumerate() {
+            let v = serde_json::json!({
+                "kind": "core", "side": side, "core": k,
+                "frames_in": c.frames_in, "rx_chained": c.rx_chained,
+                "frames_out": c.tx.frames_out,
+                "dispatched_out": c.dispatched_out, "dispatched_in": c.dispatched_in,
+                "to_control": c.to_control, "control_dropped": c.control_dropped,
+                "tx_dropped": c.tx.tx_dropped, "unresolved": c.tx.unresolved,
+                "held_sent": c.tx.held_sent,
+                "zero_copy_spans": c.tx.zero_copy_spans,
+                "inlined_spans": c.tx.inlined_spans, "copied_spans": c.tx.copied_spans,
+            });
+            outln!("{v}");
+        }
+        let c = &s.control;
+        let v = serde_json::json!({
+            "kind": "control", "side": side,
+            "packets": c.packets, "replies": c.replies, "accepted": c.accepted,
+            "connected": c.connected, "frames_out": c.tx.frames_out,
+        });
+        outln!("{v}");
+    }
 }
 
 fn print_rows(json: bool, rows: &[Row]) {

@@ -1523,15 +1523,44 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
         "Session terminated, association shut down",
         "(all 2 data core(s) of each side acknowledged)",
         "RDMAP stream 2 accepted (IRD 16, ORD 16)",
-        "server control: 2 packets, 1 replies, 1 associations accepted",
         "Bye...",
     ] {
         assert!(stderr.contains(want), "missing {want:?}:\n{stderr}");
     }
-    // One JSON line per message size and model, each verified, with a latency distribution.
-    let rows: Vec<serde_json::Value> = stdout
+    // With --json, stdout is JSON lines only: the rows, then the counters (they were text on
+    // stderr, where a script reading stdout never saw them: an outside-in review).
+    let lines: Vec<serde_json::Value> = stdout
         .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{stdout}")))
+        .collect();
+    assert!(
+        !stderr.contains(" core 0: "),
+        "counters as text too:\n{stderr}"
+    );
+    let of_kind = |kind: &str, side: &str| -> Vec<&serde_json::Value> {
+        lines
+            .iter()
+            .filter(|l| l["kind"] == kind && l["side"] == side)
+            .collect()
+    };
+    for side in ["client", "server"] {
+        assert_eq!(of_kind("core", side).len(), 2, "{side}:\n{stdout}");
+        assert_eq!(of_kind("control", side).len(), 1, "{side}:\n{stdout}");
+    }
+    let server_control = of_kind("control", "server")[0];
+    assert_eq!(
+        (
+            &server_control["packets"],
+            &server_control["replies"],
+            &server_control["accepted"]
+        ),
+        (&2.into(), &1.into(), &1.into()),
+        "{stdout}"
+    );
+    // One JSON line per message size and model, each verified, with a latency distribution.
+    let rows: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| !matches!(l["kind"].as_str(), Some("core" | "control")))
         .collect();
     let kinds: Vec<(String, u64)> = rows
         .iter()
@@ -1568,32 +1597,23 @@ fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
     // Issue 6 item 4: net_ring sends mbuf chains, so the client's tagged payload left by
     // reference to its source region (rte_pktmbuf_attach_extbuf), none of it copied, and the
     // server received those chains; every region was given back (none still referenced).
-    let sum = |side: &str, before: &str, after: &str| -> u64 {
-        stderr
-            .lines()
-            .filter(|l| l.starts_with(&format!("{side} core ")))
-            .filter_map(|l| {
-                l.split(before)
-                    .nth(1)?
-                    .split(after)
-                    .next()?
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
+    let sum = |side: &str, counter: &str| -> u64 {
+        of_kind("core", side)
+            .iter()
+            .map(|c| c[counter].as_u64().expect(counter))
             .sum()
     };
-    let by_reference = sum("client", "sent by reference ", ",");
+    let by_reference = sum("client", "zero_copy_spans");
     assert!(
         by_reference > 100,
-        "{by_reference} spans by reference:\n{stderr}"
+        "{by_reference} spans by reference:\n{stdout}"
     );
-    assert_eq!(sum("client", "copied ", "\n"), 0, "{stderr}");
+    assert_eq!(sum("client", "copied_spans"), 0, "{stdout}");
     // One chain per packet (a 1500-byte packet holds one tagged segment of these sizes).
-    let chained = sum("server", "frames in (", " chained");
+    let chained = sum("server", "rx_chained");
     assert!(
         chained > 100 && chained <= by_reference,
-        "{chained} chains:\n{stderr}"
+        "{chained} chains:\n{stdout}"
     );
     assert!(!stderr.contains("not freed"), "{stderr}");
 }
