@@ -307,6 +307,8 @@ impl App {
             eal,
         };
         for p in &app.ports {
+            // testpmd's `port config mtu`: a NIC takes frames above 1500 bytes only so.
+            crate::node::set_mtu(p, opts)?;
             p.start().map_err(|e| e.to_string())?;
         }
         let timeout = Duration::from_secs_f64(opts.link_timeout);
@@ -807,7 +809,7 @@ pub(crate) fn show_port_info(json: bool, p: &DpdkPort) {
         outln!(
             "{}",
             json!({"port": i.port_id, "name": i.name, "driver": i.driver, "socket": i.socket,
-                   "mac": mac_text(&i.mac), "mtu": i.mtu, "link": link, "nb_rxq": c.nb_rxq, "nb_txq": c.nb_txq,
+                   "mac": mac_text(&i.mac), "mtu": p.mtu(), "link": link, "nb_rxq": c.nb_rxq, "nb_txq": c.nb_txq,
                    "nb_rxd": c.nb_rxd, "nb_txd": c.nb_txd, "max_rx_queues": i.max_rx_queues,
                    "max_tx_queues": i.max_tx_queues, "rss_offloads": i.rss_offloads})
         );
@@ -833,7 +835,7 @@ pub(crate) fn show_port_info(json: bool, p: &DpdkPort) {
             "half-duplex"
         }
     );
-    outln!("  MTU: {}", i.mtu);
+    outln!("  MTU: {}", p.mtu());
     outln!(
         "  Current number of RX queues: {} ({} descriptors)",
         c.nb_rxq,

@@ -448,7 +448,13 @@ fn shown(spec: &Spec) -> Vec<&'static str> {
             shown.extend(NET);
             shown.extend(COMMON);
         }
-        "fwd" => shown.extend(COMMON),
+        // A forwarding lcore polls without pause, as testpmd's do: --idle and
+        // --idle-sleep-max-us were taken and did nothing (an outside-in review).
+        "fwd" => shown.extend(
+            COMMON
+                .iter()
+                .filter(|o| !matches!(**o, "idle" | "idle_sleep_max_us")),
+        ),
         // loopback: its own list says all it takes.
         _ => {}
     }
@@ -505,6 +511,8 @@ mod tests {
             (Job::Loopback, "--sctp"),
             (Job::Loopback, "--mtu"),
             (Job::Fwd, "--region-bytes"),
+            (Job::Fwd, "--idle"),
+            (Job::Fwd, "--idle-sleep-max-us"),
         ] {
             let mut app = vec!["ddpdk".to_string(), "--ip".into(), "198.18.0.1".into()];
             app.push(opt.to_string());

@@ -642,6 +642,23 @@ pub(crate) fn start_port(
 ) -> Result<Arc<DpdkPort>, String> {
     let port =
         Arc::new(DpdkPort::configure(id, conf, Arc::clone(pool)).map_err(|e| e.to_string())?);
+    set_mtu(&port, opts)?;
+    port.start().map_err(|e| {
+        // A device may take RX interrupts at configuration and fail to set them up at the
+        // start (ixgbe with more than 15 queues, a vector allocation refused).
+        if port.conf().rx_interrupts {
+            format!("{e} (with --idle interrupt: the device may not have the RX interrupts asked for; try --idle sleep)")
+        } else {
+            e.to_string()
+        }
+    })?;
+    Ok(port)
+}
+
+/// Sets a configured, stopped port's MTU to `--mtu` (a DDP endpoint's and `fwd`'s ports). A
+/// device without an MTU setting (net_memif, net_ring) is noted and used as it is: memif's
+/// and af_packet's buffers were sized for the frames before the EAL started (`fit_devices`).
+pub(crate) fn set_mtu(port: &DpdkPort, opts: &Options) -> Result<(), String> {
     if opts.mtu != 1500 && port.name().starts_with("net_af_packet") {
         // DPDK 22.11's af_packet declares 1518-byte frames (ethdev refuses a larger MTU) and
         // sets a smaller one on the kernel interface itself. Its slots were sized for the
@@ -666,19 +683,10 @@ pub(crate) fn start_port(
                     opts.mtu
                 ),
             ),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(format!("{}: --mtu {}: {e}", port.name(), opts.mtu)),
         }
     }
-    port.start().map_err(|e| {
-        // A device may take RX interrupts at configuration and fail to set them up at the
-        // start (ixgbe with more than 15 queues, a vector allocation refused).
-        if port.conf().rx_interrupts {
-            format!("{e} (with --idle interrupt: the device may not have the RX interrupts asked for; try --idle sleep)")
-        } else {
-            e.to_string()
-        }
-    })?;
-    Ok(port)
+    Ok(())
 }
 
 /// Random bytes from the kernel: the cookie secrets and the STag tables' starting points must

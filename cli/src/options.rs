@@ -93,9 +93,10 @@ pub struct Options {
           value_parser = bytes::<u16>(1024, 16384), allow_hyphen_values = true)]
     pub mbuf_size: u16,
 
-    /// The link MTU of a DDP endpoint (IP packet bytes; --ddp-listen, --ddp-connect, --ip).
-    /// Association path MTUs and DDP segment sizes follow from it (RFC 5043 §9); above 1500
-    /// the mbufs grow to hold a whole frame.
+    /// The link MTU (IP packet bytes), set on each port where the device has the setting. A
+    /// DDP endpoint's association path MTUs and DDP segment sizes follow from it (RFC 5043
+    /// §9), and above 1500 its mbufs grow to hold a whole frame; `fwd` forwards frames of it
+    /// (give --mbuf-size for them, as testpmd's --max-pkt-len needs).
     #[arg(long, default_value_t = 1500, value_name = "BYTES",
           value_parser = whole::<u16>(576, 9000))]
     pub mtu: u16,

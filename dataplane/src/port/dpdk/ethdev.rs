@@ -437,6 +437,15 @@ impl DpdkPort {
         &self.pool
     }
 
+    /// The device's MTU now ([`PortInfo::mtu`] is the one it had when configured, before
+    /// [`set_mtu`](Self::set_mtu)).
+    pub fn mtu(&self) -> u16 {
+        let mut mtu = self.info.mtu;
+        // SAFETY: valid out-parameter; on failure DPDK leaves it as it was.
+        unsafe { sys::rte_eth_dev_get_mtu(self.info.port_id, &mut mtu) };
+        mtu
+    }
+
     /// Sets the device's MTU (IP packet size; before `start`). Frames up to it plus the
     /// Ethernet header must fit one mbuf of the port's pool: the caller sizes the pool.
     pub fn set_mtu(&self, mtu: u16) -> Result<(), DpdkError> {
