@@ -175,6 +175,11 @@ Examples:
 const SPECS: [&Spec; 4] = [&FWD, &LOOPBACK, &ENDPOINT, &PERF];
 
 impl Job {
+    /// Its word on the command line (`perf` for both sides).
+    pub fn name(&self) -> &'static str {
+        self.spec().name
+    }
+
     fn spec(&self) -> &'static Spec {
         match self {
             Job::Fwd => &FWD,

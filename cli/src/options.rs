@@ -144,7 +144,8 @@ pub struct Options {
     #[arg(long)]
     pub ddp_loopback: bool,
 
-    /// Data cores of a DDP endpoint (endpoint, perf, each --ddp-loopback endpoint): threads
+    /// Data cores of a DDP endpoint (endpoint, perf, each endpoint of `ddpdk loopback`; 15 at
+    /// most there): threads
     /// that own associations and place inline, on the EAL's worker lcores; the control side
     /// is on the main one. With more than one, associations are steered by their SCTP
     /// 5-tuple (RSS or rte_flow where the port has them, in software otherwise).
@@ -152,7 +153,7 @@ pub struct Options {
           value_parser = whole::<u8>(1, 16))]
     pub data_cores: u8,
 
-    /// Payload bytes per message size in --ddp-loopback (at most 4096 messages a size). A
+    /// Payload bytes per message size of `ddpdk loopback` (at most 4096 messages a size). A
     /// binary unit may follow: K, M, G, T (or KiB, ...; 64M is 67108864).
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
           value_parser = bytes::<u64>(1, 1 << 40), allow_hyphen_values = true)]
@@ -342,7 +343,7 @@ pub struct Options {
           value_parser = bytes::<u64>(1, 1 << 40), allow_hyphen_values = true)]
     pub region_bytes: u64,
 
-    /// With --ddp-loopback: write every frame both endpoints transmit to this pcap file.
+    /// `ddpdk loopback`: write every frame both endpoints transmit to this pcap file.
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
 

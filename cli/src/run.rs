@@ -336,7 +336,18 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
             } else {
                 ""
             };
-            errln!("ddpdk: {first}{hint} (see 'ddpdk --help')");
+            // The loopback's net_ring ports carry one data core fewer than clap's bound.
+            let loopback = job == Some(crate::jobs::Job::Loopback)
+                || app_args.iter().any(|a| a == "--ddp-loopback");
+            let first = if loopback && first.contains("'--data-cores <N>'") {
+                first.replace("from 1 to 16", "from 1 to 15 with the loopback")
+            } else {
+                first.to_string()
+            };
+            let help = job.as_ref().map_or("ddpdk --help".to_string(), |j| {
+                format!("ddpdk {} --help", j.name())
+            });
+            errln!("ddpdk: {first}{hint} (see '{help}')");
             return EXIT_USAGE;
         }
     };

@@ -231,7 +231,21 @@ fn a_byte_count_takes_binary_units_and_a_negative_number_is_named_as_such() {
         ),
         (
             &["loopback", "--", "--ddp-bytes", "2T"][..],
-            "out of range (from 1 to 1T)",
+            "out of range (from 1 to 1T) (see 'ddpdk loopback --help')",
+        ),
+        // The loopback's net_ring ports carry 15 data cores, not clap's 16 (an outside-in
+        // review: "from 1 to 16"), and a job's error points at the job's own help.
+        (
+            &["loopback", "--", "--data-cores", "0"][..],
+            "out of range (from 1 to 15 with the loopback) (see 'ddpdk loopback --help')",
+        ),
+        (
+            &["--", "--ddp-loopback", "--data-cores", "0"][..],
+            "out of range (from 1 to 15 with the loopback) (see 'ddpdk --help')",
+        ),
+        (
+            &["endpoint", "--", "--ip", "198.18.0.1", "--data-cores", "17"][..],
+            "out of range (from 1 to 16) (see 'ddpdk endpoint --help')",
         ),
         (
             &["fwd", "--", "--rxq", "-2"][..],
