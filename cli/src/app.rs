@@ -681,7 +681,8 @@ impl App {
         if self.json {
             outln!(
                 "{}",
-                json!({"mode": self.mode, "burst": self.burst, "streams": self.table})
+                json!({"mode": self.mode, "burst": self.burst, "ports": self.ports.len(),
+                       "cores": self.table.by_lcore().len(), "streams": self.table.streams})
             );
             return;
         }

@@ -554,7 +554,10 @@ fn commands_from_a_pipe_run_in_order_and_a_bad_one_sets_the_status() {
 
 #[test]
 fn json_reports_are_machine_readable() {
-    let cmds = script("json", "start tx_first\nstop\nshow port stats 0\nquit\n");
+    let cmds = script(
+        "json",
+        "show config fwd\nstart tx_first\nstop\nshow port stats 0\nquit\n",
+    );
     let o = ddpdk(
         &eal(),
         &[
@@ -575,6 +578,24 @@ fn json_reports_are_machine_readable() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}")))
         .collect();
     assert!(stderr.contains("Bye..."), "{stderr}");
+    // `show config fwd`: the streams one level down, as docs/telemetry.md lists them (they
+    // were nested twice, `"streams":{"streams":[...]}`: an outside-in review).
+    let config = docs
+        .iter()
+        .find(|d| d.get("burst").is_some())
+        .expect("show config fwd object");
+    assert_eq!(
+        (&config["mode"], &config["ports"], &config["cores"]),
+        (&"io".into(), &2.into(), &1.into()),
+        "{config}"
+    );
+    let streams = config["streams"].as_array().expect("an array of streams");
+    assert_eq!(streams.len(), 2, "{config}");
+    assert_eq!(
+        (&streams[0]["rx_port"], &streams[0]["tx_port"]),
+        (&0.into(), &1.into()),
+        "{config}"
+    );
     let stats = docs
         .iter()
         .find(|d| d.get("stats").is_some())
