@@ -584,7 +584,7 @@ fn fit_devices(eal_args: &mut [String], opts: &mut Options) -> Result<Vec<String
 
 /// Where `--pcap` is to be written, checked before the EAL starts: a missing directory was
 /// found only once both ports were up, as a run-time failure that did not name --pcap.
-/// Nothing is created here (a run that fails later leaves no empty capture behind).
+/// Nothing is left here (a run that fails later leaves no empty capture behind).
 fn check_pcap_path(path: &Path) -> Result<(), String> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -603,7 +603,22 @@ fn check_pcap_path(path: &Path) -> Result<(), String> {
             path.display()
         ));
     }
-    Ok(())
+    // Whether it can be written (a read-only file system, /proc, a directory without write
+    // permission): found once both ports were up, with status 1 (an outside-in review). An
+    // existing file is opened without truncating it, a new one made and removed again.
+    let opened = if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .and_then(|_| std::fs::remove_file(path))
+    };
+    opened.map_err(|e| format!("--pcap {}: cannot be written: {e}", path.display()))
 }
 
 /// A perf server's --region-bytes the machine, and the EAL's heap, can hold: it was taken up

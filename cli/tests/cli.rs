@@ -101,6 +101,8 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         // A capture into a missing directory failed once both ports were up, with status 1.
         vec!["--ddp-loopback", "--pcap", "/nonexistent/ddpdk.pcap"],
         vec!["--ddp-loopback", "--pcap", "/tmp"],
+        // A directory no file can be made in: found after the EAL, with status 1.
+        vec!["--ddp-loopback", "--pcap", "/proc/ddpdk.pcap"],
         // IPsec needs a DDP endpoint, and room for 516-byte segments under ESP (RFC 5043 §9).
         vec!["--ipsec", "--ring-pair"],
         vec!["--ip", "198.18.0.1", "--ipsec", "--mtu", "600"],
