@@ -1210,6 +1210,43 @@ fn read_until_line(
     }
 }
 
+/// A shell endpoint ends with status 0 on SIGINT, as docs/usage.md says (a signal is how it
+/// ends; a loopback or a perf client cut short ends with 1: their own tests).
+#[test]
+fn sigint_ends_an_endpoint_with_status_0() {
+    let mut e = eal();
+    e.push("--vdev=net_ring0".into());
+    let mut child = ddpdk(&e, &["--ip", "198.18.0.2", "-i"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // stdin stays open: the shell waits for commands until the signal.
+    let stdin = child.stdin.take();
+    let (mut reader, head) = read_until_line(&mut child, "DDP endpoint on port 0");
+    let pid = child.id().to_string();
+    let k = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(k.success());
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(30));
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    });
+    let mut stdout = head;
+    std::io::Read::read_to_string(&mut reader, &mut stdout).expect("read stdout");
+    let o = child.wait_with_output().expect("wait");
+    drop((watchdog, stdin));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("Signal received") && stdout.contains("Bye..."),
+        "{stdout}\n{stderr}"
+    );
+}
+
 #[test]
 fn sigterm_stops_cleanly() {
     let mut child = ddpdk(&eal(), &["--ring-pair", "--tx-first"])
