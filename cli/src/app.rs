@@ -708,10 +708,21 @@ impl App {
             Some((t, prev)) => Rates::between(&prev, &s, now - t),
             None => Rates::default(),
         };
+        // DPDK 22.11's memif reports no counters while its peer is away (they read 0 once a
+        // client left: an outside-in review); the forwarding streams' own counts go on.
+        let away = (p.info().driver == "net_memif" && !p.link().up)
+            .then_some("net_memif reports no counters while its peer is away");
         if self.json {
-            outln!("{}", json!({"port": p.id(), "stats": s, "rates": rates}));
+            let mut v = json!({"port": p.id(), "stats": s, "rates": rates});
+            if let Some(why) = away {
+                v["counters_unavailable"] = why.into();
+            }
+            outln!("{v}");
         } else {
             out!("{}", port_stats_text(p.id(), &s, &rates));
+            if let Some(why) = away {
+                outln!("  ({why}: `show fwd stats all` counts what the streams did)");
+            }
         }
     }
 
