@@ -313,7 +313,7 @@ impl App {
         }
         let timeout = Duration::from_secs_f64(opts.link_timeout);
         for p in &app.ports {
-            let link = p.wait_link_up(timeout);
+            let link = p.wait_link_up_unless(timeout, &crate::run::signalled);
             note(
                 opts.json,
                 format_args!("Port {}: {} link {}", p.id(), mac_text(&p.mac()), link),

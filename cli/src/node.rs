@@ -201,10 +201,10 @@ impl Node {
         let clock = poll_clock();
         // A memif server's link waits for its client: the commands answer meanwhile.
         let telemetry = telemetry::Early::register(cores, clock);
-        let link = port
-            .inner()
-            .inner()
-            .wait_link_up(Duration::from_secs_f64(opts.link_timeout));
+        let link = port.inner().inner().wait_link_up_unless(
+            Duration::from_secs_f64(opts.link_timeout),
+            &crate::run::signalled,
+        );
         if let Some(n) = port.inner().inner().memif_reconnect_note(link.up) {
             note(opts.json, format_args!("{n}"));
         }

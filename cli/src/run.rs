@@ -17,6 +17,15 @@ use crate::node::Placement;
 use crate::options::{split_args, Options};
 use crate::shell;
 
+/// The flag SIGINT and SIGTERM set, for the waits of the set-up that cannot take it as an
+/// argument (a port's link wait).
+static SIGNALLED: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+
+/// Whether SIGINT or SIGTERM came.
+pub(crate) fn signalled() -> bool {
+    SIGNALLED.get().is_some_and(|s| s.load(Ordering::Relaxed))
+}
+
 /// Exit status for bad command-line arguments (as clap uses).
 pub const EXIT_USAGE: i32 = 2;
 /// Exit status for a failure at run time (EAL, ports, a failing cmdline-file command).
@@ -414,6 +423,7 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
     }
 
     let signalled = Arc::new(AtomicBool::new(false));
+    let _ = SIGNALLED.set(Arc::clone(&signalled));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // The first SIGINT/SIGTERM asks for a clean shutdown; a second one, while it is under
         // way, exits at once (status 1) so that nothing can hold the process.

@@ -406,3 +406,52 @@ fn port_stats_of_a_memif_whose_peer_left_say_why_they_read_0() {
     );
     assert!(forwarded(&out, "RX-packets: ") > 1000, "{out}");
 }
+
+/// SIGINT while a memif server's link waits for a client that never comes ends the run at
+/// once, `fwd` and an endpoint alike: the wait (`--link-timeout`) went on to its end first,
+/// so Ctrl-C seemed not to work.
+#[test]
+fn a_signal_ends_the_wait_for_a_link() {
+    let pid = std::process::id();
+    let dir = std::env::temp_dir().join(format!("ddpdk-memif-linkwait-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let sock = dir.join("memif.sock");
+    for (tag, app) in [
+        ("lwf", &["--link-timeout", "600", "-i"][..]),
+        (
+            "lwe",
+            &["--ip", "198.18.0.2", "--link-timeout", "600", "-i"][..],
+        ),
+    ] {
+        let _ = std::fs::remove_file(&sock);
+        let mut child = std::process::Command::new(BIN)
+            .args(memif_eal(tag, "server", "0@0,1@1", &sock))
+            .arg("--")
+            .args(app)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let input = child.stdin.take();
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let k = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(k.success());
+        let pid = child.id().to_string();
+        let watchdog = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(30));
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
+        });
+        let o = child.wait_with_output().expect("wait");
+        drop((input, watchdog));
+        // A wait that ran on to its 600 s is killed by the watchdog: no status.
+        assert_eq!(o.status.code(), Some(0), "{tag}:\n{}", text(&o));
+        assert!(text(&o).contains("Bye..."), "{tag}:\n{}", text(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

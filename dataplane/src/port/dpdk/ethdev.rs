@@ -720,6 +720,12 @@ impl DpdkPort {
     /// launched by one script) left the link down in half the runs or more. Call it before
     /// any lcore polls the port.
     pub fn wait_link_up(&self, timeout: Duration) -> LinkStatus {
+        self.wait_link_up_unless(timeout, &|| false)
+    }
+
+    /// [`wait_link_up`](Self::wait_link_up), given up early once `stop()` says so (a signal:
+    /// the operator's Ctrl-C waited out the whole timeout).
+    pub fn wait_link_up_unless(&self, timeout: Duration, stop: &dyn Fn() -> bool) -> LinkStatus {
         let deadline = Instant::now() + timeout;
         let client = self.info.driver == "net_memif" && !self.is_memif_server();
         let mut wait = MEMIF_RECONNECT_AFTER;
@@ -727,7 +733,7 @@ impl DpdkPort {
         loop {
             let l = self.link();
             let now = Instant::now();
-            if l.up || now >= deadline {
+            if l.up || now >= deadline || stop() {
                 if client && self.state.load(Ordering::Acquire) == STOPPED {
                     // The last try found no server: the port is left started, as its caller
                     // had it (a review: the endpoint went on with a stopped port). Nothing of
