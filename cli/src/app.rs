@@ -668,13 +668,17 @@ impl App {
                 // SCTP checksum to match: the work measured is the same (an outside-in review).
                 outln!(
                     "  Placed {} payload bytes ({:.1} MB/s) into a {} MiB region; CRC32c \
-                     computed over every frame ({} of {} held a valid SCTP checksum: frames \
-                     of txonly hold none, which costs the same)",
+                     computed over every frame ({} of {} held a valid SCTP checksum{})",
                     total.placed_bytes,
                     total.placed_bytes as f64 / secs / 1e6,
                     RXPLACE_REGION >> 20,
                     total.crc_matched,
-                    total.rx_packets
+                    total.rx_packets,
+                    if total.crc_matched < total.rx_packets {
+                        ": frames of txonly hold none, which costs the same"
+                    } else {
+                        ""
+                    }
                 );
             }
             outln!("  {}", "+".repeat(76));
@@ -708,22 +712,7 @@ impl App {
             Some((t, prev)) => Rates::between(&prev, &s, now - t),
             None => Rates::default(),
         };
-        // DPDK 22.11's memif reports no counters while its peer is away (they read 0 once a
-        // client left: an outside-in review); the forwarding streams' own counts go on.
-        let away = (p.info().driver == "net_memif" && !p.link().up)
-            .then_some("net_memif reports no counters while its peer is away");
-        if self.json {
-            let mut v = json!({"port": p.id(), "stats": s, "rates": rates});
-            if let Some(why) = away {
-                v["counters_unavailable"] = why.into();
-            }
-            outln!("{v}");
-        } else {
-            out!("{}", port_stats_text(p.id(), &s, &rates));
-            if let Some(why) = away {
-                outln!("  ({why}: `show fwd stats all` counts what the streams did)");
-            }
-        }
+        print_port_stats(self.json, p, &s, Some(&rates));
     }
 
     /// Periodic statistics (--stats-period): every port's stats block.
@@ -812,6 +801,32 @@ impl App {
         match first_err {
             Some(e) => Err(e),
             None => Ok(missing),
+        }
+    }
+}
+
+/// `show port stats` of port `p`: its counters `s` (and `rates` since the last, in `fwd`).
+pub(crate) fn print_port_stats(json: bool, p: &DpdkPort, s: &PortStats, rates: Option<&Rates>) {
+    // DPDK 22.11's memif reports no counters while its peer is away (they read 0 once a
+    // client left: an outside-in review); the forwarding's and data cores' own counts go on.
+    let away = (p.info().driver == "net_memif" && !p.link().up)
+        .then_some("net_memif reports no counters while its peer is away");
+    if json {
+        let mut v = json!({"port": p.id(), "stats": s});
+        if let Some(r) = rates {
+            v["rates"] = json!(r);
+        }
+        if let Some(why) = away {
+            v["counters_unavailable"] = why.into();
+        }
+        outln!("{v}");
+    } else {
+        out!(
+            "{}",
+            port_stats_text(p.id(), s, rates.unwrap_or(&Rates::default()))
+        );
+        if let Some(why) = away {
+            outln!("  ({why}: `show fwd stats all` counts what was received)");
         }
     }
 }

@@ -1408,17 +1408,9 @@ impl DdpApp {
                         PortShow::Xstats => {
                             crate::app::show_xstats(self.json, p.id(), self.ipsec.inner().xstats())
                         }
-                        PortShow::Stats if self.json => {
-                            outln!("{}", json!({"port": p.id(), "stats": p.stats()}));
+                        PortShow::Stats => {
+                            crate::app::print_port_stats(self.json, p, &p.stats(), None)
                         }
-                        PortShow::Stats => out!(
-                            "{}",
-                            crate::stats::port_stats_text(
-                                p.id(),
-                                &p.stats(),
-                                &crate::stats::Rates::default()
-                            )
-                        ),
                     }
                 }
             },

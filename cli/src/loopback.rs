@@ -297,6 +297,9 @@ impl Loopback {
             let p = DpdkPort::configure(id, conf, Arc::clone(&pool)).map_err(|e| e.to_string())?;
             p.start().map_err(|e| e.to_string())?;
             let link = p.wait_link_up_unless(Duration::from_secs(5), &crate::run::signalled);
+            if !link.up && crate::run::signalled() {
+                return Err(format!("interrupted while waiting for {}'s link", p.name()));
+            }
             if !link.up {
                 return Err(format!("{}: link down", p.name()));
             }
@@ -1374,13 +1377,14 @@ fn hist() -> Result<Histogram<u64>, String> {
     Histogram::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())
 }
 
-/// Each side's data cores and control thread as JSON lines (`"kind": "core"` and
-/// `"control"`), named as in `show fwd stats` (docs/telemetry.md).
+/// Each side's data cores and control thread as JSON lines (`data_core` and `control`
+/// objects, their counters named as in `show fwd stats all`; docs/telemetry.md). Not rows:
+/// those carry `kind`, and a script reading every line with one as a row stays right.
 fn print_counters_json(stats: &[SideStats; 2]) {
     for (side, s) in ["client", "server"].iter().zip(stats) {
         for (k, c) in s.cores.iter().enumerate() {
-            let v = serde_json::json!({
-                "kind": "core", "side": side, "core": k,
+            let v = serde_json::json!({"data_core": {
+                "side": side, "core": k,
                 "frames_in": c.frames_in, "rx_chained": c.rx_chained,
                 "frames_out": c.tx.frames_out,
                 "dispatched_out": c.dispatched_out, "dispatched_in": c.dispatched_in,
@@ -1389,15 +1393,15 @@ fn print_counters_json(stats: &[SideStats; 2]) {
                 "held_sent": c.tx.held_sent,
                 "zero_copy_spans": c.tx.zero_copy_spans,
                 "inlined_spans": c.tx.inlined_spans, "copied_spans": c.tx.copied_spans,
-            });
+            }});
             outln!("{v}");
         }
         let c = &s.control;
-        let v = serde_json::json!({
-            "kind": "control", "side": side,
+        let v = serde_json::json!({"control": {
+            "side": side,
             "packets": c.packets, "replies": c.replies, "accepted": c.accepted,
             "connected": c.connected, "frames_out": c.tx.frames_out,
-        });
+        }});
         outln!("{v}");
     }
 }

@@ -615,18 +615,28 @@ fn check_pcap_path(path: &Path) -> Result<(), String> {
     }
     // Whether it can be written (a read-only file system, /proc, a directory without write
     // permission): found once both ports were up, with status 1 (an outside-in review). An
-    // existing file is opened without truncating it, a new one made and removed again.
-    let opened = if path.exists() {
-        std::fs::OpenOptions::new()
+    // existing regular file is opened without truncating it, a new one made and removed
+    // again. A FIFO, a device or a dangling symbolic link is left to the run: opening a FIFO
+    // here would block until a reader came, and close on a reader that was there (a live
+    // capture's), and a link's target is made by the capture itself.
+    let opened = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => std::fs::OpenOptions::new()
             .append(true)
             .open(path)
-            .map(drop)
-    } else {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .and_then(|_| std::fs::remove_file(path))
+            .map(drop),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                Ok(())
+            } else {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .and_then(|_| std::fs::remove_file(path))
+            }
+        }
+        Err(e) => Err(e),
     };
     opened.map_err(|e| format!("--pcap {}: cannot be written: {e}", path.display()))
 }
@@ -1033,6 +1043,45 @@ impl rustyline::Helper for ShellHelper {}
 #[cfg(test)]
 mod tests {
     use super::huge_hint;
+
+    /// `--pcap`'s check before the EAL: what cannot be written is refused, and nothing it
+    /// probes is changed or blocked on. A FIFO is not opened (opening blocked until a reader
+    /// came: a live capture through a named pipe hung; an independent review), nor a dangling
+    /// link (its target is the capture's to make), and a file of its own is left as it was.
+    #[test]
+    fn the_pcap_check_refuses_what_cannot_be_written_and_leaves_the_rest_as_it_was() {
+        let dir = std::env::temp_dir().join(format!("ddpdk-pcapcheck-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let fifo = dir.join("live.pcap");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        // With no reader, opening the FIFO for writing would block this test for ever.
+        assert_eq!(super::check_pcap_path(&fifo), Ok(()));
+        let link = dir.join("link.pcap");
+        std::os::unix::fs::symlink(dir.join("target.pcap"), &link).expect("symlink");
+        assert_eq!(super::check_pcap_path(&link), Ok(()));
+        assert!(
+            !dir.join("target.pcap").exists(),
+            "the link's target was made"
+        );
+        let file = dir.join("old.pcap");
+        std::fs::write(&file, b"kept").expect("write");
+        assert_eq!(super::check_pcap_path(&file), Ok(()));
+        assert_eq!(std::fs::read(&file).expect("read"), b"kept");
+        let new = dir.join("new.pcap");
+        assert_eq!(super::check_pcap_path(&new), Ok(()));
+        assert!(!new.exists(), "the probe's file was left behind");
+        let e = super::check_pcap_path(std::path::Path::new("/proc/ddpdk.pcap"))
+            .expect_err("/proc takes no file");
+        assert!(
+            e.starts_with("--pcap /proc/ddpdk.pcap: cannot be written: "),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// A job named after EAL options was skipped by the EAL: the default job ran.
     #[test]

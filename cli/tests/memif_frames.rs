@@ -386,21 +386,59 @@ fn port_stats_of_a_memif_whose_peer_left_say_why_they_read_0() {
     .wait_with_output()
     .expect("client");
     assert_eq!(client.status.code(), Some(0), "client:\n{}", text(&client));
-    // The server sees its peer's socket close at once; give its interrupt thread a moment.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The server's interrupt thread takes the link down when it sees its peer's socket close:
+    // asked until it says so (a loaded machine may take a while), never waited for blindly.
+    let lines = {
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let stdout = server.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for l in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok)
+            {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    };
+    let mut out = String::new();
+    let mut down = false;
+    for _ in 0..100 {
+        input
+            .write_all(b"show port info 0\n")
+            .expect("show port info");
+        while let Ok(l) = lines.recv_timeout(std::time::Duration::from_secs(10)) {
+            out.push_str(&l);
+            out.push('\n');
+            if l.contains("Link status:") {
+                down = l.contains("down");
+                break;
+            }
+        }
+        if down {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(down, "the server's link never went down:\n{out}");
     input
         .write_all(b"show port stats 0\nstop\nquit\n")
         .expect("commands");
     drop(input);
+    out.extend(lines.iter().map(|l| l + "\n"));
     let server = server.wait_with_output().expect("server");
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(server.status.code(), Some(0), "server:\n{}", text(&server));
-    let out = String::from_utf8_lossy(&server.stdout);
+    assert_eq!(
+        server.status.code(),
+        Some(0),
+        "server:\n{out}{}",
+        text(&server)
+    );
     assert!(
         out.contains("  RX-packets: 0 ")
             && out.contains(
                 "(net_memif reports no counters while its peer is away: `show fwd stats all` \
-                 counts what the streams did)"
+                 counts what was received)"
             ),
         "{out}"
     );
@@ -440,13 +478,7 @@ fn a_signal_ends_the_wait_for_a_link() {
             .status()
             .expect("kill");
         assert!(k.success());
-        let pid = child.id().to_string();
-        let watchdog = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_secs(30));
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &pid])
-                .status();
-        });
+        let watchdog = procs::Watchdog::new(child.id(), std::time::Duration::from_secs(30));
         let o = child.wait_with_output().expect("wait");
         drop((input, watchdog));
         // A wait that ran on to its 600 s is killed by the watchdog: no status.

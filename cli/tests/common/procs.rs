@@ -290,3 +290,52 @@ pub fn send_frames(ns: &str, iface: &str, n: u64) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Kills process `pid` with SIGKILL if it still runs `limit` after this is made, turning a
+/// hang into a failed test; dropping it disarms it. The process is the one it was made for
+/// (its start time, from /proc, is checked first): a watchdog that outlived its test killed
+/// whatever process had taken the pid meanwhile (an independent review).
+#[allow(dead_code)]
+pub struct Watchdog {
+    disarm: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[allow(dead_code)]
+impl Watchdog {
+    pub fn new(pid: u32, limit: std::time::Duration) -> Watchdog {
+        let started = start_time(pid);
+        let (disarm, armed) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            if armed.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                && started.is_some()
+                && start_time(pid) == started
+            {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+        });
+        Watchdog {
+            disarm: Some(disarm),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.disarm.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The start time of process `pid` (field 22 of /proc/PID/stat, after the command's
+/// parenthesised name), which tells it from a later process given the same pid.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
+}
