@@ -1224,24 +1224,38 @@ fn sigint_ends_an_endpoint_with_status_0() {
         .expect("spawn");
     // stdin stays open: the shell waits for commands until the signal.
     let stdin = child.stdin.take();
-    let (mut reader, head) = read_until_line(&mut child, "DDP endpoint on port 0");
-    let pid = child.id().to_string();
-    let k = Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .expect("kill");
-    assert!(k.success());
-    let watchdog = procs::Watchdog::new(child.id(), Duration::from_secs(30));
-    let mut stdout = head;
-    std::io::Read::read_to_string(&mut reader, &mut stdout).expect("read stdout");
-    let o = child.wait_with_output().expect("wait");
-    drop((watchdog, stdin));
+    let (reader, head) = read_until_line(&mut child, "DDP endpoint on port 0");
+    let (stdout, o) = signal_and_finish(child, reader, head, "-INT", 30);
+    drop(stdin);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
         stdout.contains("Signal received") && stdout.contains("Bye..."),
         "{stdout}\n{stderr}"
     );
+}
+
+/// Sends `signal` to `child`, whose stdout `read_until_line` took (`reader`, `head` the lines
+/// read), and waits for it to end, killing it after `limit_secs`: all of its stdout, and its
+/// output (stderr and status).
+fn signal_and_finish(
+    child: std::process::Child,
+    mut reader: std::io::BufReader<std::process::ChildStdout>,
+    head: String,
+    signal: &str,
+    limit_secs: u64,
+) -> (String, Output) {
+    let k = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(k.success());
+    let watchdog = procs::Watchdog::new(child.id(), Duration::from_secs(limit_secs));
+    let mut stdout = head;
+    std::io::Read::read_to_string(&mut reader, &mut stdout).expect("read stdout");
+    let o = child.wait_with_output().expect("wait");
+    drop(watchdog);
+    (stdout, o)
 }
 
 #[test]
@@ -1535,19 +1549,9 @@ fn an_interrupted_loopback_gives_every_mbuf_back() {
         .spawn()
         .expect("spawn");
     // The tagged writes begin once the regions are registered (the table comes at the end).
-    let (mut reader, head) = read_until_line(&mut child, "Registered STag");
+    let (reader, head) = read_until_line(&mut child, "Registered STag");
     std::thread::sleep(Duration::from_secs(1));
-    let pid = child.id().to_string();
-    let k = Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .expect("kill");
-    assert!(k.success());
-    let watchdog = procs::Watchdog::new(child.id(), Duration::from_secs(60));
-    let mut stdout = head;
-    std::io::Read::read_to_string(&mut reader, &mut stdout).expect("read stdout");
-    let o = child.wait_with_output().expect("wait");
-    drop(watchdog);
+    let (stdout, o) = signal_and_finish(child, reader, head, "-INT", 60);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
