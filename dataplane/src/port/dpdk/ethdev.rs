@@ -610,10 +610,10 @@ impl DpdkPort {
 
     /// A memif server whose link is up gives its client a moment to leave first (300 ms at
     /// most), and once the link is down a moment for the interrupt thread to finish what the
-    /// client's leaving began, before it stops. The stop itself runs on the interrupt thread
-    /// ([`DpdkPort::teardown`]); without this wait, a server that stopped while its client was
-    /// still connected died of SIGSEGV at exit about one run in three of
-    /// `cli/tests/telemetry.rs` under load (session 23, not yet understood).
+    /// client's leaving began, before it stops. The stop runs on the caller's thread, not the
+    /// interrupt thread ([`DpdkPort::teardown`] says why); without this wait, a server that
+    /// stopped while its client was still connected died of SIGSEGV at exit about one run in
+    /// three of `cli/tests/telemetry.rs` under load (session 23, not yet understood).
     fn let_a_leaving_memif_client_go(&self) {
         if !self.is_memif_server() {
             return;
