@@ -1517,7 +1517,15 @@ impl Job {
         // Nanoseconds: a lone small write completes in microseconds.
         let mut latency =
             Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
-        let secs = opts.run_for.unwrap_or(5.0);
+        // --ddp-messages alone runs until they complete (perftest's --iters): it stopped at the
+        // default 5 s and reported the messages done as if they were all (an outside-in
+        // review). A year stands for "no limit": the stall checks below still end a run
+        // whose peer stopped answering.
+        let secs = opts.run_for.unwrap_or(if opts.ddp_messages.is_some() {
+            365.0 * 86_400.0
+        } else {
+            5.0
+        });
         self.poll();
         let load_from = self.load(signalled)?;
         let t0 = self.now;
@@ -1891,6 +1899,9 @@ impl Job {
                     "region_len": len,
                     "size": size,
                     "messages": done,
+                    // What --ddp-messages asked for: more than `messages` when --run-for
+                    // ended the run first.
+                    "ddp_messages": opts.ddp_messages,
                     "seconds": elapsed,
                     "bytes_per_s": goodput,
                     // A reader sends no bytes: no source (it said `region`, the default).
@@ -1954,6 +1965,11 @@ impl Job {
                 us(latency.value_at_quantile(0.5)),
                 us(latency.value_at_quantile(0.99))
             );
+            if let Some(n) = opts.ddp_messages.filter(|&n| done < n) {
+                outln!(
+                    "client: --run-for {secs} s ended the run after {done} of --ddp-messages {n}"
+                );
+            }
             outln!("client: the server's region must have crc32c {expected_crc:#010x} over {len} bytes");
             if reads {
                 outln!("client: {reads_checked} reads checked byte for byte against the server's region");

@@ -305,8 +305,9 @@ pub struct Options {
     pub ddp_window: u32,
 
     /// --ddp-connect posts N messages (writes, reads, and with --ddp-verify its untagged
-    /// Sends) and stops once they complete, or when --run-for ends, whichever comes first
-    /// (perftest's --iters): a run of a fixed amount of work, whatever the machine's speed.
+    /// Sends) and stops once they complete (perftest's --iters): a run of a fixed amount of
+    /// work, whatever the machine's speed; with --run-for too, when it ends if that comes
+    /// first (the report says so).
     #[arg(long, value_name = "N",
           value_parser = whole::<u64>(1, u64::MAX))]
     pub ddp_messages: Option<u64>,

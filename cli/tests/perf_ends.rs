@@ -520,6 +520,55 @@ fn a_run_of_fewer_messages_than_the_window_says_so() {
     );
 }
 
+/// `--ddp-messages` alone runs until every message completed, however long that takes
+/// (perftest's --iters): it stopped at the default 5 s and reported what was done as the
+/// whole run, status 0 (an outside-in review). 30000 lone writes, each waiting for a SACK
+/// the client's fault injector holds 200 us: 6 s at the least, whatever the machine. With
+/// --run-for too, the run ends at it, and the report says how many of the messages were done.
+#[test]
+fn a_run_of_ddp_messages_completes_them_all_unless_run_for_ends_it() {
+    let mut p = pair(
+        "msgsall",
+        "120",
+        &[
+            "--ddp-messages",
+            "30000",
+            "--ddp-window",
+            "1",
+            "--ddp-size",
+            "64",
+            "--fault-delay-us",
+            "200",
+        ],
+    );
+    let mut out = String::new();
+    if let Some(mut o) = p.client.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(100));
+    assert_eq!(client, Some(0), "{out}{cerr}");
+    assert!(
+        out.contains("client: 30000 tagged writes of 64 bytes") && !out.contains("ended the run"),
+        "{out}"
+    );
+    let mut p = pair(
+        "msgscut",
+        "60",
+        &["--ddp-messages", "100000000", "--run-for", "0.5"],
+    );
+    let mut out = String::new();
+    if let Some(mut o) = p.client.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(40));
+    assert_eq!(client, Some(0), "{out}{cerr}");
+    assert!(
+        out.contains("client: --run-for 0.5 s ended the run after ")
+            && out.contains(" of --ddp-messages 100000000\n"),
+        "{out}"
+    );
+}
+
 /// A `--ddp-verify` client against a server without it: the server has no receive buffers for
 /// the untagged sends the soak mixes in and ends the session; the client says what to check
 /// (found by an outside-in test: it said only "send refused: the session is terminated").
