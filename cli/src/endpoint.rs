@@ -1068,34 +1068,7 @@ impl Job {
         opts: &Options,
         signalled: &AtomicBool,
     ) -> Result<(), String> {
-        let size = usize::try_from(opts.ddp_size).unwrap_or(usize::MAX);
-        let verify = opts.ddp_verify;
-        if verify && size < verify::MIN_LEN {
-            return Err(format!(
-                "--ddp-verify: messages of at least {} bytes",
-                verify::MIN_LEN
-            ));
-        }
-        if verify && opts.ddp_op == DdpOp::Read {
-            return Err(
-                "--ddp-verify checks writes; --ddp-op read checks its reads itself: give one"
-                    .into(),
-            );
-        }
-        // Taken and ignored before (found by an outside-in review): a reader sends no bytes.
-        if opts.ddp_source == DdpSource::Bytes && opts.ddp_op == DdpOp::Read {
-            return Err(
-                "--ddp-source says where writes come from; --ddp-op read places the \
-                        server's bytes in a local sink and sends none: leave --ddp-source out"
-                    .into(),
-            );
-        }
-        if verify && opts.ddp_window as usize > soak::MAX_WINDOW {
-            return Err(format!(
-                "--ddp-verify: at most {} in flight (--ddp-window)",
-                soak::MAX_WINDOW
-            ));
-        }
+        // Its options' conflicts were refused before the EAL (`Options::validate`).
         let now = self.node.clock.now();
         let conn = self
             .control

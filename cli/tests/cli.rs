@@ -115,6 +115,45 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
         vec!["--ddp-listen"],
         vec!["--ip", "198.18.0.1", "--ddp-connect", "224.0.0.1"],
         vec!["--ip", "198.18.0.1", "--max-assocs-per-peer", "0"],
+        // A perf client's conflicting options were found once its association was up, with
+        // status 1 (an outside-in review).
+        vec![
+            "--ip",
+            "198.18.0.1",
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ddp-op",
+            "read",
+            "--ddp-source",
+            "bytes",
+        ],
+        vec![
+            "--ip",
+            "198.18.0.1",
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ddp-op",
+            "read",
+            "--ddp-verify",
+        ],
+        vec![
+            "--ip",
+            "198.18.0.1",
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ddp-verify",
+            "--ddp-window",
+            "64",
+        ],
+        vec![
+            "--ip",
+            "198.18.0.1",
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ddp-verify",
+            "--ddp-size",
+            "8",
+        ],
         // Found by an outside-in test: each of these was taken. RTO.Initial below RTO.Min
         // was raised silently (RFC 9260 §6.3.1; `--sctp` refused it); port 0 is never a
         // peer's (§3.1); no host sends from the limited broadcast or 0/8, and a mapped
