@@ -115,7 +115,8 @@ pub struct Options {
     pub stats_period: u64,
 
     /// Run for SECS seconds from the start, then stop and exit (non-interactive runs); a
-    /// --cmdline-file command still waiting then gives up.
+    /// --cmdline-file command still waiting then gives up. A perf server waits SECS for its
+    /// client, then serves it to its run's end (the client's --run-for).
     #[arg(long, value_name = "SECS")]
     pub run_for: Option<f64>,
 
