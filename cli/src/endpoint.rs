@@ -240,6 +240,26 @@ impl Job {
                 opts.link_timeout
             ));
         }
+        // Where the heap cannot grow, what the ports' buffers left must hold a client's
+        // regions: `--region-bytes 1000M` against `-m 1024` passed the check before the EAL and
+        // failed at the first client, ending the server (an outside-in review).
+        if opts.ddp_listen
+            && opts.heap_fixed
+            && eal.heap_largest_free() < opts.server_region_bytes()
+        {
+            return Err(format!(
+                "--region-bytes {}{}: the EAL's heap has {} MiB free in one piece once the \
+                 ports took their buffers; give the EAL more with -m MB, or a smaller \
+                 --region-bytes",
+                opts.region_bytes,
+                if opts.ddp_verify {
+                    " (twice, with --ddp-verify's read-back)"
+                } else {
+                    ""
+                },
+                eal.heap_largest_free() >> 20
+            ));
+        }
         note(
             opts.json,
             format_args!(

@@ -339,11 +339,18 @@ pub struct Options {
 
     /// Size of the region --ddp-listen registers for each session, bytes. A binary unit may
     /// follow: K, M, G, T (or KiB, ...; 64M is 67108864). Each is allocated whole in DPDK
-    /// memory: one larger than the machine, or than the EAL's heap where --no-huge or
-    /// --legacy-mem fixes it (-m MB; 64 MiB with --no-huge alone), is refused at start.
+    /// memory (twice with --ddp-verify): one larger than the machine, or than the EAL's heap
+    /// where --no-huge or --legacy-mem fixes it (-m MB; 64 MiB with --no-huge alone) once the
+    /// ports took their buffers, is refused at start.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
           value_parser = bytes::<u64>(1, 1 << 40), allow_hyphen_values = true)]
     pub region_bytes: u64,
+
+    /// Whether the EAL's arguments fix its heap (`--no-huge`, `--legacy-mem`): a perf server
+    /// then checks that its regions fit what the heap has free once the ports took theirs.
+    /// Set from the EAL's arguments, not an option.
+    #[arg(skip)]
+    pub heap_fixed: bool,
 
     /// `ddpdk loopback`: write every frame both endpoints transmit to this pcap file.
     #[arg(long, value_name = "FILE")]
@@ -459,6 +466,13 @@ impl Options {
             ));
         }
         Ok(())
+    }
+
+    /// The bytes of DPDK memory a perf server's regions take for one client: its region, and
+    /// with --ddp-verify the read-back's as large.
+    pub fn server_region_bytes(&self) -> u64 {
+        self.region_bytes
+            .saturating_mul(if self.ddp_verify { 2 } else { 1 })
     }
 
     /// The mbuf size of a DDP endpoint: --mbuf-size, grown to hold a whole frame of --mtu

@@ -391,7 +391,9 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
-    if let Err(e) = region_fits(&opts, crate::app::machine_bytes(), eal_heap(&eal_args)) {
+    let heap = eal_heap(&eal_args);
+    opts.heap_fixed = heap.is_some();
+    if let Err(e) = region_fits(&opts, crate::app::machine_bytes(), heap) {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
@@ -653,16 +655,23 @@ fn region_fits(
     if !opts.ddp_listen {
         return Ok(());
     }
+    // With --ddp-verify the read-back's region is as large (an outside-in review).
+    let need = opts.server_region_bytes();
+    let two = if opts.ddp_verify {
+        " (twice, with --ddp-verify's read-back)"
+    } else {
+        ""
+    };
     match (machine, heap) {
-        (Some(total), _) if opts.region_bytes > total => Err(format!(
-            "--region-bytes {} is more than this machine's memory ({} MiB): each session's \
+        (Some(total), _) if need > total => Err(format!(
+            "--region-bytes {}{two} is more than this machine's memory ({} MiB): each session's \
              region is allocated whole in DPDK memory",
             opts.region_bytes,
             total >> 20
         )),
-        (_, Some((heap, how))) if opts.region_bytes > heap => Err(format!(
-            "--region-bytes {} is more than the EAL's memory ({how}): each session's region is \
-             allocated whole in it; give the EAL more with -m MB, or a smaller --region-bytes",
+        (_, Some((heap, how))) if need > heap => Err(format!(
+            "--region-bytes {}{two} is more than the EAL's memory ({how}): each session's region \
+             is allocated whole in it; give the EAL more with -m MB, or a smaller --region-bytes",
             opts.region_bytes
         )),
         _ => Ok(()),
@@ -1220,6 +1229,21 @@ mod tests {
                 "{fits}"
             );
         }
+        // With --ddp-verify a client's read-back region is as large: 600 MiB twice does not
+        // fit -m 1024 (an outside-in review: found at the first client).
+        let verify = crate::options::Options::try_parse_from(
+            "ddpdk --ip 198.18.0.2 --ddp-listen --ddp-verify --region-bytes 600M"
+                .split_whitespace(),
+        )
+        .expect("parses");
+        let e = super::region_fits(&verify, machine, heap("ddpdk --no-huge -m 1024"))
+            .expect_err("twice 600M in 1024M");
+        assert!(
+            e.starts_with(
+                "--region-bytes 629145600 (twice, with --ddp-verify's read-back) is more"
+            ),
+            "{e}"
+        );
     }
 
     const MOUNTED: &str = "nodev /dev/hugepages hugetlbfs rw,relatime,pagesize=2M 0 0\n";

@@ -233,6 +233,26 @@ impl Eal {
         Some(unsafe { sys::rte_ring_get_capacity(r) })
     }
 
+    /// The largest block DPDK's heap could hand out now, over every NUMA socket (a region is
+    /// allocated whole, in one block). What the heap may still grow by is not in it: with
+    /// dynamic hugepage memory it maps more as allocations need it; with `--no-huge` or
+    /// `--legacy-mem` it never grows, and this is the most a region can take.
+    pub fn heap_largest_free(&self) -> u64 {
+        // SAFETY: the EAL is initialised; plain queries.
+        let sockets = unsafe { sys::rte_socket_count() };
+        (0..sockets)
+            .filter_map(|i| {
+                // SAFETY: `i` is below the socket count.
+                let socket = unsafe { sys::rte_socket_id_by_idx(i) };
+                let mut st = sys::rte_malloc_socket_stats::default();
+                // SAFETY: a valid out-parameter.
+                let rc = unsafe { sys::rte_malloc_get_socket_stats(socket, &mut st) };
+                (rc == 0).then_some(st.greatest_free_size as u64)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The ids of all probed ethdev ports.
     pub fn port_ids(&self) -> Vec<u16> {
         let mut v = Vec::new();
