@@ -163,10 +163,17 @@ struct Job {
     /// memif server's link comes up when its client connects, and nothing said so).
     link_up: bool,
     link_check_at: Instant,
+    /// When the link was seen to go down, while it stays down.
+    link_down_at: Option<Instant>,
 }
 
 /// How often a job looks at its link's state.
 const LINK_CHECK: Duration = Duration::from_millis(250);
+
+/// How long a perf client's link may stay down before the run ends: a memif server that
+/// left took the link with it, and the client went on waiting for 10 s of no SACK (an
+/// outside-in review); a NIC's link flapping for less goes on.
+const LINK_DOWN_ENDS_RUN: Duration = Duration::from_secs(2);
 
 /// What the perf server counts of the messages placed: by its loop, and after it (what the
 /// cores delivered before the loop ended and it never took, counted all the same: the client
@@ -338,6 +345,7 @@ impl Job {
             _commands: commands,
             link_up: node_link_up,
             link_check_at: now + LINK_CHECK,
+            link_down_at: None,
         })
     }
 
@@ -390,6 +398,7 @@ impl Job {
             let up = self.node.port.link().up;
             if up != self.link_up {
                 self.link_up = up;
+                self.link_down_at = (!up).then_some(self.now);
                 note(
                     self.json,
                     format_args!(
@@ -1751,6 +1760,19 @@ impl Job {
             }
             let waiting =
                 !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
+            if let Some(at) = self
+                .link_down_at
+                .filter(|&at| w.saturating_since(at) > LINK_DOWN_ENDS_RUN)
+            {
+                // The rate to the last completion: the seconds since were the link's.
+                return Err(format!(
+                    "{}: the link went down {:.1} s ago and stayed down (did the server \
+                     leave?); {}",
+                    self.node.port.name(),
+                    w.saturating_since(at).as_secs_f64(),
+                    so_far(done, last_done)
+                ));
+            }
             // --run-for bounds the run (docs/usage.md): once it is over, what is still
             // outstanding ends the run if nothing completes for 8 smoothed round trips (a lost
             // last packet goes again after T3-rtx, whose RTO is about 2 of them on a steady
