@@ -211,7 +211,9 @@ impl Tally {
 impl Job {
     fn new(eal: &Eal, opts: &Options) -> Result<Job, String> {
         if opts.ip.is_empty() {
-            return Err("--ddp-listen and --ddp-connect need --ip ADDR".into());
+            return Err(
+                "perf server and perf client (--ddp-listen, --ddp-connect) need --ip ADDR".into(),
+            );
         }
         // A dual-stack endpoint (one --ip of each family) answers on both: the line names both.
         let ip = opts

@@ -623,23 +623,25 @@ impl Options {
                 ));
             }
         }
-        for (flag, peer) in [
-            ("--ddp-connect", self.ddp_connect),
-            ("--reconnect", self.reconnect),
+        // `--ddp-connect` is named with what a user of `perf client ADDR` typed (it said only
+        // "--ddp-connect", which they never typed: an outside-in review).
+        for (flag, peer, also) in [
+            ("--ddp-connect", self.ddp_connect, " (perf client's ADDR)"),
+            ("--reconnect", self.reconnect, ""),
         ] {
             if let Some(given) = peer {
                 // An IPv4-mapped address is the IPv4 peer (as the runtime takes it).
                 let a = given.to_canonical();
                 if let Some(why) = ddpdk_control::runtime::not_a_peer(a) {
                     return Err(format!(
-                        "{flag} {given}: {why}, not an address a peer can have"
+                        "{flag} {given}{also}: {why}, not an address a peer can have"
                     ));
                 }
                 if self.ip.contains(&a) {
-                    return Err(format!("{flag} {given}: our own address"));
+                    return Err(format!("{flag} {given}{also}: our own address"));
                 }
                 if !self.ip.is_empty() && !self.ip.iter().any(|ip| ip.is_ipv4() == a.is_ipv4()) {
-                    return Err(format!("{flag} {given}: no --ip of its family"));
+                    return Err(format!("{flag} {given}{also}: no --ip of its family"));
                 }
             }
         }
@@ -650,7 +652,9 @@ impl Options {
             return Err("--listen needs --ip ADDR".into());
         }
         if (self.ddp_listen || self.ddp_connect.is_some()) && self.ip.is_empty() {
-            return Err("--ddp-listen and --ddp-connect need --ip ADDR".into());
+            return Err(
+                "perf server and perf client (--ddp-listen, --ddp-connect) need --ip ADDR".into(),
+            );
         }
         // `perf server` and `perf client` refuse these by their option lists; the flag form
         // of the same jobs ran without the shell the user asked for (a script never ran).
@@ -1162,6 +1166,21 @@ mod tests {
             if let Ok(o) = parse(bad) {
                 assert!(o.validate().is_err(), "{bad} was accepted");
             }
+        }
+        // What a user of `perf client ADDR` typed is named (an outside-in review: the
+        // messages spoke of --ddp-connect and --ddp-listen alone).
+        for (bad, says) in [
+            (
+                "ddpdk --ip 198.18.0.1 --ddp-connect 198.18.0.1",
+                "--ddp-connect 198.18.0.1 (perf client's ADDR): our own address",
+            ),
+            (
+                "ddpdk --ddp-connect 198.18.0.2",
+                "perf server and perf client (--ddp-listen, --ddp-connect) need --ip ADDR",
+            ),
+        ] {
+            let e = parse(bad).expect("parses").validate().expect_err(bad);
+            assert_eq!(e, says, "{bad}");
         }
         // The shell's options with a perf job's flags: the shell never ran (session 24).
         for bad in [
