@@ -1272,9 +1272,19 @@ impl Job {
                 t.drops.no_policy_in
             )
         } else {
-            match crate::node::unreached(frames_in, unresolved, &peer, true) {
-                Some(why) => format!("{e}: {why}"),
-                None => e,
+            // Frames --fault-drop took never reached a core, yet arrived (an outside-in
+            // review: `--fault-drop 1` was told "no frame arrived on the port").
+            let faulted = self.node.port.inner().counts().dropped;
+            if faulted > 0 && frames_in == 0 {
+                format!(
+                    "{e}: --fault-drop dropped every frame that arrived, the peer's answers \
+                     among them"
+                )
+            } else {
+                match crate::node::unreached(frames_in, unresolved, &peer, true) {
+                    Some(why) => format!("{e}: {why}"),
+                    None => e,
+                }
             }
         }
     }

@@ -662,3 +662,18 @@ fn a_memif_server_says_when_its_client_comes() {
         .unwrap_or_else(|| panic!("{sout}"));
     assert!(up < accepted, "the link's coming said first:\n{sout}");
 }
+
+/// A client whose `--fault-drop 1` drops every frame that comes is told so, not "no frame
+/// arrived on the port" (which sent the user to check the link; an outside-in review).
+#[test]
+fn a_client_that_drops_every_frame_on_purpose_is_told_so() {
+    let mut p = pair("faultall", "6", &["--fault-drop", "1", "--run-for", "1"]);
+    let (client, cerr, _, _) = both_exit(&mut p);
+    assert_eq!(client, Some(1), "{cerr}");
+    assert!(
+        cerr.contains(
+            "--fault-drop dropped every frame that arrived, the peer's answers among them"
+        ) && !cerr.contains("no frame arrived"),
+        "{cerr}"
+    );
+}
