@@ -539,7 +539,7 @@ fn a_stalled_client_stops_soon_after_its_run_for() {
 /// (found by an outside-in test: `--ddp-messages 10` said "16 in flight").
 #[test]
 fn a_run_of_fewer_messages_than_the_window_says_so() {
-    let mut p = pair(
+    let (client, out, cerr) = client_of_pair(
         "msgs",
         "60",
         &[
@@ -550,12 +550,8 @@ fn a_run_of_fewer_messages_than_the_window_says_so() {
             "--ddp-size",
             "1024",
         ],
+        Duration::from_secs(40),
     );
-    let mut out = String::new();
-    if let Some(mut o) = p.client.stdout.take() {
-        let _ = o.read_to_string(&mut out);
-    }
-    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(40));
     assert_eq!(client, Some(0), "{out}{cerr}");
     assert!(
         out.contains("client: 10 tagged writes of 1024 bytes")
@@ -571,7 +567,7 @@ fn a_run_of_fewer_messages_than_the_window_says_so() {
 /// --run-for too, the run ends at it, and the report says how many of the messages were done.
 #[test]
 fn a_run_of_ddp_messages_completes_them_all_unless_run_for_ends_it() {
-    let mut p = pair(
+    let (client, out, cerr) = client_of_pair(
         "msgsall",
         "120",
         &[
@@ -584,33 +580,42 @@ fn a_run_of_ddp_messages_completes_them_all_unless_run_for_ends_it() {
             "--fault-delay-us",
             "200",
         ],
+        Duration::from_secs(100),
     );
-    let mut out = String::new();
-    if let Some(mut o) = p.client.stdout.take() {
-        let _ = o.read_to_string(&mut out);
-    }
-    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(100));
     assert_eq!(client, Some(0), "{out}{cerr}");
     assert!(
         out.contains("client: 30000 tagged writes of 64 bytes") && !out.contains("ended the run"),
         "{out}"
     );
-    let mut p = pair(
+    let (client, out, cerr) = client_of_pair(
         "msgscut",
         "60",
         &["--ddp-messages", "100000000", "--run-for", "0.5"],
+        Duration::from_secs(40),
     );
-    let mut out = String::new();
-    if let Some(mut o) = p.client.stdout.take() {
-        let _ = o.read_to_string(&mut out);
-    }
-    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(40));
     assert_eq!(client, Some(0), "{out}{cerr}");
     assert!(
         out.contains("client: --run-for 0.5 s ended the run after ")
             && out.contains(" of --ddp-messages 100000000\n"),
         "{out}"
     );
+}
+
+/// A pair whose client runs with `client`, read to its end (`limit` at most): the client's
+/// exit status, stdout and stderr.
+fn client_of_pair(
+    tag: &str,
+    server_run_for: &str,
+    client: &[&str],
+    limit: Duration,
+) -> (Option<i32>, String, String) {
+    let mut p = pair(tag, server_run_for, client);
+    let mut out = String::new();
+    if let Some(mut o) = p.client.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let (status, err) = client_outcome(&mut p, limit);
+    (status, out, err)
 }
 
 /// A `--ddp-verify` client against a server without it: the server has no receive buffers for
