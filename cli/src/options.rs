@@ -469,10 +469,15 @@ impl Options {
     }
 
     /// The bytes of DPDK memory a perf server's regions take for one client: its region, and
-    /// with --ddp-verify the read-back's as large.
+    /// with --ddp-verify the read-back's as large and the receive buffers of its Sends.
     pub fn server_region_bytes(&self) -> u64 {
-        self.region_bytes
-            .saturating_mul(if self.ddp_verify { 2 } else { 1 })
+        if self.ddp_verify {
+            self.region_bytes
+                .saturating_mul(2)
+                .saturating_add((crate::soak::RECV_BUFFERS * crate::soak::RECV_LEN) as u64)
+        } else {
+            self.region_bytes
+        }
     }
 
     /// The mbuf size of a DDP endpoint: --mbuf-size, grown to hold a whole frame of --mtu

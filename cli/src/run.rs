@@ -391,9 +391,12 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }
-    let heap = eal_heap(&eal_args);
-    opts.heap_fixed = heap.is_some();
-    if let Err(e) = region_fits(&opts, crate::app::machine_bytes(), heap) {
+    // Fixed by the flags, whether or not its size could be read here (an independent
+    // review: `--legacy-mem` alone, or `-m 1G`, skipped the check after the EAL).
+    opts.heap_fixed = eal_args
+        .iter()
+        .any(|a| a == "--no-huge" || a == "--legacy-mem");
+    if let Err(e) = region_fits(&opts, crate::app::machine_bytes(), eal_heap(&eal_args)) {
         errln!("ddpdk: {e}");
         return EXIT_USAGE;
     }

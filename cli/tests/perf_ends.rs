@@ -562,8 +562,8 @@ fn a_run_of_fewer_messages_than_the_window_says_so() {
 
 /// `--ddp-messages` alone runs until every message completed, however long that takes
 /// (perftest's --iters): it stopped at the default 5 s and reported what was done as the
-/// whole run, status 0 (an outside-in review). 30000 lone writes, each waiting for a SACK
-/// the client's fault injector holds 200 us: 6 s at the least, whatever the machine. With
+/// whole run, status 0 (an outside-in review). 3000 lone writes, each waiting for a SACK
+/// the client's fault injector holds 2 ms: 6 s at the least, whatever the machine. With
 /// --run-for too, the run ends at it, and the report says how many of the messages were done.
 #[test]
 fn a_run_of_ddp_messages_completes_them_all_unless_run_for_ends_it() {
@@ -572,19 +572,19 @@ fn a_run_of_ddp_messages_completes_them_all_unless_run_for_ends_it() {
         "120",
         &[
             "--ddp-messages",
-            "30000",
+            "3000",
             "--ddp-window",
             "1",
             "--ddp-size",
             "64",
             "--fault-delay-us",
-            "200",
+            "2000",
         ],
         Duration::from_secs(100),
     );
     assert_eq!(client, Some(0), "{out}{cerr}");
     assert!(
-        out.contains("client: 30000 tagged writes of 64 bytes") && !out.contains("ended the run"),
+        out.contains("client: 3000 tagged writes of 64 bytes") && !out.contains("ended the run"),
         "{out}"
     );
     let (client, out, cerr) = client_of_pair(
@@ -597,6 +597,26 @@ fn a_run_of_ddp_messages_completes_them_all_unless_run_for_ends_it() {
     assert!(
         out.contains("client: --run-for 0.5 s ended the run after ")
             && out.contains(" of --ddp-messages 100000000\n"),
+        "{out}"
+    );
+    // --ddp-verify's untagged Sends count among the messages: a whole run is not "ended"
+    // (an independent review: every such run said --run-for had ended it).
+    let mut p = pair_with(
+        "msgsverify",
+        "0@0",
+        "1048576",
+        "60",
+        &["--ddp-verify"],
+        &["--ddp-verify", "--ddp-messages", "400"],
+    );
+    let mut out = String::new();
+    if let Some(mut o) = p.client.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let (client, cerr) = client_outcome(&mut p, Duration::from_secs(60));
+    assert_eq!(client, Some(0), "{out}{cerr}");
+    assert!(
+        out.contains("client: ") && !out.contains("ended the run"),
         "{out}"
     );
 }
