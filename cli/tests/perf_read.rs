@@ -159,23 +159,25 @@ fn a_run_of_a_few_reads_takes_at_least_its_slowest_read() {
 }
 
 /// `--ddp-source bytes` says where writes come from: a reader refuses it rather than take it
-/// and do nothing with it.
+/// and do nothing with it, as a usage error before the EAL (status 2; it was found once the
+/// association was up, status 1: an outside-in review).
 #[test]
 fn reads_refuse_a_write_source() {
     let (client, client_text, _, _) = run("source", "3", &["--ddp-source", "bytes"]);
-    assert_eq!(client.status.code(), Some(1), "{client_text}");
+    assert_eq!(client.status.code(), Some(2), "{client_text}");
     assert!(
         client_text.contains("--ddp-op read places the server's bytes in a local sink"),
         "{client_text}"
     );
 }
 
-/// `--ddp-verify` checks writes; with `--ddp-op read` the client says to pick one.
+/// `--ddp-verify` checks writes; with `--ddp-op read` the client says to pick one, as a usage
+/// error before the EAL (status 2).
 #[test]
 fn reads_refuse_the_write_soak() {
     // The client refuses before it connects: the server need not wait long.
     let (client, client_text, _, _) = run("verify", "3", &["--ddp-verify"]);
-    assert_eq!(client.status.code(), Some(1), "{client_text}");
+    assert_eq!(client.status.code(), Some(2), "{client_text}");
     assert!(
         client_text.contains("--ddp-verify checks writes; --ddp-op read"),
         "{client_text}"
