@@ -255,22 +255,16 @@ impl Job {
         // DPDK's largest free block counts its element header, and an allocation needs one
         // and its alignment on top: a region just under the block failed all the same.
         const MALLOC_SLACK: u64 = 64 << 10;
-        if opts.ddp_listen
-            && opts.heap_fixed
-            && eal.heap_largest_free() < opts.server_region_bytes() + MALLOC_SLACK
-        {
-            return Err(format!(
-                "--region-bytes {}{}: the EAL's heap has {} MiB free in one piece once the \
-                 ports took their buffers; give the EAL more with -m MB, or a smaller \
-                 --region-bytes",
-                opts.region_bytes,
-                if opts.ddp_verify {
-                    " (twice, with --ddp-verify's read-back)"
-                } else {
-                    ""
-                },
-                eal.heap_largest_free() >> 20
-            ));
+        if opts.ddp_listen && opts.heap_fixed {
+            let free = eal.heap_largest_free();
+            if free < opts.server_region_bytes() + MALLOC_SLACK {
+                return Err(format!(
+                    "{}: the EAL's heap has {} MiB free in one piece once the ports took their \
+                     buffers; give the EAL more with -m MB, or a smaller --region-bytes",
+                    opts.region_bytes_named(),
+                    free >> 20
+                ));
+            }
         }
         note(
             opts.json,

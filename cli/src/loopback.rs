@@ -680,45 +680,8 @@ impl Loopback {
         if json {
             // Data, not commentary: on stdout with the rows (they were text on stderr).
             print_counters_json(&stats);
-            return self.drain_ports();
-        }
-        for (label, s) in ["client", "server"].iter().zip(&stats) {
-            for (k, c) in s.cores.iter().enumerate() {
-                note(
-                    json,
-                    format_args!(
-                        "{label} core {k}: {} frames in ({} chained), {} out, {} dispatched to / \
-                         {} from other cores, {} to control ({} dropped), {} tx dropped, {} \
-                         unresolved ({} held for ARP/ND, then sent); region spans sent by \
-                         reference {}, inlined {}, copied {}",
-                        c.frames_in,
-                        c.rx_chained,
-                        c.tx.frames_out,
-                        c.dispatched_out,
-                        c.dispatched_in,
-                        c.to_control,
-                        c.control_dropped,
-                        c.tx.tx_dropped,
-                        c.tx.unresolved,
-                        c.tx.held_sent,
-                        c.tx.zero_copy_spans,
-                        c.tx.inlined_spans,
-                        c.tx.copied_spans,
-                    ),
-                );
-            }
-            note(
-                json,
-                format_args!(
-                    "{label} control: {} packets, {} replies, {} associations accepted, {} \
-                     opened, {} frames out",
-                    s.control.packets,
-                    s.control.replies,
-                    s.control.accepted,
-                    s.control.connected,
-                    s.control.tx.frames_out
-                ),
-            );
+        } else {
+            print_counters_text(&stats);
         }
         self.drain_ports()
     }
@@ -1375,6 +1338,42 @@ fn settle<T>(
 
 fn hist() -> Result<Histogram<u64>, String> {
     Histogram::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())
+}
+
+/// Each side's data cores and control thread in words.
+fn print_counters_text(stats: &[SideStats; 2]) {
+    for (label, s) in ["client", "server"].iter().zip(stats) {
+        for (k, c) in s.cores.iter().enumerate() {
+            outln!(
+                "{label} core {k}: {} frames in ({} chained), {} out, {} dispatched to / \
+                 {} from other cores, {} to control ({} dropped), {} tx dropped, {} \
+                 unresolved ({} held for ARP/ND, then sent); region spans sent by \
+                 reference {}, inlined {}, copied {}",
+                c.frames_in,
+                c.rx_chained,
+                c.tx.frames_out,
+                c.dispatched_out,
+                c.dispatched_in,
+                c.to_control,
+                c.control_dropped,
+                c.tx.tx_dropped,
+                c.tx.unresolved,
+                c.tx.held_sent,
+                c.tx.zero_copy_spans,
+                c.tx.inlined_spans,
+                c.tx.copied_spans,
+            );
+        }
+        outln!(
+            "{label} control: {} packets, {} replies, {} associations accepted, {} \
+             opened, {} frames out",
+            s.control.packets,
+            s.control.replies,
+            s.control.accepted,
+            s.control.connected,
+            s.control.tx.frames_out
+        );
+    }
 }
 
 /// Each side's data cores and control thread as JSON lines (`data_core` and `control`

@@ -480,6 +480,17 @@ impl Options {
         }
     }
 
+    /// `--region-bytes` as the perf server's refusals name it: with --ddp-verify, that it is
+    /// taken twice.
+    pub fn region_bytes_named(&self) -> String {
+        let twice = if self.ddp_verify {
+            " (twice, with --ddp-verify's read-back)"
+        } else {
+            ""
+        };
+        format!("--region-bytes {}{twice}", self.region_bytes)
+    }
+
     /// The mbuf size of a DDP endpoint: --mbuf-size, grown to hold a whole frame of --mtu
     /// (Ethernet header and headroom included), and with IPsec the scratch rte_ipsec writes
     /// past a full frame while it seals it (`port::dpdk::ipsec::TAIL_SCRATCH`).

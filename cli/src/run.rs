@@ -660,22 +660,17 @@ fn region_fits(
     }
     // With --ddp-verify the read-back's region is as large (an outside-in review).
     let need = opts.server_region_bytes();
-    let two = if opts.ddp_verify {
-        " (twice, with --ddp-verify's read-back)"
-    } else {
-        ""
-    };
     match (machine, heap) {
         (Some(total), _) if need > total => Err(format!(
-            "--region-bytes {}{two} is more than this machine's memory ({} MiB): each session's \
-             region is allocated whole in DPDK memory",
-            opts.region_bytes,
+            "{} is more than this machine's memory ({} MiB): each session's region is \
+             allocated whole in DPDK memory",
+            opts.region_bytes_named(),
             total >> 20
         )),
         (_, Some((heap, how))) if need > heap => Err(format!(
-            "--region-bytes {}{two} is more than the EAL's memory ({how}): each session's region \
-             is allocated whole in it; give the EAL more with -m MB, or a smaller --region-bytes",
-            opts.region_bytes
+            "{} is more than the EAL's memory ({how}): each session's region is allocated \
+             whole in it; give the EAL more with -m MB, or a smaller --region-bytes",
+            opts.region_bytes_named()
         )),
         _ => Ok(()),
     }
