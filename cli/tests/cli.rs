@@ -1607,6 +1607,44 @@ fn an_interrupted_loopback_gives_every_mbuf_back() {
     }
 }
 
+/// A run leaves no runtime directory behind: DPDK 22.11 keeps its shared configuration and
+/// memory maps (12 MB with --no-huge) in /var/run/dpdk/<file-prefix> after rte_eal_cleanup, so
+/// each new prefix filled the disk for good (44 GB on a development machine). The primary of a
+/// prefix removes them at its end; a --no-shconf process that shares the prefix while that
+/// primary runs must not take the primary's files.
+#[test]
+fn a_run_removes_its_runtime_directory_and_leaves_a_running_primarys_alone() {
+    let prefix = format!("ddpdk-rundir-{}", std::process::id());
+    let dir = PathBuf::from("/var/run/dpdk").join(&prefix);
+    let eal_on = |shconf: bool| {
+        let mut e: Vec<String> = eal().into_iter().filter(|a| a != "--no-shconf").collect();
+        if !shconf {
+            e.push("--no-shconf".into());
+        }
+        e.push(format!("--file-prefix={prefix}"));
+        e
+    };
+    let mut primary = ddpdk(&eal_on(true), &["--ddp-loopback", "--ddp-bytes", "1099511627776"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let (reader, head) = read_until_line(&mut primary, "Registered STag");
+    assert!(dir.join("config").exists(), "the primary's {dir:?} has no config");
+    let o = ddpdk(&eal_on(false), &["--ddp-loopback", "--ddp-bytes", "65536"])
+        .output()
+        .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        dir.join("config").exists() && dir.join("fbarray_memzone").exists(),
+        "a --no-shconf run on the same prefix removed the running primary's files"
+    );
+    let (stdout, o) = signal_and_finish(primary, reader, head, "-INT", 60);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(!dir.exists(), "{dir:?} is left after its primary ended");
+}
+
 #[test]
 fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
     let o = ddpdk(

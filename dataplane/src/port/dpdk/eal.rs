@@ -400,6 +400,8 @@ impl Eal {
 
 impl Drop for Eal {
     fn drop(&mut self) {
+        let runtime_dir = self.runtime_dir();
+        let owner = holds_runtime_config(&runtime_dir);
         // SAFETY: waiting for every worker lcore first means no launched work still polls a
         // device when the EAL is torn down (callers set their stop flags before dropping). Ports
         // and pools are dropped before the Eal by the owners' field order; cleanup runs once.
@@ -407,5 +409,48 @@ impl Drop for Eal {
             sys::rte_eal_mp_wait_lcore();
             sys::rte_eal_cleanup();
         }
+        if owner {
+            remove_runtime_dir(&runtime_dir);
+        }
     }
+}
+
+/// True if this process holds the runtime directory's shared configuration open: it is the
+/// primary process of its `--file-prefix` with shared configuration, which the EAL lets run only
+/// once a prefix (the file's lock), so the directory is its alone. A `--no-shconf` process, which
+/// may share its prefix with others, does not, and leaves no shared files to remove.
+fn holds_runtime_config(dir: &std::path::Path) -> bool {
+    // /proc names the file by its canonical path (/run/dpdk/..., /var/run being a link).
+    let Ok(config) = std::fs::canonicalize(dir.join("config")) else {
+        return false;
+    };
+    std::fs::read_dir("/proc/self/fd").is_ok_and(|fds| {
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == config))
+    })
+}
+
+/// Removes what the primary process's EAL left in its runtime directory
+/// (`/var/run/dpdk/<file-prefix>`): DPDK 22.11 leaves its shared configuration, memory maps
+/// (12 MB with `--no-huge`) and sockets there after `rte_eal_cleanup`, so every run with a new
+/// `--file-prefix` kept them on the root file system for good. Only the files DPDK names are
+/// removed, the shared configuration (whose lock marks a running primary) last, and the
+/// directory only if that leaves it empty. A primary that starts on the same prefix in the
+/// instant between our `rmdir` and its first file fails its init; one that starts after keeps
+/// its own files (our `rmdir` then finds the directory not empty). A process that does not end
+/// through here (killed, or `exit` without dropping the EAL) leaves its directory as before.
+fn remove_runtime_dir(dir: &std::path::Path) {
+    const DPDK_FILES: [&str; 4] = ["fbarray_", "mp_socket", "dpdk_telemetry", "hugepage_info"];
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if DPDK_FILES.iter().any(|p| name.starts_with(p)) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let _ = std::fs::remove_file(dir.join("config"));
+    let _ = std::fs::remove_dir(dir);
 }
