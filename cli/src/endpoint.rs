@@ -1334,11 +1334,15 @@ impl Job {
         }
         // The streams perf uses must exist (RFC 5043 §8: the least of both ends' counts), or
         // the Initiate is refused and the wait for its Accept ran out its 30 s.
+        // RFC 5043 §9: the largest DDP segment this path takes now (a write is cut into
+        // segments of it; a path MTU change later moves it).
+        let mut mulpdu = None;
         if let Event::Indication {
-            indication: Indication::Connected { streams, .. },
+            indication: Indication::Connected { streams, mulpdu: m },
             ..
         } = up
         {
+            mulpdu = Some(m);
             let needs = if verify {
                 soak::READ_BACK_STREAM
             } else {
@@ -1464,9 +1468,10 @@ impl Job {
         note(
             json,
             format_args!(
-                "Session {STREAM} accepted: {} {size}-byte messages {} STag {stag}",
+                "Session {STREAM} accepted: {} {size}-byte messages {} STag {stag}{}",
                 if reads { "reading" } else { "writing" },
-                if reads { "from" } else { "to" }
+                if reads { "from" } else { "to" },
+                mulpdu.map_or(String::new(), |m| format!(" (MULPDU {m} bytes)"))
             ),
         );
         // --ddp-verify: the server's credits (soak.rs) arrive in these; at most this many
@@ -1927,8 +1932,12 @@ impl Job {
                     "ddp_messages": opts.ddp_messages,
                     "seconds": elapsed,
                     "bytes_per_s": goodput,
-                    // A reader sends no bytes: no source (it said `region`, the default).
-                    "source": (!reads).then(|| format!("{:?}", opts.ddp_source).to_lowercase()),
+                    // A reader sends no bytes: no source (it said `region`, the default);
+                    // --ddp-verify's messages are made for each write and moved in, as
+                    // `bytes` (it said `region` too).
+                    "source": (!reads).then(|| if verify { "bytes".to_owned() } else {
+                        format!("{:?}", opts.ddp_source).to_lowercase() }),
+                    "mulpdu": mulpdu,
                     "spans_by_reference": by_reference,
                     "spans_copied": copied,
                     "spans_inlined": inlined,
@@ -2014,7 +2023,11 @@ impl Job {
                     );
                 }
             }
-            outln!("client: region spans sent by reference {by_reference}, copied {copied}");
+            // Only writes from the region have spans to send (reads and --ddp-verify's
+            // moved-in messages printed "0, copied 0").
+            if source.is_some() {
+                outln!("client: region spans sent by reference {by_reference}, copied {copied}");
+            }
             outln!(
                 "client: data cores busy {}, {} frames a busy turn",
                 percent(busy),

@@ -1624,13 +1624,19 @@ fn a_run_removes_its_runtime_directory_and_leaves_a_running_primarys_alone() {
         e.push(format!("--file-prefix={prefix}"));
         e
     };
-    let mut primary = ddpdk(&eal_on(true), &["--ddp-loopback", "--ddp-bytes", "1099511627776"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut primary = ddpdk(
+        &eal_on(true),
+        &["--ddp-loopback", "--ddp-bytes", "1099511627776"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn");
     let (reader, head) = read_until_line(&mut primary, "Registered STag");
-    assert!(dir.join("config").exists(), "the primary's {dir:?} has no config");
+    assert!(
+        dir.join("config").exists(),
+        "the primary's {dir:?} has no config"
+    );
     let o = ddpdk(&eal_on(false), &["--ddp-loopback", "--ddp-bytes", "65536"])
         .output()
         .expect("run");

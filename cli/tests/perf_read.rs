@@ -15,6 +15,16 @@ fn text(o: &Output) -> String {
 /// A perf server of a 1 MiB region (for `server_secs` at most) and a client reading it with
 /// `client`'s options, run to their ends: (client, its output, server, its output).
 fn run(tag: &str, server_secs: &str, client: &[&str]) -> (Output, String, Output, String) {
+    run_with(tag, server_secs, client, true)
+}
+
+/// [`run`], the client's summary as text unless `json`.
+fn run_with(
+    tag: &str,
+    server_secs: &str,
+    client: &[&str],
+    json: bool,
+) -> (Output, String, Output, String) {
     let pid = std::process::id();
     let dir = std::env::temp_dir().join(format!("ddpdk-perf-read-{tag}-{pid}"));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -50,8 +60,10 @@ fn run(tag: &str, server_secs: &str, client: &[&str]) -> (Output, String, Output
         "read",
         "--run-for",
         "1",
-        "--json",
     ];
+    if json {
+        args.push("--json");
+    }
     args.extend_from_slice(client);
     let client = procs::spawn(BIN, &eal("client", "0@1"), &args)
         .wait_with_output()
@@ -150,12 +162,31 @@ fn a_run_of_a_few_reads_takes_at_least_its_slowest_read() {
     assert_eq!(read["window"].as_u64(), Some(7), "{read}");
     assert_eq!(read["ddp_window"].as_u64(), Some(16), "{read}");
     assert!(read["source"].is_null(), "a reader sends no bytes: {read}");
+    assert_eq!(
+        read["mulpdu"].as_u64(),
+        Some(1418),
+        "RFC 5043 §9 at MTU 1500: {read}"
+    );
     let seconds = read["seconds"].as_f64().expect("seconds");
     let max = read["latency_us"]["max"].as_f64().expect("max");
     assert!(
         seconds * 1e6 >= max,
         "{seconds} s for a read of {max} us: {read}"
     );
+}
+
+/// A read run's text summary gives the segment size the path takes (RFC 5043 §9's MULPDU,
+/// 1418 bytes at memif's MTU of 1500) and leaves out the region spans a write sends ("region
+/// spans sent by reference 0, copied 0" read as if the zero-copy sender had failed).
+#[test]
+fn a_read_runs_summary_gives_the_mulpdu_and_no_write_spans() {
+    let (client, client_text, _, _) = run_with("text", "60", &["--ddp-messages", "20"], false);
+    assert_eq!(client.status.code(), Some(0), "client:\n{client_text}");
+    assert!(
+        client_text.contains("accepted: reading") && client_text.contains("(MULPDU 1418 bytes)"),
+        "{client_text}"
+    );
+    assert!(!client_text.contains("region spans"), "{client_text}");
 }
 
 /// `--ddp-source bytes` says where writes come from: a reader refuses it rather than take it

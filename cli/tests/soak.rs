@@ -728,6 +728,8 @@ fn an_unfaulted_checked_transfer_at_the_default_size_stays_within_the_servers_bu
     let c = json(&cout, "ddp_goodput");
     let s = json(&sout, "ddp_verify");
     assert_eq!(c["size"], 65536, "{all}");
+    // Its messages are made for each write and moved in: `bytes`, not the default `region`.
+    assert_eq!(c["source"], "bytes", "{all}");
     assert_eq!(s["tagged"], c["messages"], "{all}");
     let posted = c["messages"].as_u64().unwrap() + c["untagged"].as_u64().unwrap();
     assert_eq!(posted, 1200, "--ddp-messages: {all}");
