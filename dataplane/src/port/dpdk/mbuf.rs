@@ -145,7 +145,8 @@ impl Drop for Mempool {
         if out > 0 {
             // An Mbuf still alive would free into released memory: leak the pool instead.
             crate::errln!(
-                "ddpdk: mempool {} dropped with {out} mbuf(s) outstanding; not freed",
+                "ddpdk: mempool {} released with {out} mbuf(s) outstanding: it is kept (not \
+                 freed) until the process ends",
                 self.name
             );
             return;
