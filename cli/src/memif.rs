@@ -27,6 +27,22 @@ pub const ZERO_COPY_REFUSED: &str = "is refused on a DDP endpoint: DPDK 22.11's 
      be in its first memory region) and never gives back the buffers it posts for receiving; \
      leave zero-copy out (the copy mode moved as much on the machines ddpdk is tested on)";
 
+/// The device arguments DPDK 22.11's memif knows (`valid_arguments`, rte_eth_memif.c). One it
+/// does not know makes it drop all of them, with no word at any log level, and use its
+/// defaults: `role=server,sock=PATH` (for `socket=`) made a client of `/run/memif.sock`, which
+/// another application's server may own (an outside-in review). So any other is refused.
+const MEMIF_DEVARGS: [&str; 9] = [
+    "id",
+    "role",
+    "bsize",
+    "rsize",
+    "socket",
+    "socket-abstract",
+    "mac",
+    "zero-copy",
+    "secret",
+];
+
 /// memif's buffer size when the vdev gives none (DPDK's ETH_MEMIF_DEFAULT_PKT_BUFFER_SIZE).
 const DEFAULT_BSIZE: u32 = 2048;
 
@@ -50,6 +66,18 @@ pub fn fit_frames(
         let name = spec.split(',').next().unwrap_or_default();
         if !name.starts_with("net_memif") {
             continue;
+        }
+        // rte_kvargs skips empty pieces; a piece without `=` is a key too.
+        for kv in spec.split(',').skip(1).filter(|kv| !kv.is_empty()) {
+            let key = kv.split('=').next().unwrap_or_default();
+            if !MEMIF_DEVARGS.contains(&key) {
+                return Err(format!(
+                    "{name}: {key:?} is not a memif device argument (DPDK 22.11's memif takes \
+                     {}); with one it does not know it drops them all and runs as a client on \
+                     /run/memif.sock",
+                    MEMIF_DEVARGS.join(", ")
+                ));
+            }
         }
         // memif_set_zc: "yes" anywhere in the value turns zero-copy on (a client's only).
         if endpoint && devarg(&spec, "zero-copy").is_some_and(|v| v.contains("yes")) {
@@ -108,6 +136,29 @@ mod tests {
 
     fn args(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// DPDK 22.11's memif drops every device argument when one is unknown: `sock=` for
+    /// `socket=` turned a server into a client of /run/memif.sock. Refused, naming the key.
+    #[test]
+    fn a_memif_device_argument_memif_does_not_know_is_refused() {
+        for (vdev, key) in [
+            ("net_memif0,role=server,sock=/tmp/x.sock", "\"sock\""),
+            ("net_memif0,role=client,zerocopy=no", "\"zerocopy\""),
+            ("net_memif0,server", "\"server\""),
+        ] {
+            let mut a = args(&[&format!("--vdev={vdev}")]);
+            let e = fit_frames(&mut a, 1500, 64, false).unwrap_err();
+            assert!(
+                e.starts_with(&format!("net_memif0: {key} is not a memif device argument")),
+                "{vdev}: {e}"
+            );
+        }
+        let mut a = args(&[
+            "--vdev=net_memif0,id=1,role=server,rsize=10,socket=/tmp/x.sock,\
+                           socket-abstract=no,mac=02:00:00:00:00:01,secret=s,,bsize=2048",
+        ]);
+        assert!(fit_frames(&mut a, 1500, 64, false).is_ok(), "{a:?}");
     }
 
     #[test]
