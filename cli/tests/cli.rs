@@ -1649,6 +1649,12 @@ fn a_run_removes_its_runtime_directory_and_leaves_a_running_primarys_alone() {
     let (stdout, o) = signal_and_finish(primary, reader, head, "-INT", 60);
     assert_eq!(o.status.code(), Some(1), "{stdout}");
     assert!(!dir.exists(), "{dir:?} is left after its primary ended");
+    // An EAL that fails to start (a device of no driver) made the directory first.
+    let mut e = eal_on(true);
+    e.push("--vdev=net_bogus0".into());
+    let o = ddpdk(&e, &["--run-for", "1"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(2), "{:?}", out(&o));
+    assert!(!dir.exists(), "{dir:?} is left after a failed EAL start");
 }
 
 #[test]

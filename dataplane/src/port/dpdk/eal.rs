@@ -151,8 +151,23 @@ impl Eal {
         let rc = unsafe { sys::rte_eal_init(argv.len() as c_int, argv.as_mut_ptr()) };
         drop(redirect);
         if rc < 0 {
+            let e = DpdkError::from_rte_errno("rte_eal_init");
+            // An init that failed after making the prefix's shared configuration (a device
+            // that would not probe, say) left its runtime directory (an outside-in review);
+            // one that failed for want of the configuration's lock (another primary runs on
+            // the prefix) holds none of it, and leaves the other's alone.
+            // SAFETY: reads a static string the EAL sets as it starts, before anything fails.
+            let dir = unsafe { std::ffi::CStr::from_ptr(sys::rte_eal_get_runtime_dir()) };
+            let dir = std::path::PathBuf::from(dir.to_string_lossy().into_owned());
+            if !dir.as_os_str().is_empty() {
+                if holds_runtime_config(&dir) {
+                    remove_runtime_dir(&dir);
+                }
+                // Empty (one that failed before its first file): only an empty one goes.
+                let _ = std::fs::remove_dir(&dir);
+            }
             EAL_TAKEN.store(false, Ordering::SeqCst);
-            return Err(DpdkError::from_rte_errno("rte_eal_init"));
+            return Err(e);
         }
         let mut lcores = Vec::new();
         for l in 0..sys::RTE_MAX_LCORE {
@@ -412,6 +427,9 @@ impl Drop for Eal {
         if owner {
             remove_runtime_dir(&runtime_dir);
         }
+        // A --no-shconf process's directory once empty (its telemetry socket, if any, goes
+        // at exit, after this: then it stays); one with another process's files stays.
+        let _ = std::fs::remove_dir(&runtime_dir);
     }
 }
 
