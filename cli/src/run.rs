@@ -335,6 +335,19 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
                 .next()
                 .unwrap_or("bad arguments")
                 .trim_start_matches("error: ");
+            // clap's lines below the first that say what would do: the values an option
+            // takes and a near one (`--forward-mode macswap` said only "invalid value": an
+            // outside-in review).
+            let first = text
+                .lines()
+                .skip(1)
+                .map(str::trim)
+                .filter(|l| {
+                    l.starts_with("[possible values:")
+                        // Not "to pass '-x' as a value, use '-- -x'": `--` ends the EAL's.
+                        || (l.starts_with("tip:") && !l.contains("'-- "))
+                })
+                .fold(first.to_string(), |acc, l| format!("{acc} {l}"));
             // Without '--' every argument is ddpdk's: an EAL option then reads as unknown; so
             // does one given after it.
             let hint = if (eal_args.len() <= 1 && !argv.iter().any(|a| a == "--"))

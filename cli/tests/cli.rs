@@ -222,6 +222,19 @@ fn bad_arguments_give_one_line_and_status_2_before_touching_the_eal() {
             "{args:?}"
         );
     }
+    // An option of a few values names them, and a near one (it said only "invalid value":
+    // an outside-in review).
+    let o = Command::new(BIN)
+        .args(["fwd", "--", "--forward-mode", "rxonl"])
+        .output()
+        .expect("run");
+    let (_, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("[possible values: io, rxonly, txonly, rxplace, echo, ping]")
+            && stderr.contains("a similar value exists: 'rxonly'"),
+        "{stderr}"
+    );
     let bad = script("bad", "show port stats 0\nshow port frob 0\n");
     let o = Command::new(BIN)
         .arg("--")
