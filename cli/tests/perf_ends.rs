@@ -587,6 +587,9 @@ fn a_run_of_ddp_messages_completes_them_all_unless_run_for_ends_it() {
         out.contains("client: 3000 tagged writes of 64 bytes") && !out.contains("ended the run"),
         "{out}"
     );
+    // A 64-byte write's span goes inline in its frame: the span line counts them (it said
+    // "sent by reference 0, copied 0", as if the zero-copy sender had failed).
+    assert!(out.contains("copied 0, inlined 3000\n"), "{out}");
     let (client, out, cerr) = client_of_pair(
         "msgscut",
         "60",
