@@ -835,7 +835,7 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
     for (n, script) in scripts.iter().enumerate() {
         let file = opts.cmdline_file[n].display();
         note(opts.json, format_args!("Read CLI commands from {file}"));
-        for (text, line, cmd) in script {
+        for (i, (text, line, cmd)) in script.iter().enumerate() {
             // A signal stops a script between commands too (a waiting command gives up).
             if signalled.load(Ordering::Relaxed) {
                 errln!("ddpdk: {file}:{line}: interrupted by a signal; the rest not run");
@@ -850,7 +850,14 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
                 Ok(Flow::Quit) => return 0,
                 Err(e) => {
                     command_error(opts.json, text, &e);
-                    errln!("ddpdk: {file}:{line}: {e}");
+                    // As a signal between commands says it (usage.md quotes it): a signal or
+                    // --run-for that a waiting command gave up at said only its own words.
+                    let rest = if i + 1 < script.len() || n + 1 < scripts.len() {
+                        "; the rest not run"
+                    } else {
+                        ""
+                    };
+                    errln!("ddpdk: {file}:{line}: {e}{rest}");
                     return EXIT_FAILURE;
                 }
             }

@@ -173,6 +173,8 @@ fn run_for_ends_a_scripts_wait() {
         text.contains("--run-for's 2 s ran out while waiting for the associations to close"),
         "{text}"
     );
+    // ... and says, as a signal between commands does, that the script's `quit` was not run.
+    assert!(text.contains("to close; the rest not run"), "{text}");
 }
 
 /// A shell's `assoc open` that never came up says why, as `perf client` does: here the
