@@ -468,6 +468,32 @@ fn shown(spec: &Spec) -> Vec<&'static str> {
     shown
 }
 
+/// A job's own words for an option the jobs share (clap id, help): one text did not fit both
+/// (`endpoint --help` said `--stats-period` printed port statistics, and hid that it takes
+/// testpmd's `--nb-cores`: an outside-in review).
+fn own_help(job: &str) -> &'static [(&'static str, &'static str)] {
+    const DATA_CORES: &str = "Data cores of the DDP endpoint (testpmd's --nb-cores is taken for \
+         it too): threads that own associations and place inline, on the EAL's worker lcores; \
+         the control side is on the main one. With more than one, associations are steered by \
+         their SCTP 5-tuple (RSS or rte_flow where the port has them, in software otherwise)";
+    match job {
+        "endpoint" => &[
+            (
+                "stats_period",
+                "Print the data cores' and the control thread's counters every N seconds \
+                 (0: never)",
+            ),
+            ("data_cores", DATA_CORES),
+        ],
+        "perf" => &[("data_cores", DATA_CORES)],
+        "fwd" => &[(
+            "stats_period",
+            "Print the ports' statistics every N seconds while forwarding (0: never)",
+        )],
+        _ => &[],
+    }
+}
+
 /// `spec`'s help: what it does, its options (the others hidden), examples.
 fn help(spec: &Spec) -> String {
     let shown = shown(spec);
@@ -489,6 +515,9 @@ fn help(spec: &Spec) -> String {
         if !shown.contains(&id.as_str()) && id != "help" && id != "version" {
             cmd = cmd.mut_arg(id, |a| a.hide(true));
         }
+    }
+    for &(id, text) in own_help(spec.name) {
+        cmd = cmd.mut_arg(id, |a| a.help(text).long_help(text));
     }
     cmd.render_help().to_string()
 }
@@ -584,6 +613,22 @@ mod tests {
         }
         let mut app = argv("ddpdk --ip 198.18.0.2 --max-assocs-per-peer 4");
         assert!(apply(&Job::Endpoint, &mut app).is_ok());
+    }
+
+    /// An option the jobs share is described as each job uses it: `endpoint --help` said
+    /// `--stats-period` printed port statistics, and did not say it takes `--nb-cores`.
+    #[test]
+    fn each_job_describes_a_shared_option_as_it_uses_it() {
+        let endpoint = help(&ENDPOINT);
+        assert!(
+            endpoint.contains("control thread's counters every N seconds")
+                && endpoint.contains("testpmd's --nb-cores is taken for it too")
+                && !endpoint.contains("port statistics"),
+            "{endpoint}"
+        );
+        assert!(help(&PERF).contains("testpmd's --nb-cores is taken for it too"));
+        let fwd = help(&FWD);
+        assert!(fwd.contains("ports' statistics every N seconds"), "{fwd}");
     }
 
     #[test]
