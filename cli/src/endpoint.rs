@@ -762,6 +762,20 @@ impl Job {
         if let Some(c) = conn.filter(|_| !closed) {
             self.abort(c);
         }
+        // Its counters alone, all 0, did not say that nobody came (an outside-in review).
+        if conn.is_none() {
+            note(
+                json,
+                format_args!(
+                    "server: no client came{}",
+                    match opts.run_for {
+                        Some(s) if !signalled.load(Ordering::Relaxed) =>
+                            format!(" in --run-for's {s} s"),
+                        _ => " before the signal".to_owned(),
+                    }
+                ),
+            );
+        }
         // The packets still on their way (the client's DATA in flight when the ABORT went,
         // each answered as out of the blue by the control thread) are answered before the
         // report counts what was sent: it was taken while the control thread still held some

@@ -1670,6 +1670,28 @@ fn a_run_removes_its_runtime_directory_and_leaves_a_running_primarys_alone() {
     assert!(!dir.exists(), "{dir:?} is left after a failed EAL start");
 }
 
+/// A perf server no client reached says so; its counters, all 0, did not (an outside-in
+/// review). It ends with status 0, as a server's run does.
+#[test]
+fn a_perf_server_no_client_reached_says_so() {
+    let mut e = eal();
+    e.push("--vdev=net_ring0".into());
+    let o = Command::new(BIN)
+        .arg("perf")
+        .arg("server")
+        .args(&e)
+        .args(["--", "--ip", "198.18.0.2", "--run-for", "1"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("server: no client came in --run-for's 1 s"),
+        "{stdout}\n{stderr}"
+    );
+}
+
 #[test]
 fn ddp_loopback_moves_verified_messages_and_exits_cleanly() {
     let o = ddpdk(
