@@ -343,7 +343,11 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
                 "--ddp-source",
             ],
         ),
-        Job::PerfClient(_) => ("the server's (perf server)", &["--region-bytes"]),
+        // A client opens one association: the limit on a peer's is the listening side's.
+        Job::PerfClient(_) => (
+            "the server's (perf server)",
+            &["--region-bytes", "--max-assocs-per-peer"],
+        ),
         _ => ("", &[]),
     };
     if let Some(a) = app
@@ -613,6 +617,13 @@ mod tests {
         }
         let mut app = argv("ddpdk --ip 198.18.0.2 --max-assocs-per-peer 4");
         assert!(apply(&Job::Endpoint, &mut app).is_ok());
+        // It bounds the associations peers open to us: a perf client opens, never accepts.
+        let mut app = argv("ddpdk --ip 198.18.0.1 --max-assocs-per-peer 4");
+        let e = apply(&Job::PerfClient("198.18.0.2".into()), &mut app).unwrap_err();
+        assert!(
+            e.starts_with("--max-assocs-per-peer is the server's"),
+            "{e}"
+        );
     }
 
     /// An option the jobs share is described as each job uses it: `endpoint --help` said

@@ -67,7 +67,9 @@ pub fn fit_frames(
         if !name.starts_with("net_memif") {
             continue;
         }
-        // rte_kvargs skips empty pieces; a piece without `=` is a key too.
+        // rte_kvargs skips empty pieces and cuts a piece at each `=` (`socket=/tmp/a=b` is
+        // the socket /tmp/a, `secret=c2Vj==` the secret c2Vj); a key alone has no value for
+        // memif's handlers to read.
         for kv in spec.split(',').skip(1).filter(|kv| !kv.is_empty()) {
             let key = kv.split('=').next().unwrap_or_default();
             if !MEMIF_DEVARGS.contains(&key) {
@@ -76,6 +78,12 @@ pub fn fit_frames(
                      {}); with one it does not know it drops them all and runs as a client on \
                      /run/memif.sock",
                     MEMIF_DEVARGS.join(", ")
+                ));
+            }
+            if kv.matches('=').count() != 1 {
+                return Err(format!(
+                    "{name}: {kv:?}: a memif device argument is KEY=VALUE, with one '=' (DPDK \
+                     22.11 cuts a value at the next '=', and a key alone has no value)"
                 ));
             }
         }
@@ -151,6 +159,18 @@ mod tests {
             let e = fit_frames(&mut a, 1500, 64, false).unwrap_err();
             assert!(
                 e.starts_with(&format!("net_memif0: {key} is not a memif device argument")),
+                "{vdev}: {e}"
+            );
+        }
+        for vdev in [
+            "net_memif0,role",
+            "net_memif0,secret=c2Vj==",
+            "net_memif0,socket=/tmp/a=b",
+        ] {
+            let mut a = args(&[&format!("--vdev={vdev}")]);
+            let e = fit_frames(&mut a, 1500, 64, false).unwrap_err();
+            assert!(
+                e.contains("a memif device argument is KEY=VALUE"),
                 "{vdev}: {e}"
             );
         }
@@ -231,7 +251,7 @@ mod tests {
     #[test]
     fn a_ddp_endpoint_refuses_memif_zero_copy_and_forwarding_keeps_it() {
         // memif_set_zc reads "yes" anywhere in the value; the last zero-copy given counts.
-        for zc in ["yes", "zero-copy=no,zero-copy=yes"] {
+        for zc in ["yes", "no,zero-copy=yes"] {
             let spec = format!("--vdev=net_memif0,role=client,zero-copy={zc}");
             let e = fit_frames(&mut args(&[&spec]), 1500, 64, true).expect_err("refused");
             assert!(

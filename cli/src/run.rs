@@ -342,10 +342,10 @@ pub fn main_with(mut argv: Vec<String>) -> i32 {
                 .lines()
                 .skip(1)
                 .map(str::trim)
+                // Not clap's near argument: it picks among every job's, and an EAL option
+                // after `--` (`--lcores`) was pointed at `--nb-cores`.
                 .filter(|l| {
-                    l.starts_with("[possible values:")
-                        // Not "to pass '-x' as a value, use '-- -x'": `--` ends the EAL's.
-                        || (l.starts_with("tip:") && !l.contains("'-- "))
+                    l.starts_with("[possible values:") || l.starts_with("tip: a similar value")
                 })
                 .fold(first.to_string(), |acc, l| format!("{acc} {l}"));
             // Without '--' every argument is ddpdk's: an EAL option then reads as unknown; so
@@ -852,11 +852,12 @@ fn drive(app: &mut impl Shell, opts: &Options, scripts: &[Script], signalled: &A
                     command_error(opts.json, text, &e);
                     // As a signal between commands says it (usage.md quotes it): a signal or
                     // --run-for that a waiting command gave up at said only its own words.
-                    let rest = if i + 1 < script.len() || n + 1 < scripts.len() {
-                        "; the rest not run"
-                    } else {
-                        ""
-                    };
+                    let rest =
+                        if i + 1 < script.len() || scripts[n + 1..].iter().any(|s| !s.is_empty()) {
+                            "; the rest not run"
+                        } else {
+                            ""
+                        };
                     errln!("ddpdk: {file}:{line}: {e}{rest}");
                     return EXIT_FAILURE;
                 }
