@@ -156,7 +156,7 @@ mod tests {
             ("net_memif0,server", "\"server\""),
         ] {
             let mut a = args(&[&format!("--vdev={vdev}")]);
-            let e = fit_frames(&mut a, 1500, 64, false).unwrap_err();
+            let e = fit_frames(&mut a, 1500, 64, false).expect_err("refused");
             assert!(
                 e.starts_with(&format!("net_memif0: {key} is not a memif device argument")),
                 "{vdev}: {e}"
@@ -168,7 +168,7 @@ mod tests {
             "net_memif0,socket=/tmp/a=b",
         ] {
             let mut a = args(&[&format!("--vdev={vdev}")]);
-            let e = fit_frames(&mut a, 1500, 64, false).unwrap_err();
+            let e = fit_frames(&mut a, 1500, 64, false).expect_err("refused");
             assert!(
                 e.contains("a memif device argument is KEY=VALUE"),
                 "{vdev}: {e}"
