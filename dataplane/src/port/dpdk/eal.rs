@@ -147,25 +147,15 @@ impl Eal {
         // Before the EAL pins this thread to the main lcore.
         let startup = thread_cpus();
         let redirect = (!asks_help).then(StdoutToStderr::new).flatten();
+        // Before the EAL registers its own, so that it runs after them (rundir.rs).
+        super::rundir::register_at_exit();
         // SAFETY: argv holds argc valid NUL-terminated strings that are never freed.
         let rc = unsafe { sys::rte_eal_init(argv.len() as c_int, argv.as_mut_ptr()) };
         drop(redirect);
         if rc < 0 {
             let e = DpdkError::from_rte_errno("rte_eal_init");
-            // An init that failed after making the prefix's shared configuration (a device
-            // that would not probe, say) left its runtime directory (an outside-in review);
-            // one that failed for want of the configuration's lock (another primary runs on
-            // the prefix) holds none of it, and leaves the other's alone.
-            // SAFETY: reads a static string the EAL sets as it starts, before anything fails.
-            let dir = unsafe { std::ffi::CStr::from_ptr(sys::rte_eal_get_runtime_dir()) };
-            let dir = std::path::PathBuf::from(dir.to_string_lossy().into_owned());
-            if !dir.as_os_str().is_empty() {
-                if holds_runtime_config(&dir) {
-                    remove_runtime_dir(&dir);
-                }
-                // Empty (one that failed before its first file): only an empty one goes.
-                let _ = std::fs::remove_dir(&dir);
-            }
+            // One that failed after making the prefix's files (rundir.rs) leaves none.
+            super::rundir::claim(&runtime_dir());
             EAL_TAKEN.store(false, Ordering::SeqCst);
             return Err(e);
         }
@@ -186,6 +176,7 @@ impl Eal {
             .filter(|c| !lcores.contains(c))
             .collect();
         let _ = CONTROL_CPUS.set(if free.is_empty() { startup } else { free });
+        super::rundir::claim(&runtime_dir());
         // Lets `dpdk-dumpcap` (a secondary process) capture our ports' traffic. Without shared
         // memory (--no-huge, --no-shconf) there is no secondary, and the call fails harmlessly.
         // SAFETY: EAL is initialised; the call only registers a multi-process handler.
@@ -228,10 +219,7 @@ impl Eal {
 
     /// The EAL's runtime directory (`/var/run/dpdk/<file-prefix>` for root).
     pub fn runtime_dir(&self) -> std::path::PathBuf {
-        // SAFETY: EAL is initialised; the function returns a pointer to a static NUL-terminated
-        // string, copied at once.
-        let dir = unsafe { std::ffi::CStr::from_ptr(sys::rte_eal_get_runtime_dir()) };
-        std::path::PathBuf::from(dir.to_string_lossy().into_owned())
+        runtime_dir()
     }
 
     /// The capacity of the `rte_ring` called `name`, if it exists (for example the ring of a
@@ -415,8 +403,6 @@ impl Eal {
 
 impl Drop for Eal {
     fn drop(&mut self) {
-        let runtime_dir = self.runtime_dir();
-        let owner = holds_runtime_config(&runtime_dir);
         // SAFETY: waiting for every worker lcore first means no launched work still polls a
         // device when the EAL is torn down (callers set their stop flags before dropping). Ports
         // and pools are dropped before the Eal by the owners' field order; cleanup runs once.
@@ -424,51 +410,14 @@ impl Drop for Eal {
             sys::rte_eal_mp_wait_lcore();
             sys::rte_eal_cleanup();
         }
-        if owner {
-            remove_runtime_dir(&runtime_dir);
-        }
-        // A --no-shconf process's directory once empty (its telemetry socket, if any, goes
-        // at exit, after this: then it stays); one with another process's files stays.
-        let _ = std::fs::remove_dir(&runtime_dir);
     }
 }
 
-/// True if this process holds the runtime directory's shared configuration open: it is the
-/// primary process of its `--file-prefix` with shared configuration, which the EAL lets run only
-/// once a prefix (the file's lock), so the directory is its alone. A `--no-shconf` process, which
-/// may share its prefix with others, does not, and leaves no shared files to remove.
-fn holds_runtime_config(dir: &std::path::Path) -> bool {
-    // /proc names the file by its canonical path (/run/dpdk/..., /var/run being a link).
-    let Ok(config) = std::fs::canonicalize(dir.join("config")) else {
-        return false;
-    };
-    std::fs::read_dir("/proc/self/fd").is_ok_and(|fds| {
-        fds.flatten()
-            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == config))
-    })
-}
-
-/// Removes what the primary process's EAL left in its runtime directory
-/// (`/var/run/dpdk/<file-prefix>`): DPDK 22.11 leaves its shared configuration, memory maps
-/// (12 MB with `--no-huge`) and sockets there after `rte_eal_cleanup`, so every run with a new
-/// `--file-prefix` kept them on the root file system for good. Only the files DPDK names are
-/// removed, the shared configuration (whose lock marks a running primary) last, and the
-/// directory only if that leaves it empty. A primary that starts on the same prefix in the
-/// instant between our `rmdir` and its first file fails its init; one that starts after keeps
-/// its own files (our `rmdir` then finds the directory not empty). A process that does not end
-/// through here (killed, or `exit` without dropping the EAL) leaves its directory as before.
-fn remove_runtime_dir(dir: &std::path::Path) {
-    const DPDK_FILES: [&str; 4] = ["fbarray_", "mp_socket", "dpdk_telemetry", "hugepage_info"];
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if DPDK_FILES.iter().any(|p| name.starts_with(p)) {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
-    let _ = std::fs::remove_file(dir.join("config"));
-    let _ = std::fs::remove_dir(dir);
+/// The EAL's runtime directory: empty until `rte_eal_init` has parsed its arguments.
+fn runtime_dir() -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: the function returns a pointer to a static NUL-terminated buffer (empty before
+    // the EAL sets it), copied at once.
+    let dir = unsafe { std::ffi::CStr::from_ptr(sys::rte_eal_get_runtime_dir()) };
+    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()))
 }

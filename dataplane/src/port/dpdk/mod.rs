@@ -18,6 +18,7 @@ mod kernel_ring;
 mod mbuf;
 mod memif_quiesce;
 pub mod nic_double;
+mod rundir;
 mod tap_queue;
 pub mod telemetry;
 // RDTSC is x86-64's; elsewhere the poll loops keep the vDSO clock.
