@@ -176,6 +176,18 @@ Examples:
 
 const SPECS: [&Spec; 4] = [&FWD, &LOOPBACK, &ENDPOINT, &PERF];
 
+/// perf's options one side alone reads (clap ids): refused on the other side, where they were
+/// taken and ignored (an outside-in test), and left out of that side's help.
+const PERF_CLIENT_ONLY: [&str; 5] = [
+    "ddp_op",
+    "ddp_window",
+    "ddp_messages",
+    "ddp_size",
+    "ddp_source",
+];
+/// A client opens one association: the limit on a peer's is the listening side's.
+const PERF_SERVER_ONLY: [&str; 2] = ["region_bytes", "max_assocs_per_peer"];
+
 impl Job {
     /// Its word on the command line (`perf` for both sides).
     pub fn name(&self) -> &'static str {
@@ -225,7 +237,7 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
                 Job::PerfServer
             }
             Some("client") if matches!(argv.get(3).map(String::as_str), Some("-h" | "--help")) => {
-                return Ok(Parsed::Help(help(&PERF)))
+                return Ok(Parsed::Help(job_help(&Job::PerfClient(String::new()))))
             }
             Some("client") => {
                 let addr =
@@ -282,7 +294,7 @@ pub fn take(argv: &mut Vec<String>) -> Result<Parsed, String> {
     argv.remove(1);
     // `ddpdk JOB --help` (or -h): the job's own help.
     if argv.len() == 2 && matches!(argv[1].as_str(), "--help" | "-h") {
-        return Ok(Parsed::Help(help(job.spec())));
+        return Ok(Parsed::Help(job_help(&job)));
     }
     Ok(Parsed::Job(job))
 }
@@ -303,7 +315,7 @@ fn foreign_modes(job: &Job) -> &'static [&'static str] {
 /// checking that none selects another job. `--help` among them prints the job's help.
 pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String> {
     if app.iter().skip(1).any(|a| a == "--help" || a == "-h") {
-        return Ok(Some(help(job.spec())));
+        return Ok(Some(job_help(job)));
     }
     let spec = job.spec();
     // The option a perf side stands for (docs/usage.md: `--ddp-listen` is `perf server`) was
@@ -333,28 +345,18 @@ pub fn apply(job: &Job, app: &mut Vec<String>) -> Result<Option<String>, String>
     // perf's two sides share one list; what one side alone reads is refused on the other,
     // where it was taken and ignored (found by an outside-in test).
     let (side, theirs): (&str, &[&str]) = match job {
-        Job::PerfServer => (
-            "the client's (perf client)",
-            &[
-                "--ddp-op",
-                "--ddp-window",
-                "--ddp-messages",
-                "--ddp-size",
-                "--ddp-source",
-            ],
-        ),
-        // A client opens one association: the limit on a peer's is the listening side's.
-        Job::PerfClient(_) => (
-            "the server's (perf server)",
-            &["--region-bytes", "--max-assocs-per-peer"],
-        ),
+        Job::PerfServer => ("the client's (perf client)", &PERF_CLIENT_ONLY),
+        Job::PerfClient(_) => ("the server's (perf server)", &PERF_SERVER_ONLY),
         _ => ("", &[]),
     };
-    if let Some(a) = app
+    let theirs: Vec<String> = theirs
         .iter()
-        .skip(1)
-        .find(|a| theirs.contains(&a.split('=').next().unwrap_or(a)))
-    {
+        .map(|id| format!("--{}", id.replace('_', "-")))
+        .collect();
+    if let Some(a) = app.iter().skip(1).find(|a| {
+        let name = a.split('=').next().unwrap_or(a);
+        theirs.iter().any(|t| t == name)
+    }) {
         let name = a.split('=').next().unwrap_or(a);
         return Err(format!("{name} is {side} option (see 'ddpdk perf --help')"));
     }
@@ -498,19 +500,65 @@ fn own_help(job: &str) -> &'static [(&'static str, &'static str)] {
     }
 }
 
+/// `job`'s help: a perf side's leaves out what only the other side reads (both sides had one
+/// text: a session 83 review).
+fn job_help(job: &Job) -> String {
+    match job {
+        Job::PerfServer => help_of(
+            &PERF,
+            "perftest for DDP over SCTP, the server: accepts associations and offers each \
+             session a registered region (one the client may read when its Initiate asks for \
+             RDMA Reads), then prints each region's CRC32c for the client's check when the \
+             association ends.",
+            &PERF_CLIENT_ONLY,
+            "ddpdk perf server [EAL options] -- [options]",
+        ),
+        Job::PerfClient(_) => help_of(
+            &PERF,
+            "perftest for DDP over SCTP, the client: writes tagged messages into the region \
+             the server at ADDR offers for --run-for seconds and reports goodput (window > 1) \
+             or write latency (--ddp-window 1, ib_write_lat's semantics), byte-exact against \
+             the server's region; with --ddp-op read it reads the region with RDMA Reads \
+             instead (ib_read_bw, ib_read_lat), every read checked.",
+            &PERF_SERVER_ONLY,
+            "ddpdk perf client ADDR [EAL options] -- [options]",
+        ),
+        _ => help(job.spec()),
+    }
+}
+
 /// `spec`'s help: what it does, its options (the others hidden), examples.
 fn help(spec: &Spec) -> String {
-    let shown = shown(spec);
+    let usage = match spec.name {
+        "perf" => "ddpdk perf server [EAL options] -- [options]\n       \
+                   ddpdk perf client ADDR [EAL options] -- [options]"
+            .to_string(),
+        n => format!("ddpdk {n} [EAL options] -- [options]"),
+    };
+    help_of(spec, spec.about, &[], &usage)
+}
+
+/// [`help`] with the options of `hidden` left out too and `usage` for its usage line; a perf
+/// side's examples are its own (the lines of the other side's command left out).
+fn help_of(spec: &Spec, about: &'static str, hidden: &[&str], usage: &str) -> String {
+    let shown: Vec<&str> = shown(spec)
+        .into_iter()
+        .filter(|o| !hidden.contains(o))
+        .collect();
+    let side = ["ddpdk perf server", "ddpdk perf client"]
+        .into_iter()
+        .find(|s| usage.starts_with(s) && !usage.contains('\n'));
+    let examples: String = spec
+        .examples
+        .lines()
+        .filter(|l| side.is_none_or(|s| !l.starts_with("  ddpdk perf ") || l.contains(s)))
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut cmd = Options::command()
         .bin_name(format!("ddpdk {}", spec.name))
-        .about(spec.about)
-        .override_usage(match spec.name {
-            "perf" => "ddpdk perf server [EAL options] -- [options]\n       \
-                       ddpdk perf client ADDR [EAL options] -- [options]"
-                .to_string(),
-            n => format!("ddpdk {n} [EAL options] -- [options]"),
-        })
-        .after_help(spec.examples);
+        .about(about)
+        .override_usage(usage.to_string())
+        .after_help(examples);
     let ids: Vec<String> = cmd
         .get_arguments()
         .map(|a| a.get_id().to_string())
@@ -624,6 +672,47 @@ mod tests {
             e.starts_with("--max-assocs-per-peer is the server's"),
             "{e}"
         );
+    }
+
+    /// Each perf side's help lists what that side reads: both had one text, the client's
+    /// options in the server's help and the server's in the client's.
+    #[test]
+    fn each_perf_side_has_its_own_help() {
+        let Parsed::Help(server) = take(&mut argv("ddpdk perf server --help")).unwrap() else {
+            panic!("help")
+        };
+        let Parsed::Help(client) = take(&mut argv("ddpdk perf client --help")).unwrap() else {
+            panic!("help")
+        };
+        let Parsed::Help(both) = take(&mut argv("ddpdk perf --help")).unwrap() else {
+            panic!("help")
+        };
+        for (text, has, lacks) in [
+            (&server, "--region-bytes", "--ddp-size"),
+            (&server, "--max-assocs-per-peer", "--ddp-window"),
+            (&client, "--ddp-size", "--region-bytes"),
+            (&client, "--ddp-op", "--max-assocs-per-peer"),
+            (&both, "--ddp-size", "--nothing-at-all"),
+            (&both, "--region-bytes", "--nothing-at-all"),
+        ] {
+            assert!(
+                text.contains(has) && !text.contains(lacks),
+                "{has} {lacks}:\n{text}"
+            );
+        }
+        assert!(
+            server.contains("ddpdk perf server [EAL options]"),
+            "{server}"
+        );
+        assert!(!server.contains("perf client ADDR [EAL"), "{server}");
+        assert!(
+            client.contains("ddpdk perf client ADDR [EAL options]"),
+            "{client}"
+        );
+        // `--help` among a side's options (apply) is that side's too.
+        let mut app = argv("ddpdk --ip 198.18.0.2 --help");
+        let h = apply(&Job::PerfServer, &mut app).unwrap().unwrap();
+        assert!(!h.contains("--ddp-size"), "{h}");
     }
 
     /// An option the jobs share is described as each job uses it: `endpoint --help` said
