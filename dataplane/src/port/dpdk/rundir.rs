@@ -32,8 +32,9 @@ static AT_EXIT: Once = Once::new();
 /// `rte_eal_init`, whose own `atexit` handlers (telemetry's socket removal) then run first.
 pub(super) fn register_at_exit() {
     AT_EXIT.call_once(|| {
-        // SAFETY: `remove_at_exit` is a plain `extern "C" fn()` that never unwinds (it
-        // catches nothing that can panic: lock poisoning and I/O errors are ignored).
+        // SAFETY: `remove_at_exit` is a plain `extern "C" fn()` that does not unwind into C:
+        // nothing in it panics (a poisoned lock and I/O errors are ignored), and a panic in an
+        // `extern "C"` function aborts rather than unwinds.
         let _ = unsafe { libc::atexit(remove_at_exit) };
     });
 }
