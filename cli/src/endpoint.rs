@@ -1346,11 +1346,11 @@ impl Job {
                 ),
             });
         }
+        // RFC 5043 §9: the largest DDP segment this path takes now (a write is cut into
+        // segments of it; a path MTU change later moves it), for the session's line.
+        let mut mulpdu = None;
         // The streams perf uses must exist (RFC 5043 §8: the least of both ends' counts), or
         // the Initiate is refused and the wait for its Accept ran out its 30 s.
-        // RFC 5043 §9: the largest DDP segment this path takes now (a write is cut into
-        // segments of it; a path MTU change later moves it).
-        let mut mulpdu = None;
         if let Event::Indication {
             indication: Indication::Connected { streams, mulpdu: m },
             ..
@@ -2038,9 +2038,8 @@ impl Job {
                 }
             }
             // Only writes from the region have spans to send (reads and --ddp-verify's
-            // moved-in messages printed "0, copied 0").
-            // Small writes' spans go inline in the frame (an outside-in review saw "0, copied 0"
-            // after 728060 writes of 64 bytes).
+            // moved-in messages printed "0, copied 0"), and small writes' go inline in the
+            // frame (an outside-in review saw "0, copied 0" after 728060 writes of 64 bytes).
             if source.is_some() {
                 outln!(
                     "client: region spans sent by reference {by_reference}, copied {copied}, \
