@@ -682,12 +682,13 @@ fn different_data_cores(server_cores: u8, client_cores: u8) {
         };
         assert_eq!(per("associations").len(), usize::from(n), "{who}: {cores}");
         assert_eq!(per("associations").iter().sum::<u64>(), 1, "{who}: {cores}");
+        // Each core reports when it gets the request, while the end's last frames (SACKs,
+        // the Terminate's) still come: a frame one core handed on after its report and the
+        // other took before its own counts on one side only (a CI run: 23458 out, 23459 in).
+        // What dispatch lost is `dispatch_dropped`, below.
         let handed: u64 = per("dispatched_out").iter().sum();
-        assert_eq!(
-            handed,
-            per("dispatched_in").iter().sum::<u64>(),
-            "{who}: {cores}"
-        );
+        let taken: u64 = per("dispatched_in").iter().sum();
+        assert!(handed.abs_diff(taken) <= 4, "{who}: {cores}");
         assert_eq!(
             per("dispatch_dropped").iter().sum::<u64>(),
             0,
