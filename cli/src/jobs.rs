@@ -511,6 +511,7 @@ fn job_help(job: &Job) -> String {
              RDMA Reads), then prints each region's CRC32c for the client's check when the \
              association ends.",
             &PERF_CLIENT_ONLY,
+            Some("ddpdk perf server"),
             "ddpdk perf server [EAL options] -- [options]",
         ),
         Job::PerfClient(_) => help_of(
@@ -521,6 +522,7 @@ fn job_help(job: &Job) -> String {
              the server's region; with --ddp-op read it reads the region with RDMA Reads \
              instead (ib_read_bw, ib_read_lat), every read checked.",
             &PERF_SERVER_ONLY,
+            Some("ddpdk perf client"),
             "ddpdk perf client ADDR [EAL options] -- [options]",
         ),
         _ => help(job.spec()),
@@ -535,19 +537,22 @@ fn help(spec: &Spec) -> String {
             .to_string(),
         n => format!("ddpdk {n} [EAL options] -- [options]"),
     };
-    help_of(spec, spec.about, &[], &usage)
+    help_of(spec, spec.about, &[], None, &usage)
 }
 
-/// [`help`] with the options of `hidden` left out too and `usage` for its usage line; a perf
-/// side's examples are its own (the lines of the other side's command left out).
-fn help_of(spec: &Spec, about: &'static str, hidden: &[&str], usage: &str) -> String {
+/// [`help`] with the options of `hidden` left out too and `usage` for its usage line; with a
+/// perf `side` (its command), only that side's example lines.
+fn help_of(
+    spec: &Spec,
+    about: &'static str,
+    hidden: &[&str],
+    side: Option<&str>,
+    usage: &str,
+) -> String {
     let shown: Vec<&str> = shown(spec)
         .into_iter()
         .filter(|o| !hidden.contains(o))
         .collect();
-    let side = ["ddpdk perf server", "ddpdk perf client"]
-        .into_iter()
-        .find(|s| usage.starts_with(s) && !usage.contains('\n'));
     let examples: String = spec
         .examples
         .lines()

@@ -95,6 +95,7 @@ fn used_by_another(dir: &Path) -> bool {
         return false;
     };
     let me = std::process::id().to_string();
+    let under = format!("{}/", dir.display());
     let Ok(procs) = std::fs::read_dir("/proc") else {
         // Cannot tell: not ours to touch then.
         return true;
@@ -111,10 +112,8 @@ fn used_by_another(dir: &Path) -> bool {
             fds.flatten()
                 .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t.starts_with(&dir)))
         });
-        open || std::fs::read_to_string(p.path().join("maps")).is_ok_and(|m| {
-            m.lines()
-                .any(|l| l.contains(&format!("{}/", dir.display())))
-        })
+        open || std::fs::read_to_string(p.path().join("maps"))
+            .is_ok_and(|m| m.lines().any(|l| l.contains(&under)))
     })
 }
 
