@@ -443,12 +443,46 @@ impl Job {
         Ok(snapshot)
     }
 
+    /// How long the link has been down, once that is longer than [`LINK_DOWN_ENDS_RUN`]: the
+    /// peer of a memif link has left (a NIC's link flapping for less goes on).
+    fn link_lost(&self) -> Option<Duration> {
+        self.link_down_at
+            .map(|at| self.now.saturating_since(at))
+            .filter(|&d| d > LINK_DOWN_ENDS_RUN)
+    }
+
+    /// "the link went down N s ago and stayed down (did the `who` leave?)", where it did.
+    fn link_lost_text(&self, who: &str) -> Option<String> {
+        self.link_lost().map(|d| {
+            format!(
+                "{}: the link went down {:.1} s ago and stayed down (did the {who} leave?)",
+                self.node.port.name(),
+                d.as_secs_f64()
+            )
+        })
+    }
+
     /// Polls until `done` finds what it waits for in the events (it takes what it uses).
     fn wait_for<T>(
         &mut self,
         what: &str,
         signalled: &AtomicBool,
         timeout: Duration,
+        done: impl FnMut(&mut VecDeque<Event>) -> Option<T>,
+    ) -> Result<T, String> {
+        self.wait_for_peer(what, signalled, timeout, None, done)
+    }
+
+    /// [`wait_for`](Self::wait_for) something the peer `who` answers: the wait ends once the
+    /// link has been down for [`LINK_DOWN_ENDS_RUN`], not at its timeout (a server that left
+    /// after the last completion held its client 30 s for the Terminate and 30 more for the
+    /// SHUTDOWN).
+    fn wait_for_peer<T>(
+        &mut self,
+        what: &str,
+        signalled: &AtomicBool,
+        timeout: Duration,
+        who: Option<&str>,
         mut done: impl FnMut(&mut VecDeque<Event>) -> Option<T>,
     ) -> Result<T, String> {
         let deadline = Wall::now() + timeout;
@@ -458,6 +492,9 @@ impl Job {
             }
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted while waiting for {what}"));
+            }
+            if let Some(lost) = who.and_then(|who| self.link_lost_text(who)) {
+                return Err(format!("{lost}, waiting for {what}"));
             }
             if Wall::now() > deadline {
                 return Err(format!(
@@ -629,6 +666,7 @@ impl Job {
             .run_for
             .map(|s| Wall::now() + Duration::from_secs_f64(s));
         let mut closed = false;
+        let mut link_lost_told = false;
         // The cores' load when the association came up: the busy share is the transfer's.
         let mut load_from = CoreStats::default();
         // The regions offered, to checksum at the end (`mr checksum`).
@@ -641,6 +679,17 @@ impl Job {
             }
             let n = self.poll();
             self.pause(n);
+            // A client that left with its association up (killed) took a memif link with it.
+            // The association ends now, not minutes later (a server that only acknowledges
+            // runs no retransmission timer; only heartbeats, RFC 9260 §8.3, would find the
+            // client gone); its Closed (LocalAbort) ends the loop below.
+            if let Some(c) = conn.filter(|_| !closed && !link_lost_told) {
+                if let Some(lost) = self.link_lost_text("client") {
+                    note(json, format_args!("{lost}: its association is aborted"));
+                    link_lost_told = true;
+                    self.abort(c);
+                }
+            }
             while let Some(e) = self.events.pop_front() {
                 let (c, i) = match e {
                     Event::Accepted { conn: c, .. } if conn.is_none() => {
@@ -1216,7 +1265,7 @@ impl Job {
             private_data: Vec::new(),
         };
         self.control.submit(conn, op).map_err(|e| e.to_string())?;
-        let accepted = self.wait_for("the read-back Accept", signalled, WAIT, |events| {
+        let accepted = self.wait_for_peer("the read-back Accept", signalled, WAIT, Some("server"), |events| {
             take(events, |e| {
                 matches!(e, Event::Indication { conn: c, indication: Indication::Session {
                     stream: s, event: SessionEvent::Accepted { .. } } } if *c == conn && *s == stream)
@@ -1406,22 +1455,23 @@ impl Job {
         // The Accept, or what ends the wait for it at once: a Reject, the session's end, the
         // association's (a server that cannot offer its region aborts; the wait ran out its
         // 30 s before).
-        let offer = self.wait_for("the Accept", signalled, WAIT, |events| {
-            take(events, |e| {
-                is(e, &|i| {
-                    matches!(
-                        i,
-                        Indication::Session {
-                            event: SessionEvent::Accepted { .. }
-                                | SessionEvent::Rejected { .. }
-                                | SessionEvent::TerminateReceived
-                                | SessionEvent::SessionTerminated { .. },
-                            ..
-                        } | Indication::Closed(_)
-                    )
+        let offer =
+            self.wait_for_peer("the Accept", signalled, WAIT, Some("server"), |events| {
+                take(events, |e| {
+                    is(e, &|i| {
+                        matches!(
+                            i,
+                            Indication::Session {
+                                event: SessionEvent::Accepted { .. }
+                                    | SessionEvent::Rejected { .. }
+                                    | SessionEvent::TerminateReceived
+                                    | SessionEvent::SessionTerminated { .. },
+                                ..
+                            } | Indication::Closed(_)
+                        )
+                    })
                 })
-            })
-        })?;
+            })?;
         match &offer {
             Event::Indication {
                 indication:
@@ -1787,18 +1837,9 @@ impl Job {
             }
             let waiting =
                 !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
-            if let Some(at) = self
-                .link_down_at
-                .filter(|&at| w.saturating_since(at) > LINK_DOWN_ENDS_RUN)
-            {
+            if let Some(lost) = self.link_lost_text("server") {
                 // The rate to the last completion: the seconds since were the link's.
-                return Err(format!(
-                    "{}: the link went down {:.1} s ago and stayed down (did the server \
-                     leave?); {}",
-                    self.node.port.name(),
-                    w.saturating_since(at).as_secs_f64(),
-                    so_far(done, last_done)
-                ));
+                return Err(format!("{lost}; {}", so_far(done, last_done)));
             }
             // --run-for bounds the run (docs/usage.md): once it is over, what is still
             // outstanding ends the run if nothing completes for 8 smoothed round trips (a lost
@@ -1905,32 +1946,10 @@ impl Job {
             .find(|a| a.conn == conn)
             .map(|a| (a.sctp, a.cwnd))
             .unwrap_or_default();
-        self.control
-            .submit(conn, Op::Terminate { stream: STREAM })
-            .map_err(|e| e.to_string())?;
-        self.wait_for("the peer's Terminate", signalled, WAIT, |events| {
-            take(events, |e| {
-                is(e, &|i| {
-                    matches!(
-                        i,
-                        Indication::Session {
-                            event: SessionEvent::TerminateReceived,
-                            ..
-                        }
-                    )
-                })
-            })
-        })?;
-        self.control
-            .submit(conn, Op::Shutdown)
-            .map_err(|e| e.to_string())?;
-        self.wait_for("the SHUTDOWN", signalled, WAIT, |events| {
-            take(events, |e| {
-                is(e, &|i| {
-                    matches!(i, Indication::Closed(CloseReason::Shutdown))
-                })
-            })
-        })?;
+        // The session's end and the association's: what fails here (a server that left after
+        // the last completion, a signal) is told after the report, whose figures stand (every
+        // message counted was acknowledged); it was lost with them.
+        let ended = self.end_client_run(conn, signalled, is);
         let reads_checked = read_check.map_or(0, |c| c.checked);
         if json {
             let v = serde_json::json!({
@@ -2072,6 +2091,51 @@ impl Job {
         }
         accounted(&reports, "client", opts)?;
         self.report_ipsec();
+        ended.map_err(|e| {
+            format!("{e} (the figures above stand: each message they count completed)")
+        })
+    }
+
+    /// A client's Terminate of its session (RFC 5043 §6.2), answered by the server's, then
+    /// its SHUTDOWN (RFC 9260 §9.2).
+    fn end_client_run(
+        &mut self,
+        conn: ConnHandle,
+        signalled: &AtomicBool,
+        is: impl Fn(&Event, &dyn Fn(&Indication) -> bool) -> bool,
+    ) -> Result<(), String> {
+        self.control
+            .submit(conn, Op::Terminate { stream: STREAM })
+            .map_err(|e| e.to_string())?;
+        self.wait_for_peer(
+            "the peer's Terminate",
+            signalled,
+            WAIT,
+            Some("server"),
+            |events| {
+                take(events, |e| {
+                    is(e, &|i| {
+                        matches!(
+                            i,
+                            Indication::Session {
+                                event: SessionEvent::TerminateReceived,
+                                ..
+                            }
+                        )
+                    })
+                })
+            },
+        )?;
+        self.control
+            .submit(conn, Op::Shutdown)
+            .map_err(|e| e.to_string())?;
+        self.wait_for_peer("the SHUTDOWN", signalled, WAIT, Some("server"), |events| {
+            take(events, |e| {
+                is(e, &|i| {
+                    matches!(i, Indication::Closed(CloseReason::Shutdown))
+                })
+            })
+        })?;
         Ok(())
     }
 }

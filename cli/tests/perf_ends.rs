@@ -457,6 +457,88 @@ fn a_client_whose_link_went_down_says_so() {
     );
 }
 
+/// A server that leaves after the client's last completion, before it answers the client's
+/// Terminate (RFC 5043 §6.2), takes the memif link with it: the client's wait for the
+/// Terminate ends once the link has stayed down 2 s (it waited 30 s, then 30 more for the
+/// SHUTDOWN), and the run's report comes all the same (it was lost with the timeout). The
+/// server holds each frame it receives 2 s (`--fault-delay-us`), so the client's Terminate
+/// reaches it 2 s after the write it completes: the server is killed in that window. The
+/// client's RTO.Initial of 5 s keeps its first retransmissions out of the run.
+#[test]
+fn a_client_whose_server_left_before_the_terminate_says_so_and_reports() {
+    let mut p = pair_with(
+        "termgone",
+        "0@0",
+        "1048576",
+        "120",
+        &["--fault-delay-us", "2000000"],
+        &[
+            "--ddp-messages",
+            "1",
+            "--ddp-size",
+            "1024",
+            "--rto-initial-ms",
+            "5000",
+        ],
+    );
+    let rest = writing(&mut p.client);
+    // `writing` waited 1 s after the Accept; the write completes ~2 s after it, the
+    // Terminate reaches the server's port ~2 s later.
+    std::thread::sleep(Duration::from_secs(2));
+    signal(&p.server, "-KILL");
+    let _ = p.server.wait();
+    let killed = Instant::now();
+    let client = exit_within(&mut p.client, Duration::from_secs(20));
+    let took = killed.elapsed();
+    let cerr = stderr_of(&mut p.client);
+    let cout = rest.join().unwrap_or_default();
+    let _ = p.server_out.join();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(
+        client.and_then(|s| s.code()),
+        Some(1),
+        "after {took:?}:\n{cerr}\n{cout}"
+    );
+    assert!(
+        cerr.contains("net_memif0: the link went down ")
+            && cerr.contains(
+                " s ago and stayed down (did the server leave?), waiting for the peer's Terminate"
+            )
+            && cerr.contains("the figures above stand"),
+        "{cerr}"
+    );
+    assert!(
+        cout.contains("client: 1 tagged writes of 1024 bytes in "),
+        "{cout}"
+    );
+}
+
+/// A perf server whose client was killed mid-run (taking the memif link with it) aborts the
+/// association once the link has stayed down 2 s and reports its run: a server that only
+/// acknowledges runs no retransmission timer, and it waited for SCTP's heartbeats to give up
+/// (RFC 9260 §8.3: minutes).
+#[test]
+fn a_server_whose_client_was_killed_ends_its_run() {
+    let mut p = pair("clientgone", "120", &["--run-for", "60"]);
+    let _ = writing(&mut p.client);
+    signal(&p.client, "-KILL");
+    let _ = p.client.wait();
+    let server = exit_within(&mut p.server, Duration::from_secs(20));
+    let serr = stderr_of(&mut p.server);
+    let sout = p.server_out.join().unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert_eq!(server.and_then(|s| s.code()), Some(0), "{sout}\n{serr}");
+    assert!(
+        sout.contains("net_memif0: the link went down ")
+            && sout.contains(
+                " s ago and stayed down (did the client leave?): its association is aborted"
+            )
+            && sout.contains("Association closed: aborted here")
+            && sout.contains(" tagged messages delivered, 0 errors"),
+        "{sout}\n{serr}"
+    );
+}
+
 /// A client that dials a port nothing listens on hears so at once: the server's host answers
 /// its INIT with an ABORT (RFC 9260 §8.4 rule 3) and the client says what to check (before:
 /// 30 s of INIT retransmissions, then "timed out waiting for the association").
