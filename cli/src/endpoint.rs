@@ -123,7 +123,9 @@ pub fn run(eal: Eal, opts: &Options, signalled: &AtomicBool) -> i32 {
         }
         // A run that failed reports IPsec too: an association that never came up over ESP is
         // most often keys or policies that do not match, and the counters say which.
-        if r.is_err() {
+        // Not after a client's report: a failure of its Terminate or SHUTDOWN comes after the
+        // report, which said all of it.
+        if r.is_err() && !job.reported {
             if opts.ddp_connect.is_some() {
                 counters = job.report_failed_client(opts, signalled);
             }
@@ -165,6 +167,8 @@ struct Job {
     link_check_at: Instant,
     /// When the link was seen to go down, while it stays down.
     link_down_at: Option<Instant>,
+    /// The client's report is out (its counters and IPsec's with it).
+    reported: bool,
 }
 
 /// How often a job looks at its link's state.
@@ -174,6 +178,11 @@ const LINK_CHECK: Duration = Duration::from_millis(250);
 /// left took the link with it, and the client went on waiting for 10 s of no SACK (an
 /// outside-in review); a NIC's link flapping for less goes on.
 const LINK_DOWN_ENDS_RUN: Duration = Duration::from_secs(2);
+
+/// How long a perf server's memif link may stay down before it takes its client for gone and
+/// aborts the association: a client killed and started again within it re-associates (RFC
+/// 9260 §5.2.4), and heartbeats set shorter still find it first.
+const LINK_DOWN_ENDS_SERVED: Duration = Duration::from_secs(10);
 
 /// What the perf server counts of the messages placed: by its loop, and after it (what the
 /// cores delivered before the loop ended and it never took, counted all the same: the client
@@ -345,6 +354,7 @@ impl Job {
             link_up: node_link_up,
             link_check_at: now + LINK_CHECK,
             link_down_at: None,
+            reported: false,
         })
     }
 
@@ -443,17 +453,12 @@ impl Job {
         Ok(snapshot)
     }
 
-    /// How long the link has been down, once that is longer than [`LINK_DOWN_ENDS_RUN`]: the
-    /// peer of a memif link has left (a NIC's link flapping for less goes on).
-    fn link_lost(&self) -> Option<Duration> {
-        self.link_down_at
-            .map(|at| self.now.saturating_since(at))
-            .filter(|&d| d > LINK_DOWN_ENDS_RUN)
-    }
-
-    /// "the link went down N s ago and stayed down (did the `who` leave?)", where it did.
-    fn link_lost_text(&self, who: &str) -> Option<String> {
-        self.link_lost().map(|d| {
+    /// "the link went down N s ago and stayed down (did the `who` leave?)", once it has been
+    /// down longer than `grace`: the peer of a memif link has left (a NIC's link flapping for
+    /// less goes on). `self.now` is the last turn's: a stale one only shortens what is seen.
+    fn link_lost_text(&self, who: &str, grace: Duration) -> Option<String> {
+        let down = self.link_down_at.map(|at| self.now.saturating_since(at));
+        down.filter(|&d| d > grace).map(|d| {
             format!(
                 "{}: the link went down {:.1} s ago and stayed down (did the {who} leave?)",
                 self.node.port.name(),
@@ -493,7 +498,7 @@ impl Job {
             if signalled.load(Ordering::Relaxed) {
                 return Err(format!("interrupted while waiting for {what}"));
             }
-            if let Some(lost) = who.and_then(|who| self.link_lost_text(who)) {
+            if let Some(lost) = who.and_then(|who| self.link_lost_text(who, LINK_DOWN_ENDS_RUN)) {
                 return Err(format!("{lost}, waiting for {what}"));
             }
             if Wall::now() > deadline {
@@ -667,6 +672,11 @@ impl Job {
             .map(|s| Wall::now() + Duration::from_secs_f64(s));
         let mut closed = false;
         let mut link_lost_told = false;
+        // The client's Terminate came: its run is ending, and SCTP's SHUTDOWN has timers of
+        // its own (a frame held past the link's grace must not turn a clean end into an abort).
+        let mut client_ending = false;
+        // memif's link goes down when its peer's process does; a NIC's may come back.
+        let memif = self.node.port.inner().inner().info().driver == "net_memif";
         // The cores' load when the association came up: the busy share is the transfer's.
         let mut load_from = CoreStats::default();
         // The regions offered, to checksum at the end (`mr checksum`).
@@ -680,11 +690,13 @@ impl Job {
             let n = self.poll();
             self.pause(n);
             // A client that left with its association up (killed) took a memif link with it.
-            // The association ends now, not minutes later (a server that only acknowledges
-            // runs no retransmission timer; only heartbeats, RFC 9260 §8.3, would find the
-            // client gone); its Closed (LocalAbort) ends the loop below.
-            if let Some(c) = conn.filter(|_| !closed && !link_lost_told) {
-                if let Some(lost) = self.link_lost_text("client") {
+            // The association ends within seconds, not minutes (a server that only
+            // acknowledges runs no retransmission timer; only heartbeats, RFC 9260 §8.3, at
+            // their default interval of 30 s, would find the client gone); its Closed
+            // (LocalAbort) ends the loop below.
+            if let Some(c) = conn.filter(|_| memif && !closed && !link_lost_told && !client_ending)
+            {
+                if let Some(lost) = self.link_lost_text("client", LINK_DOWN_ENDS_SERVED) {
                     note(json, format_args!("{lost}: its association is aborted"));
                     link_lost_told = true;
                     self.abort(c);
@@ -786,9 +798,16 @@ impl Job {
                         self.control.submit(c, op).map_err(|e| e.to_string())?;
                     }
                     Indication::Session {
+                        event: SessionEvent::TerminateReceived,
+                        ..
+                    } => client_ending = true,
+                    Indication::Session {
                         stream,
                         event: SessionEvent::SessionTerminated { reason },
-                    } => note(json, format_args!("Session {stream} terminated: {reason}")),
+                    } => {
+                        client_ending = true;
+                        note(json, format_args!("Session {stream} terminated: {reason}"));
+                    }
                     Indication::Closed(reason) => {
                         note(json, format_args!("Association closed: {reason}"));
                         closed = true;
@@ -1837,7 +1856,7 @@ impl Job {
             }
             let waiting =
                 !posted.is_empty() || read_back.as_ref().is_some_and(soak::ReadBack::busy);
-            if let Some(lost) = self.link_lost_text("server") {
+            if let Some(lost) = self.link_lost_text("server", LINK_DOWN_ENDS_RUN) {
                 // The rate to the last completion: the seconds since were the link's.
                 return Err(format!("{lost}; {}", so_far(done, last_done)));
             }
@@ -2089,11 +2108,16 @@ impl Job {
                 sctp.1
             );
         }
-        accounted(&reports, "client", opts)?;
+        let accounted = accounted(&reports, "client", opts);
         self.report_ipsec();
-        ended.map_err(|e| {
+        self.reported = true;
+        let ended = ended.map_err(|e| {
             format!("{e} (the figures above stand: each message they count completed)")
-        })
+        });
+        match (accounted, ended) {
+            (Err(a), Err(e)) => Err(format!("{a}; {e}")),
+            (a, e) => a.and(e),
+        }
     }
 
     /// A client's Terminate of its session (RFC 5043 §6.2), answered by the server's, then
@@ -2107,35 +2131,41 @@ impl Job {
         self.control
             .submit(conn, Op::Terminate { stream: STREAM })
             .map_err(|e| e.to_string())?;
-        self.wait_for_peer(
-            "the peer's Terminate",
-            signalled,
-            WAIT,
-            Some("server"),
-            |events| {
-                take(events, |e| {
-                    is(e, &|i| {
-                        matches!(
-                            i,
-                            Indication::Session {
-                                event: SessionEvent::TerminateReceived,
-                                ..
-                            }
-                        )
-                    })
-                })
-            },
-        )?;
-        self.control
-            .submit(conn, Op::Shutdown)
-            .map_err(|e| e.to_string())?;
-        self.wait_for_peer("the SHUTDOWN", signalled, WAIT, Some("server"), |events| {
+        // The association's end ends either wait too, with its reason (a server interrupted
+        // after the last completion sends an ABORT); only the SHUTDOWN's is the one waited for.
+        let ended = |what: &str, e: Event| match e {
+            Event::Indication {
+                indication: Indication::Closed(reason),
+                ..
+            } if what != SHUTDOWN || reason != CloseReason::Shutdown => Err(format!(
+                "the association closed ({reason}), waiting for {what}"
+            )),
+            _ => Ok(()),
+        };
+        const SHUTDOWN: &str = "the SHUTDOWN";
+        let what = "the peer's Terminate";
+        let e = self.wait_for_peer(what, signalled, WAIT, Some("server"), |events| {
             take(events, |e| {
                 is(e, &|i| {
-                    matches!(i, Indication::Closed(CloseReason::Shutdown))
+                    matches!(
+                        i,
+                        Indication::Session {
+                            event: SessionEvent::TerminateReceived,
+                            ..
+                        } | Indication::Closed(_)
+                    )
                 })
             })
         })?;
+        ended(what, e)?;
+        self.control
+            .submit(conn, Op::Shutdown)
+            .map_err(|e| e.to_string())?;
+        let what = SHUTDOWN;
+        let e = self.wait_for_peer(what, signalled, WAIT, Some("server"), |events| {
+            take(events, |e| is(e, &|i| matches!(i, Indication::Closed(_))))
+        })?;
+        ended(what, e)?;
         Ok(())
     }
 }

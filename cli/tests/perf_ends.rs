@@ -460,45 +460,11 @@ fn a_client_whose_link_went_down_says_so() {
 /// A server that leaves after the client's last completion, before it answers the client's
 /// Terminate (RFC 5043 §6.2), takes the memif link with it: the client's wait for the
 /// Terminate ends once the link has stayed down 2 s (it waited 30 s, then 30 more for the
-/// SHUTDOWN), and the run's report comes all the same (it was lost with the timeout). The
-/// server holds each frame it receives 2 s (`--fault-delay-us`), so the client's Terminate
-/// reaches it 2 s after the write it completes: the server is killed in that window. The
-/// client's RTO.Initial of 5 s keeps its first retransmissions out of the run.
+/// SHUTDOWN), and the run's report comes all the same (it was lost with the timeout).
 #[test]
 fn a_client_whose_server_left_before_the_terminate_says_so_and_reports() {
-    let mut p = pair_with(
-        "termgone",
-        "0@0",
-        "1048576",
-        "120",
-        &["--fault-delay-us", "2000000"],
-        &[
-            "--ddp-messages",
-            "1",
-            "--ddp-size",
-            "1024",
-            "--rto-initial-ms",
-            "5000",
-        ],
-    );
-    let rest = writing(&mut p.client);
-    // `writing` waited 1 s after the Accept; the write completes ~2 s after it, the
-    // Terminate reaches the server's port ~2 s later.
-    std::thread::sleep(Duration::from_secs(2));
-    signal(&p.server, "-KILL");
-    let _ = p.server.wait();
-    let killed = Instant::now();
-    let client = exit_within(&mut p.client, Duration::from_secs(20));
-    let took = killed.elapsed();
-    let cerr = stderr_of(&mut p.client);
-    let cout = rest.join().unwrap_or_default();
-    let _ = p.server_out.join();
-    let _ = std::fs::remove_dir_all(&p.dir);
-    assert_eq!(
-        client.and_then(|s| s.code()),
-        Some(1),
-        "after {took:?}:\n{cerr}\n{cout}"
-    );
+    let (code, cerr, cout) = server_gone_before_the_terminate("termgone", "-KILL");
+    assert_eq!(code, Some(1), "{cerr}\n{cout}");
     assert!(
         cerr.contains("net_memif0: the link went down ")
             && cerr.contains(
@@ -511,12 +477,70 @@ fn a_client_whose_server_left_before_the_terminate_says_so_and_reports() {
         cout.contains("client: 1 tagged writes of 1024 bytes in "),
         "{cout}"
     );
+    // Said once: not again as the counters "up to the failure".
+    assert!(
+        !cout.contains("up to the failure") && !cerr.contains("up to the failure"),
+        "{cout}{cerr}"
+    );
+}
+
+/// The same server interrupted instead: its ABORT (RFC 9260 §9.1) ends the client's wait for
+/// the Terminate at once, with the association's reason (the wait went on for the link).
+#[test]
+fn a_client_whose_server_aborted_before_the_terminate_says_why() {
+    let (code, cerr, cout) = server_gone_before_the_terminate("termabort", "-INT");
+    assert_eq!(code, Some(1), "{cerr}\n{cout}");
+    assert!(
+        cerr.contains("the association closed (")
+            && cerr.contains("ABORT")
+            && cerr.contains("), waiting for the peer's Terminate (the figures above stand"),
+        "{cerr}"
+    );
+    assert!(
+        cout.contains("client: 1 tagged writes of 1024 bytes in "),
+        "{cout}"
+    );
+}
+
+/// A client's one write of 1 KiB to a server that holds each frame it receives 3 s
+/// (`--fault-delay-us`), so that the client's Terminate reaches it 3 s after the write
+/// completes: `signal` goes to the server 1.5 s into that window. The client's RTO.Initial of
+/// 8 s keeps its first retransmissions out of the run. The client's exit code, stderr and the
+/// stdout after its session was accepted.
+fn server_gone_before_the_terminate(tag: &str, signal_name: &str) -> (Option<i32>, String, String) {
+    let mut p = pair_with(
+        tag,
+        "0@0",
+        "1048576",
+        "120",
+        &["--fault-delay-us", "3000000"],
+        &[
+            "--ddp-messages",
+            "1",
+            "--ddp-size",
+            "1024",
+            "--rto-initial-ms",
+            "8000",
+        ],
+    );
+    let rest = writing(&mut p.client);
+    // `writing` waited 1 s after the Accept; the write completes ~3 s after it, the
+    // Terminate reaches the server's port ~3 s later.
+    std::thread::sleep(Duration::from_millis(3500));
+    signal(&p.server, signal_name);
+    let _ = exit_within(&mut p.server, Duration::from_secs(20));
+    let client = exit_within(&mut p.client, Duration::from_secs(20));
+    let cerr = stderr_of(&mut p.client);
+    let cout = rest.join().unwrap_or_default();
+    let _ = p.server_out.join();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    (client.and_then(|s| s.code()), cerr, cout)
 }
 
 /// A perf server whose client was killed mid-run (taking the memif link with it) aborts the
-/// association once the link has stayed down 2 s and reports its run: a server that only
+/// association once the link has stayed down 10 s and reports its run: a server that only
 /// acknowledges runs no retransmission timer, and it waited for SCTP's heartbeats to give up
-/// (RFC 9260 §8.3: minutes).
+/// (RFC 9260 §8.3: 30 s apart by default, several unanswered).
 #[test]
 fn a_server_whose_client_was_killed_ends_its_run() {
     let mut p = pair("clientgone", "120", &["--run-for", "60"]);
