@@ -121,6 +121,12 @@ struct Args {
     /// Print one JSON object per MTU instead of a table.
     #[arg(long)]
     json: bool,
+    /// Run every process on hugepages (the EAL's memory taken from the hugetlbfs mount as it
+    /// needs it, as `ddpdk` runs by default) instead of `--no-huge -m 1024`: the regions, the
+    /// mbufs and memif's rings on 2 MiB pages. Each process's page files are removed after it
+    /// ends (DPDK leaves those of memory still allocated at exit).
+    #[arg(long)]
+    hugepages: bool,
 }
 
 fn eal(
@@ -132,12 +138,14 @@ fn eal(
     mtu: u16,
     rsize: Option<u8>,
 ) -> Vec<String> {
+    let memory: &[&str] = if args.hugepages {
+        &[]
+    } else {
+        &["--no-huge", "-m", "1024"]
+    };
     [
         "--lcores",
         lcores,
-        "--no-huge",
-        "-m",
-        "1024",
         "--no-pci",
         "--log-level=*:error",
         &format!("--file-prefix={prefix}"),
@@ -148,8 +156,40 @@ fn eal(
         ),
     ]
     .iter()
+    .chain(memory)
     .map(|s| s.to_string())
     .collect()
+}
+
+/// With `--hugepages`, removes the page files a process of EAL prefix `prefix` left in the
+/// hugetlbfs mounts (`<prefix>map_<n>`): DPDK 22.11 unlinks at exit only the memory it freed,
+/// and each run's prefix is new, so no later EAL would clear them.
+fn free_hugepages(args: &Args, prefix: &str) {
+    if !args.hugepages {
+        return;
+    }
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let files = format!("{prefix}map_");
+    for dir in mounts
+        .lines()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .collect::<Vec<_>>()
+                .get(1..3)
+                .map(|f| (f[0], f[1]))
+        })
+        .filter(|&(_, fs)| fs == "hugetlbfs")
+        .map(|(dir, _)| dir)
+    {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&files) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
 }
 
 fn spawn(args: &Args, eal: Vec<String>, app: &[String]) -> std::io::Result<Running> {
@@ -248,7 +288,11 @@ fn raw(args: &Args, tag: &str, mtu: u16, mode: &str, rsize: Option<u8>) -> Resul
     interrupt(&tx);
     interrupt(&rx);
     let _ = reap(tx, GRACE);
-    let out = reap(rx, GRACE).map_err(|e| e.to_string())?;
+    let out = reap(rx, GRACE);
+    for side in ["rx", "tx"] {
+        free_hugepages(args, &format!("gp-{tag}-{side}"));
+    }
+    let out = out.map_err(|e| e.to_string())?;
     let mut s: Vec<u64> = ddpdk_rx_pps(&String::from_utf8_lossy(&out.stdout))
         .into_iter()
         .filter(|&x| x > 0)
@@ -475,8 +519,12 @@ fn ddp_run(
         &client_app,
     )
     .map_err(|e| e.to_string())?;
-    let out = reap(client, GRACE).map_err(|e| e.to_string())?;
+    let out = reap(client, GRACE);
     let _ = reap(server, GRACE);
+    for side in ["cli", "srv"] {
+        free_hugepages(args, &format!("gp-{tag}-{side}"));
+    }
+    let out = out.map_err(|e| e.to_string())?;
     let server_log = drain.join().unwrap_or_default();
     for c in &configs {
         let _ = std::fs::remove_file(c);
@@ -724,7 +772,7 @@ fn measure(args: &Args, mtu: u16) {
         outln!(
             "{}",
             serde_json::json!({"mtu": mtu, "segment": mulpdu(mtu), "frame": frame,
-                "memif_rsize": args.memif_rsize, "ceiling_rsizes": &args.ceiling_rsizes,
+                "memif_rsize": args.memif_rsize, "hugepages": args.hugepages, "ceiling_rsizes": &args.ceiling_rsizes,
                 "raw_pps": raw_pps, "placement_bytes_per_s": place_bps,
                 "zero_copy_placement_bytes_per_s": zc_bps,
                 "sources": per, "write_size": args.write_size})
