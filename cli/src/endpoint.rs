@@ -805,7 +805,9 @@ impl Job {
                         stream,
                         event: SessionEvent::SessionTerminated { reason },
                     } => {
-                        client_ending = true;
+                        // The client's own Terminate; not a restart's AssociationEnded (the
+                        // restarted client may leave again).
+                        client_ending |= reason == TerminationReason::PeerTerminate;
                         note(json, format_args!("Session {stream} terminated: {reason}"));
                     }
                     Indication::Closed(reason) => {
@@ -814,10 +816,14 @@ impl Job {
                     }
                     // RFC 9260 §5.2.4: the peer came back with a new association on the same
                     // addresses and ports; its sessions ended, and it opens new ones.
-                    Indication::PeerRestarted => note(
-                        json,
-                        format_args!("Association restarted by the peer (RFC 9260 §5.2.4)"),
-                    ),
+                    Indication::PeerRestarted => {
+                        // A new client, whose end is still to come.
+                        client_ending = false;
+                        note(
+                            json,
+                            format_args!("Association restarted by the peer (RFC 9260 §5.2.4)"),
+                        );
+                    }
                     _ => {}
                 }
             }

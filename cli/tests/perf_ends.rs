@@ -563,6 +563,54 @@ fn a_server_whose_client_was_killed_ends_its_run() {
     );
 }
 
+/// The same after a restart: a client killed and started again within the 10 s re-associates
+/// (RFC 9260 §5.2.4, its old session ended `AssociationEnded`), and when the second is killed
+/// too the server still ends its run within seconds (the restart's session end had switched
+/// the rule off: the server waited for heartbeats).
+#[test]
+fn a_server_whose_restarted_client_was_killed_ends_its_run() {
+    let mut p = pair("clientagain", "120", &["--run-for", "60"]);
+    let _ = writing(&mut p.client);
+    signal(&p.client, "-KILL");
+    let _ = p.client.wait();
+    let sock = p.dir.join("memif.sock");
+    let mut again = procs::spawn(
+        BIN,
+        &procs::memif_eal(
+            "client",
+            "0@1",
+            &format!("ddpdk-pe-cli2-{}", std::process::id()),
+            &sock,
+            1024,
+            false,
+        ),
+        &[
+            "--ddp-connect",
+            "198.18.0.2",
+            "--ip",
+            "198.18.0.1",
+            "--run-for",
+            "60",
+        ],
+    );
+    let _ = writing(&mut again);
+    signal(&again, "-KILL");
+    let _ = again.wait();
+    let server = exit_within(&mut p.server, Duration::from_secs(25));
+    let serr = stderr_of(&mut p.server);
+    let sout = p.server_out.join().unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&p.dir);
+    assert!(
+        sout.contains("Association restarted by the peer"),
+        "{sout}\n{serr}"
+    );
+    assert_eq!(server.and_then(|s| s.code()), Some(0), "{sout}\n{serr}");
+    assert!(
+        sout.contains("(did the client leave?): its association is aborted"),
+        "{sout}\n{serr}"
+    );
+}
+
 /// A client that dials a port nothing listens on hears so at once: the server's host answers
 /// its INIT with an ABORT (RFC 9260 §8.4 rule 3) and the client says what to check (before:
 /// 30 s of INIT retransmissions, then "timed out waiting for the association").

@@ -161,13 +161,27 @@ fn eal(
     .collect()
 }
 
-/// With `--hugepages`, removes the page files a process of EAL prefix `prefix` left in the
-/// hugetlbfs mounts (`<prefix>map_<n>`): DPDK 22.11 unlinks at exit only the memory it freed,
-/// and each run's prefix is new, so no later EAL would clear them.
-fn free_hugepages(args: &Args, prefix: &str) {
-    if !args.hugepages {
-        return;
+/// With `--hugepages`, the page files a process of EAL prefix `prefix` leaves in the hugetlbfs
+/// mounts (`<prefix>map_<n>`), removed when this drops: DPDK 22.11 unlinks at exit only the
+/// memory it freed, and each run's prefix is new, so no later EAL would clear them. Made before
+/// the process's `Running`, so that it drops after it (killed and reaped) on every path.
+struct PageFiles(Option<String>);
+
+impl PageFiles {
+    fn of(args: &Args, prefix: &str) -> PageFiles {
+        PageFiles(args.hugepages.then(|| prefix.to_owned()))
     }
+}
+
+impl Drop for PageFiles {
+    fn drop(&mut self) {
+        if let Some(prefix) = &self.0 {
+            remove_page_files(prefix);
+        }
+    }
+}
+
+fn remove_page_files(prefix: &str) {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     let files = format!("{prefix}map_");
     for dir in mounts
@@ -248,6 +262,7 @@ fn raw(args: &Args, tag: &str, mtu: u16, mode: &str, rsize: Option<u8>) -> Resul
         .map(|s| s.to_string())
         .collect()
     };
+    let _rx_pages = PageFiles::of(args, &format!("gp-{tag}-rx"));
     let rx = spawn(
         args,
         eal(
@@ -263,6 +278,7 @@ fn raw(args: &Args, tag: &str, mtu: u16, mode: &str, rsize: Option<u8>) -> Resul
     )
     .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(1500));
+    let _tx_pages = PageFiles::of(args, &format!("gp-{tag}-tx"));
     let tx = spawn(
         args,
         eal(
@@ -288,11 +304,7 @@ fn raw(args: &Args, tag: &str, mtu: u16, mode: &str, rsize: Option<u8>) -> Resul
     interrupt(&tx);
     interrupt(&rx);
     let _ = reap(tx, GRACE);
-    let out = reap(rx, GRACE);
-    for side in ["rx", "tx"] {
-        free_hugepages(args, &format!("gp-{tag}-{side}"));
-    }
-    let out = out.map_err(|e| e.to_string())?;
+    let out = reap(rx, GRACE).map_err(|e| e.to_string())?;
     let mut s: Vec<u64> = ddpdk_rx_pps(&String::from_utf8_lossy(&out.stdout))
         .into_iter()
         .filter(|&x| x > 0)
@@ -452,6 +464,7 @@ fn ddp_run(
     .map(|s| s.to_string())
     .chain(ipsec(false)?)
     .collect();
+    let _srv_pages = PageFiles::of(args, &format!("gp-{tag}-srv"));
     let mut server = spawn(
         args,
         eal(
@@ -505,6 +518,7 @@ fn ddp_run(
     .map(|s| s.to_string())
     .chain(ipsec(true)?)
     .collect();
+    let _cli_pages = PageFiles::of(args, &format!("gp-{tag}-cli"));
     let client = spawn(
         args,
         eal(
@@ -519,12 +533,8 @@ fn ddp_run(
         &client_app,
     )
     .map_err(|e| e.to_string())?;
-    let out = reap(client, GRACE);
+    let out = reap(client, GRACE).map_err(|e| e.to_string())?;
     let _ = reap(server, GRACE);
-    for side in ["cli", "srv"] {
-        free_hugepages(args, &format!("gp-{tag}-{side}"));
-    }
-    let out = out.map_err(|e| e.to_string())?;
     let server_log = drain.join().unwrap_or_default();
     for c in &configs {
         let _ = std::fs::remove_file(c);
