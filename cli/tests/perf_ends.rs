@@ -86,20 +86,7 @@ fn pair_with(
             l.contains("(listening)")
         });
     let server_out = std::thread::spawn(move || head + &rest.join().unwrap_or_default());
-    let mut args = vec!["--ddp-connect", "198.18.0.2", "--ip", "198.18.0.1"];
-    args.extend_from_slice(client);
-    let client = procs::spawn(
-        BIN,
-        &procs::memif_eal(
-            "client",
-            "0@1",
-            &format!("ddpdk-pe-cli-{pid}"),
-            &sock,
-            1024,
-            false,
-        ),
-        &args,
-    );
+    let client = client_of(&format!("ddpdk-pe-cli-{pid}"), &sock, client);
     Pair {
         server,
         server_prefix,
@@ -107,6 +94,17 @@ fn pair_with(
         client,
         dir,
     }
+}
+
+/// A perf client of the server at `sock`, EAL prefix `prefix`, with `extra` options.
+fn client_of(prefix: &str, sock: &std::path::Path, extra: &[&str]) -> Child {
+    let mut args = vec!["--ddp-connect", "198.18.0.2", "--ip", "198.18.0.1"];
+    args.extend_from_slice(extra);
+    procs::spawn(
+        BIN,
+        &procs::memif_eal("client", "0@1", prefix, sock, 1024, false),
+        &args,
+    )
 }
 
 /// Waits up to `limit` for `child` to exit; kills it after that (None).
@@ -574,25 +572,8 @@ fn a_server_whose_restarted_client_was_killed_ends_its_run() {
     signal(&p.client, "-KILL");
     let _ = p.client.wait();
     let sock = p.dir.join("memif.sock");
-    let mut again = procs::spawn(
-        BIN,
-        &procs::memif_eal(
-            "client",
-            "0@1",
-            &format!("ddpdk-pe-cli2-{}", std::process::id()),
-            &sock,
-            1024,
-            false,
-        ),
-        &[
-            "--ddp-connect",
-            "198.18.0.2",
-            "--ip",
-            "198.18.0.1",
-            "--run-for",
-            "60",
-        ],
-    );
+    let prefix = format!("ddpdk-pe-cli2-{}", std::process::id());
+    let mut again = client_of(&prefix, &sock, &["--run-for", "60"]);
     let _ = writing(&mut again);
     signal(&again, "-KILL");
     let _ = again.wait();
