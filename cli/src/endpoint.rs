@@ -2138,17 +2138,16 @@ impl Job {
             .submit(conn, Op::Terminate { stream: STREAM })
             .map_err(|e| e.to_string())?;
         // The association's end ends either wait too, with its reason (a server interrupted
-        // after the last completion sends an ABORT); only the SHUTDOWN's is the one waited for.
-        let ended = |what: &str, e: Event| match e {
+        // after the last completion sends an ABORT), unless it is the end waited for.
+        let ended = |what: &str, e: Event, awaited: Option<CloseReason>| match e {
             Event::Indication {
                 indication: Indication::Closed(reason),
                 ..
-            } if what != SHUTDOWN || reason != CloseReason::Shutdown => Err(format!(
+            } if Some(reason) != awaited => Err(format!(
                 "the association closed ({reason}), waiting for {what}"
             )),
             _ => Ok(()),
         };
-        const SHUTDOWN: &str = "the SHUTDOWN";
         let what = "the peer's Terminate";
         let e = self.wait_for_peer(what, signalled, WAIT, Some("server"), |events| {
             take(events, |e| {
@@ -2163,15 +2162,15 @@ impl Job {
                 })
             })
         })?;
-        ended(what, e)?;
+        ended(what, e, None)?;
         self.control
             .submit(conn, Op::Shutdown)
             .map_err(|e| e.to_string())?;
-        let what = SHUTDOWN;
+        let what = "the SHUTDOWN";
         let e = self.wait_for_peer(what, signalled, WAIT, Some("server"), |events| {
             take(events, |e| is(e, &|i| matches!(i, Indication::Closed(_))))
         })?;
-        ended(what, e)?;
+        ended(what, e, Some(CloseReason::Shutdown))?;
         Ok(())
     }
 }
